@@ -1,0 +1,66 @@
+/* vt_error.h - error codes and error-return macros shared by every library.
+ *
+ * Library code never exits: each function returns a vt_err (0 = success) and,
+ * on failure, leaves a human-readable message in a thread-local buffer that
+ * vt_errmsg() returns.  Only main() turns errors into exit statuses.
+ */
+#ifndef VT_ERROR_H
+#define VT_ERROR_H
+
+#include <stdarg.h>
+
+typedef enum {
+    VT_OK = 0,
+    VT_ERR_ARG,          /* caller passed an invalid argument */
+    VT_ERR_NOMEM,        /* allocation failed */
+    VT_ERR_IO,           /* read/write/open failed */
+    VT_ERR_FORMAT,       /* bytes do not follow the documented format */
+    VT_ERR_LIMIT,        /* a size limit was exceeded (hostile or too large input) */
+    VT_ERR_DIVERGED,     /* NaN or a value beyond FP32 range in a result */
+    VT_ERR_IMPLAUSIBLE,  /* a rounding-log entry is not plausible for our own value */
+    VT_ERR_MISMATCH,     /* the log does not match the operation sequence, or hashes differ */
+    VT_ERR_CRYPTO,       /* a cryptographic primitive failed or a signature is bad */
+    VT_ERR_DB,           /* SQLite error */
+    VT_ERR_UNSUPPORTED,  /* feature not built in (e.g. CUDA) */
+    VT_ERR_INTERNAL,     /* a bug: an invariant of our own code does not hold */
+    VT_ERR_COUNT_
+} vt_err;
+
+/* Short stable name of an error code, e.g. "format". */
+const char *vt_err_name(vt_err e);
+
+/* Message of the last error set on this thread (never NULL). */
+const char *vt_errmsg(void);
+
+/* Set the thread's error message; returns e so it can be used in return statements. */
+vt_err vt_set_error(vt_err e, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* Clear the thread's error message. */
+void vt_clear_error(void);
+
+/* Return early with an error and a formatted message when cond holds. */
+#define VT_RETURN_ERROR_IF(cond, err, ...)                \
+    do {                                                  \
+        if (cond) return vt_set_error((err), __VA_ARGS__); \
+    } while (0)
+
+#define VT_RETURN_ERROR(err, ...) return vt_set_error((err), __VA_ARGS__)
+
+/* Propagate a non-zero vt_err (the message is already set). */
+#define VT_FORWARD_IF_ERROR(expr)      \
+    do {                               \
+        vt_err vt_e_ = (expr);         \
+        if (vt_e_ != VT_OK) return vt_e_; \
+    } while (0)
+
+#if defined(__GNUC__)
+#define VT_WARN_UNUSED __attribute__((warn_unused_result))
+#else
+#define VT_WARN_UNUSED
+#endif
+
+#endif

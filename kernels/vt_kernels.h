@@ -1,0 +1,116 @@
+/* vt_kernels.h - CPU operations of an MLP training step.
+ *
+ * Every kernel reads FP32 inputs, computes in FP64 and writes FP64 results plus
+ * the per-element error bound description (vt_bounds) that the rounding layer
+ * (rounding_log/vt_rlog.h) needs; the caller then rounds with vt_round().
+ * Reductions follow the evaluation order chosen in vt_exec, so the same
+ * operation can be evaluated in several orders and the FP32 outputs compared.
+ * Elementwise kernels are chains of IEEE basic operations in one fixed order:
+ * bit-identical everywhere, bound 0.  Transcendentals come from vt_math.h
+ * (portable, built only from basic operations).
+ */
+#ifndef VT_KERNELS_H
+#define VT_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/vt_error.h"
+#include "../rounding_log/vt_rlog.h"
+
+typedef enum {
+    VT_ORDER_BLAS = 0,     /* cblas_dgemm / BLAS-like blocked loops for sums */
+    VT_ORDER_FORWARD = 1,  /* plain loop, k ascending */
+    VT_ORDER_REVERSE = 2,  /* plain loop, k descending */
+    VT_ORDER_PAIRWISE = 3, /* recursive pairwise (blocked) tree */
+    VT_ORDER_PERMUTED = 4, /* adversarial: a seeded random permutation of k */
+    VT_ORDER_SORTED = 5,   /* adversarial: terms sorted by increasing magnitude */
+    VT_ORDER_COUNT
+} vt_order;
+
+const char *vt_order_name(vt_order o);
+/* Parses "blas", "forward", ...; returns VT_ERR_ARG on an unknown name. */
+vt_err vt_order_parse(const char *s, vt_order *o) VT_WARN_UNUSED;
+
+/* Grow-only scratch memory owned by an executor. */
+typedef struct {
+    void *p[4];
+    size_t n[4];
+} vt_ws;
+
+typedef struct {
+    vt_order order;
+    uint64_t seed;      /* VT_ORDER_PERMUTED */
+    vt_bound_cfg bound; /* bound mode used for every bound this executor computes */
+    vt_ws ws;
+} vt_exec;
+
+void vt_exec_init(vt_exec *e, vt_order order, vt_bound_cfg bound, uint64_t seed);
+void vt_exec_free(vt_exec *e);
+
+/* ---------------------------------------------------------------- GEMM
+ * C[M x N] = op(A) * op(B), op(A) M x K, op(B) K x N, all row-major:
+ *   transA = 0: A is M x K;  transA = 1: A is stored K x M.
+ *   transB = 0: B is K x N;  transB = 1: B is stored N x K.
+ * The three training forms for weights W (in x out):
+ *   forward        Y  = X  * W      (transA=0, transB=0)
+ *   input grad     dX = dY * W^T    (transA=0, transB=1)
+ *   weight grad    dW = X^T * dY    (transA=1, transB=0)
+ * Bound: OUTER with rownorm[i] = ||row i of op(A)||_2, colnorm[j] = ||col j of op(B)||_2
+ * and coef = vt_bound_coef(K) (Cauchy-Schwarz: sum_k |a_ik b_kj| <= ||a_i|| ||b_j||).
+ * rownorm (M) and colnorm (N) are caller-provided arrays that *bounds points to. */
+vt_err vt_gemm(vt_exec *e, int transA, int transB, size_t M, size_t N, size_t K, const float *A,
+               const float *B, double *C, double *rownorm, double *colnorm, vt_bounds *bounds) VT_WARN_UNUSED;
+
+/* Same computation in plain FP64 without bounds (baseline for benchmarks). */
+vt_err vt_gemm_plain(vt_exec *e, int transA, int transB, size_t M, size_t N, size_t K, const float *A,
+                     const float *B, double *C) VT_WARN_UNUSED;
+
+/* ------------------------------------------------------------ sums
+ * Column sums of X (M x N): out[j] = sum_i X[i][j]  (bias gradient);
+ * row sums: out[i] = sum_j X[i][j].  Bound ARRAY: b[j] = coef(n) * sum|x|. */
+vt_err vt_colsum(vt_exec *e, size_t M, size_t N, const float *X, double *out, double *b,
+                 vt_bounds *bounds) VT_WARN_UNUSED;
+vt_err vt_rowsum(vt_exec *e, size_t M, size_t N, const float *X, double *out, double *b,
+                 vt_bounds *bounds) VT_WARN_UNUSED;
+
+/* ------------------------------------------------------ elementwise (B = 0) */
+/* Y[i][j] = X[i][j] + bias[j] */
+void vt_bias_add(size_t M, size_t N, const float *X, const float *bias, double *Y);
+/* relu(x) = x > 0 ? x : +0 ; exact */
+void vt_relu(size_t n, const float *x, double *y);
+/* dx = x > 0 ? dy : +0 */
+void vt_relu_backward(size_t n, const float *x, const float *dy, double *dx);
+
+/* ------------------------------------------------ softmax and cross-entropy
+ * probs[i][c] = exp(z_ic - max_c z) / sum_c exp(...), exp from vt_math (portable);
+ * the denominator is a reduction in the executor's order. Bound ARRAY in b (N*C). */
+vt_err vt_softmax(vt_exec *e, size_t N, size_t C, const float *logits, double *probs, double *b,
+                  vt_bounds *bounds) VT_WARN_UNUSED;
+/* Mean cross-entropy from rounded probabilities: loss = sum_i (-log(max(P[i][y_i], 2^-149)) / N),
+ * log from vt_math; the sum is a reduction in the executor's order. Bound in *b. */
+vt_err vt_xent_loss(vt_exec *e, size_t N, size_t C, const float *P, const uint8_t *labels, double *loss,
+                    double *b, vt_bounds *bounds) VT_WARN_UNUSED;
+/* dz[i][c] = (P[i][c] - [c == y_i]) / N ; elementwise, B = 0 */
+void vt_xent_backward(size_t N, size_t C, const float *P, const uint8_t *labels, double *dz);
+
+/* ------------------------------------------------------------ optimisers
+ * Elementwise chains in a fixed order, B = 0.  The caller rounds each output.
+ * SGD with momentum:  v' = mu*v + (g + wd*w);  w' = w - lr*v'   (v' is rounded to FP32 first:
+ *   vt_sgd_velocity then vt_sgd_apply with the rounded v'). */
+void vt_sgd_velocity(size_t n, const float *w, const float *g, const float *v, double mu, double wd,
+                     double *v_out);
+void vt_sgd_apply(size_t n, const float *w, const float *v_new, double lr, double *w_out);
+/* Adam (t >= 1):  m' = b1*m + (1-b1)*g;  v' = b2*v + (1-b2)*g*g  (rounded first), then
+ *   w' = w - lr * (m'/(1-b1^t)) / (sqrt(v'/(1-b2^t)) + eps); b^t by repeated squaring. */
+void vt_adam_moments(size_t n, const float *g, const float *m, const float *v, double b1, double b2,
+                     double *m_out, double *v_out);
+void vt_adam_apply(size_t n, const float *w, const float *m_new, const float *v_new, double lr, double b1,
+                   double b2, double eps, uint64_t t, double *w_out);
+
+/* ------------------------------------------------------ exact reference
+ * Exact dot product of FP32 vectors (a long fixed-point accumulator), correctly
+ * rounded to FP64.  Used by tests to check that bounds hold. */
+double vt_dot_exact(size_t K, const float *a, size_t inca, const float *b, size_t incb);
+
+#endif

@@ -1,0 +1,20 @@
+/* vt_math.h - portable transcendentals built only from IEEE basic operations
+ * (+ - * / sqrt, exact scaling by powers of two) in one fixed order, so that
+ * every IEEE-754 machine (and the CUDA kernels, which include the same code)
+ * returns the same bits.  Accuracy: a few ulp of FP64 (tested against libm);
+ * correctness of the system does not depend on it, only determinism does. */
+#ifndef VT_MATH_H
+#define VT_MATH_H
+
+#if defined(__CUDACC__)
+#define VT_HD __host__ __device__
+#else
+#define VT_HD
+#endif
+
+/* exp(x) for FP64 x; +inf above ~709.78, 0 below ~-745.13, NaN for NaN. */
+VT_HD double vt_exp(double x);
+/* log(x) for x > 0 (finite); -inf for 0, NaN for x < 0 or NaN, +inf for +inf. */
+VT_HD double vt_log(double x);
+
+#endif

@@ -1,0 +1,198 @@
+/* vt_rlog.h - the rounding layer: bounds, the record/replay rounding rules and the
+ * step log (in memory and on the wire).  See docs/rounding.md and docs/format.md.
+ *
+ * Every operation of a training step computes in FP64 from FP32 inputs and
+ * produces, per output element, an a-priori error bound B valid for any order
+ * of evaluation.  vt_round() turns those FP64 results into FP32:
+ *   record (trainer):  round to nearest, log every element whose interval
+ *                      [x-2B, x+2B] contains a rounding boundary;
+ *   replay (auditor):  check each logged entry for plausibility against its
+ *                      own x' and B', take the logged result, round the rest.
+ */
+#ifndef VT_RLOG_H
+#define VT_RLOG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/vt_error.h"
+
+/* ------------------------------------------------------------------ bounds */
+
+typedef enum {
+    VT_BOUND_PROVABLE = 0,      /* worst case, any order, any IEEE machine (default) */
+    VT_BOUND_PROBABILISTIC = 1, /* Higham-Mary probabilistic bound with parameter lambda */
+} vt_bound_mode;
+
+typedef struct {
+    vt_bound_mode mode;
+    double lambda; /* probabilistic mode only; VT_DEFAULT_LAMBDA when 0 */
+} vt_bound_cfg;
+
+#define VT_DEFAULT_LAMBDA 10.0
+/* Largest reduction length the bound formulas are proved for. */
+#define VT_MAX_REDUCTION ((uint64_t)1 << 30)
+
+/* Coefficient c(n) such that a sum of n terms t_1..t_n, evaluated in FP64 in any
+ * order (with or without FMA), differs from the exact sum by at most
+ * c(n) * S for any upper bound S >= sum |t_i| that was itself computed in FP64 by
+ * a sum of n non-negative terms (c(n) already absorbs the rounding of S, of the
+ * final products and of c itself: see docs/rounding.md).  c(1) = 0.  Returns a
+ * negative value when n > VT_MAX_REDUCTION. */
+double vt_bound_coef(const vt_bound_cfg *cfg, uint64_t n);
+
+/* Per-failure probability of the probabilistic bound for n terms (an upper bound);
+ * 0 for the provable mode. */
+double vt_bound_failure_prob(const vt_bound_cfg *cfg, uint64_t n);
+
+/* How an operation describes the bounds of its rows x cols outputs (row-major). */
+typedef enum {
+    VT_BOUNDS_ZERO = 0,  /* B = 0: exact or deterministic elementwise result */
+    VT_BOUNDS_ARRAY = 1, /* B[i] per element */
+    VT_BOUNDS_OUTER = 2, /* B[i][j] = coef * r[i] * c[j] (GEMM via Cauchy-Schwarz) */
+} vt_bounds_kind;
+
+typedef struct {
+    vt_bounds_kind kind;
+    const double *b;  /* ARRAY */
+    const double *r;  /* OUTER: rows entries */
+    const double *c;  /* OUTER: cols entries */
+    double coef;      /* OUTER */
+} vt_bounds;
+
+/* ---------------------------------------------------------------- step log */
+
+/* One log entry: the element index within the operation's output, and either a
+ * direction (the FP32 neighbour above or below the unique midpoint near x) or the
+ * trainer's FP32 value (cancellation: B is not small against the ulp). */
+typedef struct {
+    uint64_t index;
+    uint32_t value_bits; /* value entries: raw FP32 bits */
+    uint8_t is_value;    /* 1 = value entry, 0 = direction entry */
+    uint8_t up;          /* direction entries: 1 = upper neighbour, 0 = lower */
+} vt_log_entry;
+
+/* Entries of one operation, indices strictly increasing. */
+typedef struct {
+    uint32_t op_id;
+    uint64_t n_elems;
+    uint64_t n_entries;
+    uint64_t cap;
+    vt_log_entry *e;
+} vt_oplog;
+
+/* The log of one training step: one vt_oplog per rounded operation, in the
+ * step's fixed operation order (op ids strictly increasing). */
+typedef struct {
+    uint64_t step;
+    uint32_t n_ops;
+    uint32_t cap_ops;
+    vt_oplog *ops;
+} vt_steplog;
+
+void vt_steplog_init(vt_steplog *l, uint64_t step);
+void vt_steplog_free(vt_steplog *l);
+/* Empties the log (keeps allocations) and sets its step. */
+void vt_steplog_reset(vt_steplog *l, uint64_t step);
+/* Appends a new, empty operation record; returns it through *out. */
+vt_err vt_steplog_add_op(vt_steplog *l, uint32_t op_id, uint64_t n_elems, vt_oplog **out) VT_WARN_UNUSED;
+vt_err vt_oplog_push(vt_oplog *o, vt_log_entry e) VT_WARN_UNUSED;
+uint64_t vt_steplog_total_entries(const vt_steplog *l);
+
+/* ------------------------------------------------------------------- codec */
+
+/* Limits a decoder enforces (hostile input). Zero fields take the defaults. */
+typedef struct {
+    uint64_t max_decoded_bytes; /* default 256 MiB */
+    uint32_t max_ops;           /* default 65536 */
+    uint64_t max_entries;       /* default 16 Mi per step */
+    uint64_t max_elems;         /* default 2^40 per op */
+} vt_log_limits;
+
+/* Canonical uncompressed encoding (docs/format.md, "step log payload").  The log
+ * hash is SHA-256 of exactly these bytes, so it does not depend on zstd. */
+vt_err vt_steplog_serialize(const vt_steplog *l, uint8_t **out, size_t *out_len) VT_WARN_UNUSED;
+/* Compressed container (magic "VTLZ"): header + zstd frame of the payload.
+ * hash (may be NULL) receives the log hash. */
+vt_err vt_steplog_encode(const vt_steplog *l, int zstd_level, uint8_t **out, size_t *out_len,
+                         uint8_t hash[32]) VT_WARN_UNUSED;
+/* Decode a container; every byte is treated as hostile. hash (may be NULL)
+ * receives the log hash of the decoded payload. On failure *l is left empty. */
+vt_err vt_steplog_decode(const uint8_t *buf, size_t len, const vt_log_limits *lim, vt_steplog *l,
+                         uint8_t hash[32]) VT_WARN_UNUSED;
+/* Decode the uncompressed canonical payload (also used by decode). */
+vt_err vt_steplog_parse(const uint8_t *buf, size_t len, const vt_log_limits *lim, vt_steplog *l) VT_WARN_UNUSED;
+/* Hash of a log without keeping the encoding. */
+vt_err vt_steplog_hash(const vt_steplog *l, uint8_t hash[32]) VT_WARN_UNUSED;
+
+/* --------------------------------------------------------- rounding context */
+
+typedef enum {
+    VT_RMODE_RECORD = 0, /* trainer: round to nearest and log unstable elements */
+    VT_RMODE_REPLAY = 1, /* auditor/arbiter: check and follow the trainer's log */
+} vt_rmode;
+
+/* What went wrong, for reports and dispute evidence. */
+typedef struct {
+    vt_err code;       /* VT_OK when nothing failed */
+    uint64_t step;
+    uint32_t op_id;
+    uint64_t index;    /* element index within the operation (when known) */
+    int has_entry;     /* 1 when a log entry was involved */
+    vt_log_entry entry;
+    double own_x;      /* this party's FP64 value */
+    double own_bound;  /* this party's bound */
+    char why[160];
+} vt_fault;
+
+typedef struct {
+    uint64_t rounded;     /* elements rounded */
+    uint64_t logged_dir;  /* record: direction entries written; replay: applied */
+    uint64_t logged_val;  /* record: value entries written; replay: applied */
+    uint64_t checked;     /* replay: plausibility checks passed */
+} vt_rstats;
+
+typedef struct {
+    vt_rmode mode;
+    vt_bound_cfg bound;
+    uint64_t step;
+    vt_steplog *log;   /* record: appended to; replay: read (not owned) */
+    uint32_t cursor;   /* replay: next op record to consume */
+    vt_rstats stats;
+    vt_fault fault;
+} vt_rctx;
+
+void vt_rctx_init(vt_rctx *c, vt_rmode mode, vt_bound_cfg bound);
+/* Start a step: record mode resets *log to the step; replay mode reads *log
+ * (which must be that step's decoded log). */
+vt_err vt_rctx_begin_step(vt_rctx *c, uint64_t step, vt_steplog *log) VT_WARN_UNUSED;
+/* End a step: replay mode checks every op record was consumed. */
+vt_err vt_rctx_end_step(vt_rctx *c) VT_WARN_UNUSED;
+
+/* Round rows*cols FP64 results x (row-major) to FP32 out under the context's
+ * rule. Operation ids within a step must be strictly increasing. On failure
+ * the context's fault names step, operation, index and why. */
+vt_err vt_round(vt_rctx *c, uint32_t op_id, const double *x, const vt_bounds *b, size_t rows, size_t cols,
+                float *out) VT_WARN_UNUSED;
+
+/* --- the per-element rules, exposed for tests and the arbiter --- */
+
+/* Ordered key: monotone map of FP32 bit patterns (-inf < ... < -0 < +0 < ... < +inf)
+ * to consecutive unsigned integers; -0 and +0 are adjacent. */
+static inline uint32_t vt_f32_key(uint32_t bits)
+{
+    return (bits & 0x80000000u) ? ~bits : (bits | 0x80000000u);
+}
+
+/* FP32 results of the two ends of [x - k*B, x + k*B], each end first moved one
+ * FP64 step outward so the interval can only widen. */
+void vt_round_ends(double x, double B, double k, uint32_t *lo_bits, uint32_t *hi_bits);
+
+/* Record rule for one element. Returns VT_OK, or VT_ERR_DIVERGED when x is NaN,
+ * B is not a finite non-negative number, or x rounds beyond FP32 range.
+ * *logged is set when an entry was produced in *entry (index left 0). */
+vt_err vt_round_record1(double x, double B, float *out, int *logged, vt_log_entry *entry);
+/* Replay rule for one logged element: VT_OK with *out, or VT_ERR_IMPLAUSIBLE. */
+vt_err vt_round_replay1(double x, double B, const vt_log_entry *entry, float *out);
+
+#endif
