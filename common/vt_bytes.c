@@ -84,7 +84,7 @@ vt_err vt_read_skip(vt_reader *r, const uint8_t **where, size_t n, const char *w
 
 vt_err vt_read_bytes(vt_reader *r, void *dst, size_t n, const char *what)
 {
-    const uint8_t *src;
+    const uint8_t *src = NULL;
     VT_FORWARD_IF_ERROR(vt_read_skip(r, &src, n, what));
     if (n) memcpy(dst, src, n);
     return VT_OK;
@@ -94,7 +94,7 @@ vt_err vt_read_u8(vt_reader *r, uint8_t *v, const char *what) { return vt_read_b
 
 vt_err vt_read_u16le(vt_reader *r, uint16_t *v, const char *what)
 {
-    const uint8_t *p;
+    const uint8_t *p = NULL;
     VT_FORWARD_IF_ERROR(vt_read_skip(r, &p, 2, what));
     *v = vt_get_u16le(p);
     return VT_OK;
@@ -102,7 +102,7 @@ vt_err vt_read_u16le(vt_reader *r, uint16_t *v, const char *what)
 
 vt_err vt_read_u32le(vt_reader *r, uint32_t *v, const char *what)
 {
-    const uint8_t *p;
+    const uint8_t *p = NULL;
     VT_FORWARD_IF_ERROR(vt_read_skip(r, &p, 4, what));
     *v = vt_get_u32le(p);
     return VT_OK;
@@ -110,7 +110,7 @@ vt_err vt_read_u32le(vt_reader *r, uint32_t *v, const char *what)
 
 vt_err vt_read_u64le(vt_reader *r, uint64_t *v, const char *what)
 {
-    const uint8_t *p;
+    const uint8_t *p = NULL;
     VT_FORWARD_IF_ERROR(vt_read_skip(r, &p, 8, what));
     *v = vt_get_u64le(p);
     return VT_OK;

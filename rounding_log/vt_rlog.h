@@ -184,8 +184,14 @@ static inline uint32_t vt_f32_key(uint32_t bits)
     return (bits & 0x80000000u) ? ~bits : (bits | 0x80000000u);
 }
 
-/* FP32 results of the two ends of [x - k*B, x + k*B], each end first moved one
- * FP64 step outward so the interval can only widen. */
+/* Interval factors of the rules (docs/rounding.md section 3). */
+#define VT_UNSTABLE_K 2.0  /* record: unstable when ends_2 differ */
+#define VT_DIRECTION_K 8.0 /* record: direction entry when ends_8 are adjacent */
+#define VT_REPLAY_K 5.0    /* replay: plausibility window ends_5 */
+
+/* FP32 results of the two ends of [x - k*Bw, x + k*Bw] with the working bound
+ * Bw = B + |x|*2^-50 (0 when B = 0), each end first moved one FP64 step outward
+ * so the interval can only widen. */
 void vt_round_ends(double x, double B, double k, uint32_t *lo_bits, uint32_t *hi_bits);
 
 /* Record rule for one element. Returns VT_OK, or VT_ERR_DIVERGED when x is NaN,

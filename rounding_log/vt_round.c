@@ -1,0 +1,348 @@
+/* vt_round.c - the record and replay rounding rules (docs/rounding.md).
+ *
+ * Specification, per element with FP64 value x and bound B >= 0, and the working bound
+ * Bw = B + |x| * 2^-50 (B > 0; Bw = 0 when B = 0) which dominates FP64 rounding slop:
+ *   ends_k(x,B) = ( fl32(down(x - k*Bw)), fl32(up(x + k*Bw)) ), where down/up move the FP64
+ *   result one step outward (so the computed interval contains the exact one) and
+ *   B = 0 gives the degenerate interval [x, x].
+ *   record: unstable  <=> ends_2 differ.  An unstable element gets a direction entry
+ *           when ends_8 are adjacent FP32 values (exactly one boundary inside), else
+ *           a value entry holding fl32(x).
+ *   replay: a direction entry is plausible when ends_5 of the replayer's own (x', B')
+ *           are adjacent; the result is the lower or upper one.  A value entry is
+ *           plausible when it is finite and lies within ends_5.  Unlogged elements
+ *           round to nearest.
+ * The fast path below is a conservative filter: an element it calls stable is stable
+ * by the specification (proof in docs/rounding.md, "fast path").
+ */
+#include "vt_rlog.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../common/vt_bytes.h"
+
+#define VT_U 0x1p-53
+#define VT_INFLATE (1.0 + 0x1p-20)
+
+double vt_bound_coef(const vt_bound_cfg *cfg, uint64_t n)
+{
+    if (n > VT_MAX_REDUCTION) return -1.0;
+    if (n <= 1) return 0.0;
+    double m = (double)(n - 1); /* exact: n <= 2^30 */
+    double g = m * VT_U;
+    double provable = g / (1.0 - g) * VT_INFLATE;
+    if (!cfg || cfg->mode != VT_BOUND_PROBABILISTIC) return provable;
+    double lambda = cfg->lambda > 0 ? cfg->lambda : VT_DEFAULT_LAMBDA;
+    /* gamma~(lambda) = exp(t) - 1 with t = lambda*sqrt(m)*u + m*u^2/(1-u); exp(t)-1 <= t + t^2 for t <= 1 */
+    double t = lambda * sqrt(m) * VT_U + m * VT_U * VT_U / (1.0 - VT_U);
+    double prob = (t + t * t) * VT_INFLATE;
+    return prob < provable ? prob : provable;
+}
+
+double vt_bound_failure_prob(const vt_bound_cfg *cfg, uint64_t n)
+{
+    if (!cfg || cfg->mode != VT_BOUND_PROBABILISTIC || n <= 1) return 0.0;
+    double lambda = cfg->lambda > 0 ? cfg->lambda : VT_DEFAULT_LAMBDA;
+    double q = (1.0 - VT_U) * lambda;
+    double p = 2.0 * (double)n * exp(-0.5 * q * q);
+    return p > 1.0 ? 1.0 : p;
+}
+
+/* ------------------------------------------------------------ per element */
+
+static inline uint32_t f32_of(double x)
+{
+    float f = (float)x; /* IEEE conversion, round to nearest even */
+    return vt_f32_bits(f);
+}
+
+static inline int bits_finite(uint32_t b) { return (b & 0x7f800000u) != 0x7f800000u; }
+
+static inline double working_bound(double x, double B) { return B == 0 ? 0.0 : B + fabs(x) * 0x1p-50; }
+
+void vt_round_ends(double x, double B, double k, uint32_t *lo_bits, uint32_t *hi_bits)
+{
+    if (B == 0) {
+        *lo_bits = *hi_bits = f32_of(x);
+        return;
+    }
+    double t = k * working_bound(x, B);
+    double lo = nextafter(x - t, -INFINITY);
+    double hi = nextafter(x + t, INFINITY);
+    if (lo == 0) lo = -0.0; /* -0 is the lowest zero: the interval may only widen */
+    if (hi == 0) hi = 0.0;
+    *lo_bits = f32_of(lo);
+    *hi_bits = f32_of(hi);
+}
+
+static vt_err check_inputs(double x, double B)
+{
+    VT_RETURN_ERROR_IF(isnan(x), VT_ERR_DIVERGED, "result is NaN");
+    VT_RETURN_ERROR_IF(!(B >= 0) || isinf(B), VT_ERR_DIVERGED, "error bound is not finite (%g)", B);
+    return VT_OK;
+}
+
+vt_err vt_round_record1(double x, double B, float *out, int *logged, vt_log_entry *entry)
+{
+    *logged = 0;
+    VT_FORWARD_IF_ERROR(check_inputs(x, B));
+    uint32_t r = f32_of(x);
+    VT_RETURN_ERROR_IF(!bits_finite(r), VT_ERR_DIVERGED, "result %.17g is beyond FP32 range", x);
+    *out = vt_bits_f32(r);
+    uint32_t lo, hi;
+    vt_round_ends(x, B, VT_UNSTABLE_K, &lo, &hi);
+    if (lo == hi) return VT_OK; /* stable */
+    vt_round_ends(x, B, VT_DIRECTION_K, &lo, &hi);
+    memset(entry, 0, sizeof *entry);
+    *logged = 1;
+    if (vt_f32_key(hi) - vt_f32_key(lo) == 1) {
+        VT_RETURN_ERROR_IF(r != lo && r != hi, VT_ERR_INTERNAL, "rounded value outside its own interval");
+        entry->up = (uint8_t)(r == hi);
+    } else {
+        entry->is_value = 1;
+        entry->value_bits = r;
+    }
+    return VT_OK;
+}
+
+vt_err vt_round_replay1(double x, double B, const vt_log_entry *entry, float *out)
+{
+    VT_FORWARD_IF_ERROR(check_inputs(x, B));
+    uint32_t lo, hi, v;
+    vt_round_ends(x, B, VT_REPLAY_K, &lo, &hi);
+    if (!entry->is_value) {
+        VT_RETURN_ERROR_IF(vt_f32_key(hi) - vt_f32_key(lo) != 1, VT_ERR_IMPLAUSIBLE,
+                           "direction entry, but no single rounding boundary lies within 5B of our value");
+        v = entry->up ? hi : lo;
+        VT_RETURN_ERROR_IF(!bits_finite(v), VT_ERR_IMPLAUSIBLE, "direction entry leads beyond FP32 range");
+    } else {
+        v = entry->value_bits;
+        VT_RETURN_ERROR_IF(!bits_finite(v), VT_ERR_IMPLAUSIBLE, "value entry is not a finite FP32 value");
+        uint32_t kv = vt_f32_key(v);
+        VT_RETURN_ERROR_IF(kv < vt_f32_key(lo) || kv > vt_f32_key(hi), VT_ERR_IMPLAUSIBLE,
+                           "value entry lies outside [x - 5B, x + 5B] of our value");
+    }
+    *out = vt_bits_f32(v);
+    return VT_OK;
+}
+
+/* Conservative fast stability filter, branch-free so that it vectorises.
+ * Returns 1 when the element is certainly stable (then out = fl32(x)). */
+static inline int fast_stable(double x, double B, float *out)
+{
+    float r = (float)x;
+    double d = (double)r;
+    double e = fabs(x - d); /* exact: the residual of rounding to FP32 */
+    uint64_t db;
+    memcpy(&db, &d, 8);
+    /* h = half an FP32 ulp of r: 2^(exponent(d) - 24); a quarter when r is a power of two
+     * (the spacing below it is half).  Valid only for FP32-normal, finite r (masked below). */
+    uint64_t hb = (db & 0x7ff0000000000000ULL) - (24ULL << 52);
+    double h;
+    memcpy(&h, &hb, 8);
+    h = (db & 0x000fffffffffffffULL) ? h : 0.5 * h;
+    double ad = fabs(d);
+    /* 2*Bw + |x|*2^-49 = 2B + |x|*2^-48 */
+    double lhs = (e + 2.0 * B + fabs(x) * 0x1p-48) * (1.0 + 0x1p-40);
+    *out = r;
+    return (lhs < h) & (ad >= 0x1p-126) & (ad <= (double)FLT_MAX) & (B >= 0);
+}
+
+/* --------------------------------------------------------------- context */
+
+void vt_rctx_init(vt_rctx *c, vt_rmode mode, vt_bound_cfg bound)
+{
+    memset(c, 0, sizeof *c);
+    c->mode = mode;
+    c->bound = bound;
+}
+
+vt_err vt_rctx_begin_step(vt_rctx *c, uint64_t step, vt_steplog *log)
+{
+    VT_RETURN_ERROR_IF(!log, VT_ERR_ARG, "no step log given");
+    c->step = step;
+    c->log = log;
+    c->cursor = 0;
+    memset(&c->fault, 0, sizeof c->fault);
+    if (c->mode == VT_RMODE_RECORD) {
+        vt_steplog_reset(log, step);
+    } else if (log->step != step) {
+        c->fault.code = VT_ERR_MISMATCH;
+        c->fault.step = step;
+        snprintf(c->fault.why, sizeof c->fault.why, "log is for step %llu", (unsigned long long)log->step);
+        VT_RETURN_ERROR(VT_ERR_MISMATCH, "step %llu: the log given is for step %llu", (unsigned long long)step,
+                        (unsigned long long)log->step);
+    }
+    return VT_OK;
+}
+
+vt_err vt_rctx_end_step(vt_rctx *c)
+{
+    if (c->mode == VT_RMODE_REPLAY && c->cursor != c->log->n_ops) {
+        c->fault.code = VT_ERR_MISMATCH;
+        c->fault.step = c->step;
+        c->fault.op_id = c->log->ops[c->cursor].op_id;
+        snprintf(c->fault.why, sizeof c->fault.why, "log holds a record for op %u that the step never ran",
+                 c->log->ops[c->cursor].op_id);
+        VT_RETURN_ERROR(VT_ERR_MISMATCH, "step %llu: %s", (unsigned long long)c->step, c->fault.why);
+    }
+    return VT_OK;
+}
+
+static vt_err fail(vt_rctx *c, vt_err code, uint32_t op, uint64_t index, const vt_log_entry *entry, double x,
+                   double B)
+{
+    char why[160];
+    snprintf(why, sizeof why, "%s", vt_errmsg());
+    c->fault.code = code;
+    c->fault.step = c->step;
+    c->fault.op_id = op;
+    c->fault.index = index;
+    c->fault.has_entry = entry != NULL;
+    if (entry) c->fault.entry = *entry;
+    c->fault.own_x = x;
+    c->fault.own_bound = B;
+    memcpy(c->fault.why, why, sizeof why);
+    if (entry) {
+        char tv[64];
+        if (entry->is_value)
+            snprintf(tv, sizeof tv, "value %.9g", (double)vt_bits_f32(entry->value_bits));
+        else
+            snprintf(tv, sizeof tv, "direction %s", entry->up ? "up" : "down");
+        return vt_set_error(code, "step %llu, operation %u, index %llu: %s (trainer: %s; own value %.17g, bound %.3g)",
+                            (unsigned long long)c->step, op, (unsigned long long)index, why, tv, x, B);
+    }
+    if (code == VT_ERR_DIVERGED)
+        return vt_set_error(code, "training diverged at step %llu, operation %u, index %llu: %s",
+                            (unsigned long long)c->step, op, (unsigned long long)index, why);
+    return vt_set_error(code, "step %llu, operation %u, index %llu: %s (own value %.17g, bound %.3g)",
+                        (unsigned long long)c->step, op, (unsigned long long)index, why, x, B);
+}
+
+static inline double bound_at(const vt_bounds *b, size_t i, size_t j, size_t cols)
+{
+    switch (b->kind) {
+    case VT_BOUNDS_ARRAY: return b->b[i * cols + j];
+    case VT_BOUNDS_OUTER: return b->coef * b->r[i] * b->c[j];
+    default: return 0.0;
+    }
+}
+
+/* Rounding without any possible entry (B = 0, or replay of an unlogged element). */
+static vt_err round_plain(vt_rctx *c, uint32_t op, const double *x, size_t base, size_t n, float *out)
+{
+    int bad = 0;
+    for (size_t k = 0; k < n; k++) {
+        float r = (float)x[k];
+        out[k] = r;
+        bad |= !isfinite(r);
+    }
+    if (!bad) return VT_OK;
+    for (size_t k = 0; k < n; k++)
+        if (!isfinite(out[k])) {
+            vt_set_error(VT_ERR_DIVERGED, isnan(x[k]) ? "result is NaN" : "result is beyond FP32 range");
+            return fail(c, VT_ERR_DIVERGED, op, base + k, NULL, x[k], 0.0);
+        }
+    return VT_OK;
+}
+
+#define VT_BLOCK 64
+
+static vt_err record_row(vt_rctx *c, vt_oplog *o, const double *x, const vt_bounds *b, size_t i, size_t cols,
+                         float *out)
+{
+    double Bb[VT_BLOCK];
+    for (size_t j0 = 0; j0 < cols; j0 += VT_BLOCK) {
+        size_t nb = cols - j0 < VT_BLOCK ? cols - j0 : VT_BLOCK;
+        if (b->kind == VT_BOUNDS_OUTER) {
+            double ri = b->coef * b->r[i];
+            for (size_t k = 0; k < nb; k++) Bb[k] = ri * b->c[j0 + k];
+        } else {
+            memcpy(Bb, b->b + i * cols + j0, nb * sizeof(double));
+        }
+        int ok = 1;
+        for (size_t k = 0; k < nb; k++) ok &= fast_stable(x[j0 + k], Bb[k], &out[j0 + k]);
+        if (ok) continue;
+        for (size_t k = 0; k < nb; k++) {
+            if (fast_stable(x[j0 + k], Bb[k], &out[j0 + k])) continue;
+            int logged;
+            vt_log_entry e;
+            vt_err err = vt_round_record1(x[j0 + k], Bb[k], &out[j0 + k], &logged, &e);
+            uint64_t idx = (uint64_t)i * cols + j0 + k;
+            if (err) return fail(c, err, o->op_id, idx, NULL, x[j0 + k], Bb[k]);
+            if (logged) {
+                e.index = idx;
+                VT_FORWARD_IF_ERROR(vt_oplog_push(o, e));
+                if (e.is_value)
+                    c->stats.logged_val++;
+                else
+                    c->stats.logged_dir++;
+            }
+        }
+    }
+    return VT_OK;
+}
+
+vt_err vt_round(vt_rctx *c, uint32_t op_id, const double *x, const vt_bounds *b, size_t rows, size_t cols,
+                float *out)
+{
+    static const vt_bounds zero = {VT_BOUNDS_ZERO, NULL, NULL, NULL, 0.0};
+    if (!b) b = &zero;
+    VT_RETURN_ERROR_IF(!c->log, VT_ERR_ARG, "rounding context has no step (call vt_rctx_begin_step)");
+    VT_RETURN_ERROR_IF(cols && rows > SIZE_MAX / cols, VT_ERR_LIMIT, "operation %u: element count overflows",
+                       op_id);
+    VT_RETURN_ERROR_IF(b->kind == VT_BOUNDS_OUTER && (!b->r || !b->c), VT_ERR_ARG, "outer bounds need r and c");
+    VT_RETURN_ERROR_IF(b->kind == VT_BOUNDS_ARRAY && !b->b, VT_ERR_ARG, "array bounds need b");
+    uint64_t n = (uint64_t)rows * cols;
+
+    if (c->mode == VT_RMODE_RECORD) {
+        VT_RETURN_ERROR_IF(c->log->n_ops && c->log->ops[c->log->n_ops - 1].op_id >= op_id, VT_ERR_ARG,
+                           "operation ids must increase within a step (%u after %u)", op_id,
+                           c->log->ops[c->log->n_ops - 1].op_id);
+        vt_oplog *o;
+        VT_FORWARD_IF_ERROR(vt_steplog_add_op(c->log, op_id, n, &o));
+        c->stats.rounded += n;
+        if (b->kind == VT_BOUNDS_ZERO) return round_plain(c, op_id, x, 0, (size_t)n, out);
+        for (size_t i = 0; i < rows; i++)
+            VT_FORWARD_IF_ERROR(record_row(c, o, x + i * cols, b, i, cols, out + i * cols));
+        return VT_OK;
+    }
+
+    /* replay */
+    if (c->cursor >= c->log->n_ops) {
+        vt_set_error(VT_ERR_MISMATCH, "the log has no record for this operation");
+        return fail(c, VT_ERR_MISMATCH, op_id, 0, NULL, 0.0, 0.0);
+    }
+    const vt_oplog *o = &c->log->ops[c->cursor];
+    if (o->op_id != op_id || o->n_elems != n) {
+        vt_set_error(VT_ERR_MISMATCH, "the log's next record is for operation %u with %llu elements, not %llu",
+                     o->op_id, (unsigned long long)o->n_elems, (unsigned long long)n);
+        return fail(c, VT_ERR_MISMATCH, op_id, 0, NULL, 0.0, 0.0);
+    }
+    c->cursor++;
+    c->stats.rounded += n;
+    size_t done = 0;
+    for (uint64_t k = 0; k < o->n_entries; k++) {
+        const vt_log_entry *e = &o->e[k];
+        if (e->index >= n || (k && e->index <= o->e[k - 1].index)) {
+            vt_set_error(VT_ERR_MISMATCH, "log entries out of order or out of range");
+            return fail(c, VT_ERR_MISMATCH, op_id, e->index, e, 0.0, 0.0);
+        }
+        size_t idx = (size_t)e->index;
+        VT_FORWARD_IF_ERROR(round_plain(c, op_id, x + done, done, idx - done, out + done));
+        size_t i = cols ? idx / cols : 0, j = cols ? idx % cols : 0;
+        double B = bound_at(b, i, j, cols);
+        vt_err err = vt_round_replay1(x[idx], B, e, &out[idx]);
+        if (err) return fail(c, err, op_id, idx, e, x[idx], B);
+        c->stats.checked++;
+        if (e->is_value)
+            c->stats.logged_val++;
+        else
+            c->stats.logged_dir++;
+        done = idx + 1;
+    }
+    return round_plain(c, op_id, x + done, done, (size_t)n - done, out + done);
+}

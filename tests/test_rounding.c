@@ -1,0 +1,326 @@
+/* Unit tests of the rounding rules: every edge case named in docs/rounding.md, the
+ * plausibility checks, the context bookkeeping, and fast path == specification. */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/vt_bytes.h"
+#include "rounding_log/vt_rlog.h"
+#include "vt_test.h"
+
+static uint32_t fb(float f) { return vt_f32_bits(f); }
+
+/* record one element; returns logged flag; *e gets the entry */
+static int rec(double x, double B, float *out, vt_log_entry *e, vt_err *err)
+{
+    int logged = 0;
+    memset(e, 0, sizeof *e);
+    *err = vt_round_record1(x, B, out, &logged, e);
+    return logged;
+}
+
+static void test_zero_sign(void)
+{
+    float o;
+    vt_log_entry e;
+    vt_err err;
+    CHECK(!rec(0.0, 0.0, &o, &e, &err) && err == VT_OK && fb(o) == 0u, "+0 exact");
+    CHECK(!rec(-0.0, 0.0, &o, &e, &err) && err == VT_OK && fb(o) == 0x80000000u, "-0 exact keeps its sign");
+    /* +tiny with a bound reaching below zero: -0/+0 is a boundary, logged as a direction */
+    CHECK(rec(1e-300, 1e-290, &o, &e, &err) && err == VT_OK && !e.is_value && e.up == 1 && fb(o) == 0u,
+          "+tiny near zero logs up (err %d, val %d)", err, e.is_value);
+    float r;
+    CHECK(vt_round_replay1(-1e-300, 1e-290, &e, &r) == VT_OK && fb(r) == 0u, "replayer with -tiny follows to +0");
+    CHECK(rec(-1e-300, 1e-290, &o, &e, &err) && !e.is_value && e.up == 0 && fb(o) == 0x80000000u, "-tiny logs down");
+    CHECK(vt_round_replay1(1e-300, 1e-290, &e, &r) == VT_OK && fb(r) == 0x80000000u, "replayer follows to -0");
+}
+
+static void test_subnormal(void)
+{
+    float o, r;
+    vt_log_entry e;
+    vt_err err;
+    double m = 3.5 * 0x1p-149; /* midpoint between 3 and 4 subnormal ulps: tie -> even (4) */
+    CHECK(!rec(m, 0.0, &o, &e, &err) && o == (float)(4 * 0x1p-149), "subnormal tie, B=0, to even");
+    CHECK(rec(m, 0x1p-170, &o, &e, &err) && !e.is_value && e.up == 1, "subnormal tie with bound logs up");
+    CHECK(vt_round_replay1(m - 0x1p-169, 0x1p-170, &e, &r) == VT_OK && r == (float)(4 * 0x1p-149),
+          "replayer below the tie follows up");
+    CHECK(!rec(3.0 * 0x1p-149, 0x1p-170, &o, &e, &err) && o == (float)(3 * 0x1p-149), "exact subnormal stable");
+    /* below half the smallest subnormal: rounds to zero */
+    CHECK(!rec(0x1p-152, 0x1p-170, &o, &e, &err) && fb(o) == 0u, "underflow to +0 is stable far from 2^-150");
+}
+
+static void test_exponent_boundary(void)
+{
+    float o, r;
+    vt_log_entry e;
+    vt_err err;
+    /* below 1.0 the spacing is 2^-24; midpoint 1 - 2^-25 ties to 1.0 (even) */
+    double m_below = 1.0 - 0x1p-25;
+    CHECK(!rec(m_below, 0, &o, &e, &err) && o == 1.0f, "tie below 1 to even");
+    CHECK(rec(m_below + 0x1p-45, 0x1p-40, &o, &e, &err) && !e.is_value && e.up == 1 && o == 1.0f,
+          "near midpoint below 1: direction up");
+    CHECK(vt_round_replay1(m_below - 0x1p-41, 0x1p-40, &e, &r) == VT_OK && r == 1.0f, "replay follows across boundary");
+    /* above 1.0 the spacing is 2^-23; midpoint 1 + 2^-24 ties to 1.0 */
+    double m_above = 1.0 + 0x1p-24;
+    CHECK(rec(m_above - 0x1p-45, 0x1p-40, &o, &e, &err) && !e.is_value && e.up == 0 && o == 1.0f,
+          "near midpoint above 1: direction down");
+    CHECK(vt_round_replay1(m_above + 0x1p-41, 0x1p-40, &e, &r) == VT_OK && r == 1.0f, "replay down to 1");
+    /* at exactly 1.0 with a bound smaller than both half-spacings: stable */
+    CHECK(!rec(1.0, 0x1p-30, &o, &e, &err) && o == 1.0f, "exact 1.0 stable");
+    /* a bound that covers both midpoints around 1.0 -> value entry */
+    CHECK(rec(1.0, 0x1p-26, &o, &e, &err) && e.is_value && e.value_bits == fb(1.0f), "wide bound: value entry");
+}
+
+static void test_ties_and_exact(void)
+{
+    float o, r;
+    vt_log_entry e;
+    vt_err err;
+    double t = 1.0 + 0x1p-24; /* exact tie: 1.0 is even */
+    CHECK(!rec(t, 0, &o, &e, &err) && o == 1.0f, "tie, B=0: deterministic, not logged");
+    CHECK(rec(t, 0x1p-50, &o, &e, &err) && !e.is_value && e.up == 0 && o == 1.0f, "tie with bound logs down");
+    CHECK(vt_round_replay1(t + 0x1p-52, 0x1p-50, &e, &r) == VT_OK && r == 1.0f,
+          "replayer just above the tie follows down");
+    double t2 = 1.0 + 3 * 0x1p-24; /* tie between 1+2^-23 (odd) and 1+2^-22 (even) */
+    CHECK(rec(t2, 0x1p-50, &o, &e, &err) && e.up == 1 && o == (float)(1.0 + 0x1p-22), "odd tie goes up");
+    CHECK(!rec(0.5, 1e-12, &o, &e, &err) && o == 0.5f, "already FP32: stable");
+    CHECK(!rec(0.1f, 1e-12, &o, &e, &err) && o == 0.1f, "0.1f exact");
+}
+
+static void test_overflow_nan(void)
+{
+    float o, r;
+    vt_log_entry e;
+    vt_err err;
+    rec(1e39, 0, &o, &e, &err);
+    CHECK(err == VT_ERR_DIVERGED, "1e39 diverges");
+    rec(-1e39, 1.0, &o, &e, &err);
+    CHECK(err == VT_ERR_DIVERGED, "-1e39 diverges");
+    double thr = (double)FLT_MAX + ldexp(1.0, 103); /* FLT_MAX + ulp/2: tie to even -> inf */
+    rec(thr, 0, &o, &e, &err);
+    CHECK(err == VT_ERR_DIVERGED, "overflow threshold rounds to inf: diverged");
+    CHECK(rec(thr - ldexp(1.0, 75), ldexp(1.0, 75), &o, &e, &err) && err == VT_OK && !e.is_value && e.up == 0 &&
+              o == FLT_MAX,
+          "just below the overflow threshold: direction down to FLT_MAX (err %d)", err);
+    CHECK(vt_round_replay1(thr + ldexp(1.0, 75), ldexp(1.0, 75), &e, &r) == VT_OK && r == FLT_MAX,
+          "replayer that would overflow follows the log to FLT_MAX");
+    vt_log_entry up = e;
+    up.up = 1;
+    CHECK(vt_round_replay1(thr, ldexp(1.0, 75), &up, &r) == VT_ERR_IMPLAUSIBLE, "direction to inf is implausible");
+    rec(NAN, 0, &o, &e, &err);
+    CHECK(err == VT_ERR_DIVERGED, "NaN diverges");
+    rec(1.0, NAN, &o, &e, &err);
+    CHECK(err == VT_ERR_DIVERGED, "NaN bound");
+    rec(1.0, INFINITY, &o, &e, &err);
+    CHECK(err == VT_ERR_DIVERGED, "inf bound");
+    rec(1.0, -1.0, &o, &e, &err);
+    CHECK(err == VT_ERR_DIVERGED, "negative bound");
+    rec(INFINITY, 0, &o, &e, &err);
+    CHECK(err == VT_ERR_DIVERGED, "inf input");
+    vt_log_entry v = {0, fb(NAN), 1, 0};
+    CHECK(vt_round_replay1(1.0, 1.0, &v, &r) == VT_ERR_IMPLAUSIBLE, "NaN value entry implausible");
+    v.value_bits = fb(INFINITY);
+    CHECK(vt_round_replay1(FLT_MAX, 1e38, &v, &r) == VT_ERR_IMPLAUSIBLE, "inf value entry implausible");
+}
+
+static void test_plausibility(void)
+{
+    float r;
+    double m = 1.0 + 0x1p-24;        /* a midpoint */
+    double B = 0x1p-40;
+    vt_log_entry dn = {0, 0, 0, 0}, up = {0, 0, 0, 1};
+    /* far from any midpoint: any direction entry is rejected */
+    CHECK(vt_round_replay1(1.3, B, &dn, &r) == VT_ERR_IMPLAUSIBLE, "direction far from midpoint rejected");
+    CHECK(vt_round_replay1(1.3, B, &up, &r) == VT_ERR_IMPLAUSIBLE, "flipped direction far from midpoint rejected");
+    /* 3B from the midpoint: stable for us (2B), but inside the widened 5B window: accepted both ways */
+    uint32_t lo, hi;
+    vt_round_ends(m + 3 * B, B, 2.0, &lo, &hi);
+    CHECK(lo == hi, "3B away is stable on our side");
+    CHECK(vt_round_replay1(m + 3 * B, B, &dn, &r) == VT_OK && r == 1.0f, "accepted down within widened window");
+    CHECK(vt_round_replay1(m + 3 * B, B, &up, &r) == VT_OK && r == (float)(1.0 + 0x1p-23), "accepted up");
+    /* 6B away: outside the 5B window -> rejected */
+    CHECK(vt_round_replay1(m + 6 * B, B, &dn, &r) == VT_ERR_IMPLAUSIBLE, "6B away rejected");
+    /* value entries */
+    vt_log_entry v = {0, fb(1.0f), 1, 0};
+    CHECK(vt_round_replay1(1.0 + 0x1p-30, 0x1p-26, &v, &r) == VT_OK && r == 1.0f, "value inside window");
+    v.value_bits = fb(1.5f);
+    CHECK(vt_round_replay1(1.0 + 0x1p-30, 0x1p-26, &v, &r) == VT_ERR_IMPLAUSIBLE, "value far outside rejected");
+    /* B = 0 on our side: only a value equal to our own rounding is plausible */
+    v.value_bits = fb(1.0f);
+    CHECK(vt_round_replay1(1.0, 0.0, &v, &r) == VT_OK, "B=0 value equal accepted");
+    CHECK(vt_round_replay1(1.0, 0.0, &dn, &r) == VT_ERR_IMPLAUSIBLE, "B=0 direction rejected");
+}
+
+/* Elements drawn to stress the fast path: near midpoints, powers of two, subnormals, zero,
+ * FLT_MAX, with bounds spanning many scales. */
+static double draw_x(vt_rng *g)
+{
+    int kind = (int)(vt_rng_next(g) % 8);
+    double s = (vt_rng_next(g) & 1) ? -1.0 : 1.0;
+    int ex = (int)(vt_rng_next(g) % 60) - 30;
+    switch (kind) {
+    case 0: return s * ldexp(1.0 + vt_rng_uniform(g), ex);
+    case 1: { /* near a midpoint */
+        float f = (float)ldexp(1.0 + vt_rng_uniform(g), ex);
+        double ulp = nextafterf(f, INFINITY) - (double)f;
+        return s * ((double)f + ulp / 2 + ldexp(vt_rng_uniform(g) - 0.5, ex - 40));
+    }
+    case 2: return s * ldexp(1.0, ex) * (1.0 + ldexp(vt_rng_uniform(g) - 0.5, -23)); /* near 2^k */
+    case 3: return s * ldexp(vt_rng_uniform(g), -126 - (int)(vt_rng_next(g) % 30)); /* subnormal range */
+    case 4: return s * ldexp(vt_rng_uniform(g), -140); /* near zero */
+    case 5: return s * (double)FLT_MAX * (1.0 + ldexp(vt_rng_uniform(g) - 0.9, -24));
+    case 6: return s * (double)(float)ldexp(1.0 + vt_rng_uniform(g), ex); /* exact FP32 */
+    default: return s * ldexp(vt_rng_uniform(g), ex);
+    }
+}
+
+static void test_fast_path_matches_spec(uint64_t seed)
+{
+    enum { ROWS = 37, COLS = 211 };
+    vt_rng g = {seed};
+    double *x = malloc(sizeof(double) * ROWS * COLS), *B = malloc(sizeof(double) * ROWS * COLS);
+    float *out = malloc(sizeof(float) * ROWS * COLS);
+    vt_steplog log;
+    vt_steplog_init(&log, 0);
+    long mismatches = 0, logged = 0;
+    for (int rep = 0; rep < 40; rep++) {
+        for (int i = 0; i < ROWS * COLS; i++) {
+            x[i] = draw_x(&g);
+            double rel = ldexp(1.0, -(int)(vt_rng_next(&g) % 60) - 10);
+            B[i] = (vt_rng_next(&g) % 16 == 0) ? 0.0 : fabs(x[i]) * rel + ((vt_rng_next(&g) & 1) ? 0x1p-160 : 0);
+            if (isinf(fabs(x[i]) * 2)) B[i] = 0;
+        }
+        vt_rctx c;
+        vt_rctx_init(&c, VT_RMODE_RECORD, (vt_bound_cfg){VT_BOUND_PROVABLE, 0});
+        CHECK_OK(vt_rctx_begin_step(&c, 7, &log));
+        vt_bounds b = {VT_BOUNDS_ARRAY, B, NULL, NULL, 0};
+        vt_err err = vt_round(&c, 3, x, &b, ROWS, COLS, out);
+        if (err == VT_ERR_DIVERGED) { /* an element rounded beyond FP32: check it really does */
+            uint64_t k = c.fault.index;
+            CHECK(k < ROWS * COLS && isinf((float)x[k]), "diverged at a finite element");
+            continue;
+        }
+        CHECK(err == VT_OK, "vt_round: %s", vt_errmsg());
+        const vt_oplog *o = &log.ops[0];
+        uint64_t ei = 0;
+        for (int k = 0; k < ROWS * COLS; k++) {
+            float r;
+            int lg;
+            vt_log_entry e;
+            vt_err e1 = vt_round_record1(x[k], B[k], &r, &lg, &e);
+            int have = ei < o->n_entries && o->e[ei].index == (uint64_t)k;
+            if (e1 != VT_OK || fb(r) != fb(out[k]) || lg != have ||
+                (lg && (e.is_value != o->e[ei].is_value || e.up != o->e[ei].up || e.value_bits != o->e[ei].value_bits)))
+                mismatches++;
+            if (have) ei++, logged++;
+        }
+    }
+    CHECK(mismatches == 0, "%ld elements where vt_round differs from the per-element rule", mismatches);
+    CHECK(logged > 100, "the stress set should log many elements (%ld)", logged);
+    vt_steplog_free(&log);
+    free(x);
+    free(B);
+    free(out);
+}
+
+static void test_context(void)
+{
+    double x[6] = {1.0, 1.0 + 0x1p-24, 2.0, 3.0, 1.0 + 3 * 0x1p-24, 0.25};
+    double B[6] = {0, 0x1p-50, 0, 0, 0x1p-50, 0};
+    vt_bounds b = {VT_BOUNDS_ARRAY, B, NULL, NULL, 0};
+    float out[6], out2[6];
+    vt_steplog log;
+    vt_steplog_init(&log, 0);
+    vt_rctx c;
+    vt_rctx_init(&c, VT_RMODE_RECORD, (vt_bound_cfg){VT_BOUND_PROVABLE, 0});
+    CHECK_OK(vt_rctx_begin_step(&c, 5, &log));
+    CHECK_OK(vt_round(&c, 1, x, &b, 2, 3, out));
+    CHECK_OK(vt_round(&c, 2, x, NULL, 1, 6, out));
+    CHECK(vt_round(&c, 2, x, NULL, 1, 6, out) == VT_ERR_ARG, "op ids must increase");
+    CHECK_OK(vt_rctx_end_step(&c));
+    CHECK(log.n_ops == 2 && log.ops[0].n_entries == 2 && log.ops[1].n_entries == 0, "two records, two entries");
+    CHECK(c.stats.logged_dir == 2 && c.stats.rounded == 12, "stats");
+
+    vt_rctx r;
+    vt_rctx_init(&r, VT_RMODE_REPLAY, (vt_bound_cfg){VT_BOUND_PROVABLE, 0});
+    double y[6];
+    memcpy(y, x, sizeof y);
+    y[1] += 0x1p-52; /* the replayer lands on the other side of both ties */
+    y[4] -= 0x1p-52;
+    CHECK_OK(vt_rctx_begin_step(&r, 5, &log));
+    CHECK_OK(vt_round(&r, 1, y, &b, 2, 3, out2));
+    float ref[6];
+    vt_rctx_init(&c, VT_RMODE_RECORD, (vt_bound_cfg){VT_BOUND_PROVABLE, 0});
+    vt_steplog tmp;
+    vt_steplog_init(&tmp, 0);
+    CHECK_OK(vt_rctx_begin_step(&c, 5, &tmp));
+    CHECK_OK(vt_round(&c, 1, x, &b, 2, 3, ref));
+    CHECK(memcmp(ref, out2, sizeof ref) == 0, "replay with a different x reproduces the trainer's FP32");
+    CHECK(r.stats.checked == 2, "two plausibility checks");
+    CHECK(vt_rctx_end_step(&r) == VT_ERR_MISMATCH, "unconsumed record detected");
+    CHECK(vt_round(&r, 3, y, NULL, 1, 6, out2) == VT_ERR_MISMATCH && r.fault.code == VT_ERR_MISMATCH,
+          "wrong op id detected");
+    CHECK_OK(vt_rctx_begin_step(&r, 5, &log));
+    CHECK(vt_round(&r, 1, y, &b, 3, 2, out2) == VT_OK, "same element count, other shape is fine");
+    CHECK(vt_round(&r, 2, y, NULL, 1, 5, out2) == VT_ERR_MISMATCH, "element count mismatch detected");
+    CHECK(vt_rctx_begin_step(&r, 6, &log) == VT_ERR_MISMATCH, "log of another step detected");
+
+    /* a tampered direction far from any midpoint: fault names step, op, index */
+    log.ops[0].e[0].index = 3; /* element 3 (3.0, B=0) is exact: direction implausible */
+    CHECK_OK(vt_rctx_begin_step(&r, 5, &log));
+    CHECK(vt_round(&r, 1, y, &b, 2, 3, out2) == VT_ERR_IMPLAUSIBLE, "moved entry rejected");
+    CHECK(r.fault.step == 5 && r.fault.op_id == 1 && r.fault.index == 3 && r.fault.has_entry,
+          "fault names step 5 op 1 index 3 (got %llu %u %llu)", (unsigned long long)r.fault.step, r.fault.op_id,
+          (unsigned long long)r.fault.index);
+    CHECK(strstr(vt_errmsg(), "step 5, operation 1, index 3") != NULL, "message: %s", vt_errmsg());
+
+    /* divergence names step and op */
+    double bad[3] = {1.0, NAN, 2.0};
+    vt_rctx_init(&c, VT_RMODE_RECORD, (vt_bound_cfg){VT_BOUND_PROVABLE, 0});
+    CHECK_OK(vt_rctx_begin_step(&c, 9, &tmp));
+    CHECK(vt_round(&c, 4, bad, NULL, 1, 3, out) == VT_ERR_DIVERGED, "NaN diverges");
+    CHECK(strstr(vt_errmsg(), "diverged at step 9, operation 4, index 1") != NULL, "message: %s", vt_errmsg());
+    double big[2] = {1.0, 1e300};
+    double bb[2] = {1e-10, 1e-10};
+    vt_bounds ab = {VT_BOUNDS_ARRAY, bb, NULL, NULL, 0};
+    CHECK_OK(vt_rctx_begin_step(&c, 10, &tmp));
+    CHECK(vt_round(&c, 4, big, &ab, 1, 2, out) == VT_ERR_DIVERGED && c.fault.index == 1, "overflow diverges");
+    vt_steplog_free(&log);
+    vt_steplog_free(&tmp);
+}
+
+static void test_bound_coef(void)
+{
+    vt_bound_cfg pv = {VT_BOUND_PROVABLE, 0}, pb = {VT_BOUND_PROBABILISTIC, 10.0};
+    CHECK(vt_bound_coef(&pv, 1) == 0 && vt_bound_coef(&pv, 0) == 0, "single term exact");
+    CHECK(vt_bound_coef(&pv, 2) >= 0x1p-53, "two terms: at least u");
+    CHECK(vt_bound_coef(&pv, VT_MAX_REDUCTION + 1) < 0, "over the limit");
+    double prev = 0;
+    for (uint64_t n = 2; n <= (1u << 20); n *= 2) {
+        double c = vt_bound_coef(&pv, n), g = (double)(n - 1) * 0x1p-53;
+        CHECK(c > prev && c >= g / (1 - g), "monotone and >= gamma_{n-1} at n=%llu", (unsigned long long)n);
+        CHECK(vt_bound_coef(&pb, n) <= c, "probabilistic <= provable at %llu", (unsigned long long)n);
+        prev = c;
+    }
+    CHECK(vt_bound_coef(&pb, 4096) <= 0.25 * vt_bound_coef(&pv, 4096), "probabilistic at 4096 < quarter");
+    CHECK(vt_bound_failure_prob(&pb, 4096) < 1e-17, "failure probability tiny at lambda 10 (%g)",
+          vt_bound_failure_prob(&pb, 4096));
+    CHECK(vt_bound_failure_prob(&pv, 4096) == 0, "provable never fails");
+}
+
+int main(void)
+{
+    uint64_t seed = vt_test_seed(12345);
+    test_zero_sign();
+    test_subnormal();
+    test_exponent_boundary();
+    test_ties_and_exact();
+    test_overflow_nan();
+    test_plausibility();
+    test_fast_path_matches_spec(seed);
+    test_context();
+    test_bound_coef();
+    return vt_test_finish("test_rounding");
+}
