@@ -8,6 +8,14 @@
  * Elementwise kernels are chains of IEEE basic operations in one fixed order:
  * bit-identical everywhere, bound 0.  Transcendentals come from vt_math.h
  * (portable, built only from basic operations).
+ *
+ * Conventions of every reduction (GEMM, sums, softmax denominator, loss):
+ *   - sizes must be >= 1 (VT_ERR_ARG otherwise); a reduction longer than
+ *     VT_MAX_REDUCTION, or sizes whose byte counts overflow, give VT_ERR_LIMIT;
+ *   - every order starts from +0 (the BLAS GEMM result is normalised by + 0.0),
+ *     so a zero result is +0 in every order, never -0;
+ *   - NaN/inf inputs are not rejected: they propagate into the result or the
+ *     bound, and vt_round() then reports VT_ERR_DIVERGED.
  */
 #ifndef VT_KERNELS_H
 #define VT_KERNELS_H
@@ -19,20 +27,24 @@
 #include "../rounding_log/vt_rlog.h"
 
 typedef enum {
-    VT_ORDER_BLAS = 0,     /* cblas_dgemm / BLAS-like blocked loops for sums */
+    VT_ORDER_BLAS = 0,     /* cblas_dgemm / sums: four interleaved accumulators (k mod 4),
+                              combined as (a0+a1)+(a2+a3) */
     VT_ORDER_FORWARD = 1,  /* plain loop, k ascending */
     VT_ORDER_REVERSE = 2,  /* plain loop, k descending */
-    VT_ORDER_PAIRWISE = 3, /* recursive pairwise (blocked) tree */
-    VT_ORDER_PERMUTED = 4, /* adversarial: a seeded random permutation of k */
-    VT_ORDER_SORTED = 5,   /* adversarial: terms sorted by increasing magnitude */
+    VT_ORDER_PAIRWISE = 3, /* blocks of 8 consecutive terms summed ascending, blocks combined
+                              by a binary tree (binary-counter merging) */
+    VT_ORDER_PERMUTED = 4, /* adversarial: a Fisher-Yates permutation of k drawn from seed
+                              (splitmix64); the same permutation for every element */
+    VT_ORDER_SORTED = 5,   /* adversarial: terms sorted by increasing magnitude (per element) */
     VT_ORDER_COUNT
 } vt_order;
 
+/* "blas", "forward", "reverse", "pairwise", "permuted", "sorted"; "unknown" otherwise. */
 const char *vt_order_name(vt_order o);
 /* Parses "blas", "forward", ...; returns VT_ERR_ARG on an unknown name. */
 vt_err vt_order_parse(const char *s, vt_order *o) VT_WARN_UNUSED;
 
-/* Grow-only scratch memory owned by an executor. */
+/* Grow-only scratch memory owned by an executor (one executor per thread). */
 typedef struct {
     void *p[4];
     size_t n[4];
@@ -46,6 +58,7 @@ typedef struct {
 } vt_exec;
 
 void vt_exec_init(vt_exec *e, vt_order order, vt_bound_cfg bound, uint64_t seed);
+/* Frees the workspace; the executor stays usable (idempotent). */
 void vt_exec_free(vt_exec *e);
 
 /* ---------------------------------------------------------------- GEMM
@@ -58,17 +71,25 @@ void vt_exec_free(vt_exec *e);
  *   weight grad    dW = X^T * dY    (transA=1, transB=0)
  * Bound: OUTER with rownorm[i] = ||row i of op(A)||_2, colnorm[j] = ||col j of op(B)||_2
  * and coef = vt_bound_coef(K) (Cauchy-Schwarz: sum_k |a_ik b_kj| <= ||a_i|| ||b_j||).
- * rownorm (M) and colnorm (N) are caller-provided arrays that *bounds points to. */
+ * rownorm (M) and colnorm (N) are caller-provided arrays that *bounds points to.
+ * The norms are FP64 sums of exact squares followed by sqrt (rounding: a relative
+ * (1 - gamma_(K-1))^(1/2) (1 - u) each, inside vt_bound_coef's inflation).
+ * transA = transB = 1 works as well.  M, N, K >= 1 (VT_ERR_ARG), K <= VT_MAX_REDUCTION
+ * (VT_ERR_LIMIT); the BLAS order also needs M, N, K <= INT_MAX (VT_ERR_LIMIT).
+ * For a non-BLAS order a transposed form gives exactly the bits of the
+ * non-transposed call on explicitly transposed inputs. */
 vt_err vt_gemm(vt_exec *e, int transA, int transB, size_t M, size_t N, size_t K, const float *A,
                const float *B, double *C, double *rownorm, double *colnorm, vt_bounds *bounds) VT_WARN_UNUSED;
 
-/* Same computation in plain FP64 without bounds (baseline for benchmarks). */
+/* Same computation in plain FP64 without bounds (baseline for benchmarks); the
+ * same bits as vt_gemm in the same order. */
 vt_err vt_gemm_plain(vt_exec *e, int transA, int transB, size_t M, size_t N, size_t K, const float *A,
                      const float *B, double *C) VT_WARN_UNUSED;
 
 /* ------------------------------------------------------------ sums
  * Column sums of X (M x N): out[j] = sum_i X[i][j]  (bias gradient);
- * row sums: out[i] = sum_j X[i][j].  Bound ARRAY: b[j] = coef(n) * sum|x|. */
+ * row sums: out[i] = sum_j X[i][j].  Bound ARRAY: b[j] = coef(n) * sum|x| with n the
+ * number of terms (M for colsum, N for rowsum) and sum|x| an FP64 sum. */
 vt_err vt_colsum(vt_exec *e, size_t M, size_t N, const float *X, double *out, double *b,
                  vt_bounds *bounds) VT_WARN_UNUSED;
 vt_err vt_rowsum(vt_exec *e, size_t M, size_t N, const float *X, double *out, double *b,
@@ -77,21 +98,26 @@ vt_err vt_rowsum(vt_exec *e, size_t M, size_t N, const float *X, double *out, do
 /* ------------------------------------------------------ elementwise (B = 0) */
 /* Y[i][j] = X[i][j] + bias[j] */
 void vt_bias_add(size_t M, size_t N, const float *X, const float *bias, double *Y);
-/* relu(x) = x > 0 ? x : +0 ; exact */
+/* relu(x) = x > 0 ? x : +0 ; exact (NaN -> +0) */
 void vt_relu(size_t n, const float *x, double *y);
 /* dx = x > 0 ? dy : +0 */
 void vt_relu_backward(size_t n, const float *x, const float *dy, double *dx);
 
 /* ------------------------------------------------ softmax and cross-entropy
  * probs[i][c] = exp(z_ic - max_c z) / sum_c exp(...), exp from vt_math (portable);
- * the denominator is a reduction in the executor's order. Bound ARRAY in b (N*C). */
+ * the denominator is a reduction in the executor's order. Bound ARRAY in b (N*C):
+ * b = p * k + 2^-1073 with k = (u + c/(1-c))/(1-u) (1 + 2^-40), c = coef(C); the
+ * derivation is in vt_kernels.c.  The e values are deterministic, so the bound is
+ * against p = e / (exact sum of the e). */
 vt_err vt_softmax(vt_exec *e, size_t N, size_t C, const float *logits, double *probs, double *b,
                   vt_bounds *bounds) VT_WARN_UNUSED;
 /* Mean cross-entropy from rounded probabilities: loss = sum_i (-log(max(P[i][y_i], 2^-149)) / N),
- * log from vt_math; the sum is a reduction in the executor's order. Bound in *b. */
+ * log from vt_math; the sum is a reduction in the executor's order. Bound in *b
+ * (= coef(N) * sum |l_i|; bounds->kind ARRAY with one element).  A label >= C gives
+ * VT_ERR_ARG. */
 vt_err vt_xent_loss(vt_exec *e, size_t N, size_t C, const float *P, const uint8_t *labels, double *loss,
                     double *b, vt_bounds *bounds) VT_WARN_UNUSED;
-/* dz[i][c] = (P[i][c] - [c == y_i]) / N ; elementwise, B = 0 */
+/* dz[i][c] = (P[i][c] - [c == y_i]) / N ; elementwise, B = 0 (labels must be < C) */
 void vt_xent_backward(size_t N, size_t C, const float *P, const uint8_t *labels, double *dz);
 
 /* ------------------------------------------------------------ optimisers
@@ -102,7 +128,9 @@ void vt_sgd_velocity(size_t n, const float *w, const float *g, const float *v, d
                      double *v_out);
 void vt_sgd_apply(size_t n, const float *w, const float *v_new, double lr, double *w_out);
 /* Adam (t >= 1):  m' = b1*m + (1-b1)*g;  v' = b2*v + (1-b2)*g*g  (rounded first), then
- *   w' = w - lr * (m'/(1-b1^t)) / (sqrt(v'/(1-b2^t)) + eps); b^t by repeated squaring. */
+ *   w' = w - lr * (m'/(1-b1^t)) / (sqrt(v'/(1-b2^t)) + eps); b^t by repeated squaring.
+ * Evaluated exactly as written, left to right: (lr * mhat) / (sqrt(vhat) + eps);
+ * (1-b2)*g*g is ((1-b2)*g)*g.  t = 0 divides by zero. */
 void vt_adam_moments(size_t n, const float *g, const float *m, const float *v, double b1, double b2,
                      double *m_out, double *v_out);
 void vt_adam_apply(size_t n, const float *w, const float *m_new, const float *v_new, double lr, double b1,
@@ -110,7 +138,9 @@ void vt_adam_apply(size_t n, const float *w, const float *m_new, const float *v_
 
 /* ------------------------------------------------------ exact reference
  * Exact dot product of FP32 vectors (a long fixed-point accumulator), correctly
- * rounded to FP64.  Used by tests to check that bounds hold. */
+ * rounded to FP64 (ties to even); an exact zero is +0.  Strides inca/incb are in
+ * elements.  When a product is not finite, the FP64 sum of the non-finite
+ * products is returned.  Used by tests to check that bounds hold. */
 double vt_dot_exact(size_t K, const float *a, size_t inca, const float *b, size_t incb);
 
 #endif

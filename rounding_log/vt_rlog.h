@@ -58,6 +58,13 @@ typedef struct {
     const double *r;  /* OUTER: rows entries */
     const double *c;  /* OUTER: cols entries */
     double coef;      /* OUTER */
+    /* OUTER, optional (ta != NULL): the GEMM operands, so that the rounding layer can use the
+     * tight bound  B[i][j] = coef * sum_k |A(i,k) * B(k,j)|  (<= coef * r[i] * c[j]) for the
+     * few elements the screening bound cannot clear. A(i,k) = ta[i*ta_si + k*ta_sk],
+     * B(k,j) = tb[k*tb_sk + j*tb_sj]. When given, the tight bound is THE bound of the element
+     * (docs/rounding.md, section 2.1); the outer product only screens. */
+    const float *ta, *tb;
+    size_t ta_si, ta_sk, tb_sk, tb_sj, K;
 } vt_bounds;
 
 /* ---------------------------------------------------------------- step log */

@@ -222,11 +222,21 @@ static vt_err fail(vt_rctx *c, vt_err code, uint32_t op, uint64_t index, const v
                         (unsigned long long)c->step, op, (unsigned long long)index, why, x, B);
 }
 
+/* The tight GEMM bound coef * sum_k |a_ik b_kj| (each product exact in FP64). */
+static double tight_bound(const vt_bounds *b, size_t i, size_t j)
+{
+    const float *a = b->ta + i * b->ta_si, *bb = b->tb + j * b->tb_sj;
+    double s = 0.0;
+    for (size_t k = 0; k < b->K; k++) s += fabs((double)a[k * b->ta_sk] * (double)bb[k * b->tb_sk]);
+    return b->coef * s;
+}
+
+/* The bound of element (i, j) by the specification. */
 static inline double bound_at(const vt_bounds *b, size_t i, size_t j, size_t cols)
 {
     switch (b->kind) {
     case VT_BOUNDS_ARRAY: return b->b[i * cols + j];
-    case VT_BOUNDS_OUTER: return b->coef * b->r[i] * b->c[j];
+    case VT_BOUNDS_OUTER: return b->ta ? tight_bound(b, i, j) : b->coef * b->r[i] * b->c[j];
     default: return 0.0;
     }
 }
@@ -258,7 +268,9 @@ static vt_err record_row(vt_rctx *c, vt_oplog *o, const double *x, const vt_boun
     for (size_t j0 = 0; j0 < cols; j0 += VT_BLOCK) {
         size_t nb = cols - j0 < VT_BLOCK ? cols - j0 : VT_BLOCK;
         if (b->kind == VT_BOUNDS_OUTER) {
-            double ri = b->coef * b->r[i];
+            /* with operands given, the outer product only screens: inflate it so that it stays
+             * above the computed tight bound despite both being rounded */
+            double ri = b->coef * b->r[i] * (b->ta ? 1.0 + 0x1p-20 : 1.0);
             for (size_t k = 0; k < nb; k++) Bb[k] = ri * b->c[j0 + k];
         } else {
             memcpy(Bb, b->b + i * cols + j0, nb * sizeof(double));
@@ -268,6 +280,10 @@ static vt_err record_row(vt_rctx *c, vt_oplog *o, const double *x, const vt_boun
         if (ok) continue;
         for (size_t k = 0; k < nb; k++) {
             if (fast_stable(x[j0 + k], Bb[k], &out[j0 + k])) continue;
+            if (b->kind == VT_BOUNDS_OUTER && b->ta) { /* screening failed: use the tight bound */
+                Bb[k] = tight_bound(b, i, j0 + k);
+                if (fast_stable(x[j0 + k], Bb[k], &out[j0 + k])) continue;
+            }
             int logged;
             vt_log_entry e;
             vt_err err = vt_round_record1(x[j0 + k], Bb[k], &out[j0 + k], &logged, &e);
@@ -289,7 +305,7 @@ static vt_err record_row(vt_rctx *c, vt_oplog *o, const double *x, const vt_boun
 vt_err vt_round(vt_rctx *c, uint32_t op_id, const double *x, const vt_bounds *b, size_t rows, size_t cols,
                 float *out)
 {
-    static const vt_bounds zero = {VT_BOUNDS_ZERO, NULL, NULL, NULL, 0.0};
+    static const vt_bounds zero = {.kind = VT_BOUNDS_ZERO};
     if (!b) b = &zero;
     VT_RETURN_ERROR_IF(!c->log, VT_ERR_ARG, "rounding context has no step (call vt_rctx_begin_step)");
     VT_RETURN_ERROR_IF(cols && rows > SIZE_MAX / cols, VT_ERR_LIMIT, "operation %u: element count overflows",

@@ -195,7 +195,7 @@ static void test_fast_path_matches_spec(uint64_t seed)
         vt_rctx c;
         vt_rctx_init(&c, VT_RMODE_RECORD, (vt_bound_cfg){VT_BOUND_PROVABLE, 0});
         CHECK_OK(vt_rctx_begin_step(&c, 7, &log));
-        vt_bounds b = {VT_BOUNDS_ARRAY, B, NULL, NULL, 0};
+        vt_bounds b = {.kind = VT_BOUNDS_ARRAY, .b = B};
         vt_err err = vt_round(&c, 3, x, &b, ROWS, COLS, out);
         if (err == VT_ERR_DIVERGED) { /* an element rounded beyond FP32: check it really does */
             uint64_t k = c.fault.index;
@@ -229,7 +229,7 @@ static void test_context(void)
 {
     double x[6] = {1.0, 1.0 + 0x1p-24, 2.0, 3.0, 1.0 + 3 * 0x1p-24, 0.25};
     double B[6] = {0, 0x1p-50, 0, 0, 0x1p-50, 0};
-    vt_bounds b = {VT_BOUNDS_ARRAY, B, NULL, NULL, 0};
+    vt_bounds b = {.kind = VT_BOUNDS_ARRAY, .b = B};
     float out[6], out2[6];
     vt_steplog log;
     vt_steplog_init(&log, 0);
@@ -284,7 +284,7 @@ static void test_context(void)
     CHECK(strstr(vt_errmsg(), "diverged at step 9, operation 4, index 1") != NULL, "message: %s", vt_errmsg());
     double big[2] = {1.0, 1e300};
     double bb[2] = {1e-10, 1e-10};
-    vt_bounds ab = {VT_BOUNDS_ARRAY, bb, NULL, NULL, 0};
+    vt_bounds ab = {.kind = VT_BOUNDS_ARRAY, .b = bb};
     CHECK_OK(vt_rctx_begin_step(&c, 10, &tmp));
     CHECK(vt_round(&c, 4, big, &ab, 1, 2, out) == VT_ERR_DIVERGED && c.fault.index == 1, "overflow diverges");
     vt_steplog_free(&log);

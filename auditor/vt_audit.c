@@ -1,0 +1,450 @@
+#include "vt_audit.h"
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/vt_bytes.h"
+#include "../common/vt_cli.h"
+#include "../common/vt_hash.h"
+#include "../data/vt_data.h"
+#include "../merkle/vt_merkle.h"
+#include "../merkle/vt_sign.h"
+#include "../model/vt_model.h"
+#include "../store/vt_store.h"
+#include "../trainer/vt_train.h"
+
+/* ------------------------------------------------------------- verdicts */
+
+typedef struct {
+    vt_verdict verdict;
+    char reason[48];
+    char detail[640];
+    int64_t step, op, index;
+    char op_name[48];
+} finding;
+
+static int find_set(finding *f, vt_verdict v, int64_t step, const char *reason, const char *fmt, ...)
+{
+    f->verdict = v;
+    f->step = step;
+    f->op = -1;
+    f->index = -1;
+    f->op_name[0] = 0;
+    snprintf(f->reason, sizeof f->reason, "%s", reason);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(f->detail, sizeof f->detail, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* Map a library error while reading the trainer's files: corrupt or unreadable = cannot check. */
+static int find_io(finding *f, int64_t step, const char *what)
+{
+    return find_set(f, VT_VERDICT_CANNOT, step, "unreadable input", "%s: %s", what, vt_errmsg());
+}
+
+/* --------------------------------------------------------------- shared */
+
+typedef struct {
+    const vt_audit_opts *o;
+    vt_recipe rc;
+    vt_dataset ds;
+    vt_commitment cm;
+    vt_step_rec *recs; /* steps 0..rc.steps */
+    uint64_t *cks;
+    size_t ncks;
+    pthread_mutex_t mu;
+    uint64_t done; /* steps replayed, all workers */
+    vt_progress pr;
+} audit_ctx;
+
+typedef struct {
+    audit_ctx *a;
+    uint64_t from, to; /* replay from+1..to, starting from the state of step `from` */
+    finding f;
+    uint64_t checked, applied, passed;
+} worker;
+
+static int is_checkpoint(const audit_ctx *a, uint64_t s)
+{
+    for (size_t i = 0; i < a->ncks; i++)
+        if (a->cks[i] == s) return 1;
+    return 0;
+}
+
+static int expected_has_state(const vt_recipe *rc, uint64_t s)
+{
+    return s % rc->checkpoint_every == 0 || s % rc->state_hash_every == 0 || s == rc->steps;
+}
+
+/* Compare the model's state with the checkpoint file of step s. 0 = fine. */
+static int check_checkpoint(worker *w, vt_store *st, vt_model *m, uint64_t s)
+{
+    float *state = NULL;
+    vt_err e = vt_store_get_checkpoint(st, s, m->n_state, &state);
+    if (e == VT_ERR_MISMATCH) {
+        find_set(&w->f, VT_VERDICT_REJECTED, (int64_t)s, "checkpoint altered",
+                 "the checkpoint of step %llu does not match the hash recorded for it: %s", (unsigned long long)s,
+                 vt_errmsg());
+        return -1;
+    }
+    if (e) {
+        find_io(&w->f, (int64_t)s, "checkpoint");
+        return -1;
+    }
+    int same = memcmp(state, m->state, m->n_state * sizeof(float)) == 0;
+    free(state);
+    if (!same) {
+        find_set(&w->f, VT_VERDICT_REJECTED, (int64_t)s, "checkpoint mismatch",
+                 "the checkpoint of step %llu differs from the replayed (and committed) state", (unsigned long long)s);
+        return -1;
+    }
+    return 0;
+}
+
+static void replay_segment(worker *w)
+{
+    audit_ctx *a = w->a;
+    vt_store *st = NULL;
+    vt_model m;
+    vt_steplog log;
+    memset(&m, 0, sizeof m);
+    vt_steplog_init(&log, 0);
+    w->f.verdict = VT_VERDICT_VERIFIED;
+    if (vt_store_open(a->o->run_dir, 1, &st)) {
+        find_io(&w->f, (int64_t)w->from, "run store");
+        goto out;
+    }
+    if (vt_model_init(&m, &a->rc, a->ds.n, a->o->order)) {
+        find_set(&w->f, VT_VERDICT_CANNOT, -1, "local error", "cannot build the model: %s", vt_errmsg());
+        goto out;
+    }
+    uint8_t h[32];
+    if (w->from > 0) { /* start from the checkpoint, which must hold the committed state */
+        float *state = NULL;
+        vt_err e = vt_store_get_checkpoint(st, w->from, m.n_state, &state);
+        if (e == VT_ERR_MISMATCH) {
+            find_set(&w->f, VT_VERDICT_REJECTED, (int64_t)w->from, "checkpoint altered",
+                     "the checkpoint of step %llu does not match the hash recorded for it", (unsigned long long)w->from);
+            goto out;
+        }
+        if (e || vt_model_set_state(&m, w->from, state, m.n_state)) {
+            free(state);
+            find_io(&w->f, (int64_t)w->from, "checkpoint");
+            goto out;
+        }
+        free(state);
+    }
+    if (vt_model_state_hash(&m, h)) {
+        find_io(&w->f, -1, "hashing");
+        goto out;
+    }
+    if (memcmp(h, a->recs[w->from].state_hash, 32) != 0) {
+        find_set(&w->f, VT_VERDICT_REJECTED, (int64_t)w->from, "state mismatch",
+                 w->from ? "the checkpoint of step %llu does not hold the committed state"
+                         : "the initial state (step %llu) differs from the committed one: other seed or initialisation",
+                 (unsigned long long)w->from);
+        goto out;
+    }
+    if (w->from == 0 && is_checkpoint(a, 0) && check_checkpoint(w, st, &m, 0)) goto out;
+
+    vt_rctx rc;
+    vt_rctx_init(&rc, VT_RMODE_REPLAY, a->rc.bound);
+    for (uint64_t s = w->from + 1; s <= w->to; s++) {
+        const vt_step_rec *rec = &a->recs[s];
+        uint8_t *blob = NULL;
+        size_t blen = 0;
+        uint8_t lh[32];
+        if (vt_store_get_log(st, s, &blob, &blen)) {
+            find_io(&w->f, (int64_t)s, "log");
+            goto out;
+        }
+        vt_err e = vt_steplog_decode(blob, blen, NULL, &log, lh);
+        free(blob);
+        if (e) {
+            find_set(&w->f, VT_VERDICT_REJECTED, (int64_t)s, "log corrupt", "the log of step %llu cannot be decoded: %s",
+                     (unsigned long long)s, vt_errmsg());
+            goto out;
+        }
+        if (memcmp(lh, rec->log_hash, 32) != 0) {
+            find_set(&w->f, VT_VERDICT_REJECTED, (int64_t)s, "log mismatch",
+                     "the log stored for step %llu is not the committed one (its hash differs)", (unsigned long long)s);
+            goto out;
+        }
+        float loss;
+        e = vt_rctx_begin_step(&rc, s, &log);
+        if (!e) e = vt_model_step(&m, &a->ds, &rc, &loss);
+        if (!e) e = vt_rctx_end_step(&rc);
+        if (e) {
+            const char *reason = e == VT_ERR_IMPLAUSIBLE ? "implausible log entry"
+                                 : e == VT_ERR_MISMATCH  ? "log mismatch"
+                                 : e == VT_ERR_DIVERGED  ? "replay diverged"
+                                                         : "local error";
+            find_set(&w->f, e == VT_ERR_NOMEM || e == VT_ERR_IO ? VT_VERDICT_CANNOT : VT_VERDICT_REJECTED, (int64_t)s,
+                     reason, "%s", vt_errmsg());
+            if (rc.fault.code != VT_OK) {
+                w->f.op = rc.fault.op_id;
+                w->f.index = rc.fault.has_entry || e != VT_ERR_MISMATCH ? (int64_t)rc.fault.index : -1;
+                snprintf(w->f.op_name, sizeof w->f.op_name, "%s", vt_model_op_name(&m, rc.fault.op_id));
+            }
+            goto out;
+        }
+        uint32_t lb;
+        memcpy(&lb, &loss, 4);
+        if (lb != rec->loss_bits) {
+            find_set(&w->f, VT_VERDICT_REJECTED, (int64_t)s, "record mismatch",
+                     "the loss stored for step %llu (%.9g) differs from the replayed loss (%.9g)", (unsigned long long)s,
+                     (double)vt_bits_f32(rec->loss_bits), (double)loss);
+            goto out;
+        }
+        if (rec->has_state) {
+            if (vt_model_state_hash(&m, h)) {
+                find_io(&w->f, (int64_t)s, "hashing");
+                goto out;
+            }
+            if (memcmp(h, rec->state_hash, 32) != 0) {
+                uint64_t prev = s - 1;
+                while (prev > w->from && !a->recs[prev].has_state) prev--;
+                find_set(&w->f, VT_VERDICT_REJECTED, (int64_t)s, "state mismatch",
+                         "the replayed state of step %llu differs from the committed one (the last committed state "
+                         "that matched is step %llu): a step in %llu..%llu was not computed as recorded",
+                         (unsigned long long)s, (unsigned long long)prev, (unsigned long long)prev + 1,
+                         (unsigned long long)s);
+                goto out;
+            }
+        }
+        if (is_checkpoint(a, s) && check_checkpoint(w, st, &m, s)) goto out;
+        w->checked++;
+        pthread_mutex_lock(&a->mu);
+        a->done++;
+        vt_progress_update(&a->pr, "replay", a->done, NULL);
+        pthread_mutex_unlock(&a->mu);
+    }
+out:
+    w->applied = rc.stats.logged_dir + rc.stats.logged_val;
+    w->passed = rc.stats.checked;
+    vt_steplog_free(&log);
+    vt_model_free(&m);
+    vt_store_close(st);
+}
+
+static void *worker_main(void *p)
+{
+    replay_segment((worker *)p);
+    return NULL;
+}
+
+/* ------------------------------------------------------- static checks */
+
+static int static_checks(audit_ctx *a, vt_store *st, finding *f)
+{
+    const vt_audit_opts *o = a->o;
+    char path[4096];
+    f->verdict = VT_VERDICT_VERIFIED;
+    vt_store_commitment_path(o->run_dir, path, sizeof path);
+    if (vt_commitment_read(path, &a->cm)) return find_io(f, -1, "commitment");
+    uint8_t body[VT_COMMITMENT_BODY_LEN];
+    vt_commitment_body(&a->cm, body);
+    if (vt_sign_init()) return find_io(f, -1, "libsodium");
+    if (vt_sign_verify_detached(a->cm.signature, body, sizeof body, a->cm.public_key) != 0)
+        return find_set(f, VT_VERDICT_REJECTED, -1, "bad signature",
+                        "the commitment's signature does not verify under its public key");
+    if (o->pubkey_path) {
+        uint8_t pk[32];
+        if (vt_sign_read_public_key(o->pubkey_path, pk)) return find_io(f, -1, "trusted public key");
+        if (memcmp(pk, a->cm.public_key, 32) != 0)
+            return find_set(f, VT_VERDICT_REJECTED, -1, "untrusted key",
+                            "the commitment is signed by another key than %s", o->pubkey_path);
+    }
+    char *mf = NULL;
+    size_t ml = 0;
+    uint8_t mh[32], dh[32];
+    if (vt_store_manifest(st, &mf, &ml, mh)) return find_io(f, -1, "run store manifest");
+    int mismatch = memcmp(mh, a->cm.manifest_hash, 32) != 0;
+    vt_err e = mismatch ? VT_OK : vt_manifest_parse(mf, ml, &a->rc, dh);
+    free(mf);
+    if (mismatch)
+        return find_set(f, VT_VERDICT_REJECTED, -1, "manifest mismatch",
+                        "the manifest in the run store is not the one the commitment signs (recipe or dataset altered)");
+    if (e) return find_io(f, -1, "manifest");
+    if (o->recipe_path) {
+        vt_recipe want;
+        vt_recipe_default(&want);
+        if (vt_recipe_load_file(&want, o->recipe_path)) return find_io(f, -1, "recipe");
+        if (!vt_recipe_equal(&want, &a->rc))
+            return find_set(f, VT_VERDICT_REJECTED, -1, "recipe mismatch",
+                            "the run was trained with another recipe than %s", o->recipe_path);
+    }
+    char spec[96];
+    vt_recipe_dataset_spec(&a->rc, spec, sizeof spec);
+    if (vt_data_load(spec, o->data_root, &a->ds))
+        return find_set(f, VT_VERDICT_CANNOT, -1, "dataset unavailable", "cannot load dataset %s: %s", spec,
+                        vt_errmsg());
+    if (memcmp(a->ds.hash, dh, 32) != 0) {
+        char have[65], want[65];
+        vt_hex(a->ds.hash, 32, have);
+        vt_hex(dh, 32, want);
+        return find_set(f, VT_VERDICT_REJECTED, -1, "wrong dataset",
+                        "the run was trained on a dataset with hash %s; the local %s has hash %s", want, spec, have);
+    }
+    uint64_t count;
+    if (vt_store_step_count(st, &count)) return find_io(f, -1, "run store");
+    if (count != a->cm.step_count || count != a->rc.steps + 1)
+        return find_set(f, VT_VERDICT_REJECTED, -1, "incomplete run",
+                        "the store holds %llu steps, the commitment %llu, the recipe %llu", (unsigned long long)count,
+                        (unsigned long long)a->cm.step_count, (unsigned long long)(a->rc.steps + 1));
+    a->recs = calloc(count, sizeof *a->recs);
+    if (!a->recs) return find_set(f, VT_VERDICT_CANNOT, -1, "local error", "out of memory");
+    vt_merkle tree;
+    vt_merkle_init(&tree);
+    for (uint64_t s = 0; s < count; s++) {
+        vt_step_rec *r = &a->recs[s];
+        uint8_t leaf[32];
+        if (vt_store_get_step(st, s, r)) {
+            vt_merkle_free(&tree);
+            return find_io(f, (int64_t)s, "step record");
+        }
+        if (r->has_state != expected_has_state(&a->rc, s)) {
+            vt_merkle_free(&tree);
+            return find_set(f, VT_VERDICT_REJECTED, (int64_t)s, "record mismatch",
+                            "step %llu %s a state hash against the recipe's schedule", (unsigned long long)s,
+                            r->has_state ? "carries" : "lacks");
+        }
+        if (vt_step_leaf(s, r->state_hash, r->has_state, r->log_hash, leaf) || vt_merkle_append(&tree, r->leaf)) {
+            vt_merkle_free(&tree);
+            return find_io(f, (int64_t)s, "hashing");
+        }
+        if (memcmp(leaf, r->leaf, 32) != 0) {
+            vt_merkle_free(&tree);
+            return find_set(f, VT_VERDICT_REJECTED, (int64_t)s, "record mismatch",
+                            "the stored state or log hash of step %llu does not match the step's leaf",
+                            (unsigned long long)s);
+        }
+    }
+    uint8_t root[32];
+    vt_err re = vt_merkle_root(&tree, root);
+    vt_merkle_free(&tree);
+    if (re) return find_io(f, -1, "hashing");
+    if (memcmp(root, a->cm.root, 32) != 0)
+        return find_set(f, VT_VERDICT_REJECTED, -1, "root mismatch",
+                        "the leaves in the run store do not hash to the committed Merkle root");
+    if (vt_store_list_checkpoints(st, &a->cks, &a->ncks)) return find_io(f, -1, "checkpoint list");
+    return 0;
+}
+
+void vt_audit_run(const vt_audit_opts *o, vt_audit_result *res)
+{
+    audit_ctx a;
+    memset(&a, 0, sizeof a);
+    memset(res, 0, sizeof *res);
+    a.o = o;
+    pthread_mutex_init(&a.mu, NULL);
+    double t0 = vt_now();
+    finding f;
+    memset(&f, 0, sizeof f);
+    f.step = f.op = f.index = -1;
+    snprintf(res->order, sizeof res->order, "%s", vt_order_name(o->order));
+    vt_store *st = NULL;
+    worker *ws = NULL;
+    int nw = 0;
+    if (vt_store_open(o->run_dir, 1, &st)) {
+        find_io(&f, -1, "run store");
+        goto done;
+    }
+    static_checks(&a, st, &f);
+    vt_store_close(st);
+    if (f.verdict != VT_VERDICT_VERIFIED) goto done;
+    res->steps_total = a.rc.steps;
+
+    uint64_t from = o->from, to = o->to ? o->to : a.rc.steps;
+    if (to > a.rc.steps || from >= to) {
+        find_set(&f, VT_VERDICT_CANNOT, -1, "bad segment", "--from %llu --to %llu: the run has steps 1..%llu",
+                 (unsigned long long)from, (unsigned long long)to, (unsigned long long)a.rc.steps);
+        goto done;
+    }
+    if (from && !is_checkpoint(&a, from)) {
+        find_set(&f, VT_VERDICT_CANNOT, -1, "bad segment", "--from %llu: no checkpoint at that step (every %u steps)",
+                 (unsigned long long)from, a.rc.checkpoint_every);
+        goto done;
+    }
+    res->from = from, res->to = to;
+    /* split at checkpoints into at most `jobs` segments of similar length */
+    int jobs = o->jobs > 0 ? o->jobs : 1;
+    ws = calloc((size_t)jobs, sizeof *ws);
+    if (!ws) {
+        find_set(&f, VT_VERDICT_CANNOT, -1, "local error", "out of memory");
+        goto done;
+    }
+    uint64_t start = from;
+    for (int j = 0; j < jobs && start < to; j++) {
+        uint64_t target = from + (to - from) * (uint64_t)(j + 1) / (uint64_t)jobs, end = to;
+        if (j + 1 < jobs) { /* the first checkpoint at or after the target */
+            end = to;
+            for (size_t i = 0; i < a.ncks; i++)
+                if (a.cks[i] > start && a.cks[i] >= target && a.cks[i] < end) end = a.cks[i];
+        }
+        ws[nw].a = &a;
+        ws[nw].from = start;
+        ws[nw].to = end;
+        nw++;
+        start = end;
+    }
+    vt_progress_init(&a.pr, 0, to - from, o->quiet);
+    if (nw == 1) {
+        replay_segment(&ws[0]);
+    } else {
+        pthread_t *th = calloc((size_t)nw, sizeof *th);
+        int *started = calloc((size_t)nw, sizeof *started);
+        for (int j = 0; th && started && j < nw; j++) started[j] = pthread_create(&th[j], NULL, worker_main, &ws[j]) == 0;
+        for (int j = 0; j < nw; j++) {
+            if (th && started && started[j])
+                pthread_join(th[j], NULL);
+            else
+                replay_segment(&ws[j]);
+        }
+        free(th);
+        free(started);
+    }
+    vt_progress_end(&a.pr);
+    for (int j = 0; j < nw; j++) { /* the earliest finding wins */
+        res->steps_checked += ws[j].checked;
+        res->entries_applied += ws[j].applied;
+        res->checks_passed += ws[j].passed;
+        if (ws[j].f.verdict != VT_VERDICT_VERIFIED && (f.verdict == VT_VERDICT_VERIFIED)) f = ws[j].f;
+    }
+done:
+    res->verdict = f.verdict;
+    snprintf(res->reason, sizeof res->reason, "%s", f.verdict == VT_VERDICT_VERIFIED ? "verified" : f.reason);
+    snprintf(res->detail, sizeof res->detail, "%s", f.verdict == VT_VERDICT_VERIFIED ? "" : f.detail);
+    res->step = f.verdict == VT_VERDICT_VERIFIED ? -1 : f.step;
+    res->op = f.verdict == VT_VERDICT_VERIFIED ? -1 : f.op;
+    res->index = f.verdict == VT_VERDICT_VERIFIED ? -1 : f.index;
+    snprintf(res->op_name, sizeof res->op_name, "%s", f.op_name);
+    res->seconds = vt_now() - t0;
+    free(ws);
+    free(a.recs);
+    free(a.cks);
+    vt_data_free(&a.ds);
+    pthread_mutex_destroy(&a.mu);
+}
+
+char *vt_audit_report_json(const vt_audit_result *r)
+{
+    static const char *const vname[] = {"verified", "rejected", "cannot_check"};
+    json_t *o = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:I, s:I, s:s, s:f}", "verdict",
+                          vname[r->verdict], "reason", r->reason, "detail", r->detail, "step", (json_int_t)r->step,
+                          "operation", (json_int_t)r->op, "index", (json_int_t)r->index, "steps_checked",
+                          (json_int_t)r->steps_checked, "log_entries_applied", (json_int_t)r->entries_applied,
+                          "plausibility_checks_passed", (json_int_t)r->checks_passed, "operation_name", r->op_name,
+                          "from", (json_int_t)r->from, "to", (json_int_t)r->to, "order", r->order, "seconds",
+                          r->seconds);
+    if (!o) return NULL;
+    char *s = json_dumps(o, JSON_INDENT(2) | JSON_SORT_KEYS);
+    json_decref(o);
+    return s;
+}

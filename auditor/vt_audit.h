@@ -1,0 +1,48 @@
+/* vt_audit.h - the auditor's job as a library: check a run directory by replaying it. */
+#ifndef VT_AUDIT_H
+#define VT_AUDIT_H
+
+#include <stdint.h>
+
+#include "../common/vt_error.h"
+#include "../kernels/vt_kernels.h"
+
+typedef enum {
+    VT_VERDICT_VERIFIED = 0, /* exit 0 */
+    VT_VERDICT_REJECTED = 1, /* exit 1: evidence against the run */
+    VT_VERDICT_CANNOT = 2,   /* exit 2: unreadable or corrupt input, or a local problem */
+} vt_verdict;
+
+typedef struct {
+    const char *run_dir;
+    const char *data_root;   /* NULL: $VT_DATA_DIR or the repository's data/ */
+    const char *recipe_path; /* optional: the recipe the client asked for */
+    const char *pubkey_path; /* optional: the trainer key the client trusts */
+    vt_order order;          /* the auditor's own evaluation order */
+    uint64_t from, to;       /* segment: replay steps from+1..to (to = 0: the last step) */
+    int jobs;                /* parallel segment replays (>= 1) */
+    int quiet;
+} vt_audit_opts;
+
+typedef struct {
+    vt_verdict verdict;
+    char reason[48];        /* short stable code, e.g. "state mismatch" */
+    char detail[640];       /* human explanation */
+    int64_t step;           /* first bad step, -1 when none */
+    int64_t op;             /* operation id, -1 when it cannot be told */
+    char op_name[48];
+    int64_t index;          /* element index, -1 when none */
+    uint64_t steps_total, steps_checked;
+    uint64_t entries_applied, checks_passed;
+    uint64_t from, to;
+    char order[16];
+    double seconds;
+} vt_audit_result;
+
+/* Never fails itself: every problem becomes a verdict in *res. */
+void vt_audit_run(const vt_audit_opts *o, vt_audit_result *res);
+
+/* JSON report of a result (malloc'd text). */
+char *vt_audit_report_json(const vt_audit_result *r);
+
+#endif

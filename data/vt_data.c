@@ -1,0 +1,883 @@
+/* vt_data.c - dataset loaders (MNIST IDX, UCI digits CSV), canonical hash, subsets and
+ * FP32 conversion. See vt_data.h and docs/data.md. */
+#include "vt_data.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <zlib.h>
+
+#include "../common/vt_bytes.h"
+
+#ifndef VT_SOURCE_DIR
+#define VT_SOURCE_DIR "."
+#endif
+
+#define VT_DATA_PATH_MAX 4096
+#define VT_DATA_FIRST_MAX (256u << 20) /* largest first allocation for a payload */
+#define VT_DATA_DEFLATE_MAX_RATIO 1032u   /* deflate never expands more than this per input byte */
+
+/* ---------------------------------------------------------------- byte source
+ * A file read either directly or through zlib's inflate (gzip detected by its magic bytes
+ * 1f 8b). Every byte handed out is also fed to a SHA-256 of the decompressed payload.
+ * A gzip file must consist of complete gzip members (RFC 1952; several members are
+ * concatenated, as gzip -d does) and nothing else: a member cut short, a bad CRC-32 or
+ * length, or trailing bytes that are not another member are errors. The output is never
+ * more than the caller asks for, so decompression is bounded by the header-implied size. */
+
+#define VT_DATA_INBUF (1u << 16)
+
+typedef struct {
+    const char *path;
+    FILE *f;
+    int is_gz;
+    int zs_live;    /* inflateInit2 done */
+    int in_member;  /* inside a gzip member (its end not yet seen) */
+    int members;    /* members started so far */
+    size_t member_out; /* bytes produced by the current member */
+    z_stream zs;
+    uint8_t *inbuf;
+    vt_sha256_ctx sha;
+    int sha_live;
+    size_t consumed; /* decompressed bytes handed out so far */
+    uint64_t file_size; /* bytes in the file (fstat), 0 when unknown */
+} vt_src;
+
+static void src_close(vt_src *s)
+{
+    if (s->f) fclose(s->f);
+    if (s->zs_live) inflateEnd(&s->zs);
+    free(s->inbuf);
+    if (s->sha_live) vt_sha256_abort(&s->sha);
+    s->f = NULL;
+    s->inbuf = NULL;
+    s->zs_live = 0;
+    s->sha_live = 0;
+}
+
+static vt_err src_open(vt_src *s, const char *path)
+{
+    memset(s, 0, sizeof *s);
+    s->path = path;
+    errno = 0;
+    s->f = fopen(path, "rb");
+    VT_RETURN_ERROR_IF(!s->f, VT_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    unsigned char m[2];
+    size_t k = fread(m, 1, 2, s->f);
+    if (ferror(s->f)) {
+        int e = errno;
+        src_close(s);
+        VT_RETURN_ERROR(VT_ERR_IO, "%s: cannot read: %s", path, strerror(e));
+    }
+    rewind(s->f);
+    struct stat st;
+    if (fstat(fileno(s->f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
+        s->file_size = (uint64_t)st.st_size;
+    if (k == 2 && m[0] == 0x1f && m[1] == 0x8b) {
+        s->is_gz = 1;
+        s->inbuf = malloc(VT_DATA_INBUF);
+        if (!s->inbuf) {
+            src_close(s);
+            VT_RETURN_ERROR(VT_ERR_NOMEM, "%s: out of memory", path);
+        }
+        /* zs is zeroed: zalloc/zfree/opaque = Z_NULL, no input yet */
+        if (inflateInit2(&s->zs, 16 + MAX_WBITS) != Z_OK) { /* gzip wrapper only */
+            src_close(s);
+            VT_RETURN_ERROR(VT_ERR_NOMEM, "%s: zlib inflateInit2 failed", path);
+        }
+        s->zs_live = 1;
+    }
+    vt_err e = vt_sha256_init(&s->sha);
+    if (e != VT_OK) {
+        src_close(s);
+        return e;
+    }
+    s->sha_live = 1;
+    return VT_OK;
+}
+
+/* Inflates up to n bytes into buf; *got < n only at the end of the last member. */
+static vt_err src_inflate(vt_src *s, uint8_t *buf, size_t n, size_t *got)
+{
+    size_t tot = 0;
+    while (tot < n) {
+        if (s->zs.avail_in == 0) {
+            size_t k = fread(s->inbuf, 1, VT_DATA_INBUF, s->f);
+            VT_RETURN_ERROR_IF(k == 0 && ferror(s->f), VT_ERR_IO, "%s: read error: %s", s->path,
+                               strerror(errno));
+            if (k == 0) {
+                VT_RETURN_ERROR_IF(s->in_member, VT_ERR_FORMAT,
+                                   "%s: truncated gzip stream (the compressed data ends inside "
+                                   "gzip member %d)",
+                                   s->path, s->members);
+                break; /* clean end after a complete member */
+            }
+            s->zs.next_in = s->inbuf;
+            s->zs.avail_in = (uInt)k;
+        }
+        if (!s->in_member) { /* more bytes after a member: they must be another member */
+            if (s->members > 0 && inflateReset(&s->zs) != Z_OK)
+                VT_RETURN_ERROR(VT_ERR_INTERNAL, "%s: zlib inflateReset failed", s->path);
+            s->in_member = 1;
+            s->members++;
+            s->member_out = 0;
+        }
+        size_t want = n - tot;
+        if (want > (1u << 30)) want = 1u << 30;
+        s->zs.next_out = buf + tot;
+        s->zs.avail_out = (uInt)want;
+        int ret = inflate(&s->zs, Z_NO_FLUSH);
+        size_t made = want - s->zs.avail_out;
+        tot += made;
+        s->member_out += made;
+        if (ret == Z_STREAM_END) {
+            s->in_member = 0;
+        } else if (ret == Z_DATA_ERROR || ret == Z_NEED_DICT) {
+            VT_RETURN_ERROR_IF(s->members > 1 && s->member_out == 0, VT_ERR_FORMAT,
+                               "%s: extra bytes after the end of the gzip stream (not a gzip "
+                               "member: %s)",
+                               s->path, s->zs.msg ? s->zs.msg : "bad header");
+            VT_RETURN_ERROR(VT_ERR_FORMAT, "%s: corrupt gzip data in member %d: %s", s->path,
+                            s->members, s->zs.msg ? s->zs.msg : "needs a dictionary");
+        } else if (ret == Z_MEM_ERROR) {
+            VT_RETURN_ERROR(VT_ERR_NOMEM, "%s: zlib: out of memory", s->path);
+        } else if (ret != Z_OK && ret != Z_BUF_ERROR) {
+            VT_RETURN_ERROR(VT_ERR_INTERNAL, "%s: zlib inflate returned %d", s->path, ret);
+        }
+        /* Z_OK / Z_BUF_ERROR: output full (loop ends) or more input needed (next fread) */
+    }
+    *got = tot;
+    return VT_OK;
+}
+
+/* Reads up to n bytes; *got < n only at the end of the payload. A truncated or corrupt
+ * gzip stream is an error, also when it is noticed after the last payload byte. */
+static vt_err src_read(vt_src *s, uint8_t *buf, size_t n, size_t *got)
+{
+    size_t tot = 0;
+    *got = 0;
+    if (!s->is_gz) {
+        tot = fread(buf, 1, n, s->f);
+        VT_RETURN_ERROR_IF(tot < n && ferror(s->f), VT_ERR_IO, "%s: read error: %s", s->path,
+                           strerror(errno));
+    } else {
+        VT_FORWARD_IF_ERROR(src_inflate(s, buf, n, &tot));
+    }
+    if (tot > 0) VT_FORWARD_IF_ERROR(vt_sha256_update(&s->sha, buf, tot));
+    s->consumed += tot;
+    *got = tot;
+    return VT_OK;
+}
+
+/* Reads exactly n bytes of a header field; names the file and the field when short. */
+static vt_err src_read_exact(vt_src *s, uint8_t *buf, size_t n, const char *what)
+{
+    size_t got = 0;
+    size_t before = s->consumed;
+    VT_FORWARD_IF_ERROR(src_read(s, buf, n, &got));
+    VT_RETURN_ERROR_IF(got == 0 && before == 0, VT_ERR_FORMAT, "%s: empty file", s->path);
+    VT_RETURN_ERROR_IF(got < n, VT_ERR_FORMAT,
+                       "%s: truncated %s: expected %zu bytes at offset %zu, file ends after %zu",
+                       s->path, what, n, before, before + got);
+    return VT_OK;
+}
+
+/* At most how many more decompressed bytes the file can hold (an allocation hint). */
+static uint64_t src_bound(const vt_src *s)
+{
+    if (s->file_size == 0) return 1u << 20; /* unknown (not a regular file): start small */
+    if (!s->is_gz) return s->file_size > s->consumed ? s->file_size - s->consumed : 0;
+    return s->file_size * VT_DATA_DEFLATE_MAX_RATIO; /* file_size < 2^63 / 1032 in practice */
+}
+
+/* Reads exactly `total` payload bytes into a new buffer. The first allocation is at most
+ * what the file can actually hold (raw: the bytes left; gzip: 1032x its size), and the
+ * buffer grows only as bytes arrive, so a header claiming a huge count in a small file
+ * costs no more memory than the file could produce. */
+static vt_err src_read_payload(vt_src *s, size_t total, const char *what, uint8_t **out)
+{
+    *out = NULL;
+    uint64_t first = src_bound(s);
+    if (first > VT_DATA_FIRST_MAX) first = VT_DATA_FIRST_MAX;
+    size_t cap = total < first ? total : (size_t)first;
+    uint8_t *buf = malloc(cap ? cap : 1);
+    VT_RETURN_ERROR_IF(!buf, VT_ERR_NOMEM, "%s: out of memory (%zu bytes)", s->path, cap);
+    size_t have = 0;
+    size_t start = s->consumed;
+    while (have < total) {
+        if (have == cap) {
+            size_t ncap = cap + (cap > (1u << 16) ? cap : (1u << 16));
+            if (ncap > total) ncap = total;
+            uint8_t *nb = realloc(buf, ncap);
+            if (!nb) {
+                free(buf);
+                VT_RETURN_ERROR(VT_ERR_NOMEM, "%s: out of memory (%zu bytes)", s->path, ncap);
+            }
+            buf = nb;
+            cap = ncap;
+        }
+        size_t got = 0;
+        vt_err e = src_read(s, buf + have, cap - have, &got);
+        if (e != VT_OK) {
+            free(buf);
+            return e;
+        }
+        have += got;
+        if (have < cap) break; /* end of payload */
+    }
+    if (have < total) {
+        free(buf);
+        VT_RETURN_ERROR(VT_ERR_FORMAT,
+                        "%s: truncated %s: the header implies %zu bytes after offset %zu, "
+                        "only %zu follow",
+                        s->path, what, total, start, have);
+    }
+    *out = buf;
+    return VT_OK;
+}
+
+/* The payload must end here: no extra bytes, and (gzip) a complete, valid stream. */
+static vt_err src_expect_end(vt_src *s)
+{
+    uint8_t probe;
+    size_t got = 0;
+    size_t at = s->consumed;
+    VT_FORWARD_IF_ERROR(src_read(s, &probe, 1, &got));
+    VT_RETURN_ERROR_IF(got != 0, VT_ERR_FORMAT,
+                       "%s: extra bytes after the %zu-byte payload the header implies", s->path,
+                       at);
+    return VT_OK;
+}
+
+/* Finishes the payload hash (after src_expect_end). */
+static vt_err src_finish_hash(vt_src *s, uint8_t out[VT_HASH_LEN])
+{
+    s->sha_live = 0;
+    return vt_sha256_final(&s->sha, out);
+}
+
+static uint32_t get_u32be(const uint8_t *p)
+{
+    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
+}
+
+/* ---------------------------------------------------------------- dataset helpers */
+
+static vt_err check_name(const char *name)
+{
+    VT_RETURN_ERROR_IF(!name || !name[0], VT_ERR_ARG, "dataset name is empty");
+    size_t len = strlen(name);
+    VT_RETURN_ERROR_IF(len > VT_DATA_NAME_MAX, VT_ERR_ARG,
+                       "dataset name is %zu characters long, the limit is %d", len,
+                       VT_DATA_NAME_MAX);
+    for (size_t i = 0; i < len; i++)
+        VT_RETURN_ERROR_IF((unsigned char)name[i] < 0x20 || (unsigned char)name[i] > 0x7e,
+                           VT_ERR_ARG, "dataset name has a non-printable character at %zu", i);
+    return VT_OK;
+}
+
+static void fill_lut(vt_dataset *ds)
+{
+    for (unsigned v = 0; v < 256; v++)
+        ds->lut[v] = v <= ds->x_max ? (float)((double)v / (double)ds->x_max) : 0.0f;
+}
+
+vt_err vt_data_hash(const vt_dataset *ds, uint8_t out[VT_HASH_LEN])
+{
+    VT_RETURN_ERROR_IF(!ds || !out, VT_ERR_ARG, "vt_data_hash: NULL argument");
+    VT_RETURN_ERROR_IF((ds->n > 0 && (!ds->x || !ds->y)) || ds->x_max == 0 || ds->x_max > 255,
+                       VT_ERR_ARG, "vt_data_hash: dataset is not loaded");
+    uint8_t head[4 + 4 + 4 + VT_DATA_NAME_MAX + 8 + 4 * 5];
+    size_t len = strnlen(ds->name, VT_DATA_NAME_MAX);
+    size_t p = 0;
+    memcpy(head, "VTDS", 4);
+    p = 4;
+    vt_put_u32le(head + p, VT_DATA_HASH_VERSION), p += 4;
+    vt_put_u32le(head + p, (uint32_t)len), p += 4;
+    memcpy(head + p, ds->name, len), p += len;
+    vt_put_u64le(head + p, (uint64_t)ds->n), p += 8;
+    vt_put_u32le(head + p, ds->d), p += 4;
+    vt_put_u32le(head + p, ds->rows), p += 4;
+    vt_put_u32le(head + p, ds->cols), p += 4;
+    vt_put_u32le(head + p, ds->n_classes), p += 4;
+    vt_put_u32le(head + p, ds->x_max), p += 4;
+    vt_sha256_ctx c;
+    VT_FORWARD_IF_ERROR(vt_sha256_init(&c));
+    vt_err e = vt_sha256_update(&c, head, p);
+    if (e == VT_OK && ds->n) e = vt_sha256_update(&c, ds->x, ds->n * (size_t)ds->d);
+    if (e == VT_OK && ds->n) e = vt_sha256_update(&c, ds->y, ds->n);
+    if (e != VT_OK) {
+        vt_sha256_abort(&c);
+        return e;
+    }
+    return vt_sha256_final(&c, out);
+}
+
+void vt_data_free(vt_dataset *ds)
+{
+    if (!ds) return;
+    free(ds->x);
+    free(ds->y);
+    memset(ds, 0, sizeof *ds);
+}
+
+/* ---------------------------------------------------------------- MNIST */
+
+vt_err vt_data_load_mnist(const char *images_path, const char *labels_path, const char *name,
+                          vt_dataset *ds)
+{
+    VT_RETURN_ERROR_IF(!ds, VT_ERR_ARG, "vt_data_load_mnist: NULL dataset");
+    memset(ds, 0, sizeof *ds);
+    VT_RETURN_ERROR_IF(!images_path || !labels_path, VT_ERR_ARG,
+                       "vt_data_load_mnist: NULL path");
+    VT_FORWARD_IF_ERROR(check_name(name));
+
+    vt_src si, sl;
+    uint8_t *x = NULL, *y = NULL;
+    vt_err e = src_open(&sl, labels_path);
+    if (e != VT_OK) return e;
+    e = src_open(&si, images_path);
+    if (e != VT_OK) {
+        src_close(&sl);
+        return e;
+    }
+
+    uint8_t lh[8], ih[16];
+    e = src_read_exact(&sl, lh, 4, "IDX magic");
+    if (e) goto fail;
+    uint32_t lmagic = get_u32be(lh);
+    if (lmagic != 0x00000801u) {
+        e = vt_set_error(VT_ERR_FORMAT,
+                         "%s: wrong magic 0x%08x (expected 0x00000801, IDX u8 labels)%s",
+                         labels_path, lmagic,
+                         lmagic == 0x00000803u ? "; this looks like an images file" : "");
+        goto fail;
+    }
+    e = src_read_exact(&sl, lh + 4, 4, "IDX label header");
+    if (e) goto fail;
+    e = src_read_exact(&si, ih, 4, "IDX magic");
+    if (e) goto fail;
+    uint32_t imagic = get_u32be(ih);
+    if (imagic != 0x00000803u) {
+        e = vt_set_error(VT_ERR_FORMAT,
+                         "%s: wrong magic 0x%08x (expected 0x00000803, IDX u8 images)%s",
+                         images_path, imagic,
+                         imagic == 0x00000801u ? "; this looks like a labels file" : "");
+        goto fail;
+    }
+    e = src_read_exact(&si, ih + 4, 12, "IDX image header");
+    if (e) goto fail;
+    uint32_t nl = get_u32be(lh + 4);
+    uint32_t ni = get_u32be(ih + 4), rows = get_u32be(ih + 8), cols = get_u32be(ih + 12);
+    if (ni != nl) {
+        e = vt_set_error(VT_ERR_FORMAT, "%s: %u images, but %s has %u labels", images_path, ni,
+                         labels_path, nl);
+        goto fail;
+    }
+    if (ni == 0) {
+        e = vt_set_error(VT_ERR_FORMAT, "%s: header says 0 images", images_path);
+        goto fail;
+    }
+    if (rows == 0 || cols == 0) {
+        e = vt_set_error(VT_ERR_FORMAT, "%s: image size %ux%u is empty", images_path, rows, cols);
+        goto fail;
+    }
+    if (rows > VT_DATA_IDX_MAX_DIM || cols > VT_DATA_IDX_MAX_DIM) {
+        e = vt_set_error(VT_ERR_LIMIT, "%s: image size %ux%u exceeds the limit %ux%u",
+                         images_path, rows, cols, VT_DATA_IDX_MAX_DIM, VT_DATA_IDX_MAX_DIM);
+        goto fail;
+    }
+    uint64_t nvals = (uint64_t)ni * rows * cols;
+    if (nvals > VT_DATA_MAX_VALUES) {
+        e = vt_set_error(VT_ERR_LIMIT,
+                         "%s: %u images of %ux%u = %llu pixels exceed the limit of %llu",
+                         images_path, ni, rows, cols, (unsigned long long)nvals,
+                         (unsigned long long)VT_DATA_MAX_VALUES);
+        goto fail;
+    }
+
+    e = src_read_payload(&sl, nl, "labels", &y);
+    if (e) goto fail;
+    e = src_expect_end(&sl);
+    if (e) goto fail;
+    for (size_t i = 0; i < nl; i++) {
+        if (y[i] >= 10) {
+            e = vt_set_error(VT_ERR_FORMAT, "%s: label %u of example %zu is not in 0..9",
+                             labels_path, y[i], i);
+            goto fail;
+        }
+    }
+    e = src_read_payload(&si, (size_t)nvals, "pixels", &x);
+    if (e) goto fail;
+    e = src_expect_end(&si);
+    if (e) goto fail;
+    e = src_finish_hash(&si, ds->src_sha256[0]);
+    if (e) goto fail;
+    e = src_finish_hash(&sl, ds->src_sha256[1]);
+    if (e) goto fail;
+    src_close(&si);
+    src_close(&sl);
+
+    memcpy(ds->name, name, strlen(name) + 1);
+    ds->n = ni;
+    ds->rows = rows;
+    ds->cols = cols;
+    ds->d = rows * cols;
+    ds->n_classes = 10;
+    ds->x_max = 255;
+    ds->x = x;
+    ds->y = y;
+    ds->n_src = 2;
+    fill_lut(ds);
+    e = vt_data_hash(ds, ds->hash);
+    if (e) {
+        vt_data_free(ds);
+        return e;
+    }
+    return VT_OK;
+
+fail:
+    free(x);
+    free(y);
+    src_close(&si);
+    src_close(&sl);
+    memset(ds, 0, sizeof *ds);
+    return e;
+}
+
+/* Path of dir/base, or dir/base.gz when only that exists. */
+static vt_err find_file(const char *dir, const char *base, char *out, size_t cap)
+{
+    struct stat st;
+    int k = snprintf(out, cap, "%s/%s", dir, base);
+    VT_RETURN_ERROR_IF(k < 0 || (size_t)k + 3 >= cap, VT_ERR_ARG, "%s/%s: path too long", dir,
+                       base);
+    if (stat(out, &st) == 0) return VT_OK;
+    strcat(out, ".gz");
+    if (stat(out, &st) == 0) return VT_OK;
+    VT_RETURN_ERROR(VT_ERR_IO, "%s/%s: not found (nor %s/%s.gz)", dir, base, dir, base);
+}
+
+/* The two files of an MNIST split in dir; *prefix_name gets the default dataset name. */
+static vt_err mnist_paths(const char *dir, const char *split, char *ip, char *lp, size_t cap,
+                          const char **default_name)
+{
+    const char *prefix;
+    if (strcmp(split, "train") == 0) {
+        prefix = "train";
+        *default_name = "mnist-train";
+    } else if (strcmp(split, "test") == 0 || strcmp(split, "t10k") == 0) {
+        prefix = "t10k";
+        *default_name = "mnist-test";
+    } else {
+        VT_RETURN_ERROR(VT_ERR_ARG, "MNIST split \"%s\": expected \"train\" or \"test\"", split);
+    }
+    char base[64];
+    snprintf(base, sizeof base, "%s-images-idx3-ubyte", prefix);
+    VT_FORWARD_IF_ERROR(find_file(dir, base, ip, cap));
+    snprintf(base, sizeof base, "%s-labels-idx1-ubyte", prefix);
+    return find_file(dir, base, lp, cap);
+}
+
+vt_err vt_data_load_mnist_dir(const char *dir, const char *split, const char *name,
+                              vt_dataset *ds)
+{
+    VT_RETURN_ERROR_IF(!ds, VT_ERR_ARG, "vt_data_load_mnist_dir: NULL dataset");
+    memset(ds, 0, sizeof *ds);
+    VT_RETURN_ERROR_IF(!dir || !split, VT_ERR_ARG, "vt_data_load_mnist_dir: NULL argument");
+    char ip[VT_DATA_PATH_MAX], lp[VT_DATA_PATH_MAX];
+    const char *dflt = NULL;
+    VT_FORWARD_IF_ERROR(mnist_paths(dir, split, ip, lp, sizeof ip, &dflt));
+    return vt_data_load_mnist(ip, lp, name ? name : dflt, ds);
+}
+
+/* ---------------------------------------------------------------- digits CSV */
+
+#define DIGITS_FEATURES 64
+
+/* A byte for an error message: 'c' when printable, else 0xNN. */
+static const char *byte_desc(uint8_t c, char buf[8])
+{
+    if (c >= 0x21 && c <= 0x7e)
+        snprintf(buf, 8, "'%c'", c);
+    else
+        snprintf(buf, 8, "0x%02x", c);
+    return buf;
+}
+
+/* Parses the CSV text buf[0..len) into x (rows*64) and y; *n_out rows. */
+static vt_err parse_digits(const char *path, const uint8_t *buf, size_t len, uint8_t *x,
+                           uint8_t *y, size_t max_rows, size_t *n_out)
+{
+    size_t pos = 0, line = 0, n = 0;
+    char bd[8];
+    *n_out = 0;
+    while (pos < len) {
+        line++;
+        size_t end = pos;
+        while (end < len && buf[end] != '\n') end++;
+        size_t next = end < len ? end + 1 : end;
+        size_t stop = end;
+        if (stop > pos && buf[stop - 1] == '\r') stop--;
+        VT_RETURN_ERROR_IF(stop == pos, VT_ERR_FORMAT, "%s: line %zu: empty line", path, line);
+        VT_RETURN_ERROR_IF(n >= max_rows, VT_ERR_INTERNAL, "%s: line %zu: row count", path, line);
+        size_t p = pos;
+        for (int col = 1; col <= DIGITS_FEATURES + 1; col++) {
+            if (col > 1) {
+                VT_RETURN_ERROR_IF(p >= stop, VT_ERR_FORMAT,
+                                   "%s: line %zu: %d columns, expected %d (64 features and "
+                                   "the label)",
+                                   path, line, col - 1, DIGITS_FEATURES + 1);
+                VT_RETURN_ERROR_IF(buf[p] != ',', VT_ERR_FORMAT,
+                                   "%s: line %zu, column %d: expected ',' or the end of the "
+                                   "line, found %s",
+                                   path, line, col - 1, byte_desc(buf[p], bd));
+                p++;
+            }
+            size_t s = p;
+            unsigned v = 0;
+            while (p < stop && buf[p] >= '0' && buf[p] <= '9' && p - s < 3) {
+                v = 10 * v + (unsigned)(buf[p] - '0');
+                p++;
+            }
+            size_t nd = p - s;
+            VT_RETURN_ERROR_IF(nd == 0, VT_ERR_FORMAT,
+                               "%s: line %zu, column %d: expected an unsigned integer, found %s",
+                               path, line, col, p < stop ? byte_desc(buf[p], bd) : "nothing");
+            VT_RETURN_ERROR_IF(p < stop && buf[p] >= '0' && buf[p] <= '9', VT_ERR_FORMAT,
+                               "%s: line %zu, column %d: integer too long", path, line, col);
+            VT_RETURN_ERROR_IF(nd > 1 && buf[s] == '0', VT_ERR_FORMAT,
+                               "%s: line %zu, column %d: leading zero", path, line, col);
+            VT_RETURN_ERROR_IF(p < stop && buf[p] != ',', VT_ERR_FORMAT,
+                               "%s: line %zu, column %d: unexpected %s after the integer "
+                               "(integers only)",
+                               path, line, col, byte_desc(buf[p], bd));
+            if (col <= DIGITS_FEATURES) {
+                VT_RETURN_ERROR_IF(v > 16, VT_ERR_FORMAT,
+                                   "%s: line %zu, column %d: feature value %u is not in 0..16",
+                                   path, line, col, v);
+                x[n * DIGITS_FEATURES + (size_t)(col - 1)] = (uint8_t)v;
+            } else {
+                VT_RETURN_ERROR_IF(v > 9, VT_ERR_FORMAT,
+                                   "%s: line %zu, column %d: label %u is not in 0..9", path,
+                                   line, col, v);
+                y[n] = (uint8_t)v;
+            }
+        }
+        VT_RETURN_ERROR_IF(p != stop, VT_ERR_FORMAT,
+                           "%s: line %zu: more than %d columns (64 features and the label)",
+                           path, line, DIGITS_FEATURES + 1);
+        n++;
+        pos = next;
+    }
+    VT_RETURN_ERROR_IF(n == 0, VT_ERR_FORMAT, "%s: empty file (no rows)", path);
+    *n_out = n;
+    return VT_OK;
+}
+
+vt_err vt_data_load_digits_csv(const char *path, const char *name, vt_dataset *ds)
+{
+    VT_RETURN_ERROR_IF(!ds, VT_ERR_ARG, "vt_data_load_digits_csv: NULL dataset");
+    memset(ds, 0, sizeof *ds);
+    VT_RETURN_ERROR_IF(!path, VT_ERR_ARG, "vt_data_load_digits_csv: NULL path");
+    VT_FORWARD_IF_ERROR(check_name(name));
+
+    vt_src s;
+    VT_FORWARD_IF_ERROR(src_open(&s, path));
+    uint8_t *buf = NULL, *x = NULL, *y = NULL;
+    size_t len = 0, cap = 0;
+    vt_err e = VT_OK;
+    for (;;) { /* read it all, at most VT_DATA_CSV_MAX_BYTES */
+        if (len == cap) {
+            if (cap > VT_DATA_CSV_MAX_BYTES) {
+                e = vt_set_error(VT_ERR_LIMIT, "%s: more than %u bytes (decompressed)", path,
+                                 VT_DATA_CSV_MAX_BYTES);
+                goto fail;
+            }
+            size_t ncap = cap ? 2 * cap : (1u << 16);
+            if (ncap > VT_DATA_CSV_MAX_BYTES + 1) ncap = VT_DATA_CSV_MAX_BYTES + 1;
+            uint8_t *nb = realloc(buf, ncap);
+            if (!nb) {
+                e = vt_set_error(VT_ERR_NOMEM, "%s: out of memory", path);
+                goto fail;
+            }
+            buf = nb;
+            cap = ncap;
+        }
+        size_t got = 0;
+        e = src_read(&s, buf + len, cap - len, &got);
+        if (e) goto fail;
+        len += got;
+        if (len < cap) break;
+    }
+    if (len == 0) {
+        e = vt_set_error(VT_ERR_FORMAT, "%s: empty file", path);
+        goto fail;
+    }
+    e = src_finish_hash(&s, ds->src_sha256[0]);
+    if (e) goto fail;
+    src_close(&s);
+
+    size_t max_rows = 1;
+    for (size_t i = 0; i < len; i++) max_rows += buf[i] == '\n';
+    x = malloc(max_rows * DIGITS_FEATURES);
+    y = malloc(max_rows);
+    if (!x || !y) {
+        e = vt_set_error(VT_ERR_NOMEM, "%s: out of memory", path);
+        goto fail;
+    }
+    size_t n = 0;
+    e = parse_digits(path, buf, len, x, y, max_rows, &n);
+    if (e) goto fail;
+    free(buf);
+
+    memcpy(ds->name, name, strlen(name) + 1);
+    ds->n = n;
+    ds->rows = 8;
+    ds->cols = 8;
+    ds->d = DIGITS_FEATURES;
+    ds->n_classes = 10;
+    ds->x_max = 16;
+    ds->x = x;
+    ds->y = y;
+    ds->n_src = 1;
+    fill_lut(ds);
+    e = vt_data_hash(ds, ds->hash);
+    if (e) {
+        vt_data_free(ds);
+        return e;
+    }
+    return VT_OK;
+
+fail:
+    src_close(&s);
+    free(buf);
+    free(x);
+    free(y);
+    memset(ds, 0, sizeof *ds);
+    return e;
+}
+
+/* ---------------------------------------------------------------- paths, built-ins */
+
+vt_err vt_data_root(const char *root, char *out, size_t cap)
+{
+    VT_RETURN_ERROR_IF(!out || cap == 0, VT_ERR_ARG, "vt_data_root: no output buffer");
+    int k;
+    if (root && root[0]) {
+        k = snprintf(out, cap, "%s", root);
+    } else {
+        const char *env = getenv("VT_DATA_DIR");
+        if (env && env[0])
+            k = snprintf(out, cap, "%s", env);
+        else
+            k = snprintf(out, cap, "%s/data", VT_SOURCE_DIR);
+    }
+    VT_RETURN_ERROR_IF(k < 0 || (size_t)k >= cap, VT_ERR_ARG, "data root path too long");
+    return VT_OK;
+}
+
+typedef struct {
+    const char *name;  /* canonical dataset name */
+    const char *alias; /* or NULL */
+    const char *dir;   /* subdirectory of the data root */
+    const char *split; /* MNIST split, or NULL for digits */
+    const char *sha[2]; /* pinned SHA-256 of the decompressed payloads (see data/README.md) */
+} builtin;
+
+static const builtin builtins[] = {
+    {"mnist-train", NULL, "mnist", "train",
+     {"ba891046e6505d7aadcbbe25680a0738ad16aec93bde7f9b65e87a2fc25776db",
+      "65a50cbbf4e906d70832878ad85ccda5333a97f0f4c3dd2ef09a8a9eef7101c5"}},
+    {"mnist-test", "mnist-t10k", "mnist", "test",
+     {"0fa7898d509279e482958e8ce81c8e77db3f2f8254e26661ceb7762c4d494ce7",
+      "ff7bcfd416de33731a308c3f266cc351222c34898ecbeaf847f06e48f7ec33f2"}},
+    {"digits", NULL, "digits", NULL,
+     {"6ebb3d2fee246a4e99363262ddf8a00a3c41bee6014c373ed9d9216ba7f651b8", NULL}},
+};
+
+vt_err vt_data_resolve(const char *name, const char *root, char *out, size_t cap)
+{
+    VT_RETURN_ERROR_IF(!name || !out, VT_ERR_ARG, "vt_data_resolve: NULL argument");
+    const char *sub = NULL;
+    if (strcmp(name, "mnist") == 0) sub = "mnist";
+    for (size_t i = 0; !sub && i < sizeof builtins / sizeof builtins[0]; i++)
+        if (strcmp(name, builtins[i].name) == 0 ||
+            (builtins[i].alias && strcmp(name, builtins[i].alias) == 0))
+            sub = builtins[i].dir;
+    VT_RETURN_ERROR_IF(!sub, VT_ERR_ARG,
+                       "unknown dataset \"%s\" (known: mnist, mnist-train, mnist-test, digits)",
+                       name);
+    char r[VT_DATA_PATH_MAX];
+    VT_FORWARD_IF_ERROR(vt_data_root(root, r, sizeof r));
+    int k = snprintf(out, cap, "%s/%s", r, sub);
+    VT_RETURN_ERROR_IF(k < 0 || (size_t)k >= cap, VT_ERR_ARG, "%s/%s: path too long", r, sub);
+    struct stat st;
+    VT_RETURN_ERROR_IF(stat(out, &st) != 0 || !S_ISDIR(st.st_mode), VT_ERR_IO,
+                       "%s: no such data directory (pass a root or set VT_DATA_DIR)", out);
+    return VT_OK;
+}
+
+vt_err vt_data_load(const char *spec, const char *root, vt_dataset *ds)
+{
+    VT_RETURN_ERROR_IF(!ds, VT_ERR_ARG, "vt_data_load: NULL dataset");
+    memset(ds, 0, sizeof *ds);
+    VT_RETURN_ERROR_IF(!spec, VT_ERR_ARG, "vt_data_load: NULL spec");
+    char nm[VT_DATA_NAME_MAX + 1];
+    const char *colon = strchr(spec, ':');
+    size_t nlen = colon ? (size_t)(colon - spec) : strlen(spec);
+    VT_RETURN_ERROR_IF(nlen == 0 || nlen > VT_DATA_NAME_MAX, VT_ERR_ARG,
+                       "dataset spec \"%s\": bad name", spec);
+    memcpy(nm, spec, nlen);
+    nm[nlen] = 0;
+    size_t first = 0;
+    if (colon) {
+        const char *p = colon + 1;
+        VT_RETURN_ERROR_IF(!*p, VT_ERR_ARG, "dataset spec \"%s\": no count after ':'", spec);
+        for (; *p; p++) {
+            VT_RETURN_ERROR_IF(*p < '0' || *p > '9' || first > (SIZE_MAX - 9) / 10, VT_ERR_ARG,
+                               "dataset spec \"%s\": the count after ':' must be an integer",
+                               spec);
+            first = 10 * first + (size_t)(*p - '0');
+        }
+        VT_RETURN_ERROR_IF(first == 0, VT_ERR_ARG, "dataset spec \"%s\": count 0", spec);
+    }
+    const builtin *b = NULL;
+    for (size_t i = 0; !b && i < sizeof builtins / sizeof builtins[0]; i++)
+        if (strcmp(nm, builtins[i].name) == 0 ||
+            (builtins[i].alias && strcmp(nm, builtins[i].alias) == 0))
+            b = &builtins[i];
+    VT_RETURN_ERROR_IF(!b, VT_ERR_ARG,
+                       "unknown dataset \"%s\" (known: mnist-train, mnist-test, digits)", nm);
+
+    char dir[VT_DATA_PATH_MAX], path[2][VT_DATA_PATH_MAX];
+    VT_FORWARD_IF_ERROR(vt_data_resolve(b->name, root, dir, sizeof dir));
+    vt_dataset full;
+    if (b->split) {
+        const char *dflt;
+        VT_FORWARD_IF_ERROR(mnist_paths(dir, b->split, path[0], path[1], sizeof path[0], &dflt));
+        VT_FORWARD_IF_ERROR(vt_data_load_mnist(path[0], path[1], b->name, &full));
+    } else {
+        VT_FORWARD_IF_ERROR(find_file(dir, "digits.csv", path[0], sizeof path[0]));
+        VT_FORWARD_IF_ERROR(vt_data_load_digits_csv(path[0], b->name, &full));
+    }
+    for (int k = 0; k < full.n_src; k++) {
+        uint8_t want[VT_HASH_LEN];
+        if (!b->sha[k] || vt_unhex(b->sha[k], want, VT_HASH_LEN) != VT_OK) {
+            vt_data_free(&full);
+            VT_RETURN_ERROR(VT_ERR_INTERNAL, "vt_data_load: bad pinned hash for %s", b->name);
+        }
+        if (memcmp(want, full.src_sha256[k], VT_HASH_LEN) != 0) {
+            char got[2 * VT_HASH_LEN + 1];
+            vt_hex(full.src_sha256[k], VT_HASH_LEN, got);
+            vt_data_free(&full);
+            VT_RETURN_ERROR(VT_ERR_MISMATCH,
+                            "%s: decompressed payload has SHA-256 %s, but %s expects %s "
+                            "(see data/README.md)",
+                            path[k], got, b->name, b->sha[k]);
+        }
+    }
+    if (!colon) {
+        *ds = full;
+        return VT_OK;
+    }
+    if (first > full.n) {
+        size_t have = full.n;
+        vt_data_free(&full);
+        VT_RETURN_ERROR(VT_ERR_ARG, "dataset spec \"%s\": %s has only %zu examples", spec,
+                        b->name, have);
+    }
+    vt_err e = vt_data_subset(&full, first, ds);
+    vt_data_free(&full);
+    return e;
+}
+
+/* ---------------------------------------------------------------- subsets */
+
+vt_err vt_data_slice(const vt_dataset *src, size_t start, size_t count, vt_dataset *dst)
+{
+    VT_RETURN_ERROR_IF(!dst, VT_ERR_ARG, "vt_data_slice: NULL destination");
+    VT_RETURN_ERROR_IF(dst == src, VT_ERR_ARG, "vt_data_slice: destination is the source");
+    memset(dst, 0, sizeof *dst);
+    VT_RETURN_ERROR_IF(!src || !src->x || !src->y || src->n == 0, VT_ERR_ARG,
+                       "vt_data_slice: source dataset is not loaded");
+    VT_RETURN_ERROR_IF(count == 0 || start >= src->n || count > src->n - start, VT_ERR_ARG,
+                       "%s: slice [%zu, +%zu) is empty or outside 0..%zu", src->name, start,
+                       count, src->n);
+    vt_dataset t = *src;
+    t.x = NULL;
+    t.y = NULL;
+    if (!(start == 0 && count == src->n)) {
+        int k = snprintf(t.name, sizeof t.name, "%s[%zu:%zu]", src->name, start, start + count);
+        VT_RETURN_ERROR_IF(k < 0 || (size_t)k >= sizeof t.name, VT_ERR_ARG,
+                           "%s: the slice's name \"%s[%zu:%zu]\" is longer than %d characters",
+                           src->name, src->name, start, start + count, VT_DATA_NAME_MAX);
+        t.n_src = 0;
+        memset(t.src_sha256, 0, sizeof t.src_sha256);
+    }
+    t.n = count;
+    t.x = malloc(count * (size_t)src->d);
+    t.y = malloc(count);
+    if (!t.x || !t.y) {
+        free(t.x);
+        free(t.y);
+        VT_RETURN_ERROR(VT_ERR_NOMEM, "%s: out of memory for a slice of %zu examples",
+                        src->name, count);
+    }
+    memcpy(t.x, src->x + start * (size_t)src->d, count * (size_t)src->d);
+    memcpy(t.y, src->y + start, count);
+    vt_err e = vt_data_hash(&t, t.hash);
+    if (e != VT_OK) {
+        vt_data_free(&t);
+        return e;
+    }
+    *dst = t;
+    return VT_OK;
+}
+
+vt_err vt_data_subset(const vt_dataset *src, size_t n, vt_dataset *dst)
+{
+    return vt_data_slice(src, 0, n, dst);
+}
+
+/* ---------------------------------------------------------------- FP32 */
+
+vt_err vt_data_row(const vt_dataset *ds, size_t i, float *out)
+{
+    VT_RETURN_ERROR_IF(!ds || !ds->x || !out, VT_ERR_ARG, "vt_data_row: NULL argument");
+    VT_RETURN_ERROR_IF(i >= ds->n, VT_ERR_ARG, "%s: example %zu of %zu", ds->name, i, ds->n);
+    const uint8_t *r = ds->x + i * (size_t)ds->d;
+    for (uint32_t k = 0; k < ds->d; k++) out[k] = ds->lut[r[k]];
+    return VT_OK;
+}
+
+vt_err vt_data_batch(const vt_dataset *ds, const size_t *idx, size_t m, float *x, uint8_t *y)
+{
+    VT_RETURN_ERROR_IF(!ds || !ds->x || !ds->y || (m && (!idx || !x)), VT_ERR_ARG,
+                       "vt_data_batch: NULL argument");
+    for (size_t j = 0; j < m; j++)
+        VT_RETURN_ERROR_IF(idx[j] >= ds->n, VT_ERR_ARG, "%s: batch entry %zu: example %zu of %zu",
+                           ds->name, j, idx[j], ds->n);
+    for (size_t j = 0; j < m; j++) {
+        const uint8_t *r = ds->x + idx[j] * (size_t)ds->d;
+        float *o = x + j * (size_t)ds->d;
+        for (uint32_t k = 0; k < ds->d; k++) o[k] = ds->lut[r[k]];
+        if (y) y[j] = ds->y[idx[j]];
+    }
+    return VT_OK;
+}
+
+vt_err vt_data_to_f32(const vt_dataset *ds, float **out)
+{
+    VT_RETURN_ERROR_IF(!ds || !ds->x || !out, VT_ERR_ARG, "vt_data_to_f32: NULL argument");
+    *out = NULL;
+    size_t total = ds->n * (size_t)ds->d;
+    float *f = malloc(total ? total * sizeof(float) : 1);
+    VT_RETURN_ERROR_IF(!f, VT_ERR_NOMEM, "%s: out of memory for %zu floats", ds->name, total);
+    for (size_t i = 0; i < total; i++) f[i] = ds->lut[ds->x[i]];
+    *out = f;
+    return VT_OK;
+}

@@ -1,0 +1,323 @@
+/* vt_gemm.c - C = op(A) * op(B) from FP32 inputs in FP64, in every evaluation order,
+ * with the Cauchy-Schwarz (OUTER) error bound.
+ *
+ * Every product of two FP32 values is exact in FP64, so each C[i][j] is a sum of
+ * K exact terms and the only order-dependent errors are those of the additions:
+ * |C - exact| <= gamma_(K-1) sum_k |a_ik b_kj| <= coef(K) ||a_i||_2 ||b_j||_2.
+ *
+ * Orders (per element; the loop shape differs but each element's sum follows):
+ *   BLAS      op(A), op(B) converted to FP64 (norms fused into the conversion),
+ *             then cblas_dgemm (whatever order the BLAS library uses)
+ *   FORWARD   k ascending        (i-k-j loop, vectorised over j)
+ *   REVERSE   k descending       (i-k-j loop)
+ *   PAIRWISE  blocks of 8 k's, then a binary tree (same tree as vt__sum)
+ *   PERMUTED  k in the order of vt__perm(seed, K) (the same for every element)
+ *   SORTED    the K products sorted by increasing |a b| (per element)
+ * Every order except BLAS starts each sum from +0; the BLAS result is normalised
+ * with + 0.0, so a zero result is +0 in every order.
+ *
+ * The BLAS order relies on the library computing each C[i][j] as some summation
+ * of the K exact products (any blocking, threading, FMA or SIMD order is fine; a
+ * Strassen/Winograd-type fast algorithm, which no common BLAS uses for dgemm by
+ * default, would not be covered by the bound).  The conversion of op(A)/op(B) to
+ * FP64 is a linear pass in the stored layout (the BLAS call does the transposing)
+ * with the norms fused into it; measured on 512^3 it costs a few percent of the
+ * single-threaded dgemm, the norms themselves about 1%.
+ */
+#include <cblas.h>
+#include <limits.h>
+#include <math.h>
+
+#include "vt_kernels.h"
+#include "vt_kernels_int.h"
+
+/* ------------------------------------------------------- conversion + norms */
+
+/* dst (rows x cols, may be NULL) = src; norm (rows, may be NULL) = row 2-norms. */
+static void cvt_rows(const float *src, size_t rows, size_t cols, double *dst, double *norm)
+{
+    for (size_t r = 0; r < rows; r++) {
+        const float *s = src + r * cols;
+        double *d = dst ? dst + r * cols : NULL;
+        if (norm == NULL) {
+            if (d == NULL) return;
+            size_t c = 0;
+            for (; c + 4 <= cols; c += 4) {
+                d[c] = (double)s[c];
+                d[c + 1] = (double)s[c + 1];
+                d[c + 2] = (double)s[c + 2];
+                d[c + 3] = (double)s[c + 3];
+            }
+            for (; c < cols; c++) d[c] = (double)s[c];
+            continue;
+        }
+        double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0;
+        size_t c = 0;
+        if (d) {
+            for (; c + 4 <= cols; c += 4) {
+                double x0 = (double)s[c], x1 = (double)s[c + 1], x2 = (double)s[c + 2], x3 = (double)s[c + 3];
+                d[c] = x0;
+                d[c + 1] = x1;
+                d[c + 2] = x2;
+                d[c + 3] = x3;
+                a0 += x0 * x0;
+                a1 += x1 * x1;
+                a2 += x2 * x2;
+                a3 += x3 * x3;
+            }
+            for (; c < cols; c++) {
+                double x = (double)s[c];
+                d[c] = x;
+                a0 += x * x;
+            }
+        } else {
+            for (; c + 4 <= cols; c += 4) {
+                double x0 = (double)s[c], x1 = (double)s[c + 1], x2 = (double)s[c + 2], x3 = (double)s[c + 3];
+                a0 += x0 * x0;
+                a1 += x1 * x1;
+                a2 += x2 * x2;
+                a3 += x3 * x3;
+            }
+            for (; c < cols; c++) {
+                double x = (double)s[c];
+                a0 += x * x;
+            }
+        }
+        norm[r] = sqrt((a0 + a1) + (a2 + a3));
+    }
+}
+
+/* dst (rows x cols, may be NULL) = src; norm (cols, may be NULL) = column 2-norms. */
+static void cvt_cols(const float *src, size_t rows, size_t cols, double *dst, double *norm)
+{
+    if (norm == NULL) {
+        cvt_rows(src, rows, cols, dst, NULL);
+        return;
+    }
+    for (size_t c = 0; c < cols; c++) norm[c] = 0.0;
+    for (size_t r = 0; r < rows; r++) {
+        const float *s = src + r * cols;
+        size_t c = 0;
+        if (dst) {
+            double *d = dst + r * cols;
+            for (; c + 4 <= cols; c += 4) {
+                double x0 = (double)s[c], x1 = (double)s[c + 1], x2 = (double)s[c + 2], x3 = (double)s[c + 3];
+                d[c] = x0;
+                d[c + 1] = x1;
+                d[c + 2] = x2;
+                d[c + 3] = x3;
+                norm[c] += x0 * x0;
+                norm[c + 1] += x1 * x1;
+                norm[c + 2] += x2 * x2;
+                norm[c + 3] += x3 * x3;
+            }
+            for (; c < cols; c++) {
+                double x = (double)s[c];
+                d[c] = x;
+                norm[c] += x * x;
+            }
+        } else {
+            for (; c + 4 <= cols; c += 4) {
+                double x0 = (double)s[c], x1 = (double)s[c + 1], x2 = (double)s[c + 2], x3 = (double)s[c + 3];
+                norm[c] += x0 * x0;
+                norm[c + 1] += x1 * x1;
+                norm[c + 2] += x2 * x2;
+                norm[c + 3] += x3 * x3;
+            }
+            for (; c < cols; c++) {
+                double x = (double)s[c];
+                norm[c] += x * x;
+            }
+        }
+    }
+    for (size_t c = 0; c < cols; c++) norm[c] = sqrt(norm[c]);
+}
+
+/* dst (cols x rows) = src^T (src rows x cols), converted to FP64; cache-blocked. */
+static void cvt_transpose(const float *src, size_t rows, size_t cols, double *dst)
+{
+    const size_t T = 32;
+    for (size_t r0 = 0; r0 < rows; r0 += T) {
+        size_t r1 = rows - r0 < T ? rows : r0 + T;
+        for (size_t c0 = 0; c0 < cols; c0 += T) {
+            size_t c1 = cols - c0 < T ? cols : c0 + T;
+            for (size_t r = r0; r < r1; r++)
+                for (size_t c = c0; c < c1; c++) dst[c * rows + r] = (double)src[r * cols + c];
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ checks */
+
+static vt_err check_args(const vt_exec *e, int transA, int transB, size_t M, size_t N, size_t K, const float *A,
+                         const float *B, const double *C, const char *name)
+{
+    VT_FORWARD_IF_ERROR(vt__check_exec(e));
+    VT_RETURN_ERROR_IF(A == NULL || B == NULL || C == NULL, VT_ERR_ARG, "%s: NULL matrix", name);
+    VT_RETURN_ERROR_IF((transA != 0 && transA != 1) || (transB != 0 && transB != 1), VT_ERR_ARG,
+                       "%s: transA/transB must be 0 or 1 (got %d, %d)", name, transA, transB);
+    VT_RETURN_ERROR_IF(M == 0 || N == 0 || K == 0, VT_ERR_ARG, "%s: empty dimension (M=%zu N=%zu K=%zu)", name, M,
+                       N, K);
+    VT_RETURN_ERROR_IF((uint64_t)K > VT_MAX_REDUCTION, VT_ERR_LIMIT,
+                       "%s: reduction length K=%zu exceeds VT_MAX_REDUCTION", name, K);
+    size_t t = 0;
+    VT_FORWARD_IF_ERROR(vt__mul_size(M, K, &t));
+    VT_FORWARD_IF_ERROR(vt__mul_size(t, sizeof(double), &t));
+    VT_FORWARD_IF_ERROR(vt__mul_size(K, N, &t));
+    VT_FORWARD_IF_ERROR(vt__mul_size(t, sizeof(double), &t));
+    VT_FORWARD_IF_ERROR(vt__mul_size(M, N, &t));
+    VT_FORWARD_IF_ERROR(vt__mul_size(t, sizeof(double), &t));
+    return VT_OK;
+}
+
+/* --------------------------------------------------------------- the core */
+
+static vt_err gemm_blas(vt_exec *e, int tA, int tB, size_t M, size_t N, size_t K, const float *A, const float *B,
+                        double *C, double *rn, double *cn)
+{
+    VT_RETURN_ERROR_IF(M > INT_MAX || N > INT_MAX || K > INT_MAX, VT_ERR_LIMIT,
+                       "vt_gemm: dimensions exceed the BLAS integer range");
+    void *pa = NULL, *pb = NULL;
+    VT_FORWARD_IF_ERROR(vt__ws_get(&e->ws, VT_WS_A, M * K, sizeof(double), &pa));
+    VT_FORWARD_IF_ERROR(vt__ws_get(&e->ws, VT_WS_B, K * N, sizeof(double), &pb));
+    double *A64 = pa, *B64 = pb;
+    /* Convert in the stored layout (a linear pass); the BLAS call transposes. */
+    if (!tA) cvt_rows(A, M, K, A64, rn);
+    else cvt_cols(A, K, M, A64, rn);
+    if (!tB) cvt_cols(B, K, N, B64, cn);
+    else cvt_rows(B, N, K, B64, cn);
+    cblas_dgemm(CblasRowMajor, tA ? CblasTrans : CblasNoTrans, tB ? CblasTrans : CblasNoTrans, (int)M, (int)N,
+                (int)K, 1.0, A64, tA ? (int)M : (int)K, B64, tB ? (int)K : (int)N, 0.0, C, (int)N);
+    size_t MN = M * N;
+    for (size_t i = 0; i < MN; i++) C[i] += 0.0; /* -0 -> +0 */
+    return VT_OK;
+}
+
+static vt_err gemm_loops(vt_exec *e, int tA, int tB, size_t M, size_t N, size_t K, const float *A, const float *B,
+                         double *C, double *rn, double *cn)
+{
+    void *pb = NULL;
+    VT_FORWARD_IF_ERROR(vt__ws_get(&e->ws, VT_WS_B, K * N, sizeof(double), &pb));
+    double *B64 = pb; /* op(B), K x N row-major */
+    if (rn) {
+        if (!tA) cvt_rows(A, M, K, NULL, rn);
+        else cvt_cols(A, K, M, NULL, rn);
+    }
+    if (!tB) {
+        cvt_cols(B, K, N, B64, cn);
+    } else {
+        if (cn) cvt_rows(B, N, K, NULL, cn);
+        cvt_transpose(B, N, K, B64);
+    }
+    /* op(A)[i][k] = A[i*sa + k*sk] */
+    const size_t sa = tA ? 1 : K, sk = tA ? M : 1;
+    const vt_order o = e->order;
+
+    if (o == VT_ORDER_FORWARD || o == VT_ORDER_REVERSE || o == VT_ORDER_PERMUTED) {
+        uint32_t *perm = NULL;
+        if (o == VT_ORDER_PERMUTED) {
+            void *pp = NULL;
+            VT_FORWARD_IF_ERROR(vt__ws_get(&e->ws, VT_WS_PERM, K, sizeof(uint32_t), &pp));
+            perm = pp;
+            vt__perm(e->seed, K, perm);
+        }
+        for (size_t i = 0; i < M; i++) {
+            double *c = C + i * N;
+            for (size_t j = 0; j < N; j++) c[j] = 0.0;
+            for (size_t t = 0; t < K; t++) {
+                size_t k = o == VT_ORDER_FORWARD ? t : o == VT_ORDER_REVERSE ? K - 1 - t : perm[t];
+                const double a = (double)A[i * sa + k * sk];
+                const double *b = B64 + k * N;
+                for (size_t j = 0; j < N; j++) c[j] += a * b[j];
+            }
+        }
+        return VT_OK;
+    }
+
+    if (o == VT_ORDER_PAIRWISE) {
+        size_t leaves = (K + VT_PAIRWISE_LEAF - 1) / VT_PAIRWISE_LEAF;
+        size_t depth = 2;
+        while (((size_t)1 << (depth - 2)) <= leaves) depth++; /* > floor(log2(leaves)) + 2 */
+        void *ps = NULL;
+        VT_FORWARD_IF_ERROR(vt__ws_get(&e->ws, VT_WS_AUX, depth * N, sizeof(double), &ps));
+        double *st = ps; /* stack of partial-sum rows */
+        for (size_t i = 0; i < M; i++) {
+            size_t top = 0, leaf = 0;
+            for (size_t kb = 0; kb < K; kb += VT_PAIRWISE_LEAF) {
+                size_t kend = K - kb < VT_PAIRWISE_LEAF ? K : kb + VT_PAIRWISE_LEAF;
+                double *s = st + top * N;
+                for (size_t j = 0; j < N; j++) s[j] = 0.0;
+                for (size_t k = kb; k < kend; k++) {
+                    const double a = (double)A[i * sa + k * sk];
+                    const double *b = B64 + k * N;
+                    for (size_t j = 0; j < N; j++) s[j] += a * b[j];
+                }
+                leaf++;
+                for (size_t cnt = leaf; (cnt & 1) == 0; cnt >>= 1) {
+                    double *l = st + (top - 1) * N; /* older partial sum on the left */
+                    for (size_t j = 0; j < N; j++) l[j] = l[j] + s[j];
+                    top--;
+                    s = l;
+                }
+                top++;
+            }
+            double *c = C + i * N;
+            const double *r = st + (top - 1) * N;
+            for (size_t j = 0; j < N; j++) c[j] = r[j];
+            for (size_t l = top - 1; l-- > 0;) {
+                const double *q = st + l * N;
+                for (size_t j = 0; j < N; j++) c[j] = q[j] + c[j];
+            }
+        }
+        return VT_OK;
+    }
+
+    /* SORTED: per element */
+    void *pk = NULL;
+    VT_FORWARD_IF_ERROR(vt__ws_get(&e->ws, VT_WS_AUX, K, sizeof(uint64_t), &pk));
+    uint64_t *keys = pk;
+    for (size_t i = 0; i < M; i++)
+        for (size_t j = 0; j < N; j++) {
+            for (size_t k = 0; k < K; k++) keys[k] = vt__sort_key((double)A[i * sa + k * sk] * B64[k * N + j]);
+            C[i * N + j] = vt__sum_sorted_keys(K, keys);
+        }
+    return VT_OK;
+}
+
+static vt_err gemm_core(vt_exec *e, int tA, int tB, size_t M, size_t N, size_t K, const float *A, const float *B,
+                        double *C, double *rn, double *cn)
+{
+    if (e->order == VT_ORDER_BLAS) return gemm_blas(e, tA, tB, M, N, K, A, B, C, rn, cn);
+    return gemm_loops(e, tA, tB, M, N, K, A, B, C, rn, cn);
+}
+
+vt_err vt_gemm(vt_exec *e, int transA, int transB, size_t M, size_t N, size_t K, const float *A, const float *B,
+               double *C, double *rownorm, double *colnorm, vt_bounds *bounds)
+{
+    VT_FORWARD_IF_ERROR(check_args(e, transA, transB, M, N, K, A, B, C, "vt_gemm"));
+    VT_RETURN_ERROR_IF(rownorm == NULL || colnorm == NULL || bounds == NULL, VT_ERR_ARG,
+                       "vt_gemm: NULL norm or bounds argument");
+    double coef = vt_bound_coef(&e->bound, (uint64_t)K);
+    VT_RETURN_ERROR_IF(!(coef >= 0.0), VT_ERR_LIMIT, "vt_gemm: no bound coefficient for K=%zu", K);
+    VT_FORWARD_IF_ERROR(gemm_core(e, transA, transB, M, N, K, A, B, C, rownorm, colnorm));
+    bounds->kind = VT_BOUNDS_OUTER;
+    bounds->b = NULL;
+    bounds->r = rownorm;
+    bounds->c = colnorm;
+    bounds->coef = coef;
+    bounds->ta = A;
+    bounds->ta_si = transA ? 1 : K;
+    bounds->ta_sk = transA ? M : 1;
+    bounds->tb = B;
+    bounds->tb_sk = transB ? 1 : N;
+    bounds->tb_sj = transB ? K : 1;
+    bounds->K = K;
+    return VT_OK;
+}
+
+vt_err vt_gemm_plain(vt_exec *e, int transA, int transB, size_t M, size_t N, size_t K, const float *A,
+                     const float *B, double *C)
+{
+    VT_FORWARD_IF_ERROR(check_args(e, transA, transB, M, N, K, A, B, C, "vt_gemm_plain"));
+    return gemm_core(e, transA, transB, M, N, K, A, B, C, NULL, NULL);
+}

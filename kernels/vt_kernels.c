@@ -1,0 +1,584 @@
+/* vt_kernels.c - executors, evaluation orders, sums, elementwise kernels, softmax,
+ * cross-entropy, optimisers and the exact dot product (GEMM is in vt_gemm.c).
+ *
+ * Determinism rules followed here (docs/rounding.md):
+ *  - Every elementwise kernel is a chain of IEEE basic operations on FP64 values
+ *    converted exactly from FP32, written in one fixed order, compiled with
+ *    -ffp-contract=off and without fast-math: bit-identical on every IEEE-754
+ *    machine, so its bound is 0 (VT_BOUNDS_ZERO; the kernels do not even take a
+ *    bounds argument).
+ *  - exp and log come from vt_math (portable, bit-identical).
+ *  - Only reductions depend on the evaluation order; each one carries a bound
+ *    valid for every order (vt_bound_coef).
+ *  - Every reduction starts from +0, so a zero result is +0 in every order
+ *    (IEEE RNE: x + (-x) = +0 and +0 + -0 = +0).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vt_kernels.h"
+#include "vt_kernels_int.h"
+#include "vt_math.h"
+
+/* ================================================================ orders */
+
+static const char *const vt_order_names[VT_ORDER_COUNT] = {
+    "blas", "forward", "reverse", "pairwise", "permuted", "sorted",
+};
+
+const char *vt_order_name(vt_order o)
+{
+    if ((unsigned)o >= (unsigned)VT_ORDER_COUNT) return "unknown";
+    return vt_order_names[o];
+}
+
+vt_err vt_order_parse(const char *s, vt_order *o)
+{
+    VT_RETURN_ERROR_IF(s == NULL || o == NULL, VT_ERR_ARG, "vt_order_parse: NULL argument");
+    for (int i = 0; i < (int)VT_ORDER_COUNT; i++) {
+        if (strcmp(s, vt_order_names[i]) == 0) {
+            *o = (vt_order)i;
+            return VT_OK;
+        }
+    }
+    VT_RETURN_ERROR(VT_ERR_ARG, "unknown evaluation order '%.40s' (blas, forward, reverse, pairwise, "
+                                "permuted, sorted)", s);
+}
+
+/* ============================================================== executor */
+
+void vt_exec_init(vt_exec *e, vt_order order, vt_bound_cfg bound, uint64_t seed)
+{
+    if (e == NULL) return;
+    memset(e, 0, sizeof *e);
+    e->order = order;
+    e->bound = bound;
+    e->seed = seed;
+}
+
+void vt_exec_free(vt_exec *e)
+{
+    if (e == NULL) return;
+    for (int i = 0; i < 4; i++) {
+        free(e->ws.p[i]);
+        e->ws.p[i] = NULL;
+        e->ws.n[i] = 0;
+    }
+}
+
+vt_err vt__mul_size(size_t n, size_t m, size_t *out)
+{
+    VT_RETURN_ERROR_IF(m != 0 && n > SIZE_MAX / m, VT_ERR_LIMIT, "size overflow (%zu x %zu)", n, m);
+    *out = n * m;
+    return VT_OK;
+}
+
+vt_err vt__ws_get(vt_ws *ws, int slot, size_t count, size_t elsize, void **out)
+{
+    size_t bytes = 0;
+    VT_FORWARD_IF_ERROR(vt__mul_size(count, elsize, &bytes));
+    if (bytes == 0) bytes = 1;
+    if (ws->n[slot] < bytes) {
+        free(ws->p[slot]);
+        ws->p[slot] = NULL;
+        ws->n[slot] = 0;
+        void *p = malloc(bytes);
+        VT_RETURN_ERROR_IF(p == NULL, VT_ERR_NOMEM, "workspace: cannot allocate %zu bytes", bytes);
+        ws->p[slot] = p;
+        ws->n[slot] = bytes;
+    }
+    *out = ws->p[slot];
+    return VT_OK;
+}
+
+vt_err vt__check_exec(const vt_exec *e)
+{
+    VT_RETURN_ERROR_IF(e == NULL, VT_ERR_ARG, "NULL executor");
+    VT_RETURN_ERROR_IF((unsigned)e->order >= (unsigned)VT_ORDER_COUNT, VT_ERR_ARG,
+                       "invalid evaluation order %d", (int)e->order);
+    return VT_OK;
+}
+
+/* =================================================== orders of a reduction */
+
+static uint64_t vt__splitmix64(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+void vt__perm(uint64_t seed, size_t n, uint32_t *perm)
+{
+    for (size_t t = 0; t < n; t++) perm[t] = (uint32_t)t;
+    uint64_t s = seed;
+    for (size_t t = n; t-- > 1;) {
+        /* j uniform-ish in [0, t]: (32 random bits * (t+1)) >> 32, t+1 <= 2^32 */
+        uint64_t r = vt__splitmix64(&s) >> 32;
+        size_t j = (size_t)((r * (uint64_t)(t + 1)) >> 32);
+        uint32_t tmp = perm[t];
+        perm[t] = perm[j];
+        perm[j] = tmp;
+    }
+}
+
+static int vt__cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+double vt__sum_sorted_keys(size_t n, uint64_t *keys)
+{
+    qsort(keys, n, sizeof *keys, vt__cmp_u64);
+    double s = 0.0;
+    for (size_t t = 0; t < n; t++) s += vt__key_value(keys[t]);
+    return s;
+}
+
+/* PAIRWISE tree: leaves are the blocks [8q, 8q+8) summed ascending from +0; after
+ * leaf number L (1-based) is formed, it is merged with the stack top once for each
+ * trailing zero bit of L (older partial sum on the left); at the end the stack is
+ * folded from the top (st[d-2] + st[d-1], then st[d-3] + that, ...).  vt_gemm's
+ * row-vectorised PAIRWISE performs exactly these operations per element. */
+static double vt__sum_pairwise(size_t n, const double *x)
+{
+    double st[72];
+    int top = 0;
+    size_t leaf = 0;
+    for (size_t b = 0; b < n; b += VT_PAIRWISE_LEAF) {
+        size_t end = n - b < VT_PAIRWISE_LEAF ? n : b + VT_PAIRWISE_LEAF;
+        double s = 0.0;
+        for (size_t t = b; t < end; t++) s += x[t];
+        leaf++;
+        for (size_t c = leaf; (c & 1) == 0; c >>= 1) s = st[--top] + s;
+        st[top++] = s;
+    }
+    if (top == 0) return 0.0;
+    double r = st[--top];
+    while (top > 0) r = st[--top] + r;
+    return r;
+}
+
+double vt__sum(vt_order o, size_t n, const double *x, const uint32_t *perm, uint64_t *keys)
+{
+    double s = 0.0;
+    switch (o) {
+    case VT_ORDER_BLAS: {
+        double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0;
+        size_t t = 0;
+        for (; t + 4 <= n; t += 4) {
+            a0 += x[t];
+            a1 += x[t + 1];
+            a2 += x[t + 2];
+            a3 += x[t + 3];
+        }
+        if (t < n) a0 += x[t];
+        if (t + 1 < n) a1 += x[t + 1];
+        if (t + 2 < n) a2 += x[t + 2];
+        return (a0 + a1) + (a2 + a3);
+    }
+    case VT_ORDER_FORWARD:
+        for (size_t t = 0; t < n; t++) s += x[t];
+        return s;
+    case VT_ORDER_REVERSE:
+        for (size_t t = n; t-- > 0;) s += x[t];
+        return s;
+    case VT_ORDER_PAIRWISE:
+        return vt__sum_pairwise(n, x);
+    case VT_ORDER_PERMUTED:
+        for (size_t t = 0; t < n; t++) s += x[perm[t]];
+        return s;
+    case VT_ORDER_SORTED:
+        for (size_t t = 0; t < n; t++) keys[t] = vt__sort_key(x[t]);
+        return vt__sum_sorted_keys(n, keys);
+    default:
+        return NAN; /* unreachable: orders are validated by the callers */
+    }
+}
+
+/* Scratch needed by vt__sum for n terms in order o. */
+static vt_err vt__sum_scratch(vt_exec *e, size_t n, uint32_t **perm, uint64_t **keys)
+{
+    *perm = NULL;
+    *keys = NULL;
+    if (e->order == VT_ORDER_PERMUTED) {
+        void *p = NULL;
+        VT_FORWARD_IF_ERROR(vt__ws_get(&e->ws, VT_WS_PERM, n, sizeof(uint32_t), &p));
+        *perm = p;
+        vt__perm(e->seed, n, *perm);
+    } else if (e->order == VT_ORDER_SORTED) {
+        void *p = NULL;
+        VT_FORWARD_IF_ERROR(vt__ws_get(&e->ws, VT_WS_AUX, n, sizeof(uint64_t), &p));
+        *keys = p;
+    }
+    return VT_OK;
+}
+
+static vt_err vt__coef(const vt_exec *e, size_t n, double *coef)
+{
+    VT_RETURN_ERROR_IF((uint64_t)n > VT_MAX_REDUCTION, VT_ERR_LIMIT,
+                       "reduction length %zu exceeds VT_MAX_REDUCTION", n);
+    double c = vt_bound_coef(&e->bound, (uint64_t)n);
+    VT_RETURN_ERROR_IF(!(c >= 0.0), VT_ERR_LIMIT, "no bound coefficient for reduction length %zu", n);
+    *coef = c;
+    return VT_OK;
+}
+
+/* ================================================================== sums */
+
+static vt_err vt__sums(vt_exec *e, size_t M, size_t N, const float *X, double *out, double *b,
+                       vt_bounds *bounds, int cols, const char *name)
+{
+    VT_FORWARD_IF_ERROR(vt__check_exec(e));
+    VT_RETURN_ERROR_IF(X == NULL || out == NULL || b == NULL || bounds == NULL, VT_ERR_ARG,
+                       "%s: NULL argument", name);
+    VT_RETURN_ERROR_IF(M == 0 || N == 0, VT_ERR_ARG, "%s: empty matrix (%zu x %zu)", name, M, N);
+    size_t MN = 0;
+    VT_FORWARD_IF_ERROR(vt__mul_size(M, N, &MN));
+    size_t n = cols ? M : N;    /* terms per sum */
+    size_t nout = cols ? N : M; /* number of sums */
+    double coef = 0.0;
+    VT_FORWARD_IF_ERROR(vt__coef(e, n, &coef));
+
+    void *p = NULL;
+    VT_FORWARD_IF_ERROR(vt__ws_get(&e->ws, VT_WS_A, n, sizeof(double), &p));
+    double *x = p;
+    uint32_t *perm;
+    uint64_t *keys;
+    VT_FORWARD_IF_ERROR(vt__sum_scratch(e, n, &perm, &keys));
+
+    for (size_t o = 0; o < nout; o++) {
+        const float *src = cols ? X + o : X + o * N;
+        size_t stride = cols ? N : 1;
+        double sabs = 0.0;
+        for (size_t t = 0; t < n; t++) {
+            double v = (double)src[t * stride];
+            x[t] = v;
+            sabs += fabs(v);
+        }
+        out[o] = vt__sum(e->order, n, x, perm, keys);
+        b[o] = coef * sabs;
+    }
+    bounds->kind = VT_BOUNDS_ARRAY;
+    bounds->b = b;
+    bounds->r = NULL;
+    bounds->c = NULL;
+    bounds->coef = 0.0;
+    return VT_OK;
+}
+
+vt_err vt_colsum(vt_exec *e, size_t M, size_t N, const float *X, double *out, double *b, vt_bounds *bounds)
+{
+    return vt__sums(e, M, N, X, out, b, bounds, 1, "vt_colsum");
+}
+
+vt_err vt_rowsum(vt_exec *e, size_t M, size_t N, const float *X, double *out, double *b, vt_bounds *bounds)
+{
+    return vt__sums(e, M, N, X, out, b, bounds, 0, "vt_rowsum");
+}
+
+/* ===================================================== elementwise (B = 0)
+ * Each output is one fixed chain of IEEE basic operations on exactly converted
+ * FP32 inputs (conversions FP32 -> FP64 are exact): bit-identical everywhere. */
+
+void vt_bias_add(size_t M, size_t N, const float *X, const float *bias, double *Y)
+{
+    for (size_t i = 0; i < M; i++)
+        for (size_t j = 0; j < N; j++) Y[i * N + j] = (double)X[i * N + j] + (double)bias[j];
+}
+
+void vt_relu(size_t n, const float *x, double *y)
+{
+    for (size_t i = 0; i < n; i++) y[i] = x[i] > 0.0f ? (double)x[i] : 0.0;
+}
+
+void vt_relu_backward(size_t n, const float *x, const float *dy, double *dx)
+{
+    for (size_t i = 0; i < n; i++) dx[i] = x[i] > 0.0f ? (double)dy[i] : 0.0;
+}
+
+/* ================================================ softmax and cross-entropy */
+
+/* Softmax error bound (for docs/rounding.md).
+ *
+ * Per row: m = max_c z_c (exact), d_c = z_c - m (one FP64 subtraction of FP32
+ * values) and e_c = vt_exp(d_c): all deterministic, identical on every machine.
+ * The only order-dependent step is the denominator.  Let s = sum_c e_c (exact)
+ * and s^ its FP64 value in some order.  All e_c >= 0, so s^ is itself an FP64
+ * sum of the C non-negative terms |e_c| and, by the definition of
+ * vt_bound_coef,  |s^ - s| <= c s^  with c = vt_bound_coef(C)  (c < 1/2).
+ * The exact probability is p = e/s; the computed one is
+ *     p^ = fl(e / s^) = (e/s^)(1 + delta) + eta,  |delta| <= u = 2^-53,
+ *     |eta| <= 2^-1075 (eta only when the quotient is subnormal, delta eta = 0).
+ * Then
+ *     |p^ - p| <= |p^ - e/s^| + |e/s^ - e/s|
+ *              <= u e/s^ + 2^-1075  +  (e/s^) |s - s^| / s,
+ * and s >= s^ (1 - c) gives |s - s^| / s <= c / (1 - c).  From the rounding of
+ * p^, e/s^ <= p^/(1 - u) + 2^-1075.  With k = (u + c/(1-c)) / (1 - u) <= 1:
+ *     |p^ - p| <= (p^/(1-u) + 2^-1075)(u + c/(1-c)) + 2^-1075 <= k p^ + 2^-1074.
+ * (This is the brief's p (gamma + u)/(1 - gamma) bound expressed through c and
+ * the computed p^.)  Computation of the bound, so that its own rounding can only
+ * widen it: kk = k (1 + 2^-40) is evaluated with at most 7 roundings, each losing
+ * at most a factor (1 - u), so kk >= k; B = fl(fl(p^ kk) + 2^-1073): the product
+ * loses at most a factor (1 - u) (covered by (1 + 2^-40)) or 2^-1075 when
+ * subnormal, the sum a factor (1 - u), and 2^-1073 - 2^-1075 > 2^-1074 / (1 - u).
+ * Hence B >= k p^ + 2^-1074 >= |p^ - p|.  (p^ NaN or s^ infinite -> B NaN or inf:
+ * vt_round reports divergence.) */
+static double vt__softmax_k(double c)
+{
+    const double u = 0x1p-53;
+    double k = (u + c / (1.0 - c)) / (1.0 - u);
+    return k * (1.0 + 0x1p-40);
+}
+
+vt_err vt_softmax(vt_exec *e, size_t N, size_t C, const float *logits, double *probs, double *b,
+                  vt_bounds *bounds)
+{
+    VT_FORWARD_IF_ERROR(vt__check_exec(e));
+    VT_RETURN_ERROR_IF(logits == NULL || probs == NULL || b == NULL || bounds == NULL, VT_ERR_ARG,
+                       "vt_softmax: NULL argument");
+    VT_RETURN_ERROR_IF(N == 0 || C == 0, VT_ERR_ARG, "vt_softmax: empty input (%zu x %zu)", N, C);
+    size_t NC = 0;
+    VT_FORWARD_IF_ERROR(vt__mul_size(N, C, &NC));
+    double coef = 0.0;
+    VT_FORWARD_IF_ERROR(vt__coef(e, C, &coef));
+    VT_RETURN_ERROR_IF(!(coef < 0.25), VT_ERR_LIMIT, "vt_softmax: bound coefficient %g too large", coef);
+    uint32_t *perm;
+    uint64_t *keys;
+    VT_FORWARD_IF_ERROR(vt__sum_scratch(e, C, &perm, &keys));
+    const double kk = vt__softmax_k(coef);
+
+    for (size_t i = 0; i < N; i++) {
+        const float *z = logits + i * C;
+        double *p = probs + i * C;
+        double *bi = b + i * C;
+        float m = z[0];
+        for (size_t c = 1; c < C; c++)
+            if (z[c] > m) m = z[c];
+        for (size_t c = 0; c < C; c++) p[c] = vt_exp((double)z[c] - (double)m);
+        double s = vt__sum(e->order, C, p, perm, keys);
+        for (size_t c = 0; c < C; c++) {
+            double q = p[c] / s;
+            p[c] = q;
+            bi[c] = q * kk + 0x1p-1073;
+        }
+    }
+    bounds->kind = VT_BOUNDS_ARRAY;
+    bounds->b = b;
+    bounds->r = NULL;
+    bounds->c = NULL;
+    bounds->coef = 0.0;
+    return VT_OK;
+}
+
+/* l_i = -vt_log(max(P[i][y_i], 2^-149)) / N: a fixed chain, deterministic.  The
+ * loss is the sum of the l_i in the executor's order: bound coef(N) * sum |l_i|. */
+vt_err vt_xent_loss(vt_exec *e, size_t N, size_t C, const float *P, const uint8_t *labels, double *loss,
+                    double *b, vt_bounds *bounds)
+{
+    VT_FORWARD_IF_ERROR(vt__check_exec(e));
+    VT_RETURN_ERROR_IF(P == NULL || labels == NULL || loss == NULL || b == NULL || bounds == NULL,
+                       VT_ERR_ARG, "vt_xent_loss: NULL argument");
+    VT_RETURN_ERROR_IF(N == 0 || C == 0, VT_ERR_ARG, "vt_xent_loss: empty input (%zu x %zu)", N, C);
+    size_t NC = 0;
+    VT_FORWARD_IF_ERROR(vt__mul_size(N, C, &NC));
+    for (size_t i = 0; i < N; i++)
+        VT_RETURN_ERROR_IF(labels[i] >= C, VT_ERR_ARG, "vt_xent_loss: label %u of row %zu not below %zu classes",
+                           (unsigned)labels[i], i, C);
+    double coef = 0.0;
+    VT_FORWARD_IF_ERROR(vt__coef(e, N, &coef));
+    void *pv = NULL;
+    VT_FORWARD_IF_ERROR(vt__ws_get(&e->ws, VT_WS_A, N, sizeof(double), &pv));
+    double *l = pv;
+    uint32_t *perm;
+    uint64_t *keys;
+    VT_FORWARD_IF_ERROR(vt__sum_scratch(e, N, &perm, &keys));
+
+    const double dn = (double)N;
+    double sabs = 0.0;
+    for (size_t i = 0; i < N; i++) {
+        double q = (double)P[i * C + labels[i]];
+        if (q < 0x1p-149) q = 0x1p-149; /* NaN stays NaN */
+        l[i] = -vt_log(q) / dn;
+        sabs += fabs(l[i]);
+    }
+    *loss = vt__sum(e->order, N, l, perm, keys);
+    *b = coef * sabs;
+    bounds->kind = VT_BOUNDS_ARRAY;
+    bounds->b = b;
+    bounds->r = NULL;
+    bounds->c = NULL;
+    bounds->coef = 0.0;
+    return VT_OK;
+}
+
+void vt_xent_backward(size_t N, size_t C, const float *P, const uint8_t *labels, double *dz)
+{
+    const double dn = (double)N;
+    for (size_t i = 0; i < N; i++)
+        for (size_t c = 0; c < C; c++) {
+            double t = (double)P[i * C + c];
+            if (c == labels[i]) t = t - 1.0;
+            dz[i * C + c] = t / dn;
+        }
+}
+
+/* ============================================================ optimisers
+ * Fixed chains (B = 0); the evaluation order of each line is as written. */
+
+void vt_sgd_velocity(size_t n, const float *w, const float *g, const float *v, double mu, double wd,
+                     double *v_out)
+{
+    for (size_t i = 0; i < n; i++) {
+        double t = (double)g[i] + wd * (double)w[i];
+        v_out[i] = mu * (double)v[i] + t;
+    }
+}
+
+void vt_sgd_apply(size_t n, const float *w, const float *v_new, double lr, double *w_out)
+{
+    for (size_t i = 0; i < n; i++) w_out[i] = (double)w[i] - lr * (double)v_new[i];
+}
+
+void vt_adam_moments(size_t n, const float *g, const float *m, const float *v, double b1, double b2,
+                     double *m_out, double *v_out)
+{
+    const double c1 = 1.0 - b1, c2 = 1.0 - b2;
+    for (size_t i = 0; i < n; i++) {
+        double gi = (double)g[i];
+        m_out[i] = b1 * (double)m[i] + c1 * gi;
+        v_out[i] = b2 * (double)v[i] + (c2 * gi) * gi;
+    }
+}
+
+/* b^t by binary exponentiation (square-and-multiply, low bit first): a fixed
+ * sequence of FP64 multiplications determined by t alone. */
+static double vt__powi(double b, uint64_t t)
+{
+    double r = 1.0, x = b;
+    while (t != 0) {
+        if (t & 1) r = r * x;
+        t >>= 1;
+        if (t != 0) x = x * x;
+    }
+    return r;
+}
+
+void vt_adam_apply(size_t n, const float *w, const float *m_new, const float *v_new, double lr, double b1,
+                   double b2, double eps, uint64_t t, double *w_out)
+{
+    const double bc1 = 1.0 - vt__powi(b1, t);
+    const double bc2 = 1.0 - vt__powi(b2, t);
+    for (size_t i = 0; i < n; i++) {
+        double mh = (double)m_new[i] / bc1;
+        double vh = (double)v_new[i] / bc2;
+        double step = (lr * mh) / (sqrt(vh) + eps);
+        w_out[i] = (double)w[i] - step;
+    }
+}
+
+/* ===================================================== exact dot product
+ * Every product of two FP32 values is exact in FP64 and, when non-zero, an
+ * integer multiple of 2^-298 below 2^256.  The accumulator is a fixed-point
+ * number with its least significant bit worth 2^-352, held in 22 limbs of 32
+ * bits (limb l weighs 2^(32 l - 352)), each stored in an int64_t so that up to
+ * 2^30 signed additions of < 2^32 fit before carries must be propagated.  The
+ * value range is [2^-352, 2^352): sums of up to 2^63 products fit.  At the end
+ * the number is normalised and rounded once to FP64 (round to nearest even). */
+#define VT_XLIMBS 22
+#define VT_XLOW (-352)
+
+static void vt__xnorm(int64_t *L)
+{
+    for (int l = 0; l < VT_XLIMBS - 1; l++) {
+        int64_t v = L[l];
+        int64_t lo = (int64_t)((uint64_t)v & 0xffffffffULL);
+        int64_t carry = (v - lo) / 4294967296LL; /* exact: v - lo is a multiple of 2^32 */
+        L[l] = lo;
+        L[l + 1] += carry;
+    }
+}
+
+double vt_dot_exact(size_t K, const float *a, size_t inca, const float *b, size_t incb)
+{
+    int64_t L[VT_XLIMBS] = {0};
+    double special = 0.0;
+    int have_special = 0;
+    uint32_t pending = 0;
+
+    for (size_t k = 0; k < K; k++) {
+        double p = (double)a[k * inca] * (double)b[k * incb];
+        if (p == 0.0) continue;
+        if (!isfinite(p)) {
+            special += p;
+            have_special = 1;
+            continue;
+        }
+        uint64_t u;
+        memcpy(&u, &p, sizeof u);
+        int neg = (int)(u >> 63);
+        int ex = (int)((u >> 52) & 0x7ff);
+        uint64_t m = u & 0x000fffffffffffffULL;
+        if (ex != 0) m |= 0x0010000000000000ULL;
+        else ex = 1;
+        int sh = ex - 1075 - VT_XLOW; /* bit position of m's least significant bit */
+        if (sh < 0) {                 /* not reachable for products of FP32 values */
+            m >>= -sh;
+            sh = 0;
+        }
+        int li = sh / 32, o = sh % 32;
+        uint64_t m_lo = m & 0xffffffffULL, m_hi = m >> 32;
+        uint64_t lo_part = m_lo << o; /* < 2^63 */
+        uint64_t hi_part = m_hi << o; /* < 2^52 */
+        int64_t c0 = (int64_t)(lo_part & 0xffffffffULL);
+        int64_t c1 = (int64_t)(lo_part >> 32) + (int64_t)(hi_part & 0xffffffffULL);
+        int64_t c2 = (int64_t)(hi_part >> 32);
+        if (neg) {
+            c0 = -c0;
+            c1 = -c1;
+            c2 = -c2;
+        }
+        L[li] += c0;
+        L[li + 1] += c1;
+        if (li + 2 < VT_XLIMBS) L[li + 2] += c2;
+        if (++pending == (1u << 29)) {
+            vt__xnorm(L);
+            pending = 0;
+        }
+    }
+    if (have_special) return special;
+    vt__xnorm(L);
+    int neg = L[VT_XLIMBS - 1] < 0;
+    if (neg) {
+        for (int l = 0; l < VT_XLIMBS; l++) L[l] = -L[l];
+        vt__xnorm(L);
+    }
+    int h = VT_XLIMBS - 1;
+    while (h >= 0 && L[h] == 0) h--;
+    if (h < 0) return 0.0;
+
+    /* 96-bit window from limbs h, h-1, h-2; everything below is sticky. */
+    uint64_t l1 = h >= 1 ? (uint64_t)L[h - 1] : 0, l2 = h >= 2 ? (uint64_t)L[h - 2] : 0;
+    uint64_t top = ((uint64_t)L[h] << 32) | l1;
+    int lz = 0;
+    while (!(top & 0x8000000000000000ULL)) {
+        top <<= 1;
+        lz++;
+    }
+    int sticky = 0;
+    if (lz > 0) {
+        top |= l2 >> (32 - lz);
+        sticky = (l2 & ((1ULL << (32 - lz)) - 1)) != 0;
+    } else {
+        sticky = l2 != 0;
+    }
+    for (int l = h - 3; l >= 0 && !sticky; l--) sticky = L[l] != 0;
+    int wexp = 32 * (h - 1) + VT_XLOW - lz; /* weight of top's least significant bit */
+    uint64_t mant = top >> 11, rem = top & 0x7ff;
+    if (rem > 0x400 || (rem == 0x400 && (sticky || (mant & 1)))) mant++;
+    double r = ldexp((double)mant, wexp + 11); /* mant <= 2^53: exact */
+    return neg ? -r : r;
+}

@@ -1,0 +1,350 @@
+#include "vt_recipe.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/vt_hash.h"
+
+void vt_recipe_default(vt_recipe *r)
+{
+    memset(r, 0, sizeof *r);
+    snprintf(r->dataset, sizeof r->dataset, "mnist-train");
+    r->n_layers = 2;
+    r->widths[0] = 784, r->widths[1] = 128, r->widths[2] = 10;
+    r->batch = 64;
+    r->steps = 600;
+    r->seed = 1;
+    r->optimizer = VT_OPT_SGD;
+    r->lr = 0.05, r->momentum = 0.9, r->weight_decay = 0.0;
+    r->beta1 = 0.9, r->beta2 = 0.999, r->eps = 1e-8;
+    r->schedule = VT_SCHED_CONSTANT;
+    r->decay_factor = 0.5, r->final_lr_factor = 0.1;
+    r->bound.mode = VT_BOUND_PROVABLE, r->bound.lambda = VT_DEFAULT_LAMBDA;
+    r->checkpoint_every = 100;
+    r->state_hash_every = 10;
+    r->zstd_level = 3;
+}
+
+/* ------------------------------------------------------------- field table */
+
+typedef enum { F_STR, F_U64, F_U32, F_INT, F_REAL, F_LAYERS, F_ENUM } ftype;
+typedef struct {
+    const char *key;
+    ftype type;
+    size_t off;
+    const char *const *names; /* F_ENUM */
+} field;
+
+static const char *const opt_names[] = {"sgd", "adam", NULL};
+static const char *const sched_names[] = {"constant", "step", "linear", NULL};
+static const char *const bound_names[] = {"provable", "probabilistic", NULL};
+
+#define OFF(m) offsetof(vt_recipe, m)
+static const field fields[] = {
+    {"batch", F_U32, OFF(batch), NULL},
+    {"beta1", F_REAL, OFF(beta1), NULL},
+    {"beta2", F_REAL, OFF(beta2), NULL},
+    {"bound_mode", F_ENUM, OFF(bound.mode), bound_names},
+    {"checkpoint_every", F_U32, OFF(checkpoint_every), NULL},
+    {"dataset", F_STR, OFF(dataset), NULL},
+    {"decay_every", F_U64, OFF(decay_every), NULL},
+    {"decay_factor", F_REAL, OFF(decay_factor), NULL},
+    {"eps", F_REAL, OFF(eps), NULL},
+    {"final_lr_factor", F_REAL, OFF(final_lr_factor), NULL},
+    {"lambda", F_REAL, OFF(bound.lambda), NULL},
+    {"layers", F_LAYERS, 0, NULL},
+    {"lr", F_REAL, OFF(lr), NULL},
+    {"momentum", F_REAL, OFF(momentum), NULL},
+    {"optimizer", F_ENUM, OFF(optimizer), opt_names},
+    {"schedule", F_ENUM, OFF(schedule), sched_names},
+    {"seed", F_U64, OFF(seed), NULL},
+    {"state_hash_every", F_U32, OFF(state_hash_every), NULL},
+    {"steps", F_U64, OFF(steps), NULL},
+    {"subset", F_U64, OFF(subset), NULL},
+    {"warmup", F_U64, OFF(warmup), NULL},
+    {"weight_decay", F_REAL, OFF(weight_decay), NULL},
+    {"zstd_level", F_INT, OFF(zstd_level), NULL},
+};
+#define N_FIELDS (sizeof fields / sizeof fields[0])
+
+static const field *find_field(const char *key)
+{
+    for (size_t i = 0; i < N_FIELDS; i++)
+        if (strcmp(fields[i].key, key) == 0) return &fields[i];
+    return NULL;
+}
+
+static vt_err get_uint(json_t *v, const char *key, uint64_t max, uint64_t *out)
+{
+    VT_RETURN_ERROR_IF(!json_is_integer(v) || json_integer_value(v) < 0 ||
+                           (uint64_t)json_integer_value(v) > max,
+                       VT_ERR_FORMAT, "recipe key \"%s\": expected an integer in 0..%llu", key,
+                       (unsigned long long)max);
+    *out = (uint64_t)json_integer_value(v);
+    return VT_OK;
+}
+
+static vt_err set_field(vt_recipe *r, const field *f, json_t *v)
+{
+    char *base = (char *)r + f->off;
+    uint64_t u;
+    switch (f->type) {
+    case F_STR: {
+        VT_RETURN_ERROR_IF(!json_is_string(v) || json_string_length(v) == 0 ||
+                               json_string_length(v) >= sizeof r->dataset,
+                           VT_ERR_FORMAT, "recipe key \"%s\": expected a non-empty string of at most %zu bytes",
+                           f->key, sizeof r->dataset - 1);
+        memcpy(base, json_string_value(v), json_string_length(v) + 1);
+        return VT_OK;
+    }
+    case F_U64:
+        VT_FORWARD_IF_ERROR(get_uint(v, f->key, (uint64_t)INT64_MAX, &u));
+        memcpy(base, &u, sizeof u);
+        return VT_OK;
+    case F_U32: {
+        VT_FORWARD_IF_ERROR(get_uint(v, f->key, UINT32_MAX, &u));
+        uint32_t w = (uint32_t)u;
+        memcpy(base, &w, sizeof w);
+        return VT_OK;
+    }
+    case F_INT: {
+        VT_RETURN_ERROR_IF(!json_is_integer(v) || json_integer_value(v) < -100 || json_integer_value(v) > 100,
+                           VT_ERR_FORMAT, "recipe key \"%s\": expected an integer in -100..100", f->key);
+        int w = (int)json_integer_value(v);
+        memcpy(base, &w, sizeof w);
+        return VT_OK;
+    }
+    case F_REAL: {
+        VT_RETURN_ERROR_IF(!json_is_number(v), VT_ERR_FORMAT, "recipe key \"%s\": expected a number", f->key);
+        double d = json_number_value(v);
+        VT_RETURN_ERROR_IF(!isfinite(d), VT_ERR_FORMAT, "recipe key \"%s\": not finite", f->key);
+        memcpy(base, &d, sizeof d);
+        return VT_OK;
+    }
+    case F_ENUM: {
+        VT_RETURN_ERROR_IF(!json_is_string(v), VT_ERR_FORMAT, "recipe key \"%s\": expected a string", f->key);
+        for (int i = 0; f->names[i]; i++)
+            if (strcmp(f->names[i], json_string_value(v)) == 0) {
+                memcpy(base, &i, sizeof i);
+                return VT_OK;
+            }
+        VT_RETURN_ERROR(VT_ERR_FORMAT, "recipe key \"%s\": unknown value \"%s\"", f->key, json_string_value(v));
+    }
+    case F_LAYERS: {
+        size_t n = json_is_array(v) ? json_array_size(v) : 0;
+        VT_RETURN_ERROR_IF(n < 2 || n > VT_MAX_LAYERS + 1, VT_ERR_FORMAT,
+                           "recipe key \"layers\": expected an array of 2..%d widths", VT_MAX_LAYERS + 1);
+        vt_recipe t = *r;
+        for (size_t i = 0; i < n; i++) {
+            VT_FORWARD_IF_ERROR(get_uint(json_array_get(v, i), "layers", 1u << 16, &u));
+            VT_RETURN_ERROR_IF(u == 0, VT_ERR_FORMAT, "recipe key \"layers\": widths must be >= 1");
+            t.widths[i] = (uint32_t)u;
+        }
+        t.n_layers = (uint32_t)(n - 1);
+        memcpy(r->widths, t.widths, sizeof t.widths);
+        r->n_layers = t.n_layers;
+        return VT_OK;
+    }
+    }
+    return VT_ERR_INTERNAL;
+}
+
+static vt_err apply_object(vt_recipe *r, json_t *obj, const char *what)
+{
+    VT_RETURN_ERROR_IF(!json_is_object(obj), VT_ERR_FORMAT, "%s: the recipe must be a JSON object", what);
+    const char *key;
+    json_t *v;
+    json_object_foreach(obj, key, v)
+    {
+        const field *f = find_field(key);
+        VT_RETURN_ERROR_IF(!f, VT_ERR_FORMAT, "%s: unknown recipe key \"%s\"", what, key);
+        vt_err e = set_field(r, f, v);
+        if (e) return vt_set_error(e, "%s: %s", what, vt_errmsg());
+    }
+    return VT_OK;
+}
+
+vt_err vt_recipe_apply_json(vt_recipe *r, const char *text, const char *what)
+{
+    json_error_t je;
+    json_t *obj = json_loads(text, JSON_REJECT_DUPLICATES, &je);
+    VT_RETURN_ERROR_IF(!obj, VT_ERR_FORMAT, "%s: invalid JSON at line %d column %d: %s", what, je.line, je.column,
+                       je.text);
+    vt_err e = apply_object(r, obj, what);
+    json_decref(obj);
+    return e;
+}
+
+vt_err vt_recipe_load_file(vt_recipe *r, const char *path)
+{
+    json_error_t je;
+    json_t *obj = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+    VT_RETURN_ERROR_IF(!obj, VT_ERR_FORMAT, "recipe %s: %s (line %d)", path, je.text, je.line);
+    vt_err e = apply_object(r, obj, path);
+    json_decref(obj);
+    return e;
+}
+
+vt_err vt_recipe_set(vt_recipe *r, const char *a)
+{
+    const char *eq = strchr(a, '=');
+    VT_RETURN_ERROR_IF(!eq || eq == a, VT_ERR_ARG, "override \"%s\": expected key=value", a);
+    char key[64];
+    size_t kl = (size_t)(eq - a);
+    VT_RETURN_ERROR_IF(kl >= sizeof key, VT_ERR_ARG, "override \"%s\": key too long", a);
+    memcpy(key, a, kl);
+    key[kl] = 0;
+    const field *f = find_field(key);
+    VT_RETURN_ERROR_IF(!f, VT_ERR_ARG, "override: unknown recipe key \"%s\"", key);
+    json_t *v = json_loads(eq + 1, JSON_DECODE_ANY, NULL);
+    if (!v) v = json_string(eq + 1);
+    VT_RETURN_ERROR_IF(!v, VT_ERR_NOMEM, "out of memory");
+    vt_err e = set_field(r, f, v);
+    json_decref(v);
+    return e;
+}
+
+vt_err vt_recipe_validate(const vt_recipe *r)
+{
+    VT_RETURN_ERROR_IF(r->n_layers < 1 || r->n_layers > VT_MAX_LAYERS, VT_ERR_ARG, "recipe: 1..%d layers",
+                       VT_MAX_LAYERS);
+    VT_RETURN_ERROR_IF(r->batch < 1 || r->batch > 65536, VT_ERR_ARG, "recipe: batch must be 1..65536");
+    VT_RETURN_ERROR_IF(r->steps < 1, VT_ERR_ARG, "recipe: steps must be >= 1");
+    VT_RETURN_ERROR_IF(!(r->lr > 0) || !isfinite(r->lr), VT_ERR_ARG, "recipe: lr must be positive");
+    VT_RETURN_ERROR_IF(!(r->momentum >= 0 && r->momentum < 1), VT_ERR_ARG, "recipe: momentum must be in [0,1)");
+    VT_RETURN_ERROR_IF(!(r->weight_decay >= 0), VT_ERR_ARG, "recipe: weight_decay must be >= 0");
+    VT_RETURN_ERROR_IF(!(r->beta1 >= 0 && r->beta1 < 1 && r->beta2 >= 0 && r->beta2 < 1 && r->eps > 0), VT_ERR_ARG,
+                       "recipe: Adam needs 0 <= beta < 1 and eps > 0");
+    VT_RETURN_ERROR_IF(r->schedule == VT_SCHED_STEP && (r->decay_every < 1 || !(r->decay_factor > 0)), VT_ERR_ARG,
+                       "recipe: the step schedule needs decay_every >= 1 and decay_factor > 0");
+    VT_RETURN_ERROR_IF(!(r->final_lr_factor >= 0), VT_ERR_ARG, "recipe: final_lr_factor must be >= 0");
+    VT_RETURN_ERROR_IF(r->bound.mode == VT_BOUND_PROBABILISTIC && !(r->bound.lambda >= 1), VT_ERR_ARG,
+                       "recipe: lambda must be >= 1");
+    VT_RETURN_ERROR_IF(r->checkpoint_every < 1 || r->state_hash_every < 1, VT_ERR_ARG,
+                       "recipe: checkpoint_every and state_hash_every must be >= 1");
+    VT_RETURN_ERROR_IF(r->checkpoint_every % r->state_hash_every != 0, VT_ERR_ARG,
+                       "recipe: checkpoint_every must be a multiple of state_hash_every");
+    VT_RETURN_ERROR_IF(r->zstd_level < 1 || r->zstd_level > 19, VT_ERR_ARG, "recipe: zstd_level must be 1..19");
+    return VT_OK;
+}
+
+static json_t *recipe_json(const vt_recipe *r)
+{
+    json_t *o = json_object();
+    if (!o) return NULL;
+    int bad = 0;
+    for (size_t i = 0; i < N_FIELDS; i++) {
+        const field *f = &fields[i];
+        const char *base = (const char *)r + f->off;
+        json_t *v = NULL;
+        switch (f->type) {
+        case F_STR: v = json_string(base); break;
+        case F_U64: { uint64_t u; memcpy(&u, base, 8); v = json_integer((json_int_t)u); break; }
+        case F_U32: { uint32_t u; memcpy(&u, base, 4); v = json_integer(u); break; }
+        case F_INT: { int u; memcpy(&u, base, sizeof u); v = json_integer(u); break; }
+        case F_REAL: { double d; memcpy(&d, base, 8); v = json_real(d); break; }
+        case F_ENUM: { int k; memcpy(&k, base, sizeof k); v = json_string(f->names[k]); break; }
+        case F_LAYERS:
+            v = json_array();
+            for (uint32_t l = 0; v && l <= r->n_layers; l++) bad |= json_array_append_new(v, json_integer(r->widths[l]));
+            break;
+        }
+        bad |= !v || json_object_set_new(o, f->key, v);
+    }
+    if (bad) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+#define DUMP_FLAGS (JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(17))
+
+vt_err vt_recipe_to_json(const vt_recipe *r, char **out)
+{
+    json_t *o = recipe_json(r);
+    VT_RETURN_ERROR_IF(!o, VT_ERR_NOMEM, "out of memory building recipe JSON");
+    *out = json_dumps(o, DUMP_FLAGS);
+    json_decref(o);
+    VT_RETURN_ERROR_IF(!*out, VT_ERR_NOMEM, "out of memory printing recipe JSON");
+    return VT_OK;
+}
+
+int vt_recipe_equal(const vt_recipe *a, const vt_recipe *b)
+{
+    char *ja = NULL, *jb = NULL;
+    int eq = vt_recipe_to_json(a, &ja) == VT_OK && vt_recipe_to_json(b, &jb) == VT_OK && strcmp(ja, jb) == 0;
+    free(ja);
+    free(jb);
+    return eq;
+}
+
+vt_err vt_manifest_build(const vt_recipe *r, const uint8_t dataset_hash[32], const char *backend, char **out)
+{
+    char hex[65];
+    vt_hex(dataset_hash, 32, hex);
+    json_t *o = json_object(), *rj = recipe_json(r);
+    int bad = !o || !rj;
+    if (!bad) {
+        bad |= json_object_set_new(o, "format", json_string(VT_MANIFEST_FORMAT));
+        bad |= json_object_set_new(o, "recipe", rj);
+        rj = NULL;
+        bad |= json_object_set_new(o, "dataset_hash", json_string(hex));
+        bad |= json_object_set_new(o, "code_version", json_string(VT_CODE_VERSION));
+        bad |= json_object_set_new(o, "backend", json_string(backend ? backend : ""));
+    }
+    *out = bad ? NULL : json_dumps(o, DUMP_FLAGS);
+    json_decref(o);
+    json_decref(rj);
+    VT_RETURN_ERROR_IF(!*out, VT_ERR_NOMEM, "out of memory building the manifest");
+    return VT_OK;
+}
+
+vt_err vt_manifest_parse(const char *text, size_t len, vt_recipe *r, uint8_t dataset_hash[32])
+{
+    json_error_t je;
+    json_t *o = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+    VT_RETURN_ERROR_IF(!o, VT_ERR_FORMAT, "manifest: invalid JSON: %s", je.text);
+    vt_err e = VT_OK;
+    json_t *fmt = json_object_get(o, "format"), *rj = json_object_get(o, "recipe"),
+           *dh = json_object_get(o, "dataset_hash");
+    if (!json_is_string(fmt) || strcmp(json_string_value(fmt), VT_MANIFEST_FORMAT) != 0)
+        e = vt_set_error(VT_ERR_FORMAT, "manifest: unknown format (expected \"%s\")", VT_MANIFEST_FORMAT);
+    else if (!json_is_string(dh) || vt_unhex(json_string_value(dh), dataset_hash, 32) != VT_OK)
+        e = vt_set_error(VT_ERR_FORMAT, "manifest: bad dataset_hash");
+    else {
+        vt_recipe_default(r);
+        e = apply_object(r, rj, "manifest recipe");
+        if (!e) e = vt_recipe_validate(r);
+    }
+    json_decref(o);
+    return e;
+}
+
+double vt_recipe_lr(const vt_recipe *r, uint64_t s)
+{
+    double lr = r->lr;
+    if (r->warmup && s <= r->warmup) lr = lr * (double)s / (double)r->warmup;
+    switch (r->schedule) {
+    case VT_SCHED_STEP: {
+        uint64_t k = (s - 1) / r->decay_every;
+        double f = 1.0, b = r->decay_factor; /* f = decay_factor^k by squaring */
+        while (k) {
+            if (k & 1) f *= b;
+            b *= b;
+            k >>= 1;
+        }
+        return lr * f;
+    }
+    case VT_SCHED_LINEAR: {
+        if (s <= r->warmup || r->steps <= r->warmup) return lr;
+        double t = (double)(s - r->warmup) / (double)(r->steps - r->warmup);
+        return lr * (1.0 - t * (1.0 - r->final_lr_factor));
+    }
+    default: return lr;
+    }
+}

@@ -1,0 +1,67 @@
+/* vt_recipe.h - a training recipe (what the client paid for), its JSON form and the
+ * canonical manifest that the commitment signs. */
+#ifndef VT_RECIPE_H
+#define VT_RECIPE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/vt_error.h"
+#include "../rounding_log/vt_rlog.h"
+
+#define VT_MAX_LAYERS 8
+#define VT_MANIFEST_FORMAT "vt-manifest-1"
+#define VT_CODE_VERSION "0.1.0"
+
+typedef enum { VT_OPT_SGD = 0, VT_OPT_ADAM = 1 } vt_opt_kind;
+typedef enum { VT_SCHED_CONSTANT = 0, VT_SCHED_STEP = 1, VT_SCHED_LINEAR = 2 } vt_sched_kind;
+
+typedef struct {
+    char dataset[64];          /* "mnist-train", "digits", ... (vt_data_load spec name) */
+    uint64_t subset;           /* first N examples; 0 = all */
+    uint32_t n_layers;         /* number of weight layers */
+    uint32_t widths[VT_MAX_LAYERS + 1];
+    uint32_t batch;
+    uint64_t steps;
+    uint64_t seed;
+    vt_opt_kind optimizer;
+    double lr, momentum, weight_decay, beta1, beta2, eps;
+    vt_sched_kind schedule;
+    uint64_t warmup, decay_every;
+    double decay_factor, final_lr_factor;
+    vt_bound_cfg bound;
+    uint32_t checkpoint_every; /* K: a checkpoint every K steps (and at the last step) */
+    uint32_t state_hash_every; /* H: commit the state hash every H steps (and at checkpoints, last step) */
+    int zstd_level;
+} vt_recipe;
+
+/* The default recipe: MNIST, 784-128-10 MLP, SGD with momentum (about a minute on 2 cores). */
+void vt_recipe_default(vt_recipe *r);
+
+/* Apply a JSON object (text) on top of *r; unknown keys and ill-typed values are errors
+ * (VT_ERR_FORMAT with the key named). */
+vt_err vt_recipe_apply_json(vt_recipe *r, const char *json_text, const char *what) VT_WARN_UNUSED;
+/* Read a JSON recipe file on top of *r. */
+vt_err vt_recipe_load_file(vt_recipe *r, const char *path) VT_WARN_UNUSED;
+/* Apply one "key=value" override (value parsed as JSON, or as a string when that fails). */
+vt_err vt_recipe_set(vt_recipe *r, const char *assignment) VT_WARN_UNUSED;
+/* Consistency checks (layer widths, batch <= examples, finite positive lr, ...). */
+vt_err vt_recipe_validate(const vt_recipe *r) VT_WARN_UNUSED;
+
+/* Recipe as a JSON object text (keys sorted, compact; reals printed with 17 digits so they
+ * round-trip exactly). malloc'd. */
+vt_err vt_recipe_to_json(const vt_recipe *r, char **out) VT_WARN_UNUSED;
+/* Field-by-field equality (reals compared by bits). */
+int vt_recipe_equal(const vt_recipe *a, const vt_recipe *b);
+
+/* Manifest: {"format","recipe","dataset_hash","code_version","backend"} canonical JSON
+ * (sorted keys, compact). The manifest hash is SHA-256 of these exact bytes. */
+vt_err vt_manifest_build(const vt_recipe *r, const uint8_t dataset_hash[32], const char *backend,
+                         char **out) VT_WARN_UNUSED;
+/* Parse manifest bytes back into a recipe and dataset hash (hostile input: VT_ERR_FORMAT). */
+vt_err vt_manifest_parse(const char *text, size_t len, vt_recipe *r, uint8_t dataset_hash[32]) VT_WARN_UNUSED;
+
+/* Learning rate of step s (1-based), from basic FP64 operations only. */
+double vt_recipe_lr(const vt_recipe *r, uint64_t s);
+
+#endif

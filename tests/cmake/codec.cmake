@@ -1,0 +1,40 @@
+# Step-log codec (rounding_log/vt_codec.c): corpus tools, the corpus replay test and,
+# with -DVT_FUZZ=ON and clang, the libFuzzer target fuzz_steplog.
+set(VT_STEPLOG_CORPUS ${PROJECT_SOURCE_DIR}/tests/corpus/steplog)
+
+# Writes the seed corpus: make_corpus tests/corpus/steplog (see tests/fuzz/make_corpus.c).
+add_executable(make_corpus ${PROJECT_SOURCE_DIR}/tests/fuzz/make_corpus.c)
+target_link_libraries(make_corpus PRIVATE ${VT_TEST_LIBS} PkgConfig::ZSTD)
+target_include_directories(make_corpus PRIVATE ${PROJECT_SOURCE_DIR}/tests/fuzz)
+
+# Runs every corpus file through the fuzzer's check (tests/fuzz/fuzz_steplog_body.h).
+add_executable(replay_corpus ${PROJECT_SOURCE_DIR}/tests/replay_corpus.c)
+target_link_libraries(replay_corpus PRIVATE ${VT_TEST_LIBS})
+target_include_directories(replay_corpus PRIVATE ${PROJECT_SOURCE_DIR}/tests)
+add_test(NAME codec_corpus COMMAND replay_corpus ${VT_STEPLOG_CORPUS})
+set_tests_properties(codec_corpus PROPERTIES TIMEOUT 120)
+
+if(VT_FUZZ)
+  if(CMAKE_C_COMPILER_ID MATCHES "Clang")
+    # The codec and its helpers are compiled into the target so that libFuzzer's
+    # coverage instrumentation reaches them.
+    add_executable(fuzz_steplog
+      ${PROJECT_SOURCE_DIR}/tests/fuzz/fuzz_steplog.c
+      ${PROJECT_SOURCE_DIR}/rounding_log/vt_codec.c
+      ${PROJECT_SOURCE_DIR}/common/vt_bytes.c
+      ${PROJECT_SOURCE_DIR}/common/vt_error.c
+      ${PROJECT_SOURCE_DIR}/common/vt_hash.c)
+    target_include_directories(fuzz_steplog PRIVATE ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/tests/fuzz)
+    target_compile_options(fuzz_steplog PRIVATE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+                           -fno-omit-frame-pointer)
+    target_link_options(fuzz_steplog PRIVATE -fsanitize=fuzzer,address,undefined)
+    target_link_libraries(fuzz_steplog PRIVATE PkgConfig::ZSTD PkgConfig::CRYPTO)
+    # A short smoke run (new inputs go to the build tree, never to the committed corpus).
+    file(MAKE_DIRECTORY ${CMAKE_BINARY_DIR}/fuzz_steplog_corpus)
+    add_test(NAME codec_fuzz_smoke
+             COMMAND fuzz_steplog ${CMAKE_BINARY_DIR}/fuzz_steplog_corpus ${VT_STEPLOG_CORPUS} -runs=20000 -seed=1)
+    set_tests_properties(codec_fuzz_smoke PROPERTIES TIMEOUT 300)
+  else()
+    message(WARNING "VT_FUZZ=ON needs clang as the C compiler (CC=clang); fuzz_steplog is not built")
+  endif()
+endif()

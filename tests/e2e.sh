@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# End-to-end tests with the real programs: train a small MLP, audit it with every evaluation
+# order and two BLAS thread counts, tamper with the run in every way of DESIGN section 8 that
+# issue 3 names, resume after kill -9, feed hostile files. Usage: e2e.sh BUILD_DIR
+set -u
+B=$(cd "$1" && pwd)
+T=$(mktemp -d /tmp/vt-e2e.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+
+TRAINER="$B/trainer"
+AUDITOR="$B/auditor"
+TAMPER="$B/vt_tamper"
+# a small, fast recipe: UCI digits, 64-32-10, 40 steps, every state committed (H = 1)
+SMALL=(--set dataset=digits --set 'layers=[64,32,10]' --set steps=40 --set batch=32 --set lr=0.1
+       --set checkpoint_every=10 --set state_hash_every=1)
+
+"$TRAINER" keygen "$T/key" >/dev/null || bad "keygen"
+[ "$(stat -c %a "$T/key")" = 600 ] && ok || bad "secret key mode is not 0600"
+"$TRAINER" keygen "$T/key" >/dev/null 2>&1 && bad "keygen overwrote a key without --force" || ok
+
+"$TRAINER" train --run "$T/run" --key "$T/key" "${SMALL[@]}" --quiet >"$T/train.out" || bad "train"
+[ -f "$T/run/commitment.vtc" ] && ok || bad "no commitment"
+
+# expect STATUS REASON STEP -- auditor args...
+expect() {
+  local want=$1 reason=$2 step=$3; shift 3
+  "$AUDITOR" verify "$@" --quiet --report "$T/report.json" >"$T/audit.out" 2>&1
+  local st=$?
+  if [ "$st" != "$want" ]; then bad "auditor $* -> exit $st, expected $want: $(cat "$T/audit.out")"; return; fi
+  if [ -n "$reason" ] && ! grep -q "\"reason\": \"$reason\"" "$T/report.json"; then
+    bad "auditor $* -> reason $(grep '"reason"' "$T/report.json"), expected $reason"; return; fi
+  if [ -n "$step" ] && ! grep -q "\"step\": $step," "$T/report.json"; then
+    bad "auditor $* -> step $(grep '"step"' "$T/report.json"), expected $step"; return; fi
+  ok
+}
+
+# --- honest run: every order, two BLAS thread counts, segments, parallel jobs
+for order in blas forward reverse pairwise permuted sorted; do
+  expect 0 verified "" "$T/run" --order "$order"
+done
+OPENBLAS_NUM_THREADS=1 expect 0 verified "" "$T/run" --order blas
+OPENBLAS_NUM_THREADS=2 expect 0 verified "" "$T/run" --order blas
+expect 0 verified "" "$T/run" --jobs 2
+expect 0 verified "" "$T/run" --from 10 --to 30 --order reverse
+expect 2 "bad segment" "" "$T/run" --from 5
+grep -q '"log_entries_applied"' "$T/report.json" && ok || bad "report lacks log_entries_applied"
+"$AUDITOR" verify "$T/run" --quiet | grep -q "^VERIFIED" && ok || bad "human verdict"
+"$AUDITOR" verify "$T/run" --quiet --pubkey "$T/key.pub" >/dev/null && ok || bad "trusted key"
+"$TRAINER" keygen "$T/other" >/dev/null
+expect 1 "untrusted key" "" "$T/run" --pubkey "$T/other.pub"
+
+# --- tampering: each on a fresh copy of the honest run
+tamper() { # name, expected reason, expected step, tamper args...
+  local name=$1 reason=$2 step=$3; shift 3
+  rm -rf "$T/t"; cp -r "$T/run" "$T/t"
+  if ! "$TAMPER" "$T/t" "$T/key" "$@" >"$T/tamper.out" 2>&1; then bad "tamper $name: $(cat "$T/tamper.out")"; return; fi
+  expect 1 "$reason" "$step" "$T/t" --order pairwise
+}
+tamper "checkpoint bit"      "checkpoint altered"    20 flip-checkpoint 20
+tamper "direction bits"      "state mismatch"        ""  flip-direction
+tamper "state hash bit"      "record mismatch"       12 flip-state-hash 12
+tamper "signature bit"       "bad signature"         "" flip-signature
+tamper "entries deleted"     "state mismatch"        ""  delete-entries
+tamper "entry far from midpoint" "implausible log entry" 9 add-entry 9
+tamper "logs swapped"        "log mismatch"          14 swap-logs 14 15
+tamper "dataset"             "wrong dataset"         "" other-dataset
+tamper "learning rate"       "manifest mismatch"     "" set-lr 0.2
+tamper "learning rate, re-signed" "state mismatch"   1 set-lr-resign 0.2
+# a cheating trainer that flips a weight bit after step 30 and commits consistently
+"$TRAINER" train --run "$T/cheat" --key "$T/key" "${SMALL[@]}" --quiet --cheat-flip-weight 30 >/dev/null || bad "cheat"
+expect 1 "state mismatch" 30 "$T/cheat"
+
+# --- resume: stop (as after a crash) and resume gives the same commitment, byte for byte
+"$TRAINER" train --run "$T/r2" --key "$T/key" "${SMALL[@]}" --quiet --stop-after 23 >/dev/null || bad "stop-after"
+[ ! -f "$T/r2/commitment.vtc" ] && ok || bad "an interrupted run must not be committed"
+"$TRAINER" train --run "$T/r2" --key "$T/key" "${SMALL[@]}" --quiet --resume >/dev/null || bad "resume"
+cmp -s "$T/run/commitment.vtc" "$T/r2/commitment.vtc" && ok || bad "resumed commitment differs"
+# a real kill -9 in the middle of a longer run
+LONG=(--set dataset=digits --set 'layers=[64,64,10]' --set steps=3000 --set batch=32 --set checkpoint_every=50)
+"$TRAINER" train --run "$T/r3" --key "$T/key" "${LONG[@]}" --quiet >/dev/null 2>&1 &
+pid=$!
+for _ in $(seq 1 100); do
+  sleep 0.1
+  [ -f "$T/r3/checkpoints/ckpt-000000000100.vtck" ] && break
+done
+kill -9 "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+"$TRAINER" train --run "$T/r3" --key "$T/key" "${LONG[@]}" --quiet --resume >/dev/null || bad "resume after kill -9"
+"$TRAINER" train --run "$T/r4" --key "$T/key" "${LONG[@]}" --quiet >/dev/null || bad "uninterrupted long run"
+cmp -s "$T/r3/commitment.vtc" "$T/r4/commitment.vtc" && ok || bad "commitment after kill -9 + resume differs"
+
+# --- hostile files: a clear exit 2, no crash
+hostile() { # name, command that damages $T/h
+  local name=$1; shift
+  rm -rf "$T/h"; cp -r "$T/run" "$T/h"
+  eval "$*"
+  "$AUDITOR" verify "$T/h" --quiet >"$T/h.out" 2>&1
+  local st=$?
+  [ "$st" = 2 ] && ok || bad "hostile $name: exit $st (expected 2): $(cat "$T/h.out")"
+}
+hostile "truncated store"     'truncate -s 3000 "$T/h/run.db"'
+hostile "garbage store"       'head -c 50000 /dev/urandom >"$T/h/run.db"'
+hostile "empty store"         ': >"$T/h/run.db"'
+hostile "missing store"       'rm "$T/h/run.db"'
+hostile "truncated checkpoint" 'truncate -s 20 "$T/h/checkpoints/ckpt-000000000010.vtck"'
+hostile "garbage checkpoint"  'head -c 3000 /dev/urandom >"$T/h/checkpoints/ckpt-000000000010.vtck"'
+hostile "truncated commitment" 'truncate -s 100 "$T/h/commitment.vtc"'
+hostile "garbage commitment"  'head -c 176 /dev/urandom >"$T/h/commitment.vtc"'
+hostile "missing commitment"  'rm "$T/h/commitment.vtc"'
+"$AUDITOR" verify >/dev/null 2>&1; [ $? = 64 ] && ok || bad "usage error must exit 64"
+"$TRAINER" train --run "$T/x" >/dev/null 2>&1; [ $? = 64 ] && ok || bad "trainer usage error must exit 64"
+
+echo "e2e: $pass passed, $fail failed"
+[ "$fail" = 0 ]

@@ -1,0 +1,903 @@
+/* test_kernels.c - CPU kernels: every evaluation order and transpose form against
+ * an exact reference (the bound must hold for every element), orders against each
+ * other, sums, softmax, cross-entropy, portable exp/log against libm, elementwise
+ * and optimiser kernels against straightforward references, argument errors. */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/vt_kernels.h"
+#include "kernels/vt_math.h"
+#include "vt_test.h"
+
+static vt_rng R;
+
+#define VT_MATH_DIGEST 0x3778970bc91489a7ULL
+
+static const vt_bound_cfg PROVABLE = {VT_BOUND_PROVABLE, 0.0};
+
+static uint64_t rnd_below(uint64_t n) { return vt_rng_next(&R) % n; }
+
+static uint64_t d2bits(double x)
+{
+    uint64_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+
+static float bits2f(uint32_t u)
+{
+    float x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+static int same_bits(double a, double b) { return d2bits(a) == d2bits(b); }
+
+static void *xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p) {
+        fprintf(stderr, "out of memory\n");
+        exit(2);
+    }
+    return p;
+}
+
+/* ---------------------------------------------------------------- data */
+
+enum { D_NORMAL, D_CANCEL, D_WIDE, D_SUBNORMAL, D_ZEROS, D_KINDS };
+static const char *const kind_name[D_KINDS] = {"normal", "cancel", "wide", "subnormal", "zeros"};
+
+static float rnd_sign(float x) { return (vt_rng_next(&R) & 1) ? -x : x; }
+
+static float gen_value(int kind)
+{
+    switch (kind) {
+    case D_NORMAL:
+    case D_CANCEL:
+        return (float)vt_rng_normal(&R);
+    case D_WIDE: {
+        int ex = (int)rnd_below(121) - 60; /* 2^-60 .. 2^60 */
+        return rnd_sign(ldexpf((float)(1.0 + vt_rng_uniform(&R)), ex));
+    }
+    case D_SUBNORMAL: {
+        uint64_t r = rnd_below(10);
+        if (r < 4) return rnd_sign(bits2f((uint32_t)(1 + rnd_below(0x7fffff)))); /* subnormal */
+        if (r < 6) return rnd_sign(0.0f);
+        if (r < 8) return rnd_sign(ldexpf((float)(1.0 + vt_rng_uniform(&R)), -126 + (int)rnd_below(20)));
+        return (float)vt_rng_normal(&R);
+    }
+    default: { /* D_ZEROS */
+        uint64_t r = rnd_below(10);
+        if (r < 7) return rnd_sign(0.0f);
+        return (float)vt_rng_normal(&R);
+    }
+    }
+}
+
+/* opA (M x K) and opB (K x N), canonical row-major. */
+static void gen_gemm(int kind, size_t M, size_t N, size_t K, float *opA, float *opB)
+{
+    for (size_t i = 0; i < M * K; i++) opA[i] = gen_value(kind);
+    for (size_t i = 0; i < K * N; i++) opB[i] = gen_value(kind);
+    if (kind == D_ZEROS) { /* a whole row of -0 and a whole column of +0 */
+        for (size_t k = 0; k < K; k++) opA[k] = -0.0f;
+        for (size_t k = 0; k < K; k++) opB[k * N + N - 1] = 0.0f;
+    }
+    if (kind == D_CANCEL && K >= 2) {
+        /* the second half repeats the first with negated, slightly perturbed B:
+         * products nearly cancel pairwise (exactly when the perturbation is 0) */
+        size_t h = K / 2;
+        int exact = rnd_below(3) == 0;
+        for (size_t k = h; k < 2 * h; k++) {
+            for (size_t i = 0; i < M; i++) opA[i * K + k] = opA[i * K + k - h];
+            for (size_t j = 0; j < N; j++) {
+                double eps = exact ? 0.0 : ldexp(vt_rng_normal(&R), -20);
+                opB[k * N + j] = (float)(-(double)opB[(k - h) * N + j] * (1.0 + eps));
+            }
+        }
+    }
+}
+
+static void transpose_f(const float *src, size_t rows, size_t cols, float *dst)
+{
+    for (size_t r = 0; r < rows; r++)
+        for (size_t c = 0; c < cols; c++) dst[c * rows + r] = src[r * cols + c];
+}
+
+/* ------------------------------------------------------- exact residuals */
+
+/* Writes p[0..2], q[0..2] (FP32) with sum p_t q_t = -x exactly; returns 0 when x
+ * is not an integer multiple of 2^-298 or too large (not the case for sums of
+ * products of FP32 values). */
+static int split_neg(double x, float *p, float *q)
+{
+    for (int t = 0; t < 3; t++) p[t] = q[t] = 0.0f;
+    if (x == 0.0) return 1;
+    if (!isfinite(x)) return 0;
+    uint64_t u = d2bits(x);
+    int neg = (int)(u >> 63);
+    int ex = (int)((u >> 52) & 0x7ff);
+    uint64_t m = u & 0x000fffffffffffffULL;
+    if (ex) m |= 0x0010000000000000ULL;
+    else ex = 1;
+    int E = ex - 1075;
+    for (int t = 0; t < 3; t++) {
+        uint64_t chunk = (m >> (24 * t)) & 0xffffff;
+        int Et = E + 24 * t;
+        if (chunk == 0) continue;
+        while (!(chunk & 1)) {
+            chunk >>= 1;
+            Et++;
+        }
+        int a, b;
+        if (Et < -149) {
+            b = -149;
+            a = Et + 149;
+        } else if (Et > 104) {
+            a = 104;
+            b = Et - 104;
+        } else {
+            a = Et;
+            b = 0;
+        }
+        if (a < -149 || b > 127) return 0;
+        p[t] = ldexpf((float)chunk, a);
+        q[t] = ldexpf(1.0f, b);
+        if (!neg) p[t] = -p[t];
+        if ((double)p[t] * (double)q[t] != (neg ? 1.0 : -1.0) * ldexp((double)chunk, Et)) return 0;
+    }
+    return 1;
+}
+
+/* Correctly rounded value of (sum_k a_k b_k) - x, exactly computed. */
+static float *res_a, *res_b;
+static size_t res_cap;
+static double exact_residual(size_t K, const float *a, size_t inca, const float *b, size_t incb, double x, int *ok)
+{
+    if (res_cap < K + 3) {
+        free(res_a);
+        free(res_b);
+        res_cap = K + 3;
+        res_a = xmalloc(res_cap * sizeof(float));
+        res_b = xmalloc(res_cap * sizeof(float));
+    }
+    for (size_t k = 0; k < K; k++) {
+        res_a[k] = a[k * inca];
+        res_b[k] = b[k * incb];
+    }
+    *ok = split_neg(x, res_a + K, res_b + K);
+    return vt_dot_exact(K + 3, res_a, 1, res_b, 1);
+}
+
+/* --------------------------------------------------------------- GEMM */
+
+static const int forms[4][2] = {{0, 0}, {0, 1}, {1, 0}, {1, 1}};
+
+static long n_gemm_elems, n_blas_form_diff;
+static double worst_ratio_gemm, worst_ratio_sum; /* max |err| / bound seen */
+
+static void test_gemm_case(int kind, size_t M, size_t N, size_t K)
+{
+    float *opA = xmalloc(M * K * sizeof(float)), *opB = xmalloc(K * N * sizeof(float));
+    float *At = xmalloc(M * K * sizeof(float)), *Bt = xmalloc(K * N * sizeof(float));
+    gen_gemm(kind, M, N, K, opA, opB);
+    transpose_f(opA, M, K, At); /* K x M */
+    transpose_f(opB, K, N, Bt); /* N x K */
+    double *C[VT_ORDER_COUNT], *Cf = xmalloc(M * N * sizeof(double));
+    double *rn = xmalloc(M * sizeof(double)), *cn = xmalloc(N * sizeof(double));
+    double *rn0 = xmalloc(M * sizeof(double)), *cn0 = xmalloc(N * sizeof(double));
+    double coef0 = 0;
+    int fails = 0;
+
+    for (int o = 0; o < VT_ORDER_COUNT; o++) {
+        C[o] = xmalloc(M * N * sizeof(double));
+        vt_exec e;
+        vt_exec_init(&e, (vt_order)o, PROVABLE, 0x5eed0000u + (uint64_t)K);
+        for (int f = 0; f < 4; f++) {
+            int tA = forms[f][0], tB = forms[f][1];
+            double *out = f == 0 ? C[o] : Cf;
+            vt_bounds bd;
+            memset(&bd, 0, sizeof bd);
+            vt_err rc = vt_gemm(&e, tA, tB, M, N, K, tA ? At : opA, tB ? Bt : opB, out, rn, cn, &bd);
+            CHECK(rc == VT_OK, "vt_gemm %s: %s", vt_order_name((vt_order)o), vt_errmsg());
+            if (rc != VT_OK) continue;
+            CHECK(bd.kind == VT_BOUNDS_OUTER && bd.r == rn && bd.c == cn && bd.coef >= 0.0, "bounds descriptor");
+            if (o == 0 && f == 0) {
+                memcpy(rn0, rn, M * sizeof(double));
+                memcpy(cn0, cn, N * sizeof(double));
+                coef0 = bd.coef;
+                /* norms: within 1e-12 relative of the exact 2-norms */
+                for (size_t i = 0; i < M; i++) {
+                    double ex = sqrt(vt_dot_exact(K, opA + i * K, 1, opA + i * K, 1));
+                    CHECK(fabs(rn[i] - ex) <= 1e-12 * ex, "rownorm %zu: %.17g vs %.17g", i, rn[i], ex);
+                }
+                for (size_t j = 0; j < N; j++) {
+                    double ex = sqrt(vt_dot_exact(K, opB + j, N, opB + j, N));
+                    CHECK(fabs(cn[j] - ex) <= 1e-12 * ex, "colnorm %zu: %.17g vs %.17g", j, cn[j], ex);
+                }
+            } else {
+                for (size_t i = 0; i < M; i++)
+                    if (!(fabs(rn[i] - rn0[i]) <= 1e-12 * rn0[i])) fails++;
+                for (size_t j = 0; j < N; j++)
+                    if (!(fabs(cn[j] - cn0[j]) <= 1e-12 * cn0[j])) fails++;
+                CHECK(bd.coef == coef0, "coef differs between calls");
+            }
+            int need_exact = f == 0;
+            if (f != 0) {
+                int same = memcmp(out, C[o], M * N * sizeof(double)) == 0;
+                if (o == VT_ORDER_BLAS) {
+                    if (!same) n_blas_form_diff++;
+                    need_exact = !same;
+                } else {
+                    CHECK(same, "%s K=%zu form (%d,%d): transposed form differs from explicit transpose",
+                          vt_order_name((vt_order)o), K, tA, tB);
+                }
+            }
+            if (!need_exact) continue;
+            for (size_t i = 0; i < M; i++)
+                for (size_t j = 0; j < N; j++) {
+                    double x = out[i * N + j];
+                    double B = coef0 * rn0[i] * cn0[j];
+                    int ok;
+                    double r = exact_residual(K, opA + i * K, 1, opB + j, N, x, &ok);
+                    n_gemm_elems++;
+                    if (B > 0 && fabs(r) / B > worst_ratio_gemm) worst_ratio_gemm = fabs(r) / B;
+                    if (!ok || !(fabs(r) <= B)) {
+                        fails++;
+                        if (fails < 10)
+                            fprintf(stderr, "  gemm %s %s K=%zu M=%zu N=%zu (%zu,%zu) form %d: x=%a err=%a B=%a ok=%d\n",
+                                    kind_name[kind], vt_order_name((vt_order)o), K, M, N, i, j, f, x, r, B, ok);
+                    }
+                    if (x == 0.0 && signbit(x)) {
+                        fails++;
+                        if (fails < 10) fprintf(stderr, "  gemm %s: -0 result\n", vt_order_name((vt_order)o));
+                    }
+                }
+        }
+        vt_exec_free(&e);
+    }
+    /* all orders pairwise within 2B */
+    for (int o1 = 0; o1 < VT_ORDER_COUNT; o1++)
+        for (int o2 = o1 + 1; o2 < VT_ORDER_COUNT; o2++)
+            for (size_t i = 0; i < M; i++)
+                for (size_t j = 0; j < N; j++) {
+                    double B = coef0 * rn0[i] * cn0[j];
+                    if (!(fabs(C[o1][i * N + j] - C[o2][i * N + j]) <= 2 * B)) fails++;
+                }
+    /* vt_gemm_plain gives the same values as vt_gemm */
+    for (int o = 0; o < VT_ORDER_COUNT; o++) {
+        vt_exec e;
+        vt_exec_init(&e, (vt_order)o, PROVABLE, 0x5eed0000u + (uint64_t)K);
+        CHECK_OK(vt_gemm_plain(&e, 0, 0, M, N, K, opA, opB, Cf));
+        if (memcmp(Cf, C[o], M * N * sizeof(double)) != 0) fails++;
+        vt_exec_free(&e);
+    }
+    CHECK(fails == 0, "gemm %s M=%zu N=%zu K=%zu: %d failures", kind_name[kind], M, N, K, fails);
+    for (int o = 0; o < VT_ORDER_COUNT; o++) free(C[o]);
+    free(Cf);
+    free(rn);
+    free(cn);
+    free(rn0);
+    free(cn0);
+    free(opA);
+    free(opB);
+    free(At);
+    free(Bt);
+}
+
+static void test_gemm(void)
+{
+    static const size_t Ks[] = {1, 2, 3, 5, 8, 9, 16, 17, 31, 64, 100, 255, 1024, 4099, 65536};
+    for (size_t t = 0; t < sizeof Ks / sizeof Ks[0]; t++) {
+        size_t K = Ks[t];
+        for (int kind = 0; kind < D_KINDS; kind++) {
+            size_t mx = K >= 4096 ? 3 : 5;
+            size_t M = 1 + rnd_below(mx), N = 1 + rnd_below(mx);
+            test_gemm_case(kind, M, N, K);
+        }
+    }
+    /* a few larger shapes (BLAS blocking, multi-threading, the PAIRWISE stack) */
+    test_gemm_case(D_NORMAL, 37, 29, 300);
+    test_gemm_case(D_WIDE, 64, 65, 129);
+    test_gemm_case(D_CANCEL, 17, 70, 1000);
+    printf("gemm: %ld element checks against the exact value, largest |err|/bound %.3g; BLAS transposed forms "
+           "bitwise different: %ld\n", n_gemm_elems, worst_ratio_gemm, n_blas_form_diff);
+}
+
+/* PAIRWISE row-vectorised GEMM follows exactly vt__sum's tree: compare with
+ * vt_rowsum over the products (each product exact), element by element. */
+static void test_pairwise_tree(void)
+{
+    static const size_t Ks[] = {1, 7, 8, 9, 24, 40, 100, 1000, 4097};
+    for (size_t t = 0; t < sizeof Ks / sizeof Ks[0]; t++) {
+        size_t K = Ks[t];
+        float *a = xmalloc(K * sizeof(float)), *b = xmalloc(K * sizeof(float));
+        for (size_t k = 0; k < K; k++) {
+            a[k] = (float)vt_rng_normal(&R);
+            b[k] = 1.0f; /* products a_k * 1 = a_k: the row sum over the same terms */
+        }
+        for (int o = 0; o < VT_ORDER_COUNT; o++) {
+            vt_exec e;
+            vt_exec_init(&e, (vt_order)o, PROVABLE, 77);
+            double c, rn, cn, out, bb;
+            vt_bounds bd;
+            CHECK_OK(vt_gemm(&e, 0, 0, 1, 1, K, a, b, &c, &rn, &cn, &bd));
+            CHECK_OK(vt_rowsum(&e, 1, K, a, &out, &bb, &bd));
+            if (o != VT_ORDER_BLAS)
+                CHECK(same_bits(c, out), "%s K=%zu: gemm %a vs rowsum %a", vt_order_name((vt_order)o), K, c, out);
+            vt_exec_free(&e);
+        }
+        free(a);
+        free(b);
+    }
+}
+
+/* ---------------------------------------------------------------- sums */
+
+static void test_sums_case(int kind, size_t M, size_t N)
+{
+    float *X = xmalloc(M * N * sizeof(float));
+    for (size_t i = 0; i < M * N; i++) X[i] = gen_value(kind);
+    if (kind == D_CANCEL) /* rows nearly cancel in pairs (both directions) */
+        for (size_t i = 1; i < M; i += 2)
+            for (size_t j = 0; j < N; j++) X[i * N + j] = -X[(i - 1) * N + j] * (float)(1.0 + ldexp(vt_rng_normal(&R), -20));
+    if (kind == D_ZEROS)
+        for (size_t i = 0; i < M * N; i++) X[i] = rnd_sign(0.0f);
+    float *one = xmalloc((M > N ? M : N) * sizeof(float));
+    for (size_t i = 0; i < (M > N ? M : N); i++) one[i] = 1.0f;
+    int fails = 0;
+    double *cs[VT_ORDER_COUNT], *rs[VT_ORDER_COUNT];
+    double *cb = xmalloc(N * sizeof(double)), *rb = xmalloc(M * sizeof(double));
+    for (int o = 0; o < VT_ORDER_COUNT; o++) {
+        vt_exec e;
+        vt_exec_init(&e, (vt_order)o, PROVABLE, 99);
+        cs[o] = xmalloc(N * sizeof(double));
+        rs[o] = xmalloc(M * sizeof(double));
+        vt_bounds bd;
+        CHECK_OK(vt_colsum(&e, M, N, X, cs[o], cb, &bd));
+        CHECK(bd.kind == VT_BOUNDS_ARRAY && bd.b == cb, "colsum bounds");
+        CHECK_OK(vt_rowsum(&e, M, N, X, rs[o], rb, &bd));
+        CHECK(bd.kind == VT_BOUNDS_ARRAY && bd.b == rb, "rowsum bounds");
+        for (size_t j = 0; j < N; j++) {
+            int ok;
+            double r = exact_residual(M, X + j, N, one, 1, cs[o][j], &ok);
+            if (cb[j] > 0 && fabs(r) / cb[j] > worst_ratio_sum) worst_ratio_sum = fabs(r) / cb[j];
+            if (!ok || !(fabs(r) <= cb[j]) || (cs[o][j] == 0.0 && signbit(cs[o][j]))) {
+                if (fails < 5)
+                    fprintf(stderr, "  colsum %s %s M=%zu col %zu: x=%a err=%a b=%a\n", kind_name[kind],
+                            vt_order_name((vt_order)o), M, j, cs[o][j], r, cb[j]);
+                fails++;
+            }
+        }
+        for (size_t i = 0; i < M; i++) {
+            int ok;
+            double r = exact_residual(N, X + i * N, 1, one, 1, rs[o][i], &ok);
+            if (rb[i] > 0 && fabs(r) / rb[i] > worst_ratio_sum) worst_ratio_sum = fabs(r) / rb[i];
+            if (!ok || !(fabs(r) <= rb[i]) || (rs[o][i] == 0.0 && signbit(rs[o][i]))) {
+                if (fails < 5)
+                    fprintf(stderr, "  rowsum %s %s N=%zu row %zu: x=%a err=%a b=%a\n", kind_name[kind],
+                            vt_order_name((vt_order)o), N, i, rs[o][i], r, rb[i]);
+                fails++;
+            }
+        }
+        vt_exec_free(&e);
+    }
+    for (int o1 = 0; o1 < VT_ORDER_COUNT; o1++)
+        for (int o2 = o1 + 1; o2 < VT_ORDER_COUNT; o2++) {
+            for (size_t j = 0; j < N; j++)
+                if (!(fabs(cs[o1][j] - cs[o2][j]) <= 2 * cb[j])) fails++;
+            for (size_t i = 0; i < M; i++)
+                if (!(fabs(rs[o1][i] - rs[o2][i]) <= 2 * rb[i])) fails++;
+        }
+    CHECK(fails == 0, "sums %s M=%zu N=%zu: %d failures", kind_name[kind], M, N, fails);
+    for (int o = 0; o < VT_ORDER_COUNT; o++) {
+        free(cs[o]);
+        free(rs[o]);
+    }
+    free(cb);
+    free(rb);
+    free(one);
+    free(X);
+}
+
+static void test_sums(void)
+{
+    static const size_t ns[] = {1, 2, 3, 4, 5, 8, 9, 33, 100, 1000, 65536};
+    for (size_t t = 0; t < sizeof ns / sizeof ns[0]; t++)
+        for (int kind = 0; kind < D_KINDS; kind++) {
+            size_t other = 1 + rnd_below(ns[t] >= 1000 ? 3 : 6);
+            test_sums_case(kind, ns[t], other); /* long columns */
+            test_sums_case(kind, other, ns[t]); /* long rows */
+        }
+    printf("sums: largest |err|/bound %.3g\n", worst_ratio_sum);
+}
+
+/* ------------------------------------------------------ softmax and loss */
+
+static void test_softmax_case(size_t N, size_t C, double scale, int extremes)
+{
+    float *z = xmalloc(N * C * sizeof(float));
+    for (size_t i = 0; i < N * C; i++) z[i] = (float)(scale * vt_rng_normal(&R));
+    if (extremes) {
+        for (size_t i = 0; i < N * C; i += 3) z[i] = -1e30f; /* exp underflows to 0 */
+        if (C >= 2) z[1] = z[0] = 5.0f;                      /* a tie for the max */
+    }
+    double *p[VT_ORDER_COUNT], *b[VT_ORDER_COUNT];
+    double *ev = xmalloc(C * sizeof(double));
+    int fails = 0;
+    for (int o = 0; o < VT_ORDER_COUNT; o++) {
+        vt_exec e;
+        vt_exec_init(&e, (vt_order)o, PROVABLE, 1234);
+        p[o] = xmalloc(N * C * sizeof(double));
+        b[o] = xmalloc(N * C * sizeof(double));
+        vt_bounds bd;
+        CHECK_OK(vt_softmax(&e, N, C, z, p[o], b[o], &bd));
+        CHECK(bd.kind == VT_BOUNDS_ARRAY && bd.b == b[o], "softmax bounds");
+        for (size_t i = 0; i < N; i++) {
+            const float *zi = z + i * C;
+            float m = zi[0];
+            for (size_t c = 1; c < C; c++) m = zi[c] > m ? zi[c] : m;
+            long double s = 0;
+            for (size_t c = 0; c < C; c++) {
+                ev[c] = vt_exp((double)zi[c] - (double)m);
+                s += ev[c];
+            }
+            long double total = 0, btotal = 0;
+            for (size_t c = 0; c < C; c++) {
+                long double ref = (long double)ev[c] / s;
+                double pc = p[o][i * C + c], bc = b[o][i * C + c];
+                long double slack = ref * (long double)C * 0x1p-63L;
+                if (!(fabsl((long double)pc - ref) <= (long double)bc + slack) || !(bc >= 0)) {
+                    if (fails < 5)
+                        fprintf(stderr, "  softmax %s C=%zu (%zu,%zu): p=%a ref=%La b=%a\n",
+                                vt_order_name((vt_order)o), C, i, c, pc, ref, bc);
+                    fails++;
+                }
+                total += pc;
+                btotal += bc;
+            }
+            if (!(fabsl(total - 1.0L) <= btotal + (long double)C * 0x1p-63L)) {
+                if (fails < 5) fprintf(stderr, "  softmax row sum %.20Lg\n", total);
+                fails++;
+            }
+        }
+        vt_exec_free(&e);
+    }
+    for (int o1 = 0; o1 < VT_ORDER_COUNT; o1++)
+        for (int o2 = o1 + 1; o2 < VT_ORDER_COUNT; o2++)
+            for (size_t i = 0; i < N * C; i++)
+                if (!(fabs(p[o1][i] - p[o2][i]) <= 2 * b[o1][i] * (1 + 0x1p-30))) fails++;
+    CHECK(fails == 0, "softmax N=%zu C=%zu scale=%g: %d failures", N, C, scale, fails);
+    for (int o = 0; o < VT_ORDER_COUNT; o++) {
+        free(p[o]);
+        free(b[o]);
+    }
+    free(ev);
+    free(z);
+}
+
+static void test_softmax(void)
+{
+    static const size_t Cs[] = {1, 2, 3, 10, 100, 1000, 4097};
+    static const double scales[] = {1.0, 30.0, 1000.0};
+    for (size_t t = 0; t < sizeof Cs / sizeof Cs[0]; t++)
+        for (size_t s = 0; s < 3; s++) test_softmax_case(1 + rnd_below(6), Cs[t], scales[s], s == 1);
+}
+
+static void test_xent(void)
+{
+    static const size_t Ns[] = {1, 2, 7, 64, 1000};
+    const size_t C = 10;
+    for (size_t t = 0; t < sizeof Ns / sizeof Ns[0]; t++) {
+        size_t N = Ns[t];
+        float *P = xmalloc(N * C * sizeof(float));
+        uint8_t *y = xmalloc(N);
+        for (size_t i = 0; i < N; i++) {
+            double s = 0, e[10];
+            for (size_t c = 0; c < C; c++) s += e[c] = exp(4.0 * vt_rng_normal(&R));
+            for (size_t c = 0; c < C; c++) P[i * C + c] = (float)(e[c] / s);
+            y[i] = (uint8_t)rnd_below(C);
+            if (i % 5 == 1) P[i * C + y[i]] = 0.0f; /* clamped to 2^-149 */
+            if (i % 7 == 2) P[i * C + y[i]] = 1.0f; /* l = 0 */
+            if (i % 11 == 3) P[i * C + y[i]] = bits2f(3); /* subnormal */
+        }
+        /* reference terms, computed exactly as documented */
+        float *pa = xmalloc((3 * N + 3) * sizeof(float)), *pb = xmalloc((3 * N + 3) * sizeof(float));
+        int ok = 1;
+        for (size_t i = 0; i < N; i++) {
+            double q = (double)P[i * C + y[i]];
+            if (q < 0x1p-149) q = 0x1p-149;
+            double l = -vt_log(q) / (double)N;
+            ok &= split_neg(-l, pa + 3 * i, pb + 3 * i);
+        }
+        double loss[VT_ORDER_COUNT], bnd[VT_ORDER_COUNT];
+        int fails = 0;
+        for (int o = 0; o < VT_ORDER_COUNT; o++) {
+            vt_exec e;
+            vt_exec_init(&e, (vt_order)o, PROVABLE, 5);
+            vt_bounds bd;
+            CHECK_OK(vt_xent_loss(&e, N, C, P, y, &loss[o], &bnd[o], &bd));
+            CHECK(bd.kind == VT_BOUNDS_ARRAY && bd.b == &bnd[o], "xent bounds");
+            ok &= split_neg(loss[o], pa + 3 * N, pb + 3 * N);
+            double r = vt_dot_exact(3 * N + 3, pa, 1, pb, 1);
+            if (!(fabs(r) <= bnd[o])) {
+                fprintf(stderr, "  xent %s N=%zu: loss=%a err=%a b=%a\n", vt_order_name((vt_order)o), N, loss[o], r,
+                        bnd[o]);
+                fails++;
+            }
+            if (N == 1) CHECK(bnd[o] == 0.0, "xent N=1 bound %a", bnd[o]);
+            vt_exec_free(&e);
+        }
+        CHECK(ok, "xent reference split");
+        for (int o = 1; o < VT_ORDER_COUNT; o++)
+            if (!(fabs(loss[o] - loss[0]) <= 2 * bnd[0])) fails++;
+        CHECK(fails == 0, "xent N=%zu: %d failures", N, fails);
+        CHECK(loss[0] > 0 && loss[0] < 110, "xent loss %g in range", loss[0]);
+
+        /* backward */
+        double *dz = xmalloc(N * C * sizeof(double));
+        vt_xent_backward(N, C, P, y, dz);
+        int bad = 0;
+        for (size_t i = 0; i < N; i++)
+            for (size_t c = 0; c < C; c++) {
+                double want = ((double)P[i * C + c] - (c == y[i] ? 1.0 : 0.0)) / (double)N;
+                if (!same_bits(dz[i * C + c], want)) bad++;
+            }
+        CHECK(bad == 0, "xent_backward: %d mismatches", bad);
+        free(dz);
+        free(pa);
+        free(pb);
+        free(P);
+        free(y);
+    }
+}
+
+/* Golden digest of vt_exp / vt_log bits over fixed points (independent of the test
+ * seed): vt_math must return the same bits on every IEEE-754 machine and compiler,
+ * so this constant may only change together with the algorithm (and the CUDA copy). */
+static uint64_t math_digest(void)
+{
+    uint64_t h = 0xcbf29ce484222325ULL, s = 42;
+    for (int i = 0; i < 200000; i++) {
+        uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+        z ^= z >> 31;
+        double u = (double)(z >> 11) * 0x1p-53;
+        double xe = -750.0 + u * 1460.0;
+        double xl = ldexp(0.5 + u, (int)(z & 2047) - 1074);
+        uint64_t r[2] = {d2bits(vt_exp(xe)), d2bits(vt_log(xl))};
+        for (int k = 0; k < 2; k++) {
+            h ^= r[k];
+            h *= 0x100000001b3ULL;
+        }
+    }
+    return h;
+}
+
+/* ------------------------------------------------------------ exp / log */
+
+static uint64_t ulp_dist(double a, double b)
+{
+    if (isnan(a) || isnan(b)) return isnan(a) && isnan(b) ? 0 : UINT64_MAX;
+    int64_t ka = (int64_t)d2bits(a), kb = (int64_t)d2bits(b);
+    if (ka < 0) ka = INT64_MIN - ka;
+    if (kb < 0) kb = INT64_MIN - kb;
+    return ka > kb ? (uint64_t)(ka - kb) : (uint64_t)(kb - ka);
+}
+
+static void test_math(void)
+{
+    uint64_t worst_exp = 0, worst_log = 0;
+    double at_exp = 0, at_log = 0;
+    long n_exp = 0, n_log = 0;
+    const long NPTS = 1000000;
+    for (long t = 0; t < 3 * NPTS; t++) {
+        double x;
+        if (t < NPTS) x = -745.2 + vt_rng_uniform(&R) * (709.8 + 745.2);  /* whole range */
+        else if (t < 2 * NPTS) x = -40.0 + vt_rng_uniform(&R) * 41.0;     /* softmax range */
+        else x = ldexp(vt_rng_uniform(&R) - 0.5, -(int)rnd_below(60));     /* near zero */
+        uint64_t d = ulp_dist(vt_exp(x), exp(x));
+        n_exp++;
+        if (d > worst_exp) {
+            worst_exp = d;
+            at_exp = x;
+        }
+    }
+    for (long t = 0; t < 3 * NPTS; t++) {
+        double x;
+        if (t < NPTS) x = vt_rng_uniform(&R) * 0.6 + 0.7;                                 /* near 1 */
+        else if (t < 2 * NPTS) x = fabs((double)bits2f((uint32_t)(vt_rng_next(&R) >> 33))); /* FP32 (0, inf) */
+        else x = fabs(ldexp(vt_rng_uniform(&R) + 0.5, (int)rnd_below(2098) - 1074));        /* all doubles */
+        if (!(x > 0) || isinf(x)) continue;
+        uint64_t d = ulp_dist(vt_log(x), log(x));
+        n_log++;
+        if (d > worst_log) {
+            worst_log = d;
+            at_log = x;
+        }
+    }
+    /* a dense sweep around 1 for log (tiny |f| branch) and exact powers of two */
+    for (int i = -2000; i <= 2000; i++) {
+        double x = 1.0 + i * 0x1p-40;
+        uint64_t d = ulp_dist(vt_log(x), log(x));
+        if (d > worst_log) worst_log = d, at_log = x;
+        n_log++;
+    }
+    for (int ex = -1074; ex <= 1023; ex++) {
+        double x = ldexp(1.0, ex);
+        uint64_t d = ulp_dist(vt_log(x), log(x));
+        if (d > worst_log) worst_log = d, at_log = x;
+        n_log++;
+    }
+    printf("vt_exp: max %llu ulp from glibc over %ld points (at %a)\n", (unsigned long long)worst_exp, n_exp, at_exp);
+    printf("vt_log: max %llu ulp from glibc over %ld points (at %a)\n", (unsigned long long)worst_log, n_log, at_log);
+    CHECK(worst_exp <= 2, "vt_exp max ulp error %llu", (unsigned long long)worst_exp);
+    CHECK(worst_log <= 2, "vt_log max ulp error %llu", (unsigned long long)worst_log);
+
+    uint64_t dg = math_digest();
+    CHECK(dg == VT_MATH_DIGEST, "vt_exp/vt_log golden digest 0x%016llx", (unsigned long long)dg);
+
+    /* special values */
+    CHECK(isnan(vt_exp(NAN)), "exp(nan)");
+    CHECK(vt_exp(INFINITY) == INFINITY, "exp(inf)");
+    CHECK(same_bits(vt_exp(-INFINITY), 0.0), "exp(-inf)");
+    CHECK(vt_exp(0.0) == 1.0 && vt_exp(-0.0) == 1.0, "exp(0)");
+    CHECK(vt_exp(1e-300) == 1.0 && vt_exp(-1e-300) == 1.0, "exp(tiny)");
+    CHECK(vt_exp(709.78) < INFINITY && vt_exp(nextafter(0x1.62e42fefa39efp+9, INFINITY)) == INFINITY && vt_exp(710.0) == INFINITY, "exp overflow");
+    CHECK(ulp_dist(vt_exp(0x1.62e42fefa39efp+9), exp(0x1.62e42fefa39efp+9)) <= 1, "exp at the overflow threshold");
+    CHECK(vt_exp(-745.2) == 0.0 && vt_exp(-1000.0) == 0.0, "exp underflow");
+    CHECK(vt_exp(-745.1) == 0x1p-1074, "exp(-745.1) = %a", vt_exp(-745.1));
+    CHECK(ulp_dist(vt_exp(-708.5), exp(-708.5)) <= 1 && ulp_dist(vt_exp(-730.0), exp(-730.0)) <= 1, "exp subnormal");
+    CHECK(ulp_dist(vt_exp(1.0), exp(1.0)) <= 1, "exp(1) = %a", vt_exp(1.0));
+    CHECK(isnan(vt_log(NAN)), "log(nan)");
+    CHECK(isnan(vt_log(-1.0)) && isnan(vt_log(-INFINITY)) && isnan(vt_log(-0x1p-1074)), "log(<0)");
+    CHECK(vt_log(0.0) == -INFINITY && vt_log(-0.0) == -INFINITY, "log(0)");
+    CHECK(vt_log(INFINITY) == INFINITY, "log(inf)");
+    CHECK(same_bits(vt_log(1.0), 0.0), "log(1) = +0");
+    CHECK(ulp_dist(vt_log(0x1p-1074), log(0x1p-1074)) <= 1, "log(min subnormal)");
+    CHECK(ulp_dist(vt_log(DBL_MAX), log(DBL_MAX)) <= 1, "log(DBL_MAX)");
+    CHECK(ulp_dist(vt_log(0x1p-149), log(0x1p-149)) <= 1, "log(2^-149)");
+    CHECK(vt_log(2.0) == log(2.0), "log(2)");
+}
+
+/* ------------------------------------------------------------ exact dot */
+
+static void test_dot_exact(void)
+{
+    float a[8], b[8];
+    for (int i = 0; i < 8; i++) b[i] = 1.0f;
+    a[0] = 1e30f, a[1] = 1.0f, a[2] = -1e30f;
+    CHECK(vt_dot_exact(3, a, 1, b, 1) == 1.0, "cancellation");
+    a[0] = 1.0f, a[1] = 0x1p-53f;
+    CHECK(vt_dot_exact(2, a, 1, b, 1) == 1.0, "tie to even (down)");
+    a[0] = 1.0f + 0x1p-23f, a[1] = 0x1p-53f;
+    CHECK(vt_dot_exact(2, a, 1, b, 1) == 1.0 + 0x1p-23 , "exact sum representable");
+    a[0] = 1.0f, a[1] = 0x1p-52f, a[2] = 0x1p-53f;
+    CHECK(vt_dot_exact(3, a, 1, b, 1) == 1.0 + 0x1p-51, "tie to even (up)");
+    a[0] = 1.0f, a[1] = 0x1p-53f, a[2] = 0x1p-120f;
+    CHECK(vt_dot_exact(3, a, 1, b, 1) == 1.0 + 0x1p-52, "above the tie via sticky bits");
+    a[0] = -1.0f, a[1] = -0x1p-53f, a[2] = -0x1p-120f;
+    CHECK(vt_dot_exact(3, a, 1, b, 1) == -(1.0 + 0x1p-52), "negative");
+    a[0] = 0x1p-149f, b[0] = 0x1p-149f;
+    CHECK(vt_dot_exact(1, a, 1, b, 1) == 0x1p-298, "smallest product");
+    a[0] = FLT_MAX, b[0] = FLT_MAX, a[1] = FLT_MAX, b[1] = FLT_MAX;
+    CHECK(vt_dot_exact(2, a, 1, b, 1) == 2.0 * (double)FLT_MAX * (double)FLT_MAX, "largest products");
+    a[0] = INFINITY, b[0] = 1.0f;
+    CHECK(vt_dot_exact(1, a, 1, b, 1) == INFINITY, "inf");
+    CHECK(vt_dot_exact(0, a, 1, b, 1) == 0.0, "empty");
+    b[0] = 1.0f;
+    /* [x, -x shuffled, t] sums to t exactly; any permutation gives the same bits */
+    for (int rep = 0; rep < 20; rep++) {
+        size_t n = 1 + rnd_below(5000);
+        float *x = xmalloc((2 * n + 1) * sizeof(float)), *y = xmalloc((2 * n + 1) * sizeof(float));
+        for (size_t i = 0; i < n; i++) {
+            x[i] = gen_value((int)(rep % D_KINDS));
+            y[i] = gen_value(D_WIDE);
+            x[n + i] = -x[i];
+            y[n + i] = y[i];
+        }
+        for (size_t i = 2 * n; i-- > 1;) {
+            size_t j = rnd_below(i + 1);
+            float t1 = x[i], t2 = y[i];
+            x[i] = x[j], y[i] = y[j], x[j] = t1, y[j] = t2;
+        }
+        x[2 * n] = (float)vt_rng_normal(&R), y[2 * n] = 0x1p-100f;
+        double want = (double)x[2 * n] * 0x1p-100;
+        CHECK(vt_dot_exact(2 * n + 1, x, 1, y, 1) == want, "exact cancellation n=%zu", n);
+        CHECK(vt_dot_exact(2 * n, x, 1, y, 1) == 0.0 && !signbit(vt_dot_exact(2 * n, x, 1, y, 1)), "zero");
+        free(x);
+        free(y);
+    }
+    /* against long double where long double is exact: small integer products */
+    long double acc = 0;
+    float *x = xmalloc(1600 * sizeof(float)), *y = xmalloc(1600 * sizeof(float));
+    for (int i = 0; i < 1000; i++) {
+        x[i] = (float)((int)rnd_below(1 << 20) - (1 << 19));
+        y[i] = (float)((int)rnd_below(1 << 20) - (1 << 19));
+        acc += (long double)x[i] * y[i];
+    }
+    CHECK(vt_dot_exact(1000, x, 1, y, 1) == (double)acc, "integer dot");
+    for (int i = 1000; i < 1600; i++) x[i] = y[i] = 1.0f;
+    /* strides */
+    {
+        float xs[500], ys[500];
+        acc = 0;
+        for (int i = 0; i < 500; i++) {
+            xs[i] = x[2 * i], ys[i] = y[3 * i + 1];
+            acc += (long double)xs[i] * ys[i];
+        }
+        CHECK(vt_dot_exact(500, x, 2, y + 1, 3) == (double)acc && vt_dot_exact(500, xs, 1, ys, 1) == (double)acc,
+              "strided");
+    }
+    free(x);
+    free(y);
+}
+
+/* ------------------------------------------------- elementwise, optimisers */
+
+static void test_elementwise(void)
+{
+    const size_t M = 13, N = 17, n = M * N;
+    float *X = xmalloc(n * sizeof(float)), *bias = xmalloc(N * sizeof(float)), *dy = xmalloc(n * sizeof(float));
+    double *Y = xmalloc(n * sizeof(double));
+    for (size_t i = 0; i < n; i++) {
+        X[i] = gen_value(i % 3 == 0 ? D_ZEROS : D_WIDE);
+        dy[i] = gen_value(D_NORMAL);
+    }
+    X[0] = -0.0f;
+    X[1] = NAN;
+    X[2] = 0x1p-149f;
+    for (size_t j = 0; j < N; j++) bias[j] = gen_value(D_NORMAL);
+    bias[0] = -0.0f;
+    int bad = 0;
+    vt_bias_add(M, N, X, bias, Y);
+    for (size_t i = 0; i < M; i++)
+        for (size_t j = 0; j < N; j++)
+            if (!same_bits(Y[i * N + j], (double)X[i * N + j] + (double)bias[j])) bad++;
+    CHECK(bad == 0, "bias_add");
+    vt_relu(n, X, Y);
+    bad = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!same_bits(Y[i], X[i] > 0 ? (double)X[i] : 0.0) || (Y[i] == 0 && signbit(Y[i]))) bad++;
+    CHECK(bad == 0, "relu");
+    CHECK(same_bits(Y[0], 0.0) && same_bits(Y[1], 0.0) && Y[2] == 0x1p-149, "relu(-0, nan, tiny)");
+    vt_relu_backward(n, X, dy, Y);
+    bad = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!same_bits(Y[i], X[i] > 0 ? (double)dy[i] : 0.0)) bad++;
+    CHECK(bad == 0, "relu_backward");
+
+    /* optimisers against the formulas written out */
+    float *w = xmalloc(n * sizeof(float)), *g = xmalloc(n * sizeof(float)), *v = xmalloc(n * sizeof(float));
+    float *m = xmalloc(n * sizeof(float));
+    double *o1 = xmalloc(n * sizeof(double)), *o2 = xmalloc(n * sizeof(double));
+    for (size_t i = 0; i < n; i++) {
+        w[i] = (float)vt_rng_normal(&R);
+        g[i] = (float)(0.01 * vt_rng_normal(&R));
+        v[i] = (float)(0.001 * vt_rng_uniform(&R));
+        m[i] = (float)(0.01 * vt_rng_normal(&R));
+    }
+    const double mu = 0.9, wd = 5e-4, lr = 0.01, b1 = 0.9, b2 = 0.999, eps = 1e-8;
+    vt_sgd_velocity(n, w, g, m, mu, wd, o1);
+    bad = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!same_bits(o1[i], mu * (double)m[i] + ((double)g[i] + wd * (double)w[i]))) bad++;
+    CHECK(bad == 0, "sgd_velocity");
+    vt_sgd_apply(n, w, m, lr, o1);
+    bad = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!same_bits(o1[i], (double)w[i] - lr * (double)m[i])) bad++;
+    CHECK(bad == 0, "sgd_apply");
+    vt_adam_moments(n, g, m, v, b1, b2, o1, o2);
+    bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!same_bits(o1[i], b1 * (double)m[i] + (1 - b1) * (double)g[i])) bad++;
+        if (!same_bits(o2[i], b2 * (double)v[i] + (1 - b2) * (double)g[i] * (double)g[i])) bad++;
+    }
+    CHECK(bad == 0, "adam_moments");
+    static const uint64_t ts[] = {1, 2, 3, 10, 1000, 123457};
+    for (size_t k = 0; k < sizeof ts / sizeof ts[0]; k++) {
+        uint64_t t = ts[k];
+        /* b^t by square-and-multiply, low bit first */
+        double p1 = 1, x1 = b1, p2 = 1, x2 = b2;
+        for (uint64_t e = t; e; e >>= 1) {
+            if (e & 1) p1 *= x1, p2 *= x2;
+            if (e >> 1) x1 *= x1, x2 *= x2;
+        }
+        CHECK(fabs(p1 - pow(b1, (double)t)) <= 1e-12 * pow(b1, (double)t) + 1e-300, "b1^t");
+        vt_adam_apply(n, w, m, v, lr, b1, b2, eps, t, o1);
+        bad = 0;
+        for (size_t i = 0; i < n; i++) {
+            double want = (double)w[i] - lr * ((double)m[i] / (1 - p1)) / (sqrt((double)v[i] / (1 - p2)) + eps);
+            if (!same_bits(o1[i], want)) bad++;
+        }
+        CHECK(bad == 0, "adam_apply t=%llu", (unsigned long long)t);
+    }
+    free(w), free(g), free(v), free(m), free(o1), free(o2);
+    free(X), free(bias), free(dy), free(Y);
+}
+
+/* ------------------------------------------------------ argument errors */
+
+static void test_errors(void)
+{
+    vt_exec e;
+    vt_exec_init(&e, VT_ORDER_FORWARD, PROVABLE, 1);
+    float a[4] = {1, 2, 3, 4}, b[4] = {1, 2, 3, 4};
+    double c[4], rn[2], cn[2], bb[4], loss;
+    vt_bounds bd;
+    CHECK(vt_gemm(&e, 0, 0, 2, 2, 2, NULL, b, c, rn, cn, &bd) == VT_ERR_ARG, "gemm NULL A");
+    CHECK(vt_gemm(&e, 0, 0, 2, 2, 2, a, b, c, NULL, cn, &bd) == VT_ERR_ARG, "gemm NULL norms");
+    CHECK(vt_gemm(&e, 0, 0, 2, 2, 2, a, b, c, rn, cn, NULL) == VT_ERR_ARG, "gemm NULL bounds");
+    CHECK(vt_gemm(&e, 2, 0, 2, 2, 2, a, b, c, rn, cn, &bd) == VT_ERR_ARG, "gemm transA=2");
+    CHECK(vt_gemm(&e, 0, -1, 2, 2, 2, a, b, c, rn, cn, &bd) == VT_ERR_ARG, "gemm transB=-1");
+    CHECK(vt_gemm(&e, 0, 0, 0, 2, 2, a, b, c, rn, cn, &bd) == VT_ERR_ARG, "gemm M=0");
+    CHECK(vt_gemm(&e, 0, 0, 2, 2, 0, a, b, c, rn, cn, &bd) == VT_ERR_ARG, "gemm K=0");
+    CHECK(vt_gemm(&e, 0, 0, 1, 1, (size_t)VT_MAX_REDUCTION + 1, a, b, c, rn, cn, &bd) == VT_ERR_LIMIT, "gemm K limit");
+    CHECK(vt_gemm_plain(&e, 0, 0, 1, 1, (size_t)VT_MAX_REDUCTION + 1, a, b, c) == VT_ERR_LIMIT, "plain K limit");
+    CHECK(vt_gemm(&e, 0, 0, SIZE_MAX / 2, SIZE_MAX / 2, 2, a, b, c, rn, cn, &bd) == VT_ERR_LIMIT, "gemm overflow");
+    CHECK(vt_gemm_plain(&e, 0, 0, 2, 2, 2, a, b, NULL) == VT_ERR_ARG, "plain NULL C");
+    CHECK(vt_colsum(&e, 0, 2, a, c, bb, &bd) == VT_ERR_ARG, "colsum M=0");
+    CHECK(vt_rowsum(&e, 2, 2, NULL, c, bb, &bd) == VT_ERR_ARG, "rowsum NULL");
+    CHECK(vt_colsum(&e, (size_t)VT_MAX_REDUCTION + 1, 1, a, c, bb, &bd) == VT_ERR_LIMIT, "colsum limit");
+    CHECK(vt_rowsum(&e, 1, (size_t)VT_MAX_REDUCTION + 1, a, c, bb, &bd) == VT_ERR_LIMIT, "rowsum limit");
+    CHECK(vt_softmax(&e, 0, 2, a, c, bb, &bd) == VT_ERR_ARG, "softmax N=0");
+    CHECK(vt_softmax(&e, 2, 2, a, c, NULL, &bd) == VT_ERR_ARG, "softmax NULL b");
+    uint8_t y[2] = {0, 2};
+    float P[4] = {0.5f, 0.5f, 0.25f, 0.75f};
+    CHECK(vt_xent_loss(&e, 2, 2, P, y, &loss, bb, &bd) == VT_ERR_ARG, "xent label >= C");
+    y[1] = 1;
+    CHECK_OK(vt_xent_loss(&e, 2, 2, P, y, &loss, bb, &bd));
+    CHECK(vt_xent_loss(&e, 2, 2, P, NULL, &loss, bb, &bd) == VT_ERR_ARG, "xent NULL labels");
+    CHECK(vt_gemm(NULL, 0, 0, 2, 2, 2, a, b, c, rn, cn, &bd) == VT_ERR_ARG, "NULL executor");
+    e.order = (vt_order)99;
+    CHECK(vt_gemm(&e, 0, 0, 2, 2, 2, a, b, c, rn, cn, &bd) == VT_ERR_ARG, "bad order");
+    CHECK(vt_colsum(&e, 2, 2, a, c, bb, &bd) == VT_ERR_ARG, "bad order (sum)");
+    vt_exec_free(&e);
+    vt_exec_free(&e); /* idempotent */
+
+    for (int o = 0; o < VT_ORDER_COUNT; o++) {
+        vt_order p;
+        CHECK(vt_order_parse(vt_order_name((vt_order)o), &p) == VT_OK && p == (vt_order)o, "order name round trip");
+    }
+    vt_order p;
+    CHECK(vt_order_parse("bogus", &p) == VT_ERR_ARG, "unknown order");
+    CHECK(vt_order_parse(NULL, &p) == VT_ERR_ARG, "NULL order name");
+    CHECK(strcmp(vt_order_name((vt_order)42), "unknown") == 0, "name of an invalid order");
+
+    /* the probabilistic mode runs (its bound is smaller than the provable one) */
+    vt_bound_cfg prob = {VT_BOUND_PROBABILISTIC, 0.0};
+    vt_exec e2, e3;
+    vt_exec_init(&e2, VT_ORDER_BLAS, prob, 1);
+    vt_exec_init(&e3, VT_ORDER_BLAS, PROVABLE, 1);
+    float A[2 * 4096], B[4096 * 2];
+    for (int i = 0; i < 2 * 4096; i++) A[i] = (float)vt_rng_normal(&R), B[i] = (float)vt_rng_normal(&R);
+    double C2[4], r2[2], c2[2];
+    vt_bounds b2, b3;
+    CHECK_OK(vt_gemm(&e2, 0, 0, 2, 2, 4096, A, B, C2, r2, c2, &b2));
+    CHECK_OK(vt_gemm(&e3, 0, 0, 2, 2, 4096, A, B, C2, r2, c2, &b3));
+    CHECK(b2.coef > 0 && b2.coef < b3.coef, "probabilistic coef %g < provable %g", b2.coef, b3.coef);
+    vt_exec_free(&e2);
+    vt_exec_free(&e3);
+}
+
+int main(void)
+{
+    R.s = vt_test_seed(20240611);
+    test_math();
+    test_dot_exact();
+    test_elementwise();
+    test_errors();
+    test_pairwise_tree();
+    test_sums();
+    test_softmax();
+    test_xent();
+    test_gemm();
+    free(res_a);
+    free(res_b);
+    return vt_test_finish("test_kernels");
+}

@@ -1,0 +1,210 @@
+#include "vt_train.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/vt_bytes.h"
+#include "../common/vt_cli.h"
+#include "../data/vt_data.h"
+#include "../merkle/vt_merkle.h"
+#include "../merkle/vt_sign.h"
+#include "../model/vt_model.h"
+#include "../rounding_log/vt_rlog.h"
+#include "../store/vt_store.h"
+
+void vt_recipe_dataset_spec(const vt_recipe *rc, char *buf, size_t cap)
+{
+    if (rc->subset)
+        snprintf(buf, cap, "%s:%llu", rc->dataset, (unsigned long long)rc->subset);
+    else
+        snprintf(buf, cap, "%s", rc->dataset);
+}
+
+typedef struct {
+    vt_store *st;
+    vt_dataset ds;
+    vt_model m;
+    vt_merkle tree;
+    vt_keypair kp;
+    vt_steplog log;
+    char *manifest;
+} train_ctx;
+
+static void ctx_free(train_ctx *t)
+{
+    vt_store_close(t->st);
+    vt_data_free(&t->ds);
+    vt_model_free(&t->m);
+    vt_merkle_free(&t->tree);
+    vt_keypair_wipe(&t->kp);
+    vt_steplog_free(&t->log);
+    free(t->manifest);
+}
+
+/* Commit one step (record, log, leaf, and a checkpoint when due). */
+static vt_err commit_step(train_ctx *t, const vt_recipe *rc, uint64_t s, float loss, vt_train_result *res)
+{
+    uint8_t *blob = NULL;
+    size_t blen = 0;
+    vt_step_rec rec;
+    memset(&rec, 0, sizeof rec);
+    rec.step = s;
+    memcpy(&rec.loss_bits, &loss, 4);
+    VT_FORWARD_IF_ERROR(vt_steplog_encode(&t->log, rc->zstd_level, &blob, &blen, rec.log_hash));
+    int ckpt = s % rc->checkpoint_every == 0 || s == rc->steps;
+    rec.has_state = ckpt || s % rc->state_hash_every == 0;
+    rec.log_entries = vt_steplog_total_entries(&t->log);
+    vt_err e = VT_OK;
+    if (rec.has_state) e = vt_model_state_hash(&t->m, rec.state_hash);
+    if (!e) e = vt_step_leaf(s, rec.state_hash, rec.has_state, rec.log_hash, rec.leaf);
+    if (!e) e = vt_store_put_step(t->st, &rec, blob, blen);
+    free(blob);
+    VT_FORWARD_IF_ERROR(e);
+    VT_FORWARD_IF_ERROR(vt_merkle_append(&t->tree, rec.leaf));
+    if (ckpt) VT_FORWARD_IF_ERROR(vt_store_put_checkpoint(t->st, s, t->m.state, t->m.n_state, rc->zstd_level));
+    res->log_entries += rec.log_entries;
+    res->log_bytes += blen;
+    return VT_OK;
+}
+
+/* Resume: keep the steps up to the last checkpoint, reload it, rebuild the tree. */
+static vt_err resume_run(train_ctx *t, uint64_t *start, vt_train_result *res)
+{
+    uint64_t *cks = NULL;
+    size_t nck = 0, count = 0;
+    uint64_t cnt;
+    VT_FORWARD_IF_ERROR(vt_store_step_count(t->st, &cnt));
+    count = (size_t)cnt;
+    VT_FORWARD_IF_ERROR(vt_store_list_checkpoints(t->st, &cks, &nck));
+    uint64_t ck = 0;
+    int found = 0;
+    for (size_t i = 0; i < nck; i++)
+        if (cks[i] < count) ck = cks[i], found = 1;
+    free(cks);
+    VT_RETURN_ERROR_IF(!found, VT_ERR_FORMAT, "cannot resume: the run has no checkpoint");
+    VT_FORWARD_IF_ERROR(vt_store_truncate(t->st, ck));
+    float *state = NULL;
+    VT_FORWARD_IF_ERROR(vt_store_get_checkpoint(t->st, ck, t->m.n_state, &state));
+    vt_err e = vt_model_set_state(&t->m, ck, state, t->m.n_state);
+    free(state);
+    VT_FORWARD_IF_ERROR(e);
+    for (uint64_t s = 0; s <= ck; s++) {
+        vt_step_rec rec;
+        VT_FORWARD_IF_ERROR(vt_store_get_step(t->st, s, &rec));
+        VT_FORWARD_IF_ERROR(vt_merkle_append(&t->tree, rec.leaf));
+        if (s == ck) {
+            uint8_t h[32];
+            VT_FORWARD_IF_ERROR(vt_model_state_hash(&t->m, h));
+            VT_RETURN_ERROR_IF(!rec.has_state || memcmp(h, rec.state_hash, 32) != 0, VT_ERR_MISMATCH,
+                               "cannot resume: checkpoint %llu does not match its committed state",
+                               (unsigned long long)ck);
+        }
+    }
+    *start = ck;
+    res->resumed_from = ck;
+    return VT_OK;
+}
+
+static vt_err train(train_ctx *t, const vt_recipe *rc, const vt_train_opts *o, vt_train_result *res)
+{
+    char spec[96];
+    vt_recipe_dataset_spec(rc, spec, sizeof spec);
+    VT_FORWARD_IF_ERROR(vt_recipe_validate(rc));
+    VT_FORWARD_IF_ERROR(vt_sign_init());
+    VT_FORWARD_IF_ERROR(vt_sign_read_secret_key(o->key_path, &t->kp));
+    VT_FORWARD_IF_ERROR(vt_data_load(spec, o->data_root, &t->ds));
+    /* The backend is informational: an auditor uses its own. To keep the manifest (and so the
+     * commitment) independent of the trainer's evaluation order, only the device class is recorded. */
+    VT_FORWARD_IF_ERROR(vt_manifest_build(rc, t->ds.hash, "cpu", &t->manifest));
+    size_t mlen = strlen(t->manifest);
+    VT_FORWARD_IF_ERROR(vt_model_init(&t->m, rc, t->ds.n, o->order));
+    vt_merkle_init(&t->tree);
+    vt_steplog_init(&t->log, 0);
+    uint64_t start = 0;
+    if (o->resume) {
+        VT_FORWARD_IF_ERROR(vt_store_open(o->run_dir, 0, &t->st));
+        char *mf = NULL;
+        size_t ml = 0;
+        uint8_t mh[32];
+        VT_FORWARD_IF_ERROR(vt_store_manifest(t->st, &mf, &ml, mh));
+        int same = ml == mlen && memcmp(mf, t->manifest, ml) == 0;
+        free(mf);
+        VT_RETURN_ERROR_IF(!same, VT_ERR_ARG, "cannot resume %s: it was started with another recipe or dataset",
+                           o->run_dir);
+        VT_FORWARD_IF_ERROR(resume_run(t, &start, res));
+    } else {
+        VT_FORWARD_IF_ERROR(vt_store_create(o->run_dir, t->manifest, mlen, &t->st));
+        vt_steplog_reset(&t->log, 0);
+        VT_FORWARD_IF_ERROR(commit_step(t, rc, 0, 0.0f, res));
+    }
+
+    vt_rctx rctx;
+    vt_rctx_init(&rctx, VT_RMODE_RECORD, rc->bound);
+    vt_progress pr;
+    vt_progress_init(&pr, start, rc->steps, o->quiet);
+    double t0 = vt_now();
+    float loss = 0;
+    for (uint64_t s = start + 1; s <= rc->steps; s++) {
+        VT_FORWARD_IF_ERROR(vt_rctx_begin_step(&rctx, s, &t->log));
+        vt_err e = vt_model_step(&t->m, &t->ds, &rctx, &loss);
+        if (e) {
+            vt_progress_end(&pr);
+            if (rctx.fault.code != VT_OK)
+                return vt_set_error(e, "%s [%s]", vt_errmsg(), vt_model_op_name(&t->m, rctx.fault.op_id));
+            return e;
+        }
+        VT_FORWARD_IF_ERROR(vt_rctx_end_step(&rctx));
+        if (o->cheat_flip_step == s) {
+            uint32_t w = vt_f32_bits(t->m.state[0]) ^ 1u;
+            t->m.state[0] = vt_bits_f32(w);
+        }
+        VT_FORWARD_IF_ERROR(commit_step(t, rc, s, loss, res));
+        char extra[48];
+        snprintf(extra, sizeof extra, "loss %.4f", (double)loss);
+        vt_progress_update(&pr, "step", s, extra);
+        if (o->stop_after && s >= o->stop_after) {
+            vt_progress_end(&pr);
+            res->steps = s;
+            res->final_loss = loss;
+            res->seconds = vt_now() - t0;
+            return VT_OK; /* interrupted on purpose: no commitment */
+        }
+    }
+    vt_progress_end(&pr);
+    res->seconds = vt_now() - t0;
+    res->steps = rc->steps;
+    res->final_loss = loss;
+    res->rounded = rctx.stats.rounded;
+
+    /* commitment */
+    vt_commitment c;
+    memset(&c, 0, sizeof c);
+    c.version = 1;
+    char *mf = NULL;
+    size_t ml = 0;
+    VT_FORWARD_IF_ERROR(vt_store_manifest(t->st, &mf, &ml, c.manifest_hash));
+    free(mf);
+    c.step_count = vt_merkle_size(&t->tree);
+    VT_FORWARD_IF_ERROR(vt_merkle_root(&t->tree, c.root));
+    memcpy(c.public_key, t->kp.pk, 32);
+    uint8_t body[VT_COMMITMENT_BODY_LEN];
+    vt_commitment_body(&c, body);
+    VT_FORWARD_IF_ERROR(vt_sign_detached(&t->kp, body, sizeof body, c.signature));
+    char path[4096];
+    vt_store_commitment_path(o->run_dir, path, sizeof path);
+    VT_FORWARD_IF_ERROR(vt_commitment_write(path, &c));
+    memcpy(res->root, c.root, 32);
+    res->committed = 1;
+    return VT_OK;
+}
+
+vt_err vt_train_run(const vt_recipe *rc, const vt_train_opts *o, vt_train_result *res)
+{
+    train_ctx t;
+    memset(&t, 0, sizeof t);
+    memset(res, 0, sizeof *res);
+    vt_err e = train(&t, rc, o, res);
+    ctx_free(&t);
+    return e;
+}

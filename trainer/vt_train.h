@@ -1,0 +1,40 @@
+/* vt_train.h - the trainer's job as a library: train a recipe into a run directory. */
+#ifndef VT_TRAIN_H
+#define VT_TRAIN_H
+
+#include <stdint.h>
+
+#include "../common/vt_error.h"
+#include "../kernels/vt_kernels.h"
+#include "../model/vt_recipe.h"
+
+typedef struct {
+    const char *run_dir;
+    const char *key_path;   /* Ed25519 secret key file (trainer keygen) */
+    const char *data_root;  /* NULL: $VT_DATA_DIR or the repository's data/ */
+    vt_order order;         /* evaluation order of this trainer (default: blas) */
+    int resume;             /* continue an interrupted run from its last checkpoint */
+    int quiet;
+    uint64_t stop_after;    /* testing: stop (without committing) after this step; 0 = never */
+    uint64_t cheat_flip_step; /* testing only (a cheating trainer): flip the lowest bit of the first
+                                 weight right after this step, then carry on and commit; 0 = honest */
+} vt_train_opts;
+
+typedef struct {
+    uint64_t steps;          /* steps in the run */
+    uint64_t resumed_from;   /* checkpoint step resumed from (resume only) */
+    float final_loss;
+    uint64_t log_entries, log_bytes, rounded;
+    double seconds;
+    uint8_t root[32];
+    int committed;           /* 1 when the commitment file was written */
+} vt_train_result;
+
+/* Trains and commits. Errors: VT_ERR_DIVERGED (training diverged: message names step and
+ * operation), VT_ERR_IO/FORMAT/DB (inputs), VT_ERR_ARG (recipe). */
+vt_err vt_train_run(const vt_recipe *rc, const vt_train_opts *o, vt_train_result *res) VT_WARN_UNUSED;
+
+/* The dataset spec "NAME" or "NAME:N" for a recipe (into buf). */
+void vt_recipe_dataset_spec(const vt_recipe *rc, char *buf, size_t cap);
+
+#endif
