@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "vt_kernels.h"
+#include "../common/vt_bytes.h"
 #include "vt_kernels_int.h"
 #include "vt_math.h"
 
@@ -254,13 +255,25 @@ static vt_err vt__sums(vt_exec *e, size_t M, size_t N, const float *X, double *o
         const float *src = cols ? X + o : X + o * N;
         size_t stride = cols ? N : 1;
         double sabs = 0.0;
+        size_t nnz = 0;
+        int emin = 1 << 20;
         for (size_t t = 0; t < n; t++) {
-            double v = (double)src[t * stride];
+            float f = src[t * stride];
+            double v = (double)f;
             x[t] = v;
+            if (v == 0.0) continue;
             sabs += fabs(v);
+            nnz++;
+            int le = vt_f32_lsb_exp(vt_f32_bits(f));
+            if (le < emin) emin = le;
         }
         out[o] = vt__sum(e->order, n, x, perm, keys);
-        b[o] = coef * sabs;
+        /* Adding an exact zero is exact, so only the nnz non-zero terms can err: gamma_(nnz-1);
+         * and when the exactness test holds no addition rounds at all (docs/rounding.md 2.1). */
+        if (nnz <= 1 || vt_sum_is_exact(sabs, emin))
+            b[o] = 0.0;
+        else
+            b[o] = (nnz == n ? coef : vt_bound_coef(&e->bound, (uint64_t)nnz)) * sabs;
     }
     bounds->kind = VT_BOUNDS_ARRAY;
     bounds->b = b;

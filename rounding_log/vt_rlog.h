@@ -45,6 +45,28 @@ double vt_bound_coef(const vt_bound_cfg *cfg, uint64_t n);
  * 0 for the provable mode. */
 double vt_bound_failure_prob(const vt_bound_cfg *cfg, uint64_t n);
 
+/* Exponent of the lowest set bit of a non-zero finite FP32 value (v = odd * 2^result). */
+static inline int vt_f32_lsb_exp(uint32_t bits)
+{
+    uint32_t e = (bits >> 23) & 0xffu, m = bits & 0x7fffffu;
+    if (e == 0) return -149 + __builtin_ctz(m);
+    return (int)e - 150 + __builtin_ctz(m | 0x800000u);
+}
+
+/* Exactness test of a reduction (docs/rounding.md, section 2.1): when every term is a multiple
+ * of 2^emin and sum|t| < 2^(emin+53), every partial sum of every summation tree is a multiple of
+ * 2^emin below 2^(emin+53), hence representable: no addition rounds, the bound is 0.
+ * sabs is the computed sum of |t| (inflated here to cover its own rounding). */
+static inline int vt_sum_is_exact(double sabs, int emin)
+{
+    if (emin > 900 || emin < -1074) return 0;
+    double lim = 1.0;
+    int k = emin + 53; /* 2^k by repeated scaling: exact, no libm */
+    for (; k > 0; k--) lim *= 2.0;
+    for (; k < 0; k++) lim *= 0.5;
+    return sabs * (1.0 + 0x1p-20) < lim;
+}
+
 /* How an operation describes the bounds of its rows x cols outputs (row-major). */
 typedef enum {
     VT_BOUNDS_ZERO = 0,  /* B = 0: exact or deterministic elementwise result */

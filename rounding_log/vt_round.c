@@ -222,21 +222,34 @@ static vt_err fail(vt_rctx *c, vt_err code, uint32_t op, uint64_t index, const v
                         (unsigned long long)c->step, op, (unsigned long long)index, why, x, B);
 }
 
-/* The tight GEMM bound coef * sum_k |a_ik b_kj| (each product exact in FP64). */
-static double tight_bound(const vt_bounds *b, size_t i, size_t j)
+/* The tight GEMM bound c(m) * sum_k |a_ik b_kj| where m is the number of non-zero products:
+ * each product is exact in FP64 and adding an exact zero is exact, so at most m-1 additions
+ * on any path of any summation tree can round (docs/rounding.md, section 2.1). */
+static double tight_bound(const vt_bound_cfg *cfg, const vt_bounds *b, size_t i, size_t j)
 {
     const float *a = b->ta + i * b->ta_si, *bb = b->tb + j * b->tb_sj;
     double s = 0.0;
-    for (size_t k = 0; k < b->K; k++) s += fabs((double)a[k * b->ta_sk] * (double)bb[k * b->tb_sk]);
-    return b->coef * s;
+    uint64_t nnz = 0;
+    int emin = 1 << 20;
+    for (size_t k = 0; k < b->K; k++) {
+        float fa = a[k * b->ta_sk], fb = bb[k * b->tb_sk];
+        double p = fabs((double)fa * (double)fb);
+        if (p == 0.0) continue;
+        s += p;
+        nnz++;
+        int e = vt_f32_lsb_exp(vt_f32_bits(fa)) + vt_f32_lsb_exp(vt_f32_bits(fb)); /* lsb of the exact product */
+        if (e < emin) emin = e;
+    }
+    if (nnz <= 1 || vt_sum_is_exact(s, emin)) return 0.0; /* every order computes the exact sum */
+    return vt_bound_coef(cfg, nnz) * s;
 }
 
 /* The bound of element (i, j) by the specification. */
-static inline double bound_at(const vt_bounds *b, size_t i, size_t j, size_t cols)
+static inline double bound_at(const vt_bound_cfg *cfg, const vt_bounds *b, size_t i, size_t j, size_t cols)
 {
     switch (b->kind) {
     case VT_BOUNDS_ARRAY: return b->b[i * cols + j];
-    case VT_BOUNDS_OUTER: return b->ta ? tight_bound(b, i, j) : b->coef * b->r[i] * b->c[j];
+    case VT_BOUNDS_OUTER: return b->ta ? tight_bound(cfg, b, i, j) : b->coef * b->r[i] * b->c[j];
     default: return 0.0;
     }
 }
@@ -281,7 +294,7 @@ static vt_err record_row(vt_rctx *c, vt_oplog *o, const double *x, const vt_boun
         for (size_t k = 0; k < nb; k++) {
             if (fast_stable(x[j0 + k], Bb[k], &out[j0 + k])) continue;
             if (b->kind == VT_BOUNDS_OUTER && b->ta) { /* screening failed: use the tight bound */
-                Bb[k] = tight_bound(b, i, j0 + k);
+                Bb[k] = tight_bound(&c->bound, b, i, j0 + k);
                 if (fast_stable(x[j0 + k], Bb[k], &out[j0 + k])) continue;
             }
             int logged;
@@ -350,7 +363,7 @@ vt_err vt_round(vt_rctx *c, uint32_t op_id, const double *x, const vt_bounds *b,
         size_t idx = (size_t)e->index;
         VT_FORWARD_IF_ERROR(round_plain(c, op_id, x + done, done, idx - done, out + done));
         size_t i = cols ? idx / cols : 0, j = cols ? idx % cols : 0;
-        double B = bound_at(b, i, j, cols);
+        double B = bound_at(&c->bound, b, i, j, cols);
         vt_err err = vt_round_replay1(x[idx], B, e, &out[idx]);
         if (err) return fail(c, err, op_id, idx, e, x[idx], B);
         c->stats.checked++;
