@@ -181,7 +181,7 @@ static void replay_segment(worker *w)
         if (!e) e = vt_model_step(&m, &a->ds, &rc, &loss);
         if (!e) e = vt_rctx_end_step(&rc);
         if (e) {
-            const char *reason = e == VT_ERR_IMPLAUSIBLE ? "implausible log entry"
+            const char *reason = e == VT_ERR_IMPLAUSIBLE ? (rc.fault.has_entry ? "implausible log entry" : "missing log entry")
                                  : e == VT_ERR_MISMATCH  ? "log mismatch"
                                  : e == VT_ERR_DIVERGED  ? "replay diverged"
                                                          : "local error";
@@ -264,7 +264,10 @@ static int static_checks(audit_ctx *a, vt_store *st, finding *f)
     char *mf = NULL;
     size_t ml = 0;
     uint8_t mh[32], dh[32];
-    if (vt_store_manifest(st, &mf, &ml, mh)) return find_io(f, -1, "run store manifest");
+    vt_err me = vt_store_manifest(st, &mf, &ml, mh);
+    if (me == VT_ERR_MISMATCH)
+        return find_set(f, VT_VERDICT_REJECTED, -1, "manifest mismatch", "%s", vt_errmsg());
+    if (me) return find_io(f, -1, "run store manifest");
     int mismatch = memcmp(mh, a->cm.manifest_hash, 32) != 0;
     vt_err e = mismatch ? VT_OK : vt_manifest_parse(mf, ml, &a->rc, dh);
     free(mf);

@@ -214,9 +214,10 @@ static inline uint32_t vt_f32_key(uint32_t bits)
 }
 
 /* Interval factors of the rules (docs/rounding.md section 3). */
-#define VT_UNSTABLE_K 2.0  /* record: unstable when ends_2 differ */
-#define VT_DIRECTION_K 8.0 /* record: direction entry when ends_8 are adjacent */
-#define VT_REPLAY_K 5.0    /* replay: plausibility window ends_5 */
+#define VT_UNSTABLE_K 5.0   /* record: unstable (logged) when ends_5 differ */
+#define VT_DIRECTION_K 11.0 /* record: direction entry when ends_11 are adjacent */
+#define VT_REPLAY_K 8.0     /* replay: plausibility window ends_8 */
+#define VT_REQUIRED_K 2.0   /* replay: an unlogged element whose ends_2 differ is a missing entry */
 
 /* FP32 results of the two ends of [x - k*Bw, x + k*Bw] with the working bound
  * Bw = B + |x|*2^-50 (0 when B = 0), each end first moved one FP64 step outward
@@ -229,5 +230,8 @@ void vt_round_ends(double x, double B, double k, uint32_t *lo_bits, uint32_t *hi
 vt_err vt_round_record1(double x, double B, float *out, int *logged, vt_log_entry *entry);
 /* Replay rule for one logged element: VT_OK with *out, or VT_ERR_IMPLAUSIBLE. */
 vt_err vt_round_replay1(double x, double B, const vt_log_entry *entry, float *out);
+/* Replay rule for an element without an entry: VT_OK with *out = fl32(x); VT_ERR_IMPLAUSIBLE
+ * ("missing log entry") when ends_2 differ; VT_ERR_DIVERGED as for record. */
+vt_err vt_round_replay_unlogged1(double x, double B, float *out);
 
 #endif

@@ -5,12 +5,13 @@
  *   ends_k(x,B) = ( fl32(down(x - k*Bw)), fl32(up(x + k*Bw)) ), where down/up move the FP64
  *   result one step outward (so the computed interval contains the exact one) and
  *   B = 0 gives the degenerate interval [x, x].
- *   record: unstable  <=> ends_2 differ.  An unstable element gets a direction entry
- *           when ends_8 are adjacent FP32 values (exactly one boundary inside), else
+ *   record: unstable  <=> ends_5 differ.  An unstable element gets a direction entry
+ *           when ends_11 are adjacent FP32 values (exactly one boundary inside), else
  *           a value entry holding fl32(x).
- *   replay: a direction entry is plausible when ends_5 of the replayer's own (x', B')
+ *   replay: a direction entry is plausible when ends_8 of the replayer's own (x', B')
  *           are adjacent; the result is the lower or upper one.  A value entry is
- *           plausible when it is finite and lies within ends_5.  Unlogged elements
+ *           plausible when it is finite and lies within ends_8.  An element without an
+ *           entry whose ends_2 differ is a missing entry (the trainer logs out to 5W).  Unlogged elements
  *           round to nearest.
  * The fast path below is a conservative filter: an element it calls stable is stable
  * by the specification (proof in docs/rounding.md, "fast path").
@@ -115,7 +116,7 @@ vt_err vt_round_replay1(double x, double B, const vt_log_entry *entry, float *ou
     vt_round_ends(x, B, VT_REPLAY_K, &lo, &hi);
     if (!entry->is_value) {
         VT_RETURN_ERROR_IF(vt_f32_key(hi) - vt_f32_key(lo) != 1, VT_ERR_IMPLAUSIBLE,
-                           "direction entry, but no single rounding boundary lies within 5B of our value");
+                           "direction entry, but no single rounding boundary lies within 8B of our value");
         v = entry->up ? hi : lo;
         VT_RETURN_ERROR_IF(!bits_finite(v), VT_ERR_IMPLAUSIBLE, "direction entry leads beyond FP32 range");
     } else {
@@ -123,15 +124,30 @@ vt_err vt_round_replay1(double x, double B, const vt_log_entry *entry, float *ou
         VT_RETURN_ERROR_IF(!bits_finite(v), VT_ERR_IMPLAUSIBLE, "value entry is not a finite FP32 value");
         uint32_t kv = vt_f32_key(v);
         VT_RETURN_ERROR_IF(kv < vt_f32_key(lo) || kv > vt_f32_key(hi), VT_ERR_IMPLAUSIBLE,
-                           "value entry lies outside [x - 5B, x + 5B] of our value");
+                           "value entry lies outside [x - 8B, x + 8B] of our value");
     }
     *out = vt_bits_f32(v);
     return VT_OK;
 }
 
+vt_err vt_round_replay_unlogged1(double x, double B, float *out)
+{
+    VT_FORWARD_IF_ERROR(check_inputs(x, B));
+    uint32_t r = f32_of(x), lo, hi;
+    vt_round_ends(x, B, VT_REQUIRED_K, &lo, &hi);
+    VT_RETURN_ERROR_IF(lo != hi, VT_ERR_IMPLAUSIBLE,
+                       "missing log entry: a rounding boundary lies within 2B of our value, so the trainer's rule "
+                       "(boundaries within 5B) must have logged this element");
+    VT_RETURN_ERROR_IF(!bits_finite(r), VT_ERR_DIVERGED, "result %.17g is beyond FP32 range", x);
+    *out = vt_bits_f32(r);
+    return VT_OK;
+}
+
 /* Conservative fast stability filter, branch-free so that it vectorises.
- * Returns 1 when the element is certainly stable (then out = fl32(x)). */
-static inline int fast_stable(double x, double B, float *out)
+ * Returns 1 when ends_k(x, B) certainly round alike (then out = fl32(x)); k is 2 or 5.
+ * slop: |x| * 2^-slop_exp dominates k * |x| * 2^-50 (the working bound's extra) plus the
+ * rounding and outward step of the interval ends (docs/rounding.md, section 5). */
+static inline int fast_stable_k(double x, double B, double k, double slop, float *out)
 {
     float r = (float)x;
     double d = (double)r;
@@ -145,11 +161,14 @@ static inline int fast_stable(double x, double B, float *out)
     memcpy(&h, &hb, 8);
     h = (db & 0x000fffffffffffffULL) ? h : 0.5 * h;
     double ad = fabs(d);
-    /* 2*Bw + |x|*2^-49 = 2B + |x|*2^-48 */
-    double lhs = (e + 2.0 * B + fabs(x) * 0x1p-48) * (1.0 + 0x1p-40);
+    double lhs = (e + k * B + fabs(x) * slop) * (1.0 + 0x1p-40);
     *out = r;
     return (lhs < h) & (ad >= 0x1p-126) & (ad <= (double)FLT_MAX) & (B >= 0);
 }
+
+/* record: ends_5 (5|x|2^-50 + slop < |x| 2^-47); replay completeness: ends_2 (< |x| 2^-48) */
+static inline int fast_stable_record(double x, double B, float *out) { return fast_stable_k(x, B, 5.0, 0x1p-47, out); }
+static inline int fast_stable_required(double x, double B, float *out) { return fast_stable_k(x, B, 2.0, 0x1p-48, out); }
 
 /* --------------------------------------------------------------- context */
 
@@ -254,8 +273,8 @@ static inline double bound_at(const vt_bound_cfg *cfg, const vt_bounds *b, size_
     }
 }
 
-/* Rounding without any possible entry (B = 0, or replay of an unlogged element). */
-static vt_err round_plain(vt_rctx *c, uint32_t op, const double *x, size_t base, size_t n, float *out)
+/* Rounding without any possible entry (B = 0). */
+static vt_err round_plain(vt_rctx *c, uint32_t op, const double *x, size_t n, float *out)
 {
     int bad = 0;
     for (size_t k = 0; k < n; k++) {
@@ -267,17 +286,44 @@ static vt_err round_plain(vt_rctx *c, uint32_t op, const double *x, size_t base,
     for (size_t k = 0; k < n; k++)
         if (!isfinite(out[k])) {
             vt_set_error(VT_ERR_DIVERGED, isnan(x[k]) ? "result is NaN" : "result is beyond FP32 range");
-            return fail(c, VT_ERR_DIVERGED, op, base + k, NULL, x[k], 0.0);
+            return fail(c, VT_ERR_DIVERGED, op, k, NULL, x[k], 0.0);
         }
     return VT_OK;
 }
 
+/* Exact rule for an element the fast filter did not clear. Record: may produce an entry.
+ * Replay without an entry: the element must not be unstable within 2W of our value, or the
+ * trainer (whose rule logs every boundary within 5W) omitted an entry. */
+static vt_err slow_element(vt_rctx *c, vt_oplog *o, double x, double B, uint64_t idx, float *out)
+{
+    if (c->mode == VT_RMODE_RECORD) {
+        int logged;
+        vt_log_entry e;
+        vt_err err = vt_round_record1(x, B, out, &logged, &e);
+        if (err) return fail(c, err, o->op_id, idx, NULL, x, B);
+        if (!logged) return VT_OK;
+        e.index = idx;
+        VT_FORWARD_IF_ERROR(vt_oplog_push(o, e));
+        if (e.is_value)
+            c->stats.logged_val++;
+        else
+            c->stats.logged_dir++;
+        return VT_OK;
+    }
+    vt_err err = vt_round_replay_unlogged1(x, B, out);
+    return err ? fail(c, err, o->op_id, idx, NULL, x, B) : VT_OK;
+}
+
 #define VT_BLOCK 64
 
-static vt_err record_row(vt_rctx *c, vt_oplog *o, const double *x, const vt_bounds *b, size_t i, size_t cols,
-                         float *out)
+/* One row of an operation with bounds: the fast filter clears blocks; the rest go through the
+ * tight bound (GEMM) and the exact rule. In replay, entries (cursor *ek into o) are applied. */
+static vt_err round_row(vt_rctx *c, vt_oplog *o, uint64_t *ek, const double *x, const vt_bounds *b, size_t i,
+                        size_t cols, float *out)
 {
+    const int rec = c->mode == VT_RMODE_RECORD;
     double Bb[VT_BLOCK];
+    const uint64_t row0 = (uint64_t)i * cols;
     for (size_t j0 = 0; j0 < cols; j0 += VT_BLOCK) {
         size_t nb = cols - j0 < VT_BLOCK ? cols - j0 : VT_BLOCK;
         if (b->kind == VT_BOUNDS_OUTER) {
@@ -288,28 +334,39 @@ static vt_err record_row(vt_rctx *c, vt_oplog *o, const double *x, const vt_boun
         } else {
             memcpy(Bb, b->b + i * cols + j0, nb * sizeof(double));
         }
+        /* entries of this block (replay) */
+        uint64_t blk_end = row0 + j0 + nb;
+        int has_entry = !rec && *ek < o->n_entries && o->e[*ek].index < blk_end;
         int ok = 1;
-        for (size_t k = 0; k < nb; k++) ok &= fast_stable(x[j0 + k], Bb[k], &out[j0 + k]);
-        if (ok) continue;
+        if (rec)
+            for (size_t k = 0; k < nb; k++) ok &= fast_stable_record(x[j0 + k], Bb[k], &out[j0 + k]);
+        else
+            for (size_t k = 0; k < nb; k++) ok &= fast_stable_required(x[j0 + k], Bb[k], &out[j0 + k]);
+        if (ok && !has_entry) continue;
         for (size_t k = 0; k < nb; k++) {
-            if (fast_stable(x[j0 + k], Bb[k], &out[j0 + k])) continue;
-            if (b->kind == VT_BOUNDS_OUTER && b->ta) { /* screening failed: use the tight bound */
-                Bb[k] = tight_bound(&c->bound, b, i, j0 + k);
-                if (fast_stable(x[j0 + k], Bb[k], &out[j0 + k])) continue;
-            }
-            int logged;
-            vt_log_entry e;
-            vt_err err = vt_round_record1(x[j0 + k], Bb[k], &out[j0 + k], &logged, &e);
-            uint64_t idx = (uint64_t)i * cols + j0 + k;
-            if (err) return fail(c, err, o->op_id, idx, NULL, x[j0 + k], Bb[k]);
-            if (logged) {
-                e.index = idx;
-                VT_FORWARD_IF_ERROR(vt_oplog_push(o, e));
-                if (e.is_value)
+            uint64_t idx = row0 + j0 + k;
+            if (!rec && *ek < o->n_entries && o->e[*ek].index == idx) {
+                const vt_log_entry *e = &o->e[(*ek)++];
+                double B = bound_at(&c->bound, b, i, j0 + k, cols);
+                vt_err err = vt_round_replay1(x[j0 + k], B, e, &out[j0 + k]);
+                if (err) return fail(c, err, o->op_id, idx, e, x[j0 + k], B);
+                c->stats.checked++;
+                if (e->is_value)
                     c->stats.logged_val++;
                 else
                     c->stats.logged_dir++;
+                continue;
             }
+            int st = rec ? fast_stable_record(x[j0 + k], Bb[k], &out[j0 + k])
+                         : fast_stable_required(x[j0 + k], Bb[k], &out[j0 + k]);
+            if (st) continue;
+            if (b->kind == VT_BOUNDS_OUTER && b->ta) { /* screening failed: use the tight bound */
+                Bb[k] = tight_bound(&c->bound, b, i, j0 + k);
+                st = rec ? fast_stable_record(x[j0 + k], Bb[k], &out[j0 + k])
+                         : fast_stable_required(x[j0 + k], Bb[k], &out[j0 + k]);
+                if (st) continue;
+            }
+            VT_FORWARD_IF_ERROR(slow_element(c, o, x[j0 + k], Bb[k], idx, &out[j0 + k]));
         }
     }
     return VT_OK;
@@ -327,51 +384,47 @@ vt_err vt_round(vt_rctx *c, uint32_t op_id, const double *x, const vt_bounds *b,
     VT_RETURN_ERROR_IF(b->kind == VT_BOUNDS_ARRAY && !b->b, VT_ERR_ARG, "array bounds need b");
     uint64_t n = (uint64_t)rows * cols;
 
+    vt_oplog *o;
     if (c->mode == VT_RMODE_RECORD) {
         VT_RETURN_ERROR_IF(c->log->n_ops && c->log->ops[c->log->n_ops - 1].op_id >= op_id, VT_ERR_ARG,
                            "operation ids must increase within a step (%u after %u)", op_id,
                            c->log->ops[c->log->n_ops - 1].op_id);
-        vt_oplog *o;
         VT_FORWARD_IF_ERROR(vt_steplog_add_op(c->log, op_id, n, &o));
-        c->stats.rounded += n;
-        if (b->kind == VT_BOUNDS_ZERO) return round_plain(c, op_id, x, 0, (size_t)n, out);
-        for (size_t i = 0; i < rows; i++)
-            VT_FORWARD_IF_ERROR(record_row(c, o, x + i * cols, b, i, cols, out + i * cols));
+    } else {
+        if (c->cursor >= c->log->n_ops) {
+            vt_set_error(VT_ERR_MISMATCH, "the log has no record for this operation");
+            return fail(c, VT_ERR_MISMATCH, op_id, 0, NULL, 0.0, 0.0);
+        }
+        o = &c->log->ops[c->cursor];
+        if (o->op_id != op_id || o->n_elems != n) {
+            vt_set_error(VT_ERR_MISMATCH, "the log's next record is for operation %u with %llu elements, not %llu",
+                         o->op_id, (unsigned long long)o->n_elems, (unsigned long long)n);
+            return fail(c, VT_ERR_MISMATCH, op_id, 0, NULL, 0.0, 0.0);
+        }
+        c->cursor++;
+        for (uint64_t k = 0; k < o->n_entries; k++)
+            if (o->e[k].index >= n || (k && o->e[k].index <= o->e[k - 1].index)) {
+                vt_set_error(VT_ERR_MISMATCH, "log entries out of order or out of range");
+                return fail(c, VT_ERR_MISMATCH, op_id, o->e[k].index, &o->e[k], 0.0, 0.0);
+            }
+    }
+    c->stats.rounded += n;
+    if (b->kind == VT_BOUNDS_ZERO && (c->mode == VT_RMODE_RECORD || o->n_entries == 0))
+        return round_plain(c, op_id, x, (size_t)n, out);
+    uint64_t ek = 0;
+    if (b->kind == VT_BOUNDS_ZERO) {
+        /* replay of an exact operation that carries entries: only a value entry equal to our
+         * own result is plausible (harmless); anything else is rejected by the replay rule */
+        VT_FORWARD_IF_ERROR(round_plain(c, op_id, x, (size_t)n, out));
+        for (uint64_t k = 0; k < o->n_entries; k++) {
+            const vt_log_entry *e = &o->e[k];
+            vt_err err = vt_round_replay1(x[e->index], 0.0, e, &out[e->index]);
+            if (err) return fail(c, err, op_id, e->index, e, x[e->index], 0.0);
+            c->stats.checked++;
+            c->stats.logged_val++;
+        }
         return VT_OK;
     }
-
-    /* replay */
-    if (c->cursor >= c->log->n_ops) {
-        vt_set_error(VT_ERR_MISMATCH, "the log has no record for this operation");
-        return fail(c, VT_ERR_MISMATCH, op_id, 0, NULL, 0.0, 0.0);
-    }
-    const vt_oplog *o = &c->log->ops[c->cursor];
-    if (o->op_id != op_id || o->n_elems != n) {
-        vt_set_error(VT_ERR_MISMATCH, "the log's next record is for operation %u with %llu elements, not %llu",
-                     o->op_id, (unsigned long long)o->n_elems, (unsigned long long)n);
-        return fail(c, VT_ERR_MISMATCH, op_id, 0, NULL, 0.0, 0.0);
-    }
-    c->cursor++;
-    c->stats.rounded += n;
-    size_t done = 0;
-    for (uint64_t k = 0; k < o->n_entries; k++) {
-        const vt_log_entry *e = &o->e[k];
-        if (e->index >= n || (k && e->index <= o->e[k - 1].index)) {
-            vt_set_error(VT_ERR_MISMATCH, "log entries out of order or out of range");
-            return fail(c, VT_ERR_MISMATCH, op_id, e->index, e, 0.0, 0.0);
-        }
-        size_t idx = (size_t)e->index;
-        VT_FORWARD_IF_ERROR(round_plain(c, op_id, x + done, done, idx - done, out + done));
-        size_t i = cols ? idx / cols : 0, j = cols ? idx % cols : 0;
-        double B = bound_at(&c->bound, b, i, j, cols);
-        vt_err err = vt_round_replay1(x[idx], B, e, &out[idx]);
-        if (err) return fail(c, err, op_id, idx, e, x[idx], B);
-        c->stats.checked++;
-        if (e->is_value)
-            c->stats.logged_val++;
-        else
-            c->stats.logged_dir++;
-        done = idx + 1;
-    }
-    return round_plain(c, op_id, x + done, done, (size_t)n - done, out + done);
+    for (size_t i = 0; i < rows; i++) VT_FORWARD_IF_ERROR(round_row(c, o, &ek, x + i * cols, b, i, cols, out + i * cols));
+    return VT_OK;
 }

@@ -563,6 +563,12 @@ vt_err vt_store_create(const char *run_dir, const char *manifest, size_t manifes
     }
     if ((e = prepare_all(s))) goto fail;
     if ((e = fsync_dir(run_dir))) goto fail;
+    if (made_dir) {
+        char *parent = dir_of(run_dir);
+        e = parent ? fsync_dir(parent) : vt_set_error(VT_ERR_NOMEM, "out of memory");
+        free(parent);
+        if (e) goto fail;
+    }
     free(ckdir);
     *out = s;
     return VT_OK;
@@ -1068,11 +1074,9 @@ vt_err vt_store_get_checkpoint(vt_store *s, uint64_t step, size_t expected_n, fl
     uint8_t got_hash[VT_HASH_LEN];
     hc_live = 0;
     if ((e = vt_sha256_final(&hc, got_hash))) goto done;
-    if (memcmp(got_hash, want, VT_HASH_LEN) != 0) {
-        e = vt_set_error(VT_ERR_MISMATCH, "checkpoint %llu does not match its recorded hash (%s)",
-                         (unsigned long long)step, path);
-        goto done;
-    }
+    /* Structure first (an unreadable file is VT_ERR_FORMAT), then the hash (a well-formed file
+     * whose bytes differ from the recorded ones is VT_ERR_MISMATCH: it was altered). */
+    int hash_bad = memcmp(got_hash, want, VT_HASH_LEN) != 0;
     if (too_big) {
         e = vt_set_error(VT_ERR_FORMAT, "checkpoint %llu: %s is larger than any checkpoint of %zu values",
                          (unsigned long long)step, path, expected_n);
@@ -1139,6 +1143,11 @@ vt_err vt_store_get_checkpoint(vt_store *s, uint64_t step, size_t expected_n, fl
                              (unsigned long long)step, path, zlen - fsize);
     }
     if (e) goto done;
+    if (hash_bad) {
+        e = vt_set_error(VT_ERR_MISMATCH, "checkpoint %llu does not match its recorded hash (%s)",
+                         (unsigned long long)step, path);
+        goto done;
+    }
     out = malloc(raw_len ? raw_len : 1);
     if (!out) {
         e = vt_set_error(VT_ERR_NOMEM, "out of memory reading checkpoint %llu", (unsigned long long)step);

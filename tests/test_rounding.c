@@ -134,14 +134,19 @@ static void test_plausibility(void)
     /* far from any midpoint: any direction entry is rejected */
     CHECK(vt_round_replay1(1.3, B, &dn, &r) == VT_ERR_IMPLAUSIBLE, "direction far from midpoint rejected");
     CHECK(vt_round_replay1(1.3, B, &up, &r) == VT_ERR_IMPLAUSIBLE, "flipped direction far from midpoint rejected");
-    /* 3B from the midpoint: stable for us (2B), but inside the widened 5B window: accepted both ways */
+    /* 3B from the midpoint: stable for us (2B), but inside the widened 8B window: accepted both ways */
     uint32_t lo, hi;
     vt_round_ends(m + 3 * B, B, 2.0, &lo, &hi);
     CHECK(lo == hi, "3B away is stable on our side");
     CHECK(vt_round_replay1(m + 3 * B, B, &dn, &r) == VT_OK && r == 1.0f, "accepted down within widened window");
     CHECK(vt_round_replay1(m + 3 * B, B, &up, &r) == VT_OK && r == (float)(1.0 + 0x1p-23), "accepted up");
-    /* 6B away: outside the 5B window -> rejected */
-    CHECK(vt_round_replay1(m + 6 * B, B, &dn, &r) == VT_ERR_IMPLAUSIBLE, "6B away rejected");
+    /* 9B away: outside the 8B window -> rejected */
+    CHECK(vt_round_replay1(m + 9 * B, B, &dn, &r) == VT_ERR_IMPLAUSIBLE, "9B away rejected");
+    /* completeness: no entry, but a boundary within 2B of our value -> missing entry */
+    CHECK(vt_round_replay_unlogged1(m + B, B, &r) == VT_ERR_IMPLAUSIBLE, "missing entry detected");
+    CHECK(strstr(vt_errmsg(), "missing log entry") != NULL, "message: %s", vt_errmsg());
+    /* a boundary between 2B and 5B: the trainer may or may not have logged it; no requirement */
+    CHECK(vt_round_replay_unlogged1(m + 3 * B, B, &r) == VT_OK && r == (float)(1.0 + 0x1p-23), "3B: not required");
     /* value entries */
     vt_log_entry v = {0, fb(1.0f), 1, 0};
     CHECK(vt_round_replay1(1.0 + 0x1p-30, 0x1p-26, &v, &r) == VT_OK && r == 1.0f, "value inside window");
@@ -267,10 +272,20 @@ static void test_context(void)
     CHECK(vt_round(&r, 2, y, NULL, 1, 5, out2) == VT_ERR_MISMATCH, "element count mismatch detected");
     CHECK(vt_rctx_begin_step(&r, 6, &log) == VT_ERR_MISMATCH, "log of another step detected");
 
-    /* a tampered direction far from any midpoint: fault names step, op, index */
-    log.ops[0].e[0].index = 3; /* element 3 (3.0, B=0) is exact: direction implausible */
+    /* an entry moved from element 1 to element 3 (3.0, B=0: exact): the now unlogged element 1
+     * is unstable for the replayer too -> missing entry, found first */
+    log.ops[0].e[0].index = 3;
     CHECK_OK(vt_rctx_begin_step(&r, 5, &log));
     CHECK(vt_round(&r, 1, y, &b, 2, 3, out2) == VT_ERR_IMPLAUSIBLE, "moved entry rejected");
+    CHECK(r.fault.step == 5 && r.fault.op_id == 1 && r.fault.index == 1 && !r.fault.has_entry,
+          "fault names step 5 op 1 index 1 (got %llu %u %llu)", (unsigned long long)r.fault.step, r.fault.op_id,
+          (unsigned long long)r.fault.index);
+    CHECK(strstr(vt_errmsg(), "step 5, operation 1, index 1: missing log entry") != NULL, "message: %s", vt_errmsg());
+    /* an extra direction entry far from any midpoint: fault names step, op, index */
+    log.ops[0].e[0].index = 1;
+    log.ops[0].e[1].index = 3;
+    CHECK_OK(vt_rctx_begin_step(&r, 5, &log));
+    CHECK(vt_round(&r, 1, y, &b, 2, 3, out2) == VT_ERR_IMPLAUSIBLE, "entry far from a midpoint rejected");
     CHECK(r.fault.step == 5 && r.fault.op_id == 1 && r.fault.index == 3 && r.fault.has_entry,
           "fault names step 5 op 1 index 3 (got %llu %u %llu)", (unsigned long long)r.fault.step, r.fault.op_id,
           (unsigned long long)r.fault.index);

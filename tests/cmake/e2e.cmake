@@ -1,0 +1,6 @@
+# The end-to-end test drives the real programs (trainer, auditor) and a tampering tool.
+add_executable(vt_tamper ${CMAKE_CURRENT_SOURCE_DIR}/tests/vt_tamper.c)
+target_link_libraries(vt_tamper PRIVATE ${VT_TEST_LIBS} PkgConfig::SQLITE)
+target_include_directories(vt_tamper PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+add_test(NAME e2e COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/e2e.sh ${CMAKE_BINARY_DIR})
+set_tests_properties(e2e PROPERTIES TIMEOUT 1200 SKIP_RETURN_CODE 77)
