@@ -16,7 +16,7 @@ void vt_recipe_default(vt_recipe *r)
     r->n_layers = 2;
     r->widths[0] = 784, r->widths[1] = 128, r->widths[2] = 10;
     r->batch = 64;
-    r->steps = 600;
+    r->steps = 3000;
     r->seed = 1;
     r->optimizer = VT_OPT_SGD;
     r->lr = 0.05, r->momentum = 0.9, r->weight_decay = 0.0;

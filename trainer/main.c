@@ -188,8 +188,13 @@ static int cmd_train(int argc, char **argv)
     printf("trained %llu steps in %.1f s (%.1f steps/s)%s\n", (unsigned long long)res.steps, res.seconds,
            (double)(res.steps - res.resumed_from) / (res.seconds + 1e-9), o.resume ? " after resuming" : "");
     printf("final loss      %.4f\n", (double)res.final_loss);
-    printf("log entries     %llu (%llu bytes compressed, %.2f bytes/step)\n", (unsigned long long)res.log_entries,
-           (unsigned long long)res.log_bytes, (double)res.log_bytes / (double)(res.steps - res.resumed_from + 1));
+    uint64_t nsteps = res.steps - res.resumed_from;
+    double per_step = (double)res.log_bytes / (double)(nsteps + (o.resume ? 0 : 1));
+    double dense = (double)res.rounded / (double)(nsteps ? nsteps : 1) * 0.2; /* 1.6 bits per rounded element */
+    printf("log entries     %llu over %llu rounded elements (fraction %.2e)\n", (unsigned long long)res.log_entries,
+           (unsigned long long)res.rounded, (double)res.log_entries / (double)(res.rounded ? res.rounded : 1));
+    printf("log size        %.0f bytes/step compressed; dense 1.6-bit baseline %.0f bytes/step (%.2f%%)\n", per_step,
+           dense, dense > 0 ? 100.0 * per_step / dense : 0.0);
     printf("merkle root     %s\n", root);
     printf("commitment      %s/commitment.vtc\n", o.run_dir);
     return VT_EXIT_OK;
