@@ -26,4 +26,10 @@ if [ "$asan" = 1 ]; then
   (cd build/asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
      VT_ASAN=1 ctest --output-on-failure -j"$jobs" "$@")
 fi
+if command -v clang >/dev/null 2>&1; then
+  # libFuzzer targets (clang only): build them and run short smoke runs from the committed corpora
+  CC=clang build build/fuzz -DVT_FUZZ=ON -DVT_CUDA=OFF
+  echo "== fuzz smoke runs (clang, libFuzzer)"
+  (cd build/fuzz && ctest --output-on-failure -R fuzz)
+fi
 echo "== all tests passed"
