@@ -72,7 +72,7 @@ tamper "dataset"             "wrong dataset"         "" other-dataset
 tamper "learning rate"       "manifest mismatch"     "" set-lr 0.2
 tamper "learning rate, re-signed" "state mismatch"   1 set-lr-resign 0.2
 # a cheating trainer that flips a weight bit after step 30 and commits consistently
-"$TRAINER" train --run "$T/cheat" --key "$T/key" "${SMALL[@]}" --quiet --cheat-flip-weight 30 >/dev/null || bad "cheat"
+"$TRAINER" train --run "$T/cheat" --key "$T/key" "${SMALL[@]}" --quiet --cheat flip-weight:30 >/dev/null || bad "cheat"
 expect 1 "state mismatch" 30 "$T/cheat"
 
 # --- resume: stop (as after a crash) and resume gives the same commitment, byte for byte

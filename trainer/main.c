@@ -3,7 +3,9 @@
  *   trainer keygen KEYFILE [--force]
  *   trainer train --run DIR --key KEYFILE [--recipe FILE] [--set key=value]... [--order ORDER]
  *                 [--data-dir DIR] [--resume] [--quiet]
- *   trainer plain [--recipe FILE] [--set key=value]... --precision fp32|fp64   (benchmark baseline)
+ *   trainer plain [--recipe FILE] [--set key=value]... --precision fp32|fp64 [--steps N]
+ *                 (benchmark baseline only: not verifiable)
+ *   trainer eval --run DIR [--dataset SPEC] [--data-dir DIR]
  *
  * Exit status: 0 success, 1 training failed (diverged), 2 input/output error, 64 usage.
  */
@@ -15,6 +17,9 @@
 #include "../common/vt_cli.h"
 #include "../common/vt_hash.h"
 #include "../merkle/vt_sign.h"
+#include "../model/vt_model.h"
+#include "../model/vt_plain.h"
+#include "../store/vt_store.h"
 #include "vt_train.h"
 
 static void usage(FILE *f)
@@ -32,9 +37,18 @@ static void usage(FILE *f)
             "      --resume          continue an interrupted run from its last checkpoint\n"
             "      --quiet           no progress line\n"
             "      --stop-after S    stop after step S without committing (as a crash would)\n"
-            "      --cheat-flip-weight S   TESTING ONLY: act as a cheating trainer that flips a weight\n"
-            "                        bit after step S and commits the result\n"
+            "      --cheat KIND:S[:V] TESTING ONLY: play a cheating trainer that deviates at step S and\n"
+            "                        commits consistently; KIND: lr (use V), poison (add V to the\n"
+            "                        layer-1 weight gradient), flip-weight, reorder (swap two batch\n"
+            "                        examples), flip-direction (one log direction), omit-entry (log)\n"
             "  trainer recipe [--recipe FILE] [--set KEY=VALUE]...   print the effective recipe\n"
+            "  trainer plain --precision fp32|fp64 [--recipe FILE] [--set KEY=VALUE]... [--steps N]\n"
+            "                [--data-dir DIR]\n"
+            "      BENCHMARK BASELINE ONLY: train the same recipe with a plain FP32 or FP64 step (no\n"
+            "      rounding layer, no log, no commitment, not reproducible); prints steps/s and loss\n"
+            "  trainer eval --run DIR [--dataset SPEC] [--data-dir DIR]\n"
+            "      accuracy of a run's last checkpoint on SPEC (default: mnist-test for MNIST runs,\n"
+            "      the training set otherwise; SPEC is NAME or NAME:N)\n"
             "exit status: 0 ok, 1 training diverged, 2 input/output error, 64 usage error\n");
 }
 
@@ -90,7 +104,7 @@ static int parse_train(int argc, char **argv, vt_recipe *rc, vt_train_opts *o)
         {"order", required_argument, 0, 'o'},  {"data-dir", required_argument, 0, 'd'},
         {"resume", no_argument, 0, 'u'},       {"quiet", no_argument, 0, 'q'},
         {"stop-after", required_argument, 0, 'S'}, {"help", no_argument, 0, 'h'},
-        {"cheat-flip-weight", required_argument, 0, 'C'},
+        {"cheat", required_argument, 0, 'C'},
         {0, 0, 0, 0}};
     vt_recipe_default(rc);
     memset(o, 0, sizeof *o);
@@ -117,7 +131,12 @@ static int parse_train(int argc, char **argv, vt_recipe *rc, vt_train_opts *o)
         case 'u': o->resume = 1; break;
         case 'q': o->quiet = 1; break;
         case 'S': o->stop_after = strtoull(optarg, NULL, 10); break;
-        case 'C': o->cheat_flip_step = strtoull(optarg, NULL, 10); break;
+        case 'C':
+            if (vt_train_parse_cheat(optarg, o) != VT_OK) {
+                fprintf(stderr, "trainer: %s\n", vt_errmsg());
+                return VT_EXIT_USAGE;
+            }
+            break;
         case 'h': usage(stdout); return VT_EXIT_OK;
         case 's':
             if (vt_recipe_set(rc, optarg) != VT_OK) {
@@ -200,6 +219,159 @@ static int cmd_train(int argc, char **argv)
     return VT_EXIT_OK;
 }
 
+/* Benchmark baseline: the recipe trained by the plain FP32/FP64 step (model/vt_plain.h). Takes
+ * its own --precision and --steps out of argv and hands the rest to parse_train. */
+static int cmd_plain(int argc, char **argv)
+{
+    char **rest = calloc((size_t)argc + 1, sizeof *rest);
+    if (!rest) return VT_EXIT_CANNOT;
+    int n = 0, fp64 = -1;
+    const char *steps = NULL;
+    for (int i = 0; i < argc; i++) {
+        const char *v = NULL;
+        int is_prec = strcmp(argv[i], "--precision") == 0, is_steps = strcmp(argv[i], "--steps") == 0;
+        if (is_prec || is_steps) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "trainer plain: %s needs a value\n", argv[i]);
+                free(rest);
+                return VT_EXIT_USAGE;
+            }
+            v = argv[++i];
+        } else if (strncmp(argv[i], "--precision=", 12) == 0) {
+            is_prec = 1, v = argv[i] + 12;
+        } else if (strncmp(argv[i], "--steps=", 8) == 0) {
+            is_steps = 1, v = argv[i] + 8;
+        }
+        if (is_prec)
+            fp64 = strcmp(v, "fp64") == 0 ? 1 : strcmp(v, "fp32") == 0 ? 0 : -2;
+        else if (is_steps)
+            steps = v;
+        else
+            rest[n++] = argv[i];
+    }
+    vt_recipe rc;
+    vt_train_opts o;
+    int st = parse_train(n, rest, &rc, &o);
+    free(rest);
+    if (st >= 0) return st;
+    if (fp64 < 0) {
+        fprintf(stderr, "trainer plain: %s\n",
+                fp64 == -1 ? "--precision fp32 or --precision fp64 is required" : "--precision must be fp32 or fp64");
+        usage(stderr);
+        return VT_EXIT_USAGE;
+    }
+    if (steps) {
+        char *end = NULL;
+        unsigned long long v = strtoull(steps, &end, 10);
+        if (!*steps || *end || v == 0) {
+            fprintf(stderr, "trainer plain: --steps needs a positive integer, not \"%s\"\n", steps);
+            return VT_EXIT_USAGE;
+        }
+        rc.steps = v;
+    }
+    char spec[96];
+    vt_recipe_dataset_spec(&rc, spec, sizeof spec);
+    vt_dataset ds;
+    vt_plain p;
+    if (vt_data_load(spec, o.data_root, &ds) != VT_OK) {
+        fprintf(stderr, "trainer plain: %s\n", vt_errmsg());
+        return VT_EXIT_CANNOT;
+    }
+    vt_err e = vt_plain_init(&p, &rc, ds.n, fp64);
+    double loss = 0, t0 = vt_now();
+    for (uint64_t s = 1; !e && s <= rc.steps; s++) e = vt_plain_step(&p, &ds, &loss);
+    double secs = vt_now() - t0;
+    if (e) {
+        fprintf(stderr, "trainer plain: %s\n", vt_errmsg());
+        if (p.state) vt_plain_free(&p);
+        vt_data_free(&ds);
+        return exit_for(e);
+    }
+    printf("plain %s step (benchmark baseline, not verifiable): %llu steps in %.2f s (%.1f steps/s)\n",
+           fp64 ? "FP64" : "FP32", (unsigned long long)rc.steps, secs, (double)rc.steps / (secs + 1e-9));
+    printf("final loss      %.4f\n", loss);
+    vt_plain_free(&p);
+    vt_data_free(&ds);
+    return VT_EXIT_OK;
+}
+
+/* Accuracy of a run's last checkpoint (the final parameters) on a dataset. */
+static int cmd_eval(int argc, char **argv)
+{
+    static const struct option lo[] = {{"run", required_argument, 0, 'r'},
+                                       {"dataset", required_argument, 0, 'D'},
+                                       {"data-dir", required_argument, 0, 'd'},
+                                       {"help", no_argument, 0, 'h'},
+                                       {0, 0, 0, 0}};
+    const char *run = NULL, *spec = NULL, *root = NULL;
+    optind = 2;
+    int c;
+    while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+        switch (c) {
+        case 'r': run = optarg; break;
+        case 'D': spec = optarg; break;
+        case 'd': root = optarg; break;
+        case 'h': usage(stdout); return VT_EXIT_OK;
+        default: usage(stderr); return VT_EXIT_USAGE;
+        }
+    }
+    if (optind < argc || !run) {
+        fprintf(stderr, optind < argc ? "trainer eval: unexpected argument \"%s\"\n" : "trainer eval: --run DIR is required\n",
+                optind < argc ? argv[optind] : "");
+        usage(stderr);
+        return VT_EXIT_USAGE;
+    }
+    vt_store *st = NULL;
+    char *mf = NULL, dspec[96];
+    size_t ml = 0, nck = 0;
+    uint8_t mh[32], dh[32];
+    uint64_t *cks = NULL;
+    float *state = NULL;
+    vt_recipe rc;
+    vt_model m;
+    vt_dataset ds;
+    double acc = 0;
+    memset(&m, 0, sizeof m);
+    memset(&ds, 0, sizeof ds);
+    vt_err e = vt_store_open(run, 1, &st);
+    if (!e) e = vt_store_manifest(st, &mf, &ml, mh);
+    if (!e) e = vt_manifest_parse(mf, ml, &rc, dh);
+    if (!e) e = vt_store_list_checkpoints(st, &cks, &nck);
+    if (!e && nck == 0) e = vt_set_error(VT_ERR_FORMAT, "run %s has no checkpoint", run);
+    /* the model is only evaluated here: the example count merely sizes its (unused) shuffle */
+    if (!e) e = vt_model_init(&m, &rc, rc.batch, VT_ORDER_BLAS);
+    if (!e) e = vt_store_get_checkpoint(st, cks[nck - 1], m.n_state, &state);
+    if (!e) e = vt_model_set_state(&m, cks[nck - 1], state, m.n_state);
+    if (!e) {
+        if (spec)
+            snprintf(dspec, sizeof dspec, "%s", spec);
+        else if (strncmp(rc.dataset, "mnist", 5) == 0)
+            snprintf(dspec, sizeof dspec, "mnist-test");
+        else
+            vt_recipe_dataset_spec(&rc, dspec, sizeof dspec);
+        e = vt_data_load(dspec, root, &ds);
+    }
+    if (!e && (ds.d != rc.widths[0] || ds.n_classes != rc.widths[rc.n_layers]))
+        e = vt_set_error(VT_ERR_ARG, "dataset %s (%u features, %u classes) does not fit the model (%u -> %u)", dspec,
+                         ds.d, ds.n_classes, rc.widths[0], rc.widths[rc.n_layers]);
+    if (!e) e = vt_model_accuracy(&m, &ds, 0, &acc);
+    if (!e) {
+        printf("run             %s (step %llu of %llu)\n", run, (unsigned long long)cks[nck - 1],
+               (unsigned long long)rc.steps);
+        printf("dataset         %s (%zu examples)\n", ds.name, ds.n);
+        printf("accuracy        %.4f\n", acc);
+    } else {
+        fprintf(stderr, "trainer eval: %s\n", vt_errmsg());
+    }
+    free(state);
+    free(cks);
+    free(mf);
+    vt_data_free(&ds);
+    if (m.state) vt_model_free(&m);
+    vt_store_close(st);
+    return e ? VT_EXIT_CANNOT : VT_EXIT_OK;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -209,6 +381,8 @@ int main(int argc, char **argv)
     if (strcmp(argv[1], "keygen") == 0) return cmd_keygen(argc, argv);
     if (strcmp(argv[1], "train") == 0) return cmd_train(argc, argv);
     if (strcmp(argv[1], "recipe") == 0) return cmd_recipe(argc, argv);
+    if (strcmp(argv[1], "plain") == 0) return cmd_plain(argc, argv);
+    if (strcmp(argv[1], "eval") == 0) return cmd_eval(argc, argv);
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
         usage(stdout);
         return VT_EXIT_OK;

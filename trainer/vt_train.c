@@ -106,6 +106,46 @@ static vt_err resume_run(train_ctx *t, uint64_t *start, vt_train_result *res)
     return VT_OK;
 }
 
+/* A cheating trainer's log tampering (tests only). */
+static void cheat_log(vt_steplog *l, int kind)
+{
+    for (uint32_t i = 0; i < l->n_ops; i++) {
+        vt_oplog *o = &l->ops[i];
+        if (kind == VT_LOGCHEAT_OMIT_ENTRY) o->n_entries = 0;
+        for (uint64_t k = 0; k < o->n_entries && kind == VT_LOGCHEAT_FLIP_DIRECTION; k++)
+            if (!o->e[k].is_value) {
+                o->e[k].up ^= 1;
+                return;
+            }
+    }
+}
+
+vt_err vt_train_parse_cheat(const char *spec, vt_train_opts *o)
+{
+    char kind[32];
+    unsigned long long step = 0;
+    double value = 0;
+    int n = sscanf(spec, "%31[a-z-]:%llu:%lf", kind, &step, &value);
+    VT_RETURN_ERROR_IF(n < 2 || step == 0, VT_ERR_ARG, "--cheat %s: expected KIND:STEP[:VALUE]", spec);
+    static const struct { const char *name; int model; int kind; } k[] = {
+        {"lr", 1, VT_CHEAT_LR}, {"poison", 1, VT_CHEAT_POISON}, {"flip-weight", 1, VT_CHEAT_FLIP_W},
+        {"reorder", 1, VT_CHEAT_REORDER}, {"flip-direction", 0, VT_LOGCHEAT_FLIP_DIRECTION},
+        {"omit-entry", 0, VT_LOGCHEAT_OMIT_ENTRY}};
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
+        if (strcmp(kind, k[i].name) == 0) {
+            if (k[i].model) {
+                o->cheat.kind = (vt_cheat_kind)k[i].kind;
+                o->cheat.step = step;
+                o->cheat.value = n >= 3 ? value : (k[i].kind == VT_CHEAT_POISON ? 1e-3 : 0.5);
+            } else {
+                o->cheat_log = k[i].kind;
+                o->cheat_log_step = step;
+            }
+            return VT_OK;
+        }
+    VT_RETURN_ERROR(VT_ERR_ARG, "--cheat: unknown kind \"%s\"", kind);
+}
+
 static vt_err train(train_ctx *t, const vt_recipe *rc, const vt_train_opts *o, vt_train_result *res)
 {
     char spec[96];
@@ -119,6 +159,7 @@ static vt_err train(train_ctx *t, const vt_recipe *rc, const vt_train_opts *o, v
     VT_FORWARD_IF_ERROR(vt_manifest_build(rc, t->ds.hash, "cpu", &t->manifest));
     size_t mlen = strlen(t->manifest);
     VT_FORWARD_IF_ERROR(vt_model_init(&t->m, rc, t->ds.n, o->order));
+    t->m.cheat = o->cheat;
     vt_merkle_init(&t->tree);
     vt_steplog_init(&t->log, 0);
     uint64_t start = 0;
@@ -155,10 +196,7 @@ static vt_err train(train_ctx *t, const vt_recipe *rc, const vt_train_opts *o, v
             return e;
         }
         VT_FORWARD_IF_ERROR(vt_rctx_end_step(&rctx));
-        if (o->cheat_flip_step == s) {
-            uint32_t w = vt_f32_bits(t->m.state[0]) ^ 1u;
-            t->m.state[0] = vt_bits_f32(w);
-        }
+        if (o->cheat_log && o->cheat_log_step == s) cheat_log(&t->log, o->cheat_log);
         VT_FORWARD_IF_ERROR(commit_step(t, rc, s, loss, res));
         char extra[48];
         snprintf(extra, sizeof extra, "loss %.4f", (double)loss);

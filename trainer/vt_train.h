@@ -6,7 +6,15 @@
 
 #include "../common/vt_error.h"
 #include "../kernels/vt_kernels.h"
+#include "../model/vt_model.h"
 #include "../model/vt_recipe.h"
+
+enum {
+    VT_LOGCHEAT_NONE = 0,
+    VT_LOGCHEAT_FLIP_DIRECTION, /* flip the first direction entry of the step's log */
+    VT_LOGCHEAT_OMIT_ENTRY,     /* delete every entry of the step's log */
+};
+
 
 typedef struct {
     const char *run_dir;
@@ -16,8 +24,11 @@ typedef struct {
     int resume;             /* continue an interrupted run from its last checkpoint */
     int quiet;
     uint64_t stop_after;    /* testing: stop (without committing) after this step; 0 = never */
-    uint64_t cheat_flip_step; /* testing only (a cheating trainer): flip the lowest bit of the first
-                                 weight right after this step, then carry on and commit; 0 = honest */
+    /* testing only: play a cheating trainer that deviates at one step and commits the result
+     * consistently (docs/dispute.md). VT_CHEAT_NONE for an honest run. */
+    vt_cheat cheat;
+    int cheat_log;          /* VT_LOGCHEAT_*: tamper with the log of step cheat_log_step */
+    uint64_t cheat_log_step;
 } vt_train_opts;
 
 typedef struct {
@@ -29,6 +40,10 @@ typedef struct {
     uint8_t root[32];
     int committed;           /* 1 when the commitment file was written */
 } vt_train_result;
+
+/* Parse "KIND:STEP[:VALUE]" (KIND: lr, poison, flip-weight, reorder, flip-direction,
+ * omit-entry) into o's cheat fields. */
+vt_err vt_train_parse_cheat(const char *spec, vt_train_opts *o) VT_WARN_UNUSED;
 
 /* Trains and commits. Errors: VT_ERR_DIVERGED (training diverged: message names step and
  * operation), VT_ERR_IO/FORMAT/DB (inputs), VT_ERR_ARG (recipe). */
