@@ -12,7 +12,9 @@
 #include <string.h>
 
 #include "../common/vt_cli.h"
+#include "../arbiter/vt_game.h"
 #include "vt_audit.h"
+#include "vt_challenge.h"
 
 static void usage(FILE *f)
 {
@@ -26,7 +28,11 @@ static void usage(FILE *f)
                "  --jobs N         replay N segments (split at checkpoints) in parallel\n"
                "  --report FILE    write a JSON report (\"-\": standard output)\n"
                "  --quiet          no progress line\n"
-               "exit status: 0 verified, 1 rejected, 2 cannot check, 64 usage error\n");
+               "exit status: 0 verified, 1 rejected, 2 cannot check, 64 usage error\n"
+               "usage: auditor challenge RUN_DIR --trainer HOST:PORT --arbiter HOST:PORT --key KEYFILE\n"
+               "                         [--arbiter-key FILE.pub] [--order ORDER] [--step S] [--transcript FILE]\n"
+               "  play the dispute game after a rejected verify: prints the rounds and the verdict\n"
+               "  exit status: 0 the trainer lost, 1 the auditor lost, 2 no verdict / error, 64 usage\n");
 }
 
 /* With several replay threads, keep each BLAS call single-threaded (OpenBLAS only). */
@@ -36,12 +42,75 @@ static void blas_threads(int n)
     if (set) set(n);
 }
 
+static int cmd_challenge(int argc, char **argv)
+{
+    static const struct option lo[] = {{"trainer", required_argument, 0, 't'}, {"arbiter", required_argument, 0, 'a'},
+                                       {"key", required_argument, 0, 'k'},     {"arbiter-key", required_argument, 0, 'K'},
+                                       {"data-dir", required_argument, 0, 'd'}, {"transcript", required_argument, 0, 'T'},
+                                       {"order", required_argument, 0, 'o'},   {"step", required_argument, 0, 's'},
+                                       {"deadline-ms", required_argument, 0, 'D'}, {"lie", required_argument, 0, 'L'},
+                                       {"quiet", no_argument, 0, 'q'},         {0, 0, 0, 0}};
+    vt_challenge_opts o;
+    memset(&o, 0, sizeof o);
+    o.order = VT_ORDER_PAIRWISE;
+    o.deadline_ms = 30000;
+    optind = 2;
+    int c;
+    while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+        switch (c) {
+        case 't': o.trainer_addr = optarg; break;
+        case 'a': o.arbiter_addr = optarg; break;
+        case 'k': o.key_path = optarg; break;
+        case 'K': o.arbiter_pk_path = optarg; break;
+        case 'd': o.data_root = optarg; break;
+        case 'T': o.transcript = optarg; break;
+        case 's': o.step = strtoull(optarg, NULL, 10); break;
+        case 'D': o.deadline_ms = atoi(optarg); break;
+        case 'q': o.quiet = 1; break;
+        case 'L': {
+            unsigned long long st = 0;
+            unsigned op = 0;
+            if (sscanf(optarg, "%llu:%u", &st, &op) != 2 || !st || !op) {
+                fprintf(stderr, "auditor: --lie STEP:OP\n");
+                return VT_EXIT_USAGE;
+            }
+            o.lie_step = st, o.lie_op = op;
+            break;
+        }
+        case 'o':
+            if (vt_order_parse(optarg, &o.order) != VT_OK) {
+                fprintf(stderr, "auditor: %s\n", vt_errmsg());
+                return VT_EXIT_USAGE;
+            }
+            break;
+        default: usage(stderr); return VT_EXIT_USAGE;
+        }
+    }
+    if (optind != argc - 1 || !o.trainer_addr || !o.arbiter_addr || !o.key_path) {
+        fprintf(stderr, "auditor challenge: RUN_DIR, --trainer, --arbiter and --key are required\n");
+        return VT_EXIT_USAGE;
+    }
+    o.run_dir = argv[optind];
+    vt_challenge_result r;
+    if (vt_challenge_run(&o, &r)) {
+        fprintf(stderr, "auditor challenge: %s\n", vt_errmsg());
+        return VT_EXIT_CANNOT;
+    }
+    static const char *const who[] = {"nobody", "the trainer", "the auditor", "both parties"};
+    printf("VERDICT: against %s (%s) at step %llu, operation %u\n  %s\n  challenged step %llu; %llu questions "
+           "answered; %.1f s\n",
+           who[r.loser & 3], vt_reason_name(r.reason_code), (unsigned long long)r.step, r.op, r.reason,
+           (unsigned long long)r.claimed_step, (unsigned long long)r.questions, r.seconds);
+    return r.loser == VT_LOSER_TRAINER ? VT_EXIT_OK : r.loser == VT_LOSER_NONE ? VT_EXIT_CANNOT : VT_EXIT_REJECTED;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? VT_EXIT_USAGE : VT_EXIT_OK;
     }
+    if (strcmp(argv[1], "challenge") == 0) return cmd_challenge(argc, argv);
     if (strcmp(argv[1], "verify") != 0) {
         fprintf(stderr, "auditor: unknown command \"%s\"\n", argv[1]);
         usage(stderr);

@@ -189,6 +189,10 @@ typedef struct {
     uint32_t cursor;   /* replay: next op record to consume */
     vt_rstats stats;
     vt_fault fault;
+    /* replay only: on an implausible or missing entry, note the first such fault in `fault` and
+     * carry on with this party's own rounding instead of failing (an auditor computing its
+     * own version of a disputed run for the dispute game). */
+    int lenient;
 } vt_rctx;
 
 void vt_rctx_init(vt_rctx *c, vt_rmode mode, vt_bound_cfg bound);
@@ -203,6 +207,12 @@ vt_err vt_rctx_end_step(vt_rctx *c) VT_WARN_UNUSED;
  * the context's fault names step, operation, index and why. */
 vt_err vt_round(vt_rctx *c, uint32_t op_id, const double *x, const vt_bounds *b, size_t rows, size_t cols,
                 float *out) VT_WARN_UNUSED;
+
+/* The tight bound of one reduction sum_k a[k*inca] * b[k*incb] (docs/rounding.md 2.1):
+ * c(m) * sum |a b| over the m non-zero products, 0 when m <= 1 or the sum is exact in every
+ * order. The same function gives a GEMM element's bound and (b = 1) a sum's. */
+double vt_bound_of_terms(const vt_bound_cfg *cfg, size_t K, const float *a, size_t inca, const float *b,
+                         size_t incb);
 
 /* --- the per-element rules, exposed for tests and the arbiter --- */
 

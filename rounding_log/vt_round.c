@@ -367,15 +367,14 @@ static int tight_prepare(tight_cache *t, size_t i)
     return 0;
 }
 
-/* Direct evaluation from the FP32 operands (fallback when memory is short). */
-static double tight_direct(const vt_bound_cfg *cfg, const vt_bounds *b, size_t i, size_t j)
+double vt_bound_of_terms(const vt_bound_cfg *cfg, size_t K, const float *a, size_t inca, const float *b,
+                         size_t incb)
 {
-    const float *a = b->ta + i * b->ta_si, *bb = b->tb + j * b->tb_sj;
     double s = 0.0;
     uint64_t nnz = 0;
     int emin = 1 << 20;
-    for (size_t k = 0; k < b->K; k++) {
-        float fa = a[k * b->ta_sk], fb = bb[k * b->tb_sk];
+    for (size_t k = 0; k < K; k++) {
+        float fa = a[k * inca], fb = b[k * incb];
         double p = fabs((double)fa * (double)fb);
         if (p == 0.0) continue;
         s += p;
@@ -385,6 +384,12 @@ static double tight_direct(const vt_bound_cfg *cfg, const vt_bounds *b, size_t i
     }
     if (nnz <= 1 || vt_sum_is_exact(s, emin)) return 0.0;
     return vt_bound_coef(cfg, nnz) * s;
+}
+
+/* Direct evaluation from the FP32 operands (fallback when memory is short). */
+static double tight_direct(const vt_bound_cfg *cfg, const vt_bounds *b, size_t i, size_t j)
+{
+    return vt_bound_of_terms(cfg, b->K, b->ta + i * b->ta_si, b->ta_sk, b->tb + j * b->tb_sj, b->tb_sk);
 }
 
 /* Stage 1: s = sum |a b| and the number of non-zero products (vectorisable). */
@@ -450,6 +455,29 @@ static inline double bound_at(const vt_bound_cfg *cfg, tight_cache *t, const vt_
     }
 }
 
+/* Lenient replay: note the first implausible or missing entry and round on our own. */
+static vt_err lenient_own(vt_rctx *c, uint32_t op, uint64_t idx, const vt_log_entry *e, double x, double B, float *out)
+{
+    if (c->fault.code == VT_OK) {
+        char why[160];
+        snprintf(why, sizeof why, "%s", vt_errmsg());
+        c->fault.code = VT_ERR_IMPLAUSIBLE;
+        c->fault.step = c->step;
+        c->fault.op_id = op;
+        c->fault.index = idx;
+        c->fault.has_entry = e != NULL;
+        if (e) c->fault.entry = *e;
+        c->fault.own_x = x;
+        c->fault.own_bound = B;
+        memcpy(c->fault.why, why, sizeof why);
+    }
+    float r = (float)x;
+    VT_RETURN_ERROR_IF(!isfinite(r), VT_ERR_DIVERGED, "training diverged at step %llu, operation %u, index %llu",
+                       (unsigned long long)c->step, op, (unsigned long long)idx);
+    *out = r;
+    return VT_OK;
+}
+
 /* Rounding without any possible entry (B = 0). */
 static vt_err round_plain(vt_rctx *c, uint32_t op, const double *x, size_t n, float *out)
 {
@@ -488,6 +516,7 @@ static vt_err slow_element(vt_rctx *c, vt_oplog *o, double x, double B, uint64_t
         return VT_OK;
     }
     vt_err err = vt_round_replay_unlogged1(x, B, out);
+    if (err == VT_ERR_IMPLAUSIBLE && c->lenient) return lenient_own(c, o->op_id, idx, NULL, x, B, out);
     return err ? fail(c, err, o->op_id, idx, NULL, x, B) : VT_OK;
 }
 
@@ -524,6 +553,10 @@ static vt_err round_row(vt_rctx *c, vt_oplog *o, uint64_t *ek, tight_cache *tc, 
                 const vt_log_entry *e = &o->e[(*ek)++];
                 double B = bound_at(&c->bound, tc, b, i, j0 + k, cols);
                 vt_err err = vt_round_replay1(x[j0 + k], B, e, &out[j0 + k]);
+                if (err == VT_ERR_IMPLAUSIBLE && c->lenient) {
+                    VT_FORWARD_IF_ERROR(lenient_own(c, o->op_id, idx, e, x[j0 + k], B, &out[j0 + k]));
+                    continue;
+                }
                 if (err) return fail(c, err, o->op_id, idx, e, x[j0 + k], B);
                 c->stats.checked++;
                 if (e->is_value)
@@ -593,6 +626,10 @@ vt_err vt_round(vt_rctx *c, uint32_t op_id, const double *x, const vt_bounds *b,
         for (uint64_t k = 0; k < o->n_entries; k++) {
             const vt_log_entry *e = &o->e[k];
             vt_err err = vt_round_replay1(x[e->index], 0.0, e, &out[e->index]);
+            if (err == VT_ERR_IMPLAUSIBLE && c->lenient) {
+                VT_FORWARD_IF_ERROR(lenient_own(c, op_id, e->index, e, x[e->index], 0.0, &out[e->index]));
+                continue;
+            }
             if (err) return fail(c, err, op_id, e->index, e, x[e->index], 0.0);
             c->stats.checked++;
             c->stats.logged_val++;

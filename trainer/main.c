@@ -20,6 +20,7 @@
 #include "../model/vt_model.h"
 #include "../model/vt_plain.h"
 #include "../store/vt_store.h"
+#include "vt_serve.h"
 #include "vt_train.h"
 
 static void usage(FILE *f)
@@ -42,6 +43,8 @@ static void usage(FILE *f)
             "                        layer-1 weight gradient), flip-weight, reorder (swap two batch\n"
             "                        examples), flip-direction (one log direction), omit-entry (log)\n"
             "  trainer recipe [--recipe FILE] [--set KEY=VALUE]...   print the effective recipe\n"
+            "  trainer serve RUN_DIR --listen HOST:PORT --key KEYFILE [--order ORDER] [--data-dir DIR]\n"
+            "      answer an arbiter's questions about the committed run (dispute game, TLS 1.3)\n"
             "  trainer plain --precision fp32|fp64 [--recipe FILE] [--set KEY=VALUE]... [--steps N]\n"
             "                [--data-dir DIR]\n"
             "      BENCHMARK BASELINE ONLY: train the same recipe with a plain FP32 or FP64 step (no\n"
@@ -372,6 +375,69 @@ static int cmd_eval(int argc, char **argv)
     return e ? VT_EXIT_CANNOT : VT_EXIT_OK;
 }
 
+static int cmd_serve(int argc, char **argv)
+{
+    static const struct option lo[] = {{"listen", required_argument, 0, 'l'},   {"key", required_argument, 0, 'k'},
+                                       {"data-dir", required_argument, 0, 'd'}, {"order", required_argument, 0, 'o'},
+                                       {"cheat", required_argument, 0, 'C'},    {"port-file", required_argument, 0, 'p'},
+                                       {"connections", required_argument, 0, 'n'}, {"idle-ms", required_argument, 0, 'i'},
+                                       {"misbehave", required_argument, 0, 'm'}, {"quiet", no_argument, 0, 'q'},
+                                       {0, 0, 0, 0}};
+    vt_serve_opts o;
+    memset(&o, 0, sizeof o);
+    o.order = VT_ORDER_BLAS;
+    o.idle_ms = 60000;
+    optind = 2;
+    int c;
+    vt_train_opts to;
+    memset(&to, 0, sizeof to);
+    while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+        switch (c) {
+        case 'l': o.listen = optarg; break;
+        case 'k': o.key_path = optarg; break;
+        case 'd': o.data_root = optarg; break;
+        case 'p': o.port_file = optarg; break;
+        case 'n': o.max_connections = atoi(optarg); break;
+        case 'i': o.idle_ms = atoi(optarg); break;
+        case 'q': o.quiet = 1; break;
+        case 'm':
+            o.misbehave = strcmp(optarg, "silent") == 0 ? VT_SERVE_SILENT
+                          : strcmp(optarg, "bad-proof") == 0 ? VT_SERVE_BAD_PROOF
+                          : strcmp(optarg, "inconsistent") == 0 ? VT_SERVE_INCONSISTENT
+                                                                : -1;
+            if (o.misbehave < 0) {
+                fprintf(stderr, "trainer serve: unknown --misbehave %s\n", optarg);
+                return VT_EXIT_USAGE;
+            }
+            break;
+        case 'C':
+            if (vt_train_parse_cheat(optarg, &to) != VT_OK) {
+                fprintf(stderr, "trainer: %s\n", vt_errmsg());
+                return VT_EXIT_USAGE;
+            }
+            o.cheat = to.cheat;
+            break;
+        case 'o':
+            if (vt_order_parse(optarg, &o.order) != VT_OK) {
+                fprintf(stderr, "trainer: %s\n", vt_errmsg());
+                return VT_EXIT_USAGE;
+            }
+            break;
+        default: usage(stderr); return VT_EXIT_USAGE;
+        }
+    }
+    if (optind != argc - 1 || !o.listen || !o.key_path) {
+        fprintf(stderr, "trainer serve: RUN_DIR, --listen HOST:PORT and --key KEYFILE are required\n");
+        return VT_EXIT_USAGE;
+    }
+    o.run_dir = argv[optind];
+    if (vt_serve_run(&o)) {
+        fprintf(stderr, "trainer serve: %s\n", vt_errmsg());
+        return VT_EXIT_CANNOT;
+    }
+    return VT_EXIT_OK;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -380,6 +446,7 @@ int main(int argc, char **argv)
     }
     if (strcmp(argv[1], "keygen") == 0) return cmd_keygen(argc, argv);
     if (strcmp(argv[1], "train") == 0) return cmd_train(argc, argv);
+    if (strcmp(argv[1], "serve") == 0) return cmd_serve(argc, argv);
     if (strcmp(argv[1], "recipe") == 0) return cmd_recipe(argc, argv);
     if (strcmp(argv[1], "plain") == 0) return cmd_plain(argc, argv);
     if (strcmp(argv[1], "eval") == 0) return cmd_eval(argc, argv);

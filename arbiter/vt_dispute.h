@@ -1,0 +1,60 @@
+/* vt_dispute.h - what every party of the dispute game computes the same way
+ * (docs/dispute.md): the per-operation output chain of a segment of steps, the positions of
+ * a segment, and restoring a party's model at a given step.
+ *
+ * Segment (lo, hi]: lo and hi are steps with a committed state hash. Position p = 1..P,
+ * P = (hi - lo) * n_ops, is operation ((p-1) % n_ops) + 1 of step lo + (p-1) / n_ops + 1;
+ * position P + 1 is the state hash of step hi. h_p is the SHA-256 of position p's output
+ * (vt_model_output_hash), h_(P+1) the state hash. The chain:
+ *     C_0 = SHA-256("VTC0" || u64 lo || state_hash(lo)),   C_p = SHA-256(C_(p-1) || h_p).
+ * Agreement on C_p means agreement on every output up to p. */
+#ifndef VT_DISPUTE_H
+#define VT_DISPUTE_H
+
+#include <stdint.h>
+
+#include "../common/vt_error.h"
+#include "../data/vt_data.h"
+#include "../model/vt_model.h"
+#include "../store/vt_store.h"
+
+typedef struct {
+    uint64_t lo, hi;
+    uint32_t n_ops;
+    uint64_t P;          /* operation positions; P + 1 positions in all */
+    uint8_t (*h)[32];    /* h[1..P+1] (h[0] unused) */
+    uint8_t (*C)[32];    /* C[0..P+1] */
+} vt_seg_chain;
+
+void vt_chain_start(uint64_t lo, const uint8_t state_hash_lo[32], uint8_t c0[32]);
+void vt_chain_next(const uint8_t c[32], const uint8_t h[32], uint8_t out[32]);
+/* Position p (1..P) to (step, op); returns 0 for p = P + 1 (the final state). */
+int vt_seg_position(uint64_t lo, uint32_t n_ops, uint64_t p, uint64_t *step, uint32_t *op);
+
+/* How a party recomputes a step: the trainer re-creates what it committed (record mode with
+ * its own order: its cheats, if any, apply again); the auditor replays the trainer's logs
+ * leniently (an implausible or missing entry is noted, not fatal: it computes its own version). */
+typedef enum { VT_PARTY_TRAINER = 0, VT_PARTY_AUDITOR = 1 } vt_party;
+
+/* Brings m (freshly initialised, step 0) to the state of step `target`: loads the newest
+ * checkpoint at or before target from st, then runs the steps up to target as `party`. */
+vt_err vt_restore(vt_model *m, vt_store *st, const vt_dataset *ds, vt_party party, uint64_t target) VT_WARN_UNUSED;
+
+/* Computes the chain of segment (lo, hi] from m, which must hold the state of step lo,
+ * leaving m at step hi. The start hash is the state hash of m at lo. */
+vt_err vt_seg_chain_compute(vt_model *m, vt_store *st, const vt_dataset *ds, vt_party party, uint64_t hi,
+                            vt_seg_chain *out) VT_WARN_UNUSED;
+void vt_seg_chain_free(vt_seg_chain *c);
+
+/* Runs step m->step + 1 up to (not including) operation op, so that op's input slots hold
+ * its inputs. fault (may be NULL) receives the rounding context's fault, with through_op:
+ * the step is run through op itself (an auditor looking for its hint). */
+vt_err vt_run_to_op(vt_model *m, vt_store *st, const vt_dataset *ds, vt_party party, uint32_t op, int through_op,
+                    vt_fault *fault) VT_WARN_UNUSED;
+
+/* For an operation of step s at position p of a segment, the producer of input slot `slot`:
+ * the latest earlier position whose operation outputs that slot (*pos > 0), or 0 when the
+ * slot comes from the state at lo (then *tensor is its state tensor index). */
+vt_err vt_input_producer(const vt_model *m, uint64_t p, uint32_t slot, uint64_t *pos, uint32_t *tensor) VT_WARN_UNUSED;
+
+#endif

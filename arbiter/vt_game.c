@@ -1,0 +1,669 @@
+/* vt_game.c - the arbiter's game engine. Read docs/dispute.md first. */
+#include "vt_game.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/vt_bytes.h"
+#include "../common/vt_cli.h"
+#include "../common/vt_hash.h"
+#include "../data/vt_data.h"
+#include "../merkle/vt_merkle.h"
+#include "../merkle/vt_sign.h"
+#include "../model/vt_model.h"
+#include "../rounding_log/vt_rlog.h"
+#include "../trainer/vt_train.h"
+#include "vt_dispute.h"
+
+const char *vt_reason_name(int code)
+{
+    static const char *const n[] = {"none",           "no valid answer",   "bad proof",        "inconsistent answer",
+                                    "implausible log entry", "missing log entry", "wrong output", "manifest mismatch",
+                                    "invalid challenge", "log mismatch",      "bad input",        "cannot judge",
+                                    "equivocation"};
+    return code >= 0 && code < (int)(sizeof n / sizeof n[0]) ? n[code] : "?";
+}
+
+void vt_commitment_bytes_hash(const uint8_t c[176], uint8_t out[32])
+{
+    if (vt_sha256(c, 176, out)) memset(out, 0, 32);
+}
+
+typedef struct {
+    const vt_game_io *io;
+    vt_game_result *res;
+    int done;
+    uint8_t cm_hash[32], root[32], trainer_pk[32], manifest_hash[32];
+    uint64_t step_count;
+    vt_recipe rc;
+    vt_dataset ds;
+    vt_model m;
+    int have_model;
+    /* leaves already obtained (step -> leaf), a small cache */
+    vt_msg_leaf *leaves;
+    uint64_t *leaf_steps;
+    size_t n_leaves, cap_leaves;
+} game;
+
+static void decide(game *g, int loser, int reason, uint64_t step, uint32_t op, const char *fmt, ...)
+{
+    if (g->done) return;
+    g->done = 1;
+    vt_msg_verdict *v = &g->res->v;
+    memcpy(v->commitment_hash, g->cm_hash, 32);
+    v->step = step;
+    v->op = op;
+    v->loser = (uint8_t)loser;
+    v->reason_code = (uint8_t)reason;
+    char text[VT_MSG_TEXT_MAX + 1];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    /* keep the text within the message's character rules: printable ASCII only */
+    for (char *c = text; *c; c++)
+        if ((unsigned char)*c < 0x20 || (unsigned char)*c > 0x7e) *c = '?';
+    snprintf(v->reason, sizeof v->reason, "%s", text);
+}
+
+/* decide, then leave the (void) function */
+#define FAIL(...)              \
+    do {                       \
+        decide(__VA_ARGS__);   \
+        return;                \
+    } while (0)
+
+static void note(game *g, const char *fmt, ...)
+{
+    if (!g->io->note) return;
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    g->io->note(g->io->ctx, line);
+}
+
+static const char *party_name(int p) { return p == VT_ROLE_TRAINER ? "trainer" : "auditor"; }
+
+/* One question to one party. Returns 0 with *ans, or -1 after deciding against the party. */
+static int ask(game *g, int party, int qtype, const void *q, int atype, vt_msg *ans, uint64_t step, uint32_t op)
+{
+    memset(ans, 0, sizeof *ans);
+    g->res->rounds++;
+    vt_err e = g->io->ask(g->io->ctx, party, qtype, q, atype, ans);
+    if (e) {
+        decide(g, party == VT_ROLE_TRAINER ? VT_LOSER_TRAINER : VT_LOSER_AUDITOR, VT_REASON_NO_ANSWER, step, op,
+               "the %s gave no valid answer to %s: %s", party_name(party), vt_msg_type_name(qtype), vt_errmsg());
+        return -1;
+    }
+    if (ans->hdr.type == VT_MSG_ERROR) {
+        decide(g, party == VT_ROLE_TRAINER ? VT_LOSER_TRAINER : VT_LOSER_AUDITOR, VT_REASON_NO_ANSWER, step, op,
+               "the %s refused to answer %s: %s", party_name(party), vt_msg_type_name(qtype),
+               ans->body.error.message);
+        vt_msg_free(ans);
+        return -1;
+    }
+    return 0;
+}
+
+static int expected_has_state(const vt_recipe *rc, uint64_t s)
+{
+    return s % rc->checkpoint_every == 0 || s % rc->state_hash_every == 0 || s == rc->steps;
+}
+
+/* The trainer's leaf of step s, checked against the signed root. NULL after deciding. */
+static const vt_msg_leaf *leaf(game *g, uint64_t s)
+{
+    for (size_t i = 0; i < g->n_leaves; i++)
+        if (g->leaf_steps[i] == s) return &g->leaves[i];
+    vt_msg_q_step q = {s};
+    vt_msg a;
+    if (ask(g, VT_ROLE_TRAINER, VT_MSG_Q_LEAF, &q, VT_MSG_LEAF, &a, s, 0)) return NULL;
+    vt_msg_leaf L = a.body.leaf;
+    vt_msg_free(&a);
+    uint8_t calc[32];
+    if (L.step != s || L.tree_size != g->step_count || L.has_state != expected_has_state(&g->rc, s)) {
+        decide(g, VT_LOSER_TRAINER, VT_REASON_BAD_PROOF, s, 0,
+               "the trainer's leaf for step %llu names step %llu, tree size %llu or a state schedule that do not match "
+               "its commitment",
+               (unsigned long long)s, (unsigned long long)L.step, (unsigned long long)L.tree_size);
+        return NULL;
+    }
+    if (vt_step_leaf(s, L.state_hash, L.has_state, L.log_hash, calc) || memcmp(calc, L.leaf, 32) != 0 ||
+        vt_merkle_verify(L.leaf, s, L.tree_size, (const uint8_t(*)[32])L.path, L.n_path, g->root) != 0) {
+        decide(g, VT_LOSER_TRAINER, VT_REASON_BAD_PROOF, s, 0,
+               "the trainer's leaf for step %llu does not verify against its signed Merkle root", (unsigned long long)s);
+        return NULL;
+    }
+    if (g->n_leaves == g->cap_leaves) {
+        size_t nc = g->cap_leaves ? 2 * g->cap_leaves : 16;
+        vt_msg_leaf *nl = realloc(g->leaves, nc * sizeof *nl);
+        uint64_t *ns = nl ? realloc(g->leaf_steps, nc * sizeof *ns) : NULL;
+        if (nl) g->leaves = nl;
+        if (!nl || !ns) {
+            decide(g, VT_LOSER_NONE, VT_REASON_CANNOT_JUDGE, s, 0, "the arbiter ran out of memory");
+            return NULL;
+        }
+        g->leaf_steps = ns;
+        g->cap_leaves = nc;
+    }
+    g->leaves[g->n_leaves] = L;
+    g->leaf_steps[g->n_leaves] = s;
+    return &g->leaves[g->n_leaves++];
+}
+
+static int auditor_state(game *g, uint64_t s, uint8_t out[32])
+{
+    vt_msg_q_step q = {s};
+    vt_msg a;
+    if (ask(g, VT_ROLE_AUDITOR, VT_MSG_Q_STATE, &q, VT_MSG_STATE_CLAIM, &a, s, 0)) return -1;
+    int bad = a.body.state_claim.step != s;
+    memcpy(out, a.body.state_claim.state_hash, 32);
+    vt_msg_free(&a);
+    if (bad) decide(g, VT_LOSER_AUDITOR, VT_REASON_INCONSISTENT, s, 0, "the auditor answered for another step");
+    return bad ? -1 : 0;
+}
+
+typedef struct {
+    uint8_t C[32], h[32];
+} claim;
+
+static int chain_claim(game *g, int party, uint64_t lo, uint64_t hi, uint64_t pos, uint64_t total, claim *c)
+{
+    vt_msg_q_chain q = {lo, hi, pos};
+    vt_msg a;
+    uint64_t step = 0;
+    uint32_t op = 0;
+    if (pos < total) vt_seg_position(lo, g->m.n_ops, pos, &step, &op);
+    if (ask(g, party, VT_MSG_Q_CHAIN, &q, VT_MSG_CHAIN_CLAIM, &a, step, op)) return -1;
+    const vt_msg_chain_claim *cc = &a.body.chain_claim;
+    int bad = cc->seg_from != lo || cc->seg_to != hi || cc->pos != pos || cc->total_positions != total;
+    memcpy(c->C, cc->chain_hash, 32);
+    memcpy(c->h, cc->output_hash, 32);
+    vt_msg_free(&a);
+    if (bad)
+        decide(g, party == VT_ROLE_TRAINER ? VT_LOSER_TRAINER : VT_LOSER_AUDITOR, VT_REASON_INCONSISTENT, step, op,
+               "the %s's chain claim does not answer the question (segment, position or %llu positions)",
+               party_name(party), (unsigned long long)total);
+    return bad ? -1 : 0;
+}
+
+/* The trainer's list of hashes (PREFIX or TENSORS), checked for its length. */
+static int hash_list(game *g, int qtype, const void *q, uint64_t want_n, vt_msg *a, uint64_t step, uint32_t op)
+{
+    if (ask(g, VT_ROLE_TRAINER, qtype, q, VT_MSG_HASHES, a, step, op)) return -1;
+    if (a->body.hashes.n != want_n) {
+        decide(g, VT_LOSER_TRAINER, VT_REASON_INCONSISTENT, step, op, "the trainer sent %u hashes, %llu were asked for",
+               a->body.hashes.n, (unsigned long long)want_n);
+        vt_msg_free(a);
+        return -1;
+    }
+    return 0;
+}
+
+/* Parse and check the challenge's commitment. */
+static int check_commitment(game *g, const vt_msg_challenge *ch)
+{
+    const uint8_t *c = ch->commitment;
+    vt_commitment_bytes_hash(c, g->cm_hash);
+    if (memcmp(c, "VTCM", 4) != 0 || vt_get_u32le(c + 4) != 1) {
+        decide(g, VT_LOSER_AUDITOR, VT_REASON_BAD_CHALLENGE, 0, 0, "the challenge does not carry a commitment file");
+        return -1;
+    }
+    memcpy(g->manifest_hash, c + 8, 32);
+    g->step_count = vt_get_u64le(c + 40);
+    memcpy(g->root, c + 48, 32);
+    memcpy(g->trainer_pk, c + 80, 32);
+    if (vt_sign_init() || vt_sign_verify_detached(c + VT_COMMITMENT_BODY_LEN, c, VT_COMMITMENT_BODY_LEN, g->trainer_pk)) {
+        decide(g, VT_LOSER_AUDITOR, VT_REASON_BAD_CHALLENGE, 0, 0,
+               "the commitment in the challenge is not signed by its trainer key");
+        return -1;
+    }
+    return 0;
+}
+
+static int load_manifest(game *g, const char *data_root, vt_order order)
+{
+    vt_msg_q_step q = {0};
+    vt_msg a;
+    if (ask(g, VT_ROLE_TRAINER, VT_MSG_Q_MANIFEST, &q, VT_MSG_MANIFEST, &a, 0, 0)) return -1;
+    uint8_t h[32], dh[32];
+    vt_err e = vt_sha256(a.body.log.data, a.body.log.len, h);
+    int match = !e && memcmp(h, g->manifest_hash, 32) == 0;
+    if (match) e = vt_manifest_parse((const char *)a.body.log.data, a.body.log.len, &g->rc, dh);
+    vt_msg_free(&a);
+    if (!match || e) {
+        decide(g, VT_LOSER_TRAINER, VT_REASON_MANIFEST, 0, 0, "the trainer's manifest %s",
+               !match ? "does not match its commitment" : "cannot be parsed");
+        return -1;
+    }
+    char spec[96];
+    vt_recipe_dataset_spec(&g->rc, spec, sizeof spec);
+    if (vt_data_load(spec, data_root, &g->ds) || memcmp(g->ds.hash, dh, 32) != 0) {
+        decide(g, VT_LOSER_NONE, VT_REASON_CANNOT_JUDGE, 0, 0, "the arbiter does not have the run's dataset %s", spec);
+        return -1;
+    }
+    if (vt_model_init(&g->m, &g->rc, g->ds.n, order)) {
+        decide(g, VT_LOSER_NONE, VT_REASON_CANNOT_JUDGE, 0, 0, "the arbiter cannot build the model: %s", vt_errmsg());
+        return -1;
+    }
+    g->have_model = 1;
+    if (g->step_count != g->rc.steps + 1) {
+        decide(g, VT_LOSER_TRAINER, VT_REASON_MANIFEST, 0, 0, "the commitment covers %llu steps, the recipe %llu",
+               (unsigned long long)g->step_count, (unsigned long long)g->rc.steps + 1);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- recompute */
+
+/* The exact value of element idx of a reduction operation, and its bound (arbiter's check of
+ * the auditor's missing-entry hint). Returns 0 when the operation has no exact form here. */
+static int exact_element(vt_model *m, uint32_t op_id, uint64_t idx, double *x, double *B)
+{
+    const vt_op *o = &m->ops[op_id];
+    const vt_recipe *r = &m->rc;
+    size_t Bt = r->batch, l = o->layer;
+    static const float one = 1.0f;
+    const vt_bound_cfg *cfg = &r->bound;
+    switch (o->kind) {
+    case VT_OPK_FWD_GEMM: {
+        size_t din = r->widths[l - 1], dout = r->widths[l], i = idx / dout, j = idx % dout;
+        if (i >= Bt) return 0;
+        const float *A = m->act[l - 1] + i * din, *W = m->state + m->off_w[l - 1] + j;
+        *x = vt_dot_exact(din, A, 1, W, dout), *B = vt_bound_of_terms(cfg, din, A, 1, W, dout);
+        return 1;
+    }
+    case VT_OPK_DW: {
+        size_t din = r->widths[l - 1], dout = r->widths[l], i = idx / dout, j = idx % dout;
+        if (i >= din) return 0;
+        const float *A = m->act[l - 1] + i, *D = m->dz[l] + j;
+        *x = vt_dot_exact(Bt, A, din, D, dout), *B = vt_bound_of_terms(cfg, Bt, A, din, D, dout);
+        return 1;
+    }
+    case VT_OPK_DX: {
+        size_t din = r->widths[l - 1], dout = r->widths[l], n = idx / din, i = idx % din;
+        if (n >= Bt) return 0;
+        const float *D = m->dz[l] + n * dout, *W = m->state + m->off_w[l - 1] + i * dout;
+        *x = vt_dot_exact(dout, D, 1, W, 1), *B = vt_bound_of_terms(cfg, dout, D, 1, W, 1);
+        return 1;
+    }
+    case VT_OPK_DB: {
+        size_t dout = r->widths[l];
+        if (idx >= dout) return 0;
+        const float *D = m->dz[l] + idx;
+        *x = vt_dot_exact(Bt, D, dout, &one, 0), *B = vt_bound_of_terms(cfg, Bt, D, dout, &one, 0);
+        return 1;
+    }
+    default: return 0;
+    }
+}
+
+/* Fill the model's input slots of operation (s, j) at position p from the trainer's INPUTS,
+ * each checked against the agreed hash. */
+static int load_inputs(game *g, uint64_t lo, uint64_t p, uint64_t s, uint32_t j, const uint8_t (*prefix)[32],
+                       const uint8_t sh_lo[32])
+{
+    vt_model *m = &g->m;
+    const vt_op *o = &m->ops[j];
+    uint8_t (*th)[32] = NULL;
+    int need_tensors = 0;
+    uint64_t pos[VT_MAX_OP_INPUTS];
+    uint32_t tens[VT_MAX_OP_INPUTS];
+    for (uint32_t k = 0; k < o->n_in; k++) {
+        if (vt_input_producer(m, p, o->in[k], &pos[k], &tens[k])) {
+            decide(g, VT_LOSER_NONE, VT_REASON_CANNOT_JUDGE, s, j, "%s", vt_errmsg());
+            return -1;
+        }
+        need_tensors |= pos[k] == 0;
+    }
+    vt_msg ta;
+    memset(&ta, 0, sizeof ta);
+    if (need_tensors) {
+        vt_msg_q_step q = {lo};
+        if (hash_list(g, VT_MSG_Q_TENSORS, &q, m->n_tensors, &ta, s, j)) return -1;
+        th = ta.body.hashes.h;
+        uint8_t calc[32];
+        if (vt_state_hash_of(lo, m->n_tensors, (const uint8_t(*)[32])th, calc) || memcmp(calc, sh_lo, 32) != 0) {
+            vt_msg_free(&ta);
+            decide(g, VT_LOSER_TRAINER, VT_REASON_INCONSISTENT, s, j,
+                   "the trainer's tensor hashes of step %llu do not give its committed state hash", (unsigned long long)lo);
+            return -1;
+        }
+    }
+    vt_msg_q_inputs q = {s, j};
+    vt_msg a;
+    if (ask(g, VT_ROLE_TRAINER, VT_MSG_Q_INPUTS, &q, VT_MSG_INPUTS, &a, s, j)) {
+        vt_msg_free(&ta);
+        return -1;
+    }
+    int rc = 0;
+    for (uint32_t k = 0; k < o->n_in && !rc; k++) {
+        uint32_t slot = o->in[k];
+        int labels = (slot >> 8) == VT_SLOT_Y;
+        uint32_t want[2] = {labels ? VT_SLOT(VT_SLOT_X, 0) : slot, slot};
+        const vt_msg_tensor *t[2] = {NULL, NULL};
+        for (uint16_t i = 0; i < a.body.inputs.n_tensors; i++)
+            for (int w = 0; w < 2; w++)
+                if (a.body.inputs.tensors[i].tensor_id == want[w]) t[w] = &a.body.inputs.tensors[i];
+        size_t n[2] = {0, 0};
+        uint8_t *lab = NULL;
+        float *dst[2] = {vt_model_slot(m, want[0], &n[0], &lab), NULL};
+        if (labels) vt_model_slot(m, slot, &n[1], &lab);
+        int ok = t[0] && (size_t)t[0]->rows * t[0]->cols == n[0] && (!labels || (t[1] && (size_t)t[1]->rows * t[1]->cols == n[1]));
+        if (ok && labels)
+            for (size_t i = 0; i < n[1] && ok; i++) {
+                float v = t[1]->data[i];
+                ok = v >= 0 && v < (float)m->rc.widths[m->L] && v == (float)(uint8_t)v;
+            }
+        if (!ok) {
+            decide(g, VT_LOSER_TRAINER, VT_REASON_BAD_INPUT, s, j, "the trainer's inputs lack slot 0x%x or have the wrong size",
+                   slot);
+            rc = -1;
+            break;
+        }
+        memcpy(dst[0], t[0]->data, n[0] * sizeof(float));
+        if (labels)
+            for (size_t i = 0; i < n[1]; i++) lab[i] = (uint8_t)t[1]->data[i];
+        uint8_t h[32];
+        vt_sha256_ctx c;
+        vt_err e = vt_sha256_init(&c);
+        if (!e) e = vt_sha256_update(&c, dst[0], n[0] * sizeof(float));
+        if (!e && labels) e = vt_sha256_update(&c, lab, n[1]);
+        if (!e) e = vt_sha256_final(&c, h);
+        else vt_sha256_abort(&c);
+        const uint8_t *expect = pos[k] ? prefix[pos[k]] : th[tens[k]];
+        if (e || memcmp(h, expect, 32) != 0) {
+            decide(g, VT_LOSER_TRAINER, VT_REASON_BAD_INPUT, s, j,
+                   "the trainer's input slot 0x%x does not match the hash both parties agreed on", slot);
+            rc = -1;
+        }
+    }
+    vt_msg_free(&a);
+    vt_msg_free(&ta);
+    return rc;
+}
+
+static void recompute(game *g, uint64_t lo, uint64_t p, const claim *ct, const claim *ca, const uint8_t (*prefix)[32],
+                      const uint8_t sh_lo[32])
+{
+    vt_model *m = &g->m;
+    uint64_t s;
+    uint32_t j;
+    vt_seg_position(lo, m->n_ops, p, &s, &j);
+    const vt_op *o = &m->ops[j];
+    snprintf(g->res->op_name, sizeof g->res->op_name, "%s", o->name);
+    note(g, "disputed operation: step %llu, operation %u (%s)", (unsigned long long)s, j, o->name);
+    if (load_inputs(g, lo, p, s, j, prefix, sh_lo)) return;
+    vt_steplog mini;
+    vt_steplog_init(&mini, s);
+    vt_oplog *rec = NULL;
+    if (o->rounded) {
+        const vt_msg_leaf *L = leaf(g, s);
+        if (!L) return;
+        vt_msg_q_step q = {s};
+        vt_msg a;
+        if (ask(g, VT_ROLE_TRAINER, VT_MSG_Q_LOG, &q, VT_MSG_LOG, &a, s, j)) return;
+        vt_steplog full;
+        vt_steplog_init(&full, 0);
+        uint8_t lh[32];
+        vt_err e = vt_steplog_decode(a.body.log.data, a.body.log.len, NULL, &full, lh);
+        vt_msg_free(&a);
+        if (e || memcmp(lh, L->log_hash, 32) != 0 || full.step != s) {
+            vt_steplog_free(&full);
+            decide(g, VT_LOSER_TRAINER, VT_REASON_LOG_MISMATCH, s, j,
+                   "the trainer's log of step %llu does not match its committed log hash", (unsigned long long)s);
+            return;
+        }
+        const vt_oplog *fo = NULL;
+        for (uint32_t i = 0; i < full.n_ops; i++)
+            if (full.ops[i].op_id == j) fo = &full.ops[i];
+        e = fo ? vt_steplog_add_op(&mini, j, fo->n_elems, &rec) : VT_ERR_MISMATCH;
+        for (uint64_t k = 0; !e && k < fo->n_entries; k++) e = vt_oplog_push(rec, fo->e[k]);
+        vt_steplog_free(&full);
+        if (e) {
+            vt_steplog_free(&mini);
+            decide(g, VT_LOSER_TRAINER, VT_REASON_LOG_MISMATCH, s, j,
+                   "the trainer's committed log of step %llu has no valid record for operation %u", (unsigned long long)s, j);
+            return;
+        }
+    }
+    /* the auditor's hint: an element it found unlogged though a boundary is near */
+    vt_msg_q_inputs hq = {s, j};
+    vt_msg ha;
+    if (ask(g, VT_ROLE_AUDITOR, VT_MSG_Q_HINT, &hq, VT_MSG_HINT, &ha, s, j)) {
+        vt_steplog_free(&mini);
+        return;
+    }
+    int has_hint = ha.body.hint.has;
+    uint64_t hint = ha.body.hint.index;
+    vt_msg_free(&ha);
+
+    double t0 = vt_now();
+    vt_rctx rc;
+    vt_rctx_init(&rc, VT_RMODE_REPLAY, m->rc.bound);
+    vt_err e = vt_rctx_begin_step(&rc, s, &mini);
+    m->step = s - 1;
+    if (!e) e = vt_model_exec_op(m, &g->ds, &rc, s, j);
+    double xe = 0, Be = 0;
+    int exact_missing = 0;
+    if (!e && has_hint && rec && exact_element(m, j, hint, &xe, &Be)) {
+        /* an honest auditor's flag puts a boundary within 3.4W of the exact value; the trainer's
+         * rule logs every boundary within 5W of its own value, so within 4W of the exact one */
+        uint32_t lo4, hi4;
+        vt_round_ends(xe, Be, 4.0, &lo4, &hi4);
+        int logged = 0;
+        for (uint64_t k = 0; k < rec->n_entries; k++) logged |= rec->e[k].index == hint;
+        exact_missing = lo4 != hi4 && !logged;
+    }
+    uint8_t hr[32];
+    if (!e) e = vt_model_output_hash(m, j, hr);
+    g->res->recompute_seconds = vt_now() - t0;
+    vt_steplog_free(&mini);
+    if (e == VT_ERR_IMPLAUSIBLE) {
+        decide(g, VT_LOSER_TRAINER, rc.fault.has_entry ? VT_REASON_IMPLAUSIBLE : VT_REASON_MISSING_ENTRY, s, j,
+               "%s (%s)", vt_errmsg(), o->name);
+        return;
+    }
+    if (e == VT_ERR_DIVERGED) {
+        decide(g, VT_LOSER_TRAINER, VT_REASON_WRONG_OUTPUT, s, j, "the rule diverges on the agreed inputs: %s",
+               vt_errmsg());
+        return;
+    }
+    if (e) {
+        decide(g, VT_LOSER_NONE, VT_REASON_CANNOT_JUDGE, s, j, "the arbiter could not recompute %s: %s", o->name,
+               vt_errmsg());
+        return;
+    }
+    if (exact_missing) {
+        decide(g, VT_LOSER_TRAINER, VT_REASON_MISSING_ENTRY, s, j,
+               "element %llu of %s lies within 4W of a rounding boundary (exact value %.17g), but the trainer's log has "
+               "no entry for it",
+               (unsigned long long)hint, o->name, xe);
+        return;
+    }
+    int t_ok = memcmp(hr, ct->h, 32) == 0, a_ok = memcmp(hr, ca->h, 32) == 0;
+    if (t_ok)
+        decide(g, VT_LOSER_AUDITOR, VT_REASON_WRONG_OUTPUT, s, j,
+               "%s of step %llu recomputed by the arbiter equals the trainer's output: the auditor's claim is wrong",
+               o->name, (unsigned long long)s);
+    else
+        decide(g, a_ok ? VT_LOSER_TRAINER : VT_LOSER_BOTH, VT_REASON_WRONG_OUTPUT, s, j,
+               "%s of step %llu recomputed by the arbiter differs from the trainer's committed output%s", o->name,
+               (unsigned long long)s, a_ok ? " and equals the auditor's" : " (and from the auditor's)");
+}
+
+/* ------------------------------------------------------------------- play */
+
+static void play(game *g, const vt_msg_challenge *ch, const char *data_root, vt_order order)
+{
+    if (check_commitment(g, ch) || load_manifest(g, data_root, order)) return;
+    const vt_recipe *rc = &g->rc;
+    uint64_t hi = ch->claimed_step, lo = 0;
+    if (hi < 1 || hi > rc->steps || !expected_has_state(rc, hi)) {
+        decide(g, VT_LOSER_AUDITOR, VT_REASON_BAD_CHALLENGE, hi, 0,
+               "the challenged step %llu has no committed state (steps 1..%llu, every %u)", (unsigned long long)hi,
+               (unsigned long long)rc->steps, rc->state_hash_every);
+        return;
+    }
+    note(g, "challenge: the auditor disputes the committed state of step %llu", (unsigned long long)hi);
+    const vt_msg_leaf *Lh = leaf(g, hi);
+    if (!Lh) return;
+    uint8_t a_hi[32];
+    memcpy(a_hi, ch->auditor_state_hash, 32);
+    if (memcmp(Lh->state_hash, a_hi, 32) == 0) {
+        decide(g, VT_LOSER_AUDITOR, VT_REASON_BAD_CHALLENGE, hi, 0, "the auditor's state hash of step %llu equals the "
+               "trainer's: there is no disagreement", (unsigned long long)hi);
+        return;
+    }
+    /* step 0: both must agree on the initial state, or the arbiter settles it itself */
+    const vt_msg_leaf *L0 = leaf(g, 0);
+    uint8_t a0[32];
+    if (!L0 || auditor_state(g, 0, a0)) return;
+    if (memcmp(L0->state_hash, a0, 32) != 0) {
+        uint8_t r0[32];
+        if (vt_model_state_hash(&g->m, r0)) FAIL(g, VT_LOSER_NONE, VT_REASON_CANNOT_JUDGE, 0, 0, "cannot hash the initial state");
+        int t_ok = memcmp(r0, L0->state_hash, 32) == 0;
+        decide(g, t_ok ? VT_LOSER_AUDITOR : VT_LOSER_TRAINER, VT_REASON_WRONG_OUTPUT, 0, 0,
+               "the initial state recomputed by the arbiter %s the trainer's", t_ok ? "equals" : "differs from");
+        return;
+    }
+    /* bisection over the committed states */
+    while (1) {
+        uint64_t cand[2], nc = 0; /* the committed step nearest the middle of (lo, hi) */
+        uint64_t mid = lo + (hi - lo) / 2;
+        for (uint64_t s = mid; s > lo && nc == 0; s--)
+            if (expected_has_state(rc, s)) cand[nc++] = s;
+        for (uint64_t s = mid + 1; s < hi && nc < 2; s++)
+            if (expected_has_state(rc, s)) {
+                cand[nc++] = s;
+                break;
+            }
+        if (nc == 0) break;
+        uint64_t s = cand[0];
+        const vt_msg_leaf *L = leaf(g, s);
+        uint8_t a[32];
+        if (!L || auditor_state(g, s, a)) return;
+        g->res->step_rounds++;
+        int agree = memcmp(L->state_hash, a, 32) == 0;
+        note(g, "step round %llu: state of step %llu: %s", (unsigned long long)g->res->step_rounds,
+             (unsigned long long)s, agree ? "agreed" : "disputed");
+        if (agree)
+            lo = s;
+        else
+            hi = s, memcpy(a_hi, a, 32);
+    }
+    const vt_msg_leaf *Llo = leaf(g, lo);
+    const vt_msg_leaf *Lhi = leaf(g, hi);
+    if (!Llo || !Lhi) return;
+    uint8_t sh_lo[32], sh_hi[32];
+    memcpy(sh_lo, Llo->state_hash, 32);
+    memcpy(sh_hi, Lhi->state_hash, 32);
+    note(g, "disputed segment: steps %llu..%llu", (unsigned long long)lo + 1, (unsigned long long)hi);
+
+    /* bisection over the operation chain of the segment */
+    uint64_t P = (hi - lo) * g->m.n_ops, total = P + 1;
+    claim ct, ca, agreed;
+    vt_chain_start(lo, sh_lo, agreed.C);
+    if (chain_claim(g, VT_ROLE_TRAINER, lo, hi, total, total, &ct) || chain_claim(g, VT_ROLE_AUDITOR, lo, hi, total, total, &ca))
+        return;
+    if (memcmp(ct.h, sh_hi, 32) != 0)
+        FAIL(g, VT_LOSER_TRAINER, VT_REASON_INCONSISTENT, hi, 0,
+                      "the trainer's chain ends in another state hash than it committed for step %llu",
+                      (unsigned long long)hi);
+    if (memcmp(ca.h, a_hi, 32) != 0)
+        FAIL(g, VT_LOSER_AUDITOR, VT_REASON_INCONSISTENT, hi, 0,
+                      "the auditor's chain ends in another state hash than it claimed for step %llu", (unsigned long long)hi);
+    uint64_t a = 0, b = total;
+    while (b - a > 1) {
+        uint64_t mid = a + (b - a) / 2;
+        claim t, u;
+        if (chain_claim(g, VT_ROLE_TRAINER, lo, hi, mid, total, &t) || chain_claim(g, VT_ROLE_AUDITOR, lo, hi, mid, total, &u))
+            return;
+        g->res->op_rounds++;
+        if (memcmp(t.C, u.C, 32) == 0)
+            a = mid, agreed = t;
+        else
+            b = mid, ct = t, ca = u;
+    }
+    /* each party's claim at b must extend the agreed chain at a */
+    uint8_t nt[32], na[32];
+    vt_chain_next(agreed.C, ct.h, nt);
+    vt_chain_next(agreed.C, ca.h, na);
+    int bt = memcmp(nt, ct.C, 32) != 0, ba = memcmp(na, ca.C, 32) != 0;
+    uint64_t s = hi;
+    uint32_t j = 0;
+    if (b < total) vt_seg_position(lo, g->m.n_ops, b, &s, &j);
+    if (bt || ba)
+        FAIL(g, bt && ba ? VT_LOSER_BOTH : bt ? VT_LOSER_TRAINER : VT_LOSER_AUDITOR, VT_REASON_INCONSISTENT, s, j,
+                      "the %s's chain claims at positions %llu and %llu contradict each other",
+                      bt && ba ? "trainer's and the auditor" : bt ? "trainer" : "auditor", (unsigned long long)a,
+                      (unsigned long long)b);
+    /* the agreed prefix h_1..h_(b-1), authenticated by the agreed chain hash */
+    vt_msg pa;
+    memset(&pa, 0, sizeof pa);
+    vt_msg_q_chain pq = {lo, hi, b - 1};
+    if (b > 1) {
+        if (hash_list(g, VT_MSG_Q_PREFIX, &pq, b - 1, &pa, s, j)) return;
+        uint8_t c[32];
+        vt_chain_start(lo, sh_lo, c);
+        for (uint64_t q = 0; q < b - 1; q++) vt_chain_next(c, pa.body.hashes.h[q], c);
+        if (memcmp(c, agreed.C, 32) != 0) {
+            vt_msg_free(&pa);
+            FAIL(g, VT_LOSER_TRAINER, VT_REASON_INCONSISTENT, s, j,
+                          "the trainer's output hashes do not chain to the hash both parties agreed on");
+        }
+    }
+    /* prefix[q] = h_q, q = 1..b-1 */
+    uint8_t(*prefix)[32] = calloc(b, 32);
+    if (!prefix) {
+        vt_msg_free(&pa);
+        FAIL(g, VT_LOSER_NONE, VT_REASON_CANNOT_JUDGE, s, j, "out of memory");
+    }
+    if (b > 1) memcpy(prefix[1], pa.body.hashes.h, (b - 1) * 32);
+    vt_msg_free(&pa);
+    if (b == total) { /* every operation agrees: the dispute is the state hash of step hi itself */
+        uint8_t th[VT_MAX_TENSORS][32], r[32];
+        int ok = 1;
+        for (uint32_t t = 0; t < g->m.n_tensors && ok; t++) {
+            uint64_t q = 0;
+            uint32_t tt;
+            ok = vt_input_producer(&g->m, total, vt_model_tensor_slot(&g->m, t), &q, &tt) == VT_OK && q > 0;
+            if (ok) memcpy(th[t], prefix[q], 32);
+        }
+        if (!ok || vt_state_hash_of(hi, g->m.n_tensors, (const uint8_t(*)[32])th, r))
+            decide(g, VT_LOSER_NONE, VT_REASON_CANNOT_JUDGE, hi, 0, "cannot derive the state of step %llu",
+                   (unsigned long long)hi);
+        else if (memcmp(r, ct.h, 32) == 0)
+            decide(g, VT_LOSER_AUDITOR, VT_REASON_WRONG_OUTPUT, hi, 0,
+                   "every operation agrees and the trainer's committed state hash of step %llu is the hash of their "
+                   "outputs", (unsigned long long)hi);
+        else
+            decide(g, memcmp(r, ca.h, 32) == 0 ? VT_LOSER_TRAINER : VT_LOSER_BOTH, VT_REASON_WRONG_OUTPUT, hi, 0,
+                   "every operation agrees but the trainer's committed state hash of step %llu is not the hash of "
+                   "their outputs", (unsigned long long)hi);
+    } else {
+        recompute(g, lo, b, &ct, &ca, (const uint8_t(*)[32])prefix, sh_lo);
+    }
+    free(prefix);
+}
+
+void vt_game_play(const vt_game_io *io, const vt_msg_challenge *ch, const char *data_root, vt_order order,
+                  vt_game_result *res)
+{
+    game g;
+    memset(&g, 0, sizeof g);
+    memset(res, 0, sizeof *res);
+    g.io = io;
+    g.res = res;
+    play(&g, ch, data_root, order);
+    if (!g.done) decide(&g, VT_LOSER_NONE, VT_REASON_CANNOT_JUDGE, 0, 0, "the game ended without a decision");
+    free(g.leaves);
+    free(g.leaf_steps);
+    vt_data_free(&g.ds);
+    if (g.have_model) vt_model_free(&g.m);
+}

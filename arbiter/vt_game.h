@@ -1,0 +1,59 @@
+/* vt_game.h - the arbiter's game engine (docs/dispute.md): bisection over committed steps,
+ * bisection over the operation chain of the disputed segment, then the recomputation of
+ * ONE operation under the replay rule. The engine talks to the parties through an
+ * abstract `ask`, so the same code runs live (over TLS) and offline (arbiter check, from a
+ * transcript), and so derives the same verdict from the same answers. */
+#ifndef VT_GAME_H
+#define VT_GAME_H
+
+#include <stdint.h>
+
+#include "../common/vt_error.h"
+#include "../kernels/vt_kernels.h"
+#include "../protocol/vt_proto.h"
+
+/* reason codes of a verdict */
+enum {
+    VT_REASON_NONE = 0,
+    VT_REASON_NO_ANSWER = 1,       /* deadline passed, connection lost, malformed message, ERROR reply */
+    VT_REASON_BAD_PROOF = 2,       /* an inclusion proof or a leaf does not verify against the root */
+    VT_REASON_INCONSISTENT = 3,    /* an answer contradicts the party's earlier signed answers */
+    VT_REASON_IMPLAUSIBLE = 4,     /* the trainer's log entry is implausible for the replay rule */
+    VT_REASON_MISSING_ENTRY = 5,   /* the trainer omitted a log entry the rule requires */
+    VT_REASON_WRONG_OUTPUT = 6,    /* the party's claimed output differs from the recomputation */
+    VT_REASON_MANIFEST = 7,        /* the trainer's manifest does not match its commitment */
+    VT_REASON_BAD_CHALLENGE = 8,   /* the challenge itself is invalid (bad commitment, no disagreement) */
+    VT_REASON_LOG_MISMATCH = 9,    /* the trainer's log does not match its committed log hash */
+    VT_REASON_BAD_INPUT = 10,      /* the trainer sent inputs that do not match the agreed hashes */
+    VT_REASON_CANNOT_JUDGE = 11,   /* the arbiter could not judge (its own data or resources) */
+    VT_REASON_EQUIVOCATION = 12,   /* the trainer signed two different roots for one run */
+};
+const char *vt_reason_name(int code);
+
+typedef struct {
+    /* Sends (qtype, qbody) to party VT_ROLE_TRAINER or VT_ROLE_AUDITOR and receives its answer
+     * of type atype (or ERROR) into *ans, signature verified. A non-zero return means the party
+     * gave no valid answer (vt_errmsg says why). */
+    vt_err (*ask)(void *ctx, int party, int qtype, const void *qbody, int atype, vt_msg *ans);
+    void *ctx;
+    /* Called with a one-line description of each round (may be NULL). */
+    void (*note)(void *ctx, const char *line);
+} vt_game_io;
+
+typedef struct {
+    vt_msg_verdict v;
+    uint64_t rounds;           /* question/answer exchanges */
+    uint64_t step_rounds, op_rounds;
+    double recompute_seconds;  /* the arbiter's own computation of the disputed operation */
+    char op_name[48];
+} vt_game_result;
+
+/* Plays the game for challenge ch. data_root: where the arbiter finds the dataset (NULL:
+ * default). order: the arbiter's own evaluation order. Always produces a verdict. */
+void vt_game_play(const vt_game_io *io, const vt_msg_challenge *ch, const char *data_root, vt_order order,
+                  vt_game_result *res);
+
+/* SHA-256 of a commitment file's bytes (the verdict names the run by it). */
+void vt_commitment_bytes_hash(const uint8_t c[176], uint8_t out[32]);
+
+#endif

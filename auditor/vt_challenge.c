@@ -1,0 +1,233 @@
+/* vt_challenge.c - the auditor's side of the dispute game (docs/dispute.md). The auditor
+ * computes its own version of the run (a lenient replay of the trainer's logs with its own
+ * evaluation order), challenges the first committed state it disagrees with, and answers
+ * the arbiter's questions until the verdict. */
+#include "vt_challenge.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../arbiter/vt_dispute.h"
+#include "../arbiter/vt_game.h"
+#include "../common/vt_cli.h"
+#include "../common/vt_hash.h"
+#include "../data/vt_data.h"
+#include "../merkle/vt_sign.h"
+#include "../protocol/vt_proto.h"
+#include "../store/vt_store.h"
+#include "../trainer/vt_train.h"
+
+typedef struct {
+    const vt_challenge_opts *o;
+    vt_keypair kp;
+    vt_store *st;
+    vt_recipe rc;
+    vt_dataset ds;
+    uint8_t (*state)[32]; /* own state hash per committed step (index = step) */
+    uint8_t *have;
+    vt_seg_chain chain;
+    int have_chain;
+} auditor;
+
+static int has_state(const vt_recipe *rc, uint64_t s)
+{
+    return s % rc->checkpoint_every == 0 || s % rc->state_hash_every == 0 || s == rc->steps;
+}
+
+static vt_err new_model(auditor *a, vt_model *m) { return vt_model_init(m, &a->rc, a->ds.n, a->o->order); }
+
+/* A lying auditor claims a different output at (lie_step, lie_op) and a different state from
+ * there on. */
+static int lying_at(const auditor *a, uint64_t s) { return a->o->lie_step && s >= a->o->lie_step; }
+
+/* Own replay of the whole run up to `upto`, recording own state hashes at committed steps;
+ * also compares with the trainer's leaves to find the first disagreement (returned in *bad). */
+static vt_err own_states(auditor *a, uint64_t upto, uint64_t *bad)
+{
+    vt_model m;
+    VT_FORWARD_IF_ERROR(new_model(a, &m));
+    vt_err e = vt_model_state_hash(&m, a->state[0]);
+    a->have[0] = 1;
+    *bad = 0;
+    for (uint64_t s = 1; !e && s <= upto; s++) {
+        e = vt_restore(&m, a->st, &a->ds, VT_PARTY_AUDITOR, s);
+        if (e || !has_state(&a->rc, s)) continue;
+        e = vt_model_state_hash(&m, a->state[s]);
+        if (lying_at(a, s)) a->state[s][0] ^= 1;
+        a->have[s] = 1;
+        vt_step_rec r;
+        if (!e) e = vt_store_get_step(a->st, s, &r);
+        if (!e && !*bad && memcmp(r.state_hash, a->state[s], 32) != 0) {
+            *bad = s;
+            if (!a->o->step) break;
+        }
+    }
+    vt_model_free(&m);
+    return e;
+}
+
+static vt_err get_chain(auditor *a, uint64_t lo, uint64_t hi)
+{
+    if (a->have_chain && a->chain.lo == lo && a->chain.hi == hi) return VT_OK;
+    if (a->have_chain) vt_seg_chain_free(&a->chain);
+    a->have_chain = 0;
+    VT_RETURN_ERROR_IF(lo >= hi || hi > a->rc.steps, VT_ERR_ARG, "no segment");
+    vt_model m;
+    VT_FORWARD_IF_ERROR(new_model(a, &m));
+    vt_err e = vt_restore(&m, a->st, &a->ds, VT_PARTY_AUDITOR, lo);
+    if (!e) e = vt_seg_chain_compute(&m, a->st, &a->ds, VT_PARTY_AUDITOR, hi, &a->chain);
+    vt_model_free(&m);
+    if (e) return e;
+    a->have_chain = 1;
+    if (a->o->lie_step > lo && a->o->lie_step <= hi) { /* the lie: one output, and the chain after it */
+        uint64_t p = (a->o->lie_step - lo - 1) * a->chain.n_ops + a->o->lie_op;
+        a->chain.h[p][0] ^= 1;
+        memcpy(a->chain.h[a->chain.P + 1], a->state[hi], 32);
+        for (uint64_t q = p; q <= a->chain.P + 1; q++) vt_chain_next(a->chain.C[q - 1], a->chain.h[q], a->chain.C[q]);
+    }
+    return VT_OK;
+}
+
+static vt_err answer(auditor *a, vt_conn *c, const vt_msg *q)
+{
+    switch (q->hdr.type) {
+    case VT_MSG_Q_STATE: {
+        uint64_t s = q->body.q_state.step;
+        VT_RETURN_ERROR_IF(s > a->rc.steps || !a->have[s], VT_ERR_ARG, "no own state for step %llu", (unsigned long long)s);
+        vt_msg_state_claim r = {s, {0}};
+        memcpy(r.state_hash, a->state[s], 32);
+        return vt_send_msg(c, VT_MSG_STATE_CLAIM, &r, &a->kp);
+    }
+    case VT_MSG_Q_CHAIN: {
+        const vt_msg_q_chain *qc = &q->body.q_chain;
+        VT_FORWARD_IF_ERROR(get_chain(a, qc->seg_from, qc->seg_to));
+        VT_RETURN_ERROR_IF(qc->pos < 1 || qc->pos > a->chain.P + 1, VT_ERR_ARG, "no such position");
+        vt_msg_chain_claim r;
+        r.seg_from = qc->seg_from, r.seg_to = qc->seg_to, r.pos = qc->pos, r.total_positions = a->chain.P + 1;
+        memcpy(r.chain_hash, a->chain.C[qc->pos], 32);
+        memcpy(r.output_hash, a->chain.h[qc->pos], 32);
+        return vt_send_msg(c, VT_MSG_CHAIN_CLAIM, &r, &a->kp);
+    }
+    case VT_MSG_Q_HINT: { /* the first element of (s, j) whose log entry was missing for us */
+        uint64_t s = q->body.q_inputs.step;
+        uint32_t j = q->body.q_inputs.op;
+        vt_model m;
+        VT_FORWARD_IF_ERROR(new_model(a, &m));
+        vt_fault f;
+        memset(&f, 0, sizeof f);
+        vt_err e = s >= 1 && s <= a->rc.steps ? vt_restore(&m, a->st, &a->ds, VT_PARTY_AUDITOR, s - 1) : VT_ERR_ARG;
+        if (!e) e = vt_run_to_op(&m, a->st, &a->ds, VT_PARTY_AUDITOR, j, 1, &f);
+        vt_model_free(&m);
+        VT_FORWARD_IF_ERROR(e);
+        vt_msg_hint r = {s, j, 0, 0};
+        if (f.code == VT_ERR_IMPLAUSIBLE && !f.has_entry && f.op_id == j) r.has = 1, r.index = f.index;
+        return vt_send_msg(c, VT_MSG_HINT, &r, &a->kp);
+    }
+    default: VT_RETURN_ERROR(VT_ERR_FORMAT, "unexpected %s from the arbiter", vt_msg_type_name(q->hdr.type));
+    }
+}
+
+static vt_err run(auditor *a, vt_challenge_result *res)
+{
+    const vt_challenge_opts *o = a->o;
+    char path[4096], spec[96];
+    uint8_t commitment[176];
+    uint8_t mh[32], dh[32];
+    char *manifest = NULL;
+    size_t ml = 0;
+    VT_FORWARD_IF_ERROR(vt_sign_init());
+    VT_FORWARD_IF_ERROR(vt_sign_read_secret_key(o->key_path, &a->kp));
+    VT_FORWARD_IF_ERROR(vt_store_open(o->run_dir, 1, &a->st));
+    VT_FORWARD_IF_ERROR(vt_store_manifest(a->st, &manifest, &ml, mh));
+    vt_err e = vt_manifest_parse(manifest, ml, &a->rc, dh);
+    free(manifest);
+    VT_FORWARD_IF_ERROR(e);
+    vt_recipe_dataset_spec(&a->rc, spec, sizeof spec);
+    VT_FORWARD_IF_ERROR(vt_data_load(spec, o->data_root, &a->ds));
+    vt_store_commitment_path(o->run_dir, path, sizeof path);
+    FILE *f = fopen(path, "rb");
+    size_t got = f ? fread(commitment, 1, sizeof commitment, f) : 0;
+    if (f) fclose(f);
+    VT_RETURN_ERROR_IF(got != sizeof commitment, VT_ERR_IO, "cannot read the commitment %s", path);
+    a->state = calloc(a->rc.steps + 1, 32);
+    a->have = calloc(a->rc.steps + 1, 1);
+    VT_RETURN_ERROR_IF(!a->state || !a->have, VT_ERR_NOMEM, "out of memory");
+
+    /* own version of the run, and the step to challenge */
+    uint64_t target = o->step ? o->step : (o->lie_step ? o->lie_step : a->rc.steps), bad = 0;
+    while (o->lie_step && !has_state(&a->rc, target)) target++;
+    if (!o->quiet) fprintf(stderr, "auditor: replaying the run (order %s) to find the first disputed state\n",
+                           vt_order_name(o->order));
+    VT_FORWARD_IF_ERROR(own_states(a, target, &bad));
+    uint64_t hi = o->step ? o->step : bad;
+    VT_RETURN_ERROR_IF(!hi, VT_ERR_ARG, "every committed state agrees with our replay: nothing to challenge");
+    VT_RETURN_ERROR_IF(!a->have[hi], VT_ERR_ARG, "step %llu has no committed state", (unsigned long long)hi);
+    res->claimed_step = hi;
+    if (!o->quiet) fprintf(stderr, "auditor: challenging the committed state of step %llu\n", (unsigned long long)hi);
+
+    uint8_t apk[32], *pin = NULL;
+    if (o->arbiter_pk_path) {
+        VT_FORWARD_IF_ERROR(vt_sign_read_public_key(o->arbiter_pk_path, apk));
+        pin = apk;
+    }
+    vt_conn *c = NULL;
+    vt_transcript *tr = NULL;
+    if (o->transcript) VT_FORWARD_IF_ERROR(vt_transcript_open(o->transcript, &tr));
+    e = vt_connect(o->arbiter_addr, &a->kp, pin, o->deadline_ms, &c, NULL);
+    if (!e && tr) vt_conn_set_transcript(c, tr);
+    vt_msg_challenge ch;
+    memset(&ch, 0, sizeof ch);
+    memcpy(ch.commitment, commitment, sizeof commitment);
+    memcpy(ch.auditor_pk, a->kp.pk, 32);
+    ch.claimed_step = hi;
+    memcpy(ch.auditor_state_hash, a->state[hi], 32);
+    snprintf(ch.trainer_addr, sizeof ch.trainer_addr, "%s", o->trainer_addr);
+    if (!e) e = vt_send_msg(c, VT_MSG_CHALLENGE, &ch, &a->kp);
+    while (!e) {
+        vt_msg q;
+        e = vt_recv_msg(c, VT_MSG_ANY, o->deadline_ms > 0 ? 10 * o->deadline_ms + 600000 : 600000, NULL, &q);
+        if (e) break;
+        if (q.hdr.type == VT_MSG_VERDICT) {
+            const vt_msg_verdict *v = &q.body.verdict;
+            res->decided = 1;
+            res->loser = v->loser;
+            res->reason_code = v->reason_code;
+            res->step = v->step;
+            res->op = v->op;
+            snprintf(res->reason, sizeof res->reason, "%s", v->reason);
+            vt_msg_free(&q);
+            break;
+        }
+        if (q.hdr.type == VT_MSG_ERROR) {
+            e = vt_set_error(VT_ERR_IO, "the arbiter refused: %s", q.body.error.message);
+            vt_msg_free(&q);
+            break;
+        }
+        res->questions++;
+        if (!o->quiet) fprintf(stderr, "  arbiter asks %s\n", vt_msg_type_name(q.hdr.type));
+        e = answer(a, c, &q);
+        vt_msg_free(&q);
+    }
+    vt_conn_close(c);
+    vt_err te = vt_transcript_close(tr);
+    return e ? e : te;
+}
+
+vt_err vt_challenge_run(const vt_challenge_opts *o, vt_challenge_result *res)
+{
+    auditor a;
+    memset(&a, 0, sizeof a);
+    memset(res, 0, sizeof *res);
+    a.o = o;
+    double t0 = vt_now();
+    vt_err e = run(&a, res);
+    res->seconds = vt_now() - t0;
+    if (a.have_chain) vt_seg_chain_free(&a.chain);
+    free(a.state);
+    free(a.have);
+    vt_data_free(&a.ds);
+    vt_store_close(a.st);
+    vt_keypair_wipe(&a.kp);
+    return e;
+}

@@ -1,0 +1,41 @@
+/* vt_challenge.h - `auditor challenge`: after a rejected verify, play the dispute game. */
+#ifndef VT_CHALLENGE_H
+#define VT_CHALLENGE_H
+
+#include <stdint.h>
+
+#include "../common/vt_error.h"
+#include "../kernels/vt_kernels.h"
+
+typedef struct {
+    const char *run_dir;
+    const char *trainer_addr;
+    const char *arbiter_addr;
+    const char *key_path;        /* the auditor's key (TLS identity and signatures) */
+    const char *arbiter_pk_path; /* optional: pin the arbiter's key */
+    const char *data_root;
+    const char *transcript;      /* optional: write the auditor's transcript here */
+    vt_order order;
+    uint64_t step;               /* 0: find the first bad committed step by replaying */
+    int deadline_ms;
+    int quiet;
+    /* testing only: a lying auditor that disputes the honest step lie_step at operation lie_op */
+    uint64_t lie_step;
+    uint32_t lie_op;
+} vt_challenge_opts;
+
+typedef struct {
+    int decided;        /* a verdict arrived */
+    int loser;          /* VT_LOSER_* */
+    int reason_code;
+    uint64_t step;
+    uint32_t op;
+    char reason[1100];
+    uint64_t claimed_step;
+    uint64_t questions;  /* questions the auditor answered */
+    double seconds;
+} vt_challenge_result;
+
+vt_err vt_challenge_run(const vt_challenge_opts *o, vt_challenge_result *res) VT_WARN_UNUSED;
+
+#endif
