@@ -204,11 +204,27 @@ static vt_err replay_ask(void *ctx, int party, int qtype, const void *q, int aty
     e = vt_msg_body_encode(qtype, q, &want);
     if (!e) e = vt_msg_body_encode(m.hdr.type, &m.body, &got);
     int same = !e && m.hdr.type == qtype && want.len == got.len && memcmp(want.data, got.data, want.len) == 0;
-    vt_buf_free(&want);
     vt_buf_free(&got);
     vt_msg_free(&m);
+    if (!same) vt_buf_free(&want);
     VT_RETURN_ERROR_IF(!same, VT_ERR_FORMAT, "transcript: the recorded question differs from %s",
                        vt_msg_type_name(qtype));
+    /* the same question sent again after a reconnection: skip the repeats */
+    while (peek(R) && R->rec.dir == VT_TR_SENT) {
+        vt_msg r2;
+        vt_buf b2;
+        vt_buf_init(&b2);
+        int repeat = vt_msg_decode(R->rec.bytes, R->rec.len, R->arbiter_pk, NULL, &r2) == VT_OK;
+        if (repeat) {
+            repeat = r2.hdr.type == qtype && vt_msg_body_encode(r2.hdr.type, &r2.body, &b2) == VT_OK &&
+                     b2.len == want.len && memcmp(b2.data, want.data, want.len) == 0;
+            vt_msg_free(&r2);
+        }
+        vt_buf_free(&b2);
+        if (!repeat) break;
+        R->have = 0;
+    }
+    vt_buf_free(&want);
     /* the party's answer, if any was recorded */
     const uint8_t *pk = party == VT_ROLE_TRAINER ? R->trainer_pk : R->auditor_pk;
     if (!peek(R) || R->rec.dir != VT_TR_RECV || memcmp(R->rec.author_pk, pk, 32) != 0)

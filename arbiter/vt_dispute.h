@@ -40,6 +40,13 @@ typedef enum { VT_PARTY_TRAINER = 0, VT_PARTY_AUDITOR = 1 } vt_party;
  * checkpoint at or before target from st, then runs the steps up to target as `party`. */
 vt_err vt_restore(vt_model *m, vt_store *st, const vt_dataset *ds, vt_party party, uint64_t target) VT_WARN_UNUSED;
 
+/* One whole step as the party; *disputed (may be NULL) tells an auditor that the step held a
+ * missing or implausible entry or an unusable log (its state from there on is marked). */
+vt_err vt_step_once(vt_model *m, vt_store *st, const vt_dataset *ds, vt_party party, int *disputed) VT_WARN_UNUSED;
+/* h <- SHA-256("VT-DISPUTED" || h): how an auditor marks an output or state it disputes even
+ * where its own values coincide with the trainer's. */
+void vt_dispute_mark(uint8_t h[32]);
+
 /* Computes the chain of segment (lo, hi] from m, which must hold the state of step lo,
  * leaving m at step hi. The start hash is the state hash of m at lo. */
 vt_err vt_seg_chain_compute(vt_model *m, vt_store *st, const vt_dataset *ds, vt_party party, uint64_t hi,

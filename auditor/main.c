@@ -19,8 +19,9 @@
 static void usage(FILE *f)
 {
     fprintf(f, "usage: auditor verify RUN_DIR [options]\n"
-               "  --order ORDER    the auditor's evaluation order: pairwise (default), blas, forward,\n"
-               "                   reverse, permuted, sorted (the trainer's default is blas)\n"
+               "  --order ORDER    the auditor's evaluation order: split (default: the BLAS on each half\n"
+               "                   of every reduction), blas, forward, reverse, pairwise, permuted, sorted\n"
+               "                   (the trainer's default is blas)\n"
                "  --recipe FILE    also check that the run used exactly this recipe\n"
                "  --pubkey FILE    also check that the commitment is signed by this key (KEYFILE.pub)\n"
                "  --data-dir DIR   dataset root (default: $VT_DATA_DIR or the repository's data/)\n"
@@ -124,7 +125,7 @@ int main(int argc, char **argv)
                                        {0, 0, 0, 0}};
     vt_audit_opts o;
     memset(&o, 0, sizeof o);
-    o.order = VT_ORDER_PAIRWISE;
+    o.order = VT_ORDER_SPLIT;
     o.jobs = 1;
     const char *report = NULL;
     optind = 2;

@@ -35,11 +35,18 @@ static int has_state(const vt_recipe *rc, uint64_t s)
     return s % rc->checkpoint_every == 0 || s % rc->state_hash_every == 0 || s == rc->steps;
 }
 
-static vt_err new_model(auditor *a, vt_model *m) { return vt_model_init(m, &a->rc, a->ds.n, a->o->order); }
-
-/* A lying auditor claims a different output at (lie_step, lie_op) and a different state from
- * there on. */
-static int lying_at(const auditor *a, uint64_t s) { return a->o->lie_step && s >= a->o->lie_step; }
+/* A lying auditor (tests) computes a wrong output at (lie_step, lie_op) and goes on from there,
+ * consistently in every answer. */
+static vt_err new_model(auditor *a, vt_model *m)
+{
+    VT_FORWARD_IF_ERROR(vt_model_init(m, &a->rc, a->ds.n, a->o->order));
+    if (a->o->lie_step) {
+        m->cheat.kind = VT_CHEAT_FLIP_OUTPUT;
+        m->cheat.step = a->o->lie_step;
+        m->cheat.value = a->o->lie_op;
+    }
+    return VT_OK;
+}
 
 /* Own replay of the whole run up to `upto`, recording own state hashes at committed steps;
  * also compares with the trainer's leaves to find the first disagreement (returned in *bad). */
@@ -50,11 +57,14 @@ static vt_err own_states(auditor *a, uint64_t upto, uint64_t *bad)
     vt_err e = vt_model_state_hash(&m, a->state[0]);
     a->have[0] = 1;
     *bad = 0;
+    int tainted = 0; /* a missing/implausible entry or unusable log was met: our states are marked */
     for (uint64_t s = 1; !e && s <= upto; s++) {
-        e = vt_restore(&m, a->st, &a->ds, VT_PARTY_AUDITOR, s);
+        int disputed = 0;
+        e = vt_step_once(&m, a->st, &a->ds, VT_PARTY_AUDITOR, &disputed);
+        tainted |= disputed;
         if (e || !has_state(&a->rc, s)) continue;
         e = vt_model_state_hash(&m, a->state[s]);
-        if (lying_at(a, s)) a->state[s][0] ^= 1;
+        if (tainted) vt_dispute_mark(a->state[s]);
         a->have[s] = 1;
         vt_step_rec r;
         if (!e) e = vt_store_get_step(a->st, s, &r);
@@ -80,12 +90,6 @@ static vt_err get_chain(auditor *a, uint64_t lo, uint64_t hi)
     vt_model_free(&m);
     if (e) return e;
     a->have_chain = 1;
-    if (a->o->lie_step > lo && a->o->lie_step <= hi) { /* the lie: one output, and the chain after it */
-        uint64_t p = (a->o->lie_step - lo - 1) * a->chain.n_ops + a->o->lie_op;
-        a->chain.h[p][0] ^= 1;
-        memcpy(a->chain.h[a->chain.P + 1], a->state[hi], 32);
-        for (uint64_t q = p; q <= a->chain.P + 1; q++) vt_chain_next(a->chain.C[q - 1], a->chain.h[q], a->chain.C[q]);
-    }
     return VT_OK;
 }
 
@@ -123,6 +127,26 @@ static vt_err answer(auditor *a, vt_conn *c, const vt_msg *q)
         vt_msg_hint r = {s, j, 0, 0};
         if (f.code == VT_ERR_IMPLAUSIBLE && !f.has_entry && f.op_id == j) r.has = 1, r.index = f.index;
         return vt_send_msg(c, VT_MSG_HINT, &r, &a->kp);
+    }
+    case VT_MSG_Q_OUTPUT: { /* our own output of (s, j) */
+        uint64_t s = q->body.q_inputs.step;
+        uint32_t j = q->body.q_inputs.op;
+        vt_model m;
+        VT_FORWARD_IF_ERROR(new_model(a, &m));
+        vt_err e = s >= 1 && s <= a->rc.steps && j >= 1 && j <= m.n_ops
+                       ? vt_restore(&m, a->st, &a->ds, VT_PARTY_AUDITOR, s - 1)
+                       : vt_set_error(VT_ERR_ARG, "no such operation");
+        if (!e) e = vt_run_to_op(&m, a->st, &a->ds, VT_PARTY_AUDITOR, j, 1, NULL);
+        size_t n = 0;
+        float *p = e ? NULL : vt_model_slot(&m, m.ops[j].out, &n, NULL);
+        if (!e && !p) e = vt_set_error(VT_ERR_ARG, "operation %u has no tensor output", j);
+        if (!e) {
+            vt_msg_tensor t = {m.ops[j].out, 1, (uint32_t)n, p};
+            vt_msg_inputs r = {s, j, 1, &t};
+            e = vt_send_msg(c, VT_MSG_INPUTS, &r, &a->kp);
+        }
+        vt_model_free(&m);
+        return e;
     }
     default: VT_RETURN_ERROR(VT_ERR_FORMAT, "unexpected %s from the arbiter", vt_msg_type_name(q->hdr.type));
     }

@@ -186,9 +186,25 @@ static vt_err gemm_blas(vt_exec *e, int tA, int tB, size_t M, size_t N, size_t K
     else cvt_cols(A, K, M, A64, rn);
     if (!tB) cvt_cols(B, K, N, B64, cn);
     else cvt_rows(B, N, K, B64, cn);
-    cblas_dgemm(CblasRowMajor, tA ? CblasTrans : CblasNoTrans, tB ? CblasTrans : CblasNoTrans, (int)M, (int)N,
-                (int)K, 1.0, A64, tA ? (int)M : (int)K, B64, tB ? (int)K : (int)N, 0.0, C, (int)N);
+    const int lda = tA ? (int)M : (int)K, ldb = tB ? (int)K : (int)N;
     size_t MN = M * N;
+    if (e->order == VT_ORDER_SPLIT && K >= 2) {
+        /* C = op(A)[:, 0:h] op(B)[0:h, :] + op(A)[:, h:K] op(B)[h:K, :]: each half summed by the BLAS,
+         * then one addition per element; every product still enters exactly once */
+        size_t h = K / 2;
+        void *pc = NULL;
+        VT_FORWARD_IF_ERROR(vt__ws_get(&e->ws, VT_WS_AUX, MN, sizeof(double), &pc));
+        double *C2 = pc;
+        const double *A2 = tA ? A64 + h * M : A64 + h, *B2 = tB ? B64 + h : B64 + h * N;
+        cblas_dgemm(CblasRowMajor, tA ? CblasTrans : CblasNoTrans, tB ? CblasTrans : CblasNoTrans, (int)M, (int)N,
+                    (int)h, 1.0, A64, lda, B64, ldb, 0.0, C, (int)N);
+        cblas_dgemm(CblasRowMajor, tA ? CblasTrans : CblasNoTrans, tB ? CblasTrans : CblasNoTrans, (int)M, (int)N,
+                    (int)(K - h), 1.0, A2, lda, B2, ldb, 0.0, C2, (int)N);
+        for (size_t i = 0; i < MN; i++) C[i] = C2[i] + C[i] + 0.0;
+        return VT_OK;
+    }
+    cblas_dgemm(CblasRowMajor, tA ? CblasTrans : CblasNoTrans, tB ? CblasTrans : CblasNoTrans, (int)M, (int)N,
+                (int)K, 1.0, A64, lda, B64, ldb, 0.0, C, (int)N);
     for (size_t i = 0; i < MN; i++) C[i] += 0.0; /* -0 -> +0 */
     return VT_OK;
 }
@@ -287,7 +303,7 @@ static vt_err gemm_loops(vt_exec *e, int tA, int tB, size_t M, size_t N, size_t 
 static vt_err gemm_core(vt_exec *e, int tA, int tB, size_t M, size_t N, size_t K, const float *A, const float *B,
                         double *C, double *rn, double *cn)
 {
-    if (e->order == VT_ORDER_BLAS) return gemm_blas(e, tA, tB, M, N, K, A, B, C, rn, cn);
+    if (e->order == VT_ORDER_BLAS || e->order == VT_ORDER_SPLIT) return gemm_blas(e, tA, tB, M, N, K, A, B, C, rn, cn);
     return gemm_loops(e, tA, tB, M, N, K, A, B, C, rn, cn);
 }
 

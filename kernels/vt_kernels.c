@@ -25,7 +25,7 @@
 /* ================================================================ orders */
 
 static const char *const vt_order_names[VT_ORDER_COUNT] = {
-    "blas", "forward", "reverse", "pairwise", "permuted", "sorted",
+    "blas", "forward", "reverse", "pairwise", "permuted", "sorted", "split",
 };
 
 const char *vt_order_name(vt_order o)
@@ -188,6 +188,7 @@ double vt__sum(vt_order o, size_t n, const double *x, const uint32_t *perm, uint
         for (size_t t = n; t-- > 0;) s += x[t];
         return s;
     case VT_ORDER_PAIRWISE:
+    case VT_ORDER_SPLIT:
         return vt__sum_pairwise(n, x);
     case VT_ORDER_PERMUTED:
         for (size_t t = 0; t < n; t++) s += x[perm[t]];

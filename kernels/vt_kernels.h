@@ -36,6 +36,8 @@ typedef enum {
     VT_ORDER_PERMUTED = 4, /* adversarial: a Fisher-Yates permutation of k drawn from seed
                               (splitmix64); the same permutation for every element */
     VT_ORDER_SORTED = 5,   /* adversarial: terms sorted by increasing magnitude (per element) */
+    VT_ORDER_SPLIT = 6,    /* GEMM: the BLAS on each half of k, then the halves added (fast, and another
+                              order than the BLAS alone: the auditor's default); sums: pairwise */
     VT_ORDER_COUNT
 } vt_order;
 

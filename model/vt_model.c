@@ -334,10 +334,8 @@ static vt_err exec_op(vt_model *m, const vt_dataset *ds, vt_rctx *rc, uint64_t s
     case VT_OPK_LOAD_BATCH:
         VT_RETURN_ERROR_IF(!ds, VT_ERR_ARG, "loading a batch needs the dataset");
         batch_indices(m, s);
-        if (m->cheat.kind == VT_CHEAT_REORDER && m->cheat.step == s && B >= 2) {
-            size_t tmp = m->batch_idx[0];
-            m->batch_idx[0] = m->batch_idx[1], m->batch_idx[1] = tmp;
-        }
+        if (m->cheat.kind == VT_CHEAT_REORDER && m->cheat.step == s) /* another example than the recipe's */
+            m->batch_idx[0] = (m->batch_idx[0] + 1) % m->n_examples;
         return vt_data_batch(ds, m->batch_idx, B, m->act[0], m->labels);
     case VT_OPK_FWD_GEMM: {
         size_t din = r->widths[l - 1], dout = r->widths[l];
@@ -455,6 +453,11 @@ vt_err vt_model_run(vt_model *m, const vt_dataset *ds, vt_rctx *rc, uint32_t upt
     VT_RETURN_ERROR_IF(upto > m->n_ops, VT_ERR_ARG, "no operation %u", upto);
     for (uint32_t op = 1; op <= upto; op++) {
         VT_FORWARD_IF_ERROR(exec_op(m, ds, rc, s, op));
+        if (m->cheat.kind == VT_CHEAT_FLIP_OUTPUT && m->cheat.step == s && (uint32_t)m->cheat.value == op) {
+            size_t n = 0;
+            float *p = slot_ptr(m, m->ops[op].out, &n, NULL);
+            if (p && n) p[0] = vt_bits_f32(vt_f32_bits(p[0]) ^ 1u);
+        }
         if (hook) VT_FORWARD_IF_ERROR(hook(hook_ctx, m, s, op));
     }
     if (upto == m->n_ops) m->step = s;

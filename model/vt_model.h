@@ -62,7 +62,10 @@ typedef enum {
     VT_CHEAT_LR,        /* step s uses learning rate `value` */
     VT_CHEAT_POISON,    /* step s: add `value` to every weight gradient of layer 1 */
     VT_CHEAT_FLIP_W,    /* step s: flip the lowest bit of the first weight after its update */
-    VT_CHEAT_REORDER,   /* step s: swap the first two examples of the batch */
+    VT_CHEAT_FLIP_OUTPUT, /* step s: flip the lowest bit of the first output value of operation `value`
+                             (a lying auditor's computation in tests) */
+    VT_CHEAT_REORDER,   /* step s: the batch's first example replaced by another (a reordered data stream;
+                           the order WITHIN a batch cannot matter: every reduction is order-independent) */
 } vt_cheat_kind;
 
 typedef struct {

@@ -29,6 +29,7 @@ static const uint32_t body_min_[VT_MSG_TYPE_COUNT_] = {
     [VT_MSG_HASHES] = 8 + 8 + 4,
     [VT_MSG_Q_HINT] = 12,
     [VT_MSG_HINT] = 8 + 4 + 1 + 8,
+    [VT_MSG_Q_OUTPUT] = 12,
 };
 static const uint32_t body_max_[VT_MSG_TYPE_COUNT_] = {
     [VT_MSG_HELLO] = 1 + VT_SIGN_PK_LEN + 32,
@@ -52,6 +53,7 @@ static const uint32_t body_max_[VT_MSG_TYPE_COUNT_] = {
     [VT_MSG_HASHES] = 8 + 8 + 4 + VT_MSG_HASHES_MAX * HL,
     [VT_MSG_Q_HINT] = 12,
     [VT_MSG_HINT] = 8 + 4 + 1 + 8,
+    [VT_MSG_Q_OUTPUT] = 12,
 };
 
 static int type_ok(int type) { return type > 0 && type < VT_MSG_TYPE_COUNT_; }
@@ -61,7 +63,7 @@ const char *vt_msg_type_name(int type)
     static const char *const names[VT_MSG_TYPE_COUNT_] = {
         "ANY",     "HELLO",     "CHALLENGE", "Q_LEAF", "LEAF",  "Q_STATE", "STATE_CLAIM", "Q_CHAIN",
         "CHAIN_CLAIM", "Q_INPUTS", "INPUTS", "Q_LOG",  "LOG",   "VERDICT", "ERROR", "Q_MANIFEST", "MANIFEST",
-        "Q_TENSORS", "Q_PREFIX", "HASHES", "Q_HINT", "HINT",
+        "Q_TENSORS", "Q_PREFIX", "HASHES", "Q_HINT", "HINT", "Q_OUTPUT",
     };
     if (type < 0 || type >= VT_MSG_TYPE_COUNT_) return "?";
     return names[type];
@@ -227,7 +229,8 @@ static vt_err encode_body(int type, const void *body, vt_buf *b)
         return vt_buf_u64le(b, m->total_positions);
     }
     case VT_MSG_Q_INPUTS:
-    case VT_MSG_Q_HINT: {
+    case VT_MSG_Q_HINT:
+    case VT_MSG_Q_OUTPUT: {
         const vt_msg_q_inputs *m = body;
         VT_FORWARD_IF_ERROR(vt_buf_u64le(b, m->step));
         return vt_buf_u32le(b, m->op);
@@ -492,7 +495,8 @@ static vt_err decode_body(int type, vt_reader *r, vt_msg_body *out)
         return vt_read_u64le(r, &m->total_positions, "CHAIN_CLAIM total_positions");
     }
     case VT_MSG_Q_INPUTS:
-    case VT_MSG_Q_HINT: {
+    case VT_MSG_Q_HINT:
+    case VT_MSG_Q_OUTPUT: {
         vt_msg_q_inputs *m = &out->q_inputs;
         VT_FORWARD_IF_ERROR(vt_read_u64le(r, &m->step, "Q_INPUTS step"));
         return vt_read_u32le(r, &m->op, "Q_INPUTS op");

@@ -79,7 +79,8 @@ typedef enum {
     VT_MSG_HASHES = 19,     /* body: hashes */
     VT_MSG_Q_HINT = 20,     /* body: q_inputs */
     VT_MSG_HINT = 21,       /* body: hint */
-    VT_MSG_TYPE_COUNT_ /* 22: valid wire types are 1 .. VT_MSG_TYPE_COUNT_-1 */
+    VT_MSG_Q_OUTPUT = 22,   /* body: q_inputs: the party's output of that operation (answer: INPUTS) */
+    VT_MSG_TYPE_COUNT_ /* 23: valid wire types are 1 .. VT_MSG_TYPE_COUNT_-1 */
 } vt_msg_type;
 
 /* HELLO role */

@@ -224,10 +224,10 @@ static inline uint32_t vt_f32_key(uint32_t bits)
 }
 
 /* Interval factors of the rules (docs/rounding.md section 3). */
-#define VT_UNSTABLE_K 5.0   /* record: unstable (logged) when ends_5 differ */
-#define VT_DIRECTION_K 11.0 /* record: direction entry when ends_11 are adjacent */
-#define VT_REPLAY_K 8.0     /* replay: plausibility window ends_8 */
-#define VT_REQUIRED_K 2.0   /* replay: an unlogged element whose ends_2 differ is a missing entry */
+#define VT_UNSTABLE_K 3.0   /* record: unstable (logged) when ends_3 differ */
+#define VT_DIRECTION_K 9.0  /* record: direction entry when ends_9 are adjacent */
+#define VT_REPLAY_K 6.0     /* replay: plausibility window ends_6 */
+#define VT_REQUIRED_K 0.5   /* replay: an unlogged element whose ends_0.5 differ is a missing entry */
 
 /* FP32 results of the two ends of [x - k*Bw, x + k*Bw] with the working bound
  * Bw = B + |x|*2^-50 (0 when B = 0), each end first moved one FP64 step outward

@@ -5,13 +5,13 @@
  *   ends_k(x,B) = ( fl32(down(x - k*Bw)), fl32(up(x + k*Bw)) ), where down/up move the FP64
  *   result one step outward (so the computed interval contains the exact one) and
  *   B = 0 gives the degenerate interval [x, x].
- *   record: unstable  <=> ends_5 differ.  An unstable element gets a direction entry
- *           when ends_11 are adjacent FP32 values (exactly one boundary inside), else
+ *   record: unstable  <=> ends_3 differ.  An unstable element gets a direction entry
+ *           when ends_9 are adjacent FP32 values (exactly one boundary inside), else
  *           a value entry holding fl32(x).
- *   replay: a direction entry is plausible when ends_8 of the replayer's own (x', B')
+ *   replay: a direction entry is plausible when ends_6 of the replayer's own (x', B')
  *           are adjacent; the result is the lower or upper one.  A value entry is
- *           plausible when it is finite and lies within ends_8.  An element without an
- *           entry whose ends_2 differ is a missing entry (the trainer logs out to 5W).  Unlogged elements
+ *           plausible when it is finite and lies within ends_6.  An element without an
+ *           entry whose ends_0.5 differ is a missing entry (the trainer logs out to 3W).  Unlogged elements
  *           round to nearest.
  * The fast path below is a conservative filter: an element it calls stable is stable
  * by the specification (proof in docs/rounding.md, "fast path").
@@ -117,7 +117,7 @@ vt_err vt_round_replay1(double x, double B, const vt_log_entry *entry, float *ou
     vt_round_ends(x, B, VT_REPLAY_K, &lo, &hi);
     if (!entry->is_value) {
         VT_RETURN_ERROR_IF(vt_f32_key(hi) - vt_f32_key(lo) != 1, VT_ERR_IMPLAUSIBLE,
-                           "direction entry, but no single rounding boundary lies within 8B of our value");
+                           "direction entry, but no single rounding boundary lies within 6B of our value");
         v = entry->up ? hi : lo;
         VT_RETURN_ERROR_IF(!bits_finite(v), VT_ERR_IMPLAUSIBLE, "direction entry leads beyond FP32 range");
     } else {
@@ -125,7 +125,7 @@ vt_err vt_round_replay1(double x, double B, const vt_log_entry *entry, float *ou
         VT_RETURN_ERROR_IF(!bits_finite(v), VT_ERR_IMPLAUSIBLE, "value entry is not a finite FP32 value");
         uint32_t kv = vt_f32_key(v);
         VT_RETURN_ERROR_IF(kv < vt_f32_key(lo) || kv > vt_f32_key(hi), VT_ERR_IMPLAUSIBLE,
-                           "value entry lies outside [x - 8B, x + 8B] of our value");
+                           "value entry lies outside [x - 6B, x + 6B] of our value");
     }
     *out = vt_bits_f32(v);
     return VT_OK;
@@ -137,8 +137,8 @@ vt_err vt_round_replay_unlogged1(double x, double B, float *out)
     uint32_t r = f32_of(x), lo, hi;
     vt_round_ends(x, B, VT_REQUIRED_K, &lo, &hi);
     VT_RETURN_ERROR_IF(lo != hi, VT_ERR_IMPLAUSIBLE,
-                       "missing log entry: a rounding boundary lies within 2B of our value, so the trainer's rule "
-                       "(boundaries within 5B) must have logged this element");
+                       "missing log entry: a rounding boundary lies within B/2 of our value, so the trainer's rule "
+                       "(boundaries within 3B) must have logged this element");
     VT_RETURN_ERROR_IF(!bits_finite(r), VT_ERR_DIVERGED, "result %.17g is beyond FP32 range", x);
     *out = vt_bits_f32(r);
     return VT_OK;
@@ -169,9 +169,17 @@ static inline int fast_stable_k(double x, double B, double k, double slop, float
     return ((lhs < h) & (ad >= 0x1p-126) & (ad <= (double)FLT_MAX) & (B >= 0)) | ((B == 0) & (ad <= (double)FLT_MAX));
 }
 
-/* record: ends_5 (5|x|2^-50 + slop < |x| 2^-47); replay completeness: ends_2 (< |x| 2^-48) */
-static inline int fast_stable_record(double x, double B, float *out) { return fast_stable_k(x, B, 5.0, 0x1p-47, out); }
-static inline int fast_stable_required(double x, double B, float *out) { return fast_stable_k(x, B, 2.0, 0x1p-48, out); }
+/* record: ends_3 (3|x|2^-50 + slop < |x| 2^-48); replay completeness: ends_0.5 (< |x| 2^-50) */
+#define VT_SLOP_RECORD 0x1p-48
+#define VT_SLOP_REQUIRED 0x1p-50
+static inline int fast_stable_record(double x, double B, float *out)
+{
+    return fast_stable_k(x, B, VT_UNSTABLE_K, VT_SLOP_RECORD, out);
+}
+static inline int fast_stable_required(double x, double B, float *out)
+{
+    return fast_stable_k(x, B, VT_REQUIRED_K, VT_SLOP_REQUIRED, out);
+}
 
 /* The same filter over a block, written so that the compiler vectorises it (the x86-64
  * baseline lacks the conversions it needs, so an AVX2 clone is selected at run time where
@@ -497,8 +505,8 @@ static vt_err round_plain(vt_rctx *c, uint32_t op, const double *x, size_t n, fl
 }
 
 /* Exact rule for an element the fast filter did not clear. Record: may produce an entry.
- * Replay without an entry: the element must not be unstable within 2W of our value, or the
- * trainer (whose rule logs every boundary within 5W) omitted an entry. */
+ * Replay without an entry: no boundary may lie within W/2 of our value, or the trainer (whose
+ * rule logs every boundary within 3W) omitted an entry. */
 static vt_err slow_element(vt_rctx *c, vt_oplog *o, double x, double B, uint64_t idx, float *out)
 {
     if (c->mode == VT_RMODE_RECORD) {
@@ -544,8 +552,8 @@ static vt_err round_row(vt_rctx *c, vt_oplog *o, uint64_t *ek, tight_cache *tc, 
         /* entries of this block (replay) */
         uint64_t blk_end = row0 + j0 + nb;
         int has_entry = !rec && *ek < o->n_entries && o->e[*ek].index < blk_end;
-        int ok = rec ? fast_block(x + j0, Bb, out + j0, cleared, nb, 5.0, 0x1p-47)
-                     : fast_block(x + j0, Bb, out + j0, cleared, nb, 2.0, 0x1p-48);
+        int ok = rec ? fast_block(x + j0, Bb, out + j0, cleared, nb, VT_UNSTABLE_K, VT_SLOP_RECORD)
+                     : fast_block(x + j0, Bb, out + j0, cleared, nb, VT_REQUIRED_K, VT_SLOP_REQUIRED);
         if (ok && !has_entry) continue;
         for (size_t k = 0; k < nb; k++) {
             uint64_t idx = row0 + j0 + k;

@@ -17,9 +17,9 @@ rm -rf runs/demo
 echo "== training (trainer order: blas)"
 "$B/trainer" train --run runs/demo --key runs/demo.key "$@" | tee runs/demo.train.txt
 "$B/trainer" eval --run runs/demo 2>/dev/null || true
-echo "== auditing (auditor order: pairwise, 2 parallel segments)"
+echo "== auditing (auditor order: split, 2 parallel segments)"
 set +e
-"$B/auditor" verify runs/demo --order pairwise --jobs 2 --pubkey runs/demo.key.pub --report runs/demo.audit.json
+"$B/auditor" verify runs/demo --order split --jobs 2 --pubkey runs/demo.key.pub --report runs/demo.audit.json
 status=$?
 set -e
 train_rate=$(sed -n 's/.*(\([0-9.]*\) steps\/s).*/\1/p' runs/demo.train.txt | head -1)

@@ -39,7 +39,7 @@ expect() {
 }
 
 # --- honest run: every order, two BLAS thread counts, segments, parallel jobs
-for order in blas forward reverse pairwise permuted sorted; do
+for order in blas forward reverse pairwise permuted sorted split; do
   expect 0 verified "" "$T/run" --order "$order"
 done
 OPENBLAS_NUM_THREADS=1 expect 0 verified "" "$T/run" --order blas

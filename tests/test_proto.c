@@ -51,6 +51,7 @@ static void fill(uint8_t *p, size_t n, uint8_t v)
 static float s_d0[6], s_d1[3];
 static vt_msg_tensor s_ts[3];
 static uint8_t s_log[50];
+static uint8_t s_hashes[4][32];
 
 /* A sample body of each type; n_path and the sizes are small unless big != 0. */
 static void sample(int type, vt_msg_body *b, int big)
@@ -139,6 +140,41 @@ static void sample(int type, vt_msg_body *b, int big)
     case VT_MSG_ERROR:
         b->error.code = 500;
         strcpy(b->error.message, "internal: try again later");
+        break;
+    /* the game engine's additions */
+    case VT_MSG_Q_MANIFEST:
+        b->q_step.step = 0;
+        break;
+    case VT_MSG_MANIFEST:
+        b->log.step = 0;
+        b->log.len = 17;
+        b->log.data = (uint8_t *)"{\"layers\":[4,2]}";
+        break;
+    case VT_MSG_Q_TENSORS:
+        b->q_step.step = 12;
+        break;
+    case VT_MSG_Q_PREFIX:
+        b->q_chain.seg_from = 3;
+        b->q_chain.seg_to = 4;
+        b->q_chain.pos = 2;
+        break;
+    case VT_MSG_HASHES:
+        for (int i = 0; i < 4; i++) fill(s_hashes[i], 32, (uint8_t)(90 + i));
+        b->hashes.a = 3;
+        b->hashes.b = 4;
+        b->hashes.n = big ? 4 : 2;
+        b->hashes.h = s_hashes;
+        break;
+    case VT_MSG_Q_HINT:
+    case VT_MSG_Q_OUTPUT:
+        b->q_inputs.step = 12;
+        b->q_inputs.op = 7;
+        break;
+    case VT_MSG_HINT:
+        b->hint.step = 12;
+        b->hint.op = 7;
+        b->hint.has = 1;
+        b->hint.index = 0x0102030405ull;
         break;
     }
 }
@@ -340,7 +376,9 @@ static void test_limits(void)
     put_header(h, 0, 0, 8);
     CHECK(vt_msg_parse_header(h, NULL, &hh) == VT_ERR_FORMAT, "type 0");
     put_header(h, VT_MSG_TYPE_COUNT_, 0, 8);
-    CHECK(vt_msg_parse_header(h, NULL, &hh) == VT_ERR_FORMAT, "type 15");
+    CHECK(vt_msg_parse_header(h, NULL, &hh) == VT_ERR_FORMAT, "first unknown type");
+    put_header(h, 0xffff, 0, 8);
+    CHECK(vt_msg_parse_header(h, NULL, &hh) == VT_ERR_FORMAT, "type 65535");
     put_header(h, VT_MSG_Q_LEAF, 0, 8);
     h[4] = 2;
     CHECK(vt_msg_parse_header(h, NULL, &hh) == VT_ERR_FORMAT, "version 2");
@@ -401,6 +439,28 @@ static void test_limits(void)
     CHECK(decode_signed(VT_MSG_LEAF, big, 115 + 64) == VT_ERR_FORMAT, "LEAF has_state 0 without the filler");
     memset(big + 9, 0xff, 32);
     CHECK(decode_signed(VT_MSG_LEAF, big, 115 + 64) == VT_OK, "LEAF has_state 0 with the filler");
+    /* HASHES (count checked against the bytes before allocating), HINT, MANIFEST */
+    memset(b, 0, sizeof b);
+    vt_put_u32le(b + 16, VT_MSG_HASHES_MAX + 1);
+    CHECK(decode_signed(VT_MSG_HASHES, b, 20 + 64) == VT_ERR_LIMIT, "HASHES count over the maximum");
+    vt_put_u32le(b + 16, 0xffffffffu);
+    CHECK(decode_signed(VT_MSG_HASHES, b, 20 + 64) == VT_ERR_LIMIT, "HASHES count 2^32-1");
+    vt_put_u32le(b + 16, 3);
+    CHECK(decode_signed(VT_MSG_HASHES, b, 20 + 64) == VT_ERR_FORMAT, "HASHES count beyond the body");
+    vt_put_u32le(b + 16, 1);
+    CHECK(decode_signed(VT_MSG_HASHES, b, 20 + 64) == VT_ERR_FORMAT, "HASHES count short of the body");
+    vt_put_u32le(b + 16, 2);
+    CHECK(decode_signed(VT_MSG_HASHES, b, 20 + 64) == VT_OK, "HASHES of 2");
+    memset(b, 0, sizeof b);
+    b[12] = 2;
+    CHECK(decode_signed(VT_MSG_HINT, b, 21) == VT_ERR_FORMAT, "HINT has 2");
+    b[12] = 1;
+    CHECK(decode_signed(VT_MSG_HINT, b, 21) == VT_OK, "HINT has 1");
+    memset(b, 0, sizeof b);
+    vt_put_u32le(b + 8, VT_MSG_MANIFEST_MAX + 1);
+    CHECK(decode_signed(VT_MSG_MANIFEST, b, 12 + 20) == VT_ERR_LIMIT, "MANIFEST len over 1 MiB");
+    put_header(h, VT_MSG_MANIFEST, 0, 12 + VT_MSG_MANIFEST_MAX + 1);
+    CHECK(vt_msg_parse_header(h, NULL, &hh) == VT_ERR_LIMIT, "MANIFEST body over its limit");
     /* HELLO role, VERDICT loser */
     memset(b, 0, sizeof b);
     CHECK(decode_signed(VT_MSG_HELLO, b, 65) == VT_ERR_FORMAT, "HELLO role 0");
@@ -441,7 +501,7 @@ static void test_limits(void)
     body.log.len = VT_MSG_LOG_MAX_DATA + 1;
     CHECK(vt_msg_encode(VT_MSG_LOG, &body, 0, &k_trainer, &out) == VT_ERR_ARG, "encode LOG over 64 MiB");
     CHECK(vt_msg_encode(0, &body, 0, &k_trainer, &out) == VT_ERR_ARG, "encode type 0");
-    CHECK(vt_msg_encode(VT_MSG_TYPE_COUNT_, &body, 0, &k_trainer, &out) == VT_ERR_ARG, "encode type 15");
+    CHECK(vt_msg_encode(VT_MSG_TYPE_COUNT_, &body, 0, &k_trainer, &out) == VT_ERR_ARG, "encode an unknown type");
     /* prefix in the buffer is kept on failure, and a frame can be appended after it */
     CHECK_OK(vt_buf_append(&out, "xyz", 3));
     CHECK(vt_msg_encode(VT_MSG_LOG, &body, 0, &k_trainer, &out) == VT_ERR_ARG && out.len == 3, "prefix kept");

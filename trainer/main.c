@@ -404,7 +404,8 @@ static int cmd_serve(int argc, char **argv)
             o.misbehave = strcmp(optarg, "silent") == 0 ? VT_SERVE_SILENT
                           : strcmp(optarg, "bad-proof") == 0 ? VT_SERVE_BAD_PROOF
                           : strcmp(optarg, "inconsistent") == 0 ? VT_SERVE_INCONSISTENT
-                                                                : -1;
+                          : strcmp(optarg, "drop-once") == 0  ? VT_SERVE_DROP_ONCE
+                                                              : -1;
             if (o.misbehave < 0) {
                 fprintf(stderr, "trainer serve: unknown --misbehave %s\n", optarg);
                 return VT_EXIT_USAGE;

@@ -28,6 +28,7 @@ typedef struct {
     size_t manifest_len;
     pthread_mutex_t mu;
     int active;
+    int dropped;
 } server;
 
 typedef struct {
@@ -152,16 +153,20 @@ static vt_err answer(session *ss, const vt_msg *q)
         float *lab = NULL;
         uint16_t nt = 0;
         const vt_op *op = e ? NULL : &m.ops[j];
+        int batch_sent = 0;
         for (uint32_t k = 0; op && k < op->n_in; k++) {
             size_t n = 0;
             uint8_t *labels = NULL;
             uint32_t slot = op->in[k];
             float *p = vt_model_slot(&m, slot, &n, &labels);
-            if ((slot >> 8) == VT_SLOT_Y) { /* labels go as exact small integers, with the batch */
+            if ((slot >> 8) == VT_SLOT_Y || (slot >> 8) == VT_SLOT_X) {
+                /* the batch goes whole: inputs and labels (exact small integers), as loaded */
+                if (batch_sent++) continue;
+                vt_model_slot(&m, VT_SLOT(VT_SLOT_Y, 0), &n, &labels);
                 lab = malloc(n * sizeof(float));
                 if (!lab) break;
                 for (size_t i = 0; i < n; i++) lab[i] = (float)labels[i];
-                t[nt++] = (vt_msg_tensor){slot, 1, (uint32_t)n, lab};
+                t[nt++] = (vt_msg_tensor){VT_SLOT(VT_SLOT_Y, 0), 1, (uint32_t)n, lab};
                 size_t nx = 0;
                 float *x = vt_model_slot(&m, VT_SLOT(VT_SLOT_X, 0), &nx, NULL);
                 t[nt++] = (vt_msg_tensor){VT_SLOT(VT_SLOT_X, 0), 1, (uint32_t)nx, x};
@@ -187,7 +192,14 @@ static void *session_main(void *p)
         vt_msg_limits lim;
         memset(&lim, 0, sizeof lim);
         for (int t = 1; t < VT_MSG_TYPE_COUNT_; t++) lim.max_body[t] = 64; /* only small questions come in */
-        while (1) {
+        for (int answered = 0;; answered++) {
+            if (sv->o->misbehave == VT_SERVE_DROP_ONCE && answered == 6) {
+                pthread_mutex_lock(&sv->mu);
+                int drop = !sv->dropped;
+                sv->dropped = 1;
+                pthread_mutex_unlock(&sv->mu);
+                if (drop) break; /* as if the network dropped the connection */
+            }
             vt_msg q;
             if (vt_recv_msg(ss->c, VT_MSG_ANY, sv->o->idle_ms, &lim, &q)) break;
             vt_err e = sv->o->misbehave == VT_SERVE_SILENT ? VT_OK : answer(ss, &q);

@@ -29,6 +29,7 @@ enum {
     VT_SERVE_SILENT,        /* never answer (the arbiter's deadline must fire) */
     VT_SERVE_BAD_PROOF,     /* corrupt every inclusion proof */
     VT_SERVE_INCONSISTENT,  /* claim chain hashes inconsistent with the commitment */
+    VT_SERVE_DROP_ONCE,     /* drop the first connection after a few answers (the arbiter reconnects) */
 };
 
 /* Serves until max_connections were handled (or forever). */

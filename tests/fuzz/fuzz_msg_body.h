@@ -11,10 +11,10 @@
  *      byte (Ed25519 is deterministic); a frame accepted by 1 and rejected here is
  *      VT_ERR_CRYPTO (and only then);
  *   3. as the body of every type: a decoded body re-encodes to exactly the input;
- *   4. the bytes after the first, wrapped as the body of a frame of type (first byte % 14)
- *      + 1 correctly signed by the fixed key (this drives mutations through the signature
- *      path): the frame decodes exactly when the header bounds and the body decoder accept,
- *      to the same body.
+ *   4. the bytes after the first, wrapped as the body of a frame of type
+ *      (first byte % number of types) + 1, correctly signed by the fixed key (this drives
+ *      mutations through the signature path): the frame decodes exactly when the header
+ *      bounds and the body decoder accept, to the same body.
  * Returns 0 when every rule holds, 1 on a violation (described on stderr).
  * *accepted gets bit 0 when 1 accepted, bit 1 when 2 accepted. */
 #ifndef VT_FUZZ_MSG_BODY_H

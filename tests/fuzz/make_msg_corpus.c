@@ -184,6 +184,28 @@ int main(int argc, char **argv)
     er.message[0] = 0;
     enc_ok("ok-error-empty", VT_MSG_ERROR, &er, 21);
 
+    /* the game engine's additions */
+    vt_msg_q_step qm = {.step = 0};
+    enc_ok("ok-q-manifest", VT_MSG_Q_MANIFEST, &qm, 22);
+    static const char manifest[] = "{\"dataset\":\"digits\",\"layers\":[64,16,10]}";
+    vt_msg_log mf = {.step = 0, .len = sizeof manifest - 1, .data = (uint8_t *)manifest};
+    enc_ok("ok-manifest", VT_MSG_MANIFEST, &mf, 23);
+    qm.step = 8;
+    enc_ok("ok-q-tensors", VT_MSG_Q_TENSORS, &qm, 24);
+    vt_msg_q_chain qp = {.seg_from = 8, .seg_to = 8, .pos = 3};
+    enc_ok("ok-q-prefix", VT_MSG_Q_PREFIX, &qp, 25);
+    static uint8_t hs[3][32];
+    for (int i = 0; i < 3; i++) fill(hs[i], 32, (uint8_t)(60 + i));
+    vt_msg_hashes hh = {.a = 8, .b = 8, .n = 3, .h = hs};
+    enc_ok("ok-hashes", VT_MSG_HASHES, &hh, 26);
+    hh.n = 0;
+    hh.h = NULL;
+    enc_ok("ok-hashes-empty", VT_MSG_HASHES, &hh, 27);
+    vt_msg_q_inputs qh = {.step = 8, .op = 5};
+    enc_ok("ok-q-hint", VT_MSG_Q_HINT, &qh, 28);
+    vt_msg_hint hn = {.step = 8, .op = 5, .has = 1, .index = 1234};
+    enc_ok("ok-hint", VT_MSG_HINT, &hn, 29);
+
     /* ---------------------------------------------------------------- hostile frames */
     vt_msg_q_step qs = {.step = 1};
     if (vt_msg_encode(VT_MSG_Q_LEAF, &qs, 1, kp, &b) != VT_OK) return 2;
@@ -209,7 +231,11 @@ int main(int argc, char **argv)
     write_file("bad-type-0", t, sizeof good);
     memcpy(t, good, sizeof good);
     t[6] = VT_MSG_TYPE_COUNT_;
-    write_file("bad-type-15", t, sizeof good);
+    write_file("bad-type-unknown", t, sizeof good);
+    memcpy(t, good, sizeof good);
+    t[6] = 0xff;
+    t[7] = 0xff;
+    write_file("bad-type-65535", t, sizeof good);
     memcpy(t, good, sizeof good);
     t[sizeof good - 1] ^= 1;
     write_file("bad-sig-bit", t, sizeof good);
@@ -352,6 +378,23 @@ int main(int argc, char **argv)
         raw_bad("bad-error-len-1025", VT_MSG_ERROR, body, 4 + 1025);
         vt_put_u16le(body + 2, 0xffff);
         raw_bad("bad-error-len-65535", VT_MSG_ERROR, body, 4 + 10);
+    }
+    /* HASHES, HINT, MANIFEST */
+    {
+        memset(body, 0, 20 + 96);
+        vt_put_u32le(body + 16, 4);
+        raw_bad("bad-hashes-count-long", VT_MSG_HASHES, body, 20 + 96);
+        vt_put_u32le(body + 16, 2);
+        raw_bad("bad-hashes-count-short", VT_MSG_HASHES, body, 20 + 96);
+        vt_put_u32le(body + 16, 0xffffffffu);
+        raw_bad("bad-hashes-count-4g", VT_MSG_HASHES, body, 20 + 96);
+        memset(body, 0, 21);
+        body[12] = 2;
+        raw_bad("bad-hint-has-2", VT_MSG_HINT, body, 21);
+        memset(body, 0x20, 40);
+        vt_put_u64le(body, 0);
+        vt_put_u32le(body + 8, VT_MSG_MANIFEST_MAX + 1);
+        raw_bad("bad-manifest-len-over-max", VT_MSG_MANIFEST, body, 40);
     }
     vt_buf_free(&b);
     if (failures_) {

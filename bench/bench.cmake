@@ -1,0 +1,16 @@
+# Benchmarks: every bench/bench_*.c is one executable in the build directory, linked against the
+# project libraries. They are not tests (CI does not run them); scripts/bench.sh builds and runs them.
+file(GLOB VT_BENCH_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/bench/bench_*.c)
+foreach(src IN LISTS VT_BENCH_SOURCES)
+  get_filename_component(name ${src} NAME_WE)
+  add_executable(${name} ${src})
+  target_link_libraries(${name} PRIVATE vt_kernels vt_rlog vt_common ${M_LIB} ${CMAKE_DL_LIBS})
+  target_include_directories(${name} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+endforeach()
+
+# ---- bench_step (training-step benchmark): also needs the model, trainer and store libraries.
+# It runs the real trainer and auditor binaries for the parallel-audit figure, so build them too.
+if(TARGET bench_step)
+  target_link_libraries(bench_step PRIVATE vt_train vt_model vt_store vt_merkle vt_data)
+  add_dependencies(bench_step trainer auditor)
+endif()

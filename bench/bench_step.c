@@ -1,0 +1,969 @@
+/* bench_step.c - what a verifiable training step costs, measured in one run on one machine.
+ *
+ * For the default MLP (784-128-10, batch 64) and a wider one (784-1024-10, batch 64) on MNIST,
+ * single-threaded BLAS (OPENBLAS_NUM_THREADS=1; the program also calls openblas_set_num_threads(1)):
+ *
+ *   plain FP64 / FP32   model/vt_plain.h: the same recipe in plain double / float (dgemm /
+ *                       sgemm, no rounding layer, no log, no hashing)
+ *   verifiable          in memory, what trainer/vt_train.c's commit_step does minus the SQLite
+ *                       and checkpoint I/O: vt_model_step in record mode (BLAS order) + zstd log
+ *                       encode (+ log hash) + state hash when due + leaf + Merkle append; at the
+ *                       recipe's default H (state hash every H steps and at the last step) and at
+ *                       H = 1 (the same run with the missing state hashes timed separately)
+ *   with run store      vt_train_run (the trainer library: SQLite, checkpoints every K, fsync)
+ *   replay              the auditor's loop in memory over the same steps: log decode + hash check,
+ *                       vt_model_step in replay mode, state hash when committed (checked); in the
+ *                       trainer's order (blas) and in the auditor's default order (pairwise)
+ *
+ * Figures and targets:
+ *   verification overhead = verifiable step / plain FP64 step             target <= 1.10
+ *   precision cost        = plain FP64 step / plain FP32 step             (reported)
+ *   log size              = compressed log bytes per step / (rounded elements per step * 0.2 B,
+ *                           the dense 1.6-bit code of the published method) target <= 2%
+ *   state hashing         = vt_model_state_hash throughput, one core      target >= 1.5 GB/s
+ *   audit speed           = replay steps/s / training steps/s             target >= 0.95
+ *   parallel audit        = time(auditor verify --jobs 1) / time(--jobs 2), the real binaries on
+ *                           a run of a few hundred steps written by the real trainer
+ *                                                                         target >= 1.7
+ * Plain FP64, plain FP32, verifiable and the two replays run in rounds of interleaved blocks
+ * (other processes then slow all of them alike); per-step figures are medians over the rounds.
+ * Beside the parallel audit: the machine's own 2-thread ceiling (a fixed compute loop on 1 and 2
+ * threads) and the serial part of an audit (an audit of one step), i.e. the Amdahl bound.
+ * Then where the time goes: the time of every operation inside the real step (vt_model_run's
+ * per-operation hook), each GEMM re-timed in isolation (bare dgemm, vt_gemm in the blas and
+ * pairwise orders, vt_round with the tight fallback and with the outer bound alone, elements the
+ * screen leaves unstable) and the other operations (kernel and rounding apart); then a markdown
+ * table and one PASS/MISS line per target. docs/benchmarks.md ("Training step") explains them.
+ *
+ * Usage: bench_step [--quick] [--strict] [--no-cli] [--data-dir DIR]
+ *   --quick     fewer steps (a smoke run)
+ *   --strict    exit 1 when a target is missed (default: report only, exit 0)
+ *   --no-cli    skip the auditor --jobs measurement (needs trainer and auditor next to this binary)
+ */
+#include <cblas.h>
+#include <dlfcn.h>
+#include <limits.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/vt_cli.h"
+#include "common/vt_error.h"
+#include "common/vt_hash.h"
+#include "data/vt_data.h"
+#include "kernels/vt_kernels.h"
+#include "merkle/vt_merkle.h"
+#include "merkle/vt_sign.h"
+#include "model/vt_model.h"
+#include "model/vt_plain.h"
+#include "rounding_log/vt_rlog.h"
+#include "trainer/vt_train.h"
+
+#define TRY(expr)                                                                       \
+    do {                                                                                \
+        if ((expr) != VT_OK) {                                                          \
+            fprintf(stderr, "bench_step: %s failed: %s\n", #expr, vt_errmsg());         \
+            exit(2);                                                                    \
+        }                                                                               \
+    } while (0)
+
+static const char *data_root = NULL;
+static int quick = 0;
+
+static void blas_threads(int n)
+{
+    void (*set)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, "openblas_set_num_threads");
+    if (set) set(n);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *t, int n)
+{
+    qsort(t, (size_t)n, sizeof t[0], cmp_double);
+    return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+}
+
+/* ------------------------------------------------------------------ plain */
+
+/* Seconds per plain step over a block of k steps. */
+static double plain_block(vt_plain *p, const vt_dataset *ds, uint64_t k)
+{
+    double loss, t0 = vt_now();
+    for (uint64_t s = 0; s < k; s++) TRY(vt_plain_step(p, ds, &loss));
+    return (vt_now() - t0) / (double)k;
+}
+
+/* ------------------------------------------------------------- verifiable */
+
+/* Per-operation time inside the real step, through vt_model_run's hook (one clock read per
+ * operation): acc[op] += time since the previous operation ended. */
+typedef struct {
+    double last;
+    double acc[VT_MAX_OPS + 1];
+} op_clock;
+
+static vt_err op_tick(void *ctx, vt_model *m, uint64_t step, uint32_t op_id)
+{
+    (void)m, (void)step;
+    op_clock *c = ctx;
+    double now = vt_now();
+    if (op_id <= VT_MAX_OPS) c->acc[op_id] += now - c->last;
+    c->last = now;
+    return VT_OK;
+}
+
+static vt_err timed_step(vt_model *m, const vt_dataset *ds, vt_rctx *rc, op_clock *c, float *loss)
+{
+    c->last = vt_now();
+    VT_FORWARD_IF_ERROR(vt_model_run(m, ds, rc, m->n_ops, op_tick, c));
+    *loss = m->loss;
+    return VT_OK;
+}
+
+typedef struct {
+    uint64_t n, done;           /* steps 1..n to record; steps recorded so far */
+    uint32_t H, K;
+    double t_step, t_encode, t_hash, t_leaf; /* seconds inside the loop, per phase */
+    double t_hash_extra;        /* the state hashes H = 1 adds (timed outside the loop) */
+    uint64_t n_hash, n_hash_extra;
+    uint64_t entries, log_bytes;
+    uint8_t **blob;             /* step s's encoded log at [s-1] */
+    size_t *blen;
+    uint8_t (*log_hash)[32];
+    uint8_t (*state_hash)[32];
+    uint32_t *loss_bits;
+    int *has_state;
+    op_clock clk;
+    /* the trainer's state */
+    vt_model m;
+    vt_steplog log;
+    vt_merkle tree;
+    vt_rctx ctx;
+} recorder;
+
+static void rec_free(recorder *r)
+{
+    for (uint64_t i = 0; r->blob && i < r->n; i++) free(r->blob[i]);
+    free(r->blob), free(r->blen), free(r->log_hash), free(r->state_hash), free(r->loss_bits), free(r->has_state);
+    vt_model_free(&r->m);
+    vt_steplog_free(&r->log);
+    vt_merkle_free(&r->tree);
+    memset(r, 0, sizeof *r);
+}
+
+static void rec_init(recorder *r, const vt_recipe *rc, const vt_dataset *ds, uint64_t n)
+{
+    memset(r, 0, sizeof *r);
+    r->n = n;
+    r->H = rc->state_hash_every;
+    r->K = rc->checkpoint_every;
+    r->blob = calloc(n, sizeof *r->blob);
+    r->blen = calloc(n, sizeof *r->blen);
+    r->log_hash = calloc(n, sizeof *r->log_hash);
+    r->state_hash = calloc(n, sizeof *r->state_hash);
+    r->loss_bits = calloc(n, sizeof *r->loss_bits);
+    r->has_state = calloc(n, sizeof *r->has_state);
+    if (!r->blob || !r->blen || !r->log_hash || !r->state_hash || !r->loss_bits || !r->has_state) {
+        fprintf(stderr, "bench_step: out of memory\n");
+        exit(2);
+    }
+    vt_recipe rcn = *rc;
+    rcn.steps = n;
+    TRY(vt_model_init(&r->m, &rcn, ds->n, VT_ORDER_BLAS));
+    vt_steplog_init(&r->log, 0);
+    vt_merkle_init(&r->tree);
+    vt_rctx_init(&r->ctx, VT_RMODE_RECORD, rc->bound);
+    /* step 0: the initial state with an empty log (not timed) */
+    uint8_t leaf[32], h0[32], *b0 = NULL;
+    size_t l0 = 0;
+    vt_steplog_reset(&r->log, 0);
+    TRY(vt_steplog_encode(&r->log, rc->zstd_level, &b0, &l0, h0));
+    free(b0);
+    TRY(vt_model_state_hash(&r->m, leaf));
+    TRY(vt_step_leaf(0, leaf, 1, h0, leaf));
+    TRY(vt_merkle_append(&r->tree, leaf));
+}
+
+/* The trainer's per-step work minus SQLite and checkpoint I/O, for the next k steps: the
+ * verifiable step (record mode), the zstd log container and its hash, the state hash when due
+ * (every H steps, at checkpoint steps and at the last step), the leaf and the Merkle append.
+ * Returns seconds per step of the block (without the extra H = 1 hashes, timed apart). */
+static double rec_block(recorder *r, const vt_dataset *ds, int zstd_level, uint64_t k)
+{
+    uint8_t leaf[32], zero[32] = {0};
+    double t_loop0 = vt_now(), extra = 0;
+    uint64_t end = r->done + k > r->n ? r->n : r->done + k, k0 = r->done;
+    for (uint64_t s = r->done + 1; s <= end; s++) {
+        float loss;
+        double t0 = vt_now();
+        TRY(vt_rctx_begin_step(&r->ctx, s, &r->log));
+        TRY(timed_step(&r->m, ds, &r->ctx, &r->clk, &loss));
+        TRY(vt_rctx_end_step(&r->ctx));
+        double t1 = vt_now();
+        TRY(vt_steplog_encode(&r->log, zstd_level, &r->blob[s - 1], &r->blen[s - 1], r->log_hash[s - 1]));
+        double t2 = vt_now();
+        int hs = s % r->H == 0 || s % r->K == 0 || s == r->n;
+        if (hs) TRY(vt_model_state_hash(&r->m, r->state_hash[s - 1]));
+        double t3 = vt_now();
+        TRY(vt_step_leaf(s, hs ? r->state_hash[s - 1] : zero, hs, r->log_hash[s - 1], leaf));
+        TRY(vt_merkle_append(&r->tree, leaf));
+        double t4 = vt_now();
+        r->t_step += t1 - t0, r->t_encode += t2 - t1, r->t_hash += t3 - t2, r->t_leaf += t4 - t3;
+        r->n_hash += hs;
+        r->has_state[s - 1] = hs;
+        memcpy(&r->loss_bits[s - 1], &loss, 4);
+        r->entries += vt_steplog_total_entries(&r->log);
+        r->log_bytes += r->blen[s - 1];
+        if (!hs) { /* what H = 1 adds: timed, and excluded from the loop time */
+            uint8_t hx[32];
+            double u0 = vt_now();
+            TRY(vt_model_state_hash(&r->m, hx));
+            double u1 = vt_now();
+            r->t_hash_extra += u1 - u0;
+            r->n_hash_extra++;
+            extra += u1 - u0;
+        }
+    }
+    r->done = end;
+    return (vt_now() - t_loop0 - extra) / (double)(end - k0);
+}
+
+/* The auditor's loop over recorded steps, in memory (a replayer follows the recorder). */
+typedef struct {
+    vt_model m;
+    vt_steplog log;
+    vt_rctx ctx;
+    vt_order order;
+    op_clock clk;
+} replayer;
+
+static void rep_init(replayer *p, const vt_recipe *rc, const vt_dataset *ds, uint64_t n, vt_order order)
+{
+    memset(p, 0, sizeof *p);
+    vt_recipe rcn = *rc;
+    rcn.steps = n;
+    TRY(vt_model_init(&p->m, &rcn, ds->n, order));
+    vt_steplog_init(&p->log, 0);
+    vt_rctx_init(&p->ctx, VT_RMODE_REPLAY, rc->bound);
+    p->order = order;
+}
+
+static void rep_free(replayer *p)
+{
+    vt_model_free(&p->m);
+    vt_steplog_free(&p->log);
+}
+
+/* Replays the recorded steps the replayer has not done yet: log decode and log-hash check,
+ * the step in replay mode, the loss and (when committed) the state hash checked. Returns
+ * seconds per step. */
+static double rep_block(replayer *p, const vt_dataset *ds, const recorder *r)
+{
+    uint64_t k0 = p->m.step;
+    double t0 = vt_now();
+    for (uint64_t s = p->m.step + 1; s <= r->done; s++) {
+        uint8_t lh[32], sh[32];
+        float loss;
+        TRY(vt_steplog_decode(r->blob[s - 1], r->blen[s - 1], NULL, &p->log, lh));
+        TRY(vt_rctx_begin_step(&p->ctx, s, &p->log));
+        TRY(timed_step(&p->m, ds, &p->ctx, &p->clk, &loss));
+        TRY(vt_rctx_end_step(&p->ctx));
+        uint32_t lb;
+        memcpy(&lb, &loss, 4);
+        int bad = memcmp(lh, r->log_hash[s - 1], 32) != 0 || lb != r->loss_bits[s - 1];
+        if (r->has_state[s - 1]) {
+            TRY(vt_model_state_hash(&p->m, sh));
+            bad |= memcmp(sh, r->state_hash[s - 1], 32) != 0;
+        }
+        if (bad) {
+            fprintf(stderr, "bench_step: replay (%s order) of step %llu does not match the recording\n",
+                    vt_order_name(p->order), (unsigned long long)s);
+            exit(2);
+        }
+    }
+    return (vt_now() - t0) / (double)(r->done - k0);
+}
+
+/* ------------------------------------------------------------ run store */
+
+static char tmpdir[256];
+
+static void make_key(char *path, size_t cap)
+{
+    snprintf(path, cap, "%s/key", tmpdir);
+    if (access(path, F_OK) == 0) return;
+    vt_keypair kp;
+    TRY(vt_sign_init());
+    TRY(vt_sign_keypair(&kp));
+    TRY(vt_sign_write_secret_key(path, &kp, 1));
+    vt_keypair_wipe(&kp);
+}
+
+/* Seconds per step of the trainer library (SQLite, checkpoints, commitment) over n steps. */
+static double time_store(const vt_recipe *rc, uint64_t n, const char *tag)
+{
+    char key[512], run[512];
+    make_key(key, sizeof key);
+    snprintf(run, sizeof run, "%s/run-%s", tmpdir, tag);
+    vt_recipe rcn = *rc;
+    rcn.steps = n;
+    vt_train_opts o;
+    memset(&o, 0, sizeof o);
+    o.run_dir = run;
+    o.key_path = key;
+    o.data_root = data_root;
+    o.order = VT_ORDER_BLAS;
+    o.quiet = 1;
+    vt_train_result res;
+    TRY(vt_train_run(&rcn, &o, &res));
+    return res.seconds / (double)n;
+}
+
+/* ---------------------------------------------------- per-operation profile */
+
+typedef struct {
+    const char *what;
+    uint32_t layer;
+    int tA, tB;
+    size_t M, N, K;
+    const float *A, *B;
+} gemm_op;
+
+static double min_time(double *t, int n)
+{
+    double m = t[0];
+    for (int i = 1; i < n; i++)
+        if (t[i] < m) m = t[i];
+    return m;
+}
+
+/* Times the GEMM operations of the model's last step (its buffers still hold the step's
+ * operands) in isolation: the bare dgemm on FP64 copies, vt_gemm (conversion + norms + dgemm)
+ * in the BLAS and pairwise orders, vt_round in record mode with the tight fallback (as the
+ * step runs it) and with the outer (Cauchy-Schwarz) bound alone, and counts the elements that
+ * the outer bound leaves unstable (those go through the tight O(K) bound). */
+static void profile_ops(vt_model *m, double step_s)
+{
+    const vt_recipe *r = &m->rc;
+    const size_t Bt = r->batch;
+    gemm_op ops[3 * VT_MAX_LAYERS];
+    int no = 0;
+    /* every activation and gradient of the last step is kept per layer (vt_model.h) */
+    for (uint32_t l = 1; l <= m->L; l++)
+        ops[no++] = (gemm_op){"forward GEMM", l, 0, 0, Bt, r->widths[l], r->widths[l - 1], m->act[l - 1],
+                              m->state + m->off_w[l - 1]};
+    for (uint32_t l = m->L; l >= 1; l--) {
+        ops[no++] = (gemm_op){"weight-grad GEMM", l, 1, 0, r->widths[l - 1], r->widths[l], Bt, m->act[l - 1], m->dz[l]};
+        if (l > 1)
+            ops[no++] = (gemm_op){"input-grad GEMM", l, 0, 1, Bt, r->widths[l - 1], r->widths[l], m->dz[l],
+                                  m->state + m->off_w[l - 1]};
+    }
+
+    size_t maxmn = 0, maxk = 0, maxdim = 1;
+    for (int i = 0; i < no; i++) {
+        if (ops[i].M > maxdim) maxdim = ops[i].M;
+        if (ops[i].N > maxdim) maxdim = ops[i].N;
+        if (ops[i].M * ops[i].N > maxmn) maxmn = ops[i].M * ops[i].N;
+        size_t a = ops[i].M * ops[i].K, b = ops[i].K * ops[i].N;
+        if (a > maxk) maxk = a;
+        if (b > maxk) maxk = b;
+    }
+    double *C = malloc(maxmn * sizeof(double)), *A64 = malloc(maxk * sizeof(double)),
+           *B64 = malloc(maxk * sizeof(double)), *rn = malloc(maxdim * sizeof(double)),
+           *cn = malloc(maxdim * sizeof(double));
+    float *out = malloc(maxmn * sizeof(float));
+    if (!C || !A64 || !B64 || !rn || !cn || !out) {
+        fprintf(stderr, "bench_step: out of memory\n");
+        exit(2);
+    }
+    vt_exec ex, exp2;
+    vt_exec_init(&ex, VT_ORDER_BLAS, r->bound, r->seed);
+    vt_exec_init(&exp2, VT_ORDER_PAIRWISE, r->bound, r->seed);
+    vt_steplog log;
+    vt_steplog_init(&log, 0);
+    vt_rctx ctx;
+    vt_rctx_init(&ctx, VT_RMODE_RECORD, r->bound);
+    const int reps = quick ? 5 : 15;
+    double sum_round = 0, sum_gemm = 0, sum_dgemm = 0;
+    printf("\nPer-operation profile of the verifiable step, %u-%u-%u batch %zu (min of %d calls, microseconds; "
+           "BLAS single-threaded):\n\n",
+           r->widths[0], r->widths[1], r->widths[m->L], Bt, reps);
+    printf("| operation | M x N x K | bare dgemm | vt_gemm (blas) | vt_gemm (pairwise) | vt_round (as in the step) "
+           "| vt_round, outer bound only | elements unstable under the outer bound |\n");
+    printf("|---|---|---:|---:|---:|---:|---:|---:|\n");
+    for (int i = 0; i < no; i++) {
+        gemm_op *o = &ops[i];
+        double t[32];
+        vt_bounds bd;
+        /* bare dgemm on FP64 copies of op(A), op(B) in their stored layout */
+        size_t ar = o->tA ? o->K : o->M, ac = o->tA ? o->M : o->K, br = o->tB ? o->N : o->K,
+               bc = o->tB ? o->K : o->N;
+        for (size_t k = 0; k < ar * ac; k++) A64[k] = o->A[k];
+        for (size_t k = 0; k < br * bc; k++) B64[k] = o->B[k];
+        for (int q = 0; q < reps; q++) {
+            double t0 = vt_now();
+            cblas_dgemm(CblasRowMajor, o->tA ? CblasTrans : CblasNoTrans, o->tB ? CblasTrans : CblasNoTrans,
+                        (int)o->M, (int)o->N, (int)o->K, 1.0, A64, (int)ac, B64, (int)bc, 0.0, C, (int)o->N);
+            t[q] = vt_now() - t0;
+        }
+        double td = min_time(t, reps);
+        for (int q = 0; q < reps; q++) {
+            double t0 = vt_now();
+            TRY(vt_gemm(&exp2, o->tA, o->tB, o->M, o->N, o->K, o->A, o->B, C, rn, cn, &bd));
+            t[q] = vt_now() - t0;
+        }
+        double tp = min_time(t, reps);
+        for (int q = 0; q < reps; q++) {
+            double t0 = vt_now();
+            TRY(vt_gemm(&ex, o->tA, o->tB, o->M, o->N, o->K, o->A, o->B, C, rn, cn, &bd));
+            t[q] = vt_now() - t0;
+        }
+        double tg = min_time(t, reps);
+        for (int q = 0; q < reps; q++) {
+            TRY(vt_rctx_begin_step(&ctx, 1, &log));
+            double t0 = vt_now();
+            TRY(vt_round(&ctx, 1, C, &bd, o->M, o->N, out));
+            t[q] = vt_now() - t0;
+        }
+        double tr = min_time(t, reps);
+        vt_bounds outer = bd;
+        outer.ta = outer.tb = NULL;
+        for (int q = 0; q < reps; q++) {
+            TRY(vt_rctx_begin_step(&ctx, 1, &log));
+            double t0 = vt_now();
+            TRY(vt_round(&ctx, 1, C, &outer, o->M, o->N, out));
+            t[q] = vt_now() - t0;
+        }
+        double to = min_time(t, reps);
+        size_t unstable = 0, zero = 0;
+        for (size_t a = 0; a < o->M; a++)
+            for (size_t b = 0; b < o->N; b++) {
+                double x = C[a * o->N + b], B = bd.coef * bd.r[a] * bd.c[b];
+                uint32_t lo, hi;
+                vt_round_ends(x, B, VT_UNSTABLE_K, &lo, &hi);
+                if (lo != hi) unstable++, zero += x == 0.0;
+            }
+        char shape[64];
+        snprintf(shape, sizeof shape, "%zu x %zu x %zu", o->M, o->N, o->K);
+        printf("| layer %u %s | %s | %.1f | %.1f | %.1f | %.1f | %.1f | %zu of %zu (%.1f%%; %zu of them exactly 0) |\n",
+               o->layer, o->what, shape, td * 1e6, tg * 1e6, tp * 1e6, tr * 1e6, to * 1e6, unstable, o->M * o->N,
+               100.0 * (double)unstable / (double)(o->M * o->N), zero);
+        sum_round += tr, sum_gemm += tg, sum_dgemm += td;
+    }
+    printf("\nGEMMs: bare dgemm %.1f us, vt_gemm %.1f us, their vt_round %.1f us; the whole verifiable step %.1f us "
+           "(the rest: bias, softmax, loss, sums, optimiser, their rounding, batch gather)\n",
+           sum_dgemm * 1e6, sum_gemm * 1e6, sum_round * 1e6, step_s * 1e6);
+    vt_steplog_free(&log);
+    vt_exec_free(&ex);
+    vt_exec_free(&exp2);
+    free(C), free(A64), free(B64), free(rn), free(cn), free(out);
+}
+
+/* The other operations of the step, timed the same way on the model's last-step buffers: the
+ * kernel (FP64 result + bounds) and its vt_round separately, summed over layers/tensors. */
+typedef struct {
+    vt_rctx ctx;
+    vt_steplog log;
+    int reps;
+} rtimer;
+
+static double time_round(rtimer *t, const double *x, const vt_bounds *b, size_t rows, size_t cols, float *out)
+{
+    double best = 1e30;
+    for (int q = 0; q < t->reps; q++) {
+        TRY(vt_rctx_begin_step(&t->ctx, 1, &t->log));
+        double t0 = vt_now();
+        TRY(vt_round(&t->ctx, 1, x, b, rows, cols, out));
+        double d = vt_now() - t0;
+        if (d < best) best = d;
+    }
+    return best;
+}
+
+#define TIME_MIN(var, reps, stmt)                        \
+    do {                                                 \
+        var = 1e30;                                      \
+        for (int q_ = 0; q_ < (reps); q_++) {            \
+            double t0_ = vt_now();                       \
+            stmt;                                        \
+            double d_ = vt_now() - t0_;                  \
+            if (d_ < var) var = d_;                      \
+        }                                                \
+    } while (0)
+
+static void profile_rest(vt_model *m, const vt_dataset *ds)
+{
+    const vt_recipe *r = &m->rc;
+    if (r->optimizer != VT_OPT_SGD) return;
+    const uint32_t L = m->L;
+    const size_t Bt = r->batch, C = r->widths[L];
+    size_t maxd = 0;
+    for (uint32_t l = 0; l <= m->L; l++)
+        if (r->widths[l] > maxd) maxd = r->widths[l];
+    size_t big = m->n_params > Bt * maxd ? m->n_params : Bt * maxd;
+    double *x = malloc(big * sizeof(double)), *b = malloc(big * sizeof(double));
+    float *out = malloc(big * sizeof(float)), *xb = malloc(Bt * r->widths[0] * sizeof(float));
+    uint8_t *lab = malloc(Bt);
+    if (!x || !b || !out || !xb || !lab) {
+        fprintf(stderr, "bench_step: out of memory\n");
+        exit(2);
+    }
+    rtimer rt;
+    vt_rctx_init(&rt.ctx, VT_RMODE_RECORD, r->bound);
+    vt_steplog_init(&rt.log, 0);
+    rt.reps = quick ? 5 : 15;
+    const int reps = rt.reps;
+    vt_bounds bd;
+    double k_gather, k_bias = 0, r_bias = 0, k_soft, r_soft, k_loss, r_loss, k_dz, r_dz, k_col = 0, r_col = 0,
+                     k_sgd = 0, r_sgd = 0, k_relu, t;
+    TIME_MIN(k_gather, reps, TRY(vt_data_batch(ds, m->batch_idx, Bt, xb, lab)));
+    size_t n_bias = 0, n_relu = 0;
+    for (uint32_t l = 1; l <= L; l++) {
+        size_t dout = r->widths[l];
+        const float *bias = m->state + m->off_b[l - 1];
+        n_bias += Bt * dout;
+        TIME_MIN(t, reps, vt_bias_add(Bt, dout, m->zg[l], bias, x));
+        k_bias += t;
+        r_bias += time_round(&rt, x, NULL, Bt, dout, out);
+    }
+    k_relu = 0;
+    for (uint32_t l = 1; l < L; l++) { /* ReLU forward and backward: exact, nothing to round */
+        const float *z = m->z[l], *da = m->da[l];
+        size_t n1 = Bt * r->widths[l];
+        n_relu += n1;
+        TIME_MIN(t, reps, for (size_t i = 0; i < n1; i++) out[i] = z[i] > 0.0f ? z[i] : 0.0f);
+        k_relu += t;
+        TIME_MIN(t, reps, for (size_t i = 0; i < n1; i++) out[i] = z[i] > 0.0f ? da[i] : 0.0f);
+        k_relu += t;
+    }
+    TIME_MIN(k_soft, reps, TRY(vt_softmax(&m->exec, Bt, C, m->z[L], x, b, &bd)));
+    r_soft = time_round(&rt, x, &bd, Bt, C, out);
+    double lx, lb;
+    TIME_MIN(k_loss, reps, TRY(vt_xent_loss(&m->exec, Bt, C, m->probs, m->labels, &lx, &lb, &bd)));
+    r_loss = time_round(&rt, &lx, &bd, 1, 1, out);
+    TIME_MIN(k_dz, reps, vt_xent_backward(Bt, C, m->probs, m->labels, x));
+    r_dz = time_round(&rt, x, NULL, Bt, C, out);
+    size_t n_col = 0;
+    for (uint32_t l = 1; l <= L; l++) {
+        size_t dout = r->widths[l];
+        const float *dz = m->dz[l];
+        n_col += dout;
+        TIME_MIN(t, reps, TRY(vt_colsum(&m->exec, Bt, dout, dz, x, b, &bd)));
+        k_col += t;
+        r_col += time_round(&rt, x, &bd, 1, dout, out);
+    }
+    for (uint32_t l = 0; l < L; l++)
+        for (int w = 0; w < 2; w++) {
+            size_t off = w ? m->off_b[l] : m->off_w[l];
+            size_t n = w ? r->widths[l + 1] : (size_t)r->widths[l] * r->widths[l + 1];
+            const float *W = m->state + off, *g = m->grads + off, *v = m->state + m->n_params + off;
+            TIME_MIN(t, reps, vt_sgd_velocity(n, W, g, v, r->momentum, r->weight_decay, x));
+            k_sgd += t;
+            r_sgd += time_round(&rt, x, NULL, 1, n, out);
+            TIME_MIN(t, reps, vt_sgd_apply(n, W, out, 0.05, x));
+            k_sgd += t;
+            r_sgd += time_round(&rt, x, NULL, 1, n, out);
+        }
+    printf("\nThe other operations (same model, min of %d calls, microseconds):\n\n", reps);
+    printf("| operation | kernel | its vt_round | elements rounded |\n|---|---:|---:|---:|\n");
+    printf("| batch gather (vt_data_batch, u8 -> FP32) | %.1f | - | - |\n", k_gather * 1e6);
+    printf("| bias add, all layers | %.1f | %.1f | %zu |\n", k_bias * 1e6, r_bias * 1e6, n_bias);
+    printf("| ReLU forward and backward (exact, no rounding; %zu elements each) | %.1f | - | - |\n", n_relu,
+           k_relu * 1e6);
+    printf("| softmax | %.1f | %.1f | %zu |\n", k_soft * 1e6, r_soft * 1e6, Bt * C);
+    printf("| cross-entropy loss | %.1f | %.1f | 1 |\n", k_loss * 1e6, r_loss * 1e6);
+    printf("| logits gradient | %.1f | %.1f | %zu |\n", k_dz * 1e6, r_dz * 1e6, Bt * C);
+    printf("| bias gradients (column sums), all layers | %.1f | %.1f | %zu |\n", k_col * 1e6, r_col * 1e6, n_col);
+    printf("| SGD velocity + update, all tensors | %.1f | %.1f | %zu |\n", k_sgd * 1e6, r_sgd * 1e6,
+           2 * m->n_params);
+    printf("\nsum of the other operations: %.1f us (kernels %.1f, rounding %.1f)\n",
+           (k_gather + k_bias + r_bias + k_relu + k_soft + r_soft + k_loss + r_loss + k_dz + r_dz + k_col + r_col +
+            k_sgd + r_sgd) * 1e6,
+           (k_gather + k_bias + k_relu + k_soft + k_loss + k_dz + k_col + k_sgd) * 1e6,
+           (r_bias + r_soft + r_loss + r_dz + r_col + r_sgd) * 1e6);
+    vt_steplog_free(&rt.log);
+    free(x), free(b), free(out), free(xb), free(lab);
+}
+
+/* ------------------------------------------------------------------ hashing */
+
+/* Best of several ~0.15 s blocks (contention from other processes only slows a block down). */
+static double hash_gbps(const vt_model *m)
+{
+    uint8_t h[32];
+    size_t bytes = m->n_state * sizeof(float) + 24;
+    TRY(vt_model_state_hash(m, h)); /* warm */
+    double best = 0;
+    for (int b = 0; b < (quick ? 3 : 7); b++) {
+        int reps = 0;
+        double t0 = vt_now(), t = 0;
+        do {
+            TRY(vt_model_state_hash(m, h));
+            reps++;
+            t = vt_now() - t0;
+        } while (t < 0.15);
+        double g = (double)bytes * reps / t / 1e9;
+        if (g > best) best = g;
+    }
+    return best;
+}
+
+/* ------------------------------------------------- machine parallel ceiling */
+
+static void *spin(void *arg)
+{
+    double x = 1.0;
+    for (long i = 0; i < 60000000L; i++) x = x * 1.0000001 + 1e-9; /* one dependent chain: pure core time */
+    *(double *)arg = x;
+    return NULL;
+}
+
+/* Throughput of 2 threads over 1 thread on the same fixed work (2.0 on two idle cores): the ceiling
+ * of any 2-way parallel speed-up on this machine at this moment (median of 3). */
+static double parallel_ceiling(void)
+{
+    double r[3], sink[2];
+    for (int q = 0; q < 3; q++) {
+        double t0 = vt_now();
+        spin(&sink[0]);
+        double t1 = vt_now() - t0;
+        pthread_t th;
+        t0 = vt_now();
+        int ok = pthread_create(&th, NULL, spin, &sink[1]) == 0;
+        spin(&sink[0]);
+        if (ok) pthread_join(th, NULL);
+        double t2 = vt_now() - t0;
+        r[q] = ok ? 2.0 * t1 / t2 : 1.0;
+    }
+    return median(r, 3);
+}
+
+/* ------------------------------------------------------- auditor --jobs */
+
+static int sh(const char *cmd)
+{
+    int st = system(cmd);
+    return st;
+}
+
+/* Seconds of `auditor verify RUN --jobs j` (median of reps), or -1 when the binaries are missing. */
+static int cli_audit(uint64_t steps, uint32_t ckpt_every, double *t1, double *t2, double *t_fixed, double *train_s)
+{
+    char exe[PATH_MAX], dir[PATH_MAX], cmd[4 * PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) return -1;
+    exe[n] = 0;
+    snprintf(dir, sizeof dir, "%s", exe);
+    char *slash = strrchr(dir, '/');
+    if (!slash) return -1;
+    *slash = 0;
+    char trainer[PATH_MAX + 16], auditor[PATH_MAX + 16];
+    snprintf(trainer, sizeof trainer, "%s/trainer", dir);
+    snprintf(auditor, sizeof auditor, "%s/auditor", dir);
+    if (access(trainer, X_OK) || access(auditor, X_OK)) return -1;
+    char key[512];
+    make_key(key, sizeof key);
+    const char *dd = data_root ? data_root : "";
+    snprintf(cmd, sizeof cmd, "'%s' train --run '%s/cli-run' --key '%s' --quiet --set steps=%llu %s%s%s >/dev/null",
+             trainer, tmpdir, key, (unsigned long long)steps, data_root ? "--data-dir '" : "", dd,
+             data_root ? "'" : "");
+    double t0 = vt_now();
+    if (sh(cmd) != 0) {
+        fprintf(stderr, "bench_step: %s failed\n", cmd);
+        return -1;
+    }
+    *train_s = vt_now() - t0;
+    const int reps = quick ? 1 : 3;
+    for (int j = 1; j <= 2; j++) {
+        double t[8];
+        for (int q = 0; q < reps; q++) {
+            snprintf(cmd, sizeof cmd, "'%s' verify '%s/cli-run' --quiet --jobs %d %s%s%s >/dev/null", auditor, tmpdir,
+                     j, data_root ? "--data-dir '" : "", dd, data_root ? "'" : "");
+            t0 = vt_now();
+            if (sh(cmd) != 0) {
+                fprintf(stderr, "bench_step: %s did not verify\n", cmd);
+                return -1;
+            }
+            t[q] = vt_now() - t0;
+        }
+        qsort(t, (size_t)reps, sizeof t[0], cmp_double);
+        *(j == 1 ? t1 : t2) = t[reps / 2];
+    }
+    /* the serial part of every audit (process start, dataset load and hash, signature, manifest, step
+     * records, Merkle root): an audit of one step from the last checkpoint before the end */
+    uint64_t from = (steps - 1) / ckpt_every * ckpt_every;
+    snprintf(cmd, sizeof cmd, "'%s' verify '%s/cli-run' --quiet --from %llu --to %llu %s%s%s >/dev/null", auditor,
+             tmpdir, (unsigned long long)from, (unsigned long long)from + 1, data_root ? "--data-dir '" : "", dd,
+             data_root ? "'" : "");
+    t0 = vt_now();
+    if (sh(cmd) != 0) {
+        fprintf(stderr, "bench_step: %s did not verify\n", cmd);
+        return -1;
+    }
+    *t_fixed = vt_now() - t0;
+    return 0;
+}
+
+/* --------------------------------------------------------------------- main */
+
+typedef struct {
+    const char *name;
+    uint32_t hidden;
+    uint64_t rec_steps;   /* steps recorded and replayed */
+    uint64_t store_steps; /* steps through the run store */
+    /* results */
+    double plain64, plain32, verif_H, verif_1, store, replay_blas, replay_pair;
+    double log_bytes, dense_bytes, entries, rounded;
+} config;
+
+static const char *pass(int ok) { return ok ? "PASS" : "MISS"; }
+
+/* The 1-minute load average (other processes compete for the cores; -1 when unknown). */
+static double loadavg(void)
+{
+    double l = -1;
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f) {
+        if (fscanf(f, "%lf", &l) != 1) l = -1;
+        fclose(f);
+    }
+    return l;
+}
+
+int main(int argc, char **argv)
+{
+    int strict = 0, no_cli = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--quick") == 0)
+            quick = 1;
+        else if (strcmp(argv[i], "--strict") == 0)
+            strict = 1;
+        else if (strcmp(argv[i], "--no-cli") == 0)
+            no_cli = 1;
+        else if (strcmp(argv[i], "--data-dir") == 0 && i + 1 < argc)
+            data_root = argv[++i];
+        else {
+            fprintf(stderr, "usage: bench_step [--quick] [--strict] [--no-cli] [--data-dir DIR]\n");
+            return 64;
+        }
+    }
+    setenv("OPENBLAS_NUM_THREADS", "1", 1); /* for the child processes */
+    blas_threads(1);
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/vt_bench_step.XXXXXX");
+    if (!mkdtemp(tmpdir)) {
+        perror("bench_step: mkdtemp");
+        return 2;
+    }
+
+    vt_dataset ds;
+    double tl0 = vt_now();
+    TRY(vt_data_load("mnist-train", data_root, &ds));
+    double t_load = vt_now() - tl0;
+    vt_recipe base;
+    vt_recipe_default(&base);
+    const uint32_t H = base.state_hash_every;
+
+    config cf[2] = {
+        {.name = "784-128-10", .hidden = 128, .rec_steps = quick ? 60 : 300, .store_steps = quick ? 60 : 300},
+        {.name = "784-1024-10", .hidden = 1024, .rec_steps = quick ? 20 : 60, .store_steps = quick ? 20 : 60},
+    };
+    printf("# bench_step: verifiable training step vs plain FP64 / FP32 (MNIST, batch %u, SGD momentum, BLAS "
+           "single-threaded)\n",
+           base.batch);
+    printf("load average at start: %.2f on %ld CPUs\n", loadavg(), sysconf(_SC_NPROCESSORS_ONLN));
+    vt_model keep; /* the wide model, for the hashing figure */
+    memset(&keep, 0, sizeof keep);
+    enum { MAXR = 16 };
+    const int R = quick ? 3 : 10; /* rounds of interleaved blocks */
+    for (int c = 0; c < 2; c++) {
+        config *k = &cf[c];
+        vt_recipe rc = base;
+        rc.widths[1] = k->hidden;
+        rc.steps = k->rec_steps;
+        const uint64_t kb = k->rec_steps / (uint64_t)R;
+        printf("\n## %s: %d rounds of interleaved blocks: plain FP64 (%llu steps), plain FP32 (%llu), verifiable "
+               "(%llu), replay blas (%llu), replay pairwise (%llu)...\n",
+               k->name, R, (unsigned long long)(2 * kb), (unsigned long long)(2 * kb), (unsigned long long)kb,
+               (unsigned long long)kb, (unsigned long long)kb);
+        fflush(stdout);
+        vt_plain p64, p32;
+        recorder rec;
+        replayer rb, rp;
+        TRY(vt_plain_init(&p64, &rc, ds.n, 1));
+        TRY(vt_plain_init(&p32, &rc, ds.n, 0));
+        plain_block(&p64, &ds, 5); /* warm-up */
+        plain_block(&p32, &ds, 5);
+        rec_init(&rec, &rc, &ds, kb * (uint64_t)R);
+        rep_init(&rb, &rc, &ds, rec.n, VT_ORDER_BLAS);
+        rep_init(&rp, &rc, &ds, rec.n, VT_ORDER_PAIRWISE);
+        double a64[MAXR], a32[MAXR], av[MAXR], a1[MAXR], arb[MAXR], arp[MAXR];
+        for (int q = 0; q < R; q++) {
+            a64[q] = plain_block(&p64, &ds, 2 * kb);
+            a32[q] = plain_block(&p32, &ds, 2 * kb);
+            double hx0 = rec.t_hash_extra;
+            av[q] = rec_block(&rec, &ds, rc.zstd_level, kb);
+            a1[q] = av[q] + (rec.t_hash_extra - hx0) / (double)kb;
+            arb[q] = rep_block(&rb, &ds, &rec);
+            arp[q] = rep_block(&rp, &ds, &rec);
+        }
+        k->plain64 = median(a64, R), k->plain32 = median(a32, R);
+        k->verif_H = median(av, R), k->verif_1 = median(a1, R);
+        k->replay_blas = median(arb, R), k->replay_pair = median(arp, R);
+        double n = (double)rec.n;
+        k->log_bytes = (double)rec.log_bytes / n;
+        k->rounded = (double)rec.ctx.stats.rounded / n;
+        k->dense_bytes = k->rounded * 0.2;
+        k->entries = (double)rec.entries / n;
+        printf("plain FP64 %.3f ms/step, plain FP32 %.3f ms/step (medians of %d blocks)\n", k->plain64 * 1e3,
+               k->plain32 * 1e3, R);
+        printf("verifiable %.3f ms/step at H=%u (median); totals over %llu steps per step: model step %.3f, log "
+               "encode %.3f, state hash %.3f (%llu hashes; %.3f ms each), leaf+tree %.4f; H=1 %.3f ms/step\n",
+               k->verif_H * 1e3, H, (unsigned long long)rec.n, rec.t_step / n * 1e3, rec.t_encode / n * 1e3,
+               rec.t_hash / n * 1e3, (unsigned long long)rec.n_hash,
+               rec.t_hash_extra / (double)(rec.n_hash_extra ? rec.n_hash_extra : 1) * 1e3, rec.t_leaf / n * 1e3,
+               k->verif_1 * 1e3);
+        printf("replay %.3f ms/step (blas order), %.3f ms/step (pairwise order)\n", k->replay_blas * 1e3,
+               k->replay_pair * 1e3);
+        printf("\nTime per operation inside the real step (vt_model_run hook; mean over the %llu recorded steps, "
+               "microseconds):\n\n| op | operation | record (trainer, blas) | replay, blas | replay, pairwise |\n"
+               "|---:|---|---:|---:|---:|\n",
+               (unsigned long long)rec.n);
+        double sum_r = 0, sum_b = 0, sum_p = 0;
+        for (uint32_t o = 1; o <= rec.m.n_ops; o++) {
+            double tr = rec.clk.acc[o] / n, tb = rb.clk.acc[o] / n, tp = rp.clk.acc[o] / n;
+            sum_r += tr, sum_b += tb, sum_p += tp;
+            printf("| %u | %s | %.1f | %.1f | %.1f |\n", o, vt_model_op_name(&rec.m, o), tr * 1e6, tb * 1e6, tp * 1e6);
+        }
+        printf("| | **step total** | %.1f | %.1f | %.1f |\n", sum_r * 1e6, sum_b * 1e6, sum_p * 1e6);
+        profile_ops(&rec.m, rec.t_step / n);
+        profile_rest(&rec.m, &ds);
+        vt_plain_free(&p64);
+        vt_plain_free(&p32);
+        rep_free(&rb);
+        rep_free(&rp);
+        printf("\nwith the run store (vt_train_run, %llu steps)...\n", (unsigned long long)k->store_steps);
+        fflush(stdout);
+        k->store = time_store(&rc, k->store_steps, k->name);
+        printf("with run store %.3f ms/step\n", k->store * 1e3);
+        if (c == 1) { /* keep the wide model for the hashing figure */
+            keep = rec.m;
+            memset(&rec.m, 0, sizeof rec.m);
+        }
+        rec_free(&rec);
+    }
+    double gbps = hash_gbps(&keep);
+    size_t hash_bytes = keep.n_state * sizeof(float);
+    vt_model_free(&keep);
+    double ceiling = parallel_ceiling();
+
+    double t_j1 = -1, t_j2 = -1, t_fix = 0, t_train = 0;
+    uint64_t cli_steps = quick ? 200 : 400;
+    if (!no_cli) {
+        printf("\nauditor verify --jobs 1 / --jobs 2 on a %llu-step run of the default recipe (real binaries)...\n",
+               (unsigned long long)cli_steps);
+        fflush(stdout);
+        if (cli_audit(cli_steps, base.checkpoint_every, &t_j1, &t_j2, &t_fix, &t_train) != 0)
+            t_j1 = t_j2 = -1;
+        else
+            printf("trainer train (%llu steps, with its run store): %.2f s; auditor verify --jobs 1: %.2f s, "
+                   "--jobs 2: %.2f s\n",
+                   (unsigned long long)cli_steps, t_train, t_j1, t_j2);
+    }
+
+    /* ------------------------------------------------------------ table */
+    printf("\n## Results (one run, one machine, OPENBLAS_NUM_THREADS=1 for every per-step figure; load average "
+           "now %.2f)\n\n",
+           loadavg());
+    printf("| figure | %s | %s | target |\n|---|---:|---:|---|\n", cf[0].name, cf[1].name);
+    printf("| plain FP32 step (ms) | %.3f | %.3f | |\n", cf[0].plain32 * 1e3, cf[1].plain32 * 1e3);
+    printf("| plain FP64 step (ms) | %.3f | %.3f | |\n", cf[0].plain64 * 1e3, cf[1].plain64 * 1e3);
+    printf("| verifiable step, H=%u (ms) | %.3f | %.3f | |\n", H, cf[0].verif_H * 1e3, cf[1].verif_H * 1e3);
+    printf("| verifiable step, H=1 (ms) | %.3f | %.3f | |\n", cf[0].verif_1 * 1e3, cf[1].verif_1 * 1e3);
+    printf("| verifiable step with run store, H=%u (ms) | %.3f | %.3f | |\n", H, cf[0].store * 1e3, cf[1].store * 1e3);
+    printf("| **verification overhead** H=%u (verifiable / plain FP64) | %.2f | %.2f | <= 1.10 |\n", H,
+           cf[0].verif_H / cf[0].plain64, cf[1].verif_H / cf[1].plain64);
+    printf("| **verification overhead** H=1 | %.2f | %.2f | <= 1.10 |\n", cf[0].verif_1 / cf[0].plain64,
+           cf[1].verif_1 / cf[1].plain64);
+    printf("| verification overhead with run store, H=%u | %.2f | %.2f | (reported) |\n", H,
+           cf[0].store / cf[0].plain64, cf[1].store / cf[1].plain64);
+    printf("| **precision cost** (plain FP64 / plain FP32) | %.2f | %.2f | (reported) |\n",
+           cf[0].plain64 / cf[0].plain32, cf[1].plain64 / cf[1].plain32);
+    printf("| rounded elements per step | %.0f | %.0f | |\n", cf[0].rounded, cf[1].rounded);
+    printf("| log entries per step | %.2f | %.2f | |\n", cf[0].entries, cf[1].entries);
+    printf("| log bytes per step (zstd container) | %.1f | %.1f | |\n", cf[0].log_bytes, cf[1].log_bytes);
+    printf("| dense 1.6-bit baseline bytes per step | %.0f | %.0f | |\n", cf[0].dense_bytes, cf[1].dense_bytes);
+    printf("| **log size** (log / dense baseline) | %.3f%% | %.3f%% | <= 2%% |\n",
+           100 * cf[0].log_bytes / cf[0].dense_bytes, 100 * cf[1].log_bytes / cf[1].dense_bytes);
+    printf("| replay step, blas order (ms) | %.3f | %.3f | |\n", cf[0].replay_blas * 1e3, cf[1].replay_blas * 1e3);
+    printf("| replay step, pairwise order (auditor default) (ms) | %.3f | %.3f | |\n", cf[0].replay_pair * 1e3,
+           cf[1].replay_pair * 1e3);
+    printf("| **audit speed**, blas order (replay steps/s / training steps/s) | %.2f | %.2f | >= 0.95 |\n",
+           cf[0].verif_H / cf[0].replay_blas, cf[1].verif_H / cf[1].replay_blas);
+    printf("| **audit speed**, pairwise order | %.2f | %.2f | >= 0.95 |\n", cf[0].verif_H / cf[0].replay_pair,
+           cf[1].verif_H / cf[1].replay_pair);
+    printf("| **state hashing** (vt_model_state_hash, %.1f MB state, one core) | %.2f GB/s | | >= 1.5 GB/s |\n",
+           (double)hash_bytes / 1e6, gbps);
+    if (t_j1 > 0)
+        printf("| **parallel audit** (auditor verify, %llu steps, pairwise: --jobs 1 %.2f s / --jobs 2 %.2f s) | "
+               "%.2fx | | >= 1.7x |\n",
+               (unsigned long long)cli_steps, t_j1, t_j2, t_j1 / t_j2);
+    if (t_j1 > 0)
+        printf("| serial part of an audit (auditor verify of 1 step: start, dataset, checks) | %.2f s; 2-job "
+               "bound by Amdahl %.2fx | | |\n",
+               t_fix, t_j1 / (t_fix + (t_j1 - t_fix) / 2));
+    printf("| loading mnist-train (gunzip + pinned and dataset SHA-256; serial in every audit) | %.2f s | | |\n",
+           t_load);
+    printf("| machine ceiling: 2 threads / 1 thread on a pure-compute loop | %.2fx | | (2.00 on 2 idle cores) |\n",
+           ceiling);
+
+    /* ------------------------------------------------------------ verdicts */
+    printf("\n## Targets\n\n");
+    int missed = 0;
+#define VERDICT(ok, ...)                         \
+    do {                                         \
+        int ok_ = (ok);                          \
+        missed += !ok_;                          \
+        printf("%s  ", pass(ok_));               \
+        printf(__VA_ARGS__);                     \
+        printf("\n");                            \
+    } while (0)
+    for (int c = 0; c < 2; c++) {
+        config *k = &cf[c];
+        VERDICT(k->verif_H / k->plain64 <= 1.10, "verification overhead %s H=%u: %.2f (target <= 1.10)", k->name, H,
+                k->verif_H / k->plain64);
+        VERDICT(k->verif_1 / k->plain64 <= 1.10, "verification overhead %s H=1: %.2f (target <= 1.10)", k->name,
+                k->verif_1 / k->plain64);
+        VERDICT(k->log_bytes / k->dense_bytes <= 0.02, "log size %s: %.3f%% of the dense 1.6-bit code (target <= 2%%)",
+                k->name, 100 * k->log_bytes / k->dense_bytes);
+        VERDICT(k->verif_H / k->replay_blas >= 0.95, "audit speed %s, blas order: %.2f (target >= 0.95)", k->name,
+                k->verif_H / k->replay_blas);
+        VERDICT(k->verif_H / k->replay_pair >= 0.95,
+                "audit speed %s, pairwise order (the auditor's default): %.2f (target >= 0.95)", k->name,
+                k->verif_H / k->replay_pair);
+    }
+    VERDICT(gbps >= 1.5, "state hashing: %.2f GB/s on one core (target >= 1.5)", gbps);
+    if (t_j1 > 0)
+        VERDICT(t_j1 / t_j2 >= 1.7,
+                "parallel audit: --jobs 2 is %.2fx --jobs 1 (target >= 1.7x; this machine's 2-thread ceiling "
+                "right now: %.2fx)",
+                t_j1 / t_j2, ceiling);
+    else if (!no_cli)
+        printf("SKIP  parallel audit: trainer/auditor binaries not found next to bench_step\n");
+    printf("\nprecision cost (plain FP64 / plain FP32): %.2f (%s), %.2f (%s)\n", cf[0].plain64 / cf[0].plain32,
+           cf[0].name, cf[1].plain64 / cf[1].plain32, cf[1].name);
+
+    vt_data_free(&ds);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    if (system(cmd) != 0) fprintf(stderr, "bench_step: could not remove %s\n", tmpdir);
+    return strict && missed ? 1 : 0;
+}

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Builds (when needed) and runs the benchmarks: one executable per bench/bench_*.c source
+# (bench/bench.cmake builds each of them; a new bench_<name>.c is picked up automatically).
+# Every benchmark prints a markdown report on stdout; this script tees each into
+# BUILD_DIR/bench-results/<name>.md.
+#
+# Usage: bash scripts/bench.sh [--quick] [--build-dir DIR] [--only NAME] [-- ARGS...]
+#   --quick          pass --quick to every benchmark (a smoke run: ~15 s each)
+#   --build-dir DIR  build directory (default: build-bench, RelWithDebInfo)
+#   --only NAME      run only bench_NAME (e.g. --only rounding)
+#   -- ARGS...       further arguments passed to every benchmark
+#
+# Timing: BLAS single-threaded (OPENBLAS_NUM_THREADS=1) unless the caller sets it; run on an
+# otherwise idle machine. Benchmarks are not tests: CI does not run them.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+build=build-bench
+only=""
+args=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quick) args+=(--quick); shift ;;
+    --build-dir) build=$2; shift 2 ;;
+    --only) only=$2; shift 2 ;;
+    --) shift; args+=("$@"); break ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    *) echo "bench.sh: unknown argument $1 (see --help)" >&2; exit 64 ;;
+  esac
+done
+
+# The benchmarks: bench/bench_*.c (the list bench/bench.cmake builds).
+names=()
+for src in bench/bench_*.c; do
+  [ -e "$src" ] || continue
+  n=$(basename "$src" .c)
+  if [ -n "$only" ] && [ "$n" != "bench_$only" ] && [ "$n" != "$only" ]; then continue; fi
+  names+=("$n")
+done
+if [ ${#names[@]} -eq 0 ]; then
+  echo "bench.sh: no benchmark matches${only:+ '$only'}" >&2
+  exit 64
+fi
+
+jobs=$(nproc 2>/dev/null || echo 2)
+if [ ! -f "$build/CMakeCache.txt" ]; then
+  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$build.configure.log" 2>&1 ||
+    { cat "$build.configure.log"; exit 1; }
+fi
+cmake --build "$build" -j"$jobs" --target "${names[@]}"
+
+export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}
+mkdir -p "$build/bench-results"
+echo "== machine: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) CPUs; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "== OPENBLAS_NUM_THREADS=$OPENBLAS_NUM_THREADS, commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+status=0
+for n in "${names[@]}"; do
+  echo "== $n ${args[*]:-}"
+  set +e
+  "$build/$n" "${args[@]}" | tee "$build/bench-results/${n#bench_}.md"
+  rc=${PIPESTATUS[0]}
+  set -e
+  if [ "$rc" -ne 0 ]; then
+    echo "== $n exited with status $rc" >&2
+    status=1
+  fi
+done
+exit $status

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# The dispute game with real processes on loopback: each case starts its own arbiter and
+# trainer server on free ports, plays the game from `auditor challenge`, checks the verdict
+# (who lost, why, at which step and operation) and re-derives it offline with
+# `arbiter check`. Usage: dispute.sh BUILD_DIR
+set -u
+B=$(cd "$1" && pwd)
+T=$(mktemp -d /tmp/vt-dispute.XXXXXX)
+PIDS=()
+cleanup() { for p in "${PIDS[@]:-}"; do kill "$p" 2>/dev/null; done; rm -rf "$T"; }
+trap cleanup EXIT
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+
+"$B/trainer" keygen "$T/tk" >/dev/null && "$B/auditor" --help >/dev/null && "$B/arbiter" keygen "$T/rk" >/dev/null &&
+  "$B/trainer" keygen "$T/ak" >/dev/null || { echo "setup failed"; exit 1; }
+# 4000 MNIST images, 784-128-10, 20 steps, every state committed: a few dozen log entries
+R=(--set subset=4000 --set 'layers=[784,128,10]' --set steps=20 --set batch=64 --set checkpoint_every=5
+   --set state_hash_every=1 --quiet)
+
+wait_file() { for _ in $(seq 1 200); do [ -s "$1" ] && return 0; sleep 0.05; done; return 1; }
+
+# game NAME RUN EXPECT_LOSER(trainer|auditor) REASON STEP OP [serve args...] [-- challenge args...]
+game() {
+  local name=$1 run=$2 loser=$3 reason=$4 step=$5 op=$6; shift 6
+  local sargs=() cargs=()
+  while [ $# -gt 0 ] && [ "$1" != "--" ]; do sargs+=("$1"); shift; done
+  [ $# -gt 0 ] && shift
+  cargs=("$@")
+  local d="$T/g-$name"; mkdir -p "$d"
+  "$B/arbiter" serve --listen 127.0.0.1:0 --key "$T/rk" --games 1 --port-file "$d/ap" --transcripts "$d" \
+    --deadline-ms "${DEADLINE:-20000}" >"$d/arbiter.log" 2>&1 &
+  local apid=$!
+  "$B/trainer" serve "$T/$run" --listen 127.0.0.1:0 --key "$T/tk" --connections 3 --port-file "$d/tp" --idle-ms 20000 \
+    "${sargs[@]}" --quiet >"$d/trainer.log" 2>&1 &
+  local tpid=$!
+  PIDS+=("$apid" "$tpid")
+  if ! wait_file "$d/ap" || ! wait_file "$d/tp"; then bad "$name: servers did not start"; return; fi
+  [ -n "${GARBAGE:-}" ] && { head -c 4000 /dev/urandom >/dev/tcp/127.0.0.1/"$(cat "$d/tp")"; } 2>/dev/null
+  timeout 300 "$B/auditor" challenge "$T/$run" --trainer 127.0.0.1:"$(cat "$d/tp")" --arbiter 127.0.0.1:"$(cat "$d/ap")" \
+    --key "$T/ak" --arbiter-key "$T/rk.pub" --quiet "${cargs[@]}" >"$d/challenge.out" 2>&1
+  local st=$?
+  for _ in $(seq 1 100); do kill -0 "$apid" 2>/dev/null || break; sleep 0.1; done
+  kill "$apid" 2>/dev/null; wait "$apid" 2>/dev/null
+  kill "$tpid" 2>/dev/null; wait "$tpid" 2>/dev/null
+  local want=0; [ "$loser" = auditor ] && want=1
+  local out; out=$(cat "$d/challenge.out")
+  if [ "$st" != "$want" ]; then bad "$name: auditor challenge exit $st, expected $want: $out $(tail -3 "$d/arbiter.log")"; return; fi
+  echo "$out" | grep -q "against the $loser ($reason)" || { bad "$name: verdict: $out"; return; }
+  [ -z "$step" ] || echo "$out" | grep -q "at step $step," || { bad "$name: wrong step: $out"; return; }
+  [ -z "$op" ] || echo "$out" | grep -q "operation $op\$" || { bad "$name: wrong operation: $out"; return; }
+  ok
+  echo "$name: $(echo "$out" | head -1)"
+  local tr; tr=$(ls "$d"/game-*.vttr 2>/dev/null | head -1)
+  if [ -z "$tr" ]; then bad "$name: no transcript"; return; fi
+  if "$B/arbiter" check "$tr" >"$d/check.out" 2>&1 && grep -q "^RE-DERIVED" "$d/check.out"; then ok; else
+    bad "$name: arbiter check: $(cat "$d/check.out")"; fi
+}
+
+train() { "$B/trainer" train --run "$T/$1" --key "$T/tk" "${R[@]}" "${@:2}" >/dev/null || bad "train $1"; }
+
+train honest
+# the cheating trainer deviates at step 7 and commits consistently; its server answers consistently
+for c in "lr:7:0.5 17" "poison:7:0.001 14" "flip-weight:7 17" "reorder:7 1"; do
+  set -- $c
+  train "cheat-${1%%:*}" --cheat "$1"
+  game "cheat-${1%%:*}" "cheat-${1%%:*}" trainer "wrong output" 7 "$2" --cheat "$1"
+done
+# log forgeries, re-committed with the trainer's key (tests/vt_tamper.c)
+cp -r "$T/honest" "$T/forged"; "$B/vt_tamper" "$T/forged" "$T/tk" flip-direction >/dev/null || bad "tamper"
+game forged-direction forged trainer "wrong output" "" ""
+cp -r "$T/honest" "$T/omitted"; "$B/vt_tamper" "$T/omitted" "$T/tk" delete-entries >/dev/null || bad "tamper"
+game omitted-entry omitted trainer "missing log entry" "" ""
+cp -r "$T/honest" "$T/swapped"; "$B/vt_tamper" "$T/swapped" "$T/tk" swap-logs 12 13 >/dev/null || bad "tamper"
+game swapped-logs swapped trainer "log mismatch" 12 ""
+# a lying auditor disputes an honest step
+game lying-auditor honest auditor "wrong output" 9 2 -- --lie 9:2
+# trainers that misbehave in the game itself
+game bad-proof cheat-lr trainer "bad proof" "" "" --cheat lr:7:0.5 --misbehave bad-proof
+game inconsistent cheat-lr trainer "inconsistent answer" "" "" --cheat lr:7:0.5 --misbehave inconsistent
+DEADLINE=1500 game silent cheat-lr trainer "no valid answer" "" "" --cheat lr:7:0.5 --misbehave silent
+# a connection dropped mid-game: the arbiter reconnects and the game goes on to the same verdict
+game dropped cheat-lr trainer "wrong output" 7 17 --cheat lr:7:0.5 --misbehave drop-once
+# garbage sent to the trainer's port first: that client is dropped, the game still works
+GARBAGE=1 game garbage cheat-lr trainer "wrong output" 7 17 --cheat lr:7:0.5
+
+echo "dispute: $pass passed, $fail failed"
+[ "$fail" = 0 ]
