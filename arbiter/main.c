@@ -43,19 +43,11 @@ int main(int argc, char **argv)
             usage(stderr);
             return VT_EXIT_USAGE;
         }
-        vt_keypair kp;
-        char pub[4096];
-        snprintf(pub, sizeof pub, "%s.pub", argv[2]);
-        vt_err e = vt_sign_init();
-        if (!e) e = vt_sign_keypair(&kp);
-        if (!e) e = vt_sign_write_secret_key(argv[2], &kp, force);
-        if (!e) e = vt_sign_write_public_key(pub, kp.pk, force);
-        vt_keypair_wipe(&kp);
-        if (e) {
+        if (vt_sign_keygen_files(argv[2], force, NULL)) {
             fprintf(stderr, "arbiter keygen: %s\n", vt_errmsg());
             return VT_EXIT_CANNOT;
         }
-        printf("wrote %s and %s\n", argv[2], pub);
+        printf("wrote %s (secret, mode 0600) and %s.pub\n", argv[2], argv[2]);
         return VT_EXIT_OK;
     }
     static const struct option lo[] = {{"listen", required_argument, 0, 'l'},   {"key", required_argument, 0, 'k'},

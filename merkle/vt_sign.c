@@ -303,3 +303,17 @@ vt_err vt_sign_read_public_key(const char *path, uint8_t pk[VT_SIGN_PK_LEN])
                        path, VT_SIGN_PK_FILE_LEN);
     return vt_sign_decode_public_key(buf, n, pk);
 }
+
+vt_err vt_sign_keygen_files(const char *path, int force, char fpr[VT_SIGN_FPR_HEX_LEN + 1])
+{
+    vt_keypair kp;
+    char pub[4096];
+    VT_RETURN_ERROR_IF(snprintf(pub, sizeof pub, "%s.pub", path) >= (int)sizeof pub, VT_ERR_ARG, "key path too long");
+    VT_FORWARD_IF_ERROR(vt_sign_init());
+    VT_FORWARD_IF_ERROR(vt_sign_keypair(&kp));
+    vt_err e = vt_sign_write_secret_key(path, &kp, force);
+    if (!e) e = vt_sign_write_public_key(pub, kp.pk, force);
+    if (!e && fpr) e = vt_sign_fingerprint(kp.pk, fpr);
+    vt_keypair_wipe(&kp);
+    return e;
+}

@@ -78,4 +78,8 @@ vt_err vt_sign_write_public_key(const char *path, const uint8_t pk[VT_SIGN_PK_LE
 vt_err vt_sign_read_secret_key(const char *path, vt_keypair *kp) VT_WARN_UNUSED;
 vt_err vt_sign_read_public_key(const char *path, uint8_t pk[VT_SIGN_PK_LEN]) VT_WARN_UNUSED;
 
+/* Generates a key pair and writes PATH (secret, mode 0600) and PATH.pub; fpr (may be NULL)
+ * receives the public key's fingerprint. Refuses to overwrite unless force. */
+vt_err vt_sign_keygen_files(const char *path, int force, char fpr[VT_SIGN_FPR_HEX_LEN + 1]) VT_WARN_UNUSED;
+
 #endif

@@ -80,20 +80,13 @@ static int cmd_keygen(int argc, char **argv)
         usage(stderr);
         return VT_EXIT_USAGE;
     }
-    vt_keypair kp;
-    char pub[4096], fpr[VT_SIGN_FPR_HEX_LEN + 1];
-    snprintf(pub, sizeof pub, "%s.pub", path);
-    vt_err e = vt_sign_init();
-    if (!e) e = vt_sign_keypair(&kp);
-    if (!e) e = vt_sign_write_secret_key(path, &kp, force);
-    if (!e) e = vt_sign_write_public_key(pub, kp.pk, force);
-    if (!e) e = vt_sign_fingerprint(kp.pk, fpr);
-    vt_keypair_wipe(&kp);
+    char fpr[VT_SIGN_FPR_HEX_LEN + 1];
+    vt_err e = vt_sign_keygen_files(path, force, fpr);
     if (e) {
         fprintf(stderr, "trainer keygen: %s\n", vt_errmsg());
         return exit_for(e);
     }
-    printf("wrote %s (secret, mode 0600) and %s\nfingerprint %s\n", path, pub, fpr);
+    printf("wrote %s (secret, mode 0600) and %s.pub\nfingerprint %s\n", path, path, fpr);
     return VT_EXIT_OK;
 }
 
