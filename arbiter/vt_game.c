@@ -225,6 +225,31 @@ static int check_commitment(game *g, const vt_msg_challenge *ch)
     return 0;
 }
 
+/* The commitment the trainer stands behind must be the one in the challenge: two different
+ * valid signatures of the trainer's key over the same manifest are an equivocation. */
+static int check_equivocation(game *g, const vt_msg_challenge *ch)
+{
+    vt_msg_q_step q = {0};
+    vt_msg a;
+    if (ask(g, VT_ROLE_TRAINER, VT_MSG_Q_COMMITMENT, &q, VT_MSG_COMMITMENT, &a, 0, 0)) return -1;
+    int same = a.body.log.len == VT_MSG_COMMITMENT_LEN && memcmp(a.body.log.data, ch->commitment, 176) == 0;
+    int valid = a.body.log.len == VT_MSG_COMMITMENT_LEN && memcmp(a.body.log.data, "VTCM", 4) == 0 &&
+                memcmp(a.body.log.data + 8, g->manifest_hash, 32) == 0 &&
+                memcmp(a.body.log.data + 80, g->trainer_pk, 32) == 0 &&
+                vt_sign_verify_detached(a.body.log.data + VT_COMMITMENT_BODY_LEN, a.body.log.data,
+                                        VT_COMMITMENT_BODY_LEN, g->trainer_pk) == 0;
+    vt_msg_free(&a);
+    if (same) return 0;
+    if (valid)
+        decide(g, VT_LOSER_TRAINER, VT_REASON_EQUIVOCATION, 0, 0,
+               "the trainer stands behind another commitment than the auditor's, both signed by its key for the "
+               "same manifest: it signed two different roots for one run");
+    else
+        decide(g, VT_LOSER_TRAINER, VT_REASON_INCONSISTENT, 0, 0,
+               "the trainer does not stand behind the commitment it signed");
+    return -1;
+}
+
 static int load_manifest(game *g, const char *data_root, vt_order order)
 {
     vt_msg_q_step q = {0};
@@ -533,7 +558,7 @@ static void recompute(game *g, uint64_t lo, uint64_t p, const claim *ct, const c
 
 static void play(game *g, const vt_msg_challenge *ch, const char *data_root, vt_order order)
 {
-    if (check_commitment(g, ch) || load_manifest(g, data_root, order)) return;
+    if (check_commitment(g, ch) || check_equivocation(g, ch) || load_manifest(g, data_root, order)) return;
     const vt_recipe *rc = &g->rc;
     uint64_t hi = ch->claimed_step, lo = 0;
     if (hi < 1 || hi > rc->steps || !expected_has_state(rc, hi)) {

@@ -30,6 +30,8 @@ static const uint32_t body_min_[VT_MSG_TYPE_COUNT_] = {
     [VT_MSG_Q_HINT] = 12,
     [VT_MSG_HINT] = 8 + 4 + 1 + 8,
     [VT_MSG_Q_OUTPUT] = 12,
+    [VT_MSG_Q_COMMITMENT] = 8,
+    [VT_MSG_COMMITMENT] = 8 + 4 + VT_MSG_COMMITMENT_LEN,
 };
 static const uint32_t body_max_[VT_MSG_TYPE_COUNT_] = {
     [VT_MSG_HELLO] = 1 + VT_SIGN_PK_LEN + 32,
@@ -54,6 +56,8 @@ static const uint32_t body_max_[VT_MSG_TYPE_COUNT_] = {
     [VT_MSG_Q_HINT] = 12,
     [VT_MSG_HINT] = 8 + 4 + 1 + 8,
     [VT_MSG_Q_OUTPUT] = 12,
+    [VT_MSG_Q_COMMITMENT] = 8,
+    [VT_MSG_COMMITMENT] = 8 + 4 + VT_MSG_COMMITMENT_LEN,
 };
 
 static int type_ok(int type) { return type > 0 && type < VT_MSG_TYPE_COUNT_; }
@@ -63,7 +67,7 @@ const char *vt_msg_type_name(int type)
     static const char *const names[VT_MSG_TYPE_COUNT_] = {
         "ANY",     "HELLO",     "CHALLENGE", "Q_LEAF", "LEAF",  "Q_STATE", "STATE_CLAIM", "Q_CHAIN",
         "CHAIN_CLAIM", "Q_INPUTS", "INPUTS", "Q_LOG",  "LOG",   "VERDICT", "ERROR", "Q_MANIFEST", "MANIFEST",
-        "Q_TENSORS", "Q_PREFIX", "HASHES", "Q_HINT", "HINT", "Q_OUTPUT",
+        "Q_TENSORS", "Q_PREFIX", "HASHES", "Q_HINT", "HINT", "Q_OUTPUT", "Q_COMMITMENT", "COMMITMENT",
     };
     if (type < 0 || type >= VT_MSG_TYPE_COUNT_) return "?";
     return names[type];
@@ -171,6 +175,7 @@ static vt_err encode_body(int type, const void *body, vt_buf *b)
     case VT_MSG_Q_LOG:
     case VT_MSG_Q_MANIFEST:
     case VT_MSG_Q_TENSORS:
+    case VT_MSG_Q_COMMITMENT:
         return vt_buf_u64le(b, ((const vt_msg_q_step *)body)->step);
     case VT_MSG_HASHES: {
         const vt_msg_hashes *m = body;
@@ -268,9 +273,12 @@ static vt_err encode_body(int type, const void *body, vt_buf *b)
         return VT_OK;
     }
     case VT_MSG_LOG:
-    case VT_MSG_MANIFEST: {
+    case VT_MSG_MANIFEST:
+    case VT_MSG_COMMITMENT: {
         const vt_msg_log *m = body;
-        uint32_t maxd = type == VT_MSG_LOG ? VT_MSG_LOG_MAX_DATA : VT_MSG_MANIFEST_MAX;
+        uint32_t maxd = type == VT_MSG_LOG        ? VT_MSG_LOG_MAX_DATA
+                        : type == VT_MSG_MANIFEST ? VT_MSG_MANIFEST_MAX
+                                                  : VT_MSG_COMMITMENT_LEN;
         VT_RETURN_ERROR_IF(m->len > maxd, VT_ERR_ARG, "%s: %u bytes, at most %u", vt_msg_type_name(type),
                            (unsigned)m->len, maxd);
         VT_RETURN_ERROR_IF(m->len && !m->data, VT_ERR_ARG, "LOG: %u bytes but no data", (unsigned)m->len);
@@ -428,6 +436,7 @@ static vt_err decode_body(int type, vt_reader *r, vt_msg_body *out)
         return vt_read_u64le(r, &out->q_log.step, "Q_LOG step");
     case VT_MSG_Q_MANIFEST:
     case VT_MSG_Q_TENSORS:
+    case VT_MSG_Q_COMMITMENT:
         return vt_read_u64le(r, &out->q_step.step, "question step");
     case VT_MSG_HASHES: {
         vt_msg_hashes *m = &out->hashes;
@@ -504,9 +513,12 @@ static vt_err decode_body(int type, vt_reader *r, vt_msg_body *out)
     case VT_MSG_INPUTS:
         return decode_inputs(r, &out->inputs);
     case VT_MSG_LOG:
-    case VT_MSG_MANIFEST: {
+    case VT_MSG_MANIFEST:
+    case VT_MSG_COMMITMENT: {
         vt_msg_log *m = &out->log;
-        uint32_t maxd = type == VT_MSG_LOG ? VT_MSG_LOG_MAX_DATA : VT_MSG_MANIFEST_MAX;
+        uint32_t maxd = type == VT_MSG_LOG        ? VT_MSG_LOG_MAX_DATA
+                        : type == VT_MSG_MANIFEST ? VT_MSG_MANIFEST_MAX
+                                                  : VT_MSG_COMMITMENT_LEN;
         VT_FORWARD_IF_ERROR(vt_read_u64le(r, &m->step, "LOG step"));
         uint32_t len;
         VT_FORWARD_IF_ERROR(vt_read_u32le(r, &len, "LOG len"));
@@ -551,7 +563,7 @@ void vt_msg_body_free(int type, vt_msg_body *b)
         if (b->inputs.tensors)
             for (uint32_t i = 0; i < b->inputs.n_tensors; i++) free(b->inputs.tensors[i].data);
         free(b->inputs.tensors);
-    } else if (type == VT_MSG_LOG || type == VT_MSG_MANIFEST) {
+    } else if (type == VT_MSG_LOG || type == VT_MSG_MANIFEST || type == VT_MSG_COMMITMENT) {
         free(b->log.data);
     } else if (type == VT_MSG_HASHES) {
         free(b->hashes.h);

@@ -80,7 +80,9 @@ typedef enum {
     VT_MSG_Q_HINT = 20,     /* body: q_inputs */
     VT_MSG_HINT = 21,       /* body: hint */
     VT_MSG_Q_OUTPUT = 22,   /* body: q_inputs: the party's output of that operation (answer: INPUTS) */
-    VT_MSG_TYPE_COUNT_ /* 23: valid wire types are 1 .. VT_MSG_TYPE_COUNT_-1 */
+    VT_MSG_Q_COMMITMENT = 23, /* body: q_step (step 0): the commitment the trainer stands behind */
+    VT_MSG_COMMITMENT = 24,   /* body: log (step 0, the 176 bytes of a commitment file) */
+    VT_MSG_TYPE_COUNT_ /* 25: valid wire types are 1 .. VT_MSG_TYPE_COUNT_-1 */
 } vt_msg_type;
 
 /* HELLO role */

@@ -39,7 +39,7 @@ game() {
   PIDS+=("$apid" "$tpid")
   if ! wait_file "$d/ap" || ! wait_file "$d/tp"; then bad "$name: servers did not start"; return; fi
   [ -n "${GARBAGE:-}" ] && { head -c 4000 /dev/urandom >/dev/tcp/127.0.0.1/"$(cat "$d/tp")"; } 2>/dev/null
-  timeout 300 "$B/auditor" challenge "$T/$run" --trainer 127.0.0.1:"$(cat "$d/tp")" --arbiter 127.0.0.1:"$(cat "$d/ap")" \
+  timeout 300 "$B/auditor" challenge "$T/${ARUN:-$run}" --trainer 127.0.0.1:"$(cat "$d/tp")" --arbiter 127.0.0.1:"$(cat "$d/ap")" \
     --key "$T/ak" --arbiter-key "$T/rk.pub" --quiet "${cargs[@]}" >"$d/challenge.out" 2>&1
   local st=$?
   for _ in $(seq 1 100); do kill -0 "$apid" 2>/dev/null || break; sleep 0.1; done
@@ -81,6 +81,10 @@ game lying-auditor honest auditor "wrong output" 9 2 -- --lie 9:2
 game bad-proof cheat-lr trainer "bad proof" "" "" --cheat lr:7:0.5 --misbehave bad-proof
 game inconsistent cheat-lr trainer "inconsistent answer" "" "" --cheat lr:7:0.5 --misbehave inconsistent
 DEADLINE=1500 game silent cheat-lr trainer "no valid answer" "" "" --cheat lr:7:0.5 --misbehave silent
+# a trainer that signed two different roots for one run: it serves another commitment than the
+# one the auditor holds (the same run re-committed after an edit, signed by the same key)
+cp -r "$T/honest" "$T/second"; "$B/vt_tamper" "$T/second" "$T/tk" flip-direction >/dev/null || bad "tamper"
+ARUN=honest game two-roots second trainer "equivocation" "" "" -- --step 10
 # a connection dropped mid-game: the arbiter reconnects and the game goes on to the same verdict
 game dropped cheat-lr trainer "wrong output" 7 17 --cheat lr:7:0.5 --misbehave drop-once
 # garbage sent to the trainer's port first: that client is dropped, the game still works

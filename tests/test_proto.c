@@ -143,7 +143,14 @@ static void sample(int type, vt_msg_body *b, int big)
         break;
     /* the game engine's additions */
     case VT_MSG_Q_MANIFEST:
+    case VT_MSG_Q_COMMITMENT:
         b->q_step.step = 0;
+        break;
+    case VT_MSG_COMMITMENT:
+        fill(s_log, sizeof s_log, 0x31);
+        b->log.step = 0;
+        b->log.len = sizeof s_log;
+        b->log.data = s_log;
         break;
     case VT_MSG_MANIFEST:
         b->log.step = 0;

@@ -26,6 +26,7 @@ typedef struct {
     vt_merkle tree;
     char *manifest;
     size_t manifest_len;
+    uint8_t commitment[VT_MSG_COMMITMENT_LEN]; /* the commitment file this server stands behind */
     pthread_mutex_t mu;
     int active;
     int dropped;
@@ -82,6 +83,10 @@ static vt_err answer(session *ss, const vt_msg *q)
     case VT_MSG_Q_MANIFEST: {
         vt_msg_log a = {0, (uint32_t)sv->manifest_len, (uint8_t *)sv->manifest};
         return vt_send_msg(ss->c, VT_MSG_MANIFEST, &a, &sv->kp);
+    }
+    case VT_MSG_Q_COMMITMENT: {
+        vt_msg_log a = {0, VT_MSG_COMMITMENT_LEN, sv->commitment};
+        return vt_send_msg(ss->c, VT_MSG_COMMITMENT, &a, &sv->kp);
     }
     case VT_MSG_Q_LEAF: {
         uint64_t s = q->body.q_leaf.step;
@@ -232,6 +237,14 @@ vt_err vt_serve_run(const vt_serve_opts *o)
     if (!e) e = vt_sign_read_secret_key(o->key_path, &sv.kp);
     if (!e) e = vt_store_open(o->run_dir, 1, &st);
     if (!e) e = vt_store_manifest(st, &sv.manifest, &sv.manifest_len, mh);
+    if (!e) {
+        char cpath[4096];
+        vt_store_commitment_path(o->run_dir, cpath, sizeof cpath);
+        FILE *cf = fopen(cpath, "rb");
+        size_t got = cf ? fread(sv.commitment, 1, sizeof sv.commitment, cf) : 0;
+        if (cf) fclose(cf);
+        if (got != sizeof sv.commitment) e = vt_set_error(VT_ERR_IO, "cannot read the commitment %s", cpath);
+    }
     if (!e) e = vt_manifest_parse(sv.manifest, sv.manifest_len, &sv.rc, dh);
     if (!e) {
         vt_recipe_dataset_spec(&sv.rc, spec, sizeof spec);
