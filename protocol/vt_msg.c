@@ -31,7 +31,7 @@ static const uint32_t body_min_[VT_MSG_TYPE_COUNT_] = {
     [VT_MSG_HINT] = 8 + 4 + 1 + 8,
     [VT_MSG_Q_OUTPUT] = 12,
     [VT_MSG_Q_COMMITMENT] = 8,
-    [VT_MSG_COMMITMENT] = 8 + 4 + VT_MSG_COMMITMENT_LEN,
+    [VT_MSG_COMMITMENT] = 8 + 4,
 };
 static const uint32_t body_max_[VT_MSG_TYPE_COUNT_] = {
     [VT_MSG_HELLO] = 1 + VT_SIGN_PK_LEN + 32,
