@@ -295,25 +295,32 @@ static vt_err fail(vt_rctx *c, vt_err code, uint32_t op, uint64_t index, const v
 typedef struct {
     const vt_bounds *b;
     size_t N, K;
+    /* stage 1 (allocated on the first element that needs a tight bound): non-zero masks */
+    uint64_t *mbt;   /* N x W bit masks of the non-zero entries of op(B)'s columns, W = ceil(K/64) */
+    uint8_t *hmask;  /* hmask[j]: column j's mask filled */
+    uint64_t *mar;   /* mrows x W: masks of the non-zero entries of op(A)'s rows mrow.. */
+    uint64_t *mcur;  /* W: the mask of the current row (within mar) */
+    size_t W, M;
+    size_t mrow, mrows; /* rows whose masks are in mar (mrow = SIZE_MAX: none) */
+    /* stage 2 (allocated on the first element with two or more non-zero products) */
     double *bt;      /* N x K: bt[j*K + k] = op(B)(k, j) */
     int16_t *lbt;    /* lowest-set-bit exponents of bt */
     double *ar;      /* K: op(A)(row, k) */
     int16_t *lar;
     uint8_t *have;   /* have[j]: column j of bt filled */
-    uint64_t *mbt;   /* N x W bit masks of the non-zero entries of bt's columns, W = ceil(K/64) */
-    uint64_t *mar;   /* W: mask of the non-zero entries of ar */
-    size_t W;
     size_t row;      /* row held in ar, or SIZE_MAX */
     int failed;      /* allocation failed */
 } tight_cache;
 
-static void tight_init(tight_cache *t, const vt_bounds *b, size_t N)
+static void tight_init(tight_cache *t, const vt_bounds *b, size_t M, size_t N)
 {
     memset(t, 0, sizeof *t);
     t->b = b;
+    t->M = M;
     t->N = N;
     t->K = b->K;
     t->row = SIZE_MAX;
+    t->mrow = SIZE_MAX;
 }
 
 static void tight_free(tight_cache *t)
@@ -324,10 +331,82 @@ static void tight_free(tight_cache *t)
     free(t->lar);
     free(t->have);
     free(t->mbt);
+    free(t->hmask);
     free(t->mar);
 }
 
 static inline int16_t lsb_of_f32(float f) { return f == 0.0f ? 0 : (int16_t)vt_f32_lsb_exp(vt_f32_bits(f)); }
+
+/* Non-zero masks (op(B)(k, j) != 0, op(A)(i, k) != 0 for each k). Where the other index is
+ * the contiguous one, a block of VT_MBLK columns (rows) is filled at once: the same cache lines
+ * are read as for one, so the strided walk over k is not repeated for each column (row). */
+#define VT_MBLK 16
+#define VT_MBLK_KMAX 256 /* blocks only for short columns (rows); longer ones conflict in the caches */
+static int tight_column_full(tight_cache *t, size_t j);
+static int tight_column_mask(tight_cache *t, size_t j)
+{
+    if (t->hmask[j]) return 0;
+    const vt_bounds *b = t->b;
+    const size_t sk = b->tb_sk, W = t->W;
+    size_t j0 = j, j1 = j + 1;
+    /* a long strided column: one pass that fills the mask and the FP64 copy together */
+    if (b->tb_sj != 1 || t->K > VT_MBLK_KMAX) return tight_column_full(t, j);
+    {
+        j0 = j - j % VT_MBLK;
+        j1 = t->N - j0 < VT_MBLK ? t->N : j0 + VT_MBLK;
+    }
+    memset(t->mbt + j0 * W, 0, (j1 - j0) * W * sizeof(uint64_t));
+    for (size_t k = 0; k < t->K; k++) {
+        const float *r = b->tb + k * sk;
+        uint64_t *m = t->mbt + k / 64;
+        for (size_t jj = j0; jj < j1; jj++)
+            m[jj * W] |= (uint64_t)(r[jj * b->tb_sj] != 0.0f) << (k % 64);
+    }
+    memset(t->hmask + j0, 1, j1 - j0);
+    return 0;
+}
+
+static void tight_row_mask(tight_cache *t, size_t i)
+{
+    if (t->mrow != SIZE_MAX && i >= t->mrow && i < t->mrow + t->mrows) {
+        t->mcur = t->mar + (i - t->mrow) * t->W;
+        return;
+    }
+    const vt_bounds *b = t->b;
+    const size_t sk = b->ta_sk, W = t->W;
+    size_t i0 = i, i1 = i + 1;
+    if (b->ta_si == 1 && t->K <= VT_MBLK_KMAX) {
+        i0 = i - i % VT_MBLK;
+        i1 = t->M - i0 < VT_MBLK ? t->M : i0 + VT_MBLK;
+    }
+    memset(t->mar, 0, (i1 - i0) * W * sizeof(uint64_t));
+    for (size_t k = 0; k < t->K; k++) {
+        const float *r = b->ta + k * sk;
+        uint64_t *m = t->mar + k / 64;
+        for (size_t ii = i0; ii < i1; ii++)
+            m[(ii - i0) * W] |= (uint64_t)(r[ii * b->ta_si] != 0.0f) << (k % 64);
+    }
+    t->mrow = i0;
+    t->mrows = i1 - i0;
+    t->mcur = t->mar + (i - i0) * W;
+}
+
+/* stage 1: the masks of row i and column j; -1 when memory is short */
+static int tight_prepare_masks(tight_cache *t, size_t i, size_t j)
+{
+    if (!t->mbt) {
+        size_t K = t->K;
+        if (t->failed || K == 0) return t->failed = 1, -1;
+        t->W = (K + 63) / 64;
+        if (t->N > SIZE_MAX / sizeof(uint64_t) / t->W) return t->failed = 1, -1;
+        t->mbt = malloc(t->N * t->W * sizeof(uint64_t));
+        t->hmask = calloc(t->N ? t->N : 1, 1);
+        t->mar = malloc(VT_MBLK * t->W * sizeof(uint64_t));
+        if (!t->mbt || !t->hmask || !t->mar) return t->failed = 1, -1;
+    }
+    tight_row_mask(t, i);
+    return tight_column_mask(t, j);
+}
 
 static void tight_column(tight_cache *t, size_t j)
 {
@@ -335,19 +414,29 @@ static void tight_column(tight_cache *t, size_t j)
     const vt_bounds *b = t->b;
     double *d = t->bt + j * t->K;
     int16_t *l = t->lbt + j * t->K;
-    uint64_t *m = t->mbt + j * t->W;
+    uint64_t *m = t->hmask[j] ? NULL : t->mbt + j * t->W;
+    if (m) memset(m, 0, t->W * sizeof(uint64_t));
     for (size_t k = 0; k < t->K; k++) {
         float f = b->tb[k * b->tb_sk + j * b->tb_sj];
         d[k] = (double)f;
         l[k] = lsb_of_f32(f);
-        m[k / 64] |= (uint64_t)(f != 0.0f) << (k % 64);
+        if (m) m[k / 64] |= (uint64_t)(f != 0.0f) << (k % 64);
     }
+    t->hmask[j] = 1;
     t->have[j] = 1;
 }
 
-static int tight_prepare(tight_cache *t, size_t i)
+static int tight_alloc_full(tight_cache *t);
+/* column j's FP64 copy and mask in one pass; -1 when memory is short */
+static int tight_column_full(tight_cache *t, size_t j)
 {
-    const vt_bounds *b = t->b;
+    if (tight_alloc_full(t)) return -1;
+    tight_column(t, j);
+    return 0;
+}
+
+static int tight_alloc_full(tight_cache *t)
+{
     size_t K = t->K;
     if (!t->bt) {
         if (t->failed || K == 0 || t->N > SIZE_MAX / sizeof(double) / K) return t->failed = 1, -1;
@@ -355,20 +444,24 @@ static int tight_prepare(tight_cache *t, size_t i)
         t->lbt = malloc(t->N * K * sizeof(int16_t));
         t->ar = malloc(K * sizeof(double));
         t->lar = malloc(K * sizeof(int16_t));
-        t->have = calloc(t->N, 1);
-        t->W = (K + 63) / 64;
-        t->mbt = calloc(t->N * t->W, sizeof(uint64_t));
-        t->mar = calloc(t->W, sizeof(uint64_t));
-        if (!t->bt || !t->lbt || !t->ar || !t->lar || !t->have || !t->mbt || !t->mar) return t->failed = 1, -1;
+        t->have = calloc(t->N ? t->N : 1, 1);
+        if (!t->bt || !t->lbt || !t->ar || !t->lar || !t->have) return t->failed = 1, -1;
     }
+    return 0;
+}
+
+/* stage 2: FP64 copies of row i (and, through tight_column, the columns); -1 when memory is short */
+static int tight_prepare(tight_cache *t, size_t i)
+{
+    const vt_bounds *b = t->b;
+    size_t K = t->K;
+    if (tight_alloc_full(t)) return -1;
     if (t->row != i) {
         const float *a = b->ta + i * b->ta_si;
-        memset(t->mar, 0, t->W * sizeof(uint64_t));
         for (size_t k = 0; k < K; k++) {
             float f = a[k * b->ta_sk];
             t->ar[k] = (double)f;
             t->lar[k] = lsb_of_f32(f);
-            t->mar[k / 64] |= (uint64_t)(f != 0.0f) << (k % 64);
         }
         t->row = i;
     }
@@ -438,13 +531,18 @@ static int tight_exact(tight_cache *t, size_t j, double s)
 /* The tight bound of element (i, j) by the specification. */
 static double tight_bound(const vt_bound_cfg *cfg, tight_cache *t, size_t i, size_t j)
 {
-    if (tight_prepare(t, i)) return tight_direct(cfg, t->b, i, j);
-    tight_column(t, j);
-    /* the number of non-zero products from the masks first: at most one means B = 0 */
+    if (t->failed || tight_prepare_masks(t, i, j)) return tight_direct(cfg, t->b, i, j);
+    /* the number of non-zero products from the masks first: at most one means B = 0
+     * (each word adds 0 for no bit, 1 for one bit, 2 for two or more) */
     const uint64_t *mb = t->mbt + j * t->W;
     uint64_t cnt = 0;
-    for (size_t w = 0; w < t->W && cnt <= 1; w++) cnt += (uint64_t)__builtin_popcountll(t->mar[w] & mb[w]);
+    for (size_t w = 0; w < t->W && cnt <= 1; w++) {
+        uint64_t v = t->mcur[w] & mb[w];
+        cnt += (uint64_t)(v != 0) + (uint64_t)((v & (v - 1)) != 0);
+    }
     if (cnt <= 1) return 0.0;
+    if (tight_prepare(t, i)) return tight_direct(cfg, t->b, i, j);
+    tight_column(t, j);
     double s;
     uint64_t nnz;
     tight_sum(t, j, &s, &nnz);
@@ -645,7 +743,7 @@ vt_err vt_round(vt_rctx *c, uint32_t op_id, const double *x, const vt_bounds *b,
         return VT_OK;
     }
     tight_cache tc;
-    tight_init(&tc, b, cols);
+    tight_init(&tc, b, rows, cols);
     vt_err err = VT_OK;
     for (size_t i = 0; i < rows && !err; i++) err = round_row(c, o, &ek, &tc, x + i * cols, b, i, cols, out + i * cols);
     tight_free(&tc);
