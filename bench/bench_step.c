@@ -13,7 +13,7 @@
  *   with run store      vt_train_run (the trainer library: SQLite, checkpoints every K, fsync)
  *   replay              the auditor's loop in memory over the same steps: log decode + hash check,
  *                       vt_model_step in replay mode, state hash when committed (checked); in the
- *                       trainer's order (blas) and in the auditor's default order (pairwise)
+ *                       trainer's order (blas) and in the auditor's default order (split)
  *
  * Figures and targets:
  *   verification overhead = verifiable step / plain FP64 step             target <= 1.10
@@ -791,7 +791,7 @@ int main(int argc, char **argv)
         rc.steps = k->rec_steps;
         const uint64_t kb = k->rec_steps / (uint64_t)R;
         printf("\n## %s: %d rounds of interleaved blocks: plain FP64 (%llu steps), plain FP32 (%llu), verifiable "
-               "(%llu), replay blas (%llu), replay pairwise (%llu)...\n",
+               "(%llu), replay blas (%llu), replay split (%llu)...\n",
                k->name, R, (unsigned long long)(2 * kb), (unsigned long long)(2 * kb), (unsigned long long)kb,
                (unsigned long long)kb, (unsigned long long)kb);
         fflush(stdout);
@@ -804,7 +804,7 @@ int main(int argc, char **argv)
         plain_block(&p32, &ds, 5);
         rec_init(&rec, &rc, &ds, kb * (uint64_t)R);
         rep_init(&rb, &rc, &ds, rec.n, VT_ORDER_BLAS);
-        rep_init(&rp, &rc, &ds, rec.n, VT_ORDER_PAIRWISE);
+        rep_init(&rp, &rc, &ds, rec.n, VT_ORDER_SPLIT);
         double a64[MAXR], a32[MAXR], av[MAXR], a1[MAXR], arb[MAXR], arp[MAXR];
         for (int q = 0; q < R; q++) {
             a64[q] = plain_block(&p64, &ds, 2 * kb);
@@ -831,10 +831,10 @@ int main(int argc, char **argv)
                rec.t_hash / n * 1e3, (unsigned long long)rec.n_hash,
                rec.t_hash_extra / (double)(rec.n_hash_extra ? rec.n_hash_extra : 1) * 1e3, rec.t_leaf / n * 1e3,
                k->verif_1 * 1e3);
-        printf("replay %.3f ms/step (blas order), %.3f ms/step (pairwise order)\n", k->replay_blas * 1e3,
+        printf("replay %.3f ms/step (blas order), %.3f ms/step (split order)\n", k->replay_blas * 1e3,
                k->replay_pair * 1e3);
         printf("\nTime per operation inside the real step (vt_model_run hook; mean over the %llu recorded steps, "
-               "microseconds):\n\n| op | operation | record (trainer, blas) | replay, blas | replay, pairwise |\n"
+               "microseconds):\n\n| op | operation | record (trainer, blas) | replay, blas | replay, split |\n"
                "|---:|---|---:|---:|---:|\n",
                (unsigned long long)rec.n);
         double sum_r = 0, sum_b = 0, sum_p = 0;
@@ -904,16 +904,16 @@ int main(int argc, char **argv)
     printf("| **log size** (log / dense baseline) | %.3f%% | %.3f%% | <= 2%% |\n",
            100 * cf[0].log_bytes / cf[0].dense_bytes, 100 * cf[1].log_bytes / cf[1].dense_bytes);
     printf("| replay step, blas order (ms) | %.3f | %.3f | |\n", cf[0].replay_blas * 1e3, cf[1].replay_blas * 1e3);
-    printf("| replay step, pairwise order (auditor default) (ms) | %.3f | %.3f | |\n", cf[0].replay_pair * 1e3,
+    printf("| replay step, split order (auditor default) (ms) | %.3f | %.3f | |\n", cf[0].replay_pair * 1e3,
            cf[1].replay_pair * 1e3);
     printf("| **audit speed**, blas order (replay steps/s / training steps/s) | %.2f | %.2f | >= 0.95 |\n",
            cf[0].verif_H / cf[0].replay_blas, cf[1].verif_H / cf[1].replay_blas);
-    printf("| **audit speed**, pairwise order | %.2f | %.2f | >= 0.95 |\n", cf[0].verif_H / cf[0].replay_pair,
+    printf("| **audit speed**, split order (auditor default) | %.2f | %.2f | >= 0.95 |\n", cf[0].verif_H / cf[0].replay_pair,
            cf[1].verif_H / cf[1].replay_pair);
     printf("| **state hashing** (vt_model_state_hash, %.1f MB state, one core) | %.2f GB/s | | >= 1.5 GB/s |\n",
            (double)hash_bytes / 1e6, gbps);
     if (t_j1 > 0)
-        printf("| **parallel audit** (auditor verify, %llu steps, pairwise: --jobs 1 %.2f s / --jobs 2 %.2f s) | "
+        printf("| **parallel audit** (auditor verify, %llu steps, split: --jobs 1 %.2f s / --jobs 2 %.2f s) | "
                "%.2fx | | >= 1.7x |\n",
                (unsigned long long)cli_steps, t_j1, t_j2, t_j1 / t_j2);
     if (t_j1 > 0)
@@ -947,7 +947,7 @@ int main(int argc, char **argv)
         VERDICT(k->verif_H / k->replay_blas >= 0.95, "audit speed %s, blas order: %.2f (target >= 0.95)", k->name,
                 k->verif_H / k->replay_blas);
         VERDICT(k->verif_H / k->replay_pair >= 0.95,
-                "audit speed %s, pairwise order (the auditor's default): %.2f (target >= 0.95)", k->name,
+                "audit speed %s, split order (the auditor's default): %.2f (target >= 0.95)", k->name,
                 k->verif_H / k->replay_pair);
     }
     VERDICT(gbps >= 1.5, "state hashing: %.2f GB/s on one core (target >= 1.5)", gbps);
