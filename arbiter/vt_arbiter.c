@@ -104,11 +104,11 @@ static void *game_main(void *p)
             static const char *const who[] = {"nobody", "the trainer", "the auditor", "both parties"};
             fprintf(stderr, "arbiter: verdict against %s (%s) at step %llu, operation %u: %s\n", who[res.v.loser & 3],
                     vt_reason_name(res.v.reason_code), (unsigned long long)res.v.step, res.v.op, res.v.reason);
-            fprintf(stderr, "arbiter: %llu rounds (%llu over steps, %llu over operations), %.6f s recomputing, %llu bytes "
-                    "received, game %.3f s, one step %.6f s; transcript %s\n",
+            fprintf(stderr, "arbiter: %llu rounds (%llu over steps, %llu over operations), %.6f s recomputing, %.6f s "
+                    "hashing, %llu bytes received, game %.3f s, one step %.6f s; transcript %s\n",
                     (unsigned long long)res.rounds, (unsigned long long)res.step_rounds,
-                    (unsigned long long)res.op_rounds, res.recompute_seconds, (unsigned long long)L.bytes,
-                    vt_now() - t0, res.step_seconds, path);
+                    (unsigned long long)res.op_rounds, res.recompute_seconds, res.hash_seconds,
+                    (unsigned long long)L.bytes, vt_now() - t0, res.step_seconds, path);
         }
     } else if (!o->quiet) {
         fprintf(stderr, "arbiter: no valid challenge: %s\n", vt_errmsg());

@@ -521,9 +521,11 @@ static void recompute(game *g, uint64_t lo, uint64_t p, const claim *ct, const c
     vt_err e = vt_rctx_begin_step(&rc, s, &mini);
     m->step = s - 1;
     if (!e) e = vt_model_exec_op(m, &g->ds, &rc, s, j);
+    double t1 = vt_now();
     uint8_t hr[32];
     if (!e) e = vt_model_output_hash(m, j, hr);
-    g->res->recompute_seconds = vt_now() - t0;
+    g->res->recompute_seconds = t1 - t0;
+    g->res->hash_seconds = vt_now() - t1;
     if (e) vt_steplog_free(&mini);
     if (e == VT_ERR_IMPLAUSIBLE) {
         decide(g, VT_LOSER_TRAINER, rc.fault.has_entry ? VT_REASON_IMPLAUSIBLE : VT_REASON_MISSING_ENTRY, s, j,

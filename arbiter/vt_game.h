@@ -45,6 +45,7 @@ typedef struct {
     uint64_t rounds;           /* question/answer exchanges */
     uint64_t step_rounds, op_rounds;
     double recompute_seconds;  /* the arbiter's own computation of the disputed operation */
+    double hash_seconds;       /* hashing that output to compare it with the claims */
     double step_seconds;       /* benchmarks only (env VT_ARBITER_BENCH): one whole verifiable step */
     char op_name[48];
 } vt_game_result;

@@ -12,8 +12,8 @@ trap 'rm -rf "$T"; kill $(jobs -p) 2>/dev/null' EXIT
 "$B/trainer" keygen "$T/tk" >/dev/null; "$B/trainer" keygen "$T/ak" >/dev/null; "$B/arbiter" keygen "$T/rk" >/dev/null
 wait_file() { for _ in $(seq 1 600); do [ -s "$1" ] && return 0; sleep 0.05; done; return 1; }
 
-printf '| run | model | steps | H | rounds (steps + ops) | bytes exchanged | game wall time | arbiter compute | one step | arbiter / step | re-running the H disputed steps |\n'
-printf '|---|---|--:|--:|---|--:|--:|--:|--:|--:|--:|\n'
+printf '| run | model | steps | H | rounds (steps + ops) | bytes exchanged | game wall time | arbiter: the operation | + hashing its output | one training step | arbiter / step (op, op+hash) | published method: re-run the H disputed steps |\n'
+printf '|---|---|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|\n'
 run() { # name steps H K dataset layers batch
   local name=$1 steps=$2 H=$3 K=$4 ds=$5 layers=$6 batch=$7
   local cheat=$((steps / 2 + 1))
@@ -38,13 +38,16 @@ run() { # name steps H K dataset layers batch
   sr=$(echo "$line" | sed -n 's/.*(\([0-9]*\) over steps.*/\1/p')
   orr=$(echo "$line" | sed -n 's/.*, \([0-9]*\) over operations.*/\1/p')
   rec=$(echo "$line" | sed -n 's/.*, \([0-9.]*\) s recomputing.*/\1/p')
+  local hsh; hsh=$(echo "$line" | sed -n 's/.*recomputing, \([0-9.]*\) s hashing.*/\1/p')
   game=$(echo "$line" | sed -n 's/.*game \([0-9.]*\) s.*/\1/p')
   local step_ms; step_ms=$(echo "$line" | sed -n 's/.*one step \([0-9.]*\) s.*/\1/p' | awk '{printf "%.3f", 1000*$1}')
   local bytes; bytes=$(stat -c %s "$T/g-$name"/game-*.vttr 2>/dev/null | head -1)
   local verdict; verdict=$(head -1 "$T/g-$name/ch.out")
-  printf '| %s | %s | %s | %s | %s (%s + %s) | %s | %s s | %.3f ms | %s ms | %s | %s ms |\n' "$name" "$ds $layers" "$steps" \
-    "$H" "$rounds" "$sr" "$orr" "$bytes" "$game" "$(awk -v r="$rec" 'BEGIN{print 1000*r}')" "$step_ms" \
-    "$(awk -v r="$rec" -v s="$step_ms" 'BEGIN{printf "%.4f", 1000*r/s}')" \
+  printf '| %s | %s | %s | %s | %s (%s + %s) | %s | %s s | %.3f ms | %.3f ms | %s ms | %s, %s | %s ms |\n' "$name" \
+    "$ds $layers" "$steps" "$H" "$rounds" "$sr" "$orr" "$bytes" "$game" "$(awk -v r="$rec" 'BEGIN{print 1000*r}')" \
+    "$(awk -v r="$hsh" 'BEGIN{print 1000*r}')" "$step_ms" \
+    "$(awk -v r="$rec" -v s="$step_ms" 'BEGIN{printf "%.3f", 1000*r/s}')" \
+    "$(awk -v r="$rec" -v h="$hsh" -v s="$step_ms" 'BEGIN{printf "%.3f", 1000*(r+h)/s}')" \
     "$(awk -v s="$step_ms" -v h="$H" 'BEGIN{printf "%.1f", s*h}')"
   echo "  $name: $verdict" >&2
 }
