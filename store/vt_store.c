@@ -1,7 +1,9 @@
 /* vt_store.c - the run directory: SQLite run store, checkpoint files, commitment file.
  *
- * run.db is an SQLite database in WAL mode with synchronous=FULL, so a step is on disk
- * once vt_store_put_step has returned (a kill -9 or a power cut afterwards keeps it).
+ * run.db is an SQLite database in WAL mode with synchronous=NORMAL: a step is in the WAL
+ * once vt_store_put_step has returned, so a kill -9 afterwards keeps it; a power cut may
+ * lose the steps since the last WAL sync, which `trainer train --resume` recomputes from
+ * the last checkpoint (checkpoint files themselves are fsynced before they are recorded).
  * A writable vt_store_close checkpoints the WAL into run.db (TRUNCATE) and switches the
  * file back to rollback-journal mode, so a finished run is the single file run.db: it
  * can be copied elsewhere and opened read-only without SQLite creating -wal / -shm
@@ -309,8 +311,8 @@ static vt_err set_wal(vt_store *s)
     if (!is_wal)
         VT_RETURN_ERROR(VT_ERR_DB, "run store %s: cannot switch to WAL mode (another process holds it?)",
                         s->db_path);
-    rc = sqlite3_exec(s->db, "PRAGMA synchronous = FULL", NULL, NULL, NULL);
-    if (rc != SQLITE_OK) return db_fail(s, rc, "setting synchronous = FULL");
+    rc = sqlite3_exec(s->db, "PRAGMA synchronous = NORMAL", NULL, NULL, NULL);
+    if (rc != SQLITE_OK) return db_fail(s, rc, "setting synchronous = NORMAL");
     return VT_OK;
 }
 
