@@ -20,12 +20,7 @@ add_executable(make_msg_corpus ${CMAKE_CURRENT_SOURCE_DIR}/tests/fuzz/make_msg_c
 target_link_libraries(make_msg_corpus PRIVATE vt_proto)
 target_include_directories(make_msg_corpus PRIVATE ${CMAKE_CURRENT_SOURCE_DIR} ${CMAKE_CURRENT_SOURCE_DIR}/tests/fuzz)
 
-# Replays every corpus file through the fuzzer's check (tests/fuzz/fuzz_msg_body.h).
-add_executable(replay_msg_corpus ${CMAKE_CURRENT_SOURCE_DIR}/tests/replay_msg_corpus.c)
-target_link_libraries(replay_msg_corpus PRIVATE vt_proto)
-target_include_directories(replay_msg_corpus PRIVATE ${CMAKE_CURRENT_SOURCE_DIR} ${CMAKE_CURRENT_SOURCE_DIR}/tests)
-add_test(NAME msg_corpus COMMAND replay_msg_corpus ${VT_MSG_CORPUS})
-set_tests_properties(msg_corpus PROPERTIES TIMEOUT 120)
+# The corpus replay test (msg_corpus) is in tests/cmake/codec.cmake, with the step log's.
 
 if(VT_FUZZ)
   if(CMAKE_C_COMPILER_ID MATCHES "Clang")

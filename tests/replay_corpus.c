@@ -1,15 +1,24 @@
-/* replay_corpus.c - `replay_corpus DIR`: runs every file of DIR through the same check
- * as the libFuzzer target (tests/fuzz/fuzz_steplog_body.h) and exits non-zero on any
- * violation. Files named "ok-*" must also be accepted (by decode or parse) and files
- * named "bad-*" rejected by both; other names (e.g. fuzzer finds) only need to pass
- * the check. Prints "N passed, M failed". */
+/* replay_corpus.c - `replay_corpus steplog|msg DIR`: runs every file of DIR through the
+ * same check as the decoder's libFuzzer target (tests/fuzz/fuzz_steplog_body.h,
+ * tests/fuzz/fuzz_msg_body.h) and exits non-zero on any violation. Files named "ok-*"
+ * must also be accepted and files named "bad-*" rejected (step log: by decode or parse;
+ * messages: as a frame signed by the fixed key vt_fuzz_msg_key); other names (e.g.
+ * fuzzer finds) only need to pass the check. Prints "N passed, M failed". */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "fuzz/fuzz_msg_body.h"
 #include "fuzz/fuzz_steplog_body.h"
+
+/* A decoder's check, and the bits of its `accepted` result that mean "accepted". */
+static const struct {
+    const char *name;
+    int (*check)(const uint8_t *, size_t, int *);
+    int accept_mask;
+} kinds[] = {{"steplog", vt_fuzz_steplog_one, ~0}, {"msg", vt_fuzz_msg_one, 2}};
 
 #define MAX_FILE ((size_t)16 << 20)
 
@@ -38,13 +47,17 @@ static int read_file(const char *path, uint8_t **out, size_t *len)
 
 int main(int argc, char **argv)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: %s DIR\n", argv[0]);
+    size_t kind = sizeof kinds / sizeof kinds[0];
+    for (size_t k = 0; argc == 3 && k < sizeof kinds / sizeof kinds[0]; k++)
+        if (strcmp(argv[1], kinds[k].name) == 0) kind = k;
+    if (kind == sizeof kinds / sizeof kinds[0]) {
+        fprintf(stderr, "usage: %s steplog|msg DIR\n", argv[0]);
         return 2;
     }
-    DIR *d = opendir(argv[1]);
+    const char *dir = argv[2];
+    DIR *d = opendir(dir);
     if (!d) {
-        perror(argv[1]);
+        perror(dir);
         return 2;
     }
     char **names = NULL;
@@ -67,10 +80,10 @@ int main(int argc, char **argv)
 
     long passed = 0, failed = 0;
     for (size_t i = 0; i < nn; i++) {
-        size_t plen = strlen(argv[1]) + strlen(names[i]) + 2;
+        size_t plen = strlen(dir) + strlen(names[i]) + 2;
         char *path = malloc(plen);
         if (!path) return 2;
-        snprintf(path, plen, "%s/%s", argv[1], names[i]);
+        snprintf(path, plen, "%s/%s", dir, names[i]);
         struct stat st;
         if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
             free(path);
@@ -82,13 +95,13 @@ int main(int argc, char **argv)
         if (read_file(path, &buf, &len) != 0) {
             fprintf(stderr, "FAIL %s: cannot read\n", path);
             ok = 0;
-        } else if (vt_fuzz_steplog_one(buf, len, &accepted) != 0) {
+        } else if (kinds[kind].check(buf, len, &accepted) != 0) {
             fprintf(stderr, "FAIL %s: round-trip violation\n", path);
             ok = 0;
-        } else if (strncmp(names[i], "ok-", 3) == 0 && accepted == 0) {
+        } else if (strncmp(names[i], "ok-", 3) == 0 && !(accepted & kinds[kind].accept_mask)) {
             fprintf(stderr, "FAIL %s: expected to decode, rejected: %s\n", path, vt_errmsg());
             ok = 0;
-        } else if (strncmp(names[i], "bad-", 4) == 0 && accepted != 0) {
+        } else if (strncmp(names[i], "bad-", 4) == 0 && (accepted & kinds[kind].accept_mask)) {
             fprintf(stderr, "FAIL %s: expected to be rejected, accepted\n", path);
             ok = 0;
         }
@@ -103,7 +116,7 @@ int main(int argc, char **argv)
     free(names);
     printf("%ld passed, %ld failed\n", passed, failed);
     if (passed + failed == 0) {
-        fprintf(stderr, "no files in %s\n", argv[1]);
+        fprintf(stderr, "no files in %s\n", dir);
         return 1;
     }
     return failed ? 1 : 0;

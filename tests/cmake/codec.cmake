@@ -7,12 +7,15 @@ add_executable(make_corpus ${PROJECT_SOURCE_DIR}/tests/fuzz/make_corpus.c)
 target_link_libraries(make_corpus PRIVATE ${VT_TEST_LIBS} PkgConfig::ZSTD)
 target_include_directories(make_corpus PRIVATE ${PROJECT_SOURCE_DIR}/tests/fuzz)
 
-# Runs every corpus file through the fuzzer's check (tests/fuzz/fuzz_steplog_body.h).
+# Runs every corpus file through the fuzzer's check (tests/fuzz/fuzz_steplog_body.h,
+# tests/fuzz/fuzz_msg_body.h): one program for both decoders.
 add_executable(replay_corpus ${PROJECT_SOURCE_DIR}/tests/replay_corpus.c)
 target_link_libraries(replay_corpus PRIVATE ${VT_TEST_LIBS})
 target_include_directories(replay_corpus PRIVATE ${PROJECT_SOURCE_DIR}/tests)
-add_test(NAME codec_corpus COMMAND replay_corpus ${VT_STEPLOG_CORPUS})
+add_test(NAME codec_corpus COMMAND replay_corpus steplog ${VT_STEPLOG_CORPUS})
 set_tests_properties(codec_corpus PROPERTIES TIMEOUT 120)
+add_test(NAME msg_corpus COMMAND replay_corpus msg ${VT_MSG_CORPUS})
+set_tests_properties(msg_corpus PROPERTIES TIMEOUT 120)
 
 if(VT_FUZZ)
   if(CMAKE_C_COMPILER_ID MATCHES "Clang")

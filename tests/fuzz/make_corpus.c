@@ -2,7 +2,7 @@
  * tests/corpus/steplog): valid payloads and containers ("ok-*") and hostile ones
  * ("bad-*", from the case tables in steplog_testkit.h). Every file is < 4 KB.
  * Regenerate after a format change:
- *   build/make_corpus tests/corpus/steplog && build/replay_corpus tests/corpus/steplog */
+ *   build/make_corpus tests/corpus/steplog && build/replay_corpus steplog tests/corpus/steplog */
 #include <stdio.h>
 #include <stdlib.h>
 
