@@ -242,8 +242,9 @@ static vt_err vt__sums(vt_exec *e, size_t M, size_t N, const float *X, double *o
     VT_FORWARD_IF_ERROR(vt__mul_size(M, N, &MN));
     size_t n = cols ? M : N;    /* terms per sum */
     size_t nout = cols ? N : M; /* number of sums */
-    double coef = 0.0;
+    double coef = 0.0; /* checks that n has a bound coefficient */
     VT_FORWARD_IF_ERROR(vt__coef(e, n, &coef));
+    static const float one = 1.0f;
 
     void *p = NULL;
     VT_FORWARD_IF_ERROR(vt__ws_get(&e->ws, VT_WS_A, n, sizeof(double), &p));
@@ -255,26 +256,11 @@ static vt_err vt__sums(vt_exec *e, size_t M, size_t N, const float *X, double *o
     for (size_t o = 0; o < nout; o++) {
         const float *src = cols ? X + o : X + o * N;
         size_t stride = cols ? N : 1;
-        double sabs = 0.0;
-        size_t nnz = 0;
-        int emin = 1 << 20;
-        for (size_t t = 0; t < n; t++) {
-            float f = src[t * stride];
-            double v = (double)f;
-            x[t] = v;
-            if (v == 0.0) continue;
-            sabs += fabs(v);
-            nnz++;
-            int le = vt_f32_lsb_exp(vt_f32_bits(f));
-            if (le < emin) emin = le;
-        }
+        for (size_t t = 0; t < n; t++) x[t] = (double)src[t * stride];
         out[o] = vt__sum(e->order, n, x, perm, keys);
-        /* Adding an exact zero is exact, so only the nnz non-zero terms can err: gamma_(nnz-1);
-         * and when the exactness test holds no addition rounds at all (docs/rounding.md 2.1). */
-        if (nnz <= 1 || vt_sum_is_exact(sabs, emin))
-            b[o] = 0.0;
-        else
-            b[o] = (nnz == n ? coef : vt_bound_coef(&e->bound, (uint64_t)nnz)) * sabs;
+        /* the rounding layer's bound of a reduction, with factors 1: gamma over the non-zero
+         * terms only, and 0 when the sum is exact in every order (docs/rounding.md 2.1) */
+        b[o] = vt_bound_of_terms(&e->bound, n, src, stride, &one, 0);
     }
     bounds->kind = VT_BOUNDS_ARRAY;
     bounds->b = b;
