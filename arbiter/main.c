@@ -68,8 +68,14 @@ int main(int argc, char **argv)
         case 'k': o.key_path = optarg; break;
         case 'd': o.data_root = optarg; break;
         case 't': o.transcript_dir = optarg; break;
-        case 'D': o.deadline_ms = atoi(optarg); break;
-        case 'g': o.max_games = atoi(optarg); break;
+        case 'D':
+        case 'g':
+            if ((c == 'D' ? vt_cli_int("--deadline-ms", optarg, 1, INT32_MAX, &o.deadline_ms)
+                          : vt_cli_int("--games", optarg, 0, INT32_MAX, &o.max_games)) != VT_OK) {
+                fprintf(stderr, "arbiter: %s\n", vt_errmsg());
+                return VT_EXIT_USAGE;
+            }
+            break;
         case 'p': o.port_file = optarg; break;
         case 'q': o.quiet = 1; break;
         case 'o':

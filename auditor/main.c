@@ -65,19 +65,21 @@ static int cmd_challenge(int argc, char **argv)
         case 'K': o.arbiter_pk_path = optarg; break;
         case 'd': o.data_root = optarg; break;
         case 'T': o.transcript = optarg; break;
-        case 's': o.step = strtoull(optarg, NULL, 10); break;
-        case 'D': o.deadline_ms = atoi(optarg); break;
-        case 'q': o.quiet = 1; break;
-        case 'L': {
-            unsigned long long st = 0;
-            unsigned op = 0;
-            if (sscanf(optarg, "%llu:%u", &st, &op) != 2 || !st || !op) {
-                fprintf(stderr, "auditor: --lie STEP:OP\n");
+        case 's':
+        case 'D':
+            if ((c == 's' ? vt_cli_u64("--step", optarg, 1, UINT64_MAX, &o.step)
+                          : vt_cli_int("--deadline-ms", optarg, 1, INT32_MAX, &o.deadline_ms)) != VT_OK) {
+                fprintf(stderr, "auditor challenge: %s\n", vt_errmsg());
                 return VT_EXIT_USAGE;
             }
-            o.lie_step = st, o.lie_op = op;
             break;
-        }
+        case 'q': o.quiet = 1; break;
+        case 'L':
+            if (vt_cli_step_op("--lie", optarg, &o.lie_step, &o.lie_op) != VT_OK) {
+                fprintf(stderr, "auditor challenge: %s\n", vt_errmsg());
+                return VT_EXIT_USAGE;
+            }
+            break;
         case 'o':
             if (vt_order_parse(optarg, &o.order) != VT_OK) {
                 fprintf(stderr, "auditor: %s\n", vt_errmsg());
@@ -131,7 +133,7 @@ int main(int argc, char **argv)
     optind = 2;
     int c;
     while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
-        char *end = NULL;
+        vt_err ne = VT_OK;
         switch (c) {
         case 'o':
             if (vt_order_parse(optarg, &o.order) != VT_OK) {
@@ -142,16 +144,16 @@ int main(int argc, char **argv)
         case 'r': o.recipe_path = optarg; break;
         case 'p': o.pubkey_path = optarg; break;
         case 'd': o.data_root = optarg; break;
-        case 'f': o.from = strtoull(optarg, &end, 10); break;
-        case 't': o.to = strtoull(optarg, &end, 10); break;
-        case 'j': o.jobs = (int)strtol(optarg, &end, 10); break;
+        case 'f': ne = vt_cli_u64("--from", optarg, 0, (uint64_t)INT64_MAX, &o.from); break;
+        case 't': ne = vt_cli_u64("--to", optarg, 1, (uint64_t)INT64_MAX, &o.to); break;
+        case 'j': ne = vt_cli_int("--jobs", optarg, 1, 256, &o.jobs); break;
         case 'R': report = optarg; break;
         case 'q': o.quiet = 1; break;
         case 'h': usage(stdout); return VT_EXIT_OK;
         default: usage(stderr); return VT_EXIT_USAGE;
         }
-        if (end && (*end || end == optarg || (c == 'j' && (o.jobs < 1 || o.jobs > 256)))) {
-            fprintf(stderr, "auditor: bad number \"%s\"\n", optarg);
+        if (ne != VT_OK) {
+            fprintf(stderr, "auditor: %s\n", vt_errmsg());
             return VT_EXIT_USAGE;
         }
     }

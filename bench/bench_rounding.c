@@ -378,8 +378,12 @@ int main(int argc, char **argv)
             strict = 1;
         else if (!strcmp(argv[i], "--wall"))
             g_cpu_clock = 0;
-        else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
-            reps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--reps") && i + 1 < argc) {
+            if (vt_cli_int("--reps", argv[++i], 1, 1000000, &reps) != VT_OK) {
+                fprintf(stderr, "%s: %s\n", argv[0], vt_errmsg());
+                return VT_EXIT_USAGE;
+            }
+        }
         else if (!strcmp(argv[i], "--only") && i + 1 < argc)
             filter = argv[++i];
         else {

@@ -1,6 +1,8 @@
 #include "vt_cli.h"
 
+#include <limits.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -35,4 +37,62 @@ void vt_progress_update(vt_progress *p, const char *label, uint64_t done, const 
 void vt_progress_end(vt_progress *p)
 {
     if (p->enabled) fputc('\n', stderr);
+}
+
+/* Digits only (no sign, no spaces, no 0x): strtoull alone would take "-1", " 7" and "0x10". */
+static int parse_digits(const char *t, size_t len, uint64_t *v)
+{
+    if (len == 0 || len > 20) return -1;
+    uint64_t x = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (t[i] < '0' || t[i] > '9') return -1;
+        unsigned d = (unsigned)(t[i] - '0');
+        if (x > (UINT64_MAX - d) / 10) return -1; /* overflow */
+        x = x * 10 + d;
+    }
+    *v = x;
+    return 0;
+}
+
+vt_err vt_cli_u64(const char *opt, const char *text, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+    uint64_t v;
+    if (!text || parse_digits(text, strlen(text), &v) != 0 || v < lo || v > hi)
+        return vt_set_error(VT_ERR_ARG, "%s: \"%s\" is not an integer in %llu..%llu", opt, text ? text : "",
+                            (unsigned long long)lo, (unsigned long long)hi);
+    *out = v;
+    return VT_OK;
+}
+
+vt_err vt_cli_u32(const char *opt, const char *text, uint32_t lo, uint32_t hi, uint32_t *out)
+{
+    uint64_t v;
+    VT_FORWARD_IF_ERROR(vt_cli_u64(opt, text, lo, hi, &v));
+    *out = (uint32_t)v;
+    return VT_OK;
+}
+
+vt_err vt_cli_int(const char *opt, const char *text, int lo, int hi, int *out)
+{
+    const char *t = text ? text : "";
+    int neg = t[0] == '-';
+    uint64_t v;
+    int ok = parse_digits(t + neg, strlen(t + neg), &v) == 0 && v <= (uint64_t)INT_MAX + (uint64_t)neg;
+    long long x = ok ? (neg ? -(long long)v : (long long)v) : 0;
+    if (!ok || x < lo || x > hi)
+        return vt_set_error(VT_ERR_ARG, "%s: \"%s\" is not an integer in %d..%d", opt, t, lo, hi);
+    *out = (int)x;
+    return VT_OK;
+}
+
+vt_err vt_cli_step_op(const char *opt, const char *text, uint64_t *step, uint32_t *op)
+{
+    const char *t = text ? text : "", *colon = strchr(t, ':');
+    uint64_t s, o;
+    if (!colon || parse_digits(t, (size_t)(colon - t), &s) != 0 || s == 0 ||
+        parse_digits(colon + 1, strlen(colon + 1), &o) != 0 || o == 0 || o > UINT32_MAX)
+        return vt_set_error(VT_ERR_ARG, "%s: \"%s\" is not STEP:OP (two positive integers)", opt, t);
+    *step = s;
+    *op = (uint32_t)o;
+    return VT_OK;
 }

@@ -4,6 +4,8 @@
 
 #include <stdint.h>
 
+#include "vt_error.h"
+
 /* Exit statuses of every program (documented in README.md). */
 enum {
     VT_EXIT_OK = 0,          /* success / audit verified */
@@ -13,6 +15,17 @@ enum {
 };
 
 double vt_now(void); /* monotonic seconds */
+
+/* Command-line numbers. Each parses the whole of TEXT (the value of option OPT, e.g. "--step")
+ * as a decimal number in [lo, hi] and stores it in *out; on anything else - empty, a sign where
+ * none is allowed, trailing characters, hex, out of range, not finite - it leaves *out unchanged
+ * and returns VT_ERR_ARG with a message naming the option ("--step: \"12x\" is not an integer in
+ * 1..18446744073709551615"). main() turns that into the usage exit status. */
+vt_err vt_cli_u64(const char *opt, const char *text, uint64_t lo, uint64_t hi, uint64_t *out);
+vt_err vt_cli_int(const char *opt, const char *text, int lo, int hi, int *out);
+vt_err vt_cli_u32(const char *opt, const char *text, uint32_t lo, uint32_t hi, uint32_t *out);
+/* "STEP:OP" with STEP in [1, UINT64_MAX] and OP in [1, UINT32_MAX]. */
+vt_err vt_cli_step_op(const char *opt, const char *text, uint64_t *step, uint32_t *op);
 
 /* Progress on stderr when it is a terminal (and not disabled): "\r<label> done/total ...". */
 typedef struct {

@@ -300,10 +300,12 @@ static vt_err gemm_loops(vt_exec *e, int tA, int tB, size_t M, size_t N, size_t 
     return VT_OK;
 }
 
+int vt_gemm_order_uses_blas(vt_order o) { return o == VT_ORDER_BLAS || o == VT_ORDER_SPLIT; }
+
 static vt_err gemm_core(vt_exec *e, int tA, int tB, size_t M, size_t N, size_t K, const float *A, const float *B,
                         double *C, double *rn, double *cn)
 {
-    if (e->order == VT_ORDER_BLAS || e->order == VT_ORDER_SPLIT) return gemm_blas(e, tA, tB, M, N, K, A, B, C, rn, cn);
+    if (vt_gemm_order_uses_blas(e->order)) return gemm_blas(e, tA, tB, M, N, K, A, B, C, rn, cn);
     return gemm_loops(e, tA, tB, M, N, K, A, B, C, rn, cn);
 }
 

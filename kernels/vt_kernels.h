@@ -41,6 +41,11 @@ typedef enum {
     VT_ORDER_COUNT
 } vt_order;
 
+/* 1 when vt_gemm's FP64 result in order o comes from the CBLAS library (blas, split): its bits
+ * then depend on the library, its version, its thread count and the CPU it dispatched to, and
+ * only the bound is promised; every other order is the project's own loop, bit for bit. */
+int vt_gemm_order_uses_blas(vt_order o);
+
 /* "blas", "forward", "reverse", "pairwise", "permuted", "sorted"; "unknown" otherwise. */
 const char *vt_order_name(vt_order o);
 /* Parses "blas", "forward", ...; returns VT_ERR_ARG on an unknown name. */

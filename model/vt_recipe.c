@@ -91,7 +91,7 @@ static vt_err get_uint(json_t *v, const char *key, uint64_t max, uint64_t *out)
 static vt_err set_field(vt_recipe *r, const field *f, json_t *v)
 {
     char *base = (char *)r + f->off;
-    uint64_t u;
+    uint64_t u = 0;
     switch (f->type) {
     case F_STR: {
         VT_RETURN_ERROR_IF(!json_is_string(v) || json_string_length(v) == 0 ||

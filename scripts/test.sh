@@ -1,11 +1,19 @@
 #!/usr/bin/env bash
-# The test command: installs dependencies (Debian 12, as root), builds the project twice
-# (a normal -Werror build and an ASan+UBSan build) and runs the ctest suite in both.
-# Usage: bash scripts/test.sh [--no-asan] [ctest args...]
+# The test command: installs dependencies (Debian 12, as root), then
+#   1. builds with -Werror and runs the ctest suite;
+#   2. runs the invariant, kernel and end-to-end tests under every CBLAS of Debian's
+#      libblas.so.3 alternative and several OpenBLAS kernel families (scripts/blas-matrix.sh);
+#   3. builds with ASan+UBSan and runs the suite again;
+#   4. builds the libFuzzer targets (clang) and runs short smoke runs;
+#   5. builds every CMake build type with gcc and clang, -Werror (scripts/build-matrix.sh).
+# Usage: bash scripts/test.sh [--quick] [ctest args...]   (--quick: skips steps 2 and 5; the old
+# spelling --no-asan skips steps 2, 3 and 5)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-asan=1
-if [ "${1:-}" = "--no-asan" ]; then asan=0; shift; fi
+asan=1 full=1
+if [ "${1:-}" = "--no-asan" ]; then asan=0 full=0; shift; fi
+if [ "${1:-}" = "--quick" ]; then full=0; shift; fi
+t_start=$(date +%s)
 bash scripts/install-deps.sh
 jobs=$(nproc 2>/dev/null || echo 2)
 
@@ -20,16 +28,28 @@ mkdir -p build
 build build/release
 echo "== tests: release build"
 (cd build/release && ctest --output-on-failure -j"$jobs" "$@")
+if [ "$full" = 1 ]; then
+  echo "== invariant, kernel and end-to-end tests under every BLAS"
+  t0=$(date +%s)
+  bash scripts/blas-matrix.sh build/release
+  echo "(BLAS matrix: $(( $(date +%s) - t0 )) s)"
+fi
 if [ "$asan" = 1 ]; then
-  build build/asan -DVT_SANITIZE=ON -DVT_CUDA=OFF
+  build build/asan -DVT_SANITIZE=ON
   echo "== tests: ASan+UBSan build"
   (cd build/asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
      VT_ASAN=1 ctest --output-on-failure -j"$jobs" "$@")
 fi
 if command -v clang >/dev/null 2>&1; then
   # libFuzzer targets (clang only): build them and run short smoke runs from the committed corpora
-  CC=clang build build/fuzz -DVT_FUZZ=ON -DVT_CUDA=OFF
+  CC=clang build build/fuzz -DVT_FUZZ=ON
   echo "== fuzz smoke runs (clang, libFuzzer)"
   (cd build/fuzz && ctest --output-on-failure -R fuzz)
 fi
-echo "== all tests passed"
+if [ "$full" = 1 ]; then
+  echo "== every build type with gcc and clang (-Werror)"
+  t0=$(date +%s)
+  bash scripts/build-matrix.sh build/matrix
+  echo "(build matrix: $(( $(date +%s) - t0 )) s)"
+fi
+echo "== all tests passed ($(( $(date +%s) - t_start )) s)"

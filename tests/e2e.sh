@@ -42,8 +42,10 @@ expect() {
 for order in blas forward reverse pairwise permuted sorted split; do
   expect 0 verified "" "$T/run" --order "$order"
 done
-OPENBLAS_NUM_THREADS=1 expect 0 verified "" "$T/run" --order blas
-OPENBLAS_NUM_THREADS=2 expect 0 verified "" "$T/run" --order blas
+# thread counts of OpenBLAS, BLIS (pthread) and BLIS (OpenMP): whichever library libblas.so.3 is
+OPENBLAS_NUM_THREADS=1 BLIS_NUM_THREADS=1 OMP_NUM_THREADS=1 expect 0 verified "" "$T/run" --order blas
+OPENBLAS_NUM_THREADS=2 BLIS_NUM_THREADS=2 OMP_NUM_THREADS=2 expect 0 verified "" "$T/run" --order blas
+OPENBLAS_NUM_THREADS=2 BLIS_NUM_THREADS=2 OMP_NUM_THREADS=2 expect 0 verified "" "$T/run" --order split
 expect 0 verified "" "$T/run" --jobs 2
 expect 0 verified "" "$T/run" --from 10 --to 30 --order reverse
 expect 2 "bad segment" "" "$T/run" --from 5

@@ -56,7 +56,7 @@ static int write_file(const char *path, const void *p, size_t n, int level)
         size_t w = n ? fwrite(p, 1, n, f) : 0;
         return (fclose(f) == 0 && w == n) ? 0 : -1;
     }
-    char mode[8];
+    char mode[16];
     snprintf(mode, sizeof mode, "wb%d", level);
     gzFile g = gzopen(path, mode);
     if (!g) return -1;

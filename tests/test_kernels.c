@@ -179,6 +179,36 @@ static const int forms[4][2] = {{0, 0}, {0, 1}, {1, 0}, {1, 1}};
 static long n_gemm_elems, n_blas_form_diff;
 static double worst_ratio_gemm, worst_ratio_sum; /* max |err| / bound seen */
 
+/* Checks every element of out (M x N, from order o, form f; f = 4: vt_gemm_plain) against the
+ * exact product: |x - exact| <= B = coef * rownorm * colnorm, and never -0. Returns the number
+ * of failures (the first few are printed; `before` failures were seen already). */
+static int check_gemm_exact(int kind, vt_order o, int f, size_t M, size_t N, size_t K, const float *opA,
+                            const float *opB, const double *out, double coef0, const double *rn0, const double *cn0,
+                            int before)
+{
+    int fails = 0;
+    for (size_t i = 0; i < M; i++)
+        for (size_t j = 0; j < N; j++) {
+            double x = out[i * N + j];
+            double B = coef0 * rn0[i] * cn0[j];
+            int ok;
+            double r = exact_residual(K, opA + i * K, 1, opB + j, N, x, &ok);
+            n_gemm_elems++;
+            if (B > 0 && fabs(r) / B > worst_ratio_gemm) worst_ratio_gemm = fabs(r) / B;
+            if (!ok || !(fabs(r) <= B)) {
+                fails++;
+                if (before + fails < 10)
+                    fprintf(stderr, "  gemm %s %s K=%zu M=%zu N=%zu (%zu,%zu) form %d: x=%a err=%a B=%a ok=%d\n",
+                            kind_name[kind], vt_order_name(o), K, M, N, i, j, f, x, r, B, ok);
+            }
+            if (x == 0.0 && signbit(x)) {
+                fails++;
+                if (before + fails < 10) fprintf(stderr, "  gemm %s: -0 result\n", vt_order_name(o));
+            }
+        }
+    return fails;
+}
+
 static void test_gemm_case(int kind, size_t M, size_t N, size_t K)
 {
     float *opA = xmalloc(M * K * sizeof(float)), *opB = xmalloc(K * N * sizeof(float));
@@ -228,34 +258,20 @@ static void test_gemm_case(int kind, size_t M, size_t N, size_t K)
             int need_exact = f == 0;
             if (f != 0) {
                 int same = memcmp(out, C[o], M * N * sizeof(double)) == 0;
-                if (o == VT_ORDER_BLAS) {
+                if (vt_gemm_order_uses_blas((vt_order)o)) {
+                    /* no BLAS promises that a transposed form sums like the explicit transpose
+                     * (OpenBLAS and BLIS pick kernels per form and per CPU): a different result
+                     * must still lie within the bound of the exact value */
                     if (!same) n_blas_form_diff++;
                     need_exact = !same;
                 } else {
+                    /* the project's own loops: one summation order for every form, by construction */
                     CHECK(same, "%s K=%zu form (%d,%d): transposed form differs from explicit transpose",
                           vt_order_name((vt_order)o), K, tA, tB);
                 }
             }
-            if (!need_exact) continue;
-            for (size_t i = 0; i < M; i++)
-                for (size_t j = 0; j < N; j++) {
-                    double x = out[i * N + j];
-                    double B = coef0 * rn0[i] * cn0[j];
-                    int ok;
-                    double r = exact_residual(K, opA + i * K, 1, opB + j, N, x, &ok);
-                    n_gemm_elems++;
-                    if (B > 0 && fabs(r) / B > worst_ratio_gemm) worst_ratio_gemm = fabs(r) / B;
-                    if (!ok || !(fabs(r) <= B)) {
-                        fails++;
-                        if (fails < 10)
-                            fprintf(stderr, "  gemm %s %s K=%zu M=%zu N=%zu (%zu,%zu) form %d: x=%a err=%a B=%a ok=%d\n",
-                                    kind_name[kind], vt_order_name((vt_order)o), K, M, N, i, j, f, x, r, B, ok);
-                    }
-                    if (x == 0.0 && signbit(x)) {
-                        fails++;
-                        if (fails < 10) fprintf(stderr, "  gemm %s: -0 result\n", vt_order_name((vt_order)o));
-                    }
-                }
+            if (need_exact)
+                fails += check_gemm_exact(kind, (vt_order)o, f, M, N, K, opA, opB, out, coef0, rn0, cn0, fails);
         }
         vt_exec_free(&e);
     }
@@ -267,12 +283,19 @@ static void test_gemm_case(int kind, size_t M, size_t N, size_t K)
                     double B = coef0 * rn0[i] * cn0[j];
                     if (!(fabs(C[o1][i * N + j] - C[o2][i * N + j]) <= 2 * B)) fails++;
                 }
-    /* vt_gemm_plain gives the same values as vt_gemm */
+    /* vt_gemm_plain computes what vt_gemm computes: the same bits in the project's own orders;
+     * through the BLAS (which promises no bitwise repeatability across calls or thread
+     * counts), a value within the bound of the exact one */
     for (int o = 0; o < VT_ORDER_COUNT; o++) {
         vt_exec e;
         vt_exec_init(&e, (vt_order)o, PROVABLE, 0x5eed0000u + (uint64_t)K);
         CHECK_OK(vt_gemm_plain(&e, 0, 0, M, N, K, opA, opB, Cf));
-        if (memcmp(Cf, C[o], M * N * sizeof(double)) != 0) fails++;
+        if (memcmp(Cf, C[o], M * N * sizeof(double)) != 0) {
+            if (vt_gemm_order_uses_blas((vt_order)o))
+                fails += check_gemm_exact(kind, (vt_order)o, 4, M, N, K, opA, opB, Cf, coef0, rn0, cn0, fails);
+            else
+                fails++;
+        }
         vt_exec_free(&e);
     }
     CHECK(fails == 0, "gemm %s M=%zu N=%zu K=%zu: %d failures", kind_name[kind], M, N, K, fails);
@@ -303,8 +326,8 @@ static void test_gemm(void)
     test_gemm_case(D_NORMAL, 37, 29, 300);
     test_gemm_case(D_WIDE, 64, 65, 129);
     test_gemm_case(D_CANCEL, 17, 70, 1000);
-    printf("gemm: %ld element checks against the exact value, largest |err|/bound %.3g; BLAS transposed forms "
-           "bitwise different: %ld\n", n_gemm_elems, worst_ratio_gemm, n_blas_form_diff);
+    printf("gemm: %ld element checks against the exact value, largest |err|/bound %.3g; BLAS-backed transposed "
+           "forms that differ bitwise from the explicit transpose (allowed; each checked against the bound): %ld\n", n_gemm_elems, worst_ratio_gemm, n_blas_form_diff);
 }
 
 /* PAIRWISE row-vectorised GEMM follows exactly vt__sum's tree: compare with

@@ -126,7 +126,12 @@ static int parse_train(int argc, char **argv, vt_recipe *rc, vt_train_opts *o)
         case 'd': o->data_root = optarg; break;
         case 'u': o->resume = 1; break;
         case 'q': o->quiet = 1; break;
-        case 'S': o->stop_after = strtoull(optarg, NULL, 10); break;
+        case 'S':
+            if (vt_cli_u64("--stop-after", optarg, 1, UINT64_MAX, &o->stop_after) != VT_OK) {
+                fprintf(stderr, "trainer: %s\n", vt_errmsg());
+                return VT_EXIT_USAGE;
+            }
+            break;
         case 'C':
             if (vt_train_parse_cheat(optarg, o) != VT_OK) {
                 fprintf(stderr, "trainer: %s\n", vt_errmsg());
@@ -136,7 +141,7 @@ static int parse_train(int argc, char **argv, vt_recipe *rc, vt_train_opts *o)
         case 'h': usage(stdout); return VT_EXIT_OK;
         case 's':
             if (vt_recipe_set(rc, optarg) != VT_OK) {
-                fprintf(stderr, "trainer: %s\n", vt_errmsg());
+                fprintf(stderr, "trainer: --set %s: %s\n", optarg, vt_errmsg());
                 return VT_EXIT_USAGE;
             }
             break;
@@ -256,14 +261,9 @@ static int cmd_plain(int argc, char **argv)
         usage(stderr);
         return VT_EXIT_USAGE;
     }
-    if (steps) {
-        char *end = NULL;
-        unsigned long long v = strtoull(steps, &end, 10);
-        if (!*steps || *end || v == 0) {
-            fprintf(stderr, "trainer plain: --steps needs a positive integer, not \"%s\"\n", steps);
-            return VT_EXIT_USAGE;
-        }
-        rc.steps = v;
+    if (steps && vt_cli_u64("--steps", steps, 1, (uint64_t)INT64_MAX, &rc.steps) != VT_OK) {
+        fprintf(stderr, "trainer plain: %s\n", vt_errmsg());
+        return VT_EXIT_USAGE;
     }
     char spec[96];
     vt_recipe_dataset_spec(&rc, spec, sizeof spec);
@@ -390,8 +390,14 @@ static int cmd_serve(int argc, char **argv)
         case 'k': o.key_path = optarg; break;
         case 'd': o.data_root = optarg; break;
         case 'p': o.port_file = optarg; break;
-        case 'n': o.max_connections = atoi(optarg); break;
-        case 'i': o.idle_ms = atoi(optarg); break;
+        case 'n':
+        case 'i':
+            if (vt_cli_int(c == 'n' ? "--connections" : "--idle-ms", optarg, c == 'n' ? 0 : 1, INT32_MAX,
+                           c == 'n' ? &o.max_connections : &o.idle_ms) != VT_OK) {
+                fprintf(stderr, "trainer serve: %s\n", vt_errmsg());
+                return VT_EXIT_USAGE;
+            }
+            break;
         case 'q': o.quiet = 1; break;
         case 'm':
             o.misbehave = strcmp(optarg, "silent") == 0 ? VT_SERVE_SILENT

@@ -1,5 +1,6 @@
 #include "vt_train.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,11 +123,26 @@ static void cheat_log(vt_steplog *l, int kind)
 
 vt_err vt_train_parse_cheat(const char *spec, vt_train_opts *o)
 {
-    char kind[32];
-    unsigned long long step = 0;
+    char kind[32], num[32];
+    uint64_t step = 0;
     double value = 0;
-    int n = sscanf(spec, "%31[a-z-]:%llu:%lf", kind, &step, &value);
-    VT_RETURN_ERROR_IF(n < 2 || step == 0, VT_ERR_ARG, "--cheat %s: expected KIND:STEP[:VALUE]", spec);
+    const char *c1 = strchr(spec, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+    size_t kl = c1 ? (size_t)(c1 - spec) : 0, nl = c1 ? (c2 ? (size_t)(c2 - c1 - 1) : strlen(c1 + 1)) : 0;
+    VT_RETURN_ERROR_IF(!c1 || kl == 0 || kl >= sizeof kind || nl >= sizeof num, VT_ERR_ARG,
+                       "--cheat %s: expected KIND:STEP[:VALUE]", spec);
+    memcpy(kind, spec, kl);
+    kind[kl] = 0;
+    memcpy(num, c1 + 1, nl);
+    num[nl] = 0;
+    VT_FORWARD_IF_ERROR(vt_cli_u64("--cheat STEP", num, 1, (uint64_t)INT64_MAX, &step));
+    int n = 2;
+    if (c2) {
+        char *end = NULL;
+        value = strtod(c2 + 1, &end);
+        VT_RETURN_ERROR_IF(!c2[1] || *end || !isfinite(value), VT_ERR_ARG,
+                           "--cheat VALUE: \"%s\" is not a finite number", c2 + 1);
+        n = 3;
+    }
     static const struct { const char *name; int model; int kind; } k[] = {
         {"lr", 1, VT_CHEAT_LR}, {"poison", 1, VT_CHEAT_POISON}, {"flip-weight", 1, VT_CHEAT_FLIP_W},
         {"reorder", 1, VT_CHEAT_REORDER}, {"flip-direction", 0, VT_LOGCHEAT_FLIP_DIRECTION},
