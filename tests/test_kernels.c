@@ -220,6 +220,7 @@ static void test_gemm_case(int kind, size_t M, size_t N, size_t K)
     double *rn = xmalloc(M * sizeof(double)), *cn = xmalloc(N * sizeof(double));
     double *rn0 = xmalloc(M * sizeof(double)), *cn0 = xmalloc(N * sizeof(double));
     double coef0 = 0;
+    const double ntol = (double)(K + 2) * 0x1p-53;
     int fails = 0;
 
     for (int o = 0; o < VT_ORDER_COUNT; o++) {
@@ -239,20 +240,21 @@ static void test_gemm_case(int kind, size_t M, size_t N, size_t K)
                 memcpy(rn0, rn, M * sizeof(double));
                 memcpy(cn0, cn, N * sizeof(double));
                 coef0 = bd.coef;
-                /* norms: within 1e-12 relative of the exact 2-norms */
+                /* norms: within (K+2)u relative of the exact 2-norms (an FP64 sum of K exact
+                 * squares: gamma_(K-1); sqrt halves it and adds its own rounding u) */
                 for (size_t i = 0; i < M; i++) {
                     double ex = sqrt(vt_dot_exact(K, opA + i * K, 1, opA + i * K, 1));
-                    CHECK(fabs(rn[i] - ex) <= 1e-12 * ex, "rownorm %zu: %.17g vs %.17g", i, rn[i], ex);
+                    CHECK(fabs(rn[i] - ex) <= ntol * ex, "rownorm %zu: %.17g vs %.17g", i, rn[i], ex);
                 }
                 for (size_t j = 0; j < N; j++) {
                     double ex = sqrt(vt_dot_exact(K, opB + j, N, opB + j, N));
-                    CHECK(fabs(cn[j] - ex) <= 1e-12 * ex, "colnorm %zu: %.17g vs %.17g", j, cn[j], ex);
+                    CHECK(fabs(cn[j] - ex) <= ntol * ex, "colnorm %zu: %.17g vs %.17g", j, cn[j], ex);
                 }
             } else {
                 for (size_t i = 0; i < M; i++)
-                    if (!(fabs(rn[i] - rn0[i]) <= 1e-12 * rn0[i])) fails++;
+                    if (!(fabs(rn[i] - rn0[i]) <= 2 * ntol * rn0[i])) fails++;
                 for (size_t j = 0; j < N; j++)
-                    if (!(fabs(cn[j] - cn0[j]) <= 1e-12 * cn0[j])) fails++;
+                    if (!(fabs(cn[j] - cn0[j]) <= 2 * ntol * cn0[j])) fails++;
                 CHECK(bd.coef == coef0, "coef differs between calls");
             }
             int need_exact = f == 0;
@@ -330,8 +332,11 @@ static void test_gemm(void)
            "forms that differ bitwise from the explicit transpose (allowed; each checked against the bound): %ld\n", n_gemm_elems, worst_ratio_gemm, n_blas_form_diff);
 }
 
-/* PAIRWISE row-vectorised GEMM follows exactly vt__sum's tree: compare with
- * vt_rowsum over the products (each product exact), element by element. */
+/* The project's own GEMM loops (PAIRWISE row-vectorised among them) follow exactly the sum
+ * kernels' order: compare with vt_rowsum over the products (each product exact), element by
+ * element. Wide-exponent terms make nearly every partial sum round, so a different tree shows.
+ * The BLAS-backed orders sum as the library likes: they are checked against the bound. */
+static long n_tree_rounded;
 static void test_pairwise_tree(void)
 {
     static const size_t Ks[] = {1, 7, 8, 9, 24, 40, 100, 1000, 4097};
@@ -339,7 +344,7 @@ static void test_pairwise_tree(void)
         size_t K = Ks[t];
         float *a = xmalloc(K * sizeof(float)), *b = xmalloc(K * sizeof(float));
         for (size_t k = 0; k < K; k++) {
-            a[k] = (float)vt_rng_normal(&R);
+            a[k] = (float)ldexp(vt_rng_normal(&R), (int)rnd_below(61) - 30);
             b[k] = 1.0f; /* products a_k * 1 = a_k: the row sum over the same terms */
         }
         for (int o = 0; o < VT_ORDER_COUNT; o++) {
@@ -349,13 +354,24 @@ static void test_pairwise_tree(void)
             vt_bounds bd;
             CHECK_OK(vt_gemm(&e, 0, 0, 1, 1, K, a, b, &c, &rn, &cn, &bd));
             CHECK_OK(vt_rowsum(&e, 1, K, a, &out, &bb, &bd));
-            if (o != VT_ORDER_BLAS)
+            if (!vt_gemm_order_uses_blas((vt_order)o)) {
                 CHECK(same_bits(c, out), "%s K=%zu: gemm %a vs rowsum %a", vt_order_name((vt_order)o), K, c, out);
+            } else {
+                int ok;
+                double r = exact_residual(K, a, 1, b, 1, c, &ok);
+                double B = vt_bound_coef(&e.bound, K) * rn * cn;
+                CHECK(ok && fabs(r) <= B, "%s K=%zu: gemm %a off the exact sum by %a > bound %a",
+                      vt_order_name((vt_order)o), K, c, r, B);
+            }
+            if (K > 8) n_tree_rounded += !same_bits(c, vt_dot_exact(K, a, 1, b, 1));
             vt_exec_free(&e);
         }
         free(a);
         free(b);
     }
+    CHECK(n_tree_rounded > 0, "pairwise tree: no sum ever rounded, so a different tree would go unseen");
+    printf("pairwise tree: %ld order sums differ from the correctly rounded sum (the tree is exercised)\n",
+           n_tree_rounded);
 }
 
 /* ---------------------------------------------------------------- sums */
@@ -472,7 +488,7 @@ static void test_softmax_case(size_t N, size_t C, double scale, int extremes)
             for (size_t c = 0; c < C; c++) {
                 long double ref = (long double)ev[c] / s;
                 double pc = p[o][i * C + c], bc = b[o][i * C + c];
-                long double slack = ref * (long double)C * 0x1p-63L;
+                long double slack = ref * (long double)C * LDBL_EPSILON;
                 if (!(fabsl((long double)pc - ref) <= (long double)bc + slack) || !(bc >= 0)) {
                     if (fails < 5)
                         fprintf(stderr, "  softmax %s C=%zu (%zu,%zu): p=%a ref=%La b=%a\n",
@@ -482,7 +498,7 @@ static void test_softmax_case(size_t N, size_t C, double scale, int extremes)
                 total += pc;
                 btotal += bc;
             }
-            if (!(fabsl(total - 1.0L) <= btotal + (long double)C * 0x1p-63L)) {
+            if (!(fabsl(total - 1.0L) <= btotal + (long double)C * LDBL_EPSILON)) {
                 if (fails < 5) fprintf(stderr, "  softmax row sum %.20Lg\n", total);
                 fails++;
             }
@@ -520,7 +536,7 @@ static void test_xent(void)
         uint8_t *y = xmalloc(N);
         for (size_t i = 0; i < N; i++) {
             double s = 0, e[10];
-            for (size_t c = 0; c < C; c++) s += e[c] = exp(4.0 * vt_rng_normal(&R));
+            for (size_t c = 0; c < C; c++) s += e[c] = vt_exp(4.0 * vt_rng_normal(&R));
             for (size_t c = 0; c < C; c++) P[i * C + c] = (float)(e[c] / s);
             y[i] = (uint8_t)rnd_below(C);
             if (i % 5 == 1) P[i * C + y[i]] = 0.0f; /* clamped to 2^-149 */
@@ -603,18 +619,25 @@ static uint64_t math_digest(void)
 
 /* ------------------------------------------------------------ exp / log */
 
-static uint64_t ulp_dist(double a, double b)
+/* Error of v in units in the last place of the double nearest ref, against a reference in
+ * long double (x87 extended on x86-64: 11 more bits than double). C does not promise that
+ * exp/log are correctly rounded, in any precision, so the reference is expl/logl, whose own error
+ * (about 2^-63 relative) is negligible at the scale measured here; where long double is no wider
+ * than double the sweeps are only printed (ref_ok = 0). */
+static const int ref_ok = LDBL_MANT_DIG >= 64;
+#define MATH_MAX_ULP 2.0 /* vt_math.h: below 2 ulp */
+static double ulp_err(double v, long double ref)
 {
-    if (isnan(a) || isnan(b)) return isnan(a) && isnan(b) ? 0 : UINT64_MAX;
-    int64_t ka = (int64_t)d2bits(a), kb = (int64_t)d2bits(b);
-    if (ka < 0) ka = INT64_MIN - ka;
-    if (kb < 0) kb = INT64_MIN - kb;
-    return ka > kb ? (uint64_t)(ka - kb) : (uint64_t)(kb - ka);
+    if (isnan(v) || isnanl(ref)) return isnan(v) && isnanl(ref) ? 0.0 : INFINITY;
+    if (isinf(v) || isinfl(ref)) return v == (double)ref ? 0.0 : INFINITY;
+    double r = (double)ref;
+    double ulp = fabs(r) < DBL_MIN ? 0x1p-1074 : ldexp(1.0, ilogb(r) - 52);
+    return (double)(fabsl((long double)v - ref) / (long double)ulp);
 }
 
 static void test_math(void)
 {
-    uint64_t worst_exp = 0, worst_log = 0;
+    double worst_exp = 0, worst_log = 0;
     double at_exp = 0, at_log = 0;
     long n_exp = 0, n_log = 0;
     const long NPTS = 1000000;
@@ -623,7 +646,7 @@ static void test_math(void)
         if (t < NPTS) x = -745.2 + vt_rng_uniform(&R) * (709.8 + 745.2);  /* whole range */
         else if (t < 2 * NPTS) x = -40.0 + vt_rng_uniform(&R) * 41.0;     /* softmax range */
         else x = ldexp(vt_rng_uniform(&R) - 0.5, -(int)rnd_below(60));     /* near zero */
-        uint64_t d = ulp_dist(vt_exp(x), exp(x));
+        double d = ulp_err(vt_exp(x), expl((long double)x));
         n_exp++;
         if (d > worst_exp) {
             worst_exp = d;
@@ -636,7 +659,7 @@ static void test_math(void)
         else if (t < 2 * NPTS) x = fabs((double)bits2f((uint32_t)(vt_rng_next(&R) >> 33))); /* FP32 (0, inf) */
         else x = fabs(ldexp(vt_rng_uniform(&R) + 0.5, (int)rnd_below(2098) - 1074));        /* all doubles */
         if (!(x > 0) || isinf(x)) continue;
-        uint64_t d = ulp_dist(vt_log(x), log(x));
+        double d = ulp_err(vt_log(x), logl((long double)x));
         n_log++;
         if (d > worst_log) {
             worst_log = d;
@@ -646,45 +669,56 @@ static void test_math(void)
     /* a dense sweep around 1 for log (tiny |f| branch) and exact powers of two */
     for (int i = -2000; i <= 2000; i++) {
         double x = 1.0 + i * 0x1p-40;
-        uint64_t d = ulp_dist(vt_log(x), log(x));
+        double d = ulp_err(vt_log(x), logl((long double)x));
         if (d > worst_log) worst_log = d, at_log = x;
         n_log++;
     }
     for (int ex = -1074; ex <= 1023; ex++) {
         double x = ldexp(1.0, ex);
-        uint64_t d = ulp_dist(vt_log(x), log(x));
+        double d = ulp_err(vt_log(x), logl((long double)x));
         if (d > worst_log) worst_log = d, at_log = x;
         n_log++;
     }
-    printf("vt_exp: max %llu ulp from glibc over %ld points (at %a)\n", (unsigned long long)worst_exp, n_exp, at_exp);
-    printf("vt_log: max %llu ulp from glibc over %ld points (at %a)\n", (unsigned long long)worst_log, n_log, at_log);
-    CHECK(worst_exp <= 2, "vt_exp max ulp error %llu", (unsigned long long)worst_exp);
-    CHECK(worst_log <= 2, "vt_log max ulp error %llu", (unsigned long long)worst_log);
+    printf("vt_exp: max error %.3f ulp over %ld points (at %a), against expl%s\n", worst_exp, n_exp, at_exp,
+           ref_ok ? "" : " (long double is not wider than double here: not checked)");
+    printf("vt_log: max error %.3f ulp over %ld points (at %a), against logl%s\n", worst_log, n_log, at_log,
+           ref_ok ? "" : " (not checked)");
+    /* vt_math.h's accuracy (a quality matter: every party computes the same bits whatever it is) */
+    if (ref_ok) {
+        CHECK(worst_exp < MATH_MAX_ULP, "vt_exp max error %.3f ulp", worst_exp);
+        CHECK(worst_log < MATH_MAX_ULP, "vt_log max error %.3f ulp", worst_log);
+    }
 
+    /* the bits themselves: the project's own code, the same on every IEEE-754 machine */
     uint64_t dg = math_digest();
     CHECK(dg == VT_MATH_DIGEST, "vt_exp/vt_log golden digest 0x%016llx", (unsigned long long)dg);
 
-    /* special values */
+    /* special values; references are correctly rounded constants (M_E, M_LN2) or expl/logl */
     CHECK(isnan(vt_exp(NAN)), "exp(nan)");
     CHECK(vt_exp(INFINITY) == INFINITY, "exp(inf)");
     CHECK(same_bits(vt_exp(-INFINITY), 0.0), "exp(-inf)");
     CHECK(vt_exp(0.0) == 1.0 && vt_exp(-0.0) == 1.0, "exp(0)");
     CHECK(vt_exp(1e-300) == 1.0 && vt_exp(-1e-300) == 1.0, "exp(tiny)");
     CHECK(vt_exp(709.78) < INFINITY && vt_exp(nextafter(0x1.62e42fefa39efp+9, INFINITY)) == INFINITY && vt_exp(710.0) == INFINITY, "exp overflow");
-    CHECK(ulp_dist(vt_exp(0x1.62e42fefa39efp+9), exp(0x1.62e42fefa39efp+9)) <= 1, "exp at the overflow threshold");
     CHECK(vt_exp(-745.2) == 0.0 && vt_exp(-1000.0) == 0.0, "exp underflow");
     CHECK(vt_exp(-745.1) == 0x1p-1074, "exp(-745.1) = %a", vt_exp(-745.1));
-    CHECK(ulp_dist(vt_exp(-708.5), exp(-708.5)) <= 1 && ulp_dist(vt_exp(-730.0), exp(-730.0)) <= 1, "exp subnormal");
-    CHECK(ulp_dist(vt_exp(1.0), exp(1.0)) <= 1, "exp(1) = %a", vt_exp(1.0));
+    CHECK(ulp_err(vt_exp(1.0), 0x1.5bf0a8b145769p+1L) < MATH_MAX_ULP, "exp(1) = %a", vt_exp(1.0));
+    if (ref_ok) {
+        CHECK(ulp_err(vt_exp(0x1.62e42fefa39efp+9), expl(0x1.62e42fefa39efp+9L)) < MATH_MAX_ULP, "exp at the overflow threshold");
+        CHECK(ulp_err(vt_exp(-708.5), expl(-708.5L)) < MATH_MAX_ULP && ulp_err(vt_exp(-730.0), expl(-730.0L)) < MATH_MAX_ULP,
+              "exp subnormal");
+    }
     CHECK(isnan(vt_log(NAN)), "log(nan)");
     CHECK(isnan(vt_log(-1.0)) && isnan(vt_log(-INFINITY)) && isnan(vt_log(-0x1p-1074)), "log(<0)");
     CHECK(vt_log(0.0) == -INFINITY && vt_log(-0.0) == -INFINITY, "log(0)");
     CHECK(vt_log(INFINITY) == INFINITY, "log(inf)");
     CHECK(same_bits(vt_log(1.0), 0.0), "log(1) = +0");
-    CHECK(ulp_dist(vt_log(0x1p-1074), log(0x1p-1074)) <= 1, "log(min subnormal)");
-    CHECK(ulp_dist(vt_log(DBL_MAX), log(DBL_MAX)) <= 1, "log(DBL_MAX)");
-    CHECK(ulp_dist(vt_log(0x1p-149), log(0x1p-149)) <= 1, "log(2^-149)");
-    CHECK(vt_log(2.0) == log(2.0), "log(2)");
+    /* log(2^e) = e ln 2: ln 2 = 0x1.62e42fefa39ef35793c7673007e5p-1 (correctly rounded to 113 bits) */
+    const long double ln2 = 0x1.62e42fefa39ef35793c7673007e5p-1L;
+    CHECK(ulp_err(vt_log(0x1p-1074), -1074.0L * ln2) < MATH_MAX_ULP, "log(min subnormal)");
+    CHECK(ulp_err(vt_log(0x1p-149), -149.0L * ln2) < MATH_MAX_ULP, "log(2^-149)");
+    if (ref_ok) CHECK(ulp_err(vt_log(DBL_MAX), logl((long double)DBL_MAX)) < MATH_MAX_ULP, "log(DBL_MAX)");
+    CHECK(vt_log(2.0) == 0x1.62e42fefa39efp-1, "log(2) = %a, not ln 2 correctly rounded", vt_log(2.0));
 }
 
 /* ------------------------------------------------------------ exact dot */

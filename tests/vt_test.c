@@ -3,7 +3,9 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "common/vt_cli.h"
 #include "common/vt_error.h"
+#include "kernels/vt_math.h"
 
 long vt_test_passed, vt_test_failed;
 
@@ -23,17 +25,25 @@ uint64_t vt_rng_next(vt_rng *r)
 
 double vt_rng_uniform(vt_rng *r) { return (double)(vt_rng_next(r) >> 11) * 0x1p-53; }
 
+/* Marsaglia's polar method with the project's portable log (kernels/vt_math.h) and the
+ * correctly rounded sqrt: the same test data from the same seed on every machine and libm. */
 double vt_rng_normal(vt_rng *r)
 {
-    double u1 = vt_rng_uniform(r), u2 = vt_rng_uniform(r);
-    if (u1 < 1e-300) u1 = 1e-300;
-    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+    for (;;) {
+        double u = 2.0 * vt_rng_uniform(r) - 1.0, v = 2.0 * vt_rng_uniform(r) - 1.0;
+        double q = u * u + v * v;
+        if (q > 0.0 && q < 1.0) return u * sqrt(-2.0 * vt_log(q) / q);
+    }
 }
 
 uint64_t vt_test_seed(uint64_t dflt)
 {
     const char *s = getenv("VT_TEST_SEED");
-    uint64_t seed = s ? strtoull(s, NULL, 0) : dflt;
+    uint64_t seed = dflt;
+    if (s && vt_cli_u64("VT_TEST_SEED", s, 0, UINT64_MAX, &seed) != VT_OK) {
+        fprintf(stderr, "%s\n", vt_errmsg());
+        exit(64);
+    }
     printf("seed %llu (set VT_TEST_SEED to reproduce)\n", (unsigned long long)seed);
     return seed;
 }
