@@ -1,4 +1,7 @@
-# The invariant property test again, in the probabilistic bound mode.
+# The invariant property test again, in the probabilistic bound mode. Unlike the provable mode,
+# this mode's bound holds only with high probability under the Higham-Mary model (independent,
+# mean-zero rounding errors): the test's seeded random data satisfy that model; structured data
+# need not (docs/rounding.md), so this test checks the mode on the data it is meant for.
 add_test(NAME test_invariant_probabilistic COMMAND test_invariant WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})
 set_tests_properties(test_invariant_probabilistic PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900
                      ENVIRONMENT "VT_BOUND_MODE=probabilistic")
