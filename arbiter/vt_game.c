@@ -11,6 +11,7 @@
 #include "../common/vt_hash.h"
 #include "../data/vt_data.h"
 #include "../merkle/vt_merkle.h"
+#include "../rounding_log/vt_exact.h"
 #include "../merkle/vt_sign.h"
 #include "../model/vt_model.h"
 #include "../rounding_log/vt_rlog.h"
@@ -300,28 +301,28 @@ static int exact_element(vt_model *m, uint32_t op_id, uint64_t idx, double *x, d
         size_t din = r->widths[l - 1], dout = r->widths[l], i = idx / dout, j = idx % dout;
         if (i >= Bt) return 0;
         const float *A = m->act[l - 1] + i * din, *W = m->state + m->off_w[l - 1] + j;
-        *x = vt_dot_exact(din, A, 1, W, dout), *B = vt_bound_of_terms(cfg, din, A, 1, W, dout);
+        *x = vt_dot_exact64(din, A, 1, W, dout), *B = vt_bound_of_terms(cfg, din, A, 1, W, dout);
         return 1;
     }
     case VT_OPK_DW: {
         size_t din = r->widths[l - 1], dout = r->widths[l], i = idx / dout, j = idx % dout;
         if (i >= din) return 0;
         const float *A = m->act[l - 1] + i, *D = m->dz[l] + j;
-        *x = vt_dot_exact(Bt, A, din, D, dout), *B = vt_bound_of_terms(cfg, Bt, A, din, D, dout);
+        *x = vt_dot_exact64(Bt, A, din, D, dout), *B = vt_bound_of_terms(cfg, Bt, A, din, D, dout);
         return 1;
     }
     case VT_OPK_DX: {
         size_t din = r->widths[l - 1], dout = r->widths[l], n = idx / din, i = idx % din;
         if (n >= Bt) return 0;
         const float *D = m->dz[l] + n * dout, *W = m->state + m->off_w[l - 1] + i * dout;
-        *x = vt_dot_exact(dout, D, 1, W, 1), *B = vt_bound_of_terms(cfg, dout, D, 1, W, 1);
+        *x = vt_dot_exact64(dout, D, 1, W, 1), *B = vt_bound_of_terms(cfg, dout, D, 1, W, 1);
         return 1;
     }
     case VT_OPK_DB: {
         size_t dout = r->widths[l];
         if (idx >= dout) return 0;
         const float *D = m->dz[l] + idx;
-        *x = vt_dot_exact(Bt, D, dout, &one, 0), *B = vt_bound_of_terms(cfg, Bt, D, dout, &one, 0);
+        *x = vt_dot_exact64(Bt, D, dout, &one, 0), *B = vt_bound_of_terms(cfg, Bt, D, dout, &one, 0);
         return 1;
     }
     default: return 0;

@@ -144,11 +144,6 @@ void vt_adam_moments(size_t n, const float *g, const float *m, const float *v, d
 void vt_adam_apply(size_t n, const float *w, const float *m_new, const float *v_new, double lr, double b1,
                    double b2, double eps, uint64_t t, double *w_out);
 
-/* ------------------------------------------------------ exact reference
- * Exact dot product of FP32 vectors (a long fixed-point accumulator), correctly
- * rounded to FP64 (ties to even); an exact zero is +0.  Strides inca/incb are in
- * elements.  When a product is not finite, the FP64 sum of the non-finite
- * products is returned.  Used by tests to check that bounds hold. */
-double vt_dot_exact(size_t K, const float *a, size_t inca, const float *b, size_t incb);
+/* Exact reductions (dot products, sums) are in rounding_log/vt_exact.h. */
 
 #endif

@@ -4,10 +4,12 @@ set -euo pipefail
 PKGS=(build-essential cmake pkg-config clang libclang-rt-14-dev
       libopenblas-dev libssl-dev libsodium-dev libzstd-dev libsqlite3-dev libjansson-dev
       zlib1g-dev sqlite3 zstd
-      libopenblas0-pthread libblis4-pthread libblis4-openmp libblas3)
+      libopenblas0-pthread libblis4-pthread libblis4-openmp libblas3
+      libmpfr-dev libgmp-dev)
 # The last four are the CBLAS implementations behind Debian's libblas.so.3 alternative
 # (OpenBLAS pthread, BLIS pthread and OpenMP, the reference BLAS): scripts/test.sh runs the
 # invariant, kernel and end-to-end tests under each of them (scripts/blas-matrix.sh).
+# libmpfr-dev (with libgmp-dev) is test-only: the independent exact reference of tests/test_exact.c.
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

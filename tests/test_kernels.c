@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "kernels/vt_kernels.h"
+#include "rounding_log/vt_exact.h"
 #include "kernels/vt_math.h"
 #include "vt_test.h"
 
@@ -169,7 +170,7 @@ static double exact_residual(size_t K, const float *a, size_t inca, const float 
         res_b[k] = b[k * incb];
     }
     *ok = split_neg(x, res_a + K, res_b + K);
-    return vt_dot_exact(K + 3, res_a, 1, res_b, 1);
+    return vt_dot_exact64(K + 3, res_a, 1, res_b, 1);
 }
 
 /* --------------------------------------------------------------- GEMM */
@@ -243,11 +244,11 @@ static void test_gemm_case(int kind, size_t M, size_t N, size_t K)
                 /* norms: within (K+2)u relative of the exact 2-norms (an FP64 sum of K exact
                  * squares: gamma_(K-1); sqrt halves it and adds its own rounding u) */
                 for (size_t i = 0; i < M; i++) {
-                    double ex = sqrt(vt_dot_exact(K, opA + i * K, 1, opA + i * K, 1));
+                    double ex = sqrt(vt_dot_exact64(K, opA + i * K, 1, opA + i * K, 1));
                     CHECK(fabs(rn[i] - ex) <= ntol * ex, "rownorm %zu: %.17g vs %.17g", i, rn[i], ex);
                 }
                 for (size_t j = 0; j < N; j++) {
-                    double ex = sqrt(vt_dot_exact(K, opB + j, N, opB + j, N));
+                    double ex = sqrt(vt_dot_exact64(K, opB + j, N, opB + j, N));
                     CHECK(fabs(cn[j] - ex) <= ntol * ex, "colnorm %zu: %.17g vs %.17g", j, cn[j], ex);
                 }
             } else {
@@ -363,7 +364,7 @@ static void test_pairwise_tree(void)
                 CHECK(ok && fabs(r) <= B, "%s K=%zu: gemm %a off the exact sum by %a > bound %a",
                       vt_order_name((vt_order)o), K, c, r, B);
             }
-            if (K > 8) n_tree_rounded += !same_bits(c, vt_dot_exact(K, a, 1, b, 1));
+            if (K > 8) n_tree_rounded += !same_bits(c, vt_dot_exact64(K, a, 1, b, 1));
             vt_exec_free(&e);
         }
         free(a);
@@ -561,7 +562,7 @@ static void test_xent(void)
             CHECK_OK(vt_xent_loss(&e, N, C, P, y, &loss[o], &bnd[o], &bd));
             CHECK(bd.kind == VT_BOUNDS_ARRAY && bd.b == &bnd[o], "xent bounds");
             ok &= split_neg(loss[o], pa + 3 * N, pb + 3 * N);
-            double r = vt_dot_exact(3 * N + 3, pa, 1, pb, 1);
+            double r = vt_dot_exact64(3 * N + 3, pa, 1, pb, 1);
             if (!(fabs(r) <= bnd[o])) {
                 fprintf(stderr, "  xent %s N=%zu: loss=%a err=%a b=%a\n", vt_order_name((vt_order)o), N, loss[o], r,
                         bnd[o]);
@@ -728,24 +729,24 @@ static void test_dot_exact(void)
     float a[8], b[8];
     for (int i = 0; i < 8; i++) b[i] = 1.0f;
     a[0] = 1e30f, a[1] = 1.0f, a[2] = -1e30f;
-    CHECK(vt_dot_exact(3, a, 1, b, 1) == 1.0, "cancellation");
+    CHECK(vt_dot_exact64(3, a, 1, b, 1) == 1.0, "cancellation");
     a[0] = 1.0f, a[1] = 0x1p-53f;
-    CHECK(vt_dot_exact(2, a, 1, b, 1) == 1.0, "tie to even (down)");
+    CHECK(vt_dot_exact64(2, a, 1, b, 1) == 1.0, "tie to even (down)");
     a[0] = 1.0f + 0x1p-23f, a[1] = 0x1p-53f;
-    CHECK(vt_dot_exact(2, a, 1, b, 1) == 1.0 + 0x1p-23 , "exact sum representable");
+    CHECK(vt_dot_exact64(2, a, 1, b, 1) == 1.0 + 0x1p-23 , "exact sum representable");
     a[0] = 1.0f, a[1] = 0x1p-52f, a[2] = 0x1p-53f;
-    CHECK(vt_dot_exact(3, a, 1, b, 1) == 1.0 + 0x1p-51, "tie to even (up)");
+    CHECK(vt_dot_exact64(3, a, 1, b, 1) == 1.0 + 0x1p-51, "tie to even (up)");
     a[0] = 1.0f, a[1] = 0x1p-53f, a[2] = 0x1p-120f;
-    CHECK(vt_dot_exact(3, a, 1, b, 1) == 1.0 + 0x1p-52, "above the tie via sticky bits");
+    CHECK(vt_dot_exact64(3, a, 1, b, 1) == 1.0 + 0x1p-52, "above the tie via sticky bits");
     a[0] = -1.0f, a[1] = -0x1p-53f, a[2] = -0x1p-120f;
-    CHECK(vt_dot_exact(3, a, 1, b, 1) == -(1.0 + 0x1p-52), "negative");
+    CHECK(vt_dot_exact64(3, a, 1, b, 1) == -(1.0 + 0x1p-52), "negative");
     a[0] = 0x1p-149f, b[0] = 0x1p-149f;
-    CHECK(vt_dot_exact(1, a, 1, b, 1) == 0x1p-298, "smallest product");
+    CHECK(vt_dot_exact64(1, a, 1, b, 1) == 0x1p-298, "smallest product");
     a[0] = FLT_MAX, b[0] = FLT_MAX, a[1] = FLT_MAX, b[1] = FLT_MAX;
-    CHECK(vt_dot_exact(2, a, 1, b, 1) == 2.0 * (double)FLT_MAX * (double)FLT_MAX, "largest products");
+    CHECK(vt_dot_exact64(2, a, 1, b, 1) == 2.0 * (double)FLT_MAX * (double)FLT_MAX, "largest products");
     a[0] = INFINITY, b[0] = 1.0f;
-    CHECK(vt_dot_exact(1, a, 1, b, 1) == INFINITY, "inf");
-    CHECK(vt_dot_exact(0, a, 1, b, 1) == 0.0, "empty");
+    CHECK(vt_dot_exact64(1, a, 1, b, 1) == INFINITY, "inf");
+    CHECK(vt_dot_exact64(0, a, 1, b, 1) == 0.0, "empty");
     b[0] = 1.0f;
     /* [x, -x shuffled, t] sums to t exactly; any permutation gives the same bits */
     for (int rep = 0; rep < 20; rep++) {
@@ -764,8 +765,8 @@ static void test_dot_exact(void)
         }
         x[2 * n] = (float)vt_rng_normal(&R), y[2 * n] = 0x1p-100f;
         double want = (double)x[2 * n] * 0x1p-100;
-        CHECK(vt_dot_exact(2 * n + 1, x, 1, y, 1) == want, "exact cancellation n=%zu", n);
-        CHECK(vt_dot_exact(2 * n, x, 1, y, 1) == 0.0 && !signbit(vt_dot_exact(2 * n, x, 1, y, 1)), "zero");
+        CHECK(vt_dot_exact64(2 * n + 1, x, 1, y, 1) == want, "exact cancellation n=%zu", n);
+        CHECK(vt_dot_exact64(2 * n, x, 1, y, 1) == 0.0 && !signbit(vt_dot_exact64(2 * n, x, 1, y, 1)), "zero");
         free(x);
         free(y);
     }
@@ -777,7 +778,7 @@ static void test_dot_exact(void)
         y[i] = (float)((int)rnd_below(1 << 20) - (1 << 19));
         acc += (long double)x[i] * y[i];
     }
-    CHECK(vt_dot_exact(1000, x, 1, y, 1) == (double)acc, "integer dot");
+    CHECK(vt_dot_exact64(1000, x, 1, y, 1) == (double)acc, "integer dot");
     for (int i = 1000; i < 1600; i++) x[i] = y[i] = 1.0f;
     /* strides */
     {
@@ -787,7 +788,7 @@ static void test_dot_exact(void)
             xs[i] = x[2 * i], ys[i] = y[3 * i + 1];
             acc += (long double)xs[i] * ys[i];
         }
-        CHECK(vt_dot_exact(500, x, 2, y + 1, 3) == (double)acc && vt_dot_exact(500, xs, 1, ys, 1) == (double)acc,
+        CHECK(vt_dot_exact64(500, x, 2, y + 1, 3) == (double)acc && vt_dot_exact64(500, xs, 1, ys, 1) == (double)acc,
               "strided");
     }
     free(x);

@@ -35,7 +35,7 @@ int vt_test_finish(const char *name);
 typedef struct { uint64_t s; } vt_rng;
 uint64_t vt_rng_next(vt_rng *r);
 double vt_rng_uniform(vt_rng *r);  /* [0,1) */
-double vt_rng_normal(vt_rng *r);   /* test data only: uses libm */
+double vt_rng_normal(vt_rng *r);   /* polar method with vt_log: the same on every machine */
 /* Seed from env VT_TEST_SEED when set, else the given default; prints it. */
 uint64_t vt_test_seed(uint64_t dflt);
 

@@ -1,0 +1,227 @@
+/* vt_exact.c - the exact (Kulisch) accumulator of vt_exact.h. Integer arithmetic only, apart
+ * from reading a double's bits and building the rounded result from an integer and a power of
+ * two (both exact). */
+#include "vt_exact.h"
+
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+#define TOP (VT_XACC_LIMBS - 1)
+#define FLUSH_EVERY (1u << 29) /* 2^29 additions of |c| < 2^33 stay below 2^62 per limb */
+
+void vt_xacc_init(vt_xacc *a)
+{
+    memset(a, 0, sizeof *a);
+    a->lo = VT_XACC_LIMBS;
+    a->hi = -1;
+}
+
+/* Carry propagation: afterwards limbs 0..TOP-1 are in [0, 2^32) and the top limb holds the sign
+ * (the value is negative exactly when the top limb is). */
+static void xnorm(vt_xacc *a)
+{
+    a->pending = 0;
+    if (a->lo > a->hi) return;
+    int64_t carry = 0;
+    int l = a->lo;
+    for (; l < TOP; l++) {
+        if (l > a->hi && carry == 0) break;
+        int64_t v = a->L[l] + carry;
+        int64_t low = (int64_t)((uint64_t)v & 0xffffffffULL);
+        carry = (v - low) / 4294967296LL; /* exact: v - low is a multiple of 2^32 */
+        a->L[l] = low;
+    }
+    if (l == TOP) a->L[TOP] += carry;
+    if (l > a->hi) a->hi = l == TOP ? TOP : l - 1;
+}
+
+void vt_xacc_add(vt_xacc *a, double x)
+{
+    if (x == 0.0) return;
+    if (!isfinite(x)) {
+        if (isnan(x)) a->n_nan++;
+        else if (x > 0) a->n_pinf++;
+        else a->n_ninf++;
+        return;
+    }
+    uint64_t u;
+    memcpy(&u, &x, sizeof u);
+    int neg = (int)(u >> 63);
+    int ex = (int)((u >> 52) & 0x7ff);
+    uint64_t m = u & 0x000fffffffffffffULL;
+    if (ex != 0) m |= 0x0010000000000000ULL;
+    else ex = 1;
+    int sh = ex - 1075 - VT_XACC_LOW; /* position of m's least significant bit: 14 .. 2059 */
+    int li = sh / 32, o = sh % 32;
+    uint64_t lo_part = (m & 0xffffffffULL) << o; /* < 2^63 */
+    uint64_t hi_part = (m >> 32) << o;           /* < 2^52 */
+    int64_t c0 = (int64_t)(lo_part & 0xffffffffULL);
+    int64_t c1 = (int64_t)(lo_part >> 32) + (int64_t)(hi_part & 0xffffffffULL);
+    int64_t c2 = (int64_t)(hi_part >> 32);
+    if (neg) {
+        c0 = -c0;
+        c1 = -c1;
+        c2 = -c2;
+    }
+    a->L[li] += c0;
+    a->L[li + 1] += c1;
+    a->L[li + 2] += c2; /* li + 2 <= 66 < TOP */
+    if (li < a->lo) a->lo = li;
+    if (li + 2 > a->hi) a->hi = li + 2;
+    if (++a->pending == FLUSH_EVERY) xnorm(a);
+}
+
+void vt_xacc_add_acc(vt_xacc *a, const vt_xacc *b)
+{
+    vt_xacc t = *b;
+    xnorm(&t);
+    xnorm(a);
+    for (int l = t.lo; l <= t.hi; l++) a->L[l] += t.L[l];
+    if (t.lo < a->lo) a->lo = t.lo;
+    if (t.hi > a->hi) a->hi = t.hi;
+    a->pending = 1;
+    a->n_pinf += t.n_pinf;
+    a->n_ninf += t.n_ninf;
+    a->n_nan += t.n_nan;
+    xnorm(a);
+}
+
+/* |value| as 32-bit digits D[0..TOP] (a sum of fewer than 2^62 finite doubles is below 2^1086,
+ * bit 2174 of the accumulator, so it fits below the top limb); returns the sign (-1, 0, 1). */
+static int magnitude(const vt_xacc *a, uint32_t *D)
+{
+    vt_xacc t = *a;
+    xnorm(&t);
+    int neg = t.L[TOP] < 0;
+    if (neg) {
+        for (int l = 0; l <= TOP; l++) t.L[l] = -t.L[l];
+        t.lo = 0;
+        t.hi = TOP;
+        xnorm(&t);
+    }
+    int any = 0;
+    for (int l = 0; l <= TOP; l++) {
+        D[l] = (uint32_t)t.L[l];
+        any |= D[l] != 0;
+    }
+    return any ? (neg ? -1 : 1) : 0;
+}
+
+static int special(const vt_xacc *a, double *r)
+{
+    if (a->n_nan || (a->n_pinf && a->n_ninf)) {
+        *r = NAN;
+        return 1;
+    }
+    if (a->n_pinf || a->n_ninf) {
+        *r = a->n_pinf ? INFINITY : -INFINITY;
+        return 1;
+    }
+    return 0;
+}
+
+int vt_xacc_sign(const vt_xacc *a)
+{
+    double r;
+    if (special(a, &r)) return isnan(r) ? 0 : (r > 0 ? 1 : -1);
+    uint32_t D[VT_XACC_LIMBS];
+    return magnitude(a, D);
+}
+
+/* Bits pos .. pos+n-1 of D (n <= 64), as an integer. */
+static uint64_t get_bits(const uint32_t *D, int pos, int n)
+{
+    uint64_t r = 0;
+    int got = 0;
+    while (got < n) {
+        int p = pos + got, li = p >> 5, off = p & 31;
+        int take = 32 - off;
+        if (take > n - got) take = n - got;
+        uint64_t chunk = ((uint64_t)D[li] >> off) & (take == 32 ? 0xffffffffULL : ((1ULL << take) - 1));
+        r |= chunk << got;
+        got += take;
+    }
+    return r;
+}
+
+static int any_below(const uint32_t *D, int pos)
+{
+    int li = pos >> 5, off = pos & 31;
+    if (off && (D[li] & ((1u << off) - 1))) return 1;
+    for (int l = li - 1; l >= 0; l--)
+        if (D[l]) return 1;
+    return 0;
+}
+
+/* RN of the exact value to p significant bits with the lowest representable bit 2^emin
+ * (subnormals), ties to even; the result is exact in double (p <= 53, emin >= -1074). */
+static double round_to(const vt_xacc *a, int p, int emin)
+{
+    double sp;
+    if (special(a, &sp)) return sp;
+    uint32_t D[VT_XACC_LIMBS];
+    int sign = magnitude(a, D);
+    if (sign == 0) return 0.0;
+    int h = TOP;
+    while (D[h] == 0) h--;
+    int P = 32 * h + 31 - __builtin_clz(D[h]); /* position of the leading bit */
+    int q = P - (p - 1);                       /* position of the result's last bit */
+    if (q < emin - VT_XACC_LOW) q = emin - VT_XACC_LOW;
+    uint64_t mant = P >= q ? get_bits(D, q, P - q + 1) : 0;
+    int guard = (D[(q - 1) >> 5] >> ((q - 1) & 31)) & 1;
+    int sticky = any_below(D, q - 1);
+    if (guard && (sticky || (mant & 1))) mant++; /* mant <= 2^p: exact in double */
+    double r = ldexp((double)mant, q + VT_XACC_LOW); /* inf when beyond FP64 */
+    return sign < 0 ? -r : r;
+}
+
+double vt_xacc_round64(const vt_xacc *a) { return round_to(a, 53, -1074); }
+
+float vt_xacc_round32(const vt_xacc *a)
+{
+    double r = round_to(a, 24, -149);
+    if (r > (double)FLT_MAX) return INFINITY; /* RN overflows at 2^128 - 2^103 and above */
+    if (r < -(double)FLT_MAX) return -INFINITY;
+    return (float)r; /* exact: at most 24 bits on the FP32 grid (NaN passes) */
+}
+
+static void dot_acc(vt_xacc *a, size_t K, const float *x, size_t incx, const float *y, size_t incy)
+{
+    vt_xacc_init(a);
+    for (size_t k = 0; k < K; k++) vt_xacc_add_prod32(a, x[k * incx], y[k * incy]);
+}
+
+double vt_dot_exact64(size_t K, const float *a, size_t inca, const float *b, size_t incb)
+{
+    vt_xacc acc;
+    dot_acc(&acc, K, a, inca, b, incb);
+    return vt_xacc_round64(&acc);
+}
+
+float vt_dot_exact32(size_t K, const float *a, size_t inca, const float *b, size_t incb)
+{
+    vt_xacc acc;
+    dot_acc(&acc, K, a, inca, b, incb);
+    return vt_xacc_round32(&acc);
+}
+
+static void sum_acc(vt_xacc *a, size_t n, const double *x, size_t inc)
+{
+    vt_xacc_init(a);
+    for (size_t k = 0; k < n; k++) vt_xacc_add(a, x[k * inc]);
+}
+
+double vt_sum_exact64(size_t n, const double *x, size_t inc)
+{
+    vt_xacc acc;
+    sum_acc(&acc, n, x, inc);
+    return vt_xacc_round64(&acc);
+}
+
+float vt_sum_exact32(size_t n, const double *x, size_t inc)
+{
+    vt_xacc acc;
+    sum_acc(&acc, n, x, inc);
+    return vt_xacc_round32(&acc);
+}
