@@ -280,7 +280,7 @@ static void run_shape(const shape *s, uint64_t seed, int reps_opt, int quick, in
     gaussian(b.B, nB, seed * 2 + 2, 0);
     for (size_t i = 0; i < nA; i++) b.A64[i] = (double)b.A[i];
     for (size_t i = 0; i < nB; i++) b.B64[i] = (double)b.B[i];
-    const vt_bound_cfg cfg[NMODES] = {{VT_BOUND_PROVABLE, 0.0}, {VT_BOUND_PROBABILISTIC, VT_DEFAULT_LAMBDA}};
+    const vt_bound_cfg cfg[NMODES] = {{.mode = VT_BOUND_PROVABLE}, {.mode = VT_BOUND_PROBABILISTIC, .lambda = VT_DEFAULT_LAMBDA}};
     for (int m = 0; m < NMODES; m++) {
         vt_exec_init(&b.ex[m], VT_ORDER_BLAS, cfg[m], 0);
         vt_rctx_init(&b.rc[m], VT_RMODE_RECORD, cfg[m]);

@@ -330,6 +330,16 @@ vt_err vt_gemm(vt_exec *e, int transA, int transB, size_t M, size_t N, size_t K,
     bounds->tb_sk = transB ? 1 : N;
     bounds->tb_sj = transB ? K : 1;
     bounds->K = K;
+    /* exact evaluator: element (i, j) = sum_k op(A)(i, k) * op(B)(k, j) */
+    bounds->xa = A;
+    bounds->xa_si = bounds->ta_si;
+    bounds->xa_sj = 0;
+    bounds->xa_sk = bounds->ta_sk;
+    bounds->xb = B;
+    bounds->xb_si = 0;
+    bounds->xb_sj = bounds->tb_sj;
+    bounds->xb_sk = bounds->tb_sk;
+    bounds->xK = K;
     return VT_OK;
 }
 

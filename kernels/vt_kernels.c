@@ -20,6 +20,7 @@
 #include "vt_kernels.h"
 #include "../common/vt_bytes.h"
 #include "vt_kernels_int.h"
+#include "../rounding_log/vt_exact.h"
 #include "vt_math.h"
 
 /* ================================================================ orders */
@@ -231,6 +232,14 @@ static vt_err vt__coef(const vt_exec *e, size_t n, double *coef)
 
 /* ================================================================== sums */
 
+/* An ARRAY bounds descriptor over b, every other field cleared (no exact evaluator). */
+static void vt__bounds_array(vt_bounds *bounds, const double *b)
+{
+    memset(bounds, 0, sizeof *bounds);
+    bounds->kind = VT_BOUNDS_ARRAY;
+    bounds->b = b;
+}
+
 static vt_err vt__sums(vt_exec *e, size_t M, size_t N, const float *X, double *out, double *b,
                        vt_bounds *bounds, int cols, const char *name)
 {
@@ -262,11 +271,15 @@ static vt_err vt__sums(vt_exec *e, size_t M, size_t N, const float *X, double *o
          * terms only, and 0 when the sum is exact in every order (docs/rounding.md 2.1) */
         b[o] = vt_bound_of_terms(&e->bound, n, src, stride, &one, 0);
     }
-    bounds->kind = VT_BOUNDS_ARRAY;
-    bounds->b = b;
-    bounds->r = NULL;
-    bounds->c = NULL;
-    bounds->coef = 0.0;
+    vt__bounds_array(bounds, b);
+    /* exact evaluator: sum o is sum_t src[t * stride] * 1; o is the row or the column index of
+     * the caller's rows x cols view (one of them is 0), so both strides are the same */
+    bounds->xa = X;
+    bounds->xa_si = bounds->xa_sj = cols ? 1 : N;
+    bounds->xa_sk = cols ? N : 1;
+    bounds->xb = &one;
+    bounds->xb_si = bounds->xb_sj = bounds->xb_sk = 0;
+    bounds->xK = n;
     return VT_OK;
 }
 
@@ -359,18 +372,17 @@ vt_err vt_softmax(vt_exec *e, size_t N, size_t C, const float *logits, double *p
         for (size_t c = 1; c < C; c++)
             if (z[c] > m) m = z[c];
         for (size_t c = 0; c < C; c++) p[c] = vt_exp((double)z[c] - (double)m);
-        double s = vt__sum(e->order, C, p, perm, keys);
+        /* exact rounding: the denominator is RN64 of the exact sum (the same in every order),
+         * so q = e / s is a fixed IEEE chain with nothing left to bound */
+        const int exact = e->bound.rounding == VT_ROUNDING_EXACT;
+        double s = exact ? vt_sum_exact64(C, p, 1) : vt__sum(e->order, C, p, perm, keys);
         for (size_t c = 0; c < C; c++) {
             double q = p[c] / s;
             p[c] = q;
-            bi[c] = q * kk + 0x1p-1073;
+            bi[c] = exact ? 0.0 : q * kk + 0x1p-1073;
         }
     }
-    bounds->kind = VT_BOUNDS_ARRAY;
-    bounds->b = b;
-    bounds->r = NULL;
-    bounds->c = NULL;
-    bounds->coef = 0.0;
+    vt__bounds_array(bounds, b);
     return VT_OK;
 }
 
@@ -405,13 +417,15 @@ vt_err vt_xent_loss(vt_exec *e, size_t N, size_t C, const float *P, const uint8_
         l[i] = -vt_log(q) / dn;
         sabs += fabs(l[i]);
     }
-    *loss = vt__sum(e->order, N, l, perm, keys);
-    *b = coef * sabs;
-    bounds->kind = VT_BOUNDS_ARRAY;
-    bounds->b = b;
-    bounds->r = NULL;
-    bounds->c = NULL;
-    bounds->coef = 0.0;
+    if (e->bound.rounding == VT_ROUNDING_EXACT) {
+        /* exact rounding: RN32 of the exact sum, which rounds to itself (bound 0) */
+        *loss = (double)vt_sum_exact32(N, l, 1);
+        *b = 0.0;
+    } else {
+        *loss = vt__sum(e->order, N, l, perm, keys);
+        *b = coef * sabs;
+    }
+    vt__bounds_array(bounds, b);
     return VT_OK;
 }
 

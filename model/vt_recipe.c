@@ -42,6 +42,7 @@ typedef struct {
 static const char *const opt_names[] = {"sgd", "adam", NULL};
 static const char *const sched_names[] = {"constant", "step", "linear", NULL};
 static const char *const bound_names[] = {"provable", "probabilistic", NULL};
+static const char *const rounding_names[] = {"log", "exact", NULL};
 
 #define OFF(m) offsetof(vt_recipe, m)
 static const field fields[] = {
@@ -60,6 +61,7 @@ static const field fields[] = {
     {"lr", F_REAL, OFF(lr), NULL},
     {"momentum", F_REAL, OFF(momentum), NULL},
     {"optimizer", F_ENUM, OFF(optimizer), opt_names},
+    {"rounding", F_ENUM, OFF(bound.rounding), rounding_names},
     {"schedule", F_ENUM, OFF(schedule), sched_names},
     {"seed", F_U64, OFF(seed), NULL},
     {"state_hash_every", F_U32, OFF(state_hash_every), NULL},
@@ -312,7 +314,9 @@ vt_err vt_manifest_parse(const char *text, size_t len, vt_recipe *r, uint8_t dat
     vt_err e = VT_OK;
     json_t *fmt = json_object_get(o, "format"), *rj = json_object_get(o, "recipe"),
            *dh = json_object_get(o, "dataset_hash");
-    if (!json_is_string(fmt) || strcmp(json_string_value(fmt), VT_MANIFEST_FORMAT) != 0)
+    /* format 1 predates the recipe key `rounding` (its runs are log-rounded, the default) */
+    if (!json_is_string(fmt) || (strcmp(json_string_value(fmt), VT_MANIFEST_FORMAT) != 0 &&
+                                 strcmp(json_string_value(fmt), "vt-manifest-1") != 0))
         e = vt_set_error(VT_ERR_FORMAT, "manifest: unknown format (expected \"%s\")", VT_MANIFEST_FORMAT);
     else if (!json_is_string(dh) || vt_unhex(json_string_value(dh), dataset_hash, 32) != VT_OK)
         e = vt_set_error(VT_ERR_FORMAT, "manifest: bad dataset_hash");

@@ -24,9 +24,22 @@ typedef enum {
     VT_BOUND_PROBABILISTIC = 1, /* Higham-Mary probabilistic bound with parameter lambda */
 } vt_bound_mode;
 
+/* How an operation's FP64 results become FP32 (docs/rounding.md):
+ *   LOG   - the trainer rounds its own value and logs the elements near a boundary; a replayer
+ *           follows the log (the published method's shape);
+ *   EXACT - every party produces RN32 of the exact value of the reduction: its own FP64 result
+ *           where its own bound clears every boundary, the exact accumulator (vt_exact.h)
+ *           otherwise; composite operations are correctly rounded reductions followed by fixed
+ *           chains of IEEE operations. No log; nothing depends on any party's order. */
+typedef enum {
+    VT_ROUNDING_LOG = 0,
+    VT_ROUNDING_EXACT = 1,
+} vt_rounding;
+
 typedef struct {
     vt_bound_mode mode;
-    double lambda; /* probabilistic mode only; VT_DEFAULT_LAMBDA when 0 */
+    double lambda;        /* probabilistic mode only; VT_DEFAULT_LAMBDA when 0 */
+    vt_rounding rounding; /* the recipe's `rounding` */
 } vt_bound_cfg;
 
 #define VT_DEFAULT_LAMBDA 10.0
@@ -87,6 +100,12 @@ typedef struct {
      * (docs/rounding.md, section 2.1); the outer product only screens. */
     const float *ta, *tb;
     size_t ta_si, ta_sk, tb_sk, tb_sj, K;
+    /* Exact evaluator (exact rounding; optional: xa != NULL). Element e = (i, j), i = e / cols,
+     * j = e % cols, is the reduction  sum_{k < xK} xa[i*xa_si + j*xa_sj + k*xa_sk] *
+     * xb[i*xb_si + j*xb_sj + k*xb_sk]  of FP32 values (a GEMM element: op(A) row times op(B)
+     * column; a column sum: xb a single 1.0f with zero strides). */
+    const float *xa, *xb;
+    size_t xa_si, xa_sj, xa_sk, xb_si, xb_sj, xb_sk, xK;
 } vt_bounds;
 
 /* ---------------------------------------------------------------- step log */
@@ -176,6 +195,7 @@ typedef struct {
 
 typedef struct {
     uint64_t rounded;     /* elements rounded */
+    uint64_t exact;       /* exact rounding: elements computed by the exact accumulator */
     uint64_t logged_dir;  /* record: direction entries written; replay: applied */
     uint64_t logged_val;  /* record: value entries written; replay: applied */
     uint64_t checked;     /* replay: plausibility checks passed */
@@ -204,7 +224,11 @@ vt_err vt_rctx_end_step(vt_rctx *c) VT_WARN_UNUSED;
 
 /* Round rows*cols FP64 results x (row-major) to FP32 out under the context's
  * rule. Operation ids within a step must be strictly increasing. On failure
- * the context's fault names step, operation, index and why. */
+ * the context's fault names step, operation, index and why.
+ * Exact rounding (c->bound.rounding == VT_ROUNDING_EXACT), record and replay alike: an element
+ * whose [x - B, x + B] holds no FP32 rounding boundary is RN32(x), which then equals RN32 of the
+ * exact value; any other element is computed by the exact evaluator of *b (VT_ERR_UNSUPPORTED
+ * when the operation has none). Nothing is logged or read from the log. */
 vt_err vt_round(vt_rctx *c, uint32_t op_id, const double *x, const vt_bounds *b, size_t rows, size_t cols,
                 float *out) VT_WARN_UNUSED;
 

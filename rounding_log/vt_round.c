@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "../common/vt_bytes.h"
+#include "vt_exact.h"
 
 /* Every bound and rule here assumes that double arithmetic is evaluated in double (no x87
  * excess precision), as on x86-64 SSE2, AArch64 and CUDA: refuse to build otherwise. */
@@ -690,6 +691,85 @@ static vt_err round_row(vt_rctx *c, vt_oplog *o, uint64_t *ek, tight_cache *tc, 
     return VT_OK;
 }
 
+/* ---- exact rounding ---- */
+
+/* RN32 of the exact value of element (i, j) from the operation's exact evaluator. */
+static float exact_element(const vt_bounds *b, size_t i, size_t j)
+{
+    vt_xacc a;
+    vt_xacc_init(&a);
+    const float *pa = b->xa + i * b->xa_si + j * b->xa_sj, *pb = b->xb + i * b->xb_si + j * b->xb_sj;
+    for (size_t k = 0; k < b->xK; k++) vt_xacc_add_prod32(&a, pa[k * b->xa_sk], pb[k * b->xb_sk]);
+    return vt_xacc_round32(&a);
+}
+
+/* Every element becomes RN32(exact): cleared by this party's own bound where [x - B, x + B] holds
+ * no rounding boundary (then RN32(x) = RN32(exact), RN32 being monotone), computed exactly
+ * otherwise. The log is neither written nor read. */
+static vt_err round_exact(vt_rctx *c, uint32_t op, const double *x, const vt_bounds *b, size_t rows, size_t cols,
+                          float *out)
+{
+    uint64_t n = (uint64_t)rows * cols;
+    c->stats.rounded += n;
+    if (b->kind == VT_BOUNDS_ZERO) return round_plain(c, op, x, (size_t)n, out);
+    double Bb[VT_BLOCK];
+    uint8_t cleared[VT_BLOCK];
+    tight_cache tc;
+    tight_init(&tc, b, rows, cols);
+    vt_err ret = VT_OK;
+    for (size_t i = 0; i < rows && !ret; i++) {
+        const double *xi = x + i * cols;
+        float *oi = out + i * cols;
+        for (size_t j0 = 0; j0 < cols && !ret; j0 += VT_BLOCK) {
+            size_t nb = cols - j0 < VT_BLOCK ? cols - j0 : VT_BLOCK;
+            if (b->kind == VT_BOUNDS_OUTER) {
+                /* with operands, the outer product screens first (inflated to stay above the
+                 * tight bound despite both being rounded), then the tight bound */
+                double ri = b->coef * b->r[i] * (b->ta ? 1.0 + 0x1p-20 : 1.0);
+                for (size_t k = 0; k < nb; k++) Bb[k] = ri * b->c[j0 + k];
+            } else {
+                memcpy(Bb, b->b + i * cols + j0, nb * sizeof(double));
+            }
+            if (fast_block(xi + j0, Bb, oi + j0, cleared, nb, 1.0, VT_SLOP_RECORD)) continue;
+            for (size_t k = 0; k < nb && !ret; k++) {
+                if (cleared[k]) continue;
+                uint64_t idx = (uint64_t)i * cols + j0 + k;
+                double xv = xi[j0 + k], B = Bb[k];
+                if (b->kind == VT_BOUNDS_OUTER && b->ta) {
+                    B = tight_bound(&c->bound, &tc, i, j0 + k);
+                    if (fast_stable_k(xv, B, 1.0, VT_SLOP_RECORD, &oi[j0 + k])) continue;
+                }
+                vt_err err = check_inputs(xv, B);
+                if (err) {
+                    ret = fail(c, err, op, idx, NULL, xv, B);
+                    break;
+                }
+                uint32_t lo, hi;
+                vt_round_ends(xv, B, 1.0, &lo, &hi);
+                float r;
+                if (lo == hi && bits_finite(lo)) {
+                    r = vt_bits_f32(lo);
+                } else if (b->xa) {
+                    r = exact_element(b, i, j0 + k);
+                    c->stats.exact++;
+                } else {
+                    vt_set_error(VT_ERR_UNSUPPORTED, "exact rounding: the operation has no exact evaluator");
+                    ret = fail(c, VT_ERR_UNSUPPORTED, op, idx, NULL, xv, B);
+                    break;
+                }
+                if (!isfinite(r)) {
+                    vt_set_error(VT_ERR_DIVERGED, isnan(r) ? "result is NaN" : "result is beyond FP32 range");
+                    ret = fail(c, VT_ERR_DIVERGED, op, idx, NULL, xv, B);
+                    break;
+                }
+                oi[j0 + k] = r;
+            }
+        }
+    }
+    tight_free(&tc);
+    return ret;
+}
+
 vt_err vt_round(vt_rctx *c, uint32_t op_id, const double *x, const vt_bounds *b, size_t rows, size_t cols,
                 float *out)
 {
@@ -701,6 +781,7 @@ vt_err vt_round(vt_rctx *c, uint32_t op_id, const double *x, const vt_bounds *b,
     VT_RETURN_ERROR_IF(b->kind == VT_BOUNDS_OUTER && (!b->r || !b->c), VT_ERR_ARG, "outer bounds need r and c");
     VT_RETURN_ERROR_IF(b->kind == VT_BOUNDS_ARRAY && !b->b, VT_ERR_ARG, "array bounds need b");
     uint64_t n = (uint64_t)rows * cols;
+    if (c->bound.rounding == VT_ROUNDING_EXACT) return round_exact(c, op_id, x, b, rows, cols, out);
 
     vt_oplog *o;
     if (c->mode == VT_RMODE_RECORD) {

@@ -184,7 +184,7 @@ int main(void)
     vt_rng g = {seed};
     int asan = getenv("VT_ASAN") != NULL; /* smaller budget under sanitizers */
     const char *pm = getenv("VT_BOUND_MODE");
-    vt_bound_cfg bound = {VT_BOUND_PROVABLE, 0};
+    vt_bound_cfg bound = {.mode = VT_BOUND_PROVABLE};
     if (pm && strcmp(pm, "probabilistic") == 0) bound.mode = VT_BOUND_PROBABILISTIC;
     for (int o = 0; o < VT_ORDER_COUNT; o++) vt_exec_init(&g_exec[o], (vt_order)o, bound, seed + 17 * (uint64_t)o);
 

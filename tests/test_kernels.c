@@ -16,7 +16,7 @@ static vt_rng R;
 
 #define VT_MATH_DIGEST 0x3778970bc91489a7ULL
 
-static const vt_bound_cfg PROVABLE = {VT_BOUND_PROVABLE, 0.0};
+static const vt_bound_cfg PROVABLE = {.mode = VT_BOUND_PROVABLE};
 
 static uint64_t rnd_below(uint64_t n) { return vt_rng_next(&R) % n; }
 
@@ -928,7 +928,7 @@ static void test_errors(void)
     CHECK(strcmp(vt_order_name((vt_order)42), "unknown") == 0, "name of an invalid order");
 
     /* the probabilistic mode runs (its bound is smaller than the provable one) */
-    vt_bound_cfg prob = {VT_BOUND_PROBABILISTIC, 0.0};
+    vt_bound_cfg prob = {.mode = VT_BOUND_PROBABILISTIC, .lambda = 0.0};
     vt_exec e2, e3;
     vt_exec_init(&e2, VT_ORDER_BLAS, prob, 1);
     vt_exec_init(&e3, VT_ORDER_BLAS, PROVABLE, 1);

@@ -198,7 +198,7 @@ static void test_fast_path_matches_spec(uint64_t seed)
             if (isinf(fabs(x[i]) * 2)) B[i] = 0;
         }
         vt_rctx c;
-        vt_rctx_init(&c, VT_RMODE_RECORD, (vt_bound_cfg){VT_BOUND_PROVABLE, 0});
+        vt_rctx_init(&c, VT_RMODE_RECORD, (vt_bound_cfg){.mode = VT_BOUND_PROVABLE});
         CHECK_OK(vt_rctx_begin_step(&c, 7, &log));
         vt_bounds b = {.kind = VT_BOUNDS_ARRAY, .b = B};
         vt_err err = vt_round(&c, 3, x, &b, ROWS, COLS, out);
@@ -239,7 +239,7 @@ static void test_context(void)
     vt_steplog log;
     vt_steplog_init(&log, 0);
     vt_rctx c;
-    vt_rctx_init(&c, VT_RMODE_RECORD, (vt_bound_cfg){VT_BOUND_PROVABLE, 0});
+    vt_rctx_init(&c, VT_RMODE_RECORD, (vt_bound_cfg){.mode = VT_BOUND_PROVABLE});
     CHECK_OK(vt_rctx_begin_step(&c, 5, &log));
     CHECK_OK(vt_round(&c, 1, x, &b, 2, 3, out));
     CHECK_OK(vt_round(&c, 2, x, NULL, 1, 6, out));
@@ -249,7 +249,7 @@ static void test_context(void)
     CHECK(c.stats.logged_dir == 2 && c.stats.rounded == 12, "stats");
 
     vt_rctx r;
-    vt_rctx_init(&r, VT_RMODE_REPLAY, (vt_bound_cfg){VT_BOUND_PROVABLE, 0});
+    vt_rctx_init(&r, VT_RMODE_REPLAY, (vt_bound_cfg){.mode = VT_BOUND_PROVABLE});
     double y[6];
     memcpy(y, x, sizeof y);
     y[1] += 0x1p-52; /* the replayer lands on the other side of both ties */
@@ -257,7 +257,7 @@ static void test_context(void)
     CHECK_OK(vt_rctx_begin_step(&r, 5, &log));
     CHECK_OK(vt_round(&r, 1, y, &b, 2, 3, out2));
     float ref[6];
-    vt_rctx_init(&c, VT_RMODE_RECORD, (vt_bound_cfg){VT_BOUND_PROVABLE, 0});
+    vt_rctx_init(&c, VT_RMODE_RECORD, (vt_bound_cfg){.mode = VT_BOUND_PROVABLE});
     vt_steplog tmp;
     vt_steplog_init(&tmp, 0);
     CHECK_OK(vt_rctx_begin_step(&c, 5, &tmp));
@@ -293,7 +293,7 @@ static void test_context(void)
 
     /* divergence names step and op */
     double bad[3] = {1.0, NAN, 2.0};
-    vt_rctx_init(&c, VT_RMODE_RECORD, (vt_bound_cfg){VT_BOUND_PROVABLE, 0});
+    vt_rctx_init(&c, VT_RMODE_RECORD, (vt_bound_cfg){.mode = VT_BOUND_PROVABLE});
     CHECK_OK(vt_rctx_begin_step(&c, 9, &tmp));
     CHECK(vt_round(&c, 4, bad, NULL, 1, 3, out) == VT_ERR_DIVERGED, "NaN diverges");
     CHECK(strstr(vt_errmsg(), "diverged at step 9, operation 4, index 1") != NULL, "message: %s", vt_errmsg());
@@ -308,7 +308,7 @@ static void test_context(void)
 
 static void test_bound_coef(void)
 {
-    vt_bound_cfg pv = {VT_BOUND_PROVABLE, 0}, pb = {VT_BOUND_PROBABILISTIC, 10.0};
+    vt_bound_cfg pv = {.mode = VT_BOUND_PROVABLE}, pb = {.mode = VT_BOUND_PROBABILISTIC, .lambda = 10.0};
     CHECK(vt_bound_coef(&pv, 1) == 0 && vt_bound_coef(&pv, 0) == 0, "single term exact");
     CHECK(vt_bound_coef(&pv, 2) >= 0x1p-53, "two terms: at least u");
     CHECK(vt_bound_coef(&pv, VT_MAX_REDUCTION + 1) < 0, "over the limit");

@@ -211,8 +211,13 @@ static int cmd_train(int argc, char **argv)
     uint64_t nsteps = res.steps - res.resumed_from;
     double per_step = (double)res.log_bytes / (double)(nsteps + (o.resume ? 0 : 1));
     double dense = (double)res.rounded / (double)(nsteps ? nsteps : 1) * 0.2; /* 1.6 bits per rounded element */
-    printf("log entries     %llu over %llu rounded elements (fraction %.2e)\n", (unsigned long long)res.log_entries,
-           (unsigned long long)res.rounded, (double)res.log_entries / (double)(res.rounded ? res.rounded : 1));
+    if (rc.bound.rounding == VT_ROUNDING_EXACT)
+        printf("rounding        exact: %llu of %llu rounded elements computed exactly (fraction %.2e), no log\n",
+               (unsigned long long)res.exact, (unsigned long long)res.rounded,
+               (double)res.exact / (double)(res.rounded ? res.rounded : 1));
+    else
+        printf("log entries     %llu over %llu rounded elements (fraction %.2e)\n", (unsigned long long)res.log_entries,
+               (unsigned long long)res.rounded, (double)res.log_entries / (double)(res.rounded ? res.rounded : 1));
     printf("log size        %.0f bytes/step compressed; dense 1.6-bit baseline %.0f bytes/step (%.2f%%)\n", per_step,
            dense, dense > 0 ? 100.0 * per_step / dense : 0.0);
     printf("merkle root     %s\n", root);

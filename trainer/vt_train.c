@@ -230,6 +230,7 @@ static vt_err train(train_ctx *t, const vt_recipe *rc, const vt_train_opts *o, v
     res->steps = rc->steps;
     res->final_loss = loss;
     res->rounded = rctx.stats.rounded;
+    res->exact = rctx.stats.exact;
 
     /* commitment */
     vt_commitment c;

@@ -36,6 +36,7 @@ typedef struct {
     uint64_t resumed_from;   /* checkpoint step resumed from (resume only) */
     float final_loss;
     uint64_t log_entries, log_bytes, rounded;
+    uint64_t exact;          /* exact rounding: elements computed by the exact accumulator */
     double seconds;
     uint8_t root[32];
     int committed;           /* 1 when the commitment file was written */
