@@ -5,3 +5,7 @@
 add_test(NAME test_invariant_probabilistic COMMAND test_invariant WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})
 set_tests_properties(test_invariant_probabilistic PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900
                      ENVIRONMENT "VT_BOUND_MODE=probabilistic")
+# ... and in exact rounding: every order's outputs must also be RN32 of the exact value.
+add_test(NAME test_invariant_exact COMMAND test_invariant WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})
+set_tests_properties(test_invariant_exact PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900
+                     ENVIRONMENT "VT_ROUNDING=exact")
