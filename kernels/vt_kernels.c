@@ -315,38 +315,11 @@ void vt_relu_backward(size_t n, const float *x, const float *dy, double *dx)
 
 /* ================================================ softmax and cross-entropy */
 
-/* Softmax error bound (for docs/rounding.md).
- *
- * Per row: m = max_c z_c (exact), d_c = z_c - m (one FP64 subtraction of FP32
- * values) and e_c = vt_exp(d_c): all deterministic, identical on every machine.
- * The only order-dependent step is the denominator.  Let s = sum_c e_c (exact)
- * and s^ its FP64 value in some order.  All e_c >= 0, so s^ is itself an FP64
- * sum of the C non-negative terms |e_c| and, by the definition of
- * vt_bound_coef,  |s^ - s| <= c s^  with c = vt_bound_coef(C)  (c < 1/2).
- * The exact probability is p = e/s; the computed one is
- *     p^ = fl(e / s^) = (e/s^)(1 + delta) + eta,  |delta| <= u = 2^-53,
- *     |eta| <= 2^-1075 (eta only when the quotient is subnormal, delta eta = 0).
- * Then
- *     |p^ - p| <= |p^ - e/s^| + |e/s^ - e/s|
- *              <= u e/s^ + 2^-1075  +  (e/s^) |s - s^| / s,
- * and s >= s^ (1 - c) gives |s - s^| / s <= c / (1 - c).  From the rounding of
- * p^, e/s^ <= p^/(1 - u) + 2^-1075.  With k = (u + c/(1-c)) / (1 - u) <= 1:
- *     |p^ - p| <= (p^/(1-u) + 2^-1075)(u + c/(1-c)) + 2^-1075 <= k p^ + 2^-1074.
- * (This is the brief's p (gamma + u)/(1 - gamma) bound expressed through c and
- * the computed p^.)  Computation of the bound, so that its own rounding can only
- * widen it: kk = k (1 + 2^-40) is evaluated with at most 7 roundings, each losing
- * at most a factor (1 - u), so kk >= k; B = fl(fl(p^ kk) + 2^-1073): the product
- * loses at most a factor (1 - u) (covered by (1 + 2^-40)) or 2^-1075 when
- * subnormal, the sum a factor (1 - u), and 2^-1073 - 2^-1075 > 2^-1074 / (1 - u).
- * Hence B >= k p^ + 2^-1074 >= |p^ - p|.  (p^ NaN or s^ infinite -> B NaN or inf:
- * vt_round reports divergence.) */
-static double vt__softmax_k(double c)
-{
-    const double u = 0x1p-53;
-    double k = (u + c / (1.0 - c)) / (1.0 - u);
-    return k * (1.0 + 0x1p-40);
-}
-
+/* Softmax as a correctly rounded reduction followed by a fixed IEEE chain (docs/rounding.md):
+ * per row, m = max_c z_c (exact), e_c = vt_exp(z_c - m) (one FP64 subtraction of FP32 values and
+ * the portable exp: the same bits everywhere), s = RN64(exact sum of the e_c) (vt_exact.h: the
+ * same in every order) and p_c = e_c / s (one IEEE division). Nothing depends on the executor's
+ * order, so the bound is 0 and nothing is ever logged. */
 vt_err vt_softmax(vt_exec *e, size_t N, size_t C, const float *logits, double *probs, double *b,
                   vt_bounds *bounds)
 {
@@ -356,14 +329,7 @@ vt_err vt_softmax(vt_exec *e, size_t N, size_t C, const float *logits, double *p
     VT_RETURN_ERROR_IF(N == 0 || C == 0, VT_ERR_ARG, "vt_softmax: empty input (%zu x %zu)", N, C);
     size_t NC = 0;
     VT_FORWARD_IF_ERROR(vt__mul_size(N, C, &NC));
-    double coef = 0.0;
-    VT_FORWARD_IF_ERROR(vt__coef(e, C, &coef));
-    VT_RETURN_ERROR_IF(!(coef < 0.25), VT_ERR_LIMIT, "vt_softmax: bound coefficient %g too large", coef);
-    uint32_t *perm;
-    uint64_t *keys;
-    VT_FORWARD_IF_ERROR(vt__sum_scratch(e, C, &perm, &keys));
-    const double kk = vt__softmax_k(coef);
-
+    VT_RETURN_ERROR_IF(C > VT_MAX_REDUCTION, VT_ERR_LIMIT, "vt_softmax: %zu classes", C);
     for (size_t i = 0; i < N; i++) {
         const float *z = logits + i * C;
         double *p = probs + i * C;
@@ -372,22 +338,20 @@ vt_err vt_softmax(vt_exec *e, size_t N, size_t C, const float *logits, double *p
         for (size_t c = 1; c < C; c++)
             if (z[c] > m) m = z[c];
         for (size_t c = 0; c < C; c++) p[c] = vt_exp((double)z[c] - (double)m);
-        /* exact rounding: the denominator is RN64 of the exact sum (the same in every order),
-         * so q = e / s is a fixed IEEE chain with nothing left to bound */
-        const int exact = e->bound.rounding == VT_ROUNDING_EXACT;
-        double s = exact ? vt_sum_exact64(C, p, 1) : vt__sum(e->order, C, p, perm, keys);
+        /* the denominator is RN64 of the exact sum (the same in every order, in both rounding
+         * modes), so q = e / s is a fixed IEEE chain with nothing left to bound or to log */
+        double s = vt_sum_exact64(C, p, 1);
         for (size_t c = 0; c < C; c++) {
-            double q = p[c] / s;
-            p[c] = q;
-            bi[c] = exact ? 0.0 : q * kk + 0x1p-1073;
+            p[c] = p[c] / s;
+            bi[c] = 0.0;
         }
     }
     vt__bounds_array(bounds, b);
     return VT_OK;
 }
 
-/* l_i = -vt_log(max(P[i][y_i], 2^-149)) / N: a fixed chain, deterministic.  The
- * loss is the sum of the l_i in the executor's order: bound coef(N) * sum |l_i|. */
+/* l_i = -vt_log(max(P[i][y_i], 2^-149)) / N: a fixed chain, deterministic.  The loss is RN32 of
+ * the exact sum of the l_i (vt_exact.h), the same in every order: bound 0. */
 vt_err vt_xent_loss(vt_exec *e, size_t N, size_t C, const float *P, const uint8_t *labels, double *loss,
                     double *b, vt_bounds *bounds)
 {
@@ -400,31 +364,19 @@ vt_err vt_xent_loss(vt_exec *e, size_t N, size_t C, const float *P, const uint8_
     for (size_t i = 0; i < N; i++)
         VT_RETURN_ERROR_IF(labels[i] >= C, VT_ERR_ARG, "vt_xent_loss: label %u of row %zu not below %zu classes",
                            (unsigned)labels[i], i, C);
-    double coef = 0.0;
-    VT_FORWARD_IF_ERROR(vt__coef(e, N, &coef));
+    VT_RETURN_ERROR_IF(N > VT_MAX_REDUCTION, VT_ERR_LIMIT, "vt_xent_loss: %zu rows", N);
     void *pv = NULL;
     VT_FORWARD_IF_ERROR(vt__ws_get(&e->ws, VT_WS_A, N, sizeof(double), &pv));
     double *l = pv;
-    uint32_t *perm;
-    uint64_t *keys;
-    VT_FORWARD_IF_ERROR(vt__sum_scratch(e, N, &perm, &keys));
-
     const double dn = (double)N;
-    double sabs = 0.0;
     for (size_t i = 0; i < N; i++) {
         double q = (double)P[i * C + labels[i]];
         if (q < 0x1p-149) q = 0x1p-149; /* NaN stays NaN */
         l[i] = -vt_log(q) / dn;
-        sabs += fabs(l[i]);
     }
-    if (e->bound.rounding == VT_ROUNDING_EXACT) {
-        /* exact rounding: RN32 of the exact sum, which rounds to itself (bound 0) */
-        *loss = (double)vt_sum_exact32(N, l, 1);
-        *b = 0.0;
-    } else {
-        *loss = vt__sum(e->order, N, l, perm, keys);
-        *b = coef * sabs;
-    }
+    /* RN32 of the exact sum (both rounding modes), which rounds to itself: bound 0 */
+    *loss = (double)vt_sum_exact32(N, l, 1);
+    *b = 0.0;
     vt__bounds_array(bounds, b);
     return VT_OK;
 }

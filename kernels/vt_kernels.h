@@ -112,17 +112,14 @@ void vt_relu(size_t n, const float *x, double *y);
 void vt_relu_backward(size_t n, const float *x, const float *dy, double *dx);
 
 /* ------------------------------------------------ softmax and cross-entropy
- * probs[i][c] = exp(z_ic - max_c z) / sum_c exp(...), exp from vt_math (portable);
- * the denominator is a reduction in the executor's order. Bound ARRAY in b (N*C):
- * b = p * k + 2^-1073 with k = (u + c/(1-c))/(1-u) (1 + 2^-40), c = coef(C); the
- * derivation is in vt_kernels.c.  The e values are deterministic, so the bound is
- * against p = e / (exact sum of the e). */
+ * probs[i][c] = e_ic / s_i with e_ic = vt_exp(z_ic - max_c z) (portable) and s_i = RN64 of the
+ * exact sum of the e_ic (rounding_log/vt_exact.h): a correctly rounded reduction followed by one
+ * IEEE division, the same bits in every order. Bound ARRAY in b (N*C), all zero. */
 vt_err vt_softmax(vt_exec *e, size_t N, size_t C, const float *logits, double *probs, double *b,
                   vt_bounds *bounds) VT_WARN_UNUSED;
-/* Mean cross-entropy from rounded probabilities: loss = sum_i (-log(max(P[i][y_i], 2^-149)) / N),
- * log from vt_math; the sum is a reduction in the executor's order. Bound in *b
- * (= coef(N) * sum |l_i|; bounds->kind ARRAY with one element).  A label >= C gives
- * VT_ERR_ARG. */
+/* Mean cross-entropy from rounded probabilities: loss = RN32 of the exact sum of
+ * l_i = -vt_log(max(P[i][y_i], 2^-149)) / N (each l_i one fixed FP64 chain), in every order;
+ * *b = 0 (bounds->kind ARRAY with one element). A label >= C gives VT_ERR_ARG. */
 vt_err vt_xent_loss(vt_exec *e, size_t N, size_t C, const float *P, const uint8_t *labels, double *loss,
                     double *b, vt_bounds *bounds) VT_WARN_UNUSED;
 /* dz[i][c] = (P[i][c] - [c == y_i]) / N ; elementwise, B = 0 (labels must be < C) */

@@ -24,7 +24,7 @@
 #define VT_XACC_LIMBS 69
 #define VT_XACC_LOW (-1088) /* weight of bit 0 of limb 0 */
 
-typedef struct {
+typedef struct vt_xacc_s {
     int64_t L[VT_XACC_LIMBS];
     int lo, hi;        /* limbs that may be non-zero: lo..hi (lo > hi: none) */
     uint32_t pending;  /* additions since the last carry propagation */

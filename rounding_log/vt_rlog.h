@@ -250,8 +250,7 @@ static inline uint32_t vt_f32_key(uint32_t bits)
 /* Interval factors of the rules (docs/rounding.md section 3). */
 #define VT_UNSTABLE_K 3.0   /* record: unstable (logged) when ends_3 differ */
 #define VT_DIRECTION_K 9.0  /* record: direction entry when ends_9 are adjacent */
-#define VT_REPLAY_K 6.0     /* replay: plausibility window ends_6 */
-#define VT_REQUIRED_K 0.5   /* replay: an unlogged element whose ends_0.5 differ is a missing entry */
+#define VT_SCREEN_K 2.0     /* replay: an unlogged element whose own ends_2 agree needs no judgement */
 
 /* FP32 results of the two ends of [x - k*Bw, x + k*Bw] with the working bound
  * Bw = B + |x|*2^-50 (0 when B = 0), each end first moved one FP64 step outward
@@ -262,10 +261,14 @@ void vt_round_ends(double x, double B, double k, uint32_t *lo_bits, uint32_t *hi
  * B is not a finite non-negative number, or x rounds beyond FP32 range.
  * *logged is set when an entry was produced in *entry (index left 0). */
 vt_err vt_round_record1(double x, double B, float *out, int *logged, vt_log_entry *entry);
-/* Replay rule for one logged element: VT_OK with *out, or VT_ERR_IMPLAUSIBLE. */
-vt_err vt_round_replay1(double x, double B, const vt_log_entry *entry, float *out);
-/* Replay rule for an element without an entry: VT_OK with *out = fl32(x); VT_ERR_IMPLAUSIBLE
- * ("missing log entry") when ends_2 differ; VT_ERR_DIVERGED as for record. */
-vt_err vt_round_replay_unlogged1(double x, double B, float *out);
+/* Replay rule for one element, judged against its exact value X (any order, any party: the
+ * same verdict) with B its bound: with lo = RN32(X - B) and hi = RN32(X + B),
+ *   - a value entry is plausible when lo <= value <= hi (then *out = value);
+ *   - a direction entry when hi is lo or lo's successor (*out = hi for up, lo for down; lo when
+ *     lo = hi);
+ *   - no entry (entry = NULL) when lo = hi (*out = lo); otherwise "missing log entry".
+ * VT_ERR_IMPLAUSIBLE otherwise; VT_ERR_DIVERGED for NaN or a result beyond FP32 range. */
+struct vt_xacc_s;
+vt_err vt_round_judge1(const struct vt_xacc_s *X, double B, const vt_log_entry *entry, float *out);
 
 #endif

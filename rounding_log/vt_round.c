@@ -116,38 +116,58 @@ vt_err vt_round_record1(double x, double B, float *out, int *logged, vt_log_entr
     return VT_OK;
 }
 
-vt_err vt_round_replay1(double x, double B, const vt_log_entry *entry, float *out)
+/* ---- judgement against the exact value (log rounding, replay) ----
+ * With X the exact value of an element and B its bound (the same function of the inputs for
+ * every party), every honest trainer's FP64 value lies in [X - B, X + B], so its FP32 result is
+ * one of RN32(X - B) .. RN32(X + B) (RN32 is monotone): lo .. hi below. An entry is plausible
+ * only when it yields a value in that range; an element without an entry only when lo = hi.
+ * Nothing here depends on the judging party's own value or order (docs/rounding.md, 3). */
+static void exact_window(const vt_xacc *X, double B, uint32_t *lo, uint32_t *hi)
 {
-    VT_FORWARD_IF_ERROR(check_inputs(x, B));
-    uint32_t lo, hi, v;
-    vt_round_ends(x, B, VT_REPLAY_K, &lo, &hi);
+    vt_xacc a = *X;
+    vt_xacc_add(&a, -B);
+    *lo = vt_f32_bits(vt_xacc_round32(&a));
+    a = *X;
+    vt_xacc_add(&a, B);
+    *hi = vt_f32_bits(vt_xacc_round32(&a));
+}
+
+static vt_err judge_window(uint32_t lo, uint32_t hi, const vt_log_entry *entry, float *out)
+{
+    uint32_t klo = vt_f32_key(lo), khi = vt_f32_key(hi), v;
+    if (!entry) {
+        VT_RETURN_ERROR_IF(lo != hi, VT_ERR_IMPLAUSIBLE,
+                           "missing log entry: a rounding boundary lies within the bound of the exact value, so "
+                           "every honest trainer's rule (boundaries within 3B of its value) logs this element");
+        VT_RETURN_ERROR_IF(!bits_finite(lo), VT_ERR_DIVERGED, "the exact result is beyond FP32 range");
+        *out = vt_bits_f32(lo);
+        return VT_OK;
+    }
     if (!entry->is_value) {
-        VT_RETURN_ERROR_IF(vt_f32_key(hi) - vt_f32_key(lo) != 1, VT_ERR_IMPLAUSIBLE,
-                           "direction entry, but no single rounding boundary lies within 6B of our value");
-        v = entry->up ? hi : lo;
+        VT_RETURN_ERROR_IF(khi - klo > 1, VT_ERR_IMPLAUSIBLE,
+                           "direction entry, but two or more rounding boundaries lie within the bound of the exact "
+                           "value (an honest trainer writes a value entry there)");
+        v = khi == klo ? lo : (entry->up ? hi : lo); /* lo = hi: the result is forced, the direction moot */
         VT_RETURN_ERROR_IF(!bits_finite(v), VT_ERR_IMPLAUSIBLE, "direction entry leads beyond FP32 range");
     } else {
         v = entry->value_bits;
         VT_RETURN_ERROR_IF(!bits_finite(v), VT_ERR_IMPLAUSIBLE, "value entry is not a finite FP32 value");
         uint32_t kv = vt_f32_key(v);
-        VT_RETURN_ERROR_IF(kv < vt_f32_key(lo) || kv > vt_f32_key(hi), VT_ERR_IMPLAUSIBLE,
-                           "value entry lies outside [x - 6B, x + 6B] of our value");
+        VT_RETURN_ERROR_IF(kv < klo || kv > khi, VT_ERR_IMPLAUSIBLE,
+                           "value entry lies outside [RN32(X - B), RN32(X + B)] of the exact value X: no honest "
+                           "trainer's result");
     }
     *out = vt_bits_f32(v);
     return VT_OK;
 }
 
-vt_err vt_round_replay_unlogged1(double x, double B, float *out)
+vt_err vt_round_judge1(const struct vt_xacc_s *X, double B, const vt_log_entry *entry, float *out)
 {
-    VT_FORWARD_IF_ERROR(check_inputs(x, B));
-    uint32_t r = f32_of(x), lo, hi;
-    vt_round_ends(x, B, VT_REQUIRED_K, &lo, &hi);
-    VT_RETURN_ERROR_IF(lo != hi, VT_ERR_IMPLAUSIBLE,
-                       "missing log entry: a rounding boundary lies within B/2 of our value, so the trainer's rule "
-                       "(boundaries within 3B) must have logged this element");
-    VT_RETURN_ERROR_IF(!bits_finite(r), VT_ERR_DIVERGED, "result %.17g is beyond FP32 range", x);
-    *out = vt_bits_f32(r);
-    return VT_OK;
+    VT_RETURN_ERROR_IF(!(B >= 0) || isinf(B), VT_ERR_DIVERGED, "error bound is not finite (%g)", B);
+    VT_RETURN_ERROR_IF(isnan(vt_xacc_round64(X)), VT_ERR_DIVERGED, "result is NaN");
+    uint32_t lo, hi;
+    exact_window(X, B, &lo, &hi);
+    return judge_window(lo, hi, entry, out);
 }
 
 /* Conservative fast stability filter, branch-free so that it vectorises.
@@ -175,16 +195,16 @@ static inline int fast_stable_k(double x, double B, double k, double slop, float
     return ((lhs < h) & (ad >= 0x1p-126) & (ad <= (double)FLT_MAX) & (B >= 0)) | ((B == 0) & (ad <= (double)FLT_MAX));
 }
 
-/* record: ends_3 (3|x|2^-50 + slop < |x| 2^-48); replay completeness: ends_0.5 (< |x| 2^-50) */
+/* record: ends_3 (3|x|2^-50 + slop < |x| 2^-48); the replayer's own screen of an unlogged element
+ * (ends_2 of its own value: then [X - B, X + B] holds no boundary) and exact rounding use the same slop */
 #define VT_SLOP_RECORD 0x1p-48
-#define VT_SLOP_REQUIRED 0x1p-50
 static inline int fast_stable_record(double x, double B, float *out)
 {
     return fast_stable_k(x, B, VT_UNSTABLE_K, VT_SLOP_RECORD, out);
 }
 static inline int fast_stable_required(double x, double B, float *out)
 {
-    return fast_stable_k(x, B, VT_REQUIRED_K, VT_SLOP_REQUIRED, out);
+    return fast_stable_k(x, B, VT_SCREEN_K, VT_SLOP_RECORD, out);
 }
 
 /* The same filter over a block, written so that the compiler vectorises it (the x86-64
@@ -477,18 +497,23 @@ static int tight_prepare(tight_cache *t, size_t i)
 double vt_bound_of_terms(const vt_bound_cfg *cfg, size_t K, const float *a, size_t inca, const float *b,
                          size_t incb)
 {
-    double s = 0.0;
+    /* sum |a b| in exactly tight_sum's order (four lanes k mod 4 over the whole blocks, the tail
+     * into lane 0, then (s0 + s1) + (s2 + s3)): the bound of an element is one function of its
+     * operands, whoever computes it and however, so log entries are judged alike by all */
+    double sl[4] = {0, 0, 0, 0};
     uint64_t nnz = 0;
     int emin = 1 << 20;
+    size_t whole = K - K % 4;
     for (size_t k = 0; k < K; k++) {
         float fa = a[k * inca], fb = b[k * incb];
         double p = fabs((double)fa * (double)fb);
         if (p == 0.0) continue;
-        s += p;
+        sl[k < whole ? k % 4 : 0] += p;
         nnz++;
         int e = lsb_of_f32(fa) + lsb_of_f32(fb);
         if (e < emin) emin = e;
     }
+    double s = (sl[0] + sl[1]) + (sl[2] + sl[3]);
     if (nnz <= 1 || vt_sum_is_exact(s, emin)) return 0.0;
     return vt_bound_coef(cfg, nnz) * s;
 }
@@ -567,7 +592,8 @@ static inline double bound_at(const vt_bound_cfg *cfg, tight_cache *t, const vt_
     }
 }
 
-/* Lenient replay: note the first implausible or missing entry and round on our own. */
+/* Lenient replay: note the first implausible or missing entry and go on with RN32 of our own
+ * value (x: for a judged element, RN32 of the exact value). */
 static vt_err lenient_own(vt_rctx *c, uint32_t op, uint64_t idx, const vt_log_entry *e, double x, double B, float *out)
 {
     if (c->fault.code == VT_OK) {
@@ -608,28 +634,65 @@ static vt_err round_plain(vt_rctx *c, uint32_t op, const double *x, size_t n, fl
     return VT_OK;
 }
 
-/* Exact rule for an element the fast filter did not clear. Record: may produce an entry.
- * Replay without an entry: no boundary may lie within W/2 of our value, or the trainer (whose
- * rule logs every boundary within 3W) omitted an entry. */
+/* The exact window of element (i, j): lo = RN32(X - B), hi = RN32(X + B) for the exact value X
+ * (X = x when B = 0: the FP64 result is then exact). *X64 gets RN64(X). VT_ERR_UNSUPPORTED when
+ * the operation has no exact evaluator. */
+static vt_err element_window(const vt_bounds *b, size_t i, size_t j, double x, double B, uint32_t *lo, uint32_t *hi,
+                             double *X64)
+{
+    vt_xacc a;
+    vt_xacc_init(&a);
+    if (B == 0 || b->kind == VT_BOUNDS_ZERO) {
+        vt_xacc_add(&a, x);
+    } else {
+        VT_RETURN_ERROR_IF(!b->xa, VT_ERR_UNSUPPORTED, "the operation has no exact evaluator to judge the log");
+        const float *pa = b->xa + i * b->xa_si + j * b->xa_sj, *pb = b->xb + i * b->xb_si + j * b->xb_sj;
+        for (size_t k = 0; k < b->xK; k++) vt_xacc_add_prod32(&a, pa[k * b->xa_sk], pb[k * b->xb_sk]);
+    }
+    *X64 = vt_xacc_round64(&a);
+    VT_RETURN_ERROR_IF(isnan(*X64), VT_ERR_DIVERGED, "result is NaN");
+    exact_window(&a, B, lo, hi);
+    return VT_OK;
+}
+
+/* Record: the trainer's rule on its own value (may produce an entry). */
 static vt_err slow_element(vt_rctx *c, vt_oplog *o, double x, double B, uint64_t idx, float *out)
 {
-    if (c->mode == VT_RMODE_RECORD) {
-        int logged;
-        vt_log_entry e;
-        vt_err err = vt_round_record1(x, B, out, &logged, &e);
-        if (err) return fail(c, err, o->op_id, idx, NULL, x, B);
-        if (!logged) return VT_OK;
-        e.index = idx;
-        VT_FORWARD_IF_ERROR(vt_oplog_push(o, e));
-        if (e.is_value)
+    int logged;
+    vt_log_entry e;
+    vt_err err = vt_round_record1(x, B, out, &logged, &e);
+    if (err) return fail(c, err, o->op_id, idx, NULL, x, B);
+    if (!logged) return VT_OK;
+    e.index = idx;
+    VT_FORWARD_IF_ERROR(vt_oplog_push(o, e));
+    if (e.is_value)
+        c->stats.logged_val++;
+    else
+        c->stats.logged_dir++;
+    return VT_OK;
+}
+
+/* Replay: judge element (i, j) - with its entry e, or without one (e = NULL) - against the exact
+ * value; count it, or (lenient) note the fault and carry on. */
+static vt_err judge_element(vt_rctx *c, uint32_t op, const vt_bounds *b, size_t i, size_t j, size_t cols, double x,
+                            double B, const vt_log_entry *e, float *out)
+{
+    uint64_t idx = (uint64_t)i * cols + j;
+    uint32_t lo, hi;
+    double X64 = x;
+    vt_err err = element_window(b, i, j, x, B, &lo, &hi, &X64);
+    if (!err) err = judge_window(lo, hi, e, out);
+    c->stats.exact++;
+    if (err == VT_ERR_IMPLAUSIBLE && c->lenient) return lenient_own(c, op, idx, e, X64, B, out);
+    if (err) return fail(c, err, op, idx, e, x, B);
+    if (e) {
+        c->stats.checked++;
+        if (e->is_value)
             c->stats.logged_val++;
         else
             c->stats.logged_dir++;
-        return VT_OK;
     }
-    vt_err err = vt_round_replay_unlogged1(x, B, out);
-    if (err == VT_ERR_IMPLAUSIBLE && c->lenient) return lenient_own(c, o->op_id, idx, NULL, x, B, out);
-    return err ? fail(c, err, o->op_id, idx, NULL, x, B) : VT_OK;
+    return VT_OK;
 }
 
 #define VT_BLOCK 64
@@ -656,25 +719,18 @@ static vt_err round_row(vt_rctx *c, vt_oplog *o, uint64_t *ek, tight_cache *tc, 
         /* entries of this block (replay) */
         uint64_t blk_end = row0 + j0 + nb;
         int has_entry = !rec && *ek < o->n_entries && o->e[*ek].index < blk_end;
+        /* record: the trainer's rule (boundaries within 3B of its value); replay: an unlogged
+         * element our own value clears by 2B' (B' >= |x' - X|, B <= B') has no boundary within B
+         * of the exact value, and is RN32(x') = RN32(X) */
         int ok = rec ? fast_block(x + j0, Bb, out + j0, cleared, nb, VT_UNSTABLE_K, VT_SLOP_RECORD)
-                     : fast_block(x + j0, Bb, out + j0, cleared, nb, VT_REQUIRED_K, VT_SLOP_REQUIRED);
+                     : fast_block(x + j0, Bb, out + j0, cleared, nb, VT_SCREEN_K, VT_SLOP_RECORD);
         if (ok && !has_entry) continue;
         for (size_t k = 0; k < nb; k++) {
             uint64_t idx = row0 + j0 + k;
             if (!rec && *ek < o->n_entries && o->e[*ek].index == idx) {
                 const vt_log_entry *e = &o->e[(*ek)++];
                 double B = bound_at(&c->bound, tc, b, i, j0 + k, cols);
-                vt_err err = vt_round_replay1(x[j0 + k], B, e, &out[j0 + k]);
-                if (err == VT_ERR_IMPLAUSIBLE && c->lenient) {
-                    VT_FORWARD_IF_ERROR(lenient_own(c, o->op_id, idx, e, x[j0 + k], B, &out[j0 + k]));
-                    continue;
-                }
-                if (err) return fail(c, err, o->op_id, idx, e, x[j0 + k], B);
-                c->stats.checked++;
-                if (e->is_value)
-                    c->stats.logged_val++;
-                else
-                    c->stats.logged_dir++;
+                VT_FORWARD_IF_ERROR(judge_element(c, o->op_id, b, i, j0 + k, cols, x[j0 + k], B, e, &out[j0 + k]));
                 continue;
             }
             if (cleared[k]) continue;
@@ -685,7 +741,10 @@ static vt_err round_row(vt_rctx *c, vt_oplog *o, uint64_t *ek, tight_cache *tc, 
                          : fast_stable_required(x[j0 + k], Bb[k], &out[j0 + k]);
                 if (st) continue;
             }
-            VT_FORWARD_IF_ERROR(slow_element(c, o, x[j0 + k], Bb[k], idx, &out[j0 + k]));
+            if (rec)
+                VT_FORWARD_IF_ERROR(slow_element(c, o, x[j0 + k], Bb[k], idx, &out[j0 + k]));
+            else
+                VT_FORWARD_IF_ERROR(judge_element(c, o->op_id, b, i, j0 + k, cols, x[j0 + k], Bb[k], NULL, &out[j0 + k]));
         }
     }
     return VT_OK;
@@ -817,14 +876,8 @@ vt_err vt_round(vt_rctx *c, uint32_t op_id, const double *x, const vt_bounds *b,
         VT_FORWARD_IF_ERROR(round_plain(c, op_id, x, (size_t)n, out));
         for (uint64_t k = 0; k < o->n_entries; k++) {
             const vt_log_entry *e = &o->e[k];
-            vt_err err = vt_round_replay1(x[e->index], 0.0, e, &out[e->index]);
-            if (err == VT_ERR_IMPLAUSIBLE && c->lenient) {
-                VT_FORWARD_IF_ERROR(lenient_own(c, op_id, e->index, e, x[e->index], 0.0, &out[e->index]));
-                continue;
-            }
-            if (err) return fail(c, err, op_id, e->index, e, x[e->index], 0.0);
-            c->stats.checked++;
-            c->stats.logged_val++;
+            VT_FORWARD_IF_ERROR(judge_element(c, op_id, b, (size_t)(e->index / cols), (size_t)(e->index % cols), cols,
+                                              x[e->index], 0.0, e, &out[e->index]));
         }
         return VT_OK;
     }

@@ -68,7 +68,7 @@ tamper "direction bits"      "state mismatch"        ""  flip-direction
 tamper "state hash bit"      "record mismatch"       12 flip-state-hash 12
 tamper "signature bit"       "bad signature"         "" flip-signature
 tamper "entries deleted"     "missing log entry"     ""  delete-entries
-tamper "entry far from midpoint" "implausible log entry" 9 add-entry 9
+tamper "forged value entry"  "implausible log entry" 9 add-entry 9
 tamper "logs swapped"        "log mismatch"          14 swap-logs 14 15
 tamper "dataset"             "wrong dataset"         "" other-dataset
 tamper "learning rate"       "manifest mismatch"     "" set-lr 0.2

@@ -6,10 +6,20 @@
 #include <string.h>
 
 #include "common/vt_bytes.h"
+#include "rounding_log/vt_exact.h"
 #include "rounding_log/vt_rlog.h"
 #include "vt_test.h"
 
 static uint32_t fb(float f) { return vt_f32_bits(f); }
+
+/* The replay rule for an element whose exact value is the double X, with bound B. */
+static vt_err jd(double X, double B, const vt_log_entry *e, float *out)
+{
+    vt_xacc a;
+    vt_xacc_init(&a);
+    vt_xacc_add(&a, X);
+    return vt_round_judge1(&a, B, e, out);
+}
 
 /* record one element; returns logged flag; *e gets the entry */
 static int rec(double x, double B, float *out, vt_log_entry *e, vt_err *err)
@@ -31,9 +41,10 @@ static void test_zero_sign(void)
     CHECK(rec(1e-300, 1e-290, &o, &e, &err) && err == VT_OK && !e.is_value && e.up == 1 && fb(o) == 0u,
           "+tiny near zero logs up (err %d, val %d)", err, e.is_value);
     float r;
-    CHECK(vt_round_replay1(-1e-300, 1e-290, &e, &r) == VT_OK && fb(r) == 0u, "replayer with -tiny follows to +0");
+    /* the exact value on the other side of zero, within the bound: the entry decides */
+    CHECK(jd(-1e-300, 1e-290, &e, &r) == VT_OK && fb(r) == 0u, "exact -tiny: the log's up gives +0");
     CHECK(rec(-1e-300, 1e-290, &o, &e, &err) && !e.is_value && e.up == 0 && fb(o) == 0x80000000u, "-tiny logs down");
-    CHECK(vt_round_replay1(1e-300, 1e-290, &e, &r) == VT_OK && fb(r) == 0x80000000u, "replayer follows to -0");
+    CHECK(jd(1e-300, 1e-290, &e, &r) == VT_OK && fb(r) == 0x80000000u, "exact +tiny: the log's down gives -0");
 }
 
 static void test_subnormal(void)
@@ -44,8 +55,8 @@ static void test_subnormal(void)
     double m = 3.5 * 0x1p-149; /* midpoint between 3 and 4 subnormal ulps: tie -> even (4) */
     CHECK(!rec(m, 0.0, &o, &e, &err) && o == (float)(4 * 0x1p-149), "subnormal tie, B=0, to even");
     CHECK(rec(m, 0x1p-170, &o, &e, &err) && !e.is_value && e.up == 1, "subnormal tie with bound logs up");
-    CHECK(vt_round_replay1(m - 0x1p-169, 0x1p-170, &e, &r) == VT_OK && r == (float)(4 * 0x1p-149),
-          "replayer below the tie follows up");
+    CHECK(jd(m - 0x1p-171, 0x1p-170, &e, &r) == VT_OK && r == (float)(4 * 0x1p-149),
+          "exact value just below the tie: the log's up is followed");
     CHECK(!rec(3.0 * 0x1p-149, 0x1p-170, &o, &e, &err) && o == (float)(3 * 0x1p-149), "exact subnormal stable");
     /* below half the smallest subnormal: rounds to zero */
     CHECK(!rec(0x1p-152, 0x1p-170, &o, &e, &err) && fb(o) == 0u, "underflow to +0 is stable far from 2^-150");
@@ -61,12 +72,12 @@ static void test_exponent_boundary(void)
     CHECK(!rec(m_below, 0, &o, &e, &err) && o == 1.0f, "tie below 1 to even");
     CHECK(rec(m_below + 0x1p-45, 0x1p-40, &o, &e, &err) && !e.is_value && e.up == 1 && o == 1.0f,
           "near midpoint below 1: direction up");
-    CHECK(vt_round_replay1(m_below - 0x1p-41, 0x1p-40, &e, &r) == VT_OK && r == 1.0f, "replay follows across boundary");
+    CHECK(jd(m_below - 0x1p-41, 0x1p-40, &e, &r) == VT_OK && r == 1.0f, "judged across the boundary: up to 1");
     /* above 1.0 the spacing is 2^-23; midpoint 1 + 2^-24 ties to 1.0 */
     double m_above = 1.0 + 0x1p-24;
     CHECK(rec(m_above - 0x1p-45, 0x1p-40, &o, &e, &err) && !e.is_value && e.up == 0 && o == 1.0f,
           "near midpoint above 1: direction down");
-    CHECK(vt_round_replay1(m_above + 0x1p-41, 0x1p-40, &e, &r) == VT_OK && r == 1.0f, "replay down to 1");
+    CHECK(jd(m_above + 0x1p-41, 0x1p-40, &e, &r) == VT_OK && r == 1.0f, "judged: down to 1");
     /* at exactly 1.0 with a bound smaller than both half-spacings: stable */
     CHECK(!rec(1.0, 0x1p-30, &o, &e, &err) && o == 1.0f, "exact 1.0 stable");
     /* a bound that covers both midpoints around 1.0 -> value entry */
@@ -81,8 +92,9 @@ static void test_ties_and_exact(void)
     double t = 1.0 + 0x1p-24; /* exact tie: 1.0 is even */
     CHECK(!rec(t, 0, &o, &e, &err) && o == 1.0f, "tie, B=0: deterministic, not logged");
     CHECK(rec(t, 0x1p-50, &o, &e, &err) && !e.is_value && e.up == 0 && o == 1.0f, "tie with bound logs down");
-    CHECK(vt_round_replay1(t + 0x1p-52, 0x1p-50, &e, &r) == VT_OK && r == 1.0f,
-          "replayer just above the tie follows down");
+    CHECK(jd(t + 0x1p-52, 0x1p-50, &e, &r) == VT_OK && r == 1.0f, "exact value just above the tie: down followed");
+    /* an exact tie judged with B = 0: RN32 picks the even neighbour, whatever the entry says */
+    CHECK(jd(t, 0.0, NULL, &r) == VT_OK && r == 1.0f, "exact tie, B=0, no entry: to even");
     double t2 = 1.0 + 3 * 0x1p-24; /* tie between 1+2^-23 (odd) and 1+2^-22 (even) */
     CHECK(rec(t2, 0x1p-50, &o, &e, &err) && e.up == 1 && o == (float)(1.0 + 0x1p-22), "odd tie goes up");
     CHECK(!rec(0.5, 1e-12, &o, &e, &err) && o == 0.5f, "already FP32: stable");
@@ -104,11 +116,12 @@ static void test_overflow_nan(void)
     CHECK(rec(thr - ldexp(1.0, 75), ldexp(1.0, 75), &o, &e, &err) && err == VT_OK && !e.is_value && e.up == 0 &&
               o == FLT_MAX,
           "just below the overflow threshold: direction down to FLT_MAX (err %d)", err);
-    CHECK(vt_round_replay1(thr + ldexp(1.0, 75), ldexp(1.0, 75), &e, &r) == VT_OK && r == FLT_MAX,
-          "replayer that would overflow follows the log to FLT_MAX");
+    CHECK(jd(thr + ldexp(1.0, 74), ldexp(1.0, 75), &e, &r) == VT_OK && r == FLT_MAX,
+          "exact value above the threshold: the log's down gives FLT_MAX");
     vt_log_entry up = e;
     up.up = 1;
-    CHECK(vt_round_replay1(thr, ldexp(1.0, 75), &up, &r) == VT_ERR_IMPLAUSIBLE, "direction to inf is implausible");
+    CHECK(jd(thr, ldexp(1.0, 75), &up, &r) == VT_ERR_IMPLAUSIBLE, "direction to inf is implausible");
+    CHECK(jd(thr + ldexp(1.0, 80), ldexp(1.0, 75), NULL, &r) == VT_ERR_DIVERGED, "exact value beyond range diverges");
     rec(NAN, 0, &o, &e, &err);
     CHECK(err == VT_ERR_DIVERGED, "NaN diverges");
     rec(1.0, NAN, &o, &e, &err);
@@ -120,42 +133,53 @@ static void test_overflow_nan(void)
     rec(INFINITY, 0, &o, &e, &err);
     CHECK(err == VT_ERR_DIVERGED, "inf input");
     vt_log_entry v = {0, fb(NAN), 1, 0};
-    CHECK(vt_round_replay1(1.0, 1.0, &v, &r) == VT_ERR_IMPLAUSIBLE, "NaN value entry implausible");
+    CHECK(jd(1.0, 1.0, &v, &r) == VT_ERR_IMPLAUSIBLE, "NaN value entry implausible");
     v.value_bits = fb(INFINITY);
-    CHECK(vt_round_replay1(FLT_MAX, 1e38, &v, &r) == VT_ERR_IMPLAUSIBLE, "inf value entry implausible");
+    CHECK(jd(FLT_MAX, 1e38, &v, &r) == VT_ERR_IMPLAUSIBLE, "inf value entry implausible");
+    CHECK(jd(NAN, 0.0, NULL, &r) == VT_ERR_DIVERGED, "NaN exact value");
 }
 
+/* Judgement against the exact value X with the trainer's bound B: every honest FP32 result is
+ * in [RN32(X - B), RN32(X + B)], and nothing outside it is accepted. */
 static void test_plausibility(void)
 {
     float r;
-    double m = 1.0 + 0x1p-24;        /* a midpoint */
+    const float one_up = (float)(1.0 + 0x1p-23);
+    double m = 1.0 + 0x1p-24; /* a midpoint */
     double B = 0x1p-40;
     vt_log_entry dn = {0, 0, 0, 0}, up = {0, 0, 0, 1};
-    /* far from any midpoint: any direction entry is rejected */
-    CHECK(vt_round_replay1(1.3, B, &dn, &r) == VT_ERR_IMPLAUSIBLE, "direction far from midpoint rejected");
-    CHECK(vt_round_replay1(1.3, B, &up, &r) == VT_ERR_IMPLAUSIBLE, "flipped direction far from midpoint rejected");
-    /* 3B from the midpoint: stable for us (2B), but inside the widened 6B window: accepted both ways */
-    uint32_t lo, hi;
-    vt_round_ends(m + 3 * B, B, 2.0, &lo, &hi);
-    CHECK(lo == hi, "3B away is stable on our side");
-    CHECK(vt_round_replay1(m + 3 * B, B, &dn, &r) == VT_OK && r == 1.0f, "accepted down within widened window");
-    CHECK(vt_round_replay1(m + 3 * B, B, &up, &r) == VT_OK && r == (float)(1.0 + 0x1p-23), "accepted up");
-    /* 7B away: outside the 6B window -> rejected */
-    CHECK(vt_round_replay1(m + 7 * B, B, &dn, &r) == VT_ERR_IMPLAUSIBLE, "7B away rejected");
-    /* completeness: no entry, but a boundary within B/2 of our value -> missing entry */
-    CHECK(vt_round_replay_unlogged1(m + B / 4, B, &r) == VT_ERR_IMPLAUSIBLE, "missing entry detected");
+    /* no boundary within B of X: a direction entry is moot, the result is RN32(X) either way */
+    CHECK(jd(1.3, B, &dn, &r) == VT_OK && r == 1.3f, "direction without a boundary: RN32(X)");
+    CHECK(jd(1.3, B, &up, &r) == VT_OK && r == 1.3f, "flipped direction without a boundary: still RN32(X)");
+    /* a boundary within B: both neighbours are honest results, the entry picks one */
+    CHECK(jd(m + B / 2, B, &dn, &r) == VT_OK && r == 1.0f, "down: 1");
+    CHECK(jd(m + B / 2, B, &up, &r) == VT_OK && r == one_up, "up: 1 + 2^-23");
+    CHECK(jd(m + 2 * B, B, &dn, &r) == VT_OK && r == one_up, "boundary 2B away: the direction is moot");
+    /* two boundaries within B: a direction entry is not what an honest trainer writes */
+    CHECK(jd(1.0, 0x1p-22, &dn, &r) == VT_ERR_IMPLAUSIBLE, "direction across two boundaries rejected");
+    /* completeness: no entry, but a boundary within B of X -> missing entry */
+    CHECK(jd(m + B / 4, B, NULL, &r) == VT_ERR_IMPLAUSIBLE, "missing entry detected");
     CHECK(strstr(vt_errmsg(), "missing log entry") != NULL, "message: %s", vt_errmsg());
-    /* a boundary between B/2 and 3B: the trainer may or may not have logged it; no requirement */
-    CHECK(vt_round_replay_unlogged1(m + 2 * B, B, &r) == VT_OK && r == (float)(1.0 + 0x1p-23), "2B: not required");
-    /* value entries */
+    CHECK(jd(m + 2 * B, B, NULL, &r) == VT_OK && r == one_up, "boundary 2B away: no entry required");
+    /* value entries: exactly the values RN32 can give within B of X */
     vt_log_entry v = {0, fb(1.0f), 1, 0};
-    CHECK(vt_round_replay1(1.0 + 0x1p-30, 0x1p-26, &v, &r) == VT_OK && r == 1.0f, "value inside window");
+    CHECK(jd(1.0 + 0x1p-30, 0x1p-26, &v, &r) == VT_OK && r == 1.0f, "value inside the window");
+    v.value_bits = fb(one_up);
+    CHECK(jd(1.0 + 0x1p-30, 0x1p-26, &v, &r) == VT_ERR_IMPLAUSIBLE, "one ulp off where only one value is honest");
     v.value_bits = fb(1.5f);
-    CHECK(vt_round_replay1(1.0 + 0x1p-30, 0x1p-26, &v, &r) == VT_ERR_IMPLAUSIBLE, "value far outside rejected");
-    /* B = 0 on our side: only a value equal to our own rounding is plausible */
+    CHECK(jd(1.0 + 0x1p-30, 0x1p-26, &v, &r) == VT_ERR_IMPLAUSIBLE, "value far outside rejected");
+    v.value_bits = fb((float)(1.0 + 0x1p-21));
+    CHECK(jd(1.0, 0x1p-21, &v, &r) == VT_OK, "value at X + B accepted");
+    v.value_bits = fb((float)(1.0 + 0x1p-20));
+    CHECK(jd(1.0, 0x1p-21, &v, &r) == VT_ERR_IMPLAUSIBLE, "value beyond X + B rejected");
+    v.value_bits = fb((float)(1.0 - 0x1p-21));
+    CHECK(jd(1.0, 0x1p-21, &v, &r) == VT_OK, "value at X - B accepted");
+    /* B = 0: X itself is the FP64 result; only RN32(X) */
     v.value_bits = fb(1.0f);
-    CHECK(vt_round_replay1(1.0, 0.0, &v, &r) == VT_OK, "B=0 value equal accepted");
-    CHECK(vt_round_replay1(1.0, 0.0, &dn, &r) == VT_ERR_IMPLAUSIBLE, "B=0 direction rejected");
+    CHECK(jd(1.0, 0.0, &v, &r) == VT_OK, "B=0 value equal accepted");
+    v.value_bits = fb(one_up);
+    CHECK(jd(1.0, 0.0, &v, &r) == VT_ERR_IMPLAUSIBLE, "B=0 other value rejected");
+    CHECK(jd(1.0, 0.0, &dn, &r) == VT_OK && r == 1.0f, "B=0 direction moot");
 }
 
 /* Elements drawn to stress the fast path: near midpoints, powers of two, subnormals, zero,
@@ -234,7 +258,13 @@ static void test_context(void)
 {
     double x[6] = {1.0, 1.0 + 0x1p-24, 2.0, 3.0, 1.0 + 3 * 0x1p-24, 0.25};
     double B[6] = {0, 0x1p-50, 0, 0, 0x1p-50, 0};
-    vt_bounds b = {.kind = VT_BOUNDS_ARRAY, .b = B};
+    /* the exact evaluator: element e is terms[2e] + terms[2e + 1] (so X = x exactly), for the
+     * 2 x 3 view (b) and the 3 x 2 view (b32) of the same six elements */
+    static const float terms[12] = {1.0f, 0.0f, 1.0f, 0x1p-24f, 2.0f, 0.0f, 3.0f, 0.0f, 1.0f, 3 * 0x1p-24f, 0.25f, 0.0f};
+    static const float one = 1.0f;
+    vt_bounds b = {.kind = VT_BOUNDS_ARRAY, .b = B, .xa = terms, .xa_si = 6, .xa_sj = 2, .xa_sk = 1, .xb = &one, .xK = 2};
+    vt_bounds b32 = b;
+    b32.xa_si = 4;
     float out[6], out2[6];
     vt_steplog log;
     vt_steplog_init(&log, 0);
@@ -268,7 +298,7 @@ static void test_context(void)
     CHECK(vt_round(&r, 3, y, NULL, 1, 6, out2) == VT_ERR_MISMATCH && r.fault.code == VT_ERR_MISMATCH,
           "wrong op id detected");
     CHECK_OK(vt_rctx_begin_step(&r, 5, &log));
-    CHECK(vt_round(&r, 1, y, &b, 3, 2, out2) == VT_OK, "same element count, other shape is fine");
+    CHECK(vt_round(&r, 1, y, &b32, 3, 2, out2) == VT_OK, "same element count, other shape is fine");
     CHECK(vt_round(&r, 2, y, NULL, 1, 5, out2) == VT_ERR_MISMATCH, "element count mismatch detected");
     CHECK(vt_rctx_begin_step(&r, 6, &log) == VT_ERR_MISMATCH, "log of another step detected");
 
@@ -281,15 +311,24 @@ static void test_context(void)
           "fault names step 5 op 1 index 1 (got %llu %u %llu)", (unsigned long long)r.fault.step, r.fault.op_id,
           (unsigned long long)r.fault.index);
     CHECK(strstr(vt_errmsg(), "step 5, operation 1, index 1: missing log entry") != NULL, "message: %s", vt_errmsg());
-    /* an extra direction entry far from any midpoint: fault names step, op, index */
+    /* element 4's entry moved to element 3 (3.0, B = 0, no boundary near: the entry is moot
+     * there and gives 3.0); element 4 is then the missing one */
     log.ops[0].e[0].index = 1;
     log.ops[0].e[1].index = 3;
     CHECK_OK(vt_rctx_begin_step(&r, 5, &log));
-    CHECK(vt_round(&r, 1, y, &b, 2, 3, out2) == VT_ERR_IMPLAUSIBLE, "entry far from a midpoint rejected");
-    CHECK(r.fault.step == 5 && r.fault.op_id == 1 && r.fault.index == 3 && r.fault.has_entry,
-          "fault names step 5 op 1 index 3 (got %llu %u %llu)", (unsigned long long)r.fault.step, r.fault.op_id,
+    CHECK(vt_round(&r, 1, y, &b, 2, 3, out2) == VT_ERR_IMPLAUSIBLE, "entry moved off a boundary: missing entry");
+    CHECK(r.fault.step == 5 && r.fault.op_id == 1 && r.fault.index == 4 && !r.fault.has_entry,
+          "fault names step 5 op 1 index 4 (got %llu %u %llu)", (unsigned long long)r.fault.step, r.fault.op_id,
           (unsigned long long)r.fault.index);
-    CHECK(strstr(vt_errmsg(), "step 5, operation 1, index 3") != NULL, "message: %s", vt_errmsg());
+    CHECK(out2[3] == 3.0f, "the moot entry left element 3 at its exact value");
+    CHECK(strstr(vt_errmsg(), "step 5, operation 1, index 4") != NULL, "message: %s", vt_errmsg());
+    /* a value entry far from the exact value: rejected, naming its element */
+    log.ops[0].e[1].index = 4;
+    log.ops[0].e[1].is_value = 1;
+    log.ops[0].e[1].value_bits = fb(1.5f);
+    CHECK_OK(vt_rctx_begin_step(&r, 5, &log));
+    CHECK(vt_round(&r, 1, y, &b, 2, 3, out2) == VT_ERR_IMPLAUSIBLE && r.fault.index == 4 && r.fault.has_entry,
+          "forged value entry rejected at index 4");
 
     /* divergence names step and op */
     double bad[3] = {1.0, NAN, 2.0};

@@ -224,12 +224,12 @@ int main(int argc, char **argv)
             vt_steplog_free(&l);
         }
         recommit();
-    } else if (strcmp(act, "add-entry") == 0) { /* a direction entry where no boundary is near */
+    } else if (strcmp(act, "add-entry") == 0) { /* a forged value entry, far from the exact value */
         vt_steplog l;
         vt_steplog_init(&l, 0);
         get_log(s, &l);
         vt_oplog *o = &l.ops[1]; /* operation 2: layer 1 bias add, exact (bound 0) */
-        vt_log_entry e = {0, 0, 0, 1};
+        vt_log_entry e = {0, vt_f32_bits(12345.0f), 1, 0};
         if (o->n_entries) die("op 2 has entries");
         if (vt_oplog_push(o, e)) die("push");
         put_log(s, &l);
