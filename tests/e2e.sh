@@ -14,9 +14,11 @@ bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
 TRAINER="$B/trainer"
 AUDITOR="$B/auditor"
 TAMPER="$B/vt_tamper"
-# a small, fast recipe: 2000 MNIST images, 784-64-10, 40 steps, every state committed (H = 1)
+# a small, fast recipe: 2000 MNIST images, 784-64-10, 40 steps, every state committed (H = 1);
+# log rounding, so that the log's tampering cases below have entries to work on (exact rounding,
+# the default, is checked in its own section)
 SMALL=(--set dataset=mnist-train --set subset=2000 --set 'layers=[784,64,10]' --set steps=40 --set batch=64
-       --set lr=0.1 --set checkpoint_every=10 --set state_hash_every=1)
+       --set lr=0.1 --set checkpoint_every=10 --set state_hash_every=1 --set rounding=log)
 
 "$TRAINER" keygen "$T/key" >/dev/null || bad "keygen"
 [ "$(stat -c %a "$T/key")" = 600 ] && ok || bad "secret key mode is not 0600"
@@ -39,9 +41,17 @@ expect() {
 }
 
 # --- honest run: every order, two BLAS thread counts, segments, parallel jobs
-for order in blas forward reverse pairwise permuted sorted split; do
+# (VT_QUICK, the BLAS matrix: the BLAS-backed orders and one of the project's own; the others do
+# not touch the BLAS and run in the main suite)
+ORDERS=(blas forward reverse pairwise permuted split)
+[ -n "${VT_QUICK:-}" ] && ORDERS=(blas split pairwise)
+for order in "${ORDERS[@]}"; do
   expect 0 verified "" "$T/run" --order "$order"
 done
+if [ -z "${VT_QUICK:-}" ]; then
+  expect 0 verified "" "$T/run" --order sorted --from 20 # the slowest order: two segments
+  expect 0 verified "" "$T/run" --order sorted --to 10
+fi
 # thread counts of OpenBLAS, BLIS (pthread) and BLIS (OpenMP): whichever library libblas.so.3 is
 OPENBLAS_NUM_THREADS=1 BLIS_NUM_THREADS=1 OMP_NUM_THREADS=1 expect 0 verified "" "$T/run" --order blas
 OPENBLAS_NUM_THREADS=2 BLIS_NUM_THREADS=2 OMP_NUM_THREADS=2 expect 0 verified "" "$T/run" --order blas
@@ -55,6 +65,7 @@ grep -q '"log_entries_applied"' "$T/report.json" && ok || bad "report lacks log_
 "$TRAINER" keygen "$T/other" >/dev/null
 expect 1 "untrusted key" "" "$T/run" --pubkey "$T/other.pub"
 
+if [ -z "${VT_QUICK:-}" ]; then # (VT_QUICK: tampering is judged alike under any BLAS; skipped)
 # --- tampering: each on a fresh copy of the honest run
 tamper() { # name, expected reason, expected step, tamper args...
   local name=$1 reason=$2 step=$3; shift 3
@@ -77,6 +88,7 @@ tamper "learning rate, re-signed" "state mismatch"   1 set-lr-resign 0.2
 "$TRAINER" train --run "$T/cheat" --key "$T/key" "${SMALL[@]}" --quiet --cheat flip-weight:30 >/dev/null || bad "cheat"
 expect 1 "state mismatch" 30 "$T/cheat"
 
+fi
 # --- resume: stop (as after a crash) and resume gives the same run as an uninterrupted one.
 # Byte for byte commitments need the same FP64 values in both processes, which the project's own
 # orders promise and no BLAS does (not even from one call to the next), so the commitments are
@@ -94,6 +106,7 @@ for r in p1 p2; do
 done
 "$TRAINER" train --run "$T/p2" --key "$T/key" "${SMALL[@]}" --order pairwise --quiet --resume >/dev/null || bad "resume p2"
 cmp -s "$T/p1/commitment.vtc" "$T/p2/commitment.vtc" && ok || bad "resumed commitment differs (pairwise order)"
+if [ -z "${VT_QUICK:-}" ]; then # (VT_QUICK, the BLAS matrix: the parts that do not touch the BLAS are skipped)
 # a real kill -9 in the middle of a longer run (pairwise order: the commitments must be equal)
 LONG=(--set dataset=digits --set 'layers=[64,64,10]' --set steps=3000 --set batch=32 --set checkpoint_every=50
       --order pairwise)
@@ -133,6 +146,35 @@ hostile "missing commitment"  'rm "$T/h/commitment.vtc"'
 "$AUDITOR" verify >/dev/null 2>&1; [ $? = 64 ] && ok || bad "usage error must exit 64"
 "$TRAINER" train --run "$T/x" >/dev/null 2>&1; [ $? = 64 ] && ok || bad "trainer usage error must exit 64"
 
+fi
+# --- exact rounding (the default): no log, the same commitment from every trainer order, every
+# auditor order verifies, and a log smuggled into an exact run is rejected
+EXACT=(--set dataset=mnist-train --set subset=2000 --set 'layers=[784,64,10]' --set steps=30 --set batch=64
+       --set lr=0.1 --set checkpoint_every=10 --set state_hash_every=1)
+"$TRAINER" train --run "$T/x1" --key "$T/key" "${EXACT[@]}" --quiet >"$T/x1.out" || bad "exact train"
+grep -q "^rounding        exact: .*no log" "$T/x1.out" && ok || bad "exact run output: $(cat "$T/x1.out")"
+[ "$(sqlite3 "$T/x1/run.db" "SELECT COALESCE(SUM(log_entries), -1) FROM steps")" = 0 ] && ok || bad "exact run logged entries"
+for order in permuted reverse; do
+  rm -rf "$T/x2"
+  "$TRAINER" train --run "$T/x2" --key "$T/key" "${EXACT[@]}" --order "$order" --quiet >/dev/null || bad "exact $order"
+  cmp -s "$T/x1/commitment.vtc" "$T/x2/commitment.vtc" && ok || bad "exact rounding: trainer order $order commits otherwise"
+done
+for order in "${ORDERS[@]}"; do
+  expect 0 verified "" "$T/x1" --order "$order"
+done
+[ -z "${VT_QUICK:-}" ] && expect 0 verified "" "$T/x1" --order sorted --from 20 # the slowest order: one segment
+if [ -z "${VT_QUICK:-}" ]; then
+  rm -rf "$T/x3"; cp -r "$T/x1" "$T/x3"
+  if "$TAMPER" "$T/x3" "$T/key" add-entry 5 >"$T/tamper.out" 2>&1; then
+    expect 1 "log mismatch" 5 "$T/x3" --order pairwise
+  else bad "tamper add-entry on an exact run: $(cat "$T/tamper.out")"; fi
+  "$TRAINER" train --run "$T/x4" --key "$T/key" "${EXACT[@]}" --quiet --cheat flip-weight:12 >/dev/null || bad "exact cheat"
+  expect 1 "state mismatch" 12 "$T/x4"
+  "$TRAINER" train --run "$T/x5" --key "$T/key" "${EXACT[@]}" --set bound_mode=probabilistic >/dev/null 2>"$T/x5.err"
+  [ $? = 64 ] && grep -q "needs bound_mode=provable" "$T/x5.err" && ok || bad "exact + probabilistic must be refused"
+fi
+
+if [ -z "${VT_QUICK:-}" ]; then
 # malformed or out-of-range numbers on the command line: exit 64 and a message naming the option
 num64() { # option-name-in-message, command...
   local opt=$1; shift
@@ -156,5 +198,6 @@ num64 --games "$B/arbiter" serve --listen 127.0.0.1:0 --key "$T/key" --games x
 num64 --deadline-ms "$B/arbiter" serve --listen 127.0.0.1:0 --key "$T/key" --deadline-ms -5
 [ ! -e "$T/x" ] && ok || bad "a usage error must not create the run directory"
 
+fi
 echo "e2e: $pass passed, $fail failed"
 [ "$fail" = 0 ]
