@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../common/vt_bytes.h"
 #include "../common/vt_cli.h"
 #include "../merkle/vt_sign.h"
 #include "../protocol/vt_proto.h"
@@ -130,9 +131,10 @@ vt_err vt_arbiter_serve(const vt_arbiter_opts *o)
     VT_FORWARD_IF_ERROR(vt_sign_init());
     VT_FORWARD_IF_ERROR(vt_sign_read_secret_key(o->key_path, &kp));
     vt_err e = vt_listen(o->listen, &l, &port);
-    if (!e && o->port_file) {
-        FILE *f = fopen(o->port_file, "w");
-        if (!f || fprintf(f, "%u\n", port) < 0 || fclose(f) != 0) e = vt_set_error(VT_ERR_IO, "cannot write %s", o->port_file);
+    if (!e && o->port_file) { /* atomically: a reader polling for the file never sees half of it */
+        char num[16];
+        int k = snprintf(num, sizeof num, "%u\n", (unsigned)port);
+        e = vt_write_file_atomic(o->port_file, num, (size_t)k);
     }
     if (!e && !o->quiet) fprintf(stderr, "arbiter: listening on port %u\n", port);
     pthread_t th[64];

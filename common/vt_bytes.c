@@ -1,6 +1,9 @@
 #include "vt_bytes.h"
 
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 void vt_buf_init(vt_buf *b)
 {
@@ -135,4 +138,23 @@ vt_err vt_read_varint(vt_reader *r, uint64_t *v, const char *what)
         }
     }
     VT_RETURN_ERROR(VT_ERR_FORMAT, "varint (%s) longer than 10 bytes at offset %zu", what, r->pos);
+}
+
+vt_err vt_write_file_atomic(const char *path, const void *data, size_t n)
+{
+    VT_RETURN_ERROR_IF(!path || (!data && n), VT_ERR_ARG, "vt_write_file_atomic: NULL argument");
+    char tmp[4096];
+    int k = snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    VT_RETURN_ERROR_IF(k < 0 || (size_t)k >= sizeof tmp, VT_ERR_ARG, "path too long: %s", path);
+    FILE *f = fopen(tmp, "wb");
+    VT_RETURN_ERROR_IF(!f, VT_ERR_IO, "cannot create %s: %s", tmp, strerror(errno));
+    int err = 0;
+    if (fwrite(data, 1, n, f) != n) err = errno ? errno : EIO;
+    if (fclose(f) != 0 && !err) err = errno ? errno : EIO;
+    if (!err && rename(tmp, path) != 0) err = errno;
+    if (err) {
+        (void)unlink(tmp);
+        VT_RETURN_ERROR(VT_ERR_IO, "cannot write %s: %s", path, strerror(err));
+    }
+    return VT_OK;
 }

@@ -77,4 +77,9 @@ vt_err vt_read_u64le(vt_reader *r, uint64_t *v, const char *what) VT_WARN_UNUSED
 /* Unsigned LEB128; rejects non-minimal encodings and values above 2^64-1. */
 vt_err vt_read_varint(vt_reader *r, uint64_t *v, const char *what) VT_WARN_UNUSED;
 
+/* Writes n bytes to path atomically: into path.tmp.<pid>, then rename(2) over path, so a
+ * concurrent reader sees either no file (or the previous one) or the whole new content,
+ * never a partial write. The temporary is removed on failure. */
+vt_err vt_write_file_atomic(const char *path, const void *data, size_t n) VT_WARN_UNUSED;
+
 #endif

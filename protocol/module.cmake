@@ -38,10 +38,18 @@ if(VT_FUZZ)
                            -fno-omit-frame-pointer)
     target_link_options(fuzz_msg PRIVATE -fsanitize=fuzzer,address,undefined)
     target_link_libraries(fuzz_msg PRIVATE PkgConfig::SODIUM PkgConfig::CRYPTO)
-    # A short smoke run (new inputs go to the build tree, never to the committed corpus).
-    file(MAKE_DIRECTORY ${CMAKE_BINARY_DIR}/fuzz_msg_corpus)
+    # A short smoke run, reproducible: every run starts from a fresh, empty output directory
+    # in the build tree (libFuzzer writes new inputs to the first directory only, so the
+    # committed corpus is read, never written), with a fixed seed, without libFuzzer's periodic,
+    # time-driven re-reading of that directory (-reload=0) and, where setarch allows it, without
+    # address-space randomisation (compared pointer values steer the mutations): the same inputs
+    # every run.
+    set(_vt_msg_fuzz_out ${CMAKE_BINARY_DIR}/fuzz_msg_corpus)
     add_test(NAME msg_fuzz_smoke
-             COMMAND fuzz_msg ${CMAKE_BINARY_DIR}/fuzz_msg_corpus ${VT_MSG_CORPUS} -runs=20000 -seed=1)
+             COMMAND sh -c "rm -rf '${_vt_msg_fuzz_out}' && mkdir -p '${_vt_msg_fuzz_out}' && \
+set -- \"$0\" '${_vt_msg_fuzz_out}' '${VT_MSG_CORPUS}' -runs=20000 -seed=1 -reload=0 && \
+if setarch \"$(uname -m)\" -R true 2>/dev/null; then exec setarch \"$(uname -m)\" -R \"$@\"; fi; exec \"$@\""
+                     $<TARGET_FILE:fuzz_msg>)
     set_tests_properties(msg_fuzz_smoke PROPERTIES TIMEOUT 300)
   else()
     message(WARNING "VT_FUZZ=ON needs clang as the C compiler (CC=clang); fuzz_msg is not built")

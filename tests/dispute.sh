@@ -20,9 +20,32 @@ bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
 R=(--set subset=4000 --set 'layers=[784,128,10]' --set steps=20 --set batch=64 --set checkpoint_every=5
    --set state_hash_every=1 --quiet)
 
-wait_file() { for _ in $(seq 1 200); do [ -s "$1" ] && return 0; sleep 0.05; done; return 1; }
+# ASan/UBSan builds (VT_ASAN=1) run several times slower: deadlines that honest parties must
+# meet are scaled by this factor.
+SLOW=1; [ "${VT_ASAN:-0}" = 1 ] && SLOW=4
+
+# wait_file FILE PID LOG: waits for a server's port file (written atomically: once it exists it
+# is complete). `trainer serve` loads and hashes the data set before it listens, which can take
+# long under a sanitizer on a loaded machine: the ceiling is generous (120 s), and the wait ends
+# at once, showing the log, if the server has exited.
+wait_file() {
+  local i
+  for ((i = 0; i < 2400; i++)); do
+    [ -s "$1" ] && return 0
+    if ! kill -0 "$2" 2>/dev/null; then
+      [ -s "$1" ] && return 0
+      echo "server (pid $2) exited before writing $1: $(tail -5 "$3" 2>/dev/null)" >&2
+      return 1
+    fi
+    sleep 0.05
+  done
+  echo "no $1 after 120 s: $(tail -5 "$3" 2>/dev/null)" >&2
+  return 1
+}
 
 # game NAME RUN EXPECT_LOSER(trainer|auditor) REASON STEP OP [serve args...] [-- challenge args...]
+# (environment: DEADLINE the arbiter's --deadline-ms; WHY a text the verdict must contain;
+# ARUN the auditor's run; GARBAGE=1 junk to the trainer's port first)
 game() {
   local name=$1 run=$2 loser=$3 reason=$4 step=$5 op=$6; shift 6
   local sargs=() cargs=()
@@ -31,18 +54,21 @@ game() {
   cargs=("$@")
   local d="$T/g-$name"; mkdir -p "$d"
   "$B/arbiter" serve --listen 127.0.0.1:0 --key "$T/rk" --games 1 --port-file "$d/ap" --transcripts "$d" \
-    --deadline-ms "${DEADLINE:-20000}" >"$d/arbiter.log" 2>&1 &
+    --deadline-ms "${DEADLINE:-$((20000 * SLOW))}" >"$d/arbiter.log" 2>&1 &
   local apid=$!
   "$B/trainer" serve "$T/$run" --listen 127.0.0.1:0 --key "$T/tk" --connections 3 --port-file "$d/tp" --idle-ms 20000 \
     "${sargs[@]}" --quiet >"$d/trainer.log" 2>&1 &
   local tpid=$!
   PIDS+=("$apid" "$tpid")
-  if ! wait_file "$d/ap" || ! wait_file "$d/tp"; then bad "$name: servers did not start"; return; fi
+  if ! wait_file "$d/ap" "$apid" "$d/arbiter.log" || ! wait_file "$d/tp" "$tpid" "$d/trainer.log"; then
+    bad "$name: servers did not start"; return; fi
   [ -n "${GARBAGE:-}" ] && { head -c 4000 /dev/urandom >/dev/tcp/127.0.0.1/"$(cat "$d/tp")"; } 2>/dev/null
   timeout 300 "$B/auditor" challenge "$T/${ARUN:-$run}" --trainer 127.0.0.1:"$(cat "$d/tp")" --arbiter 127.0.0.1:"$(cat "$d/ap")" \
     --key "$T/ak" --arbiter-key "$T/rk.pub" --quiet "${cargs[@]}" >"$d/challenge.out" 2>&1
   local st=$?
-  for _ in $(seq 1 100); do kill -0 "$apid" 2>/dev/null || break; sleep 0.1; done
+  # the arbiter (--games 1) exits by itself once the verdict and the transcript are out: give it
+  # time (it returns as soon as it is done) rather than killing it mid-write on a slow machine
+  for _ in $(seq 1 600); do kill -0 "$apid" 2>/dev/null || break; sleep 0.1; done
   kill "$apid" 2>/dev/null; wait "$apid" 2>/dev/null
   kill "$tpid" 2>/dev/null; wait "$tpid" 2>/dev/null
   local want=0; [ "$loser" = auditor ] && want=1
@@ -51,6 +77,7 @@ game() {
   echo "$out" | grep -q "against the $loser ($reason)" || { bad "$name: verdict: $out"; return; }
   [ -z "$step" ] || echo "$out" | grep -q "at step $step," || { bad "$name: wrong step: $out"; return; }
   [ -z "$op" ] || echo "$out" | grep -q "operation $op\$" || { bad "$name: wrong operation: $out"; return; }
+  [ -z "${WHY:-}" ] || echo "$out" | grep -q "$WHY" || { bad "$name: not decided by \"$WHY\": $out"; return; }
   ok
   echo "$name: $(echo "$out" | head -1)"
   local tr; tr=$(ls "$d"/game-*.vttr 2>/dev/null | head -1)
@@ -80,7 +107,14 @@ game lying-auditor honest auditor "wrong output" 9 2 -- --lie 9:2
 # trainers that misbehave in the game itself
 game bad-proof cheat-lr trainer "bad proof" "" "" --cheat lr:7:0.5 --misbehave bad-proof
 game inconsistent cheat-lr trainer "inconsistent answer" "" "" --cheat lr:7:0.5 --misbehave inconsistent
-DEADLINE=1500 game silent cheat-lr trainer "no valid answer" "" "" --cheat lr:7:0.5 --misbehave silent
+# The arbiter's deadline is what decides here: the trainer reads every question and never
+# answers (and, with --idle-ms 600000, keeps the connection open far longer than the deadline),
+# so its first question (the commitment) runs out. The deadline is shorter than the default to
+# keep the case quick, yet long enough that the honest side cannot plausibly miss it on a loaded
+# machine: all it must do in time is the auditor's CHALLENGE right after its TLS handshake and
+# the arbiter's TLS connection to the trainer.
+DEADLINE=$((5000 * SLOW)) WHY="deadline exceeded" game silent cheat-lr trainer "no valid answer" "" "" --cheat lr:7:0.5 --misbehave silent \
+  --idle-ms 600000
 # a trainer that signed two different roots for one run: it serves another commitment than the
 # one the auditor holds (the same run re-committed after an edit, signed by the same key)
 cp -r "$T/honest" "$T/second"; "$B/vt_tamper" "$T/second" "$T/tk" flip-direction >/dev/null || bad "tamper"

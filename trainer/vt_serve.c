@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "../arbiter/vt_dispute.h"
+#include "../common/vt_bytes.h"
 #include "../common/vt_hash.h"
 #include "../data/vt_data.h"
 #include "../merkle/vt_merkle.h"
@@ -260,9 +261,10 @@ vt_err vt_serve_run(const vt_serve_opts *o)
     vt_store_close(st);
     uint16_t port = 0;
     if (!e) e = vt_listen(o->listen, &l, &port);
-    if (!e && o->port_file) {
-        FILE *f = fopen(o->port_file, "w");
-        if (!f || fprintf(f, "%u\n", port) < 0 || fclose(f) != 0) e = vt_set_error(VT_ERR_IO, "cannot write %s", o->port_file);
+    if (!e && o->port_file) { /* atomically: a reader polling for the file never sees half of it */
+        char num[16];
+        int k = snprintf(num, sizeof num, "%u\n", (unsigned)port);
+        e = vt_write_file_atomic(o->port_file, num, (size_t)k);
     }
     if (!e && !o->quiet) fprintf(stderr, "trainer: serving %s on port %u\n", o->run_dir, port);
     int handled = 0, maxc = o->max_clients > 0 ? o->max_clients : 8;
