@@ -406,13 +406,21 @@ static void recompute(game *g, uint64_t lo, uint64_t p, const claim *ct, const c
         const vt_oplog *fo = NULL;
         for (uint32_t i = 0; i < full.n_ops; i++)
             if (full.ops[i].op_id == j) fo = &full.ops[i];
-        e = fo ? vt_steplog_add_op(&mini, j, fo->n_elems, &rec) : VT_ERR_MISMATCH;
-        for (uint64_t k = 0; !e && k < fo->n_entries; k++) e = vt_oplog_push(rec, fo->e[k]);
+        if (m->rc.bound.rounding == VT_ROUNDING_EXACT) {
+            /* exact rounding writes no log: a committed log with any record is not the rule's */
+            e = full.n_ops == 0 ? VT_OK : VT_ERR_MISMATCH;
+        } else {
+            e = fo ? vt_steplog_add_op(&mini, j, fo->n_elems, &rec) : VT_ERR_MISMATCH;
+            for (uint64_t k = 0; !e && k < fo->n_entries; k++) e = vt_oplog_push(rec, fo->e[k]);
+        }
         vt_steplog_free(&full);
         if (e) {
             vt_steplog_free(&mini);
             decide(g, VT_LOSER_TRAINER, VT_REASON_LOG_MISMATCH, s, j,
-                   "the trainer's committed log of step %llu has no valid record for operation %u", (unsigned long long)s, j);
+                   m->rc.bound.rounding == VT_ROUNDING_EXACT
+                       ? "the run rounds exactly, yet the trainer's committed log of step %llu has records (op %u)"
+                       : "the trainer's committed log of step %llu has no valid record for operation %u",
+                   (unsigned long long)s, j);
             return;
         }
     }

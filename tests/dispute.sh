@@ -16,9 +16,11 @@ bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
 
 "$B/trainer" keygen "$T/tk" >/dev/null && "$B/auditor" --help >/dev/null && "$B/arbiter" keygen "$T/rk" >/dev/null &&
   "$B/trainer" keygen "$T/ak" >/dev/null || { echo "setup failed"; exit 1; }
-# 4000 MNIST images, 784-128-10, 20 steps, every state committed: a few dozen log entries
+# 4000 MNIST images, 784-128-10, 20 steps, every state committed; exact rounding (the default)
+# and, for the log's own cases, log rounding (a few dozen log entries)
 R=(--set subset=4000 --set 'layers=[784,128,10]' --set steps=20 --set batch=64 --set checkpoint_every=5
    --set state_hash_every=1 --quiet)
+RLOG=(--set rounding=log)
 
 # ASan/UBSan builds (VT_ASAN=1) run several times slower: deadlines that honest parties must
 # meet are scaled by this factor.
@@ -54,7 +56,7 @@ game() {
   cargs=("$@")
   local d="$T/g-$name"; mkdir -p "$d"
   "$B/arbiter" serve --listen 127.0.0.1:0 --key "$T/rk" --games 1 --port-file "$d/ap" --transcripts "$d" \
-    --deadline-ms "${DEADLINE:-$((20000 * SLOW))}" >"$d/arbiter.log" 2>&1 &
+    --deadline-ms "${DEADLINE:-$((20000 * SLOW))}" --order "${ARB_ORDER:-reverse}" >"$d/arbiter.log" 2>&1 &
   local apid=$!
   "$B/trainer" serve "$T/$run" --listen 127.0.0.1:0 --key "$T/tk" --connections 3 --port-file "$d/tp" --idle-ms 20000 \
     "${sargs[@]}" --quiet >"$d/trainer.log" 2>&1 &
@@ -89,21 +91,32 @@ game() {
 train() { "$B/trainer" train --run "$T/$1" --key "$T/tk" "${R[@]}" "${@:2}" >/dev/null || bad "train $1"; }
 
 train honest
+train honest-log "${RLOG[@]}"
 # the cheating trainer deviates at step 7 and commits consistently; its server answers consistently
 for c in "lr:7:0.5 17" "poison:7:0.001 14" "flip-weight:7 17" "reorder:7 1"; do
   set -- $c
   train "cheat-${1%%:*}" --cheat "$1"
   game "cheat-${1%%:*}" "cheat-${1%%:*}" trainer "wrong output" 7 "$2" --cheat "$1"
 done
+train cheat-lr-log --cheat lr:7:0.5 "${RLOG[@]}"
+game cheat-lr-log cheat-lr-log trainer "wrong output" 7 17 --cheat lr:7:0.5
 # log forgeries, re-committed with the trainer's key (tests/vt_tamper.c)
-cp -r "$T/honest" "$T/forged"; "$B/vt_tamper" "$T/forged" "$T/tk" flip-direction >/dev/null || bad "tamper"
+cp -r "$T/honest-log" "$T/forged"; "$B/vt_tamper" "$T/forged" "$T/tk" flip-direction >/dev/null || bad "tamper"
 game forged-direction forged trainer "wrong output" "" ""
-cp -r "$T/honest" "$T/omitted"; "$B/vt_tamper" "$T/omitted" "$T/tk" delete-entries >/dev/null || bad "tamper"
+cp -r "$T/honest-log" "$T/omitted"; "$B/vt_tamper" "$T/omitted" "$T/tk" delete-entries >/dev/null || bad "tamper"
 game omitted-entry omitted trainer "missing log entry" "" ""
-cp -r "$T/honest" "$T/swapped"; "$B/vt_tamper" "$T/swapped" "$T/tk" swap-logs 12 13 >/dev/null || bad "tamper"
+cp -r "$T/honest-log" "$T/swapped"; "$B/vt_tamper" "$T/swapped" "$T/tk" swap-logs 12 13 >/dev/null || bad "tamper"
 game swapped-logs swapped trainer "log mismatch" 12 ""
-# a lying auditor disputes an honest step
+# a log smuggled into an exact run
+cp -r "$T/honest" "$T/smuggled"; "$B/vt_tamper" "$T/smuggled" "$T/tk" add-entry 6 >/dev/null || bad "tamper"
+game smuggled-log smuggled trainer "log mismatch" 6 ""
+# a lying auditor disputes an honest step, in both modes and with the arbiter and the auditor on
+# other orders than each other (and than the trainer): the honest trainer never loses
 game lying-auditor honest auditor "wrong output" 9 2 -- --lie 9:2
+game lying-auditor-log honest-log auditor "wrong output" 9 2 -- --lie 9:2
+ARB_ORDER=forward game lying-auditor-orders honest auditor "wrong output" 9 2 -- --lie 9:2 --order permuted
+ARB_ORDER=permuted game lying-auditor-log-orders honest-log auditor "wrong output" 9 2 -- --lie 9:2 --order forward
+ARB_ORDER=split game omitted-entry-orders omitted trainer "missing log entry" "" "" -- --order reverse
 # trainers that misbehave in the game itself
 game bad-proof cheat-lr trainer "bad proof" "" "" --cheat lr:7:0.5 --misbehave bad-proof
 game inconsistent cheat-lr trainer "inconsistent answer" "" "" --cheat lr:7:0.5 --misbehave inconsistent
@@ -117,8 +130,8 @@ DEADLINE=$((5000 * SLOW)) WHY="deadline exceeded" game silent cheat-lr trainer "
   --idle-ms 600000
 # a trainer that signed two different roots for one run: it serves another commitment than the
 # one the auditor holds (the same run re-committed after an edit, signed by the same key)
-cp -r "$T/honest" "$T/second"; "$B/vt_tamper" "$T/second" "$T/tk" flip-direction >/dev/null || bad "tamper"
-ARUN=honest game two-roots second trainer "equivocation" "" "" -- --step 10
+cp -r "$T/honest-log" "$T/second"; "$B/vt_tamper" "$T/second" "$T/tk" flip-direction >/dev/null || bad "tamper"
+ARUN=honest-log game two-roots second trainer "equivocation" "" "" -- --step 10
 # a connection dropped mid-game: the arbiter reconnects and the game goes on to the same verdict
 game dropped cheat-lr trainer "wrong output" 7 17 --cheat lr:7:0.5 --misbehave drop-once
 # garbage sent to the trainer's port first: that client is dropped, the game still works
