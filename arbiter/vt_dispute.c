@@ -83,7 +83,7 @@ static vt_err run_step(vt_model *m, vt_store *st, const vt_dataset *ds, vt_party
         uint8_t *blob = NULL;
         size_t n = 0;
         e = vt_store_get_log(st, s, &blob, &n);
-        if (!e) e = vt_steplog_decode(blob, n, NULL, &log, NULL);
+        if (!e) e = vt_steplog_decode_stored(blob, n, s, NULL, &log, NULL);
         free(blob);
         saved = malloc(m->n_state * sizeof(float));
         if (!saved) {

@@ -395,7 +395,7 @@ static void recompute(game *g, uint64_t lo, uint64_t p, const claim *ct, const c
         vt_steplog full;
         vt_steplog_init(&full, 0);
         uint8_t lh[32];
-        vt_err e = vt_steplog_decode(a.body.log.data, a.body.log.len, NULL, &full, lh);
+        vt_err e = vt_steplog_decode_stored(a.body.log.data, a.body.log.len, s, NULL, &full, lh);
         vt_msg_free(&a);
         if (e || memcmp(lh, L->log_hash, 32) != 0 || full.step != s) {
             vt_steplog_free(&full);

@@ -164,7 +164,7 @@ static void replay_segment(worker *w)
             find_io(&w->f, (int64_t)s, "log");
             goto out;
         }
-        vt_err e = vt_steplog_decode(blob, blen, NULL, &log, lh);
+        vt_err e = vt_steplog_decode_stored(blob, blen, s, NULL, &log, lh);
         free(blob);
         if (e) {
             find_set(&w->f, VT_VERDICT_REJECTED, (int64_t)s, "log corrupt", "the log of step %llu cannot be decoded: %s",

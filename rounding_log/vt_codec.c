@@ -661,3 +661,33 @@ vt_err vt_steplog_decode(const uint8_t *buf, size_t len, const vt_log_limits *li
     }
     return e;
 }
+
+vt_err vt_steplog_encode_stored(const vt_steplog *l, int zstd_level, uint8_t **out, size_t *out_len, uint8_t hash[32])
+{
+    VT_RETURN_ERROR_IF(!l || !out || !out_len, VT_ERR_ARG, "vt_steplog_encode_stored: NULL argument");
+    if (l->n_ops > 0) return vt_steplog_encode(l, zstd_level, out, out_len, hash);
+    *out = NULL;
+    *out_len = 0;
+    uint8_t h[VT_HASH_LEN];
+    VT_FORWARD_IF_ERROR(vt_steplog_hash(l, h));
+    if (hash) memcpy(hash, h, VT_HASH_LEN);
+    return VT_OK;
+}
+
+vt_err vt_steplog_decode_stored(const uint8_t *buf, size_t len, uint64_t step, const vt_log_limits *lim,
+                                vt_steplog *l, uint8_t hash[32])
+{
+    VT_RETURN_ERROR_IF(!l, VT_ERR_ARG, "vt_steplog_decode_stored: NULL log");
+    if (len == 0) {
+        vt_steplog_reset(l, step);
+        uint8_t h[VT_HASH_LEN];
+        vt_err e = vt_steplog_hash(l, h);
+        if (e) {
+            vt_steplog_free(l);
+            return e;
+        }
+        if (hash) memcpy(hash, h, VT_HASH_LEN);
+        return VT_OK;
+    }
+    return vt_steplog_decode(buf, len, lim, l, hash);
+}

@@ -170,6 +170,16 @@ vt_err vt_steplog_decode(const uint8_t *buf, size_t len, const vt_log_limits *li
                          uint8_t hash[32]) VT_WARN_UNUSED;
 /* Decode the uncompressed canonical payload (also used by decode). */
 vt_err vt_steplog_parse(const uint8_t *buf, size_t len, const vt_log_limits *lim, vt_steplog *l) VT_WARN_UNUSED;
+/* Stored form of a step's log (the run store, the LOG message): a log without any operation
+ * record - every step of an exact-rounding run - is stored as zero bytes; any other log as its
+ * container. hash receives the log hash either way (of the canonical payload, which still names
+ * the step). *out is NULL when *out_len is 0. */
+vt_err vt_steplog_encode_stored(const vt_steplog *l, int zstd_level, uint8_t **out, size_t *out_len,
+                                uint8_t hash[32]) VT_WARN_UNUSED;
+/* Decode a stored log of step `step`: zero bytes are the empty log of that step; anything else a
+ * container (vt_steplog_decode; the caller checks that it holds that step's log: l->step). */
+vt_err vt_steplog_decode_stored(const uint8_t *buf, size_t len, uint64_t step, const vt_log_limits *lim,
+                                vt_steplog *l, uint8_t hash[32]) VT_WARN_UNUSED;
 /* Hash of a log without keeping the encoding. */
 vt_err vt_steplog_hash(const vt_steplog *l, uint8_t hash[32]) VT_WARN_UNUSED;
 

@@ -589,6 +589,34 @@ static void test_bombs(void)
     vt_steplog_free(&m);
 }
 
+/* The stored form: an empty log is zero bytes (hash of its payload all the same), any other log
+ * its container; decoding zero bytes gives the empty log of the step the reader names. */
+static void test_stored(void)
+{
+    vt_steplog l, m;
+    vt_steplog_init(&l, 77);
+    vt_steplog_init(&m, 0);
+    uint8_t *b = NULL, h[32], h2[32], h3[32];
+    size_t n = 1;
+    CHECK_OK(vt_steplog_encode_stored(&l, 3, &b, &n, h));
+    CHECK(n == 0 && b == NULL, "an empty log is stored as zero bytes (%zu)", n);
+    CHECK_OK(vt_steplog_hash(&l, h2));
+    CHECK(memcmp(h, h2, 32) == 0, "its hash is the empty payload's");
+    CHECK_OK(vt_steplog_decode_stored(NULL, 0, 77, NULL, &m, h3));
+    CHECK(m.step == 77 && m.n_ops == 0 && memcmp(h3, h, 32) == 0, "zero bytes decode to the empty log of step 77");
+    vt_steplog_reset(&l, 78);
+    CHECK_OK(vt_steplog_hash(&l, h2));
+    CHECK(memcmp(h2, h, 32) != 0, "the empty logs of two steps hash differently");
+    tk_golden_log(&l);
+    CHECK_OK(vt_steplog_encode_stored(&l, 3, &b, &n, h));
+    CHECK(n > 56 && b && memcmp(b, "VTLZ", 4) == 0, "a non-empty log is stored as its container");
+    CHECK_OK(vt_steplog_decode_stored(b, n, l.step, NULL, &m, h3));
+    CHECK(logs_equal(&l, &m) && memcmp(h3, h, 32) == 0, "stored container round trip");
+    free(b);
+    vt_steplog_free(&l);
+    vt_steplog_free(&m);
+}
+
 int main(void)
 {
     vt_rng r = {vt_test_seed(20240611)};
@@ -600,5 +628,6 @@ int main(void)
     test_bitflips();
     test_limits();
     test_bombs();
+    test_stored();
     return vt_test_finish("test_codec");
 }

@@ -39,7 +39,7 @@ static void get_log(int64_t s, vt_steplog *l)
     sqlite3_prepare_v2(db, "SELECT log FROM steps WHERE step = ?1", -1, &st, NULL);
     sqlite3_bind_int64(st, 1, s);
     if (sqlite3_step(st) != SQLITE_ROW) die("no such step");
-    if (vt_steplog_decode(sqlite3_column_blob(st, 0), (size_t)sqlite3_column_bytes(st, 0), NULL, l, NULL))
+    if (vt_steplog_decode_stored(sqlite3_column_blob(st, 0), (size_t)sqlite3_column_bytes(st, 0), (uint64_t)s, NULL, l, NULL))
         die("decode");
     sqlite3_finalize(st);
 }
@@ -48,10 +48,11 @@ static void put_log(int64_t s, const vt_steplog *l)
 {
     uint8_t *blob, h[32];
     size_t n;
-    if (vt_steplog_encode(l, 3, &blob, &n, h)) die("encode");
+    if (vt_steplog_encode_stored(l, 3, &blob, &n, h)) die("encode");
     sqlite3_stmt *st;
     sqlite3_prepare_v2(db, "UPDATE steps SET log = ?1, log_hash = ?2 WHERE step = ?3", -1, &st, NULL);
-    sqlite3_bind_blob(st, 1, blob, (int)n, SQLITE_TRANSIENT);
+    static const uint8_t none = 0; /* a zero-length blob, not NULL (the column is NOT NULL) */
+    sqlite3_bind_blob(st, 1, n ? (const void *)blob : (const void *)&none, (int)n, SQLITE_TRANSIENT);
     sqlite3_bind_blob(st, 2, h, 32, SQLITE_TRANSIENT);
     sqlite3_bind_int64(st, 3, s);
     if (sqlite3_step(st) != SQLITE_DONE) die("update log");

@@ -52,7 +52,7 @@ static vt_err commit_step(train_ctx *t, const vt_recipe *rc, uint64_t s, float l
     memset(&rec, 0, sizeof rec);
     rec.step = s;
     memcpy(&rec.loss_bits, &loss, 4);
-    VT_FORWARD_IF_ERROR(vt_steplog_encode(&t->log, rc->zstd_level, &blob, &blen, rec.log_hash));
+    VT_FORWARD_IF_ERROR(vt_steplog_encode_stored(&t->log, rc->zstd_level, &blob, &blen, rec.log_hash));
     int ckpt = s % rc->checkpoint_every == 0 || s == rc->steps;
     rec.has_state = ckpt || s % rc->state_hash_every == 0;
     rec.log_entries = vt_steplog_total_entries(&t->log);
