@@ -171,7 +171,7 @@ static void test_gemm_forgery(void)
         if (replay_all(what, &g, &f, t_out, &dev)) {
             if (dev > worst_accepted) worst_accepted = dev;
             for (size_t i = 0; i < n; i++)
-                sign_flips_accepted += signbit(vt_bits_f32(o->e[i].value_bits)) != signbit(t_out[i]);
+                sign_flips_accepted += (long)((o->e[i].value_bits ^ vt_f32_bits(t_out[i])) >> 31);
         }
         vt_steplog_free(&f);
     }
