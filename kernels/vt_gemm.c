@@ -188,6 +188,25 @@ static vt_err gemm_blas(vt_exec *e, int tA, int tB, size_t M, size_t N, size_t K
     else cvt_rows(B, N, K, B64, cn);
     const int lda = tA ? (int)M : (int)K, ldb = tB ? (int)K : (int)N;
     size_t MN = M * N;
+    if (vt_gemm_panel(e, K)) {
+        /* exact rounding, long reductions: the BLAS on panels of VT_GEMM_PANEL terms, each into
+         * its own buffer, the panel results added one after another - an algorithm whose
+         * a-priori bound (vt_bound_coef_panel) stays tight as K grows, so that this party's
+         * screen clears nearly every element (docs/rounding.md 2.1) */
+        void *pc = NULL;
+        VT_FORWARD_IF_ERROR(vt__ws_get(&e->ws, VT_WS_AUX, MN, sizeof(double), &pc));
+        double *C2 = pc;
+        for (size_t k0 = 0; k0 < K; k0 += VT_GEMM_PANEL) {
+            size_t kl = K - k0 < VT_GEMM_PANEL ? K - k0 : VT_GEMM_PANEL;
+            const double *Ap = tA ? A64 + k0 * M : A64 + k0, *Bp = tB ? B64 + k0 : B64 + k0 * N;
+            cblas_dgemm(CblasRowMajor, tA ? CblasTrans : CblasNoTrans, tB ? CblasTrans : CblasNoTrans, (int)M,
+                        (int)N, (int)kl, 1.0, Ap, lda, Bp, ldb, 0.0, k0 == 0 ? C : C2, (int)N);
+            if (k0 > 0)
+                for (size_t i = 0; i < MN; i++) C[i] = C[i] + C2[i];
+        }
+        for (size_t i = 0; i < MN; i++) C[i] += 0.0; /* -0 -> +0 */
+        return VT_OK;
+    }
     if (e->order == VT_ORDER_SPLIT && K >= 2) {
         /* C = op(A)[:, 0:h] op(B)[0:h, :] + op(A)[:, h:K] op(B)[h:K, :]: each half summed by the BLAS,
          * then one addition per element; every product still enters exactly once */
@@ -302,6 +321,12 @@ static vt_err gemm_loops(vt_exec *e, int tA, int tB, size_t M, size_t N, size_t 
 
 int vt_gemm_order_uses_blas(vt_order o) { return o == VT_ORDER_BLAS || o == VT_ORDER_SPLIT; }
 
+int vt_gemm_panel(const vt_exec *e, size_t K)
+{
+    return e->bound.rounding == VT_ROUNDING_EXACT && e->bound.mode == VT_BOUND_PROVABLE &&
+           vt_gemm_order_uses_blas(e->order) && K > 2 * VT_GEMM_PANEL;
+}
+
 static vt_err gemm_core(vt_exec *e, int tA, int tB, size_t M, size_t N, size_t K, const float *A, const float *B,
                         double *C, double *rn, double *cn)
 {
@@ -315,7 +340,8 @@ vt_err vt_gemm(vt_exec *e, int transA, int transB, size_t M, size_t N, size_t K,
     VT_FORWARD_IF_ERROR(check_args(e, transA, transB, M, N, K, A, B, C, "vt_gemm"));
     VT_RETURN_ERROR_IF(rownorm == NULL || colnorm == NULL || bounds == NULL, VT_ERR_ARG,
                        "vt_gemm: NULL norm or bounds argument");
-    double coef = vt_bound_coef(&e->bound, (uint64_t)K);
+    const int panel = vt_gemm_panel(e, K);
+    double coef = panel ? vt_bound_coef_panel((uint64_t)K, VT_GEMM_PANEL) : vt_bound_coef(&e->bound, (uint64_t)K);
     VT_RETURN_ERROR_IF(!(coef >= 0.0), VT_ERR_LIMIT, "vt_gemm: no bound coefficient for K=%zu", K);
     VT_FORWARD_IF_ERROR(gemm_core(e, transA, transB, M, N, K, A, B, C, rownorm, colnorm));
     bounds->kind = VT_BOUNDS_OUTER;
@@ -340,6 +366,7 @@ vt_err vt_gemm(vt_exec *e, int transA, int transB, size_t M, size_t N, size_t K,
     bounds->xb_sj = bounds->tb_sj;
     bounds->xb_sk = bounds->tb_sk;
     bounds->xK = K;
+    bounds->tight_coef = panel ? coef : 0.0;
     return VT_OK;
 }
 

@@ -46,6 +46,7 @@ typedef enum {
  * only the bound is promised; every other order is the project's own loop, bit for bit. */
 int vt_gemm_order_uses_blas(vt_order o);
 
+
 /* "blas", "forward", "reverse", "pairwise", "permuted", "sorted"; "unknown" otherwise. */
 const char *vt_order_name(vt_order o);
 /* Parses "blas", "forward", ...; returns VT_ERR_ARG on an unknown name. */
@@ -65,6 +66,11 @@ typedef struct {
 } vt_exec;
 
 void vt_exec_init(vt_exec *e, vt_order order, vt_bound_cfg bound, uint64_t seed);
+/* Exact rounding evaluates long BLAS-backed GEMMs (K > 2 * VT_GEMM_PANEL) in panels of
+ * VT_GEMM_PANEL terms, panel results added in order, with the bound of that algorithm
+ * (vt_bound_coef_panel). 1 when vt_gemm does so for this executor and K. */
+#define VT_GEMM_PANEL 256
+int vt_gemm_panel(const vt_exec *e, size_t K);
 /* Frees the workspace; the executor stays usable (idempotent). */
 void vt_exec_free(vt_exec *e);
 

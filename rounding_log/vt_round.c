@@ -50,6 +50,20 @@ double vt_bound_coef(const vt_bound_cfg *cfg, uint64_t n)
     return prob < provable ? prob : provable;
 }
 
+double vt_bound_coef_panel(uint64_t n, uint64_t kc)
+{
+    if (n > VT_MAX_REDUCTION) return -1.0;
+    if (n <= 1) return 0.0;
+    if (kc < 2 || kc >= n) return vt_bound_coef(NULL, n);
+    uint64_t P = (n + kc - 1) / kc;
+    double g1 = (double)(kc - 1) * VT_U, g2 = (double)(P - 1) * VT_U; /* exact: both below 2^30 */
+    g1 = g1 / (1.0 - g1);
+    g2 = g2 / (1.0 - g2);
+    /* the same inflation as vt_bound_coef: it covers the rounding of these few operations and of
+     * the computed sum|t| (docs/rounding.md 2.1) */
+    return (g1 + g2 * (1.0 + g1)) * VT_INFLATE;
+}
+
 double vt_bound_failure_prob(const vt_bound_cfg *cfg, uint64_t n)
 {
     if (!cfg || cfg->mode != VT_BOUND_PROBABILISTIC || n <= 1) return 0.0;
@@ -336,6 +350,7 @@ typedef struct {
     uint8_t *have;   /* have[j]: column j of bt filled */
     size_t row;      /* row held in ar, or SIZE_MAX */
     int failed;      /* allocation failed */
+    double coef_override; /* > 0: this party's own (panel) coefficient instead of c(m) (exact rounding) */
 } tight_cache;
 
 static void tight_init(tight_cache *t, const vt_bounds *b, size_t M, size_t N)
@@ -578,7 +593,7 @@ static double tight_bound(const vt_bound_cfg *cfg, tight_cache *t, size_t i, siz
     uint64_t nnz;
     tight_sum(t, j, &s, &nnz);
     if (nnz <= 1 || tight_exact(t, j, s)) return 0.0;
-    return vt_bound_coef(cfg, nnz) * s;
+    return t->coef_override > 0 ? t->coef_override * s : vt_bound_coef(cfg, nnz) * s;
 }
 
 /* The bound of element (i, j) by the specification. */
@@ -775,6 +790,7 @@ static vt_err round_exact(vt_rctx *c, uint32_t op, const double *x, const vt_bou
     uint8_t cleared[VT_BLOCK];
     tight_cache tc;
     tight_init(&tc, b, rows, cols);
+    tc.coef_override = b->kind == VT_BOUNDS_OUTER ? b->tight_coef : 0.0;
     vt_err ret = VT_OK;
     for (size_t i = 0; i < rows && !ret; i++) {
         const double *xi = x + i * cols;

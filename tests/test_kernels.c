@@ -314,6 +314,50 @@ static void test_gemm_case(int kind, size_t M, size_t N, size_t K)
     free(Bt);
 }
 
+/* Exact rounding's panel evaluation of long BLAS-backed GEMMs: every element within the panel
+ * algorithm's bound of the exact value, both the screening form (coef r c) and the tight one
+ * (tight_coef * sum|a b|, the sum taken exactly here). */
+static void test_gemm_panel(void)
+{
+    static const size_t Ks[] = {513, 1024, 4099, 65536};
+    const vt_bound_cfg exact = {.mode = VT_BOUND_PROVABLE, .rounding = VT_ROUNDING_EXACT};
+    long checked = 0;
+    for (size_t t = 0; t < sizeof Ks / sizeof Ks[0]; t++)
+        for (int kind = 0; kind < D_KINDS; kind++)
+            for (int o = 0; o < VT_ORDER_COUNT; o++) {
+                if (!vt_gemm_order_uses_blas((vt_order)o)) continue;
+                size_t K = Ks[t], M = 1 + rnd_below(4), N = 1 + rnd_below(4);
+                float *A = xmalloc(M * K * sizeof(float)), *B = xmalloc(K * N * sizeof(float));
+                float *aA = xmalloc(K * sizeof(float)), *aB = xmalloc(K * sizeof(float));
+                double *C = xmalloc(M * N * sizeof(double)), *rn = xmalloc(M * sizeof(double)),
+                       *cn = xmalloc(N * sizeof(double));
+                gen_gemm(kind, M, N, K, A, B);
+                vt_exec e;
+                vt_exec_init(&e, (vt_order)o, exact, 7);
+                vt_bounds bd;
+                CHECK_OK(vt_gemm(&e, 0, 0, M, N, K, A, B, C, rn, cn, &bd));
+                CHECK(vt_gemm_panel(&e, K) == (K > 2 * VT_GEMM_PANEL), "panel evaluation for K=%zu", K);
+                CHECK(!vt_gemm_panel(&e, K) || (bd.tight_coef > 0 && bd.tight_coef == bd.coef &&
+                                               bd.coef < vt_bound_coef(&exact, K)),
+                      "panel coefficient below the generic one");
+                for (size_t i = 0; i < M; i++)
+                    for (size_t j = 0; j < N; j++) {
+                        for (size_t k = 0; k < K; k++) aA[k] = fabsf(A[i * K + k]), aB[k] = fabsf(B[k * N + j]);
+                        double sabs = vt_dot_exact64(K, aA, 1, aB, 1);
+                        int ok;
+                        double r = exact_residual(K, A + i * K, 1, B + j, N, C[i * N + j], &ok);
+                        double Bt = (bd.tight_coef > 0 ? bd.tight_coef : vt_bound_coef(&exact, K)) * sabs;
+                        CHECK(ok && fabs(r) <= Bt && fabs(r) <= bd.coef * rn[i] * cn[j],
+                              "%s K=%zu kind %d (%zu,%zu): error %a beyond the panel bound %a",
+                              vt_order_name((vt_order)o), K, kind, i, j, r, Bt);
+                        checked++;
+                    }
+                vt_exec_free(&e);
+                free(A), free(B), free(aA), free(aB), free(C), free(rn), free(cn);
+            }
+    printf("gemm panels (exact rounding): %ld elements within the panel algorithm's bound\n", checked);
+}
+
 static void test_gemm(void)
 {
     static const size_t Ks[] = {1, 2, 3, 5, 8, 9, 16, 17, 31, 64, 100, 255, 1024, 4099, 65536};
@@ -961,6 +1005,7 @@ int main(void)
     test_softmax();
     test_xent();
     test_gemm();
+    test_gemm_panel();
     free(res_a);
     free(res_b);
     return vt_test_finish("test_kernels");
