@@ -6,27 +6,35 @@
  *   plain FP64 / FP32   model/vt_plain.h: the same recipe in plain double / float (dgemm /
  *                       sgemm, no rounding layer, no log, no hashing)
  *   verifiable          in memory, what trainer/vt_train.c's commit_step does minus the SQLite
- *                       and checkpoint I/O: vt_model_step in record mode (BLAS order) + zstd log
- *                       encode (+ log hash) + state hash when due + leaf + Merkle append; at the
+ *                       and checkpoint I/O: vt_model_step in record mode (BLAS order) + the stored
+ *                       log (vt_steplog_encode_stored: zstd container + log hash; zero bytes for
+ *                       a log without op records, i.e. every exact-rounding step) + state hash when due + leaf + Merkle append; at the
  *                       recipe's default H (state hash every H steps and at the last step) and at
- *                       H = 1 (the same run with the missing state hashes timed separately)
+ *                       H = 1 (the same run with the missing state hashes timed separately); with
+ *                       the default recipe (rounding=exact: no log entries, every rounded element
+ *                       RN32 of the exact value) and with the same recipe in rounding=log
  *   with run store      vt_train_run (the trainer library: SQLite, checkpoints every K, fsync)
  *   replay              the auditor's loop in memory over the same steps: log decode + hash check,
  *                       vt_model_step in replay mode, state hash when committed (checked); in the
- *                       trainer's order (blas) and in the auditor's default order (split)
+ *                       trainer's order (blas) and in the auditor's default order (split); for
+ *                       rounding=log in the split order (entries judged against the exact value)
  *
  * Figures and targets:
- *   verification overhead = verifiable step / plain FP64 step             target <= 1.10
+ *   verification overhead = verifiable step / plain FP64 step, rounding=exact and rounding=log
+ *                                                                         target <= 1.10
  *   precision cost        = plain FP64 step / plain FP32 step             (reported)
  *   log size              = compressed log bytes per step / (rounded elements per step * 0.2 B,
- *                           the dense 1.6-bit code of the published method) target <= 2%
+ *                           the dense 1.6-bit code of the published method), rounding=log
+ *                                                                         target <= 2%
+ *                           rounding=exact: 0 entries, 0 stored bytes         target 0
  *   state hashing         = vt_model_state_hash throughput, one core      target >= 1.5 GB/s
  *   audit speed           = replay steps/s / training steps/s             target >= 0.95
  *   parallel audit        = time(auditor verify --jobs 1) / time(--jobs 2), the real binaries on
  *                           a run of a few hundred steps written by the real trainer
  *                                                                         target >= 1.7
- * Plain FP64, plain FP32, verifiable and the two replays run in rounds of interleaved blocks
- * (other processes then slow all of them alike); per-step figures are medians over the rounds.
+ * Plain FP64, plain FP32, verifiable and the replays (both roundings) run in rounds of interleaved
+ * blocks (other processes then slow all of them alike); per-step figures are medians over the
+ * rounds, timed by the CPU time of the (only) thread unless --wall.
  * Beside the parallel audit: the machine's own 2-thread ceiling (a fixed compute loop on 1 and 2
  * threads) and the serial part of an audit (an audit of one step), i.e. the Amdahl bound.
  * Then where the time goes: the time of every operation inside the real step (vt_model_run's
@@ -35,8 +43,9 @@
  * screen leaves unstable) and the other operations (kernel and rounding apart); then a markdown
  * table and one PASS/MISS line per target. docs/benchmarks.md ("Training step") explains them.
  *
- * Usage: bench_step [--quick] [--strict] [--no-cli] [--data-dir DIR]
+ * Usage: bench_step [--quick] [--strict] [--no-cli] [--wall] [--data-dir DIR]
  *   --quick     fewer steps (a smoke run)
+ *   --wall      time the in-process figures with the wall clock instead of the thread's CPU time
  *   --strict    exit 1 when a target is missed (default: report only, exit 0)
  *   --no-cli    skip the auditor --jobs measurement (needs trainer and auditor next to this binary)
  */
@@ -49,6 +58,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/vt_cli.h"
@@ -74,6 +84,21 @@
 static const char *data_root = NULL;
 static int quick = 0;
 
+/* The clock of the per-step figures. Everything timed in-process runs on this one thread (BLAS
+ * single-threaded), so by default it is the CPU time of the thread (user + system): unlike the
+ * wall clock it does not grow while other processes hold the CPU (the machines this runs on are
+ * shared). --wall switches to the monotonic wall clock. The run store (vt_train_run), the
+ * auditor --jobs figures and the machine ceiling are always wall clock. */
+static int g_cpu_clock = 1;
+static double clk(void)
+{
+    if (g_cpu_clock) {
+        struct timespec ts;
+        if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0) return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    }
+    return vt_now();
+}
+
 static void blas_threads(int n)
 {
     void (*set)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, "openblas_set_num_threads");
@@ -97,9 +122,9 @@ static double median(double *t, int n)
 /* Seconds per plain step over a block of k steps. */
 static double plain_block(vt_plain *p, const vt_dataset *ds, uint64_t k)
 {
-    double loss, t0 = vt_now();
+    double loss, t0 = clk();
     for (uint64_t s = 0; s < k; s++) TRY(vt_plain_step(p, ds, &loss));
-    return (vt_now() - t0) / (double)k;
+    return (clk() - t0) / (double)k;
 }
 
 /* ------------------------------------------------------------- verifiable */
@@ -115,7 +140,7 @@ static vt_err op_tick(void *ctx, vt_model *m, uint64_t step, uint32_t op_id)
 {
     (void)m, (void)step;
     op_clock *c = ctx;
-    double now = vt_now();
+    double now = clk();
     if (op_id <= VT_MAX_OPS) c->acc[op_id] += now - c->last;
     c->last = now;
     return VT_OK;
@@ -123,7 +148,7 @@ static vt_err op_tick(void *ctx, vt_model *m, uint64_t step, uint32_t op_id)
 
 static vt_err timed_step(vt_model *m, const vt_dataset *ds, vt_rctx *rc, op_clock *c, float *loss)
 {
-    c->last = vt_now();
+    c->last = clk();
     VT_FORWARD_IF_ERROR(vt_model_run(m, ds, rc, m->n_ops, op_tick, c));
     *loss = m->loss;
     return VT_OK;
@@ -200,23 +225,23 @@ static void rec_init(recorder *r, const vt_recipe *rc, const vt_dataset *ds, uin
 static double rec_block(recorder *r, const vt_dataset *ds, int zstd_level, uint64_t k)
 {
     uint8_t leaf[32], zero[32] = {0};
-    double t_loop0 = vt_now(), extra = 0;
+    double t_loop0 = clk(), extra = 0;
     uint64_t end = r->done + k > r->n ? r->n : r->done + k, k0 = r->done;
     for (uint64_t s = r->done + 1; s <= end; s++) {
         float loss;
-        double t0 = vt_now();
+        double t0 = clk();
         TRY(vt_rctx_begin_step(&r->ctx, s, &r->log));
         TRY(timed_step(&r->m, ds, &r->ctx, &r->clk, &loss));
         TRY(vt_rctx_end_step(&r->ctx));
-        double t1 = vt_now();
-        TRY(vt_steplog_encode(&r->log, zstd_level, &r->blob[s - 1], &r->blen[s - 1], r->log_hash[s - 1]));
-        double t2 = vt_now();
+        double t1 = clk();
+        TRY(vt_steplog_encode_stored(&r->log, zstd_level, &r->blob[s - 1], &r->blen[s - 1], r->log_hash[s - 1]));
+        double t2 = clk();
         int hs = s % r->H == 0 || s % r->K == 0 || s == r->n;
         if (hs) TRY(vt_model_state_hash(&r->m, r->state_hash[s - 1]));
-        double t3 = vt_now();
+        double t3 = clk();
         TRY(vt_step_leaf(s, hs ? r->state_hash[s - 1] : zero, hs, r->log_hash[s - 1], leaf));
         TRY(vt_merkle_append(&r->tree, leaf));
-        double t4 = vt_now();
+        double t4 = clk();
         r->t_step += t1 - t0, r->t_encode += t2 - t1, r->t_hash += t3 - t2, r->t_leaf += t4 - t3;
         r->n_hash += hs;
         r->has_state[s - 1] = hs;
@@ -225,16 +250,16 @@ static double rec_block(recorder *r, const vt_dataset *ds, int zstd_level, uint6
         r->log_bytes += r->blen[s - 1];
         if (!hs) { /* what H = 1 adds: timed, and excluded from the loop time */
             uint8_t hx[32];
-            double u0 = vt_now();
+            double u0 = clk();
             TRY(vt_model_state_hash(&r->m, hx));
-            double u1 = vt_now();
+            double u1 = clk();
             r->t_hash_extra += u1 - u0;
             r->n_hash_extra++;
             extra += u1 - u0;
         }
     }
     r->done = end;
-    return (vt_now() - t_loop0 - extra) / (double)(end - k0);
+    return (clk() - t_loop0 - extra) / (double)(end - k0);
 }
 
 /* The auditor's loop over recorded steps, in memory (a replayer follows the recorder). */
@@ -269,11 +294,11 @@ static void rep_free(replayer *p)
 static double rep_block(replayer *p, const vt_dataset *ds, const recorder *r)
 {
     uint64_t k0 = p->m.step;
-    double t0 = vt_now();
+    double t0 = clk();
     for (uint64_t s = p->m.step + 1; s <= r->done; s++) {
         uint8_t lh[32], sh[32];
         float loss;
-        TRY(vt_steplog_decode(r->blob[s - 1], r->blen[s - 1], NULL, &p->log, lh));
+        TRY(vt_steplog_decode_stored(r->blob[s - 1], r->blen[s - 1], s, NULL, &p->log, lh));
         TRY(vt_rctx_begin_step(&p->ctx, s, &p->log));
         TRY(timed_step(&p->m, ds, &p->ctx, &p->clk, &loss));
         TRY(vt_rctx_end_step(&p->ctx));
@@ -290,7 +315,7 @@ static double rep_block(replayer *p, const vt_dataset *ds, const recorder *r)
             exit(2);
         }
     }
-    return (vt_now() - t0) / (double)(r->done - k0);
+    return (clk() - t0) / (double)(r->done - k0);
 }
 
 /* ------------------------------------------------------------ run store */
@@ -410,38 +435,38 @@ static void profile_ops(vt_model *m, double step_s)
         for (size_t k = 0; k < ar * ac; k++) A64[k] = o->A[k];
         for (size_t k = 0; k < br * bc; k++) B64[k] = o->B[k];
         for (int q = 0; q < reps; q++) {
-            double t0 = vt_now();
+            double t0 = clk();
             cblas_dgemm(CblasRowMajor, o->tA ? CblasTrans : CblasNoTrans, o->tB ? CblasTrans : CblasNoTrans,
                         (int)o->M, (int)o->N, (int)o->K, 1.0, A64, (int)ac, B64, (int)bc, 0.0, C, (int)o->N);
-            t[q] = vt_now() - t0;
+            t[q] = clk() - t0;
         }
         double td = min_time(t, reps);
         for (int q = 0; q < reps; q++) {
-            double t0 = vt_now();
+            double t0 = clk();
             TRY(vt_gemm(&exp2, o->tA, o->tB, o->M, o->N, o->K, o->A, o->B, C, rn, cn, &bd));
-            t[q] = vt_now() - t0;
+            t[q] = clk() - t0;
         }
         double tp = min_time(t, reps);
         for (int q = 0; q < reps; q++) {
-            double t0 = vt_now();
+            double t0 = clk();
             TRY(vt_gemm(&ex, o->tA, o->tB, o->M, o->N, o->K, o->A, o->B, C, rn, cn, &bd));
-            t[q] = vt_now() - t0;
+            t[q] = clk() - t0;
         }
         double tg = min_time(t, reps);
         for (int q = 0; q < reps; q++) {
             TRY(vt_rctx_begin_step(&ctx, 1, &log));
-            double t0 = vt_now();
+            double t0 = clk();
             TRY(vt_round(&ctx, 1, C, &bd, o->M, o->N, out));
-            t[q] = vt_now() - t0;
+            t[q] = clk() - t0;
         }
         double tr = min_time(t, reps);
         vt_bounds outer = bd;
         outer.ta = outer.tb = NULL;
         for (int q = 0; q < reps; q++) {
             TRY(vt_rctx_begin_step(&ctx, 1, &log));
-            double t0 = vt_now();
+            double t0 = clk();
             TRY(vt_round(&ctx, 1, C, &outer, o->M, o->N, out));
-            t[q] = vt_now() - t0;
+            t[q] = clk() - t0;
         }
         double to = min_time(t, reps);
         size_t unstable = 0, zero = 0;
@@ -481,9 +506,9 @@ static double time_round(rtimer *t, const double *x, const vt_bounds *b, size_t 
     double best = 1e30;
     for (int q = 0; q < t->reps; q++) {
         TRY(vt_rctx_begin_step(&t->ctx, 1, &t->log));
-        double t0 = vt_now();
+        double t0 = clk();
         TRY(vt_round(&t->ctx, 1, x, b, rows, cols, out));
-        double d = vt_now() - t0;
+        double d = clk() - t0;
         if (d < best) best = d;
     }
     return best;
@@ -493,9 +518,9 @@ static double time_round(rtimer *t, const double *x, const vt_bounds *b, size_t 
     do {                                                 \
         var = 1e30;                                      \
         for (int q_ = 0; q_ < (reps); q_++) {            \
-            double t0_ = vt_now();                       \
+            double t0_ = clk();                          \
             stmt;                                        \
-            double d_ = vt_now() - t0_;                  \
+            double d_ = clk() - t0_;                     \
             if (d_ < var) var = d_;                      \
         }                                                \
     } while (0)
@@ -605,11 +630,11 @@ static double hash_gbps(const vt_model *m)
     double best = 0;
     for (int b = 0; b < (quick ? 3 : 7); b++) {
         int reps = 0;
-        double t0 = vt_now(), t = 0;
+        double t0 = clk(), t = 0;
         do {
             TRY(vt_model_state_hash(m, h));
             reps++;
-            t = vt_now() - t0;
+            t = clk() - t0;
         } while (t < 0.15);
         double g = (double)bytes * reps / t / 1e9;
         if (g > best) best = g;
@@ -722,7 +747,9 @@ typedef struct {
     uint64_t store_steps; /* steps through the run store */
     /* results */
     double plain64, plain32, verif_H, verif_1, store, replay_blas, replay_pair;
-    double log_bytes, dense_bytes, entries, rounded;
+    double log_bytes, dense_bytes, entries, rounded, exact_frac;
+    /* the same recipe with rounding=log (the default recipe is rounding=exact) */
+    double lg_H, lg_1, lg_replay, lg_log_bytes, lg_entries, lg_judged_frac;
 } config;
 
 static const char *pass(int ok) { return ok ? "PASS" : "MISS"; }
@@ -749,10 +776,12 @@ int main(int argc, char **argv)
             strict = 1;
         else if (strcmp(argv[i], "--no-cli") == 0)
             no_cli = 1;
+        else if (strcmp(argv[i], "--wall") == 0)
+            g_cpu_clock = 0;
         else if (strcmp(argv[i], "--data-dir") == 0 && i + 1 < argc)
             data_root = argv[++i];
         else {
-            fprintf(stderr, "usage: bench_step [--quick] [--strict] [--no-cli] [--data-dir DIR]\n");
+            fprintf(stderr, "usage: bench_step [--quick] [--strict] [--no-cli] [--wall] [--data-dir DIR]\n");
             return 64;
         }
     }
@@ -777,9 +806,13 @@ int main(int argc, char **argv)
         {.name = "784-1024-10", .hidden = 1024, .rec_steps = quick ? 20 : 60, .store_steps = quick ? 20 : 60},
     };
     printf("# bench_step: verifiable training step vs plain FP64 / FP32 (MNIST, batch %u, SGD momentum, BLAS "
-           "single-threaded)\n",
-           base.batch);
-    printf("load average at start: %.2f on %ld CPUs\n", loadavg(), sysconf(_SC_NPROCESSORS_ONLN));
+           "single-threaded; default recipe rounding=%s, and the same recipe with rounding=log)\n",
+           base.batch, base.bound.rounding == VT_ROUNDING_EXACT ? "exact" : "log");
+    const char *env_core = getenv("OPENBLAS_CORETYPE");
+    char *(*blas_cfg)(void) = (char *(*)(void))dlsym(RTLD_DEFAULT, "openblas_get_config");
+    printf("load average at start: %.2f on %ld CPUs; BLAS: %s; OPENBLAS_CORETYPE=%s; per-step clock: %s\n", loadavg(),
+           sysconf(_SC_NPROCESSORS_ONLN), blas_cfg ? blas_cfg() : "(not OpenBLAS)",
+           env_core ? env_core : "(unset)", g_cpu_clock ? "CPU time of the thread" : "wall clock");
     vt_model keep; /* the wide model, for the hashing figure */
     memset(&keep, 0, sizeof keep);
     enum { MAXR = 16 };
@@ -790,14 +823,17 @@ int main(int argc, char **argv)
         rc.widths[1] = k->hidden;
         rc.steps = k->rec_steps;
         const uint64_t kb = k->rec_steps / (uint64_t)R;
+        vt_recipe rcl = rc; /* the same recipe in log rounding */
+        rcl.bound.rounding = VT_ROUNDING_LOG;
         printf("\n## %s: %d rounds of interleaved blocks: plain FP64 (%llu steps), plain FP32 (%llu), verifiable "
-               "(%llu), replay blas (%llu), replay split (%llu)...\n",
+               "(%llu), replay blas (%llu), replay split (%llu), verifiable rounding=log (%llu), its replay split "
+               "(%llu)...\n",
                k->name, R, (unsigned long long)(2 * kb), (unsigned long long)(2 * kb), (unsigned long long)kb,
-               (unsigned long long)kb, (unsigned long long)kb);
+               (unsigned long long)kb, (unsigned long long)kb, (unsigned long long)kb, (unsigned long long)kb);
         fflush(stdout);
         vt_plain p64, p32;
-        recorder rec;
-        replayer rb, rp;
+        recorder rec, recl;
+        replayer rb, rp, rpl;
         TRY(vt_plain_init(&p64, &rc, ds.n, 1));
         TRY(vt_plain_init(&p32, &rc, ds.n, 0));
         plain_block(&p64, &ds, 5); /* warm-up */
@@ -805,7 +841,9 @@ int main(int argc, char **argv)
         rec_init(&rec, &rc, &ds, kb * (uint64_t)R);
         rep_init(&rb, &rc, &ds, rec.n, VT_ORDER_BLAS);
         rep_init(&rp, &rc, &ds, rec.n, VT_ORDER_SPLIT);
-        double a64[MAXR], a32[MAXR], av[MAXR], a1[MAXR], arb[MAXR], arp[MAXR];
+        rec_init(&recl, &rcl, &ds, kb * (uint64_t)R);
+        rep_init(&rpl, &rcl, &ds, recl.n, VT_ORDER_SPLIT);
+        double a64[MAXR], a32[MAXR], av[MAXR], a1[MAXR], arb[MAXR], arp[MAXR], alv[MAXR], al1[MAXR], alp[MAXR];
         for (int q = 0; q < R; q++) {
             a64[q] = plain_block(&p64, &ds, 2 * kb);
             a32[q] = plain_block(&p32, &ds, 2 * kb);
@@ -814,6 +852,10 @@ int main(int argc, char **argv)
             a1[q] = av[q] + (rec.t_hash_extra - hx0) / (double)kb;
             arb[q] = rep_block(&rb, &ds, &rec);
             arp[q] = rep_block(&rp, &ds, &rec);
+            hx0 = recl.t_hash_extra;
+            alv[q] = rec_block(&recl, &ds, rcl.zstd_level, kb);
+            al1[q] = alv[q] + (recl.t_hash_extra - hx0) / (double)kb;
+            alp[q] = rep_block(&rpl, &ds, &recl);
         }
         k->plain64 = median(a64, R), k->plain32 = median(a32, R);
         k->verif_H = median(av, R), k->verif_1 = median(a1, R);
@@ -823,6 +865,11 @@ int main(int argc, char **argv)
         k->rounded = (double)rec.ctx.stats.rounded / n;
         k->dense_bytes = k->rounded * 0.2;
         k->entries = (double)rec.entries / n;
+        k->exact_frac = (double)rec.ctx.stats.exact / (double)rec.ctx.stats.rounded;
+        k->lg_H = median(alv, R), k->lg_1 = median(al1, R), k->lg_replay = median(alp, R);
+        k->lg_log_bytes = (double)recl.log_bytes / n;
+        k->lg_entries = (double)recl.entries / n;
+        k->lg_judged_frac = (double)rpl.ctx.stats.exact / (double)rpl.ctx.stats.rounded;
         printf("plain FP64 %.3f ms/step, plain FP32 %.3f ms/step (medians of %d blocks)\n", k->plain64 * 1e3,
                k->plain32 * 1e3, R);
         printf("verifiable %.3f ms/step at H=%u (median); totals over %llu steps per step: model step %.3f, log "
@@ -833,23 +880,35 @@ int main(int argc, char **argv)
                k->verif_1 * 1e3);
         printf("replay %.3f ms/step (blas order), %.3f ms/step (split order)\n", k->replay_blas * 1e3,
                k->replay_pair * 1e3);
+        printf("exact rounding: %llu of %llu rounded elements computed exactly (%.2e), %.2f log entries per step\n",
+               (unsigned long long)rec.ctx.stats.exact, (unsigned long long)rec.ctx.stats.rounded, k->exact_frac,
+               k->entries);
+        printf("rounding=log: verifiable %.3f ms/step at H=%u, %.3f at H=1; %.2f log entries and %.1f log bytes per "
+               "step; replay (split order) %.3f ms/step, %.2e of the elements judged exactly\n",
+               k->lg_H * 1e3, H, k->lg_1 * 1e3, k->lg_entries, k->lg_log_bytes, k->lg_replay * 1e3, k->lg_judged_frac);
         printf("\nTime per operation inside the real step (vt_model_run hook; mean over the %llu recorded steps, "
-               "microseconds):\n\n| op | operation | record (trainer, blas) | replay, blas | replay, split |\n"
-               "|---:|---|---:|---:|---:|\n",
+               "microseconds):\n\n| op | operation | record (trainer, blas) | replay, blas | replay, split | "
+               "rounding=log: record | rounding=log: replay, split |\n"
+               "|---:|---|---:|---:|---:|---:|---:|\n",
                (unsigned long long)rec.n);
-        double sum_r = 0, sum_b = 0, sum_p = 0;
+        double sum_r = 0, sum_b = 0, sum_p = 0, sum_lr = 0, sum_lp = 0;
         for (uint32_t o = 1; o <= rec.m.n_ops; o++) {
             double tr = rec.clk.acc[o] / n, tb = rb.clk.acc[o] / n, tp = rp.clk.acc[o] / n;
-            sum_r += tr, sum_b += tb, sum_p += tp;
-            printf("| %u | %s | %.1f | %.1f | %.1f |\n", o, vt_model_op_name(&rec.m, o), tr * 1e6, tb * 1e6, tp * 1e6);
+            double tlr = recl.clk.acc[o] / n, tlp = rpl.clk.acc[o] / n;
+            sum_r += tr, sum_b += tb, sum_p += tp, sum_lr += tlr, sum_lp += tlp;
+            printf("| %u | %s | %.1f | %.1f | %.1f | %.1f | %.1f |\n", o, vt_model_op_name(&rec.m, o), tr * 1e6,
+                   tb * 1e6, tp * 1e6, tlr * 1e6, tlp * 1e6);
         }
-        printf("| | **step total** | %.1f | %.1f | %.1f |\n", sum_r * 1e6, sum_b * 1e6, sum_p * 1e6);
+        printf("| | **step total** | %.1f | %.1f | %.1f | %.1f | %.1f |\n", sum_r * 1e6, sum_b * 1e6, sum_p * 1e6,
+               sum_lr * 1e6, sum_lp * 1e6);
         profile_ops(&rec.m, rec.t_step / n);
         profile_rest(&rec.m, &ds);
         vt_plain_free(&p64);
         vt_plain_free(&p32);
         rep_free(&rb);
         rep_free(&rp);
+        rep_free(&rpl);
+        rec_free(&recl);
         printf("\nwith the run store (vt_train_run, %llu steps)...\n", (unsigned long long)k->store_steps);
         fflush(stdout);
         k->store = time_store(&rc, k->store_steps, k->name);
@@ -886,30 +945,51 @@ int main(int argc, char **argv)
     printf("| figure | %s | %s | target |\n|---|---:|---:|---|\n", cf[0].name, cf[1].name);
     printf("| plain FP32 step (ms) | %.3f | %.3f | |\n", cf[0].plain32 * 1e3, cf[1].plain32 * 1e3);
     printf("| plain FP64 step (ms) | %.3f | %.3f | |\n", cf[0].plain64 * 1e3, cf[1].plain64 * 1e3);
-    printf("| verifiable step, H=%u (ms) | %.3f | %.3f | |\n", H, cf[0].verif_H * 1e3, cf[1].verif_H * 1e3);
-    printf("| verifiable step, H=1 (ms) | %.3f | %.3f | |\n", cf[0].verif_1 * 1e3, cf[1].verif_1 * 1e3);
-    printf("| verifiable step with run store, H=%u (ms) | %.3f | %.3f | |\n", H, cf[0].store * 1e3, cf[1].store * 1e3);
-    printf("| **verification overhead** H=%u (verifiable / plain FP64) | %.2f | %.2f | <= 1.10 |\n", H,
-           cf[0].verif_H / cf[0].plain64, cf[1].verif_H / cf[1].plain64);
-    printf("| **verification overhead** H=1 | %.2f | %.2f | <= 1.10 |\n", cf[0].verif_1 / cf[0].plain64,
+    printf("| verifiable step, rounding=exact (default), H=%u (ms) | %.3f | %.3f | |\n", H, cf[0].verif_H * 1e3,
+           cf[1].verif_H * 1e3);
+    printf("| verifiable step, rounding=exact, H=1 (ms) | %.3f | %.3f | |\n", cf[0].verif_1 * 1e3, cf[1].verif_1 * 1e3);
+    printf("| verifiable step, rounding=log, H=%u (ms) | %.3f | %.3f | |\n", H, cf[0].lg_H * 1e3, cf[1].lg_H * 1e3);
+    printf("| verifiable step, rounding=log, H=1 (ms) | %.3f | %.3f | |\n", cf[0].lg_1 * 1e3, cf[1].lg_1 * 1e3);
+    printf("| verifiable step with run store, rounding=exact, H=%u (ms) | %.3f | %.3f | |\n", H, cf[0].store * 1e3,
+           cf[1].store * 1e3);
+    printf("| **verification overhead**, rounding=exact (default), H=%u (verifiable / plain FP64) | %.2f | %.2f | "
+           "<= 1.10 |\n",
+           H, cf[0].verif_H / cf[0].plain64, cf[1].verif_H / cf[1].plain64);
+    printf("| **verification overhead**, rounding=exact, H=1 | %.2f | %.2f | <= 1.10 |\n", cf[0].verif_1 / cf[0].plain64,
            cf[1].verif_1 / cf[1].plain64);
-    printf("| verification overhead with run store, H=%u | %.2f | %.2f | (reported) |\n", H,
+    printf("| **verification overhead**, rounding=log, H=%u | %.2f | %.2f | <= 1.10 |\n", H, cf[0].lg_H / cf[0].plain64,
+           cf[1].lg_H / cf[1].plain64);
+    printf("| **verification overhead**, rounding=log, H=1 | %.2f | %.2f | <= 1.10 |\n", cf[0].lg_1 / cf[0].plain64,
+           cf[1].lg_1 / cf[1].plain64);
+    printf("| verification overhead with run store, rounding=exact, H=%u | %.2f | %.2f | (reported) |\n", H,
            cf[0].store / cf[0].plain64, cf[1].store / cf[1].plain64);
     printf("| **precision cost** (plain FP64 / plain FP32) | %.2f | %.2f | (reported) |\n",
            cf[0].plain64 / cf[0].plain32, cf[1].plain64 / cf[1].plain32);
     printf("| rounded elements per step | %.0f | %.0f | |\n", cf[0].rounded, cf[1].rounded);
-    printf("| log entries per step | %.2f | %.2f | |\n", cf[0].entries, cf[1].entries);
-    printf("| log bytes per step (zstd container) | %.1f | %.1f | |\n", cf[0].log_bytes, cf[1].log_bytes);
+    printf("| rounding=exact: elements computed exactly (fraction) | %.2e | %.2e | |\n", cf[0].exact_frac,
+           cf[1].exact_frac);
+    printf("| rounding=exact: log entries per step | %.2f | %.2f | 0 |\n", cf[0].entries, cf[1].entries);
+    printf("| rounding=exact: stored log bytes per step | %.1f | %.1f | 0 |\n", cf[0].log_bytes, cf[1].log_bytes);
+    printf("| rounding=log: log entries per step | %.2f | %.2f | |\n", cf[0].lg_entries, cf[1].lg_entries);
+    printf("| rounding=log: stored log bytes per step (zstd container) | %.1f | %.1f | |\n", cf[0].lg_log_bytes,
+           cf[1].lg_log_bytes);
     printf("| dense 1.6-bit baseline bytes per step | %.0f | %.0f | |\n", cf[0].dense_bytes, cf[1].dense_bytes);
-    printf("| **log size** (log / dense baseline) | %.3f%% | %.3f%% | <= 2%% |\n",
-           100 * cf[0].log_bytes / cf[0].dense_bytes, 100 * cf[1].log_bytes / cf[1].dense_bytes);
-    printf("| replay step, blas order (ms) | %.3f | %.3f | |\n", cf[0].replay_blas * 1e3, cf[1].replay_blas * 1e3);
-    printf("| replay step, split order (auditor default) (ms) | %.3f | %.3f | |\n", cf[0].replay_pair * 1e3,
-           cf[1].replay_pair * 1e3);
-    printf("| **audit speed**, blas order (replay steps/s / training steps/s) | %.2f | %.2f | >= 0.95 |\n",
+    printf("| **log size**, rounding=log (log / dense baseline) | %.3f%% | %.3f%% | <= 2%% |\n",
+           100 * cf[0].lg_log_bytes / cf[0].dense_bytes, 100 * cf[1].lg_log_bytes / cf[1].dense_bytes);
+    printf("| replay step, rounding=exact, blas order (ms) | %.3f | %.3f | |\n", cf[0].replay_blas * 1e3,
+           cf[1].replay_blas * 1e3);
+    printf("| replay step, rounding=exact, split order (auditor default) (ms) | %.3f | %.3f | |\n",
+           cf[0].replay_pair * 1e3, cf[1].replay_pair * 1e3);
+    printf("| replay step, rounding=log, split order (ms) | %.3f | %.3f | |\n", cf[0].lg_replay * 1e3,
+           cf[1].lg_replay * 1e3);
+    printf("| rounding=log replay: elements judged exactly (fraction) | %.2e | %.2e | |\n", cf[0].lg_judged_frac,
+           cf[1].lg_judged_frac);
+    printf("| **audit speed**, rounding=exact, blas order (replay steps/s / training steps/s) | %.2f | %.2f | >= 0.95 |\n",
            cf[0].verif_H / cf[0].replay_blas, cf[1].verif_H / cf[1].replay_blas);
-    printf("| **audit speed**, split order (auditor default) | %.2f | %.2f | >= 0.95 |\n", cf[0].verif_H / cf[0].replay_pair,
-           cf[1].verif_H / cf[1].replay_pair);
+    printf("| **audit speed**, rounding=exact, split order (auditor default) | %.2f | %.2f | >= 0.95 |\n",
+           cf[0].verif_H / cf[0].replay_pair, cf[1].verif_H / cf[1].replay_pair);
+    printf("| **audit speed**, rounding=log, split order | %.2f | %.2f | >= 0.95 |\n", cf[0].lg_H / cf[0].lg_replay,
+           cf[1].lg_H / cf[1].lg_replay);
     printf("| **state hashing** (vt_model_state_hash, %.1f MB state, one core) | %.2f GB/s | | >= 1.5 GB/s |\n",
            (double)hash_bytes / 1e6, gbps);
     if (t_j1 > 0)
@@ -938,17 +1018,28 @@ int main(int argc, char **argv)
     } while (0)
     for (int c = 0; c < 2; c++) {
         config *k = &cf[c];
-        VERDICT(k->verif_H / k->plain64 <= 1.10, "verification overhead %s H=%u: %.2f (target <= 1.10)", k->name, H,
+        VERDICT(k->verif_H / k->plain64 <= 1.10,
+                "verification overhead %s, rounding=exact (default) H=%u: %.3f (target <= 1.10)", k->name, H,
                 k->verif_H / k->plain64);
-        VERDICT(k->verif_1 / k->plain64 <= 1.10, "verification overhead %s H=1: %.2f (target <= 1.10)", k->name,
-                k->verif_1 / k->plain64);
-        VERDICT(k->log_bytes / k->dense_bytes <= 0.02, "log size %s: %.3f%% of the dense 1.6-bit code (target <= 2%%)",
-                k->name, 100 * k->log_bytes / k->dense_bytes);
-        VERDICT(k->verif_H / k->replay_blas >= 0.95, "audit speed %s, blas order: %.2f (target >= 0.95)", k->name,
-                k->verif_H / k->replay_blas);
+        VERDICT(k->verif_1 / k->plain64 <= 1.10, "verification overhead %s, rounding=exact H=1: %.3f (target <= 1.10)",
+                k->name, k->verif_1 / k->plain64);
+        VERDICT(k->lg_H / k->plain64 <= 1.10, "verification overhead %s, rounding=log H=%u: %.3f (target <= 1.10)",
+                k->name, H, k->lg_H / k->plain64);
+        VERDICT(k->lg_1 / k->plain64 <= 1.10, "verification overhead %s, rounding=log H=1: %.3f (target <= 1.10)",
+                k->name, k->lg_1 / k->plain64);
+        VERDICT(k->entries == 0 && k->log_bytes == 0,
+                "log %s, rounding=exact: %.2f entries and %.1f stored bytes per step (target 0)", k->name, k->entries,
+                k->log_bytes);
+        VERDICT(k->lg_log_bytes / k->dense_bytes <= 0.02,
+                "log size %s, rounding=log: %.3f%% of the dense 1.6-bit code (target <= 2%%)", k->name,
+                100 * k->lg_log_bytes / k->dense_bytes);
+        VERDICT(k->verif_H / k->replay_blas >= 0.95, "audit speed %s, rounding=exact, blas order: %.3f (target >= 0.95)",
+                k->name, k->verif_H / k->replay_blas);
         VERDICT(k->verif_H / k->replay_pair >= 0.95,
-                "audit speed %s, split order (the auditor's default): %.2f (target >= 0.95)", k->name,
+                "audit speed %s, rounding=exact, split order (the auditor's default): %.3f (target >= 0.95)", k->name,
                 k->verif_H / k->replay_pair);
+        VERDICT(k->lg_H / k->lg_replay >= 0.95, "audit speed %s, rounding=log, split order: %.3f (target >= 0.95)",
+                k->name, k->lg_H / k->lg_replay);
     }
     VERDICT(gbps >= 1.5, "state hashing: %.2f GB/s on one core (target >= 1.5)", gbps);
     if (t_j1 > 0)

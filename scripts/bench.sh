@@ -5,13 +5,20 @@
 # BUILD_DIR/bench-results/<name>.md.
 #
 # Usage: bash scripts/bench.sh [--quick] [--build-dir DIR] [--only NAME] [-- ARGS...]
-#   --quick          pass --quick to every benchmark (a smoke run: ~15 s each)
+#   --quick          pass --quick to every benchmark (bench_rounding: ~1.5 min on 2 cores, the K
+#                    sweeps up to K = 65536 included, the full run ~2 min; bench_step: ~10 s)
 #   --build-dir DIR  build directory (default: build-bench, RelWithDebInfo)
 #   --only NAME      run only bench_NAME (e.g. --only rounding)
 #   -- ARGS...       further arguments passed to every benchmark
 #
 # Timing: BLAS single-threaded (OPENBLAS_NUM_THREADS=1) unless the caller sets it; run on an
-# otherwise idle machine. Benchmarks are not tests: CI does not run them.
+# otherwise idle machine (the single-threaded figures are timed by the thread's CPU time, which
+# other processes do not inflate, but they still share caches and memory bandwidth).
+# OPENBLAS_CORETYPE is passed through: OpenBLAS 0.3.21 does not recognise some newer CPUs and falls
+# back to generic kernels (e.g. "Prescott" on a Xeon of family 6, model 207 under KVM: a 4-5x slower
+# dgemm, which flatters every ratio over the bare GEMM); there, set e.g. OPENBLAS_CORETYPE=SkylakeX.
+# The variable is echoed below; the kernel in use is printed in every report. Benchmarks are not
+# tests: CI does not run them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -24,7 +31,7 @@ while [ $# -gt 0 ]; do
     --build-dir) build=$2; shift 2 ;;
     --only) only=$2; shift 2 ;;
     --) shift; args+=("$@"); break ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     *) echo "bench.sh: unknown argument $1 (see --help)" >&2; exit 64 ;;
   esac
 done
@@ -52,7 +59,11 @@ cmake --build "$build" -j"$jobs" --target "${names[@]}"
 export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}
 mkdir -p "$build/bench-results"
 echo "== machine: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) CPUs; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "== OPENBLAS_NUM_THREADS=$OPENBLAS_NUM_THREADS, commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+dirty=""
+if [ -n "$(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null | head -1)" ]; then
+  dirty=" (plus uncommitted changes)"
+fi
+echo "== OPENBLAS_NUM_THREADS=$OPENBLAS_NUM_THREADS, OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-(unset)}, commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)$dirty"
 status=0
 for n in "${names[@]}"; do
   echo "== $n ${args[*]:-}"
