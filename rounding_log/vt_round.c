@@ -671,11 +671,36 @@ static vt_err element_window(const vt_bounds *b, size_t i, size_t j, double x, d
 }
 
 /* Record: the trainer's rule on its own value (may produce an entry). */
-static vt_err slow_element(vt_rctx *c, vt_oplog *o, double x, double B, uint64_t idx, float *out)
+static float exact_element(const vt_bounds *b, size_t i, size_t j);
+
+static vt_err slow_element(vt_rctx *c, vt_oplog *o, const vt_bounds *b, size_t i, size_t j, double x, double B,
+                           uint64_t idx, float *out)
 {
     int logged;
     vt_log_entry e;
     vt_err err = vt_round_record1(x, B, out, &logged, &e);
+    if (err == VT_ERR_DIVERGED && isfinite(x) && B > 0 && !isinf(B) && b->xa) {
+        /* Own value beyond FP32 range, but within B of the overflow threshold: whether the run
+         * goes on must not depend on this trainer's order. The exact value decides; when it is
+         * finite (FLT_MAX), the element is logged with that result like any element near a
+         * boundary (docs/rounding.md §5: the threshold is one). */
+        uint32_t lo, hi, r = 0;
+        vt_round_ends(x, B, 1.0, &lo, &hi);
+        if (bits_finite(lo) && bits_finite(r = vt_f32_bits(exact_element(b, i, j)))) {
+            *out = vt_bits_f32(r);
+            memset(&e, 0, sizeof e);
+            vt_round_ends(x, B, VT_DIRECTION_K, &lo, &hi);
+            if (vt_f32_key(hi) - vt_f32_key(lo) == 1 && (r == lo || r == hi)) {
+                e.up = (uint8_t)(r == hi);
+            } else {
+                e.is_value = 1;
+                e.value_bits = r;
+            }
+            logged = 1;
+            err = VT_OK;
+            c->stats.exact++;
+        }
+    }
     if (err) return fail(c, err, o->op_id, idx, NULL, x, B);
     if (!logged) return VT_OK;
     e.index = idx;
@@ -757,7 +782,7 @@ static vt_err round_row(vt_rctx *c, vt_oplog *o, uint64_t *ek, tight_cache *tc, 
                 if (st) continue;
             }
             if (rec)
-                VT_FORWARD_IF_ERROR(slow_element(c, o, x[j0 + k], Bb[k], idx, &out[j0 + k]));
+                VT_FORWARD_IF_ERROR(slow_element(c, o, b, i, j0 + k, x[j0 + k], Bb[k], idx, &out[j0 + k]));
             else
                 VT_FORWARD_IF_ERROR(judge_element(c, o->op_id, b, i, j0 + k, cols, x[j0 + k], Bb[k], NULL, &out[j0 + k]));
         }

@@ -300,11 +300,51 @@ static void test_probabilistic_counterexamples(void)
     free(one);
 }
 
+/* Near the FP32 overflow threshold: some orders' FP64 value lands on the tie 2^128 - 2^103
+ * (rounds to inf), others just below, while the exact value is below it (RN32 = FLT_MAX). No
+ * honest trainer may stop as "diverged" there, whatever its order; the logs replay everywhere. */
+static void test_overflow_threshold(void)
+{
+    static const float A[4] = {FLT_MAX, 0x1p103f, -0x1p74f, -0x1p74f}, Bv[4] = {1, 1, 1, 1};
+    for (int mode = 0; mode < 2; mode++) {
+        vt_bound_cfg cfg = PROV;
+        cfg.rounding = mode ? VT_ROUNDING_EXACT : VT_ROUNDING_LOG;
+        vt_steplog logs[VT_ORDER_COUNT];
+        double x[VT_ORDER_COUNT], rn[VT_ORDER_COUNT], cn[VT_ORDER_COUNT];
+        vt_bounds b[VT_ORDER_COUNT];
+        vt_exec ex[VT_ORDER_COUNT];
+        for (int o = 0; o < VT_ORDER_COUNT; o++) {
+            vt_exec_init(&ex[o], (vt_order)o, cfg, 3);
+            CHECK_OK(vt_gemm(&ex[o], 0, 0, 1, 1, 4, A, Bv, &x[o], &rn[o], &cn[o], &b[o]));
+            vt_steplog_init(&logs[o], 0);
+            vt_rctx rc;
+            vt_rctx_init(&rc, VT_RMODE_RECORD, cfg);
+            float out = 0;
+            CHECK_OK(vt_rctx_begin_step(&rc, 1, &logs[o]));
+            vt_err e = vt_round(&rc, 1, &x[o], &b[o], 1, 1, &out);
+            CHECK(e == VT_OK && out == FLT_MAX, "%s rounding, trainer order %s (x = %a): %s, out %a",
+                  mode ? "exact" : "log", vt_order_name((vt_order)o), x[o], e ? vt_errmsg() : "ok", (double)out);
+        }
+        for (int t = 0; t < VT_ORDER_COUNT; t++)
+            for (int r = 0; r < VT_ORDER_COUNT; r++) {
+                vt_rctx pc;
+                vt_rctx_init(&pc, VT_RMODE_REPLAY, cfg);
+                float out = 0;
+                CHECK_OK(vt_rctx_begin_step(&pc, 1, &logs[t]));
+                CHECK(vt_round(&pc, 1, &x[r], &b[r], 1, 1, &out) == VT_OK && out == FLT_MAX,
+                      "%s rounding: trainer %s, replayer %s: %s", mode ? "exact" : "log", vt_order_name((vt_order)t),
+                      vt_order_name((vt_order)r), vt_errmsg());
+            }
+        for (int o = 0; o < VT_ORDER_COUNT; o++) vt_steplog_free(&logs[o]), vt_exec_free(&ex[o]);
+    }
+}
+
 int main(void)
 {
     R.s = vt_test_seed(0xf0f9e);
     test_gemm_forgery();
     test_row_omission();
     test_probabilistic_counterexamples();
+    test_overflow_threshold();
     return vt_test_finish("test_forgery");
 }
