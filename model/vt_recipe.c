@@ -326,7 +326,13 @@ vt_err vt_manifest_parse(const char *text, size_t len, vt_recipe *r, uint8_t dat
         e = vt_set_error(VT_ERR_FORMAT, "manifest: bad dataset_hash");
     else {
         vt_recipe_default(r);
-        e = apply_object(r, rj, "manifest recipe");
+        if (strcmp(json_string_value(fmt), "vt-manifest-1") == 0) {
+            /* format 1 predates `rounding`: its runs are log-rounded, whatever today's default */
+            r->bound.rounding = VT_ROUNDING_LOG;
+            if (json_object_get(rj, "rounding"))
+                e = vt_set_error(VT_ERR_FORMAT, "manifest: format vt-manifest-1 has no recipe key \"rounding\"");
+        }
+        if (!e) e = apply_object(r, rj, "manifest recipe");
         if (!e) e = vt_recipe_validate(r);
     }
     json_decref(o);

@@ -1,0 +1,64 @@
+/* test_recipe - the manifest's rounding mode: format 2 records `rounding` (exact by default);
+ * a format-1 manifest (before the key existed) is a log-rounded run, whatever today's default,
+ * and may not carry the key; exact rounding with probabilistic bounds is refused. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/vt_recipe.h"
+#include "vt_test.h"
+
+/* Replaces the first occurrence of `from` in a heap string by `to`. */
+static char *replace(char *s, const char *from, const char *to)
+{
+    char *p = strstr(s, from);
+    if (!p) return s;
+    size_t n = strlen(s) - strlen(from) + strlen(to) + 1;
+    char *o = malloc(n);
+    if (!o) return s;
+    size_t head = (size_t)(p - s);
+    memcpy(o, s, head);
+    strcpy(o + head, to);
+    strcat(o, p + strlen(from));
+    free(s);
+    return o;
+}
+
+int main(void)
+{
+    uint8_t dh[32] = {1, 2, 3}, dh2[32];
+    vt_recipe r, q;
+    vt_recipe_default(&r);
+    CHECK(r.bound.rounding == VT_ROUNDING_EXACT, "the default is exact rounding");
+    char *m = NULL;
+    CHECK_OK(vt_manifest_build(&r, dh, "cpu", &m));
+    CHECK(m && strstr(m, "\"rounding\":\"exact\"") && strstr(m, VT_MANIFEST_FORMAT), "manifest: %s", m ? m : "");
+    CHECK_OK(vt_manifest_parse(m, strlen(m), &q, dh2));
+    CHECK(q.bound.rounding == VT_ROUNDING_EXACT && memcmp(dh, dh2, 32) == 0, "format 2 round trip");
+    /* a log-rounded run */
+    CHECK_OK(vt_recipe_set(&r, "rounding=log"));
+    free(m);
+    CHECK_OK(vt_manifest_build(&r, dh, "cpu", &m));
+    CHECK_OK(vt_manifest_parse(m, strlen(m), &q, dh2));
+    CHECK(q.bound.rounding == VT_ROUNDING_LOG, "rounding=log round trip");
+    /* format 1: no key, log rounding */
+    char *v1 = replace(replace(strdup(m), "\"rounding\":\"log\",", ""), VT_MANIFEST_FORMAT, "vt-manifest-1");
+    CHECK(strstr(v1, "rounding") == NULL && strstr(v1, "vt-manifest-1"), "made a format-1 manifest: %s", v1);
+    CHECK_OK(vt_manifest_parse(v1, strlen(v1), &q, dh2));
+    CHECK(q.bound.rounding == VT_ROUNDING_LOG, "a format-1 run is log-rounded");
+    /* format 1 with the key: refused */
+    char *bad = replace(strdup(m), VT_MANIFEST_FORMAT, "vt-manifest-1");
+    CHECK(vt_manifest_parse(bad, strlen(bad), &q, dh2) == VT_ERR_FORMAT, "format 1 may not carry rounding");
+    char *unk = replace(strdup(m), VT_MANIFEST_FORMAT, "vt-manifest-9");
+    CHECK(vt_manifest_parse(unk, strlen(unk), &q, dh2) == VT_ERR_FORMAT, "unknown format refused");
+    /* exact + probabilistic refused */
+    vt_recipe_default(&r);
+    CHECK_OK(vt_recipe_set(&r, "bound_mode=probabilistic"));
+    CHECK(vt_recipe_validate(&r) == VT_ERR_ARG, "exact rounding with probabilistic bounds refused");
+    CHECK_OK(vt_recipe_set(&r, "rounding=log"));
+    CHECK_OK(vt_recipe_validate(&r));
+    free(m);
+    free(v1);
+    free(bad);
+    free(unk);
+    return vt_test_finish("test_recipe");
+}
