@@ -216,7 +216,7 @@ static inline int fast_stable_record(double x, double B, float *out)
 {
     return fast_stable_k(x, B, VT_UNSTABLE_K, VT_SLOP_RECORD, out);
 }
-static inline int fast_stable_required(double x, double B, float *out)
+static inline int fast_stable_screen(double x, double B, float *out)
 {
     return fast_stable_k(x, B, VT_SCREEN_K, VT_SLOP_RECORD, out);
 }
@@ -649,6 +649,14 @@ static vt_err round_plain(vt_rctx *c, uint32_t op, const double *x, size_t n, fl
     return VT_OK;
 }
 
+/* The exact value of element (i, j), from the operation's exact evaluator (b->xa, b->xb). */
+static void element_exact(const vt_bounds *b, size_t i, size_t j, vt_xacc *a)
+{
+    vt_xacc_init(a);
+    const float *pa = b->xa + i * b->xa_si + j * b->xa_sj, *pb = b->xb + i * b->xb_si + j * b->xb_sj;
+    for (size_t k = 0; k < b->xK; k++) vt_xacc_add_prod32(a, pa[k * b->xa_sk], pb[k * b->xb_sk]);
+}
+
 /* The exact window of element (i, j): lo = RN32(X - B), hi = RN32(X + B) for the exact value X
  * (X = x when B = 0: the FP64 result is then exact). *X64 gets RN64(X). VT_ERR_UNSUPPORTED when
  * the operation has no exact evaluator. */
@@ -656,13 +664,12 @@ static vt_err element_window(const vt_bounds *b, size_t i, size_t j, double x, d
                              double *X64)
 {
     vt_xacc a;
-    vt_xacc_init(&a);
     if (B == 0 || b->kind == VT_BOUNDS_ZERO) {
+        vt_xacc_init(&a);
         vt_xacc_add(&a, x);
     } else {
         VT_RETURN_ERROR_IF(!b->xa, VT_ERR_UNSUPPORTED, "the operation has no exact evaluator to judge the log");
-        const float *pa = b->xa + i * b->xa_si + j * b->xa_sj, *pb = b->xb + i * b->xb_si + j * b->xb_sj;
-        for (size_t k = 0; k < b->xK; k++) vt_xacc_add_prod32(&a, pa[k * b->xa_sk], pb[k * b->xb_sk]);
+        element_exact(b, i, j, &a);
     }
     *X64 = vt_xacc_round64(&a);
     VT_RETURN_ERROR_IF(isnan(*X64), VT_ERR_DIVERGED, "result is NaN");
@@ -671,8 +678,6 @@ static vt_err element_window(const vt_bounds *b, size_t i, size_t j, double x, d
 }
 
 /* Record: the trainer's rule on its own value (may produce an entry). */
-static float exact_element(const vt_bounds *b, size_t i, size_t j);
-
 static vt_err slow_element(vt_rctx *c, vt_oplog *o, const vt_bounds *b, size_t i, size_t j, double x, double B,
                            uint64_t idx, float *out)
 {
@@ -686,7 +691,12 @@ static vt_err slow_element(vt_rctx *c, vt_oplog *o, const vt_bounds *b, size_t i
          * boundary (docs/rounding.md §5: the threshold is one). */
         uint32_t lo, hi, r = 0;
         vt_round_ends(x, B, 1.0, &lo, &hi);
-        if (bits_finite(lo) && bits_finite(r = vt_f32_bits(exact_element(b, i, j)))) {
+        if (bits_finite(lo)) {
+            vt_xacc a;
+            element_exact(b, i, j, &a);
+            r = vt_f32_bits(vt_xacc_round32(&a));
+        }
+        if (bits_finite(lo) && bits_finite(r)) {
             *out = vt_bits_f32(r);
             memset(&e, 0, sizeof e);
             vt_round_ends(x, B, VT_DIRECTION_K, &lo, &hi);
@@ -737,6 +747,19 @@ static vt_err judge_element(vt_rctx *c, uint32_t op, const vt_bounds *b, size_t 
 
 #define VT_BLOCK 64
 
+/* The screening bounds of elements j0 .. j0+nb-1 of row i: the outer product (inflated, when the
+ * operands are given, to stay above the computed tight bound despite both being rounded), or the
+ * operation's array of bounds. */
+static void screen_block(const vt_bounds *b, size_t i, size_t j0, size_t nb, size_t cols, double *Bb)
+{
+    if (b->kind == VT_BOUNDS_OUTER) {
+        double ri = b->coef * b->r[i] * (b->ta ? 1.0 + 0x1p-20 : 1.0);
+        for (size_t k = 0; k < nb; k++) Bb[k] = ri * b->c[j0 + k];
+    } else {
+        memcpy(Bb, b->b + i * cols + j0, nb * sizeof(double));
+    }
+}
+
 /* One row of an operation with bounds: the fast filter clears blocks; the rest go through the
  * tight bound (GEMM) and the exact rule. In replay, entries (cursor *ek into o) are applied. */
 static vt_err round_row(vt_rctx *c, vt_oplog *o, uint64_t *ek, tight_cache *tc, const double *x,
@@ -748,14 +771,7 @@ static vt_err round_row(vt_rctx *c, vt_oplog *o, uint64_t *ek, tight_cache *tc, 
     const uint64_t row0 = (uint64_t)i * cols;
     for (size_t j0 = 0; j0 < cols; j0 += VT_BLOCK) {
         size_t nb = cols - j0 < VT_BLOCK ? cols - j0 : VT_BLOCK;
-        if (b->kind == VT_BOUNDS_OUTER) {
-            /* with operands given, the outer product only screens: inflate it so that it stays
-             * above the computed tight bound despite both being rounded */
-            double ri = b->coef * b->r[i] * (b->ta ? 1.0 + 0x1p-20 : 1.0);
-            for (size_t k = 0; k < nb; k++) Bb[k] = ri * b->c[j0 + k];
-        } else {
-            memcpy(Bb, b->b + i * cols + j0, nb * sizeof(double));
-        }
+        screen_block(b, i, j0, nb, cols, Bb);
         /* entries of this block (replay) */
         uint64_t blk_end = row0 + j0 + nb;
         int has_entry = !rec && *ek < o->n_entries && o->e[*ek].index < blk_end;
@@ -778,7 +794,7 @@ static vt_err round_row(vt_rctx *c, vt_oplog *o, uint64_t *ek, tight_cache *tc, 
             if (b->kind == VT_BOUNDS_OUTER && b->ta) { /* screening failed: use the tight bound */
                 Bb[k] = tight_bound(&c->bound, tc, i, j0 + k);
                 st = rec ? fast_stable_record(x[j0 + k], Bb[k], &out[j0 + k])
-                         : fast_stable_required(x[j0 + k], Bb[k], &out[j0 + k]);
+                         : fast_stable_screen(x[j0 + k], Bb[k], &out[j0 + k]);
                 if (st) continue;
             }
             if (rec)
@@ -791,16 +807,6 @@ static vt_err round_row(vt_rctx *c, vt_oplog *o, uint64_t *ek, tight_cache *tc, 
 }
 
 /* ---- exact rounding ---- */
-
-/* RN32 of the exact value of element (i, j) from the operation's exact evaluator. */
-static float exact_element(const vt_bounds *b, size_t i, size_t j)
-{
-    vt_xacc a;
-    vt_xacc_init(&a);
-    const float *pa = b->xa + i * b->xa_si + j * b->xa_sj, *pb = b->xb + i * b->xb_si + j * b->xb_sj;
-    for (size_t k = 0; k < b->xK; k++) vt_xacc_add_prod32(&a, pa[k * b->xa_sk], pb[k * b->xb_sk]);
-    return vt_xacc_round32(&a);
-}
 
 /* Every element becomes RN32(exact): cleared by this party's own bound where [x - B, x + B] holds
  * no rounding boundary (then RN32(x) = RN32(exact), RN32 being monotone), computed exactly
@@ -822,14 +828,7 @@ static vt_err round_exact(vt_rctx *c, uint32_t op, const double *x, const vt_bou
         float *oi = out + i * cols;
         for (size_t j0 = 0; j0 < cols && !ret; j0 += VT_BLOCK) {
             size_t nb = cols - j0 < VT_BLOCK ? cols - j0 : VT_BLOCK;
-            if (b->kind == VT_BOUNDS_OUTER) {
-                /* with operands, the outer product screens first (inflated to stay above the
-                 * tight bound despite both being rounded), then the tight bound */
-                double ri = b->coef * b->r[i] * (b->ta ? 1.0 + 0x1p-20 : 1.0);
-                for (size_t k = 0; k < nb; k++) Bb[k] = ri * b->c[j0 + k];
-            } else {
-                memcpy(Bb, b->b + i * cols + j0, nb * sizeof(double));
-            }
+            screen_block(b, i, j0, nb, cols, Bb); /* then, with operands, the tight bound */
             if (fast_block(xi + j0, Bb, oi + j0, cleared, nb, 1.0, VT_SLOP_RECORD)) continue;
             for (size_t k = 0; k < nb && !ret; k++) {
                 if (cleared[k]) continue;
@@ -850,7 +849,9 @@ static vt_err round_exact(vt_rctx *c, uint32_t op, const double *x, const vt_bou
                 if (lo == hi && bits_finite(lo)) {
                     r = vt_bits_f32(lo);
                 } else if (b->xa) {
-                    r = exact_element(b, i, j0 + k);
+                    vt_xacc a;
+                    element_exact(b, i, j0 + k, &a);
+                    r = vt_xacc_round32(&a);
                     c->stats.exact++;
                 } else {
                     vt_set_error(VT_ERR_UNSUPPORTED, "exact rounding: the operation has no exact evaluator");
