@@ -189,20 +189,29 @@ static vt_err gemm_blas(vt_exec *e, int tA, int tB, size_t M, size_t N, size_t K
     const int lda = tA ? (int)M : (int)K, ldb = tB ? (int)K : (int)N;
     size_t MN = M * N;
     if (vt_gemm_panel(e, K)) {
-        /* exact rounding, long reductions: the BLAS on panels of VT_GEMM_PANEL terms, each into
-         * its own buffer, the panel results added one after another - an algorithm whose
-         * a-priori bound (vt_bound_coef_panel) stays tight as K grows, so that this party's
-         * screen clears nearly every element (docs/rounding.md 2.1) */
-        void *pc = NULL;
-        VT_FORWARD_IF_ERROR(vt__ws_get(&e->ws, VT_WS_AUX, MN, sizeof(double), &pc));
-        double *C2 = pc;
-        for (size_t k0 = 0; k0 < K; k0 += VT_GEMM_PANEL) {
-            size_t kl = K - k0 < VT_GEMM_PANEL ? K - k0 : VT_GEMM_PANEL;
-            const double *Ap = tA ? A64 + k0 * M : A64 + k0, *Bp = tB ? B64 + k0 : B64 + k0 * N;
-            cblas_dgemm(CblasRowMajor, tA ? CblasTrans : CblasNoTrans, tB ? CblasTrans : CblasNoTrans, (int)M,
-                        (int)N, (int)kl, 1.0, Ap, lda, Bp, ldb, 0.0, k0 == 0 ? C : C2, (int)N);
-            if (k0 > 0)
-                for (size_t i = 0; i < MN; i++) C[i] = C[i] + C2[i];
+        /* long reductions: the BLAS on panels of VT_PANEL terms, the panel results combined by
+         * the panel tree (BLAS: panels first to last; SPLIT: last to first, a mirrored tree) - an
+         * algorithm whose a-priori bound (vt_bound_coef_panel) stays tight as K grows
+         * (docs/rounding.md 2.1). Blocks of rows keep the tree's buffers small. */
+        const size_t P = (K + VT_PANEL - 1) / VT_PANEL, depth = vt__ptree_depth(P);
+        size_t rb = M;
+        if (M * N > ((size_t)1 << 20)) rb = ((size_t)1 << 20) / N ? ((size_t)1 << 20) / N : 1;
+        void *pst = NULL;
+        VT_FORWARD_IF_ERROR(vt__ws_get(&e->ws, VT_WS_AUX, depth * rb * N, sizeof(double), &pst));
+        for (size_t i0 = 0; i0 < M; i0 += rb) {
+            const size_t mr = M - i0 < rb ? M - i0 : rb;
+            vt__ptree t;
+            vt__ptree_init(&t, pst, mr * N);
+            for (size_t q = 0; q < P; q++) {
+                size_t p = e->order == VT_ORDER_SPLIT ? P - 1 - q : q, k0 = p * VT_PANEL;
+                size_t kl = K - k0 < VT_PANEL ? K - k0 : VT_PANEL;
+                /* rows i0.. of op(A), terms k0.. */
+                const double *Ap = tA ? A64 + k0 * M + i0 : A64 + i0 * K + k0, *Bp = tB ? B64 + k0 : B64 + k0 * N;
+                cblas_dgemm(CblasRowMajor, tA ? CblasTrans : CblasNoTrans, tB ? CblasTrans : CblasNoTrans, (int)mr,
+                            (int)N, (int)kl, 1.0, Ap, lda, Bp, ldb, 0.0, vt__ptree_next(&t), (int)N);
+                vt__ptree_push(&t);
+            }
+            vt__ptree_result(&t, C + i0 * N);
         }
         for (size_t i = 0; i < MN; i++) C[i] += 0.0; /* -0 -> +0 */
         return VT_OK;
@@ -248,23 +257,41 @@ static vt_err gemm_loops(vt_exec *e, int tA, int tB, size_t M, size_t N, size_t 
     const size_t sa = tA ? 1 : K, sk = tA ? M : 1;
     const vt_order o = e->order;
 
+    const int pan = vt_gemm_panel(e, K);
+    const size_t kc = pan ? VT_PANEL : K, P = (K + kc - 1) / kc;
     if (o == VT_ORDER_FORWARD || o == VT_ORDER_REVERSE || o == VT_ORDER_PERMUTED) {
         uint32_t *perm = NULL;
         if (o == VT_ORDER_PERMUTED) {
             void *pp = NULL;
             VT_FORWARD_IF_ERROR(vt__ws_get(&e->ws, VT_WS_PERM, K, sizeof(uint32_t), &pp));
             perm = pp;
-            vt__perm(e->seed, K, perm);
+            vt__perm_red(e->seed, K, pan, perm);
+        }
+        double *pst = NULL; /* the panel tree of row i (unpanelled: the row itself is the sum) */
+        if (P > 1) {
+            void *pp = NULL;
+            VT_FORWARD_IF_ERROR(vt__ws_get(&e->ws, VT_WS_PAN, vt__ptree_depth(P) * N, sizeof(double), &pp));
+            pst = pp;
         }
         for (size_t i = 0; i < M; i++) {
             double *c = C + i * N;
-            for (size_t j = 0; j < N; j++) c[j] = 0.0;
-            for (size_t t = 0; t < K; t++) {
-                size_t k = o == VT_ORDER_FORWARD ? t : o == VT_ORDER_REVERSE ? K - 1 - t : perm[t];
-                const double a = (double)A[i * sa + k * sk];
-                const double *b = B64 + k * N;
-                for (size_t j = 0; j < N; j++) c[j] += a * b[j];
+            vt__ptree t;
+            vt__ptree_init(&t, pst, N);
+            /* FORWARD and PERMUTED: panels first to last; REVERSE: last to first, each backwards */
+            for (size_t q = 0; q < P; q++) {
+                const size_t p = o == VT_ORDER_REVERSE ? P - 1 - q : q, k0 = p * kc,
+                             len = K - k0 < kc ? K - k0 : kc;
+                double *s = P > 1 ? vt__ptree_next(&t) : c;
+                for (size_t j = 0; j < N; j++) s[j] = 0.0;
+                for (size_t u = 0; u < len; u++) {
+                    size_t k = o == VT_ORDER_FORWARD ? k0 + u : o == VT_ORDER_REVERSE ? k0 + len - 1 - u : perm[k0 + u];
+                    const double a = (double)A[i * sa + k * sk];
+                    const double *b = B64 + k * N;
+                    for (size_t j = 0; j < N; j++) s[j] += a * b[j];
+                }
+                if (P > 1) vt__ptree_push(&t);
             }
+            if (P > 1) vt__ptree_result(&t, c);
         }
         return VT_OK;
     }
@@ -307,25 +334,25 @@ static vt_err gemm_loops(vt_exec *e, int tA, int tB, size_t M, size_t N, size_t 
         return VT_OK;
     }
 
-    /* SORTED: per element */
-    void *pk = NULL;
+    /* SORTED: per element, the products sorted by magnitude (panelled: within each panel, then
+     * the panel results sorted) */
+    void *pk = NULL, *pq = NULL, *pp = NULL;
     VT_FORWARD_IF_ERROR(vt__ws_get(&e->ws, VT_WS_AUX, K, sizeof(uint64_t), &pk));
+    VT_FORWARD_IF_ERROR(vt__ws_get(&e->ws, VT_WS_PROD, K, sizeof(double), &pq));
+    VT_FORWARD_IF_ERROR(vt__ws_get(&e->ws, VT_WS_PAN, vt__ptree_depth(P), sizeof(double), &pp));
     uint64_t *keys = pk;
+    double *prod = pq, *ps = pp;
     for (size_t i = 0; i < M; i++)
         for (size_t j = 0; j < N; j++) {
-            for (size_t k = 0; k < K; k++) keys[k] = vt__sort_key((double)A[i * sa + k * sk] * B64[k * N + j]);
-            C[i * N + j] = vt__sum_sorted_keys(K, keys);
+            for (size_t k = 0; k < K; k++) prod[k] = (double)A[i * sa + k * sk] * B64[k * N + j];
+            C[i * N + j] = vt__sum_red(VT_ORDER_SORTED, pan, K, prod, NULL, keys, ps);
         }
     return VT_OK;
 }
 
 int vt_gemm_order_uses_blas(vt_order o) { return o == VT_ORDER_BLAS || o == VT_ORDER_SPLIT; }
 
-int vt_gemm_panel(const vt_exec *e, size_t K)
-{
-    return e->bound.rounding == VT_ROUNDING_EXACT && e->bound.mode == VT_BOUND_PROVABLE &&
-           vt_gemm_order_uses_blas(e->order) && K > 2 * VT_GEMM_PANEL;
-}
+int vt_gemm_panel(const vt_exec *e, size_t K) { return vt_bound_panelled(&e->bound, (uint64_t)K); }
 
 static vt_err gemm_core(vt_exec *e, int tA, int tB, size_t M, size_t N, size_t K, const float *A, const float *B,
                         double *C, double *rn, double *cn)
@@ -340,8 +367,7 @@ vt_err vt_gemm(vt_exec *e, int transA, int transB, size_t M, size_t N, size_t K,
     VT_FORWARD_IF_ERROR(check_args(e, transA, transB, M, N, K, A, B, C, "vt_gemm"));
     VT_RETURN_ERROR_IF(rownorm == NULL || colnorm == NULL || bounds == NULL, VT_ERR_ARG,
                        "vt_gemm: NULL norm or bounds argument");
-    const int panel = vt_gemm_panel(e, K);
-    double coef = panel ? vt_bound_coef_panel((uint64_t)K, VT_GEMM_PANEL) : vt_bound_coef(&e->bound, (uint64_t)K);
+    double coef = vt_bound_coef_red(&e->bound, (uint64_t)K, (uint64_t)K);
     VT_RETURN_ERROR_IF(!(coef >= 0.0), VT_ERR_LIMIT, "vt_gemm: no bound coefficient for K=%zu", K);
     VT_FORWARD_IF_ERROR(gemm_core(e, transA, transB, M, N, K, A, B, C, rownorm, colnorm));
     bounds->kind = VT_BOUNDS_OUTER;
@@ -366,7 +392,6 @@ vt_err vt_gemm(vt_exec *e, int transA, int transB, size_t M, size_t N, size_t K,
     bounds->xb_sj = bounds->tb_sj;
     bounds->xb_sk = bounds->tb_sk;
     bounds->xK = K;
-    bounds->tight_coef = panel ? coef : 0.0;
     return VT_OK;
 }
 

@@ -62,7 +62,7 @@ void vt_exec_init(vt_exec *e, vt_order order, vt_bound_cfg bound, uint64_t seed)
 void vt_exec_free(vt_exec *e)
 {
     if (e == NULL) return;
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < VT_WS_COUNT; i++) {
         free(e->ws.p[i]);
         e->ws.p[i] = NULL;
         e->ws.n[i] = 0;
@@ -202,20 +202,88 @@ double vt__sum(vt_order o, size_t n, const double *x, const uint32_t *perm, uint
     }
 }
 
-/* Scratch needed by vt__sum for n terms in order o. */
-static vt_err vt__sum_scratch(vt_exec *e, size_t n, uint32_t **perm, uint64_t **keys)
+void vt__perm_red(uint64_t seed, size_t n, int panelled, uint32_t *perm)
+{
+    if (!panelled) {
+        vt__perm(seed, n, perm);
+        return;
+    }
+    for (size_t p0 = 0; p0 < n; p0 += VT_PANEL) {
+        size_t len = n - p0 < VT_PANEL ? n - p0 : VT_PANEL;
+        vt__perm(seed + p0 / VT_PANEL, len, perm + p0);
+        for (size_t t = 0; t < len; t++) perm[p0 + t] += (uint32_t)p0;
+    }
+}
+
+size_t vt__ptree_depth(size_t P)
+{
+    size_t d = 1;
+    while (d < 64 && ((size_t)1 << (d - 1)) <= P) d++;
+    return d; /* floor(log2 P) + 2: the counter's stack (popcount <= floor(log2 P) + 1) and the slot written */
+}
+
+void vt__ptree_push(vt__ptree *t)
+{
+    t->top++;
+    t->count++;
+    for (size_t c = t->count; (c & 1) == 0; c >>= 1) {
+        double *l = t->st + (t->top - 2) * t->n;
+        const double *r = l + t->n;
+        for (size_t j = 0; j < t->n; j++) l[j] = l[j] + r[j];
+        t->top--;
+    }
+}
+
+void vt__ptree_result(const vt__ptree *t, double *out)
+{
+    const double *r = t->st + (t->top - 1) * t->n;
+    for (size_t j = 0; j < t->n; j++) out[j] = r[j];
+    for (size_t l = t->top - 1; l-- > 0;) {
+        const double *q = t->st + l * t->n;
+        for (size_t j = 0; j < t->n; j++) out[j] = q[j] + out[j];
+    }
+}
+
+double vt__sum_red(vt_order o, int panelled, size_t n, const double *x, const uint32_t *perm, uint64_t *keys,
+                   double *ps)
+{
+    if (!panelled || o == VT_ORDER_PAIRWISE || o == VT_ORDER_SPLIT) return vt__sum(o, n, x, perm, keys);
+    const size_t P = (n + VT_PANEL - 1) / VT_PANEL;
+    vt__ptree t;
+    vt__ptree_init(&t, ps, 1);
+    for (size_t q = 0; q < P; q++) {
+        size_t p = o == VT_ORDER_REVERSE ? P - 1 - q : q, p0 = p * VT_PANEL;
+        size_t len = n - p0 < VT_PANEL ? n - p0 : VT_PANEL;
+        *vt__ptree_next(&t) =
+            o == VT_ORDER_PERMUTED ? vt__sum(o, len, x, perm + p0, NULL) : vt__sum(o, len, x + p0, NULL, keys);
+        vt__ptree_push(&t);
+    }
+    double r;
+    vt__ptree_result(&t, &r);
+    return r;
+}
+
+/* Scratch needed by vt__sum_red for n terms in order o. */
+static vt_err vt__sum_scratch(vt_exec *e, size_t n, uint32_t **perm, uint64_t **keys, double **ps)
 {
     *perm = NULL;
     *keys = NULL;
+    *ps = NULL;
+    const int pan = vt_bound_panelled(&e->bound, n);
     if (e->order == VT_ORDER_PERMUTED) {
         void *p = NULL;
         VT_FORWARD_IF_ERROR(vt__ws_get(&e->ws, VT_WS_PERM, n, sizeof(uint32_t), &p));
         *perm = p;
-        vt__perm(e->seed, n, *perm);
+        vt__perm_red(e->seed, n, pan, *perm);
     } else if (e->order == VT_ORDER_SORTED) {
         void *p = NULL;
         VT_FORWARD_IF_ERROR(vt__ws_get(&e->ws, VT_WS_AUX, n, sizeof(uint64_t), &p));
         *keys = p;
+    }
+    if (pan) {
+        void *p = NULL;
+        VT_FORWARD_IF_ERROR(vt__ws_get(&e->ws, VT_WS_PAN, vt__ptree_depth(n / VT_PANEL + 1), sizeof(double), &p));
+        *ps = p;
     }
     return VT_OK;
 }
@@ -224,7 +292,7 @@ static vt_err vt__coef(const vt_exec *e, size_t n, double *coef)
 {
     VT_RETURN_ERROR_IF((uint64_t)n > VT_MAX_REDUCTION, VT_ERR_LIMIT,
                        "reduction length %zu exceeds VT_MAX_REDUCTION", n);
-    double c = vt_bound_coef(&e->bound, (uint64_t)n);
+    double c = vt_bound_coef_red(&e->bound, (uint64_t)n, (uint64_t)n);
     VT_RETURN_ERROR_IF(!(c >= 0.0), VT_ERR_LIMIT, "no bound coefficient for reduction length %zu", n);
     *coef = c;
     return VT_OK;
@@ -260,13 +328,15 @@ static vt_err vt__sums(vt_exec *e, size_t M, size_t N, const float *X, double *o
     double *x = p;
     uint32_t *perm;
     uint64_t *keys;
-    VT_FORWARD_IF_ERROR(vt__sum_scratch(e, n, &perm, &keys));
+    double *ps;
+    VT_FORWARD_IF_ERROR(vt__sum_scratch(e, n, &perm, &keys, &ps));
+    const int pan = vt_bound_panelled(&e->bound, n);
 
     for (size_t o = 0; o < nout; o++) {
         const float *src = cols ? X + o : X + o * N;
         size_t stride = cols ? N : 1;
         for (size_t t = 0; t < n; t++) x[t] = (double)src[t * stride];
-        out[o] = vt__sum(e->order, n, x, perm, keys);
+        out[o] = vt__sum_red(e->order, pan, n, x, perm, keys, ps);
         /* the rounding layer's bound of a reduction, with factors 1: gamma over the non-zero
          * terms only, and 0 when the sum is exact in every order (docs/rounding.md 2.1) */
         b[o] = vt_bound_of_terms(&e->bound, n, src, stride, &one, 0);

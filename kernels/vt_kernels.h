@@ -54,8 +54,8 @@ vt_err vt_order_parse(const char *s, vt_order *o) VT_WARN_UNUSED;
 
 /* Grow-only scratch memory owned by an executor (one executor per thread). */
 typedef struct {
-    void *p[4];
-    size_t n[4];
+    void *p[6];
+    size_t n[6];
 } vt_ws;
 
 typedef struct {
@@ -66,10 +66,11 @@ typedef struct {
 } vt_exec;
 
 void vt_exec_init(vt_exec *e, vt_order order, vt_bound_cfg bound, uint64_t seed);
-/* Exact rounding evaluates long BLAS-backed GEMMs (K > 2 * VT_GEMM_PANEL) in panels of
- * VT_GEMM_PANEL terms, panel results added in order, with the bound of that algorithm
- * (vt_bound_coef_panel). 1 when vt_gemm does so for this executor and K. */
-#define VT_GEMM_PANEL 256
+/* Every order evaluates a reduction longer than 2 * VT_PANEL terms in panels of VT_PANEL
+ * consecutive terms (vt_bound_panelled: provable bounds, manifest format 3): each panel from +0
+ * in the order's own way, then the panel results in the order's own way, so that the bound of
+ * the reduction is the panel bound (vt_bound_coef_red), about K / (2 VT_PANEL) times tighter than
+ * the bound of the whole reduction. 1 when vt_gemm and the sums do so for this executor and K. */
 int vt_gemm_panel(const vt_exec *e, size_t K);
 /* Frees the workspace; the executor stays usable (idempotent). */
 void vt_exec_free(vt_exec *e);
@@ -83,7 +84,7 @@ void vt_exec_free(vt_exec *e);
  *   input grad     dX = dY * W^T    (transA=0, transB=1)
  *   weight grad    dW = X^T * dY    (transA=1, transB=0)
  * Bound: OUTER with rownorm[i] = ||row i of op(A)||_2, colnorm[j] = ||col j of op(B)||_2
- * and coef = vt_bound_coef(K) (Cauchy-Schwarz: sum_k |a_ik b_kj| <= ||a_i|| ||b_j||).
+ * and coef = vt_bound_coef_red(K, K) (Cauchy-Schwarz: sum_k |a_ik b_kj| <= ||a_i|| ||b_j||).
  * rownorm (M) and colnorm (N) are caller-provided arrays that *bounds points to.
  * The norms are FP64 sums of exact squares followed by sqrt (rounding: a relative
  * (1 - gamma_(K-1))^(1/2) (1 - u) each, inside vt_bound_coef's inflation).

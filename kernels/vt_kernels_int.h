@@ -14,6 +14,9 @@ enum {
     VT_WS_B = 1,    /* FP64 copy of op(B) */
     VT_WS_PERM = 2, /* PERMUTED: the permutation (uint32_t) */
     VT_WS_AUX = 3,  /* SORTED keys, PAIRWISE stack rows */
+    VT_WS_PAN = 4,  /* panel partial sums (a row of them, or one per panel) */
+    VT_WS_PROD = 5, /* SORTED: one element's products */
+    VT_WS_COUNT = 6
 };
 
 /* Grow-only scratch: *out points to at least count*elsize bytes of slot.
@@ -59,6 +62,41 @@ double vt__sum_sorted_keys(size_t n, uint64_t *keys);
  *   SORTED    increasing |x| (keys: n entries of scratch)
  * perm / keys may be NULL for the orders that do not use them. */
 double vt__sum(vt_order o, size_t n, const double *x, const uint32_t *perm, uint64_t *keys);
+
+/* The panel tree (docs/rounding.md 2.1): the results of a reduction's P panels, each a vector of
+ * n values, combined by a binary counter: after the q-th panel result (1-based) is pushed it is
+ * merged with the older partial result below it once for each trailing zero bit of q
+ * (older + newer); at the end the stack is folded from the top (st[l] + r). Its depth is at most
+ * ceil(log2 P), whichever way the panels are visited (visiting them last to first mirrors the
+ * tree). st holds vt__ptree_depth(P) * n doubles. */
+typedef struct {
+    double *st;
+    size_t n, top, count;
+} vt__ptree;
+size_t vt__ptree_depth(size_t P);
+static inline void vt__ptree_init(vt__ptree *t, double *st, size_t n)
+{
+    t->st = st, t->n = n, t->top = 0, t->count = 0;
+}
+/* where the next panel result is to be written (n values) */
+static inline double *vt__ptree_next(vt__ptree *t) { return t->st + t->top * t->n; }
+/* the values at vt__ptree_next are the next panel result */
+void vt__ptree_push(vt__ptree *t);
+/* out (n values, not inside st) = the combined result; at least one panel was pushed */
+void vt__ptree_result(const vt__ptree *t, double *out);
+
+/* The permutation of the PERMUTED order for n terms: vt__perm(seed, n), or, when panelled
+ * (vt_bound_panelled), panel p's VT_PANEL terms permuted among themselves by
+ * vt__perm(seed + p, len) - every index stays in its panel. */
+void vt__perm_red(uint64_t seed, size_t n, int panelled, uint32_t *perm);
+
+/* vt__sum of the project's reductions: when panelled, each panel of VT_PANEL consecutive terms
+ * summed by vt__sum in order o (PERMUTED: along perm from vt__perm_red), the panel results
+ * combined by the panel tree (ps: vt__ptree_depth(ceil(n / VT_PANEL)) entries of scratch;
+ * REVERSE visits the panels last to first); PAIRWISE and SPLIT keep their tree, which is the
+ * panel tree over panels summed pairwise. Unpanelled it is vt__sum itself. */
+double vt__sum_red(vt_order o, int panelled, size_t n, const double *x, const uint32_t *perm, uint64_t *keys,
+                   double *ps);
 
 /* Leaves of the PAIRWISE tree. */
 #define VT_PAIRWISE_LEAF 8

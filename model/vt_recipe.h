@@ -10,7 +10,7 @@
 #include "../rounding_log/vt_rlog.h"
 
 #define VT_MAX_LAYERS 8
-#define VT_MANIFEST_FORMAT "vt-manifest-2" /* 2: the recipe key `rounding` */
+#define VT_MANIFEST_FORMAT "vt-manifest-3" /* 2: the recipe key `rounding`; 3: panelled reductions */
 #define VT_CODE_VERSION "0.1.0"
 
 typedef enum { VT_OPT_SGD = 0, VT_OPT_ADAM = 1 } vt_opt_kind;

@@ -40,7 +40,16 @@ typedef struct {
     vt_bound_mode mode;
     double lambda;        /* probabilistic mode only; VT_DEFAULT_LAMBDA when 0 */
     vt_rounding rounding; /* the recipe's `rounding` */
+    /* 0 (manifest format 3 on, and the default): every reduction longer than 2 * VT_PANEL terms
+     * is evaluated in panels of VT_PANEL consecutive terms, by every order, and its bound is the
+     * panel bound (vt_bound_coef_red); 1: formats 1 and 2, the bound of the whole reduction and
+     * no panels (how those runs were recorded). Provable bounds only. */
+    int whole_reduction;
 } vt_bound_cfg;
+
+/* The panel length of the project's reductions (terms k in [p*VT_PANEL, (p+1)*VT_PANEL) form
+ * panel p; docs/rounding.md 2.1). */
+#define VT_PANEL 128
 
 #define VT_DEFAULT_LAMBDA 10.0
 /* Largest reduction length the bound formulas are proved for. */
@@ -55,11 +64,24 @@ typedef struct {
 double vt_bound_coef(const vt_bound_cfg *cfg, uint64_t n);
 
 /* The coefficient of a reduction of n terms evaluated in panels of at most kc consecutive terms,
- * each panel summed in any order, the ceil(n/kc) panel results then added one after another:
- * error <= [g(kc) + g(P)(1 + g(kc))] * sum|t| with g(j) = gamma_(j-1), P the number of panels,
- * inflated like vt_bound_coef (provable bounds only; kc >= 2). For n = 65536 and kc = 256 it
- * is about 128 times smaller than vt_bound_coef(n). Negative when n > VT_MAX_REDUCTION. */
+ * each panel summed in any order, the P = ceil(n/kc) panel results then combined by any binary
+ * tree of depth at most d = ceil(log2 P) (the panel tree of kernels/):
+ * error <= [g(kc) + h(d)(1 + g(kc))] * sum|t| with g(j) = gamma_(j-1), h(d) = gamma_d,
+ * inflated like vt_bound_coef (provable bounds only; kc >= 2). For n = 65536 and kc = 128 it
+ * is about 480 times smaller than vt_bound_coef(n). Negative when n > VT_MAX_REDUCTION. */
 double vt_bound_coef_panel(uint64_t n, uint64_t kc);
+
+/* 1 when a reduction of K terms is evaluated in panels under cfg (provable bounds, format 3,
+ * K > 2 * VT_PANEL): every order then sums each panel from +0 in its own way and adds the panel
+ * results in its own way. */
+int vt_bound_panelled(const vt_bound_cfg *cfg, uint64_t K);
+
+/* THE coefficient of a reduction of K terms, nnz of them non-zero, under cfg: vt_bound_coef(nnz)
+ * and, where the reduction is panelled, the smaller of that and vt_bound_coef_panel(K, VT_PANEL)
+ * (both hold for a panelled evaluation: additions of a zero term are exact). Every party's own
+ * bound and the canonical bound that log entries are judged by. Negative when K or nnz exceeds
+ * VT_MAX_REDUCTION. */
+double vt_bound_coef_red(const vt_bound_cfg *cfg, uint64_t nnz, uint64_t K);
 
 /* Per-failure probability of the probabilistic bound for n terms (an upper bound);
  * 0 for the provable mode. */
@@ -113,10 +135,6 @@ typedef struct {
      * column; a column sum: xb a single 1.0f with zero strides). */
     const float *xa, *xb;
     size_t xa_si, xa_sj, xa_sk, xb_si, xb_sj, xb_sk, xK;
-    /* OUTER with operands, exact rounding only: > 0 when this party evaluated the reduction in
-     * panels (vt_bound_coef_panel): its own tight bound is then tight_coef * sum|a b|. The
-     * canonical bound that log entries are judged by never uses it. */
-    double tight_coef;
 } vt_bounds;
 
 /* ---------------------------------------------------------------- step log */

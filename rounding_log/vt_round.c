@@ -55,13 +55,30 @@ double vt_bound_coef_panel(uint64_t n, uint64_t kc)
     if (n > VT_MAX_REDUCTION) return -1.0;
     if (n <= 1) return 0.0;
     if (kc < 2 || kc >= n) return vt_bound_coef(NULL, n);
-    uint64_t P = (n + kc - 1) / kc;
-    double g1 = (double)(kc - 1) * VT_U, g2 = (double)(P - 1) * VT_U; /* exact: both below 2^30 */
+    uint64_t P = (n + kc - 1) / kc, d = 0;
+    while (((uint64_t)1 << d) < P) d++; /* d = ceil(log2 P), the depth of the panel tree */
+    double g1 = (double)(kc - 1) * VT_U, g2 = (double)d * VT_U; /* exact: both below 2^30 */
     g1 = g1 / (1.0 - g1);
     g2 = g2 / (1.0 - g2);
     /* the same inflation as vt_bound_coef: it covers the rounding of these few operations and of
      * the computed sum|t| (docs/rounding.md 2.1) */
     return (g1 + g2 * (1.0 + g1)) * VT_INFLATE;
+}
+
+int vt_bound_panelled(const vt_bound_cfg *cfg, uint64_t K)
+{
+    return cfg && cfg->mode == VT_BOUND_PROVABLE && !cfg->whole_reduction && K > 2 * (uint64_t)VT_PANEL;
+}
+
+double vt_bound_coef_red(const vt_bound_cfg *cfg, uint64_t nnz, uint64_t K)
+{
+    double c = vt_bound_coef(cfg, nnz);
+    if (K > VT_MAX_REDUCTION) return -1.0;
+    if (c > 0 && vt_bound_panelled(cfg, K)) {
+        double p = vt_bound_coef_panel(K, VT_PANEL);
+        if (p < c) c = p;
+    }
+    return c;
 }
 
 double vt_bound_failure_prob(const vt_bound_cfg *cfg, uint64_t n)
@@ -350,7 +367,6 @@ typedef struct {
     uint8_t *have;   /* have[j]: column j of bt filled */
     size_t row;      /* row held in ar, or SIZE_MAX */
     int failed;      /* allocation failed */
-    double coef_override; /* > 0: this party's own (panel) coefficient instead of c(m) (exact rounding) */
 } tight_cache;
 
 static void tight_init(tight_cache *t, const vt_bounds *b, size_t M, size_t N)
@@ -530,7 +546,7 @@ double vt_bound_of_terms(const vt_bound_cfg *cfg, size_t K, const float *a, size
     }
     double s = (sl[0] + sl[1]) + (sl[2] + sl[3]);
     if (nnz <= 1 || vt_sum_is_exact(s, emin)) return 0.0;
-    return vt_bound_coef(cfg, nnz) * s;
+    return vt_bound_coef_red(cfg, nnz, K) * s;
 }
 
 /* Direct evaluation from the FP32 operands (fallback when memory is short). */
@@ -593,7 +609,7 @@ static double tight_bound(const vt_bound_cfg *cfg, tight_cache *t, size_t i, siz
     uint64_t nnz;
     tight_sum(t, j, &s, &nnz);
     if (nnz <= 1 || tight_exact(t, j, s)) return 0.0;
-    return t->coef_override > 0 ? t->coef_override * s : vt_bound_coef(cfg, nnz) * s;
+    return vt_bound_coef_red(cfg, nnz, t->K) * s;
 }
 
 /* The bound of element (i, j) by the specification. */
@@ -821,7 +837,6 @@ static vt_err round_exact(vt_rctx *c, uint32_t op, const double *x, const vt_bou
     uint8_t cleared[VT_BLOCK];
     tight_cache tc;
     tight_init(&tc, b, rows, cols);
-    tc.coef_override = b->kind == VT_BOUNDS_OUTER ? b->tight_coef : 0.0;
     vt_err ret = VT_OK;
     for (size_t i = 0; i < rows && !ret; i++) {
         const double *xi = x + i * cols;

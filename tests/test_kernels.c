@@ -314,48 +314,72 @@ static void test_gemm_case(int kind, size_t M, size_t N, size_t K)
     free(Bt);
 }
 
-/* Exact rounding's panel evaluation of long BLAS-backed GEMMs: every element within the panel
- * algorithm's bound of the exact value, both the screening form (coef r c) and the tight one
- * (tight_coef * sum|a b|, the sum taken exactly here). */
+/* Panel evaluation of long reductions (format 3, every order, both rounding modes): every
+ * GEMM element and every column sum within the panel bound of its exact value, both the screening
+ * form (coef r c) and the tight one (vt_bound_coef_red * sum|a b|, the sum taken exactly here);
+ * with whole_reduction set (formats 1-2) nothing is panelled. */
 static void test_gemm_panel(void)
 {
     static const size_t Ks[] = {513, 1024, 4099, 65536};
-    const vt_bound_cfg exact = {.mode = VT_BOUND_PROVABLE, .rounding = VT_ROUNDING_EXACT};
     long checked = 0;
-    for (size_t t = 0; t < sizeof Ks / sizeof Ks[0]; t++)
-        for (int kind = 0; kind < D_KINDS; kind++)
-            for (int o = 0; o < VT_ORDER_COUNT; o++) {
-                if (!vt_gemm_order_uses_blas((vt_order)o)) continue;
-                size_t K = Ks[t], M = 1 + rnd_below(4), N = 1 + rnd_below(4);
-                float *A = xmalloc(M * K * sizeof(float)), *B = xmalloc(K * N * sizeof(float));
-                float *aA = xmalloc(K * sizeof(float)), *aB = xmalloc(K * sizeof(float));
-                double *C = xmalloc(M * N * sizeof(double)), *rn = xmalloc(M * sizeof(double)),
-                       *cn = xmalloc(N * sizeof(double));
-                gen_gemm(kind, M, N, K, A, B);
-                vt_exec e;
-                vt_exec_init(&e, (vt_order)o, exact, 7);
-                vt_bounds bd;
-                CHECK_OK(vt_gemm(&e, 0, 0, M, N, K, A, B, C, rn, cn, &bd));
-                CHECK(vt_gemm_panel(&e, K) == (K > 2 * VT_GEMM_PANEL), "panel evaluation for K=%zu", K);
-                CHECK(!vt_gemm_panel(&e, K) || (bd.tight_coef > 0 && bd.tight_coef == bd.coef &&
-                                               bd.coef < vt_bound_coef(&exact, K)),
-                      "panel coefficient below the generic one");
-                for (size_t i = 0; i < M; i++)
+    for (int whole = 0; whole < 2; whole++)
+        for (size_t t = 0; t < sizeof Ks / sizeof Ks[0]; t++)
+            for (int kind = 0; kind < D_KINDS; kind++)
+                for (int o = 0; o < VT_ORDER_COUNT; o++) {
+                    size_t K = Ks[t], M = 1 + rnd_below(3), N = 1 + rnd_below(3);
+                    if (whole && (t != 1 || kind != 0)) continue; /* the switch itself: one case */
+                    if (o == VT_ORDER_SORTED && K > 4099) M = N = 1;
+                    const vt_bound_cfg cfg = {.mode = VT_BOUND_PROVABLE,
+                                              .rounding = (kind + o) % 2 ? VT_ROUNDING_EXACT : VT_ROUNDING_LOG,
+                                              .whole_reduction = whole};
+                    float *A = xmalloc(M * K * sizeof(float)), *B = xmalloc(K * N * sizeof(float));
+                    float *aA = xmalloc(K * sizeof(float)), *aB = xmalloc(K * sizeof(float));
+                    double *C = xmalloc(M * N * sizeof(double)), *rn = xmalloc(M * sizeof(double)),
+                           *cn = xmalloc(N * sizeof(double));
+                    gen_gemm(kind, M, N, K, A, B);
+                    vt_exec e;
+                    vt_exec_init(&e, (vt_order)o, cfg, 7);
+                    vt_bounds bd;
+                    CHECK_OK(vt_gemm(&e, 0, 0, M, N, K, A, B, C, rn, cn, &bd));
+                    CHECK(vt_gemm_panel(&e, K) == (!whole && K > 2 * VT_PANEL), "panel evaluation for K=%zu", K);
+                    CHECK(whole ? bd.coef == vt_bound_coef(&cfg, K) : bd.coef < vt_bound_coef(&cfg, K),
+                          "panel coefficient below the generic one (whole=%d)", whole);
+                    for (size_t i = 0; i < M; i++)
+                        for (size_t j = 0; j < N; j++) {
+                            uint64_t nnz = 0;
+                            for (size_t k = 0; k < K; k++) {
+                                aA[k] = fabsf(A[i * K + k]), aB[k] = fabsf(B[k * N + j]);
+                                nnz += aA[k] * aB[k] != 0;
+                            }
+                            double sabs = vt_dot_exact64(K, aA, 1, aB, 1);
+                            int ok;
+                            double r = exact_residual(K, A + i * K, 1, B + j, N, C[i * N + j], &ok);
+                            double Bt = vt_bound_coef_red(&cfg, nnz, K) * sabs;
+                            CHECK(ok && fabs(r) <= Bt && fabs(r) <= bd.coef * rn[i] * cn[j],
+                                  "%s K=%zu kind %d (%zu,%zu): error %a beyond the panel bound %a",
+                                  vt_order_name((vt_order)o), K, kind, i, j, r, Bt);
+                            checked++;
+                        }
+                    /* the column sums of B (K terms each) */
+                    double *bs = xmalloc(N * sizeof(double));
+                    CHECK_OK(vt_colsum(&e, K, N, B, C, bs, &bd));
                     for (size_t j = 0; j < N; j++) {
-                        for (size_t k = 0; k < K; k++) aA[k] = fabsf(A[i * K + k]), aB[k] = fabsf(B[k * N + j]);
-                        double sabs = vt_dot_exact64(K, aA, 1, aB, 1);
+                        static const float one = 1.0f;
+                        uint64_t nnz = 0;
+                        for (size_t k = 0; k < K; k++) aB[k] = fabsf(B[k * N + j]), nnz += aB[k] != 0;
+                        double sabs = vt_dot_exact64(K, aB, 1, &one, 0);
                         int ok;
-                        double r = exact_residual(K, A + i * K, 1, B + j, N, C[i * N + j], &ok);
-                        double Bt = (bd.tight_coef > 0 ? bd.tight_coef : vt_bound_coef(&exact, K)) * sabs;
-                        CHECK(ok && fabs(r) <= Bt && fabs(r) <= bd.coef * rn[i] * cn[j],
-                              "%s K=%zu kind %d (%zu,%zu): error %a beyond the panel bound %a",
-                              vt_order_name((vt_order)o), K, kind, i, j, r, Bt);
+                        double r = exact_residual(K, B + j, N, &one, 0, C[j], &ok);
+                        CHECK(ok && fabs(r) <= vt_bound_coef_red(&cfg, nnz, K) * sabs && bs[j] >= fabs(r),
+                              "colsum %s K=%zu kind %d col %zu: error %a beyond its bound %a", vt_order_name((vt_order)o),
+                              K, kind, j, r, bs[j]);
                         checked++;
                     }
-                vt_exec_free(&e);
-                free(A), free(B), free(aA), free(aB), free(C), free(rn), free(cn);
-            }
-    printf("gemm panels (exact rounding): %ld elements within the panel algorithm's bound\n", checked);
+                    free(bs);
+                    vt_exec_free(&e);
+                    free(A), free(B), free(aA), free(aB), free(C), free(rn), free(cn);
+                }
+    printf("panelled reductions: %ld elements within the panel bound\n", checked);
 }
 
 static void test_gemm(void)
@@ -977,11 +1001,13 @@ static void test_errors(void)
     CHECK(vt_order_parse(NULL, &p) == VT_ERR_ARG, "NULL order name");
     CHECK(strcmp(vt_order_name((vt_order)42), "unknown") == 0, "name of an invalid order");
 
-    /* the probabilistic mode runs (its bound is smaller than the provable one) */
+    /* the probabilistic mode runs (its bound is smaller than the provable one of the whole
+     * reduction; the panelled provable bound is smaller still at this K) */
     vt_bound_cfg prob = {.mode = VT_BOUND_PROBABILISTIC, .lambda = 0.0};
     vt_exec e2, e3;
     vt_exec_init(&e2, VT_ORDER_BLAS, prob, 1);
-    vt_exec_init(&e3, VT_ORDER_BLAS, PROVABLE, 1);
+    const vt_bound_cfg whole = {.mode = VT_BOUND_PROVABLE, .whole_reduction = 1};
+    vt_exec_init(&e3, VT_ORDER_BLAS, whole, 1);
     float A[2 * 4096], B[4096 * 2];
     for (int i = 0; i < 2 * 4096; i++) A[i] = (float)vt_rng_normal(&R), B[i] = (float)vt_rng_normal(&R);
     double C2[4], r2[2], c2[2];

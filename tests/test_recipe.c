@@ -33,7 +33,13 @@ int main(void)
     CHECK_OK(vt_manifest_build(&r, dh, "cpu", &m));
     CHECK(m && strstr(m, "\"rounding\":\"exact\"") && strstr(m, VT_MANIFEST_FORMAT), "manifest: %s", m ? m : "");
     CHECK_OK(vt_manifest_parse(m, strlen(m), &q, dh2));
-    CHECK(q.bound.rounding == VT_ROUNDING_EXACT && memcmp(dh, dh2, 32) == 0, "format 2 round trip");
+    CHECK(q.bound.rounding == VT_ROUNDING_EXACT && memcmp(dh, dh2, 32) == 0 && !q.bound.whole_reduction,
+          "format 3 round trip (panelled reductions)");
+    /* format 2: the bounds of the whole reduction */
+    char *v2 = replace(strdup(m), VT_MANIFEST_FORMAT, "vt-manifest-2");
+    CHECK_OK(vt_manifest_parse(v2, strlen(v2), &q, dh2));
+    CHECK(q.bound.rounding == VT_ROUNDING_EXACT && q.bound.whole_reduction, "a format-2 run is not panelled");
+    free(v2);
     /* a log-rounded run */
     CHECK_OK(vt_recipe_set(&r, "rounding=log"));
     free(m);
@@ -44,7 +50,7 @@ int main(void)
     char *v1 = replace(replace(strdup(m), "\"rounding\":\"log\",", ""), VT_MANIFEST_FORMAT, "vt-manifest-1");
     CHECK(strstr(v1, "rounding") == NULL && strstr(v1, "vt-manifest-1"), "made a format-1 manifest: %s", v1);
     CHECK_OK(vt_manifest_parse(v1, strlen(v1), &q, dh2));
-    CHECK(q.bound.rounding == VT_ROUNDING_LOG, "a format-1 run is log-rounded");
+    CHECK(q.bound.rounding == VT_ROUNDING_LOG && q.bound.whole_reduction, "a format-1 run is log-rounded, not panelled");
     /* format 1 with the key: refused */
     char *bad = replace(strdup(m), VT_MANIFEST_FORMAT, "vt-manifest-1");
     CHECK(vt_manifest_parse(bad, strlen(bad), &q, dh2) == VT_ERR_FORMAT, "format 1 may not carry rounding");
