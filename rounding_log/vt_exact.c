@@ -225,3 +225,46 @@ float vt_sum_exact32(size_t n, const double *x, size_t inc)
     sum_acc(&acc, n, x, inc);
     return vt_xacc_round32(&acc);
 }
+
+/* TwoSum (Knuth): t + err == s + p exactly, for any finite s, p whose sum does not overflow
+ * (also under gradual underflow, where an addition with a subnormal result is exact) */
+#define VT_TWOSUM(s, p, err)                                                                                           \
+    do {                                                                                                               \
+        double t_ = (s) + (p), z_ = t_ - (s);                                                                          \
+        (err) = ((s) - (t_ - z_)) + ((p) - z_);                                                                        \
+        (s) = t_;                                                                                                      \
+    } while (0)
+
+void vt_dot_comp64(size_t n, const double *a, const double *b, double *s_out, double *e_out)
+{
+    double s[4] = {0, 0, 0, 0}, c[4] = {0, 0, 0, 0}, m[4] = {0, 0, 0, 0};
+    size_t k = 0;
+    for (; k + 4 <= n; k += 4)
+        for (int l = 0; l < 4; l++) {
+            double err, p = a[k + l] * b[k + l];
+            VT_TWOSUM(s[l], p, err);
+            c[l] += err;
+            m[l] += fabs(err);
+        }
+    for (; k < n; k++) {
+        double err, p = a[k] * b[k];
+        VT_TWOSUM(s[0], p, err);
+        c[0] += err;
+        m[0] += fabs(err);
+    }
+    /* X = s0 + s1 + s2 + s3 + (every err) exactly; the lanes' sums are joined by TwoSum too */
+    double S = s[0], C = (c[0] + c[1]) + (c[2] + c[3]), M = (m[0] + m[1]) + (m[2] + m[3]);
+    for (int l = 1; l < 4; l++) {
+        double err;
+        VT_TWOSUM(S, s[l], err);
+        C += err;
+        M += fabs(err);
+    }
+    double r = S + C;
+    /* C is a sum of at most n + 8 errors in FP64: |C - sum err| <= gamma_(n+8) sum|err|, and M,
+     * summed alike, gives sum|err| <= M / (1 - gamma_(n+8)); with (n + 8) u <= 2^-22 both factors
+     * are inside 1.01. r = RN(S + C) adds u |r| (1 + u); the final inflation covers the rounding
+     * of this expression, DBL_MIN an underflow in it. */
+    *s_out = r;
+    *e_out = (fabs(r) * 0x1p-53 + (double)(n + 8) * 0x1p-53 * 1.01 * M) * (1.0 + 0x1p-20) + DBL_MIN;
+}

@@ -48,6 +48,14 @@ float vt_xacc_round32(const vt_xacc *a);
 /* sum_k a[k*inca] * b[k*incb] for FP32 vectors, exactly, rounded once (RN64 / RN32). */
 double vt_dot_exact64(size_t K, const float *a, size_t inca, const float *b, size_t incb);
 float vt_dot_exact32(size_t K, const float *a, size_t inca, const float *b, size_t incb);
+/* Compensated dot product of FP64 vectors whose products a[k] * b[k] are exact in FP64 (FP32
+ * values converted, as the rounding layer uses it): four lanes of error-free TwoSum additions,
+ * their errors summed alongside, then *s = RN64(sum + errors) and *e a rigorous bound with
+ * |*s - sum_k a[k] b[k]| <= *e, about 2^-53 |*s| + n 2^-53 sum|errors| (docs/rounding.md 4).
+ * Finite inputs with sum_k |a[k] b[k]| < 2^1000 are assumed (the rounding layer's products of
+ * FP32 values are below 2^256 each); otherwise *e is +inf or NaN, which decides nothing. */
+void vt_dot_comp64(size_t n, const double *a, const double *b, double *s, double *e);
+
 /* sum_k x[k*inc] for FP64 terms, exactly, rounded once. */
 double vt_sum_exact64(size_t n, const double *x, size_t inc);
 float vt_sum_exact32(size_t n, const double *x, size_t inc);

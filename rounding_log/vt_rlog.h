@@ -234,7 +234,8 @@ typedef struct {
 
 typedef struct {
     uint64_t rounded;     /* elements rounded */
-    uint64_t exact;       /* exact rounding: elements computed by the exact accumulator */
+    uint64_t exact;       /* elements evaluated exactly (exact rounding; replay: judged) */
+    uint64_t kulisch;     /* of those, the ones the compensated sum could not decide (accumulator) */
     uint64_t logged_dir;  /* record: direction entries written; replay: applied */
     uint64_t logged_val;  /* record: value entries written; replay: applied */
     uint64_t checked;     /* replay: plausibility checks passed */

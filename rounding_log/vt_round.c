@@ -673,19 +673,82 @@ static void element_exact(const vt_bounds *b, size_t i, size_t j, vt_xacc *a)
     for (size_t k = 0; k < b->xK; k++) vt_xacc_add_prod32(a, pa[k * b->xa_sk], pb[k * b->xb_sk]);
 }
 
+/* The exact evaluation of element (i, j) in two stages: a compensated sum with a rigorous bound
+ * (vt_dot_comp64: *s, *e with |*s - X| <= *e), from the FP64 operands that the tight cache holds
+ * contiguously for a GEMM element whose tight bound it computed; where that cannot decide, the
+ * exact accumulator. `decide(s, e, ctx)` says whether [s - e, s + e] decides the caller's
+ * question; 1 when it did (no accumulator), 0 when *a holds the exact value instead. */
+typedef int (*decide_fn)(double s, double e, void *ctx);
+static int element_eval(const vt_bounds *b, tight_cache *t, size_t i, size_t j, decide_fn decide, void *ctx,
+                        vt_xacc *a, vt_rstats *st)
+{
+    st->exact++;
+    int have = t && !t->failed && t->bt && t->row == i && t->have && t->have[j] && b->xa == b->ta && b->xK == t->K;
+    if (have) {
+        const double *pa = t->ar, *pb = t->bt + j * t->K;
+        double s, e;
+        vt_dot_comp64(t->K, pa, pb, &s, &e);
+        if (isfinite(s) && isfinite(e) && decide(s, e, ctx)) return 1;
+        st->kulisch++;
+        vt_xacc_init(a);
+        for (size_t k = 0; k < t->K; k++) vt_xacc_add(a, pa[k] * pb[k]); /* exact products of FP32 values */
+        return 0;
+    }
+    st->kulisch++;
+    element_exact(b, i, j, a);
+    return 0;
+}
+
+/* decide: RN32(X) for exact rounding */
+static int decide_rn32(double s, double e, void *ctx)
+{
+    uint32_t lo, hi;
+    vt_round_ends(s, e, 1.0, &lo, &hi);
+    if (lo != hi) return 0;
+    *(uint32_t *)ctx = lo;
+    return 1;
+}
+
+/* decide: the window RN32(X - B), RN32(X + B) and RN32(X) for the judgement */
+typedef struct {
+    double B;
+    uint32_t lo, hi, mid;
+} window_q;
+static int decide_window(double s, double e, void *ctx)
+{
+    window_q *q = ctx;
+    uint32_t l, h;
+    double y[3] = {s - q->B, s + q->B, s}; /* each within |y| 2^-53 of its real value: vt_round_ends widens by |y| 2^-50 */
+    uint32_t *out[3] = {&q->lo, &q->hi, &q->mid};
+    for (int k = 0; k < 3; k++) {
+        vt_round_ends(y[k], e, 1.0, &l, &h);
+        if (l != h) return 0;
+        *out[k] = l;
+    }
+    return 1;
+}
+
 /* The exact window of element (i, j): lo = RN32(X - B), hi = RN32(X + B) for the exact value X
- * (X = x when B = 0: the FP64 result is then exact). *X64 gets RN64(X). VT_ERR_UNSUPPORTED when
- * the operation has no exact evaluator. */
-static vt_err element_window(const vt_bounds *b, size_t i, size_t j, double x, double B, uint32_t *lo, uint32_t *hi,
-                             double *X64)
+ * (X = x when B = 0: the FP64 result is then exact). *X64 gets a value with RN32(*X64) = RN32(X)
+ * (RN64(X) when the accumulator ran). VT_ERR_UNSUPPORTED when the operation has no exact evaluator. */
+static vt_err element_window(const vt_bounds *b, tight_cache *t, vt_rstats *st, size_t i, size_t j, double x,
+                             double B, uint32_t *lo, uint32_t *hi, double *X64)
 {
     vt_xacc a;
     if (B == 0 || b->kind == VT_BOUNDS_ZERO) {
+        st->exact++;
         vt_xacc_init(&a);
         vt_xacc_add(&a, x);
     } else {
         VT_RETURN_ERROR_IF(!b->xa, VT_ERR_UNSUPPORTED, "the operation has no exact evaluator to judge the log");
-        element_exact(b, i, j, &a);
+        window_q q = {.B = B};
+        if (element_eval(b, t, i, j, decide_window, &q, &a, st)) {
+            *lo = q.lo;
+            *hi = q.hi;
+            *X64 = (double)vt_bits_f32(q.mid);
+            VT_RETURN_ERROR_IF(isnan(*X64), VT_ERR_DIVERGED, "result is NaN");
+            return VT_OK;
+        }
     }
     *X64 = vt_xacc_round64(&a);
     VT_RETURN_ERROR_IF(isnan(*X64), VT_ERR_DIVERGED, "result is NaN");
@@ -725,6 +788,7 @@ static vt_err slow_element(vt_rctx *c, vt_oplog *o, const vt_bounds *b, size_t i
             logged = 1;
             err = VT_OK;
             c->stats.exact++;
+            c->stats.kulisch++;
         }
     }
     if (err) return fail(c, err, o->op_id, idx, NULL, x, B);
@@ -740,15 +804,14 @@ static vt_err slow_element(vt_rctx *c, vt_oplog *o, const vt_bounds *b, size_t i
 
 /* Replay: judge element (i, j) - with its entry e, or without one (e = NULL) - against the exact
  * value; count it, or (lenient) note the fault and carry on. */
-static vt_err judge_element(vt_rctx *c, uint32_t op, const vt_bounds *b, size_t i, size_t j, size_t cols, double x,
-                            double B, const vt_log_entry *e, float *out)
+static vt_err judge_element(vt_rctx *c, uint32_t op, const vt_bounds *b, tight_cache *tc, size_t i, size_t j,
+                            size_t cols, double x, double B, const vt_log_entry *e, float *out)
 {
     uint64_t idx = (uint64_t)i * cols + j;
     uint32_t lo, hi;
     double X64 = x;
-    vt_err err = element_window(b, i, j, x, B, &lo, &hi, &X64);
+    vt_err err = element_window(b, tc, &c->stats, i, j, x, B, &lo, &hi, &X64);
     if (!err) err = judge_window(lo, hi, e, out);
-    c->stats.exact++;
     if (err == VT_ERR_IMPLAUSIBLE && c->lenient) return lenient_own(c, op, idx, e, X64, B, out);
     if (err) return fail(c, err, op, idx, e, x, B);
     if (e) {
@@ -802,7 +865,7 @@ static vt_err round_row(vt_rctx *c, vt_oplog *o, uint64_t *ek, tight_cache *tc, 
             if (!rec && *ek < o->n_entries && o->e[*ek].index == idx) {
                 const vt_log_entry *e = &o->e[(*ek)++];
                 double B = bound_at(&c->bound, tc, b, i, j0 + k, cols);
-                VT_FORWARD_IF_ERROR(judge_element(c, o->op_id, b, i, j0 + k, cols, x[j0 + k], B, e, &out[j0 + k]));
+                VT_FORWARD_IF_ERROR(judge_element(c, o->op_id, b, tc, i, j0 + k, cols, x[j0 + k], B, e, &out[j0 + k]));
                 continue;
             }
             if (cleared[k]) continue;
@@ -816,7 +879,8 @@ static vt_err round_row(vt_rctx *c, vt_oplog *o, uint64_t *ek, tight_cache *tc, 
             if (rec)
                 VT_FORWARD_IF_ERROR(slow_element(c, o, b, i, j0 + k, x[j0 + k], Bb[k], idx, &out[j0 + k]));
             else
-                VT_FORWARD_IF_ERROR(judge_element(c, o->op_id, b, i, j0 + k, cols, x[j0 + k], Bb[k], NULL, &out[j0 + k]));
+                VT_FORWARD_IF_ERROR(
+                    judge_element(c, o->op_id, b, tc, i, j0 + k, cols, x[j0 + k], Bb[k], NULL, &out[j0 + k]));
         }
     }
     return VT_OK;
@@ -865,9 +929,9 @@ static vt_err round_exact(vt_rctx *c, uint32_t op, const double *x, const vt_bou
                     r = vt_bits_f32(lo);
                 } else if (b->xa) {
                     vt_xacc a;
-                    element_exact(b, i, j0 + k, &a);
-                    r = vt_xacc_round32(&a);
-                    c->stats.exact++;
+                    uint32_t rb;
+                    r = element_eval(b, &tc, i, j0 + k, decide_rn32, &rb, &a, &c->stats) ? vt_bits_f32(rb)
+                                                                                          : vt_xacc_round32(&a);
                 } else {
                     vt_set_error(VT_ERR_UNSUPPORTED, "exact rounding: the operation has no exact evaluator");
                     ret = fail(c, VT_ERR_UNSUPPORTED, op, idx, NULL, xv, B);
@@ -933,8 +997,8 @@ vt_err vt_round(vt_rctx *c, uint32_t op_id, const double *x, const vt_bounds *b,
         VT_FORWARD_IF_ERROR(round_plain(c, op_id, x, (size_t)n, out));
         for (uint64_t k = 0; k < o->n_entries; k++) {
             const vt_log_entry *e = &o->e[k];
-            VT_FORWARD_IF_ERROR(judge_element(c, op_id, b, (size_t)(e->index / cols), (size_t)(e->index % cols), cols,
-                                              x[e->index], 0.0, e, &out[e->index]));
+            VT_FORWARD_IF_ERROR(judge_element(c, op_id, b, NULL, (size_t)(e->index / cols), (size_t)(e->index % cols),
+                                              cols, x[e->index], 0.0, e, &out[e->index]));
         }
         return VT_OK;
     }

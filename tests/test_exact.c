@@ -17,7 +17,7 @@
 #define PREC 2400
 
 static vt_rng R;
-static long n_cases, n_ties;
+static long n_cases, n_ties, n_comp;
 
 static int same32(float a, float b) { return memcmp(&a, &b, sizeof a) == 0 || (isnan(a) && isnan(b)); }
 static int same64(double a, double b) { return memcmp(&a, &b, sizeof a) == 0 || (isnan(a) && isnan(b)); }
@@ -67,6 +67,26 @@ static void check_dot(const char *what, size_t K, const float *a, const float *b
     for (size_t k = 0; k < K; k++) vt_xacc_add_prod32(&acc, a[k], b[k]);
     int sg = mpfr_nan_p(s) ? 0 : mpfr_sgn(s) > 0 ? 1 : mpfr_sgn(s) < 0 ? -1 : 0;
     CHECK(vt_xacc_sign(&acc) == sg, "%s K=%zu: sign %d, MPFR %d", what, K, vt_xacc_sign(&acc), sg);
+    /* the compensated sum: |s - X| <= e, checked exactly (2400 bits hold X - s) */
+    double *a64 = malloc((K ? K : 1) * sizeof(double)), *b64 = malloc((K ? K : 1) * sizeof(double));
+    for (size_t k = 0; k < K; k++) a64[k] = (double)a[k], b64[k] = (double)b[k];
+    double cs, ce;
+    vt_dot_comp64(K, a64, b64, &cs, &ce);
+    mpfr_t d;
+    mpfr_init2(d, PREC);
+    mpfr_sub_d(d, s, cs, MPFR_RNDN);
+    mpfr_abs(d, d, MPFR_RNDN);
+    CHECK(isfinite(cs) && mpfr_cmp_d(d, ce) <= 0, "%s K=%zu: compensated sum %a off by more than its bound %a", what, K,
+          cs, ce);
+    /* and the bound is tight: within a few ulps of |s| plus the cancelled part */
+    double sabs = 0;
+    for (size_t k = 0; k < K; k++) sabs += fabs(a64[k] * b64[k]);
+    CHECK(ce <= 0x1p-52 * fabs(cs) + 0x1p-106 * sabs * (double)(K + 8) * (double)(K + 8) + 0x1p-1000 || sabs > 0x1p900,
+          "%s K=%zu: compensated bound %a too loose (|s| %a, sum|ab| %a)", what, K, ce, cs, sabs);
+    n_comp++;
+    mpfr_clear(d);
+    free(a64);
+    free(b64);
     n_ties += is_tie32(s);
     n_cases++;
     mpfr_clear(s);
@@ -263,7 +283,8 @@ int main(void)
     test_adversarial(asan);
     test_sum64();
     if (!asan) test_long();
-    printf("exact: %ld dot products against MPFR (%ld exact FP32 ties among them)\n", n_cases, n_ties);
+    printf("exact: %ld dot products against MPFR (%ld exact FP32 ties among them); %ld compensated sums within their "
+           "bound\n", n_cases, n_ties, n_comp);
     CHECK(n_ties > 0, "no exact tie was exercised");
     mpfr_free_cache();
     return vt_test_finish("test_exact");
