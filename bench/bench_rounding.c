@@ -211,7 +211,7 @@ typedef struct {
     double bare, bare2; /* best times, seconds (bare2: 2 BLAS threads, wall clock) */
     /* exact rounding: vt_gemm + vt_round (record) */
     double x_tot, x_gemm, x_round, x_tot2;
-    uint64_t x_exact, x_rounded; /* from one call */
+    uint64_t x_exact, x_kulisch, x_rounded; /* from one call */
     uint32_t x_ops;              /* op records the call left in the step log (must be 0) */
     uint64_t x_entries;
     size_t x_stored;             /* stored bytes of the step log (vt_steplog_encode_stored; must be 0) */
@@ -262,7 +262,7 @@ static void time_exact(bench_ctx *b, double t[2], shape_result *r)
 {
     const shape *s = b->s;
     vt_bounds bd;
-    uint64_t ex0 = b->rc_x.stats.exact, ro0 = b->rc_x.stats.rounded;
+    uint64_t ex0 = b->rc_x.stats.exact, ku0 = b->rc_x.stats.kulisch, ro0 = b->rc_x.stats.rounded;
     double t0 = now();
     gemm(b, &b->ex_x, &bd);
     double t1 = now();
@@ -274,6 +274,7 @@ static void time_exact(bench_ctx *b, double t[2], shape_result *r)
     t[1] = t2 - t1;
     if (r) {
         r->x_exact = b->rc_x.stats.exact - ex0;
+        r->x_kulisch = b->rc_x.stats.kulisch - ku0;
         r->x_rounded = b->rc_x.stats.rounded - ro0;
         r->x_ops = b->log_x.n_ops;
         r->x_entries = vt_steplog_total_entries(&b->log_x);
@@ -609,9 +610,11 @@ int main(int argc, char **argv)
     /* Table 1: exact rounding */
     printf("#### Exact rounding (recipe default): vt_gemm + vt_round over the bare FP64 GEMM\n\n");
     printf("exact ms = vt_gemm (FP32→FP64 conversion + row/column norms + the same dgemm) + vt_round (record: "
-           "outer-bound screen, tight bound, exact accumulator); ×bare = exact ms / bare ms (target ≤ %.2f); the "
-           "parts as %% of bare: cvt+norms = best vt_gemm − bare, round = best vt_round. exact frac = elements "
-           "computed by the exact accumulator / elements rounded. log: op records and entries the operation "
+           "outer-bound screen, then the exact evaluation: compensated sum, exact accumulator); ×bare = exact ms / bare ms (target ≤ %.2f); the "
+           "parts as %% of bare: cvt+norms = best vt_gemm − bare, round = best vt_round. exact elements: "
+           "elements the screen could not clear, evaluated exactly (in brackets: of those, the ones the "
+           "compensated sum could not decide, computed by the exact accumulator); exact frac = exact elements / "
+           "elements rounded. log: op records and entries the operation "
            "left in the step log, and the bytes the trainer stores for that log (vt_steplog_encode_stored; "
            "target 0). 2T: the same with 2 OpenBLAS threads (rounding stays single-threaded), wall clock. reps: "
            "repetitions of the verifiable runs (1: one run, too slow to repeat; the bare GEMM is repeated).\n\n",
@@ -624,11 +627,11 @@ int main(int argc, char **argv)
         const shape_result *r = &res[k];
         char mt2[64] = "n/a";
         if (r->bare2 < 1e299) snprintf(mt2, sizeof mt2, "%.3f", r->x_tot2 / r->bare2);
-        printf("| %s | %zu×%zu×%zu | %s | %zu | %.3f | %.3f | %.3f | %.1f%% | %.1f%% | %llu | %.2e | %u, %llu, %zu | "
+        printf("| %s | %zu×%zu×%zu | %s | %zu | %.3f | %.3f | %.3f | %.1f%% | %.1f%% | %llu (%llu) | %.2e | %u, %llu, %zu | "
                "%s | %d |\n",
                s->name, s->M, s->N, s->K, op_name(s), s->M * s->N, r->bare * 1e3, r->x_tot * 1e3, x_ratio(r),
                100.0 * (r->x_gemm - r->bare) / r->bare, 100.0 * r->x_round / r->bare, (unsigned long long)r->x_exact,
-               x_frac(r), r->x_ops, (unsigned long long)r->x_entries, r->x_stored, mt2, r->reps);
+               (unsigned long long)r->x_kulisch, x_frac(r), r->x_ops, (unsigned long long)r->x_entries, r->x_stored, mt2, r->reps);
     }
 
     /* Table 2: log rounding */

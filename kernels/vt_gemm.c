@@ -172,11 +172,106 @@ static vt_err check_args(const vt_exec *e, int transA, int transB, size_t M, siz
 
 /* --------------------------------------------------------------- the core */
 
+/* d = src (n values, FP64); returns their sum of squares (four lanes) */
+static double cvt_span(const float *src, size_t n, double *d)
+{
+    double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0;
+    size_t u = 0;
+    for (; u + 4 <= n; u += 4) {
+        double x0 = (double)src[u], x1 = (double)src[u + 1], x2 = (double)src[u + 2], x3 = (double)src[u + 3];
+        d[u] = x0, d[u + 1] = x1, d[u + 2] = x2, d[u + 3] = x3;
+        a0 += x0 * x0, a1 += x1 * x1, a2 += x2 * x2, a3 += x3 * x3;
+    }
+    for (; u < n; u++) {
+        double x = (double)src[u];
+        d[u] = x;
+        a0 += x * x;
+    }
+    return (a0 + a1) + (a2 + a3);
+}
+
+/* Long reductions (vt_gemm_panel): the BLAS on panels of VT_PANEL terms, the panel results
+ * combined by the panel tree (BLAS: panels first to last; SPLIT: last to first, a mirrored tree) -
+ * an algorithm whose a-priori bound (vt_bound_coef_panel) stays tight as K grows
+ * (docs/rounding.md 2.1). Each panel's slices of op(A) and op(B) are converted to FP64 just
+ * before its dgemm (they stay in cache; no FP64 copy of the whole operands), the norms
+ * accumulated on the way. Blocks of rows keep the tree's buffers small. */
+static vt_err gemm_blas_panels(vt_exec *e, int tA, int tB, size_t M, size_t N, size_t K, const float *A,
+                               const float *B, double *C, double *rn, double *cn)
+{
+    const size_t kc = VT_PANEL, P = (K + kc - 1) / kc, depth = vt__ptree_depth(P);
+    size_t rb = M;
+    if (M * N > ((size_t)1 << 20)) rb = ((size_t)1 << 20) / N ? ((size_t)1 << 20) / N : 1;
+    void *pa = NULL, *pb = NULL, *pst = NULL;
+    VT_FORWARD_IF_ERROR(vt__ws_get(&e->ws, VT_WS_A, rb * kc, sizeof(double), &pa));
+    VT_FORWARD_IF_ERROR(vt__ws_get(&e->ws, VT_WS_B, kc * N, sizeof(double), &pb));
+    VT_FORWARD_IF_ERROR(vt__ws_get(&e->ws, VT_WS_AUX, depth * rb * N, sizeof(double), &pst));
+    double *A64 = pa, *B64 = pb;
+    if (rn)
+        for (size_t i = 0; i < M; i++) rn[i] = 0.0;
+    if (cn)
+        for (size_t j = 0; j < N; j++) cn[j] = 0.0;
+    for (size_t i0 = 0; i0 < M; i0 += rb) {
+        const size_t mr = M - i0 < rb ? M - i0 : rb;
+        double *rni = rn ? rn + i0 : NULL, *cnj = i0 == 0 ? cn : NULL; /* each norm accumulated once */
+        vt__ptree t;
+        vt__ptree_init(&t, pst, mr * N);
+        for (size_t q = 0; q < P; q++) {
+            const size_t p = e->order == VT_ORDER_SPLIT ? P - 1 - q : q, k0 = p * kc, kl = K - k0 < kc ? K - k0 : kc;
+            /* op(A)(i0 + r, k0 + u): stored M x K (rows) or K x M (transposed), kept in that layout */
+            if (!tA)
+                for (size_t r = 0; r < mr; r++) {
+                    double s2 = cvt_span(A + (i0 + r) * K + k0, kl, A64 + r * kl);
+                    if (rni) rni[r] += s2;
+                }
+            else
+                for (size_t u = 0; u < kl; u++) {
+                    const float *src = A + (k0 + u) * M + i0;
+                    double *d = A64 + u * mr;
+                    for (size_t r = 0; r < mr; r++) {
+                        double x = (double)src[r];
+                        d[r] = x;
+                        if (rni) rni[r] += x * x;
+                    }
+                }
+            /* op(B)(k0 + u, j): stored K x N or N x K (transposed) */
+            if (!tB)
+                for (size_t u = 0; u < kl; u++) {
+                    const float *src = B + (k0 + u) * N;
+                    double *d = B64 + u * N;
+                    for (size_t j = 0; j < N; j++) {
+                        double x = (double)src[j];
+                        d[j] = x;
+                        if (cnj) cnj[j] += x * x;
+                    }
+                }
+            else
+                for (size_t j = 0; j < N; j++) {
+                    double s2 = cvt_span(B + j * K + k0, kl, B64 + j * kl);
+                    if (cnj) cnj[j] += s2;
+                }
+            cblas_dgemm(CblasRowMajor, tA ? CblasTrans : CblasNoTrans, tB ? CblasTrans : CblasNoTrans, (int)mr, (int)N,
+                        (int)kl, 1.0, A64, tA ? (int)mr : (int)kl, B64, tB ? (int)kl : (int)N, 0.0, vt__ptree_next(&t),
+                        (int)N);
+            vt__ptree_push(&t);
+        }
+        vt__ptree_result(&t, C + i0 * N);
+    }
+    if (rn)
+        for (size_t i = 0; i < M; i++) rn[i] = sqrt(rn[i]);
+    if (cn)
+        for (size_t j = 0; j < N; j++) cn[j] = sqrt(cn[j]);
+    for (size_t i = 0; i < M * N; i++) C[i] += 0.0; /* -0 -> +0 */
+    return VT_OK;
+}
+
 static vt_err gemm_blas(vt_exec *e, int tA, int tB, size_t M, size_t N, size_t K, const float *A, const float *B,
                         double *C, double *rn, double *cn)
 {
     VT_RETURN_ERROR_IF(M > INT_MAX || N > INT_MAX || K > INT_MAX, VT_ERR_LIMIT,
                        "vt_gemm: dimensions exceed the BLAS integer range");
+    size_t MN = M * N;
+    if (vt_gemm_panel(e, K)) return gemm_blas_panels(e, tA, tB, M, N, K, A, B, C, rn, cn);
     void *pa = NULL, *pb = NULL;
     VT_FORWARD_IF_ERROR(vt__ws_get(&e->ws, VT_WS_A, M * K, sizeof(double), &pa));
     VT_FORWARD_IF_ERROR(vt__ws_get(&e->ws, VT_WS_B, K * N, sizeof(double), &pb));
@@ -187,35 +282,6 @@ static vt_err gemm_blas(vt_exec *e, int tA, int tB, size_t M, size_t N, size_t K
     if (!tB) cvt_cols(B, K, N, B64, cn);
     else cvt_rows(B, N, K, B64, cn);
     const int lda = tA ? (int)M : (int)K, ldb = tB ? (int)K : (int)N;
-    size_t MN = M * N;
-    if (vt_gemm_panel(e, K)) {
-        /* long reductions: the BLAS on panels of VT_PANEL terms, the panel results combined by
-         * the panel tree (BLAS: panels first to last; SPLIT: last to first, a mirrored tree) - an
-         * algorithm whose a-priori bound (vt_bound_coef_panel) stays tight as K grows
-         * (docs/rounding.md 2.1). Blocks of rows keep the tree's buffers small. */
-        const size_t P = (K + VT_PANEL - 1) / VT_PANEL, depth = vt__ptree_depth(P);
-        size_t rb = M;
-        if (M * N > ((size_t)1 << 20)) rb = ((size_t)1 << 20) / N ? ((size_t)1 << 20) / N : 1;
-        void *pst = NULL;
-        VT_FORWARD_IF_ERROR(vt__ws_get(&e->ws, VT_WS_AUX, depth * rb * N, sizeof(double), &pst));
-        for (size_t i0 = 0; i0 < M; i0 += rb) {
-            const size_t mr = M - i0 < rb ? M - i0 : rb;
-            vt__ptree t;
-            vt__ptree_init(&t, pst, mr * N);
-            for (size_t q = 0; q < P; q++) {
-                size_t p = e->order == VT_ORDER_SPLIT ? P - 1 - q : q, k0 = p * VT_PANEL;
-                size_t kl = K - k0 < VT_PANEL ? K - k0 : VT_PANEL;
-                /* rows i0.. of op(A), terms k0.. */
-                const double *Ap = tA ? A64 + k0 * M + i0 : A64 + i0 * K + k0, *Bp = tB ? B64 + k0 : B64 + k0 * N;
-                cblas_dgemm(CblasRowMajor, tA ? CblasTrans : CblasNoTrans, tB ? CblasTrans : CblasNoTrans, (int)mr,
-                            (int)N, (int)kl, 1.0, Ap, lda, Bp, ldb, 0.0, vt__ptree_next(&t), (int)N);
-                vt__ptree_push(&t);
-            }
-            vt__ptree_result(&t, C + i0 * N);
-        }
-        for (size_t i = 0; i < MN; i++) C[i] += 0.0; /* -0 -> +0 */
-        return VT_OK;
-    }
     if (e->order == VT_ORDER_SPLIT && K >= 2) {
         /* C = op(A)[:, 0:h] op(B)[0:h, :] + op(A)[:, h:K] op(B)[h:K, :]: each half summed by the BLAS,
          * then one addition per element; every product still enters exactly once */

@@ -235,36 +235,54 @@ float vt_sum_exact32(size_t n, const double *x, size_t inc)
         (s) = t_;                                                                                                      \
     } while (0)
 
+/* The compensated sum of the n exact products PROD(k): four TwoSum lanes, the lanes joined by
+ * TwoSum, the errors summed alongside (C) and their magnitudes (M). */
+#define VT_COMP_DOT(n, t, PROD, s_out, e_out)                                                                          \
+    do {                                                                                                               \
+        double s_[4] = {0, 0, 0, 0}, c_[4] = {0, 0, 0, 0}, m_[4] = {0, 0, 0, 0}, err_;                                 \
+        size_t k_ = 0;                                                                                                 \
+        for (; k_ + 4 <= (n); k_ += 4)                                                                                 \
+            for (int l_ = 0; l_ < 4; l_++) {                                                                           \
+                const size_t t = k_ + (size_t)l_;                                                                      \
+                double p_ = (PROD);                                                                                    \
+                VT_TWOSUM(s_[l_], p_, err_);                                                                           \
+                c_[l_] += err_;                                                                                        \
+                m_[l_] += fabs(err_);                                                                                  \
+            }                                                                                                          \
+        for (; k_ < (n); k_++) {                                                                                       \
+            const size_t t = k_;                                                                                       \
+            double p_ = (PROD);                                                                                        \
+            VT_TWOSUM(s_[0], p_, err_);                                                                                \
+            c_[0] += err_;                                                                                             \
+            m_[0] += fabs(err_);                                                                                       \
+        }                                                                                                              \
+        double S_ = s_[0], C_ = (c_[0] + c_[1]) + (c_[2] + c_[3]), M_ = (m_[0] + m_[1]) + (m_[2] + m_[3]);             \
+        for (int l_ = 1; l_ < 4; l_++) {                                                                               \
+            VT_TWOSUM(S_, s_[l_], err_);                                                                               \
+            C_ += err_;                                                                                                \
+            M_ += fabs(err_);                                                                                          \
+        }                                                                                                              \
+        comp_finish((n), S_, C_, M_, (s_out), (e_out));                                                                \
+    } while (0)
+
+/* X = S + (every err) exactly. C is a sum of at most n + 8 errors in FP64:
+ * |C - sum err| <= gamma_(n+8) sum|err|, and M, summed alike, gives sum|err| <= M / (1 - gamma_(n+8));
+ * with (n + 8) u <= 2^-22 both factors are inside 1.01. r = RN(S + C) adds u |r| (1 + u); the final
+ * inflation covers the rounding of this expression, DBL_MIN an underflow in it. M = 0: every error
+ * is zero, C = 0 and r = S = X exactly. */
+static void comp_finish(size_t n, double S, double C, double M, double *s_out, double *e_out)
+{
+    double r = S + C;
+    *s_out = r;
+    *e_out = M == 0 ? 0.0 : (fabs(r) * 0x1p-53 + (double)(n + 8) * 0x1p-53 * 1.01 * M) * (1.0 + 0x1p-20) + DBL_MIN;
+}
+
 void vt_dot_comp64(size_t n, const double *a, const double *b, double *s_out, double *e_out)
 {
-    double s[4] = {0, 0, 0, 0}, c[4] = {0, 0, 0, 0}, m[4] = {0, 0, 0, 0};
-    size_t k = 0;
-    for (; k + 4 <= n; k += 4)
-        for (int l = 0; l < 4; l++) {
-            double err, p = a[k + l] * b[k + l];
-            VT_TWOSUM(s[l], p, err);
-            c[l] += err;
-            m[l] += fabs(err);
-        }
-    for (; k < n; k++) {
-        double err, p = a[k] * b[k];
-        VT_TWOSUM(s[0], p, err);
-        c[0] += err;
-        m[0] += fabs(err);
-    }
-    /* X = s0 + s1 + s2 + s3 + (every err) exactly; the lanes' sums are joined by TwoSum too */
-    double S = s[0], C = (c[0] + c[1]) + (c[2] + c[3]), M = (m[0] + m[1]) + (m[2] + m[3]);
-    for (int l = 1; l < 4; l++) {
-        double err;
-        VT_TWOSUM(S, s[l], err);
-        C += err;
-        M += fabs(err);
-    }
-    double r = S + C;
-    /* C is a sum of at most n + 8 errors in FP64: |C - sum err| <= gamma_(n+8) sum|err|, and M,
-     * summed alike, gives sum|err| <= M / (1 - gamma_(n+8)); with (n + 8) u <= 2^-22 both factors
-     * are inside 1.01. r = RN(S + C) adds u |r| (1 + u); the final inflation covers the rounding
-     * of this expression, DBL_MIN an underflow in it. */
-    *s_out = r;
-    *e_out = (fabs(r) * 0x1p-53 + (double)(n + 8) * 0x1p-53 * 1.01 * M) * (1.0 + 0x1p-20) + DBL_MIN;
+    VT_COMP_DOT(n, t, a[t] * b[t], s_out, e_out);
+}
+
+void vt_dot_comp32(size_t n, const float *a, size_t inca, const float *b, size_t incb, double *s_out, double *e_out)
+{
+    VT_COMP_DOT(n, t, (double)a[t * inca] * (double)b[t * incb], s_out, e_out);
 }

@@ -55,6 +55,8 @@ float vt_dot_exact32(size_t K, const float *a, size_t inca, const float *b, size
  * Finite inputs with sum_k |a[k] b[k]| < 2^1000 are assumed (the rounding layer's products of
  * FP32 values are below 2^256 each); otherwise *e is +inf or NaN, which decides nothing. */
 void vt_dot_comp64(size_t n, const double *a, const double *b, double *s, double *e);
+/* The same from strided FP32 vectors (the products are exact in FP64); the same s and e. */
+void vt_dot_comp32(size_t n, const float *a, size_t inca, const float *b, size_t incb, double *s, double *e);
 
 /* sum_k x[k*inc] for FP64 terms, exactly, rounded once. */
 double vt_sum_exact64(size_t n, const double *x, size_t inc);

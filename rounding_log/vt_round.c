@@ -684,18 +684,19 @@ static int element_eval(const vt_bounds *b, tight_cache *t, size_t i, size_t j, 
 {
     st->exact++;
     int have = t && !t->failed && t->bt && t->row == i && t->have && t->have[j] && b->xa == b->ta && b->xK == t->K;
-    if (have) {
-        const double *pa = t->ar, *pb = t->bt + j * t->K;
-        double s, e;
-        vt_dot_comp64(t->K, pa, pb, &s, &e);
-        if (isfinite(s) && isfinite(e) && decide(s, e, ctx)) return 1;
-        st->kulisch++;
-        vt_xacc_init(a);
-        for (size_t k = 0; k < t->K; k++) vt_xacc_add(a, pa[k] * pb[k]); /* exact products of FP32 values */
+    const double *pa = have ? t->ar : NULL, *pb = have ? t->bt + j * t->K : NULL;
+    const float *fa = b->xa + i * b->xa_si + j * b->xa_sj, *fb = b->xb + i * b->xb_si + j * b->xb_sj;
+    double s, e;
+    if (have) vt_dot_comp64(t->K, pa, pb, &s, &e);
+    else vt_dot_comp32(b->xK, fa, b->xa_sk, fb, b->xb_sk, &s, &e);
+    if (isfinite(s) && isfinite(e) && decide(s, e, ctx)) return 1;
+    st->kulisch++;
+    if (!have) {
+        element_exact(b, i, j, a);
         return 0;
     }
-    st->kulisch++;
-    element_exact(b, i, j, a);
+    vt_xacc_init(a);
+    for (size_t k = 0; k < t->K; k++) vt_xacc_add(a, pa[k] * pb[k]); /* exact products of FP32 values */
     return 0;
 }
 
@@ -899,24 +900,20 @@ static vt_err round_exact(vt_rctx *c, uint32_t op, const double *x, const vt_bou
     if (b->kind == VT_BOUNDS_ZERO) return round_plain(c, op, x, (size_t)n, out);
     double Bb[VT_BLOCK];
     uint8_t cleared[VT_BLOCK];
-    tight_cache tc;
-    tight_init(&tc, b, rows, cols);
     vt_err ret = VT_OK;
     for (size_t i = 0; i < rows && !ret; i++) {
         const double *xi = x + i * cols;
         float *oi = out + i * cols;
         for (size_t j0 = 0; j0 < cols && !ret; j0 += VT_BLOCK) {
             size_t nb = cols - j0 < VT_BLOCK ? cols - j0 : VT_BLOCK;
-            screen_block(b, i, j0, nb, cols, Bb); /* then, with operands, the tight bound */
+            screen_block(b, i, j0, nb, cols, Bb);
             if (fast_block(xi + j0, Bb, oi + j0, cleared, nb, 1.0, VT_SLOP_RECORD)) continue;
             for (size_t k = 0; k < nb && !ret; k++) {
                 if (cleared[k]) continue;
                 uint64_t idx = (uint64_t)i * cols + j0 + k;
                 double xv = xi[j0 + k], B = Bb[k];
-                if (b->kind == VT_BOUNDS_OUTER && b->ta) {
-                    B = tight_bound(&c->bound, &tc, i, j0 + k);
-                    if (fast_stable_k(xv, B, 1.0, VT_SLOP_RECORD, &oi[j0 + k])) continue;
-                }
+                /* not cleared by the screen: the exact evaluation (its compensated stage costs about
+                 * what the tight bound would, and decides nearly always) */
                 vt_err err = check_inputs(xv, B);
                 if (err) {
                     ret = fail(c, err, op, idx, NULL, xv, B);
@@ -930,8 +927,8 @@ static vt_err round_exact(vt_rctx *c, uint32_t op, const double *x, const vt_bou
                 } else if (b->xa) {
                     vt_xacc a;
                     uint32_t rb;
-                    r = element_eval(b, &tc, i, j0 + k, decide_rn32, &rb, &a, &c->stats) ? vt_bits_f32(rb)
-                                                                                          : vt_xacc_round32(&a);
+                    r = element_eval(b, NULL, i, j0 + k, decide_rn32, &rb, &a, &c->stats) ? vt_bits_f32(rb)
+                                                                                           : vt_xacc_round32(&a);
                 } else {
                     vt_set_error(VT_ERR_UNSUPPORTED, "exact rounding: the operation has no exact evaluator");
                     ret = fail(c, VT_ERR_UNSUPPORTED, op, idx, NULL, xv, B);
@@ -946,7 +943,6 @@ static vt_err round_exact(vt_rctx *c, uint32_t op, const double *x, const vt_bou
             }
         }
     }
-    tight_free(&tc);
     return ret;
 }
 
