@@ -900,6 +900,8 @@ static vt_err round_exact(vt_rctx *c, uint32_t op, const double *x, const vt_bou
     if (b->kind == VT_BOUNDS_ZERO) return round_plain(c, op, x, (size_t)n, out);
     double Bb[VT_BLOCK];
     uint8_t cleared[VT_BLOCK];
+    tight_cache tc;
+    tight_init(&tc, b, rows, cols);
     vt_err ret = VT_OK;
     for (size_t i = 0; i < rows && !ret; i++) {
         const double *xi = x + i * cols;
@@ -912,8 +914,14 @@ static vt_err round_exact(vt_rctx *c, uint32_t op, const double *x, const vt_bou
                 if (cleared[k]) continue;
                 uint64_t idx = (uint64_t)i * cols + j0 + k;
                 double xv = xi[j0 + k], B = Bb[k];
-                /* not cleared by the screen: the exact evaluation (its compensated stage costs about
-                 * what the tight bound would, and decides nearly always) */
+                /* not cleared by the screen. Short GEMM reductions: the tight bound first (its blocked
+                 * non-zero masks settle sparse elements cheaply, e.g. exact zeros of ReLU gradients);
+                 * then the exact evaluation, whose compensated stage costs about what the tight bound
+                 * would on long reductions and decides nearly always */
+                if (b->kind == VT_BOUNDS_OUTER && b->ta && b->K <= VT_MBLK_KMAX) {
+                    B = tight_bound(&c->bound, &tc, i, j0 + k);
+                    if (fast_stable_k(xv, B, 1.0, VT_SLOP_RECORD, &oi[j0 + k])) continue;
+                }
                 vt_err err = check_inputs(xv, B);
                 if (err) {
                     ret = fail(c, err, op, idx, NULL, xv, B);
@@ -927,8 +935,8 @@ static vt_err round_exact(vt_rctx *c, uint32_t op, const double *x, const vt_bou
                 } else if (b->xa) {
                     vt_xacc a;
                     uint32_t rb;
-                    r = element_eval(b, NULL, i, j0 + k, decide_rn32, &rb, &a, &c->stats) ? vt_bits_f32(rb)
-                                                                                           : vt_xacc_round32(&a);
+                    r = element_eval(b, &tc, i, j0 + k, decide_rn32, &rb, &a, &c->stats) ? vt_bits_f32(rb)
+                                                                                          : vt_xacc_round32(&a);
                 } else {
                     vt_set_error(VT_ERR_UNSUPPORTED, "exact rounding: the operation has no exact evaluator");
                     ret = fail(c, VT_ERR_UNSUPPORTED, op, idx, NULL, xv, B);
@@ -943,6 +951,7 @@ static vt_err round_exact(vt_rctx *c, uint32_t op, const double *x, const vt_bou
             }
         }
     }
+    tight_free(&tc);
     return ret;
 }
 
