@@ -288,8 +288,10 @@ static inline uint32_t vt_f32_key(uint32_t bits)
 }
 
 /* Interval factors of the rules (docs/rounding.md section 3). */
-#define VT_UNSTABLE_K 3.0   /* record: unstable (logged) when ends_3 differ */
-#define VT_DIRECTION_K 9.0  /* record: direction entry when ends_9 are adjacent */
+/* Judged against the exact value, the trainer's rule needs only 2W (docs/rounding.md 5, Lemmas
+ * A and B: [X - B, X + B] lies inside [x - 2B, x + 2B]); until the exact judgement it was 3 and 9. */
+#define VT_UNSTABLE_K 2.0   /* record: unstable (logged) when ends_2 differ */
+#define VT_DIRECTION_K 2.0  /* record: direction entry when ends_2 are adjacent */
 #define VT_SCREEN_K 2.0     /* replay: an unlogged element whose own ends_2 agree needs no judgement */
 
 /* FP32 results of the two ends of [x - k*Bw, x + k*Bw] with the working bound

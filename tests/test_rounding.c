@@ -81,7 +81,9 @@ static void test_exponent_boundary(void)
     /* at exactly 1.0 with a bound smaller than both half-spacings: stable */
     CHECK(!rec(1.0, 0x1p-30, &o, &e, &err) && o == 1.0f, "exact 1.0 stable");
     /* a bound that covers both midpoints around 1.0 -> value entry */
-    CHECK(rec(1.0, 0x1p-26, &o, &e, &err) && e.is_value && e.value_bits == fb(1.0f), "wide bound: value entry");
+    CHECK(rec(1.0, 0x1p-24, &o, &e, &err) && e.is_value && e.value_bits == fb(1.0f), "wide bound: value entry");
+    /* 2W reaches only the midpoint below 1.0: a direction entry (up: 1.0 is the upper neighbour) */
+    CHECK(rec(1.0, 0x1p-26, &o, &e, &err) && !e.is_value && e.up == 1 && o == 1.0f, "one boundary within 2W: direction");
 }
 
 static void test_ties_and_exact(void)
