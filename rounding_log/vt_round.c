@@ -758,23 +758,24 @@ static vt_err element_window(const vt_bounds *b, tight_cache *t, vt_rstats *st, 
 }
 
 /* Record: the trainer's rule on its own value (may produce an entry). */
-static vt_err slow_element(vt_rctx *c, vt_oplog *o, const vt_bounds *b, size_t i, size_t j, double x, double B,
-                           uint64_t idx, float *out)
+static vt_err slow_element(vt_rctx *c, vt_oplog *o, const vt_bounds *b, tight_cache *tc, size_t i, size_t j,
+                           double x, double B, uint64_t idx, float *out)
 {
     int logged;
     vt_log_entry e;
     vt_err err = vt_round_record1(x, B, out, &logged, &e);
-    if (err == VT_ERR_DIVERGED && isfinite(x) && B > 0 && !isinf(B) && b->xa) {
-        /* Own value beyond FP32 range, but within B of the overflow threshold: whether the run
-         * goes on must not depend on this trainer's order. The exact value decides; when it is
-         * finite (FLT_MAX), the element is logged with that result like any element near a
-         * boundary (docs/rounding.md §5: the threshold is one). */
+    /* An element near a boundary (logged), or whose own value lies beyond FP32 range but within B
+     * of the overflow threshold, gets RN32 of its exact value, logged with that result: what is
+     * stored never depends on this trainer's order (and whether the run goes on near the
+     * threshold neither; docs/rounding.md 5: the threshold is one boundary). */
+    int near_max = err == VT_ERR_DIVERGED && isfinite(x) && B > 0 && !isinf(B);
+    if (b->xa && ((!err && logged) || near_max)) {
         uint32_t lo, hi, r = 0;
         vt_round_ends(x, B, 1.0, &lo, &hi);
         if (bits_finite(lo)) {
             vt_xacc a;
-            element_exact(b, i, j, &a);
-            r = vt_f32_bits(vt_xacc_round32(&a));
+            uint32_t rb;
+            r = element_eval(b, tc, i, j, decide_rn32, &rb, &a, &c->stats) ? rb : vt_f32_bits(vt_xacc_round32(&a));
         }
         if (bits_finite(lo) && bits_finite(r)) {
             *out = vt_bits_f32(r);
@@ -788,8 +789,9 @@ static vt_err slow_element(vt_rctx *c, vt_oplog *o, const vt_bounds *b, size_t i
             }
             logged = 1;
             err = VT_OK;
-            c->stats.exact++;
-            c->stats.kulisch++;
+        } else if (!err) {
+            vt_set_error(VT_ERR_DIVERGED, "result is beyond FP32 range");
+            err = VT_ERR_DIVERGED;
         }
     }
     if (err) return fail(c, err, o->op_id, idx, NULL, x, B);
@@ -878,7 +880,7 @@ static vt_err round_row(vt_rctx *c, vt_oplog *o, uint64_t *ek, tight_cache *tc, 
                 if (st) continue;
             }
             if (rec)
-                VT_FORWARD_IF_ERROR(slow_element(c, o, b, i, j0 + k, x[j0 + k], Bb[k], idx, &out[j0 + k]));
+                VT_FORWARD_IF_ERROR(slow_element(c, o, b, tc, i, j0 + k, x[j0 + k], Bb[k], idx, &out[j0 + k]));
             else
                 VT_FORWARD_IF_ERROR(
                     judge_element(c, o->op_id, b, tc, i, j0 + k, cols, x[j0 + k], Bb[k], NULL, &out[j0 + k]));

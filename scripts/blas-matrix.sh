@@ -8,8 +8,9 @@
 #     byte, as the run trained under the system default - every stored value is RN32 of an exact
 #     value, and there is no log;
 #   - log rounding: the run stores the same values (every step's loss and state hash, compared
-#     with sqlite3) as the default's. Its commitment is compared but not required to match: the
-#     log holds the elements near a boundary *for the trainer's own FP64 value*, so trainers on
+#     with sqlite3) as the default's - every stored value is RN32 of the exact value here too, the
+#     trainer evaluating the elements it logs exactly. Its commitment is compared but not required
+#     to match: *which* elements are logged depends on the trainer's own FP64 values, so trainers on
 #     two BLAS libraries may log different (each complete and honest) entries (docs/rounding.md);
 #   - each run verifies under the other's BLAS (orders blas, split and pairwise).
 # The invariant tests run with VT_QUICK=1 (the sanitizer build's smaller budget) to keep the
