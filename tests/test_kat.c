@@ -1,0 +1,195 @@
+/* test_kat - known answers of the MLP step, pinned before the step becomes a general program
+ * (issue "one step program for any model"): the per-operation output hashes of a few steps, the
+ * loss and the state hash of every step, of a short UCI-digits run (Adam, three layers) and a short
+ * MNIST run (the default recipe, SGD with momentum), in exact rounding - and the same MNIST run in
+ * log rounding, whose stored values are RN32 of the exact value as well (docs/rounding.md 5), so it
+ * must give the very same hashes.
+ *
+ * Exact rounding makes these values a function of the recipe and the data alone, so the answers
+ * hold on every machine, BLAS and order; the test runs each configuration in two orders (blas and
+ * pairwise). The answers live in tests/kat/mlp.kat ("name kind step [op] hex" lines); they were
+ * written by this test (`test_kat --write tests/kat/mlp.kat`) and change only with a deliberate,
+ * documented change of what the step computes. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/vt_bytes.h"
+#include "../common/vt_hash.h"
+#include "../data/vt_data.h"
+#include "../model/vt_model.h"
+#include "../rounding_log/vt_rlog.h"
+#include "vt_test.h"
+
+#define KAT_FILE "tests/kat/mlp.kat"
+#define MAX_LINES 4096
+
+typedef struct {
+    const char *name, *dataset, *set;
+    uint64_t steps;
+    uint64_t op_steps[3]; /* steps whose per-operation hashes are pinned */
+} kat_cfg;
+
+static const kat_cfg CFGS[] = {
+    {"digits-adam", "digits", "layers=[64,32,16,10] optimizer=adam lr=0.002 batch=32 seed=7", 12, {1, 2, 12}},
+    {"mnist-sgd", "mnist-train", "", 6, {1, 2, 6}},
+    {"mnist-sgd-log", "mnist-train", "rounding=log", 6, {1, 2, 6}},
+};
+#define N_CFGS (sizeof CFGS / sizeof CFGS[0])
+
+static char *g_lines[MAX_LINES];
+static size_t g_n;
+
+static void emit(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void emit(const char *fmt, ...)
+{
+    char buf[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (g_n < MAX_LINES) g_lines[g_n++] = strdup(buf);
+}
+
+typedef struct {
+    const kat_cfg *cfg;
+    const char *label; /* the answers' name: log and exact MNIST runs share one */
+} hook_ctx;
+
+static vt_err hook(void *ctx, vt_model *m, uint64_t step, uint32_t op)
+{
+    const hook_ctx *h = ctx;
+    int pinned = 0;
+    for (int k = 0; k < 3; k++) pinned |= h->cfg->op_steps[k] == step;
+    if (!pinned) return VT_OK;
+    uint8_t d[32];
+    char hex[65];
+    VT_FORWARD_IF_ERROR(vt_model_output_hash(m, op, d));
+    vt_hex(d, 32, hex);
+    emit("%s op %llu %u %s", h->label, (unsigned long long)step, op, hex);
+    return VT_OK;
+}
+
+/* Runs cfg in `order`, appending its answers to g_lines; 0 on success. */
+static int run_cfg(const kat_cfg *cfg, const vt_dataset *ds, vt_order order)
+{
+    vt_recipe rc;
+    vt_recipe_default(&rc);
+    snprintf(rc.dataset, sizeof rc.dataset, "%s", cfg->dataset);
+    char set[256];
+    snprintf(set, sizeof set, "%s", cfg->set);
+    for (char *tok = strtok(set, " "); tok; tok = strtok(NULL, " ")) CHECK_OK(vt_recipe_set(&rc, tok));
+    rc.steps = cfg->steps;
+    CHECK_OK(vt_recipe_validate(&rc));
+    vt_model m;
+    CHECK_OK(vt_model_init(&m, &rc, ds->n, order));
+    if (!m.state) return -1;
+    vt_steplog log;
+    vt_steplog_init(&log, 0);
+    vt_rctx ctx;
+    vt_rctx_init(&ctx, VT_RMODE_RECORD, rc.bound);
+    const char *label = strcmp(cfg->name, "mnist-sgd-log") == 0 ? "mnist-sgd" : cfg->name;
+    hook_ctx h = {cfg, label};
+    int rc_ = 0;
+    for (uint64_t s = 1; s <= cfg->steps && !rc_; s++) {
+        float loss = 0;
+        vt_err e = vt_rctx_begin_step(&ctx, s, &log);
+        if (!e) e = vt_model_run(&m, ds, &ctx, m.n_ops, hook, &h);
+        if (!e) e = vt_rctx_end_step(&ctx);
+        if (e) {
+            CHECK(0, "%s (%s): step %llu: %s", cfg->name, vt_order_name(order), (unsigned long long)s, vt_errmsg());
+            rc_ = -1;
+            break;
+        }
+        loss = m.loss;
+        uint8_t sh[32];
+        char hex[65];
+        CHECK_OK(vt_model_state_hash(&m, sh));
+        vt_hex(sh, 32, hex);
+        emit("%s loss %llu %08x", label, (unsigned long long)s, vt_f32_bits(loss));
+        emit("%s state %llu %s", label, (unsigned long long)s, hex);
+    }
+    vt_steplog_free(&log);
+    vt_model_free(&m);
+    return rc_;
+}
+
+static int load(const char *name, vt_dataset *ds)
+{
+    memset(ds, 0, sizeof *ds);
+    vt_err e = vt_data_load(name, NULL, ds);
+    CHECK(e == VT_OK, "load %s: %s", name, vt_errmsg());
+    return e == VT_OK ? 0 : -1;
+}
+
+int main(int argc, char **argv)
+{
+    const char *write = argc == 3 && strcmp(argv[1], "--write") == 0 ? argv[2] : NULL;
+    if (argc != 1 && !write) {
+        fprintf(stderr, "usage: test_kat [--write FILE]\n");
+        return 64;
+    }
+    vt_dataset digits, mnist;
+    if (load("digits", &digits) || load("mnist-train", &mnist)) return vt_test_finish("test_kat");
+    static const vt_order orders[] = {VT_ORDER_BLAS, VT_ORDER_PAIRWISE};
+    size_t ref_n = 0;
+    char **ref = NULL;
+    for (int oi = 0; oi < (write ? 1 : 2); oi++) {
+        g_n = 0;
+        size_t from[N_CFGS + 1];
+        for (size_t c = 0; c < N_CFGS; c++) {
+            from[c] = g_n;
+            run_cfg(&CFGS[c], strcmp(CFGS[c].dataset, "digits") ? &mnist : &digits, orders[oi]);
+        }
+        from[N_CFGS] = g_n;
+        /* the log-rounded MNIST run (the last configuration) gives the exact run's answers, line for line */
+        size_t ne = from[N_CFGS - 1] - from[N_CFGS - 2], nl = from[N_CFGS] - from[N_CFGS - 1], same = ne == nl;
+        for (size_t i = 0; same && i < ne; i++) same = strcmp(g_lines[from[N_CFGS - 2] + i], g_lines[from[N_CFGS - 1] + i]) == 0;
+        CHECK(same, "order %s: the log-rounded MNIST run differs from the exact one", vt_order_name(orders[oi]));
+        g_n = from[N_CFGS - 1]; /* its lines are the same */
+        for (size_t i = g_n; i < from[N_CFGS]; i++) free(g_lines[i]);
+        if (write) break;
+        /* compare with the file */
+        if (!ref) {
+            FILE *f = fopen(KAT_FILE, "r");
+            CHECK(f != NULL, "cannot open %s", KAT_FILE);
+            if (!f) break;
+            ref = calloc(MAX_LINES, sizeof *ref);
+            char line[256];
+            while (ref_n < MAX_LINES && fgets(line, sizeof line, f)) {
+                line[strcspn(line, "\n")] = 0;
+                if (line[0] == '#' || line[0] == 0) continue;
+                ref[ref_n++] = strdup(line);
+            }
+            fclose(f);
+        }
+        /* line for line: the same answers in the same order */
+        size_t bad = 0;
+        for (size_t i = 0; i < g_n || i < ref_n; i++) {
+            const char *got = i < g_n ? g_lines[i] : "(nothing)", *want = i < ref_n ? ref[i] : "(nothing)";
+            if (strcmp(got, want) != 0 && bad++ < 5)
+                CHECK(0, "order %s: answer %zu is \"%s\", pinned \"%s\"", vt_order_name(orders[oi]), i, got, want);
+        }
+        CHECK(bad == 0, "order %s: %zu of %zu answers differ from %s", vt_order_name(orders[oi]), bad, ref_n, KAT_FILE);
+        printf("order %s: %zu answers, %zu of them as pinned\n", vt_order_name(orders[oi]), g_n, g_n - bad);
+        if (!write)
+            for (size_t i = 0; i < g_n; i++) free(g_lines[i]);
+    }
+    if (write) {
+        FILE *f = fopen(write, "w");
+        CHECK(f != NULL, "cannot write %s", write);
+        if (f) {
+            fprintf(f, "# test_kat answers (tests/test_kat.c): name kind step [op] hex; written by test_kat --write\n");
+            for (size_t i = 0; i < g_n; i++) fprintf(f, "%s\n", g_lines[i]);
+            fclose(f);
+            printf("wrote %zu lines to %s\n", g_n, write);
+        }
+        for (size_t i = 0; i < g_n; i++) free(g_lines[i]);
+    }
+    for (size_t r = 0; r < ref_n; r++) free(ref[r]);
+    free(ref);
+    vt_data_free(&digits);
+    vt_data_free(&mnist);
+    return vt_test_finish("test_kat");
+}
