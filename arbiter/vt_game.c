@@ -424,6 +424,22 @@ static void recompute(game *g, uint64_t lo, uint64_t p, const claim *ct, const c
             return;
         }
     }
+    vt_judgement jd;
+    vt_game_judge_op(m, &g->ds, s, j, o->rounded ? &mini : NULL, ct->h, ca->h, &jd);
+    vt_steplog_free(&mini);
+    g->res->recompute_seconds = jd.recompute_seconds;
+    g->res->hash_seconds = jd.hash_seconds;
+    decide(g, jd.loser, jd.reason, s, j, "%s", jd.why);
+}
+
+void vt_game_judge_op(vt_model *m, const vt_dataset *ds, uint64_t s, uint32_t j, vt_steplog *log,
+                      const uint8_t ht[32], const uint8_t ha[32], vt_judgement *out)
+{
+    memset(out, 0, sizeof *out);
+    const vt_op *o = &m->ops[j];
+    vt_steplog none;
+    vt_steplog_init(&none, s);
+    if (!log) log = &none;
     /* scratch pages touched before timing: the recomputation is what is measured, not page faults */
     size_t scratch = 0;
     for (uint32_t l = 0; l <= m->L; l++) {
@@ -438,44 +454,43 @@ static void recompute(game *g, uint64_t lo, uint64_t p, const claim *ct, const c
     double t0 = vt_now();
     vt_rctx rc;
     vt_rctx_init(&rc, VT_RMODE_REPLAY, m->rc.bound);
-    vt_err e = vt_rctx_begin_step(&rc, s, &mini);
+    vt_err e = vt_rctx_begin_step(&rc, s, log);
     m->step = s - 1;
-    if (!e) e = vt_model_exec_op(m, &g->ds, &rc, s, j);
+    if (!e) e = vt_model_exec_op(m, ds, &rc, s, j);
     double t1 = vt_now();
     uint8_t hr[32];
     if (!e) e = vt_model_output_hash(m, j, hr);
-    g->res->recompute_seconds = t1 - t0;
-    g->res->hash_seconds = vt_now() - t1;
-    if (e) vt_steplog_free(&mini);
+    out->recompute_seconds = t1 - t0;
+    out->hash_seconds = vt_now() - t1;
+    vt_steplog_free(&none);
+#define JUDGE(l, r, ...) (out->loser = (l), out->reason = (r), snprintf(out->why, sizeof out->why, __VA_ARGS__))
     if (e == VT_ERR_IMPLAUSIBLE) {
-        decide(g, VT_LOSER_TRAINER, rc.fault.has_entry ? VT_REASON_IMPLAUSIBLE : VT_REASON_MISSING_ENTRY, s, j,
-               "%s (%s)", vt_errmsg(), o->name);
+        JUDGE(VT_LOSER_TRAINER, rc.fault.has_entry ? VT_REASON_IMPLAUSIBLE : VT_REASON_MISSING_ENTRY, "%s (%s)",
+              vt_errmsg(), o->name);
         return;
     }
     if (e == VT_ERR_DIVERGED) {
-        decide(g, VT_LOSER_TRAINER, VT_REASON_WRONG_OUTPUT, s, j, "the rule diverges on the agreed inputs: %s",
-               vt_errmsg());
+        JUDGE(VT_LOSER_TRAINER, VT_REASON_WRONG_OUTPUT, "the rule diverges on the agreed inputs: %s", vt_errmsg());
         return;
     }
     if (e) {
-        decide(g, VT_LOSER_NONE, VT_REASON_CANNOT_JUDGE, s, j, "the arbiter could not recompute %s: %s", o->name,
-               vt_errmsg());
+        JUDGE(VT_LOSER_NONE, VT_REASON_CANNOT_JUDGE, "the arbiter could not recompute %s: %s", o->name, vt_errmsg());
         return;
     }
     /* The replay judged every log entry, and every element without one, against the exact value
      * (rounding_log/vt_rlog.h): a missing or implausible entry was decided above, against the
      * trainer, and otherwise hr is the one output every honest party computes from these inputs
      * and this log, whatever its order. So it settles the claims by itself. */
-    int t_ok = memcmp(hr, ct->h, 32) == 0, a_ok = memcmp(hr, ca->h, 32) == 0;
-    vt_steplog_free(&mini);
+    int t_ok = memcmp(hr, ht, 32) == 0, a_ok = memcmp(hr, ha, 32) == 0;
     if (t_ok)
-        decide(g, VT_LOSER_AUDITOR, VT_REASON_WRONG_OUTPUT, s, j,
-               "%s of step %llu recomputed by the arbiter equals the trainer's output: the auditor's claim is wrong",
-               o->name, (unsigned long long)s);
+        JUDGE(VT_LOSER_AUDITOR, VT_REASON_WRONG_OUTPUT,
+              "%s of step %llu recomputed by the arbiter equals the trainer's output: the auditor's claim is wrong",
+              o->name, (unsigned long long)s);
     else
-        decide(g, a_ok ? VT_LOSER_TRAINER : VT_LOSER_BOTH, VT_REASON_WRONG_OUTPUT, s, j,
-               "%s of step %llu recomputed by the arbiter differs from the trainer's committed output%s", o->name,
-               (unsigned long long)s, a_ok ? " and equals the auditor's" : " (and from the auditor's)");
+        JUDGE(a_ok ? VT_LOSER_TRAINER : VT_LOSER_BOTH, VT_REASON_WRONG_OUTPUT,
+              "%s of step %llu recomputed by the arbiter differs from the trainer's committed output%s", o->name,
+              (unsigned long long)s, a_ok ? " and equals the auditor's" : " (and from the auditor's)");
+#undef JUDGE
 }
 
 /* ------------------------------------------------------------------- play */

@@ -9,7 +9,9 @@
 #include <stdint.h>
 
 #include "../common/vt_error.h"
+#include "../data/vt_data.h"
 #include "../kernels/vt_kernels.h"
+#include "../model/vt_model.h"
 #include "../protocol/vt_proto.h"
 
 /* reason codes of a verdict */
@@ -54,6 +56,22 @@ typedef struct {
  * default). order: the arbiter's own evaluation order. Always produces a verdict. */
 void vt_game_play(const vt_game_io *io, const vt_msg_challenge *ch, const char *data_root, vt_order order,
                   vt_game_result *res);
+
+/* The last stage of the game, the judgement of one operation (docs/dispute.md): m holds the
+ * agreed inputs of operation j of step s in its slots (and the model's recipe); log holds the
+ * trainer's committed log record of that operation (NULL: none - an unrounded operation, or an
+ * exact-rounding run, whose committed log is empty); ht and ha are the trainer's and the
+ * auditor's claimed output hashes. The arbiter replays the operation in m's own order under the
+ * replay rule, which judges every entry and every element against the exact value, and compares.
+ * The verdict depends on the inputs, the log and the claims only: not on the arbiter's order. */
+typedef struct {
+    int loser;  /* VT_LOSER_* */
+    int reason; /* VT_REASON_* */
+    char why[256];
+    double recompute_seconds, hash_seconds;
+} vt_judgement;
+void vt_game_judge_op(vt_model *m, const vt_dataset *ds, uint64_t s, uint32_t j, vt_steplog *log,
+                      const uint8_t ht[32], const uint8_t ha[32], vt_judgement *out);
 
 /* SHA-256 of a commitment file's bytes (the verdict names the run by it). */
 void vt_commitment_bytes_hash(const uint8_t c[176], uint8_t out[32]);
