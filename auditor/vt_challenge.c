@@ -190,6 +190,11 @@ static vt_err run(auditor *a, vt_challenge_result *res)
     res->claimed_step = hi;
     if (!o->quiet) fprintf(stderr, "auditor: challenging the committed state of step %llu\n", (unsigned long long)hi);
 
+    char spath[4096];
+    if (o->service_path)
+        snprintf(spath, sizeof spath, "%s", o->service_path);
+    else
+        snprintf(spath, sizeof spath, "%s/%s", o->run_dir, VT_SERVICE_FILE);
     uint8_t apk[32], *pin = NULL;
     if (o->arbiter_pk_path) {
         VT_FORWARD_IF_ERROR(vt_sign_read_public_key(o->arbiter_pk_path, apk));
@@ -206,7 +211,9 @@ static vt_err run(auditor *a, vt_challenge_result *res)
     memcpy(ch.auditor_pk, a->kp.pk, 32);
     ch.claimed_step = hi;
     memcpy(ch.auditor_state_hash, a->state[hi], 32);
-    snprintf(ch.trainer_addr, sizeof ch.trainer_addr, "%s", o->trainer_addr);
+    size_t sl = 0;
+    if (!e) e = vt_service_read_file(spath, ch.service, sizeof ch.service, &sl);
+    ch.service_len = (uint16_t)sl;
     if (!e) e = vt_send_msg(c, VT_MSG_CHALLENGE, &ch, &a->kp);
     while (!e) {
         vt_msg q;
