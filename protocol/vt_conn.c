@@ -757,6 +757,11 @@ vt_err vt_recv_msg(vt_conn *c, int expected_type, int deadline_ms, const vt_msg_
  * TLS handshakes and first messages, bounded in number overall and per address, each with
  * its own deadline. Nothing is handed to the server before the peer is authenticated. */
 
+void vt_conn_shutdown(vt_conn *c)
+{
+    if (c && c->fd >= 0) (void)shutdown(c->fd, SHUT_RDWR);
+}
+
 void vt_conn_refuse(vt_conn *c, const vt_keypair *kp, int code, const char *text)
 {
     if (!c) return;

@@ -480,6 +480,10 @@ vt_err vt_recv_msg(vt_conn *c, int expected_type, int deadline_ms, const vt_msg_
 /* Sends a TLS close_notify (without waiting) and frees everything. NULL is a no-op. */
 void vt_conn_close(vt_conn *c);
 
+/* Shuts the connection's socket down (both directions) so that a thread blocked on it returns
+ * at once; the connection must still be closed by its owner. Safe from another thread. */
+void vt_conn_shutdown(vt_conn *c);
+
 /* Sends ERROR {code, text} (best effort, within 1 s; not transcribed), then closes c. Without
  * a usable TLS session (or kp NULL) it only closes. */
 void vt_conn_refuse(vt_conn *c, const vt_keypair *kp, int code, const char *text);
