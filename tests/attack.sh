@@ -35,7 +35,7 @@ wait_file() { # FILE PID: a server's port file (written atomically); at most 120
 }
 # start_arbiter DIR [args...]: sets APID, APORT
 start_arbiter() {
-  local d=$1; shift; mkdir -p "$d/tr"
+  local d=$1; shift; mkdir -p "$d/tr"; rm -f "$d/ap"
   ${PRE_ARB:-} "$B/arbiter" serve --listen 127.0.0.1:0 --key "$T/rk" --port-file "$d/ap" --transcripts "$d/tr" \
     --deadline-ms $((10000 * SLOW)) --clock-ms $((60000 * SLOW)) "$@" >"$d/arbiter.log" 2>&1 &
   APID=$!; PIDS+=("$APID")
@@ -44,7 +44,7 @@ start_arbiter() {
 }
 # start_trainer DIR RUN [args...]: sets TPID, TPORT; the service record goes to DIR/service.vtsr
 start_trainer() {
-  local d=$1 run=$2; shift 2
+  local d=$1 run=$2; shift 2; rm -f "$d/tp"
   "$B/trainer" serve "$run" --listen 127.0.0.1:0 --key "$T/tk" --arbiter-key "$T/rk.pub" --port-file "$d/tp" \
     --service-file "$d/service.vtsr" "$@" >"$d/trainer.log" 2>&1 &
   TPID=$!; PIDS+=("$TPID")
@@ -177,7 +177,7 @@ silent_tls) # 3. silent TLS sessions under self-made keys
   ;;
 manifest) # 4. a hostile manifest sized to exhaust the arbiter
   cp -r "$T/run" "$T/huge"
-  "$B/vt_tamper" "$T/huge" "$T/tk" set-layers-resign '[784,200000,10]' >/dev/null || bad "tamper"
+  "$B/vt_tamper" "$T/huge" "$T/tk" set-layers-resign '[784,65536,65536,10]' >/dev/null || bad "tamper"
   start_arbiter "$D"
   start_trainer "$D" "$T/huge"
   "$B/vt_attack" challenge 127.0.0.1:"$APORT" "$T/huge" "$D/service.vtsr" >"$D/o" 2>&1
