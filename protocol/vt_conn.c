@@ -784,9 +784,10 @@ void vt_conn_refuse(vt_conn *c, const vt_keypair *kp, int code, const char *text
 }
 
 typedef struct {
-    vt_conn *c;
+    vt_conn *c; /* NULL until the peer's first bytes arrive (an idle socket costs a descriptor only) */
+    int fd;
     int64_t t0, deadline;
-    int stage; /* 0 TLS handshake, 1 first message */
+    int stage; /* -1 nothing received yet, 0 TLS handshake, 1 first message */
     short ev;
     uint8_t *buf;
     size_t have, need;
@@ -813,7 +814,9 @@ static void gate_drop(gate *g, int i, int refuse_code, const char *reason)
 {
     gate_slot *s = &g->s[i];
     gate_log(g, s->peer, refuse_code, reason);
-    if (refuse_code && s->stage == 1)
+    if (!s->c)
+        close(s->fd);
+    else if (refuse_code && s->stage == 1)
         vt_conn_refuse(s->c, g->kp, refuse_code, reason);
     else
         vt_conn_close(s->c);
@@ -821,11 +824,20 @@ static void gate_drop(gate *g, int i, int refuse_code, const char *reason)
     g->s[i] = g->s[--g->n];
 }
 
+/* The connection to drop for room: the oldest of those that have sent nothing, else the oldest
+ * (of address ip, when given). A peer that is handshaking is dropped only after idle sockets. */
 static int gate_oldest(gate *g, const char *ip)
 {
     int best = -1;
-    for (int i = 0; i < g->n; i++)
-        if ((!ip || strcmp(g->s[i].ip, ip) == 0) && (best < 0 || g->s[i].t0 < g->s[best].t0)) best = i;
+    for (int i = 0; i < g->n; i++) {
+        if (ip && strcmp(g->s[i].ip, ip) != 0) continue;
+        if (best < 0) {
+            best = i;
+            continue;
+        }
+        int ri = g->s[i].stage < 0, rb = g->s[best].stage < 0;
+        if (ri > rb || (ri == rb && g->s[i].t0 < g->s[best].t0)) best = i;
+    }
     return best;
 }
 
@@ -844,6 +856,16 @@ static void gate_progress(gate *g, int i)
 {
     gate_slot *s = &g->s[i];
     char why[320];
+    if (s->stage < 0) { /* the first bytes: only now the TLS state is made */
+        if (conn_new(s->fd, 1, g->kp, NULL, &s->c) != VT_OK) {
+            s->fd = -1; /* closed by conn_new */
+            snprintf(why, sizeof why, "%s", vt_errmsg());
+            gate_log(g, s->peer, 0, why);
+            g->s[i] = g->s[--g->n];
+            return;
+        }
+        s->stage = 0;
+    }
     if (s->stage == 0) {
         int done = 0;
         vt_err e = handshake_step(s->c, &done, &s->ev);
@@ -979,15 +1001,12 @@ static int64_t gate_accept(gate *g)
         if (same >= g->o.max_pending_per_ip)
             gate_drop(g, gate_oldest(g, ns.ip), 0, "too many pending connections from this address: the oldest is dropped");
         tune_socket(fd);
-        if (conn_new(fd, 1, g->kp, NULL, &ns.c) != VT_OK) {
-            gate_log(g, ns.peer, 0, vt_errmsg());
-            continue;
-        }
+        ns.fd = fd;
+        ns.stage = -1;
         ns.t0 = now_ns();
         ns.deadline = ns.t0 + (int64_t)g->o.handshake_ms * 1000000;
         ns.ev = POLLIN;
         g->s[g->n++] = ns;
-        gate_progress(g, g->n - 1);
     }
     return 0;
 }
@@ -1031,7 +1050,7 @@ vt_err vt_gate_run(vt_listener *l, const vt_keypair *kp, const vt_gate_opts *opt
                 continue;
             }
             char why[160];
-            if (g.s[i].stage == 0)
+            if (g.s[i].stage <= 0)
                 snprintf(why, sizeof why, "no TLS handshake within %d ms", g.o.handshake_ms);
             else
                 snprintf(why, sizeof why, "no %s within %d ms of the handshake", vt_msg_type_name(g.o.first_type),
@@ -1050,7 +1069,7 @@ vt_err vt_gate_run(vt_listener *l, const vt_keypair *kp, const vt_gate_opts *opt
         }
         int base = np, nslots = g.n;
         for (int i = 0; i < nslots; i++) {
-            pf[np].fd = g.s[i].c->fd, pf[np].events = g.s[i].ev, pf[np].revents = 0;
+            pf[np].fd = g.s[i].fd, pf[np].events = g.s[i].ev, pf[np].revents = 0;
             np++;
         }
         int64_t left = wake - now;
@@ -1059,7 +1078,10 @@ vt_err vt_gate_run(vt_listener *l, const vt_keypair *kp, const vt_gate_opts *opt
         if (r < 0 && errno != EINTR) {
             free(pf);
             for (int i = 0; i < g.n; i++) {
-                vt_conn_close(g.s[i].c);
+                if (g.s[i].c)
+                    vt_conn_close(g.s[i].c);
+                else
+                    close(g.s[i].fd);
                 free(g.s[i].buf);
             }
             free(g.s);
@@ -1071,7 +1093,7 @@ vt_err vt_gate_run(vt_listener *l, const vt_keypair *kp, const vt_gate_opts *opt
         for (int k = base; k < np; k++) {
             if (!pf[k].revents) continue;
             for (int i = 0; i < g.n; i++)
-                if (g.s[i].c->fd == pf[k].fd) {
+                if (g.s[i].fd == pf[k].fd) {
                     gate_progress(&g, i);
                     break;
                 }
@@ -1082,7 +1104,10 @@ vt_err vt_gate_run(vt_listener *l, const vt_keypair *kp, const vt_gate_opts *opt
         }
     }
     for (int i = 0; i < g.n; i++) {
-        vt_conn_close(g.s[i].c);
+        if (g.s[i].c)
+            vt_conn_close(g.s[i].c);
+        else
+            close(g.s[i].fd);
         free(g.s[i].buf);
     }
     free(g.s);

@@ -117,6 +117,7 @@ int main(int argc, char **argv)
         int n = atoi(argv[3]), opened = 0, refused = 0;
         double until = vt_now() + atof(argv[4]);
         vt_conn **c = calloc((size_t)n, sizeof *c);
+        double *next = calloc((size_t)n, sizeof *next); /* a dropped session is reopened 250 ms later */
         while (vt_now() < until) {
             for (int i = 0; i < n && vt_now() < until; i++) {
                 if (c[i]) {
@@ -124,12 +125,12 @@ int main(int argc, char **argv)
                     if (vt_recv_msg(c[i], VT_MSG_ANY, 0, NULL, &m) == VT_OK) {
                         refused += m.hdr.type == VT_MSG_ERROR;
                         vt_msg_free(&m);
-                        vt_conn_close(c[i]), c[i] = NULL;
+                        vt_conn_close(c[i]), c[i] = NULL, next[i] = vt_now() + 0.25;
                     } else if (!vt_proto_deadline_exceeded()) {
-                        vt_conn_close(c[i]), c[i] = NULL;
+                        vt_conn_close(c[i]), c[i] = NULL, next[i] = vt_now() + 0.25;
                     }
                 }
-                if (!c[i]) {
+                if (!c[i] && vt_now() >= next[i]) {
                     vt_keypair k;
                     if (vt_sign_keypair(&k)) die("keypair");
                     if ((c[i] = tls_open(addr, &k))) opened++;
