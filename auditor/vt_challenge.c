@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../arbiter/vt_dispute.h"
 #include "../arbiter/vt_game.h"
@@ -203,7 +204,16 @@ static vt_err run(auditor *a, vt_challenge_result *res)
     vt_conn *c = NULL;
     vt_transcript *tr = NULL;
     if (o->transcript) VT_FORWARD_IF_ERROR(vt_transcript_open(o->transcript, &tr));
-    e = vt_connect(o->arbiter_addr, &a->kp, pin, o->deadline_ms, &c, NULL);
+    /* the arbiter may be busy or under attack: retry within the deadline (pauses 200 ms to 2 s) */
+    double t0 = vt_now();
+    for (int pause = 200;; pause = pause * 2 > 2000 ? 2000 : pause * 2) {
+        int left = o->deadline_ms - (int)((vt_now() - t0) * 1000.0);
+        e = vt_connect(o->arbiter_addr, &a->kp, pin, left > 0 ? left : 1, &c, NULL);
+        if (!e || vt_now() - t0 + pause / 1000.0 >= o->deadline_ms / 1000.0 || e == VT_ERR_CRYPTO) break;
+        if (!o->quiet) fprintf(stderr, "auditor: cannot reach the arbiter (%s); retrying\n", vt_errmsg());
+        struct timespec ts = {pause / 1000, (long)(pause % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
     if (!e && tr) vt_conn_set_transcript(c, tr);
     vt_msg_challenge ch;
     memset(&ch, 0, sizeof ch);

@@ -824,8 +824,11 @@ static void gate_drop(gate *g, int i, int refuse_code, const char *reason)
     g->s[i] = g->s[--g->n];
 }
 
-/* The connection to drop for room: the oldest of those that have sent nothing, else the oldest
- * (of address ip, when given). A peer that is handshaking is dropped only after idle sockets. */
+/* The connection to drop for room (of address ip, when given): the oldest of those that have
+ * sent nothing, else the oldest of those that completed their handshake and have not sent their
+ * first message (an honest client sends it at once), else the oldest handshaking one. */
+static int gate_rank(const gate_slot *s) { return s->stage < 0 ? 2 : s->stage == 1 ? 1 : 0; }
+
 static int gate_oldest(gate *g, const char *ip)
 {
     int best = -1;
@@ -835,7 +838,7 @@ static int gate_oldest(gate *g, const char *ip)
             best = i;
             continue;
         }
-        int ri = g->s[i].stage < 0, rb = g->s[best].stage < 0;
+        int ri = gate_rank(&g->s[i]), rb = gate_rank(&g->s[best]);
         if (ri > rb || (ri == rb && g->s[i].t0 < g->s[best].t0)) best = i;
     }
     return best;

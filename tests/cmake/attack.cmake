@@ -7,3 +7,6 @@ foreach(attack IN ITEMS address idle silent_tls manifest flood unauth error_chal
   add_test(NAME attack_${attack} COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/attack.sh ${CMAKE_BINARY_DIR} ${attack})
   set_tests_properties(attack_${attack} PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)
 endforeach()
+# The cases that compare a loaded game with the unloaded one measure time: they run alone, so that
+# other tests on the same cores do not load one measurement and not the other.
+set_tests_properties(attack_idle attack_silent_tls attack_flood attack_unauth PROPERTIES RUN_SERIAL TRUE)
