@@ -31,7 +31,7 @@ typedef struct {
     uint8_t trainer_pk[32];
     int64_t used_ms[4]; /* per party (VT_ROLE_*) */
     double t0;
-    uint32_t attempts, reconnects, note_seq;
+    uint32_t attempts, reconnects, note_seq, local_failures;
     uint64_t bytes;
 } live;
 
@@ -79,12 +79,20 @@ static vt_err connect_trainer(live *L)
         int64_t at = ms_since(L->t0);
         vt_err e = vt_connect(L->trainer_addr, L->kp, L->trainer_pk, dl, &L->ct, NULL);
         int64_t el = ms_since(t);
-        L->used_ms[VT_ROLE_TRAINER] += el;
+        int local = e == VT_ERR_INTERNAL; /* the arbiter's own resources: not charged to the trainer */
+        if (!local) L->used_ms[VT_ROLE_TRAINER] += el;
         L->attempts++;
         char why[512];
         snprintf(why, sizeof why, "%s", e ? vt_errmsg() : "");
-        record_note(L, VT_NOTE_CONNECT, VT_ROLE_TRAINER, e ? 1 : 0, L->attempts, at, el, "%s%s%s", L->trainer_addr,
-                    e ? ": " : "", why);
+        record_note(L, VT_NOTE_CONNECT, VT_ROLE_TRAINER, e ? (local ? 2 : 1) : 0, L->attempts, at, el, "%s%s%s",
+                    L->trainer_addr, e ? ": " : "", why);
+        if (local) {
+            VT_RETURN_ERROR_IF(++L->local_failures > 25, VT_ERR_INTERNAL,
+                               "the arbiter lacks its own resources to reach the trainer: %s", why);
+            struct timespec ts = {0, 200000000L};
+            nanosleep(&ts, NULL);
+            continue;
+        }
         if (!e) {
             vt_conn_set_transcript(L->ct, L->tr);
             return VT_OK;
@@ -117,8 +125,8 @@ static vt_err live_ask(void *ctx, int party, int qtype, const void *q, int atype
             if (e) {
                 char why[600];
                 snprintf(why, sizeof why, "%s", vt_errmsg());
-                record_note(L, VT_NOTE_NO_ANSWER, party, VT_NOANS_UNREACHABLE, L->attempts, at, ms_since(L->t0) - at, "%s",
-                            why);
+                record_note(L, VT_NOTE_NO_ANSWER, party, e == VT_ERR_INTERNAL ? VT_NOANS_LOCAL : VT_NOANS_UNREACHABLE,
+                            L->attempts, at, ms_since(L->t0) - at, "%s", why);
                 return vt_set_error(e, "%s", why);
             }
         }
@@ -457,7 +465,7 @@ static vt_err take_connects(replay *R, int party, vt_msg_note *last_no_answer, i
                            VT_ERR_FORMAT, "transcript: the arbiter dialled \"%.80s\", not the trainer's signed address %s",
                            nt.text, R->endpoint);
         R->attempts++;
-        R->failed += nt.code != 0;
+        R->failed += nt.code == 1; /* code 2: the arbiter's own failure, not the trainer's */
     }
     return R->err;
 }
@@ -483,7 +491,7 @@ static vt_err no_answer_from_note(replay *R, const vt_msg_note *nt)
              nt->text, R->attempts, R->endpoint[0] ? R->endpoint : "-", R->failed, (unsigned long long)nt->v[2],
              (unsigned long long)nt->v[3]);
     R->rests = R->rests_buf;
-    VT_RETURN_ERROR(VT_ERR_IO, "%s (recorded by the arbiter)", nt->text);
+    VT_RETURN_ERROR(nt->code == VT_NOANS_LOCAL ? VT_ERR_INTERNAL : VT_ERR_IO, "%.900s (recorded by the arbiter)", nt->text);
 }
 
 static vt_err replay_ask(void *ctx, int party, int qtype, const void *q, int atype, vt_msg *ans)

@@ -89,6 +89,11 @@ static int ask(game *g, int party, int qtype, const void *q, int atype, vt_msg *
     memset(ans, 0, sizeof *ans);
     g->res->rounds++;
     vt_err e = g->io->ask(g->io->ctx, party, qtype, q, atype, ans);
+    if (e == VT_ERR_INTERNAL) { /* the arbiter's own failure (e.g. no descriptor left): nobody loses */
+        decide(g, VT_LOSER_NONE, VT_REASON_CANNOT_JUDGE, step, op, "the arbiter could not ask the %s %s: %s",
+               party_name(party), vt_msg_type_name(qtype), vt_errmsg());
+        return -1;
+    }
     if (e) {
         decide(g, party == VT_ROLE_TRAINER ? VT_LOSER_TRAINER : VT_LOSER_AUDITOR, VT_REASON_NO_ANSWER, step, op,
                "the %s gave no valid answer to %s: %s", party_name(party), vt_msg_type_name(qtype), vt_errmsg());

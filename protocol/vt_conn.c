@@ -583,8 +583,10 @@ static vt_err tcp_connect(const char *addr, int64_t deadline, int *fd_out)
     vt_err e = vt_set_error(VT_ERR_IO, "connect to %s: no address", addr);
     for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
         int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
-        if (fd < 0) {
-            e = vt_set_error(VT_ERR_IO, "connect to %s: socket: %s", addr, strerror(errno));
+        if (fd < 0) { /* our own resources, not the peer: VT_ERR_INTERNAL, so no one is blamed for it */
+            int en = errno;
+            e = vt_set_error(en == EMFILE || en == ENFILE || en == ENOBUFS || en == ENOMEM ? VT_ERR_INTERNAL : VT_ERR_IO,
+                             "connect to %s: socket: %s", addr, strerror(en));
             continue;
         }
         int r = connect(fd, ai->ai_addr, ai->ai_addrlen);

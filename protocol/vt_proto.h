@@ -112,7 +112,8 @@ enum {
     VT_NOTE_NO_ANSWER = 3, /* the party gave no valid answer to the question before it: code VT_NOANS_*,
                             * v = {at_ms, elapsed_ms, clock_used_ms, clock_ms}, text = why */
 };
-enum { VT_NOANS_DEADLINE = 1, VT_NOANS_CLOCK = 2, VT_NOANS_UNREACHABLE = 3, VT_NOANS_LOST = 4, VT_NOANS_INVALID = 5 };
+enum { VT_NOANS_DEADLINE = 1, VT_NOANS_CLOCK = 2, VT_NOANS_UNREACHABLE = 3, VT_NOANS_LOST = 4, VT_NOANS_INVALID = 5,
+       VT_NOANS_LOCAL = 6 /* the arbiter's own resources failed (e.g. no descriptor): nobody is blamed */ };
 
 /* VERDICT loser */
 enum { VT_LOSER_NONE = 0, VT_LOSER_TRAINER = 1, VT_LOSER_AUDITOR = 2, VT_LOSER_BOTH = 3 };
@@ -433,7 +434,8 @@ void vt_listener_close(vt_listener *l); /* NULL is a no-op */
 vt_err vt_accept(vt_listener *l, const vt_keypair *kp, const uint8_t *expected_peer_pk,
                  int deadline_ms, vt_conn **out, uint8_t peer_pk[VT_SIGN_PK_LEN]) VT_WARN_UNUSED;
 
-/* Connects to addr "HOST:PORT" and runs the handshake as client. expected_peer_pk: the
+/* Connects to addr "HOST:PORT" and runs the handshake as client. A failure of our own
+ * resources (no socket: EMFILE, ENFILE, ENOBUFS, ENOMEM) is VT_ERR_INTERNAL, not the peer's. expected_peer_pk: the
  * server's key (pinning: a different key is VT_ERR_CRYPTO), or NULL to accept any key,
  * reported in peer_pk. In TLS 1.3 the server checks the client's certificate after the
  * client has finished: a server that rejects us shows up at the first vt_recv_msg. */
