@@ -2,7 +2,7 @@
  *
  *   arbiter keygen KEYFILE [--force]
  *   arbiter serve --listen ADDR --key KEYFILE [--data-dir DIR] [--order ORDER] [--transcripts DIR]
- *                 [--deadline-ms N] [--games N] [--port-file FILE] [--quiet]
+ *                 [--deadline-ms N] [--clock-ms N] [--games N] [limits...] [--port-file FILE] [--quiet]
  *   arbiter check TRANSCRIPT [--data-dir DIR] [--order ORDER]
  *
  * Exit status: serve 0 / 2 on errors; check 0 when the recorded verdict is re-derived, 1 when
@@ -21,12 +21,29 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage:\n"
                "  arbiter keygen KEYFILE [--force]\n"
-               "  arbiter serve --listen HOST:PORT --key KEYFILE [--data-dir DIR] [--order ORDER]\n"
-               "                [--transcripts DIR] [--deadline-ms N] [--games N] [--port-file FILE] [--quiet]\n"
+               "  arbiter serve --listen HOST:PORT --key KEYFILE [options]\n"
                "      referee challenges: bisection over steps, then over the operations of the disputed\n"
                "      step, then recompute ONE operation and sign a verdict (sent to both parties)\n"
+               "      --data-dir DIR        dataset root (default: $VT_DATA_DIR or the repository's data/)\n"
+               "      --order ORDER         the arbiter's own evaluation order (default reverse)\n"
+               "      --transcripts DIR     one transcript per game (default: the working directory)\n"
+               "      --deadline-ms N       a party's deadline per answer (default 30000)\n"
+               "      --clock-ms N          each party's clock for a whole game: every wait for it, retries\n"
+               "                            to reach it included, is charged to it (default 300000)\n"
+               "      --games N             stop after N games (default: serve forever)\n"
+               "      --max-running N       games played at once (default 4)\n"
+               "      --games-per-ip N      of those, challenged from one IP address (default 2)\n"
+               "      --max-game-mb N       memory a game may need, computed from its manifest (default 512)\n"
+               "      --max-op-mflop N      the largest operation it may recompute, Mflop (default 20000)\n"
+               "      --challenge-ms N      a client's CHALLENGE must follow its handshake this soon (default 5000)\n"
+               "      --handshake-ms N      TLS handshake deadline (default 3000)\n"
+               "      --max-pending N       connections not yet authenticated (default 64)\n"
+               "      --pending-per-ip N    of those, from one IP address (default 16)\n"
+               "      --port-file FILE      write the bound port here once listening\n"
+               "      --quiet               no progress lines (rejections are still logged)\n"
                "  arbiter check TRANSCRIPT [--data-dir DIR] [--order ORDER]\n"
-               "      re-derive the verdict of a recorded game offline (every signature re-checked)\n"
+               "      re-derive the verdict of a recorded game offline (every signature re-checked) and say\n"
+               "      what it rests on\n"
                "exit status: 0 ok / verdict re-derived, 1 verdict not re-derived, 2 error, 64 usage\n");
 }
 
@@ -54,28 +71,58 @@ int main(int argc, char **argv)
                                        {"data-dir", required_argument, 0, 'd'}, {"order", required_argument, 0, 'o'},
                                        {"transcripts", required_argument, 0, 't'},
                                        {"deadline-ms", required_argument, 0, 'D'}, {"games", required_argument, 0, 'g'},
+                                       {"clock-ms", required_argument, 0, 'C'}, {"max-running", required_argument, 0, 'R'},
+                                       {"games-per-ip", required_argument, 0, 'I'},
+                                       {"max-game-mb", required_argument, 0, 'M'},
+                                       {"max-op-mflop", required_argument, 0, 'F'},
+                                       {"challenge-ms", required_argument, 0, 'c'},
+                                       {"handshake-ms", required_argument, 0, 'H'},
+                                       {"max-pending", required_argument, 0, 'P'},
+                                       {"pending-per-ip", required_argument, 0, 'J'},
                                        {"port-file", required_argument, 0, 'p'}, {"quiet", no_argument, 0, 'q'},
                                        {0, 0, 0, 0}};
     vt_arbiter_opts o;
     memset(&o, 0, sizeof o);
     o.order = VT_ORDER_REVERSE;
     o.deadline_ms = 30000;
+    o.clock_ms = 300000;
+    o.max_running = 4;
+    o.games_per_ip = 2;
+    o.max_game_mb = 512;
+    o.max_op_mflop = 20000;
+    o.challenge_ms = 5000;
+    o.handshake_ms = 3000;
+    o.max_pending = 64;
+    o.pending_per_ip = 16;
     optind = 2;
     int c;
     while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+        const struct {
+            int c;
+            const char *name;
+            int lo;
+            int *v;
+        } nums[] = {{'D', "--deadline-ms", 1, &o.deadline_ms},  {'g', "--games", 0, &o.max_games},
+                    {'C', "--clock-ms", 1, &o.clock_ms},         {'R', "--max-running", 1, &o.max_running},
+                    {'I', "--games-per-ip", 1, &o.games_per_ip}, {'M', "--max-game-mb", 1, &o.max_game_mb},
+                    {'F', "--max-op-mflop", 1, &o.max_op_mflop}, {'c', "--challenge-ms", 1, &o.challenge_ms},
+                    {'H', "--handshake-ms", 1, &o.handshake_ms}, {'P', "--max-pending", 1, &o.max_pending},
+                    {'J', "--pending-per-ip", 1, &o.pending_per_ip}};
+        int numeric = 0;
+        for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++)
+            if (nums[i].c == c) {
+                numeric = 1;
+                if (vt_cli_int(nums[i].name, optarg, nums[i].lo, INT32_MAX, nums[i].v) != VT_OK) {
+                    fprintf(stderr, "arbiter: %s\n", vt_errmsg());
+                    return VT_EXIT_USAGE;
+                }
+            }
+        if (numeric) continue;
         switch (c) {
         case 'l': o.listen = optarg; break;
         case 'k': o.key_path = optarg; break;
         case 'd': o.data_root = optarg; break;
         case 't': o.transcript_dir = optarg; break;
-        case 'D':
-        case 'g':
-            if ((c == 'D' ? vt_cli_int("--deadline-ms", optarg, 1, INT32_MAX, &o.deadline_ms)
-                          : vt_cli_int("--games", optarg, 0, INT32_MAX, &o.max_games)) != VT_OK) {
-                fprintf(stderr, "arbiter: %s\n", vt_errmsg());
-                return VT_EXIT_USAGE;
-            }
-            break;
         case 'p': o.port_file = optarg; break;
         case 'q': o.quiet = 1; break;
         case 'o':
@@ -92,6 +139,10 @@ int main(int argc, char **argv)
             usage(stderr);
             return VT_EXIT_USAGE;
         }
+        if (o.clock_ms < o.deadline_ms) {
+            fprintf(stderr, "arbiter: --clock-ms (%d) must be at least --deadline-ms (%d)\n", o.clock_ms, o.deadline_ms);
+            return VT_EXIT_USAGE;
+        }
         if (vt_arbiter_serve(&o)) {
             fprintf(stderr, "arbiter: %s\n", vt_errmsg());
             return VT_EXIT_CANNOT;
@@ -105,7 +156,8 @@ int main(int argc, char **argv)
         }
         vt_game_result r;
         int matches = 0;
-        if (vt_arbiter_check(argv[optind], o.data_root, o.order, &r, &matches)) {
+        char rests[1400];
+        if (vt_arbiter_check(argv[optind], o.data_root, o.order, &r, &matches, rests, sizeof rests)) {
             fprintf(stderr, "arbiter check: %s\n", vt_errmsg());
             return VT_EXIT_CANNOT;
         }
@@ -113,6 +165,8 @@ int main(int argc, char **argv)
         printf("%s: verdict against %s (%s) at step %llu, operation %u%s%s\n  %s\n",
                matches ? "RE-DERIVED" : "MISMATCH", who[r.v.loser & 3], vt_reason_name(r.v.reason_code),
                (unsigned long long)r.v.step, r.v.op, r.op_name[0] ? " " : "", r.op_name, r.v.reason);
+        printf("  trainer address: %s (its signed service record)\n  rests on: %s\n", r.endpoint[0] ? r.endpoint : "-",
+               rests);
         return matches ? VT_EXIT_OK : VT_EXIT_REJECTED;
     }
     fprintf(stderr, "arbiter: unknown command \"%s\"\n", cmd);

@@ -2,6 +2,7 @@
 #include "vt_arbiter.h"
 
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,46 +15,151 @@
 
 /* ------------------------------------------------------------------ live */
 
+/* Clocks (docs/dispute.md "Clocks"): every wait for a party - each connection attempt, the
+ * pause before the next one, each question until its answer - is charged to that party's
+ * clock; a question may wait at most min(deadline, what is left of the clock). An unreachable
+ * trainer is retried (pauses of 200 ms doubling to 2 s) until its clock runs out. Every attempt
+ * and every missing answer is recorded, signed by the arbiter, in the transcript (NOTE). */
+
 typedef struct {
     const vt_arbiter_opts *o;
-    vt_keypair kp;
-    vt_conn *ct, *ca;          /* trainer, auditor */
+    const vt_keypair *kp;
+    vt_conn *ct, *ca; /* trainer, auditor */
     vt_transcript *tr;
     char trainer_addr[VT_MSG_ADDR_MAX + 1];
+    int have_endpoint;
     uint8_t trainer_pk[32];
-    int reconnects;
+    int64_t used_ms[4]; /* per party (VT_ROLE_*) */
+    double t0;
+    uint32_t attempts, reconnects, note_seq, local_failures;
     uint64_t bytes;
 } live;
 
+static int64_t ms_since(double t) { return (int64_t)((vt_now() - t) * 1000.0 + 0.5); }
+
+static void put_note(live *L, vt_msg_note *nt)
+{
+    for (char *c = nt->text; *c; c++)
+        if ((unsigned char)*c < 0x20 || (unsigned char)*c > 0x7e) *c = '?';
+    vt_buf b;
+    vt_buf_init(&b);
+    vt_err e = vt_msg_encode(VT_MSG_NOTE, nt, L->note_seq++, L->kp, &b);
+    if (!e) e = vt_transcript_append(L->tr, VT_TR_NOTE, L->kp->pk, b.data, b.len);
+    if (e && !L->o->quiet) fprintf(stderr, "arbiter: cannot record a note in the transcript: %s\n", vt_errmsg());
+    vt_buf_free(&b);
+}
+
+static void record_note(live *L, int kind, int party, int code, uint32_t n, int64_t at, int64_t el, const char *fmt, ...)
+{
+    vt_msg_note nt;
+    memset(&nt, 0, sizeof nt);
+    nt.kind = (uint8_t)kind, nt.party = (uint8_t)party, nt.code = (uint16_t)code, nt.n = n;
+    nt.v[0] = (uint64_t)at, nt.v[1] = (uint64_t)el, nt.v[2] = (uint64_t)L->used_ms[party & 3],
+    nt.v[3] = (uint64_t)L->o->clock_ms;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(nt.text, sizeof nt.text, fmt, ap);
+    va_end(ap);
+    put_note(L, &nt);
+}
+
+static int64_t clock_left(const live *L, int party) { return (int64_t)L->o->clock_ms - L->used_ms[party]; }
+
+/* Connects to the trainer's signed address, retrying within its clock. */
 static vt_err connect_trainer(live *L)
 {
-    vt_err e = vt_connect(L->trainer_addr, &L->kp, L->trainer_pk, L->o->deadline_ms, &L->ct, NULL);
-    if (!e) vt_conn_set_transcript(L->ct, L->tr);
-    return e;
+    VT_RETURN_ERROR_IF(!L->have_endpoint, VT_ERR_INTERNAL, "no verified trainer address");
+    int64_t pause = 200;
+    for (;;) {
+        int64_t left = clock_left(L, VT_ROLE_TRAINER);
+        VT_RETURN_ERROR_IF(left <= 0, VT_ERR_IO, "the trainer at %s was unreachable for its whole clock (%d ms, %u attempts)",
+                           L->trainer_addr, L->o->clock_ms, L->attempts);
+        int dl = (int)(left < L->o->deadline_ms ? left : L->o->deadline_ms);
+        double t = vt_now();
+        int64_t at = ms_since(L->t0);
+        vt_err e = vt_connect(L->trainer_addr, L->kp, L->trainer_pk, dl, &L->ct, NULL);
+        int64_t el = ms_since(t);
+        int local = e == VT_ERR_INTERNAL; /* the arbiter's own resources: not charged to the trainer */
+        if (!local) L->used_ms[VT_ROLE_TRAINER] += el;
+        L->attempts++;
+        char why[512];
+        snprintf(why, sizeof why, "%s", e ? vt_errmsg() : "");
+        record_note(L, VT_NOTE_CONNECT, VT_ROLE_TRAINER, e ? (local ? 2 : 1) : 0, L->attempts, at, el, "%s%s%s",
+                    L->trainer_addr, e ? ": " : "", why);
+        if (local) {
+            VT_RETURN_ERROR_IF(++L->local_failures > 25, VT_ERR_INTERNAL,
+                               "the arbiter lacks its own resources to reach the trainer: %s", why);
+            struct timespec ts = {0, 200000000L};
+            nanosleep(&ts, NULL);
+            continue;
+        }
+        if (!e) {
+            vt_conn_set_transcript(L->ct, L->tr);
+            return VT_OK;
+        }
+        if (!L->o->quiet) fprintf(stderr, "arbiter: attempt %u to reach the trainer at %s: %s\n", L->attempts,
+                                  L->trainer_addr, why);
+        left = clock_left(L, VT_ROLE_TRAINER);
+        if (left <= 0) continue;
+        int64_t p = pause < left ? pause : left;
+        struct timespec ts = {(time_t)(p / 1000), (long)(p % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+        L->used_ms[VT_ROLE_TRAINER] += p;
+        pause = pause * 2 > 2000 ? 2000 : pause * 2;
+    }
 }
 
 static vt_err live_ask(void *ctx, int party, int qtype, const void *q, int atype, vt_msg *ans)
 {
     live *L = ctx;
-    for (int attempt = 0;; attempt++) {
+    const char *who = party == VT_ROLE_TRAINER ? "trainer" : "auditor";
+    for (;;) {
+        int64_t at = ms_since(L->t0);
+        if (clock_left(L, party) <= 0) {
+            record_note(L, VT_NOTE_NO_ANSWER, party, VT_NOANS_CLOCK, 0, at, 0, "the %s's clock (%d ms) ran out", who,
+                        L->o->clock_ms);
+            VT_RETURN_ERROR(VT_ERR_IO, "the %s's clock (%d ms) ran out", who, L->o->clock_ms);
+        }
+        if (party == VT_ROLE_TRAINER && !L->ct) {
+            vt_err e = connect_trainer(L);
+            if (e) {
+                char why[600];
+                snprintf(why, sizeof why, "%s", vt_errmsg());
+                record_note(L, VT_NOTE_NO_ANSWER, party, e == VT_ERR_INTERNAL ? VT_NOANS_LOCAL : VT_NOANS_UNREACHABLE,
+                            L->attempts, at, ms_since(L->t0) - at, "%s", why);
+                return vt_set_error(e, "%s", why);
+            }
+        }
         vt_conn *c = party == VT_ROLE_TRAINER ? L->ct : L->ca;
-        VT_RETURN_ERROR_IF(!c, VT_ERR_IO, "cannot reach the %s", party == VT_ROLE_TRAINER ? "trainer" : "auditor");
-        vt_err e = vt_send_msg(c, qtype, q, &L->kp);
-        if (!e) e = vt_recv_msg(c, atype, L->o->deadline_ms, NULL, ans);
+        VT_RETURN_ERROR_IF(!c, VT_ERR_IO, "cannot reach the %s", who);
+        int64_t left = clock_left(L, party);
+        int dl = (int)(left < L->o->deadline_ms ? left : L->o->deadline_ms);
+        double t = vt_now();
+        vt_err e = vt_send_msg(c, qtype, q, L->kp);
+        if (!e) e = vt_recv_msg(c, atype, dl, NULL, ans);
+        int64_t el = ms_since(t);
+        L->used_ms[party] += el;
         if (!e) {
             L->bytes += ans->raw_len;
             return VT_OK;
         }
-        /* A dropped connection to the trainer (not a deadline, not a bad message): reconnect once and ask
-         * again. Every answer is a function of the commitment, so nothing established is lost. */
-        int dropped = !vt_proto_deadline_exceeded() && e == VT_ERR_IO;
-        if (party != VT_ROLE_TRAINER || !dropped || attempt > 0 || L->reconnects >= 3) return e;
-        char why[512];
+        int deadline = vt_proto_deadline_exceeded();
+        char why[600];
         snprintf(why, sizeof why, "%s", vt_errmsg());
-        vt_conn_close(L->ct);
-        L->ct = NULL;
-        L->reconnects++;
-        if (connect_trainer(L)) return vt_set_error(VT_ERR_IO, "%s; reconnecting failed: %s", why, vt_errmsg());
+        /* A dropped connection to the trainer (not a deadline, not a bad message): reconnect within its clock
+         * and ask again. Every answer is a function of the commitment, so nothing established is lost. */
+        int dropped = !deadline && e == VT_ERR_IO;
+        if (party == VT_ROLE_TRAINER && dropped && L->reconnects < 8 && clock_left(L, party) > 0) {
+            vt_conn_close(L->ct);
+            L->ct = NULL;
+            L->reconnects++;
+            continue;
+        }
+        int code = deadline ? (dl < L->o->deadline_ms ? VT_NOANS_CLOCK : VT_NOANS_DEADLINE)
+                   : dropped ? VT_NOANS_LOST
+                             : VT_NOANS_INVALID;
+        record_note(L, VT_NOTE_NO_ANSWER, party, code, 0, at, el, "%s to %s: %s", who, vt_msg_type_name(qtype), why);
+        return vt_set_error(e, "%s", why);
     }
 }
 
@@ -63,73 +169,217 @@ static void live_note(void *ctx, const char *line)
     if (!L->o->quiet) fprintf(stderr, "arbiter: %s\n", line);
 }
 
+static void live_endpoint(void *ctx, const char *addr)
+{
+    live *L = ctx;
+    snprintf(L->trainer_addr, sizeof L->trainer_addr, "%s", addr);
+    L->have_endpoint = 1;
+}
+
+typedef struct server server;
+
 typedef struct {
-    const vt_arbiter_opts *o;
+    server *S;
     vt_conn *ca;
+    vt_msg chm; /* the auditor's CHALLENGE (signature verified by the gate) */
+    char ip[64], peer[80];
     int id;
 } game_job;
+
+struct server {
+    const vt_arbiter_opts *o;
+    vt_keypair kp;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int running, started;
+    struct {
+        char ip[64];
+        int n;
+    } per_ip[64];
+};
+
+static void game_done(server *S, const char *ip)
+{
+    pthread_mutex_lock(&S->mu);
+    S->running--;
+    for (int i = 0; i < 64; i++)
+        if (S->per_ip[i].n && strcmp(S->per_ip[i].ip, ip) == 0) {
+            S->per_ip[i].n--;
+            break;
+        }
+    pthread_cond_broadcast(&S->cv);
+    pthread_mutex_unlock(&S->mu);
+}
 
 static void *game_main(void *p)
 {
     game_job *job = p;
-    const vt_arbiter_opts *o = job->o;
+    server *S = job->S;
+    const vt_arbiter_opts *o = S->o;
     live L;
     memset(&L, 0, sizeof L);
     L.o = o;
+    L.kp = &S->kp;
     L.ca = job->ca;
+    L.t0 = vt_now();
+    const vt_msg_challenge *ch = &job->chm.body.challenge;
+    memcpy(L.trainer_pk, ch->commitment + 80, 32); /* the commitment's key is the trainer's identity */
     char path[4096];
-    time_t now = time(NULL);
-    snprintf(path, sizeof path, "%s/game-%lld-%d.vttr", o->transcript_dir ? o->transcript_dir : ".", (long long)now,
-             job->id);
+    snprintf(path, sizeof path, "%s/game-%lld-%d.vttr", o->transcript_dir ? o->transcript_dir : ".",
+             (long long)time(NULL), job->id);
     vt_game_result res;
     memset(&res, 0, sizeof res);
-    vt_msg chm;
-    memset(&chm, 0, sizeof chm);
-    vt_err e = vt_sign_read_secret_key(o->key_path, &L.kp);
-    if (!e) e = vt_transcript_open(path, &L.tr);
-    if (!e) vt_conn_set_transcript(L.ca, L.tr);
-    if (!e) e = vt_recv_msg(L.ca, VT_MSG_CHALLENGE, o->deadline_ms, NULL, &chm);
-    double t0 = vt_now();
+    vt_game_limits lim = {(uint64_t)o->max_game_mb << 20, (uint64_t)o->max_op_mflop * 1000000ull};
+    /* the transcript starts with the challenge (as received), then the game's limits */
+    vt_err e = vt_transcript_open(path, &L.tr);
+    if (!e) e = vt_transcript_append(L.tr, VT_TR_RECV, vt_conn_peer_pk(L.ca), job->chm.raw, job->chm.raw_len);
     if (!e) {
-        const vt_msg_challenge *ch = &chm.body.challenge;
-        snprintf(L.trainer_addr, sizeof L.trainer_addr, "%s", ch->trainer_addr);
-        memcpy(L.trainer_pk, ch->commitment + 80, 32); /* the commitment's key is the trainer's identity */
-        if (connect_trainer(&L) && !o->quiet)
-            fprintf(stderr, "arbiter: cannot reach the trainer at %s: %s\n", L.trainer_addr, vt_errmsg());
-        vt_game_io io = {live_ask, &L, live_note};
-        vt_game_play(&io, ch, o->data_root, o->order, &res);
-        if (L.ca && vt_send_msg(L.ca, VT_MSG_VERDICT, &res.v, &L.kp) && !o->quiet)
+        vt_msg_note gn;
+        memset(&gn, 0, sizeof gn);
+        gn.kind = VT_NOTE_GAME;
+        gn.v[0] = (uint64_t)o->deadline_ms, gn.v[1] = (uint64_t)o->clock_ms, gn.v[2] = lim.max_game_bytes,
+        gn.v[3] = lim.max_op_flop;
+        snprintf(gn.text, sizeof gn.text, "deadline %d ms per answer, clock %d ms per party, at most %d MB and %d Mflop "
+                 "per game", o->deadline_ms, o->clock_ms, o->max_game_mb, o->max_op_mflop);
+        put_note(&L, &gn);
+        vt_conn_set_transcript(L.ca, L.tr);
+        vt_game_io io = {live_ask, &L, live_note, live_endpoint};
+        vt_game_play(&io, ch, o->data_root, o->order, &lim, &res);
+        if (vt_send_msg(L.ca, VT_MSG_VERDICT, &res.v, &S->kp) && !o->quiet)
             fprintf(stderr, "arbiter: could not deliver the verdict to the auditor\n");
-        if (L.ct && vt_send_msg(L.ct, VT_MSG_VERDICT, &res.v, &L.kp)) { /* the trainer may be gone */ }
+        if (L.ct && vt_send_msg(L.ct, VT_MSG_VERDICT, &res.v, &S->kp)) { /* the trainer may be gone */ }
         if (!o->quiet) {
             static const char *const who[] = {"nobody", "the trainer", "the auditor", "both parties"};
             fprintf(stderr, "arbiter: verdict against %s (%s) at step %llu, operation %u: %s\n", who[res.v.loser & 3],
                     vt_reason_name(res.v.reason_code), (unsigned long long)res.v.step, res.v.op, res.v.reason);
             fprintf(stderr, "arbiter: %llu rounds (%llu over steps, %llu over operations), %.6f s recomputing, %.6f s "
-                    "hashing, %llu bytes received, game %.3f s, one step %.6f s; transcript %s\n",
+                    "hashing, %llu bytes received, game %.3f s, one step %.6f s; clocks used: trainer %lld ms, auditor "
+                    "%lld ms; transcript %s\n",
                     (unsigned long long)res.rounds, (unsigned long long)res.step_rounds,
                     (unsigned long long)res.op_rounds, res.recompute_seconds, res.hash_seconds,
-                    (unsigned long long)L.bytes, vt_now() - t0, res.step_seconds, path);
+                    (unsigned long long)L.bytes, vt_now() - L.t0, res.step_seconds,
+                    (long long)L.used_ms[VT_ROLE_TRAINER], (long long)L.used_ms[VT_ROLE_AUDITOR], path);
         }
-    } else if (!o->quiet) {
-        fprintf(stderr, "arbiter: no valid challenge: %s\n", vt_errmsg());
+    } else {
+        fprintf(stderr, "arbiter: game from %s not played: transcript %s: %s\n", job->peer, path, vt_errmsg());
+        vt_conn_refuse(L.ca, &S->kp, VT_ERRC_INTERNAL, "the arbiter cannot record the game");
+        L.ca = NULL;
     }
-    vt_msg_free(&chm);
     vt_conn_close(L.ct);
     vt_conn_close(L.ca);
     if (vt_transcript_close(L.tr) && !o->quiet) fprintf(stderr, "arbiter: transcript %s: %s\n", path, vt_errmsg());
-    vt_keypair_wipe(&L.kp);
+    vt_msg_free(&job->chm);
+    game_done(S, job->ip);
     free(job);
     return NULL;
 }
 
+static void arb_reject(void *ctx, const char *peer, int code, const char *reason)
+{
+    (void)ctx;
+    char line[600];
+    if (code)
+        snprintf(line, sizeof line, "%.500s (ERROR %d, %s)", reason, code, vt_errc_name(code));
+    else
+        snprintf(line, sizeof line, "%.590s", reason);
+    vt_log_rejection("arbiter", peer, line);
+}
+
+static int arb_stop(void *ctx)
+{
+    server *S = ctx;
+    pthread_mutex_lock(&S->mu);
+    int stop = S->o->max_games > 0 && S->started >= S->o->max_games;
+    pthread_mutex_unlock(&S->mu);
+    return stop;
+}
+
+/* An authenticated client with a signed CHALLENGE: cheap checks, limits, then a game thread. */
+static void arb_admit(void *ctx, vt_gate_peer *p)
+{
+    server *S = ctx;
+    const vt_msg_challenge *ch = &p->first->body.challenge;
+    char why[VT_MSG_TEXT_MAX + 1];
+    if (memcmp(ch->auditor_pk, vt_conn_peer_pk(p->c), 32) != 0) {
+        arb_reject(S, p->peer, VT_ERRC_BAD_CHALLENGE, "the challenge names another auditor key than its connection's");
+        vt_conn_refuse(p->c, &S->kp, VT_ERRC_BAD_CHALLENGE, "the challenge names another auditor key than its connection's");
+        return;
+    }
+    vt_service sv;
+    vt_msg_verdict v;
+    if (vt_game_check_challenge(ch, &sv, &v)) { /* a signed verdict against the auditor; nothing dialled, no file */
+        snprintf(why, sizeof why, "invalid challenge, verdict against the auditor: %.900s", v.reason);
+        arb_reject(S, p->peer, 0, why);
+        vt_conn_set_send_timeout(p->c, 1000);
+        if (vt_send_msg(p->c, VT_MSG_VERDICT, &v, &S->kp)) { /* the auditor may be gone */ }
+        vt_conn_close(p->c);
+        return;
+    }
+    pthread_mutex_lock(&S->mu);
+    int slot = -1, free_slot = -1;
+    for (int i = 0; i < 64; i++) {
+        if (S->per_ip[i].n && strcmp(S->per_ip[i].ip, p->ip) == 0) slot = i;
+        if (!S->per_ip[i].n && free_slot < 0) free_slot = i;
+    }
+    const char *busy = NULL;
+    if (S->running >= S->o->max_running)
+        busy = "busy: as many games as this arbiter plays at once are running; try again later";
+    else if (slot >= 0 ? S->per_ip[slot].n >= S->o->games_per_ip : free_slot < 0)
+        busy = "busy: as many games as this arbiter plays for one address are running; try again later";
+    else if (S->o->max_games > 0 && S->started >= S->o->max_games)
+        busy = "this arbiter plays no more games";
+    if (!busy) {
+        if (slot < 0) {
+            slot = free_slot;
+            snprintf(S->per_ip[slot].ip, sizeof S->per_ip[slot].ip, "%s", p->ip);
+        }
+        S->per_ip[slot].n++;
+        S->running++;
+    }
+    int id = busy ? 0 : S->started++;
+    pthread_mutex_unlock(&S->mu);
+    if (busy) {
+        arb_reject(S, p->peer, VT_ERRC_BUSY, busy);
+        vt_conn_refuse(p->c, &S->kp, VT_ERRC_BUSY, busy);
+        return;
+    }
+    game_job *job = calloc(1, sizeof *job);
+    pthread_t th;
+    pthread_attr_t at;
+    int ok = job != NULL && pthread_attr_init(&at) == 0;
+    if (ok) {
+        job->S = S, job->ca = p->c, job->chm = *p->first, job->id = id;
+        memset(p->first, 0, sizeof *p->first); /* moved */
+        snprintf(job->ip, sizeof job->ip, "%s", p->ip);
+        snprintf(job->peer, sizeof job->peer, "%s", p->peer);
+        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+        ok = pthread_create(&th, &at, game_main, job) == 0;
+        pthread_attr_destroy(&at);
+        if (!ok) {
+            *p->first = job->chm; /* back to the gate, which frees it */
+            free(job);
+        }
+    } else {
+        free(job);
+    }
+    if (!ok) {
+        arb_reject(S, p->peer, VT_ERRC_INTERNAL, "cannot start a game thread");
+        vt_conn_refuse(p->c, &S->kp, VT_ERRC_INTERNAL, "the arbiter cannot start a game now");
+        game_done(S, p->ip);
+    }
+}
+
 vt_err vt_arbiter_serve(const vt_arbiter_opts *o)
 {
-    vt_keypair kp;
+    server S;
+    memset(&S, 0, sizeof S);
+    S.o = o;
     vt_listener *l = NULL;
     uint16_t port = 0;
     VT_FORWARD_IF_ERROR(vt_sign_init());
-    VT_FORWARD_IF_ERROR(vt_sign_read_secret_key(o->key_path, &kp));
+    VT_FORWARD_IF_ERROR(vt_sign_read_secret_key(o->key_path, &S.kp));
+    pthread_mutex_init(&S.mu, NULL);
+    pthread_cond_init(&S.cv, NULL);
     vt_err e = vt_listen(o->listen, &l, &port);
     if (!e && o->port_file) { /* atomically: a reader polling for the file never sees half of it */
         char num[16];
@@ -137,34 +387,17 @@ vt_err vt_arbiter_serve(const vt_arbiter_opts *o)
         e = vt_write_file_atomic(o->port_file, num, (size_t)k);
     }
     if (!e && !o->quiet) fprintf(stderr, "arbiter: listening on port %u\n", port);
-    pthread_t th[64];
-    int n = 0;
-    for (int id = 0; !e && (o->max_games <= 0 || id < o->max_games);) {
-        vt_conn *c = NULL;
-        if (vt_accept(l, &kp, NULL, 10000, &c, NULL) != VT_OK) continue;
-        game_job *job = calloc(1, sizeof *job);
-        if (!job) {
-            vt_conn_close(c);
-            continue;
-        }
-        job->o = o, job->ca = c, job->id = id++;
-        if (o->max_games > 0 && n < 64) { /* bounded: joinable, so the last verdict is out before we return */
-            if (pthread_create(&th[n], NULL, game_main, job) == 0) {
-                n++;
-                continue;
-            }
-        } else {
-            pthread_t t;
-            if (pthread_create(&t, NULL, game_main, job) == 0) {
-                pthread_detach(t);
-                continue;
-            }
-        }
-        game_main(job);
-    }
-    for (int i = 0; i < n; i++) pthread_join(th[i], NULL);
+    vt_gate_opts go = {o->max_pending, o->pending_per_ip, o->handshake_ms, o->challenge_ms, VT_MSG_CHALLENGE, 0, 0};
+    vt_gate_cb cb = {arb_admit, arb_reject, arb_stop, &S};
+    if (!e) e = vt_gate_run(l, &S.kp, &go, &cb);
+    /* the games still running finish (their verdicts and transcripts go out) before we return */
+    pthread_mutex_lock(&S.mu);
+    while (S.running > 0) pthread_cond_wait(&S.cv, &S.mu);
+    pthread_mutex_unlock(&S.mu);
     vt_listener_close(l);
-    vt_keypair_wipe(&kp);
+    vt_keypair_wipe(&S.kp);
+    pthread_cond_destroy(&S.cv);
+    pthread_mutex_destroy(&S.mu);
     return e;
 }
 
@@ -175,6 +408,9 @@ typedef struct {
     vt_transcript_record rec;
     int have, eof;
     uint8_t arbiter_pk[32], trainer_pk[32], auditor_pk[32];
+    char endpoint[VT_MSG_ADDR_MAX + 1];
+    uint32_t attempts, failed;
+    char *rests, rests_buf[1200];
     vt_err err;
 } replay;
 
@@ -192,47 +428,105 @@ static int peek(replay *R)
     return R->have;
 }
 
+/* The next record if it is one of the arbiter's notes about `party` (consumed into *nt). */
+static int take_note(replay *R, int party, vt_msg_note *nt)
+{
+    if (!peek(R) || R->rec.dir != VT_TR_NOTE) return 0;
+    vt_msg m;
+    if (memcmp(R->rec.author_pk, R->arbiter_pk, 32) != 0 ||
+        vt_msg_decode(R->rec.bytes, R->rec.len, R->arbiter_pk, NULL, &m) != VT_OK) {
+        R->err = vt_set_error(VT_ERR_CRYPTO, "transcript: a note at offset %llu is not signed by the arbiter",
+                              (unsigned long long)R->rec.offset);
+        R->eof = 1, R->have = 0;
+        return 0;
+    }
+    int ok = m.hdr.type == VT_MSG_NOTE && m.body.note.party == party && m.body.note.kind != VT_NOTE_GAME;
+    if (ok) {
+        *nt = m.body.note;
+        R->have = 0;
+    }
+    vt_msg_free(&m);
+    return ok;
+}
+
+/* Connection attempts: each must have dialled the address of the signed service record. */
+static vt_err take_connects(replay *R, int party, vt_msg_note *last_no_answer, int *no_answer)
+{
+    vt_msg_note nt;
+    while (!*no_answer && take_note(R, party, &nt)) {
+        if (nt.kind == VT_NOTE_NO_ANSWER) {
+            *last_no_answer = nt;
+            *no_answer = 1;
+            break;
+        }
+        size_t n = strlen(R->endpoint);
+        VT_RETURN_ERROR_IF(party != VT_ROLE_TRAINER || !n || strncmp(nt.text, R->endpoint, n) != 0 ||
+                               (nt.text[n] != 0 && nt.text[n] != ':'),
+                           VT_ERR_FORMAT, "transcript: the arbiter dialled \"%.80s\", not the trainer's signed address %s",
+                           nt.text, R->endpoint);
+        R->attempts++;
+        R->failed += nt.code == 1; /* code 2: the arbiter's own failure, not the trainer's */
+    }
+    return R->err;
+}
+
+static int same_question(replay *R, int qtype, const vt_buf *want)
+{
+    vt_msg m;
+    if (vt_msg_decode(R->rec.bytes, R->rec.len, R->arbiter_pk, NULL, &m) != VT_OK) return 0;
+    vt_buf got;
+    vt_buf_init(&got);
+    int same = m.hdr.type == qtype && vt_msg_body_encode(m.hdr.type, &m.body, &got) == VT_OK && got.len == want->len &&
+               memcmp(got.data, want->data, want->len) == 0;
+    vt_buf_free(&got);
+    vt_msg_free(&m);
+    return same;
+}
+
+static vt_err no_answer_from_note(replay *R, const vt_msg_note *nt)
+{
+    snprintf(R->rests_buf, sizeof R->rests_buf,
+             "the arbiter's signed account (NOTE records, no party's signature): %.700s; %u connection attempts to %s, %u "
+             "failed; the party's clock used %llu of %llu ms",
+             nt->text, R->attempts, R->endpoint[0] ? R->endpoint : "-", R->failed, (unsigned long long)nt->v[2],
+             (unsigned long long)nt->v[3]);
+    R->rests = R->rests_buf;
+    VT_RETURN_ERROR(nt->code == VT_NOANS_LOCAL ? VT_ERR_INTERNAL : VT_ERR_IO, "%.900s (recorded by the arbiter)", nt->text);
+}
+
 static vt_err replay_ask(void *ctx, int party, int qtype, const void *q, int atype, vt_msg *ans)
 {
     replay *R = ctx;
+    vt_msg_note nt;
+    int na = 0;
+    VT_FORWARD_IF_ERROR(take_connects(R, party, &nt, &na));
+    if (na) return no_answer_from_note(R, &nt); /* unreachable: the question was never sent */
     /* the arbiter's question, exactly as the engine would ask it now */
     VT_RETURN_ERROR_IF(!peek(R) || R->rec.dir != VT_TR_SENT, VT_ERR_FORMAT,
                        "transcript: the recorded game does not ask %s here", vt_msg_type_name(qtype));
-    vt_msg m;
-    vt_err e = vt_msg_decode(R->rec.bytes, R->rec.len, R->arbiter_pk, NULL, &m);
-    R->have = 0;
-    VT_RETURN_ERROR_IF(e, VT_ERR_FORMAT, "transcript: a question is not signed by the arbiter: %s", vt_errmsg());
-    vt_buf want, got;
+    vt_buf want;
     vt_buf_init(&want);
-    vt_buf_init(&got);
-    e = vt_msg_body_encode(qtype, q, &want);
-    if (!e) e = vt_msg_body_encode(m.hdr.type, &m.body, &got);
-    int same = !e && m.hdr.type == qtype && want.len == got.len && memcmp(want.data, got.data, want.len) == 0;
-    vt_buf_free(&got);
-    vt_msg_free(&m);
+    vt_err e = vt_msg_body_encode(qtype, q, &want);
+    int same = !e && same_question(R, qtype, &want);
+    R->have = 0;
     if (!same) vt_buf_free(&want);
-    VT_RETURN_ERROR_IF(!same, VT_ERR_FORMAT, "transcript: the recorded question differs from %s",
-                       vt_msg_type_name(qtype));
-    /* the same question sent again after a reconnection: skip the repeats */
-    while (peek(R) && R->rec.dir == VT_TR_SENT) {
-        vt_msg r2;
-        vt_buf b2;
-        vt_buf_init(&b2);
-        int repeat = vt_msg_decode(R->rec.bytes, R->rec.len, R->arbiter_pk, NULL, &r2) == VT_OK;
-        if (repeat) {
-            repeat = r2.hdr.type == qtype && vt_msg_body_encode(r2.hdr.type, &r2.body, &b2) == VT_OK &&
-                     b2.len == want.len && memcmp(b2.data, want.data, want.len) == 0;
-            vt_msg_free(&r2);
-        }
-        vt_buf_free(&b2);
-        if (!repeat) break;
+    VT_RETURN_ERROR_IF(!same, VT_ERR_FORMAT, "transcript: the recorded question differs from %s", vt_msg_type_name(qtype));
+    /* the same question sent again after a reconnection (and the attempts in between): skip the repeats */
+    for (;;) {
+        e = take_connects(R, party, &nt, &na);
+        if (e || na) break;
+        if (!(peek(R) && R->rec.dir == VT_TR_SENT && same_question(R, qtype, &want))) break;
         R->have = 0;
     }
     vt_buf_free(&want);
+    VT_FORWARD_IF_ERROR(e);
+    if (na) return no_answer_from_note(R, &nt);
     /* the party's answer, if any was recorded */
     const uint8_t *pk = party == VT_ROLE_TRAINER ? R->trainer_pk : R->auditor_pk;
-    if (!peek(R) || R->rec.dir != VT_TR_RECV || memcmp(R->rec.author_pk, pk, 32) != 0)
+    if (!peek(R) || R->rec.dir != VT_TR_RECV || memcmp(R->rec.author_pk, pk, 32) != 0) {
+        if (take_note(R, party, &nt) && nt.kind == VT_NOTE_NO_ANSWER) return no_answer_from_note(R, &nt);
         VT_RETURN_ERROR(VT_ERR_IO, "no answer was recorded (the party missed its deadline or sent an invalid message)");
+    }
     e = vt_msg_decode(R->rec.bytes, R->rec.len, pk, NULL, ans);
     R->have = 0;
     VT_RETURN_ERROR_IF(e, VT_ERR_CRYPTO, "transcript: an answer does not verify: %s", vt_errmsg());
@@ -241,12 +535,20 @@ static vt_err replay_ask(void *ctx, int party, int qtype, const void *q, int aty
     return VT_OK;
 }
 
-vt_err vt_arbiter_check(const char *path, const char *data_root, vt_order order, vt_game_result *res, int *matches)
+static void replay_endpoint(void *ctx, const char *addr)
+{
+    replay *R = ctx;
+    snprintf(R->endpoint, sizeof R->endpoint, "%s", addr);
+}
+
+vt_err vt_arbiter_check(const char *path, const char *data_root, vt_order order, vt_game_result *res, int *matches,
+                        char *rests_on, size_t rests_cap)
 {
     replay R;
     memset(&R, 0, sizeof R);
     *matches = 0;
     memset(res, 0, sizeof *res);
+    if (rests_cap) rests_on[0] = 0;
     VT_FORWARD_IF_ERROR(vt_sign_init());
     VT_FORWARD_IF_ERROR(vt_transcript_reader_open(path, &R.r));
     vt_msg ch;
@@ -260,26 +562,41 @@ vt_err vt_arbiter_check(const char *path, const char *data_root, vt_order order,
         e = vt_msg_decode(R.rec.bytes, R.rec.len, R.auditor_pk, NULL, &ch);
         R.have = 0;
         if (!e && ch.hdr.type != VT_MSG_CHALLENGE) e = vt_set_error(VT_ERR_FORMAT, "the first message is not a challenge");
+        if (!e && memcmp(ch.body.challenge.auditor_pk, R.auditor_pk, 32) != 0)
+            e = vt_set_error(VT_ERR_FORMAT, "the challenge names another auditor key than its signer's");
     }
     if (!e) {
         memcpy(R.trainer_pk, ch.body.challenge.commitment + 80, 32);
-        /* the arbiter's key: the author of the first record it sent */
+        /* the arbiter's key: the author of the first record it wrote */
         vt_transcript_reader *r2 = NULL;
         vt_transcript_record rr;
         int eof = 0;
         e = vt_transcript_reader_open(path, &r2);
         while (!e && !eof) {
             e = vt_transcript_next(r2, &rr, &eof);
-            if (!e && !eof && rr.dir == VT_TR_SENT) {
+            if (!e && !eof && (rr.dir == VT_TR_SENT || rr.dir == VT_TR_NOTE)) {
                 memcpy(R.arbiter_pk, rr.author_pk, 32);
                 break;
             }
         }
         vt_transcript_reader_close(r2);
     }
+    vt_game_limits lim = {0, 0}, *limp = NULL;
+    if (!e && peek(&R) && R.rec.dir == VT_TR_NOTE) { /* the game's limits, as the arbiter signed them */
+        vt_msg m;
+        e = vt_msg_decode(R.rec.bytes, R.rec.len, R.arbiter_pk, NULL, &m);
+        R.have = 0;
+        if (!e && (m.hdr.type != VT_MSG_NOTE || m.body.note.kind != VT_NOTE_GAME))
+            e = vt_set_error(VT_ERR_FORMAT, "transcript: the note after the challenge is not the game's limits");
+        if (!e) {
+            lim.max_game_bytes = m.body.note.v[2], lim.max_op_flop = m.body.note.v[3];
+            limp = &lim;
+        }
+        vt_msg_free(&m);
+    }
     if (!e) {
-        vt_game_io io = {replay_ask, &R, NULL};
-        vt_game_play(&io, &ch.body.challenge, data_root, order, res);
+        vt_game_io io = {replay_ask, &R, NULL, replay_endpoint};
+        vt_game_play(&io, &ch.body.challenge, data_root, order, limp, res);
         /* the recorded verdict follows */
         int found = 0;
         while (peek(&R)) {
@@ -297,6 +614,15 @@ vt_err vt_arbiter_check(const char *path, const char *data_root, vt_order order,
         }
         if (R.err) e = R.err;
         else if (!found) e = vt_set_error(VT_ERR_FORMAT, "transcript %s holds no verdict", path);
+    }
+    if (rests_cap) {
+        if (R.rests)
+            snprintf(rests_on, rests_cap, "%s", R.rests);
+        else if (res->v.reason_code == VT_REASON_OVER_LIMIT)
+            snprintf(rests_on, rests_cap, "the trainer's signed manifest and the limits the arbiter signed in the transcript");
+        else
+            snprintf(rests_on, rests_cap, "messages signed by the parties (every signature re-verified)%s",
+                     res->recompute_seconds > 0 ? " and the arbiter's recomputation of one operation, repeated here" : "");
     }
     vt_msg_free(&ch);
     vt_transcript_reader_close(R.r);

@@ -3,6 +3,8 @@
 #ifndef VT_ARBITER_H
 #define VT_ARBITER_H
 
+#include <stddef.h>
+
 #include "../common/vt_error.h"
 #include "../kernels/vt_kernels.h"
 #include "vt_game.h"
@@ -14,7 +16,16 @@ typedef struct {
     const char *transcript_dir; /* one transcript file per game (default: the working directory) */
     vt_order order;             /* the arbiter's own evaluation order */
     int deadline_ms;            /* per answer (default 30000) */
+    int clock_ms;               /* each party's clock for the whole game (default 300000; >= deadline_ms) */
     int max_games;              /* stop after this many games (0 = forever) */
+    int max_running;            /* games played at once (default 4) */
+    int games_per_ip;           /* of those, challenged from one IP address (default 2) */
+    int max_game_mb;            /* memory a game may need, from its manifest (default 512) */
+    int max_op_mflop;           /* the largest operation it may recompute, in Mflop (default 20000) */
+    int challenge_ms;           /* a client must send its CHALLENGE this soon after its handshake (default 5000) */
+    int handshake_ms;           /* TLS handshake deadline (default 3000) */
+    int max_pending;            /* connections not yet authenticated (default 64) */
+    int pending_per_ip;         /* of those, from one IP address (default 16) */
     const char *port_file;
     int quiet;
 } vt_arbiter_opts;
@@ -23,8 +34,10 @@ vt_err vt_arbiter_serve(const vt_arbiter_opts *o) VT_WARN_UNUSED;
 
 /* Replays the game recorded in path: every signature, every question and the verdict must
  * be reproduced. *res gets the re-derived result; *matches = 1 when it equals the recorded
- * verdict. */
+ * verdict; rests_on (rests_cap bytes) says what the verdict rests on: the parties' signed
+ * messages, or, for a verdict by deadline, the arbiter's own signed account of the attempts
+ * and waits (NOTE records). */
 vt_err vt_arbiter_check(const char *path, const char *data_root, vt_order order, vt_game_result *res,
-                        int *matches) VT_WARN_UNUSED;
+                        int *matches, char *rests_on, size_t rests_cap) VT_WARN_UNUSED;
 
 #endif

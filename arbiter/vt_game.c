@@ -22,7 +22,7 @@ const char *vt_reason_name(int code)
     static const char *const n[] = {"none",           "no valid answer",   "bad proof",        "inconsistent answer",
                                     "implausible log entry", "missing log entry", "wrong output", "manifest mismatch",
                                     "invalid challenge", "log mismatch",      "bad input",        "cannot judge",
-                                    "equivocation"};
+                                    "equivocation", "over the arbiter's limits"};
     return code >= 0 && code < (int)(sizeof n / sizeof n[0]) ? n[code] : "?";
 }
 
@@ -33,6 +33,7 @@ void vt_commitment_bytes_hash(const uint8_t c[176], uint8_t out[32])
 
 typedef struct {
     const vt_game_io *io;
+    const vt_game_limits *lim;
     vt_game_result *res;
     int done;
     uint8_t cm_hash[32], root[32], trainer_pk[32], manifest_hash[32];
@@ -47,25 +48,19 @@ typedef struct {
     size_t n_leaves, cap_leaves;
 } game;
 
+static void set_verdict(vt_msg_verdict *v, const uint8_t cm_hash[32], int loser, int reason, uint64_t step, uint32_t op,
+                        const char *text);
+
 static void decide(game *g, int loser, int reason, uint64_t step, uint32_t op, const char *fmt, ...)
 {
     if (g->done) return;
     g->done = 1;
-    vt_msg_verdict *v = &g->res->v;
-    memcpy(v->commitment_hash, g->cm_hash, 32);
-    v->step = step;
-    v->op = op;
-    v->loser = (uint8_t)loser;
-    v->reason_code = (uint8_t)reason;
     char text[VT_MSG_TEXT_MAX + 1];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(text, sizeof text, fmt, ap);
     va_end(ap);
-    /* keep the text within the message's character rules: printable ASCII only */
-    for (char *c = text; *c; c++)
-        if ((unsigned char)*c < 0x20 || (unsigned char)*c > 0x7e) *c = '?';
-    snprintf(v->reason, sizeof v->reason, "%s", text);
+    set_verdict(&g->res->v, g->cm_hash, loser, reason, step, op, text);
 }
 
 /* decide, then leave the (void) function */
@@ -94,6 +89,11 @@ static int ask(game *g, int party, int qtype, const void *q, int atype, vt_msg *
     memset(ans, 0, sizeof *ans);
     g->res->rounds++;
     vt_err e = g->io->ask(g->io->ctx, party, qtype, q, atype, ans);
+    if (e == VT_ERR_INTERNAL) { /* the arbiter's own failure (e.g. no descriptor left): nobody loses */
+        decide(g, VT_LOSER_NONE, VT_REASON_CANNOT_JUDGE, step, op, "the arbiter could not ask the %s %s: %s",
+               party_name(party), vt_msg_type_name(qtype), vt_errmsg());
+        return -1;
+    }
     if (e) {
         decide(g, party == VT_ROLE_TRAINER ? VT_LOSER_TRAINER : VT_LOSER_AUDITOR, VT_REASON_NO_ANSWER, step, op,
                "the %s gave no valid answer to %s: %s", party_name(party), vt_msg_type_name(qtype), vt_errmsg());
@@ -204,24 +204,61 @@ static int hash_list(game *g, int qtype, const void *q, uint64_t want_n, vt_msg 
     return 0;
 }
 
-/* Parse and check the challenge's commitment. */
+static void set_verdict(vt_msg_verdict *v, const uint8_t cm_hash[32], int loser, int reason, uint64_t step, uint32_t op,
+                        const char *text)
+{
+    memset(v, 0, sizeof *v);
+    memcpy(v->commitment_hash, cm_hash, 32);
+    v->step = step;
+    v->op = op;
+    v->loser = (uint8_t)loser;
+    v->reason_code = (uint8_t)reason;
+    snprintf(v->reason, sizeof v->reason, "%s", text);
+    /* keep the text within the message's character rules: printable ASCII only */
+    for (char *c = v->reason; *c; c++)
+        if ((unsigned char)*c < 0x20 || (unsigned char)*c > 0x7e) *c = '?';
+}
+
+int vt_game_check_challenge(const vt_msg_challenge *ch, vt_service *sv, vt_msg_verdict *v)
+{
+    const uint8_t *c = ch->commitment;
+    uint8_t cm_hash[32];
+    vt_commitment_bytes_hash(c, cm_hash);
+    char why[VT_MSG_TEXT_MAX + 1];
+    why[0] = 0;
+    if (memcmp(c, "VTCM", 4) != 0 || vt_get_u32le(c + 4) != 1)
+        snprintf(why, sizeof why, "the challenge does not carry a commitment file");
+    else if (vt_sign_init() || vt_sign_verify_detached(c + VT_COMMITMENT_BODY_LEN, c, VT_COMMITMENT_BODY_LEN, c + 80))
+        snprintf(why, sizeof why, "the commitment in the challenge is not signed by its trainer key");
+    else if (vt_service_parse(ch->service, ch->service_len, sv) != VT_OK)
+        snprintf(why, sizeof why, "the trainer's service record in the challenge is invalid: %s", vt_errmsg());
+    else if (memcmp(sv->trainer_pk, c + 80, 32) != 0)
+        snprintf(why, sizeof why, "the service record is not signed by the commitment's trainer key: the trainer's "
+                                  "address comes only from a record the trainer signed");
+    else if (memcmp(sv->manifest_hash, c + 8, 32) != 0)
+        snprintf(why, sizeof why, "the service record names another run (manifest) than the commitment");
+    if (!why[0]) return 0;
+    set_verdict(v, cm_hash, VT_LOSER_AUDITOR, VT_REASON_BAD_CHALLENGE, 0, 0, why);
+    return -1;
+}
+
+/* Parse and check the challenge's commitment and the trainer's service record; hand the
+ * verified address over (nothing is dialled before). */
 static int check_commitment(game *g, const vt_msg_challenge *ch)
 {
     const uint8_t *c = ch->commitment;
     vt_commitment_bytes_hash(c, g->cm_hash);
-    if (memcmp(c, "VTCM", 4) != 0 || vt_get_u32le(c + 4) != 1) {
-        decide(g, VT_LOSER_AUDITOR, VT_REASON_BAD_CHALLENGE, 0, 0, "the challenge does not carry a commitment file");
+    vt_service sv;
+    if (vt_game_check_challenge(ch, &sv, &g->res->v)) {
+        g->done = 1;
         return -1;
     }
     memcpy(g->manifest_hash, c + 8, 32);
     g->step_count = vt_get_u64le(c + 40);
     memcpy(g->root, c + 48, 32);
     memcpy(g->trainer_pk, c + 80, 32);
-    if (vt_sign_init() || vt_sign_verify_detached(c + VT_COMMITMENT_BODY_LEN, c, VT_COMMITMENT_BODY_LEN, g->trainer_pk)) {
-        decide(g, VT_LOSER_AUDITOR, VT_REASON_BAD_CHALLENGE, 0, 0,
-               "the commitment in the challenge is not signed by its trainer key");
-        return -1;
-    }
+    snprintf(g->res->endpoint, sizeof g->res->endpoint, "%s", sv.addr);
+    if (g->io->endpoint) g->io->endpoint(g->io->ctx, sv.addr);
     return 0;
 }
 
@@ -263,6 +300,17 @@ static int load_manifest(game *g, const char *data_root, vt_order order)
     if (!match || e) {
         decide(g, VT_LOSER_TRAINER, VT_REASON_MANIFEST, 0, 0, "the trainer's manifest %s",
                !match ? "does not match its commitment" : "cannot be parsed");
+        return -1;
+    }
+    /* the game's size from the manifest alone, before anything is allocated for it */
+    uint64_t need = 0, flop = 0;
+    vt_game_cost(&g->rc, &need, &flop);
+    if (g->lim && ((g->lim->max_game_bytes && need > g->lim->max_game_bytes) ||
+                   (g->lim->max_op_flop && flop > g->lim->max_op_flop))) {
+        decide(g, VT_LOSER_NONE, VT_REASON_OVER_LIMIT, 0, 0,
+               "the run's manifest needs %.1f MB and %.3g flop for its largest operation; this arbiter accepts at most "
+               "%.1f MB and %.3g flop per game: refused",
+               (double)need / 1e6, (double)flop, (double)g->lim->max_game_bytes / 1e6, (double)g->lim->max_op_flop);
         return -1;
     }
     char spec[96];
@@ -493,6 +541,38 @@ void vt_game_judge_op(vt_model *m, const vt_dataset *ds, uint64_t s, uint32_t j,
 #undef JUDGE
 }
 
+/* ------------------------------------------------------------------- cost */
+
+void vt_game_cost(const vt_recipe *rc, uint64_t *bytes, uint64_t *flop)
+{
+    /* doubles: no overflow whatever the widths; the figures follow vt_model_init's allocations */
+    double B = rc->batch, params = 0, maxw = 0, maxd = 0, acts = 0, macs = 0;
+    uint32_t L = rc->n_layers > VT_MAX_LAYERS ? VT_MAX_LAYERS : rc->n_layers;
+    for (uint32_t l = 0; l < L; l++) {
+        double w = (double)rc->widths[l] * rc->widths[l + 1];
+        params += w + rc->widths[l + 1];
+        if (w > maxw) maxw = w;
+        if (B * w > macs) macs = B * w;
+    }
+    for (uint32_t l = 0; l <= L; l++) {
+        acts += 5.0 * B * rc->widths[l];
+        if (rc->widths[l] > maxd) maxd = rc->widths[l];
+    }
+    double state = params * (rc->optimizer == VT_OPT_ADAM ? 3 : 2);
+    double big = B * maxd > maxw ? B * maxd : maxw;
+    double examples = rc->subset ? (double)rc->subset : 70000.0; /* the largest vendored dataset */
+    double gap = rc->checkpoint_every < rc->state_hash_every ? rc->checkpoint_every : rc->state_hash_every;
+    if (gap < 1) gap = 1;
+    if (gap > (double)rc->steps) gap = (double)rc->steps;
+    double model = 4.0 * (state + params + acts + B * maxd) + 8.0 * (3.0 * big + 2.0 * (maxd > B ? maxd : B)) +
+                   4.0 * examples;
+    double data = examples * (4.0 * rc->widths[0] + 1.0);
+    double msgs = 2.0 * 4.0 * 3.0 * big + 2.0 * 32.0 * gap * VT_MAX_OPS; /* INPUTS (received, decoded), prefix hashes */
+    double total = model + data + msgs, f = 2.0 * macs;
+    *bytes = total >= 1.8e19 ? UINT64_MAX : (uint64_t)total;
+    *flop = f >= 1.8e19 ? UINT64_MAX : (uint64_t)f;
+}
+
 /* ------------------------------------------------------------------- play */
 
 static void play(game *g, const vt_msg_challenge *ch, const char *data_root, vt_order order)
@@ -649,12 +729,13 @@ static void play(game *g, const vt_msg_challenge *ch, const char *data_root, vt_
 }
 
 void vt_game_play(const vt_game_io *io, const vt_msg_challenge *ch, const char *data_root, vt_order order,
-                  vt_game_result *res)
+                  const vt_game_limits *lim, vt_game_result *res)
 {
     game g;
     memset(&g, 0, sizeof g);
     memset(res, 0, sizeof *res);
     g.io = io;
+    g.lim = lim;
     g.res = res;
     play(&g, ch, data_root, order);
     if (!g.done) decide(&g, VT_LOSER_NONE, VT_REASON_CANNOT_JUDGE, 0, 0, "the game ended without a decision");

@@ -12,6 +12,7 @@
 #include "../data/vt_data.h"
 #include "../kernels/vt_kernels.h"
 #include "../model/vt_model.h"
+#include "../model/vt_recipe.h"
 #include "../protocol/vt_proto.h"
 
 /* reason codes of a verdict */
@@ -29,6 +30,7 @@ enum {
     VT_REASON_BAD_INPUT = 10,      /* the trainer sent inputs that do not match the agreed hashes */
     VT_REASON_CANNOT_JUDGE = 11,   /* the arbiter could not judge (its own data or resources) */
     VT_REASON_EQUIVOCATION = 12,   /* the trainer signed two different roots for one run */
+    VT_REASON_OVER_LIMIT = 13,     /* the game would exceed the arbiter's limits: refused, nobody loses */
 };
 const char *vt_reason_name(int code);
 
@@ -40,7 +42,27 @@ typedef struct {
     void *ctx;
     /* Called with a one-line description of each round (may be NULL). */
     void (*note)(void *ctx, const char *line);
+    /* Called once the challenge's commitment and the trainer's service record have verified,
+     * before the first question to the trainer: the only address the trainer may be reached at
+     * (may be NULL). */
+    void (*endpoint)(void *ctx, const char *addr);
 } vt_game_io;
+
+/* What the arbiter accepts to spend on one game (0 = no limit). */
+typedef struct {
+    uint64_t max_game_bytes; /* memory the game needs (model, dataset, messages), from the manifest */
+    uint64_t max_op_flop;    /* floating-point operations of the largest operation it may recompute */
+} vt_game_limits;
+
+/* The memory (bytes) and the largest operation's cost (flop) a game of this recipe needs,
+ * computed from the recipe alone, before anything is allocated; saturating. */
+void vt_game_cost(const vt_recipe *rc, uint64_t *bytes, uint64_t *flop);
+
+/* The checks of a challenge that need no party (cheap; done before anything is allocated or
+ * dialled): the commitment's format and signature, the trainer's service record (format,
+ * signature, the commitment's key and manifest). Returns 0 and *sv, or -1 with *v a verdict
+ * against the auditor (invalid challenge). */
+int vt_game_check_challenge(const vt_msg_challenge *ch, vt_service *sv, vt_msg_verdict *v);
 
 typedef struct {
     vt_msg_verdict v;
@@ -50,12 +72,13 @@ typedef struct {
     double hash_seconds;       /* hashing that output to compare it with the claims */
     double step_seconds;       /* benchmarks only (env VT_ARBITER_BENCH): one whole verifiable step */
     char op_name[48];
+    char endpoint[VT_MSG_ADDR_MAX + 1]; /* the trainer's address from its signed service record */
 } vt_game_result;
 
 /* Plays the game for challenge ch. data_root: where the arbiter finds the dataset (NULL:
  * default). order: the arbiter's own evaluation order. Always produces a verdict. */
 void vt_game_play(const vt_game_io *io, const vt_msg_challenge *ch, const char *data_root, vt_order order,
-                  vt_game_result *res);
+                  const vt_game_limits *lim, vt_game_result *res);
 
 /* The last stage of the game, the judgement of one operation (docs/dispute.md): m holds the
  * agreed inputs of operation j of step s in its slots (and the model's recipe); log holds the

@@ -30,9 +30,12 @@ static void usage(FILE *f)
                "  --report FILE    write a JSON report (\"-\": standard output)\n"
                "  --quiet          no progress line\n"
                "exit status: 0 verified, 1 rejected, 2 cannot check, 64 usage error\n"
-               "usage: auditor challenge RUN_DIR --trainer HOST:PORT --arbiter HOST:PORT --key KEYFILE\n"
+               "usage: auditor challenge RUN_DIR --arbiter HOST:PORT --key KEYFILE [--service FILE]\n"
                "                         [--arbiter-key FILE.pub] [--order ORDER] [--step S] [--transcript FILE]\n"
                "  play the dispute game after a rejected verify: prints the rounds and the verdict\n"
+               "  --service FILE   the trainer's signed service record (default RUN_DIR/service.vtsr, written by\n"
+               "                   `trainer serve`): the arbiter reaches the trainer only at the address the\n"
+               "                   trainer signed there\n"
                "  exit status: 0 the trainer lost, 1 the auditor lost, 2 no verdict / error, 64 usage\n");
 }
 
@@ -45,7 +48,7 @@ static void blas_threads(int n)
 
 static int cmd_challenge(int argc, char **argv)
 {
-    static const struct option lo[] = {{"trainer", required_argument, 0, 't'}, {"arbiter", required_argument, 0, 'a'},
+    static const struct option lo[] = {{"trainer", required_argument, 0, 't'}, {"service", required_argument, 0, 'S'}, {"arbiter", required_argument, 0, 'a'},
                                        {"key", required_argument, 0, 'k'},     {"arbiter-key", required_argument, 0, 'K'},
                                        {"data-dir", required_argument, 0, 'd'}, {"transcript", required_argument, 0, 'T'},
                                        {"order", required_argument, 0, 'o'},   {"step", required_argument, 0, 's'},
@@ -59,7 +62,11 @@ static int cmd_challenge(int argc, char **argv)
     int c;
     while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
         switch (c) {
-        case 't': o.trainer_addr = optarg; break;
+        case 't':
+            fprintf(stderr, "auditor challenge: --trainer is gone: the arbiter takes the trainer's address only from "
+                            "the trainer's signed service record (RUN_DIR/service.vtsr, or --service FILE)\n");
+            return VT_EXIT_USAGE;
+        case 'S': o.service_path = optarg; break;
         case 'a': o.arbiter_addr = optarg; break;
         case 'k': o.key_path = optarg; break;
         case 'K': o.arbiter_pk_path = optarg; break;
@@ -89,8 +96,8 @@ static int cmd_challenge(int argc, char **argv)
         default: usage(stderr); return VT_EXIT_USAGE;
         }
     }
-    if (optind != argc - 1 || !o.trainer_addr || !o.arbiter_addr || !o.key_path) {
-        fprintf(stderr, "auditor challenge: RUN_DIR, --trainer, --arbiter and --key are required\n");
+    if (optind != argc - 1 || !o.arbiter_addr || !o.key_path) {
+        fprintf(stderr, "auditor challenge: RUN_DIR, --arbiter and --key are required\n");
         return VT_EXIT_USAGE;
     }
     o.run_dir = argv[optind];

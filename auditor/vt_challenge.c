@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../arbiter/vt_dispute.h"
 #include "../arbiter/vt_game.h"
@@ -190,6 +191,11 @@ static vt_err run(auditor *a, vt_challenge_result *res)
     res->claimed_step = hi;
     if (!o->quiet) fprintf(stderr, "auditor: challenging the committed state of step %llu\n", (unsigned long long)hi);
 
+    char spath[4096];
+    if (o->service_path)
+        snprintf(spath, sizeof spath, "%s", o->service_path);
+    else
+        snprintf(spath, sizeof spath, "%s/%s", o->run_dir, VT_SERVICE_FILE);
     uint8_t apk[32], *pin = NULL;
     if (o->arbiter_pk_path) {
         VT_FORWARD_IF_ERROR(vt_sign_read_public_key(o->arbiter_pk_path, apk));
@@ -198,19 +204,64 @@ static vt_err run(auditor *a, vt_challenge_result *res)
     vt_conn *c = NULL;
     vt_transcript *tr = NULL;
     if (o->transcript) VT_FORWARD_IF_ERROR(vt_transcript_open(o->transcript, &tr));
-    e = vt_connect(o->arbiter_addr, &a->kp, pin, o->deadline_ms, &c, NULL);
-    if (!e && tr) vt_conn_set_transcript(c, tr);
     vt_msg_challenge ch;
     memset(&ch, 0, sizeof ch);
     memcpy(ch.commitment, commitment, sizeof commitment);
     memcpy(ch.auditor_pk, a->kp.pk, 32);
     ch.claimed_step = hi;
     memcpy(ch.auditor_state_hash, a->state[hi], 32);
-    snprintf(ch.trainer_addr, sizeof ch.trainer_addr, "%s", o->trainer_addr);
-    if (!e) e = vt_send_msg(c, VT_MSG_CHALLENGE, &ch, &a->kp);
+    size_t sl = 0;
+    VT_FORWARD_IF_ERROR(vt_service_read_file(spath, ch.service, sizeof ch.service, &sl));
+    ch.service_len = (uint16_t)sl;
+    /* The arbiter may be busy or under attack: until it has sent anything, a failed connection, a
+     * connection closed before any message, or ERROR busy is retried within the deadline (pauses
+     * 200 ms to 2 s). Once a question or a verdict has come, the game is on and is never restarted. */
+    double t0 = vt_now();
+    vt_msg first;
+    memset(&first, 0, sizeof first);
+    int have_first = 0;
+    for (int pause = 200;; pause = pause * 2 > 2000 ? 2000 : pause * 2) {
+        int left = o->deadline_ms - (int)((vt_now() - t0) * 1000.0);
+        e = vt_connect(o->arbiter_addr, &a->kp, pin, left > 0 ? left : 1, &c, NULL);
+        if (!e) e = vt_send_msg(c, VT_MSG_CHALLENGE, &ch, &a->kp);
+        if (!e) e = vt_recv_msg(c, VT_MSG_ANY, o->deadline_ms > 0 ? 10 * o->deadline_ms + 600000 : 600000, NULL, &first);
+        int busy = !e && first.hdr.type == VT_MSG_ERROR && first.body.error.code == VT_ERRC_BUSY;
+        if (!e && !busy) {
+            have_first = 1;
+            break;
+        }
+        char why[600];
+        snprintf(why, sizeof why, "%.590s", busy ? first.body.error.message : vt_errmsg());
+        if (busy) vt_msg_free(&first);
+        vt_conn_close(c);
+        c = NULL;
+        if (e == VT_ERR_CRYPTO || vt_proto_deadline_exceeded() || vt_now() - t0 + pause / 1000.0 >= o->deadline_ms / 1000.0) {
+            if (busy) e = vt_set_error(VT_ERR_IO, "the arbiter refused: %s", why);
+            break;
+        }
+        if (!o->quiet) fprintf(stderr, "auditor: the arbiter did not take the challenge (%s); retrying\n", why);
+        struct timespec ts = {pause / 1000, (long)(pause % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    /* the auditor's own transcript: the challenge (as sent) and everything after it */
+    if (!e && tr) {
+        vt_buf b;
+        vt_buf_init(&b);
+        /* the CHALLENGE went out before the transcript was attached: record it as sent (seq 0) */
+        e = vt_msg_encode(VT_MSG_CHALLENGE, &ch, 0, &a->kp, &b);
+        if (!e) e = vt_transcript_append(tr, VT_TR_SENT, a->kp.pk, b.data, b.len);
+        if (!e) e = vt_transcript_append(tr, VT_TR_RECV, vt_conn_peer_pk(c), first.raw, first.raw_len);
+        vt_buf_free(&b);
+        vt_conn_set_transcript(c, tr);
+    }
     while (!e) {
         vt_msg q;
-        e = vt_recv_msg(c, VT_MSG_ANY, o->deadline_ms > 0 ? 10 * o->deadline_ms + 600000 : 600000, NULL, &q);
+        if (have_first) {
+            q = first;
+            have_first = 0;
+        } else {
+            e = vt_recv_msg(c, VT_MSG_ANY, o->deadline_ms > 0 ? 10 * o->deadline_ms + 600000 : 600000, NULL, &q);
+        }
         if (e) break;
         if (q.hdr.type == VT_MSG_VERDICT) {
             const vt_msg_verdict *v = &q.body.verdict;
@@ -233,6 +284,7 @@ static vt_err run(auditor *a, vt_challenge_result *res)
         e = answer(a, c, &q);
         vt_msg_free(&q);
     }
+    if (have_first) vt_msg_free(&first);
     vt_conn_close(c);
     vt_err te = vt_transcript_close(tr);
     return e ? e : te;

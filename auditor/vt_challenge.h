@@ -9,7 +9,7 @@
 
 typedef struct {
     const char *run_dir;
-    const char *trainer_addr;
+    const char *service_path;    /* the trainer's signed service record (default RUN_DIR/service.vtsr) */
     const char *arbiter_addr;
     const char *key_path;        /* the auditor's key (TLS identity and signatures) */
     const char *arbiter_pk_path; /* optional: pin the arbiter's key */

@@ -1,6 +1,7 @@
 #include "vt_cli.h"
 
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -95,4 +96,25 @@ vt_err vt_cli_step_op(const char *opt, const char *text, uint64_t *step, uint32_
     *step = s;
     *op = (uint32_t)o;
     return VT_OK;
+}
+
+static pthread_mutex_t rej_mu_ = PTHREAD_MUTEX_INITIALIZER;
+static long rej_second_ = -1;
+static unsigned rej_lines_, rej_more_;
+
+void vt_log_rejection(const char *who, const char *peer, const char *reason)
+{
+    long sec = (long)vt_now();
+    pthread_mutex_lock(&rej_mu_);
+    if (sec != rej_second_) {
+        if (rej_more_) fprintf(stderr, "%s: ... %u more rejections in the last second\n", who, rej_more_);
+        rej_second_ = sec, rej_lines_ = 0, rej_more_ = 0;
+    }
+    if (rej_lines_ < 20) {
+        rej_lines_++;
+        fprintf(stderr, "%s: rejected %s: %s\n", who, peer ? peer : "?", reason ? reason : "?");
+    } else {
+        rej_more_++;
+    }
+    pthread_mutex_unlock(&rej_mu_);
 }

@@ -39,4 +39,10 @@ void vt_progress_init(vt_progress *p, uint64_t start, uint64_t total, int quiet)
 void vt_progress_update(vt_progress *p, const char *label, uint64_t done, const char *extra);
 void vt_progress_end(vt_progress *p);
 
+/* One stderr line per rejection a server makes: "WHO: rejected PEER: REASON". Thread-safe.
+ * At most 20 lines a second are written one by one; beyond that the rest of that second is
+ * counted and reported in one summary line ("WHO: ... N more rejections in the last second"),
+ * so a flood cannot turn the log into the bottleneck. */
+void vt_log_rejection(const char *who, const char *peer, const char *reason);
+
 #endif

@@ -6,7 +6,8 @@ find_package(Threads REQUIRED)
 
 add_library(vt_proto STATIC
   ${CMAKE_CURRENT_SOURCE_DIR}/protocol/vt_msg.c
-  ${CMAKE_CURRENT_SOURCE_DIR}/protocol/vt_conn.c)
+  ${CMAKE_CURRENT_SOURCE_DIR}/protocol/vt_conn.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/protocol/vt_service.c)
 target_link_libraries(vt_proto PUBLIC vt_merkle vt_common PkgConfig::SSL Threads::Threads)
 
 # Before the existing entries: static libraries must precede what they use.
@@ -29,6 +30,7 @@ if(VT_FUZZ)
     add_executable(fuzz_msg
       ${CMAKE_CURRENT_SOURCE_DIR}/tests/fuzz/fuzz_msg.c
       ${CMAKE_CURRENT_SOURCE_DIR}/protocol/vt_msg.c
+      ${CMAKE_CURRENT_SOURCE_DIR}/protocol/vt_service.c
       ${CMAKE_CURRENT_SOURCE_DIR}/merkle/vt_sign.c
       ${CMAKE_CURRENT_SOURCE_DIR}/common/vt_bytes.c
       ${CMAKE_CURRENT_SOURCE_DIR}/common/vt_error.c

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -359,30 +360,42 @@ static vt_err ssl_failure(vt_conn *c, int ret, const char *what)
     return vt_set_error(VT_ERR_IO, "%s: TLS error: %s", what, ssl_err_text(eb, sizeof eb));
 }
 
+/* One step of the handshake: *done = 1 once the peer is authenticated; otherwise *ev says
+ * what to wait for. */
+static vt_err handshake_step(vt_conn *c, int *done, short *ev)
+{
+    *done = 0;
+    ERR_clear_error();
+    int r = SSL_do_handshake(c->ssl);
+    if (r == 1) {
+        VT_RETURN_ERROR_IF(!c->peer_ok || !SSL_get0_peer_certificate(c->ssl), VT_ERR_CRYPTO,
+                           "TLS handshake: the peer was not authenticated");
+        VT_RETURN_ERROR_IF(SSL_version(c->ssl) != TLS1_3_VERSION, VT_ERR_CRYPTO, "TLS handshake: not TLS 1.3");
+        *done = 1;
+        return VT_OK;
+    }
+    int se = SSL_get_error(c->ssl, r);
+    if (se == SSL_ERROR_WANT_READ || se == SSL_ERROR_WANT_WRITE) {
+        *ev = se == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT;
+        return VT_OK;
+    }
+    if (c->verify_msg[0]) {
+        c->ssl_broken = 1;
+        ERR_clear_error();
+        VT_RETURN_ERROR(VT_ERR_CRYPTO, "TLS handshake: %s", c->verify_msg);
+    }
+    return ssl_failure(c, r, "TLS handshake");
+}
+
 static vt_err handshake(vt_conn *c, int64_t deadline)
 {
     for (;;) {
-        ERR_clear_error();
-        int r = SSL_do_handshake(c->ssl);
-        if (r == 1) break;
-        int se = SSL_get_error(c->ssl, r);
-        if (se == SSL_ERROR_WANT_READ) {
-            VT_FORWARD_IF_ERROR(wait_fd(c->fd, POLLIN, deadline, "TLS handshake"));
-        } else if (se == SSL_ERROR_WANT_WRITE) {
-            VT_FORWARD_IF_ERROR(wait_fd(c->fd, POLLOUT, deadline, "TLS handshake"));
-        } else {
-            if (c->verify_msg[0]) {
-                c->ssl_broken = 1;
-                ERR_clear_error();
-                VT_RETURN_ERROR(VT_ERR_CRYPTO, "TLS handshake: %s", c->verify_msg);
-            }
-            return ssl_failure(c, r, "TLS handshake");
-        }
+        int done = 0;
+        short ev = POLLIN;
+        VT_FORWARD_IF_ERROR(handshake_step(c, &done, &ev));
+        if (done) return VT_OK;
+        VT_FORWARD_IF_ERROR(wait_fd(c->fd, ev, deadline, "TLS handshake"));
     }
-    VT_RETURN_ERROR_IF(!c->peer_ok || !SSL_get0_peer_certificate(c->ssl), VT_ERR_CRYPTO,
-                       "TLS handshake: the peer was not authenticated");
-    VT_RETURN_ERROR_IF(SSL_version(c->ssl) != TLS1_3_VERSION, VT_ERR_CRYPTO, "TLS handshake: not TLS 1.3");
-    return VT_OK;
 }
 
 /* Reads exactly n bytes; *got = bytes read even on failure. */
@@ -570,8 +583,10 @@ static vt_err tcp_connect(const char *addr, int64_t deadline, int *fd_out)
     vt_err e = vt_set_error(VT_ERR_IO, "connect to %s: no address", addr);
     for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
         int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
-        if (fd < 0) {
-            e = vt_set_error(VT_ERR_IO, "connect to %s: socket: %s", addr, strerror(errno));
+        if (fd < 0) { /* our own resources, not the peer: VT_ERR_INTERNAL, so no one is blamed for it */
+            int en = errno;
+            e = vt_set_error(en == EMFILE || en == ENFILE || en == ENOBUFS || en == ENOMEM ? VT_ERR_INTERNAL : VT_ERR_IO,
+                             "connect to %s: socket: %s", addr, strerror(en));
             continue;
         }
         int r = connect(fd, ai->ai_addr, ai->ai_addrlen);
@@ -739,6 +754,373 @@ vt_err vt_recv_msg(vt_conn *c, int expected_type, int deadline_ms, const vt_msg_
     return VT_OK;
 }
 
+/* ------------------------------------------------------------------ gate
+ * The accept loop of a server (docs/protocol.md §6a): one thread, poll-based non-blocking
+ * TLS handshakes and first messages, bounded in number overall and per address, each with
+ * its own deadline. Nothing is handed to the server before the peer is authenticated. */
+
+void vt_conn_shutdown(vt_conn *c)
+{
+    if (c && c->fd >= 0) (void)shutdown(c->fd, SHUT_RDWR);
+}
+
+void vt_conn_refuse(vt_conn *c, const vt_keypair *kp, int code, const char *text)
+{
+    if (!c) return;
+    if (kp && !c->tx_failed && !c->ssl_broken && SSL_is_init_finished(c->ssl)) {
+        vt_msg_error er;
+        memset(&er, 0, sizeof er);
+        er.code = (uint16_t)code;
+        snprintf(er.message, sizeof er.message, "%s", text ? text : vt_errc_name(code));
+        for (char *p = er.message; *p; p++)
+            if ((unsigned char)*p < 0x20 || (unsigned char)*p > 0x7e) *p = '?';
+        int keep = c->send_timeout_ms;
+        c->send_timeout_ms = 1000;
+        vt_transcript *tr = c->tr;
+        c->tr = NULL; /* a refusal is not part of a game */
+        if (vt_send_msg(c, VT_MSG_ERROR, &er, kp) != VT_OK) { /* best effort: the peer may be gone */ }
+        c->tr = tr;
+        c->send_timeout_ms = keep;
+    }
+    vt_conn_close(c);
+}
+
+typedef struct {
+    vt_conn *c; /* NULL until the peer's first bytes arrive (an idle socket costs a descriptor only) */
+    int fd;
+    int64_t t0, deadline;
+    int stage; /* -1 nothing received yet, 0 TLS handshake, 1 first message */
+    short ev;
+    uint8_t *buf;
+    size_t have, need;
+    char ip[64], peer[80];
+} gate_slot;
+
+typedef struct {
+    vt_listener *l;
+    const vt_keypair *kp;
+    vt_gate_opts o;
+    const vt_gate_cb *cb;
+    gate_slot *s;
+    int n, cap;
+    int reserve_fd;
+    vt_msg_limits lim;
+} gate;
+
+static void gate_log(gate *g, const char *peer, int code, const char *reason)
+{
+    if (g->cb->reject) g->cb->reject(g->cb->ctx, peer, code, reason);
+}
+
+static void gate_drop(gate *g, int i, int refuse_code, const char *reason)
+{
+    gate_slot *s = &g->s[i];
+    gate_log(g, s->peer, refuse_code, reason);
+    if (!s->c)
+        close(s->fd);
+    else if (refuse_code && s->stage == 1)
+        vt_conn_refuse(s->c, g->kp, refuse_code, reason);
+    else
+        vt_conn_close(s->c);
+    free(s->buf);
+    g->s[i] = g->s[--g->n];
+}
+
+/* The connection to drop for room (of address ip, when given): the oldest of those that have
+ * sent nothing, else the oldest of those that completed their handshake and have not sent their
+ * first message (an honest client sends it at once), else the oldest handshaking one. */
+static int gate_rank(const gate_slot *s) { return s->stage < 0 ? 2 : s->stage == 1 ? 1 : 0; }
+
+static int gate_oldest(gate *g, const char *ip)
+{
+    int best = -1;
+    for (int i = 0; i < g->n; i++) {
+        if (ip && strcmp(g->s[i].ip, ip) != 0) continue;
+        if (best < 0) {
+            best = i;
+            continue;
+        }
+        int ri = gate_rank(&g->s[i]), rb = gate_rank(&g->s[best]);
+        if (ri > rb || (ri == rb && g->s[i].t0 < g->s[best].t0)) best = i;
+    }
+    return best;
+}
+
+/* Hands slot i over (authenticated, first message read if asked) and removes it. */
+static void gate_admit(gate *g, int i, vt_msg *first)
+{
+    gate_slot s = g->s[i];
+    g->s[i] = g->s[--g->n];
+    free(s.buf);
+    vt_gate_peer p = {s.c, s.peer, s.ip, first};
+    g->cb->admit(g->cb->ctx, &p);
+}
+
+/* Progress of slot i on readiness or at once; the slot may be gone afterwards. */
+static void gate_progress(gate *g, int i)
+{
+    gate_slot *s = &g->s[i];
+    char why[320];
+    if (s->stage < 0) { /* the first bytes: only now the TLS state is made */
+        if (conn_new(s->fd, 1, g->kp, NULL, &s->c) != VT_OK) {
+            s->fd = -1; /* closed by conn_new */
+            snprintf(why, sizeof why, "%s", vt_errmsg());
+            gate_log(g, s->peer, 0, why);
+            g->s[i] = g->s[--g->n];
+            return;
+        }
+        s->stage = 0;
+    }
+    if (s->stage == 0) {
+        int done = 0;
+        vt_err e = handshake_step(s->c, &done, &s->ev);
+        if (e) {
+            snprintf(why, sizeof why, "%s", vt_errmsg());
+            gate_drop(g, i, 0, why);
+            return;
+        }
+        if (!done) return;
+        if (g->o.first_ms <= 0) {
+            gate_admit(g, i, NULL);
+            return;
+        }
+        s->stage = 1;
+        s->deadline = now_ns() + (int64_t)g->o.first_ms * 1000000;
+        s->need = VT_MSG_HEADER_LEN;
+        s->have = 0;
+        s->buf = malloc(VT_MSG_HEADER_LEN);
+        if (!s->buf) {
+            gate_drop(g, i, VT_ERRC_INTERNAL, "out of memory");
+            return;
+        }
+    }
+    for (;;) {
+        size_t k = 0;
+        ERR_clear_error();
+        int r = SSL_read_ex(s->c->ssl, s->buf + s->have, s->need - s->have, &k);
+        if (r != 1) {
+            int se = SSL_get_error(s->c->ssl, r);
+            if (se == SSL_ERROR_WANT_READ || se == SSL_ERROR_WANT_WRITE) {
+                s->ev = se == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT;
+                return;
+            }
+            (void)ssl_failure(s->c, r, "before its first message");
+            snprintf(why, sizeof why, "%s", vt_errmsg());
+            gate_drop(g, i, 0, why);
+            return;
+        }
+        s->have += k;
+        if (s->have < s->need) continue;
+        if (s->need == VT_MSG_HEADER_LEN) {
+            vt_msg_header h;
+            vt_err e = vt_msg_parse_header(s->buf, &g->lim, &h);
+            if (!e && h.type != g->o.first_type) {
+                snprintf(why, sizeof why, "the first message must be a %s, not %s", vt_msg_type_name(g->o.first_type),
+                         vt_msg_type_name(h.type));
+                gate_drop(g, i, VT_ERRC_UNEXPECTED, why);
+                return;
+            }
+            if (e) {
+                snprintf(why, sizeof why, "first message: %s", vt_errmsg());
+                gate_drop(g, i, e == VT_ERR_LIMIT ? VT_ERRC_LIMIT : VT_ERRC_MALFORMED, why);
+                return;
+            }
+            s->need = VT_MSG_OVERHEAD + h.body_len;
+            uint8_t *nb = realloc(s->buf, s->need);
+            if (!nb) {
+                gate_drop(g, i, VT_ERRC_INTERNAL, "out of memory");
+                return;
+            }
+            s->buf = nb;
+            continue;
+        }
+        vt_msg m;
+        vt_err e = vt_msg_decode(s->buf, s->need, s->c->peer_pk, &g->lim, &m);
+        if (e) {
+            snprintf(why, sizeof why, "first message: %s", vt_errmsg());
+            gate_drop(g, i, VT_ERRC_MALFORMED, why);
+            return;
+        }
+        s->c->have_peer_seq = 1;
+        s->c->peer_seq = m.hdr.seq;
+        m.raw = s->buf;
+        m.raw_len = s->need;
+        s->buf = NULL;
+        gate_admit(g, i, &m);
+        vt_msg_free(&m);
+        return;
+    }
+}
+
+static void peer_names(const struct sockaddr_storage *ss, socklen_t sl, char *ip, size_t ipn, char *peer, size_t pn)
+{
+    char host[64] = "?", serv[16] = "?";
+    if (getnameinfo((const struct sockaddr *)ss, sl, host, sizeof host, serv, sizeof serv,
+                    NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
+        snprintf(host, sizeof host, "?");
+        snprintf(serv, sizeof serv, "?");
+    }
+    snprintf(ip, ipn, "%s", host);
+    snprintf(peer, pn, ss->ss_family == AF_INET6 ? "[%s]:%s" : "%s:%s", host, serv);
+}
+
+/* Accepts what is waiting (at most 32 connections). Returns the ns to pause the listener. */
+static int64_t gate_accept(gate *g)
+{
+    for (int k = 0; k < 32; k++) {
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof ss;
+        int fd = accept4(g->l->fd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
+            if (errno == EINTR || errno == ECONNABORTED) continue;
+            if (errno == EMFILE || errno == ENFILE) {
+                if (g->n > 0) { /* make room: the oldest pending connection goes */
+                    gate_drop(g, gate_oldest(g, NULL), 0, "descriptor limit reached: the oldest pending connection is dropped");
+                    continue;
+                }
+                /* nothing of ours to drop: take the connection off the queue with the reserved
+                 * descriptor and close it, then pause the listener (no busy loop) */
+                if (g->reserve_fd >= 0) {
+                    close(g->reserve_fd);
+                    g->reserve_fd = -1;
+                    int f2 = accept4(g->l->fd, NULL, NULL, SOCK_CLOEXEC);
+                    if (f2 >= 0) close(f2);
+                    g->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+                }
+                gate_log(g, "?", 0, "descriptor limit reached: a new connection is dropped, accepting paused 100 ms");
+                return 100 * 1000000LL;
+            }
+            char m[128];
+            snprintf(m, sizeof m, "accept: %s (accepting paused 100 ms)", strerror(errno));
+            gate_log(g, "?", 0, m);
+            return 100 * 1000000LL;
+        }
+        gate_slot ns;
+        memset(&ns, 0, sizeof ns);
+        peer_names(&ss, sl, ns.ip, sizeof ns.ip, ns.peer, sizeof ns.peer);
+        if (g->n >= g->cap)
+            gate_drop(g, gate_oldest(g, NULL), 0, "too many pending connections: the oldest is dropped");
+        int same = 0;
+        for (int i = 0; i < g->n; i++) same += strcmp(g->s[i].ip, ns.ip) == 0;
+        if (same >= g->o.max_pending_per_ip)
+            gate_drop(g, gate_oldest(g, ns.ip), 0, "too many pending connections from this address: the oldest is dropped");
+        tune_socket(fd);
+        ns.fd = fd;
+        ns.stage = -1;
+        ns.t0 = now_ns();
+        ns.deadline = ns.t0 + (int64_t)g->o.handshake_ms * 1000000;
+        ns.ev = POLLIN;
+        g->s[g->n++] = ns;
+    }
+    return 0;
+}
+
+vt_err vt_gate_run(vt_listener *l, const vt_keypair *kp, const vt_gate_opts *opts, const vt_gate_cb *cb)
+{
+    VT_RETURN_ERROR_IF(!l || !kp || !cb || !cb->admit, VT_ERR_ARG, "vt_gate_run: NULL argument");
+    gate g;
+    memset(&g, 0, sizeof g);
+    g.l = l, g.kp = kp, g.cb = cb;
+    if (opts) g.o = *opts;
+    if (g.o.max_pending <= 0) g.o.max_pending = 64;
+    if (g.o.max_pending_per_ip <= 0) g.o.max_pending_per_ip = 16;
+    if (g.o.handshake_ms <= 0) g.o.handshake_ms = 3000;
+    if (g.o.reserve_fds <= 0) g.o.reserve_fds = 64;
+    VT_RETURN_ERROR_IF(g.o.first_ms > 0 && (g.o.first_type <= 0 || g.o.first_type >= VT_MSG_TYPE_COUNT_), VT_ERR_ARG,
+                       "vt_gate_run: bad first message type %d", g.o.first_type);
+    if (g.o.first_ms > 0) g.lim.max_body[g.o.first_type] = g.o.first_max;
+    /* leave descriptors to the sessions: the gate never holds more than the limit allows */
+    g.cap = g.o.max_pending;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+        long room = (long)rl.rlim_cur - g.o.reserve_fds;
+        if (room < 4) room = 4;
+        if (g.cap > room) g.cap = (int)room;
+    }
+    g.s = calloc((size_t)g.cap, sizeof *g.s);
+    struct pollfd *pf = calloc((size_t)g.cap + 1, sizeof *pf);
+    if (!g.s || !pf) {
+        free(g.s);
+        free(pf);
+        VT_RETURN_ERROR(VT_ERR_NOMEM, "out of memory");
+    }
+    g.reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    int64_t pause_until = 0;
+    while (!(cb->stop && cb->stop(cb->ctx))) {
+        int64_t now = now_ns();
+        for (int i = 0; i < g.n;) {
+            if (g.s[i].deadline > now) {
+                i++;
+                continue;
+            }
+            char why[160];
+            if (g.s[i].stage <= 0)
+                snprintf(why, sizeof why, "no TLS handshake within %d ms", g.o.handshake_ms);
+            else
+                snprintf(why, sizeof why, "no %s within %d ms of the handshake", vt_msg_type_name(g.o.first_type),
+                         g.o.first_ms);
+            gate_drop(&g, i, g.s[i].stage == 1 ? VT_ERRC_TIMEOUT : 0, why);
+        }
+        int64_t wake = now + 100 * 1000000LL;
+        for (int i = 0; i < g.n; i++)
+            if (g.s[i].deadline < wake) wake = g.s[i].deadline;
+        int np = 0, listening = now >= pause_until;
+        if (listening) {
+            pf[np].fd = l->fd, pf[np].events = POLLIN, pf[np].revents = 0;
+            np++;
+        } else if (pause_until < wake) {
+            wake = pause_until;
+        }
+        int base = np, nslots = g.n;
+        for (int i = 0; i < nslots; i++) {
+            pf[np].fd = g.s[i].fd, pf[np].events = g.s[i].ev, pf[np].revents = 0;
+            np++;
+        }
+        int64_t left = wake - now;
+        int tmo = left <= 0 ? 0 : (int)((left + 999999) / 1000000);
+        int r = poll(pf, (nfds_t)np, tmo);
+        if (r < 0 && errno != EINTR) {
+            free(pf);
+            for (int i = 0; i < g.n; i++) {
+                if (g.s[i].c)
+                    vt_conn_close(g.s[i].c);
+                else
+                    close(g.s[i].fd);
+                free(g.s[i].buf);
+            }
+            free(g.s);
+            if (g.reserve_fd >= 0) close(g.reserve_fd);
+            VT_RETURN_ERROR(VT_ERR_IO, "gate: poll: %s", strerror(errno));
+        }
+        if (r <= 0) continue;
+        /* slots first (by descriptor: the array is reordered as slots go), then new connections */
+        for (int k = base; k < np; k++) {
+            if (!pf[k].revents) continue;
+            for (int i = 0; i < g.n; i++)
+                if (g.s[i].fd == pf[k].fd) {
+                    gate_progress(&g, i);
+                    break;
+                }
+        }
+        if (listening && (pf[0].revents & POLLIN)) {
+            int64_t p = gate_accept(&g);
+            if (p) pause_until = now_ns() + p;
+        }
+    }
+    for (int i = 0; i < g.n; i++) {
+        if (g.s[i].c)
+            vt_conn_close(g.s[i].c);
+        else
+            close(g.s[i].fd);
+        free(g.s[i].buf);
+    }
+    free(g.s);
+    free(pf);
+    if (g.reserve_fd >= 0) close(g.reserve_fd);
+    return VT_OK;
+}
+
 /* ------------------------------------------------------------------ transcripts */
 
 struct vt_transcript {
@@ -773,10 +1155,10 @@ static vt_err pwrite_full(int fd, const void *buf, size_t n, uint64_t off)
     return VT_OK;
 }
 
-static vt_err check_record_header(const uint8_t *rh, uint64_t off)
+static vt_err check_record_header(const uint8_t *rh, uint64_t off, uint32_t version)
 {
     uint32_t len = vt_get_u32le(rh + 1 + VT_SIGN_PK_LEN);
-    VT_RETURN_ERROR_IF(rh[0] != VT_TR_SENT && rh[0] != VT_TR_RECV, VT_ERR_FORMAT,
+    VT_RETURN_ERROR_IF(rh[0] != VT_TR_SENT && rh[0] != VT_TR_RECV && !(rh[0] == VT_TR_NOTE && version >= 2), VT_ERR_FORMAT,
                        "transcript: record at offset %llu: bad direction %u", (unsigned long long)off, rh[0]);
     VT_RETURN_ERROR_IF(len < VT_MSG_OVERHEAD || len > VT_TR_MAX_RECORD, VT_ERR_FORMAT,
                        "transcript: record at offset %llu: length %u outside [%u, %u]", (unsigned long long)off,
@@ -784,11 +1166,16 @@ static vt_err check_record_header(const uint8_t *rh, uint64_t off)
     return VT_OK;
 }
 
-static vt_err check_file_header(const uint8_t *h)
+/* Reading takes versions 1 and 2; appending (write = 1) only the current one. */
+static vt_err check_file_header(const uint8_t *h, int write, uint32_t *version)
 {
     VT_RETURN_ERROR_IF(memcmp(h, VT_TR_MAGIC, 4) != 0, VT_ERR_FORMAT, "transcript: bad magic");
-    VT_RETURN_ERROR_IF(vt_get_u32le(h + 4) != VT_TR_VERSION, VT_ERR_FORMAT, "transcript: unsupported version %u",
-                       (unsigned)vt_get_u32le(h + 4));
+    uint32_t v = vt_get_u32le(h + 4);
+    VT_RETURN_ERROR_IF(v < 1 || v > VT_TR_VERSION, VT_ERR_FORMAT, "transcript: unsupported version %u", (unsigned)v);
+    VT_RETURN_ERROR_IF(write && v != VT_TR_VERSION, VT_ERR_FORMAT,
+                       "transcript: version %u can be read but not appended to (this program writes version %u)",
+                       (unsigned)v, VT_TR_VERSION);
+    if (version) *version = v;
     return VT_OK;
 }
 
@@ -799,13 +1186,13 @@ static vt_err scan_transcript(int fd, uint64_t fsize, uint64_t *end)
     size_t got;
     VT_FORWARD_IF_ERROR(pread_full(fd, h, sizeof h, 0, &got));
     VT_RETURN_ERROR_IF(got != sizeof h, VT_ERR_FORMAT, "transcript: truncated header");
-    VT_FORWARD_IF_ERROR(check_file_header(h));
+    VT_FORWARD_IF_ERROR(check_file_header(h, 1, NULL));
     uint64_t off = VT_TR_HEADER_LEN;
     while (off < fsize) {
         uint8_t rh[VT_TR_RECORD_HEADER_LEN];
         VT_FORWARD_IF_ERROR(pread_full(fd, rh, sizeof rh, off, &got));
         if (got < sizeof rh) break; /* torn record header */
-        VT_FORWARD_IF_ERROR(check_record_header(rh, off));
+        VT_FORWARD_IF_ERROR(check_record_header(rh, off, VT_TR_VERSION));
         uint64_t len = vt_get_u32le(rh + 1 + VT_SIGN_PK_LEN);
         if (fsize - off - VT_TR_RECORD_HEADER_LEN < len) break; /* torn record */
         off += VT_TR_RECORD_HEADER_LEN + len;
@@ -865,7 +1252,8 @@ vt_err vt_transcript_append(vt_transcript *t, int dir, const uint8_t author_pk[V
                             const uint8_t *bytes, size_t len)
 {
     VT_RETURN_ERROR_IF(!t || !author_pk || !bytes, VT_ERR_ARG, "vt_transcript_append: NULL argument");
-    VT_RETURN_ERROR_IF(dir != VT_TR_SENT && dir != VT_TR_RECV, VT_ERR_ARG, "transcript: bad direction %d", dir);
+    VT_RETURN_ERROR_IF(dir != VT_TR_SENT && dir != VT_TR_RECV && dir != VT_TR_NOTE, VT_ERR_ARG,
+                       "transcript: bad direction %d", dir);
     VT_RETURN_ERROR_IF(len < VT_MSG_OVERHEAD || len > VT_TR_MAX_RECORD, VT_ERR_ARG,
                        "transcript: record length %zu outside [%u, %u]", len, (unsigned)VT_MSG_OVERHEAD,
                        (unsigned)VT_TR_MAX_RECORD);
@@ -901,6 +1289,7 @@ vt_err vt_transcript_close(vt_transcript *t)
 
 struct vt_transcript_reader {
     int fd;
+    uint32_t version;
     uint64_t size, off;
     uint8_t *buf;
     size_t cap;
@@ -920,7 +1309,8 @@ vt_err vt_transcript_reader_open(const char *path, vt_transcript_reader **out)
     if (e == VT_OK && !S_ISREG(st.st_mode)) e = vt_set_error(VT_ERR_IO, "transcript %s: not a regular file", path);
     if (e == VT_OK) e = pread_full(fd, h, sizeof h, 0, &got);
     if (e == VT_OK && got != sizeof h) e = vt_set_error(VT_ERR_FORMAT, "transcript %s: truncated header", path);
-    if (e == VT_OK) e = check_file_header(h);
+    uint32_t version = 0;
+    if (e == VT_OK) e = check_file_header(h, 0, &version);
     vt_transcript_reader *r = NULL;
     if (e == VT_OK) {
         r = calloc(1, sizeof *r);
@@ -931,6 +1321,7 @@ vt_err vt_transcript_reader_open(const char *path, vt_transcript_reader **out)
         return e;
     }
     r->fd = fd;
+    r->version = version;
     r->size = (uint64_t)st.st_size;
     r->off = VT_TR_HEADER_LEN;
     *out = r;
@@ -951,7 +1342,7 @@ vt_err vt_transcript_next(vt_transcript_reader *r, vt_transcript_record *rec, in
     }
     VT_RETURN_ERROR_IF(got < sizeof rh, VT_ERR_FORMAT, "transcript: torn record header at offset %llu",
                        (unsigned long long)r->off);
-    VT_FORWARD_IF_ERROR(check_record_header(rh, r->off));
+    VT_FORWARD_IF_ERROR(check_record_header(rh, r->off, r->version));
     uint32_t len = vt_get_u32le(rh + 1 + VT_SIGN_PK_LEN);
     /* the file may have grown since it was opened: re-check its size before allocating */
     struct stat st;

@@ -32,10 +32,11 @@ static const uint32_t body_min_[VT_MSG_TYPE_COUNT_] = {
     [VT_MSG_Q_OUTPUT] = 12,
     [VT_MSG_Q_COMMITMENT] = 8,
     [VT_MSG_COMMITMENT] = 8 + 4,
+    [VT_MSG_NOTE] = 1 + 1 + 2 + 4 + 4 * 8 + 2,
 };
 static const uint32_t body_max_[VT_MSG_TYPE_COUNT_] = {
     [VT_MSG_HELLO] = 1 + VT_SIGN_PK_LEN + 32,
-    [VT_MSG_CHALLENGE] = VT_MSG_COMMITMENT_LEN + VT_SIGN_PK_LEN + 8 + HL + 2 + VT_MSG_ADDR_MAX,
+    [VT_MSG_CHALLENGE] = VT_MSG_COMMITMENT_LEN + VT_SIGN_PK_LEN + 8 + HL + 2 + VT_MSG_SERVICE_MAX,
     [VT_MSG_Q_LEAF] = 8,
     [VT_MSG_LEAF] = 8 + 1 + 3 * HL + 8 + 2 + VT_MSG_PATH_MAX * HL,
     [VT_MSG_Q_STATE] = 8,
@@ -58,6 +59,7 @@ static const uint32_t body_max_[VT_MSG_TYPE_COUNT_] = {
     [VT_MSG_Q_OUTPUT] = 12,
     [VT_MSG_Q_COMMITMENT] = 8,
     [VT_MSG_COMMITMENT] = 8 + 4 + VT_MSG_COMMITMENT_LEN,
+    [VT_MSG_NOTE] = 1 + 1 + 2 + 4 + 4 * 8 + 2 + VT_MSG_TEXT_MAX,
 };
 
 static int type_ok(int type) { return type > 0 && type < VT_MSG_TYPE_COUNT_; }
@@ -68,9 +70,18 @@ const char *vt_msg_type_name(int type)
         "ANY",     "HELLO",     "CHALLENGE", "Q_LEAF", "LEAF",  "Q_STATE", "STATE_CLAIM", "Q_CHAIN",
         "CHAIN_CLAIM", "Q_INPUTS", "INPUTS", "Q_LOG",  "LOG",   "VERDICT", "ERROR", "Q_MANIFEST", "MANIFEST",
         "Q_TENSORS", "Q_PREFIX", "HASHES", "Q_HINT", "HINT", "Q_OUTPUT", "Q_COMMITMENT", "COMMITMENT",
+        "NOTE",
     };
     if (type < 0 || type >= VT_MSG_TYPE_COUNT_) return "?";
     return names[type];
+}
+
+const char *vt_errc_name(int code)
+{
+    static const char *const n[] = {"?",    "malformed message", "unexpected message", "unauthorized",
+                                    "busy", "over a limit",      "too slow",           "no such thing",
+                                    "internal error", "invalid challenge"};
+    return code > 0 && code < (int)(sizeof n / sizeof n[0]) ? n[code] : "?";
 }
 
 uint32_t vt_msg_max_body(int type, const vt_msg_limits *limits)
@@ -168,7 +179,21 @@ static vt_err encode_body(int type, const void *body, vt_buf *b)
         VT_FORWARD_IF_ERROR(vt_buf_append(b, m->auditor_pk, VT_SIGN_PK_LEN));
         VT_FORWARD_IF_ERROR(vt_buf_u64le(b, m->claimed_step));
         VT_FORWARD_IF_ERROR(vt_buf_append(b, m->auditor_state_hash, HL));
-        return put_text(b, m->trainer_addr, VT_MSG_ADDR_MAX, "CHALLENGE trainer_addr");
+        VT_RETURN_ERROR_IF(m->service_len > VT_MSG_SERVICE_MAX, VT_ERR_ARG, "CHALLENGE: service record of %u bytes, at most %u",
+                           (unsigned)m->service_len, VT_MSG_SERVICE_MAX);
+        VT_FORWARD_IF_ERROR(vt_buf_u16le(b, m->service_len));
+        return vt_buf_append(b, m->service, m->service_len);
+    }
+    case VT_MSG_NOTE: {
+        const vt_msg_note *m = body;
+        VT_RETURN_ERROR_IF(m->kind < VT_NOTE_GAME || m->kind > VT_NOTE_NO_ANSWER, VT_ERR_ARG, "NOTE: kind %u is not 1..3",
+                           (unsigned)m->kind);
+        VT_FORWARD_IF_ERROR(vt_buf_u8(b, m->kind));
+        VT_FORWARD_IF_ERROR(vt_buf_u8(b, m->party));
+        VT_FORWARD_IF_ERROR(vt_buf_u16le(b, m->code));
+        VT_FORWARD_IF_ERROR(vt_buf_u32le(b, m->n));
+        for (int i = 0; i < 4; i++) VT_FORWARD_IF_ERROR(vt_buf_u64le(b, m->v[i]));
+        return put_text(b, m->text, VT_MSG_TEXT_MAX, "NOTE text");
     }
     case VT_MSG_Q_LEAF:
     case VT_MSG_Q_STATE:
@@ -426,7 +451,28 @@ static vt_err decode_body(int type, vt_reader *r, vt_msg_body *out)
         VT_FORWARD_IF_ERROR(vt_read_bytes(r, m->auditor_pk, VT_SIGN_PK_LEN, "CHALLENGE auditor_pk"));
         VT_FORWARD_IF_ERROR(vt_read_u64le(r, &m->claimed_step, "CHALLENGE claimed_step"));
         VT_FORWARD_IF_ERROR(vt_read_bytes(r, m->auditor_state_hash, HL, "CHALLENGE state hash"));
-        return get_text(r, m->trainer_addr, VT_MSG_ADDR_MAX, "CHALLENGE trainer_addr");
+        const uint8_t *p;
+        VT_FORWARD_IF_ERROR(vt_read_u16le(r, &m->service_len, "CHALLENGE service length"));
+        VT_RETURN_ERROR_IF(m->service_len > VT_MSG_SERVICE_MAX, VT_ERR_FORMAT,
+                           "CHALLENGE: service record of %u bytes, at most %u", (unsigned)m->service_len,
+                           VT_MSG_SERVICE_MAX);
+        VT_RETURN_ERROR_IF(m->service_len != vt_reader_left(r), VT_ERR_FORMAT,
+                           "CHALLENGE: service record of %u bytes but %zu bytes follow", (unsigned)m->service_len,
+                           vt_reader_left(r));
+        VT_FORWARD_IF_ERROR(vt_read_skip(r, &p, m->service_len, "CHALLENGE service record"));
+        memcpy(m->service, p, m->service_len);
+        return VT_OK;
+    }
+    case VT_MSG_NOTE: {
+        vt_msg_note *m = &out->note;
+        VT_FORWARD_IF_ERROR(vt_read_u8(r, &m->kind, "NOTE kind"));
+        VT_RETURN_ERROR_IF(m->kind < VT_NOTE_GAME || m->kind > VT_NOTE_NO_ANSWER, VT_ERR_FORMAT,
+                           "NOTE: kind %u is not 1..3", (unsigned)m->kind);
+        VT_FORWARD_IF_ERROR(vt_read_u8(r, &m->party, "NOTE party"));
+        VT_FORWARD_IF_ERROR(vt_read_u16le(r, &m->code, "NOTE code"));
+        VT_FORWARD_IF_ERROR(vt_read_u32le(r, &m->n, "NOTE n"));
+        for (int i = 0; i < 4; i++) VT_FORWARD_IF_ERROR(vt_read_u64le(r, &m->v[i], "NOTE value"));
+        return get_text(r, m->text, VT_MSG_TEXT_MAX, "NOTE text");
     }
     case VT_MSG_Q_LEAF:
         return vt_read_u64le(r, &out->q_leaf.step, "Q_LEAF step");

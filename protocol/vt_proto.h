@@ -40,14 +40,15 @@
 /* ------------------------------------------------------------------ frame */
 
 #define VT_MSG_MAGIC "VTPM"
-#define VT_MSG_VERSION 1u
+#define VT_MSG_VERSION 2u /* 2: CHALLENGE carries the trainer's signed service record; NOTE */
 #define VT_MSG_HEADER_LEN 16u
 #define VT_MSG_SIG_LEN 64u
 #define VT_MSG_OVERHEAD (VT_MSG_HEADER_LEN + VT_MSG_SIG_LEN) /* 80 */
 
 #define VT_MSG_HASH_LEN 32u
 #define VT_MSG_COMMITMENT_LEN 176u          /* the commitment file, docs/format.md */
-#define VT_MSG_ADDR_MAX 255u                /* CHALLENGE trainer_addr, bytes */
+#define VT_MSG_ADDR_MAX 255u                /* a service record's address, bytes */
+#define VT_MSG_SERVICE_MAX 512u             /* CHALLENGE service record, bytes */
 #define VT_MSG_TEXT_MAX 1024u               /* VERDICT reason, ERROR message, bytes */
 #define VT_MSG_PATH_MAX 64u                 /* LEAF inclusion path, hashes */
 #define VT_MSG_INPUTS_MAX_BODY (256u << 20) /* INPUTS body, bytes */
@@ -82,11 +83,38 @@ typedef enum {
     VT_MSG_Q_OUTPUT = 22,   /* body: q_inputs: the party's output of that operation (answer: INPUTS) */
     VT_MSG_Q_COMMITMENT = 23, /* body: q_step (step 0): the commitment the trainer stands behind */
     VT_MSG_COMMITMENT = 24,   /* body: log (step 0, the 176 bytes of a commitment file) */
-    VT_MSG_TYPE_COUNT_ /* 25: valid wire types are 1 .. VT_MSG_TYPE_COUNT_-1 */
+    /* version 2 */
+    VT_MSG_NOTE = 25, /* the arbiter's own signed account in its transcript (never sent): vt_msg_note */
+    VT_MSG_TYPE_COUNT_ /* 26: valid wire types are 1 .. VT_MSG_TYPE_COUNT_-1 */
 } vt_msg_type;
 
 /* HELLO role */
 enum { VT_ROLE_TRAINER = 1, VT_ROLE_AUDITOR = 2, VT_ROLE_ARBITER = 3 };
+/* ERROR code: why a server refused (docs/protocol.md §3.11) */
+enum {
+    VT_ERRC_MALFORMED = 1,    /* a frame that does not decode or verify */
+    VT_ERRC_UNEXPECTED = 2,   /* a message of the wrong type here (e.g. not a CHALLENGE first) */
+    VT_ERRC_UNAUTHORIZED = 3, /* the peer's key is not one this server answers */
+    VT_ERRC_BUSY = 4,         /* a concurrency limit is reached: try again later */
+    VT_ERRC_LIMIT = 5,        /* the request exceeds a configured limit (size, recomputation) */
+    VT_ERRC_TIMEOUT = 6,      /* the peer was too slow (handshake, first message, idle) */
+    VT_ERRC_NO_SUCH = 7,      /* no such step, operation or segment */
+    VT_ERRC_INTERNAL = 8,     /* the server failed on its own side */
+    VT_ERRC_BAD_CHALLENGE = 9 /* the challenge is invalid (commitment, service record, key) */
+};
+const char *vt_errc_name(int code);
+
+/* NOTE kind (the arbiter's transcript, docs/dispute.md "Clocks") */
+enum {
+    VT_NOTE_GAME = 1,      /* the game's limits: v = {deadline_ms, clock_ms, max_game_bytes, max_op_flop} */
+    VT_NOTE_CONNECT = 2,   /* one attempt to reach a party: code 0 ok / 1 failed, n = attempt,
+                            * v = {at_ms, elapsed_ms, clock_used_ms, clock_ms}, text = address and error */
+    VT_NOTE_NO_ANSWER = 3, /* the party gave no valid answer to the question before it: code VT_NOANS_*,
+                            * v = {at_ms, elapsed_ms, clock_used_ms, clock_ms}, text = why */
+};
+enum { VT_NOANS_DEADLINE = 1, VT_NOANS_CLOCK = 2, VT_NOANS_UNREACHABLE = 3, VT_NOANS_LOST = 4, VT_NOANS_INVALID = 5,
+       VT_NOANS_LOCAL = 6 /* the arbiter's own resources failed (e.g. no descriptor): nobody is blamed */ };
+
 /* VERDICT loser */
 enum { VT_LOSER_NONE = 0, VT_LOSER_TRAINER = 1, VT_LOSER_AUDITOR = 2, VT_LOSER_BOTH = 3 };
 
@@ -121,7 +149,8 @@ typedef struct {
     uint8_t auditor_pk[VT_SIGN_PK_LEN];
     uint64_t claimed_step;
     uint8_t auditor_state_hash[VT_MSG_HASH_LEN]; /* the auditor's state hash at claimed_step */
-    char trainer_addr[VT_MSG_ADDR_MAX + 1];
+    uint16_t service_len;                        /* <= VT_MSG_SERVICE_MAX */
+    uint8_t service[VT_MSG_SERVICE_MAX];         /* the trainer's signed service record (opaque here) */
 } vt_msg_challenge;
 
 /* Q_LEAF, Q_STATE, Q_LOG */
@@ -211,6 +240,16 @@ typedef struct {
     uint64_t index;
 } vt_msg_hint;
 
+/* NOTE: {u8 kind, u8 party (VT_ROLE_*), u16 code, u32 n, 4 x u64 v, string text} */
+typedef struct {
+    uint8_t kind; /* VT_NOTE_* (1..3; others rejected) */
+    uint8_t party;
+    uint16_t code;
+    uint32_t n;
+    uint64_t v[4];
+    char text[VT_MSG_TEXT_MAX + 1];
+} vt_msg_note;
+
 typedef union {
     vt_msg_hello hello;
     vt_msg_challenge challenge;
@@ -229,6 +268,7 @@ typedef union {
     vt_msg_q_step q_step; /* Q_MANIFEST, Q_TENSORS */
     vt_msg_hashes hashes;
     vt_msg_hint hint;
+    vt_msg_note note;
 } vt_msg_body;
 
 /* A decoded message. */
@@ -289,13 +329,15 @@ void vt_msg_free(vt_msg *m);
 
 /* ------------------------------------------------------------------ transcripts
  * File: "VTTR" | u32le version = 1, then records until the end of the file:
- *     u8 dir (VT_TR_SENT or VT_TR_RECV) | u8[32] author_pk | u32le len | len bytes
+ *     u8 dir (VT_TR_SENT, VT_TR_RECV or VT_TR_NOTE) | u8[32] author_pk | u32le len | len bytes
  * where the bytes are one framed message exactly as sent or received, and author_pk
  * the key that signed it (own key for sent, peer key for received). */
 
-enum { VT_TR_SENT = 1, VT_TR_RECV = 2 };
+/* NOTE (version 2): a NOTE frame the recorder signed for its own account (never sent).
+ * The reader takes versions 1 (no notes) and 2; a writer appends only to version 2. */
+enum { VT_TR_SENT = 1, VT_TR_RECV = 2, VT_TR_NOTE = 3 };
 #define VT_TR_MAGIC "VTTR"
-#define VT_TR_VERSION 1u
+#define VT_TR_VERSION 2u
 #define VT_TR_HEADER_LEN 8u
 #define VT_TR_RECORD_HEADER_LEN 37u
 #define VT_TR_MAX_RECORD ((uint32_t)(VT_MSG_OVERHEAD + VT_MSG_INPUTS_MAX_BODY))
@@ -334,6 +376,40 @@ vt_err vt_transcript_reader_open(const char *path, vt_transcript_reader **out) V
 vt_err vt_transcript_next(vt_transcript_reader *r, vt_transcript_record *rec, int *eof) VT_WARN_UNUSED;
 void vt_transcript_reader_close(vt_transcript_reader *r); /* NULL is a no-op */
 
+/* ------------------------------------------------------------------ service record
+ * Where the trainer of a run answers (vt_service.c; docs/format.md "Service record"). The
+ * trainer signs it; the auditor hands it to the arbiter inside its CHALLENGE; the arbiter
+ * dials only the address of a record that verifies under the commitment's key and names
+ * the commitment's manifest. File (146 to 401 bytes):
+ *     "VTSR" | u32le version = 1 | manifest_hash[32] | trainer_pk[32] | u64le serial |
+ *     u16le n | n bytes address "HOST:PORT" | signature[64] (Ed25519 over all before it) */
+#define VT_SERVICE_MAGIC "VTSR"
+#define VT_SERVICE_VERSION 1u
+#define VT_SERVICE_MIN_LEN 146u
+#define VT_SERVICE_MAX_LEN (VT_SERVICE_MIN_LEN + VT_MSG_ADDR_MAX)
+#define VT_SERVICE_FILE "service.vtsr" /* in the run directory */
+
+typedef struct {
+    uint8_t manifest_hash[VT_MSG_HASH_LEN];
+    uint8_t trainer_pk[VT_SIGN_PK_LEN];
+    uint64_t serial; /* the trainer's counter (seconds since 1970 when it signed) */
+    char addr[VT_MSG_ADDR_MAX + 1];
+} vt_service;
+
+/* Checks an address's syntax: "HOST:PORT", HOST letters, digits, '.', '-' or a bracketed
+ * IPv6 literal, PORT 1..65535. VT_ERR_FORMAT otherwise. */
+vt_err vt_service_check_addr(const char *addr) VT_WARN_UNUSED;
+/* Encodes and signs a record with kp (kp->pk becomes trainer_pk): out gets *len bytes
+ * (cap >= VT_SERVICE_MAX_LEN). */
+vt_err vt_service_sign(const uint8_t manifest_hash[VT_MSG_HASH_LEN], const char *addr, uint64_t serial,
+                       const vt_keypair *kp, uint8_t *out, size_t cap, size_t *len) VT_WARN_UNUSED;
+/* Parses hostile bytes (magic, version, lengths, address syntax), then verifies the signature
+ * with the key it names: VT_ERR_FORMAT or VT_ERR_CRYPTO. The caller compares s->trainer_pk
+ * and s->manifest_hash with the commitment's. */
+vt_err vt_service_parse(const uint8_t *p, size_t n, vt_service *s) VT_WARN_UNUSED;
+/* Reads a record file (at most VT_SERVICE_MAX_LEN bytes, else VT_ERR_FORMAT) into out. */
+vt_err vt_service_read_file(const char *path, uint8_t *out, size_t cap, size_t *len) VT_WARN_UNUSED;
+
 /* ------------------------------------------------------------------ transport */
 
 typedef struct vt_listener vt_listener;
@@ -358,7 +434,8 @@ void vt_listener_close(vt_listener *l); /* NULL is a no-op */
 vt_err vt_accept(vt_listener *l, const vt_keypair *kp, const uint8_t *expected_peer_pk,
                  int deadline_ms, vt_conn **out, uint8_t peer_pk[VT_SIGN_PK_LEN]) VT_WARN_UNUSED;
 
-/* Connects to addr "HOST:PORT" and runs the handshake as client. expected_peer_pk: the
+/* Connects to addr "HOST:PORT" and runs the handshake as client. A failure of our own
+ * resources (no socket: EMFILE, ENFILE, ENOBUFS, ENOMEM) is VT_ERR_INTERNAL, not the peer's. expected_peer_pk: the
  * server's key (pinning: a different key is VT_ERR_CRYPTO), or NULL to accept any key,
  * reported in peer_pk. In TLS 1.3 the server checks the client's certificate after the
  * client has finished: a server that rejects us shows up at the first vt_recv_msg. */
@@ -404,5 +481,54 @@ vt_err vt_recv_msg(vt_conn *c, int expected_type, int deadline_ms, const vt_msg_
 
 /* Sends a TLS close_notify (without waiting) and frees everything. NULL is a no-op. */
 void vt_conn_close(vt_conn *c);
+
+/* Shuts the connection's socket down (both directions) so that a thread blocked on it returns
+ * at once; the connection must still be closed by its owner. Safe from another thread. */
+void vt_conn_shutdown(vt_conn *c);
+
+/* Sends ERROR {code, text} (best effort, within 1 s; not transcribed), then closes c. Without
+ * a usable TLS session (or kp NULL) it only closes. */
+void vt_conn_refuse(vt_conn *c, const vt_keypair *kp, int code, const char *text);
+
+/* ------------------------------------------------------------------ gate
+ * A server's accept loop (docs/protocol.md §6a). One thread polls the listener and every
+ * pending connection: TLS handshakes and the first message are non-blocking, so no
+ * connection can stall another. Pending connections are bounded overall and per IP
+ * address: when a bound is reached the OLDEST pending connection (of that address) is
+ * dropped, so idle sockets cannot keep a new peer out. Each has a deadline (handshake,
+ * then first message). A connection is handed to admit() only once the peer's key is
+ * authenticated and, when first_ms > 0, its first message (exactly first_type: an ERROR
+ * in its place is refused) has been received and its signature verified. No thread and no
+ * file exist for a connection before that. At the descriptor limit (EMFILE/ENFILE) the
+ * oldest pending connection is dropped, or, with none, the new one is taken off the queue
+ * with a reserved descriptor and closed, and accepting pauses 100 ms (no busy loop). The
+ * gate never holds more pending connections than RLIMIT_NOFILE minus reserve_fds. */
+typedef struct {
+    int max_pending;        /* pending connections in all (default 64) */
+    int max_pending_per_ip; /* of those, from one IP address (default 16) */
+    int handshake_ms;       /* TLS handshake deadline, from the TCP connection (default 3000) */
+    int first_ms;           /* then the deadline of the first message; 0: hand over after the handshake */
+    int first_type;         /* the first message's type (when first_ms > 0) */
+    uint32_t first_max;     /* its maximum body (0: the protocol maximum) */
+    int reserve_fds;        /* descriptors left to sessions (default 64) */
+} vt_gate_opts;
+
+typedef struct {
+    vt_conn *c;        /* the callee owns it (keep, or close / vt_conn_refuse) */
+    const char *peer;  /* "IP:PORT" */
+    const char *ip;
+    vt_msg *first;     /* the first message (first->raw: its frame) or NULL; freed after admit
+                        * returns unless the callee moves it out (copy, then zero *first) */
+} vt_gate_peer;
+
+typedef struct {
+    void (*admit)(void *ctx, vt_gate_peer *p);                               /* quick: spawn or refuse */
+    void (*reject)(void *ctx, const char *peer, int code, const char *reason); /* one rejection (log it) */
+    int (*stop)(void *ctx);                                                  /* non-zero: return */
+    void *ctx;
+} vt_gate_cb;
+
+/* Runs the gate until cb->stop returns non-zero (checked at least every 100 ms). */
+vt_err vt_gate_run(vt_listener *l, const vt_keypair *kp, const vt_gate_opts *o, const vt_gate_cb *cb) VT_WARN_UNUSED;
 
 #endif

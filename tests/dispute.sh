@@ -58,14 +58,15 @@ game() {
   "$B/arbiter" serve --listen 127.0.0.1:0 --key "$T/rk" --games 1 --port-file "$d/ap" --transcripts "$d" \
     --deadline-ms "${DEADLINE:-$((20000 * SLOW))}" --order "${ARB_ORDER:-reverse}" >"$d/arbiter.log" 2>&1 &
   local apid=$!
-  "$B/trainer" serve "$T/$run" --listen 127.0.0.1:0 --key "$T/tk" --connections 3 --port-file "$d/tp" --idle-ms 20000 \
+  "$B/trainer" serve "$T/$run" --listen 127.0.0.1:0 --key "$T/tk" --arbiter-key "$T/rk.pub" --connections 3 \
+    --port-file "$d/tp" --service-file "$d/service.vtsr" --idle-ms 20000 \
     "${sargs[@]}" --quiet >"$d/trainer.log" 2>&1 &
   local tpid=$!
   PIDS+=("$apid" "$tpid")
   if ! wait_file "$d/ap" "$apid" "$d/arbiter.log" || ! wait_file "$d/tp" "$tpid" "$d/trainer.log"; then
     bad "$name: servers did not start"; return; fi
   [ -n "${GARBAGE:-}" ] && { head -c 4000 /dev/urandom >/dev/tcp/127.0.0.1/"$(cat "$d/tp")"; } 2>/dev/null
-  timeout 300 "$B/auditor" challenge "$T/${ARUN:-$run}" --trainer 127.0.0.1:"$(cat "$d/tp")" --arbiter 127.0.0.1:"$(cat "$d/ap")" \
+  timeout 300 "$B/auditor" challenge "$T/${ARUN:-$run}" --service "$d/service.vtsr" --arbiter 127.0.0.1:"$(cat "$d/ap")" \
     --key "$T/ak" --arbiter-key "$T/rk.pub" --quiet "${cargs[@]}" >"$d/challenge.out" 2>&1
   local st=$?
   # the arbiter (--games 1) exits by itself once the verdict and the transcript are out: give it
@@ -134,7 +135,7 @@ cp -r "$T/honest-log" "$T/second"; "$B/vt_tamper" "$T/second" "$T/tk" flip-direc
 ARUN=honest-log game two-roots second trainer "equivocation" "" "" -- --step 10
 # a connection dropped mid-game: the arbiter reconnects and the game goes on to the same verdict
 game dropped cheat-lr trainer "wrong output" 7 17 --cheat lr:7:0.5 --misbehave drop-once
-# garbage sent to the trainer's port first: that client is dropped, the game still works
+# garbage sent to the trainer's port first: that client is dropped (and logged), the game still works
 GARBAGE=1 game garbage cheat-lr trainer "wrong output" 7 17 --cheat lr:7:0.5
 
 echo "dispute: $pass passed, $fail failed"

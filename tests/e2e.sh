@@ -186,9 +186,9 @@ num64 --jobs "$AUDITOR" verify "$T/run" --jobs 0
 num64 --jobs "$AUDITOR" verify "$T/run" --jobs 2x
 num64 --from "$AUDITOR" verify "$T/run" --from -1
 num64 --to "$AUDITOR" verify "$T/run" --to 99999999999999999999
-num64 --step "$AUDITOR" challenge "$T/run" --trainer 127.0.0.1:1 --arbiter 127.0.0.1:1 --key "$T/key" --step 7abc
-num64 --deadline-ms "$AUDITOR" challenge "$T/run" --trainer 127.0.0.1:1 --arbiter 127.0.0.1:1 --key "$T/key" --deadline-ms 1e3
-num64 --lie "$AUDITOR" challenge "$T/run" --trainer 127.0.0.1:1 --arbiter 127.0.0.1:1 --key "$T/key" --lie 3:
+num64 --step "$AUDITOR" challenge "$T/run" --service "$T/run/service.vtsr" --arbiter 127.0.0.1:1 --key "$T/key" --step 7abc
+num64 --deadline-ms "$AUDITOR" challenge "$T/run" --service "$T/run/service.vtsr" --arbiter 127.0.0.1:1 --key "$T/key" --deadline-ms 1e3
+num64 --lie "$AUDITOR" challenge "$T/run" --service "$T/run/service.vtsr" --arbiter 127.0.0.1:1 --key "$T/key" --lie 3:
 num64 --stop-after "$TRAINER" train --run "$T/x" --key "$T/key" --stop-after 0x10
 num64 --connections "$TRAINER" serve "$T/run" --listen 127.0.0.1:0 --key "$T/key" --connections -1
 num64 --idle-ms "$TRAINER" serve "$T/run" --listen 127.0.0.1:0 --key "$T/key" --idle-ms ""

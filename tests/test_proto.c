@@ -103,7 +103,8 @@ static void sample(int type, vt_msg_body *b, int big)
         memcpy(b->challenge.auditor_pk, k_auditor.pk, 32);
         b->challenge.claimed_step = 0x0102030405060708ull;
         fill(b->challenge.auditor_state_hash, 32, 9);
-        strcpy(b->challenge.trainer_addr, "127.0.0.1:7001");
+        b->challenge.service_len = 20;
+        fill(b->challenge.service, 20, 3);
         break;
     case VT_MSG_Q_LEAF:
         b->q_leaf.step = 77;
@@ -181,6 +182,14 @@ static void sample(int type, vt_msg_body *b, int big)
     case VT_MSG_Q_COMMITMENT:
         b->q_step.step = 0;
         break;
+    case VT_MSG_NOTE:
+        b->note.kind = VT_NOTE_CONNECT;
+        b->note.party = VT_ROLE_TRAINER;
+        b->note.code = 1;
+        b->note.n = 2;
+        b->note.v[0] = 5, b->note.v[3] = UINT64_MAX;
+        strcpy(b->note.text, "127.0.0.1:1: connection refused");
+        break;
     case VT_MSG_COMMITMENT:
         fill(s_log, sizeof s_log, 0x31);
         b->log.step = 0;
@@ -245,7 +254,7 @@ static void test_roundtrip(void)
             vt_err e = vt_msg_decode(f.data, f.len, k_trainer.pk, NULL, &m);
             CHECK(e == VT_OK, "%s: decode failed: %s", vt_msg_type_name(t), vt_errmsg());
             if (e != VT_OK) continue;
-            CHECK(m.hdr.type == t && m.hdr.seq == (uint32_t)(100 + t) && m.hdr.version == 1 && m.sig_verified == 1,
+            CHECK(m.hdr.type == t && m.hdr.seq == (uint32_t)(100 + t) && m.hdr.version == VT_MSG_VERSION && m.sig_verified == 1,
                   "%s: header fields", vt_msg_type_name(t));
             CHECK(m.hdr.body_len + VT_MSG_OVERHEAD == f.len, "%s: body_len", vt_msg_type_name(t));
             CHECK(bytes_of(t, &body, &a) && bytes_of(t, &m.body, &b) && a.len == b.len &&
@@ -361,7 +370,7 @@ static void test_truncations_and_flips(void)
 static void put_header(uint8_t *h, int type, uint32_t seq, uint32_t blen)
 {
     memcpy(h, VT_MSG_MAGIC, 4);
-    vt_put_u16le(h + 4, 1);
+    vt_put_u16le(h + 4, (uint16_t)VT_MSG_VERSION);
     vt_put_u16le(h + 6, (uint16_t)type);
     vt_put_u32le(h + 8, seq);
     vt_put_u32le(h + 12, blen);
@@ -422,8 +431,10 @@ static void test_limits(void)
     put_header(h, 0xffff, 0, 8);
     CHECK(vt_msg_parse_header(h, NULL, &hh) == VT_ERR_FORMAT, "type 65535");
     put_header(h, VT_MSG_Q_LEAF, 0, 8);
-    h[4] = 2;
-    CHECK(vt_msg_parse_header(h, NULL, &hh) == VT_ERR_FORMAT, "version 2");
+    h[4] = 3;
+    CHECK(vt_msg_parse_header(h, NULL, &hh) == VT_ERR_FORMAT, "version 3");
+    h[4] = 1;
+    CHECK(vt_msg_parse_header(h, NULL, &hh) == VT_ERR_FORMAT, "version 1 (before the service record)");
     /* caller limits only tighten */
     vt_msg_limits lim;
     memset(&lim, 0, sizeof lim);
@@ -612,17 +623,20 @@ static void test_strings(void)
         e = vt_msg_encode(VT_MSG_ERROR, &er, 0, &k_trainer, &out);
         CHECK((e == VT_OK) == cases[i].ok && (e == VT_OK || e == VT_ERR_ARG), "ERROR encode case %zu", i);
     }
-    /* lengths: 255/256 for the address, 1024/1025 for texts */
+    /* lengths: 512/513 for the service record, 1024/1025 for texts */
     vt_msg_body body;
     sample(VT_MSG_CHALLENGE, &body, 0);
-    memset(body.challenge.trainer_addr, 'a', 255);
-    body.challenge.trainer_addr[255] = 0;
+    memset(body.challenge.service, 'a', VT_MSG_SERVICE_MAX);
+    body.challenge.service_len = VT_MSG_SERVICE_MAX;
     out.len = 0;
     CHECK_OK(vt_msg_encode(VT_MSG_CHALLENGE, &body, 0, &k_trainer, &out));
     vt_msg m;
     CHECK_OK(vt_msg_decode(out.data, out.len, k_trainer.pk, NULL, &m));
-    CHECK(strlen(m.body.challenge.trainer_addr) == 255, "255-byte address");
+    CHECK(m.body.challenge.service_len == VT_MSG_SERVICE_MAX, "512-byte service record");
     vt_msg_free(&m);
+    body.challenge.service_len = VT_MSG_SERVICE_MAX + 1;
+    out.len = 0;
+    CHECK(vt_msg_encode(VT_MSG_CHALLENGE, &body, 0, &k_trainer, &out) == VT_ERR_ARG, "513-byte service record");
     static vt_msg_error er;
     memset(er.message, 'z', VT_MSG_TEXT_MAX);
     out.len = 0;
@@ -1357,7 +1371,7 @@ static void test_transcripts(void)
         CHECK_OK(vt_msg_encode(i == 2 ? VT_MSG_INPUTS : VT_MSG_STATE_CLAIM, &body, (uint32_t)i, kp, &f));
         CHECK_OK(vt_transcript_append(t, i == 2 ? VT_TR_RECV : VT_TR_SENT, kp->pk, f.data, f.len));
     }
-    CHECK(vt_transcript_append(t, 3, k_trainer.pk, f.data, f.len) == VT_ERR_ARG, "bad direction");
+    CHECK(vt_transcript_append(t, 4, k_trainer.pk, f.data, f.len) == VT_ERR_ARG, "bad direction");
     CHECK(vt_transcript_append(t, VT_TR_SENT, k_trainer.pk, f.data, 79) == VT_ERR_ARG, "record too short");
     CHECK_OK(vt_transcript_close(t));
     CHECK(read_records(path, 1) == 3, "3 records read back and verified");
@@ -1421,7 +1435,7 @@ static void test_transcripts(void)
     h[0] = 'X';
     CHECK(write_bytes(p2, h, 8) == 0 && read_records(p2, 0) == -1000, "bad magic");
     memcpy(h, all, 8);
-    h[4] = 2;
+    h[4] = 3;
     CHECK(write_bytes(p2, h, 8) == 0 && read_records(p2, 0) == -1000, "bad version");
     memcpy(h, all, 8 + 37);
     h[8] = 7;

@@ -127,7 +127,10 @@ static int64_t busiest_step(int direction_only)
 }
 
 /* Replace the manifest text (e.g. the learning rate) and its recorded hash. */
-static void edit_manifest(const char *from_key, const char *new_value)
+static void edit_manifest_to(const char *from_key, const char *new_value, const char *stops);
+static void edit_manifest(const char *from_key, const char *new_value) { edit_manifest_to(from_key, new_value, ",}"); }
+
+static void edit_manifest_to(const char *from_key, const char *new_value, const char *stops)
 {
     sqlite3_stmt *st;
     sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'manifest'", -1, &st, NULL);
@@ -141,7 +144,8 @@ static void edit_manifest(const char *from_key, const char *new_value)
     char *p = strstr(text, from_key);
     if (!p) die("manifest key");
     char *v = p + strlen(from_key), *end = v;
-    while (*end && *end != ',' && *end != '}') end++;
+    while (*end && !strchr(stops, *end)) end++;
+    if (*end == ']') end++;
     size_t pre = (size_t)(v - text);
     memcpy(out, text, pre);
     size_t len = (size_t)sprintf(out + pre, "%s%s", new_value, end);
@@ -255,6 +259,9 @@ int main(int argc, char **argv)
         recommit();
     } else if (strcmp(act, "other-dataset") == 0) {
         edit_manifest("\"dataset_hash\":\"", "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\"");
+        recommit();
+    } else if (strcmp(act, "set-layers-resign") == 0) { /* a hostile manifest, e.g. [784,200000,10] */
+        edit_manifest_to("\"layers\":", argv[4], "]");
         recommit();
     } else if (strcmp(act, "set-lr") == 0 || strcmp(act, "set-lr-resign") == 0) {
         edit_manifest("\"lr\":", argv[4]);

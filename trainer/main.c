@@ -19,6 +19,7 @@
 #include "../merkle/vt_sign.h"
 #include "../model/vt_model.h"
 #include "../model/vt_plain.h"
+#include "../protocol/vt_proto.h"
 #include "../store/vt_store.h"
 #include "vt_serve.h"
 #include "vt_train.h"
@@ -43,8 +44,25 @@ static void usage(FILE *f)
             "                        layer-1 weight gradient), flip-weight, reorder (swap two batch\n"
             "                        examples), flip-direction (one log direction), omit-entry (log)\n"
             "  trainer recipe [--recipe FILE] [--set KEY=VALUE]...   print the effective recipe\n"
-            "  trainer serve RUN_DIR --listen HOST:PORT --key KEYFILE [--order ORDER] [--data-dir DIR]\n"
-            "      answer an arbiter's questions about the committed run (dispute game, TLS 1.3)\n"
+            "  trainer serve RUN_DIR --listen HOST:PORT --key KEYFILE --arbiter-key FILE.pub... [options]\n"
+            "      answer the named arbiters' questions about the committed run (dispute game, TLS 1.3);\n"
+            "      signs RUN_DIR/service.vtsr, the record that tells arbiters where the trainer answers\n"
+            "      --arbiter-key FILE.pub  an arbiter to answer (repeatable, at least one; anyone else\n"
+            "                        gets an ERROR)\n"
+            "      --advertise HOST:PORT   the address to sign (default: the --listen host, bound port)\n"
+            "      --service-file FILE     where to write the record (default RUN_DIR/service.vtsr)\n"
+            "      --order ORDER, --data-dir DIR   as for train (the run's order)\n"
+            "      --max-sessions N        sessions at once, all arbiters (default 16, at most 128)\n"
+            "      --sessions-per-arbiter N  of those, per arbiter key (default 8); at a limit the oldest\n"
+            "                        idle session of that arbiter (or of the busiest one) is closed\n"
+            "      --idle-ms N             close a session silent this long (default 60000)\n"
+            "      --max-recompute-steps N steps one session may make the trainer recompute (default:\n"
+            "                        8 x checkpoint_every + 4 x the committed-state gap + 16)\n"
+            "      --chain-cache N         segment chains cached for all sessions (default 4, 0..64)\n"
+            "      --handshake-ms N        TLS handshake deadline (default 3000)\n"
+            "      --max-pending N         connections not yet authenticated (default 64)\n"
+            "      --pending-per-ip N      of those, from one IP address (default 16)\n"
+            "      --port-file FILE, --connections N, --quiet   tests: port, stop after N sessions\n"
             "  trainer plain --precision fp32|fp64 [--recipe FILE] [--set KEY=VALUE]... [--steps N]\n"
             "                [--data-dir DIR]\n"
             "      BENCHMARK BASELINE ONLY: train the same recipe with a plain FP32 or FP64 step (no\n"
@@ -380,25 +398,76 @@ static int cmd_serve(int argc, char **argv)
                                        {"cheat", required_argument, 0, 'C'},    {"port-file", required_argument, 0, 'p'},
                                        {"connections", required_argument, 0, 'n'}, {"idle-ms", required_argument, 0, 'i'},
                                        {"misbehave", required_argument, 0, 'm'}, {"quiet", no_argument, 0, 'q'},
+                                       {"arbiter-key", required_argument, 0, 'A'}, {"advertise", required_argument, 0, 'a'},
+                                       {"service-file", required_argument, 0, 'f'},
+                                       {"max-sessions", required_argument, 0, 'S'},
+                                       {"sessions-per-arbiter", required_argument, 0, 's'},
+                                       {"max-recompute-steps", required_argument, 0, 'R'},
+                                       {"chain-cache", required_argument, 0, 'c'},
+                                       {"handshake-ms", required_argument, 0, 'H'},
+                                       {"max-pending", required_argument, 0, 'P'},
+                                       {"pending-per-ip", required_argument, 0, 'J'},
+                                       {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
     vt_serve_opts o;
     memset(&o, 0, sizeof o);
     o.order = VT_ORDER_BLAS;
     o.idle_ms = 60000;
+    o.max_sessions = 16;
+    o.sessions_per_arbiter = 8;
+    o.chain_cache = 4;
+    o.handshake_ms = 3000;
+    o.max_pending = 64;
+    o.pending_per_ip = 16;
     optind = 2;
     int c;
     vt_train_opts to;
     memset(&to, 0, sizeof to);
     while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+        const struct {
+            int c;
+            const char *name;
+            int lo, hi;
+            int *v;
+        } nums[] = {{'n', "--connections", 0, INT32_MAX, &o.max_connections},
+                    {'i', "--idle-ms", 1, INT32_MAX, &o.idle_ms},
+                    {'S', "--max-sessions", 1, 128, &o.max_sessions},
+                    {'s', "--sessions-per-arbiter", 1, 128, &o.sessions_per_arbiter},
+                    {'c', "--chain-cache", 0, VT_SERVE_CACHE_MAX, &o.chain_cache},
+                    {'H', "--handshake-ms", 1, INT32_MAX, &o.handshake_ms},
+                    {'P', "--max-pending", 1, 65536, &o.max_pending},
+                    {'J', "--pending-per-ip", 1, 65536, &o.pending_per_ip}};
+        int numeric = 0;
+        for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++)
+            if (nums[i].c == c) {
+                numeric = 1;
+                if (vt_cli_int(nums[i].name, optarg, nums[i].lo, nums[i].hi, nums[i].v) != VT_OK) {
+                    fprintf(stderr, "trainer serve: %s\n", vt_errmsg());
+                    return VT_EXIT_USAGE;
+                }
+            }
+        if (numeric) continue;
         switch (c) {
         case 'l': o.listen = optarg; break;
         case 'k': o.key_path = optarg; break;
         case 'd': o.data_root = optarg; break;
         case 'p': o.port_file = optarg; break;
-        case 'n':
-        case 'i':
-            if (vt_cli_int(c == 'n' ? "--connections" : "--idle-ms", optarg, c == 'n' ? 0 : 1, INT32_MAX,
-                           c == 'n' ? &o.max_connections : &o.idle_ms) != VT_OK) {
+        case 'a': o.advertise = optarg; break;
+        case 'f': o.service_file = optarg; break;
+        case 'h': usage(stdout); return VT_EXIT_OK;
+        case 'A':
+            if (o.n_arbiters == VT_SERVE_MAX_ARBITERS) {
+                fprintf(stderr, "trainer serve: at most %d --arbiter-key\n", VT_SERVE_MAX_ARBITERS);
+                return VT_EXIT_USAGE;
+            }
+            if (vt_sign_init() || vt_sign_read_public_key(optarg, o.arbiter_pk[o.n_arbiters])) {
+                fprintf(stderr, "trainer serve: --arbiter-key %s: %s\n", optarg, vt_errmsg());
+                return VT_EXIT_USAGE;
+            }
+            o.n_arbiters++;
+            break;
+        case 'R':
+            if (vt_cli_u64("--max-recompute-steps", optarg, 1, UINT64_MAX, &o.max_recompute_steps) != VT_OK) {
                 fprintf(stderr, "trainer serve: %s\n", vt_errmsg());
                 return VT_EXIT_USAGE;
             }
@@ -431,8 +500,13 @@ static int cmd_serve(int argc, char **argv)
         default: usage(stderr); return VT_EXIT_USAGE;
         }
     }
-    if (optind != argc - 1 || !o.listen || !o.key_path) {
-        fprintf(stderr, "trainer serve: RUN_DIR, --listen HOST:PORT and --key KEYFILE are required\n");
+    if (optind != argc - 1 || !o.listen || !o.key_path || o.n_arbiters == 0) {
+        fprintf(stderr, "trainer serve: RUN_DIR, --listen HOST:PORT, --key KEYFILE and at least one --arbiter-key "
+                        "FILE.pub are required (the trainer answers only the arbiters it names)\n");
+        return VT_EXIT_USAGE;
+    }
+    if (o.advertise && vt_service_check_addr(o.advertise) != VT_OK) {
+        fprintf(stderr, "trainer serve: --advertise: %s\n", vt_errmsg());
         return VT_EXIT_USAGE;
     }
     o.run_dir = argv[optind];

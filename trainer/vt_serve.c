@@ -1,16 +1,21 @@
-/* vt_serve.c - the trainer's side of the dispute game: one thread per connection, every
- * answer signed (by the transport), computed from the run directory and, where values are
- * needed, by re-creating the committed computation from the nearest checkpoint. */
+/* vt_serve.c - the trainer's side of the dispute game. The gate (protocol/) authenticates
+ * connections off the accept loop; only arbiters whose keys the trainer accepts get a session
+ * (a thread), bounded per arbiter and in all; everyone else gets an ERROR and a log line.
+ * Every answer is signed (by the transport), computed from the run directory and, where
+ * values are needed, by re-creating the committed computation from the nearest checkpoint,
+ * within a recomputation budget per session; segment chains are cached for all sessions. */
 #include "vt_serve.h"
 
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../arbiter/vt_dispute.h"
 #include "../common/vt_bytes.h"
+#include "../common/vt_cli.h"
 #include "../common/vt_hash.h"
 #include "../data/vt_data.h"
 #include "../merkle/vt_merkle.h"
@@ -18,6 +23,13 @@
 #include "../protocol/vt_proto.h"
 #include "../store/vt_store.h"
 #include "vt_train.h"
+
+typedef struct session session;
+
+typedef struct {
+    vt_seg_chain ch;
+    uint64_t used;
+} cache_ent;
 
 typedef struct {
     const vt_serve_opts *o;
@@ -28,18 +40,67 @@ typedef struct {
     char *manifest;
     size_t manifest_len;
     uint8_t commitment[VT_MSG_COMMITMENT_LEN]; /* the commitment file this server stands behind */
+    uint64_t budget;                           /* recomputed steps per session */
     pthread_mutex_t mu;
-    int active;
-    int dropped;
+    pthread_cond_t cv;
+    int active, handled, dropped;
+    session *sessions[256];
+    cache_ent cache[VT_SERVE_CACHE_MAX];
+    int n_cache, max_cache;
+    uint64_t tick;
 } server;
 
-typedef struct {
+struct session {
     server *sv;
     vt_conn *c;
     vt_store *st;
-    vt_seg_chain chain; /* cached chain of the last segment asked */
-    int have_chain;
-} session;
+    uint8_t pk[32];
+    char peer[80];
+    double last; /* last activity (vt_now) */
+    int evicted;
+    uint64_t spent; /* steps recomputed for this session */
+};
+
+static int has_state(const vt_recipe *rc, uint64_t s)
+{
+    return s % rc->checkpoint_every == 0 || s % rc->state_hash_every == 0 || s == rc->steps;
+}
+
+/* Steps a restore to step s recomputes (from the checkpoint at or before it). */
+static uint64_t restore_cost(const vt_recipe *rc, uint64_t s) { return s % rc->checkpoint_every; }
+
+static void reject_log(session *ss, int code, const char *what)
+{
+    char line[700];
+    snprintf(line, sizeof line, "%.600s (ERROR %d, %s)", what, code, vt_errc_name(code));
+    vt_log_rejection("trainer", ss->peer, line);
+}
+
+static vt_err send_error_code(session *ss, int code, const char *what)
+{
+    reject_log(ss, code, what);
+    vt_msg_error er;
+    memset(&er, 0, sizeof er);
+    er.code = (uint16_t)code;
+    snprintf(er.message, sizeof er.message, "%s", what);
+    for (char *p = er.message; *p; p++)
+        if ((unsigned char)*p < 0x20 || (unsigned char)*p > 0x7e) *p = '?';
+    return vt_send_msg(ss->c, VT_MSG_ERROR, &er, &ss->sv->kp);
+}
+
+/* Charges `steps` of recomputation to the session, or refuses (ERROR, -1). */
+static int charge(session *ss, uint64_t steps, vt_err *e)
+{
+    if (steps <= ss->sv->budget && ss->spent <= ss->sv->budget - steps) {
+        ss->spent += steps;
+        return 0;
+    }
+    char m[200];
+    snprintf(m, sizeof m, "recomputation budget exhausted: %llu of %llu steps spent in this session, %llu more asked",
+             (unsigned long long)ss->spent, (unsigned long long)ss->sv->budget, (unsigned long long)steps);
+    *e = send_error_code(ss, VT_ERRC_LIMIT, m);
+    return -1;
+}
 
 static vt_err new_model(session *ss, vt_model *m)
 {
@@ -48,32 +109,102 @@ static vt_err new_model(session *ss, vt_model *m)
     return VT_OK;
 }
 
-static vt_err get_chain(session *ss, uint64_t lo, uint64_t hi)
+/* Looks (lo, hi) up in the shared cache; copies what the answer needs. 1 found, 0 not. */
+static int cache_get(server *sv, uint64_t lo, uint64_t hi, uint64_t pos, int prefix, uint8_t C[32], uint8_t h[32],
+                     uint8_t (**hs)[32], uint64_t *total)
 {
-    if (ss->have_chain && ss->chain.lo == lo && ss->chain.hi == hi) return VT_OK;
-    if (ss->have_chain) vt_seg_chain_free(&ss->chain);
-    ss->have_chain = 0;
-    VT_RETURN_ERROR_IF(lo >= hi || hi > ss->sv->rc.steps, VT_ERR_ARG, "no segment (%llu, %llu]",
-                       (unsigned long long)lo, (unsigned long long)hi);
-    vt_model m;
-    VT_FORWARD_IF_ERROR(new_model(ss, &m));
-    vt_err e = vt_restore(&m, ss->st, &ss->sv->ds, VT_PARTY_TRAINER, lo);
-    if (!e) e = vt_seg_chain_compute(&m, ss->st, &ss->sv->ds, VT_PARTY_TRAINER, hi, &ss->chain);
-    vt_model_free(&m);
-    if (!e) ss->have_chain = 1;
-    return e;
+    int found = 0;
+    pthread_mutex_lock(&sv->mu);
+    for (int i = 0; i < sv->n_cache && !found; i++) {
+        vt_seg_chain *ch = &sv->cache[i].ch;
+        if (ch->lo != lo || ch->hi != hi) continue;
+        found = 1;
+        sv->cache[i].used = ++sv->tick;
+        *total = ch->P + 1;
+        if (pos > ch->P + 1) break;
+        if (prefix) {
+            *hs = pos ? malloc(pos * 32) : NULL;
+            if (*hs) memcpy(*hs, ch->h + 1, pos * 32);
+            if (pos && !*hs) found = -1;
+        } else if (pos >= 1) {
+            memcpy(C, ch->C[pos], 32);
+            memcpy(h, ch->h[pos], 32);
+        }
+    }
+    pthread_mutex_unlock(&sv->mu);
+    return found;
 }
 
-static vt_err send_error(session *ss, const char *what)
+static void cache_put(server *sv, vt_seg_chain *ch)
 {
-    vt_msg_error er;
-    memset(&er, 0, sizeof er);
-    er.code = 1;
-    snprintf(er.message, sizeof er.message, "%s", what);
-    for (char *p = er.message; *p; p++)
-        if ((unsigned char)*p < 0x20 || (unsigned char)*p > 0x7e) *p = '?';
-    return vt_send_msg(ss->c, VT_MSG_ERROR, &er, &ss->sv->kp);
+    pthread_mutex_lock(&sv->mu);
+    int dup = 0;
+    for (int i = 0; i < sv->n_cache; i++) dup |= sv->cache[i].ch.lo == ch->lo && sv->cache[i].ch.hi == ch->hi;
+    if (dup || sv->max_cache <= 0) {
+        vt_seg_chain_free(ch);
+    } else {
+        int slot = sv->n_cache;
+        if (slot == sv->max_cache) { /* least recently used goes */
+            slot = 0;
+            for (int i = 1; i < sv->n_cache; i++)
+                if (sv->cache[i].used < sv->cache[slot].used) slot = i;
+            vt_seg_chain_free(&sv->cache[slot].ch);
+        } else {
+            sv->n_cache++;
+        }
+        sv->cache[slot].ch = *ch;
+        sv->cache[slot].used = ++sv->tick;
+    }
+    memset(ch, 0, sizeof *ch);
+    pthread_mutex_unlock(&sv->mu);
 }
+
+/* The chain of a segment between two adjacent committed states, from the cache or computed
+ * (charged to the session). Returns 0, or -1 after an ERROR answer (*e its send status). */
+static int chain_answer(session *ss, const vt_msg_q_chain *qc, int prefix, uint8_t C[32], uint8_t h[32],
+                        uint8_t (**hs)[32], uint64_t *total, vt_err *e)
+{
+    server *sv = ss->sv;
+    const vt_recipe *rc = &sv->rc;
+    uint64_t lo = qc->seg_from, hi = qc->seg_to;
+    int f = cache_get(sv, lo, hi, qc->pos, prefix, C, h, hs, total);
+    if (f < 0) return *e = send_error_code(ss, VT_ERRC_INTERNAL, "out of memory"), -1;
+    if (f == 0) {
+        /* only the segments the game asks about: (lo, hi] between adjacent committed states */
+        uint64_t gap = rc->checkpoint_every < rc->state_hash_every ? rc->checkpoint_every : rc->state_hash_every;
+        int ok = lo < hi && hi <= rc->steps && hi - lo <= gap && has_state(rc, lo) && has_state(rc, hi);
+        for (uint64_t s = lo + 1; ok && s < hi; s++) ok = !has_state(rc, s);
+        if (!ok) {
+            char m[200];
+            snprintf(m, sizeof m, "no segment (%llu, %llu] between adjacent committed states",
+                     (unsigned long long)lo, (unsigned long long)hi);
+            *e = send_error_code(ss, VT_ERRC_NO_SUCH, m);
+            return -1;
+        }
+        if (charge(ss, restore_cost(rc, lo) + (hi - lo), e)) return -1;
+        vt_model m;
+        vt_seg_chain ch;
+        memset(&ch, 0, sizeof ch);
+        vt_err ce = new_model(ss, &m);
+        if (!ce) {
+            ce = vt_restore(&m, ss->st, &sv->ds, VT_PARTY_TRAINER, lo);
+            if (!ce) ce = vt_seg_chain_compute(&m, ss->st, &sv->ds, VT_PARTY_TRAINER, hi, &ch);
+            vt_model_free(&m);
+        }
+        if (ce) return *e = send_error_code(ss, VT_ERRC_INTERNAL, vt_errmsg()), -1;
+        cache_put(sv, &ch);
+        f = cache_get(sv, lo, hi, qc->pos, prefix, C, h, hs, total);
+        if (f <= 0) return *e = send_error_code(ss, VT_ERRC_INTERNAL, "the chain left the cache"), -1;
+    }
+    if (qc->pos > *total || (!prefix && qc->pos < 1)) {
+        if (prefix) free(*hs), *hs = NULL;
+        *e = send_error_code(ss, VT_ERRC_NO_SUCH, "no such position");
+        return -1;
+    }
+    return 0;
+}
+
+static vt_err send_error(session *ss, const char *what) { return send_error_code(ss, VT_ERRC_NO_SUCH, what); }
 
 static vt_err answer(session *ss, const vt_msg *q)
 {
@@ -119,23 +250,28 @@ static vt_err answer(session *ss, const vt_msg *q)
     case VT_MSG_Q_CHAIN:
     case VT_MSG_Q_PREFIX: {
         const vt_msg_q_chain *qc = &q->body.q_chain;
-        if (get_chain(ss, qc->seg_from, qc->seg_to)) return send_error(ss, vt_errmsg());
-        uint64_t total = ss->chain.P + 1;
-        if (qc->pos > total || (type == VT_MSG_Q_CHAIN && qc->pos < 1)) return send_error(ss, "no such position");
+        uint8_t C[32], h[32], (*hs)[32] = NULL;
+        uint64_t total = 0;
+        vt_err e = VT_OK;
+        if (chain_answer(ss, qc, type == VT_MSG_Q_PREFIX, C, h, &hs, &total, &e)) return e;
         if (type == VT_MSG_Q_PREFIX) {
-            vt_msg_hashes a = {qc->seg_from, qc->seg_to, (uint32_t)qc->pos, ss->chain.h + 1};
-            return vt_send_msg(ss->c, VT_MSG_HASHES, &a, &sv->kp);
+            vt_msg_hashes a = {qc->seg_from, qc->seg_to, (uint32_t)qc->pos, hs};
+            e = vt_send_msg(ss->c, VT_MSG_HASHES, &a, &sv->kp);
+            free(hs);
+            return e;
         }
         vt_msg_chain_claim a;
         a.seg_from = qc->seg_from, a.seg_to = qc->seg_to, a.pos = qc->pos, a.total_positions = total;
-        memcpy(a.chain_hash, ss->chain.C[qc->pos], 32);
-        memcpy(a.output_hash, ss->chain.h[qc->pos], 32);
+        memcpy(a.chain_hash, C, 32);
+        memcpy(a.output_hash, h, 32);
         if (o->misbehave == VT_SERVE_INCONSISTENT) a.chain_hash[0] ^= 1;
         return vt_send_msg(ss->c, VT_MSG_CHAIN_CLAIM, &a, &sv->kp);
     }
     case VT_MSG_Q_TENSORS: {
         uint64_t s = q->body.q_step.step;
         if (s > sv->rc.steps) return send_error(ss, "no such step");
+        vt_err ce = VT_OK;
+        if (charge(ss, restore_cost(&sv->rc, s), &ce)) return ce;
         vt_model m;
         VT_FORWARD_IF_ERROR(new_model(ss, &m));
         uint8_t th[VT_MAX_TENSORS][32];
@@ -149,6 +285,9 @@ static vt_err answer(session *ss, const vt_msg *q)
     case VT_MSG_Q_INPUTS: {
         uint64_t s = q->body.q_inputs.step;
         uint32_t j = q->body.q_inputs.op;
+        if (s < 1 || s > sv->rc.steps) return send_error(ss, "no such operation");
+        vt_err ce = VT_OK;
+        if (charge(ss, restore_cost(&sv->rc, s - 1) + 1, &ce)) return ce;
         vt_model m;
         VT_FORWARD_IF_ERROR(new_model(ss, &m));
         vt_err e = (s < 1 || s > sv->rc.steps || j < 1 || j > m.n_ops) ? vt_set_error(VT_ERR_ARG, "no such operation")
@@ -186,15 +325,37 @@ static vt_err answer(session *ss, const vt_msg *q)
         vt_model_free(&m);
         return se;
     }
-    default: return send_error(ss, "unexpected message");
+    default: {
+        char m[96];
+        snprintf(m, sizeof m, "unexpected %s: this trainer answers the arbiter's questions only", vt_msg_type_name(type));
+        return send_error_code(ss, VT_ERRC_UNEXPECTED, m);
     }
+    }
+}
+
+static void session_end(session *ss)
+{
+    server *sv = ss->sv;
+    pthread_mutex_lock(&sv->mu);
+    for (int i = 0; i < 256; i++)
+        if (sv->sessions[i] == ss) sv->sessions[i] = NULL;
+    sv->active--;
+    pthread_cond_broadcast(&sv->cv);
+    pthread_mutex_unlock(&sv->mu);
+    vt_conn_close(ss->c);
+    free(ss);
 }
 
 static void *session_main(void *p)
 {
     session *ss = p;
     server *sv = ss->sv;
-    if (vt_store_open(sv->o->run_dir, 1, &ss->st) == VT_OK) {
+    vt_err oe = vt_store_open(sv->o->run_dir, 1, &ss->st);
+    if (oe) {
+        char m[600];
+        snprintf(m, sizeof m, "cannot open the run: %.500s", vt_errmsg());
+        if (send_error_code(ss, VT_ERRC_INTERNAL, m)) { /* the arbiter may be gone */ }
+    } else {
         vt_msg_limits lim;
         memset(&lim, 0, sizeof lim);
         for (int t = 1; t < VT_MSG_TYPE_COUNT_; t++) lim.max_body[t] = 64; /* only small questions come in */
@@ -207,20 +368,159 @@ static void *session_main(void *p)
                 if (drop) break; /* as if the network dropped the connection */
             }
             vt_msg q;
-            if (vt_recv_msg(ss->c, VT_MSG_ANY, sv->o->idle_ms, &lim, &q)) break;
+            vt_err re = vt_recv_msg(ss->c, VT_MSG_ANY, sv->o->idle_ms, &lim, &q);
+            if (re) {
+                pthread_mutex_lock(&sv->mu);
+                int ev = ss->evicted;
+                pthread_mutex_unlock(&sv->mu);
+                char m[600];
+                int code = vt_proto_deadline_exceeded() ? VT_ERRC_TIMEOUT
+                           : re == VT_ERR_LIMIT          ? VT_ERRC_LIMIT
+                           : re == VT_ERR_IO             ? 0
+                                                         : VT_ERRC_MALFORMED;
+                snprintf(m, sizeof m, "%s%.500s", ev ? "session evicted for a newer one of this arbiter: " : "",
+                         code == VT_ERRC_TIMEOUT ? "idle for too long" : vt_errmsg());
+                if (code && !ev) {
+                    if (send_error_code(ss, code, m)) { /* best effort */ }
+                } else if (ev || !strstr(m, "closed by peer")) {
+                    vt_log_rejection("trainer", ss->peer, m);
+                }
+                break;
+            }
+            pthread_mutex_lock(&sv->mu);
+            ss->last = vt_now();
+            pthread_mutex_unlock(&sv->mu);
             vt_err e = sv->o->misbehave == VT_SERVE_SILENT ? VT_OK : answer(ss, &q);
             vt_msg_free(&q);
             if (e) break;
         }
         vt_store_close(ss->st);
     }
-    if (ss->have_chain) vt_seg_chain_free(&ss->chain);
-    vt_conn_close(ss->c);
-    pthread_mutex_lock(&sv->mu);
-    sv->active--;
-    pthread_mutex_unlock(&sv->mu);
-    free(ss);
+    session_end(ss);
     return NULL;
+}
+
+static void tr_reject(void *ctx, const char *peer, int code, const char *reason)
+{
+    (void)ctx;
+    char line[600];
+    if (code)
+        snprintf(line, sizeof line, "%.500s (ERROR %d, %s)", reason, code, vt_errc_name(code));
+    else
+        snprintf(line, sizeof line, "%.590s", reason);
+    vt_log_rejection("trainer", peer, line);
+}
+
+static int tr_stop(void *ctx)
+{
+    server *sv = ctx;
+    pthread_mutex_lock(&sv->mu);
+    int stop = sv->o->max_connections > 0 && sv->handled >= sv->o->max_connections;
+    pthread_mutex_unlock(&sv->mu);
+    return stop;
+}
+
+/* The oldest-idle session of key pk (or, pk NULL, of the key with the most sessions). */
+static session *eviction_candidate(server *sv, const uint8_t *pk)
+{
+    session *best = NULL;
+    int best_n = 0;
+    for (int i = 0; i < 256; i++) {
+        session *s = sv->sessions[i];
+        if (!s || s->evicted) continue;
+        int n = 0;
+        for (int k = 0; k < 256; k++)
+            n += sv->sessions[k] && !sv->sessions[k]->evicted && memcmp(sv->sessions[k]->pk, s->pk, 32) == 0;
+        if (pk && memcmp(s->pk, pk, 32) != 0) continue;
+        if (!best || (!pk && n > best_n) || ((pk || n == best_n) && s->last < best->last)) best = s, best_n = n;
+    }
+    return best;
+}
+
+/* An authenticated peer: an accepted arbiter gets a session (evicting the oldest-idle one of
+ * the same arbiter, or of the busiest one, at the limits); anyone else an ERROR. */
+static void tr_admit(void *ctx, vt_gate_peer *p)
+{
+    server *sv = ctx;
+    const vt_serve_opts *o = sv->o;
+    const uint8_t *pk = vt_conn_peer_pk(p->c);
+    int accepted = 0;
+    for (int i = 0; i < o->n_arbiters; i++) accepted |= memcmp(o->arbiter_pk[i], pk, 32) == 0;
+    if (!accepted) {
+        char fpr[VT_SIGN_FPR_HEX_LEN + 1], m[200];
+        if (vt_sign_fingerprint(pk, fpr)) snprintf(fpr, sizeof fpr, "?");
+        snprintf(m, sizeof m, "key %s is not an arbiter this trainer answers", fpr);
+        tr_reject(sv, p->peer, VT_ERRC_UNAUTHORIZED, m);
+        vt_conn_refuse(p->c, &sv->kp, VT_ERRC_UNAUTHORIZED, m);
+        return;
+    }
+    session *ss = calloc(1, sizeof *ss);
+    if (!ss) {
+        vt_conn_refuse(p->c, &sv->kp, VT_ERRC_INTERNAL, "out of memory");
+        return;
+    }
+    ss->sv = sv, ss->c = p->c, ss->last = vt_now();
+    memcpy(ss->pk, pk, 32);
+    snprintf(ss->peer, sizeof ss->peer, "%s", p->peer);
+    vt_conn_set_send_timeout(p->c, o->idle_ms > 0 ? o->idle_ms : 60000);
+    pthread_mutex_lock(&sv->mu);
+    int mine = 0, all = 0, slot = -1;
+    for (int i = 0; i < 256; i++) {
+        session *s = sv->sessions[i];
+        if (!s) {
+            if (slot < 0) slot = i;
+            continue;
+        }
+        if (s->evicted) continue;
+        all++;
+        mine += memcmp(s->pk, pk, 32) == 0;
+    }
+    session *victim = NULL;
+    if (mine >= o->sessions_per_arbiter)
+        victim = eviction_candidate(sv, pk);
+    else if (all >= o->max_sessions)
+        victim = eviction_candidate(sv, NULL);
+    if (victim) {
+        victim->evicted = 1;
+        vt_conn_shutdown(victim->c);
+    }
+    if (slot >= 0) {
+        sv->sessions[slot] = ss;
+        sv->active++;
+        sv->handled++;
+    }
+    pthread_mutex_unlock(&sv->mu);
+    pthread_t th;
+    if (slot >= 0 && pthread_create(&th, NULL, session_main, ss) == 0) {
+        pthread_detach(th);
+        return;
+    }
+    tr_reject(sv, p->peer, VT_ERRC_BUSY, "cannot start a session");
+    vt_conn_refuse(p->c, &sv->kp, VT_ERRC_BUSY, "the trainer cannot start a session now; try again");
+    ss->c = NULL;
+    if (slot >= 0) {
+        ss->c = NULL;
+        session_end(ss);
+    } else {
+        free(ss);
+    }
+}
+
+/* The address to sign: --advertise, or the listen host with the bound port. */
+static vt_err service_addr(const vt_serve_opts *o, uint16_t port, char *out, size_t n)
+{
+    if (o->advertise) {
+        snprintf(out, n, "%s", o->advertise);
+        return VT_OK;
+    }
+    const char *colon = strrchr(o->listen, ':');
+    size_t hl = colon ? (size_t)(colon - o->listen) : 0;
+    char host[256];
+    snprintf(host, sizeof host, "%.*s", (int)hl, o->listen);
+    VT_RETURN_ERROR_IF(!hl || strcmp(host, "0.0.0.0") == 0 || strcmp(host, "[::]") == 0, VT_ERR_ARG,
+                       "listening on every address: say with --advertise HOST:PORT where arbiters reach this trainer");
+    snprintf(out, n, "%.200s:%u", host, (unsigned)port);
+    return VT_OK;
 }
 
 vt_err vt_serve_run(const vt_serve_opts *o)
@@ -229,12 +529,14 @@ vt_err vt_serve_run(const vt_serve_opts *o)
     memset(&sv, 0, sizeof sv);
     sv.o = o;
     pthread_mutex_init(&sv.mu, NULL);
+    pthread_cond_init(&sv.cv, NULL);
     vt_merkle_init(&sv.tree);
     vt_store *st = NULL;
     vt_listener *l = NULL;
     uint8_t mh[32], dh[32];
     char spec[96];
-    vt_err e = vt_sign_init();
+    vt_err e = o->n_arbiters > 0 ? VT_OK : vt_set_error(VT_ERR_ARG, "no arbiter key: name the arbiters to answer");
+    if (!e) e = vt_sign_init();
     if (!e) e = vt_sign_read_secret_key(o->key_path, &sv.kp);
     if (!e) e = vt_store_open(o->run_dir, 1, &st);
     if (!e) e = vt_store_manifest(st, &sv.manifest, &sv.manifest_len, mh);
@@ -259,55 +561,54 @@ vt_err vt_serve_run(const vt_serve_opts *o)
         if (!e) e = vt_merkle_append(&sv.tree, r.leaf);
     }
     vt_store_close(st);
+    if (!e) {
+        uint64_t K = sv.rc.checkpoint_every, H = sv.rc.state_hash_every, gap = K < H ? K : H;
+        sv.budget = o->max_recompute_steps ? o->max_recompute_steps : 8 * K + 4 * gap + 16;
+        sv.max_cache = o->chain_cache < 0 ? 0 : o->chain_cache > VT_SERVE_CACHE_MAX ? VT_SERVE_CACHE_MAX : o->chain_cache;
+    }
     uint16_t port = 0;
     if (!e) e = vt_listen(o->listen, &l, &port);
+    if (!e) { /* the signed service record: the only address an arbiter dials for this run */
+        char addr[VT_MSG_ADDR_MAX + 1], path[4096];
+        uint8_t rec[VT_SERVICE_MAX_LEN];
+        size_t n = 0;
+        e = service_addr(o, port, addr, sizeof addr);
+        if (!e) e = vt_service_sign(mh, addr, (uint64_t)time(NULL), &sv.kp, rec, sizeof rec, &n);
+        if (o->service_file)
+            snprintf(path, sizeof path, "%s", o->service_file);
+        else
+            snprintf(path, sizeof path, "%s/%s", o->run_dir, VT_SERVICE_FILE);
+        if (!e) e = vt_write_file_atomic(path, rec, n);
+        if (!e && !o->quiet) fprintf(stderr, "trainer: signed service record %s: %s\n", path, addr);
+    }
     if (!e && o->port_file) { /* atomically: a reader polling for the file never sees half of it */
         char num[16];
         int k = snprintf(num, sizeof num, "%u\n", (unsigned)port);
         e = vt_write_file_atomic(o->port_file, num, (size_t)k);
     }
     if (!e && !o->quiet) fprintf(stderr, "trainer: serving %s on port %u\n", o->run_dir, port);
-    int handled = 0, maxc = o->max_clients > 0 ? o->max_clients : 8;
-    while (!e && (o->max_connections <= 0 || handled < o->max_connections)) {
-        vt_conn *c = NULL;
-        if (vt_accept(l, &sv.kp, NULL, 10000, &c, NULL) != VT_OK) continue; /* a failed handshake drops that client only */
-        handled++;
-        pthread_mutex_lock(&sv.mu);
-        int busy = sv.active >= maxc;
-        if (!busy) sv.active++;
-        pthread_mutex_unlock(&sv.mu);
-        session *ss = busy ? NULL : calloc(1, sizeof *ss);
-        pthread_t th;
-        if (ss) {
-            ss->sv = &sv;
-            ss->c = c;
-            vt_conn_set_send_timeout(c, o->idle_ms > 0 ? o->idle_ms : 60000);
-            if (pthread_create(&th, NULL, session_main, ss) == 0) {
-                pthread_detach(th);
-                continue;
-            }
-            free(ss);
-            pthread_mutex_lock(&sv.mu);
-            sv.active--;
-            pthread_mutex_unlock(&sv.mu);
-        }
-        session tmp = {&sv, c, NULL, {0}, 0};
-        if (send_error(&tmp, "busy")) { /* nothing more to do for this client */ }
-        vt_conn_close(c);
+    vt_gate_opts go = {o->max_pending, o->pending_per_ip, o->handshake_ms, 0, 0, 0, 0};
+    vt_gate_cb cb = {tr_admit, tr_reject, tr_stop, &sv};
+    if (!e) e = vt_gate_run(l, &sv.kp, &go, &cb);
+    /* wait for the sessions still running (at most 60 s, then they are shut down) */
+    pthread_mutex_lock(&sv.mu);
+    for (int i = 0; sv.active > 0; i++) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += 1;
+        pthread_cond_timedwait(&sv.cv, &sv.mu, &ts);
+        if (i == 60)
+            for (int k = 0; k < 256; k++)
+                if (sv.sessions[k]) vt_conn_shutdown(sv.sessions[k]->c);
     }
-    /* wait for the sessions still running */
-    for (int i = 0; i < 6000; i++) {
-        pthread_mutex_lock(&sv.mu);
-        int a = sv.active;
-        pthread_mutex_unlock(&sv.mu);
-        if (!a) break;
-        usleep(10000);
-    }
+    pthread_mutex_unlock(&sv.mu);
     vt_listener_close(l);
+    for (int i = 0; i < sv.n_cache; i++) vt_seg_chain_free(&sv.cache[i].ch);
     vt_merkle_free(&sv.tree);
     vt_data_free(&sv.ds);
     free(sv.manifest);
     vt_keypair_wipe(&sv.kp);
+    pthread_cond_destroy(&sv.cv);
     pthread_mutex_destroy(&sv.mu);
     return e;
 }

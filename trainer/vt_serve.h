@@ -8,16 +8,32 @@
 #include "../kernels/vt_kernels.h"
 #include "../model/vt_model.h"
 
+#define VT_SERVE_MAX_ARBITERS 16
+#define VT_SERVE_CACHE_MAX 64
+
 typedef struct {
     const char *run_dir;
     const char *key_path;   /* the trainer's signing key: also its TLS identity */
     const char *data_root;
     const char *listen;     /* "HOST:PORT" */
+    const char *advertise;  /* the address signed into the service record (default: the listen
+                             * host with the bound port; required when listening on every address) */
+    const char *service_file; /* where the service record goes (default RUN_DIR/service.vtsr) */
     vt_order order;         /* the order the run was trained with (to re-create its values) */
     vt_cheat cheat;         /* tests: the cheat the run was trained with, so answers stay consistent */
-    int max_clients;        /* concurrent connections (default 8) */
-    int idle_ms;            /* a client silent this long is dropped (default 60000) */
-    int max_connections;    /* stop after this many connections (0 = serve forever; tests) */
+    /* access control: only these arbiters' keys get answers (at least one) */
+    uint8_t arbiter_pk[VT_SERVE_MAX_ARBITERS][32];
+    int n_arbiters;
+    int max_sessions;       /* sessions at once, all arbiters together (default 16) */
+    int sessions_per_arbiter; /* of those, for one arbiter key (default 8) */
+    int idle_ms;            /* a session silent this long is closed (default 60000) */
+    uint64_t max_recompute_steps; /* steps one session may make the trainer recompute (0: automatic,
+                                   * 8 x checkpoint_every + 4 x the gap between committed states + 16) */
+    int chain_cache;        /* segment chains kept for every session (default 4, at most 64) */
+    int handshake_ms;       /* TLS handshake deadline (default 3000) */
+    int max_pending;        /* connections not yet authenticated (default 64) */
+    int pending_per_ip;     /* of those, from one IP address (default 16) */
+    int max_connections;    /* stop after this many sessions (0 = serve forever; tests) */
     const char *port_file;  /* write the bound port here once listening (tests) */
     int quiet;
     /* testing only: misbehave (see docs/dispute.md) */
@@ -32,7 +48,7 @@ enum {
     VT_SERVE_DROP_ONCE,     /* drop the first connection after a few answers (the arbiter reconnects) */
 };
 
-/* Serves until max_connections were handled (or forever). */
+/* Serves until max_connections sessions were handled (or forever). */
 vt_err vt_serve_run(const vt_serve_opts *o) VT_WARN_UNUSED;
 
 #endif

@@ -186,6 +186,16 @@ static int vt_fuzz_msg_one(const uint8_t *data, size_t size, int *accepted)
         }
     }
 
+    /* 5. the bytes as a service record (the CHALLENGE carries one, opaque to the codec) */
+    {
+        vt_service sv;
+        vt_err e5 = vt_service_parse(data, size, &sv);
+        if (e5 != VT_OK && e5 != VT_ERR_FORMAT && e5 != VT_ERR_CRYPTO)
+            VT_FUZZ_MSG_FAIL("5: service record rejected with unexpected code %d (%s)", (int)e5, vt_errmsg());
+        if (e5 == VT_OK && (vt_service_check_addr(sv.addr) != VT_OK || size != VT_SERVICE_MIN_LEN + strlen(sv.addr)))
+            VT_FUZZ_MSG_FAIL("5: an accepted service record with a bad address or length");
+    }
+
 done:
     if (btype) vt_msg_body_free(btype, &b);
     vt_msg_free(&m);

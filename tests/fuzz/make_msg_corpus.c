@@ -101,13 +101,29 @@ int main(int argc, char **argv)
     fill(ch.auditor_pk, 32, 40);
     ch.claimed_step = 1234;
     fill(ch.auditor_state_hash, 32, 77);
-    strcpy(ch.trainer_addr, "127.0.0.1:7000");
+    {   /* a service record signed by the fuzz key (the codec carries it as opaque bytes) */
+        size_t n = 0;
+        uint8_t mh[32];
+        fill(mh, 32, 77);
+        if (vt_service_sign(mh, "127.0.0.1:7000", 1, kp, ch.service, sizeof ch.service, &n) != VT_OK) {
+            fprintf(stderr, "service: %s\n", vt_errmsg());
+            return 2;
+        }
+        ch.service_len = (uint16_t)n;
+    }
     enc_ok("ok-challenge", VT_MSG_CHALLENGE, &ch, 1);
-    strcpy(ch.trainer_addr, "tr\xc3\xa4iner.example:443 \xe2\x9c\x93 \xf0\x9f\x98\x80");
-    enc_ok("ok-challenge-utf8", VT_MSG_CHALLENGE, &ch, 2);
-    memset(ch.trainer_addr, 'a', VT_MSG_ADDR_MAX);
-    ch.trainer_addr[VT_MSG_ADDR_MAX] = 0;
-    enc_ok("ok-challenge-addr-max", VT_MSG_CHALLENGE, &ch, 3);
+    ch.service_len = 0;
+    enc_ok("ok-challenge-no-service", VT_MSG_CHALLENGE, &ch, 2);
+    fill(ch.service, VT_MSG_SERVICE_MAX, 0xc3);
+    ch.service_len = VT_MSG_SERVICE_MAX;
+    enc_ok("ok-challenge-service-max", VT_MSG_CHALLENGE, &ch, 3);
+
+    static vt_msg_note note = {.kind = VT_NOTE_CONNECT, .party = VT_ROLE_TRAINER, .code = 1, .n = 3,
+                               .v = {1, 2, 3, UINT64_MAX}, .text = "127.0.0.1:9: connection refused"};
+    enc_ok("ok-note", VT_MSG_NOTE, &note, 30);
+    note.kind = VT_NOTE_GAME;
+    note.text[0] = 0;
+    enc_ok("ok-note-game", VT_MSG_NOTE, &note, 31);
 
     vt_msg_q_step q = {.step = 42};
     enc_ok("ok-q-leaf", VT_MSG_Q_LEAF, &q, 4);
@@ -224,7 +240,7 @@ int main(int argc, char **argv)
     t[0] = 'X';
     write_file("bad-magic", t, sizeof good);
     memcpy(t, good, sizeof good);
-    t[4] = 2;
+    t[4] = 1; /* version 1: before the service record */
     write_file("bad-version", t, sizeof good);
     memcpy(t, good, sizeof good);
     t[6] = 0;
@@ -277,40 +293,56 @@ int main(int argc, char **argv)
     raw_bad("bad-hello-short", VT_MSG_HELLO, body, 64);
     raw_bad("bad-q-leaf-long", VT_MSG_Q_LEAF, body, 9);
 
-    /* CHALLENGE strings */
+    /* strings (in an ERROR message; every text field shares the check) */
     {
-        size_t off = VT_MSG_COMMITMENT_LEN + 32 + 8 + 32;
+        size_t off = 2;
         const struct {
             const char *name, *s;
             size_t n;
         } strs[] = {
-            {"bad-challenge-ctrl-newline", "host\n:1", 7},
-            {"bad-challenge-ctrl-nul", "ho\0st:1", 7},
-            {"bad-challenge-del", "host\x7f:1", 7},
-            {"bad-challenge-c1", "host\xc2\x85:1", 8},
-            {"bad-challenge-overlong", "\xc0\xaf", 2},
-            {"bad-challenge-overlong3", "\xe0\x80\xaf", 3},
-            {"bad-challenge-surrogate", "\xed\xa0\x80", 3},
-            {"bad-challenge-above-10ffff", "\xf4\x90\x80\x80", 4},
-            {"bad-challenge-lone-cont", "\x80", 1},
-            {"bad-challenge-truncated-utf8", "ab\xe2\x9c", 4},
-            {"bad-challenge-bidi", "a\xe2\x80\xae" "b", 5},
+            {"bad-text-ctrl-newline", "host\n:1", 7},
+            {"bad-text-ctrl-nul", "ho\0st:1", 7},
+            {"bad-text-del", "host\x7f:1", 7},
+            {"bad-text-c1", "host\xc2\x85:1", 8},
+            {"bad-text-overlong", "\xc0\xaf", 2},
+            {"bad-text-overlong3", "\xe0\x80\xaf", 3},
+            {"bad-text-surrogate", "\xed\xa0\x80", 3},
+            {"bad-text-above-10ffff", "\xf4\x90\x80\x80", 4},
+            {"bad-text-lone-cont", "\x80", 1},
+            {"bad-text-truncated-utf8", "ab\xe2\x9c", 4},
+            {"bad-text-bidi", "a\xe2\x80\xae" "b", 5},
         };
         for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++) {
             memset(body, 0x11, off);
             vt_put_u16le(body + off, (uint16_t)strs[i].n);
             memcpy(body + off + 2, strs[i].s, strs[i].n);
-            raw_bad(strs[i].name, VT_MSG_CHALLENGE, body, off + 2 + strs[i].n);
+            raw_bad(strs[i].name, VT_MSG_ERROR, body, off + 2 + strs[i].n);
         }
+    }
+    /* CHALLENGE service record lengths */
+    {
+        size_t off = VT_MSG_COMMITMENT_LEN + 32 + 8 + 32;
         memset(body, 0x11, off);
-        vt_put_u16le(body + off, 256);
-        memset(body + off + 2, 'a', 256);
-        raw_bad("bad-challenge-addr-256", VT_MSG_CHALLENGE, body, off + 2 + 256); /* header rejects: too long */
+        vt_put_u16le(body + off, VT_MSG_SERVICE_MAX + 1);
+        memset(body + off + 2, 'a', VT_MSG_SERVICE_MAX + 1);
+        raw_bad("bad-challenge-service-513", VT_MSG_CHALLENGE, body, off + 2 + VT_MSG_SERVICE_MAX + 1); /* header rejects */
         vt_put_u16le(body + off, 10);
-        memset(body + off + 2, 'a', 12);
-        raw_bad("bad-challenge-addr-len-short", VT_MSG_CHALLENGE, body, off + 2 + 12);
+        raw_bad("bad-challenge-service-len-short", VT_MSG_CHALLENGE, body, off + 2 + 12);
         vt_put_u16le(body + off, 12);
-        raw_bad("bad-challenge-addr-len-long", VT_MSG_CHALLENGE, body, off + 2 + 10);
+        raw_bad("bad-challenge-service-len-long", VT_MSG_CHALLENGE, body, off + 2 + 10);
+        vt_put_u16le(body + off, 600);
+        raw_bad("bad-challenge-service-len-600", VT_MSG_CHALLENGE, body, off + 2 + 10);
+    }
+    /* NOTE */
+    {
+        memset(body, 0, 44);
+        body[0] = 0;
+        raw_bad("bad-note-kind-0", VT_MSG_NOTE, body, 42);
+        body[0] = 4;
+        raw_bad("bad-note-kind-4", VT_MSG_NOTE, body, 42);
+        body[0] = 1;
+        vt_put_u16le(body + 40, 5);
+        raw_bad("bad-note-text-len", VT_MSG_NOTE, body, 44);
     }
     /* LEAF */
     {

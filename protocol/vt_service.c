@@ -1,0 +1,93 @@
+/* vt_service.c - the trainer's signed service record (docs/format.md "Service record"). */
+#include "vt_proto.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+vt_err vt_service_check_addr(const char *addr)
+{
+    VT_RETURN_ERROR_IF(!addr, VT_ERR_ARG, "address: NULL");
+    size_t n = strnlen(addr, VT_MSG_ADDR_MAX + 1);
+    VT_RETURN_ERROR_IF(n == 0 || n > VT_MSG_ADDR_MAX, VT_ERR_FORMAT, "address: %s", n ? "too long" : "empty");
+    const char *colon = strrchr(addr, ':');
+    VT_RETURN_ERROR_IF(!colon || colon == addr, VT_ERR_FORMAT, "address \"%.64s\": expected HOST:PORT", addr);
+    size_t hl = (size_t)(colon - addr);
+    if (addr[0] == '[') {
+        VT_RETURN_ERROR_IF(hl < 3 || addr[hl - 1] != ']', VT_ERR_FORMAT, "address \"%.64s\": bad [IPv6] host", addr);
+        for (size_t i = 1; i + 1 < hl; i++)
+            VT_RETURN_ERROR_IF(!strchr("0123456789abcdefABCDEF:.", addr[i]), VT_ERR_FORMAT,
+                               "address \"%.64s\": bad character in the IPv6 host", addr);
+    } else {
+        for (size_t i = 0; i < hl; i++) {
+            char c = addr[i];
+            int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-';
+            VT_RETURN_ERROR_IF(!ok, VT_ERR_FORMAT, "address \"%.64s\": bad character in the host", addr);
+        }
+    }
+    const char *ps = colon + 1;
+    size_t pl = strlen(ps);
+    VT_RETURN_ERROR_IF(pl == 0 || pl > 5 || strspn(ps, "0123456789") != pl || atoi(ps) < 1 || atoi(ps) > 65535,
+                       VT_ERR_FORMAT, "address \"%.64s\": bad port", addr);
+    return VT_OK;
+}
+
+vt_err vt_service_sign(const uint8_t manifest_hash[VT_MSG_HASH_LEN], const char *addr, uint64_t serial,
+                       const vt_keypair *kp, uint8_t *out, size_t cap, size_t *len)
+{
+    VT_RETURN_ERROR_IF(!manifest_hash || !kp || !out || !len, VT_ERR_ARG, "vt_service_sign: NULL argument");
+    VT_RETURN_ERROR_IF(cap < VT_SERVICE_MAX_LEN, VT_ERR_ARG, "vt_service_sign: buffer too small");
+    if (vt_service_check_addr(addr) != VT_OK) return vt_set_error(VT_ERR_ARG, "%s", vt_errmsg());
+    size_t n = strlen(addr), body = VT_SERVICE_MIN_LEN - VT_SIGN_SIG_LEN + n;
+    memcpy(out, VT_SERVICE_MAGIC, 4);
+    vt_put_u32le(out + 4, VT_SERVICE_VERSION);
+    memcpy(out + 8, manifest_hash, VT_MSG_HASH_LEN);
+    memcpy(out + 40, kp->pk, VT_SIGN_PK_LEN);
+    vt_put_u64le(out + 72, serial);
+    vt_put_u16le(out + 80, (uint16_t)n);
+    memcpy(out + 82, addr, n);
+    VT_FORWARD_IF_ERROR(vt_sign_detached(kp, out, body, out + body));
+    *len = body + VT_SIGN_SIG_LEN;
+    return VT_OK;
+}
+
+vt_err vt_service_parse(const uint8_t *p, size_t n, vt_service *s)
+{
+    VT_RETURN_ERROR_IF(!s || (!p && n), VT_ERR_ARG, "vt_service_parse: NULL argument");
+    memset(s, 0, sizeof *s);
+    VT_RETURN_ERROR_IF(n < VT_SERVICE_MIN_LEN || n > VT_SERVICE_MAX_LEN, VT_ERR_FORMAT,
+                       "service record: %zu bytes, not %u to %u", n, VT_SERVICE_MIN_LEN, VT_SERVICE_MAX_LEN);
+    VT_RETURN_ERROR_IF(memcmp(p, VT_SERVICE_MAGIC, 4) != 0, VT_ERR_FORMAT, "service record: bad magic");
+    VT_RETURN_ERROR_IF(vt_get_u32le(p + 4) != VT_SERVICE_VERSION, VT_ERR_FORMAT, "service record: version %u, not %u",
+                       (unsigned)vt_get_u32le(p + 4), VT_SERVICE_VERSION);
+    size_t al = vt_get_u16le(p + 80);
+    VT_RETURN_ERROR_IF(al > VT_MSG_ADDR_MAX || n != VT_SERVICE_MIN_LEN + al, VT_ERR_FORMAT,
+                       "service record: an address of %zu bytes in a record of %zu bytes", al, n);
+    memcpy(s->manifest_hash, p + 8, VT_MSG_HASH_LEN);
+    memcpy(s->trainer_pk, p + 40, VT_SIGN_PK_LEN);
+    s->serial = vt_get_u64le(p + 72);
+    memcpy(s->addr, p + 82, al);
+    s->addr[al] = 0;
+    VT_RETURN_ERROR_IF(strlen(s->addr) != al, VT_ERR_FORMAT, "service record: a NUL byte in the address");
+    if (vt_service_check_addr(s->addr) != VT_OK) return vt_set_error(VT_ERR_FORMAT, "service record: %s", vt_errmsg());
+    size_t body = n - VT_SIGN_SIG_LEN;
+    VT_RETURN_ERROR_IF(vt_sign_init() != VT_OK || vt_sign_verify_detached(p + body, p, body, s->trainer_pk) != VT_OK,
+                       VT_ERR_CRYPTO, "service record: the signature does not verify under the key it names");
+    return VT_OK;
+}
+
+vt_err vt_service_read_file(const char *path, uint8_t *out, size_t cap, size_t *len)
+{
+    VT_RETURN_ERROR_IF(!path || !out || !len, VT_ERR_ARG, "vt_service_read_file: NULL argument");
+    FILE *f = fopen(path, "rb");
+    VT_RETURN_ERROR_IF(!f, VT_ERR_IO, "cannot open the service record %s: %s", path, strerror(errno));
+    size_t n = fread(out, 1, cap, f);
+    int more = fgetc(f) != EOF, bad = ferror(f);
+    fclose(f);
+    VT_RETURN_ERROR_IF(bad, VT_ERR_IO, "cannot read the service record %s", path);
+    VT_RETURN_ERROR_IF(more || n > VT_SERVICE_MAX_LEN, VT_ERR_FORMAT, "service record %s: more than %u bytes", path,
+                       VT_SERVICE_MAX_LEN);
+    *len = n;
+    return VT_OK;
+}

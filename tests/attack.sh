@@ -1,0 +1,287 @@
+#!/usr/bin/env bash
+# The dispute game under attack (issue 9), real processes on loopback. Usage: attack.sh BUILD_DIR CASE
+# Each case starts its own trainer server and arbiter, measures the reference game (a lying auditor,
+# --lie 9:2, against the honest trainer) unloaded, then runs its attack while the same game is played
+# again, and checks: the honest party wins with the correct verdict, the loaded game takes at most
+# twice the unloaded one (plus a little slack), descriptors, threads and RSS stay bounded, and no file
+# is left by an unauthenticated peer. Every loop is bounded in count and time. Figures are printed
+# ("figure: ...") and recorded in docs/benchmarks.md.
+set -u
+B=$(cd "$1" && pwd)
+CASE=$2
+T=$(mktemp -d /tmp/vt-attack.XXXXXX)
+PIDS=()
+cleanup() { for p in "${PIDS[@]:-}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$T"; }
+trap cleanup EXIT
+fail=0
+bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+ok() { echo "ok: $*"; }
+SLOW=1; [ "${VT_ASAN:-0}" = 1 ] && SLOW=4
+
+"$B/trainer" keygen "$T/tk" >/dev/null && "$B/arbiter" keygen "$T/rk" >/dev/null && "$B/trainer" keygen "$T/ak" >/dev/null ||
+  { echo "setup failed"; exit 1; }
+R=(--set subset=1000 --set 'layers=[784,128,10]' --set steps=12 --set batch=64 --set checkpoint_every=4
+   --set state_hash_every=1 --quiet)
+"$B/trainer" train --run "$T/run" --key "$T/tk" "${R[@]}" >/dev/null || { echo "training failed"; exit 1; }
+
+wait_file() { # FILE PID: a server's port file (written atomically); at most 120 s
+  local i
+  for ((i = 0; i < 2400; i++)); do
+    [ -s "$1" ] && return 0
+    kill -0 "$2" 2>/dev/null || { [ -s "$1" ] && return 0; return 1; }
+    sleep 0.05
+  done
+  return 1
+}
+# start_arbiter DIR [args...]: sets APID, APORT
+start_arbiter() {
+  local d=$1; shift; mkdir -p "$d/tr"; rm -f "$d/ap"
+  ${PRE_ARB:-} "$B/arbiter" serve --listen 127.0.0.1:0 --key "$T/rk" --port-file "$d/ap" --transcripts "$d/tr" \
+    --deadline-ms $((10000 * SLOW)) --clock-ms $((60000 * SLOW)) "$@" >"$d/arbiter.log" 2>&1 &
+  APID=$!; PIDS+=("$APID")
+  wait_file "$d/ap" "$APID" || { echo "arbiter did not start: $(tail -3 "$d/arbiter.log")"; exit 1; }
+  APORT=$(cat "$d/ap")
+}
+# start_trainer DIR RUN [args...]: sets TPID, TPORT; the service record goes to DIR/service.vtsr
+start_trainer() {
+  local d=$1 run=$2; shift 2; rm -f "$d/tp"
+  "$B/trainer" serve "$run" --listen 127.0.0.1:0 --key "$T/tk" --arbiter-key "$T/rk.pub" --port-file "$d/tp" \
+    --service-file "$d/service.vtsr" "$@" >"$d/trainer.log" 2>&1 &
+  TPID=$!; PIDS+=("$TPID")
+  wait_file "$d/tp" "$TPID" || { echo "trainer did not start: $(tail -3 "$d/trainer.log")"; exit 1; }
+  TPORT=$(cat "$d/tp")
+}
+# play DIR OUT: the reference game (lying auditor); sets GAME_S (seconds) and GAME_ST (exit status)
+play() {
+  local t0 t1
+  t0=$(date +%s.%N)
+  timeout $((120 * SLOW)) "$B/auditor" challenge "$T/run" --service "$1/service.vtsr" --arbiter 127.0.0.1:"$APORT" \
+    --key "$T/ak" --arbiter-key "$T/rk.pub" --lie 9:2 --quiet >"$2" 2>&1
+  GAME_ST=$?
+  t1=$(date +%s.%N)
+  GAME_S=$(echo "$t1 - $t0" | bc -l)
+}
+honest_wins() { # OUT: the honest trainer wins: the auditor lost with the correct verdict
+  [ "$GAME_ST" = 1 ] && grep -q "against the auditor (wrong output) at step 9, operation 2" "$1"
+}
+within_2x() { # LOADED UNLOADED: at most twice (plus 1 s of slack per SLOW unit, for scheduling noise)
+  [ "$(echo "$1 <= 2 * $2 + $SLOW" | bc -l)" = 1 ]
+}
+# sample PID: current fds, threads, RSS (kB) and peak RSS (kB)
+fds() { ls "/proc/$1/fd" 2>/dev/null | wc -l; }
+status_kb() { awk -v k="$2:" '$1 == k {print $2}' "/proc/$1/status" 2>/dev/null; }
+# watch PID FILE SECONDS: samples every 0.2 s, writes "maxfds maxthreads maxrss_kb"
+watch_proc() {
+  local p=$1 f=$2 n=$(( $3 * 5 )) i mf=0 mt=0 mr=0 x
+  for ((i = 0; i < n; i++)); do
+    kill -0 "$p" 2>/dev/null || break
+    x=$(fds "$p"); [ "${x:-0}" -gt "$mf" ] && mf=$x
+    x=$(status_kb "$p" Threads); [ "${x:-0}" -gt "$mt" ] && mt=$x
+    x=$(status_kb "$p" VmRSS); [ "${x:-0}" -gt "$mr" ] && mr=$x
+    sleep 0.2
+  done
+  echo "$mf $mt $mr" >"$f"
+}
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null; }
+ntranscripts() { ls "$1"/tr/*.vttr 2>/dev/null | wc -l; }
+
+D=$T/c; mkdir -p "$D"
+# the reference game, unloaded (the baseline every loaded game is compared with)
+baseline() {
+  start_arbiter "$D" "$@"
+  start_trainer "$D" "$T/run"
+  play "$D" "$D/unloaded.out"
+  honest_wins "$D/unloaded.out" || { bad "unloaded game: $(cat "$D/unloaded.out")"; exit 1; }
+  UNLOADED=$GAME_S
+  echo "figure: $CASE unloaded game $(printf %.2f "$UNLOADED") s"
+}
+# loaded ATTACK_DESCRIPTION: plays the game while the attack (already started) runs; checks 2x, bounds
+loaded() {
+  watch_proc "$APID" "$D/arb.watch" 30 & local w1=$!
+  watch_proc "$TPID" "$D/tr.watch" 30 & local w2=$!
+  play "$D" "$D/loaded.out"
+  local st=$GAME_ST s=$GAME_S
+  kill "$w1" "$w2" 2>/dev/null; wait "$w1" "$w2" 2>/dev/null
+  # the watchers write on exit only when they finish: take a last sample instead
+  echo "$(fds "$APID") $(status_kb "$APID" Threads) $(status_kb "$APID" VmHWM)" >"$D/arb.now"
+  echo "$(fds "$TPID") $(status_kb "$TPID" Threads) $(status_kb "$TPID" VmHWM)" >"$D/tr.now"
+  GAME_ST=$st
+  if honest_wins "$D/loaded.out"; then ok "$1: the honest trainer wins"; else bad "$1: $(cat "$D/loaded.out")"; fi
+  if within_2x "$s" "$UNLOADED"; then ok "$1: $(printf %.2f "$s") s loaded vs $(printf %.2f "$UNLOADED") s unloaded"
+  else bad "$1: the game took $s s loaded, $UNLOADED s unloaded"; fi
+  echo "figure: $CASE loaded game $(printf %.2f "$s") s (unloaded $(printf %.2f "$UNLOADED") s)"
+  LOADED=$s
+}
+# bounded PID NAME MAXFDS MAXTHREADS MAXRSS_MB: checked now (during or right after the attack)
+bounded() {
+  local f t r
+  f=$(fds "$1"); t=$(status_kb "$1" Threads); r=$(status_kb "$1" VmHWM)
+  echo "figure: $CASE $2 fds $f, threads $t, peak RSS $((r / 1024)) MB"
+  [ "$f" -le "$3" ] && [ "$t" -le "$4" ] && [ $((r / 1024)) -le "$5" ] && ok "$2 bounded" ||
+    bad "$2: fds $f (max $3), threads $t (max $4), peak RSS $((r / 1024)) MB (max $5)"
+}
+ASANMB=$((SLOW > 1 ? 800 : 0))
+
+case "$CASE" in
+address) # 1. the auditor cannot pick the trainer's address
+  baseline
+  "$B/auditor" challenge "$T/run" --trainer 127.0.0.1:9 --arbiter 127.0.0.1:"$APORT" --key "$T/ak" >"$D/o" 2>&1
+  [ $? = 64 ] && grep -q "signed service record" "$D/o" && ok "--trainer is refused" || bad "--trainer: $(cat "$D/o")"
+  "$B/vt_attack" count-listen "$D/cp" 8 >"$D/count.out" & CL=$!; PIDS+=("$CL")
+  wait_file "$D/cp" "$CL"; CP=$(cat "$D/cp")
+  # a record for a port of the attacker's, signed by the auditor's own key
+  "$B/vt_attack" sign-service "$D/forged.vtsr" "$D/service.vtsr" 127.0.0.1:"$CP" "$T/ak" || bad "sign-service"
+  n0=$(ntranscripts "$D")
+  "$B/auditor" challenge "$T/run" --service "$D/forged.vtsr" --arbiter 127.0.0.1:"$APORT" --key "$T/ak" --lie 9:2 \
+    --quiet >"$D/o" 2>&1; st=$?
+  [ $st = 1 ] && grep -q "against the auditor (invalid challenge)" "$D/o" && grep -q "not signed by the commitment's trainer key" "$D/o" &&
+    ok "forged service record: verdict against the auditor" || bad "forged service record: exit $st $(cat "$D/o")"
+  # an unsigned (corrupted) commitment with a genuine record
+  cp -r "$T/run" "$T/run-bad"; printf '\x55' | dd of="$T/run-bad/commitment.vtc" bs=1 seek=60 conv=notrunc 2>/dev/null
+  "$B/vt_attack" challenge 127.0.0.1:"$APORT" "$T/run-bad" "$D/forged.vtsr" >"$D/o2" 2>&1
+  grep -q "reply VERDICT loser 2 reason 8: the commitment in the challenge is not signed" "$D/o2" &&
+    ok "unsigned commitment: verdict against the auditor" || bad "unsigned commitment: $(cat "$D/o2")"
+  wait "$CL"
+  grep -q "count-listen: 0 connections" "$D/count.out" && ok "nothing dialled" || bad "dialled: $(cat "$D/count.out")"
+  [ "$(ntranscripts "$D")" = "$n0" ] && ok "no transcript for refused challenges" || bad "transcripts written"
+  grep -q "rejected 127.0.0.1:[0-9]*: invalid challenge" "$D/arbiter.log" && ok "arbiter logs the rejection" ||
+    bad "no rejection logged: $(tail -3 "$D/arbiter.log")"
+  # an honest record whose trainer is down at first: retried within its clock, then the game goes on
+  kill "$TPID"; wait "$TPID" 2>/dev/null
+  ( sleep 2; "$B/trainer" serve "$T/run" --listen 127.0.0.1:"$TPORT" --key "$T/tk" --arbiter-key "$T/rk.pub" \
+      --service-file "$D/service2.vtsr" >"$D/trainer2.log" 2>&1 ) & PIDS+=("$!")
+  play "$D" "$D/late.out"
+  honest_wins "$D/late.out" && ok "trainer reached within its clock after retries" || bad "late trainer: $(cat "$D/late.out")"
+  tr=$(ls -t "$D"/tr/*.vttr | head -1)
+  "$B/arbiter" check "$tr" >"$D/check.out" 2>&1 && grep -q RE-DERIVED "$D/check.out" && ok "arbiter check re-derives it" ||
+    bad "check: $(cat "$D/check.out")"
+  grep -q "attempt 1 to reach the trainer" "$D/arbiter.log" && ok "attempts logged" || bad "no attempt logged"
+  ;;
+idle) # 2. idle TCP sockets on both ports
+  baseline
+  "$B/vt_attack" idle 127.0.0.1:"$TPORT" 40 30 >"$D/i1" & A1=$!; PIDS+=("$A1")
+  "$B/vt_attack" idle 127.0.0.1:"$APORT" 40 30 >"$D/i2" & A2=$!; PIDS+=("$A2")
+  sleep 1
+  loaded "40 + 40 idle sockets"
+  bounded "$APID" arbiter 120 12 $((64 + ASANMB)); bounded "$TPID" trainer 120 14 $((96 + ASANMB))
+  ;;
+silent_tls) # 3. silent TLS sessions under self-made keys
+  baseline
+  "$B/vt_attack" silent-tls 127.0.0.1:"$TPORT" 16 30 >"$D/s1" & A1=$!; PIDS+=("$A1")
+  "$B/vt_attack" silent-tls 127.0.0.1:"$APORT" 16 30 >"$D/s2" & A2=$!; PIDS+=("$A2")
+  sleep 1
+  loaded "16 + 16 silent TLS sessions"
+  bounded "$APID" arbiter 100 12 $((64 + ASANMB)); bounded "$TPID" trainer 100 14 $((96 + ASANMB))
+  grep -q "is not an arbiter this trainer answers" "$D/trainer.log" && ok "trainer refuses unknown keys" ||
+    bad "no refusal in the trainer log"
+  ;;
+manifest) # 4. a hostile manifest sized to exhaust the arbiter
+  cp -r "$T/run" "$T/huge"
+  "$B/vt_tamper" "$T/huge" "$T/tk" set-layers-resign '[784,65536,65536,10]' >/dev/null || bad "tamper"
+  start_arbiter "$D"
+  start_trainer "$D" "$T/huge"
+  "$B/vt_attack" challenge 127.0.0.1:"$APORT" "$T/huge" "$D/service.vtsr" >"$D/o" 2>&1
+  grep -q "reply VERDICT loser 0 reason 13: the run's manifest needs" "$D/o" && ok "refused with a signed verdict" ||
+    bad "huge manifest: $(cat "$D/o")"
+  bounded "$APID" arbiter 40 12 $((48 + ASANMB))
+  tr=$(ls "$D"/tr/*.vttr | head -1)
+  "$B/arbiter" check "$tr" >"$D/check.out" 2>&1 && grep -q "RE-DERIVED: verdict against nobody (over the arbiter's limits)" "$D/check.out" &&
+    ok "the refusal re-derives offline" || bad "check: $(cat "$D/check.out")"
+  # a width that fits memory but not a lower limit; and concurrent games beyond --max-running
+  kill "$APID"; wait "$APID" 2>/dev/null
+  start_arbiter "$D" --max-game-mb 8 --max-running 1
+  cp -r "$T/run" "$T/wide"; "$B/vt_tamper" "$T/wide" "$T/tk" set-layers-resign '[784,4000,10]' >/dev/null || bad "tamper"
+  kill "$TPID"; wait "$TPID" 2>/dev/null
+  start_trainer "$D" "$T/wide" --misbehave silent
+  "$B/vt_attack" challenge 127.0.0.1:"$APORT" "$T/wide" "$D/service.vtsr" >"$D/c1" 2>&1 & C1=$!
+  sleep 1
+  "$B/vt_attack" challenge 127.0.0.1:"$APORT" "$T/wide" "$D/service.vtsr" >"$D/c2" 2>&1
+  grep -q "reply ERROR code 4 (busy)" "$D/c2" && ok "a second game beyond --max-running 1 is refused (busy)" ||
+    bad "concurrency: $(cat "$D/c2")"
+  kill "$C1" 2>/dev/null; wait "$C1" 2>/dev/null
+  ;;
+flood) # 5. many silent sessions, a handshake flood, transcript files, a low descriptor limit
+  PRE_ARB="prlimit --nofile=160 --" baseline
+  n0=$(ntranscripts "$D")
+  "$B/vt_attack" silent-tls 127.0.0.1:"$APORT" 200 30 >"$D/s1" & A1=$!; PIDS+=("$A1")
+  "$B/vt_attack" flood 127.0.0.1:"$APORT" 30 >"$D/f1" & A2=$!; PIDS+=("$A2")
+  "$B/vt_attack" idle 127.0.0.1:"$APORT" 150 30 >"$D/i1" & A3=$!; PIDS+=("$A3")
+  sleep 2
+  loaded "200 silent TLS sessions + 150 idle sockets + a handshake flood, descriptor limit 160"
+  bounded "$APID" arbiter 160 12 $((64 + ASANMB))
+  kill "$A1" "$A2" "$A3" 2>/dev/null; wait "$A1" "$A2" "$A3" 2>/dev/null
+  [ "$(ntranscripts "$D")" = $((n0 + 1)) ] && ok "one transcript per honest game, none for the flood" ||
+    bad "transcripts: $(ntranscripts "$D") (expected $((n0 + 1)))"
+  t0=$(cpu_ticks "$APID"); sleep 2; t1=$(cpu_ticks "$APID")
+  [ $((t1 - t0)) -le $((20 * SLOW)) ] && ok "idle arbiter after the flood: $((t1 - t0)) ticks in 2 s" ||
+    bad "the arbiter spins: $((t1 - t0)) ticks in 2 s"
+  grep -q "descriptor limit\|too many pending" "$D/arbiter.log" && ok "the gate dropped the oldest pending connections" ||
+    bad "no eviction logged"
+  ;;
+unauth) # 6. questions from keys the trainer does not accept
+  baseline
+  t0=$(cpu_ticks "$TPID")
+  for q in chain inputs leaf; do
+    "$B/vt_attack" query 127.0.0.1:"$TPORT" $q >"$D/q" 2>&1
+    grep -q "reply ERROR code 3 (unauthorized)" "$D/q" && ok "unauthenticated $q refused" || bad "$q: $(cat "$D/q")"
+  done
+  for i in $(seq 1 20); do "$B/vt_attack" query 127.0.0.1:"$TPORT" chain >/dev/null 2>&1; done
+  t1=$(cpu_ticks "$TPID")
+  [ $((t1 - t0)) -le $((50 * SLOW)) ] && ok "23 refused questions cost the trainer $((t1 - t0)) ticks" ||
+    bad "the trainer worked: $((t1 - t0)) ticks"
+  # the accepted arbiter's key: only segments between adjacent committed states
+  "$B/vt_attack" query 127.0.0.1:"$TPORT" chain "$T/rk" >"$D/q" 2>&1
+  grep -q "reply ERROR code 7 (no such thing): no segment" "$D/q" && ok "a long segment is refused even to the arbiter" ||
+    bad "arbiter chain: $(cat "$D/q")"
+  grep -q "rejected 127.0.0.1:[0-9]*: key [0-9a-f]* is not an arbiter" "$D/trainer.log" && ok "trainer logs them" ||
+    bad "trainer log: $(tail -3 "$D/trainer.log")"
+  "$B/vt_attack" silent-tls 127.0.0.1:"$TPORT" 8 30 >/dev/null & A1=$!; PIDS+=("$A1")
+  ( for i in $(seq 1 200); do "$B/vt_attack" query 127.0.0.1:"$TPORT" chain >/dev/null 2>&1; done ) & A2=$!; PIDS+=("$A2")
+  loaded "unauthenticated questions"
+  ;;
+error_challenge) # 7. an ERROR in place of the CHALLENGE, its text an address
+  baseline
+  "$B/vt_attack" count-listen "$D/cp" 6 >"$D/count.out" & CL=$!; PIDS+=("$CL")
+  wait_file "$D/cp" "$CL"; CP=$(cat "$D/cp")
+  n0=$(ntranscripts "$D")
+  "$B/vt_attack" error-challenge 127.0.0.1:"$APORT" "127.0.0.1:$CP" >"$D/o" 2>&1
+  grep -q "reply ERROR code 2 (unexpected message): the first message must be a CHALLENGE, not ERROR" "$D/o" &&
+    ok "refused with ERROR unexpected" || bad "error-challenge: $(cat "$D/o")"
+  wait "$CL"
+  grep -q "count-listen: 0 connections" "$D/count.out" && ok "its text was not dialled" || bad "$(cat "$D/count.out")"
+  [ "$(ntranscripts "$D")" = "$n0" ] && ok "no transcript" || bad "a transcript was written"
+  grep -q "rejected 127.0.0.1:[0-9]*: the first message must be a CHALLENGE" "$D/arbiter.log" && ok "logged" || bad "not logged"
+  ;;
+offline) # 8. a verdict by deadline (unreachable trainer), re-checked offline
+  start_trainer "$D" "$T/run"; kill "$TPID"; wait "$TPID" 2>/dev/null # a genuine record, nobody answering
+  start_arbiter "$D" --clock-ms $((3000 * SLOW)) --deadline-ms $((1000 * SLOW))
+  "$B/auditor" challenge "$T/run" --service "$D/service.vtsr" --arbiter 127.0.0.1:"$APORT" --key "$T/ak" --lie 9:2 \
+    --quiet >"$D/o" 2>&1; st=$?
+  [ $st = 0 ] && grep -q "against the trainer (no valid answer)" "$D/o" && ok "the unreachable trainer loses by its clock" ||
+    bad "verdict: exit $st $(cat "$D/o")"
+  tr=$(ls "$D"/tr/*.vttr | head -1)
+  "$B/arbiter" check "$tr" >"$D/check.out" 2>&1; st=$?
+  cat "$D/check.out"
+  [ $st = 0 ] && grep -q "RE-DERIVED: verdict against the trainer (no valid answer)" "$D/check.out" &&
+    grep -q "rests on: the arbiter's signed account" "$D/check.out" && grep -q "connection attempts to 127.0.0.1:$TPORT" "$D/check.out" &&
+    ok "arbiter check re-derives the deadline verdict and says what it rests on" || bad "check: exit $st"
+  ;;
+rejections) # 9. every rejection answered with an ERROR frame and logged
+  baseline
+  "$B/vt_attack" query 127.0.0.1:"$APORT" garbage >"$D/o1" 2>&1
+  grep -q "reply ERROR code 1 (malformed message)" "$D/o1" && ok "arbiter: malformed first frame" || bad "$(cat "$D/o1")"
+  "$B/vt_attack" query 127.0.0.1:"$APORT" leaf >"$D/o2" 2>&1
+  grep -q "reply ERROR code 2 (unexpected message)" "$D/o2" && ok "arbiter: a question first" || bad "$(cat "$D/o2")"
+  "$B/vt_attack" query 127.0.0.1:"$TPORT" leaf >"$D/o3" 2>&1
+  grep -q "reply ERROR code 3 (unauthorized)" "$D/o3" && ok "trainer: unknown key" || bad "$(cat "$D/o3")"
+  "$B/vt_attack" query 127.0.0.1:"$TPORT" garbage "$T/rk" >"$D/o4" 2>&1
+  grep -q "reply ERROR code 1 (malformed message)" "$D/o4" && ok "trainer: a malformed frame from the arbiter" || bad "$(cat "$D/o4")"
+  "$B/vt_attack" challenge 127.0.0.1:"$TPORT" "$T/run" "$D/service.vtsr" >/dev/null 2>&1 # unknown key again
+  n=$(grep -c "rejected 127.0.0.1:[0-9]*: " "$D/arbiter.log"); m=$(grep -c "rejected 127.0.0.1:[0-9]*: " "$D/trainer.log")
+  [ "$n" -ge 2 ] && [ "$m" -ge 3 ] && ok "every rejection logged with its peer (arbiter $n, trainer $m)" ||
+    bad "logged: arbiter $n, trainer $m"
+  ;;
+*) echo "unknown case $CASE"; exit 64 ;;
+esac
+echo "attack $CASE: $fail failed"
+[ "$fail" = 0 ]
