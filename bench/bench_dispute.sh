@@ -25,12 +25,13 @@ run() { # name steps H K dataset layers batch
   VT_ARBITER_BENCH=1 "$B/arbiter" serve --listen 127.0.0.1:0 --key "$T/rk" --games 1 --port-file "$T/g-$name/ap" --transcripts "$T/g-$name" \
     >"$T/g-$name/arb.log" 2>&1 &
   local apid=$!
-  "$B/trainer" serve "$T/$name" --listen 127.0.0.1:0 --key "$T/tk" --connections 2 --port-file "$T/g-$name/tp" \
-    --cheat "lr:$cheat:0.5" --quiet &
+  "$B/trainer" serve "$T/$name" --listen 127.0.0.1:0 --key "$T/tk" --arbiter-key "$T/rk.pub" --connections 2 \
+    --port-file "$T/g-$name/tp" --service-file "$T/g-$name/service.vtsr" --cheat "lr:$cheat:0.5" --quiet &
   local tpid=$!
   wait_file "$T/g-$name/ap"; wait_file "$T/g-$name/tp"
-  "$B/auditor" challenge "$T/$name" --trainer 127.0.0.1:"$(cat "$T/g-$name/tp")" \
-    --arbiter 127.0.0.1:"$(cat "$T/g-$name/ap")" --key "$T/ak" --quiet >"$T/g-$name/ch.out" 2>&1
+  wait_file "$T/g-$name/service.vtsr"
+  "$B/auditor" challenge "$T/$name" --service "$T/g-$name/service.vtsr" \
+    --arbiter 127.0.0.1:"$(cat "$T/g-$name/ap")" --arbiter-key "$T/rk.pub" --key "$T/ak" --quiet >"$T/g-$name/ch.out" 2>&1
   wait "$apid" 2>/dev/null; kill "$tpid" 2>/dev/null; wait "$tpid" 2>/dev/null
   local line; line=$(grep "rounds (" "$T/g-$name/arb.log")
   local rounds sr orr rec game

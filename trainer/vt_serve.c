@@ -325,6 +325,18 @@ static vt_err answer(session *ss, const vt_msg *q)
         vt_model_free(&m);
         return se;
     }
+    case VT_MSG_VERDICT: {
+        /* the arbiter's signed verdict ends the game (signature checked by vt_recv_msg) */
+        const vt_msg_verdict *v = &q->body.verdict;
+        if (!o->quiet)
+            fprintf(stderr, "trainer: verdict from %s: %s at step %llu, operation %u: %s\n", ss->peer,
+                    v->loser == VT_LOSER_TRAINER   ? "against the trainer"
+                    : v->loser == VT_LOSER_AUDITOR ? "against the auditor"
+                    : v->loser == VT_LOSER_BOTH    ? "against both"
+                                                   : "nobody loses",
+                    (unsigned long long)v->step, v->op, v->reason);
+        return VT_ERR_IO; /* the session is over */
+    }
     default: {
         char m[96];
         snprintf(m, sizeof m, "unexpected %s: this trainer answers the arbiter's questions only", vt_msg_type_name(type));
@@ -359,6 +371,7 @@ static void *session_main(void *p)
         vt_msg_limits lim;
         memset(&lim, 0, sizeof lim);
         for (int t = 1; t < VT_MSG_TYPE_COUNT_; t++) lim.max_body[t] = 64; /* only small questions come in */
+        lim.max_body[VT_MSG_VERDICT] = 32 + 8 + 4 + 1 + 1 + 2 + VT_MSG_TEXT_MAX; /* and the arbiter's verdict */
         for (int answered = 0;; answered++) {
             if (sv->o->misbehave == VT_SERVE_DROP_ONCE && answered == 6) {
                 pthread_mutex_lock(&sv->mu);
