@@ -201,7 +201,7 @@ static vt_err gemm_blas_panels(vt_exec *e, int tA, int tB, size_t M, size_t N, s
 {
     const size_t kc = VT_PANEL, P = (K + kc - 1) / kc, depth = vt__ptree_depth(P);
     size_t rb = M;
-    if (M * N > ((size_t)1 << 20)) rb = ((size_t)1 << 20) / N ? ((size_t)1 << 20) / N : 1;
+    if (M * N > ((size_t)1 << 18)) rb = ((size_t)1 << 18) / N ? ((size_t)1 << 18) / N : 1; /* 2 MB per tree level */
     void *pa = NULL, *pb = NULL, *pst = NULL;
     VT_FORWARD_IF_ERROR(vt__ws_get(&e->ws, VT_WS_A, rb * kc, sizeof(double), &pa));
     VT_FORWARD_IF_ERROR(vt__ws_get(&e->ws, VT_WS_B, kc * N, sizeof(double), &pb));

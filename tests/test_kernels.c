@@ -379,6 +379,39 @@ static void test_gemm_panel(void)
                     vt_exec_free(&e);
                     free(A), free(B), free(aA), free(aB), free(C), free(rn), free(cn);
                 }
+    /* a large output: the panelled BLAS orders work in blocks of rows (M * N > 2^18); sampled elements */
+    {
+        const size_t M = 700, N = 512, K = 300;
+        const vt_bound_cfg cfg = {.mode = VT_BOUND_PROVABLE, .rounding = VT_ROUNDING_EXACT};
+        float *A = xmalloc(M * K * sizeof(float)), *B = xmalloc(K * N * sizeof(float));
+        double *C = xmalloc(M * N * sizeof(double)), *rn = xmalloc(M * sizeof(double)), *cn = xmalloc(N * sizeof(double));
+        float *aA = xmalloc(K * sizeof(float)), *aB = xmalloc(K * sizeof(float));
+        gen_gemm(1, M, N, K, A, B);
+        for (int o = 0; o < VT_ORDER_COUNT; o++) {
+            if (!vt_gemm_order_uses_blas((vt_order)o)) continue;
+            vt_exec e;
+            vt_exec_init(&e, (vt_order)o, cfg, 3);
+            vt_bounds bd;
+            CHECK_OK(vt_gemm(&e, 0, 0, M, N, K, A, B, C, rn, cn, &bd));
+            for (int t = 0; t < 300; t++) {
+                size_t i = rnd_below(M), j = rnd_below(N);
+                uint64_t nnz = 0;
+                for (size_t k = 0; k < K; k++) {
+                    aA[k] = fabsf(A[i * K + k]), aB[k] = fabsf(B[k * N + j]);
+                    nnz += aA[k] * aB[k] != 0;
+                }
+                int ok;
+                double r = exact_residual(K, A + i * K, 1, B + j, N, C[i * N + j], &ok);
+                double Bt = vt_bound_coef_red(&cfg, nnz, K) * vt_dot_exact64(K, aA, 1, aB, 1);
+                CHECK(ok && fabs(r) <= Bt && fabs(r) <= bd.coef * rn[i] * cn[j],
+                      "row blocks: %s (%zu,%zu): error %a beyond the panel bound %a", vt_order_name((vt_order)o), i, j, r,
+                      Bt);
+                checked++;
+            }
+            vt_exec_free(&e);
+        }
+        free(A), free(B), free(C), free(rn), free(cn), free(aA), free(aB);
+    }
     printf("panelled reductions: %ld elements within the panel bound\n", checked);
 }
 
