@@ -828,20 +828,27 @@ static void gate_drop(gate *g, int i, int refuse_code, const char *reason)
 
 /* The connection to drop for room (of address ip, when given): the oldest of those that have
  * sent nothing, else the oldest of those that completed their handshake and have not sent their
- * first message (an honest client sends it at once), else the oldest handshaking one. */
-static int gate_rank(const gate_slot *s) { return s->stage < 0 ? 2 : s->stage == 1 ? 1 : 0; }
+ * first message (an honest client sends it at once), else the oldest handshaking one. "Sent
+ * nothing" is asked of the socket now, not of the slot's stage: a connection accepted in the same
+ * burst as the flood that makes room has its ClientHello queued but not yet read, and counts as
+ * handshaking (else an honest client that shares an address with a flood of idle sockets, as on
+ * loopback or behind a NAT, is dropped as idle). */
+static int gate_rank(const gate_slot *s)
+{
+    if (s->stage == 1) return 1;
+    if (s->stage == 0) return 0;
+    char b;
+    ssize_t r = recv(s->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    return r > 0 ? 0 : 2; /* bytes waiting: handshaking; none, end of stream or an error: idle */
+}
 
 static int gate_oldest(gate *g, const char *ip)
 {
-    int best = -1;
+    int best = -1, rb = -1;
     for (int i = 0; i < g->n; i++) {
         if (ip && strcmp(g->s[i].ip, ip) != 0) continue;
-        if (best < 0) {
-            best = i;
-            continue;
-        }
-        int ri = gate_rank(&g->s[i]), rb = gate_rank(&g->s[best]);
-        if (ri > rb || (ri == rb && g->s[i].t0 < g->s[best].t0)) best = i;
+        int ri = gate_rank(&g->s[i]);
+        if (best < 0 || ri > rb || (ri == rb && g->s[i].t0 < g->s[best].t0)) best = i, rb = ri;
     }
     return best;
 }
@@ -981,14 +988,20 @@ static int64_t gate_accept(gate *g)
                 }
                 /* nothing of ours to drop: take the connection off the queue with the reserved
                  * descriptor and close it, then pause the listener (no busy loop) */
+                char ip[64], peer[80] = "?";
                 if (g->reserve_fd >= 0) {
                     close(g->reserve_fd);
                     g->reserve_fd = -1;
-                    int f2 = accept4(g->l->fd, NULL, NULL, SOCK_CLOEXEC);
-                    if (f2 >= 0) close(f2);
+                    sl = sizeof ss;
+                    int f2 = accept4(g->l->fd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC);
+                    if (f2 >= 0) {
+                        peer_names(&ss, sl, ip, sizeof ip, peer, sizeof peer);
+                        close(f2);
+                    }
                     g->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
                 }
-                gate_log(g, "?", 0, "descriptor limit reached: a new connection is dropped, accepting paused 100 ms");
+                gate_log(g, peer, 0, "descriptor limit reached (sessions hold every descriptor): the new connection is "
+                                     "dropped, accepting paused 100 ms");
                 return 100 * 1000000LL;
             }
             char m[128];

@@ -6,12 +6,22 @@
 # twice the unloaded one (plus a little slack), descriptors, threads and RSS stay bounded, and no file
 # is left by an unauthenticated peer. Every loop is bounded in count and time. Figures are printed
 # ("figure: ...") and recorded in docs/benchmarks.md.
+# Timing (the issue's "at most 2x the unloaded time"): the attack tools run on the same cores as the
+# servers, and CI machines have two, shared. One game is a second or less, so one descheduling can
+# double it: each side is the median of 3 games, and the bound is 2 x the unloaded median plus
+# 0.5 s (x4 under a sanitizer, VT_ASAN=1). Every game, not only the median, must be won by the
+# honest party. Attacks last 30 s (x4 under a sanitizer), longer than the three loaded games.
+# Environment: VT_ATTACK_KEEP=1 keeps the work folder of a failed case; AUD_QUIET= shows the
+# auditor's progress (retries) in the game outputs.
 set -u
 B=$(cd "$1" && pwd)
 CASE=$2
 T=$(mktemp -d /tmp/vt-attack.XXXXXX)
 PIDS=()
-cleanup() { for p in "${PIDS[@]:-}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$T"; }
+cleanup() {
+  for p in "${PIDS[@]:-}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null
+  if [ -n "${VT_ATTACK_KEEP:-}" ] && [ "$fail" != 0 ]; then echo "kept $T" >&2; else rm -rf "$T"; fi
+}
 trap cleanup EXIT
 fail=0
 bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
@@ -45,7 +55,7 @@ start_arbiter() {
 # start_trainer DIR RUN [args...]: sets TPID, TPORT; the service record goes to DIR/service.vtsr
 start_trainer() {
   local d=$1 run=$2; shift 2; rm -f "$d/tp"
-  "$B/trainer" serve "$run" --listen 127.0.0.1:0 --key "$T/tk" --arbiter-key "$T/rk.pub" --port-file "$d/tp" \
+  ${PRE_TR:-} "$B/trainer" serve "$run" --listen 127.0.0.1:0 --key "$T/tk" --arbiter-key "$T/rk.pub" --port-file "$d/tp" \
     --service-file "$d/service.vtsr" "$@" >"$d/trainer.log" 2>&1 &
   TPID=$!; PIDS+=("$TPID")
   wait_file "$d/tp" "$TPID" || { echo "trainer did not start: $(tail -3 "$d/trainer.log")"; exit 1; }
@@ -56,7 +66,7 @@ play() {
   local t0 t1
   t0=$(date +%s.%N)
   timeout $((120 * SLOW)) "$B/auditor" challenge "$T/run" --service "$1/service.vtsr" --arbiter 127.0.0.1:"$APORT" \
-    --key "$T/ak" --arbiter-key "$T/rk.pub" --lie 9:2 --quiet >"$2" 2>&1
+    --key "$T/ak" --arbiter-key "$T/rk.pub" --lie 9:2 ${AUD_QUIET---quiet} >"$2" 2>&1
   GAME_ST=$?
   t1=$(date +%s.%N)
   GAME_S=$(echo "$t1 - $t0" | bc -l)
@@ -64,9 +74,12 @@ play() {
 honest_wins() { # OUT: the honest trainer wins: the auditor lost with the correct verdict
   [ "$GAME_ST" = 1 ] && grep -q "against the auditor (wrong output) at step 9, operation 2" "$1"
 }
-within_2x() { # LOADED UNLOADED: at most twice (plus 1 s of slack per SLOW unit, for scheduling noise)
-  [ "$(echo "$1 <= 2 * $2 + $SLOW" | bc -l)" = 1 ]
+within_2x() { # LOADED UNLOADED: at most twice (plus 0.5 s of slack per SLOW unit, for scheduling noise)
+  [ "$(echo "$1 <= 2 * $2 + 0.5 * $SLOW" | bc -l)" = 1 ]
 }
+median3() { printf '%s\n' "$@" | sort -g | sed -n 2p; }
+GAMES=3
+AT=$((30 * SLOW)) # how long an attack lasts (s)
 # sample PID: current fds, threads, RSS (kB) and peak RSS (kB)
 fds() { ls "/proc/$1/fd" 2>/dev/null | wc -l; }
 status_kb() { awk -v k="$2:" '$1 == k {print $2}' "/proc/$1/status" 2>/dev/null; }
@@ -90,26 +103,36 @@ D=$T/c; mkdir -p "$D"
 baseline() {
   start_arbiter "$D" "$@"
   start_trainer "$D" "$T/run"
-  play "$D" "$D/unloaded.out"
-  honest_wins "$D/unloaded.out" || { bad "unloaded game: $(cat "$D/unloaded.out")"; exit 1; }
-  UNLOADED=$GAME_S
-  echo "figure: $CASE unloaded game $(printf %.2f "$UNLOADED") s"
+  local i t=()
+  for ((i = 0; i < GAMES; i++)); do
+    play "$D" "$D/unloaded.out"
+    honest_wins "$D/unloaded.out" || { bad "unloaded game: $(cat "$D/unloaded.out")"; exit 1; }
+    t+=("$GAME_S")
+  done
+  UNLOADED=$(median3 "${t[@]}")
+  echo "figure: $CASE unloaded game $(printf %.2f "$UNLOADED") s (median of $(printf '%.2f ' "${t[@]}")s)"
 }
 # loaded ATTACK_DESCRIPTION: plays the game while the attack (already started) runs; checks 2x, bounds
 loaded() {
-  watch_proc "$APID" "$D/arb.watch" 30 & local w1=$!
-  watch_proc "$TPID" "$D/tr.watch" 30 & local w2=$!
-  play "$D" "$D/loaded.out"
-  local st=$GAME_ST s=$GAME_S
+  watch_proc "$APID" "$D/arb.watch" "$AT" & local w1=$!
+  watch_proc "$TPID" "$D/tr.watch" "$AT" & local w2=$!
+  local i t=() won=0
+  for ((i = 0; i < GAMES; i++)); do
+    play "$D" "$D/loaded.out"
+    t+=("$GAME_S")
+    if honest_wins "$D/loaded.out"; then won=$((won + 1)); else cp "$D/loaded.out" "$D/lost.out"; fi
+    grep "did not take the challenge" "$D/loaded.out" | sed 's/^/  (auditor) /'
+  done
+  local s; s=$(median3 "${t[@]}")
   kill "$w1" "$w2" 2>/dev/null; wait "$w1" "$w2" 2>/dev/null
   # the watchers write on exit only when they finish: take a last sample instead
   echo "$(fds "$APID") $(status_kb "$APID" Threads) $(status_kb "$APID" VmHWM)" >"$D/arb.now"
   echo "$(fds "$TPID") $(status_kb "$TPID" Threads) $(status_kb "$TPID" VmHWM)" >"$D/tr.now"
-  GAME_ST=$st
-  if honest_wins "$D/loaded.out"; then ok "$1: the honest trainer wins"; else bad "$1: $(cat "$D/loaded.out")"; fi
-  if within_2x "$s" "$UNLOADED"; then ok "$1: $(printf %.2f "$s") s loaded vs $(printf %.2f "$UNLOADED") s unloaded"
-  else bad "$1: the game took $s s loaded, $UNLOADED s unloaded"; fi
-  echo "figure: $CASE loaded game $(printf %.2f "$s") s (unloaded $(printf %.2f "$UNLOADED") s)"
+  if [ "$won" = "$GAMES" ]; then ok "$1: the honest trainer wins ($GAMES of $GAMES games)"
+  else bad "$1: the honest trainer won $won of $GAMES games: $(cat "$D/lost.out")"; fi
+  if within_2x "$s" "$UNLOADED"; then ok "$1: $(printf %.2f "$s") s loaded vs $(printf %.2f "$UNLOADED") s unloaded (medians)"
+  else bad "$1: the game took $s s loaded ($(printf '%.2f ' "${t[@]}")s), $UNLOADED s unloaded (medians)"; fi
+  echo "figure: $CASE loaded game $(printf %.2f "$s") s (median of $(printf '%.2f ' "${t[@]}")s; unloaded $(printf %.2f "$UNLOADED") s)"
   LOADED=$s
 }
 # bounded PID NAME MAXFDS MAXTHREADS MAXRSS_MB: checked now (during or right after the attack)
@@ -148,7 +171,7 @@ address) # 1. the auditor cannot pick the trainer's address
     bad "no rejection logged: $(tail -3 "$D/arbiter.log")"
   # an honest record whose trainer is down at first: retried within its clock, then the game goes on
   kill "$TPID"; wait "$TPID" 2>/dev/null
-  ( sleep 2; "$B/trainer" serve "$T/run" --listen 127.0.0.1:"$TPORT" --key "$T/tk" --arbiter-key "$T/rk.pub" \
+  ( sleep 2; exec "$B/trainer" serve "$T/run" --listen 127.0.0.1:"$TPORT" --key "$T/tk" --arbiter-key "$T/rk.pub" \
       --service-file "$D/service2.vtsr" >"$D/trainer2.log" 2>&1 ) & PIDS+=("$!")
   play "$D" "$D/late.out"
   honest_wins "$D/late.out" && ok "trainer reached within its clock after retries" || bad "late trainer: $(cat "$D/late.out")"
@@ -159,16 +182,16 @@ address) # 1. the auditor cannot pick the trainer's address
   ;;
 idle) # 2. idle TCP sockets on both ports
   baseline
-  "$B/vt_attack" idle 127.0.0.1:"$TPORT" 40 30 >"$D/i1" & A1=$!; PIDS+=("$A1")
-  "$B/vt_attack" idle 127.0.0.1:"$APORT" 40 30 >"$D/i2" & A2=$!; PIDS+=("$A2")
+  "$B/vt_attack" idle 127.0.0.1:"$TPORT" 40 "$AT" >"$D/i1" & A1=$!; PIDS+=("$A1")
+  "$B/vt_attack" idle 127.0.0.1:"$APORT" 40 "$AT" >"$D/i2" & A2=$!; PIDS+=("$A2")
   sleep 1
   loaded "40 + 40 idle sockets"
   bounded "$APID" arbiter 120 12 $((64 + ASANMB)); bounded "$TPID" trainer 120 14 $((96 + ASANMB))
   ;;
 silent_tls) # 3. silent TLS sessions under self-made keys
   baseline
-  "$B/vt_attack" silent-tls 127.0.0.1:"$TPORT" 16 30 >"$D/s1" & A1=$!; PIDS+=("$A1")
-  "$B/vt_attack" silent-tls 127.0.0.1:"$APORT" 16 30 >"$D/s2" & A2=$!; PIDS+=("$A2")
+  "$B/vt_attack" silent-tls 127.0.0.1:"$TPORT" 16 "$AT" >"$D/s1" & A1=$!; PIDS+=("$A1")
+  "$B/vt_attack" silent-tls 127.0.0.1:"$APORT" 16 "$AT" >"$D/s2" & A2=$!; PIDS+=("$A2")
   sleep 1
   loaded "16 + 16 silent TLS sessions"
   bounded "$APID" arbiter 100 12 $((64 + ASANMB)); bounded "$TPID" trainer 100 14 $((96 + ASANMB))
@@ -203,15 +226,15 @@ manifest) # 4. a hostile manifest sized to exhaust the arbiter
 flood) # 5. many silent sessions, a handshake flood, transcript files, a low descriptor limit
   PRE_ARB="prlimit --nofile=160 --" baseline
   n0=$(ntranscripts "$D")
-  "$B/vt_attack" silent-tls 127.0.0.1:"$APORT" 200 30 >"$D/s1" & A1=$!; PIDS+=("$A1")
-  "$B/vt_attack" flood 127.0.0.1:"$APORT" 30 >"$D/f1" & A2=$!; PIDS+=("$A2")
-  "$B/vt_attack" idle 127.0.0.1:"$APORT" 150 30 >"$D/i1" & A3=$!; PIDS+=("$A3")
+  "$B/vt_attack" silent-tls 127.0.0.1:"$APORT" 200 "$AT" >"$D/s1" & A1=$!; PIDS+=("$A1")
+  "$B/vt_attack" flood 127.0.0.1:"$APORT" "$AT" >"$D/f1" & A2=$!; PIDS+=("$A2")
+  "$B/vt_attack" idle 127.0.0.1:"$APORT" 150 "$AT" >"$D/i1" & A3=$!; PIDS+=("$A3")
   sleep 2
   loaded "200 silent TLS sessions + 150 idle sockets + a handshake flood, descriptor limit 160"
   bounded "$APID" arbiter 160 12 $((64 + ASANMB))
   kill "$A1" "$A2" "$A3" 2>/dev/null; wait "$A1" "$A2" "$A3" 2>/dev/null
-  [ "$(ntranscripts "$D")" = $((n0 + 1)) ] && ok "one transcript per honest game, none for the flood" ||
-    bad "transcripts: $(ntranscripts "$D") (expected $((n0 + 1)))"
+  [ "$(ntranscripts "$D")" = $((n0 + GAMES)) ] && ok "one transcript per honest game, none for the flood" ||
+    bad "transcripts: $(ntranscripts "$D") (expected $((n0 + GAMES)))"
   t0=$(cpu_ticks "$APID"); sleep 2; t1=$(cpu_ticks "$APID")
   [ $((t1 - t0)) -le $((20 * SLOW)) ] && ok "idle arbiter after the flood: $((t1 - t0)) ticks in 2 s" ||
     bad "the arbiter spins: $((t1 - t0)) ticks in 2 s"
@@ -235,7 +258,7 @@ unauth) # 6. questions from keys the trainer does not accept
     bad "arbiter chain: $(cat "$D/q")"
   grep -q "rejected 127.0.0.1:[0-9]*: key [0-9a-f]* is not an arbiter" "$D/trainer.log" && ok "trainer logs them" ||
     bad "trainer log: $(tail -3 "$D/trainer.log")"
-  "$B/vt_attack" silent-tls 127.0.0.1:"$TPORT" 8 30 >/dev/null & A1=$!; PIDS+=("$A1")
+  "$B/vt_attack" silent-tls 127.0.0.1:"$TPORT" 8 "$AT" >/dev/null & A1=$!; PIDS+=("$A1")
   ( for i in $(seq 1 200); do "$B/vt_attack" query 127.0.0.1:"$TPORT" chain >/dev/null 2>&1; done ) & A2=$!; PIDS+=("$A2")
   loaded "unauthenticated questions"
   ;;
@@ -265,6 +288,30 @@ offline) # 8. a verdict by deadline (unreachable trainer), re-checked offline
   [ $st = 0 ] && grep -q "RE-DERIVED: verdict against the trainer (no valid answer)" "$D/check.out" &&
     grep -q "rests on: the arbiter's signed account" "$D/check.out" && grep -q "connection attempts to 127.0.0.1:$TPORT" "$D/check.out" &&
     ok "arbiter check re-derives the deadline verdict and says what it rests on" || bad "check: exit $st"
+  ;;
+emfile) # the accept loop at the descriptor limit: accept() itself fails with EMFILE
+  # The gate never holds more pending connections than the limit allows, so here the descriptors
+  # are taken by authenticated sessions (under the accepted arbiter's key, the limits on sessions
+  # raised above what 48 descriptors hold: 2 each). The accept loop must not spin, must log, and
+  # the trainer must serve an honest game once the descriptors are free again.
+  start_arbiter "$D"
+  PRE_TR="prlimit --nofile=48 --" start_trainer "$D" "$T/run" --max-sessions 128 --sessions-per-arbiter 128
+  "$B/vt_attack" silent-tls 127.0.0.1:"$TPORT" 60 "$AT" "$T/rk" >"$D/h" & A1=$!; PIDS+=("$A1")
+  for ((i = 0; i < 300 * SLOW; i++)); do grep -q "descriptor limit reached" "$D/trainer.log" && break; sleep 0.1; done
+  grep -q "rejected [0-9.:?]*: descriptor limit reached (sessions hold every descriptor)" "$D/trainer.log" &&
+    ok "accept() failed with EMFILE, logged" || bad "no EMFILE logged: $(tail -3 "$D/trainer.log")"
+  sleep 1
+  t0=$(cpu_ticks "$TPID"); sleep 3; t1=$(cpu_ticks "$TPID")
+  n=$(grep -c "descriptor limit reached" "$D/trainer.log")
+  echo "figure: emfile trainer $((t1 - t0)) ticks in 3 s at the descriptor limit, fds $(fds "$TPID"), $n EMFILE lines"
+  # a busy loop is ~300 ticks in 3 s; the paused listener (100 ms) and the attacker's reconnects cost a few
+  [ $((t1 - t0)) -le $((30 * SLOW)) ] && ok "no busy loop at the descriptor limit: $((t1 - t0)) ticks in 3 s" ||
+    bad "the trainer spins at EMFILE: $((t1 - t0)) ticks in 3 s"
+  kill "$A1" 2>/dev/null; wait "$A1" 2>/dev/null
+  sleep 1 # the sessions see the attacker's sockets close
+  play "$D" "$D/after.out"
+  honest_wins "$D/after.out" && ok "the honest game is served once descriptors are free" ||
+    bad "after EMFILE: $(cat "$D/after.out") $(tail -3 "$D/trainer.log")"
   ;;
 rejections) # 9. every rejection answered with an ERROR frame and logged
   baseline

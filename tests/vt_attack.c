@@ -3,8 +3,8 @@
  *
  *   vt_attack idle HOST:PORT N SECONDS            N TCP connections that send nothing, reopened when
  *                                                 dropped, for SECONDS; prints how many were opened
- *   vt_attack silent-tls HOST:PORT N SECONDS      N TLS sessions under fresh self-made keys that send
- *                                                 nothing, reopened when dropped
+ *   vt_attack silent-tls HOST:PORT N SECONDS [KEY]  N TLS sessions under fresh self-made keys (or all
+ *                                                 under KEY) that send nothing, reopened when dropped
  *   vt_attack flood HOST:PORT SECONDS             handshake flood: connect, handshake, close, repeat
  *   vt_attack query HOST:PORT TYPE [KEY]          one question (chain: Q_CHAIN over the whole run,
  *                                                 inputs: Q_INPUTS, leaf: Q_LEAF, garbage: a malformed
@@ -113,8 +113,9 @@ int main(int argc, char **argv)
         printf("idle: %d connections opened\n", opened);
         return 0;
     }
-    if (strcmp(mode, "silent-tls") == 0 && argc == 5) {
+    if (strcmp(mode, "silent-tls") == 0 && (argc == 5 || argc == 6)) {
         int n = atoi(argv[3]), opened = 0, refused = 0;
+        if (argc == 6 && vt_sign_read_secret_key(argv[5], &kp)) die("key");
         double until = vt_now() + atof(argv[4]);
         vt_conn **c = calloc((size_t)n, sizeof *c);
         double *next = calloc((size_t)n, sizeof *next); /* a dropped session is reopened 250 ms later */
@@ -131,8 +132,8 @@ int main(int argc, char **argv)
                     }
                 }
                 if (!c[i] && vt_now() >= next[i]) {
-                    vt_keypair k;
-                    if (vt_sign_keypair(&k)) die("keypair");
+                    vt_keypair k = kp;
+                    if (argc == 5 && vt_sign_keypair(&k)) die("keypair");
                     if ((c[i] = tls_open(addr, &k))) opened++;
                 }
             }
