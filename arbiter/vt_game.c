@@ -111,7 +111,7 @@ static int ask(game *g, int party, int qtype, const void *q, int atype, vt_msg *
 
 static int expected_has_state(const vt_recipe *rc, uint64_t s)
 {
-    return s % rc->checkpoint_every == 0 || s % rc->state_hash_every == 0 || s == rc->steps;
+    return vt_recipe_has_state(rc, s);
 }
 
 /* The trainer's leaf of step s, checked against the signed root. NULL after deciding. */

@@ -79,7 +79,7 @@ static int is_checkpoint(const audit_ctx *a, uint64_t s)
 
 static int expected_has_state(const vt_recipe *rc, uint64_t s)
 {
-    return s % rc->checkpoint_every == 0 || s % rc->state_hash_every == 0 || s == rc->steps;
+    return vt_recipe_has_state(rc, s);
 }
 
 /* Compare the model's state with the checkpoint file of step s. 0 = fine. */

@@ -33,7 +33,7 @@ typedef struct {
 
 static int has_state(const vt_recipe *rc, uint64_t s)
 {
-    return s % rc->checkpoint_every == 0 || s % rc->state_hash_every == 0 || s == rc->steps;
+    return vt_recipe_has_state(rc, s);
 }
 
 /* A lying auditor (tests) computes a wrong output at (lie_step, lie_op) and goes on from there,

@@ -342,6 +342,13 @@ vt_err vt_manifest_parse(const char *text, size_t len, vt_recipe *r, uint8_t dat
     return e;
 }
 
+int vt_recipe_has_checkpoint(const vt_recipe *r, uint64_t s) { return s % r->checkpoint_every == 0 || s == r->steps; }
+
+int vt_recipe_has_state(const vt_recipe *r, uint64_t s)
+{
+    return vt_recipe_has_checkpoint(r, s) || s % r->state_hash_every == 0;
+}
+
 double vt_recipe_lr(const vt_recipe *r, uint64_t s)
 {
     double lr = r->lr;

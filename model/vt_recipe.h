@@ -63,5 +63,11 @@ vt_err vt_manifest_parse(const char *text, size_t len, vt_recipe *r, uint8_t dat
 
 /* Learning rate of step s (1-based), from basic FP64 operations only. */
 double vt_recipe_lr(const vt_recipe *r, uint64_t s);
+/* 1 when step s commits a state hash: every state_hash_every steps, at checkpoints
+ * (every checkpoint_every steps) and at the last step; step 0 is the initial state. The one rule
+ * the trainer, the auditor, the trainer's server and the arbiter share. */
+int vt_recipe_has_state(const vt_recipe *r, uint64_t s);
+/* 1 when step s writes a checkpoint: every checkpoint_every steps and the last step. */
+int vt_recipe_has_checkpoint(const vt_recipe *r, uint64_t s);
 
 #endif

@@ -63,7 +63,7 @@ struct session {
 
 static int has_state(const vt_recipe *rc, uint64_t s)
 {
-    return s % rc->checkpoint_every == 0 || s % rc->state_hash_every == 0 || s == rc->steps;
+    return vt_recipe_has_state(rc, s);
 }
 
 /* Steps a restore to step s recomputes (from the checkpoint at or before it). */

@@ -53,8 +53,8 @@ static vt_err commit_step(train_ctx *t, const vt_recipe *rc, uint64_t s, float l
     rec.step = s;
     memcpy(&rec.loss_bits, &loss, 4);
     VT_FORWARD_IF_ERROR(vt_steplog_encode_stored(&t->log, rc->zstd_level, &blob, &blen, rec.log_hash));
-    int ckpt = s % rc->checkpoint_every == 0 || s == rc->steps;
-    rec.has_state = ckpt || s % rc->state_hash_every == 0;
+    int ckpt = vt_recipe_has_checkpoint(rc, s);
+    rec.has_state = vt_recipe_has_state(rc, s);
     rec.log_entries = vt_steplog_total_entries(&t->log);
     vt_err e = VT_OK;
     if (rec.has_state) e = vt_model_state_hash(&t->m, rec.state_hash);
