@@ -91,9 +91,9 @@ int main(int argc, char **argv)
     o.max_game_mb = 512;
     o.max_op_mflop = 20000;
     o.challenge_ms = 5000;
-    o.handshake_ms = 3000;
-    o.max_pending = 64;
-    o.pending_per_ip = 16;
+    o.handshake_ms = VT_GATE_DEFAULT_HANDSHAKE_MS;
+    o.max_pending = VT_GATE_DEFAULT_PENDING;
+    o.pending_per_ip = VT_GATE_DEFAULT_PENDING_PER_IP;
     optind = 2;
     int c;
     while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {

@@ -277,12 +277,7 @@ static void *game_main(void *p)
 static void arb_reject(void *ctx, const char *peer, int code, const char *reason)
 {
     (void)ctx;
-    char line[600];
-    if (code)
-        snprintf(line, sizeof line, "%.500s (ERROR %d, %s)", reason, code, vt_errc_name(code));
-    else
-        snprintf(line, sizeof line, "%.590s", reason);
-    vt_log_rejection("arbiter", peer, line);
+    vt_log_rejection_code("arbiter", peer, code, reason);
 }
 
 static int arb_stop(void *ctx)

@@ -33,6 +33,24 @@
 
 /* ------------------------------------------------------- conversion + norms */
 
+/* d = src (n values, FP64); returns their sum of squares (four lanes) */
+static double cvt_span(const float *src, size_t n, double *d)
+{
+    double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0;
+    size_t u = 0;
+    for (; u + 4 <= n; u += 4) {
+        double x0 = (double)src[u], x1 = (double)src[u + 1], x2 = (double)src[u + 2], x3 = (double)src[u + 3];
+        d[u] = x0, d[u + 1] = x1, d[u + 2] = x2, d[u + 3] = x3;
+        a0 += x0 * x0, a1 += x1 * x1, a2 += x2 * x2, a3 += x3 * x3;
+    }
+    for (; u < n; u++) {
+        double x = (double)src[u];
+        d[u] = x;
+        a0 += x * x;
+    }
+    return (a0 + a1) + (a2 + a3);
+}
+
 /* dst (rows x cols, may be NULL) = src; norm (rows, may be NULL) = row 2-norms. */
 static void cvt_rows(const float *src, size_t rows, size_t cols, double *dst, double *norm)
 {
@@ -51,37 +69,22 @@ static void cvt_rows(const float *src, size_t rows, size_t cols, double *dst, do
             for (; c < cols; c++) d[c] = (double)s[c];
             continue;
         }
+        if (d) {
+            norm[r] = sqrt(cvt_span(s, cols, d));
+            continue;
+        }
         double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0;
         size_t c = 0;
-        if (d) {
-            for (; c + 4 <= cols; c += 4) {
-                double x0 = (double)s[c], x1 = (double)s[c + 1], x2 = (double)s[c + 2], x3 = (double)s[c + 3];
-                d[c] = x0;
-                d[c + 1] = x1;
-                d[c + 2] = x2;
-                d[c + 3] = x3;
-                a0 += x0 * x0;
-                a1 += x1 * x1;
-                a2 += x2 * x2;
-                a3 += x3 * x3;
-            }
-            for (; c < cols; c++) {
-                double x = (double)s[c];
-                d[c] = x;
-                a0 += x * x;
-            }
-        } else {
-            for (; c + 4 <= cols; c += 4) {
-                double x0 = (double)s[c], x1 = (double)s[c + 1], x2 = (double)s[c + 2], x3 = (double)s[c + 3];
-                a0 += x0 * x0;
-                a1 += x1 * x1;
-                a2 += x2 * x2;
-                a3 += x3 * x3;
-            }
-            for (; c < cols; c++) {
-                double x = (double)s[c];
-                a0 += x * x;
-            }
+        for (; c + 4 <= cols; c += 4) {
+            double x0 = (double)s[c], x1 = (double)s[c + 1], x2 = (double)s[c + 2], x3 = (double)s[c + 3];
+            a0 += x0 * x0;
+            a1 += x1 * x1;
+            a2 += x2 * x2;
+            a3 += x3 * x3;
+        }
+        for (; c < cols; c++) {
+            double x = (double)s[c];
+            a0 += x * x;
         }
         norm[r] = sqrt((a0 + a1) + (a2 + a3));
     }
@@ -171,24 +174,6 @@ static vt_err check_args(const vt_exec *e, int transA, int transB, size_t M, siz
 }
 
 /* --------------------------------------------------------------- the core */
-
-/* d = src (n values, FP64); returns their sum of squares (four lanes) */
-static double cvt_span(const float *src, size_t n, double *d)
-{
-    double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0;
-    size_t u = 0;
-    for (; u + 4 <= n; u += 4) {
-        double x0 = (double)src[u], x1 = (double)src[u + 1], x2 = (double)src[u + 2], x3 = (double)src[u + 3];
-        d[u] = x0, d[u + 1] = x1, d[u + 2] = x2, d[u + 3] = x3;
-        a0 += x0 * x0, a1 += x1 * x1, a2 += x2 * x2, a3 += x3 * x3;
-    }
-    for (; u < n; u++) {
-        double x = (double)src[u];
-        d[u] = x;
-        a0 += x * x;
-    }
-    return (a0 + a1) + (a2 + a3);
-}
 
 /* Long reductions (vt_gemm_panel): the BLAS on panels of VT_PANEL terms, the panel results
  * combined by the panel tree (BLAS: panels first to last; SPLIT: last to first, a mirrored tree) -

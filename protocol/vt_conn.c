@@ -864,6 +864,20 @@ static void gate_admit(gate *g, int i, vt_msg *first)
 }
 
 /* Progress of slot i on readiness or at once; the slot may be gone afterwards. */
+/* Closes every pending connection and the reserve descriptor. */
+static void gate_free(gate *g)
+{
+    for (int i = 0; i < g->n; i++) {
+        if (g->s[i].c)
+            vt_conn_close(g->s[i].c);
+        else
+            close(g->s[i].fd);
+        free(g->s[i].buf);
+    }
+    free(g->s);
+    if (g->reserve_fd >= 0) close(g->reserve_fd);
+}
+
 static void gate_progress(gate *g, int i)
 {
     gate_slot *s = &g->s[i];
@@ -1036,9 +1050,9 @@ vt_err vt_gate_run(vt_listener *l, const vt_keypair *kp, const vt_gate_opts *opt
     memset(&g, 0, sizeof g);
     g.l = l, g.kp = kp, g.cb = cb;
     if (opts) g.o = *opts;
-    if (g.o.max_pending <= 0) g.o.max_pending = 64;
-    if (g.o.max_pending_per_ip <= 0) g.o.max_pending_per_ip = 16;
-    if (g.o.handshake_ms <= 0) g.o.handshake_ms = 3000;
+    if (g.o.max_pending <= 0) g.o.max_pending = VT_GATE_DEFAULT_PENDING;
+    if (g.o.max_pending_per_ip <= 0) g.o.max_pending_per_ip = VT_GATE_DEFAULT_PENDING_PER_IP;
+    if (g.o.handshake_ms <= 0) g.o.handshake_ms = VT_GATE_DEFAULT_HANDSHAKE_MS;
     if (g.o.reserve_fds <= 0) g.o.reserve_fds = 64;
     VT_RETURN_ERROR_IF(g.o.first_ms > 0 && (g.o.first_type <= 0 || g.o.first_type >= VT_MSG_TYPE_COUNT_), VT_ERR_ARG,
                        "vt_gate_run: bad first message type %d", g.o.first_type);
@@ -1094,17 +1108,10 @@ vt_err vt_gate_run(vt_listener *l, const vt_keypair *kp, const vt_gate_opts *opt
         int tmo = left <= 0 ? 0 : (int)((left + 999999) / 1000000);
         int r = poll(pf, (nfds_t)np, tmo);
         if (r < 0 && errno != EINTR) {
+            int err = errno;
             free(pf);
-            for (int i = 0; i < g.n; i++) {
-                if (g.s[i].c)
-                    vt_conn_close(g.s[i].c);
-                else
-                    close(g.s[i].fd);
-                free(g.s[i].buf);
-            }
-            free(g.s);
-            if (g.reserve_fd >= 0) close(g.reserve_fd);
-            VT_RETURN_ERROR(VT_ERR_IO, "gate: poll: %s", strerror(errno));
+            gate_free(&g);
+            VT_RETURN_ERROR(VT_ERR_IO, "gate: poll: %s", strerror(err));
         }
         if (r <= 0) continue;
         /* slots first (by descriptor: the array is reordered as slots go), then new connections */
@@ -1121,16 +1128,8 @@ vt_err vt_gate_run(vt_listener *l, const vt_keypair *kp, const vt_gate_opts *opt
             if (p) pause_until = now_ns() + p;
         }
     }
-    for (int i = 0; i < g.n; i++) {
-        if (g.s[i].c)
-            vt_conn_close(g.s[i].c);
-        else
-            close(g.s[i].fd);
-        free(g.s[i].buf);
-    }
-    free(g.s);
     free(pf);
-    if (g.reserve_fd >= 0) close(g.reserve_fd);
+    gate_free(&g);
     return VT_OK;
 }
 

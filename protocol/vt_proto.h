@@ -103,6 +103,9 @@ enum {
     VT_ERRC_BAD_CHALLENGE = 9 /* the challenge is invalid (commitment, service record, key) */
 };
 const char *vt_errc_name(int code);
+/* One rejection line on stderr (vt_log_rejection): the reason, and, for code > 0, the ERROR code
+ * and its name. */
+void vt_log_rejection_code(const char *who, const char *peer, int code, const char *reason);
 
 /* NOTE kind (the arbiter's transcript, docs/dispute.md "Clocks") */
 enum {
@@ -503,6 +506,9 @@ void vt_conn_refuse(vt_conn *c, const vt_keypair *kp, int code, const char *text
  * oldest pending connection is dropped, or, with none, the new one is taken off the queue
  * with a reserved descriptor and closed, and accepting pauses 100 ms (no busy loop). The
  * gate never holds more pending connections than RLIMIT_NOFILE minus reserve_fds. */
+#define VT_GATE_DEFAULT_PENDING 64          /* vt_gate_opts defaults, also the servers' flags' */
+#define VT_GATE_DEFAULT_PENDING_PER_IP 16
+#define VT_GATE_DEFAULT_HANDSHAKE_MS 3000
 typedef struct {
     int max_pending;        /* pending connections in all (default 64) */
     int max_pending_per_ip; /* of those, from one IP address (default 16) */

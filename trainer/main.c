@@ -416,9 +416,9 @@ static int cmd_serve(int argc, char **argv)
     o.max_sessions = 16;
     o.sessions_per_arbiter = 8;
     o.chain_cache = 4;
-    o.handshake_ms = 3000;
-    o.max_pending = 64;
-    o.pending_per_ip = 16;
+    o.handshake_ms = VT_GATE_DEFAULT_HANDSHAKE_MS;
+    o.max_pending = VT_GATE_DEFAULT_PENDING;
+    o.pending_per_ip = VT_GATE_DEFAULT_PENDING_PER_IP;
     optind = 2;
     int c;
     vt_train_opts to;

@@ -69,12 +69,7 @@ static int has_state(const vt_recipe *rc, uint64_t s)
 /* Steps a restore to step s recomputes (from the checkpoint at or before it). */
 static uint64_t restore_cost(const vt_recipe *rc, uint64_t s) { return s % rc->checkpoint_every; }
 
-static void reject_log(session *ss, int code, const char *what)
-{
-    char line[700];
-    snprintf(line, sizeof line, "%.600s (ERROR %d, %s)", what, code, vt_errc_name(code));
-    vt_log_rejection("trainer", ss->peer, line);
-}
+static void reject_log(session *ss, int code, const char *what) { vt_log_rejection_code("trainer", ss->peer, code, what); }
 
 static vt_err send_error_code(session *ss, int code, const char *what)
 {
@@ -416,12 +411,7 @@ static void *session_main(void *p)
 static void tr_reject(void *ctx, const char *peer, int code, const char *reason)
 {
     (void)ctx;
-    char line[600];
-    if (code)
-        snprintf(line, sizeof line, "%.500s (ERROR %d, %s)", reason, code, vt_errc_name(code));
-    else
-        snprintf(line, sizeof line, "%.590s", reason);
-    vt_log_rejection("trainer", peer, line);
+    vt_log_rejection_code("trainer", peer, code, reason);
 }
 
 static int tr_stop(void *ctx)
