@@ -119,6 +119,8 @@ int main(int argc, char **argv)
         double until = vt_now() + atof(argv[4]);
         vt_conn **c = calloc((size_t)n, sizeof *c);
         double *next = calloc((size_t)n, sizeof *next); /* a dropped session is reopened 250 ms later */
+        const char *ro = getenv("VT_ATTACK_REOPEN_MS"); /* or as set (attack.sh emfile: slow churn) */
+        double reopen = ro && atof(ro) > 0 ? atof(ro) / 1000.0 : 0.25;
         while (vt_now() < until) {
             for (int i = 0; i < n && vt_now() < until; i++) {
                 if (c[i]) {
@@ -126,9 +128,9 @@ int main(int argc, char **argv)
                     if (vt_recv_msg(c[i], VT_MSG_ANY, 0, NULL, &m) == VT_OK) {
                         refused += m.hdr.type == VT_MSG_ERROR;
                         vt_msg_free(&m);
-                        vt_conn_close(c[i]), c[i] = NULL, next[i] = vt_now() + 0.25;
+                        vt_conn_close(c[i]), c[i] = NULL, next[i] = vt_now() + reopen;
                     } else if (!vt_proto_deadline_exceeded()) {
-                        vt_conn_close(c[i]), c[i] = NULL, next[i] = vt_now() + 0.25;
+                        vt_conn_close(c[i]), c[i] = NULL, next[i] = vt_now() + reopen;
                     }
                 }
                 if (!c[i] && vt_now() >= next[i]) {
