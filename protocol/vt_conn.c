@@ -2,6 +2,8 @@
  * identities, deadline-bounded message I/O, and transcripts (docs/protocol.md). */
 #include "vt_proto.h"
 
+#include "../common/vt_cli.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -864,6 +866,16 @@ static void gate_admit(gate *g, int i, vt_msg *first)
 }
 
 /* Progress of slot i on readiness or at once; the slot may be gone afterwards. */
+void vt_log_rejection_code(const char *who, const char *peer, int code, const char *reason)
+{
+    char line[700];
+    if (code)
+        snprintf(line, sizeof line, "%.600s (ERROR %d, %s)", reason, code, vt_errc_name(code));
+    else
+        snprintf(line, sizeof line, "%.690s", reason);
+    vt_log_rejection(who, peer, line);
+}
+
 /* Closes every pending connection and the reserve descriptor. */
 static void gate_free(gate *g)
 {

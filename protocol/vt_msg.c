@@ -1,10 +1,6 @@
 /* vt_msg.c - message frames and body codecs of the dispute game (docs/protocol.md). */
 #include "vt_proto.h"
 
-#include <stdio.h>
-
-#include "../common/vt_cli.h"
-
 #include <stdlib.h>
 #include <string.h>
 
@@ -86,16 +82,6 @@ const char *vt_errc_name(int code)
                                     "busy", "over a limit",      "too slow",           "no such thing",
                                     "internal error", "invalid challenge"};
     return code > 0 && code < (int)(sizeof n / sizeof n[0]) ? n[code] : "?";
-}
-
-void vt_log_rejection_code(const char *who, const char *peer, int code, const char *reason)
-{
-    char line[700];
-    if (code)
-        snprintf(line, sizeof line, "%.600s (ERROR %d, %s)", reason, code, vt_errc_name(code));
-    else
-        snprintf(line, sizeof line, "%.690s", reason);
-    vt_log_rejection(who, peer, line);
 }
 
 uint32_t vt_msg_max_body(int type, const vt_msg_limits *limits)
