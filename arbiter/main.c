@@ -15,7 +15,7 @@
 
 #include "../common/vt_cli.h"
 #include "../merkle/vt_sign.h"
-#include "vt_arbiter.h"
+#include "../game/vt_arbiter.h"
 
 static void usage(FILE *f)
 {

@@ -12,9 +12,9 @@
 #include <string.h>
 
 #include "../common/vt_cli.h"
-#include "../arbiter/vt_game.h"
-#include "vt_audit.h"
-#include "vt_challenge.h"
+#include "../game/vt_game.h"
+#include "../run/vt_audit.h"
+#include "../game/vt_challenge.h"
 
 static void usage(FILE *f)
 {

@@ -11,6 +11,6 @@ endforeach()
 # ---- bench_step (training-step benchmark): also needs the model, trainer and store libraries.
 # It runs the real trainer and auditor binaries for the parallel-audit figure, so build them too.
 if(TARGET bench_step)
-  target_link_libraries(bench_step PRIVATE vt_train vt_model vt_store vt_merkle vt_data)
+  target_link_libraries(bench_step PRIVATE vt_run vt_model vt_store vt_merkle vt_data)
   add_dependencies(bench_step trainer auditor)
 endif()

@@ -5,7 +5,7 @@
  *
  *   plain FP64 / FP32   model/vt_plain.h: the same recipe in plain double / float (dgemm /
  *                       sgemm, no rounding layer, no log, no hashing)
- *   verifiable          in memory, what trainer/vt_train.c's commit_step does minus the SQLite
+ *   verifiable          in memory, what run/vt_train.c's commit_step does minus the SQLite
  *                       and checkpoint I/O: vt_model_step in record mode (BLAS order) + the stored
  *                       log (vt_steplog_encode_stored: zstd container + log hash; zero bytes for
  *                       a log without op records, i.e. every exact-rounding step) + state hash when due + leaf + Merkle append; at the
@@ -71,7 +71,7 @@
 #include "model/vt_model.h"
 #include "model/vt_plain.h"
 #include "rounding_log/vt_rlog.h"
-#include "trainer/vt_train.h"
+#include "run/vt_train.h"
 
 #define TRY(expr)                                                                       \
     do {                                                                                \

@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../arbiter/vt_game.h"
+#include "../game/vt_game.h"
 #include "../common/vt_bytes.h"
 #include "../model/vt_model.h"
 #include "../rounding_log/vt_exact.h"

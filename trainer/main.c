@@ -21,8 +21,8 @@
 #include "../model/vt_plain.h"
 #include "../protocol/vt_proto.h"
 #include "../store/vt_store.h"
-#include "vt_serve.h"
-#include "vt_train.h"
+#include "../game/vt_serve.h"
+#include "../run/vt_train.h"
 
 static void usage(FILE *f)
 {

@@ -1,5 +1,3 @@
-add_library(vt_train STATIC ${CMAKE_CURRENT_SOURCE_DIR}/trainer/vt_train.c)
-target_link_libraries(vt_train PUBLIC vt_model vt_store vt_merkle vt_data vt_kernels vt_rlog vt_common)
+# The trainer program: command-line code only (run/, game/ hold the logic).
 add_executable(trainer ${CMAKE_CURRENT_SOURCE_DIR}/trainer/main.c)
-target_link_libraries(trainer PRIVATE vt_train)
-list(PREPEND VT_TEST_LIBS vt_train)
+target_link_libraries(trainer PRIVATE vt_game vt_run)

@@ -9,15 +9,15 @@
 #include <string.h>
 #include <time.h>
 
-#include "../arbiter/vt_dispute.h"
-#include "../arbiter/vt_game.h"
+#include "../game/vt_dispute.h"
+#include "../game/vt_game.h"
 #include "../common/vt_cli.h"
 #include "../common/vt_hash.h"
 #include "../data/vt_data.h"
 #include "../merkle/vt_sign.h"
 #include "../protocol/vt_proto.h"
 #include "../store/vt_store.h"
-#include "../trainer/vt_train.h"
+#include "../run/vt_train.h"
 
 typedef struct {
     const vt_challenge_opts *o;

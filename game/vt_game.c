@@ -14,7 +14,7 @@
 #include "../merkle/vt_sign.h"
 #include "../model/vt_model.h"
 #include "../rounding_log/vt_rlog.h"
-#include "../trainer/vt_train.h"
+#include "../run/vt_train.h"
 #include "vt_dispute.h"
 
 const char *vt_reason_name(int code)

@@ -15,7 +15,7 @@
 #include "../merkle/vt_sign.h"
 #include "../model/vt_model.h"
 #include "../store/vt_store.h"
-#include "../trainer/vt_train.h"
+#include "../run/vt_train.h"
 
 /* ------------------------------------------------------------- verdicts */
 

@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../arbiter/vt_dispute.h"
+#include "../game/vt_dispute.h"
 #include "../common/vt_bytes.h"
 #include "../common/vt_cli.h"
 #include "../common/vt_hash.h"
@@ -22,7 +22,7 @@
 #include "../merkle/vt_sign.h"
 #include "../protocol/vt_proto.h"
 #include "../store/vt_store.h"
-#include "vt_train.h"
+#include "../run/vt_train.h"
 
 typedef struct session session;
 
