@@ -15,6 +15,10 @@
 #include "../game/vt_game.h"
 #include "../run/vt_audit.h"
 #include "../game/vt_challenge.h"
+#ifdef VT_TEST_HOOKS
+#include "../tests/vt_cheats.h"
+static vt_cheats g_cheats; /* the test build's adversaries (tests/vt_cheats.h) */
+#endif
 
 static void usage(FILE *f)
 {
@@ -52,8 +56,12 @@ static int cmd_challenge(int argc, char **argv)
                                        {"key", required_argument, 0, 'k'},     {"arbiter-key", required_argument, 0, 'K'},
                                        {"data-dir", required_argument, 0, 'd'}, {"transcript", required_argument, 0, 'T'},
                                        {"order", required_argument, 0, 'o'},   {"step", required_argument, 0, 's'},
-                                       {"deadline-ms", required_argument, 0, 'D'}, {"lie", required_argument, 0, 'L'},
-                                       {"quiet", no_argument, 0, 'q'},         {0, 0, 0, 0}};
+                                       {"deadline-ms", required_argument, 0, 'D'},
+                                       {"quiet", no_argument, 0, 'q'},
+#ifdef VT_TEST_HOOKS
+                                       {"lie", required_argument, 0, 'L'},
+#endif
+                                       {0, 0, 0, 0}};
     vt_challenge_opts o;
     memset(&o, 0, sizeof o);
     o.order = VT_ORDER_PAIRWISE;
@@ -81,12 +89,16 @@ static int cmd_challenge(int argc, char **argv)
             }
             break;
         case 'q': o.quiet = 1; break;
+#ifdef VT_TEST_HOOKS
         case 'L':
-            if (vt_cli_step_op("--lie", optarg, &o.lie_step, &o.lie_op) != VT_OK) {
+            if (vt_cheats_lie(&g_cheats, optarg) != VT_OK) {
                 fprintf(stderr, "auditor challenge: %s\n", vt_errmsg());
                 return VT_EXIT_USAGE;
             }
+            o.hooks = &g_cheats.hooks;
+            o.until = g_cheats.step;
             break;
+#endif
         case 'o':
             if (vt_order_parse(optarg, &o.order) != VT_OK) {
                 fprintf(stderr, "auditor: %s\n", vt_errmsg());
@@ -116,6 +128,9 @@ static int cmd_challenge(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+#ifdef VT_TEST_HOOKS
+    vt_cheats_init(&g_cheats);
+#endif
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? VT_EXIT_USAGE : VT_EXIT_OK;

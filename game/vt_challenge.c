@@ -36,16 +36,12 @@ static int has_state(const vt_recipe *rc, uint64_t s)
     return vt_recipe_has_state(rc, s);
 }
 
-/* A lying auditor (tests) computes a wrong output at (lie_step, lie_op) and goes on from there,
- * consistently in every answer. */
+/* Every model of the auditor's answers carries the hooks (a lying auditor in tests stays
+ * consistent in every answer). */
 static vt_err new_model(auditor *a, vt_model *m)
 {
     VT_FORWARD_IF_ERROR(vt_model_init(m, &a->rc, a->ds.n, a->o->order));
-    if (a->o->lie_step) {
-        m->cheat.kind = VT_CHEAT_FLIP_OUTPUT;
-        m->cheat.step = a->o->lie_step;
-        m->cheat.value = a->o->lie_op;
-    }
+    vt_model_set_hooks(m, a->o->hooks);
     return VT_OK;
 }
 
@@ -138,14 +134,14 @@ static vt_err answer(auditor *a, vt_conn *c, const vt_msg *q)
                        ? vt_restore(&m, a->st, &a->ds, VT_PARTY_AUDITOR, s - 1)
                        : vt_set_error(VT_ERR_ARG, "no such operation");
         if (!e) e = vt_run_to_op(&m, a->st, &a->ds, VT_PARTY_AUDITOR, j, 1, NULL);
-        size_t n = 0;
-        float *p = e ? NULL : vt_model_slot(&m, m.ops[j].out, &n, NULL);
-        if (!e && !p) e = vt_set_error(VT_ERR_ARG, "operation %u has no tensor output", j);
+        vt_msg_tensor t[VT_MAX_OP_OUTPUTS];
+        uint32_t nt = 0;
+        if (!e) e = vt_model_wire_tensors(&m, m.prog.op[j].out, m.prog.op[j].n_out, t, VT_MAX_OP_OUTPUTS, &nt);
         if (!e) {
-            vt_msg_tensor t = {m.ops[j].out, 1, (uint32_t)n, p};
-            vt_msg_inputs r = {s, j, 1, &t};
+            vt_msg_inputs r = {s, j, (uint16_t)nt, t};
             e = vt_send_msg(c, VT_MSG_INPUTS, &r, &a->kp);
         }
+        vt_wire_tensors_free(t, nt);
         vt_model_free(&m);
         return e;
     }
@@ -180,8 +176,8 @@ static vt_err run(auditor *a, vt_challenge_result *res)
     VT_RETURN_ERROR_IF(!a->state || !a->have, VT_ERR_NOMEM, "out of memory");
 
     /* own version of the run, and the step to challenge */
-    uint64_t target = o->step ? o->step : (o->lie_step ? o->lie_step : a->rc.steps), bad = 0;
-    while (o->lie_step && !has_state(&a->rc, target)) target++;
+    uint64_t target = o->step ? o->step : (o->until && o->until < a->rc.steps ? o->until : a->rc.steps), bad = 0;
+    while (!has_state(&a->rc, target)) target++;
     if (!o->quiet) fprintf(stderr, "auditor: replaying the run (order %s) to find the first disputed state\n",
                            vt_order_name(o->order));
     VT_FORWARD_IF_ERROR(own_states(a, target, &bad));

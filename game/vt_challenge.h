@@ -6,6 +6,7 @@
 
 #include "../common/vt_error.h"
 #include "../kernels/vt_kernels.h"
+#include "../model/vt_model.h"
 
 typedef struct {
     const char *run_dir;
@@ -19,9 +20,9 @@ typedef struct {
     uint64_t step;               /* 0: find the first bad committed step by replaying */
     int deadline_ms;
     int quiet;
-    /* testing only: a lying auditor that disputes the honest step lie_step at operation lie_op */
-    uint64_t lie_step;
-    uint32_t lie_op;
+    uint64_t until;              /* with step 0: replay only up to the first committed state at or
+                                  * after this step (0: the last step) */
+    const vt_hooks *hooks;       /* tests only (tests/vt_cheats.c: a lying auditor); NULL */
 } vt_challenge_opts;
 
 typedef struct {

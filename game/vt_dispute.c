@@ -56,7 +56,7 @@ static vt_err chain_hook(void *ctx, vt_model *m, uint64_t step, uint32_t op)
     h->p++;
     VT_FORWARD_IF_ERROR(vt_model_output_hash(m, op, h->c->h[h->p]));
     if (h->party == VT_PARTY_AUDITOR && !h->marked &&
-        ((h->unusable && m->ops[op].rounded) || (h->rc && h->rc->fault.code != VT_OK && h->rc->fault.op_id == op))) {
+        ((h->unusable && vt_model_op_rounded(m, op)) || (h->rc && h->rc->fault.code != VT_OK && h->rc->fault.op_id == op))) {
         vt_dispute_mark(h->c->h[h->p]);
         h->marked = 1;
     }
@@ -193,22 +193,37 @@ vt_err vt_run_to_op(vt_model *m, vt_store *st, const vt_dataset *ds, vt_party pa
     return upto == 0 ? VT_OK : run_step(m, st, ds, party, upto, NULL, fault, NULL);
 }
 
-vt_err vt_input_producer(const vt_model *m, uint64_t p, uint32_t slot, uint64_t *pos, uint32_t *tensor)
+vt_err vt_input_producer(const vt_model *m, uint64_t p, uint32_t tensor, uint64_t *pos)
 {
-    uint32_t want = slot;
-    if ((slot >> 8) == VT_SLOT_Y) want = VT_SLOT(VT_SLOT_X, 0); /* labels come with the batch */
-    for (uint64_t q = p - 1; q >= 1; q--) {
-        uint32_t op = (uint32_t)((q - 1) % m->n_ops) + 1;
-        if (m->ops[op].out == want) {
-            *pos = q;
-            return VT_OK;
-        }
-    }
+    uint32_t n = m->n_ops, j = (uint32_t)((p - 1) % n) + 1;
+    int prev;
+    uint32_t q = vt_program_producer(&m->prog, j, tensor, &prev);
     *pos = 0;
-    for (uint32_t t = 0; t < m->n_tensors; t++)
-        if (vt_model_tensor_slot(m, t) == slot) {
-            *tensor = t;
-            return VT_OK;
-        }
-    VT_RETURN_ERROR(VT_ERR_MISMATCH, "input slot 0x%x has no producer in the segment", slot);
+    if (q && !prev) *pos = p - (j - q);
+    else if (q && p - j >= n) *pos = p - j - n + q; /* the previous step, inside the segment */
+    VT_RETURN_ERROR_IF(*pos == 0 && tensor >= m->n_tensors, VT_ERR_MISMATCH,
+                       "tensor %u read by operation %u has no producer in the segment", tensor, j);
+    return VT_OK;
+}
+
+vt_err vt_model_wire_tensors(vt_model *m, const uint32_t *ids, uint32_t n, vt_msg_tensor *t, uint32_t cap,
+                             uint32_t *nt)
+{
+    for (uint32_t k = 0; k < n; k++) {
+        int dup = 0;
+        for (uint32_t i = 0; i < *nt; i++) dup |= t[i].tensor_id == ids[k];
+        if (dup) continue;
+        size_t w = vt_model_tensor_words(m, ids[k]);
+        VT_RETURN_ERROR_IF(*nt >= cap || w == 0 || w > UINT32_MAX, VT_ERR_LIMIT, "cannot send tensor %u", ids[k]);
+        float *d = malloc(w * sizeof(float));
+        VT_RETURN_ERROR_IF(!d, VT_ERR_NOMEM, "out of memory");
+        vt_model_tensor_save(m, ids[k], d);
+        t[(*nt)++] = (vt_msg_tensor){ids[k], 1, (uint32_t)w, d};
+    }
+    return VT_OK;
+}
+
+void vt_wire_tensors_free(vt_msg_tensor *t, uint32_t nt)
+{
+    for (uint32_t i = 0; i < nt; i++) free(t[i].data);
 }

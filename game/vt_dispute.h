@@ -16,6 +16,7 @@
 #include "../common/vt_error.h"
 #include "../data/vt_data.h"
 #include "../model/vt_model.h"
+#include "../protocol/vt_proto.h"
 #include "../store/vt_store.h"
 
 typedef struct {
@@ -59,9 +60,16 @@ void vt_seg_chain_free(vt_seg_chain *c);
 vt_err vt_run_to_op(vt_model *m, vt_store *st, const vt_dataset *ds, vt_party party, uint32_t op, int through_op,
                     vt_fault *fault) VT_WARN_UNUSED;
 
-/* For an operation of step s at position p of a segment, the producer of input slot `slot`:
- * the latest earlier position whose operation outputs that slot (*pos > 0), or 0 when the
- * slot comes from the state at lo (then *tensor is its state tensor index). */
-vt_err vt_input_producer(const vt_model *m, uint64_t p, uint32_t slot, uint64_t *pos, uint32_t *tensor) VT_WARN_UNUSED;
+/* Tensors ids[0..n) of m as INPUTS entries (each id once; words as vt_model_tensor_save writes
+ * them), into t[0..cap); *nt receives the count. Free with vt_wire_tensors_free. */
+vt_err vt_model_wire_tensors(vt_model *m, const uint32_t *ids, uint32_t n, vt_msg_tensor *t, uint32_t cap,
+                             uint32_t *nt) VT_WARN_UNUSED;
+void vt_wire_tensors_free(vt_msg_tensor *t, uint32_t nt);
+
+/* For the operation at position p of a segment, the producer of its input tensor `tensor`: the
+ * position of the operation whose output it reads (*pos > 0: the latest earlier position that
+ * wrote it), or 0 when it comes from the state at lo (a state tensor: its id is its index among
+ * the state's tensor hashes). */
+vt_err vt_input_producer(const vt_model *m, uint64_t p, uint32_t tensor, uint64_t *pos) VT_WARN_UNUSED;
 
 #endif

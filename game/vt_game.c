@@ -334,19 +334,26 @@ static int load_manifest(game *g, const char *data_root, vt_order order)
 
 /* ---------------------------------------------------------------- recompute */
 
-/* Fill the model's input slots of operation (s, j) at position p from the trainer's INPUTS,
- * each checked against the agreed hash. */
+/* Loads the input tensors of operation (s, j) at position p from the trainer's INPUTS, each
+ * authenticated by the hash both parties agreed on: a tensor from the state at lo by its tensor
+ * hash (the trainer's tensor hashes of lo must give its committed state hash), a tensor an
+ * earlier operation wrote by that operation's output hash over all of its outputs, which the
+ * trainer must therefore send whole. */
 static int load_inputs(game *g, uint64_t lo, uint64_t p, uint64_t s, uint32_t j, const uint8_t (*prefix)[32],
                        const uint8_t sh_lo[32])
 {
     vt_model *m = &g->m;
-    const vt_op *o = &m->ops[j];
+    const vt_opdesc *o = &m->prog.op[j];
     uint8_t (*th)[32] = NULL;
     int need_tensors = 0;
-    uint64_t pos[VT_MAX_OP_INPUTS];
-    uint32_t tens[VT_MAX_OP_INPUTS];
+    uint64_t *pos = calloc(o->n_in ? o->n_in : 1, sizeof *pos);
+    if (!pos) {
+        decide(g, VT_LOSER_NONE, VT_REASON_CANNOT_JUDGE, s, j, "out of memory");
+        return -1;
+    }
     for (uint32_t k = 0; k < o->n_in; k++) {
-        if (vt_input_producer(m, p, o->in[k], &pos[k], &tens[k])) {
+        if (vt_input_producer(m, p, o->in[k], &pos[k])) {
+            free(pos);
             decide(g, VT_LOSER_NONE, VT_REASON_CANNOT_JUDGE, s, j, "%s", vt_errmsg());
             return -1;
         }
@@ -356,11 +363,15 @@ static int load_inputs(game *g, uint64_t lo, uint64_t p, uint64_t s, uint32_t j,
     memset(&ta, 0, sizeof ta);
     if (need_tensors) {
         vt_msg_q_step q = {lo};
-        if (hash_list(g, VT_MSG_Q_TENSORS, &q, m->n_tensors, &ta, s, j)) return -1;
+        if (hash_list(g, VT_MSG_Q_TENSORS, &q, m->n_tensors, &ta, s, j)) {
+            free(pos);
+            return -1;
+        }
         th = ta.body.hashes.h;
         uint8_t calc[32];
         if (vt_state_hash_of(lo, m->n_tensors, (const uint8_t(*)[32])th, calc) || memcmp(calc, sh_lo, 32) != 0) {
             vt_msg_free(&ta);
+            free(pos);
             decide(g, VT_LOSER_TRAINER, VT_REASON_INCONSISTENT, s, j,
                    "the trainer's tensor hashes of step %llu do not give its committed state hash", (unsigned long long)lo);
             return -1;
@@ -370,53 +381,46 @@ static int load_inputs(game *g, uint64_t lo, uint64_t p, uint64_t s, uint32_t j,
     vt_msg a;
     if (ask(g, VT_ROLE_TRAINER, VT_MSG_Q_INPUTS, &q, VT_MSG_INPUTS, &a, s, j)) {
         vt_msg_free(&ta);
+        free(pos);
         return -1;
     }
     int rc = 0;
+    const vt_msg_inputs *in = &a.body.inputs;
     for (uint32_t k = 0; k < o->n_in && !rc; k++) {
-        uint32_t slot = o->in[k];
-        /* the batch (inputs and labels) is one output of LOAD_BATCH: it always comes whole */
-        int labels = (slot >> 8) == VT_SLOT_Y || (slot >> 8) == VT_SLOT_X;
-        uint32_t want[2] = {labels ? VT_SLOT(VT_SLOT_X, 0) : slot, VT_SLOT(VT_SLOT_Y, 0)};
-        const vt_msg_tensor *t[2] = {NULL, NULL};
-        for (uint16_t i = 0; i < a.body.inputs.n_tensors; i++)
-            for (int w = 0; w < 2; w++)
-                if (a.body.inputs.tensors[i].tensor_id == want[w]) t[w] = &a.body.inputs.tensors[i];
-        size_t n[2] = {0, 0};
-        uint8_t *lab = NULL;
-        float *dst[2] = {vt_model_slot(m, want[0], &n[0], &lab), NULL};
-        if (labels) vt_model_slot(m, want[1], &n[1], &lab);
-        int ok = t[0] && (size_t)t[0]->rows * t[0]->cols == n[0] && (!labels || (t[1] && (size_t)t[1]->rows * t[1]->cols == n[1]));
-        if (ok && labels)
-            for (size_t i = 0; i < n[1] && ok; i++) {
-                float v = t[1]->data[i];
-                ok = v >= 0 && v < (float)m->rc.widths[m->L] && v == (float)(uint8_t)v;
-            }
-        if (!ok) {
-            decide(g, VT_LOSER_TRAINER, VT_REASON_BAD_INPUT, s, j, "the trainer's inputs lack slot 0x%x or have the wrong size",
-                   slot);
-            rc = -1;
-            break;
+        /* the tensors that authenticate input k: itself (from the state), or all of its producer's outputs */
+        uint32_t one = o->in[k];
+        const uint32_t *ids = &one;
+        uint32_t n_ids = 1;
+        if (pos[k]) {
+            uint64_t ps;
+            uint32_t pj;
+            vt_seg_position(lo, m->n_ops, pos[k], &ps, &pj);
+            ids = m->prog.op[pj].out, n_ids = m->prog.op[pj].n_out;
         }
-        memcpy(dst[0], t[0]->data, n[0] * sizeof(float));
-        if (labels)
-            for (size_t i = 0; i < n[1]; i++) lab[i] = (uint8_t)t[1]->data[i];
-        uint8_t h[32];
-        vt_sha256_ctx c;
-        vt_err e = vt_sha256_init(&c);
-        if (!e) e = vt_sha256_update(&c, dst[0], n[0] * sizeof(float));
-        if (!e && labels) e = vt_sha256_update(&c, lab, n[1]);
-        if (!e) e = vt_sha256_final(&c, h);
-        else vt_sha256_abort(&c);
-        const uint8_t *expect = pos[k] ? prefix[pos[k]] : th[tens[k]];
-        if (e || memcmp(h, expect, 32) != 0) {
+        uint8_t h[VT_MAX_OP_OUTPUTS][32], got[32];
+        for (uint32_t u = 0; u < n_ids && !rc; u++) {
+            const vt_msg_tensor *t = NULL;
+            for (uint16_t i = 0; i < in->n_tensors; i++)
+                if (in->tensors[i].tensor_id == ids[u]) t = &in->tensors[i];
+            if (!t || vt_model_tensor_load(m, ids[u], t->data, (size_t)t->rows * t->cols) ||
+                vt_model_tensor_hash(m, ids[u], h[u])) {
+                decide(g, VT_LOSER_TRAINER, VT_REASON_BAD_INPUT, s, j,
+                       "the trainer's inputs lack tensor %u (%s) or do not fit it", ids[u],
+                       ids[u] < m->prog.n_tensors ? m->prog.t[ids[u]].name : "?");
+                rc = -1;
+            }
+        }
+        if (rc) break;
+        const uint8_t *expect = pos[k] ? prefix[pos[k]] : th[o->in[k]];
+        if (vt_output_hash_of(n_ids, (const uint8_t(*)[32])h, got) || memcmp(got, expect, 32) != 0) {
             decide(g, VT_LOSER_TRAINER, VT_REASON_BAD_INPUT, s, j,
-                   "the trainer's input slot 0x%x does not match the hash both parties agreed on", slot);
+                   "the trainer's input %s does not match the hash both parties agreed on", m->prog.t[o->in[k]].name);
             rc = -1;
         }
     }
     vt_msg_free(&a);
     vt_msg_free(&ta);
+    free(pos);
     return rc;
 }
 
@@ -427,14 +431,15 @@ static void recompute(game *g, uint64_t lo, uint64_t p, const claim *ct, const c
     uint64_t s;
     uint32_t j;
     vt_seg_position(lo, m->n_ops, p, &s, &j);
-    const vt_op *o = &m->ops[j];
+    const vt_opdesc *o = &m->prog.op[j];
+    const int rounded = vt_model_op_rounded(m, j);
     snprintf(g->res->op_name, sizeof g->res->op_name, "%s", o->name);
     note(g, "disputed operation: step %llu, operation %u (%s)", (unsigned long long)s, j, o->name);
     if (load_inputs(g, lo, p, s, j, prefix, sh_lo)) return;
     vt_steplog mini;
     vt_steplog_init(&mini, s);
     vt_oplog *rec = NULL;
-    if (o->rounded) {
+    if (rounded) {
         const vt_msg_leaf *L = leaf(g, s);
         if (!L) return;
         vt_msg_q_step q = {s};
@@ -473,7 +478,7 @@ static void recompute(game *g, uint64_t lo, uint64_t p, const claim *ct, const c
         }
     }
     vt_judgement jd;
-    vt_game_judge_op(m, &g->ds, s, j, o->rounded ? &mini : NULL, ct->h, ca->h, &jd);
+    vt_game_judge_op(m, &g->ds, s, j, rounded ? &mini : NULL, ct->h, ca->h, &jd);
     vt_steplog_free(&mini);
     g->res->recompute_seconds = jd.recompute_seconds;
     g->res->hash_seconds = jd.hash_seconds;
@@ -484,21 +489,14 @@ void vt_game_judge_op(vt_model *m, const vt_dataset *ds, uint64_t s, uint32_t j,
                       const uint8_t ht[32], const uint8_t ha[32], vt_judgement *out)
 {
     memset(out, 0, sizeof *out);
-    const vt_op *o = &m->ops[j];
+    const vt_opdesc *o = &m->prog.op[j];
     vt_steplog none;
     vt_steplog_init(&none, s);
     if (!log) log = &none;
     /* scratch pages touched before timing: the recomputation is what is measured, not page faults */
-    size_t scratch = 0;
-    for (uint32_t l = 0; l <= m->L; l++) {
-        size_t w = (size_t)m->rc.batch * m->rc.widths[l];
-        if (w > scratch) scratch = w;
-        if (l < m->L && (size_t)m->rc.widths[l] * m->rc.widths[l + 1] > scratch)
-            scratch = (size_t)m->rc.widths[l] * m->rc.widths[l + 1];
-    }
-    memset(m->x64, 0, scratch * sizeof(double));
-    memset(m->x64b, 0, scratch * sizeof(double));
-    memset(m->b64, 0, scratch * sizeof(double));
+    memset(m->x64, 0, m->scratch * sizeof(double));
+    memset(m->x64b, 0, m->scratch * sizeof(double));
+    memset(m->b64, 0, m->scratch * sizeof(double));
     double t0 = vt_now();
     vt_rctx rc;
     vt_rctx_init(&rc, VT_RMODE_REPLAY, m->rc.bound);
@@ -545,32 +543,38 @@ void vt_game_judge_op(vt_model *m, const vt_dataset *ds, uint64_t s, uint32_t j,
 
 void vt_game_cost(const vt_recipe *rc, uint64_t *bytes, uint64_t *flop)
 {
-    /* doubles: no overflow whatever the widths; the figures follow vt_model_init's allocations */
-    double B = rc->batch, params = 0, maxw = 0, maxd = 0, acts = 0, macs = 0;
-    uint32_t L = rc->n_layers > VT_MAX_LAYERS ? VT_MAX_LAYERS : rc->n_layers;
-    for (uint32_t l = 0; l < L; l++) {
-        double w = (double)rc->widths[l] * rc->widths[l + 1];
-        params += w + rc->widths[l + 1];
-        if (w > maxw) maxw = w;
-        if (B * w > macs) macs = B * w;
+    /* from the program the recipe builds (nothing of it allocated yet): its arenas, the scratch its
+     * largest operation asks for, the data, the messages; doubles, so nothing overflows */
+    *bytes = *flop = UINT64_MAX;
+    vt_program p;
+    vt_program_init(&p);
+    if (rc->arch != VT_ARCH_MLP || vt_arch_mlp_build(rc, &p) != VT_OK) {
+        vt_program_free(&p);
+        return;
     }
-    for (uint32_t l = 0; l <= L; l++) {
-        acts += 5.0 * B * rc->widths[l];
-        if (rc->widths[l] > maxd) maxd = rc->widths[l];
+    double arenas = 0, scratch = 0, norms = 0, big = 0, f = 0;
+    for (int c = 0; c < VT_TC_COUNT; c++) arenas += (double)p.arena_bytes[c];
+    for (uint32_t j = 1; j <= p.n_ops; j++) {
+        vt_opcost c;
+        memset(&c, 0, sizeof c);
+        vt_opkind_get(p.op[j].kind)->cost(&p, &p.op[j], &c);
+        if (c.scratch > scratch) scratch = c.scratch;
+        if (c.norms > norms) norms = c.norms;
+        if (c.flop > f) f = c.flop;
+        if (c.bytes > big) big = c.bytes;
     }
-    double state = params * (rc->optimizer == VT_OPT_ADAM ? 3 : 2);
-    double big = B * maxd > maxw ? B * maxd : maxw;
     double examples = rc->subset ? (double)rc->subset : 70000.0; /* the largest vendored dataset */
     double gap = rc->checkpoint_every < rc->state_hash_every ? rc->checkpoint_every : rc->state_hash_every;
     if (gap < 1) gap = 1;
     if (gap > (double)rc->steps) gap = (double)rc->steps;
-    double model = 4.0 * (state + params + acts + B * maxd) + 8.0 * (3.0 * big + 2.0 * (maxd > B ? maxd : B)) +
-                   4.0 * examples;
-    double data = examples * (4.0 * rc->widths[0] + 1.0);
-    double msgs = 2.0 * 4.0 * 3.0 * big + 2.0 * 32.0 * gap * VT_MAX_OPS; /* INPUTS (received, decoded), prefix hashes */
-    double total = model + data + msgs, f = 2.0 * macs;
+    const vt_tensor *x = &p.t[p.input];
+    double model = arenas + 8.0 * 3.0 * scratch + 4.0 * scratch + 16.0 * norms + 4.0 * examples;
+    double data = examples * (4.0 * x->shape[1] + 1.0);
+    double msgs = 2.0 * 2.0 * big + 2.0 * 32.0 * gap * p.n_ops; /* INPUTS (received, decoded), prefix hashes */
+    double total = model + data + msgs;
     *bytes = total >= 1.8e19 ? UINT64_MAX : (uint64_t)total;
     *flop = f >= 1.8e19 ? UINT64_MAX : (uint64_t)f;
+    vt_program_free(&p);
 }
 
 /* ------------------------------------------------------------------- play */
@@ -703,15 +707,56 @@ static void play(game *g, const vt_msg_challenge *ch, const char *data_root, vt_
     if (b > 1) memcpy(prefix[1], pa.body.hashes.h, (b - 1) * 32);
     vt_msg_free(&pa);
     if (b == total) { /* every operation agrees: the dispute is the state hash of step hi itself */
-        uint8_t th[VT_MAX_TENSORS][32], r[32];
-        int ok = 1;
-        for (uint32_t t = 0; t < g->m.n_tensors && ok; t++) {
-            uint64_t q = 0;
-            uint32_t tt;
-            ok = vt_input_producer(&g->m, total, vt_model_tensor_slot(&g->m, t), &q, &tt) == VT_OK && q > 0;
-            if (ok) memcpy(th[t], prefix[q], 32);
+        /* each state tensor's hash is its last writer's agreed output hash; where that writer has
+         * several outputs, the trainer's tensor hashes of hi must combine to it */
+        vt_model *m = &g->m;
+        uint8_t(*th)[32] = calloc(m->n_tensors + 1, 32), r[32];
+        int ok = th != NULL, multi = 0;
+        vt_msg tt;
+        memset(&tt, 0, sizeof tt);
+        for (uint32_t t = 0; t < m->n_tensors && ok; t++) {
+            uint64_t q = 0, qs;
+            uint32_t qj;
+            ok = vt_input_producer(m, total, t, &q) == VT_OK && q > 0;
+            if (ok) vt_seg_position(lo, m->n_ops, q, &qs, &qj);
+            if (ok && m->prog.op[qj].n_out == 1) memcpy(th[t], prefix[q], 32);
+            else multi = 1;
         }
-        if (!ok || vt_state_hash_of(hi, g->m.n_tensors, (const uint8_t(*)[32])th, r))
+        if (ok && multi) {
+            vt_msg_q_step qh = {hi};
+            if (hash_list(g, VT_MSG_Q_TENSORS, &qh, m->n_tensors, &tt, hi, 0)) {
+                free(prefix);
+                free(th);
+                return;
+            }
+            for (uint32_t t = 0; t < m->n_tensors && ok; t++) {
+                uint64_t q = 0, qs;
+                uint32_t qj;
+                ok = vt_input_producer(m, total, t, &q) == VT_OK && q > 0;
+                if (!ok) break;
+                vt_seg_position(lo, m->n_ops, q, &qs, &qj);
+                const vt_opdesc *w = &m->prog.op[qj];
+                if (w->n_out == 1) continue;
+                uint8_t hs[VT_MAX_OP_OUTPUTS][32], c[32];
+                for (uint32_t u = 0; u < w->n_out && ok; u++) {
+                    ok = w->out[u] < m->n_tensors; /* only state tensors have hashes at hi */
+                    if (ok) memcpy(hs[u], tt.body.hashes.h[w->out[u]], 32);
+                }
+                if (ok && (vt_output_hash_of(w->n_out, (const uint8_t(*)[32])hs, c) || memcmp(c, prefix[q], 32) != 0)) {
+                    vt_msg_free(&tt);
+                    free(prefix);
+                    free(th);
+                    FAIL(g, VT_LOSER_TRAINER, VT_REASON_INCONSISTENT, hi, qj,
+                         "the trainer's tensor hashes of step %llu do not give the agreed output of %s",
+                         (unsigned long long)hi, w->name);
+                }
+                memcpy(th[t], tt.body.hashes.h[t], 32);
+            }
+            vt_msg_free(&tt);
+        }
+        int bad = !ok || vt_state_hash_of(hi, g->m.n_tensors, (const uint8_t(*)[32])th, r);
+        free(th);
+        if (bad)
             decide(g, VT_LOSER_NONE, VT_REASON_CANNOT_JUDGE, hi, 0, "cannot derive the state of step %llu",
                    (unsigned long long)hi);
         else if (memcmp(r, ct.h, 32) == 0)

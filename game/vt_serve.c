@@ -100,7 +100,7 @@ static int charge(session *ss, uint64_t steps, vt_err *e)
 static vt_err new_model(session *ss, vt_model *m)
 {
     VT_FORWARD_IF_ERROR(vt_model_init(m, &ss->sv->rc, ss->sv->ds.n, ss->sv->o->order));
-    m->cheat = ss->sv->o->cheat;
+    vt_model_set_hooks(m, ss->sv->o->hooks);
     return VT_OK;
 }
 
@@ -230,7 +230,7 @@ static vt_err answer(session *ss, const vt_msg *q)
         size_t n = 0;
         VT_FORWARD_IF_ERROR(vt_merkle_prove(&sv->tree, s, a.path, VT_MSG_PATH_MAX, &n));
         a.n_path = (uint16_t)n;
-        if (o->misbehave == VT_SERVE_BAD_PROOF && n) a.path[0][0] ^= 1;
+        if (o->serve_hooks && o->serve_hooks->tamper) o->serve_hooks->tamper(o->serve_hooks->ctx, VT_MSG_LEAF, &a);
         return vt_send_msg(ss->c, VT_MSG_LEAF, &a, &sv->kp);
     }
     case VT_MSG_Q_LOG: {
@@ -259,7 +259,8 @@ static vt_err answer(session *ss, const vt_msg *q)
         a.seg_from = qc->seg_from, a.seg_to = qc->seg_to, a.pos = qc->pos, a.total_positions = total;
         memcpy(a.chain_hash, C, 32);
         memcpy(a.output_hash, h, 32);
-        if (o->misbehave == VT_SERVE_INCONSISTENT) a.chain_hash[0] ^= 1;
+        if (o->serve_hooks && o->serve_hooks->tamper)
+            o->serve_hooks->tamper(o->serve_hooks->ctx, VT_MSG_CHAIN_CLAIM, &a);
         return vt_send_msg(ss->c, VT_MSG_CHAIN_CLAIM, &a, &sv->kp);
     }
     case VT_MSG_Q_TENSORS: {
@@ -269,13 +270,14 @@ static vt_err answer(session *ss, const vt_msg *q)
         if (charge(ss, restore_cost(&sv->rc, s), &ce)) return ce;
         vt_model m;
         VT_FORWARD_IF_ERROR(new_model(ss, &m));
-        uint8_t th[VT_MAX_TENSORS][32];
-        vt_err e = vt_restore(&m, ss->st, &sv->ds, VT_PARTY_TRAINER, s);
+        uint8_t(*th)[32] = calloc(m.n_tensors + 1, 32);
+        vt_err e = th ? vt_restore(&m, ss->st, &sv->ds, VT_PARTY_TRAINER, s) : vt_set_error(VT_ERR_NOMEM, "out of memory");
         if (!e) e = vt_model_tensor_hashes(&m, th);
         vt_msg_hashes a = {s, s, m.n_tensors, th};
         vt_model_free(&m);
-        if (e) return send_error(ss, vt_errmsg());
-        return vt_send_msg(ss->c, VT_MSG_HASHES, &a, &sv->kp);
+        vt_err se = e ? send_error(ss, vt_errmsg()) : vt_send_msg(ss->c, VT_MSG_HASHES, &a, &sv->kp);
+        free(th);
+        return se;
     }
     case VT_MSG_Q_INPUTS: {
         uint64_t s = q->body.q_inputs.step;
@@ -289,34 +291,25 @@ static vt_err answer(session *ss, const vt_msg *q)
                                                                        : VT_OK;
         if (!e) e = vt_restore(&m, ss->st, &sv->ds, VT_PARTY_TRAINER, s - 1);
         if (!e) e = vt_run_to_op(&m, ss->st, &sv->ds, VT_PARTY_TRAINER, j, 0, NULL);
-        vt_msg_tensor t[VT_MAX_OP_INPUTS + 1];
-        float *lab = NULL;
-        uint16_t nt = 0;
-        const vt_op *op = e ? NULL : &m.ops[j];
-        int batch_sent = 0;
-        for (uint32_t k = 0; op && k < op->n_in; k++) {
-            size_t n = 0;
-            uint8_t *labels = NULL;
-            uint32_t slot = op->in[k];
-            float *p = vt_model_slot(&m, slot, &n, &labels);
-            if ((slot >> 8) == VT_SLOT_Y || (slot >> 8) == VT_SLOT_X) {
-                /* the batch goes whole: inputs and labels (exact small integers), as loaded */
-                if (batch_sent++) continue;
-                vt_model_slot(&m, VT_SLOT(VT_SLOT_Y, 0), &n, &labels);
-                lab = malloc(n * sizeof(float));
-                if (!lab) break;
-                for (size_t i = 0; i < n; i++) lab[i] = (float)labels[i];
-                t[nt++] = (vt_msg_tensor){VT_SLOT(VT_SLOT_Y, 0), 1, (uint32_t)n, lab};
-                size_t nx = 0;
-                float *x = vt_model_slot(&m, VT_SLOT(VT_SLOT_X, 0), &nx, NULL);
-                t[nt++] = (vt_msg_tensor){VT_SLOT(VT_SLOT_X, 0), 1, (uint32_t)nx, x};
-            } else {
-                t[nt++] = (vt_msg_tensor){slot, 1, (uint32_t)n, p};
-            }
+        /* each input whole, and - where an operation (of this step or the step before) wrote it -
+         * every output of that operation, which its agreed output hash authenticates together
+         * (game/vt_game.c load_inputs) */
+        const vt_opdesc *op = e ? NULL : &m.prog.op[j];
+        uint32_t cap = 0, nt = 0;
+        for (uint32_t k = 0; op && k < op->n_in; k++) cap += VT_MAX_OP_OUTPUTS;
+        vt_msg_tensor *t = calloc(cap ? cap : 1, sizeof *t);
+        if (!e && !t) e = vt_set_error(VT_ERR_NOMEM, "out of memory");
+        for (uint32_t k = 0; op && t && !e && k < op->n_in; k++) {
+            int prev;
+            uint32_t q = vt_program_producer(&m.prog, j, op->in[k], &prev);
+            (void)prev;
+            if (q) e = vt_model_wire_tensors(&m, m.prog.op[q].out, m.prog.op[q].n_out, t, cap, &nt);
+            else e = vt_model_wire_tensors(&m, &op->in[k], 1, t, cap, &nt);
         }
-        vt_msg_inputs a = {s, j, nt, t};
-        vt_err se = e ? send_error(ss, vt_errmsg()) : vt_send_msg(ss->c, VT_MSG_INPUTS, &a, &sv->kp);
-        free(lab);
+        vt_msg_inputs a = {s, j, (uint16_t)nt, t};
+        vt_err se = e || nt > UINT16_MAX ? send_error(ss, vt_errmsg()) : vt_send_msg(ss->c, VT_MSG_INPUTS, &a, &sv->kp);
+        if (t) vt_wire_tensors_free(t, nt);
+        free(t);
         vt_model_free(&m);
         return se;
     }
@@ -368,13 +361,8 @@ static void *session_main(void *p)
         for (int t = 1; t < VT_MSG_TYPE_COUNT_; t++) lim.max_body[t] = 64; /* only small questions come in */
         lim.max_body[VT_MSG_VERDICT] = 32 + 8 + 4 + 1 + 1 + 2 + VT_MSG_TEXT_MAX; /* and the arbiter's verdict */
         for (int answered = 0;; answered++) {
-            if (sv->o->misbehave == VT_SERVE_DROP_ONCE && answered == 6) {
-                pthread_mutex_lock(&sv->mu);
-                int drop = !sv->dropped;
-                sv->dropped = 1;
-                pthread_mutex_unlock(&sv->mu);
-                if (drop) break; /* as if the network dropped the connection */
-            }
+            const vt_serve_hooks *hk = sv->o->serve_hooks;
+            if (hk && hk->drop && hk->drop(hk->ctx, answered)) break; /* as if the network dropped it */
             vt_msg q;
             vt_err re = vt_recv_msg(ss->c, VT_MSG_ANY, sv->o->idle_ms, &lim, &q);
             if (re) {
@@ -398,7 +386,7 @@ static void *session_main(void *p)
             pthread_mutex_lock(&sv->mu);
             ss->last = vt_now();
             pthread_mutex_unlock(&sv->mu);
-            vt_err e = sv->o->misbehave == VT_SERVE_SILENT ? VT_OK : answer(ss, &q);
+            vt_err e = hk && hk->silent && hk->silent(hk->ctx) ? VT_OK : answer(ss, &q);
             vt_msg_free(&q);
             if (e) break;
         }

@@ -20,7 +20,7 @@ typedef struct {
                              * host with the bound port; required when listening on every address) */
     const char *service_file; /* where the service record goes (default RUN_DIR/service.vtsr) */
     vt_order order;         /* the order the run was trained with (to re-create its values) */
-    vt_cheat cheat;         /* tests: the cheat the run was trained with, so answers stay consistent */
+    const vt_hooks *hooks;  /* tests only: the cheat the run was trained with (answers stay consistent); NULL */
     /* access control: only these arbiters' keys get answers (at least one) */
     uint8_t arbiter_pk[VT_SERVE_MAX_ARBITERS][32];
     int n_arbiters;
@@ -36,17 +36,17 @@ typedef struct {
     int max_connections;    /* stop after this many sessions (0 = serve forever; tests) */
     const char *port_file;  /* write the bound port here once listening (tests) */
     int quiet;
-    /* testing only: misbehave (see docs/dispute.md) */
-    int misbehave;          /* VT_SERVE_* */
+    const struct vt_serve_hooks *serve_hooks; /* tests only: a misbehaving server; NULL */
 } vt_serve_opts;
 
-enum {
-    VT_SERVE_HONEST = 0,
-    VT_SERVE_SILENT,        /* never answer (the arbiter's deadline must fire) */
-    VT_SERVE_BAD_PROOF,     /* corrupt every inclusion proof */
-    VT_SERVE_INCONSISTENT,  /* claim chain hashes inconsistent with the commitment */
-    VT_SERVE_DROP_ONCE,     /* drop the first connection after a few answers (the arbiter reconnects) */
-};
+/* Test hooks of the server (tests/vt_cheats.c plays a misbehaving trainer with them; no
+ * production program sets any). Each may be NULL. */
+typedef struct vt_serve_hooks {
+    int (*silent)(void *ctx);                                  /* 1: leave this question unanswered */
+    void (*tamper)(void *ctx, uint16_t type, void *answer);   /* change an answer (its vt_msg_* body) before it is sent */
+    int (*drop)(void *ctx, int answered);                      /* 1: drop the connection now */
+    void *ctx;
+} vt_serve_hooks;
 
 /* Serves until max_connections sessions were handled (or forever). */
 vt_err vt_serve_run(const vt_serve_opts *o) VT_WARN_UNUSED;

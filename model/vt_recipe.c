@@ -12,6 +12,8 @@
 void vt_recipe_default(vt_recipe *r)
 {
     memset(r, 0, sizeof *r);
+    r->arch = VT_ARCH_MLP;
+    r->program_version = 1;
     snprintf(r->dataset, sizeof r->dataset, "mnist-train");
     r->n_layers = 2;
     r->widths[0] = 784, r->widths[1] = 128, r->widths[2] = 10;
@@ -40,6 +42,7 @@ typedef struct {
     const char *const *names; /* F_ENUM */
 } field;
 
+static const char *const arch_names[] = {"mlp", NULL};
 static const char *const opt_names[] = {"sgd", "adam", NULL};
 static const char *const sched_names[] = {"constant", "step", "linear", NULL};
 static const char *const bound_names[] = {"provable", "probabilistic", NULL};
@@ -47,6 +50,7 @@ static const char *const rounding_names[] = {"log", "exact", NULL};
 
 #define OFF(m) offsetof(vt_recipe, m)
 static const field fields[] = {
+    {"arch", F_ENUM, OFF(arch), arch_names},
     {"batch", F_U32, OFF(batch), NULL},
     {"beta1", F_REAL, OFF(beta1), NULL},
     {"beta2", F_REAL, OFF(beta2), NULL},
@@ -321,8 +325,9 @@ vt_err vt_manifest_parse(const char *text, size_t len, vt_recipe *r, uint8_t dat
     /* format 1 predates the recipe key `rounding` (its runs are log-rounded, the default then);
      * formats 1 and 2 predate panelled reductions (their bounds are those of the whole reduction) */
     const char *fs = json_is_string(fmt) ? json_string_value(fmt) : "";
-    int v1 = strcmp(fs, "vt-manifest-1") == 0, v2 = strcmp(fs, "vt-manifest-2") == 0;
-    if (strcmp(fs, VT_MANIFEST_FORMAT) != 0 && !v1 && !v2)
+    int v1 = strcmp(fs, "vt-manifest-1") == 0, v2 = strcmp(fs, "vt-manifest-2") == 0,
+        v3 = strcmp(fs, "vt-manifest-3") == 0;
+    if (strcmp(fs, VT_MANIFEST_FORMAT) != 0 && !v1 && !v2 && !v3)
         e = vt_set_error(VT_ERR_FORMAT, "manifest: unknown format (expected \"%s\")", VT_MANIFEST_FORMAT);
     else if (!json_is_string(dh) || vt_unhex(json_string_value(dh), dataset_hash, 32) != VT_OK)
         e = vt_set_error(VT_ERR_FORMAT, "manifest: bad dataset_hash");
@@ -335,6 +340,9 @@ vt_err vt_manifest_parse(const char *text, size_t len, vt_recipe *r, uint8_t dat
                 e = vt_set_error(VT_ERR_FORMAT, "manifest: format vt-manifest-1 has no recipe key \"rounding\"");
         }
         r->bound.whole_reduction = v1 || v2;
+        r->program_version = v1 || v2 || v3 ? 0 : 1;
+        if ((v1 || v2 || v3) && json_object_get(rj, "arch"))
+            e = vt_set_error(VT_ERR_FORMAT, "manifest: format %s has no recipe key \"arch\"", fs);
         if (!e) e = apply_object(r, rj, "manifest recipe");
         if (!e) e = vt_recipe_validate(r);
     }

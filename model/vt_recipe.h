@@ -10,13 +10,16 @@
 #include "../rounding_log/vt_rlog.h"
 
 #define VT_MAX_LAYERS 8
-#define VT_MANIFEST_FORMAT "vt-manifest-3" /* 2: the recipe key `rounding`; 3: panelled reductions */
+#define VT_MANIFEST_FORMAT "vt-manifest-4" /* 2: the recipe key `rounding`; 3: panelled reductions;
+                                              * 4: the step program (recipe key `arch`, operation ids) */
 #define VT_CODE_VERSION "0.1.0"
 
+typedef enum { VT_ARCH_MLP = 0 } vt_arch_kind;
 typedef enum { VT_OPT_SGD = 0, VT_OPT_ADAM = 1 } vt_opt_kind;
 typedef enum { VT_SCHED_CONSTANT = 0, VT_SCHED_STEP = 1, VT_SCHED_LINEAR = 2 } vt_sched_kind;
 
 typedef struct {
+    vt_arch_kind arch;         /* recipe key `arch`: "mlp" (the default) */
     char dataset[64];          /* "mnist-train", "digits", ... (vt_data_load spec name) */
     uint64_t subset;           /* first N examples; 0 = all */
     uint32_t n_layers;         /* number of weight layers */
@@ -33,6 +36,10 @@ typedef struct {
     uint32_t checkpoint_every; /* K: a checkpoint every K steps (and at the last step) */
     uint32_t state_hash_every; /* H: commit the state hash every H steps (and at checkpoints, last step) */
     int zstd_level;
+    /* Not a recipe key: the numbering of the step program the run was recorded with. 1 for
+     * manifest format 4; 0 for formats 1-3, whose step (no schedule operation, Adam's moments as
+     * two operations) gave other operation ids - which only their logs name. */
+    uint32_t program_version;
 } vt_recipe;
 
 /* The default recipe: MNIST, 784-128-10 MLP, SGD with momentum (about a minute on 2 cores). */

@@ -107,61 +107,6 @@ static vt_err resume_run(train_ctx *t, uint64_t *start, vt_train_result *res)
     return VT_OK;
 }
 
-/* A cheating trainer's log tampering (tests only). */
-static void cheat_log(vt_steplog *l, int kind)
-{
-    for (uint32_t i = 0; i < l->n_ops; i++) {
-        vt_oplog *o = &l->ops[i];
-        if (kind == VT_LOGCHEAT_OMIT_ENTRY) o->n_entries = 0;
-        for (uint64_t k = 0; k < o->n_entries && kind == VT_LOGCHEAT_FLIP_DIRECTION; k++)
-            if (!o->e[k].is_value) {
-                o->e[k].up ^= 1;
-                return;
-            }
-    }
-}
-
-vt_err vt_train_parse_cheat(const char *spec, vt_train_opts *o)
-{
-    char kind[32], num[32];
-    uint64_t step = 0;
-    double value = 0;
-    const char *c1 = strchr(spec, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
-    size_t kl = c1 ? (size_t)(c1 - spec) : 0, nl = c1 ? (c2 ? (size_t)(c2 - c1 - 1) : strlen(c1 + 1)) : 0;
-    VT_RETURN_ERROR_IF(!c1 || kl == 0 || kl >= sizeof kind || nl >= sizeof num, VT_ERR_ARG,
-                       "--cheat %s: expected KIND:STEP[:VALUE]", spec);
-    memcpy(kind, spec, kl);
-    kind[kl] = 0;
-    memcpy(num, c1 + 1, nl);
-    num[nl] = 0;
-    VT_FORWARD_IF_ERROR(vt_cli_u64("--cheat STEP", num, 1, (uint64_t)INT64_MAX, &step));
-    int n = 2;
-    if (c2) {
-        char *end = NULL;
-        value = strtod(c2 + 1, &end);
-        VT_RETURN_ERROR_IF(!c2[1] || *end || !isfinite(value), VT_ERR_ARG,
-                           "--cheat VALUE: \"%s\" is not a finite number", c2 + 1);
-        n = 3;
-    }
-    static const struct { const char *name; int model; int kind; } k[] = {
-        {"lr", 1, VT_CHEAT_LR}, {"poison", 1, VT_CHEAT_POISON}, {"flip-weight", 1, VT_CHEAT_FLIP_W},
-        {"reorder", 1, VT_CHEAT_REORDER}, {"flip-direction", 0, VT_LOGCHEAT_FLIP_DIRECTION},
-        {"omit-entry", 0, VT_LOGCHEAT_OMIT_ENTRY}};
-    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
-        if (strcmp(kind, k[i].name) == 0) {
-            if (k[i].model) {
-                o->cheat.kind = (vt_cheat_kind)k[i].kind;
-                o->cheat.step = step;
-                o->cheat.value = n >= 3 ? value : (k[i].kind == VT_CHEAT_POISON ? 1e-3 : 0.5);
-            } else {
-                o->cheat_log = k[i].kind;
-                o->cheat_log_step = step;
-            }
-            return VT_OK;
-        }
-    VT_RETURN_ERROR(VT_ERR_ARG, "--cheat: unknown kind \"%s\"", kind);
-}
-
 static vt_err train(train_ctx *t, const vt_recipe *rc, const vt_train_opts *o, vt_train_result *res)
 {
     char spec[96];
@@ -175,7 +120,7 @@ static vt_err train(train_ctx *t, const vt_recipe *rc, const vt_train_opts *o, v
     VT_FORWARD_IF_ERROR(vt_manifest_build(rc, t->ds.hash, "cpu", &t->manifest));
     size_t mlen = strlen(t->manifest);
     VT_FORWARD_IF_ERROR(vt_model_init(&t->m, rc, t->ds.n, o->order));
-    t->m.cheat = o->cheat;
+    vt_model_set_hooks(&t->m, o->hooks);
     vt_merkle_init(&t->tree);
     vt_steplog_init(&t->log, 0);
     uint64_t start = 0;
@@ -212,7 +157,7 @@ static vt_err train(train_ctx *t, const vt_recipe *rc, const vt_train_opts *o, v
             return e;
         }
         VT_FORWARD_IF_ERROR(vt_rctx_end_step(&rctx));
-        if (o->cheat_log && o->cheat_log_step == s) cheat_log(&t->log, o->cheat_log);
+        if (o->hooks && o->hooks->after_log) o->hooks->after_log(o->hooks->ctx, &t->log, s);
         VT_FORWARD_IF_ERROR(commit_step(t, rc, s, loss, res));
         char extra[48];
         snprintf(extra, sizeof extra, "loss %.4f", (double)loss);

@@ -9,13 +9,6 @@
 #include "../model/vt_model.h"
 #include "../model/vt_recipe.h"
 
-enum {
-    VT_LOGCHEAT_NONE = 0,
-    VT_LOGCHEAT_FLIP_DIRECTION, /* flip the first direction entry of the step's log */
-    VT_LOGCHEAT_OMIT_ENTRY,     /* delete every entry of the step's log */
-};
-
-
 typedef struct {
     const char *run_dir;
     const char *key_path;   /* Ed25519 secret key file (trainer keygen) */
@@ -23,12 +16,8 @@ typedef struct {
     vt_order order;         /* evaluation order of this trainer (default: blas) */
     int resume;             /* continue an interrupted run from its last checkpoint */
     int quiet;
-    uint64_t stop_after;    /* testing: stop (without committing) after this step; 0 = never */
-    /* testing only: play a cheating trainer that deviates at one step and commits the result
-     * consistently (docs/dispute.md). VT_CHEAT_NONE for an honest run. */
-    vt_cheat cheat;
-    int cheat_log;          /* VT_LOGCHEAT_*: tamper with the log of step cheat_log_step */
-    uint64_t cheat_log_step;
+    uint64_t stop_after;    /* stop (without committing: an interruption) after this step; 0 = never */
+    const vt_hooks *hooks;  /* tests only (tests/vt_cheats.c: a cheating trainer); NULL */
 } vt_train_opts;
 
 typedef struct {
@@ -41,10 +30,6 @@ typedef struct {
     uint8_t root[32];
     int committed;           /* 1 when the commitment file was written */
 } vt_train_result;
-
-/* Parse "KIND:STEP[:VALUE]" (KIND: lr, poison, flip-weight, reorder, flip-direction,
- * omit-entry) into o's cheat fields. */
-vt_err vt_train_parse_cheat(const char *spec, vt_train_opts *o) VT_WARN_UNUSED;
 
 /* Trains and commits. Errors: VT_ERR_DIVERGED (training diverged: message names step and
  * operation), VT_ERR_IO/FORMAT/DB (inputs), VT_ERR_ARG (recipe). */

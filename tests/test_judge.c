@@ -51,8 +51,9 @@ static void party_init(party *p, vt_rounding mode, size_t K, vt_order order)
     CHECK_OK(vt_recipe_validate(&rc));
     CHECK_OK(vt_model_init(&p->m, &rc, K, order)); /* a dataset of K examples: never loaded, the inputs are set */
     p->j = UINT32_MAX;
-    for (uint32_t j = 0; j < p->m.n_ops; j++)
-        if (p->m.ops[j].kind == VT_OPK_DW && p->m.ops[j].layer == 1) p->j = j;
+    uint32_t gw = vt_program_find(&p->m.prog, "fc1.weight.grad");
+    for (uint32_t j = 1; j <= p->m.n_ops; j++)
+        if (vt_op_writes(&p->m.prog.op[j], gw)) p->j = j;
     CHECK(p->j != UINT32_MAX, "the model has a layer-1 weight-gradient operation");
 }
 
@@ -90,11 +91,11 @@ static void gen(int cx, size_t K, float *X, float *dZ)
 
 static void set_inputs(party *p, size_t K, const float *X, const float *dZ)
 {
-    memcpy(p->m.act[0], X, K * 64 * sizeof(float));
-    memcpy(p->m.dz[1], dZ, K * 10 * sizeof(float));
+    memcpy(vt_model_tensor(&p->m, vt_program_find(&p->m.prog, "input"), NULL), X, K * 64 * sizeof(float));
+    memcpy(vt_model_tensor(&p->m, vt_program_find(&p->m.prog, "fc1.out.grad"), NULL), dZ, K * 10 * sizeof(float));
 }
 
-static float *output(party *p) { return p->m.grads + p->m.off_w[0]; }
+static float *output(party *p) { return vt_model_tensor(&p->m, vt_program_find(&p->m.prog, "fc1.weight.grad"), NULL); }
 
 /* Runs the operation as a trainer (record, log into *log) or an auditor (lenient replay of
  * *log); returns the output hash and copies the output (640 values) to out. */

@@ -10,7 +10,7 @@
  * pairwise). The answers live in tests/kat/mlp.kat ("name kind step [tensor] hex" lines: the loss and the state hash of
  * each step, and the SHA-256 of every tensor each operation of a pinned step writes, by tensor name); they were
  * written by this test (`test_kat --write tests/kat/mlp.kat`) on the MLP step before it became a program
- * (commit 39df846, slots named as the program names its tensors), and change only with a deliberate,
+ * (commit 39df846, its slots named as the program names its tensors), and change only with a deliberate,
  * documented change of what the step computes. */
 #include <stdarg.h>
 #include <stdio.h>
@@ -59,44 +59,6 @@ typedef struct {
     const char *label; /* the answers' name: log and exact MNIST runs share one */
 } hook_ctx;
 
-/* The program's name of the tensor in slot `slot` (today's slots; the restructured program names
- * its tensors this way in its tensor table). */
-static void slot_name(const vt_model *m, uint32_t slot, char *buf, size_t cap)
-{
-    uint32_t kind = slot >> 8, idx = slot & 0xff;
-    const char *pw = idx % 2 ? "bias" : "weight";
-    unsigned pl = idx / 2 + 1;
-    switch (kind) {
-    case VT_SLOT_X: snprintf(buf, cap, "input"); break;
-    case VT_SLOT_Y: snprintf(buf, cap, "labels"); break;
-    case VT_SLOT_ZG: snprintf(buf, cap, "fc%u.matmul", idx); break;
-    case VT_SLOT_Z: snprintf(buf, cap, "fc%u.out", idx); break;
-    case VT_SLOT_A: snprintf(buf, cap, "relu%u.out", idx); break;
-    case VT_SLOT_P: snprintf(buf, cap, "probs"); break;
-    case VT_SLOT_LOSS: snprintf(buf, cap, "loss"); break;
-    case VT_SLOT_DZ: snprintf(buf, cap, "fc%u.out.grad", idx); break;
-    case VT_SLOT_DA: snprintf(buf, cap, "relu%u.out.grad", idx); break;
-    case VT_SLOT_G: snprintf(buf, cap, "fc%u.%s.grad", pl, pw); break;
-    case VT_SLOT_W: snprintf(buf, cap, "fc%u.%s", pl, pw); break;
-    case VT_SLOT_M1: snprintf(buf, cap, "fc%u.%s.%s", pl, pw, m->rc.optimizer == VT_OPT_SGD ? "velocity" : "exp_avg"); break;
-    case VT_SLOT_M2: snprintf(buf, cap, "fc%u.%s.exp_avg_sq", pl, pw); break;
-    default: snprintf(buf, cap, "?");
-    }
-}
-
-static vt_err emit_tensor(const hook_ctx *h, vt_model *m, uint64_t step, uint32_t slot)
-{
-    size_t n = 0;
-    uint8_t *lab = NULL, d[32];
-    float *p = vt_model_slot(m, slot, &n, &lab);
-    char name[64], hex[65];
-    slot_name(m, slot, name, sizeof name);
-    VT_FORWARD_IF_ERROR(p ? vt_sha256(p, n * sizeof(float), d) : vt_sha256(lab, n, d));
-    vt_hex(d, 32, hex);
-    emit("%s out %llu %s %s", h->label, (unsigned long long)step, name, hex);
-    return VT_OK;
-}
-
 /* After each operation of a pinned step: the SHA-256 of each tensor it writes, by name. */
 static vt_err hook(void *ctx, vt_model *m, uint64_t step, uint32_t op)
 {
@@ -104,8 +66,14 @@ static vt_err hook(void *ctx, vt_model *m, uint64_t step, uint32_t op)
     int pinned = 0;
     for (int k = 0; k < 3; k++) pinned |= h->cfg->op_steps[k] == step;
     if (!pinned) return VT_OK;
-    VT_FORWARD_IF_ERROR(emit_tensor(h, m, step, m->ops[op].out));
-    if (m->ops[op].kind == VT_OPK_LOAD_BATCH) VT_FORWARD_IF_ERROR(emit_tensor(h, m, step, VT_SLOT(VT_SLOT_Y, 0)));
+    const vt_opdesc *o = &m->prog.op[op];
+    for (uint32_t k = 0; k < o->n_out; k++) {
+        uint8_t d[32];
+        char hex[65];
+        VT_FORWARD_IF_ERROR(vt_model_tensor_hash(m, o->out[k], d));
+        vt_hex(d, 32, hex);
+        emit("%s out %llu %s %s", h->label, (unsigned long long)step, m->prog.t[o->out[k]].name, hex);
+    }
     return VT_OK;
 }
 
@@ -140,7 +108,7 @@ static int run_cfg(const kat_cfg *cfg, const vt_dataset *ds, vt_order order)
             rc_ = -1;
             break;
         }
-        loss = m.loss;
+        loss = vt_model_loss(&m);
         uint8_t sh[32];
         char hex[65];
         CHECK_OK(vt_model_state_hash(&m, sh));

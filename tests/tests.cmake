@@ -3,6 +3,9 @@
 # test_exact checks the exact accumulator against MPFR, a test-only dependency (libmpfr-dev,
 # installed by scripts/install-deps.sh); without it that one test is not built.
 pkg_check_modules(MPFR IMPORTED_TARGET mpfr)
+# The test-only adversaries (tests/vt_cheats.c), linked into the tests and the test builds below.
+add_library(vt_cheats STATIC ${CMAKE_CURRENT_SOURCE_DIR}/tests/vt_cheats.c)
+target_link_libraries(vt_cheats PUBLIC vt_game vt_model Threads::Threads)
 file(GLOB VT_TEST_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/tests/test_*.c)
 foreach(src IN LISTS VT_TEST_SOURCES)
   get_filename_component(name ${src} NAME_WE)
@@ -11,7 +14,7 @@ foreach(src IN LISTS VT_TEST_SOURCES)
     continue()
   endif()
   add_executable(${name} ${src} ${CMAKE_CURRENT_SOURCE_DIR}/tests/vt_test.c)
-  target_link_libraries(${name} PRIVATE ${VT_TEST_LIBS})
+  target_link_libraries(${name} PRIVATE vt_cheats ${VT_TEST_LIBS})
   target_include_directories(${name} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/tests)
   add_test(NAME ${name} COMMAND ${name} WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})
   set_tests_properties(${name} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900)
@@ -23,4 +26,13 @@ endforeach()
 file(GLOB VT_TEST_FRAGMENTS CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/tests/cmake/*.cmake)
 foreach(frag IN LISTS VT_TEST_FRAGMENTS)
   include(${frag})
+endforeach()
+
+# The test builds of the programs: the same main.c with VT_TEST_HOOKS, linking the test-only
+# adversaries (tests/vt_cheats.c: --cheat, --stop-after, --misbehave, --lie). The production
+# trainer and auditor contain none of it (test_no_cheats checks).
+foreach(prog IN ITEMS trainer auditor)
+  add_executable(${prog}-test ${CMAKE_CURRENT_SOURCE_DIR}/${prog}/main.c)
+  target_compile_definitions(${prog}-test PRIVATE VT_TEST_HOOKS)
+  target_link_libraries(${prog}-test PRIVATE vt_cheats vt_game vt_run)
 endforeach()

@@ -23,6 +23,10 @@
 #include "../store/vt_store.h"
 #include "../game/vt_serve.h"
 #include "../run/vt_train.h"
+#ifdef VT_TEST_HOOKS
+#include "../tests/vt_cheats.h"
+static vt_cheats g_cheats; /* the test build's adversaries (tests/vt_cheats.h) */
+#endif
 
 static void usage(FILE *f)
 {
@@ -38,11 +42,10 @@ static void usage(FILE *f)
             "      --data-dir DIR    dataset root (default: $VT_DATA_DIR or the repository's data/)\n"
             "      --resume          continue an interrupted run from its last checkpoint\n"
             "      --quiet           no progress line\n"
-            "      --stop-after S    stop after step S without committing (as a crash would)\n"
-            "      --cheat KIND:S[:V] TESTING ONLY: play a cheating trainer that deviates at step S and\n"
-            "                        commits consistently; KIND: lr (use V), poison (add V to the\n"
-            "                        layer-1 weight gradient), flip-weight, reorder (swap two batch\n"
-            "                        examples), flip-direction (one log direction), omit-entry (log)\n"
+#ifdef VT_TEST_HOOKS
+            "      --stop-after S    TEST BUILD: stop after step S without committing (as a crash would)\n"
+            "      --cheat KIND:S[:V] TEST BUILD: a cheating trainer (tests/vt_cheats.h)\n"
+#endif
             "  trainer recipe [--recipe FILE] [--set KEY=VALUE]...   print the effective recipe\n"
             "  trainer serve RUN_DIR --listen HOST:PORT --key KEYFILE --arbiter-key FILE.pub... [options]\n"
             "      answer the named arbiters' questions about the committed run (dispute game, TLS 1.3);\n"
@@ -117,8 +120,10 @@ static int parse_train(int argc, char **argv, vt_recipe *rc, vt_train_opts *o)
         {"recipe", required_argument, 0, 'R'}, {"set", required_argument, 0, 's'},
         {"order", required_argument, 0, 'o'},  {"data-dir", required_argument, 0, 'd'},
         {"resume", no_argument, 0, 'u'},       {"quiet", no_argument, 0, 'q'},
-        {"stop-after", required_argument, 0, 'S'}, {"help", no_argument, 0, 'h'},
-        {"cheat", required_argument, 0, 'C'},
+        {"help", no_argument, 0, 'h'},
+#ifdef VT_TEST_HOOKS
+        {"stop-after", required_argument, 0, 'S'}, {"cheat", required_argument, 0, 'C'},
+#endif
         {0, 0, 0, 0}};
     vt_recipe_default(rc);
     memset(o, 0, sizeof *o);
@@ -144,6 +149,7 @@ static int parse_train(int argc, char **argv, vt_recipe *rc, vt_train_opts *o)
         case 'd': o->data_root = optarg; break;
         case 'u': o->resume = 1; break;
         case 'q': o->quiet = 1; break;
+#ifdef VT_TEST_HOOKS
         case 'S':
             if (vt_cli_u64("--stop-after", optarg, 1, UINT64_MAX, &o->stop_after) != VT_OK) {
                 fprintf(stderr, "trainer: %s\n", vt_errmsg());
@@ -151,11 +157,13 @@ static int parse_train(int argc, char **argv, vt_recipe *rc, vt_train_opts *o)
             }
             break;
         case 'C':
-            if (vt_train_parse_cheat(optarg, o) != VT_OK) {
+            if (vt_cheats_parse(&g_cheats, optarg) != VT_OK) {
                 fprintf(stderr, "trainer: %s\n", vt_errmsg());
                 return VT_EXIT_USAGE;
             }
+            o->hooks = &g_cheats.hooks;
             break;
+#endif
         case 'h': usage(stdout); return VT_EXIT_OK;
         case 's':
             if (vt_recipe_set(rc, optarg) != VT_OK) {
@@ -395,9 +403,9 @@ static int cmd_serve(int argc, char **argv)
 {
     static const struct option lo[] = {{"listen", required_argument, 0, 'l'},   {"key", required_argument, 0, 'k'},
                                        {"data-dir", required_argument, 0, 'd'}, {"order", required_argument, 0, 'o'},
-                                       {"cheat", required_argument, 0, 'C'},    {"port-file", required_argument, 0, 'p'},
+                                       {"port-file", required_argument, 0, 'p'},
                                        {"connections", required_argument, 0, 'n'}, {"idle-ms", required_argument, 0, 'i'},
-                                       {"misbehave", required_argument, 0, 'm'}, {"quiet", no_argument, 0, 'q'},
+                                       {"quiet", no_argument, 0, 'q'},
                                        {"arbiter-key", required_argument, 0, 'A'}, {"advertise", required_argument, 0, 'a'},
                                        {"service-file", required_argument, 0, 'f'},
                                        {"max-sessions", required_argument, 0, 'S'},
@@ -408,6 +416,10 @@ static int cmd_serve(int argc, char **argv)
                                        {"max-pending", required_argument, 0, 'P'},
                                        {"pending-per-ip", required_argument, 0, 'J'},
                                        {"help", no_argument, 0, 'h'},
+#ifdef VT_TEST_HOOKS
+                                       {"cheat", required_argument, 0, 'C'},
+                                       {"misbehave", required_argument, 0, 'm'},
+#endif
                                        {0, 0, 0, 0}};
     vt_serve_opts o;
     memset(&o, 0, sizeof o);
@@ -421,8 +433,6 @@ static int cmd_serve(int argc, char **argv)
     o.pending_per_ip = VT_GATE_DEFAULT_PENDING_PER_IP;
     optind = 2;
     int c;
-    vt_train_opts to;
-    memset(&to, 0, sizeof to);
     while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
         const struct {
             int c;
@@ -473,24 +483,22 @@ static int cmd_serve(int argc, char **argv)
             }
             break;
         case 'q': o.quiet = 1; break;
+#ifdef VT_TEST_HOOKS
         case 'm':
-            o.misbehave = strcmp(optarg, "silent") == 0 ? VT_SERVE_SILENT
-                          : strcmp(optarg, "bad-proof") == 0 ? VT_SERVE_BAD_PROOF
-                          : strcmp(optarg, "inconsistent") == 0 ? VT_SERVE_INCONSISTENT
-                          : strcmp(optarg, "drop-once") == 0  ? VT_SERVE_DROP_ONCE
-                                                              : -1;
-            if (o.misbehave < 0) {
-                fprintf(stderr, "trainer serve: unknown --misbehave %s\n", optarg);
+            if (vt_cheats_misbehave(&g_cheats, optarg) != VT_OK) {
+                fprintf(stderr, "trainer serve: %s\n", vt_errmsg());
                 return VT_EXIT_USAGE;
             }
+            o.serve_hooks = &g_cheats.serve_hooks;
             break;
         case 'C':
-            if (vt_train_parse_cheat(optarg, &to) != VT_OK) {
+            if (vt_cheats_parse(&g_cheats, optarg) != VT_OK) {
                 fprintf(stderr, "trainer: %s\n", vt_errmsg());
                 return VT_EXIT_USAGE;
             }
-            o.cheat = to.cheat;
+            o.hooks = &g_cheats.hooks;
             break;
+#endif
         case 'o':
             if (vt_order_parse(optarg, &o.order) != VT_OK) {
                 fprintf(stderr, "trainer: %s\n", vt_errmsg());
@@ -519,6 +527,9 @@ static int cmd_serve(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+#ifdef VT_TEST_HOOKS
+    vt_cheats_init(&g_cheats);
+#endif
     if (argc < 2) {
         usage(stderr);
         return VT_EXIT_USAGE;

@@ -1,0 +1,107 @@
+/* vt_arch_mlp.c - the builder of arch "mlp": ReLU hidden layers, softmax cross-entropy, SGD with
+ * momentum or Adam. It only describes the step; the interpreter runs it (vt_model.h). */
+#include <stdio.h>
+
+#include "vt_model.h"
+
+#define ARR(...) ((const uint32_t[]){__VA_ARGS__})
+#define IARG(...) ((const int64_t[]){__VA_ARGS__})
+#define FARG(...) ((const double[]){__VA_ARGS__})
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+
+vt_err vt_arch_mlp_build(const vt_recipe *rc, vt_program *p)
+{
+    const uint32_t L = rc->n_layers, B = rc->batch;
+    const uint32_t *w = rc->widths;
+    const int adam = rc->optimizer == VT_OPT_ADAM;
+    uint32_t W[VT_MAX_LAYERS + 1], b[VT_MAX_LAYERS + 1];
+    /* the state: parameters, then the optimiser's tensors - first (velocity or exp_avg) of every
+     * parameter, then (Adam) exp_avg_sq of every parameter; this order is the state hash's */
+    for (uint32_t l = 1; l <= L; l++) {
+        W[l] = vt_prog_tensor(p, VT_TC_PARAM, VT_DT_F32, 2, ARR(w[l - 1], w[l]), "fc%u.weight", l);
+        vt_prog_init_he(p, W[l], w[l - 1]);
+        b[l] = vt_prog_tensor(p, VT_TC_PARAM, VT_DT_F32, 1, ARR(w[l]), "fc%u.bias", l);
+    }
+    uint32_t M1[2 * VT_MAX_LAYERS + 2], M2[2 * VT_MAX_LAYERS + 2];
+    const char *m1n = adam ? "exp_avg" : "velocity";
+    for (int k = 0; k < 1 + adam; k++)
+        for (uint32_t t = 0; t < 2 * L; t++) {
+            uint32_t l = t / 2 + 1, rank = t % 2 ? 1 : 2;
+            const uint32_t *shape = t % 2 ? ARR(w[l]) : ARR(w[l - 1], w[l]);
+            const char *pn = t % 2 ? "bias" : "weight";
+            if (k == 0) M1[t] = vt_prog_tensor(p, VT_TC_OPT, VT_DT_F32, rank, shape, "fc%u.%s.%s", l, pn, m1n);
+            else M2[t] = vt_prog_tensor(p, VT_TC_OPT, VT_DT_F32, rank, shape, "fc%u.%s.exp_avg_sq", l, pn);
+        }
+    if (p->bad) return vt_program_finish(p);
+
+    /* the step's inputs */
+    uint32_t x = vt_prog_tensor(p, VT_TC_INPUT, VT_DT_F32, 2, ARR(B, w[0]), "input");
+    uint32_t y = vt_prog_tensor(p, VT_TC_INPUT, VT_DT_U8, 1, ARR(B), "labels");
+    uint32_t tstep = vt_prog_tensor(p, VT_TC_INPUT, VT_DT_F64, 0, NULL, "step");
+    uint32_t lr = vt_prog_tensor(p, VT_TC_INPUT, VT_DT_F64, 0, NULL, "lr");
+    /* activations and gradients */
+    uint32_t ZG[VT_MAX_LAYERS + 1], Z[VT_MAX_LAYERS + 1], A[VT_MAX_LAYERS + 1], DZ[VT_MAX_LAYERS + 1],
+        DA[VT_MAX_LAYERS + 1], GW[VT_MAX_LAYERS + 1], GB[VT_MAX_LAYERS + 1];
+    A[0] = x;
+    for (uint32_t l = 1; l <= L; l++) {
+        ZG[l] = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, 2, ARR(B, w[l]), "fc%u.matmul", l);
+        Z[l] = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, 2, ARR(B, w[l]), "fc%u.out", l);
+        if (l < L) A[l] = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, 2, ARR(B, w[l]), "relu%u.out", l);
+    }
+    uint32_t probs = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, 2, ARR(B, w[L]), "probs");
+    uint32_t loss = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, 0, NULL, "loss");
+    for (uint32_t l = L; l >= 1; l--) {
+        DZ[l] = vt_prog_tensor(p, VT_TC_GRAD, VT_DT_F32, 2, ARR(B, w[l]), "fc%u.out.grad", l);
+        if (l > 1) DA[l - 1] = vt_prog_tensor(p, VT_TC_GRAD, VT_DT_F32, 2, ARR(B, w[l - 1]), "relu%u.out.grad", l - 1);
+    }
+    for (uint32_t l = 1; l <= L; l++) {
+        GW[l] = vt_prog_tensor(p, VT_TC_GRAD, VT_DT_F32, 2, ARR(w[l - 1], w[l]), "fc%u.weight.grad", l);
+        GB[l] = vt_prog_tensor(p, VT_TC_GRAD, VT_DT_F32, 1, ARR(w[l]), "fc%u.bias.grad", l);
+    }
+    if (p->bad) return vt_program_finish(p);
+
+    /* the operations, in execution order (their ids) */
+    vt_prog_op(p, VT_OPK_LOAD_BATCH, NULL, 0, ARR(x, y), 2, IARG(B), 1, NULL, 0, "load batch");
+    vt_prog_op(p, VT_OPK_SCHEDULE, NULL, 0, ARR(tstep, lr), 2,
+               IARG(rc->schedule, (int64_t)rc->warmup, (int64_t)rc->decay_every, (int64_t)rc->steps), 4,
+               FARG(rc->lr, rc->decay_factor, rc->final_lr_factor), 3, "learning-rate schedule");
+    p->fwd_first = p->n_ops + 1;
+    for (uint32_t l = 1; l <= L; l++) {
+        vt_prog_op(p, VT_OPK_MATMUL, ARR(A[l - 1], W[l]), 2, ARR(ZG[l]), 1, IARG(0, 0, B, w[l], w[l - 1]), 5, NULL, 0,
+                   "fc%u forward GEMM", l);
+        vt_prog_op(p, VT_OPK_BIAS_ADD, ARR(ZG[l], b[l]), 2, ARR(Z[l]), 1, NULL, 0, NULL, 0, "fc%u bias add", l);
+        if (l < L) vt_prog_op(p, VT_OPK_RELU, ARR(Z[l]), 1, ARR(A[l]), 1, NULL, 0, NULL, 0, "relu%u", l);
+    }
+    vt_prog_op(p, VT_OPK_SOFTMAX, ARR(Z[L]), 1, ARR(probs), 1, NULL, 0, NULL, 0, "softmax");
+    p->fwd_last = p->n_ops;
+    vt_prog_op(p, VT_OPK_XENT_LOSS, ARR(probs, y), 2, ARR(loss), 1, NULL, 0, NULL, 0, "cross-entropy loss");
+    vt_prog_op(p, VT_OPK_XENT_BWD, ARR(probs, y), 2, ARR(DZ[L]), 1, NULL, 0, NULL, 0, "logits gradient");
+    for (uint32_t l = L; l >= 1; l--) {
+        vt_prog_op(p, VT_OPK_MATMUL, ARR(A[l - 1], DZ[l]), 2, ARR(GW[l]), 1, IARG(1, 0, w[l - 1], w[l], B), 5, NULL, 0,
+                   "fc%u weight-gradient GEMM", l);
+        vt_prog_op(p, VT_OPK_COLSUM, ARR(DZ[l]), 1, ARR(GB[l]), 1, NULL, 0, NULL, 0, "fc%u bias gradient", l);
+        if (l > 1) {
+            vt_prog_op(p, VT_OPK_MATMUL, ARR(DZ[l], W[l]), 2, ARR(DA[l - 1]), 1, IARG(0, 1, B, w[l - 1], w[l]), 5, NULL,
+                       0, "fc%u input-gradient GEMM", l);
+            vt_prog_op(p, VT_OPK_RELU_BWD, ARR(Z[l - 1], DA[l - 1]), 2, ARR(DZ[l - 1]), 1, NULL, 0, NULL, 0,
+                       "relu%u backward", l - 1);
+        }
+    }
+    for (uint32_t t = 0; t < 2 * L; t++) {
+        uint32_t l = t / 2 + 1, pw = t % 2 ? b[l] : W[l], g = t % 2 ? GB[l] : GW[l];
+        char nm[32];
+        snprintf(nm, sizeof nm, "fc%u.%s", l, t % 2 ? "bias" : "weight");
+        if (!adam) {
+            vt_prog_op(p, VT_OPK_SGD_VELOCITY, ARR(pw, g, M1[t]), 3, ARR(M1[t]), 1, NULL, 0,
+                       FARG(rc->momentum, rc->weight_decay), 2, "SGD velocity %s", nm);
+            vt_prog_op(p, VT_OPK_SGD_APPLY, ARR(pw, M1[t], lr), 3, ARR(pw), 1, NULL, 0, NULL, 0, "SGD update %s", nm);
+        } else {
+            vt_prog_op(p, VT_OPK_ADAM_MOMENTS, ARR(g, M1[t], M2[t]), 3, ARR(M1[t], M2[t]), 2, NULL, 0,
+                       FARG(rc->beta1, rc->beta2), 2, "Adam moments %s", nm);
+            vt_prog_op(p, VT_OPK_ADAM_APPLY, ARR(pw, M1[t], M2[t], tstep, lr), 5, ARR(pw), 1, NULL, 0,
+                       FARG(rc->beta1, rc->beta2, rc->eps), 3, "Adam update %s", nm);
+        }
+    }
+    p->loss = loss, p->input = x, p->labels = y, p->probs = probs;
+    return vt_program_finish(p);
+}

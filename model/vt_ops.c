@@ -1,0 +1,403 @@
+/* vt_ops.c - the operation kinds of the step program: one entry each (signature check,
+ * computation, cost). See vt_ops.h. */
+#include "vt_ops.h"
+
+#include <string.h>
+
+#include "../common/vt_bytes.h"
+#include "../kernels/vt_kernels.h"
+#include "vt_model.h"
+#include "vt_recipe.h"
+
+/* ------------------------------------------------------------ helpers */
+
+static const vt_tensor *T(const vt_program *p, uint32_t id) { return &p->t[id]; }
+
+/* tensor id has dtype dt and n elements */
+static vt_err want(const vt_program *p, const vt_opdesc *o, uint32_t id, vt_dtype dt, size_t n, const char *what)
+{
+    const vt_tensor *t = T(p, id);
+    VT_RETURN_ERROR_IF(t->dtype != dt || t->n != n, VT_ERR_INTERNAL,
+                       "program: operation \"%s\": %s %s is %s with %zu elements, expected %s with %zu", o->name, what,
+                       t->name, vt_dtype_name((vt_dtype)t->dtype), t->n, vt_dtype_name(dt), n);
+    return VT_OK;
+}
+
+static float *F(vt_opctx *c, const uint32_t *ids, uint32_t k) { return vt_model_tensor(c->m, ids[k], NULL); }
+#define IN(k) F(c, c->o->in, (k))
+#define OUT(k) F(c, c->o->out, (k))
+#define NOUT(k) (c->m->prog.t[c->o->out[k]].n)
+#define ROUND(xs, bnd, rows, cols, out) VT_FORWARD_IF_ERROR(vt_round(c->rc, c->op_id, (xs), (bnd), (rows), (cols), (out)))
+
+static void cost_elementwise(const vt_program *p, const vt_opdesc *o, double flop_per, vt_opcost *out)
+{
+    double n = (double)T(p, o->out[0])->n, bytes = 0;
+    for (uint32_t k = 0; k < o->n_in; k++) bytes += (double)T(p, o->in[k])->n * vt_dtype_size((vt_dtype)T(p, o->in[k])->dtype);
+    for (uint32_t k = 0; k < o->n_out; k++) bytes += (double)T(p, o->out[k])->n * 4;
+    out->flop = flop_per * n;
+    out->bytes = bytes;
+    out->scratch = n * o->n_out;
+    out->norms = 0;
+}
+
+/* ------------------------------------------------------------ LOAD_BATCH */
+
+static vt_err load_check(const vt_program *p, const vt_opdesc *o)
+{
+    int64_t B = o->iarg[0];
+    const vt_tensor *x = T(p, o->out[0]);
+    VT_RETURN_ERROR_IF(B < 1 || x->rank != 2 || x->shape[0] != (uint64_t)B || x->dtype != VT_DT_F32, VT_ERR_INTERNAL,
+                       "program: \"%s\": the batch is not [B, d] F32", o->name);
+    return want(p, o, o->out[1], VT_DT_U8, (size_t)B, "labels");
+}
+
+static vt_err load_exec(vt_opctx *c)
+{
+    VT_RETURN_ERROR_IF(!c->ds, VT_ERR_ARG, "loading a batch needs the dataset");
+    const vt_tensor *x = T(&c->m->prog, c->o->out[0]);
+    VT_RETURN_ERROR_IF(c->ds->d != x->shape[1], VT_ERR_ARG, "the dataset's examples have %u values, the program %u",
+                       c->ds->d, x->shape[1]);
+    vt_model_batch_indices(c->m, c->step);
+    return vt_data_batch(c->ds, c->m->batch_idx, (size_t)c->o->iarg[0], OUT(0), (uint8_t *)OUT(1));
+}
+
+static void load_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
+{
+    memset(out, 0, sizeof *out);
+    out->bytes = (double)T(p, o->out[0])->n * 4 + (double)T(p, o->out[1])->n;
+}
+
+/* ------------------------------------------------------------ SCHEDULE */
+/* iarg: schedule kind, warmup, decay_every, steps; farg: lr, decay_factor, final_lr_factor */
+
+static vt_err sched_check(const vt_program *p, const vt_opdesc *o)
+{
+    VT_RETURN_ERROR_IF(o->iarg[0] < 0 || o->iarg[0] > VT_SCHED_LINEAR || o->iarg[1] < 0 || o->iarg[2] < 0 ||
+                           o->iarg[3] < 1,
+                       VT_ERR_INTERNAL, "program: \"%s\": bad schedule arguments", o->name);
+    VT_FORWARD_IF_ERROR(want(p, o, o->out[0], VT_DT_F64, 1, "step count"));
+    return want(p, o, o->out[1], VT_DT_F64, 1, "learning rate");
+}
+
+static vt_err sched_exec(vt_opctx *c)
+{
+    const vt_opdesc *o = c->o;
+    vt_recipe r;
+    memset(&r, 0, sizeof r);
+    r.schedule = (vt_sched_kind)o->iarg[0];
+    r.warmup = (uint64_t)o->iarg[1];
+    r.decay_every = (uint64_t)o->iarg[2];
+    r.steps = (uint64_t)o->iarg[3];
+    r.lr = o->farg[0], r.decay_factor = o->farg[1], r.final_lr_factor = o->farg[2];
+    VT_RETURN_ERROR_IF(c->step > ((uint64_t)1 << 53), VT_ERR_LIMIT, "step %llu has no exact FP64 step count",
+                       (unsigned long long)c->step);
+    double t = (double)c->step, lr = vt_recipe_lr(&r, c->step);
+    memcpy(OUT(0), &t, 8);
+    memcpy(OUT(1), &lr, 8);
+    return VT_OK;
+}
+
+static void sched_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
+{
+    (void)p, (void)o;
+    memset(out, 0, sizeof *out);
+    out->flop = 64, out->bytes = 16;
+}
+
+/* ------------------------------------------------------------ MATMUL */
+/* iarg: transA, transB, M, N, K: C [M, N] = op(A) op(B) (kernels/vt_kernels.h vt_gemm) */
+
+static vt_err mm_check(const vt_program *p, const vt_opdesc *o)
+{
+    const int64_t *a = o->iarg;
+    VT_RETURN_ERROR_IF((a[0] != 0 && a[0] != 1) || (a[1] != 0 && a[1] != 1) || a[2] < 1 || a[3] < 1 || a[4] < 1 ||
+                           a[2] > UINT32_MAX || a[3] > UINT32_MAX || a[4] > UINT32_MAX,
+                       VT_ERR_INTERNAL, "program: \"%s\": bad GEMM arguments", o->name);
+    size_t M = (size_t)a[2], N = (size_t)a[3], K = (size_t)a[4];
+    VT_FORWARD_IF_ERROR(want(p, o, o->in[0], VT_DT_F32, M * K, "A"));
+    VT_FORWARD_IF_ERROR(want(p, o, o->in[1], VT_DT_F32, K * N, "B"));
+    return want(p, o, o->out[0], VT_DT_F32, M * N, "C");
+}
+
+static vt_err mm_exec(vt_opctx *c)
+{
+    const int64_t *a = c->o->iarg;
+    size_t M = (size_t)a[2], N = (size_t)a[3], K = (size_t)a[4];
+    vt_bounds bd;
+    vt_model *m = c->m;
+    VT_FORWARD_IF_ERROR(vt_gemm(&m->exec, (int)a[0], (int)a[1], M, N, K, IN(0), IN(1), m->x64, m->rn, m->cn, &bd));
+    ROUND(m->x64, &bd, M, N, OUT(0));
+    return VT_OK;
+}
+
+static void mm_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
+{
+    (void)p;
+    double M = (double)o->iarg[2], N = (double)o->iarg[3], K = (double)o->iarg[4];
+    out->flop = 2 * M * N * K;
+    out->bytes = 4 * (M * K + K * N + M * N);
+    out->scratch = M * N;
+    out->norms = M > N ? M : N;
+}
+
+/* ------------------------------------------------------------ elementwise and sums */
+
+static vt_err same_n_check(const vt_program *p, const vt_opdesc *o)
+{
+    size_t n = T(p, o->out[0])->n;
+    for (uint32_t k = 0; k < o->n_in; k++) VT_FORWARD_IF_ERROR(want(p, o, o->in[k], VT_DT_F32, n, "input"));
+    return want(p, o, o->out[0], VT_DT_F32, n, "output");
+}
+
+static vt_err bias_check(const vt_program *p, const vt_opdesc *o)
+{
+    const vt_tensor *x = T(p, o->in[0]);
+    VT_RETURN_ERROR_IF(x->rank != 2 || x->dtype != VT_DT_F32, VT_ERR_INTERNAL, "program: \"%s\": X is not [M, N] F32",
+                       o->name);
+    VT_FORWARD_IF_ERROR(want(p, o, o->in[1], VT_DT_F32, x->shape[1], "bias"));
+    return want(p, o, o->out[0], VT_DT_F32, x->n, "output");
+}
+
+static vt_err bias_exec(vt_opctx *c)
+{
+    const vt_tensor *x = T(&c->m->prog, c->o->in[0]);
+    vt_bias_add(x->shape[0], x->shape[1], IN(0), IN(1), c->m->x64);
+    ROUND(c->m->x64, NULL, x->shape[0], x->shape[1], OUT(0));
+    return VT_OK;
+}
+
+static void bias_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 1, out); }
+
+static vt_err relu_exec(vt_opctx *c) /* exact, nothing to round */
+{
+    size_t n = NOUT(0);
+    const float *z = IN(0);
+    float *a = OUT(0);
+    for (size_t i = 0; i < n; i++) a[i] = z[i] > 0.0f ? z[i] : 0.0f;
+    return VT_OK;
+}
+
+static vt_err relu_bwd_exec(vt_opctx *c) /* exact */
+{
+    size_t n = NOUT(0);
+    const float *z = IN(0), *da = IN(1);
+    float *dz = OUT(0);
+    for (size_t i = 0; i < n; i++) dz[i] = z[i] > 0.0f ? da[i] : 0.0f;
+    return VT_OK;
+}
+
+static void relu_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
+{
+    cost_elementwise(p, o, 1, out);
+    out->scratch = 0;
+}
+
+static vt_err rows_check(const vt_program *p, const vt_opdesc *o, vt_tensor const **x)
+{
+    *x = T(p, o->in[0]);
+    VT_RETURN_ERROR_IF((*x)->rank != 2 || (*x)->dtype != VT_DT_F32, VT_ERR_INTERNAL,
+                       "program: \"%s\": input is not [N, C] F32", o->name);
+    return VT_OK;
+}
+
+static vt_err softmax_check(const vt_program *p, const vt_opdesc *o)
+{
+    const vt_tensor *x;
+    VT_FORWARD_IF_ERROR(rows_check(p, o, &x));
+    return want(p, o, o->out[0], VT_DT_F32, x->n, "output");
+}
+
+static vt_err softmax_exec(vt_opctx *c)
+{
+    const vt_tensor *x = T(&c->m->prog, c->o->in[0]);
+    vt_bounds bd;
+    VT_FORWARD_IF_ERROR(vt_softmax(&c->m->exec, x->shape[0], x->shape[1], IN(0), c->m->x64, c->m->b64, &bd));
+    ROUND(c->m->x64, &bd, x->shape[0], x->shape[1], OUT(0));
+    return VT_OK;
+}
+
+static void softmax_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 30, out); }
+
+static vt_err xent_check(const vt_program *p, const vt_opdesc *o)
+{
+    const vt_tensor *x;
+    VT_FORWARD_IF_ERROR(rows_check(p, o, &x));
+    VT_FORWARD_IF_ERROR(want(p, o, o->in[1], VT_DT_U8, x->shape[0], "labels"));
+    VT_RETURN_ERROR_IF(x->shape[1] > 256, VT_ERR_INTERNAL, "program: \"%s\": more than 256 classes", o->name);
+    return want(p, o, o->out[0], VT_DT_F32, o->kind == VT_OPK_XENT_LOSS ? 1 : x->n, "output");
+}
+
+static vt_err loss_exec(vt_opctx *c)
+{
+    const vt_tensor *x = T(&c->m->prog, c->o->in[0]);
+    double lx, lb;
+    vt_bounds bd;
+    VT_FORWARD_IF_ERROR(
+        vt_xent_loss(&c->m->exec, x->shape[0], x->shape[1], IN(0), (const uint8_t *)IN(1), &lx, &lb, &bd));
+    ROUND(&lx, &bd, 1, 1, OUT(0));
+    return VT_OK;
+}
+
+static vt_err xent_bwd_exec(vt_opctx *c)
+{
+    const vt_tensor *x = T(&c->m->prog, c->o->in[0]);
+    const uint8_t *y = (const uint8_t *)IN(1);
+    for (uint32_t i = 0; i < x->shape[0]; i++) /* the kernel's precondition: labels < C */
+        VT_RETURN_ERROR_IF(y[i] >= x->shape[1], VT_ERR_ARG, "label %u of example %u is not a class", y[i], i);
+    vt_xent_backward(x->shape[0], x->shape[1], IN(0), y, c->m->x64);
+    ROUND(c->m->x64, NULL, x->shape[0], x->shape[1], OUT(0));
+    return VT_OK;
+}
+
+static void xent_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
+{
+    cost_elementwise(p, o, 30, out);
+    out->scratch = (double)T(p, o->in[0])->n;
+}
+
+static vt_err colsum_check(const vt_program *p, const vt_opdesc *o)
+{
+    const vt_tensor *x;
+    VT_FORWARD_IF_ERROR(rows_check(p, o, &x));
+    return want(p, o, o->out[0], VT_DT_F32, x->shape[1], "output");
+}
+
+static vt_err colsum_exec(vt_opctx *c)
+{
+    const vt_tensor *x = T(&c->m->prog, c->o->in[0]);
+    vt_bounds bd;
+    VT_FORWARD_IF_ERROR(vt_colsum(&c->m->exec, x->shape[0], x->shape[1], IN(0), c->m->x64, c->m->b64, &bd));
+    ROUND(c->m->x64, &bd, 1, x->shape[1], OUT(0));
+    return VT_OK;
+}
+
+static void colsum_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
+{
+    const vt_tensor *x = T(p, o->in[0]);
+    out->flop = 2.0 * (double)x->n;
+    out->bytes = 4.0 * ((double)x->n + x->shape[1]);
+    out->scratch = x->shape[1];
+    out->norms = 0;
+}
+
+/* ------------------------------------------------------------ optimisers */
+
+static vt_err scalar_f64(const vt_program *p, const vt_opdesc *o, uint32_t k)
+{
+    return want(p, o, o->in[k], VT_DT_F64, 1, "scalar");
+}
+
+static vt_err sgd_apply_check(const vt_program *p, const vt_opdesc *o)
+{
+    size_t n = T(p, o->out[0])->n;
+    VT_FORWARD_IF_ERROR(want(p, o, o->in[0], VT_DT_F32, n, "weights"));
+    VT_FORWARD_IF_ERROR(want(p, o, o->in[1], VT_DT_F32, n, "velocity"));
+    return scalar_f64(p, o, 2);
+}
+
+static vt_err adam_moments_check(const vt_program *p, const vt_opdesc *o)
+{
+    size_t n = T(p, o->in[0])->n;
+    for (uint32_t k = 0; k < 3; k++) VT_FORWARD_IF_ERROR(want(p, o, o->in[k], VT_DT_F32, n, "input"));
+    for (uint32_t k = 0; k < 2; k++) VT_FORWARD_IF_ERROR(want(p, o, o->out[k], VT_DT_F32, n, "output"));
+    return VT_OK;
+}
+
+static vt_err adam_apply_check(const vt_program *p, const vt_opdesc *o)
+{
+    size_t n = T(p, o->out[0])->n;
+    for (uint32_t k = 0; k < 3; k++) VT_FORWARD_IF_ERROR(want(p, o, o->in[k], VT_DT_F32, n, "input"));
+    VT_FORWARD_IF_ERROR(scalar_f64(p, o, 3));
+    return scalar_f64(p, o, 4);
+}
+
+static double f64_in(vt_opctx *c, uint32_t k)
+{
+    double v;
+    memcpy(&v, IN(k), 8);
+    return v;
+}
+
+static vt_err sgd_vel_exec(vt_opctx *c)
+{
+    size_t n = NOUT(0);
+    vt_sgd_velocity(n, IN(0), IN(1), IN(2), c->o->farg[0], c->o->farg[1], c->m->x64);
+    ROUND(c->m->x64, NULL, 1, n, OUT(0));
+    return VT_OK;
+}
+
+static vt_err sgd_apply_exec(vt_opctx *c)
+{
+    size_t n = NOUT(0);
+    vt_sgd_apply(n, IN(0), IN(1), f64_in(c, 2), c->m->x64);
+    ROUND(c->m->x64, NULL, 1, n, OUT(0));
+    return VT_OK;
+}
+
+static vt_err adam_moments_exec(vt_opctx *c)
+{
+    /* both moments in one pass; their elements are numbered m then v (vt_ops.h) */
+    size_t n = NOUT(0);
+    vt_model *m = c->m;
+    vt_adam_moments(n, IN(0), IN(1), IN(2), c->o->farg[0], c->o->farg[1], m->x64, m->x64 + n);
+    ROUND(m->x64, NULL, 1, 2 * n, m->f32s);
+    memcpy(OUT(0), m->f32s, n * sizeof(float));
+    memcpy(OUT(1), m->f32s + n, n * sizeof(float));
+    return VT_OK;
+}
+
+static vt_err adam_apply_exec(vt_opctx *c)
+{
+    size_t n = NOUT(0);
+    double t = f64_in(c, 3);
+    VT_RETURN_ERROR_IF(!(t >= 1 && t <= 0x1p53) || t != (double)(uint64_t)t, VT_ERR_ARG,
+                       "Adam's step count %g is not a step", t);
+    vt_adam_apply(n, IN(0), IN(1), IN(2), f64_in(c, 4), c->o->farg[0], c->o->farg[1], c->o->farg[2], (uint64_t)t,
+                  c->m->x64);
+    ROUND(c->m->x64, NULL, 1, n, OUT(0));
+    return VT_OK;
+}
+
+static void sgd_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 4, out); }
+static void adam_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 12, out); }
+
+/* ------------------------------------------------------------ the table */
+
+static const vt_opkind KINDS[VT_OPK_COUNT] = {
+    [VT_OPK_LOAD_BATCH] = {"load_batch", 0, 0, 2, 1, 0, load_check, load_exec, load_cost},
+    [VT_OPK_SCHEDULE] = {"schedule", 0, 0, 2, 4, 3, sched_check, sched_exec, sched_cost},
+    [VT_OPK_MATMUL] = {"matmul", 1, 2, 1, 5, 0, mm_check, mm_exec, mm_cost},
+    [VT_OPK_BIAS_ADD] = {"bias_add", 1, 2, 1, 0, 0, bias_check, bias_exec, bias_cost},
+    [VT_OPK_RELU] = {"relu", 0, 1, 1, 0, 0, same_n_check, relu_exec, relu_cost},
+    [VT_OPK_RELU_BWD] = {"relu_backward", 0, 2, 1, 0, 0, same_n_check, relu_bwd_exec, relu_cost},
+    [VT_OPK_SOFTMAX] = {"softmax", 1, 1, 1, 0, 0, softmax_check, softmax_exec, softmax_cost},
+    [VT_OPK_XENT_LOSS] = {"cross_entropy", 1, 2, 1, 0, 0, xent_check, loss_exec, xent_cost},
+    [VT_OPK_XENT_BWD] = {"cross_entropy_backward", 1, 2, 1, 0, 0, xent_check, xent_bwd_exec, xent_cost},
+    [VT_OPK_COLSUM] = {"column_sum", 1, 1, 1, 0, 0, colsum_check, colsum_exec, colsum_cost},
+    [VT_OPK_SGD_VELOCITY] = {"sgd_velocity", 1, 3, 1, 0, 2, same_n_check, sgd_vel_exec, sgd_cost},
+    [VT_OPK_SGD_APPLY] = {"sgd_apply", 1, 3, 1, 0, 0, sgd_apply_check, sgd_apply_exec, sgd_cost},
+    [VT_OPK_ADAM_MOMENTS] = {"adam_moments", 1, 3, 2, 0, 2, adam_moments_check, adam_moments_exec, adam_cost},
+    [VT_OPK_ADAM_APPLY] = {"adam_apply", 1, 5, 1, 0, 3, adam_apply_check, adam_apply_exec, adam_cost},
+};
+
+const vt_opkind *vt_opkind_get(uint16_t kind)
+{
+    return kind >= 1 && kind < VT_OPK_COUNT ? &KINDS[kind] : NULL;
+}
+
+vt_err vt_op_check(const vt_program *p, const vt_opdesc *o)
+{
+    const vt_opkind *k = vt_opkind_get(o->kind);
+    VT_RETURN_ERROR_IF(!k, VT_ERR_INTERNAL, "program: operation \"%s\" has unknown kind %u", o->name, o->kind);
+    VT_RETURN_ERROR_IF(o->n_in != k->n_in || o->n_out != k->n_out || o->n_iarg != k->n_iarg || o->n_farg != k->n_farg,
+                       VT_ERR_INTERNAL, "program: operation \"%s\" (%s) has the wrong number of inputs, outputs or arguments",
+                       o->name, k->name);
+    VT_RETURN_ERROR_IF(o->n_out < 1 || o->n_out > VT_MAX_OP_OUTPUTS, VT_ERR_INTERNAL,
+                       "program: operation \"%s\" has %u outputs (1..%d)", o->name, o->n_out, VT_MAX_OP_OUTPUTS);
+    for (uint32_t i = 0; i < o->n_in; i++)
+        VT_RETURN_ERROR_IF(o->in[i] >= p->n_tensors, VT_ERR_INTERNAL, "program: \"%s\": input %u is no tensor", o->name, i);
+    for (uint32_t i = 0; i < o->n_out; i++)
+        VT_RETURN_ERROR_IF(o->out[i] >= p->n_tensors, VT_ERR_INTERNAL, "program: \"%s\": output %u is no tensor", o->name,
+                           i);
+    return k->check(p, o);
+}

@@ -1,0 +1,83 @@
+/* vt_ops.h - operation kinds of the step program (docs/architecture.md "Adding an operation").
+ *
+ * An operation kind declares, in one entry of one table (model/vt_ops.c):
+ *   - its signature: how many inputs, outputs, integer and real arguments it takes, and a check
+ *     of their classes, dtypes and shapes against its arguments (run once, when a program is
+ *     built, so that the computation never has to re-derive or trust a shape);
+ *   - its computation: FP64 from FP32 inputs through the kernels, with an a-priori error bound,
+ *     turned into FP32 by the rounding layer (vt_round) - or an exact operation, which computes
+ *     its FP32 output with no rounding at all;
+ *   - its exact evaluator per output element: the vt_bounds the computation hands to vt_round
+ *     names each output element's reduction (operands and strides), which exact rounding and the
+ *     log's judge evaluate in the Kulisch accumulator; an operation whose elements are fixed
+ *     chains of IEEE operations has bound 0 and needs none;
+ *   - its cost: floating-point operations, bytes touched and FP64 scratch, from which the
+ *     interpreter sizes its scratch and the arbiter its limits.
+ * Every value an operation reads is one of its inputs; its arguments come from the recipe and
+ * are part of the program every party builds from the same manifest.
+ *
+ * An operation with several outputs numbers its output elements through its outputs in order:
+ * its log record (if it is rounded) and its output hash cover the concatenation. */
+#ifndef VT_OPS_H
+#define VT_OPS_H
+
+#include <stdint.h>
+
+#include "../common/vt_error.h"
+#include "../data/vt_data.h"
+#include "../rounding_log/vt_rlog.h"
+#include "vt_program.h"
+
+typedef enum {
+    VT_OPK_LOAD_BATCH = 1, /* -> input [B, d] F32, labels [B] U8; iarg B. Exact. */
+    VT_OPK_SCHEDULE,       /* -> t (F64 scalar: the step), lr (F64 scalar); farg: the schedule. Exact. */
+    VT_OPK_MATMUL,         /* A, B -> C [M, N] = op(A) op(B); iarg transA, transB, M, N, K. */
+    VT_OPK_BIAS_ADD,       /* X [M, N], b [N] -> Y */
+    VT_OPK_RELU,           /* z -> relu(z). Exact. */
+    VT_OPK_RELU_BWD,       /* z, da -> dz. Exact. */
+    VT_OPK_SOFTMAX,        /* z [N, C] -> p */
+    VT_OPK_XENT_LOSS,      /* p [N, C], labels [N] -> loss (F32 scalar) */
+    VT_OPK_XENT_BWD,       /* p, labels -> dz */
+    VT_OPK_COLSUM,         /* X [M, N] -> s [N] */
+    VT_OPK_SGD_VELOCITY,   /* w, g, v -> v; farg momentum, weight decay */
+    VT_OPK_SGD_APPLY,      /* w, v, lr -> w */
+    VT_OPK_ADAM_MOMENTS,   /* g, m, v -> m, v; farg beta1, beta2 */
+    VT_OPK_ADAM_APPLY,     /* w, m, v, t, lr -> w; farg beta1, beta2, eps */
+    VT_OPK_COUNT
+} vt_opkind_id;
+
+struct vt_model;
+
+/* What an operation's computation is given. */
+typedef struct {
+    struct vt_model *m;
+    const vt_opdesc *o;
+    uint32_t op_id;
+    uint64_t step;
+    const vt_dataset *ds; /* LOAD_BATCH only */
+    vt_rctx *rc;
+} vt_opctx;
+
+typedef struct {
+    double flop;     /* floating-point operations */
+    double bytes;    /* bytes read and written */
+    double scratch;  /* FP64 values of scratch (per scratch buffer) */
+    double norms;    /* FP64 values of norm scratch (GEMM row and column norms) */
+} vt_opcost;
+
+typedef struct {
+    const char *name;   /* "matmul", ... */
+    uint8_t rounded;    /* 1: goes through vt_round (has a log record in log rounding) */
+    uint8_t n_in, n_out, n_iarg, n_farg;
+    /* The signature check; a message names the first problem. */
+    vt_err (*check)(const vt_program *p, const vt_opdesc *o);
+    vt_err (*exec)(vt_opctx *c);
+    void (*cost)(const vt_program *p, const vt_opdesc *o, vt_opcost *out);
+} vt_opkind;
+
+/* The kind's entry; NULL for an unknown kind. */
+const vt_opkind *vt_opkind_get(uint16_t kind);
+/* Checks an operation against its kind (counts, then the kind's check). */
+vt_err vt_op_check(const vt_program *p, const vt_opdesc *o) VT_WARN_UNUSED;
+
+#endif

@@ -1,0 +1,152 @@
+/* vt_cheats.c - test-only adversaries through the drivers' hooks (vt_cheats.h). */
+#include "vt_cheats.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/vt_bytes.h"
+#include "../common/vt_cli.h"
+#include "../protocol/vt_proto.h"
+
+static void flip_low_bit(float *p) { *p = vt_bits_f32(vt_f32_bits(*p) ^ 1u); }
+
+static vt_err after_op(void *ctx, vt_model *m, uint64_t step, uint32_t op)
+{
+    vt_cheats *c = ctx;
+    if (step != c->step) return VT_OK;
+    const vt_program *p = &m->prog;
+    const vt_opdesc *o = &p->op[op];
+    switch (c->kind) {
+    case VT_CHEAT_LR: {
+        uint32_t lr = vt_program_find(p, "lr");
+        if (vt_op_writes(o, lr)) memcpy(vt_model_tensor(m, lr, NULL), &c->value, 8);
+        return VT_OK;
+    }
+    case VT_CHEAT_POISON: {
+        uint32_t g = vt_program_find(p, "fc1.weight.grad");
+        if (!vt_op_writes(o, g)) return VT_OK;
+        float *gw = vt_model_tensor(m, g, NULL);
+        for (size_t i = 0; i < p->t[g].n; i++) gw[i] = (float)((double)gw[i] + c->value);
+        return VT_OK;
+    }
+    case VT_CHEAT_FLIP_W: {
+        uint32_t w = vt_program_find(p, "fc1.weight");
+        if (vt_op_writes(o, w) && o->kind != VT_OPK_LOAD_BATCH) flip_low_bit(vt_model_tensor(m, w, NULL));
+        return VT_OK;
+    }
+    case VT_CHEAT_REORDER: /* another example than the recipe's in the batch's first place */
+        if (o->kind == VT_OPK_LOAD_BATCH && m->ds) {
+            size_t other = (m->batch_idx[0] + 1) % m->n_examples;
+            return vt_data_batch(m->ds, &other, 1, vt_model_tensor(m, o->out[0], NULL),
+                                 vt_model_tensor(m, o->out[1], NULL));
+        }
+        return VT_OK;
+    case VT_CHEAT_FLIP_OUTPUT:
+        if (op == c->op && p->t[o->out[0]].dtype == VT_DT_F32) flip_low_bit(vt_model_tensor(m, o->out[0], NULL));
+        return VT_OK;
+    default: return VT_OK;
+    }
+}
+
+static void after_log(void *ctx, vt_steplog *l, uint64_t step)
+{
+    vt_cheats *c = ctx;
+    if (step != c->step) return;
+    for (uint32_t i = 0; i < l->n_ops; i++) {
+        vt_oplog *o = &l->ops[i];
+        if (c->kind == VT_CHEAT_OMIT_ENTRY) o->n_entries = 0;
+        for (uint64_t k = 0; k < o->n_entries && c->kind == VT_CHEAT_FLIP_DIRECTION; k++)
+            if (!o->e[k].is_value) {
+                o->e[k].up ^= 1;
+                return;
+            }
+    }
+}
+
+static int silent(void *ctx) { return ((vt_cheats *)ctx)->serve == VT_MISBEHAVE_SILENT; }
+
+static void tamper(void *ctx, uint16_t type, void *answer)
+{
+    vt_cheats *c = ctx;
+    if (c->serve == VT_MISBEHAVE_BAD_PROOF && type == VT_MSG_LEAF) {
+        vt_msg_leaf *a = answer;
+        if (a->n_path) a->path[0][0] ^= 1;
+    }
+    if (c->serve == VT_MISBEHAVE_INCONSISTENT && type == VT_MSG_CHAIN_CLAIM) ((vt_msg_chain_claim *)answer)->chain_hash[0] ^= 1;
+}
+
+static int drop(void *ctx, int answered)
+{
+    vt_cheats *c = ctx;
+    if (c->serve != VT_MISBEHAVE_DROP_ONCE || answered != 6) return 0;
+    pthread_mutex_lock(&c->mu);
+    int d = !c->dropped;
+    c->dropped = 1;
+    pthread_mutex_unlock(&c->mu);
+    return d;
+}
+
+void vt_cheats_init(vt_cheats *c)
+{
+    memset(c, 0, sizeof *c);
+    pthread_mutex_init(&c->mu, NULL);
+    c->hooks = (vt_hooks){after_op, after_log, c};
+    c->serve_hooks = (vt_serve_hooks){silent, tamper, drop, c};
+}
+
+vt_err vt_cheats_parse(vt_cheats *c, const char *spec)
+{
+    char kind[32], num[32];
+    uint64_t step = 0;
+    double value = 0;
+    const char *c1 = strchr(spec, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+    size_t kl = c1 ? (size_t)(c1 - spec) : 0, nl = c1 ? (c2 ? (size_t)(c2 - c1 - 1) : strlen(c1 + 1)) : 0;
+    VT_RETURN_ERROR_IF(!c1 || kl == 0 || kl >= sizeof kind || nl >= sizeof num, VT_ERR_ARG,
+                       "--cheat %s: expected KIND:STEP[:VALUE]", spec);
+    memcpy(kind, spec, kl);
+    kind[kl] = 0;
+    memcpy(num, c1 + 1, nl);
+    num[nl] = 0;
+    VT_FORWARD_IF_ERROR(vt_cli_u64("--cheat STEP", num, 1, (uint64_t)INT64_MAX, &step));
+    int has_value = 0;
+    if (c2) {
+        char *end = NULL;
+        value = strtod(c2 + 1, &end);
+        VT_RETURN_ERROR_IF(!c2[1] || *end || !isfinite(value), VT_ERR_ARG,
+                           "--cheat VALUE: \"%s\" is not a finite number", c2 + 1);
+        has_value = 1;
+    }
+    static const struct { const char *name; vt_cheat_kind kind; } k[] = {
+        {"lr", VT_CHEAT_LR}, {"poison", VT_CHEAT_POISON}, {"flip-weight", VT_CHEAT_FLIP_W},
+        {"reorder", VT_CHEAT_REORDER}, {"flip-direction", VT_CHEAT_FLIP_DIRECTION},
+        {"omit-entry", VT_CHEAT_OMIT_ENTRY}};
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
+        if (strcmp(kind, k[i].name) == 0) {
+            c->kind = k[i].kind;
+            c->step = step;
+            c->value = has_value ? value : (k[i].kind == VT_CHEAT_POISON ? 1e-3 : 0.5);
+            return VT_OK;
+        }
+    VT_RETURN_ERROR(VT_ERR_ARG, "--cheat: unknown kind \"%s\"", kind);
+}
+
+vt_err vt_cheats_lie(vt_cheats *c, const char *spec)
+{
+    VT_FORWARD_IF_ERROR(vt_cli_step_op("--lie", spec, &c->step, &c->op));
+    c->kind = VT_CHEAT_FLIP_OUTPUT;
+    return VT_OK;
+}
+
+vt_err vt_cheats_misbehave(vt_cheats *c, const char *name)
+{
+    static const struct { const char *name; vt_misbehave m; } k[] = {
+        {"silent", VT_MISBEHAVE_SILENT}, {"bad-proof", VT_MISBEHAVE_BAD_PROOF},
+        {"inconsistent", VT_MISBEHAVE_INCONSISTENT}, {"drop-once", VT_MISBEHAVE_DROP_ONCE}};
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
+        if (strcmp(name, k[i].name) == 0) {
+            c->serve = k[i].m;
+            return VT_OK;
+        }
+    VT_RETURN_ERROR(VT_ERR_ARG, "unknown --misbehave %s", name);
+}

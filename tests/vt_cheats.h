@@ -1,0 +1,61 @@
+/* vt_cheats.h - test-only adversaries: a cheating trainer, a misbehaving trainer's server and a
+ * lying auditor, played through the production drivers' hooks (vt_hooks, vt_serve_hooks).
+ *
+ * Linked only into the test builds of the programs (trainer-test, auditor-test: the same main.c
+ * compiled with VT_TEST_HOOKS, tests/tests.cmake) and into tests; no production binary contains
+ * this code. The options they add:
+ *   trainer-test train|serve --cheat KIND:STEP[:VALUE]
+ *       lr (step STEP uses learning rate VALUE, default 0.5), poison (add VALUE, default 1e-3, to
+ *       every fc1 weight gradient), flip-weight (flip the lowest bit of the first fc1 weight after
+ *       its update), reorder (the batch's first example replaced by the next one of the dataset),
+ *       flip-direction (the step log's first direction entry), omit-entry (every entry of the
+ *       step's log) - a trainer that deviates at STEP and commits consistently;
+ *   trainer-test train --stop-after STEP   stop without committing (an interruption);
+ *   trainer-test serve --misbehave silent|bad-proof|inconsistent|drop-once;
+ *   auditor-test challenge --lie STEP:OP   a lying auditor: its output of operation OP of step
+ *       STEP has its first element's lowest bit flipped, consistently in every answer. */
+#ifndef VT_CHEATS_H
+#define VT_CHEATS_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "../common/vt_error.h"
+#include "../game/vt_serve.h"
+#include "../model/vt_model.h"
+
+typedef enum {
+    VT_CHEAT_NONE = 0,
+    VT_CHEAT_LR,
+    VT_CHEAT_POISON,
+    VT_CHEAT_FLIP_W,
+    VT_CHEAT_REORDER,
+    VT_CHEAT_FLIP_OUTPUT,
+    VT_CHEAT_FLIP_DIRECTION,
+    VT_CHEAT_OMIT_ENTRY,
+} vt_cheat_kind;
+
+typedef enum { VT_MISBEHAVE_NONE = 0, VT_MISBEHAVE_SILENT, VT_MISBEHAVE_BAD_PROOF, VT_MISBEHAVE_INCONSISTENT,
+               VT_MISBEHAVE_DROP_ONCE } vt_misbehave;
+
+typedef struct {
+    vt_cheat_kind kind;
+    uint64_t step;
+    double value;
+    uint32_t op;          /* FLIP_OUTPUT */
+    vt_misbehave serve;
+    pthread_mutex_t mu;   /* drop-once: one drop over every session */
+    int dropped;
+    vt_hooks hooks;       /* point the drivers' options here */
+    vt_serve_hooks serve_hooks;
+} vt_cheats;
+
+void vt_cheats_init(vt_cheats *c);
+/* "KIND:STEP[:VALUE]" (--cheat). */
+vt_err vt_cheats_parse(vt_cheats *c, const char *spec) VT_WARN_UNUSED;
+/* "STEP:OP" (--lie). */
+vt_err vt_cheats_lie(vt_cheats *c, const char *spec) VT_WARN_UNUSED;
+/* silent, bad-proof, inconsistent, drop-once (--misbehave). */
+vt_err vt_cheats_misbehave(vt_cheats *c, const char *name) VT_WARN_UNUSED;
+
+#endif
