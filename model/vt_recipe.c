@@ -341,8 +341,6 @@ vt_err vt_manifest_parse(const char *text, size_t len, vt_recipe *r, uint8_t dat
         }
         r->bound.whole_reduction = v1 || v2;
         r->program_version = v1 || v2 || v3 ? 0 : 1;
-        if ((v1 || v2 || v3) && json_object_get(rj, "arch"))
-            e = vt_set_error(VT_ERR_FORMAT, "manifest: format %s has no recipe key \"arch\"", fs);
         if (!e) e = apply_object(r, rj, "manifest recipe");
         if (!e) e = vt_recipe_validate(r);
     }

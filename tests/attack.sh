@@ -55,7 +55,7 @@ start_arbiter() {
 # start_trainer DIR RUN [args...]: sets TPID, TPORT; the service record goes to DIR/service.vtsr
 start_trainer() {
   local d=$1 run=$2; shift 2; rm -f "$d/tp"
-  ${PRE_TR:-} "$B/trainer" serve "$run" --listen 127.0.0.1:0 --key "$T/tk" --arbiter-key "$T/rk.pub" --port-file "$d/tp" \
+  ${PRE_TR:-} "$B/trainer-test" serve "$run" --listen 127.0.0.1:0 --key "$T/tk" --arbiter-key "$T/rk.pub" --port-file "$d/tp" \
     --service-file "$d/service.vtsr" "$@" >"$d/trainer.log" 2>&1 &
   TPID=$!; PIDS+=("$TPID")
   wait_file "$d/tp" "$TPID" || { echo "trainer did not start: $(tail -3 "$d/trainer.log")"; exit 1; }
@@ -65,7 +65,7 @@ start_trainer() {
 play() {
   local t0 t1
   t0=$(date +%s.%N)
-  timeout $((120 * SLOW)) "$B/auditor" challenge "$T/run" --service "$1/service.vtsr" --arbiter 127.0.0.1:"$APORT" \
+  timeout $((120 * SLOW)) "$B/auditor-test" challenge "$T/run" --service "$1/service.vtsr" --arbiter 127.0.0.1:"$APORT" \
     --key "$T/ak" --arbiter-key "$T/rk.pub" --lie 9:2 ${AUD_QUIET---quiet} >"$2" 2>&1
   GAME_ST=$?
   t1=$(date +%s.%N)
@@ -155,7 +155,7 @@ address) # 1. the auditor cannot pick the trainer's address
   # a record for a port of the attacker's, signed by the auditor's own key
   "$B/vt_attack" sign-service "$D/forged.vtsr" "$D/service.vtsr" 127.0.0.1:"$CP" "$T/ak" || bad "sign-service"
   n0=$(ntranscripts "$D")
-  "$B/auditor" challenge "$T/run" --service "$D/forged.vtsr" --arbiter 127.0.0.1:"$APORT" --key "$T/ak" --lie 9:2 \
+  "$B/auditor-test" challenge "$T/run" --service "$D/forged.vtsr" --arbiter 127.0.0.1:"$APORT" --key "$T/ak" --lie 9:2 \
     --quiet >"$D/o" 2>&1; st=$?
   [ $st = 1 ] && grep -q "against the auditor (invalid challenge)" "$D/o" && grep -q "not signed by the commitment's trainer key" "$D/o" &&
     ok "forged service record: verdict against the auditor" || bad "forged service record: exit $st $(cat "$D/o")"
@@ -278,7 +278,7 @@ error_challenge) # 7. an ERROR in place of the CHALLENGE, its text an address
 offline) # 8. a verdict by deadline (unreachable trainer), re-checked offline
   start_trainer "$D" "$T/run"; kill "$TPID"; wait "$TPID" 2>/dev/null # a genuine record, nobody answering
   start_arbiter "$D" --clock-ms $((3000 * SLOW)) --deadline-ms $((1000 * SLOW))
-  "$B/auditor" challenge "$T/run" --service "$D/service.vtsr" --arbiter 127.0.0.1:"$APORT" --key "$T/ak" --lie 9:2 \
+  "$B/auditor-test" challenge "$T/run" --service "$D/service.vtsr" --arbiter 127.0.0.1:"$APORT" --key "$T/ak" --lie 9:2 \
     --quiet >"$D/o" 2>&1; st=$?
   [ $st = 0 ] && grep -q "against the trainer (no valid answer)" "$D/o" && ok "the unreachable trainer loses by its clock" ||
     bad "verdict: exit $st $(cat "$D/o")"

@@ -58,7 +58,7 @@ game() {
   "$B/arbiter" serve --listen 127.0.0.1:0 --key "$T/rk" --games 1 --port-file "$d/ap" --transcripts "$d" \
     --deadline-ms "${DEADLINE:-$((20000 * SLOW))}" --order "${ARB_ORDER:-reverse}" >"$d/arbiter.log" 2>&1 &
   local apid=$!
-  "$B/trainer" serve "$T/$run" --listen 127.0.0.1:0 --key "$T/tk" --arbiter-key "$T/rk.pub" --connections 3 \
+  "$B/trainer-test" serve "$T/$run" --listen 127.0.0.1:0 --key "$T/tk" --arbiter-key "$T/rk.pub" --connections 3 \
     --port-file "$d/tp" --service-file "$d/service.vtsr" --idle-ms 20000 \
     "${sargs[@]}" --quiet >"$d/trainer.log" 2>&1 &
   local tpid=$!
@@ -66,7 +66,7 @@ game() {
   if ! wait_file "$d/ap" "$apid" "$d/arbiter.log" || ! wait_file "$d/tp" "$tpid" "$d/trainer.log"; then
     bad "$name: servers did not start"; return; fi
   [ -n "${GARBAGE:-}" ] && { head -c 4000 /dev/urandom >/dev/tcp/127.0.0.1/"$(cat "$d/tp")"; } 2>/dev/null
-  timeout 300 "$B/auditor" challenge "$T/${ARUN:-$run}" --service "$d/service.vtsr" --arbiter 127.0.0.1:"$(cat "$d/ap")" \
+  timeout 300 "$B/auditor-test" challenge "$T/${ARUN:-$run}" --service "$d/service.vtsr" --arbiter 127.0.0.1:"$(cat "$d/ap")" \
     --key "$T/ak" --arbiter-key "$T/rk.pub" --quiet "${cargs[@]}" >"$d/challenge.out" 2>&1
   local st=$?
   # the arbiter (--games 1) exits by itself once the verdict and the transcript are out: give it
@@ -89,18 +89,21 @@ game() {
     bad "$name: arbiter check: $(cat "$d/check.out")"; fi
 }
 
-train() { "$B/trainer" train --run "$T/$1" --key "$T/tk" "${R[@]}" "${@:2}" >/dev/null || bad "train $1"; }
+train() { "$B/trainer-test" train --run "$T/$1" --key "$T/tk" "${R[@]}" "${@:2}" >/dev/null || bad "train $1"; }
 
 train honest
 train honest-log "${RLOG[@]}"
-# the cheating trainer deviates at step 7 and commits consistently; its server answers consistently
-for c in "lr:7:0.5 17" "poison:7:0.001 14" "flip-weight:7 17" "reorder:7 1"; do
+# the cheating trainer deviates at step 7 and commits consistently; its server answers consistently.
+# Operation ids of the 784-128-10 SGD program (trainer recipe --program): 1 load batch, 2 the
+# learning-rate schedule (a wrong learning rate is caught where it is produced), 15 the fc1
+# weight-gradient GEMM, 18 the SGD update of fc1.weight
+for c in "lr:7:0.5 2" "poison:7:0.001 15" "flip-weight:7 18" "reorder:7 1"; do
   set -- $c
   train "cheat-${1%%:*}" --cheat "$1"
   game "cheat-${1%%:*}" "cheat-${1%%:*}" trainer "wrong output" 7 "$2" --cheat "$1"
 done
 train cheat-lr-log --cheat lr:7:0.5 "${RLOG[@]}"
-game cheat-lr-log cheat-lr-log trainer "wrong output" 7 17 --cheat lr:7:0.5
+game cheat-lr-log cheat-lr-log trainer "wrong output" 7 2 --cheat lr:7:0.5
 # log forgeries, re-committed with the trainer's key (tests/vt_tamper.c)
 cp -r "$T/honest-log" "$T/forged"; "$B/vt_tamper" "$T/forged" "$T/tk" flip-direction >/dev/null || bad "tamper"
 game forged-direction forged trainer "wrong output" "" ""
@@ -134,9 +137,9 @@ DEADLINE=$((5000 * SLOW)) WHY="deadline exceeded" game silent cheat-lr trainer "
 cp -r "$T/honest-log" "$T/second"; "$B/vt_tamper" "$T/second" "$T/tk" flip-direction >/dev/null || bad "tamper"
 ARUN=honest-log game two-roots second trainer "equivocation" "" "" -- --step 10
 # a connection dropped mid-game: the arbiter reconnects and the game goes on to the same verdict
-game dropped cheat-lr trainer "wrong output" 7 17 --cheat lr:7:0.5 --misbehave drop-once
+game dropped cheat-lr trainer "wrong output" 7 2 --cheat lr:7:0.5 --misbehave drop-once
 # garbage sent to the trainer's port first: that client is dropped (and logged), the game still works
-GARBAGE=1 game garbage cheat-lr trainer "wrong output" 7 17 --cheat lr:7:0.5
+GARBAGE=1 game garbage cheat-lr trainer "wrong output" 7 2 --cheat lr:7:0.5
 
 echo "dispute: $pass passed, $fail failed"
 [ "$fail" = 0 ]

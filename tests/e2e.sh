@@ -13,6 +13,7 @@ bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
 
 TRAINER="$B/trainer"
 AUDITOR="$B/auditor"
+TRAINER_TEST="$B/trainer-test" # the test build: --cheat, --stop-after (tests/vt_cheats.h)
 TAMPER="$B/vt_tamper"
 # a small, fast recipe: 2000 MNIST images, 784-64-10, 40 steps, every state committed (H = 1);
 # log rounding, so that the log's tampering cases below have entries to work on (exact rounding,
@@ -85,7 +86,7 @@ tamper "dataset"             "wrong dataset"         "" other-dataset
 tamper "learning rate"       "manifest mismatch"     "" set-lr 0.2
 tamper "learning rate, re-signed" "state mismatch"   1 set-lr-resign 0.2
 # a cheating trainer that flips a weight bit after step 30 and commits consistently
-"$TRAINER" train --run "$T/cheat" --key "$T/key" "${SMALL[@]}" --quiet --cheat flip-weight:30 >/dev/null || bad "cheat"
+"$TRAINER_TEST" train --run "$T/cheat" --key "$T/key" "${SMALL[@]}" --quiet --cheat flip-weight:30 >/dev/null || bad "cheat"
 expect 1 "state mismatch" 30 "$T/cheat"
 
 fi
@@ -95,14 +96,14 @@ fi
 # compared in the pairwise order; in the blas order the stored values (every step's loss and
 # state hash) are compared and the resumed run must verify.
 steps() { sqlite3 "$1/run.db" "SELECT step, loss_bits, has_state, hex(state_hash) FROM steps ORDER BY step"; }
-"$TRAINER" train --run "$T/r2" --key "$T/key" "${SMALL[@]}" --quiet --stop-after 23 >/dev/null || bad "stop-after"
+"$TRAINER_TEST" train --run "$T/r2" --key "$T/key" "${SMALL[@]}" --quiet --stop-after 23 >/dev/null || bad "stop-after"
 [ ! -f "$T/r2/commitment.vtc" ] && ok || bad "an interrupted run must not be committed"
 "$TRAINER" train --run "$T/r2" --key "$T/key" "${SMALL[@]}" --quiet --resume >/dev/null || bad "resume"
 [ "$(steps "$T/run")" = "$(steps "$T/r2")" ] && ok || bad "resumed run stores other values"
 expect 0 verified "" "$T/r2"
 for r in p1 p2; do
   [ $r = p2 ] && stop=(--stop-after 17) || stop=()
-  "$TRAINER" train --run "$T/$r" --key "$T/key" "${SMALL[@]}" --order pairwise --quiet "${stop[@]}" >/dev/null || bad "$r"
+  "$TRAINER_TEST" train --run "$T/$r" --key "$T/key" "${SMALL[@]}" --order pairwise --quiet "${stop[@]}" >/dev/null || bad "$r"
 done
 "$TRAINER" train --run "$T/p2" --key "$T/key" "${SMALL[@]}" --order pairwise --quiet --resume >/dev/null || bad "resume p2"
 cmp -s "$T/p1/commitment.vtc" "$T/p2/commitment.vtc" && ok || bad "resumed commitment differs (pairwise order)"
@@ -144,6 +145,16 @@ hostile "truncated commitment" 'truncate -s 100 "$T/h/commitment.vtc"'
 hostile "garbage commitment"  'head -c 176 /dev/urandom >"$T/h/commitment.vtc"'
 hostile "missing commitment"  'rm "$T/h/commitment.vtc"'
 "$AUDITOR" verify >/dev/null 2>&1; [ $? = 64 ] && ok || bad "usage error must exit 64"
+# the production programs have no testing options and contain no test-only adversary
+for p in trainer auditor arbiter; do
+  "$B/$p" --help 2>&1 | grep -Eq -- "--(cheat|stop-after|misbehave|lie)\b" && bad "$p --help shows a testing option" || ok
+  if command -v nm >/dev/null 2>&1; then
+    nm "$B/$p" | grep -q vt_cheats && bad "$p links the test-only cheats" || ok
+  fi
+done
+"$TRAINER" train --run "$T/x" --key "$T/key" --cheat lr:3 >/dev/null 2>&1; [ $? = 64 ] && ok || bad "production --cheat must be a usage error"
+"$TRAINER" serve "$T/run" --listen 127.0.0.1:0 --key "$T/key" --misbehave silent >/dev/null 2>&1; [ $? = 64 ] && ok || bad "production --misbehave must be a usage error"
+"$AUDITOR" challenge "$T/run" --arbiter 127.0.0.1:1 --key "$T/key" --lie 3:1 >/dev/null 2>&1; [ $? = 64 ] && ok || bad "production --lie must be a usage error"
 "$TRAINER" train --run "$T/x" >/dev/null 2>&1; [ $? = 64 ] && ok || bad "trainer usage error must exit 64"
 
 fi
@@ -168,7 +179,7 @@ if [ -z "${VT_QUICK:-}" ]; then
   if "$TAMPER" "$T/x3" "$T/key" add-entry 5 >"$T/tamper.out" 2>&1; then
     expect 1 "log mismatch" 5 "$T/x3" --order pairwise
   else bad "tamper add-entry on an exact run: $(cat "$T/tamper.out")"; fi
-  "$TRAINER" train --run "$T/x4" --key "$T/key" "${EXACT[@]}" --quiet --cheat flip-weight:12 >/dev/null || bad "exact cheat"
+  "$TRAINER_TEST" train --run "$T/x4" --key "$T/key" "${EXACT[@]}" --quiet --cheat flip-weight:12 >/dev/null || bad "exact cheat"
   expect 1 "state mismatch" 12 "$T/x4"
   "$TRAINER" train --run "$T/x5" --key "$T/key" "${EXACT[@]}" --set bound_mode=probabilistic >/dev/null 2>"$T/x5.err"
   [ $? = 64 ] && grep -q "needs bound_mode=provable" "$T/x5.err" && ok || bad "exact + probabilistic must be refused"
@@ -188,8 +199,8 @@ num64 --from "$AUDITOR" verify "$T/run" --from -1
 num64 --to "$AUDITOR" verify "$T/run" --to 99999999999999999999
 num64 --step "$AUDITOR" challenge "$T/run" --service "$T/run/service.vtsr" --arbiter 127.0.0.1:1 --key "$T/key" --step 7abc
 num64 --deadline-ms "$AUDITOR" challenge "$T/run" --service "$T/run/service.vtsr" --arbiter 127.0.0.1:1 --key "$T/key" --deadline-ms 1e3
-num64 --lie "$AUDITOR" challenge "$T/run" --service "$T/run/service.vtsr" --arbiter 127.0.0.1:1 --key "$T/key" --lie 3:
-num64 --stop-after "$TRAINER" train --run "$T/x" --key "$T/key" --stop-after 0x10
+num64 --lie "$B/auditor-test" challenge "$T/run" --service "$T/run/service.vtsr" --arbiter 127.0.0.1:1 --key "$T/key" --lie 3:
+num64 --stop-after "$TRAINER_TEST" train --run "$T/x" --key "$T/key" --stop-after 0x10
 num64 --connections "$TRAINER" serve "$T/run" --listen 127.0.0.1:0 --key "$T/key" --connections -1
 num64 --idle-ms "$TRAINER" serve "$T/run" --listen 127.0.0.1:0 --key "$T/key" --idle-ms ""
 num64 --steps "$TRAINER" plain --precision fp32 --steps 1.5
