@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../cli/vt_cli_opts.h"
 #include "../common/vt_cli.h"
-#include "../merkle/vt_sign.h"
 #include "../game/vt_arbiter.h"
 
 static void usage(FILE *f)
@@ -49,24 +49,13 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-        usage(argc < 2 ? stderr : stdout);
-        return argc < 2 ? VT_EXIT_USAGE : VT_EXIT_OK;
-    }
-    const char *cmd = argv[1];
-    if (strcmp(cmd, "keygen") == 0) {
-        int force = argc > 3 && strcmp(argv[3], "--force") == 0;
-        if (argc < 3) {
-            usage(stderr);
-            return VT_EXIT_USAGE;
-        }
-        if (vt_sign_keygen_files(argv[2], force, NULL)) {
-            fprintf(stderr, "arbiter keygen: %s\n", vt_errmsg());
-            return VT_EXIT_CANNOT;
-        }
-        printf("wrote %s (secret, mode 0600) and %s.pub\n", argv[2], argv[2]);
+    if (argc < 2) return vt_cli_usage_error(usage, NULL);
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        usage(stdout);
         return VT_EXIT_OK;
     }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "keygen") == 0) return vt_cli_keygen("arbiter", argc, argv, usage, 0);
     static const struct option lo[] = {{"listen", required_argument, 0, 'l'},   {"key", required_argument, 0, 'k'},
                                        {"data-dir", required_argument, 0, 'd'}, {"order", required_argument, 0, 'o'},
                                        {"transcripts", required_argument, 0, 't'},
@@ -94,30 +83,22 @@ int main(int argc, char **argv)
     o.handshake_ms = VT_GATE_DEFAULT_HANDSHAKE_MS;
     o.max_pending = VT_GATE_DEFAULT_PENDING;
     o.pending_per_ip = VT_GATE_DEFAULT_PENDING_PER_IP;
+    const vt_cli_opt opts[] = {VT_CLI_INT('D', "--deadline-ms", 1, INT32_MAX, &o.deadline_ms),
+                               VT_CLI_INT('g', "--games", 0, INT32_MAX, &o.max_games),
+                               VT_CLI_INT('C', "--clock-ms", 1, INT32_MAX, &o.clock_ms),
+                               VT_CLI_INT('R', "--max-running", 1, INT32_MAX, &o.max_running),
+                               VT_CLI_INT('I', "--games-per-ip", 1, INT32_MAX, &o.games_per_ip),
+                               VT_CLI_INT('M', "--max-game-mb", 1, INT32_MAX, &o.max_game_mb),
+                               VT_CLI_INT('F', "--max-op-mflop", 1, INT32_MAX, &o.max_op_mflop),
+                               VT_CLI_INT('c', "--challenge-ms", 1, INT32_MAX, &o.challenge_ms),
+                               VT_CLI_INT('H', "--handshake-ms", 1, INT32_MAX, &o.handshake_ms),
+                               VT_CLI_INT('P', "--max-pending", 1, INT32_MAX, &o.max_pending),
+                               VT_CLI_INT('J', "--pending-per-ip", 1, INT32_MAX, &o.pending_per_ip),
+                               VT_CLI_ORDER('o', "--order", &o.order),
+                               VT_CLI_END};
     optind = 2;
     int c;
     while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
-        const struct {
-            int c;
-            const char *name;
-            int lo;
-            int *v;
-        } nums[] = {{'D', "--deadline-ms", 1, &o.deadline_ms},  {'g', "--games", 0, &o.max_games},
-                    {'C', "--clock-ms", 1, &o.clock_ms},         {'R', "--max-running", 1, &o.max_running},
-                    {'I', "--games-per-ip", 1, &o.games_per_ip}, {'M', "--max-game-mb", 1, &o.max_game_mb},
-                    {'F', "--max-op-mflop", 1, &o.max_op_mflop}, {'c', "--challenge-ms", 1, &o.challenge_ms},
-                    {'H', "--handshake-ms", 1, &o.handshake_ms}, {'P', "--max-pending", 1, &o.max_pending},
-                    {'J', "--pending-per-ip", 1, &o.pending_per_ip}};
-        int numeric = 0;
-        for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++)
-            if (nums[i].c == c) {
-                numeric = 1;
-                if (vt_cli_int(nums[i].name, optarg, nums[i].lo, INT32_MAX, nums[i].v) != VT_OK) {
-                    fprintf(stderr, "arbiter: %s\n", vt_errmsg());
-                    return VT_EXIT_USAGE;
-                }
-            }
-        if (numeric) continue;
         switch (c) {
         case 'l': o.listen = optarg; break;
         case 'k': o.key_path = optarg; break;
@@ -125,20 +106,12 @@ int main(int argc, char **argv)
         case 't': o.transcript_dir = optarg; break;
         case 'p': o.port_file = optarg; break;
         case 'q': o.quiet = 1; break;
-        case 'o':
-            if (vt_order_parse(optarg, &o.order) != VT_OK) {
-                fprintf(stderr, "arbiter: %s\n", vt_errmsg());
-                return VT_EXIT_USAGE;
-            }
-            break;
-        default: usage(stderr); return VT_EXIT_USAGE;
+        default:
+            if (vt_cli_opt_parse("arbiter", opts, c, optarg, usage)) return VT_EXIT_USAGE;
         }
     }
     if (strcmp(cmd, "serve") == 0) {
-        if (!o.listen || !o.key_path || optind != argc || o.deadline_ms <= 0) {
-            usage(stderr);
-            return VT_EXIT_USAGE;
-        }
+        if (!o.listen || !o.key_path || optind != argc || o.deadline_ms <= 0) return vt_cli_usage_error(usage, NULL);
         if (o.clock_ms < o.deadline_ms) {
             fprintf(stderr, "arbiter: --clock-ms (%d) must be at least --deadline-ms (%d)\n", o.clock_ms, o.deadline_ms);
             return VT_EXIT_USAGE;
@@ -150,10 +123,7 @@ int main(int argc, char **argv)
         return VT_EXIT_OK;
     }
     if (strcmp(cmd, "check") == 0) {
-        if (optind != argc - 1) {
-            usage(stderr);
-            return VT_EXIT_USAGE;
-        }
+        if (optind != argc - 1) return vt_cli_usage_error(usage, NULL);
         vt_game_result r;
         int matches = 0;
         char rests[1400];
@@ -169,7 +139,5 @@ int main(int argc, char **argv)
                rests);
         return matches ? VT_EXIT_OK : VT_EXIT_REJECTED;
     }
-    fprintf(stderr, "arbiter: unknown command \"%s\"\n", cmd);
-    usage(stderr);
-    return VT_EXIT_USAGE;
+    return vt_cli_usage_error(usage, "arbiter: unknown command \"%s\"", cmd);
 }

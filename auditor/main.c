@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../cli/vt_cli_opts.h"
 #include "../common/vt_cli.h"
 #include "../game/vt_game.h"
 #include "../run/vt_audit.h"
@@ -66,6 +67,9 @@ static int cmd_challenge(int argc, char **argv)
     memset(&o, 0, sizeof o);
     o.order = VT_ORDER_PAIRWISE;
     o.deadline_ms = 30000;
+    const vt_cli_opt opts[] = {VT_CLI_U64('s', "--step", 1, UINT64_MAX, &o.step),
+                               VT_CLI_INT('D', "--deadline-ms", 1, INT32_MAX, &o.deadline_ms),
+                               VT_CLI_ORDER('o', "--order", &o.order), VT_CLI_END};
     optind = 2;
     int c;
     while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -80,14 +84,6 @@ static int cmd_challenge(int argc, char **argv)
         case 'K': o.arbiter_pk_path = optarg; break;
         case 'd': o.data_root = optarg; break;
         case 'T': o.transcript = optarg; break;
-        case 's':
-        case 'D':
-            if ((c == 's' ? vt_cli_u64("--step", optarg, 1, UINT64_MAX, &o.step)
-                          : vt_cli_int("--deadline-ms", optarg, 1, INT32_MAX, &o.deadline_ms)) != VT_OK) {
-                fprintf(stderr, "auditor challenge: %s\n", vt_errmsg());
-                return VT_EXIT_USAGE;
-            }
-            break;
         case 'q': o.quiet = 1; break;
 #ifdef VT_TEST_HOOKS
         case 'L':
@@ -99,13 +95,8 @@ static int cmd_challenge(int argc, char **argv)
             o.until = g_cheats.step;
             break;
 #endif
-        case 'o':
-            if (vt_order_parse(optarg, &o.order) != VT_OK) {
-                fprintf(stderr, "auditor: %s\n", vt_errmsg());
-                return VT_EXIT_USAGE;
-            }
-            break;
-        default: usage(stderr); return VT_EXIT_USAGE;
+        default:
+            if (vt_cli_opt_parse("auditor challenge", opts, c, optarg, usage)) return VT_EXIT_USAGE;
         }
     }
     if (optind != argc - 1 || !o.arbiter_addr || !o.key_path) {
@@ -131,16 +122,13 @@ int main(int argc, char **argv)
 #ifdef VT_TEST_HOOKS
     vt_cheats_init(&g_cheats);
 #endif
-    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-        usage(argc < 2 ? stderr : stdout);
-        return argc < 2 ? VT_EXIT_USAGE : VT_EXIT_OK;
+    if (argc < 2) return vt_cli_usage_error(usage, NULL);
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        usage(stdout);
+        return VT_EXIT_OK;
     }
     if (strcmp(argv[1], "challenge") == 0) return cmd_challenge(argc, argv);
-    if (strcmp(argv[1], "verify") != 0) {
-        fprintf(stderr, "auditor: unknown command \"%s\"\n", argv[1]);
-        usage(stderr);
-        return VT_EXIT_USAGE;
-    }
+    if (strcmp(argv[1], "verify") != 0) return vt_cli_usage_error(usage, "auditor: unknown command \"%s\"", argv[1]);
     static const struct option lo[] = {{"order", required_argument, 0, 'o'},   {"recipe", required_argument, 0, 'r'},
                                        {"pubkey", required_argument, 0, 'p'},  {"data-dir", required_argument, 0, 'd'},
                                        {"from", required_argument, 0, 'f'},    {"to", required_argument, 0, 't'},
@@ -152,37 +140,25 @@ int main(int argc, char **argv)
     o.order = VT_ORDER_SPLIT;
     o.jobs = 1;
     const char *report = NULL;
+    const vt_cli_opt opts[] = {VT_CLI_ORDER('o', "--order", &o.order),
+                               VT_CLI_U64('f', "--from", 0, (uint64_t)INT64_MAX, &o.from),
+                               VT_CLI_U64('t', "--to", 1, (uint64_t)INT64_MAX, &o.to),
+                               VT_CLI_INT('j', "--jobs", 1, 256, &o.jobs), VT_CLI_END};
     optind = 2;
     int c;
     while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
-        vt_err ne = VT_OK;
         switch (c) {
-        case 'o':
-            if (vt_order_parse(optarg, &o.order) != VT_OK) {
-                fprintf(stderr, "auditor: %s\n", vt_errmsg());
-                return VT_EXIT_USAGE;
-            }
-            break;
         case 'r': o.recipe_path = optarg; break;
         case 'p': o.pubkey_path = optarg; break;
         case 'd': o.data_root = optarg; break;
-        case 'f': ne = vt_cli_u64("--from", optarg, 0, (uint64_t)INT64_MAX, &o.from); break;
-        case 't': ne = vt_cli_u64("--to", optarg, 1, (uint64_t)INT64_MAX, &o.to); break;
-        case 'j': ne = vt_cli_int("--jobs", optarg, 1, 256, &o.jobs); break;
         case 'R': report = optarg; break;
         case 'q': o.quiet = 1; break;
         case 'h': usage(stdout); return VT_EXIT_OK;
-        default: usage(stderr); return VT_EXIT_USAGE;
-        }
-        if (ne != VT_OK) {
-            fprintf(stderr, "auditor: %s\n", vt_errmsg());
-            return VT_EXIT_USAGE;
+        default:
+            if (vt_cli_opt_parse("auditor", opts, c, optarg, usage)) return VT_EXIT_USAGE;
         }
     }
-    if (optind != argc - 1) {
-        usage(stderr);
-        return VT_EXIT_USAGE;
-    }
+    if (optind != argc - 1) return vt_cli_usage_error(usage, NULL);
     o.run_dir = argv[optind];
     if (o.jobs > 1) blas_threads(1);
 

@@ -2,10 +2,32 @@
 
 #include <limits.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+int vt_cli_exit_for(vt_err e)
+{
+    if (e == VT_OK) return VT_EXIT_OK;
+    if (e == VT_ERR_DIVERGED) return VT_EXIT_REJECTED;
+    if (e == VT_ERR_ARG) return VT_EXIT_USAGE;
+    return VT_EXIT_CANNOT;
+}
+
+int vt_cli_usage_error(vt_cli_usage_fn *usage, const char *fmt, ...)
+{
+    if (fmt) {
+        va_list ap;
+        va_start(ap, fmt);
+        vfprintf(stderr, fmt, ap);
+        va_end(ap);
+        fputc('\n', stderr);
+    }
+    if (usage) usage(stderr);
+    return VT_EXIT_USAGE;
+}
 
 double vt_now(void)
 {

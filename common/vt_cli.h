@@ -3,6 +3,7 @@
 #define VT_CLI_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "vt_error.h"
 
@@ -13,6 +14,21 @@ enum {
     VT_EXIT_CANNOT = 2,      /* cannot check / unreadable or corrupt input / I/O error */
     VT_EXIT_USAGE = 64,      /* command-line usage error (EX_USAGE) */
 };
+
+/* The exit status for a library's error: VT_OK 0, VT_ERR_DIVERGED 1 (training failed),
+ * VT_ERR_ARG 64 (usage), anything else 2. */
+int vt_cli_exit_for(vt_err e);
+
+/* A program's usage text, written to f (stdout for --help, stderr on a usage error). */
+typedef void vt_cli_usage_fn(FILE *f);
+
+/* A usage error: prints the line FMT... (when FMT is not NULL) and then the usage on stderr, and
+ * returns VT_EXIT_USAGE, so that main() can `return vt_cli_usage_error(usage, "...");`. */
+int vt_cli_usage_error(vt_cli_usage_fn *usage, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
 
 double vt_now(void); /* monotonic seconds */
 

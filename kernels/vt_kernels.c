@@ -45,7 +45,7 @@ vt_err vt_order_parse(const char *s, vt_order *o)
         }
     }
     VT_RETURN_ERROR(VT_ERR_ARG, "unknown evaluation order '%.40s' (blas, forward, reverse, pairwise, "
-                                "permuted, sorted)", s);
+                                "permuted, sorted, split)", s);
 }
 
 /* ============================================================== executor */

@@ -47,7 +47,7 @@ typedef enum {
 int vt_gemm_order_uses_blas(vt_order o);
 
 
-/* "blas", "forward", "reverse", "pairwise", "permuted", "sorted"; "unknown" otherwise. */
+/* "blas", "forward", "reverse", "pairwise", "permuted", "sorted", "split"; "unknown" otherwise. */
 const char *vt_order_name(vt_order o);
 /* Parses "blas", "forward", ...; returns VT_ERR_ARG on an unknown name. */
 vt_err vt_order_parse(const char *s, vt_order *o) VT_WARN_UNUSED;

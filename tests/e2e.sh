@@ -24,6 +24,11 @@ SMALL=(--set dataset=mnist-train --set subset=2000 --set 'layers=[784,64,10]' --
 "$TRAINER" keygen "$T/key" >/dev/null || bad "keygen"
 [ "$(stat -c %a "$T/key")" = 600 ] && ok || bad "secret key mode is not 0600"
 "$TRAINER" keygen "$T/key" >/dev/null 2>&1 && bad "keygen overwrote a key without --force" || ok
+# both programs' keygen is one subcommand (cli/vt_cli_opts.c): the trainer also prints the fingerprint
+"$TRAINER" keygen --force "$T/key2" | grep -q "^fingerprint [0-9a-f]\{32\}$" && ok || bad "trainer keygen fingerprint"
+"$B/arbiter" keygen "$T/akey" >/dev/null && "$B/arbiter" keygen "$T/akey" --force >/dev/null && ok || bad "arbiter keygen --force"
+"$B/arbiter" keygen "$T/akey" >/dev/null 2>&1; [ $? = 2 ] && ok || bad "arbiter keygen overwrote a key without --force"
+"$B/arbiter" keygen "$T/akey" extra >/dev/null 2>&1; [ $? = 64 ] && ok || bad "arbiter keygen: a second KEYFILE must be a usage error"
 
 "$TRAINER" train --run "$T/run" --key "$T/key" "${SMALL[@]}" --quiet >"$T/train.out" || bad "train"
 [ -f "$T/run/commitment.vtc" ] && ok || bad "no commitment"
@@ -207,6 +212,11 @@ num64 --steps "$TRAINER" plain --precision fp32 --steps 1.5
 num64 "--set steps" "$TRAINER" train --run "$T/x" --key "$T/key" --set steps=1e3
 num64 --games "$B/arbiter" serve --listen 127.0.0.1:0 --key "$T/key" --games x
 num64 --deadline-ms "$B/arbiter" serve --listen 127.0.0.1:0 --key "$T/key" --deadline-ms -5
+# an unknown evaluation order: exit 64 and one message, naming the option, in every program
+num64 '--order: "bogus" is not an evaluation order (blas, forward, reverse, pairwise, permuted, sorted, split)' \
+  "$AUDITOR" verify "$T/run" --order bogus
+num64 "--order" "$TRAINER" train --run "$T/x" --key "$T/key" --order bogus
+num64 "--order" "$B/arbiter" check "$T/run" --order bogus
 [ ! -e "$T/x" ] && ok || bad "a usage error must not create the run directory"
 
 fi

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../cli/vt_cli_opts.h"
 #include "../common/vt_cli.h"
 #include "../common/vt_hash.h"
 #include "../merkle/vt_sign.h"
@@ -76,41 +77,6 @@ static void usage(FILE *f)
             "exit status: 0 ok, 1 training diverged, 2 input/output error, 64 usage error\n");
 }
 
-static int exit_for(vt_err e)
-{
-    if (e == VT_OK) return VT_EXIT_OK;
-    if (e == VT_ERR_DIVERGED) return VT_EXIT_REJECTED;
-    if (e == VT_ERR_ARG) return VT_EXIT_USAGE;
-    return VT_EXIT_CANNOT;
-}
-
-static int cmd_keygen(int argc, char **argv)
-{
-    int force = 0;
-    const char *path = NULL;
-    for (int i = 2; i < argc; i++) {
-        if (strcmp(argv[i], "--force") == 0)
-            force = 1;
-        else if (argv[i][0] == '-' || path) {
-            usage(stderr);
-            return VT_EXIT_USAGE;
-        } else
-            path = argv[i];
-    }
-    if (!path) {
-        usage(stderr);
-        return VT_EXIT_USAGE;
-    }
-    char fpr[VT_SIGN_FPR_HEX_LEN + 1];
-    vt_err e = vt_sign_keygen_files(path, force, fpr);
-    if (e) {
-        fprintf(stderr, "trainer keygen: %s\n", vt_errmsg());
-        return exit_for(e);
-    }
-    printf("wrote %s (secret, mode 0600) and %s.pub\nfingerprint %s\n", path, path, fpr);
-    return VT_EXIT_OK;
-}
-
 /* Parses the options shared by train and recipe into rc and o. Returns -1 on success or an
  * exit status. */
 static int parse_train(int argc, char **argv, vt_recipe *rc, vt_train_opts *o)
@@ -125,6 +91,7 @@ static int parse_train(int argc, char **argv, vt_recipe *rc, vt_train_opts *o)
         {"stop-after", required_argument, 0, 'S'}, {"cheat", required_argument, 0, 'C'},
 #endif
         {0, 0, 0, 0}};
+    const vt_cli_opt opts[] = {VT_CLI_ORDER('o', "--order", &o->order), VT_CLI_END};
     vt_recipe_default(rc);
     memset(o, 0, sizeof *o);
     o->order = VT_ORDER_BLAS;
@@ -136,10 +103,7 @@ static int parse_train(int argc, char **argv, vt_recipe *rc, vt_train_opts *o)
             fprintf(stderr, "trainer: %s\n", vt_errmsg());
             return VT_EXIT_CANNOT;
         }
-        if (c == '?') {
-            usage(stderr);
-            return VT_EXIT_USAGE;
-        }
+        if (c == '?') return vt_cli_usage_error(usage, NULL);
     }
     optind = 2;
     while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -171,13 +135,9 @@ static int parse_train(int argc, char **argv, vt_recipe *rc, vt_train_opts *o)
                 return VT_EXIT_USAGE;
             }
             break;
-        case 'o':
-            if (vt_order_parse(optarg, &o->order) != VT_OK) {
-                fprintf(stderr, "trainer: %s\n", vt_errmsg());
-                return VT_EXIT_USAGE;
-            }
-            break;
-        default: break;
+        case 'R': break; /* loaded above */
+        default:
+            if (vt_cli_opt_parse("trainer", opts, c, optarg, usage)) return VT_EXIT_USAGE;
         }
     }
     if (optind < argc) {
@@ -213,16 +173,13 @@ static int cmd_train(int argc, char **argv)
     vt_train_opts o;
     int st = parse_train(argc, argv, &rc, &o);
     if (st >= 0) return st;
-    if (!o.run_dir || !o.key_path) {
-        fprintf(stderr, "trainer train: --run DIR and --key KEYFILE are required\n");
-        usage(stderr);
-        return VT_EXIT_USAGE;
-    }
+    if (!o.run_dir || !o.key_path)
+        return vt_cli_usage_error(usage, "trainer train: --run DIR and --key KEYFILE are required");
     vt_train_result res;
     vt_err e = vt_train_run(&rc, &o, &res);
     if (e) {
         fprintf(stderr, "trainer: %s\n", vt_errmsg());
-        return exit_for(e);
+        return vt_cli_exit_for(e);
     }
     char root[65];
     vt_hex(res.root, 32, root);
@@ -286,12 +243,10 @@ static int cmd_plain(int argc, char **argv)
     int st = parse_train(n, rest, &rc, &o);
     free(rest);
     if (st >= 0) return st;
-    if (fp64 < 0) {
-        fprintf(stderr, "trainer plain: %s\n",
-                fp64 == -1 ? "--precision fp32 or --precision fp64 is required" : "--precision must be fp32 or fp64");
-        usage(stderr);
-        return VT_EXIT_USAGE;
-    }
+    if (fp64 < 0)
+        return vt_cli_usage_error(usage, "trainer plain: %s",
+                                  fp64 == -1 ? "--precision fp32 or --precision fp64 is required"
+                                             : "--precision must be fp32 or fp64");
     if (steps && vt_cli_u64("--steps", steps, 1, (uint64_t)INT64_MAX, &rc.steps) != VT_OK) {
         fprintf(stderr, "trainer plain: %s\n", vt_errmsg());
         return VT_EXIT_USAGE;
@@ -312,7 +267,7 @@ static int cmd_plain(int argc, char **argv)
         fprintf(stderr, "trainer plain: %s\n", vt_errmsg());
         if (p.state) vt_plain_free(&p);
         vt_data_free(&ds);
-        return exit_for(e);
+        return vt_cli_exit_for(e);
     }
     printf("plain %s step (benchmark baseline, not verifiable): %llu steps in %.2f s (%.1f steps/s)\n",
            fp64 ? "FP64" : "FP32", (unsigned long long)rc.steps, secs, (double)rc.steps / (secs + 1e-9));
@@ -339,15 +294,11 @@ static int cmd_eval(int argc, char **argv)
         case 'D': spec = optarg; break;
         case 'd': root = optarg; break;
         case 'h': usage(stdout); return VT_EXIT_OK;
-        default: usage(stderr); return VT_EXIT_USAGE;
+        default: return vt_cli_usage_error(usage, NULL);
         }
     }
-    if (optind < argc || !run) {
-        fprintf(stderr, optind < argc ? "trainer eval: unexpected argument \"%s\"\n" : "trainer eval: --run DIR is required\n",
-                optind < argc ? argv[optind] : "");
-        usage(stderr);
-        return VT_EXIT_USAGE;
-    }
+    if (optind < argc) return vt_cli_usage_error(usage, "trainer eval: unexpected argument \"%s\"", argv[optind]);
+    if (!run) return vt_cli_usage_error(usage, "trainer eval: --run DIR is required");
     vt_store *st = NULL;
     char *mf = NULL, dspec[96];
     size_t ml = 0, nck = 0;
@@ -433,30 +384,18 @@ static int cmd_serve(int argc, char **argv)
     o.pending_per_ip = VT_GATE_DEFAULT_PENDING_PER_IP;
     optind = 2;
     int c;
+    const vt_cli_opt opts[] = {VT_CLI_INT('n', "--connections", 0, INT32_MAX, &o.max_connections),
+                               VT_CLI_INT('i', "--idle-ms", 1, INT32_MAX, &o.idle_ms),
+                               VT_CLI_INT('S', "--max-sessions", 1, 128, &o.max_sessions),
+                               VT_CLI_INT('s', "--sessions-per-arbiter", 1, 128, &o.sessions_per_arbiter),
+                               VT_CLI_INT('c', "--chain-cache", 0, VT_SERVE_CACHE_MAX, &o.chain_cache),
+                               VT_CLI_INT('H', "--handshake-ms", 1, INT32_MAX, &o.handshake_ms),
+                               VT_CLI_INT('P', "--max-pending", 1, 65536, &o.max_pending),
+                               VT_CLI_INT('J', "--pending-per-ip", 1, 65536, &o.pending_per_ip),
+                               VT_CLI_U64('R', "--max-recompute-steps", 1, UINT64_MAX, &o.max_recompute_steps),
+                               VT_CLI_ORDER('o', "--order", &o.order),
+                               VT_CLI_END};
     while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
-        const struct {
-            int c;
-            const char *name;
-            int lo, hi;
-            int *v;
-        } nums[] = {{'n', "--connections", 0, INT32_MAX, &o.max_connections},
-                    {'i', "--idle-ms", 1, INT32_MAX, &o.idle_ms},
-                    {'S', "--max-sessions", 1, 128, &o.max_sessions},
-                    {'s', "--sessions-per-arbiter", 1, 128, &o.sessions_per_arbiter},
-                    {'c', "--chain-cache", 0, VT_SERVE_CACHE_MAX, &o.chain_cache},
-                    {'H', "--handshake-ms", 1, INT32_MAX, &o.handshake_ms},
-                    {'P', "--max-pending", 1, 65536, &o.max_pending},
-                    {'J', "--pending-per-ip", 1, 65536, &o.pending_per_ip}};
-        int numeric = 0;
-        for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++)
-            if (nums[i].c == c) {
-                numeric = 1;
-                if (vt_cli_int(nums[i].name, optarg, nums[i].lo, nums[i].hi, nums[i].v) != VT_OK) {
-                    fprintf(stderr, "trainer serve: %s\n", vt_errmsg());
-                    return VT_EXIT_USAGE;
-                }
-            }
-        if (numeric) continue;
         switch (c) {
         case 'l': o.listen = optarg; break;
         case 'k': o.key_path = optarg; break;
@@ -476,12 +415,6 @@ static int cmd_serve(int argc, char **argv)
             }
             o.n_arbiters++;
             break;
-        case 'R':
-            if (vt_cli_u64("--max-recompute-steps", optarg, 1, UINT64_MAX, &o.max_recompute_steps) != VT_OK) {
-                fprintf(stderr, "trainer serve: %s\n", vt_errmsg());
-                return VT_EXIT_USAGE;
-            }
-            break;
         case 'q': o.quiet = 1; break;
 #ifdef VT_TEST_HOOKS
         case 'm':
@@ -499,13 +432,8 @@ static int cmd_serve(int argc, char **argv)
             o.hooks = &g_cheats.hooks;
             break;
 #endif
-        case 'o':
-            if (vt_order_parse(optarg, &o.order) != VT_OK) {
-                fprintf(stderr, "trainer: %s\n", vt_errmsg());
-                return VT_EXIT_USAGE;
-            }
-            break;
-        default: usage(stderr); return VT_EXIT_USAGE;
+        default:
+            if (vt_cli_opt_parse("trainer serve", opts, c, optarg, usage)) return VT_EXIT_USAGE;
         }
     }
     if (optind != argc - 1 || !o.listen || !o.key_path || o.n_arbiters == 0) {
@@ -530,11 +458,8 @@ int main(int argc, char **argv)
 #ifdef VT_TEST_HOOKS
     vt_cheats_init(&g_cheats);
 #endif
-    if (argc < 2) {
-        usage(stderr);
-        return VT_EXIT_USAGE;
-    }
-    if (strcmp(argv[1], "keygen") == 0) return cmd_keygen(argc, argv);
+    if (argc < 2) return vt_cli_usage_error(usage, NULL);
+    if (strcmp(argv[1], "keygen") == 0) return vt_cli_keygen("trainer", argc, argv, usage, VT_CLI_KEYGEN_FINGERPRINT);
     if (strcmp(argv[1], "train") == 0) return cmd_train(argc, argv);
     if (strcmp(argv[1], "serve") == 0) return cmd_serve(argc, argv);
     if (strcmp(argv[1], "recipe") == 0) return cmd_recipe(argc, argv);
@@ -544,7 +469,5 @@ int main(int argc, char **argv)
         usage(stdout);
         return VT_EXIT_OK;
     }
-    fprintf(stderr, "trainer: unknown command \"%s\"\n", argv[1]);
-    usage(stderr);
-    return VT_EXIT_USAGE;
+    return vt_cli_usage_error(usage, "trainer: unknown command \"%s\"", argv[1]);
 }
