@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The dispute game under attack (issue 9), real processes on loopback. Usage: attack.sh BUILD_DIR CASE
 # Each case starts its own trainer server and arbiter, measures the reference game (a lying auditor,
-# --lie 9:2, against the honest trainer) unloaded, then runs its attack while the same game is played
+# --lie 9:3, against the honest trainer) unloaded, then runs its attack while the same game is played
 # again, and checks: the honest party wins with the correct verdict, the loaded game takes at most
 # twice the unloaded one (plus a little slack), descriptors, threads and RSS stay bounded, and no file
 # is left by an unauthenticated peer. Every loop is bounded in count and time. Figures are printed
@@ -66,13 +66,13 @@ play() {
   local t0 t1
   t0=$(date +%s.%N)
   timeout $((120 * SLOW)) "$B/auditor-test" challenge "$T/run" --service "$1/service.vtsr" --arbiter 127.0.0.1:"$APORT" \
-    --key "$T/ak" --arbiter-key "$T/rk.pub" --lie 9:2 ${AUD_QUIET---quiet} >"$2" 2>&1
+    --key "$T/ak" --arbiter-key "$T/rk.pub" --lie 9:3 ${AUD_QUIET---quiet} >"$2" 2>&1
   GAME_ST=$?
   t1=$(date +%s.%N)
   GAME_S=$(echo "$t1 - $t0" | bc -l)
 }
 honest_wins() { # OUT: the honest trainer wins: the auditor lost with the correct verdict
-  [ "$GAME_ST" = 1 ] && grep -q "against the auditor (wrong output) at step 9, operation 2" "$1"
+  [ "$GAME_ST" = 1 ] && grep -q "against the auditor (wrong output) at step 9, operation 3" "$1"
 }
 within_2x() { # LOADED UNLOADED: at most twice (plus 0.5 s of slack per SLOW unit, for scheduling noise)
   [ "$(echo "$1 <= 2 * $2 + 0.5 * $SLOW" | bc -l)" = 1 ]
@@ -155,7 +155,7 @@ address) # 1. the auditor cannot pick the trainer's address
   # a record for a port of the attacker's, signed by the auditor's own key
   "$B/vt_attack" sign-service "$D/forged.vtsr" "$D/service.vtsr" 127.0.0.1:"$CP" "$T/ak" || bad "sign-service"
   n0=$(ntranscripts "$D")
-  "$B/auditor-test" challenge "$T/run" --service "$D/forged.vtsr" --arbiter 127.0.0.1:"$APORT" --key "$T/ak" --lie 9:2 \
+  "$B/auditor-test" challenge "$T/run" --service "$D/forged.vtsr" --arbiter 127.0.0.1:"$APORT" --key "$T/ak" --lie 9:3 \
     --quiet >"$D/o" 2>&1; st=$?
   [ $st = 1 ] && grep -q "against the auditor (invalid challenge)" "$D/o" && grep -q "not signed by the commitment's trainer key" "$D/o" &&
     ok "forged service record: verdict against the auditor" || bad "forged service record: exit $st $(cat "$D/o")"
@@ -278,7 +278,7 @@ error_challenge) # 7. an ERROR in place of the CHALLENGE, its text an address
 offline) # 8. a verdict by deadline (unreachable trainer), re-checked offline
   start_trainer "$D" "$T/run"; kill "$TPID"; wait "$TPID" 2>/dev/null # a genuine record, nobody answering
   start_arbiter "$D" --clock-ms $((3000 * SLOW)) --deadline-ms $((1000 * SLOW))
-  "$B/auditor-test" challenge "$T/run" --service "$D/service.vtsr" --arbiter 127.0.0.1:"$APORT" --key "$T/ak" --lie 9:2 \
+  "$B/auditor-test" challenge "$T/run" --service "$D/service.vtsr" --arbiter 127.0.0.1:"$APORT" --key "$T/ak" --lie 9:3 \
     --quiet >"$D/o" 2>&1; st=$?
   [ $st = 0 ] && grep -q "against the trainer (no valid answer)" "$D/o" && ok "the unreachable trainer loses by its clock" ||
     bad "verdict: exit $st $(cat "$D/o")"

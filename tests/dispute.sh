@@ -115,11 +115,12 @@ game swapped-logs swapped trainer "log mismatch" 12 ""
 cp -r "$T/honest" "$T/smuggled"; "$B/vt_tamper" "$T/smuggled" "$T/tk" add-entry 6 >/dev/null || bad "tamper"
 game smuggled-log smuggled trainer "log mismatch" 6 ""
 # a lying auditor disputes an honest step, in both modes and with the arbiter and the auditor on
-# other orders than each other (and than the trainer): the honest trainer never loses
-game lying-auditor honest auditor "wrong output" 9 2 -- --lie 9:2
-game lying-auditor-log honest-log auditor "wrong output" 9 2 -- --lie 9:2
-ARB_ORDER=forward game lying-auditor-orders honest auditor "wrong output" 9 2 -- --lie 9:2 --order permuted
-ARB_ORDER=permuted game lying-auditor-log-orders honest-log auditor "wrong output" 9 2 -- --lie 9:2 --order forward
+# other orders than each other (and than the trainer): the honest trainer never loses (operation 3:
+# the fc1 forward GEMM)
+game lying-auditor honest auditor "wrong output" 9 3 -- --lie 9:3
+game lying-auditor-log honest-log auditor "wrong output" 9 3 -- --lie 9:3
+ARB_ORDER=forward game lying-auditor-orders honest auditor "wrong output" 9 3 -- --lie 9:3 --order permuted
+ARB_ORDER=permuted game lying-auditor-log-orders honest-log auditor "wrong output" 9 3 -- --lie 9:3 --order forward
 ARB_ORDER=split game omitted-entry-orders omitted trainer "missing log entry" "" "" -- --order reverse
 # trainers that misbehave in the game itself
 game bad-proof cheat-lr trainer "bad proof" "" "" --cheat lr:7:0.5 --misbehave bad-proof
