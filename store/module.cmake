@@ -1,8 +1,13 @@
-# store/module.cmake - the run directory: SQLite run store, checkpoint and commitment files.
+# store/module.cmake - the run directory: the SQLite run store (vt_store.c), checkpoint files
+# (vt_checkpoint.c), the commitment file (vt_commitment.c) and their durable writes (vt_file.c).
 # Included from the top-level CMakeLists.txt, so CMAKE_CURRENT_SOURCE_DIR is the project root.
 pkg_check_modules(SQLITE REQUIRED IMPORTED_TARGET sqlite3)
 
-add_library(vt_store STATIC ${CMAKE_CURRENT_SOURCE_DIR}/store/vt_store.c)
+add_library(vt_store STATIC
+  ${CMAKE_CURRENT_SOURCE_DIR}/store/vt_store.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/store/vt_checkpoint.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/store/vt_commitment.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/store/vt_file.c)
 target_link_libraries(vt_store PUBLIC vt_common PkgConfig::SQLITE PkgConfig::ZSTD)
 
 # Before the existing entries: static libraries must precede what they use.
