@@ -1,12 +1,17 @@
-/* vt_store.h - the run directory: SQLite run store, checkpoints, commitment file.
+/* vt_store.h - the run directory's SQLite run store: creating and opening RUN_DIR, the
+ * manifest, per-step records and logs.
  *
  * RUN_DIR/
  *   run.db              SQLite (WAL), schema versioned: manifest, per-step records, checkpoints
- *   checkpoints/ckpt-<step, 12 digits>.vtck   zstd-compressed state (format in docs/format.md)
- *   commitment.vtc      signed commitment (format in docs/format.md)
+ *   checkpoints/ckpt-<step, 12 digits>.vtck   zstd-compressed state (vt_checkpoint.h)
+ *   commitment.vtc      signed commitment (vt_commitment.h)
+ * Formats in docs/format.md.
  *
  * Every reader treats files as hostile: magic, version, lengths and hashes are checked
  * and failures are VT_ERR_FORMAT / VT_ERR_DB / VT_ERR_IO with a message naming the file.
+ *
+ * This header also includes vt_checkpoint.h and vt_commitment.h, so that a caller of the
+ * whole run directory needs one include.
  */
 #ifndef VT_STORE_H
 #define VT_STORE_H
@@ -16,6 +21,8 @@
 
 #include "../common/vt_error.h"
 #include "../common/vt_hash.h"
+#include "vt_checkpoint.h"
+#include "vt_commitment.h"
 
 #define VT_STORE_SCHEMA_VERSION 1
 
@@ -52,39 +59,5 @@ vt_err vt_store_get_step(vt_store *s, uint64_t step, vt_step_rec *r) VT_WARN_UNU
 vt_err vt_store_get_log(vt_store *s, uint64_t step, uint8_t **blob, size_t *len) VT_WARN_UNUSED;
 /* Delete every step > step (and checkpoints > step) in one transaction (resume). */
 vt_err vt_store_truncate(vt_store *s, uint64_t step) VT_WARN_UNUSED;
-
-/* Checkpoints. write: compress the state (n FP32 values) into RUN_DIR/checkpoints,
- * atomically (temp file, fsync, rename), then record (step, file hash) in the store. */
-vt_err vt_store_put_checkpoint(vt_store *s, uint64_t step, const float *state, size_t n,
-                               int zstd_level) VT_WARN_UNUSED;
-/* Read a checkpoint: checks the file hash against the store, the header, the sizes; returns
- * a malloc'd array of n FP32 values (n must equal expected_n). */
-vt_err vt_store_get_checkpoint(vt_store *s, uint64_t step, size_t expected_n, float **state) VT_WARN_UNUSED;
-/* Checkpointed steps in increasing order (malloc'd array). */
-vt_err vt_store_list_checkpoints(vt_store *s, uint64_t **steps, size_t *n) VT_WARN_UNUSED;
-
-/* ------------------------------------------------------------ commitment */
-
-typedef struct {
-    uint32_t version;                 /* 1 */
-    uint8_t manifest_hash[VT_HASH_LEN];
-    uint64_t step_count;              /* leaves in the tree = last step + 1 */
-    uint8_t root[VT_HASH_LEN];
-    uint8_t public_key[32];
-    uint8_t signature[64];            /* Ed25519 over the 4+4+32+8+32+32 byte body */
-} vt_commitment;
-
-/* Canonical body bytes that are signed: "VTCM" u32 version, manifest hash, u64 step count,
- * root, public key (112 bytes). */
-#define VT_COMMITMENT_BODY_LEN 112
-#define VT_COMMITMENT_FILE_LEN (VT_COMMITMENT_BODY_LEN + 64)
-void vt_commitment_body(const vt_commitment *c, uint8_t out[VT_COMMITMENT_BODY_LEN]);
-/* Write atomically (temp + fsync + rename) / read with every field checked (not the signature). */
-vt_err vt_commitment_write(const char *path, const vt_commitment *c) VT_WARN_UNUSED;
-vt_err vt_commitment_read(const char *path, vt_commitment *c) VT_WARN_UNUSED;
-
-/* Path helpers: RUN_DIR/commitment.vtc, RUN_DIR/checkpoints/ckpt-%012llu.vtck */
-void vt_store_commitment_path(const char *run_dir, char *out, size_t cap);
-void vt_store_checkpoint_path(const char *run_dir, uint64_t step, char *out, size_t cap);
 
 #endif

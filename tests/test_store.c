@@ -1,8 +1,9 @@
-/* test_store.c - the run directory (store/vt_store.c): the SQLite run store (manifest,
- * steps, logs, order, truncation, read-only opens), checkpoint files (bit-exact round trip,
- * every kind of damage), commitment files (round trip, every truncation) and hostile
- * run.db files (garbage, truncated and corrupted copies, foreign schemas): every failure
- * must be a clean error code, never a crash (run it under ASan+UBSan too). */
+/* test_store.c - the run directory (store/): the SQLite run store (vt_store.c: manifest,
+ * steps, logs, order, truncation, read-only opens), checkpoint files (vt_checkpoint.c:
+ * bit-exact round trip, every kind of damage), commitment files (vt_commitment.c: round
+ * trip, every truncation) and hostile run.db files (garbage, truncated and corrupted
+ * copies, foreign schemas): every failure must be a clean error code, never a crash (run it
+ * under ASan+UBSan too). */
 #include "vt_test.h"
 
 #include <dirent.h>
@@ -20,6 +21,8 @@
 
 #include "common/vt_bytes.h"
 #include "common/vt_hash.h"
+#include "store/vt_checkpoint.h"
+#include "store/vt_commitment.h"
 #include "store/vt_store.h"
 
 static char g_root[256];

@@ -31,7 +31,7 @@
 #include "common/vt_cli.h"
 #include "merkle/vt_sign.h"
 #include "protocol/vt_proto.h"
-#include "store/vt_store.h"
+#include "store/vt_commitment.h"
 
 static void die(const char *what)
 {

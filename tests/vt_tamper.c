@@ -13,7 +13,8 @@
 #include "merkle/vt_merkle.h"
 #include "merkle/vt_sign.h"
 #include "rounding_log/vt_rlog.h"
-#include "store/vt_store.h"
+#include "store/vt_checkpoint.h"
+#include "store/vt_commitment.h"
 
 static sqlite3 *db;
 static const char *run_dir, *key_path;

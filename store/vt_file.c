@@ -1,0 +1,138 @@
+/* vt_file.c - durable file writes for store/ (vt_file.h). */
+#include "vt_file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+char *vt__str_printf(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) return NULL;
+    char *p = malloc((size_t)n + 1);
+    if (!p) return NULL;
+    va_start(ap, fmt);
+    vsnprintf(p, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    return p;
+}
+
+vt_err vt__fsync_dir(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) VT_RETURN_ERROR(VT_ERR_IO, "cannot open directory %s: %s", dir, strerror(errno));
+    int rc = fsync(fd);
+    int e = errno;
+    close(fd);
+    /* Some file systems do not support fsync on directories; that is not an error. */
+    if (rc != 0 && e != EINVAL && e != EROFS)
+        VT_RETURN_ERROR(VT_ERR_IO, "cannot fsync directory %s: %s", dir, strerror(e));
+    return VT_OK;
+}
+
+char *vt__dir_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash) return vt__str_printf(".");
+    if (slash == path) return vt__str_printf("/");
+    return vt__str_printf("%.*s", (int)(slash - path), path);
+}
+
+static void dfile_release(vt__dfile *d)
+{
+    free(d->tmp);
+    free(d->path);
+    d->f = NULL;
+    d->tmp = d->path = NULL;
+}
+
+void vt__dfile_abort(vt__dfile *d)
+{
+    if (d->f) fclose(d->f);
+    if (d->tmp) unlink(d->tmp);
+    dfile_release(d);
+}
+
+vt_err vt__dfile_open(vt__dfile *d, const char *path, int unique)
+{
+    static atomic_ulong counter;
+    d->f = NULL;
+    d->path = vt__str_printf("%s", path);
+    if (unique) {
+        unsigned long k = atomic_fetch_add(&counter, 1);
+        d->tmp = vt__str_printf("%s.tmp-%ld-%lu", path, (long)getpid(), k);
+    } else {
+        d->tmp = vt__str_printf("%s.tmp", path);
+    }
+    if (!d->tmp || !d->path) {
+        dfile_release(d);
+        VT_RETURN_ERROR(VT_ERR_NOMEM, "out of memory writing %s", path);
+    }
+    int flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | (unique ? O_EXCL : O_TRUNC);
+    int fd = open(d->tmp, flags, 0666);
+    if (fd < 0) {
+        vt_err e = vt_set_error(VT_ERR_IO, "cannot create %s: %s", d->tmp, strerror(errno));
+        dfile_release(d);
+        return e;
+    }
+    d->f = fdopen(fd, "wb");
+    if (!d->f) {
+        vt_err e = vt_set_error(VT_ERR_IO, "cannot write %s: %s", d->tmp, strerror(errno));
+        close(fd);
+        vt__dfile_abort(d);
+        return e;
+    }
+    return VT_OK;
+}
+
+vt_err vt__dfile_write(vt__dfile *d, const void *p, size_t n)
+{
+    VT_RETURN_ERROR_IF(n && fwrite(p, 1, n, d->f) != n, VT_ERR_IO, "cannot write %s: %s", d->tmp,
+                       strerror(errno));
+    return VT_OK;
+}
+
+vt_err vt__dfile_commit(vt__dfile *d)
+{
+    int ok = fflush(d->f) == 0 && fsync(fileno(d->f)) == 0;
+    int werr = errno;
+    FILE *f = d->f;
+    d->f = NULL;
+    if (fclose(f) != 0 && ok) {
+        ok = 0;
+        werr = errno;
+    }
+    vt_err e = VT_OK;
+    if (!ok)
+        e = vt_set_error(VT_ERR_IO, "cannot write %s: %s", d->tmp, strerror(werr));
+    else if (rename(d->tmp, d->path) != 0)
+        e = vt_set_error(VT_ERR_IO, "cannot rename %s to %s: %s", d->tmp, d->path, strerror(errno));
+    if (e) {
+        vt__dfile_abort(d);
+        return e;
+    }
+    char *dir = vt__dir_of(d->path);
+    e = dir ? vt__fsync_dir(dir) : vt_set_error(VT_ERR_NOMEM, "out of memory writing %s", d->path);
+    free(dir);
+    dfile_release(d);
+    return e;
+}
+
+vt_err vt__write_durable(const char *path, const uint8_t *data, size_t len)
+{
+    vt__dfile d;
+    VT_FORWARD_IF_ERROR(vt__dfile_open(&d, path, 1));
+    vt_err e = vt__dfile_write(&d, data, len);
+    if (e) {
+        vt__dfile_abort(&d);
+        return e;
+    }
+    return vt__dfile_commit(&d);
+}

@@ -1,0 +1,38 @@
+/* vt_file.h - private to store/: durable file writes shared by the run store, checkpoints,
+ * the commitment file and the safetensors writer (not for callers outside store/). */
+#ifndef VT_FILE_H
+#define VT_FILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "../common/vt_error.h"
+
+/* A malloc'd formatted string, NULL when out of memory. */
+char *vt__str_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The directory part of path ("." when it has none), malloc'd; NULL when out of memory. */
+char *vt__dir_of(const char *path);
+/* fsync a directory so that a rename or a creation in it is durable (a file system that
+ * cannot fsync directories is not an error). */
+vt_err vt__fsync_dir(const char *dir) VT_WARN_UNUSED;
+/* A file written atomically and durably, in pieces: vt__dfile_open creates the temporary in
+ * path's directory, vt__dfile_write appends to it, vt__dfile_commit flushes and fsyncs it,
+ * renames it over path and fsyncs the directory. A failed commit, and vt__dfile_abort, remove
+ * the temporary; after a failed write the caller aborts. */
+typedef struct {
+    FILE *f;
+    char *tmp;
+    char *path;
+} vt__dfile;
+/* unique = 1: a temporary of this call's own, path.tmp-<pid>-<k>, created exclusively;
+ * unique = 0: path.tmp, replacing one that an interrupted writer left. */
+vt_err vt__dfile_open(vt__dfile *d, const char *path, int unique) VT_WARN_UNUSED;
+vt_err vt__dfile_write(vt__dfile *d, const void *p, size_t n) VT_WARN_UNUSED;
+vt_err vt__dfile_commit(vt__dfile *d) VT_WARN_UNUSED;
+void vt__dfile_abort(vt__dfile *d);
+
+/* A whole file at once, through a vt__dfile with a unique temporary. */
+vt_err vt__write_durable(const char *path, const uint8_t *data, size_t len) VT_WARN_UNUSED;
+
+#endif
