@@ -23,6 +23,7 @@
 #include "../protocol/vt_proto.h"
 #include "../store/vt_store.h"
 #include "../game/vt_serve.h"
+#include "../run/vt_export.h"
 #include "../run/vt_train.h"
 #ifdef VT_TEST_HOOKS
 #include "../tests/vt_cheats.h"
@@ -48,6 +49,11 @@ static void usage(FILE *f)
             "      --cheat KIND:S[:V] TEST BUILD: a cheating trainer (tests/vt_cheats.h)\n"
 #endif
             "  trainer recipe [--recipe FILE] [--set KEY=VALUE]...   print the effective recipe\n"
+            "  trainer export RUN_DIR --format safetensors --out FILE [--step S] [--pubkey FILE.pub]\n"
+            "                 [--optimizer]\n"
+            "      write the parameters (and buffers) of the last, or a checkpointed committed, step with\n"
+            "      their names, shapes and dtypes, after checking the commitment's signature, its root over\n"
+            "      the run's leaves and the step's state hash; --optimizer adds the optimiser's state\n"
             "  trainer serve RUN_DIR --listen HOST:PORT --key KEYFILE --arbiter-key FILE.pub... [options]\n"
             "      answer the named arbiters' questions about the committed run (dispute game, TLS 1.3);\n"
             "      signs RUN_DIR/service.vtsr, the record that tells arbiters where the trainer answers\n"
@@ -149,6 +155,47 @@ static int parse_train(int argc, char **argv, vt_recipe *rc, vt_train_opts *o)
         return VT_EXIT_USAGE;
     }
     return -1;
+}
+
+static int cmd_export(int argc, char **argv)
+{
+    static const struct option lo[] = {{"format", required_argument, 0, 'f'}, {"out", required_argument, 0, 'o'},
+                                       {"step", required_argument, 0, 's'},   {"pubkey", required_argument, 0, 'p'},
+                                       {"optimizer", no_argument, 0, 'O'},    {"help", no_argument, 0, 'h'},
+                                       {0, 0, 0, 0}};
+    vt_export_opts o;
+    memset(&o, 0, sizeof o);
+    const char *format = "safetensors";
+    const vt_cli_opt opts[] = {VT_CLI_U64('s', "--step", 1, UINT64_MAX, &o.step), VT_CLI_END};
+    optind = 2;
+    int c;
+    while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+        switch (c) {
+        case 'f': format = optarg; break;
+        case 'o': o.out_path = optarg; break;
+        case 'p': o.pubkey_path = optarg; break;
+        case 'O': o.with_optimizer = 1; break;
+        case 'h': usage(stdout); return VT_EXIT_OK;
+        default:
+            if (vt_cli_opt_parse("trainer export", opts, c, optarg, usage)) return VT_EXIT_USAGE;
+        }
+    }
+    if (strcmp(format, "safetensors") != 0)
+        return vt_cli_usage_error(usage, "trainer export: --format %s: the only format is safetensors", format);
+    if (optind != argc - 1 || !o.out_path)
+        return vt_cli_usage_error(usage, "trainer export: RUN_DIR and --out FILE are required");
+    o.run_dir = argv[optind];
+    vt_export_result r;
+    vt_err e = vt_export_run(&o, &r);
+    if (e) {
+        fprintf(stderr, "trainer export: %s\n", vt_errmsg());
+        return e == VT_ERR_MISMATCH ? VT_EXIT_REJECTED : e == VT_ERR_ARG ? VT_EXIT_USAGE : VT_EXIT_CANNOT;
+    }
+    char hs[65];
+    vt_hex(r.state_hash, 32, hs);
+    printf("exported step %llu: %u tensors, %llu bytes, state hash %s (verified against the commitment) -> %s\n",
+           (unsigned long long)r.step, r.tensors, (unsigned long long)r.bytes, hs, o.out_path);
+    return VT_EXIT_OK;
 }
 
 static int cmd_recipe(int argc, char **argv)
@@ -463,6 +510,7 @@ int main(int argc, char **argv)
     if (strcmp(argv[1], "train") == 0) return cmd_train(argc, argv);
     if (strcmp(argv[1], "serve") == 0) return cmd_serve(argc, argv);
     if (strcmp(argv[1], "recipe") == 0) return cmd_recipe(argc, argv);
+    if (strcmp(argv[1], "export") == 0) return cmd_export(argc, argv);
     if (strcmp(argv[1], "plain") == 0) return cmd_plain(argc, argv);
     if (strcmp(argv[1], "eval") == 0) return cmd_eval(argc, argv);
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {

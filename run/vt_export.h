@@ -1,0 +1,34 @@
+/* vt_export.h - `trainer export`: the parameters (and buffers) of a committed step of a run, in
+ * safetensors, once the step's state is shown to be the committed one. */
+#ifndef VT_EXPORT_H
+#define VT_EXPORT_H
+
+#include <stdint.h>
+
+#include "../common/vt_error.h"
+
+typedef struct {
+    const char *run_dir;
+    const char *out_path;
+    const char *pubkey_path; /* optional: the trainer key the commitment must be signed by */
+    uint64_t step;           /* 0: the last step */
+    int with_optimizer;      /* also the optimiser's state */
+} vt_export_opts;
+
+typedef struct {
+    uint64_t step;
+    uint32_t tensors;
+    uint64_t bytes;
+    uint8_t state_hash[32];
+    uint8_t root[32];
+} vt_export_result;
+
+/* Checks, before writing anything: the commitment's signature (and key, when given), that the run's
+ * leaves give its signed root, that the step's leaf is its committed (state hash, log hash), and
+ * that the step's checkpoint hashes to that state hash. Then writes the state's parameter and
+ * buffer tensors, by their program names and shapes, with metadata (manifest hash, step, state
+ * hash, root). Errors: VT_ERR_MISMATCH (the run does not verify), VT_ERR_ARG (no committed state or
+ * no checkpoint at that step), VT_ERR_IO/FORMAT. */
+vt_err vt_export_run(const vt_export_opts *o, vt_export_result *res) VT_WARN_UNUSED;
+
+#endif
