@@ -42,21 +42,22 @@ void vt_dispute_mark(uint8_t h[32])
 
 typedef struct {
     vt_seg_chain *c;
-    uint64_t p;
+    uint64_t p, p0;
     vt_party party;
-    const vt_rctx *rc;  /* the step's rounding context */
     int unusable;       /* the step's log could not be used: the first rounded operation is disputed */
-    int marked;         /* a disputed output was marked in this segment */
+    int marked, marked0; /* a disputed output was marked in this segment (before this step) */
 } chain_hook_ctx;
 
 static vt_err chain_hook(void *ctx, vt_model *m, uint64_t step, uint32_t op)
 {
     (void)step;
     chain_hook_ctx *h = ctx;
+    const vt_rctx *rc = m->rctx;
     h->p++;
     VT_FORWARD_IF_ERROR(vt_model_output_hash(m, op, h->c->h[h->p]));
     if (h->party == VT_PARTY_AUDITOR && !h->marked &&
-        ((h->unusable && vt_model_op_rounded(m, op)) || (h->rc && h->rc->fault.code != VT_OK && h->rc->fault.op_id == op))) {
+        ((h->unusable && vt_model_op_rounded(m, op)) ||
+         (!h->unusable && rc && rc->fault.code != VT_OK && rc->fault.op_id == op))) {
         vt_dispute_mark(h->c->h[h->p]);
         h->marked = 1;
     }
@@ -64,87 +65,19 @@ static vt_err chain_hook(void *ctx, vt_model *m, uint64_t step, uint32_t op)
     return VT_OK;
 }
 
-/* One step as the party: the trainer recomputes (record mode); the auditor replays the stored
- * log leniently, and when that log cannot be used at all (undecodable, for another step, not
- * framed like the step) it computes the step with its own rounding and reports it as
- * unusable. *disputed (may be NULL) is set when the auditor met a fault or an unusable log. */
-static vt_err run_step(vt_model *m, vt_store *st, const vt_dataset *ds, vt_party party, uint32_t upto,
-                       chain_hook_ctx *hc, vt_fault *fault, int *disputed)
+/* the step's log turned out unusable: start its positions again, every rounded output disputed */
+static void chain_redo(void *ctx)
 {
-    uint64_t s = m->step + 1;
-    vt_steplog log;
-    vt_steplog_init(&log, s);
-    vt_err e = VT_OK;
-    vt_rmode mode = party == VT_PARTY_TRAINER ? VT_RMODE_RECORD : VT_RMODE_REPLAY;
-    float *saved = NULL;
-    uint64_t p0 = hc ? hc->p : 0;
-    int marked0 = hc ? hc->marked : 0;
-    if (mode == VT_RMODE_REPLAY) {
-        uint8_t *blob = NULL;
-        size_t n = 0;
-        e = vt_store_get_log(st, s, &blob, &n);
-        if (!e) e = vt_steplog_decode_stored(blob, n, s, NULL, &log, NULL);
-        free(blob);
-        saved = malloc(m->n_state * sizeof(float));
-        if (!saved) {
-            vt_steplog_free(&log);
-            VT_RETURN_ERROR(VT_ERR_NOMEM, "out of memory");
-        }
-        memcpy(saved, m->state, m->n_state * sizeof(float));
-    }
-    vt_rctx rc;
-    vt_rctx_init(&rc, mode, m->rc.bound);
-    rc.lenient = party == VT_PARTY_AUDITOR;
-    if (hc) hc->rc = &rc, hc->unusable = 0;
-    if (!e) e = vt_rctx_begin_step(&rc, s, &log);
-    if (!e) e = vt_model_run(m, ds, &rc, upto, hc ? chain_hook : NULL, hc);
-    if (!e && upto == m->n_ops && vt_rctx_end_step(&rc)) e = VT_ERR_MISMATCH;
-    int unusable = party == VT_PARTY_AUDITOR && e != VT_OK && e != VT_ERR_NOMEM && e != VT_ERR_DIVERGED;
-    if (unusable) { /* redo the step with our own rounding */
-        memcpy(m->state, saved, m->n_state * sizeof(float));
-        m->step = s - 1;
-        if (hc) hc->p = p0, hc->marked = marked0, hc->unusable = 1, hc->rc = NULL;
-        vt_steplog_reset(&log, s);
-        vt_rctx_init(&rc, VT_RMODE_RECORD, m->rc.bound);
-        e = vt_rctx_begin_step(&rc, s, &log);
-        if (!e) e = vt_model_run(m, ds, &rc, upto, hc ? chain_hook : NULL, hc);
-        memset(&rc.fault, 0, sizeof rc.fault);
-        rc.fault.code = VT_ERR_MISMATCH;
-        rc.fault.step = s;
-    }
-    if (hc) hc->rc = NULL;
-    if (fault) *fault = rc.fault;
-    if (disputed) *disputed = unusable || rc.fault.code != VT_OK;
-    free(saved);
-    vt_steplog_free(&log);
-    return e;
+    chain_hook_ctx *h = ctx;
+    h->p = h->p0, h->marked = h->marked0, h->unusable = 1;
 }
 
 vt_err vt_step_once(vt_model *m, vt_store *st, const vt_dataset *ds, vt_party party, int *disputed)
 {
-    return run_step(m, st, ds, party, m->n_ops, NULL, NULL, disputed);
-}
-
-vt_err vt_restore(vt_model *m, vt_store *st, const vt_dataset *ds, vt_party party, uint64_t target)
-{
-    uint64_t *cks = NULL;
-    size_t n = 0;
-    VT_FORWARD_IF_ERROR(vt_store_list_checkpoints(st, &cks, &n));
-    uint64_t best = 0;
-    int found = 0;
-    for (size_t i = 0; i < n; i++)
-        if (cks[i] <= target && cks[i] >= best) best = cks[i], found = 1;
-    free(cks);
-    VT_RETURN_ERROR_IF(m->step > target, VT_ERR_ARG, "the model is past step %llu", (unsigned long long)target);
-    if (found && best > m->step) {
-        float *state = NULL;
-        VT_FORWARD_IF_ERROR(vt_store_get_checkpoint(st, best, m->n_state, &state));
-        vt_err e = vt_model_set_state(m, best, state, m->n_state);
-        free(state);
-        VT_FORWARD_IF_ERROR(e);
-    }
-    while (m->step < target) VT_FORWARD_IF_ERROR(run_step(m, st, ds, party, m->n_ops, NULL, NULL, NULL));
-    return VT_OK;
+    vt_step_args a;
+    memset(&a, 0, sizeof a);
+    a.party = party, a.st = st, a.disputed = disputed;
+    return vt_step_run(m, ds, &a);
 }
 
 vt_err vt_seg_chain_compute(vt_model *m, vt_store *st, const vt_dataset *ds, vt_party party, uint64_t hi,
@@ -168,8 +101,14 @@ vt_err vt_seg_chain_compute(vt_model *m, vt_store *st, const vt_dataset *ds, vt_
     uint8_t sh[32];
     vt_err e = vt_model_state_hash(m, sh);
     if (!e) vt_chain_start(out->lo, sh, out->C[0]);
-    chain_hook_ctx hc = {out, 0, party, NULL, 0, 0};
-    while (!e && m->step < hi) e = run_step(m, st, ds, party, m->n_ops, &hc, NULL, NULL);
+    chain_hook_ctx hc = {out, 0, 0, party, 0, 0, 0};
+    vt_step_args a;
+    memset(&a, 0, sizeof a);
+    a.party = party, a.st = st, a.hook = chain_hook, a.hook_ctx = &hc, a.redo = chain_redo;
+    while (!e && m->step < hi) {
+        hc.p0 = hc.p, hc.marked0 = hc.marked, hc.unusable = 0;
+        e = vt_step_run(m, ds, &a);
+    }
     if (!e) e = vt_model_state_hash(m, out->h[out->P + 1]);
     if (!e && hc.marked) vt_dispute_mark(out->h[out->P + 1]);
     if (!e) vt_chain_next(out->C[out->P], out->h[out->P + 1], out->C[out->P + 1]);
@@ -190,7 +129,11 @@ vt_err vt_run_to_op(vt_model *m, vt_store *st, const vt_dataset *ds, vt_party pa
     VT_RETURN_ERROR_IF(op < 1 || op > m->n_ops, VT_ERR_ARG, "no operation %u", op);
     uint32_t upto = through_op ? op : op - 1;
     if (fault) memset(fault, 0, sizeof *fault);
-    return upto == 0 ? VT_OK : run_step(m, st, ds, party, upto, NULL, fault, NULL);
+    if (upto == 0) return VT_OK;
+    vt_step_args a;
+    memset(&a, 0, sizeof a);
+    a.party = party, a.st = st, a.upto = upto, a.fault = fault;
+    return vt_step_run(m, ds, &a);
 }
 
 vt_err vt_input_producer(const vt_model *m, uint64_t p, uint32_t tensor, uint64_t *pos)

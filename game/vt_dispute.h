@@ -17,6 +17,7 @@
 #include "../data/vt_data.h"
 #include "../model/vt_model.h"
 #include "../protocol/vt_proto.h"
+#include "../run/vt_step.h"
 #include "../store/vt_store.h"
 
 typedef struct {
@@ -31,15 +32,6 @@ void vt_chain_start(uint64_t lo, const uint8_t state_hash_lo[32], uint8_t c0[32]
 void vt_chain_next(const uint8_t c[32], const uint8_t h[32], uint8_t out[32]);
 /* Position p (1..P) to (step, op); returns 0 for p = P + 1 (the final state). */
 int vt_seg_position(uint64_t lo, uint32_t n_ops, uint64_t p, uint64_t *step, uint32_t *op);
-
-/* How a party recomputes a step: the trainer re-creates what it committed (record mode with
- * its own order: its cheats, if any, apply again); the auditor replays the trainer's logs
- * leniently (an implausible or missing entry is noted, not fatal: it computes its own version). */
-typedef enum { VT_PARTY_TRAINER = 0, VT_PARTY_AUDITOR = 1 } vt_party;
-
-/* Brings m (freshly initialised, step 0) to the state of step `target`: loads the newest
- * checkpoint at or before target from st, then runs the steps up to target as `party`. */
-vt_err vt_restore(vt_model *m, vt_store *st, const vt_dataset *ds, vt_party party, uint64_t target) VT_WARN_UNUSED;
 
 /* One whole step as the party; *disputed (may be NULL) tells an auditor that the step held a
  * missing or implausible entry or an unusable log (its state from there on is marked). */

@@ -300,6 +300,7 @@ vt_err vt_model_run(vt_model *m, const vt_dataset *ds, vt_rctx *rc, uint32_t upt
                        (unsigned long long)rc->step, (unsigned long long)s);
     VT_RETURN_ERROR_IF(upto > m->prog.n_ops, VT_ERR_ARG, "no operation %u", upto);
     m->ds = ds;
+    m->rctx = rc;
     vt_err e = VT_OK;
     for (uint32_t op = 1; op <= upto && !e; op++) {
         e = exec_op(m, ds, rc, s, op);
@@ -307,6 +308,7 @@ vt_err vt_model_run(vt_model *m, const vt_dataset *ds, vt_rctx *rc, uint32_t upt
         if (!e && hook) e = hook(hook_ctx, m, s, op);
     }
     m->ds = NULL;
+    m->rctx = NULL;
     VT_FORWARD_IF_ERROR(e);
     if (upto == m->prog.n_ops) m->step = s;
     return VT_OK;

@@ -66,7 +66,8 @@ struct vt_model {
     uint32_t *perm;                  /* current epoch's permutation */
     uint64_t perm_epoch;             /* epoch of perm + 1 (0 = none) */
     size_t n_examples;
-    const vt_dataset *ds;            /* during vt_model_run / exec_op */
+    const vt_dataset *ds;            /* during vt_model_run: the dataset */
+    vt_rctx *rctx;                   /* during vt_model_run: the step's rounding context (for hooks) */
 
     vt_exec exec;
     vt_op_hook tamper;               /* tests only (see above); NULL in every production program */

@@ -15,6 +15,7 @@
 #include "../merkle/vt_sign.h"
 #include "../model/vt_model.h"
 #include "../store/vt_store.h"
+#include "vt_step.h"
 #include "../run/vt_train.h"
 
 /* ------------------------------------------------------------- verdicts */
@@ -113,7 +114,9 @@ static void replay_segment(worker *w)
     vt_store *st = NULL;
     vt_model m;
     vt_steplog log;
+    vt_rstats stats;
     memset(&m, 0, sizeof m);
+    memset(&stats, 0, sizeof stats);
     vt_steplog_init(&log, 0);
     w->f.verdict = VT_VERDICT_VERIFIED;
     if (vt_store_open(a->o->run_dir, 1, &st)) {
@@ -153,8 +156,11 @@ static void replay_segment(worker *w)
     }
     if (w->from == 0 && is_checkpoint(a, 0) && check_checkpoint(w, st, &m, 0)) goto out;
 
-    vt_rctx rc;
-    vt_rctx_init(&rc, VT_RMODE_REPLAY, a->rc.bound);
+    vt_fault fault;
+    float loss;
+    vt_step_args sa;
+    memset(&sa, 0, sizeof sa);
+    sa.party = VT_PARTY_VERIFIER, sa.log = &log, sa.fault = &fault, sa.stats = &stats, sa.loss = &loss;
     for (uint64_t s = w->from + 1; s <= w->to; s++) {
         const vt_step_rec *rec = &a->recs[s];
         uint8_t *blob = NULL;
@@ -176,21 +182,18 @@ static void replay_segment(worker *w)
                      "the log stored for step %llu is not the committed one (its hash differs)", (unsigned long long)s);
             goto out;
         }
-        float loss;
-        e = vt_rctx_begin_step(&rc, s, &log);
-        if (!e) e = vt_model_step(&m, &a->ds, &rc, &loss);
-        if (!e) e = vt_rctx_end_step(&rc);
+        e = vt_step_run(&m, &a->ds, &sa);
         if (e) {
-            const char *reason = e == VT_ERR_IMPLAUSIBLE ? (rc.fault.has_entry ? "implausible log entry" : "missing log entry")
+            const char *reason = e == VT_ERR_IMPLAUSIBLE ? (fault.has_entry ? "implausible log entry" : "missing log entry")
                                  : e == VT_ERR_MISMATCH  ? "log mismatch"
                                  : e == VT_ERR_DIVERGED  ? "replay diverged"
                                                          : "local error";
             find_set(&w->f, e == VT_ERR_NOMEM || e == VT_ERR_IO ? VT_VERDICT_CANNOT : VT_VERDICT_REJECTED, (int64_t)s,
                      reason, "%s", vt_errmsg());
-            if (rc.fault.code != VT_OK) {
-                w->f.op = rc.fault.op_id;
-                w->f.index = rc.fault.has_entry || e != VT_ERR_MISMATCH ? (int64_t)rc.fault.index : -1;
-                snprintf(w->f.op_name, sizeof w->f.op_name, "%s", vt_model_op_name(&m, rc.fault.op_id));
+            if (fault.code != VT_OK) {
+                w->f.op = fault.op_id;
+                w->f.index = fault.has_entry || e != VT_ERR_MISMATCH ? (int64_t)fault.index : -1;
+                snprintf(w->f.op_name, sizeof w->f.op_name, "%s", vt_model_op_name(&m, fault.op_id));
             }
             goto out;
         }
@@ -226,8 +229,8 @@ static void replay_segment(worker *w)
         pthread_mutex_unlock(&a->mu);
     }
 out:
-    w->applied = rc.stats.logged_dir + rc.stats.logged_val;
-    w->passed = rc.stats.checked;
+    w->applied = stats.logged_dir + stats.logged_val;
+    w->passed = stats.checked;
     vt_steplog_free(&log);
     vt_model_free(&m);
     vt_store_close(st);

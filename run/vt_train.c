@@ -13,6 +13,7 @@
 #include "../model/vt_model.h"
 #include "../rounding_log/vt_rlog.h"
 #include "../store/vt_store.h"
+#include "vt_step.h"
 
 void vt_recipe_dataset_spec(const vt_recipe *rc, char *buf, size_t cap)
 {
@@ -141,22 +142,25 @@ static vt_err train(train_ctx *t, const vt_recipe *rc, const vt_train_opts *o, v
         VT_FORWARD_IF_ERROR(commit_step(t, rc, 0, 0.0f, res));
     }
 
-    vt_rctx rctx;
-    vt_rctx_init(&rctx, VT_RMODE_RECORD, rc->bound);
+    vt_rstats stats;
+    memset(&stats, 0, sizeof stats);
+    vt_fault fault;
+    vt_step_args sa;
+    memset(&sa, 0, sizeof sa);
+    sa.party = VT_PARTY_TRAINER, sa.log = &t->log, sa.fault = &fault, sa.stats = &stats;
     vt_progress pr;
     vt_progress_init(&pr, start, rc->steps, o->quiet);
     double t0 = vt_now();
     float loss = 0;
+    sa.loss = &loss;
     for (uint64_t s = start + 1; s <= rc->steps; s++) {
-        VT_FORWARD_IF_ERROR(vt_rctx_begin_step(&rctx, s, &t->log));
-        vt_err e = vt_model_step(&t->m, &t->ds, &rctx, &loss);
+        vt_err e = vt_step_run(&t->m, &t->ds, &sa);
         if (e) {
             vt_progress_end(&pr);
-            if (rctx.fault.code != VT_OK)
-                return vt_set_error(e, "%s [%s]", vt_errmsg(), vt_model_op_name(&t->m, rctx.fault.op_id));
+            if (fault.code != VT_OK)
+                return vt_set_error(e, "%s [%s]", vt_errmsg(), vt_model_op_name(&t->m, fault.op_id));
             return e;
         }
-        VT_FORWARD_IF_ERROR(vt_rctx_end_step(&rctx));
         if (o->hooks && o->hooks->after_log) o->hooks->after_log(o->hooks->ctx, &t->log, s);
         VT_FORWARD_IF_ERROR(commit_step(t, rc, s, loss, res));
         char extra[48];
@@ -174,8 +178,8 @@ static vt_err train(train_ctx *t, const vt_recipe *rc, const vt_train_opts *o, v
     res->seconds = vt_now() - t0;
     res->steps = rc->steps;
     res->final_loss = loss;
-    res->rounded = rctx.stats.rounded;
-    res->exact = rctx.stats.exact;
+    res->rounded = stats.rounded;
+    res->exact = stats.exact;
 
     /* commitment */
     vt_commitment c;
