@@ -547,11 +547,7 @@ void vt_game_cost(const vt_recipe *rc, uint64_t *bytes, uint64_t *flop)
      * largest operation asks for, the data, the messages; doubles, so nothing overflows */
     *bytes = *flop = UINT64_MAX;
     vt_program p;
-    vt_program_init(&p);
-    if (rc->arch != VT_ARCH_MLP || vt_arch_mlp_build(rc, &p) != VT_OK) {
-        vt_program_free(&p);
-        return;
-    }
+    if (vt_program_build(rc, &p) != VT_OK) return;
     double arenas = 0, scratch = 0, norms = 0, big = 0, f = 0;
     for (int c = 0; c < VT_TC_COUNT; c++) arenas += (double)p.arena_bytes[c];
     for (uint32_t j = 1; j <= p.n_ops; j++) {

@@ -9,29 +9,34 @@
 #include "../common/vt_bytes.h"
 #include "vt_philox.h"
 
-static vt_err build(const vt_recipe *rc, vt_program *p)
+vt_err vt_program_build(const vt_recipe *rc, vt_program *p)
 {
-    switch (rc->arch) {
-    case VT_ARCH_MLP: return vt_arch_mlp_build(rc, p);
-    default: break;
-    }
-    VT_RETURN_ERROR(VT_ERR_ARG, "recipe: unknown arch %d", (int)rc->arch);
+    vt_program_init(p);
+    vt_err e = vt_recipe_validate(rc);
+    if (!e) switch (rc->arch) {
+        case VT_ARCH_MLP: e = vt_arch_mlp_build(rc, p); break;
+        default: e = vt_set_error(VT_ERR_ARG, "recipe: unknown arch %d", (int)rc->arch);
+        }
+    if (e) vt_program_free(p);
+    return e;
+}
+
+float vt_program_initial_value(const vt_program *p, uint64_t seed, uint32_t t, size_t k)
+{
+    const vt_tensor *d = &p->t[t];
+    if (d->init != VT_INIT_HE_UNIFORM) return 0.0f;
+    /* He-uniform: W ~ U(-a, a), a = sqrt(6 / fan_in): basic operations only */
+    double a = sqrt(6.0 / (double)d->fan_in);
+    double u = vt_rand_unit(seed, VT_RNG_INIT, t, k); /* exact 24-bit value in [0,1) */
+    return (float)((2.0 * u - 1.0) * a);
 }
 
 static void init_state(vt_model *m)
 {
     const vt_program *p = &m->prog;
-    memset(m->state, 0, m->n_state * sizeof(float));
     for (uint32_t i = 0; i < p->n_state; i++) {
-        const vt_tensor *t = &p->t[i];
-        if (t->init != VT_INIT_HE_UNIFORM) continue;
-        /* He-uniform: W ~ U(-a, a), a = sqrt(6 / fan_in): basic operations only */
-        double a = sqrt(6.0 / (double)t->fan_in);
         float *W = vt_model_tensor(m, i, NULL);
-        for (size_t k = 0; k < t->n; k++) {
-            double u = vt_rand_unit(m->rc.seed, VT_RNG_INIT, i, k); /* exact 24-bit value in [0,1) */
-            W[k] = (float)((2.0 * u - 1.0) * a);
-        }
+        for (size_t k = 0; k < p->t[i].n; k++) W[k] = vt_program_initial_value(p, m->rc.seed, i, k);
     }
 }
 
@@ -46,12 +51,7 @@ vt_err vt_model_init(vt_model *m, const vt_recipe *rc, size_t n_examples, vt_ord
                        "the dataset has %zu examples; the batch needs %u (and at most 2^32)", n_examples, rc->batch);
     m->rc = *rc;
     m->n_examples = n_examples;
-    vt_program_init(&m->prog);
-    vt_err e = build(rc, &m->prog);
-    if (e) {
-        vt_program_free(&m->prog);
-        return e;
-    }
+    VT_FORWARD_IF_ERROR(vt_program_build(rc, &m->prog));
     const vt_program *p = &m->prog;
     m->n_state = p->state_floats;
     m->n_tensors = p->n_state;
@@ -258,6 +258,55 @@ vt_err vt_model_set_state(vt_model *m, uint64_t step, const float *state, size_t
     return VT_OK;
 }
 
+vt_err vt_program_describe(const vt_program *p, char **out)
+{
+    size_t cap = 4096, len = 0;
+    char *b = malloc(cap);
+    VT_RETURN_ERROR_IF(!b, VT_ERR_NOMEM, "out of memory");
+#define PUT(...)                                                                   \
+    do {                                                                           \
+        int n_ = snprintf(b + len, cap - len, __VA_ARGS__);                        \
+        while (n_ >= 0 && (size_t)n_ >= cap - len) {                               \
+            char *nb = realloc(b, cap *= 2);                                       \
+            if (!nb) {                                                             \
+                free(b);                                                           \
+                VT_RETURN_ERROR(VT_ERR_NOMEM, "out of memory");                    \
+            }                                                                      \
+            b = nb;                                                                \
+            n_ = snprintf(b + len, cap - len, __VA_ARGS__);                        \
+        }                                                                          \
+        len += n_ > 0 ? (size_t)n_ : 0;                                            \
+    } while (0)
+    PUT("tensors (%u; ids 0..%u are the state)\n", p->n_tensors, p->n_state ? p->n_state - 1 : 0);
+    for (uint32_t i = 0; i < p->n_tensors; i++) {
+        const vt_tensor *t = &p->t[i];
+        PUT("  %4u  %-28s %-6s %-3s [", i, t->name, vt_tclass_name((vt_tclass)t->cls), vt_dtype_name((vt_dtype)t->dtype));
+        for (uint32_t d = 0; d < t->rank; d++) PUT("%s%u", d ? ", " : "", t->shape[d]);
+        PUT("]\n");
+    }
+    PUT("operations (%u)\n", p->n_ops);
+    for (uint32_t j = 1; j <= p->n_ops; j++) {
+        const vt_opdesc *o = &p->op[j];
+        const vt_opkind *k = vt_opkind_get(o->kind);
+        PUT("  %4u  %-30s %-22s %s in", j, o->name, k ? k->name : "?", k && k->rounded ? "rounded" : "exact  ");
+        for (uint32_t i = 0; i < o->n_in; i++) PUT(" %u", o->in[i]);
+        PUT(" -> out");
+        for (uint32_t i = 0; i < o->n_out; i++) PUT(" %u", o->out[i]);
+        if (o->n_iarg) {
+            PUT("  iarg");
+            for (uint32_t i = 0; i < o->n_iarg; i++) PUT(" %lld", (long long)o->iarg[i]);
+        }
+        if (o->n_farg) {
+            PUT("  farg");
+            for (uint32_t i = 0; i < o->n_farg; i++) PUT(" %.17g", o->farg[i]);
+        }
+        PUT("\n");
+    }
+#undef PUT
+    *out = b;
+    return VT_OK;
+}
+
 void vt_model_set_hooks(vt_model *m, const vt_hooks *hooks)
 {
     m->tamper = hooks ? hooks->after_op : NULL;
@@ -323,48 +372,74 @@ vt_err vt_model_step(vt_model *m, const vt_dataset *ds, vt_rctx *rc, float *loss
 
 /* ------------------------------------------------------------ evaluation */
 
-vt_err vt_model_accuracy(vt_model *m, const vt_dataset *ds, size_t max_examples, double *acc)
+vt_err vt_program_evaluate(const vt_program *p, const vt_dataset *ds, size_t max_examples, vt_eval_fwd fwd,
+                           vt_eval_prob prob, void *ctx, double *acc)
 {
-    const vt_program *p = &m->prog;
     const vt_tensor *x = &p->t[p->input], *pr = &p->t[p->probs];
     size_t n = ds->n < max_examples || !max_examples ? ds->n : max_examples, B = x->shape[0], C = pr->shape[1],
            correct = 0;
     VT_RETURN_ERROR_IF(ds->d != x->shape[1], VT_ERR_ARG, "the dataset does not fit the model");
     VT_RETURN_ERROR_IF(n == 0, VT_ERR_ARG, "no examples to evaluate");
     size_t *idx = malloc(B * sizeof *idx);
-    uint8_t *lab = malloc(B);
-    if (!idx || !lab) {
-        free(idx), free(lab);
-        VT_RETURN_ERROR(VT_ERR_NOMEM, "out of memory");
-    }
-    /* the forward pass of the step program, rounded to nearest with a log nobody reads */
-    vt_bound_cfg bc = m->rc.bound;
-    bc.rounding = VT_ROUNDING_LOG;
-    vt_steplog log;
-    vt_steplog_init(&log, 0);
-    vt_rctx rc;
-    vt_rctx_init(&rc, VT_RMODE_RECORD, bc);
-    vt_exec saved = m->exec;
-    vt_exec_init(&m->exec, m->exec.order, bc, m->rc.seed);
+    VT_RETURN_ERROR_IF(!idx, VT_ERR_NOMEM, "out of memory");
     vt_err e = VT_OK;
-    float *X = vt_model_tensor(m, p->input, NULL), *P = vt_model_tensor(m, p->probs, NULL);
     for (size_t i0 = 0; i0 < n && !e; i0 += B) {
         for (size_t k = 0; k < B; k++) idx[k] = i0 + k < n ? i0 + k : 0; /* the last batch padded */
-        e = vt_data_batch(ds, idx, B, X, lab);
-        if (!e) e = vt_rctx_begin_step(&rc, 1, &log);
-        for (uint32_t j = p->fwd_first; j <= p->fwd_last && !e; j++) e = exec_op(m, ds, &rc, 1, j);
+        e = fwd(ctx, idx, B);
         for (size_t k = 0; k < B && !e && i0 + k < n; k++) {
             size_t best = 0;
             for (size_t c = 1; c < C; c++)
-                if (P[k * C + c] > P[k * C + best]) best = c;
+                if (prob(ctx, k * C + c) > prob(ctx, k * C + best)) best = c;
             correct += best == ds->y[i0 + k];
         }
     }
-    vt_exec_free(&m->exec);
-    m->exec = saved;
-    vt_steplog_free(&log);
-    free(idx), free(lab);
+    free(idx);
     VT_FORWARD_IF_ERROR(e);
     *acc = (double)correct / (double)n;
     return VT_OK;
+}
+
+typedef struct {
+    vt_model *m;
+    const vt_dataset *ds;
+    vt_rctx rc;
+    vt_steplog log;
+    uint8_t *lab;
+} eval_ctx;
+
+static vt_err eval_fwd(void *ctx, const size_t *idx, size_t B)
+{
+    eval_ctx *c = ctx;
+    const vt_program *p = &c->m->prog;
+    vt_err e = vt_data_batch(c->ds, idx, B, vt_model_tensor(c->m, p->input, NULL), c->lab);
+    if (!e) e = vt_rctx_begin_step(&c->rc, 1, &c->log);
+    for (uint32_t j = p->fwd_first; j <= p->fwd_last && !e; j++) e = exec_op(c->m, c->ds, &c->rc, 1, j);
+    return e;
+}
+
+static double eval_prob(void *ctx, size_t i)
+{
+    eval_ctx *c = ctx;
+    return ((const float *)vt_model_tensor(c->m, c->m->prog.probs, NULL))[i];
+}
+
+vt_err vt_model_accuracy(vt_model *m, const vt_dataset *ds, size_t max_examples, double *acc)
+{
+    eval_ctx c;
+    memset(&c, 0, sizeof c);
+    c.m = m, c.ds = ds, c.lab = malloc(m->rc.batch);
+    VT_RETURN_ERROR_IF(!c.lab, VT_ERR_NOMEM, "out of memory");
+    /* the forward pass of the step program, rounded to nearest with a log nobody reads */
+    vt_bound_cfg bc = m->rc.bound;
+    bc.rounding = VT_ROUNDING_LOG;
+    vt_steplog_init(&c.log, 0);
+    vt_rctx_init(&c.rc, VT_RMODE_RECORD, bc);
+    vt_exec saved = m->exec;
+    vt_exec_init(&m->exec, m->exec.order, bc, m->rc.seed);
+    vt_err e = vt_program_evaluate(&m->prog, ds, max_examples, eval_fwd, eval_prob, &c, acc);
+    vt_exec_free(&m->exec);
+    m->exec = saved;
+    vt_steplog_free(&c.log);
+    free(c.lab);
+    return e;
 }

@@ -135,10 +135,24 @@ float vt_model_loss(vt_model *m);
  * set, rounded to nearest without a log. For reports only. */
 vt_err vt_model_accuracy(vt_model *m, const vt_dataset *ds, size_t max_examples, double *acc) VT_WARN_UNUSED;
 
+/* The accuracy loop both interpreters share: over the first max_examples examples of ds (0 = all)
+ * in batches of the program's batch size (the last one padded), fwd fills the input with the
+ * examples idx[0..B) and runs the forward pass; prob(ctx, i) reads element i of the probabilities. */
+typedef vt_err (*vt_eval_fwd)(void *ctx, const size_t *idx, size_t B);
+typedef double (*vt_eval_prob)(void *ctx, size_t i);
+vt_err vt_program_evaluate(const vt_program *p, const vt_dataset *ds, size_t max_examples, vt_eval_fwd fwd,
+                           vt_eval_prob prob, void *ctx, double *acc) VT_WARN_UNUSED;
+
 /* For operation kinds: the batch of step s (the data order), into m->batch_idx. */
 void vt_model_batch_indices(vt_model *m, uint64_t s);
 
-/* The builders, one per architecture (recipe key `arch`). */
+/* The builders, one per architecture (recipe key `arch`), and the dispatch on rc->arch. */
 vt_err vt_arch_mlp_build(const vt_recipe *rc, vt_program *p) VT_WARN_UNUSED;
+/* Validates rc and builds its program into p (initialised here; freed again on failure). */
+vt_err vt_program_build(const vt_recipe *rc, vt_program *p) VT_WARN_UNUSED;
+/* Element k of state tensor t at step 0 (its vt_tinit: zero, or the He-uniform FP32 draw). */
+float vt_program_initial_value(const vt_program *p, uint64_t seed, uint32_t t, size_t k);
+/* The program as text (tensor table and operation list; `trainer recipe --program`); malloc'd. */
+vt_err vt_program_describe(const vt_program *p, char **out) VT_WARN_UNUSED;
 
 #endif

@@ -1,9 +1,10 @@
-/* vt_plain.c - the plain FP32 / FP64 training step (benchmark baseline; see vt_plain.h).
+/* vt_plain.c - the step program run plainly in FP32 or FP64 (benchmark baseline; vt_plain.h).
  *
- * The step is written once for a scalar type T and compiled twice: this file includes
- * itself with T = float (suffix _f32, cblas_sgemm, expf/logf/sqrtf) and T = double (suffix
- * _f64, cblas_dgemm, exp/log/sqrt). The outer part (everything outside VT_PLAIN_T) holds
- * the type-independent pieces and the public functions, which dispatch on p->fp64.
+ * The plain implementation of each operation kind is written once for a scalar type T and
+ * compiled twice: this file includes itself with T = float (suffix _f32, cblas_sgemm,
+ * expf/logf/sqrtf) and T = double (suffix _f64, cblas_dgemm, exp/log/sqrt). The outer part holds
+ * the interpreter: the same program as vt_model, the same operation order, one table of plain
+ * implementations per precision.
  */
 #ifndef VT_PLAIN_T /* ================================================= outer part */
 
@@ -16,10 +17,30 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "vt_model.h"
+#include "vt_ops.h"
 #include "vt_philox.h"
 
-/* Batch of step s (1-based), exactly as vt_model: epoch e = (s-1) / steps_per_epoch uses the
- * Fisher-Yates permutation keyed by (seed, SHUFFLE, e); the batch is its p-th slice. */
+typedef struct {
+    vt_plain *p;
+    const vt_opdesc *o;
+    uint64_t step;
+    const vt_dataset *ds;
+    size_t n_rows; /* LOAD_BATCH replaced by the evaluation's rows: unused here */
+} plain_ctx;
+
+typedef vt_err (*plain_fn)(plain_ctx *c);
+
+static void *TP(vt_plain *p, uint32_t t) { return p->arena[p->prog.t[t].cls] + p->off[t]; }
+
+static double f64_of(vt_plain *p, uint32_t t)
+{
+    double v;
+    memcpy(&v, TP(p, t), 8);
+    return v;
+}
+
+/* Batch of step s (1-based), exactly as vt_model_batch_indices. */
 static void batch_indices(vt_plain *p, uint64_t s)
 {
     uint64_t B = p->rc.batch, spe = p->n_examples / B;
@@ -31,12 +52,18 @@ static void batch_indices(vt_plain *p, uint64_t s)
     for (uint64_t i = 0; i < B; i++) p->batch_idx[i] = p->perm[q * B + i];
 }
 
-/* Same He-uniform draw as vt_model's init_params, rounded to FP32 as there (so the plain
- * models start from exactly the verifiable model's initial parameters). */
-static float init_weight(const vt_recipe *r, uint32_t l, size_t i, double a)
+static vt_err schedule(plain_ctx *c)
 {
-    double u = vt_rand_unit(r->seed, VT_RNG_INIT, 2 * l, i);
-    return (float)((2.0 * u - 1.0) * a);
+    const vt_opdesc *o = c->o;
+    vt_recipe r;
+    memset(&r, 0, sizeof r);
+    r.schedule = (vt_sched_kind)o->iarg[0];
+    r.warmup = (uint64_t)o->iarg[1], r.decay_every = (uint64_t)o->iarg[2], r.steps = (uint64_t)o->iarg[3];
+    r.lr = o->farg[0], r.decay_factor = o->farg[1], r.final_lr_factor = o->farg[2];
+    double t = (double)c->step, lr = vt_recipe_lr(&r, c->step);
+    memcpy(TP(c->p, o->out[0]), &t, 8);
+    memcpy(TP(c->p, o->out[1]), &lr, 8);
+    return VT_OK;
 }
 
 /* ----------------------------------------------------------- the two instances */
@@ -72,91 +99,80 @@ static float init_weight(const vt_recipe *r, uint32_t l, size_t i, double a)
 #undef SQRT
 #undef TMIN
 
-/* ------------------------------------------------------------------ public API */
-
-static void *xcalloc(size_t n, size_t sz, int *bad)
+static plain_fn impl(const vt_plain *p, uint16_t kind)
 {
-    void *q = calloc(n ? n : 1, sz);
-    if (!q) *bad = 1;
-    return q;
+    const plain_fn *t = p->fp64 ? PLAIN_f64 : PLAIN_f32;
+    return kind < VT_OPK_COUNT ? t[kind] : NULL;
 }
+
+/* ----------------------------------------------------------- public */
 
 vt_err vt_plain_init(vt_plain *p, const vt_recipe *rc, size_t n_examples, int fp64)
 {
     memset(p, 0, sizeof *p);
-    VT_FORWARD_IF_ERROR(vt_recipe_validate(rc));
     VT_RETURN_ERROR_IF(n_examples < rc->batch || n_examples > UINT32_MAX, VT_ERR_ARG,
-                       "the dataset has %zu examples; the batch needs %u (and at most 2^32)", n_examples, rc->batch);
-    for (uint32_t l = 0; l <= rc->n_layers; l++)
-        VT_RETURN_ERROR_IF(rc->widths[l] > INT_MAX / 2 || rc->batch > INT_MAX / 2, VT_ERR_LIMIT,
-                           "layer width %u or batch %u too large for BLAS", rc->widths[l], rc->batch);
+                       "the dataset has %zu examples; the batch needs %u", n_examples, rc->batch);
+    VT_FORWARD_IF_ERROR(vt_program_build(rc, &p->prog));
     p->rc = *rc;
     p->fp64 = fp64 != 0;
     p->esz = p->fp64 ? sizeof(double) : sizeof(float);
-    p->L = rc->n_layers;
     p->n_examples = n_examples;
-    size_t off = 0, maxd = 0;
-    for (uint32_t l = 0; l < p->L; l++) {
-        p->off_w[l] = off;
-        off += (size_t)rc->widths[l] * rc->widths[l + 1];
-        p->off_b[l] = off;
-        off += rc->widths[l + 1];
+    const vt_program *g = &p->prog;
+    size_t bytes[VT_TC_COUNT] = {0};
+    p->off = calloc(g->n_tensors, sizeof *p->off);
+    int bad = !p->off;
+    for (uint32_t t = 0; t < g->n_tensors && !bad; t++) {
+        const vt_tensor *d = &g->t[t];
+        size_t esz = d->dtype == VT_DT_F32 ? p->esz : vt_dtype_size((vt_dtype)d->dtype);
+        p->off[t] = (bytes[d->cls] + 63) & ~(size_t)63;
+        bytes[d->cls] = p->off[t] + d->n * esz;
     }
-    for (uint32_t l = 0; l <= p->L; l++)
-        if (rc->widths[l] > maxd) maxd = rc->widths[l];
-    p->n_params = off;
-    p->n_state = off * (rc->optimizer == VT_OPT_ADAM ? 3 : 2);
-    size_t B = rc->batch, bd = B * maxd, es = p->esz;
-    int bad = 0;
-    p->state = xcalloc(p->n_state, es, &bad);
-    p->grads = xcalloc(p->n_params, es, &bad);
-    for (uint32_t l = 0; l <= p->L; l++) {
-        p->act[l] = xcalloc(B * rc->widths[l], es, &bad);
-        p->z[l] = xcalloc(B * rc->widths[l], es, &bad);
-    }
-    p->probs = xcalloc(bd, es, &bad);
-    p->dz[0] = xcalloc(bd, es, &bad);
-    p->dz[1] = xcalloc(bd, es, &bad);
-    p->da = xcalloc(bd, es, &bad);
-    p->labels = xcalloc(B, 1, &bad);
-    p->batch_idx = xcalloc(B, sizeof(size_t), &bad);
-    p->perm = xcalloc(n_examples, sizeof(uint32_t), &bad);
-    if (bad) {
+    for (uint32_t t = 0; t < g->n_ops && !bad; t++) bad = impl(p, g->op[t + 1].kind) == NULL;
+    for (int c = 0; c < VT_TC_COUNT && !bad; c++) bad = (p->arena[c] = calloc(bytes[c] ? bytes[c] : 1, 1)) == NULL;
+    p->batch_idx = bad ? NULL : calloc(rc->batch, sizeof *p->batch_idx);
+    p->perm = bad ? NULL : calloc(n_examples, sizeof *p->perm);
+    if (bad || !p->batch_idx || !p->perm) {
         vt_plain_free(p);
-        VT_RETURN_ERROR(VT_ERR_NOMEM, "out of memory allocating the plain model (%zu parameters)", off);
+        VT_RETURN_ERROR(VT_ERR_NOMEM, "out of memory allocating the plain model (or an operation without a plain form)");
     }
-    if (p->fp64)
-        init_params_f64(p);
-    else
-        init_params_f32(p);
+    /* the verifiable model's initial FP32 values */
+    for (uint32_t t = 0; t < g->n_state; t++)
+        for (size_t k = 0; k < g->t[t].n; k++) {
+            float w = vt_program_initial_value(g, rc->seed, t, k);
+            if (p->fp64) ((double *)TP(p, t))[k] = w;
+            else ((float *)TP(p, t))[k] = w;
+        }
     return VT_OK;
 }
 
 void vt_plain_free(vt_plain *p)
 {
-    free(p->state);
-    free(p->grads);
-    for (uint32_t l = 0; l <= VT_MAX_LAYERS; l++) free(p->act[l]), free(p->z[l]);
-    free(p->probs);
-    free(p->dz[0]);
-    free(p->dz[1]);
-    free(p->da);
-    free(p->labels);
+    for (int c = 0; c < VT_TC_COUNT; c++) free(p->arena[c]);
+    free(p->off);
     free(p->batch_idx);
     free(p->perm);
+    vt_program_free(&p->prog);
     memset(p, 0, sizeof *p);
+}
+
+static vt_err run_ops(vt_plain *p, const vt_dataset *ds, uint64_t s, uint32_t from, uint32_t to)
+{
+    for (uint32_t j = from; j <= to; j++) {
+        plain_ctx c = {p, &p->prog.op[j], s, ds, 0};
+        VT_FORWARD_IF_ERROR(impl(p, p->prog.op[j].kind)(&c));
+    }
+    return VT_OK;
 }
 
 vt_err vt_plain_step(vt_plain *p, const vt_dataset *ds, double *loss)
 {
-    const vt_recipe *r = &p->rc;
-    VT_RETURN_ERROR_IF(p->state == NULL, VT_ERR_ARG, "vt_plain_step: model not initialised");
-    VT_RETURN_ERROR_IF(ds->d != r->widths[0] || ds->n_classes != r->widths[p->L] || ds->n != p->n_examples,
-                       VT_ERR_ARG, "dataset shape (%zu x %u, %u classes) does not fit the model", ds->n, ds->d,
-                       ds->n_classes);
+    VT_RETURN_ERROR_IF(p->arena[0] == NULL, VT_ERR_ARG, "vt_plain_step: model not initialised");
+    VT_RETURN_ERROR_IF(ds->n != p->n_examples || ds->d != p->prog.t[p->prog.input].shape[1], VT_ERR_ARG,
+                       "dataset shape (%zu x %u) does not fit the model", ds->n, ds->d);
     uint64_t s = p->step + 1;
-    batch_indices(p, s);
-    double l = p->fp64 ? step_f64(p, ds, s) : step_f32(p, ds, s);
+    VT_FORWARD_IF_ERROR(run_ops(p, ds, s, 1, p->prog.n_ops));
+    const void *lp = TP(p, p->prog.loss);
+    double l = p->fp64 ? *(const double *)lp : (double)*(const float *)lp;
     if (loss) *loss = l;
     VT_RETURN_ERROR_IF(!isfinite(l), VT_ERR_DIVERGED, "plain %s training diverged at step %llu (loss %g)",
                        p->fp64 ? "FP64" : "FP32", (unsigned long long)s, l);
@@ -164,178 +180,202 @@ vt_err vt_plain_step(vt_plain *p, const vt_dataset *ds, double *loss)
     return VT_OK;
 }
 
-vt_err vt_plain_accuracy(const vt_plain *p, const vt_dataset *ds, size_t max_examples, double *acc)
+typedef struct {
+    vt_plain *p;
+    const vt_dataset *ds;
+} eval_ctx;
+
+static vt_err eval_fwd(void *ctx, const size_t *idx, size_t B)
 {
-    const vt_recipe *r = &p->rc;
-    VT_RETURN_ERROR_IF(ds->d != r->widths[0] || ds->n_classes != r->widths[p->L], VT_ERR_ARG,
-                       "dataset does not fit the model");
-    size_t n = ds->n < max_examples || !max_examples ? ds->n : max_examples;
-    VT_RETURN_ERROR_IF(n == 0, VT_ERR_ARG, "vt_plain_accuracy: empty dataset");
-    size_t correct = 0;
-    vt_err e = p->fp64 ? accuracy_f64(p, ds, n, &correct) : accuracy_f32(p, ds, n, &correct);
-    VT_FORWARD_IF_ERROR(e);
-    *acc = (double)correct / (double)n;
-    return VT_OK;
+    eval_ctx *c = ctx;
+    memcpy(c->p->batch_idx, idx, B * sizeof *idx);
+    if (c->p->fp64) load_rows_f64(c->p, c->ds, c->p->prog.input);
+    else load_rows_f32(c->p, c->ds, c->p->prog.input);
+    return run_ops(c->p, c->ds, 1, c->p->prog.fwd_first, c->p->prog.fwd_last);
 }
 
-#else /* =========================================== the step for one type T */
+static double eval_prob(void *ctx, size_t i)
+{
+    eval_ctx *c = ctx;
+    const void *pr = TP(c->p, c->p->prog.probs);
+    return c->p->fp64 ? ((const double *)pr)[i] : ((const float *)pr)[i];
+}
+
+/* the program's forward pass on batches of the evaluation set (vt_program_evaluate) */
+vt_err vt_plain_accuracy(vt_plain *p, const vt_dataset *ds, size_t max_examples, double *acc)
+{
+    eval_ctx c = {p, ds};
+    return vt_program_evaluate(&p->prog, ds, max_examples, eval_fwd, eval_prob, &c, acc);
+}
+
+#else /* =========================================== the kinds for one type T */
 
 #define T VT_PLAIN_T
+#define X(k) ((T *)TP(c->p, c->o->in[k]))
+#define Y(k) ((T *)TP(c->p, c->o->out[k]))
+#define NOUT(k) (c->p->prog.t[c->o->out[k]].n)
+#define SHAPE(k, d) (c->p->prog.t[c->o->in[k]].shape[d])
 
-static void SFX(init_params)(vt_plain *p)
+/* rows p->batch_idx of ds into tensor t, straight from the lookup table into T (the same FP32
+ * values vt_data_batch produces) */
+static void SFX(load_rows)(vt_plain *p, const vt_dataset *ds, uint32_t t)
 {
-    const vt_recipe *r = &p->rc;
-    T *st = p->state;
-    for (uint32_t l = 0; l < p->L; l++) {
-        uint32_t fin = r->widths[l], fout = r->widths[l + 1];
-        double a = sqrt(6.0 / (double)fin);
-        T *W = st + p->off_w[l];
-        size_t n = (size_t)fin * fout;
-        for (size_t i = 0; i < n; i++) W[i] = (T)init_weight(r, l, i, a);
-        /* biases and moments: calloc'd zeros are +0 for float and double */
-    }
-}
-
-/* x[j*d + k] = feature k of example idx[j], straight from the dataset's lookup table into
- * the working precision (the same FP32 values vt_data_batch produces). */
-static void SFX(load_batch)(vt_plain *p, const vt_dataset *ds, size_t B, T *x)
-{
-    const size_t d = ds->d;
+    const size_t d = ds->d, B = p->prog.t[t].shape[0];
+    T *x = TP(p, t);
     for (size_t j = 0; j < B; j++) {
         const uint8_t *src = ds->x + p->batch_idx[j] * d;
-        T *dst = x + j * d;
-        for (size_t k = 0; k < d; k++) dst[k] = (T)ds->lut[src[k]];
-        p->labels[j] = ds->y[p->batch_idx[j]];
+        for (size_t k = 0; k < d; k++) x[j * d + k] = (T)ds->lut[src[k]];
     }
 }
 
-/* One step; returns the mean loss of the batch (before the update). */
-static double SFX(step)(vt_plain *p, const vt_dataset *ds, uint64_t s)
+static vt_err SFX(load_batch)(plain_ctx *c)
 {
-    const vt_recipe *r = &p->rc;
-    const uint32_t L = p->L;
-    const int B = (int)r->batch;
-    T *st = p->state, *g = p->grads;
-    SFX(load_batch)(p, ds, (size_t)B, p->act[0]);
-
-    /* forward: z = act W + b; act = relu(z) for hidden layers */
-    for (uint32_t l = 1; l <= L; l++) {
-        const int din = (int)r->widths[l - 1], dout = (int)r->widths[l];
-        const T *W = st + p->off_w[l - 1], *bias = st + p->off_b[l - 1];
-        T *z = p->z[l], *a = p->act[l];
-        GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, B, dout, din, (T)1, p->act[l - 1], din, W, dout, (T)0, z,
-             dout);
-        for (int i = 0; i < B; i++)
-            for (int j = 0; j < dout; j++) z[(size_t)i * dout + j] += bias[j];
-        if (l < L)
-            for (size_t i = 0; i < (size_t)B * dout; i++) a[i] = z[i] > 0 ? z[i] : (T)0;
-    }
-
-    /* softmax, cross-entropy, logits gradient dz = (p - onehot) / B */
-    const int C = (int)r->widths[L];
-    T *pr = p->probs, *dz = p->dz[0];
-    const T *zL = p->z[L];
-    T lsum = 0;
-    for (int i = 0; i < B; i++) {
-        const T *zi = zL + (size_t)i * C;
-        T *pi = pr + (size_t)i * C, m = zi[0], den = 0;
-        for (int c = 1; c < C; c++)
-            if (zi[c] > m) m = zi[c];
-        for (int c = 0; c < C; c++) den += pi[c] = EXP(zi[c] - m);
-        for (int c = 0; c < C; c++) pi[c] = pi[c] / den;
-        T q = pi[p->labels[i]];
-        lsum += -LOG(q < TMIN ? TMIN : q) / (T)B;
-        for (int c = 0; c < C; c++) dz[(size_t)i * C + c] = (pi[c] - (c == p->labels[i] ? (T)1 : (T)0)) / (T)B;
-    }
-
-    /* backward */
-    int cur = 0;
-    for (uint32_t l = L; l >= 1; l--) {
-        const int din = (int)r->widths[l - 1], dout = (int)r->widths[l];
-        T *gW = g + p->off_w[l - 1], *gb = g + p->off_b[l - 1];
-        const T *W = st + p->off_w[l - 1], *d = p->dz[cur];
-        GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, din, dout, B, (T)1, p->act[l - 1], din, d, dout, (T)0, gW,
-             dout);
-        for (int j = 0; j < dout; j++) gb[j] = 0;
-        for (int i = 0; i < B; i++)
-            for (int j = 0; j < dout; j++) gb[j] += d[(size_t)i * dout + j];
-        if (l > 1) {
-            T *da = p->da, *dn = p->dz[cur ^ 1];
-            const T *zp = p->z[l - 1];
-            GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, B, din, dout, (T)1, d, dout, W, dout, (T)0, da, din);
-            for (size_t i = 0; i < (size_t)B * din; i++) dn[i] = zp[i] > 0 ? da[i] : (T)0;
-            cur ^= 1;
-        }
-    }
-
-    /* optimiser: the formulas of kernels/vt_kernels.h, in T */
-    const T lr = (T)vt_recipe_lr(r, s);
-    const size_t np = p->n_params;
-    T *w = st, *m1 = st + np;
-    if (r->optimizer == VT_OPT_SGD) {
-        const T mu = (T)r->momentum, wd = (T)r->weight_decay;
-        for (size_t i = 0; i < np; i++) {
-            m1[i] = mu * m1[i] + (g[i] + wd * w[i]);
-            w[i] = w[i] - lr * m1[i];
-        }
-    } else {
-        T *m2 = st + 2 * np;
-        const T b1 = (T)r->beta1, b2 = (T)r->beta2, c1 = (T)(1.0 - r->beta1), c2 = (T)(1.0 - r->beta2);
-        const T bc1 = (T)(1.0 - pow(r->beta1, (double)s)), bc2 = (T)(1.0 - pow(r->beta2, (double)s));
-        const T eps = (T)r->eps;
-        for (size_t i = 0; i < np; i++) {
-            m1[i] = b1 * m1[i] + c1 * g[i];
-            m2[i] = b2 * m2[i] + (c2 * g[i]) * g[i];
-            w[i] = w[i] - (lr * (m1[i] / bc1)) / (SQRT(m2[i] / bc2) + eps);
-        }
-    }
-    return (double)lsum;
-}
-
-/* Forward over the first n examples in chunks of up to 256 rows; counts correct argmaxes. */
-static vt_err SFX(accuracy)(const vt_plain *p, const vt_dataset *ds, size_t n, size_t *correct)
-{
-    const vt_recipe *r = &p->rc;
-    const T *st = p->state;
-    size_t maxd = 0;
-    for (uint32_t l = 0; l <= p->L; l++)
-        if (r->widths[l] > maxd) maxd = r->widths[l];
-    enum { CHUNK = 256 };
-    T *a = malloc(CHUNK * maxd * sizeof(T)), *b = malloc(CHUNK * maxd * sizeof(T));
-    if (!a || !b) {
-        free(a), free(b);
-        VT_RETURN_ERROR(VT_ERR_NOMEM, "out of memory");
-    }
-    const size_t d = ds->d, C = r->widths[p->L];
-    size_t ok = 0;
-    for (size_t i0 = 0; i0 < n; i0 += CHUNK) {
-        const int m = (int)(n - i0 < CHUNK ? n - i0 : CHUNK);
-        for (int j = 0; j < m; j++)
-            for (size_t k = 0; k < d; k++) a[(size_t)j * d + k] = (T)ds->lut[ds->x[(i0 + (size_t)j) * d + k]];
-        for (uint32_t l = 0; l < p->L; l++) {
-            const int din = (int)r->widths[l], dout = (int)r->widths[l + 1];
-            const T *W = st + p->off_w[l], *bias = st + p->off_b[l];
-            GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, dout, din, (T)1, a, din, W, dout, (T)0, b, dout);
-            for (size_t i = 0; i < (size_t)m * dout; i++) {
-                T v = b[i] + bias[i % (size_t)dout];
-                b[i] = (l + 1 < p->L && !(v > 0)) ? (T)0 : v;
-            }
-            T *t = a;
-            a = b, b = t;
-        }
-        for (int j = 0; j < m; j++) {
-            const T *row = a + (size_t)j * C;
-            size_t best = 0;
-            for (size_t c = 1; c < C; c++)
-                if (row[c] > row[best]) best = c;
-            ok += best == ds->y[i0 + (size_t)j];
-        }
-    }
-    free(a), free(b);
-    *correct = ok;
+    batch_indices(c->p, c->step);
+    SFX(load_rows)(c->p, c->ds, c->o->out[0]);
+    uint8_t *y = TP(c->p, c->o->out[1]);
+    for (int64_t j = 0; j < c->o->iarg[0]; j++) y[j] = c->ds->y[c->p->batch_idx[j]];
     return VT_OK;
 }
 
+static vt_err SFX(matmul)(plain_ctx *c)
+{
+    const int64_t *a = c->o->iarg;
+    int ta = (int)a[0], tb = (int)a[1], M = (int)a[2], N = (int)a[3], K = (int)a[4];
+    GEMM(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, (T)1, X(0),
+         ta ? M : K, X(1), tb ? K : N, (T)0, Y(0), N);
+    return VT_OK;
+}
+
+static vt_err SFX(bias_add)(plain_ctx *c)
+{
+    size_t M = SHAPE(0, 0), N = SHAPE(0, 1);
+    const T *x = X(0), *b = X(1);
+    T *y = Y(0);
+    for (size_t i = 0; i < M; i++)
+        for (size_t j = 0; j < N; j++) y[i * N + j] = x[i * N + j] + b[j];
+    return VT_OK;
+}
+
+static vt_err SFX(relu)(plain_ctx *c)
+{
+    const T *z = X(0);
+    T *a = Y(0);
+    for (size_t i = 0; i < NOUT(0); i++) a[i] = z[i] > 0 ? z[i] : (T)0;
+    return VT_OK;
+}
+
+static vt_err SFX(relu_bwd)(plain_ctx *c)
+{
+    const T *z = X(0), *da = X(1);
+    T *dz = Y(0);
+    for (size_t i = 0; i < NOUT(0); i++) dz[i] = z[i] > 0 ? da[i] : (T)0;
+    return VT_OK;
+}
+
+static vt_err SFX(softmax)(plain_ctx *c)
+{
+    size_t N = SHAPE(0, 0), C = SHAPE(0, 1);
+    const T *z = X(0);
+    T *pr = Y(0);
+    for (size_t i = 0; i < N; i++) {
+        const T *zi = z + i * C;
+        T *pi = pr + i * C, m = zi[0], den = 0;
+        for (size_t k = 1; k < C; k++)
+            if (zi[k] > m) m = zi[k];
+        for (size_t k = 0; k < C; k++) den += pi[k] = EXP(zi[k] - m);
+        for (size_t k = 0; k < C; k++) pi[k] = pi[k] / den;
+    }
+    return VT_OK;
+}
+
+static vt_err SFX(xent)(plain_ctx *c)
+{
+    size_t N = SHAPE(0, 0), C = SHAPE(0, 1);
+    const T *pr = X(0);
+    const uint8_t *y = TP(c->p, c->o->in[1]);
+    T lsum = 0;
+    for (size_t i = 0; i < N; i++) {
+        T q = pr[i * C + y[i]];
+        lsum += -LOG(q < TMIN ? TMIN : q) / (T)N;
+    }
+    *Y(0) = lsum;
+    return VT_OK;
+}
+
+static vt_err SFX(xent_bwd)(plain_ctx *c)
+{
+    size_t N = SHAPE(0, 0), C = SHAPE(0, 1);
+    const T *pr = X(0);
+    const uint8_t *y = TP(c->p, c->o->in[1]);
+    T *dz = Y(0);
+    for (size_t i = 0; i < N; i++)
+        for (size_t k = 0; k < C; k++) dz[i * C + k] = (pr[i * C + k] - (k == y[i] ? (T)1 : (T)0)) / (T)N;
+    return VT_OK;
+}
+
+static vt_err SFX(colsum)(plain_ctx *c)
+{
+    size_t M = SHAPE(0, 0), N = SHAPE(0, 1);
+    const T *x = X(0);
+    T *s = Y(0);
+    for (size_t j = 0; j < N; j++) s[j] = 0;
+    for (size_t i = 0; i < M; i++)
+        for (size_t j = 0; j < N; j++) s[j] += x[i * N + j];
+    return VT_OK;
+}
+
+static vt_err SFX(sgd_velocity)(plain_ctx *c)
+{
+    const T *w = X(0), *g = X(1), mu = (T)c->o->farg[0], wd = (T)c->o->farg[1];
+    T *v = Y(0);
+    for (size_t i = 0; i < NOUT(0); i++) v[i] = mu * v[i] + (g[i] + wd * w[i]);
+    return VT_OK;
+}
+
+static vt_err SFX(sgd_apply)(plain_ctx *c)
+{
+    const T *v = X(1), lr = (T)f64_of(c->p, c->o->in[2]);
+    T *w = Y(0);
+    for (size_t i = 0; i < NOUT(0); i++) w[i] = w[i] - lr * v[i];
+    return VT_OK;
+}
+
+static vt_err SFX(adam_moments)(plain_ctx *c)
+{
+    const double b1 = c->o->farg[0], b2 = c->o->farg[1];
+    const T *g = X(0), tb1 = (T)b1, tb2 = (T)b2, c1 = (T)(1.0 - b1), c2 = (T)(1.0 - b2);
+    T *m1 = Y(0), *m2 = Y(1);
+    for (size_t i = 0; i < NOUT(0); i++) {
+        m1[i] = tb1 * m1[i] + c1 * g[i];
+        m2[i] = tb2 * m2[i] + (c2 * g[i]) * g[i];
+    }
+    return VT_OK;
+}
+
+static vt_err SFX(adam_apply)(plain_ctx *c)
+{
+    const double b1 = c->o->farg[0], b2 = c->o->farg[1], s = f64_of(c->p, c->o->in[3]);
+    const T *m1 = X(1), *m2 = X(2), lr = (T)f64_of(c->p, c->o->in[4]), eps = (T)c->o->farg[2];
+    const T bc1 = (T)(1.0 - pow(b1, s)), bc2 = (T)(1.0 - pow(b2, s));
+    T *w = Y(0);
+    for (size_t i = 0; i < NOUT(0); i++) w[i] = w[i] - (lr * (m1[i] / bc1)) / (SQRT(m2[i] / bc2) + eps);
+    return VT_OK;
+}
+
+static const plain_fn SFX(PLAIN)[VT_OPK_COUNT] = {
+    [VT_OPK_LOAD_BATCH] = SFX(load_batch), [VT_OPK_SCHEDULE] = schedule,
+    [VT_OPK_MATMUL] = SFX(matmul),         [VT_OPK_BIAS_ADD] = SFX(bias_add),
+    [VT_OPK_RELU] = SFX(relu),             [VT_OPK_RELU_BWD] = SFX(relu_bwd),
+    [VT_OPK_SOFTMAX] = SFX(softmax),       [VT_OPK_XENT_LOSS] = SFX(xent),
+    [VT_OPK_XENT_BWD] = SFX(xent_bwd),     [VT_OPK_COLSUM] = SFX(colsum),
+    [VT_OPK_SGD_VELOCITY] = SFX(sgd_velocity), [VT_OPK_SGD_APPLY] = SFX(sgd_apply),
+    [VT_OPK_ADAM_MOMENTS] = SFX(adam_moments), [VT_OPK_ADAM_APPLY] = SFX(adam_apply),
+};
+
 #undef T
+#undef X
+#undef Y
+#undef NOUT
+#undef SHAPE
 
 #endif

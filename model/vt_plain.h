@@ -1,9 +1,10 @@
 /* vt_plain.h - a plain (unverifiable) training step of the same MLP recipe: the benchmark
  * baseline ("plain FP64 step", "plain FP32 step").
  *
- * Same recipe, architecture, initialisation (the FP32 He-uniform values of vt_model), data
- * order (the Philox Fisher-Yates permutation per epoch), loss and optimiser formulas as
- * vt_model, but computed directly in one precision:
+ * The same step program as vt_model (model/vt_program.h: the recipe's builder, the same
+ * operations in the same order, the same forward pass for training and evaluation), the same
+ * initialisation (the FP32 He-uniform values) and data order, but each operation kind computed
+ * directly in one precision by its plain implementation (the table in vt_plain.c):
  *
  *   fp64 = 0   every buffer float, cblas_sgemm, float elementwise math (expf/logf/sqrtf)
  *   fp64 = 1   every buffer double, cblas_dgemm on the double arrays, double math (exp/log/sqrt)
@@ -21,27 +22,17 @@
 
 #include "../common/vt_error.h"
 #include "../data/vt_data.h"
+#include "vt_program.h"
 #include "vt_recipe.h"
 
 typedef struct {
     vt_recipe rc;
-    int fp64;                        /* 1: double buffers and dgemm; 0: float and sgemm */
-    size_t esz;                      /* sizeof(double) or sizeof(float) */
-    uint32_t L;
-    size_t n_params;
-    size_t off_w[VT_MAX_LAYERS];     /* same layout as vt_model: W_l (d_l x d_l+1), b_l, ... */
-    size_t off_b[VT_MAX_LAYERS];
-    size_t n_state;                  /* params | m | v (Adam) */
-    void *state;                     /* n_state elements of the chosen precision */
-    void *grads;                     /* n_params */
+    int fp64;                        /* 1: double values and dgemm; 0: float and sgemm */
+    size_t esz;                      /* sizeof(double) or sizeof(float): an F32 tensor's element here */
+    vt_program prog;                 /* the recipe's step program, the one vt_model runs */
+    uint8_t *arena[VT_TC_COUNT];     /* one per class, tensors at their own offsets (esz elements) */
+    size_t *off;                     /* off[t]: tensor t's byte offset in its class's arena */
     uint64_t step;                   /* steps completed */
-
-    void *act[VT_MAX_LAYERS + 1];    /* act[0] = batch input, act[l] = relu(z[l]) */
-    void *z[VT_MAX_LAYERS + 1];
-    void *probs;
-    void *dz[2];
-    void *da;
-    uint8_t *labels;
     size_t *batch_idx;
     uint32_t *perm;
     uint64_t perm_epoch;             /* epoch of perm + 1 (0 = none) */
@@ -59,6 +50,6 @@ vt_err vt_plain_step(vt_plain *p, const vt_dataset *ds, double *loss) VT_WARN_UN
 
 /* Accuracy of the current parameters on the first max_examples examples of ds (0 = all),
  * computed in the model's own precision. */
-vt_err vt_plain_accuracy(const vt_plain *p, const vt_dataset *ds, size_t max_examples, double *acc) VT_WARN_UNUSED;
+vt_err vt_plain_accuracy(vt_plain *p, const vt_dataset *ds, size_t max_examples, double *acc) VT_WARN_UNUSED;
 
 #endif

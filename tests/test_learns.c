@@ -54,7 +54,7 @@ static int run_plain(const vt_recipe *rc, int fp64, const vt_dataset *train, con
     vt_plain p;
     int ok = 0;
     CHECK_OK(vt_plain_init(&p, rc, train->n, fp64));
-    if (p.state == NULL) return 0;
+    if (p.arena[0] == NULL) return 0;
     for (uint64_t s = 1; s <= rc->steps; s++) {
         double loss = 0;
         vt_err e = vt_plain_step(&p, train, &loss);

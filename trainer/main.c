@@ -48,7 +48,9 @@ static void usage(FILE *f)
             "      --stop-after S    TEST BUILD: stop after step S without committing (as a crash would)\n"
             "      --cheat KIND:S[:V] TEST BUILD: a cheating trainer (tests/vt_cheats.h)\n"
 #endif
-            "  trainer recipe [--recipe FILE] [--set KEY=VALUE]...   print the effective recipe\n"
+            "  trainer recipe [--recipe FILE] [--set KEY=VALUE]... [--program]\n"
+            "      print the effective recipe (JSON), or with --program its step program: the tensor\n"
+            "      table and the operations with their ids (docs/format.md)\n"
             "  trainer export RUN_DIR --format safetensors --out FILE [--step S] [--pubkey FILE.pub]\n"
             "                 [--optimizer]\n"
             "      write the parameters (and buffers) of the last, or a checkpointed committed, step with\n"
@@ -202,15 +204,27 @@ static int cmd_recipe(int argc, char **argv)
 {
     vt_recipe rc;
     vt_train_opts o;
-    int st = parse_train(argc, argv, &rc, &o);
+    int program = 0, n = 0;
+    char **args = calloc((size_t)argc + 1, sizeof *args);
+    if (!args) return VT_EXIT_CANNOT;
+    for (int i = 0; i < argc; i++) /* --program: this command's own flag */
+        if (strcmp(argv[i], "--program") == 0) program = 1;
+        else args[n++] = argv[i];
+    int st = parse_train(n, args, &rc, &o);
+    free(args);
     if (st >= 0) return st;
-    char *js = NULL;
-    if (vt_recipe_to_json(&rc, &js) != VT_OK) {
+    char *txt = NULL;
+    vt_program p;
+    vt_program_init(&p);
+    vt_err e = program ? vt_program_build(&rc, &p) : VT_OK;
+    if (!e) e = program ? vt_program_describe(&p, &txt) : vt_recipe_to_json(&rc, &txt);
+    vt_program_free(&p);
+    if (e) {
         fprintf(stderr, "trainer: %s\n", vt_errmsg());
         return VT_EXIT_CANNOT;
     }
-    printf("%s\n", js);
-    free(js);
+    printf(program ? "%s" : "%s\n", txt);
+    free(txt);
     return VT_EXIT_OK;
 }
 
@@ -312,7 +326,7 @@ static int cmd_plain(int argc, char **argv)
     double secs = vt_now() - t0;
     if (e) {
         fprintf(stderr, "trainer plain: %s\n", vt_errmsg());
-        if (p.state) vt_plain_free(&p);
+        vt_plain_free(&p); /* safe after a failed init too */
         vt_data_free(&ds);
         return vt_cli_exit_for(e);
     }
