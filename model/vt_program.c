@@ -185,6 +185,35 @@ static vt_err check_dataflow(const vt_program *p, uint32_t j)
     return VT_OK;
 }
 
+/* The arbiter derives the state of a step's end from the agreed output hashes of the last writers
+ * of the state tensors (game/vt_game.c), and a trainer restoring a checkpoint can send only state
+ * values: so every state tensor is written in the step, and an operation with several outputs
+ * that writes a state tensor writes only state tensors, none of which a later operation of the
+ * step writes again. */
+static vt_err check_state_writers(const vt_program *p)
+{
+    for (uint32_t t = 0; t < p->n_state; t++) {
+        int prev;
+        VT_RETURN_ERROR_IF(vt_program_producer(p, 1, t, &prev) == 0, VT_ERR_INTERNAL,
+                           "program: no operation writes state tensor %s", p->t[t].name);
+    }
+    for (uint32_t j = 1; j <= p->n_ops; j++) {
+        const vt_opdesc *o = &p->op[j];
+        int state = 0;
+        for (uint32_t u = 0; u < o->n_out; u++) state |= o->out[u] < p->n_state;
+        if (o->n_out < 2 || !state) continue;
+        for (uint32_t u = 0; u < o->n_out; u++) {
+            VT_RETURN_ERROR_IF(o->out[u] >= p->n_state, VT_ERR_INTERNAL,
+                               "program: \"%s\" writes state and non-state tensors (%s)", o->name, p->t[o->out[u]].name);
+            for (uint32_t r = j + 1; r <= p->n_ops; r++)
+                VT_RETURN_ERROR_IF(vt_op_writes(&p->op[r], o->out[u]), VT_ERR_INTERNAL,
+                                   "program: \"%s\" writes %s again after \"%s\"", p->op[r].name,
+                                   p->t[o->out[u]].name, o->name);
+        }
+    }
+    return VT_OK;
+}
+
 static int cmp_names(const void *a, const void *b)
 {
     return strcmp(*(const char *const *)a, *(const char *const *)b);
@@ -238,9 +267,15 @@ vt_err vt_program_finish(vt_program *p)
     free(names);
     for (uint32_t j = 1; j <= p->n_ops; j++) VT_FORWARD_IF_ERROR(vt_op_check(p, &p->op[j]));
     for (uint32_t j = 1; j <= p->n_ops; j++) VT_FORWARD_IF_ERROR(check_dataflow(p, j));
+    VT_FORWARD_IF_ERROR(check_state_writers(p));
     VT_RETURN_ERROR_IF(p->loss >= p->n_tensors || p->input >= p->n_tensors || p->labels >= p->n_tensors ||
                            p->probs >= p->n_tensors || p->fwd_first < 1 || p->fwd_last < p->fwd_first ||
                            p->fwd_last > p->n_ops,
                        VT_ERR_INTERNAL, "program: loss, input, labels, probabilities or forward pass not set");
+    /* what the evaluation and vt_model_loss read: input [B, d] F32, probs [B, C] F32, loss one F32 */
+    const vt_tensor *x = &p->t[p->input], *pr = &p->t[p->probs], *l = &p->t[p->loss];
+    VT_RETURN_ERROR_IF(x->dtype != VT_DT_F32 || x->rank != 2 || pr->dtype != VT_DT_F32 || pr->rank != 2 ||
+                           pr->shape[0] != x->shape[0] || l->dtype != VT_DT_F32 || l->n != 1,
+                       VT_ERR_INTERNAL, "program: the input, probabilities or loss tensor has the wrong dtype or shape");
     return VT_OK;
 }
