@@ -187,16 +187,10 @@ static vt_err check_dataflow(const vt_program *p, uint32_t j)
 
 /* The arbiter derives the state of a step's end from the agreed output hashes of the last writers
  * of the state tensors (game/vt_game.c), and a trainer restoring a checkpoint can send only state
- * values: so every state tensor is written in the step, and an operation with several outputs
- * that writes a state tensor writes only state tensors, none of which a later operation of the
- * step writes again. */
+ * values: so an operation with several outputs that writes a state tensor writes only state
+ * tensors, none of which a later operation of the step writes again. */
 static vt_err check_state_writers(const vt_program *p)
 {
-    for (uint32_t t = 0; t < p->n_state; t++) {
-        int prev;
-        VT_RETURN_ERROR_IF(vt_program_producer(p, 1, t, &prev) == 0, VT_ERR_INTERNAL,
-                           "program: no operation writes state tensor %s", p->t[t].name);
-    }
     for (uint32_t j = 1; j <= p->n_ops; j++) {
         const vt_opdesc *o = &p->op[j];
         int state = 0;
@@ -272,10 +266,8 @@ vt_err vt_program_finish(vt_program *p)
                            p->probs >= p->n_tensors || p->fwd_first < 1 || p->fwd_last < p->fwd_first ||
                            p->fwd_last > p->n_ops,
                        VT_ERR_INTERNAL, "program: loss, input, labels, probabilities or forward pass not set");
-    /* what the evaluation and vt_model_loss read: input [B, d] F32, probs [B, C] F32, loss one F32 */
-    const vt_tensor *x = &p->t[p->input], *pr = &p->t[p->probs], *l = &p->t[p->loss];
-    VT_RETURN_ERROR_IF(x->dtype != VT_DT_F32 || x->rank != 2 || pr->dtype != VT_DT_F32 || pr->rank != 2 ||
-                           pr->shape[0] != x->shape[0] || l->dtype != VT_DT_F32 || l->n != 1,
-                       VT_ERR_INTERNAL, "program: the input, probabilities or loss tensor has the wrong dtype or shape");
+    const vt_tensor *l = &p->t[p->loss]; /* vt_model_loss reads one F32 */
+    VT_RETURN_ERROR_IF(l->dtype != VT_DT_F32 || l->n != 1, VT_ERR_INTERNAL, "program: the loss %s is not one F32",
+                       l->name);
     return VT_OK;
 }

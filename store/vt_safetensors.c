@@ -188,7 +188,7 @@ vt_err vt_safetensors_write(const char *path, const vt_st_tensor *t, size_t n, c
     uint8_t n8[8];
     vt_put_u64le(n8, (uint64_t)padded);
     vt__dfile d;
-    vt_err e = vt__dfile_open(&d, path, 1);
+    vt_err e = vt__dfile_open(&d, path, 0);
     if (e) {
         free(header);
         return e;
