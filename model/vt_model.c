@@ -427,7 +427,7 @@ vt_err vt_model_accuracy(vt_model *m, const vt_dataset *ds, size_t max_examples,
 {
     eval_ctx c;
     memset(&c, 0, sizeof c);
-    c.m = m, c.ds = ds, c.lab = malloc(m->rc.batch);
+    c.m = m, c.ds = ds, c.lab = malloc(m->prog.t[m->prog.input].shape[0]); /* the batch vt_program_evaluate loads */
     VT_RETURN_ERROR_IF(!c.lab, VT_ERR_NOMEM, "out of memory");
     /* the forward pass of the step program, rounded to nearest with a log nobody reads */
     vt_bound_cfg bc = m->rc.bound;

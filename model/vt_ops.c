@@ -292,6 +292,7 @@ static vt_err sgd_apply_check(const vt_program *p, const vt_opdesc *o)
     size_t n = T(p, o->out[0])->n;
     VT_FORWARD_IF_ERROR(want(p, o, o->in[0], VT_DT_F32, n, "weights"));
     VT_FORWARD_IF_ERROR(want(p, o, o->in[1], VT_DT_F32, n, "velocity"));
+    VT_FORWARD_IF_ERROR(want(p, o, o->out[0], VT_DT_F32, n, "output")); /* written as n FP32 values */
     return scalar_f64(p, o, 2);
 }
 
@@ -307,6 +308,7 @@ static vt_err adam_apply_check(const vt_program *p, const vt_opdesc *o)
 {
     size_t n = T(p, o->out[0])->n;
     for (uint32_t k = 0; k < 3; k++) VT_FORWARD_IF_ERROR(want(p, o, o->in[k], VT_DT_F32, n, "input"));
+    VT_FORWARD_IF_ERROR(want(p, o, o->out[0], VT_DT_F32, n, "output")); /* written as n FP32 values */
     VT_FORWARD_IF_ERROR(scalar_f64(p, o, 3));
     return scalar_f64(p, o, 4);
 }

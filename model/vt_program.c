@@ -185,6 +185,29 @@ static vt_err check_dataflow(const vt_program *p, uint32_t j)
     return VT_OK;
 }
 
+/* The arbiter derives the state of a step's end from the agreed output hashes of the last writers
+ * of the state tensors (game/vt_game.c), and a trainer restoring a checkpoint can send only state
+ * values: so an operation with several outputs that writes a state tensor writes only state
+ * tensors, none of which a later operation of the step writes again. */
+static vt_err check_state_writers(const vt_program *p)
+{
+    for (uint32_t j = 1; j <= p->n_ops; j++) {
+        const vt_opdesc *o = &p->op[j];
+        int state = 0;
+        for (uint32_t u = 0; u < o->n_out; u++) state |= o->out[u] < p->n_state;
+        if (o->n_out < 2 || !state) continue;
+        for (uint32_t u = 0; u < o->n_out; u++) {
+            VT_RETURN_ERROR_IF(o->out[u] >= p->n_state, VT_ERR_INTERNAL,
+                               "program: \"%s\" writes state and non-state tensors (%s)", o->name, p->t[o->out[u]].name);
+            for (uint32_t r = j + 1; r <= p->n_ops; r++)
+                VT_RETURN_ERROR_IF(vt_op_writes(&p->op[r], o->out[u]), VT_ERR_INTERNAL,
+                                   "program: \"%s\" writes %s again after \"%s\"", p->op[r].name,
+                                   p->t[o->out[u]].name, o->name);
+        }
+    }
+    return VT_OK;
+}
+
 static int cmp_names(const void *a, const void *b)
 {
     return strcmp(*(const char *const *)a, *(const char *const *)b);
@@ -238,9 +261,13 @@ vt_err vt_program_finish(vt_program *p)
     free(names);
     for (uint32_t j = 1; j <= p->n_ops; j++) VT_FORWARD_IF_ERROR(vt_op_check(p, &p->op[j]));
     for (uint32_t j = 1; j <= p->n_ops; j++) VT_FORWARD_IF_ERROR(check_dataflow(p, j));
+    VT_FORWARD_IF_ERROR(check_state_writers(p));
     VT_RETURN_ERROR_IF(p->loss >= p->n_tensors || p->input >= p->n_tensors || p->labels >= p->n_tensors ||
                            p->probs >= p->n_tensors || p->fwd_first < 1 || p->fwd_last < p->fwd_first ||
                            p->fwd_last > p->n_ops,
                        VT_ERR_INTERNAL, "program: loss, input, labels, probabilities or forward pass not set");
+    const vt_tensor *l = &p->t[p->loss]; /* vt_model_loss reads one F32 */
+    VT_RETURN_ERROR_IF(l->dtype != VT_DT_F32 || l->n != 1, VT_ERR_INTERNAL, "program: the loss %s is not one F32",
+                       l->name);
     return VT_OK;
 }

@@ -73,8 +73,10 @@ static vt_err export_run(const vt_export_opts *o, vt_export_result *res, vt_stor
     VT_FORWARD_IF_ERROR(vt_model_init(m, &rc, rc.batch, VT_ORDER_BLAS));
     float *state = NULL;
     e = vt_store_get_checkpoint(*st, s, m->n_state, &state);
-    if (e) return vt_set_error(VT_ERR_ARG, "step %llu has no checkpoint to export (checkpoints: every %u steps and the "
-                               "last): %s", (unsigned long long)s, rc.checkpoint_every, vt_errmsg());
+    if (e == VT_ERR_ARG) /* no checkpoint recorded: a usage error; a damaged one keeps its own code */
+        return vt_set_error(VT_ERR_ARG, "step %llu has no checkpoint to export (checkpoints: every %u steps and the "
+                            "last)", (unsigned long long)s, rc.checkpoint_every);
+    VT_FORWARD_IF_ERROR(e);
     e = vt_model_set_state(m, s, state, m->n_state);
     free(state);
     VT_FORWARD_IF_ERROR(e);

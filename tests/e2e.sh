@@ -164,6 +164,27 @@ fi
 "$TRAINER" export "$T/run" --format onnx --out "$T/no.safetensors" >/dev/null 2>&1; [ $? = 64 ] && ok || bad "export --format"
 "$TRAINER" export "$T/run" --format safetensors --out "$T/no.safetensors" --pubkey "$T/other.pub" >/dev/null 2>&1
 [ $? = 1 ] && [ ! -e "$T/no.safetensors" ] && ok || bad "export must refuse a commitment signed by another key"
+# export of hostile run directories: the documented codes (1 rejected, 2 corrupt or I/O, 64 usage), no file left
+xport() { # WANT NAME SETUP [export args...]
+  local want=$1 name=$2 setup=$3; shift 3
+  rm -rf "$T/xr" "$T/xo.safetensors"* && cp -r "$T/run" "$T/xr" && eval "$setup"
+  "$TRAINER" export "$T/xr" --format safetensors --out "$T/xo.safetensors" "$@" >"$T/xr.out" 2>&1
+  local st=$?
+  [ "$st" = "$want" ] && [ -z "$(ls "$T"/xo.safetensors* 2>/dev/null)" ] && ok ||
+    bad "export $name: exit $st (expected $want), left: $(ls "$T"/xo.safetensors* 2>/dev/null): $(cat "$T/xr.out")"
+}
+xport 1 "altered step record" '"$TAMPER" "$T/xr" "$T/key" flip-state-hash 20 >/dev/null' --step 20
+xport 1 "bit-flipped checkpoint" '"$TAMPER" "$T/xr" "$T/key" flip-checkpoint 20 >/dev/null' --step 20
+xport 2 "truncated checkpoint" 'truncate -s 20 "$T/xr/checkpoints/ckpt-000000000020.vtck"' --step 20
+xport 2 "truncated commitment" 'truncate -s 100 "$T/xr/commitment.vtc"'
+xport 64 "step out of range" ':' --step 41
+xport 1 "commitment signed by another key" ':' --pubkey "$T/other.pub"
+"$TRAINER" export "$T/run" --format safetensors --out "$T/nodir/m.safetensors" >/dev/null 2>&1
+[ $? = 2 ] && [ ! -e "$T/nodir" ] && ok || bad "export into a missing directory must exit 2"
+echo old >"$T/old.safetensors"
+"$TRAINER" export "$T/run" --format safetensors --out "$T/old.safetensors" >/dev/null 2>&1 &&
+  cmp -s "$T/old.safetensors" "$T/model.safetensors" && [ ! -e "$T/old.safetensors.tmp" ] && ok ||
+  bad "export over an existing file must replace it whole, leaving no temporary"
 "$AUDITOR" verify >/dev/null 2>&1; [ $? = 64 ] && ok || bad "usage error must exit 64"
 # the production programs have no testing options and contain no test-only adversary
 for p in trainer auditor arbiter; do
