@@ -707,16 +707,42 @@ static void play(game *g, const vt_msg_challenge *ch, const char *data_root, vt_
          * several outputs, the trainer's tensor hashes of hi must combine to it */
         vt_model *m = &g->m;
         uint8_t(*th)[32] = calloc(m->n_tensors + 1, 32), r[32];
-        int ok = th != NULL, multi = 0;
+        int ok = th != NULL, multi = 0, from_lo = 0;
         vt_msg tt;
         memset(&tt, 0, sizeof tt);
         for (uint32_t t = 0; t < m->n_tensors && ok; t++) {
             uint64_t q = 0, qs;
             uint32_t qj;
-            ok = vt_input_producer(m, total, t, &q) == VT_OK && q > 0;
+            ok = vt_input_producer(m, total, t, &q) == VT_OK;
+            if (ok && q == 0) { /* no operation writes it: its value at hi is its value at lo */
+                from_lo = 1;
+                continue;
+            }
             if (ok) vt_seg_position(lo, m->n_ops, q, &qs, &qj);
             if (ok && m->prog.op[qj].n_out == 1) memcpy(th[t], prefix[q], 32);
             else multi = 1;
+        }
+        if (ok && from_lo) { /* the trainer's tensor hashes of lo, which must give the agreed state hash of lo */
+            vt_msg tl;
+            vt_msg_q_step ql = {lo};
+            uint8_t c[32];
+            if (hash_list(g, VT_MSG_Q_TENSORS, &ql, m->n_tensors, &tl, hi, 0)) {
+                free(prefix);
+                free(th);
+                return;
+            }
+            if (vt_state_hash_of(lo, m->n_tensors, (const uint8_t(*)[32])tl.body.hashes.h, c) || memcmp(c, sh_lo, 32) != 0) {
+                vt_msg_free(&tl);
+                free(prefix);
+                free(th);
+                FAIL(g, VT_LOSER_TRAINER, VT_REASON_INCONSISTENT, hi, 0,
+                     "the trainer's tensor hashes of step %llu do not give its committed state hash", (unsigned long long)lo);
+            }
+            for (uint32_t t = 0; t < m->n_tensors; t++) {
+                uint64_t q = 1;
+                if (vt_input_producer(m, total, t, &q) == VT_OK && q == 0) memcpy(th[t], tl.body.hashes.h[t], 32);
+            }
+            vt_msg_free(&tl);
         }
         if (ok && multi) {
             vt_msg_q_step qh = {hi};
@@ -728,8 +754,9 @@ static void play(game *g, const vt_msg_challenge *ch, const char *data_root, vt_
             for (uint32_t t = 0; t < m->n_tensors && ok; t++) {
                 uint64_t q = 0, qs;
                 uint32_t qj;
-                ok = vt_input_producer(m, total, t, &q) == VT_OK && q > 0;
+                ok = vt_input_producer(m, total, t, &q) == VT_OK;
                 if (!ok) break;
+                if (q == 0) continue; /* from lo, above */
                 vt_seg_position(lo, m->n_ops, q, &qs, &qj);
                 const vt_opdesc *w = &m->prog.op[qj];
                 if (w->n_out == 1) continue;
