@@ -49,7 +49,7 @@ static vt_err export_run(const vt_export_opts *o, vt_export_result *res, vt_stor
     VT_RETURN_ERROR_IF(count != c.step_count || count != rc.steps + 1, VT_ERR_MISMATCH,
                        "the run holds %llu steps, its commitment %llu", (unsigned long long)count,
                        (unsigned long long)c.step_count);
-    uint64_t s = o->step ? o->step : rc.steps;
+    uint64_t s = o->has_step ? o->step : rc.steps;
     VT_RETURN_ERROR_IF(s > rc.steps, VT_ERR_ARG, "--step %llu: the run has steps 0..%llu", (unsigned long long)s,
                        (unsigned long long)rc.steps);
     vt_step_rec want;

@@ -11,7 +11,8 @@ typedef struct {
     const char *run_dir;
     const char *out_path;
     const char *pubkey_path; /* optional: the trainer key the commitment must be signed by */
-    uint64_t step;           /* 0: the last step */
+    uint64_t step;           /* with has_step: the step to export (0: the initial state) */
+    int has_step;            /* 0: the last step */
     int with_optimizer;      /* also the optimiser's state */
 } vt_export_opts;
 

@@ -158,6 +158,9 @@ if command -v python3 >/dev/null 2>&1; then
     python3 "$(dirname "$0")/check_export.py" "$T/full.safetensors" "$T/run" 20 784,64,10 >/dev/null && ok ||
     bad "export read back by an independent reader"
   python3 "$(dirname "$0")/read_safetensors.py" "$T/model.safetensors" >/dev/null && ok || bad "export layout"
+  "$TRAINER" export "$T/run" --format safetensors --out "$T/init.safetensors" --step 0 --optimizer >/dev/null &&
+    python3 "$(dirname "$0")/check_export.py" "$T/init.safetensors" "$T/run" 0 784,64,10 >/dev/null && ok ||
+    bad "export of the initial state (--step 0)"
 fi
 "$TRAINER" export "$T/run" --format safetensors --out "$T/no.safetensors" --step 7 >/dev/null 2>&1
 [ $? = 64 ] && [ ! -e "$T/no.safetensors" ] && ok || bad "export of a step without a checkpoint must be refused"

@@ -51,7 +51,7 @@ static void usage(FILE *f)
             "  trainer recipe [--recipe FILE] [--set KEY=VALUE]... [--program]\n"
             "      print the effective recipe (JSON), or with --program its step program: the tensor\n"
             "      table and the operations with their ids (docs/format.md)\n"
-            "  trainer export RUN_DIR --format safetensors --out FILE [--step S] [--pubkey FILE.pub]\n"
+            "  trainer export RUN_DIR --format safetensors --out FILE [--step S (0: the initial state)] [--pubkey FILE.pub]\n"
             "                 [--optimizer]\n"
             "      write the parameters (and buffers) of the last, or a checkpointed committed, step with\n"
             "      their names, shapes and dtypes, after checking the commitment's signature, its root over\n"
@@ -168,7 +168,7 @@ static int cmd_export(int argc, char **argv)
     vt_export_opts o;
     memset(&o, 0, sizeof o);
     const char *format = "safetensors";
-    const vt_cli_opt opts[] = {VT_CLI_U64('s', "--step", 1, UINT64_MAX, &o.step), VT_CLI_END};
+    const vt_cli_opt opts[] = {VT_CLI_U64('s', "--step", 0, UINT64_MAX, &o.step), VT_CLI_END};
     optind = 2;
     int c;
     while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -178,6 +178,9 @@ static int cmd_export(int argc, char **argv)
         case 'p': o.pubkey_path = optarg; break;
         case 'O': o.with_optimizer = 1; break;
         case 'h': usage(stdout); return VT_EXIT_OK;
+        case 's': o.has_step = 1; /* and parsed below */
+            if (vt_cli_opt_parse("trainer export", opts, c, optarg, usage)) return VT_EXIT_USAGE;
+            break;
         default:
             if (vt_cli_opt_parse("trainer export", opts, c, optarg, usage)) return VT_EXIT_USAGE;
         }
