@@ -239,6 +239,41 @@ static vt_err src_read_payload(vt_src *s, size_t total, const char *what, uint8_
     return VT_OK;
 }
 
+/* Reads the whole payload (at most max bytes, else VT_ERR_LIMIT) into a new buffer. */
+static vt_err src_read_all(vt_src *s, size_t max, uint8_t **out, size_t *out_len)
+{
+    uint8_t *buf = NULL;
+    size_t len = 0, cap = 0;
+    *out = NULL, *out_len = 0;
+    for (;;) {
+        if (len == cap) {
+            if (cap > max) {
+                free(buf);
+                VT_RETURN_ERROR(VT_ERR_LIMIT, "%s: more than %zu bytes (decompressed)", s->path, max);
+            }
+            size_t ncap = cap ? 2 * cap : (1u << 16);
+            if (ncap > max + 1) ncap = max + 1;
+            uint8_t *nb = realloc(buf, ncap);
+            if (!nb) {
+                free(buf);
+                VT_RETURN_ERROR(VT_ERR_NOMEM, "%s: out of memory", s->path);
+            }
+            buf = nb;
+            cap = ncap;
+        }
+        size_t got = 0;
+        vt_err e = src_read(s, buf + len, cap - len, &got);
+        if (e) {
+            free(buf);
+            return e;
+        }
+        len += got;
+        if (len < cap) break;
+    }
+    *out = buf, *out_len = len;
+    return VT_OK;
+}
+
 /* The payload must end here: no extra bytes, and (gzip) a complete, valid stream. */
 static vt_err src_expect_end(vt_src *s)
 {
@@ -423,6 +458,7 @@ vt_err vt_data_load_mnist(const char *images_path, const char *labels_path, cons
 
     memcpy(ds->name, name, strlen(name) + 1);
     ds->n = ni;
+    ds->channels = 1;
     ds->rows = rows;
     ds->cols = cols;
     ds->d = rows * cols;
@@ -588,31 +624,9 @@ vt_err vt_data_load_digits_csv(const char *path, const char *name, vt_dataset *d
     vt_src s;
     VT_FORWARD_IF_ERROR(src_open(&s, path));
     uint8_t *buf = NULL, *x = NULL, *y = NULL;
-    size_t len = 0, cap = 0;
-    vt_err e = VT_OK;
-    for (;;) { /* read it all, at most VT_DATA_CSV_MAX_BYTES */
-        if (len == cap) {
-            if (cap > VT_DATA_CSV_MAX_BYTES) {
-                e = vt_set_error(VT_ERR_LIMIT, "%s: more than %u bytes (decompressed)", path,
-                                 VT_DATA_CSV_MAX_BYTES);
-                goto fail;
-            }
-            size_t ncap = cap ? 2 * cap : (1u << 16);
-            if (ncap > VT_DATA_CSV_MAX_BYTES + 1) ncap = VT_DATA_CSV_MAX_BYTES + 1;
-            uint8_t *nb = realloc(buf, ncap);
-            if (!nb) {
-                e = vt_set_error(VT_ERR_NOMEM, "%s: out of memory", path);
-                goto fail;
-            }
-            buf = nb;
-            cap = ncap;
-        }
-        size_t got = 0;
-        e = src_read(&s, buf + len, cap - len, &got);
-        if (e) goto fail;
-        len += got;
-        if (len < cap) break;
-    }
+    size_t len = 0;
+    vt_err e = src_read_all(&s, VT_DATA_CSV_MAX_BYTES, &buf, &len);
+    if (e) goto fail;
     if (len == 0) {
         e = vt_set_error(VT_ERR_FORMAT, "%s: empty file", path);
         goto fail;
@@ -636,6 +650,7 @@ vt_err vt_data_load_digits_csv(const char *path, const char *name, vt_dataset *d
 
     memcpy(ds->name, name, strlen(name) + 1);
     ds->n = n;
+    ds->channels = 1;
     ds->rows = 8;
     ds->cols = 8;
     ds->d = DIGITS_FEATURES;
@@ -658,6 +673,61 @@ fail:
     free(x);
     free(y);
     memset(ds, 0, sizeof *ds);
+    return e;
+}
+
+vt_err vt_data_load_cifar(const char *path, const char *name, vt_dataset *ds)
+{
+    VT_RETURN_ERROR_IF(!ds, VT_ERR_ARG, "vt_data_load_cifar: NULL dataset");
+    memset(ds, 0, sizeof *ds);
+    VT_RETURN_ERROR_IF(!path, VT_ERR_ARG, "vt_data_load_cifar: NULL path");
+    VT_FORWARD_IF_ERROR(check_name(name));
+    vt_src s;
+    VT_FORWARD_IF_ERROR(src_open(&s, path));
+    uint8_t *buf = NULL, *x = NULL, *y = NULL;
+    size_t len = 0;
+    vt_err e = src_read_all(&s, (size_t)VT_DATA_CIFAR_MAX_RECORDS * VT_DATA_CIFAR_RECORD, &buf, &len);
+    if (!e && (len == 0 || len % VT_DATA_CIFAR_RECORD != 0))
+        e = vt_set_error(VT_ERR_FORMAT, "%s: %zu bytes is not a whole number of %u-byte CIFAR records%s", path, len,
+                         VT_DATA_CIFAR_RECORD, len ? " (truncated or extra bytes)" : "");
+    if (!e) e = src_finish_hash(&s, ds->src_sha256[0]);
+    src_close(&s);
+    size_t n = len / VT_DATA_CIFAR_RECORD;
+    if (!e) {
+        x = malloc(n * VT_DATA_CIFAR_FEATURES);
+        y = malloc(n);
+        if (!x || !y) e = vt_set_error(VT_ERR_NOMEM, "%s: out of memory", path);
+    }
+    for (size_t i = 0; !e && i < n; i++) {
+        const uint8_t *r = buf + i * VT_DATA_CIFAR_RECORD;
+        if (r[0] > 9) {
+            e = vt_set_error(VT_ERR_FORMAT, "%s: record %zu (offset %zu) has label %u, not a class 0..9", path, i,
+                             i * VT_DATA_CIFAR_RECORD, r[0]);
+            break;
+        }
+        y[i] = r[0];
+        memcpy(x + i * VT_DATA_CIFAR_FEATURES, r + 1, VT_DATA_CIFAR_FEATURES); /* R, G, B planes of 32x32 */
+    }
+    free(buf);
+    if (e) {
+        free(x), free(y);
+        memset(ds, 0, sizeof *ds);
+        return e;
+    }
+    memcpy(ds->name, name, strlen(name) + 1);
+    ds->n = n;
+    ds->channels = 3;
+    ds->rows = 32;
+    ds->cols = 32;
+    ds->d = VT_DATA_CIFAR_FEATURES;
+    ds->n_classes = 10;
+    ds->x_max = 255;
+    ds->x = x;
+    ds->y = y;
+    ds->n_src = 1;
+    fill_lut(ds);
+    e = vt_data_hash(ds, ds->hash);
+    if (e) vt_data_free(ds);
     return e;
 }
 
@@ -684,7 +754,7 @@ typedef struct {
     const char *name;  /* canonical dataset name */
     const char *alias; /* or NULL */
     const char *dir;   /* subdirectory of the data root */
-    const char *split; /* MNIST split, or NULL for digits */
+    const char *split; /* MNIST split; the CIFAR record file (cifar10*); NULL for digits */
     const char *sha[2]; /* pinned SHA-256 of the decompressed payloads (see data/README.md) */
 } builtin;
 
@@ -697,6 +767,10 @@ static const builtin builtins[] = {
       "ff7bcfd416de33731a308c3f266cc351222c34898ecbeaf847f06e48f7ec33f2"}},
     {"digits", NULL, "digits", NULL,
      {"6ebb3d2fee246a4e99363262ddf8a00a3c41bee6014c373ed9d9216ba7f651b8", NULL}},
+    {"cifar10-train", NULL, "cifar10", "cifar10_train_4000.bin",
+     {"0993cf8b8e43bc207603aef9787006995746513f5e3fa5a52e06d1b069926330", NULL}},
+    {"cifar10-test", NULL, "cifar10", "cifar10_test_1000.bin",
+     {"8314c96d7cd65618193bab23acdd5d4c4af15bf6dd00a1781d55beedf3be1ef5", NULL}},
 };
 
 vt_err vt_data_resolve(const char *name, const char *root, char *out, size_t cap)
@@ -709,7 +783,7 @@ vt_err vt_data_resolve(const char *name, const char *root, char *out, size_t cap
             (builtins[i].alias && strcmp(name, builtins[i].alias) == 0))
             sub = builtins[i].dir;
     VT_RETURN_ERROR_IF(!sub, VT_ERR_ARG,
-                       "unknown dataset \"%s\" (known: mnist, mnist-train, mnist-test, digits)",
+                       "unknown dataset \"%s\" (known: mnist, mnist-train, mnist-test, digits, cifar10-train, cifar10-test)",
                        name);
     char r[VT_DATA_PATH_MAX];
     VT_FORWARD_IF_ERROR(vt_data_root(root, r, sizeof r));
@@ -751,12 +825,15 @@ vt_err vt_data_load(const char *spec, const char *root, vt_dataset *ds)
             (builtins[i].alias && strcmp(nm, builtins[i].alias) == 0))
             b = &builtins[i];
     VT_RETURN_ERROR_IF(!b, VT_ERR_ARG,
-                       "unknown dataset \"%s\" (known: mnist-train, mnist-test, digits)", nm);
+                       "unknown dataset \"%s\" (known: mnist-train, mnist-test, digits, cifar10-train, cifar10-test)", nm);
 
     char dir[VT_DATA_PATH_MAX], path[2][VT_DATA_PATH_MAX];
     VT_FORWARD_IF_ERROR(vt_data_resolve(b->name, root, dir, sizeof dir));
     vt_dataset full;
-    if (b->split) {
+    if (strcmp(b->dir, "cifar10") == 0) {
+        VT_FORWARD_IF_ERROR(find_file(dir, b->split, path[0], sizeof path[0]));
+        VT_FORWARD_IF_ERROR(vt_data_load_cifar(path[0], b->name, &full));
+    } else if (b->split) {
         const char *dflt;
         VT_FORWARD_IF_ERROR(mnist_paths(dir, b->split, path[0], path[1], sizeof path[0], &dflt));
         VT_FORWARD_IF_ERROR(vt_data_load_mnist(path[0], path[1], b->name, &full));

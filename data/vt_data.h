@@ -37,12 +37,17 @@
 #define VT_DATA_MAX_VALUES (1ull << 31)        /* n*d at most 2^31 */
 #define VT_DATA_CSV_MAX_BYTES (64u << 20)      /* decompressed CSV at most 64 MiB */
 #define VT_DATA_HASH_VERSION 1u
+#define VT_DATA_CIFAR_RECORD 3073u             /* CIFAR-10 binary: label byte, then 3 x 32 x 32 */
+#define VT_DATA_CIFAR_FEATURES 3072u
+#define VT_DATA_CIFAR_MAX_RECORDS 60000u       /* a CIFAR file holds at most 60000 records */
 
 typedef struct {
     char name[VT_DATA_NAME_MAX + 1]; /* e.g. "mnist-train", "mnist-test", "digits", "digits[0:100]" */
     size_t n;                         /* examples */
     uint32_t d;                       /* features per example (= rows * cols) */
-    uint32_t rows, cols;              /* image shape: 28x28 (MNIST), 8x8 (digits) */
+    uint32_t channels;                /* image planes: 1 (MNIST, digits), 3 (CIFAR-10: R, G, B) */
+    uint32_t rows, cols;              /* image shape: 28x28 (MNIST), 8x8 (digits), 32x32 (CIFAR-10);
+                                       * d = channels * rows * cols, features channel-major */
     uint32_t n_classes;               /* labels are 0..n_classes-1 (10 for both) */
     uint32_t x_max;                   /* raw values are 0..x_max; 255 MNIST, 16 digits */
     uint8_t *x;                       /* n*d raw feature values, row-major */
@@ -87,8 +92,15 @@ vt_err vt_data_load_mnist_dir(const char *dir, const char *split, const char *na
  * Shape 8x8, x_max 16, n_classes 10. */
 vt_err vt_data_load_digits_csv(const char *path, const char *name, vt_dataset *ds) VT_WARN_UNUSED;
 
+/* A CIFAR-10 binary file (raw or .gz): records of 3073 bytes, a label 0..9 then the red, green
+ * and blue 32x32 planes (row-major); no header. The payload must be a whole, non-zero number of
+ * records (at most VT_DATA_CIFAR_MAX_RECORDS) and every label a class; a bad record is named by
+ * its index and offset. Shape 3x32x32 (d = 3072, channel-major as stored), x_max 255. */
+vt_err vt_data_load_cifar(const char *path, const char *name, vt_dataset *ds) VT_WARN_UNUSED;
+
 /* Built-in datasets by spec "NAME" or "NAME:N" (first N examples), NAME one of
- * "mnist-train", "mnist-test" (alias "mnist-t10k"), "digits"; root as for vt_data_root.
+ * "mnist-train", "mnist-test" (alias "mnist-t10k"), "digits", "cifar10-train" (4000 images),
+ * "cifar10-test" (1000); root as for vt_data_root.
  * Also checks each decompressed source payload against its pinned SHA-256 (see
  * data/README.md) and fails with VT_ERR_MISMATCH when it differs. */
 vt_err vt_data_load(const char *spec, const char *root, vt_dataset *ds) VT_WARN_UNUSED;

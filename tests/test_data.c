@@ -781,6 +781,68 @@ static void test_hostile_csv(void)
     CHECK(ds.x == NULL && ds.n == 0, "failed load leaves ds zeroed");
 }
 
+/* CIFAR-10: the vendored subset (record counts, class counts from ../shared/data/README.md, the
+ * first record's label and pixels as stored), and hostile files. */
+static void test_cifar(void)
+{
+    vt_dataset tr, te;
+    CHECK_OK(vt_data_load("cifar10-train", NULL, &tr));
+    CHECK_OK(vt_data_load("cifar10-test", NULL, &te));
+    static const size_t want_tr[10] = {396, 366, 420, 384, 422, 393, 414, 385, 407, 413};
+    static const size_t want_te[10] = {103, 89, 100, 103, 90, 86, 112, 102, 106, 109};
+    size_t c[10];
+    CHECK(tr.n == 4000 && te.n == 1000 && tr.d == 3072 && tr.channels == 3 && tr.rows == 32 && tr.cols == 32 &&
+              tr.x_max == 255 && tr.n_classes == 10,
+          "cifar10 shapes: %zu %zu d %u", tr.n, te.n, tr.d);
+    CHECK(hash_is(tr.hash, "52d914436b1fabd33cb92053fa568d6755dca7dbb7961526843fb9365d593010") &&
+              hash_is(te.hash, "9e18eeed7b68635cff46f10703b28a5c815b7503afc432745cd7617ca72e172e"),
+          "cifar10 dataset hashes (docs/data.md)");
+    label_counts(&tr, c);
+    CHECK(counts_are(c, want_tr), "cifar10-train class counts");
+    label_counts(&te, c);
+    CHECK(counts_are(c, want_te), "cifar10-test class counts");
+    /* the first record, read independently from the file */
+    char path[600];
+    snprintf(path, sizeof path, "%s/data/cifar10/cifar10_train_4000.bin.gz", VT_SOURCE_DIR);
+    size_t len = 0;
+    uint8_t *raw = read_all(path, &len, 1);
+    CHECK(raw && len == 4000u * 3073u, "read the CIFAR file (%zu bytes)", len);
+    if (raw && len == 4000u * 3073u) {
+        CHECK(tr.y[0] == raw[0] && memcmp(tr.x, raw + 1, 3072) == 0, "record 0 as stored");
+        CHECK(tr.y[3999] == raw[3999u * 3073u] && memcmp(tr.x + 3999u * 3072u, raw + 3999u * 3073u + 1, 3072) == 0,
+              "record 3999 as stored");
+        /* hostile: truncated, extra byte, bad label, empty; each refused with a clear error */
+        char p1[600];
+        tpath(p1, "cifar_bad.bin");
+        vt_dataset h;
+        CHECK(write_file(p1, raw, 3 * 3073 - 1, -1) == 0, "write truncated");
+        CHECK(vt_data_load_cifar(p1, "x", &h) == VT_ERR_FORMAT && strstr(vt_errmsg(), "whole number"),
+              "a truncated record is refused: %s", vt_errmsg());
+        CHECK(write_file(p1, raw, 3 * 3073 + 1, 1) == 0, "write extra");
+        CHECK(vt_data_load_cifar(p1, "x", &h) == VT_ERR_FORMAT, "an extra byte is refused (gzip)");
+        uint8_t *bad = malloc(3 * 3073);
+        if (bad) {
+            memcpy(bad, raw, 3 * 3073);
+            bad[2 * 3073] = 10;
+            CHECK(write_file(p1, bad, 3 * 3073, -1) == 0, "write bad label");
+            CHECK(vt_data_load_cifar(p1, "x", &h) == VT_ERR_FORMAT && strstr(vt_errmsg(), "record 2"),
+                  "a label of 10 is refused naming the record: %s", vt_errmsg());
+            CHECK(write_file(p1, bad, 2 * 3073, 1) == 0, "write two records");
+            CHECK_OK(vt_data_load_cifar(p1, "two", &h));
+            CHECK(h.n == 2 && h.y[1] == raw[3073], "two good records load");
+            vt_data_free(&h);
+            free(bad);
+        }
+        CHECK(write_file(p1, raw, 0, -1) == 0, "write empty");
+        CHECK(vt_data_load_cifar(p1, "x", &h) == VT_ERR_FORMAT, "an empty file is refused");
+        CHECK(h.x == NULL && h.n == 0, "a refused load leaves the dataset empty");
+    }
+    free(raw);
+    printf("dataset hashes: cifar10-train %s\n                cifar10-test  %s\n", hexs(tr.hash), hexs(te.hash));
+    vt_data_free(&tr);
+    vt_data_free(&te);
+}
+
 int main(void)
 {
     vt_rng rng = {vt_test_seed(0xda7a5e7)};
@@ -800,6 +862,7 @@ int main(void)
     test_hostile_idx(&rng);
     test_mutations(&rng);
     test_hostile_csv();
+    test_cifar();
 
     printf("dataset hashes: mnist-train %s\n                mnist-test  %s\n                digits      %s\n",
            hexs(train.hash), hexs(test.hash), hexs(dg.hash));
