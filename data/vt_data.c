@@ -361,6 +361,24 @@ void vt_data_free(vt_dataset *ds)
 
 /* ---------------------------------------------------------------- MNIST */
 
+/* Fills a loaded dataset (taking x and y) and computes its hash; frees it on failure. 10 classes. */
+static vt_err finish_dataset(vt_dataset *ds, const char *name, size_t n, uint32_t channels, uint32_t rows,
+                             uint32_t cols, uint32_t x_max, uint8_t *x, uint8_t *y, int n_src)
+{
+    memcpy(ds->name, name, strlen(name) + 1);
+    ds->n = n;
+    ds->channels = channels, ds->rows = rows, ds->cols = cols;
+    ds->d = channels * rows * cols;
+    ds->n_classes = 10;
+    ds->x_max = x_max;
+    ds->x = x, ds->y = y;
+    ds->n_src = n_src;
+    fill_lut(ds);
+    vt_err e = vt_data_hash(ds, ds->hash);
+    if (e) vt_data_free(ds);
+    return e;
+}
+
 vt_err vt_data_load_mnist(const char *images_path, const char *labels_path, const char *name,
                           vt_dataset *ds)
 {
@@ -456,24 +474,7 @@ vt_err vt_data_load_mnist(const char *images_path, const char *labels_path, cons
     src_close(&si);
     src_close(&sl);
 
-    memcpy(ds->name, name, strlen(name) + 1);
-    ds->n = ni;
-    ds->channels = 1;
-    ds->rows = rows;
-    ds->cols = cols;
-    ds->d = rows * cols;
-    ds->n_classes = 10;
-    ds->x_max = 255;
-    ds->x = x;
-    ds->y = y;
-    ds->n_src = 2;
-    fill_lut(ds);
-    e = vt_data_hash(ds, ds->hash);
-    if (e) {
-        vt_data_free(ds);
-        return e;
-    }
-    return VT_OK;
+    return finish_dataset(ds, name, ni, 1, rows, cols, 255, x, y, 2);
 
 fail:
     free(x);
@@ -648,24 +649,7 @@ vt_err vt_data_load_digits_csv(const char *path, const char *name, vt_dataset *d
     if (e) goto fail;
     free(buf);
 
-    memcpy(ds->name, name, strlen(name) + 1);
-    ds->n = n;
-    ds->channels = 1;
-    ds->rows = 8;
-    ds->cols = 8;
-    ds->d = DIGITS_FEATURES;
-    ds->n_classes = 10;
-    ds->x_max = 16;
-    ds->x = x;
-    ds->y = y;
-    ds->n_src = 1;
-    fill_lut(ds);
-    e = vt_data_hash(ds, ds->hash);
-    if (e) {
-        vt_data_free(ds);
-        return e;
-    }
-    return VT_OK;
+    return finish_dataset(ds, name, n, 1, 8, 8, 16, x, y, 1); /* 8 x 8 = DIGITS_FEATURES */
 
 fail:
     src_close(&s);
@@ -714,21 +698,7 @@ vt_err vt_data_load_cifar(const char *path, const char *name, vt_dataset *ds)
         memset(ds, 0, sizeof *ds);
         return e;
     }
-    memcpy(ds->name, name, strlen(name) + 1);
-    ds->n = n;
-    ds->channels = 3;
-    ds->rows = 32;
-    ds->cols = 32;
-    ds->d = VT_DATA_CIFAR_FEATURES;
-    ds->n_classes = 10;
-    ds->x_max = 255;
-    ds->x = x;
-    ds->y = y;
-    ds->n_src = 1;
-    fill_lut(ds);
-    e = vt_data_hash(ds, ds->hash);
-    if (e) vt_data_free(ds);
-    return e;
+    return finish_dataset(ds, name, n, 3, 32, 32, 255, x, y, 1); /* 3 x 32 x 32 = VT_DATA_CIFAR_FEATURES */
 }
 
 /* ---------------------------------------------------------------- paths, built-ins */
