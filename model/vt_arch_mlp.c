@@ -37,12 +37,14 @@ vt_err vt_arch_mlp_build(const vt_recipe *rc, vt_program *p)
     /* the step's inputs */
     uint32_t x = vt_prog_tensor(p, VT_TC_INPUT, VT_DT_F32, 2, ARR(B, w[0]), "input");
     uint32_t y = vt_prog_tensor(p, VT_TC_INPUT, VT_DT_U8, 1, ARR(B), "labels");
+    const int augment = rc->augment_pad || rc->augment_flip;
+    uint32_t xa = augment ? vt_prog_tensor(p, VT_TC_INPUT, VT_DT_F32, 2, ARR(B, w[0]), "input.augmented") : x;
     uint32_t tstep = vt_prog_tensor(p, VT_TC_INPUT, VT_DT_F64, 0, NULL, "step");
     uint32_t lr = vt_prog_tensor(p, VT_TC_INPUT, VT_DT_F64, 0, NULL, "lr");
     /* activations and gradients */
     uint32_t ZG[VT_MAX_LAYERS + 1], Z[VT_MAX_LAYERS + 1], A[VT_MAX_LAYERS + 1], DZ[VT_MAX_LAYERS + 1],
         DA[VT_MAX_LAYERS + 1], GW[VT_MAX_LAYERS + 1], GB[VT_MAX_LAYERS + 1];
-    A[0] = x;
+    A[0] = xa; /* what the forward pass reads */
     for (uint32_t l = 1; l <= L; l++) {
         ZG[l] = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, 2, ARR(B, w[l]), "fc%u.matmul", l);
         Z[l] = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, 2, ARR(B, w[l]), "fc%u.out", l);
@@ -62,6 +64,11 @@ vt_err vt_arch_mlp_build(const vt_recipe *rc, vt_program *p)
 
     /* the operations, in execution order (their ids) */
     vt_prog_op(p, VT_OPK_LOAD_BATCH, NULL, 0, ARR(x, y), 2, IARG(B), 1, NULL, 0, "load batch");
+    if (augment)
+        vt_prog_op(p, VT_OPK_AUGMENT, ARR(x), 1, ARR(xa), 1,
+                   IARG(rc->image_channels, rc->image_height, rc->image_width, rc->augment_pad, rc->augment_flip,
+                        (int64_t)rc->seed),
+                   6, NULL, 0, "augment batch");
     vt_prog_op(p, VT_OPK_SCHEDULE, NULL, 0, ARR(tstep, lr), 2,
                IARG(rc->schedule, (int64_t)rc->warmup, (int64_t)rc->decay_every, (int64_t)rc->steps), 4,
                FARG(rc->lr, rc->decay_factor, rc->final_lr_factor), 3, "learning-rate schedule");
@@ -102,6 +109,6 @@ vt_err vt_arch_mlp_build(const vt_recipe *rc, vt_program *p)
                        FARG(rc->beta1, rc->beta2, rc->eps), 3, "Adam update %s", nm);
         }
     }
-    p->loss = loss, p->input = x, p->labels = y, p->probs = probs;
+    p->loss = loss, p->input = xa, p->labels = y, p->probs = probs; /* evaluation fills xa: no augmentation */
     return vt_program_finish(p);
 }

@@ -7,6 +7,7 @@
 #include "../common/vt_bytes.h"
 #include "../kernels/vt_kernels.h"
 #include "vt_model.h"
+#include "vt_philox.h"
 #include "vt_recipe.h"
 
 /* ------------------------------------------------------------ helpers */
@@ -363,6 +364,63 @@ static vt_err adam_apply_exec(vt_opctx *c)
 static void sgd_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 4, out); }
 static void adam_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 12, out); }
 
+/* ------------------------------------------------------------ AUGMENT */
+
+static vt_err augment_check(const vt_program *p, const vt_opdesc *o)
+{
+    const int64_t *a = o->iarg;
+    const vt_tensor *x = T(p, o->in[0]);
+    VT_RETURN_ERROR_IF(a[0] < 1 || a[1] < 1 || a[2] < 1 || a[0] > 4096 || a[1] > 4096 || a[2] > 4096 || a[3] < 0 ||
+                           a[3] > a[1] || a[3] > a[2] || (a[4] != 0 && a[4] != 1) || x->rank != 2 ||
+                           x->dtype != VT_DT_F32 || (int64_t)x->shape[1] != a[0] * a[1] * a[2],
+                       VT_ERR_INTERNAL, "program: \"%s\": bad augmentation arguments or input", o->name);
+    return want(p, o, o->out[0], VT_DT_F32, x->n, "output");
+}
+
+void vt_augment_draw(uint64_t seed, uint64_t step, uint64_t b, uint32_t pad, int flip, uint32_t *oy, uint32_t *ox,
+                     int *fl)
+{
+    uint32_t span = 2 * pad + 1;
+    *oy = vt_rand_u32(seed, VT_RNG_AUGMENT, step, 4 * b) % span;
+    *ox = vt_rand_u32(seed, VT_RNG_AUGMENT, step, 4 * b + 1) % span;
+    *fl = flip ? (int)(vt_rand_u32(seed, VT_RNG_AUGMENT, step, 4 * b + 2) & 1u) : 0;
+}
+
+int64_t vt_augment_source(size_t H, size_t W, uint32_t pad, uint32_t oy, uint32_t ox, int fl, size_t e)
+{
+    size_t ch = e / (H * W), i = e / W % H, j = e % W;
+    size_t jj = fl ? W - 1 - j : j; /* the padded image shifted by (oy, ox), then mirrored */
+    int64_t si = (int64_t)i + oy - pad, sj = (int64_t)jj + ox - pad;
+    return si >= 0 && si < (int64_t)H && sj >= 0 && sj < (int64_t)W ? (int64_t)((ch * H + (size_t)si) * W + (size_t)sj)
+                                                                    : -1;
+}
+
+static vt_err augment_exec(vt_opctx *c) /* exact: values are moved, never computed */
+{
+    const int64_t *a = c->o->iarg;
+    const size_t C = (size_t)a[0], H = (size_t)a[1], W = (size_t)a[2], d = C * H * W;
+    const uint32_t pad = (uint32_t)a[3];
+    const vt_tensor *x = T(&c->m->prog, c->o->in[0]);
+    const float *in = IN(0);
+    float *out = OUT(0);
+    for (size_t b = 0; b < x->shape[0]; b++) {
+        uint32_t oy, ox;
+        int fl;
+        vt_augment_draw((uint64_t)a[5], c->step, b, pad, (int)a[4], &oy, &ox, &fl);
+        for (size_t e = 0; e < d; e++) {
+            int64_t src = vt_augment_source(H, W, pad, oy, ox, fl, e);
+            out[b * d + e] = src < 0 ? 0.0f : in[b * d + (size_t)src];
+        }
+    }
+    return VT_OK;
+}
+
+static void augment_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
+{
+    memset(out, 0, sizeof *out);
+    out->bytes = 8.0 * (double)T(p, o->in[0])->n;
+}
+
 /* ------------------------------------------------------------ the table */
 
 static const vt_opkind KINDS[VT_OPK_COUNT] = {
@@ -380,6 +438,7 @@ static const vt_opkind KINDS[VT_OPK_COUNT] = {
     [VT_OPK_SGD_APPLY] = {"sgd_apply", 1, 3, 1, 0, 0, sgd_apply_check, sgd_apply_exec, sgd_cost},
     [VT_OPK_ADAM_MOMENTS] = {"adam_moments", 1, 3, 2, 0, 2, adam_moments_check, adam_moments_exec, adam_cost},
     [VT_OPK_ADAM_APPLY] = {"adam_apply", 1, 5, 1, 0, 3, adam_apply_check, adam_apply_exec, adam_cost},
+    [VT_OPK_AUGMENT] = {"augment", 0, 1, 1, 6, 0, augment_check, augment_exec, augment_cost},
 };
 
 const vt_opkind *vt_opkind_get(uint16_t kind)

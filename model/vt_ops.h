@@ -43,6 +43,8 @@ typedef enum {
     VT_OPK_SGD_APPLY,      /* w, v, lr -> w */
     VT_OPK_ADAM_MOMENTS,   /* g, m, v -> m, v; farg beta1, beta2 */
     VT_OPK_ADAM_APPLY,     /* w, m, v, t, lr -> w; farg beta1, beta2, eps */
+    VT_OPK_AUGMENT,        /* x [B, C*H*W] -> x' : random crop (pad) and horizontal flip per example, drawn
+                            * from (seed, step, example slot); iarg C, H, W, pad, flip, seed. Exact. */
     VT_OPK_COUNT
 } vt_opkind_id;
 
@@ -74,6 +76,14 @@ typedef struct {
     vt_err (*exec)(vt_opctx *c);
     void (*cost)(const vt_program *p, const vt_opdesc *o, vt_opcost *out);
 } vt_opkind;
+
+/* The augmentation's draws for example slot b of step `step` (VT_RNG_AUGMENT): the crop offsets oy,
+ * ox in [0, 2 pad] into the zero-padded image and the flip (0 when flip is off). */
+void vt_augment_draw(uint64_t seed, uint64_t step, uint64_t b, uint32_t pad, int flip, uint32_t *oy, uint32_t *ox,
+                     int *fl);
+
+/* Element e of an augmented C x H x W image: the index of its source element, or -1 (padding). */
+int64_t vt_augment_source(size_t H, size_t W, uint32_t pad, uint32_t oy, uint32_t ox, int fl, size_t e);
 
 /* The kind's entry; NULL for an unknown kind. */
 const vt_opkind *vt_opkind_get(uint16_t kind);

@@ -10,6 +10,7 @@
 enum {
     VT_RNG_INIT = 1,    /* parameter initialisation: step = tensor index */
     VT_RNG_SHUFFLE = 2, /* data order: step = epoch */
+    VT_RNG_AUGMENT = 3, /* data augmentation: step = training step, index = 4 * example slot + draw */
 };
 
 /* Philox-4x32-10 block: key (2 words), counter (4 words) -> 4 words. */

@@ -362,6 +362,25 @@ static vt_err SFX(adam_apply)(plain_ctx *c)
     return VT_OK;
 }
 
+static vt_err SFX(augment)(plain_ctx *c)
+{
+    const int64_t *a = c->o->iarg;
+    const size_t C = (size_t)a[0], H = (size_t)a[1], W = (size_t)a[2], d = C * H * W, B = SHAPE(0, 0);
+    const uint32_t pad = (uint32_t)a[3];
+    const T *in = X(0);
+    T *out = Y(0);
+    for (size_t b = 0; b < B; b++) {
+        uint32_t oy, ox;
+        int fl;
+        vt_augment_draw((uint64_t)a[5], c->step, b, pad, (int)a[4], &oy, &ox, &fl);
+        for (size_t e = 0; e < d; e++) {
+            int64_t src = vt_augment_source(H, W, pad, oy, ox, fl, e);
+            out[b * d + e] = src < 0 ? (T)0 : in[b * d + (size_t)src];
+        }
+    }
+    return VT_OK;
+}
+
 static const plain_fn SFX(PLAIN)[VT_OPK_COUNT] = {
     [VT_OPK_LOAD_BATCH] = SFX(load_batch), [VT_OPK_SCHEDULE] = schedule,
     [VT_OPK_MATMUL] = SFX(matmul),         [VT_OPK_BIAS_ADD] = SFX(bias_add),
@@ -370,6 +389,7 @@ static const plain_fn SFX(PLAIN)[VT_OPK_COUNT] = {
     [VT_OPK_XENT_BWD] = SFX(xent_bwd),     [VT_OPK_COLSUM] = SFX(colsum),
     [VT_OPK_SGD_VELOCITY] = SFX(sgd_velocity), [VT_OPK_SGD_APPLY] = SFX(sgd_apply),
     [VT_OPK_ADAM_MOMENTS] = SFX(adam_moments), [VT_OPK_ADAM_APPLY] = SFX(adam_apply),
+    [VT_OPK_AUGMENT] = SFX(augment),
 };
 
 #undef T

@@ -51,6 +51,8 @@ static const char *const rounding_names[] = {"log", "exact", NULL};
 #define OFF(m) offsetof(vt_recipe, m)
 static const field fields[] = {
     {"arch", F_ENUM, OFF(arch), arch_names},
+    {"augment_flip", F_U32, OFF(augment_flip), NULL},
+    {"augment_pad", F_U32, OFF(augment_pad), NULL},
     {"batch", F_U32, OFF(batch), NULL},
     {"beta1", F_REAL, OFF(beta1), NULL},
     {"beta2", F_REAL, OFF(beta2), NULL},
@@ -61,6 +63,9 @@ static const field fields[] = {
     {"decay_factor", F_REAL, OFF(decay_factor), NULL},
     {"eps", F_REAL, OFF(eps), NULL},
     {"final_lr_factor", F_REAL, OFF(final_lr_factor), NULL},
+    {"image_channels", F_U32, OFF(image_channels), NULL},
+    {"image_height", F_U32, OFF(image_height), NULL},
+    {"image_width", F_U32, OFF(image_width), NULL},
     {"lambda", F_REAL, OFF(bound.lambda), NULL},
     {"layers", F_LAYERS, 0, NULL},
     {"lr", F_REAL, OFF(lr), NULL},
@@ -239,6 +244,15 @@ vt_err vt_recipe_validate(const vt_recipe *r)
     VT_RETURN_ERROR_IF(r->checkpoint_every % r->state_hash_every != 0, VT_ERR_ARG,
                        "recipe: checkpoint_every must be a multiple of state_hash_every");
     VT_RETURN_ERROR_IF(r->zstd_level < 1 || r->zstd_level > 19, VT_ERR_ARG, "recipe: zstd_level must be 1..19");
+    uint64_t img = (uint64_t)r->image_channels * r->image_height * r->image_width;
+    VT_RETURN_ERROR_IF(img && img != r->widths[0], VT_ERR_ARG,
+                       "recipe: image_channels x image_height x image_width = %llu, but the input has %u values",
+                       (unsigned long long)img, r->widths[0]);
+    VT_RETURN_ERROR_IF(r->augment_flip > 1, VT_ERR_ARG, "recipe: augment_flip must be 0 or 1");
+    VT_RETURN_ERROR_IF((r->augment_pad || r->augment_flip) && !img, VT_ERR_ARG,
+                       "recipe: augmentation needs the image shape (image_channels, image_height, image_width)");
+    VT_RETURN_ERROR_IF(r->augment_pad > r->image_height || r->augment_pad > r->image_width || r->augment_pad > 64,
+                       VT_ERR_ARG, "recipe: augment_pad must be at most the image's height and width (and 64)");
     return VT_OK;
 }
 

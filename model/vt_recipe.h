@@ -33,6 +33,10 @@ typedef struct {
     uint64_t warmup, decay_every;
     double decay_factor, final_lr_factor;
     vt_bound_cfg bound;
+    uint32_t image_channels, image_height, image_width; /* the input as an image (0: not given);
+                                                         * C x H x W must equal the input width */
+    uint32_t augment_pad;      /* random crop: pad by this many zero pixels, crop back (0: none) */
+    uint32_t augment_flip;     /* 1: random horizontal flip */
     uint32_t checkpoint_every; /* K: a checkpoint every K steps (and at the last step) */
     uint32_t state_hash_every; /* H: commit the state hash every H steps (and at checkpoints, last step) */
     int zstd_level;

@@ -188,6 +188,16 @@ echo old >"$T/old.safetensors"
 "$TRAINER" export "$T/run" --format safetensors --out "$T/old.safetensors" >/dev/null 2>&1 &&
   cmp -s "$T/old.safetensors" "$T/model.safetensors" && [ ! -e "$T/old.safetensors.tmp" ] && ok ||
   bad "export over an existing file must replace it whole, leaving no temporary"
+# data augmentation (random crop and flip from the counter-based generator): a digits run audits
+# verified in other orders, and the plain baseline runs the same program
+AUG=(--set dataset=digits --set 'layers=[64,32,10]' --set steps=20 --set batch=32 --set image_channels=1
+     --set image_height=8 --set image_width=8 --set augment_pad=2 --set augment_flip=1 --set checkpoint_every=10)
+"$TRAINER" train --run "$T/aug" --key "$T/key" "${AUG[@]}" --quiet >/dev/null || bad "augmented train"
+for order in reverse permuted; do
+  "$AUDITOR" verify "$T/aug" --order "$order" --quiet | grep -q "^VERIFIED" && ok || bad "augmented audit ($order)"
+done
+"$TRAINER" recipe "${AUG[@]}" --program | grep -q "augment batch" && ok || bad "the augmented program"
+"$TRAINER" plain --precision fp32 "${AUG[@]}" >/dev/null && ok || bad "augmented plain baseline"
 "$AUDITOR" verify >/dev/null 2>&1; [ $? = 64 ] && ok || bad "usage error must exit 64"
 # the production programs have no testing options and contain no test-only adversary
 for p in trainer auditor arbiter; do

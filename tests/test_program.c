@@ -97,8 +97,66 @@ static vt_err small(int variant)
     return e;
 }
 
+/* augmentation: the op against an independent geometric reference (pad with zeros, crop at the
+ * drawn offsets, mirror), for every example of a batch; evaluation reads the augmented tensor */
+static void check_augment(void)
+{
+    vt_recipe rc;
+    vt_recipe_default(&rc);
+    CHECK_OK(vt_recipe_set(&rc, "layers=[48,5,3]"));
+    rc.image_channels = 3, rc.image_height = 4, rc.image_width = 4, rc.augment_pad = 2, rc.augment_flip = 1;
+    rc.batch = 6;
+    vt_model m;
+    CHECK_OK(vt_model_init(&m, &rc, 16, VT_ORDER_BLAS));
+    const vt_program *p = &m.prog;
+    uint32_t x = vt_program_find(p, "input"), xa = vt_program_find(p, "input.augmented"), j = 0;
+    for (uint32_t q = 1; q <= p->n_ops; q++)
+        if (p->op[q].kind == VT_OPK_AUGMENT) j = q;
+    CHECK(j == 2 && xa != UINT32_MAX && p->input == xa, "the augment op follows the batch and evaluation reads its output");
+    CHECK(p->op[j + 1].kind == VT_OPK_SCHEDULE && p->op[p->fwd_first].in[0] == xa, "the forward pass reads the augmented batch");
+    float *in = vt_model_tensor(&m, x, NULL), *out = vt_model_tensor(&m, xa, NULL);
+    for (size_t e = 0; e < 6 * 48; e++) in[e] = (float)(e + 1);
+    vt_steplog log;
+    vt_steplog_init(&log, 0);
+    vt_rctx rctx;
+    vt_rctx_init(&rctx, VT_RMODE_RECORD, rc.bound);
+    int flips = 0, shifts = 0;
+    for (uint64_t step = 1; step <= 8; step++) {
+        CHECK_OK(vt_rctx_begin_step(&rctx, step, &log));
+        CHECK_OK(vt_model_exec_op(&m, NULL, &rctx, step, j));
+        for (size_t b = 0; b < 6; b++) {
+            uint32_t oy, ox;
+            int fl;
+            vt_augment_draw(rc.seed, step, b, 2, 1, &oy, &ox, &fl);
+            CHECK(oy <= 4 && ox <= 4, "offsets in [0, 2 pad]");
+            flips += fl, shifts += oy != 2 || ox != 2;
+            float padded[3][8][8] = {{{0}}};
+            for (int c = 0; c < 3; c++)
+                for (int i = 0; i < 4; i++)
+                    for (int k = 0; k < 4; k++) padded[c][i + 2][k + 2] = in[b * 48 + (size_t)(c * 16 + i * 4 + k)];
+            int same = 1;
+            for (int c = 0; c < 3; c++)
+                for (int i = 0; i < 4; i++)
+                    for (int k = 0; k < 4; k++) {
+                        float crop = padded[c][i + (int)oy][(fl ? 3 - k : k) + (int)ox];
+                        same &= out[b * 48 + (size_t)(c * 16 + i * 4 + k)] == crop;
+                    }
+            CHECK(same, "step %llu example %zu: crop (%u, %u), flip %d as the reference", (unsigned long long)step, b,
+                  oy, ox, fl);
+        }
+    }
+    CHECK(flips > 0 && flips < 48 && shifts > 0, "the draws flip some examples and shift some (%d flips)", flips);
+    vt_steplog_free(&log);
+    vt_model_free(&m);
+    rc.augment_pad = 5;
+    CHECK(vt_recipe_validate(&rc) == VT_ERR_ARG, "a pad beyond the image is refused");
+    rc.augment_pad = 1, rc.image_width = 5;
+    CHECK(vt_recipe_validate(&rc) == VT_ERR_ARG, "an image shape that is not the input width is refused");
+}
+
 int main(void)
 {
+    check_augment();
     check_mlp("optimizer=sgd", 12);
     check_mlp("optimizer=adam", 18);
     CHECK_OK(small(0));
