@@ -197,6 +197,9 @@ for order in reverse permuted; do
   "$AUDITOR" verify "$T/aug" --order "$order" --quiet | grep -q "^VERIFIED" && ok || bad "augmented audit ($order)"
 done
 "$TRAINER" recipe "${AUG[@]}" --program | grep -q "augment batch" && ok || bad "the augmented program"
+"$TRAINER_TEST" train --run "$T/aug-cheat" --key "$T/key" "${AUG[@]}" --set state_hash_every=1 --quiet \
+  --cheat augment-seed:7 >/dev/null || bad "augment-seed cheat"
+expect 1 "record mismatch" 7 "$T/aug-cheat" # the loss of step 7 already differs
 "$TRAINER" plain --precision fp32 "${AUG[@]}" >/dev/null && ok || bad "augmented plain baseline"
 "$AUDITOR" verify >/dev/null 2>&1; [ $? = 64 ] && ok || bad "usage error must exit 64"
 # the production programs have no testing options and contain no test-only adversary

@@ -42,6 +42,23 @@ static vt_err after_op(void *ctx, vt_model *m, uint64_t step, uint32_t op)
                                  vt_model_tensor(m, o->out[1], NULL));
         }
         return VT_OK;
+    case VT_CHEAT_AUGMENT_SEED: /* the step's augmentation redone with another seed */
+        if (o->kind == VT_OPK_AUGMENT) {
+            const int64_t *a = o->iarg;
+            size_t H = (size_t)a[1], W = (size_t)a[2], d = (size_t)a[0] * H * W, B = p->t[o->in[0]].shape[0];
+            const float *in = vt_model_tensor(m, o->in[0], NULL);
+            float *out = vt_model_tensor(m, o->out[0], NULL);
+            for (size_t b = 0; b < B; b++) {
+                uint32_t oy, ox;
+                int fl;
+                vt_augment_draw((uint64_t)a[5] + 1, step, b, (uint32_t)a[3], (int)a[4], &oy, &ox, &fl);
+                for (size_t e = 0; e < d; e++) {
+                    int64_t src = vt_augment_source(H, W, (uint32_t)a[3], oy, ox, fl, e);
+                    out[b * d + e] = src < 0 ? 0.0f : in[b * d + (size_t)src];
+                }
+            }
+        }
+        return VT_OK;
     case VT_CHEAT_FLIP_OUTPUT: /* the lowest bit of the first element, whatever its dtype (little-endian) */
         if (op == c->op) *(uint8_t *)vt_model_tensor(m, o->out[0], NULL) ^= 1u;
         return VT_OK;
@@ -120,7 +137,7 @@ vt_err vt_cheats_parse(vt_cheats *c, const char *spec)
     static const struct { const char *name; vt_cheat_kind kind; } k[] = {
         {"lr", VT_CHEAT_LR}, {"poison", VT_CHEAT_POISON}, {"flip-weight", VT_CHEAT_FLIP_W},
         {"reorder", VT_CHEAT_REORDER}, {"flip-direction", VT_CHEAT_FLIP_DIRECTION},
-        {"omit-entry", VT_CHEAT_OMIT_ENTRY}};
+        {"omit-entry", VT_CHEAT_OMIT_ENTRY}, {"augment-seed", VT_CHEAT_AUGMENT_SEED}};
     for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
         if (strcmp(kind, k[i].name) == 0) {
             c->kind = k[i].kind;

@@ -9,7 +9,8 @@
  *       every fc1 weight gradient), flip-weight (flip the lowest bit of the first fc1 weight after
  *       its update), reorder (the batch's first example replaced by the next one of the dataset),
  *       flip-direction (the step log's first direction entry), omit-entry (every entry of the
- *       step's log) - a trainer that deviates at STEP and commits consistently;
+ *       step's log), augment-seed (the step's augmentation drawn with another seed) - a trainer
+ *       that deviates at STEP and commits consistently;
  *   trainer-test train --stop-after STEP   stop without committing (an interruption);
  *   trainer-test serve --misbehave silent|bad-proof|inconsistent|drop-once;
  *   auditor-test challenge --lie STEP:OP   a lying auditor: its output of operation OP of step
@@ -33,6 +34,7 @@ typedef enum {
     VT_CHEAT_FLIP_OUTPUT,
     VT_CHEAT_FLIP_DIRECTION,
     VT_CHEAT_OMIT_ENTRY,
+    VT_CHEAT_AUGMENT_SEED,
 } vt_cheat_kind;
 
 typedef enum { VT_MISBEHAVE_NONE = 0, VT_MISBEHAVE_SILENT, VT_MISBEHAVE_BAD_PROOF, VT_MISBEHAVE_INCONSISTENT,
