@@ -309,8 +309,10 @@ emfile) # the accept loop at the descriptor limit: accept() itself fails with EM
   t0=$(cpu_ticks "$TPID"); sleep 3; t1=$(cpu_ticks "$TPID")
   n=$(grep -c "descriptor limit reached" "$D/trainer.log")
   echo "figure: emfile trainer $((t1 - t0)) ticks in 3 s at the descriptor limit, fds $(fds "$TPID"), $n EMFILE lines"
-  # a busy loop is ~300 ticks in 3 s; the paused listener (100 ms) and the attacker's reconnects cost a few
-  [ $((t1 - t0)) -le $((30 * SLOW)) ] && ok "no busy loop at the descriptor limit: $((t1 - t0)) ticks in 3 s" ||
+  # a busy loop is a whole core: ~300 ticks in 3 s; the paused listener (100 ms) and the attacker's
+  # reconnects cost a few, up to 56 seen on 2 cores shared with a parallel build, so the bound is
+  # half a core: it still tells a spinning accept loop from a paused one, on a loaded machine too
+  [ $((t1 - t0)) -le $((150 * SLOW)) ] && ok "no busy loop at the descriptor limit: $((t1 - t0)) ticks in 3 s" ||
     bad "the trainer spins at EMFILE: $((t1 - t0)) ticks in 3 s"
   kill "$A1" 2>/dev/null; wait "$A1" 2>/dev/null
   sleep 1 # the sessions see the attacker's sockets close
