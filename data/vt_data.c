@@ -615,6 +615,22 @@ static vt_err parse_digits(const char *path, const uint8_t *buf, size_t len, uin
     return VT_OK;
 }
 
+/* A whole single-file payload (raw or gzip, at most max bytes): read, its SHA-256 into sha, the
+ * file closed. *out (malloc'd) holds *len bytes; an empty payload is returned as such. */
+static vt_err read_whole(const char *path, size_t max, uint8_t **out, size_t *len, uint8_t sha[VT_HASH_LEN])
+{
+    vt_src s;
+    VT_FORWARD_IF_ERROR(src_open(&s, path));
+    vt_err e = src_read_all(&s, max, out, len);
+    if (!e) e = src_finish_hash(&s, sha);
+    src_close(&s);
+    if (e) {
+        free(*out);
+        *out = NULL, *len = 0;
+    }
+    return e;
+}
+
 vt_err vt_data_load_digits_csv(const char *path, const char *name, vt_dataset *ds)
 {
     VT_RETURN_ERROR_IF(!ds, VT_ERR_ARG, "vt_data_load_digits_csv: NULL dataset");
@@ -622,19 +638,14 @@ vt_err vt_data_load_digits_csv(const char *path, const char *name, vt_dataset *d
     VT_RETURN_ERROR_IF(!path, VT_ERR_ARG, "vt_data_load_digits_csv: NULL path");
     VT_FORWARD_IF_ERROR(check_name(name));
 
-    vt_src s;
-    VT_FORWARD_IF_ERROR(src_open(&s, path));
     uint8_t *buf = NULL, *x = NULL, *y = NULL;
     size_t len = 0;
-    vt_err e = src_read_all(&s, VT_DATA_CSV_MAX_BYTES, &buf, &len);
+    vt_err e = read_whole(path, VT_DATA_CSV_MAX_BYTES, &buf, &len, ds->src_sha256[0]);
     if (e) goto fail;
     if (len == 0) {
         e = vt_set_error(VT_ERR_FORMAT, "%s: empty file", path);
         goto fail;
     }
-    e = src_finish_hash(&s, ds->src_sha256[0]);
-    if (e) goto fail;
-    src_close(&s);
 
     size_t max_rows = 1;
     for (size_t i = 0; i < len; i++) max_rows += buf[i] == '\n';
@@ -652,7 +663,6 @@ vt_err vt_data_load_digits_csv(const char *path, const char *name, vt_dataset *d
     return finish_dataset(ds, name, n, 1, 8, 8, 16, x, y, 1); /* 8 x 8 = DIGITS_FEATURES */
 
 fail:
-    src_close(&s);
     free(buf);
     free(x);
     free(y);
@@ -666,16 +676,12 @@ vt_err vt_data_load_cifar(const char *path, const char *name, vt_dataset *ds)
     memset(ds, 0, sizeof *ds);
     VT_RETURN_ERROR_IF(!path, VT_ERR_ARG, "vt_data_load_cifar: NULL path");
     VT_FORWARD_IF_ERROR(check_name(name));
-    vt_src s;
-    VT_FORWARD_IF_ERROR(src_open(&s, path));
     uint8_t *buf = NULL, *x = NULL, *y = NULL;
     size_t len = 0;
-    vt_err e = src_read_all(&s, (size_t)VT_DATA_CIFAR_MAX_RECORDS * VT_DATA_CIFAR_RECORD, &buf, &len);
+    vt_err e = read_whole(path, (size_t)VT_DATA_CIFAR_MAX_RECORDS * VT_DATA_CIFAR_RECORD, &buf, &len, ds->src_sha256[0]);
     if (!e && (len == 0 || len % VT_DATA_CIFAR_RECORD != 0))
         e = vt_set_error(VT_ERR_FORMAT, "%s: %zu bytes is not a whole number of %u-byte CIFAR records%s", path, len,
                          VT_DATA_CIFAR_RECORD, len ? " (truncated or extra bytes)" : "");
-    if (!e) e = src_finish_hash(&s, ds->src_sha256[0]);
-    src_close(&s);
     size_t n = len / VT_DATA_CIFAR_RECORD;
     if (!e) {
         x = malloc(n * VT_DATA_CIFAR_FEATURES);
