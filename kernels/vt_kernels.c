@@ -308,21 +308,18 @@ static void vt__bounds_array(vt_bounds *bounds, const double *b)
     bounds->b = b;
 }
 
-static vt_err vt__sums(vt_exec *e, size_t M, size_t N, const float *X, double *out, double *b,
-                       vt_bounds *bounds, int cols, const char *name)
+vt_err vt_reduce(vt_exec *e, size_t rows, size_t cols, size_t n, vt_strided a, vt_strided b, double *out,
+                 double *bnd, vt_bounds *bounds)
 {
     VT_FORWARD_IF_ERROR(vt__check_exec(e));
-    VT_RETURN_ERROR_IF(X == NULL || out == NULL || b == NULL || bounds == NULL, VT_ERR_ARG,
-                       "%s: NULL argument", name);
-    VT_RETURN_ERROR_IF(M == 0 || N == 0, VT_ERR_ARG, "%s: empty matrix (%zu x %zu)", name, M, N);
-    size_t MN = 0;
-    VT_FORWARD_IF_ERROR(vt__mul_size(M, N, &MN));
-    size_t n = cols ? M : N;    /* terms per sum */
-    size_t nout = cols ? N : M; /* number of sums */
+    VT_RETURN_ERROR_IF(a.p == NULL || b.p == NULL || out == NULL || bnd == NULL || bounds == NULL, VT_ERR_ARG,
+                       "vt_reduce: NULL argument");
+    VT_RETURN_ERROR_IF(rows == 0 || cols == 0 || n == 0, VT_ERR_ARG, "vt_reduce: empty reduction (%zu x %zu, %zu terms)",
+                       rows, cols, n);
+    size_t RC = 0;
+    VT_FORWARD_IF_ERROR(vt__mul_size(rows, cols, &RC));
     double coef = 0.0; /* checks that n has a bound coefficient */
     VT_FORWARD_IF_ERROR(vt__coef(e, n, &coef));
-    static const float one = 1.0f;
-
     void *p = NULL;
     VT_FORWARD_IF_ERROR(vt__ws_get(&e->ws, VT_WS_A, n, sizeof(double), &p));
     double *x = p;
@@ -331,36 +328,42 @@ static vt_err vt__sums(vt_exec *e, size_t M, size_t N, const float *X, double *o
     double *ps;
     VT_FORWARD_IF_ERROR(vt__sum_scratch(e, n, &perm, &keys, &ps));
     const int pan = vt_bound_panelled(&e->bound, n);
-
-    for (size_t o = 0; o < nout; o++) {
-        const float *src = cols ? X + o : X + o * N;
-        size_t stride = cols ? N : 1;
-        for (size_t t = 0; t < n; t++) x[t] = (double)src[t * stride];
-        out[o] = vt__sum_red(e->order, pan, n, x, perm, keys, ps);
-        /* the rounding layer's bound of a reduction, with factors 1: gamma over the non-zero
-         * terms only, and 0 when the sum is exact in every order (docs/rounding.md 2.1) */
-        b[o] = vt_bound_of_terms(&e->bound, n, src, stride, &one, 0);
-    }
-    vt__bounds_array(bounds, b);
-    /* exact evaluator: sum o is sum_t src[t * stride] * 1; o is the row or the column index of
-     * the caller's rows x cols view (one of them is 0), so both strides are the same */
-    bounds->xa = X;
-    bounds->xa_si = bounds->xa_sj = cols ? 1 : N;
-    bounds->xa_sk = cols ? N : 1;
-    bounds->xb = &one;
-    bounds->xb_si = bounds->xb_sj = bounds->xb_sk = 0;
+    for (size_t i = 0; i < rows; i++)
+        for (size_t j = 0; j < cols; j++) {
+            const float *pa = a.p + i * a.si + j * a.sj, *pb = b.p + i * b.si + j * b.sj;
+            /* products of two FP32 values are exact in FP64: the terms are exact */
+            for (size_t t = 0; t < n; t++) x[t] = (double)pa[t * a.sk] * (double)pb[t * b.sk];
+            out[i * cols + j] = vt__sum_red(e->order, pan, n, x, perm, keys, ps);
+            /* the rounding layer's bound of a reduction, with factors 1: gamma over the non-zero
+             * terms only, and 0 when the sum is exact in every order (docs/rounding.md 2.1) */
+            bnd[i * cols + j] = vt_bound_of_terms(&e->bound, n, pa, a.sk, pb, b.sk);
+        }
+    vt__bounds_array(bounds, bnd);
+    bounds->xa = a.p, bounds->xa_si = a.si, bounds->xa_sj = a.sj, bounds->xa_sk = a.sk;
+    bounds->xb = b.p, bounds->xb_si = b.si, bounds->xb_sj = b.sj, bounds->xb_sk = b.sk;
     bounds->xK = n;
     return VT_OK;
 }
 
+static const float vt__one = 1.0f;
+
+/* sums as reductions with the factor 1 (the exact evaluator's b: a single 1.0f, zero strides); the
+ * index of the output that is always 0 has the other's stride, so either view (1 x n or n x 1)
+ * of the outputs names the same reductions */
 vt_err vt_colsum(vt_exec *e, size_t M, size_t N, const float *X, double *out, double *b, vt_bounds *bounds)
 {
-    return vt__sums(e, M, N, X, out, b, bounds, 1, "vt_colsum");
+    return vt_reduce(e, 1, N, M, (vt_strided){X, 1, 1, N}, (vt_strided){&vt__one, 0, 0, 0}, out, b, bounds);
 }
 
 vt_err vt_rowsum(vt_exec *e, size_t M, size_t N, const float *X, double *out, double *b, vt_bounds *bounds)
 {
-    return vt__sums(e, M, N, X, out, b, bounds, 0, "vt_rowsum");
+    return vt_reduce(e, M, 1, N, (vt_strided){X, N, N, 1}, (vt_strided){&vt__one, 0, 0, 0}, out, b, bounds);
+}
+
+vt_err vt_coldot(vt_exec *e, size_t M, size_t N, const float *A, const float *B, double *out, double *b,
+                 vt_bounds *bounds)
+{
+    return vt_reduce(e, 1, N, M, (vt_strided){A, 1, 1, N}, (vt_strided){B, 1, 1, N}, out, b, bounds);
 }
 
 /* ===================================================== elementwise (B = 0)

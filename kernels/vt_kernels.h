@@ -109,6 +109,23 @@ vt_err vt_colsum(vt_exec *e, size_t M, size_t N, const float *X, double *out, do
                  vt_bounds *bounds) VT_WARN_UNUSED;
 vt_err vt_rowsum(vt_exec *e, size_t M, size_t N, const float *X, double *out, double *b,
                  vt_bounds *bounds) VT_WARN_UNUSED;
+/* Column dot products of A and B (M x N): out[j] = sum_i A[i][j] * B[i][j] (batch-norm statistics
+ * and gradients); bound and exact evaluator as vt_reduce. */
+vt_err vt_coldot(vt_exec *e, size_t M, size_t N, const float *A, const float *B, double *out, double *b,
+                 vt_bounds *bounds) VT_WARN_UNUSED;
+
+/* A strided FP32 operand of vt_reduce: element (i, j, k) is p[i*si + j*sj + k*sk]. */
+typedef struct {
+    const float *p;
+    size_t si, sj, sk;
+} vt_strided;
+/* The general reduction: out[i*cols + j] = sum_{k < n} a(i, j, k) * b(i, j, k) for a rows x cols
+ * output, each product exact in FP64, summed in the executor's order (panelled like every
+ * reduction). Bound ARRAY in bnd (rows*cols): vt_bound_of_terms of the element's operands; the
+ * exact evaluator is the same reduction (the vt_bounds x* fields). Sums, column dot products and
+ * the global average pool (b: the FP32 weight 1/HW, zero strides) are its instances. */
+vt_err vt_reduce(vt_exec *e, size_t rows, size_t cols, size_t n, vt_strided a, vt_strided b, double *out,
+                 double *bnd, vt_bounds *bounds) VT_WARN_UNUSED;
 
 /* ------------------------------------------------------ elementwise (B = 0) */
 /* Y[i][j] = X[i][j] + bias[j] */

@@ -1,6 +1,7 @@
 /* vt_arch_mlp.c - the builder of arch "mlp": ReLU hidden layers, softmax cross-entropy, SGD with
  * momentum or Adam. It only describes the step; the interpreter runs it (vt_model.h). */
 #include <stdio.h>
+#include <string.h>
 
 #include "vt_model.h"
 
@@ -13,8 +14,7 @@ vt_err vt_arch_mlp_build(const vt_recipe *rc, vt_program *p)
 {
     const uint32_t L = rc->n_layers, B = rc->batch;
     const uint32_t *w = rc->widths;
-    const int adam = rc->optimizer == VT_OPT_ADAM;
-    uint32_t W[VT_MAX_LAYERS + 1], b[VT_MAX_LAYERS + 1];
+    uint32_t W[VT_MAX_LAYERS + 1] = {0}, b[VT_MAX_LAYERS + 1] = {0};
     /* the state: parameters, then the optimiser's tensors - first (velocity or exp_avg) of every
      * parameter, then (Adam) exp_avg_sq of every parameter; this order is the state hash's */
     for (uint32_t l = 1; l <= L; l++) {
@@ -22,28 +22,18 @@ vt_err vt_arch_mlp_build(const vt_recipe *rc, vt_program *p)
         vt_prog_init_he(p, W[l], w[l - 1]);
         b[l] = vt_prog_tensor(p, VT_TC_PARAM, VT_DT_F32, 1, ARR(w[l]), "fc%u.bias", l);
     }
-    uint32_t M1[2 * VT_MAX_LAYERS + 2], M2[2 * VT_MAX_LAYERS + 2];
-    const char *m1n = adam ? "exp_avg" : "velocity";
-    for (int k = 0; k < 1 + adam; k++)
-        for (uint32_t t = 0; t < 2 * L; t++) {
-            uint32_t l = t / 2 + 1, rank = t % 2 ? 1 : 2;
-            const uint32_t *shape = t % 2 ? ARR(w[l]) : ARR(w[l - 1], w[l]);
-            const char *pn = t % 2 ? "bias" : "weight";
-            if (k == 0) M1[t] = vt_prog_tensor(p, VT_TC_OPT, VT_DT_F32, rank, shape, "fc%u.%s.%s", l, pn, m1n);
-            else M2[t] = vt_prog_tensor(p, VT_TC_OPT, VT_DT_F32, rank, shape, "fc%u.%s.exp_avg_sq", l, pn);
-        }
+    uint32_t P[2 * VT_MAX_LAYERS + 2] = {0}, M1[2 * VT_MAX_LAYERS + 2] = {0}, M2[2 * VT_MAX_LAYERS + 2] = {0};
+    for (uint32_t t = 0; t < 2 * L; t++) P[t] = t % 2 ? b[t / 2 + 1] : W[t / 2 + 1];
+    vt_arch_opt_tensors(p, rc, 2 * L, P, M1, M2);
     if (p->bad) return vt_program_finish(p);
 
     /* the step's inputs */
-    uint32_t x = vt_prog_tensor(p, VT_TC_INPUT, VT_DT_F32, 2, ARR(B, w[0]), "input");
-    uint32_t y = vt_prog_tensor(p, VT_TC_INPUT, VT_DT_U8, 1, ARR(B), "labels");
-    const int augment = rc->augment_pad || rc->augment_flip;
-    uint32_t xa = augment ? vt_prog_tensor(p, VT_TC_INPUT, VT_DT_F32, 2, ARR(B, w[0]), "input.augmented") : x;
-    uint32_t tstep = vt_prog_tensor(p, VT_TC_INPUT, VT_DT_F64, 0, NULL, "step");
-    uint32_t lr = vt_prog_tensor(p, VT_TC_INPUT, VT_DT_F64, 0, NULL, "lr");
+    uint32_t x, y, xa, tstep, lr;
+    vt_arch_inputs(p, rc, &x, &y, &xa, &tstep, &lr);
     /* activations and gradients */
-    uint32_t ZG[VT_MAX_LAYERS + 1], Z[VT_MAX_LAYERS + 1], A[VT_MAX_LAYERS + 1], DZ[VT_MAX_LAYERS + 1],
-        DA[VT_MAX_LAYERS + 1], GW[VT_MAX_LAYERS + 1], GB[VT_MAX_LAYERS + 1];
+    uint32_t ZG[VT_MAX_LAYERS + 1] = {0}, Z[VT_MAX_LAYERS + 1] = {0}, A[VT_MAX_LAYERS + 1] = {0},
+             DZ[VT_MAX_LAYERS + 1] = {0}, DA[VT_MAX_LAYERS + 1] = {0}, GW[VT_MAX_LAYERS + 1] = {0},
+             GB[VT_MAX_LAYERS + 1] = {0};
     A[0] = xa; /* what the forward pass reads */
     for (uint32_t l = 1; l <= L; l++) {
         ZG[l] = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, 2, ARR(B, w[l]), "fc%u.matmul", l);
@@ -63,15 +53,7 @@ vt_err vt_arch_mlp_build(const vt_recipe *rc, vt_program *p)
     if (p->bad) return vt_program_finish(p);
 
     /* the operations, in execution order (their ids) */
-    vt_prog_op(p, VT_OPK_LOAD_BATCH, NULL, 0, ARR(x, y), 2, IARG(B), 1, NULL, 0, "load batch");
-    if (augment)
-        vt_prog_op(p, VT_OPK_AUGMENT, ARR(x), 1, ARR(xa), 1,
-                   IARG(rc->image_channels, rc->image_height, rc->image_width, rc->augment_pad, rc->augment_flip,
-                        (int64_t)rc->seed),
-                   6, NULL, 0, "augment batch");
-    vt_prog_op(p, VT_OPK_SCHEDULE, NULL, 0, ARR(tstep, lr), 2,
-               IARG(rc->schedule, (int64_t)rc->warmup, (int64_t)rc->decay_every, (int64_t)rc->steps), 4,
-               FARG(rc->lr, rc->decay_factor, rc->final_lr_factor), 3, "learning-rate schedule");
+    vt_arch_input_ops(p, rc, x, y, xa, tstep, lr);
     p->fwd_first = p->n_ops + 1;
     for (uint32_t l = 1; l <= L; l++) {
         vt_prog_op(p, VT_OPK_MATMUL, ARR(A[l - 1], W[l]), 2, ARR(ZG[l]), 1, IARG(0, 0, B, w[l], w[l - 1]), 5, NULL, 0,
@@ -94,21 +76,70 @@ vt_err vt_arch_mlp_build(const vt_recipe *rc, vt_program *p)
                        "relu%u backward", l - 1);
         }
     }
-    for (uint32_t t = 0; t < 2 * L; t++) {
-        uint32_t l = t / 2 + 1, pw = t % 2 ? b[l] : W[l], g = t % 2 ? GB[l] : GW[l];
-        char nm[32];
-        snprintf(nm, sizeof nm, "fc%u.%s", l, t % 2 ? "bias" : "weight");
-        if (!adam) {
-            vt_prog_op(p, VT_OPK_SGD_VELOCITY, ARR(pw, g, M1[t]), 3, ARR(M1[t]), 1, NULL, 0,
+    uint32_t G[2 * VT_MAX_LAYERS + 2];
+    for (uint32_t t = 0; t < 2 * L; t++) G[t] = t % 2 ? GB[t / 2 + 1] : GW[t / 2 + 1];
+    vt_arch_update_ops(p, rc, 2 * L, P, G, M1, M2, tstep, lr);
+    p->loss = loss, p->input = xa, p->labels = y, p->probs = probs; /* evaluation fills xa: no augmentation */
+    return vt_program_finish(p);
+}
+
+void vt_arch_opt_tensors(vt_program *p, const vt_recipe *rc, uint32_t n, const uint32_t *params, uint32_t *m1,
+                         uint32_t *m2)
+{
+    const int adam = rc->optimizer == VT_OPT_ADAM;
+    for (int k = 0; k < 1 + adam && !p->bad; k++)
+        for (uint32_t i = 0; i < n && !p->bad; i++) {
+            const vt_tensor *t = &p->t[params[i]];
+            uint32_t shape[VT_MAX_RANK];
+            memcpy(shape, t->shape, sizeof shape);
+            const char *nm = k ? "exp_avg_sq" : adam ? "exp_avg" : "velocity";
+            uint32_t id = vt_prog_tensor(p, VT_TC_OPT, VT_DT_F32, t->rank, shape, "%s.%s", p->t[params[i]].name, nm);
+            if (k) m2[i] = id;
+            else m1[i] = id;
+        }
+}
+
+void vt_arch_update_ops(vt_program *p, const vt_recipe *rc, uint32_t n, const uint32_t *params,
+                        const uint32_t *grads, const uint32_t *m1, const uint32_t *m2, uint32_t tstep, uint32_t lr)
+{
+    for (uint32_t t = 0; t < n && !p->bad; t++) {
+        uint32_t pw = params[t], g = grads[t];
+        const char *nm = p->t[pw].name;
+        if (rc->optimizer != VT_OPT_ADAM) {
+            vt_prog_op(p, VT_OPK_SGD_VELOCITY, ARR(pw, g, m1[t]), 3, ARR(m1[t]), 1, NULL, 0,
                        FARG(rc->momentum, rc->weight_decay), 2, "SGD velocity %s", nm);
-            vt_prog_op(p, VT_OPK_SGD_APPLY, ARR(pw, M1[t], lr), 3, ARR(pw), 1, NULL, 0, NULL, 0, "SGD update %s", nm);
+            vt_prog_op(p, VT_OPK_SGD_APPLY, ARR(pw, m1[t], lr), 3, ARR(pw), 1, NULL, 0, NULL, 0, "SGD update %s", nm);
         } else {
-            vt_prog_op(p, VT_OPK_ADAM_MOMENTS, ARR(g, M1[t], M2[t]), 3, ARR(M1[t], M2[t]), 2, NULL, 0,
+            vt_prog_op(p, VT_OPK_ADAM_MOMENTS, ARR(g, m1[t], m2[t]), 3, ARR(m1[t], m2[t]), 2, NULL, 0,
                        FARG(rc->beta1, rc->beta2), 2, "Adam moments %s", nm);
-            vt_prog_op(p, VT_OPK_ADAM_APPLY, ARR(pw, M1[t], M2[t], tstep, lr), 5, ARR(pw), 1, NULL, 0,
+            vt_prog_op(p, VT_OPK_ADAM_APPLY, ARR(pw, m1[t], m2[t], tstep, lr), 5, ARR(pw), 1, NULL, 0,
                        FARG(rc->beta1, rc->beta2, rc->eps), 3, "Adam update %s", nm);
         }
     }
-    p->loss = loss, p->input = xa, p->labels = y, p->probs = probs; /* evaluation fills xa: no augmentation */
-    return vt_program_finish(p);
+}
+
+void vt_arch_inputs(vt_program *p, const vt_recipe *rc, uint32_t *x, uint32_t *y, uint32_t *xa, uint32_t *tstep,
+                    uint32_t *lr)
+{
+    const uint32_t B = rc->batch, d = rc->widths[0];
+    *x = vt_prog_tensor(p, VT_TC_INPUT, VT_DT_F32, 2, ARR(B, d), "input");
+    *y = vt_prog_tensor(p, VT_TC_INPUT, VT_DT_U8, 1, ARR(B), "labels");
+    *xa = rc->augment_pad || rc->augment_flip ? vt_prog_tensor(p, VT_TC_INPUT, VT_DT_F32, 2, ARR(B, d), "input.augmented")
+                                              : *x;
+    *tstep = vt_prog_tensor(p, VT_TC_INPUT, VT_DT_F64, 0, NULL, "step");
+    *lr = vt_prog_tensor(p, VT_TC_INPUT, VT_DT_F64, 0, NULL, "lr");
+}
+
+void vt_arch_input_ops(vt_program *p, const vt_recipe *rc, uint32_t x, uint32_t y, uint32_t xa, uint32_t tstep,
+                       uint32_t lr)
+{
+    vt_prog_op(p, VT_OPK_LOAD_BATCH, NULL, 0, ARR(x, y), 2, IARG(rc->batch), 1, NULL, 0, "load batch");
+    if (xa != x)
+        vt_prog_op(p, VT_OPK_AUGMENT, ARR(x), 1, ARR(xa), 1,
+                   IARG(rc->image_channels, rc->image_height, rc->image_width, rc->augment_pad, rc->augment_flip,
+                        (int64_t)rc->seed),
+                   6, NULL, 0, "augment batch");
+    vt_prog_op(p, VT_OPK_SCHEDULE, NULL, 0, ARR(tstep, lr), 2,
+               IARG(rc->schedule, (int64_t)rc->warmup, (int64_t)rc->decay_every, (int64_t)rc->steps), 4,
+               FARG(rc->lr, rc->decay_factor, rc->final_lr_factor), 3, "learning-rate schedule");
 }

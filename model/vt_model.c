@@ -15,6 +15,7 @@ vt_err vt_program_build(const vt_recipe *rc, vt_program *p)
     vt_err e = vt_recipe_validate(rc);
     if (!e) switch (rc->arch) {
         case VT_ARCH_MLP: e = vt_arch_mlp_build(rc, p); break;
+        case VT_ARCH_RESNET: e = vt_arch_resnet_build(rc, p); break;
         default: e = vt_set_error(VT_ERR_ARG, "recipe: unknown arch %d", (int)rc->arch);
         }
     if (e) vt_program_free(p);
@@ -24,6 +25,7 @@ vt_err vt_program_build(const vt_recipe *rc, vt_program *p)
 float vt_program_initial_value(const vt_program *p, uint64_t seed, uint32_t t, size_t k)
 {
     const vt_tensor *d = &p->t[t];
+    if (d->init == VT_INIT_ONE) return 1.0f;
     if (d->init != VT_INIT_HE_UNIFORM) return 0.0f;
     /* He-uniform: W ~ U(-a, a), a = sqrt(6 / fan_in): basic operations only */
     double a = sqrt(6.0 / (double)d->fan_in);
@@ -58,7 +60,7 @@ vt_err vt_model_init(vt_model *m, const vt_recipe *rc, size_t n_examples, vt_ord
     m->n_ops = p->n_ops;
     /* scratch: the largest any operation's cost asks for */
     double scratch = 1, norms = 1;
-    for (uint32_t j = 1; j <= p->n_ops; j++) {
+    for (uint32_t j = 1; j <= p->n_ops + p->n_eval; j++) { /* the evaluation pass runs here too */
         vt_opcost c;
         memset(&c, 0, sizeof c);
         vt_opkind_get(p->op[j].kind)->cost(p, &p->op[j], &c);
@@ -285,7 +287,8 @@ vt_err vt_program_describe(const vt_program *p, char **out)
         PUT("]\n");
     }
     PUT("operations (%u)\n", p->n_ops);
-    for (uint32_t j = 1; j <= p->n_ops; j++) {
+    for (uint32_t j = 1; j <= p->n_ops + p->n_eval; j++) {
+        if (j == p->n_ops + 1) PUT("evaluation pass (%u operations, not part of the step)\n", p->n_eval);
         const vt_opdesc *o = &p->op[j];
         const vt_opkind *k = vt_opkind_get(o->kind);
         PUT("  %4u  %-30s %-22s %s in", j, o->name, k ? k->name : "?", k && k->rounded ? "rounded" : "exact  ");
@@ -413,7 +416,9 @@ static vt_err eval_fwd(void *ctx, const size_t *idx, size_t B)
     const vt_program *p = &c->m->prog;
     vt_err e = vt_data_batch(c->ds, idx, B, vt_model_tensor(c->m, p->input, NULL), c->lab);
     if (!e) e = vt_rctx_begin_step(&c->rc, 1, &c->log);
-    for (uint32_t j = p->fwd_first; j <= p->fwd_last && !e; j++) e = exec_op(c->m, c->ds, &c->rc, 1, j);
+    uint32_t first, last;
+    vt_program_eval_range(p, &first, &last);
+    for (uint32_t j = first; j <= last && !e; j++) e = exec_op(c->m, c->ds, &c->rc, 1, j);
     return e;
 }
 

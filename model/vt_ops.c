@@ -10,12 +10,9 @@
 #include "vt_philox.h"
 #include "vt_recipe.h"
 
-/* ------------------------------------------------------------ helpers */
+#include "vt_ops_int.h"
 
-static const vt_tensor *T(const vt_program *p, uint32_t id) { return &p->t[id]; }
-
-/* tensor id has dtype dt and n elements */
-static vt_err want(const vt_program *p, const vt_opdesc *o, uint32_t id, vt_dtype dt, size_t n, const char *what)
+vt_err vt__op_want(const vt_program *p, const vt_opdesc *o, uint32_t id, vt_dtype dt, size_t n, const char *what)
 {
     const vt_tensor *t = T(p, id);
     VT_RETURN_ERROR_IF(t->dtype != dt || t->n != n, VT_ERR_INTERNAL,
@@ -24,13 +21,7 @@ static vt_err want(const vt_program *p, const vt_opdesc *o, uint32_t id, vt_dtyp
     return VT_OK;
 }
 
-static float *F(vt_opctx *c, const uint32_t *ids, uint32_t k) { return vt_model_tensor(c->m, ids[k], NULL); }
-#define IN(k) F(c, c->o->in, (k))
-#define OUT(k) F(c, c->o->out, (k))
-#define NOUT(k) (c->m->prog.t[c->o->out[k]].n)
-#define ROUND(xs, bnd, rows, cols, out) VT_FORWARD_IF_ERROR(vt_round(c->rc, c->op_id, (xs), (bnd), (rows), (cols), (out)))
-
-static void cost_elementwise(const vt_program *p, const vt_opdesc *o, double flop_per, vt_opcost *out)
+void vt__cost_elementwise(const vt_program *p, const vt_opdesc *o, double flop_per, vt_opcost *out)
 {
     double n = (double)T(p, o->out[0])->n, bytes = 0;
     for (uint32_t k = 0; k < o->n_in; k++) bytes += (double)T(p, o->in[k])->n * vt_dtype_size((vt_dtype)T(p, o->in[k])->dtype);
@@ -143,7 +134,7 @@ static void mm_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
 
 /* ------------------------------------------------------------ elementwise and sums */
 
-static vt_err same_n_check(const vt_program *p, const vt_opdesc *o)
+vt_err vt__same_n_check(const vt_program *p, const vt_opdesc *o)
 {
     size_t n = T(p, o->out[0])->n;
     for (uint32_t k = 0; k < o->n_in; k++) VT_FORWARD_IF_ERROR(want(p, o, o->in[k], VT_DT_F32, n, "input"));
@@ -193,7 +184,7 @@ static void relu_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
     out->scratch = 0;
 }
 
-static vt_err rows_check(const vt_program *p, const vt_opdesc *o, vt_tensor const **x)
+vt_err vt__op_rows(const vt_program *p, const vt_opdesc *o, vt_tensor const **x)
 {
     *x = T(p, o->in[0]);
     VT_RETURN_ERROR_IF((*x)->rank != 2 || (*x)->dtype != VT_DT_F32, VT_ERR_INTERNAL,
@@ -204,7 +195,7 @@ static vt_err rows_check(const vt_program *p, const vt_opdesc *o, vt_tensor cons
 static vt_err softmax_check(const vt_program *p, const vt_opdesc *o)
 {
     const vt_tensor *x;
-    VT_FORWARD_IF_ERROR(rows_check(p, o, &x));
+    VT_FORWARD_IF_ERROR(vt__op_rows(p, o, &x));
     return want(p, o, o->out[0], VT_DT_F32, x->n, "output");
 }
 
@@ -222,7 +213,7 @@ static void softmax_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out
 static vt_err xent_check(const vt_program *p, const vt_opdesc *o)
 {
     const vt_tensor *x;
-    VT_FORWARD_IF_ERROR(rows_check(p, o, &x));
+    VT_FORWARD_IF_ERROR(vt__op_rows(p, o, &x));
     VT_FORWARD_IF_ERROR(want(p, o, o->in[1], VT_DT_U8, x->shape[0], "labels"));
     VT_RETURN_ERROR_IF(x->shape[1] > 256, VT_ERR_INTERNAL, "program: \"%s\": more than 256 classes", o->name);
     return want(p, o, o->out[0], VT_DT_F32, o->kind == VT_OPK_XENT_LOSS ? 1 : x->n, "output");
@@ -259,7 +250,7 @@ static void xent_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
 static vt_err colsum_check(const vt_program *p, const vt_opdesc *o)
 {
     const vt_tensor *x;
-    VT_FORWARD_IF_ERROR(rows_check(p, o, &x));
+    VT_FORWARD_IF_ERROR(vt__op_rows(p, o, &x));
     return want(p, o, o->out[0], VT_DT_F32, x->shape[1], "output");
 }
 
@@ -428,17 +419,34 @@ static const vt_opkind KINDS[VT_OPK_COUNT] = {
     [VT_OPK_SCHEDULE] = {"schedule", 0, 0, 2, 4, 3, sched_check, sched_exec, sched_cost},
     [VT_OPK_MATMUL] = {"matmul", 1, 2, 1, 5, 0, mm_check, mm_exec, mm_cost},
     [VT_OPK_BIAS_ADD] = {"bias_add", 1, 2, 1, 0, 0, bias_check, bias_exec, bias_cost},
-    [VT_OPK_RELU] = {"relu", 0, 1, 1, 0, 0, same_n_check, relu_exec, relu_cost},
-    [VT_OPK_RELU_BWD] = {"relu_backward", 0, 2, 1, 0, 0, same_n_check, relu_bwd_exec, relu_cost},
+    [VT_OPK_RELU] = {"relu", 0, 1, 1, 0, 0, vt__same_n_check, relu_exec, relu_cost},
+    [VT_OPK_RELU_BWD] = {"relu_backward", 0, 2, 1, 0, 0, vt__same_n_check, relu_bwd_exec, relu_cost},
     [VT_OPK_SOFTMAX] = {"softmax", 1, 1, 1, 0, 0, softmax_check, softmax_exec, softmax_cost},
     [VT_OPK_XENT_LOSS] = {"cross_entropy", 1, 2, 1, 0, 0, xent_check, loss_exec, xent_cost},
     [VT_OPK_XENT_BWD] = {"cross_entropy_backward", 1, 2, 1, 0, 0, xent_check, xent_bwd_exec, xent_cost},
     [VT_OPK_COLSUM] = {"column_sum", 1, 1, 1, 0, 0, colsum_check, colsum_exec, colsum_cost},
-    [VT_OPK_SGD_VELOCITY] = {"sgd_velocity", 1, 3, 1, 0, 2, same_n_check, sgd_vel_exec, sgd_cost},
+    [VT_OPK_SGD_VELOCITY] = {"sgd_velocity", 1, 3, 1, 0, 2, vt__same_n_check, sgd_vel_exec, sgd_cost},
     [VT_OPK_SGD_APPLY] = {"sgd_apply", 1, 3, 1, 0, 0, sgd_apply_check, sgd_apply_exec, sgd_cost},
     [VT_OPK_ADAM_MOMENTS] = {"adam_moments", 1, 3, 2, 0, 2, adam_moments_check, adam_moments_exec, adam_cost},
     [VT_OPK_ADAM_APPLY] = {"adam_apply", 1, 5, 1, 0, 3, adam_apply_check, adam_apply_exec, adam_cost},
     [VT_OPK_AUGMENT] = {"augment", 0, 1, 1, 6, 0, augment_check, augment_exec, augment_cost},
+#define CNN(id, nm, rounded, ni, no, nia, nfa, k) [id] = {nm, rounded, ni, no, nia, nfa, vt__##k##_check, vt__##k##_exec, vt__##k##_cost}
+    CNN(VT_OPK_IM2COL, "im2col", 0, 1, 1, 8, 0, im2col),
+    CNN(VT_OPK_CONV_DGATHER, "conv_grad_gather", 0, 1, 1, 7, 0, dgather),
+    CNN(VT_OPK_CONV_WPERM, "conv_weight_transpose", 0, 1, 1, 3, 0, wperm),
+    CNN(VT_OPK_ADD, "add", 1, 2, 1, 0, 0, add),
+    CNN(VT_OPK_COLDOT, "column_dot", 1, 2, 1, 0, 0, coldot),
+    CNN(VT_OPK_BN_CENTER, "batchnorm_center", 1, 2, 1, 0, 0, bn_center),
+    CNN(VT_OPK_BN_APPLY, "batchnorm_apply", 1, 4, 1, 0, 1, bn_apply),
+    CNN(VT_OPK_BN_RUNNING, "batchnorm_running_stats", 1, 4, 2, 1, 1, bn_running),
+    CNN(VT_OPK_BN_GAMMA_GRAD, "batchnorm_gamma_grad", 1, 2, 1, 1, 1, bn_gamma_grad),
+    CNN(VT_OPK_BN_BACKWARD, "batchnorm_backward", 1, 6, 1, 0, 1, bn_backward),
+    CNN(VT_OPK_BN_EVAL, "batchnorm_eval", 1, 5, 1, 0, 1, bn_eval),
+    CNN(VT_OPK_MAXPOOL, "maxpool", 0, 1, 1, 5, 0, maxpool),
+    CNN(VT_OPK_MAXPOOL_BWD, "maxpool_backward", 0, 2, 1, 5, 0, maxpool_backward),
+    CNN(VT_OPK_AVGPOOL, "global_avgpool", 1, 1, 1, 2, 0, avgpool),
+    CNN(VT_OPK_AVGPOOL_BWD, "global_avgpool_backward", 1, 1, 1, 2, 0, avgpool_backward),
+#undef CNN
 };
 
 const vt_opkind *vt_opkind_get(uint16_t kind)

@@ -45,6 +45,23 @@ typedef enum {
     VT_OPK_ADAM_APPLY,     /* w, m, v, t, lr -> w; farg beta1, beta2, eps */
     VT_OPK_AUGMENT,        /* x [B, C*H*W] -> x' : random crop (pad) and horizontal flip per example, drawn
                             * from (seed, step, example slot); iarg C, H, W, pad, flip, seed. Exact. */
+    /* convolutional networks (model/vt_ops_cnn.c; activations channels-last [B*H*W, C]) */
+    VT_OPK_IM2COL,         /* x -> col [B*Ho*Wo, k*k*C]; iarg B, H, W, C, k, stride, pad, chw. Exact. */
+    VT_OPK_CONV_DGATHER,   /* dY -> G [B*H*W, k*k*Co] (the input gradient's operand); iarg B, H, W, Co, k,
+                            * stride, pad. Exact. */
+    VT_OPK_CONV_WPERM,     /* W [k*k*C, Co] -> W' [k*k*Co, C]; iarg k, C, Co. Exact. */
+    VT_OPK_ADD,            /* a, b -> a + b */
+    VT_OPK_COLDOT,         /* A, B [M, N] -> s [N], s_j = sum_i A_ij B_ij */
+    VT_OPK_BN_CENTER,      /* x [M, C], S1 [C] -> xc = x - S1 / M */
+    VT_OPK_BN_APPLY,       /* xc, S2, gamma, beta -> y; farg eps */
+    VT_OPK_BN_RUNNING,     /* S1, S2, rm, rv -> rm, rv; iarg M; farg momentum */
+    VT_OPK_BN_GAMMA_GRAD,  /* G2, S2 -> dgamma; iarg M; farg eps */
+    VT_OPK_BN_BACKWARD,    /* dy, xc, S2, G1, G2, gamma -> dx; farg eps */
+    VT_OPK_BN_EVAL,        /* x, rm, rv, gamma, beta -> y (evaluation); farg eps */
+    VT_OPK_MAXPOOL,        /* x -> y; iarg B, H, W, C, k (window = stride = k). Exact. */
+    VT_OPK_MAXPOOL_BWD,    /* x, dy -> dx; iarg as MAXPOOL. Exact. */
+    VT_OPK_AVGPOOL,        /* x [B*HW, C] -> y [B, C] (global average); iarg B, HW */
+    VT_OPK_AVGPOOL_BWD,    /* dy [B, C] -> dx [B*HW, C]; iarg B, HW */
     VT_OPK_COUNT
 } vt_opkind_id;
 

@@ -127,7 +127,7 @@ vt_err vt_plain_init(vt_plain *p, const vt_recipe *rc, size_t n_examples, int fp
         p->off[t] = (bytes[d->cls] + 63) & ~(size_t)63;
         bytes[d->cls] = p->off[t] + d->n * esz;
     }
-    for (uint32_t t = 0; t < g->n_ops && !bad; t++) bad = impl(p, g->op[t + 1].kind) == NULL;
+    for (uint32_t t = 0; t < g->n_ops + g->n_eval && !bad; t++) bad = impl(p, g->op[t + 1].kind) == NULL;
     for (int c = 0; c < VT_TC_COUNT && !bad; c++) bad = (p->arena[c] = calloc(bytes[c] ? bytes[c] : 1, 1)) == NULL;
     p->batch_idx = bad ? NULL : calloc(rc->batch, sizeof *p->batch_idx);
     p->perm = bad ? NULL : calloc(n_examples, sizeof *p->perm);
@@ -191,7 +191,9 @@ static vt_err eval_fwd(void *ctx, const size_t *idx, size_t B)
     memcpy(c->p->batch_idx, idx, B * sizeof *idx);
     if (c->p->fp64) load_rows_f64(c->p, c->ds, c->p->prog.input);
     else load_rows_f32(c->p, c->ds, c->p->prog.input);
-    return run_ops(c->p, c->ds, 1, c->p->prog.fwd_first, c->p->prog.fwd_last);
+    uint32_t first, last;
+    vt_program_eval_range(&c->p->prog, &first, &last);
+    return run_ops(c->p, c->ds, 1, first, last);
 }
 
 static double eval_prob(void *ctx, size_t i)

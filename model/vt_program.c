@@ -30,7 +30,7 @@ void vt_program_init(vt_program *p) { memset(p, 0, sizeof *p); }
 void vt_program_free(vt_program *p)
 {
     for (uint32_t i = 0; i < p->n_tensors; i++) free(p->t[i].name);
-    for (uint32_t j = 1; j <= p->n_ops; j++) {
+    for (uint32_t j = 1; j <= p->n_ops + p->n_eval; j++) {
         vt_opdesc *o = &p->op[j];
         free(o->in), free(o->out), free(o->iarg), free(o->farg), free(o->name);
     }
@@ -93,6 +93,12 @@ void vt_prog_init_he(vt_program *p, uint32_t t, uint32_t fan_in)
     p->t[t].fan_in = fan_in;
 }
 
+void vt_prog_init_one(vt_program *p, uint32_t t)
+{
+    if (t >= p->n_tensors) p->bad = 1;
+    else p->t[t].init = VT_INIT_ONE;
+}
+
 static void *dup_arr(const void *a, size_t n, size_t sz, int *bad)
 {
     if (!n) return NULL;
@@ -133,6 +139,28 @@ uint32_t vt_prog_op(vt_program *p, uint16_t kind, const uint32_t *in, uint32_t n
     va_end(ap);
     if (!o->name) p->bad = 1;
     return p->n_ops;
+}
+
+void vt_prog_eval_begin(vt_program *p)
+{
+    if (p->eval_first || p->n_eval) p->bad = 1;
+    p->eval_first = p->n_ops + 1;
+}
+
+void vt_prog_eval_end(vt_program *p)
+{
+    if (!p->eval_first || p->n_ops < p->eval_first) {
+        p->bad = 1;
+        return;
+    }
+    p->n_eval = p->n_ops - p->eval_first + 1;
+    p->n_ops = p->eval_first - 1;
+}
+
+void vt_program_eval_range(const vt_program *p, uint32_t *first, uint32_t *last)
+{
+    if (p->n_eval) *first = p->n_ops + 1, *last = p->n_ops + p->n_eval;
+    else *first = p->fwd_first, *last = p->fwd_last;
 }
 
 uint32_t vt_program_find(const vt_program *p, const char *name)
@@ -259,7 +287,9 @@ vt_err vt_program_finish(vt_program *p)
             return VT_ERR_INTERNAL;
         }
     free(names);
-    for (uint32_t j = 1; j <= p->n_ops; j++) VT_FORWARD_IF_ERROR(vt_op_check(p, &p->op[j]));
+    VT_RETURN_ERROR_IF(p->eval_first && (!p->n_eval || p->eval_first != p->n_ops + 1), VT_ERR_INTERNAL,
+                       "program: the evaluation pass was begun and not ended");
+    for (uint32_t j = 1; j <= p->n_ops + p->n_eval; j++) VT_FORWARD_IF_ERROR(vt_op_check(p, &p->op[j]));
     for (uint32_t j = 1; j <= p->n_ops; j++) VT_FORWARD_IF_ERROR(check_dataflow(p, j));
     VT_FORWARD_IF_ERROR(check_state_writers(p));
     VT_RETURN_ERROR_IF(p->loss >= p->n_tensors || p->input >= p->n_tensors || p->labels >= p->n_tensors ||

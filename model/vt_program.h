@@ -46,9 +46,10 @@ typedef struct {
     uint32_t fan_in; /* VT_INIT_HE_UNIFORM */
 } vt_tensor;
 
-/* Initial values of state tensors: zero, or He-uniform U(-a, a) with a = sqrt(6 / fan_in) from
- * the counter-based generator keyed by (seed, init stream, tensor id, element). */
-typedef enum { VT_INIT_ZERO = 0, VT_INIT_HE_UNIFORM = 1 } vt_tinit;
+/* Initial values of state tensors: zero, He-uniform U(-a, a) with a = sqrt(6 / fan_in) from
+ * the counter-based generator keyed by (seed, init stream, tensor id, element), or one (a batch
+ * norm's scale and running variance). */
+typedef enum { VT_INIT_ZERO = 0, VT_INIT_HE_UNIFORM = 1, VT_INIT_ONE = 2 } vt_tinit;
 
 typedef struct {
     uint16_t kind;     /* vt_opkind id (model/vt_ops.h) */
@@ -71,6 +72,11 @@ typedef struct {
     uint32_t loss;          /* id of the scalar loss tensor */
     uint32_t input, labels, probs; /* ids the evaluation reads and writes (the forward pass) */
     uint32_t fwd_first, fwd_last;  /* the forward pass: operations fwd_first .. fwd_last */
+    /* The evaluation pass, when it differs from the step's forward pass (batch normalisation uses
+     * its running statistics there): n_eval operations stored after the step's, op[n_ops + 1 ..
+     * n_ops + n_eval]; they are not part of the step (no id in it, never logged or disputed).
+     * 0: evaluation runs fwd_first .. fwd_last. */
+    uint32_t n_eval, eval_first;
     int bad;                /* the builder ran out of memory or was given a bad tensor */
 } vt_program;
 
@@ -87,6 +93,7 @@ uint32_t vt_prog_tensor(vt_program *p, vt_tclass cls, vt_dtype dt, uint32_t rank
                         const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 /* Sets tensor t's initial value (state tensors). */
 void vt_prog_init_he(vt_program *p, uint32_t t, uint32_t fan_in);
+void vt_prog_init_one(vt_program *p, uint32_t t);
 /* Adds an operation and returns its id (1-based). */
 uint32_t vt_prog_op(vt_program *p, uint16_t kind, const uint32_t *in, uint32_t n_in, const uint32_t *out,
                     uint32_t n_out, const int64_t *iarg, uint32_t n_iarg, const double *farg, uint32_t n_farg,
@@ -95,6 +102,12 @@ uint32_t vt_prog_op(vt_program *p, uint16_t kind, const uint32_t *in, uint32_t n
  * that every id is in range, names are unique and that every operation passes its kind's check
  * (model/vt_ops.h). */
 vt_err vt_program_finish(vt_program *p) VT_WARN_UNUSED;
+
+/* Builder: the operations added between these two calls form the evaluation pass (n_eval). */
+void vt_prog_eval_begin(vt_program *p);
+void vt_prog_eval_end(vt_program *p);
+/* The operations evaluation runs: op[*first .. *last] (the eval pass, or the forward pass). */
+void vt_program_eval_range(const vt_program *p, uint32_t *first, uint32_t *last);
 
 /* The id of the tensor named `name`; UINT32_MAX when there is none. */
 uint32_t vt_program_find(const vt_program *p, const char *name);

@@ -27,6 +27,8 @@ void vt_recipe_default(vt_recipe *r)
     r->decay_factor = 0.5, r->final_lr_factor = 0.1;
     r->bound.mode = VT_BOUND_PROVABLE, r->bound.lambda = VT_DEFAULT_LAMBDA;
     r->bound.rounding = VT_ROUNDING_EXACT; /* the stronger guarantee, at no measurable cost (docs/benchmarks.md) */
+    r->resnet_width = 16, r->resnet_stages = 3, r->resnet_blocks = 1, r->resnet_pool = 1;
+    r->bn_momentum = 0.1, r->bn_eps = 1e-5;
     r->checkpoint_every = 100;
     r->state_hash_every = 10;
     r->zstd_level = 3;
@@ -42,7 +44,7 @@ typedef struct {
     const char *const *names; /* F_ENUM */
 } field;
 
-static const char *const arch_names[] = {"mlp", NULL};
+static const char *const arch_names[] = {"mlp", "resnet", NULL};
 static const char *const opt_names[] = {"sgd", "adam", NULL};
 static const char *const sched_names[] = {"constant", "step", "linear", NULL};
 static const char *const bound_names[] = {"provable", "probabilistic", NULL};
@@ -56,6 +58,8 @@ static const field fields[] = {
     {"batch", F_U32, OFF(batch), NULL},
     {"beta1", F_REAL, OFF(beta1), NULL},
     {"beta2", F_REAL, OFF(beta2), NULL},
+    {"bn_eps", F_REAL, OFF(bn_eps), NULL},
+    {"bn_momentum", F_REAL, OFF(bn_momentum), NULL},
     {"bound_mode", F_ENUM, OFF(bound.mode), bound_names},
     {"checkpoint_every", F_U32, OFF(checkpoint_every), NULL},
     {"dataset", F_STR, OFF(dataset), NULL},
@@ -71,6 +75,10 @@ static const field fields[] = {
     {"lr", F_REAL, OFF(lr), NULL},
     {"momentum", F_REAL, OFF(momentum), NULL},
     {"optimizer", F_ENUM, OFF(optimizer), opt_names},
+    {"resnet_blocks", F_U32, OFF(resnet_blocks), NULL},
+    {"resnet_pool", F_U32, OFF(resnet_pool), NULL},
+    {"resnet_stages", F_U32, OFF(resnet_stages), NULL},
+    {"resnet_width", F_U32, OFF(resnet_width), NULL},
     {"rounding", F_ENUM, OFF(bound.rounding), rounding_names},
     {"schedule", F_ENUM, OFF(schedule), sched_names},
     {"seed", F_U64, OFF(seed), NULL},
@@ -253,6 +261,26 @@ vt_err vt_recipe_validate(const vt_recipe *r)
                        "recipe: augmentation needs the image shape (image_channels, image_height, image_width)");
     VT_RETURN_ERROR_IF(r->augment_pad > r->image_height || r->augment_pad > r->image_width || r->augment_pad > 64,
                        VT_ERR_ARG, "recipe: augment_pad must be at most the image's height and width (and 64)");
+    if (r->arch == VT_ARCH_RESNET) {
+        VT_RETURN_ERROR_IF(!img || r->n_layers != 1, VT_ERR_ARG,
+                           "recipe: arch=resnet needs the image shape (image_channels, image_height, image_width) "
+                           "and layers = [input, classes]");
+        VT_RETURN_ERROR_IF(r->resnet_width < 1 || r->resnet_width > 1024 || r->resnet_stages < 1 ||
+                               r->resnet_stages > 6 || r->resnet_blocks < 1 || r->resnet_blocks > 16 ||
+                               r->resnet_pool > 1,
+                           VT_ERR_ARG, "recipe: resnet_width 1..1024, resnet_stages 1..6, resnet_blocks 1..16, "
+                                       "resnet_pool 0 or 1");
+        uint64_t f = ((uint64_t)1 << (r->resnet_stages - 1)) << r->resnet_pool;
+        VT_RETURN_ERROR_IF(r->image_height % f || r->image_width % f, VT_ERR_ARG,
+                           "recipe: the image's height and width must be multiples of %llu (the stages' and the "
+                           "pool's downsampling)",
+                           (unsigned long long)f);
+        VT_RETURN_ERROR_IF((uint64_t)r->resnet_width << (r->resnet_stages - 1) > 4096, VT_ERR_ARG,
+                           "recipe: the last stage would have more than 4096 channels");
+        VT_RETURN_ERROR_IF(!(r->bn_momentum >= 0 && r->bn_momentum <= 1) || !(r->bn_eps > 0 && r->bn_eps < 1),
+                           VT_ERR_ARG, "recipe: bn_momentum must be in [0, 1] and bn_eps in (0, 1)");
+        VT_RETURN_ERROR_IF(r->widths[1] < 2 || r->widths[1] > 256, VT_ERR_ARG, "recipe: 2..256 classes");
+    }
     return VT_OK;
 }
 

@@ -14,12 +14,12 @@
                                               * 4: the step program (recipe key `arch`, operation ids) */
 #define VT_CODE_VERSION "0.1.0"
 
-typedef enum { VT_ARCH_MLP = 0 } vt_arch_kind;
+typedef enum { VT_ARCH_MLP = 0, VT_ARCH_RESNET = 1 } vt_arch_kind;
 typedef enum { VT_OPT_SGD = 0, VT_OPT_ADAM = 1 } vt_opt_kind;
 typedef enum { VT_SCHED_CONSTANT = 0, VT_SCHED_STEP = 1, VT_SCHED_LINEAR = 2 } vt_sched_kind;
 
 typedef struct {
-    vt_arch_kind arch;         /* recipe key `arch`: "mlp" (the default) */
+    vt_arch_kind arch;         /* recipe key `arch`: "mlp" (the default) or "resnet" */
     char dataset[64];          /* "mnist-train", "digits", ... (vt_data_load spec name) */
     uint64_t subset;           /* first N examples; 0 = all */
     uint32_t n_layers;         /* number of weight layers */
@@ -37,6 +37,12 @@ typedef struct {
                                                          * C x H x W must equal the input width */
     uint32_t augment_pad;      /* random crop: pad by this many zero pixels, crop back (0: none) */
     uint32_t augment_flip;     /* 1: random horizontal flip */
+    /* arch "resnet" (model/vt_arch_resnet.c): the input is the image; layers = [C*H*W, classes] */
+    uint32_t resnet_width;     /* channels of the stem and the first stage (doubled per stage) */
+    uint32_t resnet_stages;    /* stages; every stage after the first halves the resolution */
+    uint32_t resnet_blocks;    /* basic blocks per stage */
+    uint32_t resnet_pool;      /* 1: a 2 x 2 max pool after the stem */
+    double bn_momentum, bn_eps; /* batch normalisation: running-statistics momentum, epsilon */
     uint32_t checkpoint_every; /* K: a checkpoint every K steps (and at the last step) */
     uint32_t state_hash_every; /* H: commit the state hash every H steps (and at checkpoints, last step) */
     int zstd_level;

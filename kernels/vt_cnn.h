@@ -1,0 +1,99 @@
+/* vt_cnn.h - the convolutional network's CPU kernels (docs/architecture.md, docs/rounding.md 4):
+ *
+ *   - data movement, exact (no value is computed): the convolution's im2col gather and the gather
+ *     of its input gradient, the weight transpose of the input gradient, max pooling forward and
+ *     backward (non-overlapping windows, so that every input receives at most one gradient value);
+ *     written once for FP32 and FP64 (the plain baseline runs them on doubles);
+ *   - the batch normalisation's elementwise chains in FP64 (fixed chains of IEEE operations on
+ *     FP32 inputs: bit-identical everywhere, bound 0); its reductions are column sums and column
+ *     dot products (vt_kernels.h), rounded correctly like every reduction.
+ *
+ * Layouts. An activation is channels-last: [B*H*W, C], row (b*H + y)*W + x. The network's input
+ * may instead be channels-first (the dataset's CIFAR order, [B, C*H*W]). A convolution weight is
+ * [k, k, C_in, C_out] (row (ky*k + kx)*C_in + c of a [k*k*C_in, C_out] matrix), so that the
+ * forward pass is the GEMM im2col(X) [B*Ho*Wo, k*k*C_in] x W, the weight gradient
+ * im2col(X)^T x dY, and the input gradient G(dY) [B*H*W, k*k*C_out] x W' with W' the weight
+ * transposed per tap ([k*k*C_out, C_in]) and G the gather of dY described at vt_conv_dgather.
+ */
+#ifndef VT_CNN_H
+#define VT_CNN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/vt_error.h"
+
+/* A convolution's geometry: input B x H x W x C (chw: stored channels-first), a k x k kernel,
+ * stride s, zero padding p; output Ho x Wo. */
+typedef struct {
+    size_t B, H, W, C, k, s, p, Ho, Wo;
+    int chw;
+} vt_conv_geom;
+
+/* Fills g from the arguments and checks them (k >= 1, s >= 1, p < k, an output of at least one
+ * pixel, sizes that fit): VT_ERR_ARG otherwise. */
+vt_err vt_conv_geom_make(vt_conv_geom *g, int64_t B, int64_t H, int64_t W, int64_t C, int64_t k, int64_t s,
+                         int64_t p, int chw) VT_WARN_UNUSED;
+
+/* col [B*Ho*Wo, k*k*C]: col[(b, oy, ox)][(ky, kx, c)] = X[b, oy*s + ky - p, ox*s + kx - p, c], or 0
+ * outside the image. */
+void vt_im2col_f32(const vt_conv_geom *g, const float *x, float *col);
+void vt_im2col_f64(const vt_conv_geom *g, const double *x, double *col);
+
+/* The input gradient's gather, for the convolution g with Co output channels: from dY
+ * [B*Ho*Wo, Co], G [B*H*W, k*k*Co] with G[(b, iy, ix)][(ky, kx, co)] = dY[b, oy, ox, co] where
+ * iy = oy*s + ky - p and ix = ox*s + kx - p for an output pixel (oy, ox) (at most one), else 0.
+ * Then dX[(b, iy, ix)][c] = sum_(ky, kx, co) G[..][(ky, kx, co)] * W[(ky, kx, c)][co]: the
+ * input gradient is a GEMM of G and the per-tap transpose of W (vt_conv_wperm). g->chw must be 0. */
+void vt_conv_dgather_f32(const vt_conv_geom *g, size_t Co, const float *dy, float *G);
+void vt_conv_dgather_f64(const vt_conv_geom *g, size_t Co, const double *dy, double *G);
+
+/* W' [k*k*Co, C] from W [k*k*C, Co]: W'[(t, co)][c] = W[(t, c)][co] for each tap t. */
+void vt_conv_wperm_f32(size_t k, size_t C, size_t Co, const float *w, float *wp);
+void vt_conv_wperm_f64(size_t k, size_t C, size_t Co, const double *w, double *wp);
+
+/* Max pooling over non-overlapping k x k windows (stride k, H and W multiples of k): y
+ * [B*(H/k)*(W/k), C] is each window's maximum, the first of equal maxima in row-major window order;
+ * the backward pass gives dy to that element and +0 to the others. NaN never wins a comparison. */
+void vt_maxpool_f32(size_t B, size_t H, size_t W, size_t C, size_t k, const float *x, float *y);
+void vt_maxpool_f64(size_t B, size_t H, size_t W, size_t C, size_t k, const double *x, double *y);
+void vt_maxpool_backward_f32(size_t B, size_t H, size_t W, size_t C, size_t k, const float *x, const float *dy,
+                             float *dx);
+void vt_maxpool_backward_f64(size_t B, size_t H, size_t W, size_t C, size_t k, const double *x, const double *dy,
+                             double *dx);
+
+/* ------------------------------------------- batch normalisation: FP64 chains, bound 0
+ * Over the M rows of a [M, C] activation, per channel c, with S1 = RN32(sum x) and
+ * S2 = RN32(sum xc^2) the rounded reductions (column sum, column dot product):
+ *   mean  = S1 / M                  xc   = RN32(x - mean)            (vt_bn_center)
+ *   rstd  = 1 / sqrt(S2 / M + eps)  y    = gamma * (xc * rstd) + beta (vt_bn_apply)
+ * Backward, with G1 = RN32(sum dy) (the bias gradient) and G2 = RN32(sum dy * xc):
+ *   dgamma = G2 * rstd                                                 (vt_bn_gamma_grad)
+ *   dx = (gamma * rstd) * ((dy - G1 / M) - xc * ((rstd * rstd) * G2 / M))  (vt_bn_backward)
+ * the derivative of y with respect to x through mean and variance (d mean and d var folded in).
+ * Running statistics (state, not read by the step): with momentum mu,
+ *   rm' = (1 - mu) * rm + mu * mean,  rv' = (1 - mu) * rv + mu * S2 / (M - 1)   (vt_bn_running)
+ * and evaluation's y = gamma * ((x - rm) / sqrt(rv + eps)) + beta                (vt_bn_eval).
+ * Each line is evaluated exactly as written, left to right. */
+double vt_bn_rstd(double S2, size_t M, double eps);
+void vt_bn_center(size_t M, size_t C, const float *x, const float *s1, double *out);
+void vt_bn_apply(size_t M, size_t C, const float *xc, const float *s2, const float *gamma, const float *beta,
+                 double eps, double *out);
+void vt_bn_gamma_grad(size_t M, size_t C, const float *g2, const float *s2, double eps, double *out);
+void vt_bn_backward(size_t M, size_t C, const float *dy, const float *xc, const float *s2, const float *g1,
+                    const float *g2, const float *gamma, double eps, double *out);
+/* out[0..C) the new running mean, out[C..2C) the new running variance (M >= 2) */
+void vt_bn_running(size_t M, size_t C, const float *s1, const float *s2, const float *rm, const float *rv, double mu,
+                   double *out);
+void vt_bn_eval(size_t M, size_t C, const float *x, const float *rm, const float *rv, const float *gamma,
+                const float *beta, double eps, double *out);
+
+/* out = a + b (the residual connection, and the sum of a tensor's two gradients) */
+void vt_add(size_t n, const float *a, const float *b, double *out);
+/* The global average pool's backward: dx[(b, t)][c] = dy[b][c] * w for the HW positions t of
+ * image b (w: the FP32 weight 1/HW of the forward reduction; one exact product). */
+void vt_avgpool_backward(size_t B, size_t HW, size_t C, const float *dy, float w, double *dx);
+/* The FP32 weight of a global average pool over HW positions: RN32(1 / HW). */
+float vt_avgpool_weight(size_t HW);
+
+#endif
