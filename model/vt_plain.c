@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../kernels/vt_cnn.h"
 #include "vt_model.h"
 #include "vt_ops.h"
 #include "vt_philox.h"
@@ -162,6 +163,15 @@ static vt_err run_ops(vt_plain *p, const vt_dataset *ds, uint64_t s, uint32_t fr
         VT_FORWARD_IF_ERROR(impl(p, p->prog.op[j].kind)(&c));
     }
     return VT_OK;
+}
+
+void *vt_plain_tensor(vt_plain *p, uint32_t t) { return t < p->prog.n_tensors ? TP(p, t) : NULL; }
+
+vt_err vt_plain_run(vt_plain *p, const vt_dataset *ds, uint64_t step, uint32_t from, uint32_t to)
+{
+    VT_RETURN_ERROR_IF(from < 1 || to > p->prog.n_ops + p->prog.n_eval || step < 1, VT_ERR_ARG,
+                       "vt_plain_run: no operations %u..%u", from, to);
+    return run_ops(p, ds, step, from, to);
 }
 
 vt_err vt_plain_step(vt_plain *p, const vt_dataset *ds, double *loss)
@@ -383,6 +393,163 @@ static vt_err SFX(augment)(plain_ctx *c)
     return VT_OK;
 }
 
+/* ---- convolutional networks (the same index logic as the verified kinds: kernels/vt_cnn.h) */
+
+static vt_conv_geom SFX(geom)(plain_ctx *c, int chw)
+{
+    const int64_t *a = c->o->iarg;
+    vt_conv_geom g;
+    memset(&g, 0, sizeof g);
+    if (vt_conv_geom_make(&g, a[0], a[1], a[2], a[3], a[4], a[5], a[6], chw)) memset(&g, 0, sizeof g);
+    return g; /* the program was checked: the geometry is valid */
+}
+
+static vt_err SFX(im2col)(plain_ctx *c)
+{
+    vt_conv_geom g = SFX(geom)(c, (int)c->o->iarg[7]);
+    SFX(vt_im2col)(&g, X(0), Y(0));
+    return VT_OK;
+}
+
+static vt_err SFX(dgather)(plain_ctx *c)
+{
+    vt_conv_geom g = SFX(geom)(c, 0);
+    SFX(vt_conv_dgather)(&g, g.C, X(0), Y(0));
+    return VT_OK;
+}
+
+static vt_err SFX(wperm)(plain_ctx *c)
+{
+    const int64_t *a = c->o->iarg;
+    SFX(vt_conv_wperm)((size_t)a[0], (size_t)a[1], (size_t)a[2], X(0), Y(0));
+    return VT_OK;
+}
+
+static vt_err SFX(add)(plain_ctx *c)
+{
+    const T *a = X(0), *b = X(1);
+    T *y = Y(0);
+    for (size_t i = 0; i < NOUT(0); i++) y[i] = a[i] + b[i];
+    return VT_OK;
+}
+
+static vt_err SFX(coldot)(plain_ctx *c)
+{
+    size_t M = SHAPE(0, 0), N = SHAPE(0, 1);
+    const T *a = X(0), *b = X(1);
+    T *s = Y(0);
+    for (size_t j = 0; j < N; j++) s[j] = 0;
+    for (size_t i = 0; i < M; i++)
+        for (size_t j = 0; j < N; j++) s[j] += a[i * N + j] * b[i * N + j];
+    return VT_OK;
+}
+
+static vt_err SFX(bn_center)(plain_ctx *c)
+{
+    size_t M = SHAPE(0, 0), C = SHAPE(0, 1);
+    const T *x = X(0), *s1 = X(1);
+    T *y = Y(0);
+    for (size_t i = 0; i < M; i++)
+        for (size_t k = 0; k < C; k++) y[i * C + k] = x[i * C + k] - s1[k] / (T)M;
+    return VT_OK;
+}
+
+static T SFX(rstd)(T s2, size_t M, double eps) { return (T)1 / SQRT(s2 / (T)M + (T)eps); }
+
+static vt_err SFX(bn_apply)(plain_ctx *c)
+{
+    size_t M = SHAPE(0, 0), C = SHAPE(0, 1);
+    const T *xc = X(0), *s2 = X(1), *g = X(2), *b = X(3);
+    T *y = Y(0);
+    for (size_t i = 0; i < M; i++)
+        for (size_t k = 0; k < C; k++) y[i * C + k] = g[k] * (xc[i * C + k] * SFX(rstd)(s2[k], M, c->o->farg[0])) + b[k];
+    return VT_OK;
+}
+
+static vt_err SFX(bn_running)(plain_ctx *c)
+{
+    size_t C = NOUT(0), M = (size_t)c->o->iarg[0];
+    const T *s1 = X(0), *s2 = X(1), mu = (T)c->o->farg[0];
+    T *rm = Y(0), *rv = Y(1);
+    for (size_t k = 0; k < C; k++) {
+        rm[k] = ((T)1 - mu) * rm[k] + mu * (s1[k] / (T)M);
+        rv[k] = ((T)1 - mu) * rv[k] + mu * (s2[k] / (T)(M - 1));
+    }
+    return VT_OK;
+}
+
+static vt_err SFX(bn_gamma_grad)(plain_ctx *c)
+{
+    size_t C = NOUT(0), M = (size_t)c->o->iarg[0];
+    const T *g2 = X(0), *s2 = X(1);
+    T *d = Y(0);
+    for (size_t k = 0; k < C; k++) d[k] = g2[k] * SFX(rstd)(s2[k], M, c->o->farg[0]);
+    return VT_OK;
+}
+
+static vt_err SFX(bn_backward)(plain_ctx *c)
+{
+    size_t M = SHAPE(0, 0), C = SHAPE(0, 1);
+    const T *dy = X(0), *xc = X(1), *s2 = X(2), *g1 = X(3), *g2 = X(4), *g = X(5);
+    T *dx = Y(0);
+    for (size_t i = 0; i < M; i++)
+        for (size_t k = 0; k < C; k++) {
+            T r = SFX(rstd)(s2[k], M, c->o->farg[0]);
+            dx[i * C + k] = (g[k] * r) * ((dy[i * C + k] - g1[k] / (T)M) - xc[i * C + k] * ((r * r) * g2[k] / (T)M));
+        }
+    return VT_OK;
+}
+
+static vt_err SFX(bn_eval)(plain_ctx *c)
+{
+    size_t M = SHAPE(0, 0), C = SHAPE(0, 1);
+    const T *x = X(0), *rm = X(1), *rv = X(2), *g = X(3), *b = X(4);
+    T *y = Y(0);
+    for (size_t i = 0; i < M; i++)
+        for (size_t k = 0; k < C; k++)
+            y[i * C + k] = g[k] * ((x[i * C + k] - rm[k]) / SQRT(rv[k] + (T)c->o->farg[0])) + b[k];
+    return VT_OK;
+}
+
+static vt_err SFX(maxpool)(plain_ctx *c)
+{
+    const int64_t *a = c->o->iarg;
+    SFX(vt_maxpool)((size_t)a[0], (size_t)a[1], (size_t)a[2], (size_t)a[3], (size_t)a[4], X(0), Y(0));
+    return VT_OK;
+}
+
+static vt_err SFX(maxpool_bwd)(plain_ctx *c)
+{
+    const int64_t *a = c->o->iarg;
+    SFX(vt_maxpool_backward)((size_t)a[0], (size_t)a[1], (size_t)a[2], (size_t)a[3], (size_t)a[4], X(0), X(1), Y(0));
+    return VT_OK;
+}
+
+static vt_err SFX(avgpool)(plain_ctx *c)
+{
+    size_t B = (size_t)c->o->iarg[0], HW = (size_t)c->o->iarg[1], C = SHAPE(0, 1);
+    const T *x = X(0);
+    T *y = Y(0);
+    for (size_t b = 0; b < B; b++)
+        for (size_t k = 0; k < C; k++) {
+            T s = 0;
+            for (size_t t = 0; t < HW; t++) s += x[(b * HW + t) * C + k];
+            y[b * C + k] = s / (T)HW;
+        }
+    return VT_OK;
+}
+
+static vt_err SFX(avgpool_bwd)(plain_ctx *c)
+{
+    size_t B = (size_t)c->o->iarg[0], HW = (size_t)c->o->iarg[1], C = SHAPE(0, 1);
+    const T *dy = X(0);
+    T *dx = Y(0);
+    for (size_t b = 0; b < B; b++)
+        for (size_t t = 0; t < HW; t++)
+            for (size_t k = 0; k < C; k++) dx[(b * HW + t) * C + k] = dy[b * C + k] / (T)HW;
+    return VT_OK;
+}
+
 static const plain_fn SFX(PLAIN)[VT_OPK_COUNT] = {
     [VT_OPK_LOAD_BATCH] = SFX(load_batch), [VT_OPK_SCHEDULE] = schedule,
     [VT_OPK_MATMUL] = SFX(matmul),         [VT_OPK_BIAS_ADD] = SFX(bias_add),
@@ -392,6 +559,14 @@ static const plain_fn SFX(PLAIN)[VT_OPK_COUNT] = {
     [VT_OPK_SGD_VELOCITY] = SFX(sgd_velocity), [VT_OPK_SGD_APPLY] = SFX(sgd_apply),
     [VT_OPK_ADAM_MOMENTS] = SFX(adam_moments), [VT_OPK_ADAM_APPLY] = SFX(adam_apply),
     [VT_OPK_AUGMENT] = SFX(augment),
+    [VT_OPK_IM2COL] = SFX(im2col),         [VT_OPK_CONV_DGATHER] = SFX(dgather),
+    [VT_OPK_CONV_WPERM] = SFX(wperm),      [VT_OPK_ADD] = SFX(add),
+    [VT_OPK_COLDOT] = SFX(coldot),         [VT_OPK_BN_CENTER] = SFX(bn_center),
+    [VT_OPK_BN_APPLY] = SFX(bn_apply),     [VT_OPK_BN_RUNNING] = SFX(bn_running),
+    [VT_OPK_BN_GAMMA_GRAD] = SFX(bn_gamma_grad), [VT_OPK_BN_BACKWARD] = SFX(bn_backward),
+    [VT_OPK_BN_EVAL] = SFX(bn_eval),       [VT_OPK_MAXPOOL] = SFX(maxpool),
+    [VT_OPK_MAXPOOL_BWD] = SFX(maxpool_bwd), [VT_OPK_AVGPOOL] = SFX(avgpool),
+    [VT_OPK_AVGPOOL_BWD] = SFX(avgpool_bwd),
 };
 
 #undef T

@@ -48,6 +48,12 @@ void vt_plain_free(vt_plain *p);
  * VT_ERR_DIVERGED when the loss is not finite. */
 vt_err vt_plain_step(vt_plain *p, const vt_dataset *ds, double *loss) VT_WARN_UNUSED;
 
+/* For tests (the gradient checks, the comparison with the verified kinds): tensor t's storage
+ * (doubles for an F32 tensor of an fp64 model, floats for fp32; other dtypes as they are), and
+ * operations from .. to of step `step` run on the tensors' current contents. */
+void *vt_plain_tensor(vt_plain *p, uint32_t t);
+vt_err vt_plain_run(vt_plain *p, const vt_dataset *ds, uint64_t step, uint32_t from, uint32_t to) VT_WARN_UNUSED;
+
 /* Accuracy of the current parameters on the first max_examples examples of ds (0 = all),
  * computed in the model's own precision. */
 vt_err vt_plain_accuracy(vt_plain *p, const vt_dataset *ds, size_t max_examples, double *acc) VT_WARN_UNUSED;
