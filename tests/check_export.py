@@ -7,6 +7,10 @@ compares it with the committed state hash of that step read from the run store w
 sqlite3.
 
     check_export.py FILE RUN_DIR STEP WIDTHS   (WIDTHS: 784,128,10)   exit 0 ok, 1 mismatch
+
+WIDTHS "resnet" instead checks a residual CNN's export (arch=resnet): every batch norm's weight
+and bias come with its running_mean and running_var (buffers, after the optimiser's velocities),
+shapes agree, every parameter has its velocity; then the state hash as above.
 """
 import hashlib
 import os
@@ -18,11 +22,37 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import read_safetensors  # noqa: E402
 
 
+def resnet_names(tensors):
+    """the expected (name, shape) list of a resnet export, derived from its parameters"""
+    params = [(t["name"], t["shape"]) for t in tensors
+              if not t["name"].endswith((".velocity", ".running_mean", ".running_var"))]
+    bns = [n[: -len(".weight")] for n, s in params if ".bn" in n and n.endswith(".weight")]
+    convs = [n for n, s in params if n.endswith("conv.weight") or ".conv" in n and n.endswith(".weight")]
+    if not bns or len(convs) != len(bns) or ("fc.weight" not in [n for n, s in params]):
+        return None
+    shape = dict(params)
+    want = list(params) + [(n + ".velocity", s) for n, s in params]
+    for b in bns:
+        c = shape[b + ".weight"]
+        if shape.get(b + ".bias") != c:
+            return None
+        want += [(b + ".running_mean", c), (b + ".running_var", c)]
+    return want
+
+
 def main(argv):
-    path, run_dir, step, widths = argv[1], argv[2], int(argv[3]), [int(w) for w in argv[4].split(",")]
+    path, run_dir, step = argv[1], argv[2], int(argv[3])
     with open(path, "rb") as f:
         meta, tensors = read_safetensors.parse(f.read())
     tensors.sort(key=lambda t: t["begin"])  # the state's order: parameters, then the optimiser's
+    if argv[4] == "resnet":
+        want = resnet_names(tensors)
+        got = [(t["name"], t["shape"]) for t in tensors]
+        if want is None or got != want:
+            print("tensors %r, expected %r" % (got, want))
+            return 1
+        return check_hash(path, run_dir, step, meta, tensors)
+    widths = [int(w) for w in argv[4].split(",")]
     want = []
     for l in range(1, len(widths)):
         want += [("fc%d.weight" % l, [widths[l - 1], widths[l]]), ("fc%d.bias" % l, [widths[l]])]
@@ -32,6 +62,10 @@ def main(argv):
     if got != want:
         print("tensors %r, expected %r" % (got, want))
         return 1
+    return check_hash(path, run_dir, step, meta, tensors)
+
+
+def check_hash(path, run_dir, step, meta, tensors):
     if any(t["dtype"] != "F32" for t in tensors):
         print("a state tensor is not F32")
         return 1

@@ -24,15 +24,25 @@ static vt_err after_op(void *ctx, vt_model *m, uint64_t step, uint32_t op)
         return VT_OK;
     }
     case VT_CHEAT_POISON: {
-        uint32_t g = vt_program_find(p, "fc1.weight.grad");
+        char gname[160]; /* the gradient of the first parameter (fc1.weight, stem.conv.weight) */
+        snprintf(gname, sizeof gname, "%s.grad", p->t[0].name);
+        uint32_t g = vt_program_find(p, gname);
         if (!vt_op_writes(o, g)) return VT_OK;
         float *gw = vt_model_tensor(m, g, NULL);
         for (size_t i = 0; i < p->t[g].n; i++) gw[i] = (float)((double)gw[i] + c->value);
         return VT_OK;
     }
     case VT_CHEAT_FLIP_W: {
-        uint32_t w = vt_program_find(p, "fc1.weight");
+        uint32_t w = 0; /* the first parameter (fc1.weight, stem.conv.weight) */
         if (vt_op_writes(o, w) && o->kind != VT_OPK_LOAD_BATCH) flip_low_bit(vt_model_tensor(m, w, NULL));
+        return VT_OK;
+    }
+    case VT_CHEAT_FLIP_BUFFER: { /* the first buffer (a running mean), when the step writes it */
+        for (uint32_t t = 0; t < p->n_state; t++)
+            if (p->t[t].cls == VT_TC_BUFFER) {
+                if (vt_op_writes(o, t)) flip_low_bit(vt_model_tensor(m, t, NULL));
+                break;
+            }
         return VT_OK;
     }
     case VT_CHEAT_REORDER: /* another example than the recipe's in the batch's first place */
@@ -136,6 +146,7 @@ vt_err vt_cheats_parse(vt_cheats *c, const char *spec)
     }
     static const struct { const char *name; vt_cheat_kind kind; } k[] = {
         {"lr", VT_CHEAT_LR}, {"poison", VT_CHEAT_POISON}, {"flip-weight", VT_CHEAT_FLIP_W},
+        {"flip-buffer", VT_CHEAT_FLIP_BUFFER},
         {"reorder", VT_CHEAT_REORDER}, {"flip-direction", VT_CHEAT_FLIP_DIRECTION},
         {"omit-entry", VT_CHEAT_OMIT_ENTRY}, {"augment-seed", VT_CHEAT_AUGMENT_SEED}};
     for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)

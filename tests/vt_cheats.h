@@ -6,8 +6,10 @@
  * this code. The options they add:
  *   trainer-test train|serve --cheat KIND:STEP[:VALUE]
  *       lr (step STEP uses learning rate VALUE, default 0.5), poison (add VALUE, default 1e-3, to
- *       every fc1 weight gradient), flip-weight (flip the lowest bit of the first fc1 weight after
- *       its update), reorder (the batch's first example replaced by the next one of the dataset),
+ *       every element of the first parameter's gradient: fc1.weight, stem.conv.weight),
+ *       flip-weight (flip the lowest bit of the first parameter's first element after its
+ *       update), flip-buffer (the same for the first buffer, a running mean, after the running
+ *       statistics' update), reorder (the batch's first example replaced by the next one of the dataset),
  *       flip-direction (the step log's first direction entry), omit-entry (every entry of the
  *       step's log), augment-seed (the step's augmentation drawn with another seed) - a trainer
  *       that deviates at STEP and commits consistently;
@@ -35,6 +37,7 @@ typedef enum {
     VT_CHEAT_FLIP_DIRECTION,
     VT_CHEAT_OMIT_ENTRY,
     VT_CHEAT_AUGMENT_SEED,
+    VT_CHEAT_FLIP_BUFFER,
 } vt_cheat_kind;
 
 typedef enum { VT_MISBEHAVE_NONE = 0, VT_MISBEHAVE_SILENT, VT_MISBEHAVE_BAD_PROOF, VT_MISBEHAVE_INCONSISTENT,
