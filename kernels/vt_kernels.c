@@ -328,15 +328,37 @@ vt_err vt_reduce(vt_exec *e, size_t rows, size_t cols, size_t n, vt_strided a, v
     double *ps;
     VT_FORWARD_IF_ERROR(vt__sum_scratch(e, n, &perm, &keys, &ps));
     const int pan = vt_bound_panelled(&e->bound, n);
+    /* Column reductions of a row-major matrix (a.sk = the row length, every column's terms far
+     * apart): each operand is first copied column by column into contiguous scratch, so that
+     * every reduction below reads consecutive memory. The terms, their order and hence every
+     * result and bound are the same either way. */
+    float *ta = NULL, *tb = NULL;
+    if (rows == 1 && cols > 1 && a.sk == cols && a.sj == 1 && n * cols <= ((size_t)1 << 28)) {
+        void *q = NULL;
+        VT_FORWARD_IF_ERROR(vt__ws_get(&e->ws, VT_WS_B, n * cols, sizeof(float), &q));
+        ta = q;
+        for (size_t t = 0; t < n; t++)
+            for (size_t j = 0; j < cols; j++) ta[j * n + t] = a.p[t * cols + j];
+        if (b.p == a.p && b.sj == a.sj && b.sk == a.sk) tb = ta;
+        else if (b.sk == cols && b.sj == 1) {
+            VT_FORWARD_IF_ERROR(vt__ws_get(&e->ws, VT_WS_PROD, n * cols, sizeof(float), &q));
+            tb = q;
+            for (size_t t = 0; t < n; t++)
+                for (size_t j = 0; j < cols; j++) tb[j * n + t] = b.p[t * cols + j];
+        }
+    }
     for (size_t i = 0; i < rows; i++)
         for (size_t j = 0; j < cols; j++) {
             const float *pa = a.p + i * a.si + j * a.sj, *pb = b.p + i * b.si + j * b.sj;
+            size_t sa = a.sk, sb = b.sk;
+            if (ta) pa = ta + j * n, sa = 1;
+            if (tb) pb = tb + j * n, sb = 1;
             /* products of two FP32 values are exact in FP64: the terms are exact */
-            for (size_t t = 0; t < n; t++) x[t] = (double)pa[t * a.sk] * (double)pb[t * b.sk];
+            for (size_t t = 0; t < n; t++) x[t] = (double)pa[t * sa] * (double)pb[t * sb];
             out[i * cols + j] = vt__sum_red(e->order, pan, n, x, perm, keys, ps);
             /* the rounding layer's bound of a reduction, with factors 1: gamma over the non-zero
              * terms only, and 0 when the sum is exact in every order (docs/rounding.md 2.1) */
-            bnd[i * cols + j] = vt_bound_of_terms(&e->bound, n, pa, a.sk, pb, b.sk);
+            bnd[i * cols + j] = vt_bound_of_terms(&e->bound, n, pa, sa, pb, sb);
         }
     vt__bounds_array(bounds, bnd);
     bounds->xa = a.p, bounds->xa_si = a.si, bounds->xa_sj = a.sj, bounds->xa_sk = a.sk;

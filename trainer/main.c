@@ -389,6 +389,8 @@ static int cmd_eval(int argc, char **argv)
             snprintf(dspec, sizeof dspec, "%s", spec);
         else if (strncmp(rc.dataset, "mnist", 5) == 0)
             snprintf(dspec, sizeof dspec, "mnist-test");
+        else if (strncmp(rc.dataset, "cifar10", 7) == 0)
+            snprintf(dspec, sizeof dspec, "cifar10-test");
         else
             vt_recipe_dataset_spec(&rc, dspec, sizeof dspec);
         e = vt_data_load(dspec, root, &ds);
