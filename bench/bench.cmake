@@ -14,3 +14,8 @@ if(TARGET bench_step)
   target_link_libraries(bench_step PRIVATE vt_run vt_model vt_store vt_merkle vt_data)
   add_dependencies(bench_step trainer auditor)
 endif()
+
+# ---- bench_cnn (the residual CNN's step; bench/torch_resnet.py for the PyTorch figure)
+if(TARGET bench_cnn)
+  target_link_libraries(bench_cnn PRIVATE vt_run vt_model vt_data)
+endif()

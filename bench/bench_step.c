@@ -73,49 +73,11 @@
 #include "rounding_log/vt_rlog.h"
 #include "run/vt_train.h"
 
-#define TRY(expr)                                                                       \
-    do {                                                                                \
-        if ((expr) != VT_OK) {                                                          \
-            fprintf(stderr, "bench_step: %s failed: %s\n", #expr, vt_errmsg());         \
-            exit(2);                                                                    \
-        }                                                                               \
-    } while (0)
+#define BENCH_NAME "bench_step"
+#include "bench/bench_util.h"
 
 static const char *data_root = NULL;
 static int quick = 0;
-
-/* The clock of the per-step figures. Everything timed in-process runs on this one thread (BLAS
- * single-threaded), so by default it is the CPU time of the thread (user + system): unlike the
- * wall clock it does not grow while other processes hold the CPU (the machines this runs on are
- * shared). --wall switches to the monotonic wall clock. The run store (vt_train_run), the
- * auditor --jobs figures and the machine ceiling are always wall clock. */
-static int g_cpu_clock = 1;
-static double clk(void)
-{
-    if (g_cpu_clock) {
-        struct timespec ts;
-        if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0) return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-    }
-    return vt_now();
-}
-
-static void blas_threads(int n)
-{
-    void (*set)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, "openblas_set_num_threads");
-    if (set) set(n);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *t, int n)
-{
-    qsort(t, (size_t)n, sizeof t[0], cmp_double);
-    return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
-}
 
 /* ------------------------------------------------------------------ plain */
 

@@ -13,8 +13,8 @@ crop from a zero-padded image, horizontal flip) and the epoch shuffle are torch'
 two runs see the same distribution, not the same batches. SGD with momentum and weight decay
 (PyTorch's form equals the project's: v = mu v + (g + wd w), w -= lr v) and the step schedule.
 
-    torch_resnet.py --recipe RECIPE.json --init INIT.safetensors [--data-dir DIR] [--steps N]
-                    [--threads T] [--time-only N]
+    torch_resnet.py --recipe RECIPE.json (--init INIT.safetensors | --random-init) [--data-dir DIR]
+                    [--steps N] [--threads T] [--time-only N]
 prints one JSON object: test accuracy, steps/s, parameters.
 """
 import argparse
@@ -136,7 +136,8 @@ def lr_at(r, s):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--recipe", required=True)
-    ap.add_argument("--init", required=True)
+    ap.add_argument("--init", help="the run's step-0 export (trainer export --step 0 --optimizer)")
+    ap.add_argument("--random-init", action="store_true", help="torch's own initialisation (timing only)")
     ap.add_argument("--data-dir", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data"))
     ap.add_argument("--steps", type=int)
     ap.add_argument("--threads", type=int, default=1)
@@ -151,9 +152,12 @@ def main():
         r.update(json.load(f))
     steps = a.time_only or a.steps or r["steps"]
     net = Net(r)
-    with open(a.init, "rb") as f:
-        _, tensors = read_safetensors.parse(f.read())
-    net.load_project_state(tensors, r)
+    if not a.random_init:
+        if not a.init:
+            ap.error("--init FILE or --random-init")
+        with open(a.init, "rb") as f:
+            _, tensors = read_safetensors.parse(f.read())
+        net.load_project_state(tensors, r)
     xtr, ytr = load_cifar(os.path.join(a.data_dir, "cifar10", "cifar10_train_4000.bin.gz"))
     xte, yte = load_cifar(os.path.join(a.data_dir, "cifar10", "cifar10_test_1000.bin.gz"))
     opt = torch.optim.SGD(net.parameters(), lr=r["lr"], momentum=r["momentum"], weight_decay=r["weight_decay"])

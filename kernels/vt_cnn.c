@@ -31,18 +31,29 @@ double vt_bn_rstd(double S2, size_t M, double eps)
 
 void vt_bn_center(size_t M, size_t C, const float *x, const float *s1, double *out)
 {
-    for (size_t i = 0; i < M; i++)
-        for (size_t c = 0; c < C; c++) out[i * C + c] = (double)x[i * C + c] - (double)s1[c] / (double)M;
+    for (size_t c0 = 0; c0 < C; c0 += 64) {
+        double mean[64];
+        size_t nc = C - c0 < 64 ? C - c0 : 64;
+        for (size_t c = 0; c < nc; c++) mean[c] = (double)s1[c0 + c] / (double)M;
+        for (size_t i = 0; i < M; i++)
+            for (size_t c = 0; c < nc; c++) out[i * C + c0 + c] = (double)x[i * C + c0 + c] - mean[c];
+    }
 }
 
 void vt_bn_apply(size_t M, size_t C, const float *xc, const float *s2, const float *gamma, const float *beta,
                  double eps, double *out)
 {
-    for (size_t i = 0; i < M; i++)
-        for (size_t c = 0; c < C; c++) {
-            double r = vt_bn_rstd(s2[c], M, eps);
-            out[i * C + c] = (double)gamma[c] * ((double)xc[i * C + c] * r) + (double)beta[c];
-        }
+    /* the channel's r is one function of S2: computed once per channel, the same bits */
+    for (size_t c0 = 0; c0 < C; c0 += 64) {
+        double r[64];
+        size_t nc = C - c0 < 64 ? C - c0 : 64;
+        for (size_t c = 0; c < nc; c++) r[c] = vt_bn_rstd(s2[c0 + c], M, eps);
+        for (size_t i = 0; i < M; i++)
+            for (size_t c = 0; c < nc; c++) {
+                size_t k = i * C + c0 + c;
+                out[k] = (double)gamma[c0 + c] * ((double)xc[k] * r[c]) + (double)beta[c0 + c];
+            }
+    }
 }
 
 void vt_bn_gamma_grad(size_t M, size_t C, const float *g2, const float *s2, double eps, double *out)
@@ -53,12 +64,21 @@ void vt_bn_gamma_grad(size_t M, size_t C, const float *g2, const float *s2, doub
 void vt_bn_backward(size_t M, size_t C, const float *dy, const float *xc, const float *s2, const float *g1,
                     const float *g2, const float *gamma, double eps, double *out)
 {
-    for (size_t i = 0; i < M; i++)
-        for (size_t c = 0; c < C; c++) {
-            double r = vt_bn_rstd(s2[c], M, eps);
-            double a = (double)gamma[c] * r, mg = (double)g1[c] / (double)M, q = (r * r) * (double)g2[c] / (double)M;
-            out[i * C + c] = a * (((double)dy[i * C + c] - mg) - (double)xc[i * C + c] * q);
+    /* the per-channel factors are functions of the channel's inputs: computed once, the same bits */
+    for (size_t c0 = 0; c0 < C; c0 += 64) {
+        double a[64], mg[64], q[64];
+        size_t nc = C - c0 < 64 ? C - c0 : 64;
+        for (size_t c = 0; c < nc; c++) {
+            double r = vt_bn_rstd(s2[c0 + c], M, eps);
+            a[c] = (double)gamma[c0 + c] * r, mg[c] = (double)g1[c0 + c] / (double)M;
+            q[c] = (r * r) * (double)g2[c0 + c] / (double)M;
         }
+        for (size_t i = 0; i < M; i++)
+            for (size_t c = 0; c < nc; c++) {
+                size_t k = i * C + c0 + c;
+                out[k] = a[c] * (((double)dy[k] - mg[c]) - (double)xc[k] * q[c]);
+            }
+    }
 }
 
 void vt_bn_running(size_t M, size_t C, const float *s1, const float *s2, const float *rm, const float *rv, double mu,

@@ -1,0 +1,252 @@
+/* bench_cnn.c - what a verifiable step of the residual CNN costs (docs/benchmarks.md "The CNN"),
+ * measured in one run on one machine, BLAS single-threaded:
+ *
+ *   plain FP64 / FP32  model/vt_plain.h: the same program in plain double / float
+ *   verifiable         vt_model_step in record mode (the BLAS order) + the stored log + the state
+ *                      hash every H steps (what the trainer commits, minus SQLite), in
+ *                      rounding=exact and rounding=log
+ *   PyTorch FP32       bench/torch_resnet.py (python3-torch, one thread): the same architecture and
+ *                      recipe, timed over the same number of steps (skipped when torch is missing)
+ *
+ * The four in-process configurations run in rounds of interleaved blocks; per-step figures are
+ * medians over the rounds of the thread's CPU time. Then, per operation kind (forward conv, input
+ * gradient, weight gradient, batch norm, pooling, fc, the rest) over one step of each mode: time,
+ * rounded elements, elements computed exactly (exact mode), log entries and the stored log bytes of
+ * those operations' records (log mode) against the dense 1.6-bit code (0.2 B per rounded element).
+ *
+ * Targets: verification overhead (verifiable / plain FP64) <= 1.10 in both modes; log <= 2% of
+ * dense; PyTorch steps/s / ours <= 2.5.
+ *
+ * Usage: bench_cnn [--quick] [--recipe FILE] [--data-dir DIR] [--python PATH]
+ */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#define BENCH_NAME "bench_cnn"
+#include "bench/bench_util.h"
+#include "data/vt_data.h"
+#include "model/vt_model.h"
+#include "model/vt_plain.h"
+#include "rounding_log/vt_rlog.h"
+#include "run/vt_train.h"
+
+static const char *GROUPS[] = {"conv forward", "conv input gradient", "conv weight gradient", "batch norm",
+                               "pooling", "fc", "other"};
+#define NG 7
+
+static int group_of(const vt_opdesc *o)
+{
+    int conv = strstr(o->name, "conv") != NULL;
+    if (o->kind == VT_OPK_MATMUL) {
+        if (!conv) return 5;
+        if (strstr(o->name, "forward")) return 0;
+        if (strstr(o->name, "input-gradient")) return 1;
+        if (strstr(o->name, "weight-gradient")) return 2;
+    }
+    if (o->kind == VT_OPK_IM2COL || o->kind == VT_OPK_CONV_DGATHER || o->kind == VT_OPK_CONV_WPERM) return 6;
+    if ((o->kind >= VT_OPK_BN_CENTER && o->kind <= VT_OPK_BN_EVAL) ||
+        ((o->kind == VT_OPK_COLSUM || o->kind == VT_OPK_COLDOT) && strstr(o->name, ".bn")))
+        return 3;
+    if (o->kind >= VT_OPK_MAXPOOL && o->kind <= VT_OPK_AVGPOOL_BWD) return 4;
+    if ((o->kind == VT_OPK_BIAS_ADD || o->kind == VT_OPK_COLSUM) && strstr(o->name, "fc")) return 5;
+    return 6;
+}
+
+typedef struct {
+    vt_model m;
+    vt_rctx rc;
+    vt_steplog log;
+    uint64_t bytes, entries, rounded;
+    /* the profile step */
+    double last, t[NG];
+    uint64_t ex[NG], rd[NG], last_exact, last_rounded;
+} verif;
+
+static void verif_init(verif *v, const vt_recipe *rc, const vt_dataset *ds, vt_rounding mode)
+{
+    memset(v, 0, sizeof *v);
+    vt_recipe r = *rc;
+    r.bound.rounding = mode;
+    TRY(vt_model_init(&v->m, &r, ds->n, VT_ORDER_BLAS));
+    vt_rctx_init(&v->rc, VT_RMODE_RECORD, r.bound);
+    vt_steplog_init(&v->log, 0);
+}
+
+static void verif_step(verif *v, const vt_dataset *ds, vt_op_hook hook)
+{
+    uint64_t s = v->m.step + 1;
+    TRY(vt_rctx_begin_step(&v->rc, s, &v->log));
+    TRY(vt_model_run(&v->m, ds, &v->rc, v->m.n_ops, hook, v));
+    TRY(vt_rctx_end_step(&v->rc));
+    uint8_t *blob = NULL, h[32];
+    size_t len = 0;
+    TRY(vt_steplog_encode_stored(&v->log, v->m.rc.zstd_level, &blob, &len, h));
+    free(blob);
+    v->bytes += len, v->entries += vt_steplog_total_entries(&v->log);
+    if (vt_recipe_has_state(&v->m.rc, s)) TRY(vt_model_state_hash(&v->m, h));
+}
+
+static vt_err profile_hook(void *ctx, vt_model *m, uint64_t step, uint32_t j)
+{
+    (void)step;
+    verif *v = ctx;
+    double now = clk();
+    int g = group_of(&m->prog.op[j]);
+    v->t[g] += now - v->last;
+    v->ex[g] += v->rc.stats.exact - v->last_exact;
+    v->rd[g] += v->rc.stats.rounded - v->last_rounded;
+    v->last_exact = v->rc.stats.exact, v->last_rounded = v->rc.stats.rounded;
+    v->last = clk();
+    return VT_OK;
+}
+
+/* stored bytes of the log records of group g in v's last step's log */
+static uint64_t group_log(verif *v, int g, uint64_t *entries)
+{
+    vt_steplog sub;
+    vt_steplog_init(&sub, v->log.step);
+    *entries = 0;
+    for (uint32_t i = 0; i < v->log.n_ops; i++) {
+        const vt_oplog *o = &v->log.ops[i];
+        if (group_of(&v->m.prog.op[o->op_id]) != g) continue;
+        vt_oplog *d;
+        TRY(vt_steplog_add_op(&sub, o->op_id, o->n_elems, &d));
+        for (uint64_t k = 0; k < o->n_entries; k++) TRY(vt_oplog_push(d, o->e[k]));
+        *entries += o->n_entries;
+    }
+    uint8_t *blob = NULL, h[32];
+    size_t len = 0;
+    TRY(vt_steplog_encode_stored(&sub, v->m.rc.zstd_level, &blob, &len, h));
+    free(blob);
+    vt_steplog_free(&sub);
+    return len;
+}
+
+static double plain_block(vt_plain *p, const vt_dataset *ds, int k)
+{
+    double t0 = clk(), loss;
+    for (int s = 0; s < k; s++) TRY(vt_plain_step(p, ds, &loss));
+    return (clk() - t0) / k;
+}
+
+static double verif_block(verif *v, const vt_dataset *ds, int k)
+{
+    double t0 = clk();
+    for (int s = 0; s < k; s++) verif_step(v, ds, NULL);
+    return (clk() - t0) / k;
+}
+
+int main(int argc, char **argv)
+{
+    int quick = 0;
+    const char *recipe = VT_SOURCE_DIR "/recipes/resnet-cifar10.json", *root = NULL, *python = "/usr/bin/python3";
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--quick")) quick = 1;
+        else if (!strcmp(argv[i], "--recipe") && i + 1 < argc) recipe = argv[++i];
+        else if (!strcmp(argv[i], "--data-dir") && i + 1 < argc) root = argv[++i];
+        else if (!strcmp(argv[i], "--python") && i + 1 < argc) python = argv[++i];
+        else {
+            fprintf(stderr, "usage: bench_cnn [--quick] [--recipe FILE] [--data-dir DIR] [--python PATH]\n");
+            return 64;
+        }
+    }
+    blas_threads(1);
+    vt_recipe rc;
+    vt_recipe_default(&rc);
+    TRY(vt_recipe_load_file(&rc, recipe));
+    char spec[96];
+    vt_recipe_dataset_spec(&rc, spec, sizeof spec);
+    vt_dataset ds;
+    TRY(vt_data_load(spec, root, &ds));
+    vt_plain p64, p32;
+    TRY(vt_plain_init(&p64, &rc, ds.n, 1));
+    TRY(vt_plain_init(&p32, &rc, ds.n, 0));
+    verif ve, vl;
+    verif_init(&ve, &rc, &ds, VT_ROUNDING_EXACT);
+    verif_init(&vl, &rc, &ds, VT_ROUNDING_LOG);
+    size_t params = 0;
+    for (uint32_t t = 0; t < ve.m.prog.n_state; t++)
+        if (ve.m.prog.t[t].cls == VT_TC_PARAM) params += ve.m.prog.t[t].n;
+    const int R = quick ? 3 : 7, K = 2;
+    double tp64[16], tp32[16], tex[16], tlg[16];
+    for (int r = 0; r < R; r++) {
+        tp64[r] = plain_block(&p64, &ds, K);
+        tp32[r] = plain_block(&p32, &ds, K);
+        tex[r] = verif_block(&ve, &ds, K);
+        tlg[r] = verif_block(&vl, &ds, K);
+    }
+    double m64 = median(tp64, R), m32 = median(tp32, R), mex = median(tex, R), mlg = median(tlg, R);
+    /* the per-kind profile: one more step of each mode */
+    verif *vs[2] = {&ve, &vl};
+    for (int k = 0; k < 2; k++) {
+        verif *v = vs[k];
+        v->last_exact = v->rc.stats.exact, v->last_rounded = v->rc.stats.rounded;
+        memset(v->t, 0, sizeof v->t), memset(v->ex, 0, sizeof v->ex), memset(v->rd, 0, sizeof v->rd);
+        v->last = clk();
+        verif_step(v, &ds, profile_hook);
+    }
+    /* PyTorch */
+    double torch_sps = -1;
+    char cmd[2048];
+    int tsteps = quick ? 10 : 40;
+    snprintf(cmd, sizeof cmd, "'%s' '%s/bench/torch_resnet.py' --recipe '%s' --random-init --threads 1 --time-only %d%s%s%s 2>/dev/null",
+             python, VT_SOURCE_DIR, recipe, tsteps, root ? " --data-dir '" : "", root ? root : "", root ? "'" : "");
+    FILE *f = popen(cmd, "r");
+    if (f) {
+        char line[1024] = "";
+        if (fgets(line, sizeof line, f)) {
+            const char *q = strstr(line, "\"steps_per_s\": ");
+            if (q) torch_sps = atof(q + 15);
+        }
+        pclose(f);
+    }
+
+    printf("# bench_cnn: the residual CNN (%s)\n\n", recipe);
+    printf("arch=resnet width %u, %u stages x %u blocks, pool %u, batch %u, %zu parameters, %u operations per step; "
+           "BLAS single-threaded; medians of %d rounds of %d steps (thread CPU time)\n\n",
+           rc.resnet_width, rc.resnet_stages, rc.resnet_blocks, rc.resnet_pool, rc.batch, params, ve.m.n_ops, R, K);
+    printf("| configuration | s/step | steps/s | / plain FP64 |\n|---|---:|---:|---:|\n");
+    printf("| plain FP32 | %.4f | %.2f | %.3f |\n", m32, 1 / m32, m32 / m64);
+    printf("| plain FP64 | %.4f | %.2f | 1.000 |\n", m64, 1 / m64);
+    printf("| verifiable, rounding=exact | %.4f | %.2f | %.3f |\n", mex, 1 / mex, mex / m64);
+    printf("| verifiable, rounding=log | %.4f | %.2f | %.3f |\n", mlg, 1 / mlg, mlg / m64);
+    if (torch_sps > 0) printf("| PyTorch FP32 (1 thread) | %.4f | %.2f | %.3f |\n", 1 / torch_sps, torch_sps, 1 / torch_sps / m64);
+    printf("\nPer operation kind, one step (exact: elements computed exactly; log: entries and stored bytes of "
+           "those operations' records against the dense 1.6-bit code, 0.2 B per rounded element):\n\n");
+    printf("| kind | exact: ms | rounded | computed exactly | fraction | log: ms | entries | log bytes | dense bytes "
+           "| log / dense |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    uint64_t tot_b = 0;
+    double tot_d = 0;
+    for (int g = 0; g < NG; g++) {
+        uint64_t ent = 0, b = group_log(&vl, g, &ent);
+        double dense = 0.2 * (double)vl.rd[g];
+        tot_b += b, tot_d += dense;
+        printf("| %s | %.1f | %llu | %llu | %.2e | %.1f | %llu | %llu | %.0f | %.3f%% |\n", GROUPS[g], 1e3 * ve.t[g],
+               (unsigned long long)ve.rd[g], (unsigned long long)ve.ex[g],
+               ve.rd[g] ? (double)ve.ex[g] / (double)ve.rd[g] : 0.0, 1e3 * vl.t[g], (unsigned long long)ent,
+               (unsigned long long)b, dense, dense > 0 ? 100.0 * (double)b / dense : 0.0);
+    }
+    uint64_t steps_l = vl.m.step;
+    double avg_log = (double)vl.bytes / (double)steps_l, dense_step = 0.2 * (double)vl.rc.stats.rounded / (double)steps_l;
+    printf("\nlog mode over all %llu steps: %.0f stored bytes/step, %.1f entries/step, dense %.0f bytes/step: %.3f%%\n",
+           (unsigned long long)steps_l, avg_log, (double)vl.entries / (double)steps_l, dense_step,
+           100.0 * avg_log / dense_step);
+    printf("exact mode: %llu of %llu rounded elements computed exactly (%.2e)\n\n", (unsigned long long)ve.rc.stats.exact,
+           (unsigned long long)ve.rc.stats.rounded, (double)ve.rc.stats.exact / (double)ve.rc.stats.rounded);
+    printf("%s verification overhead, rounding=exact: %.3f (target <= 1.10)\n", mex / m64 <= 1.10 ? "PASS" : "MISS",
+           mex / m64);
+    printf("%s verification overhead, rounding=log: %.3f (target <= 1.10)\n", mlg / m64 <= 1.10 ? "PASS" : "MISS", mlg / m64);
+    printf("%s log / dense: %.3f%% (target <= 2%%)\n", avg_log / dense_step <= 0.02 ? "PASS" : "MISS",
+           100.0 * avg_log / dense_step);
+    if (torch_sps > 0)
+        printf("%s PyTorch FP32 steps/s / verifiable (exact) steps/s: %.2f (target <= 2.5)\n",
+               torch_sps * mex <= 2.5 ? "PASS" : "MISS", torch_sps * mex);
+    else printf("SKIP PyTorch comparison: %s bench/torch_resnet.py did not run (python3-torch missing?)\n", python);
+    vt_plain_free(&p64), vt_plain_free(&p32);
+    vt_model_free(&ve.m), vt_model_free(&vl.m);
+    vt_steplog_free(&ve.log), vt_steplog_free(&vl.log);
+    vt_data_free(&ds);
+    (void)tot_b, (void)tot_d;
+    return 0;
+}
