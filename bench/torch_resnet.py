@@ -14,7 +14,7 @@ two runs see the same distribution, not the same batches. SGD with momentum and 
 (PyTorch's form equals the project's: v = mu v + (g + wd w), w -= lr v) and the step schedule.
 
     torch_resnet.py --recipe RECIPE.json (--init INIT.safetensors | --random-init) [--data-dir DIR]
-                    [--steps N] [--threads T] [--time-only N]
+                    [--steps N] [--threads T] [--seed S] [--time-only N]
 prints one JSON object: test accuracy, steps/s, parameters.
 """
 import argparse
@@ -141,10 +141,11 @@ def main():
     ap.add_argument("--data-dir", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data"))
     ap.add_argument("--steps", type=int)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=1, help="torch's data order and augmentation draws")
     ap.add_argument("--time-only", type=int, default=0, help="time this many steps, no evaluation")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
-    torch.manual_seed(1)
+    torch.manual_seed(a.seed)
     r = {"resnet_width": 16, "resnet_stages": 3, "resnet_blocks": 1, "resnet_pool": 1, "bn_eps": 1e-5,
          "bn_momentum": 0.1, "augment_pad": 0, "augment_flip": 0, "weight_decay": 0.0, "momentum": 0.9,
          "schedule": "constant", "image_channels": 3}
@@ -161,7 +162,7 @@ def main():
     xtr, ytr = load_cifar(os.path.join(a.data_dir, "cifar10", "cifar10_train_4000.bin.gz"))
     xte, yte = load_cifar(os.path.join(a.data_dir, "cifar10", "cifar10_test_1000.bin.gz"))
     opt = torch.optim.SGD(net.parameters(), lr=r["lr"], momentum=r["momentum"], weight_decay=r["weight_decay"])
-    B, g = r["batch"], torch.Generator().manual_seed(1)
+    B, g = r["batch"], torch.Generator().manual_seed(a.seed)
     spe, perm, t0 = len(xtr) // B, None, time.perf_counter()
     net.train()
     for s in range(1, steps + 1):
@@ -178,7 +179,7 @@ def main():
         opt.step()
     dt = time.perf_counter() - t0
     out = {"steps": steps, "seconds": round(dt, 3), "steps_per_s": round(steps / dt, 3), "final_loss": loss.item(),
-           "parameters": sum(p.numel() for p in net.parameters()), "threads": a.threads}
+           "parameters": sum(p.numel() for p in net.parameters()), "threads": a.threads, "seed": a.seed}
     if not a.time_only:
         net.eval()
         with torch.no_grad():

@@ -33,18 +33,8 @@ SMALL=(--set dataset=mnist-train --set subset=2000 --set 'layers=[784,64,10]' --
 "$TRAINER" train --run "$T/run" --key "$T/key" "${SMALL[@]}" --quiet >"$T/train.out" || bad "train"
 [ -f "$T/run/commitment.vtc" ] && ok || bad "no commitment"
 
-# expect STATUS REASON STEP -- auditor args...
-expect() {
-  local want=$1 reason=$2 step=$3; shift 3
-  "$AUDITOR" verify "$@" --quiet --report "$T/report.json" >"$T/audit.out" 2>&1
-  local st=$?
-  if [ "$st" != "$want" ]; then bad "auditor $* -> exit $st, expected $want: $(cat "$T/audit.out")"; return; fi
-  if [ -n "$reason" ] && ! grep -q "\"reason\": \"$reason\"" "$T/report.json"; then
-    bad "auditor $* -> reason $(grep '"reason"' "$T/report.json"), expected $reason"; return; fi
-  if [ -n "$step" ] && ! grep -q "\"step\": $step," "$T/report.json"; then
-    bad "auditor $* -> step $(grep '"step"' "$T/report.json"), expected $step"; return; fi
-  ok
-}
+# expect STATUS REASON STEP -- auditor args... (tests/e2e_lib.sh)
+. "$(dirname "$0")/e2e_lib.sh"
 
 # --- honest run: every order, two BLAS thread counts, segments, parallel jobs
 # (VT_QUICK, the BLAS matrix: the BLAS-backed orders and one of the project's own; the others do

@@ -23,17 +23,7 @@ CNN=(--recipe "$HERE/../recipes/resnet-cifar10.json" --set subset=512 --set resn
      --set batch=16 --set steps=12 --set checkpoint_every=6 --set state_hash_every=1 --set decay_every=6)
 
 "$TRAINER" keygen "$T/key" >/dev/null || bad "keygen"
-expect() { # STATUS REASON STEP -- auditor args
-  local want=$1 reason=$2 step=$3; shift 3
-  "$AUDITOR" verify "$@" --quiet --report "$T/report.json" >"$T/audit.out" 2>&1
-  local st=$?
-  if [ "$st" != "$want" ]; then bad "auditor $* -> exit $st, expected $want: $(cat "$T/audit.out")"; return; fi
-  if [ -n "$reason" ] && ! grep -q "\"reason\": \"$reason\"" "$T/report.json"; then
-    bad "auditor $* -> reason $(grep '"reason"' "$T/report.json"), expected $reason"; return; fi
-  if [ -n "$step" ] && ! grep -q "\"step\": $step," "$T/report.json"; then
-    bad "auditor $* -> step $(grep '"step"' "$T/report.json"), expected $step"; return; fi
-  ok
-}
+. "$HERE/e2e_lib.sh" # expect STATUS REASON STEP -- auditor args
 
 ORDERS=(blas forward reverse pairwise permuted sorted split)
 [ -n "${VT_QUICK:-}" ] && ORDERS=(blas split pairwise)
