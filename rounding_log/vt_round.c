@@ -525,27 +525,55 @@ static int tight_prepare(tight_cache *t, size_t i)
     return 0;
 }
 
+/* 1 when every product a_k b_k is a multiple of 2^E with E = ilogb(s (1 + 2^-20)) - 52: that is,
+ * when vt_sum_is_exact(s, emin) holds for emin the lowest set bit of the non-zero products
+ * (2^(emin+53) > L = s (1 + 2^-20) exactly when emin >= ilogb(L) - 52, L's exponent minus 52; the range guards of
+ * vt_sum_is_exact never bind for products of two FP32 values, whose lowest bits lie in
+ * [-298, 208]). u = |a_k b_k| 2^-E is exact and below 2^53 (|a_k b_k| <= s), and for u < 2^52,
+ * (u + 2^52) - 2^52 is u rounded to an integer: equal to u exactly when u is one. Branch-free, so
+ * that the compiler can vectorise it; s must be finite and positive. */
+static int products_multiple_of(double s, size_t K, const float *a, size_t inca, const float *b, size_t incb)
+{
+    double L = s * (1.0 + 0x1p-20);
+    if (!(L > 0.0 && L <= 0x1p1000)) return 0;
+    uint64_t bits;
+    memcpy(&bits, &L, sizeof bits);
+    int E = (int)((bits >> 52) & 0x7ff) - 1023 - 52; /* L is normal: it is at least 2^-298 */
+    double scale = 1.0; /* 2^-E by repeated scaling: exact, no libm */
+    for (int k = E; k > 0; k--) scale *= 0.5;
+    for (int k = E; k < 0; k++) scale *= 2.0;
+    int ok = 1;
+    for (size_t k = 0; k < K; k++) {
+        double u = fabs((double)a[k * inca] * (double)b[k * incb]) * scale;
+        ok &= (u >= 0x1p52) | (((u + 0x1p52) - 0x1p52) == u);
+    }
+    return ok;
+}
+
 double vt_bound_of_terms(const vt_bound_cfg *cfg, size_t K, const float *a, size_t inca, const float *b,
                          size_t incb)
 {
     /* sum |a b| in exactly tight_sum's order (four lanes k mod 4 over the whole blocks, the tail
      * into lane 0, then (s0 + s1) + (s2 + s3)): the bound of an element is one function of its
-     * operands, whoever computes it and however, so log entries are judged alike by all */
+     * operands, whoever computes it and however, so log entries are judged alike by all. A zero
+     * product adds +0 to a lane, which leaves it as it is: the lanes are those of the sum over the
+     * non-zero products alone. */
     double sl[4] = {0, 0, 0, 0};
     uint64_t nnz = 0;
-    int emin = 1 << 20;
-    size_t whole = K - K % 4;
-    for (size_t k = 0; k < K; k++) {
-        float fa = a[k * inca], fb = b[k * incb];
-        double p = fabs((double)fa * (double)fb);
-        if (p == 0.0) continue;
-        sl[k < whole ? k % 4 : 0] += p;
-        nnz++;
-        int e = lsb_of_f32(fa) + lsb_of_f32(fb);
-        if (e < emin) emin = e;
+    size_t whole = K - K % 4, k = 0;
+    for (; k < whole; k += 4)
+        for (size_t l = 0; l < 4; l++) {
+            double p = fabs((double)a[(k + l) * inca] * (double)b[(k + l) * incb]);
+            sl[l] += p;
+            nnz += p != 0.0;
+        }
+    for (; k < K; k++) {
+        double p = fabs((double)a[k * inca] * (double)b[k * incb]);
+        sl[0] += p;
+        nnz += p != 0.0;
     }
     double s = (sl[0] + sl[1]) + (sl[2] + sl[3]);
-    if (nnz <= 1 || vt_sum_is_exact(s, emin)) return 0.0;
+    if (nnz <= 1 || products_multiple_of(s, K, a, inca, b, incb)) return 0.0;
     return vt_bound_coef_red(cfg, nnz, K) * s;
 }
 
