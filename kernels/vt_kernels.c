@@ -308,6 +308,19 @@ static void vt__bounds_array(vt_bounds *bounds, const double *b)
     bounds->b = b;
 }
 
+/* dst[j * n + t] = src[t * cols + j]: in blocks of 64 rows, so that reads and writes both stay in
+ * a few cache lines at a time */
+static void vt__transpose(const float *src, size_t n, size_t cols, float *dst)
+{
+    for (size_t t0 = 0; t0 < n; t0 += 64) {
+        size_t t1 = n - t0 < 64 ? n : t0 + 64;
+        for (size_t j = 0; j < cols; j++) {
+            float *d = dst + j * n;
+            for (size_t t = t0; t < t1; t++) d[t] = src[t * cols + j];
+        }
+    }
+}
+
 vt_err vt_reduce(vt_exec *e, size_t rows, size_t cols, size_t n, vt_strided a, vt_strided b, double *out,
                  double *bnd, vt_bounds *bounds)
 {
@@ -337,14 +350,12 @@ vt_err vt_reduce(vt_exec *e, size_t rows, size_t cols, size_t n, vt_strided a, v
         void *q = NULL;
         VT_FORWARD_IF_ERROR(vt__ws_get(&e->ws, VT_WS_B, n * cols, sizeof(float), &q));
         ta = q;
-        for (size_t t = 0; t < n; t++)
-            for (size_t j = 0; j < cols; j++) ta[j * n + t] = a.p[t * cols + j];
+        vt__transpose(a.p, n, cols, ta);
         if (b.p == a.p && b.sj == a.sj && b.sk == a.sk) tb = ta;
         else if (b.sk == cols && b.sj == 1) {
             VT_FORWARD_IF_ERROR(vt__ws_get(&e->ws, VT_WS_PROD, n * cols, sizeof(float), &q));
             tb = q;
-            for (size_t t = 0; t < n; t++)
-                for (size_t j = 0; j < cols; j++) tb[j * n + t] = b.p[t * cols + j];
+            vt__transpose(b.p, n, cols, tb);
         }
     }
     for (size_t i = 0; i < rows; i++)
