@@ -532,7 +532,8 @@ static int tight_prepare(tight_cache *t, size_t i)
  * [-298, 208]). u = |a_k b_k| 2^-E is exact and below 2^53 (|a_k b_k| <= s), and for u < 2^52,
  * (u + 2^52) - 2^52 is u rounded to an integer: equal to u exactly when u is one. Branch-free, so
  * that the compiler can vectorise it; s must be finite and positive. */
-static int products_multiple_of(double s, size_t K, const float *a, size_t inca, const float *b, size_t incb)
+static inline __attribute__((always_inline)) int products_multiple_of(double s, size_t K, const float *a,
+                                                                      size_t inca, const float *b, size_t incb)
 {
     double L = s * (1.0 + 0x1p-20);
     if (!(L > 0.0 && L <= 0x1p1000)) return 0;
@@ -550,8 +551,9 @@ static int products_multiple_of(double s, size_t K, const float *a, size_t inca,
     return ok;
 }
 
-double vt_bound_of_terms(const vt_bound_cfg *cfg, size_t K, const float *a, size_t inca, const float *b,
-                         size_t incb)
+static inline __attribute__((always_inline)) double bound_of_terms(const vt_bound_cfg *cfg, size_t K,
+                                                                   const float *a, size_t inca, const float *b,
+                                                                   size_t incb)
 {
     /* sum |a b| in exactly tight_sum's order (four lanes k mod 4 over the whole blocks, the tail
      * into lane 0, then (s0 + s1) + (s2 + s3)): the bound of an element is one function of its
@@ -575,6 +577,15 @@ double vt_bound_of_terms(const vt_bound_cfg *cfg, size_t K, const float *a, size
     double s = (sl[0] + sl[1]) + (sl[2] + sl[3]);
     if (nnz <= 1 || products_multiple_of(s, K, a, inca, b, incb)) return 0.0;
     return vt_bound_coef_red(cfg, nnz, K) * s;
+}
+
+double vt_bound_of_terms(const vt_bound_cfg *cfg, size_t K, const float *a, size_t inca, const float *b,
+                         size_t incb)
+{
+    /* the contiguous cases with constant strides, so that the compiler can vectorise them */
+    if (inca == 1 && incb == 1) return bound_of_terms(cfg, K, a, 1, b, 1);
+    if (inca == 1 && incb == 0) return bound_of_terms(cfg, K, a, 1, b, 0);
+    return bound_of_terms(cfg, K, a, inca, b, incb);
 }
 
 /* Direct evaluation from the FP32 operands (fallback when memory is short). */
