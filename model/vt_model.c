@@ -381,6 +381,9 @@ vt_err vt_program_evaluate(const vt_program *p, const vt_dataset *ds, size_t max
     const vt_tensor *x = &p->t[p->input], *pr = &p->t[p->probs];
     size_t n = ds->n < max_examples || !max_examples ? ds->n : max_examples, B = x->shape[0], C = pr->shape[1],
            correct = 0;
+    VT_RETURN_ERROR_IF(x->rank != 2 || pr->rank != 2 || x->dtype != VT_DT_F32 || pr->dtype != VT_DT_F32 ||
+                           pr->shape[0] != x->shape[0],
+                       VT_ERR_INTERNAL, "evaluation: the program's input and probabilities are not [B, d] and [B, C] F32");
     VT_RETURN_ERROR_IF(ds->d != x->shape[1], VT_ERR_ARG, "the dataset does not fit the model");
     VT_RETURN_ERROR_IF(n == 0, VT_ERR_ARG, "no examples to evaluate");
     size_t *idx = malloc(B * sizeof *idx);

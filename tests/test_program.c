@@ -154,8 +154,60 @@ static void check_augment(void)
     CHECK(vt_recipe_validate(&rc) == VT_ERR_ARG, "an image shape that is not the input width is refused");
 }
 
+/* arch=resnet: the state's classes in order (parameters, velocities, buffers), the buffers are the
+ * batch norms' running statistics (running variance initialised to one), every input of the step
+ * produced earlier or state, the evaluation pass outside the step using the running statistics;
+ * bad shapes refused */
+static void check_resnet(void)
+{
+    static const char *const R[] = {"arch=resnet", "dataset=cifar10-train", "layers=[3072,10]", "image_channels=3",
+                                    "image_height=32", "image_width=32", "resnet_width=4", "resnet_stages=3",
+                                    "resnet_blocks=2", "batch=2", NULL};
+    vt_recipe rc;
+    vt_recipe_default(&rc);
+    for (int i = 0; R[i]; i++) CHECK_OK(vt_recipe_set(&rc, R[i]));
+    vt_program p;
+    CHECK_OK(vt_program_build(&rc, &p));
+    uint32_t cls_last = 0, buffers = 0, bn = 0;
+    for (uint32_t t = 0; t < p.n_state; t++) {
+        CHECK(p.t[t].cls >= cls_last, "state tensor %s out of class order", p.t[t].name);
+        cls_last = p.t[t].cls;
+        if (p.t[t].cls == VT_TC_BUFFER) {
+            buffers++;
+            int var = strstr(p.t[t].name, ".running_var") != NULL;
+            CHECK(var || strstr(p.t[t].name, ".running_mean"), "buffer %s", p.t[t].name);
+            CHECK(vt_program_initial_value(&p, 1, t, 0) == (var ? 1.0f : 0.0f), "initial %s", p.t[t].name);
+        }
+        if (strstr(p.t[t].name, ".bn") && strstr(p.t[t].name, ".weight") && p.t[t].cls == VT_TC_PARAM) bn++;
+    }
+    CHECK(buffers == 2 * bn && bn == 1 + 3 * 4 + 2, "%u buffers for %u batch norms", buffers, bn);
+    for (uint32_t j = 1; j <= p.n_ops; j++)
+        for (uint32_t k = 0; k < p.op[j].n_in; k++) {
+            int prev;
+            uint32_t t = p.op[j].in[k], q = vt_program_producer(&p, j, t, &prev);
+            CHECK(t < p.n_state || (q > 0 && q < j && !prev), "op %u reads %s unproduced", j, p.t[t].name);
+            CHECK(p.op[j].kind != VT_OPK_BN_EVAL, "op %u: evaluation-mode batch norm in the step", j);
+        }
+    uint32_t first, last, evals = 0;
+    vt_program_eval_range(&p, &first, &last);
+    CHECK(p.n_eval > 0 && first == p.n_ops + 1 && last == p.n_ops + p.n_eval, "evaluation pass %u..%u", first, last);
+    for (uint32_t j = first; j <= last; j++) evals += p.op[j].kind == VT_OPK_BN_EVAL;
+    CHECK(evals == bn, "%u evaluation-mode batch norms for %u", evals, bn);
+    vt_program_free(&p);
+    static const char *const bad[] = {"image_height=30", "resnet_stages=7", "layers=[3072,64,10]", "bn_eps=0",
+                                      "resnet_pool=2", NULL};
+    for (int i = 0; bad[i]; i++) {
+        vt_recipe b = rc;
+        CHECK_OK(vt_recipe_set(&b, bad[i]));
+        vt_err e = vt_program_build(&b, &p);
+        CHECK(e != VT_OK, "resnet with %s must be refused", bad[i]);
+        if (e) printf("refused (%s): %s\n", bad[i], vt_errmsg());
+    }
+}
+
 int main(void)
 {
+    check_resnet();
     check_augment();
     check_mlp("optimizer=sgd", 12);
     check_mlp("optimizer=adam", 18);
