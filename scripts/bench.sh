@@ -56,6 +56,15 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
 fi
 cmake --build "$build" -j"$jobs" --target "${names[@]}"
 
+# bench_cnn compares with PyTorch (python3-torch, Debian's build, run by /usr/bin/python3): install
+# it when missing (root, apt); without it that comparison is reported as skipped
+if [[ " ${names[*]} " == *" bench_cnn "* ]] && ! /usr/bin/python3 -c "import torch" 2>/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-torch) >/dev/null 2>&1 ||
+      echo "bench.sh: could not install python3-torch: bench_cnn skips the PyTorch comparison" >&2
+  fi
+fi
+
 export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}
 mkdir -p "$build/bench-results"
 echo "== machine: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) CPUs; load average: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -103,13 +103,15 @@ for c in "lr:7:0.5 2" "poison:7:0.001 15" "flip-weight:7 18" "reorder:7 1"; do
   game "cheat-${1%%:*}" "cheat-${1%%:*}" trainer "wrong output" 7 "$2" --cheat "$1"
 done
 # the residual CNN (arch=resnet, the README's recipe made small): a trainer that flips a weight bit,
-# or a running statistic of batch norm, at step 4 loses at the operation that wrote it
+# or a running statistic of batch norm, or draws step 4's augmentation with another seed, loses
+# at the operation that wrote it
 CNN=(--recipe "$(dirname "$0")/../recipes/resnet-cifar10.json" --set subset=512 --set resnet_width=4
      --set resnet_stages=2 --set batch=16 --set steps=8 --set checkpoint_every=4 --set state_hash_every=1
      --set decay_every=4)
 "$B/trainer" recipe "${CNN[@]}" --program >"$T/cnn-program.txt" || bad "cnn program"
 cnn_op() { awk -v n="$1" '/^operations/{f=1} /^evaluation pass/{f=0} f && index($0, n) {print $1; exit}' "$T/cnn-program.txt"; }
-for c in "flip-weight:4 SGD update stem.conv.weight" "flip-buffer:4 stem.bn running statistics"; do
+for c in "flip-weight:4 SGD update stem.conv.weight" "flip-buffer:4 stem.bn running statistics" \
+         "augment-seed:4 augment batch"; do
   set -- $c
   cheat=$1; shift
   op=$(cnn_op "$*")
