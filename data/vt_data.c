@@ -670,6 +670,43 @@ fail:
     return e;
 }
 
+vt_err vt_data_load_text(const char *path, const char *name, int split, vt_dataset *ds)
+{
+    VT_RETURN_ERROR_IF(!ds, VT_ERR_ARG, "vt_data_load_text: NULL dataset");
+    memset(ds, 0, sizeof *ds);
+    VT_RETURN_ERROR_IF(!path || (split != 0 && split != 1), VT_ERR_ARG, "vt_data_load_text: bad argument");
+    VT_FORWARD_IF_ERROR(check_name(name));
+    uint8_t *buf = NULL, sha[VT_HASH_LEN];
+    size_t len = 0;
+    VT_FORWARD_IF_ERROR(read_whole(path, VT_DATA_CSV_MAX_BYTES, &buf, &len, sha));
+    size_t cut = len / 10 * 9 + len % 10 * 9 / 10; /* floor(0.9 len) without overflow */
+    size_t start = split ? cut : 0, n = split ? len - cut : cut;
+    if (len < 20 || n == 0) {
+        free(buf);
+        VT_RETURN_ERROR(VT_ERR_FORMAT, "%s: %zu bytes: too short a text for two splits", path, len);
+    }
+    int seen[256] = {0};
+    for (size_t i = 0; i < len; i++) seen[buf[i]] = 1;
+    uint8_t id[256];
+    uint32_t V = 0;
+    for (int c = 0; c < 256; c++)
+        if (seen[c]) ds->chars[V] = (uint8_t)c, id[c] = (uint8_t)V++;
+    uint8_t *x = malloc(n), *y = malloc(n);
+    if (!x || !y) {
+        free(buf), free(x), free(y);
+        VT_RETURN_ERROR(VT_ERR_NOMEM, "%s: out of memory", path);
+    }
+    for (size_t i = 0; i < n; i++) x[i] = y[i] = id[buf[start + i]];
+    free(buf);
+    memcpy(ds->src_sha256[0], sha, VT_HASH_LEN);
+    ds->text = 1; /* finish_dataset keeps text and chars */
+    VT_FORWARD_IF_ERROR(finish_dataset(ds, name, n, 1, 1, 1, V > 1 ? V - 1 : 1, x, y, 1));
+    ds->n_classes = V; /* the hash covers the class count: again with the vocabulary's */
+    vt_err e = vt_data_hash(ds, ds->hash);
+    if (e) vt_data_free(ds);
+    return e;
+}
+
 vt_err vt_data_load_cifar(const char *path, const char *name, vt_dataset *ds)
 {
     VT_RETURN_ERROR_IF(!ds, VT_ERR_ARG, "vt_data_load_cifar: NULL dataset");
@@ -747,6 +784,10 @@ static const builtin builtins[] = {
      {"0993cf8b8e43bc207603aef9787006995746513f5e3fa5a52e06d1b069926330", NULL}},
     {"cifar10-test", NULL, "cifar10", "cifar10_test_1000.bin",
      {"8314c96d7cd65618193bab23acdd5d4c4af15bf6dd00a1781d55beedf3be1ef5", NULL}},
+    {"shakespeare-train", NULL, "tinyshakespeare", "train",
+     {"86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed", NULL}},
+    {"shakespeare-val", NULL, "tinyshakespeare", "val",
+     {"86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed", NULL}},
 };
 
 vt_err vt_data_resolve(const char *name, const char *root, char *out, size_t cap)
@@ -759,7 +800,8 @@ vt_err vt_data_resolve(const char *name, const char *root, char *out, size_t cap
             (builtins[i].alias && strcmp(name, builtins[i].alias) == 0))
             sub = builtins[i].dir;
     VT_RETURN_ERROR_IF(!sub, VT_ERR_ARG,
-                       "unknown dataset \"%s\" (known: mnist, mnist-train, mnist-test, digits, cifar10-train, cifar10-test)",
+                       "unknown dataset \"%s\" (known: mnist, mnist-train, mnist-test, digits, cifar10-train, cifar10-test, "
+                       "shakespeare-train, shakespeare-val)",
                        name);
     char r[VT_DATA_PATH_MAX];
     VT_FORWARD_IF_ERROR(vt_data_root(root, r, sizeof r));
@@ -801,12 +843,16 @@ vt_err vt_data_load(const char *spec, const char *root, vt_dataset *ds)
             (builtins[i].alias && strcmp(nm, builtins[i].alias) == 0))
             b = &builtins[i];
     VT_RETURN_ERROR_IF(!b, VT_ERR_ARG,
-                       "unknown dataset \"%s\" (known: mnist-train, mnist-test, digits, cifar10-train, cifar10-test)", nm);
+                       "unknown dataset \"%s\" (known: mnist-train, mnist-test, digits, cifar10-train, cifar10-test, "
+                       "shakespeare-train, shakespeare-val)", nm);
 
     char dir[VT_DATA_PATH_MAX], path[2][VT_DATA_PATH_MAX];
     VT_FORWARD_IF_ERROR(vt_data_resolve(b->name, root, dir, sizeof dir));
     vt_dataset full;
-    if (strcmp(b->dir, "cifar10") == 0) {
+    if (strcmp(b->dir, "tinyshakespeare") == 0) {
+        VT_FORWARD_IF_ERROR(find_file(dir, "input.txt", path[0], sizeof path[0]));
+        VT_FORWARD_IF_ERROR(vt_data_load_text(path[0], b->name, strcmp(b->split, "val") == 0, &full));
+    } else if (strcmp(b->dir, "cifar10") == 0) {
         VT_FORWARD_IF_ERROR(find_file(dir, b->split, path[0], sizeof path[0]));
         VT_FORWARD_IF_ERROR(vt_data_load_cifar(path[0], b->name, &full));
     } else if (b->split) {

@@ -55,6 +55,10 @@ typedef struct {
     float lut[256];                   /* lut[v] = (float)((double)v / x_max); 0 above x_max */
     uint8_t hash[VT_HASH_LEN];        /* dataset hash of the canonical bytes */
     int n_src;                        /* number of source files hashed below (0 for a subset) */
+    /* text datasets (vt_data_load_text): x holds one token id per example (d = 1; y the same ids),
+     * n_classes is the vocabulary's size and chars[id] the byte of token id; 0 for the others */
+    uint32_t text;
+    uint8_t chars[256];
     uint8_t src_sha256[2][VT_HASH_LEN]; /* SHA-256 of each decompressed source payload:
                                          * MNIST [0] images, [1] labels; digits [0] the CSV */
 } vt_dataset;
@@ -98,9 +102,16 @@ vt_err vt_data_load_digits_csv(const char *path, const char *name, vt_dataset *d
  * its index and offset. Shape 3x32x32 (d = 3072, channel-major as stored), x_max 255. */
 vt_err vt_data_load_cifar(const char *path, const char *name, vt_dataset *ds) VT_WARN_UNUSED;
 
+/* A text file (raw or .gz, at most 64 MiB, not empty) as a character-level token stream: the
+ * vocabulary is the sorted set of the bytes of the WHOLE file (so both splits share it), token id i
+ * is the i-th smallest byte; split 0 is the first floor(0.9 n) bytes (training), split 1 the rest
+ * (validation). */
+vt_err vt_data_load_text(const char *path, const char *name, int split, vt_dataset *ds) VT_WARN_UNUSED;
+
 /* Built-in datasets by spec "NAME" or "NAME:N" (first N examples), NAME one of
  * "mnist-train", "mnist-test" (alias "mnist-t10k"), "digits", "cifar10-train" (4000 images),
- * "cifar10-test" (1000); root as for vt_data_root.
+ * "cifar10-test" (1000), "shakespeare-train", "shakespeare-val" (tiny-shakespeare, 90% / 10%);
+ * root as for vt_data_root.
  * Also checks each decompressed source payload against its pinned SHA-256 (see
  * data/README.md) and fails with VT_ERR_MISMATCH when it differs. */
 vt_err vt_data_load(const char *spec, const char *root, vt_dataset *ds) VT_WARN_UNUSED;

@@ -443,6 +443,7 @@ vt_err vt_gemm(vt_exec *e, int transA, int transB, size_t M, size_t N, size_t K,
     bounds->xb_sj = bounds->tb_sj;
     bounds->xb_sk = bounds->tb_sk;
     bounds->xK = K;
+    bounds->x_rpb = bounds->xa_sg = bounds->xb_sg = 0; /* not batched */
     return VT_OK;
 }
 

@@ -329,6 +329,7 @@ vt_err vt_reduce(vt_exec *e, size_t rows, size_t cols, size_t n, vt_strided a, v
                        "vt_reduce: NULL argument");
     VT_RETURN_ERROR_IF(rows == 0 || cols == 0 || n == 0, VT_ERR_ARG, "vt_reduce: empty reduction (%zu x %zu, %zu terms)",
                        rows, cols, n);
+    VT_RETURN_ERROR_IF(a.rpb != b.rpb, VT_ERR_ARG, "vt_reduce: the operands are batched differently");
     size_t RC = 0;
     VT_FORWARD_IF_ERROR(vt__mul_size(rows, cols, &RC));
     double coef = 0.0; /* checks that n has a bound coefficient */
@@ -346,7 +347,7 @@ vt_err vt_reduce(vt_exec *e, size_t rows, size_t cols, size_t n, vt_strided a, v
      * every reduction below reads consecutive memory. The terms, their order and hence every
      * result and bound are the same either way. */
     float *ta = NULL, *tb = NULL;
-    if (rows == 1 && cols > 1 && a.sk == cols && a.sj == 1 && n * cols <= ((size_t)1 << 28)) {
+    if (rows == 1 && cols > 1 && !a.rpb && a.sk == cols && a.sj == 1 && n * cols <= ((size_t)1 << 28)) {
         void *q = NULL;
         VT_FORWARD_IF_ERROR(vt__ws_get(&e->ws, VT_WS_B, n * cols, sizeof(float), &q));
         ta = q;
@@ -360,7 +361,9 @@ vt_err vt_reduce(vt_exec *e, size_t rows, size_t cols, size_t n, vt_strided a, v
     }
     for (size_t i = 0; i < rows; i++)
         for (size_t j = 0; j < cols; j++) {
-            const float *pa = a.p + i * a.si + j * a.sj, *pb = b.p + i * b.si + j * b.sj;
+            size_t g = 0, r = i;
+            if (a.rpb) g = i / a.rpb, r = i % a.rpb;
+            const float *pa = a.p + g * a.sg + r * a.si + j * a.sj, *pb = b.p + g * b.sg + r * b.si + j * b.sj;
             size_t sa = a.sk, sb = b.sk;
             if (ta) pa = ta + j * n, sa = 1;
             if (tb) pb = tb + j * n, sb = 1;
@@ -375,6 +378,7 @@ vt_err vt_reduce(vt_exec *e, size_t rows, size_t cols, size_t n, vt_strided a, v
     bounds->xa = a.p, bounds->xa_si = a.si, bounds->xa_sj = a.sj, bounds->xa_sk = a.sk;
     bounds->xb = b.p, bounds->xb_si = b.si, bounds->xb_sj = b.sj, bounds->xb_sk = b.sk;
     bounds->xK = n;
+    bounds->x_rpb = a.rpb, bounds->xa_sg = a.sg, bounds->xb_sg = b.sg;
     return VT_OK;
 }
 
@@ -385,18 +389,18 @@ static const float vt__one = 1.0f;
  * of the outputs names the same reductions */
 vt_err vt_colsum(vt_exec *e, size_t M, size_t N, const float *X, double *out, double *b, vt_bounds *bounds)
 {
-    return vt_reduce(e, 1, N, M, (vt_strided){X, 1, 1, N}, (vt_strided){&vt__one, 0, 0, 0}, out, b, bounds);
+    return vt_reduce(e, 1, N, M, (vt_strided){X, 1, 1, N, 0, 0}, (vt_strided){&vt__one, 0, 0, 0, 0, 0}, out, b, bounds);
 }
 
 vt_err vt_rowsum(vt_exec *e, size_t M, size_t N, const float *X, double *out, double *b, vt_bounds *bounds)
 {
-    return vt_reduce(e, M, 1, N, (vt_strided){X, N, N, 1}, (vt_strided){&vt__one, 0, 0, 0}, out, b, bounds);
+    return vt_reduce(e, M, 1, N, (vt_strided){X, N, N, 1, 0, 0}, (vt_strided){&vt__one, 0, 0, 0, 0, 0}, out, b, bounds);
 }
 
 vt_err vt_coldot(vt_exec *e, size_t M, size_t N, const float *A, const float *B, double *out, double *b,
                  vt_bounds *bounds)
 {
-    return vt_reduce(e, 1, N, M, (vt_strided){A, 1, 1, N}, (vt_strided){B, 1, 1, N}, out, b, bounds);
+    return vt_reduce(e, 1, N, M, (vt_strided){A, 1, 1, N, 0, 0}, (vt_strided){B, 1, 1, N, 0, 0}, out, b, bounds);
 }
 
 /* ===================================================== elementwise (B = 0)

@@ -114,10 +114,14 @@ vt_err vt_rowsum(vt_exec *e, size_t M, size_t N, const float *X, double *out, do
 vt_err vt_coldot(vt_exec *e, size_t M, size_t N, const float *A, const float *B, double *out, double *b,
                  vt_bounds *bounds) VT_WARN_UNUSED;
 
-/* A strided FP32 operand of vt_reduce: element (i, j, k) is p[i*si + j*sj + k*sk]. */
+/* A strided FP32 operand of vt_reduce: element (i, j, k) is p[i*si + j*sj + k*sk]; with rpb > 0
+ * (batched operands, e.g. one attention head after another) the row index splits into a batch
+ * g = i / rpb and a row r = i % rpb: p[g*sg + r*si + j*sj + k*sk]. Both operands of one reduction
+ * must use the same rpb. */
 typedef struct {
     const float *p;
     size_t si, sj, sk;
+    size_t rpb, sg;
 } vt_strided;
 /* The general reduction: out[i*cols + j] = sum_{k < n} a(i, j, k) * b(i, j, k) for a rows x cols
  * output, each product exact in FP64, summed in the executor's order (panelled like every

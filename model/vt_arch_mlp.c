@@ -86,7 +86,7 @@ vt_err vt_arch_mlp_build(const vt_recipe *rc, vt_program *p)
 void vt_arch_opt_tensors(vt_program *p, const vt_recipe *rc, uint32_t n, const uint32_t *params, uint32_t *m1,
                          uint32_t *m2)
 {
-    const int adam = rc->optimizer == VT_OPT_ADAM;
+    const int adam = rc->optimizer != VT_OPT_SGD; /* Adam and AdamW */
     for (int k = 0; k < 1 + adam && !p->bad; k++)
         for (uint32_t i = 0; i < n && !p->bad; i++) {
             const vt_tensor *t = &p->t[params[i]];

@@ -16,6 +16,7 @@ vt_err vt_program_build(const vt_recipe *rc, vt_program *p)
     if (!e) switch (rc->arch) {
         case VT_ARCH_MLP: e = vt_arch_mlp_build(rc, p); break;
         case VT_ARCH_RESNET: e = vt_arch_resnet_build(rc, p); break;
+        case VT_ARCH_GPT: e = vt_arch_gpt_build(rc, p); break;
         default: e = vt_set_error(VT_ERR_ARG, "recipe: unknown arch %d", (int)rc->arch);
         }
     if (e) vt_program_free(p);

@@ -149,6 +149,7 @@ void vt_model_batch_indices(vt_model *m, uint64_t s);
 /* The builders, one per architecture (recipe key `arch`), and the dispatch on rc->arch. */
 vt_err vt_arch_mlp_build(const vt_recipe *rc, vt_program *p) VT_WARN_UNUSED;
 vt_err vt_arch_resnet_build(const vt_recipe *rc, vt_program *p) VT_WARN_UNUSED;
+vt_err vt_arch_gpt_build(const vt_recipe *rc, vt_program *p) VT_WARN_UNUSED;
 /* Shared by the builders (vt_arch_mlp.c): the optimiser's state tensors of the n parameters
  * (m1: velocity or exp_avg of each, then m2: exp_avg_sq of each for Adam; named after the
  * parameter), and its update operations, parameter by parameter. */

@@ -64,7 +64,7 @@ static void load_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
 
 static vt_err sched_check(const vt_program *p, const vt_opdesc *o)
 {
-    VT_RETURN_ERROR_IF(o->iarg[0] < 0 || o->iarg[0] > VT_SCHED_LINEAR || o->iarg[1] < 0 || o->iarg[2] < 0 ||
+    VT_RETURN_ERROR_IF(o->iarg[0] < 0 || o->iarg[0] > VT_SCHED_COSINE || o->iarg[1] < 0 || o->iarg[2] < 0 ||
                            o->iarg[3] < 1,
                        VT_ERR_INTERNAL, "program: \"%s\": bad schedule arguments", o->name);
     VT_FORWARD_IF_ERROR(want(p, o, o->out[0], VT_DT_F64, 1, "step count"));
@@ -446,6 +446,32 @@ static const vt_opkind KINDS[VT_OPK_COUNT] = {
     CNN(VT_OPK_MAXPOOL_BWD, "maxpool_backward", 0, 2, 1, 5, 0, maxpool_backward),
     CNN(VT_OPK_AVGPOOL, "global_avgpool", 1, 1, 1, 2, 0, avgpool),
     CNN(VT_OPK_AVGPOOL_BWD, "global_avgpool_backward", 1, 1, 1, 2, 0, avgpool_backward),
+    CNN(VT_OPK_LOAD_WINDOWS, "load_windows", 0, 0, 2, 4, 0, windows),
+    CNN(VT_OPK_EMBED, "embed", 1, 3, 1, 0, 0, embed),
+    CNN(VT_OPK_ONEHOT, "one_hot", 0, 1, 1, 1, 0, onehot),
+    CNN(VT_OPK_POS_GRAD, "position_gradient", 1, 1, 1, 2, 0, pos_grad),
+    CNN(VT_OPK_ROW_SUM, "row_sum", 1, 1, 1, 0, 0, row_sum),
+    CNN(VT_OPK_ROW_DOT, "row_dot", 1, 2, 1, 0, 0, row_sum),
+    CNN(VT_OPK_LN_CENTER, "layernorm_center", 1, 2, 1, 0, 0, ln_center),
+    CNN(VT_OPK_LN_NORM, "layernorm_normalise", 1, 2, 1, 0, 1, ln_norm),
+    CNN(VT_OPK_AFFINE, "affine", 1, 3, 1, 0, 0, affine),
+    CNN(VT_OPK_SCALE_COLS, "scale_columns", 1, 2, 1, 0, 0, affine),
+    CNN(VT_OPK_LN_BACKWARD, "layernorm_backward", 1, 5, 1, 0, 1, ln_backward),
+    CNN(VT_OPK_GELU, "gelu", 1, 1, 1, 0, 0, gelu),
+    CNN(VT_OPK_GELU_BWD, "gelu_backward", 1, 2, 1, 0, 0, gelu),
+    CNN(VT_OPK_HEADS_SPLIT, "heads_split", 0, 1, 3, 4, 0, heads),
+    CNN(VT_OPK_HEADS_MERGE, "heads_merge", 0, 1, 1, 4, 0, heads),
+    CNN(VT_OPK_HEADS_JOIN, "heads_join", 0, 3, 1, 4, 0, heads),
+    CNN(VT_OPK_HEADS_UNMERGE, "heads_unmerge", 0, 1, 1, 4, 0, heads),
+    CNN(VT_OPK_BMM, "batched_matmul", 1, 2, 1, 6, 0, bmm),
+    CNN(VT_OPK_SOFTMAX_CAUSAL, "causal_softmax", 1, 1, 1, 1, 1, softmax_causal),
+    CNN(VT_OPK_SOFTMAX_BWD, "softmax_backward", 1, 3, 1, 1, 1, softmax_causal),
+    CNN(VT_OPK_DROPOUT, "dropout", 1, 1, 1, 2, 1, dropout),
+    CNN(VT_OPK_SUMSQ, "sum_of_squares", 1, 1, 1, 0, 0, sumsq),
+    CNN(VT_OPK_SUM_SCALARS, "sum_scalars", 1, VT_VARIADIC, 1, 0, 0, sum_scalars),
+    CNN(VT_OPK_CLIP_FACTOR, "clip_factor", 1, 1, 1, 0, 1, clip_factor),
+    CNN(VT_OPK_ADAM_SCALED, "adam_moments_scaled", 1, 4, 2, 0, 2, adam_scaled),
+    CNN(VT_OPK_ADAMW, "adamw_apply", 1, 5, 1, 0, 4, adamw),
 #undef CNN
 };
 
@@ -458,7 +484,8 @@ vt_err vt_op_check(const vt_program *p, const vt_opdesc *o)
 {
     const vt_opkind *k = vt_opkind_get(o->kind);
     VT_RETURN_ERROR_IF(!k, VT_ERR_INTERNAL, "program: operation \"%s\" has unknown kind %u", o->name, o->kind);
-    VT_RETURN_ERROR_IF(o->n_in != k->n_in || o->n_out != k->n_out || o->n_iarg != k->n_iarg || o->n_farg != k->n_farg,
+    VT_RETURN_ERROR_IF((k->n_in == VT_VARIADIC ? o->n_in < 1 : o->n_in != k->n_in) || o->n_out != k->n_out ||
+                           o->n_iarg != k->n_iarg || o->n_farg != k->n_farg,
                        VT_ERR_INTERNAL, "program: operation \"%s\" (%s) has the wrong number of inputs, outputs or arguments",
                        o->name, k->name);
     VT_RETURN_ERROR_IF(o->n_out < 1 || o->n_out > VT_MAX_OP_OUTPUTS, VT_ERR_INTERNAL,

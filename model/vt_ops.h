@@ -62,8 +62,37 @@ typedef enum {
     VT_OPK_MAXPOOL_BWD,    /* x, dy -> dx; iarg as MAXPOOL. Exact. */
     VT_OPK_AVGPOOL,        /* x [B*HW, C] -> y [B, C] (global average); iarg B, HW */
     VT_OPK_AVGPOOL_BWD,    /* dy [B, C] -> dx [B*HW, C]; iarg B, HW */
+    /* transformers (model/vt_ops_gpt.c; sequences [B*T, C], heads [B*H*T, D]) */
+    VT_OPK_LOAD_WINDOWS,   /* -> tokens [B, T] U8, targets [B*T] U8: random windows; iarg B, T, seed, V. Exact. */
+    VT_OPK_EMBED,          /* tokens, wte [V, C], wpe [T, C] -> x [B*T, C] */
+    VT_OPK_ONEHOT,         /* tokens -> [B*T, V] F32; iarg V. Exact. */
+    VT_OPK_POS_GRAD,       /* dx [B*T, C] -> dwpe [T, C] (sum over the batch); iarg B, T */
+    VT_OPK_ROW_SUM,        /* x [M, N] -> [M] */
+    VT_OPK_ROW_DOT,        /* a, b [M, N] -> [M] */
+    VT_OPK_LN_CENTER,      /* x [M, C], S1 [M] -> xc */
+    VT_OPK_LN_NORM,        /* xc, S2 [M] -> xhat; farg eps */
+    VT_OPK_AFFINE,         /* x [M, C], gamma, beta [C] -> gamma x + beta */
+    VT_OPK_SCALE_COLS,     /* x [M, C], gamma [C] -> gamma x */
+    VT_OPK_LN_BACKWARD,    /* dyg, xhat, S2, G1, G2 -> dx; farg eps */
+    VT_OPK_GELU,           /* x -> gelu(x) */
+    VT_OPK_GELU_BWD,       /* x, dy -> dx */
+    VT_OPK_HEADS_SPLIT,    /* qkv [B*T, 3C] -> q, k, v [B*H*T, D]; iarg B, T, H, D. Exact. */
+    VT_OPK_HEADS_MERGE,    /* o [B*H*T, D] -> y [B*T, C]; iarg B, T, H, D. Exact. */
+    VT_OPK_HEADS_JOIN,     /* dq, dk, dv -> dqkv [B*T, 3C]; iarg B, T, H, D. Exact. */
+    VT_OPK_HEADS_UNMERGE,  /* y [B*T, C] -> o [B*H*T, D] (the merge's inverse); iarg B, T, H, D. Exact. */
+    VT_OPK_BMM,            /* A, B -> C [G*M, N] = op(A_g) op(B_g); iarg G, M, N, K, transA, transB */
+    VT_OPK_SOFTMAX_CAUSAL, /* s [R, T] -> p (row i sees positions <= i mod T); iarg T; farg scale */
+    VT_OPK_SOFTMAX_BWD,    /* p, dp, S [R] -> dz; iarg T; farg scale */
+    VT_OPK_DROPOUT,        /* x -> y (or dy -> dx with the same mask); iarg seed, key; farg p */
+    VT_OPK_SUMSQ,          /* g -> [1] = sum g^2 */
+    VT_OPK_SUM_SCALARS,    /* n scalars [1] (variadic) -> their sum [1] */
+    VT_OPK_CLIP_FACTOR,    /* S [1] -> the clipping factor [1]; farg max_norm */
+    VT_OPK_ADAM_SCALED,    /* g, m, v, factor [1] -> m, v (moments of factor * g); farg beta1, beta2 */
+    VT_OPK_ADAMW,          /* w, m, v, t, lr -> w; farg beta1, beta2, eps, weight decay */
     VT_OPK_COUNT
 } vt_opkind_id;
+
+#define VT_VARIADIC 255
 
 struct vt_model;
 
@@ -87,7 +116,7 @@ typedef struct {
 typedef struct {
     const char *name;   /* "matmul", ... */
     uint8_t rounded;    /* 1: goes through vt_round (has a log record in log rounding) */
-    uint8_t n_in, n_out, n_iarg, n_farg;
+    uint8_t n_in, n_out, n_iarg, n_farg; /* n_in VT_VARIADIC: one or more inputs */
     /* The signature check; a message names the first problem. */
     vt_err (*check)(const vt_program *p, const vt_opdesc *o);
     vt_err (*exec)(vt_opctx *c);
@@ -101,6 +130,13 @@ void vt_augment_draw(uint64_t seed, uint64_t step, uint64_t b, uint32_t pad, int
 
 /* Element e of an augmented C x H x W image: the index of its source element, or -1 (padding). */
 int64_t vt_augment_source(size_t H, size_t W, uint32_t pad, uint32_t oy, uint32_t ox, int fl, size_t e);
+
+/* The start of text window b of step `step` over n tokens (windows of T + 1 tokens): uniform in
+ * [0, n - T - 1] from two Philox words (seed, purpose 5, step, 2b and 2b + 1). */
+uint64_t vt_window_start(uint64_t seed, uint64_t step, uint64_t b, uint64_t n, uint64_t T);
+/* Dropout's mask: element e of stream `key` at step `step` is kept when the Philox word (seed,
+ * purpose 4, step, key << 32 | e) is at least floor(p 2^32). */
+int vt_dropout_keep(uint64_t seed, uint64_t step, uint32_t key, uint64_t e, double p);
 
 /* The kind's entry; NULL for an unknown kind. */
 const vt_opkind *vt_opkind_get(uint16_t kind);

@@ -359,8 +359,8 @@ vt_err vt__avgpool_exec(vt_opctx *c)
     VT_FORWARD_IF_ERROR(gap_args(&c->m->prog, c->o, c->o->in[0], &B, &HW, &C));
     const float w = vt_avgpool_weight(HW); /* the reduction's second factor: lives until rounded */
     vt_bounds bd;
-    VT_FORWARD_IF_ERROR(vt_reduce(&c->m->exec, B, C, HW, (vt_strided){IN(0), HW * C, 1, C},
-                                  (vt_strided){&w, 0, 0, 0}, c->m->x64, c->m->b64, &bd));
+    VT_FORWARD_IF_ERROR(vt_reduce(&c->m->exec, B, C, HW, (vt_strided){IN(0), HW * C, 1, C, 0, 0},
+                                  (vt_strided){&w, 0, 0, 0, 0, 0}, c->m->x64, c->m->b64, &bd));
     ROUND(c->m->x64, &bd, B, C, OUT(0));
     return VT_OK;
 }

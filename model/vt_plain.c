@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "../kernels/vt_cnn.h"
+#include "../kernels/vt_gpt.h"
 #include "vt_model.h"
 #include "vt_ops.h"
 #include "vt_philox.h"
@@ -74,6 +75,7 @@ static vt_err schedule(plain_ctx *c)
 #define EXP expf
 #define LOG logf
 #define SQRT sqrtf
+#define TANH tanhf
 #define TMIN FLT_TRUE_MIN
 #include "vt_plain.c"
 #undef VT_PLAIN_T
@@ -82,6 +84,7 @@ static vt_err schedule(plain_ctx *c)
 #undef EXP
 #undef LOG
 #undef SQRT
+#undef TANH
 #undef TMIN
 
 #define VT_PLAIN_T double
@@ -90,6 +93,7 @@ static vt_err schedule(plain_ctx *c)
 #define EXP exp
 #define LOG log
 #define SQRT sqrt
+#define TANH tanh
 #define TMIN DBL_TRUE_MIN
 #include "vt_plain.c"
 #undef VT_PLAIN_T
@@ -98,6 +102,7 @@ static vt_err schedule(plain_ctx *c)
 #undef EXP
 #undef LOG
 #undef SQRT
+#undef TANH
 #undef TMIN
 
 static plain_fn impl(const vt_plain *p, uint16_t kind)
@@ -550,6 +555,225 @@ static vt_err SFX(avgpool_bwd)(plain_ctx *c)
     return VT_OK;
 }
 
+/* ---- transformers (the same index logic and masks as the verified kinds) */
+
+static vt_err SFX(windows)(plain_ctx *c)
+{
+    const int64_t *a = c->o->iarg;
+    const size_t B = (size_t)a[0], Tn = (size_t)a[1];
+    VT_RETURN_ERROR_IF(!c->ds || !c->ds->text || c->ds->n <= Tn + 1, VT_ERR_ARG, "text windows need a text dataset");
+    uint8_t *tok = TP(c->p, c->o->out[0]), *tgt = TP(c->p, c->o->out[1]);
+    for (size_t b = 0; b < B; b++) {
+        uint64_t s0 = vt_window_start((uint64_t)a[2], c->step, b, c->ds->n, Tn);
+        memcpy(tok + b * Tn, c->ds->x + s0, Tn);
+        memcpy(tgt + b * Tn, c->ds->x + s0 + 1, Tn);
+    }
+    return VT_OK;
+}
+
+static vt_err SFX(embed)(plain_ctx *c)
+{
+    const vt_tensor *tk = &c->p->prog.t[c->o->in[0]], *wt = &c->p->prog.t[c->o->in[1]];
+    const size_t Tn = tk->shape[1], C = wt->shape[1];
+    const uint8_t *tok = TP(c->p, c->o->in[0]);
+    const T *wte = X(1), *wpe = X(2);
+    T *y = Y(0);
+    for (size_t r = 0; r < tk->n; r++)
+        for (size_t k = 0; k < C; k++) y[r * C + k] = wte[tok[r] * C + k] + wpe[(r % Tn) * C + k];
+    return VT_OK;
+}
+
+static vt_err SFX(onehot)(plain_ctx *c)
+{
+    SFX(vt_onehot)(c->p->prog.t[c->o->in[0]].n, (size_t)c->o->iarg[0], TP(c->p, c->o->in[0]), Y(0));
+    return VT_OK;
+}
+
+static vt_err SFX(pos_grad)(plain_ctx *c)
+{
+    const size_t B = (size_t)c->o->iarg[0], Tn = (size_t)c->o->iarg[1], C = SHAPE(0, 1);
+    const T *dx = X(0);
+    T *d = Y(0);
+    for (size_t i = 0; i < Tn * C; i++) d[i] = 0;
+    for (size_t b = 0; b < B; b++)
+        for (size_t i = 0; i < Tn * C; i++) d[i] += dx[b * Tn * C + i];
+    return VT_OK;
+}
+
+static vt_err SFX(row_sum)(plain_ctx *c)
+{
+    const size_t M = SHAPE(0, 0), N = SHAPE(0, 1);
+    const T *a = X(0), *b = c->o->n_in > 1 ? X(1) : NULL;
+    T *s = Y(0);
+    for (size_t i = 0; i < M; i++) {
+        T acc = 0;
+        for (size_t j = 0; j < N; j++) acc += b ? a[i * N + j] * b[i * N + j] : a[i * N + j];
+        s[i] = acc;
+    }
+    return VT_OK;
+}
+
+static vt_err SFX(ln_center)(plain_ctx *c)
+{
+    const size_t M = SHAPE(0, 0), C = SHAPE(0, 1);
+    const T *x = X(0), *s1 = X(1);
+    T *y = Y(0);
+    for (size_t i = 0; i < M; i++)
+        for (size_t k = 0; k < C; k++) y[i * C + k] = x[i * C + k] - s1[i] / (T)C;
+    return VT_OK;
+}
+
+static T SFX(ln_r)(T s2, size_t C, double eps) { return (T)1 / SQRT(s2 / (T)C + (T)eps); }
+
+static vt_err SFX(ln_norm)(plain_ctx *c)
+{
+    const size_t M = SHAPE(0, 0), C = SHAPE(0, 1);
+    const T *xc = X(0), *s2 = X(1);
+    T *y = Y(0);
+    for (size_t i = 0; i < M; i++) {
+        T r = SFX(ln_r)(s2[i], C, c->o->farg[0]);
+        for (size_t k = 0; k < C; k++) y[i * C + k] = xc[i * C + k] * r;
+    }
+    return VT_OK;
+}
+
+static vt_err SFX(affine)(plain_ctx *c)
+{
+    const size_t M = SHAPE(0, 0), C = SHAPE(0, 1);
+    const T *x = X(0), *g = X(1), *b = c->o->n_in > 2 ? X(2) : NULL;
+    T *y = Y(0);
+    for (size_t i = 0; i < M; i++)
+        for (size_t k = 0; k < C; k++) y[i * C + k] = g[k] * x[i * C + k] + (b ? b[k] : (T)0);
+    return VT_OK;
+}
+
+static vt_err SFX(ln_backward)(plain_ctx *c)
+{
+    const size_t M = SHAPE(0, 0), C = SHAPE(0, 1);
+    const T *dyg = X(0), *xh = X(1), *s2 = X(2), *g1 = X(3), *g2 = X(4);
+    T *dx = Y(0);
+    for (size_t i = 0; i < M; i++) {
+        T r = SFX(ln_r)(s2[i], C, c->o->farg[0]);
+        for (size_t k = 0; k < C; k++) dx[i * C + k] = r * ((dyg[i * C + k] - g1[i] / (T)C) - xh[i * C + k] * (g2[i] / (T)C));
+    }
+    return VT_OK;
+}
+
+static vt_err SFX(gelu)(plain_ctx *c)
+{
+    const T *x = X(0), *dy = c->o->n_in > 1 ? X(1) : NULL, k0 = (T)0.7978845608028654, a0 = (T)0.044715;
+    T *y = Y(0);
+    for (size_t i = 0; i < NOUT(0); i++) {
+        T v = x[i], th = TANH(k0 * (v + a0 * v * v * v));
+        if (!dy) y[i] = (T)0.5 * v * ((T)1 + th);
+        else y[i] = dy[i] * ((T)0.5 * ((T)1 + th) + (T)0.5 * v * ((T)1 - th * th) * k0 * ((T)1 + (T)3 * a0 * v * v));
+    }
+    return VT_OK;
+}
+
+static vt_err SFX(heads)(plain_ctx *c)
+{
+    const int64_t *a = c->o->iarg;
+    size_t B = (size_t)a[0], Tn = (size_t)a[1], H = (size_t)a[2], D = (size_t)a[3];
+    if (c->o->kind == VT_OPK_HEADS_SPLIT) SFX(vt_heads_split)(B, Tn, H, D, X(0), Y(0), Y(1), Y(2));
+    else if (c->o->kind == VT_OPK_HEADS_JOIN) SFX(vt_heads_join)(B, Tn, H, D, X(0), X(1), X(2), Y(0));
+    else if (c->o->kind == VT_OPK_HEADS_UNMERGE) SFX(vt_heads_unmerge)(B, Tn, H, D, X(0), Y(0));
+    else SFX(vt_heads_merge)(B, Tn, H, D, X(0), Y(0));
+    return VT_OK;
+}
+
+static vt_err SFX(bmm)(plain_ctx *c)
+{
+    const int64_t *a = c->o->iarg;
+    int G = (int)a[0], M = (int)a[1], N = (int)a[2], K = (int)a[3], ta = (int)a[4], tb = (int)a[5];
+    for (int g = 0; g < G; g++)
+        GEMM(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, (T)1,
+             X(0) + (size_t)g * M * K, ta ? M : K, X(1) + (size_t)g * K * N, tb ? K : N, (T)0, Y(0) + (size_t)g * M * N,
+             N);
+    return VT_OK;
+}
+
+static vt_err SFX(softmax_causal)(plain_ctx *c)
+{
+    const size_t R = SHAPE(0, 0), Tn = SHAPE(0, 1);
+    const T sc = (T)c->o->farg[0];
+    const T *z = X(0);
+    T *p = Y(0);
+    for (size_t i = 0; i < R; i++) {
+        size_t t = i % Tn;
+        const T *zi = z + i * Tn;
+        T *pi = p + i * Tn;
+        if (c->o->kind == VT_OPK_SOFTMAX_BWD) {
+            const T *dp = X(1) + i * Tn, s = X(2)[i];
+            for (size_t j = 0; j < Tn; j++) pi[j] = sc * (zi[j] * (dp[j] - s));
+            continue;
+        }
+        T m = sc * zi[0], den = 0;
+        for (size_t j = 1; j <= t; j++)
+            if (sc * zi[j] > m) m = sc * zi[j];
+        for (size_t j = 0; j <= t; j++) den += pi[j] = EXP(sc * zi[j] - m);
+        for (size_t j = 0; j < Tn; j++) pi[j] = j <= t ? pi[j] / den : (T)0;
+    }
+    return VT_OK;
+}
+
+static vt_err SFX(dropout)(plain_ctx *c)
+{
+    const T *x = X(0), sc = (T)(1.0 / (1.0 - c->o->farg[0]));
+    T *y = Y(0);
+    for (size_t i = 0; i < NOUT(0); i++)
+        y[i] = vt_dropout_keep((uint64_t)c->o->iarg[0], c->step, (uint32_t)c->o->iarg[1], i, c->o->farg[0]) ? x[i] * sc
+                                                                                                        : (T)0;
+    return VT_OK;
+}
+
+static vt_err SFX(sumsq)(plain_ctx *c)
+{
+    const T *g = X(0);
+    T s = 0;
+    for (size_t i = 0; i < c->p->prog.t[c->o->in[0]].n; i++) s += g[i] * g[i];
+    *Y(0) = s;
+    return VT_OK;
+}
+
+static vt_err SFX(sum_scalars)(plain_ctx *c)
+{
+    T s = 0;
+    for (uint32_t k = 0; k < c->o->n_in; k++) s += *X(k);
+    *Y(0) = s;
+    return VT_OK;
+}
+
+static vt_err SFX(clip_factor)(plain_ctx *c)
+{
+    T nrm = SQRT(*X(0)), mx = (T)c->o->farg[0];
+    *Y(0) = nrm > mx ? mx / (nrm + (T)1e-6) : (T)1;
+    return VT_OK;
+}
+
+static vt_err SFX(adam_scaled)(plain_ctx *c)
+{
+    const double b1 = c->o->farg[0], b2 = c->o->farg[1];
+    const T *g = X(0), f = *X(3), tb1 = (T)b1, tb2 = (T)b2, c1 = (T)(1.0 - b1), c2 = (T)(1.0 - b2);
+    T *m1 = Y(0), *m2 = Y(1);
+    for (size_t i = 0; i < NOUT(0); i++) {
+        T gi = g[i] * f;
+        m1[i] = tb1 * m1[i] + c1 * gi;
+        m2[i] = tb2 * m2[i] + (c2 * gi) * gi;
+    }
+    return VT_OK;
+}
+
+static vt_err SFX(adamw)(plain_ctx *c)
+{
+    const double b1 = c->o->farg[0], b2 = c->o->farg[1], s = f64_of(c->p, c->o->in[3]);
+    const T *m1 = X(1), *m2 = X(2), lr = (T)f64_of(c->p, c->o->in[4]), eps = (T)c->o->farg[2], wd = (T)c->o->farg[3];
+    const T bc1 = (T)(1.0 - pow(b1, s)), bc2 = (T)(1.0 - pow(b2, s));
+    T *w = Y(0);
+    for (size_t i = 0; i < NOUT(0); i++) w[i] = w[i] - lr * ((m1[i] / bc1) / (SQRT(m2[i] / bc2) + eps) + wd * w[i]);
+    return VT_OK;
+}
+
 static const plain_fn SFX(PLAIN)[VT_OPK_COUNT] = {
     [VT_OPK_LOAD_BATCH] = SFX(load_batch), [VT_OPK_SCHEDULE] = schedule,
     [VT_OPK_MATMUL] = SFX(matmul),         [VT_OPK_BIAS_ADD] = SFX(bias_add),
@@ -567,6 +791,20 @@ static const plain_fn SFX(PLAIN)[VT_OPK_COUNT] = {
     [VT_OPK_BN_EVAL] = SFX(bn_eval),       [VT_OPK_MAXPOOL] = SFX(maxpool),
     [VT_OPK_MAXPOOL_BWD] = SFX(maxpool_bwd), [VT_OPK_AVGPOOL] = SFX(avgpool),
     [VT_OPK_AVGPOOL_BWD] = SFX(avgpool_bwd),
+    [VT_OPK_LOAD_WINDOWS] = SFX(windows),  [VT_OPK_EMBED] = SFX(embed),
+    [VT_OPK_ONEHOT] = SFX(onehot),         [VT_OPK_POS_GRAD] = SFX(pos_grad),
+    [VT_OPK_ROW_SUM] = SFX(row_sum),       [VT_OPK_ROW_DOT] = SFX(row_sum),
+    [VT_OPK_LN_CENTER] = SFX(ln_center),   [VT_OPK_LN_NORM] = SFX(ln_norm),
+    [VT_OPK_AFFINE] = SFX(affine),         [VT_OPK_SCALE_COLS] = SFX(affine),
+    [VT_OPK_LN_BACKWARD] = SFX(ln_backward), [VT_OPK_GELU] = SFX(gelu),
+    [VT_OPK_GELU_BWD] = SFX(gelu),         [VT_OPK_HEADS_SPLIT] = SFX(heads),
+    [VT_OPK_HEADS_MERGE] = SFX(heads),     [VT_OPK_HEADS_JOIN] = SFX(heads),
+    [VT_OPK_HEADS_UNMERGE] = SFX(heads),
+    [VT_OPK_BMM] = SFX(bmm),               [VT_OPK_SOFTMAX_CAUSAL] = SFX(softmax_causal),
+    [VT_OPK_SOFTMAX_BWD] = SFX(softmax_causal), [VT_OPK_DROPOUT] = SFX(dropout),
+    [VT_OPK_SUMSQ] = SFX(sumsq),           [VT_OPK_SUM_SCALARS] = SFX(sum_scalars),
+    [VT_OPK_CLIP_FACTOR] = SFX(clip_factor), [VT_OPK_ADAM_SCALED] = SFX(adam_scaled),
+    [VT_OPK_ADAMW] = SFX(adamw),
 };
 
 #undef T

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../common/vt_hash.h"
+#include "../kernels/vt_math.h"
 
 void vt_recipe_default(vt_recipe *r)
 {
@@ -29,6 +30,8 @@ void vt_recipe_default(vt_recipe *r)
     r->bound.rounding = VT_ROUNDING_EXACT; /* the stronger guarantee, at no measurable cost (docs/benchmarks.md) */
     r->resnet_width = 16, r->resnet_stages = 3, r->resnet_blocks = 1, r->resnet_pool = 1;
     r->bn_momentum = 0.1, r->bn_eps = 1e-5;
+    r->gpt_layers = 2, r->gpt_heads = 4, r->gpt_width = 128, r->gpt_context = 64, r->gpt_vocab = 65, r->gpt_tie = 1;
+    r->dropout = 0.0, r->clip_norm = 1.0, r->ln_eps = 1e-5;
     r->checkpoint_every = 100;
     r->state_hash_every = 10;
     r->zstd_level = 3;
@@ -44,9 +47,9 @@ typedef struct {
     const char *const *names; /* F_ENUM */
 } field;
 
-static const char *const arch_names[] = {"mlp", "resnet", NULL};
-static const char *const opt_names[] = {"sgd", "adam", NULL};
-static const char *const sched_names[] = {"constant", "step", "linear", NULL};
+static const char *const arch_names[] = {"mlp", "resnet", "gpt", NULL};
+static const char *const opt_names[] = {"sgd", "adam", "adamw", NULL};
+static const char *const sched_names[] = {"constant", "step", "linear", "cosine", NULL};
 static const char *const bound_names[] = {"provable", "probabilistic", NULL};
 static const char *const rounding_names[] = {"log", "exact", NULL};
 
@@ -62,16 +65,25 @@ static const field fields[] = {
     {"bn_momentum", F_REAL, OFF(bn_momentum), NULL},
     {"bound_mode", F_ENUM, OFF(bound.mode), bound_names},
     {"checkpoint_every", F_U32, OFF(checkpoint_every), NULL},
+    {"clip_norm", F_REAL, OFF(clip_norm), NULL},
     {"dataset", F_STR, OFF(dataset), NULL},
     {"decay_every", F_U64, OFF(decay_every), NULL},
     {"decay_factor", F_REAL, OFF(decay_factor), NULL},
+    {"dropout", F_REAL, OFF(dropout), NULL},
     {"eps", F_REAL, OFF(eps), NULL},
     {"final_lr_factor", F_REAL, OFF(final_lr_factor), NULL},
+    {"gpt_context", F_U32, OFF(gpt_context), NULL},
+    {"gpt_heads", F_U32, OFF(gpt_heads), NULL},
+    {"gpt_layers", F_U32, OFF(gpt_layers), NULL},
+    {"gpt_tie", F_U32, OFF(gpt_tie), NULL},
+    {"gpt_vocab", F_U32, OFF(gpt_vocab), NULL},
+    {"gpt_width", F_U32, OFF(gpt_width), NULL},
     {"image_channels", F_U32, OFF(image_channels), NULL},
     {"image_height", F_U32, OFF(image_height), NULL},
     {"image_width", F_U32, OFF(image_width), NULL},
     {"lambda", F_REAL, OFF(bound.lambda), NULL},
     {"layers", F_LAYERS, 0, NULL},
+    {"ln_eps", F_REAL, OFF(ln_eps), NULL},
     {"lr", F_REAL, OFF(lr), NULL},
     {"momentum", F_REAL, OFF(momentum), NULL},
     {"optimizer", F_ENUM, OFF(optimizer), opt_names},
@@ -261,6 +273,18 @@ vt_err vt_recipe_validate(const vt_recipe *r)
                        "recipe: augmentation needs the image shape (image_channels, image_height, image_width)");
     VT_RETURN_ERROR_IF(r->augment_pad > r->image_height || r->augment_pad > r->image_width || r->augment_pad > 64,
                        VT_ERR_ARG, "recipe: augment_pad must be at most the image's height and width (and 64)");
+    if (r->arch == VT_ARCH_GPT) {
+        VT_RETURN_ERROR_IF(r->gpt_layers < 1 || r->gpt_layers > 48 || r->gpt_heads < 1 || r->gpt_width < 1 ||
+                               r->gpt_width > 4096 || r->gpt_width % r->gpt_heads || r->gpt_context < 2 ||
+                               r->gpt_context > 4096 || r->gpt_vocab < 2 || r->gpt_vocab > 256 || r->gpt_tie > 1,
+                           VT_ERR_ARG, "recipe: gpt_layers 1..48, gpt_width 1..4096 a multiple of gpt_heads, "
+                                       "gpt_context 2..4096, gpt_vocab 2..256, gpt_tie 0 or 1");
+        VT_RETURN_ERROR_IF(!(r->dropout >= 0 && r->dropout < 1) || !(r->clip_norm >= 0) ||
+                               !(r->ln_eps > 0 && r->ln_eps < 1),
+                           VT_ERR_ARG, "recipe: dropout in [0, 1), clip_norm >= 0, ln_eps in (0, 1)");
+        VT_RETURN_ERROR_IF(r->optimizer != VT_OPT_ADAMW, VT_ERR_ARG, "recipe: arch=gpt trains with optimizer=adamw");
+    } else
+        VT_RETURN_ERROR_IF(r->optimizer == VT_OPT_ADAMW, VT_ERR_ARG, "recipe: optimizer=adamw is arch=gpt's");
     if (r->arch == VT_ARCH_RESNET) {
         VT_RETURN_ERROR_IF(!img || r->n_layers != 1, VT_ERR_ARG,
                            "recipe: arch=resnet needs the image shape (image_channels, image_height, image_width) "
@@ -411,6 +435,11 @@ double vt_recipe_lr(const vt_recipe *r, uint64_t s)
             k >>= 1;
         }
         return lr * f;
+    }
+    case VT_SCHED_COSINE: { /* after the warm-up, lr * (f + (1 - f) (1 + cos(pi t)) / 2) down to f lr */
+        if (s <= r->warmup || r->steps <= r->warmup) return lr;
+        double t = (double)(s - r->warmup) / (double)(r->steps - r->warmup), f = r->final_lr_factor;
+        return lr * (f + (1.0 - f) * (0.5 * (1.0 + vt_cospi(t))));
     }
     case VT_SCHED_LINEAR: {
         if (s <= r->warmup || r->steps <= r->warmup) return lr;

@@ -14,9 +14,9 @@
                                               * 4: the step program (recipe key `arch`, operation ids) */
 #define VT_CODE_VERSION "0.1.0"
 
-typedef enum { VT_ARCH_MLP = 0, VT_ARCH_RESNET = 1 } vt_arch_kind;
-typedef enum { VT_OPT_SGD = 0, VT_OPT_ADAM = 1 } vt_opt_kind;
-typedef enum { VT_SCHED_CONSTANT = 0, VT_SCHED_STEP = 1, VT_SCHED_LINEAR = 2 } vt_sched_kind;
+typedef enum { VT_ARCH_MLP = 0, VT_ARCH_RESNET = 1, VT_ARCH_GPT = 2 } vt_arch_kind;
+typedef enum { VT_OPT_SGD = 0, VT_OPT_ADAM = 1, VT_OPT_ADAMW = 2 } vt_opt_kind;
+typedef enum { VT_SCHED_CONSTANT = 0, VT_SCHED_STEP = 1, VT_SCHED_LINEAR = 2, VT_SCHED_COSINE = 3 } vt_sched_kind;
 
 typedef struct {
     vt_arch_kind arch;         /* recipe key `arch`: "mlp" (the default) or "resnet" */
@@ -43,6 +43,11 @@ typedef struct {
     uint32_t resnet_blocks;    /* basic blocks per stage */
     uint32_t resnet_pool;      /* 1: a 2 x 2 max pool after the stem */
     double bn_momentum, bn_eps; /* batch normalisation: running-statistics momentum, epsilon */
+    /* arch "gpt" (model/vt_arch_gpt.c): a character-level transformer on a text dataset */
+    uint32_t gpt_layers, gpt_heads, gpt_width, gpt_context, gpt_vocab, gpt_tie;
+    double dropout;            /* dropout probability after the embedding, attention and MLP (0: none) */
+    double clip_norm;          /* clip the gradient to this global norm (0: no clipping) */
+    double ln_eps;             /* layer normalisation epsilon */
     uint32_t checkpoint_every; /* K: a checkpoint every K steps (and at the last step) */
     uint32_t state_hash_every; /* H: commit the state hash every H steps (and at checkpoints, last step) */
     int zstd_level;

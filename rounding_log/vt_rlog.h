@@ -135,6 +135,9 @@ typedef struct {
      * column; a column sum: xb a single 1.0f with zero strides). */
     const float *xa, *xb;
     size_t xa_si, xa_sj, xa_sk, xb_si, xb_sj, xb_sk, xK;
+    /* batched operands (optional: x_rpb > 0): row i is row i % x_rpb of batch g = i / x_rpb, and
+     * the operands' addresses gain g*xa_sg and g*xb_sg (i % x_rpb replaces i above) */
+    size_t x_rpb, xa_sg, xb_sg;
 } vt_bounds;
 
 /* ---------------------------------------------------------------- step log */

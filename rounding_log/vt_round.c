@@ -704,11 +704,21 @@ static vt_err round_plain(vt_rctx *c, uint32_t op, const double *x, size_t n, fl
     return VT_OK;
 }
 
+/* The first operands of element (i, j)'s reduction in the exact evaluator (batched or not). */
+static inline void x_operands(const vt_bounds *b, size_t i, size_t j, const float **pa, const float **pb)
+{
+    size_t g = 0, r = i;
+    if (b->x_rpb) g = i / b->x_rpb, r = i % b->x_rpb;
+    *pa = b->xa + g * b->xa_sg + r * b->xa_si + j * b->xa_sj;
+    *pb = b->xb + g * b->xb_sg + r * b->xb_si + j * b->xb_sj;
+}
+
 /* The exact value of element (i, j), from the operation's exact evaluator (b->xa, b->xb). */
 static void element_exact(const vt_bounds *b, size_t i, size_t j, vt_xacc *a)
 {
     vt_xacc_init(a);
-    const float *pa = b->xa + i * b->xa_si + j * b->xa_sj, *pb = b->xb + i * b->xb_si + j * b->xb_sj;
+    const float *pa, *pb;
+    x_operands(b, i, j, &pa, &pb);
     for (size_t k = 0; k < b->xK; k++) vt_xacc_add_prod32(a, pa[k * b->xa_sk], pb[k * b->xb_sk]);
 }
 
@@ -724,7 +734,8 @@ static int element_eval(const vt_bounds *b, tight_cache *t, size_t i, size_t j, 
     st->exact++;
     int have = t && !t->failed && t->bt && t->row == i && t->have && t->have[j] && b->xa == b->ta && b->xK == t->K;
     const double *pa = have ? t->ar : NULL, *pb = have ? t->bt + j * t->K : NULL;
-    const float *fa = b->xa + i * b->xa_si + j * b->xa_sj, *fb = b->xb + i * b->xb_si + j * b->xb_sj;
+    const float *fa, *fb;
+    x_operands(b, i, j, &fa, &fb);
     double s, e;
     if (have) vt_dot_comp64(t->K, pa, pb, &s, &e);
     else vt_dot_comp32(b->xK, fa, b->xa_sk, fb, b->xb_sk, &s, &e);
