@@ -1,5 +1,6 @@
 /* vt_model.c - the interpreter of the step program (vt_model.h). */
 #include "vt_model.h"
+#include "../kernels/vt_math.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -450,5 +451,124 @@ vt_err vt_model_accuracy(vt_model *m, const vt_dataset *ds, size_t max_examples,
     m->exec = saved;
     vt_steplog_free(&c.log);
     free(c.lab);
+    return e;
+}
+
+/* ------------------------------------------------------------ text models */
+
+/* The evaluation pass on the current tokens, every value RN32 of the exact result (the same bits
+ * on every machine: the samples and losses below do not depend on who computes them). */
+typedef struct {
+    vt_rctx rc;
+    vt_steplog log;
+    vt_exec saved;
+} text_eval;
+
+static void text_eval_begin(vt_model *m, text_eval *t)
+{
+    vt_bound_cfg bc = m->rc.bound;
+    bc.rounding = VT_ROUNDING_EXACT;
+    bc.mode = VT_BOUND_PROVABLE;
+    vt_steplog_init(&t->log, 0);
+    vt_rctx_init(&t->rc, VT_RMODE_RECORD, bc);
+    t->saved = m->exec;
+    vt_exec_init(&m->exec, m->exec.order, bc, m->rc.seed);
+}
+
+static vt_err text_eval_run(vt_model *m, const vt_dataset *ds, text_eval *t)
+{
+    uint32_t first, last;
+    vt_program_eval_range(&m->prog, &first, &last);
+    vt_err e = vt_rctx_begin_step(&t->rc, 1, &t->log);
+    for (uint32_t j = first; j <= last && !e; j++) e = exec_op(m, ds, &t->rc, 1, j);
+    return e;
+}
+
+static void text_eval_end(vt_model *m, text_eval *t)
+{
+    vt_exec_free(&m->exec);
+    m->exec = t->saved;
+    vt_steplog_free(&t->log);
+}
+
+static vt_err text_shapes(const vt_model *m, size_t *B, size_t *T, size_t *V)
+{
+    const vt_program *p = &m->prog;
+    const vt_tensor *x = &p->t[p->input], *pr = &p->t[p->probs];
+    VT_RETURN_ERROR_IF(x->dtype != VT_DT_U8 || x->rank != 2 || pr->rank != 2 || pr->shape[0] != x->n, VT_ERR_ARG,
+                       "the model is not a text model");
+    *B = x->shape[0], *T = x->shape[1], *V = pr->shape[1];
+    return VT_OK;
+}
+
+vt_err vt_model_text_loss(vt_model *m, const vt_dataset *ds, size_t max_windows, double *nats, size_t *positions)
+{
+    size_t B, T, V;
+    VT_FORWARD_IF_ERROR(text_shapes(m, &B, &T, &V));
+    VT_RETURN_ERROR_IF(!ds->text || ds->n < T + 1, VT_ERR_ARG, "%s is not a text of more than %zu tokens", ds->name, T);
+    VT_RETURN_ERROR_IF(ds->n_classes > V, VT_ERR_ARG, "%s has %u tokens in its vocabulary, the model %zu", ds->name,
+                       ds->n_classes, V);
+    size_t nw = (ds->n - 1) / T;
+    if (max_windows && max_windows < nw) nw = max_windows;
+    uint8_t *tok = vt_model_tensor(m, m->prog.input, NULL);
+    const float *pr = vt_model_tensor(m, m->prog.probs, NULL);
+    text_eval t;
+    text_eval_begin(m, &t);
+    double sum = 0;
+    size_t cnt = 0;
+    vt_err e = VT_OK;
+    for (size_t w0 = 0; w0 < nw && !e; w0 += B) {
+        for (size_t b = 0; b < B; b++) { /* window w0 + b: tokens [wT, wT + T), targets one later */
+            size_t w = w0 + b < nw ? w0 + b : w0;
+            memcpy(tok + b * T, ds->x + w * T, T);
+        }
+        e = text_eval_run(m, ds, &t);
+        for (size_t b = 0; b < B && !e && w0 + b < nw; b++)
+            for (size_t k = 0; k < T; k++) {
+                double q = pr[(b * T + k) * V + ds->x[(w0 + b) * T + k + 1]];
+                sum += -vt_log(q > 0x1p-149 ? q : 0x1p-149);
+                cnt++;
+            }
+    }
+    text_eval_end(m, &t);
+    VT_FORWARD_IF_ERROR(e);
+    *nats = sum / (double)cnt;
+    if (positions) *positions = cnt;
+    return VT_OK;
+}
+
+vt_err vt_model_sample(vt_model *m, uint64_t seed, const uint8_t *prompt, size_t np, size_t n, uint8_t *out)
+{
+    size_t B, T, V;
+    VT_FORWARD_IF_ERROR(text_shapes(m, &B, &T, &V));
+    VT_RETURN_ERROR_IF(np == 0, VT_ERR_ARG, "sampling needs a prompt of at least one token");
+    uint8_t *ctx = malloc(np + n);
+    VT_RETURN_ERROR_IF(!ctx, VT_ERR_NOMEM, "out of memory");
+    memcpy(ctx, prompt, np);
+    uint8_t *tok = vt_model_tensor(m, m->prog.input, NULL);
+    const float *pr = vt_model_tensor(m, m->prog.probs, NULL);
+    text_eval t;
+    text_eval_begin(m, &t);
+    vt_err e = VT_OK;
+    size_t len = np;
+    for (size_t i = 0; i < n && !e; i++) {
+        size_t c0 = len > T ? len - T : 0, cl = len - c0; /* the last (at most T) tokens, left-aligned */
+        memset(tok, 0, B * T);
+        memcpy(tok, ctx + c0, cl);
+        e = text_eval_run(m, NULL, &t);
+        if (e) break;
+        /* inverse CDF of the next token's distribution at a 24-bit uniform draw (seed, purpose 6, i) */
+        double u = vt_rand_unit(seed, 6, 0, i), acc = 0;
+        const float *q = pr + (cl - 1) * V;
+        size_t k = 0;
+        for (; k + 1 < V; k++) {
+            acc += q[k];
+            if (u < acc) break;
+        }
+        ctx[len++] = (uint8_t)k;
+        out[i] = (uint8_t)k;
+    }
+    text_eval_end(m, &t);
+    free(ctx);
     return e;
 }

@@ -143,6 +143,17 @@ typedef double (*vt_eval_prob)(void *ctx, size_t i);
 vt_err vt_program_evaluate(const vt_program *p, const vt_dataset *ds, size_t max_examples, vt_eval_fwd fwd,
                            vt_eval_prob prob, void *ctx, double *acc) VT_WARN_UNUSED;
 
+/* Text models (arch gpt): the mean cross-entropy in nats per character of the evaluation pass over
+ * consecutive windows of ds (window w: tokens [wT, wT + T) predicting [wT + 1, wT + T + 1)), the
+ * first max_windows of them (0 = all); *positions receives the characters counted. */
+vt_err vt_model_text_loss(vt_model *m, const vt_dataset *ds, size_t max_windows, double *nats,
+                          size_t *positions) VT_WARN_UNUSED;
+/* n tokens generated after the prompt (np >= 1 token ids) into out: each from the evaluation pass
+ * on the last (at most T) tokens, drawn by inverse CDF at the 24-bit uniform (seed, purpose 6, i).
+ * Exact rounding throughout: the same text on every machine for the same weights and seed. */
+vt_err vt_model_sample(vt_model *m, uint64_t seed, const uint8_t *prompt, size_t np, size_t n,
+                       uint8_t *out) VT_WARN_UNUSED;
+
 /* For operation kinds: the batch of step s (the data order), into m->batch_idx. */
 void vt_model_batch_indices(vt_model *m, uint64_t s);
 
