@@ -182,7 +182,7 @@ vt_err vt_plain_run(vt_plain *p, const vt_dataset *ds, uint64_t step, uint32_t f
 vt_err vt_plain_step(vt_plain *p, const vt_dataset *ds, double *loss)
 {
     VT_RETURN_ERROR_IF(p->arena[0] == NULL, VT_ERR_ARG, "vt_plain_step: model not initialised");
-    VT_RETURN_ERROR_IF(ds->n != p->n_examples || ds->d != p->prog.t[p->prog.input].shape[1], VT_ERR_ARG,
+    VT_RETURN_ERROR_IF(ds->n != p->n_examples || (!ds->text && ds->d != p->prog.t[p->prog.input].shape[1]), VT_ERR_ARG,
                        "dataset shape (%zu x %u) does not fit the model", ds->n, ds->d);
     uint64_t s = p->step + 1;
     VT_FORWARD_IF_ERROR(run_ops(p, ds, s, 1, p->prog.n_ops));

@@ -105,11 +105,11 @@ for cfg in "${CONFIGS[@]}"; do
   done
   # the invariant, kernel and end-to-end tests (already run in full by the release suite under the
   # system default: not again for the configuration that is the system default)
-  tests="8 tests passed"
+  tests="9 tests passed"
   if [ "$core" = - ] && [ "$lib" = "$default_lib" ]; then
     tests="tests: the release suite's run"
   elif ! (cd "$B" && env "${env[@]}" VT_QUICK=1 ctest -j"$jobs" --output-on-failure \
-          -R '^(test_invariant|test_invariant_probabilistic|test_invariant_exact|test_kernels|test_kat|test_gradcheck|e2e|e2e_cnn)$' >"$T/ctest.out" 2>&1); then
+          -R '^(test_invariant|test_invariant_probabilistic|test_invariant_exact|test_kernels|test_kat|test_gradcheck|e2e|e2e_cnn|e2e_gpt)$' >"$T/ctest.out" 2>&1); then
     cat "$T/ctest.out"
     problems+=("ctest: $(grep -E 'tests passed|Failed' "$T/ctest.out" | paste -sd' ')")
   fi

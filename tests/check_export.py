@@ -8,6 +8,7 @@ sqlite3.
 
     check_export.py FILE RUN_DIR STEP WIDTHS   (WIDTHS: 784,128,10)   exit 0 ok, 1 mismatch
 
+WIDTHS "any" checks only that names are unique, then the state hash (any architecture).
 WIDTHS "resnet" instead checks a residual CNN's export (arch=resnet): every batch norm's weight
 and bias come with its running_mean and running_var (buffers, after the optimiser's velocities),
 shapes agree, every parameter has its velocity; then the state hash as above.
@@ -45,6 +46,11 @@ def main(argv):
     with open(path, "rb") as f:
         meta, tensors = read_safetensors.parse(f.read())
     tensors.sort(key=lambda t: t["begin"])  # the state's order: parameters, then the optimiser's
+    if argv[4] == "any":  # any architecture: names unique, then the state hash
+        if len({t["name"] for t in tensors}) != len(tensors):
+            print("duplicate tensor names")
+            return 1
+        return check_hash(path, run_dir, step, meta, tensors)
     if argv[4] == "resnet":
         want = resnet_names(tensors)
         got = [(t["name"], t["shape"]) for t in tensors]

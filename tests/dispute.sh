@@ -119,6 +119,21 @@ for c in "flip-weight:4 SGD update stem.conv.weight" "flip-buffer:4 stem.bn runn
     bad "train cnn $cheat"
   game "cnn-${cheat%%:*}" "cnn-${cheat%%:*}" trainer "wrong output" 4 "$op" --cheat "$cheat"
 done
+# the character-level GPT (arch=gpt, the README's recipe made small): a flipped weight bit, another
+# dropout seed and a swapped batch window at step 4, each lost at the operation that wrote it
+GPT=(--recipe "$(dirname "$0")/../recipes/gpt-shakespeare.json" --set gpt_layers=1 --set gpt_width=32
+     --set gpt_context=16 --set batch=8 --set steps=8 --set warmup=2 --set dropout=0.1 --set checkpoint_every=4
+     --set state_hash_every=1)
+"$B/trainer" recipe "${GPT[@]}" --program >"$T/gpt-program.txt" || bad "gpt program"
+gpt_op() { awk -v n="$1" '/^operations/{f=1} /^evaluation pass/{f=0} f && index($0, n) {print $1; exit}' "$T/gpt-program.txt"; }
+for c in "flip-weight:4 AdamW update wte.weight" "dropout-seed:4 embedding dropout" "swap-window:4 load windows"; do
+  set -- $c
+  cheat=$1; shift
+  op=$(gpt_op "$*")
+  "$B/trainer-test" train --run "$T/gpt-${cheat%%:*}" --key "$T/tk" "${GPT[@]}" --quiet --cheat "$cheat" >/dev/null ||
+    bad "train gpt $cheat"
+  game "gpt-${cheat%%:*}" "gpt-${cheat%%:*}" trainer "wrong output" 4 "$op" --cheat "$cheat"
+done
 train cheat-lr-log --cheat lr:7:0.5 "${RLOG[@]}"
 game cheat-lr-log cheat-lr-log trainer "wrong output" 7 2 --cheat lr:7:0.5
 # log forgeries, re-committed with the trainer's key (tests/vt_tamper.c)

@@ -65,7 +65,7 @@ typedef struct {
     const char *a, *da, *what;
 } pair;
 
-static const pair PAIRS[] = {
+static const pair CNN_PAIRS[] = {
     {"stem.conv.weight", "stem.conv.weight.grad", "conv weight gradient (channels-first input)"},
     {"stem.bn.weight", "stem.bn.weight.grad", "batch-norm weight gradient"},
     {"stem.bn.bias", "stem.bn.bias.grad", "batch-norm bias gradient"},
@@ -82,20 +82,49 @@ static const pair PAIRS[] = {
     {"layer2.0.out", "layer2.0.out.grad", "global average pool backward"},
     {"pool.out", "pool.out.grad", "fc input gradient"},
     {"fc.weight", "fc.weight.grad", "fc weight gradient"},
+    {NULL, NULL, NULL},
 };
 
-static void part_a(const vt_recipe *rc, const vt_dataset *ds, vt_rng *rng)
+/* the character-level GPT (one layer, two heads, dropout, tied embedding) */
+static const char *GPT[] = {"arch=gpt", "dataset=shakespeare-train", "gpt_layers=1", "gpt_heads=2", "gpt_width=8",
+                            "gpt_context=8", "gpt_vocab=65", "gpt_tie=1", "dropout=0.1", "clip_norm=1.0",
+                            "batch=2", "steps=5", "optimizer=adamw", "lr=0.01", "weight_decay=0.1",
+                            "schedule=cosine", "warmup=2", NULL};
+
+static const pair GPT_PAIRS[] = {
+    {"wte.weight", "wte.weight.grad", "token embedding gradient (one-hot GEMM + tied head)"},
+    {"wpe.weight", "wpe.weight.grad", "position embedding gradient"},
+    {"embedding.out", "embedding.out.grad", "dropout backward (embedding)"},
+    {"h0.ln_1.weight", "h0.ln_1.weight.grad", "layer-norm weight gradient"},
+    {"h0.ln_1.bias", "h0.ln_1.bias.grad", "layer-norm bias gradient"},
+    {"h0.ln_1.out", "h0.ln_1.out.grad", "QKV projection input gradient"},
+    {"h0.attn.c_attn.weight", "h0.attn.c_attn.weight.grad", "QKV projection weight gradient"},
+    {"h0.attn.q", "h0.attn.q.grad", "attention scores: q gradient"},
+    {"h0.attn.k", "h0.attn.k.grad", "attention scores: k gradient"},
+    {"h0.attn.v", "h0.attn.v.grad", "attention-weighted sum: v gradient"},
+    {"h0.attn.scores", "h0.attn.scores.grad", "causal softmax backward"},
+    {"h0.attn.probs", "h0.attn.probs.grad", "attention-weighted sum: probabilities gradient"},
+    {"h0.attn.merged", "h0.attn.merged.grad", "output projection input gradient (heads merge)"},
+    {"h0.attn.residual", "h0.attn.residual.grad", "residual add"},
+    {"h0.mlp.c_fc.out", "h0.mlp.c_fc.out.grad", "GELU backward"},
+    {"h0.mlp.c_proj.weight", "h0.mlp.c_proj.weight.grad", "FFN weight gradient (K = 4 width)"},
+    {"ln_f.out", "ln_f.out.grad", "output head input gradient"},
+    {NULL, NULL, NULL},
+};
+
+static void part_a(const vt_recipe *rc, const vt_dataset *ds, vt_rng *rng, const pair *PAIRS)
 {
     vt_plain P;
     CHECK_OK(vt_plain_init(&P, rc, ds->n, 1));
     const vt_program *p = &P.prog;
     uint32_t lj = find_kind(p, VT_OPK_XENT_LOSS), uj = find_kind(p, VT_OPK_SGD_VELOCITY);
+    if (!uj) uj = find_kind(p, VT_OPK_SUMSQ);
     CHECK(lj && uj > lj, "no loss or update operation");
     /* a few steps of training first, so that the values are not those of the initialisation */
     for (int s = 0; s < 3; s++) CHECK_OK(vt_plain_step(&P, ds, NULL));
     CHECK_OK(vt_plain_run(&P, ds, 1, 1, uj - 1)); /* forward and backward of step 1's batch */
     int checked = 0, skipped = 0;
-    for (size_t q = 0; q < sizeof PAIRS / sizeof PAIRS[0]; q++) {
+    for (size_t q = 0; PAIRS[q].a; q++) {
         uint32_t a = tensor(p, PAIRS[q].a), da = tensor(p, PAIRS[q].da);
         if (a == UINT32_MAX || da == UINT32_MAX) continue;
         size_t n = p->t[a].n;
@@ -251,12 +280,29 @@ int main(void)
     vt_recipe rc;
     vt_recipe_default(&rc);
     for (int i = 0; RECIPE[i]; i++) CHECK_OK(vt_recipe_set(&rc, RECIPE[i]));
-    part_a(&rc, &ds, &rng);
+    part_a(&rc, &ds, &rng, CNN_PAIRS);
     vt_recipe ra = rc; /* the same with Adam and no pool: the other update and the unpooled stem */
     CHECK_OK(vt_recipe_set(&ra, "resnet_pool=0"));
     part_b(&rc, &ds);
     CHECK_OK(vt_recipe_set(&ra, "optimizer=adam"));
     part_b(&ra, &ds);
     vt_data_free(&ds);
+    /* the GPT */
+    vt_dataset tx;
+    if (vt_data_load("shakespeare-train", NULL, &tx)) {
+        CHECK(0, "shakespeare-train: %s", vt_errmsg());
+        return vt_test_finish("test_gradcheck");
+    }
+    vt_recipe rg;
+    vt_recipe_default(&rg);
+    for (int i = 0; GPT[i]; i++) CHECK_OK(vt_recipe_set(&rg, GPT[i]));
+    part_a(&rg, &tx, &rng, GPT_PAIRS);
+    part_b(&rg, &tx);
+    vt_recipe rn = rg; /* no dropout, no clipping, an untied head */
+    CHECK_OK(vt_recipe_set(&rn, "dropout=0"));
+    CHECK_OK(vt_recipe_set(&rn, "clip_norm=0"));
+    CHECK_OK(vt_recipe_set(&rn, "gpt_tie=0"));
+    part_b(&rn, &tx);
+    vt_data_free(&tx);
     return vt_test_finish("test_gradcheck");
 }

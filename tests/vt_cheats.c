@@ -15,6 +15,7 @@ static vt_err after_op(void *ctx, vt_model *m, uint64_t step, uint32_t op)
 {
     vt_cheats *c = ctx;
     if (step != c->step) return VT_OK;
+    if (op == 1) c->done = 0; /* every replay of the step cheats alike */
     const vt_program *p = &m->prog;
     const vt_opdesc *o = &p->op[op];
     switch (c->kind) {
@@ -67,6 +68,27 @@ static vt_err after_op(void *ctx, vt_model *m, uint64_t step, uint32_t op)
                     out[b * d + e] = src < 0 ? 0.0f : in[b * d + (size_t)src];
                 }
             }
+        }
+        return VT_OK;
+    case VT_CHEAT_DROPOUT_SEED: /* the step's first dropout operation redone with another seed */
+        if (o->kind == VT_OPK_DROPOUT && !c->done) {
+            size_t n = p->t[o->out[0]].n;
+            const float *x = vt_model_tensor(m, o->in[0], NULL);
+            float *y = vt_model_tensor(m, o->out[0], NULL);
+            double sc = 1.0 / (1.0 - o->farg[0]);
+            for (size_t i = 0; i < n; i++)
+                y[i] = vt_dropout_keep((uint64_t)o->iarg[0] + 1, step, (uint32_t)o->iarg[1], i, o->farg[0])
+                           ? (float)((double)x[i] * sc)
+                           : 0.0f;
+            c->done = 1;
+        }
+        return VT_OK;
+    case VT_CHEAT_SWAP_WINDOW: /* window 0 of the step starts a token later */
+        if (o->kind == VT_OPK_LOAD_WINDOWS && m->ds) {
+            size_t T = (size_t)o->iarg[1];
+            uint64_t s0 = (vt_window_start((uint64_t)o->iarg[2], step, 0, m->ds->n, T) + 1) % (m->ds->n - T);
+            memcpy(vt_model_tensor(m, o->out[0], NULL), m->ds->x + s0, T);
+            memcpy(vt_model_tensor(m, o->out[1], NULL), m->ds->x + s0 + 1, T);
         }
         return VT_OK;
     case VT_CHEAT_FLIP_OUTPUT: /* the lowest bit of the first element, whatever its dtype (little-endian) */
@@ -146,7 +168,8 @@ vt_err vt_cheats_parse(vt_cheats *c, const char *spec)
     }
     static const struct { const char *name; vt_cheat_kind kind; } k[] = {
         {"lr", VT_CHEAT_LR}, {"poison", VT_CHEAT_POISON}, {"flip-weight", VT_CHEAT_FLIP_W},
-        {"flip-buffer", VT_CHEAT_FLIP_BUFFER},
+        {"flip-buffer", VT_CHEAT_FLIP_BUFFER}, {"dropout-seed", VT_CHEAT_DROPOUT_SEED},
+        {"swap-window", VT_CHEAT_SWAP_WINDOW},
         {"reorder", VT_CHEAT_REORDER}, {"flip-direction", VT_CHEAT_FLIP_DIRECTION},
         {"omit-entry", VT_CHEAT_OMIT_ENTRY}, {"augment-seed", VT_CHEAT_AUGMENT_SEED}};
     for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)

@@ -9,7 +9,8 @@
  *       every element of the first parameter's gradient: fc1.weight, stem.conv.weight),
  *       flip-weight (flip the lowest bit of the first parameter's first element after its
  *       update), flip-buffer (the same for the first buffer, a running mean, after the running
- *       statistics' update), reorder (the batch's first example replaced by the next one of the dataset),
+ *       statistics' update), dropout-seed (the step's first dropout drawn with another seed),
+ *       swap-window (the step's first text window replaced by the one a token later), reorder (the batch's first example replaced by the next one of the dataset),
  *       flip-direction (the step log's first direction entry), omit-entry (every entry of the
  *       step's log), augment-seed (the step's augmentation drawn with another seed) - a trainer
  *       that deviates at STEP and commits consistently;
@@ -38,6 +39,8 @@ typedef enum {
     VT_CHEAT_OMIT_ENTRY,
     VT_CHEAT_AUGMENT_SEED,
     VT_CHEAT_FLIP_BUFFER,
+    VT_CHEAT_DROPOUT_SEED,
+    VT_CHEAT_SWAP_WINDOW,
 } vt_cheat_kind;
 
 typedef enum { VT_MISBEHAVE_NONE = 0, VT_MISBEHAVE_SILENT, VT_MISBEHAVE_BAD_PROOF, VT_MISBEHAVE_INCONSISTENT,
@@ -48,6 +51,7 @@ typedef struct {
     uint64_t step;
     double value;
     uint32_t op;          /* FLIP_OUTPUT */
+    int done;             /* DROPOUT_SEED: once per step (reset when the step begins) */
     vt_misbehave serve;
     pthread_mutex_t mu;   /* drop-once: one drop over every session */
     int dropped;

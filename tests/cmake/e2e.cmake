@@ -10,3 +10,6 @@ set_tests_properties(dispute PROPERTIES TIMEOUT 1500 SKIP_RETURN_CODE 77)
 # The residual CNN end to end (tests/e2e_cnn.sh).
 add_test(NAME e2e_cnn COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/e2e_cnn.sh ${CMAKE_BINARY_DIR})
 set_tests_properties(e2e_cnn PROPERTIES TIMEOUT 1500 SKIP_RETURN_CODE 77)
+# The character-level GPT end to end (tests/e2e_gpt.sh).
+add_test(NAME e2e_gpt COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/e2e_gpt.sh ${CMAKE_BINARY_DIR})
+set_tests_properties(e2e_gpt PROPERTIES TIMEOUT 1500 SKIP_RETURN_CODE 77)
