@@ -18,6 +18,10 @@
  * Targets: verification overhead (verifiable / plain FP64) <= 1.10 in both modes; log <= 2% of
  * dense; PyTorch steps/s / ours <= 2.5.
  *
+ * With --recipe recipes/gpt-shakespeare.json (any arch=gpt recipe) the same figures for the
+ * character-level GPT: kinds QKV projection, attention scores, attention-weighted sum, output
+ * projection, FFN, the weight gradients, layer norm; PyTorch through bench/torch_gpt.py; tokens/s.
+ *
  * Usage: bench_cnn [--quick] [--recipe FILE] [--data-dir DIR] [--python PATH]
  */
 #include <math.h>
@@ -32,11 +36,16 @@
 #include "rounding_log/vt_rlog.h"
 #include "run/vt_train.h"
 
-static const char *GROUPS[] = {"conv forward", "conv input gradient", "conv weight gradient", "batch norm",
-                               "pooling", "fc", "other"};
-#define NG 7
+static const char *CNN_GROUPS[] = {"conv forward", "conv input gradient", "conv weight gradient", "batch norm",
+                                   "pooling", "fc", "other"};
+static const char *GPT_GROUPS[] = {"QKV projection", "attention scores", "attention-weighted sum",
+                                   "output projection", "FFN", "weight gradients", "layer norm",
+                                   "other"};
+#define NG 8
+static const char **GROUPS = CNN_GROUPS;
+static int n_groups = 7, gpt_mode = 0;
 
-static int group_of(const vt_opdesc *o)
+static int group_cnn(const vt_opdesc *o)
 {
     int conv = strstr(o->name, "conv") != NULL;
     if (o->kind == VT_OPK_MATMUL) {
@@ -53,6 +62,27 @@ static int group_of(const vt_opdesc *o)
     if ((o->kind == VT_OPK_BIAS_ADD || o->kind == VT_OPK_COLSUM) && strstr(o->name, "fc")) return 5;
     return 6;
 }
+
+static int group_gpt(const vt_opdesc *o)
+{
+    const char *n = o->name;
+    if (o->kind == VT_OPK_MATMUL && strstr(n, "weight-gradient")) return 5;
+    if (o->kind == VT_OPK_MATMUL || o->kind == VT_OPK_BIAS_ADD) {
+        if (strstr(n, "c_attn")) return 0;
+        if (strstr(n, "attn.c_proj")) return 3;
+        if (strstr(n, "mlp.")) return 4;
+        return 7;
+    }
+    if (o->kind == VT_OPK_BMM) return strstr(n, "scores") || strstr(n, "q gradient") || strstr(n, "k gradient") ? 1 : 2;
+    if (o->kind == VT_OPK_ROW_SUM || o->kind == VT_OPK_ROW_DOT) return strstr(n, "ln") ? 6 : 7;
+    if ((o->kind >= VT_OPK_LN_CENTER && o->kind <= VT_OPK_LN_BACKWARD) ||
+        ((o->kind == VT_OPK_COLSUM || o->kind == VT_OPK_COLDOT) && strstr(n, "ln")))
+        return 6;
+    if (o->kind == VT_OPK_COLSUM) return 5; /* bias gradients */
+    return 7;
+}
+
+static int group_of(const vt_opdesc *o) { return gpt_mode ? group_gpt(o) : group_cnn(o); }
 
 typedef struct {
     vt_model m;
@@ -166,6 +196,8 @@ int main(int argc, char **argv)
     verif ve, vl;
     verif_init(&ve, &rc, &ds, VT_ROUNDING_EXACT);
     verif_init(&vl, &rc, &ds, VT_ROUNDING_LOG);
+    gpt_mode = rc.arch == VT_ARCH_GPT;
+    if (gpt_mode) GROUPS = GPT_GROUPS, n_groups = 8;
     size_t params = 0;
     for (uint32_t t = 0; t < ve.m.prog.n_state; t++)
         if (ve.m.prog.t[t].cls == VT_TC_PARAM) params += ve.m.prog.t[t].n;
@@ -191,34 +223,45 @@ int main(int argc, char **argv)
     double torch_sps = -1;
     char cmd[2048];
     int tsteps = quick ? 10 : 40;
-    snprintf(cmd, sizeof cmd, "'%s' '%s/bench/torch_resnet.py' --recipe '%s' --random-init --threads 1 --time-only %d%s%s%s 2>/dev/null",
-             python, VT_SOURCE_DIR, recipe, tsteps, root ? " --data-dir '" : "", root ? root : "", root ? "'" : "");
+    snprintf(cmd, sizeof cmd, "'%s' '%s/bench/%s' --recipe '%s' --random-init --threads 1 --time-only %d%s%s%s 2>/dev/null",
+             python, VT_SOURCE_DIR, gpt_mode ? "torch_gpt.py" : "torch_resnet.py", recipe, tsteps,
+             root ? " --data-dir '" : "", root ? root : "", root ? "'" : "");
     FILE *f = popen(cmd, "r");
     if (f) {
         char line[1024] = "";
         if (fgets(line, sizeof line, f)) {
-            const char *q = strstr(line, "\"steps_per_s\": ");
-            if (q) torch_sps = atof(q + 15);
+            const char *q = strstr(line, "\"seconds\": ");
+            if (q && atof(q + 11) > 0) torch_sps = tsteps / atof(q + 11);
         }
         pclose(f);
     }
 
-    printf("# bench_cnn: the residual CNN (%s)\n\n", recipe);
-    printf("arch=resnet width %u, %u stages x %u blocks, pool %u, batch %u, %zu parameters, %u operations per step; "
-           "BLAS single-threaded; medians of %d rounds of %d steps (thread CPU time)\n\n",
-           rc.resnet_width, rc.resnet_stages, rc.resnet_blocks, rc.resnet_pool, rc.batch, params, ve.m.n_ops, R, K);
+    printf("# bench_cnn: %s (%s)\n\n", gpt_mode ? "the character-level GPT" : "the residual CNN", recipe);
+    if (gpt_mode)
+        printf("arch=gpt %u layers, %u heads, width %u, context %u, batch %u (%u tokens per step), %zu parameters, %u "
+               "operations per step; BLAS single-threaded; medians of %d rounds of %d steps (thread CPU time)\n\n",
+               rc.gpt_layers, rc.gpt_heads, rc.gpt_width, rc.gpt_context, rc.batch, rc.batch * rc.gpt_context, params,
+               ve.m.n_ops, R, K);
+    else
+        printf("arch=resnet width %u, %u stages x %u blocks, pool %u, batch %u, %zu parameters, %u operations per step; "
+               "BLAS single-threaded; medians of %d rounds of %d steps (thread CPU time)\n\n",
+               rc.resnet_width, rc.resnet_stages, rc.resnet_blocks, rc.resnet_pool, rc.batch, params, ve.m.n_ops, R, K);
     printf("| configuration | s/step | steps/s | / plain FP64 |\n|---|---:|---:|---:|\n");
     printf("| plain FP32 | %.4f | %.2f | %.3f |\n", m32, 1 / m32, m32 / m64);
     printf("| plain FP64 | %.4f | %.2f | 1.000 |\n", m64, 1 / m64);
     printf("| verifiable, rounding=exact | %.4f | %.2f | %.3f |\n", mex, 1 / mex, mex / m64);
     printf("| verifiable, rounding=log | %.4f | %.2f | %.3f |\n", mlg, 1 / mlg, mlg / m64);
     if (torch_sps > 0) printf("| PyTorch FP32 (1 thread) | %.4f | %.2f | %.3f |\n", 1 / torch_sps, torch_sps, 1 / torch_sps / m64);
+    if (gpt_mode)
+        printf("\ntokens/s: plain FP64 %.0f, verifiable exact %.0f, log %.0f%s%.0f\n", rc.batch * rc.gpt_context / m64,
+               rc.batch * rc.gpt_context / mex, rc.batch * rc.gpt_context / mlg, torch_sps > 0 ? ", PyTorch FP32 " : "",
+               torch_sps > 0 ? torch_sps * rc.batch * rc.gpt_context : 0.0);
     printf("\nPer operation kind, one step (exact: elements computed exactly; log: entries, and the stored bytes of a "
            "log of those operations' records that have entries, against the dense 1.6-bit code, 0.2 B per rounded "
            "element):\n\n");
     printf("| kind | exact: ms | rounded | computed exactly | fraction | log: ms | entries | log bytes | dense bytes "
            "| log / dense |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
-    for (int g = 0; g < NG; g++) {
+    for (int g = 0; g < n_groups; g++) {
         uint64_t ent = 0, b = group_log(&vl, g, &ent);
         double dense = 0.2 * (double)vl.rd[g];
         printf("| %s | %.1f | %llu | %llu | %.2e | %.1f | %llu | %llu | %.0f | %.3f%% |\n", GROUPS[g], 1e3 * ve.t[g],

@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""torch_gpt.py - the outside reference for the character-level GPT (docs/benchmarks.md): PyTorch
+(python3-torch), FP32, training the same architecture and recipe on the same data.
+
+The model is arch=gpt of model/vt_arch_gpt.c written with explicit tensors of the project's names
+and shapes (a linear layer is x @ W + b with W [in, out]): token and position embeddings, pre-LN
+blocks (causal multi-head self-attention, GELU tanh MLP, residuals, dropout), a final layer norm and
+the head tied to wte (or lm_head.weight). Initial values come from a `trainer export --step 0
+--optimizer` file, so both runs start from the same weights. AdamW with the project's decoupled
+weight decay on the matrices only, the gradient clipped to the global norm clip_norm, linear
+warm-up then cosine to final_lr_factor * lr. Batches are random windows drawn by torch's generator
+(the same distribution as the project's Philox windows, not the same windows). Validation: the mean
+cross-entropy over consecutive windows of the last 10% of the text, as `trainer eval` computes it.
+
+    torch_gpt.py --recipe RECIPE.json (--init INIT.safetensors | --random-init) [--data-dir DIR]
+                 [--steps N] [--threads T] [--seed S] [--time-only N]
+prints one JSON object: validation loss (nats/char), tokens/s, parameters.
+"""
+import argparse
+import gzip
+import json
+import math
+import os
+import struct
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+import read_safetensors  # noqa: E402
+
+
+def load_text(data_dir):
+    with gzip.open(os.path.join(data_dir, "tinyshakespeare", "input.txt.gz"), "rb") as f:
+        raw = f.read()
+    vocab = sorted(set(raw))  # the project's vocabulary: the sorted distinct bytes of the whole file
+    table = bytes([vocab.index(c) if c in vocab else 0 for c in range(256)])
+    ids = torch.tensor(list(raw.translate(table)), dtype=torch.long)
+    cut = len(raw) // 10 * 9 + len(raw) % 10 * 9 // 10
+    return ids[:cut], ids[cut:], len(vocab)
+
+
+def shapes(r):
+    C, V, T = r["gpt_width"], r["gpt_vocab"], r["gpt_context"]
+    s = [("wte.weight", [V, C], 1), ("wpe.weight", [T, C], 1)]
+    for l in range(r["gpt_layers"]):
+        p = "h%d." % l
+        s += [(p + "ln_1.weight", [C], 0), (p + "ln_1.bias", [C], 0),
+              (p + "attn.c_attn.weight", [C, 3 * C], 1), (p + "attn.c_attn.bias", [3 * C], 0),
+              (p + "attn.c_proj.weight", [C, C], 1), (p + "attn.c_proj.bias", [C], 0),
+              (p + "ln_2.weight", [C], 0), (p + "ln_2.bias", [C], 0),
+              (p + "mlp.c_fc.weight", [C, 4 * C], 1), (p + "mlp.c_fc.bias", [4 * C], 0),
+              (p + "mlp.c_proj.weight", [4 * C, C], 1), (p + "mlp.c_proj.bias", [C], 0)]
+    s += [("ln_f.weight", [C], 0), ("ln_f.bias", [C], 0)]
+    if not r["gpt_tie"]:
+        s += [("lm_head.weight", [C, V], 1)]
+    return s
+
+
+def forward(P, r, tok, train):
+    B, T = tok.shape
+    C, H, eps, pd = r["gpt_width"], r["gpt_heads"], r["ln_eps"], r["dropout"]
+    D = C // H
+    drop = (lambda x: F.dropout(x, pd, True)) if train and pd > 0 else (lambda x: x)
+    x = drop(P["wte.weight"][tok] + P["wpe.weight"][:T])
+    mask = torch.ones(T, T, dtype=torch.bool).tril()
+    for l in range(r["gpt_layers"]):
+        p = "h%d." % l
+        h = F.layer_norm(x, (C,), P[p + "ln_1.weight"], P[p + "ln_1.bias"], eps)
+        qkv = h @ P[p + "attn.c_attn.weight"] + P[p + "attn.c_attn.bias"]
+        q, k, v = [t.reshape(B, T, H, D).transpose(1, 2) for t in qkv.split(C, dim=2)]
+        s = (q @ k.transpose(-1, -2)) / math.sqrt(D)
+        a = torch.softmax(s.masked_fill(~mask, float("-inf")), dim=-1) @ v
+        a = a.transpose(1, 2).reshape(B, T, C) @ P[p + "attn.c_proj.weight"] + P[p + "attn.c_proj.bias"]
+        x = x + drop(a)
+        h = F.layer_norm(x, (C,), P[p + "ln_2.weight"], P[p + "ln_2.bias"], eps)
+        m = F.gelu(h @ P[p + "mlp.c_fc.weight"] + P[p + "mlp.c_fc.bias"], approximate="tanh")
+        x = x + drop(m @ P[p + "mlp.c_proj.weight"] + P[p + "mlp.c_proj.bias"])
+    x = F.layer_norm(x, (C,), P["ln_f.weight"], P["ln_f.bias"], eps)
+    return x @ (P["wte.weight"].t() if r["gpt_tie"] else P["lm_head.weight"])
+
+
+def lr_at(r, s):
+    lr = r["lr"]
+    if r["warmup"] and s <= r["warmup"]:
+        lr = lr * s / r["warmup"]
+    if r["schedule"] == "cosine" and s > r["warmup"] and r["steps"] > r["warmup"]:
+        t, f = (s - r["warmup"]) / (r["steps"] - r["warmup"]), r["final_lr_factor"]
+        return lr * (f + (1 - f) * 0.5 * (1 + math.cos(math.pi * t)))
+    return lr
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--recipe", required=True)
+    ap.add_argument("--init")
+    ap.add_argument("--random-init", action="store_true")
+    ap.add_argument("--data-dir", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data"))
+    ap.add_argument("--steps", type=int)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--time-only", type=int, default=0)
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(a.seed)
+    r = {"gpt_layers": 2, "gpt_heads": 4, "gpt_width": 128, "gpt_context": 64, "gpt_vocab": 65, "gpt_tie": 1,
+         "dropout": 0.0, "clip_norm": 1.0, "ln_eps": 1e-5, "warmup": 0, "schedule": "constant",
+         "final_lr_factor": 0.1, "weight_decay": 0.0, "beta1": 0.9, "beta2": 0.999, "eps": 1e-8}
+    with open(a.recipe) as f:
+        r.update(json.load(f))
+    if a.steps:
+        r["steps"] = a.steps
+    steps = a.time_only or r["steps"]
+    P, decay = {}, []
+    if a.random_init or not a.init:
+        if not a.random_init:
+            ap.error("--init FILE or --random-init")
+        for n, s, d in shapes(r):
+            P[n] = (torch.randn(s) * 0.02 if d else (torch.ones(s) if n.endswith("ln_1.weight") or
+                    n.endswith("ln_2.weight") or n == "ln_f.weight" else torch.zeros(s))).requires_grad_()
+    else:
+        with open(a.init, "rb") as f:
+            _, tensors = read_safetensors.parse(f.read())
+        t = {d["name"]: d for d in tensors}
+        for n, s, d in shapes(r):
+            bits = t[n]["bits"]
+            P[n] = torch.tensor(struct.unpack("<%df" % len(bits), struct.pack("<%dI" % len(bits), *bits)),
+                                dtype=torch.float32).reshape(s).requires_grad_()
+    decay = [P[n] for n, s, d in shapes(r) if d]
+    rest = [P[n] for n, s, d in shapes(r) if not d]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": r["weight_decay"]}, {"params": rest, "weight_decay": 0.0}],
+                            lr=r["lr"], betas=(r["beta1"], r["beta2"]), eps=r["eps"])
+    train, val, V = load_text(a.data_dir)
+    B, T, g = r["batch"], r["gpt_context"], torch.Generator().manual_seed(a.seed)
+    t0 = time.perf_counter()
+    for s in range(1, steps + 1):
+        st = torch.randint(0, len(train) - T, (B,), generator=g)
+        idx = st[:, None] + torch.arange(T + 1)[None, :]
+        w = train[idx]
+        for pg in opt.param_groups:
+            pg["lr"] = lr_at(r, s)
+        logits = forward(P, r, w[:, :T], True)
+        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), w[:, 1:].reshape(-1))
+        opt.zero_grad()
+        loss.backward()
+        if r["clip_norm"] > 0:
+            torch.nn.utils.clip_grad_norm_(list(P.values()), r["clip_norm"])
+        opt.step()
+    dt = time.perf_counter() - t0
+    out = {"steps": steps, "seconds": round(dt, 3), "tokens_per_s": round(steps * B * T / dt, 1),
+           "final_loss": loss.item(), "parameters": sum(p.numel() for p in P.values()), "threads": a.threads,
+           "seed": a.seed}
+    if not a.time_only:
+        with torch.no_grad():
+            nw = (len(val) - 1) // T
+            tot, cnt = 0.0, 0
+            for w0 in range(0, nw, 64):
+                ws = torch.arange(w0, min(nw, w0 + 64))
+                idx = ws[:, None] * T + torch.arange(T + 1)[None, :]
+                w = val[idx]
+                lg = forward(P, r, w[:, :T], False)
+                tot += F.cross_entropy(lg.reshape(-1, lg.shape[-1]), w[:, 1:].reshape(-1), reduction="sum").item()
+                cnt += w[:, 1:].numel()
+            out["val_loss"] = tot / cnt
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
