@@ -205,8 +205,49 @@ static void check_resnet(void)
     }
 }
 
+/* arch=gpt: dataflow, the evaluation pass without dropout, the variadic norm over every gradient,
+ * and refusals */
+static void check_gpt(void)
+{
+    static const char *const R[] = {"arch=gpt", "dataset=shakespeare-train", "gpt_layers=2", "gpt_heads=2",
+                                    "gpt_width=16", "gpt_context=8", "dropout=0.1", "optimizer=adamw", "batch=2",
+                                    NULL};
+    vt_recipe rc;
+    vt_recipe_default(&rc);
+    for (int i = 0; R[i]; i++) CHECK_OK(vt_recipe_set(&rc, R[i]));
+    vt_program p;
+    CHECK_OK(vt_program_build(&rc, &p));
+    uint32_t params = 0, drops = 0;
+    for (uint32_t t = 0; t < p.n_state; t++) params += p.t[t].cls == VT_TC_PARAM;
+    for (uint32_t j = 1; j <= p.n_ops; j++) {
+        drops += p.op[j].kind == VT_OPK_DROPOUT;
+        if (p.op[j].kind == VT_OPK_SUM_SCALARS) CHECK(p.op[j].n_in == params, "norm over %u of %u", p.op[j].n_in, params);
+        for (uint32_t k = 0; k < p.op[j].n_in; k++) {
+            int prev;
+            uint32_t t = p.op[j].in[k], q = vt_program_producer(&p, j, t, &prev);
+            CHECK(t < p.n_state || (q > 0 && q < j && !prev), "gpt op %u reads %s unproduced", j, p.t[t].name);
+        }
+    }
+    CHECK(drops == 2 * (1 + 2 * 2), "%u dropout operations (forward and backward of 5)", drops);
+    uint32_t first, last;
+    vt_program_eval_range(&p, &first, &last);
+    CHECK(p.n_eval > 0, "no evaluation pass with dropout");
+    for (uint32_t j = first; j <= last; j++) CHECK(p.op[j].kind != VT_OPK_DROPOUT, "dropout in the evaluation pass");
+    vt_program_free(&p);
+    static const char *const bad[] = {"gpt_heads=3", "optimizer=adam", "gpt_vocab=300", "dropout=1", "gpt_context=1",
+                                      NULL};
+    for (int i = 0; bad[i]; i++) {
+        vt_recipe b = rc;
+        CHECK_OK(vt_recipe_set(&b, bad[i]));
+        vt_err e = vt_program_build(&b, &p);
+        CHECK(e != VT_OK, "gpt with %s must be refused", bad[i]);
+        if (e) printf("refused (%s): %s\n", bad[i], vt_errmsg());
+    }
+}
+
 int main(void)
 {
+    check_gpt();
     check_resnet();
     check_augment();
     check_mlp("optimizer=sgd", 12);
