@@ -843,6 +843,43 @@ static void test_cifar(void)
     vt_data_free(&te);
 }
 
+/* text datasets: the vocabulary (sorted distinct bytes of the whole file), the 90/10 split, raw
+ * and gzip alike, refusals; the vendored tiny-shakespeare against its pinned hash */
+static void test_text(void)
+{
+    char p[600], pz[600];
+    const char *txt = "banana bread, cabbage; and a dab of AB\n"; /* 39 bytes */
+    size_t n = strlen(txt), cut = n / 10 * 9 + n % 10 * 9 / 10;
+    CHECK(write_file(tpath(p, "t.txt"), txt, n, -1) == 0 && write_file(tpath(pz, "t.txt.gz"), txt, n, 6) == 0,
+          "write text");
+    vt_dataset a, b, z;
+    CHECK_OK(vt_data_load_text(p, "t-train", 0, &a));
+    CHECK_OK(vt_data_load_text(p, "t-val", 1, &b));
+    CHECK_OK(vt_data_load_text(pz, "t-train", 0, &z));
+    CHECK(a.text && a.n == cut && b.n == n - cut && a.d == 1, "split %zu / %zu of %zu", a.n, b.n, n);
+    int seen[256] = {0};
+    uint32_t V = 0;
+    for (size_t i = 0; i < n; i++) V += !seen[(uint8_t)txt[i]]++;
+    CHECK(a.n_classes == V && b.n_classes == V, "vocabulary %u, expected %u", a.n_classes, V);
+    int ok = 1;
+    for (uint32_t v = 1; v < V; v++) ok &= a.chars[v - 1] < a.chars[v];
+    for (size_t i = 0; i < a.n; i++) ok &= a.chars[a.x[i]] == (uint8_t)txt[i];
+    for (size_t i = 0; i < b.n; i++) ok &= b.chars[b.x[i]] == (uint8_t)txt[cut + i];
+    CHECK(ok, "token ids are the ranks of the bytes in the sorted vocabulary");
+    CHECK(memcmp(a.hash, z.hash, 32) == 0 && memcmp(a.hash, b.hash, 32) != 0, "raw and gzip hash alike; splits differ");
+    vt_data_free(&a), vt_data_free(&b), vt_data_free(&z);
+    CHECK(write_file(tpath(p, "short.txt"), "tiny", 4, -1) == 0, "write");
+    CHECK(vt_data_load_text(p, "s", 0, &a) == VT_ERR_FORMAT, "a text too short for two splits");
+    CHECK(vt_data_load_text(p, "s", 2, &a) == VT_ERR_ARG, "split 2");
+    CHECK(vt_data_load_text(tpath(p, "missing.txt"), "s", 0, &a) != VT_OK, "a missing file");
+    CHECK_OK(vt_data_load("shakespeare-val", NULL, &a));
+    char hex[65];
+    vt_hex(a.hash, 32, hex);
+    CHECK(a.n == 111540 && a.n_classes == 65 && !strcmp(hex, "e70b0395a651a03bda212f949630896b982e74e02067876e7a5b72915c17c5f0"),
+          "shakespeare-val: %zu tokens, %u classes, hash %s", a.n, a.n_classes, hex);
+    vt_data_free(&a);
+}
+
 int main(void)
 {
     vt_rng rng = {vt_test_seed(0xda7a5e7)};
@@ -854,6 +891,7 @@ int main(void)
     }
 
     vt_dataset train, test, dg;
+    test_text();
     test_paths();
     test_mnist(&train, &test);
     test_digits(&dg);
