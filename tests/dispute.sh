@@ -102,38 +102,34 @@ for c in "lr:7:0.5 2" "poison:7:0.001 15" "flip-weight:7 18" "reorder:7 1"; do
   train "cheat-${1%%:*}" --cheat "$1"
   game "cheat-${1%%:*}" "cheat-${1%%:*}" trainer "wrong output" 7 "$2" --cheat "$1"
 done
-# the residual CNN (arch=resnet, the README's recipe made small): a trainer that flips a weight bit,
-# or a running statistic of batch norm, or draws step 4's augmentation with another seed, loses
-# at the operation that wrote it
-CNN=(--recipe "$(dirname "$0")/../recipes/resnet-cifar10.json" --set subset=512 --set resnet_width=4
-     --set resnet_stages=2 --set batch=16 --set steps=8 --set checkpoint_every=4 --set state_hash_every=1
-     --set decay_every=4)
-"$B/trainer" recipe "${CNN[@]}" --program >"$T/cnn-program.txt" || bad "cnn program"
-cnn_op() { awk -v n="$1" '/^operations/{f=1} /^evaluation pass/{f=0} f && index($0, n) {print $1; exit}' "$T/cnn-program.txt"; }
-for c in "flip-weight:4 SGD update stem.conv.weight" "flip-buffer:4 stem.bn running statistics" \
-         "augment-seed:4 augment batch"; do
-  set -- $c
-  cheat=$1; shift
-  op=$(cnn_op "$*")
-  "$B/trainer-test" train --run "$T/cnn-${cheat%%:*}" --key "$T/tk" "${CNN[@]}" --quiet --cheat "$cheat" >/dev/null ||
-    bad "train cnn $cheat"
-  game "cnn-${cheat%%:*}" "cnn-${cheat%%:*}" trainer "wrong output" 4 "$op" --cheat "$cheat"
-done
+# arch_games NAME "CHEAT OPERATION NAME"...: with the recipe options in ARCH, a trainer cheating at
+# step 4 as CHEAT loses at the operation of that name (its id from `trainer recipe --program`)
+arch_games() {
+  local name=$1 c cheat op; shift
+  "$B/trainer" recipe "${ARCH[@]}" --program >"$T/$name-program.txt" || bad "$name program"
+  for c in "$@"; do
+    cheat=${c%% *}
+    op=$(awk -v n="${c#* }" '/^operations/{f=1} /^evaluation pass/{f=0} f && index($0, n) {print $1; exit}' \
+      "$T/$name-program.txt")
+    "$B/trainer-test" train --run "$T/$name-${cheat%%:*}" --key "$T/tk" "${ARCH[@]}" --quiet --cheat "$cheat" \
+      >/dev/null || bad "train $name $cheat"
+    game "$name-${cheat%%:*}" "$name-${cheat%%:*}" trainer "wrong output" 4 "$op" --cheat "$cheat"
+  done
+}
+# the residual CNN (arch=resnet, the README's recipe made small): a flipped weight bit, a changed
+# running statistic of batch norm, another augmentation seed
+ARCH=(--recipe "$(dirname "$0")/../recipes/resnet-cifar10.json" --set subset=512 --set resnet_width=4
+      --set resnet_stages=2 --set batch=16 --set steps=8 --set checkpoint_every=4 --set state_hash_every=1
+      --set decay_every=4)
+arch_games cnn "flip-weight:4 SGD update stem.conv.weight" "flip-buffer:4 stem.bn running statistics" \
+  "augment-seed:4 augment batch"
 # the character-level GPT (arch=gpt, the README's recipe made small): a flipped weight bit, another
-# dropout seed and a swapped batch window at step 4, each lost at the operation that wrote it
-GPT=(--recipe "$(dirname "$0")/../recipes/gpt-shakespeare.json" --set gpt_layers=1 --set gpt_width=32
-     --set gpt_context=16 --set batch=8 --set steps=8 --set warmup=2 --set dropout=0.1 --set checkpoint_every=4
-     --set state_hash_every=1)
-"$B/trainer" recipe "${GPT[@]}" --program >"$T/gpt-program.txt" || bad "gpt program"
-gpt_op() { awk -v n="$1" '/^operations/{f=1} /^evaluation pass/{f=0} f && index($0, n) {print $1; exit}' "$T/gpt-program.txt"; }
-for c in "flip-weight:4 AdamW update wte.weight" "dropout-seed:4 embedding dropout" "swap-window:4 load windows"; do
-  set -- $c
-  cheat=$1; shift
-  op=$(gpt_op "$*")
-  "$B/trainer-test" train --run "$T/gpt-${cheat%%:*}" --key "$T/tk" "${GPT[@]}" --quiet --cheat "$cheat" >/dev/null ||
-    bad "train gpt $cheat"
-  game "gpt-${cheat%%:*}" "gpt-${cheat%%:*}" trainer "wrong output" 4 "$op" --cheat "$cheat"
-done
+# dropout seed, a swapped batch window
+ARCH=(--recipe "$(dirname "$0")/../recipes/gpt-shakespeare.json" --set gpt_layers=1 --set gpt_width=32
+      --set gpt_context=16 --set batch=8 --set steps=8 --set warmup=2 --set dropout=0.1 --set checkpoint_every=4
+      --set state_hash_every=1)
+arch_games gpt "flip-weight:4 AdamW update wte.weight" "dropout-seed:4 embedding dropout" \
+  "swap-window:4 load windows"
 train cheat-lr-log --cheat lr:7:0.5 "${RLOG[@]}"
 game cheat-lr-log cheat-lr-log trainer "wrong output" 7 2 --cheat lr:7:0.5
 # log forgeries, re-committed with the trainer's key (tests/vt_tamper.c)

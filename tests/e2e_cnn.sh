@@ -6,24 +6,14 @@
 # evaluation uses the running statistics; the export carries them and recomputes the committed
 # state hash. The dispute game on a CNN run is in tests/dispute.sh. Usage: e2e_cnn.sh BUILD_DIR
 set -u
-B=$(cd "$1" && pwd)
-T=$(mktemp -d /tmp/vt-e2e-cnn.XXXXXX)
-trap 'rm -rf "$T"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
-HERE=$(cd "$(dirname "$0")" && pwd)
-TRAINER="$B/trainer"
-AUDITOR="$B/auditor"
-TRAINER_TEST="$B/trainer-test"
+. "$(dirname "$0")/e2e_lib.sh" # e2e_begin, ok, bad, expect STATUS REASON STEP -- auditor args
+e2e_begin e2e-cnn "$1"
 # the README's recipe, made small: width 4, two stages, 512 images, batch 16, 12 steps, every state
 # committed
 CNN=(--recipe "$HERE/../recipes/resnet-cifar10.json" --set subset=512 --set resnet_width=4 --set resnet_stages=2
      --set batch=16 --set steps=12 --set checkpoint_every=6 --set state_hash_every=1 --set decay_every=6)
 
 "$TRAINER" keygen "$T/key" >/dev/null || bad "keygen"
-. "$HERE/e2e_lib.sh" # expect STATUS REASON STEP -- auditor args
 
 ORDERS=(blas forward reverse pairwise permuted sorted split)
 [ -n "${VT_QUICK:-}" ] && ORDERS=(blas split pairwise)

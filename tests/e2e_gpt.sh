@@ -6,18 +6,8 @@
 # validation loss; sampling is deterministic; the export recomputes the committed state hash. The
 # dispute game on a GPT run is in tests/dispute.sh. Usage: e2e_gpt.sh BUILD_DIR
 set -u
-B=$(cd "$1" && pwd)
-T=$(mktemp -d /tmp/vt-e2e-gpt.XXXXXX)
-trap 'rm -rf "$T"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
-HERE=$(cd "$(dirname "$0")" && pwd)
-TRAINER="$B/trainer"
-AUDITOR="$B/auditor"
-TRAINER_TEST="$B/trainer-test"
-. "$HERE/e2e_lib.sh" # expect STATUS REASON STEP -- auditor args
+. "$(dirname "$0")/e2e_lib.sh" # e2e_begin, ok, bad, expect STATUS REASON STEP -- auditor args
+e2e_begin e2e-gpt "$1"
 # the README's recipe, made small: one layer of width 32, context 16, batch 8, 12 steps, dropout
 GPT=(--recipe "$HERE/../recipes/gpt-shakespeare.json" --set gpt_layers=1 --set gpt_width=32 --set gpt_context=16
      --set batch=8 --set steps=12 --set warmup=3 --set dropout=0.1 --set checkpoint_every=6 --set state_hash_every=1)

@@ -1,5 +1,22 @@
-# e2e_lib.sh - what the end-to-end scripts share (sourced by tests/e2e.sh and tests/e2e_cnn.sh;
-# they define ok, bad, $AUDITOR and $T).
+# e2e_lib.sh - what the end-to-end scripts share (sourced by tests/e2e.sh, tests/e2e_cnn.sh and
+# tests/e2e_gpt.sh).
+
+# e2e_begin NAME BUILD_DIR: B (the build directory), T (a temporary directory, removed at exit),
+# the pass/fail counters with ok and bad, HERE (tests/), TRAINER, AUDITOR, TRAINER_TEST
+e2e_begin() {
+  B=$(cd "$2" && pwd)
+  T=$(mktemp -d "/tmp/vt-$1.XXXXXX")
+  trap 'rm -rf "$T"' EXIT
+  pass=0
+  fail=0
+  HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+  TRAINER="$B/trainer"
+  AUDITOR="$B/auditor"
+  TRAINER_TEST="$B/trainer-test"
+}
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+
 # expect STATUS REASON STEP -- auditor args: `auditor verify` exits STATUS and its report names
 # REASON and STEP (either may be empty: not checked).
 expect() {
