@@ -202,6 +202,17 @@ static void forward(gpt *n)
     op(n, VT_OPK_SOFTMAX, ARR(n->logits), 1, ARR(n->probs), 1, NULL, 0, NULL, 0, "softmax", "");
 }
 
+/* the gradient of a dropout's input from its output's dy: the same mask (stream key), or dy itself
+ * without dropout */
+static uint32_t dropout_bwd(gpt *n, uint32_t dy, const char *pre, uint32_t key)
+{
+    if (!n->drop) return dy;
+    uint32_t dx = mat(n, VT_TC_GRAD, n->BT, n->C, pre, "out.grad");
+    op(n, VT_OPK_DROPOUT, ARR(dy), 1, ARR(dx), 1, IARG((int64_t)n->rc->seed, key), 2, FARG(n->rc->dropout), 1, pre,
+       "dropout backward");
+    return dx;
+}
+
 static void set_grad(gpt *n, uint32_t param, uint32_t grad)
 {
     for (uint32_t i = 0; i < n->np; i++)
@@ -329,13 +340,7 @@ vt_err vt_arch_gpt_build(const vt_recipe *rc, vt_program *p)
         snprintf(a1, sizeof a1, "h%u.ln_1", l), snprintf(a2, sizeof a2, "h%u.ln_2", l);
         snprintf(at, sizeof at, "h%u.attn", l), snprintf(mp, sizeof mp, "h%u.mlp", l);
         /* mlp: dx is the gradient of x_out = x_mid + dropout(m) */
-        uint32_t dm = dx;
-        if (n->drop) {
-            dm = mat(n, VT_TC_GRAD, BT, C, mp, "out.grad");
-            vt_prog_op(p, VT_OPK_DROPOUT, ARR(dx), 1, ARR(dm), 1, IARG((int64_t)rc->seed, key), 2, FARG(rc->dropout),
-                       1, "%s dropout backward", mp);
-        }
-        key--;
+        uint32_t dm = dropout_bwd(n, dx, mp, key--);
         uint32_t gw2 = mat(n, VT_TC_GRAD, 4 * C, C, mp, "c_proj.weight.grad"), gb2 = vec(n, VT_TC_GRAD, C, mp, "c_proj.bias.grad");
         uint32_t dg = mat(n, VT_TC_GRAD, BT, 4 * C, mp, "gelu.grad"), df = mat(n, VT_TC_GRAD, BT, 4 * C, mp, "c_fc.out.grad");
         uint32_t gw1 = mat(n, VT_TC_GRAD, C, 4 * C, mp, "c_fc.weight.grad"), gb1 = vec(n, VT_TC_GRAD, 4 * C, mp, "c_fc.bias.grad");
@@ -351,13 +356,7 @@ vt_err vt_arch_gpt_build(const vt_recipe *rc, vt_program *p)
         uint32_t dxm = mat(n, VT_TC_GRAD, BT, C, at, "residual.grad");
         vt_prog_op(p, VT_OPK_ADD, ARR(dx, dxm_ln), 2, ARR(dxm), 1, NULL, 0, NULL, 0, "%s mlp residual backward", pre);
         /* attention: dxm is the gradient of x_mid = x + dropout(a) */
-        uint32_t da = dxm;
-        if (n->drop) {
-            da = mat(n, VT_TC_GRAD, BT, C, at, "out.grad");
-            vt_prog_op(p, VT_OPK_DROPOUT, ARR(dxm), 1, ARR(da), 1, IARG((int64_t)rc->seed, key), 2, FARG(rc->dropout),
-                       1, "%s dropout backward", at);
-        }
-        key--;
+        uint32_t da = dropout_bwd(n, dxm, at, key--);
         uint32_t gwo = mat(n, VT_TC_GRAD, C, C, at, "c_proj.weight.grad"), gbo = vec(n, VT_TC_GRAD, C, at, "c_proj.bias.grad");
         uint32_t dom = mat(n, VT_TC_GRAD, BT, C, at, "merged.grad");
         snprintf(pj, sizeof pj, "%s.c_proj", at);
@@ -395,12 +394,7 @@ vt_err vt_arch_gpt_build(const vt_recipe *rc, vt_program *p)
         dx = dxn;
     }
     /* the embeddings */
-    uint32_t dx0 = dx;
-    if (n->drop) {
-        dx0 = mat(n, VT_TC_GRAD, BT, C, "embedding", "out.grad");
-        vt_prog_op(p, VT_OPK_DROPOUT, ARR(dx), 1, ARR(dx0), 1, IARG((int64_t)rc->seed, key), 2, FARG(rc->dropout), 1,
-                   "embedding dropout backward");
-    }
+    uint32_t dx0 = dropout_bwd(n, dx, "embedding", key);
     uint32_t gpe = mat(n, VT_TC_GRAD, T, C, "wpe", "weight.grad");
     uint32_t oh = mat(n, VT_TC_ACT, BT, V, "tokens", "onehot");
     uint32_t gte_emb = mat(n, VT_TC_GRAD, V, C, "wte", rc->gpt_tie ? "embedding.grad" : "weight.grad");
