@@ -503,7 +503,7 @@ static vt_err text_shapes(const vt_model *m, size_t *B, size_t *T, size_t *V)
 
 vt_err vt_model_text_loss(vt_model *m, const vt_dataset *ds, size_t max_windows, double *nats, size_t *positions)
 {
-    size_t B, T, V;
+    size_t B = 0, T = 0, V = 0;
     VT_FORWARD_IF_ERROR(text_shapes(m, &B, &T, &V));
     VT_RETURN_ERROR_IF(!ds->text || ds->n < T + 1, VT_ERR_ARG, "%s is not a text of more than %zu tokens", ds->name, T);
     VT_RETURN_ERROR_IF(ds->n_classes > V, VT_ERR_ARG, "%s has %u tokens in its vocabulary, the model %zu", ds->name,
@@ -539,7 +539,7 @@ vt_err vt_model_text_loss(vt_model *m, const vt_dataset *ds, size_t max_windows,
 
 vt_err vt_model_sample(vt_model *m, uint64_t seed, const uint8_t *prompt, size_t np, size_t n, uint8_t *out)
 {
-    size_t B, T, V;
+    size_t B = 0, T = 0, V = 0;
     VT_FORWARD_IF_ERROR(text_shapes(m, &B, &T, &V));
     VT_RETURN_ERROR_IF(np == 0, VT_ERR_ARG, "sampling needs a prompt of at least one token");
     uint8_t *ctx = malloc(np + n);
