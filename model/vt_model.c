@@ -541,7 +541,9 @@ vt_err vt_model_sample(vt_model *m, uint64_t seed, const uint8_t *prompt, size_t
 {
     size_t B = 0, T = 0, V = 0;
     VT_FORWARD_IF_ERROR(text_shapes(m, &B, &T, &V));
-    VT_RETURN_ERROR_IF(np == 0, VT_ERR_ARG, "sampling needs a prompt of at least one token");
+    VT_RETURN_ERROR_IF(np == 0 || n > SIZE_MAX - np, VT_ERR_ARG, "sampling needs a prompt of at least one token");
+    for (size_t i = 0; i < np; i++)
+        VT_RETURN_ERROR_IF(prompt[i] >= V, VT_ERR_ARG, "prompt token %u is not in the vocabulary", prompt[i]);
     uint8_t *ctx = malloc(np + n);
     VT_RETURN_ERROR_IF(!ctx, VT_ERR_NOMEM, "out of memory");
     memcpy(ctx, prompt, np);

@@ -12,6 +12,16 @@
 
 #define ERR_IF(cond, ...) VT_RETURN_ERROR_IF(cond, VT_ERR_INTERNAL, __VA_ARGS__)
 
+/* a * b * c * d * e without overflow (0 on overflow: no tensor has 0 elements) */
+static size_t prod5(size_t a, size_t b, size_t c, size_t d, size_t e)
+{
+    size_t r;
+    if (__builtin_mul_overflow(a, b, &r) || __builtin_mul_overflow(r, c, &r) || __builtin_mul_overflow(r, d, &r) ||
+        __builtin_mul_overflow(r, e, &r))
+        return 0;
+    return r;
+}
+
 static vt_err geom(const vt_opdesc *o, vt_conv_geom *g, int chw)
 {
     const int64_t *a = o->iarg;
@@ -29,8 +39,10 @@ vt_err vt__im2col_check(const vt_program *p, const vt_opdesc *o)
     vt_conv_geom g;
     ERR_IF(o->iarg[7] != 0 && o->iarg[7] != 1, "program: \"%s\": bad layout flag", o->name);
     VT_FORWARD_IF_ERROR(geom(o, &g, (int)o->iarg[7]));
-    VT_FORWARD_IF_ERROR(want(p, o, o->in[0], VT_DT_F32, g.B * g.H * g.W * g.C, "input"));
-    return want(p, o, o->out[0], VT_DT_F32, g.B * g.Ho * g.Wo * g.k * g.k * g.C, "columns");
+    size_t nin = prod5(g.B, g.H, g.W, g.C, 1), ncol = prod5(g.B * g.Ho, g.Wo, g.k, g.k, g.C);
+    ERR_IF(!nin || !ncol || g.B * g.Ho / g.B != g.Ho, "program: \"%s\": the convolution is too large", o->name);
+    VT_FORWARD_IF_ERROR(want(p, o, o->in[0], VT_DT_F32, nin, "input"));
+    return want(p, o, o->out[0], VT_DT_F32, ncol, "columns");
 }
 
 vt_err vt__im2col_exec(vt_opctx *c) /* exact: values are moved */
@@ -57,8 +69,10 @@ vt_err vt__dgather_check(const vt_program *p, const vt_opdesc *o)
 {
     vt_conv_geom g;
     VT_FORWARD_IF_ERROR(geom(o, &g, 0));
-    VT_FORWARD_IF_ERROR(want(p, o, o->in[0], VT_DT_F32, g.B * g.Ho * g.Wo * g.C, "output gradient"));
-    return want(p, o, o->out[0], VT_DT_F32, g.B * g.H * g.W * g.k * g.k * g.C, "gathered gradient");
+    size_t nout = prod5(g.B, g.Ho, g.Wo, g.C, 1), ng = prod5(g.B * g.H, g.W, g.k, g.k, g.C);
+    ERR_IF(!nout || !ng || g.B * g.H / g.B != g.H, "program: \"%s\": the convolution is too large", o->name);
+    VT_FORWARD_IF_ERROR(want(p, o, o->in[0], VT_DT_F32, nout, "output gradient"));
+    return want(p, o, o->out[0], VT_DT_F32, ng, "gathered gradient");
 }
 
 vt_err vt__dgather_exec(vt_opctx *c) /* exact */

@@ -3,6 +3,7 @@
  * split and merge (exact), batched GEMMs (one reduction per element, the batch split in the exact
  * evaluator), the causal softmax and its backward pass, GELU, dropout, the global gradient norm and
  * its clipping factor, and AdamW. Sequences are [B*T, C]; per-head tensors [B*H*T, D]. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -43,7 +44,7 @@ vt_err vt__windows_exec(vt_opctx *c)
     const int64_t *a = c->o->iarg;
     const size_t B = (size_t)a[0], T = (size_t)a[1];
     VT_RETURN_ERROR_IF(!c->ds || !c->ds->text, VT_ERR_ARG, "text windows need a text dataset");
-    VT_RETURN_ERROR_IF(c->ds->n <= T + 1, VT_ERR_ARG, "the text has %zu tokens: too few for windows of %zu", c->ds->n,
+    VT_RETURN_ERROR_IF(c->ds->n < T + 1, VT_ERR_ARG, "the text has %zu tokens: too few for windows of %zu", c->ds->n,
                        T);
     VT_RETURN_ERROR_IF(c->ds->n_classes > (uint64_t)a[3], VT_ERR_ARG, "the text has %u tokens in its vocabulary, the "
                        "model %lld", c->ds->n_classes, (long long)a[3]);
@@ -345,8 +346,11 @@ static vt_err bmm_args(const vt_opdesc *o, size_t *G, size_t *M, size_t *N, size
 
 vt_err vt__bmm_check(const vt_program *p, const vt_opdesc *o)
 {
-    size_t G = 0, M = 0, N = 0, K = 0;
+    size_t G = 0, M = 0, N = 0, K = 0, t;
     VT_FORWARD_IF_ERROR(bmm_args(o, &G, &M, &N, &K));
+    ERR_IF(__builtin_mul_overflow(G, M, &t) || __builtin_mul_overflow(t, K > N ? K : N, &t) ||
+               __builtin_mul_overflow(G * (K > M ? K : M), N, &t),
+           "program: \"%s\": the batched GEMM is too large", o->name);
     VT_FORWARD_IF_ERROR(f32_shape(p, o, o->in[0], G * M * K, "A"));
     VT_FORWARD_IF_ERROR(f32_shape(p, o, o->in[1], G * K * N, "B"));
     return f32_shape(p, o, o->out[0], G * M * N, "C");
@@ -363,13 +367,34 @@ vt_err vt__bmm_exec(vt_opctx *c)
      * (g, i, j) is the batch's Cauchy-Schwarz bound coef * |row i of op(A_g)| * |column j of op(B_g)|,
      * the operand norms being the GEMM's own fixed-order FP64 sums (not the BLAS): the same value for
      * every party, THE bound of the element (there is no tight fallback) */
+    const double coef = vt_bound_coef_red(&m->exec.bound, K, K);
+    VT_RETURN_ERROR_IF(!(coef >= 0.0), VT_ERR_LIMIT, "batched GEMM: no bound coefficient for K = %zu", K);
     for (size_t g = 0; g < G; g++) {
         vt_bounds bg;
-        VT_FORWARD_IF_ERROR(vt_gemm(&m->exec, ta, tb, M, N, K, A + g * M * K, Bm + g * K * N, m->x64 + g * M * N, m->rn,
-                                    m->cn, &bg));
+        const float *Ag = A + g * M * K, *Bg = Bm + g * K * N;
+        VT_FORWARD_IF_ERROR(vt_gemm(&m->exec, ta, tb, M, N, K, Ag, Bg, m->x64 + g * M * N, m->rn, m->cn, &bg));
+        /* the operand norms again, in one fixed sequential order whatever the executor's (vt_gemm's
+         * own depend on its panels and order when K is panelled): the bound is one function of the
+         * operands for every party */
+        for (size_t i = 0; i < M; i++) {
+            double s = 0;
+            for (size_t k = 0; k < K; k++) {
+                double v = ta ? Ag[k * M + i] : Ag[i * K + k];
+                s += v * v;
+            }
+            m->rn[i] = sqrt(s);
+        }
+        for (size_t j = 0; j < N; j++) {
+            double s = 0;
+            for (size_t k = 0; k < K; k++) {
+                double v = tb ? Bg[j * K + k] : Bg[k * N + j];
+                s += v * v;
+            }
+            m->cn[j] = sqrt(s);
+        }
         double *b = m->b64 + g * M * N;
         for (size_t i = 0; i < M; i++)
-            for (size_t j = 0; j < N; j++) b[i * N + j] = bg.coef * bg.r[i] * bg.c[j];
+            for (size_t j = 0; j < N; j++) b[i * N + j] = coef * m->rn[i] * m->cn[j];
     }
     vt_bounds bd;
     memset(&bd, 0, sizeof bd);
@@ -430,8 +455,9 @@ void vt__softmax_causal_cost(const vt_program *p, const vt_opdesc *o, vt_opcost 
 
 vt_err vt__dropout_check(const vt_program *p, const vt_opdesc *o)
 {
-    ERR_IF(!(o->farg[0] >= 0 && o->farg[0] < 1) || o->iarg[1] < 0 || o->iarg[1] > UINT32_MAX,
-           "program: \"%s\": bad dropout arguments", o->name);
+    ERR_IF(!(o->farg[0] >= 0 && o->farg[0] < 1) || o->iarg[1] < 0 || o->iarg[1] > UINT32_MAX ||
+               T(p, o->out[0])->n >= ((size_t)1 << 32),
+           "program: \"%s\": bad dropout arguments (or 2^32 elements or more)", o->name);
     return vt__same_n_check(p, o);
 }
 

@@ -305,11 +305,18 @@ static vt_err SFX(softmax)(plain_ctx *c)
     return VT_OK;
 }
 
+static vt_err SFX(labels_ok)(size_t N, size_t C, const uint8_t *y)
+{
+    for (size_t i = 0; i < N; i++) VT_RETURN_ERROR_IF(y[i] >= C, VT_ERR_ARG, "label %u of example %zu is not a class", y[i], i);
+    return VT_OK;
+}
+
 static vt_err SFX(xent)(plain_ctx *c)
 {
     size_t N = SHAPE(0, 0), C = SHAPE(0, 1);
     const T *pr = X(0);
     const uint8_t *y = TP(c->p, c->o->in[1]);
+    VT_FORWARD_IF_ERROR(SFX(labels_ok)(N, C, y));
     T lsum = 0;
     for (size_t i = 0; i < N; i++) {
         T q = pr[i * C + y[i]];
@@ -324,6 +331,7 @@ static vt_err SFX(xent_bwd)(plain_ctx *c)
     size_t N = SHAPE(0, 0), C = SHAPE(0, 1);
     const T *pr = X(0);
     const uint8_t *y = TP(c->p, c->o->in[1]);
+    VT_FORWARD_IF_ERROR(SFX(labels_ok)(N, C, y));
     T *dz = Y(0);
     for (size_t i = 0; i < N; i++)
         for (size_t k = 0; k < C; k++) dz[i * C + k] = (pr[i * C + k] - (k == y[i] ? (T)1 : (T)0)) / (T)N;
@@ -561,7 +569,9 @@ static vt_err SFX(windows)(plain_ctx *c)
 {
     const int64_t *a = c->o->iarg;
     const size_t B = (size_t)a[0], Tn = (size_t)a[1];
-    VT_RETURN_ERROR_IF(!c->ds || !c->ds->text || c->ds->n <= Tn + 1, VT_ERR_ARG, "text windows need a text dataset");
+    VT_RETURN_ERROR_IF(!c->ds || !c->ds->text || c->ds->n < Tn + 1 || c->ds->n_classes > (uint64_t)a[3], VT_ERR_ARG,
+                       "text windows need a text dataset of more than %zu tokens and at most %lld in its vocabulary",
+                       Tn, (long long)a[3]);
     uint8_t *tok = TP(c->p, c->o->out[0]), *tgt = TP(c->p, c->o->out[1]);
     for (size_t b = 0; b < B; b++) {
         uint64_t s0 = vt_window_start((uint64_t)a[2], c->step, b, c->ds->n, Tn);
@@ -578,6 +588,8 @@ static vt_err SFX(embed)(plain_ctx *c)
     const uint8_t *tok = TP(c->p, c->o->in[0]);
     const T *wte = X(1), *wpe = X(2);
     T *y = Y(0);
+    for (size_t r = 0; r < tk->n; r++)
+        VT_RETURN_ERROR_IF(tok[r] >= wt->shape[0], VT_ERR_ARG, "token %u is not in the vocabulary", tok[r]);
     for (size_t r = 0; r < tk->n; r++)
         for (size_t k = 0; k < C; k++) y[r * C + k] = wte[tok[r] * C + k] + wpe[(r % Tn) * C + k];
     return VT_OK;

@@ -283,6 +283,9 @@ vt_err vt_recipe_validate(const vt_recipe *r)
                                !(r->ln_eps > 0 && r->ln_eps < 1),
                            VT_ERR_ARG, "recipe: dropout in [0, 1), clip_norm >= 0, ln_eps in (0, 1)");
         VT_RETURN_ERROR_IF(r->optimizer != VT_OPT_ADAMW, VT_ERR_ARG, "recipe: arch=gpt trains with optimizer=adamw");
+        VT_RETURN_ERROR_IF(r->gpt_heads > 1024 || (uint64_t)r->batch * r->gpt_heads > ((uint64_t)1 << 24) ||
+                               (uint64_t)r->batch * r->gpt_context > ((uint64_t)1 << 24),
+                           VT_ERR_ARG, "recipe: at most 1024 heads, batch x heads and batch x context at most 2^24");
     } else
         VT_RETURN_ERROR_IF(r->optimizer == VT_OPT_ADAMW, VT_ERR_ARG, "recipe: optimizer=adamw is arch=gpt's");
     if (r->arch == VT_ARCH_RESNET) {
