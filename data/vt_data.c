@@ -361,15 +361,15 @@ void vt_data_free(vt_dataset *ds)
 
 /* ---------------------------------------------------------------- MNIST */
 
-/* Fills a loaded dataset (taking x and y) and computes its hash; frees it on failure. 10 classes. */
+/* Fills a loaded dataset (taking x and y) and computes its hash; frees it on failure. */
 static vt_err finish_dataset(vt_dataset *ds, const char *name, size_t n, uint32_t channels, uint32_t rows,
-                             uint32_t cols, uint32_t x_max, uint8_t *x, uint8_t *y, int n_src)
+                             uint32_t cols, uint32_t n_classes, uint32_t x_max, uint8_t *x, uint8_t *y, int n_src)
 {
     memcpy(ds->name, name, strlen(name) + 1);
     ds->n = n;
     ds->channels = channels, ds->rows = rows, ds->cols = cols;
     ds->d = channels * rows * cols;
-    ds->n_classes = 10;
+    ds->n_classes = n_classes;
     ds->x_max = x_max;
     ds->x = x, ds->y = y;
     ds->n_src = n_src;
@@ -474,7 +474,7 @@ vt_err vt_data_load_mnist(const char *images_path, const char *labels_path, cons
     src_close(&si);
     src_close(&sl);
 
-    return finish_dataset(ds, name, ni, 1, rows, cols, 255, x, y, 2);
+    return finish_dataset(ds, name, ni, 1, rows, cols, 10, 255, x, y, 2);
 
 fail:
     free(x);
@@ -660,7 +660,7 @@ vt_err vt_data_load_digits_csv(const char *path, const char *name, vt_dataset *d
     if (e) goto fail;
     free(buf);
 
-    return finish_dataset(ds, name, n, 1, 8, 8, 16, x, y, 1); /* 8 x 8 = DIGITS_FEATURES */
+    return finish_dataset(ds, name, n, 1, 8, 8, 10, 16, x, y, 1); /* 8 x 8 = DIGITS_FEATURES */
 
 fail:
     free(buf);
@@ -700,11 +700,7 @@ vt_err vt_data_load_text(const char *path, const char *name, int split, vt_datas
     free(buf);
     memcpy(ds->src_sha256[0], sha, VT_HASH_LEN);
     ds->text = 1; /* finish_dataset keeps text and chars */
-    VT_FORWARD_IF_ERROR(finish_dataset(ds, name, n, 1, 1, 1, V > 1 ? V - 1 : 1, x, y, 1));
-    ds->n_classes = V; /* the hash covers the class count: again with the vocabulary's */
-    vt_err e = vt_data_hash(ds, ds->hash);
-    if (e) vt_data_free(ds);
-    return e;
+    return finish_dataset(ds, name, n, 1, 1, 1, V, V > 1 ? V - 1 : 1, x, y, 1);
 }
 
 vt_err vt_data_load_cifar(const char *path, const char *name, vt_dataset *ds)
@@ -741,7 +737,7 @@ vt_err vt_data_load_cifar(const char *path, const char *name, vt_dataset *ds)
         memset(ds, 0, sizeof *ds);
         return e;
     }
-    return finish_dataset(ds, name, n, 3, 32, 32, 255, x, y, 1); /* 3 x 32 x 32 = VT_DATA_CIFAR_FEATURES */
+    return finish_dataset(ds, name, n, 3, 32, 32, 10, 255, x, y, 1); /* 3 x 32 x 32 = VT_DATA_CIFAR_FEATURES */
 }
 
 /* ---------------------------------------------------------------- paths, built-ins */
