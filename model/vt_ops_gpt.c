@@ -365,17 +365,16 @@ vt_err vt__bmm_exec(vt_opctx *c)
     const float *A = IN(0), *Bm = IN(1);
     /* each batch a GEMM in the executor's order (BLAS or the project's loops); the bound of element
      * (g, i, j) is the batch's Cauchy-Schwarz bound coef * |row i of op(A_g)| * |column j of op(B_g)|,
-     * the operand norms being the GEMM's own fixed-order FP64 sums (not the BLAS): the same value for
-     * every party, THE bound of the element (there is no tight fallback) */
+     * the norms fixed-order FP64 sums computed here: the same value for every party, THE bound of
+     * the element (there is no tight fallback) */
     const double coef = vt_bound_coef_red(&m->exec.bound, K, K);
     VT_RETURN_ERROR_IF(!(coef >= 0.0), VT_ERR_LIMIT, "batched GEMM: no bound coefficient for K = %zu", K);
     for (size_t g = 0; g < G; g++) {
-        vt_bounds bg;
         const float *Ag = A + g * M * K, *Bg = Bm + g * K * N;
-        VT_FORWARD_IF_ERROR(vt_gemm(&m->exec, ta, tb, M, N, K, Ag, Bg, m->x64 + g * M * N, m->rn, m->cn, &bg));
-        /* the operand norms again, in one fixed sequential order whatever the executor's (vt_gemm's
-         * own depend on its panels and order when K is panelled): the bound is one function of the
-         * operands for every party */
+        /* the GEMM without vt_gemm's norms (the same computation), and the operand norms in one fixed
+         * sequential order whatever the executor's (vt_gemm's depend on its panels and order when K is
+         * panelled): the bound is one function of the operands for every party */
+        VT_FORWARD_IF_ERROR(vt_gemm_plain(&m->exec, ta, tb, M, N, K, Ag, Bg, m->x64 + g * M * N));
         for (size_t i = 0; i < M; i++) {
             double s = 0;
             for (size_t k = 0; k < K; k++) {
