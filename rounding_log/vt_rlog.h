@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "../common/vt_error.h"
+#include "../common/vt_hd.h"
 
 /* ------------------------------------------------------------------ bounds */
 
@@ -285,7 +286,7 @@ double vt_bound_of_terms(const vt_bound_cfg *cfg, size_t K, const float *a, size
 
 /* Ordered key: monotone map of FP32 bit patterns (-inf < ... < -0 < +0 < ... < +inf)
  * to consecutive unsigned integers; -0 and +0 are adjacent. */
-static inline uint32_t vt_f32_key(uint32_t bits)
+VT_HDI uint32_t vt_f32_key(uint32_t bits)
 {
     return (bits & 0x80000000u) ? ~bits : (bits | 0x80000000u);
 }

@@ -26,60 +26,20 @@
 
 #include "../common/vt_bytes.h"
 #include "vt_exact.h"
+#include "vt_round_impl.h"
 
 /* Every bound and rule here assumes that double arithmetic is evaluated in double (no x87
  * excess precision), as on x86-64 SSE2, AArch64 and CUDA: refuse to build otherwise. */
 _Static_assert(FLT_EVAL_METHOD == 0, "FP64 operations must be evaluated in FP64 (FLT_EVAL_METHOD 0)");
 _Static_assert(DBL_MANT_DIG == 53 && FLT_MANT_DIG == 24, "IEEE-754 binary64 and binary32 are required");
 
-#define VT_U 0x1p-53
-#define VT_INFLATE (1.0 + 0x1p-20)
+#define VT_U VT__U
 
-double vt_bound_coef(const vt_bound_cfg *cfg, uint64_t n)
-{
-    if (n > VT_MAX_REDUCTION) return -1.0;
-    if (n <= 1) return 0.0;
-    double m = (double)(n - 1); /* exact: n <= 2^30 */
-    double g = m * VT_U;
-    double provable = g / (1.0 - g) * VT_INFLATE;
-    if (!cfg || cfg->mode != VT_BOUND_PROBABILISTIC) return provable;
-    double lambda = cfg->lambda > 0 ? cfg->lambda : VT_DEFAULT_LAMBDA;
-    /* gamma~(lambda) = exp(t) - 1 with t = lambda*sqrt(m)*u + m*u^2/(1-u); exp(t)-1 <= t + t^2 for t <= 1 */
-    double t = lambda * sqrt(m) * VT_U + m * VT_U * VT_U / (1.0 - VT_U);
-    double prob = (t + t * t) * VT_INFLATE;
-    return prob < provable ? prob : provable;
-}
-
-double vt_bound_coef_panel(uint64_t n, uint64_t kc)
-{
-    if (n > VT_MAX_REDUCTION) return -1.0;
-    if (n <= 1) return 0.0;
-    if (kc < 2 || kc >= n) return vt_bound_coef(NULL, n);
-    uint64_t P = (n + kc - 1) / kc, d = 0;
-    while (((uint64_t)1 << d) < P) d++; /* d = ceil(log2 P), the depth of the panel tree */
-    double g1 = (double)(kc - 1) * VT_U, g2 = (double)d * VT_U; /* exact: both below 2^30 */
-    g1 = g1 / (1.0 - g1);
-    g2 = g2 / (1.0 - g2);
-    /* the same inflation as vt_bound_coef: it covers the rounding of these few operations and of
-     * the computed sum|t| (docs/rounding.md 2.1) */
-    return (g1 + g2 * (1.0 + g1)) * VT_INFLATE;
-}
-
-int vt_bound_panelled(const vt_bound_cfg *cfg, uint64_t K)
-{
-    return cfg && cfg->mode == VT_BOUND_PROVABLE && !cfg->whole_reduction && K > 2 * (uint64_t)VT_PANEL;
-}
-
-double vt_bound_coef_red(const vt_bound_cfg *cfg, uint64_t nnz, uint64_t K)
-{
-    double c = vt_bound_coef(cfg, nnz);
-    if (K > VT_MAX_REDUCTION) return -1.0;
-    if (c > 0 && vt_bound_panelled(cfg, K)) {
-        double p = vt_bound_coef_panel(K, VT_PANEL);
-        if (p < c) c = p;
-    }
-    return c;
-}
+/* The coefficients are written once, in vt_round_impl.h (shared with the CUDA epilogue). */
+double vt_bound_coef(const vt_bound_cfg *cfg, uint64_t n) { return vt__bound_coef(cfg, n); }
+double vt_bound_coef_panel(uint64_t n, uint64_t kc) { return vt__bound_coef_panel(n, kc); }
+int vt_bound_panelled(const vt_bound_cfg *cfg, uint64_t K) { return vt__bound_panelled(cfg, K); }
+double vt_bound_coef_red(const vt_bound_cfg *cfg, uint64_t nnz, uint64_t K) { return vt__bound_coef_red(cfg, nnz, K); }
 
 double vt_bound_failure_prob(const vt_bound_cfg *cfg, uint64_t n)
 {
@@ -92,29 +52,12 @@ double vt_bound_failure_prob(const vt_bound_cfg *cfg, uint64_t n)
 
 /* ------------------------------------------------------------ per element */
 
-static inline uint32_t f32_of(double x)
-{
-    float f = (float)x; /* IEEE conversion, round to nearest even */
-    return vt_f32_bits(f);
-}
-
-static inline int bits_finite(uint32_t b) { return (b & 0x7f800000u) != 0x7f800000u; }
-
-static inline double working_bound(double x, double B) { return B == 0 ? 0.0 : B + fabs(x) * 0x1p-50; }
+#define f32_of vt__f32_of
+#define bits_finite vt__bits_finite
 
 void vt_round_ends(double x, double B, double k, uint32_t *lo_bits, uint32_t *hi_bits)
 {
-    if (B == 0) {
-        *lo_bits = *hi_bits = f32_of(x);
-        return;
-    }
-    double t = k * working_bound(x, B);
-    double lo = nextafter(x - t, -INFINITY);
-    double hi = nextafter(x + t, INFINITY);
-    if (lo == 0) lo = -0.0; /* -0 is the lowest zero: the interval may only widen */
-    if (hi == 0) hi = 0.0;
-    *lo_bits = f32_of(lo);
-    *hi_bits = f32_of(hi);
+    vt__round_ends(x, B, k, lo_bits, hi_bits);
 }
 
 static vt_err check_inputs(double x, double B)
@@ -126,24 +69,16 @@ static vt_err check_inputs(double x, double B)
 
 vt_err vt_round_record1(double x, double B, float *out, int *logged, vt_log_entry *entry)
 {
-    *logged = 0;
+    int isv, up;
+    int code = vt__record1(x, B, out, logged, &isv, &up);
     VT_FORWARD_IF_ERROR(check_inputs(x, B));
-    uint32_t r = f32_of(x);
-    VT_RETURN_ERROR_IF(!bits_finite(r), VT_ERR_DIVERGED, "result %.17g is beyond FP32 range", x);
-    *out = vt_bits_f32(r);
-    uint32_t lo, hi;
-    vt_round_ends(x, B, VT_UNSTABLE_K, &lo, &hi);
-    if (lo == hi) return VT_OK; /* stable */
-    vt_round_ends(x, B, VT_DIRECTION_K, &lo, &hi);
+    VT_RETURN_ERROR_IF(code == VT__EL_RANGE, VT_ERR_DIVERGED, "result %.17g is beyond FP32 range", x);
+    VT_RETURN_ERROR_IF(code == VT__EL_INTERNAL, VT_ERR_INTERNAL, "rounded value outside its own interval");
+    if (!*logged) return VT_OK;
     memset(entry, 0, sizeof *entry);
-    *logged = 1;
-    if (vt_f32_key(hi) - vt_f32_key(lo) == 1) {
-        VT_RETURN_ERROR_IF(r != lo && r != hi, VT_ERR_INTERNAL, "rounded value outside its own interval");
-        entry->up = (uint8_t)(r == hi);
-    } else {
-        entry->is_value = 1;
-        entry->value_bits = r;
-    }
+    entry->is_value = (uint8_t)isv;
+    entry->up = (uint8_t)up;
+    if (isv) entry->value_bits = vt_f32_bits(*out);
     return VT_OK;
 }
 
@@ -201,47 +136,23 @@ vt_err vt_round_judge1(const struct vt_xacc_s *X, double B, const vt_log_entry *
     return judge_window(lo, hi, entry, out);
 }
 
-/* Conservative fast stability filter, branch-free so that it vectorises.
- * Returns 1 when ends_k(x, B) certainly round alike (then out = fl32(x)); k is 2 or 5.
- * slop: |x| * 2^-slop_exp dominates k * |x| * 2^-50 (the working bound's extra) plus the
- * rounding and outward step of the interval ends (docs/rounding.md, section 5). */
 static inline int fast_stable_k(double x, double B, double k, double slop, float *out)
 {
-    float r = (float)x;
-    double d = (double)r;
-    double e = fabs(x - d); /* exact: the residual of rounding to FP32 */
-    uint64_t db;
-    memcpy(&db, &d, 8);
-    /* h = half an FP32 ulp of r: 2^(exponent(d) - 24); a quarter when r is a power of two
-     * (the spacing below it is half).  Valid only for FP32-normal, finite r (masked below). */
-    uint64_t hb = (db & 0x7ff0000000000000ULL) - (24ULL << 52);
-    double h;
-    memcpy(&h, &hb, 8);
-    h = (db & 0x000fffffffffffffULL) ? h : 0.5 * h;
-    double ad = fabs(d);
-    double lhs = (e + k * B + fabs(x) * slop) * (1.0 + 0x1p-40);
-    *out = r;
-    /* B = 0: the interval is the point x itself, stable whatever x (zero included), unless
-     * the result is not finite (the exact path reports that) */
-    return ((lhs < h) & (ad >= 0x1p-126) & (ad <= (double)FLT_MAX) & (B >= 0)) | ((B == 0) & (ad <= (double)FLT_MAX));
+    return vt__screen1(x, B, k, slop, out);
 }
-
-/* record: ends_3 (3|x|2^-50 + slop < |x| 2^-48); the replayer's own screen of an unlogged element
- * (ends_2 of its own value: then [X - B, X + B] holds no boundary) and exact rounding use the same slop */
-#define VT_SLOP_RECORD 0x1p-48
 static inline int fast_stable_record(double x, double B, float *out)
 {
-    return fast_stable_k(x, B, VT_UNSTABLE_K, VT_SLOP_RECORD, out);
+    return vt__screen1(x, B, VT_UNSTABLE_K, VT_SLOP_RECORD, out);
 }
 static inline int fast_stable_screen(double x, double B, float *out)
 {
-    return fast_stable_k(x, B, VT_SCREEN_K, VT_SLOP_RECORD, out);
+    return vt__screen1(x, B, VT_SCREEN_K, VT_SLOP_RECORD, out);
 }
 
-/* The same filter over a block, written so that the compiler vectorises it (the x86-64
- * baseline lacks the conversions it needs, so an AVX2 clone is selected at run time where
- * the processor has it; both clones compute the same IEEE results). Returns 1 when every
- * element of the block is cleared. */
+/* The same filter over a block (vt__screen1 inlined, so that the compiler vectorises it; the
+ * x86-64 baseline lacks the conversions it needs, so an AVX2 clone is selected at run time where
+ * the processor has it; both clones compute the same IEEE results). Returns 1 when every element
+ * of the block is cleared. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 __attribute__((target_clones("avx2", "default")))
 #endif
@@ -250,21 +161,7 @@ static int fast_block(const double *x, const double *B, float *out, uint8_t *cle
 {
     int ok = 1;
     for (size_t i = 0; i < n; i++) {
-        double xi = x[i], Bi = B[i];
-        float r = (float)xi;
-        double d = (double)r;
-        double e = fabs(xi - d);
-        uint64_t db;
-        memcpy(&db, &d, 8);
-        uint64_t hb = (db & 0x7ff0000000000000ULL) - (24ULL << 52);
-        hb -= (uint64_t)((db & 0x000fffffffffffffULL) == 0) << 52; /* halve at a power of two */
-        double h;
-        memcpy(&h, &hb, 8);
-        double ad = fabs(d);
-        double lhs = (e + k * Bi + fabs(xi) * slop) * (1.0 + 0x1p-40);
-        out[i] = r;
-        int fin = ad <= (double)FLT_MAX;
-        int c = ((lhs < h) & (ad >= 0x1p-126) & fin & (Bi >= 0)) | ((Bi == 0) & fin);
+        int c = vt__screen1(x[i], B[i], k, slop, &out[i]);
         cleared[i] = (uint8_t)c;
         ok &= c;
     }
@@ -525,59 +422,8 @@ static int tight_prepare(tight_cache *t, size_t i)
     return 0;
 }
 
-/* 1 when every product a_k b_k is a multiple of 2^E with E = ilogb(s (1 + 2^-20)) - 52: that is,
- * when vt_sum_is_exact(s, emin) holds for emin the lowest set bit of the non-zero products
- * (2^(emin+53) > L = s (1 + 2^-20) exactly when emin >= ilogb(L) - 52, L's exponent minus 52; the range guards of
- * vt_sum_is_exact never bind for products of two FP32 values, whose lowest bits lie in
- * [-298, 208]). u = |a_k b_k| 2^-E is exact and below 2^53 (|a_k b_k| <= s), and for u < 2^52,
- * (u + 2^52) - 2^52 is u rounded to an integer: equal to u exactly when u is one. Branch-free, so
- * that the compiler can vectorise it; s must be finite and positive. */
-static inline __attribute__((always_inline)) int products_multiple_of(double s, size_t K, const float *a,
-                                                                      size_t inca, const float *b, size_t incb)
-{
-    double L = s * (1.0 + 0x1p-20);
-    if (!(L > 0.0 && L <= 0x1p1000)) return 0;
-    uint64_t bits;
-    memcpy(&bits, &L, sizeof bits);
-    int E = (int)((bits >> 52) & 0x7ff) - 1023 - 52; /* L is normal: it is at least 2^-298 */
-    double scale = 1.0; /* 2^-E by repeated scaling: exact, no libm */
-    for (int k = E; k > 0; k--) scale *= 0.5;
-    for (int k = E; k < 0; k++) scale *= 2.0;
-    int ok = 1;
-    for (size_t k = 0; k < K; k++) {
-        double u = fabs((double)a[k * inca] * (double)b[k * incb]) * scale;
-        ok &= (u >= 0x1p52) | (((u + 0x1p52) - 0x1p52) == u);
-    }
-    return ok;
-}
-
-static inline __attribute__((always_inline)) double bound_of_terms(const vt_bound_cfg *cfg, size_t K,
-                                                                   const float *a, size_t inca, const float *b,
-                                                                   size_t incb)
-{
-    /* sum |a b| in exactly tight_sum's order (four lanes k mod 4 over the whole blocks, the tail
-     * into lane 0, then (s0 + s1) + (s2 + s3)): the bound of an element is one function of its
-     * operands, whoever computes it and however, so log entries are judged alike by all. A zero
-     * product adds +0 to a lane, which leaves it as it is: the lanes are those of the sum over the
-     * non-zero products alone. */
-    double sl[4] = {0, 0, 0, 0};
-    uint64_t nnz = 0;
-    size_t whole = K - K % 4, k = 0;
-    for (; k < whole; k += 4)
-        for (size_t l = 0; l < 4; l++) {
-            double p = fabs((double)a[(k + l) * inca] * (double)b[(k + l) * incb]);
-            sl[l] += p;
-            nnz += p != 0.0;
-        }
-    for (; k < K; k++) {
-        double p = fabs((double)a[k * inca] * (double)b[k * incb]);
-        sl[0] += p;
-        nnz += p != 0.0;
-    }
-    double s = (sl[0] + sl[1]) + (sl[2] + sl[3]);
-    if (nnz <= 1 || products_multiple_of(s, K, a, inca, b, incb)) return 0.0;
-    return vt_bound_coef_red(cfg, nnz, K) * s;
-}
+/* The tight bound of one reduction: vt__bound_of_terms (vt_round_impl.h, shared with the GPU). */
+#define bound_of_terms vt__bound_of_terms
 
 double vt_bound_of_terms(const vt_bound_cfg *cfg, size_t K, const float *a, size_t inca, const float *b,
                          size_t incb)

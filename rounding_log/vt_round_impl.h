@@ -1,0 +1,315 @@
+/* vt_round_impl.h - the per-element rules of the rounding layer, written once for the CPU library
+ * (rounding_log/vt_round.c) and the CUDA epilogue (cuda/vt_cuda.cu): the bound coefficients, the
+ * screening filter, the ends of an element's interval, the tight bound of a reduction, the
+ * record rule and the exact rounding of one GEMM element. Everything here is a fixed sequence of
+ * IEEE basic operations and integer operations, compiled without contraction by gcc
+ * (-ffp-contract=off) and nvcc (--fmad=false): host and device give the same bits.
+ * See docs/rounding.md (the rules) and docs/cuda.md (the GPU pipeline). */
+#ifndef VT_ROUND_IMPL_H
+#define VT_ROUND_IMPL_H
+
+#include <float.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/vt_hd.h"
+#include "vt_rlog.h"
+#include "vt_xacc_impl.h"
+
+#define VT__U 0x1p-53
+#define VT__INFLATE (1.0 + 0x1p-20)
+/* record: ends_2 (2|x|2^-50 + slop < |x| 2^-48); the replayer's own screen of an unlogged element
+ * (ends_2 of its own value) and exact rounding use the same slop */
+#define VT_SLOP_RECORD 0x1p-48
+
+/* ------------------------------------------------------------ coefficients */
+
+VT_HDI double vt__bound_coef(const vt_bound_cfg *cfg, uint64_t n)
+{
+    if (n > VT_MAX_REDUCTION) return -1.0;
+    if (n <= 1) return 0.0;
+    double m = (double)(n - 1); /* exact: n <= 2^30 */
+    double g = m * VT__U;
+    double provable = g / (1.0 - g) * VT__INFLATE;
+    if (!cfg || cfg->mode != VT_BOUND_PROBABILISTIC) return provable;
+    double lambda = cfg->lambda > 0 ? cfg->lambda : VT_DEFAULT_LAMBDA;
+    /* gamma~(lambda) = exp(t) - 1 with t = lambda*sqrt(m)*u + m*u^2/(1-u); exp(t)-1 <= t + t^2 for t <= 1 */
+    double t = lambda * sqrt(m) * VT__U + m * VT__U * VT__U / (1.0 - VT__U);
+    double prob = (t + t * t) * VT__INFLATE;
+    return prob < provable ? prob : provable;
+}
+
+VT_HDI double vt__bound_coef_panel(uint64_t n, uint64_t kc)
+{
+    if (n > VT_MAX_REDUCTION) return -1.0;
+    if (n <= 1) return 0.0;
+    if (kc < 2 || kc >= n) return vt__bound_coef(NULL, n);
+    uint64_t P = (n + kc - 1) / kc, d = 0;
+    while (((uint64_t)1 << d) < P) d++; /* d = ceil(log2 P), the depth of the panel tree */
+    double g1 = (double)(kc - 1) * VT__U, g2 = (double)d * VT__U; /* exact: both below 2^30 */
+    g1 = g1 / (1.0 - g1);
+    g2 = g2 / (1.0 - g2);
+    /* the same inflation as vt_bound_coef: it covers the rounding of these few operations and of
+     * the computed sum|t| (docs/rounding.md 2.1) */
+    return (g1 + g2 * (1.0 + g1)) * VT__INFLATE;
+}
+
+VT_HDI int vt__bound_panelled(const vt_bound_cfg *cfg, uint64_t K)
+{
+    return cfg && cfg->mode == VT_BOUND_PROVABLE && !cfg->whole_reduction && K > 2 * (uint64_t)VT_PANEL;
+}
+
+VT_HDI double vt__bound_coef_red(const vt_bound_cfg *cfg, uint64_t nnz, uint64_t K)
+{
+    double c = vt__bound_coef(cfg, nnz);
+    if (K > VT_MAX_REDUCTION) return -1.0;
+    if (c > 0 && vt__bound_panelled(cfg, K)) {
+        double p = vt__bound_coef_panel(K, VT_PANEL);
+        if (p < c) c = p;
+    }
+    return c;
+}
+
+/* ------------------------------------------------------------ per element */
+
+VT_HDI uint32_t vt__f32_of(double x) { return vt_hd_bits32((float)x); } /* IEEE conversion, RN even */
+VT_HDI int vt__bits_finite(uint32_t b) { return (b & 0x7f800000u) != 0x7f800000u; }
+VT_HDI double vt__working_bound(double x, double B) { return B == 0 ? 0.0 : B + vt_hd_fabs(x) * 0x1p-50; }
+
+/* vt_round_ends (vt_rlog.h) */
+VT_HDI void vt__round_ends(double x, double B, double k, uint32_t *lo_bits, uint32_t *hi_bits)
+{
+    if (B == 0) {
+        *lo_bits = *hi_bits = vt__f32_of(x);
+        return;
+    }
+    double t = k * vt__working_bound(x, B);
+    double lo = vt_hd_next_down(x - t);
+    double hi = vt_hd_next_up(x + t);
+    if (lo == 0) lo = -0.0; /* -0 is the lowest zero: the interval may only widen */
+    if (hi == 0) hi = 0.0;
+    *lo_bits = vt__f32_of(lo);
+    *hi_bits = vt__f32_of(hi);
+}
+
+/* The conservative fast stability filter, branch-free so that it vectorises: 1 when ends_k(x, B)
+ * certainly round alike (then *out = fl32(x)). slop: |x| * slop dominates k |x| 2^-50 (the working
+ * bound's extra) plus the rounding and outward step of the interval ends (docs/rounding.md 5). */
+VT_HDFI int vt__screen1(double x, double B, double k, double slop, float *out)
+{
+    float r = (float)x;
+    double d = (double)r;
+    double e = vt_hd_fabs(x - d); /* exact: the residual of rounding to FP32 */
+    uint64_t db = vt_hd_bits64(d);
+    /* h = half an FP32 ulp of r: 2^(exponent(d) - 24); a quarter when r is a power of two (the
+     * spacing below it is half). Valid only for FP32-normal, finite r (masked below). */
+    uint64_t hb = (db & 0x7ff0000000000000ULL) - (24ULL << 52);
+    hb -= (uint64_t)((db & 0x000fffffffffffffULL) == 0) << 52;
+    double h = vt_hd_f64(hb);
+    double ad = vt_hd_fabs(d);
+    double lhs = (e + k * B + vt_hd_fabs(x) * slop) * (1.0 + 0x1p-40);
+    *out = r;
+    int fin = ad <= (double)FLT_MAX;
+    /* B = 0: the interval is the point x itself, stable whatever x (zero included), unless the
+     * result is not finite (the exact path reports that) */
+    return ((lhs < h) & (ad >= 0x1p-126) & fin & (B >= 0)) | ((B == 0) & fin);
+}
+
+/* Whether every product a_k b_k is a multiple of 2^E, where 2^(E+53) > s (1 + 2^-20) >= sum|a b|:
+ * then the reduction is exact in every order (docs/rounding.md 2.1; E = ilogb(L) - 52 of
+ * L = s (1 + 2^-20), the range guards never bind for products of two FP32 values). u = |a_k b_k| 2^-E
+ * is exact and below 2^53, and for u < 2^52, (u + 2^52) - 2^52 is u rounded to an integer: equal
+ * to u exactly when u is one. Branch-free; s must be finite and positive. */
+VT_HDFI int vt__products_multiple_of(double s, size_t K, const float *a, size_t inca, const float *b, size_t incb)
+{
+    double L = s * (1.0 + 0x1p-20);
+    if (!(L > 0.0 && L <= 0x1p1000)) return 0;
+    uint64_t bits = vt_hd_bits64(L);
+    int E = (int)((bits >> 52) & 0x7ff) - 1023 - 52; /* L is normal: it is at least 2^-298 */
+    double scale = 1.0; /* 2^-E by repeated scaling: exact */
+    for (int k = E; k > 0; k--) scale *= 0.5;
+    for (int k = E; k < 0; k++) scale *= 2.0;
+    int ok = 1;
+    for (size_t k = 0; k < K; k++) {
+        double u = vt_hd_fabs((double)a[k * inca] * (double)b[k * incb]) * scale;
+        ok &= (u >= 0x1p52) | (((u + 0x1p52) - 0x1p52) == u);
+    }
+    return ok;
+}
+
+/* The tight bound of one reduction (vt_bound_of_terms): sum |a b| in one fixed order (four lanes
+ * k mod 4 over the whole blocks, the tail into lane 0, then (s0 + s1) + (s2 + s3)), so that the
+ * bound of an element is one function of its operands whoever computes it: log entries are judged
+ * alike by all. A zero product adds +0 to a lane, which leaves it as it is. */
+VT_HDFI double vt__bound_of_terms(const vt_bound_cfg *cfg, size_t K, const float *a, size_t inca, const float *b,
+                                 size_t incb)
+{
+    double sl[4] = {0, 0, 0, 0};
+    uint64_t nnz = 0;
+    size_t whole = K - K % 4, k = 0;
+    for (; k < whole; k += 4)
+        for (size_t l = 0; l < 4; l++) {
+            double p = vt_hd_fabs((double)a[(k + l) * inca] * (double)b[(k + l) * incb]);
+            sl[l] += p;
+            nnz += p != 0.0;
+        }
+    for (; k < K; k++) {
+        double p = vt_hd_fabs((double)a[k * inca] * (double)b[k * incb]);
+        sl[0] += p;
+        nnz += p != 0.0;
+    }
+    double s = (sl[0] + sl[1]) + (sl[2] + sl[3]);
+    if (nnz <= 1 || vt__products_multiple_of(s, K, a, inca, b, incb)) return 0.0;
+    return vt__bound_coef_red(cfg, nnz, K) * s;
+}
+
+/* Result codes of the element rules below */
+enum {
+    VT__EL_OK = 0,
+    VT__EL_NAN = 1,        /* the result is NaN */
+    VT__EL_BAD_BOUND = 2,  /* the bound is not a finite non-negative number */
+    VT__EL_RANGE = 3,      /* the result is beyond FP32 range */
+    VT__EL_INTERNAL = 4,   /* an invariant failed */
+};
+
+/* The record rule on this trainer's own value (vt_round_record1): *out = RN32(x); logged when the
+ * ends_2 of [x - 2B, x + 2B] differ, as a direction entry (*up) when they are adjacent, else a
+ * value entry (*is_value). */
+VT_HDI int vt__record1(double x, double B, float *out, int *logged, int *is_value, int *up)
+{
+    *logged = *is_value = *up = 0;
+    if (vt_hd_isnan(x)) return VT__EL_NAN;
+    if (!(B >= 0) || !vt_hd_isfinite(B)) return VT__EL_BAD_BOUND;
+    uint32_t r = vt__f32_of(x);
+    if (!vt__bits_finite(r)) return VT__EL_RANGE;
+    *out = vt_hd_f32(r);
+    uint32_t lo, hi;
+    vt__round_ends(x, B, VT_UNSTABLE_K, &lo, &hi);
+    if (lo == hi) return VT__EL_OK; /* stable */
+    vt__round_ends(x, B, VT_DIRECTION_K, &lo, &hi);
+    *logged = 1;
+    if (vt_f32_key(hi) - vt_f32_key(lo) == 1) {
+        if (r != lo && r != hi) return VT__EL_INTERNAL;
+        *up = r == hi;
+    } else {
+        *is_value = 1;
+    }
+    return VT__EL_OK;
+}
+
+/* RN32 of the exact value of a reduction sum_k a[k*inca] b[k*incb] of FP32 values: the
+ * compensated sum where its rigorous error interval decides RN32, the exact accumulator otherwise
+ * (*kulisch = 1). */
+VT_HDI uint32_t vt__dot_rn32(size_t K, const float *a, size_t inca, const float *b, size_t incb, int *kulisch)
+{
+    double s, e;
+    vt__dot_comp32(K, a, inca, b, incb, &s, &e);
+    if (vt_hd_isfinite(s) && vt_hd_isfinite(e)) {
+        uint32_t lo, hi;
+        vt__round_ends(s, e, 1.0, &lo, &hi);
+        if (lo == hi) {
+            *kulisch = 0;
+            return lo;
+        }
+    }
+    *kulisch = 1;
+    vt_xacc acc;
+    vt__xacc_dot32(&acc, K, a, inca, b, incb);
+    return vt_hd_bits32(vt__xacc_round32(&acc));
+}
+
+/* ---- one element of a rounded GEMM, as the GPU epilogue decides it ----
+ * C = op(A) op(B) of FP32 operands, element (i, j) the reduction over k of
+ * A[i*a_si + k*a_sk] * B[k*b_sk + j*b_sj]; x the party's FP64 value with |x - X| <= the screening
+ * bound coef r_i c_j (the element failed that screen). */
+typedef struct {
+    const float *A, *B;
+    size_t a_si, a_sk, b_sk, b_sj, K;
+    vt_bound_cfg cfg;
+    int record; /* 1: log rounding, record (the trainer); 0: exact rounding */
+} vt_gemm_epi;
+
+/* What the epilogue decided for one element that the screen did not clear. */
+typedef struct {
+    double x;        /* the party's FP64 value */
+    double B;        /* its tight bound */
+    uint32_t bits;   /* the FP32 result */
+    uint8_t code;    /* VT__EL_* */
+    uint8_t entry;   /* record: 0 none, 1 direction, 2 value */
+    uint8_t up;      /* direction entries */
+    uint8_t eval;    /* 0: no exact evaluation, 1: compensated sum, 2: accumulator */
+} vt_epi_res;
+
+/* Exact rounding: RN32 of the exact value (what vt_round's exact path computes); record: the
+ * trainer's rule with the tight bound, and RN32 of the exact value for a logged element (what
+ * vt_round's record path stores). */
+VT_HDI void vt__gemm_elem(const vt_gemm_epi *d, size_t i, size_t j, double x, vt_epi_res *r)
+{
+    const float *a = d->A + i * d->a_si, *b = d->B + j * d->b_sj;
+    double B = vt__bound_of_terms(&d->cfg, d->K, a, d->a_sk, b, d->b_sk);
+    float f;
+    int kul = 0;
+    r->x = x;
+    r->B = B;
+    r->code = VT__EL_OK;
+    r->entry = r->up = r->eval = 0;
+    if (!d->record) {
+        if (vt__screen1(x, B, 1.0, VT_SLOP_RECORD, &f)) {
+            r->bits = vt_hd_bits32(f);
+            return;
+        }
+        if (vt_hd_isnan(x)) {
+            r->code = VT__EL_NAN;
+            return;
+        }
+        if (!(B >= 0) || !vt_hd_isfinite(B)) {
+            r->code = VT__EL_BAD_BOUND;
+            return;
+        }
+        uint32_t lo, hi;
+        vt__round_ends(x, B, 1.0, &lo, &hi);
+        if (lo == hi && vt__bits_finite(lo)) {
+            r->bits = lo;
+            return;
+        }
+        r->bits = vt__dot_rn32(d->K, a, d->a_sk, b, d->b_sk, &kul);
+        r->eval = (uint8_t)(1 + kul);
+        if (!vt__bits_finite(r->bits)) r->code = vt_hd_isnan(vt_hd_f32(r->bits)) ? VT__EL_NAN : VT__EL_RANGE;
+        return;
+    }
+    if (vt__screen1(x, B, VT_UNSTABLE_K, VT_SLOP_RECORD, &f)) {
+        r->bits = vt_hd_bits32(f);
+        return;
+    }
+    int logged, isv, up;
+    int code = vt__record1(x, B, &f, &logged, &isv, &up);
+    r->bits = vt_hd_bits32(f);
+    /* a logged element, or one whose own value lies beyond FP32 range but within B of the
+     * overflow threshold, gets RN32 of its exact value, logged with that result */
+    int near_max = code == VT__EL_RANGE && vt_hd_isfinite(x) && B > 0 && vt_hd_isfinite(B);
+    if ((code == VT__EL_OK && logged) || near_max) {
+        uint32_t lo, hi, rb = 0;
+        vt__round_ends(x, B, 1.0, &lo, &hi);
+        if (vt__bits_finite(lo)) {
+            rb = vt__dot_rn32(d->K, a, d->a_sk, b, d->b_sk, &kul);
+            r->eval = (uint8_t)(1 + kul);
+        }
+        if (vt__bits_finite(lo) && vt__bits_finite(rb)) {
+            r->bits = rb;
+            vt__round_ends(x, B, VT_DIRECTION_K, &lo, &hi);
+            if (vt_f32_key(hi) - vt_f32_key(lo) == 1 && (rb == lo || rb == hi)) {
+                r->entry = 1;
+                r->up = rb == hi;
+            } else {
+                r->entry = 2;
+            }
+            code = VT__EL_OK;
+        } else if (code == VT__EL_OK) {
+            code = VT__EL_RANGE;
+        }
+    }
+    r->code = (uint8_t)code;
+}
+
+#endif
