@@ -30,6 +30,7 @@ static void usage(FILE *f)
                "  --recipe FILE    also check that the run used exactly this recipe\n"
                "  --pubkey FILE    also check that the commitment is signed by this key (KEYFILE.pub)\n"
                "  --data-dir DIR   dataset root (default: $VT_DATA_DIR or the repository's data/)\n"
+               "  --backend NAME   cpu (default) or cuda: replay the GEMMs on the GPU (docs/cuda.md)\n"
                "  --from S --to E  audit steps S+1..E only, starting from the checkpoint at S\n"
                "  --jobs N         replay N segments (split at checkpoints) in parallel\n"
                "  --report FILE    write a JSON report (\"-\": standard output)\n"
@@ -134,7 +135,7 @@ int main(int argc, char **argv)
                                        {"from", required_argument, 0, 'f'},    {"to", required_argument, 0, 't'},
                                        {"jobs", required_argument, 0, 'j'},    {"report", required_argument, 0, 'R'},
                                        {"quiet", no_argument, 0, 'q'},         {"help", no_argument, 0, 'h'},
-                                       {0, 0, 0, 0}};
+                                       {"backend", required_argument, 0, 'b'}, {0, 0, 0, 0}};
     vt_audit_opts o;
     memset(&o, 0, sizeof o);
     o.order = VT_ORDER_SPLIT;
@@ -153,6 +154,11 @@ int main(int argc, char **argv)
         case 'd': o.data_root = optarg; break;
         case 'R': report = optarg; break;
         case 'q': o.quiet = 1; break;
+        case 'b':
+            if (strcmp(optarg, "cpu") && strcmp(optarg, "cuda"))
+                return vt_cli_usage_error(usage, "auditor: --backend %s: expected cpu or cuda", optarg);
+            o.backend = optarg;
+            break;
         case 'h': usage(stdout); return VT_EXIT_OK;
         default:
             if (vt_cli_opt_parse("auditor", opts, c, optarg, usage)) return VT_EXIT_USAGE;
@@ -163,7 +169,9 @@ int main(int argc, char **argv)
     if (o.jobs > 1) blas_threads(1);
 
     vt_audit_result r;
-    if (!o.quiet) fprintf(stderr, "auditor: replaying %s with order %s\n", o.run_dir, vt_order_name(o.order));
+    if (!o.quiet)
+        fprintf(stderr, "auditor: replaying %s with order %s%s%s\n", o.run_dir, vt_order_name(o.order),
+                o.backend ? ", backend " : "", o.backend ? o.backend : "");
     vt_audit_run(&o, &r);
     switch (r.verdict) {
     case VT_VERDICT_VERIFIED:

@@ -27,6 +27,7 @@
 #include <cblas.h>
 #include <limits.h>
 #include <math.h>
+#include <string.h>
 
 #include "vt_kernels.h"
 #include "vt_kernels_int.h"
@@ -412,26 +413,21 @@ static vt_err gemm_core(vt_exec *e, int tA, int tB, size_t M, size_t N, size_t K
     return gemm_loops(e, tA, tB, M, N, K, A, B, C, rn, cn);
 }
 
-vt_err vt_gemm(vt_exec *e, int transA, int transB, size_t M, size_t N, size_t K, const float *A, const float *B,
-               double *C, double *rownorm, double *colnorm, vt_bounds *bounds)
+void vt_gemm_bounds(int tA, int tB, size_t M, size_t N, size_t K, const float *A, const float *B, const double *rn,
+                    const double *cn, double coef, vt_bounds *bounds)
 {
-    VT_FORWARD_IF_ERROR(check_args(e, transA, transB, M, N, K, A, B, C, "vt_gemm"));
-    VT_RETURN_ERROR_IF(rownorm == NULL || colnorm == NULL || bounds == NULL, VT_ERR_ARG,
-                       "vt_gemm: NULL norm or bounds argument");
-    double coef = vt_bound_coef_red(&e->bound, (uint64_t)K, (uint64_t)K);
-    VT_RETURN_ERROR_IF(!(coef >= 0.0), VT_ERR_LIMIT, "vt_gemm: no bound coefficient for K=%zu", K);
-    VT_FORWARD_IF_ERROR(gemm_core(e, transA, transB, M, N, K, A, B, C, rownorm, colnorm));
+    memset(bounds, 0, sizeof *bounds);
     bounds->kind = VT_BOUNDS_OUTER;
     bounds->b = NULL;
-    bounds->r = rownorm;
-    bounds->c = colnorm;
+    bounds->r = rn;
+    bounds->c = cn;
     bounds->coef = coef;
     bounds->ta = A;
-    bounds->ta_si = transA ? 1 : K;
-    bounds->ta_sk = transA ? M : 1;
+    bounds->ta_si = tA ? 1 : K;
+    bounds->ta_sk = tA ? M : 1;
     bounds->tb = B;
-    bounds->tb_sk = transB ? 1 : N;
-    bounds->tb_sj = transB ? K : 1;
+    bounds->tb_sk = tB ? 1 : N;
+    bounds->tb_sj = tB ? K : 1;
     bounds->K = K;
     /* exact evaluator: element (i, j) = sum_k op(A)(i, k) * op(B)(k, j) */
     bounds->xa = A;
@@ -444,6 +440,18 @@ vt_err vt_gemm(vt_exec *e, int transA, int transB, size_t M, size_t N, size_t K,
     bounds->xb_sk = bounds->tb_sk;
     bounds->xK = K;
     bounds->x_rpb = bounds->xa_sg = bounds->xb_sg = 0; /* not batched */
+}
+
+vt_err vt_gemm(vt_exec *e, int transA, int transB, size_t M, size_t N, size_t K, const float *A, const float *B,
+               double *C, double *rownorm, double *colnorm, vt_bounds *bounds)
+{
+    VT_FORWARD_IF_ERROR(check_args(e, transA, transB, M, N, K, A, B, C, "vt_gemm"));
+    VT_RETURN_ERROR_IF(rownorm == NULL || colnorm == NULL || bounds == NULL, VT_ERR_ARG,
+                       "vt_gemm: NULL norm or bounds argument");
+    double coef = vt_bound_coef_red(&e->bound, (uint64_t)K, (uint64_t)K);
+    VT_RETURN_ERROR_IF(!(coef >= 0.0), VT_ERR_LIMIT, "vt_gemm: no bound coefficient for K=%zu", K);
+    VT_FORWARD_IF_ERROR(gemm_core(e, transA, transB, M, N, K, A, B, C, rownorm, colnorm));
+    vt_gemm_bounds(transA, transB, M, N, K, A, B, rownorm, colnorm, coef, bounds);
     return VT_OK;
 }
 

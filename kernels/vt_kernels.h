@@ -95,6 +95,12 @@ void vt_exec_free(vt_exec *e);
 vt_err vt_gemm(vt_exec *e, int transA, int transB, size_t M, size_t N, size_t K, const float *A,
                const float *B, double *C, double *rownorm, double *colnorm, vt_bounds *bounds) VT_WARN_UNUSED;
 
+/* The bound descriptor vt_gemm returns, for op(A) op(B) with row norms rn, column norms cn and the
+ * coefficient coef (an accelerator's GEMM, whose norms were computed on the device, hands the
+ * same descriptor to vt_round). */
+void vt_gemm_bounds(int tA, int tB, size_t M, size_t N, size_t K, const float *A, const float *B, const double *rn,
+                    const double *cn, double coef, vt_bounds *bounds);
+
 /* Same computation in plain FP64 without bounds (baseline for benchmarks): the same
  * bits as vt_gemm in the project's own orders; in the BLAS-backed orders (blas, split)
  * the same library calls, whose bits no BLAS promises to repeat. */

@@ -312,6 +312,8 @@ vt_err vt_program_describe(const vt_program *p, char **out)
     return VT_OK;
 }
 
+void vt_model_set_backend(vt_model *m, const vt_backend *be) { m->be = be && be->gemm_round ? be : NULL; }
+
 void vt_model_set_hooks(vt_model *m, const vt_hooks *hooks)
 {
     m->tamper = hooks ? hooks->after_op : NULL;

@@ -22,6 +22,7 @@
 #include "../common/vt_error.h"
 #include "../common/vt_hash.h"
 #include "../data/vt_data.h"
+#include "../kernels/vt_backend.h"
 #include "../kernels/vt_kernels.h"
 #include "../rounding_log/vt_rlog.h"
 #include "vt_ops.h"
@@ -42,6 +43,10 @@ typedef struct {
     void (*after_log)(void *ctx, vt_steplog *log, uint64_t step);
     void *ctx;
 } vt_hooks;
+
+/* Runs m's kernels that backend be supplies (kernels/vt_backend.h) on it; NULL or the CPU backend:
+ * every kernel on the CPU. be must outlive its use by m. The results do not depend on it. */
+void vt_model_set_backend(vt_model *m, const vt_backend *be);
 
 /* Installs hooks->after_op (hooks may be NULL: none) as m's tamper hook. */
 void vt_model_set_hooks(vt_model *m, const vt_hooks *hooks);
@@ -70,6 +75,7 @@ struct vt_model {
     vt_rctx *rctx;                   /* during vt_model_run: the step's rounding context (for hooks) */
 
     vt_exec exec;
+    const vt_backend *be;            /* NULL or the backend whose kernels replace the CPU's (not owned) */
     vt_op_hook tamper;               /* tests only (see above); NULL in every production program */
     void *tamper_ctx;
 };

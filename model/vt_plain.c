@@ -72,6 +72,7 @@ static vt_err schedule(plain_ctx *c)
 #define VT_PLAIN_T float
 #define SFX(name) name##_f32
 #define GEMM cblas_sgemm
+#define BE_GEMM gemm_plain32
 #define EXP expf
 #define LOG logf
 #define SQRT sqrtf
@@ -81,6 +82,7 @@ static vt_err schedule(plain_ctx *c)
 #undef VT_PLAIN_T
 #undef SFX
 #undef GEMM
+#undef BE_GEMM
 #undef EXP
 #undef LOG
 #undef SQRT
@@ -90,6 +92,7 @@ static vt_err schedule(plain_ctx *c)
 #define VT_PLAIN_T double
 #define SFX(name) name##_f64
 #define GEMM cblas_dgemm
+#define BE_GEMM gemm_plain64
 #define EXP exp
 #define LOG log
 #define SQRT sqrt
@@ -99,6 +102,7 @@ static vt_err schedule(plain_ctx *c)
 #undef VT_PLAIN_T
 #undef SFX
 #undef GEMM
+#undef BE_GEMM
 #undef EXP
 #undef LOG
 #undef SQRT
@@ -258,6 +262,8 @@ static vt_err SFX(matmul)(plain_ctx *c)
 {
     const int64_t *a = c->o->iarg;
     int ta = (int)a[0], tb = (int)a[1], M = (int)a[2], N = (int)a[3], K = (int)a[4];
+    const vt_backend *be = c->p->be;
+    if (be && be->BE_GEMM) return be->BE_GEMM(be->impl, ta, tb, (size_t)M, (size_t)N, (size_t)K, X(0), X(1), Y(0));
     GEMM(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, (T)1, X(0),
          ta ? M : K, X(1), tb ? K : N, (T)0, Y(0), N);
     return VT_OK;

@@ -22,6 +22,7 @@
 
 #include "../common/vt_error.h"
 #include "../data/vt_data.h"
+#include "../kernels/vt_backend.h"
 #include "vt_program.h"
 #include "vt_recipe.h"
 
@@ -37,6 +38,7 @@ typedef struct {
     uint32_t *perm;
     uint64_t perm_epoch;             /* epoch of perm + 1 (0 = none) */
     size_t n_examples;
+    const vt_backend *be;            /* NULL or a backend whose plain GEMMs replace the CBLAS calls */
 } vt_plain;
 
 /* Allocates and initialises (step 0) a plain model of recipe rc over a dataset of n_examples

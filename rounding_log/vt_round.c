@@ -26,6 +26,7 @@
 
 #include "../common/vt_bytes.h"
 #include "vt_exact.h"
+#include "vt_epilogue.h"
 #include "vt_round_impl.h"
 
 /* Every bound and rule here assumes that double arithmetic is evaluated in double (no x87
@@ -911,4 +912,61 @@ vt_err vt_round(vt_rctx *c, uint32_t op_id, const double *x, const vt_bounds *b,
     for (size_t i = 0; i < rows && !err; i++) err = round_row(c, o, &ek, &tc, x + i * cols, b, i, cols, out + i * cols);
     tight_free(&tc);
     return err;
+}
+
+/* ---- the accelerator's GEMM epilogue: applying its decisions (vt_epilogue.h) ---- */
+
+static vt_err epi_fail(vt_rctx *c, uint32_t op, uint64_t idx, const vt_epi_res *r)
+{
+    vt_err code = VT_ERR_DIVERGED;
+    switch (r->code) {
+    case VT__EL_NAN: vt_set_error(code, "result is NaN"); break;
+    case VT__EL_BAD_BOUND: vt_set_error(code, "error bound is not finite (%g)", r->B); break;
+    case VT__EL_RANGE: vt_set_error(code, "result %.17g is beyond FP32 range", r->x); break;
+    default:
+        code = VT_ERR_INTERNAL;
+        vt_set_error(code, "the epilogue's decision for this element is invalid (code %u, entry %u)", r->code,
+                     r->entry);
+    }
+    return fail(c, code, op, idx, NULL, r->x, r->B);
+}
+
+vt_err vt_epi_finish(vt_rctx *c, uint32_t op_id, size_t M, size_t N, uint64_t n, const uint64_t *idx,
+                     const vt_epi_res *res, float *out)
+{
+    VT_RETURN_ERROR_IF(!c->log, VT_ERR_ARG, "rounding context has no step (call vt_rctx_begin_step)");
+    VT_RETURN_ERROR_IF(N && M > SIZE_MAX / N, VT_ERR_LIMIT, "operation %u: element count overflows", op_id);
+    VT_RETURN_ERROR_IF(c->bound.rounding != VT_ROUNDING_EXACT && c->mode != VT_RMODE_RECORD, VT_ERR_ARG,
+                       "operation %u: the GEMM epilogue does not replay a log", op_id);
+    uint64_t total = (uint64_t)M * N;
+    int rec = c->bound.rounding == VT_ROUNDING_LOG;
+    vt_oplog *o = NULL;
+    if (rec) {
+        VT_RETURN_ERROR_IF(c->log->n_ops && c->log->ops[c->log->n_ops - 1].op_id >= op_id, VT_ERR_ARG,
+                           "operation ids must increase within a step (%u after %u)", op_id,
+                           c->log->ops[c->log->n_ops - 1].op_id);
+        VT_FORWARD_IF_ERROR(vt_steplog_add_op(c->log, op_id, total, &o));
+    }
+    c->stats.rounded += total;
+    for (uint64_t f = 0; f < n; f++) {
+        const vt_epi_res *r = &res[f];
+        VT_RETURN_ERROR_IF(idx[f] >= total || (f && idx[f] <= idx[f - 1]), VT_ERR_INTERNAL,
+                           "operation %u: the epilogue's flagged indices are out of order", op_id);
+        if (r->eval) c->stats.exact++;
+        if (r->eval == 2) c->stats.kulisch++;
+        if (r->code != VT__EL_OK || r->entry > 2 || (!rec && r->entry) || !vt__bits_finite(r->bits))
+            return epi_fail(c, op_id, idx[f], r);
+        out[idx[f]] = vt_bits_f32(r->bits);
+        if (!r->entry) continue;
+        vt_log_entry e = {.index = idx[f], .is_value = (uint8_t)(r->entry == 2), .up = r->up};
+        if (e.is_value) {
+            e.value_bits = r->bits;
+            c->stats.logged_val++;
+        } else {
+            e.up = r->up;
+            c->stats.logged_dir++;
+        }
+        VT_FORWARD_IF_ERROR(vt_oplog_push(o, e));
+    }
+    return VT_OK;
 }

@@ -312,4 +312,26 @@ VT_HDI void vt__gemm_elem(const vt_gemm_epi *d, size_t i, size_t j, double x, vt
     r->code = (uint8_t)code;
 }
 
+/* The screen of GEMM element (i, j) with row norm ri and column norm cj: the outer bound
+ * coef ri cj, inflated like vt_round's (the tight bound is computed for the elements it does not
+ * clear); k = 1 (exact rounding) or VT_UNSTABLE_K (record). x is the party's FP64 value, already
+ * normalised (x + 0.0: a zero is +0 in every order). 1 and *out = RN32(x) when cleared. */
+VT_HDI int vt__gemm_screen(double coef, double ri, double cj, double x, double k, float *out)
+{
+    double B = (coef * ri * (1.0 + 0x1p-20)) * cj;
+    return vt__screen1(x, B, k, VT_SLOP_RECORD, out);
+}
+
+/* ||v||_2 of the FP32 vector v[k*inc], k < K, as vt_gemm's norms: an FP64 sum of exact squares in
+ * index order, then sqrt (any order is covered by the bound; this is the one both twins use). */
+VT_HDI double vt__norm32(size_t K, const float *v, size_t inc)
+{
+    double s = 0.0;
+    for (size_t k = 0; k < K; k++) {
+        double t = (double)v[k * inc];
+        s += t * t;
+    }
+    return sqrt(s);
+}
+
 #endif

@@ -113,9 +113,11 @@ static void replay_segment(worker *w)
     audit_ctx *a = w->a;
     vt_store *st = NULL;
     vt_model m;
+    vt_backend be;
     vt_steplog log;
     vt_rstats stats;
     memset(&m, 0, sizeof m);
+    memset(&be, 0, sizeof be);
     memset(&stats, 0, sizeof stats);
     vt_steplog_init(&log, 0);
     w->f.verdict = VT_VERDICT_VERIFIED;
@@ -127,6 +129,11 @@ static void replay_segment(worker *w)
         find_set(&w->f, VT_VERDICT_CANNOT, -1, "local error", "cannot build the model: %s", vt_errmsg());
         goto out;
     }
+    if (vt_backend_open(a->o->backend ? a->o->backend : "cpu", &be)) {
+        find_set(&w->f, VT_VERDICT_CANNOT, -1, "backend unavailable", "%s", vt_errmsg());
+        goto out;
+    }
+    vt_model_set_backend(&m, &be);
     uint8_t h[32];
     if (w->from > 0) { /* start from the checkpoint, which must hold the committed state */
         float *state = NULL;
@@ -233,6 +240,7 @@ out:
     w->passed = stats.checked;
     vt_steplog_free(&log);
     vt_model_free(&m);
+    vt_backend_close(&be);
     vt_store_close(st);
 }
 

@@ -19,6 +19,7 @@ typedef struct {
     const char *recipe_path; /* optional: the recipe the client asked for */
     const char *pubkey_path; /* optional: the trainer key the client trusts */
     vt_order order;          /* the auditor's own evaluation order */
+    const char *backend;     /* "cpu" (NULL: the default) or "cuda": each segment's replay opens its own */
     uint64_t from, to;       /* segment: replay steps from+1..to (to = 0: the last step) */
     int jobs;                /* parallel segment replays (>= 1) */
     int quiet;

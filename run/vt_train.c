@@ -31,6 +31,7 @@ typedef struct {
     vt_keypair kp;
     vt_steplog log;
     char *manifest;
+    vt_backend be;
 } train_ctx;
 
 static void ctx_free(train_ctx *t)
@@ -38,6 +39,7 @@ static void ctx_free(train_ctx *t)
     vt_store_close(t->st);
     vt_data_free(&t->ds);
     vt_model_free(&t->m);
+    vt_backend_close(&t->be);
     vt_merkle_free(&t->tree);
     vt_keypair_wipe(&t->kp);
     vt_steplog_free(&t->log);
@@ -118,9 +120,13 @@ static vt_err train(train_ctx *t, const vt_recipe *rc, const vt_train_opts *o, v
     VT_FORWARD_IF_ERROR(vt_data_load(spec, o->data_root, &t->ds));
     /* The backend is informational: an auditor uses its own. To keep the manifest (and so the
      * commitment) independent of the trainer's evaluation order, only the device class is recorded. */
-    VT_FORWARD_IF_ERROR(vt_manifest_build(rc, t->ds.hash, "cpu", &t->manifest));
+    const char *backend = o->backend ? o->backend : "cpu";
+    VT_FORWARD_IF_ERROR(vt_manifest_build(rc, t->ds.hash, backend, &t->manifest));
     size_t mlen = strlen(t->manifest);
     VT_FORWARD_IF_ERROR(vt_model_init(&t->m, rc, t->ds.n, o->order));
+    VT_FORWARD_IF_ERROR(vt_backend_open(backend, &t->be));
+    vt_model_set_backend(&t->m, &t->be);
+    if (!o->quiet && t->be.gemm_round) fprintf(stderr, "backend: %s: %s\n", t->be.name, t->be.desc);
     vt_model_set_hooks(&t->m, o->hooks);
     vt_merkle_init(&t->tree);
     vt_steplog_init(&t->log, 0);
@@ -132,6 +138,17 @@ static vt_err train(train_ctx *t, const vt_recipe *rc, const vt_train_opts *o, v
         uint8_t mh[32];
         VT_FORWARD_IF_ERROR(vt_store_manifest(t->st, &mf, &ml, mh));
         int same = ml == mlen && memcmp(mf, t->manifest, ml) == 0;
+        if (!same) { /* a run may be resumed on the other backend: it records the one it started on */
+            char *alt = NULL;
+            VT_FORWARD_IF_ERROR(vt_manifest_build(rc, t->ds.hash, strcmp(backend, "cpu") ? "cpu" : "cuda", &alt));
+            if (strlen(alt) == ml && memcmp(mf, alt, ml) == 0) {
+                free(t->manifest);
+                t->manifest = alt;
+                same = 1;
+            } else {
+                free(alt);
+            }
+        }
         free(mf);
         VT_RETURN_ERROR_IF(!same, VT_ERR_ARG, "cannot resume %s: it was started with another recipe or dataset",
                            o->run_dir);

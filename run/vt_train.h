@@ -14,6 +14,7 @@ typedef struct {
     const char *key_path;   /* Ed25519 secret key file (trainer keygen) */
     const char *data_root;  /* NULL: $VT_DATA_DIR or the repository's data/ */
     vt_order order;         /* evaluation order of this trainer (default: blas) */
+    const char *backend;    /* "cpu" (NULL: the default) or "cuda" (kernels/vt_backend.h) */
     int resume;             /* continue an interrupted run from its last checkpoint */
     int quiet;
     uint64_t stop_after;    /* stop (without committing: an interruption) after this step; 0 = never */

@@ -35,14 +35,15 @@ if [ "$full" = 1 ]; then
   echo "(BLAS matrix: $(( $(date +%s) - t0 )) s)"
 fi
 if [ "$asan" = 1 ]; then
-  build build/asan -DVT_SANITIZE=ON
+  # the CPU-only build (no CUDA, as where nvcc is absent) under the sanitizers
+  build build/asan -DVT_SANITIZE=ON -DVT_CUDA=OFF
   echo "== tests: ASan+UBSan build"
   (cd build/asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
      VT_ASAN=1 ctest --output-on-failure -j"$jobs" "$@")
 fi
 if command -v clang >/dev/null 2>&1; then
   # libFuzzer targets (clang only): build them and run short smoke runs from the committed corpora
-  CC=clang build build/fuzz -DVT_FUZZ=ON
+  CC=clang build build/fuzz -DVT_FUZZ=ON -DVT_CUDA=OFF
   echo "== fuzz smoke runs (clang, libFuzzer)"
   (cd build/fuzz && ctest --output-on-failure -R fuzz)
 fi

@@ -260,6 +260,35 @@ num64 '--order: "bogus" is not an evaluation order (blas, forward, reverse, pair
 num64 "--order" "$TRAINER" train --run "$T/x" --key "$T/key" --order bogus
 num64 "--order" "$B/arbiter" check "$T/run" --order bogus
 [ ! -e "$T/x" ] && ok || bad "a usage error must not create the run directory"
+num64 "--backend" "$TRAINER" train --run "$T/x" --key "$T/key" --backend tpu
+num64 "--backend" "$AUDITOR" verify "$T/run" --backend tpu
+
+# --- the CUDA backend (docs/cuda.md). Where it cannot run (a build without CUDA, or no GPU),
+# --backend cuda is refused with exit 2 and a message saying why, before anything is written;
+# where it can, a run trained on the GPU is verified by the CPU auditor, and a CPU-trained run by
+# the auditor on the GPU
+"$TRAINER" train --run "$T/gpu" --key "$T/key" "${SMALL[@]}" --set steps=6 --backend cuda --quiet \
+  >"$T/gpu.out" 2>&1
+st=$?
+if [ "$st" = 2 ] && grep -q -E "no CUDA backend|no CUDA GPU" "$T/gpu.out"; then
+  ok
+  [ ! -e "$T/gpu/commitment.vtc" ] && ok || bad "a refused backend must not leave a committed run"
+  "$AUDITOR" verify "$T/run" --backend cuda --quiet >"$T/gpu.out" 2>&1
+  st=$?
+  [ "$st" = 2 ] && grep -q -E "no CUDA backend|no CUDA GPU" "$T/gpu.out" && ok ||
+    bad "auditor --backend cuda without a GPU -> exit $st: $(cat "$T/gpu.out")"
+elif [ "$st" = 0 ]; then
+  expect 0 "" "" "$T/gpu" --order pairwise
+  for r in exact log; do
+    "$TRAINER" train --run "$T/gpu-$r" --key "$T/key" "${SMALL[@]}" --set steps=6 --set rounding=$r --backend cuda \
+      --quiet >/dev/null 2>&1 && ok || bad "train --backend cuda, rounding $r"
+    expect 0 "" "" "$T/gpu-$r" --order split
+    expect 0 "" "" "$T/gpu-$r" --order forward --backend cuda
+  done
+  expect 0 "" "" "$T/run" --backend cuda
+else
+  bad "train --backend cuda -> exit $st: $(cat "$T/gpu.out")"
+fi
 
 fi
 echo "e2e: $pass passed, $fail failed"

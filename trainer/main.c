@@ -42,6 +42,8 @@ static void usage(FILE *f)
             "      --order ORDER     evaluation order: blas (default), split, forward, reverse,\n"
             "                        pairwise, permuted, sorted\n"
             "      --data-dir DIR    dataset root (default: $VT_DATA_DIR or the repository's data/)\n"
+            "      --backend NAME    cpu (default) or cuda: the GEMMs and their rounding on the GPU\n"
+            "                        (the same bits; docs/cuda.md)\n"
             "      --resume          continue an interrupted run from its last checkpoint\n"
             "      --quiet           no progress line\n"
 #ifdef VT_TEST_HOOKS
@@ -99,7 +101,7 @@ static int parse_train(int argc, char **argv, vt_recipe *rc, vt_train_opts *o)
         {"recipe", required_argument, 0, 'R'}, {"set", required_argument, 0, 's'},
         {"order", required_argument, 0, 'o'},  {"data-dir", required_argument, 0, 'd'},
         {"resume", no_argument, 0, 'u'},       {"quiet", no_argument, 0, 'q'},
-        {"help", no_argument, 0, 'h'},
+        {"backend", required_argument, 0, 'b'}, {"help", no_argument, 0, 'h'},
 #ifdef VT_TEST_HOOKS
         {"stop-after", required_argument, 0, 'S'}, {"cheat", required_argument, 0, 'C'},
 #endif
@@ -126,6 +128,11 @@ static int parse_train(int argc, char **argv, vt_recipe *rc, vt_train_opts *o)
         case 'd': o->data_root = optarg; break;
         case 'u': o->resume = 1; break;
         case 'q': o->quiet = 1; break;
+        case 'b':
+            if (strcmp(optarg, "cpu") && strcmp(optarg, "cuda"))
+                return vt_cli_usage_error(usage, "trainer: --backend %s: expected cpu or cuda", optarg);
+            o->backend = optarg;
+            break;
 #ifdef VT_TEST_HOOKS
         case 'S':
             if (vt_cli_u64("--stop-after", optarg, 1, UINT64_MAX, &o->stop_after) != VT_OK) {

@@ -1,0 +1,56 @@
+/* vt_backend.c - opening a backend by name (kernels/vt_backend.h). */
+#include "../kernels/vt_backend.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "vt_cuda.h"
+
+int vt_backend_cuda_built(void) { return vt_cuda_built(); }
+
+static vt_err cuda_round(void *impl, vt_rctx *rc, uint32_t op_id, int tA, int tB, size_t M, size_t N, size_t K,
+                         const float *A, const float *B, float *out)
+{
+    return vt_cuda_gemm_round(impl, rc, op_id, tA, tB, M, N, K, A, B, out);
+}
+static vt_err cuda_plain64(void *impl, int tA, int tB, size_t M, size_t N, size_t K, const double *A,
+                           const double *B, double *C)
+{
+    return vt_cuda_gemm_plain64(impl, tA, tB, M, N, K, A, B, C);
+}
+static vt_err cuda_plain32(void *impl, int tA, int tB, size_t M, size_t N, size_t K, const float *A, const float *B,
+                           float *C)
+{
+    return vt_cuda_gemm_plain32(impl, tA, tB, M, N, K, A, B, C);
+}
+static void cuda_close(void *impl) { vt_cuda_close(impl); }
+
+vt_err vt_backend_open(const char *name, vt_backend *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!name || strcmp(name, "cpu") == 0) {
+        snprintf(out->name, sizeof out->name, "cpu");
+        snprintf(out->desc, sizeof out->desc, "CPU kernels");
+        return VT_OK;
+    }
+    VT_RETURN_ERROR_IF(strcmp(name, "cuda") != 0, VT_ERR_ARG, "unknown backend \"%s\" (cpu or cuda)", name);
+    vt_cuda *g = NULL;
+    VT_FORWARD_IF_ERROR(vt_cuda_open(&g, out->desc, sizeof out->desc));
+    snprintf(out->name, sizeof out->name, "cuda");
+    out->impl = g;
+    out->gemm_round = cuda_round;
+    out->gemm_plain64 = cuda_plain64;
+    out->gemm_plain32 = cuda_plain32;
+    out->close = cuda_close;
+    return VT_OK;
+}
+
+void vt_backend_close(vt_backend *b)
+{
+    if (b->close && b->impl) b->close(b->impl);
+    b->impl = NULL;
+    b->close = NULL;
+    b->gemm_round = NULL;
+    b->gemm_plain64 = NULL;
+    b->gemm_plain32 = NULL;
+}

@@ -1,0 +1,49 @@
+/* vt_cuda.h - the CUDA backend (cuda/vt_cuda.cu; cuda/vt_cuda_stub.c when the build has no CUDA).
+ * C interface; see kernels/vt_backend.h for the conventions and docs/cuda.md for the pipeline. */
+#ifndef VT_CUDA_H
+#define VT_CUDA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/vt_error.h"
+#include "../rounding_log/vt_rlog.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct vt_cuda vt_cuda;
+
+/* 1 when this build contains the CUDA code. */
+int vt_cuda_built(void);
+/* Opens device VT_CUDA_DEVICE (default 0): a cuBLAS handle in pedantic math (no TF32, no
+ * emulation) on its own stream. VT_ERR_UNSUPPORTED when there is no CUDA build or no GPU. desc
+ * (may be NULL) receives "GPU name, compute capability, driver, runtime and cuBLAS versions". */
+vt_err vt_cuda_open(vt_cuda **out, char *desc, size_t desc_len);
+void vt_cuda_close(vt_cuda *g);
+
+/* The rounded GEMM of kernels/vt_backend.h (gemm_round). Exact rounding and log recording run the
+ * epilogue on the device; a log replay computes the FP64 products and norms on the device and
+ * judges the trainer's entries on the host with vt_round. */
+vt_err vt_cuda_gemm_round(vt_cuda *g, vt_rctx *rc, uint32_t op_id, int tA, int tB, size_t M, size_t N, size_t K,
+                          const float *A, const float *B, float *out);
+/* Plain GEMMs (the benchmark baseline, host operands): one DGEMM of FP64 operands, and SGEMM with
+ * CUBLAS_COMPUTE_32F_PEDANTIC (no TF32). */
+vt_err vt_cuda_gemm_plain64(vt_cuda *g, int tA, int tB, size_t M, size_t N, size_t K, const double *A,
+                            const double *B, double *C);
+vt_err vt_cuda_gemm_plain32(vt_cuda *g, int tA, int tB, size_t M, size_t N, size_t K, const float *A,
+                            const float *B, float *C);
+
+/* Device-resident timing of one GEMM shape (bench/bench_cuda.c): mean seconds per call, over reps
+ * calls after a warm-up, of the verifiable path on device-resident operands (conversion, panelled
+ * DGEMM, norms, screen, compaction, flagged elements; exact rounding; the copy of the FP32 result
+ * to the host excluded), of the DGEMM alone on the same FP64 operands, and of the SGEMM. */
+vt_err vt_cuda_time_gemm(vt_cuda *g, int tA, int tB, size_t M, size_t N, size_t K, int reps, double *t_verif,
+                         double *t_dgemm, double *t_sgemm, uint64_t *n_flagged);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

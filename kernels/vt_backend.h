@@ -1,0 +1,44 @@
+/* vt_backend.h - the kernel-level backend interface (docs/cuda.md).
+ *
+ * A backend supplies some kernels on other hardware; every kernel it leaves NULL runs on the CPU
+ * (kernels/). The interpreter calls it through vt_model_set_backend (model/vt_model.h); the
+ * results do not depend on the backend: exact rounding gives RN32 of the exact value everywhere,
+ * and a log recorded on one backend is judged against the exact value by any other.
+ *   "cpu"  - no accelerated kernel: the reference, always built;
+ *   "cuda" - cuda/vt_cuda.cu: rounded GEMMs (the matmul kind) on an NVIDIA GPU through cuBLAS DGEMM
+ *            with the rounding epilogue on the device; the plain FP64/FP32 GEMMs of the benchmark
+ *            baseline through cuBLAS. */
+#ifndef VT_BACKEND_H
+#define VT_BACKEND_H
+
+#include <stddef.h>
+
+#include "../common/vt_error.h"
+#include "../rounding_log/vt_rlog.h"
+
+typedef struct vt_backend {
+    char name[16];   /* "cpu", "cuda" */
+    char desc[256];  /* the device, driver and library versions, for reports */
+    void *impl;
+    /* out = the rounding under rc (operation op_id) of op(A) op(B) (vt_gemm's conventions: row-major,
+     * tA / tB as there); A, B and out are host memory. NULL: vt_gemm + vt_round on the CPU. */
+    vt_err (*gemm_round)(void *impl, vt_rctx *rc, uint32_t op_id, int tA, int tB, size_t M, size_t N, size_t K,
+                         const float *A, const float *B, float *out);
+    /* plain C = op(A) op(B) of FP64 operands (the baseline's DGEMM, host memory); NULL: CBLAS */
+    vt_err (*gemm_plain64)(void *impl, int tA, int tB, size_t M, size_t N, size_t K, const double *A, const double *B,
+                           double *C);
+    /* plain FP32 (SGEMM, no TF32); NULL: CBLAS */
+    vt_err (*gemm_plain32)(void *impl, int tA, int tB, size_t M, size_t N, size_t K, const float *A, const float *B,
+                           float *C);
+    void (*close)(void *impl);
+} vt_backend;
+
+/* Opens backend `name` ("cpu" or "cuda"). "cuda" gives VT_ERR_UNSUPPORTED with a message saying
+ * why when this build has no CUDA or the machine has no usable GPU. */
+vt_err vt_backend_open(const char *name, vt_backend *out) VT_WARN_UNUSED;
+/* Releases it (idempotent; a zeroed backend is the CPU one). */
+void vt_backend_close(vt_backend *b);
+/* 1 when this build contains the CUDA backend. */
+int vt_backend_cuda_built(void);
+
+#endif

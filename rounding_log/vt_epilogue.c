@@ -1,0 +1,55 @@
+/* vt_epilogue.c - the host twin of the GPU's GEMM epilogue (vt_epilogue.h). */
+#include "vt_epilogue.h"
+
+#include <stdlib.h>
+
+int vt_epi_supported(const vt_rctx *c)
+{
+    return c->bound.rounding == VT_ROUNDING_EXACT || c->mode == VT_RMODE_RECORD;
+}
+
+double vt_epi_coef(const vt_rctx *c, size_t K) { return vt__bound_coef_red(&c->bound, (uint64_t)K, (uint64_t)K); }
+
+vt_err vt_epi_host(vt_rctx *c, uint32_t op_id, vt_gemm_epi d, const double *x, size_t M, size_t N, float *out)
+{
+    VT_RETURN_ERROR_IF(!vt_epi_supported(c), VT_ERR_ARG, "the GEMM epilogue does not replay a log");
+    VT_RETURN_ERROR_IF(M == 0 || N == 0 || d.K == 0 || (N && M > SIZE_MAX / 16 / N), VT_ERR_ARG,
+                       "vt_epi_host: bad sizes");
+    d.cfg = c->bound;
+    d.record = c->bound.rounding == VT_ROUNDING_LOG;
+    double coef = vt_epi_coef(c, d.K);
+    VT_RETURN_ERROR_IF(!(coef >= 0), VT_ERR_LIMIT, "vt_epi_host: no bound coefficient for K=%zu", d.K);
+    double *rn = malloc(M * sizeof *rn), *cn = malloc(N * sizeof *cn);
+    uint64_t *idx = malloc(M * N * sizeof *idx);
+    vt_epi_res *res = NULL;
+    vt_err err = VT_OK;
+    if (!rn || !cn || !idx) {
+        err = vt_set_error(VT_ERR_NOMEM, "vt_epi_host: out of memory");
+        goto done;
+    }
+    /* stage 1: norms and the screen */
+    for (size_t i = 0; i < M; i++) rn[i] = vt__norm32(d.K, d.A + i * d.a_si, d.a_sk);
+    for (size_t j = 0; j < N; j++) cn[j] = vt__norm32(d.K, d.B + j * d.b_sj, d.b_sk);
+    double k = d.record ? VT_UNSTABLE_K : 1.0;
+    uint64_t n = 0;
+    for (size_t e = 0; e < M * N; e++) {
+        size_t i = e / N, j = e % N;
+        /* stage 2: the flagged indices, in increasing order */
+        if (!vt__gemm_screen(coef, rn[i], cn[j], x[e] + 0.0, k, &out[e])) idx[n++] = e;
+    }
+    /* stage 3 */
+    res = malloc((n ? n : 1) * sizeof *res);
+    if (!res) {
+        err = vt_set_error(VT_ERR_NOMEM, "vt_epi_host: out of memory");
+        goto done;
+    }
+    for (uint64_t f = 0; f < n; f++) vt__gemm_elem(&d, idx[f] / N, idx[f] % N, x[idx[f]] + 0.0, &res[f]);
+    /* stage 4 */
+    err = vt_epi_finish(c, op_id, M, N, n, idx, res, out);
+done:
+    free(rn);
+    free(cn);
+    free(idx);
+    free(res);
+    return err;
+}
