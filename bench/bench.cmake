@@ -19,3 +19,8 @@ endif()
 if(TARGET bench_cnn)
   target_link_libraries(bench_cnn PRIVATE vt_run vt_model vt_data)
 endif()
+
+# ---- bench_cuda (the CUDA backend on a GPU; skips without one)
+if(TARGET bench_cuda)
+  target_link_libraries(bench_cuda PRIVATE vt_run vt_model vt_data vt_cuda)
+endif()

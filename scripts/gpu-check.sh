@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# The CUDA backend's check on a GPU machine, in one run of about 5 minutes (docs/cuda.md):
+#   1. unpacks the carried .deb files (.gpu-debs/, from scripts/gpu-debs.sh) into a prefix and
+#      builds with the CUDA backend required (-DVT_CUDA=ON);
+#   2. the kernel-by-kernel check against the CPU reference (test_cuda: bit-identical FP32
+#      outputs in exact rounding; the CPU's replay of the GPU's log gives the GPU's outputs) and
+#      the CPU twin (test_epilogue); the end-to-end test, whose CUDA section then trains on the GPU
+#      and audits on the CPU and on the GPU;
+#   3. trains the default MLP, and shortened CNN and GPT runs, on the GPU (--backend cuda);
+#   4. bench_cuda: each step against a plain FP64 step (cuBLAS DGEMM) and a plain FP32 step
+#      (cuBLAS SGEMM, no TF32) on the same GPU, and the verifiable GEMM path against DGEMM;
+#   5. puts under $OUT (default ./gpu-out): runs.tar.gz (the run directories), bench_cuda.md,
+#      gpu-check.log and versions.txt (GPU, driver, CUDA).
+# Then, on the CPU machine: bash scripts/gpu-audit.sh OUT_DIR verifies every GPU-trained run.
+# Usage: bash scripts/gpu-check.sh [--quick]   (--quick: 20-step runs, 5 bench steps)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+quick=0
+[ "${1:-}" = "--quick" ] && quick=1
+OUT=${OUT:-$PWD/gpu-out}
+mkdir -p "$OUT"
+exec > >(tee "$OUT/gpu-check.log") 2>&1
+t0=$(date +%s)
+step() { echo "== [$(( $(date +%s) - t0 )) s] $*"; }
+
+step "prefix from .gpu-debs"
+P=/tmp/vt-prefix
+mkdir -p "$P"
+ls .gpu-debs/*.deb >/dev/null 2>&1 || { echo "gpu-check: no .gpu-debs/*.deb (run scripts/gpu-debs.sh and carry .gpu-debs)"; exit 2; }
+for f in .gpu-debs/*.deb; do dpkg -x "$f" "$P"; done
+A=x86_64-linux-gnu
+OB=$P/usr/lib/$A/openblas-pthread
+# the Debian alternatives that dpkg -x does not set up: blas.pc and cblas.h of OpenBLAS (pthread)
+mkdir -p "$P/pc"
+cat >"$P/pc/blas.pc" <<PC
+Name: blas
+Description: OpenBLAS (carried)
+Version: 0.3
+Libs: -L$OB -lblas
+Cflags: -I$P/usr/include/$A/openblas-pthread
+PC
+for pc in "$P"/usr/lib/$A/pkgconfig/*.pc "$P"/usr/share/pkgconfig/*.pc; do
+  [ -f "$pc" ] && sed "s|^prefix=/usr|prefix=$P/usr|" "$pc" >"$P/pc/$(basename "$pc")"
+done
+export PKG_CONFIG_PATH=$P/pc PKG_CONFIG_LIBDIR=$P/pc
+command -v pkg-config >/dev/null 2>&1 || export PATH=$P/usr/bin:$PATH
+export LD_LIBRARY_PATH=$OB:$P/usr/lib/$A:${LD_LIBRARY_PATH:-}
+export CPATH=$P/usr/include:$P/usr/include/$A:${CPATH:-}
+export LIBRARY_PATH=$OB:$P/usr/lib/$A:${LIBRARY_PATH:-}
+[ -x "$P/usr/bin/pkgconf" ] && ! command -v pkg-config >/dev/null 2>&1 && ln -sf "$P/usr/bin/pkgconf" "$P/usr/bin/pkg-config"
+
+{
+  echo "date: $(date -u +%FT%TZ)"
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | sed 's/^/gpu: /'
+  nvcc --version 2>&1 | tail -1 | sed 's/^/nvcc: /'
+  echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //') x $(nproc)"
+  echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+} | tee "$OUT/versions.txt"
+
+step "build (-DVT_CUDA=ON)"
+B=build/gpu
+cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVT_CUDA=ON -DVT_WERROR=ON >"$OUT/configure.log" 2>&1 ||
+  { tail -30 "$OUT/configure.log"; exit 2; }
+cmake --build "$B" -j"$(nproc)" >"$OUT/build.log" 2>&1 || { grep -E "error" "$OUT/build.log" | head -30; exit 2; }
+status=0
+
+step "kernel-by-kernel check (test_cuda) and the CPU twin (test_epilogue)"
+"$B/test_cuda" || status=1
+"$B/test_epilogue" | tail -1 || status=1
+step "end to end (tests/e2e.sh: its CUDA section trains on the GPU, audits on CPU and GPU)"
+bash tests/e2e.sh "$B" | tail -3 || status=1
+
+step "training on the GPU"
+R=$OUT/runs
+mkdir -p "$R"
+"$B/trainer" keygen "$R/key" --force >/dev/null
+S=()
+[ "$quick" = 1 ] && S=(--set steps=20)
+"$B/trainer" train --run "$R/mlp" --key "$R/key" --backend cuda "${S[@]}" || status=1
+CS=(--set steps=${CNN_STEPS:-150}); [ "$quick" = 1 ] && CS=(--set steps=10)
+"$B/trainer" train --run "$R/cnn" --key "$R/key" --recipe recipes/resnet-cifar10.json --backend cuda "${CS[@]}" || status=1
+GS=(--set steps=${GPT_STEPS:-100}); [ "$quick" = 1 ] && GS=(--set steps=10)
+"$B/trainer" train --run "$R/gpt" --key "$R/key" --recipe recipes/gpt-shakespeare.json --backend cuda "${GS[@]}" || status=1
+"$B/auditor" verify "$R/mlp" --backend cuda --order pairwise --quiet | head -2 || status=1
+rm -f "$R/key"
+(cd "$OUT" && tar czf runs.tar.gz runs && rm -rf runs)
+
+step "bench_cuda"
+N=20; [ "$quick" = 1 ] && N=5
+"$B/bench_cuda" --steps "$N" --recipe recipes/resnet-cifar10.json --recipe recipes/gpt-shakespeare.json \
+  | tee "$OUT/bench_cuda.md" || status=1
+step "done (status $status)"
+exit $status
