@@ -2,6 +2,7 @@
 #include "../kernels/vt_backend.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "vt_cuda.h"
@@ -24,6 +25,20 @@ static vt_err cuda_plain32(void *impl, int tA, int tB, size_t M, size_t N, size_
     return vt_cuda_gemm_plain32(impl, tA, tB, M, N, K, A, B, C);
 }
 static void cuda_close(void *impl) { vt_cuda_close(impl); }
+static vt_err cuda_run_begin(void *impl, struct vt_model *m) { return vt_cuda_run_begin(impl, m); }
+static vt_err cuda_run_op(void *impl, struct vt_model *m, vt_rctx *rc, uint32_t op_id, uint64_t step)
+{
+    return vt_cuda_run_op(impl, m, rc, op_id, step);
+}
+static vt_err cuda_to_host(void *impl, struct vt_model *m, vt_rctx *rc, uint32_t op_id)
+{
+    return vt_cuda_op_to_host(impl, m, rc, op_id);
+}
+static vt_err cuda_to_device(void *impl, struct vt_model *m, uint32_t op_id)
+{
+    return vt_cuda_op_to_device(impl, m, op_id);
+}
+static vt_err cuda_run_end(void *impl, struct vt_model *m, vt_rctx *rc) { return vt_cuda_run_end(impl, m, rc); }
 
 vt_err vt_backend_open(const char *name, vt_backend *out)
 {
@@ -41,6 +56,15 @@ vt_err vt_backend_open(const char *name, vt_backend *out)
     out->gemm_round = cuda_round;
     out->gemm_plain64 = cuda_plain64;
     out->gemm_plain32 = cuda_plain32;
+    /* VT_CUDA_RESIDENT=0: GEMMs only, every other operation on the CPU with host operands */
+    const char *res = getenv("VT_CUDA_RESIDENT");
+    if (!res || strcmp(res, "0") != 0) {
+        out->run_begin = cuda_run_begin;
+        out->run_op = cuda_run_op;
+        out->op_to_host = cuda_to_host;
+        out->op_to_device = cuda_to_device;
+        out->run_end = cuda_run_end;
+    }
     out->close = cuda_close;
     return VT_OK;
 }

@@ -35,6 +35,16 @@ vt_err vt_cuda_gemm_plain64(vt_cuda *g, int tA, int tB, size_t M, size_t N, size
 vt_err vt_cuda_gemm_plain32(vt_cuda *g, int tA, int tB, size_t M, size_t N, size_t K, const float *A,
                             const float *B, float *C);
 
+/* Device-resident steps (cuda/vt_cuda_model.cu; kernels/vt_backend.h says how vt_model_run uses
+ * them): the model's arenas on the GPU, the MLP's kinds run there, any other on the CPU. */
+struct vt_model;
+vt_err vt_cuda_run_begin(vt_cuda *g, struct vt_model *m);
+/* VT_ERR_UNSUPPORTED, with no message: this operation runs on the CPU */
+vt_err vt_cuda_run_op(vt_cuda *g, struct vt_model *m, vt_rctx *rc, uint32_t op_id, uint64_t step);
+vt_err vt_cuda_op_to_host(vt_cuda *g, struct vt_model *m, vt_rctx *rc, uint32_t op_id);
+vt_err vt_cuda_op_to_device(vt_cuda *g, struct vt_model *m, uint32_t op_id);
+vt_err vt_cuda_run_end(vt_cuda *g, struct vt_model *m, vt_rctx *rc);
+
 /* Device-resident timing of one GEMM shape (bench/bench_cuda.c): mean seconds per call, over reps
  * calls after a warm-up, of the verifiable path on device-resident operands (conversion, panelled
  * DGEMM, norms, screen, compaction, flagged elements; exact rounding; the copy of the FP32 result

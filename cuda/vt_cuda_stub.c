@@ -45,3 +45,29 @@ vt_err vt_cuda_time_gemm(vt_cuda *g, int tA, int tB, size_t M, size_t N, size_t 
     *n_flagged = 0;
     VT_NO_CUDA;
 }
+
+vt_err vt_cuda_run_begin(vt_cuda *g, struct vt_model *m)
+{
+    (void)g, (void)m;
+    VT_NO_CUDA;
+}
+vt_err vt_cuda_run_op(vt_cuda *g, struct vt_model *m, vt_rctx *rc, uint32_t op_id, uint64_t step)
+{
+    (void)g, (void)m, (void)rc, (void)op_id, (void)step;
+    VT_NO_CUDA;
+}
+vt_err vt_cuda_op_to_host(vt_cuda *g, struct vt_model *m, vt_rctx *rc, uint32_t op_id)
+{
+    (void)g, (void)m, (void)rc, (void)op_id;
+    VT_NO_CUDA;
+}
+vt_err vt_cuda_op_to_device(vt_cuda *g, struct vt_model *m, uint32_t op_id)
+{
+    (void)g, (void)m, (void)op_id;
+    VT_NO_CUDA;
+}
+vt_err vt_cuda_run_end(vt_cuda *g, struct vt_model *m, vt_rctx *rc)
+{
+    (void)g, (void)m, (void)rc;
+    VT_NO_CUDA;
+}

@@ -16,6 +16,8 @@
 #include "../common/vt_error.h"
 #include "../rounding_log/vt_rlog.h"
 
+struct vt_model;
+
 typedef struct vt_backend {
     char name[16];   /* "cpu", "cuda" */
     char desc[256];  /* the device, driver and library versions, for reports */
@@ -30,6 +32,16 @@ typedef struct vt_backend {
     /* plain FP32 (SGEMM, no TF32); NULL: CBLAS */
     vt_err (*gemm_plain32)(void *impl, int tA, int tB, size_t M, size_t N, size_t K, const float *A, const float *B,
                            float *C);
+    /* Device-resident steps (optional: all five or none). When a whole step runs without hooks,
+     * vt_model_run calls run_begin (the state to the device), then per operation run_op - or,
+     * where that answers VT_ERR_UNSUPPORTED, op_to_host, the CPU kernel and op_to_device - and
+     * finally run_end (failures reported in operation order; the state and the loss to the host).
+     * Between steps the host's state is the reference. */
+    vt_err (*run_begin)(void *impl, struct vt_model *m);
+    vt_err (*run_op)(void *impl, struct vt_model *m, vt_rctx *rc, uint32_t op_id, uint64_t step);
+    vt_err (*op_to_host)(void *impl, struct vt_model *m, vt_rctx *rc, uint32_t op_id);
+    vt_err (*op_to_device)(void *impl, struct vt_model *m, uint32_t op_id);
+    vt_err (*run_end)(void *impl, struct vt_model *m, vt_rctx *rc);
     void (*close)(void *impl);
 } vt_backend;
 

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "vt_kernels.h"
+#include "vt_kernels_impl.h"
 #include "../common/vt_bytes.h"
 #include "vt_kernels_int.h"
 #include "../rounding_log/vt_exact.h"
@@ -410,7 +411,7 @@ vt_err vt_coldot(vt_exec *e, size_t M, size_t N, const float *A, const float *B,
 void vt_bias_add(size_t M, size_t N, const float *X, const float *bias, double *Y)
 {
     for (size_t i = 0; i < M; i++)
-        for (size_t j = 0; j < N; j++) Y[i * N + j] = (double)X[i * N + j] + (double)bias[j];
+        for (size_t j = 0; j < N; j++) Y[i * N + j] = vt__bias1(X[i * N + j], bias[j]);
 }
 
 void vt_relu(size_t n, const float *x, double *y)
@@ -444,17 +445,10 @@ vt_err vt_softmax(vt_exec *e, size_t N, size_t C, const float *logits, double *p
         const float *z = logits + i * C;
         double *p = probs + i * C;
         double *bi = b + i * C;
-        float m = z[0];
-        for (size_t c = 1; c < C; c++)
-            if (z[c] > m) m = z[c];
-        for (size_t c = 0; c < C; c++) p[c] = vt_exp((double)z[c] - (double)m);
         /* the denominator is RN64 of the exact sum (the same in every order, in both rounding
          * modes), so q = e / s is a fixed IEEE chain with nothing left to bound or to log */
-        double s = vt_sum_exact64(C, p, 1);
-        for (size_t c = 0; c < C; c++) {
-            p[c] = p[c] / s;
-            bi[c] = 0.0;
-        }
+        vt__softmax_row(C, z, p);
+        for (size_t c = 0; c < C; c++) bi[c] = 0.0;
     }
     vt__bounds_array(bounds, b);
     return VT_OK;
@@ -479,11 +473,7 @@ vt_err vt_xent_loss(vt_exec *e, size_t N, size_t C, const float *P, const uint8_
     VT_FORWARD_IF_ERROR(vt__ws_get(&e->ws, VT_WS_A, N, sizeof(double), &pv));
     double *l = pv;
     const double dn = (double)N;
-    for (size_t i = 0; i < N; i++) {
-        double q = (double)P[i * C + labels[i]];
-        if (q < 0x1p-149) q = 0x1p-149; /* NaN stays NaN */
-        l[i] = -vt_log(q) / dn;
-    }
+    for (size_t i = 0; i < N; i++) l[i] = vt__xent_l1(P[i * C + labels[i]], dn);
     /* RN32 of the exact sum (both rounding modes), which rounds to itself: bound 0 */
     *loss = (double)vt_sum_exact32(N, l, 1);
     *b = 0.0;
@@ -495,11 +485,7 @@ void vt_xent_backward(size_t N, size_t C, const float *P, const uint8_t *labels,
 {
     const double dn = (double)N;
     for (size_t i = 0; i < N; i++)
-        for (size_t c = 0; c < C; c++) {
-            double t = (double)P[i * C + c];
-            if (c == labels[i]) t = t - 1.0;
-            dz[i * C + c] = t / dn;
-        }
+        for (size_t c = 0; c < C; c++) dz[i * C + c] = vt__xent_bwd1(P[i * C + c], c == labels[i], dn);
 }
 
 /* ============================================================ optimisers
@@ -508,39 +494,19 @@ void vt_xent_backward(size_t N, size_t C, const float *P, const uint8_t *labels,
 void vt_sgd_velocity(size_t n, const float *w, const float *g, const float *v, double mu, double wd,
                      double *v_out)
 {
-    for (size_t i = 0; i < n; i++) {
-        double t = (double)g[i] + wd * (double)w[i];
-        v_out[i] = mu * (double)v[i] + t;
-    }
+    for (size_t i = 0; i < n; i++) v_out[i] = vt__sgd_velocity1(w[i], g[i], v[i], mu, wd);
 }
 
 void vt_sgd_apply(size_t n, const float *w, const float *v_new, double lr, double *w_out)
 {
-    for (size_t i = 0; i < n; i++) w_out[i] = (double)w[i] - lr * (double)v_new[i];
+    for (size_t i = 0; i < n; i++) w_out[i] = vt__sgd_apply1(w[i], v_new[i], lr);
 }
 
 void vt_adam_moments(size_t n, const float *g, const float *m, const float *v, double b1, double b2,
                      double *m_out, double *v_out)
 {
     const double c1 = 1.0 - b1, c2 = 1.0 - b2;
-    for (size_t i = 0; i < n; i++) {
-        double gi = (double)g[i];
-        m_out[i] = b1 * (double)m[i] + c1 * gi;
-        v_out[i] = b2 * (double)v[i] + (c2 * gi) * gi;
-    }
-}
-
-/* b^t by binary exponentiation (square-and-multiply, low bit first): a fixed
- * sequence of FP64 multiplications determined by t alone. */
-static double vt__powi(double b, uint64_t t)
-{
-    double r = 1.0, x = b;
-    while (t != 0) {
-        if (t & 1) r = r * x;
-        t >>= 1;
-        if (t != 0) x = x * x;
-    }
-    return r;
+    for (size_t i = 0; i < n; i++) vt__adam_moments1(g[i], m[i], v[i], b1, b2, c1, c2, &m_out[i], &v_out[i]);
 }
 
 void vt_adam_apply(size_t n, const float *w, const float *m_new, const float *v_new, double lr, double b1,
@@ -548,11 +514,6 @@ void vt_adam_apply(size_t n, const float *w, const float *m_new, const float *v_
 {
     const double bc1 = 1.0 - vt__powi(b1, t);
     const double bc2 = 1.0 - vt__powi(b2, t);
-    for (size_t i = 0; i < n; i++) {
-        double mh = (double)m_new[i] / bc1;
-        double vh = (double)v_new[i] / bc2;
-        double step = (lr * mh) / (sqrt(vh) + eps);
-        w_out[i] = (double)w[i] - step;
-    }
+    for (size_t i = 0; i < n; i++) w_out[i] = vt__adam_apply1(w[i], m_new[i], v_new[i], lr, bc1, bc2, eps);
 }
 

@@ -312,7 +312,7 @@ vt_err vt_program_describe(const vt_program *p, char **out)
     return VT_OK;
 }
 
-void vt_model_set_backend(vt_model *m, const vt_backend *be) { m->be = be && be->gemm_round ? be : NULL; }
+void vt_model_set_backend(vt_model *m, const vt_backend *be) { m->be = be && (be->gemm_round || be->run_begin) ? be : NULL; }
 
 void vt_model_set_hooks(vt_model *m, const vt_hooks *hooks)
 {
@@ -358,10 +358,24 @@ vt_err vt_model_run(vt_model *m, const vt_dataset *ds, vt_rctx *rc, uint32_t upt
     m->ds = ds;
     m->rctx = rc;
     vt_err e = VT_OK;
-    for (uint32_t op = 1; op <= upto && !e; op++) {
-        e = exec_op(m, ds, rc, s, op);
-        if (!e && m->tamper) e = m->tamper(m->tamper_ctx, m, s, op);
-        if (!e && hook) e = hook(hook_ctx, m, s, op);
+    /* a whole step without hooks runs device-resident where the backend can (kernels/vt_backend.h) */
+    const vt_backend *be = m->be;
+    if (be && be->run_begin && !hook && !m->tamper && upto == m->prog.n_ops) {
+        e = be->run_begin(be->impl, m);
+        for (uint32_t op = 1; op <= upto && !e; op++) {
+            e = be->run_op(be->impl, m, rc, op, s);
+            if (e != VT_ERR_UNSUPPORTED) continue;
+            e = be->op_to_host(be->impl, m, rc, op);
+            if (!e) e = exec_op(m, ds, rc, s, op);
+            if (!e) e = be->op_to_device(be->impl, m, op);
+        }
+        if (!e) e = be->run_end(be->impl, m, rc);
+    } else {
+        for (uint32_t op = 1; op <= upto && !e; op++) {
+            e = exec_op(m, ds, rc, s, op);
+            if (!e && m->tamper) e = m->tamper(m->tamper_ctx, m, s, op);
+            if (!e && hook) e = hook(hook_ctx, m, s, op);
+        }
     }
     m->ds = NULL;
     m->rctx = NULL;

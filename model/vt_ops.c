@@ -117,7 +117,7 @@ static vt_err mm_exec(vt_opctx *c)
     size_t M = (size_t)a[2], N = (size_t)a[3], K = (size_t)a[4];
     vt_bounds bd;
     vt_model *m = c->m;
-    if (m->be) return m->be->gemm_round(m->be->impl, c->rc, c->op_id, (int)a[0], (int)a[1], M, N, K, IN(0), IN(1), OUT(0));
+    if (m->be && m->be->gemm_round) return m->be->gemm_round(m->be->impl, c->rc, c->op_id, (int)a[0], (int)a[1], M, N, K, IN(0), IN(1), OUT(0));
     VT_FORWARD_IF_ERROR(vt_gemm(&m->exec, (int)a[0], (int)a[1], M, N, K, IN(0), IN(1), m->x64, m->rn, m->cn, &bd));
     ROUND(m->x64, &bd, M, N, OUT(0));
     return VT_OK;

@@ -35,6 +35,11 @@ double vt_epi_coef(const vt_rctx *c, size_t K);
 vt_err vt_epi_finish(vt_rctx *c, uint32_t op_id, size_t M, size_t N, uint64_t n, const uint64_t *idx,
                      const vt_epi_res *res, float *out) VT_WARN_UNUSED;
 
+/* The same without writing results (out = NULL: they are already in place, on the device) is
+ * vt_epi_finish(..., NULL). vt_epi_fail reports element `index` of operation op_id as failed with
+ * decision r (its code), as vt_round would: the error, its message and c->fault. */
+vt_err vt_epi_fail(vt_rctx *c, uint32_t op_id, uint64_t index, const vt_epi_res *r) VT_WARN_UNUSED;
+
 /* All four stages on the CPU from the party's FP64 values x (M x N) of the GEMM described by d
  * (d->record and d->cfg are set from c here). */
 vt_err vt_epi_host(vt_rctx *c, uint32_t op_id, vt_gemm_epi d, const double *x, size_t M, size_t N,

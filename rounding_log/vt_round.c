@@ -923,12 +923,19 @@ static vt_err epi_fail(vt_rctx *c, uint32_t op, uint64_t idx, const vt_epi_res *
     case VT__EL_NAN: vt_set_error(code, "result is NaN"); break;
     case VT__EL_BAD_BOUND: vt_set_error(code, "error bound is not finite (%g)", r->B); break;
     case VT__EL_RANGE: vt_set_error(code, "result %.17g is beyond FP32 range", r->x); break;
+    case VT__EL_LABEL: code = VT_ERR_ARG; vt_set_error(code, "a label is not a class"); break;
+    case VT__EL_STEPS: code = VT_ERR_ARG; vt_set_error(code, "Adam's step count is not a step"); break;
     default:
         code = VT_ERR_INTERNAL;
         vt_set_error(code, "the epilogue's decision for this element is invalid (code %u, entry %u)", r->code,
                      r->entry);
     }
     return fail(c, code, op, idx, NULL, r->x, r->B);
+}
+
+vt_err vt_epi_fail(vt_rctx *c, uint32_t op_id, uint64_t index, const vt_epi_res *r)
+{
+    return epi_fail(c, op_id, index, r);
 }
 
 vt_err vt_epi_finish(vt_rctx *c, uint32_t op_id, size_t M, size_t N, uint64_t n, const uint64_t *idx,
@@ -956,7 +963,7 @@ vt_err vt_epi_finish(vt_rctx *c, uint32_t op_id, size_t M, size_t N, uint64_t n,
         if (r->eval == 2) c->stats.kulisch++;
         if (r->code != VT__EL_OK || r->entry > 2 || (!rec && r->entry) || !vt__bits_finite(r->bits))
             return epi_fail(c, op_id, idx[f], r);
-        out[idx[f]] = vt_bits_f32(r->bits);
+        if (out) out[idx[f]] = vt_bits_f32(r->bits);
         if (!r->entry) continue;
         vt_log_entry e = {.index = idx[f], .is_value = (uint8_t)(r->entry == 2), .up = r->up};
         if (e.is_value) {

@@ -171,6 +171,8 @@ enum {
     VT__EL_BAD_BOUND = 2,  /* the bound is not a finite non-negative number */
     VT__EL_RANGE = 3,      /* the result is beyond FP32 range */
     VT__EL_INTERNAL = 4,   /* an invariant failed */
+    VT__EL_LABEL = 5,      /* a label is not a class (device-resident cross-entropy) */
+    VT__EL_STEPS = 6,      /* Adam's step count is not a step (device-resident Adam) */
 };
 
 /* The record rule on this trainer's own value (vt_round_record1): *out = RN32(x); logged when the
