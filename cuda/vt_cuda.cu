@@ -2,7 +2,7 @@
  *
  * One GEMM, C = op(A) op(B) of FP32 operands held by the host:
  *   1. the operands go to the device and are widened to FP64 (exact);
- *   2. cuBLAS DGEMM (CUBLAS_COMPUTE_64F, default math mode: no TF32, no FP64 emulation) computes
+ *   2. cuBLAS DGEMM (CUBLAS_COMPUTE_64F_PEDANTIC, default math mode: no TF32, no FP64 emulation) computes
  *      the FP64 products - a reduction longer than 2 VT_PANEL terms in panels of VT_PANEL
  *      consecutive terms (one strided-batched DGEMM over the whole panels, one for the remainder),
  *      the panel results combined by a binary tree of depth ceil(log2 P) (k_tree), so that the
@@ -28,9 +28,10 @@ vt_err vt__cuda_buf(vt_cuda *g, int k, size_t bytes, void **p)
     if (g->cap[k] < bytes) {
         /* the stream may still use the old buffer: let it finish first */
         CU(cudaStreamSynchronize(g->s));
-        if (g->buf[k]) CU(cudaFree(g->buf[k]));
+        void *old = g->buf[k];
         g->buf[k] = NULL;
         g->cap[k] = 0;
+        if (old) CU(cudaFree(old));
         CU(cudaMalloc(&g->buf[k], bytes));
         g->cap[k] = bytes;
     }
@@ -52,6 +53,10 @@ extern "C" vt_err vt_cuda_open(vt_cuda **out, char *desc, size_t desc_len)
     CU(cudaSetDevice(dev));
     cudaDeviceProp prop;
     CU(cudaGetDeviceProperties(&prop, dev));
+    /* the build holds sm_90 code and its PTX: older GPUs cannot run it */
+    VT_RETURN_ERROR_IF(prop.major < 9, VT_ERR_UNSUPPORTED,
+                       "GPU %d (%s) has compute capability %d.%d; this build needs 9.0 or newer (sm_90)", dev, prop.name,
+                       prop.major, prop.minor);
     vt_cuda *g = (vt_cuda *)calloc(1, sizeof *g);
     VT_RETURN_ERROR_IF(!g, VT_ERR_NOMEM, "out of memory");
     g->dev = dev;
@@ -200,7 +205,7 @@ static vt_err dgemm(vt_cuda *g, const vt_bound_cfg *cfg, int tA, int tB, size_t 
     int lda = (int)(tA ? M : K), ldb = (int)(tB ? K : N);
     if (!vt__bound_panelled(cfg, K)) {
         CB(cublasGemmEx(g->h, oB, oA, (int)N, (int)M, (int)K, &one, b, CUDA_R_64F, ldb, a, CUDA_R_64F, lda, &zero, C,
-                        CUDA_R_64F, (int)N, CUBLAS_COMPUTE_64F, CUBLAS_GEMM_DEFAULT));
+                        CUDA_R_64F, (int)N, CUBLAS_COMPUTE_64F_PEDANTIC, CUBLAS_GEMM_DEFAULT));
         return VT_OK;
     }
     size_t P = (K + VT_PANEL - 1) / VT_PANEL, full = K / VT_PANEL, n = M * N;
@@ -212,12 +217,12 @@ static vt_err dgemm(vt_cuda *g, const vt_bound_cfg *cfg, int tA, int tB, size_t 
     long long sA = tA ? (long long)VT_PANEL * (long long)M : VT_PANEL;
     long long sB = tB ? VT_PANEL : (long long)VT_PANEL * (long long)N;
     CB(cublasGemmStridedBatchedEx(g->h, oB, oA, (int)N, (int)M, VT_PANEL, &one, b, CUDA_R_64F, ldb, sB, a, CUDA_R_64F,
-                                  lda, sA, &zero, pan, CUDA_R_64F, (int)N, (long long)n, (int)full, CUBLAS_COMPUTE_64F,
+                                  lda, sA, &zero, pan, CUDA_R_64F, (int)N, (long long)n, (int)full, CUBLAS_COMPUTE_64F_PEDANTIC,
                                   CUBLAS_GEMM_DEFAULT));
     if (full < P) {
         int rest = (int)(K - full * VT_PANEL);
         CB(cublasGemmEx(g->h, oB, oA, (int)N, (int)M, rest, &one, b + full * sB, CUDA_R_64F, ldb, a + full * sA,
-                        CUDA_R_64F, lda, &zero, pan + full * n, CUDA_R_64F, (int)N, CUBLAS_COMPUTE_64F,
+                        CUDA_R_64F, lda, &zero, pan + full * n, CUDA_R_64F, (int)N, CUBLAS_COMPUTE_64F_PEDANTIC,
                         CUBLAS_GEMM_DEFAULT));
     }
     for (size_t h = 1; h < P; h *= 2) {
@@ -345,6 +350,7 @@ static vt_err replay_on_host(vt_cuda *g, vt_rctx *rc, uint32_t op_id, int tA, in
     if (!err && ce == cudaSuccess) ce = cudaMemcpyAsync(hc, cn, N * sizeof *hc, cudaMemcpyDeviceToHost, g->s);
     if (!err && ce == cudaSuccess) ce = cudaStreamSynchronize(g->s);
     if (!err && ce != cudaSuccess) err = cu_fail(ce, "log replay: copy back");
+    if (ce != cudaSuccess || err) (void)cudaStreamSynchronize(g->s); /* nothing queued may outlive the buffers */
     if (!err) {
         for (size_t e = 0; e < n; e++) hx[e] = hx[e] + 0.0;
         vt_bounds bd;
@@ -360,6 +366,7 @@ static vt_err replay_on_host(vt_cuda *g, vt_rctx *rc, uint32_t op_id, int tA, in
 extern "C" vt_err vt_cuda_gemm_round(vt_cuda *g, vt_rctx *rc, uint32_t op_id, int tA, int tB, size_t M, size_t N,
                                      size_t K, const float *A, const float *B, float *out)
 {
+    (void)cudaGetLastError(); /* not an error of this call */
     VT_FORWARD_IF_ERROR(check_sizes(M, N, K));
     CU(cudaSetDevice(g->dev));
     float *a32, *b32, *o32;
@@ -388,6 +395,7 @@ static vt_err put_operands(vt_cuda *g, int kA, int kB, int kC, size_t esz, size_
 extern "C" vt_err vt_cuda_gemm_plain64(vt_cuda *g, int tA, int tB, size_t M, size_t N, size_t K, const double *A,
                                        const double *B, double *C)
 {
+    (void)cudaGetLastError(); /* not an error of this call */
     VT_FORWARD_IF_ERROR(check_sizes(M, N, K));
     CU(cudaSetDevice(g->dev));
     double *a64, *b64, *dC;
@@ -415,6 +423,7 @@ static vt_err sgemm_dev(vt_cuda *g, int tA, int tB, size_t M, size_t N, size_t K
 extern "C" vt_err vt_cuda_gemm_plain32(vt_cuda *g, int tA, int tB, size_t M, size_t N, size_t K, const float *A,
                                        const float *B, float *C)
 {
+    (void)cudaGetLastError(); /* not an error of this call */
     VT_FORWARD_IF_ERROR(check_sizes(M, N, K));
     CU(cudaSetDevice(g->dev));
     float *a32, *b32, *c32;
@@ -426,6 +435,11 @@ extern "C" vt_err vt_cuda_gemm_plain32(vt_cuda *g, int tA, int tB, size_t M, siz
     return VT_OK;
 }
 
+static vt_err time_phases(vt_cuda *g, int tA, int tB, size_t M, size_t N, size_t K, int reps, const vt_bound_cfg *pcfg,
+                          const vt_gemm_epi *pd, double coef, const float *a32, const float *b32, double *a64,
+                          double *b64, double *C, float *c32, float *out_dev, cudaEvent_t *ev, double *t_verif,
+                          double *t_dgemm, double *t_sgemm, uint64_t *n_flagged);
+
 extern "C" vt_err vt_cuda_time_gemm(vt_cuda *g, int tA, int tB, size_t M, size_t N, size_t K, int reps,
                                     double *t_verif, double *t_dgemm, double *t_sgemm, uint64_t *n_flagged)
 {
@@ -435,7 +449,11 @@ extern "C" vt_err vt_cuda_time_gemm(vt_cuda *g, int tA, int tB, size_t M, size_t
     VT_RETURN_ERROR_IF(reps < 1, VT_ERR_ARG, "reps must be at least 1");
     CU(cudaSetDevice(g->dev));
     float *A = (float *)malloc(M * K * sizeof(float)), *B = (float *)malloc(K * N * sizeof(float));
-    VT_RETURN_ERROR_IF(!A || !B, VT_ERR_NOMEM, "out of memory");
+    if (!A || !B) {
+        free(A);
+        free(B);
+        VT_RETURN_ERROR(VT_ERR_NOMEM, "out of memory");
+    }
     uint64_t s = 0x9e3779b97f4a7c15ULL;
     for (size_t e = 0; e < M * K; e++) s = s * 6364136223846793005ULL + 1, A[e] = (float)((double)(s >> 11) * 0x1p-53 - 0.5);
     for (size_t e = 0; e < K * N; e++) s = s * 6364136223846793005ULL + 1, B[e] = (float)((double)(s >> 11) * 0x1p-53 - 0.5);
@@ -460,11 +478,27 @@ extern "C" vt_err vt_cuda_time_gemm(vt_cuda *g, int tA, int tB, size_t M, size_t
     vt_rctx_init(&rc, VT_RMODE_RECORD, cfg);
     vt_gemm_epi d = epi_desc(&rc, tA, tB, M, N, K, a32, b32);
     double coef = vt_epi_coef(&rc, K);
+    cudaEvent_t ev[2] = {NULL, NULL};
+    err = VT_OK;
+    for (int k = 0; k < 2 && !err; k++)
+        if (cudaEventCreate(&ev[k]) != cudaSuccess) err = vt_set_error(VT_ERR_IO, "CUDA: cannot create an event");
+    if (!err) err = time_phases(g, tA, tB, M, N, K, reps, &cfg, &d, coef, a32, b32, a64, b64, C, c32, out_dev, ev, t_verif,
+                                t_dgemm, t_sgemm, n_flagged);
+    for (int k = 0; k < 2; k++)
+        if (ev[k]) cudaEventDestroy(ev[k]);
+    return err;
+}
+
+static vt_err time_phases(vt_cuda *g, int tA, int tB, size_t M, size_t N, size_t K, int reps, const vt_bound_cfg *pcfg,
+                          const vt_gemm_epi *pd, double coef, const float *a32, const float *b32, double *a64,
+                          double *b64, double *C, float *c32, float *out_dev, cudaEvent_t *ev, double *t_verif,
+                          double *t_dgemm, double *t_sgemm, uint64_t *n_flagged)
+{
+    cudaEvent_t e0 = ev[0], e1 = ev[1];
+    const vt_bound_cfg cfg = *pcfg;
+    const vt_gemm_epi d = *pd;
     vt_bound_cfg whole = cfg;
     whole.whole_reduction = 1;
-    cudaEvent_t e0, e1;
-    CU(cudaEventCreate(&e0));
-    CU(cudaEventCreate(&e1));
     float ms;
     for (int phase = 0; phase < 3; phase++) {
         for (int r = -1; r < reps; r++) { /* r = -1: warm-up */
@@ -488,7 +522,5 @@ extern "C" vt_err vt_cuda_time_gemm(vt_cuda *g, int tA, int tB, size_t M, size_t
         else if (phase == 1) *t_dgemm = t;
         else *t_sgemm = t;
     }
-    cudaEventDestroy(e0);
-    cudaEventDestroy(e1);
     return VT_OK;
 }

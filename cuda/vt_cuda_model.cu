@@ -201,6 +201,7 @@ static vt_err upload_class(vt_cuda *g, const vt_model *m, int c)
 
 extern "C" vt_err vt_cuda_run_begin(vt_cuda *g, vt_model *m)
 {
+    (void)cudaGetLastError(); /* not an error of this step */
     CU(cudaSetDevice(g->dev));
     static const int classes[] = {VT_TC_PARAM, VT_TC_INPUT, VT_TC_ACT, VT_TC_GRAD};
     int same = g->model == (const void *)m && g->derr_n == m->prog.n_ops + 1;

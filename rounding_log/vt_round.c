@@ -922,7 +922,12 @@ static vt_err epi_fail(vt_rctx *c, uint32_t op, uint64_t idx, const vt_epi_res *
     switch (r->code) {
     case VT__EL_NAN: vt_set_error(code, "result is NaN"); break;
     case VT__EL_BAD_BOUND: vt_set_error(code, "error bound is not finite (%g)", r->B); break;
-    case VT__EL_RANGE: vt_set_error(code, "result %.17g is beyond FP32 range", r->x); break;
+    case VT__EL_RANGE:
+        if (c->bound.rounding == VT_ROUNDING_LOG && vt_hd_isfinite(r->x))
+            vt_set_error(code, "result %.17g is beyond FP32 range", r->x); /* vt_round_record1's message */
+        else
+            vt_set_error(code, "result is beyond FP32 range");
+        break;
     case VT__EL_LABEL: code = VT_ERR_ARG; vt_set_error(code, "a label is not a class"); break;
     case VT__EL_STEPS: code = VT_ERR_ARG; vt_set_error(code, "Adam's step count is not a step"); break;
     default:

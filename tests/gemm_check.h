@@ -25,11 +25,18 @@
 typedef vt_err (*gc_dut)(void *ctx, vt_rctx *rc, uint32_t op, int tA, int tB, size_t M, size_t N, size_t K,
                          const float *A, const float *B, const double *x_alt, float *out);
 
+/* The bound configuration of every case (gc_all runs the provable panelled bounds of format 3,
+ * the whole-reduction bounds of formats 1 and 2, and the probabilistic bounds), and whether the
+ * device under test gets the CPU's own FP64 values (a host twin: then its log, counts and faults
+ * must be the CPU's exactly) or the reverse order's. */
+static vt_bound_cfg gc_cfg = {.mode = VT_BOUND_PROVABLE};
+static int gc_same_x = 0;
+
 typedef struct {
     size_t M, N, K;
     int zeros;   /* a third of the operands' entries are zero */
     int craft;   /* rows 0..5 of op(A) and columns 0..1 of op(B) make X = 1 + 2^-24 + delta */
-    int poison;  /* 1: one NaN operand; 2: products beyond FP32 range */
+    int poison;  /* 1: one NaN operand; 2: products beyond FP32 range; 3: one infinite operand */
     double scale;
 } gc_case;
 
@@ -59,13 +66,15 @@ static void gc_fill(vt_rng *r, const gc_case *c, int tA, int tB, float *A, float
             }
     }
     if (c->poison == 1) A[(M * K) / 2] = NAN;
+    if (c->poison == 3) B[(K * N) / 3] = -INFINITY;
     if (c->poison == 2)
         for (size_t k = 0; k < K; k++) *gc_a(A, tA, M, K, M / 2, k) = 3e38f, *gc_b(B, tB, N, K, k, N / 2) = 3e38f;
 }
 
 static void gc_begin(vt_rctx *rc, vt_steplog *log, vt_rmode mode, vt_rounding rounding)
 {
-    vt_bound_cfg cfg = {.mode = VT_BOUND_PROVABLE, .rounding = rounding};
+    vt_bound_cfg cfg = gc_cfg;
+    cfg.rounding = rounding;
     vt_rctx_init(rc, mode, cfg);
     CHECK_OK(vt_rctx_begin_step(rc, 7, log));
 }
@@ -100,7 +109,7 @@ static uint64_t gc_run(gc_dut dut, void *ctx, vt_rng *rng, const gc_case *c, int
     char what[96];
     snprintf(what, sizeof what, "M=%zu N=%zu K=%zu tA=%d tB=%d zeros=%d craft=%d poison=%d", M, N, K, tA, tB, c->zeros,
              c->craft, c->poison);
-    vt_bound_cfg cfg = {.mode = VT_BOUND_PROVABLE};
+    vt_bound_cfg cfg = gc_cfg;
     vt_exec ef, er;
     vt_exec_init(&ef, VT_ORDER_FORWARD, cfg, 0);
     vt_exec_init(&er, VT_ORDER_REVERSE, cfg, 0);
@@ -118,12 +127,12 @@ static uint64_t gc_run(gc_dut dut, void *ctx, vt_rng *rng, const gc_case *c, int
         gc_begin(&rc_cpu, &lc, VT_RMODE_RECORD, rounding);
         gc_begin(&rc_dev, &ld, VT_RMODE_RECORD, rounding);
         vt_err ec = vt_round(&rc_cpu, 3, xf, &bf, M, N, o_cpu);
-        vt_err ed = dut(ctx, &rc_dev, 3, tA, tB, M, N, K, A, B, xr, o_dev);
+        vt_err ed = dut(ctx, &rc_dev, 3, tA, tB, M, N, K, A, B, gc_same_x ? xf : xr, o_dev);
         const char *mname = mode ? "log" : "exact";
         if (c->poison) {
             CHECK(ec == VT_ERR_DIVERGED && ed == VT_ERR_DIVERGED, "%s %s: both diverge (cpu %d, device %d)", what,
                   mname, ec, ed);
-            if (ec == VT_ERR_DIVERGED && ed == VT_ERR_DIVERGED && mode == 0)
+            if (ec == VT_ERR_DIVERGED && ed == VT_ERR_DIVERGED && (mode == 0 || gc_same_x))
                 CHECK(rc_cpu.fault.index == rc_dev.fault.index && rc_dev.fault.op_id == 3,
                       "%s %s: the same failing element (cpu %llu, device %llu)", what, mname,
                       (unsigned long long)rc_cpu.fault.index, (unsigned long long)rc_dev.fault.index);
@@ -145,6 +154,11 @@ static uint64_t gc_run(gc_dut dut, void *ctx, vt_rng *rng, const gc_case *c, int
             CHECK(ld.n_ops == 1 && ld.ops[0].op_id == 3 && ld.ops[0].n_elems == n, "%s log: one record", what);
             if (host_twin && ld.n_ops == 1 && lc.n_ops == 1)
                 CHECK(gc_logs_equal(&lc.ops[0], &ld.ops[0]), "%s log: the twin's log equals vt_round's", what);
+            if (gc_same_x)
+                CHECK(rc_cpu.stats.logged_dir == rc_dev.stats.logged_dir &&
+                          rc_cpu.stats.logged_val == rc_dev.stats.logged_val && rc_cpu.stats.rounded == rc_dev.stats.rounded,
+                      "%s log: the same counts as vt_round for the same values", what);
+            if (gc_same_x) CHECK(memcmp(o_cpu, o_dev, n * sizeof *o_cpu) == 0, "%s log: the same outputs for the same values", what);
             if (ld.n_ops == 1) {
                 got += ld.ops[0].n_entries;
                 /* the CPU replays the device's log from its own values */
@@ -188,11 +202,18 @@ static void gc_all(gc_dut dut, void *ctx, uint64_t seed, int host_twin)
         {8, 4, 3, 0, 1, 0, 1.0},      {16, 10, 300, 1, 1, 0, 1.0},  {6, 3, 1000, 0, 1, 0, 1e-3},
         {64, 32, 784, 1, 0, 0, 1.0},  {2, 3, 257, 0, 0, 0, 1e10},   {33, 17, 129, 1, 1, 0, 1e-20},
         {9, 7, 40, 0, 0, 1, 1.0},     {9, 7, 600, 0, 0, 1, 1.0},    {5, 6, 12, 0, 0, 2, 1.0},
+        {6, 5, 300, 0, 0, 3, 1.0},
     };
+    static const vt_bound_cfg cfgs[3] = {
+        {.mode = VT_BOUND_PROVABLE}, {.mode = VT_BOUND_PROVABLE, .whole_reduction = 1}, {.mode = VT_BOUND_PROBABILISTIC}};
     vt_rng rng = {seed};
     uint64_t evaluated = 0;
-    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
-        for (int t = 0; t < 4; t++) evaluated += gc_run(dut, ctx, &rng, &cases[c], t & 1, t >> 1, host_twin);
+    for (int v = 0; v < 3; v++) {
+        gc_cfg = cfgs[v];
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+            for (int t = 0; t < 4; t++) evaluated += gc_run(dut, ctx, &rng, &cases[c], t & 1, t >> 1, host_twin);
+    }
+    gc_cfg = cfgs[0];
     CHECK(evaluated > 0, "some elements needed the exact evaluation or a log entry");
     printf("elements evaluated exactly or logged: %llu\n", (unsigned long long)evaluated);
 }

@@ -16,6 +16,8 @@ static vt_err twin(void *ctx, vt_rctx *rc, uint32_t op, int tA, int tB, size_t M
 int main(void)
 {
     uint64_t seed = vt_test_seed(0x5eed0e91);
-    gc_all(twin, NULL, seed, 1);
+    gc_all(twin, NULL, seed, 1); /* the twin on the reverse order's values */
+    gc_same_x = 1;
+    gc_all(twin, NULL, seed, 1); /* on the CPU's own: the same log, counts, faults */
     return vt_test_finish("test_epilogue");
 }
