@@ -131,21 +131,15 @@ __global__ void k_colsum(size_t M, size_t N, const float *X, vt_bound_cfg cfg, i
         if (!vt__bits_finite(r.bits)) {
             r.code = vt_hd_isnan(r.x) ? VT__EL_NAN : VT__EL_RANGE;
         } else if (record) {
+            /* the record rule on x = RN64(exact), its second half with the exact RN32 in hand */
+            uint32_t rb = r.bits;
             float f;
             int logged, isv, up;
             int code = vt__record1(r.x, r.B, &f, &logged, &isv, &up);
-            if (code == VT__EL_OK && logged) {
-                uint32_t lo, hi;
-                vt__round_ends(r.x, r.B, VT_DIRECTION_K, &lo, &hi);
-                if (vt_f32_key(hi) - vt_f32_key(lo) == 1 && (r.bits == lo || r.bits == hi)) {
-                    r.entry = 1;
-                    r.up = r.bits == hi;
-                } else {
-                    r.entry = 2;
-                }
-            } else if (code != VT__EL_OK && code != VT__EL_RANGE) {
-                r.code = (uint8_t)code;
-            }
+            r.bits = vt_hd_bits32(f);
+            vt__record_tail(r.x, r.B, code, logged, vt__record_needs_exact(r.x, r.B, code, logged) ? rb : 0u, &r);
+            if (r.code != VT__EL_OK) r.bits = rb;
+            else if (!r.entry) r.bits = rb; /* unlogged: RN32(x) = RN32(exact) */
         }
         out[j] = vt_hd_f32(r.bits);
         res[j] = r;

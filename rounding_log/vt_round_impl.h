@@ -243,6 +243,43 @@ typedef struct {
     uint8_t eval;    /* 0: no exact evaluation, 1: compensated sum, 2: accumulator */
 } vt_epi_res;
 
+/* The record rule's second half (vt_round's slow_element): an element that the rule logs, or whose
+ * own value lies beyond FP32 range but within B of the overflow threshold, is stored as RN32 of its
+ * exact value rb (computed when vt__record_needs_exact says so), logged as a direction entry when
+ * the ends of its 2B interval are adjacent and rb is one of them, else as a value entry. code and
+ * logged come from vt__record1 on (x, B); r->bits holds RN32(x) on entry. */
+VT_HDI int vt__record_needs_exact(double x, double B, int code, int logged)
+{
+    int near_max = code == VT__EL_RANGE && vt_hd_isfinite(x) && B > 0 && vt_hd_isfinite(B);
+    if (!((code == VT__EL_OK && logged) || near_max)) return 0;
+    uint32_t lo, hi;
+    vt__round_ends(x, B, 1.0, &lo, &hi);
+    return vt__bits_finite(lo);
+}
+
+VT_HDI void vt__record_tail(double x, double B, int code, int logged, uint32_t rb, vt_epi_res *r)
+{
+    int near_max = code == VT__EL_RANGE && vt_hd_isfinite(x) && B > 0 && vt_hd_isfinite(B);
+    if ((code == VT__EL_OK && logged) || near_max) {
+        uint32_t lo, hi;
+        vt__round_ends(x, B, 1.0, &lo, &hi);
+        if (vt__bits_finite(lo) && vt__bits_finite(rb)) {
+            r->bits = rb;
+            vt__round_ends(x, B, VT_DIRECTION_K, &lo, &hi);
+            if (vt_f32_key(hi) - vt_f32_key(lo) == 1 && (rb == lo || rb == hi)) {
+                r->entry = 1;
+                r->up = rb == hi;
+            } else {
+                r->entry = 2;
+            }
+            code = VT__EL_OK;
+        } else if (code == VT__EL_OK) {
+            code = VT__EL_RANGE;
+        }
+    }
+    r->code = (uint8_t)code;
+}
+
 /* Exact rounding: RN32 of the exact value (what vt_round's exact path computes); record: the
  * trainer's rule with the tight bound, and RN32 of the exact value for a logged element (what
  * vt_round's record path stores). */
@@ -287,31 +324,12 @@ VT_HDI void vt__gemm_elem(const vt_gemm_epi *d, size_t i, size_t j, double x, vt
     int logged, isv, up;
     int code = vt__record1(x, B, &f, &logged, &isv, &up);
     r->bits = vt_hd_bits32(f);
-    /* a logged element, or one whose own value lies beyond FP32 range but within B of the
-     * overflow threshold, gets RN32 of its exact value, logged with that result */
-    int near_max = code == VT__EL_RANGE && vt_hd_isfinite(x) && B > 0 && vt_hd_isfinite(B);
-    if ((code == VT__EL_OK && logged) || near_max) {
-        uint32_t lo, hi, rb = 0;
-        vt__round_ends(x, B, 1.0, &lo, &hi);
-        if (vt__bits_finite(lo)) {
-            rb = vt__dot_rn32(d->K, a, d->a_sk, b, d->b_sk, &kul);
-            r->eval = (uint8_t)(1 + kul);
-        }
-        if (vt__bits_finite(lo) && vt__bits_finite(rb)) {
-            r->bits = rb;
-            vt__round_ends(x, B, VT_DIRECTION_K, &lo, &hi);
-            if (vt_f32_key(hi) - vt_f32_key(lo) == 1 && (rb == lo || rb == hi)) {
-                r->entry = 1;
-                r->up = rb == hi;
-            } else {
-                r->entry = 2;
-            }
-            code = VT__EL_OK;
-        } else if (code == VT__EL_OK) {
-            code = VT__EL_RANGE;
-        }
+    uint32_t rb = 0;
+    if (vt__record_needs_exact(x, B, code, logged)) {
+        rb = vt__dot_rn32(d->K, a, d->a_sk, b, d->b_sk, &kul);
+        r->eval = (uint8_t)(1 + kul);
     }
-    r->code = (uint8_t)code;
+    vt__record_tail(x, B, code, logged, rb, r);
 }
 
 /* The screen of GEMM element (i, j) with row norm ri and column norm cj: the outer bound
