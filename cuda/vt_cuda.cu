@@ -293,7 +293,7 @@ static vt_err epilogue_device(vt_cuda *g, const vt_gemm_epi *d, size_t M, size_t
     return VT_OK;
 }
 
-static vt_err host_staging(vt_cuda *g, size_t n)
+vt_err host_staging(vt_cuda *g, size_t n)
 {
     if (g->h_cap >= n) return VT_OK;
     uint64_t *i2 = (uint64_t *)realloc(g->h_idx, (n ? n : 1) * sizeof *i2);

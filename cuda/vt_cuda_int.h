@@ -80,6 +80,9 @@ vt_err vt__cuda_buf(vt_cuda *g, int k, size_t bytes, void **p);
 vt_err vt__cuda_gemm_dev(vt_cuda *g, vt_rctx *rc, uint32_t op_id, int tA, int tB, size_t M, size_t N, size_t K,
                          const float *a32, const float *b32, float *out);
 
+/* the host staging buffers of flagged indices and decisions, for at least n (vt_cuda.cu) */
+vt_err host_staging(vt_cuda *g, size_t n);
+
 /* the device-resident model's state (vt_cuda_model.cu); freed by vt_cuda_close */
 void vt__cuda_model_free(vt_cuda *g);
 

@@ -1,0 +1,80 @@
+/* vt_dev_ops.c - describing an operation for the device and the host's part after it ran
+ * (vt_dev_ops.h). Plain C: the CUDA backend and its CPU twin both call it. */
+#include "vt_dev_ops.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "../model/vt_model.h"
+#include "../rounding_log/vt_epilogue.h"
+
+int vt_dev_op_make(const struct vt_model *m, const vt_rctx *rc, uint32_t op_id, void *(*ptr)(void *ctx, uint32_t t),
+                   void *ctx, vt_dev_op *d)
+{
+    const vt_opdesc *o = &m->prog.op[op_id];
+    memset(d, 0, sizeof *d);
+    d->kind = o->kind;
+    d->op_id = op_id;
+    d->cfg = rc->bound;
+    d->record = rc->bound.rounding == VT_ROUNDING_LOG;
+    if (o->n_in == 0 || o->n_in == VT_VARIADIC || o->n_out == 0) return 0; /* none of the device kinds */
+    const vt_tensor *t0 = &m->prog.t[o->in[0]];
+    size_t n_out = m->prog.t[o->out[0]].n;
+    int exact_kind = o->kind == VT_OPK_RELU || o->kind == VT_OPK_RELU_BWD;
+    switch (o->kind) {
+    case VT_OPK_BIAS_ADD: case VT_OPK_XENT_BWD:
+        d->M = t0->shape[0], d->N = t0->shape[1], d->n_items = t0->n, d->rounded_n = t0->n;
+        break;
+    case VT_OPK_RELU: case VT_OPK_RELU_BWD:
+        d->M = n_out, d->n_items = n_out;
+        break;
+    case VT_OPK_SOFTMAX:
+        d->M = t0->shape[0], d->N = t0->shape[1], d->n_items = d->M, d->rounded_n = t0->n, d->scratch_n = t0->n;
+        break;
+    case VT_OPK_XENT_LOSS:
+        d->M = t0->shape[0], d->N = t0->shape[1], d->n_items = 1, d->rounded_n = 1;
+        break;
+    case VT_OPK_COLSUM:
+        if (t0->shape[0] > VT_MAX_REDUCTION) return 0;
+        d->M = t0->shape[0], d->N = t0->shape[1], d->n_items = d->N, d->rounded_n = d->N, d->res_n = d->N;
+        break;
+    case VT_OPK_SGD_VELOCITY: case VT_OPK_SGD_APPLY: case VT_OPK_ADAM_APPLY:
+        d->M = n_out, d->n_items = n_out, d->rounded_n = n_out;
+        break;
+    case VT_OPK_ADAM_MOMENTS:
+        d->M = d->N = n_out, d->n_items = n_out, d->rounded_n = 2 * n_out;
+        break;
+    default:
+        return 0;
+    }
+    if (!exact_kind && !vt_epi_supported(rc)) return 0; /* a log replay: judged on the host */
+    for (uint32_t k = 0; k < o->n_in && k < 3; k++) d->in[k] = ptr(ctx, o->in[k]);
+    for (uint32_t k = 0; k < o->n_out && k < 2; k++) d->out[k] = ptr(ctx, o->out[k]);
+    for (uint32_t k = 0; k < o->n_farg && k < 3; k++) d->f[k] = o->farg[k];
+    if (o->kind == VT_OPK_XENT_LOSS || o->kind == VT_OPK_XENT_BWD) d->labels = ptr(ctx, o->in[1]);
+    if (o->kind == VT_OPK_SGD_APPLY) d->s0 = ptr(ctx, o->in[2]);
+    if (o->kind == VT_OPK_ADAM_APPLY) d->s0 = ptr(ctx, o->in[3]), d->s1 = ptr(ctx, o->in[4]);
+    return 1;
+}
+
+vt_err vt_dev_op_finish(vt_rctx *rc, const vt_dev_op *d, const vt_epi_res *res)
+{
+    if (!d->rounded_n) return VT_OK;
+    if (!d->res_n) return vt_epi_finish(rc, d->op_id, 1, (size_t)d->rounded_n, 0, NULL, NULL, NULL);
+    /* column sums: the decisions with an entry or a failure; every column was evaluated exactly */
+    vt_epi_res *h = malloc(d->res_n * sizeof *h);
+    uint64_t *idx = malloc(d->res_n * sizeof *idx);
+    if (!h || !idx) {
+        free(h);
+        free(idx);
+        VT_RETURN_ERROR(VT_ERR_NOMEM, "out of memory");
+    }
+    uint64_t n = 0;
+    for (size_t j = 0; j < d->res_n; j++)
+        if (res[j].entry || res[j].code) h[n] = res[j], idx[n++] = j;
+    vt_err e = vt_epi_finish(rc, d->op_id, 1, d->res_n, n, idx, h, NULL);
+    if (!e) rc->stats.exact += d->res_n - n;
+    free(h);
+    free(idx);
+    return e;
+}
