@@ -20,7 +20,7 @@
  * fast math, with IEEE division and square root and without flush-to-zero. */
 #include "vt_cuda_int.h"
 
-extern "C" int vt_cuda_built(void) { return 1; }
+extern "C" int vt_cudap_abi(void) { return VT_CUDA_PLUGIN_ABI; }
 
 vt_err vt__cuda_buf(vt_cuda *g, int k, size_t bytes, void **p)
 {
@@ -39,7 +39,7 @@ vt_err vt__cuda_buf(vt_cuda *g, int k, size_t bytes, void **p)
     return VT_OK;
 }
 
-extern "C" vt_err vt_cuda_open(vt_cuda **out, char *desc, size_t desc_len)
+extern "C" vt_err vt_cudap_open(vt_cuda **out, char *desc, size_t desc_len)
 {
     *out = NULL;
     int n = 0;
@@ -77,7 +77,7 @@ extern "C" vt_err vt_cuda_open(vt_cuda **out, char *desc, size_t desc_len)
         cublasGetMathMode(g->h, &mm) != CUBLAS_STATUS_SUCCESS || mm != CUBLAS_DEFAULT_MATH ||
         cublasSetPointerMode(g->h, CUBLAS_POINTER_MODE_HOST) != CUBLAS_STATUS_SUCCESS) {
         err = vt_set_error(VT_ERR_IO, "cuBLAS: cannot set the stream, pointer mode or default math mode");
-        vt_cuda_close(g);
+        vt_cudap_close(g);
         return err;
     }
     if (desc && desc_len) {
@@ -93,7 +93,7 @@ extern "C" vt_err vt_cuda_open(vt_cuda **out, char *desc, size_t desc_len)
     return VT_OK;
 }
 
-extern "C" void vt_cuda_close(vt_cuda *g)
+extern "C" void vt_cudap_close(vt_cuda *g)
 {
     if (!g) return;
     vt__cuda_model_free(g);
@@ -363,7 +363,7 @@ static vt_err replay_on_host(vt_cuda *g, vt_rctx *rc, uint32_t op_id, int tA, in
     return err;
 }
 
-extern "C" vt_err vt_cuda_gemm_round(vt_cuda *g, vt_rctx *rc, uint32_t op_id, int tA, int tB, size_t M, size_t N,
+extern "C" vt_err vt_cudap_gemm_round(vt_cuda *g, vt_rctx *rc, uint32_t op_id, int tA, int tB, size_t M, size_t N,
                                      size_t K, const float *A, const float *B, float *out)
 {
     (void)cudaGetLastError(); /* not an error of this call */
@@ -392,7 +392,7 @@ static vt_err put_operands(vt_cuda *g, int kA, int kB, int kC, size_t esz, size_
     return VT_OK;
 }
 
-extern "C" vt_err vt_cuda_gemm_plain64(vt_cuda *g, int tA, int tB, size_t M, size_t N, size_t K, const double *A,
+extern "C" vt_err vt_cudap_gemm_plain64(vt_cuda *g, int tA, int tB, size_t M, size_t N, size_t K, const double *A,
                                        const double *B, double *C)
 {
     (void)cudaGetLastError(); /* not an error of this call */
@@ -420,7 +420,7 @@ static vt_err sgemm_dev(vt_cuda *g, int tA, int tB, size_t M, size_t N, size_t K
     return VT_OK;
 }
 
-extern "C" vt_err vt_cuda_gemm_plain32(vt_cuda *g, int tA, int tB, size_t M, size_t N, size_t K, const float *A,
+extern "C" vt_err vt_cudap_gemm_plain32(vt_cuda *g, int tA, int tB, size_t M, size_t N, size_t K, const float *A,
                                        const float *B, float *C)
 {
     (void)cudaGetLastError(); /* not an error of this call */
@@ -440,7 +440,7 @@ static vt_err time_phases(vt_cuda *g, int tA, int tB, size_t M, size_t N, size_t
                           double *b64, double *C, float *c32, float *out_dev, cudaEvent_t *ev, double *t_verif,
                           double *t_dgemm, double *t_sgemm, uint64_t *n_flagged);
 
-extern "C" vt_err vt_cuda_time_gemm(vt_cuda *g, int tA, int tB, size_t M, size_t N, size_t K, int reps,
+extern "C" vt_err vt_cudap_time_gemm(vt_cuda *g, int tA, int tB, size_t M, size_t N, size_t K, int reps,
                                     double *t_verif, double *t_dgemm, double *t_sgemm, uint64_t *n_flagged)
 {
     *t_verif = *t_dgemm = *t_sgemm = 0;

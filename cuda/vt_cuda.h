@@ -17,8 +17,10 @@ typedef struct vt_cuda vt_cuda;
 
 /* 1 when this build contains the CUDA code. */
 int vt_cuda_built(void);
-/* Opens device VT_CUDA_DEVICE (default 0): a cuBLAS handle in pedantic math (no TF32, no
- * emulation) on its own stream. VT_ERR_UNSUPPORTED when there is no CUDA build or no GPU. desc
+/* Opens device VT_CUDA_DEVICE (default 0): a cuBLAS handle on its own stream (its GEMMs in
+ * CUBLAS_COMPUTE_64F_PEDANTIC: no TF32, no emulation). VT_ERR_UNSUPPORTED when there is no CUDA
+ * build, no plugin file, no GPU or a GPU below sm_90; VT_ERR_IO when the plugin
+ * (cuda/vt_cuda_plugin.h) is there but does not load. desc
  * (may be NULL) receives "GPU name, compute capability, driver, runtime and cuBLAS versions". */
 vt_err vt_cuda_open(vt_cuda **out, char *desc, size_t desc_len);
 void vt_cuda_close(vt_cuda *g);

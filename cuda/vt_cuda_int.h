@@ -23,6 +23,7 @@ extern "C" {
 #include "../rounding_log/vt_rlog.h"
 }
 #include "vt_cuda.h"
+#include "vt_cuda_plugin.h"
 
 #if defined(__CUDACC__) && defined(__FAST_MATH__)
 #error "fast math is forbidden in this project"

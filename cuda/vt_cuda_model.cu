@@ -63,7 +63,7 @@ static vt_err upload_class(vt_cuda *g, const vt_model *m, int c)
     return VT_OK;
 }
 
-extern "C" vt_err vt_cuda_run_begin(vt_cuda *g, vt_model *m)
+extern "C" vt_err vt_cudap_run_begin(vt_cuda *g, vt_model *m)
 {
     (void)cudaGetLastError(); /* not an error of this step */
     CU(cudaSetDevice(g->dev));
@@ -117,7 +117,7 @@ static void *dptr(void *ctx, uint32_t t)
     return dt(c->g, c->m, t);
 }
 
-extern "C" vt_err vt_cuda_run_op(vt_cuda *g, vt_model *m, vt_rctx *rc, uint32_t op_id, uint64_t step)
+extern "C" vt_err vt_cudap_run_op(vt_cuda *g, vt_model *m, vt_rctx *rc, uint32_t op_id, uint64_t step)
 {
     (void)step;
     const vt_opdesc *o = &m->prog.op[op_id];
@@ -165,15 +165,15 @@ static vt_err move_tensors(vt_cuda *g, vt_model *m, uint32_t op_id, int to_host)
     return VT_OK;
 }
 
-extern "C" vt_err vt_cuda_op_to_host(vt_cuda *g, vt_model *m, vt_rctx *rc, uint32_t op_id)
+extern "C" vt_err vt_cudap_op_to_host(vt_cuda *g, vt_model *m, vt_rctx *rc, uint32_t op_id)
 {
     VT_FORWARD_IF_ERROR(check_pending(g, rc));
     return move_tensors(g, m, op_id, 1);
 }
 
-extern "C" vt_err vt_cuda_op_to_device(vt_cuda *g, vt_model *m, uint32_t op_id) { return move_tensors(g, m, op_id, 0); }
+extern "C" vt_err vt_cudap_op_to_device(vt_cuda *g, vt_model *m, uint32_t op_id) { return move_tensors(g, m, op_id, 0); }
 
-extern "C" vt_err vt_cuda_run_end(vt_cuda *g, vt_model *m, vt_rctx *rc)
+extern "C" vt_err vt_cudap_run_end(vt_cuda *g, vt_model *m, vt_rctx *rc)
 {
     VT_FORWARD_IF_ERROR(check_pending(g, rc));
     CU(cudaMemcpyAsync(m->arena[VT_TC_PARAM], g->dar[VT_TC_PARAM], g->dar_bytes[VT_TC_PARAM], cudaMemcpyDeviceToHost,
