@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "vt_cuda_plugin.h"
+#include "../kernels/vt_cnn.h"
 #include "../kernels/vt_kernels.h"
 #include "../model/vt_model.h"
 #include "../rounding_log/vt_epilogue.h"
@@ -19,8 +20,9 @@
 /* What the plugin takes from the program that loads it (`nm -D --undefined-only libvt_cuda.so`):
  * referenced here so that every program able to open the plugin links them and exports them. */
 void *const vt__cuda_plugin_needs[] = {
-    (void *)vt_epi_fail, (void *)vt_epi_finish, (void *)vt_gemm_bounds, (void *)vt_model_tensor,
-    (void *)vt_rctx_init, (void *)vt_round,     (void *)vt_set_error,
+    (void *)vt_avgpool_weight, (void *)vt_conv_geom_make, (void *)vt_epi_fail, (void *)vt_epi_finish,
+    (void *)vt_gemm_bounds,    (void *)vt_model_tensor,   (void *)vt_rctx_init, (void *)vt_round,
+    (void *)vt_set_error,
 };
 
 #ifndef VT_CUDA_PLUGIN_PATH

@@ -17,11 +17,12 @@
 #include "vt_cuda_int.h"
 
 extern "C" {
+#include "../kernels/vt_cnn.h"
 #include "../model/vt_model.h"
 #include "../model/vt_ops.h"
 #include "../model/vt_program.h"
-}
 #include "vt_dev_ops.h"
+}
 
 #define NOERR 0xffffffffffffffffULL
 

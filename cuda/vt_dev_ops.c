@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../kernels/vt_cnn.h"
 #include "../model/vt_model.h"
 #include "../rounding_log/vt_epilogue.h"
 
@@ -20,7 +21,9 @@ int vt_dev_op_make(const struct vt_model *m, const vt_rctx *rc, uint32_t op_id, 
     if (o->n_in == 0 || o->n_in == VT_VARIADIC || o->n_out == 0) return 0; /* none of the device kinds */
     const vt_tensor *t0 = &m->prog.t[o->in[0]];
     size_t n_out = m->prog.t[o->out[0]].n;
-    int exact_kind = o->kind == VT_OPK_RELU || o->kind == VT_OPK_RELU_BWD;
+    int exact_kind = o->kind == VT_OPK_RELU || o->kind == VT_OPK_RELU_BWD || o->kind == VT_OPK_IM2COL ||
+                     o->kind == VT_OPK_CONV_DGATHER || o->kind == VT_OPK_CONV_WPERM || o->kind == VT_OPK_MAXPOOL ||
+                     o->kind == VT_OPK_MAXPOOL_BWD;
     switch (o->kind) {
     case VT_OPK_BIAS_ADD: case VT_OPK_XENT_BWD:
         d->M = t0->shape[0], d->N = t0->shape[1], d->n_items = t0->n, d->rounded_n = t0->n;
@@ -34,9 +37,48 @@ int vt_dev_op_make(const struct vt_model *m, const vt_rctx *rc, uint32_t op_id, 
     case VT_OPK_XENT_LOSS:
         d->M = t0->shape[0], d->N = t0->shape[1], d->n_items = 1, d->rounded_n = 1;
         break;
-    case VT_OPK_COLSUM:
+    case VT_OPK_COLSUM: case VT_OPK_COLDOT: /* s_j = sum_i A_ij (B_ij or 1) */
         if (t0->shape[0] > VT_MAX_REDUCTION) return 0;
         d->M = t0->shape[0], d->N = t0->shape[1], d->n_items = d->N, d->rounded_n = d->N, d->res_n = d->N;
+        d->rcols = d->N, d->rn = d->M, d->wconst = 1.0f;
+        break;
+    case VT_OPK_AVGPOOL: { /* y_bc = sum_t x_(b,t),c w over HW terms */
+        size_t B = (size_t)o->iarg[0], HW = (size_t)o->iarg[1], C = t0->shape[1];
+        d->pB = B, d->pk = HW, d->pC = C, d->n_items = d->res_n = d->rounded_n = B * C;
+        d->rcols = C, d->rn = HW, d->wconst = vt_avgpool_weight(HW);
+        break;
+    }
+    case VT_OPK_AVGPOOL_BWD: {
+        size_t B = (size_t)o->iarg[0], HW = (size_t)o->iarg[1], C = t0->shape[1];
+        d->pB = B, d->pk = HW, d->pC = C, d->n_items = d->rounded_n = n_out, d->wconst = vt_avgpool_weight(HW);
+        break;
+    }
+    case VT_OPK_ADD:
+        d->n_items = d->rounded_n = n_out;
+        break;
+    case VT_OPK_IM2COL: case VT_OPK_CONV_DGATHER: {
+        const int64_t *a = o->iarg;
+        if (vt_conv_geom_make(&d->g, a[0], a[1], a[2], a[3], a[4], a[5], a[6],
+                              o->kind == VT_OPK_IM2COL ? (int)a[7] : 0) != VT_OK)
+            return 0;
+        d->n_items = n_out;
+        break;
+    }
+    case VT_OPK_CONV_WPERM:
+        d->pk = (size_t)o->iarg[0], d->pC = (size_t)o->iarg[1], d->pB = (size_t)o->iarg[2], d->n_items = n_out;
+        break;
+    case VT_OPK_MAXPOOL: case VT_OPK_MAXPOOL_BWD:
+        d->pB = (size_t)o->iarg[0], d->pH = (size_t)o->iarg[1], d->pW = (size_t)o->iarg[2];
+        d->pC = (size_t)o->iarg[3], d->pk = (size_t)o->iarg[4], d->n_items = n_out;
+        break;
+    case VT_OPK_BN_CENTER: case VT_OPK_BN_APPLY: case VT_OPK_BN_BACKWARD:
+        d->M = t0->shape[0], d->N = t0->shape[1], d->n_items = d->rounded_n = t0->n;
+        break;
+    case VT_OPK_BN_GAMMA_GRAD:
+        d->M = (size_t)o->iarg[0], d->N = n_out, d->n_items = d->rounded_n = n_out;
+        break;
+    case VT_OPK_BN_RUNNING:
+        d->M = (size_t)o->iarg[0], d->N = n_out, d->n_items = n_out, d->rounded_n = 2 * n_out;
         break;
     case VT_OPK_SGD_VELOCITY: case VT_OPK_SGD_APPLY: case VT_OPK_ADAM_APPLY:
         d->M = n_out, d->n_items = n_out, d->rounded_n = n_out;
@@ -48,12 +90,16 @@ int vt_dev_op_make(const struct vt_model *m, const vt_rctx *rc, uint32_t op_id, 
         return 0;
     }
     if (!exact_kind && !vt_epi_supported(rc)) return 0; /* a log replay: judged on the host */
-    for (uint32_t k = 0; k < o->n_in && k < 3; k++) d->in[k] = ptr(ctx, o->in[k]);
+    for (uint32_t k = 0; k < o->n_in && k < 6; k++) d->in[k] = ptr(ctx, o->in[k]);
     for (uint32_t k = 0; k < o->n_out && k < 2; k++) d->out[k] = ptr(ctx, o->out[k]);
     for (uint32_t k = 0; k < o->n_farg && k < 3; k++) d->f[k] = o->farg[k];
     if (o->kind == VT_OPK_XENT_LOSS || o->kind == VT_OPK_XENT_BWD) d->labels = ptr(ctx, o->in[1]);
     if (o->kind == VT_OPK_SGD_APPLY) d->s0 = ptr(ctx, o->in[2]);
     if (o->kind == VT_OPK_ADAM_APPLY) d->s0 = ptr(ctx, o->in[3]), d->s1 = ptr(ctx, o->in[4]);
+    if (o->kind == VT_OPK_COLSUM) d->ra = (vt_strided){d->in[0], 1, 1, d->N, 0, 0};
+    if (o->kind == VT_OPK_COLDOT)
+        d->ra = (vt_strided){d->in[0], 1, 1, d->N, 0, 0}, d->rb = (vt_strided){d->in[1], 1, 1, d->N, 0, 0};
+    if (o->kind == VT_OPK_AVGPOOL) d->ra = (vt_strided){d->in[0], d->pk * d->pC, 1, d->pC, 0, 0};
     return 1;
 }
 
@@ -61,7 +107,7 @@ vt_err vt_dev_op_finish(vt_rctx *rc, const vt_dev_op *d, const vt_epi_res *res)
 {
     if (!d->rounded_n) return VT_OK;
     if (!d->res_n) return vt_epi_finish(rc, d->op_id, 1, (size_t)d->rounded_n, 0, NULL, NULL, NULL);
-    /* column sums: the decisions with an entry or a failure; every column was evaluated exactly */
+    /* reductions: the decisions with an entry or a failure; every output was evaluated exactly */
     vt_epi_res *h = malloc(d->res_n * sizeof *h);
     uint64_t *idx = malloc(d->res_n * sizeof *idx);
     if (!h || !idx) {

@@ -14,6 +14,9 @@
 #include <stdint.h>
 
 #include "../common/vt_hd.h"
+#include "../kernels/vt_cnn.h"
+#include "../kernels/vt_cnn_impl.h"
+#include "../kernels/vt_kernels.h"
 #include "../kernels/vt_kernels_impl.h"
 #include "../model/vt_ops.h"
 #include "../rounding_log/vt_round_impl.h"
@@ -27,7 +30,7 @@ typedef struct {
     uint32_t op_id;
     size_t n_items;       /* items (threads) */
     size_t M, N;          /* rows, columns (or n, 0) */
-    const float *in[3];
+    const float *in[6];
     const uint8_t *labels;
     const double *s0, *s1; /* F64 scalars (the step count, the learning rate) */
     float *out[2];
@@ -36,8 +39,16 @@ typedef struct {
     int record;           /* log rounding, recording */
     double *scratch;      /* softmax: M x N FP64 values (scratch_n) */
     size_t scratch_n;
-    vt_epi_res *res;      /* column sums: one decision per column (res_n) */
+    vt_epi_res *res;      /* reductions: one decision per output element (res_n) */
     size_t res_n;
+    /* reductions (column sums and dot products, global average pooling): output (i, j) of rows x
+     * cols is sum_k a(i, j, k) b(i, j, k) over n terms (vt_reduce's operands); b.p NULL: the
+     * constant wconst with zero strides */
+    vt_strided ra, rb;
+    size_t rcols, rn;
+    float wconst;
+    vt_conv_geom g;       /* im2col, the input gradient's gather */
+    size_t pB, pH, pW, pC, pk; /* pooling; the weight transpose's k, C, Co in pk, pC, pB */
     unsigned long long *err; /* the operation's failure word: (index << 8) | code, all ones when none */
     uint64_t rounded_n;   /* elements it rounds (0: an exact kind) */
 } vt_dev_op;
@@ -76,18 +87,19 @@ VT_HDI void vt__dev_put32(double v, float *out, unsigned long long *err, size_t 
     if (!vt__bits_finite(vt_hd_bits32(f))) vt__dev_err(err, e, vt_hd_isnan(v) ? VT__EL_NAN : VT__EL_RANGE);
 }
 
-/* a column sum: the exact value, and the record rule on the party's value x = RN64(exact), which
- * lies within the bound of any evaluation */
-VT_HDI void vt__dev_colsum(const vt_dev_op *d, size_t j)
+/* one reduction output: the exact value, and the record rule on the party's value x = RN64(exact),
+ * which lies within the bound of any evaluation (the bound is at least u |X| whenever two terms are
+ * non-zero, and 0 only when the sum is exact) */
+VT_HDI void vt__dev_reduce(const vt_dev_op *d, size_t e)
 {
-    size_t M = d->M, N = d->N;
-    const float *X = d->in[0];
+    size_t i = e / d->rcols, j = e % d->rcols;
+    const float *pa = d->ra.p + i * d->ra.si + j * d->ra.sj;
+    const float *pb = d->rb.p ? d->rb.p + i * d->rb.si + j * d->rb.sj : &d->wconst;
+    size_t sa = d->ra.sk, sb = d->rb.p ? d->rb.sk : 0;
     vt_xacc acc;
-    vt__xacc_init(&acc);
-    for (size_t i = 0; i < M; i++) vt__xacc_add(&acc, (double)X[i * N + j]);
-    const float one = 1.0f;
+    vt__xacc_dot32(&acc, d->rn, pa, sa, pb, sb);
     vt_epi_res r;
-    r.B = vt__bound_of_terms(&d->cfg, M, X + j, N, &one, 0);
+    r.B = vt__bound_of_terms(&d->cfg, d->rn, pa, sa, pb, sb);
     r.x = vt__xacc_round64(&acc);
     r.bits = vt_hd_bits32(vt__xacc_round32(&acc));
     r.code = VT__EL_OK;
@@ -104,8 +116,40 @@ VT_HDI void vt__dev_colsum(const vt_dev_op *d, size_t j)
         vt__record_tail(r.x, r.B, code, logged, vt__record_needs_exact(r.x, r.B, code, logged) ? rb : 0u, &r);
         r.bits = rb; /* logged: RN32(exact); unlogged: RN32(x), which is RN32(exact) */
     }
-    d->out[0][j] = vt_hd_f32(r.bits);
-    d->res[j] = r;
+    d->out[0][e] = vt_hd_f32(r.bits);
+    d->res[e] = r;
+}
+
+/* the maximum of pooling window (b, oy, ox) in channel c (vt_cnn_impl.h, as the CPU's) */
+VT_HDI size_t vt__dev_argmax(const vt_dev_op *d, const float *x, size_t b, size_t oy, size_t ox, size_t c)
+{
+    return vt__argmax_f32(d->pH, d->pW, d->pC, d->pk, x, b, oy, ox, c);
+}
+
+/* column e of im2col (vt_im2col): the source of element e of the columns, or 0 */
+VT_HDI float vt__dev_im2col(const vt_conv_geom *g, const float *x, size_t e)
+{
+    size_t C = g->C, k = g->k, t = e / C, c = e % C;
+    size_t kx = t % k, ky = (t / k) % k, r = t / (k * k);
+    size_t ox = r % g->Wo, oy = (r / g->Wo) % g->Ho, b = r / (g->Wo * g->Ho);
+    int64_t iy = (int64_t)(oy * g->s + ky) - (int64_t)g->p, ix = (int64_t)(ox * g->s + kx) - (int64_t)g->p;
+    if (iy < 0 || ix < 0 || iy >= (int64_t)g->H || ix >= (int64_t)g->W) return 0.0f;
+    if (g->chw) return x[b * C * g->H * g->W + c * g->H * g->W + (size_t)iy * g->W + (size_t)ix];
+    return x[((b * g->H + (size_t)iy) * g->W + (size_t)ix) * C + c];
+}
+
+/* element e of the input gradient's operand (vt_conv_dgather; g->C is the output channels) */
+VT_HDI float vt__dev_dgather(const vt_conv_geom *g, const float *dy, size_t e)
+{
+    size_t Co = g->C, k = g->k, s = g->s, t = e / Co, c = e % Co;
+    size_t kx = t % k, ky = (t / k) % k, r = t / (k * k);
+    size_t ix = r % g->W, iy = (r / g->W) % g->H, b = r / (g->W * g->H);
+    int64_t ny = (int64_t)(iy + g->p) - (int64_t)ky, nx = (int64_t)(ix + g->p) - (int64_t)kx;
+    if (ny < 0 || nx < 0 || ny % (int64_t)s || nx % (int64_t)s || ny / (int64_t)s >= (int64_t)g->Ho ||
+        nx / (int64_t)s >= (int64_t)g->Wo)
+        return 0.0f;
+    size_t oy = (size_t)ny / s, ox = (size_t)nx / s;
+    return dy[((b * g->Ho + oy) * g->Wo + ox) * Co + c];
 }
 
 VT_HDI void vt__dev_op_item(const vt_dev_op *d, size_t i)
@@ -152,8 +196,59 @@ VT_HDI void vt__dev_op_item(const vt_dev_op *d, size_t i)
         vt__dev_put32(vt__xent_bwd1(in[0][i], c == d->labels[r], (double)d->M), &out[0][i], err, i);
         break;
     }
-    case VT_OPK_COLSUM: /* column i */
-        vt__dev_colsum(d, i);
+    case VT_OPK_COLSUM: case VT_OPK_COLDOT: case VT_OPK_AVGPOOL: /* output element i */
+        vt__dev_reduce(d, i);
+        break;
+    case VT_OPK_ADD:
+        vt__dev_put32((double)in[0][i] + (double)in[1][i], &out[0][i], err, i);
+        break;
+    case VT_OPK_IM2COL: /* exact */
+        out[0][i] = vt__dev_im2col(&d->g, in[0], i);
+        break;
+    case VT_OPK_CONV_DGATHER: /* exact */
+        out[0][i] = vt__dev_dgather(&d->g, in[0], i);
+        break;
+    case VT_OPK_CONV_WPERM: { /* exact: W [k*k*C, Co] -> W' [k*k*Co, C]; pk = k, pC = C, pB = Co */
+        size_t C = d->pC, Co = d->pB, c = i % C, co = (i / C) % Co, t = i / (C * Co);
+        out[0][i] = in[0][(t * C + c) * Co + co];
+        break;
+    }
+    case VT_OPK_MAXPOOL: { /* exact: output element i */
+        size_t Ho = d->pH / d->pk, Wo = d->pW / d->pk, c = i % d->pC, r = i / d->pC;
+        out[0][i] = in[0][vt__dev_argmax(d, in[0], r / (Wo * Ho), (r / Wo) % Ho, r % Wo, c)];
+        break;
+    }
+    case VT_OPK_MAXPOOL_BWD: { /* exact: input element i gets the gradient of its window if it is the maximum */
+        size_t Ho = d->pH / d->pk, Wo = d->pW / d->pk, c = i % d->pC, r = i / d->pC;
+        size_t ix = r % d->pW, iy = (r / d->pW) % d->pH, b = r / (d->pW * d->pH), oy = iy / d->pk, ox = ix / d->pk;
+        size_t w = ((b * Ho + oy) * Wo + ox) * d->pC + c;
+        out[0][i] = vt__dev_argmax(d, in[0], b, oy, ox, c) == i ? in[1][w] : 0.0f;
+        break;
+    }
+    case VT_OPK_AVGPOOL_BWD: /* dx[(b, t), c] = dy[b, c] w; pB = B, pk = HW, pC = C */
+        vt__dev_put32((double)in[0][(i / (d->pk * d->pC)) * d->pC + i % d->pC] * (double)d->wconst, &out[0][i], err, i);
+        break;
+    case VT_OPK_BN_CENTER:
+        vt__dev_put32(vt__bn_center1(in[0][i], in[1][i % d->N], d->M), &out[0][i], err, i);
+        break;
+    case VT_OPK_BN_APPLY: {
+        size_t c = i % d->N;
+        double r = vt__bn_rstd(in[1][c], d->M, d->f[0]);
+        vt__dev_put32(vt__bn_apply1(in[0][i], r, in[2][c], in[3][c]), &out[0][i], err, i);
+        break;
+    }
+    case VT_OPK_BN_GAMMA_GRAD: /* channel i; M in d->M */
+        vt__dev_put32((double)in[0][i] * vt__bn_rstd(in[1][i], d->M, d->f[0]), &out[0][i], err, i);
+        break;
+    case VT_OPK_BN_BACKWARD: {
+        size_t c = i % d->N;
+        vt__dev_put32(vt__bn_backward1(in[0][i], in[1][i], in[2][c], in[3][c], in[4][c], in[5][c], d->M, d->f[0]),
+                      &out[0][i], err, i);
+        break;
+    }
+    case VT_OPK_BN_RUNNING: /* channel i of N; elements numbered mean then variance */
+        vt__dev_put32(vt__bn_running_mean1(in[0][i], in[2][i], d->M, d->f[0]), &out[0][i], err, i);
+        vt__dev_put32(vt__bn_running_var1(in[1][i], in[3][i], d->M, d->f[0]), &out[1][i], err, d->N + i);
         break;
     case VT_OPK_SGD_VELOCITY:
         vt__dev_put32(vt__sgd_velocity1(in[0][i], in[1][i], in[2][i], d->f[0], d->f[1]), &out[0][i], err, i);

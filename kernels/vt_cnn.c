@@ -5,6 +5,8 @@
 #include "vt_cnn.h"
 
 #include <math.h>
+
+#include "vt_cnn_impl.h"
 #include <string.h>
 
 vt_err vt_conv_geom_make(vt_conv_geom *g, int64_t B, int64_t H, int64_t W, int64_t C, int64_t k, int64_t s,
@@ -22,22 +24,12 @@ vt_err vt_conv_geom_make(vt_conv_geom *g, int64_t B, int64_t H, int64_t W, int64
     return VT_OK;
 }
 
-double vt_bn_rstd(double S2, size_t M, double eps)
-{
-    double v = S2 / (double)M;
-    v = v + eps;
-    return 1.0 / sqrt(v); /* sqrt and division: correctly rounded IEEE operations */
-}
+double vt_bn_rstd(double S2, size_t M, double eps) { return vt__bn_rstd(S2, M, eps); }
 
 void vt_bn_center(size_t M, size_t C, const float *x, const float *s1, double *out)
 {
-    for (size_t c0 = 0; c0 < C; c0 += 64) {
-        double mean[64];
-        size_t nc = C - c0 < 64 ? C - c0 : 64;
-        for (size_t c = 0; c < nc; c++) mean[c] = (double)s1[c0 + c] / (double)M;
-        for (size_t i = 0; i < M; i++)
-            for (size_t c = 0; c < nc; c++) out[i * C + c0 + c] = (double)x[i * C + c0 + c] - mean[c];
-    }
+    for (size_t i = 0; i < M; i++)
+        for (size_t c = 0; c < C; c++) out[i * C + c] = vt__bn_center1(x[i * C + c], s1[c], M);
 }
 
 void vt_bn_apply(size_t M, size_t C, const float *xc, const float *s2, const float *gamma, const float *beta,
@@ -51,42 +43,32 @@ void vt_bn_apply(size_t M, size_t C, const float *xc, const float *s2, const flo
         for (size_t i = 0; i < M; i++)
             for (size_t c = 0; c < nc; c++) {
                 size_t k = i * C + c0 + c;
-                out[k] = (double)gamma[c0 + c] * ((double)xc[k] * r[c]) + (double)beta[c0 + c];
+                out[k] = vt__bn_apply1(xc[k], r[c], gamma[c0 + c], beta[c0 + c]);
             }
     }
 }
 
 void vt_bn_gamma_grad(size_t M, size_t C, const float *g2, const float *s2, double eps, double *out)
 {
-    for (size_t c = 0; c < C; c++) out[c] = (double)g2[c] * vt_bn_rstd(s2[c], M, eps);
+    for (size_t c = 0; c < C; c++) out[c] = (double)g2[c] * vt__bn_rstd(s2[c], M, eps);
 }
 
 void vt_bn_backward(size_t M, size_t C, const float *dy, const float *xc, const float *s2, const float *g1,
                     const float *g2, const float *gamma, double eps, double *out)
 {
-    /* the per-channel factors are functions of the channel's inputs: computed once, the same bits */
-    for (size_t c0 = 0; c0 < C; c0 += 64) {
-        double a[64], mg[64], q[64];
-        size_t nc = C - c0 < 64 ? C - c0 : 64;
-        for (size_t c = 0; c < nc; c++) {
-            double r = vt_bn_rstd(s2[c0 + c], M, eps);
-            a[c] = (double)gamma[c0 + c] * r, mg[c] = (double)g1[c0 + c] / (double)M;
-            q[c] = (r * r) * (double)g2[c0 + c] / (double)M;
+    for (size_t i = 0; i < M; i++)
+        for (size_t c = 0; c < C; c++) {
+            size_t k = i * C + c;
+            out[k] = vt__bn_backward1(dy[k], xc[k], s2[c], g1[c], g2[c], gamma[c], M, eps);
         }
-        for (size_t i = 0; i < M; i++)
-            for (size_t c = 0; c < nc; c++) {
-                size_t k = i * C + c0 + c;
-                out[k] = a[c] * (((double)dy[k] - mg[c]) - (double)xc[k] * q[c]);
-            }
-    }
 }
 
 void vt_bn_running(size_t M, size_t C, const float *s1, const float *s2, const float *rm, const float *rv, double mu,
                    double *out)
 {
     for (size_t c = 0; c < C; c++) {
-        out[c] = (1.0 - mu) * (double)rm[c] + mu * ((double)s1[c] / (double)M);
-        out[C + c] = (1.0 - mu) * (double)rv[c] + mu * ((double)s2[c] / (double)(M - 1));
+        out[c] = vt__bn_running_mean1(s1[c], rm[c], M, mu);
+        out[C + c] = vt__bn_running_var1(s2[c], rv[c], M, mu);
     }
 }
 
@@ -94,10 +76,7 @@ void vt_bn_eval(size_t M, size_t C, const float *x, const float *rm, const float
                 const float *beta, double eps, double *out)
 {
     for (size_t i = 0; i < M; i++)
-        for (size_t c = 0; c < C; c++) {
-            double d = sqrt((double)rv[c] + eps);
-            out[i * C + c] = (double)gamma[c] * (((double)x[i * C + c] - (double)rm[c]) / d) + (double)beta[c];
-        }
+        for (size_t c = 0; c < C; c++) out[i * C + c] = vt__bn_eval1(x[i * C + c], rm[c], rv[c], gamma[c], beta[c], eps);
 }
 
 void vt_add(size_t n, const float *a, const float *b, double *out)
@@ -181,18 +160,8 @@ void SFX(vt_conv_wperm)(size_t k, size_t C, size_t Co, const T *w, T *wp)
             for (size_t co = 0; co < Co; co++) wp[(t * Co + co) * C + c] = w[(t * C + c) * Co + co];
 }
 
-/* the row-major index of the maximum of window (b, oy, ox) in channel c */
-static size_t SFX(argmax)(size_t H, size_t W, size_t C, size_t k, const T *x, size_t b, size_t oy, size_t ox,
-                          size_t c)
-{
-    size_t best = ((b * H + oy * k) * W + ox * k) * C + c;
-    for (size_t dy = 0; dy < k; dy++)
-        for (size_t dx = 0; dx < k; dx++) {
-            size_t i = ((b * H + oy * k + dy) * W + ox * k + dx) * C + c;
-            if (x[i] > x[best]) best = i;
-        }
-    return best;
-}
+/* the maximum of a window: vt_cnn_impl.h (shared with the CUDA backend) */
+#define argmax_T SFX(vt__argmax)
 
 void SFX(vt_maxpool)(size_t B, size_t H, size_t W, size_t C, size_t k, const T *x, T *y)
 {
@@ -201,7 +170,7 @@ void SFX(vt_maxpool)(size_t B, size_t H, size_t W, size_t C, size_t k, const T *
         for (size_t oy = 0; oy < Ho; oy++)
             for (size_t ox = 0; ox < Wo; ox++)
                 for (size_t c = 0; c < C; c++)
-                    y[((b * Ho + oy) * Wo + ox) * C + c] = x[SFX(argmax)(H, W, C, k, x, b, oy, ox, c)];
+                    y[((b * Ho + oy) * Wo + ox) * C + c] = x[argmax_T(H, W, C, k, x, b, oy, ox, c)];
 }
 
 void SFX(vt_maxpool_backward)(size_t B, size_t H, size_t W, size_t C, size_t k, const T *x, const T *dy, T *dx)
@@ -212,9 +181,10 @@ void SFX(vt_maxpool_backward)(size_t B, size_t H, size_t W, size_t C, size_t k, 
         for (size_t oy = 0; oy < Ho; oy++)
             for (size_t ox = 0; ox < Wo; ox++)
                 for (size_t c = 0; c < C; c++)
-                    dx[SFX(argmax)(H, W, C, k, x, b, oy, ox, c)] = dy[((b * Ho + oy) * Wo + ox) * C + c];
+                    dx[argmax_T(H, W, C, k, x, b, oy, ox, c)] = dy[((b * Ho + oy) * Wo + ox) * C + c];
 }
 
+#undef argmax_T
 #undef T
 
 #endif

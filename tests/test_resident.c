@@ -223,5 +223,24 @@ int main(void)
         compare(variants[v][0], &rc, &ds);
     }
     vt_data_free(&ds);
+    /* the residual CNN: convolutions' gathers and weight transpose, batch norm, pooling, residual
+     * additions, column sums and dot products on the twin; augmentation and the loader on the CPU */
+    memset(&ds, 0, sizeof ds);
+    e = vt_data_load("cifar10-train", NULL, &ds);
+    CHECK(e == VT_OK, "load cifar10-train: %s", vt_errmsg());
+    if (e) return vt_test_finish("test_resident");
+    for (int log = 0; log < 2; log++) {
+        vt_recipe rc;
+        vt_recipe_default(&rc);
+        static const char *const set[] = {"arch=resnet", "dataset=cifar10-train", "layers=[3072,10]",
+                                          "image_channels=3", "image_height=32", "image_width=32", "augment_pad=4",
+                                          "augment_flip=1", "resnet_width=4", "resnet_stages=2", "resnet_blocks=1",
+                                          "resnet_pool=1", "batch=8", "steps=6", "lr=0.05", "momentum=0.9"};
+        for (size_t k = 0; k < sizeof set / sizeof set[0]; k++) CHECK_OK(vt_recipe_set(&rc, set[k]));
+        CHECK_OK(vt_recipe_set(&rc, log ? "rounding=log" : "rounding=exact"));
+        CHECK_OK(vt_recipe_validate(&rc));
+        compare(log ? "ResNet, log rounding" : "ResNet, exact rounding", &rc, &ds);
+    }
+    vt_data_free(&ds);
     return vt_test_finish("test_resident");
 }

@@ -13,3 +13,15 @@ set_tests_properties(e2e_cnn PROPERTIES TIMEOUT 1500 SKIP_RETURN_CODE 77)
 # The character-level GPT end to end (tests/e2e_gpt.sh).
 add_test(NAME e2e_gpt COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/e2e_gpt.sh ${CMAKE_BINARY_DIR})
 set_tests_properties(e2e_gpt PROPERTIES TIMEOUT 1500 SKIP_RETURN_CODE 77)
+# The CUDA plugin takes project symbols from the program that loads it (cuda/vt_cuda_plugin.h):
+# every one it needs must be exported by each program that can open it.
+if(VT_HAVE_CUDA)
+  add_test(NAME cuda_plugin_symbols COMMAND bash -c
+    "need=$(nm -D --undefined-only '${CMAKE_BINARY_DIR}/libvt_cuda.so' | awk '{print $2}' | grep '^vt_' | sort -u); \
+     [ -n \"$need\" ] || { echo 'no vt_ symbols needed?'; exit 1; }; st=0; \
+     for p in trainer auditor test_cuda bench_cuda; do \
+       have=$(nm -D --defined-only '${CMAKE_BINARY_DIR}'/$p | awk '{print $3}' | sort -u); \
+       miss=$(comm -23 <(echo \"$need\") <(echo \"$have\")); \
+       if [ -n \"$miss\" ]; then echo \"$p lacks: $miss\"; st=1; fi; done; \
+     echo \"plugin needs: $need\" | tr '\\n' ' '; echo; exit $st")
+endif()
