@@ -20,7 +20,7 @@
  * fast math, with IEEE division and square root and without flush-to-zero. */
 #include "vt_cuda_int.h"
 
-extern "C" int vt_cudap_abi(void) { return VT_CUDA_PLUGIN_ABI; }
+extern "C" unsigned long long vt_cudap_abi(void) { return VT_CUDA_PLUGIN_LAYOUT(); }
 
 vt_err vt__cuda_buf(vt_cuda *g, int k, size_t bytes, void **p)
 {
@@ -50,13 +50,15 @@ extern "C" vt_err vt_cudap_open(vt_cuda **out, char *desc, size_t desc_len)
     const char *env = getenv("VT_CUDA_DEVICE");
     if (env && *env) dev = atoi(env);
     VT_RETURN_ERROR_IF(dev < 0 || dev >= n, VT_ERR_ARG, "VT_CUDA_DEVICE=%d: this machine has %d GPU(s)", dev, n);
+    int major = 0, minor = 0;
+    CU(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+    CU(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
+    /* the build holds sm_90 code and its PTX: older GPUs cannot run it (asked before any context) */
+    VT_RETURN_ERROR_IF(major < 9, VT_ERR_UNSUPPORTED,
+                       "GPU %d has compute capability %d.%d; this build needs 9.0 or newer (sm_90)", dev, major, minor);
     CU(cudaSetDevice(dev));
     cudaDeviceProp prop;
     CU(cudaGetDeviceProperties(&prop, dev));
-    /* the build holds sm_90 code and its PTX: older GPUs cannot run it */
-    VT_RETURN_ERROR_IF(prop.major < 9, VT_ERR_UNSUPPORTED,
-                       "GPU %d (%s) has compute capability %d.%d; this build needs 9.0 or newer (sm_90)", dev, prop.name,
-                       prop.major, prop.minor);
     vt_cuda *g = (vt_cuda *)calloc(1, sizeof *g);
     VT_RETURN_ERROR_IF(!g, VT_ERR_NOMEM, "out of memory");
     g->dev = dev;

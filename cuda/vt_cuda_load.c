@@ -65,7 +65,9 @@ static void load(void)
     if (env && *env) {
         h = try_open(env);
     } else {
+        /* beside the program; where the build wrote it only when there is none beside it */
         char exe[PATH_MAX], path[PATH_MAX + 32];
+        int beside = 0;
         ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
         if (n > 0) {
             exe[n] = 0;
@@ -73,16 +75,19 @@ static void load(void)
             if (slash) {
                 *slash = 0;
                 snprintf(path, sizeof path, "%s/libvt_cuda.so", exe);
-                if (access(path, R_OK) == 0) h = try_open(path);
+                beside = access(path, F_OK) == 0;
+                if (beside) h = try_open(path);
             }
         }
-        if (!h) h = try_open(VT_CUDA_PLUGIN_PATH);
+        if (!beside) h = try_open(VT_CUDA_PLUGIN_PATH);
     }
     if (!h) return;
-    int (*abi)(void) = (int (*)(void))dlsym(h, "vt_cudap_abi");
-    if (!abi || abi() != VT_CUDA_PLUGIN_ABI) {
-        snprintf(P.why, sizeof P.why, "the CUDA backend plugin is of another version (ABI %d, this program %d)",
-                 abi ? abi() : -1, VT_CUDA_PLUGIN_ABI);
+    unsigned long long (*abi)(void) = (unsigned long long (*)(void))dlsym(h, "vt_cudap_abi");
+    if (!abi || abi() != VT_CUDA_PLUGIN_LAYOUT()) {
+        snprintf(P.why, sizeof P.why,
+                 "the CUDA backend plugin was built from other sources than this program (layout %016llx, "
+                 "this program %016llx)",
+                 abi ? abi() : 0ULL, VT_CUDA_PLUGIN_LAYOUT());
         P.code = VT_ERR_IO;
         dlclose(h);
         return;

@@ -28,6 +28,7 @@ extern "C" {
 
 void vt__cuda_model_free(vt_cuda *g)
 {
+    if (g->s) (void)cudaStreamSynchronize(g->s); /* nothing queued may still use the arenas */
     if (g->dar[VT_TC_PARAM]) cudaFree(g->dar[VT_TC_PARAM]);
     for (int c = VT_TC_BUFFER + 1; c < VT_TC_COUNT; c++)
         if (g->dar[c]) cudaFree(g->dar[c]);
@@ -92,19 +93,13 @@ extern "C" vt_err vt_cudap_run_begin(vt_cuda *g, vt_model *m)
     return VT_OK;
 }
 
-/* The first failure any device operation recorded, reported as vt_round would. */
-static vt_err check_pending(vt_cuda *g, vt_rctx *rc)
+/* The first failure any device operation recorded, reported as the CPU would (vt_dev_err_report). */
+static vt_err check_pending(vt_cuda *g, const vt_model *m, vt_rctx *rc)
 {
     CU(cudaMemcpyAsync(g->h_err, g->derr, g->derr_n * sizeof(unsigned long long), cudaMemcpyDeviceToHost, g->s));
     CU(cudaStreamSynchronize(g->s));
-    for (uint32_t op = 1; op < g->derr_n; op++) {
-        if (g->h_err[op] == NOERR) continue;
-        vt_epi_res r;
-        memset(&r, 0, sizeof r);
-        r.code = (uint8_t)(g->h_err[op] & 0xff);
-        r.x = r.code == VT__EL_RANGE ? (double)INFINITY : (double)NAN;
-        return vt_epi_fail(rc, op, g->h_err[op] >> 8, &r);
-    }
+    for (uint32_t op = 1; op < g->derr_n; op++)
+        if (g->h_err[op] != NOERR) return vt_dev_err_report(rc, m, op, g->h_err[op]);
     return VT_OK;
 }
 
@@ -124,7 +119,9 @@ extern "C" vt_err vt_cudap_run_op(vt_cuda *g, vt_model *m, vt_rctx *rc, uint32_t
     const vt_opdesc *o = &m->prog.op[op_id];
     if (o->kind == VT_OPK_MATMUL) {
         if (!vt_epi_supported(rc)) return VT_ERR_UNSUPPORTED; /* a log replay: judged on the host */
-        VT_FORWARD_IF_ERROR(check_pending(g, rc));
+        /* the screen writes the output while the flagged elements still read the operands */
+        if (o->out[0] == o->in[0] || o->out[0] == o->in[1]) return VT_ERR_UNSUPPORTED;
+        VT_FORWARD_IF_ERROR(check_pending(g, m, rc));
         const int64_t *a = o->iarg;
         return vt__cuda_gemm_dev(g, rc, op_id, (int)a[0], (int)a[1], (size_t)a[2], (size_t)a[3], (size_t)a[4],
                                  (const float *)dt(g, m, o->in[0]), (const float *)dt(g, m, o->in[1]),
@@ -136,7 +133,7 @@ extern "C" vt_err vt_cudap_run_op(vt_cuda *g, vt_model *m, vt_rctx *rc, uint32_t
     d.err = g->derr + op_id;
     if (d.scratch_n) VT_FORWARD_IF_ERROR(dbuf(g, B_X, d.scratch_n * sizeof(double), (void **)&d.scratch));
     if (d.res_n) {
-        VT_FORWARD_IF_ERROR(check_pending(g, rc)); /* it synchronises below: earlier failures first */
+        VT_FORWARD_IF_ERROR(check_pending(g, m, rc)); /* it synchronises below: earlier failures first */
         VT_FORWARD_IF_ERROR(dbuf(g, B_RES, d.res_n * sizeof(vt_epi_res), (void **)&d.res));
     }
     k_item<<<GRID(d.n_items), 0, g->s>>>(d);
@@ -168,7 +165,7 @@ static vt_err move_tensors(vt_cuda *g, vt_model *m, uint32_t op_id, int to_host)
 
 extern "C" vt_err vt_cudap_op_to_host(vt_cuda *g, vt_model *m, vt_rctx *rc, uint32_t op_id)
 {
-    VT_FORWARD_IF_ERROR(check_pending(g, rc));
+    VT_FORWARD_IF_ERROR(check_pending(g, m, rc));
     return move_tensors(g, m, op_id, 1);
 }
 
@@ -176,7 +173,7 @@ extern "C" vt_err vt_cudap_op_to_device(vt_cuda *g, vt_model *m, uint32_t op_id)
 
 extern "C" vt_err vt_cudap_run_end(vt_cuda *g, vt_model *m, vt_rctx *rc)
 {
-    VT_FORWARD_IF_ERROR(check_pending(g, rc));
+    VT_FORWARD_IF_ERROR(check_pending(g, m, rc));
     CU(cudaMemcpyAsync(m->arena[VT_TC_PARAM], g->dar[VT_TC_PARAM], g->dar_bytes[VT_TC_PARAM], cudaMemcpyDeviceToHost,
                        g->s));
     size_t bytes = 0;

@@ -9,30 +9,57 @@
 #ifndef VT_CUDA_PLUGIN_H
 #define VT_CUDA_PLUGIN_H
 
+#include <stddef.h>
+
 #include "vt_cuda.h"
+#ifdef __cplusplus
+extern "C" {
+#endif
+#include "../model/vt_model.h"
+#include "../rounding_log/vt_round_impl.h"
+#ifdef __cplusplus
+}
+#endif
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define VT_CUDA_PLUGIN_ABI 1
+#define VT_CUDA_PLUGIN_ABI 2
 
-int vt_cudap_abi(void);
-vt_err vt_cudap_open(vt_cuda **out, char *desc, size_t desc_len);
-void vt_cudap_close(vt_cuda *g);
-vt_err vt_cudap_gemm_round(vt_cuda *g, vt_rctx *rc, uint32_t op_id, int tA, int tB, size_t M, size_t N, size_t K,
+/* What the plugin and the program must agree on beyond the signatures: the layouts of the
+ * structures the plugin reads from the program. Both compute this from their own headers; the
+ * loader refuses a plugin whose value differs. */
+#define VT__ABI_MIX(h, v) ((h) * 1099511628211ULL ^ (unsigned long long)(v))
+#define VT_CUDA_PLUGIN_LAYOUT()                                                                                        \
+    VT__ABI_MIX(VT__ABI_MIX(VT__ABI_MIX(VT__ABI_MIX(VT__ABI_MIX(VT__ABI_MIX(VT__ABI_MIX(VT__ABI_MIX(VT__ABI_MIX(        \
+        14695981039346656037ULL, VT_CUDA_PLUGIN_ABI), sizeof(struct vt_model)), offsetof(struct vt_model, arena)),     \
+        offsetof(struct vt_model, prog)), sizeof(vt_program)), sizeof(vt_tensor)), sizeof(vt_opdesc)),                \
+        sizeof(vt_rctx)), sizeof(vt_epi_res))
+
+#if defined(__GNUC__)
+#define VT_CUDAP_EXPORT __attribute__((visibility("default")))
+#else
+#define VT_CUDAP_EXPORT
+#endif
+
+/* VT_CUDA_PLUGIN_LAYOUT() of the plugin */
+VT_CUDAP_EXPORT unsigned long long vt_cudap_abi(void);
+VT_CUDAP_EXPORT vt_err vt_cudap_open(vt_cuda **out, char *desc, size_t desc_len);
+VT_CUDAP_EXPORT void vt_cudap_close(vt_cuda *g);
+VT_CUDAP_EXPORT vt_err vt_cudap_gemm_round(vt_cuda *g, vt_rctx *rc, uint32_t op_id, int tA, int tB, size_t M, size_t N, size_t K,
                            const float *A, const float *B, float *out);
-vt_err vt_cudap_gemm_plain64(vt_cuda *g, int tA, int tB, size_t M, size_t N, size_t K, const double *A,
+VT_CUDAP_EXPORT vt_err vt_cudap_gemm_plain64(vt_cuda *g, int tA, int tB, size_t M, size_t N, size_t K, const double *A,
                              const double *B, double *C);
-vt_err vt_cudap_gemm_plain32(vt_cuda *g, int tA, int tB, size_t M, size_t N, size_t K, const float *A,
+VT_CUDAP_EXPORT vt_err vt_cudap_gemm_plain32(vt_cuda *g, int tA, int tB, size_t M, size_t N, size_t K, const float *A,
                              const float *B, float *C);
-vt_err vt_cudap_time_gemm(vt_cuda *g, int tA, int tB, size_t M, size_t N, size_t K, int reps, double *t_verif,
+VT_CUDAP_EXPORT vt_err vt_cudap_time_gemm(vt_cuda *g, int tA, int tB, size_t M, size_t N, size_t K, int reps, double *t_verif,
                           double *t_dgemm, double *t_sgemm, uint64_t *n_flagged);
-vt_err vt_cudap_run_begin(vt_cuda *g, struct vt_model *m);
-vt_err vt_cudap_run_op(vt_cuda *g, struct vt_model *m, vt_rctx *rc, uint32_t op_id, uint64_t step);
-vt_err vt_cudap_op_to_host(vt_cuda *g, struct vt_model *m, vt_rctx *rc, uint32_t op_id);
-vt_err vt_cudap_op_to_device(vt_cuda *g, struct vt_model *m, uint32_t op_id);
-vt_err vt_cudap_run_end(vt_cuda *g, struct vt_model *m, vt_rctx *rc);
+VT_CUDAP_EXPORT vt_err vt_cudap_run_begin(vt_cuda *g, struct vt_model *m);
+VT_CUDAP_EXPORT vt_err vt_cudap_run_op(vt_cuda *g, struct vt_model *m, vt_rctx *rc, uint32_t op_id, uint64_t step);
+VT_CUDAP_EXPORT vt_err vt_cudap_op_to_host(vt_cuda *g, struct vt_model *m, vt_rctx *rc, uint32_t op_id);
+VT_CUDAP_EXPORT vt_err vt_cudap_op_to_device(vt_cuda *g, struct vt_model *m, uint32_t op_id);
+VT_CUDAP_EXPORT vt_err vt_cudap_run_end(vt_cuda *g, struct vt_model *m, vt_rctx *rc);
 
 #ifdef __cplusplus
 }

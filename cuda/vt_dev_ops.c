@@ -2,6 +2,7 @@
  * (vt_dev_ops.h). Plain C: the CUDA backend and its CPU twin both call it. */
 #include "vt_dev_ops.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -123,4 +124,35 @@ vt_err vt_dev_op_finish(vt_rctx *rc, const vt_dev_op *d, const vt_epi_res *res)
     free(h);
     free(idx);
     return e;
+}
+
+vt_err vt_dev_err_report(vt_rctx *rc, const struct vt_model *m, uint32_t op_id, unsigned long long word)
+{
+    if (word == ~0ULL) return VT_OK;
+    const vt_opdesc *o = &m->prog.op[op_id];
+    int code = (int)(word & 0xff);
+    uint64_t idx = (word & ~VT__DEV_VALUE_FAIL) >> 8;
+    if (code == VT__EL_LABEL && o->n_in >= 2) {
+        const vt_tensor *x = &m->prog.t[o->in[0]];
+        const uint8_t *y = (const uint8_t *)vt_model_tensor((struct vt_model *)m, o->in[1], NULL);
+        size_t N = x->shape[0], C = x->shape[1];
+        for (size_t i = 0; i < N; i++)
+            if (y[i] >= C) {
+                if (o->kind == VT_OPK_XENT_LOSS)
+                    VT_RETURN_ERROR(VT_ERR_ARG, "vt_xent_loss: label %u of row %zu not below %zu classes",
+                                    (unsigned)y[i], i, C);
+                VT_RETURN_ERROR(VT_ERR_ARG, "label %u of example %u is not a class", y[i], (unsigned)i);
+            }
+        VT_RETURN_ERROR(VT_ERR_INTERNAL, "operation %u: the device saw a label that is no class; the host none", op_id);
+    }
+    if (code == VT__EL_STEPS && o->n_in >= 4) {
+        double t;
+        memcpy(&t, vt_model_tensor((struct vt_model *)m, o->in[3], NULL), 8);
+        VT_RETURN_ERROR(VT_ERR_ARG, "Adam's step count %g is not a step", t);
+    }
+    vt_epi_res r;
+    memset(&r, 0, sizeof r);
+    r.code = (uint8_t)code;
+    r.x = code == VT__EL_RANGE ? (double)INFINITY : (double)NAN;
+    return vt_epi_fail(rc, op_id, idx, &r);
 }

@@ -62,6 +62,11 @@ int vt_dev_op_make(const struct vt_model *m, const vt_rctx *rc, uint32_t op_id, 
                    void *ctx, vt_dev_op *d);
 /* The host's part after the items ran: res holds the host copy of d->res (NULL when res_n = 0). */
 vt_err vt_dev_op_finish(vt_rctx *rc, const vt_dev_op *d, const vt_epi_res *res) VT_WARN_UNUSED;
+/* The failure word of operation op_id (all ones: none) reported as the CPU reports that failure:
+ * a label that is no class and an Adam step count that is no step as VT_ERR_ARG with the CPU's
+ * message (from the host's copy of the labels or the step count: the CPU produced them), a value
+ * failure through vt_epi_fail (the error, its message, rc->fault). */
+vt_err vt_dev_err_report(vt_rctx *rc, const struct vt_model *m, uint32_t op_id, unsigned long long word) VT_WARN_UNUSED;
 
 #ifdef __cplusplus
 }
@@ -69,9 +74,15 @@ vt_err vt_dev_op_finish(vt_rctx *rc, const vt_dev_op *d, const vt_epi_res *res) 
 
 /* ---- the items (host and device) ---- */
 
+/* A failure word is (index << 8) | code, with bit 63 set for the value failures (NaN, beyond FP32
+ * range, an invalid bound) and clear for the argument failures (a label that is no class, a step
+ * count that is no step), which the CPU checks before it computes anything: the minimum is then
+ * the failure the CPU reports first. */
+#define VT__DEV_VALUE_FAIL (1ULL << 63)
 VT_HDI void vt__dev_err(unsigned long long *err, size_t e, int code)
 {
     unsigned long long v = ((unsigned long long)e << 8) | (unsigned long long)code;
+    if (code != VT__EL_LABEL && code != VT__EL_STEPS) v |= VT__DEV_VALUE_FAIL;
 #if defined(__CUDA_ARCH__)
     atomicMin(err, v); /* an integer minimum: the same whatever the threads' order */
 #else
@@ -273,7 +284,8 @@ VT_HDI void vt__dev_op_item(const vt_dev_op *d, size_t i)
         vt__dev_put32(vt__adam_apply1(in[0][i], in[1][i], in[2][i], *d->s1, bc1, bc2, d->f[2]), &out[0][i], err, i);
         break;
     }
-    default:
+    default: /* vt_dev_op_make accepted a kind this switch does not compute */
+        vt__dev_err(err, 0, VT__EL_INTERNAL);
         break;
     }
 }

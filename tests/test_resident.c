@@ -8,6 +8,8 @@
  * with the transfers. A missing transfer or a device kind computing anything else than the CPU's
  * kernel makes the twin's run differ from the plain CPU run: the test requires the same state,
  * loss and log at every step, in both roundings, with SGD and with Adam. */
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -86,13 +88,9 @@ static vt_err mock_op(void *impl, struct vt_model *m, vt_rctx *rc, uint32_t op, 
     dop.res = dop.res_n ? calloc(dop.res_n, sizeof(vt_epi_res)) : NULL;
     if ((dop.scratch_n && !dop.scratch) || (dop.res_n && !dop.res)) return VT_ERR_NOMEM;
     for (size_t i = 0; i < dop.n_items; i++) vt__dev_op_item(&dop, i);
-    vt_err e = VT_OK;
-    if (err != ~0ULL) { /* as check_pending reports it */
-        vt_epi_res r;
-        memset(&r, 0, sizeof r);
-        r.code = (uint8_t)(err & 0xff);
-        e = vt_epi_fail(rc, op, err >> 8, &r);
-    }
+    /* the GPU reads the failure words later (before its next synchronising operation), but reports
+     * the first failing operation the same way: the shared decoder */
+    vt_err e = vt_dev_err_report(rc, m, op, err);
     if (!e) e = vt_dev_op_finish(rc, &dop, dop.res);
     free(dop.scratch);
     free(dop.res);
@@ -199,6 +197,54 @@ static void compare(const char *what, const vt_recipe *rc, const vt_dataset *ds)
     for (int c = VT_TC_BUFFER + 1; c < VT_TC_COUNT; c++) free(d.shadow[c]);
 }
 
+/* A failing step: the CPU and the twin fail alike - the error, its message, the fault's
+ * operation and element. poison 1: a NaN in a bias (the device's bias_add fails); 2: labels that
+ * are no class (the network has 5 outputs; MNIST has labels up to 9). */
+static void compare_failure(const char *what, vt_recipe rc, const vt_dataset *ds, int poison)
+{
+    if (poison == 2) CHECK_OK(vt_recipe_set(&rc, "layers=[784,32,5]"));
+    vt_model a, b;
+    CHECK_OK(vt_model_init(&a, &rc, ds->n, VT_ORDER_FORWARD));
+    CHECK_OK(vt_model_init(&b, &rc, ds->n, VT_ORDER_FORWARD));
+    if (!a.state || !b.state) return;
+    mock d = {.m = &b};
+    vt_backend be = {.name = "mock", .impl = &d, .gemm_round = mock_gemm, .run_begin = mock_begin, .run_op = mock_op,
+                     .op_to_host = mock_to_host, .op_to_device = mock_to_device, .run_end = mock_end};
+    vt_model_set_backend(&b, &be);
+    if (poison == 1)
+        for (uint32_t t = 0; t < a.prog.n_tensors; t++)
+            if (strstr(a.prog.t[t].name, "bias") && a.prog.t[t].cls == VT_TC_PARAM) {
+                ((float *)vt_model_tensor(&a, t, NULL))[3] = NAN;
+                ((float *)vt_model_tensor(&b, t, NULL))[3] = NAN;
+                break;
+            }
+    vt_steplog la, lb;
+    vt_steplog_init(&la, 0);
+    vt_steplog_init(&lb, 0);
+    vt_rctx ca, cb;
+    vt_rctx_init(&ca, VT_RMODE_RECORD, rc.bound);
+    vt_rctx_init(&cb, VT_RMODE_RECORD, rc.bound);
+    float fa, fb;
+    CHECK_OK(vt_rctx_begin_step(&ca, 1, &la));
+    CHECK_OK(vt_rctx_begin_step(&cb, 1, &lb));
+    vt_err ea = vt_model_step(&a, ds, &ca, &fa);
+    char ma[256];
+    snprintf(ma, sizeof ma, "%s", vt_errmsg());
+    vt_err eb = vt_model_step(&b, ds, &cb, &fb);
+    CHECK(ea != VT_OK && ea == eb, "%s: both fail alike (cpu %d, twin %d)", what, ea, eb);
+    CHECK(strcmp(ma, vt_errmsg()) == 0, "%s: the same message (cpu \"%s\", twin \"%s\")", what, ma, vt_errmsg());
+    CHECK(ca.fault.code == cb.fault.code && ca.fault.op_id == cb.fault.op_id && ca.fault.index == cb.fault.index,
+          "%s: the same fault (cpu op %u index %llu, twin op %u index %llu)", what, ca.fault.op_id,
+          (unsigned long long)ca.fault.index, cb.fault.op_id, (unsigned long long)cb.fault.index);
+    printf("%s: both fail: %s\n", what, ma);
+    vt_steplog_free(&la);
+    vt_steplog_free(&lb);
+    vt_model_free(&a);
+    vt_model_free(&b);
+    free(d.shadow[VT_TC_PARAM]);
+    for (int c = VT_TC_BUFFER + 1; c < VT_TC_COUNT; c++) free(d.shadow[c]);
+}
+
 int main(void)
 {
     vt_dataset ds;
@@ -221,6 +267,13 @@ int main(void)
         CHECK_OK(vt_recipe_set(&rc, variants[v][2]));
         CHECK_OK(vt_recipe_validate(&rc));
         compare(variants[v][0], &rc, &ds);
+        if (v % 2 == 0) {
+            char what[96];
+            snprintf(what, sizeof what, "%s, NaN bias", variants[v][0]);
+            compare_failure(what, rc, &ds, 1);
+            snprintf(what, sizeof what, "%s, labels beyond the classes", variants[v][0]);
+            compare_failure(what, rc, &ds, 2);
+        }
     }
     vt_data_free(&ds);
     /* the residual CNN: convolutions' gathers and weight transpose, batch norm, pooling, residual
