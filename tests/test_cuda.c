@@ -1,12 +1,15 @@
-/* The CUDA backend against the CPU reference (gemm_check.h): every GEMM case in both roundings -
+/* The CUDA backend against the CPU reference: every GEMM case in both roundings (gemm_check.h) -
  * bit-identical FP32 outputs in exact rounding; in log rounding the GPU records and the CPU,
- * replaying the GPU's log from its own FP64 values, gets the GPU's outputs bit for bit - and the
+ * replaying the GPU's log from its own FP64 values, gets the GPU's outputs bit for bit - the
  * log-replay path of the backend itself (an auditor with --backend cuda of a log-rounding run)
- * on a log recorded by the CPU. Skips (exit 77) when the build has no CUDA or there is no GPU. */
+ * on a log recorded by the CPU, and whole device-resident steps of an MLP and a residual CNN
+ * (resident_check.h: the same states and losses, logs the CPU accepts, failures alike). Skips
+ * (exit 77) when the build has no CUDA or there is no GPU. */
 #include <stdio.h>
 
 #include "cuda/vt_cuda.h"
 #include "gemm_check.h"
+#include "resident_check.h"
 
 static vt_err gpu(void *ctx, vt_rctx *rc, uint32_t op, int tA, int tB, size_t M, size_t N, size_t K, const float *A,
                   const float *B, const double *x_alt, float *out)
@@ -77,6 +80,20 @@ static void plain(vt_cuda *g)
     CHECK(ok, "plain DGEMM and SGEMM (no TF32) are exact on small integers");
 }
 
+static int gpu_open(vt_model *m, rs_dev *d)
+{
+    (void)m;
+    d->state = NULL;
+    return vt_backend_open("cuda", &d->be) == VT_OK;
+}
+
+static void gpu_close(rs_dev *d, const vt_recipe *rc, const vt_model *m, const char *what)
+{
+    (void)rc, (void)m, (void)what;
+    printf(" (GPU)\n");
+    vt_backend_close(&d->be);
+}
+
 int main(void)
 {
     vt_cuda *g = NULL;
@@ -94,5 +111,7 @@ int main(void)
     replay_on_gpu(g, seed);
     plain(g);
     vt_cuda_close(g);
+    static const rs_device gpu_dev = {gpu_open, gpu_close};
+    rs_all(&gpu_dev);
     return vt_test_finish("test_cuda");
 }
