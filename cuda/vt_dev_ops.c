@@ -24,7 +24,8 @@ int vt_dev_op_make(const struct vt_model *m, const vt_rctx *rc, uint32_t op_id, 
     size_t n_out = m->prog.t[o->out[0]].n;
     int exact_kind = o->kind == VT_OPK_RELU || o->kind == VT_OPK_RELU_BWD || o->kind == VT_OPK_IM2COL ||
                      o->kind == VT_OPK_CONV_DGATHER || o->kind == VT_OPK_CONV_WPERM || o->kind == VT_OPK_MAXPOOL ||
-                     o->kind == VT_OPK_MAXPOOL_BWD;
+                     o->kind == VT_OPK_MAXPOOL_BWD || o->kind == VT_OPK_ONEHOT || o->kind == VT_OPK_HEADS_SPLIT ||
+                     o->kind == VT_OPK_HEADS_MERGE || o->kind == VT_OPK_HEADS_JOIN || o->kind == VT_OPK_HEADS_UNMERGE;
     switch (o->kind) {
     case VT_OPK_BIAS_ADD: case VT_OPK_XENT_BWD:
         d->M = t0->shape[0], d->N = t0->shape[1], d->n_items = t0->n, d->rounded_n = t0->n;
@@ -81,6 +82,55 @@ int vt_dev_op_make(const struct vt_model *m, const vt_rctx *rc, uint32_t op_id, 
     case VT_OPK_BN_RUNNING:
         d->M = (size_t)o->iarg[0], d->N = n_out, d->n_items = n_out, d->rounded_n = 2 * n_out;
         break;
+    /* the transformer */
+    case VT_OPK_EMBED: {
+        const vt_tensor *wte = &m->prog.t[o->in[1]];
+        d->M = wte->shape[0], d->N = wte->shape[1], d->hT = t0->shape[1], d->n_items = d->rounded_n = n_out;
+        break;
+    }
+    case VT_OPK_ONEHOT:
+        d->N = (size_t)o->iarg[0], d->n_items = n_out;
+        break;
+    case VT_OPK_POS_GRAD: {
+        size_t B = (size_t)o->iarg[0], Tn = (size_t)o->iarg[1], C = t0->shape[1];
+        d->n_items = d->res_n = d->rounded_n = Tn * C, d->rcols = C, d->rn = B, d->wconst = 1.0f;
+        d->hT = Tn, d->N = C;
+        break;
+    }
+    case VT_OPK_ROW_SUM: case VT_OPK_ROW_DOT:
+        if (t0->shape[1] > VT_MAX_REDUCTION) return 0;
+        d->M = t0->shape[0], d->N = t0->shape[1], d->n_items = d->res_n = d->rounded_n = d->M;
+        d->rcols = 1, d->rn = d->N, d->wconst = 1.0f;
+        break;
+    case VT_OPK_SUMSQ:
+        if (t0->n > VT_MAX_REDUCTION) return 0;
+        d->n_items = d->res_n = d->rounded_n = 1, d->rcols = 1, d->rn = t0->n;
+        break;
+    case VT_OPK_LN_CENTER: case VT_OPK_LN_NORM: case VT_OPK_AFFINE: case VT_OPK_SCALE_COLS: case VT_OPK_LN_BACKWARD:
+        d->M = t0->shape[0], d->N = t0->shape[1], d->n_items = d->rounded_n = t0->n;
+        break;
+    case VT_OPK_GELU: case VT_OPK_GELU_BWD:
+        d->n_items = d->rounded_n = n_out;
+        break;
+    case VT_OPK_HEADS_SPLIT: case VT_OPK_HEADS_MERGE: case VT_OPK_HEADS_JOIN: case VT_OPK_HEADS_UNMERGE:
+        d->hB = (size_t)o->iarg[0], d->hT = (size_t)o->iarg[1], d->hH = (size_t)o->iarg[2], d->hD = (size_t)o->iarg[3];
+        d->n_items = d->hB * d->hT * d->hH * d->hD;
+        break;
+    case VT_OPK_SOFTMAX_CAUSAL:
+        d->hT = (size_t)o->iarg[0], d->n_items = t0->shape[0], d->rounded_n = d->scratch_n = t0->n;
+        break;
+    case VT_OPK_SOFTMAX_BWD:
+        d->hT = (size_t)o->iarg[0], d->n_items = d->rounded_n = t0->n;
+        break;
+    case VT_OPK_CLIP_FACTOR:
+        d->n_items = d->rounded_n = 1;
+        break;
+    case VT_OPK_ADAM_SCALED:
+        d->N = n_out, d->n_items = n_out, d->rounded_n = 2 * n_out;
+        break;
+    case VT_OPK_ADAMW:
+        d->n_items = d->rounded_n = n_out;
+        break;
     case VT_OPK_SGD_VELOCITY: case VT_OPK_SGD_APPLY: case VT_OPK_ADAM_APPLY:
         d->M = n_out, d->n_items = n_out, d->rounded_n = n_out;
         break;
@@ -92,8 +142,16 @@ int vt_dev_op_make(const struct vt_model *m, const vt_rctx *rc, uint32_t op_id, 
     }
     if (!exact_kind && !vt_epi_supported(rc)) return 0; /* a log replay: judged on the host */
     for (uint32_t k = 0; k < o->n_in && k < 6; k++) d->in[k] = ptr(ctx, o->in[k]);
-    for (uint32_t k = 0; k < o->n_out && k < 2; k++) d->out[k] = ptr(ctx, o->out[k]);
-    for (uint32_t k = 0; k < o->n_farg && k < 3; k++) d->f[k] = o->farg[k];
+    for (uint32_t k = 0; k < o->n_out && k < 3; k++) d->out[k] = ptr(ctx, o->out[k]);
+    for (uint32_t k = 0; k < o->n_farg && k < 4; k++) d->f[k] = o->farg[k];
+    if (o->kind == VT_OPK_EMBED || o->kind == VT_OPK_ONEHOT) d->labels = ptr(ctx, o->in[0]);
+    if (o->kind == VT_OPK_ADAMW) d->s0 = ptr(ctx, o->in[3]), d->s1 = ptr(ctx, o->in[4]);
+    if (o->kind == VT_OPK_POS_GRAD) d->ra = (vt_strided){d->in[0], d->N, 1, d->hT * d->N, 0, 0};
+    if (o->kind == VT_OPK_ROW_SUM) d->ra = (vt_strided){d->in[0], d->N, d->N, 1, 0, 0};
+    if (o->kind == VT_OPK_ROW_DOT)
+        d->ra = (vt_strided){d->in[0], d->N, d->N, 1, 0, 0}, d->rb = (vt_strided){d->in[1], d->N, d->N, 1, 0, 0};
+    if (o->kind == VT_OPK_SUMSQ)
+        d->ra = (vt_strided){d->in[0], 0, 0, 1, 0, 0}, d->rb = (vt_strided){d->in[0], 0, 0, 1, 0, 0};
     if (o->kind == VT_OPK_XENT_LOSS || o->kind == VT_OPK_XENT_BWD) d->labels = ptr(ctx, o->in[1]);
     if (o->kind == VT_OPK_SGD_APPLY) d->s0 = ptr(ctx, o->in[2]);
     if (o->kind == VT_OPK_ADAM_APPLY) d->s0 = ptr(ctx, o->in[3]), d->s1 = ptr(ctx, o->in[4]);
@@ -148,7 +206,16 @@ vt_err vt_dev_err_report(vt_rctx *rc, const struct vt_model *m, uint32_t op_id, 
     if (code == VT__EL_STEPS && o->n_in >= 4) {
         double t;
         memcpy(&t, vt_model_tensor((struct vt_model *)m, o->in[3], NULL), 8);
-        VT_RETURN_ERROR(VT_ERR_ARG, "Adam's step count %g is not a step", t);
+        VT_RETURN_ERROR(VT_ERR_ARG, "%s's step count %g is not a step", o->kind == VT_OPK_ADAMW ? "AdamW" : "Adam", t);
+    }
+    if (code == VT__EL_TOKEN && o->n_in >= 2) {
+        const vt_tensor *tok = &m->prog.t[o->in[0]], *wte = &m->prog.t[o->in[1]];
+        const uint8_t *t = (const uint8_t *)vt_model_tensor((struct vt_model *)m, o->in[0], NULL);
+        for (size_t i = 0; i < tok->n; i++)
+            if (t[i] >= wte->shape[0])
+                VT_RETURN_ERROR(VT_ERR_ARG, "token %u at %zu is not in the vocabulary", t[i], i);
+        VT_RETURN_ERROR(VT_ERR_INTERNAL, "operation %u: the device saw a token outside the vocabulary; the host none",
+                        op_id);
     }
     vt_epi_res r;
     memset(&r, 0, sizeof r);

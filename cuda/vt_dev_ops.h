@@ -16,6 +16,7 @@
 #include "../common/vt_hd.h"
 #include "../kernels/vt_cnn.h"
 #include "../kernels/vt_cnn_impl.h"
+#include "../kernels/vt_gpt_impl.h"
 #include "../kernels/vt_kernels.h"
 #include "../kernels/vt_kernels_impl.h"
 #include "../model/vt_ops.h"
@@ -33,8 +34,8 @@ typedef struct {
     const float *in[6];
     const uint8_t *labels;
     const double *s0, *s1; /* F64 scalars (the step count, the learning rate) */
-    float *out[2];
-    double f[3];          /* real arguments */
+    float *out[3];
+    double f[4];          /* real arguments */
     vt_bound_cfg cfg;
     int record;           /* log rounding, recording */
     double *scratch;      /* softmax: M x N FP64 values (scratch_n) */
@@ -48,6 +49,7 @@ typedef struct {
     size_t rcols, rn;
     float wconst;
     vt_conv_geom g;       /* im2col, the input gradient's gather */
+    size_t hB, hT, hH, hD; /* the transformer's heads; hT also the causal softmax's T */
     size_t pB, pH, pW, pC, pk; /* pooling; the weight transpose's k, C, Co in pk, pC, pB */
     unsigned long long *err; /* the operation's failure word: (index << 8) | code, all ones when none */
     uint64_t rounded_n;   /* elements it rounds (0: an exact kind) */
@@ -82,7 +84,7 @@ vt_err vt_dev_err_report(vt_rctx *rc, const struct vt_model *m, uint32_t op_id, 
 VT_HDI void vt__dev_err(unsigned long long *err, size_t e, int code)
 {
     unsigned long long v = ((unsigned long long)e << 8) | (unsigned long long)code;
-    if (code != VT__EL_LABEL && code != VT__EL_STEPS) v |= VT__DEV_VALUE_FAIL;
+    if (code != VT__EL_LABEL && code != VT__EL_STEPS && code != VT__EL_TOKEN) v |= VT__DEV_VALUE_FAIL;
 #if defined(__CUDA_ARCH__)
     atomicMin(err, v); /* an integer minimum: the same whatever the threads' order */
 #else
@@ -129,6 +131,14 @@ VT_HDI void vt__dev_reduce(const vt_dev_op *d, size_t e)
     }
     d->out[0][e] = vt_hd_f32(r.bits);
     d->res[e] = r;
+}
+
+/* the element of a head tensor [B*H*T, D] at index i, and its place in a sequence tensor
+ * [B*T, width] at column offset h*D (plus `part` C for the k and v thirds of qkv) */
+VT_HDI size_t vt__dev_head_seq(const vt_dev_op *d, size_t i, size_t width, size_t part)
+{
+    size_t D = d->hD, T = d->hT, H = d->hH, dd = i % D, r = i / D, t = r % T, h = (r / T) % H, b = r / (T * H);
+    return (b * T + t) * width + part * H * D + h * D + dd;
 }
 
 /* the maximum of pooling window (b, oy, ox) in channel c (vt_cnn_impl.h, as the CPU's) */
@@ -282,6 +292,97 @@ VT_HDI void vt__dev_op_item(const vt_dev_op *d, size_t i)
         }
         const double bc1 = 1.0 - vt__powi(d->f[0], (uint64_t)t), bc2 = 1.0 - vt__powi(d->f[1], (uint64_t)t);
         vt__dev_put32(vt__adam_apply1(in[0][i], in[1][i], in[2][i], *d->s1, bc1, bc2, d->f[2]), &out[0][i], err, i);
+        break;
+    }
+    /* ---- the transformer ---- */
+    case VT_OPK_EMBED: { /* x[r, c] = wte[tok[r], c] + wpe[r mod T, c]; N = C, M = the vocabulary */
+        size_t r = i / d->N, c = i % d->N;
+        if (d->labels[r] >= d->M) {
+            vt__dev_err(err, r, VT__EL_TOKEN);
+            break;
+        }
+        vt__dev_put32((double)in[1][d->labels[r] * d->N + c] + (double)in[2][(r % d->hT) * d->N + c], &out[0][i], err,
+                      i);
+        break;
+    }
+    case VT_OPK_ONEHOT: { /* exact; N = V */
+        size_t r = i / d->N, c = i % d->N;
+        out[0][i] = d->labels[r] < d->N && d->labels[r] == c ? 1.0f : 0.0f;
+        break;
+    }
+    case VT_OPK_POS_GRAD: case VT_OPK_ROW_SUM: case VT_OPK_ROW_DOT: case VT_OPK_SUMSQ: /* reductions */
+        vt__dev_reduce(d, i);
+        break;
+    case VT_OPK_LN_CENTER:
+        vt__dev_put32(vt__ln_center1(in[0][i], in[1][i / d->N], d->N), &out[0][i], err, i);
+        break;
+    case VT_OPK_LN_NORM:
+        vt__dev_put32((double)in[0][i] * vt__ln_rstd(in[1][i / d->N], d->N, d->f[0]), &out[0][i], err, i);
+        break;
+    case VT_OPK_AFFINE: case VT_OPK_SCALE_COLS:
+        vt__dev_put32(vt__affine1(in[0][i], in[1][i % d->N], in[2] ? &in[2][i % d->N] : NULL), &out[0][i], err, i);
+        break;
+    case VT_OPK_LN_BACKWARD: {
+        size_t r = i / d->N;
+        vt__dev_put32(vt__ln_backward1(in[0][i], in[1][i], in[2][r], in[3][r], in[4][r], d->N, d->f[0]), &out[0][i],
+                      err, i);
+        break;
+    }
+    case VT_OPK_GELU:
+        vt__dev_put32(vt__gelu1(in[0][i]), &out[0][i], err, i);
+        break;
+    case VT_OPK_GELU_BWD:
+        vt__dev_put32(vt__gelu_backward1(in[0][i], in[1][i]), &out[0][i], err, i);
+        break;
+    case VT_OPK_HEADS_SPLIT: { /* exact: item i of q, k and v */
+        size_t C = d->hH * d->hD;
+        out[0][i] = in[0][vt__dev_head_seq(d, i, 3 * C, 0)];
+        out[1][i] = in[0][vt__dev_head_seq(d, i, 3 * C, 1)];
+        out[2][i] = in[0][vt__dev_head_seq(d, i, 3 * C, 2)];
+        break;
+    }
+    case VT_OPK_HEADS_JOIN: {
+        size_t C = d->hH * d->hD;
+        out[0][vt__dev_head_seq(d, i, 3 * C, 0)] = in[0][i];
+        out[0][vt__dev_head_seq(d, i, 3 * C, 1)] = in[1][i];
+        out[0][vt__dev_head_seq(d, i, 3 * C, 2)] = in[2][i];
+        break;
+    }
+    case VT_OPK_HEADS_MERGE: /* exact: head element i to its place in the sequence */
+        out[0][vt__dev_head_seq(d, i, d->hH * d->hD, 0)] = in[0][i];
+        break;
+    case VT_OPK_HEADS_UNMERGE:
+        out[0][i] = in[0][vt__dev_head_seq(d, i, d->hH * d->hD, 0)];
+        break;
+    case VT_OPK_SOFTMAX_CAUSAL: { /* row i of [R, T] */
+        size_t T = d->hT;
+        double *p = d->scratch + i * T;
+        vt__causal_softmax_row(T, i % T, d->f[0], in[0] + i * T, p);
+        for (size_t j = 0; j < T; j++) vt__dev_put32(p[j], &out[0][i * T + j], err, i * T + j);
+        break;
+    }
+    case VT_OPK_SOFTMAX_BWD:
+        vt__dev_put32(vt__softmax_backward1(in[0][i], in[1][i], in[2][i / d->hT], d->f[0]), &out[0][i], err, i);
+        break;
+    case VT_OPK_CLIP_FACTOR: /* one item */
+        vt__dev_put32(vt__clip_factor1(in[0][0], d->f[0]), &out[0][0], err, 0);
+        break;
+    case VT_OPK_ADAM_SCALED: { /* elements numbered m then v */
+        double a, b;
+        vt__adam_scaled1(in[0][i], in[1][i], in[2][i], in[3][0], d->f[0], d->f[1], 1.0 - d->f[0], 1.0 - d->f[1], &a,
+                         &b);
+        vt__dev_put32(a, &out[0][i], err, i);
+        vt__dev_put32(b, &out[1][i], err, d->N + i);
+        break;
+    }
+    case VT_OPK_ADAMW: {
+        double t = *d->s0;
+        if (!(t >= 1 && t <= 0x1p53) || t != (double)(uint64_t)t) {
+            vt__dev_err(err, 0, VT__EL_STEPS);
+            break;
+        }
+        const double bc1 = 1.0 - vt__powi(d->f[0], (uint64_t)t), bc2 = 1.0 - vt__powi(d->f[1], (uint64_t)t);
+        vt__dev_put32(vt__adamw1(in[0][i], in[1][i], in[2][i], *d->s1, bc1, bc2, d->f[2], d->f[3]), &out[0][i], err, i);
         break;
     }
     default: /* vt_dev_op_make accepted a kind this switch does not compute */

@@ -8,22 +8,17 @@
 #include <string.h>
 
 #include "../rounding_log/vt_exact.h"
+#include "vt_gpt_impl.h"
+#include "vt_kernels_impl.h"
 #include "vt_math.h"
 
 void vt_ln_center(size_t M, size_t C, const float *x, const float *s1, double *out)
 {
-    for (size_t i = 0; i < M; i++) {
-        double mean = (double)s1[i] / (double)C;
-        for (size_t c = 0; c < C; c++) out[i * C + c] = (double)x[i * C + c] - mean;
-    }
+    for (size_t i = 0; i < M; i++)
+        for (size_t c = 0; c < C; c++) out[i * C + c] = vt__ln_center1(x[i * C + c], s1[i], C);
 }
 
-static double ln_rstd(float s2, size_t C, double eps)
-{
-    double v = (double)s2 / (double)C;
-    v = v + eps;
-    return 1.0 / sqrt(v);
-}
+#define ln_rstd vt__ln_rstd
 
 void vt_ln_norm(size_t M, size_t C, const float *xc, const float *s2, double eps, double *out)
 {
@@ -37,62 +32,31 @@ void vt_affine(size_t M, size_t C, const float *x, const float *gamma, const flo
 {
     for (size_t i = 0; i < M; i++)
         for (size_t c = 0; c < C; c++) {
-            double y = (double)gamma[c] * (double)x[i * C + c];
-            out[i * C + c] = beta ? y + (double)beta[c] : y;
+            out[i * C + c] = vt__affine1(x[i * C + c], gamma[c], beta ? &beta[c] : NULL);
         }
 }
 
 void vt_ln_backward(size_t M, size_t C, const float *dyg, const float *xhat, const float *s2, const float *g1,
                     const float *g2, double eps, double *out)
 {
-    for (size_t i = 0; i < M; i++) {
-        double r = ln_rstd(s2[i], C, eps), a = (double)g1[i] / (double)C, b = (double)g2[i] / (double)C;
+    for (size_t i = 0; i < M; i++)
         for (size_t c = 0; c < C; c++)
-            out[i * C + c] = r * (((double)dyg[i * C + c] - a) - (double)xhat[i * C + c] * b);
-    }
-}
-
-#define GELU_K 0.7978845608028654 /* sqrt(2/pi) */
-#define GELU_A 0.044715
-
-static double tanh_portable(double u)
-{
-    double a = u < 0 ? -u : u, e = vt_exp(-2.0 * a), t = (1.0 - e) / (1.0 + e);
-    return u < 0 ? -t : t;
+            out[i * C + c] = vt__ln_backward1(dyg[i * C + c], xhat[i * C + c], s2[i], g1[i], g2[i], C, eps);
 }
 
 void vt_gelu(size_t n, const float *x, double *out)
 {
-    for (size_t i = 0; i < n; i++) {
-        double v = x[i], u = GELU_K * (v + GELU_A * (v * v * v));
-        out[i] = 0.5 * v * (1.0 + tanh_portable(u));
-    }
+    for (size_t i = 0; i < n; i++) out[i] = vt__gelu1(x[i]);
 }
 
 void vt_gelu_backward(size_t n, const float *x, const float *dy, double *out)
 {
-    for (size_t i = 0; i < n; i++) {
-        double v = x[i], u = GELU_K * (v + GELU_A * (v * v * v)), th = tanh_portable(u);
-        double du = GELU_K * (1.0 + 3.0 * GELU_A * (v * v));
-        double g = 0.5 * (1.0 + th) + 0.5 * v * ((1.0 - th * th) * du);
-        out[i] = (double)dy[i] * g;
-    }
+    for (size_t i = 0; i < n; i++) out[i] = vt__gelu_backward1(x[i], dy[i]);
 }
 
 void vt_causal_softmax(size_t R, size_t T, double scale, const float *z, double *out)
 {
-    for (size_t i = 0; i < R; i++) {
-        size_t t = i % T;
-        const float *zi = z + i * T;
-        double *p = out + i * T;
-        double m = scale * (double)zi[0];
-        for (size_t j = 1; j <= t; j++)
-            if (scale * (double)zi[j] > m) m = scale * (double)zi[j];
-        for (size_t j = 0; j <= t; j++) p[j] = vt_exp(scale * (double)zi[j] - m);
-        double s = vt_sum_exact64(t + 1, p, 1); /* RN64 of the exact sum: the same in every order */
-        for (size_t j = 0; j <= t; j++) p[j] = p[j] / s;
-        for (size_t j = t + 1; j < T; j++) p[j] = 0.0;
-    }
+    for (size_t i = 0; i < R; i++) vt__causal_softmax_row(T, i % T, scale, z + i * T, out + i * T);
 }
 
 void vt_softmax_backward(size_t R, size_t T, double scale, const float *p, const float *dp, const float *s,
@@ -100,7 +64,7 @@ void vt_softmax_backward(size_t R, size_t T, double scale, const float *p, const
 {
     for (size_t i = 0; i < R; i++)
         for (size_t j = 0; j < T; j++)
-            out[i * T + j] = scale * ((double)p[i * T + j] * ((double)dp[i * T + j] - (double)s[i]));
+            out[i * T + j] = vt__softmax_backward1(p[i * T + j], dp[i * T + j], s[i], scale);
 }
 
 void vt_dropout(size_t n, const float *x, const uint8_t *keep, double p, double *out)
@@ -115,44 +79,22 @@ void vt_embed(size_t B, size_t T, size_t C, const uint8_t *tok, const float *wte
         for (size_t c = 0; c < C; c++) out[r * C + c] = (double)wte[tok[r] * C + c] + (double)wpe[(r % T) * C + c];
 }
 
-static double powi(double b, uint64_t t)
-{
-    double r = 1.0;
-    while (t) {
-        if (t & 1) r *= b;
-        b *= b;
-        t >>= 1;
-    }
-    return r;
-}
-
 void vt_adam_moments_scaled(size_t n, const float *g, const float *m, const float *v, float s, double b1, double b2,
                             double *m_out, double *v_out)
 {
     const double c1 = 1.0 - b1, c2 = 1.0 - b2;
-    for (size_t i = 0; i < n; i++) {
-        double gi = (double)g[i] * (double)s;
-        m_out[i] = b1 * (double)m[i] + c1 * gi;
-        v_out[i] = b2 * (double)v[i] + (c2 * gi) * gi;
-    }
+    for (size_t i = 0; i < n; i++) vt__adam_scaled1(g[i], m[i], v[i], s, b1, b2, c1, c2, &m_out[i], &v_out[i]);
 }
 
 void vt_adamw_apply(size_t n, const float *w, const float *m_new, const float *v_new, double lr, double b1, double b2,
                     double eps, double wd, uint64_t t, double *w_out)
 {
-    const double bc1 = 1.0 - powi(b1, t), bc2 = 1.0 - powi(b2, t);
-    for (size_t i = 0; i < n; i++) {
-        double mh = (double)m_new[i] / bc1, vh = (double)v_new[i] / bc2;
-        double u = mh / (sqrt(vh) + eps) + wd * (double)w[i];
-        w_out[i] = (double)w[i] - lr * u;
-    }
+    /* b^t: the same multiplications as square-and-multiply with a last unused squaring */
+    const double bc1 = 1.0 - vt__powi(b1, t), bc2 = 1.0 - vt__powi(b2, t);
+    for (size_t i = 0; i < n; i++) w_out[i] = vt__adamw1(w[i], m_new[i], v_new[i], lr, bc1, bc2, eps, wd);
 }
 
-double vt_clip_factor(float sqnorm, double max_norm)
-{
-    double nrm = sqrt((double)sqnorm);
-    return nrm > max_norm ? max_norm / (nrm + 1e-6) : 1.0;
-}
+double vt_clip_factor(float sqnorm, double max_norm) { return vt__clip_factor1(sqnorm, max_norm); }
 
 #define VT_GPT_T float
 #define SFX(n) n##_f32

@@ -173,6 +173,7 @@ enum {
     VT__EL_INTERNAL = 4,   /* an invariant failed */
     VT__EL_LABEL = 5,      /* a label is not a class (device-resident cross-entropy) */
     VT__EL_STEPS = 6,      /* Adam's step count is not a step (device-resident Adam) */
+    VT__EL_TOKEN = 7,      /* a token is not in the vocabulary (device-resident embedding) */
 };
 
 /* The record rule on this trainer's own value (vt_round_record1): *out = RN32(x); logged when the

@@ -186,6 +186,29 @@ static void rs_all(const rs_device *dev)
         compare(log ? "ResNet, log rounding" : "ResNet, exact rounding", &rc, &ds, dev);
     }
     vt_data_free(&ds);
+    /* the character-level GPT: embeddings, layer norm, heads, causal softmax, GELU, gradient clipping
+     * and AdamW on the device; the windows, dropout, the attention's batched GEMMs and the sum of
+     * the squared norms on the CPU */
+    memset(&ds, 0, sizeof ds);
+    e = vt_data_load("shakespeare-train", NULL, &ds);
+    CHECK(e == VT_OK, "load shakespeare-train: %s", vt_errmsg());
+    if (e) return;
+    for (int v = 0; v < 3; v++) {
+        vt_recipe rc;
+        vt_recipe_default(&rc);
+        static const char *const set[] = {"arch=gpt", "dataset=shakespeare-train", "gpt_layers=1", "gpt_heads=2",
+                                          "gpt_width=16", "gpt_context=8", "gpt_vocab=65", "gpt_tie=1", "batch=4",
+                                          "steps=5", "optimizer=adamw", "lr=0.003", "beta1=0.9", "beta2=0.99",
+                                          "eps=1e-8", "weight_decay=0.1", "clip_norm=0.5", "schedule=cosine",
+                                          "warmup=2"};
+        for (size_t k = 0; k < sizeof set / sizeof set[0]; k++) CHECK_OK(vt_recipe_set(&rc, set[k]));
+        CHECK_OK(vt_recipe_set(&rc, v == 1 ? "rounding=log" : "rounding=exact"));
+        CHECK_OK(vt_recipe_set(&rc, v == 2 ? "dropout=0.1" : "dropout=0"));
+        CHECK_OK(vt_recipe_validate(&rc));
+        compare(v == 0 ? "GPT, exact rounding" : v == 1 ? "GPT, log rounding" : "GPT with dropout, exact rounding", &rc,
+                &ds, dev);
+    }
+    vt_data_free(&ds);
     }
 
 #endif
