@@ -115,7 +115,6 @@ static void *dptr(void *ctx, uint32_t t)
 
 extern "C" vt_err vt_cudap_run_op(vt_cuda *g, vt_model *m, vt_rctx *rc, uint32_t op_id, uint64_t step)
 {
-    (void)step;
     const vt_opdesc *o = &m->prog.op[op_id];
     if (o->kind == VT_OPK_MATMUL) {
         if (!vt_epi_supported(rc)) return VT_ERR_UNSUPPORTED; /* a log replay: judged on the host */
@@ -129,7 +128,7 @@ extern "C" vt_err vt_cudap_run_op(vt_cuda *g, vt_model *m, vt_rctx *rc, uint32_t
     }
     vt_dev_op d;
     dctx c = {g, m};
-    if (!vt_dev_op_make(m, rc, op_id, dptr, &c, &d)) return VT_ERR_UNSUPPORTED;
+    if (!vt_dev_op_make(m, rc, op_id, step, dptr, &c, &d)) return VT_ERR_UNSUPPORTED;
     d.err = g->derr + op_id;
     if (d.scratch_n) VT_FORWARD_IF_ERROR(dbuf(g, B_X, d.scratch_n * sizeof(double), (void **)&d.scratch));
     if (d.res_n) {

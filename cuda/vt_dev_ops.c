@@ -10,8 +10,8 @@
 #include "../model/vt_model.h"
 #include "../rounding_log/vt_epilogue.h"
 
-int vt_dev_op_make(const struct vt_model *m, const vt_rctx *rc, uint32_t op_id, void *(*ptr)(void *ctx, uint32_t t),
-                   void *ctx, vt_dev_op *d)
+int vt_dev_op_make(const struct vt_model *m, const vt_rctx *rc, uint32_t op_id, uint64_t step,
+                   void *(*ptr)(void *ctx, uint32_t t), void *ctx, vt_dev_op *d)
 {
     const vt_opdesc *o = &m->prog.op[op_id];
     memset(d, 0, sizeof *d);
@@ -111,6 +111,9 @@ int vt_dev_op_make(const struct vt_model *m, const vt_rctx *rc, uint32_t op_id, 
         break;
     case VT_OPK_GELU: case VT_OPK_GELU_BWD:
         d->n_items = d->rounded_n = n_out;
+        break;
+    case VT_OPK_DROPOUT:
+        d->n_items = d->rounded_n = n_out, d->step = step, d->seed = (uint64_t)o->iarg[0], d->key = (uint32_t)o->iarg[1];
         break;
     case VT_OPK_HEADS_SPLIT: case VT_OPK_HEADS_MERGE: case VT_OPK_HEADS_JOIN: case VT_OPK_HEADS_UNMERGE:
         d->hB = (size_t)o->iarg[0], d->hT = (size_t)o->iarg[1], d->hH = (size_t)o->iarg[2], d->hD = (size_t)o->iarg[3];

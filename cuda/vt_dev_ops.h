@@ -20,6 +20,7 @@
 #include "../kernels/vt_kernels.h"
 #include "../kernels/vt_kernels_impl.h"
 #include "../model/vt_ops.h"
+#include "../model/vt_philox_impl.h"
 #include "../rounding_log/vt_round_impl.h"
 
 #ifdef __cplusplus
@@ -50,6 +51,8 @@ typedef struct {
     float wconst;
     vt_conv_geom g;       /* im2col, the input gradient's gather */
     size_t hB, hT, hH, hD; /* the transformer's heads; hT also the causal softmax's T */
+    uint64_t step, seed;  /* dropout: the step, the seed and the stream key of its mask */
+    uint32_t key;
     size_t pB, pH, pW, pC, pk; /* pooling; the weight transpose's k, C, Co in pk, pC, pB */
     unsigned long long *err; /* the operation's failure word: (index << 8) | code, all ones when none */
     uint64_t rounded_n;   /* elements it rounds (0: an exact kind) */
@@ -60,8 +63,8 @@ struct vt_model;
  * the caller sets d->scratch, d->res and d->err (sizes in scratch_n, res_n). 0 when the device
  * does not run it (then the CPU does, its tensors copied across): a kind without a device form, or
  * a rounded kind in a log replay (the judge of the trainer's entries runs on the host). */
-int vt_dev_op_make(const struct vt_model *m, const vt_rctx *rc, uint32_t op_id, void *(*ptr)(void *ctx, uint32_t t),
-                   void *ctx, vt_dev_op *d);
+int vt_dev_op_make(const struct vt_model *m, const vt_rctx *rc, uint32_t op_id, uint64_t step,
+                   void *(*ptr)(void *ctx, uint32_t t), void *ctx, vt_dev_op *d);
 /* The host's part after the items ran: res holds the host copy of d->res (NULL when res_n = 0). */
 vt_err vt_dev_op_finish(vt_rctx *rc, const vt_dev_op *d, const vt_epi_res *res) VT_WARN_UNUSED;
 /* The failure word of operation op_id (all ones: none) reported as the CPU reports that failure:
@@ -363,6 +366,10 @@ VT_HDI void vt__dev_op_item(const vt_dev_op *d, size_t i)
     }
     case VT_OPK_SOFTMAX_BWD:
         vt__dev_put32(vt__softmax_backward1(in[0][i], in[1][i], in[2][i / d->hT], d->f[0]), &out[0][i], err, i);
+        break;
+    case VT_OPK_DROPOUT: /* the mask from Philox (seed, 4, step, key << 32 | i), as the CPU draws it */
+        vt__dev_put32(vt__dropout1(in[0][i], vt__dropout_keep(d->seed, d->step, d->key, i, d->f[0]), d->f[0]),
+                      &out[0][i], err, i);
         break;
     case VT_OPK_CLIP_FACTOR: /* one item */
         vt__dev_put32(vt__clip_factor1(in[0][0], d->f[0]), &out[0][0], err, 0);

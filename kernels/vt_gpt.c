@@ -69,8 +69,7 @@ void vt_softmax_backward(size_t R, size_t T, double scale, const float *p, const
 
 void vt_dropout(size_t n, const float *x, const uint8_t *keep, double p, double *out)
 {
-    double sc = 1.0 / (1.0 - p);
-    for (size_t i = 0; i < n; i++) out[i] = keep[i] ? (double)x[i] * sc : 0.0;
+    for (size_t i = 0; i < n; i++) out[i] = vt__dropout1(x[i], keep[i], p);
 }
 
 void vt_embed(size_t B, size_t T, size_t C, const uint8_t *tok, const float *wte, const float *wpe, double *out)

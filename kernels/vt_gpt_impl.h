@@ -101,6 +101,13 @@ VT_HDI double vt__adamw1(float w, float m_new, float v_new, double lr, double bc
     return (double)w - lr * u;
 }
 
+/* dropout: x / (1 - p) where kept, 0 elsewhere */
+VT_HDI double vt__dropout1(float x, int keep, double p)
+{
+    double sc = 1.0 / (1.0 - p);
+    return keep ? (double)x * sc : 0.0;
+}
+
 /* the clipping factor of a squared norm */
 VT_HDI double vt__clip_factor1(float sqnorm, double max_norm)
 {

@@ -12,7 +12,7 @@
 #include "vt_philox.h"
 
 #define ERR_IF(cond, ...) VT_RETURN_ERROR_IF(cond, VT_ERR_INTERNAL, __VA_ARGS__)
-#define VT_RNG_DROPOUT 4
+#include "vt_philox_impl.h" /* VT_RNG_DROPOUT, vt__dropout_keep */
 #define VT_RNG_WINDOWS 5
 
 static vt_err f32_shape(const vt_program *p, const vt_opdesc *o, uint32_t id, size_t n, const char *what)
@@ -462,8 +462,7 @@ vt_err vt__dropout_check(const vt_program *p, const vt_opdesc *o)
 
 int vt_dropout_keep(uint64_t seed, uint64_t step, uint32_t key, uint64_t e, double p)
 {
-    uint64_t thr = (uint64_t)(p * 4294967296.0); /* p in [0, 1): below 2^32 */
-    return (uint64_t)vt_rand_u32(seed, VT_RNG_DROPOUT, step, ((uint64_t)key << 32) | e) >= thr;
+    return vt__dropout_keep(seed, step, key, e, p);
 }
 
 vt_err vt__dropout_exec(vt_opctx *c)

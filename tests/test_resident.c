@@ -65,7 +65,6 @@ static void *shadow_ptr(void *ctx, uint32_t t)
 /* what vt_cuda_run_op does, on the shadow */
 static vt_err mock_op(void *impl, struct vt_model *m, vt_rctx *rc, uint32_t op, uint64_t step)
 {
-    (void)step;
     mock *d = impl;
     const vt_opdesc *o = &m->prog.op[op];
     if (o->kind == VT_OPK_MATMUL) {
@@ -82,7 +81,7 @@ static vt_err mock_op(void *impl, struct vt_model *m, vt_rctx *rc, uint32_t op, 
         return vt_epi_host(rc, op, ep, m->x64, M, N, shadow_ptr(d, o->out[0]));
     }
     vt_dev_op dop;
-    if (!vt_dev_op_make(m, rc, op, shadow_ptr, d, &dop)) return VT_ERR_UNSUPPORTED;
+    if (!vt_dev_op_make(m, rc, op, step, shadow_ptr, d, &dop)) return VT_ERR_UNSUPPORTED;
     unsigned long long err = ~0ULL;
     dop.err = &err;
     dop.scratch = dop.scratch_n ? calloc(dop.scratch_n, sizeof(double)) : NULL;
