@@ -3,9 +3,10 @@
 #   1. unpacks the carried .deb files (.gpu-debs/, from scripts/gpu-debs.sh) into a prefix and
 #      builds with the CUDA backend required (-DVT_CUDA=ON);
 #   2. the kernel-by-kernel check against the CPU reference (test_cuda: bit-identical FP32
-#      outputs in exact rounding; the CPU's replay of the GPU's log gives the GPU's outputs) and
-#      the CPU twin (test_epilogue); the end-to-end test, whose CUDA section then trains on the GPU
-#      and audits on the CPU and on the GPU;
+#      outputs in exact rounding; the CPU's replay of the GPU's log gives the GPU's outputs; whole
+#      device-resident MLP, CNN and GPT steps against the CPU) and the CPU twins (test_epilogue,
+#      test_resident); the end-to-end test, whose CUDA section then trains on the GPU and audits
+#      on the CPU and on the GPU;
 #   3. trains the default MLP, and shortened CNN and GPT runs, on the GPU (--backend cuda);
 #   4. bench_cuda: each step against a plain FP64 step (cuBLAS DGEMM) and a plain FP32 step
 #      (cuBLAS SGEMM, no TF32) on the same GPU, and the verifiable GEMM path against DGEMM;
@@ -67,6 +68,7 @@ status=0
 step "kernel-by-kernel check (test_cuda) and the CPU twin (test_epilogue)"
 "$B/test_cuda" || status=1
 "$B/test_epilogue" | tail -1 || status=1
+"$B/test_resident" | tail -1 || status=1
 step "end to end (tests/e2e.sh: its CUDA section trains on the GPU, audits on CPU and GPU)"
 bash tests/e2e.sh "$B" | tail -3 || status=1
 

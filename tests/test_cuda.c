@@ -2,7 +2,7 @@
  * bit-identical FP32 outputs in exact rounding; in log rounding the GPU records and the CPU,
  * replaying the GPU's log from its own FP64 values, gets the GPU's outputs bit for bit - the
  * log-replay path of the backend itself (an auditor with --backend cuda of a log-rounding run)
- * on a log recorded by the CPU, and whole device-resident steps of an MLP and a residual CNN
+ * on a log recorded by the CPU, and whole device-resident steps of an MLP, a residual CNN and a GPT
  * (resident_check.h: the same states and losses, logs the CPU accepts, failures alike). Skips
  * (exit 77) when the build has no CUDA or there is no GPU. */
 #include <stdio.h>
