@@ -1,8 +1,8 @@
 /* resident_check.h - device-resident steps against the CPU (shared by test_resident, which runs
  * the GPU's CPU twin, and test_cuda, which runs the GPU): an MLP with SGD and with Adam, a small
- * residual CNN and a one-layer GPT (with and without dropout), in both roundings, must give the plain CPU run's state and loss at every step, the
- * same (empty) log in exact rounding and, in log rounding, a log that a CPU replayer in the reverse
- * order accepts, ending in the same state; failing steps (a NaN in a bias, labels beyond the
+ * residual CNN and a one-layer GPT (with and without dropout), in both roundings, must give the
+ * plain CPU run's state and loss at every step, the same (empty) log in exact rounding and, in log
+ * rounding, a log that a CPU replayer in the reverse order accepts, ending in the same state; failing steps (a NaN in a bias, labels beyond the
  * classes) must fail alike: the same error, message, and fault operation and element. */
 #ifndef RESIDENT_CHECK_H
 #define RESIDENT_CHECK_H
