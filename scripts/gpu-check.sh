@@ -11,7 +11,8 @@
 #   4. bench_cuda: each step against a plain FP64 step (cuBLAS DGEMM) and a plain FP32 step
 #      (cuBLAS SGEMM, no TF32) on the same GPU, and the verifiable GEMM path against DGEMM;
 #   5. puts under $OUT (default ./gpu-out): runs.tar.gz (the run directories), bench_cuda.md,
-#      gpu-check.log and versions.txt (GPU, driver, CUDA).
+#      gpu-check.log and versions.txt (GPU, driver, CUDA); with time to spare, memcheck.log
+#      (test_cuda under compute-sanitizer).
 # Then, on the CPU machine: bash scripts/gpu-audit.sh OUT_DIR verifies every GPU-trained run.
 # Usage: bash scripts/gpu-check.sh [--quick]   (--quick: 20-step runs, 5 bench steps)
 set -uo pipefail
@@ -91,5 +92,14 @@ step "bench_cuda"
 N=20; [ "$quick" = 1 ] && N=5
 "$B/bench_cuda" --steps "$N" --recipe recipes/resnet-cifar10.json --recipe recipes/gpt-shakespeare.json \
   | tee "$OUT/bench_cuda.md" || status=1
+# with time to spare: the kernels under compute-sanitizer (out-of-bounds and uninitialised reads)
+if [ $(( $(date +%s) - t0 )) -lt 330 ] && command -v compute-sanitizer >/dev/null 2>&1; then
+  step "compute-sanitizer memcheck of test_cuda (at most 120 s)"
+  timeout 120 compute-sanitizer --tool memcheck --error-exitcode 9 "$B/test_cuda" >"$OUT/memcheck.log" 2>&1
+  st=$?
+  tail -3 "$OUT/memcheck.log"
+  [ "$st" = 9 ] && { echo "memcheck found errors (memcheck.log)"; status=1; }
+  [ "$st" = 124 ] && echo "memcheck did not finish in 120 s (not a failure)"
+fi
 step "done (status $status)"
 exit $status
