@@ -6,7 +6,7 @@ out=${1:?usage: gpu-audit.sh GPU_OUT_DIR [BUILD_DIR]}
 B=${2:-build/release}
 tmp=$(mktemp -d /tmp/vt-gpu-audit.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
-tar xzf "$out/runs.tar.gz" -C "$tmp"
+for t in "$out"/runs*.tar.gz; do tar xzf "$t" -C "$tmp"; done
 status=0
 for run in "$tmp"/runs/*/; do
   [ -f "$run/commitment.vtc" ] || continue

@@ -10,7 +10,7 @@
 #   3. trains the default MLP, and shortened CNN and GPT runs, on the GPU (--backend cuda);
 #   4. bench_cuda: each step against a plain FP64 step (cuBLAS DGEMM) and a plain FP32 step
 #      (cuBLAS SGEMM, no TF32) on the same GPU, and the verifiable GEMM path against DGEMM;
-#   5. puts under $OUT (default ./gpu-out): runs.tar.gz (the run directories), bench_cuda.md,
+#   5. puts under $OUT (default ./gpu-out): runs-{mlp,cnn,gpt}.tar.gz (the run directories), bench_cuda.md,
 #      gpu-check.log and versions.txt (GPU, driver, CUDA); with time to spare, memcheck.log
 #      (test_cuda under compute-sanitizer).
 # Then, on the CPU machine: bash scripts/gpu-audit.sh OUT_DIR verifies every GPU-trained run.
@@ -61,9 +61,9 @@ export LIBRARY_PATH=$OB:$P/usr/lib/$A:${LIBRARY_PATH:-}
 
 step "build (-DVT_CUDA=ON)"
 B=build/gpu
-cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVT_CUDA=ON -DVT_WERROR=ON >"$OUT/configure.log" 2>&1 ||
-  { tail -30 "$OUT/configure.log"; exit 2; }
-cmake --build "$B" -j"$(nproc)" >"$OUT/build.log" 2>&1 || { grep -E "error" "$OUT/build.log" | head -30; exit 2; }
+cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVT_CUDA=ON -DVT_WERROR=ON >/tmp/vt-configure.log 2>&1 ||
+  { tail -40 /tmp/vt-configure.log; exit 2; }
+cmake --build "$B" -j"$(nproc)" >/tmp/vt-build.log 2>&1 || { grep -E -A3 "error" /tmp/vt-build.log | head -60; exit 2; }
 status=0
 
 step "kernel-by-kernel check (test_cuda) and the CPU twin (test_epilogue)"
@@ -79,14 +79,18 @@ mkdir -p "$R"
 "$B/trainer" keygen "$R/key" --force >/dev/null
 S=()
 [ "$quick" = 1 ] && S=(--set steps=20)
-"$B/trainer" train --run "$R/mlp" --key "$R/key" --backend cuda "${S[@]}" || status=1
+# the default MLP; checkpoints every 500 steps instead of 100 so that its run directory stays
+# below the 16 MiB a brought-back file may have
+"$B/trainer" train --run "$R/mlp" --key "$R/key" --backend cuda --set checkpoint_every=500 "${S[@]}" || status=1
 CS=(--set steps=${CNN_STEPS:-150}); [ "$quick" = 1 ] && CS=(--set steps=10)
 "$B/trainer" train --run "$R/cnn" --key "$R/key" --recipe recipes/resnet-cifar10.json --backend cuda "${CS[@]}" || status=1
 GS=(--set steps=${GPT_STEPS:-100}); [ "$quick" = 1 ] && GS=(--set steps=10)
 "$B/trainer" train --run "$R/gpt" --key "$R/key" --recipe recipes/gpt-shakespeare.json --backend cuda "${GS[@]}" || status=1
 "$B/auditor" verify "$R/mlp" --backend cuda --order pairwise --quiet | head -2 || status=1
 rm -f "$R/key"
-(cd "$OUT" && tar czf runs.tar.gz runs && rm -rf runs)
+for r in mlp cnn gpt; do (cd "$OUT" && tar czf "runs-$r.tar.gz" "runs/$r"); done
+rm -rf "$R"
+ls -la "$OUT"
 
 step "bench_cuda"
 N=20; [ "$quick" = 1 ] && N=5
