@@ -255,6 +255,23 @@ static vt_gemm_epi epi_desc(const vt_rctx *rc, int tA, int tB, size_t M, size_t 
 
 /* Steps 3 (device) of a GEMM whose FP64 values are in C: the FP32 results into *out_dev, the
  * flagged count into *n_flag, indices and decisions in the device buffers. */
+/* the indices of the n flags set, in increasing order, into idx (count *h_num, on the host): a
+ * stable selection by prefix sums, no atomics, the same list on every run */
+static vt_err compact(vt_cuda *g, size_t n, const uint8_t *flag, uint64_t *idx, int *num, int *h_num)
+{
+    thrust::counting_iterator<uint64_t> first(0);
+    size_t tmp_bytes = 0;
+    CU(cub::DeviceSelect::Flagged(NULL, tmp_bytes, first, flag, idx, num, (int)n, g->s));
+    void *tmp;
+    VT_FORWARD_IF_ERROR(dbuf(g, B_TMP, tmp_bytes, &tmp));
+    CU(cub::DeviceSelect::Flagged(tmp, tmp_bytes, first, flag, idx, num, (int)n, g->s));
+    CU(cudaMemcpyAsync(h_num, num, sizeof *h_num, cudaMemcpyDeviceToHost, g->s));
+    CU(cudaStreamSynchronize(g->s));
+    VT_RETURN_ERROR_IF(*h_num < 0 || (size_t)*h_num > n, VT_ERR_INTERNAL, "CUDA: the compaction counted %d of %zu",
+                       *h_num, n);
+    return VT_OK;
+}
+
 static vt_err epilogue_device(vt_cuda *g, const vt_gemm_epi *d, size_t M, size_t N, double coef, const double *C,
                               float *out, uint64_t *n_flag)
 {
@@ -272,18 +289,8 @@ static vt_err epilogue_device(vt_cuda *g, const vt_gemm_epi *d, size_t M, size_t
     k_norms<<<GRID(N), 0, g->s>>>(N, d->K, d->B, d->b_sj, d->b_sk, cn);
     k_screen<<<GRID(n), 0, g->s>>>(M, N, C, rn, cn, coef, d->record ? VT_UNSTABLE_K : 1.0, out, flag);
     LAUNCH_CHECK();
-    /* the flagged indices in increasing order: a stable selection, no atomics */
-    thrust::counting_iterator<uint64_t> first(0);
-    size_t tmp_bytes = 0;
-    CU(cub::DeviceSelect::Flagged(NULL, tmp_bytes, first, flag, idx, num, (int)n, g->s));
-    void *tmp;
-    VT_FORWARD_IF_ERROR(dbuf(g, B_TMP, tmp_bytes, &tmp));
-    CU(cub::DeviceSelect::Flagged(tmp, tmp_bytes, first, flag, idx, num, (int)n, g->s));
     int h_num = 0;
-    CU(cudaMemcpyAsync(&h_num, num, sizeof h_num, cudaMemcpyDeviceToHost, g->s));
-    CU(cudaStreamSynchronize(g->s));
-    VT_RETURN_ERROR_IF(h_num < 0 || (size_t)h_num > n, VT_ERR_INTERNAL, "CUDA: the compaction counted %d of %zu",
-                       h_num, n);
+    VT_FORWARD_IF_ERROR(compact(g, n, flag, idx, num, &h_num));
     if (h_num > 0) {
         vt_epi_res *res;
         VT_FORWARD_IF_ERROR(dbuf(g, B_RES, (size_t)h_num * sizeof(vt_epi_res), (void **)&res));
@@ -326,6 +333,82 @@ vt_err vt__cuda_gemm_dev(vt_cuda *g, vt_rctx *rc, uint32_t op_id, int tA, int tB
         CU(cudaStreamSynchronize(g->s));
     }
     return vt_epi_finish(rc, op_id, M, N, nf, g->h_idx, g->h_res, NULL);
+}
+
+/* ---- the batched GEMM (batched_matmul): its own bound, THE bound of the kind ---- */
+
+__global__ void k_bmm_norms(size_t G, size_t R, size_t K, const float *v, size_t sg, size_t si, size_t sk, double *out)
+{
+    FOR_EACH(e, G * R) out[e] = vt__norm32(K, v + (e / R) * sg + (e % R) * si, sk);
+}
+
+__global__ void k_bmm_screen(vt_bmm_epi d, size_t n, const double *C, double k, float *out, uint8_t *flag)
+{
+    FOR_EACH(e, n) flag[e] = (uint8_t)!vt__screen1(C[e] + 0.0, vt__bmm_bound(&d, e), k, VT_SLOP_RECORD, &out[e]);
+}
+
+__global__ void k_bmm_flagged(vt_bmm_epi d, const double *C, const uint64_t *idx, size_t n, vt_epi_res *res)
+{
+    FOR_EACH(f, n) vt__bmm_elem(&d, idx[f], C[idx[f]] + 0.0, &res[f]);
+}
+
+vt_err vt__cuda_bmm_dev(vt_cuda *g, vt_rctx *rc, uint32_t op_id, size_t G, size_t M, size_t N, size_t K, int tA,
+                        int tB, const float *a32, const float *b32, float *out)
+{
+    VT_FORWARD_IF_ERROR(check_sizes(M, N, K));
+    VT_RETURN_ERROR_IF(!vt_epi_supported(rc) || vt__bound_panelled(&rc->bound, K), VT_ERR_INTERNAL,
+                       "the device's batched GEMM records or rounds exactly, unpanelled");
+    VT_RETURN_ERROR_IF(G == 0 || G > (size_t)INT32_MAX || M * N > (((size_t)1 << 31) - 1) / G, VT_ERR_LIMIT,
+                       "batched GEMM %zu x %zu x %zu x %zu: beyond the CUDA backend's limits", G, M, N, K);
+    vt_bmm_epi d;
+    memset(&d, 0, sizeof d);
+    d.A = a32, d.B = b32, d.M = M, d.N = N, d.K = K;
+    d.a_si = tA ? 1 : K, d.a_sk = tA ? M : 1, d.b_sk = tB ? 1 : N, d.b_sj = tB ? K : 1;
+    d.record = rc->bound.rounding == VT_ROUNDING_LOG;
+    d.coef = vt_epi_coef(rc, K);
+    VT_RETURN_ERROR_IF(!(d.coef >= 0), VT_ERR_LIMIT, "no bound coefficient for K=%zu", K);
+    size_t n = G * M * N;
+    double *a64, *b64, *C, *rn, *cn;
+    uint8_t *flag;
+    uint64_t *idx;
+    int *num;
+    VT_FORWARD_IF_ERROR(dbuf(g, B_A64, G * M * K * sizeof(double), (void **)&a64));
+    VT_FORWARD_IF_ERROR(dbuf(g, B_B64, G * K * N * sizeof(double), (void **)&b64));
+    VT_FORWARD_IF_ERROR(dbuf(g, B_C, n * sizeof(double), (void **)&C));
+    VT_FORWARD_IF_ERROR(dbuf(g, B_RN, G * M * sizeof(double), (void **)&rn));
+    VT_FORWARD_IF_ERROR(dbuf(g, B_CN, G * N * sizeof(double), (void **)&cn));
+    VT_FORWARD_IF_ERROR(dbuf(g, B_FLAG, n, (void **)&flag));
+    VT_FORWARD_IF_ERROR(dbuf(g, B_IDX, n * sizeof(uint64_t), (void **)&idx));
+    VT_FORWARD_IF_ERROR(dbuf(g, B_NUM, sizeof(int), (void **)&num));
+    k_widen<<<GRID(G * M * K), 0, g->s>>>(G * M * K, a32, a64);
+    k_widen<<<GRID(G * K * N), 0, g->s>>>(G * K * N, b32, b64);
+    LAUNCH_CHECK();
+    /* per batch one GEMM from +0 (K unpanelled: any order is covered by the bound) */
+    const double one = 1.0, zero = 0.0;
+    CB(cublasGemmStridedBatchedEx(g->h, tB ? CUBLAS_OP_T : CUBLAS_OP_N, tA ? CUBLAS_OP_T : CUBLAS_OP_N, (int)N, (int)M,
+                                  (int)K, &one, b64, CUDA_R_64F, (int)(tB ? K : N), (long long)(K * N), a64, CUDA_R_64F,
+                                  (int)(tA ? M : K), (long long)(M * K), &zero, C, CUDA_R_64F, (int)N,
+                                  (long long)(M * N), (int)G, CUBLAS_COMPUTE_64F_PEDANTIC, CUBLAS_GEMM_DEFAULT));
+    k_bmm_norms<<<GRID(G * M), 0, g->s>>>(G, M, K, a32, M * K, d.a_si, d.a_sk, rn);
+    k_bmm_norms<<<GRID(G * N), 0, g->s>>>(G, N, K, b32, K * N, d.b_sj, d.b_sk, cn);
+    d.rn = rn, d.cn = cn;
+    k_bmm_screen<<<GRID(n), 0, g->s>>>(d, n, C, d.record ? VT_UNSTABLE_K : 1.0, out, flag);
+    LAUNCH_CHECK();
+    int h_num = 0;
+    VT_FORWARD_IF_ERROR(compact(g, n, flag, idx, num, &h_num));
+    uint64_t nf = (uint64_t)h_num;
+    VT_FORWARD_IF_ERROR(host_staging(g, (size_t)nf));
+    if (nf) {
+        vt_epi_res *res;
+        VT_FORWARD_IF_ERROR(dbuf(g, B_RES, (size_t)nf * sizeof(vt_epi_res), (void **)&res));
+        k_bmm_flagged<<<GRID((size_t)nf), 0, g->s>>>(d, C, idx, (size_t)nf, res);
+        k_scatter<<<GRID((size_t)nf), 0, g->s>>>(idx, (size_t)nf, res, out);
+        LAUNCH_CHECK();
+        CU(cudaMemcpyAsync(g->h_idx, idx, nf * sizeof(uint64_t), cudaMemcpyDeviceToHost, g->s));
+        CU(cudaMemcpyAsync(g->h_res, res, nf * sizeof(vt_epi_res), cudaMemcpyDeviceToHost, g->s));
+        CU(cudaStreamSynchronize(g->s));
+    }
+    return vt_epi_finish(rc, op_id, G * M, N, nf, g->h_idx, g->h_res, NULL);
 }
 
 /* log replay: the FP64 values and norms to the host, the judgement there (vt_round) */

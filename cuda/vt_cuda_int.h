@@ -84,6 +84,12 @@ vt_err vt__cuda_gemm_dev(vt_cuda *g, vt_rctx *rc, uint32_t op_id, int tA, int tB
 /* the host staging buffers of flagged indices and decisions, for at least n (vt_cuda.cu) */
 vt_err host_staging(vt_cuda *g, size_t n);
 
+/* The batched GEMM (batched_matmul) on device operands into the device FP32 out: one strided-batched
+ * DGEMM, norms, screen with the kind's Cauchy-Schwarz bound, compaction, flagged elements
+ * (rounding_log/vt_round_impl.h vt__bmm_elem). Exact rounding or recording, K unpanelled. */
+vt_err vt__cuda_bmm_dev(vt_cuda *g, vt_rctx *rc, uint32_t op_id, size_t G, size_t M, size_t N, size_t K, int tA,
+                        int tB, const float *a32, const float *b32, float *out);
+
 /* the device-resident model's state (vt_cuda_model.cu); freed by vt_cuda_close */
 void vt__cuda_model_free(vt_cuda *g);
 

@@ -126,6 +126,16 @@ extern "C" vt_err vt_cudap_run_op(vt_cuda *g, vt_model *m, vt_rctx *rc, uint32_t
                                  (const float *)dt(g, m, o->in[0]), (const float *)dt(g, m, o->in[1]),
                                  (float *)dt(g, m, o->out[0]));
     }
+    if (o->kind == VT_OPK_BMM) {
+        const int64_t *a = o->iarg;
+        size_t K = (size_t)a[3];
+        if (!vt_epi_supported(rc) || vt__bound_panelled(&rc->bound, K)) return VT_ERR_UNSUPPORTED;
+        if (o->out[0] == o->in[0] || o->out[0] == o->in[1]) return VT_ERR_UNSUPPORTED;
+        VT_FORWARD_IF_ERROR(check_pending(g, m, rc));
+        return vt__cuda_bmm_dev(g, rc, op_id, (size_t)a[0], (size_t)a[1], (size_t)a[2], K, (int)a[4], (int)a[5],
+                                (const float *)dt(g, m, o->in[0]), (const float *)dt(g, m, o->in[1]),
+                                (float *)dt(g, m, o->out[0]));
+    }
     vt_dev_op d;
     dctx c = {g, m};
     if (!vt_dev_op_make(m, rc, op_id, step, dptr, &c, &d)) return VT_ERR_UNSUPPORTED;

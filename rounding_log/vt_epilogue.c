@@ -53,3 +53,44 @@ done:
     free(res);
     return err;
 }
+
+vt_err vt_epi_host_bmm(vt_rctx *c, uint32_t op_id, vt_bmm_epi d, size_t G, const double *x, float *out)
+{
+    VT_RETURN_ERROR_IF(!vt_epi_supported(c), VT_ERR_ARG, "the batched GEMM epilogue does not replay a log");
+    size_t M = d.M, N = d.N, K = d.K;
+    VT_RETURN_ERROR_IF(!G || !M || !N || !K || G > SIZE_MAX / 16 / M / N, VT_ERR_ARG, "vt_epi_host_bmm: bad sizes");
+    d.record = c->bound.rounding == VT_ROUNDING_LOG;
+    d.coef = vt_epi_coef(c, K);
+    VT_RETURN_ERROR_IF(!(d.coef >= 0), VT_ERR_LIMIT, "vt_epi_host_bmm: no bound coefficient for K=%zu", K);
+    size_t n = G * M * N;
+    double *rn = malloc(G * M * sizeof *rn), *cn = malloc(G * N * sizeof *cn);
+    uint64_t *idx = malloc(n * sizeof *idx);
+    vt_epi_res *res = NULL;
+    vt_err err = VT_OK;
+    if (!rn || !cn || !idx) {
+        err = vt_set_error(VT_ERR_NOMEM, "vt_epi_host_bmm: out of memory");
+        goto done;
+    }
+    for (size_t g = 0; g < G; g++) {
+        for (size_t i = 0; i < M; i++) rn[g * M + i] = vt__norm32(K, d.A + g * M * K + i * d.a_si, d.a_sk);
+        for (size_t j = 0; j < N; j++) cn[g * N + j] = vt__norm32(K, d.B + g * K * N + j * d.b_sj, d.b_sk);
+    }
+    d.rn = rn, d.cn = cn;
+    double k = d.record ? VT_UNSTABLE_K : 1.0;
+    uint64_t nf = 0;
+    for (size_t e = 0; e < n; e++)
+        if (!vt__screen1(x[e] + 0.0, vt__bmm_bound(&d, e), k, VT_SLOP_RECORD, &out[e])) idx[nf++] = e;
+    res = malloc((nf ? nf : 1) * sizeof *res);
+    if (!res) {
+        err = vt_set_error(VT_ERR_NOMEM, "vt_epi_host_bmm: out of memory");
+        goto done;
+    }
+    for (uint64_t f = 0; f < nf; f++) vt__bmm_elem(&d, idx[f], x[idx[f]] + 0.0, &res[f]);
+    err = vt_epi_finish(c, op_id, G * M, N, nf, idx, res, out);
+done:
+    free(rn);
+    free(cn);
+    free(idx);
+    free(res);
+    return err;
+}

@@ -45,4 +45,9 @@ vt_err vt_epi_fail(vt_rctx *c, uint32_t op_id, uint64_t index, const vt_epi_res 
 vt_err vt_epi_host(vt_rctx *c, uint32_t op_id, vt_gemm_epi d, const double *x, size_t M, size_t N,
                    float *out) VT_WARN_UNUSED;
 
+/* The batched GEMM's pipeline on the CPU (the twin of the GPU's): x the party's FP64 values of
+ * G batches of M x N; d->rn, d->cn are computed here (vt__norm32, index order); d->coef and
+ * d->record are set from c. */
+vt_err vt_epi_host_bmm(vt_rctx *c, uint32_t op_id, vt_bmm_epi d, size_t G, const double *x, float *out) VT_WARN_UNUSED;
+
 #endif

@@ -284,17 +284,18 @@ VT_HDI void vt__record_tail(double x, double B, int code, int logged, uint32_t r
 /* Exact rounding: RN32 of the exact value (what vt_round's exact path computes); record: the
  * trainer's rule with the tight bound, and RN32 of the exact value for a logged element (what
  * vt_round's record path stores). */
-VT_HDI void vt__gemm_elem(const vt_gemm_epi *d, size_t i, size_t j, double x, vt_epi_res *r)
+/* The decision for one element whose screen failed: x the party's value, B THE bound of the
+ * element, the reduction sum_k a[k*sa] b[k*sb] its exact evaluator (K terms). */
+VT_HDI void vt__elem_decide(const float *a, size_t sa, const float *b, size_t sb, size_t K, int record, double x,
+                            double B, vt_epi_res *r)
 {
-    const float *a = d->A + i * d->a_si, *b = d->B + j * d->b_sj;
-    double B = vt__bound_of_terms(&d->cfg, d->K, a, d->a_sk, b, d->b_sk);
     float f;
     int kul = 0;
     r->x = x;
     r->B = B;
     r->code = VT__EL_OK;
     r->entry = r->up = r->eval = 0;
-    if (!d->record) {
+    if (!record) {
         if (vt__screen1(x, B, 1.0, VT_SLOP_RECORD, &f)) {
             r->bits = vt_hd_bits32(f);
             return;
@@ -313,7 +314,7 @@ VT_HDI void vt__gemm_elem(const vt_gemm_epi *d, size_t i, size_t j, double x, vt
             r->bits = lo;
             return;
         }
-        r->bits = vt__dot_rn32(d->K, a, d->a_sk, b, d->b_sk, &kul);
+        r->bits = vt__dot_rn32(K, a, sa, b, sb, &kul);
         r->eval = (uint8_t)(1 + kul);
         if (!vt__bits_finite(r->bits)) r->code = vt_hd_isnan(vt_hd_f32(r->bits)) ? VT__EL_NAN : VT__EL_RANGE;
         return;
@@ -327,10 +328,44 @@ VT_HDI void vt__gemm_elem(const vt_gemm_epi *d, size_t i, size_t j, double x, vt
     r->bits = vt_hd_bits32(f);
     uint32_t rb = 0;
     if (vt__record_needs_exact(x, B, code, logged)) {
-        rb = vt__dot_rn32(d->K, a, d->a_sk, b, d->b_sk, &kul);
+        rb = vt__dot_rn32(K, a, sa, b, sb, &kul);
         r->eval = (uint8_t)(1 + kul);
     }
     vt__record_tail(x, B, code, logged, rb, r);
+}
+
+VT_HDI void vt__gemm_elem(const vt_gemm_epi *d, size_t i, size_t j, double x, vt_epi_res *r)
+{
+    const float *a = d->A + i * d->a_si, *b = d->B + j * d->b_sj;
+    double B = vt__bound_of_terms(&d->cfg, d->K, a, d->a_sk, b, d->b_sk);
+    vt__elem_decide(a, d->a_sk, b, d->b_sk, d->K, d->record, x, B, r);
+}
+
+/* ---- one element of a rounded batched GEMM (the attention's batched_matmul) ----
+ * Element e of the [G*M, N] output: batch g = e / (M N), row i, column j of op(A_g) op(B_g), with
+ * A_g = A + g M K and B_g = B + g K N. Its bound is THE bound of the kind: the batch's
+ * Cauchy-Schwarz bound (coef rn[g M + i]) cn[g N + j] from operand norms summed in index order
+ * (vt__norm32), as model/vt_ops_gpt.c computes it: there is no tight fallback. */
+typedef struct {
+    const float *A, *B;
+    size_t a_si, a_sk, b_sk, b_sj; /* within one batch, as vt_gemm_epi */
+    size_t M, N, K;
+    const double *rn, *cn;          /* G*M row norms, G*N column norms */
+    double coef;
+    int record;
+} vt_bmm_epi;
+
+VT_HDI double vt__bmm_bound(const vt_bmm_epi *d, size_t e)
+{
+    size_t g = e / (d->M * d->N), i = (e / d->N) % d->M, j = e % d->N;
+    return d->coef * d->rn[g * d->M + i] * d->cn[g * d->N + j];
+}
+
+VT_HDI void vt__bmm_elem(const vt_bmm_epi *d, size_t e, double x, vt_epi_res *r)
+{
+    size_t g = e / (d->M * d->N), i = (e / d->N) % d->M, j = e % d->N;
+    const float *a = d->A + g * d->M * d->K + i * d->a_si, *b = d->B + g * d->K * d->N + j * d->b_sj;
+    vt__elem_decide(a, d->a_sk, b, d->b_sk, d->K, d->record, x, vt__bmm_bound(d, e), r);
 }
 
 /* The screen of GEMM element (i, j) with row norm ri and column norm cj: the outer bound

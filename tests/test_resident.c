@@ -80,6 +80,19 @@ static vt_err mock_op(void *impl, struct vt_model *m, vt_rctx *rc, uint32_t op, 
         d->on_device++;
         return vt_epi_host(rc, op, ep, m->x64, M, N, shadow_ptr(d, o->out[0]));
     }
+    if (o->kind == VT_OPK_BMM) { /* what vt__cuda_bmm_dev does, with the CPU's products */
+        const int64_t *a = o->iarg;
+        size_t G = (size_t)a[0], M = (size_t)a[1], N = (size_t)a[2], K = (size_t)a[3];
+        int tA = (int)a[4], tB = (int)a[5];
+        if (!vt_epi_supported(rc) || vt_bound_panelled(&rc->bound, K)) return VT_ERR_UNSUPPORTED;
+        const float *A = shadow_ptr(d, o->in[0]), *B = shadow_ptr(d, o->in[1]);
+        for (size_t g = 0; g < G; g++)
+            VT_FORWARD_IF_ERROR(vt_gemm_plain(&m->exec, tA, tB, M, N, K, A + g * M * K, B + g * K * N, m->x64 + g * M * N));
+        vt_bmm_epi ep = {.A = A, .B = B, .a_si = tA ? 1 : K, .a_sk = tA ? M : 1, .b_sk = tB ? 1 : N, .b_sj = tB ? K : 1,
+                         .M = M, .N = N, .K = K};
+        d->on_device++;
+        return vt_epi_host_bmm(rc, op, ep, G, m->x64, shadow_ptr(d, o->out[0]));
+    }
     vt_dev_op dop;
     if (!vt_dev_op_make(m, rc, op, step, shadow_ptr, d, &dop)) return VT_ERR_UNSUPPORTED;
     unsigned long long err = ~0ULL;
