@@ -187,7 +187,7 @@ static vt_err upload(vt_cuda *g, size_t M, size_t N, size_t K, const float *A, c
 static vt_err products(vt_cuda *g, const vt_bound_cfg *cfg, int tA, int tB, size_t M, size_t N, size_t K,
                        const float *a32, const float *b32, double **C)
 {
-    double *a64, *b64;
+    double *a64 = NULL, *b64 = NULL;
     VT_FORWARD_IF_ERROR(dbuf(g, B_A64, M * K * sizeof(double), (void **)&a64));
     VT_FORWARD_IF_ERROR(dbuf(g, B_B64, K * N * sizeof(double), (void **)&b64));
     VT_FORWARD_IF_ERROR(dbuf(g, B_C, M * N * sizeof(double), (void **)C));
@@ -213,7 +213,7 @@ static vt_err dgemm(vt_cuda *g, const vt_bound_cfg *cfg, int tA, int tB, size_t 
     size_t P = (K + VT_PANEL - 1) / VT_PANEL, full = K / VT_PANEL, n = M * N;
     VT_RETURN_ERROR_IF(P > SIZE_MAX / 8 / n || P * n * 8 > ((size_t)16 << 30), VT_ERR_LIMIT,
                        "GEMM %zu x %zu x %zu: the panel results would exceed 16 GiB", M, N, K);
-    double *pan;
+    double *pan = NULL;
     VT_FORWARD_IF_ERROR(dbuf(g, B_P, P * n * sizeof(double), (void **)&pan));
     /* panel p of op(A): columns p*VT_PANEL.. of the row-major M x K (tA = 0), rows of the K x M (tA = 1) */
     long long sA = tA ? (long long)VT_PANEL * (long long)M : VT_PANEL;
@@ -262,7 +262,7 @@ static vt_err compact(vt_cuda *g, size_t n, const uint8_t *flag, uint64_t *idx, 
     thrust::counting_iterator<uint64_t> first(0);
     size_t tmp_bytes = 0;
     CU(cub::DeviceSelect::Flagged(NULL, tmp_bytes, first, flag, idx, num, (int)n, g->s));
-    void *tmp;
+    void *tmp = NULL;
     VT_FORWARD_IF_ERROR(dbuf(g, B_TMP, tmp_bytes, &tmp));
     CU(cub::DeviceSelect::Flagged(tmp, tmp_bytes, first, flag, idx, num, (int)n, g->s));
     CU(cudaMemcpyAsync(h_num, num, sizeof *h_num, cudaMemcpyDeviceToHost, g->s));
@@ -276,10 +276,10 @@ static vt_err epilogue_device(vt_cuda *g, const vt_gemm_epi *d, size_t M, size_t
                               float *out, uint64_t *n_flag)
 {
     size_t n = M * N;
-    double *rn, *cn;
-    uint8_t *flag;
-    uint64_t *idx;
-    int *num;
+    double *rn = NULL, *cn = NULL;
+    uint8_t *flag = NULL;
+    uint64_t *idx = NULL;
+    int *num = NULL;
     VT_FORWARD_IF_ERROR(dbuf(g, B_RN, M * sizeof(double), (void **)&rn));
     VT_FORWARD_IF_ERROR(dbuf(g, B_CN, N * sizeof(double), (void **)&cn));
     VT_FORWARD_IF_ERROR(dbuf(g, B_FLAG, n, (void **)&flag));
@@ -292,7 +292,7 @@ static vt_err epilogue_device(vt_cuda *g, const vt_gemm_epi *d, size_t M, size_t
     int h_num = 0;
     VT_FORWARD_IF_ERROR(compact(g, n, flag, idx, num, &h_num));
     if (h_num > 0) {
-        vt_epi_res *res;
+        vt_epi_res *res = NULL;
         VT_FORWARD_IF_ERROR(dbuf(g, B_RES, (size_t)h_num * sizeof(vt_epi_res), (void **)&res));
         k_flagged<<<GRID((size_t)h_num), 0, g->s>>>(*d, N, C, idx, (size_t)h_num, res);
         k_scatter<<<GRID((size_t)h_num), 0, g->s>>>(idx, (size_t)h_num, res, out);
@@ -321,7 +321,7 @@ vt_err vt__cuda_gemm_dev(vt_cuda *g, vt_rctx *rc, uint32_t op_id, int tA, int tB
     VT_RETURN_ERROR_IF(!vt_epi_supported(rc), VT_ERR_INTERNAL, "the device epilogue does not replay a log");
     double coef = vt_epi_coef(rc, K);
     VT_RETURN_ERROR_IF(!(coef >= 0), VT_ERR_LIMIT, "no bound coefficient for K=%zu", K);
-    double *C;
+    double *C = NULL;
     VT_FORWARD_IF_ERROR(products(g, &rc->bound, tA, tB, M, N, K, a32, b32, &C));
     vt_gemm_epi d = epi_desc(rc, tA, tB, M, N, K, a32, b32);
     uint64_t nf;
@@ -368,10 +368,10 @@ vt_err vt__cuda_bmm_dev(vt_cuda *g, vt_rctx *rc, uint32_t op_id, size_t G, size_
     d.coef = vt_epi_coef(rc, K);
     VT_RETURN_ERROR_IF(!(d.coef >= 0), VT_ERR_LIMIT, "no bound coefficient for K=%zu", K);
     size_t n = G * M * N;
-    double *a64, *b64, *C, *rn, *cn;
-    uint8_t *flag;
-    uint64_t *idx;
-    int *num;
+    double *a64 = NULL, *b64 = NULL, *C = NULL, *rn = NULL, *cn = NULL;
+    uint8_t *flag = NULL;
+    uint64_t *idx = NULL;
+    int *num = NULL;
     VT_FORWARD_IF_ERROR(dbuf(g, B_A64, G * M * K * sizeof(double), (void **)&a64));
     VT_FORWARD_IF_ERROR(dbuf(g, B_B64, G * K * N * sizeof(double), (void **)&b64));
     VT_FORWARD_IF_ERROR(dbuf(g, B_C, n * sizeof(double), (void **)&C));
@@ -399,7 +399,7 @@ vt_err vt__cuda_bmm_dev(vt_cuda *g, vt_rctx *rc, uint32_t op_id, size_t G, size_
     uint64_t nf = (uint64_t)h_num;
     VT_FORWARD_IF_ERROR(host_staging(g, (size_t)nf));
     if (nf) {
-        vt_epi_res *res;
+        vt_epi_res *res = NULL;
         VT_FORWARD_IF_ERROR(dbuf(g, B_RES, (size_t)nf * sizeof(vt_epi_res), (void **)&res));
         k_bmm_flagged<<<GRID((size_t)nf), 0, g->s>>>(d, C, idx, (size_t)nf, res);
         k_scatter<<<GRID((size_t)nf), 0, g->s>>>(idx, (size_t)nf, res, out);
@@ -417,7 +417,7 @@ static vt_err replay_on_host(vt_cuda *g, vt_rctx *rc, uint32_t op_id, int tA, in
 {
     double coef = vt_epi_coef(rc, K);
     VT_RETURN_ERROR_IF(!(coef >= 0), VT_ERR_LIMIT, "no bound coefficient for K=%zu", K);
-    double *C, *rn, *cn;
+    double *C = NULL, *rn = NULL, *cn = NULL;
     size_t n = M * N;
     VT_FORWARD_IF_ERROR(products(g, &rc->bound, tA, tB, M, N, K, a32, b32, &C));
     VT_FORWARD_IF_ERROR(dbuf(g, B_RN, M * sizeof(double), (void **)&rn));
@@ -454,7 +454,7 @@ extern "C" vt_err vt_cudap_gemm_round(vt_cuda *g, vt_rctx *rc, uint32_t op_id, i
     (void)cudaGetLastError(); /* not an error of this call */
     VT_FORWARD_IF_ERROR(check_sizes(M, N, K));
     CU(cudaSetDevice(g->dev));
-    float *a32, *b32, *o32;
+    float *a32 = NULL, *b32 = NULL, *o32 = NULL;
     VT_FORWARD_IF_ERROR(upload(g, M, N, K, A, B, &a32, &b32));
     if (!vt_epi_supported(rc)) return replay_on_host(g, rc, op_id, tA, tB, M, N, K, A, B, a32, b32, out);
     VT_FORWARD_IF_ERROR(dbuf(g, B_OUT, M * N * sizeof(float), (void **)&o32));
@@ -483,7 +483,7 @@ extern "C" vt_err vt_cudap_gemm_plain64(vt_cuda *g, int tA, int tB, size_t M, si
     (void)cudaGetLastError(); /* not an error of this call */
     VT_FORWARD_IF_ERROR(check_sizes(M, N, K));
     CU(cudaSetDevice(g->dev));
-    double *a64, *b64, *dC;
+    double *a64 = NULL, *b64 = NULL, *dC = NULL;
     VT_FORWARD_IF_ERROR(put_operands(g, B_A64, B_B64, B_C, sizeof(double), M, N, K, A, B, (void **)&a64, (void **)&b64,
                                      (void **)&dC));
     vt_bound_cfg whole;
@@ -511,7 +511,7 @@ extern "C" vt_err vt_cudap_gemm_plain32(vt_cuda *g, int tA, int tB, size_t M, si
     (void)cudaGetLastError(); /* not an error of this call */
     VT_FORWARD_IF_ERROR(check_sizes(M, N, K));
     CU(cudaSetDevice(g->dev));
-    float *a32, *b32, *c32;
+    float *a32 = NULL, *b32 = NULL, *c32 = NULL;
     VT_FORWARD_IF_ERROR(put_operands(g, B_A32, B_B32, B_C32, sizeof(float), M, N, K, A, B, (void **)&a32, (void **)&b32,
                                      (void **)&c32));
     VT_FORWARD_IF_ERROR(sgemm_dev(g, tA, tB, M, N, K, a32, b32, c32));
@@ -542,8 +542,8 @@ extern "C" vt_err vt_cudap_time_gemm(vt_cuda *g, int tA, int tB, size_t M, size_
     uint64_t s = 0x9e3779b97f4a7c15ULL;
     for (size_t e = 0; e < M * K; e++) s = s * 6364136223846793005ULL + 1, A[e] = (float)((double)(s >> 11) * 0x1p-53 - 0.5);
     for (size_t e = 0; e < K * N; e++) s = s * 6364136223846793005ULL + 1, B[e] = (float)((double)(s >> 11) * 0x1p-53 - 0.5);
-    float *a32, *b32, *c32, *out_dev;
-    double *a64, *b64, *C;
+    float *a32 = NULL, *b32 = NULL, *c32 = NULL, *out_dev = NULL;
+    double *a64 = NULL, *b64 = NULL, *C = NULL;
     vt_err err = upload(g, M, N, K, A, B, &a32, &b32);
     free(A);
     free(B);
