@@ -25,7 +25,8 @@ int vt_dev_op_make(const struct vt_model *m, const vt_rctx *rc, uint32_t op_id, 
     int exact_kind = o->kind == VT_OPK_RELU || o->kind == VT_OPK_RELU_BWD || o->kind == VT_OPK_IM2COL ||
                      o->kind == VT_OPK_CONV_DGATHER || o->kind == VT_OPK_CONV_WPERM || o->kind == VT_OPK_MAXPOOL ||
                      o->kind == VT_OPK_MAXPOOL_BWD || o->kind == VT_OPK_ONEHOT || o->kind == VT_OPK_HEADS_SPLIT ||
-                     o->kind == VT_OPK_HEADS_MERGE || o->kind == VT_OPK_HEADS_JOIN || o->kind == VT_OPK_HEADS_UNMERGE;
+                     o->kind == VT_OPK_HEADS_MERGE || o->kind == VT_OPK_HEADS_JOIN || o->kind == VT_OPK_HEADS_UNMERGE ||
+                     o->kind == VT_OPK_AUGMENT;
     switch (o->kind) {
     case VT_OPK_BIAS_ADD: case VT_OPK_XENT_BWD:
         d->M = t0->shape[0], d->N = t0->shape[1], d->n_items = t0->n, d->rounded_n = t0->n;
@@ -111,6 +112,11 @@ int vt_dev_op_make(const struct vt_model *m, const vt_rctx *rc, uint32_t op_id, 
         break;
     case VT_OPK_GELU: case VT_OPK_GELU_BWD:
         d->n_items = d->rounded_n = n_out;
+        break;
+    case VT_OPK_AUGMENT: /* iarg C, H, W, pad, flip, seed */
+        d->pB = (size_t)o->iarg[0], d->pH = (size_t)o->iarg[1], d->pW = (size_t)o->iarg[2], d->pk = (size_t)o->iarg[3];
+        d->key = (uint32_t)o->iarg[4], d->seed = (uint64_t)o->iarg[5], d->step = step, d->n_items = n_out;
+        if (o->out[0] == o->in[0]) return 0; /* each item reads other items' inputs */
         break;
     case VT_OPK_DROPOUT:
         d->n_items = d->rounded_n = n_out, d->step = step, d->seed = (uint64_t)o->iarg[0], d->key = (uint32_t)o->iarg[1];

@@ -367,6 +367,15 @@ VT_HDI void vt__dev_op_item(const vt_dev_op *d, size_t i)
     case VT_OPK_SOFTMAX_BWD:
         vt__dev_put32(vt__softmax_backward1(in[0][i], in[1][i], in[2][i / d->hT], d->f[0]), &out[0][i], err, i);
         break;
+    case VT_OPK_AUGMENT: { /* exact: element i of [B, C*H*W]; pB = C, pH, pW, pk = pad, key = flip */
+        size_t dd = d->pB * d->pH * d->pW, b = i / dd, e = i % dd;
+        uint32_t oy, ox;
+        int fl;
+        vt__augment_draw(d->seed, d->step, b, (uint32_t)d->pk, (int)d->key, &oy, &ox, &fl);
+        int64_t src = vt__augment_source(d->pH, d->pW, (uint32_t)d->pk, oy, ox, fl, e);
+        out[0][i] = src < 0 ? 0.0f : in[0][b * dd + (size_t)src];
+        break;
+    }
     case VT_OPK_DROPOUT: /* the mask from Philox (seed, 4, step, key << 32 | i), as the CPU draws it */
         vt__dev_put32(vt__dropout1(in[0][i], vt__dropout_keep(d->seed, d->step, d->key, i, d->f[0]), d->f[0]),
                       &out[0][i], err, i);

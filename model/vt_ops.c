@@ -11,6 +11,7 @@
 #include "vt_recipe.h"
 
 #include "vt_ops_int.h"
+#include "vt_philox_impl.h"
 
 vt_err vt__op_want(const vt_program *p, const vt_opdesc *o, uint32_t id, vt_dtype dt, size_t n, const char *what)
 {
@@ -372,19 +373,12 @@ static vt_err augment_check(const vt_program *p, const vt_opdesc *o)
 void vt_augment_draw(uint64_t seed, uint64_t step, uint64_t b, uint32_t pad, int flip, uint32_t *oy, uint32_t *ox,
                      int *fl)
 {
-    uint32_t span = 2 * pad + 1;
-    *oy = vt_rand_u32(seed, VT_RNG_AUGMENT, step, 4 * b) % span;
-    *ox = vt_rand_u32(seed, VT_RNG_AUGMENT, step, 4 * b + 1) % span;
-    *fl = flip ? (int)(vt_rand_u32(seed, VT_RNG_AUGMENT, step, 4 * b + 2) & 1u) : 0;
+    vt__augment_draw(seed, step, b, pad, flip, oy, ox, fl); /* model/vt_philox_impl.h (shared with the GPU) */
 }
 
 int64_t vt_augment_source(size_t H, size_t W, uint32_t pad, uint32_t oy, uint32_t ox, int fl, size_t e)
 {
-    size_t ch = e / (H * W), i = e / W % H, j = e % W;
-    size_t jj = fl ? W - 1 - j : j; /* the padded image shifted by (oy, ox), then mirrored */
-    int64_t si = (int64_t)i + oy - pad, sj = (int64_t)jj + ox - pad;
-    return si >= 0 && si < (int64_t)H && sj >= 0 && sj < (int64_t)W ? (int64_t)((ch * H + (size_t)si) * W + (size_t)sj)
-                                                                    : -1;
+    return vt__augment_source(H, W, pad, oy, ox, fl, e);
 }
 
 static vt_err augment_exec(vt_opctx *c) /* exact: values are moved, never computed */

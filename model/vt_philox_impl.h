@@ -49,4 +49,25 @@ VT_HDI int vt__dropout_keep(uint64_t seed, uint64_t step, uint32_t key, uint64_t
     return (uint64_t)vt__rand_u32(seed, VT_RNG_DROPOUT, step, ((uint64_t)key << 32) | e) >= thr;
 }
 
+/* the augmentation's draws for example slot b of step `step` (VT_RNG_AUGMENT = 3): the crop offsets
+ * in [0, 2 pad] into the zero-padded image and the flip (vt_augment_draw) */
+VT_HDI void vt__augment_draw(uint64_t seed, uint64_t step, uint64_t b, uint32_t pad, int flip, uint32_t *oy,
+                             uint32_t *ox, int *fl)
+{
+    uint32_t span = 2 * pad + 1;
+    *oy = vt__rand_u32(seed, 3, step, 4 * b) % span;
+    *ox = vt__rand_u32(seed, 3, step, 4 * b + 1) % span;
+    *fl = flip ? (int)(vt__rand_u32(seed, 3, step, 4 * b + 2) & 1u) : 0;
+}
+
+/* element e of an augmented C x H x W image: the index of its source element, or -1 (padding) */
+VT_HDI int64_t vt__augment_source(size_t H, size_t W, uint32_t pad, uint32_t oy, uint32_t ox, int fl, size_t e)
+{
+    size_t ch = e / (H * W), i = e / W % H, j = e % W;
+    size_t jj = fl ? W - 1 - j : j; /* the padded image shifted by (oy, ox), then mirrored */
+    int64_t si = (int64_t)i + oy - pad, sj = (int64_t)jj + ox - pad;
+    return si >= 0 && si < (int64_t)H && sj >= 0 && sj < (int64_t)W ? (int64_t)((ch * H + (size_t)si) * W + (size_t)sj)
+                                                                    : -1;
+}
+
 #endif
