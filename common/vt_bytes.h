@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "vt_error.h"
+#include "vt_hd.h"
 
 static inline void vt_put_u16le(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
 static inline void vt_put_u32le(uint8_t *p, uint32_t v)
@@ -30,8 +31,8 @@ static inline uint64_t vt_get_u64le(const uint8_t *p)
     for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
     return v;
 }
-static inline uint32_t vt_f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
-static inline float vt_bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+static inline uint32_t vt_f32_bits(float f) { return vt_hd_bits32(f); } /* common/vt_hd.h */
+static inline float vt_bits_f32(uint32_t u) { return vt_hd_f32(u); }
 static inline uint64_t vt_f64_bits(double d) { uint64_t u; memcpy(&u, &d, 8); return u; }
 static inline double vt_bits_f64(uint64_t u) { double d; memcpy(&d, &u, 8); return d; }
 

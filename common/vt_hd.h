@@ -84,11 +84,4 @@ VT_HDI double vt_hd_next_down(double x)
     uint64_t u = vt_hd_bits64(x);
     return vt_hd_f64(x > 0 ? u - 1 : u + 1);
 }
-/* 2^e for -1074 <= e <= 1023, exactly (built from the bits) */
-VT_HDI double vt_hd_pow2(int e)
-{
-    if (e >= -1022) return vt_hd_f64((uint64_t)(e + 1023) << 52);
-    return vt_hd_f64((uint64_t)1 << (e + 1074));
-}
-
 #endif

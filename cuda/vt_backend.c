@@ -7,8 +7,6 @@
 
 #include "vt_cuda.h"
 
-int vt_backend_cuda_built(void) { return vt_cuda_built(); }
-
 static vt_err cuda_round(void *impl, vt_rctx *rc, uint32_t op_id, int tA, int tB, size_t M, size_t N, size_t K,
                          const float *A, const float *B, float *out)
 {

@@ -15,8 +15,6 @@ extern "C" {
 
 typedef struct vt_cuda vt_cuda;
 
-/* 1 when this build contains the CUDA code. */
-int vt_cuda_built(void);
 /* Opens device VT_CUDA_DEVICE (default 0): a cuBLAS handle on its own stream (its GEMMs in
  * CUBLAS_COMPUTE_64F_PEDANTIC: no TF32, no emulation). VT_ERR_UNSUPPORTED when there is no CUDA
  * build, no plugin file, no GPU or a GPU below sm_90; VT_ERR_IO when the plugin

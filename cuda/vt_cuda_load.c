@@ -120,8 +120,6 @@ static void load(void)
     P.h = h;
 }
 
-int vt_cuda_built(void) { return 1; }
-
 vt_err vt_cuda_open(vt_cuda **out, char *desc, size_t desc_len)
 {
     *out = NULL;

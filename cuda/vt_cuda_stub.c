@@ -4,8 +4,6 @@
 
 #define VT_NO_CUDA VT_RETURN_ERROR(VT_ERR_UNSUPPORTED, "this build has no CUDA backend (configure with nvcc and cuBLAS present, -DVT_CUDA=ON)")
 
-int vt_cuda_built(void) { return 0; }
-
 vt_err vt_cuda_open(vt_cuda **out, char *desc, size_t desc_len)
 {
     (void)desc;

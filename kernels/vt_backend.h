@@ -50,7 +50,5 @@ typedef struct vt_backend {
 vt_err vt_backend_open(const char *name, vt_backend *out) VT_WARN_UNUSED;
 /* Releases it (idempotent; a zeroed backend is the CPU one). */
 void vt_backend_close(vt_backend *b);
-/* 1 when this build contains the CUDA backend. */
-int vt_backend_cuda_built(void);
 
 #endif

@@ -8,11 +8,7 @@
 #ifndef VT_MATH_H
 #define VT_MATH_H
 
-#if defined(__CUDACC__)
-#define VT_HD __host__ __device__
-#else
-#define VT_HD
-#endif
+#include "../common/vt_hd.h" /* VT_HD */
 
 /* exp(x) for FP64 x; +inf above ~709.78, 0 below ~-745.13, NaN for NaN. */
 VT_HD double vt_exp(double x);

@@ -32,24 +32,11 @@
 
 #include "vt_math.h"
 
-static inline VT_HD uint64_t vt__dbits(double x)
-{
-    uint64_t u;
-    memcpy(&u, &x, sizeof u);
-    return u;
-}
-
-static inline VT_HD double vt__bitsd(uint64_t u)
-{
-    double x;
-    memcpy(&x, &u, sizeof x);
-    return x;
-}
 
 /* 2^n as a double for -1022 <= n <= 1023 (exact, built from the bit pattern). */
 static inline VT_HD double vt__pow2i(int n)
 {
-    return vt__bitsd((uint64_t)(n + 1023) << 52);
+    return vt_hd_f64((uint64_t)(n + 1023) << 52);
 }
 
 /* y * 2^k for y in [0.5, 2), -1080 <= k <= 1024: exact unless the result is
@@ -75,7 +62,7 @@ static inline VT_HD double vt_exp_impl(double x)
     const double P5 = 0x1.6376972bea4dp-25;
 
     if (x != x) return x + x;                          /* NaN */
-    if (x > o_thr) return vt__bitsd(0x7ff0000000000000ULL); /* +inf (also for x = +inf) */
+    if (x > o_thr) return vt_hd_f64(0x7ff0000000000000ULL); /* +inf (also for x = +inf) */
     if (x < u_thr) return 0.0;                         /* also for x = -inf */
 
     double kd = rint(x * inv_ln2);                     /* |kd| <= 1075 */
@@ -101,23 +88,23 @@ static inline VT_HD double vt_log_impl(double x)
     const double Lg7 = 0x1.2f112df3e5244p-3;
 
     if (x != x) return x + x;                                   /* NaN */
-    if (x < 0.0) return vt__bitsd(0x7ff8000000000000ULL);        /* NaN */
-    if (x == 0.0) return vt__bitsd(0xfff0000000000000ULL);       /* -inf for +-0 */
-    uint64_t ix = vt__dbits(x);
+    if (x < 0.0) return vt_hd_f64(0x7ff8000000000000ULL);        /* NaN */
+    if (x == 0.0) return vt_hd_f64(0xfff0000000000000ULL);       /* -inf for +-0 */
+    uint64_t ix = vt_hd_bits64(x);
     if (ix >= 0x7ff0000000000000ULL) return x;                  /* +inf */
 
     int k = 0;
     if (ix < 0x0010000000000000ULL) { /* subnormal: scale up exactly */
         x = x * 0x1p54;
         k = -54;
-        ix = vt__dbits(x);
+        ix = vt_hd_bits64(x);
     }
     uint32_t hx = (uint32_t)(ix >> 32);
     k += (int)(hx >> 20) - 1023;
     hx &= 0x000fffffu;
     /* i = 0x100000 when the mantissa is >= sqrt(2) (then use 2^(k+1) * m/2). */
     uint32_t i = (hx + 0x95f64u) & 0x100000u;
-    double m = vt__bitsd(((uint64_t)(hx | (i ^ 0x3ff00000u)) << 32) | (ix & 0xffffffffULL));
+    double m = vt_hd_f64(((uint64_t)(hx | (i ^ 0x3ff00000u)) << 32) | (ix & 0xffffffffULL));
     k += (int)(i >> 20);
     double f = m - 1.0; /* exact */
     double dk = (double)k;
