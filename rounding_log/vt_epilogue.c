@@ -10,6 +10,31 @@ int vt_epi_supported(const vt_rctx *c)
 
 double vt_epi_coef(const vt_rctx *c, size_t K) { return vt__bound_coef_red(&c->bound, (uint64_t)K, (uint64_t)K); }
 
+/* Stages 3 and 4 of both twins: the decision of each of the n flagged elements idx[] (elem(d, e, x,
+ * r) for element e with value x) and vt_epi_finish over the rows x cols output. */
+typedef void (*elem_fn)(const void *d, uint64_t e, double x, vt_epi_res *r);
+static vt_err decide_finish(vt_rctx *c, uint32_t op_id, size_t rows, size_t cols, uint64_t n, const uint64_t *idx,
+                            elem_fn elem, const void *d, const double *x, float *out)
+{
+    vt_epi_res *res = malloc((n ? n : 1) * sizeof *res);
+    VT_RETURN_ERROR_IF(!res, VT_ERR_NOMEM, "the GEMM epilogue's twin: out of memory");
+    for (uint64_t f = 0; f < n; f++) elem(d, idx[f], x[idx[f]] + 0.0, &res[f]);
+    vt_err err = vt_epi_finish(c, op_id, rows, cols, n, idx, res, out);
+    free(res);
+    return err;
+}
+
+typedef struct {
+    const vt_gemm_epi *d;
+    size_t N;
+} gemm_at;
+static void gemm_elem_at(const void *p, uint64_t e, double x, vt_epi_res *r)
+{
+    const gemm_at *g = p;
+    vt__gemm_elem(g->d, (size_t)(e / g->N), (size_t)(e % g->N), x, r);
+}
+static void bmm_elem_at(const void *p, uint64_t e, double x, vt_epi_res *r) { vt__bmm_elem(p, (size_t)e, x, r); }
+
 vt_err vt_epi_host(vt_rctx *c, uint32_t op_id, vt_gemm_epi d, const double *x, size_t M, size_t N, float *out)
 {
     VT_RETURN_ERROR_IF(!vt_epi_supported(c), VT_ERR_ARG, "the GEMM epilogue does not replay a log");
@@ -21,7 +46,6 @@ vt_err vt_epi_host(vt_rctx *c, uint32_t op_id, vt_gemm_epi d, const double *x, s
     VT_RETURN_ERROR_IF(!(coef >= 0), VT_ERR_LIMIT, "vt_epi_host: no bound coefficient for K=%zu", d.K);
     double *rn = malloc(M * sizeof *rn), *cn = malloc(N * sizeof *cn);
     uint64_t *idx = malloc(M * N * sizeof *idx);
-    vt_epi_res *res = NULL;
     vt_err err = VT_OK;
     if (!rn || !cn || !idx) {
         err = vt_set_error(VT_ERR_NOMEM, "vt_epi_host: out of memory");
@@ -37,20 +61,12 @@ vt_err vt_epi_host(vt_rctx *c, uint32_t op_id, vt_gemm_epi d, const double *x, s
         /* stage 2: the flagged indices, in increasing order */
         if (!vt__gemm_screen(coef, rn[i], cn[j], x[e] + 0.0, k, &out[e])) idx[n++] = e;
     }
-    /* stage 3 */
-    res = malloc((n ? n : 1) * sizeof *res);
-    if (!res) {
-        err = vt_set_error(VT_ERR_NOMEM, "vt_epi_host: out of memory");
-        goto done;
-    }
-    for (uint64_t f = 0; f < n; f++) vt__gemm_elem(&d, idx[f] / N, idx[f] % N, x[idx[f]] + 0.0, &res[f]);
-    /* stage 4 */
-    err = vt_epi_finish(c, op_id, M, N, n, idx, res, out);
+    gemm_at at = {&d, N};
+    err = decide_finish(c, op_id, M, N, n, idx, gemm_elem_at, &at, x, out); /* stages 3 and 4 */
 done:
     free(rn);
     free(cn);
     free(idx);
-    free(res);
     return err;
 }
 
@@ -65,7 +81,6 @@ vt_err vt_epi_host_bmm(vt_rctx *c, uint32_t op_id, vt_bmm_epi d, size_t G, const
     size_t n = G * M * N;
     double *rn = malloc(G * M * sizeof *rn), *cn = malloc(G * N * sizeof *cn);
     uint64_t *idx = malloc(n * sizeof *idx);
-    vt_epi_res *res = NULL;
     vt_err err = VT_OK;
     if (!rn || !cn || !idx) {
         err = vt_set_error(VT_ERR_NOMEM, "vt_epi_host_bmm: out of memory");
@@ -80,17 +95,10 @@ vt_err vt_epi_host_bmm(vt_rctx *c, uint32_t op_id, vt_bmm_epi d, size_t G, const
     uint64_t nf = 0;
     for (size_t e = 0; e < n; e++)
         if (!vt__screen1(x[e] + 0.0, vt__bmm_bound(&d, e), k, VT_SLOP_RECORD, &out[e])) idx[nf++] = e;
-    res = malloc((nf ? nf : 1) * sizeof *res);
-    if (!res) {
-        err = vt_set_error(VT_ERR_NOMEM, "vt_epi_host_bmm: out of memory");
-        goto done;
-    }
-    for (uint64_t f = 0; f < nf; f++) vt__bmm_elem(&d, idx[f], x[idx[f]] + 0.0, &res[f]);
-    err = vt_epi_finish(c, op_id, G * M, N, nf, idx, res, out);
+    err = decide_finish(c, op_id, G * M, N, nf, idx, bmm_elem_at, &d, x, out);
 done:
     free(rn);
     free(cn);
     free(idx);
-    free(res);
     return err;
 }
