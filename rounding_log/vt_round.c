@@ -854,6 +854,15 @@ static vt_err round_exact(vt_rctx *c, uint32_t op, const double *x, const vt_bou
     return ret;
 }
 
+/* A recording party's new operation record for op_id (n elements): ids strictly increase. */
+static vt_err record_op(vt_rctx *c, uint32_t op_id, uint64_t n, vt_oplog **o)
+{
+    VT_RETURN_ERROR_IF(c->log->n_ops && c->log->ops[c->log->n_ops - 1].op_id >= op_id, VT_ERR_ARG,
+                       "operation ids must increase within a step (%u after %u)", op_id,
+                       c->log->ops[c->log->n_ops - 1].op_id);
+    return vt_steplog_add_op(c->log, op_id, n, o);
+}
+
 vt_err vt_round(vt_rctx *c, uint32_t op_id, const double *x, const vt_bounds *b, size_t rows, size_t cols,
                 float *out)
 {
@@ -869,10 +878,7 @@ vt_err vt_round(vt_rctx *c, uint32_t op_id, const double *x, const vt_bounds *b,
 
     vt_oplog *o;
     if (c->mode == VT_RMODE_RECORD) {
-        VT_RETURN_ERROR_IF(c->log->n_ops && c->log->ops[c->log->n_ops - 1].op_id >= op_id, VT_ERR_ARG,
-                           "operation ids must increase within a step (%u after %u)", op_id,
-                           c->log->ops[c->log->n_ops - 1].op_id);
-        VT_FORWARD_IF_ERROR(vt_steplog_add_op(c->log, op_id, n, &o));
+        VT_FORWARD_IF_ERROR(record_op(c, op_id, n, &o));
     } else {
         if (c->cursor >= c->log->n_ops) {
             vt_set_error(VT_ERR_MISMATCH, "the log has no record for this operation");
@@ -953,12 +959,7 @@ vt_err vt_epi_finish(vt_rctx *c, uint32_t op_id, size_t M, size_t N, uint64_t n,
     uint64_t total = (uint64_t)M * N;
     int rec = c->bound.rounding == VT_ROUNDING_LOG;
     vt_oplog *o = NULL;
-    if (rec) {
-        VT_RETURN_ERROR_IF(c->log->n_ops && c->log->ops[c->log->n_ops - 1].op_id >= op_id, VT_ERR_ARG,
-                           "operation ids must increase within a step (%u after %u)", op_id,
-                           c->log->ops[c->log->n_ops - 1].op_id);
-        VT_FORWARD_IF_ERROR(vt_steplog_add_op(c->log, op_id, total, &o));
-    }
+    if (rec) VT_FORWARD_IF_ERROR(record_op(c, op_id, total, &o));
     c->stats.rounded += total;
     for (uint64_t f = 0; f < n; f++) {
         const vt_epi_res *r = &res[f];
