@@ -15,6 +15,7 @@
 
 #include "../cli/vt_cli_opts.h"
 #include "../common/vt_cli.h"
+#include "../common/vt_env.h"
 #include "../game/vt_arbiter.h"
 
 static void usage(FILE *f)
@@ -66,6 +67,8 @@ int main(int argc, char **argv)
                                        {"max-op-mflop", required_argument, 0, 'F'},
                                        {"challenge-ms", required_argument, 0, 'c'},
                                        {"handshake-ms", required_argument, 0, 'H'},
+    /* the floating-point environment, e.g. FTZ set by a -ffast-math CBLAS at load: refused, exit 2 */
+    if (vt_env_cli_check("arbiter")) return VT_EXIT_CANNOT;
                                        {"max-pending", required_argument, 0, 'P'},
                                        {"pending-per-ip", required_argument, 0, 'J'},
                                        {"port-file", required_argument, 0, 'p'}, {"quiet", no_argument, 0, 'q'},

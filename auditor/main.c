@@ -13,6 +13,7 @@
 
 #include "../cli/vt_cli_opts.h"
 #include "../common/vt_cli.h"
+#include "../common/vt_env.h"
 #include "../game/vt_game.h"
 #include "../run/vt_audit.h"
 #include "../game/vt_challenge.h"
@@ -146,6 +147,8 @@ int main(int argc, char **argv)
                                VT_CLI_U64('t', "--to", 1, (uint64_t)INT64_MAX, &o.to),
                                VT_CLI_INT('j', "--jobs", 1, 256, &o.jobs), VT_CLI_END};
     optind = 2;
+    /* the floating-point environment, e.g. FTZ set by a -ffast-math CBLAS at load: refused, exit 2 */
+    if (vt_env_cli_check("auditor")) return VT_EXIT_CANNOT;
     int c;
     while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
         switch (c) {

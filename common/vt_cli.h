@@ -11,7 +11,8 @@
 enum {
     VT_EXIT_OK = 0,          /* success / audit verified */
     VT_EXIT_REJECTED = 1,    /* audit rejected, or training failed (diverged) */
-    VT_EXIT_CANNOT = 2,      /* cannot check / unreadable or corrupt input / I/O error */
+    VT_EXIT_CANNOT = 2,      /* cannot check / unreadable or corrupt input / I/O error / the
+                              * floating-point environment is refused (VT_ERR_ENV, vt_env.h) */
     VT_EXIT_USAGE = 64,      /* command-line usage error (EX_USAGE) */
 };
 

@@ -10,6 +10,7 @@ const char *vt_err_name(vt_err e)
     static const char *const names[VT_ERR_COUNT_] = {
         "ok", "argument", "out of memory", "i/o", "format", "limit", "diverged",
         "implausible log entry", "mismatch", "crypto", "database", "unsupported", "internal",
+        "floating-point environment",
     };
     if ((int)e < 0 || e >= VT_ERR_COUNT_) return "unknown";
     return names[e];

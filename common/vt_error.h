@@ -23,6 +23,8 @@ typedef enum {
     VT_ERR_DB,           /* SQLite error */
     VT_ERR_UNSUPPORTED,  /* feature not built in (e.g. CUDA) */
     VT_ERR_INTERNAL,     /* a bug: an invariant of our own code does not hold */
+    VT_ERR_ENV,          /* the floating-point environment is not IEEE round-to-nearest with gradual
+                          * underflow (common/vt_env.h): refusing to compute */
     VT_ERR_COUNT_
 } vt_err;
 

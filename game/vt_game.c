@@ -8,6 +8,7 @@
 
 #include "../common/vt_bytes.h"
 #include "../common/vt_cli.h"
+#include "../common/vt_env.h"
 #include "../common/vt_hash.h"
 #include "../data/vt_data.h"
 #include "../merkle/vt_merkle.h"
@@ -668,6 +669,7 @@ static void play(game *g, const vt_msg_challenge *ch, const char *data_root, vt_
     }
     /* each party's claim at b must extend the agreed chain at a */
     uint8_t nt[32], na[32];
+    if (vt_env_check() != VT_OK) e = VT_ERR_ENV; /* FTZ / rounding changed: no verdict from wrong bits */
     vt_chain_next(agreed.C, ct.h, nt);
     vt_chain_next(agreed.C, ca.h, na);
     int bt = memcmp(nt, ct.C, 32) != 0, ba = memcmp(na, ca.C, 32) != 0;

@@ -195,8 +195,8 @@ static void replay_segment(worker *w)
                                  : e == VT_ERR_MISMATCH  ? "log mismatch"
                                  : e == VT_ERR_DIVERGED  ? "replay diverged"
                                                          : "local error";
-            find_set(&w->f, e == VT_ERR_NOMEM || e == VT_ERR_IO ? VT_VERDICT_CANNOT : VT_VERDICT_REJECTED, (int64_t)s,
-                     reason, "%s", vt_errmsg());
+            int cannot = e == VT_ERR_NOMEM || e == VT_ERR_IO || e == VT_ERR_ENV; /* our failure, not the run's */
+            find_set(&w->f, cannot ? VT_VERDICT_CANNOT : VT_VERDICT_REJECTED, (int64_t)s, reason, "%s", vt_errmsg());
             if (fault.code != VT_OK) {
                 w->f.op = fault.op_id;
                 w->f.index = fault.has_entry || e != VT_ERR_MISMATCH ? (int64_t)fault.index : -1;

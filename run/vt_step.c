@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/vt_env.h"
+
 static void add_stats(vt_rstats *acc, const vt_rstats *s)
 {
     if (!acc) return;
@@ -24,6 +26,11 @@ vt_err vt_step_run(vt_model *m, const vt_dataset *ds, const vt_step_args *a)
     uint64_t s = m->step + 1;
     uint32_t upto = a->upto ? a->upto : m->n_ops;
     VT_RETURN_ERROR_IF(upto > m->n_ops, VT_ERR_ARG, "no operation %u", upto);
+    /* the floating-point environment, before and after the step (a library opened or a thread
+     * started since start-up may have set flush-to-zero): a few flops; VT_ERR_ENV is never a
+     * verdict on the run */
+    if (a->fault) memset(a->fault, 0, sizeof *a->fault);
+    VT_FORWARD_IF_ERROR(vt_env_check());
     vt_steplog own;
     vt_steplog_init(&own, s);
     vt_steplog *log = a->log ? a->log : &own;
@@ -54,7 +61,9 @@ vt_err vt_step_run(vt_model *m, const vt_dataset *ds, const vt_step_args *a)
     vt_rctx_init(&rc, mode, m->rc.bound);
     rc.lenient = a->party == VT_PARTY_AUDITOR;
     if (!e) e = run_ops(m, ds, &rc, s, log, upto, a);
-    int unusable = a->party == VT_PARTY_AUDITOR && e != VT_OK && e != VT_ERR_NOMEM && e != VT_ERR_DIVERGED;
+    if (vt_env_check() != VT_OK) e = VT_ERR_ENV;
+    int unusable = a->party == VT_PARTY_AUDITOR && e != VT_OK && e != VT_ERR_NOMEM && e != VT_ERR_DIVERGED &&
+                   e != VT_ERR_ENV;
     if (unusable) { /* redo the step with our own rounding */
         memcpy(m->state, saved, m->n_state * sizeof(float));
         m->step = s - 1;

@@ -11,7 +11,11 @@
  * each step, and the SHA-256 of every tensor each operation of a pinned step writes, by tensor name); they were
  * written by this test (`test_kat --write tests/kat/mlp.kat`) on the MLP step before it became a program
  * (commit 39df846, its slots named as the program names its tensors), and change only with a deliberate,
- * documented change of what the step computes. */
+ * documented change of what the step computes. The mnist-adam-subnormal answers (issue 21: Adam with
+ * beta1 = beta2 = 0.5, whose exp_avg_sq reaches the FP32 subnormals at step 90) were added later, their
+ * lines taken from `test_kat --write` of this code and appended to the file; the test also counts the
+ * subnormals in that run's state and shows that flush-to-zero changes its state hash from step 90 on. */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +28,11 @@
 #include "../rounding_log/vt_rlog.h"
 #include "vt_test.h"
 
+#if defined(__x86_64__) || (defined(__i386__) && defined(__SSE__))
+#include <xmmintrin.h>
+#define HAVE_MXCSR 1
+#endif
+
 #define KAT_FILE "tests/kat/mlp.kat"
 #define MAX_LINES 4096
 
@@ -35,6 +44,10 @@ typedef struct {
 
 static const kat_cfg CFGS[] = {
     {"digits-adam", "digits", "layers=[64,32,16,10] optimizer=adam lr=0.002 batch=32 seed=7", 12, {1, 2, 12}},
+    /* issue 21: Adam with beta1 = beta2 = 0.5 lets exp_avg_sq decay into the FP32 subnormals; its
+     * state at step 90 holds the first one. Under flush-to-zero its state hash differs from step 90 on
+     * (checked below, x86): gradual underflow is part of what these answers pin */
+    {"mnist-adam-subnormal", "mnist-train", "optimizer=adam beta1=0.5 beta2=0.5 lr=0.001", 90, {1, 90, 0}},
     {"mnist-sgd", "mnist-train", "", 6, {1, 2, 6}},
     {"mnist-sgd-log", "mnist-train", "rounding=log", 6, {1, 2, 6}},
 };
@@ -77,6 +90,48 @@ static vt_err hook(void *ctx, vt_model *m, uint64_t step, uint32_t op)
     return VT_OK;
 }
 
+#define SUBNORMAL_CFG "mnist-adam-subnormal"
+
+/* The subnormal recipe: its state holds FP32 subnormals (counted), and run with flush-to-zero and
+ * denormals-are-zero forced in MXCSR (what a -ffast-math library sets; vt_model_run directly, past
+ * the step driver's environment check) its state hashes equal the gradual-underflow ones (sh, one
+ * per step) up to the step before the first subnormal and differ from that step on. */
+static void subnormal_check(const vt_recipe *rc, const vt_dataset *ds, const vt_model *m, uint8_t (*sh)[32])
+{
+    size_t nsub = 0, first = 0;
+    for (size_t i = 0; i < m->n_state; i++) nsub += fpclassify(m->state[i]) == FP_SUBNORMAL;
+    CHECK(nsub > 0, SUBNORMAL_CFG ": no FP32 subnormal in the state of step %llu", (unsigned long long)rc->steps);
+    printf(SUBNORMAL_CFG ": %zu FP32 subnormals in the state of step %llu\n", nsub, (unsigned long long)rc->steps);
+#ifdef HAVE_MXCSR
+    vt_model f;
+    CHECK_OK(vt_model_init(&f, rc, ds->n, VT_ORDER_BLAS));
+    if (!f.state) return;
+    vt_steplog log;
+    vt_steplog_init(&log, 0);
+    vt_rctx ctx;
+    vt_rctx_init(&ctx, VT_RMODE_RECORD, rc->bound);
+    const unsigned csr = _mm_getcsr();
+    for (uint64_t s = 1; s <= rc->steps && !first; s++) {
+        _mm_setcsr(csr | 0x8040u);
+        vt_err e = vt_rctx_begin_step(&ctx, s, &log);
+        if (!e) e = vt_model_run(&f, ds, &ctx, f.n_ops, NULL, NULL);
+        if (!e) e = vt_rctx_end_step(&ctx);
+        _mm_setcsr(csr);
+        uint8_t h[32];
+        if (!e) e = vt_model_state_hash(&f, h);
+        if (e || memcmp(h, sh[s - 1], 32) != 0) first = s;
+    }
+    vt_steplog_free(&log);
+    vt_model_free(&f);
+    CHECK(first == rc->steps, SUBNORMAL_CFG ": under FTZ the state first differs at step %zu, expected %llu", first,
+          (unsigned long long)rc->steps);
+    printf(SUBNORMAL_CFG ": under FTZ+DAZ the state hashes agree to step %zu and differ at step %zu\n", first - 1, first);
+#else
+    (void)ds;
+    (void)sh;
+#endif
+}
+
 /* Runs cfg in `order`, appending its answers to g_lines; 0 on success. */
 static int run_cfg(const kat_cfg *cfg, const vt_dataset *ds, vt_order order)
 {
@@ -98,6 +153,8 @@ static int run_cfg(const kat_cfg *cfg, const vt_dataset *ds, vt_order order)
     const char *label = strcmp(cfg->name, "mnist-sgd-log") == 0 ? "mnist-sgd" : cfg->name;
     hook_ctx h = {cfg, label};
     int rc_ = 0;
+    const int subnormal = strcmp(cfg->name, SUBNORMAL_CFG) == 0 && order == VT_ORDER_BLAS;
+    uint8_t(*hashes)[32] = subnormal ? calloc(cfg->steps, 32) : NULL;
     for (uint64_t s = 1; s <= cfg->steps && !rc_; s++) {
         float loss = 0;
         vt_err e = vt_rctx_begin_step(&ctx, s, &log);
@@ -115,7 +172,10 @@ static int run_cfg(const kat_cfg *cfg, const vt_dataset *ds, vt_order order)
         vt_hex(sh, 32, hex);
         emit("%s loss %llu %08x", label, (unsigned long long)s, vt_f32_bits(loss));
         emit("%s state %llu %s", label, (unsigned long long)s, hex);
+        if (hashes) memcpy(hashes[s - 1], sh, 32);
     }
+    if (hashes && !rc_) subnormal_check(&rc, ds, &m, hashes);
+    free(hashes);
     vt_steplog_free(&log);
     vt_model_free(&m);
     return rc_;

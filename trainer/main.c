@@ -16,6 +16,7 @@
 
 #include "../cli/vt_cli_opts.h"
 #include "../common/vt_cli.h"
+#include "../common/vt_env.h"
 #include "../common/vt_hash.h"
 #include "../merkle/vt_sign.h"
 #include "../model/vt_model.h"
@@ -632,3 +633,5 @@ int main(int argc, char **argv)
     }
     return vt_cli_usage_error(usage, "trainer: unknown command \"%s\"", argv[1]);
 }
+    /* the floating-point environment, e.g. FTZ set by a -ffast-math CBLAS at load: refused, exit 2 */
+    if (vt_env_cli_check("trainer")) return VT_EXIT_CANNOT;
