@@ -57,6 +57,8 @@ int main(int argc, char **argv)
     }
     const char *cmd = argv[1];
     if (strcmp(cmd, "keygen") == 0) return vt_cli_keygen("arbiter", argc, argv, usage, 0);
+    /* the floating-point environment, e.g. FTZ set by a -ffast-math CBLAS at load: refused, exit 2 */
+    if (vt_env_cli_check("arbiter")) return VT_EXIT_CANNOT;
     static const struct option lo[] = {{"listen", required_argument, 0, 'l'},   {"key", required_argument, 0, 'k'},
                                        {"data-dir", required_argument, 0, 'd'}, {"order", required_argument, 0, 'o'},
                                        {"transcripts", required_argument, 0, 't'},
@@ -67,8 +69,6 @@ int main(int argc, char **argv)
                                        {"max-op-mflop", required_argument, 0, 'F'},
                                        {"challenge-ms", required_argument, 0, 'c'},
                                        {"handshake-ms", required_argument, 0, 'H'},
-    /* the floating-point environment, e.g. FTZ set by a -ffast-math CBLAS at load: refused, exit 2 */
-    if (vt_env_cli_check("arbiter")) return VT_EXIT_CANNOT;
                                        {"max-pending", required_argument, 0, 'P'},
                                        {"pending-per-ip", required_argument, 0, 'J'},
                                        {"port-file", required_argument, 0, 'p'}, {"quiet", no_argument, 0, 'q'},

@@ -129,6 +129,8 @@ int main(int argc, char **argv)
         usage(stdout);
         return VT_EXIT_OK;
     }
+    /* the floating-point environment, e.g. FTZ set by a -ffast-math CBLAS at load: refused, exit 2 */
+    if (vt_env_cli_check("auditor")) return VT_EXIT_CANNOT;
     if (strcmp(argv[1], "challenge") == 0) return cmd_challenge(argc, argv);
     if (strcmp(argv[1], "verify") != 0) return vt_cli_usage_error(usage, "auditor: unknown command \"%s\"", argv[1]);
     static const struct option lo[] = {{"order", required_argument, 0, 'o'},   {"recipe", required_argument, 0, 'r'},
@@ -147,8 +149,6 @@ int main(int argc, char **argv)
                                VT_CLI_U64('t', "--to", 1, (uint64_t)INT64_MAX, &o.to),
                                VT_CLI_INT('j', "--jobs", 1, 256, &o.jobs), VT_CLI_END};
     optind = 2;
-    /* the floating-point environment, e.g. FTZ set by a -ffast-math CBLAS at load: refused, exit 2 */
-    if (vt_env_cli_check("auditor")) return VT_EXIT_CANNOT;
     int c;
     while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
         switch (c) {

@@ -504,6 +504,7 @@ void vt_game_judge_op(vt_model *m, const vt_dataset *ds, uint64_t s, uint32_t j,
     vt_err e = vt_rctx_begin_step(&rc, s, log);
     m->step = s - 1;
     if (!e) e = vt_model_exec_op(m, ds, &rc, s, j);
+    if (vt_env_check() != VT_OK) e = VT_ERR_ENV; /* FTZ / rounding changed: no verdict from wrong bits */
     double t1 = vt_now();
     uint8_t hr[32];
     if (!e) e = vt_model_output_hash(m, j, hr);
@@ -669,7 +670,6 @@ static void play(game *g, const vt_msg_challenge *ch, const char *data_root, vt_
     }
     /* each party's claim at b must extend the agreed chain at a */
     uint8_t nt[32], na[32];
-    if (vt_env_check() != VT_OK) e = VT_ERR_ENV; /* FTZ / rounding changed: no verdict from wrong bits */
     vt_chain_next(agreed.C, ct.h, nt);
     vt_chain_next(agreed.C, ca.h, na);
     int bt = memcmp(nt, ct.C, 32) != 0, ba = memcmp(na, ca.C, 32) != 0;

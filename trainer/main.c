@@ -620,6 +620,8 @@ int main(int argc, char **argv)
 #endif
     if (argc < 2) return vt_cli_usage_error(usage, NULL);
     if (strcmp(argv[1], "keygen") == 0) return vt_cli_keygen("trainer", argc, argv, usage, VT_CLI_KEYGEN_FINGERPRINT);
+    /* the floating-point environment, e.g. FTZ set by a -ffast-math CBLAS at load: refused, exit 2 */
+    if (vt_env_cli_check("trainer")) return VT_EXIT_CANNOT;
     if (strcmp(argv[1], "train") == 0) return cmd_train(argc, argv);
     if (strcmp(argv[1], "serve") == 0) return cmd_serve(argc, argv);
     if (strcmp(argv[1], "recipe") == 0) return cmd_recipe(argc, argv);
@@ -633,5 +635,3 @@ int main(int argc, char **argv)
     }
     return vt_cli_usage_error(usage, "trainer: unknown command \"%s\"", argv[1]);
 }
-    /* the floating-point environment, e.g. FTZ set by a -ffast-math CBLAS at load: refused, exit 2 */
-    if (vt_env_cli_check("trainer")) return VT_EXIT_CANNOT;
