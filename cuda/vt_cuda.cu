@@ -365,6 +365,7 @@ vt_err vt__cuda_bmm_dev(vt_cuda *g, vt_rctx *rc, uint32_t op_id, size_t G, size_
     d.A = a32, d.B = b32, d.M = M, d.N = N, d.K = K;
     d.a_si = tA ? 1 : K, d.a_sk = tA ? M : 1, d.b_sk = tB ? 1 : N, d.b_sj = tB ? K : 1;
     d.record = rc->bound.rounding == VT_ROUNDING_LOG;
+    d.legacy_log = rc->bound.legacy_log;
     d.coef = vt_epi_coef(rc, K);
     VT_RETURN_ERROR_IF(!(d.coef >= 0), VT_ERR_LIMIT, "no bound coefficient for K=%zu", K);
     size_t n = G * M * N;

@@ -129,7 +129,13 @@ VT_HDI void vt__dev_reduce(const vt_dev_op *d, size_t e)
         int logged, isv, up;
         int code = vt__record1(r.x, r.B, &f, &logged, &isv, &up);
         r.bits = vt_hd_bits32(f);
-        vt__record_tail(r.x, r.B, code, logged, vt__record_needs_exact(r.x, r.B, code, logged) ? rb : 0u, &r);
+        if (!d->cfg.legacy_log && vt__record_needs_exact(r.x, r.B, code, logged)) { /* format 5: the exact window */
+            uint32_t lo, hi, mid;
+            vt__xacc_window(&acc, r.B, &lo, &hi, &mid);
+            vt__record_window(lo, hi, mid, &r);
+        } else {
+            vt__record_tail(r.x, r.B, code, logged, vt__record_needs_exact(r.x, r.B, code, logged) ? rb : 0u, &r);
+        }
         r.bits = rb; /* logged: RN32(exact); unlogged: RN32(x), which is RN32(exact) */
     }
     d->out[0][e] = vt_hd_f32(r.bits);

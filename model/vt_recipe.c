@@ -392,11 +392,12 @@ vt_err vt_manifest_parse(const char *text, size_t len, vt_recipe *r, uint8_t dat
     json_t *fmt = json_object_get(o, "format"), *rj = json_object_get(o, "recipe"),
            *dh = json_object_get(o, "dataset_hash");
     /* format 1 predates the recipe key `rounding` (its runs are log-rounded, the default then);
-     * formats 1 and 2 predate panelled reductions (their bounds are those of the whole reduction) */
+     * formats 1 and 2 predate panelled reductions (their bounds are those of the whole reduction);
+     * formats 1-4 predate one log per state (their logs may carry entries the rule does not need) */
     const char *fs = json_is_string(fmt) ? json_string_value(fmt) : "";
     int v1 = strcmp(fs, "vt-manifest-1") == 0, v2 = strcmp(fs, "vt-manifest-2") == 0,
-        v3 = strcmp(fs, "vt-manifest-3") == 0;
-    if (strcmp(fs, VT_MANIFEST_FORMAT) != 0 && !v1 && !v2 && !v3)
+        v3 = strcmp(fs, "vt-manifest-3") == 0, v4 = strcmp(fs, "vt-manifest-4") == 0;
+    if (strcmp(fs, VT_MANIFEST_FORMAT) != 0 && !v1 && !v2 && !v3 && !v4)
         e = vt_set_error(VT_ERR_FORMAT, "manifest: unknown format (expected \"%s\")", VT_MANIFEST_FORMAT);
     else if (!json_is_string(dh) || vt_unhex(json_string_value(dh), dataset_hash, 32) != VT_OK)
         e = vt_set_error(VT_ERR_FORMAT, "manifest: bad dataset_hash");
@@ -409,6 +410,7 @@ vt_err vt_manifest_parse(const char *text, size_t len, vt_recipe *r, uint8_t dat
                 e = vt_set_error(VT_ERR_FORMAT, "manifest: format vt-manifest-1 has no recipe key \"rounding\"");
         }
         r->bound.whole_reduction = v1 || v2;
+        r->bound.legacy_log = v1 || v2 || v3 || v4;
         r->program_version = v1 || v2 || v3 ? 0 : 1;
         if (!e) e = apply_object(r, rj, "manifest recipe");
         if (!e) e = vt_recipe_validate(r);

@@ -10,8 +10,9 @@
 #include "../rounding_log/vt_rlog.h"
 
 #define VT_MAX_LAYERS 8
-#define VT_MANIFEST_FORMAT "vt-manifest-4" /* 2: the recipe key `rounding`; 3: panelled reductions;
-                                              * 4: the step program (recipe key `arch`, operation ids) */
+#define VT_MANIFEST_FORMAT "vt-manifest-5" /* 2: the recipe key `rounding`; 3: panelled reductions;
+                                              * 4: the step program (recipe key `arch`, operation ids);
+                                              * 5: one log per state (vt_bound_cfg.legacy_log = 0) */
 #define VT_CODE_VERSION "0.1.0"
 
 typedef enum { VT_ARCH_MLP = 0, VT_ARCH_RESNET = 1, VT_ARCH_GPT = 2 } vt_arch_kind;

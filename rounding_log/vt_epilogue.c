@@ -76,6 +76,7 @@ vt_err vt_epi_host_bmm(vt_rctx *c, uint32_t op_id, vt_bmm_epi d, size_t G, const
     size_t M = d.M, N = d.N, K = d.K;
     VT_RETURN_ERROR_IF(!G || !M || !N || !K || G > SIZE_MAX / 16 / M / N, VT_ERR_ARG, "vt_epi_host_bmm: bad sizes");
     d.record = c->bound.rounding == VT_ROUNDING_LOG;
+    d.legacy_log = c->bound.legacy_log;
     d.coef = vt_epi_coef(c, K);
     VT_RETURN_ERROR_IF(!(d.coef >= 0), VT_ERR_LIMIT, "vt_epi_host_bmm: no bound coefficient for K=%zu", K);
     size_t n = G * M * N;

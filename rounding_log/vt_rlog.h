@@ -4,10 +4,11 @@
  * Every operation of a training step computes in FP64 from FP32 inputs and
  * produces, per output element, an a-priori error bound B valid for any order
  * of evaluation.  vt_round() turns those FP64 results into FP32:
- *   record (trainer):  round to nearest, log every element whose interval
- *                      [x-2B, x+2B] contains a rounding boundary;
- *   replay (auditor):  check each logged entry for plausibility against its
- *                      own x' and B', take the logged result, round the rest.
+ *   record (trainer):  RN32 of the exact value X; log every element whose window
+ *                      [X-B, X+B] contains a rounding boundary (found among those whose
+ *                      [x-2B, x+2B] around the trainer's own x does);
+ *   replay (auditor):  judge each entry, and each element without one, against the
+ *                      exact value (docs/rounding.md 5), take the logged result, round the rest.
  */
 #ifndef VT_RLOG_H
 #define VT_RLOG_H
@@ -46,6 +47,13 @@ typedef struct {
      * panel bound (vt_bound_coef_red); 1: formats 1 and 2, the bound of the whole reduction and
      * no panels (how those runs were recorded). Provable bounds only. */
     int whole_reduction;
+    /* Log rounding. 0 (manifest format 5 on, and the default): one state has one log - an element
+     * carries an entry exactly when [X - B, X + B] around its exact value X holds a rounding
+     * boundary (a direction entry when it holds one, a value entry when more), and the replay
+     * rejects any other entry as unneeded (docs/rounding.md 5); 1: formats 1-4, whose trainer logged
+     * by its own value (boundaries within 2B of it) and whose replay accepts an entry on any element
+     * whose window is one value (moot). */
+    int legacy_log;
 } vt_bound_cfg;
 
 /* The panel length of the project's reductions (terms k in [p*VT_PANEL, (p+1)*VT_PANEL) form
@@ -307,14 +315,23 @@ void vt_round_ends(double x, double B, double k, uint32_t *lo_bits, uint32_t *hi
  * B is not a finite non-negative number, or x rounds beyond FP32 range.
  * *logged is set when an entry was produced in *entry (index left 0). */
 vt_err vt_round_record1(double x, double B, float *out, int *logged, vt_log_entry *entry);
+/* The record rule of manifest format 5 for one element with exact value X: *out = RN32(X), and an
+ * entry exactly when lo = RN32(X - B) and hi = RN32(X + B) differ - a direction entry when they are
+ * adjacent, a value entry otherwise. It is a function of X and B alone, so every honest trainer
+ * writes the same log. (vt_round applies it only to the elements whose own [x - 2B, x + 2B] holds a
+ * boundary, vt_round_record1's logged ones: every other element has lo = hi.) VT_ERR_DIVERGED as
+ * vt_round_record1, and for an exact result beyond FP32 range. */
+struct vt_xacc_s;
+vt_err vt_round_record1_exact(const struct vt_xacc_s *X, double B, float *out, int *logged, vt_log_entry *entry);
 /* Replay rule for one element, judged against its exact value X (any order, any party: the
  * same verdict) with B its bound: with lo = RN32(X - B) and hi = RN32(X + B),
  *   - a value entry is plausible when lo <= value <= hi (then *out = value);
  *   - a direction entry when hi is lo or lo's successor (*out = hi for up, lo for down; lo when
  *     lo = hi);
- *   - no entry (entry = NULL) when lo = hi (*out = lo); otherwise "missing log entry".
+ *   - no entry (entry = NULL) when lo = hi (*out = lo); otherwise "missing log entry";
+ *   - unless legacy (manifest formats 1-4): an entry when lo = hi (B = 0 included) is an unneeded
+ *     entry, and a value entry when lo and hi are adjacent is one where the rule writes a direction.
  * VT_ERR_IMPLAUSIBLE otherwise; VT_ERR_DIVERGED for NaN or a result beyond FP32 range. */
-struct vt_xacc_s;
-vt_err vt_round_judge1(const struct vt_xacc_s *X, double B, const vt_log_entry *entry, float *out);
+vt_err vt_round_judge1(const struct vt_xacc_s *X, double B, int legacy, const vt_log_entry *entry, float *out);
 
 #endif

@@ -1,18 +1,19 @@
 /* vt_round.c - the record and replay rounding rules (docs/rounding.md).
  *
- * Specification, per element with FP64 value x and bound B >= 0, and the working bound
- * Bw = B + |x| * 2^-50 (B > 0; Bw = 0 when B = 0) which dominates FP64 rounding slop:
+ * Specification (docs/rounding.md 4-5), per element with FP64 value x and bound B >= 0, and the
+ * working bound Bw = B + |x| * 2^-50 (B > 0; Bw = 0 when B = 0) which dominates FP64 rounding slop:
  *   ends_k(x,B) = ( fl32(down(x - k*Bw)), fl32(up(x + k*Bw)) ), where down/up move the FP64
  *   result one step outward (so the computed interval contains the exact one) and
  *   B = 0 gives the degenerate interval [x, x].
- *   record: unstable  <=> ends_3 differ.  An unstable element gets a direction entry
- *           when ends_9 are adjacent FP32 values (exactly one boundary inside), else
- *           a value entry holding fl32(x).
- *   replay: a direction entry is plausible when ends_6 of the replayer's own (x', B')
- *           are adjacent; the result is the lower or upper one.  A value entry is
- *           plausible when it is finite and lies within ends_6.  An element without an
- *           entry whose ends_0.5 differ is a missing entry (the trainer logs out to 3W).  Unlogged elements
- *           round to nearest.
+ *   window: lo = RN32(X - B), hi = RN32(X + B) of the exact value X (the same for every party).
+ *   record: an element whose ends_2 agree is stable (no entry, RN32(x) = RN32(X)); any other is
+ *           RN32(X), with an entry exactly when lo != hi (manifest format 5): a direction entry
+ *           when they are adjacent, else a value entry. (Formats 1-4: an entry whenever ends_2
+ *           differ, a direction when ends_2 are adjacent.)
+ *   replay: every entry, and every element without one that the replayer's own ends_2 do not
+ *           clear, is judged against the window: a direction entry needs hi <= lo + 1, a value
+ *           entry lo <= v <= hi, no entry lo = hi; from format 5 an entry with lo = hi, or a value
+ *           entry with hi = lo + 1, is refused (unneeded / not the rule's).
  * The fast path below is a conservative filter: an element it calls stable is stable
  * by the specification (proof in docs/rounding.md, "fast path").
  */
@@ -89,27 +90,32 @@ vt_err vt_round_record1(double x, double B, float *out, int *logged, vt_log_entr
  * one of RN32(X - B) .. RN32(X + B) (RN32 is monotone): lo .. hi below. An entry is plausible
  * only when it yields a value in that range; an element without an entry only when lo = hi.
  * Nothing here depends on the judging party's own value or order (docs/rounding.md, 3). */
-static void exact_window(const vt_xacc *X, double B, uint32_t *lo, uint32_t *hi)
+static void exact_window(const vt_xacc *X, double B, uint32_t *lo, uint32_t *hi, uint32_t *mid)
 {
-    vt_xacc a = *X;
-    vt_xacc_add(&a, -B);
-    *lo = vt_f32_bits(vt_xacc_round32(&a));
-    a = *X;
-    vt_xacc_add(&a, B);
-    *hi = vt_f32_bits(vt_xacc_round32(&a));
+    vt__xacc_window(X, B, lo, hi, mid);
 }
 
-static vt_err judge_window(uint32_t lo, uint32_t hi, const vt_log_entry *entry, float *out)
+/* The judgement of one element (entry, or NULL) on its exact window lo, hi. legacy: the rule of
+ * manifest formats 1-4, which accepted an entry whose result is forced. */
+static vt_err judge_window(uint32_t lo, uint32_t hi, int legacy, const vt_log_entry *entry, float *out)
 {
     uint32_t klo = vt_f32_key(lo), khi = vt_f32_key(hi), v;
     if (!entry) {
         VT_RETURN_ERROR_IF(lo != hi, VT_ERR_IMPLAUSIBLE,
                            "missing log entry: a rounding boundary lies within the bound of the exact value, so "
-                           "every honest trainer's rule (boundaries within 3B of its value) logs this element");
+                           "every honest trainer's rule logs this element");
         VT_RETURN_ERROR_IF(!bits_finite(lo), VT_ERR_DIVERGED, "the exact result is beyond FP32 range");
         *out = vt_bits_f32(lo);
         return VT_OK;
     }
+    /* one state, one log (format 5): an entry only where the window holds a boundary, and a
+     * direction entry wherever one boundary does */
+    VT_RETURN_ERROR_IF(!legacy && khi == klo, VT_ERR_IMPLAUSIBLE,
+                       "unneeded log entry: no rounding boundary lies within the bound of the exact value (the "
+                       "result is forced), so the rule writes no entry here");
+    VT_RETURN_ERROR_IF(!legacy && entry->is_value && khi - klo == 1, VT_ERR_IMPLAUSIBLE,
+                       "value entry where one rounding boundary lies within the bound of the exact value: the rule "
+                       "writes a direction entry here");
     if (!entry->is_value) {
         VT_RETURN_ERROR_IF(khi - klo > 1, VT_ERR_IMPLAUSIBLE,
                            "direction entry, but two or more rounding boundaries lie within the bound of the exact "
@@ -128,13 +134,42 @@ static vt_err judge_window(uint32_t lo, uint32_t hi, const vt_log_entry *entry, 
     return VT_OK;
 }
 
-vt_err vt_round_judge1(const struct vt_xacc_s *X, double B, const vt_log_entry *entry, float *out)
+vt_err vt_round_judge1(const struct vt_xacc_s *X, double B, int legacy, const vt_log_entry *entry, float *out)
 {
     VT_RETURN_ERROR_IF(!(B >= 0) || isinf(B), VT_ERR_DIVERGED, "error bound is not finite (%g)", B);
     VT_RETURN_ERROR_IF(isnan(vt_xacc_round64(X)), VT_ERR_DIVERGED, "result is NaN");
-    uint32_t lo, hi;
-    exact_window(X, B, &lo, &hi);
-    return judge_window(lo, hi, entry, out);
+    uint32_t lo, hi, mid;
+    exact_window(X, B, &lo, &hi, &mid);
+    return judge_window(lo, hi, legacy, entry, out);
+}
+
+/* The format-5 record decision on an element's window (vt__record_window) as an entry. */
+static vt_err record_window(uint32_t lo, uint32_t hi, uint32_t mid, float *out, int *logged, vt_log_entry *entry)
+{
+    vt_epi_res r;
+    memset(&r, 0, sizeof r);
+    vt__record_window(lo, hi, mid, &r);
+    *logged = 0;
+    VT_RETURN_ERROR_IF(r.code == VT__EL_NAN, VT_ERR_DIVERGED, "result is NaN");
+    VT_RETURN_ERROR_IF(r.code != VT__EL_OK, VT_ERR_DIVERGED, "result is beyond FP32 range");
+    *out = vt_bits_f32(r.bits);
+    if (!r.entry) return VT_OK;
+    *logged = 1;
+    memset(entry, 0, sizeof *entry);
+    entry->is_value = (uint8_t)(r.entry == 2);
+    entry->up = r.up;
+    if (entry->is_value) entry->value_bits = r.bits;
+    return VT_OK;
+}
+
+vt_err vt_round_record1_exact(const struct vt_xacc_s *X, double B, float *out, int *logged, vt_log_entry *entry)
+{
+    *logged = 0;
+    VT_RETURN_ERROR_IF(!(B >= 0) || isinf(B), VT_ERR_DIVERGED, "error bound is not finite (%g)", B);
+    VT_RETURN_ERROR_IF(isnan(vt_xacc_round64(X)), VT_ERR_DIVERGED, "result is NaN");
+    uint32_t lo, hi, mid;
+    exact_window(X, B, &lo, &hi, &mid);
+    return record_window(lo, hi, mid, out, logged, entry);
 }
 
 static inline int fast_stable_k(double x, double B, double k, double slop, float *out)
@@ -615,22 +650,15 @@ typedef struct {
 static int decide_window(double s, double e, void *ctx)
 {
     window_q *q = ctx;
-    uint32_t l, h;
-    double y[3] = {s - q->B, s + q->B, s}; /* each within |y| 2^-53 of its real value: vt_round_ends widens by |y| 2^-50 */
-    uint32_t *out[3] = {&q->lo, &q->hi, &q->mid};
-    for (int k = 0; k < 3; k++) {
-        vt_round_ends(y[k], e, 1.0, &l, &h);
-        if (l != h) return 0;
-        *out[k] = l;
-    }
-    return 1;
+    return vt__window_decide(s, e, q->B, &q->lo, &q->hi, &q->mid); /* the device's, vt_round_impl.h */
 }
 
-/* The exact window of element (i, j): lo = RN32(X - B), hi = RN32(X + B) for the exact value X
- * (X = x when B = 0: the FP64 result is then exact). *X64 gets a value with RN32(*X64) = RN32(X)
- * (RN64(X) when the accumulator ran). VT_ERR_UNSUPPORTED when the operation has no exact evaluator. */
+/* The exact window of element (i, j): lo = RN32(X - B), hi = RN32(X + B) and *mid = RN32(X) for
+ * the exact value X (X = x when B = 0: the FP64 result is then exact). *X64 gets a value near X
+ * (RN32(X) or RN64(X)) for reports and the lenient replay. VT_ERR_UNSUPPORTED when the operation
+ * has no exact evaluator. */
 static vt_err element_window(const vt_bounds *b, tight_cache *t, vt_rstats *st, size_t i, size_t j, double x,
-                             double B, uint32_t *lo, uint32_t *hi, double *X64)
+                             double B, uint32_t *lo, uint32_t *hi, uint32_t *mid, double *X64)
 {
     vt_xacc a;
     if (B == 0 || b->kind == VT_BOUNDS_ZERO) {
@@ -643,6 +671,7 @@ static vt_err element_window(const vt_bounds *b, tight_cache *t, vt_rstats *st, 
         if (element_eval(b, t, i, j, decide_window, &q, &a, st)) {
             *lo = q.lo;
             *hi = q.hi;
+            *mid = q.mid;
             *X64 = (double)vt_bits_f32(q.mid);
             VT_RETURN_ERROR_IF(isnan(*X64), VT_ERR_DIVERGED, "result is NaN");
             return VT_OK;
@@ -650,7 +679,7 @@ static vt_err element_window(const vt_bounds *b, tight_cache *t, vt_rstats *st, 
     }
     *X64 = vt_xacc_round64(&a);
     VT_RETURN_ERROR_IF(isnan(*X64), VT_ERR_DIVERGED, "result is NaN");
-    exact_window(&a, B, lo, hi);
+    exact_window(&a, B, lo, hi, mid);
     return VT_OK;
 }
 
@@ -666,7 +695,19 @@ static vt_err slow_element(vt_rctx *c, vt_oplog *o, const vt_bounds *b, tight_ca
      * stored never depends on this trainer's order (and whether the run goes on near the
      * threshold neither; docs/rounding.md 5: the threshold is one boundary). */
     int near_max = err == VT_ERR_DIVERGED && isfinite(x) && B > 0 && !isinf(B);
-    if (b->xa && ((!err && logged) || near_max)) {
+    if (b->xa && ((!err && logged) || near_max) && !c->bound.legacy_log) {
+        /* format 5: the entry from the exact window, the same for every trainer (vt__record_window) */
+        uint32_t lo, hi, mid;
+        vt_round_ends(x, B, 1.0, &lo, &hi);
+        if (bits_finite(lo)) {
+            double X64;
+            err = element_window(b, tc, &c->stats, i, j, x, B, &lo, &hi, &mid, &X64);
+            if (!err) err = record_window(lo, hi, mid, out, &logged, &e);
+        } else if (!err) {
+            vt_set_error(VT_ERR_DIVERGED, "result is beyond FP32 range");
+            err = VT_ERR_DIVERGED;
+        }
+    } else if (b->xa && ((!err && logged) || near_max)) {
         uint32_t lo, hi, r = 0;
         vt_round_ends(x, B, 1.0, &lo, &hi);
         if (bits_finite(lo)) {
@@ -708,10 +749,10 @@ static vt_err judge_element(vt_rctx *c, uint32_t op, const vt_bounds *b, tight_c
                             size_t cols, double x, double B, const vt_log_entry *e, float *out)
 {
     uint64_t idx = (uint64_t)i * cols + j;
-    uint32_t lo, hi;
+    uint32_t lo, hi, mid;
     double X64 = x;
-    vt_err err = element_window(b, tc, &c->stats, i, j, x, B, &lo, &hi, &X64);
-    if (!err) err = judge_window(lo, hi, e, out);
+    vt_err err = element_window(b, tc, &c->stats, i, j, x, B, &lo, &hi, &mid, &X64);
+    if (!err) err = judge_window(lo, hi, c->bound.legacy_log, e, out);
     if (err == VT_ERR_IMPLAUSIBLE && c->lenient) return lenient_own(c, op, idx, e, X64, B, out);
     if (err) return fail(c, err, op, idx, e, x, B);
     if (e) {

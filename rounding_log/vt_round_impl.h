@@ -222,6 +222,56 @@ VT_HDI uint32_t vt__dot_rn32(size_t K, const float *a, size_t inca, const float 
     return vt_hd_bits32(vt__xacc_round32(&acc));
 }
 
+/* ---- the exact window of an element (log rounding, docs/rounding.md 5) ----
+ * lo = RN32(X - B), hi = RN32(X + B) and mid = RN32(X) of an element's exact value X and bound B:
+ * what the replay judges every entry by and, from manifest format 5 on, what the trainer decides
+ * its entries by. Any correct evaluation gives the same three values, so the CPU's and the
+ * device's agree whichever stage decided. */
+
+/* From a compensated sum s with |s - X| <= e: 1 when [s - e, s + e] decides all three (y = s -+ B
+ * is rounded in FP64: vt__round_ends widens by |y| 2^-50, which covers it - with e = 0 too, where
+ * the interval is widened by DBL_MIN so that the rounding of y is never taken for exact). */
+VT_HDI int vt__window_decide(double s, double e, double B, uint32_t *lo, uint32_t *hi, uint32_t *mid)
+{
+    double w = e > 0 ? e : DBL_MIN;
+    double y[3] = {s - B, s + B, s};
+    uint32_t v[3];
+    for (int k = 0; k < 3; k++) {
+        uint32_t l, h;
+        vt__round_ends(y[k], k == 2 ? e : w, 1.0, &l, &h); /* s itself: exact when e = 0 */
+        if (l != h) return 0;
+        v[k] = l;
+    }
+    *lo = v[0], *hi = v[1], *mid = v[2];
+    return 1;
+}
+
+/* From the exact accumulator of X (left unchanged). */
+VT_HDI void vt__xacc_window(const vt_xacc *X, double B, uint32_t *lo, uint32_t *hi, uint32_t *mid)
+{
+    vt_xacc a = *X;
+    vt__xacc_add(&a, -B);
+    *lo = vt_hd_bits32(vt__xacc_round32(&a));
+    a = *X;
+    vt__xacc_add(&a, B);
+    *hi = vt_hd_bits32(vt__xacc_round32(&a));
+    *mid = vt_hd_bits32(vt__xacc_round32(X));
+}
+
+/* Of the reduction sum_k a[k*inca] b[k*incb]: the compensated sum where it decides, the exact
+ * accumulator otherwise. Returns 1 (compensated sum) or 2 (accumulator): vt_epi_res.eval. */
+VT_HDI int vt__dot_window(size_t K, const float *a, size_t inca, const float *b, size_t incb, double B, uint32_t *lo,
+                          uint32_t *hi, uint32_t *mid)
+{
+    double s, e;
+    vt__dot_comp32(K, a, inca, b, incb, &s, &e);
+    if (vt_hd_isfinite(s) && vt_hd_isfinite(e) && vt__window_decide(s, e, B, lo, hi, mid)) return 1;
+    vt_xacc acc;
+    vt__xacc_dot32(&acc, K, a, inca, b, incb);
+    vt__xacc_window(&acc, B, lo, hi, mid);
+    return 2;
+}
+
 /* ---- one element of a rounded GEMM, as the GPU epilogue decides it ----
  * C = op(A) op(B) of FP32 operands, element (i, j) the reduction over k of
  * A[i*a_si + k*a_sk] * B[k*b_sk + j*b_sj]; x the party's FP64 value with |x - X| <= the screening
@@ -230,7 +280,7 @@ typedef struct {
     const float *A, *B;
     size_t a_si, a_sk, b_sk, b_sj, K;
     vt_bound_cfg cfg;
-    int record; /* 1: log rounding, record (the trainer); 0: exact rounding */
+    int record; /* 1: log rounding, record (the trainer; cfg.legacy_log: the rule of formats 1-4); 0: exact rounding */
 } vt_gemm_epi;
 
 /* What the epilogue decided for one element that the screen did not clear. */
@@ -281,9 +331,32 @@ VT_HDI void vt__record_tail(double x, double B, int code, int logged, uint32_t r
     r->code = (uint8_t)code;
 }
 
+/* The record rule of manifest format 5 on an element's exact window (vt_round_record1_exact):
+ * the result mid = RN32(X); an entry only when lo != hi - a direction entry when they are adjacent
+ * (mid is one of them), a value entry holding mid otherwise. */
+VT_HDI void vt__record_window(uint32_t lo, uint32_t hi, uint32_t mid, vt_epi_res *r)
+{
+    r->entry = r->up = 0;
+    if (!vt__bits_finite(mid)) {
+        r->code = vt_hd_isnan(vt_hd_f32(mid)) ? VT__EL_NAN : VT__EL_RANGE;
+        return;
+    }
+    r->code = VT__EL_OK;
+    r->bits = mid;
+    uint32_t kl = vt_f32_key(lo), kh = vt_f32_key(hi);
+    if (kl == kh) return;
+    if (kh - kl == 1) {
+        r->entry = 1;
+        r->up = mid == hi;
+    } else {
+        r->entry = 2;
+    }
+}
+
 /* Exact rounding: RN32 of the exact value (what vt_round's exact path computes); record: the
  * trainer's rule with the tight bound, and RN32 of the exact value for a logged element (what
- * vt_round's record path stores). */
+ * vt_round's record path stores). record: 0 exact rounding, 1 the record rule of manifest formats
+ * 1-4 (legacy_log), 2 that of format 5 (the entry from the exact window). */
 /* The decision for one element whose screen failed: x the party's value, B THE bound of the
  * element, the reduction sum_k a[k*sa] b[k*sb] its exact evaluator (K terms). */
 VT_HDI void vt__elem_decide(const float *a, size_t sa, const float *b, size_t sb, size_t K, int record, double x,
@@ -327,6 +400,12 @@ VT_HDI void vt__elem_decide(const float *a, size_t sa, const float *b, size_t sb
     int code = vt__record1(x, B, &f, &logged, &isv, &up);
     r->bits = vt_hd_bits32(f);
     uint32_t rb = 0;
+    if (record == 2 && vt__record_needs_exact(x, B, code, logged)) {
+        uint32_t lo, hi, mid;
+        r->eval = (uint8_t)vt__dot_window(K, a, sa, b, sb, B, &lo, &hi, &mid);
+        vt__record_window(lo, hi, mid, r);
+        return;
+    }
     if (vt__record_needs_exact(x, B, code, logged)) {
         rb = vt__dot_rn32(K, a, sa, b, sb, &kul);
         r->eval = (uint8_t)(1 + kul);
@@ -338,7 +417,7 @@ VT_HDI void vt__gemm_elem(const vt_gemm_epi *d, size_t i, size_t j, double x, vt
 {
     const float *a = d->A + i * d->a_si, *b = d->B + j * d->b_sj;
     double B = vt__bound_of_terms(&d->cfg, d->K, a, d->a_sk, b, d->b_sk);
-    vt__elem_decide(a, d->a_sk, b, d->b_sk, d->K, d->record, x, B, r);
+    vt__elem_decide(a, d->a_sk, b, d->b_sk, d->K, d->record ? (d->cfg.legacy_log ? 1 : 2) : 0, x, B, r);
 }
 
 /* ---- one element of a rounded batched GEMM (the attention's batched_matmul) ----
@@ -353,6 +432,7 @@ typedef struct {
     const double *rn, *cn;          /* G*M row norms, G*N column norms */
     double coef;
     int record;
+    int legacy_log; /* record: the rule of manifest formats 1-4 (vt_bound_cfg.legacy_log) */
 } vt_bmm_epi;
 
 VT_HDI double vt__bmm_bound(const vt_bmm_epi *d, size_t e)
@@ -365,7 +445,7 @@ VT_HDI void vt__bmm_elem(const vt_bmm_epi *d, size_t e, double x, vt_epi_res *r)
 {
     size_t g = e / (d->M * d->N), i = (e / d->N) % d->M, j = e % d->N;
     const float *a = d->A + g * d->M * d->K + i * d->a_si, *b = d->B + g * d->K * d->N + j * d->b_sj;
-    vt__elem_decide(a, d->a_sk, b, d->b_sk, d->K, d->record, x, vt__bmm_bound(d, e), r);
+    vt__elem_decide(a, d->a_sk, b, d->b_sk, d->K, d->record ? (d->legacy_log ? 1 : 2) : 0, x, vt__bmm_bound(d, e), r);
 }
 
 /* The screen of GEMM element (i, j) with row norm ri and column norm cj: the outer bound

@@ -69,6 +69,68 @@ static vt_err commit_step(train_ctx *t, const vt_recipe *rc, uint64_t s, float l
     if (ckpt) VT_FORWARD_IF_ERROR(vt_store_put_checkpoint(t->st, s, t->m.state, t->m.n_state, rc->zstd_level));
     res->log_entries += rec.log_entries;
     res->log_bytes += blen;
+    res->log_steps++;
+    return VT_OK;
+}
+
+/* The figures of the stored steps 0 .. count-1: the last one's loss, the log entries and the
+ * compressed log bytes (a resume that has nothing left to train reports these). */
+static vt_err store_figures(train_ctx *t, uint64_t count, vt_train_result *res)
+{
+    res->log_entries = res->log_bytes = res->log_steps = 0;
+    for (uint64_t s = 0; s < count; s++) {
+        vt_step_rec rec;
+        uint8_t *blob = NULL;
+        size_t len = 0;
+        VT_FORWARD_IF_ERROR(vt_store_get_step(t->st, s, &rec));
+        VT_FORWARD_IF_ERROR(vt_store_get_log(t->st, s, &blob, &len));
+        free(blob);
+        res->log_entries += rec.log_entries;
+        res->log_bytes += len;
+        res->log_steps++;
+        if (s + 1 == count) memcpy(&res->final_loss, &rec.loss_bits, 4);
+    }
+    return VT_OK;
+}
+
+/* Resume of a finished run: every step stored and a readable commitment over exactly those steps
+ * and this manifest. *finished = 1 then (res filled from the store; nothing is written); otherwise
+ * the run is resumed (a run whose last step was stored but not committed is committed). */
+static vt_err finished_run(train_ctx *t, const vt_recipe *rc, const char *run_dir, int *finished, vt_train_result *res)
+{
+    *finished = 0;
+    uint64_t cnt;
+    VT_FORWARD_IF_ERROR(vt_store_step_count(t->st, &cnt));
+    if (cnt != rc->steps + 1) return VT_OK;
+    char path[4096];
+    vt_store_commitment_path(run_dir, path, sizeof path);
+    vt_commitment c;
+    FILE *f = fopen(path, "rb");
+    if (!f) return VT_OK;
+    fclose(f);
+    if (vt_commitment_read(path, &c) != VT_OK || c.step_count != cnt) return VT_OK;
+    char *mf = NULL;
+    size_t ml = 0;
+    uint8_t mh[32], root[32];
+    VT_FORWARD_IF_ERROR(vt_store_manifest(t->st, &mf, &ml, mh));
+    free(mf);
+    vt_merkle tree;
+    vt_merkle_init(&tree);
+    vt_err e = VT_OK;
+    for (uint64_t s = 0; s < cnt && !e; s++) {
+        vt_step_rec rec;
+        e = vt_store_get_step(t->st, s, &rec);
+        if (!e) e = vt_merkle_append(&tree, rec.leaf);
+    }
+    if (!e) e = vt_merkle_root(&tree, root);
+    vt_merkle_free(&tree);
+    VT_FORWARD_IF_ERROR(e);
+    if (memcmp(root, c.root, 32) != 0 || memcmp(mh, c.manifest_hash, 32) != 0) return VT_OK;
+    VT_FORWARD_IF_ERROR(store_figures(t, cnt, res));
+    res->steps = rc->steps;
+    res->resumed_from = rc->steps;
+    memcpy(res->root, c.root, 32);
+    *finished = 1;
     return VT_OK;
 }
 
@@ -140,7 +202,9 @@ static vt_err train(train_ctx *t, const vt_recipe *rc, const vt_train_opts *o, v
         int same = ml == mlen && memcmp(mf, t->manifest, ml) == 0;
         if (!same) { /* a run may be resumed on the other backend: it records the one it started on */
             char *alt = NULL;
-            VT_FORWARD_IF_ERROR(vt_manifest_build(rc, t->ds.hash, strcmp(backend, "cpu") ? "cpu" : "cuda", &alt));
+            vt_err ea = vt_manifest_build(rc, t->ds.hash, strcmp(backend, "cpu") ? "cpu" : "cuda", &alt);
+            if (ea) free(mf);
+            VT_FORWARD_IF_ERROR(ea);
             if (strlen(alt) == ml && memcmp(mf, alt, ml) == 0) {
                 free(t->manifest);
                 t->manifest = alt;
@@ -149,9 +213,35 @@ static vt_err train(train_ctx *t, const vt_recipe *rc, const vt_train_opts *o, v
                 free(alt);
             }
         }
+        if (!same) {
+            /* a run of manifest format 4 (before one log per state) of this recipe and dataset goes on
+             * under its own log rule, keeping its manifest; other formats numbered or bounded their
+             * steps otherwise and are not resumed */
+            vt_recipe old;
+            uint8_t odh[32];
+            char *keep = malloc(ml + 1);
+            if (keep && vt_manifest_parse(mf, ml, &old, odh) == VT_OK && memcmp(odh, t->ds.hash, 32) == 0 &&
+                vt_recipe_equal(&old, rc) && old.program_version == rc->program_version &&
+                old.bound.whole_reduction == rc->bound.whole_reduction) {
+                memcpy(keep, mf, ml);
+                keep[ml] = 0;
+                free(t->manifest);
+                t->manifest = keep;
+                keep = NULL;
+                t->m.rc.bound.legacy_log = old.bound.legacy_log;
+                same = 1;
+            }
+            free(keep);
+        }
         free(mf);
         VT_RETURN_ERROR_IF(!same, VT_ERR_ARG, "cannot resume %s: it was started with another recipe or dataset",
                            o->run_dir);
+        int done = 0;
+        VT_FORWARD_IF_ERROR(finished_run(t, rc, o->run_dir, &done, res));
+        if (done) {
+            res->finished = 1;
+            return VT_OK;
+        }
         VT_FORWARD_IF_ERROR(resume_run(t, &start, res));
     } else {
         VT_FORWARD_IF_ERROR(vt_store_create(o->run_dir, t->manifest, mlen, &t->st));
@@ -195,6 +285,11 @@ static vt_err train(train_ctx *t, const vt_recipe *rc, const vt_train_opts *o, v
     res->seconds = vt_now() - t0;
     res->steps = rc->steps;
     res->final_loss = loss;
+    if (start == rc->steps) { /* nothing left to train (the last step was stored, not committed) */
+        uint64_t cnt;
+        VT_FORWARD_IF_ERROR(vt_store_step_count(t->st, &cnt));
+        VT_FORWARD_IF_ERROR(store_figures(t, cnt, res));
+    }
     res->rounded = stats.rounded;
     res->exact = stats.exact;
 

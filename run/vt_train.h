@@ -26,14 +26,19 @@ typedef struct {
     uint64_t resumed_from;   /* checkpoint step resumed from (resume only) */
     float final_loss;
     uint64_t log_entries, log_bytes, rounded;
+    uint64_t log_steps;      /* the steps whose logs log_bytes counts */
     uint64_t exact;          /* exact rounding: elements computed by the exact accumulator */
     double seconds;
     uint8_t root[32];
     int committed;           /* 1 when the commitment file was written */
+    int finished;            /* resume: the run was already finished (every step stored and committed);
+                              * nothing was trained or written, the figures are the store's and root
+                              * is its commitment's */
 } vt_train_result;
 
 /* Trains and commits. Errors: VT_ERR_DIVERGED (training diverged: message names step and
- * operation), VT_ERR_IO/FORMAT/DB (inputs), VT_ERR_ARG (recipe). */
+ * operation), VT_ERR_IO/FORMAT/DB (inputs), VT_ERR_ARG (recipe). Resuming a finished run changes
+ * nothing and reports it (res->finished). */
 vt_err vt_train_run(const vt_recipe *rc, const vt_train_opts *o, vt_train_result *res) VT_WARN_UNUSED;
 
 /* The dataset spec "NAME" or "NAME:N" for a recipe (into buf). */

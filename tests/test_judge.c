@@ -13,8 +13,10 @@
  *   - identical products, K = 16384.
  * For every arbiter order, with the claims of auditors of several orders:
  *   - an honest trainer against a lying auditor: the auditor loses;
- *   - log rounding: a value entry 3 ulps beyond the window of the exact value, or an omitted entry
- *     where the window holds a boundary: the trainer loses (implausible / missing entry);
+ *   - log rounding: a value entry 3 ulps beyond the window of the exact value, an omitted entry
+ *     where the window holds a boundary, or a padded entry where it holds none (manifest format 5;
+ *     formats 1-4 accepted it): the trainer loses (implausible / missing entry); and a trainer of
+ *     another order writes the same log (one state, one log);
  *   - exact rounding: an output one ulp off RN32(exact): the trainer loses (wrong output).
  * The verdict, its reason and the element must be the same in every arbiter order. */
 #include <math.h>
@@ -124,7 +126,8 @@ static uint32_t shift_ulps(uint32_t bits, int64_t d)
     return (nk & 0x80000000u) ? (nk & 0x7fffffffu) : ~nk; /* inverse of vt_f32_key */
 }
 
-static long g_games, g_trainer_lost, g_auditor_lost, g_omissions, g_forged;
+static long g_games, g_trainer_lost, g_auditor_lost, g_omissions, g_forged, g_padded;
+static int g_legacy; /* judge_all: the arbiter judges a run of manifest formats 1-4 (vt_bound_cfg.legacy_log) */
 
 /* Plays the judgement in every arbiter order; all must give `want_loser` (and, when want_reason
  * >= 0, that reason). */
@@ -135,6 +138,7 @@ static void judge_all(const char *what, vt_rounding mode, size_t K, const float 
         if (g_asan && o == VT_ORDER_SORTED && K > 4099) continue;
         party a;
         party_init(&a, mode, K, (vt_order)o);
+        a.m.rc.bound.legacy_log = g_legacy;
         set_inputs(&a, K, X, dZ);
         vt_steplog copy;
         vt_steplog_init(&copy, 1);
@@ -271,6 +275,56 @@ static void play_case(int cx, vt_rounding mode, size_t K, vt_order trainer_order
             vt_steplog_free(&g);
             break;
         }
+        /* one state, one log (manifest format 5): a trainer of another order writes the same log */
+        {
+            party t2;
+            party_init(&t2, mode, K, trainer_order == VT_ORDER_PAIRWISE ? VT_ORDER_REVERSE : VT_ORDER_PAIRWISE);
+            set_inputs(&t2, K, X, dZ);
+            vt_steplog l2;
+            vt_steplog_init(&l2, 1);
+            uint8_t h2[32], lh[32], lh2[32];
+            run_op(&t2, 1, &l2, aout, h2);
+            CHECK_OK(vt_steplog_hash(&log, lh));
+            CHECK_OK(vt_steplog_hash(&l2, lh2));
+            CHECK(memcmp(h2, ht, 32) == 0 && memcmp(lh, lh2, 32) == 0,
+                  "%s: trainers of two orders write different logs over the same values", cx_name[cx]);
+            vt_steplog_free(&l2);
+            vt_model_free(&t2.m);
+        }
+        /* a padded entry: a direction entry on the first element without one, whose window holds
+         * no boundary (the honest log has an entry wherever one does). Format 5: the trainer loses
+         * (implausible: unneeded) in every arbiter order; formats 1-4 accepted it (moot) */
+        size_t pad = 0;
+        for (uint64_t k = 0; h && k < h->n_entries && h->e[k].index == pad; k++) pad++;
+        if (pad < 640) { /* (not when every element's window holds a boundary: cancellation) */
+            CHECK(lo[pad] == hi[pad], "%s: element %zu without an entry has a boundary in its window", cx_name[cx], pad);
+            vt_steplog g;
+            vt_steplog_init(&g, 1);
+            CHECK_OK(vt_steplog_add_op(&g, t.j, 640, &o));
+            vt_log_entry pe = {pad, 0, 0, vt_rng_uniform(&R) < 0.5};
+            int put = 0;
+            for (uint64_t k = 0; h && k < h->n_entries; k++) {
+                if (!put && h->e[k].index > pad) {
+                    CHECK_OK(vt_oplog_push(o, pe));
+                    put = 1;
+                }
+                CHECK_OK(vt_oplog_push(o, h->e[k]));
+            }
+            if (!put) CHECK_OK(vt_oplog_push(o, pe));
+            party p3;
+            party_init(&p3, mode, K, VT_ORDER_SPLIT);
+            set_inputs(&p3, K, X, dZ);
+            run_op(&p3, 0, &g, aout, ha); /* the honest auditor notes the fault; its values are RN32(exact) */
+            vt_model_free(&p3.m);
+            snprintf(what, sizeof what, "%s: a padded entry (element %zu)", cx_name[cx], pad);
+            judge_all(what, mode, K, X, dZ, &g, ht, ha, VT_LOSER_TRAINER, VT_REASON_IMPLAUSIBLE);
+            g_legacy = 1;
+            snprintf(what, sizeof what, "%s: a padded entry under formats 1-4", cx_name[cx]);
+            judge_all(what, mode, K, X, dZ, &g, ht, ha, VT_LOSER_AUDITOR, VT_REASON_WRONG_OUTPUT);
+            g_legacy = 0;
+            g_padded++;
+            vt_steplog_free(&g);
+        }
     }
     vt_steplog_free(&log);
     vt_model_free(&t.m);
@@ -294,8 +348,9 @@ int main(void)
             }
         }
     printf("judgements: %ld in all arbiter orders (%ld against the trainer, %ld against the auditor), every one "
-           "as expected; %ld forged outputs or entries, %ld omitted entries\n",
-           g_games, g_trainer_lost, g_auditor_lost, g_forged, g_omissions);
+           "as expected; %ld forged outputs or entries, %ld omitted entries, %ld padded logs\n",
+           g_games, g_trainer_lost, g_auditor_lost, g_forged, g_omissions, g_padded);
     CHECK(g_omissions >= 3, "the counterexamples gave omission cases (%ld)", g_omissions);
+    CHECK(g_padded >= 2, "the counterexamples gave padding cases (%ld)", g_padded);
     return vt_test_finish("test_judge");
 }

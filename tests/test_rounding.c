@@ -12,13 +12,23 @@
 
 static uint32_t fb(float f) { return vt_f32_bits(f); }
 
-/* The replay rule for an element whose exact value is the double X, with bound B. */
+/* The replay rule of manifest formats 1-4 (legacy: an entry whose result is forced is accepted)
+ * for an element whose exact value is the double X, with bound B. */
 static vt_err jd(double X, double B, const vt_log_entry *e, float *out)
 {
     vt_xacc a;
     vt_xacc_init(&a);
     vt_xacc_add(&a, X);
-    return vt_round_judge1(&a, B, e, out);
+    return vt_round_judge1(&a, B, 1, e, out);
+}
+
+/* The same under the rule of format 5 (one log per state). */
+static vt_err js(double X, double B, const vt_log_entry *e, float *out)
+{
+    vt_xacc a;
+    vt_xacc_init(&a);
+    vt_xacc_add(&a, X);
+    return vt_round_judge1(&a, B, 0, e, out);
 }
 
 /* record one element; returns logged flag; *e gets the entry */
@@ -184,6 +194,157 @@ static void test_plausibility(void)
     CHECK(jd(1.0, 0.0, &dn, &r) == VT_OK && r == 1.0f, "B=0 direction moot");
 }
 
+/* Manifest format 5, one log per state: the per-element rules. An entry is accepted only where the
+ * exact window [X - B, X + B] holds a boundary (a direction entry where it holds one), and the
+ * record rule on the exact value writes exactly that. */
+static void test_one_log_rules(void)
+{
+    float r;
+    const float one_up = (float)(1.0 + 0x1p-23);
+    double m = 1.0 + 0x1p-24, B = 0x1p-40;
+    vt_log_entry dn = {0, 0, 0, 0}, up = {0, 0, 0, 1}, v = {0, fb(1.3f), 1, 0};
+    CHECK(js(1.3, B, &dn, &r) == VT_ERR_IMPLAUSIBLE && strstr(vt_errmsg(), "unneeded log entry"),
+          "format 5: a direction entry without a boundary is unneeded (%s)", vt_errmsg());
+    CHECK(js(1.3, B, &v, &r) == VT_ERR_IMPLAUSIBLE, "format 5: a value entry equal to the forced result is unneeded");
+    CHECK(js(m + 2 * B, B, &dn, &r) == VT_ERR_IMPLAUSIBLE, "format 5: boundary 2B away: unneeded");
+    CHECK(js(1.0, 0.0, &dn, &r) == VT_ERR_IMPLAUSIBLE, "format 5: B = 0: any entry is unneeded");
+    v.value_bits = fb(1.0f);
+    CHECK(js(1.0, 0.0, &v, &r) == VT_ERR_IMPLAUSIBLE, "format 5: B = 0 value entry unneeded");
+    CHECK(jd(1.0, 0.0, &v, &r) == VT_OK, "formats 1-4: the same entry is accepted (moot)");
+    CHECK(js(m + B / 2, B, &dn, &r) == VT_OK && r == 1.0f, "format 5: down across one boundary");
+    CHECK(js(m + B / 2, B, &up, &r) == VT_OK && r == one_up, "format 5: up across one boundary");
+    v.value_bits = fb(one_up);
+    CHECK(js(m + B / 2, B, &v, &r) == VT_ERR_IMPLAUSIBLE && strstr(vt_errmsg(), "direction entry"),
+          "format 5: a value entry across one boundary is not the rule's (%s)", vt_errmsg());
+    CHECK(jd(m + B / 2, B, &v, &r) == VT_OK && r == one_up, "formats 1-4: accepted");
+    v.value_bits = fb((float)(1.0 + 0x1p-21));
+    CHECK(js(1.0, 0x1p-21, &v, &r) == VT_OK, "format 5: value entry across several boundaries");
+    CHECK(js(m + B / 4, B, NULL, &r) == VT_ERR_IMPLAUSIBLE, "format 5: missing entry still detected");
+    CHECK(js(1.3, B, NULL, &r) == VT_OK && r == 1.3f, "format 5: no entry where none is needed");
+    /* the record rule on the exact value, and the judge accepts what it writes */
+    vt_xacc X;
+    double xs[6] = {1.3, m + B / 2, m - B / 2, 1.0, m, (double)FLT_MAX + 0x1p103 - 0x1p90};
+    double bs[6] = {B, B, B, 0x1p-21, 0.0, 0x1p92};
+    int want[6] = {0, 1, 1, 2, 0, 1}; /* none, direction, direction, value, none (B = 0), direction */
+    for (int k = 0; k < 6; k++) {
+        int lg;
+        vt_log_entry e;
+        float o, o2;
+        vt_xacc_init(&X);
+        vt_xacc_add(&X, xs[k]);
+        CHECK_OK(vt_round_record1_exact(&X, bs[k], &o, &lg, &e));
+        CHECK(o == vt_xacc_round32(&X), "record %d: RN32 of the exact value", k);
+        CHECK((lg ? 1 + e.is_value : 0) == want[k], "record %d: entry kind %d, expected %d", k, lg ? 1 + e.is_value : 0,
+              want[k]);
+        CHECK(js(xs[k], bs[k], lg ? &e : NULL, &o2) == VT_OK && fb(o2) == fb(o), "record %d: judged alike", k);
+    }
+}
+
+/* One state, one log (format 5): two honest trainers whose FP64 values differ (any x within B of
+ * the exact value) write byte-identical logs, a third party with yet other values accepts them, a
+ * padded log is refused at its first padded entry - and formats 1-4 accepted the padding. The
+ * elements are exact sums of three FP32 terms near FP32 midpoints, with bounds on either side of
+ * the distance to them (one boundary, several, none), and some with B = 0. */
+static void test_one_log_vt_round(uint64_t seed)
+{
+    enum { N = 4096 };
+    vt_rng g = {seed ^ 0x51ed};
+    float *terms = malloc(sizeof(float) * 3 * N), *out[3];
+    double *X = malloc(sizeof(double) * N), *B = malloc(sizeof(double) * N), *x[3];
+    for (int t = 0; t < 3; t++) out[t] = malloc(sizeof(float) * N), x[t] = malloc(sizeof(double) * N);
+    static const float one = 1.0f;
+    for (int e = 0; e < N; e++) {
+        int ex = (int)(vt_rng_next(&g) % 40) - 20;
+        double sg = (vt_rng_next(&g) & 1) ? -1.0 : 1.0;
+        float f = (float)(sg * ldexp(1.0 + vt_rng_uniform(&g), ex));
+        float half = (float)(sg * ldexp(1.0, ex - 24)); /* half an ulp of f: f + half is a midpoint */
+        int j = 1 + (int)(vt_rng_next(&g) % 28), s3 = (int)(vt_rng_next(&g) % 15) - 7;
+        float off = (float)ldexp((double)s3, ex - 23 - j);
+        int kind = (int)(vt_rng_next(&g) % 8);
+        terms[3 * e] = f, terms[3 * e + 1] = kind == 7 ? 0.0f : half, terms[3 * e + 2] = off;
+        X[e] = (double)terms[3 * e] + (double)terms[3 * e + 1] + (double)terms[3 * e + 2]; /* exact */
+        B[e] = kind == 0 ? 0.0 : ldexp(1.0, ex - 23 - (int)(vt_rng_next(&g) % 21));
+        for (int t = 0; t < 3; t++) /* an honest value: within B of X (with room for its own rounding) */
+            x[t][e] = B[e] == 0 ? X[e] : X[e] + B[e] * (1.0 - 0x1p-5) * (2.0 * vt_rng_uniform(&g) - 1.0);
+    }
+    vt_bounds b = {.kind = VT_BOUNDS_ARRAY, .b = B, .xa = terms, .xa_si = 3 * 64, .xa_sj = 3, .xa_sk = 1, .xb = &one,
+                   .xK = 3};
+    vt_steplog lg[2];
+    uint8_t *enc[2];
+    size_t len[2];
+    for (int t = 0; t < 2; t++) {
+        vt_steplog_init(&lg[t], 0);
+        vt_rctx c;
+        vt_rctx_init(&c, VT_RMODE_RECORD, (vt_bound_cfg){.mode = VT_BOUND_PROVABLE});
+        CHECK_OK(vt_rctx_begin_step(&c, 3, &lg[t]));
+        CHECK_OK(vt_round(&c, 7, x[t], &b, N / 64, 64, out[t]));
+        CHECK_OK(vt_steplog_serialize(&lg[t], &enc[t], &len[t]));
+    }
+    long wrong = 0;
+    for (int e = 0; e < N; e++) {
+        vt_xacc a;
+        vt_xacc_init(&a);
+        vt_xacc_add(&a, X[e]);
+        wrong += fb(out[0][e]) != fb(vt_xacc_round32(&a)) || fb(out[1][e]) != fb(out[0][e]);
+    }
+    CHECK(wrong == 0, "%ld elements not RN32 of the exact value", wrong);
+    uint64_t ne = lg[0].ops[0].n_entries, nv = 0;
+    for (uint64_t k = 0; k < ne; k++) nv += lg[0].ops[0].e[k].is_value;
+    CHECK(ne > 200 && nv > 20 && ne - nv > 100, "the set logs many entries of both kinds (%llu, %llu values)",
+          (unsigned long long)ne, (unsigned long long)nv);
+    CHECK(len[0] == len[1] && memcmp(enc[0], enc[1], len[0]) == 0,
+          "two honest trainers with other FP64 values write the same log (%zu and %zu bytes)", len[0], len[1]);
+    vt_rctx r;
+    vt_rctx_init(&r, VT_RMODE_REPLAY, (vt_bound_cfg){.mode = VT_BOUND_PROVABLE});
+    CHECK_OK(vt_rctx_begin_step(&r, 3, &lg[0]));
+    CHECK_OK(vt_round(&r, 7, x[2], &b, N / 64, 64, out[2]));
+    CHECK(memcmp(out[2], out[0], sizeof(float) * N) == 0 && r.stats.checked == ne, "a third party accepts the log");
+    /* padding: a direction entry on the first element without one */
+    vt_oplog *o = &lg[0].ops[0];
+    uint64_t pad = 0;
+    while (pad < ne && o->e[pad].index == pad) pad++;
+    vt_log_entry *ne2 = malloc(sizeof *ne2 * (ne + 1));
+    memcpy(ne2, o->e, sizeof *ne2 * pad);
+    ne2[pad] = (vt_log_entry){.index = pad};
+    memcpy(ne2 + pad + 1, o->e + pad, sizeof *ne2 * (ne - pad));
+    vt_log_entry *keep = o->e;
+    o->e = ne2, o->n_entries = ne + 1;
+    vt_rctx_init(&r, VT_RMODE_REPLAY, (vt_bound_cfg){.mode = VT_BOUND_PROVABLE});
+    CHECK_OK(vt_rctx_begin_step(&r, 3, &lg[0]));
+    CHECK(vt_round(&r, 7, x[2], &b, N / 64, 64, out[2]) == VT_ERR_IMPLAUSIBLE && r.fault.index == pad &&
+              r.fault.has_entry && strstr(vt_errmsg(), "unneeded log entry"),
+          "a padded entry is refused at its element %llu: %s", (unsigned long long)pad, vt_errmsg());
+    vt_rctx_init(&r, VT_RMODE_REPLAY, (vt_bound_cfg){.mode = VT_BOUND_PROVABLE, .legacy_log = 1});
+    CHECK_OK(vt_rctx_begin_step(&r, 3, &lg[0]));
+    CHECK(vt_round(&r, 7, x[2], &b, N / 64, 64, out[2]) == VT_OK && memcmp(out[2], out[0], sizeof(float) * N) == 0,
+          "formats 1-4 accepted the padding (moot)");
+    o->e = keep, o->n_entries = ne;
+    free(ne2);
+    /* formats 1-4: the trainer logged by its own value - the logs of the two trainers may differ,
+     * and each is a superset of the format-5 log */
+    for (int t = 0; t < 2; t++) {
+        vt_steplog l;
+        vt_steplog_init(&l, 0);
+        vt_rctx c;
+        vt_rctx_init(&c, VT_RMODE_RECORD, (vt_bound_cfg){.mode = VT_BOUND_PROVABLE, .legacy_log = 1});
+        CHECK_OK(vt_rctx_begin_step(&c, 3, &l));
+        CHECK_OK(vt_round(&c, 7, x[t], &b, N / 64, 64, out[2]));
+        uint64_t k = 0;
+        for (uint64_t i = 0; i < ne; i++) {
+            while (k < l.ops[0].n_entries && l.ops[0].e[k].index < lg[t].ops[0].e[i].index) k++;
+            CHECK(k < l.ops[0].n_entries && l.ops[0].e[k].index == lg[t].ops[0].e[i].index,
+                  "legacy log lacks format-5 entry %llu", (unsigned long long)lg[t].ops[0].e[i].index);
+        }
+        CHECK(l.ops[0].n_entries >= ne, "legacy log is a superset");
+        vt_steplog_free(&l);
+    }
+    for (int t = 0; t < 2; t++) free(enc[t]), vt_steplog_free(&lg[t]);
+    for (int t = 0; t < 3; t++) free(out[t]), free(x[t]);
+    free(terms);
+    free(X);
+    free(B);
+}
+
 /* Elements drawn to stress the fast path: near midpoints, powers of two, subnormals, zero,
  * FLT_MAX, with bounds spanning many scales. */
 static double draw_x(vt_rng *g)
@@ -313,15 +474,25 @@ static void test_context(void)
           "fault names step 5 op 1 index 1 (got %llu %u %llu)", (unsigned long long)r.fault.step, r.fault.op_id,
           (unsigned long long)r.fault.index);
     CHECK(strstr(vt_errmsg(), "step 5, operation 1, index 1: missing log entry") != NULL, "message: %s", vt_errmsg());
-    /* element 4's entry moved to element 3 (3.0, B = 0, no boundary near: the entry is moot
-     * there and gives 3.0); element 4 is then the missing one */
+    /* element 4's entry moved to element 3 (3.0, B = 0, no boundary near). Manifest format 5: an
+     * entry there is unneeded, refused at element 3 (one state, one log) */
     log.ops[0].e[0].index = 1;
     log.ops[0].e[1].index = 3;
     CHECK_OK(vt_rctx_begin_step(&r, 5, &log));
-    CHECK(vt_round(&r, 1, y, &b, 2, 3, out2) == VT_ERR_IMPLAUSIBLE, "entry moved off a boundary: missing entry");
-    CHECK(r.fault.step == 5 && r.fault.op_id == 1 && r.fault.index == 4 && !r.fault.has_entry,
-          "fault names step 5 op 1 index 4 (got %llu %u %llu)", (unsigned long long)r.fault.step, r.fault.op_id,
+    CHECK(vt_round(&r, 1, y, &b, 2, 3, out2) == VT_ERR_IMPLAUSIBLE, "entry moved off a boundary: unneeded entry");
+    CHECK(r.fault.step == 5 && r.fault.op_id == 1 && r.fault.index == 3 && r.fault.has_entry,
+          "fault names step 5 op 1 index 3 (got %llu %u %llu)", (unsigned long long)r.fault.step, r.fault.op_id,
           (unsigned long long)r.fault.index);
+    CHECK(strstr(vt_errmsg(), "step 5, operation 1, index 3: unneeded log entry") != NULL, "message: %s", vt_errmsg());
+    /* formats 1-4 (legacy_log): the entry is moot there and gives 3.0; element 4 is then the
+     * missing one */
+    vt_rctx rl;
+    vt_rctx_init(&rl, VT_RMODE_REPLAY, (vt_bound_cfg){.mode = VT_BOUND_PROVABLE, .legacy_log = 1});
+    CHECK_OK(vt_rctx_begin_step(&rl, 5, &log));
+    CHECK(vt_round(&rl, 1, y, &b, 2, 3, out2) == VT_ERR_IMPLAUSIBLE, "entry moved off a boundary: missing entry");
+    CHECK(rl.fault.step == 5 && rl.fault.op_id == 1 && rl.fault.index == 4 && !rl.fault.has_entry,
+          "fault names step 5 op 1 index 4 (got %llu %u %llu)", (unsigned long long)rl.fault.step, rl.fault.op_id,
+          (unsigned long long)rl.fault.index);
     CHECK(out2[3] == 3.0f, "the moot entry left element 3 at its exact value");
     CHECK(strstr(vt_errmsg(), "step 5, operation 1, index 4") != NULL, "message: %s", vt_errmsg());
     /* a value entry far from the exact value: rejected, naming its element */
@@ -398,7 +569,7 @@ static double bound_of_terms_ref(const vt_bound_cfg *cfg, size_t K, const float 
 static void test_bound_of_terms(uint64_t seed)
 {
     vt_rng r = {seed ^ 0xb0b0};
-    vt_bound_cfg cfg = {VT_BOUND_PROVABLE, 0, VT_ROUNDING_EXACT, 0};
+    vt_bound_cfg cfg = {VT_BOUND_PROVABLE, 0, VT_ROUNDING_EXACT, 0, 0};
     enum { KMAX = 700 };
     static float a[2 * KMAX], b[2 * KMAX];
     long same = 0, zero = 0;
@@ -442,6 +613,8 @@ int main(void)
     test_ties_and_exact();
     test_overflow_nan();
     test_plausibility();
+    test_one_log_rules();
+    test_one_log_vt_round(seed);
     test_fast_path_matches_spec(seed);
     test_context();
     test_bound_coef();

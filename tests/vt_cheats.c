@@ -98,10 +98,29 @@ static vt_err after_op(void *ctx, vt_model *m, uint64_t step, uint32_t op)
     }
 }
 
+/* pad-log: a direction entry (down) on each of the first n elements of o without an entry */
+static void pad_oplog(vt_oplog *o, uint64_t n)
+{
+    uint64_t room = o->n_elems - o->n_entries, add = n < room ? n : room, w = 0, k = 0, added = 0;
+    vt_log_entry *e = add ? malloc((o->n_entries + add) * sizeof *e) : NULL;
+    if (!e) return;
+    for (uint64_t i = 0; i < o->n_elems && (added < add || k < o->n_entries); i++) {
+        if (k < o->n_entries && o->e[k].index == i)
+            e[w++] = o->e[k++];
+        else if (added < add)
+            e[w++] = (vt_log_entry){.index = i}, added++;
+    }
+    free(o->e);
+    o->e = e;
+    o->n_entries = o->cap = w;
+}
+
 static void after_log(void *ctx, vt_steplog *l, uint64_t step)
 {
     vt_cheats *c = ctx;
     if (step != c->step) return;
+    if (c->kind == VT_CHEAT_PAD_LOG)
+        for (uint32_t i = 0; i < l->n_ops; i++) pad_oplog(&l->ops[i], c->value >= 1 ? (uint64_t)c->value : 1);
     for (uint32_t i = 0; i < l->n_ops; i++) {
         vt_oplog *o = &l->ops[i];
         if (c->kind == VT_CHEAT_OMIT_ENTRY) o->n_entries = 0;
@@ -123,6 +142,26 @@ static void tamper(void *ctx, uint16_t type, void *answer)
         if (a->n_path) a->path[0][0] ^= 1;
     }
     if (c->serve == VT_MISBEHAVE_INCONSISTENT && type == VT_MSG_CHAIN_CLAIM) ((vt_msg_chain_claim *)answer)->chain_hash[0] ^= 1;
+    /* answers at the protocol maxima (64 MiB of hashes, a 256 MiB tensor): the arbiter must refuse
+     * them by their header, from the sizes the game needs (issue 21, finding 8) */
+    static uint8_t (*big_h)[32];
+    static float *big_f;
+    static vt_msg_tensor big_t;
+    if (c->serve == VT_MISBEHAVE_HUGE_HASHES && type == VT_MSG_HASHES) {
+        if (!big_h) big_h = calloc(VT_MSG_HASHES_MAX, 32);
+        vt_msg_hashes *a = answer;
+        if (big_h) a->n = VT_MSG_HASHES_MAX, a->h = big_h;
+    }
+    if (c->serve == VT_MISBEHAVE_HUGE_INPUTS && type == VT_MSG_INPUTS) {
+        uint32_t rows = 4096, cols = (VT_MSG_INPUTS_MAX_BODY - 64) / 4 / rows;
+        if (!big_f) big_f = calloc((size_t)rows * cols, sizeof *big_f);
+        vt_msg_inputs *a = answer;
+        if (big_f && a->n_tensors) {
+            big_t = a->tensors[0];
+            big_t.rows = rows, big_t.cols = cols, big_t.data = big_f;
+            a->n_tensors = 1, a->tensors = &big_t;
+        }
+    }
 }
 
 static int drop(void *ctx, int answered)
@@ -171,7 +210,7 @@ vt_err vt_cheats_parse(vt_cheats *c, const char *spec)
         {"flip-buffer", VT_CHEAT_FLIP_BUFFER}, {"dropout-seed", VT_CHEAT_DROPOUT_SEED},
         {"swap-window", VT_CHEAT_SWAP_WINDOW},
         {"reorder", VT_CHEAT_REORDER}, {"flip-direction", VT_CHEAT_FLIP_DIRECTION},
-        {"omit-entry", VT_CHEAT_OMIT_ENTRY}, {"augment-seed", VT_CHEAT_AUGMENT_SEED}};
+        {"omit-entry", VT_CHEAT_OMIT_ENTRY}, {"augment-seed", VT_CHEAT_AUGMENT_SEED}, {"pad-log", VT_CHEAT_PAD_LOG}};
     for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
         if (strcmp(kind, k[i].name) == 0) {
             c->kind = k[i].kind;
@@ -193,7 +232,8 @@ vt_err vt_cheats_misbehave(vt_cheats *c, const char *name)
 {
     static const struct { const char *name; vt_misbehave m; } k[] = {
         {"silent", VT_MISBEHAVE_SILENT}, {"bad-proof", VT_MISBEHAVE_BAD_PROOF},
-        {"inconsistent", VT_MISBEHAVE_INCONSISTENT}, {"drop-once", VT_MISBEHAVE_DROP_ONCE}};
+        {"inconsistent", VT_MISBEHAVE_INCONSISTENT}, {"drop-once", VT_MISBEHAVE_DROP_ONCE},
+        {"huge-hashes", VT_MISBEHAVE_HUGE_HASHES}, {"huge-inputs", VT_MISBEHAVE_HUGE_INPUTS}};
     for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
         if (strcmp(name, k[i].name) == 0) {
             c->serve = k[i].m;

@@ -12,7 +12,9 @@
  *       statistics' update), dropout-seed (the step's first dropout drawn with another seed),
  *       swap-window (the step's first text window replaced by the one a token later), reorder (the batch's first example replaced by the next one of the dataset),
  *       flip-direction (the step log's first direction entry), omit-entry (every entry of the
- *       step's log), augment-seed (the step's augmentation drawn with another seed) - a trainer
+ *       step's log), augment-seed (the step's augmentation drawn with another seed), pad-log (a
+ *       direction entry on each of the first VALUE elements without an entry of every operation
+ *       record, default 1: entries the rule does not need, the values untouched) - a trainer
  *       that deviates at STEP and commits consistently;
  *   trainer-test train --stop-after STEP   stop without committing (an interruption);
  *   trainer-test serve --misbehave silent|bad-proof|inconsistent|drop-once;
@@ -41,10 +43,11 @@ typedef enum {
     VT_CHEAT_FLIP_BUFFER,
     VT_CHEAT_DROPOUT_SEED,
     VT_CHEAT_SWAP_WINDOW,
+    VT_CHEAT_PAD_LOG,
 } vt_cheat_kind;
 
 typedef enum { VT_MISBEHAVE_NONE = 0, VT_MISBEHAVE_SILENT, VT_MISBEHAVE_BAD_PROOF, VT_MISBEHAVE_INCONSISTENT,
-               VT_MISBEHAVE_DROP_ONCE } vt_misbehave;
+               VT_MISBEHAVE_DROP_ONCE, VT_MISBEHAVE_HUGE_HASHES, VT_MISBEHAVE_HUGE_INPUTS } vt_misbehave;
 
 typedef struct {
     vt_cheat_kind kind;
@@ -64,7 +67,8 @@ void vt_cheats_init(vt_cheats *c);
 vt_err vt_cheats_parse(vt_cheats *c, const char *spec) VT_WARN_UNUSED;
 /* "STEP:OP" (--lie). */
 vt_err vt_cheats_lie(vt_cheats *c, const char *spec) VT_WARN_UNUSED;
-/* silent, bad-proof, inconsistent, drop-once (--misbehave). */
+/* silent, bad-proof, inconsistent, drop-once, huge-hashes, huge-inputs (--misbehave; the huge
+ * ones answer HASHES / INPUTS at the protocol's maximal size). */
 vt_err vt_cheats_misbehave(vt_cheats *c, const char *name) VT_WARN_UNUSED;
 
 #endif

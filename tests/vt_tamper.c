@@ -264,6 +264,12 @@ int main(int argc, char **argv)
     } else if (strcmp(act, "set-layers-resign") == 0) { /* a hostile manifest, e.g. [784,200000,10] */
         edit_manifest_to("\"layers\":", argv[4], "]");
         recommit();
+    } else if (strcmp(act, "set-format") == 0 || strcmp(act, "set-format-resign") == 0) {
+        /* relabel the run, e.g. as an older manifest format (an unfinished run: no commitment to re-sign) */
+        char v[64];
+        snprintf(v, sizeof v, "%s", argv[4]);
+        edit_manifest_to("\"format\":\"", v, "\"");
+        if (strcmp(act, "set-format-resign") == 0) recommit();
     } else if (strcmp(act, "set-lr") == 0 || strcmp(act, "set-lr-resign") == 0) {
         edit_manifest("\"lr\":", argv[4]);
         if (strcmp(act, "set-lr-resign") == 0) recommit();
