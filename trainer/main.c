@@ -260,10 +260,6 @@ static int cmd_train(int argc, char **argv)
     }
     char root[65];
     vt_hex(res.root, 32, root);
-    if (!res.committed) {
-        printf("stopped after step %llu (no commitment written; continue with --resume)\n",
-               (unsigned long long)res.steps);
-        return VT_EXIT_OK;
     double per_step = res.log_steps ? (double)res.log_bytes / (double)res.log_steps : 0.0;
     if (res.finished || (res.committed && res.steps == res.resumed_from)) {
         /* --resume with nothing left to train: the stored run's figures */
@@ -281,6 +277,10 @@ static int cmd_train(int argc, char **argv)
         printf("merkle root     %s\n", root);
         return VT_EXIT_OK;
     }
+    if (!res.committed) {
+        printf("stopped after step %llu (no commitment written; continue with --resume)\n",
+               (unsigned long long)res.steps);
+        return VT_EXIT_OK;
     }
     printf("trained %llu steps in %.1f s (%.1f steps/s)%s\n", (unsigned long long)res.steps, res.seconds,
            (double)(res.steps - res.resumed_from) / (res.seconds + 1e-9), o.resume ? " after resuming" : "");
