@@ -3,7 +3,7 @@
  *   arbiter keygen KEYFILE [--force]
  *   arbiter serve --listen ADDR --key KEYFILE [--data-dir DIR] [--order ORDER] [--transcripts DIR]
  *                 [--deadline-ms N] [--clock-ms N] [--games N] [limits...] [--port-file FILE] [--quiet]
- *   arbiter check TRANSCRIPT [--data-dir DIR] [--order ORDER]
+ *   arbiter check TRANSCRIPT [--arbiter-key FILE.pub] [--data-dir DIR] [--order ORDER]
  *
  * Exit status: serve 0 / 2 on errors; check 0 when the recorded verdict is re-derived, 1 when
  * it is not, 2 when the transcript cannot be read; 64 usage.
@@ -16,7 +16,9 @@
 #include "../cli/vt_cli_opts.h"
 #include "../common/vt_cli.h"
 #include "../common/vt_env.h"
+#include "../common/vt_hash.h"
 #include "../game/vt_arbiter.h"
+#include "../merkle/vt_sign.h"
 
 static void usage(FILE *f)
 {
@@ -42,9 +44,12 @@ static void usage(FILE *f)
                "      --pending-per-ip N    of those, from one IP address (default 16)\n"
                "      --port-file FILE      write the bound port here once listening\n"
                "      --quiet               no progress lines (rejections are still logged)\n"
-               "  arbiter check TRANSCRIPT [--data-dir DIR] [--order ORDER]\n"
-               "      re-derive the verdict of a recorded game offline (every signature re-checked) and say\n"
-               "      what it rests on\n"
+               "  arbiter check TRANSCRIPT [--arbiter-key FILE.pub] [--data-dir DIR] [--order ORDER]\n"
+               "      re-derive the verdict of a recorded game offline (every signature re-checked), print the\n"
+               "      arbiter key that signed it and say what it rests on; refused when the verdict names\n"
+               "      another key than its signer's, when that key is not the pinned one, or when it goes\n"
+               "      against the trainer from an arbiter its signed service record does not accept\n"
+               "      --arbiter-key FILE.pub  the arbiter key you trust (without it, check the printed key)\n"
                "exit status: 0 ok / verdict re-derived, 1 verdict not re-derived, 2 error, 64 usage\n");
 }
 
@@ -72,9 +77,11 @@ int main(int argc, char **argv)
                                        {"max-pending", required_argument, 0, 'P'},
                                        {"pending-per-ip", required_argument, 0, 'J'},
                                        {"port-file", required_argument, 0, 'p'}, {"quiet", no_argument, 0, 'q'},
+                                       {"arbiter-key", required_argument, 0, 'K'},
                                        {0, 0, 0, 0}};
     vt_arbiter_opts o;
     memset(&o, 0, sizeof o);
+    const char *pin_path = NULL; /* check: the arbiter key the caller trusts */
     o.order = VT_ORDER_REVERSE;
     o.deadline_ms = 30000;
     o.clock_ms = 300000;
@@ -109,12 +116,14 @@ int main(int argc, char **argv)
         case 't': o.transcript_dir = optarg; break;
         case 'p': o.port_file = optarg; break;
         case 'q': o.quiet = 1; break;
+        case 'K': pin_path = optarg; break;
         default:
             if (vt_cli_opt_parse("arbiter", opts, c, optarg, usage)) return VT_EXIT_USAGE;
         }
     }
     if (strcmp(cmd, "serve") == 0) {
-        if (!o.listen || !o.key_path || optind != argc || o.deadline_ms <= 0) return vt_cli_usage_error(usage, NULL);
+        if (!o.listen || !o.key_path || optind != argc || o.deadline_ms <= 0 || pin_path)
+            return vt_cli_usage_error(usage, NULL);
         if (o.clock_ms < o.deadline_ms) {
             fprintf(stderr, "arbiter: --clock-ms (%d) must be at least --deadline-ms (%d)\n", o.clock_ms, o.deadline_ms);
             return VT_EXIT_USAGE;
@@ -127,20 +136,31 @@ int main(int argc, char **argv)
     }
     if (strcmp(cmd, "check") == 0) {
         if (optind != argc - 1) return vt_cli_usage_error(usage, NULL);
+        uint8_t pin[32];
+        if (pin_path && (vt_sign_init() || vt_sign_read_public_key(pin_path, pin))) {
+            fprintf(stderr, "arbiter check: --arbiter-key %s: %s\n", pin_path, vt_errmsg());
+            return VT_EXIT_USAGE;
+        }
         vt_game_result r;
-        int matches = 0;
-        char rests[1400];
-        if (vt_arbiter_check(argv[optind], o.data_root, o.order, &r, &matches, rests, sizeof rests)) {
+        vt_check_report rp;
+        if (vt_arbiter_check(argv[optind], o.data_root, o.order, pin_path ? pin : NULL, &r, &rp)) {
             fprintf(stderr, "arbiter check: %s\n", vt_errmsg());
             return VT_EXIT_CANNOT;
         }
         static const char *const who[] = {"nobody", "the trainer", "the auditor", "both parties"};
+        char hex[65];
+        vt_hex(rp.arbiter_pk, 32, hex);
         printf("%s: verdict against %s (%s) at step %llu, operation %u%s%s\n  %s\n",
-               matches ? "RE-DERIVED" : "MISMATCH", who[r.v.loser & 3], vt_reason_name(r.v.reason_code),
-               (unsigned long long)r.v.step, r.v.op, r.op_name[0] ? " " : "", r.op_name, r.v.reason);
+               !rp.matches ? "MISMATCH" : rp.valid ? "RE-DERIVED" : "REFUSED", who[r.v.loser & 3],
+               vt_reason_name(r.v.reason_code), (unsigned long long)r.v.step, r.v.op, r.op_name[0] ? " " : "", r.op_name,
+               r.v.reason);
+        printf("  arbiter key: %s (%s)\n", hex,
+               pin_path ? (memcmp(pin, rp.arbiter_pk, 32) == 0 ? "the pinned key" : "NOT the pinned key")
+                        : "not pinned: pass --arbiter-key FILE.pub to check it is the arbiter you trust");
+        if (rp.refused[0]) printf("  refused: %s\n", rp.refused);
         printf("  trainer address: %s (its signed service record)\n  rests on: %s\n", r.endpoint[0] ? r.endpoint : "-",
-               rests);
-        return matches ? VT_EXIT_OK : VT_EXIT_REJECTED;
+               rp.rests_on);
+        return rp.valid ? VT_EXIT_OK : VT_EXIT_REJECTED;
     }
     return vt_cli_usage_error(usage, "arbiter: unknown command \"%s\"", cmd);
 }

@@ -37,9 +37,15 @@ static void usage(FILE *f)
                "  --report FILE    write a JSON report (\"-\": standard output)\n"
                "  --quiet          no progress line\n"
                "exit status: 0 verified, 1 rejected, 2 cannot check, 64 usage error\n"
-               "usage: auditor challenge RUN_DIR --arbiter HOST:PORT --key KEYFILE [--service FILE]\n"
-               "                         [--arbiter-key FILE.pub] [--order ORDER] [--step S] [--transcript FILE]\n"
+               "usage: auditor challenge RUN_DIR --arbiter HOST:PORT --arbiter-key FILE.pub --key KEYFILE\n"
+               "                         [--service FILE] [--order ORDER] [--step S] [--transcript FILE]\n"
                "  play the dispute game after a rejected verify: prints the rounds and the verdict\n"
+               "  --arbiter-key FILE.pub  the arbiter's key, pinned (required): it must be one the trainer's\n"
+               "                   service record names; a verdict that is not for this challenge (its\n"
+               "                   commitment, step, claim, nonce, this key) is refused (exit 2)\n"
+               "  --no-pin-arbiter UNSAFE: accept whatever key answers at --arbiter, if the record names it\n"
+               "  --wait-ms N      keep retrying an arbiter that answers busy (its admission limits) for N ms\n"
+               "                   (default 600000); other failures to reach it, for --deadline-ms\n"
                "  --service FILE   the trainer's signed service record (default RUN_DIR/service.vtsr, written by\n"
                "                   `trainer serve`): the arbiter reaches the trainer only at the address the\n"
                "                   trainer signed there\n"
@@ -61,6 +67,7 @@ static int cmd_challenge(int argc, char **argv)
                                        {"order", required_argument, 0, 'o'},   {"step", required_argument, 0, 's'},
                                        {"deadline-ms", required_argument, 0, 'D'},
                                        {"quiet", no_argument, 0, 'q'},
+                                       {"no-pin-arbiter", no_argument, 0, 'U'},
 #ifdef VT_TEST_HOOKS
                                        {"lie", required_argument, 0, 'L'},
 #endif
@@ -84,6 +91,7 @@ static int cmd_challenge(int argc, char **argv)
         case 'a': o.arbiter_addr = optarg; break;
         case 'k': o.key_path = optarg; break;
         case 'K': o.arbiter_pk_path = optarg; break;
+        case 'U': o.no_pin_arbiter = 1; break;
         case 'd': o.data_root = optarg; break;
         case 'T': o.transcript = optarg; break;
         case 'q': o.quiet = 1; break;
@@ -103,6 +111,13 @@ static int cmd_challenge(int argc, char **argv)
     }
     if (optind != argc - 1 || !o.arbiter_addr || !o.key_path) {
         fprintf(stderr, "auditor challenge: RUN_DIR, --arbiter and --key are required\n");
+        return VT_EXIT_USAGE;
+    }
+    if (!o.arbiter_pk_path == !o.no_pin_arbiter) {
+        fprintf(stderr, "auditor challenge: %s\n",
+                o.no_pin_arbiter ? "--arbiter-key and --no-pin-arbiter exclude each other"
+                                 : "--arbiter-key FILE.pub is required: the arbiter's key is pinned (a fake arbiter "
+                                   "could send any verdict); --no-pin-arbiter turns pinning off (unsafe)");
         return VT_EXIT_USAGE;
     }
     o.run_dir = argv[optind];

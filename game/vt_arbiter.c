@@ -10,6 +10,7 @@
 
 #include "../common/vt_bytes.h"
 #include "../common/vt_cli.h"
+#include "../common/vt_hash.h"
 #include "../merkle/vt_sign.h"
 #include "../protocol/vt_proto.h"
 
@@ -184,6 +185,7 @@ typedef struct {
     vt_msg chm; /* the auditor's CHALLENGE (signature verified by the gate) */
     char ip[64], peer[80];
     int id;
+    uint64_t time; /* seconds since 1970 when the challenge was taken (the verdict names it) */
 } game_job;
 
 struct server {
@@ -243,7 +245,8 @@ static void *game_main(void *p)
                  "per game", o->deadline_ms, o->clock_ms, o->max_game_mb, o->max_op_mflop);
         put_note(&L, &gn);
         vt_conn_set_transcript(L.ca, L.tr);
-        vt_game_io io = {live_ask, &L, live_note, live_endpoint};
+        /* the verdict names the arbiter's key and the time it took the challenge */
+        vt_game_io io = {live_ask, &L, live_note, live_endpoint, S->kp.pk, job->time};
         vt_game_play(&io, ch, o->data_root, o->order, &lim, &res);
         if (vt_send_msg(L.ca, VT_MSG_VERDICT, &res.v, &S->kp) && !o->quiet)
             fprintf(stderr, "arbiter: could not deliver the verdict to the auditor\n");
@@ -302,7 +305,7 @@ static void arb_admit(void *ctx, vt_gate_peer *p)
     }
     vt_service sv;
     vt_msg_verdict v;
-    if (vt_game_check_challenge(ch, &sv, &v)) { /* a signed verdict against the auditor; nothing dialled, no file */
+    if (vt_game_check_challenge(ch, S->kp.pk, (uint64_t)time(NULL), &sv, &v)) { /* a signed verdict against the auditor; nothing dialled, no file */
         snprintf(why, sizeof why, "invalid challenge, verdict against the auditor: %.900s", v.reason);
         arb_reject(S, p->peer, 0, why);
         vt_conn_set_send_timeout(p->c, 1000);
@@ -343,7 +346,7 @@ static void arb_admit(void *ctx, vt_gate_peer *p)
     pthread_attr_t at;
     int ok = job != NULL && pthread_attr_init(&at) == 0;
     if (ok) {
-        job->S = S, job->ca = p->c, job->chm = *p->first, job->id = id;
+        job->S = S, job->ca = p->c, job->chm = *p->first, job->id = id, job->time = (uint64_t)time(NULL);
         memset(p->first, 0, sizeof *p->first); /* moved */
         snprintf(job->ip, sizeof job->ip, "%s", p->ip);
         snprintf(job->peer, sizeof job->peer, "%s", p->peer);
@@ -536,14 +539,55 @@ static void replay_endpoint(void *ctx, const char *addr)
     snprintf(R->endpoint, sizeof R->endpoint, "%s", addr);
 }
 
-vt_err vt_arbiter_check(const char *path, const char *data_root, vt_order order, vt_game_result *res, int *matches,
-                        char *rests_on, size_t rests_cap)
+/* The arbiter's key (the author of every record it wrote: one key) and the verdict it recorded. */
+static vt_err scan_arbiter(const char *path, uint8_t arbiter_pk[32], vt_msg_verdict *v, int *have_v)
+{
+    vt_transcript_reader *r = NULL;
+    vt_transcript_record rr;
+    int eof = 0, have_pk = 0;
+    *have_v = 0;
+    vt_err e = vt_transcript_reader_open(path, &r);
+    while (!e && !eof) {
+        e = vt_transcript_next(r, &rr, &eof);
+        if (e || eof || (rr.dir != VT_TR_SENT && rr.dir != VT_TR_NOTE)) continue;
+        if (!have_pk) memcpy(arbiter_pk, rr.author_pk, 32), have_pk = 1;
+        if (memcmp(rr.author_pk, arbiter_pk, 32) != 0) {
+            e = vt_set_error(VT_ERR_CRYPTO, "transcript: the record at offset %llu is signed by another arbiter key than "
+                             "the first one", (unsigned long long)rr.offset);
+            break;
+        }
+        vt_msg m;
+        if (!*have_v && rr.dir == VT_TR_SENT && vt_msg_decode(rr.bytes, rr.len, arbiter_pk, NULL, &m) == VT_OK) {
+            if (m.hdr.type == VT_MSG_VERDICT) *v = m.body.verdict, *have_v = 1;
+            vt_msg_free(&m);
+        }
+    }
+    vt_transcript_reader_close(r);
+    if (!e && !have_pk) e = vt_set_error(VT_ERR_FORMAT, "transcript %s holds no record of the arbiter", path);
+    return e;
+}
+
+static int same_verdict(const vt_msg_verdict *a, const vt_msg_verdict *b)
+{
+    return a->loser == b->loser && a->reason_code == b->reason_code && a->step == b->step && a->op == b->op &&
+           memcmp(a->commitment_hash, b->commitment_hash, 32) == 0 && memcmp(a->arbiter_pk, b->arbiter_pk, 32) == 0 &&
+           memcmp(a->auditor_pk, b->auditor_pk, 32) == 0 && a->claimed_step == b->claimed_step &&
+           memcmp(a->claimed_state, b->claimed_state, 32) == 0 && memcmp(a->auditor_nonce, b->auditor_nonce, 32) == 0 &&
+           memcmp(a->trainer_nonce, b->trainer_nonce, 32) == 0 && a->time == b->time;
+}
+
+vt_err vt_arbiter_check(const char *path, const char *data_root, vt_order order, const uint8_t *pinned_pk,
+                        vt_game_result *res, vt_check_report *rep)
 {
     replay R;
     memset(&R, 0, sizeof R);
-    *matches = 0;
+    memset(rep, 0, sizeof *rep);
     memset(res, 0, sizeof *res);
-    if (rests_cap) rests_on[0] = 0;
+    char *rests_on = rep->rests_on;
+    size_t rests_cap = sizeof rep->rests_on;
+    vt_msg_verdict rv; /* the recorded verdict */
+    memset(&rv, 0, sizeof rv);
+    int have_rv = 0;
     VT_FORWARD_IF_ERROR(vt_sign_init());
     VT_FORWARD_IF_ERROR(vt_transcript_reader_open(path, &R.r));
     vt_msg ch;
@@ -562,19 +606,9 @@ vt_err vt_arbiter_check(const char *path, const char *data_root, vt_order order,
     }
     if (!e) {
         memcpy(R.trainer_pk, ch.body.challenge.commitment + 80, 32);
-        /* the arbiter's key: the author of the first record it wrote */
-        vt_transcript_reader *r2 = NULL;
-        vt_transcript_record rr;
-        int eof = 0;
-        e = vt_transcript_reader_open(path, &r2);
-        while (!e && !eof) {
-            e = vt_transcript_next(r2, &rr, &eof);
-            if (!e && !eof && (rr.dir == VT_TR_SENT || rr.dir == VT_TR_NOTE)) {
-                memcpy(R.arbiter_pk, rr.author_pk, 32);
-                break;
-            }
-        }
-        vt_transcript_reader_close(r2);
+        e = scan_arbiter(path, R.arbiter_pk, &rv, &have_rv);
+        if (!e) memcpy(rep->arbiter_pk, R.arbiter_pk, 32);
+        if (!e && !have_rv) e = vt_set_error(VT_ERR_FORMAT, "transcript %s holds no verdict", path);
     }
     vt_game_limits lim = {0, 0}, *limp = NULL;
     if (!e && peek(&R) && R.rec.dir == VT_TR_NOTE) { /* the game's limits, as the arbiter signed them */
@@ -590,7 +624,7 @@ vt_err vt_arbiter_check(const char *path, const char *data_root, vt_order order,
         vt_msg_free(&m);
     }
     if (!e) {
-        vt_game_io io = {replay_ask, &R, NULL, replay_endpoint};
+        vt_game_io io = {replay_ask, &R, NULL, replay_endpoint, R.arbiter_pk, rv.time}; /* the game's identity, as recorded */
         vt_game_play(&io, &ch.body.challenge, data_root, order, limp, res);
         /* the recorded verdict follows */
         int found = 0;
@@ -599,16 +633,34 @@ vt_err vt_arbiter_check(const char *path, const char *data_root, vt_order order,
             R.have = 0;
             if (R.rec.dir != VT_TR_SENT || vt_msg_decode(R.rec.bytes, R.rec.len, R.arbiter_pk, NULL, &v)) continue;
             if (v.hdr.type == VT_MSG_VERDICT) {
-                const vt_msg_verdict *a = &v.body.verdict, *b = &res->v;
                 found = 1;
-                *matches = a->loser == b->loser && a->reason_code == b->reason_code && a->step == b->step &&
-                           a->op == b->op && memcmp(a->commitment_hash, b->commitment_hash, 32) == 0;
+                rep->matches = same_verdict(&v.body.verdict, &res->v);
             }
             vt_msg_free(&v);
             if (found) break;
         }
         if (R.err) e = R.err;
         else if (!found) e = vt_set_error(VT_ERR_FORMAT, "transcript %s holds no verdict", path);
+    }
+    if (!e) { /* does the verdict bind? (docs/dispute.md "Offline check") */
+        char fa[65], fp[65];
+        vt_hex(R.arbiter_pk, 32, fa);
+        vt_service sv;
+        int against_trainer = rv.loser == VT_LOSER_TRAINER || rv.loser == VT_LOSER_BOTH;
+        if (memcmp(rv.arbiter_pk, R.arbiter_pk, 32) != 0) {
+            vt_hex(rv.arbiter_pk, 32, fp);
+            snprintf(rep->refused, sizeof rep->refused, "the verdict names arbiter key %s but the transcript is signed "
+                     "by %s: it was re-signed by another key", fp, fa);
+        } else if (pinned_pk && memcmp(pinned_pk, R.arbiter_pk, 32) != 0) {
+            vt_hex(pinned_pk, 32, fp);
+            snprintf(rep->refused, sizeof rep->refused, "the transcript is signed by arbiter key %s, not the pinned %s",
+                     fa, fp);
+        } else if (against_trainer && (vt_service_parse(ch.body.challenge.service, ch.body.challenge.service_len, &sv) ||
+                                       !vt_service_names_arbiter(&sv, R.arbiter_pk))) {
+            snprintf(rep->refused, sizeof rep->refused, "a verdict against the trainer from arbiter key %s, which the "
+                     "trainer never accepted: its signed service record in the challenge does not name it", fa);
+        }
+        rep->valid = rep->matches && !rep->refused[0];
     }
     if (rests_cap) {
         if (R.rests)

@@ -32,12 +32,21 @@ typedef struct {
 
 vt_err vt_arbiter_serve(const vt_arbiter_opts *o) VT_WARN_UNUSED;
 
-/* Replays the game recorded in path: every signature, every question and the verdict must
- * be reproduced. *res gets the re-derived result; *matches = 1 when it equals the recorded
- * verdict; rests_on (rests_cap bytes) says what the verdict rests on: the parties' signed
- * messages, or, for a verdict by deadline, the arbiter's own signed account of the attempts
- * and waits (NOTE records). */
-vt_err vt_arbiter_check(const char *path, const char *data_root, vt_order order, vt_game_result *res,
-                        int *matches, char *rests_on, size_t rests_cap) VT_WARN_UNUSED;
+/* What `arbiter check` found (docs/dispute.md "Offline check"). */
+typedef struct {
+    int matches;            /* 1: the recorded verdict is re-derived (decision and every field binding it) */
+    int valid;              /* 1: matches, and the verdict binds: signed by the key it names, that key the pinned
+                             * one (when one is pinned), and, against the trainer, one its record accepts */
+    uint8_t arbiter_pk[32]; /* the key that signed the arbiter's records */
+    char refused[640];      /* why a re-derived verdict is not valid (empty otherwise) */
+    char rests_on[1400];    /* what the verdict rests on: the parties' signed messages, or, for a verdict
+                             * by deadline, the arbiter's own signed account (NOTE records) */
+} vt_check_report;
+
+/* Replays the game recorded in path: every signature, every question and the verdict must be
+ * reproduced. pinned_pk: the arbiter key the caller trusts (NULL: none pinned). *res gets the
+ * re-derived result, *rep what was found. */
+vt_err vt_arbiter_check(const char *path, const char *data_root, vt_order order, const uint8_t *pinned_pk,
+                        vt_game_result *res, vt_check_report *rep) VT_WARN_UNUSED;
 
 #endif

@@ -159,6 +159,39 @@ static vt_err run(auditor *a, vt_challenge_result *res)
     size_t ml = 0;
     VT_FORWARD_IF_ERROR(vt_sign_init());
     VT_FORWARD_IF_ERROR(vt_sign_read_secret_key(o->key_path, &a->kp));
+    /* The arbiter: pinned by default (docs/dispute.md "Verdict"); and the trainer's record, which must
+     * name it (else the arbiter refuses the challenge: the trainer never accepted it) and be fresh.
+     * Checked before the replay, which may take long. */
+    VT_RETURN_ERROR_IF(!o->arbiter_pk_path && !o->no_pin_arbiter, VT_ERR_ARG,
+                       "no arbiter key: pin the arbiter with --arbiter-key FILE.pub (or, unsafe, --no-pin-arbiter)");
+    uint8_t apk[32], *pin = NULL;
+    if (o->arbiter_pk_path) {
+        VT_FORWARD_IF_ERROR(vt_sign_read_public_key(o->arbiter_pk_path, apk));
+        pin = apk;
+    }
+    char spath[4096];
+    if (o->service_path)
+        snprintf(spath, sizeof spath, "%s", o->service_path);
+    else
+        snprintf(spath, sizeof spath, "%s/%s", o->run_dir, VT_SERVICE_FILE);
+    vt_service rec;
+    int rec_ok;
+    {
+        uint8_t rb[VT_SERVICE_MAX_LEN];
+        size_t rl = 0;
+        VT_FORWARD_IF_ERROR(vt_service_read_file(spath, rb, sizeof rb, &rl));
+        rec_ok = vt_service_parse(rb, rl, &rec) == VT_OK; /* else the arbiter rules on it */
+    }
+    if (rec_ok && pin && !vt_service_names_arbiter(&rec, pin)) {
+        char fpr[VT_SIGN_FPR_HEX_LEN + 1];
+        if (vt_sign_fingerprint(pin, fpr)) snprintf(fpr, sizeof fpr, "?");
+        VT_RETURN_ERROR(VT_ERR_ARG, "the trainer's service record %s does not name the arbiter key %s among the %u it "
+                        "accepts: that arbiter would refuse the challenge; choose one the record names", spath, fpr,
+                        (unsigned)rec.n_arbiters);
+    }
+    VT_RETURN_ERROR_IF(rec_ok && rec.expiry <= (uint64_t)time(NULL), VT_ERR_ARG,
+                       "the trainer's service record %s expired (at %llu, seconds since 1970): get its current record",
+                       spath, (unsigned long long)rec.expiry);
     VT_FORWARD_IF_ERROR(vt_store_open(o->run_dir, 1, &a->st));
     VT_FORWARD_IF_ERROR(vt_store_manifest(a->st, &manifest, &ml, mh));
     vt_err e = vt_manifest_parse(manifest, ml, &a->rc, dh);
@@ -187,16 +220,6 @@ static vt_err run(auditor *a, vt_challenge_result *res)
     res->claimed_step = hi;
     if (!o->quiet) fprintf(stderr, "auditor: challenging the committed state of step %llu\n", (unsigned long long)hi);
 
-    char spath[4096];
-    if (o->service_path)
-        snprintf(spath, sizeof spath, "%s", o->service_path);
-    else
-        snprintf(spath, sizeof spath, "%s/%s", o->run_dir, VT_SERVICE_FILE);
-    uint8_t apk[32], *pin = NULL;
-    if (o->arbiter_pk_path) {
-        VT_FORWARD_IF_ERROR(vt_sign_read_public_key(o->arbiter_pk_path, apk));
-        pin = apk;
-    }
     vt_conn *c = NULL;
     vt_transcript *tr = NULL;
     if (o->transcript) VT_FORWARD_IF_ERROR(vt_transcript_open(o->transcript, &tr));
@@ -206,6 +229,7 @@ static vt_err run(auditor *a, vt_challenge_result *res)
     memcpy(ch.auditor_pk, a->kp.pk, 32);
     ch.claimed_step = hi;
     memcpy(ch.auditor_state_hash, a->state[hi], 32);
+    VT_FORWARD_IF_ERROR(vt_proto_nonce(ch.nonce)); /* fresh for this challenge: the verdict must name it */
     size_t sl = 0;
     VT_FORWARD_IF_ERROR(vt_service_read_file(spath, ch.service, sizeof ch.service, &sl));
     ch.service_len = (uint16_t)sl;
@@ -219,6 +243,18 @@ static vt_err run(auditor *a, vt_challenge_result *res)
     for (int pause = 200;; pause = pause * 2 > 2000 ? 2000 : pause * 2) {
         int left = o->deadline_ms - (int)((vt_now() - t0) * 1000.0);
         e = vt_connect(o->arbiter_addr, &a->kp, pin, left > 0 ? left : 1, &c, NULL);
+        if (!e) { /* the challenge names the arbiter it is made before (the pinned key, or unpinned, the peer's) */
+            memcpy(ch.arbiter_pk, vt_conn_peer_pk(c), 32);
+            if (!pin && rec_ok && !vt_service_names_arbiter(&rec, ch.arbiter_pk)) {
+                char fpr[VT_SIGN_FPR_HEX_LEN + 1];
+                if (vt_sign_fingerprint(ch.arbiter_pk, fpr)) snprintf(fpr, sizeof fpr, "?");
+                vt_conn_close(c);
+                c = NULL;
+                e = vt_set_error(VT_ERR_CRYPTO, "the arbiter at %s has key %s, which the trainer's service record does "
+                                 "not name: not an arbiter the trainer accepts (no challenge sent)", o->arbiter_addr, fpr);
+                break;
+            }
+        }
         if (!e) e = vt_send_msg(c, VT_MSG_CHALLENGE, &ch, &a->kp);
         if (!e) e = vt_recv_msg(c, VT_MSG_ANY, o->deadline_ms > 0 ? 10 * o->deadline_ms + 600000 : 600000, NULL, &first);
         int busy = !e && first.hdr.type == VT_MSG_ERROR && first.body.error.code == VT_ERRC_BUSY;
@@ -261,6 +297,12 @@ static vt_err run(auditor *a, vt_challenge_result *res)
         if (e) break;
         if (q.hdr.type == VT_MSG_VERDICT) {
             const vt_msg_verdict *v = &q.body.verdict;
+            char why[300];
+            if (vt_game_verdict_for(v, &ch, vt_conn_peer_pk(c), why, sizeof why)) { /* never "the auditor lost" */
+                e = vt_set_error(VT_ERR_CRYPTO, "the arbiter's VERDICT is not for this challenge: %s", why);
+                vt_msg_free(&q);
+                break;
+            }
             res->decided = 1;
             res->loser = v->loser;
             res->reason_code = v->reason_code;

@@ -13,7 +13,8 @@ typedef struct {
     const char *service_path;    /* the trainer's signed service record (default RUN_DIR/service.vtsr) */
     const char *arbiter_addr;
     const char *key_path;        /* the auditor's key (TLS identity and signatures) */
-    const char *arbiter_pk_path; /* optional: pin the arbiter's key */
+    const char *arbiter_pk_path; /* pin the arbiter's key (required unless no_pin_arbiter) */
+    int no_pin_arbiter;          /* 1: accept any arbiter key the trainer's record names (unsafe) */
     const char *data_root;
     const char *transcript;      /* optional: write the auditor's transcript here */
     vt_order order;

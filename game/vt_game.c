@@ -23,7 +23,7 @@ const char *vt_reason_name(int code)
     static const char *const n[] = {"none",           "no valid answer",   "bad proof",        "inconsistent answer",
                                     "implausible log entry", "missing log entry", "wrong output", "manifest mismatch",
                                     "invalid challenge", "log mismatch",      "bad input",        "cannot judge",
-                                    "equivocation", "over the arbiter's limits"};
+                                    "equivocation", "over the arbiter's limits", "stale service record"};
     return code >= 0 && code < (int)(sizeof n / sizeof n[0]) ? n[code] : "?";
 }
 
@@ -37,6 +37,10 @@ typedef struct {
     const vt_game_limits *lim;
     vt_game_result *res;
     int done;
+    const vt_msg_challenge *ch;  /* the verdict names it (vt_game_bind_verdict) */
+    uint8_t trainer_nonce[32];   /* from the trainer's SERVICE answer */
+    int have_tnonce;
+    uint64_t record_serial;      /* of the auditor's service record */
     uint8_t cm_hash[32], root[32], trainer_pk[32], manifest_hash[32];
     uint64_t step_count;
     vt_recipe rc;
@@ -62,6 +66,8 @@ static void decide(game *g, int loser, int reason, uint64_t step, uint32_t op, c
     vsnprintf(text, sizeof text, fmt, ap);
     va_end(ap);
     set_verdict(&g->res->v, g->cm_hash, loser, reason, step, op, text);
+    if (g->ch) vt_game_bind_verdict(&g->res->v, g->ch, g->io->arbiter_pk, g->have_tnonce ? g->trainer_nonce : NULL,
+                                    g->io->time);
 }
 
 /* decide, then leave the (void) function */
@@ -220,7 +226,39 @@ static void set_verdict(vt_msg_verdict *v, const uint8_t cm_hash[32], int loser,
         if ((unsigned char)*c < 0x20 || (unsigned char)*c > 0x7e) *c = '?';
 }
 
-int vt_game_check_challenge(const vt_msg_challenge *ch, vt_service *sv, vt_msg_verdict *v)
+void vt_game_bind_verdict(vt_msg_verdict *v, const vt_msg_challenge *ch, const uint8_t arbiter_pk[32],
+                          const uint8_t *trainer_nonce, uint64_t time)
+{
+    if (arbiter_pk) memcpy(v->arbiter_pk, arbiter_pk, 32);
+    else memset(v->arbiter_pk, 0, 32);
+    memcpy(v->auditor_pk, ch->auditor_pk, 32);
+    v->claimed_step = ch->claimed_step;
+    memcpy(v->claimed_state, ch->auditor_state_hash, 32);
+    memcpy(v->auditor_nonce, ch->nonce, 32);
+    if (trainer_nonce) memcpy(v->trainer_nonce, trainer_nonce, 32);
+    else memset(v->trainer_nonce, 0, 32);
+    v->time = time;
+}
+
+int vt_game_verdict_for(const vt_msg_verdict *v, const vt_msg_challenge *ch, const uint8_t arbiter_pk[32], char *why,
+                        size_t cap)
+{
+    uint8_t cm_hash[32];
+    vt_commitment_bytes_hash(ch->commitment, cm_hash);
+    const char *bad = memcmp(v->commitment_hash, cm_hash, 32) != 0       ? "another commitment"
+                      : memcmp(v->auditor_pk, ch->auditor_pk, 32) != 0   ? "another auditor key"
+                      : v->claimed_step != ch->claimed_step               ? "another challenged step"
+                      : memcmp(v->claimed_state, ch->auditor_state_hash, 32) != 0 ? "another claimed state"
+                      : memcmp(v->auditor_nonce, ch->nonce, 32) != 0     ? "another nonce (another game)"
+                      : memcmp(v->arbiter_pk, arbiter_pk, 32) != 0       ? "another arbiter key than the one that signed it"
+                                                                          : NULL;
+    if (!bad) return 0;
+    if (cap) snprintf(why, cap, "the verdict names %s: it is not the verdict of this challenge", bad);
+    return -1;
+}
+
+int vt_game_check_challenge(const vt_msg_challenge *ch, const uint8_t arbiter_pk[32], uint64_t now, vt_service *sv,
+                            vt_msg_verdict *v)
 {
     const uint8_t *c = ch->commitment;
     uint8_t cm_hash[32];
@@ -231,6 +269,8 @@ int vt_game_check_challenge(const vt_msg_challenge *ch, vt_service *sv, vt_msg_v
         snprintf(why, sizeof why, "the challenge does not carry a commitment file");
     else if (vt_sign_init() || vt_sign_verify_detached(c + VT_COMMITMENT_BODY_LEN, c, VT_COMMITMENT_BODY_LEN, c + 80))
         snprintf(why, sizeof why, "the commitment in the challenge is not signed by its trainer key");
+    else if (!arbiter_pk || memcmp(ch->arbiter_pk, arbiter_pk, 32) != 0)
+        snprintf(why, sizeof why, "the challenge names another arbiter than this one");
     else if (vt_service_parse(ch->service, ch->service_len, sv) != VT_OK)
         snprintf(why, sizeof why, "the trainer's service record in the challenge is invalid: %s", vt_errmsg());
     else if (memcmp(sv->trainer_pk, c + 80, 32) != 0)
@@ -238,8 +278,15 @@ int vt_game_check_challenge(const vt_msg_challenge *ch, vt_service *sv, vt_msg_v
                                   "address comes only from a record the trainer signed");
     else if (memcmp(sv->manifest_hash, c + 8, 32) != 0)
         snprintf(why, sizeof why, "the service record names another run (manifest) than the commitment");
+    else if (sv->expiry <= now)
+        snprintf(why, sizeof why, "the service record expired at %llu (seconds since 1970; the challenge came at %llu): "
+                 "ask the trainer for its current record", (unsigned long long)sv->expiry, (unsigned long long)now);
+    else if (!vt_service_names_arbiter(sv, arbiter_pk))
+        snprintf(why, sizeof why, "the trainer's service record does not name this arbiter's key among the %u it "
+                 "answers: the trainer never accepted this arbiter", (unsigned)sv->n_arbiters);
     if (!why[0]) return 0;
     set_verdict(v, cm_hash, VT_LOSER_AUDITOR, VT_REASON_BAD_CHALLENGE, 0, 0, why);
+    vt_game_bind_verdict(v, ch, arbiter_pk, NULL, now);
     return -1;
 }
 
@@ -250,10 +297,11 @@ static int check_commitment(game *g, const vt_msg_challenge *ch)
     const uint8_t *c = ch->commitment;
     vt_commitment_bytes_hash(c, g->cm_hash);
     vt_service sv;
-    if (vt_game_check_challenge(ch, &sv, &g->res->v)) {
+    if (vt_game_check_challenge(ch, g->io->arbiter_pk, g->io->time, &sv, &g->res->v)) {
         g->done = 1;
         return -1;
     }
+    g->record_serial = sv.serial;
     memcpy(g->manifest_hash, c + 8, 32);
     g->step_count = vt_get_u64le(c + 40);
     memcpy(g->root, c + 48, 32);
@@ -261,6 +309,51 @@ static int check_commitment(game *g, const vt_msg_challenge *ch)
     snprintf(g->res->endpoint, sizeof g->res->endpoint, "%s", sv.addr);
     if (g->io->endpoint) g->io->endpoint(g->io->ctx, sv.addr);
     return 0;
+}
+
+/* The trainer's current service record at the signed address, and its nonce (docs/dispute.md
+ * "Fresh service records"). A trainer there serving another run under a newer record than the
+ * auditor's has withdrawn the auditor's: the record is stale, nobody loses. Never an inconsistent
+ * answer about this run's commitment. */
+static int check_service(game *g, const vt_msg_challenge *ch)
+{
+    vt_msg_q_service q;
+    memcpy(q.commitment_hash, g->cm_hash, 32);
+    memcpy(q.auditor_nonce, ch->nonce, 32);
+    vt_msg a;
+    if (ask(g, VT_ROLE_TRAINER, VT_MSG_Q_SERVICE, &q, VT_MSG_SERVICE, &a, 0, 0)) return -1;
+    const vt_msg_service *r = &a.body.service;
+    vt_service cur;
+    int echo = memcmp(r->commitment_hash, q.commitment_hash, 32) == 0 && memcmp(r->auditor_nonce, q.auditor_nonce, 32) == 0;
+    int parsed = echo && vt_service_parse(r->record, r->record_len, &cur) == VT_OK;
+    if (echo) {
+        memcpy(g->trainer_nonce, r->trainer_nonce, 32);
+        g->have_tnonce = 1;
+    }
+    vt_msg_free(&a);
+    if (!echo) {
+        decide(g, VT_LOSER_TRAINER, VT_REASON_NO_ANSWER, 0, 0,
+               "the trainer's SERVICE does not answer this game's question (commitment hash or nonce)");
+        return -1;
+    }
+    if (!parsed || memcmp(cur.trainer_pk, g->trainer_pk, 32) != 0) {
+        decide(g, VT_LOSER_TRAINER, VT_REASON_NO_ANSWER, 0, 0, "the trainer's current service record %s",
+               parsed ? "is signed by another key" : "is invalid");
+        return -1;
+    }
+    if (memcmp(cur.manifest_hash, g->manifest_hash, 32) == 0) return 0; /* this run is served here */
+    if (cur.serial > g->record_serial) {
+        decide(g, VT_LOSER_NONE, VT_REASON_STALE_RECORD, 0, 0,
+               "not this run: the trainer's key at %s serves another run under a newer record (serial %llu, the "
+               "auditor's %llu): the auditor's record is stale; ask the trainer for its current record of this run",
+               g->res->endpoint, (unsigned long long)cur.serial, (unsigned long long)g->record_serial);
+        return -1;
+    }
+    decide(g, VT_LOSER_TRAINER, VT_REASON_NO_ANSWER, 0, 0,
+           "the trainer serves another run at %s, under an older record (serial %llu) than the one it signed for this "
+           "run (serial %llu), which has not expired", g->res->endpoint, (unsigned long long)cur.serial,
+           (unsigned long long)g->record_serial);
+    return -1;
 }
 
 /* The commitment the trainer stands behind must be the one in the challenge: two different
@@ -579,7 +672,7 @@ void vt_game_cost(const vt_recipe *rc, uint64_t *bytes, uint64_t *flop)
 
 static void play(game *g, const vt_msg_challenge *ch, const char *data_root, vt_order order)
 {
-    if (check_commitment(g, ch) || check_equivocation(g, ch) || load_manifest(g, data_root, order)) return;
+    if (check_commitment(g, ch) || check_service(g, ch) || check_equivocation(g, ch) || load_manifest(g, data_root, order)) return;
     const vt_recipe *rc = &g->rc;
     uint64_t hi = ch->claimed_step, lo = 0;
     if (hi < 1 || hi > rc->steps || !expected_has_state(rc, hi)) {
@@ -807,6 +900,7 @@ void vt_game_play(const vt_game_io *io, const vt_msg_challenge *ch, const char *
     g.io = io;
     g.lim = lim;
     g.res = res;
+    g.ch = ch;
     play(&g, ch, data_root, order);
     if (!g.done) decide(&g, VT_LOSER_NONE, VT_REASON_CANNOT_JUDGE, 0, 0, "the game ended without a decision");
     if (getenv("VT_ARBITER_BENCH") && g.have_model) { /* the yardstick: one whole verifiable step (median of 5) */

@@ -31,6 +31,8 @@ enum {
     VT_REASON_CANNOT_JUDGE = 11,   /* the arbiter could not judge (its own data or resources) */
     VT_REASON_EQUIVOCATION = 12,   /* the trainer signed two different roots for one run */
     VT_REASON_OVER_LIMIT = 13,     /* the game would exceed the arbiter's limits: refused, nobody loses */
+    VT_REASON_STALE_RECORD = 14,   /* the trainer has since signed a newer record for its address, for
+                                    * another run: the auditor's record is stale; nobody loses */
 };
 const char *vt_reason_name(int code);
 
@@ -46,6 +48,11 @@ typedef struct {
      * before the first question to the trainer: the only address the trainer may be reached at
      * (may be NULL). */
     void (*endpoint)(void *ctx, const char *addr);
+    /* The game's identity, named by its verdict (docs/dispute.md "Verdict"): the arbiter's key
+     * and the time it took the challenge (seconds since 1970), against which the service
+     * record's expiry is checked. The offline check passes the recorded ones. */
+    const uint8_t *arbiter_pk;
+    uint64_t time;
 } vt_game_io;
 
 /* What the arbiter accepts to spend on one game (0 = no limit). */
@@ -60,9 +67,22 @@ void vt_game_cost(const vt_recipe *rc, uint64_t *bytes, uint64_t *flop);
 
 /* The checks of a challenge that need no party (cheap; done before anything is allocated or
  * dialled): the commitment's format and signature, the trainer's service record (format,
- * signature, the commitment's key and manifest). Returns 0 and *sv, or -1 with *v a verdict
- * against the auditor (invalid challenge). */
-int vt_game_check_challenge(const vt_msg_challenge *ch, vt_service *sv, vt_msg_verdict *v);
+ * signature, the commitment's key and manifest, not expired at `now`, naming arbiter_pk), and
+ * that the challenge names arbiter_pk. Returns 0 and *sv, or -1 with *v a verdict against the
+ * auditor (invalid challenge), signed by the caller. */
+int vt_game_check_challenge(const vt_msg_challenge *ch, const uint8_t arbiter_pk[32], uint64_t now, vt_service *sv,
+                            vt_msg_verdict *v);
+
+/* Fills the fields of a verdict that bind it to its game: the arbiter's key, the challenge's
+ * auditor key, commitment hash, claimed step and state and nonce, the trainer's nonce (NULL:
+ * zeros) and the time. */
+void vt_game_bind_verdict(vt_msg_verdict *v, const vt_msg_challenge *ch, const uint8_t arbiter_pk[32],
+                          const uint8_t *trainer_nonce, uint64_t time);
+
+/* 0 when verdict v is the one a game of challenge ch ends with (its commitment hash, auditor
+ * key, claimed step and state, nonce and arbiter key); else -1 and why (cap bytes). */
+int vt_game_verdict_for(const vt_msg_verdict *v, const vt_msg_challenge *ch, const uint8_t arbiter_pk[32], char *why,
+                        size_t cap);
 
 typedef struct {
     vt_msg_verdict v;

@@ -48,6 +48,13 @@ typedef struct {
     cache_ent cache[VT_SERVE_CACHE_MAX];
     int n_cache, max_cache;
     uint64_t tick;
+    /* the signed service record (docs/dispute.md "Fresh service records"), re-signed before it expires */
+    vt_service rec;                   /* what it says (serial, expiry, arbiters, address) */
+    uint8_t rec_bytes[VT_SERVICE_MAX_LEN];
+    size_t rec_len;                   /* under mu */
+    char rec_path[4096];
+    uint64_t rec_resign_at;           /* seconds since 1970 */
+    int rec_failed;                   /* a re-signing failed (logged once) */
 } server;
 
 struct session {
@@ -207,6 +214,18 @@ static vt_err answer(session *ss, const vt_msg *q)
     const vt_serve_opts *o = sv->o;
     int type = q->hdr.type;
     switch (type) {
+    case VT_MSG_Q_SERVICE: { /* the current record and a fresh nonce: this game's first question */
+        vt_msg_service a;
+        memset(&a, 0, sizeof a);
+        memcpy(a.commitment_hash, q->body.q_service.commitment_hash, 32);
+        memcpy(a.auditor_nonce, q->body.q_service.auditor_nonce, 32);
+        VT_FORWARD_IF_ERROR(vt_proto_nonce(a.trainer_nonce));
+        pthread_mutex_lock(&sv->mu);
+        memcpy(a.record, sv->rec_bytes, sv->rec_len);
+        a.record_len = (uint16_t)sv->rec_len;
+        pthread_mutex_unlock(&sv->mu);
+        return vt_send_msg(ss->c, VT_MSG_SERVICE, &a, &sv->kp);
+    }
     case VT_MSG_Q_MANIFEST: {
         vt_msg_log a = {0, (uint32_t)sv->manifest_len, (uint8_t *)sv->manifest};
         return vt_send_msg(ss->c, VT_MSG_MANIFEST, &a, &sv->kp);
@@ -359,7 +378,7 @@ static void *session_main(void *p)
         vt_msg_limits lim;
         memset(&lim, 0, sizeof lim);
         for (int t = 1; t < VT_MSG_TYPE_COUNT_; t++) lim.max_body[t] = 64; /* only small questions come in */
-        lim.max_body[VT_MSG_VERDICT] = 32 + 8 + 4 + 1 + 1 + 2 + VT_MSG_TEXT_MAX; /* and the arbiter's verdict */
+        lim.max_body[VT_MSG_VERDICT] = vt_msg_max_body(VT_MSG_VERDICT, NULL); /* and the arbiter's verdict */
         for (int answered = 0;; answered++) {
             const vt_serve_hooks *hk = sv->o->serve_hooks;
             if (hk && hk->drop && hk->drop(hk->ctx, answered)) break; /* as if the network dropped it */
@@ -402,9 +421,41 @@ static void tr_reject(void *ctx, const char *peer, int code, const char *reason)
     vt_log_rejection_code("trainer", peer, code, reason);
 }
 
+/* Signs the service record anew (a higher serial; expiry now + the TTL) and writes it atomically. */
+static vt_err sign_record(server *sv)
+{
+    uint64_t now = (uint64_t)time(NULL);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t us = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+    vt_service r = sv->rec;
+    r.serial = us > r.serial ? us : r.serial + 1; /* only grows */
+    r.expiry = now + (uint64_t)sv->o->record_ttl_s;
+    uint8_t b[VT_SERVICE_MAX_LEN];
+    size_t n = 0;
+    VT_FORWARD_IF_ERROR(vt_service_sign(&r, &sv->kp, b, sizeof b, &n));
+    VT_FORWARD_IF_ERROR(vt_write_file_atomic(sv->rec_path, b, n));
+    pthread_mutex_lock(&sv->mu);
+    sv->rec = r;
+    memcpy(sv->rec_bytes, b, n);
+    sv->rec_len = n;
+    pthread_mutex_unlock(&sv->mu);
+    sv->rec_resign_at = now + (uint64_t)(sv->o->record_ttl_s / 2 > 0 ? sv->o->record_ttl_s / 2 : 1);
+    return VT_OK;
+}
+
 static int tr_stop(void *ctx)
 {
     server *sv = ctx;
+    if (sv->rec_len && !sv->rec_failed && (uint64_t)time(NULL) >= sv->rec_resign_at) { /* the gate's thread only */
+        if (sign_record(sv)) {
+            sv->rec_failed = 1;
+            fprintf(stderr, "trainer: cannot re-sign the service record %s: %s\n", sv->rec_path, vt_errmsg());
+        } else if (!sv->o->quiet) {
+            fprintf(stderr, "trainer: re-signed the service record %s (expires %llu)\n", sv->rec_path,
+                    (unsigned long long)sv->rec.expiry);
+        }
+    }
     pthread_mutex_lock(&sv->mu);
     int stop = sv->o->max_connections > 0 && sv->handled >= sv->o->max_connections;
     pthread_mutex_unlock(&sv->mu);
@@ -559,18 +610,20 @@ vt_err vt_serve_run(const vt_serve_opts *o)
     }
     uint16_t port = 0;
     if (!e) e = vt_listen(o->listen, &l, &port);
-    if (!e) { /* the signed service record: the only address an arbiter dials for this run */
-        char addr[VT_MSG_ADDR_MAX + 1], path[4096];
-        uint8_t rec[VT_SERVICE_MAX_LEN];
-        size_t n = 0;
-        e = service_addr(o, port, addr, sizeof addr);
-        if (!e) e = vt_service_sign(mh, addr, (uint64_t)time(NULL), &sv.kp, rec, sizeof rec, &n);
+    if (!e) { /* the signed service record: where, until when and to which arbiters this trainer answers */
+        memcpy(sv.rec.manifest_hash, mh, 32);
+        sv.rec.n_arbiters = (uint32_t)o->n_arbiters;
+        memcpy(sv.rec.arbiter_pk, o->arbiter_pk, 32 * (size_t)o->n_arbiters);
+        e = o->record_ttl_s > 0 ? service_addr(o, port, sv.rec.addr, sizeof sv.rec.addr)
+                                : vt_set_error(VT_ERR_ARG, "the service record's lifetime must be positive");
         if (o->service_file)
-            snprintf(path, sizeof path, "%s", o->service_file);
+            snprintf(sv.rec_path, sizeof sv.rec_path, "%s", o->service_file);
         else
-            snprintf(path, sizeof path, "%s/%s", o->run_dir, VT_SERVICE_FILE);
-        if (!e) e = vt_write_file_atomic(path, rec, n);
-        if (!e && !o->quiet) fprintf(stderr, "trainer: signed service record %s: %s\n", path, addr);
+            snprintf(sv.rec_path, sizeof sv.rec_path, "%s/%s", o->run_dir, VT_SERVICE_FILE);
+        if (!e) e = sign_record(&sv);
+        if (!e && !o->quiet)
+            fprintf(stderr, "trainer: signed service record %s: %s, %d arbiter key(s), expires in %d s (re-signed while "
+                    "serving)\n", sv.rec_path, sv.rec.addr, o->n_arbiters, o->record_ttl_s);
     }
     if (!e && o->port_file) { /* atomically: a reader polling for the file never sees half of it */
         char num[16];

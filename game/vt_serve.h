@@ -19,6 +19,8 @@ typedef struct {
     const char *advertise;  /* the address signed into the service record (default: the listen
                              * host with the bound port; required when listening on every address) */
     const char *service_file; /* where the service record goes (default RUN_DIR/service.vtsr) */
+    int record_ttl_s;       /* the record's lifetime, seconds (default 7 days); re-signed (a higher serial,
+                             * a later expiry) whenever less than half of it is left */
     vt_order order;         /* the order the run was trained with (to re-create its values) */
     const vt_hooks *hooks;  /* tests only: the cheat the run was trained with (answers stay consistent); NULL */
     /* access control: only these arbiters' keys get answers (at least one) */

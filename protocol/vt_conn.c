@@ -27,6 +27,7 @@
 #include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
+#include <openssl/rand.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
@@ -35,6 +36,13 @@
 static _Thread_local int deadline_hit_;
 
 int vt_proto_deadline_exceeded(void) { return deadline_hit_; }
+
+vt_err vt_proto_nonce(uint8_t out[VT_MSG_NONCE_LEN])
+{
+    VT_RETURN_ERROR_IF(!out, VT_ERR_ARG, "vt_proto_nonce: NULL argument");
+    VT_RETURN_ERROR_IF(RAND_bytes(out, (int)VT_MSG_NONCE_LEN) != 1, VT_ERR_INTERNAL, "no random bytes for a nonce");
+    return VT_OK;
+}
 
 static int64_t now_ns(void)
 {

@@ -5,11 +5,14 @@
 #include <string.h>
 
 #define HL VT_MSG_HASH_LEN
+/* VERDICT without its reason: commitment hash, step, op, loser, reason code, arbiter and auditor
+ * keys, claimed step and state, the two nonces, the time */
+#define VERDICT_FIXED (HL + 8 + 4 + 1 + 1 + 2 * VT_SIGN_PK_LEN + 8 + HL + 2 * VT_MSG_NONCE_LEN + 8)
 
 /* Bounds of each type's body: {min, max}; min == max for fixed-size bodies. */
 static const uint32_t body_min_[VT_MSG_TYPE_COUNT_] = {
     [VT_MSG_HELLO] = 1 + VT_SIGN_PK_LEN + 32,
-    [VT_MSG_CHALLENGE] = VT_MSG_COMMITMENT_LEN + VT_SIGN_PK_LEN + 8 + HL + 2,
+    [VT_MSG_CHALLENGE] = VT_MSG_COMMITMENT_LEN + 2 * VT_SIGN_PK_LEN + 8 + HL + VT_MSG_NONCE_LEN + 2,
     [VT_MSG_Q_LEAF] = 8,
     [VT_MSG_LEAF] = 8 + 1 + 3 * HL + 8 + 2,
     [VT_MSG_Q_STATE] = 8,
@@ -20,7 +23,7 @@ static const uint32_t body_min_[VT_MSG_TYPE_COUNT_] = {
     [VT_MSG_INPUTS] = 8 + 4 + 2,
     [VT_MSG_Q_LOG] = 8,
     [VT_MSG_LOG] = 8 + 4,
-    [VT_MSG_VERDICT] = HL + 8 + 4 + 1 + 1 + 2,
+    [VT_MSG_VERDICT] = VERDICT_FIXED + 2,
     [VT_MSG_ERROR] = 2 + 2,
     [VT_MSG_Q_MANIFEST] = 8,
     [VT_MSG_MANIFEST] = 8 + 4,
@@ -33,10 +36,12 @@ static const uint32_t body_min_[VT_MSG_TYPE_COUNT_] = {
     [VT_MSG_Q_COMMITMENT] = 8,
     [VT_MSG_COMMITMENT] = 8 + 4,
     [VT_MSG_NOTE] = 1 + 1 + 2 + 4 + 4 * 8 + 2,
+    [VT_MSG_Q_SERVICE] = HL + VT_MSG_NONCE_LEN,
+    [VT_MSG_SERVICE] = HL + 2 * VT_MSG_NONCE_LEN + 2,
 };
 static const uint32_t body_max_[VT_MSG_TYPE_COUNT_] = {
     [VT_MSG_HELLO] = 1 + VT_SIGN_PK_LEN + 32,
-    [VT_MSG_CHALLENGE] = VT_MSG_COMMITMENT_LEN + VT_SIGN_PK_LEN + 8 + HL + 2 + VT_MSG_SERVICE_MAX,
+    [VT_MSG_CHALLENGE] = VT_MSG_COMMITMENT_LEN + 2 * VT_SIGN_PK_LEN + 8 + HL + VT_MSG_NONCE_LEN + 2 + VT_MSG_SERVICE_MAX,
     [VT_MSG_Q_LEAF] = 8,
     [VT_MSG_LEAF] = 8 + 1 + 3 * HL + 8 + 2 + VT_MSG_PATH_MAX * HL,
     [VT_MSG_Q_STATE] = 8,
@@ -47,7 +52,7 @@ static const uint32_t body_max_[VT_MSG_TYPE_COUNT_] = {
     [VT_MSG_INPUTS] = VT_MSG_INPUTS_MAX_BODY,
     [VT_MSG_Q_LOG] = 8,
     [VT_MSG_LOG] = 8 + 4 + VT_MSG_LOG_MAX_DATA,
-    [VT_MSG_VERDICT] = HL + 8 + 4 + 1 + 1 + 2 + VT_MSG_TEXT_MAX,
+    [VT_MSG_VERDICT] = VERDICT_FIXED + 2 + VT_MSG_TEXT_MAX,
     [VT_MSG_ERROR] = 2 + 2 + VT_MSG_TEXT_MAX,
     [VT_MSG_Q_MANIFEST] = 8,
     [VT_MSG_MANIFEST] = 8 + 4 + VT_MSG_MANIFEST_MAX,
@@ -60,6 +65,8 @@ static const uint32_t body_max_[VT_MSG_TYPE_COUNT_] = {
     [VT_MSG_Q_COMMITMENT] = 8,
     [VT_MSG_COMMITMENT] = 8 + 4 + VT_MSG_COMMITMENT_LEN,
     [VT_MSG_NOTE] = 1 + 1 + 2 + 4 + 4 * 8 + 2 + VT_MSG_TEXT_MAX,
+    [VT_MSG_Q_SERVICE] = HL + VT_MSG_NONCE_LEN,
+    [VT_MSG_SERVICE] = HL + 2 * VT_MSG_NONCE_LEN + 2 + VT_MSG_SERVICE_MAX,
 };
 
 static int type_ok(int type) { return type > 0 && type < VT_MSG_TYPE_COUNT_; }
@@ -70,7 +77,7 @@ const char *vt_msg_type_name(int type)
         "ANY",     "HELLO",     "CHALLENGE", "Q_LEAF", "LEAF",  "Q_STATE", "STATE_CLAIM", "Q_CHAIN",
         "CHAIN_CLAIM", "Q_INPUTS", "INPUTS", "Q_LOG",  "LOG",   "VERDICT", "ERROR", "Q_MANIFEST", "MANIFEST",
         "Q_TENSORS", "Q_PREFIX", "HASHES", "Q_HINT", "HINT", "Q_OUTPUT", "Q_COMMITMENT", "COMMITMENT",
-        "NOTE",
+        "NOTE", "Q_SERVICE", "SERVICE",
     };
     if (type < 0 || type >= VT_MSG_TYPE_COUNT_) return "?";
     return names[type];
@@ -177,12 +184,29 @@ static vt_err encode_body(int type, const void *body, vt_buf *b)
         const vt_msg_challenge *m = body;
         VT_FORWARD_IF_ERROR(vt_buf_append(b, m->commitment, VT_MSG_COMMITMENT_LEN));
         VT_FORWARD_IF_ERROR(vt_buf_append(b, m->auditor_pk, VT_SIGN_PK_LEN));
+        VT_FORWARD_IF_ERROR(vt_buf_append(b, m->arbiter_pk, VT_SIGN_PK_LEN));
         VT_FORWARD_IF_ERROR(vt_buf_u64le(b, m->claimed_step));
         VT_FORWARD_IF_ERROR(vt_buf_append(b, m->auditor_state_hash, HL));
+        VT_FORWARD_IF_ERROR(vt_buf_append(b, m->nonce, VT_MSG_NONCE_LEN));
         VT_RETURN_ERROR_IF(m->service_len > VT_MSG_SERVICE_MAX, VT_ERR_ARG, "CHALLENGE: service record of %u bytes, at most %u",
                            (unsigned)m->service_len, VT_MSG_SERVICE_MAX);
         VT_FORWARD_IF_ERROR(vt_buf_u16le(b, m->service_len));
         return vt_buf_append(b, m->service, m->service_len);
+    }
+    case VT_MSG_Q_SERVICE: {
+        const vt_msg_q_service *m = body;
+        VT_FORWARD_IF_ERROR(vt_buf_append(b, m->commitment_hash, HL));
+        return vt_buf_append(b, m->auditor_nonce, VT_MSG_NONCE_LEN);
+    }
+    case VT_MSG_SERVICE: {
+        const vt_msg_service *m = body;
+        VT_RETURN_ERROR_IF(m->record_len > VT_MSG_SERVICE_MAX, VT_ERR_ARG, "SERVICE: a record of %u bytes, at most %u",
+                           (unsigned)m->record_len, VT_MSG_SERVICE_MAX);
+        VT_FORWARD_IF_ERROR(vt_buf_append(b, m->commitment_hash, HL));
+        VT_FORWARD_IF_ERROR(vt_buf_append(b, m->auditor_nonce, VT_MSG_NONCE_LEN));
+        VT_FORWARD_IF_ERROR(vt_buf_append(b, m->trainer_nonce, VT_MSG_NONCE_LEN));
+        VT_FORWARD_IF_ERROR(vt_buf_u16le(b, m->record_len));
+        return vt_buf_append(b, m->record, m->record_len);
     }
     case VT_MSG_NOTE: {
         const vt_msg_note *m = body;
@@ -320,6 +344,13 @@ static vt_err encode_body(int type, const void *body, vt_buf *b)
         VT_FORWARD_IF_ERROR(vt_buf_u32le(b, m->op));
         VT_FORWARD_IF_ERROR(vt_buf_u8(b, m->loser));
         VT_FORWARD_IF_ERROR(vt_buf_u8(b, m->reason_code));
+        VT_FORWARD_IF_ERROR(vt_buf_append(b, m->arbiter_pk, VT_SIGN_PK_LEN));
+        VT_FORWARD_IF_ERROR(vt_buf_append(b, m->auditor_pk, VT_SIGN_PK_LEN));
+        VT_FORWARD_IF_ERROR(vt_buf_u64le(b, m->claimed_step));
+        VT_FORWARD_IF_ERROR(vt_buf_append(b, m->claimed_state, HL));
+        VT_FORWARD_IF_ERROR(vt_buf_append(b, m->auditor_nonce, VT_MSG_NONCE_LEN));
+        VT_FORWARD_IF_ERROR(vt_buf_append(b, m->trainer_nonce, VT_MSG_NONCE_LEN));
+        VT_FORWARD_IF_ERROR(vt_buf_u64le(b, m->time));
         return put_text(b, m->reason, VT_MSG_TEXT_MAX, "VERDICT reason");
     }
     case VT_MSG_ERROR: {
@@ -449,8 +480,10 @@ static vt_err decode_body(int type, vt_reader *r, vt_msg_body *out)
         vt_msg_challenge *m = &out->challenge;
         VT_FORWARD_IF_ERROR(vt_read_bytes(r, m->commitment, VT_MSG_COMMITMENT_LEN, "CHALLENGE commitment"));
         VT_FORWARD_IF_ERROR(vt_read_bytes(r, m->auditor_pk, VT_SIGN_PK_LEN, "CHALLENGE auditor_pk"));
+        VT_FORWARD_IF_ERROR(vt_read_bytes(r, m->arbiter_pk, VT_SIGN_PK_LEN, "CHALLENGE arbiter_pk"));
         VT_FORWARD_IF_ERROR(vt_read_u64le(r, &m->claimed_step, "CHALLENGE claimed_step"));
         VT_FORWARD_IF_ERROR(vt_read_bytes(r, m->auditor_state_hash, HL, "CHALLENGE state hash"));
+        VT_FORWARD_IF_ERROR(vt_read_bytes(r, m->nonce, VT_MSG_NONCE_LEN, "CHALLENGE nonce"));
         const uint8_t *p;
         VT_FORWARD_IF_ERROR(vt_read_u16le(r, &m->service_len, "CHALLENGE service length"));
         VT_RETURN_ERROR_IF(m->service_len > VT_MSG_SERVICE_MAX, VT_ERR_FORMAT,
@@ -462,6 +495,24 @@ static vt_err decode_body(int type, vt_reader *r, vt_msg_body *out)
         VT_FORWARD_IF_ERROR(vt_read_skip(r, &p, m->service_len, "CHALLENGE service record"));
         memcpy(m->service, p, m->service_len);
         return VT_OK;
+    }
+    case VT_MSG_Q_SERVICE: {
+        vt_msg_q_service *m = &out->q_service;
+        VT_FORWARD_IF_ERROR(vt_read_bytes(r, m->commitment_hash, HL, "Q_SERVICE commitment_hash"));
+        return vt_read_bytes(r, m->auditor_nonce, VT_MSG_NONCE_LEN, "Q_SERVICE nonce");
+    }
+    case VT_MSG_SERVICE: {
+        vt_msg_service *m = &out->service;
+        VT_FORWARD_IF_ERROR(vt_read_bytes(r, m->commitment_hash, HL, "SERVICE commitment_hash"));
+        VT_FORWARD_IF_ERROR(vt_read_bytes(r, m->auditor_nonce, VT_MSG_NONCE_LEN, "SERVICE auditor nonce"));
+        VT_FORWARD_IF_ERROR(vt_read_bytes(r, m->trainer_nonce, VT_MSG_NONCE_LEN, "SERVICE trainer nonce"));
+        VT_FORWARD_IF_ERROR(vt_read_u16le(r, &m->record_len, "SERVICE record length"));
+        VT_RETURN_ERROR_IF(m->record_len > VT_MSG_SERVICE_MAX, VT_ERR_FORMAT, "SERVICE: a record of %u bytes, at most %u",
+                           (unsigned)m->record_len, VT_MSG_SERVICE_MAX);
+        VT_RETURN_ERROR_IF(m->record_len != vt_reader_left(r), VT_ERR_FORMAT,
+                           "SERVICE: a record of %u bytes but %zu bytes follow", (unsigned)m->record_len,
+                           vt_reader_left(r));
+        return vt_read_bytes(r, m->record, m->record_len, "SERVICE record");
     }
     case VT_MSG_NOTE: {
         vt_msg_note *m = &out->note;
@@ -590,6 +641,13 @@ static vt_err decode_body(int type, vt_reader *r, vt_msg_body *out)
         VT_RETURN_ERROR_IF(m->loser > VT_LOSER_BOTH, VT_ERR_FORMAT, "VERDICT: loser %u is not 0..3",
                            (unsigned)m->loser);
         VT_FORWARD_IF_ERROR(vt_read_u8(r, &m->reason_code, "VERDICT reason_code"));
+        VT_FORWARD_IF_ERROR(vt_read_bytes(r, m->arbiter_pk, VT_SIGN_PK_LEN, "VERDICT arbiter_pk"));
+        VT_FORWARD_IF_ERROR(vt_read_bytes(r, m->auditor_pk, VT_SIGN_PK_LEN, "VERDICT auditor_pk"));
+        VT_FORWARD_IF_ERROR(vt_read_u64le(r, &m->claimed_step, "VERDICT claimed_step"));
+        VT_FORWARD_IF_ERROR(vt_read_bytes(r, m->claimed_state, HL, "VERDICT claimed_state"));
+        VT_FORWARD_IF_ERROR(vt_read_bytes(r, m->auditor_nonce, VT_MSG_NONCE_LEN, "VERDICT auditor nonce"));
+        VT_FORWARD_IF_ERROR(vt_read_bytes(r, m->trainer_nonce, VT_MSG_NONCE_LEN, "VERDICT trainer nonce"));
+        VT_FORWARD_IF_ERROR(vt_read_u64le(r, &m->time, "VERDICT time"));
         return get_text(r, m->reason, VT_MSG_TEXT_MAX, "VERDICT reason");
     }
     case VT_MSG_ERROR: {

@@ -3,7 +3,7 @@
  *
  * Messages (vt_msg.c). Every message is a frame
  *
- *     header (16): "VTPM" | u16le version = 1 | u16le type | u32le seq | u32le body_len
+ *     header (16): "VTPM" | u16le version = 3 | u16le type | u32le seq | u32le body_len
  *     body (body_len bytes, per-type layout below)
  *     signature (64): Ed25519 by the author over header || body
  *
@@ -40,7 +40,9 @@
 /* ------------------------------------------------------------------ frame */
 
 #define VT_MSG_MAGIC "VTPM"
-#define VT_MSG_VERSION 2u /* 2: CHALLENGE carries the trainer's signed service record; NOTE */
+#define VT_MSG_VERSION 3u /* 2: CHALLENGE carries the trainer's signed service record; NOTE. 3: the CHALLENGE
+                           * names the arbiter and a nonce, Q_SERVICE/SERVICE, the VERDICT names its parties
+                           * and game */
 #define VT_MSG_HEADER_LEN 16u
 #define VT_MSG_SIG_LEN 64u
 #define VT_MSG_OVERHEAD (VT_MSG_HEADER_LEN + VT_MSG_SIG_LEN) /* 80 */
@@ -48,7 +50,8 @@
 #define VT_MSG_HASH_LEN 32u
 #define VT_MSG_COMMITMENT_LEN 176u          /* the commitment file, docs/format.md */
 #define VT_MSG_ADDR_MAX 255u                /* a service record's address, bytes */
-#define VT_MSG_SERVICE_MAX 512u             /* CHALLENGE service record, bytes */
+#define VT_MSG_SERVICE_MAX 1024u            /* CHALLENGE and SERVICE service record, bytes */
+#define VT_MSG_NONCE_LEN 32u
 #define VT_MSG_TEXT_MAX 1024u               /* VERDICT reason, ERROR message, bytes */
 #define VT_MSG_PATH_MAX 64u                 /* LEAF inclusion path, hashes */
 #define VT_MSG_INPUTS_MAX_BODY (256u << 20) /* INPUTS body, bytes */
@@ -85,7 +88,10 @@ typedef enum {
     VT_MSG_COMMITMENT = 24,   /* body: log (step 0, the 176 bytes of a commitment file) */
     /* version 2 */
     VT_MSG_NOTE = 25, /* the arbiter's own signed account in its transcript (never sent): vt_msg_note */
-    VT_MSG_TYPE_COUNT_ /* 26: valid wire types are 1 .. VT_MSG_TYPE_COUNT_-1 */
+    /* version 3 */
+    VT_MSG_Q_SERVICE = 26, /* body: q_service: the trainer's current service record, for this game */
+    VT_MSG_SERVICE = 27,   /* body: service: the record and the trainer's nonce */
+    VT_MSG_TYPE_COUNT_ /* 28: valid wire types are 1 .. VT_MSG_TYPE_COUNT_-1 */
 } vt_msg_type;
 
 /* HELLO role */
@@ -150,11 +156,28 @@ typedef struct {
 typedef struct {
     uint8_t commitment[VT_MSG_COMMITMENT_LEN]; /* commitment file bytes (opaque here) */
     uint8_t auditor_pk[VT_SIGN_PK_LEN];
+    uint8_t arbiter_pk[VT_SIGN_PK_LEN];          /* the arbiter the auditor challenges before */
     uint64_t claimed_step;
     uint8_t auditor_state_hash[VT_MSG_HASH_LEN]; /* the auditor's state hash at claimed_step */
+    uint8_t nonce[VT_MSG_NONCE_LEN];             /* the auditor's, fresh for this challenge */
     uint16_t service_len;                        /* <= VT_MSG_SERVICE_MAX */
     uint8_t service[VT_MSG_SERVICE_MAX];         /* the trainer's signed service record (opaque here) */
 } vt_msg_challenge;
+
+/* Q_SERVICE: the game's commitment hash and the auditor's nonce (from the CHALLENGE) */
+typedef struct {
+    uint8_t commitment_hash[VT_MSG_HASH_LEN];
+    uint8_t auditor_nonce[VT_MSG_NONCE_LEN];
+} vt_msg_q_service;
+
+/* SERVICE: the question's two fields echoed, the trainer's nonce, its current service record */
+typedef struct {
+    uint8_t commitment_hash[VT_MSG_HASH_LEN];
+    uint8_t auditor_nonce[VT_MSG_NONCE_LEN];
+    uint8_t trainer_nonce[VT_MSG_NONCE_LEN];
+    uint16_t record_len; /* <= VT_MSG_SERVICE_MAX */
+    uint8_t record[VT_MSG_SERVICE_MAX];
+} vt_msg_service;
 
 /* Q_LEAF, Q_STATE, Q_LOG */
 typedef struct {
@@ -214,12 +237,20 @@ typedef struct {
     uint8_t *data; /* a compressed step-log container (opaque here); decode: malloc'ed */
 } vt_msg_log;
 
+/* VERDICT: the decision, and what binds it to its parties and its game (docs/dispute.md "Verdict") */
 typedef struct {
     uint8_t commitment_hash[VT_MSG_HASH_LEN];
     uint64_t step;
     uint32_t op;
     uint8_t loser; /* VT_LOSER_* */
     uint8_t reason_code;
+    uint8_t arbiter_pk[VT_SIGN_PK_LEN];          /* the key that signs it */
+    uint8_t auditor_pk[VT_SIGN_PK_LEN];          /* the challenger's key */
+    uint64_t claimed_step;                       /* the challenged step */
+    uint8_t claimed_state[VT_MSG_HASH_LEN];      /* the auditor's state hash there */
+    uint8_t auditor_nonce[VT_MSG_NONCE_LEN];     /* from the CHALLENGE */
+    uint8_t trainer_nonce[VT_MSG_NONCE_LEN];     /* from the trainer's SERVICE answer (zeros: none came) */
+    uint64_t time;                               /* seconds since 1970 when the arbiter took the challenge */
     char reason[VT_MSG_TEXT_MAX + 1];
 } vt_msg_verdict;
 
@@ -272,6 +303,8 @@ typedef union {
     vt_msg_hashes hashes;
     vt_msg_hint hint;
     vt_msg_note note;
+    vt_msg_q_service q_service;
+    vt_msg_service service;
 } vt_msg_body;
 
 /* A decoded message. */
@@ -380,38 +413,50 @@ vt_err vt_transcript_next(vt_transcript_reader *r, vt_transcript_record *rec, in
 void vt_transcript_reader_close(vt_transcript_reader *r); /* NULL is a no-op */
 
 /* ------------------------------------------------------------------ service record
- * Where the trainer of a run answers (vt_service.c; docs/format.md "Service record"). The
- * trainer signs it; the auditor hands it to the arbiter inside its CHALLENGE; the arbiter
- * dials only the address of a record that verifies under the commitment's key and names
- * the commitment's manifest. File (146 to 401 bytes):
- *     "VTSR" | u32le version = 1 | manifest_hash[32] | trainer_pk[32] | u64le serial |
- *     u16le n | n bytes address "HOST:PORT" | signature[64] (Ed25519 over all before it) */
+ * Where, until when and to which arbiters the trainer of a run answers (vt_service.c;
+ * docs/format.md "Service record", the rule in docs/dispute.md "Fresh service records"). The
+ * trainer signs it; the auditor hands it to the arbiter inside its CHALLENGE; the arbiter plays
+ * only on a record that verifies under the commitment's key, names the commitment's manifest and
+ * the arbiter's own key, and has not expired. File (187 to 922 bytes):
+ *     "VTSR" | u32le version = 2 | manifest_hash[32] | trainer_pk[32] | u64le serial |
+ *     u64le expiry | u8 k (1..16) | k x arbiter_pk[32] | u16le n | n bytes address "HOST:PORT" |
+ *     signature[64] (Ed25519 over all before it)
+ * Version 1 (no expiry, no arbiters) is refused. */
 #define VT_SERVICE_MAGIC "VTSR"
-#define VT_SERVICE_VERSION 1u
-#define VT_SERVICE_MIN_LEN 146u
-#define VT_SERVICE_MAX_LEN (VT_SERVICE_MIN_LEN + VT_MSG_ADDR_MAX)
+#define VT_SERVICE_VERSION 2u
+#define VT_SERVICE_MAX_ARBITERS 16u
+#define VT_SERVICE_BASE_LEN 155u /* without arbiter keys and address */
+#define VT_SERVICE_MIN_LEN (VT_SERVICE_BASE_LEN + 32u)
+#define VT_SERVICE_MAX_LEN (VT_SERVICE_BASE_LEN + 32u * VT_SERVICE_MAX_ARBITERS + VT_MSG_ADDR_MAX)
 #define VT_SERVICE_FILE "service.vtsr" /* in the run directory */
 
 typedef struct {
     uint8_t manifest_hash[VT_MSG_HASH_LEN];
     uint8_t trainer_pk[VT_SIGN_PK_LEN];
-    uint64_t serial; /* the trainer's counter (seconds since 1970 when it signed) */
+    uint64_t serial; /* microseconds since 1970 when the trainer signed: a newer record has a higher one */
+    uint64_t expiry; /* seconds since 1970: the record is void from then on */
+    uint32_t n_arbiters;
+    uint8_t arbiter_pk[VT_SERVICE_MAX_ARBITERS][VT_SIGN_PK_LEN]; /* the arbiters the trainer answers */
     char addr[VT_MSG_ADDR_MAX + 1];
 } vt_service;
 
 /* Checks an address's syntax: "HOST:PORT", HOST letters, digits, '.', '-' or a bracketed
  * IPv6 literal, PORT 1..65535. VT_ERR_FORMAT otherwise. */
 vt_err vt_service_check_addr(const char *addr) VT_WARN_UNUSED;
-/* Encodes and signs a record with kp (kp->pk becomes trainer_pk): out gets *len bytes
- * (cap >= VT_SERVICE_MAX_LEN). */
-vt_err vt_service_sign(const uint8_t manifest_hash[VT_MSG_HASH_LEN], const char *addr, uint64_t serial,
-                       const vt_keypair *kp, uint8_t *out, size_t cap, size_t *len) VT_WARN_UNUSED;
+/* Encodes and signs a record with kp (kp->pk becomes trainer_pk): s gives the manifest hash,
+ * serial, expiry, arbiters (1..16) and address; out gets *len bytes (cap >= VT_SERVICE_MAX_LEN). */
+vt_err vt_service_sign(const vt_service *s, const vt_keypair *kp, uint8_t *out, size_t cap, size_t *len) VT_WARN_UNUSED;
 /* Parses hostile bytes (magic, version, lengths, address syntax), then verifies the signature
  * with the key it names: VT_ERR_FORMAT or VT_ERR_CRYPTO. The caller compares s->trainer_pk
- * and s->manifest_hash with the commitment's. */
+ * and s->manifest_hash with the commitment's, the expiry with the time, the arbiters with its key. */
 vt_err vt_service_parse(const uint8_t *p, size_t n, vt_service *s) VT_WARN_UNUSED;
+/* 1 when the record names arbiter key pk. */
+int vt_service_names_arbiter(const vt_service *s, const uint8_t pk[VT_SIGN_PK_LEN]);
 /* Reads a record file (at most VT_SERVICE_MAX_LEN bytes, else VT_ERR_FORMAT) into out. */
 vt_err vt_service_read_file(const char *path, uint8_t *out, size_t cap, size_t *len) VT_WARN_UNUSED;
+
+/* 32 random bytes (OpenSSL's CSPRNG): the parties' nonces. */
+vt_err vt_proto_nonce(uint8_t out[VT_MSG_NONCE_LEN]) VT_WARN_UNUSED;
 
 /* ------------------------------------------------------------------ transport */
 

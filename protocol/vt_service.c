@@ -33,20 +33,25 @@ vt_err vt_service_check_addr(const char *addr)
     return VT_OK;
 }
 
-vt_err vt_service_sign(const uint8_t manifest_hash[VT_MSG_HASH_LEN], const char *addr, uint64_t serial,
-                       const vt_keypair *kp, uint8_t *out, size_t cap, size_t *len)
+vt_err vt_service_sign(const vt_service *s, const vt_keypair *kp, uint8_t *out, size_t cap, size_t *len)
 {
-    VT_RETURN_ERROR_IF(!manifest_hash || !kp || !out || !len, VT_ERR_ARG, "vt_service_sign: NULL argument");
+    VT_RETURN_ERROR_IF(!s || !kp || !out || !len, VT_ERR_ARG, "vt_service_sign: NULL argument");
     VT_RETURN_ERROR_IF(cap < VT_SERVICE_MAX_LEN, VT_ERR_ARG, "vt_service_sign: buffer too small");
-    if (vt_service_check_addr(addr) != VT_OK) return vt_set_error(VT_ERR_ARG, "%s", vt_errmsg());
-    size_t n = strlen(addr), body = VT_SERVICE_MIN_LEN - VT_SIGN_SIG_LEN + n;
+    VT_RETURN_ERROR_IF(s->n_arbiters < 1 || s->n_arbiters > VT_SERVICE_MAX_ARBITERS, VT_ERR_ARG,
+                       "vt_service_sign: %u arbiter keys, 1 to %u", (unsigned)s->n_arbiters, VT_SERVICE_MAX_ARBITERS);
+    if (vt_service_check_addr(s->addr) != VT_OK) return vt_set_error(VT_ERR_ARG, "%s", vt_errmsg());
+    size_t n = strlen(s->addr), k = s->n_arbiters, at = 89 + 32 * k;
+    size_t body = VT_SERVICE_BASE_LEN - VT_SIGN_SIG_LEN + 32 * k + n;
     memcpy(out, VT_SERVICE_MAGIC, 4);
     vt_put_u32le(out + 4, VT_SERVICE_VERSION);
-    memcpy(out + 8, manifest_hash, VT_MSG_HASH_LEN);
+    memcpy(out + 8, s->manifest_hash, VT_MSG_HASH_LEN);
     memcpy(out + 40, kp->pk, VT_SIGN_PK_LEN);
-    vt_put_u64le(out + 72, serial);
-    vt_put_u16le(out + 80, (uint16_t)n);
-    memcpy(out + 82, addr, n);
+    vt_put_u64le(out + 72, s->serial);
+    vt_put_u64le(out + 80, s->expiry);
+    out[88] = (uint8_t)k;
+    memcpy(out + 89, s->arbiter_pk, 32 * k);
+    vt_put_u16le(out + at, (uint16_t)n);
+    memcpy(out + at + 2, s->addr, n);
     VT_FORWARD_IF_ERROR(vt_sign_detached(kp, out, body, out + body));
     *len = body + VT_SIGN_SIG_LEN;
     return VT_OK;
@@ -56,18 +61,29 @@ vt_err vt_service_parse(const uint8_t *p, size_t n, vt_service *s)
 {
     VT_RETURN_ERROR_IF(!s || (!p && n), VT_ERR_ARG, "vt_service_parse: NULL argument");
     memset(s, 0, sizeof *s);
+    VT_RETURN_ERROR_IF(n >= 8 && memcmp(p, VT_SERVICE_MAGIC, 4) == 0 && vt_get_u32le(p + 4) == 1, VT_ERR_FORMAT,
+                       "service record: version 1 (no expiry, no accepted arbiters) is no longer accepted: the "
+                       "trainer signs a version-2 record at each start (trainer serve)");
     VT_RETURN_ERROR_IF(n < VT_SERVICE_MIN_LEN || n > VT_SERVICE_MAX_LEN, VT_ERR_FORMAT,
                        "service record: %zu bytes, not %u to %u", n, VT_SERVICE_MIN_LEN, VT_SERVICE_MAX_LEN);
     VT_RETURN_ERROR_IF(memcmp(p, VT_SERVICE_MAGIC, 4) != 0, VT_ERR_FORMAT, "service record: bad magic");
     VT_RETURN_ERROR_IF(vt_get_u32le(p + 4) != VT_SERVICE_VERSION, VT_ERR_FORMAT, "service record: version %u, not %u",
                        (unsigned)vt_get_u32le(p + 4), VT_SERVICE_VERSION);
-    size_t al = vt_get_u16le(p + 80);
-    VT_RETURN_ERROR_IF(al > VT_MSG_ADDR_MAX || n != VT_SERVICE_MIN_LEN + al, VT_ERR_FORMAT,
-                       "service record: an address of %zu bytes in a record of %zu bytes", al, n);
+    size_t k = p[88];
+    VT_RETURN_ERROR_IF(k < 1 || k > VT_SERVICE_MAX_ARBITERS, VT_ERR_FORMAT, "service record: %zu arbiter keys, 1 to %u",
+                       k, VT_SERVICE_MAX_ARBITERS);
+    size_t at = 89 + 32 * k;
+    VT_RETURN_ERROR_IF(n < at + 2 + VT_SIGN_SIG_LEN, VT_ERR_FORMAT, "service record: %zu arbiter keys in %zu bytes", k, n);
+    size_t al = vt_get_u16le(p + at);
+    VT_RETURN_ERROR_IF(al > VT_MSG_ADDR_MAX || n != VT_SERVICE_BASE_LEN + 32 * k + al, VT_ERR_FORMAT,
+                       "service record: %zu arbiter keys and an address of %zu bytes in a record of %zu bytes", k, al, n);
     memcpy(s->manifest_hash, p + 8, VT_MSG_HASH_LEN);
     memcpy(s->trainer_pk, p + 40, VT_SIGN_PK_LEN);
     s->serial = vt_get_u64le(p + 72);
-    memcpy(s->addr, p + 82, al);
+    s->expiry = vt_get_u64le(p + 80);
+    s->n_arbiters = (uint32_t)k;
+    memcpy(s->arbiter_pk, p + 89, 32 * k);
+    memcpy(s->addr, p + at + 2, al);
     s->addr[al] = 0;
     VT_RETURN_ERROR_IF(strlen(s->addr) != al, VT_ERR_FORMAT, "service record: a NUL byte in the address");
     if (vt_service_check_addr(s->addr) != VT_OK) return vt_set_error(VT_ERR_FORMAT, "service record: %s", vt_errmsg());
@@ -75,6 +91,13 @@ vt_err vt_service_parse(const uint8_t *p, size_t n, vt_service *s)
     VT_RETURN_ERROR_IF(vt_sign_init() != VT_OK || vt_sign_verify_detached(p + body, p, body, s->trainer_pk) != VT_OK,
                        VT_ERR_CRYPTO, "service record: the signature does not verify under the key it names");
     return VT_OK;
+}
+
+int vt_service_names_arbiter(const vt_service *s, const uint8_t pk[VT_SIGN_PK_LEN])
+{
+    for (uint32_t i = 0; s && pk && i < s->n_arbiters && i < VT_SERVICE_MAX_ARBITERS; i++)
+        if (memcmp(s->arbiter_pk[i], pk, VT_SIGN_PK_LEN) == 0) return 1;
+    return 0;
 }
 
 vt_err vt_service_read_file(const char *path, uint8_t *out, size_t cap, size_t *len)

@@ -101,8 +101,10 @@ static void sample(int type, vt_msg_body *b, int big)
     case VT_MSG_CHALLENGE:
         fill(b->challenge.commitment, VT_MSG_COMMITMENT_LEN, 1);
         memcpy(b->challenge.auditor_pk, k_auditor.pk, 32);
+        fill(b->challenge.arbiter_pk, 32, 15);
         b->challenge.claimed_step = 0x0102030405060708ull;
         fill(b->challenge.auditor_state_hash, 32, 9);
+        fill(b->challenge.nonce, 32, 16);
         b->challenge.service_len = 20;
         fill(b->challenge.service, 20, 3);
         break;
@@ -171,6 +173,13 @@ static void sample(int type, vt_msg_body *b, int big)
         b->verdict.op = 3;
         b->verdict.loser = VT_LOSER_AUDITOR;
         b->verdict.reason_code = 9;
+        fill(b->verdict.arbiter_pk, 32, 15);
+        memcpy(b->verdict.auditor_pk, k_auditor.pk, 32);
+        b->verdict.claimed_step = 0x0102030405060708ull;
+        fill(b->verdict.claimed_state, 32, 9);
+        fill(b->verdict.auditor_nonce, 32, 16);
+        fill(b->verdict.trainer_nonce, 32, 17);
+        b->verdict.time = 1700000000ull;
         strcpy(b->verdict.reason, "auditor challenged an honest step (\xc3\xa9tape 5)");
         break;
     case VT_MSG_ERROR:
@@ -226,6 +235,17 @@ static void sample(int type, vt_msg_body *b, int big)
         b->hint.op = 7;
         b->hint.has = 1;
         b->hint.index = 0x0102030405ull;
+        break;
+    case VT_MSG_Q_SERVICE:
+        fill(b->q_service.commitment_hash, 32, 14);
+        fill(b->q_service.auditor_nonce, 32, 16);
+        break;
+    case VT_MSG_SERVICE:
+        fill(b->service.commitment_hash, 32, 14);
+        fill(b->service.auditor_nonce, 32, 16);
+        fill(b->service.trainer_nonce, 32, 17);
+        b->service.record_len = big ? VT_MSG_SERVICE_MAX : 30;
+        fill(b->service.record, b->service.record_len, 18);
         break;
     }
 }
@@ -422,7 +442,7 @@ static void test_limits(void)
     CHECK(vt_msg_parse_header(h, NULL, &hh) == VT_ERR_LIMIT, "HELLO of 66 bytes");
     put_header(h, VT_MSG_HELLO, 0, 64);
     CHECK(vt_msg_parse_header(h, NULL, &hh) == VT_ERR_FORMAT, "HELLO of 64 bytes");
-    put_header(h, VT_MSG_VERDICT, 0, 48 + VT_MSG_TEXT_MAX + 1);
+    put_header(h, VT_MSG_VERDICT, 0, 224 + VT_MSG_TEXT_MAX + 1);
     CHECK(vt_msg_parse_header(h, NULL, &hh) == VT_ERR_LIMIT, "VERDICT over its limit");
     put_header(h, 0, 0, 8);
     CHECK(vt_msg_parse_header(h, NULL, &hh) == VT_ERR_FORMAT, "type 0");
@@ -431,8 +451,10 @@ static void test_limits(void)
     put_header(h, 0xffff, 0, 8);
     CHECK(vt_msg_parse_header(h, NULL, &hh) == VT_ERR_FORMAT, "type 65535");
     put_header(h, VT_MSG_Q_LEAF, 0, 8);
-    h[4] = 3;
-    CHECK(vt_msg_parse_header(h, NULL, &hh) == VT_ERR_FORMAT, "version 3");
+    h[4] = 4;
+    CHECK(vt_msg_parse_header(h, NULL, &hh) == VT_ERR_FORMAT, "version 4");
+    h[4] = 2;
+    CHECK(vt_msg_parse_header(h, NULL, &hh) == VT_ERR_FORMAT, "version 2 (before the verdict named its game)");
     h[4] = 1;
     CHECK(vt_msg_parse_header(h, NULL, &hh) == VT_ERR_FORMAT, "version 1 (before the service record)");
     /* caller limits only tighten */
@@ -523,9 +545,10 @@ static void test_limits(void)
     CHECK(decode_signed(VT_MSG_HELLO, b, 65) == VT_ERR_FORMAT, "HELLO role 4");
     memset(b, 0, sizeof b);
     b[44] = 4;
-    CHECK(decode_signed(VT_MSG_VERDICT, b, 48) == VT_ERR_FORMAT, "VERDICT loser 4");
+    CHECK(decode_signed(VT_MSG_VERDICT, b, 224) == VT_ERR_FORMAT, "VERDICT loser 4");
     b[44] = 3;
-    CHECK(decode_signed(VT_MSG_VERDICT, b, 48) == VT_OK, "VERDICT loser 3, empty reason");
+    CHECK(decode_signed(VT_MSG_VERDICT, b, 224) == VT_OK, "VERDICT loser 3, empty reason");
+    CHECK(decode_signed(VT_MSG_VERDICT, b, 223) == VT_ERR_FORMAT, "VERDICT without its binding fields");
 
     /* the encoder refuses what the decoder would refuse */
     vt_buf out;
@@ -623,7 +646,7 @@ static void test_strings(void)
         e = vt_msg_encode(VT_MSG_ERROR, &er, 0, &k_trainer, &out);
         CHECK((e == VT_OK) == cases[i].ok && (e == VT_OK || e == VT_ERR_ARG), "ERROR encode case %zu", i);
     }
-    /* lengths: 512/513 for the service record, 1024/1025 for texts */
+    /* lengths: 1024/1025 for the service record and for texts */
     vt_msg_body body;
     sample(VT_MSG_CHALLENGE, &body, 0);
     memset(body.challenge.service, 'a', VT_MSG_SERVICE_MAX);
@@ -632,11 +655,11 @@ static void test_strings(void)
     CHECK_OK(vt_msg_encode(VT_MSG_CHALLENGE, &body, 0, &k_trainer, &out));
     vt_msg m;
     CHECK_OK(vt_msg_decode(out.data, out.len, k_trainer.pk, NULL, &m));
-    CHECK(m.body.challenge.service_len == VT_MSG_SERVICE_MAX, "512-byte service record");
+    CHECK(m.body.challenge.service_len == VT_MSG_SERVICE_MAX, "1024-byte service record");
     vt_msg_free(&m);
     body.challenge.service_len = VT_MSG_SERVICE_MAX + 1;
     out.len = 0;
-    CHECK(vt_msg_encode(VT_MSG_CHALLENGE, &body, 0, &k_trainer, &out) == VT_ERR_ARG, "513-byte service record");
+    CHECK(vt_msg_encode(VT_MSG_CHALLENGE, &body, 0, &k_trainer, &out) == VT_ERR_ARG, "1025-byte service record");
     static vt_msg_error er;
     memset(er.message, 'z', VT_MSG_TEXT_MAX);
     out.len = 0;
@@ -1462,6 +1485,62 @@ static void test_transcripts(void)
     vt_buf_free(&f);
 }
 
+/* The service record (docs/format.md "Service record", version 2): round trip, bounds, version 1
+ * refused, the accepted arbiters, a bad signature. */
+static void test_service_record(void)
+{
+    vt_service s, p;
+    memset(&s, 0, sizeof s);
+    fill(s.manifest_hash, 32, 21);
+    s.serial = 1700000000123456ull;
+    s.expiry = 1700604800ull;
+    s.n_arbiters = 2;
+    memcpy(s.arbiter_pk[0], k_auditor.pk, 32);
+    fill(s.arbiter_pk[1], 32, 22);
+    strcpy(s.addr, "[::1]:7001");
+    uint8_t r[VT_SERVICE_MAX_LEN + 8];
+    size_t n = 0;
+    CHECK_OK(vt_service_sign(&s, &k_trainer, r, sizeof r, &n));
+    CHECK(n == VT_SERVICE_BASE_LEN + 2 * 32 + strlen(s.addr), "record size %zu", n);
+    CHECK_OK(vt_service_parse(r, n, &p));
+    CHECK(memcmp(p.trainer_pk, k_trainer.pk, 32) == 0 && p.serial == s.serial && p.expiry == s.expiry &&
+              p.n_arbiters == 2 && strcmp(p.addr, s.addr) == 0 && memcmp(p.manifest_hash, s.manifest_hash, 32) == 0,
+          "record fields");
+    CHECK(vt_service_names_arbiter(&p, k_auditor.pk) && vt_service_names_arbiter(&p, s.arbiter_pk[1]) &&
+              !vt_service_names_arbiter(&p, k_trainer.pk), "the accepted arbiters");
+    uint8_t t[VT_SERVICE_MAX_LEN + 8];
+    for (size_t i = 0; i < n; i++) { /* every bit flip: refused */
+        memcpy(t, r, n);
+        t[i] ^= 0x10;
+        vt_err e = vt_service_parse(t, n, &p);
+        CHECK(e == VT_ERR_FORMAT || e == VT_ERR_CRYPTO, "flip at %zu: %d", i, (int)e);
+    }
+    CHECK(vt_service_parse(r, n - 1, &p) == VT_ERR_FORMAT, "truncated record");
+    memcpy(t, r, n);
+    vt_put_u32le(t + 4, 1);
+    CHECK(vt_service_parse(t, n, &p) == VT_ERR_FORMAT && strstr(vt_errmsg(), "version 1"), "version 1 refused: %s",
+          vt_errmsg());
+    memcpy(t, r, n);
+    t[88] = 0;
+    CHECK(vt_service_parse(t, n, &p) == VT_ERR_FORMAT, "no arbiter");
+    t[88] = VT_SERVICE_MAX_ARBITERS + 1;
+    CHECK(vt_service_parse(t, n, &p) == VT_ERR_FORMAT, "17 arbiters");
+    s.n_arbiters = 0;
+    CHECK(vt_service_sign(&s, &k_trainer, r, sizeof r, &n) == VT_ERR_ARG, "signing without an arbiter");
+    s.n_arbiters = VT_SERVICE_MAX_ARBITERS;
+    for (unsigned i = 0; i < VT_SERVICE_MAX_ARBITERS; i++) fill(s.arbiter_pk[i], 32, (uint8_t)(30 + i));
+    memset(s.addr, 'h', VT_MSG_ADDR_MAX - 6);
+    strcpy(s.addr + VT_MSG_ADDR_MAX - 6, ":65535");
+    CHECK_OK(vt_service_sign(&s, &k_trainer, r, sizeof r, &n));
+    CHECK(n == VT_SERVICE_MAX_LEN && n <= VT_MSG_SERVICE_MAX, "the largest record: %zu bytes", n);
+    CHECK_OK(vt_service_parse(r, n, &p));
+    CHECK(vt_service_names_arbiter(&p, s.arbiter_pk[15]), "the 16th arbiter");
+    uint8_t n1[32], n2[32];
+    CHECK_OK(vt_proto_nonce(n1));
+    CHECK_OK(vt_proto_nonce(n2));
+    CHECK(memcmp(n1, n2, 32) != 0, "two nonces differ");
+}
+
 int main(void)
 {
     (void)vt_test_seed(1);
@@ -1479,6 +1558,7 @@ int main(void)
     test_truncations_and_flips();
     test_limits();
     test_strings();
+    test_service_record();
     double t1 = now_s();
     test_tls_exchange();
     test_tls_pinning_failures();

@@ -12,8 +12,8 @@
  *   vt_attack error-challenge HOST:PORT TEXT      an ERROR frame carrying TEXT in place of a CHALLENGE
  *   vt_attack challenge HOST:PORT RUN_DIR SERVICE [STEP]  a CHALLENGE of RUN_DIR's commitment with the
  *                                                 record SERVICE and a made-up state hash; prints the reply
- *   vt_attack sign-service OUT FROM_SERVICE ADDR KEY   a record for ADDR, the manifest of FROM_SERVICE,
- *                                                 signed by KEY
+ *   vt_attack sign-service OUT FROM_SERVICE ADDR KEY   a record for ADDR, the manifest, expiry and
+ *                                                 arbiters of FROM_SERVICE, signed by KEY
  *   vt_attack count-listen PORT_FILE SECONDS      listens on a free port, prints the connections it saw
  *
  * Replies print as "reply TYPE [code N (name)]: text" or "reply none: why". */
@@ -209,8 +209,10 @@ int main(int argc, char **argv)
         memcpy(ch.auditor_pk, kp.pk, 32);
         ch.claimed_step = argc == 6 ? (uint64_t)atoll(argv[5]) : 4;
         memset(ch.auditor_state_hash, 0x42, 32);
+        if (vt_proto_nonce(ch.nonce)) die("nonce");
         vt_conn *c = tls_open(addr, &kp);
         if (!c) die("connect");
+        memcpy(ch.arbiter_pk, vt_conn_peer_pk(c), 32); /* the arbiter it is made before */
         if (vt_send_msg(c, VT_MSG_CHALLENGE, &ch, &kp)) die("send");
         /* answer nothing: a verdict comes when the game needs no auditor answer (or by deadline) */
         print_reply(c, 120000);
@@ -223,7 +225,9 @@ int main(int argc, char **argv)
         vt_service sv;
         if (vt_service_read_file(argv[3], rec, sizeof rec, &n) || vt_service_parse(rec, n, &sv)) die("service record");
         if (vt_sign_read_secret_key(argv[5], &kp)) die("key");
-        if (vt_service_sign(sv.manifest_hash, argv[4], sv.serial + 1, &kp, out, sizeof out, &n) ||
+        snprintf(sv.addr, sizeof sv.addr, "%s", argv[4]);
+        sv.serial++;
+        if (vt_service_sign(&sv, &kp, out, sizeof out, &n) ||
             vt_write_file_atomic(argv[2], out, n))
             die("sign");
         return 0;

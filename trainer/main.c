@@ -61,11 +61,14 @@ static void usage(FILE *f)
             "      the run's leaves and the step's state hash; --optimizer adds the optimiser's state\n"
             "  trainer serve RUN_DIR --listen HOST:PORT --key KEYFILE --arbiter-key FILE.pub... [options]\n"
             "      answer the named arbiters' questions about the committed run (dispute game, TLS 1.3);\n"
-            "      signs RUN_DIR/service.vtsr, the record that tells arbiters where the trainer answers\n"
-            "      --arbiter-key FILE.pub  an arbiter to answer (repeatable, at least one; anyone else\n"
-            "                        gets an ERROR)\n"
+            "      signs RUN_DIR/service.vtsr, the record that tells arbiters where, until when and to\n"
+            "      which arbiters the trainer answers (re-signed while serving, before it expires)\n"
+            "      --arbiter-key FILE.pub  an arbiter to answer (repeatable, 1 to 16; anyone else gets an\n"
+            "                        ERROR); the record names them: no other arbiter can judge this run\n"
             "      --advertise HOST:PORT   the address to sign (default: the --listen host, bound port)\n"
             "      --service-file FILE     where to write the record (default RUN_DIR/service.vtsr)\n"
+            "      --record-ttl SECONDS    the record's lifetime (default 604800, 7 days): until then the\n"
+            "                        trainer answers at its address, or signs a newer record there\n"
             "      --order ORDER, --data-dir DIR   as for train (the run's order)\n"
             "      --max-sessions N        sessions at once, all arbiters (default 16, at most 128)\n"
             "      --sessions-per-arbiter N  of those, per arbiter key (default 8); at a limit the oldest\n"
@@ -260,23 +263,6 @@ static int cmd_train(int argc, char **argv)
     }
     char root[65];
     vt_hex(res.root, 32, root);
-    double per_step = res.log_steps ? (double)res.log_bytes / (double)res.log_steps : 0.0;
-    if (res.finished || (res.committed && res.steps == res.resumed_from)) {
-        /* --resume with nothing left to train: the stored run's figures */
-        if (res.finished)
-            printf("run %s is already finished at step %llu (commitment %s/commitment.vtc); nothing to do\n",
-                   o.run_dir, (unsigned long long)res.steps, o.run_dir);
-        else
-            printf("run %s had every step stored up to %llu: committed it (commitment %s/commitment.vtc)\n", o.run_dir,
-                   (unsigned long long)res.steps, o.run_dir);
-        printf("final loss      %.4f\n", (double)res.final_loss);
-        if (rc.bound.rounding != VT_ROUNDING_EXACT)
-            printf("log entries     %llu over %llu steps\n", (unsigned long long)res.log_entries,
-                   (unsigned long long)res.log_steps);
-        printf("log size        %.0f bytes/step compressed\n", per_step);
-        printf("merkle root     %s\n", root);
-        return VT_EXIT_OK;
-    }
     if (!res.committed) {
         printf("stopped after step %llu (no commitment written; continue with --resume)\n",
                (unsigned long long)res.steps);
@@ -286,6 +272,7 @@ static int cmd_train(int argc, char **argv)
            (double)(res.steps - res.resumed_from) / (res.seconds + 1e-9), o.resume ? " after resuming" : "");
     printf("final loss      %.4f\n", (double)res.final_loss);
     uint64_t nsteps = res.steps - res.resumed_from;
+    double per_step = (double)res.log_bytes / (double)(nsteps + (o.resume ? 0 : 1));
     double dense = (double)res.rounded / (double)(nsteps ? nsteps : 1) * 0.2; /* 1.6 bits per rounded element */
     if (rc.bound.rounding == VT_ROUNDING_EXACT)
         printf("rounding        exact: %llu of %llu rounded elements computed exactly (fraction %.2e), no log\n",
@@ -535,6 +522,7 @@ static int cmd_serve(int argc, char **argv)
                                        {"quiet", no_argument, 0, 'q'},
                                        {"arbiter-key", required_argument, 0, 'A'}, {"advertise", required_argument, 0, 'a'},
                                        {"service-file", required_argument, 0, 'f'},
+                                       {"record-ttl", required_argument, 0, 'T'},
                                        {"max-sessions", required_argument, 0, 'S'},
                                        {"sessions-per-arbiter", required_argument, 0, 's'},
                                        {"max-recompute-steps", required_argument, 0, 'R'},
@@ -555,6 +543,7 @@ static int cmd_serve(int argc, char **argv)
     o.max_sessions = 16;
     o.sessions_per_arbiter = 8;
     o.chain_cache = 4;
+    o.record_ttl_s = 7 * 24 * 3600;
     o.handshake_ms = VT_GATE_DEFAULT_HANDSHAKE_MS;
     o.max_pending = VT_GATE_DEFAULT_PENDING;
     o.pending_per_ip = VT_GATE_DEFAULT_PENDING_PER_IP;
@@ -562,6 +551,7 @@ static int cmd_serve(int argc, char **argv)
     int c;
     const vt_cli_opt opts[] = {VT_CLI_INT('n', "--connections", 0, INT32_MAX, &o.max_connections),
                                VT_CLI_INT('i', "--idle-ms", 1, INT32_MAX, &o.idle_ms),
+                               VT_CLI_INT('T', "--record-ttl", 1, INT32_MAX, &o.record_ttl_s),
                                VT_CLI_INT('S', "--max-sessions", 1, 128, &o.max_sessions),
                                VT_CLI_INT('s', "--sessions-per-arbiter", 1, 128, &o.sessions_per_arbiter),
                                VT_CLI_INT('c', "--chain-cache", 0, VT_SERVE_CACHE_MAX, &o.chain_cache),

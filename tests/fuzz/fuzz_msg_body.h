@@ -192,8 +192,16 @@ static int vt_fuzz_msg_one(const uint8_t *data, size_t size, int *accepted)
         vt_err e5 = vt_service_parse(data, size, &sv);
         if (e5 != VT_OK && e5 != VT_ERR_FORMAT && e5 != VT_ERR_CRYPTO)
             VT_FUZZ_MSG_FAIL("5: service record rejected with unexpected code %d (%s)", (int)e5, vt_errmsg());
-        if (e5 == VT_OK && (vt_service_check_addr(sv.addr) != VT_OK || size != VT_SERVICE_MIN_LEN + strlen(sv.addr)))
-            VT_FUZZ_MSG_FAIL("5: an accepted service record with a bad address or length");
+        if (e5 == VT_OK && (vt_service_check_addr(sv.addr) != VT_OK || sv.n_arbiters < 1 ||
+                            sv.n_arbiters > VT_SERVICE_MAX_ARBITERS ||
+                            size != VT_SERVICE_BASE_LEN + 32u * sv.n_arbiters + strlen(sv.addr)))
+            VT_FUZZ_MSG_FAIL("5: an accepted service record with a bad address, arbiter count or length");
+        if (e5 == VT_OK && memcmp(sv.trainer_pk, kp->pk, 32) == 0) { /* ours: it re-signs to the same bytes */
+            uint8_t again[VT_SERVICE_MAX_LEN];
+            size_t n5 = 0;
+            if (vt_service_sign(&sv, kp, again, sizeof again, &n5) != VT_OK || n5 != size || memcmp(again, data, size) != 0)
+                VT_FUZZ_MSG_FAIL("5: an accepted service record does not re-sign to the same bytes");
+        }
     }
 
 done:

@@ -99,18 +99,32 @@ int main(int argc, char **argv)
     memcpy(ch.commitment, "VTCM\x01\0\0\0", 8);
     fill(ch.commitment + 8, VT_MSG_COMMITMENT_LEN - 8, 9);
     fill(ch.auditor_pk, 32, 40);
+    fill(ch.arbiter_pk, 32, 140);
     ch.claimed_step = 1234;
     fill(ch.auditor_state_hash, 32, 77);
-    {   /* a service record signed by the fuzz key (the codec carries it as opaque bytes) */
+    fill(ch.nonce, 32, 200);
+    static vt_service rec; /* a service record signed by the fuzz key (the codec carries it as opaque bytes) */
+    fill(rec.manifest_hash, 32, 77);
+    rec.serial = 1700000000000000ull;
+    rec.expiry = 1700604800ull;
+    rec.n_arbiters = 2;
+    fill(rec.arbiter_pk[0], 32, 140);
+    fill(rec.arbiter_pk[1], 32, 170);
+    strcpy(rec.addr, "127.0.0.1:7000");
+    {
         size_t n = 0;
-        uint8_t mh[32];
-        fill(mh, 32, 77);
-        if (vt_service_sign(mh, "127.0.0.1:7000", 1, kp, ch.service, sizeof ch.service, &n) != VT_OK) {
+        if (vt_service_sign(&rec, kp, ch.service, sizeof ch.service, &n) != VT_OK) {
             fprintf(stderr, "service: %s\n", vt_errmsg());
             return 2;
         }
         ch.service_len = (uint16_t)n;
     }
+    static vt_msg_service sm;
+    fill(sm.commitment_hash, 32, 50);
+    fill(sm.auditor_nonce, 32, 200);
+    fill(sm.trainer_nonce, 32, 230);
+    memcpy(sm.record, ch.service, ch.service_len);
+    sm.record_len = ch.service_len;
     enc_ok("ok-challenge", VT_MSG_CHALLENGE, &ch, 1);
     ch.service_len = 0;
     enc_ok("ok-challenge-no-service", VT_MSG_CHALLENGE, &ch, 2);
@@ -187,6 +201,13 @@ int main(int argc, char **argv)
     vd.op = 12;
     vd.loser = VT_LOSER_TRAINER;
     vd.reason_code = 4;
+    fill(vd.arbiter_pk, 32, 140);
+    fill(vd.auditor_pk, 32, 40);
+    vd.claimed_step = 1234;
+    fill(vd.claimed_state, 32, 77);
+    fill(vd.auditor_nonce, 32, 200);
+    fill(vd.trainer_nonce, 32, 230);
+    vd.time = 1700000123ull;
     strcpy(vd.reason, "operation 12 of step 3: the trainer's output differs from the recomputation");
     enc_ok("ok-verdict", VT_MSG_VERDICT, &vd, 18);
     memset(vd.reason, 'r', VT_MSG_TEXT_MAX);
@@ -221,6 +242,14 @@ int main(int argc, char **argv)
     enc_ok("ok-q-hint", VT_MSG_Q_HINT, &qh, 28);
     vt_msg_hint hn = {.step = 8, .op = 5, .has = 1, .index = 1234};
     enc_ok("ok-hint", VT_MSG_HINT, &hn, 29);
+    /* version 3: the trainer's current record, for one game */
+    vt_msg_q_service qsv;
+    fill(qsv.commitment_hash, 32, 50);
+    fill(qsv.auditor_nonce, 32, 200);
+    enc_ok("ok-q-service", VT_MSG_Q_SERVICE, &qsv, 32);
+    enc_ok("ok-service", VT_MSG_SERVICE, &sm, 33);
+    sm.record_len = 0;
+    enc_ok("ok-service-no-record", VT_MSG_SERVICE, &sm, 34);
 
     /* ---------------------------------------------------------------- hostile frames */
     vt_msg_q_step qs = {.step = 1};
@@ -242,6 +271,8 @@ int main(int argc, char **argv)
     memcpy(t, good, sizeof good);
     t[4] = 1; /* version 1: before the service record */
     write_file("bad-version", t, sizeof good);
+    t[4] = 2; /* version 2: before the verdict named its parties */
+    write_file("bad-version-2", t, sizeof good);
     memcpy(t, good, sizeof good);
     t[6] = 0;
     write_file("bad-type-0", t, sizeof good);
@@ -321,17 +352,29 @@ int main(int argc, char **argv)
     }
     /* CHALLENGE service record lengths */
     {
-        size_t off = VT_MSG_COMMITMENT_LEN + 32 + 8 + 32;
+        size_t off = VT_MSG_COMMITMENT_LEN + 32 + 32 + 8 + 32 + 32;
         memset(body, 0x11, off);
         vt_put_u16le(body + off, VT_MSG_SERVICE_MAX + 1);
         memset(body + off + 2, 'a', VT_MSG_SERVICE_MAX + 1);
-        raw_bad("bad-challenge-service-513", VT_MSG_CHALLENGE, body, off + 2 + VT_MSG_SERVICE_MAX + 1); /* header rejects */
+        raw_bad("bad-challenge-service-over-max", VT_MSG_CHALLENGE, body, off + 2 + VT_MSG_SERVICE_MAX + 1); /* header rejects */
         vt_put_u16le(body + off, 10);
         raw_bad("bad-challenge-service-len-short", VT_MSG_CHALLENGE, body, off + 2 + 12);
         vt_put_u16le(body + off, 12);
         raw_bad("bad-challenge-service-len-long", VT_MSG_CHALLENGE, body, off + 2 + 10);
         vt_put_u16le(body + off, 600);
         raw_bad("bad-challenge-service-len-600", VT_MSG_CHALLENGE, body, off + 2 + 10);
+    }
+    /* SERVICE record lengths */
+    {
+        size_t off = 32 + 32 + 32;
+        memset(body, 0x12, off + 2 + 20);
+        vt_put_u16le(body + off, 10);
+        raw_bad("bad-service-len-short", VT_MSG_SERVICE, body, off + 2 + 12);
+        vt_put_u16le(body + off, 12);
+        raw_bad("bad-service-len-long", VT_MSG_SERVICE, body, off + 2 + 10);
+        vt_put_u16le(body + off, VT_MSG_SERVICE_MAX + 1);
+        raw_bad("bad-service-len-over-max", VT_MSG_SERVICE, body, off + 2 + 10);
+        raw_bad("bad-q-service-short", VT_MSG_Q_SERVICE, body, 63);
     }
     /* NOTE */
     {
@@ -393,14 +436,16 @@ int main(int argc, char **argv)
     }
     /* VERDICT, ERROR */
     {
-        memset(body, 0x55, 48 + 8);
+        memset(body, 0x55, 224 + 8); /* the fixed part is 222 bytes, then the reason's length at 222 */
         body[44] = 4; /* loser */
-        vt_put_u16le(body + 46, 2);
-        memcpy(body + 48, "ok", 2);
-        raw_bad("bad-verdict-loser-4", VT_MSG_VERDICT, body, 50);
+        vt_put_u16le(body + 222, 2);
+        memcpy(body + 224, "ok", 2);
+        raw_bad("bad-verdict-loser-4", VT_MSG_VERDICT, body, 226);
         body[44] = 1;
-        memcpy(body + 48, "o\x1b", 2);
-        raw_bad("bad-verdict-escape", VT_MSG_VERDICT, body, 50);
+        memcpy(body + 224, "o\x1b", 2);
+        raw_bad("bad-verdict-escape", VT_MSG_VERDICT, body, 226);
+        memcpy(body + 224, "ok", 2);
+        raw_bad("bad-verdict-short", VT_MSG_VERDICT, body, 223);
         vt_put_u16le(body, 7);
         vt_put_u16le(body + 2, 3);
         memcpy(body + 4, "a\0b", 3);

@@ -1,0 +1,8 @@
+# Verdicts bound to their parties and game, fresh service records (issue 21, findings 3, 5, 9;
+# tests/verdict.sh): an arbiter the trainer never accepted, re-signed transcripts, a fake arbiter,
+# a stale and an expired service record. vt_rogue plays the dishonest arbiter (test-only).
+add_executable(vt_rogue ${CMAKE_CURRENT_SOURCE_DIR}/tests/vt_rogue.c)
+target_link_libraries(vt_rogue PRIVATE vt_game ${VT_TEST_LIBS})
+target_include_directories(vt_rogue PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+add_test(NAME dispute_binding COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/verdict.sh ${CMAKE_BINARY_DIR})
+set_tests_properties(dispute_binding PROPERTIES TIMEOUT 900 SKIP_RETURN_CODE 77)

@@ -1,0 +1,187 @@
+#!/usr/bin/env bash
+# Verdicts bound to their parties and game, and fresh service records (issue 21, findings 3, 5, 9;
+# docs/dispute.md "Verdict", "Fresh service records", "Offline check"), with real processes on
+# loopback. Usage: verdict.sh BUILD_DIR. No case measures wall time.
+#  1. an auditor's own arbiter (a key the trainer's record does not name): the challenge is refused
+#     with nothing dialled; the auditor refuses it itself, pinned or not;
+#  2. a rogue arbiter's game against the trainer (the trainer answers ERROR unauthorized): `arbiter
+#     check` refuses it (the trainer never accepted that arbiter);
+#  3. a genuine transcript: re-derived, its arbiter key printed and checked against --arbiter-key;
+#     re-signed by another key (keeping or renaming the verdict's arbiter): refused;
+#  4. a fake arbiter: another key (the pin refuses it), the right key with a verdict of another
+#     game (refused, exit 2, never "the auditor lost"); no --arbiter-key: a usage error;
+#  5. a stale record: the trainer restarted at the same address with another run, same key: nobody
+#     loses (stale service record), re-derived offline;
+#  6. an expired record: refused by the auditor and by the arbiter; a serving trainer re-signs its
+#     record before it expires.
+set -u
+B=$(cd "$1" && pwd)
+T=$(mktemp -d /tmp/vt-verdict.XXXXXX)
+PIDS=()
+cleanup() { for p in "${PIDS[@]:-}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$T"; }
+trap cleanup EXIT
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); echo "ok: $*"; }
+bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+SLOW=1; [ "${VT_ASAN:-0}" = 1 ] && SLOW=4
+
+for k in tk rk ak fk; do "$B/trainer" keygen "$T/$k" >/dev/null || { echo "setup failed"; exit 1; }; done
+R=(--set subset=1000 --set 'layers=[784,128,10]' --set steps=12 --set batch=64 --set checkpoint_every=4
+   --set state_hash_every=1 --quiet)
+"$B/trainer-test" train --run "$T/run" --key "$T/tk" "${R[@]}" >/dev/null &&
+  "$B/trainer-test" train --run "$T/cheat" --key "$T/tk" "${R[@]}" --cheat lr:7:0.5 >/dev/null &&
+  "$B/trainer-test" train --run "$T/other" --key "$T/tk" "${R[@]}" --set seed=7 >/dev/null ||
+  { echo "training failed"; exit 1; }
+
+wait_file() { # FILE PID: a server's port file (written atomically); at most 120 s
+  local i
+  for ((i = 0; i < 2400; i++)); do
+    [ -s "$1" ] && return 0
+    kill -0 "$2" 2>/dev/null || { [ -s "$1" ] && return 0; echo "server $2 exited" >&2; return 1; }
+    sleep 0.05
+  done
+  return 1
+}
+# start_arbiter DIR KEY [args]: sets APID, APORT
+start_arbiter() {
+  local d=$1 key=$2; shift 2; mkdir -p "$d/tr"; rm -f "$d/ap"
+  "$B/arbiter" serve --listen 127.0.0.1:0 --key "$key" --port-file "$d/ap" --transcripts "$d/tr" \
+    --deadline-ms $((20000 * SLOW)) --clock-ms $((60000 * SLOW)) "$@" >>"$d/arbiter.log" 2>&1 &
+  APID=$!; PIDS+=("$APID")
+  wait_file "$d/ap" "$APID" || { echo "arbiter did not start: $(tail -3 "$d/arbiter.log")"; exit 1; }
+  APORT=$(cat "$d/ap")
+}
+# start_trainer DIR RUN [args]: sets TPID, TPORT; the record goes to DIR/service.vtsr
+start_trainer() {
+  local d=$1 run=$2; shift 2; rm -f "$d/tp"
+  "$B/trainer-test" serve "$run" --listen "${LISTEN:-127.0.0.1:0}" --key "$T/tk" --arbiter-key "$T/rk.pub" \
+    --port-file "$d/tp" --service-file "$d/service.vtsr" "$@" >>"$d/trainer.log" 2>&1 &
+  TPID=$!; PIDS+=("$TPID")
+  wait_file "$d/tp" "$TPID" || { echo "trainer did not start: $(tail -3 "$d/trainer.log")"; exit 1; }
+  TPORT=$(cat "$d/tp")
+}
+stop() { kill "$1" 2>/dev/null; wait "$1" 2>/dev/null; }
+ntr() { ls "$1"/tr/*.vttr 2>/dev/null | wc -l; }
+
+# ---------------------------------------------------------------- 1. the auditor's own arbiter
+D=$T/own; mkdir -p "$D"
+start_trainer "$D" "$T/run"
+start_arbiter "$D" "$T/ak" # the auditor's own key
+"$B/vt_attack" challenge 127.0.0.1:"$APORT" "$T/run" "$D/service.vtsr" >"$D/o" 2>&1
+grep -q "reply VERDICT loser 2 reason 8: the trainer's service record does not name this arbiter's key" "$D/o" &&
+  ok "an arbiter the record does not name refuses the challenge (against the auditor)" || bad "own arbiter: $(cat "$D/o")"
+[ "$(ntr "$D")" = 0 ] && ok "nothing played, no transcript" || bad "a transcript was written"
+grep -q "is not an arbiter this trainer answers" "$D/trainer.log" && bad "the arbiter dialled the trainer" ||
+  ok "the trainer was never dialled"
+"$B/auditor-test" challenge "$T/run" --service "$D/service.vtsr" --arbiter 127.0.0.1:"$APORT" --key "$T/ak" \
+  --arbiter-key "$T/ak.pub" --lie 9:3 --quiet >"$D/o" 2>&1; st=$?
+[ $st = 2 ] && grep -q "does not name the arbiter key" "$D/o" && ok "the auditor refuses to pin an arbiter the record does not name" ||
+  bad "pinned own arbiter: exit $st $(cat "$D/o")"
+"$B/auditor-test" challenge "$T/run" --service "$D/service.vtsr" --arbiter 127.0.0.1:"$APORT" --key "$T/ak" \
+  --no-pin-arbiter --lie 9:3 --quiet >"$D/o" 2>&1; st=$?
+[ $st = 2 ] && grep -q "which the trainer's service record does not name" "$D/o" &&
+  ok "unpinned, the auditor refuses an arbiter the record does not name" || bad "unpinned own arbiter: exit $st $(cat "$D/o")"
+
+# ---------------------------------------------------------------- 2. a rogue arbiter's game
+"$B/vt_rogue" rogue-game 127.0.0.1:"$TPORT" "$T/run" "$D/service.vtsr" "$T/ak" "$D/rogue.vttr" >"$D/r" 2>&1
+grep -q "trainer reply ERROR code 3 (unauthorized)" "$D/r" && ok "the trainer refuses the rogue arbiter (signed ERROR)" ||
+  bad "rogue game: $(cat "$D/r")"
+"$B/arbiter" check "$D/rogue.vttr" >"$D/c" 2>&1; st=$?
+[ $st = 1 ] && ! grep -q "^RE-DERIVED" "$D/c" && grep -q "which the trainer never accepted" "$D/c" &&
+  ok "arbiter check rejects a verdict from an arbiter the trainer never accepted" || bad "rogue check: exit $st $(cat "$D/c")"
+stop "$APID"; stop "$TPID"
+
+# ---------------------------------------------------------------- 3. a genuine transcript, re-signed
+D=$T/genuine; mkdir -p "$D"
+start_trainer "$D" "$T/cheat" --cheat lr:7:0.5
+start_arbiter "$D" "$T/rk" --games 1
+"$B/auditor-test" challenge "$T/cheat" --service "$D/service.vtsr" --arbiter 127.0.0.1:"$APORT" --key "$T/ak" \
+  --arbiter-key "$T/rk.pub" --quiet >"$D/o" 2>&1; st=$?
+[ $st = 0 ] && grep -q "against the trainer (wrong output) at step 7" "$D/o" && ok "the cheating trainer loses" ||
+  bad "genuine game: exit $st $(cat "$D/o")"
+wait "$APID" 2>/dev/null
+G=$(ls "$D"/tr/*.vttr | head -1)
+"$B/arbiter" check "$G" >"$D/c" 2>&1; st=$?
+[ $st = 0 ] && grep -q "^RE-DERIVED: verdict against the trainer" "$D/c" && grep -q "arbiter key: [0-9a-f]\{64\} (not pinned" "$D/c" &&
+  ok "re-derived, the arbiter key printed" || bad "check: exit $st $(cat "$D/c")"
+"$B/arbiter" check "$G" --arbiter-key "$T/rk.pub" >"$D/c" 2>&1; st=$?
+[ $st = 0 ] && grep -q "^RE-DERIVED" "$D/c" && grep -q "(the pinned key)" "$D/c" && ok "re-derived under the pinned key" ||
+  bad "pinned check: exit $st $(cat "$D/c")"
+"$B/arbiter" check "$G" --arbiter-key "$T/ak.pub" >"$D/c" 2>&1; st=$?
+[ $st = 1 ] && grep -q "^REFUSED" "$D/c" && grep -q "not the pinned" "$D/c" && ok "refused under another pinned key" ||
+  bad "wrong pin: exit $st $(cat "$D/c")"
+"$B/vt_rogue" resign "$G" "$D/resigned.vttr" "$T/ak" >/dev/null || bad "resign"
+"$B/arbiter" check "$D/resigned.vttr" >"$D/c" 2>&1; st=$?
+[ $st = 1 ] && ! grep -q "^RE-DERIVED" "$D/c" && grep -q "re-signed by another key" "$D/c" &&
+  ok "a transcript re-signed by another key is refused" || bad "re-signed: exit $st $(cat "$D/c")"
+"$B/vt_rogue" resign "$G" "$D/renamed.vttr" "$T/ak" rename >/dev/null || bad "resign rename"
+"$B/arbiter" check "$D/renamed.vttr" >"$D/c" 2>&1; st=$?
+[ $st = 1 ] && ! grep -q "^RE-DERIVED" "$D/c" && grep -q "never accepted" "$D/c" &&
+  ok "re-signed and renamed to another arbiter: refused (the trainer never accepted it)" || bad "renamed: exit $st $(cat "$D/c")"
+stop "$TPID"
+
+# ---------------------------------------------------------------- 4. a fake arbiter
+D=$T/fake; mkdir -p "$D"
+start_trainer "$D" "$T/run"
+"$B/vt_rogue" fake-arbiter "$D/fp" "$T/fk" 1 >"$D/f1" 2>&1 & F1=$!; PIDS+=("$F1")
+wait_file "$D/fp" "$F1"
+"$B/auditor-test" challenge "$T/run" --service "$D/service.vtsr" --arbiter 127.0.0.1:"$(cat "$D/fp")" --key "$T/ak" \
+  --arbiter-key "$T/rk.pub" --lie 9:3 --quiet >"$D/o" 2>&1; st=$?
+[ $st = 2 ] && grep -q "pinned" "$D/o" && ! grep -q "VERDICT" "$D/o" && ok "a fake arbiter under another key: refused by the pin" ||
+  bad "fake key: exit $st $(cat "$D/o")"
+stop "$F1"; rm -f "$D/fp"
+"$B/vt_rogue" fake-arbiter "$D/fp" "$T/rk" 2 >"$D/f2" 2>&1 & F2=$!; PIDS+=("$F2")
+wait_file "$D/fp" "$F2"
+"$B/auditor-test" challenge "$T/run" --service "$D/service.vtsr" --arbiter 127.0.0.1:"$(cat "$D/fp")" --key "$T/ak" \
+  --arbiter-key "$T/rk.pub" --lie 9:3 --quiet >"$D/o" 2>&1; st=$?
+[ $st = 2 ] && grep -q "not for this challenge: the verdict names another nonce" "$D/o" && ! grep -q "^VERDICT" "$D/o" &&
+  ok "a verdict of another game: refused (exit 2), not \"the auditor lost\"" || bad "replayed verdict: exit $st $(cat "$D/o")"
+"$B/auditor-test" challenge "$T/run" --service "$D/service.vtsr" --arbiter 127.0.0.1:"$(cat "$D/fp")" --key "$T/ak" \
+  --no-pin-arbiter --lie 9:3 --quiet >"$D/o" 2>&1; st=$?
+[ $st = 2 ] && grep -q "not for this challenge" "$D/o" && ok "unpinned (explicitly): the verdict is still checked" ||
+  bad "unpinned replayed verdict: exit $st $(cat "$D/o")"
+stop "$F2"
+"$B/auditor" challenge "$T/run" --service "$D/service.vtsr" --arbiter 127.0.0.1:1 --key "$T/ak" >"$D/o" 2>&1; st=$?
+[ $st = 64 ] && grep -q "arbiter-key FILE.pub is required" "$D/o" && ok "no --arbiter-key: a usage error" ||
+  bad "no pin: exit $st $(cat "$D/o")"
+"$B/auditor" challenge "$T/run" --arbiter 127.0.0.1:1 --key "$T/ak" --arbiter-key "$T/rk.pub" --no-pin-arbiter >"$D/o" 2>&1
+[ $? = 64 ] && ok "--arbiter-key with --no-pin-arbiter: a usage error" || bad "both: $(cat "$D/o")"
+stop "$TPID"
+
+# ---------------------------------------------------------------- 5. a stale record
+D=$T/stale; mkdir -p "$D"
+start_trainer "$D" "$T/run"
+cp "$D/service.vtsr" "$D/run.vtsr" # the record the auditor holds
+stop "$TPID"
+LISTEN=127.0.0.1:$TPORT start_trainer "$D" "$T/other" # the same key and address, another run
+start_arbiter "$D" "$T/rk" --games 1
+"$B/auditor-test" challenge "$T/run" --service "$D/run.vtsr" --arbiter 127.0.0.1:"$APORT" --key "$T/ak" \
+  --arbiter-key "$T/rk.pub" --lie 9:3 --quiet >"$D/o" 2>&1; st=$?
+[ $st = 2 ] && grep -q "against nobody (stale service record)" "$D/o" && grep -q "not this run" "$D/o" &&
+  ok "a trainer serving another run at the address: stale record, nobody loses" || bad "stale: exit $st $(cat "$D/o")"
+wait "$APID" 2>/dev/null
+"$B/arbiter" check "$(ls "$D"/tr/*.vttr | head -1)" --arbiter-key "$T/rk.pub" >"$D/c" 2>&1; st=$?
+[ $st = 0 ] && grep -q "^RE-DERIVED: verdict against nobody (stale service record)" "$D/c" && ok "the stale verdict re-derives" ||
+  bad "stale check: exit $st $(cat "$D/c")"
+stop "$TPID"
+
+# ---------------------------------------------------------------- 6. an expired record
+D=$T/expired; mkdir -p "$D"
+start_trainer "$D" "$T/run" --record-ttl 2
+cp "$D/service.vtsr" "$D/old.vtsr"
+start_arbiter "$D" "$T/rk"
+for ((i = 0; i < 100; i++)); do cmp -s "$D/service.vtsr" "$D/old.vtsr" || break; sleep 0.1; done
+cmp -s "$D/service.vtsr" "$D/old.vtsr" && bad "the serving trainer did not re-sign its record" ||
+  ok "the serving trainer re-signs its record before it expires"
+sleep 3 # the copy (expiry at most 2 s after it was signed) has expired
+"$B/auditor-test" challenge "$T/run" --service "$D/old.vtsr" --arbiter 127.0.0.1:"$APORT" --key "$T/ak" \
+  --arbiter-key "$T/rk.pub" --lie 9:3 --quiet >"$D/o" 2>&1; st=$?
+[ $st = 2 ] && grep -q "expired" "$D/o" && ok "the auditor refuses an expired record" || bad "expired (auditor): exit $st $(cat "$D/o")"
+"$B/vt_attack" challenge 127.0.0.1:"$APORT" "$T/run" "$D/old.vtsr" >"$D/o" 2>&1
+grep -q "reply VERDICT loser 2 reason 8: the service record expired" "$D/o" && ok "the arbiter refuses an expired record" ||
+  bad "expired (arbiter): $(cat "$D/o")"
+stop "$APID"; stop "$TPID"
+
+echo "verdict: $pass passed, $fail failed"
+[ "$fail" = 0 ]
