@@ -1,18 +1,22 @@
 #!/usr/bin/env bash
 # The dispute game under attack (issue 9), real processes on loopback. Usage: attack.sh BUILD_DIR CASE
-# Each case starts its own trainer server and arbiter, measures the reference game (a lying auditor,
+# Each case starts its own trainer server and arbiter, plays the reference game (a lying auditor,
 # --lie 9:3, against the honest trainer) unloaded, then runs its attack while the same game is played
-# again, and checks: the honest party wins with the correct verdict, the loaded game takes at most
-# twice the unloaded one (plus a little slack), descriptors, threads and RSS stay bounded, and no file
-# is left by an unauthenticated peer. Every loop is bounded in count and time. Figures are printed
-# ("figure: ...") and recorded in docs/benchmarks.md.
-# Timing (the issue's "at most 2x the unloaded time"): the attack tools run on the same cores as the
-# servers, and CI machines have two, shared. One game is a second or less, so one descheduling can
-# double it: each side is the median of 3 games, and the bound is 2 x the unloaded median plus
-# 0.5 s (x4 under a sanitizer, VT_ASAN=1). Every game, not only the median, must be won by the
-# honest party. Attacks last 30 s (x4 under a sanitizer), longer than the three loaded games.
-# Environment: VT_ATTACK_KEEP=1 keeps the work folder of a failed case; AUD_QUIET= shows the
-# auditor's progress (retries) in the game outputs.
+# again, and checks: the honest party wins with the correct verdict, every time; descriptors and
+# threads (sampled every 0.2 s while the attack runs) and peak RSS stay bounded; the CPU seconds
+# the honest servers spend while attacked stay within a generous multiple of an unloaded game's;
+# no file is left by an unauthenticated peer. Every loop is bounded in count and time.
+# No check compares wall time (issue 21): under foreign load (other work on the same cores) a game
+# can take many times its unloaded wall time with nothing wrong in the project. What an attack can
+# force on a server is work: CPU seconds, descriptors, threads, memory, and those are checked. The
+# ratios of loaded to unloaded wall time are measured by bench/attack_load.sh (median of 3 games
+# each side, VT_ATTACK_GAMES=3 VT_ATTACK_BENCH=1) and recorded in docs/benchmarks.md.
+# Deadlines and ceilings (server deadlines, the auditor's `timeout`, waits for a port file or a log
+# line) are hang guards, generous so that a loaded machine cannot reach them: none is a measurement.
+# Figures are printed ("figure: ..."). Environment: VT_ATTACK_KEEP=1 keeps the work folder of a
+# failed case; AUD_QUIET= shows the auditor's progress (retries) in the game outputs;
+# VT_ATTACK_GAMES=N plays N games each side (default 1); VT_ATTACK_BENCH=1 also prints the
+# "ratio:" line of the wall times (no check) for bench/attack_load.sh.
 set -u
 B=$(cd "$1" && pwd)
 CASE=$2
@@ -34,20 +38,23 @@ R=(--set subset=1000 --set 'layers=[784,128,10]' --set steps=12 --set batch=64 -
    --set state_hash_every=1 --quiet)
 "$B/trainer" train --run "$T/run" --key "$T/tk" "${R[@]}" >/dev/null || { echo "training failed"; exit 1; }
 
-wait_file() { # FILE PID: a server's port file (written atomically); at most 120 s
+wait_file() { # FILE PID: a server's port file (written atomically); at most 300 s (a hang guard)
   local i
-  for ((i = 0; i < 2400; i++)); do
+  for ((i = 0; i < 6000; i++)); do
     [ -s "$1" ] && return 0
     kill -0 "$2" 2>/dev/null || { [ -s "$1" ] && return 0; return 1; }
     sleep 0.05
   done
   return 1
 }
-# start_arbiter DIR [args...]: sets APID, APORT
+# start_arbiter DIR [args...]: sets APID, APORT. The deadlines are the product's defaults (30 s an
+# answer; a clock of 300 s a party): an honest party must not lose by its clock because other work
+# loads the machine (they bound a silent party, which no case here plays but `offline`, which sets
+# its own).
 start_arbiter() {
   local d=$1; shift; mkdir -p "$d/tr"; rm -f "$d/ap"
   ${PRE_ARB:-} "$B/arbiter" serve --listen 127.0.0.1:0 --key "$T/rk" --port-file "$d/ap" --transcripts "$d/tr" \
-    --deadline-ms $((10000 * SLOW)) --clock-ms $((60000 * SLOW)) "$@" >"$d/arbiter.log" 2>&1 &
+    --deadline-ms $((30000 * SLOW)) --clock-ms $((300000 * SLOW)) "$@" >"$d/arbiter.log" 2>&1 &
   APID=$!; PIDS+=("$APID")
   wait_file "$d/ap" "$APID" || { echo "arbiter did not start: $(tail -3 "$d/arbiter.log")"; exit 1; }
   APORT=$(cat "$d/ap")
@@ -61,11 +68,12 @@ start_trainer() {
   wait_file "$d/tp" "$TPID" || { echo "trainer did not start: $(tail -3 "$d/trainer.log")"; exit 1; }
   TPORT=$(cat "$d/tp")
 }
-# play DIR OUT: the reference game (lying auditor); sets GAME_S (seconds) and GAME_ST (exit status)
+# play DIR OUT: the reference game (lying auditor); sets GAME_S (wall seconds: a figure, never
+# checked) and GAME_ST (exit status). The timeout is a hang guard under ctest's own (600 s).
 play() {
   local t0 t1
   t0=$(date +%s.%N)
-  timeout $((120 * SLOW)) "$B/auditor-test" challenge "$T/run" --service "$1/service.vtsr" --arbiter 127.0.0.1:"$APORT" \
+  timeout $((240 * SLOW)) "$B/auditor-test" challenge "$T/run" --service "$1/service.vtsr" --arbiter 127.0.0.1:"$APORT" \
     --key "$T/ak" --arbiter-key "$T/rk.pub" --lie 9:3 ${AUD_QUIET---quiet} >"$2" 2>&1
   GAME_ST=$?
   t1=$(date +%s.%N)
@@ -74,48 +82,83 @@ play() {
 honest_wins() { # OUT: the honest trainer wins: the auditor lost with the correct verdict
   [ "$GAME_ST" = 1 ] && grep -q "against the auditor (wrong output) at step 9, operation 3" "$1"
 }
-within_2x() { # LOADED UNLOADED: at most twice (plus 0.5 s of slack per SLOW unit, for scheduling noise)
-  [ "$(echo "$1 <= 2 * $2 + 0.5 * $SLOW" | bc -l)" = 1 ]
-}
-median3() { printf '%s\n' "$@" | sort -g | sed -n 2p; }
-GAMES=3
-AT=$((30 * SLOW)) # how long an attack lasts (s)
+median() { printf '%s\n' "$@" | sort -g | sed -n "$((($# + 1) / 2))p"; }
+GAMES=${VT_ATTACK_GAMES:-1}
+# How long an attack lasts at most (s): far longer than the loaded games, even on a loaded machine;
+# each case stops its attack once its loaded games are over (cleanup), so this costs nothing.
+AT=$((300 * SLOW))
 # sample PID: current fds, threads, RSS (kB) and peak RSS (kB)
 fds() { ls "/proc/$1/fd" 2>/dev/null | wc -l; }
 status_kb() { awk -v k="$2:" '$1 == k {print $2}' "/proc/$1/status" 2>/dev/null; }
-# watch PID FILE SECONDS: samples every 0.2 s, writes "maxfds maxthreads maxrss_kb"
+# watch_proc PID FILE: samples every 0.2 s until killed (at most AT s); after every sample FILE
+# holds "maxfds maxthreads" so far (written atomically), so a watcher killed at any time leaves it
 watch_proc() {
-  local p=$1 f=$2 n=$(( $3 * 5 )) i mf=0 mt=0 mr=0 x
+  local p=$1 f=$2 n=$(( AT * 5 )) i mf=0 mt=0 x
   for ((i = 0; i < n; i++)); do
     kill -0 "$p" 2>/dev/null || break
     x=$(fds "$p"); [ "${x:-0}" -gt "$mf" ] && mf=$x
     x=$(status_kb "$p" Threads); [ "${x:-0}" -gt "$mt" ] && mt=$x
-    x=$(status_kb "$p" VmRSS); [ "${x:-0}" -gt "$mr" ] && mr=$x
+    echo "$mf $mt" >"$f.tmp" && mv -f "$f.tmp" "$f"
     sleep 0.2
   done
-  echo "$mf $mt $mr" >"$f"
 }
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null; }
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null; } # utime + stime, in clock ticks
+HZ=$(getconf CLK_TCK 2>/dev/null || echo 100)
+secs() { echo "scale=2; $1 / $HZ" | bc -l | sed 's/^\./0./'; }
 ntranscripts() { ls "$1"/tr/*.vttr 2>/dev/null | wc -l; }
 
 D=$T/c; mkdir -p "$D"
-# the reference game, unloaded (the baseline every loaded game is compared with)
+# the reference game, unloaded (the baseline every loaded game is compared with): sets UCPU_A and
+# UCPU_T, the CPU ticks the arbiter and the trainer spent on the GAMES unloaded games
 baseline() {
   start_arbiter "$D" "$@"
   start_trainer "$D" "$T/run"
-  local i t=()
+  local i t=() a0 t0
+  a0=$(cpu_ticks "$APID"); t0=$(cpu_ticks "$TPID")
   for ((i = 0; i < GAMES; i++)); do
     play "$D" "$D/unloaded.out"
     honest_wins "$D/unloaded.out" || { bad "unloaded game: $(cat "$D/unloaded.out")"; exit 1; }
     t+=("$GAME_S")
   done
-  UNLOADED=$(median3 "${t[@]}")
-  echo "figure: $CASE unloaded game $(printf %.2f "$UNLOADED") s (median of $(printf '%.2f ' "${t[@]}")s)"
+  UCPU_A=$(($(cpu_ticks "$APID") - a0)); UCPU_T=$(($(cpu_ticks "$TPID") - t0))
+  UNLOADED=$(median "${t[@]}")
+  echo "figure: $CASE unloaded game $(printf %.2f "$UNLOADED") s (median of $(printf '%.2f ' "${t[@]}")s)," \
+    "CPU arbiter $(secs "$UCPU_A") s, trainer $(secs "$UCPU_T") s ($GAMES games)"
 }
-# loaded ATTACK_DESCRIPTION: plays the game while the attack (already started) runs; checks 2x, bounds
+# attack_starts: call right before a case starts its attack: the CPU the servers spend from here
+# to the end of the loaded games is charged to the attack; starts the fd/thread watchers
+attack_starts() {
+  ACPU0=$(cpu_ticks "$APID"); TCPU0=$(cpu_ticks "$TPID")
+  rm -f "$D/arb.watch" "$D/tr.watch"
+  watch_proc "$APID" "$D/arb.watch" & W1=$!; PIDS+=("$W1")
+  watch_proc "$TPID" "$D/tr.watch" & W2=$!; PIDS+=("$W2")
+}
+# cpu_bounded NAME TICKS UNLOADED_TICKS ATTACKER_TICKS: the CPU an attack made a server spend, from
+# attack_starts to the end of the loaded games (its own games included), against the same number of
+# unloaded games and the CPU the attack's own processes spent. CPU time, unlike wall time, is what
+# an attack can force on a server, and other work on the machine does not add to it (it only
+# delays the server). Refusing a peer is not free (a TLS handshake costs the server about what it
+# costs the client), and how many handshakes fit in the game depends on how long the game takes,
+# so the bound is the game's own work with ample room plus twice the attacker's CPU:
+#   CPU <= 3 x unloaded games + 2 x attacker's CPU + 2 s (x SLOW)
+# It holds whatever the load, since foreign load slows attacker and server alike, and it flags an
+# amplification: a server that spends more than the attacker does (real work for unauthenticated
+# peers: a game, a transcript, hashing the run), or that spins on its own.
+cpu_bounded() {
+  local max=$(( 3 * $3 + 2 * $4 + 2 * HZ * SLOW ))
+  echo "figure: $CASE $1 CPU $(secs "$2") s while attacked (bound $(secs "$max") s; unloaded games $(secs "$3") s, attackers $(secs "$4") s)"
+  [ "$2" -le "$max" ] && ok "$1: $(secs "$2") s CPU while attacked, at most 3 x $(secs "$3") s unloaded + 2 x $(secs "$4") s attackers + $((2 * SLOW)) s" ||
+    bad "$1 spent $(secs "$2") s CPU while attacked (bound $(secs "$max") s: 3 x $(secs "$3") s unloaded + 2 x $(secs "$4") s attackers + $((2 * SLOW)) s)"
+}
+# attacker_ticks PID...: the CPU of the attack's processes so far, their reaped children included
+attacker_ticks() {
+  local p n=0 x
+  for p in "$@"; do x=$(awk '{print $14 + $15 + $16 + $17}' "/proc/$p/stat" 2>/dev/null); n=$((n + ${x:-0})); done
+  echo "$n"
+}
+# loaded ATTACK_DESCRIPTION ATTACKER_PID...: plays the game while the attack (already started)
+# runs; checks the winner of every game and the servers' CPU; the wall times are figures only
 loaded() {
-  watch_proc "$APID" "$D/arb.watch" "$AT" & local w1=$!
-  watch_proc "$TPID" "$D/tr.watch" "$AT" & local w2=$!
   local i t=() won=0
   for ((i = 0; i < GAMES; i++)); do
     play "$D" "$D/loaded.out"
@@ -123,23 +166,27 @@ loaded() {
     if honest_wins "$D/loaded.out"; then won=$((won + 1)); else cp "$D/loaded.out" "$D/lost.out"; fi
     grep "did not take the challenge" "$D/loaded.out" | sed 's/^/  (auditor) /'
   done
-  local s; s=$(median3 "${t[@]}")
-  kill "$w1" "$w2" 2>/dev/null; wait "$w1" "$w2" 2>/dev/null
-  # the watchers write on exit only when they finish: take a last sample instead
-  echo "$(fds "$APID") $(status_kb "$APID" Threads) $(status_kb "$APID" VmHWM)" >"$D/arb.now"
-  echo "$(fds "$TPID") $(status_kb "$TPID" Threads) $(status_kb "$TPID" VmHWM)" >"$D/tr.now"
-  if [ "$won" = "$GAMES" ]; then ok "$1: the honest trainer wins ($GAMES of $GAMES games)"
-  else bad "$1: the honest trainer won $won of $GAMES games: $(cat "$D/lost.out")"; fi
-  if within_2x "$s" "$UNLOADED"; then ok "$1: $(printf %.2f "$s") s loaded vs $(printf %.2f "$UNLOADED") s unloaded (medians)"
-  else bad "$1: the game took $s s loaded ($(printf '%.2f ' "${t[@]}")s), $UNLOADED s unloaded (medians)"; fi
-  echo "figure: $CASE loaded game $(printf %.2f "$s") s (median of $(printf '%.2f ' "${t[@]}")s; unloaded $(printf %.2f "$UNLOADED") s)"
-  LOADED=$s
+  local a=$(($(cpu_ticks "$APID") - ACPU0)) b=$(($(cpu_ticks "$TPID") - TCPU0)) what=$1; shift
+  local atk; atk=$(attacker_ticks "$@")
+  kill "$W1" "$W2" 2>/dev/null; wait "$W1" "$W2" 2>/dev/null
+  if [ "$won" = "$GAMES" ]; then ok "$what: the honest trainer wins ($GAMES of $GAMES games)"
+  else bad "$what: the honest trainer won $won of $GAMES games: $(cat "$D/lost.out")"; fi
+  LOADED=$(median "${t[@]}")
+  echo "figure: $CASE loaded game $(printf %.2f "$LOADED") s (median of $(printf '%.2f ' "${t[@]}")s; unloaded $(printf %.2f "$UNLOADED") s)"
+  [ "${VT_ATTACK_BENCH:-0}" = 1 ] && echo "ratio: $CASE $(echo "scale=2; $LOADED / $UNLOADED" | bc -l | sed 's/^\./0./')" \
+    "loaded $(printf %.2f "$LOADED") s unloaded $(printf %.2f "$UNLOADED") s"
+  cpu_bounded arbiter "$a" "$UCPU_A" "$atk"
+  cpu_bounded trainer "$b" "$UCPU_T" "$atk"
 }
-# bounded PID NAME MAXFDS MAXTHREADS MAXRSS_MB: checked now (during or right after the attack)
+# bounded PID NAME MAXFDS MAXTHREADS MAXRSS_MB: the largest descriptor and thread counts sampled
+# while the attack ran (when attack_starts ran) or now, and the peak RSS (VmHWM, the whole life)
 bounded() {
-  local f t r
+  local f t r w=$D/arb.watch sf=0 st=0
+  [ "$1" = "${TPID:-}" ] && w=$D/tr.watch
   f=$(fds "$1"); t=$(status_kb "$1" Threads); r=$(status_kb "$1" VmHWM)
-  echo "figure: $CASE $2 fds $f, threads $t, peak RSS $((r / 1024)) MB"
+  [ -s "$w" ] && read -r sf st <"$w"
+  [ "${sf:-0}" -gt "$f" ] && f=$sf; [ "${st:-0}" -gt "$t" ] && t=$st
+  echo "figure: $CASE $2 fds $f, threads $t (largest sampled), peak RSS $((r / 1024)) MB"
   [ "$f" -le "$3" ] && [ "$t" -le "$4" ] && [ $((r / 1024)) -le "$5" ] && ok "$2 bounded" ||
     bad "$2: fds $f (max $3), threads $t (max $4), peak RSS $((r / 1024)) MB (max $5)"
 }
@@ -171,7 +218,10 @@ address) # 1. the auditor cannot pick the trainer's address
     bad "no rejection logged: $(tail -3 "$D/arbiter.log")"
   # an honest record whose trainer is down at first: retried within its clock, then the game goes on
   kill "$TPID"; wait "$TPID" 2>/dev/null
-  ( sleep 2; exec "$B/trainer" serve "$T/run" --listen 127.0.0.1:"$TPORT" --key "$T/tk" --arbiter-key "$T/rk.pub" \
+  # restarted once the arbiter has logged a failed attempt (not after a fixed time: under foreign
+  # load the game may take longer than any fixed time to reach the trainer)
+  ( for ((i = 0; i < 6000; i++)); do grep -q "attempt 1 to reach the trainer" "$D/arbiter.log" && break; sleep 0.05; done
+    exec "$B/trainer" serve "$T/run" --listen 127.0.0.1:"$TPORT" --key "$T/tk" --arbiter-key "$T/rk.pub" \
       --service-file "$D/service2.vtsr" >"$D/trainer2.log" 2>&1 ) & PIDS+=("$!")
   play "$D" "$D/late.out"
   honest_wins "$D/late.out" && ok "trainer reached within its clock after retries" || bad "late trainer: $(cat "$D/late.out")"
@@ -182,18 +232,20 @@ address) # 1. the auditor cannot pick the trainer's address
   ;;
 idle) # 2. idle TCP sockets on both ports
   baseline
+  attack_starts
   "$B/vt_attack" idle 127.0.0.1:"$TPORT" 40 "$AT" >"$D/i1" & A1=$!; PIDS+=("$A1")
   "$B/vt_attack" idle 127.0.0.1:"$APORT" 40 "$AT" >"$D/i2" & A2=$!; PIDS+=("$A2")
   sleep 1
-  loaded "40 + 40 idle sockets"
+  loaded "40 + 40 idle sockets" "$A1" "$A2"
   bounded "$APID" arbiter 120 12 $((64 + ASANMB)); bounded "$TPID" trainer 120 14 $((96 + ASANMB))
   ;;
 silent_tls) # 3. silent TLS sessions under self-made keys
   baseline
+  attack_starts
   "$B/vt_attack" silent-tls 127.0.0.1:"$TPORT" 16 "$AT" >"$D/s1" & A1=$!; PIDS+=("$A1")
   "$B/vt_attack" silent-tls 127.0.0.1:"$APORT" 16 "$AT" >"$D/s2" & A2=$!; PIDS+=("$A2")
   sleep 1
-  loaded "16 + 16 silent TLS sessions"
+  loaded "16 + 16 silent TLS sessions" "$A1" "$A2"
   bounded "$APID" arbiter 100 12 $((64 + ASANMB)); bounded "$TPID" trainer 100 14 $((96 + ASANMB))
   grep -q "is not an arbiter this trainer answers" "$D/trainer.log" && ok "trainer refuses unknown keys" ||
     bad "no refusal in the trainer log"
@@ -212,12 +264,17 @@ manifest) # 4. a hostile manifest sized to exhaust the arbiter
     ok "the refusal re-derives offline" || bad "check: $(cat "$D/check.out")"
   # a width that fits memory but not a lower limit; and concurrent games beyond --max-running
   kill "$APID"; wait "$APID" 2>/dev/null
+  # the new arbiter's first transcript may have the same name as the old one's (game-SECOND-ID,
+  # the id counted per process): the old ones move away, so that a new game shows as a new file
+  mkdir -p "$D/tr.old"; mv "$D"/tr/*.vttr "$D/tr.old/"
   start_arbiter "$D" --max-game-mb 8 --max-running 1
   cp -r "$T/run" "$T/wide"; "$B/vt_tamper" "$T/wide" "$T/tk" set-layers-resign '[784,4000,10]' >/dev/null || bad "tamper"
   kill "$TPID"; wait "$TPID" 2>/dev/null
   start_trainer "$D" "$T/wide" --misbehave silent
-  "$B/vt_attack" challenge 127.0.0.1:"$APORT" "$T/wide" "$D/service.vtsr" >"$D/c1" 2>&1 & C1=$!
-  sleep 1
+  n0=$(ntranscripts "$D")
+  "$B/vt_attack" challenge 127.0.0.1:"$APORT" "$T/wide" "$D/service.vtsr" >"$D/c1" 2>&1 & C1=$!; PIDS+=("$C1")
+  # the second challenge once the first game runs (its transcript is open), not after a fixed time
+  for ((i = 0; i < 2400; i++)); do [ "$(ntranscripts "$D")" -gt "$n0" ] && break; sleep 0.05; done
   "$B/vt_attack" challenge 127.0.0.1:"$APORT" "$T/wide" "$D/service.vtsr" >"$D/c2" 2>&1
   grep -q "reply ERROR code 4 (busy)" "$D/c2" && ok "a second game beyond --max-running 1 is refused (busy)" ||
     bad "concurrency: $(cat "$D/c2")"
@@ -226,15 +283,17 @@ manifest) # 4. a hostile manifest sized to exhaust the arbiter
 flood) # 5. many silent sessions, a handshake flood, transcript files, a low descriptor limit
   PRE_ARB="prlimit --nofile=160 --" baseline
   n0=$(ntranscripts "$D")
+  attack_starts
   "$B/vt_attack" silent-tls 127.0.0.1:"$APORT" 200 "$AT" >"$D/s1" & A1=$!; PIDS+=("$A1")
   "$B/vt_attack" flood 127.0.0.1:"$APORT" "$AT" >"$D/f1" & A2=$!; PIDS+=("$A2")
   "$B/vt_attack" idle 127.0.0.1:"$APORT" 150 "$AT" >"$D/i1" & A3=$!; PIDS+=("$A3")
   sleep 2
-  loaded "200 silent TLS sessions + 150 idle sockets + a handshake flood, descriptor limit 160"
+  loaded "200 silent TLS sessions + 150 idle sockets + a handshake flood, descriptor limit 160" "$A1" "$A2" "$A3"
   bounded "$APID" arbiter 160 12 $((64 + ASANMB))
   kill "$A1" "$A2" "$A3" 2>/dev/null; wait "$A1" "$A2" "$A3" 2>/dev/null
   [ "$(ntranscripts "$D")" = $((n0 + GAMES)) ] && ok "one transcript per honest game, none for the flood" ||
     bad "transcripts: $(ntranscripts "$D") (expected $((n0 + GAMES)))"
+  sleep 1 # the arbiter sees the attacker's sockets close
   t0=$(cpu_ticks "$APID"); sleep 2; t1=$(cpu_ticks "$APID")
   [ $((t1 - t0)) -le $((20 * SLOW)) ] && ok "idle arbiter after the flood: $((t1 - t0)) ticks in 2 s" ||
     bad "the arbiter spins: $((t1 - t0)) ticks in 2 s"
@@ -258,9 +317,10 @@ unauth) # 6. questions from keys the trainer does not accept
     bad "arbiter chain: $(cat "$D/q")"
   grep -q "rejected 127.0.0.1:[0-9]*: key [0-9a-f]* is not an arbiter" "$D/trainer.log" && ok "trainer logs them" ||
     bad "trainer log: $(tail -3 "$D/trainer.log")"
+  attack_starts
   "$B/vt_attack" silent-tls 127.0.0.1:"$TPORT" 8 "$AT" >/dev/null & A1=$!; PIDS+=("$A1")
   ( for i in $(seq 1 200); do "$B/vt_attack" query 127.0.0.1:"$TPORT" chain >/dev/null 2>&1; done ) & A2=$!; PIDS+=("$A2")
-  loaded "unauthenticated questions"
+  loaded "unauthenticated questions" "$A1" "$A2"
   ;;
 error_challenge) # 7. an ERROR in place of the CHALLENGE, its text an address
   baseline
@@ -300,7 +360,7 @@ emfile) # the accept loop at the descriptor limit: accept() itself fails with EM
   # return, but the measured CPU is the loop's, not the churn of re-handshaking 60 sessions (which
   # cost 30-80 ticks in 3 s at 250 ms on 2 loaded cores, against ~300 for a busy loop)
   VT_ATTACK_REOPEN_MS=2000 "$B/vt_attack" silent-tls 127.0.0.1:"$TPORT" 60 "$AT" "$T/rk" >"$D/h" & A1=$!; PIDS+=("$A1")
-  for ((i = 0; i < 300 * SLOW; i++)); do grep -q "descriptor limit reached" "$D/trainer.log" && break; sleep 0.1; done
+  for ((i = 0; i < 1200 * SLOW; i++)); do grep -q "descriptor limit reached" "$D/trainer.log" && break; sleep 0.1; done
   # the gate's two answers to EMFILE: drop the oldest pending connection, or, with none pending
   # (every descriptor held by sessions), take the new one off the queue with the reserve
   grep -Eq "rejected [0-9.:?]*: descriptor limit reached( \(sessions hold every descriptor\)|: the oldest pending connection is dropped)" "$D/trainer.log" &&

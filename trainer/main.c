@@ -263,6 +263,23 @@ static int cmd_train(int argc, char **argv)
     }
     char root[65];
     vt_hex(res.root, 32, root);
+    double per_step = res.log_steps ? (double)res.log_bytes / (double)res.log_steps : 0.0;
+    if (res.finished || (res.committed && res.steps == res.resumed_from)) {
+        /* --resume with nothing left to train: the stored run's figures */
+        if (res.finished)
+            printf("run %s is already finished at step %llu (commitment %s/commitment.vtc); nothing to do\n",
+                   o.run_dir, (unsigned long long)res.steps, o.run_dir);
+        else
+            printf("run %s had every step stored up to %llu: committed it (commitment %s/commitment.vtc)\n", o.run_dir,
+                   (unsigned long long)res.steps, o.run_dir);
+        printf("final loss      %.4f\n", (double)res.final_loss);
+        if (rc.bound.rounding != VT_ROUNDING_EXACT)
+            printf("log entries     %llu over %llu steps\n", (unsigned long long)res.log_entries,
+                   (unsigned long long)res.log_steps);
+        printf("log size        %.0f bytes/step compressed\n", per_step);
+        printf("merkle root     %s\n", root);
+        return VT_EXIT_OK;
+    }
     if (!res.committed) {
         printf("stopped after step %llu (no commitment written; continue with --resume)\n",
                (unsigned long long)res.steps);
@@ -272,7 +289,6 @@ static int cmd_train(int argc, char **argv)
            (double)(res.steps - res.resumed_from) / (res.seconds + 1e-9), o.resume ? " after resuming" : "");
     printf("final loss      %.4f\n", (double)res.final_loss);
     uint64_t nsteps = res.steps - res.resumed_from;
-    double per_step = (double)res.log_bytes / (double)(nsteps + (o.resume ? 0 : 1));
     double dense = (double)res.rounded / (double)(nsteps ? nsteps : 1) * 0.2; /* 1.6 bits per rounded element */
     if (rc.bound.rounding == VT_ROUNDING_EXACT)
         printf("rounding        exact: %llu of %llu rounded elements computed exactly (fraction %.2e), no log\n",
