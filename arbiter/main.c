@@ -33,9 +33,14 @@ static void usage(FILE *f)
                "      --deadline-ms N       a party's deadline per answer (default 30000)\n"
                "      --clock-ms N          each party's clock for a whole game: every wait for it, retries\n"
                "                            to reach it included, is charged to it (default 300000)\n"
+               "      --min-mflops N        the rate floor: a question that makes a party recompute K steps\n"
+               "                            adds K x (the step's flop / N Mflop/s) to its deadline, and once\n"
+               "                            per computation to its clock (default 400; docs/dispute.md)\n"
                "      --games N             stop after N games (default: serve forever)\n"
                "      --max-running N       games played at once (default 4)\n"
                "      --games-per-ip N      of those, challenged from one IP address (default 2)\n"
+               "      --games-per-commitment N  of those, about one run's commitment (default 2); one game\n"
+               "                            per auditor key at a time\n"
                "      --max-game-mb N       memory a game may need, computed from its manifest (default 512)\n"
                "      --max-op-mflop N      the largest operation it may recompute, Mflop (default 20000)\n"
                "      --challenge-ms N      a client's CHALLENGE must follow its handshake this soon (default 5000)\n"
@@ -70,8 +75,10 @@ int main(int argc, char **argv)
                                        {"deadline-ms", required_argument, 0, 'D'}, {"games", required_argument, 0, 'g'},
                                        {"clock-ms", required_argument, 0, 'C'}, {"max-running", required_argument, 0, 'R'},
                                        {"games-per-ip", required_argument, 0, 'I'},
+                                       {"games-per-commitment", required_argument, 0, 'G'},
                                        {"max-game-mb", required_argument, 0, 'M'},
                                        {"max-op-mflop", required_argument, 0, 'F'},
+                                       {"min-mflops", required_argument, 0, 'm'},
                                        {"challenge-ms", required_argument, 0, 'c'},
                                        {"handshake-ms", required_argument, 0, 'H'},
                                        {"max-pending", required_argument, 0, 'P'},
@@ -87,8 +94,10 @@ int main(int argc, char **argv)
     o.clock_ms = 300000;
     o.max_running = 4;
     o.games_per_ip = 2;
+    o.games_per_commitment = 2;
     o.max_game_mb = 512;
     o.max_op_mflop = 20000;
+    o.min_mflops = (int)(VT_GAME_MIN_RATE / 1e6);
     o.challenge_ms = 5000;
     o.handshake_ms = VT_GATE_DEFAULT_HANDSHAKE_MS;
     o.max_pending = VT_GATE_DEFAULT_PENDING;
@@ -98,8 +107,10 @@ int main(int argc, char **argv)
                                VT_CLI_INT('C', "--clock-ms", 1, INT32_MAX, &o.clock_ms),
                                VT_CLI_INT('R', "--max-running", 1, INT32_MAX, &o.max_running),
                                VT_CLI_INT('I', "--games-per-ip", 1, INT32_MAX, &o.games_per_ip),
+                               VT_CLI_INT('G', "--games-per-commitment", 1, INT32_MAX, &o.games_per_commitment),
                                VT_CLI_INT('M', "--max-game-mb", 1, INT32_MAX, &o.max_game_mb),
                                VT_CLI_INT('F', "--max-op-mflop", 1, INT32_MAX, &o.max_op_mflop),
+                               VT_CLI_INT('m', "--min-mflops", 1, INT32_MAX, &o.min_mflops),
                                VT_CLI_INT('c', "--challenge-ms", 1, INT32_MAX, &o.challenge_ms),
                                VT_CLI_INT('H', "--handshake-ms", 1, INT32_MAX, &o.handshake_ms),
                                VT_CLI_INT('P', "--max-pending", 1, INT32_MAX, &o.max_pending),

@@ -875,8 +875,11 @@ vt_err vt_data_load(const char *spec, const char *root, vt_dataset *ds)
                             path[k], got, b->name, b->sha[k]);
         }
     }
+    /* what loading held at its peak: the decoded payload and the dataset built from it */
+    size_t full_bytes = full.n * ((size_t)full.d + 1);
     if (!colon) {
         *ds = full;
+        ds->load_bytes = 2 * full_bytes;
         return VT_OK;
     }
     if (first > full.n) {
@@ -887,6 +890,7 @@ vt_err vt_data_load(const char *spec, const char *root, vt_dataset *ds)
     }
     vt_err e = vt_data_subset(&full, first, ds);
     vt_data_free(&full);
+    if (!e) ds->load_bytes = 2 * full_bytes + ds->n * ((size_t)ds->d + 1);
     return e;
 }
 

@@ -61,6 +61,9 @@ typedef struct {
     uint8_t chars[256];
     uint8_t src_sha256[2][VT_HASH_LEN]; /* SHA-256 of each decompressed source payload:
                                          * MNIST [0] images, [1] labels; digits [0] the CSV */
+    size_t load_bytes;                /* vt_data_load: the bytes loading held at its peak (the decoded
+                                       * payload of the whole file, the dataset, a subset's copy); 0
+                                       * from the other loaders */
 } vt_dataset;
 
 /* ---------------------------------------------------------------- paths */

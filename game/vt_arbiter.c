@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../common/vt_bytes.h"
 #include "../common/vt_cli.h"
@@ -30,9 +31,11 @@ typedef struct {
     char trainer_addr[VT_MSG_ADDR_MAX + 1];
     int have_endpoint;
     uint8_t trainer_pk[32];
-    int64_t used_ms[4]; /* per party (VT_ROLE_*) */
+    int64_t used_ms[4];   /* per party (VT_ROLE_*) */
+    int64_t credit_ms[4]; /* per party: the work allowances credited to its clock (vt_ask_bounds) */
     double t0;
     uint32_t attempts, reconnects, note_seq, local_failures;
+    int64_t busy_pause_ms; /* the pause before asking again after the trainer's ERROR busy */
     uint64_t bytes;
 } live;
 
@@ -64,7 +67,20 @@ static void record_note(live *L, int kind, int party, int code, uint32_t n, int6
     put_note(L, &nt);
 }
 
-static int64_t clock_left(const live *L, int party) { return (int64_t)L->o->clock_ms - L->used_ms[party]; }
+static int64_t clock_left(const live *L, int party)
+{
+    return (int64_t)L->o->clock_ms + L->credit_ms[party] - L->used_ms[party];
+}
+
+/* An ERROR by which the trainer's server ended a session rather than refused a question: idle too
+ * long, evicted for a newer session, no session free, or its own failure. It says nothing about
+ * the run: the arbiter reconnects and asks again (within the trainer's clock). */
+static int session_error(const vt_msg *m)
+{
+    if (m->hdr.type != VT_MSG_ERROR) return 0;
+    int c = m->body.error.code;
+    return c == VT_ERRC_TIMEOUT || c == VT_ERRC_BUSY || c == VT_ERRC_INTERNAL;
+}
 
 /* Connects to the trainer's signed address, retrying within its clock. */
 static vt_err connect_trainer(live *L)
@@ -110,10 +126,17 @@ static vt_err connect_trainer(live *L)
     }
 }
 
-static vt_err live_ask(void *ctx, int party, int qtype, const void *q, int atype, vt_msg *ans)
+static vt_err live_ask(void *ctx, int party, int qtype, const void *q, int atype, const vt_ask_bounds *b, vt_msg *ans)
 {
     live *L = ctx;
     const char *who = party == VT_ROLE_TRAINER ? "trainer" : "auditor";
+    /* the answer's size from the game's computed needs, not the protocol maximum */
+    vt_msg_limits lim;
+    memset(&lim, 0, sizeof lim);
+    if (atype > 0 && atype < VT_MSG_TYPE_COUNT_) lim.max_body[atype] = b->max_body;
+    /* the computation the question requires: its time on top of the deadline, credited once */
+    if (b->credit) L->credit_ms[party & 3] += b->work_ms;
+    int64_t allowed = (int64_t)L->o->deadline_ms + (b->work_ms > 0 ? b->work_ms : 0);
     for (;;) {
         int64_t at = ms_since(L->t0);
         if (clock_left(L, party) <= 0) {
@@ -134,13 +157,45 @@ static vt_err live_ask(void *ctx, int party, int qtype, const void *q, int atype
         vt_conn *c = party == VT_ROLE_TRAINER ? L->ct : L->ca;
         VT_RETURN_ERROR_IF(!c, VT_ERR_IO, "cannot reach the %s", who);
         int64_t left = clock_left(L, party);
-        int dl = (int)(left < L->o->deadline_ms ? left : L->o->deadline_ms);
+        int64_t dl64 = left < allowed ? left : allowed;
+        int dl = dl64 > INT32_MAX ? INT32_MAX : (int)dl64;
         double t = vt_now();
         vt_err e = vt_send_msg(c, qtype, q, L->kp);
-        if (!e) e = vt_recv_msg(c, atype, dl, NULL, ans);
+        if (!e) e = vt_recv_msg(c, atype, dl, &lim, ans);
         int64_t el = ms_since(t);
         L->used_ms[party] += el;
+        if (!e && party == VT_ROLE_TRAINER && session_error(ans)) {
+            /* the trainer's server closed this session (idle, evicted, busy): never an answer. Reconnect
+             * and ask again; such reconnects count against the limit only while no answer comes. */
+            int busy_code = ans->body.error.code == VT_ERRC_BUSY;
+            char why[VT_MSG_TEXT_MAX + 64];
+            snprintf(why, sizeof why, "the trainer's server ended the session (ERROR %u: %s)",
+                     (unsigned)ans->body.error.code, ans->body.error.message);
+            vt_msg_free(ans);
+            record_note(L, VT_NOTE_CONNECT, VT_ROLE_TRAINER, 3, L->attempts, ms_since(L->t0), el, "%s: %s",
+                        L->trainer_addr, why);
+            if (!L->o->quiet) fprintf(stderr, "arbiter: %s; reconnecting\n", why);
+            vt_conn_close(L->ct);
+            L->ct = NULL;
+            if (busy_code) { /* a limit of the trainer's that frees with time: wait, on its clock, unbounded in count */
+                int64_t p = clock_left(L, party);
+                p = p < L->busy_pause_ms ? p : L->busy_pause_ms;
+                if (p > 0) {
+                    struct timespec ts = {(time_t)(p / 1000), (long)(p % 1000) * 1000000L};
+                    nanosleep(&ts, NULL);
+                    L->used_ms[party] += p;
+                }
+                L->busy_pause_ms = L->busy_pause_ms * 2 > 5000 ? 5000 : L->busy_pause_ms * 2;
+                if (clock_left(L, party) > 0) continue;
+            } else if (++L->reconnects <= 8 && clock_left(L, party) > 0) {
+                continue;
+            }
+            record_note(L, VT_NOTE_NO_ANSWER, party, VT_NOANS_LOST, 0, at, el, "%s to %s: %s", who,
+                        vt_msg_type_name(qtype), why);
+            VT_RETURN_ERROR(VT_ERR_IO, "%s%s", why, busy_code ? ", until its clock ran out" : ", 8 times without an answer");
+        }
         if (!e) {
+            if (party == VT_ROLE_TRAINER) L->reconnects = 0, L->busy_pause_ms = 500; /* an answer: progress */
             L->bytes += ans->raw_len;
             return VT_OK;
         }
@@ -156,7 +211,7 @@ static vt_err live_ask(void *ctx, int party, int qtype, const void *q, int atype
             L->reconnects++;
             continue;
         }
-        int code = deadline ? (dl < L->o->deadline_ms ? VT_NOANS_CLOCK : VT_NOANS_DEADLINE)
+        int code = deadline ? (dl64 < allowed ? VT_NOANS_CLOCK : VT_NOANS_DEADLINE)
                    : dropped ? VT_NOANS_LOST
                              : VT_NOANS_INVALID;
         record_note(L, VT_NOTE_NO_ANSWER, party, code, 0, at, el, "%s to %s: %s", who, vt_msg_type_name(qtype), why);
@@ -184,9 +239,15 @@ typedef struct {
     vt_conn *ca;
     vt_msg chm; /* the auditor's CHALLENGE (signature verified by the gate) */
     char ip[64], peer[80];
-    int id;
+    int id, slot; /* slot: its entry in server.games */
     uint64_t time; /* seconds since 1970 when the challenge was taken (the verdict names it) */
 } game_job;
+
+/* A running game, for the admission rule: its commitment and auditor key. */
+typedef struct {
+    int used;
+    uint8_t cm[32], auditor[32];
+} game_slot;
 
 struct server {
     const vt_arbiter_opts *o;
@@ -198,12 +259,14 @@ struct server {
         char ip[64];
         int n;
     } per_ip[64];
+    game_slot games[256];
 };
 
-static void game_done(server *S, const char *ip)
+static void game_done(server *S, const char *ip, int slot)
 {
     pthread_mutex_lock(&S->mu);
     S->running--;
+    if (slot >= 0 && slot < 256) S->games[slot].used = 0;
     for (int i = 0; i < 64; i++)
         if (S->per_ip[i].n && strcmp(S->per_ip[i].ip, ip) == 0) {
             S->per_ip[i].n--;
@@ -224,14 +287,24 @@ static void *game_main(void *p)
     L.kp = &S->kp;
     L.ca = job->ca;
     L.t0 = vt_now();
+    L.busy_pause_ms = 500;
     const vt_msg_challenge *ch = &job->chm.body.challenge;
     memcpy(L.trainer_pk, ch->commitment + 80, 32); /* the commitment's key is the trainer's identity */
     char path[4096];
-    snprintf(path, sizeof path, "%s/game-%lld-%d.vttr", o->transcript_dir ? o->transcript_dir : ".",
-             (long long)time(NULL), job->id);
+    /* a new file for every game, never an earlier game's (an arbiter restarted within the same second
+     * has another pid; a name taken anyway gets a suffix) */
+    for (int k = 0; k < 1000; k++) {
+        int n = snprintf(path, sizeof path, "%s/game-%lld-%ld-%d", o->transcript_dir ? o->transcript_dir : ".",
+                         (long long)time(NULL), (long)getpid(), job->id);
+        if (k && n > 0 && (size_t)n < sizeof path) snprintf(path + n, sizeof path - (size_t)n, "-%d", k);
+        size_t l = strlen(path);
+        if (l + 6 < sizeof path) memcpy(path + l, ".vttr", 6);
+        if (access(path, F_OK) != 0) break;
+    }
     vt_game_result res;
     memset(&res, 0, sizeof res);
-    vt_game_limits lim = {(uint64_t)o->max_game_mb << 20, (uint64_t)o->max_op_mflop * 1000000ull};
+    vt_game_limits lim = {(uint64_t)o->max_game_mb << 20, (uint64_t)o->max_op_mflop * 1000000ull,
+                          o->min_mflops > 0 ? (double)o->min_mflops * 1e6 : VT_GAME_MIN_RATE};
     /* the transcript starts with the challenge (as received), then the game's limits */
     vt_err e = vt_transcript_open(path, &L.tr);
     if (!e) e = vt_transcript_append(L.tr, VT_TR_RECV, vt_conn_peer_pk(L.ca), job->chm.raw, job->chm.raw_len);
@@ -241,8 +314,9 @@ static void *game_main(void *p)
         gn.kind = VT_NOTE_GAME;
         gn.v[0] = (uint64_t)o->deadline_ms, gn.v[1] = (uint64_t)o->clock_ms, gn.v[2] = lim.max_game_bytes,
         gn.v[3] = lim.max_op_flop;
-        snprintf(gn.text, sizeof gn.text, "deadline %d ms per answer, clock %d ms per party, at most %d MB and %d Mflop "
-                 "per game", o->deadline_ms, o->clock_ms, o->max_game_mb, o->max_op_mflop);
+        snprintf(gn.text, sizeof gn.text, "deadline %d ms per answer, clock %d ms per party, each plus the time of the "
+                 "recomputation a question needs at %.0f Mflop/s; at most %d MB and %d Mflop per game", o->deadline_ms,
+                 o->clock_ms, lim.min_rate / 1e6, o->max_game_mb, o->max_op_mflop);
         put_note(&L, &gn);
         vt_conn_set_transcript(L.ca, L.tr);
         /* the verdict names the arbiter's key and the time it took the challenge */
@@ -272,7 +346,7 @@ static void *game_main(void *p)
     vt_conn_close(L.ca);
     if (vt_transcript_close(L.tr) && !o->quiet) fprintf(stderr, "arbiter: transcript %s: %s\n", path, vt_errmsg());
     vt_msg_free(&job->chm);
-    game_done(S, job->ip);
+    game_done(S, job->ip, job->slot);
     free(job);
     return NULL;
 }
@@ -313,17 +387,35 @@ static void arb_admit(void *ctx, vt_gate_peer *p)
         vt_conn_close(p->c);
         return;
     }
+    /* The admission rule (docs/dispute.md "Access control and limits"): at most --max-running games,
+     * --games-per-ip from one address, --games-per-commitment about one run and one per auditor key,
+     * so that games against one run, however many keys they come under, leave room for the others */
+    uint8_t cm[32];
+    vt_commitment_bytes_hash(ch->commitment, cm);
     pthread_mutex_lock(&S->mu);
-    int slot = -1, free_slot = -1;
+    int slot = -1, free_slot = -1, gslot = -1, same_cm = 0, same_key = 0;
     for (int i = 0; i < 64; i++) {
         if (S->per_ip[i].n && strcmp(S->per_ip[i].ip, p->ip) == 0) slot = i;
         if (!S->per_ip[i].n && free_slot < 0) free_slot = i;
     }
+    for (int i = 0; i < 256; i++) {
+        if (!S->games[i].used) {
+            if (gslot < 0) gslot = i;
+            continue;
+        }
+        same_cm += memcmp(S->games[i].cm, cm, 32) == 0;
+        same_key += memcmp(S->games[i].auditor, ch->auditor_pk, 32) == 0;
+    }
+    int per_cm = S->o->games_per_commitment > 0 ? S->o->games_per_commitment : 2;
     const char *busy = NULL;
-    if (S->running >= S->o->max_running)
+    if (S->running >= S->o->max_running || gslot < 0)
         busy = "busy: as many games as this arbiter plays at once are running; try again later";
     else if (slot >= 0 ? S->per_ip[slot].n >= S->o->games_per_ip : free_slot < 0)
         busy = "busy: as many games as this arbiter plays for one address are running; try again later";
+    else if (same_cm >= per_cm)
+        busy = "busy: as many games as this arbiter plays about one commitment are running; try again later";
+    else if (same_key)
+        busy = "busy: a game of this auditor key is running; try again later";
     else if (S->o->max_games > 0 && S->started >= S->o->max_games)
         busy = "this arbiter plays no more games";
     if (!busy) {
@@ -333,6 +425,9 @@ static void arb_admit(void *ctx, vt_gate_peer *p)
         }
         S->per_ip[slot].n++;
         S->running++;
+        S->games[gslot].used = 1;
+        memcpy(S->games[gslot].cm, cm, 32);
+        memcpy(S->games[gslot].auditor, ch->auditor_pk, 32);
     }
     int id = busy ? 0 : S->started++;
     pthread_mutex_unlock(&S->mu);
@@ -346,7 +441,7 @@ static void arb_admit(void *ctx, vt_gate_peer *p)
     pthread_attr_t at;
     int ok = job != NULL && pthread_attr_init(&at) == 0;
     if (ok) {
-        job->S = S, job->ca = p->c, job->chm = *p->first, job->id = id, job->time = (uint64_t)time(NULL);
+        job->S = S, job->ca = p->c, job->chm = *p->first, job->id = id, job->slot = gslot, job->time = (uint64_t)time(NULL);
         memset(p->first, 0, sizeof *p->first); /* moved */
         snprintf(job->ip, sizeof job->ip, "%s", p->ip);
         snprintf(job->peer, sizeof job->peer, "%s", p->peer);
@@ -363,7 +458,7 @@ static void arb_admit(void *ctx, vt_gate_peer *p)
     if (!ok) {
         arb_reject(S, p->peer, VT_ERRC_INTERNAL, "cannot start a game thread");
         vt_conn_refuse(p->c, &S->kp, VT_ERRC_INTERNAL, "the arbiter cannot start a game now");
-        game_done(S, p->ip);
+        game_done(S, p->ip, gslot);
     }
 }
 
@@ -492,9 +587,22 @@ static vt_err no_answer_from_note(replay *R, const vt_msg_note *nt)
     VT_RETURN_ERROR(nt->code == VT_NOANS_LOCAL ? VT_ERR_INTERNAL : VT_ERR_IO, "%.900s (recorded by the arbiter)", nt->text);
 }
 
-static vt_err replay_ask(void *ctx, int party, int qtype, const void *q, int atype, vt_msg *ans)
+/* The next record is the trainer's ERROR ending a session (session_error): the arbiter reconnected. */
+static int session_end_record(replay *R, int party)
+{
+    if (party != VT_ROLE_TRAINER || !peek(R) || R->rec.dir != VT_TR_RECV || memcmp(R->rec.author_pk, R->trainer_pk, 32) != 0)
+        return 0;
+    vt_msg m;
+    if (vt_msg_decode(R->rec.bytes, R->rec.len, R->trainer_pk, NULL, &m) != VT_OK) return 0;
+    int se = session_error(&m);
+    vt_msg_free(&m);
+    return se;
+}
+
+static vt_err replay_ask(void *ctx, int party, int qtype, const void *q, int atype, const vt_ask_bounds *b, vt_msg *ans)
 {
     replay *R = ctx;
+    (void)b; /* the recorded answers passed the live limits; timing is the arbiter's signed account */
     vt_msg_note nt;
     int na = 0;
     VT_FORWARD_IF_ERROR(take_connects(R, party, &nt, &na));
@@ -509,10 +617,15 @@ static vt_err replay_ask(void *ctx, int party, int qtype, const void *q, int aty
     R->have = 0;
     if (!same) vt_buf_free(&want);
     VT_RETURN_ERROR_IF(!same, VT_ERR_FORMAT, "transcript: the recorded question differs from %s", vt_msg_type_name(qtype));
-    /* the same question sent again after a reconnection (and the attempts in between): skip the repeats */
+    /* the same question sent again after a reconnection (and the attempts in between, and the
+     * trainer's ERROR that ended a session, which is never an answer): skip the repeats */
     for (;;) {
         e = take_connects(R, party, &nt, &na);
         if (e || na) break;
+        if (session_end_record(R, party)) {
+            R->have = 0;
+            continue;
+        }
         if (!(peek(R) && R->rec.dir == VT_TR_SENT && same_question(R, qtype, &want))) break;
         R->have = 0;
     }
@@ -610,7 +723,7 @@ vt_err vt_arbiter_check(const char *path, const char *data_root, vt_order order,
         if (!e) memcpy(rep->arbiter_pk, R.arbiter_pk, 32);
         if (!e && !have_rv) e = vt_set_error(VT_ERR_FORMAT, "transcript %s holds no verdict", path);
     }
-    vt_game_limits lim = {0, 0}, *limp = NULL;
+    vt_game_limits lim = {0, 0, 0}, *limp = NULL;
     if (!e && peek(&R) && R.rec.dir == VT_TR_NOTE) { /* the game's limits, as the arbiter signed them */
         vt_msg m;
         e = vt_msg_decode(R.rec.bytes, R.rec.len, R.arbiter_pk, NULL, &m);

@@ -20,8 +20,11 @@ typedef struct {
     int max_games;              /* stop after this many games (0 = forever) */
     int max_running;            /* games played at once (default 4) */
     int games_per_ip;           /* of those, challenged from one IP address (default 2) */
+    int games_per_commitment;   /* of those, about one commitment (default 2); one per auditor key */
     int max_game_mb;            /* memory a game may need, from its manifest (default 512) */
     int max_op_mflop;           /* the largest operation it may recompute, in Mflop (default 20000) */
+    int min_mflops;             /* the rate floor at which a party's recomputation is granted time, in Mflop of
+                                 * the program's costs per second (default VT_GAME_MIN_RATE / 1e6 = 400) */
     int challenge_ms;           /* a client must send its CHALLENGE this soon after its handshake (default 5000) */
     int handshake_ms;           /* TLS handshake deadline (default 3000) */
     int max_pending;            /* connections not yet authenticated (default 64) */

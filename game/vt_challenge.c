@@ -218,6 +218,16 @@ static vt_err run(auditor *a, vt_challenge_result *res)
     VT_RETURN_ERROR_IF(!hi, VT_ERR_ARG, "every committed state agrees with our replay: nothing to challenge");
     VT_RETURN_ERROR_IF(!a->have[hi], VT_ERR_ARG, "step %llu has no committed state", (unsigned long long)hi);
     res->claimed_step = hi;
+    /* What the game will ask, computed before challenging (docs/dispute.md "Clocks"): every committed
+     * state before hi agrees, so the bisection ends in the segment from the committed state before hi
+     * to hi, whose operation chain is the one costly answer. Both honest parties hold it before the
+     * first question; neither side's cache is an advantage. */
+    uint64_t lo = hi - 1;
+    while (lo > 0 && !has_state(&a->rc, lo)) lo--;
+    if (!o->quiet)
+        fprintf(stderr, "auditor: computing the operation chain of steps %llu..%llu (the disputed segment)\n",
+                (unsigned long long)lo + 1, (unsigned long long)hi);
+    VT_FORWARD_IF_ERROR(get_chain(a, lo, hi));
     if (!o->quiet) fprintf(stderr, "auditor: challenging the committed state of step %llu\n", (unsigned long long)hi);
 
     vt_conn *c = NULL;
@@ -241,7 +251,7 @@ static vt_err run(auditor *a, vt_challenge_result *res)
     memset(&first, 0, sizeof first);
     int have_first = 0;
     for (int pause = 200;; pause = pause * 2 > 2000 ? 2000 : pause * 2) {
-        int left = o->deadline_ms - (int)((vt_now() - t0) * 1000.0);
+        int left = o->deadline_ms;
         e = vt_connect(o->arbiter_addr, &a->kp, pin, left > 0 ? left : 1, &c, NULL);
         if (!e) { /* the challenge names the arbiter it is made before (the pinned key, or unpinned, the peer's) */
             memcpy(ch.arbiter_pk, vt_conn_peer_pk(c), 32);
@@ -267,7 +277,9 @@ static vt_err run(auditor *a, vt_challenge_result *res)
         if (busy) vt_msg_free(&first);
         vt_conn_close(c);
         c = NULL;
-        if (e == VT_ERR_CRYPTO || vt_proto_deadline_exceeded() || vt_now() - t0 + pause / 1000.0 >= o->deadline_ms / 1000.0) {
+        /* a busy arbiter (its limits, docs/dispute.md) is waited for up to --wait-ms; anything else up to the deadline */
+        double window = (busy && o->wait_ms > o->deadline_ms ? o->wait_ms : o->deadline_ms) / 1000.0;
+        if (e == VT_ERR_CRYPTO || vt_proto_deadline_exceeded() || vt_now() - t0 + pause / 1000.0 >= window) {
             if (busy) e = vt_set_error(VT_ERR_IO, "the arbiter refused: %s", why);
             break;
         }

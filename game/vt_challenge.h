@@ -20,6 +20,7 @@ typedef struct {
     vt_order order;
     uint64_t step;               /* 0: find the first bad committed step by replaying */
     int deadline_ms;
+    int wait_ms;                 /* how long to keep retrying an arbiter that answers busy (0: deadline_ms) */
     int quiet;
     uint64_t until;              /* with step 0: replay only up to the first committed state at or
                                   * after this step (0: the last step) */

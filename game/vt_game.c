@@ -47,6 +47,14 @@ typedef struct {
     vt_dataset ds;
     vt_model m;
     int have_model;
+    vt_game_needs needs; /* from the manifest (load_manifest) */
+    int have_needs;
+    /* computations already credited to each party's clock (kind, a, b): one credit each */
+    struct {
+        int kind;
+        uint64_t a, b;
+    } credited[4][32];
+    int n_credited[4];
     /* leaves already obtained (step -> leaf), a small cache */
     vt_msg_leaf *leaves;
     uint64_t *leaf_steps;
@@ -90,12 +98,48 @@ static void note(game *g, const char *fmt, ...)
 
 static const char *party_name(int p) { return p == VT_ROLE_TRAINER ? "trainer" : "auditor"; }
 
-/* One question to one party. Returns 0 with *ans, or -1 after deciding against the party. */
-static int ask(game *g, int party, int qtype, const void *q, int atype, vt_msg *ans, uint64_t step, uint32_t op)
+/* The time granted for recomputing `steps` steps at the rate floor (0 before the manifest is known). */
+static int64_t work_ms(const game *g, double steps)
 {
+    if (!g->have_needs || steps <= 0) return 0;
+    double rate = g->lim && g->lim->min_rate > 0 ? g->lim->min_rate : VT_GAME_MIN_RATE;
+    double ms = steps * g->needs.step_flop / rate * 1000.0;
+    return ms >= 1e12 ? (int64_t)1e12 : (int64_t)ms + 1;
+}
+
+/* Steps a party recomputes to re-create the state of step s: from its checkpoint at or before s. */
+static uint64_t restore_steps(const game *g, uint64_t s)
+{
+    return g->rc.checkpoint_every ? s % g->rc.checkpoint_every : s;
+}
+
+/* Bounds of a question whose answer needs `steps` recomputed steps, the computation named by
+ * (kind, a, b): the deadline is extended by their time at every ask, the party's clock credited
+ * with it once per computation (a cached answer costs nothing the second time). */
+static vt_ask_bounds bounds(game *g, int party, uint64_t max_body, double steps, int kind, uint64_t a, uint64_t b)
+{
+    vt_ask_bounds r = {max_body > UINT32_MAX ? UINT32_MAX : (uint32_t)max_body, work_ms(g, steps), 0};
+    if (r.work_ms <= 0) return r;
+    int p = party & 3;
+    for (int i = 0; i < g->n_credited[p]; i++)
+        if (g->credited[p][i].kind == kind && g->credited[p][i].a == a && g->credited[p][i].b == b) return r;
+    if (g->n_credited[p] < 32) {
+        g->credited[p][g->n_credited[p]].kind = kind, g->credited[p][g->n_credited[p]].a = a;
+        g->credited[p][g->n_credited[p]].b = b;
+        g->n_credited[p]++;
+        r.credit = 1;
+    }
+    return r;
+}
+
+/* One question to one party. Returns 0 with *ans, or -1 after deciding against the party. */
+static int ask(game *g, int party, int qtype, const void *q, int atype, const vt_ask_bounds *b, vt_msg *ans,
+               uint64_t step, uint32_t op)
+{
+    static const vt_ask_bounds none = {0, 0, 0};
     memset(ans, 0, sizeof *ans);
     g->res->rounds++;
-    vt_err e = g->io->ask(g->io->ctx, party, qtype, q, atype, ans);
+    vt_err e = g->io->ask(g->io->ctx, party, qtype, q, atype, b ? b : &none, ans);
     if (e == VT_ERR_INTERNAL) { /* the arbiter's own failure (e.g. no descriptor left): nobody loses */
         decide(g, VT_LOSER_NONE, VT_REASON_CANNOT_JUDGE, step, op, "the arbiter could not ask the %s %s: %s",
                party_name(party), vt_msg_type_name(qtype), vt_errmsg());
@@ -128,7 +172,7 @@ static const vt_msg_leaf *leaf(game *g, uint64_t s)
         if (g->leaf_steps[i] == s) return &g->leaves[i];
     vt_msg_q_step q = {s};
     vt_msg a;
-    if (ask(g, VT_ROLE_TRAINER, VT_MSG_Q_LEAF, &q, VT_MSG_LEAF, &a, s, 0)) return NULL;
+    if (ask(g, VT_ROLE_TRAINER, VT_MSG_Q_LEAF, &q, VT_MSG_LEAF, NULL, &a, s, 0)) return NULL;
     vt_msg_leaf L = a.body.leaf;
     vt_msg_free(&a);
     uint8_t calc[32];
@@ -166,7 +210,7 @@ static int auditor_state(game *g, uint64_t s, uint8_t out[32])
 {
     vt_msg_q_step q = {s};
     vt_msg a;
-    if (ask(g, VT_ROLE_AUDITOR, VT_MSG_Q_STATE, &q, VT_MSG_STATE_CLAIM, &a, s, 0)) return -1;
+    if (ask(g, VT_ROLE_AUDITOR, VT_MSG_Q_STATE, &q, VT_MSG_STATE_CLAIM, NULL, &a, s, 0)) return -1;
     int bad = a.body.state_claim.step != s;
     memcpy(out, a.body.state_claim.state_hash, 32);
     vt_msg_free(&a);
@@ -185,7 +229,9 @@ static int chain_claim(game *g, int party, uint64_t lo, uint64_t hi, uint64_t po
     uint64_t step = 0;
     uint32_t op = 0;
     if (pos < total) vt_seg_position(lo, g->m.n_ops, pos, &step, &op);
-    if (ask(g, party, VT_MSG_Q_CHAIN, &q, VT_MSG_CHAIN_CLAIM, &a, step, op)) return -1;
+    /* the segment's chain: a restore to lo, then hi - lo steps */
+    vt_ask_bounds b = bounds(g, party, 0, (double)(restore_steps(g, lo) + (hi - lo)), VT_MSG_Q_CHAIN, lo, hi);
+    if (ask(g, party, VT_MSG_Q_CHAIN, &q, VT_MSG_CHAIN_CLAIM, &b, &a, step, op)) return -1;
     const vt_msg_chain_claim *cc = &a.body.chain_claim;
     int bad = cc->seg_from != lo || cc->seg_to != hi || cc->pos != pos || cc->total_positions != total;
     memcpy(c->C, cc->chain_hash, 32);
@@ -201,7 +247,18 @@ static int chain_claim(game *g, int party, uint64_t lo, uint64_t hi, uint64_t po
 /* The trainer's list of hashes (PREFIX or TENSORS), checked for its length. */
 static int hash_list(game *g, int qtype, const void *q, uint64_t want_n, vt_msg *a, uint64_t step, uint32_t op)
 {
-    if (ask(g, VT_ROLE_TRAINER, qtype, q, VT_MSG_HASHES, a, step, op)) return -1;
+    /* PREFIX: the segment's chain (a restore to lo, hi - lo steps); TENSORS: a restore to the step */
+    vt_ask_bounds b;
+    uint64_t body = vt_msg_min_body(VT_MSG_HASHES) + 32 * want_n;
+    if (qtype == VT_MSG_Q_PREFIX) {
+        const vt_msg_q_chain *qc = q;
+        b = bounds(g, VT_ROLE_TRAINER, body, (double)(restore_steps(g, qc->seg_from) + (qc->seg_to - qc->seg_from)),
+                   VT_MSG_Q_CHAIN, qc->seg_from, qc->seg_to);
+    } else {
+        const vt_msg_q_step *qs = q;
+        b = bounds(g, VT_ROLE_TRAINER, body, (double)restore_steps(g, qs->step), VT_MSG_Q_TENSORS, qs->step, 0);
+    }
+    if (ask(g, VT_ROLE_TRAINER, qtype, q, VT_MSG_HASHES, &b, a, step, op)) return -1;
     if (a->body.hashes.n != want_n) {
         decide(g, VT_LOSER_TRAINER, VT_REASON_INCONSISTENT, step, op, "the trainer sent %u hashes, %llu were asked for",
                a->body.hashes.n, (unsigned long long)want_n);
@@ -321,7 +378,7 @@ static int check_service(game *g, const vt_msg_challenge *ch)
     memcpy(q.commitment_hash, g->cm_hash, 32);
     memcpy(q.auditor_nonce, ch->nonce, 32);
     vt_msg a;
-    if (ask(g, VT_ROLE_TRAINER, VT_MSG_Q_SERVICE, &q, VT_MSG_SERVICE, &a, 0, 0)) return -1;
+    if (ask(g, VT_ROLE_TRAINER, VT_MSG_Q_SERVICE, &q, VT_MSG_SERVICE, NULL, &a, 0, 0)) return -1;
     const vt_msg_service *r = &a.body.service;
     vt_service cur;
     int echo = memcmp(r->commitment_hash, q.commitment_hash, 32) == 0 && memcmp(r->auditor_nonce, q.auditor_nonce, 32) == 0;
@@ -362,7 +419,7 @@ static int check_equivocation(game *g, const vt_msg_challenge *ch)
 {
     vt_msg_q_step q = {0};
     vt_msg a;
-    if (ask(g, VT_ROLE_TRAINER, VT_MSG_Q_COMMITMENT, &q, VT_MSG_COMMITMENT, &a, 0, 0)) return -1;
+    if (ask(g, VT_ROLE_TRAINER, VT_MSG_Q_COMMITMENT, &q, VT_MSG_COMMITMENT, NULL, &a, 0, 0)) return -1;
     int same = a.body.log.len == VT_MSG_COMMITMENT_LEN && memcmp(a.body.log.data, ch->commitment, 176) == 0;
     int valid = a.body.log.len == VT_MSG_COMMITMENT_LEN && memcmp(a.body.log.data, "VTCM", 4) == 0 &&
                 memcmp(a.body.log.data + 8, g->manifest_hash, 32) == 0 &&
@@ -385,7 +442,7 @@ static int load_manifest(game *g, const char *data_root, vt_order order)
 {
     vt_msg_q_step q = {0};
     vt_msg a;
-    if (ask(g, VT_ROLE_TRAINER, VT_MSG_Q_MANIFEST, &q, VT_MSG_MANIFEST, &a, 0, 0)) return -1;
+    if (ask(g, VT_ROLE_TRAINER, VT_MSG_Q_MANIFEST, &q, VT_MSG_MANIFEST, NULL, &a, 0, 0)) return -1;
     uint8_t h[32], dh[32];
     vt_err e = vt_sha256(a.body.log.data, a.body.log.len, h);
     int match = !e && memcmp(h, g->manifest_hash, 32) == 0;
@@ -396,23 +453,36 @@ static int load_manifest(game *g, const char *data_root, vt_order order)
                !match ? "does not match its commitment" : "cannot be parsed");
         return -1;
     }
-    /* the game's size from the manifest alone, before anything is allocated for it */
-    uint64_t need = 0, flop = 0;
-    vt_game_cost(&g->rc, &need, &flop);
-    if (g->lim && ((g->lim->max_game_bytes && need > g->lim->max_game_bytes) ||
-                   (g->lim->max_op_flop && flop > g->lim->max_op_flop))) {
-        decide(g, VT_LOSER_NONE, VT_REASON_OVER_LIMIT, 0, 0,
-               "the run's manifest needs %.1f MB and %.3g flop for its largest operation; this arbiter accepts at most "
-               "%.1f MB and %.3g flop per game: refused",
-               (double)need / 1e6, (double)flop, (double)g->lim->max_game_bytes / 1e6, (double)g->lim->max_op_flop);
-        return -1;
-    }
+    /* the game's size from the manifest alone, before anything is allocated for it; then again with
+     * the dataset (the arbiter's own files, loaded once the rest fits) */
     char spec[96];
     vt_recipe_dataset_spec(&g->rc, spec, sizeof spec);
-    if (vt_data_load(spec, data_root, &g->ds) || memcmp(g->ds.hash, dh, 32) != 0) {
-        decide(g, VT_LOSER_NONE, VT_REASON_CANNOT_JUDGE, 0, 0, "the arbiter does not have the run's dataset %s", spec);
-        return -1;
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1 && (vt_data_load(spec, data_root, &g->ds) || memcmp(g->ds.hash, dh, 32) != 0)) {
+            decide(g, VT_LOSER_NONE, VT_REASON_CANNOT_JUDGE, 0, 0, "the arbiter does not have the run's dataset %s", spec);
+            return -1;
+        }
+        uint64_t data = 0; /* what loading the dataset held at its peak (at least the dataset itself) */
+        if (pass) {
+            data = (uint64_t)g->ds.n * ((uint64_t)g->ds.d + 1);
+            if (g->ds.load_bytes > data) data = g->ds.load_bytes;
+        }
+        vt_game_cost(&g->rc, data, &g->needs);
+        g->have_needs = 1;
+        uint64_t need = g->needs.bytes, flop = g->needs.op_flop;
+        if (g->lim && ((g->lim->max_game_bytes && need > g->lim->max_game_bytes) ||
+                       (g->lim->max_op_flop && flop > g->lim->max_op_flop))) {
+            decide(g, VT_LOSER_NONE, VT_REASON_OVER_LIMIT, 0, 0,
+                   "the run's manifest needs %.1f MB%s and %.3g flop for its largest operation; this arbiter accepts at "
+                   "most %.1f MB and %.3g flop per game: refused",
+                   (double)need / 1e6, pass ? " with its dataset" : "", (double)flop,
+                   (double)g->lim->max_game_bytes / 1e6, (double)g->lim->max_op_flop);
+            return -1;
+        }
     }
+    g->res->need_bytes = g->needs.bytes;
+    note(g, "the game needs at most %.1f MB; one step is %.3g flop, granted %.3f s at the rate floor",
+         (double)g->needs.bytes / 1e6, g->needs.step_flop, (double)work_ms(g, 1.0) / 1000.0);
     if (vt_model_init(&g->m, &g->rc, g->ds.n, order)) {
         decide(g, VT_LOSER_NONE, VT_REASON_CANNOT_JUDGE, 0, 0, "the arbiter cannot build the model: %s", vt_errmsg());
         return -1;
@@ -425,6 +495,8 @@ static int load_manifest(game *g, const char *data_root, vt_order order)
     }
     return 0;
 }
+
+static double inputs_body(const vt_program *p, uint32_t j);
 
 /* ---------------------------------------------------------------- recompute */
 
@@ -473,7 +545,10 @@ static int load_inputs(game *g, uint64_t lo, uint64_t p, uint64_t s, uint32_t j,
     }
     vt_msg_q_inputs q = {s, j};
     vt_msg a;
-    if (ask(g, VT_ROLE_TRAINER, VT_MSG_Q_INPUTS, &q, VT_MSG_INPUTS, &a, s, j)) {
+    /* its inputs (inputs_body: what an honest trainer sends) after a restore to s - 1 and one step */
+    vt_ask_bounds ib = bounds(g, VT_ROLE_TRAINER, (uint64_t)inputs_body(&m->prog, j), (double)(restore_steps(g, s - 1) + 1),
+                              VT_MSG_Q_INPUTS, s, j);
+    if (ask(g, VT_ROLE_TRAINER, VT_MSG_Q_INPUTS, &q, VT_MSG_INPUTS, &ib, &a, s, j)) {
         vt_msg_free(&ta);
         free(pos);
         return -1;
@@ -538,7 +613,8 @@ static void recompute(game *g, uint64_t lo, uint64_t p, const claim *ct, const c
         if (!L) return;
         vt_msg_q_step q = {s};
         vt_msg a;
-        if (ask(g, VT_ROLE_TRAINER, VT_MSG_Q_LOG, &q, VT_MSG_LOG, &a, s, j)) return;
+        vt_ask_bounds lb = {(uint32_t)(vt_msg_min_body(VT_MSG_LOG) + g->needs.log_body), 0, 0};
+        if (ask(g, VT_ROLE_TRAINER, VT_MSG_Q_LOG, &q, VT_MSG_LOG, &lb, &a, s, j)) return;
         vt_steplog full;
         vt_steplog_init(&full, 0);
         uint8_t lh[32];
@@ -636,35 +712,73 @@ void vt_game_judge_op(vt_model *m, const vt_dataset *ds, uint64_t s, uint32_t j,
 
 /* ------------------------------------------------------------------- cost */
 
-void vt_game_cost(const vt_recipe *rc, uint64_t *bytes, uint64_t *flop)
+/* The INPUTS body an honest trainer sends for operation j: for each input, itself (state) or
+ * every output of the operation that wrote it last (the game authenticates the producer's
+ * outputs together); 12 bytes of header and 4 per element each (protocol/vt_msg.c). */
+static double wire_bytes(const vt_program *p, uint32_t t) /* as vt_model_tensor_words: F64 as two words */
 {
-    /* from the program the recipe builds (nothing of it allocated yet): its arenas, the scratch its
-     * largest operation asks for, the data, the messages; doubles, so nothing overflows */
-    *bytes = *flop = UINT64_MAX;
+    return 12.0 + 4.0 * (double)p->t[t].n * (p->t[t].dtype == VT_DT_F64 ? 2.0 : 1.0);
+}
+
+static double inputs_body(const vt_program *p, uint32_t j)
+{
+    const vt_opdesc *o = &p->op[j];
+    double total = vt_msg_min_body(VT_MSG_INPUTS);
+    for (uint32_t k = 0; k < o->n_in; k++) {
+        int prev;
+        uint32_t q = vt_program_producer(p, j, o->in[k], &prev);
+        if (!q) {
+            total += wire_bytes(p, o->in[k]);
+            continue;
+        }
+        for (uint32_t u = 0; u < p->op[q].n_out; u++) total += wire_bytes(p, p->op[q].out[u]);
+    }
+    return total;
+}
+
+void vt_game_cost(const vt_recipe *rc, uint64_t data_bytes, vt_game_needs *out)
+{
+    /* from the program the recipe builds (nothing of it allocated yet). The interpreter's arenas
+     * are calloc'd, so only what the game writes becomes resident: the state (set at step 0), the
+     * disputed operation's inputs and outputs, and its scratch. Doubles, so nothing overflows. */
+    memset(out, 0, sizeof *out);
+    out->bytes = out->op_flop = out->max_inputs_body = out->log_body = UINT64_MAX;
+    out->step_flop = 1e300;
     vt_program p;
     if (vt_program_build(rc, &p) != VT_OK) return;
-    double arenas = 0, scratch = 0, norms = 0, big = 0, f = 0;
-    for (int c = 0; c < VT_TC_COUNT; c++) arenas += (double)p.arena_bytes[c];
+    double state = 0, scratch = 0, norms = 0, f = 0, sf = 0, inb = 0, opt = 0, logb = 4096;
+    for (int c = 0; c <= VT_TC_INPUT; c++) state += (double)p.arena_bytes[c];
     for (uint32_t j = 1; j <= p.n_ops; j++) {
         vt_opcost c;
         memset(&c, 0, sizeof c);
-        vt_opkind_get(p.op[j].kind)->cost(&p, &p.op[j], &c);
+        const vt_opkind *k = vt_opkind_get(p.op[j].kind);
+        k->cost(&p, &p.op[j], &c);
         if (c.scratch > scratch) scratch = c.scratch;
         if (c.norms > norms) norms = c.norms;
         if (c.flop > f) f = c.flop;
-        if (c.bytes > big) big = c.bytes;
+        sf += c.flop;
+        double ib = inputs_body(&p, j), ob = 0;
+        for (uint32_t u = 0; u < p.op[j].n_out; u++) ob += wire_bytes(&p, p.op[j].out[u]) - 12.0;
+        if (ib > inb) inb = ib;
+        if (ib + ob > opt) opt = ib + ob; /* its inputs loaded into the arenas, its outputs written */
+        if (k->rounded && rc->bound.rounding != VT_ROUNDING_EXACT) logb += 32.0 + 16.0 * ob / 4.0;
     }
-    double examples = rc->subset ? (double)rc->subset : 70000.0; /* the largest vendored dataset */
-    double gap = rc->checkpoint_every < rc->state_hash_every ? rc->checkpoint_every : rc->state_hash_every;
-    if (gap < 1) gap = 1;
+    double gap = rc->state_hash_every ? (double)rc->state_hash_every : 1.0;
     if (gap > (double)rc->steps) gap = (double)rc->steps;
-    const vt_tensor *x = &p.t[p.input];
-    double model = arenas + 8.0 * 3.0 * scratch + 4.0 * scratch + 16.0 * norms + 4.0 * examples;
-    double data = examples * (4.0 * x->shape[1] + 1.0);
-    double msgs = 2.0 * 2.0 * big + 2.0 * 32.0 * gap * p.n_ops; /* INPUTS (received, decoded), prefix hashes */
-    double total = model + data + msgs;
-    *bytes = total >= 1.8e19 ? UINT64_MAX : (uint64_t)total;
-    *flop = f >= 1.8e19 ? UINT64_MAX : (uint64_t)f;
+    double examples = rc->subset ? (double)rc->subset : 70000.0; /* the sampler's permutation, at most */
+    double model = state + opt + 8.0 * 3.0 * scratch + 4.0 * scratch + 16.0 * norms + 4.0 * examples +
+                   8.0 * (double)rc->batch;
+    /* the largest answer, received (framed bytes) and decoded (its tensors), the agreed prefix hashes
+     * (received and copied), the committed leaves and tensor hashes (small) */
+    if (logb > (double)VT_MSG_LOG_MAX_DATA) logb = VT_MSG_LOG_MAX_DATA;
+    double big = inb > logb ? inb : logb; /* INPUTS is freed before the LOG is asked */
+    double msgs = 2.0 * big + 3.0 * 32.0 * (gap * p.n_ops + 2.0) + 64.0 * (double)p.n_tensors + (1 << 20);
+    double total = model + msgs + (double)data_bytes + (8 << 20); /* + the program, transcript buffers */
+    out->bytes = total >= 1.8e19 ? UINT64_MAX : (uint64_t)total;
+    out->op_flop = f >= 1.8e19 ? UINT64_MAX : (uint64_t)f;
+    out->step_flop = sf;
+    out->max_inputs_body = inb >= 1.8e19 ? UINT64_MAX : (uint64_t)inb;
+    out->log_body = (uint64_t)logb;
     vt_program_free(&p);
 }
 

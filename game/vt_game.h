@@ -36,11 +36,23 @@ enum {
 };
 const char *vt_reason_name(int code);
 
+/* What one question may cost (docs/dispute.md "Clocks" and "Access control and limits"), both
+ * derived from the manifest: the largest answer body the arbiter reads (the answer's computed
+ * size; 0: the protocol maximum, for small fixed-size answers), and the time the computation the
+ * question requires is granted on top of the per-answer deadline (the steps the party must
+ * recompute times the time one step takes at the arbiter's documented rate floor). */
+typedef struct {
+    uint32_t max_body;
+    int64_t work_ms;
+    int credit; /* 1: work_ms is also credited to the party's clock (once per computation) */
+} vt_ask_bounds;
+
 typedef struct {
     /* Sends (qtype, qbody) to party VT_ROLE_TRAINER or VT_ROLE_AUDITOR and receives its answer
-     * of type atype (or ERROR) into *ans, signature verified. A non-zero return means the party
-     * gave no valid answer (vt_errmsg says why). */
-    vt_err (*ask)(void *ctx, int party, int qtype, const void *qbody, int atype, vt_msg *ans);
+     * of type atype (or ERROR) into *ans, signature verified, its body at most b->max_body. A
+     * non-zero return means the party gave no valid answer (vt_errmsg says why). */
+    vt_err (*ask)(void *ctx, int party, int qtype, const void *qbody, int atype, const vt_ask_bounds *b,
+                  vt_msg *ans);
     void *ctx;
     /* Called with a one-line description of each round (may be NULL). */
     void (*note)(void *ctx, const char *line);
@@ -59,11 +71,27 @@ typedef struct {
 typedef struct {
     uint64_t max_game_bytes; /* memory the game needs (model, dataset, messages), from the manifest */
     uint64_t max_op_flop;    /* floating-point operations of the largest operation it may recompute */
+    double min_rate;         /* the rate floor (flop of the program's costs per second) at which a
+                              * party's recomputation is granted time; 0: VT_GAME_MIN_RATE */
 } vt_game_limits;
 
-/* The memory (bytes) and the largest operation's cost (flop) a game of this recipe needs,
- * computed from the recipe alone, before anything is allocated; saturating. */
-void vt_game_cost(const vt_recipe *rc, uint64_t *bytes, uint64_t *flop);
+/* The default rate floor: 400 Mflop of the program's costs per second of a verifiable step, about
+ * 1/25 of what a 2-core x86 machine reaches on the README's CNN recipe (docs/dispute.md). */
+#define VT_GAME_MIN_RATE 4e8
+
+/* What a game of this recipe needs, computed from the recipe alone before anything is allocated
+ * (saturating): the arbiter's peak memory in bytes (its state arenas, the largest operation's
+ * tensors and scratch, the largest answers it reads, the agreed prefix hashes, and data_bytes
+ * for the dataset: pass 0 before it is loaded), the largest operation's flop, and one step's
+ * flop (the sum of the program's operation costs; the unit of the clocks' work allowance). */
+typedef struct {
+    uint64_t bytes;
+    uint64_t op_flop;
+    double step_flop;
+    uint64_t max_inputs_body; /* the largest INPUTS answer an honest trainer sends, bytes */
+    uint64_t log_body;        /* the largest LOG answer of one step, bytes */
+} vt_game_needs;
+void vt_game_cost(const vt_recipe *rc, uint64_t data_bytes, vt_game_needs *out);
 
 /* The checks of a challenge that need no party (cheap; done before anything is allocated or
  * dialled): the commitment's format and signature, the trainer's service record (format,
@@ -91,6 +119,7 @@ typedef struct {
     double recompute_seconds;  /* the arbiter's own computation of the disputed operation */
     double hash_seconds;       /* hashing that output to compare it with the claims */
     double step_seconds;       /* benchmarks only (env VT_ARBITER_BENCH): one whole verifiable step */
+    uint64_t need_bytes;       /* the game's memory estimate (vt_game_cost with the dataset) */
     char op_name[48];
     char endpoint[VT_MSG_ADDR_MAX + 1]; /* the trainer's address from its signed service record */
 } vt_game_result;

@@ -3,7 +3,8 @@
  * (a thread), bounded per arbiter and in all; everyone else gets an ERROR and a log line.
  * Every answer is signed (by the transport), computed from the run directory and, where
  * values are needed, by re-creating the committed computation from the nearest checkpoint,
- * within a recomputation budget per session; segment chains are cached for all sessions. */
+ * within a recomputation budget per arbiter key (a bucket that refills with time, shared by all of
+ * that arbiter's sessions); segment chains are cached for all sessions. */
 #include "vt_serve.h"
 
 #include <pthread.h>
@@ -40,7 +41,10 @@ typedef struct {
     char *manifest;
     size_t manifest_len;
     uint8_t commitment[VT_MSG_COMMITMENT_LEN]; /* the commitment file this server stands behind */
-    uint64_t budget;                           /* recomputed steps per session */
+    uint64_t budget;                           /* recomputed steps one game may need (the bucket refills
+                                                * this many per VT_SERVE_REFILL_S seconds) */
+    double tokens[VT_SERVE_MAX_ARBITERS];      /* per accepted arbiter key: steps it may have recomputed now */
+    double refilled[VT_SERVE_MAX_ARBITERS];    /* when its bucket was last refilled (vt_now) */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int active, handled, dropped;
@@ -65,7 +69,8 @@ struct session {
     char peer[80];
     double last; /* last activity (vt_now) */
     int evicted;
-    uint64_t spent; /* steps recomputed for this session */
+    int arb;        /* the index of its arbiter key (vt_serve_opts.arbiter_pk) */
+    int busy;       /* answering a question now: never evicted (its arbiter's game would lose the work) */
 };
 
 static int has_state(const vt_recipe *rc, uint64_t s)
@@ -90,17 +95,36 @@ static vt_err send_error_code(session *ss, int code, const char *what)
     return vt_send_msg(ss->c, VT_MSG_ERROR, &er, &ss->sv->kp);
 }
 
-/* Charges `steps` of recomputation to the session, or refuses (ERROR, -1). */
+/* Charges `steps` of recomputation to the session's arbiter key, or refuses (ERROR, -1). The
+ * key's bucket holds at most VT_SERVE_BUCKET_GAMES games' budgets and refills one budget every
+ * VT_SERVE_REFILL_S seconds, whatever the number of its sessions: fresh sessions buy nothing.
+ * An empty bucket answers ERROR busy (a session-level "later": the arbiter reconnects and asks
+ * again within the trainer's clock, docs/dispute.md); a request no full bucket could hold, ERROR
+ * limit. */
 static int charge(session *ss, uint64_t steps, vt_err *e)
 {
-    if (steps <= ss->sv->budget && ss->spent <= ss->sv->budget - steps) {
-        ss->spent += steps;
-        return 0;
+    server *sv = ss->sv;
+    double cap = (double)sv->budget * VT_SERVE_BUCKET_GAMES, now = vt_now();
+    pthread_mutex_lock(&sv->mu);
+    double t = sv->tokens[ss->arb] + (now - sv->refilled[ss->arb]) * (double)sv->budget / VT_SERVE_REFILL_S;
+    sv->tokens[ss->arb] = t > cap ? cap : t;
+    sv->refilled[ss->arb] = now;
+    double have = sv->tokens[ss->arb];
+    int ok = (double)steps <= have;
+    if (ok) sv->tokens[ss->arb] -= (double)steps;
+    pthread_mutex_unlock(&sv->mu);
+    if (ok) return 0;
+    char m[240];
+    if ((double)steps > cap) {
+        snprintf(m, sizeof m, "recomputation limit: %llu steps asked, at most %.0f per arbiter key",
+                 (unsigned long long)steps, cap);
+        *e = send_error_code(ss, VT_ERRC_LIMIT, m);
+    } else {
+        snprintf(m, sizeof m, "busy: this arbiter key's recomputation budget holds %.0f steps now, %llu asked; it refills "
+                 "%llu steps every %d s", have, (unsigned long long)steps, (unsigned long long)sv->budget,
+                 VT_SERVE_REFILL_S);
+        *e = send_error_code(ss, VT_ERRC_BUSY, m);
     }
-    char m[200];
-    snprintf(m, sizeof m, "recomputation budget exhausted: %llu of %llu steps spent in this session, %llu more asked",
-             (unsigned long long)ss->spent, (unsigned long long)ss->sv->budget, (unsigned long long)steps);
-    *e = send_error_code(ss, VT_ERRC_LIMIT, m);
     return -1;
 }
 
@@ -270,6 +294,7 @@ static vt_err answer(session *ss, const vt_msg *q)
         if (chain_answer(ss, qc, type == VT_MSG_Q_PREFIX, C, h, &hs, &total, &e)) return e;
         if (type == VT_MSG_Q_PREFIX) {
             vt_msg_hashes a = {qc->seg_from, qc->seg_to, (uint32_t)qc->pos, hs};
+            if (o->serve_hooks && o->serve_hooks->tamper) o->serve_hooks->tamper(o->serve_hooks->ctx, VT_MSG_HASHES, &a);
             e = vt_send_msg(ss->c, VT_MSG_HASHES, &a, &sv->kp);
             free(hs);
             return e;
@@ -326,6 +351,7 @@ static vt_err answer(session *ss, const vt_msg *q)
             else e = vt_model_wire_tensors(&m, &op->in[k], 1, t, cap, &nt);
         }
         vt_msg_inputs a = {s, j, (uint16_t)nt, t};
+        if (!e && o->serve_hooks && o->serve_hooks->tamper) o->serve_hooks->tamper(o->serve_hooks->ctx, VT_MSG_INPUTS, &a);
         vt_err se = e || nt > UINT16_MAX ? send_error(ss, vt_errmsg()) : vt_send_msg(ss->c, VT_MSG_INPUTS, &a, &sv->kp);
         if (t) vt_wire_tensors_free(t, nt);
         free(t);
@@ -404,8 +430,13 @@ static void *session_main(void *p)
             }
             pthread_mutex_lock(&sv->mu);
             ss->last = vt_now();
+            ss->busy = 1;
             pthread_mutex_unlock(&sv->mu);
             vt_err e = hk && hk->silent && hk->silent(hk->ctx) ? VT_OK : answer(ss, &q);
+            pthread_mutex_lock(&sv->mu);
+            ss->busy = 0;
+            ss->last = vt_now();
+            pthread_mutex_unlock(&sv->mu);
             vt_msg_free(&q);
             if (e) break;
         }
@@ -470,6 +501,7 @@ static session *eviction_candidate(server *sv, const uint8_t *pk)
     for (int i = 0; i < 256; i++) {
         session *s = sv->sessions[i];
         if (!s || s->evicted) continue;
+        if (s->busy) continue; /* answering: its game would lose the work (and its arbiter reconnect) */
         int n = 0;
         for (int k = 0; k < 256; k++)
             n += sv->sessions[k] && !sv->sessions[k]->evicted && memcmp(sv->sessions[k]->pk, s->pk, 32) == 0;
@@ -480,7 +512,8 @@ static session *eviction_candidate(server *sv, const uint8_t *pk)
 }
 
 /* An authenticated peer: an accepted arbiter gets a session (evicting the oldest-idle one of
- * the same arbiter, or of the busiest one, at the limits); anyone else an ERROR. */
+ * the same arbiter, or of the busiest one, at the limits; never one that is answering: if every
+ * one is, ERROR busy); anyone else an ERROR. */
 static void tr_admit(void *ctx, vt_gate_peer *p)
 {
     server *sv = ctx;
@@ -503,6 +536,8 @@ static void tr_admit(void *ctx, vt_gate_peer *p)
     }
     ss->sv = sv, ss->c = p->c, ss->last = vt_now();
     memcpy(ss->pk, pk, 32);
+    for (int i = 0; i < o->n_arbiters; i++)
+        if (memcmp(o->arbiter_pk[i], pk, 32) == 0) ss->arb = i;
     snprintf(ss->peer, sizeof ss->peer, "%s", p->peer);
     vt_conn_set_send_timeout(p->c, o->idle_ms > 0 ? o->idle_ms : 60000);
     pthread_mutex_lock(&sv->mu);
@@ -525,6 +560,8 @@ static void tr_admit(void *ctx, vt_gate_peer *p)
     if (victim) {
         victim->evicted = 1;
         vt_conn_shutdown(victim->c);
+    } else if (mine >= o->sessions_per_arbiter || all >= o->max_sessions) {
+        slot = -1; /* every session at the limit is answering: ERROR busy, the arbiter asks again later */
     }
     if (slot >= 0) {
         sv->sessions[slot] = ss;
@@ -606,6 +643,8 @@ vt_err vt_serve_run(const vt_serve_opts *o)
     if (!e) {
         uint64_t K = sv.rc.checkpoint_every, H = sv.rc.state_hash_every, gap = K < H ? K : H;
         sv.budget = o->max_recompute_steps ? o->max_recompute_steps : 8 * K + 4 * gap + 16;
+        for (int i = 0; i < VT_SERVE_MAX_ARBITERS; i++) /* every bucket starts full */
+            sv.tokens[i] = (double)sv.budget * VT_SERVE_BUCKET_GAMES, sv.refilled[i] = vt_now();
         sv.max_cache = o->chain_cache < 0 ? 0 : o->chain_cache > VT_SERVE_CACHE_MAX ? VT_SERVE_CACHE_MAX : o->chain_cache;
     }
     uint16_t port = 0;

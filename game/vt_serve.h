@@ -10,6 +10,10 @@
 
 #define VT_SERVE_MAX_ARBITERS 16
 #define VT_SERVE_CACHE_MAX 64
+/* The recomputation budget of one arbiter key: a bucket of this many games' budgets
+ * (--max-recompute-steps), refilled one budget every VT_SERVE_REFILL_S seconds. */
+#define VT_SERVE_BUCKET_GAMES 4
+#define VT_SERVE_REFILL_S 60
 
 typedef struct {
     const char *run_dir;
@@ -29,8 +33,9 @@ typedef struct {
     int max_sessions;       /* sessions at once, all arbiters together (default 16) */
     int sessions_per_arbiter; /* of those, for one arbiter key (default 8) */
     int idle_ms;            /* a session silent this long is closed (default 60000) */
-    uint64_t max_recompute_steps; /* steps one session may make the trainer recompute (0: automatic,
-                                   * 8 x checkpoint_every + 4 x the gap between committed states + 16) */
+    uint64_t max_recompute_steps; /* steps one game may make the trainer recompute (0: automatic,
+                                   * 8 x checkpoint_every + 4 x the gap between committed states + 16);
+                                   * each arbiter key has a bucket of VT_SERVE_BUCKET_GAMES of these */
     int chain_cache;        /* segment chains kept for every session (default 4, at most 64) */
     int handshake_ms;       /* TLS handshake deadline (default 3000) */
     int max_pending;        /* connections not yet authenticated (default 64) */
