@@ -176,7 +176,7 @@ case_work() { # finding 1: the chain of a 40-step segment takes more than the 1.
 arch_default() {
   local name=$1 recipe=$2 opname=$3
   train "$name" --recipe "$recipe" --set steps=20 --quiet || return
-  local d="$T/$name" why op; mkdir -p "$d"
+  local d="$T/$name-game" why op; mkdir -p "$d"
   op=$("$B/trainer" recipe --recipe "$recipe" --program |
     awk -v n="$opname" '/^operations/{f=1} /^evaluation pass/{f=0} f && index($0, n) {print $1; exit}')
   start_arbiter "$d" --games 1 || { bad "$name: arbiter"; return; }
