@@ -159,7 +159,7 @@ game inconsistent cheat-lr trainer "inconsistent answer" "" "" --cheat lr:7:0.5 
 # keep the case quick, yet long enough that the honest side cannot plausibly miss it on a loaded
 # machine: all it must do in time is the auditor's CHALLENGE right after its TLS handshake and
 # the arbiter's TLS connection to the trainer.
-DEADLINE=$((5000 * SLOW)) WHY="deadline exceeded" game silent cheat-lr trainer "no valid answer" "" "" --cheat lr:7:0.5 --misbehave silent \
+DEADLINE=$((10000 * SLOW)) WHY="deadline exceeded" game silent cheat-lr trainer "no valid answer" "" "" --cheat lr:7:0.5 --misbehave silent \
   --idle-ms 600000
 # a trainer that signed two different roots for one run: it serves another commitment than the
 # one the auditor holds (the same run re-committed after an edit, signed by the same key)
