@@ -13,7 +13,13 @@ int vt_cli_exit_for(vt_err e)
     if (e == VT_OK) return VT_EXIT_OK;
     if (e == VT_ERR_DIVERGED) return VT_EXIT_REJECTED;
     if (e == VT_ERR_ARG) return VT_EXIT_USAGE;
+    if (e == VT_ERR_INTERNAL) return VT_EXIT_INTERNAL;
     return VT_EXIT_CANNOT;
+}
+
+int vt_cli_exit_for_input(vt_err e)
+{
+    return e == VT_ERR_ARG ? VT_EXIT_CANNOT : vt_cli_exit_for(e);
 }
 
 int vt_cli_usage_error(vt_cli_usage_fn *usage, const char *fmt, ...)
@@ -105,6 +111,28 @@ vt_err vt_cli_int(const char *opt, const char *text, int lo, int hi, int *out)
     if (!ok || x < lo || x > hi)
         return vt_set_error(VT_ERR_ARG, "%s: \"%s\" is not an integer in %d..%d", opt, t, lo, hi);
     *out = (int)x;
+    return VT_OK;
+}
+
+vt_err vt_cli_size(const char *opt, const char *text, uint64_t *out)
+{
+    const char *t = text ? text : "";
+    size_t n = 0;
+    while (t[n] >= '0' && t[n] <= '9') n++;
+    uint64_t v = 0, mul = 1;
+    const char *u = t + n;
+    int ok = parse_digits(t, n, &v) == 0;
+    if (ok && *u) {
+        const char *const units = "KMGT";
+        const char *k = strchr(units, u[0]);
+        ok = k && u[0] && (u[1] == 0 || strcmp(u + 1, "iB") == 0 || strcmp(u + 1, "B") == 0);
+        if (ok)
+            for (const char *q = units; q <= k; q++) mul *= 1024;
+    }
+    if (!ok || v == 0 || v > UINT64_MAX / mul)
+        return vt_set_error(VT_ERR_ARG, "%s: \"%s\" is not a size (bytes, or a number with K, M, G or T: binary units)",
+                            opt, t);
+    *out = v * mul;
     return VT_OK;
 }
 

@@ -7,18 +7,27 @@
 
 #include "vt_error.h"
 
-/* Exit statuses of every program (documented in README.md). */
+/* Exit statuses of every program: one per kind of error (the table in README.md "Exit statuses"). */
 enum {
     VT_EXIT_OK = 0,          /* success / audit verified */
-    VT_EXIT_REJECTED = 1,    /* audit rejected, or training failed (diverged) */
-    VT_EXIT_CANNOT = 2,      /* cannot check / unreadable or corrupt input / I/O error / the
-                              * floating-point environment is refused (VT_ERR_ENV, vt_env.h) */
-    VT_EXIT_USAGE = 64,      /* command-line usage error (EX_USAGE) */
+    VT_EXIT_REJECTED = 1,    /* audit rejected (evidence against the run), or training diverged */
+    VT_EXIT_CANNOT = 2,      /* cannot check: unreadable, corrupt or hostile input (run directory,
+                              * manifest, checkpoint, data file, transcript), an input over a limit or
+                              * the memory budget, I/O or database error, out of memory, the
+                              * floating-point environment refused (VT_ERR_ENV, vt_env.h) */
+    VT_EXIT_USAGE = 64,      /* the user's own mistake: command line, recipe (--set or --recipe
+                              * file: unknown key, bad value, too large for --max-memory), an
+                              * unknown dataset (EX_USAGE) */
+    VT_EXIT_INTERNAL = 70,   /* an internal failure: an invariant of our own code (EX_SOFTWARE) */
 };
 
-/* The exit status for a library's error: VT_OK 0, VT_ERR_DIVERGED 1 (training failed),
- * VT_ERR_ARG 64 (usage), anything else 2. */
+/* The exit status for a library's error where the arguments are the user's: VT_OK 0,
+ * VT_ERR_DIVERGED 1 (training diverged), VT_ERR_ARG 64 (usage), VT_ERR_INTERNAL 70, anything
+ * else 2. */
 int vt_cli_exit_for(vt_err e);
+/* The same for an error while reading someone else's input (a run directory, a manifest), where
+ * a library's VT_ERR_ARG is a property of that input: 2 instead of 64. */
+int vt_cli_exit_for_input(vt_err e);
 
 /* A program's usage text, written to f (stdout for --help, stderr on a usage error). */
 typedef void vt_cli_usage_fn(FILE *f);
@@ -41,6 +50,9 @@ double vt_now(void); /* monotonic seconds */
 vt_err vt_cli_u64(const char *opt, const char *text, uint64_t lo, uint64_t hi, uint64_t *out);
 vt_err vt_cli_int(const char *opt, const char *text, int lo, int hi, int *out);
 vt_err vt_cli_u32(const char *opt, const char *text, uint32_t lo, uint32_t hi, uint32_t *out);
+/* A size in bytes: digits, optionally followed by K, M, G or T (binary: 1K = 1024; "KiB" and "KB"
+ * read the same), at least 1 byte; e.g. --max-memory 8G. */
+vt_err vt_cli_size(const char *opt, const char *text, uint64_t *out);
 /* "STEP:OP" with STEP in [1, UINT64_MAX] and OP in [1, UINT32_MAX]. */
 vt_err vt_cli_step_op(const char *opt, const char *text, uint64_t *step, uint32_t *op);
 

@@ -41,6 +41,21 @@ vt_err vt_set_error(vt_err e, const char *fmt, ...)
 #endif
     ;
 
+/* Add context to the thread's current message, keeping it: vt_error_prefix(e, "recipe %s", path)
+ * turns "unknown key" into "recipe x.json: unknown key"; vt_error_suffix(e, "[%s]", op) into
+ * "unknown key [op]". Both format the context and the result in temporaries (never into the
+ * buffer being read) and return e. vt_set_error(e, "...%s", vt_errmsg()) is safe too. */
+vt_err vt_error_prefix(vt_err e, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+vt_err vt_error_suffix(vt_err e, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
 /* Clear the thread's error message. */
 void vt_clear_error(void);
 

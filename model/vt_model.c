@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "../common/vt_bytes.h"
 #include "vt_philox.h"
@@ -44,7 +46,102 @@ static void init_state(vt_model *m)
     }
 }
 
+/* ------------------------------------------------------------- memory */
+
+static uint64_t g_budget;             /* bytes; 0: the default (vt_memory_available) */
+static vt_err g_over = VT_ERR_LIMIT;  /* what exceeding it is */
+
+void vt_model_set_memory_budget(uint64_t bytes, vt_err over)
+{
+    g_budget = bytes;
+    g_over = over;
+}
+
+uint64_t vt_memory_available(void)
+{
+    uint64_t avail = 0;
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (f) {
+        char line[128];
+        unsigned long long kb;
+        while (fgets(line, sizeof line, f))
+            if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) {
+                avail = (uint64_t)kb * 1024;
+                break;
+            }
+        fclose(f);
+    }
+#if defined(_SC_AVPHYS_PAGES) && defined(_SC_PAGESIZE)
+    if (!avail) {
+        long pages = sysconf(_SC_AVPHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+        if (pages > 0 && size > 0) avail = (uint64_t)pages * (uint64_t)size;
+    }
+#endif
+    /* an address-space or data limit below it (ulimit -v / -d) is the real one */
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && (!avail || rl.rlim_cur < avail))
+        avail = (uint64_t)rl.rlim_cur;
+    if (getrlimit(RLIMIT_DATA, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && (!avail || rl.rlim_cur < avail))
+        avail = (uint64_t)rl.rlim_cur;
+    return avail ? avail : UINT64_MAX;
+}
+
+uint64_t vt_model_memory_budget(void) { return g_budget ? g_budget : vt_memory_available(); }
+
+void vt_fmt_bytes(double b, char *buf, size_t cap)
+{
+    if (b >= 1024.0 * 1024 * 1024) snprintf(buf, cap, "%.2f GiB", b / (1024.0 * 1024 * 1024));
+    else if (b >= 1024.0 * 1024) snprintf(buf, cap, "%.1f MiB", b / (1024.0 * 1024));
+    else snprintf(buf, cap, "%.1f KiB", b / 1024.0);
+}
+
+/* The scratch sizes (FP64 elements, norms) vt_model_init allocates: the largest any operation's
+ * cost asks for, the evaluation pass included. */
+static void scratch_need(const vt_program *p, double *scratch, double *norms)
+{
+    *scratch = 1, *norms = 1;
+    for (uint32_t j = 1; j <= p->n_ops + p->n_eval; j++) {
+        vt_opcost c;
+        memset(&c, 0, sizeof c);
+        vt_opkind_get(p->op[j].kind)->cost(p, &p->op[j], &c);
+        if (c.scratch > *scratch) *scratch = c.scratch;
+        if (c.norms > *norms) *norms = c.norms;
+    }
+}
+
+void vt_model_need(const vt_program *p, uint32_t batch, size_t n_examples, vt_model_mem *need)
+{
+    memset(need, 0, sizeof *need);
+    for (int c = 0; c < VT_TC_COUNT; c++)
+        if (c == VT_TC_PARAM || c > VT_TC_BUFFER)
+            need->arenas += p->arena_bytes[c] ? (double)p->arena_bytes[c] : 1.0;
+    double scratch, norms;
+    scratch_need(p, &scratch, &norms);
+    need->scratch = scratch * (3.0 * sizeof(double) + sizeof(float)) + norms * 2.0 * sizeof(double);
+    need->data_order = (double)batch * sizeof(size_t) + (double)n_examples * sizeof(uint32_t);
+    need->total = need->arenas + need->scratch + need->data_order;
+}
+
+vt_err vt_model_check_budget(const vt_model_mem *need, uint64_t budget)
+{
+    int given = budget != 0 || g_budget != 0;
+    if (!budget) budget = vt_model_memory_budget();
+    if (need->total <= (double)budget) return VT_OK;
+    char n[32], b[32], a[32], s[32];
+    vt_fmt_bytes(need->total, n, sizeof n);
+    vt_fmt_bytes((double)budget, b, sizeof b);
+    vt_fmt_bytes(need->arenas, a, sizeof a);
+    vt_fmt_bytes(need->scratch, s, sizeof s);
+    return vt_set_error(g_over, "the model needs %s (tensors %s, scratch %s), over the memory budget of %s (%s)", n, a,
+                        s, b, given ? "--max-memory" : "the available memory; --max-memory sets it");
+}
+
 vt_err vt_model_init(vt_model *m, const vt_recipe *rc, size_t n_examples, vt_order order)
+{
+    return vt_model_init_within(m, rc, n_examples, order, 0);
+}
+
+vt_err vt_model_init_within(vt_model *m, const vt_recipe *rc, size_t n_examples, vt_order order, uint64_t budget)
 {
     memset(m, 0, sizeof *m);
     VT_FORWARD_IF_ERROR(vt_recipe_validate(rc));
@@ -57,18 +154,20 @@ vt_err vt_model_init(vt_model *m, const vt_recipe *rc, size_t n_examples, vt_ord
     m->n_examples = n_examples;
     VT_FORWARD_IF_ERROR(vt_program_build(rc, &m->prog));
     const vt_program *p = &m->prog;
+    /* the whole allocation, from the program's costs, against the budget before any of it */
+    vt_model_mem need;
+    vt_model_need(p, rc->batch, n_examples, &need);
+    vt_err be = vt_model_check_budget(&need, budget);
+    if (be) {
+        vt_program_free(&m->prog);
+        memset(m, 0, sizeof *m);
+        return be;
+    }
     m->n_state = p->state_floats;
     m->n_tensors = p->n_state;
     m->n_ops = p->n_ops;
-    /* scratch: the largest any operation's cost asks for */
-    double scratch = 1, norms = 1;
-    for (uint32_t j = 1; j <= p->n_ops + p->n_eval; j++) { /* the evaluation pass runs here too */
-        vt_opcost c;
-        memset(&c, 0, sizeof c);
-        vt_opkind_get(p->op[j].kind)->cost(p, &p->op[j], &c);
-        if (c.scratch > scratch) scratch = c.scratch;
-        if (c.norms > norms) norms = c.norms;
-    }
+    double scratch, norms;
+    scratch_need(p, &scratch, &norms);
     int bad = scratch > (double)(SIZE_MAX / 16) || norms > (double)(SIZE_MAX / 16);
     m->scratch = bad ? 0 : (size_t)scratch;
     for (int c = 0; c < VT_TC_COUNT && !bad; c++)
@@ -86,8 +185,11 @@ vt_err vt_model_init(vt_model *m, const vt_recipe *rc, size_t n_examples, vt_ord
         bad = !m->x64 || !m->x64b || !m->b64 || !m->rn || !m->cn || !m->f32s || !m->batch_idx || !m->perm;
     }
     if (bad) {
+        size_t nstate = p->state_floats; /* read before vt_model_free clears the program */
         vt_model_free(m);
-        VT_RETURN_ERROR(VT_ERR_NOMEM, "out of memory allocating the model (%zu state values)", p->state_floats);
+        char t[32];
+        vt_fmt_bytes(need.total, t, sizeof t);
+        VT_RETURN_ERROR(VT_ERR_NOMEM, "out of memory allocating the model (%s, %zu state values)", t, nstate);
     }
     m->arena[VT_TC_OPT] = m->arena[VT_TC_BUFFER] = m->arena[VT_TC_PARAM];
     m->state = (float *)m->arena[VT_TC_PARAM];

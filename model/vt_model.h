@@ -85,6 +85,34 @@ struct vt_model {
 vt_err vt_model_init(vt_model *m, const vt_recipe *rc, size_t n_examples, vt_order order) VT_WARN_UNUSED;
 void vt_model_free(vt_model *m);
 
+/* Memory. vt_model_init computes what it will allocate from the program before allocating any of
+ * it, and refuses (allocating nothing) when that exceeds the memory budget: the process's budget
+ * (vt_model_set_memory_budget; default the available memory, vt_memory_available) or the one
+ * passed to vt_model_init_within. The refusal names both sizes ("the model needs 20.60 GiB ...,
+ * over the memory budget of 8.00 GiB") and is the error `over` of the process's setting:
+ * VT_ERR_LIMIT by default (a manifest from someone else: cannot check), VT_ERR_ARG where the
+ * recipe is the user's own (trainer train). */
+typedef struct {
+    double arenas;     /* the tensor arenas: state, inputs, activations, gradients */
+    double scratch;    /* the operations' FP64 scratch and norms */
+    double data_order; /* the batch indices and the epoch's permutation */
+    double total;      /* bytes */
+} vt_model_mem;
+void vt_model_need(const vt_program *p, uint32_t batch, size_t n_examples, vt_model_mem *need);
+/* VT_OK when need fits budget (0: the process's budget), else the refusal above. */
+vt_err vt_model_check_budget(const vt_model_mem *need, uint64_t budget) VT_WARN_UNUSED;
+/* bytes = 0: the default. Set once at start-up (--max-memory), before any thread starts. */
+void vt_model_set_memory_budget(uint64_t bytes, vt_err over);
+uint64_t vt_model_memory_budget(void);
+/* MemAvailable of /proc/meminfo (else the available physical pages), capped by RLIMIT_AS and
+ * RLIMIT_DATA; UINT64_MAX when nothing can be told. */
+uint64_t vt_memory_available(void);
+/* "20.60 GiB" or "512.0 MiB". */
+void vt_fmt_bytes(double bytes, char *buf, size_t cap);
+/* vt_model_init against an explicit budget (0: the process's). */
+vt_err vt_model_init_within(vt_model *m, const vt_recipe *rc, size_t n_examples, vt_order order,
+                            uint64_t budget) VT_WARN_UNUSED;
+
 /* Runs operations 1..upto of step m->step + 1 (upto = n_ops: the whole step, after which
  * m->step is incremented), calling hook after each (may be NULL). The rounding context's step
  * must already be begun for that step. On failure the context's fault says where. */

@@ -195,30 +195,81 @@ static vt_err apply_object(vt_recipe *r, json_t *obj, const char *what)
         const field *f = find_field(key);
         VT_RETURN_ERROR_IF(!f, VT_ERR_FORMAT, "%s: unknown recipe key \"%s\"", what, key);
         vt_err e = set_field(r, f, v);
-        if (e) return vt_set_error(e, "%s: %s", what, vt_errmsg());
+        if (e) return vt_error_prefix(e, "%s", what);
     }
     return VT_OK;
 }
 
+vt_err vt_json_check_limits(const char *text, size_t len, const char *what)
+{
+    VT_RETURN_ERROR_IF(len > VT_JSON_MAX_BYTES, VT_ERR_LIMIT, "%s: %zu bytes, more than the limit of %u",
+                       what, len, (unsigned)VT_JSON_MAX_BYTES);
+    /* nesting outside strings (a string's brackets and escaped quotes do not count) */
+    int depth = 0, in_str = 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = text[i];
+        if (in_str) {
+            if (c == '\\') i++;
+            else if (c == '"') in_str = 0;
+        } else if (c == '"') {
+            in_str = 1;
+        } else if (c == '[' || c == '{') {
+            VT_RETURN_ERROR_IF(++depth > VT_JSON_MAX_DEPTH, VT_ERR_LIMIT,
+                               "%s: JSON nested deeper than the limit of %d levels", what, VT_JSON_MAX_DEPTH);
+        } else if (c == ']' || c == '}') {
+            depth--;
+        }
+    }
+    return VT_OK;
+}
+
+/* A user's recipe: every error in it is the user's (VT_ERR_ARG, the usage exit status). */
+static vt_err users(vt_err e) { return e == VT_ERR_FORMAT || e == VT_ERR_LIMIT ? VT_ERR_ARG : e; }
+
 vt_err vt_recipe_apply_json(vt_recipe *r, const char *text, const char *what)
 {
+    VT_FORWARD_IF_ERROR(users(vt_json_check_limits(text, strlen(text), what)));
     json_error_t je;
     json_t *obj = json_loads(text, JSON_REJECT_DUPLICATES, &je);
-    VT_RETURN_ERROR_IF(!obj, VT_ERR_FORMAT, "%s: invalid JSON at line %d column %d: %s", what, je.line, je.column,
+    VT_RETURN_ERROR_IF(!obj, VT_ERR_ARG, "%s: invalid JSON at line %d column %d: %s", what, je.line, je.column,
                        je.text);
     vt_err e = apply_object(r, obj, what);
     json_decref(obj);
-    return e;
+    return users(e);
 }
 
 vt_err vt_recipe_load_file(vt_recipe *r, const char *path)
 {
+    /* read at most the limit and one byte more (a device such as /dev/zero has no size to ask) */
+    FILE *f = fopen(path, "rb");
+    VT_RETURN_ERROR_IF(!f, VT_ERR_ARG, "recipe %s: cannot open it", path);
+    char *buf = malloc((size_t)VT_JSON_MAX_BYTES + 2);
+    size_t n = buf ? fread(buf, 1, (size_t)VT_JSON_MAX_BYTES + 1, f) : 0;
+    int rerr = ferror(f);
+    fclose(f);
+    VT_RETURN_ERROR_IF(!buf, VT_ERR_NOMEM, "out of memory");
+    if (rerr) {
+        free(buf);
+        VT_RETURN_ERROR(VT_ERR_ARG, "recipe %s: cannot read it", path);
+    }
+    if (n > VT_JSON_MAX_BYTES) {
+        free(buf);
+        VT_RETURN_ERROR(VT_ERR_ARG, "recipe %s: more than the limit of %u bytes", path, (unsigned)VT_JSON_MAX_BYTES);
+    }
+    buf[n] = 0;
+    vt_err e = VT_OK;
+    if (memchr(buf, 0, n)) e = vt_set_error(VT_ERR_ARG, "recipe %s: a NUL byte: not a JSON text", path);
+    if (!e) e = vt_json_check_limits(buf, n, path);
+    json_t *obj = NULL;
     json_error_t je;
-    json_t *obj = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
-    VT_RETURN_ERROR_IF(!obj, VT_ERR_FORMAT, "recipe %s: %s (line %d)", path, je.text, je.line);
-    vt_err e = apply_object(r, obj, path);
+    if (!e) {
+        obj = json_loadb(buf, n, JSON_REJECT_DUPLICATES, &je);
+        if (!obj) e = vt_set_error(VT_ERR_ARG, "recipe %s: %s (line %d)", path, je.text, je.line);
+    }
+    free(buf);
+    if (!e) e = apply_object(r, obj, path);
     json_decref(obj);
-    return e;
+    return users(e);
 }
 
 vt_err vt_recipe_set(vt_recipe *r, const char *a)
@@ -237,7 +288,7 @@ vt_err vt_recipe_set(vt_recipe *r, const char *a)
     VT_RETURN_ERROR_IF(!v, VT_ERR_NOMEM, "out of memory");
     vt_err e = set_field(r, f, v);
     json_decref(v);
-    return e;
+    return users(e);
 }
 
 vt_err vt_recipe_validate(const vt_recipe *r)
@@ -309,6 +360,31 @@ vt_err vt_recipe_validate(const vt_recipe *r)
         VT_RETURN_ERROR_IF(r->widths[1] < 2 || r->widths[1] > 256, VT_ERR_ARG, "recipe: 2..256 classes");
     }
     return VT_OK;
+}
+
+/* The built-in datasets' shapes (data/vt_data.c loads them and checks every byte; tests/test_errors.c
+ * checks this table against the loaded datasets). */
+static const struct {
+    const char *name;
+    uint32_t features, classes;
+} shapes[] = {
+    {"mnist-train", 784, 10}, {"mnist-test", 784, 10},       {"digits", 64, 10},
+    {"cifar10-train", 3072, 10}, {"cifar10-test", 3072, 10},
+};
+
+vt_err vt_recipe_check_dataset(const vt_recipe *r)
+{
+    if (r->arch == VT_ARCH_GPT) return VT_OK; /* the text model's sizes are its own keys */
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        if (strcmp(shapes[i].name, r->dataset) != 0) continue;
+        VT_RETURN_ERROR_IF(r->widths[0] != shapes[i].features || r->widths[r->n_layers] != shapes[i].classes,
+                           VT_ERR_ARG,
+                           "recipe: dataset %s has %u features and %u classes, but layers = [%u, ..., %u] (the input "
+                           "width and the classes must be those)",
+                           r->dataset, shapes[i].features, shapes[i].classes, r->widths[0], r->widths[r->n_layers]);
+        return VT_OK;
+    }
+    return VT_OK; /* an unknown name is the data loader's to refuse */
 }
 
 static json_t *recipe_json(const vt_recipe *r)
@@ -385,6 +461,7 @@ vt_err vt_manifest_build(const vt_recipe *r, const uint8_t dataset_hash[32], con
 
 vt_err vt_manifest_parse(const char *text, size_t len, vt_recipe *r, uint8_t dataset_hash[32])
 {
+    VT_FORWARD_IF_ERROR(vt_json_check_limits(text, len, "manifest"));
     json_error_t je;
     json_t *o = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
     VT_RETURN_ERROR_IF(!o, VT_ERR_FORMAT, "manifest: invalid JSON: %s", je.text);
@@ -413,7 +490,8 @@ vt_err vt_manifest_parse(const char *text, size_t len, vt_recipe *r, uint8_t dat
         r->bound.legacy_log = v1 || v2 || v3 || v4;
         r->program_version = v1 || v2 || v3 ? 0 : 1;
         if (!e) e = apply_object(r, rj, "manifest recipe");
-        if (!e) e = vt_recipe_validate(r);
+        /* a manifest's recipe that does not validate is a malformed manifest, not a usage error */
+        if (!e && vt_recipe_validate(r)) e = vt_error_prefix(VT_ERR_FORMAT, "manifest");
     }
     json_decref(o);
     return e;

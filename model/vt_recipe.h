@@ -61,15 +61,29 @@ typedef struct {
 /* The default recipe: MNIST, 784-128-10 MLP, SGD with momentum (about a minute on 2 cores). */
 void vt_recipe_default(vt_recipe *r);
 
-/* Apply a JSON object (text) on top of *r; unknown keys and ill-typed values are errors
- * (VT_ERR_FORMAT with the key named). */
+/* Limits on a recipe file and on a manifest, checked before any JSON is parsed (a hostile file
+ * costs no more than its bytes): at most VT_JSON_MAX_BYTES bytes (as the protocol's
+ * VT_MSG_MANIFEST_MAX) and VT_JSON_MAX_DEPTH levels of nesting (a recipe needs 2, a manifest 3). */
+#define VT_JSON_MAX_BYTES (1u << 20)
+#define VT_JSON_MAX_DEPTH 16
+/* VT_ERR_LIMIT naming `what` when text exceeds either limit. */
+vt_err vt_json_check_limits(const char *text, size_t len, const char *what) VT_WARN_UNUSED;
+
+/* Apply a JSON object (text) on top of *r; unknown keys, ill-typed values and texts beyond the
+ * limits are the user's errors (VT_ERR_ARG with the key named). */
 vt_err vt_recipe_apply_json(vt_recipe *r, const char *json_text, const char *what) VT_WARN_UNUSED;
-/* Read a JSON recipe file on top of *r. */
+/* Read a JSON recipe file on top of *r (at most VT_JSON_MAX_BYTES; every error VT_ERR_ARG). */
 vt_err vt_recipe_load_file(vt_recipe *r, const char *path) VT_WARN_UNUSED;
 /* Apply one "key=value" override (value parsed as JSON, or as a string when that fails). */
 vt_err vt_recipe_set(vt_recipe *r, const char *assignment) VT_WARN_UNUSED;
 /* Consistency checks (layer widths, batch <= examples, finite positive lr, ...). */
 vt_err vt_recipe_validate(const vt_recipe *r) VT_WARN_UNUSED;
+
+/* The recipe against its dataset's shape, known by name for the built-in image datasets: the
+ * input width and the classes (layers' first and last widths) must be the dataset's (VT_ERR_ARG
+ * naming both), so that a run that would fail at its first step is refused before anything is
+ * written. Unknown names and arch=gpt pass (the loader and the model check them). */
+vt_err vt_recipe_check_dataset(const vt_recipe *r) VT_WARN_UNUSED;
 
 /* Recipe as a JSON object text (keys sorted, compact; reals printed with 17 digits so they
  * round-trip exactly). malloc'd. */
@@ -81,7 +95,8 @@ int vt_recipe_equal(const vt_recipe *a, const vt_recipe *b);
  * (sorted keys, compact). The manifest hash is SHA-256 of these exact bytes. */
 vt_err vt_manifest_build(const vt_recipe *r, const uint8_t dataset_hash[32], const char *backend,
                          char **out) VT_WARN_UNUSED;
-/* Parse manifest bytes back into a recipe and dataset hash (hostile input: VT_ERR_FORMAT). */
+/* Parse manifest bytes back into a recipe and dataset hash (hostile input: VT_ERR_FORMAT, or
+ * VT_ERR_LIMIT beyond the limits above; a recipe that does not validate is VT_ERR_FORMAT). */
 vt_err vt_manifest_parse(const char *text, size_t len, vt_recipe *r, uint8_t dataset_hash[32]) VT_WARN_UNUSED;
 
 /* Learning rate of step s (1-based), from basic FP64 operations only. */

@@ -60,6 +60,7 @@ typedef struct {
     uint64_t *cks;
     size_t ncks;
     pthread_mutex_t mu;
+    uint64_t budget; /* the memory budget, fixed at the start (every worker's model within it) */
     uint64_t done; /* steps replayed, all workers */
     vt_progress pr;
 } audit_ctx;
@@ -71,11 +72,16 @@ typedef struct {
     uint64_t checked, applied, passed;
 } worker;
 
+static int cmp_u64(const void *x, const void *y)
+{
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+    return a < b ? -1 : a > b;
+}
+
+/* a->cks is sorted (static_checks) */
 static int is_checkpoint(const audit_ctx *a, uint64_t s)
 {
-    for (size_t i = 0; i < a->ncks; i++)
-        if (a->cks[i] == s) return 1;
-    return 0;
+    return a->ncks && bsearch(&s, a->cks, a->ncks, sizeof *a->cks, cmp_u64) != NULL;
 }
 
 static int expected_has_state(const vt_recipe *rc, uint64_t s)
@@ -125,8 +131,11 @@ static void replay_segment(worker *w)
         find_io(&w->f, (int64_t)w->from, "run store");
         goto out;
     }
-    if (vt_model_init(&m, &a->rc, a->ds.n, a->o->order)) {
-        find_set(&w->f, VT_VERDICT_CANNOT, -1, "local error", "cannot build the model: %s", vt_errmsg());
+    vt_err me = vt_model_init_within(&m, &a->rc, a->ds.n, a->o->order, a->budget);
+    if (me) {
+        find_set(&w->f, VT_VERDICT_CANNOT, -1,
+                 me == VT_ERR_LIMIT ? "memory budget" : me == VT_ERR_INTERNAL ? "internal error" : "local error",
+                 "cannot build the model: %s", vt_errmsg());
         goto out;
     }
     if (vt_backend_open(a->o->backend ? a->o->backend : "cpu", &be)) {
@@ -189,13 +198,23 @@ static void replay_segment(worker *w)
                      "the log stored for step %llu is not the committed one (its hash differs)", (unsigned long long)s);
             goto out;
         }
+        /* the record's entry count is not in the leaf: it must be the committed log's */
+        if (rec->log_entries != vt_steplog_total_entries(&log)) {
+            find_set(&w->f, VT_VERDICT_REJECTED, (int64_t)s, "record mismatch",
+                     "the record of step %llu counts %llu log entries; its committed log holds %llu",
+                     (unsigned long long)s, (unsigned long long)rec->log_entries,
+                     (unsigned long long)vt_steplog_total_entries(&log));
+            goto out;
+        }
         e = vt_step_run(&m, &a->ds, &sa);
         if (e) {
             const char *reason = e == VT_ERR_IMPLAUSIBLE ? (fault.has_entry ? "implausible log entry" : "missing log entry")
                                  : e == VT_ERR_MISMATCH  ? "log mismatch"
                                  : e == VT_ERR_DIVERGED  ? "replay diverged"
                                                          : "local error";
-            int cannot = e == VT_ERR_NOMEM || e == VT_ERR_IO || e == VT_ERR_ENV; /* our failure, not the run's */
+            /* our failure, not the run's: a local error or a bug of ours is never a verdict on the run */
+            int cannot = e == VT_ERR_NOMEM || e == VT_ERR_IO || e == VT_ERR_ENV || e == VT_ERR_INTERNAL;
+            if (e == VT_ERR_INTERNAL) reason = "internal error";
             find_set(&w->f, cannot ? VT_VERDICT_CANNOT : VT_VERDICT_REJECTED, (int64_t)s, reason, "%s", vt_errmsg());
             if (fault.code != VT_OK) {
                 w->f.op = fault.op_id;
@@ -347,7 +366,27 @@ static int static_checks(audit_ctx *a, vt_store *st, finding *f)
     if (memcmp(root, a->cm.root, 32) != 0)
         return find_set(f, VT_VERDICT_REJECTED, -1, "root mismatch",
                         "the leaves in the run store do not hash to the committed Merkle root");
+    /* step 0's record: no loss, no log entries (its leaf commits neither) */
+    if (a->recs[0].loss_bits != 0 || a->recs[0].log_entries != 0)
+        return find_set(f, VT_VERDICT_REJECTED, 0, "record mismatch",
+                        "the record of step 0 (the initial state) holds a loss or log entries (loss bits 0x%08x, %llu "
+                        "entries)",
+                        (unsigned)a->recs[0].loss_bits, (unsigned long long)a->recs[0].log_entries);
     if (vt_store_list_checkpoints(st, &a->cks, &a->ncks)) return find_io(f, -1, "checkpoint list");
+    if (a->ncks) qsort(a->cks, a->ncks, sizeof *a->cks, cmp_u64);
+    /* complete: every checkpoint the recipe promises (every checkpoint_every steps and the last,
+     * step 0 included) is recorded, so that the run can be resumed, disputed and exported at each;
+     * the replay then compares each with the replayed state */
+    for (uint64_t k = 0;; k += a->rc.checkpoint_every) {
+        uint64_t s = k < a->rc.steps ? k : a->rc.steps;
+        if (!is_checkpoint(a, s))
+            return find_set(f, VT_VERDICT_REJECTED, (int64_t)s, "incomplete run",
+                            "the run store lacks the checkpoint of step %llu, which the recipe promises (every %u "
+                            "steps and the last)%s",
+                            (unsigned long long)s, a->rc.checkpoint_every,
+                            s == a->rc.steps ? ": the final state cannot be exported" : "");
+        if (s == a->rc.steps) break;
+    }
     return 0;
 }
 
@@ -387,8 +426,35 @@ void vt_audit_run(const vt_audit_opts *o, vt_audit_result *res)
         goto done;
     }
     res->from = from, res->to = to;
-    /* split at checkpoints into at most `jobs` segments of similar length */
+    /* memory: each parallel replay holds a model; all of them within the budget, fixed now */
     int jobs = o->jobs > 0 ? o->jobs : 1;
+    {
+        vt_program p;
+        if (vt_program_build(&a.rc, &p)) {
+            find_set(&f, VT_VERDICT_CANNOT, -1, "local error", "cannot build the program: %s", vt_errmsg());
+            goto done;
+        }
+        vt_model_mem need;
+        vt_model_need(&p, a.rc.batch, a.ds.n, &need);
+        vt_program_free(&p);
+        a.budget = vt_model_memory_budget();
+        if (vt_model_check_budget(&need, a.budget)) {
+            find_set(&f, VT_VERDICT_CANNOT, -1, "memory budget", "%s", vt_errmsg());
+            goto done;
+        }
+        uint64_t fit = need.total > 0 ? (uint64_t)((double)a.budget / need.total) : (uint64_t)jobs;
+        if (fit < (uint64_t)jobs) {
+            char n[32], b[32];
+            vt_fmt_bytes(need.total, n, sizeof n);
+            vt_fmt_bytes((double)a.budget, b, sizeof b);
+            if (!o->quiet)
+                fprintf(stderr, "auditor: --jobs %d reduced to %llu: each replay needs %s, the memory budget is %s\n",
+                        jobs, (unsigned long long)fit, n, b);
+            jobs = (int)fit;
+        }
+        res->memory_need = need.total;
+        res->memory_budget = (double)a.budget;
+    }
     ws = calloc((size_t)jobs, sizeof *ws);
     if (!ws) {
         find_set(&f, VT_VERDICT_CANNOT, -1, "local error", "out of memory");
@@ -439,6 +505,7 @@ done:
     res->op = f.verdict == VT_VERDICT_VERIFIED ? -1 : f.op;
     res->index = f.verdict == VT_VERDICT_VERIFIED ? -1 : f.index;
     snprintf(res->op_name, sizeof res->op_name, "%s", f.op_name);
+    res->complete = f.verdict == VT_VERDICT_VERIFIED && res->from == 0 && a.rc.steps && res->to == a.rc.steps;
     res->seconds = vt_now() - t0;
     free(ws);
     free(a.recs);
@@ -458,6 +525,22 @@ char *vt_audit_report_json(const vt_audit_result *r)
                           "from", (json_int_t)r->from, "to", (json_int_t)r->to, "order", r->order, "seconds",
                           r->seconds);
     if (!o) return NULL;
+    /* what a verdict covers, field by field of the run store (docs/format.md) */
+    const char *cov =
+        r->verdict != VT_VERDICT_VERIFIED
+            ? "no verdict of completeness: see reason"
+        : r->complete
+            ? "every stored field checked: each step's leaf (state hash, log hash) against the signed root; "
+              "has_state against the recipe; loss and log_entries (not in the leaf) against the replay and the "
+              "committed log, step 0's as zero; every log against its hash; every checkpoint the recipe promises "
+              "present and equal to the replayed state, the last one included (the final state is exportable)"
+            : "a segment: the leaves, the records' schedule and the presence of every promised checkpoint are "
+              "checked for the whole run; loss, log_entries, logs and checkpoint contents only for the replayed "
+              "steps";
+    json_object_set_new(o, "coverage", json_string(cov));
+    json_object_set_new(o, "complete", json_boolean(r->complete));
+    json_object_set_new(o, "memory_need_bytes", json_real(r->memory_need));
+    json_object_set_new(o, "memory_budget_bytes", json_real(r->memory_budget));
     char *s = json_dumps(o, JSON_INDENT(2) | JSON_SORT_KEYS);
     json_decref(o);
     return s;

@@ -13,6 +13,13 @@ typedef enum {
     VT_VERDICT_CANNOT = 2,   /* exit 2: unreadable or corrupt input, or a local problem */
 } vt_verdict;
 
+/* Completeness: a VERIFIED run has every step's record (its leaf under the signed root; its loss
+ * and log entry count, which the leaf does not commit, equal to the replay's and the committed
+ * log's; step 0's zero), every log, and every checkpoint the recipe promises (every
+ * checkpoint_every steps and the last, so the final state is exportable) equal to the replayed
+ * state. A missing promised checkpoint is REJECTED ("incomplete run"). The model's memory, times
+ * the parallel replays, is held to the budget (vt_model_memory_budget): --jobs is reduced to fit,
+ * and a model beyond it is CANNOT ("memory budget"). */
 typedef struct {
     const char *run_dir;
     const char *data_root;   /* NULL: $VT_DATA_DIR or the repository's data/ */
@@ -38,6 +45,8 @@ typedef struct {
     uint64_t from, to;
     char order[16];
     double seconds;
+    int complete;           /* verified over the whole run (not a segment): every stored field checked */
+    double memory_need, memory_budget; /* bytes: one replay's model; the budget it was held to */
 } vt_audit_result;
 
 /* Never fails itself: every problem becomes a verdict in *res. */

@@ -67,15 +67,20 @@ static vt_err export_run(const vt_export_opts *o, vt_export_result *res, vt_stor
     uint8_t root[32];
     VT_FORWARD_IF_ERROR(vt_merkle_root(tree, root));
     VT_RETURN_ERROR_IF(memcmp(root, c.root, 32) != 0, VT_ERR_MISMATCH, "the run's leaves do not give its signed root");
-    VT_RETURN_ERROR_IF(!want.has_state, VT_ERR_ARG, "step %llu has no committed state (every %u steps, and the last)",
-                       (unsigned long long)s, rc.state_hash_every);
+    VT_RETURN_ERROR_IF(!vt_recipe_has_checkpoint(&rc, s), VT_ERR_ARG,
+                       "--step %llu: no checkpoint at that step (checkpoints: every %u steps and the last)",
+                       (unsigned long long)s, rc.checkpoint_every);
+    VT_RETURN_ERROR_IF(!want.has_state, VT_ERR_FORMAT,
+                       "step %llu's record lacks the state hash its recipe commits (a damaged run)",
+                       (unsigned long long)s);
     /* the state: its checkpoint, hashed by the program's own rule */
     VT_FORWARD_IF_ERROR(vt_model_init(m, &rc, rc.batch, VT_ORDER_BLAS));
     float *state = NULL;
     e = vt_store_get_checkpoint(*st, s, m->n_state, &state);
-    if (e == VT_ERR_ARG) /* no checkpoint recorded: a usage error; a damaged one keeps its own code */
-        return vt_set_error(VT_ERR_ARG, "step %llu has no checkpoint to export (checkpoints: every %u steps and the "
-                            "last)", (unsigned long long)s, rc.checkpoint_every);
+    if (e == VT_ERR_ARG) /* a checkpoint the recipe promises is not recorded: a damaged or incomplete run */
+        return vt_set_error(VT_ERR_FORMAT, "the run lacks the checkpoint of step %llu, which its recipe promises "
+                            "(every %u steps and the last): damaged or incomplete", (unsigned long long)s,
+                            rc.checkpoint_every);
     VT_FORWARD_IF_ERROR(e);
     e = vt_model_set_state(m, s, state, m->n_state);
     free(state);
@@ -112,6 +117,7 @@ static vt_err export_run(const vt_export_opts *o, vt_export_result *res, vt_stor
     res->step = s, res->tensors = n, res->bytes = bytes;
     memcpy(res->state_hash, sh, 32);
     memcpy(res->root, root, 32);
+    memcpy(res->public_key, c.public_key, 32);
     return VT_OK;
 }
 

@@ -22,14 +22,17 @@ typedef struct {
     uint64_t bytes;
     uint8_t state_hash[32];
     uint8_t root[32];
+    uint8_t public_key[32]; /* the key that signed the commitment (checked against --pubkey when given) */
 } vt_export_result;
 
 /* Checks, before writing anything: the commitment's signature (and key, when given), that the run's
  * leaves give its signed root, that the step's leaf is its committed (state hash, log hash), and
  * that the step's checkpoint hashes to that state hash. Then writes the state's parameter and
  * buffer tensors, by their program names and shapes, with metadata (manifest hash, step, state
- * hash, root). Errors: VT_ERR_MISMATCH (the run does not verify), VT_ERR_ARG (no committed state or
- * no checkpoint at that step), VT_ERR_IO/FORMAT. */
+ * hash, root). Errors: VT_ERR_MISMATCH (the run does not verify), VT_ERR_ARG (the step asked for
+ * is beyond the run or not one whose state the recipe commits and checkpoints), VT_ERR_FORMAT (the
+ * run lacks a checkpoint its recipe promises: damaged or incomplete), VT_ERR_IO, VT_ERR_LIMIT (the
+ * model exceeds the memory budget). */
 vt_err vt_export_run(const vt_export_opts *o, vt_export_result *res) VT_WARN_UNUSED;
 
 #endif
