@@ -15,6 +15,7 @@
 #include "../common/vt_cli.h"
 #include "../common/vt_env.h"
 #include "../game/vt_game.h"
+#include "../model/vt_model.h"
 #include "../run/vt_audit.h"
 #include "../game/vt_challenge.h"
 #ifdef VT_TEST_HOOKS
@@ -33,10 +34,13 @@ static void usage(FILE *f)
                "  --data-dir DIR   dataset root (default: $VT_DATA_DIR or the repository's data/)\n"
                "  --backend NAME   cpu (default) or cuda: replay the GEMMs on the GPU (docs/cuda.md)\n"
                "  --from S --to E  audit steps S+1..E only, starting from the checkpoint at S\n"
-               "  --jobs N         replay N segments (split at checkpoints) in parallel\n"
+               "  --jobs N         replay N segments (split at checkpoints) in parallel (reduced to what the\n"
+               "                   memory budget holds)\n"
+               "  --max-memory SIZE  the memory budget, e.g. 8G (default: the available memory): a run whose\n"
+               "                   model needs more cannot be checked (exit 2), before anything is allocated\n"
                "  --report FILE    write a JSON report (\"-\": standard output)\n"
                "  --quiet          no progress line\n"
-               "exit status: 0 verified, 1 rejected, 2 cannot check, 64 usage error\n"
+               "exit status: 0 verified, 1 rejected, 2 cannot check, 64 usage error, 70 internal failure\n"
                "usage: auditor challenge RUN_DIR --arbiter HOST:PORT --arbiter-key FILE.pub --key KEYFILE\n"
                "                         [--service FILE] [--order ORDER] [--step S] [--transcript FILE]\n"
                "  play the dispute game after a rejected verify: prints the rounds and the verdict\n"
@@ -153,8 +157,10 @@ int main(int argc, char **argv)
                                        {"from", required_argument, 0, 'f'},    {"to", required_argument, 0, 't'},
                                        {"jobs", required_argument, 0, 'j'},    {"report", required_argument, 0, 'R'},
                                        {"quiet", no_argument, 0, 'q'},         {"help", no_argument, 0, 'h'},
-                                       {"backend", required_argument, 0, 'b'}, {0, 0, 0, 0}};
+                                       {"backend", required_argument, 0, 'b'},
+                                       {"max-memory", required_argument, 0, 1001}, {0, 0, 0, 0}};
     vt_audit_opts o;
+    uint64_t max_memory = 0;
     memset(&o, 0, sizeof o);
     o.order = VT_ORDER_SPLIT;
     o.jobs = 1;
@@ -178,6 +184,10 @@ int main(int argc, char **argv)
             o.backend = optarg;
             break;
         case 'h': usage(stdout); return VT_EXIT_OK;
+        case 1001: /* --max-memory */
+            if (vt_cli_size("--max-memory", optarg, &max_memory) != VT_OK)
+                return vt_cli_usage_error(usage, "auditor: %s", vt_errmsg());
+            break;
         default:
             if (vt_cli_opt_parse("auditor", opts, c, optarg, usage)) return VT_EXIT_USAGE;
         }
@@ -185,6 +195,7 @@ int main(int argc, char **argv)
     if (optind != argc - 1) return vt_cli_usage_error(usage, NULL);
     o.run_dir = argv[optind];
     if (o.jobs > 1) blas_threads(1);
+    vt_model_set_memory_budget(max_memory, VT_ERR_LIMIT); /* a manifest beyond it: cannot check (2) */
 
     vt_audit_result r;
     if (!o.quiet)
@@ -220,7 +231,8 @@ int main(int argc, char **argv)
         }
         free(js);
     }
-    return r.verdict == VT_VERDICT_VERIFIED ? VT_EXIT_OK
+    return r.verdict == VT_VERDICT_VERIFIED   ? VT_EXIT_OK
            : r.verdict == VT_VERDICT_REJECTED ? VT_EXIT_REJECTED
-                                              : VT_EXIT_CANNOT;
+           : strcmp(r.reason, "internal error") == 0 ? VT_EXIT_INTERNAL /* a bug of ours: no verdict */
+                                                     : VT_EXIT_CANNOT;
 }
