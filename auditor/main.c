@@ -70,6 +70,7 @@ static int cmd_challenge(int argc, char **argv)
                                        {"data-dir", required_argument, 0, 'd'}, {"transcript", required_argument, 0, 'T'},
                                        {"order", required_argument, 0, 'o'},   {"step", required_argument, 0, 's'},
                                        {"deadline-ms", required_argument, 0, 'D'},
+                                       {"wait-ms", required_argument, 0, 'W'},
                                        {"quiet", no_argument, 0, 'q'},
                                        {"no-pin-arbiter", no_argument, 0, 'U'},
 #ifdef VT_TEST_HOOKS
@@ -80,8 +81,10 @@ static int cmd_challenge(int argc, char **argv)
     memset(&o, 0, sizeof o);
     o.order = VT_ORDER_PAIRWISE;
     o.deadline_ms = 30000;
+    o.wait_ms = 600000;
     const vt_cli_opt opts[] = {VT_CLI_U64('s', "--step", 1, UINT64_MAX, &o.step),
                                VT_CLI_INT('D', "--deadline-ms", 1, INT32_MAX, &o.deadline_ms),
+                               VT_CLI_INT('W', "--wait-ms", 0, INT32_MAX, &o.wait_ms),
                                VT_CLI_ORDER('o', "--order", &o.order), VT_CLI_END};
     optind = 2;
     int c;
