@@ -175,6 +175,8 @@ case_work() { # finding 1: the chain of a 40-step segment takes more than the 1.
 # within its own estimate.
 arch_default() {
   local name=$1 recipe=$2 opname=$3
+  if [ "${VT_ASAN:-0}" = 1 ]; then # the same game code as the MLP cases, at ~100 real-size steps: too slow
+    echo "$name: skipped under ASan (the MLP cases play the same code)"; SKIPPED=1; return; fi
   train "$name" --recipe "$recipe" --set steps=20 --quiet || return
   local d="$T/$name-game" why op; mkdir -p "$d"
   op=$("$B/trainer" recipe --recipe "$recipe" --program |
@@ -264,7 +266,11 @@ case_admission() { # finding 7: --max-running 2, one game per commitment
   # a second lying auditor on the same run waits (busy: one game per commitment) ...
   challenge "$d" honest "$T/ak2" "$d/out2" --lie 9:3 --wait-ms 300000 &
   local l2=$!
-  for ((i = 0; i < 6000; i++)); do grep -q "did not take the challenge" "$d/out2" 2>/dev/null && break; sleep 0.05; done
+  for ((i = 0; i < 6000; i++)); do
+    grep -q "did not take the challenge" "$d/out2" 2>/dev/null && break
+    kill -0 "$l2" 2>/dev/null || break
+    sleep 0.05
+  done
   # ... while the honest auditor of the other run gets its game (the second of two) and wins
   challenge "$e" cheat "$T/ak3" "$e/out"
   local st=$?
@@ -286,4 +292,6 @@ for c in "${CASES[@]}"; do
   "case_$c"
 done
 echo "game_faults: $pass passed, $fail failed"
-[ "$fail" = 0 ]
+[ "$fail" = 0 ] || exit 1
+[ "$pass" = 0 ] && [ "${SKIPPED:-0}" = 1 ] && exit 77
+exit 0
