@@ -761,7 +761,7 @@ void vt_game_cost(const vt_recipe *rc, uint64_t data_bytes, vt_game_needs *out)
         for (uint32_t u = 0; u < p.op[j].n_out; u++) ob += wire_bytes(&p, p.op[j].out[u]) - 12.0;
         if (ib > inb) inb = ib;
         if (ib + ob > opt) opt = ib + ob; /* its inputs loaded into the arenas, its outputs written */
-        if (k->rounded && rc->bound.rounding != VT_ROUNDING_EXACT) logb += 32.0 + 16.0 * ob / 4.0;
+        if (k->rounded && rc->bound.rounding != VT_ROUNDING_EXACT) logb += 64.0 + 16.0 * ob / 4.0; /* its record header (<= 34 bytes), <= 16 per element */
     }
     double gap = rc->state_hash_every ? (double)rc->state_hash_every : 1.0;
     if (gap > (double)rc->steps) gap = (double)rc->steps;
