@@ -1,9 +1,11 @@
 #include "vt_train.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "../common/vt_bytes.h"
 #include "../common/vt_cli.h"
@@ -46,31 +48,55 @@ static void ctx_free(train_ctx *t)
     free(t->manifest);
 }
 
-/* Commit one step (record, log, leaf, and a checkpoint when due). */
+/* The record of step s from the model's state and t->log; *blob: the stored log (caller frees). */
+static vt_err step_record(train_ctx *t, const vt_recipe *rc, uint64_t s, float loss, vt_step_rec *rec, uint8_t **blob,
+                          size_t *blen)
+{
+    memset(rec, 0, sizeof *rec);
+    rec->step = s;
+    memcpy(&rec->loss_bits, &loss, 4);
+    VT_FORWARD_IF_ERROR(vt_steplog_encode_stored(&t->log, rc->zstd_level, blob, blen, rec->log_hash));
+    rec->has_state = vt_recipe_has_state(rc, s);
+    rec->log_entries = vt_steplog_total_entries(&t->log);
+    vt_err e = VT_OK;
+    if (rec->has_state) e = vt_model_state_hash(&t->m, rec->state_hash);
+    if (!e) e = vt_step_leaf(s, rec->state_hash, rec->has_state, rec->log_hash, rec->leaf);
+    if (e) {
+        free(*blob);
+        *blob = NULL;
+    }
+    return e;
+}
+
+/* Commit one step (record, log, leaf, and a checkpoint when due). The step's row is stored before
+ * its checkpoint: a crash in between leaves a checkpoint step without its checkpoint, which resume
+ * passes over (an earlier checkpoint, or step 0 recreated from the recipe). */
 static vt_err commit_step(train_ctx *t, const vt_recipe *rc, uint64_t s, float loss, vt_train_result *res)
 {
     uint8_t *blob = NULL;
     size_t blen = 0;
     vt_step_rec rec;
-    memset(&rec, 0, sizeof rec);
-    rec.step = s;
-    memcpy(&rec.loss_bits, &loss, 4);
-    VT_FORWARD_IF_ERROR(vt_steplog_encode_stored(&t->log, rc->zstd_level, &blob, &blen, rec.log_hash));
-    int ckpt = vt_recipe_has_checkpoint(rc, s);
-    rec.has_state = vt_recipe_has_state(rc, s);
-    rec.log_entries = vt_steplog_total_entries(&t->log);
-    vt_err e = VT_OK;
-    if (rec.has_state) e = vt_model_state_hash(&t->m, rec.state_hash);
-    if (!e) e = vt_step_leaf(s, rec.state_hash, rec.has_state, rec.log_hash, rec.leaf);
-    if (!e) e = vt_store_put_step(t->st, &rec, blob, blen);
+    VT_FORWARD_IF_ERROR(step_record(t, rc, s, loss, &rec, &blob, &blen));
+    vt_err e = vt_store_put_step(t->st, &rec, blob, blen);
     free(blob);
     VT_FORWARD_IF_ERROR(e);
     VT_FORWARD_IF_ERROR(vt_merkle_append(&t->tree, rec.leaf));
-    if (ckpt) VT_FORWARD_IF_ERROR(vt_store_put_checkpoint(t->st, s, t->m.state, t->m.n_state, rc->zstd_level));
+    if (vt_recipe_has_checkpoint(rc, s))
+        VT_FORWARD_IF_ERROR(vt_store_put_checkpoint(t->st, s, t->m.state, t->m.n_state, rc->zstd_level));
     res->log_entries += rec.log_entries;
     res->log_bytes += blen;
     res->log_steps++;
     return VT_OK;
+}
+
+/* A write of the run failed (a full disk, an I/O error): what is stored stays valid, and resume
+ * goes on from it; the message says so. */
+static vt_err write_failed(vt_err e)
+{
+    if (e != VT_ERR_IO && e != VT_ERR_DB) return e;
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", vt_errmsg()); /* (not formatted into the buffer it is read from) */
+    return vt_set_error(e, "%s; the steps stored are kept: once the cause is fixed, --resume continues the run", msg);
 }
 
 /* The figures of the stored steps 0 .. count-1: the last one's loss, the log entries and the
@@ -134,37 +160,96 @@ static vt_err finished_run(train_ctx *t, const vt_recipe *rc, const char *run_di
     return VT_OK;
 }
 
-/* Resume: keep the steps up to the last checkpoint, reload it, rebuild the tree. */
-static vt_err resume_run(train_ctx *t, uint64_t *start, vt_train_result *res)
+/* Loads checkpoint ck into the model and checks it against step ck's committed state hash. */
+static vt_err load_checkpoint(train_ctx *t, uint64_t ck)
 {
-    uint64_t *cks = NULL;
-    size_t nck = 0, count = 0;
-    uint64_t cnt;
-    VT_FORWARD_IF_ERROR(vt_store_step_count(t->st, &cnt));
-    count = (size_t)cnt;
-    VT_FORWARD_IF_ERROR(vt_store_list_checkpoints(t->st, &cks, &nck));
-    uint64_t ck = 0;
-    int found = 0;
-    for (size_t i = 0; i < nck; i++)
-        if (cks[i] < count) ck = cks[i], found = 1;
-    free(cks);
-    VT_RETURN_ERROR_IF(!found, VT_ERR_FORMAT, "cannot resume: the run has no checkpoint");
-    VT_FORWARD_IF_ERROR(vt_store_truncate(t->st, ck));
     float *state = NULL;
     VT_FORWARD_IF_ERROR(vt_store_get_checkpoint(t->st, ck, t->m.n_state, &state));
     vt_err e = vt_model_set_state(&t->m, ck, state, t->m.n_state);
     free(state);
     VT_FORWARD_IF_ERROR(e);
-    for (uint64_t s = 0; s <= ck; s++) {
-        vt_step_rec rec;
-        VT_FORWARD_IF_ERROR(vt_store_get_step(t->st, s, &rec));
-        VT_FORWARD_IF_ERROR(vt_merkle_append(&t->tree, rec.leaf));
-        if (s == ck) {
-            uint8_t h[32];
-            VT_FORWARD_IF_ERROR(vt_model_state_hash(&t->m, h));
-            VT_RETURN_ERROR_IF(!rec.has_state || memcmp(h, rec.state_hash, 32) != 0, VT_ERR_MISMATCH,
-                               "cannot resume: checkpoint %llu does not match its committed state",
-                               (unsigned long long)ck);
+    vt_step_rec rec;
+    uint8_t h[32];
+    VT_FORWARD_IF_ERROR(vt_store_get_step(t->st, ck, &rec));
+    VT_FORWARD_IF_ERROR(vt_model_state_hash(&t->m, h));
+    VT_RETURN_ERROR_IF(!rec.has_state || memcmp(h, rec.state_hash, 32) != 0, VT_ERR_MISMATCH,
+                       "checkpoint %llu does not match its committed state", (unsigned long long)ck);
+    return VT_OK;
+}
+
+/* Resume without a usable checkpoint: step 0 is the recipe's initial state (the model's state
+ * before anything was loaded, in init), so it is recreated, checked against the stored step 0
+ * (when there is one) and checkpointed again. */
+static vt_err recreate_step0(train_ctx *t, const vt_recipe *rc, uint64_t cnt, const float *init, vt_train_result *res)
+{
+    VT_FORWARD_IF_ERROR(vt_model_set_state(&t->m, 0, init, t->m.n_state));
+    vt_steplog_reset(&t->log, 0);
+    if (cnt == 0) return commit_step(t, rc, 0, 0.0f, res); /* killed before step 0 was stored */
+    vt_step_rec want, got;
+    uint8_t *blob = NULL;
+    size_t blen = 0;
+    VT_FORWARD_IF_ERROR(step_record(t, rc, 0, 0.0f, &want, &blob, &blen));
+    free(blob);
+    VT_FORWARD_IF_ERROR(vt_store_get_step(t->st, 0, &got));
+    VT_RETURN_ERROR_IF(memcmp(want.leaf, got.leaf, 32) != 0, VT_ERR_MISMATCH,
+                       "cannot resume: the stored step 0 is not this recipe's initial state");
+    VT_FORWARD_IF_ERROR(vt_store_truncate(t->st, 0));
+    VT_FORWARD_IF_ERROR(vt_store_put_checkpoint(t->st, 0, init, t->m.n_state, rc->zstd_level));
+    return vt_merkle_append(&t->tree, got.leaf);
+}
+
+/* Resume: keep the steps up to the newest usable checkpoint, reload it, rebuild the tree. A
+ * checkpoint that cannot be read, or does not match its step's committed state, is passed over
+ * (saying so); with none usable, step 0 is recreated from the recipe. */
+static vt_err resume_run(train_ctx *t, const vt_recipe *rc, uint64_t *start, vt_train_result *res)
+{
+    uint64_t cnt;
+    VT_FORWARD_IF_ERROR(vt_store_step_count(t->st, &cnt));
+    uint64_t *cks = NULL;
+    size_t nck = 0;
+    VT_FORWARD_IF_ERROR(vt_store_list_checkpoints(t->st, &cks, &nck));
+    float *init = malloc(t->m.n_state ? t->m.n_state * sizeof *init : 1);
+    if (!init) {
+        free(cks);
+        VT_RETURN_ERROR(VT_ERR_NOMEM, "out of memory resuming the run");
+    }
+    if (t->m.n_state) memcpy(init, t->m.state, t->m.n_state * sizeof *init);
+    uint64_t ck = 0;
+    int found = 0, passed = 0;
+    vt_err e = VT_OK;
+    for (size_t i = nck; i-- > 0 && !found;) {
+        if (cks[i] >= cnt) continue; /* its step was never stored (truncated below) */
+        e = load_checkpoint(t, cks[i]);
+        if (!e) {
+            ck = cks[i];
+            found = 1;
+        } else if (e == VT_ERR_FORMAT || e == VT_ERR_MISMATCH || e == VT_ERR_IO) {
+            fprintf(stderr, "resume: checkpoint %llu is unusable (%s): trying the one before\n",
+                    (unsigned long long)cks[i], vt_errmsg());
+            passed = 1;
+            e = VT_OK;
+        } else {
+            break;
+        }
+    }
+    free(cks);
+    if (!e && !found) {
+        if (cnt == 0)
+            fprintf(stderr, "resume: the run stored no step yet: starting it at step 0\n");
+        else
+            fprintf(stderr, "resume: %s: step 0 recreated from the recipe\n",
+                    passed ? "no usable checkpoint" : "the run has no checkpoint yet");
+        e = recreate_step0(t, rc, cnt, init, res);
+    }
+    free(init);
+    VT_FORWARD_IF_ERROR(e);
+    if (found) {
+        if (passed) fprintf(stderr, "resume: from checkpoint %llu\n", (unsigned long long)ck);
+        VT_FORWARD_IF_ERROR(vt_store_truncate(t->st, ck));
+        for (uint64_t s = 0; s <= ck; s++) {
+            vt_step_rec rec;
+            VT_FORWARD_IF_ERROR(vt_store_get_step(t->st, s, &rec));
+            VT_FORWARD_IF_ERROR(vt_merkle_append(&t->tree, rec.leaf));
         }
     }
     *start = ck;
@@ -193,7 +278,19 @@ static vt_err train(train_ctx *t, const vt_recipe *rc, const vt_train_opts *o, v
     vt_merkle_init(&t->tree);
     vt_steplog_init(&t->log, 0);
     uint64_t start = 0;
-    if (o->resume) {
+    int wait_ms = (o->reader_wait_s > 0 ? o->reader_wait_s : VT_TRAIN_READER_WAIT_S) * 1000;
+    int fresh = !o->resume;
+    if (o->resume) { /* a directory whose run.db was never completed (killed while creating it) starts afresh */
+        char p[4096];
+        struct stat sb;
+        snprintf(p, sizeof p, "%s/run.db", o->run_dir);
+        if (stat(p, &sb) != 0 && errno == ENOENT && stat(o->run_dir, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+            fprintf(stderr, "resume: %s has no run.db (its creation was interrupted): starting the run\n",
+                    o->run_dir);
+            fresh = 1;
+        }
+    }
+    if (!fresh) {
         VT_FORWARD_IF_ERROR(vt_store_open(o->run_dir, 0, &t->st));
         char *mf = NULL;
         size_t ml = 0;
@@ -238,15 +335,16 @@ static vt_err train(train_ctx *t, const vt_recipe *rc, const vt_train_opts *o, v
                            o->run_dir);
         int done = 0;
         VT_FORWARD_IF_ERROR(finished_run(t, rc, o->run_dir, &done, res));
-        if (done) {
+        if (done) { /* (a run.db that an earlier version or a blocked finish left in WAL mode is folded) */
+            VT_FORWARD_IF_ERROR(vt_store_finish(t->st, wait_ms));
             res->finished = 1;
             return VT_OK;
         }
-        VT_FORWARD_IF_ERROR(resume_run(t, &start, res));
+        VT_FORWARD_IF_ERROR(resume_run(t, rc, &start, res));
     } else {
         VT_FORWARD_IF_ERROR(vt_store_create(o->run_dir, t->manifest, mlen, &t->st));
         vt_steplog_reset(&t->log, 0);
-        VT_FORWARD_IF_ERROR(commit_step(t, rc, 0, 0.0f, res));
+        VT_FORWARD_IF_ERROR(write_failed(commit_step(t, rc, 0, 0.0f, res)));
     }
 
     vt_rstats stats;
@@ -269,7 +367,11 @@ static vt_err train(train_ctx *t, const vt_recipe *rc, const vt_train_opts *o, v
             return e;
         }
         if (o->hooks && o->hooks->after_log) o->hooks->after_log(o->hooks->ctx, &t->log, s);
-        VT_FORWARD_IF_ERROR(commit_step(t, rc, s, loss, res));
+        vt_err ce = commit_step(t, rc, s, loss, res);
+        if (ce) {
+            vt_progress_end(&pr);
+            return write_failed(ce);
+        }
         char extra[48];
         snprintf(extra, sizeof extra, "loss %.4f", (double)loss);
         vt_progress_update(&pr, "step", s, extra);
@@ -292,6 +394,10 @@ static vt_err train(train_ctx *t, const vt_recipe *rc, const vt_train_opts *o, v
     }
     res->rounded = stats.rounded;
     res->exact = stats.exact;
+
+    /* run.db self-contained before the commitment exists: a committed run is run.db, the
+     * checkpoints and commitment.vtc, whatever readers were doing */
+    VT_FORWARD_IF_ERROR(vt_store_finish(t->st, wait_ms));
 
     /* commitment */
     vt_commitment c;

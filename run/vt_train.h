@@ -9,13 +9,17 @@
 #include "../model/vt_model.h"
 #include "../model/vt_recipe.h"
 
+#define VT_TRAIN_READER_WAIT_S 60
+
 typedef struct {
     const char *run_dir;
     const char *key_path;   /* Ed25519 secret key file (trainer keygen) */
     const char *data_root;  /* NULL: $VT_DATA_DIR or the repository's data/ */
     vt_order order;         /* evaluation order of this trainer (default: blas) */
     const char *backend;    /* "cpu" (NULL: the default) or "cuda" (kernels/vt_backend.h) */
-    int resume;             /* continue an interrupted run from its last checkpoint */
+    int resume;             /* continue an interrupted run from its newest usable checkpoint */
+    int reader_wait_s;      /* how long the end of training waits for readers holding an older snapshot
+                             * of run.db before failing (vt_store_finish); 0: VT_TRAIN_READER_WAIT_S */
     int quiet;
     uint64_t stop_after;    /* stop (without committing: an interruption) after this step; 0 = never */
     const vt_hooks *hooks;  /* tests only (tests/vt_cheats.c: a cheating trainer); NULL */
@@ -37,8 +41,10 @@ typedef struct {
 } vt_train_result;
 
 /* Trains and commits. Errors: VT_ERR_DIVERGED (training diverged: message names step and
- * operation), VT_ERR_IO/FORMAT/DB (inputs), VT_ERR_ARG (recipe). Resuming a finished run changes
- * nothing and reports it (res->finished). */
+ * operation), VT_ERR_IO/FORMAT/DB (inputs; VT_ERR_IO also when another trainer holds the run
+ * directory, or when readers kept run.db from being made self-contained: then nothing is committed
+ * and --resume commits), VT_ERR_ARG (recipe). Resuming a finished run changes nothing and reports
+ * it (res->finished). The commitment is written only once run.db holds every step. */
 vt_err vt_train_run(const vt_recipe *rc, const vt_train_opts *o, vt_train_result *res) VT_WARN_UNUSED;
 
 /* The dataset spec "NAME" or "NAME:N" for a recipe (into buf). */

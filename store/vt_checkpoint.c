@@ -5,6 +5,7 @@
  * decompressed. */
 #include "vt_checkpoint.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -41,26 +42,76 @@ static char *ckpt_path(const vt_store *s, uint64_t step)
 
 char *vt__ckpt_dir(const char *run_dir) { return vt__str_printf("%s/checkpoints", run_dir); }
 
-vt_err vt__ckpt_remove_files(vt_store *s, const uint64_t *steps, size_t n)
+/* The step of a checkpoint file's name "ckpt-<12 digits>.vtck" (exactly); 0 when it is not one. */
+static int ckpt_name_step(const char *name, uint64_t *step)
+{
+    if (strlen(name) != 22 || strncmp(name, "ckpt-", 5) != 0 || strcmp(name + 17, ".vtck") != 0) return 0;
+    uint64_t v = 0;
+    for (int i = 5; i < 17; i++) {
+        if (name[i] < '0' || name[i] > '9') return 0;
+        v = v * 10 + (uint64_t)(name[i] - '0');
+    }
+    *step = v;
+    return 1;
+}
+
+vt_err vt__ckpt_remove_files(vt_store *s, const uint64_t *steps, size_t n, uint64_t after)
 {
     vt_err e = VT_OK;
+    int removed = 0;
     for (size_t i = 0; i < n && !e; i++) {
         char *p = ckpt_path(s, steps[i]);
         if (!p) {
             e = vt_set_error(VT_ERR_NOMEM, "out of memory truncating run store %s", s->db_path);
         } else {
-            if (unlink(p) != 0 && errno != ENOENT)
+            if (unlink(p) == 0)
+                removed = 1;
+            else if (errno != ENOENT)
                 e = vt_set_error(VT_ERR_IO, "cannot delete checkpoint file %s: %s", p, strerror(errno));
             free(p);
         }
     }
-    if (!e && n) {
-        char *d = vt__ckpt_dir(s->run_dir);
-        if (!d) return vt_set_error(VT_ERR_NOMEM, "out of memory");
-        e = vt__fsync_dir(d);
-        free(d);
+    char *d = vt__ckpt_dir(s->run_dir);
+    if (!d) return e ? e : vt_set_error(VT_ERR_NOMEM, "out of memory");
+    DIR *dir = e ? NULL : opendir(d);
+    if (dir) { /* files written but never recorded (a writer killed in between) */
+        struct dirent *ent;
+        while (!e && (ent = readdir(dir)) != NULL) {
+            uint64_t step = 0;
+            if (!ckpt_name_step(ent->d_name, &step) || step <= after) continue;
+            char *p = vt__str_printf("%s/%s", d, ent->d_name);
+            if (!p) {
+                e = vt_set_error(VT_ERR_NOMEM, "out of memory");
+            } else {
+                if (unlink(p) == 0)
+                    removed = 1;
+                else if (errno != ENOENT)
+                    e = vt_set_error(VT_ERR_IO, "cannot delete checkpoint file %s: %s", p, strerror(errno));
+                free(p);
+            }
+        }
+        closedir(dir);
     }
+    if (!e && removed) e = vt__fsync_dir(d);
+    free(d);
     return e;
+}
+
+void vt__ckpt_remove_temps(vt_store *s)
+{
+    char *d = vt__ckpt_dir(s->run_dir);
+    DIR *dir = d ? opendir(d) : NULL;
+    if (dir) {
+        struct dirent *ent;
+        while ((ent = readdir(dir)) != NULL) {
+            if (strncmp(ent->d_name, "ckpt-", 5) != 0 || !strstr(ent->d_name, ".vtck.tmp")) continue;
+            char *p = vt__str_printf("%s/%s", d, ent->d_name);
+            if (p) unlink(p);
+            free(p);
+        }
+        closedir(dir);
+    }
+    free(d);
 }
 
 vt_err vt_store_put_checkpoint(vt_store *s, uint64_t step, const float *state, size_t n, int zstd_level)
@@ -118,7 +169,7 @@ vt_err vt_store_put_checkpoint(vt_store *s, uint64_t step, const float *state, s
         e = vt_set_error(VT_ERR_IO, "cannot create %s: %s", ckdir, strerror(errno));
         goto done;
     }
-    if ((e = vt__write_durable(path, file, flen))) goto done;
+    if ((e = vt__write_durable_at(path, file, flen, "ckpt"))) goto done;
 
     sqlite3_stmt *st = s->put_ckpt;
     int rc = sqlite3_bind_int64(st, 1, (sqlite3_int64)step);
@@ -130,6 +181,7 @@ vt_err vt_store_put_checkpoint(vt_store *s, uint64_t step, const float *state, s
     } else {
         e = vt__store_exec(s, st, "recording a checkpoint");
     }
+    if (!e) vt__fault(NULL, "ckpt.recorded");
 done:
     free(file);
     free(path);

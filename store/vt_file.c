@@ -9,6 +9,24 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "vt_store.h"
+
+/* The test builds' fault hook (vt_store_set_fault_hook); NULL in production. */
+static vt_store_fault_fn *g_fault_hook;
+
+void vt_store_set_fault_hook(vt_store_fault_fn *fn) { g_fault_hook = fn; }
+
+void vt__fault(const char *prefix, const char *name)
+{
+    if (!g_fault_hook) return;
+    char point[96];
+    if (prefix)
+        snprintf(point, sizeof point, "%s.%s", prefix, name);
+    else
+        snprintf(point, sizeof point, "%s", name);
+    g_fault_hook(point);
+}
+
 char *vt__str_printf(const char *fmt, ...)
 {
     va_list ap;
@@ -51,6 +69,7 @@ static void dfile_release(vt__dfile *d)
     free(d->path);
     d->f = NULL;
     d->tmp = d->path = NULL;
+    d->point = NULL;
 }
 
 void vt__dfile_abort(vt__dfile *d)
@@ -75,6 +94,7 @@ vt_err vt__dfile_open(vt__dfile *d, const char *path, int unique)
         dfile_release(d);
         VT_RETURN_ERROR(VT_ERR_NOMEM, "out of memory writing %s", path);
     }
+    d->point = NULL;
     int flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | (unique ? O_EXCL : O_TRUNC);
     int fd = open(d->tmp, flags, 0666);
     if (fd < 0) {
@@ -101,7 +121,9 @@ vt_err vt__dfile_write(vt__dfile *d, const void *p, size_t n)
 
 vt_err vt__dfile_commit(vt__dfile *d)
 {
-    int ok = fflush(d->f) == 0 && fsync(fileno(d->f)) == 0;
+    int ok = fflush(d->f) == 0;
+    if (ok && d->point) vt__fault(d->point, "tmp-written");
+    ok = ok && fsync(fileno(d->f)) == 0;
     int werr = errno;
     FILE *f = d->f;
     d->f = NULL;
@@ -110,29 +132,47 @@ vt_err vt__dfile_commit(vt__dfile *d)
         werr = errno;
     }
     vt_err e = VT_OK;
-    if (!ok)
+    if (!ok) {
         e = vt_set_error(VT_ERR_IO, "cannot write %s: %s", d->tmp, strerror(werr));
-    else if (rename(d->tmp, d->path) != 0)
-        e = vt_set_error(VT_ERR_IO, "cannot rename %s to %s: %s", d->tmp, d->path, strerror(errno));
+    } else {
+        if (d->point) vt__fault(d->point, "tmp-synced");
+        if (rename(d->tmp, d->path) != 0)
+            e = vt_set_error(VT_ERR_IO, "cannot rename %s to %s: %s", d->tmp, d->path, strerror(errno));
+    }
     if (e) {
         vt__dfile_abort(d);
         return e;
     }
+    if (d->point) vt__fault(d->point, "renamed");
     char *dir = vt__dir_of(d->path);
     e = dir ? vt__fsync_dir(dir) : vt_set_error(VT_ERR_NOMEM, "out of memory writing %s", d->path);
     free(dir);
+    if (!e && d->point) vt__fault(d->point, "dir-synced");
     dfile_release(d);
     return e;
 }
 
-vt_err vt__write_durable(const char *path, const uint8_t *data, size_t len)
+vt_err vt__write_durable_at(const char *path, const uint8_t *data, size_t len, const char *point)
 {
     vt__dfile d;
     VT_FORWARD_IF_ERROR(vt__dfile_open(&d, path, 1));
-    vt_err e = vt__dfile_write(&d, data, len);
+    d.point = point;
+    if (point) vt__fault(point, "tmp-created");
+    size_t half = point ? len / 2 : 0;
+    vt_err e = vt__dfile_write(&d, data, half);
+    if (!e && point) {
+        if (fflush(d.f) != 0) e = vt_set_error(VT_ERR_IO, "cannot write %s: %s", d.tmp, strerror(errno));
+        if (!e) vt__fault(point, "tmp-half");
+    }
+    if (!e) e = vt__dfile_write(&d, len > half ? data + half : data, len - half);
     if (e) {
         vt__dfile_abort(&d);
         return e;
     }
     return vt__dfile_commit(&d);
+}
+
+vt_err vt__write_durable(const char *path, const uint8_t *data, size_t len)
+{
+    return vt__write_durable_at(path, data, len, NULL);
 }

@@ -24,6 +24,7 @@ typedef struct {
     FILE *f;
     char *tmp;
     char *path;
+    const char *point; /* NULL, or the prefix of the write points this file passes (vt__fault) */
 } vt__dfile;
 /* unique = 1: a temporary of this call's own, path.tmp-<pid>-<k>, created exclusively;
  * unique = 0: path.tmp, replacing one that an interrupted writer left. */
@@ -34,5 +35,12 @@ void vt__dfile_abort(vt__dfile *d);
 
 /* A whole file at once, through a vt__dfile with a unique temporary. */
 vt_err vt__write_durable(const char *path, const uint8_t *data, size_t len) VT_WARN_UNUSED;
+/* The same, passing the write points POINT.tmp-created, .tmp-half (half the bytes written and
+ * flushed), .tmp-written, .tmp-synced, .renamed and .dir-synced (docs/format.md "Write order"). */
+vt_err vt__write_durable_at(const char *path, const uint8_t *data, size_t len, const char *point) VT_WARN_UNUSED;
+
+/* A write point of the run directory: calls the test builds' fault hook (vt_store_set_fault_hook)
+ * with "PREFIX.NAME" (or NAME when prefix is NULL); nothing in production. */
+void vt__fault(const char *prefix, const char *name);
 
 #endif

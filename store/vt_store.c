@@ -5,12 +5,17 @@
  * once vt_store_put_step has returned, so a kill -9 afterwards keeps it; a power cut may
  * lose the steps since the last WAL sync, which `trainer train --resume` recomputes from
  * the last checkpoint (checkpoint files themselves are fsynced before they are recorded).
- * A writable vt_store_close checkpoints the WAL into run.db (TRUNCATE) and switches the
- * file back to rollback-journal mode, so a finished run is the single file run.db: it
- * can be copied elsewhere and opened read-only without SQLite creating -wal / -shm
- * files next to it (a read-only open of a WAL-mode file would create them).  A run that
- * is still being written, or whose trainer was killed, also has run.db-wal; copy it
- * along with run.db (a read-only open then needs a writable directory for run.db-shm).
+ * vt_store_finish, before the trainer writes its commitment, copies every page of the WAL
+ * into run.db (TRUNCATE), waiting (bounded) for readers that hold an older snapshot and
+ * failing loudly if they still do, then switches the file back to rollback-journal mode
+ * when no one else has it open: a committed run's run.db holds every step and can be
+ * copied alone (docs/format.md "The end of a run"). A run that is still being written, or
+ * whose trainer was killed, also has run.db-wal; copy it along with run.db.
+ *
+ * A writer holds RUN_DIR/run.lock (flock, its PID inside) from open or create to close; a
+ * second writer is refused naming it. run.db is created as run.db.new and renamed once its
+ * schema and manifest are committed. The named write points (vt__fault) and what a crash at
+ * each leaves: docs/format.md "Run directory".
  *
  * Every value read back is treated as hostile: the schema is checked on open (only our
  * three tables, no views or triggers), every column is type- and length-checked, and
@@ -26,8 +31,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/types.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "vt_file.h"
@@ -376,6 +385,7 @@ static vt_store *store_alloc(const char *run_dir, int readonly)
     vt_store *s = calloc(1, sizeof *s);
     if (!s) return NULL;
     s->readonly = readonly;
+    s->lock_fd = -1;
     s->run_dir = vt__str_printf("%s", run_dir);
     s->db_path = vt__str_printf("%s/run.db", run_dir);
     if (!s->run_dir || !s->db_path) {
@@ -394,80 +404,173 @@ static void store_free(vt_store *s)
                            s->get_ckpt, s->list_ckpt, s->ckpts_after, s->del_ckpts};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) sqlite3_finalize(all[i]);
     if (s->db) sqlite3_close_v2(s->db);
+    if (s->lock_fd >= 0) close(s->lock_fd); /* the writer lock goes last, after run.db is closed */
     free(s->run_dir);
     free(s->db_path);
     free(s);
 }
 
+/* ------------------------------------------------------------------ the writer lock */
+
+#define LOCK_NAME "run.lock"
+#define DB_NEW "run.db.new"
+
+/* RUN_DIR/run.lock: flock(LOCK_EX | LOCK_NB), then our PID written into it. A second writer is
+ * refused at once, naming the holder; the lock goes with the process (kill -9 included). */
+static vt_err lock_run_dir(vt_store *s)
+{
+    char *path = vt__str_printf("%s/" LOCK_NAME, s->run_dir);
+    VT_RETURN_ERROR_IF(!path, VT_ERR_NOMEM, "out of memory locking %s", s->run_dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    vt_err e = VT_OK;
+    if (fd < 0) {
+        e = vt_set_error(VT_ERR_IO, "cannot open the lock file %s: %s", path, strerror(errno));
+    } else if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int err = errno;
+        char holder[24] = "";
+        if (err == EWOULDBLOCK) {
+            ssize_t n = pread(fd, holder, sizeof holder - 1, 0);
+            size_t k = 0;
+            while (n > 0 && k < (size_t)n && holder[k] >= '0' && holder[k] <= '9') k++;
+            holder[k] = 0;
+            e = vt_set_error(VT_ERR_IO,
+                             "run directory %s is in use by another trainer (pid %s, which holds %s): wait for it "
+                             "to end (or stop it), then continue the run with --resume",
+                             s->run_dir, *holder ? holder : "not yet written", path);
+        } else {
+            e = vt_set_error(VT_ERR_IO, "cannot lock %s: %s", path, strerror(err));
+        }
+    } else {
+        char pid[24];
+        int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+        if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)n, 0) != (ssize_t)n)
+            e = vt_set_error(VT_ERR_IO, "cannot write the lock file %s: %s", path, strerror(errno));
+    }
+    free(path);
+    if (e) {
+        if (fd >= 0) close(fd);
+        return e;
+    }
+    s->lock_fd = fd;
+    return VT_OK;
+}
+
+/* The temporaries that killed writers left (a writer holds the lock, so none is live). */
+static void remove_stale_temps(vt_store *s)
+{
+    DIR *d = opendir(s->run_dir);
+    if (d) {
+        struct dirent *ent;
+        while ((ent = readdir(d)) != NULL) {
+            if (strncmp(ent->d_name, "commitment.vtc.tmp", 18) != 0) continue;
+            char *p = vt__str_printf("%s/%s", s->run_dir, ent->d_name);
+            if (p) unlink(p);
+            free(p);
+        }
+        closedir(d);
+    }
+    vt__ckpt_remove_temps(s);
+}
+
 /* ------------------------------------------------------------------ create / open / close */
 
-static vt_err dir_is_empty(const char *dir)
+static int dir_empty(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    struct dirent *ent;
+    int empty = 1;
+    while (empty && (ent = readdir(d)) != NULL)
+        if (strcmp(ent->d_name, ".") != 0 && strcmp(ent->d_name, "..") != 0) empty = 0;
+    closedir(d);
+    return empty;
+}
+
+/* A directory a run may be created in: empty, or holding only what an interrupted creation
+ * leaves (run.lock, an empty checkpoints/, run.db.new, run.db.new-journal). */
+static vt_err dir_is_fresh(const char *dir)
 {
     DIR *d = opendir(dir);
     if (!d) VT_RETURN_ERROR(VT_ERR_IO, "cannot create run directory %s: it exists and cannot be read (%s)", dir,
                             strerror(errno));
     struct dirent *ent;
-    int empty = 1;
+    int has_run = 0;
+    char other[256] = "";
     while ((ent = readdir(d)) != NULL) {
-        if (strcmp(ent->d_name, ".") != 0 && strcmp(ent->d_name, "..") != 0) {
-            empty = 0;
-            break;
+        const char *n = ent->d_name;
+        if (!strcmp(n, ".") || !strcmp(n, "..") || !strcmp(n, LOCK_NAME) || !strcmp(n, DB_NEW) ||
+            !strcmp(n, DB_NEW "-journal"))
+            continue;
+        if (!strcmp(n, "checkpoints")) {
+            char *ck = vt__ckpt_dir(dir);
+            int empty = ck && dir_empty(ck);
+            free(ck);
+            if (empty) continue;
         }
+        if (!strcmp(n, "run.db")) has_run = 1;
+        if (!*other) snprintf(other, sizeof other, "%s", n);
     }
     closedir(d);
-    VT_RETURN_ERROR_IF(!empty, VT_ERR_ARG, "cannot create run directory %s: it exists and is not empty", dir);
+    VT_RETURN_ERROR_IF(has_run, VT_ERR_ARG,
+                       "cannot create run directory %s: it holds a run (run.db): continue that run with "
+                       "`trainer train --resume` (same recipe), or choose another directory",
+                       dir);
+    VT_RETURN_ERROR_IF(*other, VT_ERR_ARG, "cannot create run directory %s: it exists and is not empty (%s)", dir,
+                       other);
     return VT_OK;
 }
 
-vt_err vt_store_create(const char *run_dir, const char *manifest, size_t manifest_len, vt_store **out)
+/* Opens run.db of s, which exists: schema and version checked, WAL mode for a writer, the
+ * statements prepared, the manifest checked against its hash. */
+static vt_err open_db(vt_store *s)
 {
-    VT_RETURN_ERROR_IF(!run_dir || !*run_dir || !out || (!manifest && manifest_len), VT_ERR_ARG,
-                       "vt_store_create: invalid argument");
-    VT_RETURN_ERROR_IF(manifest_len > (size_t)INT_MAX, VT_ERR_LIMIT, "vt_store_create: manifest too large");
-    *out = NULL;
-    int made_dir = 0;
-    if (mkdir(run_dir, 0777) == 0) {
-        made_dir = 1;
-    } else if (errno == EEXIST) {
-        struct stat sb;
-        VT_RETURN_ERROR_IF(stat(run_dir, &sb) != 0 || !S_ISDIR(sb.st_mode), VT_ERR_IO,
-                           "cannot create run directory %s: it exists and is not a directory", run_dir);
-        VT_FORWARD_IF_ERROR(dir_is_empty(run_dir));
-    } else {
-        VT_RETURN_ERROR(VT_ERR_IO, "cannot create run directory %s: %s", run_dir, strerror(errno));
-    }
+    struct stat sb;
+    if (stat(s->db_path, &sb) != 0)
+        VT_RETURN_ERROR(VT_ERR_IO, "cannot open run store %s: %s", s->db_path, strerror(errno));
+    if (!S_ISREG(sb.st_mode))
+        VT_RETURN_ERROR(VT_ERR_FORMAT, "not a run store: %s is not a regular file", s->db_path);
+    int rc = sqlite3_open_v2(s->db_path, &s->db, s->readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE, NULL);
+    if (rc != SQLITE_OK) return vt__store_db_fail(s, rc, "opening");
+    VT_FORWARD_IF_ERROR(configure(s));
+    if (s->readonly && sqlite3_exec(s->db, "PRAGMA query_only = ON", NULL, NULL, NULL) != SQLITE_OK)
+        return vt__store_db_fail(s, sqlite3_errcode(s->db), "setting query_only");
+    VT_FORWARD_IF_ERROR(check_schema(s));
+    VT_FORWARD_IF_ERROR(check_version(s));
+    if (!s->readonly) VT_FORWARD_IF_ERROR(set_wal(s));
+    VT_FORWARD_IF_ERROR(prepare_all(s));
+    return read_manifest(s, NULL, NULL, NULL);
+}
 
-    vt_store *s = store_alloc(run_dir, 0);
-    char *ckdir = vt__ckpt_dir(run_dir);
-    vt_err e = VT_OK;
-    int made_ckdir = 0;
-    if (!s || !ckdir) {
-        e = vt_set_error(VT_ERR_NOMEM, "out of memory creating run store %s", run_dir);
-        goto fail;
-    }
-    if (mkdir(ckdir, 0777) != 0) {
-        e = vt_set_error(VT_ERR_IO, "cannot create %s: %s", ckdir, strerror(errno));
-        goto fail;
-    }
-    made_ckdir = 1;
-
-    int rc = sqlite3_open_v2(s->db_path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+/* run.db.new with the schema and the manifest, committed in one transaction (rollback journal,
+ * synchronous FULL: durable at COMMIT), closed. */
+static vt_err write_new_db(vt_store *s, const char *path, const char *manifest, size_t manifest_len)
+{
+    sqlite3 *db = NULL;
+    int rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
     if (rc != SQLITE_OK) {
-        e = vt__store_db_fail(s, rc, "creating");
-        goto fail;
+        vt_err e = db_fail_path(db, path, rc, "creating");
+        sqlite3_close(db);
+        return e;
     }
-    if ((e = configure(s)) || (e = set_wal(s))) goto fail;
-
+    s->db = db;
+    vt_err e = configure(s);
+    s->db = NULL;
     uint8_t mhash[VT_HASH_LEN];
-    if ((e = vt_sha256(manifest ? manifest : "", manifest_len, mhash))) goto fail;
-    rc = sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
-    if (rc == SQLITE_OK) rc = sqlite3_exec(s->db, SCHEMA_SQL, NULL, NULL, NULL);
+    if (!e) e = vt_sha256(manifest ? manifest : "", manifest_len, mhash);
+    if (e) {
+        sqlite3_close(db);
+        return e;
+    }
+    rc = sqlite3_exec(db, "PRAGMA journal_mode = DELETE; PRAGMA synchronous = FULL", NULL, NULL, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_exec(db, SCHEMA_SQL, NULL, NULL, NULL);
     if (rc != SQLITE_OK) {
-        e = vt__store_db_fail(s, rc, "creating the schema");
-        goto fail;
+        e = db_fail_path(db, path, rc, "creating the schema");
+        sqlite3_close(db);
+        return e;
     }
     sqlite3_stmt *ins = NULL;
-    rc = sqlite3_prepare_v2(s->db, "INSERT INTO meta(key, value) VALUES(?1, ?2)", -1, &ins, NULL);
+    rc = sqlite3_prepare_v2(db, "INSERT INTO meta(key, value) VALUES(?1, ?2)", -1, &ins, NULL);
     if (rc == SQLITE_OK) {
         static const uint8_t empty = 0;
         struct {
@@ -491,12 +594,66 @@ vt_err vt_store_create(const char *run_dir, const char *manifest, size_t manifes
         }
     }
     sqlite3_finalize(ins);
-    if (rc == SQLITE_OK) rc = sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
     if (rc != SQLITE_OK) {
-        e = vt__store_db_fail(s, rc, "writing the manifest");
+        e = db_fail_path(db, path, rc, "writing the manifest");
+        sqlite3_close(db);
+        return e;
+    }
+    rc = sqlite3_close(db);
+    if (rc != SQLITE_OK) return db_fail_path(NULL, path, rc, "closing");
+    return VT_OK;
+}
+
+vt_err vt_store_create(const char *run_dir, const char *manifest, size_t manifest_len, vt_store **out)
+{
+    VT_RETURN_ERROR_IF(!run_dir || !*run_dir || !out || (!manifest && manifest_len), VT_ERR_ARG,
+                       "vt_store_create: invalid argument");
+    VT_RETURN_ERROR_IF(manifest_len > (size_t)INT_MAX, VT_ERR_LIMIT, "vt_store_create: manifest too large");
+    *out = NULL;
+    int made_dir = 0;
+    if (mkdir(run_dir, 0777) == 0) {
+        made_dir = 1;
+    } else if (errno == EEXIST) {
+        struct stat sb;
+        VT_RETURN_ERROR_IF(stat(run_dir, &sb) != 0 || !S_ISDIR(sb.st_mode), VT_ERR_IO,
+                           "cannot create run directory %s: it exists and is not a directory", run_dir);
+        VT_FORWARD_IF_ERROR(dir_is_fresh(run_dir));
+    } else {
+        VT_RETURN_ERROR(VT_ERR_IO, "cannot create run directory %s: %s", run_dir, strerror(errno));
+    }
+
+    vt_store *s = store_alloc(run_dir, 0);
+    char *ckdir = vt__ckpt_dir(run_dir);
+    char *newdb = vt__str_printf("%s/" DB_NEW, run_dir), *newj = vt__str_printf("%s/" DB_NEW "-journal", run_dir);
+    char *lockp = vt__str_printf("%s/" LOCK_NAME, run_dir);
+    char *db = vt__str_printf("%s/run.db", run_dir), *wal = vt__str_printf("%s/run.db-wal", run_dir),
+         *shm = vt__str_printf("%s/run.db-shm", run_dir);
+    vt_err e = VT_OK;
+    int locked = 0, renamed = 0;
+    if (!s || !ckdir || !newdb || !newj || !lockp || !db || !wal || !shm) {
+        e = vt_set_error(VT_ERR_NOMEM, "out of memory creating run store %s", run_dir);
         goto fail;
     }
-    if ((e = prepare_all(s))) goto fail;
+    if ((e = lock_run_dir(s))) goto fail;
+    locked = 1;
+    /* again under the lock: a creator that held it before us may have finished meanwhile */
+    if (!made_dir && (e = dir_is_fresh(run_dir))) goto fail;
+    vt__fault(NULL, "create.locked");
+    unlink(newdb); /* what an interrupted creation left */
+    unlink(newj);
+    if (mkdir(ckdir, 0777) != 0 && errno != EEXIST) {
+        e = vt_set_error(VT_ERR_IO, "cannot create %s: %s", ckdir, strerror(errno));
+        goto fail;
+    }
+    if ((e = write_new_db(s, newdb, manifest, manifest_len))) goto fail;
+    vt__fault(NULL, "create.db-new");
+    if (rename(newdb, db) != 0) {
+        e = vt_set_error(VT_ERR_IO, "cannot rename %s to %s: %s", newdb, db, strerror(errno));
+        goto fail;
+    }
+    renamed = 1;
+    vt__fault(NULL, "create.renamed");
     if ((e = vt__fsync_dir(run_dir))) goto fail;
     if (made_dir) {
         char *parent = vt__dir_of(run_dir);
@@ -504,28 +661,35 @@ vt_err vt_store_create(const char *run_dir, const char *manifest, size_t manifes
         free(parent);
         if (e) goto fail;
     }
-    free(ckdir);
+    if ((e = open_db(s))) goto fail;
     *out = s;
-    return VT_OK;
-
+    s = NULL;
 fail:
     if (s) {
-        int had_db = s->db != NULL;
-        char *db = vt__str_printf("%s", s->db_path);
-        char *wal = vt__str_printf("%s-wal", s->db_path), *shm = vt__str_printf("%s-shm", s->db_path);
+        int lock_fd = s->lock_fd; /* held until everything this creation wrote is gone */
+        s->lock_fd = -1;
         store_free(s);
-        if (had_db) {
-            if (db) unlink(db);
-            if (wal) unlink(wal);
-            if (shm) unlink(shm);
+        if (locked) {
+            if (renamed) {
+                unlink(db);
+                unlink(wal);
+                unlink(shm);
+            }
+            unlink(newdb);
+            unlink(newj);
+            rmdir(ckdir);
+            unlink(lockp);
         }
-        free(db);
-        free(wal);
-        free(shm);
+        if (lock_fd >= 0) close(lock_fd);
+        if (made_dir) rmdir(run_dir);
     }
-    if (made_ckdir) rmdir(ckdir);
     free(ckdir);
-    if (made_dir) rmdir(run_dir);
+    free(newdb);
+    free(newj);
+    free(lockp);
+    free(db);
+    free(wal);
+    free(shm);
     return e;
 }
 
@@ -536,33 +700,119 @@ vt_err vt_store_open(const char *run_dir, int readonly, vt_store **out)
     vt_store *s = store_alloc(run_dir, readonly ? 1 : 0);
     VT_RETURN_ERROR_IF(!s, VT_ERR_NOMEM, "out of memory opening run store %s", run_dir);
     vt_err e = VT_OK;
-    struct stat sb;
-    if (stat(s->db_path, &sb) != 0) {
-        e = vt_set_error(VT_ERR_IO, "cannot open run store %s: %s", s->db_path, strerror(errno));
-        goto fail;
+    if (!s->readonly) {
+        /* a writer: the lock first (not in a directory without a run store: no lock file there) */
+        struct stat sb;
+        if (stat(s->db_path, &sb) != 0)
+            e = vt_set_error(VT_ERR_IO, "cannot open run store %s: %s", s->db_path, strerror(errno));
+        if (!e) e = lock_run_dir(s);
+        if (!e) remove_stale_temps(s);
     }
-    if (!S_ISREG(sb.st_mode)) {
-        e = vt_set_error(VT_ERR_FORMAT, "not a run store: %s is not a regular file", s->db_path);
-        goto fail;
+    if (!e) e = open_db(s);
+    if (e) {
+        store_free(s);
+        return e;
     }
-    int rc = sqlite3_open_v2(s->db_path, &s->db, s->readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE, NULL);
-    if (rc != SQLITE_OK) {
-        e = vt__store_db_fail(s, rc, "opening");
-        goto fail;
-    }
-    if ((e = configure(s))) goto fail;
-    if (s->readonly && sqlite3_exec(s->db, "PRAGMA query_only = ON", NULL, NULL, NULL) != SQLITE_OK) {
-        e = vt__store_db_fail(s, sqlite3_errcode(s->db), "setting query_only");
-        goto fail;
-    }
-    if ((e = check_schema(s)) || (e = check_version(s))) goto fail;
-    if (!s->readonly && (e = set_wal(s))) goto fail;
-    if ((e = prepare_all(s))) goto fail;
-    if ((e = read_manifest(s, NULL, NULL, NULL))) goto fail;
     *out = s;
     return VT_OK;
-fail:
-    store_free(s);
+}
+
+/* The PIDs, other than ours, that hold POSIX locks on run.db or run.db-shm (readers of the run:
+ * SQLite locks both), from /proc/locks; "" where it cannot tell. */
+static void lock_holders(const vt_store *s, char *buf, size_t cap)
+{
+    buf[0] = 0;
+    struct stat sb[2];
+    int have[2];
+    char *shm = vt__str_printf("%s-shm", s->db_path);
+    have[0] = stat(s->db_path, &sb[0]) == 0;
+    have[1] = shm && stat(shm, &sb[1]) == 0;
+    free(shm);
+    FILE *f = fopen("/proc/locks", "r");
+    if (!f) return;
+    char line[256];
+    long pids[8];
+    int np = 0;
+    while (np < 8 && fgets(line, sizeof line, f)) {
+        char kind[16], dev[64];
+        long pid = 0;
+        unsigned maj = 0, min = 0;
+        unsigned long long ino = 0;
+        if (sscanf(line, "%*[^:]: %15s %*s %*s %ld %63s", kind, &pid, dev) != 3 || strcmp(kind, "POSIX") != 0 ||
+            sscanf(dev, "%x:%x:%llu", &maj, &min, &ino) != 3 || pid <= 0 || pid == (long)getpid())
+            continue;
+        int match = 0;
+        for (int i = 0; i < 2; i++)
+            if (have[i] && ino == (unsigned long long)sb[i].st_ino && maj == major(sb[i].st_dev) &&
+                min == minor(sb[i].st_dev))
+                match = 1;
+        int seen = 0;
+        for (int i = 0; i < np; i++) seen |= pids[i] == pid;
+        if (match && !seen) pids[np++] = pid;
+    }
+    fclose(f);
+    size_t len = 0;
+    for (int i = 0; i < np && len + 24 < cap; i++)
+        len += (size_t)snprintf(buf + len, cap - len, "%s%ld", i ? ", " : "", pids[i]);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+vt_err vt_store_finish(vt_store *s, int wait_ms)
+{
+    VT_RETURN_ERROR_IF(!s || wait_ms < 0, VT_ERR_ARG, "vt_store_finish: invalid argument");
+    VT_RETURN_ERROR_IF(s->readonly, VT_ERR_ARG, "run store %s is open read-only", s->db_path);
+    double deadline = now_s() + wait_ms / 1000.0;
+    int announced = 0;
+    vt_err e = VT_OK;
+    for (;;) {
+        int nlog = -1, nck = -1;
+        sqlite3_busy_timeout(s->db, 100);
+        int rc = sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, &nlog, &nck);
+        if (rc == SQLITE_OK) break; /* every page in run.db, run.db-wal empty */
+        int prim = rc & 0xff;
+        if (prim != SQLITE_BUSY && prim != SQLITE_LOCKED) {
+            e = vt__store_db_fail(s, rc, "folding run.db-wal into run.db");
+            break;
+        }
+        /* Busy. Every frame copied: run.db holds everything, and only a reader of the latest
+         * snapshot keeps run.db-wal from being reset (its frames are all in run.db too). */
+        if (nlog >= 0 && nck == nlog) break;
+        char who[128];
+        if (now_s() >= deadline) {
+            lock_holders(s, who, sizeof who);
+            e = vt_set_error(VT_ERR_IO,
+                             "run store %s is not self-contained: %d of the %d pages in run.db-wal could not be "
+                             "copied into run.db because another process (a reader of the run: pid %s) kept an "
+                             "older snapshot open for %d s; the run is not committed, but every step is stored: "
+                             "once that reader lets go, `trainer train --resume` commits it",
+                             s->db_path, nlog - (nck > 0 ? nck : 0), nlog, *who ? who : "unknown", wait_ms / 1000);
+            break;
+        }
+        if (!announced) {
+            lock_holders(s, who, sizeof who);
+            fprintf(stderr,
+                    "run store %s: waiting up to %d s for a reader of an older snapshot (pid %s) to let go, "
+                    "to copy run.db-wal into run.db\n",
+                    s->db_path, wait_ms / 1000, *who ? who : "unknown");
+            announced = 1;
+        }
+        struct timespec ts = {0, 20 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    if (!e) {
+        /* Back to rollback-journal mode (one file, no -wal / -shm for a read-only opener): only when no
+         * other connection has run.db open; else it stays in WAL mode, complete. */
+        sqlite3_busy_timeout(s->db, 0);
+        sqlite3_exec(s->db, "PRAGMA journal_mode = DELETE", NULL, NULL, NULL);
+        vt__fault(NULL, "finish.folded");
+    }
+    sqlite3_busy_timeout(s->db, BUSY_TIMEOUT_MS);
     return e;
 }
 
@@ -570,8 +820,8 @@ void vt_store_close(vt_store *s)
 {
     if (!s) return;
     if (s->db && !s->readonly) {
-        /* Best effort, never waiting for readers: fold the WAL into run.db and leave the
-         * file in rollback-journal mode so the finished run is one self-contained file. */
+        /* Best effort, never waiting for readers (vt_store_finish is the checked, waiting one):
+         * fold the WAL into run.db and leave the file in rollback-journal mode. */
         sqlite3_busy_timeout(s->db, 0);
         if (sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL) == SQLITE_OK)
             sqlite3_exec(s->db, "PRAGMA journal_mode = DELETE", NULL, NULL, NULL);
@@ -660,6 +910,7 @@ vt_err vt_store_put_step(vt_store *s, const vt_step_rec *r, const uint8_t *log_b
     }
     if (!e) e = vt__store_exec(s, s->commit, "committing a step");
     if (e) rollback(s);
+    if (!e) vt__fault(NULL, "step.stored");
     return e;
 }
 
@@ -781,9 +1032,11 @@ vt_err vt_store_truncate(vt_store *s, uint64_t step)
         free(gone);
         return e;
     }
-    /* The records are gone; now the files (an orphan file left by a crash here is harmless:
-     * nothing refers to it and a later checkpoint of that step replaces it). */
-    e = vt__ckpt_remove_files(s, gone, n_gone);
+    /* The records are gone; now the files, recorded or not (an orphan file left by a crash here
+     * is harmless: nothing refers to it, and the next truncation or checkpoint of that step
+     * removes or replaces it). */
+    vt__fault(NULL, "truncate.recorded");
+    e = vt__ckpt_remove_files(s, gone, n_gone, step);
     free(gone);
     return e;
 }

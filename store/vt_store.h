@@ -5,7 +5,8 @@
  *   run.db              SQLite (WAL), schema versioned: manifest, per-step records, checkpoints
  *   checkpoints/ckpt-<step, 12 digits>.vtck   zstd-compressed state (vt_checkpoint.h)
  *   commitment.vtc      signed commitment (vt_commitment.h)
- * Formats in docs/format.md.
+ *   run.lock            the writer's lock (flock) and its PID
+ * Formats, the order of writes and the lock in docs/format.md.
  *
  * Every reader treats files as hostile: magic, version, lengths and hashes are checked
  * and failures are VT_ERR_FORMAT / VT_ERR_DB / VT_ERR_IO with a message naming the file.
@@ -39,12 +40,31 @@ typedef struct {
     uint64_t log_entries;         /* entries in the step's log (informational) */
 } vt_step_rec;
 
-/* Create RUN_DIR (must not exist, or be empty) with a new store holding the manifest. */
+/* Create RUN_DIR (must not exist, be empty, or hold only what an interrupted creation left:
+ * run.lock, an empty checkpoints/, run.db.new[-journal]) with a new store holding the manifest.
+ * run.db appears (renamed from run.db.new) only once its schema and manifest are committed.
+ * Takes the run directory's writer lock, as a writable open does. */
 vt_err vt_store_create(const char *run_dir, const char *manifest, size_t manifest_len,
                        vt_store **out) VT_WARN_UNUSED;
-/* Open an existing store; readonly = 1 for auditors (never writes, no WAL checkpoint). */
+/* Open an existing store; readonly = 1 for auditors (never writes, no WAL checkpoint, no lock).
+ * A writable open takes the writer lock RUN_DIR/run.lock (flock, exclusive, not waiting: a second
+ * writer gets VT_ERR_IO naming the holder's PID) and removes the temporaries that killed writers
+ * left (checkpoints/ckpt-*.vtck.tmp-*, commitment.vtc.tmp-*). */
 vt_err vt_store_open(const char *run_dir, int readonly, vt_store **out) VT_WARN_UNUSED;
+/* Make run.db self-contained before the run is committed: fold run.db-wal into it, waiting up to
+ * wait_ms for readers that hold an older snapshot (an open read transaction), then switch back to
+ * rollback-journal mode when no other process has run.db open (else it stays in WAL mode, every
+ * page in run.db). Prints one line to stderr when it has to wait. VT_ERR_IO when readers still
+ * block after wait_ms, naming them (their PIDs where /proc/locks tells). */
+vt_err vt_store_finish(vt_store *s, int wait_ms) VT_WARN_UNUSED;
+/* Closes; a writable store also tries, without waiting, to fold the WAL and releases the lock. */
 void vt_store_close(vt_store *s);
+
+/* Test builds only: fn is called with the name of each write point of the run directory as the
+ * writer passes it (docs/format.md "Run directory"); trainer-test --kill-at stops the process
+ * there. NULL (the default, and always in production): nothing is called. */
+typedef void vt_store_fault_fn(const char *point);
+void vt_store_set_fault_hook(vt_store_fault_fn *fn);
 
 /* The manifest bytes (malloc'd, caller frees) and its SHA-256. */
 vt_err vt_store_manifest(vt_store *s, char **manifest, size_t *len, uint8_t hash[VT_HASH_LEN]) VT_WARN_UNUSED;

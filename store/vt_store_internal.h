@@ -11,6 +11,7 @@
 struct vt_store {
     sqlite3 *db;
     int readonly;
+    int lock_fd;   /* RUN_DIR/run.lock, flock'd exclusively by a writer; -1 for readers */
     char *run_dir;
     char *db_path;
     sqlite3_stmt *begin, *commit, *rollback;
@@ -41,8 +42,11 @@ vt_err vt__store_steps_of(vt_store *s, sqlite3_stmt *st, uint64_t **steps, size_
 /* vt_checkpoint.c */
 /* RUN_DIR/checkpoints, malloc'd (NULL when out of memory). */
 char *vt__ckpt_dir(const char *run_dir);
-/* Delete the files of these checkpoints (already gone from the store), then fsync the
- * directory. */
-vt_err vt__ckpt_remove_files(vt_store *s, const uint64_t *steps, size_t n) VT_WARN_UNUSED;
+/* Delete the files of these checkpoints (already gone from the store) and every other
+ * checkpoint file of a step after `after` (written but never recorded: a writer killed in
+ * between), then fsync the directory. */
+vt_err vt__ckpt_remove_files(vt_store *s, const uint64_t *steps, size_t n, uint64_t after) VT_WARN_UNUSED;
+/* Remove the temporaries of killed writers: checkpoints/ckpt-*.vtck.tmp-* (writer lock held). */
+void vt__ckpt_remove_temps(vt_store *s);
 
 #endif

@@ -28,8 +28,54 @@
 #include "../run/vt_export.h"
 #include "../run/vt_train.h"
 #ifdef VT_TEST_HOOKS
+#include <signal.h>
+
 #include "../tests/vt_cheats.h"
 static vt_cheats g_cheats; /* the test build's adversaries (tests/vt_cheats.h) */
+
+/* --kill-at / --pause-at POINT[:N]: at the N-th pass (default the first) of the run directory's
+ * write point POINT (docs/format.md "Run directory") the process kills itself with SIGKILL (a
+ * crash) or stops with SIGSTOP (for a test to act meanwhile, then SIGCONT); --fault-trace prints
+ * "write point POINT N" on stderr at every pass. */
+static struct {
+    char name[64];
+    uint64_t n;
+    int sig, trace, n_seen;
+    struct {
+        char name[64];
+        uint64_t count;
+    } seen[64];
+} g_fault;
+
+static void fault_hook(const char *point)
+{
+    int i = 0;
+    while (i < g_fault.n_seen && strcmp(g_fault.seen[i].name, point) != 0) i++;
+    if (i == g_fault.n_seen && i < 64) snprintf(g_fault.seen[g_fault.n_seen++].name, 64, "%s", point);
+    uint64_t count = i < 64 ? ++g_fault.seen[i].count : 0;
+    if (g_fault.trace) fprintf(stderr, "write point %s %llu\n", point, (unsigned long long)count);
+    if (g_fault.sig && strcmp(point, g_fault.name) == 0 && count == g_fault.n) {
+        fflush(NULL);
+        raise(g_fault.sig);
+    }
+}
+
+static int fault_parse(const char *arg, int sig)
+{
+    const char *colon = strchr(arg, ':');
+    size_t len = colon ? (size_t)(colon - arg) : strlen(arg);
+    g_fault.n = 1;
+    if (len == 0 || len >= sizeof g_fault.name ||
+        (colon && vt_cli_u64("--kill-at / --pause-at N", colon + 1, 1, UINT64_MAX, &g_fault.n) != VT_OK)) {
+        fprintf(stderr, "trainer: --kill-at / --pause-at %s: expected POINT[:N]\n", arg);
+        return -1;
+    }
+    memcpy(g_fault.name, arg, len);
+    g_fault.name[len] = 0;
+    g_fault.sig = sig;
+    vt_store_set_fault_hook(fault_hook);
+    return 0;
+}
 #endif
 
 /* --max-memory (0: the available memory): the model's allocation is refused beyond it */
@@ -50,12 +96,16 @@ static void usage(FILE *f)
             "      --data-dir DIR    dataset root (default: $VT_DATA_DIR or the repository's data/)\n"
             "      --backend NAME    cpu (default) or cuda: the GEMMs and their rounding on the GPU\n"
             "                        (the same bits; docs/cuda.md)\n"
-            "      --resume          continue an interrupted run from its last checkpoint\n"
+            "      --resume          continue an interrupted run from its newest usable checkpoint\n"
+            "      --reader-wait S   how long the end of training waits for readers holding an older\n"
+            "                        snapshot of run.db before it fails uncommitted (default 60)\n"
             "      --max-memory SIZE the model's memory budget, e.g. 8G (default: the available memory); a\n"
             "                        recipe that needs more is refused before anything is written\n"
             "      --quiet           no progress line\n"
 #ifdef VT_TEST_HOOKS
             "      --stop-after S    TEST BUILD: stop after step S without committing (as a crash would)\n"
+            "      --kill-at P[:N]   TEST BUILD: SIGKILL at the N-th pass of write point P (docs/format.md)\n"
+            "      --pause-at P[:N]  TEST BUILD: SIGSTOP there instead; --fault-trace: print every point\n"
             "      --cheat KIND:S[:V] TEST BUILD: a cheating trainer (tests/vt_cheats.h)\n"
 #endif
             "  trainer recipe [--recipe FILE] [--set KEY=VALUE]... [--program]\n"
@@ -117,11 +167,15 @@ static int parse_train(int argc, char **argv, vt_recipe *rc, vt_train_opts *o)
         {"resume", no_argument, 0, 'u'},       {"quiet", no_argument, 0, 'q'},
         {"backend", required_argument, 0, 'b'}, {"help", no_argument, 0, 'h'},
         {"max-memory", required_argument, 0, VT_OPT_MAX_MEMORY},
+        {"reader-wait", required_argument, 0, 'W'},
 #ifdef VT_TEST_HOOKS
         {"stop-after", required_argument, 0, 'S'}, {"cheat", required_argument, 0, 'C'},
+        {"kill-at", required_argument, 0, 'K'}, {"pause-at", required_argument, 0, 'P'},
+        {"fault-trace", no_argument, 0, 'T'},
 #endif
         {0, 0, 0, 0}};
-    const vt_cli_opt opts[] = {VT_CLI_ORDER('o', "--order", &o->order), VT_CLI_END};
+    const vt_cli_opt opts[] = {VT_CLI_ORDER('o', "--order", &o->order),
+                               VT_CLI_INT('W', "--reader-wait", 1, 86400, &o->reader_wait_s), VT_CLI_END};
     vt_recipe_default(rc);
     memset(o, 0, sizeof *o);
     o->order = VT_ORDER_BLAS;
@@ -162,6 +216,14 @@ static int parse_train(int argc, char **argv, vt_recipe *rc, vt_train_opts *o)
                 return VT_EXIT_USAGE;
             }
             o->hooks = &g_cheats.hooks;
+            break;
+        case 'K':
+        case 'P':
+            if (fault_parse(optarg, c == 'K' ? SIGKILL : SIGSTOP)) return VT_EXIT_USAGE;
+            break;
+        case 'T':
+            g_fault.trace = 1;
+            vt_store_set_fault_hook(fault_hook);
             break;
 #endif
         case 'h': usage(stdout); return VT_EXIT_OK;
