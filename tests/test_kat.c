@@ -14,7 +14,16 @@
  * documented change of what the step computes. The mnist-adam-subnormal answers (issue 21: Adam with
  * beta1 = beta2 = 0.5, whose exp_avg_sq reaches the FP32 subnormals at step 90) were added later, their
  * lines taken from `test_kat --write` of this code and appended to the file; the test also counts the
- * subnormals in that run's state and shows that flush-to-zero changes its state hash from step 90 on. */
+ * subnormals in that run's state and shows that flush-to-zero changes its state hash from step 90 on.
+ *
+ * Issue 23 (before the operation kinds are moved into families) added the residual CNN and the GPT in
+ * both rounding modes, small recipes of recipes/resnet-cifar10.json and recipes/gpt-shakespeare.json
+ * (every CNN and GPT kind of the step, dropout included; a few steps, per-operation hashes of each), and
+ * for the GPT the exactly rounded evaluation pass (its text loss after the last step and a sample); their
+ * answers live in tests/kat/arch.kat, written by this code before any move:
+ *     test_kat --write tests/kat/arch.kat resnet gpt
+ * (`--write FILE NAME...` writes only the named configurations' answers; without names, all of them).
+ * Each log-rounded twin ("...-log") must give its exact twin's answers line for line. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -33,23 +42,37 @@
 #define HAVE_MXCSR 1
 #endif
 
-#define KAT_FILE "tests/kat/mlp.kat"
-#define MAX_LINES 4096
+static const char *const KAT_FILES[] = {"tests/kat/mlp.kat", "tests/kat/arch.kat"};
+#define N_KAT_FILES (sizeof KAT_FILES / sizeof KAT_FILES[0])
+#define MAX_LINES 16384
 
 typedef struct {
-    const char *name, *dataset, *set;
+    const char *name, *dataset, *set; /* dataset NULL: the recipe's (with its subset) */
     uint64_t steps;
     uint64_t op_steps[3]; /* steps whose per-operation hashes are pinned */
+    const char *recipe;   /* the recipe file the settings apply to; NULL: the default recipe (the MLP) */
+    const char *twin;     /* a log-rounded twin: its answers are those of configuration `twin`, line for line */
 } kat_cfg;
 
+#define CNN_SET                                                                                                    \
+    "subset=256 resnet_width=4 resnet_stages=2 batch=8 checkpoint_every=3 state_hash_every=1 decay_every=2"
+#define GPT_SET                                                                                                    \
+    "gpt_layers=1 gpt_heads=2 gpt_width=16 gpt_context=8 batch=4 warmup=1 dropout=0.1 checkpoint_every=3 "        \
+    "state_hash_every=1"
+
 static const kat_cfg CFGS[] = {
-    {"digits-adam", "digits", "layers=[64,32,16,10] optimizer=adam lr=0.002 batch=32 seed=7", 12, {1, 2, 12}},
+    {"digits-adam", "digits", "layers=[64,32,16,10] optimizer=adam lr=0.002 batch=32 seed=7", 12, {1, 2, 12}, NULL, NULL},
     /* issue 21: Adam with beta1 = beta2 = 0.5 lets exp_avg_sq decay into the FP32 subnormals; its
      * state at step 90 holds the first one. Under flush-to-zero its state hash differs from step 90 on
      * (checked below, x86): gradual underflow is part of what these answers pin */
-    {"mnist-adam-subnormal", "mnist-train", "optimizer=adam beta1=0.5 beta2=0.5 lr=0.001", 90, {1, 90, 0}},
-    {"mnist-sgd", "mnist-train", "", 6, {1, 2, 6}},
-    {"mnist-sgd-log", "mnist-train", "rounding=log", 6, {1, 2, 6}},
+    {"mnist-adam-subnormal", "mnist-train", "optimizer=adam beta1=0.5 beta2=0.5 lr=0.001", 90, {1, 90, 0}, NULL, NULL},
+    {"mnist-sgd", "mnist-train", "", 6, {1, 2, 6}, NULL, NULL},
+    {"mnist-sgd-log", "mnist-train", "rounding=log", 6, {1, 2, 6}, NULL, "mnist-sgd"},
+    /* issue 23: the CNN's and the GPT's kinds, exact and log */
+    {"resnet", NULL, CNN_SET, 3, {1, 2, 3}, "recipes/resnet-cifar10.json", NULL},
+    {"resnet-log", NULL, CNN_SET " rounding=log", 3, {1, 2, 3}, "recipes/resnet-cifar10.json", "resnet"},
+    {"gpt", NULL, GPT_SET, 3, {1, 2, 3}, "recipes/gpt-shakespeare.json", NULL},
+    {"gpt-log", NULL, GPT_SET " rounding=log", 3, {1, 2, 3}, "recipes/gpt-shakespeare.json", "gpt"},
 };
 #define N_CFGS (sizeof CFGS / sizeof CFGS[0])
 
@@ -132,17 +155,47 @@ static void subnormal_check(const vt_recipe *rc, const vt_dataset *ds, const vt_
 #endif
 }
 
+/* The recipe of cfg; 0 on success. */
+static int cfg_recipe(const kat_cfg *cfg, vt_recipe *rc)
+{
+    vt_recipe_default(rc);
+    if (cfg->recipe) {
+        vt_err e = vt_recipe_load_file(rc, cfg->recipe);
+        CHECK(e == VT_OK, "%s: %s", cfg->recipe, vt_errmsg());
+        if (e) return -1;
+    }
+    if (cfg->dataset) snprintf(rc->dataset, sizeof rc->dataset, "%s", cfg->dataset);
+    char set[256];
+    snprintf(set, sizeof set, "%s", cfg->set);
+    for (char *tok = strtok(set, " "); tok; tok = strtok(NULL, " ")) CHECK_OK(vt_recipe_set(rc, tok));
+    rc->steps = cfg->steps;
+    CHECK_OK(vt_recipe_validate(rc));
+    return 0;
+}
+
+/* The GPT's evaluation pass after the last step, exactly rounded: its text loss over a few windows
+ * and a sample (their bits). */
+static void text_answers(const char *label, vt_model *m, const vt_dataset *ds, uint64_t step)
+{
+    double nats = 0;
+    size_t pos = 0;
+    CHECK_OK(vt_model_text_loss(m, ds, 4, &nats, &pos));
+    uint64_t bits;
+    memcpy(&bits, &nats, sizeof bits);
+    emit("%s textloss %llu %016llx", label, (unsigned long long)step, (unsigned long long)bits);
+    const uint8_t prompt[1] = {0};
+    uint8_t out[24];
+    char hex[2 * sizeof out + 1];
+    CHECK_OK(vt_model_sample(m, 1, prompt, 1, sizeof out, out));
+    vt_hex(out, sizeof out, hex);
+    emit("%s sample %llu %s", label, (unsigned long long)step, hex);
+}
+
 /* Runs cfg in `order`, appending its answers to g_lines; 0 on success. */
 static int run_cfg(const kat_cfg *cfg, const vt_dataset *ds, vt_order order)
 {
     vt_recipe rc;
-    vt_recipe_default(&rc);
-    snprintf(rc.dataset, sizeof rc.dataset, "%s", cfg->dataset);
-    char set[256];
-    snprintf(set, sizeof set, "%s", cfg->set);
-    for (char *tok = strtok(set, " "); tok; tok = strtok(NULL, " ")) CHECK_OK(vt_recipe_set(&rc, tok));
-    rc.steps = cfg->steps;
-    CHECK_OK(vt_recipe_validate(&rc));
+    if (cfg_recipe(cfg, &rc)) return -1;
     vt_model m;
     CHECK_OK(vt_model_init(&m, &rc, ds->n, order));
     if (!m.state) return -1;
@@ -150,7 +203,7 @@ static int run_cfg(const kat_cfg *cfg, const vt_dataset *ds, vt_order order)
     vt_steplog_init(&log, 0);
     vt_rctx ctx;
     vt_rctx_init(&ctx, VT_RMODE_RECORD, rc.bound);
-    const char *label = strcmp(cfg->name, "mnist-sgd-log") == 0 ? "mnist-sgd" : cfg->name;
+    const char *label = cfg->twin ? cfg->twin : cfg->name;
     hook_ctx h = {cfg, label};
     int rc_ = 0;
     const int subnormal = strcmp(cfg->name, SUBNORMAL_CFG) == 0 && order == VT_ORDER_BLAS;
@@ -175,29 +228,58 @@ static int run_cfg(const kat_cfg *cfg, const vt_dataset *ds, vt_order order)
         if (hashes) memcpy(hashes[s - 1], sh, 32);
     }
     if (hashes && !rc_) subnormal_check(&rc, ds, &m, hashes);
+    if (!rc_ && rc.arch == VT_ARCH_GPT) text_answers(label, &m, ds, cfg->steps);
     free(hashes);
     vt_steplog_free(&log);
     vt_model_free(&m);
     return rc_;
 }
 
-static int load(const char *name, vt_dataset *ds)
+/* The datasets the configurations use, each loaded once (by its vt_data_load spec). */
+#define MAX_DS 8
+static struct {
+    char spec[96];
+    vt_dataset ds;
+} g_ds[MAX_DS];
+static size_t g_nds;
+
+static const vt_dataset *dataset_of(const kat_cfg *cfg)
 {
-    memset(ds, 0, sizeof *ds);
-    vt_err e = vt_data_load(name, NULL, ds);
-    CHECK(e == VT_OK, "load %s: %s", name, vt_errmsg());
-    return e == VT_OK ? 0 : -1;
+    vt_recipe rc;
+    if (cfg_recipe(cfg, &rc)) return NULL;
+    char spec[96];
+    if (rc.subset)
+        snprintf(spec, sizeof spec, "%s:%llu", rc.dataset, (unsigned long long)rc.subset);
+    else
+        snprintf(spec, sizeof spec, "%s", rc.dataset);
+    for (size_t i = 0; i < g_nds; i++)
+        if (strcmp(g_ds[i].spec, spec) == 0) return &g_ds[i].ds;
+    if (g_nds == MAX_DS) return NULL;
+    vt_err e = vt_data_load(spec, NULL, &g_ds[g_nds].ds);
+    CHECK(e == VT_OK, "load %s: %s", spec, vt_errmsg());
+    if (e) return NULL;
+    snprintf(g_ds[g_nds].spec, sizeof g_ds[g_nds].spec, "%s", spec);
+    return &g_ds[g_nds++].ds;
+}
+
+/* Whether configuration c runs: every one, or with `--write FILE NAME...` the named ones and their twins. */
+static int selected(const kat_cfg *c, char **names, int n_names)
+{
+    if (n_names == 0) return 1;
+    for (int i = 0; i < n_names; i++)
+        if (strcmp(c->name, names[i]) == 0 || (c->twin && strcmp(c->twin, names[i]) == 0)) return 1;
+    return 0;
 }
 
 int main(int argc, char **argv)
 {
-    const char *write = argc == 3 && strcmp(argv[1], "--write") == 0 ? argv[2] : NULL;
+    const char *write = argc >= 3 && strcmp(argv[1], "--write") == 0 ? argv[2] : NULL;
     if (argc != 1 && !write) {
-        fprintf(stderr, "usage: test_kat [--write FILE]\n");
+        fprintf(stderr, "usage: test_kat [--write FILE [NAME...]]\n");
         return 64;
     }
-    vt_dataset digits, mnist;
-    if (load("digits", &digits) || load("mnist-train", &mnist)) return vt_test_finish("test_kat");
+    char **names = write ? argv + 3 : NULL;
+    const int n_names = write ? argc - 3 : 0;
     static const vt_order orders[] = {VT_ORDER_BLAS, VT_ORDER_PAIRWISE};
     size_t ref_n = 0;
     char **ref = NULL;
@@ -206,38 +288,58 @@ int main(int argc, char **argv)
         size_t from[N_CFGS + 1];
         for (size_t c = 0; c < N_CFGS; c++) {
             from[c] = g_n;
-            run_cfg(&CFGS[c], strcmp(CFGS[c].dataset, "digits") ? &mnist : &digits, orders[oi]);
+            if (!selected(&CFGS[c], names, n_names)) continue;
+            const vt_dataset *ds = dataset_of(&CFGS[c]);
+            if (ds) run_cfg(&CFGS[c], ds, orders[oi]);
         }
         from[N_CFGS] = g_n;
-        /* the log-rounded MNIST run (the last configuration) gives the exact run's answers, line for line */
-        size_t ne = from[N_CFGS - 1] - from[N_CFGS - 2], nl = from[N_CFGS] - from[N_CFGS - 1], same = ne == nl;
-        for (size_t i = 0; same && i < ne; i++) same = strcmp(g_lines[from[N_CFGS - 2] + i], g_lines[from[N_CFGS - 1] + i]) == 0;
-        CHECK(same, "order %s: the log-rounded MNIST run differs from the exact one", vt_order_name(orders[oi]));
-        g_n = from[N_CFGS - 1]; /* its lines are the same */
-        for (size_t i = g_n; i < from[N_CFGS]; i++) free(g_lines[i]);
+        /* a log-rounded twin gives its exact twin's answers, line for line; its lines are then dropped */
+        for (size_t c = 0; c < N_CFGS; c++) {
+            if (!CFGS[c].twin) continue;
+            size_t t = 0;
+            while (t < N_CFGS && strcmp(CFGS[t].name, CFGS[c].twin) != 0) t++;
+            size_t ne = t < N_CFGS ? from[t + 1] - from[t] : 0, nl = from[c + 1] - from[c], i = 0;
+            while (i < ne && i < nl && strcmp(g_lines[from[t] + i], g_lines[from[c] + i]) == 0) i++;
+            CHECK(i == ne && i == nl, "order %s: the log-rounded run %s differs from %s (%zu and %zu lines): \"%s\"",
+                  vt_order_name(orders[oi]), CFGS[c].name, CFGS[c].twin, nl, ne, i < nl ? g_lines[from[c] + i] : "(none)");
+        }
+        size_t keep = 0;
+        for (size_t c = 0; c < N_CFGS; c++)
+            for (size_t i = from[c]; i < from[c + 1]; i++) {
+                if (CFGS[c].twin)
+                    free(g_lines[i]);
+                else
+                    g_lines[keep++] = g_lines[i];
+            }
+        g_n = keep;
         if (write) break;
         /* compare with the file */
         if (!ref) {
-            FILE *f = fopen(KAT_FILE, "r");
-            CHECK(f != NULL, "cannot open %s", KAT_FILE);
-            if (!f) break;
             ref = calloc(MAX_LINES, sizeof *ref);
-            char line[256];
-            while (ref_n < MAX_LINES && fgets(line, sizeof line, f)) {
-                line[strcspn(line, "\n")] = 0;
-                if (line[0] == '#' || line[0] == 0) continue;
-                ref[ref_n++] = strdup(line);
+            for (size_t fi = 0; fi < N_KAT_FILES; fi++) {
+                FILE *f = fopen(KAT_FILES[fi], "r");
+                CHECK(f != NULL, "cannot open %s", KAT_FILES[fi]);
+                if (!f) continue;
+                char line[256];
+                while (ref_n < MAX_LINES && fgets(line, sizeof line, f)) {
+                    line[strcspn(line, "\n")] = 0;
+                    if (line[0] == '#' || line[0] == 0) continue;
+                    ref[ref_n++] = strdup(line);
+                }
+                fclose(f);
             }
-            fclose(f);
         }
         /* every pinned answer is produced, with the pinned value; a tensor the program writes that the
          * answers do not name (a new operation's output) is counted, not compared */
         size_t bad = 0, extra = 0;
         for (size_t i = 0; i < ref_n; i++) {
-            size_t kl = strrchr(ref[i], ' ') - ref[i];
+            /* a tensor several operations of a step write (in place) has one answer per write, in order:
+             * the occ-th pinned line of a key is compared with the occ-th produced line of that key */
+            size_t kl = strrchr(ref[i], ' ') - ref[i], occ = 0;
+            for (size_t j = 0; j < i; j++) occ += strncmp(ref[j], ref[i], kl + 1) == 0;
             const char *got = NULL;
             for (size_t k = 0; k < g_n && !got; k++)
-                if (strncmp(g_lines[k], ref[i], kl + 1) == 0) got = g_lines[k];
+                if (strncmp(g_lines[k], ref[i], kl + 1) == 0 && occ-- == 0) got = g_lines[k];
             if ((!got || strcmp(got, ref[i]) != 0) && bad++ < 5)
                 CHECK(0, "order %s: pinned \"%s\", got \"%s\"", vt_order_name(orders[oi]), ref[i], got ? got : "(nothing)");
         }
@@ -250,7 +352,7 @@ int main(int argc, char **argv)
                 extra++;
             }
         }
-        CHECK(bad == 0, "order %s: %zu of %zu answers differ from %s", vt_order_name(orders[oi]), bad, ref_n, KAT_FILE);
+        CHECK(bad == 0, "order %s: %zu of %zu answers differ from tests/kat", vt_order_name(orders[oi]), bad, ref_n);
         printf("order %s: %zu answers, %zu of the %zu pinned as pinned, %zu outputs not pinned\n", vt_order_name(orders[oi]),
                g_n, ref_n - bad, ref_n, extra);
         if (!write)
@@ -269,7 +371,6 @@ int main(int argc, char **argv)
     }
     for (size_t r = 0; r < ref_n; r++) free(ref[r]);
     free(ref);
-    vt_data_free(&digits);
-    vt_data_free(&mnist);
+    for (size_t i = 0; i < g_nds; i++) vt_data_free(&g_ds[i].ds);
     return vt_test_finish("test_kat");
 }
