@@ -1,0 +1,3 @@
+# The layer rule of docs/architecture.md: no #include runs against the layer order
+# (scripts/check-layers.sh reads the order from the page's "<!-- layers" block).
+add_test(NAME layers COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/scripts/check-layers.sh ${CMAKE_CURRENT_SOURCE_DIR})
