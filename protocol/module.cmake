@@ -7,6 +7,8 @@ find_package(Threads REQUIRED)
 add_library(vt_proto STATIC
   ${CMAKE_CURRENT_SOURCE_DIR}/protocol/vt_msg.c
   ${CMAKE_CURRENT_SOURCE_DIR}/protocol/vt_conn.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/protocol/vt_gate.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/protocol/vt_transcript.c
   ${CMAKE_CURRENT_SOURCE_DIR}/protocol/vt_service.c)
 target_link_libraries(vt_proto PUBLIC vt_merkle vt_common PkgConfig::SSL Threads::Threads)
 

@@ -17,7 +17,8 @@
  *
  * Encodings are canonical: a body decodes only if re-encoding it reproduces its bytes.
  *
- * Transport (vt_conn.c). Each party is identified by its Ed25519 key: it presents a
+ * Transport (vt_conn.c; the servers' admission gate is vt_gate.c, the transcripts
+ * vt_transcript.c). Each party is identified by its Ed25519 key: it presents a
  * self-signed X.509 certificate made in memory from that key, TLS 1.3 only, mutual
  * authentication; a peer is accepted when its certificate key equals the expected
  * Ed25519 public key (pinning) or, without an expected key, any Ed25519 key, which is
