@@ -198,14 +198,6 @@ static void replay_segment(worker *w)
                      "the log stored for step %llu is not the committed one (its hash differs)", (unsigned long long)s);
             goto out;
         }
-        /* the record's entry count is not in the leaf: it must be the committed log's */
-        if (rec->log_entries != vt_steplog_total_entries(&log)) {
-            find_set(&w->f, VT_VERDICT_REJECTED, (int64_t)s, "record mismatch",
-                     "the record of step %llu counts %llu log entries; its committed log holds %llu",
-                     (unsigned long long)s, (unsigned long long)rec->log_entries,
-                     (unsigned long long)vt_steplog_total_entries(&log));
-            goto out;
-        }
         e = vt_step_run(&m, &a->ds, &sa);
         if (e) {
             const char *reason = e == VT_ERR_IMPLAUSIBLE ? (fault.has_entry ? "implausible log entry" : "missing log entry")
@@ -221,6 +213,15 @@ static void replay_segment(worker *w)
                 w->f.index = fault.has_entry || e != VT_ERR_MISMATCH ? (int64_t)fault.index : -1;
                 snprintf(w->f.op_name, sizeof w->f.op_name, "%s", vt_model_op_name(&m, fault.op_id));
             }
+            goto out;
+        }
+        /* the record's entry count is not in the leaf: it must be the committed log's (checked after the
+         * replay, so that a faulty log is reported for what it is, not for its bookkeeping) */
+        if (rec->log_entries != vt_steplog_total_entries(&log)) {
+            find_set(&w->f, VT_VERDICT_REJECTED, (int64_t)s, "record mismatch",
+                     "the record of step %llu counts %llu log entries; its committed log holds %llu",
+                     (unsigned long long)s, (unsigned long long)rec->log_entries,
+                     (unsigned long long)vt_steplog_total_entries(&log));
             goto out;
         }
         uint32_t lb;
