@@ -55,7 +55,8 @@ static void usage(FILE *f)
                "      another key than its signer's, when that key is not the pinned one, or when it goes\n"
                "      against the trainer from an arbiter its signed service record does not accept\n"
                "      --arbiter-key FILE.pub  the arbiter key you trust (without it, check the printed key)\n"
-               "exit status: 0 ok / verdict re-derived, 1 verdict not re-derived, 2 error, 64 usage\n");
+               "exit status: 0 ok / verdict re-derived, 1 verdict not re-derived or refused, 2 unreadable or\n"
+               "hostile input (transcript, key) or I/O error, 64 usage, 70 internal failure\n");
 }
 
 int main(int argc, char **argv)
@@ -139,9 +140,10 @@ int main(int argc, char **argv)
             fprintf(stderr, "arbiter: --clock-ms (%d) must be at least --deadline-ms (%d)\n", o.clock_ms, o.deadline_ms);
             return VT_EXIT_USAGE;
         }
-        if (vt_arbiter_serve(&o)) {
+        vt_err se = vt_arbiter_serve(&o);
+        if (se) {
             fprintf(stderr, "arbiter: %s\n", vt_errmsg());
-            return VT_EXIT_CANNOT;
+            return se == VT_ERR_INTERNAL ? VT_EXIT_INTERNAL : VT_EXIT_CANNOT;
         }
         return VT_EXIT_OK;
     }
@@ -154,9 +156,10 @@ int main(int argc, char **argv)
         }
         vt_game_result r;
         vt_check_report rp;
-        if (vt_arbiter_check(argv[optind], o.data_root, o.order, pin_path ? pin : NULL, &r, &rp)) {
+        vt_err ce = vt_arbiter_check(argv[optind], o.data_root, o.order, pin_path ? pin : NULL, &r, &rp);
+        if (ce) {
             fprintf(stderr, "arbiter check: %s\n", vt_errmsg());
-            return VT_EXIT_CANNOT;
+            return vt_cli_exit_for_input(ce); /* the transcript is the input: 2; an internal failure 70 */
         }
         static const char *const who[] = {"nobody", "the trainer", "the auditor", "both parties"};
         char hex[65];

@@ -24,6 +24,8 @@
  */
 #include "vt_store.h"
 
+#include "../model/vt_recipe.h" /* VT_JSON_MAX_BYTES */
+
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
@@ -358,6 +360,15 @@ static vt_err read_manifest(vt_store *s, char **manifest, size_t *len, uint8_t h
 {
     uint8_t *m = NULL, *h = NULL;
     size_t mlen = 0, hlen = 0;
+    /* its length first (SQLite reads a blob's length without its bytes): a hostile store's 100 MB
+     * manifest is refused before it is read (VT_JSON_MAX_BYTES, the manifest parser's own cap) */
+    sqlite3_stmt *ls = NULL;
+    int rc = sqlite3_prepare_v2(s->db, "SELECT length(value) FROM meta WHERE key = 'manifest'", -1, &ls, NULL);
+    sqlite3_int64 ml = rc == SQLITE_OK && sqlite3_step(ls) == SQLITE_ROW ? sqlite3_column_int64(ls, 0) : 0;
+    sqlite3_finalize(ls);
+    if (ml > (sqlite3_int64)VT_JSON_MAX_BYTES)
+        return vt_set_error(VT_ERR_LIMIT, "run store %s: a manifest of %lld bytes, over the %u-byte limit", s->db_path,
+                            (long long)ml, VT_JSON_MAX_BYTES);
     vt_err e = meta_blob(s, "manifest", &m, &mlen);
     if (!e) e = meta_blob(s, "manifest_hash", &h, &hlen);
     if (!e && hlen != VT_HASH_LEN)

@@ -79,6 +79,10 @@ cp -r "$T/ok" "$T/deep"
   bad "tamper deep"
 want 2 'manifest: JSON nested deeper than the limit' -- "$AU" verify "$T/deep" --quiet
 want 2 'manifest: JSON nested deeper than the limit' -- "$TR" export "$T/deep" --out "$T/d.st"
+# a manifest blob over the size limit in the store: refused by its length, before it is read
+cp -r "$T/ok" "$T/bigman"
+sqlite3 "$T/bigman/run.db" "UPDATE meta SET value = zeroblob(3000000) WHERE key = 'manifest'" || bad "sqlite bigman"
+want 2 'a manifest of 3000000 bytes, over the 1048576-byte limit' -- "$AU" verify "$T/bigman" --quiet
 
 # --- finding 5: VERIFIED means complete; export warns without --pubkey
 want 0 'warning: no --pubkey: the signature was checked against the key inside the commitment' -- \

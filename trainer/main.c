@@ -749,9 +749,10 @@ static int cmd_serve(int argc, char **argv)
         return VT_EXIT_USAGE;
     }
     o.run_dir = argv[optind];
-    if (vt_serve_run(&o)) {
+    vt_err se = vt_serve_run(&o);
+    if (se) {
         fprintf(stderr, "trainer serve: %s\n", vt_errmsg());
-        return VT_EXIT_CANNOT;
+        return vt_cli_exit_for_input(se); /* the run is the input: 2; an internal failure 70 */
     }
     return VT_EXIT_OK;
 }
