@@ -19,14 +19,12 @@ int vt_dev_op_make(const struct vt_model *m, const vt_rctx *rc, uint32_t op_id, 
     d->op_id = op_id;
     d->cfg = rc->bound;
     d->record = rc->bound.rounding == VT_ROUNDING_LOG;
+    /* the list (model/vt_kinds.h) says which kinds have device items; the others run on the host */
+    if (vt_kind_device(o->kind) != VT_DEV_ITEM) return 0;
     if (o->n_in == 0 || o->n_in == VT_VARIADIC || o->n_out == 0) return 0; /* none of the device kinds */
     const vt_tensor *t0 = &m->prog.t[o->in[0]];
     size_t n_out = m->prog.t[o->out[0]].n;
-    int exact_kind = o->kind == VT_OPK_RELU || o->kind == VT_OPK_RELU_BWD || o->kind == VT_OPK_IM2COL ||
-                     o->kind == VT_OPK_CONV_DGATHER || o->kind == VT_OPK_CONV_WPERM || o->kind == VT_OPK_MAXPOOL ||
-                     o->kind == VT_OPK_MAXPOOL_BWD || o->kind == VT_OPK_ONEHOT || o->kind == VT_OPK_HEADS_SPLIT ||
-                     o->kind == VT_OPK_HEADS_MERGE || o->kind == VT_OPK_HEADS_JOIN || o->kind == VT_OPK_HEADS_UNMERGE ||
-                     o->kind == VT_OPK_AUGMENT;
+    int exact_kind = !vt_kind_rounded(o->kind);
     switch (o->kind) {
     case VT_OPK_BIAS_ADD: case VT_OPK_XENT_BWD:
         d->M = t0->shape[0], d->N = t0->shape[1], d->n_items = t0->n, d->rounded_n = t0->n;

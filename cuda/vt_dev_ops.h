@@ -61,8 +61,10 @@ typedef struct {
 struct vt_model;
 /* Describes operation op_id of m for the device, its tensors' addresses given by ptr(ctx, t);
  * the caller sets d->scratch, d->res and d->err (sizes in scratch_n, res_n). 0 when the device
- * does not run it (then the CPU does, its tensors copied across): a kind without a device form, or
- * a rounded kind in a log replay (the judge of the trainer's entries runs on the host). */
+ * does not run it (then the CPU does, its tensors copied across): a kind the list (model/vt_kinds.h)
+ * does not mark VT_DEV_ITEM, a size the items do not take, or a rounded kind in a log replay (the
+ * judge of the trainer's entries runs on the host). Each VT_DEV_ITEM kind has its case here and in
+ * vt__dev_op_item (tests/test_kinds.c, tests/test_resident.c). */
 int vt_dev_op_make(const struct vt_model *m, const vt_rctx *rc, uint32_t op_id, uint64_t step,
                    void *(*ptr)(void *ctx, uint32_t t), void *ctx, vt_dev_op *d);
 /* The host's part after the items ran: res holds the host copy of d->res (NULL when res_n = 0). */

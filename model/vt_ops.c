@@ -1,5 +1,7 @@
-/* vt_ops.c - the operation kinds of the step program: one entry each (signature check,
- * computation, cost). See vt_ops.h. */
+/* vt_ops.c - the operation kinds of the step program: the table KINDS, generated from the list
+ * (vt_kinds.h), and the first kinds' functions (loaders, GEMM, the MLP's chains and sums, the
+ * optimisers, augmentation); the CNN's and the transformer's are in vt_ops_cnn.c, vt_ops_gpt.c.
+ * See vt_ops.h. */
 #include "vt_ops.h"
 
 #include <string.h>
@@ -35,7 +37,7 @@ void vt__cost_elementwise(const vt_program *p, const vt_opdesc *o, double flop_p
 
 /* ------------------------------------------------------------ LOAD_BATCH */
 
-static vt_err load_check(const vt_program *p, const vt_opdesc *o)
+vt_err vt__load_batch_check(const vt_program *p, const vt_opdesc *o)
 {
     int64_t B = o->iarg[0];
     const vt_tensor *x = T(p, o->out[0]);
@@ -44,7 +46,7 @@ static vt_err load_check(const vt_program *p, const vt_opdesc *o)
     return want(p, o, o->out[1], VT_DT_U8, (size_t)B, "labels");
 }
 
-static vt_err load_exec(vt_opctx *c)
+vt_err vt__load_batch_exec(vt_opctx *c)
 {
     VT_RETURN_ERROR_IF(!c->ds, VT_ERR_ARG, "loading a batch needs the dataset");
     const vt_tensor *x = T(&c->m->prog, c->o->out[0]);
@@ -54,7 +56,7 @@ static vt_err load_exec(vt_opctx *c)
     return vt_data_batch(c->ds, c->m->batch_idx, (size_t)c->o->iarg[0], OUT(0), (uint8_t *)OUT(1));
 }
 
-static void load_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
+void vt__load_batch_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
 {
     memset(out, 0, sizeof *out);
     out->bytes = (double)T(p, o->out[0])->n * 4 + (double)T(p, o->out[1])->n;
@@ -63,7 +65,7 @@ static void load_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
 /* ------------------------------------------------------------ SCHEDULE */
 /* iarg: schedule kind, warmup, decay_every, steps; farg: lr, decay_factor, final_lr_factor */
 
-static vt_err sched_check(const vt_program *p, const vt_opdesc *o)
+vt_err vt__schedule_check(const vt_program *p, const vt_opdesc *o)
 {
     VT_RETURN_ERROR_IF(o->iarg[0] < 0 || o->iarg[0] > VT_SCHED_COSINE || o->iarg[1] < 0 || o->iarg[2] < 0 ||
                            o->iarg[3] < 1,
@@ -72,7 +74,7 @@ static vt_err sched_check(const vt_program *p, const vt_opdesc *o)
     return want(p, o, o->out[1], VT_DT_F64, 1, "learning rate");
 }
 
-static vt_err sched_exec(vt_opctx *c)
+vt_err vt__schedule_exec(vt_opctx *c)
 {
     const vt_opdesc *o = c->o;
     vt_recipe r;
@@ -90,7 +92,7 @@ static vt_err sched_exec(vt_opctx *c)
     return VT_OK;
 }
 
-static void sched_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
+void vt__schedule_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
 {
     (void)p, (void)o;
     memset(out, 0, sizeof *out);
@@ -100,7 +102,7 @@ static void sched_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
 /* ------------------------------------------------------------ MATMUL */
 /* iarg: transA, transB, M, N, K: C [M, N] = op(A) op(B) (kernels/vt_kernels.h vt_gemm) */
 
-static vt_err mm_check(const vt_program *p, const vt_opdesc *o)
+vt_err vt__matmul_check(const vt_program *p, const vt_opdesc *o)
 {
     const int64_t *a = o->iarg;
     VT_RETURN_ERROR_IF((a[0] != 0 && a[0] != 1) || (a[1] != 0 && a[1] != 1) || a[2] < 1 || a[3] < 1 || a[4] < 1 ||
@@ -112,7 +114,7 @@ static vt_err mm_check(const vt_program *p, const vt_opdesc *o)
     return want(p, o, o->out[0], VT_DT_F32, M * N, "C");
 }
 
-static vt_err mm_exec(vt_opctx *c)
+vt_err vt__matmul_exec(vt_opctx *c)
 {
     const int64_t *a = c->o->iarg;
     size_t M = (size_t)a[2], N = (size_t)a[3], K = (size_t)a[4];
@@ -124,7 +126,7 @@ static vt_err mm_exec(vt_opctx *c)
     return VT_OK;
 }
 
-static void mm_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
+void vt__matmul_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
 {
     (void)p;
     double M = (double)o->iarg[2], N = (double)o->iarg[3], K = (double)o->iarg[4];
@@ -143,7 +145,7 @@ vt_err vt__same_n_check(const vt_program *p, const vt_opdesc *o)
     return want(p, o, o->out[0], VT_DT_F32, n, "output");
 }
 
-static vt_err bias_check(const vt_program *p, const vt_opdesc *o)
+vt_err vt__bias_add_check(const vt_program *p, const vt_opdesc *o)
 {
     const vt_tensor *x = T(p, o->in[0]);
     VT_RETURN_ERROR_IF(x->rank != 2 || x->dtype != VT_DT_F32, VT_ERR_INTERNAL, "program: \"%s\": X is not [M, N] F32",
@@ -152,7 +154,7 @@ static vt_err bias_check(const vt_program *p, const vt_opdesc *o)
     return want(p, o, o->out[0], VT_DT_F32, x->n, "output");
 }
 
-static vt_err bias_exec(vt_opctx *c)
+vt_err vt__bias_add_exec(vt_opctx *c)
 {
     const vt_tensor *x = T(&c->m->prog, c->o->in[0]);
     vt_bias_add(x->shape[0], x->shape[1], IN(0), IN(1), c->m->x64);
@@ -160,9 +162,9 @@ static vt_err bias_exec(vt_opctx *c)
     return VT_OK;
 }
 
-static void bias_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 1, out); }
+void vt__bias_add_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 1, out); }
 
-static vt_err relu_exec(vt_opctx *c) /* exact, nothing to round */
+vt_err vt__relu_exec(vt_opctx *c) /* exact, nothing to round */
 {
     size_t n = NOUT(0);
     const float *z = IN(0);
@@ -171,7 +173,7 @@ static vt_err relu_exec(vt_opctx *c) /* exact, nothing to round */
     return VT_OK;
 }
 
-static vt_err relu_bwd_exec(vt_opctx *c) /* exact */
+vt_err vt__relu_bwd_exec(vt_opctx *c) /* exact */
 {
     size_t n = NOUT(0);
     const float *z = IN(0), *da = IN(1);
@@ -186,6 +188,11 @@ static void relu_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
     out->scratch = 0;
 }
 
+vt_err vt__relu_check(const vt_program *p, const vt_opdesc *o) { return vt__same_n_check(p, o); }
+vt_err vt__relu_bwd_check(const vt_program *p, const vt_opdesc *o) { return vt__same_n_check(p, o); }
+void vt__relu_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { relu_cost(p, o, out); }
+void vt__relu_bwd_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { relu_cost(p, o, out); }
+
 vt_err vt__op_rows(const vt_program *p, const vt_opdesc *o, vt_tensor const **x)
 {
     *x = T(p, o->in[0]);
@@ -194,14 +201,14 @@ vt_err vt__op_rows(const vt_program *p, const vt_opdesc *o, vt_tensor const **x)
     return VT_OK;
 }
 
-static vt_err softmax_check(const vt_program *p, const vt_opdesc *o)
+vt_err vt__softmax_check(const vt_program *p, const vt_opdesc *o)
 {
     const vt_tensor *x;
     VT_FORWARD_IF_ERROR(vt__op_rows(p, o, &x));
     return want(p, o, o->out[0], VT_DT_F32, x->n, "output");
 }
 
-static vt_err softmax_exec(vt_opctx *c)
+vt_err vt__softmax_exec(vt_opctx *c)
 {
     const vt_tensor *x = T(&c->m->prog, c->o->in[0]);
     vt_bounds bd;
@@ -210,9 +217,9 @@ static vt_err softmax_exec(vt_opctx *c)
     return VT_OK;
 }
 
-static void softmax_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 30, out); }
+void vt__softmax_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 30, out); }
 
-static vt_err xent_check(const vt_program *p, const vt_opdesc *o)
+vt_err vt__xent_check(const vt_program *p, const vt_opdesc *o)
 {
     const vt_tensor *x;
     VT_FORWARD_IF_ERROR(vt__op_rows(p, o, &x));
@@ -221,7 +228,7 @@ static vt_err xent_check(const vt_program *p, const vt_opdesc *o)
     return want(p, o, o->out[0], VT_DT_F32, o->kind == VT_OPK_XENT_LOSS ? 1 : x->n, "output");
 }
 
-static vt_err loss_exec(vt_opctx *c)
+vt_err vt__xent_exec(vt_opctx *c)
 {
     const vt_tensor *x = T(&c->m->prog, c->o->in[0]);
     double lx, lb;
@@ -232,7 +239,7 @@ static vt_err loss_exec(vt_opctx *c)
     return VT_OK;
 }
 
-static vt_err xent_bwd_exec(vt_opctx *c)
+vt_err vt__xent_bwd_exec(vt_opctx *c)
 {
     const vt_tensor *x = T(&c->m->prog, c->o->in[0]);
     const uint8_t *y = (const uint8_t *)IN(1);
@@ -243,20 +250,23 @@ static vt_err xent_bwd_exec(vt_opctx *c)
     return VT_OK;
 }
 
-static void xent_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
+void vt__xent_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
 {
     cost_elementwise(p, o, 30, out);
     out->scratch = (double)T(p, o->in[0])->n;
 }
 
-static vt_err colsum_check(const vt_program *p, const vt_opdesc *o)
+vt_err vt__xent_bwd_check(const vt_program *p, const vt_opdesc *o) { return vt__xent_check(p, o); }
+void vt__xent_bwd_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { vt__xent_cost(p, o, out); }
+
+vt_err vt__colsum_check(const vt_program *p, const vt_opdesc *o)
 {
     const vt_tensor *x;
     VT_FORWARD_IF_ERROR(vt__op_rows(p, o, &x));
     return want(p, o, o->out[0], VT_DT_F32, x->shape[1], "output");
 }
 
-static vt_err colsum_exec(vt_opctx *c)
+vt_err vt__colsum_exec(vt_opctx *c)
 {
     const vt_tensor *x = T(&c->m->prog, c->o->in[0]);
     vt_bounds bd;
@@ -265,7 +275,7 @@ static vt_err colsum_exec(vt_opctx *c)
     return VT_OK;
 }
 
-static void colsum_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
+void vt__colsum_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
 {
     const vt_tensor *x = T(p, o->in[0]);
     out->flop = 2.0 * (double)x->n;
@@ -281,7 +291,7 @@ static vt_err scalar_f64(const vt_program *p, const vt_opdesc *o, uint32_t k)
     return want(p, o, o->in[k], VT_DT_F64, 1, "scalar");
 }
 
-static vt_err sgd_apply_check(const vt_program *p, const vt_opdesc *o)
+vt_err vt__sgd_apply_check(const vt_program *p, const vt_opdesc *o)
 {
     size_t n = T(p, o->out[0])->n;
     VT_FORWARD_IF_ERROR(want(p, o, o->in[0], VT_DT_F32, n, "weights"));
@@ -290,7 +300,7 @@ static vt_err sgd_apply_check(const vt_program *p, const vt_opdesc *o)
     return scalar_f64(p, o, 2);
 }
 
-static vt_err adam_moments_check(const vt_program *p, const vt_opdesc *o)
+vt_err vt__adam_moments_check(const vt_program *p, const vt_opdesc *o)
 {
     size_t n = T(p, o->in[0])->n;
     for (uint32_t k = 0; k < 3; k++) VT_FORWARD_IF_ERROR(want(p, o, o->in[k], VT_DT_F32, n, "input"));
@@ -298,7 +308,7 @@ static vt_err adam_moments_check(const vt_program *p, const vt_opdesc *o)
     return VT_OK;
 }
 
-static vt_err adam_apply_check(const vt_program *p, const vt_opdesc *o)
+vt_err vt__adam_apply_check(const vt_program *p, const vt_opdesc *o)
 {
     size_t n = T(p, o->out[0])->n;
     for (uint32_t k = 0; k < 3; k++) VT_FORWARD_IF_ERROR(want(p, o, o->in[k], VT_DT_F32, n, "input"));
@@ -314,7 +324,7 @@ static double f64_in(vt_opctx *c, uint32_t k)
     return v;
 }
 
-static vt_err sgd_vel_exec(vt_opctx *c)
+vt_err vt__sgd_velocity_exec(vt_opctx *c)
 {
     size_t n = NOUT(0);
     vt_sgd_velocity(n, IN(0), IN(1), IN(2), c->o->farg[0], c->o->farg[1], c->m->x64);
@@ -322,7 +332,7 @@ static vt_err sgd_vel_exec(vt_opctx *c)
     return VT_OK;
 }
 
-static vt_err sgd_apply_exec(vt_opctx *c)
+vt_err vt__sgd_apply_exec(vt_opctx *c)
 {
     size_t n = NOUT(0);
     vt_sgd_apply(n, IN(0), IN(1), f64_in(c, 2), c->m->x64);
@@ -330,7 +340,7 @@ static vt_err sgd_apply_exec(vt_opctx *c)
     return VT_OK;
 }
 
-static vt_err adam_moments_exec(vt_opctx *c)
+vt_err vt__adam_moments_exec(vt_opctx *c)
 {
     /* both moments in one pass; their elements are numbered m then v (vt_ops.h) */
     size_t n = NOUT(0);
@@ -342,7 +352,7 @@ static vt_err adam_moments_exec(vt_opctx *c)
     return VT_OK;
 }
 
-static vt_err adam_apply_exec(vt_opctx *c)
+vt_err vt__adam_apply_exec(vt_opctx *c)
 {
     size_t n = NOUT(0);
     double t = f64_in(c, 3);
@@ -354,12 +364,15 @@ static vt_err adam_apply_exec(vt_opctx *c)
     return VT_OK;
 }
 
-static void sgd_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 4, out); }
-static void adam_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 12, out); }
+vt_err vt__sgd_velocity_check(const vt_program *p, const vt_opdesc *o) { return vt__same_n_check(p, o); }
+void vt__sgd_velocity_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 4, out); }
+void vt__sgd_apply_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 4, out); }
+void vt__adam_moments_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 12, out); }
+void vt__adam_apply_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 12, out); }
 
 /* ------------------------------------------------------------ AUGMENT */
 
-static vt_err augment_check(const vt_program *p, const vt_opdesc *o)
+vt_err vt__augment_check(const vt_program *p, const vt_opdesc *o)
 {
     const int64_t *a = o->iarg;
     const vt_tensor *x = T(p, o->in[0]);
@@ -381,7 +394,7 @@ int64_t vt_augment_source(size_t H, size_t W, uint32_t pad, uint32_t oy, uint32_
     return vt__augment_source(H, W, pad, oy, ox, fl, e);
 }
 
-static vt_err augment_exec(vt_opctx *c) /* exact: values are moved, never computed */
+vt_err vt__augment_exec(vt_opctx *c) /* exact: values are moved, never computed */
 {
     const int64_t *a = c->o->iarg;
     const size_t C = (size_t)a[0], H = (size_t)a[1], W = (size_t)a[2], d = C * H * W;
@@ -401,7 +414,7 @@ static vt_err augment_exec(vt_opctx *c) /* exact: values are moved, never comput
     return VT_OK;
 }
 
-static void augment_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
+void vt__augment_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
 {
     memset(out, 0, sizeof *out);
     out->bytes = 8.0 * (double)T(p, o->in[0])->n;
@@ -409,70 +422,25 @@ static void augment_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out
 
 /* ------------------------------------------------------------ the table */
 
+/* generated from the list (vt_kinds.h): one entry per kind, its functions named by its stem */
 static const vt_opkind KINDS[VT_OPK_COUNT] = {
-    [VT_OPK_LOAD_BATCH] = {"load_batch", 0, 0, 2, 1, 0, load_check, load_exec, load_cost},
-    [VT_OPK_SCHEDULE] = {"schedule", 0, 0, 2, 4, 3, sched_check, sched_exec, sched_cost},
-    [VT_OPK_MATMUL] = {"matmul", 1, 2, 1, 5, 0, mm_check, mm_exec, mm_cost},
-    [VT_OPK_BIAS_ADD] = {"bias_add", 1, 2, 1, 0, 0, bias_check, bias_exec, bias_cost},
-    [VT_OPK_RELU] = {"relu", 0, 1, 1, 0, 0, vt__same_n_check, relu_exec, relu_cost},
-    [VT_OPK_RELU_BWD] = {"relu_backward", 0, 2, 1, 0, 0, vt__same_n_check, relu_bwd_exec, relu_cost},
-    [VT_OPK_SOFTMAX] = {"softmax", 1, 1, 1, 0, 0, softmax_check, softmax_exec, softmax_cost},
-    [VT_OPK_XENT_LOSS] = {"cross_entropy", 1, 2, 1, 0, 0, xent_check, loss_exec, xent_cost},
-    [VT_OPK_XENT_BWD] = {"cross_entropy_backward", 1, 2, 1, 0, 0, xent_check, xent_bwd_exec, xent_cost},
-    [VT_OPK_COLSUM] = {"column_sum", 1, 1, 1, 0, 0, colsum_check, colsum_exec, colsum_cost},
-    [VT_OPK_SGD_VELOCITY] = {"sgd_velocity", 1, 3, 1, 0, 2, vt__same_n_check, sgd_vel_exec, sgd_cost},
-    [VT_OPK_SGD_APPLY] = {"sgd_apply", 1, 3, 1, 0, 0, sgd_apply_check, sgd_apply_exec, sgd_cost},
-    [VT_OPK_ADAM_MOMENTS] = {"adam_moments", 1, 3, 2, 0, 2, adam_moments_check, adam_moments_exec, adam_cost},
-    [VT_OPK_ADAM_APPLY] = {"adam_apply", 1, 5, 1, 0, 3, adam_apply_check, adam_apply_exec, adam_cost},
-    [VT_OPK_AUGMENT] = {"augment", 0, 1, 1, 6, 0, augment_check, augment_exec, augment_cost},
-#define CNN(id, nm, rounded, ni, no, nia, nfa, k) [id] = {nm, rounded, ni, no, nia, nfa, vt__##k##_check, vt__##k##_exec, vt__##k##_cost}
-    CNN(VT_OPK_IM2COL, "im2col", 0, 1, 1, 8, 0, im2col),
-    CNN(VT_OPK_CONV_DGATHER, "conv_grad_gather", 0, 1, 1, 7, 0, dgather),
-    CNN(VT_OPK_CONV_WPERM, "conv_weight_transpose", 0, 1, 1, 3, 0, wperm),
-    CNN(VT_OPK_ADD, "add", 1, 2, 1, 0, 0, add),
-    CNN(VT_OPK_COLDOT, "column_dot", 1, 2, 1, 0, 0, coldot),
-    CNN(VT_OPK_BN_CENTER, "batchnorm_center", 1, 2, 1, 0, 0, bn_center),
-    CNN(VT_OPK_BN_APPLY, "batchnorm_apply", 1, 4, 1, 0, 1, bn_apply),
-    CNN(VT_OPK_BN_RUNNING, "batchnorm_running_stats", 1, 4, 2, 1, 1, bn_running),
-    CNN(VT_OPK_BN_GAMMA_GRAD, "batchnorm_gamma_grad", 1, 2, 1, 1, 1, bn_gamma_grad),
-    CNN(VT_OPK_BN_BACKWARD, "batchnorm_backward", 1, 6, 1, 0, 1, bn_backward),
-    CNN(VT_OPK_BN_EVAL, "batchnorm_eval", 1, 5, 1, 0, 1, bn_eval),
-    CNN(VT_OPK_MAXPOOL, "maxpool", 0, 1, 1, 5, 0, maxpool),
-    CNN(VT_OPK_MAXPOOL_BWD, "maxpool_backward", 0, 2, 1, 5, 0, maxpool_backward),
-    CNN(VT_OPK_AVGPOOL, "global_avgpool", 1, 1, 1, 2, 0, avgpool),
-    CNN(VT_OPK_AVGPOOL_BWD, "global_avgpool_backward", 1, 1, 1, 2, 0, avgpool_backward),
-    CNN(VT_OPK_LOAD_WINDOWS, "load_windows", 0, 0, 2, 4, 0, windows),
-    CNN(VT_OPK_EMBED, "embed", 1, 3, 1, 0, 0, embed),
-    CNN(VT_OPK_ONEHOT, "one_hot", 0, 1, 1, 1, 0, onehot),
-    CNN(VT_OPK_POS_GRAD, "position_gradient", 1, 1, 1, 2, 0, pos_grad),
-    CNN(VT_OPK_ROW_SUM, "row_sum", 1, 1, 1, 0, 0, row_sum),
-    CNN(VT_OPK_ROW_DOT, "row_dot", 1, 2, 1, 0, 0, row_sum),
-    CNN(VT_OPK_LN_CENTER, "layernorm_center", 1, 2, 1, 0, 0, ln_center),
-    CNN(VT_OPK_LN_NORM, "layernorm_normalise", 1, 2, 1, 0, 1, ln_norm),
-    CNN(VT_OPK_AFFINE, "affine", 1, 3, 1, 0, 0, affine),
-    CNN(VT_OPK_SCALE_COLS, "scale_columns", 1, 2, 1, 0, 0, affine),
-    CNN(VT_OPK_LN_BACKWARD, "layernorm_backward", 1, 5, 1, 0, 1, ln_backward),
-    CNN(VT_OPK_GELU, "gelu", 1, 1, 1, 0, 0, gelu),
-    CNN(VT_OPK_GELU_BWD, "gelu_backward", 1, 2, 1, 0, 0, gelu),
-    CNN(VT_OPK_HEADS_SPLIT, "heads_split", 0, 1, 3, 4, 0, heads),
-    CNN(VT_OPK_HEADS_MERGE, "heads_merge", 0, 1, 1, 4, 0, heads),
-    CNN(VT_OPK_HEADS_JOIN, "heads_join", 0, 3, 1, 4, 0, heads),
-    CNN(VT_OPK_HEADS_UNMERGE, "heads_unmerge", 0, 1, 1, 4, 0, heads),
-    CNN(VT_OPK_BMM, "batched_matmul", 1, 2, 1, 6, 0, bmm),
-    CNN(VT_OPK_SOFTMAX_CAUSAL, "causal_softmax", 1, 1, 1, 1, 1, softmax_causal),
-    CNN(VT_OPK_SOFTMAX_BWD, "softmax_backward", 1, 3, 1, 1, 1, softmax_causal),
-    CNN(VT_OPK_DROPOUT, "dropout", 1, 1, 1, 2, 1, dropout),
-    CNN(VT_OPK_SUMSQ, "sum_of_squares", 1, 1, 1, 0, 0, sumsq),
-    CNN(VT_OPK_SUM_SCALARS, "sum_scalars", 1, VT_VARIADIC, 1, 0, 0, sum_scalars),
-    CNN(VT_OPK_CLIP_FACTOR, "clip_factor", 1, 1, 1, 0, 1, clip_factor),
-    CNN(VT_OPK_ADAM_SCALED, "adam_moments_scaled", 1, 4, 2, 0, 2, adam_scaled),
-    CNN(VT_OPK_ADAMW, "adamw_apply", 1, 5, 1, 0, 4, adamw),
-#undef CNN
+#define VT__KIND_ROW(ID, nm, fam, rd, ni, no, nia, nfa, ia, fa, rx, dev, st)                                           \
+    [VT_OPK_##ID] = {.name = nm, .rounded = rd, .n_in = ni, .n_out = no, .n_iarg = nia, .n_farg = nfa,                 \
+                     .family = VT_FAM_##fam, .red = VT_RED_##rx, .device = VT_DEV_##dev, .iargs = ia, .fargs = fa,    \
+                     .impl = #st, .check = vt__##st##_check, .exec = vt__##st##_exec, .cost = vt__##st##_cost},
+    VT_KINDS(VT__KIND_ROW)
+#undef VT__KIND_ROW
 };
 
 const vt_opkind *vt_opkind_get(uint16_t kind)
 {
     return kind >= 1 && kind < VT_OPK_COUNT ? &KINDS[kind] : NULL;
+}
+
+int vt_op_batch_reduction(const vt_opdesc *o)
+{
+    const vt_opkind *k = vt_opkind_get(o->kind);
+    return k && (k->red == VT_RED_BATCH || (k->red == VT_RED_GEMM_K && o->n_iarg >= 1 && o->iarg[0] == 1));
 }
 
 vt_err vt_op_check(const vt_program *p, const vt_opdesc *o)

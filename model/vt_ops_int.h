@@ -1,5 +1,6 @@
 /* vt_ops_int.h - helpers shared by the files that implement operation kinds (vt_ops.c,
- * vt_ops_cnn.c), and the CNN kinds' entry points for the table in vt_ops.c. Not a public API. */
+ * vt_ops_cnn.c, vt_ops_gpt.c), and every kind's entry points for the table in vt_ops.c, declared
+ * from the list (vt_kinds.h). Not a public API. */
 #ifndef VT_OPS_INT_H
 #define VT_OPS_INT_H
 
@@ -28,45 +29,13 @@ static inline float *vt__op_f(vt_opctx *c, const uint32_t *ids, uint32_t k)
 #define NOUT(k) (c->m->prog.t[c->o->out[k]].n)
 #define ROUND(xs, bnd, rows, cols, out) VT_FORWARD_IF_ERROR(vt_round(c->rc, c->op_id, (xs), (bnd), (rows), (cols), (out)))
 
-/* the CNN kinds (vt_ops_cnn.c): check, exec, cost of each */
-#define VT__KIND_DECL(k)                                                                                               \
-    vt_err vt__##k##_check(const vt_program *p, const vt_opdesc *o);                                                  \
-    vt_err vt__##k##_exec(vt_opctx *c);                                                                                \
-    void vt__##k##_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out);
-VT__KIND_DECL(im2col)
-VT__KIND_DECL(dgather)
-VT__KIND_DECL(wperm)
-VT__KIND_DECL(add)
-VT__KIND_DECL(coldot)
-VT__KIND_DECL(bn_center)
-VT__KIND_DECL(bn_apply)
-VT__KIND_DECL(bn_running)
-VT__KIND_DECL(bn_gamma_grad)
-VT__KIND_DECL(bn_backward)
-VT__KIND_DECL(bn_eval)
-VT__KIND_DECL(maxpool)
-VT__KIND_DECL(maxpool_backward)
-VT__KIND_DECL(avgpool)
-VT__KIND_DECL(avgpool_backward)
-VT__KIND_DECL(windows)
-VT__KIND_DECL(embed)
-VT__KIND_DECL(onehot)
-VT__KIND_DECL(pos_grad)
-VT__KIND_DECL(row_sum)
-VT__KIND_DECL(ln_center)
-VT__KIND_DECL(ln_norm)
-VT__KIND_DECL(affine)
-VT__KIND_DECL(ln_backward)
-VT__KIND_DECL(gelu)
-VT__KIND_DECL(heads)
-VT__KIND_DECL(bmm)
-VT__KIND_DECL(softmax_causal)
-VT__KIND_DECL(dropout)
-VT__KIND_DECL(sumsq)
-VT__KIND_DECL(sum_scalars)
-VT__KIND_DECL(clip_factor)
-VT__KIND_DECL(adam_scaled)
-VT__KIND_DECL(adamw)
+/* every kind's check, exec and cost, named by its stem in the list (vt_kinds.h); a stem shared by
+ * several kinds is declared once per kind, which C allows */
+#define VT__KIND_DECL(ID, nm, fam, rd, ni, no, nia, nfa, ia, fa, red, dev, impl)                                       \
+    vt_err vt__##impl##_check(const vt_program *p, const vt_opdesc *o);                                                \
+    vt_err vt__##impl##_exec(vt_opctx *c);                                                                             \
+    void vt__##impl##_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out);
+VT_KINDS(VT__KIND_DECL)
 #undef VT__KIND_DECL
 
 #endif

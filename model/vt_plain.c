@@ -98,6 +98,8 @@ static plain_fn impl(const vt_plain *p, uint16_t kind)
 
 /* ----------------------------------------------------------- public */
 
+int vt_plain_has_kind(uint16_t kind) { return kind >= 1 && kind < VT_OPK_COUNT && PLAIN_f32[kind] && PLAIN_f64[kind]; }
+
 vt_err vt_plain_init(vt_plain *p, const vt_recipe *rc, size_t n_examples, int fp64)
 {
     memset(p, 0, sizeof *p);

@@ -56,6 +56,9 @@ vt_err vt_plain_step(vt_plain *p, const vt_dataset *ds, double *loss) VT_WARN_UN
 void *vt_plain_tensor(vt_plain *p, uint32_t t);
 vt_err vt_plain_run(vt_plain *p, const vt_dataset *ds, uint64_t step, uint32_t from, uint32_t to) VT_WARN_UNUSED;
 
+/* 1 when kind has a plain form in both precisions (the tables generated from model/vt_kinds.h). */
+int vt_plain_has_kind(uint16_t kind);
+
 /* Accuracy of the current parameters on the first max_examples examples of ds (0 = all),
  * computed in the model's own precision. */
 vt_err vt_plain_accuracy(vt_plain *p, const vt_dataset *ds, size_t max_examples, double *acc) VT_WARN_UNUSED;

@@ -5,9 +5,10 @@
  *     SFX(name)   the instance's name of `name` (name##_f32, name##_f64)
  *     GEMM        the CBLAS GEMM of T; BE_GEMM the backend's plain GEMM of T
  *     EXP, LOG, SQRT, TANH   libm's functions of T; TMIN the smallest positive subnormal of T
- * It defines the kinds (static, suffixed) and their table SFX(PLAIN), and undefines the
- * parameters and its own macros at its end, so that the next instance starts clean. It has no
- * include guard: each inclusion is one instance. */
+ * It defines the kinds (static, suffixed, named by their stems in the list vt_kinds.h) and their
+ * table SFX(PLAIN), generated from the list, and undefines the parameters and its own macros at
+ * its end, so that the next instance starts clean. It has no include guard: each inclusion is one
+ * instance. */
 #ifndef VT_PLAIN_T
 #error "vt_plain_tmpl.h is a template: vt_plain.c defines VT_PLAIN_T and the other parameters first"
 #endif
@@ -318,7 +319,7 @@ static vt_err SFX(maxpool)(plain_ctx *c)
     return VT_OK;
 }
 
-static vt_err SFX(maxpool_bwd)(plain_ctx *c)
+static vt_err SFX(maxpool_backward)(plain_ctx *c)
 {
     const int64_t *a = c->o->iarg;
     SFX(vt_maxpool_backward)((size_t)a[0], (size_t)a[1], (size_t)a[2], (size_t)a[3], (size_t)a[4], X(0), X(1), Y(0));
@@ -339,7 +340,7 @@ static vt_err SFX(avgpool)(plain_ctx *c)
     return VT_OK;
 }
 
-static vt_err SFX(avgpool_bwd)(plain_ctx *c)
+static vt_err SFX(avgpool_backward)(plain_ctx *c)
 {
     size_t B = (size_t)c->o->iarg[0], HW = (size_t)c->o->iarg[1], C = SHAPE(0, 1);
     const T *dy = X(0);
@@ -573,37 +574,14 @@ static vt_err SFX(adamw)(plain_ctx *c)
     return VT_OK;
 }
 
+/* the schedule computes no tensor values: one function for both instances (vt_plain.c) */
+static vt_err SFX(schedule)(plain_ctx *c) { return schedule(c); }
+
+/* the table, generated from the list (vt_kinds.h): kind VT_OPK_<ID> is SFX(<impl>) */
 static const plain_fn SFX(PLAIN)[VT_OPK_COUNT] = {
-    [VT_OPK_LOAD_BATCH] = SFX(load_batch), [VT_OPK_SCHEDULE] = schedule,
-    [VT_OPK_MATMUL] = SFX(matmul),         [VT_OPK_BIAS_ADD] = SFX(bias_add),
-    [VT_OPK_RELU] = SFX(relu),             [VT_OPK_RELU_BWD] = SFX(relu_bwd),
-    [VT_OPK_SOFTMAX] = SFX(softmax),       [VT_OPK_XENT_LOSS] = SFX(xent),
-    [VT_OPK_XENT_BWD] = SFX(xent_bwd),     [VT_OPK_COLSUM] = SFX(colsum),
-    [VT_OPK_SGD_VELOCITY] = SFX(sgd_velocity), [VT_OPK_SGD_APPLY] = SFX(sgd_apply),
-    [VT_OPK_ADAM_MOMENTS] = SFX(adam_moments), [VT_OPK_ADAM_APPLY] = SFX(adam_apply),
-    [VT_OPK_AUGMENT] = SFX(augment),
-    [VT_OPK_IM2COL] = SFX(im2col),         [VT_OPK_CONV_DGATHER] = SFX(dgather),
-    [VT_OPK_CONV_WPERM] = SFX(wperm),      [VT_OPK_ADD] = SFX(add),
-    [VT_OPK_COLDOT] = SFX(coldot),         [VT_OPK_BN_CENTER] = SFX(bn_center),
-    [VT_OPK_BN_APPLY] = SFX(bn_apply),     [VT_OPK_BN_RUNNING] = SFX(bn_running),
-    [VT_OPK_BN_GAMMA_GRAD] = SFX(bn_gamma_grad), [VT_OPK_BN_BACKWARD] = SFX(bn_backward),
-    [VT_OPK_BN_EVAL] = SFX(bn_eval),       [VT_OPK_MAXPOOL] = SFX(maxpool),
-    [VT_OPK_MAXPOOL_BWD] = SFX(maxpool_bwd), [VT_OPK_AVGPOOL] = SFX(avgpool),
-    [VT_OPK_AVGPOOL_BWD] = SFX(avgpool_bwd),
-    [VT_OPK_LOAD_WINDOWS] = SFX(windows),  [VT_OPK_EMBED] = SFX(embed),
-    [VT_OPK_ONEHOT] = SFX(onehot),         [VT_OPK_POS_GRAD] = SFX(pos_grad),
-    [VT_OPK_ROW_SUM] = SFX(row_sum),       [VT_OPK_ROW_DOT] = SFX(row_sum),
-    [VT_OPK_LN_CENTER] = SFX(ln_center),   [VT_OPK_LN_NORM] = SFX(ln_norm),
-    [VT_OPK_AFFINE] = SFX(affine),         [VT_OPK_SCALE_COLS] = SFX(affine),
-    [VT_OPK_LN_BACKWARD] = SFX(ln_backward), [VT_OPK_GELU] = SFX(gelu),
-    [VT_OPK_GELU_BWD] = SFX(gelu),         [VT_OPK_HEADS_SPLIT] = SFX(heads),
-    [VT_OPK_HEADS_MERGE] = SFX(heads),     [VT_OPK_HEADS_JOIN] = SFX(heads),
-    [VT_OPK_HEADS_UNMERGE] = SFX(heads),
-    [VT_OPK_BMM] = SFX(bmm),               [VT_OPK_SOFTMAX_CAUSAL] = SFX(softmax_causal),
-    [VT_OPK_SOFTMAX_BWD] = SFX(softmax_causal), [VT_OPK_DROPOUT] = SFX(dropout),
-    [VT_OPK_SUMSQ] = SFX(sumsq),           [VT_OPK_SUM_SCALARS] = SFX(sum_scalars),
-    [VT_OPK_CLIP_FACTOR] = SFX(clip_factor), [VT_OPK_ADAM_SCALED] = SFX(adam_scaled),
-    [VT_OPK_ADAMW] = SFX(adamw),
+#define VT__PLAIN_ROW(ID, nm, fam, rd, ni, no, nia, nfa, ia, fa, rx, dev, impl) [VT_OPK_##ID] = SFX(impl),
+    VT_KINDS(VT__PLAIN_ROW)
+#undef VT__PLAIN_ROW
 };
 
 #undef T

@@ -1,0 +1,220 @@
+/* vt_kinds.h - THE list of operation kinds: every kind once, with every facet the tables need
+ * (docs/architecture.md "Adding an operation kind"). Everything else is generated from it:
+ *   - the ids vt_opkind_id (below; their numbers are the program's wire ids: append, never reorder);
+ *   - the interpreter's table KINDS (model/vt_ops.c): name, rounded, counts, argument names, and
+ *     the functions vt__<impl>_check, vt__<impl>_exec, vt__<impl>_cost (declared in vt_ops_int.h);
+ *   - the plain baseline's tables (model/vt_plain_tmpl.h): <impl>_f32 and <impl>_f64;
+ *   - the device's facts (vt_kind_rounded, vt_kind_device below; cuda/vt_dev_ops.c).
+ * A missing function is a compile error, a missing facet a failure of tests/test_kinds.c.
+ *
+ * X(ID, name, family, rounded, n_in, n_out, n_iarg, n_farg, iargs, fargs, red, device, impl):
+ *   ID       the id is VT_OPK_<ID>
+ *   name     the kind's name in `trainer recipe --program` and in messages
+ *   family   VT_FAM_<family>: what computes it (vt_kind_family below)
+ *   rounded  1: its output goes through vt_round (a log record in log rounding); 0: exact
+ *   n_in..   counts of inputs (VT_VARIADIC: one or more), outputs, integer and real arguments
+ *   iargs, fargs  the arguments' names, space-separated, in order ("" for none)
+ *   red      VT_RED_<red>: the reduction axes of its outputs (vt_kind_red below)
+ *   device   VT_DEV_<device>: how the CUDA backend's device-resident step runs it (vt_kind_dev)
+ *   impl     the stem of its functions; kinds that share a stem share code that reads o->kind
+ * Each line's comment gives its tensors: inputs -> outputs, shapes (activations are row-major
+ * with the examples' rows first: [B*H*W, C], [B*T, C]; heads [B*H*T, D]).
+ * The family, red and device tokens are always pasted (VT_FAM_##f ...), never expanded, so a
+ * macro of the same name at the point of use (the plain template's GEMM) does not matter. */
+#ifndef VT_KINDS_H
+#define VT_KINDS_H
+
+/* clang-format off */
+#define VT_KINDS(X)                                                                                                    \
+    /* -> input [B, d] F32, labels [B] U8 */                                                                           \
+    X(LOAD_BATCH, "load_batch", LOADER, 0, 0, 2, 1, 0, "B", "", NONE, CPU, load_batch)                                 \
+    /* -> t (F64 scalar: the step), lr (F64 scalar) */                                                                 \
+    X(SCHEDULE, "schedule", LOADER, 0, 0, 2, 4, 3, "schedule warmup decay_every steps",                                \
+      "lr decay_factor final_lr_factor", NONE, CPU, schedule)                                                          \
+    /* A, B -> C [M, N] = op(A) op(B) */                                                                               \
+    X(MATMUL, "matmul", GEMM, 1, 2, 1, 5, 0, "transA transB M N K", "", GEMM_K, GEMM, matmul)                          \
+    /* X [M, N], b [N] -> Y */                                                                                         \
+    X(BIAS_ADD, "bias_add", CHAIN, 1, 2, 1, 0, 0, "", "", NONE, ITEM, bias_add)                                        \
+    /* z -> relu(z) */                                                                                                 \
+    X(RELU, "relu", CHAIN, 0, 1, 1, 0, 0, "", "", NONE, ITEM, relu)                                                    \
+    /* z, da -> dz */                                                                                                  \
+    X(RELU_BWD, "relu_backward", CHAIN, 0, 2, 1, 0, 0, "", "", NONE, ITEM, relu_bwd)                                   \
+    /* z [N, C] -> p */                                                                                                \
+    X(SOFTMAX, "softmax", ROWWISE, 1, 1, 1, 0, 0, "", "", EXAMPLE, ITEM, softmax)                                      \
+    /* p [N, C], labels [N] -> loss (F32 scalar): the mean over the rows */                                            \
+    X(XENT_LOSS, "cross_entropy", REDUCE, 1, 2, 1, 0, 0, "", "", BATCH, ITEM, xent)                                    \
+    /* p, labels -> dz */                                                                                              \
+    X(XENT_BWD, "cross_entropy_backward", CHAIN, 1, 2, 1, 0, 0, "", "", NONE, ITEM, xent_bwd)                          \
+    /* X [M, N] -> s [N] */                                                                                            \
+    X(COLSUM, "column_sum", REDUCE, 1, 1, 1, 0, 0, "", "", BATCH, ITEM, colsum)                                        \
+    /* w, g, v -> v */                                                                                                 \
+    X(SGD_VELOCITY, "sgd_velocity", CHAIN, 1, 3, 1, 0, 2, "", "momentum weight_decay", NONE, ITEM, sgd_velocity)       \
+    /* w, v, lr -> w */                                                                                                \
+    X(SGD_APPLY, "sgd_apply", CHAIN, 1, 3, 1, 0, 0, "", "", NONE, ITEM, sgd_apply)                                     \
+    /* g, m, v -> m, v */                                                                                              \
+    X(ADAM_MOMENTS, "adam_moments", CHAIN, 1, 3, 2, 0, 2, "", "beta1 beta2", NONE, ITEM, adam_moments)                 \
+    /* w, m, v, t, lr -> w */                                                                                          \
+    X(ADAM_APPLY, "adam_apply", CHAIN, 1, 5, 1, 0, 3, "", "beta1 beta2 eps", NONE, ITEM, adam_apply)                   \
+    /* x [B, C*H*W] -> x': random crop (pad) and horizontal flip per example, drawn from (seed, step, example slot) */  \
+    X(AUGMENT, "augment", MOVE, 0, 1, 1, 6, 0, "C H W pad flip seed", "", NONE, ITEM, augment)                         \
+    /* ---- convolutional networks (model/vt_ops_cnn.c) */                                                             \
+    /* x -> col [B*Ho*Wo, k*k*C] */                                                                                    \
+    X(IM2COL, "im2col", MOVE, 0, 1, 1, 8, 0, "B H W C k stride pad chw", "", NONE, ITEM, im2col)                       \
+    /* dY -> G [B*H*W, k*k*Co] (the input gradient's operand) */                                                       \
+    X(CONV_DGATHER, "conv_grad_gather", MOVE, 0, 1, 1, 7, 0, "B H W Co k stride pad", "", NONE, ITEM, dgather)         \
+    /* W [k*k*C, Co] -> W' [k*k*Co, C] */                                                                              \
+    X(CONV_WPERM, "conv_weight_transpose", MOVE, 0, 1, 1, 3, 0, "k C Co", "", NONE, ITEM, wperm)                       \
+    /* a, b -> a + b */                                                                                                \
+    X(ADD, "add", CHAIN, 1, 2, 1, 0, 0, "", "", NONE, ITEM, add)                                                       \
+    /* A, B [M, N] -> s [N], s_j = sum_i A_ij B_ij */                                                                  \
+    X(COLDOT, "column_dot", REDUCE, 1, 2, 1, 0, 0, "", "", BATCH, ITEM, coldot)                                        \
+    /* x [M, C], S1 [C] -> xc = x - S1 / M */                                                                          \
+    X(BN_CENTER, "batchnorm_center", CHAIN, 1, 2, 1, 0, 0, "", "", NONE, ITEM, bn_center)                              \
+    /* xc, S2, gamma, beta -> y */                                                                                     \
+    X(BN_APPLY, "batchnorm_apply", CHAIN, 1, 4, 1, 0, 1, "", "eps", NONE, ITEM, bn_apply)                              \
+    /* S1, S2, rm, rv -> rm, rv */                                                                                     \
+    X(BN_RUNNING, "batchnorm_running_stats", CHAIN, 1, 4, 2, 1, 1, "M", "momentum", NONE, ITEM, bn_running)            \
+    /* G2, S2 -> dgamma */                                                                                             \
+    X(BN_GAMMA_GRAD, "batchnorm_gamma_grad", CHAIN, 1, 2, 1, 1, 1, "M", "eps", NONE, ITEM, bn_gamma_grad)              \
+    /* dy, xc, S2, G1, G2, gamma -> dx */                                                                              \
+    X(BN_BACKWARD, "batchnorm_backward", CHAIN, 1, 6, 1, 0, 1, "", "eps", NONE, ITEM, bn_backward)                     \
+    /* x, rm, rv, gamma, beta -> y (the evaluation pass) */                                                            \
+    X(BN_EVAL, "batchnorm_eval", CHAIN, 1, 5, 1, 0, 1, "", "eps", NONE, CPU, bn_eval)                                  \
+    /* x -> y (window = stride = k) */                                                                                 \
+    X(MAXPOOL, "maxpool", MOVE, 0, 1, 1, 5, 0, "B H W C k", "", NONE, ITEM, maxpool)                                   \
+    /* x, dy -> dx */                                                                                                  \
+    X(MAXPOOL_BWD, "maxpool_backward", MOVE, 0, 2, 1, 5, 0, "B H W C k", "", NONE, ITEM, maxpool_backward)             \
+    /* x [B*HW, C] -> y [B, C] (global average) */                                                                     \
+    X(AVGPOOL, "global_avgpool", REDUCE, 1, 1, 1, 2, 0, "B HW", "", EXAMPLE, ITEM, avgpool)                            \
+    /* dy [B, C] -> dx [B*HW, C] */                                                                                    \
+    X(AVGPOOL_BWD, "global_avgpool_backward", CHAIN, 1, 1, 1, 2, 0, "B HW", "", NONE, ITEM, avgpool_backward)          \
+    /* ---- transformers (model/vt_ops_gpt.c) */                                                                       \
+    /* -> tokens [B, T] U8, targets [B*T] U8: random windows */                                                        \
+    X(LOAD_WINDOWS, "load_windows", LOADER, 0, 0, 2, 4, 0, "B T seed V", "", NONE, CPU, windows)                       \
+    /* tokens, wte [V, C], wpe [T, C] -> x [B*T, C] */                                                                 \
+    X(EMBED, "embed", CHAIN, 1, 3, 1, 0, 0, "", "", NONE, ITEM, embed)                                                 \
+    /* tokens -> [B*T, V] F32 */                                                                                       \
+    X(ONEHOT, "one_hot", MOVE, 0, 1, 1, 1, 0, "V", "", NONE, ITEM, onehot)                                             \
+    /* dx [B*T, C] -> dwpe [T, C] (sum over the batch) */                                                              \
+    X(POS_GRAD, "position_gradient", REDUCE, 1, 1, 1, 2, 0, "B T", "", BATCH, ITEM, pos_grad)                          \
+    /* x [M, N] -> [M] */                                                                                              \
+    X(ROW_SUM, "row_sum", REDUCE, 1, 1, 1, 0, 0, "", "", EXAMPLE, ITEM, row_sum)                                       \
+    /* a, b [M, N] -> [M] */                                                                                           \
+    X(ROW_DOT, "row_dot", REDUCE, 1, 2, 1, 0, 0, "", "", EXAMPLE, ITEM, row_sum)                                       \
+    /* x [M, C], S1 [M] -> xc */                                                                                       \
+    X(LN_CENTER, "layernorm_center", CHAIN, 1, 2, 1, 0, 0, "", "", NONE, ITEM, ln_center)                              \
+    /* xc, S2 [M] -> xhat */                                                                                           \
+    X(LN_NORM, "layernorm_normalise", CHAIN, 1, 2, 1, 0, 1, "", "eps", NONE, ITEM, ln_norm)                            \
+    /* x [M, C], gamma, beta [C] -> gamma x + beta */                                                                  \
+    X(AFFINE, "affine", CHAIN, 1, 3, 1, 0, 0, "", "", NONE, ITEM, affine)                                              \
+    /* x [M, C], gamma [C] -> gamma x */                                                                               \
+    X(SCALE_COLS, "scale_columns", CHAIN, 1, 2, 1, 0, 0, "", "", NONE, ITEM, affine)                                   \
+    /* dyg, xhat, S2, G1, G2 -> dx */                                                                                  \
+    X(LN_BACKWARD, "layernorm_backward", CHAIN, 1, 5, 1, 0, 1, "", "eps", NONE, ITEM, ln_backward)                     \
+    /* x -> gelu(x) */                                                                                                 \
+    X(GELU, "gelu", CHAIN, 1, 1, 1, 0, 0, "", "", NONE, ITEM, gelu)                                                    \
+    /* x, dy -> dx */                                                                                                  \
+    X(GELU_BWD, "gelu_backward", CHAIN, 1, 2, 1, 0, 0, "", "", NONE, ITEM, gelu)                                       \
+    /* qkv [B*T, 3C] -> q, k, v [B*H*T, D] */                                                                          \
+    X(HEADS_SPLIT, "heads_split", MOVE, 0, 1, 3, 4, 0, "B T H D", "", NONE, ITEM, heads)                               \
+    /* o [B*H*T, D] -> y [B*T, C] */                                                                                   \
+    X(HEADS_MERGE, "heads_merge", MOVE, 0, 1, 1, 4, 0, "B T H D", "", NONE, ITEM, heads)                               \
+    /* dq, dk, dv -> dqkv [B*T, 3C] */                                                                                 \
+    X(HEADS_JOIN, "heads_join", MOVE, 0, 3, 1, 4, 0, "B T H D", "", NONE, ITEM, heads)                                 \
+    /* y [B*T, C] -> o [B*H*T, D] (the merge's inverse) */                                                             \
+    X(HEADS_UNMERGE, "heads_unmerge", MOVE, 0, 1, 1, 4, 0, "B T H D", "", NONE, ITEM, heads)                           \
+    /* A, B -> C [G*M, N] = op(A_g) op(B_g): G = B*H groups, each within one example */                                \
+    X(BMM, "batched_matmul", GEMM, 1, 2, 1, 6, 0, "G M N K transA transB", "", EXAMPLE, GEMM, bmm)                     \
+    /* s [R, T] -> p (row i sees positions <= i mod T) */                                                              \
+    X(SOFTMAX_CAUSAL, "causal_softmax", ROWWISE, 1, 1, 1, 1, 1, "T", "scale", EXAMPLE, ITEM, softmax_causal)           \
+    /* p, dp, S [R] -> dz */                                                                                           \
+    X(SOFTMAX_BWD, "softmax_backward", CHAIN, 1, 3, 1, 1, 1, "T", "scale", NONE, ITEM, softmax_causal)                 \
+    /* x -> y (or dy -> dx with the same mask) */                                                                      \
+    X(DROPOUT, "dropout", CHAIN, 1, 1, 1, 2, 1, "seed key", "p", NONE, ITEM, dropout)                                  \
+    /* g -> [1] = sum g^2 */                                                                                           \
+    X(SUMSQ, "sum_of_squares", REDUCE, 1, 1, 1, 0, 0, "", "", WHOLE, ITEM, sumsq)                                      \
+    /* n scalars [1] -> their sum [1] */                                                                               \
+    X(SUM_SCALARS, "sum_scalars", REDUCE, 1, VT_VARIADIC, 1, 0, 0, "", "", WHOLE, CPU, sum_scalars)                    \
+    /* S [1] -> the clipping factor [1] */                                                                             \
+    X(CLIP_FACTOR, "clip_factor", CHAIN, 1, 1, 1, 0, 1, "", "max_norm", NONE, ITEM, clip_factor)                       \
+    /* g, m, v, factor [1] -> m, v (moments of factor * g) */                                                          \
+    X(ADAM_SCALED, "adam_moments_scaled", CHAIN, 1, 4, 2, 0, 2, "", "beta1 beta2", NONE, ITEM, adam_scaled)            \
+    /* w, m, v, t, lr -> w */                                                                                          \
+    X(ADAMW, "adamw_apply", CHAIN, 1, 5, 1, 0, 4, "", "beta1 beta2 eps weight_decay", NONE, ITEM, adamw)
+/* clang-format on */
+
+#define VT_VARIADIC 255 /* n_in: one or more inputs */
+
+typedef enum {
+    VT_OPK_NONE = 0, /* no kind: ids start at 1 */
+#define VT__KIND_ENUM(ID, nm, fam, rd, ni, no, nia, nfa, ia, fa, red, dev, impl) VT_OPK_##ID,
+    VT_KINDS(VT__KIND_ENUM)
+#undef VT__KIND_ENUM
+    VT_OPK_COUNT
+} vt_opkind_id;
+
+/* What computes a kind; the families of docs/architecture.md "Adding an operation kind". */
+typedef enum {
+    VT_FAM_LOADER = 1, /* its outputs come from outside the tensors: the dataset, the step, the recipe */
+    VT_FAM_CHAIN,      /* elementwise chains: each output element a fixed chain of IEEE operations on a
+                        * few input elements (bound 0; exact kinds like ReLU included) */
+    VT_FAM_REDUCE,     /* strided reductions: each output element a sum (vt_reduce, column sums, the
+                        * loss), bounded, with its exact evaluator over strided operands */
+    VT_FAM_ROWWISE,    /* row-wise: a row's normalisation (softmax), correctly rounded within the row */
+    VT_FAM_MOVE,       /* gathers and moves: values moved or selected, never computed (exact) */
+    VT_FAM_GEMM,       /* matrix products, through the GEMM with its panelled bound */
+} vt_kind_family;
+
+/* The reduction axes of a kind's outputs: which elements one output element sums over. The rule,
+ * read from each kind's exec (the vt_bounds it hands to vt_round) and cost: */
+typedef enum {
+    VT_RED_NONE = 1, /* no output element is a sum of other elements (chains, moves, loaders); a chain
+                      * may read a statistic another kind summed (batch norm's S1, S2) */
+    VT_RED_EXAMPLE,  /* sums within one example: one row (softmax, row sums, layer norm's statistics),
+                      * an example's rows (global average pooling over H*W), one (example, head) group
+                      * of the batched GEMM */
+    VT_RED_BATCH,    /* sums over the batch: every row of a batch-major input (column sums and dots:
+                      * bias and batch-norm gradients and statistics; the loss's mean over rows; the
+                      * position gradient over B) - the reductions a data-parallel split must combine */
+    VT_RED_WHOLE,    /* sums over a tensor that is not batch-major (a gradient's sum of squares, scalars) */
+    VT_RED_GEMM_K,   /* MATMUL: over K, which is the batch's rows exactly when transA = 1 (A stored
+                      * [K, M]: the weight gradients X^T dY); within a row otherwise - per operation,
+                      * vt_op_batch_reduction (model/vt_ops.h) */
+} vt_kind_red;
+
+/* How the CUDA backend's device-resident step (cuda/vt_cuda_model.cu) runs a kind. */
+typedef enum {
+    VT_DEV_ITEM = 1, /* device items: vt_dev_op_make and vt__dev_op_item (cuda/vt_dev_ops.h) */
+    VT_DEV_GEMM,     /* the GEMM pipeline of cuda/vt_cuda.cu (vt_cudap_run_op's MATMUL and BMM cases) */
+    VT_DEV_CPU,      /* CPU only: the host runs it, its tensors copied across */
+} vt_kind_dev;
+
+/* The list's facets of kind k, header-only (the device plugin and the CPU twin read them without
+ * the interpreter's table); 0 for a kind that is not in the list. */
+static inline int vt_kind_rounded(unsigned k)
+{
+    switch (k) {
+#define VT__KIND_ROUNDED(ID, nm, fam, rd, ni, no, nia, nfa, ia, fa, red, dev, impl)                                     \
+    case VT_OPK_##ID:                                                                                                  \
+        return rd;
+        VT_KINDS(VT__KIND_ROUNDED)
+#undef VT__KIND_ROUNDED
+    default:
+        return 0;
+    }
+}
+
+static inline vt_kind_dev vt_kind_device(unsigned k)
+{
+    switch (k) {
+#define VT__KIND_DEVICE(ID, nm, fam, rd, ni, no, nia, nfa, ia, fa, red, dev, impl)                                      \
+    case VT_OPK_##ID:                                                                                                  \
+        return VT_DEV_##dev;
+        VT_KINDS(VT__KIND_DEVICE)
+#undef VT__KIND_DEVICE
+    default:
+        return (vt_kind_dev)0;
+    }
+}
+
+#endif
