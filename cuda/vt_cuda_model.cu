@@ -1,11 +1,11 @@
 /* vt_cuda_model.cu - device-resident execution of a model's step (docs/cuda.md, "Device-resident
- * steps"). The model's arenas are mirrored on the GPU; the MLP's operation kinds run there:
- * matmul (the rounded GEMM of vt_cuda.cu on device operands), bias_add, relu, relu_backward,
- * softmax, cross_entropy, cross_entropy_backward, column_sum, sgd_velocity, sgd_apply,
- * adam_moments, adam_apply - the items of cuda/vt_dev_ops.h, which the CPU twin
- * (tests/test_resident.c) runs too; their chains are kernels/vt_kernels_impl.h and their
- * rounding rounding_log/vt_round_impl.h, the code the CPU kernels run. Any other kind runs on the
- * CPU: its inputs and outputs come to the host, its outputs go back (vt_model.c drives this).
+ * steps"). The model's arenas are mirrored on the GPU; the kinds the list (model/vt_kinds.h) marks
+ * run there: VT_DEV_GEMM, matmul and batched_matmul, through the rounded GEMMs of vt_cuda.cu on
+ * device operands; VT_DEV_ITEM, the items of cuda/vt_dev_ops.h, which the CPU twin
+ * (tests/test_resident.c) runs too; their chains are the kernels' _impl.h headers and their
+ * rounding rounding_log/vt_round_impl.h, the code the CPU kernels run. Any other kind (VT_DEV_CPU)
+ * runs on the CPU: its inputs and outputs come to the host, its outputs go back (vt_model.c drives
+ * this).
  *
  * What crosses: at the start of a step the state (the host's copy is the reference between steps:
  * set_state, checkpoints and resumes change it there); per fallback operation its tensors; per
