@@ -498,6 +498,12 @@ vt_err vt_model_step(vt_model *m, const vt_dataset *ds, vt_rctx *rc, float *loss
 vt_err vt_program_evaluate(const vt_program *p, const vt_dataset *ds, size_t max_examples, vt_eval_fwd fwd,
                            vt_eval_prob prob, void *ctx, double *acc)
 {
+    return vt_program_evaluate_pred(p, ds, max_examples, fwd, prob, ctx, acc, NULL);
+}
+
+vt_err vt_program_evaluate_pred(const vt_program *p, const vt_dataset *ds, size_t max_examples, vt_eval_fwd fwd,
+                                vt_eval_prob prob, void *ctx, double *acc, uint32_t *pred)
+{
     const vt_tensor *x = &p->t[p->input], *pr = &p->t[p->probs];
     size_t n = ds->n < max_examples || !max_examples ? ds->n : max_examples, B = x->shape[0], C = pr->shape[1],
            correct = 0;
@@ -517,6 +523,7 @@ vt_err vt_program_evaluate(const vt_program *p, const vt_dataset *ds, size_t max
             for (size_t c = 1; c < C; c++)
                 if (prob(ctx, k * C + c) > prob(ctx, k * C + best)) best = c;
             correct += best == ds->y[i0 + k];
+            if (pred) pred[i0 + k] = (uint32_t)best;
         }
     }
     free(idx);
@@ -553,6 +560,11 @@ static double eval_prob(void *ctx, size_t i)
 
 vt_err vt_model_accuracy(vt_model *m, const vt_dataset *ds, size_t max_examples, double *acc)
 {
+    return vt_model_predict(m, ds, max_examples, acc, NULL);
+}
+
+vt_err vt_model_predict(vt_model *m, const vt_dataset *ds, size_t max_examples, double *acc, uint32_t *pred)
+{
     eval_ctx c;
     memset(&c, 0, sizeof c);
     c.m = m, c.ds = ds, c.lab = malloc(m->prog.t[m->prog.input].shape[0]); /* the batch vt_program_evaluate loads */
@@ -564,7 +576,7 @@ vt_err vt_model_accuracy(vt_model *m, const vt_dataset *ds, size_t max_examples,
     vt_rctx_init(&c.rc, VT_RMODE_RECORD, bc);
     vt_exec saved = m->exec;
     vt_exec_init(&m->exec, m->exec.order, bc, m->rc.seed);
-    vt_err e = vt_program_evaluate(&m->prog, ds, max_examples, eval_fwd, eval_prob, &c, acc);
+    vt_err e = vt_program_evaluate_pred(&m->prog, ds, max_examples, eval_fwd, eval_prob, &c, acc, pred);
     vt_exec_free(&m->exec);
     m->exec = saved;
     vt_steplog_free(&c.log);

@@ -168,6 +168,10 @@ float vt_model_loss(vt_model *m);
  * program's own forward pass (operations fwd_first .. fwd_last) on batches of the evaluation
  * set, rounded to nearest without a log. For reports only. */
 vt_err vt_model_accuracy(vt_model *m, const vt_dataset *ds, size_t max_examples, double *acc) VT_WARN_UNUSED;
+/* The same, and the predicted class of every example evaluated in pred[0 .. n) (NULL: none): the
+ * first index of the largest probability (trainer eval --per-example). */
+vt_err vt_model_predict(vt_model *m, const vt_dataset *ds, size_t max_examples, double *acc, uint32_t *pred)
+    VT_WARN_UNUSED;
 
 /* The accuracy loop both interpreters share: over the first max_examples examples of ds (0 = all)
  * in batches of the program's batch size (the last one padded), fwd fills the input with the
@@ -176,6 +180,9 @@ typedef vt_err (*vt_eval_fwd)(void *ctx, const size_t *idx, size_t B);
 typedef double (*vt_eval_prob)(void *ctx, size_t i);
 vt_err vt_program_evaluate(const vt_program *p, const vt_dataset *ds, size_t max_examples, vt_eval_fwd fwd,
                            vt_eval_prob prob, void *ctx, double *acc) VT_WARN_UNUSED;
+/* The same, with each evaluated example's predicted class in pred[i] (NULL: none). */
+vt_err vt_program_evaluate_pred(const vt_program *p, const vt_dataset *ds, size_t max_examples, vt_eval_fwd fwd,
+                                vt_eval_prob prob, void *ctx, double *acc, uint32_t *pred) VT_WARN_UNUSED;
 
 /* Text models (arch gpt): the mean cross-entropy in nats per character of the evaluation pass over
  * consecutive windows of ds (window w: tokens [wT, wT + T) predicting [wT + 1, wT + T + 1)), the

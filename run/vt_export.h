@@ -1,5 +1,6 @@
 /* vt_export.h - `trainer export`: the parameters (and buffers) of a committed step of a run, in
- * safetensors, once the step's state is shown to be the committed one. */
+ * safetensors, or its inference graph in ONNX (run/vt_onnx.h), once the step's state is shown to
+ * be the committed one. */
 #ifndef VT_EXPORT_H
 #define VT_EXPORT_H
 
@@ -7,19 +8,22 @@
 
 #include "../common/vt_error.h"
 
+typedef enum { VT_EXPORT_SAFETENSORS = 0, VT_EXPORT_ONNX = 1 } vt_export_format;
+
 typedef struct {
     const char *run_dir;
     const char *out_path;
     const char *pubkey_path; /* optional: the trainer key the commitment must be signed by */
     uint64_t step;           /* with has_step: the step to export (0: the initial state) */
     int has_step;            /* 0: the last step */
-    int with_optimizer;      /* also the optimiser's state */
+    int with_optimizer;      /* also the optimiser's state (safetensors only) */
+    vt_export_format format;
 } vt_export_opts;
 
 typedef struct {
     uint64_t step;
-    uint32_t tensors;
-    uint64_t bytes;
+    uint32_t tensors;        /* safetensors: tensors written; ONNX: initializers (the graph's state tensors) */
+    uint64_t bytes;          /* the state tensors' bytes */
     uint8_t state_hash[32];
     uint8_t root[32];
     uint8_t public_key[32]; /* the key that signed the commitment (checked against --pubkey when given) */
@@ -29,10 +33,13 @@ typedef struct {
  * leaves give its signed root, that the step's leaf is its committed (state hash, log hash), and
  * that the step's checkpoint hashes to that state hash. Then writes the state's parameter and
  * buffer tensors, by their program names and shapes, with metadata (manifest hash, step, state
- * hash, root). Errors: VT_ERR_MISMATCH (the run does not verify), VT_ERR_ARG (the step asked for
- * is beyond the run or not one whose state the recipe commits and checkpoints), VT_ERR_FORMAT (the
- * run lacks a checkpoint its recipe promises: damaged or incomplete), VT_ERR_IO, VT_ERR_LIMIT (the
- * model exceeds the memory budget). */
+ * hash, root); or, with VT_EXPORT_ONNX, the model's inference graph with those tensors as
+ * initializers and the run's hashes and recipe as metadata (docs/format.md "Export (ONNX)").
+ * Errors: VT_ERR_MISMATCH (the run does not verify), VT_ERR_ARG (the step asked for is beyond the
+ * run or not one whose state the recipe commits and checkpoints), VT_ERR_FORMAT (the run lacks a
+ * checkpoint its recipe promises: damaged or incomplete), VT_ERR_IO, VT_ERR_LIMIT (the model
+ * exceeds the memory budget); with VT_EXPORT_ONNX also VT_ERR_ARG for a GPT run or
+ * --optimizer (before anything is checked) and VT_ERR_UNSUPPORTED in a build without ONNX. */
 vt_err vt_export_run(const vt_export_opts *o, vt_export_result *res) VT_WARN_UNUSED;
 
 #endif

@@ -5,11 +5,15 @@ PKGS=(build-essential cmake pkg-config clang libclang-rt-14-dev
       libopenblas-dev libssl-dev libsodium-dev libzstd-dev libsqlite3-dev libjansson-dev
       zlib1g-dev sqlite3 zstd
       libopenblas0-pthread libblis4-pthread libblis4-openmp libblas3
-      libmpfr-dev libgmp-dev)
-# The last four are the CBLAS implementations behind Debian's libblas.so.3 alternative
+      libmpfr-dev libgmp-dev
+      libonnx-dev protobuf-c-compiler libprotobuf-c-dev python3-onnx python3-numpy)
+# libopenblas0-pthread, libblis4-pthread, libblis4-openmp and libblas3 are the CBLAS implementations behind Debian's libblas.so.3 alternative
 # (OpenBLAS pthread, BLIS pthread and OpenMP, the reference BLAS): scripts/test.sh runs the
 # invariant, kernel and end-to-end tests under each of them (scripts/blas-matrix.sh).
 # libmpfr-dev (with libgmp-dev) is test-only: the independent exact reference of tests/test_exact.c.
+# libonnx-dev (the ONNX schema, onnx.proto), protobuf-c-compiler (protoc-c) and libprotobuf-c-dev
+# build `trainer export --format onnx` (optional: run/onnx.cmake); python3-onnx and python3-numpy
+# are test-only: tests/onnx_export.sh checks the exported models with onnx's checker and NumPy.
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -111,11 +111,14 @@ static void usage(FILE *f)
             "  trainer recipe [--recipe FILE] [--set KEY=VALUE]... [--program]\n"
             "      print the effective recipe (JSON), or with --program its step program: the tensor\n"
             "      table and the operations with their ids (docs/format.md)\n"
-            "  trainer export RUN_DIR --format safetensors --out FILE [--step S (0: the initial state)] [--pubkey FILE.pub]\n"
-            "                 [--optimizer]\n"
+            "  trainer export RUN_DIR --format safetensors|onnx --out FILE [--step S (0: the initial state)]\n"
+            "                 [--pubkey FILE.pub] [--optimizer]\n"
             "      write the parameters (and buffers) of the last, or a checkpointed committed, step with\n"
             "      their names, shapes and dtypes, after checking the commitment's signature, its root over\n"
-            "      the run's leaves and the step's state hash; --optimizer adds the optimiser's state\n"
+            "      the run's leaves and the step's state hash; --optimizer adds the optimiser's state;\n"
+            "      --format onnx: the model's inference graph (MLP, residual CNN; not the GPT: exit 64)\n"
+            "      with those weights, the run's hashes and recipe as metadata (docs/format.md); a trainer\n"
+            "      built without ONNX support (libonnx-dev, protobuf-c) exits 2\n"
             "  trainer serve RUN_DIR --listen HOST:PORT --key KEYFILE --arbiter-key FILE.pub... [options]\n"
             "      answer the named arbiters' questions about the committed run (dispute game, TLS 1.3);\n"
             "      signs RUN_DIR/service.vtsr, the record that tells arbiters where, until when and to\n"
@@ -143,9 +146,10 @@ static void usage(FILE *f)
             "                [--data-dir DIR]\n"
             "      BENCHMARK BASELINE ONLY: train the same recipe with a plain FP32 or FP64 step (no\n"
             "      rounding layer, no log, no commitment, not reproducible); prints steps/s and loss\n"
-            "  trainer eval --run DIR [--dataset SPEC] [--data-dir DIR]\n"
+            "  trainer eval --run DIR [--dataset SPEC] [--data-dir DIR] [--per-example FILE]\n"
             "      accuracy of a run's last checkpoint on SPEC (default: mnist-test for MNIST runs,\n"
             "      cifar10-test for CIFAR-10 runs, the training set otherwise; SPEC is NAME or NAME:N);\n"
+            "      --per-example FILE: each example's index, label and predicted class, a line each;\n"
             "      for a text model (arch=gpt) the validation loss in nats per character\n"
             "      (default: shakespeare-val)\n"
             "  trainer sample RUN_DIR [--tokens N] [--seed S] [--prompt TEXT] [--data-dir DIR]\n"
@@ -283,8 +287,10 @@ static int cmd_export(int argc, char **argv)
             if (vt_cli_opt_parse("trainer export", opts, c, optarg, usage)) return VT_EXIT_USAGE;
         }
     }
-    if (strcmp(format, "safetensors") != 0)
-        return vt_cli_usage_error(usage, "trainer export: --format %s: the only format is safetensors", format);
+    if (strcmp(format, "onnx") == 0)
+        o.format = VT_EXPORT_ONNX;
+    else if (strcmp(format, "safetensors") != 0)
+        return vt_cli_usage_error(usage, "trainer export: --format %s: the formats are safetensors and onnx", format);
     if (optind != argc - 1 || !o.out_path)
         return vt_cli_usage_error(usage, "trainer export: RUN_DIR and --out FILE are required");
     o.run_dir = argv[optind];
@@ -308,8 +314,13 @@ static int cmd_export(int argc, char **argv)
     }
     char hs[65];
     vt_hex(r.state_hash, 32, hs);
-    printf("exported step %llu: %u tensors, %llu bytes, state hash %s (verified against the commitment) -> %s\n",
-           (unsigned long long)r.step, r.tensors, (unsigned long long)r.bytes, hs, o.out_path);
+    if (o.format == VT_EXPORT_ONNX)
+        printf("exported step %llu as ONNX (the inference graph; %u state tensors, %llu bytes), state hash %s "
+               "(verified against the commitment) -> %s\n",
+               (unsigned long long)r.step, r.tensors, (unsigned long long)r.bytes, hs, o.out_path);
+    else
+        printf("exported step %llu: %u tensors, %llu bytes, state hash %s (verified against the commitment) -> %s\n",
+               (unsigned long long)r.step, r.tensors, (unsigned long long)r.bytes, hs, o.out_path);
     return VT_EXIT_OK;
 }
 
@@ -509,9 +520,10 @@ static int cmd_eval(int argc, char **argv)
                                        {"dataset", required_argument, 0, 'D'},
                                        {"data-dir", required_argument, 0, 'd'},
                                        {"max-memory", required_argument, 0, VT_OPT_MAX_MEMORY},
+                                       {"per-example", required_argument, 0, 'P'},
                                        {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
-    const char *run = NULL, *spec = NULL, *root = NULL;
+    const char *run = NULL, *spec = NULL, *root = NULL, *per_example = NULL;
     optind = 2;
     int c;
     while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -519,6 +531,7 @@ static int cmd_eval(int argc, char **argv)
         case 'r': run = optarg; break;
         case 'D': spec = optarg; break;
         case 'd': root = optarg; break;
+        case 'P': per_example = optarg; break;
         case VT_OPT_MAX_MEMORY:
             if (vt_cli_size("--max-memory", optarg, &g_max_memory) != VT_OK)
                 return vt_cli_usage_error(usage, "trainer eval: %s", vt_errmsg());
@@ -561,10 +574,32 @@ static int cmd_eval(int argc, char **argv)
                          ds.d, ds.n_classes, rc.widths[0], rc.widths[rc.n_layers]);
         st = VT_EXIT_USAGE;
     }
+    if (!e && text && per_example) {
+        e = vt_set_error(VT_ERR_ARG, "--per-example: a text model (arch=gpt) has no predicted classes");
+        st = VT_EXIT_USAGE;
+    }
+    uint32_t *pred = NULL;
+    if (!e && per_example && !(pred = calloc(ds.n ? ds.n : 1, sizeof *pred))) {
+        e = vt_set_error(VT_ERR_NOMEM, "out of memory");
+        st = vt_cli_exit_for(e);
+    }
     if (!e) {
-        e = text ? vt_model_text_loss(&m, &ds, 0, &acc, &cnt) : vt_model_accuracy(&m, &ds, 0, &acc);
+        e = text ? vt_model_text_loss(&m, &ds, 0, &acc, &cnt) : vt_model_predict(&m, &ds, 0, &acc, pred);
         st = vt_cli_exit_for_input(e);
     }
+    if (!e && per_example) { /* one line per example: index, label, predicted class */
+        FILE *f = fopen(per_example, "w");
+        size_t correct = 0;
+        for (size_t i = 0; f && i < ds.n; i++) correct += pred[i] == ds.y[i];
+        if (f) fprintf(f, "# trainer eval --per-example: %s, %zu examples, %zu correct; index label predicted\n",
+                       ds.name, ds.n, correct);
+        for (size_t i = 0; f && i < ds.n; i++) fprintf(f, "%zu %u %u\n", i, (unsigned)ds.y[i], pred[i]);
+        if (!f || ferror(f) | (fclose(f) != 0)) {
+            e = vt_set_error(VT_ERR_IO, "--per-example %s: cannot write it", per_example);
+            st = VT_EXIT_CANNOT;
+        }
+    }
+    free(pred);
     if (!e) {
         printf("run             %s (step %llu of %llu)\n", run, (unsigned long long)step, (unsigned long long)rc.steps);
         printf("dataset         %s (%zu %s)\n", ds.name, ds.n, text ? "characters" : "examples");

@@ -1,0 +1,587 @@
+/* vt_onnx.c - the inference graph as ONNX (vt_onnx.h; docs/format.md "Export (ONNX)").
+ *
+ * The evaluation pass of the program is walked operation by operation; each program tensor it
+ * writes becomes an ONNX value (named after the tensor), each state tensor it reads an initializer
+ * in ONNX's layout. The program's activations are matrices: an image activation is channels-last
+ * [B*H*W, C]; the ONNX values of images are NCHW, so every value carries its layout (a matrix
+ * [N, F] or an image C x H x W) and an operation is translated only when its operands' layouts
+ * are what ONNX needs. The messages are the protobuf-c structures generated from Debian's
+ * onnx.proto (run/onnx.cmake); nothing here encodes protobuf by hand. */
+#include "vt_onnx.h"
+
+#ifndef VT_HAVE_ONNX
+
+int vt_onnx_available(void) { return 0; }
+
+vt_err vt_onnx_write(const char *path, vt_model *m, const char *const *meta_kv, size_t n_meta, const char *doc)
+{
+    (void)path, (void)m, (void)meta_kv, (void)n_meta, (void)doc;
+    VT_RETURN_ERROR(VT_ERR_UNSUPPORTED, "this trainer was built without ONNX support (it needs libonnx-dev, "
+                                        "protobuf-c-compiler and libprotobuf-c-dev at build time: "
+                                        "scripts/install-deps.sh, then reconfigure)");
+}
+
+#else
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../common/vt_bytes.h"
+#include "../model/vt_ops.h"
+#include "onnx.pb-c.h"
+
+int vt_onnx_available(void) { return 1; }
+
+#define OPSET 13
+#define IR_VERSION 7 /* the IR of opset 13 (ONNX 1.8) */
+
+/* every allocation of one export, freed together */
+typedef struct {
+    void **p;
+    size_t n, cap;
+    int oom;
+} pool;
+
+static void *palloc(pool *a, size_t n)
+{
+    if (a->oom) return NULL;
+    if (a->n == a->cap) {
+        size_t cap = a->cap ? 2 * a->cap : 256;
+        void **q = realloc(a->p, cap * sizeof *q);
+        if (!q) return a->oom = 1, NULL;
+        a->p = q, a->cap = cap;
+    }
+    void *x = calloc(1, n ? n : 1);
+    if (!x) return a->oom = 1, NULL;
+    return a->p[a->n++] = x;
+}
+
+static char *pstr(pool *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static char *pstr(pool *a, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    char *s = n < 0 ? NULL : palloc(a, (size_t)n + 1);
+    if (!s) return NULL;
+    va_start(ap, fmt);
+    vsnprintf(s, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+static void pool_free(pool *a)
+{
+    for (size_t i = 0; i < a->n; i++) free(a->p[i]);
+    free(a->p);
+}
+
+/* a growing array of pointers in the pool (the repeated fields) */
+typedef struct {
+    void **v;
+    size_t n, cap;
+} plist;
+
+static void plist_push(pool *a, plist *l, void *x)
+{
+    if (!x) {
+        a->oom = 1;
+        return;
+    }
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 16;
+        void **q = palloc(a, cap * sizeof *q);
+        if (!q) return;
+        if (l->n) memcpy(q, l->v, l->n * sizeof *q);
+        l->v = q, l->cap = cap;
+    }
+    l->v[l->n++] = x;
+}
+
+/* The layout of an ONNX value: a matrix [N, F] (c = F) or an image [N, C, H, W]. */
+enum { L_NONE = 0, L_MAT, L_IMG };
+
+typedef struct {
+    char *name;   /* the ONNX value's name (NULL: not written yet) */
+    int layout;
+    uint32_t c, h, w;
+} value;
+
+/* a gathered convolution operand: col = im2col(src) */
+typedef struct {
+    int is_col;
+    uint32_t src, H, W, C, k, s, pad;
+} colinfo;
+
+typedef struct {
+    pool a;
+    vt_model *m;
+    const vt_program *p;
+    value *v;      /* per program tensor */
+    colinfo *col;  /* per program tensor */
+    uint8_t *init; /* per program tensor: already an initializer */
+    plist nodes, inits, names;
+    uint32_t logits; /* the softmax's input, UINT32_MAX if none */
+} tr;
+
+/* A fresh value name for program tensor t: "input", "logits", "probs" or the tensor's name, made
+ * unique with ":2", ":3" ... should a tensor be written twice. */
+static char *value_name(tr *x, uint32_t t)
+{
+    const char *base = t == x->p->input    ? "input"
+                       : t == x->logits    ? "logits"
+                       : t == x->p->probs  ? "probs"
+                                           : x->p->t[t].name;
+    char *s = pstr(&x->a, "%s", base);
+    for (unsigned k = 2; s; k++) {
+        size_t i = 0;
+        while (i < x->names.n && strcmp(x->names.v[i], s) != 0) i++;
+        if (i == x->names.n) break;
+        s = pstr(&x->a, "%s:%u", base, k);
+    }
+    plist_push(&x->a, &x->names, s);
+    return s;
+}
+
+static Onnx__AttributeProto *attr_int(tr *x, const char *name, int64_t i)
+{
+    Onnx__AttributeProto *at = palloc(&x->a, sizeof *at);
+    if (!at) return NULL;
+    onnx__attribute_proto__init(at);
+    at->name = pstr(&x->a, "%s", name);
+    at->has_type = 1, at->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+    at->has_i = 1, at->i = i;
+    return at;
+}
+
+static Onnx__AttributeProto *attr_float(tr *x, const char *name, float f)
+{
+    Onnx__AttributeProto *at = palloc(&x->a, sizeof *at);
+    if (!at) return NULL;
+    onnx__attribute_proto__init(at);
+    at->name = pstr(&x->a, "%s", name);
+    at->has_type = 1, at->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
+    at->has_f = 1, at->f = f;
+    return at;
+}
+
+static Onnx__AttributeProto *attr_ints(tr *x, const char *name, size_t n, const int64_t *v)
+{
+    Onnx__AttributeProto *at = palloc(&x->a, sizeof *at);
+    int64_t *c = palloc(&x->a, n * sizeof *c);
+    if (!at || !c) return NULL;
+    onnx__attribute_proto__init(at);
+    at->name = pstr(&x->a, "%s", name);
+    at->has_type = 1, at->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
+    memcpy(c, v, n * sizeof *c);
+    at->n_ints = n, at->ints = c;
+    return at;
+}
+
+/* a node op_type(inputs...) -> output, attributes given as a NULL-terminated list */
+static void node(tr *x, const char *op_type, const char *out, size_t n_in, const char *const *in, ...)
+{
+    Onnx__NodeProto *nd = palloc(&x->a, sizeof *nd);
+    char **ins = palloc(&x->a, n_in * sizeof *ins), **outs = palloc(&x->a, sizeof *outs);
+    if (!nd || !ins || !outs || !out) {
+        x->a.oom = 1;
+        return;
+    }
+    onnx__node_proto__init(nd);
+    for (size_t i = 0; i < n_in; i++) ins[i] = pstr(&x->a, "%s", in[i]);
+    outs[0] = (char *)out;
+    nd->n_input = n_in, nd->input = ins;
+    nd->n_output = 1, nd->output = outs;
+    nd->op_type = pstr(&x->a, "%s", op_type);
+    nd->name = pstr(&x->a, "%s", out);
+    plist atl = {0};
+    va_list ap;
+    va_start(ap, in);
+    for (Onnx__AttributeProto *at; (at = va_arg(ap, Onnx__AttributeProto *)) != NULL;) plist_push(&x->a, &atl, at);
+    va_end(ap);
+    nd->n_attribute = atl.n, nd->attribute = (Onnx__AttributeProto **)atl.v;
+    plist_push(&x->a, &x->nodes, nd);
+}
+
+/* The initializer of state tensor t: float32 with ONNX dims (rank r), its values little-endian.
+ * perm: how to read it - 0 as stored; 1 a matrix [in, out] transposed to [out, in]; 2 a
+ * convolution weight [k, k, Cin, Cout] permuted to [Cout, Cin, k, k]. Returns its name. */
+static const char *initializer(tr *x, uint32_t t, int perm)
+{
+    const vt_tensor *d = &x->p->t[t];
+    if (x->init[t]) return d->name;
+    if (t >= x->p->n_state || d->dtype != VT_DT_F32) {
+        x->a.oom = 2; /* not a state tensor: the program is not of the expected shape */
+        return d->name;
+    }
+    const float *src = vt_model_tensor(x->m, t, NULL);
+    Onnx__TensorProto *tp = palloc(&x->a, sizeof *tp);
+    int64_t *dims = palloc(&x->a, 4 * sizeof *dims);
+    uint8_t *raw = palloc(&x->a, d->n * 4);
+    if (!tp || !dims || !raw) return d->name;
+    onnx__tensor_proto__init(tp);
+    size_t r = d->rank;
+    if (perm == 1 && d->rank == 2) {
+        const size_t I = d->shape[0], O = d->shape[1];
+        dims[0] = (int64_t)O, dims[1] = (int64_t)I;
+        for (size_t o = 0; o < O; o++)
+            for (size_t i = 0; i < I; i++) {
+                uint32_t u;
+                memcpy(&u, &src[i * O + o], 4);
+                vt_put_u32le(raw + 4 * (o * I + i), u);
+            }
+    } else if (perm == 2 && d->rank == 4) {
+        const size_t K0 = d->shape[0], K1 = d->shape[1], Ci = d->shape[2], Co = d->shape[3];
+        dims[0] = (int64_t)Co, dims[1] = (int64_t)Ci, dims[2] = (int64_t)K0, dims[3] = (int64_t)K1;
+        for (size_t ky = 0; ky < K0; ky++)
+            for (size_t kx = 0; kx < K1; kx++)
+                for (size_t c = 0; c < Ci; c++)
+                    for (size_t o = 0; o < Co; o++) {
+                        uint32_t u;
+                        memcpy(&u, &src[((ky * K1 + kx) * Ci + c) * Co + o], 4);
+                        vt_put_u32le(raw + 4 * (((o * Ci + c) * K0 + ky) * K1 + kx), u);
+                    }
+    } else if (perm == 0) {
+        for (size_t k = 0; k < r; k++) dims[k] = d->shape[k];
+        for (size_t i = 0; i < d->n; i++) {
+            uint32_t u;
+            memcpy(&u, &src[i], 4);
+            vt_put_u32le(raw + 4 * i, u);
+        }
+    } else {
+        x->a.oom = 2;
+        return d->name;
+    }
+    tp->n_dims = r, tp->dims = dims;
+    tp->has_data_type = 1, tp->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+    tp->name = d->name;
+    tp->has_raw_data = 1, tp->raw_data.len = d->n * 4, tp->raw_data.data = raw;
+    plist_push(&x->a, &x->inits, tp);
+    x->init[t] = 1;
+    return d->name;
+}
+
+static Onnx__ValueInfoProto *value_info(tr *x, const char *name, size_t rank, const int64_t *dims)
+{
+    Onnx__ValueInfoProto *vi = palloc(&x->a, sizeof *vi);
+    Onnx__TypeProto *ty = palloc(&x->a, sizeof *ty);
+    Onnx__TypeProto__Tensor *tt = palloc(&x->a, sizeof *tt);
+    Onnx__TensorShapeProto *sh = palloc(&x->a, sizeof *sh);
+    Onnx__TensorShapeProto__Dimension **dv = palloc(&x->a, rank * sizeof *dv);
+    if (!vi || !ty || !tt || !sh || !dv) return NULL;
+    onnx__value_info_proto__init(vi);
+    onnx__type_proto__init(ty);
+    onnx__type_proto__tensor__init(tt);
+    onnx__tensor_shape_proto__init(sh);
+    for (size_t k = 0; k < rank; k++) {
+        Onnx__TensorShapeProto__Dimension *dm = palloc(&x->a, sizeof *dm);
+        if (!dm) return NULL;
+        onnx__tensor_shape_proto__dimension__init(dm);
+        if (dims[k] < 0) /* the batch */
+            dm->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM, dm->dim_param = pstr(&x->a, "N");
+        else
+            dm->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE, dm->dim_value = dims[k];
+        dv[k] = dm;
+    }
+    sh->n_dim = rank, sh->dim = dv;
+    tt->has_elem_type = 1, tt->elem_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, tt->shape = sh;
+    ty->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE, ty->tensor_type = tt;
+    vi->name = pstr(&x->a, "%s", name);
+    vi->type = ty;
+    return vi;
+}
+
+#define FAIL(...) return vt_set_error(VT_ERR_INTERNAL, "ONNX export: " __VA_ARGS__)
+
+/* the value an operation reads: written before, in the layout wanted (L_NONE: any) */
+static vt_err operand(tr *x, const vt_opdesc *o, uint32_t k, int layout, const value **out)
+{
+    const value *v = &x->v[o->in[k]];
+    if (!v->name) FAIL("\"%s\" reads %s, which the evaluation pass has not written", o->name, x->p->t[o->in[k]].name);
+    if (layout != L_NONE && v->layout != layout)
+        FAIL("\"%s\" reads %s as %s", o->name, x->p->t[o->in[k]].name, layout == L_IMG ? "an image" : "a matrix");
+    *out = v;
+    return VT_OK;
+}
+
+/* the value an operation writes */
+static value *result(tr *x, uint32_t t, int layout, uint32_t c, uint32_t h, uint32_t w)
+{
+    value *v = &x->v[t];
+    v->name = value_name(x, t), v->layout = layout, v->c = c, v->h = h, v->w = w;
+    return v;
+}
+
+static vt_err translate(tr *x, uint32_t first, uint32_t last)
+{
+    const vt_program *p = x->p;
+    for (uint32_t j = first; j <= last && !x->a.oom; j++) {
+        const vt_opdesc *o = &p->op[j];
+        const int64_t *ia = o->iarg;
+        const value *a = NULL, *b = NULL;
+        switch (o->kind) {
+        case VT_OPK_IM2COL: { /* B, H, W, C, k, stride, pad, chw: the operand of the next GEMM */
+            VT_FORWARD_IF_ERROR(operand(x, o, 0, L_IMG, &a));
+            if (a->h != ia[1] || a->w != ia[2] || a->c != ia[3] || ia[4] < 1 || ia[5] < 1 || ia[6] < 0)
+                FAIL("\"%s\": %ux%ux%u image read as %lldx%lldx%lld", o->name, a->c, a->h, a->w, (long long)ia[3],
+                     (long long)ia[1], (long long)ia[2]);
+            colinfo *c = &x->col[o->out[0]];
+            c->is_col = 1, c->src = o->in[0], c->H = (uint32_t)ia[1], c->W = (uint32_t)ia[2], c->C = (uint32_t)ia[3];
+            c->k = (uint32_t)ia[4], c->s = (uint32_t)ia[5], c->pad = (uint32_t)ia[6];
+            x->v[o->out[0]].name = NULL; /* a gathered operand, no ONNX value of its own */
+            break;
+        }
+        case VT_OPK_MATMUL: { /* transA, transB, M, N, K */
+            if (ia[0] || ia[1]) FAIL("\"%s\": a transposed GEMM in the evaluation pass", o->name);
+            const uint32_t wt = o->in[1];
+            if (x->col[o->in[0]].is_col) { /* the convolution */
+                const colinfo *c = &x->col[o->in[0]];
+                const vt_tensor *wd = &p->t[wt];
+                if (wd->rank != 4 || wd->shape[0] != c->k || wd->shape[1] != c->k || wd->shape[2] != c->C)
+                    FAIL("\"%s\": weight %s is not [%u, %u, %u, Cout]", o->name, wd->name, c->k, c->k, c->C);
+                const uint32_t Ho = (c->H + 2 * c->pad - c->k) / c->s + 1, Wo = (c->W + 2 * c->pad - c->k) / c->s + 1;
+                const char *in[2] = {x->v[c->src].name, initializer(x, wt, 2)};
+                const int64_t ks[2] = {c->k, c->k}, st[2] = {c->s, c->s}, pd[4] = {c->pad, c->pad, c->pad, c->pad};
+                value *r = result(x, o->out[0], L_IMG, wd->shape[3], Ho, Wo);
+                node(x, "Conv", r->name, 2, in, attr_ints(x, "kernel_shape", 2, ks), attr_ints(x, "strides", 2, st),
+                     attr_ints(x, "pads", 4, pd), attr_ints(x, "dilations", 2, (const int64_t[]){1, 1}),
+                     attr_int(x, "group", 1), NULL);
+                break;
+            }
+            VT_FORWARD_IF_ERROR(operand(x, o, 0, L_MAT, &a));
+            const vt_tensor *wd = &p->t[wt];
+            if (wd->rank != 2 || wd->shape[0] != a->c) FAIL("\"%s\": weight %s does not fit", o->name, wd->name);
+            /* a bias add of the product right after it joins it: Gemm(A, W^T, b) */
+            const vt_opdesc *nx = j < last ? &p->op[j + 1] : NULL;
+            if (nx && nx->kind == VT_OPK_BIAS_ADD && nx->in[0] == o->out[0]) {
+                const char *in[3] = {a->name, initializer(x, wt, 1), initializer(x, nx->in[1], 0)};
+                value *r = result(x, nx->out[0], L_MAT, wd->shape[1], 0, 0);
+                node(x, "Gemm", r->name, 3, in, attr_int(x, "transB", 1), NULL);
+                j++;
+            } else {
+                const char *in[2] = {a->name, initializer(x, wt, 1)};
+                value *r = result(x, o->out[0], L_MAT, wd->shape[1], 0, 0);
+                node(x, "Gemm", r->name, 2, in, attr_int(x, "transB", 1), NULL);
+            }
+            break;
+        }
+        case VT_OPK_BIAS_ADD: {
+            VT_FORWARD_IF_ERROR(operand(x, o, 0, L_MAT, &a));
+            const char *in[2] = {a->name, initializer(x, o->in[1], 0)};
+            value *r = result(x, o->out[0], L_MAT, a->c, 0, 0);
+            node(x, "Add", r->name, 2, in, NULL);
+            break;
+        }
+        case VT_OPK_RELU: {
+            VT_FORWARD_IF_ERROR(operand(x, o, 0, L_NONE, &a));
+            const char *in[1] = {a->name};
+            value *r = result(x, o->out[0], a->layout, a->c, a->h, a->w);
+            node(x, "Relu", r->name, 1, in, NULL);
+            break;
+        }
+        case VT_OPK_ADD: {
+            VT_FORWARD_IF_ERROR(operand(x, o, 0, L_NONE, &a));
+            VT_FORWARD_IF_ERROR(operand(x, o, 1, a->layout, &b));
+            if (a->c != b->c || a->h != b->h || a->w != b->w) FAIL("\"%s\": operands of different shapes", o->name);
+            const char *in[2] = {a->name, b->name};
+            value *r = result(x, o->out[0], a->layout, a->c, a->h, a->w);
+            node(x, "Add", r->name, 2, in, NULL);
+            break;
+        }
+        case VT_OPK_BN_EVAL: { /* x, rm, rv, gamma, beta; farg eps */
+            VT_FORWARD_IF_ERROR(operand(x, o, 0, L_NONE, &a));
+            const char *in[5] = {a->name, initializer(x, o->in[3], 0), initializer(x, o->in[4], 0),
+                                 initializer(x, o->in[1], 0), initializer(x, o->in[2], 0)};
+            value *r = result(x, o->out[0], a->layout, a->c, a->h, a->w);
+            node(x, "BatchNormalization", r->name, 5, in, attr_float(x, "epsilon", (float)o->farg[0]), NULL);
+            break;
+        }
+        case VT_OPK_MAXPOOL: { /* B, H, W, C, k */
+            VT_FORWARD_IF_ERROR(operand(x, o, 0, L_IMG, &a));
+            if (a->h != ia[1] || a->w != ia[2] || a->c != ia[3] || ia[4] < 1) FAIL("\"%s\": shapes", o->name);
+            const int64_t k = ia[4], ks[2] = {k, k};
+            const char *in[1] = {a->name};
+            value *r = result(x, o->out[0], L_IMG, a->c, (uint32_t)(a->h / k), (uint32_t)(a->w / k));
+            node(x, "MaxPool", r->name, 1, in, attr_ints(x, "kernel_shape", 2, ks), attr_ints(x, "strides", 2, ks),
+                 NULL);
+            break;
+        }
+        case VT_OPK_AVGPOOL: { /* B, HW */
+            VT_FORWARD_IF_ERROR(operand(x, o, 0, L_IMG, &a));
+            if ((uint64_t)a->h * a->w != (uint64_t)ia[1]) FAIL("\"%s\": shapes", o->name);
+            const char *in[1] = {a->name};
+            char *g = pstr(&x->a, "%s.pooled", p->t[o->out[0]].name);
+            plist_push(&x->a, &x->names, g);
+            node(x, "GlobalAveragePool", g, 1, in, NULL);
+            const char *in2[1] = {g};
+            value *r = result(x, o->out[0], L_MAT, a->c, 0, 0);
+            node(x, "Flatten", r->name, 1, in2, attr_int(x, "axis", 1), NULL);
+            break;
+        }
+        case VT_OPK_SOFTMAX: {
+            VT_FORWARD_IF_ERROR(operand(x, o, 0, L_MAT, &a));
+            const char *in[1] = {a->name};
+            value *r = result(x, o->out[0], L_MAT, a->c, 0, 0);
+            node(x, "Softmax", r->name, 1, in, attr_int(x, "axis", 1), NULL);
+            break;
+        }
+        default: {
+            const vt_opkind *k = vt_opkind_get(o->kind);
+            return vt_set_error(VT_ERR_UNSUPPORTED, "ONNX export: operation \"%s\" (kind %s) has no ONNX form yet",
+                                o->name, k ? k->name : "?");
+        }
+        }
+    }
+    if (x->a.oom == 2) FAIL("an operation reads a parameter that is not a state tensor, or of another rank");
+    return x->a.oom ? vt_set_error(VT_ERR_NOMEM, "out of memory") : VT_OK;
+}
+
+/* path written atomically: path.tmp, fsynced, renamed over path, the directory fsynced */
+static vt_err write_file(const char *path, const uint8_t *buf, size_t len)
+{
+    size_t pl = strlen(path);
+    char *tmp = malloc(pl + 5);
+    VT_RETURN_ERROR_IF(!tmp, VT_ERR_NOMEM, "out of memory");
+    memcpy(tmp, path, pl), memcpy(tmp + pl, ".tmp", 5);
+    vt_err e = VT_OK;
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        e = vt_set_error(VT_ERR_IO, "%s: %s", tmp, strerror(errno));
+        free(tmp);
+        return e;
+    }
+    for (size_t off = 0; off < len && !e;) {
+        ssize_t w = write(fd, buf + off, len - off);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) e = vt_set_error(VT_ERR_IO, "%s: %s", tmp, w < 0 ? strerror(errno) : "short write");
+        else off += (size_t)w;
+    }
+    if (!e && fsync(fd) != 0) e = vt_set_error(VT_ERR_IO, "%s: fsync: %s", tmp, strerror(errno));
+    if (close(fd) != 0 && !e) e = vt_set_error(VT_ERR_IO, "%s: close: %s", tmp, strerror(errno));
+    if (!e && rename(tmp, path) != 0) e = vt_set_error(VT_ERR_IO, "%s: rename: %s", path, strerror(errno));
+    if (e) {
+        unlink(tmp);
+        free(tmp);
+        return e;
+    }
+    free(tmp);
+    /* the rename made durable: fsync the directory (a file system that cannot is not an error) */
+    char *dir = strdup(path);
+    VT_RETURN_ERROR_IF(!dir, VT_ERR_NOMEM, "out of memory");
+    char *sl = strrchr(dir, '/');
+    if (!sl) strcpy(dir, ".");
+    else if (sl == dir) sl[1] = 0;
+    else *sl = 0;
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+        if (fsync(dfd) != 0 && errno != EINVAL && errno != EROFS) e = vt_set_error(VT_ERR_IO, "%s: fsync: %s", dir, strerror(errno));
+        close(dfd);
+    }
+    free(dir);
+    return e;
+}
+
+static vt_err build_and_write(tr *x, const char *path, const char *const *meta_kv, size_t n_meta, const char *doc)
+{
+    const vt_program *p = x->p;
+    uint32_t first, last;
+    vt_program_eval_range(p, &first, &last);
+    VT_RETURN_ERROR_IF(first < 1 || last < first, VT_ERR_INTERNAL, "ONNX export: the program has no forward pass");
+    /* the softmax's input is the logits */
+    x->logits = UINT32_MAX;
+    for (uint32_t j = first; j <= last; j++)
+        if (p->op[j].kind == VT_OPK_SOFTMAX && p->op[j].out[0] == p->probs) x->logits = p->op[j].in[0];
+    VT_RETURN_ERROR_IF(x->logits == UINT32_MAX, VT_ERR_INTERNAL, "ONNX export: the evaluation pass ends in no softmax");
+    /* the input: a channels-first image when a convolution gathers it so, else a matrix */
+    const vt_tensor *in = &p->t[p->input];
+    VT_RETURN_ERROR_IF(in->rank != 2 || in->dtype != VT_DT_F32, VT_ERR_INTERNAL, "ONNX export: the input is not [B, d]");
+    value *iv = result(x, p->input, L_MAT, in->shape[1], 0, 0);
+    for (uint32_t j = first; j <= last; j++) {
+        const vt_opdesc *o = &p->op[j];
+        if (o->kind == VT_OPK_IM2COL && o->in[0] == p->input) {
+            const int64_t *ia = o->iarg;
+            VT_RETURN_ERROR_IF(ia[7] != 1 || (uint64_t)ia[1] * (uint64_t)ia[2] * (uint64_t)ia[3] != in->shape[1],
+                               VT_ERR_INTERNAL, "ONNX export: the input is gathered other than as a channels-first image");
+            iv->layout = L_IMG, iv->c = (uint32_t)ia[3], iv->h = (uint32_t)ia[1], iv->w = (uint32_t)ia[2];
+            break;
+        }
+    }
+    /* channels-last activations are read channels-first only by the stem: no other gather reads the input */
+    VT_FORWARD_IF_ERROR(translate(x, first, last));
+    const value *lg = &x->v[x->logits], *pr = &x->v[p->probs];
+    VT_RETURN_ERROR_IF(!lg->name || !pr->name || lg->layout != L_MAT, VT_ERR_INTERNAL,
+                       "ONNX export: the logits and probabilities are not written as matrices");
+
+    Onnx__GraphProto *g = palloc(&x->a, sizeof *g);
+    Onnx__ModelProto *mp = palloc(&x->a, sizeof *mp);
+    Onnx__OperatorSetIdProto *os = palloc(&x->a, sizeof *os);
+    Onnx__ValueInfoProto **gin = palloc(&x->a, sizeof *gin), **gout = palloc(&x->a, 2 * sizeof *gout);
+    Onnx__OperatorSetIdProto **osl = palloc(&x->a, sizeof *osl);
+    Onnx__StringStringEntryProto **props = palloc(&x->a, (n_meta ? n_meta : 1) * sizeof *props);
+    if (!g || !mp || !os || !gin || !gout || !osl || !props) return vt_set_error(VT_ERR_NOMEM, "out of memory");
+    onnx__graph_proto__init(g);
+    onnx__model_proto__init(mp);
+    onnx__operator_set_id_proto__init(os);
+    int64_t dims[4] = {-1, iv->c, iv->h, iv->w};
+    gin[0] = value_info(x, "input", iv->layout == L_IMG ? 4 : 2, dims);
+    int64_t od[2] = {-1, lg->c};
+    gout[0] = value_info(x, lg->name, 2, od);
+    gout[1] = value_info(x, pr->name, 2, od);
+    for (size_t i = 0; i < n_meta; i++) {
+        Onnx__StringStringEntryProto *kv = palloc(&x->a, sizeof *kv);
+        if (!kv) break;
+        onnx__string_string_entry_proto__init(kv);
+        kv->key = (char *)meta_kv[2 * i], kv->value = (char *)meta_kv[2 * i + 1];
+        props[i] = kv;
+    }
+    if (x->a.oom || !gin[0] || !gout[0] || !gout[1]) return vt_set_error(VT_ERR_NOMEM, "out of memory");
+    g->name = pstr(&x->a, "vt_inference");
+    g->doc_string = pstr(&x->a, "the evaluation pass of the verified program (batch norm with its running statistics)");
+    g->n_node = x->nodes.n, g->node = (Onnx__NodeProto **)x->nodes.v;
+    g->n_initializer = x->inits.n, g->initializer = (Onnx__TensorProto **)x->inits.v;
+    g->n_input = 1, g->input = gin;
+    g->n_output = 2, g->output = gout;
+    os->domain = pstr(&x->a, "%s", ""), os->has_version = 1, os->version = OPSET;
+    osl[0] = os;
+    mp->has_ir_version = 1, mp->ir_version = IR_VERSION;
+    mp->n_opset_import = 1, mp->opset_import = osl;
+    mp->producer_name = pstr(&x->a, "verifiable-training trainer");
+    mp->producer_version = pstr(&x->a, "%s", VT_CODE_VERSION);
+    mp->domain = pstr(&x->a, "verifiable-training");
+    mp->has_model_version = 1, mp->model_version = 1;
+    mp->doc_string = doc ? (char *)doc : NULL;
+    mp->graph = g;
+    mp->n_metadata_props = n_meta, mp->metadata_props = props;
+    if (x->a.oom) return vt_set_error(VT_ERR_NOMEM, "out of memory");
+    size_t len = onnx__model_proto__get_packed_size(mp);
+    uint8_t *buf = malloc(len ? len : 1);
+    VT_RETURN_ERROR_IF(!buf, VT_ERR_NOMEM, "out of memory (%zu bytes)", len);
+    size_t got = onnx__model_proto__pack(mp, buf);
+    vt_err e = got == len ? write_file(path, buf, len)
+                          : vt_set_error(VT_ERR_INTERNAL, "ONNX export: packed %zu bytes of %zu", got, len);
+    free(buf);
+    return e;
+}
+
+vt_err vt_onnx_write(const char *path, vt_model *m, const char *const *meta_kv, size_t n_meta, const char *doc)
+{
+    VT_RETURN_ERROR_IF(!path || !m || (n_meta && !meta_kv), VT_ERR_ARG, "vt_onnx_write: NULL argument");
+    tr x;
+    memset(&x, 0, sizeof x);
+    x.m = m, x.p = &m->prog;
+    const uint32_t nt = x.p->n_tensors;
+    x.v = palloc(&x.a, nt * sizeof *x.v);
+    x.col = palloc(&x.a, nt * sizeof *x.col);
+    x.init = palloc(&x.a, nt);
+    vt_err e = x.a.oom ? vt_set_error(VT_ERR_NOMEM, "out of memory") : build_and_write(&x, path, meta_kv, n_meta, doc);
+    pool_free(&x.a);
+    return e;
+}
+
+#endif

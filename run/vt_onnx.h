@@ -1,0 +1,39 @@
+/* vt_onnx.h - the inference graph of a model as ONNX (`trainer export --format onnx`): the
+ * program's evaluation pass translated operation by operation into standard ONNX operators, with
+ * the state's parameters and buffers as initializers (docs/format.md "Export (ONNX)").
+ *
+ * The ONNX schema is Debian's libonnx-dev (onnx.proto), compiled by protoc-c at build time and
+ * serialised by libprotobuf-c (run/onnx.cmake); a build without them has vt_onnx_available() = 0
+ * and vt_onnx_write refuses with VT_ERR_UNSUPPORTED. */
+#ifndef VT_ONNX_H
+#define VT_ONNX_H
+
+#include <stddef.h>
+
+#include "../common/vt_error.h"
+#include "../model/vt_model.h"
+
+/* 1 when this build can write ONNX (libprotobuf-c and the ONNX schema were found). */
+int vt_onnx_available(void);
+
+/* Writes m's inference graph (opset 13, IR version 7) to path, atomically (a temporary, fsynced,
+ * renamed). The graph is the program's evaluation pass (vt_program_eval_range), translated kind by
+ * kind:
+ *   im2col + matmul (the convolution)  -> Conv (weight [k,k,Cin,Cout] permuted to [Cout,Cin,k,k])
+ *   matmul (+ bias_add)                -> Gemm transB=1 (weight [in,out] transposed to [out,in])
+ *   batchnorm_eval                     -> BatchNormalization (scale, bias, running mean, variance)
+ *   relu, add, bias_add                -> Relu, Add, Add
+ *   maxpool                            -> MaxPool (window = stride = k)
+ *   global_avgpool                     -> GlobalAveragePool, Flatten
+ *   softmax                            -> Softmax (axis 1)
+ * Graph input "input": float32 [N, d], or [N, C, H, W] when the program reads it as a
+ * channels-first image; outputs "logits" (the softmax's input) and "probs" [N, classes].
+ * meta_kv: 2 * n_meta strings (key, value, ...), the model's metadata_props; doc: the model's
+ * doc_string (may be NULL). m must hold the state to export.
+ * Errors: VT_ERR_UNSUPPORTED (a build without ONNX; an operation kind with no ONNX form, naming
+ * it), VT_ERR_INTERNAL (the program is not of the shape the translation expects), VT_ERR_NOMEM,
+ * VT_ERR_IO. */
+vt_err vt_onnx_write(const char *path, vt_model *m, const char *const *meta_kv, size_t n_meta, const char *doc)
+    VT_WARN_UNUSED;
+
+#endif
