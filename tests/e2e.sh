@@ -154,7 +154,8 @@ if command -v python3 >/dev/null 2>&1; then
 fi
 "$TRAINER" export "$T/run" --format safetensors --out "$T/no.safetensors" --step 7 >/dev/null 2>&1
 [ $? = 64 ] && [ ! -e "$T/no.safetensors" ] && ok || bad "export of a step without a checkpoint must be refused"
-"$TRAINER" export "$T/run" --format onnx --out "$T/no.safetensors" >/dev/null 2>&1; [ $? = 64 ] && ok || bad "export --format"
+"$TRAINER" export "$T/run" --format tflite --out "$T/no.safetensors" >/dev/null 2>&1  # an unknown format
+[ $? = 64 ] && [ ! -e "$T/no.safetensors" ] && ok || bad "export --format tflite must be refused (64)"
 "$TRAINER" export "$T/run" --format safetensors --out "$T/no.safetensors" --pubkey "$T/other.pub" >/dev/null 2>&1
 [ $? = 1 ] && [ ! -e "$T/no.safetensors" ] && ok || bad "export must refuse a commitment signed by another key"
 # export of hostile run directories: the documented codes (1 rejected, 2 corrupt or I/O, 64 usage), no file left
