@@ -33,9 +33,13 @@ static void usage(FILE *f)
                "      --deadline-ms N       a party's deadline per answer (default 30000)\n"
                "      --clock-ms N          each party's clock for a whole game: every wait for it, retries\n"
                "                            to reach it included, is charged to it (default 300000)\n"
-               "      --min-mflops N        the rate floor: a question that makes a party recompute K steps\n"
+               "      --min-mflops N        the rate floor: a question that makes the trainer recompute K steps\n"
                "                            adds K x (the step's flop / N Mflop/s) to its deadline, and once\n"
-               "                            per computation to its clock (default 400; docs/dispute.md)\n"
+               "                            per computation to its clock (default 400, at most 65535)\n"
+               "      --max-work-s N        refuse a game whose recomputation could be granted more than N s\n"
+               "                            in all at the rate floor (default 3600; docs/dispute.md)\n"
+               "      --heartbeat-ms N      while the trainer computes, a note to the auditor this often, so\n"
+               "                            that it knows the game goes on (default 20000)\n"
                "      --games N             stop after N games (default: serve forever)\n"
                "      --max-running N       games played at once (default 4)\n"
                "      --games-per-ip N      of those, challenged from one IP address (default 2)\n"
@@ -80,6 +84,8 @@ int main(int argc, char **argv)
                                        {"max-game-mb", required_argument, 0, 'M'},
                                        {"max-op-mflop", required_argument, 0, 'F'},
                                        {"min-mflops", required_argument, 0, 'm'},
+                                       {"max-work-s", required_argument, 0, 'w'},
+                                       {"heartbeat-ms", required_argument, 0, 'B'},
                                        {"challenge-ms", required_argument, 0, 'c'},
                                        {"handshake-ms", required_argument, 0, 'H'},
                                        {"max-pending", required_argument, 0, 'P'},
@@ -99,6 +105,7 @@ int main(int argc, char **argv)
     o.max_game_mb = 512;
     o.max_op_mflop = 20000;
     o.min_mflops = (int)(VT_GAME_MIN_RATE / 1e6);
+    o.max_work_s = 3600;
     o.challenge_ms = 5000;
     o.handshake_ms = VT_GATE_DEFAULT_HANDSHAKE_MS;
     o.max_pending = VT_GATE_DEFAULT_PENDING;
@@ -111,7 +118,9 @@ int main(int argc, char **argv)
                                VT_CLI_INT('G', "--games-per-commitment", 1, INT32_MAX, &o.games_per_commitment),
                                VT_CLI_INT('M', "--max-game-mb", 1, INT32_MAX, &o.max_game_mb),
                                VT_CLI_INT('F', "--max-op-mflop", 1, INT32_MAX, &o.max_op_mflop),
-                               VT_CLI_INT('m', "--min-mflops", 1, INT32_MAX, &o.min_mflops),
+                               VT_CLI_INT('m', "--min-mflops", 1, 65535, &o.min_mflops),
+                               VT_CLI_INT('w', "--max-work-s", 1, INT32_MAX, &o.max_work_s),
+                               VT_CLI_INT('B', "--heartbeat-ms", 1, INT32_MAX, &o.heartbeat_ms),
                                VT_CLI_INT('c', "--challenge-ms", 1, INT32_MAX, &o.challenge_ms),
                                VT_CLI_INT('H', "--handshake-ms", 1, INT32_MAX, &o.handshake_ms),
                                VT_CLI_INT('P', "--max-pending", 1, INT32_MAX, &o.max_pending),

@@ -126,6 +126,8 @@ static vt_err connect_trainer(live *L)
     }
 }
 
+static void heartbeat(live *L, int qtype);
+
 static vt_err live_ask(void *ctx, int party, int qtype, const void *q, int atype, const vt_ask_bounds *b, vt_msg *ans)
 {
     live *L = ctx;
@@ -161,6 +163,16 @@ static vt_err live_ask(void *ctx, int party, int qtype, const void *q, int atype
         int dl = dl64 > INT32_MAX ? INT32_MAX : (int)dl64;
         double t = vt_now();
         vt_err e = vt_send_msg(c, qtype, q, L->kp);
+        /* while the trainer computes (its deadline may be long: the work it was granted), the auditor
+         * hears from the arbiter every VT_ARBITER_HEARTBEAT_MS (a NOTE it ignores, not in the
+         * transcript), so that an honest auditor never gives up on a game that is going on */
+        if (!e && party == VT_ROLE_TRAINER && L->ca) {
+            int hb = L->o->heartbeat_ms > 0 ? L->o->heartbeat_ms : VT_ARBITER_HEARTBEAT_MS;
+            while (dl > hb && !vt_conn_wait_readable(c, hb)) {
+                dl -= hb;
+                heartbeat(L, qtype);
+            }
+        }
         if (!e) e = vt_recv_msg(c, atype, dl, &lim, ans);
         int64_t el = ms_since(t);
         L->used_ms[party] += el;
@@ -217,6 +229,20 @@ static vt_err live_ask(void *ctx, int party, int qtype, const void *q, int atype
         record_note(L, VT_NOTE_NO_ANSWER, party, code, 0, at, el, "%s to %s: %s", who, vt_msg_type_name(qtype), why);
         return vt_set_error(e, "%s", why);
     }
+}
+
+/* A NOTE to the auditor: the game goes on, the arbiter waits for the trainer. Best effort. */
+static void heartbeat(live *L, int qtype)
+{
+    vt_msg_note nt;
+    memset(&nt, 0, sizeof nt);
+    nt.kind = VT_NOTE_NO_ANSWER, nt.party = VT_ROLE_TRAINER;
+    nt.v[0] = (uint64_t)ms_since(L->t0), nt.v[2] = (uint64_t)L->used_ms[VT_ROLE_TRAINER];
+    nt.v[3] = (uint64_t)clock_left(L, VT_ROLE_TRAINER);
+    snprintf(nt.text, sizeof nt.text, "waiting for the trainer's answer to %s", vt_msg_type_name(qtype));
+    vt_conn_set_transcript(L->ca, NULL);
+    if (vt_send_msg(L->ca, VT_MSG_NOTE, &nt, L->kp)) { /* the auditor may be gone: its next question says so */ }
+    vt_conn_set_transcript(L->ca, L->tr);
 }
 
 static void live_note(void *ctx, const char *line)
@@ -304,7 +330,8 @@ static void *game_main(void *p)
     vt_game_result res;
     memset(&res, 0, sizeof res);
     vt_game_limits lim = {(uint64_t)o->max_game_mb << 20, (uint64_t)o->max_op_mflop * 1000000ull,
-                          o->min_mflops > 0 ? (double)o->min_mflops * 1e6 : VT_GAME_MIN_RATE};
+                          o->min_mflops > 0 ? (double)o->min_mflops * 1e6 : VT_GAME_MIN_RATE,
+                          o->max_work_s > 0 ? (uint64_t)o->max_work_s * 1000u : 0};
     /* the transcript starts with the challenge (as received), then the game's limits */
     vt_err e = vt_transcript_open(path, &L.tr);
     if (!e) e = vt_transcript_append(L.tr, VT_TR_RECV, vt_conn_peer_pk(L.ca), job->chm.raw, job->chm.raw_len);
@@ -314,9 +341,11 @@ static void *game_main(void *p)
         gn.kind = VT_NOTE_GAME;
         gn.v[0] = (uint64_t)o->deadline_ms, gn.v[1] = (uint64_t)o->clock_ms, gn.v[2] = lim.max_game_bytes,
         gn.v[3] = lim.max_op_flop;
+        gn.code = (uint16_t)(lim.min_rate / 1e6), gn.n = (uint32_t)(lim.max_work_ms / 1000u); /* the clocks' work terms */
         snprintf(gn.text, sizeof gn.text, "deadline %d ms per answer, clock %d ms per party, each plus the time of the "
-                 "recomputation a question needs at %.0f Mflop/s; at most %d MB and %d Mflop per game", o->deadline_ms,
-                 o->clock_ms, lim.min_rate / 1e6, o->max_game_mb, o->max_op_mflop);
+                 "recomputation a question needs at %.0f Mflop/s (at most %u s a game); at most %d MB and %d Mflop per "
+                 "game", o->deadline_ms, o->clock_ms, lim.min_rate / 1e6, (unsigned)gn.n, o->max_game_mb,
+                 o->max_op_mflop);
         put_note(&L, &gn);
         vt_conn_set_transcript(L.ca, L.tr);
         /* the verdict names the arbiter's key and the time it took the challenge */
@@ -723,7 +752,7 @@ vt_err vt_arbiter_check(const char *path, const char *data_root, vt_order order,
         if (!e) memcpy(rep->arbiter_pk, R.arbiter_pk, 32);
         if (!e && !have_rv) e = vt_set_error(VT_ERR_FORMAT, "transcript %s holds no verdict", path);
     }
-    vt_game_limits lim = {0, 0, 0}, *limp = NULL;
+    vt_game_limits lim = {0, 0, 0, 0}, *limp = NULL;
     if (!e && peek(&R) && R.rec.dir == VT_TR_NOTE) { /* the game's limits, as the arbiter signed them */
         vt_msg m;
         e = vt_msg_decode(R.rec.bytes, R.rec.len, R.arbiter_pk, NULL, &m);
@@ -732,6 +761,8 @@ vt_err vt_arbiter_check(const char *path, const char *data_root, vt_order order,
             e = vt_set_error(VT_ERR_FORMAT, "transcript: the note after the challenge is not the game's limits");
         if (!e) {
             lim.max_game_bytes = m.body.note.v[2], lim.max_op_flop = m.body.note.v[3];
+            lim.min_rate = m.body.note.code ? (double)m.body.note.code * 1e6 : 0; /* as the live game had them */
+            lim.max_work_ms = (uint64_t)m.body.note.n * 1000u;
             limp = &lim;
         }
         vt_msg_free(&m);

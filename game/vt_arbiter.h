@@ -23,6 +23,8 @@ typedef struct {
     int games_per_commitment;   /* of those, about one commitment (default 2); one per auditor key */
     int max_game_mb;            /* memory a game may need, from its manifest (default 512) */
     int max_op_mflop;           /* the largest operation it may recompute, in Mflop (default 20000) */
+    int max_work_s;             /* the most recomputation time a game may grant a party (default 3600) */
+    int heartbeat_ms;           /* a NOTE to the auditor this often while the trainer computes (0: the default) */
     int min_mflops;             /* the rate floor at which a party's recomputation is granted time, in Mflop of
                                  * the program's costs per second (default VT_GAME_MIN_RATE / 1e6 = 400) */
     int challenge_ms;           /* a client must send its CHALLENGE this soon after its handshake (default 5000) */
@@ -33,6 +35,9 @@ typedef struct {
     int quiet;
 } vt_arbiter_opts;
 
+/* How often the auditor hears from the arbiter while the trainer computes an answer (default of
+ * vt_arbiter_opts.heartbeat_ms). */
+#define VT_ARBITER_HEARTBEAT_MS 20000
 vt_err vt_arbiter_serve(const vt_arbiter_opts *o) VT_WARN_UNUSED;
 
 /* What `arbiter check` found (docs/dispute.md "Offline check"). */

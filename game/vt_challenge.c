@@ -4,6 +4,7 @@
  * the arbiter's questions until the verdict. */
 #include "vt_challenge.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,6 +150,15 @@ static vt_err answer(auditor *a, vt_conn *c, const vt_msg *q)
     }
 }
 
+/* How long to wait for the arbiter's next message: it may be waiting for the trainer far longer than
+ * one deadline (the recomputation time it granted), but then it sends a heartbeat NOTE every
+ * VT_ARBITER_HEARTBEAT_MS; silence this long means it is gone. */
+static int msg_wait_ms(const vt_challenge_opts *o)
+{
+    int64_t w = (int64_t)(o->deadline_ms > 0 ? o->deadline_ms : 0) * 10 + 600000;
+    return w > INT32_MAX ? INT32_MAX : (int)w;
+}
+
 static vt_err run(auditor *a, vt_challenge_result *res)
 {
     const vt_challenge_opts *o = a->o;
@@ -266,7 +276,7 @@ static vt_err run(auditor *a, vt_challenge_result *res)
             }
         }
         if (!e) e = vt_send_msg(c, VT_MSG_CHALLENGE, &ch, &a->kp);
-        if (!e) e = vt_recv_msg(c, VT_MSG_ANY, o->deadline_ms > 0 ? 10 * o->deadline_ms + 600000 : 600000, NULL, &first);
+        if (!e) e = vt_recv_msg(c, VT_MSG_ANY, msg_wait_ms(o), NULL, &first);
         int busy = !e && first.hdr.type == VT_MSG_ERROR && first.body.error.code == VT_ERRC_BUSY;
         if (!e && !busy) {
             have_first = 1;
@@ -304,7 +314,7 @@ static vt_err run(auditor *a, vt_challenge_result *res)
             q = first;
             have_first = 0;
         } else {
-            e = vt_recv_msg(c, VT_MSG_ANY, o->deadline_ms > 0 ? 10 * o->deadline_ms + 600000 : 600000, NULL, &q);
+            e = vt_recv_msg(c, VT_MSG_ANY, msg_wait_ms(o), NULL, &q);
         }
         if (e) break;
         if (q.hdr.type == VT_MSG_VERDICT) {
@@ -323,6 +333,10 @@ static vt_err run(auditor *a, vt_challenge_result *res)
             snprintf(res->reason, sizeof res->reason, "%s", v->reason);
             vt_msg_free(&q);
             break;
+        }
+        if (q.hdr.type == VT_MSG_NOTE) { /* a heartbeat: the arbiter is waiting for the trainer */
+            vt_msg_free(&q);
+            continue;
         }
         if (q.hdr.type == VT_MSG_ERROR) {
             e = vt_set_error(VT_ERR_IO, "the arbiter refused: %s", q.body.error.message);

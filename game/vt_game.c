@@ -118,6 +118,9 @@ static uint64_t restore_steps(const game *g, uint64_t s)
  * with it once per computation (a cached answer costs nothing the second time). */
 static vt_ask_bounds bounds(game *g, int party, uint64_t max_body, double steps, int kind, uint64_t a, uint64_t b)
 {
+    /* the auditor computed everything it is asked before it challenged (vt_challenge.c): no work
+     * time, so a lying auditor holds a game for its clock at most */
+    if (party == VT_ROLE_AUDITOR) steps = 0;
     vt_ask_bounds r = {max_body > UINT32_MAX ? UINT32_MAX : (uint32_t)max_body, work_ms(g, steps), 0};
     if (r.work_ms <= 0) return r;
     int p = party & 3;
@@ -470,6 +473,26 @@ static int load_manifest(game *g, const char *data_root, vt_order order)
         vt_game_cost(&g->rc, data, &g->needs);
         g->have_needs = 1;
         uint64_t need = g->needs.bytes, flop = g->needs.op_flop;
+        /* the agreed prefix of a segment travels in one HASHES answer */
+        uint64_t seg = g->rc.state_hash_every ? g->rc.state_hash_every : 1;
+        if (g->needs.n_ops && seg > (VT_MSG_HASHES_MAX - 1) / g->needs.n_ops) {
+            decide(g, VT_LOSER_NONE, VT_REASON_OVER_LIMIT, 0, 0,
+                   "the run's segments of %llu steps hold %llu positions, more than one HASHES answer carries (%u): "
+                   "refused", (unsigned long long)seg, (unsigned long long)seg * g->needs.n_ops, VT_MSG_HASHES_MAX);
+            return -1;
+        }
+        /* the most recomputation time a game may grant the trainer: a chain (a restore and a segment),
+         * the tensors of two states and one operation's inputs: 4 x checkpoint_every + the segment */
+        uint64_t K = g->rc.checkpoint_every ? g->rc.checkpoint_every : 1;
+        int64_t worst = work_ms(g, 4.0 * (double)K + (double)seg);
+        if (g->lim && g->lim->max_work_ms && (uint64_t)worst > g->lim->max_work_ms) {
+            decide(g, VT_LOSER_NONE, VT_REASON_OVER_LIMIT, 0, 0,
+                   "the run's checkpoints every %llu steps and segments of %llu steps may grant the trainer %.0f s of "
+                   "recomputation at the rate floor; this arbiter grants at most %.0f s per game: refused",
+                   (unsigned long long)K, (unsigned long long)seg, (double)worst / 1000.0,
+                   (double)g->lim->max_work_ms / 1000.0);
+            return -1;
+        }
         if (g->lim && ((g->lim->max_game_bytes && need > g->lim->max_game_bytes) ||
                        (g->lim->max_op_flop && flop > g->lim->max_op_flop))) {
             decide(g, VT_LOSER_NONE, VT_REASON_OVER_LIMIT, 0, 0,
@@ -618,7 +641,9 @@ static void recompute(game *g, uint64_t lo, uint64_t p, const claim *ct, const c
         vt_steplog full;
         vt_steplog_init(&full, 0);
         uint8_t lh[32];
-        vt_err e = vt_steplog_decode_stored(a.body.log.data, a.body.log.len, s, NULL, &full, lh);
+        /* decoded within what an honest log of one step can hold (a small zstd frame may inflate) */
+        vt_log_limits ll = {g->needs.max_log_decoded + 64, 0, g->needs.max_log_entries + 1, 0};
+        vt_err e = vt_steplog_decode_stored(a.body.log.data, a.body.log.len, s, &ll, &full, lh);
         vt_msg_free(&a);
         if (e || memcmp(lh, L->log_hash, 32) != 0 || full.step != s) {
             vt_steplog_free(&full);
@@ -746,7 +771,7 @@ void vt_game_cost(const vt_recipe *rc, uint64_t data_bytes, vt_game_needs *out)
     out->step_flop = 1e300;
     vt_program p;
     if (vt_program_build(rc, &p) != VT_OK) return;
-    double state = 0, scratch = 0, norms = 0, f = 0, sf = 0, inb = 0, opt = 0, logb = 4096;
+    double state = 0, scratch = 0, norms = 0, f = 0, sf = 0, inb = 0, opt = 0, logb = 4096, logd = 4096, loge = 0;
     for (int c = 0; c <= VT_TC_INPUT; c++) state += (double)p.arena_bytes[c];
     for (uint32_t j = 1; j <= p.n_ops; j++) {
         vt_opcost c;
@@ -761,7 +786,11 @@ void vt_game_cost(const vt_recipe *rc, uint64_t data_bytes, vt_game_needs *out)
         for (uint32_t u = 0; u < p.op[j].n_out; u++) ob += wire_bytes(&p, p.op[j].out[u]) - 12.0;
         if (ib > inb) inb = ib;
         if (ib + ob > opt) opt = ib + ob; /* its inputs loaded into the arenas, its outputs written */
-        if (k->rounded && rc->bound.rounding != VT_ROUNDING_EXACT) logb += 64.0 + 16.0 * ob / 4.0; /* its record header (<= 34 bytes), <= 16 per element */
+        if (k->rounded && rc->bound.rounding != VT_ROUNDING_EXACT) {
+            logb += 64.0 + 16.0 * ob / 4.0; /* its record header (<= 34 bytes), <= 16 per element */
+            logd += 64.0 + 15.0 * ob / 4.0; /* decoded: index <= 10 bytes, 2 bits, value 4 bytes */
+            loge += ob / 4.0;
+        }
     }
     double gap = rc->state_hash_every ? (double)rc->state_hash_every : 1.0;
     if (gap > (double)rc->steps) gap = (double)rc->steps;
@@ -773,10 +802,14 @@ void vt_game_cost(const vt_recipe *rc, uint64_t data_bytes, vt_game_needs *out)
     if (logb > (double)VT_MSG_LOG_MAX_DATA) logb = VT_MSG_LOG_MAX_DATA;
     double big = inb > logb ? inb : logb; /* INPUTS is freed before the LOG is asked */
     double msgs = 2.0 * big + 3.0 * 32.0 * (gap * p.n_ops + 2.0) + 64.0 * (double)p.n_tensors + (1 << 20);
-    double total = model + msgs + (double)data_bytes + (8 << 20); /* + the program, transcript buffers */
+    /* + the process's baseline (libraries, TLS, the program, transcript buffers): 16 MB */
+    double total = model + msgs + (double)data_bytes + (16 << 20);
     out->bytes = total >= 1.8e19 ? UINT64_MAX : (uint64_t)total;
     out->op_flop = f >= 1.8e19 ? UINT64_MAX : (uint64_t)f;
-    out->step_flop = sf;
+    out->step_flop = sf + VT_GAME_OP_FLOP * (double)p.n_ops;
+    out->n_ops = p.n_ops;
+    out->max_log_decoded = logd >= 1.8e19 ? UINT64_MAX : (uint64_t)logd;
+    out->max_log_entries = loge >= 1.8e19 ? UINT64_MAX : (uint64_t)loge;
     out->max_inputs_body = inb >= 1.8e19 ? UINT64_MAX : (uint64_t)inb;
     out->log_body = (uint64_t)logb;
     vt_program_free(&p);

@@ -73,11 +73,16 @@ typedef struct {
     uint64_t max_op_flop;    /* floating-point operations of the largest operation it may recompute */
     double min_rate;         /* the rate floor (flop of the program's costs per second) at which a
                               * party's recomputation is granted time; 0: VT_GAME_MIN_RATE */
+    uint64_t max_work_ms;    /* the most recomputation time a game may grant a party in all (the
+                              * manifest's worst case, vt_game_work_ms); 0: no limit */
 } vt_game_limits;
 
 /* The default rate floor: 400 Mflop of the program's costs per second of a verifiable step, about
  * 1/25 of what a 2-core x86 machine reaches on the README's CNN recipe (docs/dispute.md). */
 #define VT_GAME_MIN_RATE 4e8
+/* What one operation costs beyond its flop (the interpreter, hashing its output), as flop at the
+ * rate floor: 2e5, 0.5 ms an operation at the default floor. */
+#define VT_GAME_OP_FLOP 2e5
 
 /* What a game of this recipe needs, computed from the recipe alone before anything is allocated
  * (saturating): the arbiter's peak memory in bytes (its state arenas, the largest operation's
@@ -87,7 +92,10 @@ typedef struct {
 typedef struct {
     uint64_t bytes;
     uint64_t op_flop;
-    double step_flop;
+    double step_flop;          /* the program's flop plus VT_GAME_OP_FLOP per operation */
+    uint64_t n_ops;            /* operations per step */
+    uint64_t max_log_decoded;  /* the largest decoded LOG payload of one step an honest trainer sends */
+    uint64_t max_log_entries;  /* the most entries one step's log can need (its rounded elements) */
     uint64_t max_inputs_body; /* the largest INPUTS answer an honest trainer sends, bytes */
     uint64_t log_body;        /* the largest LOG answer of one step, bytes */
 } vt_game_needs;

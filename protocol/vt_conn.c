@@ -737,6 +737,17 @@ vt_err vt_recv_msg(vt_conn *c, int expected_type, int deadline_ms, const vt_msg_
     return VT_OK;
 }
 
+int vt_conn_wait_readable(vt_conn *c, int ms)
+{
+    if (!c || c->fd < 0) return 1;
+    if (c->ssl && SSL_pending(c->ssl) > 0) return 1;
+    struct pollfd p = {.fd = c->fd, .events = POLLIN, .revents = 0};
+    int r;
+    do r = poll(&p, 1, ms < 0 ? 0 : ms);
+    while (r < 0 && errno == EINTR);
+    return r != 0; /* ready, an error condition, or poll's own failure: the receive reports it */
+}
+
 void vt_conn_shutdown(vt_conn *c)
 {
     if (c && c->fd >= 0) (void)shutdown(c->fd, SHUT_RDWR);

@@ -535,6 +535,11 @@ void vt_conn_close(vt_conn *c);
  * at once; the connection must still be closed by its owner. Safe from another thread. */
 void vt_conn_shutdown(vt_conn *c);
 
+/* 1 when bytes (or an error condition) are waiting on the connection within ms milliseconds, 0 when
+ * none came: a caller may do something else and wait again (the arbiter's heartbeats to the
+ * auditor while the trainer computes). Receives nothing itself. */
+int vt_conn_wait_readable(vt_conn *c, int ms);
+
 /* Sends ERROR {code, text} (best effort, within 1 s; not transcribed), then closes c. Without
  * a usable TLS session (or kp NULL) it only closes. */
 void vt_conn_refuse(vt_conn *c, const vt_keypair *kp, int code, const char *text);

@@ -149,7 +149,9 @@ case_work() { # finding 1: the chain of a 40-step segment takes more than the 1.
   train big-cheat "${W[@]}" --cheat poison:27:0.001 || return
   local d="$T/work" why; mkdir -p "$d"
   # the honest trainer, a lying auditor: the trainer recomputes 40 steps for its chain when asked
-  start_arbiter "$d" --games 1 --deadline-ms $((1500 * SLOW)) || { bad "work: arbiter"; return; }
+  # (heartbeats to the auditor every 100 ms while the trainer computes: the auditor ignores them,
+  # the transcript holds none)
+  start_arbiter "$d" --games 1 --deadline-ms $((1500 * SLOW)) --heartbeat-ms 100 || { bad "work: arbiter"; return; }
   start_trainer "$d" big || { bad "work: trainer"; return; }
   challenge "$d" big "$T/ak" "$d/out1" --lie 27:17
   local st=$?
