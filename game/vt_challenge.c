@@ -232,12 +232,13 @@ static vt_err run(auditor *a, vt_challenge_result *res)
      * state before hi agrees, so the bisection ends in the segment from the committed state before hi
      * to hi, whose operation chain is the one costly answer. Both honest parties hold it before the
      * first question; neither side's cache is an advantage. */
-    uint64_t lo = hi - 1;
+    /* (with --step beyond our first disputed state, the bisection ends at that first one instead) */
+    uint64_t end = bad && bad < hi ? bad : hi, lo = end - 1;
     while (lo > 0 && !has_state(&a->rc, lo)) lo--;
     if (!o->quiet)
         fprintf(stderr, "auditor: computing the operation chain of steps %llu..%llu (the disputed segment)\n",
-                (unsigned long long)lo + 1, (unsigned long long)hi);
-    VT_FORWARD_IF_ERROR(get_chain(a, lo, hi));
+                (unsigned long long)lo + 1, (unsigned long long)end);
+    VT_FORWARD_IF_ERROR(get_chain(a, lo, end));
     if (!o->quiet) fprintf(stderr, "auditor: challenging the committed state of step %llu\n", (unsigned long long)hi);
 
     vt_conn *c = NULL;
