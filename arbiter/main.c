@@ -35,9 +35,9 @@ static void usage(FILE *f)
                "                            to reach it included, is charged to it (default 300000)\n"
                "      --min-mflops N        the rate floor: a question that makes the trainer recompute K steps\n"
                "                            adds K x (the step's flop / N Mflop/s) to its deadline, and once\n"
-               "                            per computation to its clock (default 400, at most 65535)\n"
+               "                            per computation to its clock (default 200, at most 65535)\n"
                "      --max-work-s N        refuse a game whose recomputation could be granted more than N s\n"
-               "                            in all at the rate floor (default 3600; docs/dispute.md)\n"
+               "                            in all at the rate floor (default 7200; docs/dispute.md)\n"
                "      --heartbeat-ms N      while the trainer computes, a note to the auditor this often, so\n"
                "                            that it knows the game goes on (default 20000)\n"
                "      --games N             stop after N games (default: serve forever)\n"
@@ -105,7 +105,7 @@ int main(int argc, char **argv)
     o.max_game_mb = 512;
     o.max_op_mflop = 20000;
     o.min_mflops = (int)(VT_GAME_MIN_RATE / 1e6);
-    o.max_work_s = 3600;
+    o.max_work_s = 7200;
     o.challenge_ms = 5000;
     o.handshake_ms = VT_GATE_DEFAULT_HANDSHAKE_MS;
     o.max_pending = VT_GATE_DEFAULT_PENDING;

@@ -23,10 +23,10 @@ typedef struct {
     int games_per_commitment;   /* of those, about one commitment (default 2); one per auditor key */
     int max_game_mb;            /* memory a game may need, from its manifest (default 512) */
     int max_op_mflop;           /* the largest operation it may recompute, in Mflop (default 20000) */
-    int max_work_s;             /* the most recomputation time a game may grant a party (default 3600) */
+    int max_work_s;             /* the most recomputation time a game may grant a party (default 7200) */
     int heartbeat_ms;           /* a NOTE to the auditor this often while the trainer computes (0: the default) */
     int min_mflops;             /* the rate floor at which a party's recomputation is granted time, in Mflop of
-                                 * the program's costs per second (default VT_GAME_MIN_RATE / 1e6 = 400) */
+                                 * the program's costs per second (default VT_GAME_MIN_RATE / 1e6 = 200) */
     int challenge_ms;           /* a client must send its CHALLENGE this soon after its handshake (default 5000) */
     int handshake_ms;           /* TLS handshake deadline (default 3000) */
     int max_pending;            /* connections not yet authenticated (default 64) */

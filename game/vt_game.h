@@ -77,9 +77,9 @@ typedef struct {
                               * manifest's worst case, vt_game_work_ms); 0: no limit */
 } vt_game_limits;
 
-/* The default rate floor: 400 Mflop of the program's costs per second of a verifiable step, about
- * 1/25 of what a 2-core x86 machine reaches on the README's CNN recipe (docs/dispute.md). */
-#define VT_GAME_MIN_RATE 4e8
+/* The default rate floor: 200 Mflop of the program's costs per second of a verifiable step, about
+ * 1/50 of what a 2-core x86 machine reaches on the README's CNN recipe (docs/dispute.md). */
+#define VT_GAME_MIN_RATE 2e8
 /* What one operation costs beyond its flop (the interpreter, hashing its output), as flop at the
  * rate floor: 2e5, 0.5 ms an operation at the default floor. */
 #define VT_GAME_OP_FLOP 2e5
