@@ -473,6 +473,15 @@ static int load_manifest(game *g, const char *data_root, vt_order order)
         vt_game_cost(&g->rc, data, &g->needs);
         g->have_needs = 1;
         uint64_t need = g->needs.bytes, flop = g->needs.op_flop;
+        if (g->lim && ((g->lim->max_game_bytes && need > g->lim->max_game_bytes) ||
+                       (g->lim->max_op_flop && flop > g->lim->max_op_flop))) {
+            decide(g, VT_LOSER_NONE, VT_REASON_OVER_LIMIT, 0, 0,
+                   "the run's manifest needs %.1f MB%s and %.3g flop for its largest operation; this arbiter accepts at "
+                   "most %.1f MB and %.3g flop per game: refused",
+                   (double)need / 1e6, pass ? " with its dataset" : "", (double)flop,
+                   (double)g->lim->max_game_bytes / 1e6, (double)g->lim->max_op_flop);
+            return -1;
+        }
         /* the agreed prefix of a segment travels in one HASHES answer */
         uint64_t seg = g->rc.state_hash_every ? g->rc.state_hash_every : 1;
         if (g->needs.n_ops && seg > (VT_MSG_HASHES_MAX - 1) / g->needs.n_ops) {
@@ -491,15 +500,6 @@ static int load_manifest(game *g, const char *data_root, vt_order order)
                    "recomputation at the rate floor; this arbiter grants at most %.0f s per game: refused",
                    (unsigned long long)K, (unsigned long long)seg, (double)worst / 1000.0,
                    (double)g->lim->max_work_ms / 1000.0);
-            return -1;
-        }
-        if (g->lim && ((g->lim->max_game_bytes && need > g->lim->max_game_bytes) ||
-                       (g->lim->max_op_flop && flop > g->lim->max_op_flop))) {
-            decide(g, VT_LOSER_NONE, VT_REASON_OVER_LIMIT, 0, 0,
-                   "the run's manifest needs %.1f MB%s and %.3g flop for its largest operation; this arbiter accepts at "
-                   "most %.1f MB and %.3g flop per game: refused",
-                   (double)need / 1e6, pass ? " with its dataset" : "", (double)flop,
-                   (double)g->lim->max_game_bytes / 1e6, (double)g->lim->max_op_flop);
             return -1;
         }
     }

@@ -10,13 +10,14 @@
 #               defaults; the arbiter's peak memory within its own estimate (findings 1, 4)
 #   huge        HASHES and INPUTS at the protocol maxima: refused by their header, the arbiter's peak
 #               within --max-game-mb 48 (finding 8)
+#   worklimit   a game whose recomputation could be granted more than --max-work-s: refused
 #   budget      fresh sessions under one arbiter key share one recomputation budget (finding 10)
 #   admission   a stalled game on one run does not keep out a game on another (finding 7)
 set -u
 B=$(cd "$1" && pwd)
 shift
 CASES=("$@")
-[ ${#CASES[@]} -gt 0 ] || CASES=(idle sessions work cnn gpt huge budget admission)
+[ ${#CASES[@]} -gt 0 ] || CASES=(idle sessions work cnn gpt huge worklimit budget admission)
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 T=$(mktemp -d /tmp/vt-faults.XXXXXX)
 PIDS=()
@@ -229,6 +230,20 @@ case_huge() { # finding 8: a game that needs far less than 48 MB (UCI digits), a
       bad "huge-$m: the arbiter's peak ${peak:-?} kB is over --max-game-mb 48"
     else ok "huge-$m: the arbiter's peak ${peak:-?} kB"; fi
   done
+}
+
+case_worklimit() { # red-team F5: a game that could grant more recomputation time than --max-work-s
+  need_honest || return
+  local d="$T/worklimit" why; mkdir -p "$d"
+  start_arbiter "$d" --games 1 --max-work-s 1 || { bad "worklimit: arbiter"; return; }
+  start_trainer "$d" honest || { bad "worklimit: trainer"; return; }
+  challenge "$d" honest "$T/ak" "$d/out" --lie 9:3
+  local st=$?
+  arbiter_done; stop "$TPID"
+  if [ "$st" = 2 ] && grep -q "against nobody (over the arbiter's limits)" "$d/out" &&
+     grep -q "may grant the trainer .* of recomputation" "$d/out"; then ok "worklimit: refused, nobody at fault"
+  else bad "worklimit: exit $st: $(tail -3 "$d/out")"; fi
+  if why=$(rederive "$d"); then ok "worklimit: re-derived offline (the GAME note's work limit)"; else bad "worklimit: $why"; fi
 }
 
 case_budget() { # finding 10: --max-recompute-steps 10 per game, a bucket of 4 games per arbiter key
