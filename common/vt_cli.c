@@ -85,7 +85,7 @@ static int parse_digits(const char *t, size_t len, uint64_t *v)
 
 vt_err vt_cli_u64(const char *opt, const char *text, uint64_t lo, uint64_t hi, uint64_t *out)
 {
-    uint64_t v;
+    uint64_t v = 0;
     if (!text || parse_digits(text, strlen(text), &v) != 0 || v < lo || v > hi)
         return vt_set_error(VT_ERR_ARG, "%s: \"%s\" is not an integer in %llu..%llu", opt, text ? text : "",
                             (unsigned long long)lo, (unsigned long long)hi);
@@ -95,7 +95,7 @@ vt_err vt_cli_u64(const char *opt, const char *text, uint64_t lo, uint64_t hi, u
 
 vt_err vt_cli_u32(const char *opt, const char *text, uint32_t lo, uint32_t hi, uint32_t *out)
 {
-    uint64_t v;
+    uint64_t v = 0; /* set on success; gcc -O3 cannot see it through VT_FORWARD_IF_ERROR */
     VT_FORWARD_IF_ERROR(vt_cli_u64(opt, text, lo, hi, &v));
     *out = (uint32_t)v;
     return VT_OK;
@@ -105,7 +105,7 @@ vt_err vt_cli_int(const char *opt, const char *text, int lo, int hi, int *out)
 {
     const char *t = text ? text : "";
     int neg = t[0] == '-';
-    uint64_t v;
+    uint64_t v = 0;
     int ok = parse_digits(t + neg, strlen(t + neg), &v) == 0 && v <= (uint64_t)INT_MAX + (uint64_t)neg;
     long long x = ok ? (neg ? -(long long)v : (long long)v) : 0;
     if (!ok || x < lo || x > hi)
