@@ -55,6 +55,18 @@ static int ckpt_name_step(const char *name, uint64_t *step)
     return 1;
 }
 
+/* Deletes checkpoint file p (absent is fine), sets *removed when it did, frees p. */
+static vt_err unlink_ckpt(char *p, int *removed)
+{
+    vt_err e = VT_OK;
+    if (unlink(p) == 0)
+        *removed = 1;
+    else if (errno != ENOENT)
+        e = vt_set_error(VT_ERR_IO, "cannot delete checkpoint file %s: %s", p, strerror(errno));
+    free(p);
+    return e;
+}
+
 vt_err vt__ckpt_remove_files(vt_store *s, const uint64_t *steps, size_t n, uint64_t after)
 {
     vt_err e = VT_OK;
@@ -64,11 +76,7 @@ vt_err vt__ckpt_remove_files(vt_store *s, const uint64_t *steps, size_t n, uint6
         if (!p) {
             e = vt_set_error(VT_ERR_NOMEM, "out of memory truncating run store %s", s->db_path);
         } else {
-            if (unlink(p) == 0)
-                removed = 1;
-            else if (errno != ENOENT)
-                e = vt_set_error(VT_ERR_IO, "cannot delete checkpoint file %s: %s", p, strerror(errno));
-            free(p);
+            e = unlink_ckpt(p, &removed);
         }
     }
     char *d = vt__ckpt_dir(s->run_dir);
@@ -83,11 +91,7 @@ vt_err vt__ckpt_remove_files(vt_store *s, const uint64_t *steps, size_t n, uint6
             if (!p) {
                 e = vt_set_error(VT_ERR_NOMEM, "out of memory");
             } else {
-                if (unlink(p) == 0)
-                    removed = 1;
-                else if (errno != ENOENT)
-                    e = vt_set_error(VT_ERR_IO, "cannot delete checkpoint file %s: %s", p, strerror(errno));
-                free(p);
+                e = unlink_ckpt(p, &removed);
             }
         }
         closedir(dir);
