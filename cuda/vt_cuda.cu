@@ -11,7 +11,7 @@
  *      (k_screen), the stable compaction of the flagged indices in increasing order
  *      (cub::DeviceSelect::Flagged: no atomics), the decision of every flagged element
  *      (k_flagged: tight bound, compensated sum, exact accumulator, record rule) - all from
- *      rounding_log/vt_round_impl.h and vt_xacc_impl.h, the code the CPU tests run;
+ *      rounding_log/vt_round_hd.h and vt_xacc_hd.h, the code the CPU tests run;
  *   4. the FP32 results, the flagged indices and their decisions come back; vt_epi_finish applies
  *      them on the host (log record, counts, faults).
  * A log-rounding replay (an auditor of a log-rounding run) takes steps 1-2 on the device, copies
@@ -22,7 +22,7 @@
 
 extern "C" unsigned long long vt_cudap_abi(void) { return VT_CUDA_PLUGIN_LAYOUT(); }
 
-vt_err vt__cuda_buf(vt_cuda *g, int k, size_t bytes, void **p)
+vt_err vti_cuda_buf(vt_cuda *g, int k, size_t bytes, void **p)
 {
     if (bytes == 0) bytes = 8;
     if (g->cap[k] < bytes) {
@@ -98,7 +98,7 @@ extern "C" vt_err vt_cudap_open(vt_cuda **out, char *desc, size_t desc_len)
 extern "C" void vt_cudap_close(vt_cuda *g)
 {
     if (!g) return;
-    vt__cuda_model_free(g);
+    vti_cuda_model_free(g);
     for (int k = 0; k < B_COUNT; k++)
         if (g->buf[k]) cudaFree(g->buf[k]);
     if (g->h) cublasDestroy(g->h);
@@ -118,7 +118,7 @@ __global__ void k_widen(size_t n, const float *s, double *d)
 
 __global__ void k_norms(size_t n, size_t K, const float *v, size_t si, size_t sk, double *out)
 {
-    FOR_EACH(i, n) out[i] = vt__norm32(K, v + i * si, sk);
+    FOR_EACH(i, n) out[i] = vti_norm32(K, v + i * si, sk);
 }
 
 /* one level of the panel tree: panel p += panel p + h for p = 0, 2h, 4h, ... */
@@ -139,7 +139,7 @@ __global__ void k_screen(size_t M, size_t N, const double *C, const double *rn, 
     {
         size_t i = e / N, j = e % N;
         double x = C[e] + 0.0; /* a zero is +0 in every order */
-        flag[e] = (uint8_t)!vt__gemm_screen(coef, rn[i], cn[j], x, k, &out[e]);
+        flag[e] = (uint8_t)!vti_gemm_screen(coef, rn[i], cn[j], x, k, &out[e]);
     }
 }
 
@@ -148,7 +148,7 @@ __global__ void k_flagged(vt_gemm_epi d, size_t N, const double *C, const uint64
     FOR_EACH(f, n)
     {
         uint64_t e = idx[f];
-        vt__gemm_elem(&d, (size_t)(e / N), (size_t)(e % N), C[e] + 0.0, &res[f]);
+        vti_gemm_elem(&d, (size_t)(e / N), (size_t)(e % N), C[e] + 0.0, &res[f]);
     }
 }
 
@@ -205,7 +205,7 @@ static vt_err dgemm(vt_cuda *g, const vt_bound_cfg *cfg, int tA, int tB, size_t 
     const double one = 1.0, zero = 0.0;
     cublasOperation_t oA = tA ? CUBLAS_OP_T : CUBLAS_OP_N, oB = tB ? CUBLAS_OP_T : CUBLAS_OP_N;
     int lda = (int)(tA ? M : K), ldb = (int)(tB ? K : N);
-    if (!vt__bound_panelled(cfg, K)) {
+    if (!vti_bound_panelled(cfg, K)) {
         CB(cublasGemmEx(g->h, oB, oA, (int)N, (int)M, (int)K, &one, b, CUDA_R_64F, ldb, a, CUDA_R_64F, lda, &zero, C,
                         CUDA_R_64F, (int)N, CUBLAS_COMPUTE_64F_PEDANTIC, CUBLAS_GEMM_DEFAULT));
         return VT_OK;
@@ -314,7 +314,7 @@ vt_err host_staging(vt_cuda *g, size_t n)
     return VT_OK;
 }
 
-vt_err vt__cuda_gemm_dev(vt_cuda *g, vt_rctx *rc, uint32_t op_id, int tA, int tB, size_t M, size_t N, size_t K,
+vt_err vti_cuda_gemm_dev(vt_cuda *g, vt_rctx *rc, uint32_t op_id, int tA, int tB, size_t M, size_t N, size_t K,
                          const float *a32, const float *b32, float *out)
 {
     VT_FORWARD_IF_ERROR(check_sizes(M, N, K));
@@ -339,24 +339,24 @@ vt_err vt__cuda_gemm_dev(vt_cuda *g, vt_rctx *rc, uint32_t op_id, int tA, int tB
 
 __global__ void k_bmm_norms(size_t G, size_t R, size_t K, const float *v, size_t sg, size_t si, size_t sk, double *out)
 {
-    FOR_EACH(e, G * R) out[e] = vt__norm32(K, v + (e / R) * sg + (e % R) * si, sk);
+    FOR_EACH(e, G * R) out[e] = vti_norm32(K, v + (e / R) * sg + (e % R) * si, sk);
 }
 
 __global__ void k_bmm_screen(vt_bmm_epi d, size_t n, const double *C, double k, float *out, uint8_t *flag)
 {
-    FOR_EACH(e, n) flag[e] = (uint8_t)!vt__screen1(C[e] + 0.0, vt__bmm_bound(&d, e), k, VT_SLOP_RECORD, &out[e]);
+    FOR_EACH(e, n) flag[e] = (uint8_t)!vti_screen1(C[e] + 0.0, vti_bmm_bound(&d, e), k, VT_SLOP_RECORD, &out[e]);
 }
 
 __global__ void k_bmm_flagged(vt_bmm_epi d, const double *C, const uint64_t *idx, size_t n, vt_epi_res *res)
 {
-    FOR_EACH(f, n) vt__bmm_elem(&d, idx[f], C[idx[f]] + 0.0, &res[f]);
+    FOR_EACH(f, n) vti_bmm_elem(&d, idx[f], C[idx[f]] + 0.0, &res[f]);
 }
 
-vt_err vt__cuda_bmm_dev(vt_cuda *g, vt_rctx *rc, uint32_t op_id, size_t G, size_t M, size_t N, size_t K, int tA,
+vt_err vti_cuda_bmm_dev(vt_cuda *g, vt_rctx *rc, uint32_t op_id, size_t G, size_t M, size_t N, size_t K, int tA,
                         int tB, const float *a32, const float *b32, float *out)
 {
     VT_FORWARD_IF_ERROR(check_sizes(M, N, K));
-    VT_RETURN_ERROR_IF(!vt_epi_supported(rc) || vt__bound_panelled(&rc->bound, K), VT_ERR_INTERNAL,
+    VT_RETURN_ERROR_IF(!vt_epi_supported(rc) || vti_bound_panelled(&rc->bound, K), VT_ERR_INTERNAL,
                        "the device's batched GEMM records or rounds exactly, unpanelled");
     VT_RETURN_ERROR_IF(G == 0 || G > (size_t)INT32_MAX || M * N > (((size_t)1 << 31) - 1) / G, VT_ERR_LIMIT,
                        "batched GEMM %zu x %zu x %zu x %zu: beyond the CUDA backend's limits", G, M, N, K);
@@ -459,7 +459,7 @@ extern "C" vt_err vt_cudap_gemm_round(vt_cuda *g, vt_rctx *rc, uint32_t op_id, i
     VT_FORWARD_IF_ERROR(upload(g, M, N, K, A, B, &a32, &b32));
     if (!vt_epi_supported(rc)) return replay_on_host(g, rc, op_id, tA, tB, M, N, K, A, B, a32, b32, out);
     VT_FORWARD_IF_ERROR(dbuf(g, B_OUT, M * N * sizeof(float), (void **)&o32));
-    vt_err err = vt__cuda_gemm_dev(g, rc, op_id, tA, tB, M, N, K, a32, b32, o32);
+    vt_err err = vti_cuda_gemm_dev(g, rc, op_id, tA, tB, M, N, K, a32, b32, o32);
     /* the results come back even on failure: vt_round leaves the elements before the failing one */
     CU(cudaMemcpyAsync(out, o32, M * N * sizeof(float), cudaMemcpyDeviceToHost, g->s));
     CU(cudaStreamSynchronize(g->s));

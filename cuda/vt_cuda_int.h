@@ -72,13 +72,13 @@ static vt_err cu_fail(cudaError_t e, const char *what)
 #define FOR_EACH(i, n) for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (n); i += (size_t)gridDim.x * blockDim.x)
 
 /* grow-only device buffer k of at least `bytes` (vt_cuda.cu) */
-vt_err vt__cuda_buf(vt_cuda *g, int k, size_t bytes, void **p);
-#define dbuf vt__cuda_buf
+vt_err vti_cuda_buf(vt_cuda *g, int k, size_t bytes, void **p);
+#define dbuf vti_cuda_buf
 
 /* The rounded GEMM on device operands (FP32 a32, b32) into the device FP32 out: panelled DGEMM,
  * the epilogue on the device (flagged results written into out there), vt_epi_finish with no host
  * output. Exact rounding or log recording only (vt_epi_supported). */
-vt_err vt__cuda_gemm_dev(vt_cuda *g, vt_rctx *rc, uint32_t op_id, int tA, int tB, size_t M, size_t N, size_t K,
+vt_err vti_cuda_gemm_dev(vt_cuda *g, vt_rctx *rc, uint32_t op_id, int tA, int tB, size_t M, size_t N, size_t K,
                          const float *a32, const float *b32, float *out);
 
 /* the host staging buffers of flagged indices and decisions, for at least n (vt_cuda.cu) */
@@ -86,12 +86,12 @@ vt_err host_staging(vt_cuda *g, size_t n);
 
 /* The batched GEMM (batched_matmul) on device operands into the device FP32 out: one strided-batched
  * DGEMM, norms, screen with the kind's Cauchy-Schwarz bound, compaction, flagged elements
- * (rounding_log/vt_round_impl.h vt__bmm_elem). Exact rounding or recording, K unpanelled. */
-vt_err vt__cuda_bmm_dev(vt_cuda *g, vt_rctx *rc, uint32_t op_id, size_t G, size_t M, size_t N, size_t K, int tA,
+ * (rounding_log/vt_round_hd.h vti_bmm_elem). Exact rounding or recording, K unpanelled. */
+vt_err vti_cuda_bmm_dev(vt_cuda *g, vt_rctx *rc, uint32_t op_id, size_t G, size_t M, size_t N, size_t K, int tA,
                         int tB, const float *a32, const float *b32, float *out);
 
 /* the device-resident model's state (vt_cuda_model.cu); freed by vt_cuda_close */
-void vt__cuda_model_free(vt_cuda *g);
+void vti_cuda_model_free(vt_cuda *g);
 
 #endif
 

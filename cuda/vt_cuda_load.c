@@ -19,7 +19,7 @@
 
 /* What the plugin takes from the program that loads it (`nm -D --undefined-only libvt_cuda.so`):
  * referenced here so that every program able to open the plugin links them and exports them. */
-void *const vt__cuda_plugin_needs[] = {
+void *const vti_cuda_plugin_needs[] = {
     (void *)vt_avgpool_weight, (void *)vt_conv_geom_make, (void *)vt_epi_fail, (void *)vt_epi_finish,
     (void *)vt_gemm_bounds,    (void *)vt_model_tensor,   (void *)vt_rctx_init, (void *)vt_round,
     (void *)vt_set_error,

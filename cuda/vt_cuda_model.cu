@@ -1,9 +1,9 @@
 /* vt_cuda_model.cu - device-resident execution of a model's step (docs/cuda.md, "Device-resident
  * steps"). The model's arenas are mirrored on the GPU; the kinds the list (model/vt_kinds.h) marks
  * run there: VT_DEV_GEMM, matmul and batched_matmul, through the rounded GEMMs of vt_cuda.cu on
- * device operands; VT_DEV_ITEM, the items of cuda/vt_dev_ops.h, which the CPU twin
- * (tests/test_resident.c) runs too; their chains are the kernels' _impl.h headers and their
- * rounding rounding_log/vt_round_impl.h, the code the CPU kernels run. Any other kind (VT_DEV_CPU)
+ * device operands; VT_DEV_ITEM, the items of cuda/vt_dev_ops_hd.h, which the CPU twin
+ * (tests/test_resident.c) runs too; their chains are the kernels' `*_hd.h` headers and their
+ * rounding rounding_log/vt_round_hd.h, the code the CPU kernels run. Any other kind (VT_DEV_CPU)
  * runs on the CPU: its inputs and outputs come to the host, its outputs go back (vt_model.c drives
  * this).
  *
@@ -21,12 +21,12 @@ extern "C" {
 #include "../model/vt_model.h"
 #include "../model/vt_ops.h"
 #include "../model/vt_program.h"
-#include "vt_dev_ops.h"
+#include "vt_dev_ops_hd.h"
 }
 
 #define NOERR 0xffffffffffffffffULL
 
-void vt__cuda_model_free(vt_cuda *g)
+void vti_cuda_model_free(vt_cuda *g)
 {
     if (g->s) (void)cudaStreamSynchronize(g->s); /* nothing queued may still use the arenas */
     if (g->dar[VT_TC_PARAM]) cudaFree(g->dar[VT_TC_PARAM]);
@@ -50,10 +50,10 @@ static void *dt(vt_cuda *g, const vt_model *m, uint32_t t)
 
 /* ------------------------------------------------------------------ kernels */
 
-/* every device kind: one thread per item of cuda/vt_dev_ops.h (the CPU twin runs the same items) */
+/* every device kind: one thread per item of cuda/vt_dev_ops_hd.h (the CPU twin runs the same items) */
 __global__ void k_item(vt_dev_op d)
 {
-    FOR_EACH(i, d.n_items) vt__dev_op_item(&d, i);
+    FOR_EACH(i, d.n_items) vti_dev_op_item(&d, i);
 }
 
 /* ------------------------------------------------------------------ driver */
@@ -73,7 +73,7 @@ extern "C" vt_err vt_cudap_run_begin(vt_cuda *g, vt_model *m)
     int same = g->model == (const void *)m && g->derr_n == m->prog.n_ops + 1;
     for (int k = 0; k < 4 && same; k++) same = g->dar_bytes[classes[k]] == m->prog.arena_bytes[classes[k]];
     if (!same) {
-        vt__cuda_model_free(g);
+        vti_cuda_model_free(g);
         for (int k = 0; k < 4; k++) {
             int c = classes[k];
             size_t b = m->prog.arena_bytes[c];
@@ -122,17 +122,17 @@ extern "C" vt_err vt_cudap_run_op(vt_cuda *g, vt_model *m, vt_rctx *rc, uint32_t
         if (o->out[0] == o->in[0] || o->out[0] == o->in[1]) return VT_ERR_UNSUPPORTED;
         VT_FORWARD_IF_ERROR(check_pending(g, m, rc));
         const int64_t *a = o->iarg;
-        return vt__cuda_gemm_dev(g, rc, op_id, (int)a[0], (int)a[1], (size_t)a[2], (size_t)a[3], (size_t)a[4],
+        return vti_cuda_gemm_dev(g, rc, op_id, (int)a[0], (int)a[1], (size_t)a[2], (size_t)a[3], (size_t)a[4],
                                  (const float *)dt(g, m, o->in[0]), (const float *)dt(g, m, o->in[1]),
                                  (float *)dt(g, m, o->out[0]));
     }
     if (o->kind == VT_OPK_BMM) {
         const int64_t *a = o->iarg;
         size_t K = (size_t)a[3];
-        if (!vt_epi_supported(rc) || vt__bound_panelled(&rc->bound, K)) return VT_ERR_UNSUPPORTED;
+        if (!vt_epi_supported(rc) || vti_bound_panelled(&rc->bound, K)) return VT_ERR_UNSUPPORTED;
         if (o->out[0] == o->in[0] || o->out[0] == o->in[1]) return VT_ERR_UNSUPPORTED;
         VT_FORWARD_IF_ERROR(check_pending(g, m, rc));
-        return vt__cuda_bmm_dev(g, rc, op_id, (size_t)a[0], (size_t)a[1], (size_t)a[2], K, (int)a[4], (int)a[5],
+        return vti_cuda_bmm_dev(g, rc, op_id, (size_t)a[0], (size_t)a[1], (size_t)a[2], K, (int)a[4], (int)a[5],
                                 (const float *)dt(g, m, o->in[0]), (const float *)dt(g, m, o->in[1]),
                                 (float *)dt(g, m, o->out[0]));
     }

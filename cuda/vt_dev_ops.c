@@ -1,6 +1,6 @@
 /* vt_dev_ops.c - describing an operation for the device and the host's part after it ran
- * (vt_dev_ops.h). Plain C: the CUDA backend and its CPU twin both call it. */
-#include "vt_dev_ops.h"
+ * (vt_dev_ops_hd.h). Plain C: the CUDA backend and its CPU twin both call it. */
+#include "vt_dev_ops_hd.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -196,8 +196,8 @@ vt_err vt_dev_err_report(vt_rctx *rc, const struct vt_model *m, uint32_t op_id, 
     if (word == ~0ULL) return VT_OK;
     const vt_opdesc *o = &m->prog.op[op_id];
     int code = (int)(word & 0xff);
-    uint64_t idx = (word & ~VT__DEV_VALUE_FAIL) >> 8;
-    if (code == VT__EL_LABEL && o->n_in >= 2) {
+    uint64_t idx = (word & ~VTI_DEV_VALUE_FAIL) >> 8;
+    if (code == VTI_EL_LABEL && o->n_in >= 2) {
         const vt_tensor *x = &m->prog.t[o->in[0]];
         const uint8_t *y = (const uint8_t *)vt_model_tensor((struct vt_model *)m, o->in[1], NULL);
         size_t N = x->shape[0], C = x->shape[1];
@@ -210,12 +210,12 @@ vt_err vt_dev_err_report(vt_rctx *rc, const struct vt_model *m, uint32_t op_id, 
             }
         VT_RETURN_ERROR(VT_ERR_INTERNAL, "operation %u: the device saw a label that is no class; the host none", op_id);
     }
-    if (code == VT__EL_STEPS && o->n_in >= 4) {
+    if (code == VTI_EL_STEPS && o->n_in >= 4) {
         double t;
         memcpy(&t, vt_model_tensor((struct vt_model *)m, o->in[3], NULL), 8);
         VT_RETURN_ERROR(VT_ERR_ARG, "%s's step count %g is not a step", o->kind == VT_OPK_ADAMW ? "AdamW" : "Adam", t);
     }
-    if (code == VT__EL_TOKEN && o->n_in >= 2) {
+    if (code == VTI_EL_TOKEN && o->n_in >= 2) {
         const vt_tensor *tok = &m->prog.t[o->in[0]], *wte = &m->prog.t[o->in[1]];
         const uint8_t *t = (const uint8_t *)vt_model_tensor((struct vt_model *)m, o->in[0], NULL);
         for (size_t i = 0; i < tok->n; i++)
@@ -227,6 +227,6 @@ vt_err vt_dev_err_report(vt_rctx *rc, const struct vt_model *m, uint32_t op_id, 
     vt_epi_res r;
     memset(&r, 0, sizeof r);
     r.code = (uint8_t)code;
-    r.x = code == VT__EL_RANGE ? (double)INFINITY : (double)NAN;
+    r.x = code == VTI_EL_RANGE ? (double)INFINITY : (double)NAN;
     return vt_epi_fail(rc, op_id, idx, &r);
 }

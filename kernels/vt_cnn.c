@@ -6,7 +6,7 @@
 
 #include <math.h>
 
-#include "vt_cnn_impl.h"
+#include "vt_cnn_hd.h"
 #include <string.h>
 
 vt_err vt_conv_geom_make(vt_conv_geom *g, int64_t B, int64_t H, int64_t W, int64_t C, int64_t k, int64_t s,
@@ -24,12 +24,12 @@ vt_err vt_conv_geom_make(vt_conv_geom *g, int64_t B, int64_t H, int64_t W, int64
     return VT_OK;
 }
 
-double vt_bn_rstd(double S2, size_t M, double eps) { return vt__bn_rstd(S2, M, eps); }
+double vt_bn_rstd(double S2, size_t M, double eps) { return vti_bn_rstd(S2, M, eps); }
 
 void vt_bn_center(size_t M, size_t C, const float *x, const float *s1, double *out)
 {
     for (size_t i = 0; i < M; i++)
-        for (size_t c = 0; c < C; c++) out[i * C + c] = vt__bn_center1(x[i * C + c], s1[c], M);
+        for (size_t c = 0; c < C; c++) out[i * C + c] = vti_bn_center1(x[i * C + c], s1[c], M);
 }
 
 void vt_bn_apply(size_t M, size_t C, const float *xc, const float *s2, const float *gamma, const float *beta,
@@ -43,14 +43,14 @@ void vt_bn_apply(size_t M, size_t C, const float *xc, const float *s2, const flo
         for (size_t i = 0; i < M; i++)
             for (size_t c = 0; c < nc; c++) {
                 size_t k = i * C + c0 + c;
-                out[k] = vt__bn_apply1(xc[k], r[c], gamma[c0 + c], beta[c0 + c]);
+                out[k] = vti_bn_apply1(xc[k], r[c], gamma[c0 + c], beta[c0 + c]);
             }
     }
 }
 
 void vt_bn_gamma_grad(size_t M, size_t C, const float *g2, const float *s2, double eps, double *out)
 {
-    for (size_t c = 0; c < C; c++) out[c] = (double)g2[c] * vt__bn_rstd(s2[c], M, eps);
+    for (size_t c = 0; c < C; c++) out[c] = (double)g2[c] * vti_bn_rstd(s2[c], M, eps);
 }
 
 void vt_bn_backward(size_t M, size_t C, const float *dy, const float *xc, const float *s2, const float *g1,
@@ -59,7 +59,7 @@ void vt_bn_backward(size_t M, size_t C, const float *dy, const float *xc, const 
     for (size_t i = 0; i < M; i++)
         for (size_t c = 0; c < C; c++) {
             size_t k = i * C + c;
-            out[k] = vt__bn_backward1(dy[k], xc[k], s2[c], g1[c], g2[c], gamma[c], M, eps);
+            out[k] = vti_bn_backward1(dy[k], xc[k], s2[c], g1[c], g2[c], gamma[c], M, eps);
         }
 }
 
@@ -67,8 +67,8 @@ void vt_bn_running(size_t M, size_t C, const float *s1, const float *s2, const f
                    double *out)
 {
     for (size_t c = 0; c < C; c++) {
-        out[c] = vt__bn_running_mean1(s1[c], rm[c], M, mu);
-        out[C + c] = vt__bn_running_var1(s2[c], rv[c], M, mu);
+        out[c] = vti_bn_running_mean1(s1[c], rm[c], M, mu);
+        out[C + c] = vti_bn_running_var1(s2[c], rv[c], M, mu);
     }
 }
 
@@ -76,7 +76,7 @@ void vt_bn_eval(size_t M, size_t C, const float *x, const float *rm, const float
                 const float *beta, double eps, double *out)
 {
     for (size_t i = 0; i < M; i++)
-        for (size_t c = 0; c < C; c++) out[i * C + c] = vt__bn_eval1(x[i * C + c], rm[c], rv[c], gamma[c], beta[c], eps);
+        for (size_t c = 0; c < C; c++) out[i * C + c] = vti_bn_eval1(x[i * C + c], rm[c], rv[c], gamma[c], beta[c], eps);
 }
 
 void vt_add(size_t n, const float *a, const float *b, double *out)
@@ -160,8 +160,8 @@ void SFX(vt_conv_wperm)(size_t k, size_t C, size_t Co, const T *w, T *wp)
             for (size_t co = 0; co < Co; co++) wp[(t * Co + co) * C + c] = w[(t * C + c) * Co + co];
 }
 
-/* the maximum of a window: vt_cnn_impl.h (shared with the CUDA backend) */
-#define argmax_T SFX(vt__argmax)
+/* the maximum of a window: vt_cnn_hd.h (shared with the CUDA backend) */
+#define argmax_T SFX(vti_argmax)
 
 void SFX(vt_maxpool)(size_t B, size_t H, size_t W, size_t C, size_t k, const T *x, T *y)
 {

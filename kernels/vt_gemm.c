@@ -10,8 +10,8 @@
  *             then cblas_dgemm (whatever order the BLAS library uses)
  *   FORWARD   k ascending        (i-k-j loop, vectorised over j)
  *   REVERSE   k descending       (i-k-j loop)
- *   PAIRWISE  blocks of 8 k's, then a binary tree (same tree as vt__sum)
- *   PERMUTED  k in the order of vt__perm(seed, K) (the same for every element)
+ *   PAIRWISE  blocks of 8 k's, then a binary tree (same tree as vti_sum)
+ *   PERMUTED  k in the order of vti_perm(seed, K) (the same for every element)
  *   SORTED    the K products sorted by increasing |a b| (per element)
  * Every order except BLAS starts each sum from +0; the BLAS result is normalised
  * with + 0.0, so a zero result is +0 in every order.
@@ -156,7 +156,7 @@ static void cvt_transpose(const float *src, size_t rows, size_t cols, double *ds
 static vt_err check_args(const vt_exec *e, int transA, int transB, size_t M, size_t N, size_t K, const float *A,
                          const float *B, const double *C, const char *name)
 {
-    VT_FORWARD_IF_ERROR(vt__check_exec(e));
+    VT_FORWARD_IF_ERROR(vti_check_exec(e));
     VT_RETURN_ERROR_IF(A == NULL || B == NULL || C == NULL, VT_ERR_ARG, "%s: NULL matrix", name);
     VT_RETURN_ERROR_IF((transA != 0 && transA != 1) || (transB != 0 && transB != 1), VT_ERR_ARG,
                        "%s: transA/transB must be 0 or 1 (got %d, %d)", name, transA, transB);
@@ -165,12 +165,12 @@ static vt_err check_args(const vt_exec *e, int transA, int transB, size_t M, siz
     VT_RETURN_ERROR_IF((uint64_t)K > VT_MAX_REDUCTION, VT_ERR_LIMIT,
                        "%s: reduction length K=%zu exceeds VT_MAX_REDUCTION", name, K);
     size_t t = 0;
-    VT_FORWARD_IF_ERROR(vt__mul_size(M, K, &t));
-    VT_FORWARD_IF_ERROR(vt__mul_size(t, sizeof(double), &t));
-    VT_FORWARD_IF_ERROR(vt__mul_size(K, N, &t));
-    VT_FORWARD_IF_ERROR(vt__mul_size(t, sizeof(double), &t));
-    VT_FORWARD_IF_ERROR(vt__mul_size(M, N, &t));
-    VT_FORWARD_IF_ERROR(vt__mul_size(t, sizeof(double), &t));
+    VT_FORWARD_IF_ERROR(vti_mul_size(M, K, &t));
+    VT_FORWARD_IF_ERROR(vti_mul_size(t, sizeof(double), &t));
+    VT_FORWARD_IF_ERROR(vti_mul_size(K, N, &t));
+    VT_FORWARD_IF_ERROR(vti_mul_size(t, sizeof(double), &t));
+    VT_FORWARD_IF_ERROR(vti_mul_size(M, N, &t));
+    VT_FORWARD_IF_ERROR(vti_mul_size(t, sizeof(double), &t));
     return VT_OK;
 }
 
@@ -185,13 +185,13 @@ static vt_err check_args(const vt_exec *e, int transA, int transB, size_t M, siz
 static vt_err gemm_blas_panels(vt_exec *e, int tA, int tB, size_t M, size_t N, size_t K, const float *A,
                                const float *B, double *C, double *rn, double *cn)
 {
-    const size_t kc = VT_PANEL, P = (K + kc - 1) / kc, depth = vt__ptree_depth(P);
+    const size_t kc = VT_PANEL, P = (K + kc - 1) / kc, depth = vti_ptree_depth(P);
     size_t rb = M;
     if (M * N > ((size_t)1 << 18)) rb = ((size_t)1 << 18) / N ? ((size_t)1 << 18) / N : 1; /* 2 MB per tree level */
     void *pa = NULL, *pb = NULL, *pst = NULL;
-    VT_FORWARD_IF_ERROR(vt__ws_get(&e->ws, VT_WS_A, rb * kc, sizeof(double), &pa));
-    VT_FORWARD_IF_ERROR(vt__ws_get(&e->ws, VT_WS_B, kc * N, sizeof(double), &pb));
-    VT_FORWARD_IF_ERROR(vt__ws_get(&e->ws, VT_WS_AUX, depth * rb * N, sizeof(double), &pst));
+    VT_FORWARD_IF_ERROR(vti_ws_get(&e->ws, VT_WS_A, rb * kc, sizeof(double), &pa));
+    VT_FORWARD_IF_ERROR(vti_ws_get(&e->ws, VT_WS_B, kc * N, sizeof(double), &pb));
+    VT_FORWARD_IF_ERROR(vti_ws_get(&e->ws, VT_WS_AUX, depth * rb * N, sizeof(double), &pst));
     double *A64 = pa, *B64 = pb;
     if (rn)
         for (size_t i = 0; i < M; i++) rn[i] = 0.0;
@@ -200,8 +200,8 @@ static vt_err gemm_blas_panels(vt_exec *e, int tA, int tB, size_t M, size_t N, s
     for (size_t i0 = 0; i0 < M; i0 += rb) {
         const size_t mr = M - i0 < rb ? M - i0 : rb;
         double *rni = rn ? rn + i0 : NULL, *cnj = i0 == 0 ? cn : NULL; /* each norm accumulated once */
-        vt__ptree t;
-        vt__ptree_init(&t, pst, mr * N);
+        vti_ptree t;
+        vti_ptree_init(&t, pst, mr * N);
         for (size_t q = 0; q < P; q++) {
             const size_t p = e->order == VT_ORDER_SPLIT ? P - 1 - q : q, k0 = p * kc, kl = K - k0 < kc ? K - k0 : kc;
             /* op(A)(i0 + r, k0 + u): stored M x K (rows) or K x M (transposed), kept in that layout */
@@ -237,11 +237,11 @@ static vt_err gemm_blas_panels(vt_exec *e, int tA, int tB, size_t M, size_t N, s
                     if (cnj) cnj[j] += s2;
                 }
             cblas_dgemm(CblasRowMajor, tA ? CblasTrans : CblasNoTrans, tB ? CblasTrans : CblasNoTrans, (int)mr, (int)N,
-                        (int)kl, 1.0, A64, tA ? (int)mr : (int)kl, B64, tB ? (int)kl : (int)N, 0.0, vt__ptree_next(&t),
+                        (int)kl, 1.0, A64, tA ? (int)mr : (int)kl, B64, tB ? (int)kl : (int)N, 0.0, vti_ptree_next(&t),
                         (int)N);
-            vt__ptree_push(&t);
+            vti_ptree_push(&t);
         }
-        vt__ptree_result(&t, C + i0 * N);
+        vti_ptree_result(&t, C + i0 * N);
     }
     if (rn)
         for (size_t i = 0; i < M; i++) rn[i] = sqrt(rn[i]);
@@ -259,8 +259,8 @@ static vt_err gemm_blas(vt_exec *e, int tA, int tB, size_t M, size_t N, size_t K
     size_t MN = M * N;
     if (vt_gemm_panel(e, K)) return gemm_blas_panels(e, tA, tB, M, N, K, A, B, C, rn, cn);
     void *pa = NULL, *pb = NULL;
-    VT_FORWARD_IF_ERROR(vt__ws_get(&e->ws, VT_WS_A, M * K, sizeof(double), &pa));
-    VT_FORWARD_IF_ERROR(vt__ws_get(&e->ws, VT_WS_B, K * N, sizeof(double), &pb));
+    VT_FORWARD_IF_ERROR(vti_ws_get(&e->ws, VT_WS_A, M * K, sizeof(double), &pa));
+    VT_FORWARD_IF_ERROR(vti_ws_get(&e->ws, VT_WS_B, K * N, sizeof(double), &pb));
     double *A64 = pa, *B64 = pb;
     /* Convert in the stored layout (a linear pass); the BLAS call transposes. */
     if (!tA) cvt_rows(A, M, K, A64, rn);
@@ -273,7 +273,7 @@ static vt_err gemm_blas(vt_exec *e, int tA, int tB, size_t M, size_t N, size_t K
          * then one addition per element; every product still enters exactly once */
         size_t h = K / 2;
         void *pc = NULL;
-        VT_FORWARD_IF_ERROR(vt__ws_get(&e->ws, VT_WS_AUX, MN, sizeof(double), &pc));
+        VT_FORWARD_IF_ERROR(vti_ws_get(&e->ws, VT_WS_AUX, MN, sizeof(double), &pc));
         double *C2 = pc;
         const double *A2 = tA ? A64 + h * M : A64 + h, *B2 = tB ? B64 + h : B64 + h * N;
         cblas_dgemm(CblasRowMajor, tA ? CblasTrans : CblasNoTrans, tB ? CblasTrans : CblasNoTrans, (int)M, (int)N,
@@ -293,7 +293,7 @@ static vt_err gemm_loops(vt_exec *e, int tA, int tB, size_t M, size_t N, size_t 
                          double *C, double *rn, double *cn)
 {
     void *pb = NULL;
-    VT_FORWARD_IF_ERROR(vt__ws_get(&e->ws, VT_WS_B, K * N, sizeof(double), &pb));
+    VT_FORWARD_IF_ERROR(vti_ws_get(&e->ws, VT_WS_B, K * N, sizeof(double), &pb));
     double *B64 = pb; /* op(B), K x N row-major */
     if (rn) {
         if (!tA) cvt_rows(A, M, K, NULL, rn);
@@ -315,25 +315,25 @@ static vt_err gemm_loops(vt_exec *e, int tA, int tB, size_t M, size_t N, size_t 
         uint32_t *perm = NULL;
         if (o == VT_ORDER_PERMUTED) {
             void *pp = NULL;
-            VT_FORWARD_IF_ERROR(vt__ws_get(&e->ws, VT_WS_PERM, K, sizeof(uint32_t), &pp));
+            VT_FORWARD_IF_ERROR(vti_ws_get(&e->ws, VT_WS_PERM, K, sizeof(uint32_t), &pp));
             perm = pp;
-            vt__perm_red(e->seed, K, pan, perm);
+            vti_perm_red(e->seed, K, pan, perm);
         }
         double *pst = NULL; /* the panel tree of row i (unpanelled: the row itself is the sum) */
         if (P > 1) {
             void *pp = NULL;
-            VT_FORWARD_IF_ERROR(vt__ws_get(&e->ws, VT_WS_PAN, vt__ptree_depth(P) * N, sizeof(double), &pp));
+            VT_FORWARD_IF_ERROR(vti_ws_get(&e->ws, VT_WS_PAN, vti_ptree_depth(P) * N, sizeof(double), &pp));
             pst = pp;
         }
         for (size_t i = 0; i < M; i++) {
             double *c = C + i * N;
-            vt__ptree t;
-            vt__ptree_init(&t, pst, N);
+            vti_ptree t;
+            vti_ptree_init(&t, pst, N);
             /* FORWARD and PERMUTED: panels first to last; REVERSE: last to first, each backwards */
             for (size_t q = 0; q < P; q++) {
                 const size_t p = o == VT_ORDER_REVERSE ? P - 1 - q : q, k0 = p * kc,
                              len = K - k0 < kc ? K - k0 : kc;
-                double *s = P > 1 ? vt__ptree_next(&t) : c;
+                double *s = P > 1 ? vti_ptree_next(&t) : c;
                 for (size_t j = 0; j < N; j++) s[j] = 0.0;
                 for (size_t u = 0; u < len; u++) {
                     size_t k = o == VT_ORDER_FORWARD ? k0 + u : o == VT_ORDER_REVERSE ? k0 + len - 1 - u : perm[k0 + u];
@@ -341,9 +341,9 @@ static vt_err gemm_loops(vt_exec *e, int tA, int tB, size_t M, size_t N, size_t 
                     const double *b = B64 + k * N;
                     for (size_t j = 0; j < N; j++) s[j] += a * b[j];
                 }
-                if (P > 1) vt__ptree_push(&t);
+                if (P > 1) vti_ptree_push(&t);
             }
-            if (P > 1) vt__ptree_result(&t, c);
+            if (P > 1) vti_ptree_result(&t, c);
         }
         return VT_OK;
     }
@@ -353,7 +353,7 @@ static vt_err gemm_loops(vt_exec *e, int tA, int tB, size_t M, size_t N, size_t 
         size_t depth = 2;
         while (((size_t)1 << (depth - 2)) <= leaves) depth++; /* > floor(log2(leaves)) + 2 */
         void *ps = NULL;
-        VT_FORWARD_IF_ERROR(vt__ws_get(&e->ws, VT_WS_AUX, depth * N, sizeof(double), &ps));
+        VT_FORWARD_IF_ERROR(vti_ws_get(&e->ws, VT_WS_AUX, depth * N, sizeof(double), &ps));
         double *st = ps; /* stack of partial-sum rows */
         for (size_t i = 0; i < M; i++) {
             size_t top = 0, leaf = 0;
@@ -389,15 +389,15 @@ static vt_err gemm_loops(vt_exec *e, int tA, int tB, size_t M, size_t N, size_t 
     /* SORTED: per element, the products sorted by magnitude (panelled: within each panel, then
      * the panel results sorted) */
     void *pk = NULL, *pq = NULL, *pp = NULL;
-    VT_FORWARD_IF_ERROR(vt__ws_get(&e->ws, VT_WS_AUX, K, sizeof(uint64_t), &pk));
-    VT_FORWARD_IF_ERROR(vt__ws_get(&e->ws, VT_WS_PROD, K, sizeof(double), &pq));
-    VT_FORWARD_IF_ERROR(vt__ws_get(&e->ws, VT_WS_PAN, vt__ptree_depth(P), sizeof(double), &pp));
+    VT_FORWARD_IF_ERROR(vti_ws_get(&e->ws, VT_WS_AUX, K, sizeof(uint64_t), &pk));
+    VT_FORWARD_IF_ERROR(vti_ws_get(&e->ws, VT_WS_PROD, K, sizeof(double), &pq));
+    VT_FORWARD_IF_ERROR(vti_ws_get(&e->ws, VT_WS_PAN, vti_ptree_depth(P), sizeof(double), &pp));
     uint64_t *keys = pk;
     double *prod = pq, *ps = pp;
     for (size_t i = 0; i < M; i++)
         for (size_t j = 0; j < N; j++) {
             for (size_t k = 0; k < K; k++) prod[k] = (double)A[i * sa + k * sk] * B64[k * N + j];
-            C[i * N + j] = vt__sum_red(VT_ORDER_SORTED, pan, K, prod, NULL, keys, ps);
+            C[i * N + j] = vti_sum_red(VT_ORDER_SORTED, pan, K, prod, NULL, keys, ps);
         }
     return VT_OK;
 }

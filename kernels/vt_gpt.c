@@ -8,17 +8,17 @@
 #include <string.h>
 
 #include "../rounding_log/vt_exact.h"
-#include "vt_gpt_impl.h"
-#include "vt_kernels_impl.h"
+#include "vt_gpt_hd.h"
+#include "vt_kernels_hd.h"
 #include "vt_math.h"
 
 void vt_ln_center(size_t M, size_t C, const float *x, const float *s1, double *out)
 {
     for (size_t i = 0; i < M; i++)
-        for (size_t c = 0; c < C; c++) out[i * C + c] = vt__ln_center1(x[i * C + c], s1[i], C);
+        for (size_t c = 0; c < C; c++) out[i * C + c] = vti_ln_center1(x[i * C + c], s1[i], C);
 }
 
-#define ln_rstd vt__ln_rstd
+#define ln_rstd vti_ln_rstd
 
 void vt_ln_norm(size_t M, size_t C, const float *xc, const float *s2, double eps, double *out)
 {
@@ -32,7 +32,7 @@ void vt_affine(size_t M, size_t C, const float *x, const float *gamma, const flo
 {
     for (size_t i = 0; i < M; i++)
         for (size_t c = 0; c < C; c++) {
-            out[i * C + c] = vt__affine1(x[i * C + c], gamma[c], beta ? &beta[c] : NULL);
+            out[i * C + c] = vti_affine1(x[i * C + c], gamma[c], beta ? &beta[c] : NULL);
         }
 }
 
@@ -41,22 +41,22 @@ void vt_ln_backward(size_t M, size_t C, const float *dyg, const float *xhat, con
 {
     for (size_t i = 0; i < M; i++)
         for (size_t c = 0; c < C; c++)
-            out[i * C + c] = vt__ln_backward1(dyg[i * C + c], xhat[i * C + c], s2[i], g1[i], g2[i], C, eps);
+            out[i * C + c] = vti_ln_backward1(dyg[i * C + c], xhat[i * C + c], s2[i], g1[i], g2[i], C, eps);
 }
 
 void vt_gelu(size_t n, const float *x, double *out)
 {
-    for (size_t i = 0; i < n; i++) out[i] = vt__gelu1(x[i]);
+    for (size_t i = 0; i < n; i++) out[i] = vti_gelu1(x[i]);
 }
 
 void vt_gelu_backward(size_t n, const float *x, const float *dy, double *out)
 {
-    for (size_t i = 0; i < n; i++) out[i] = vt__gelu_backward1(x[i], dy[i]);
+    for (size_t i = 0; i < n; i++) out[i] = vti_gelu_backward1(x[i], dy[i]);
 }
 
 void vt_causal_softmax(size_t R, size_t T, double scale, const float *z, double *out)
 {
-    for (size_t i = 0; i < R; i++) vt__causal_softmax_row(T, i % T, scale, z + i * T, out + i * T);
+    for (size_t i = 0; i < R; i++) vti_causal_softmax_row(T, i % T, scale, z + i * T, out + i * T);
 }
 
 void vt_softmax_backward(size_t R, size_t T, double scale, const float *p, const float *dp, const float *s,
@@ -64,12 +64,12 @@ void vt_softmax_backward(size_t R, size_t T, double scale, const float *p, const
 {
     for (size_t i = 0; i < R; i++)
         for (size_t j = 0; j < T; j++)
-            out[i * T + j] = vt__softmax_backward1(p[i * T + j], dp[i * T + j], s[i], scale);
+            out[i * T + j] = vti_softmax_backward1(p[i * T + j], dp[i * T + j], s[i], scale);
 }
 
 void vt_dropout(size_t n, const float *x, const uint8_t *keep, double p, double *out)
 {
-    for (size_t i = 0; i < n; i++) out[i] = vt__dropout1(x[i], keep[i], p);
+    for (size_t i = 0; i < n; i++) out[i] = vti_dropout1(x[i], keep[i], p);
 }
 
 void vt_embed(size_t B, size_t T, size_t C, const uint8_t *tok, const float *wte, const float *wpe, double *out)
@@ -82,18 +82,18 @@ void vt_adam_moments_scaled(size_t n, const float *g, const float *m, const floa
                             double *m_out, double *v_out)
 {
     const double c1 = 1.0 - b1, c2 = 1.0 - b2;
-    for (size_t i = 0; i < n; i++) vt__adam_scaled1(g[i], m[i], v[i], s, b1, b2, c1, c2, &m_out[i], &v_out[i]);
+    for (size_t i = 0; i < n; i++) vti_adam_scaled1(g[i], m[i], v[i], s, b1, b2, c1, c2, &m_out[i], &v_out[i]);
 }
 
 void vt_adamw_apply(size_t n, const float *w, const float *m_new, const float *v_new, double lr, double b1, double b2,
                     double eps, double wd, uint64_t t, double *w_out)
 {
     /* b^t: the same multiplications as square-and-multiply with a last unused squaring */
-    const double bc1 = 1.0 - vt__powi(b1, t), bc2 = 1.0 - vt__powi(b2, t);
-    for (size_t i = 0; i < n; i++) w_out[i] = vt__adamw1(w[i], m_new[i], v_new[i], lr, bc1, bc2, eps, wd);
+    const double bc1 = 1.0 - vti_powi(b1, t), bc2 = 1.0 - vti_powi(b2, t);
+    for (size_t i = 0; i < n; i++) w_out[i] = vti_adamw1(w[i], m_new[i], v_new[i], lr, bc1, bc2, eps, wd);
 }
 
-double vt_clip_factor(float sqnorm, double max_norm) { return vt__clip_factor1(sqnorm, max_norm); }
+double vt_clip_factor(float sqnorm, double max_norm) { return vti_clip_factor1(sqnorm, max_norm); }
 
 #define VT_GPT_T float
 #define SFX(n) n##_f32

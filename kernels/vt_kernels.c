@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "vt_kernels.h"
-#include "vt_kernels_impl.h"
+#include "vt_kernels_hd.h"
 #include "../common/vt_bytes.h"
 #include "vt_kernels_int.h"
 #include "../rounding_log/vt_exact.h"
@@ -70,17 +70,17 @@ void vt_exec_free(vt_exec *e)
     }
 }
 
-vt_err vt__mul_size(size_t n, size_t m, size_t *out)
+vt_err vti_mul_size(size_t n, size_t m, size_t *out)
 {
     VT_RETURN_ERROR_IF(m != 0 && n > SIZE_MAX / m, VT_ERR_LIMIT, "size overflow (%zu x %zu)", n, m);
     *out = n * m;
     return VT_OK;
 }
 
-vt_err vt__ws_get(vt_ws *ws, int slot, size_t count, size_t elsize, void **out)
+vt_err vti_ws_get(vt_ws *ws, int slot, size_t count, size_t elsize, void **out)
 {
     size_t bytes = 0;
-    VT_FORWARD_IF_ERROR(vt__mul_size(count, elsize, &bytes));
+    VT_FORWARD_IF_ERROR(vti_mul_size(count, elsize, &bytes));
     if (bytes == 0) bytes = 1;
     if (ws->n[slot] < bytes) {
         free(ws->p[slot]);
@@ -95,7 +95,7 @@ vt_err vt__ws_get(vt_ws *ws, int slot, size_t count, size_t elsize, void **out)
     return VT_OK;
 }
 
-vt_err vt__check_exec(const vt_exec *e)
+vt_err vti_check_exec(const vt_exec *e)
 {
     VT_RETURN_ERROR_IF(e == NULL, VT_ERR_ARG, "NULL executor");
     VT_RETURN_ERROR_IF((unsigned)e->order >= (unsigned)VT_ORDER_COUNT, VT_ERR_ARG,
@@ -105,7 +105,7 @@ vt_err vt__check_exec(const vt_exec *e)
 
 /* =================================================== orders of a reduction */
 
-static uint64_t vt__splitmix64(uint64_t *s)
+static uint64_t vti_splitmix64(uint64_t *s)
 {
     uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -113,13 +113,13 @@ static uint64_t vt__splitmix64(uint64_t *s)
     return z ^ (z >> 31);
 }
 
-void vt__perm(uint64_t seed, size_t n, uint32_t *perm)
+void vti_perm(uint64_t seed, size_t n, uint32_t *perm)
 {
     for (size_t t = 0; t < n; t++) perm[t] = (uint32_t)t;
     uint64_t s = seed;
     for (size_t t = n; t-- > 1;) {
         /* j uniform-ish in [0, t]: (32 random bits * (t+1)) >> 32, t+1 <= 2^32 */
-        uint64_t r = vt__splitmix64(&s) >> 32;
+        uint64_t r = vti_splitmix64(&s) >> 32;
         size_t j = (size_t)((r * (uint64_t)(t + 1)) >> 32);
         uint32_t tmp = perm[t];
         perm[t] = perm[j];
@@ -127,17 +127,17 @@ void vt__perm(uint64_t seed, size_t n, uint32_t *perm)
     }
 }
 
-static int vt__cmp_u64(const void *a, const void *b)
+static int vti_cmp_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
     return (x > y) - (x < y);
 }
 
-double vt__sum_sorted_keys(size_t n, uint64_t *keys)
+double vti_sum_sorted_keys(size_t n, uint64_t *keys)
 {
-    qsort(keys, n, sizeof *keys, vt__cmp_u64);
+    qsort(keys, n, sizeof *keys, vti_cmp_u64);
     double s = 0.0;
-    for (size_t t = 0; t < n; t++) s += vt__key_value(keys[t]);
+    for (size_t t = 0; t < n; t++) s += vti_key_value(keys[t]);
     return s;
 }
 
@@ -146,7 +146,7 @@ double vt__sum_sorted_keys(size_t n, uint64_t *keys)
  * trailing zero bit of L (older partial sum on the left); at the end the stack is
  * folded from the top (st[d-2] + st[d-1], then st[d-3] + that, ...).  vt_gemm's
  * row-vectorised PAIRWISE performs exactly these operations per element. */
-static double vt__sum_pairwise(size_t n, const double *x)
+static double vti_sum_pairwise(size_t n, const double *x)
 {
     double st[72];
     int top = 0;
@@ -165,7 +165,7 @@ static double vt__sum_pairwise(size_t n, const double *x)
     return r;
 }
 
-double vt__sum(vt_order o, size_t n, const double *x, const uint32_t *perm, uint64_t *keys)
+double vti_sum(vt_order o, size_t n, const double *x, const uint32_t *perm, uint64_t *keys)
 {
     double s = 0.0;
     switch (o) {
@@ -191,39 +191,39 @@ double vt__sum(vt_order o, size_t n, const double *x, const uint32_t *perm, uint
         return s;
     case VT_ORDER_PAIRWISE:
     case VT_ORDER_SPLIT:
-        return vt__sum_pairwise(n, x);
+        return vti_sum_pairwise(n, x);
     case VT_ORDER_PERMUTED:
         for (size_t t = 0; t < n; t++) s += x[perm[t]];
         return s;
     case VT_ORDER_SORTED:
-        for (size_t t = 0; t < n; t++) keys[t] = vt__sort_key(x[t]);
-        return vt__sum_sorted_keys(n, keys);
+        for (size_t t = 0; t < n; t++) keys[t] = vti_sort_key(x[t]);
+        return vti_sum_sorted_keys(n, keys);
     default:
         return NAN; /* unreachable: orders are validated by the callers */
     }
 }
 
-void vt__perm_red(uint64_t seed, size_t n, int panelled, uint32_t *perm)
+void vti_perm_red(uint64_t seed, size_t n, int panelled, uint32_t *perm)
 {
     if (!panelled) {
-        vt__perm(seed, n, perm);
+        vti_perm(seed, n, perm);
         return;
     }
     for (size_t p0 = 0; p0 < n; p0 += VT_PANEL) {
         size_t len = n - p0 < VT_PANEL ? n - p0 : VT_PANEL;
-        vt__perm(seed + p0 / VT_PANEL, len, perm + p0);
+        vti_perm(seed + p0 / VT_PANEL, len, perm + p0);
         for (size_t t = 0; t < len; t++) perm[p0 + t] += (uint32_t)p0;
     }
 }
 
-size_t vt__ptree_depth(size_t P)
+size_t vti_ptree_depth(size_t P)
 {
     size_t d = 1;
     while (d < 64 && ((size_t)1 << (d - 1)) <= P) d++;
     return d; /* floor(log2 P) + 2: the counter's stack (popcount <= floor(log2 P) + 1) and the slot written */
 }
 
-void vt__ptree_push(vt__ptree *t)
+void vti_ptree_push(vti_ptree *t)
 {
     t->top++;
     t->count++;
@@ -235,7 +235,7 @@ void vt__ptree_push(vt__ptree *t)
     }
 }
 
-void vt__ptree_result(const vt__ptree *t, double *out)
+void vti_ptree_result(const vti_ptree *t, double *out)
 {
     const double *r = t->st + (t->top - 1) * t->n;
     for (size_t j = 0; j < t->n; j++) out[j] = r[j];
@@ -245,27 +245,27 @@ void vt__ptree_result(const vt__ptree *t, double *out)
     }
 }
 
-double vt__sum_red(vt_order o, int panelled, size_t n, const double *x, const uint32_t *perm, uint64_t *keys,
+double vti_sum_red(vt_order o, int panelled, size_t n, const double *x, const uint32_t *perm, uint64_t *keys,
                    double *ps)
 {
-    if (!panelled || o == VT_ORDER_PAIRWISE || o == VT_ORDER_SPLIT) return vt__sum(o, n, x, perm, keys);
+    if (!panelled || o == VT_ORDER_PAIRWISE || o == VT_ORDER_SPLIT) return vti_sum(o, n, x, perm, keys);
     const size_t P = (n + VT_PANEL - 1) / VT_PANEL;
-    vt__ptree t;
-    vt__ptree_init(&t, ps, 1);
+    vti_ptree t;
+    vti_ptree_init(&t, ps, 1);
     for (size_t q = 0; q < P; q++) {
         size_t p = o == VT_ORDER_REVERSE ? P - 1 - q : q, p0 = p * VT_PANEL;
         size_t len = n - p0 < VT_PANEL ? n - p0 : VT_PANEL;
-        *vt__ptree_next(&t) =
-            o == VT_ORDER_PERMUTED ? vt__sum(o, len, x, perm + p0, NULL) : vt__sum(o, len, x + p0, NULL, keys);
-        vt__ptree_push(&t);
+        *vti_ptree_next(&t) =
+            o == VT_ORDER_PERMUTED ? vti_sum(o, len, x, perm + p0, NULL) : vti_sum(o, len, x + p0, NULL, keys);
+        vti_ptree_push(&t);
     }
     double r;
-    vt__ptree_result(&t, &r);
+    vti_ptree_result(&t, &r);
     return r;
 }
 
-/* Scratch needed by vt__sum_red for n terms in order o. */
-static vt_err vt__sum_scratch(vt_exec *e, size_t n, uint32_t **perm, uint64_t **keys, double **ps)
+/* Scratch needed by vti_sum_red for n terms in order o. */
+static vt_err vti_sum_scratch(vt_exec *e, size_t n, uint32_t **perm, uint64_t **keys, double **ps)
 {
     *perm = NULL;
     *keys = NULL;
@@ -273,23 +273,23 @@ static vt_err vt__sum_scratch(vt_exec *e, size_t n, uint32_t **perm, uint64_t **
     const int pan = vt_bound_panelled(&e->bound, n);
     if (e->order == VT_ORDER_PERMUTED) {
         void *p = NULL;
-        VT_FORWARD_IF_ERROR(vt__ws_get(&e->ws, VT_WS_PERM, n, sizeof(uint32_t), &p));
+        VT_FORWARD_IF_ERROR(vti_ws_get(&e->ws, VT_WS_PERM, n, sizeof(uint32_t), &p));
         *perm = p;
-        vt__perm_red(e->seed, n, pan, *perm);
+        vti_perm_red(e->seed, n, pan, *perm);
     } else if (e->order == VT_ORDER_SORTED) {
         void *p = NULL;
-        VT_FORWARD_IF_ERROR(vt__ws_get(&e->ws, VT_WS_AUX, n, sizeof(uint64_t), &p));
+        VT_FORWARD_IF_ERROR(vti_ws_get(&e->ws, VT_WS_AUX, n, sizeof(uint64_t), &p));
         *keys = p;
     }
     if (pan) {
         void *p = NULL;
-        VT_FORWARD_IF_ERROR(vt__ws_get(&e->ws, VT_WS_PAN, vt__ptree_depth(n / VT_PANEL + 1), sizeof(double), &p));
+        VT_FORWARD_IF_ERROR(vti_ws_get(&e->ws, VT_WS_PAN, vti_ptree_depth(n / VT_PANEL + 1), sizeof(double), &p));
         *ps = p;
     }
     return VT_OK;
 }
 
-static vt_err vt__coef(const vt_exec *e, size_t n, double *coef)
+static vt_err vti_coef(const vt_exec *e, size_t n, double *coef)
 {
     VT_RETURN_ERROR_IF((uint64_t)n > VT_MAX_REDUCTION, VT_ERR_LIMIT,
                        "reduction length %zu exceeds VT_MAX_REDUCTION", n);
@@ -302,7 +302,7 @@ static vt_err vt__coef(const vt_exec *e, size_t n, double *coef)
 /* ================================================================== sums */
 
 /* An ARRAY bounds descriptor over b, every other field cleared (no exact evaluator). */
-static void vt__bounds_array(vt_bounds *bounds, const double *b)
+static void vti_bounds_array(vt_bounds *bounds, const double *b)
 {
     memset(bounds, 0, sizeof *bounds);
     bounds->kind = VT_BOUNDS_ARRAY;
@@ -311,7 +311,7 @@ static void vt__bounds_array(vt_bounds *bounds, const double *b)
 
 /* dst[j * n + t] = src[t * cols + j]: in blocks of 64 rows, so that reads and writes both stay in
  * a few cache lines at a time */
-static void vt__transpose(const float *src, size_t n, size_t cols, float *dst)
+static void vti_transpose(const float *src, size_t n, size_t cols, float *dst)
 {
     for (size_t t0 = 0; t0 < n; t0 += 64) {
         size_t t1 = n - t0 < 64 ? n : t0 + 64;
@@ -325,23 +325,23 @@ static void vt__transpose(const float *src, size_t n, size_t cols, float *dst)
 vt_err vt_reduce(vt_exec *e, size_t rows, size_t cols, size_t n, vt_strided a, vt_strided b, double *out,
                  double *bnd, vt_bounds *bounds)
 {
-    VT_FORWARD_IF_ERROR(vt__check_exec(e));
+    VT_FORWARD_IF_ERROR(vti_check_exec(e));
     VT_RETURN_ERROR_IF(a.p == NULL || b.p == NULL || out == NULL || bnd == NULL || bounds == NULL, VT_ERR_ARG,
                        "vt_reduce: NULL argument");
     VT_RETURN_ERROR_IF(rows == 0 || cols == 0 || n == 0, VT_ERR_ARG, "vt_reduce: empty reduction (%zu x %zu, %zu terms)",
                        rows, cols, n);
     VT_RETURN_ERROR_IF(a.rpb != b.rpb, VT_ERR_ARG, "vt_reduce: the operands are batched differently");
     size_t RC = 0;
-    VT_FORWARD_IF_ERROR(vt__mul_size(rows, cols, &RC));
+    VT_FORWARD_IF_ERROR(vti_mul_size(rows, cols, &RC));
     double coef = 0.0; /* checks that n has a bound coefficient */
-    VT_FORWARD_IF_ERROR(vt__coef(e, n, &coef));
+    VT_FORWARD_IF_ERROR(vti_coef(e, n, &coef));
     void *p = NULL;
-    VT_FORWARD_IF_ERROR(vt__ws_get(&e->ws, VT_WS_A, n, sizeof(double), &p));
+    VT_FORWARD_IF_ERROR(vti_ws_get(&e->ws, VT_WS_A, n, sizeof(double), &p));
     double *x = p;
     uint32_t *perm;
     uint64_t *keys;
     double *ps;
-    VT_FORWARD_IF_ERROR(vt__sum_scratch(e, n, &perm, &keys, &ps));
+    VT_FORWARD_IF_ERROR(vti_sum_scratch(e, n, &perm, &keys, &ps));
     const int pan = vt_bound_panelled(&e->bound, n);
     /* Column reductions of a row-major matrix (a.sk = the row length, every column's terms far
      * apart): each operand is first copied column by column into contiguous scratch, so that
@@ -350,14 +350,14 @@ vt_err vt_reduce(vt_exec *e, size_t rows, size_t cols, size_t n, vt_strided a, v
     float *ta = NULL, *tb = NULL;
     if (rows == 1 && cols > 1 && !a.rpb && a.sk == cols && a.sj == 1 && n * cols <= ((size_t)1 << 28)) {
         void *q = NULL;
-        VT_FORWARD_IF_ERROR(vt__ws_get(&e->ws, VT_WS_B, n * cols, sizeof(float), &q));
+        VT_FORWARD_IF_ERROR(vti_ws_get(&e->ws, VT_WS_B, n * cols, sizeof(float), &q));
         ta = q;
-        vt__transpose(a.p, n, cols, ta);
+        vti_transpose(a.p, n, cols, ta);
         if (b.p == a.p && b.sj == a.sj && b.sk == a.sk) tb = ta;
         else if (b.sk == cols && b.sj == 1) {
-            VT_FORWARD_IF_ERROR(vt__ws_get(&e->ws, VT_WS_PROD, n * cols, sizeof(float), &q));
+            VT_FORWARD_IF_ERROR(vti_ws_get(&e->ws, VT_WS_PROD, n * cols, sizeof(float), &q));
             tb = q;
-            vt__transpose(b.p, n, cols, tb);
+            vti_transpose(b.p, n, cols, tb);
         }
     }
     for (size_t i = 0; i < rows; i++)
@@ -370,12 +370,12 @@ vt_err vt_reduce(vt_exec *e, size_t rows, size_t cols, size_t n, vt_strided a, v
             if (tb) pb = tb + j * n, sb = 1;
             /* products of two FP32 values are exact in FP64: the terms are exact */
             for (size_t t = 0; t < n; t++) x[t] = (double)pa[t * sa] * (double)pb[t * sb];
-            out[i * cols + j] = vt__sum_red(e->order, pan, n, x, perm, keys, ps);
+            out[i * cols + j] = vti_sum_red(e->order, pan, n, x, perm, keys, ps);
             /* the rounding layer's bound of a reduction, with factors 1: gamma over the non-zero
              * terms only, and 0 when the sum is exact in every order (docs/rounding.md 2.1) */
             bnd[i * cols + j] = vt_bound_of_terms(&e->bound, n, pa, sa, pb, sb);
         }
-    vt__bounds_array(bounds, bnd);
+    vti_bounds_array(bounds, bnd);
     bounds->xa = a.p, bounds->xa_si = a.si, bounds->xa_sj = a.sj, bounds->xa_sk = a.sk;
     bounds->xb = b.p, bounds->xb_si = b.si, bounds->xb_sj = b.sj, bounds->xb_sk = b.sk;
     bounds->xK = n;
@@ -383,19 +383,19 @@ vt_err vt_reduce(vt_exec *e, size_t rows, size_t cols, size_t n, vt_strided a, v
     return VT_OK;
 }
 
-static const float vt__one = 1.0f;
+static const float vti_one = 1.0f;
 
 /* sums as reductions with the factor 1 (the exact evaluator's b: a single 1.0f, zero strides); the
  * index of the output that is always 0 has the other's stride, so either view (1 x n or n x 1)
  * of the outputs names the same reductions */
 vt_err vt_colsum(vt_exec *e, size_t M, size_t N, const float *X, double *out, double *b, vt_bounds *bounds)
 {
-    return vt_reduce(e, 1, N, M, (vt_strided){X, 1, 1, N, 0, 0}, (vt_strided){&vt__one, 0, 0, 0, 0, 0}, out, b, bounds);
+    return vt_reduce(e, 1, N, M, (vt_strided){X, 1, 1, N, 0, 0}, (vt_strided){&vti_one, 0, 0, 0, 0, 0}, out, b, bounds);
 }
 
 vt_err vt_rowsum(vt_exec *e, size_t M, size_t N, const float *X, double *out, double *b, vt_bounds *bounds)
 {
-    return vt_reduce(e, M, 1, N, (vt_strided){X, N, N, 1, 0, 0}, (vt_strided){&vt__one, 0, 0, 0, 0, 0}, out, b, bounds);
+    return vt_reduce(e, M, 1, N, (vt_strided){X, N, N, 1, 0, 0}, (vt_strided){&vti_one, 0, 0, 0, 0, 0}, out, b, bounds);
 }
 
 vt_err vt_coldot(vt_exec *e, size_t M, size_t N, const float *A, const float *B, double *out, double *b,
@@ -411,7 +411,7 @@ vt_err vt_coldot(vt_exec *e, size_t M, size_t N, const float *A, const float *B,
 void vt_bias_add(size_t M, size_t N, const float *X, const float *bias, double *Y)
 {
     for (size_t i = 0; i < M; i++)
-        for (size_t j = 0; j < N; j++) Y[i * N + j] = vt__bias1(X[i * N + j], bias[j]);
+        for (size_t j = 0; j < N; j++) Y[i * N + j] = vti_bias1(X[i * N + j], bias[j]);
 }
 
 void vt_relu(size_t n, const float *x, double *y)
@@ -434,12 +434,12 @@ void vt_relu_backward(size_t n, const float *x, const float *dy, double *dx)
 vt_err vt_softmax(vt_exec *e, size_t N, size_t C, const float *logits, double *probs, double *b,
                   vt_bounds *bounds)
 {
-    VT_FORWARD_IF_ERROR(vt__check_exec(e));
+    VT_FORWARD_IF_ERROR(vti_check_exec(e));
     VT_RETURN_ERROR_IF(logits == NULL || probs == NULL || b == NULL || bounds == NULL, VT_ERR_ARG,
                        "vt_softmax: NULL argument");
     VT_RETURN_ERROR_IF(N == 0 || C == 0, VT_ERR_ARG, "vt_softmax: empty input (%zu x %zu)", N, C);
     size_t NC = 0;
-    VT_FORWARD_IF_ERROR(vt__mul_size(N, C, &NC));
+    VT_FORWARD_IF_ERROR(vti_mul_size(N, C, &NC));
     VT_RETURN_ERROR_IF(C > VT_MAX_REDUCTION, VT_ERR_LIMIT, "vt_softmax: %zu classes", C);
     for (size_t i = 0; i < N; i++) {
         const float *z = logits + i * C;
@@ -447,10 +447,10 @@ vt_err vt_softmax(vt_exec *e, size_t N, size_t C, const float *logits, double *p
         double *bi = b + i * C;
         /* the denominator is RN64 of the exact sum (the same in every order, in both rounding
          * modes), so q = e / s is a fixed IEEE chain with nothing left to bound or to log */
-        vt__softmax_row(C, z, p);
+        vti_softmax_row(C, z, p);
         for (size_t c = 0; c < C; c++) bi[c] = 0.0;
     }
-    vt__bounds_array(bounds, b);
+    vti_bounds_array(bounds, b);
     return VT_OK;
 }
 
@@ -459,25 +459,25 @@ vt_err vt_softmax(vt_exec *e, size_t N, size_t C, const float *logits, double *p
 vt_err vt_xent_loss(vt_exec *e, size_t N, size_t C, const float *P, const uint8_t *labels, double *loss,
                     double *b, vt_bounds *bounds)
 {
-    VT_FORWARD_IF_ERROR(vt__check_exec(e));
+    VT_FORWARD_IF_ERROR(vti_check_exec(e));
     VT_RETURN_ERROR_IF(P == NULL || labels == NULL || loss == NULL || b == NULL || bounds == NULL,
                        VT_ERR_ARG, "vt_xent_loss: NULL argument");
     VT_RETURN_ERROR_IF(N == 0 || C == 0, VT_ERR_ARG, "vt_xent_loss: empty input (%zu x %zu)", N, C);
     size_t NC = 0;
-    VT_FORWARD_IF_ERROR(vt__mul_size(N, C, &NC));
+    VT_FORWARD_IF_ERROR(vti_mul_size(N, C, &NC));
     for (size_t i = 0; i < N; i++)
         VT_RETURN_ERROR_IF(labels[i] >= C, VT_ERR_ARG, "vt_xent_loss: label %u of row %zu not below %zu classes",
                            (unsigned)labels[i], i, C);
     VT_RETURN_ERROR_IF(N > VT_MAX_REDUCTION, VT_ERR_LIMIT, "vt_xent_loss: %zu rows", N);
     void *pv = NULL;
-    VT_FORWARD_IF_ERROR(vt__ws_get(&e->ws, VT_WS_A, N, sizeof(double), &pv));
+    VT_FORWARD_IF_ERROR(vti_ws_get(&e->ws, VT_WS_A, N, sizeof(double), &pv));
     double *l = pv;
     const double dn = (double)N;
-    for (size_t i = 0; i < N; i++) l[i] = vt__xent_l1(P[i * C + labels[i]], dn);
+    for (size_t i = 0; i < N; i++) l[i] = vti_xent_l1(P[i * C + labels[i]], dn);
     /* RN32 of the exact sum (both rounding modes), which rounds to itself: bound 0 */
     *loss = (double)vt_sum_exact32(N, l, 1);
     *b = 0.0;
-    vt__bounds_array(bounds, b);
+    vti_bounds_array(bounds, b);
     return VT_OK;
 }
 
@@ -485,7 +485,7 @@ void vt_xent_backward(size_t N, size_t C, const float *P, const uint8_t *labels,
 {
     const double dn = (double)N;
     for (size_t i = 0; i < N; i++)
-        for (size_t c = 0; c < C; c++) dz[i * C + c] = vt__xent_bwd1(P[i * C + c], c == labels[i], dn);
+        for (size_t c = 0; c < C; c++) dz[i * C + c] = vti_xent_bwd1(P[i * C + c], c == labels[i], dn);
 }
 
 /* ============================================================ optimisers
@@ -494,26 +494,26 @@ void vt_xent_backward(size_t N, size_t C, const float *P, const uint8_t *labels,
 void vt_sgd_velocity(size_t n, const float *w, const float *g, const float *v, double mu, double wd,
                      double *v_out)
 {
-    for (size_t i = 0; i < n; i++) v_out[i] = vt__sgd_velocity1(w[i], g[i], v[i], mu, wd);
+    for (size_t i = 0; i < n; i++) v_out[i] = vti_sgd_velocity1(w[i], g[i], v[i], mu, wd);
 }
 
 void vt_sgd_apply(size_t n, const float *w, const float *v_new, double lr, double *w_out)
 {
-    for (size_t i = 0; i < n; i++) w_out[i] = vt__sgd_apply1(w[i], v_new[i], lr);
+    for (size_t i = 0; i < n; i++) w_out[i] = vti_sgd_apply1(w[i], v_new[i], lr);
 }
 
 void vt_adam_moments(size_t n, const float *g, const float *m, const float *v, double b1, double b2,
                      double *m_out, double *v_out)
 {
     const double c1 = 1.0 - b1, c2 = 1.0 - b2;
-    for (size_t i = 0; i < n; i++) vt__adam_moments1(g[i], m[i], v[i], b1, b2, c1, c2, &m_out[i], &v_out[i]);
+    for (size_t i = 0; i < n; i++) vti_adam_moments1(g[i], m[i], v[i], b1, b2, c1, c2, &m_out[i], &v_out[i]);
 }
 
 void vt_adam_apply(size_t n, const float *w, const float *m_new, const float *v_new, double lr, double b1,
                    double b2, double eps, uint64_t t, double *w_out)
 {
-    const double bc1 = 1.0 - vt__powi(b1, t);
-    const double bc2 = 1.0 - vt__powi(b2, t);
-    for (size_t i = 0; i < n; i++) w_out[i] = vt__adam_apply1(w[i], m_new[i], v_new[i], lr, bc1, bc2, eps);
+    const double bc1 = 1.0 - vti_powi(b1, t);
+    const double bc2 = 1.0 - vti_powi(b2, t);
+    for (size_t i = 0; i < n; i++) w_out[i] = vti_adam_apply1(w[i], m_new[i], v_new[i], lr, bc1, bc2, eps);
 }
 

@@ -21,28 +21,28 @@ enum {
 
 /* Grow-only scratch: *out points to at least count*elsize bytes of slot.
  * VT_ERR_LIMIT on size overflow, VT_ERR_NOMEM on allocation failure. */
-vt_err vt__ws_get(vt_ws *ws, int slot, size_t count, size_t elsize, void **out) VT_WARN_UNUSED;
+vt_err vti_ws_get(vt_ws *ws, int slot, size_t count, size_t elsize, void **out) VT_WARN_UNUSED;
 
 /* Checks e (non-NULL, valid order). */
-vt_err vt__check_exec(const vt_exec *e) VT_WARN_UNUSED;
+vt_err vti_check_exec(const vt_exec *e) VT_WARN_UNUSED;
 
 /* n*m without overflow, else VT_ERR_LIMIT. */
-vt_err vt__mul_size(size_t n, size_t m, size_t *out) VT_WARN_UNUSED;
+vt_err vti_mul_size(size_t n, size_t m, size_t *out) VT_WARN_UNUSED;
 
 /* The PERMUTED order's permutation of 0..n-1 (n <= 2^32): Fisher-Yates driven by
  * splitmix64 seeded with seed.  Depends only on (seed, n). */
-void vt__perm(uint64_t seed, size_t n, uint32_t *perm);
+void vti_perm(uint64_t seed, size_t n, uint32_t *perm);
 
 /* Sort key of a double: orders by |x| (bit pattern), then +x before -x.
  * The key determines x, so equal keys are equal values. */
-static inline uint64_t vt__sort_key(double x)
+static inline uint64_t vti_sort_key(double x)
 {
     uint64_t u;
     memcpy(&u, &x, sizeof u);
     return ((u & 0x7fffffffffffffffULL) << 1) | (u >> 63);
 }
 
-static inline double vt__key_value(uint64_t k)
+static inline double vti_key_value(uint64_t k)
 {
     uint64_t u = (k >> 1) | (k << 63);
     double x;
@@ -51,51 +51,51 @@ static inline double vt__key_value(uint64_t k)
 }
 
 /* Sorts n keys ascending and sums their values in that order (from +0). */
-double vt__sum_sorted_keys(size_t n, uint64_t *keys);
+double vti_sum_sorted_keys(size_t n, uint64_t *keys);
 
 /* Sum of x[0..n-1] in the order o (from +0, so never -0):
  *   BLAS      four interleaved accumulators (t mod 4), combined (a0+a1)+(a2+a3)
  *   FORWARD   t ascending;  REVERSE  t descending
  *   PAIRWISE  leaves of 8 consecutive terms summed ascending, leaves combined
- *             by a binary counter (vt__pairwise tree, see vt_kernels.c)
- *   PERMUTED  t = perm[0], perm[1], ...  (perm from vt__perm, n entries)
+ *             by a binary counter (vti_pairwise tree, see vt_kernels.c)
+ *   PERMUTED  t = perm[0], perm[1], ...  (perm from vti_perm, n entries)
  *   SORTED    increasing |x| (keys: n entries of scratch)
  * perm / keys may be NULL for the orders that do not use them. */
-double vt__sum(vt_order o, size_t n, const double *x, const uint32_t *perm, uint64_t *keys);
+double vti_sum(vt_order o, size_t n, const double *x, const uint32_t *perm, uint64_t *keys);
 
 /* The panel tree (docs/rounding.md 2.1): the results of a reduction's P panels, each a vector of
  * n values, combined by a binary counter: after the q-th panel result (1-based) is pushed it is
  * merged with the older partial result below it once for each trailing zero bit of q
  * (older + newer); at the end the stack is folded from the top (st[l] + r). Its depth is at most
  * ceil(log2 P), whichever way the panels are visited (visiting them last to first mirrors the
- * tree). st holds vt__ptree_depth(P) * n doubles. */
+ * tree). st holds vti_ptree_depth(P) * n doubles. */
 typedef struct {
     double *st;
     size_t n, top, count;
-} vt__ptree;
-size_t vt__ptree_depth(size_t P);
-static inline void vt__ptree_init(vt__ptree *t, double *st, size_t n)
+} vti_ptree;
+size_t vti_ptree_depth(size_t P);
+static inline void vti_ptree_init(vti_ptree *t, double *st, size_t n)
 {
     t->st = st, t->n = n, t->top = 0, t->count = 0;
 }
 /* where the next panel result is to be written (n values) */
-static inline double *vt__ptree_next(vt__ptree *t) { return t->st + t->top * t->n; }
-/* the values at vt__ptree_next are the next panel result */
-void vt__ptree_push(vt__ptree *t);
+static inline double *vti_ptree_next(vti_ptree *t) { return t->st + t->top * t->n; }
+/* the values at vti_ptree_next are the next panel result */
+void vti_ptree_push(vti_ptree *t);
 /* out (n values, not inside st) = the combined result; at least one panel was pushed */
-void vt__ptree_result(const vt__ptree *t, double *out);
+void vti_ptree_result(const vti_ptree *t, double *out);
 
-/* The permutation of the PERMUTED order for n terms: vt__perm(seed, n), or, when panelled
+/* The permutation of the PERMUTED order for n terms: vti_perm(seed, n), or, when panelled
  * (vt_bound_panelled), panel p's VT_PANEL terms permuted among themselves by
- * vt__perm(seed + p, len) - every index stays in its panel. */
-void vt__perm_red(uint64_t seed, size_t n, int panelled, uint32_t *perm);
+ * vti_perm(seed + p, len) - every index stays in its panel. */
+void vti_perm_red(uint64_t seed, size_t n, int panelled, uint32_t *perm);
 
-/* vt__sum of the project's reductions: when panelled, each panel of VT_PANEL consecutive terms
- * summed by vt__sum in order o (PERMUTED: along perm from vt__perm_red), the panel results
- * combined by the panel tree (ps: vt__ptree_depth(ceil(n / VT_PANEL)) entries of scratch;
+/* vti_sum of the project's reductions: when panelled, each panel of VT_PANEL consecutive terms
+ * summed by vti_sum in order o (PERMUTED: along perm from vti_perm_red), the panel results
+ * combined by the panel tree (ps: vti_ptree_depth(ceil(n / VT_PANEL)) entries of scratch;
  * REVERSE visits the panels last to first); PAIRWISE and SPLIT keep their tree, which is the
- * panel tree over panels summed pairwise. Unpanelled it is vt__sum itself. */
-double vt__sum_red(vt_order o, int panelled, size_t n, const double *x, const uint32_t *perm, uint64_t *keys,
+ * panel tree over panels summed pairwise. Unpanelled it is vti_sum itself. */
+double vti_sum_red(vt_order o, int panelled, size_t n, const double *x, const uint32_t *perm, uint64_t *keys,
                    double *ps);
 
 /* Leaves of the PAIRWISE tree. */

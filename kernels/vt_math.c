@@ -1,8 +1,8 @@
-/* vt_math.c - exported portable transcendentals (implementation in vt_math_impl.h,
+/* vt_math.c - exported portable transcendentals (implementation in vt_math_hd.h,
  * shared with the CUDA kernels). */
 #include "vt_math.h"
 
-#include "vt_math_impl.h"
+#include "vt_math_hd.h"
 
 double vt_exp(double x) { return vt_exp_impl(x); }
 

@@ -3,7 +3,7 @@
  * every IEEE-754 machine (and the CUDA kernels, which include the same code)
  * returns the same bits.  Accuracy: below 2 ulp of FP64 (tests/test_kernels.c checks
  * it against expl/logl over 6 million points; 0.88 ulp is the largest error seen);
- * correctness of the system does not depend on it, only determinism does.  The implementation is in vt_math_impl.h
+ * correctness of the system does not depend on it, only determinism does.  The implementation is in vt_math_hd.h
  * (static inline VT_HD vt_exp_impl / vt_log_impl), which CUDA code includes. */
 #ifndef VT_MATH_H
 #define VT_MATH_H

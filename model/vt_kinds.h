@@ -2,7 +2,7 @@
  * (docs/architecture.md "Adding an operation kind"). Everything else is generated from it:
  *   - the ids vt_opkind_id (below; their numbers are the program's wire ids: append, never reorder);
  *   - the interpreter's table KINDS (model/vt_ops.c): name, rounded, counts, argument names, and
- *     the functions vt__<impl>_check, vt__<impl>_exec, vt__<impl>_cost (declared in vt_ops_int.h);
+ *     the functions vti_<impl>_check, vti_<impl>_exec, vti_<impl>_cost (declared in vt_ops_int.h);
  *   - the plain baseline's tables (model/vt_plain_tmpl.h): <impl>_f32 and <impl>_f64;
  *   - the device's facts (vt_kind_rounded, vt_kind_device below; cuda/vt_dev_ops.c).
  * A missing function is a compile error, a missing facet a failure of tests/test_kinds.c.
@@ -147,9 +147,9 @@
 
 typedef enum {
     VT_OPK_NONE = 0, /* no kind: ids start at 1 */
-#define VT__KIND_ENUM(ID, nm, fam, rd, ni, no, nia, nfa, ia, fa, red, dev, impl) VT_OPK_##ID,
-    VT_KINDS(VT__KIND_ENUM)
-#undef VT__KIND_ENUM
+#define VTI_KIND_ENUM(ID, nm, fam, rd, ni, no, nia, nfa, ia, fa, red, dev, impl) VT_OPK_##ID,
+    VT_KINDS(VTI_KIND_ENUM)
+#undef VTI_KIND_ENUM
     VT_OPK_COUNT
 } vt_opkind_id;
 
@@ -184,7 +184,7 @@ typedef enum {
 
 /* How the CUDA backend's device-resident step (cuda/vt_cuda_model.cu) runs a kind. */
 typedef enum {
-    VT_DEV_ITEM = 1, /* device items: vt_dev_op_make and vt__dev_op_item (cuda/vt_dev_ops.h) */
+    VT_DEV_ITEM = 1, /* device items: vt_dev_op_make and vti_dev_op_item (cuda/vt_dev_ops_hd.h) */
     VT_DEV_GEMM,     /* the GEMM pipeline of cuda/vt_cuda.cu (vt_cudap_run_op's MATMUL and BMM cases) */
     VT_DEV_CPU,      /* CPU only: the host runs it, its tensors copied across */
 } vt_kind_dev;
@@ -194,11 +194,11 @@ typedef enum {
 static inline int vt_kind_rounded(unsigned k)
 {
     switch (k) {
-#define VT__KIND_ROUNDED(ID, nm, fam, rd, ni, no, nia, nfa, ia, fa, red, dev, impl)                                     \
+#define VTI_KIND_ROUNDED(ID, nm, fam, rd, ni, no, nia, nfa, ia, fa, red, dev, impl)                                     \
     case VT_OPK_##ID:                                                                                                  \
         return rd;
-        VT_KINDS(VT__KIND_ROUNDED)
-#undef VT__KIND_ROUNDED
+        VT_KINDS(VTI_KIND_ROUNDED)
+#undef VTI_KIND_ROUNDED
     default:
         return 0;
     }
@@ -207,11 +207,11 @@ static inline int vt_kind_rounded(unsigned k)
 static inline vt_kind_dev vt_kind_device(unsigned k)
 {
     switch (k) {
-#define VT__KIND_DEVICE(ID, nm, fam, rd, ni, no, nia, nfa, ia, fa, red, dev, impl)                                      \
+#define VTI_KIND_DEVICE(ID, nm, fam, rd, ni, no, nia, nfa, ia, fa, red, dev, impl)                                      \
     case VT_OPK_##ID:                                                                                                  \
         return VT_DEV_##dev;
-        VT_KINDS(VT__KIND_DEVICE)
-#undef VT__KIND_DEVICE
+        VT_KINDS(VTI_KIND_DEVICE)
+#undef VTI_KIND_DEVICE
     default:
         return (vt_kind_dev)0;
     }

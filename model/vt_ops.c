@@ -13,9 +13,9 @@
 #include "vt_recipe.h"
 
 #include "vt_ops_int.h"
-#include "vt_philox_impl.h"
+#include "vt_philox_hd.h"
 
-vt_err vt__op_want(const vt_program *p, const vt_opdesc *o, uint32_t id, vt_dtype dt, size_t n, const char *what)
+vt_err vti_op_want(const vt_program *p, const vt_opdesc *o, uint32_t id, vt_dtype dt, size_t n, const char *what)
 {
     const vt_tensor *t = T(p, id);
     VT_RETURN_ERROR_IF(t->dtype != dt || t->n != n, VT_ERR_INTERNAL,
@@ -24,7 +24,7 @@ vt_err vt__op_want(const vt_program *p, const vt_opdesc *o, uint32_t id, vt_dtyp
     return VT_OK;
 }
 
-void vt__cost_elementwise(const vt_program *p, const vt_opdesc *o, double flop_per, vt_opcost *out)
+void vti_cost_elementwise(const vt_program *p, const vt_opdesc *o, double flop_per, vt_opcost *out)
 {
     double n = (double)T(p, o->out[0])->n, bytes = 0;
     for (uint32_t k = 0; k < o->n_in; k++) bytes += (double)T(p, o->in[k])->n * vt_dtype_size((vt_dtype)T(p, o->in[k])->dtype);
@@ -37,7 +37,7 @@ void vt__cost_elementwise(const vt_program *p, const vt_opdesc *o, double flop_p
 
 /* ------------------------------------------------------------ LOAD_BATCH */
 
-vt_err vt__load_batch_check(const vt_program *p, const vt_opdesc *o)
+vt_err vti_load_batch_check(const vt_program *p, const vt_opdesc *o)
 {
     int64_t B = o->iarg[0];
     const vt_tensor *x = T(p, o->out[0]);
@@ -46,7 +46,7 @@ vt_err vt__load_batch_check(const vt_program *p, const vt_opdesc *o)
     return want(p, o, o->out[1], VT_DT_U8, (size_t)B, "labels");
 }
 
-vt_err vt__load_batch_exec(vt_opctx *c)
+vt_err vti_load_batch_exec(vt_opctx *c)
 {
     VT_RETURN_ERROR_IF(!c->ds, VT_ERR_ARG, "loading a batch needs the dataset");
     const vt_tensor *x = T(&c->m->prog, c->o->out[0]);
@@ -56,7 +56,7 @@ vt_err vt__load_batch_exec(vt_opctx *c)
     return vt_data_batch(c->ds, c->m->batch_idx, (size_t)c->o->iarg[0], OUT(0), (uint8_t *)OUT(1));
 }
 
-void vt__load_batch_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
+void vti_load_batch_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
 {
     memset(out, 0, sizeof *out);
     out->bytes = (double)T(p, o->out[0])->n * 4 + (double)T(p, o->out[1])->n;
@@ -65,7 +65,7 @@ void vt__load_batch_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out
 /* ------------------------------------------------------------ SCHEDULE */
 /* iarg: schedule kind, warmup, decay_every, steps; farg: lr, decay_factor, final_lr_factor */
 
-vt_err vt__schedule_check(const vt_program *p, const vt_opdesc *o)
+vt_err vti_schedule_check(const vt_program *p, const vt_opdesc *o)
 {
     VT_RETURN_ERROR_IF(o->iarg[0] < 0 || o->iarg[0] > VT_SCHED_COSINE || o->iarg[1] < 0 || o->iarg[2] < 0 ||
                            o->iarg[3] < 1,
@@ -74,7 +74,7 @@ vt_err vt__schedule_check(const vt_program *p, const vt_opdesc *o)
     return want(p, o, o->out[1], VT_DT_F64, 1, "learning rate");
 }
 
-vt_err vt__schedule_exec(vt_opctx *c)
+vt_err vti_schedule_exec(vt_opctx *c)
 {
     const vt_opdesc *o = c->o;
     vt_recipe r;
@@ -92,7 +92,7 @@ vt_err vt__schedule_exec(vt_opctx *c)
     return VT_OK;
 }
 
-void vt__schedule_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
+void vti_schedule_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
 {
     (void)p, (void)o;
     memset(out, 0, sizeof *out);
@@ -102,7 +102,7 @@ void vt__schedule_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
 /* ------------------------------------------------------------ MATMUL */
 /* iarg: transA, transB, M, N, K: C [M, N] = op(A) op(B) (kernels/vt_kernels.h vt_gemm) */
 
-vt_err vt__matmul_check(const vt_program *p, const vt_opdesc *o)
+vt_err vti_matmul_check(const vt_program *p, const vt_opdesc *o)
 {
     const int64_t *a = o->iarg;
     VT_RETURN_ERROR_IF((a[0] != 0 && a[0] != 1) || (a[1] != 0 && a[1] != 1) || a[2] < 1 || a[3] < 1 || a[4] < 1 ||
@@ -114,7 +114,7 @@ vt_err vt__matmul_check(const vt_program *p, const vt_opdesc *o)
     return want(p, o, o->out[0], VT_DT_F32, M * N, "C");
 }
 
-vt_err vt__matmul_exec(vt_opctx *c)
+vt_err vti_matmul_exec(vt_opctx *c)
 {
     const int64_t *a = c->o->iarg;
     size_t M = (size_t)a[2], N = (size_t)a[3], K = (size_t)a[4];
@@ -126,7 +126,7 @@ vt_err vt__matmul_exec(vt_opctx *c)
     return VT_OK;
 }
 
-void vt__matmul_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
+void vti_matmul_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
 {
     (void)p;
     double M = (double)o->iarg[2], N = (double)o->iarg[3], K = (double)o->iarg[4];
@@ -138,14 +138,14 @@ void vt__matmul_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
 
 /* ------------------------------------------------------------ elementwise and sums */
 
-vt_err vt__same_n_check(const vt_program *p, const vt_opdesc *o)
+vt_err vti_same_n_check(const vt_program *p, const vt_opdesc *o)
 {
     size_t n = T(p, o->out[0])->n;
     for (uint32_t k = 0; k < o->n_in; k++) VT_FORWARD_IF_ERROR(want(p, o, o->in[k], VT_DT_F32, n, "input"));
     return want(p, o, o->out[0], VT_DT_F32, n, "output");
 }
 
-vt_err vt__bias_add_check(const vt_program *p, const vt_opdesc *o)
+vt_err vti_bias_add_check(const vt_program *p, const vt_opdesc *o)
 {
     const vt_tensor *x = T(p, o->in[0]);
     VT_RETURN_ERROR_IF(x->rank != 2 || x->dtype != VT_DT_F32, VT_ERR_INTERNAL, "program: \"%s\": X is not [M, N] F32",
@@ -154,7 +154,7 @@ vt_err vt__bias_add_check(const vt_program *p, const vt_opdesc *o)
     return want(p, o, o->out[0], VT_DT_F32, x->n, "output");
 }
 
-vt_err vt__bias_add_exec(vt_opctx *c)
+vt_err vti_bias_add_exec(vt_opctx *c)
 {
     const vt_tensor *x = T(&c->m->prog, c->o->in[0]);
     vt_bias_add(x->shape[0], x->shape[1], IN(0), IN(1), c->m->x64);
@@ -162,9 +162,9 @@ vt_err vt__bias_add_exec(vt_opctx *c)
     return VT_OK;
 }
 
-void vt__bias_add_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 1, out); }
+void vti_bias_add_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 1, out); }
 
-vt_err vt__relu_exec(vt_opctx *c) /* exact, nothing to round */
+vt_err vti_relu_exec(vt_opctx *c) /* exact, nothing to round */
 {
     size_t n = NOUT(0);
     const float *z = IN(0);
@@ -173,7 +173,7 @@ vt_err vt__relu_exec(vt_opctx *c) /* exact, nothing to round */
     return VT_OK;
 }
 
-vt_err vt__relu_bwd_exec(vt_opctx *c) /* exact */
+vt_err vti_relu_bwd_exec(vt_opctx *c) /* exact */
 {
     size_t n = NOUT(0);
     const float *z = IN(0), *da = IN(1);
@@ -188,12 +188,12 @@ static void relu_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
     out->scratch = 0;
 }
 
-vt_err vt__relu_check(const vt_program *p, const vt_opdesc *o) { return vt__same_n_check(p, o); }
-vt_err vt__relu_bwd_check(const vt_program *p, const vt_opdesc *o) { return vt__same_n_check(p, o); }
-void vt__relu_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { relu_cost(p, o, out); }
-void vt__relu_bwd_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { relu_cost(p, o, out); }
+vt_err vti_relu_check(const vt_program *p, const vt_opdesc *o) { return vti_same_n_check(p, o); }
+vt_err vti_relu_bwd_check(const vt_program *p, const vt_opdesc *o) { return vti_same_n_check(p, o); }
+void vti_relu_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { relu_cost(p, o, out); }
+void vti_relu_bwd_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { relu_cost(p, o, out); }
 
-vt_err vt__op_rows(const vt_program *p, const vt_opdesc *o, vt_tensor const **x)
+vt_err vti_op_rows(const vt_program *p, const vt_opdesc *o, vt_tensor const **x)
 {
     *x = T(p, o->in[0]);
     VT_RETURN_ERROR_IF((*x)->rank != 2 || (*x)->dtype != VT_DT_F32, VT_ERR_INTERNAL,
@@ -201,14 +201,14 @@ vt_err vt__op_rows(const vt_program *p, const vt_opdesc *o, vt_tensor const **x)
     return VT_OK;
 }
 
-vt_err vt__softmax_check(const vt_program *p, const vt_opdesc *o)
+vt_err vti_softmax_check(const vt_program *p, const vt_opdesc *o)
 {
     const vt_tensor *x;
-    VT_FORWARD_IF_ERROR(vt__op_rows(p, o, &x));
+    VT_FORWARD_IF_ERROR(vti_op_rows(p, o, &x));
     return want(p, o, o->out[0], VT_DT_F32, x->n, "output");
 }
 
-vt_err vt__softmax_exec(vt_opctx *c)
+vt_err vti_softmax_exec(vt_opctx *c)
 {
     const vt_tensor *x = T(&c->m->prog, c->o->in[0]);
     vt_bounds bd;
@@ -217,18 +217,18 @@ vt_err vt__softmax_exec(vt_opctx *c)
     return VT_OK;
 }
 
-void vt__softmax_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 30, out); }
+void vti_softmax_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 30, out); }
 
-vt_err vt__xent_check(const vt_program *p, const vt_opdesc *o)
+vt_err vti_xent_check(const vt_program *p, const vt_opdesc *o)
 {
     const vt_tensor *x;
-    VT_FORWARD_IF_ERROR(vt__op_rows(p, o, &x));
+    VT_FORWARD_IF_ERROR(vti_op_rows(p, o, &x));
     VT_FORWARD_IF_ERROR(want(p, o, o->in[1], VT_DT_U8, x->shape[0], "labels"));
     VT_RETURN_ERROR_IF(x->shape[1] > 256, VT_ERR_INTERNAL, "program: \"%s\": more than 256 classes", o->name);
     return want(p, o, o->out[0], VT_DT_F32, o->kind == VT_OPK_XENT_LOSS ? 1 : x->n, "output");
 }
 
-vt_err vt__xent_exec(vt_opctx *c)
+vt_err vti_xent_exec(vt_opctx *c)
 {
     const vt_tensor *x = T(&c->m->prog, c->o->in[0]);
     double lx, lb;
@@ -239,7 +239,7 @@ vt_err vt__xent_exec(vt_opctx *c)
     return VT_OK;
 }
 
-vt_err vt__xent_bwd_exec(vt_opctx *c)
+vt_err vti_xent_bwd_exec(vt_opctx *c)
 {
     const vt_tensor *x = T(&c->m->prog, c->o->in[0]);
     const uint8_t *y = (const uint8_t *)IN(1);
@@ -250,23 +250,23 @@ vt_err vt__xent_bwd_exec(vt_opctx *c)
     return VT_OK;
 }
 
-void vt__xent_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
+void vti_xent_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
 {
     cost_elementwise(p, o, 30, out);
     out->scratch = (double)T(p, o->in[0])->n;
 }
 
-vt_err vt__xent_bwd_check(const vt_program *p, const vt_opdesc *o) { return vt__xent_check(p, o); }
-void vt__xent_bwd_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { vt__xent_cost(p, o, out); }
+vt_err vti_xent_bwd_check(const vt_program *p, const vt_opdesc *o) { return vti_xent_check(p, o); }
+void vti_xent_bwd_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { vti_xent_cost(p, o, out); }
 
-vt_err vt__colsum_check(const vt_program *p, const vt_opdesc *o)
+vt_err vti_colsum_check(const vt_program *p, const vt_opdesc *o)
 {
     const vt_tensor *x;
-    VT_FORWARD_IF_ERROR(vt__op_rows(p, o, &x));
+    VT_FORWARD_IF_ERROR(vti_op_rows(p, o, &x));
     return want(p, o, o->out[0], VT_DT_F32, x->shape[1], "output");
 }
 
-vt_err vt__colsum_exec(vt_opctx *c)
+vt_err vti_colsum_exec(vt_opctx *c)
 {
     const vt_tensor *x = T(&c->m->prog, c->o->in[0]);
     vt_bounds bd;
@@ -275,7 +275,7 @@ vt_err vt__colsum_exec(vt_opctx *c)
     return VT_OK;
 }
 
-void vt__colsum_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
+void vti_colsum_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
 {
     const vt_tensor *x = T(p, o->in[0]);
     out->flop = 2.0 * (double)x->n;
@@ -291,7 +291,7 @@ static vt_err scalar_f64(const vt_program *p, const vt_opdesc *o, uint32_t k)
     return want(p, o, o->in[k], VT_DT_F64, 1, "scalar");
 }
 
-vt_err vt__sgd_apply_check(const vt_program *p, const vt_opdesc *o)
+vt_err vti_sgd_apply_check(const vt_program *p, const vt_opdesc *o)
 {
     size_t n = T(p, o->out[0])->n;
     VT_FORWARD_IF_ERROR(want(p, o, o->in[0], VT_DT_F32, n, "weights"));
@@ -300,7 +300,7 @@ vt_err vt__sgd_apply_check(const vt_program *p, const vt_opdesc *o)
     return scalar_f64(p, o, 2);
 }
 
-vt_err vt__adam_moments_check(const vt_program *p, const vt_opdesc *o)
+vt_err vti_adam_moments_check(const vt_program *p, const vt_opdesc *o)
 {
     size_t n = T(p, o->in[0])->n;
     for (uint32_t k = 0; k < 3; k++) VT_FORWARD_IF_ERROR(want(p, o, o->in[k], VT_DT_F32, n, "input"));
@@ -308,7 +308,7 @@ vt_err vt__adam_moments_check(const vt_program *p, const vt_opdesc *o)
     return VT_OK;
 }
 
-vt_err vt__adam_apply_check(const vt_program *p, const vt_opdesc *o)
+vt_err vti_adam_apply_check(const vt_program *p, const vt_opdesc *o)
 {
     size_t n = T(p, o->out[0])->n;
     for (uint32_t k = 0; k < 3; k++) VT_FORWARD_IF_ERROR(want(p, o, o->in[k], VT_DT_F32, n, "input"));
@@ -324,7 +324,7 @@ static double f64_in(vt_opctx *c, uint32_t k)
     return v;
 }
 
-vt_err vt__sgd_velocity_exec(vt_opctx *c)
+vt_err vti_sgd_velocity_exec(vt_opctx *c)
 {
     size_t n = NOUT(0);
     vt_sgd_velocity(n, IN(0), IN(1), IN(2), c->o->farg[0], c->o->farg[1], c->m->x64);
@@ -332,7 +332,7 @@ vt_err vt__sgd_velocity_exec(vt_opctx *c)
     return VT_OK;
 }
 
-vt_err vt__sgd_apply_exec(vt_opctx *c)
+vt_err vti_sgd_apply_exec(vt_opctx *c)
 {
     size_t n = NOUT(0);
     vt_sgd_apply(n, IN(0), IN(1), f64_in(c, 2), c->m->x64);
@@ -340,7 +340,7 @@ vt_err vt__sgd_apply_exec(vt_opctx *c)
     return VT_OK;
 }
 
-vt_err vt__adam_moments_exec(vt_opctx *c)
+vt_err vti_adam_moments_exec(vt_opctx *c)
 {
     /* both moments in one pass; their elements are numbered m then v (vt_ops.h) */
     size_t n = NOUT(0);
@@ -352,7 +352,7 @@ vt_err vt__adam_moments_exec(vt_opctx *c)
     return VT_OK;
 }
 
-vt_err vt__adam_apply_exec(vt_opctx *c)
+vt_err vti_adam_apply_exec(vt_opctx *c)
 {
     size_t n = NOUT(0);
     double t = f64_in(c, 3);
@@ -364,15 +364,15 @@ vt_err vt__adam_apply_exec(vt_opctx *c)
     return VT_OK;
 }
 
-vt_err vt__sgd_velocity_check(const vt_program *p, const vt_opdesc *o) { return vt__same_n_check(p, o); }
-void vt__sgd_velocity_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 4, out); }
-void vt__sgd_apply_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 4, out); }
-void vt__adam_moments_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 12, out); }
-void vt__adam_apply_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 12, out); }
+vt_err vti_sgd_velocity_check(const vt_program *p, const vt_opdesc *o) { return vti_same_n_check(p, o); }
+void vti_sgd_velocity_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 4, out); }
+void vti_sgd_apply_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 4, out); }
+void vti_adam_moments_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 12, out); }
+void vti_adam_apply_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 12, out); }
 
 /* ------------------------------------------------------------ AUGMENT */
 
-vt_err vt__augment_check(const vt_program *p, const vt_opdesc *o)
+vt_err vti_augment_check(const vt_program *p, const vt_opdesc *o)
 {
     const int64_t *a = o->iarg;
     const vt_tensor *x = T(p, o->in[0]);
@@ -386,15 +386,15 @@ vt_err vt__augment_check(const vt_program *p, const vt_opdesc *o)
 void vt_augment_draw(uint64_t seed, uint64_t step, uint64_t b, uint32_t pad, int flip, uint32_t *oy, uint32_t *ox,
                      int *fl)
 {
-    vt__augment_draw(seed, step, b, pad, flip, oy, ox, fl); /* model/vt_philox_impl.h (shared with the GPU) */
+    vti_augment_draw(seed, step, b, pad, flip, oy, ox, fl); /* model/vt_philox_hd.h (shared with the GPU) */
 }
 
 int64_t vt_augment_source(size_t H, size_t W, uint32_t pad, uint32_t oy, uint32_t ox, int fl, size_t e)
 {
-    return vt__augment_source(H, W, pad, oy, ox, fl, e);
+    return vti_augment_source(H, W, pad, oy, ox, fl, e);
 }
 
-vt_err vt__augment_exec(vt_opctx *c) /* exact: values are moved, never computed */
+vt_err vti_augment_exec(vt_opctx *c) /* exact: values are moved, never computed */
 {
     const int64_t *a = c->o->iarg;
     const size_t C = (size_t)a[0], H = (size_t)a[1], W = (size_t)a[2], d = C * H * W;
@@ -414,7 +414,7 @@ vt_err vt__augment_exec(vt_opctx *c) /* exact: values are moved, never computed 
     return VT_OK;
 }
 
-void vt__augment_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
+void vti_augment_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
 {
     memset(out, 0, sizeof *out);
     out->bytes = 8.0 * (double)T(p, o->in[0])->n;
@@ -424,12 +424,12 @@ void vt__augment_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
 
 /* generated from the list (vt_kinds.h): one entry per kind, its functions named by its stem */
 static const vt_opkind KINDS[VT_OPK_COUNT] = {
-#define VT__KIND_ROW(ID, nm, fam, rd, ni, no, nia, nfa, ia, fa, rx, dev, st)                                           \
+#define VTI_KIND_ROW(ID, nm, fam, rd, ni, no, nia, nfa, ia, fa, rx, dev, st)                                           \
     [VT_OPK_##ID] = {.name = nm, .rounded = rd, .n_in = ni, .n_out = no, .n_iarg = nia, .n_farg = nfa,                 \
                      .family = VT_FAM_##fam, .red = VT_RED_##rx, .device = VT_DEV_##dev, .iargs = ia, .fargs = fa,    \
-                     .impl = #st, .check = vt__##st##_check, .exec = vt__##st##_exec, .cost = vt__##st##_cost},
-    VT_KINDS(VT__KIND_ROW)
-#undef VT__KIND_ROW
+                     .impl = #st, .check = vti_##st##_check, .exec = vti_##st##_exec, .cost = vti_##st##_cost},
+    VT_KINDS(VTI_KIND_ROW)
+#undef VTI_KIND_ROW
 };
 
 const vt_opkind *vt_opkind_get(uint16_t kind)

@@ -59,7 +59,7 @@ typedef struct {
     uint8_t red;        /* vt_kind_red: the reduction axes of its outputs */
     uint8_t device;     /* vt_kind_dev */
     const char *iargs, *fargs; /* the arguments' names, space-separated */
-    const char *impl;   /* the stem of its functions (vt__<impl>_check ...; the plain <impl>_f32) */
+    const char *impl;   /* the stem of its functions (vti_<impl>_check ...; the plain <impl>_f32) */
     /* The signature check; a message names the first problem. */
     vt_err (*check)(const vt_program *p, const vt_opdesc *o);
     vt_err (*exec)(vt_opctx *c);

@@ -34,7 +34,7 @@ static vt_err geom(const vt_opdesc *o, vt_conv_geom *g, int chw)
 /* ------------------------------------------------------------ IM2COL */
 /* iarg B, H, W, C, k, stride, pad, chw: x [B*H*W, C] (chw: [B, C*H*W]) -> col [B*Ho*Wo, k*k*C] */
 
-vt_err vt__im2col_check(const vt_program *p, const vt_opdesc *o)
+vt_err vti_im2col_check(const vt_program *p, const vt_opdesc *o)
 {
     vt_conv_geom g;
     ERR_IF(o->iarg[7] != 0 && o->iarg[7] != 1, "program: \"%s\": bad layout flag", o->name);
@@ -45,7 +45,7 @@ vt_err vt__im2col_check(const vt_program *p, const vt_opdesc *o)
     return want(p, o, o->out[0], VT_DT_F32, ncol, "columns");
 }
 
-vt_err vt__im2col_exec(vt_opctx *c) /* exact: values are moved */
+vt_err vti_im2col_exec(vt_opctx *c) /* exact: values are moved */
 {
     vt_conv_geom g;
     VT_FORWARD_IF_ERROR(geom(c->o, &g, (int)c->o->iarg[7]));
@@ -59,13 +59,13 @@ static void move_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
     out->bytes = 4.0 * ((double)T(p, o->in[0])->n + (double)T(p, o->out[0])->n);
 }
 
-void vt__im2col_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { move_cost(p, o, out); }
+void vti_im2col_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { move_cost(p, o, out); }
 
 /* ------------------------------------------------------------ DGATHER */
 /* iarg B, H, W, Co, k, stride, pad (the convolution's input size, its OUTPUT channels):
  * dY [B*Ho*Wo, Co] -> G [B*H*W, k*k*Co] (vt_conv_dgather) */
 
-vt_err vt__dgather_check(const vt_program *p, const vt_opdesc *o)
+vt_err vti_dgather_check(const vt_program *p, const vt_opdesc *o)
 {
     vt_conv_geom g;
     VT_FORWARD_IF_ERROR(geom(o, &g, 0));
@@ -75,7 +75,7 @@ vt_err vt__dgather_check(const vt_program *p, const vt_opdesc *o)
     return want(p, o, o->out[0], VT_DT_F32, ng, "gathered gradient");
 }
 
-vt_err vt__dgather_exec(vt_opctx *c) /* exact */
+vt_err vti_dgather_exec(vt_opctx *c) /* exact */
 {
     vt_conv_geom g;
     VT_FORWARD_IF_ERROR(geom(c->o, &g, 0));
@@ -83,12 +83,12 @@ vt_err vt__dgather_exec(vt_opctx *c) /* exact */
     return VT_OK;
 }
 
-void vt__dgather_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { move_cost(p, o, out); }
+void vti_dgather_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { move_cost(p, o, out); }
 
 /* ------------------------------------------------------------ WPERM */
 /* iarg k, C, Co: W [k*k*C, Co] -> W' [k*k*Co, C] */
 
-vt_err vt__wperm_check(const vt_program *p, const vt_opdesc *o)
+vt_err vti_wperm_check(const vt_program *p, const vt_opdesc *o)
 {
     const int64_t *a = o->iarg;
     ERR_IF(a[0] < 1 || a[1] < 1 || a[2] < 1 || a[0] > 64 || a[1] > 65536 || a[2] > 65536,
@@ -98,20 +98,20 @@ vt_err vt__wperm_check(const vt_program *p, const vt_opdesc *o)
     return want(p, o, o->out[0], VT_DT_F32, n, "transposed weight");
 }
 
-vt_err vt__wperm_exec(vt_opctx *c) /* exact */
+vt_err vti_wperm_exec(vt_opctx *c) /* exact */
 {
     const int64_t *a = c->o->iarg;
     vt_conv_wperm_f32((size_t)a[0], (size_t)a[1], (size_t)a[2], IN(0), OUT(0));
     return VT_OK;
 }
 
-void vt__wperm_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { move_cost(p, o, out); }
+void vti_wperm_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { move_cost(p, o, out); }
 
 /* ------------------------------------------------------------ ADD */
 
-vt_err vt__add_check(const vt_program *p, const vt_opdesc *o) { return vt__same_n_check(p, o); }
+vt_err vti_add_check(const vt_program *p, const vt_opdesc *o) { return vti_same_n_check(p, o); }
 
-vt_err vt__add_exec(vt_opctx *c)
+vt_err vti_add_exec(vt_opctx *c)
 {
     size_t n = NOUT(0);
     vt_add(n, IN(0), IN(1), c->m->x64);
@@ -119,20 +119,20 @@ vt_err vt__add_exec(vt_opctx *c)
     return VT_OK;
 }
 
-void vt__add_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 1, out); }
+void vti_add_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 1, out); }
 
 /* ------------------------------------------------------------ COLDOT */
 /* A, B [M, N] -> s [N]: s_j = sum_i A_ij B_ij */
 
-vt_err vt__coldot_check(const vt_program *p, const vt_opdesc *o)
+vt_err vti_coldot_check(const vt_program *p, const vt_opdesc *o)
 {
     const vt_tensor *x;
-    VT_FORWARD_IF_ERROR(vt__op_rows(p, o, &x));
+    VT_FORWARD_IF_ERROR(vti_op_rows(p, o, &x));
     VT_FORWARD_IF_ERROR(want(p, o, o->in[1], VT_DT_F32, x->n, "second factor"));
     return want(p, o, o->out[0], VT_DT_F32, x->shape[1], "output");
 }
 
-vt_err vt__coldot_exec(vt_opctx *c)
+vt_err vti_coldot_exec(vt_opctx *c)
 {
     const vt_tensor *x = T(&c->m->prog, c->o->in[0]);
     vt_bounds bd;
@@ -141,7 +141,7 @@ vt_err vt__coldot_exec(vt_opctx *c)
     return VT_OK;
 }
 
-void vt__coldot_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
+void vti_coldot_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
 {
     const vt_tensor *x = T(p, o->in[0]);
     out->flop = 4.0 * (double)x->n; /* products and |products| of the bound */
@@ -165,15 +165,15 @@ static vt_err eps_ok(const vt_opdesc *o, uint32_t k)
 }
 
 /* x [M, C], s1 [C] -> xc [M, C] */
-vt_err vt__bn_center_check(const vt_program *p, const vt_opdesc *o)
+vt_err vti_bn_center_check(const vt_program *p, const vt_opdesc *o)
 {
     const vt_tensor *x;
-    VT_FORWARD_IF_ERROR(vt__op_rows(p, o, &x));
+    VT_FORWARD_IF_ERROR(vti_op_rows(p, o, &x));
     VT_FORWARD_IF_ERROR(vec(p, o, o->in[1], x->shape[1], "column sum"));
     return want(p, o, o->out[0], VT_DT_F32, x->n, "output");
 }
 
-vt_err vt__bn_center_exec(vt_opctx *c)
+vt_err vti_bn_center_exec(vt_opctx *c)
 {
     const vt_tensor *x = T(&c->m->prog, c->o->in[0]);
     vt_bn_center(x->shape[0], x->shape[1], IN(0), IN(1), c->m->x64);
@@ -181,19 +181,19 @@ vt_err vt__bn_center_exec(vt_opctx *c)
     return VT_OK;
 }
 
-void vt__bn_center_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 2, out); }
+void vti_bn_center_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 2, out); }
 
 /* xc [M, C], s2, gamma, beta [C] -> y; farg eps */
-vt_err vt__bn_apply_check(const vt_program *p, const vt_opdesc *o)
+vt_err vti_bn_apply_check(const vt_program *p, const vt_opdesc *o)
 {
     const vt_tensor *x;
-    VT_FORWARD_IF_ERROR(vt__op_rows(p, o, &x));
+    VT_FORWARD_IF_ERROR(vti_op_rows(p, o, &x));
     VT_FORWARD_IF_ERROR(eps_ok(o, 0));
     for (uint32_t k = 1; k < 4; k++) VT_FORWARD_IF_ERROR(vec(p, o, o->in[k], x->shape[1], "channel vector"));
     return want(p, o, o->out[0], VT_DT_F32, x->n, "output");
 }
 
-vt_err vt__bn_apply_exec(vt_opctx *c)
+vt_err vti_bn_apply_exec(vt_opctx *c)
 {
     const vt_tensor *x = T(&c->m->prog, c->o->in[0]);
     vt_bn_apply(x->shape[0], x->shape[1], IN(0), IN(1), IN(2), IN(3), c->o->farg[0], c->m->x64);
@@ -201,10 +201,10 @@ vt_err vt__bn_apply_exec(vt_opctx *c)
     return VT_OK;
 }
 
-void vt__bn_apply_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 8, out); }
+void vti_bn_apply_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 8, out); }
 
 /* s1, s2, rm, rv [C] -> rm, rv; iarg M (rows of the statistics); farg momentum */
-vt_err vt__bn_running_check(const vt_program *p, const vt_opdesc *o)
+vt_err vti_bn_running_check(const vt_program *p, const vt_opdesc *o)
 {
     size_t C = T(p, o->in[0])->n;
     ERR_IF(o->iarg[0] < 2 || o->iarg[0] > ((int64_t)1 << 40) || !(o->farg[0] >= 0 && o->farg[0] <= 1),
@@ -214,7 +214,7 @@ vt_err vt__bn_running_check(const vt_program *p, const vt_opdesc *o)
     return VT_OK;
 }
 
-vt_err vt__bn_running_exec(vt_opctx *c)
+vt_err vti_bn_running_exec(vt_opctx *c)
 {
     /* both statistics in one pass; their elements are numbered mean then variance (vt_ops.h) */
     size_t C = NOUT(0);
@@ -226,13 +226,13 @@ vt_err vt__bn_running_exec(vt_opctx *c)
     return VT_OK;
 }
 
-void vt__bn_running_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
+void vti_bn_running_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
 {
     cost_elementwise(p, o, 8, out);
 }
 
 /* g2, s2 [C] -> dgamma [C]; iarg M; farg eps */
-vt_err vt__bn_gamma_grad_check(const vt_program *p, const vt_opdesc *o)
+vt_err vti_bn_gamma_grad_check(const vt_program *p, const vt_opdesc *o)
 {
     size_t C = T(p, o->in[0])->n;
     ERR_IF(o->iarg[0] < 1 || o->iarg[0] > ((int64_t)1 << 40), "program: \"%s\": bad row count", o->name);
@@ -242,7 +242,7 @@ vt_err vt__bn_gamma_grad_check(const vt_program *p, const vt_opdesc *o)
     return vec(p, o, o->out[0], C, "output");
 }
 
-vt_err vt__bn_gamma_grad_exec(vt_opctx *c)
+vt_err vti_bn_gamma_grad_exec(vt_opctx *c)
 {
     size_t C = NOUT(0);
     vt_bn_gamma_grad((size_t)c->o->iarg[0], C, IN(0), IN(1), c->o->farg[0], c->m->x64);
@@ -250,23 +250,23 @@ vt_err vt__bn_gamma_grad_exec(vt_opctx *c)
     return VT_OK;
 }
 
-void vt__bn_gamma_grad_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
+void vti_bn_gamma_grad_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
 {
     cost_elementwise(p, o, 4, out);
 }
 
 /* dy, xc [M, C], s2, g1, g2, gamma [C] -> dx; farg eps */
-vt_err vt__bn_backward_check(const vt_program *p, const vt_opdesc *o)
+vt_err vti_bn_backward_check(const vt_program *p, const vt_opdesc *o)
 {
     const vt_tensor *x;
-    VT_FORWARD_IF_ERROR(vt__op_rows(p, o, &x));
+    VT_FORWARD_IF_ERROR(vti_op_rows(p, o, &x));
     VT_FORWARD_IF_ERROR(eps_ok(o, 0));
     VT_FORWARD_IF_ERROR(want(p, o, o->in[1], VT_DT_F32, x->n, "centred input"));
     for (uint32_t k = 2; k < 6; k++) VT_FORWARD_IF_ERROR(vec(p, o, o->in[k], x->shape[1], "channel vector"));
     return want(p, o, o->out[0], VT_DT_F32, x->n, "output");
 }
 
-vt_err vt__bn_backward_exec(vt_opctx *c)
+vt_err vti_bn_backward_exec(vt_opctx *c)
 {
     const vt_tensor *x = T(&c->m->prog, c->o->in[0]);
     vt_bn_backward(x->shape[0], x->shape[1], IN(0), IN(1), IN(2), IN(3), IN(4), IN(5), c->o->farg[0], c->m->x64);
@@ -274,19 +274,19 @@ vt_err vt__bn_backward_exec(vt_opctx *c)
     return VT_OK;
 }
 
-void vt__bn_backward_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 14, out); }
+void vti_bn_backward_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 14, out); }
 
 /* x [M, C], rm, rv, gamma, beta [C] -> y; farg eps (evaluation) */
-vt_err vt__bn_eval_check(const vt_program *p, const vt_opdesc *o)
+vt_err vti_bn_eval_check(const vt_program *p, const vt_opdesc *o)
 {
     const vt_tensor *x;
-    VT_FORWARD_IF_ERROR(vt__op_rows(p, o, &x));
+    VT_FORWARD_IF_ERROR(vti_op_rows(p, o, &x));
     VT_FORWARD_IF_ERROR(eps_ok(o, 0));
     for (uint32_t k = 1; k < 5; k++) VT_FORWARD_IF_ERROR(vec(p, o, o->in[k], x->shape[1], "channel vector"));
     return want(p, o, o->out[0], VT_DT_F32, x->n, "output");
 }
 
-vt_err vt__bn_eval_exec(vt_opctx *c)
+vt_err vti_bn_eval_exec(vt_opctx *c)
 {
     const vt_tensor *x = T(&c->m->prog, c->o->in[0]);
     vt_bn_eval(x->shape[0], x->shape[1], IN(0), IN(1), IN(2), IN(3), IN(4), c->o->farg[0], c->m->x64);
@@ -294,7 +294,7 @@ vt_err vt__bn_eval_exec(vt_opctx *c)
     return VT_OK;
 }
 
-void vt__bn_eval_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 8, out); }
+void vti_bn_eval_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 8, out); }
 
 /* ------------------------------------------------------------ max pooling */
 /* iarg B, H, W, C, k: x [B*H*W, C] -> y [B*(H/k)*(W/k), C]; backward x, dy -> dx. Exact. */
@@ -309,7 +309,7 @@ static vt_err pool_args(const vt_opdesc *o, size_t *B, size_t *H, size_t *W, siz
     return VT_OK;
 }
 
-vt_err vt__maxpool_check(const vt_program *p, const vt_opdesc *o)
+vt_err vti_maxpool_check(const vt_program *p, const vt_opdesc *o)
 {
     size_t B = 0, H = 0, W = 0, C = 0, k = 1;
     VT_FORWARD_IF_ERROR(pool_args(o, &B, &H, &W, &C, &k));
@@ -317,7 +317,7 @@ vt_err vt__maxpool_check(const vt_program *p, const vt_opdesc *o)
     return want(p, o, o->out[0], VT_DT_F32, B * (H / k) * (W / k) * C, "output");
 }
 
-vt_err vt__maxpool_exec(vt_opctx *c)
+vt_err vti_maxpool_exec(vt_opctx *c)
 {
     size_t B = 0, H = 0, W = 0, C = 0, k = 1;
     VT_FORWARD_IF_ERROR(pool_args(c->o, &B, &H, &W, &C, &k));
@@ -325,9 +325,9 @@ vt_err vt__maxpool_exec(vt_opctx *c)
     return VT_OK;
 }
 
-void vt__maxpool_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { move_cost(p, o, out); }
+void vti_maxpool_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { move_cost(p, o, out); }
 
-vt_err vt__maxpool_backward_check(const vt_program *p, const vt_opdesc *o)
+vt_err vti_maxpool_backward_check(const vt_program *p, const vt_opdesc *o)
 {
     size_t B = 0, H = 0, W = 0, C = 0, k = 1;
     VT_FORWARD_IF_ERROR(pool_args(o, &B, &H, &W, &C, &k));
@@ -336,7 +336,7 @@ vt_err vt__maxpool_backward_check(const vt_program *p, const vt_opdesc *o)
     return want(p, o, o->out[0], VT_DT_F32, B * H * W * C, "input gradient");
 }
 
-vt_err vt__maxpool_backward_exec(vt_opctx *c)
+vt_err vti_maxpool_backward_exec(vt_opctx *c)
 {
     size_t B = 0, H = 0, W = 0, C = 0, k = 1;
     VT_FORWARD_IF_ERROR(pool_args(c->o, &B, &H, &W, &C, &k));
@@ -344,7 +344,7 @@ vt_err vt__maxpool_backward_exec(vt_opctx *c)
     return VT_OK;
 }
 
-void vt__maxpool_backward_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { move_cost(p, o, out); }
+void vti_maxpool_backward_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { move_cost(p, o, out); }
 
 /* ------------------------------------------------------------ global average pooling */
 /* iarg B, HW: x [B*HW, C] -> y [B, C], y_bc = sum_t x_(b,t),c * w with w = RN32(1/HW): a reduction
@@ -360,14 +360,14 @@ static vt_err gap_args(const vt_program *p, const vt_opdesc *o, uint32_t big, si
     return VT_OK;
 }
 
-vt_err vt__avgpool_check(const vt_program *p, const vt_opdesc *o)
+vt_err vti_avgpool_check(const vt_program *p, const vt_opdesc *o)
 {
     size_t B = 0, HW = 0, C = 0;
     VT_FORWARD_IF_ERROR(gap_args(p, o, o->in[0], &B, &HW, &C));
     return want(p, o, o->out[0], VT_DT_F32, B * C, "output");
 }
 
-vt_err vt__avgpool_exec(vt_opctx *c)
+vt_err vti_avgpool_exec(vt_opctx *c)
 {
     size_t B = 0, HW = 0, C = 0;
     VT_FORWARD_IF_ERROR(gap_args(&c->m->prog, c->o, c->o->in[0], &B, &HW, &C));
@@ -379,7 +379,7 @@ vt_err vt__avgpool_exec(vt_opctx *c)
     return VT_OK;
 }
 
-void vt__avgpool_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
+void vti_avgpool_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
 {
     const vt_tensor *x = T(p, o->in[0]);
     out->flop = 4.0 * (double)x->n;
@@ -388,14 +388,14 @@ void vt__avgpool_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
     out->norms = 0;
 }
 
-vt_err vt__avgpool_backward_check(const vt_program *p, const vt_opdesc *o)
+vt_err vti_avgpool_backward_check(const vt_program *p, const vt_opdesc *o)
 {
     size_t B = 0, HW = 0, C = 0;
     VT_FORWARD_IF_ERROR(gap_args(p, o, o->out[0], &B, &HW, &C));
     return want(p, o, o->in[0], VT_DT_F32, B * C, "output gradient");
 }
 
-vt_err vt__avgpool_backward_exec(vt_opctx *c)
+vt_err vti_avgpool_backward_exec(vt_opctx *c)
 {
     size_t B = 0, HW = 0, C = 0;
     VT_FORWARD_IF_ERROR(gap_args(&c->m->prog, c->o, c->o->out[0], &B, &HW, &C));
@@ -404,7 +404,7 @@ vt_err vt__avgpool_backward_exec(vt_opctx *c)
     return VT_OK;
 }
 
-void vt__avgpool_backward_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
+void vti_avgpool_backward_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
 {
     cost_elementwise(p, o, 1, out);
 }

@@ -12,7 +12,7 @@
 #include "vt_philox.h"
 
 #define ERR_IF(cond, ...) VT_RETURN_ERROR_IF(cond, VT_ERR_INTERNAL, __VA_ARGS__)
-#include "vt_philox_impl.h" /* VT_RNG_DROPOUT, vt__dropout_keep */
+#include "vt_philox_hd.h" /* VT_RNG_DROPOUT, vti_dropout_keep */
 #define VT_RNG_WINDOWS 5
 
 static vt_err f32_shape(const vt_program *p, const vt_opdesc *o, uint32_t id, size_t n, const char *what)
@@ -23,7 +23,7 @@ static vt_err f32_shape(const vt_program *p, const vt_opdesc *o, uint32_t id, si
 /* ------------------------------------------------------------ LOAD_WINDOWS */
 /* -> tokens [B, T] U8, targets [B*T] U8; iarg B, T, seed, vocabulary */
 
-vt_err vt__windows_check(const vt_program *p, const vt_opdesc *o)
+vt_err vti_windows_check(const vt_program *p, const vt_opdesc *o)
 {
     const int64_t *a = o->iarg;
     ERR_IF(a[0] < 1 || a[1] < 1 || a[0] > 65536 || a[1] > 65536 || a[3] < 2 || a[3] > 256,
@@ -39,7 +39,7 @@ uint64_t vt_window_start(uint64_t seed, uint64_t step, uint64_t b, uint64_t n, u
     return ((hi << 32) | lo) % (n - T);
 }
 
-vt_err vt__windows_exec(vt_opctx *c)
+vt_err vti_windows_exec(vt_opctx *c)
 {
     const int64_t *a = c->o->iarg;
     const size_t B = (size_t)a[0], T = (size_t)a[1];
@@ -57,7 +57,7 @@ vt_err vt__windows_exec(vt_opctx *c)
     return VT_OK;
 }
 
-void vt__windows_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
+void vti_windows_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
 {
     memset(out, 0, sizeof *out);
     out->bytes = 2.0 * (double)T(p, o->out[0])->n;
@@ -66,7 +66,7 @@ void vt__windows_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
 /* ------------------------------------------------------------ embeddings */
 /* EMBED: tokens [B, T] U8, wte [V, C], wpe [T, C] -> x [B*T, C] */
 
-vt_err vt__embed_check(const vt_program *p, const vt_opdesc *o)
+vt_err vti_embed_check(const vt_program *p, const vt_opdesc *o)
 {
     const vt_tensor *tok = T(p, o->in[0]), *wte = T(p, o->in[1]), *wpe = T(p, o->in[2]);
     ERR_IF(tok->rank != 2 || tok->dtype != VT_DT_U8 || wte->rank != 2 || wpe->rank != 2 || wte->dtype != VT_DT_F32 ||
@@ -75,7 +75,7 @@ vt_err vt__embed_check(const vt_program *p, const vt_opdesc *o)
     return f32_shape(p, o, o->out[0], tok->n * wte->shape[1], "output");
 }
 
-vt_err vt__embed_exec(vt_opctx *c)
+vt_err vti_embed_exec(vt_opctx *c)
 {
     const vt_tensor *tok = T(&c->m->prog, c->o->in[0]), *wte = T(&c->m->prog, c->o->in[1]);
     const uint8_t *t = (const uint8_t *)IN(0);
@@ -86,39 +86,39 @@ vt_err vt__embed_exec(vt_opctx *c)
     return VT_OK;
 }
 
-void vt__embed_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 1, out); }
+void vti_embed_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 1, out); }
 
 /* ONEHOT: tokens [n] U8 -> [n, V] F32 (exact); iarg V */
-vt_err vt__onehot_check(const vt_program *p, const vt_opdesc *o)
+vt_err vti_onehot_check(const vt_program *p, const vt_opdesc *o)
 {
     const vt_tensor *tok = T(p, o->in[0]);
     ERR_IF(tok->dtype != VT_DT_U8 || o->iarg[0] < 1 || o->iarg[0] > 256, "program: \"%s\": bad one-hot", o->name);
     return f32_shape(p, o, o->out[0], tok->n * (size_t)o->iarg[0], "output");
 }
 
-vt_err vt__onehot_exec(vt_opctx *c)
+vt_err vti_onehot_exec(vt_opctx *c)
 {
     vt_onehot_f32(T(&c->m->prog, c->o->in[0])->n, (size_t)c->o->iarg[0], (const uint8_t *)IN(0), OUT(0));
     return VT_OK;
 }
 
-void vt__onehot_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
+void vti_onehot_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
 {
     memset(out, 0, sizeof *out);
     out->bytes = 4.0 * (double)T(p, o->out[0])->n;
 }
 
 /* POS_GRAD: dx [B*T, C] -> dwpe [T, C] = sum over b; iarg B, T */
-vt_err vt__pos_grad_check(const vt_program *p, const vt_opdesc *o)
+vt_err vti_pos_grad_check(const vt_program *p, const vt_opdesc *o)
 {
     const vt_tensor *x;
-    VT_FORWARD_IF_ERROR(vt__op_rows(p, o, &x));
+    VT_FORWARD_IF_ERROR(vti_op_rows(p, o, &x));
     ERR_IF(o->iarg[0] < 1 || o->iarg[1] < 1 || x->shape[0] != (uint64_t)(o->iarg[0] * o->iarg[1]),
            "program: \"%s\": bad position-gradient arguments", o->name);
     return f32_shape(p, o, o->out[0], (size_t)o->iarg[1] * x->shape[1], "output");
 }
 
-vt_err vt__pos_grad_exec(vt_opctx *c)
+vt_err vti_pos_grad_exec(vt_opctx *c)
 {
     const vt_tensor *x = T(&c->m->prog, c->o->in[0]);
     const size_t B = (size_t)c->o->iarg[0], Tn = (size_t)c->o->iarg[1], C = x->shape[1];
@@ -130,7 +130,7 @@ vt_err vt__pos_grad_exec(vt_opctx *c)
     return VT_OK;
 }
 
-void vt__pos_grad_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
+void vti_pos_grad_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
 {
     out->flop = 4.0 * (double)T(p, o->in[0])->n;
     out->bytes = 4.0 * ((double)T(p, o->in[0])->n + (double)T(p, o->out[0])->n);
@@ -141,15 +141,15 @@ void vt__pos_grad_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
 /* ------------------------------------------------------------ row reductions */
 /* ROW_SUM: x [M, N] -> [M]; ROW_DOT: a, b [M, N] -> [M] */
 
-vt_err vt__row_sum_check(const vt_program *p, const vt_opdesc *o)
+vt_err vti_row_sum_check(const vt_program *p, const vt_opdesc *o)
 {
     const vt_tensor *x;
-    VT_FORWARD_IF_ERROR(vt__op_rows(p, o, &x));
+    VT_FORWARD_IF_ERROR(vti_op_rows(p, o, &x));
     for (uint32_t k = 1; k < o->n_in; k++) VT_FORWARD_IF_ERROR(f32_shape(p, o, o->in[k], x->n, "second factor"));
     return f32_shape(p, o, o->out[0], x->shape[0], "output");
 }
 
-vt_err vt__row_sum_exec(vt_opctx *c)
+vt_err vti_row_sum_exec(vt_opctx *c)
 {
     const vt_tensor *x = T(&c->m->prog, c->o->in[0]);
     const size_t M = x->shape[0], N = x->shape[1];
@@ -162,7 +162,7 @@ vt_err vt__row_sum_exec(vt_opctx *c)
     return VT_OK;
 }
 
-void vt__row_sum_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
+void vti_row_sum_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
 {
     out->flop = 4.0 * (double)T(p, o->in[0])->n;
     out->bytes = 4.0 * (double)o->n_in * (double)T(p, o->in[0])->n;
@@ -189,15 +189,15 @@ static vt_err eps_ok(const vt_opdesc *o)
 }
 
 /* LN_CENTER: x [M, C], S1 [M] -> xc */
-vt_err vt__ln_center_check(const vt_program *p, const vt_opdesc *o)
+vt_err vti_ln_center_check(const vt_program *p, const vt_opdesc *o)
 {
     const vt_tensor *x;
-    VT_FORWARD_IF_ERROR(vt__op_rows(p, o, &x));
+    VT_FORWARD_IF_ERROR(vti_op_rows(p, o, &x));
     VT_FORWARD_IF_ERROR(rowvec(p, o, o->in[1], x->shape[0]));
     return f32_shape(p, o, o->out[0], x->n, "output");
 }
 
-vt_err vt__ln_center_exec(vt_opctx *c)
+vt_err vti_ln_center_exec(vt_opctx *c)
 {
     const vt_tensor *x = T(&c->m->prog, c->o->in[0]);
     vt_ln_center(x->shape[0], x->shape[1], IN(0), IN(1), c->m->x64);
@@ -205,16 +205,16 @@ vt_err vt__ln_center_exec(vt_opctx *c)
     return VT_OK;
 }
 
-void vt__ln_center_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 2, out); }
+void vti_ln_center_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 2, out); }
 
 /* LN_NORM: xc [M, C], S2 [M] -> xhat; farg eps */
-vt_err vt__ln_norm_check(const vt_program *p, const vt_opdesc *o)
+vt_err vti_ln_norm_check(const vt_program *p, const vt_opdesc *o)
 {
     VT_FORWARD_IF_ERROR(eps_ok(o));
-    return vt__ln_center_check(p, o);
+    return vti_ln_center_check(p, o);
 }
 
-vt_err vt__ln_norm_exec(vt_opctx *c)
+vt_err vti_ln_norm_exec(vt_opctx *c)
 {
     const vt_tensor *x = T(&c->m->prog, c->o->in[0]);
     vt_ln_norm(x->shape[0], x->shape[1], IN(0), IN(1), c->o->farg[0], c->m->x64);
@@ -222,18 +222,18 @@ vt_err vt__ln_norm_exec(vt_opctx *c)
     return VT_OK;
 }
 
-void vt__ln_norm_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 2, out); }
+void vti_ln_norm_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 2, out); }
 
 /* AFFINE: x [M, C], gamma [C] (, beta [C]) -> gamma x (+ beta) */
-vt_err vt__affine_check(const vt_program *p, const vt_opdesc *o)
+vt_err vti_affine_check(const vt_program *p, const vt_opdesc *o)
 {
     const vt_tensor *x;
-    VT_FORWARD_IF_ERROR(vt__op_rows(p, o, &x));
+    VT_FORWARD_IF_ERROR(vti_op_rows(p, o, &x));
     for (uint32_t k = 1; k < o->n_in; k++) VT_FORWARD_IF_ERROR(colvec(p, o, o->in[k], x->shape[1]));
     return f32_shape(p, o, o->out[0], x->n, "output");
 }
 
-vt_err vt__affine_exec(vt_opctx *c)
+vt_err vti_affine_exec(vt_opctx *c)
 {
     const vt_tensor *x = T(&c->m->prog, c->o->in[0]);
     vt_affine(x->shape[0], x->shape[1], IN(0), IN(1), c->o->n_in > 2 ? IN(2) : NULL, c->m->x64);
@@ -241,20 +241,20 @@ vt_err vt__affine_exec(vt_opctx *c)
     return VT_OK;
 }
 
-void vt__affine_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 2, out); }
+void vti_affine_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 2, out); }
 
 /* LN_BWD: dyg, xhat [M, C], S2, G1, G2 [M] -> dx; farg eps */
-vt_err vt__ln_backward_check(const vt_program *p, const vt_opdesc *o)
+vt_err vti_ln_backward_check(const vt_program *p, const vt_opdesc *o)
 {
     const vt_tensor *x;
-    VT_FORWARD_IF_ERROR(vt__op_rows(p, o, &x));
+    VT_FORWARD_IF_ERROR(vti_op_rows(p, o, &x));
     VT_FORWARD_IF_ERROR(eps_ok(o));
     VT_FORWARD_IF_ERROR(f32_shape(p, o, o->in[1], x->n, "normalised input"));
     for (uint32_t k = 2; k < 5; k++) VT_FORWARD_IF_ERROR(rowvec(p, o, o->in[k], x->shape[0]));
     return f32_shape(p, o, o->out[0], x->n, "output");
 }
 
-vt_err vt__ln_backward_exec(vt_opctx *c)
+vt_err vti_ln_backward_exec(vt_opctx *c)
 {
     const vt_tensor *x = T(&c->m->prog, c->o->in[0]);
     vt_ln_backward(x->shape[0], x->shape[1], IN(0), IN(1), IN(2), IN(3), IN(4), c->o->farg[0], c->m->x64);
@@ -262,16 +262,16 @@ vt_err vt__ln_backward_exec(vt_opctx *c)
     return VT_OK;
 }
 
-void vt__ln_backward_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
+void vti_ln_backward_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
 {
     cost_elementwise(p, o, 6, out);
 }
 
 /* ------------------------------------------------------------ GELU */
 
-vt_err vt__gelu_check(const vt_program *p, const vt_opdesc *o) { return vt__same_n_check(p, o); }
+vt_err vti_gelu_check(const vt_program *p, const vt_opdesc *o) { return vti_same_n_check(p, o); }
 
-vt_err vt__gelu_exec(vt_opctx *c)
+vt_err vti_gelu_exec(vt_opctx *c)
 {
     size_t n = NOUT(0);
     if (c->o->n_in == 1) vt_gelu(n, IN(0), c->m->x64);
@@ -280,7 +280,7 @@ vt_err vt__gelu_exec(vt_opctx *c)
     return VT_OK;
 }
 
-void vt__gelu_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 40, out); }
+void vti_gelu_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 40, out); }
 
 /* ------------------------------------------------------------ heads */
 /* iarg B, T, H, D. SPLIT: qkv [B*T, 3C] -> q, k, v [B*H*T, D]; MERGE: o -> y [B*T, C];
@@ -295,7 +295,7 @@ static vt_err heads_args(const vt_opdesc *o, size_t *B, size_t *Tn, size_t *H, s
     return VT_OK;
 }
 
-vt_err vt__heads_check(const vt_program *p, const vt_opdesc *o)
+vt_err vti_heads_check(const vt_program *p, const vt_opdesc *o)
 {
     size_t B = 0, Tn = 0, H = 0, D = 0;
     VT_FORWARD_IF_ERROR(heads_args(o, &B, &Tn, &H, &D));
@@ -313,7 +313,7 @@ vt_err vt__heads_check(const vt_program *p, const vt_opdesc *o)
     return f32_shape(p, o, o->out[0], n, "output");
 }
 
-vt_err vt__heads_exec(vt_opctx *c)
+vt_err vti_heads_exec(vt_opctx *c)
 {
     size_t B = 0, Tn = 0, H = 0, D = 0;
     VT_FORWARD_IF_ERROR(heads_args(c->o, &B, &Tn, &H, &D));
@@ -324,7 +324,7 @@ vt_err vt__heads_exec(vt_opctx *c)
     return VT_OK;
 }
 
-void vt__heads_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
+void vti_heads_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
 {
     memset(out, 0, sizeof *out);
     for (uint32_t k = 0; k < o->n_in; k++) out->bytes += 8.0 * (double)T(p, o->in[k])->n;
@@ -344,7 +344,7 @@ static vt_err bmm_args(const vt_opdesc *o, size_t *G, size_t *M, size_t *N, size
     return VT_OK;
 }
 
-vt_err vt__bmm_check(const vt_program *p, const vt_opdesc *o)
+vt_err vti_bmm_check(const vt_program *p, const vt_opdesc *o)
 {
     size_t G = 0, M = 0, N = 0, K = 0, t;
     VT_FORWARD_IF_ERROR(bmm_args(o, &G, &M, &N, &K));
@@ -356,7 +356,7 @@ vt_err vt__bmm_check(const vt_program *p, const vt_opdesc *o)
     return f32_shape(p, o, o->out[0], G * M * N, "C");
 }
 
-vt_err vt__bmm_exec(vt_opctx *c)
+vt_err vti_bmm_exec(vt_opctx *c)
 {
     size_t G = 0, M = 0, N = 0, K = 0;
     VT_FORWARD_IF_ERROR(bmm_args(c->o, &G, &M, &N, &K));
@@ -407,7 +407,7 @@ vt_err vt__bmm_exec(vt_opctx *c)
     return VT_OK;
 }
 
-void vt__bmm_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
+void vti_bmm_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
 {
     double G = (double)o->iarg[0], M = (double)o->iarg[1], N = (double)o->iarg[2], K = (double)o->iarg[3];
     (void)p;
@@ -420,10 +420,10 @@ void vt__bmm_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
 /* ------------------------------------------------------------ causal softmax */
 /* SOFTMAX_CAUSAL: s [R, T] -> p; iarg T; farg scale. SOFTMAX_BWD: p, dp [R, T], S [R] -> dz. */
 
-vt_err vt__softmax_causal_check(const vt_program *p, const vt_opdesc *o)
+vt_err vti_softmax_causal_check(const vt_program *p, const vt_opdesc *o)
 {
     const vt_tensor *x;
-    VT_FORWARD_IF_ERROR(vt__op_rows(p, o, &x));
+    VT_FORWARD_IF_ERROR(vti_op_rows(p, o, &x));
     ERR_IF(o->iarg[0] < 1 || x->shape[1] != (uint64_t)o->iarg[0] || x->shape[0] % (uint64_t)o->iarg[0] ||
                !(o->farg[0] > 0),
            "program: \"%s\": bad causal softmax arguments", o->name);
@@ -434,7 +434,7 @@ vt_err vt__softmax_causal_check(const vt_program *p, const vt_opdesc *o)
     return f32_shape(p, o, o->out[0], x->n, "output");
 }
 
-vt_err vt__softmax_causal_exec(vt_opctx *c)
+vt_err vti_softmax_causal_exec(vt_opctx *c)
 {
     const vt_tensor *x = T(&c->m->prog, c->o->in[0]);
     if (c->o->kind == VT_OPK_SOFTMAX_BWD)
@@ -444,7 +444,7 @@ vt_err vt__softmax_causal_exec(vt_opctx *c)
     return VT_OK;
 }
 
-void vt__softmax_causal_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
+void vti_softmax_causal_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
 {
     cost_elementwise(p, o, 30, out);
 }
@@ -452,20 +452,20 @@ void vt__softmax_causal_cost(const vt_program *p, const vt_opdesc *o, vt_opcost 
 /* ------------------------------------------------------------ dropout */
 /* x -> y (forward) or dy -> dx (backward, the forward's mask); iarg seed, key; farg p in [0, 1) */
 
-vt_err vt__dropout_check(const vt_program *p, const vt_opdesc *o)
+vt_err vti_dropout_check(const vt_program *p, const vt_opdesc *o)
 {
     ERR_IF(!(o->farg[0] >= 0 && o->farg[0] < 1) || o->iarg[1] < 0 || o->iarg[1] > UINT32_MAX ||
                T(p, o->out[0])->n >= ((size_t)1 << 32),
            "program: \"%s\": bad dropout arguments (or 2^32 elements or more)", o->name);
-    return vt__same_n_check(p, o);
+    return vti_same_n_check(p, o);
 }
 
 int vt_dropout_keep(uint64_t seed, uint64_t step, uint32_t key, uint64_t e, double p)
 {
-    return vt__dropout_keep(seed, step, key, e, p);
+    return vti_dropout_keep(seed, step, key, e, p);
 }
 
-vt_err vt__dropout_exec(vt_opctx *c)
+vt_err vti_dropout_exec(vt_opctx *c)
 {
     size_t n = NOUT(0);
     uint8_t *keep = (uint8_t *)c->m->f32s; /* n bytes of the FP32 scratch (n floats) */
@@ -476,19 +476,19 @@ vt_err vt__dropout_exec(vt_opctx *c)
     return VT_OK;
 }
 
-void vt__dropout_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 20, out); }
+void vti_dropout_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 20, out); }
 
 /* ------------------------------------------------------------ gradient norm and clipping */
 /* SUMSQ: g -> [1] = sum g^2. SUM_SCALARS: n scalars [1] -> their sum [1]. CLIP_FACTOR: S [1] ->
  * factor [1]; farg max_norm. */
 
-vt_err vt__sumsq_check(const vt_program *p, const vt_opdesc *o)
+vt_err vti_sumsq_check(const vt_program *p, const vt_opdesc *o)
 {
     ERR_IF(T(p, o->in[0])->dtype != VT_DT_F32, "program: \"%s\": not F32", o->name);
     return f32_shape(p, o, o->out[0], 1, "output");
 }
 
-vt_err vt__sumsq_exec(vt_opctx *c)
+vt_err vti_sumsq_exec(vt_opctx *c)
 {
     size_t n = T(&c->m->prog, c->o->in[0])->n;
     const float *g = IN(0);
@@ -499,7 +499,7 @@ vt_err vt__sumsq_exec(vt_opctx *c)
     return VT_OK;
 }
 
-void vt__sumsq_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
+void vti_sumsq_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
 {
     out->flop = 4.0 * (double)T(p, o->in[0])->n;
     out->bytes = 4.0 * (double)T(p, o->in[0])->n;
@@ -507,14 +507,14 @@ void vt__sumsq_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
     out->norms = 0;
 }
 
-vt_err vt__sum_scalars_check(const vt_program *p, const vt_opdesc *o)
+vt_err vti_sum_scalars_check(const vt_program *p, const vt_opdesc *o)
 {
     ERR_IF(o->n_in < 1 || o->n_in > 4096, "program: \"%s\": 1..4096 scalars", o->name);
     for (uint32_t k = 0; k < o->n_in; k++) VT_FORWARD_IF_ERROR(f32_shape(p, o, o->in[k], 1, "scalar"));
     return f32_shape(p, o, o->out[0], 1, "output");
 }
 
-vt_err vt__sum_scalars_exec(vt_opctx *c)
+vt_err vti_sum_scalars_exec(vt_opctx *c)
 {
     /* the scalars side by side (the reduction's first operand: lives until rounded) */
     float *v = c->m->f32s;
@@ -527,28 +527,28 @@ vt_err vt__sum_scalars_exec(vt_opctx *c)
     return VT_OK;
 }
 
-void vt__sum_scalars_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
+void vti_sum_scalars_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
 {
     (void)p;
     memset(out, 0, sizeof *out);
     out->flop = 4.0 * o->n_in, out->bytes = 4.0 * o->n_in, out->scratch = o->n_in;
 }
 
-vt_err vt__clip_factor_check(const vt_program *p, const vt_opdesc *o)
+vt_err vti_clip_factor_check(const vt_program *p, const vt_opdesc *o)
 {
     ERR_IF(!(o->farg[0] > 0), "program: \"%s\": max_norm must be positive", o->name);
     VT_FORWARD_IF_ERROR(f32_shape(p, o, o->in[0], 1, "squared norm"));
     return f32_shape(p, o, o->out[0], 1, "factor");
 }
 
-vt_err vt__clip_factor_exec(vt_opctx *c)
+vt_err vti_clip_factor_exec(vt_opctx *c)
 {
     double f = vt_clip_factor(*IN(0), c->o->farg[0]);
     ROUND(&f, NULL, 1, 1, OUT(0));
     return VT_OK;
 }
 
-void vt__clip_factor_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
+void vti_clip_factor_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
 {
     (void)p, (void)o;
     memset(out, 0, sizeof *out);
@@ -559,7 +559,7 @@ void vt__clip_factor_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *ou
 /* ADAM_MOMENTS_SCALED: g, m, v, s [1] -> m, v; farg b1, b2. ADAMW_APPLY: w, m, v, t, lr -> w;
  * farg b1, b2, eps, wd. */
 
-vt_err vt__adam_scaled_check(const vt_program *p, const vt_opdesc *o)
+vt_err vti_adam_scaled_check(const vt_program *p, const vt_opdesc *o)
 {
     size_t n = T(p, o->in[0])->n;
     for (uint32_t k = 0; k < 3; k++) VT_FORWARD_IF_ERROR(f32_shape(p, o, o->in[k], n, "input"));
@@ -568,7 +568,7 @@ vt_err vt__adam_scaled_check(const vt_program *p, const vt_opdesc *o)
     return VT_OK;
 }
 
-vt_err vt__adam_scaled_exec(vt_opctx *c)
+vt_err vti_adam_scaled_exec(vt_opctx *c)
 {
     size_t n = NOUT(0);
     vt_model *m = c->m;
@@ -579,9 +579,9 @@ vt_err vt__adam_scaled_exec(vt_opctx *c)
     return VT_OK;
 }
 
-void vt__adam_scaled_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 12, out); }
+void vti_adam_scaled_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 12, out); }
 
-vt_err vt__adamw_check(const vt_program *p, const vt_opdesc *o)
+vt_err vti_adamw_check(const vt_program *p, const vt_opdesc *o)
 {
     size_t n = T(p, o->out[0])->n;
     for (uint32_t k = 0; k < 3; k++) VT_FORWARD_IF_ERROR(f32_shape(p, o, o->in[k], n, "input"));
@@ -591,7 +591,7 @@ vt_err vt__adamw_check(const vt_program *p, const vt_opdesc *o)
     return want(p, o, o->in[4], VT_DT_F64, 1, "learning rate");
 }
 
-vt_err vt__adamw_exec(vt_opctx *c)
+vt_err vti_adamw_exec(vt_opctx *c)
 {
     size_t n = NOUT(0);
     double t, lr;
@@ -605,4 +605,4 @@ vt_err vt__adamw_exec(vt_opctx *c)
     return VT_OK;
 }
 
-void vt__adamw_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 14, out); }
+void vti_adamw_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 14, out); }

@@ -10,32 +10,32 @@
 static inline const vt_tensor *T(const vt_program *p, uint32_t id) { return &p->t[id]; }
 
 /* tensor id has dtype dt and n elements */
-vt_err vt__op_want(const vt_program *p, const vt_opdesc *o, uint32_t id, vt_dtype dt, size_t n, const char *what);
-#define want vt__op_want
+vt_err vti_op_want(const vt_program *p, const vt_opdesc *o, uint32_t id, vt_dtype dt, size_t n, const char *what);
+#define want vti_op_want
 /* input 0 is a rank-2 [N, C] FP32 tensor */
-vt_err vt__op_rows(const vt_program *p, const vt_opdesc *o, vt_tensor const **x);
+vt_err vti_op_rows(const vt_program *p, const vt_opdesc *o, vt_tensor const **x);
 /* the cost of an elementwise operation: flop_per per output element, every tensor touched once */
-void vt__cost_elementwise(const vt_program *p, const vt_opdesc *o, double flop_per, vt_opcost *out);
-#define cost_elementwise vt__cost_elementwise
+void vti_cost_elementwise(const vt_program *p, const vt_opdesc *o, double flop_per, vt_opcost *out);
+#define cost_elementwise vti_cost_elementwise
 /* every input and the output are F32 with the output's element count */
-vt_err vt__same_n_check(const vt_program *p, const vt_opdesc *o);
+vt_err vti_same_n_check(const vt_program *p, const vt_opdesc *o);
 
-static inline float *vt__op_f(vt_opctx *c, const uint32_t *ids, uint32_t k)
+static inline float *vti_op_f(vt_opctx *c, const uint32_t *ids, uint32_t k)
 {
     return vt_model_tensor(c->m, ids[k], NULL);
 }
-#define IN(k) vt__op_f(c, c->o->in, (k))
-#define OUT(k) vt__op_f(c, c->o->out, (k))
+#define IN(k) vti_op_f(c, c->o->in, (k))
+#define OUT(k) vti_op_f(c, c->o->out, (k))
 #define NOUT(k) (c->m->prog.t[c->o->out[k]].n)
 #define ROUND(xs, bnd, rows, cols, out) VT_FORWARD_IF_ERROR(vt_round(c->rc, c->op_id, (xs), (bnd), (rows), (cols), (out)))
 
 /* every kind's check, exec and cost, named by its stem in the list (vt_kinds.h); a stem shared by
  * several kinds is declared once per kind, which C allows */
-#define VT__KIND_DECL(ID, nm, fam, rd, ni, no, nia, nfa, ia, fa, red, dev, impl)                                       \
-    vt_err vt__##impl##_check(const vt_program *p, const vt_opdesc *o);                                                \
-    vt_err vt__##impl##_exec(vt_opctx *c);                                                                             \
-    void vt__##impl##_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out);
-VT_KINDS(VT__KIND_DECL)
-#undef VT__KIND_DECL
+#define VTI_KIND_DECL(ID, nm, fam, rd, ni, no, nia, nfa, ia, fa, red, dev, impl)                                       \
+    vt_err vti_##impl##_check(const vt_program *p, const vt_opdesc *o);                                                \
+    vt_err vti_##impl##_exec(vt_opctx *c);                                                                             \
+    void vti_##impl##_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out);
+VT_KINDS(VTI_KIND_DECL)
+#undef VTI_KIND_DECL
 
 #endif

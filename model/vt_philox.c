@@ -1,12 +1,12 @@
 #include "vt_philox.h"
 
-#include "vt_philox_impl.h"
+#include "vt_philox_hd.h"
 
-void vt_philox4x32(const uint32_t key[2], const uint32_t ctr[4], uint32_t out[4]) { vt__philox4x32(key, ctr, out); }
+void vt_philox4x32(const uint32_t key[2], const uint32_t ctr[4], uint32_t out[4]) { vti_philox4x32(key, ctr, out); }
 
 uint32_t vt_rand_u32(uint64_t seed, uint32_t purpose, uint64_t step, uint64_t index)
 {
-    return vt__rand_u32(seed, purpose, step, index);
+    return vti_rand_u32(seed, purpose, step, index);
 }
 
 double vt_rand_unit(uint64_t seed, uint32_t purpose, uint64_t step, uint64_t index)

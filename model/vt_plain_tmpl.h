@@ -579,9 +579,9 @@ static vt_err SFX(schedule)(plain_ctx *c) { return schedule(c); }
 
 /* the table, generated from the list (vt_kinds.h): kind VT_OPK_<ID> is SFX(<impl>) */
 static const plain_fn SFX(PLAIN)[VT_OPK_COUNT] = {
-#define VT__PLAIN_ROW(ID, nm, fam, rd, ni, no, nia, nfa, ia, fa, rx, dev, impl) [VT_OPK_##ID] = SFX(impl),
-    VT_KINDS(VT__PLAIN_ROW)
-#undef VT__PLAIN_ROW
+#define VTI_PLAIN_ROW(ID, nm, fam, rd, ni, no, nia, nfa, ia, fa, rx, dev, impl) [VT_OPK_##ID] = SFX(impl),
+    VT_KINDS(VTI_PLAIN_ROW)
+#undef VTI_PLAIN_ROW
 };
 
 #undef T

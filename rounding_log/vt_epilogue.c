@@ -8,7 +8,7 @@ int vt_epi_supported(const vt_rctx *c)
     return c->bound.rounding == VT_ROUNDING_EXACT || c->mode == VT_RMODE_RECORD;
 }
 
-double vt_epi_coef(const vt_rctx *c, size_t K) { return vt__bound_coef_red(&c->bound, (uint64_t)K, (uint64_t)K); }
+double vt_epi_coef(const vt_rctx *c, size_t K) { return vti_bound_coef_red(&c->bound, (uint64_t)K, (uint64_t)K); }
 
 /* Stages 3 and 4 of both twins: the decision of each of the n flagged elements idx[] (elem(d, e, x,
  * r) for element e with value x) and vt_epi_finish over the rows x cols output. */
@@ -31,9 +31,9 @@ typedef struct {
 static void gemm_elem_at(const void *p, uint64_t e, double x, vt_epi_res *r)
 {
     const gemm_at *g = p;
-    vt__gemm_elem(g->d, (size_t)(e / g->N), (size_t)(e % g->N), x, r);
+    vti_gemm_elem(g->d, (size_t)(e / g->N), (size_t)(e % g->N), x, r);
 }
-static void bmm_elem_at(const void *p, uint64_t e, double x, vt_epi_res *r) { vt__bmm_elem(p, (size_t)e, x, r); }
+static void bmm_elem_at(const void *p, uint64_t e, double x, vt_epi_res *r) { vti_bmm_elem(p, (size_t)e, x, r); }
 
 vt_err vt_epi_host(vt_rctx *c, uint32_t op_id, vt_gemm_epi d, const double *x, size_t M, size_t N, float *out)
 {
@@ -52,14 +52,14 @@ vt_err vt_epi_host(vt_rctx *c, uint32_t op_id, vt_gemm_epi d, const double *x, s
         goto done;
     }
     /* stage 1: norms and the screen */
-    for (size_t i = 0; i < M; i++) rn[i] = vt__norm32(d.K, d.A + i * d.a_si, d.a_sk);
-    for (size_t j = 0; j < N; j++) cn[j] = vt__norm32(d.K, d.B + j * d.b_sj, d.b_sk);
+    for (size_t i = 0; i < M; i++) rn[i] = vti_norm32(d.K, d.A + i * d.a_si, d.a_sk);
+    for (size_t j = 0; j < N; j++) cn[j] = vti_norm32(d.K, d.B + j * d.b_sj, d.b_sk);
     double k = d.record ? VT_UNSTABLE_K : 1.0;
     uint64_t n = 0;
     for (size_t e = 0; e < M * N; e++) {
         size_t i = e / N, j = e % N;
         /* stage 2: the flagged indices, in increasing order */
-        if (!vt__gemm_screen(coef, rn[i], cn[j], x[e] + 0.0, k, &out[e])) idx[n++] = e;
+        if (!vti_gemm_screen(coef, rn[i], cn[j], x[e] + 0.0, k, &out[e])) idx[n++] = e;
     }
     gemm_at at = {&d, N};
     err = decide_finish(c, op_id, M, N, n, idx, gemm_elem_at, &at, x, out); /* stages 3 and 4 */
@@ -88,14 +88,14 @@ vt_err vt_epi_host_bmm(vt_rctx *c, uint32_t op_id, vt_bmm_epi d, size_t G, const
         goto done;
     }
     for (size_t g = 0; g < G; g++) {
-        for (size_t i = 0; i < M; i++) rn[g * M + i] = vt__norm32(K, d.A + g * M * K + i * d.a_si, d.a_sk);
-        for (size_t j = 0; j < N; j++) cn[g * N + j] = vt__norm32(K, d.B + g * K * N + j * d.b_sj, d.b_sk);
+        for (size_t i = 0; i < M; i++) rn[g * M + i] = vti_norm32(K, d.A + g * M * K + i * d.a_si, d.a_sk);
+        for (size_t j = 0; j < N; j++) cn[g * N + j] = vti_norm32(K, d.B + g * K * N + j * d.b_sj, d.b_sk);
     }
     d.rn = rn, d.cn = cn;
     double k = d.record ? VT_UNSTABLE_K : 1.0;
     uint64_t nf = 0;
     for (size_t e = 0; e < n; e++)
-        if (!vt__screen1(x[e] + 0.0, vt__bmm_bound(&d, e), k, VT_SLOP_RECORD, &out[e])) idx[nf++] = e;
+        if (!vti_screen1(x[e] + 0.0, vti_bmm_bound(&d, e), k, VT_SLOP_RECORD, &out[e])) idx[nf++] = e;
     err = decide_finish(c, op_id, G * M, N, nf, idx, bmm_elem_at, &d, x, out);
 done:
     free(rn);

@@ -1,12 +1,12 @@
 /* vt_epilogue.h - the rounding of a GEMM as an accelerator performs it (docs/cuda.md).
  *
  * The CUDA backend rounds a GEMM on the device in four stages, each a function of
- * vt_round_impl.h that gcc and nvcc both compile:
- *   1. screen every element with the outer bound coef r_i c_j (vt__gemm_screen): cleared
+ * vt_round_hd.h that gcc and nvcc both compile:
+ *   1. screen every element with the outer bound coef r_i c_j (vti_gemm_screen): cleared
  *      elements are RN32 of their own FP64 value, which then equals RN32 of the exact value;
  *   2. compact the indices of the elements the screen did not clear, in increasing order (a
  *      stable selection: no atomics, the same list on every run);
- *   3. decide each of them (vt__gemm_elem): its tight bound, then exact rounding's RN32 of the
+ *   3. decide each of them (vti_gemm_elem): its tight bound, then exact rounding's RN32 of the
  *      exact value (compensated sum, exact accumulator where that cannot decide), or the record
  *      rule with the log entry it writes;
  *   4. on the host, vt_epi_finish applies the decisions: the results, the log record (in index
@@ -17,7 +17,7 @@
 #define VT_EPILOGUE_H
 
 #include "vt_rlog.h"
-#include "vt_round_impl.h"
+#include "vt_round_hd.h"
 
 /* 1 when the epilogue rounds under this context on the accelerator: exact rounding (every party),
  * or log rounding when recording (the trainer). A log-rounding replay judges the trainer's entries
@@ -46,7 +46,7 @@ vt_err vt_epi_host(vt_rctx *c, uint32_t op_id, vt_gemm_epi d, const double *x, s
                    float *out) VT_WARN_UNUSED;
 
 /* The batched GEMM's pipeline on the CPU (the twin of the GPU's): x the party's FP64 values of
- * G batches of M x N; d->rn, d->cn are computed here (vt__norm32, index order); d->coef and
+ * G batches of M x N; d->rn, d->cn are computed here (vti_norm32, index order); d->coef and
  * d->record are set from c. */
 vt_err vt_epi_host_bmm(vt_rctx *c, uint32_t op_id, vt_bmm_epi d, size_t G, const double *x, float *out) VT_WARN_UNUSED;
 

@@ -28,20 +28,20 @@
 #include "../common/vt_bytes.h"
 #include "vt_exact.h"
 #include "vt_epilogue.h"
-#include "vt_round_impl.h"
+#include "vt_round_hd.h"
 
 /* Every bound and rule here assumes that double arithmetic is evaluated in double (no x87
  * excess precision), as on x86-64 SSE2, AArch64 and CUDA: refuse to build otherwise. */
 _Static_assert(FLT_EVAL_METHOD == 0, "FP64 operations must be evaluated in FP64 (FLT_EVAL_METHOD 0)");
 _Static_assert(DBL_MANT_DIG == 53 && FLT_MANT_DIG == 24, "IEEE-754 binary64 and binary32 are required");
 
-#define VT_U VT__U
+#define VT_U VTI_U
 
-/* The coefficients are written once, in vt_round_impl.h (shared with the CUDA epilogue). */
-double vt_bound_coef(const vt_bound_cfg *cfg, uint64_t n) { return vt__bound_coef(cfg, n); }
-double vt_bound_coef_panel(uint64_t n, uint64_t kc) { return vt__bound_coef_panel(n, kc); }
-int vt_bound_panelled(const vt_bound_cfg *cfg, uint64_t K) { return vt__bound_panelled(cfg, K); }
-double vt_bound_coef_red(const vt_bound_cfg *cfg, uint64_t nnz, uint64_t K) { return vt__bound_coef_red(cfg, nnz, K); }
+/* The coefficients are written once, in vt_round_hd.h (shared with the CUDA epilogue). */
+double vt_bound_coef(const vt_bound_cfg *cfg, uint64_t n) { return vti_bound_coef(cfg, n); }
+double vt_bound_coef_panel(uint64_t n, uint64_t kc) { return vti_bound_coef_panel(n, kc); }
+int vt_bound_panelled(const vt_bound_cfg *cfg, uint64_t K) { return vti_bound_panelled(cfg, K); }
+double vt_bound_coef_red(const vt_bound_cfg *cfg, uint64_t nnz, uint64_t K) { return vti_bound_coef_red(cfg, nnz, K); }
 
 double vt_bound_failure_prob(const vt_bound_cfg *cfg, uint64_t n)
 {
@@ -54,12 +54,12 @@ double vt_bound_failure_prob(const vt_bound_cfg *cfg, uint64_t n)
 
 /* ------------------------------------------------------------ per element */
 
-#define f32_of vt__f32_of
-#define bits_finite vt__bits_finite
+#define f32_of vti_f32_of
+#define bits_finite vti_bits_finite
 
 void vt_round_ends(double x, double B, double k, uint32_t *lo_bits, uint32_t *hi_bits)
 {
-    vt__round_ends(x, B, k, lo_bits, hi_bits);
+    vti_round_ends(x, B, k, lo_bits, hi_bits);
 }
 
 static vt_err check_inputs(double x, double B)
@@ -72,10 +72,10 @@ static vt_err check_inputs(double x, double B)
 vt_err vt_round_record1(double x, double B, float *out, int *logged, vt_log_entry *entry)
 {
     int isv, up;
-    int code = vt__record1(x, B, out, logged, &isv, &up);
+    int code = vti_record1(x, B, out, logged, &isv, &up);
     VT_FORWARD_IF_ERROR(check_inputs(x, B));
-    VT_RETURN_ERROR_IF(code == VT__EL_RANGE, VT_ERR_DIVERGED, "result %.17g is beyond FP32 range", x);
-    VT_RETURN_ERROR_IF(code == VT__EL_INTERNAL, VT_ERR_INTERNAL, "rounded value outside its own interval");
+    VT_RETURN_ERROR_IF(code == VTI_EL_RANGE, VT_ERR_DIVERGED, "result %.17g is beyond FP32 range", x);
+    VT_RETURN_ERROR_IF(code == VTI_EL_INTERNAL, VT_ERR_INTERNAL, "rounded value outside its own interval");
     if (!*logged) return VT_OK;
     memset(entry, 0, sizeof *entry);
     entry->is_value = (uint8_t)isv;
@@ -92,7 +92,7 @@ vt_err vt_round_record1(double x, double B, float *out, int *logged, vt_log_entr
  * Nothing here depends on the judging party's own value or order (docs/rounding.md, 3). */
 static void exact_window(const vt_xacc *X, double B, uint32_t *lo, uint32_t *hi, uint32_t *mid)
 {
-    vt__xacc_window(X, B, lo, hi, mid);
+    vti_xacc_window(X, B, lo, hi, mid);
 }
 
 /* The judgement of one element (entry, or NULL) on its exact window lo, hi. legacy: the rule of
@@ -143,15 +143,15 @@ vt_err vt_round_judge1(const struct vt_xacc_s *X, double B, int legacy, const vt
     return judge_window(lo, hi, legacy, entry, out);
 }
 
-/* The format-5 record decision on an element's window (vt__record_window) as an entry. */
+/* The format-5 record decision on an element's window (vti_record_window) as an entry. */
 static vt_err record_window(uint32_t lo, uint32_t hi, uint32_t mid, float *out, int *logged, vt_log_entry *entry)
 {
     vt_epi_res r;
     memset(&r, 0, sizeof r);
-    vt__record_window(lo, hi, mid, &r);
+    vti_record_window(lo, hi, mid, &r);
     *logged = 0;
-    VT_RETURN_ERROR_IF(r.code == VT__EL_NAN, VT_ERR_DIVERGED, "result is NaN");
-    VT_RETURN_ERROR_IF(r.code != VT__EL_OK, VT_ERR_DIVERGED, "result is beyond FP32 range");
+    VT_RETURN_ERROR_IF(r.code == VTI_EL_NAN, VT_ERR_DIVERGED, "result is NaN");
+    VT_RETURN_ERROR_IF(r.code != VTI_EL_OK, VT_ERR_DIVERGED, "result is beyond FP32 range");
     *out = vt_bits_f32(r.bits);
     if (!r.entry) return VT_OK;
     *logged = 1;
@@ -174,18 +174,18 @@ vt_err vt_round_record1_exact(const struct vt_xacc_s *X, double B, float *out, i
 
 static inline int fast_stable_k(double x, double B, double k, double slop, float *out)
 {
-    return vt__screen1(x, B, k, slop, out);
+    return vti_screen1(x, B, k, slop, out);
 }
 static inline int fast_stable_record(double x, double B, float *out)
 {
-    return vt__screen1(x, B, VT_UNSTABLE_K, VT_SLOP_RECORD, out);
+    return vti_screen1(x, B, VT_UNSTABLE_K, VT_SLOP_RECORD, out);
 }
 static inline int fast_stable_screen(double x, double B, float *out)
 {
-    return vt__screen1(x, B, VT_SCREEN_K, VT_SLOP_RECORD, out);
+    return vti_screen1(x, B, VT_SCREEN_K, VT_SLOP_RECORD, out);
 }
 
-/* The same filter over a block (vt__screen1 inlined, so that the compiler vectorises it; the
+/* The same filter over a block (vti_screen1 inlined, so that the compiler vectorises it; the
  * x86-64 baseline lacks the conversions it needs, so an AVX2 clone is selected at run time where
  * the processor has it; both clones compute the same IEEE results). Returns 1 when every element
  * of the block is cleared. */
@@ -197,7 +197,7 @@ static int fast_block(const double *x, const double *B, float *out, uint8_t *cle
 {
     int ok = 1;
     for (size_t i = 0; i < n; i++) {
-        int c = vt__screen1(x[i], B[i], k, slop, &out[i]);
+        int c = vti_screen1(x[i], B[i], k, slop, &out[i]);
         cleared[i] = (uint8_t)c;
         ok &= c;
     }
@@ -458,8 +458,8 @@ static int tight_prepare(tight_cache *t, size_t i)
     return 0;
 }
 
-/* The tight bound of one reduction: vt__bound_of_terms (vt_round_impl.h, shared with the GPU). */
-#define bound_of_terms vt__bound_of_terms
+/* The tight bound of one reduction: vti_bound_of_terms (vt_round_hd.h, shared with the GPU). */
+#define bound_of_terms vti_bound_of_terms
 
 double vt_bound_of_terms(const vt_bound_cfg *cfg, size_t K, const float *a, size_t inca, const float *b,
                          size_t incb)
@@ -650,7 +650,7 @@ typedef struct {
 static int decide_window(double s, double e, void *ctx)
 {
     window_q *q = ctx;
-    return vt__window_decide(s, e, q->B, &q->lo, &q->hi, &q->mid); /* the device's, vt_round_impl.h */
+    return vti_window_decide(s, e, q->B, &q->lo, &q->hi, &q->mid); /* the device's, vt_round_hd.h */
 }
 
 /* The exact window of element (i, j): lo = RN32(X - B), hi = RN32(X + B) and *mid = RN32(X) for
@@ -696,7 +696,7 @@ static vt_err slow_element(vt_rctx *c, vt_oplog *o, const vt_bounds *b, tight_ca
      * threshold neither; docs/rounding.md 5: the threshold is one boundary). */
     int near_max = err == VT_ERR_DIVERGED && isfinite(x) && B > 0 && !isinf(B);
     if (b->xa && ((!err && logged) || near_max) && !c->bound.legacy_log) {
-        /* format 5: the entry from the exact window, the same for every trainer (vt__record_window) */
+        /* format 5: the entry from the exact window, the same for every trainer (vti_record_window) */
         uint32_t lo, hi, mid;
         vt_round_ends(x, B, 1.0, &lo, &hi);
         if (bits_finite(lo)) {
@@ -967,16 +967,16 @@ static vt_err epi_fail(vt_rctx *c, uint32_t op, uint64_t idx, const vt_epi_res *
 {
     vt_err code = VT_ERR_DIVERGED;
     switch (r->code) {
-    case VT__EL_NAN: vt_set_error(code, "result is NaN"); break;
-    case VT__EL_BAD_BOUND: vt_set_error(code, "error bound is not finite (%g)", r->B); break;
-    case VT__EL_RANGE:
+    case VTI_EL_NAN: vt_set_error(code, "result is NaN"); break;
+    case VTI_EL_BAD_BOUND: vt_set_error(code, "error bound is not finite (%g)", r->B); break;
+    case VTI_EL_RANGE:
         if (c->bound.rounding == VT_ROUNDING_LOG && vt_hd_isfinite(r->x))
             vt_set_error(code, "result %.17g is beyond FP32 range", r->x); /* vt_round_record1's message */
         else
             vt_set_error(code, "result is beyond FP32 range");
         break;
-    case VT__EL_LABEL: code = VT_ERR_ARG; vt_set_error(code, "a label is not a class"); break;
-    case VT__EL_STEPS: code = VT_ERR_ARG; vt_set_error(code, "Adam's step count is not a step"); break;
+    case VTI_EL_LABEL: code = VT_ERR_ARG; vt_set_error(code, "a label is not a class"); break;
+    case VTI_EL_STEPS: code = VT_ERR_ARG; vt_set_error(code, "Adam's step count is not a step"); break;
     default:
         code = VT_ERR_INTERNAL;
         vt_set_error(code, "the epilogue's decision for this element is invalid (code %u, entry %u)", r->code,
@@ -1008,7 +1008,7 @@ vt_err vt_epi_finish(vt_rctx *c, uint32_t op_id, size_t M, size_t N, uint64_t n,
                            "operation %u: the epilogue's flagged indices are out of order", op_id);
         if (r->eval) c->stats.exact++;
         if (r->eval == 2) c->stats.kulisch++;
-        if (r->code != VT__EL_OK || r->entry > 2 || (!rec && r->entry) || !vt__bits_finite(r->bits))
+        if (r->code != VTI_EL_OK || r->entry > 2 || (!rec && r->entry) || !vti_bits_finite(r->bits))
             return epi_fail(c, op_id, idx[f], r);
         if (out) out[idx[f]] = vt_bits_f32(r->bits);
         if (!r->entry) continue;

@@ -37,10 +37,10 @@ void vt_store_checkpoint_path(const char *run_dir, uint64_t step, char *out, siz
 
 static char *ckpt_path(const vt_store *s, uint64_t step)
 {
-    return vt__str_printf(CKPT_PATH_FMT, s->run_dir, (unsigned long long)step);
+    return vti_str_printf(CKPT_PATH_FMT, s->run_dir, (unsigned long long)step);
 }
 
-char *vt__ckpt_dir(const char *run_dir) { return vt__str_printf("%s/checkpoints", run_dir); }
+char *vti_ckpt_dir(const char *run_dir) { return vti_str_printf("%s/checkpoints", run_dir); }
 
 /* The step of a checkpoint file's name "ckpt-<12 digits>.vtck" (exactly); 0 when it is not one. */
 static int ckpt_name_step(const char *name, uint64_t *step)
@@ -67,7 +67,7 @@ static vt_err unlink_ckpt(char *p, int *removed)
     return e;
 }
 
-vt_err vt__ckpt_remove_files(vt_store *s, const uint64_t *steps, size_t n, uint64_t after)
+vt_err vti_ckpt_remove_files(vt_store *s, const uint64_t *steps, size_t n, uint64_t after)
 {
     vt_err e = VT_OK;
     int removed = 0;
@@ -79,7 +79,7 @@ vt_err vt__ckpt_remove_files(vt_store *s, const uint64_t *steps, size_t n, uint6
             e = unlink_ckpt(p, &removed);
         }
     }
-    char *d = vt__ckpt_dir(s->run_dir);
+    char *d = vti_ckpt_dir(s->run_dir);
     if (!d) return e ? e : vt_set_error(VT_ERR_NOMEM, "out of memory");
     DIR *dir = e ? NULL : opendir(d);
     if (dir) { /* files written but never recorded (a writer killed in between) */
@@ -87,7 +87,7 @@ vt_err vt__ckpt_remove_files(vt_store *s, const uint64_t *steps, size_t n, uint6
         while (!e && (ent = readdir(dir)) != NULL) {
             uint64_t step = 0;
             if (!ckpt_name_step(ent->d_name, &step) || step <= after) continue;
-            char *p = vt__str_printf("%s/%s", d, ent->d_name);
+            char *p = vti_str_printf("%s/%s", d, ent->d_name);
             if (!p) {
                 e = vt_set_error(VT_ERR_NOMEM, "out of memory");
             } else {
@@ -96,20 +96,20 @@ vt_err vt__ckpt_remove_files(vt_store *s, const uint64_t *steps, size_t n, uint6
         }
         closedir(dir);
     }
-    if (!e && removed) e = vt__fsync_dir(d);
+    if (!e && removed) e = vti_fsync_dir(d);
     free(d);
     return e;
 }
 
-void vt__ckpt_remove_temps(vt_store *s)
+void vti_ckpt_remove_temps(vt_store *s)
 {
-    char *d = vt__ckpt_dir(s->run_dir);
+    char *d = vti_ckpt_dir(s->run_dir);
     DIR *dir = d ? opendir(d) : NULL;
     if (dir) {
         struct dirent *ent;
         while ((ent = readdir(dir)) != NULL) {
             if (strncmp(ent->d_name, "ckpt-", 5) != 0 || !strstr(ent->d_name, ".vtck.tmp")) continue;
-            char *p = vt__str_printf("%s/%s", d, ent->d_name);
+            char *p = vti_str_printf("%s/%s", d, ent->d_name);
             if (p) unlink(p);
             free(p);
         }
@@ -164,7 +164,7 @@ vt_err vt_store_put_checkpoint(vt_store *s, uint64_t step, const float *state, s
     size_t flen = CKPT_HEADER_LEN + zlen;
     if ((e = vt_sha256(file, flen, hash))) goto done;
     path = ckpt_path(s, step);
-    ckdir = vt__ckpt_dir(s->run_dir);
+    ckdir = vti_ckpt_dir(s->run_dir);
     if (!path || !ckdir) {
         e = vt_set_error(VT_ERR_NOMEM, "out of memory writing checkpoint %llu", (unsigned long long)step);
         goto done;
@@ -173,19 +173,19 @@ vt_err vt_store_put_checkpoint(vt_store *s, uint64_t step, const float *state, s
         e = vt_set_error(VT_ERR_IO, "cannot create %s: %s", ckdir, strerror(errno));
         goto done;
     }
-    if ((e = vt__write_durable_at(path, file, flen, "ckpt"))) goto done;
+    if ((e = vti_write_durable_at(path, file, flen, "ckpt"))) goto done;
 
     sqlite3_stmt *st = s->put_ckpt;
     int rc = sqlite3_bind_int64(st, 1, (sqlite3_int64)step);
     if (rc == SQLITE_OK) rc = sqlite3_bind_blob(st, 2, hash, VT_HASH_LEN, SQLITE_STATIC);
     if (rc == SQLITE_OK) rc = sqlite3_bind_int64(st, 3, (sqlite3_int64)n);
     if (rc != SQLITE_OK) {
-        vt__store_stmt_done(st);
-        e = vt__store_db_fail(s, rc, "binding");
+        vti_store_stmt_done(st);
+        e = vti_store_db_fail(s, rc, "binding");
     } else {
-        e = vt__store_exec(s, st, "recording a checkpoint");
+        e = vti_store_exec(s, st, "recording a checkpoint");
     }
-    if (!e) vt__fault(NULL, "ckpt.recorded");
+    if (!e) vti_fault(NULL, "ckpt.recorded");
 done:
     free(file);
     free(path);
@@ -210,17 +210,17 @@ vt_err vt_store_get_checkpoint(vt_store *s, uint64_t step, size_t expected_n, fl
     uint8_t want[VT_HASH_LEN];
     uint64_t rec_n = 0;
     sqlite3_stmt *st = s->get_ckpt;
-    VT_FORWARD_IF_ERROR(vt__store_bind_step(s, st, step));
+    VT_FORWARD_IF_ERROR(vti_store_bind_step(s, st, step));
     int rc = sqlite3_step(st);
     vt_err e = VT_OK;
     if (rc == SQLITE_DONE)
         e = vt_set_error(VT_ERR_ARG, "run store %s has no checkpoint at step %llu", s->db_path,
                          (unsigned long long)step);
     else if (rc != SQLITE_ROW)
-        e = vt__store_db_fail(s, rc, "reading a checkpoint record");
-    if (!e) e = vt__store_col_hash(s, st, 0, want, "file_hash", "checkpoint", step);
-    if (!e) e = vt__store_col_uint(s, st, 1, (uint64_t)INT64_MAX, &rec_n, "n_values of checkpoint", step);
-    vt__store_stmt_done(st);
+        e = vti_store_db_fail(s, rc, "reading a checkpoint record");
+    if (!e) e = vti_store_col_hash(s, st, 0, want, "file_hash", "checkpoint", step);
+    if (!e) e = vti_store_col_uint(s, st, 1, (uint64_t)INT64_MAX, &rec_n, "n_values of checkpoint", step);
+    vti_store_stmt_done(st);
     if (e) return e;
 
     /* The file: hash every byte first; keep the bytes only when the size can be valid. */
@@ -385,5 +385,5 @@ done:
 vt_err vt_store_list_checkpoints(vt_store *s, uint64_t **steps, size_t *n)
 {
     VT_RETURN_ERROR_IF(!s || !steps || !n, VT_ERR_ARG, "vt_store_list_checkpoints: invalid argument");
-    return vt__store_steps_of(s, s->list_ckpt, steps, n);
+    return vti_store_steps_of(s, s->list_ckpt, steps, n);
 }

@@ -34,7 +34,7 @@ vt_err vt_commitment_write(const char *path, const vt_commitment *c)
     uint8_t file[VT_COMMITMENT_FILE_LEN];
     vt_commitment_body(c, file);
     memcpy(file + VT_COMMITMENT_BODY_LEN, c->signature, 64);
-    return vt__write_durable_at(path, file, sizeof file, "commitment");
+    return vti_write_durable_at(path, file, sizeof file, "commitment");
 }
 
 vt_err vt_commitment_read(const char *path, vt_commitment *c)

@@ -16,7 +16,7 @@ static vt_store_fault_fn *g_fault_hook;
 
 void vt_store_set_fault_hook(vt_store_fault_fn *fn) { g_fault_hook = fn; }
 
-void vt__fault(const char *prefix, const char *name)
+void vti_fault(const char *prefix, const char *name)
 {
     if (!g_fault_hook) return;
     char point[96];
@@ -27,7 +27,7 @@ void vt__fault(const char *prefix, const char *name)
     g_fault_hook(point);
 }
 
-char *vt__str_printf(const char *fmt, ...)
+char *vti_str_printf(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -42,7 +42,7 @@ char *vt__str_printf(const char *fmt, ...)
     return p;
 }
 
-vt_err vt__fsync_dir(const char *dir)
+vt_err vti_fsync_dir(const char *dir)
 {
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) VT_RETURN_ERROR(VT_ERR_IO, "cannot open directory %s: %s", dir, strerror(errno));
@@ -55,15 +55,15 @@ vt_err vt__fsync_dir(const char *dir)
     return VT_OK;
 }
 
-char *vt__dir_of(const char *path)
+char *vti_dir_of(const char *path)
 {
     const char *slash = strrchr(path, '/');
-    if (!slash) return vt__str_printf(".");
-    if (slash == path) return vt__str_printf("/");
-    return vt__str_printf("%.*s", (int)(slash - path), path);
+    if (!slash) return vti_str_printf(".");
+    if (slash == path) return vti_str_printf("/");
+    return vti_str_printf("%.*s", (int)(slash - path), path);
 }
 
-static void dfile_release(vt__dfile *d)
+static void dfile_release(vti_dfile *d)
 {
     free(d->tmp);
     free(d->path);
@@ -72,23 +72,23 @@ static void dfile_release(vt__dfile *d)
     d->point = NULL;
 }
 
-void vt__dfile_abort(vt__dfile *d)
+void vti_dfile_abort(vti_dfile *d)
 {
     if (d->f) fclose(d->f);
     if (d->tmp) unlink(d->tmp);
     dfile_release(d);
 }
 
-vt_err vt__dfile_open(vt__dfile *d, const char *path, int unique)
+vt_err vti_dfile_open(vti_dfile *d, const char *path, int unique)
 {
     static atomic_ulong counter;
     d->f = NULL;
-    d->path = vt__str_printf("%s", path);
+    d->path = vti_str_printf("%s", path);
     if (unique) {
         unsigned long k = atomic_fetch_add(&counter, 1);
-        d->tmp = vt__str_printf("%s.tmp-%ld-%lu", path, (long)getpid(), k);
+        d->tmp = vti_str_printf("%s.tmp-%ld-%lu", path, (long)getpid(), k);
     } else {
-        d->tmp = vt__str_printf("%s.tmp", path);
+        d->tmp = vti_str_printf("%s.tmp", path);
     }
     if (!d->tmp || !d->path) {
         dfile_release(d);
@@ -106,23 +106,23 @@ vt_err vt__dfile_open(vt__dfile *d, const char *path, int unique)
     if (!d->f) {
         vt_err e = vt_set_error(VT_ERR_IO, "cannot write %s: %s", d->tmp, strerror(errno));
         close(fd);
-        vt__dfile_abort(d);
+        vti_dfile_abort(d);
         return e;
     }
     return VT_OK;
 }
 
-vt_err vt__dfile_write(vt__dfile *d, const void *p, size_t n)
+vt_err vti_dfile_write(vti_dfile *d, const void *p, size_t n)
 {
     VT_RETURN_ERROR_IF(n && fwrite(p, 1, n, d->f) != n, VT_ERR_IO, "cannot write %s: %s", d->tmp,
                        strerror(errno));
     return VT_OK;
 }
 
-vt_err vt__dfile_commit(vt__dfile *d)
+vt_err vti_dfile_commit(vti_dfile *d)
 {
     int ok = fflush(d->f) == 0;
-    if (ok && d->point) vt__fault(d->point, "tmp-written");
+    if (ok && d->point) vti_fault(d->point, "tmp-written");
     ok = ok && fsync(fileno(d->f)) == 0;
     int werr = errno;
     FILE *f = d->f;
@@ -135,44 +135,44 @@ vt_err vt__dfile_commit(vt__dfile *d)
     if (!ok) {
         e = vt_set_error(VT_ERR_IO, "cannot write %s: %s", d->tmp, strerror(werr));
     } else {
-        if (d->point) vt__fault(d->point, "tmp-synced");
+        if (d->point) vti_fault(d->point, "tmp-synced");
         if (rename(d->tmp, d->path) != 0)
             e = vt_set_error(VT_ERR_IO, "cannot rename %s to %s: %s", d->tmp, d->path, strerror(errno));
     }
     if (e) {
-        vt__dfile_abort(d);
+        vti_dfile_abort(d);
         return e;
     }
-    if (d->point) vt__fault(d->point, "renamed");
-    char *dir = vt__dir_of(d->path);
-    e = dir ? vt__fsync_dir(dir) : vt_set_error(VT_ERR_NOMEM, "out of memory writing %s", d->path);
+    if (d->point) vti_fault(d->point, "renamed");
+    char *dir = vti_dir_of(d->path);
+    e = dir ? vti_fsync_dir(dir) : vt_set_error(VT_ERR_NOMEM, "out of memory writing %s", d->path);
     free(dir);
-    if (!e && d->point) vt__fault(d->point, "dir-synced");
+    if (!e && d->point) vti_fault(d->point, "dir-synced");
     dfile_release(d);
     return e;
 }
 
-vt_err vt__write_durable_at(const char *path, const uint8_t *data, size_t len, const char *point)
+vt_err vti_write_durable_at(const char *path, const uint8_t *data, size_t len, const char *point)
 {
-    vt__dfile d;
-    VT_FORWARD_IF_ERROR(vt__dfile_open(&d, path, 1));
+    vti_dfile d;
+    VT_FORWARD_IF_ERROR(vti_dfile_open(&d, path, 1));
     d.point = point;
-    if (point) vt__fault(point, "tmp-created");
+    if (point) vti_fault(point, "tmp-created");
     size_t half = point ? len / 2 : 0;
-    vt_err e = vt__dfile_write(&d, data, half);
+    vt_err e = vti_dfile_write(&d, data, half);
     if (!e && point) {
         if (fflush(d.f) != 0) e = vt_set_error(VT_ERR_IO, "cannot write %s: %s", d.tmp, strerror(errno));
-        if (!e) vt__fault(point, "tmp-half");
+        if (!e) vti_fault(point, "tmp-half");
     }
-    if (!e) e = vt__dfile_write(&d, len > half ? data + half : data, len - half);
+    if (!e) e = vti_dfile_write(&d, len > half ? data + half : data, len - half);
     if (e) {
-        vt__dfile_abort(&d);
+        vti_dfile_abort(&d);
         return e;
     }
-    return vt__dfile_commit(&d);
+    return vti_dfile_commit(&d);
 }
 
-vt_err vt__write_durable(const char *path, const uint8_t *data, size_t len)
+vt_err vti_write_durable(const char *path, const uint8_t *data, size_t len)
 {
-    return vt__write_durable_at(path, data, len, NULL);
+    return vti_write_durable_at(path, data, len, NULL);
 }

@@ -146,11 +146,11 @@ static vt_err build_header(const vt_st_tensor *t, size_t n, const char *const *k
 }
 
 /* The tensor's elements, little-endian. */
-static vt_err write_tensor(vt__dfile *d, const vt_st_tensor *t)
+static vt_err write_tensor(vti_dfile *d, const vt_st_tensor *t)
 {
     unsigned size = DTYPES[t->dtype].size;
     uint64_t left = elements(t);
-    if (size == 1) return vt__dfile_write(d, t->data, (size_t)left);
+    if (size == 1) return vti_dfile_write(d, t->data, (size_t)left);
     const uint8_t *src = t->data;
     uint8_t buf[ST_CHUNK];
     while (left) {
@@ -166,7 +166,7 @@ static vt_err write_tensor(vt__dfile *d, const vt_st_tensor *t)
                 vt_put_u64le(buf + 8 * i, v);
             }
         }
-        VT_FORWARD_IF_ERROR(vt__dfile_write(d, buf, k * size));
+        VT_FORWARD_IF_ERROR(vti_dfile_write(d, buf, k * size));
         left -= k;
     }
     return VT_OK;
@@ -187,20 +187,20 @@ vt_err vt_safetensors_write(const char *path, const vt_st_tensor *t, size_t n, c
     }
     uint8_t n8[8];
     vt_put_u64le(n8, (uint64_t)padded);
-    vt__dfile d;
-    vt_err e = vt__dfile_open(&d, path, 0);
+    vti_dfile d;
+    vt_err e = vti_dfile_open(&d, path, 0);
     if (e) {
         free(header);
         return e;
     }
-    e = vt__dfile_write(&d, n8, 8);
-    if (!e) e = vt__dfile_write(&d, header, len);
-    if (!e) e = vt__dfile_write(&d, "       ", padded - len);
+    e = vti_dfile_write(&d, n8, 8);
+    if (!e) e = vti_dfile_write(&d, header, len);
+    if (!e) e = vti_dfile_write(&d, "       ", padded - len);
     for (size_t i = 0; i < n && !e; i++) e = write_tensor(&d, &t[i]);
     free(header);
     if (e) {
-        vt__dfile_abort(&d);
+        vti_dfile_abort(&d);
         return e;
     }
-    return vt__dfile_commit(&d);
+    return vti_dfile_commit(&d);
 }

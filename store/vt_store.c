@@ -14,7 +14,7 @@
  *
  * A writer holds RUN_DIR/run.lock (flock, its PID inside) from open or create to close; a
  * second writer is refused naming it. run.db is created as run.db.new and renamed once its
- * schema and manifest are committed. The named write points (vt__fault) and what a crash at
+ * schema and manifest are committed. The named write points (vti_fault) and what a crash at
  * each leaves: docs/format.md "Run directory".
  *
  * Every value read back is treated as hostile: the schema is checked on open (only our
@@ -71,12 +71,12 @@ static vt_err db_fail_path(sqlite3 *db, const char *path, int rc, const char *wh
     }
 }
 
-vt_err vt__store_db_fail(vt_store *s, int rc, const char *what)
+vt_err vti_store_db_fail(vt_store *s, int rc, const char *what)
 {
     return db_fail_path(s->db, s->db_path, rc, what);
 }
 
-void vt__store_stmt_done(sqlite3_stmt *st)
+void vti_store_stmt_done(sqlite3_stmt *st)
 {
     if (st) {
         sqlite3_reset(st);
@@ -84,19 +84,19 @@ void vt__store_stmt_done(sqlite3_stmt *st)
     }
 }
 
-vt_err vt__store_bind_step(vt_store *s, sqlite3_stmt *st, uint64_t step)
+vt_err vti_store_bind_step(vt_store *s, sqlite3_stmt *st, uint64_t step)
 {
     int rc = sqlite3_bind_int64(st, 1, (sqlite3_int64)step);
     if (rc == SQLITE_OK) return VT_OK;
-    vt__store_stmt_done(st);
-    return vt__store_db_fail(s, rc, "binding");
+    vti_store_stmt_done(st);
+    return vti_store_db_fail(s, rc, "binding");
 }
 
-vt_err vt__store_exec(vt_store *s, sqlite3_stmt *st, const char *what)
+vt_err vti_store_exec(vt_store *s, sqlite3_stmt *st, const char *what)
 {
     int rc = sqlite3_step(st);
-    vt__store_stmt_done(st);
-    if (rc != SQLITE_DONE) return vt__store_db_fail(s, rc, what);
+    vti_store_stmt_done(st);
+    if (rc != SQLITE_DONE) return vti_store_db_fail(s, rc, what);
     return VT_OK;
 }
 
@@ -108,7 +108,7 @@ static void rollback(vt_store *s)
     }
 }
 
-vt_err vt__store_col_uint(vt_store *s, sqlite3_stmt *st, int col, uint64_t max, uint64_t *out,
+vt_err vti_store_col_uint(vt_store *s, sqlite3_stmt *st, int col, uint64_t max, uint64_t *out,
                           const char *field, uint64_t step)
 {
     if (sqlite3_column_type(st, col) != SQLITE_INTEGER)
@@ -122,7 +122,7 @@ vt_err vt__store_col_uint(vt_store *s, sqlite3_stmt *st, int col, uint64_t max, 
     return VT_OK;
 }
 
-vt_err vt__store_col_hash(vt_store *s, sqlite3_stmt *st, int col, uint8_t out[VT_HASH_LEN],
+vt_err vti_store_col_hash(vt_store *s, sqlite3_stmt *st, int col, uint8_t out[VT_HASH_LEN],
                           const char *field, const char *table, uint64_t step)
 {
     if (sqlite3_column_type(st, col) != SQLITE_BLOB || sqlite3_column_bytes(st, col) != VT_HASH_LEN)
@@ -134,7 +134,7 @@ vt_err vt__store_col_hash(vt_store *s, sqlite3_stmt *st, int col, uint8_t out[VT
     return VT_OK;
 }
 
-vt_err vt__store_steps_of(vt_store *s, sqlite3_stmt *st, uint64_t **steps, size_t *n)
+vt_err vti_store_steps_of(vt_store *s, sqlite3_stmt *st, uint64_t **steps, size_t *n)
 {
     *steps = NULL;
     *n = 0;
@@ -159,8 +159,8 @@ vt_err vt__store_steps_of(vt_store *s, sqlite3_stmt *st, uint64_t **steps, size_
         }
         v[len++] = (uint64_t)sqlite3_column_int64(st, 0);
     }
-    if (!e && rc != SQLITE_DONE) e = vt__store_db_fail(s, rc, "listing checkpoints");
-    vt__store_stmt_done(st);
+    if (!e && rc != SQLITE_DONE) e = vti_store_db_fail(s, rc, "listing checkpoints");
+    vti_store_stmt_done(st);
     if (e) {
         free(v);
         return e;
@@ -187,7 +187,7 @@ static vt_err prepare(vt_store *s, const char *sql, sqlite3_stmt **st)
         int prim = rc & 0xff;
         if (prim == SQLITE_ERROR) /* no such table / column: someone else's database */
             VT_RETURN_ERROR(VT_ERR_FORMAT, "not a run store: %s (%s)", s->db_path, sqlite3_errmsg(s->db));
-        return vt__store_db_fail(s, rc, "preparing a statement");
+        return vti_store_db_fail(s, rc, "preparing a statement");
     }
     return VT_OK;
 }
@@ -235,7 +235,7 @@ static vt_err configure(vt_store *s)
     sqlite3_db_config(s->db, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0, (int *)NULL);
     /* Extra b-tree sanity checks while reading pages of a possibly corrupt file. */
     int rc = sqlite3_exec(s->db, "PRAGMA cell_size_check = ON", NULL, NULL, NULL);
-    if (rc != SQLITE_OK) return vt__store_db_fail(s, rc, "configuring");
+    if (rc != SQLITE_OK) return vti_store_db_fail(s, rc, "configuring");
     return VT_OK;
 }
 
@@ -247,7 +247,7 @@ static vt_err set_wal(vt_store *s)
     if (rc == SQLITE_OK) rc = sqlite3_step(st);
     if (rc != SQLITE_ROW) {
         sqlite3_finalize(st);
-        return vt__store_db_fail(s, rc, "switching to WAL mode");
+        return vti_store_db_fail(s, rc, "switching to WAL mode");
     }
     const unsigned char *mode = sqlite3_column_text(st, 0);
     int is_wal = mode && strcmp((const char *)mode, "wal") == 0;
@@ -256,7 +256,7 @@ static vt_err set_wal(vt_store *s)
         VT_RETURN_ERROR(VT_ERR_DB, "run store %s: cannot switch to WAL mode (another process holds it?)",
                         s->db_path);
     rc = sqlite3_exec(s->db, "PRAGMA synchronous = NORMAL", NULL, NULL, NULL);
-    if (rc != SQLITE_OK) return vt__store_db_fail(s, rc, "setting synchronous = NORMAL");
+    if (rc != SQLITE_OK) return vti_store_db_fail(s, rc, "setting synchronous = NORMAL");
     return VT_OK;
 }
 
@@ -265,7 +265,7 @@ static vt_err check_schema(vt_store *s)
 {
     sqlite3_stmt *st = NULL;
     int rc = sqlite3_prepare_v2(s->db, "SELECT type, name FROM sqlite_master", -1, &st, NULL);
-    if (rc != SQLITE_OK) return vt__store_db_fail(s, rc, "reading the schema");
+    if (rc != SQLITE_OK) return vti_store_db_fail(s, rc, "reading the schema");
     int have_meta = 0, have_steps = 0, have_ckpt = 0;
     vt_err e = VT_OK;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -302,13 +302,13 @@ static vt_err check_version(vt_store *s)
 {
     sqlite3_stmt *st = NULL;
     int rc = sqlite3_prepare_v2(s->db, "SELECT value FROM meta WHERE key = 'schema_version'", -1, &st, NULL);
-    if (rc != SQLITE_OK) return vt__store_db_fail(s, rc, "reading the schema version");
+    if (rc != SQLITE_OK) return vti_store_db_fail(s, rc, "reading the schema version");
     rc = sqlite3_step(st);
     vt_err e = VT_OK;
     if (rc == SQLITE_DONE) {
         e = vt_set_error(VT_ERR_FORMAT, "not a run store: %s has no schema_version", s->db_path);
     } else if (rc != SQLITE_ROW) {
-        e = vt__store_db_fail(s, rc, "reading the schema version");
+        e = vti_store_db_fail(s, rc, "reading the schema version");
     } else if (sqlite3_column_type(st, 0) != SQLITE_INTEGER) {
         e = vt_set_error(VT_ERR_FORMAT, "not a run store: %s: schema_version is not an integer", s->db_path);
     } else {
@@ -327,15 +327,15 @@ static vt_err meta_blob(vt_store *s, const char *key, uint8_t **out, size_t *len
     sqlite3_stmt *st = s->meta_get;
     int rc = sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
     if (rc != SQLITE_OK) {
-        vt__store_stmt_done(st);
-        return vt__store_db_fail(s, rc, "binding");
+        vti_store_stmt_done(st);
+        return vti_store_db_fail(s, rc, "binding");
     }
     rc = sqlite3_step(st);
     vt_err e = VT_OK;
     if (rc == SQLITE_DONE) {
         e = vt_set_error(VT_ERR_FORMAT, "run store %s: no %s in meta", s->db_path, key);
     } else if (rc != SQLITE_ROW) {
-        e = vt__store_db_fail(s, rc, "reading meta");
+        e = vti_store_db_fail(s, rc, "reading meta");
     } else if (sqlite3_column_type(st, 0) != SQLITE_BLOB) {
         e = vt_set_error(VT_ERR_FORMAT, "run store %s: meta %s is not a blob", s->db_path, key);
     } else {
@@ -352,7 +352,7 @@ static vt_err meta_blob(vt_store *s, const char *key, uint8_t **out, size_t *len
             *len = (size_t)n;
         }
     }
-    vt__store_stmt_done(st);
+    vti_store_stmt_done(st);
     return e;
 }
 
@@ -397,8 +397,8 @@ static vt_store *store_alloc(const char *run_dir, int readonly)
     if (!s) return NULL;
     s->readonly = readonly;
     s->lock_fd = -1;
-    s->run_dir = vt__str_printf("%s", run_dir);
-    s->db_path = vt__str_printf("%s/run.db", run_dir);
+    s->run_dir = vti_str_printf("%s", run_dir);
+    s->db_path = vti_str_printf("%s/run.db", run_dir);
     if (!s->run_dir || !s->db_path) {
         free(s->run_dir);
         free(s->db_path);
@@ -430,7 +430,7 @@ static void store_free(vt_store *s)
  * refused at once, naming the holder; the lock goes with the process (kill -9 included). */
 static vt_err lock_run_dir(vt_store *s)
 {
-    char *path = vt__str_printf("%s/" LOCK_NAME, s->run_dir);
+    char *path = vti_str_printf("%s/" LOCK_NAME, s->run_dir);
     VT_RETURN_ERROR_IF(!path, VT_ERR_NOMEM, "out of memory locking %s", s->run_dir);
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
     vt_err e = VT_OK;
@@ -474,13 +474,13 @@ static void remove_stale_temps(vt_store *s)
         struct dirent *ent;
         while ((ent = readdir(d)) != NULL) {
             if (strncmp(ent->d_name, "commitment.vtc.tmp", 18) != 0) continue;
-            char *p = vt__str_printf("%s/%s", s->run_dir, ent->d_name);
+            char *p = vti_str_printf("%s/%s", s->run_dir, ent->d_name);
             if (p) unlink(p);
             free(p);
         }
         closedir(d);
     }
-    vt__ckpt_remove_temps(s);
+    vti_ckpt_remove_temps(s);
 }
 
 /* ------------------------------------------------------------------ create / open / close */
@@ -513,7 +513,7 @@ static vt_err dir_is_fresh(const char *dir)
             !strcmp(n, DB_NEW "-journal"))
             continue;
         if (!strcmp(n, "checkpoints")) {
-            char *ck = vt__ckpt_dir(dir);
+            char *ck = vti_ckpt_dir(dir);
             int empty = ck && dir_empty(ck);
             free(ck);
             if (empty) continue;
@@ -541,10 +541,10 @@ static vt_err open_db(vt_store *s)
     if (!S_ISREG(sb.st_mode))
         VT_RETURN_ERROR(VT_ERR_FORMAT, "not a run store: %s is not a regular file", s->db_path);
     int rc = sqlite3_open_v2(s->db_path, &s->db, s->readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE, NULL);
-    if (rc != SQLITE_OK) return vt__store_db_fail(s, rc, "opening");
+    if (rc != SQLITE_OK) return vti_store_db_fail(s, rc, "opening");
     VT_FORWARD_IF_ERROR(configure(s));
     if (s->readonly && sqlite3_exec(s->db, "PRAGMA query_only = ON", NULL, NULL, NULL) != SQLITE_OK)
-        return vt__store_db_fail(s, sqlite3_errcode(s->db), "setting query_only");
+        return vti_store_db_fail(s, sqlite3_errcode(s->db), "setting query_only");
     VT_FORWARD_IF_ERROR(check_schema(s));
     VT_FORWARD_IF_ERROR(check_version(s));
     if (!s->readonly) VT_FORWARD_IF_ERROR(set_wal(s));
@@ -635,11 +635,11 @@ vt_err vt_store_create(const char *run_dir, const char *manifest, size_t manifes
     }
 
     vt_store *s = store_alloc(run_dir, 0);
-    char *ckdir = vt__ckpt_dir(run_dir);
-    char *newdb = vt__str_printf("%s/" DB_NEW, run_dir), *newj = vt__str_printf("%s/" DB_NEW "-journal", run_dir);
-    char *lockp = vt__str_printf("%s/" LOCK_NAME, run_dir);
-    char *db = vt__str_printf("%s/run.db", run_dir), *wal = vt__str_printf("%s/run.db-wal", run_dir),
-         *shm = vt__str_printf("%s/run.db-shm", run_dir);
+    char *ckdir = vti_ckpt_dir(run_dir);
+    char *newdb = vti_str_printf("%s/" DB_NEW, run_dir), *newj = vti_str_printf("%s/" DB_NEW "-journal", run_dir);
+    char *lockp = vti_str_printf("%s/" LOCK_NAME, run_dir);
+    char *db = vti_str_printf("%s/run.db", run_dir), *wal = vti_str_printf("%s/run.db-wal", run_dir),
+         *shm = vti_str_printf("%s/run.db-shm", run_dir);
     vt_err e = VT_OK;
     int locked = 0, renamed = 0;
     if (!s || !ckdir || !newdb || !newj || !lockp || !db || !wal || !shm) {
@@ -650,7 +650,7 @@ vt_err vt_store_create(const char *run_dir, const char *manifest, size_t manifes
     locked = 1;
     /* again under the lock: a creator that held it before us may have finished meanwhile */
     if (!made_dir && (e = dir_is_fresh(run_dir))) goto fail;
-    vt__fault(NULL, "create.locked");
+    vti_fault(NULL, "create.locked");
     unlink(newdb); /* what an interrupted creation left */
     unlink(newj);
     if (mkdir(ckdir, 0777) != 0 && errno != EEXIST) {
@@ -658,17 +658,17 @@ vt_err vt_store_create(const char *run_dir, const char *manifest, size_t manifes
         goto fail;
     }
     if ((e = write_new_db(s, newdb, manifest, manifest_len))) goto fail;
-    vt__fault(NULL, "create.db-new");
+    vti_fault(NULL, "create.db-new");
     if (rename(newdb, db) != 0) {
         e = vt_set_error(VT_ERR_IO, "cannot rename %s to %s: %s", newdb, db, strerror(errno));
         goto fail;
     }
     renamed = 1;
-    vt__fault(NULL, "create.renamed");
-    if ((e = vt__fsync_dir(run_dir))) goto fail;
+    vti_fault(NULL, "create.renamed");
+    if ((e = vti_fsync_dir(run_dir))) goto fail;
     if (made_dir) {
-        char *parent = vt__dir_of(run_dir);
-        e = parent ? vt__fsync_dir(parent) : vt_set_error(VT_ERR_NOMEM, "out of memory");
+        char *parent = vti_dir_of(run_dir);
+        e = parent ? vti_fsync_dir(parent) : vt_set_error(VT_ERR_NOMEM, "out of memory");
         free(parent);
         if (e) goto fail;
     }
@@ -735,7 +735,7 @@ static void lock_holders(const vt_store *s, char *buf, size_t cap)
     buf[0] = 0;
     struct stat sb[2];
     int have[2];
-    char *shm = vt__str_printf("%s-shm", s->db_path);
+    char *shm = vti_str_printf("%s-shm", s->db_path);
     have[0] = stat(s->db_path, &sb[0]) == 0;
     have[1] = shm && stat(shm, &sb[1]) == 0;
     free(shm);
@@ -788,7 +788,7 @@ vt_err vt_store_finish(vt_store *s, int wait_ms)
         if (rc == SQLITE_OK) break; /* every page in run.db, run.db-wal empty */
         int prim = rc & 0xff;
         if (prim != SQLITE_BUSY && prim != SQLITE_LOCKED) {
-            e = vt__store_db_fail(s, rc, "folding run.db-wal into run.db");
+            e = vti_store_db_fail(s, rc, "folding run.db-wal into run.db");
             break;
         }
         /* Busy. Every frame copied: run.db holds everything, and only a reader of the latest
@@ -821,7 +821,7 @@ vt_err vt_store_finish(vt_store *s, int wait_ms)
          * other connection has run.db open; else it stays in WAL mode, complete. */
         sqlite3_busy_timeout(s->db, 0);
         sqlite3_exec(s->db, "PRAGMA journal_mode = DELETE", NULL, NULL, NULL);
-        vt__fault(NULL, "finish.folded");
+        vti_fault(NULL, "finish.folded");
     }
     sqlite3_busy_timeout(s->db, BUSY_TIMEOUT_MS);
     return e;
@@ -854,7 +854,7 @@ static vt_err step_count(vt_store *s, uint64_t *count)
     int rc = sqlite3_step(s->minmax);
     vt_err e = VT_OK;
     if (rc != SQLITE_ROW) {
-        e = vt__store_db_fail(s, rc, "counting steps");
+        e = vti_store_db_fail(s, rc, "counting steps");
     } else if (sqlite3_column_type(s->minmax, 1) == SQLITE_NULL) {
         *count = 0;
     } else if (sqlite3_column_type(s->minmax, 0) != SQLITE_INTEGER ||
@@ -869,7 +869,7 @@ static vt_err step_count(vt_store *s, uint64_t *count)
         else
             *count = (uint64_t)hi + 1;
     }
-    vt__store_stmt_done(s->minmax);
+    vti_store_stmt_done(s->minmax);
     return e;
 }
 
@@ -893,7 +893,7 @@ vt_err vt_store_put_step(vt_store *s, const vt_step_rec *r, const uint8_t *log_b
                        "step %llu: log blob of %zu bytes exceeds the limit of %zu", (unsigned long long)r->step,
                        log_len, VT_STORE_MAX_LOG_BYTES);
 
-    VT_FORWARD_IF_ERROR(vt__store_exec(s, s->begin, "beginning a transaction"));
+    VT_FORWARD_IF_ERROR(vti_store_exec(s, s->begin, "beginning a transaction"));
     uint64_t count = 0;
     vt_err e = step_count(s, &count);
     if (!e && r->step != count)
@@ -913,15 +913,15 @@ vt_err vt_store_put_step(vt_store *s, const vt_step_rec *r, const uint8_t *log_b
             rc = sqlite3_bind_blob(st, 8, log_len ? (const void *)log_blob : (const void *)&empty, (int)log_len,
                                    SQLITE_STATIC);
         if (rc != SQLITE_OK) {
-            vt__store_stmt_done(st);
-            e = vt__store_db_fail(s, rc, "binding a step");
+            vti_store_stmt_done(st);
+            e = vti_store_db_fail(s, rc, "binding a step");
         } else {
-            e = vt__store_exec(s, st, "writing a step");
+            e = vti_store_exec(s, st, "writing a step");
         }
     }
-    if (!e) e = vt__store_exec(s, s->commit, "committing a step");
+    if (!e) e = vti_store_exec(s, s->commit, "committing a step");
     if (e) rollback(s);
-    if (!e) vt__fault(NULL, "step.stored");
+    if (!e) vti_fault(NULL, "step.stored");
     return e;
 }
 
@@ -932,11 +932,11 @@ vt_err vt_store_get_step(vt_store *s, uint64_t step, vt_step_rec *r)
     VT_RETURN_ERROR_IF(step >= (uint64_t)INT64_MAX, VT_ERR_ARG, "step %llu is not in run store %s",
                        (unsigned long long)step, s->db_path);
     sqlite3_stmt *st = s->get_step;
-    VT_FORWARD_IF_ERROR(vt__store_bind_step(s, st, step));
+    VT_FORWARD_IF_ERROR(vti_store_bind_step(s, st, step));
     int rc = sqlite3_step(st);
     vt_err e = VT_OK;
     if (rc == SQLITE_DONE) {
-        vt__store_stmt_done(st);
+        vti_store_stmt_done(st);
         uint64_t count = 0;
         VT_FORWARD_IF_ERROR(step_count(s, &count));
         if (step < count)
@@ -946,15 +946,15 @@ vt_err vt_store_get_step(vt_store *s, uint64_t step, vt_step_rec *r)
                         s->db_path, (unsigned long long)count);
     }
     if (rc != SQLITE_ROW) {
-        e = vt__store_db_fail(s, rc, "reading a step");
+        e = vti_store_db_fail(s, rc, "reading a step");
     } else {
         uint64_t loss = 0, has = 0, entries = 0;
-        if (!e) e = vt__store_col_uint(s, st, 0, UINT32_MAX, &loss, "loss_bits", step);
-        if (!e) e = vt__store_col_uint(s, st, 1, 1, &has, "has_state", step);
-        if (!e) e = vt__store_col_hash(s, st, 2, r->state_hash, "state_hash", "step", step);
-        if (!e) e = vt__store_col_hash(s, st, 3, r->log_hash, "log_hash", "step", step);
-        if (!e) e = vt__store_col_hash(s, st, 4, r->leaf, "leaf", "step", step);
-        if (!e) e = vt__store_col_uint(s, st, 5, (uint64_t)INT64_MAX, &entries, "log_entries", step);
+        if (!e) e = vti_store_col_uint(s, st, 0, UINT32_MAX, &loss, "loss_bits", step);
+        if (!e) e = vti_store_col_uint(s, st, 1, 1, &has, "has_state", step);
+        if (!e) e = vti_store_col_hash(s, st, 2, r->state_hash, "state_hash", "step", step);
+        if (!e) e = vti_store_col_hash(s, st, 3, r->log_hash, "log_hash", "step", step);
+        if (!e) e = vti_store_col_hash(s, st, 4, r->leaf, "leaf", "step", step);
+        if (!e) e = vti_store_col_uint(s, st, 5, (uint64_t)INT64_MAX, &entries, "log_entries", step);
         if (!e) {
             r->step = step;
             r->loss_bits = (uint32_t)loss;
@@ -964,7 +964,7 @@ vt_err vt_store_get_step(vt_store *s, uint64_t step, vt_step_rec *r)
             memset(r, 0, sizeof *r);
         }
     }
-    vt__store_stmt_done(st);
+    vti_store_stmt_done(st);
     return e;
 }
 
@@ -979,15 +979,15 @@ vt_err vt_store_get_log(vt_store *s, uint64_t step, uint8_t **blob, size_t *len)
     int rc = sqlite3_bind_int64(st, 1, (sqlite3_int64)step);
     if (rc == SQLITE_OK) rc = sqlite3_bind_int64(st, 2, (sqlite3_int64)VT_STORE_MAX_LOG_BYTES);
     if (rc != SQLITE_OK) {
-        vt__store_stmt_done(st);
-        return vt__store_db_fail(s, rc, "binding");
+        vti_store_stmt_done(st);
+        return vti_store_db_fail(s, rc, "binding");
     }
     rc = sqlite3_step(st);
     vt_err e = VT_OK;
     if (rc == SQLITE_DONE) {
         e = vt_set_error(VT_ERR_ARG, "step %llu is not in run store %s", (unsigned long long)step, s->db_path);
     } else if (rc != SQLITE_ROW) {
-        e = vt__store_db_fail(s, rc, "reading a step log");
+        e = vti_store_db_fail(s, rc, "reading a step log");
     } else {
         const char *type = (const char *)sqlite3_column_text(st, 0);
         sqlite3_int64 n = sqlite3_column_int64(st, 1);
@@ -1018,7 +1018,7 @@ vt_err vt_store_get_log(vt_store *s, uint64_t step, uint8_t **blob, size_t *len)
             }
         }
     }
-    vt__store_stmt_done(st);
+    vti_store_stmt_done(st);
     return e;
 }
 
@@ -1028,16 +1028,16 @@ vt_err vt_store_truncate(vt_store *s, uint64_t step)
     VT_RETURN_ERROR_IF(s->readonly, VT_ERR_ARG, "run store %s is open read-only", s->db_path);
     if (step >= (uint64_t)INT64_MAX) return VT_OK; /* no step can be above it */
 
-    VT_FORWARD_IF_ERROR(vt__store_exec(s, s->begin, "beginning a transaction"));
+    VT_FORWARD_IF_ERROR(vti_store_exec(s, s->begin, "beginning a transaction"));
     uint64_t *gone = NULL;
     size_t n_gone = 0;
-    vt_err e = vt__store_bind_step(s, s->ckpts_after, step);
-    if (!e) e = vt__store_steps_of(s, s->ckpts_after, &gone, &n_gone);
-    if (!e) e = vt__store_bind_step(s, s->del_steps, step);
-    if (!e) e = vt__store_exec(s, s->del_steps, "deleting steps");
-    if (!e) e = vt__store_bind_step(s, s->del_ckpts, step);
-    if (!e) e = vt__store_exec(s, s->del_ckpts, "deleting checkpoints");
-    if (!e) e = vt__store_exec(s, s->commit, "committing a truncation");
+    vt_err e = vti_store_bind_step(s, s->ckpts_after, step);
+    if (!e) e = vti_store_steps_of(s, s->ckpts_after, &gone, &n_gone);
+    if (!e) e = vti_store_bind_step(s, s->del_steps, step);
+    if (!e) e = vti_store_exec(s, s->del_steps, "deleting steps");
+    if (!e) e = vti_store_bind_step(s, s->del_ckpts, step);
+    if (!e) e = vti_store_exec(s, s->del_ckpts, "deleting checkpoints");
+    if (!e) e = vti_store_exec(s, s->commit, "committing a truncation");
     if (e) {
         rollback(s);
         free(gone);
@@ -1046,8 +1046,8 @@ vt_err vt_store_truncate(vt_store *s, uint64_t step)
     /* The records are gone; now the files, recorded or not (an orphan file left by a crash here
      * is harmless: nothing refers to it, and the next truncation or checkpoint of that step
      * removes or replaces it). */
-    vt__fault(NULL, "truncate.recorded");
-    e = vt__ckpt_remove_files(s, gone, n_gone, step);
+    vti_fault(NULL, "truncate.recorded");
+    e = vti_ckpt_remove_files(s, gone, n_gone, step);
     free(gone);
     return e;
 }

@@ -47,7 +47,7 @@ static void bmm_check(uint64_t seed)
             vt_exec e;
             vt_exec_init(&e, VT_ORDER_PAIRWISE, cfg, 0);
             const double coef = vt_bound_coef_red(&cfg, K, K);
-            for (size_t g = 0; g < G; g++) { /* as vt__bmm_exec */
+            for (size_t g = 0; g < G; g++) { /* as vti_bmm_exec */
                 const float *Ag = A + g * M * K, *Bg = B + g * K * N;
                 CHECK_OK(vt_gemm_plain(&e, tA, tB, M, N, K, Ag, Bg, x + g * M * N));
                 for (size_t i = 0; i < M; i++) {

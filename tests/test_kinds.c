@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cuda/vt_dev_ops.h"
+#include "cuda/vt_dev_ops_hd.h"
 #include "model/vt_model.h"
 #include "model/vt_ops.h"
 #include "model/vt_plain.h"

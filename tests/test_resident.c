@@ -2,7 +2,7 @@
  * (kernels/vt_backend.h: run_begin, run_op, op_to_host, op_to_device, run_end) and the device
  * kinds' own code, against the CPU reference. The twin device is a shadow copy of the model's
  * arenas in host memory; on it the twin runs what cuda/vt_cuda_model.cu runs on the GPU, from the
- * same source: every non-GEMM kind through vt_dev_op_make, the items of vt__dev_op_item (one
+ * same source: every non-GEMM kind through vt_dev_op_make, the items of vti_dev_op_item (one
  * loop iteration where the GPU has one thread) and vt_dev_op_finish, the GEMMs through the
  * epilogue's host twin vt_epi_host; the other kinds it refuses, and vt_model_run brackets them
  * with the transfers. A missing transfer or a device kind computing anything else than the CPU's
@@ -17,7 +17,7 @@
 #include "kernels/vt_backend.h"
 #include "model/vt_model.h"
 #include "model/vt_ops.h"
-#include "cuda/vt_dev_ops.h"
+#include "cuda/vt_dev_ops_hd.h"
 #include "rounding_log/vt_epilogue.h"
 #include "resident_check.h"
 #include "vt_test.h"
@@ -80,7 +80,7 @@ static vt_err mock_op(void *impl, struct vt_model *m, vt_rctx *rc, uint32_t op, 
         d->on_device++;
         return vt_epi_host(rc, op, ep, m->x64, M, N, shadow_ptr(d, o->out[0]));
     }
-    if (o->kind == VT_OPK_BMM) { /* what vt__cuda_bmm_dev does, with the CPU's products */
+    if (o->kind == VT_OPK_BMM) { /* what vti_cuda_bmm_dev does, with the CPU's products */
         const int64_t *a = o->iarg;
         size_t G = (size_t)a[0], M = (size_t)a[1], N = (size_t)a[2], K = (size_t)a[3];
         int tA = (int)a[4], tB = (int)a[5];
@@ -100,7 +100,7 @@ static vt_err mock_op(void *impl, struct vt_model *m, vt_rctx *rc, uint32_t op, 
     dop.scratch = dop.scratch_n ? calloc(dop.scratch_n, sizeof(double)) : NULL;
     dop.res = dop.res_n ? calloc(dop.res_n, sizeof(vt_epi_res)) : NULL;
     if ((dop.scratch_n && !dop.scratch) || (dop.res_n && !dop.res)) return VT_ERR_NOMEM;
-    for (size_t i = 0; i < dop.n_items; i++) vt__dev_op_item(&dop, i);
+    for (size_t i = 0; i < dop.n_items; i++) vti_dev_op_item(&dop, i);
     /* the GPU reads the failure words later (before its next synchronising operation), but reports
      * the first failing operation the same way: the shared decoder */
     vt_err e = vt_dev_err_report(rc, m, op, err);

@@ -1,22 +1,22 @@
-/* vt_gpt_impl.h - the per-element chains of the transformer's kernels (kernels/vt_gpt.c), written
- * once for the CPU kernels and the CUDA backend's device kinds (cuda/vt_dev_ops.h): fixed sequences
+/* vt_gpt_hd.h - the per-element chains of the transformer's kernels (kernels/vt_gpt.c), written
+ * once for the CPU kernels and the CUDA backend's device kinds (cuda/vt_dev_ops_hd.h): fixed sequences
  * of IEEE operations (and the portable exp) evaluated as written, the same FP64 value on host and
  * device. A per-row factor is the same function of the row's inputs wherever it is computed. */
-#ifndef VT_GPT_IMPL_H
-#define VT_GPT_IMPL_H
+#ifndef VT_GPT_HD_H
+#define VT_GPT_HD_H
 
 #include <math.h>
 #include <stddef.h>
 
 #include "../common/vt_hd.h"
-#include "../rounding_log/vt_xacc_impl.h"
-#include "vt_math_impl.h"
+#include "../rounding_log/vt_xacc_hd.h"
+#include "vt_math_hd.h"
 
 /* x - S1 / C */
-VT_HDI double vt__ln_center1(float x, float s1, size_t C) { return (double)x - (double)s1 / (double)C; }
+VT_HDI double vti_ln_center1(float x, float s1, size_t C) { return (double)x - (double)s1 / (double)C; }
 
 /* 1 / sqrt(S2 / C + eps) */
-VT_HDI double vt__ln_rstd(float s2, size_t C, double eps)
+VT_HDI double vti_ln_rstd(float s2, size_t C, double eps)
 {
     double v = (double)s2 / (double)C;
     v = v + eps;
@@ -24,68 +24,68 @@ VT_HDI double vt__ln_rstd(float s2, size_t C, double eps)
 }
 
 /* gamma x (+ beta) */
-VT_HDI double vt__affine1(float x, float gamma, const float *beta)
+VT_HDI double vti_affine1(float x, float gamma, const float *beta)
 {
     double y = (double)gamma * (double)x;
     return beta ? y + (double)*beta : y;
 }
 
 /* r ((dyg - G1 / C) - xhat G2 / C) with r = rstd(S2) */
-VT_HDI double vt__ln_backward1(float dyg, float xhat, float s2, float g1, float g2, size_t C, double eps)
+VT_HDI double vti_ln_backward1(float dyg, float xhat, float s2, float g1, float g2, size_t C, double eps)
 {
-    double r = vt__ln_rstd(s2, C, eps), a = (double)g1 / (double)C, b = (double)g2 / (double)C;
+    double r = vti_ln_rstd(s2, C, eps), a = (double)g1 / (double)C, b = (double)g2 / (double)C;
     return r * (((double)dyg - a) - (double)xhat * b);
 }
 
-#define VT__GELU_K 0.7978845608028654 /* sqrt(2/pi) */
-#define VT__GELU_A 0.044715
+#define VTI_GELU_K 0.7978845608028654 /* sqrt(2/pi) */
+#define VTI_GELU_A 0.044715
 
-VT_HDI double vt__tanh_portable(double u)
+VT_HDI double vti_tanh_portable(double u)
 {
     double a = u < 0 ? -u : u, e = vt_exp_impl(-2.0 * a), t = (1.0 - e) / (1.0 + e);
     return u < 0 ? -t : t;
 }
 
-VT_HDI double vt__gelu1(float x)
+VT_HDI double vti_gelu1(float x)
 {
-    double v = x, u = VT__GELU_K * (v + VT__GELU_A * (v * v * v));
-    return 0.5 * v * (1.0 + vt__tanh_portable(u));
+    double v = x, u = VTI_GELU_K * (v + VTI_GELU_A * (v * v * v));
+    return 0.5 * v * (1.0 + vti_tanh_portable(u));
 }
 
-VT_HDI double vt__gelu_backward1(float x, float dy)
+VT_HDI double vti_gelu_backward1(float x, float dy)
 {
-    double v = x, u = VT__GELU_K * (v + VT__GELU_A * (v * v * v)), th = vt__tanh_portable(u);
-    double du = VT__GELU_K * (1.0 + 3.0 * VT__GELU_A * (v * v));
+    double v = x, u = VTI_GELU_K * (v + VTI_GELU_A * (v * v * v)), th = vti_tanh_portable(u);
+    double du = VTI_GELU_K * (1.0 + 3.0 * VTI_GELU_A * (v * v));
     double g = 0.5 * (1.0 + th) + 0.5 * v * ((1.0 - th * th) * du);
     return (double)dy * g;
 }
 
 /* row i of the causal softmax over T columns, t = i mod T the last visible one: p_j = e_j / s for
  * j <= t with e_j = exp(scale z_j - max), s = RN64 of the exact sum of the e_j; 0 beyond t */
-VT_HDI void vt__causal_softmax_row(size_t T, size_t t, double scale, const float *zi, double *p)
+VT_HDI void vti_causal_softmax_row(size_t T, size_t t, double scale, const float *zi, double *p)
 {
     double m = scale * (double)zi[0];
     for (size_t j = 1; j <= t; j++)
         if (scale * (double)zi[j] > m) m = scale * (double)zi[j];
     vt_xacc acc;
-    vt__xacc_init(&acc);
+    vti_xacc_init(&acc);
     for (size_t j = 0; j <= t; j++) {
         p[j] = vt_exp_impl(scale * (double)zi[j] - m);
-        vt__xacc_add(&acc, p[j]);
+        vti_xacc_add(&acc, p[j]);
     }
-    double s = vt__xacc_round64(&acc);
+    double s = vti_xacc_round64(&acc);
     for (size_t j = 0; j <= t; j++) p[j] = p[j] / s;
     for (size_t j = t + 1; j < T; j++) p[j] = 0.0;
 }
 
 /* scale (p (dp - S)) */
-VT_HDI double vt__softmax_backward1(float p, float dp, float s, double scale)
+VT_HDI double vti_softmax_backward1(float p, float dp, float s, double scale)
 {
     return scale * ((double)p * ((double)dp - (double)s));
 }
 
 /* Adam's moments of s g: m' = b1 m + c1 (g s), v' = b2 v + (c2 (g s)) (g s) */
-VT_HDI void vt__adam_scaled1(float g, float m, float v, float s, double b1, double b2, double c1, double c2,
+VT_HDI void vti_adam_scaled1(float g, float m, float v, float s, double b1, double b2, double c1, double c2,
                              double *m_out, double *v_out)
 {
     double gi = (double)g * (double)s;
@@ -94,7 +94,7 @@ VT_HDI void vt__adam_scaled1(float g, float m, float v, float s, double b1, doub
 }
 
 /* AdamW: w - lr (m' / bc1 / (sqrt(v' / bc2) + eps) + wd w) */
-VT_HDI double vt__adamw1(float w, float m_new, float v_new, double lr, double bc1, double bc2, double eps, double wd)
+VT_HDI double vti_adamw1(float w, float m_new, float v_new, double lr, double bc1, double bc2, double eps, double wd)
 {
     double mh = (double)m_new / bc1, vh = (double)v_new / bc2;
     double u = mh / (sqrt(vh) + eps) + wd * (double)w;
@@ -102,14 +102,14 @@ VT_HDI double vt__adamw1(float w, float m_new, float v_new, double lr, double bc
 }
 
 /* dropout: x / (1 - p) where kept, 0 elsewhere */
-VT_HDI double vt__dropout1(float x, int keep, double p)
+VT_HDI double vti_dropout1(float x, int keep, double p)
 {
     double sc = 1.0 / (1.0 - p);
     return keep ? (double)x * sc : 0.0;
 }
 
 /* the clipping factor of a squared norm */
-VT_HDI double vt__clip_factor1(float sqnorm, double max_norm)
+VT_HDI double vti_clip_factor1(float sqnorm, double max_norm)
 {
     double nrm = sqrt((double)sqnorm);
     return nrm > max_norm ? max_norm / (nrm + 1e-6) : 1.0;

@@ -1,21 +1,21 @@
-/* vt_kernels_impl.h - the per-element chains of the MLP's kernels, written once for the CPU
+/* vt_kernels_hd.h - the per-element chains of the MLP's kernels, written once for the CPU
  * kernels (kernels/vt_kernels.c loops over them) and the CUDA backend's device-resident kinds
  * (cuda/vt_cuda_model.cu): each is a fixed sequence of IEEE basic operations, evaluated as written
  * (no contraction on either compiler), so host and device give the same FP64 value. */
-#ifndef VT_KERNELS_IMPL_H
-#define VT_KERNELS_IMPL_H
+#ifndef VT_KERNELS_HD_H
+#define VT_KERNELS_HD_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include "../common/vt_hd.h"
-#include "../rounding_log/vt_xacc_impl.h"
-#include "vt_math_impl.h"
+#include "../rounding_log/vt_xacc_hd.h"
+#include "vt_math_hd.h"
 
-VT_HDI double vt__bias1(float x, float b) { return (double)x + (double)b; }
+VT_HDI double vti_bias1(float x, float b) { return (double)x + (double)b; }
 
 /* (P - [c = y]) / N */
-VT_HDI double vt__xent_bwd1(float p, int is_label, double dn)
+VT_HDI double vti_xent_bwd1(float p, int is_label, double dn)
 {
     double t = (double)p;
     if (is_label) t = t - 1.0;
@@ -23,7 +23,7 @@ VT_HDI double vt__xent_bwd1(float p, int is_label, double dn)
 }
 
 /* l = -log(max(q, 2^-149)) / N (NaN stays NaN) */
-VT_HDI double vt__xent_l1(float p, double dn)
+VT_HDI double vti_xent_l1(float p, double dn)
 {
     double q = (double)p;
     if (q < 0x1p-149) q = 0x1p-149;
@@ -31,31 +31,31 @@ VT_HDI double vt__xent_l1(float p, double dn)
 }
 
 /* one softmax row: p_c = e_c / s with e_c = exp(z_c - max z), s = RN64 of the exact sum of the e_c */
-VT_HDI void vt__softmax_row(size_t C, const float *z, double *p)
+VT_HDI void vti_softmax_row(size_t C, const float *z, double *p)
 {
     float m = z[0];
     for (size_t c = 1; c < C; c++)
         if (z[c] > m) m = z[c];
     vt_xacc acc;
-    vt__xacc_init(&acc);
+    vti_xacc_init(&acc);
     for (size_t c = 0; c < C; c++) {
         p[c] = vt_exp_impl((double)z[c] - (double)m);
-        vt__xacc_add(&acc, p[c]);
+        vti_xacc_add(&acc, p[c]);
     }
-    double s = vt__xacc_round64(&acc);
+    double s = vti_xacc_round64(&acc);
     for (size_t c = 0; c < C; c++) p[c] = p[c] / s;
 }
 
 /* SGD with momentum: v' = mu v + (g + wd w); w' = w - lr v' */
-VT_HDI double vt__sgd_velocity1(float w, float g, float v, double mu, double wd)
+VT_HDI double vti_sgd_velocity1(float w, float g, float v, double mu, double wd)
 {
     double t = (double)g + wd * (double)w;
     return mu * (double)v + t;
 }
-VT_HDI double vt__sgd_apply1(float w, float v_new, double lr) { return (double)w - lr * (double)v_new; }
+VT_HDI double vti_sgd_apply1(float w, float v_new, double lr) { return (double)w - lr * (double)v_new; }
 
 /* Adam: m' = b1 m + c1 g, v' = b2 v + (c2 g) g with c1 = 1 - b1, c2 = 1 - b2 */
-VT_HDI void vt__adam_moments1(float g, float m, float v, double b1, double b2, double c1, double c2, double *m_out,
+VT_HDI void vti_adam_moments1(float g, float m, float v, double b1, double b2, double c1, double c2, double *m_out,
                               double *v_out)
 {
     double gi = (double)g;
@@ -65,7 +65,7 @@ VT_HDI void vt__adam_moments1(float g, float m, float v, double b1, double b2, d
 
 /* b^t by binary exponentiation (square-and-multiply, low bit first): a fixed sequence of FP64
  * multiplications determined by t alone */
-VT_HDI double vt__powi(double b, uint64_t t)
+VT_HDI double vti_powi(double b, uint64_t t)
 {
     double r = 1.0, x = b;
     while (t != 0) {
@@ -77,7 +77,7 @@ VT_HDI double vt__powi(double b, uint64_t t)
 }
 
 /* w' = w - (lr (m' / bc1)) / (sqrt(v' / bc2) + eps), bc = 1 - b^t */
-VT_HDI double vt__adam_apply1(float w, float m_new, float v_new, double lr, double bc1, double bc2, double eps)
+VT_HDI double vti_adam_apply1(float w, float m_new, float v_new, double lr, double bc1, double bc2, double eps)
 {
     double mh = (double)m_new / bc1;
     double vh = (double)v_new / bc2;

@@ -1,9 +1,9 @@
-/* vt_cnn_impl.h - the per-element chains of the CNN's kernels (kernels/vt_cnn.c), written once for
- * the CPU kernels and the CUDA backend's device kinds (cuda/vt_dev_ops.h): fixed sequences of IEEE
+/* vt_cnn_hd.h - the per-element chains of the CNN's kernels (kernels/vt_cnn.c), written once for
+ * the CPU kernels and the CUDA backend's device kinds (cuda/vt_dev_ops_hd.h): fixed sequences of IEEE
  * operations evaluated as written, so host and device give the same FP64 value. A per-channel
  * factor is the same function of the channel's inputs wherever and however often it is computed. */
-#ifndef VT_CNN_IMPL_H
-#define VT_CNN_IMPL_H
+#ifndef VT_CNN_HD_H
+#define VT_CNN_HD_H
 
 #include <math.h>
 #include <stddef.h>
@@ -11,7 +11,7 @@
 #include "../common/vt_hd.h"
 
 /* 1 / sqrt(S2 / M + eps): sqrt and division are correctly rounded IEEE operations */
-VT_HDI double vt__bn_rstd(double S2, size_t M, double eps)
+VT_HDI double vti_bn_rstd(double S2, size_t M, double eps)
 {
     double v = S2 / (double)M;
     v = v + eps;
@@ -19,35 +19,35 @@ VT_HDI double vt__bn_rstd(double S2, size_t M, double eps)
 }
 
 /* x - S1 / M */
-VT_HDI double vt__bn_center1(float x, float s1, size_t M) { return (double)x - (double)s1 / (double)M; }
+VT_HDI double vti_bn_center1(float x, float s1, size_t M) { return (double)x - (double)s1 / (double)M; }
 
 /* gamma (xc r) + beta with r = rstd(S2) */
-VT_HDI double vt__bn_apply1(float xc, double r, float gamma, float beta)
+VT_HDI double vti_bn_apply1(float xc, double r, float gamma, float beta)
 {
     return (double)gamma * ((double)xc * r) + (double)beta;
 }
 
 /* the input gradient: a (dy - mg - xc q) with a = gamma r, mg = G1 / M, q = r^2 G2 / M */
-VT_HDI double vt__bn_backward1(float dy, float xc, float s2, float g1, float g2, float gamma, size_t M, double eps)
+VT_HDI double vti_bn_backward1(float dy, float xc, float s2, float g1, float g2, float gamma, size_t M, double eps)
 {
-    double r = vt__bn_rstd(s2, M, eps);
+    double r = vti_bn_rstd(s2, M, eps);
     double a = (double)gamma * r, mg = (double)g1 / (double)M;
     double q = (r * r) * (double)g2 / (double)M;
     return a * (((double)dy - mg) - (double)xc * q);
 }
 
 /* the running statistics: (1 - mu) rm + mu (S1 / M) and (1 - mu) rv + mu (S2 / (M - 1)) */
-VT_HDI double vt__bn_running_mean1(float s1, float rm, size_t M, double mu)
+VT_HDI double vti_bn_running_mean1(float s1, float rm, size_t M, double mu)
 {
     return (1.0 - mu) * (double)rm + mu * ((double)s1 / (double)M);
 }
-VT_HDI double vt__bn_running_var1(float s2, float rv, size_t M, double mu)
+VT_HDI double vti_bn_running_var1(float s2, float rv, size_t M, double mu)
 {
     return (1.0 - mu) * (double)rv + mu * ((double)s2 / (double)(M - 1));
 }
 
 /* the evaluation pass: gamma ((x - rm) / sqrt(rv + eps)) + beta */
-VT_HDI double vt__bn_eval1(float x, float rm, float rv, float gamma, float beta, double eps)
+VT_HDI double vti_bn_eval1(float x, float rm, float rv, float gamma, float beta, double eps)
 {
     double d = sqrt((double)rv + eps);
     return (double)gamma * (((double)x - (double)rm) / d) + (double)beta;
@@ -55,7 +55,7 @@ VT_HDI double vt__bn_eval1(float x, float rm, float rv, float gamma, float beta,
 
 /* the row-major index of the maximum of pooling window (b, oy, ox) in channel c of x [B*H*W, C]
  * (k x k windows, stride k): the first maximum in row-major order, comparisons only (exact) */
-#define VT__DEFINE_ARGMAX(name, T)                                                                                     \
+#define VTI_DEFINE_ARGMAX(name, T)                                                                                     \
     VT_HDI size_t name(size_t H, size_t W, size_t C, size_t k, const T *x, size_t b, size_t oy, size_t ox, size_t c) \
     {                                                                                                                  \
         size_t best = ((b * H + oy * k) * W + ox * k) * C + c;                                                         \
@@ -66,7 +66,7 @@ VT_HDI double vt__bn_eval1(float x, float rm, float rv, float gamma, float beta,
             }                                                                                                          \
         return best;                                                                                                   \
     }
-VT__DEFINE_ARGMAX(vt__argmax_f32, float)
-VT__DEFINE_ARGMAX(vt__argmax_f64, double)
+VTI_DEFINE_ARGMAX(vti_argmax_f32, float)
+VTI_DEFINE_ARGMAX(vti_argmax_f64, double)
 
 #endif

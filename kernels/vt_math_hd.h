@@ -1,4 +1,4 @@
-/* vt_math_impl.h - the one implementation of vt_exp and vt_log, shared by the
+/* vt_math_hd.h - the one implementation of vt_exp and vt_log, shared by the
  * CPU library (kernels/vt_math.c) and the CUDA kernels (which include this file).
  *
  * Only IEEE-754 basic operations (+ - * /) on FP64, rint (round to integer in
@@ -23,8 +23,8 @@
  *           plus k*LN2_HI + k*LN2_LO, summed small-to-large.
  * Measured accuracy against glibc: see tests/test_kernels.c (max 1 ulp).
  */
-#ifndef VT_MATH_IMPL_H
-#define VT_MATH_IMPL_H
+#ifndef VT_MATH_HD_H
+#define VT_MATH_HD_H
 
 #include <math.h>
 #include <stdint.h>
@@ -34,18 +34,18 @@
 
 
 /* 2^n as a double for -1022 <= n <= 1023 (exact, built from the bit pattern). */
-static inline VT_HD double vt__pow2i(int n)
+static inline VT_HD double vti_pow2i(int n)
 {
     return vt_hd_f64((uint64_t)(n + 1023) << 52);
 }
 
 /* y * 2^k for y in [0.5, 2), -1080 <= k <= 1024: exact unless the result is
  * subnormal (then rounded once) or overflows. */
-static inline VT_HD double vt__scale(double y, int k)
+static inline VT_HD double vti_scale(double y, int k)
 {
-    if (k > 1023) return (y * 2.0) * vt__pow2i(k - 1);
-    if (k < -1021) return (y * vt__pow2i(k + 54)) * 0x1p-54;
-    return y * vt__pow2i(k);
+    if (k > 1023) return (y * 2.0) * vti_pow2i(k - 1);
+    if (k < -1021) return (y * vti_pow2i(k + 54)) * 0x1p-54;
+    return y * vti_pow2i(k);
 }
 
 static inline VT_HD double vt_exp_impl(double x)
@@ -72,7 +72,7 @@ static inline VT_HD double vt_exp_impl(double x)
     double t = r * r;
     double c = r - t * (P1 + t * (P2 + t * (P3 + t * (P4 + t * P5))));
     double y = 1.0 - ((lo - (r * c) / (2.0 - c)) - hi);
-    return vt__scale(y, (int)kd);
+    return vti_scale(y, (int)kd);
 }
 
 static inline VT_HD double vt_log_impl(double x)

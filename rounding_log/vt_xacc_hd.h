@@ -1,11 +1,11 @@
-/* vt_xacc_impl.h - the one implementation of the exact (Kulisch) accumulator and of the
+/* vt_xacc_hd.h - the one implementation of the exact (Kulisch) accumulator and of the
  * compensated dot product (vt_exact.h), for the CPU library (rounding_log/vt_exact.c wraps these)
  * and the CUDA kernels (cuda/vt_cuda.cu includes this file): the same source, so the CPU tests
  * exercise what the GPU runs. Integer arithmetic only, apart from reading a double's bits, the
  * TwoSum additions of the compensated stage and building the rounded result from an integer and
  * a power of two (exact). */
-#ifndef VT_XACC_IMPL_H
-#define VT_XACC_IMPL_H
+#ifndef VT_XACC_HD_H
+#define VT_XACC_HD_H
 
 #include <float.h>
 #include <math.h>
@@ -16,10 +16,10 @@
 #include "../common/vt_hd.h"
 #include "vt_exact.h"
 
-#define VT__XTOP (VT_XACC_LIMBS - 1)
-#define VT__XFLUSH (1u << 29) /* 2^29 additions of |c| < 2^33 stay below 2^62 per limb */
+#define VTI_XTOP (VT_XACC_LIMBS - 1)
+#define VTI_XFLUSH (1u << 29) /* 2^29 additions of |c| < 2^33 stay below 2^62 per limb */
 
-VT_HDI void vt__xacc_init(vt_xacc *a)
+VT_HDI void vti_xacc_init(vt_xacc *a)
 {
     memset(a, 0, sizeof *a);
     a->lo = VT_XACC_LIMBS;
@@ -28,24 +28,24 @@ VT_HDI void vt__xacc_init(vt_xacc *a)
 
 /* Carry propagation: afterwards limbs 0..TOP-1 are in [0, 2^32) and the top limb holds the sign
  * (the value is negative exactly when the top limb is). */
-VT_HDI void vt__xacc_norm(vt_xacc *a)
+VT_HDI void vti_xacc_norm(vt_xacc *a)
 {
     a->pending = 0;
     if (a->lo > a->hi) return;
     int64_t carry = 0;
     int l = a->lo;
-    for (; l < VT__XTOP; l++) {
+    for (; l < VTI_XTOP; l++) {
         if (l > a->hi && carry == 0) break;
         int64_t v = a->L[l] + carry;
         int64_t low = (int64_t)((uint64_t)v & 0xffffffffULL);
         carry = (v - low) / 4294967296LL; /* exact: v - low is a multiple of 2^32 */
         a->L[l] = low;
     }
-    if (l == VT__XTOP) a->L[VT__XTOP] += carry;
-    if (l > a->hi) a->hi = l == VT__XTOP ? VT__XTOP : l - 1;
+    if (l == VTI_XTOP) a->L[VTI_XTOP] += carry;
+    if (l > a->hi) a->hi = l == VTI_XTOP ? VTI_XTOP : l - 1;
 }
 
-VT_HDI void vt__xacc_add(vt_xacc *a, double x)
+VT_HDI void vti_xacc_add(vt_xacc *a, double x)
 {
     if (x == 0.0) return;
     if (!vt_hd_isfinite(x)) {
@@ -77,24 +77,24 @@ VT_HDI void vt__xacc_add(vt_xacc *a, double x)
     a->L[li + 2] += c2; /* li + 2 <= 66 < TOP */
     if (li < a->lo) a->lo = li;
     if (li + 2 > a->hi) a->hi = li + 2;
-    if (++a->pending == VT__XFLUSH) vt__xacc_norm(a);
+    if (++a->pending == VTI_XFLUSH) vti_xacc_norm(a);
 }
 
 /* |value| as 32-bit digits D[0..TOP] (a sum of fewer than 2^62 finite doubles is below 2^1086,
  * bit 2174 of the accumulator, so it fits below the top limb); returns the sign (-1, 0, 1). */
-VT_HDI int vt__xacc_magnitude(const vt_xacc *a, uint32_t *D)
+VT_HDI int vti_xacc_magnitude(const vt_xacc *a, uint32_t *D)
 {
     vt_xacc t = *a;
-    vt__xacc_norm(&t);
-    int neg = t.L[VT__XTOP] < 0;
+    vti_xacc_norm(&t);
+    int neg = t.L[VTI_XTOP] < 0;
     if (neg) {
-        for (int l = 0; l <= VT__XTOP; l++) t.L[l] = -t.L[l];
+        for (int l = 0; l <= VTI_XTOP; l++) t.L[l] = -t.L[l];
         t.lo = 0;
-        t.hi = VT__XTOP;
-        vt__xacc_norm(&t);
+        t.hi = VTI_XTOP;
+        vti_xacc_norm(&t);
     }
     int any = 0;
-    for (int l = 0; l <= VT__XTOP; l++) {
+    for (int l = 0; l <= VTI_XTOP; l++) {
         D[l] = (uint32_t)t.L[l];
         any |= D[l] != 0;
     }
@@ -102,7 +102,7 @@ VT_HDI int vt__xacc_magnitude(const vt_xacc *a, uint32_t *D)
 }
 
 /* NaN or an infinity when a non-finite term was added (1), else 0 */
-VT_HDI int vt__xacc_special(const vt_xacc *a, double *r)
+VT_HDI int vti_xacc_special(const vt_xacc *a, double *r)
 {
     if (a->n_nan || (a->n_pinf && a->n_ninf)) {
         *r = vt_hd_f64(0x7ff8000000000000ULL);
@@ -116,7 +116,7 @@ VT_HDI int vt__xacc_special(const vt_xacc *a, double *r)
 }
 
 /* Bits pos .. pos+n-1 of D (n <= 64), as an integer. */
-VT_HDI uint64_t vt__xacc_get_bits(const uint32_t *D, int pos, int n)
+VT_HDI uint64_t vti_xacc_get_bits(const uint32_t *D, int pos, int n)
 {
     uint64_t r = 0;
     int got = 0;
@@ -131,7 +131,7 @@ VT_HDI uint64_t vt__xacc_get_bits(const uint32_t *D, int pos, int n)
     return r;
 }
 
-VT_HDI int vt__xacc_any_below(const uint32_t *D, int pos)
+VT_HDI int vti_xacc_any_below(const uint32_t *D, int pos)
 {
     int li = pos >> 5, off = pos & 31;
     if (off && (D[li] & ((1u << off) - 1))) return 1;
@@ -142,41 +142,41 @@ VT_HDI int vt__xacc_any_below(const uint32_t *D, int pos)
 
 /* RN of the exact value to p significant bits with the lowest representable bit 2^emin
  * (subnormals), ties to even; the result is exact in double (p <= 53, emin >= -1074). */
-VT_HDI double vt__xacc_round_to(const vt_xacc *a, int p, int emin)
+VT_HDI double vti_xacc_round_to(const vt_xacc *a, int p, int emin)
 {
     double sp;
-    if (vt__xacc_special(a, &sp)) return sp;
+    if (vti_xacc_special(a, &sp)) return sp;
     uint32_t D[VT_XACC_LIMBS];
-    int sign = vt__xacc_magnitude(a, D);
+    int sign = vti_xacc_magnitude(a, D);
     if (sign == 0) return 0.0;
-    int h = VT__XTOP;
+    int h = VTI_XTOP;
     while (D[h] == 0) h--;
     int P = 32 * h + 31 - vt_hd_clz32(D[h]); /* position of the leading bit */
     int q = P - (p - 1);                     /* position of the result's last bit */
     if (q < emin - VT_XACC_LOW) q = emin - VT_XACC_LOW;
-    uint64_t mant = P >= q ? vt__xacc_get_bits(D, q, P - q + 1) : 0;
+    uint64_t mant = P >= q ? vti_xacc_get_bits(D, q, P - q + 1) : 0;
     int guard = (D[(q - 1) >> 5] >> ((q - 1) & 31)) & 1;
-    int sticky = vt__xacc_any_below(D, q - 1);
+    int sticky = vti_xacc_any_below(D, q - 1);
     if (guard && (sticky || (mant & 1))) mant++; /* mant <= 2^p: exact in double */
     double r = ldexp((double)mant, q + VT_XACC_LOW); /* inf when beyond FP64 */
     return sign < 0 ? -r : r;
 }
 
-VT_HDI double vt__xacc_round64(const vt_xacc *a) { return vt__xacc_round_to(a, 53, -1074); }
+VT_HDI double vti_xacc_round64(const vt_xacc *a) { return vti_xacc_round_to(a, 53, -1074); }
 
-VT_HDI float vt__xacc_round32(const vt_xacc *a)
+VT_HDI float vti_xacc_round32(const vt_xacc *a)
 {
-    double r = vt__xacc_round_to(a, 24, -149);
+    double r = vti_xacc_round_to(a, 24, -149);
     if (r > (double)FLT_MAX) return (float)INFINITY; /* RN overflows at 2^128 - 2^103 and above */
     if (r < -(double)FLT_MAX) return -(float)INFINITY;
     return (float)r; /* exact: at most 24 bits on the FP32 grid (NaN passes) */
 }
 
 /* exact sum_k a[k*inca] * b[k*incb] of FP32 vectors into a fresh accumulator */
-VT_HDI void vt__xacc_dot32(vt_xacc *acc, size_t K, const float *a, size_t inca, const float *b, size_t incb)
+VT_HDI void vti_xacc_dot32(vt_xacc *acc, size_t K, const float *a, size_t inca, const float *b, size_t incb)
 {
-    vt__xacc_init(acc);
-    for (size_t k = 0; k < K; k++) vt__xacc_add(acc, (double)a[k * inca] * (double)b[k * incb]);
+    vti_xacc_init(acc);
+    for (size_t k = 0; k < K; k++) vti_xacc_add(acc, (double)a[k * inca] * (double)b[k * incb]);
 }
 
 /* ---- the compensated dot product (vt_dot_comp32 / vt_dot_comp64) ---- */
@@ -195,7 +195,7 @@ VT_HDI void vt__xacc_dot32(vt_xacc *acc, size_t K, const float *a, size_t inca, 
  * with (n + 8) u <= 2^-22 both factors are inside 1.01. r = RN(S + C) adds u |r| (1 + u); the final
  * inflation covers the rounding of this expression, DBL_MIN an underflow in it. M = 0: every error
  * is zero, C = 0 and r = S = X exactly. */
-VT_HDI void vt__comp_finish(size_t n, double S, double C, double M, double *s_out, double *e_out)
+VT_HDI void vti_comp_finish(size_t n, double S, double C, double M, double *s_out, double *e_out)
 {
     double r = S + C;
     *s_out = r;
@@ -230,10 +230,10 @@ VT_HDI void vt__comp_finish(size_t n, double S, double C, double M, double *s_ou
             C_ += err_;                                                                                                \
             M_ += vt_hd_fabs(err_);                                                                                    \
         }                                                                                                              \
-        vt__comp_finish((n), S_, C_, M_, (s_out), (e_out));                                                            \
+        vti_comp_finish((n), S_, C_, M_, (s_out), (e_out));                                                            \
     } while (0)
 
-VT_HDI void vt__dot_comp32(size_t n, const float *a, size_t inca, const float *b, size_t incb, double *s_out,
+VT_HDI void vti_dot_comp32(size_t n, const float *a, size_t inca, const float *b, size_t incb, double *s_out,
                            double *e_out)
 {
     VT_COMP_DOT(n, t, (double)a[t * inca] * (double)b[t * incb], s_out, e_out);
