@@ -439,7 +439,15 @@ float vt_model_loss(vt_model *m)
 static vt_err exec_op(vt_model *m, const vt_dataset *ds, vt_rctx *rc, uint64_t s, uint32_t op_id)
 {
     const vt_opdesc *o = &m->prog.op[op_id];
-    vt_opctx c = {m, o, op_id, s, ds, rc};
+    vt_opctx c;
+    memset(&c, 0, sizeof c);
+    c.prog = &m->prog, c.arena = m->arena, c.o = o, c.op_id = op_id, c.step = s, c.ds = ds, c.rc = rc;
+    c.exec = &m->exec, c.be = m->be;
+    c.s = (vt_opscratch){m->x64, m->x64b, m->b64, m->rn, m->cn, m->f32s};
+    if (o->kind == VT_OPK_LOAD_BATCH) {
+        vt_model_batch_indices(m, s);
+        c.batch_idx = m->batch_idx;
+    }
     return vt_opkind_get(o->kind)->exec(&c);
 }
 

@@ -8,7 +8,6 @@
 
 #include "../common/vt_bytes.h"
 #include "../kernels/vt_kernels.h"
-#include "vt_model.h"
 #include "vt_philox.h"
 #include "vt_recipe.h"
 
@@ -49,11 +48,11 @@ vt_err vti_load_batch_check(const vt_program *p, const vt_opdesc *o)
 vt_err vti_load_batch_exec(vt_opctx *c)
 {
     VT_RETURN_ERROR_IF(!c->ds, VT_ERR_ARG, "loading a batch needs the dataset");
-    const vt_tensor *x = T(&c->m->prog, c->o->out[0]);
+    const vt_tensor *x = T(c->prog, c->o->out[0]);
     VT_RETURN_ERROR_IF(c->ds->d != x->shape[1], VT_ERR_ARG, "the dataset's examples have %u values, the program %u",
                        c->ds->d, x->shape[1]);
-    vt_model_batch_indices(c->m, c->step);
-    return vt_data_batch(c->ds, c->m->batch_idx, (size_t)c->o->iarg[0], OUT(0), (uint8_t *)OUT(1));
+    VT_RETURN_ERROR_IF(!c->batch_idx, VT_ERR_INTERNAL, "loading a batch needs the step's example indices");
+    return vt_data_batch(c->ds, c->batch_idx, (size_t)c->o->iarg[0], OUT(0), (uint8_t *)OUT(1));
 }
 
 void vti_load_batch_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
@@ -119,10 +118,9 @@ vt_err vti_matmul_exec(vt_opctx *c)
     const int64_t *a = c->o->iarg;
     size_t M = (size_t)a[2], N = (size_t)a[3], K = (size_t)a[4];
     vt_bounds bd;
-    vt_model *m = c->m;
-    if (m->be && m->be->gemm_round) return m->be->gemm_round(m->be->impl, c->rc, c->op_id, (int)a[0], (int)a[1], M, N, K, IN(0), IN(1), OUT(0));
-    VT_FORWARD_IF_ERROR(vt_gemm(&m->exec, (int)a[0], (int)a[1], M, N, K, IN(0), IN(1), m->x64, m->rn, m->cn, &bd));
-    ROUND(m->x64, &bd, M, N, OUT(0));
+    if (c->be && c->be->gemm_round) return c->be->gemm_round(c->be->impl, c->rc, c->op_id, (int)a[0], (int)a[1], M, N, K, IN(0), IN(1), OUT(0));
+    VT_FORWARD_IF_ERROR(vt_gemm(c->exec, (int)a[0], (int)a[1], M, N, K, IN(0), IN(1), c->s.x64, c->s.rn, c->s.cn, &bd));
+    ROUND(c->s.x64, &bd, M, N, OUT(0));
     return VT_OK;
 }
 
@@ -156,9 +154,9 @@ vt_err vti_bias_add_check(const vt_program *p, const vt_opdesc *o)
 
 vt_err vti_bias_add_exec(vt_opctx *c)
 {
-    const vt_tensor *x = T(&c->m->prog, c->o->in[0]);
-    vt_bias_add(x->shape[0], x->shape[1], IN(0), IN(1), c->m->x64);
-    ROUND(c->m->x64, NULL, x->shape[0], x->shape[1], OUT(0));
+    const vt_tensor *x = T(c->prog, c->o->in[0]);
+    vt_bias_add(x->shape[0], x->shape[1], IN(0), IN(1), c->s.x64);
+    ROUND(c->s.x64, NULL, x->shape[0], x->shape[1], OUT(0));
     return VT_OK;
 }
 
@@ -210,10 +208,10 @@ vt_err vti_softmax_check(const vt_program *p, const vt_opdesc *o)
 
 vt_err vti_softmax_exec(vt_opctx *c)
 {
-    const vt_tensor *x = T(&c->m->prog, c->o->in[0]);
+    const vt_tensor *x = T(c->prog, c->o->in[0]);
     vt_bounds bd;
-    VT_FORWARD_IF_ERROR(vt_softmax(&c->m->exec, x->shape[0], x->shape[1], IN(0), c->m->x64, c->m->b64, &bd));
-    ROUND(c->m->x64, &bd, x->shape[0], x->shape[1], OUT(0));
+    VT_FORWARD_IF_ERROR(vt_softmax(c->exec, x->shape[0], x->shape[1], IN(0), c->s.x64, c->s.b64, &bd));
+    ROUND(c->s.x64, &bd, x->shape[0], x->shape[1], OUT(0));
     return VT_OK;
 }
 
@@ -230,23 +228,23 @@ vt_err vti_xent_check(const vt_program *p, const vt_opdesc *o)
 
 vt_err vti_xent_exec(vt_opctx *c)
 {
-    const vt_tensor *x = T(&c->m->prog, c->o->in[0]);
+    const vt_tensor *x = T(c->prog, c->o->in[0]);
     double lx, lb;
     vt_bounds bd;
     VT_FORWARD_IF_ERROR(
-        vt_xent_loss(&c->m->exec, x->shape[0], x->shape[1], IN(0), (const uint8_t *)IN(1), &lx, &lb, &bd));
+        vt_xent_loss(c->exec, x->shape[0], x->shape[1], IN(0), (const uint8_t *)IN(1), &lx, &lb, &bd));
     ROUND(&lx, &bd, 1, 1, OUT(0));
     return VT_OK;
 }
 
 vt_err vti_xent_bwd_exec(vt_opctx *c)
 {
-    const vt_tensor *x = T(&c->m->prog, c->o->in[0]);
+    const vt_tensor *x = T(c->prog, c->o->in[0]);
     const uint8_t *y = (const uint8_t *)IN(1);
     for (uint32_t i = 0; i < x->shape[0]; i++) /* the kernel's precondition: labels < C */
         VT_RETURN_ERROR_IF(y[i] >= x->shape[1], VT_ERR_ARG, "label %u of example %u is not a class", y[i], i);
-    vt_xent_backward(x->shape[0], x->shape[1], IN(0), y, c->m->x64);
-    ROUND(c->m->x64, NULL, x->shape[0], x->shape[1], OUT(0));
+    vt_xent_backward(x->shape[0], x->shape[1], IN(0), y, c->s.x64);
+    ROUND(c->s.x64, NULL, x->shape[0], x->shape[1], OUT(0));
     return VT_OK;
 }
 
@@ -268,10 +266,10 @@ vt_err vti_colsum_check(const vt_program *p, const vt_opdesc *o)
 
 vt_err vti_colsum_exec(vt_opctx *c)
 {
-    const vt_tensor *x = T(&c->m->prog, c->o->in[0]);
+    const vt_tensor *x = T(c->prog, c->o->in[0]);
     vt_bounds bd;
-    VT_FORWARD_IF_ERROR(vt_colsum(&c->m->exec, x->shape[0], x->shape[1], IN(0), c->m->x64, c->m->b64, &bd));
-    ROUND(c->m->x64, &bd, 1, x->shape[1], OUT(0));
+    VT_FORWARD_IF_ERROR(vt_colsum(c->exec, x->shape[0], x->shape[1], IN(0), c->s.x64, c->s.b64, &bd));
+    ROUND(c->s.x64, &bd, 1, x->shape[1], OUT(0));
     return VT_OK;
 }
 
@@ -327,16 +325,16 @@ static double f64_in(vt_opctx *c, uint32_t k)
 vt_err vti_sgd_velocity_exec(vt_opctx *c)
 {
     size_t n = NOUT(0);
-    vt_sgd_velocity(n, IN(0), IN(1), IN(2), c->o->farg[0], c->o->farg[1], c->m->x64);
-    ROUND(c->m->x64, NULL, 1, n, OUT(0));
+    vt_sgd_velocity(n, IN(0), IN(1), IN(2), c->o->farg[0], c->o->farg[1], c->s.x64);
+    ROUND(c->s.x64, NULL, 1, n, OUT(0));
     return VT_OK;
 }
 
 vt_err vti_sgd_apply_exec(vt_opctx *c)
 {
     size_t n = NOUT(0);
-    vt_sgd_apply(n, IN(0), IN(1), f64_in(c, 2), c->m->x64);
-    ROUND(c->m->x64, NULL, 1, n, OUT(0));
+    vt_sgd_apply(n, IN(0), IN(1), f64_in(c, 2), c->s.x64);
+    ROUND(c->s.x64, NULL, 1, n, OUT(0));
     return VT_OK;
 }
 
@@ -344,11 +342,10 @@ vt_err vti_adam_moments_exec(vt_opctx *c)
 {
     /* both moments in one pass; their elements are numbered m then v (vt_ops.h) */
     size_t n = NOUT(0);
-    vt_model *m = c->m;
-    vt_adam_moments(n, IN(0), IN(1), IN(2), c->o->farg[0], c->o->farg[1], m->x64, m->x64 + n);
-    ROUND(m->x64, NULL, 1, 2 * n, m->f32s);
-    memcpy(OUT(0), m->f32s, n * sizeof(float));
-    memcpy(OUT(1), m->f32s + n, n * sizeof(float));
+    vt_adam_moments(n, IN(0), IN(1), IN(2), c->o->farg[0], c->o->farg[1], c->s.x64, c->s.x64 + n);
+    ROUND(c->s.x64, NULL, 1, 2 * n, c->s.f32s);
+    memcpy(OUT(0), c->s.f32s, n * sizeof(float));
+    memcpy(OUT(1), c->s.f32s + n, n * sizeof(float));
     return VT_OK;
 }
 
@@ -359,8 +356,8 @@ vt_err vti_adam_apply_exec(vt_opctx *c)
     VT_RETURN_ERROR_IF(!(t >= 1 && t <= 0x1p53) || t != (double)(uint64_t)t, VT_ERR_ARG,
                        "Adam's step count %g is not a step", t);
     vt_adam_apply(n, IN(0), IN(1), IN(2), f64_in(c, 4), c->o->farg[0], c->o->farg[1], c->o->farg[2], (uint64_t)t,
-                  c->m->x64);
-    ROUND(c->m->x64, NULL, 1, n, OUT(0));
+                  c->s.x64);
+    ROUND(c->s.x64, NULL, 1, n, OUT(0));
     return VT_OK;
 }
 
@@ -399,7 +396,7 @@ vt_err vti_augment_exec(vt_opctx *c) /* exact: values are moved, never computed 
     const int64_t *a = c->o->iarg;
     const size_t C = (size_t)a[0], H = (size_t)a[1], W = (size_t)a[2], d = C * H * W;
     const uint32_t pad = (uint32_t)a[3];
-    const vt_tensor *x = T(&c->m->prog, c->o->in[0]);
+    const vt_tensor *x = T(c->prog, c->o->in[0]);
     const float *in = IN(0);
     float *out = OUT(0);
     for (size_t b = 0; b < x->shape[0]; b++) {

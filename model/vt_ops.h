@@ -26,22 +26,36 @@
 
 #include "../common/vt_error.h"
 #include "../data/vt_data.h"
+#include "../kernels/vt_backend.h"
+#include "../kernels/vt_kernels.h"
 #include "../rounding_log/vt_rlog.h"
 #include "vt_kinds.h"
 #include "vt_program.h"
 
 /* The kinds and their ids: the list in vt_kinds.h. */
 
-struct vt_model;
-
-/* What an operation's computation is given. */
+/* The FP64 scratch an operation may use, sized by the interpreter from the operations' costs
+ * (vt_opcost: scratch values per buffer, norms for the GEMM's row and column norms). */
 typedef struct {
-    struct vt_model *m;
+    double *x64, *x64b, *b64; /* cost.scratch values each */
+    double *rn, *cn;          /* cost.norms values each */
+    float *f32s;              /* cost.scratch FP32 values */
+} vt_opscratch;
+
+/* What an operation's computation is given: everything it reads or writes, and nothing of the
+ * interpreter that runs it (model/vt_model.c builds it; so does any other runner of a kind). */
+typedef struct {
+    const vt_program *prog;
+    uint8_t *const *arena;    /* the tensor arenas by class: tensor t is arena[t.cls] + t.off */
     const vt_opdesc *o;
     uint32_t op_id;
     uint64_t step;
-    const vt_dataset *ds; /* LOAD_BATCH only */
+    const vt_dataset *ds;     /* LOAD_BATCH only */
+    const size_t *batch_idx;  /* LOAD_BATCH only: the step's example indices (the data order) */
     vt_rctx *rc;
+    vt_exec *exec;            /* evaluation order, bound configuration, GEMM settings */
+    const vt_backend *be;     /* NULL or the backend whose kernels replace the CPU's */
+    vt_opscratch s;
 } vt_opctx;
 
 typedef struct {

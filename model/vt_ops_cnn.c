@@ -114,8 +114,8 @@ vt_err vti_add_check(const vt_program *p, const vt_opdesc *o) { return vti_same_
 vt_err vti_add_exec(vt_opctx *c)
 {
     size_t n = NOUT(0);
-    vt_add(n, IN(0), IN(1), c->m->x64);
-    ROUND(c->m->x64, NULL, 1, n, OUT(0));
+    vt_add(n, IN(0), IN(1), c->s.x64);
+    ROUND(c->s.x64, NULL, 1, n, OUT(0));
     return VT_OK;
 }
 
@@ -134,10 +134,10 @@ vt_err vti_coldot_check(const vt_program *p, const vt_opdesc *o)
 
 vt_err vti_coldot_exec(vt_opctx *c)
 {
-    const vt_tensor *x = T(&c->m->prog, c->o->in[0]);
+    const vt_tensor *x = T(c->prog, c->o->in[0]);
     vt_bounds bd;
-    VT_FORWARD_IF_ERROR(vt_coldot(&c->m->exec, x->shape[0], x->shape[1], IN(0), IN(1), c->m->x64, c->m->b64, &bd));
-    ROUND(c->m->x64, &bd, 1, x->shape[1], OUT(0));
+    VT_FORWARD_IF_ERROR(vt_coldot(c->exec, x->shape[0], x->shape[1], IN(0), IN(1), c->s.x64, c->s.b64, &bd));
+    ROUND(c->s.x64, &bd, 1, x->shape[1], OUT(0));
     return VT_OK;
 }
 
@@ -175,9 +175,9 @@ vt_err vti_bn_center_check(const vt_program *p, const vt_opdesc *o)
 
 vt_err vti_bn_center_exec(vt_opctx *c)
 {
-    const vt_tensor *x = T(&c->m->prog, c->o->in[0]);
-    vt_bn_center(x->shape[0], x->shape[1], IN(0), IN(1), c->m->x64);
-    ROUND(c->m->x64, NULL, x->shape[0], x->shape[1], OUT(0));
+    const vt_tensor *x = T(c->prog, c->o->in[0]);
+    vt_bn_center(x->shape[0], x->shape[1], IN(0), IN(1), c->s.x64);
+    ROUND(c->s.x64, NULL, x->shape[0], x->shape[1], OUT(0));
     return VT_OK;
 }
 
@@ -195,9 +195,9 @@ vt_err vti_bn_apply_check(const vt_program *p, const vt_opdesc *o)
 
 vt_err vti_bn_apply_exec(vt_opctx *c)
 {
-    const vt_tensor *x = T(&c->m->prog, c->o->in[0]);
-    vt_bn_apply(x->shape[0], x->shape[1], IN(0), IN(1), IN(2), IN(3), c->o->farg[0], c->m->x64);
-    ROUND(c->m->x64, NULL, x->shape[0], x->shape[1], OUT(0));
+    const vt_tensor *x = T(c->prog, c->o->in[0]);
+    vt_bn_apply(x->shape[0], x->shape[1], IN(0), IN(1), IN(2), IN(3), c->o->farg[0], c->s.x64);
+    ROUND(c->s.x64, NULL, x->shape[0], x->shape[1], OUT(0));
     return VT_OK;
 }
 
@@ -218,11 +218,10 @@ vt_err vti_bn_running_exec(vt_opctx *c)
 {
     /* both statistics in one pass; their elements are numbered mean then variance (vt_ops.h) */
     size_t C = NOUT(0);
-    vt_model *m = c->m;
-    vt_bn_running((size_t)c->o->iarg[0], C, IN(0), IN(1), IN(2), IN(3), c->o->farg[0], m->x64);
-    ROUND(m->x64, NULL, 1, 2 * C, m->f32s);
-    memcpy(OUT(0), m->f32s, C * sizeof(float));
-    memcpy(OUT(1), m->f32s + C, C * sizeof(float));
+    vt_bn_running((size_t)c->o->iarg[0], C, IN(0), IN(1), IN(2), IN(3), c->o->farg[0], c->s.x64);
+    ROUND(c->s.x64, NULL, 1, 2 * C, c->s.f32s);
+    memcpy(OUT(0), c->s.f32s, C * sizeof(float));
+    memcpy(OUT(1), c->s.f32s + C, C * sizeof(float));
     return VT_OK;
 }
 
@@ -245,8 +244,8 @@ vt_err vti_bn_gamma_grad_check(const vt_program *p, const vt_opdesc *o)
 vt_err vti_bn_gamma_grad_exec(vt_opctx *c)
 {
     size_t C = NOUT(0);
-    vt_bn_gamma_grad((size_t)c->o->iarg[0], C, IN(0), IN(1), c->o->farg[0], c->m->x64);
-    ROUND(c->m->x64, NULL, 1, C, OUT(0));
+    vt_bn_gamma_grad((size_t)c->o->iarg[0], C, IN(0), IN(1), c->o->farg[0], c->s.x64);
+    ROUND(c->s.x64, NULL, 1, C, OUT(0));
     return VT_OK;
 }
 
@@ -268,9 +267,9 @@ vt_err vti_bn_backward_check(const vt_program *p, const vt_opdesc *o)
 
 vt_err vti_bn_backward_exec(vt_opctx *c)
 {
-    const vt_tensor *x = T(&c->m->prog, c->o->in[0]);
-    vt_bn_backward(x->shape[0], x->shape[1], IN(0), IN(1), IN(2), IN(3), IN(4), IN(5), c->o->farg[0], c->m->x64);
-    ROUND(c->m->x64, NULL, x->shape[0], x->shape[1], OUT(0));
+    const vt_tensor *x = T(c->prog, c->o->in[0]);
+    vt_bn_backward(x->shape[0], x->shape[1], IN(0), IN(1), IN(2), IN(3), IN(4), IN(5), c->o->farg[0], c->s.x64);
+    ROUND(c->s.x64, NULL, x->shape[0], x->shape[1], OUT(0));
     return VT_OK;
 }
 
@@ -288,9 +287,9 @@ vt_err vti_bn_eval_check(const vt_program *p, const vt_opdesc *o)
 
 vt_err vti_bn_eval_exec(vt_opctx *c)
 {
-    const vt_tensor *x = T(&c->m->prog, c->o->in[0]);
-    vt_bn_eval(x->shape[0], x->shape[1], IN(0), IN(1), IN(2), IN(3), IN(4), c->o->farg[0], c->m->x64);
-    ROUND(c->m->x64, NULL, x->shape[0], x->shape[1], OUT(0));
+    const vt_tensor *x = T(c->prog, c->o->in[0]);
+    vt_bn_eval(x->shape[0], x->shape[1], IN(0), IN(1), IN(2), IN(3), IN(4), c->o->farg[0], c->s.x64);
+    ROUND(c->s.x64, NULL, x->shape[0], x->shape[1], OUT(0));
     return VT_OK;
 }
 
@@ -370,12 +369,12 @@ vt_err vti_avgpool_check(const vt_program *p, const vt_opdesc *o)
 vt_err vti_avgpool_exec(vt_opctx *c)
 {
     size_t B = 0, HW = 0, C = 0;
-    VT_FORWARD_IF_ERROR(gap_args(&c->m->prog, c->o, c->o->in[0], &B, &HW, &C));
+    VT_FORWARD_IF_ERROR(gap_args(c->prog, c->o, c->o->in[0], &B, &HW, &C));
     const float w = vt_avgpool_weight(HW); /* the reduction's second factor: lives until rounded */
     vt_bounds bd;
-    VT_FORWARD_IF_ERROR(vt_reduce(&c->m->exec, B, C, HW, (vt_strided){IN(0), HW * C, 1, C, 0, 0},
-                                  (vt_strided){&w, 0, 0, 0, 0, 0}, c->m->x64, c->m->b64, &bd));
-    ROUND(c->m->x64, &bd, B, C, OUT(0));
+    VT_FORWARD_IF_ERROR(vt_reduce(c->exec, B, C, HW, (vt_strided){IN(0), HW * C, 1, C, 0, 0},
+                                  (vt_strided){&w, 0, 0, 0, 0, 0}, c->s.x64, c->s.b64, &bd));
+    ROUND(c->s.x64, &bd, B, C, OUT(0));
     return VT_OK;
 }
 
@@ -398,9 +397,9 @@ vt_err vti_avgpool_backward_check(const vt_program *p, const vt_opdesc *o)
 vt_err vti_avgpool_backward_exec(vt_opctx *c)
 {
     size_t B = 0, HW = 0, C = 0;
-    VT_FORWARD_IF_ERROR(gap_args(&c->m->prog, c->o, c->o->out[0], &B, &HW, &C));
-    vt_avgpool_backward(B, HW, C, IN(0), vt_avgpool_weight(HW), c->m->x64);
-    ROUND(c->m->x64, NULL, B * HW, C, OUT(0));
+    VT_FORWARD_IF_ERROR(gap_args(c->prog, c->o, c->o->out[0], &B, &HW, &C));
+    vt_avgpool_backward(B, HW, C, IN(0), vt_avgpool_weight(HW), c->s.x64);
+    ROUND(c->s.x64, NULL, B * HW, C, OUT(0));
     return VT_OK;
 }
 

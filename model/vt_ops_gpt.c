@@ -77,12 +77,12 @@ vt_err vti_embed_check(const vt_program *p, const vt_opdesc *o)
 
 vt_err vti_embed_exec(vt_opctx *c)
 {
-    const vt_tensor *tok = T(&c->m->prog, c->o->in[0]), *wte = T(&c->m->prog, c->o->in[1]);
+    const vt_tensor *tok = T(c->prog, c->o->in[0]), *wte = T(c->prog, c->o->in[1]);
     const uint8_t *t = (const uint8_t *)IN(0);
     for (size_t i = 0; i < tok->n; i++)
         VT_RETURN_ERROR_IF(t[i] >= wte->shape[0], VT_ERR_ARG, "token %u at %zu is not in the vocabulary", t[i], i);
-    vt_embed(tok->shape[0], tok->shape[1], wte->shape[1], t, IN(1), IN(2), c->m->x64);
-    ROUND(c->m->x64, NULL, tok->n, wte->shape[1], OUT(0));
+    vt_embed(tok->shape[0], tok->shape[1], wte->shape[1], t, IN(1), IN(2), c->s.x64);
+    ROUND(c->s.x64, NULL, tok->n, wte->shape[1], OUT(0));
     return VT_OK;
 }
 
@@ -98,7 +98,7 @@ vt_err vti_onehot_check(const vt_program *p, const vt_opdesc *o)
 
 vt_err vti_onehot_exec(vt_opctx *c)
 {
-    vt_onehot_f32(T(&c->m->prog, c->o->in[0])->n, (size_t)c->o->iarg[0], (const uint8_t *)IN(0), OUT(0));
+    vt_onehot_f32(T(c->prog, c->o->in[0])->n, (size_t)c->o->iarg[0], (const uint8_t *)IN(0), OUT(0));
     return VT_OK;
 }
 
@@ -120,13 +120,13 @@ vt_err vti_pos_grad_check(const vt_program *p, const vt_opdesc *o)
 
 vt_err vti_pos_grad_exec(vt_opctx *c)
 {
-    const vt_tensor *x = T(&c->m->prog, c->o->in[0]);
+    const vt_tensor *x = T(c->prog, c->o->in[0]);
     const size_t B = (size_t)c->o->iarg[0], Tn = (size_t)c->o->iarg[1], C = x->shape[1];
     static const float one = 1.0f;
     vt_bounds bd;
-    VT_FORWARD_IF_ERROR(vt_reduce(&c->m->exec, Tn, C, B, (vt_strided){IN(0), C, 1, Tn * C, 0, 0},
-                                  (vt_strided){&one, 0, 0, 0, 0, 0}, c->m->x64, c->m->b64, &bd));
-    ROUND(c->m->x64, &bd, Tn, C, OUT(0));
+    VT_FORWARD_IF_ERROR(vt_reduce(c->exec, Tn, C, B, (vt_strided){IN(0), C, 1, Tn * C, 0, 0},
+                                  (vt_strided){&one, 0, 0, 0, 0, 0}, c->s.x64, c->s.b64, &bd));
+    ROUND(c->s.x64, &bd, Tn, C, OUT(0));
     return VT_OK;
 }
 
@@ -151,14 +151,14 @@ vt_err vti_row_sum_check(const vt_program *p, const vt_opdesc *o)
 
 vt_err vti_row_sum_exec(vt_opctx *c)
 {
-    const vt_tensor *x = T(&c->m->prog, c->o->in[0]);
+    const vt_tensor *x = T(c->prog, c->o->in[0]);
     const size_t M = x->shape[0], N = x->shape[1];
     static const float one = 1.0f;
     vt_strided b = c->o->n_in > 1 ? (vt_strided){IN(1), N, N, 1, 0, 0} : (vt_strided){&one, 0, 0, 0, 0, 0};
     vt_bounds bd;
     VT_FORWARD_IF_ERROR(
-        vt_reduce(&c->m->exec, M, 1, N, (vt_strided){IN(0), N, N, 1, 0, 0}, b, c->m->x64, c->m->b64, &bd));
-    ROUND(c->m->x64, &bd, M, 1, OUT(0));
+        vt_reduce(c->exec, M, 1, N, (vt_strided){IN(0), N, N, 1, 0, 0}, b, c->s.x64, c->s.b64, &bd));
+    ROUND(c->s.x64, &bd, M, 1, OUT(0));
     return VT_OK;
 }
 
@@ -199,9 +199,9 @@ vt_err vti_ln_center_check(const vt_program *p, const vt_opdesc *o)
 
 vt_err vti_ln_center_exec(vt_opctx *c)
 {
-    const vt_tensor *x = T(&c->m->prog, c->o->in[0]);
-    vt_ln_center(x->shape[0], x->shape[1], IN(0), IN(1), c->m->x64);
-    ROUND(c->m->x64, NULL, x->shape[0], x->shape[1], OUT(0));
+    const vt_tensor *x = T(c->prog, c->o->in[0]);
+    vt_ln_center(x->shape[0], x->shape[1], IN(0), IN(1), c->s.x64);
+    ROUND(c->s.x64, NULL, x->shape[0], x->shape[1], OUT(0));
     return VT_OK;
 }
 
@@ -216,9 +216,9 @@ vt_err vti_ln_norm_check(const vt_program *p, const vt_opdesc *o)
 
 vt_err vti_ln_norm_exec(vt_opctx *c)
 {
-    const vt_tensor *x = T(&c->m->prog, c->o->in[0]);
-    vt_ln_norm(x->shape[0], x->shape[1], IN(0), IN(1), c->o->farg[0], c->m->x64);
-    ROUND(c->m->x64, NULL, x->shape[0], x->shape[1], OUT(0));
+    const vt_tensor *x = T(c->prog, c->o->in[0]);
+    vt_ln_norm(x->shape[0], x->shape[1], IN(0), IN(1), c->o->farg[0], c->s.x64);
+    ROUND(c->s.x64, NULL, x->shape[0], x->shape[1], OUT(0));
     return VT_OK;
 }
 
@@ -235,9 +235,9 @@ vt_err vti_affine_check(const vt_program *p, const vt_opdesc *o)
 
 vt_err vti_affine_exec(vt_opctx *c)
 {
-    const vt_tensor *x = T(&c->m->prog, c->o->in[0]);
-    vt_affine(x->shape[0], x->shape[1], IN(0), IN(1), c->o->n_in > 2 ? IN(2) : NULL, c->m->x64);
-    ROUND(c->m->x64, NULL, x->shape[0], x->shape[1], OUT(0));
+    const vt_tensor *x = T(c->prog, c->o->in[0]);
+    vt_affine(x->shape[0], x->shape[1], IN(0), IN(1), c->o->n_in > 2 ? IN(2) : NULL, c->s.x64);
+    ROUND(c->s.x64, NULL, x->shape[0], x->shape[1], OUT(0));
     return VT_OK;
 }
 
@@ -256,9 +256,9 @@ vt_err vti_ln_backward_check(const vt_program *p, const vt_opdesc *o)
 
 vt_err vti_ln_backward_exec(vt_opctx *c)
 {
-    const vt_tensor *x = T(&c->m->prog, c->o->in[0]);
-    vt_ln_backward(x->shape[0], x->shape[1], IN(0), IN(1), IN(2), IN(3), IN(4), c->o->farg[0], c->m->x64);
-    ROUND(c->m->x64, NULL, x->shape[0], x->shape[1], OUT(0));
+    const vt_tensor *x = T(c->prog, c->o->in[0]);
+    vt_ln_backward(x->shape[0], x->shape[1], IN(0), IN(1), IN(2), IN(3), IN(4), c->o->farg[0], c->s.x64);
+    ROUND(c->s.x64, NULL, x->shape[0], x->shape[1], OUT(0));
     return VT_OK;
 }
 
@@ -274,9 +274,9 @@ vt_err vti_gelu_check(const vt_program *p, const vt_opdesc *o) { return vti_same
 vt_err vti_gelu_exec(vt_opctx *c)
 {
     size_t n = NOUT(0);
-    if (c->o->n_in == 1) vt_gelu(n, IN(0), c->m->x64);
-    else vt_gelu_backward(n, IN(0), IN(1), c->m->x64);
-    ROUND(c->m->x64, NULL, 1, n, OUT(0));
+    if (c->o->n_in == 1) vt_gelu(n, IN(0), c->s.x64);
+    else vt_gelu_backward(n, IN(0), IN(1), c->s.x64);
+    ROUND(c->s.x64, NULL, 1, n, OUT(0));
     return VT_OK;
 }
 
@@ -361,27 +361,26 @@ vt_err vti_bmm_exec(vt_opctx *c)
     size_t G = 0, M = 0, N = 0, K = 0;
     VT_FORWARD_IF_ERROR(bmm_args(c->o, &G, &M, &N, &K));
     const int ta = (int)c->o->iarg[4], tb = (int)c->o->iarg[5];
-    vt_model *m = c->m;
     const float *A = IN(0), *Bm = IN(1);
     /* each batch a GEMM in the executor's order (BLAS or the project's loops); the bound of element
      * (g, i, j) is the batch's Cauchy-Schwarz bound coef * |row i of op(A_g)| * |column j of op(B_g)|,
      * the norms fixed-order FP64 sums computed here: the same value for every party, THE bound of
      * the element (there is no tight fallback) */
-    const double coef = vt_bound_coef_red(&m->exec.bound, K, K);
+    const double coef = vt_bound_coef_red(&c->exec->bound, K, K);
     VT_RETURN_ERROR_IF(!(coef >= 0.0), VT_ERR_LIMIT, "batched GEMM: no bound coefficient for K = %zu", K);
     for (size_t g = 0; g < G; g++) {
         const float *Ag = A + g * M * K, *Bg = Bm + g * K * N;
         /* the GEMM without vt_gemm's norms (the same computation), and the operand norms in one fixed
          * sequential order whatever the executor's (vt_gemm's depend on its panels and order when K is
          * panelled): the bound is one function of the operands for every party */
-        VT_FORWARD_IF_ERROR(vt_gemm_plain(&m->exec, ta, tb, M, N, K, Ag, Bg, m->x64 + g * M * N));
+        VT_FORWARD_IF_ERROR(vt_gemm_plain(c->exec, ta, tb, M, N, K, Ag, Bg, c->s.x64 + g * M * N));
         for (size_t i = 0; i < M; i++) {
             double s = 0;
             for (size_t k = 0; k < K; k++) {
                 double v = ta ? Ag[k * M + i] : Ag[i * K + k];
                 s += v * v;
             }
-            m->rn[i] = sqrt(s);
+            c->s.rn[i] = sqrt(s);
         }
         for (size_t j = 0; j < N; j++) {
             double s = 0;
@@ -389,21 +388,21 @@ vt_err vti_bmm_exec(vt_opctx *c)
                 double v = tb ? Bg[j * K + k] : Bg[k * N + j];
                 s += v * v;
             }
-            m->cn[j] = sqrt(s);
+            c->s.cn[j] = sqrt(s);
         }
-        double *b = m->b64 + g * M * N;
+        double *b = c->s.b64 + g * M * N;
         for (size_t i = 0; i < M; i++)
-            for (size_t j = 0; j < N; j++) b[i * N + j] = coef * m->rn[i] * m->cn[j];
+            for (size_t j = 0; j < N; j++) b[i * N + j] = coef * c->s.rn[i] * c->s.cn[j];
     }
     vt_bounds bd;
     memset(&bd, 0, sizeof bd);
     bd.kind = VT_BOUNDS_ARRAY;
-    bd.b = m->b64;
+    bd.b = c->s.b64;
     /* the exact evaluator: element (g*M + i, j) = sum_k op(A_g)(i, k) op(B_g)(k, j) */
     bd.xa = A, bd.xa_si = ta ? 1 : K, bd.xa_sj = 0, bd.xa_sk = ta ? M : 1, bd.xa_sg = M * K;
     bd.xb = Bm, bd.xb_si = 0, bd.xb_sj = tb ? K : 1, bd.xb_sk = tb ? 1 : N, bd.xb_sg = K * N;
     bd.xK = K, bd.x_rpb = M;
-    ROUND(m->x64, &bd, G * M, N, OUT(0));
+    ROUND(c->s.x64, &bd, G * M, N, OUT(0));
     return VT_OK;
 }
 
@@ -436,11 +435,11 @@ vt_err vti_softmax_causal_check(const vt_program *p, const vt_opdesc *o)
 
 vt_err vti_softmax_causal_exec(vt_opctx *c)
 {
-    const vt_tensor *x = T(&c->m->prog, c->o->in[0]);
+    const vt_tensor *x = T(c->prog, c->o->in[0]);
     if (c->o->kind == VT_OPK_SOFTMAX_BWD)
-        vt_softmax_backward(x->shape[0], x->shape[1], c->o->farg[0], IN(0), IN(1), IN(2), c->m->x64);
-    else vt_causal_softmax(x->shape[0], x->shape[1], c->o->farg[0], IN(0), c->m->x64);
-    ROUND(c->m->x64, NULL, x->shape[0], x->shape[1], OUT(0));
+        vt_softmax_backward(x->shape[0], x->shape[1], c->o->farg[0], IN(0), IN(1), IN(2), c->s.x64);
+    else vt_causal_softmax(x->shape[0], x->shape[1], c->o->farg[0], IN(0), c->s.x64);
+    ROUND(c->s.x64, NULL, x->shape[0], x->shape[1], OUT(0));
     return VT_OK;
 }
 
@@ -468,11 +467,11 @@ int vt_dropout_keep(uint64_t seed, uint64_t step, uint32_t key, uint64_t e, doub
 vt_err vti_dropout_exec(vt_opctx *c)
 {
     size_t n = NOUT(0);
-    uint8_t *keep = (uint8_t *)c->m->f32s; /* n bytes of the FP32 scratch (n floats) */
+    uint8_t *keep = (uint8_t *)c->s.f32s; /* n bytes of the FP32 scratch (n floats) */
     for (size_t i = 0; i < n; i++)
         keep[i] = (uint8_t)vt_dropout_keep((uint64_t)c->o->iarg[0], c->step, (uint32_t)c->o->iarg[1], i, c->o->farg[0]);
-    vt_dropout(n, IN(0), keep, c->o->farg[0], c->m->x64);
-    ROUND(c->m->x64, NULL, 1, n, OUT(0));
+    vt_dropout(n, IN(0), keep, c->o->farg[0], c->s.x64);
+    ROUND(c->s.x64, NULL, 1, n, OUT(0));
     return VT_OK;
 }
 
@@ -490,12 +489,12 @@ vt_err vti_sumsq_check(const vt_program *p, const vt_opdesc *o)
 
 vt_err vti_sumsq_exec(vt_opctx *c)
 {
-    size_t n = T(&c->m->prog, c->o->in[0])->n;
+    size_t n = T(c->prog, c->o->in[0])->n;
     const float *g = IN(0);
     vt_bounds bd;
-    VT_FORWARD_IF_ERROR(vt_reduce(&c->m->exec, 1, 1, n, (vt_strided){g, 0, 0, 1, 0, 0}, (vt_strided){g, 0, 0, 1, 0, 0},
-                                  c->m->x64, c->m->b64, &bd));
-    ROUND(c->m->x64, &bd, 1, 1, OUT(0));
+    VT_FORWARD_IF_ERROR(vt_reduce(c->exec, 1, 1, n, (vt_strided){g, 0, 0, 1, 0, 0}, (vt_strided){g, 0, 0, 1, 0, 0},
+                                  c->s.x64, c->s.b64, &bd));
+    ROUND(c->s.x64, &bd, 1, 1, OUT(0));
     return VT_OK;
 }
 
@@ -517,13 +516,13 @@ vt_err vti_sum_scalars_check(const vt_program *p, const vt_opdesc *o)
 vt_err vti_sum_scalars_exec(vt_opctx *c)
 {
     /* the scalars side by side (the reduction's first operand: lives until rounded) */
-    float *v = c->m->f32s;
+    float *v = c->s.f32s;
     for (uint32_t k = 0; k < c->o->n_in; k++) v[k] = *IN(k);
     static const float one = 1.0f;
     vt_bounds bd;
-    VT_FORWARD_IF_ERROR(vt_reduce(&c->m->exec, 1, 1, c->o->n_in, (vt_strided){v, 0, 0, 1, 0, 0},
-                                  (vt_strided){&one, 0, 0, 0, 0, 0}, c->m->x64, c->m->b64, &bd));
-    ROUND(c->m->x64, &bd, 1, 1, OUT(0));
+    VT_FORWARD_IF_ERROR(vt_reduce(c->exec, 1, 1, c->o->n_in, (vt_strided){v, 0, 0, 1, 0, 0},
+                                  (vt_strided){&one, 0, 0, 0, 0, 0}, c->s.x64, c->s.b64, &bd));
+    ROUND(c->s.x64, &bd, 1, 1, OUT(0));
     return VT_OK;
 }
 
@@ -571,11 +570,10 @@ vt_err vti_adam_scaled_check(const vt_program *p, const vt_opdesc *o)
 vt_err vti_adam_scaled_exec(vt_opctx *c)
 {
     size_t n = NOUT(0);
-    vt_model *m = c->m;
-    vt_adam_moments_scaled(n, IN(0), IN(1), IN(2), *IN(3), c->o->farg[0], c->o->farg[1], m->x64, m->x64 + n);
-    ROUND(m->x64, NULL, 1, 2 * n, m->f32s);
-    memcpy(OUT(0), m->f32s, n * sizeof(float));
-    memcpy(OUT(1), m->f32s + n, n * sizeof(float));
+    vt_adam_moments_scaled(n, IN(0), IN(1), IN(2), *IN(3), c->o->farg[0], c->o->farg[1], c->s.x64, c->s.x64 + n);
+    ROUND(c->s.x64, NULL, 1, 2 * n, c->s.f32s);
+    memcpy(OUT(0), c->s.f32s, n * sizeof(float));
+    memcpy(OUT(1), c->s.f32s + n, n * sizeof(float));
     return VT_OK;
 }
 
@@ -600,8 +598,8 @@ vt_err vti_adamw_exec(vt_opctx *c)
     VT_RETURN_ERROR_IF(!(t >= 1 && t <= 0x1p53) || t != (double)(uint64_t)t, VT_ERR_ARG,
                        "AdamW's step count %g is not a step", t);
     const double *f = c->o->farg;
-    vt_adamw_apply(n, IN(0), IN(1), IN(2), lr, f[0], f[1], f[2], f[3], (uint64_t)t, c->m->x64);
-    ROUND(c->m->x64, NULL, 1, n, OUT(0));
+    vt_adamw_apply(n, IN(0), IN(1), IN(2), lr, f[0], f[1], f[2], f[3], (uint64_t)t, c->s.x64);
+    ROUND(c->s.x64, NULL, 1, n, OUT(0));
     return VT_OK;
 }
 

@@ -4,7 +4,6 @@
 #ifndef VT_OPS_INT_H
 #define VT_OPS_INT_H
 
-#include "vt_model.h"
 #include "vt_ops.h"
 
 static inline const vt_tensor *T(const vt_program *p, uint32_t id) { return &p->t[id]; }
@@ -20,13 +19,14 @@ void vti_cost_elementwise(const vt_program *p, const vt_opdesc *o, double flop_p
 /* every input and the output are F32 with the output's element count */
 vt_err vti_same_n_check(const vt_program *p, const vt_opdesc *o);
 
-static inline float *vti_op_f(vt_opctx *c, const uint32_t *ids, uint32_t k)
+static inline float *vti_op_f(const vt_opctx *c, const uint32_t *ids, uint32_t k)
 {
-    return vt_model_tensor(c->m, ids[k], NULL);
+    const vt_tensor *t = &c->prog->t[ids[k]];
+    return (float *)(void *)(c->arena[t->cls] + t->off);
 }
 #define IN(k) vti_op_f(c, c->o->in, (k))
 #define OUT(k) vti_op_f(c, c->o->out, (k))
-#define NOUT(k) (c->m->prog.t[c->o->out[k]].n)
+#define NOUT(k) (c->prog->t[c->o->out[k]].n)
 #define ROUND(xs, bnd, rows, cols, out) VT_FORWARD_IF_ERROR(vt_round(c->rc, c->op_id, (xs), (bnd), (rows), (cols), (out)))
 
 /* every kind's check, exec and cost, named by its stem in the list (vt_kinds.h); a stem shared by
