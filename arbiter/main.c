@@ -63,7 +63,7 @@ static void usage(FILE *f)
                "hostile input (transcript, key) or I/O error, 64 usage, 70 internal failure\n");
 }
 
-int main(int argc, char **argv)
+static int main_dispatch(int argc, char **argv)
 {
     if (argc < 2) return vt_cli_usage_error(usage, NULL);
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
@@ -186,4 +186,12 @@ int main(int argc, char **argv)
         return rp.valid ? VT_EXIT_OK : VT_EXIT_REJECTED;
     }
     return vt_cli_usage_error(usage, "arbiter: unknown command \"%s\"", cmd);
+}
+
+int main(int argc, char **argv)
+{
+    int st = main_dispatch(argc, argv);
+    /* after the error message: where the error was raised (VT_DEBUG >= 1 or VT_DEBUG_ERRORS=1) */
+    if (st != VT_EXIT_OK) vt_err_site_print("arbiter");
+    return st;
 }

@@ -141,7 +141,7 @@ static int cmd_challenge(int argc, char **argv)
     return r.loser == VT_LOSER_TRAINER ? VT_EXIT_OK : r.loser == VT_LOSER_NONE ? VT_EXIT_CANNOT : VT_EXIT_REJECTED;
 }
 
-int main(int argc, char **argv)
+static int main_dispatch(int argc, char **argv)
 {
 #ifdef VT_TEST_HOOKS
     vt_cheats_init(&g_cheats);
@@ -238,4 +238,12 @@ int main(int argc, char **argv)
            : r.verdict == VT_VERDICT_REJECTED ? VT_EXIT_REJECTED
            : strcmp(r.reason, "internal error") == 0 ? VT_EXIT_INTERNAL /* a bug of ours: no verdict */
                                                      : VT_EXIT_CANNOT;
+}
+
+int main(int argc, char **argv)
+{
+    int st = main_dispatch(argc, argv);
+    /* after the error message: where the error was raised (VT_DEBUG >= 1 or VT_DEBUG_ERRORS=1) */
+    if (st != VT_EXIT_OK) vt_err_site_print("auditor");
+    return st;
 }

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "../common/vt_bytes.h"
+#include "../common/vt_debug.h"
 #include "../common/vt_hash.h"
 
 void vt_chain_start(uint64_t lo, const uint8_t state_hash_lo[32], uint8_t c0[32])
@@ -25,6 +26,7 @@ void vt_chain_next(const uint8_t c[32], const uint8_t h[32], uint8_t out[32])
 
 int vt_seg_position(uint64_t lo, uint32_t n_ops, uint64_t p, uint64_t *step, uint32_t *op)
 {
+    VT_ASSERT(n_ops >= 1); /* a program has operations (vt_model_init) */
     *step = lo + (p - 1) / n_ops + 1;
     *op = (uint32_t)((p - 1) % n_ops) + 1;
     return 1;
@@ -54,6 +56,7 @@ static vt_err chain_hook(void *ctx, vt_model *m, uint64_t step, uint32_t op)
     chain_hook_ctx *h = ctx;
     const vt_rctx *rc = m->rctx;
     h->p++;
+    VT_ASSERT(h->p >= 1 && h->p <= h->c->P); /* positions 1..P: one per operation of the segment */
     VT_FORWARD_IF_ERROR(vt_model_output_hash(m, op, h->c->h[h->p]));
     if (h->party == VT_PARTY_AUDITOR && !h->marked &&
         ((h->unusable && vt_model_op_rounded(m, op)) ||
@@ -109,6 +112,7 @@ vt_err vt_seg_chain_compute(vt_model *m, vt_store *st, const vt_dataset *ds, vt_
         hc.p0 = hc.p, hc.marked0 = hc.marked, hc.unusable = 0;
         e = vt_step_run(m, ds, &a);
     }
+    VT_ASSERT(e || hc.p == out->P); /* every operation of every step hashed once */
     if (!e) e = vt_model_state_hash(m, out->h[out->P + 1]);
     if (!e && hc.marked) vt_dispute_mark(out->h[out->P + 1]);
     if (!e) vt_chain_next(out->C[out->P], out->h[out->P + 1], out->C[out->P + 1]);
@@ -141,9 +145,11 @@ vt_err vt_input_producer(const vt_model *m, uint64_t p, uint32_t tensor, uint64_
     uint32_t n = m->n_ops, j = (uint32_t)((p - 1) % n) + 1;
     int prev;
     uint32_t q = vt_program_producer(&m->prog, j, tensor, &prev);
+    VT_ASSERT(q <= n && (prev || q < j)); /* a producer in this step comes before its reader */
     *pos = 0;
     if (q && !prev) *pos = p - (j - q);
     else if (q && p - j >= n) *pos = p - j - n + q; /* the previous step, inside the segment */
+    VT_ASSERT(*pos < p);
     VT_RETURN_ERROR_IF(*pos == 0 && tensor >= m->n_tensors, VT_ERR_MISMATCH,
                        "tensor %u read by operation %u has no producer in the segment", tensor, j);
     return VT_OK;

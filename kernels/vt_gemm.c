@@ -29,6 +29,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "../common/vt_debug.h"
 #include "vt_kernels.h"
 #include "vt_kernels_int.h"
 
@@ -204,6 +205,7 @@ static vt_err gemm_blas_panels(vt_exec *e, int tA, int tB, size_t M, size_t N, s
         vti_ptree_init(&t, pst, mr * N);
         for (size_t q = 0; q < P; q++) {
             const size_t p = e->order == VT_ORDER_SPLIT ? P - 1 - q : q, k0 = p * kc, kl = K - k0 < kc ? K - k0 : kc;
+            VT_ASSERT(p < P && kl >= 1 && kl <= kc && k0 + kl <= K && mr >= 1 && mr <= rb);
             /* op(A)(i0 + r, k0 + u): stored M x K (rows) or K x M (transposed), kept in that layout */
             if (!tA)
                 for (size_t r = 0; r < mr; r++) {
@@ -272,6 +274,7 @@ static vt_err gemm_blas(vt_exec *e, int tA, int tB, size_t M, size_t N, size_t K
         /* C = op(A)[:, 0:h] op(B)[0:h, :] + op(A)[:, h:K] op(B)[h:K, :]: each half summed by the BLAS,
          * then one addition per element; every product still enters exactly once */
         size_t h = K / 2;
+        VT_ASSERT(h >= 1 && h < K); /* both halves non-empty */
         void *pc = NULL;
         VT_FORWARD_IF_ERROR(vti_ws_get(&e->ws, VT_WS_AUX, MN, sizeof(double), &pc));
         double *C2 = pc;
@@ -333,6 +336,7 @@ static vt_err gemm_loops(vt_exec *e, int tA, int tB, size_t M, size_t N, size_t 
             for (size_t q = 0; q < P; q++) {
                 const size_t p = o == VT_ORDER_REVERSE ? P - 1 - q : q, k0 = p * kc,
                              len = K - k0 < kc ? K - k0 : kc;
+                VT_ASSERT(p < P && len >= 1 && k0 + len <= K);
                 double *s = P > 1 ? vti_ptree_next(&t) : c;
                 for (size_t j = 0; j < N; j++) s[j] = 0.0;
                 for (size_t u = 0; u < len; u++) {
@@ -359,6 +363,7 @@ static vt_err gemm_loops(vt_exec *e, int tA, int tB, size_t M, size_t N, size_t 
             size_t top = 0, leaf = 0;
             for (size_t kb = 0; kb < K; kb += VT_PAIRWISE_LEAF) {
                 size_t kend = K - kb < VT_PAIRWISE_LEAF ? K : kb + VT_PAIRWISE_LEAF;
+                VT_ASSERT(top < depth); /* the stack of partial-sum rows holds depth rows */
                 double *s = st + top * N;
                 for (size_t j = 0; j < N; j++) s[j] = 0.0;
                 for (size_t k = kb; k < kend; k++) {
@@ -376,6 +381,7 @@ static vt_err gemm_loops(vt_exec *e, int tA, int tB, size_t M, size_t N, size_t 
                 top++;
             }
             double *c = C + i * N;
+            VT_ASSERT(top >= 1 && leaf == (K + VT_PAIRWISE_LEAF - 1) / VT_PAIRWISE_LEAF);
             const double *r = st + (top - 1) * N;
             for (size_t j = 0; j < N; j++) c[j] = r[j];
             for (size_t l = top - 1; l-- > 0;) {

@@ -20,6 +20,7 @@
 #include "vt_kernels.h"
 #include "vt_kernels_hd.h"
 #include "../common/vt_bytes.h"
+#include "../common/vt_debug.h"
 #include "vt_kernels_int.h"
 #include "../rounding_log/vt_exact.h"
 #include "vt_math.h"
@@ -80,6 +81,7 @@ vt_err vti_mul_size(size_t n, size_t m, size_t *out)
 vt_err vti_ws_get(vt_ws *ws, int slot, size_t count, size_t elsize, void **out)
 {
     size_t bytes = 0;
+    VT_ASSERT(slot >= 0 && slot < VT_WS_COUNT);
     VT_FORWARD_IF_ERROR(vti_mul_size(count, elsize, &bytes));
     if (bytes == 0) bytes = 1;
     if (ws->n[slot] < bytes) {
@@ -121,6 +123,7 @@ void vti_perm(uint64_t seed, size_t n, uint32_t *perm)
         /* j uniform-ish in [0, t]: (32 random bits * (t+1)) >> 32, t+1 <= 2^32 */
         uint64_t r = vti_splitmix64(&s) >> 32;
         size_t j = (size_t)((r * (uint64_t)(t + 1)) >> 32);
+        VT_ASSERT(j <= t);
         uint32_t tmp = perm[t];
         perm[t] = perm[j];
         perm[j] = tmp;
@@ -157,6 +160,7 @@ static double vti_sum_pairwise(size_t n, const double *x)
         for (size_t t = b; t < end; t++) s += x[t];
         leaf++;
         for (size_t c = leaf; (c & 1) == 0; c >>= 1) s = st[--top] + s;
+        VT_ASSERT(top >= 0 && top < 72 && (size_t)top + 1 == (size_t)__builtin_popcountll(leaf)); /* the stack */
         st[top++] = s;
     }
     if (top == 0) return 0.0;
@@ -228,15 +232,19 @@ void vti_ptree_push(vti_ptree *t)
     t->top++;
     t->count++;
     for (size_t c = t->count; (c & 1) == 0; c >>= 1) {
+        VT_ASSERT(t->top >= 2);
         double *l = t->st + (t->top - 2) * t->n;
         const double *r = l + t->n;
         for (size_t j = 0; j < t->n; j++) l[j] = l[j] + r[j];
         t->top--;
     }
+    /* the binary counter: one partial result per set bit of the panels pushed */
+    VT_ASSERT(t->top == (size_t)__builtin_popcountll((unsigned long long)t->count));
 }
 
 void vti_ptree_result(const vti_ptree *t, double *out)
 {
+    VT_ASSERT(t->top >= 1 && t->count >= 1); /* at least one panel pushed */
     const double *r = t->st + (t->top - 1) * t->n;
     for (size_t j = 0; j < t->n; j++) out[j] = r[j];
     for (size_t l = t->top - 1; l-- > 0;) {
@@ -255,6 +263,7 @@ double vti_sum_red(vt_order o, int panelled, size_t n, const double *x, const ui
     for (size_t q = 0; q < P; q++) {
         size_t p = o == VT_ORDER_REVERSE ? P - 1 - q : q, p0 = p * VT_PANEL;
         size_t len = n - p0 < VT_PANEL ? n - p0 : VT_PANEL;
+        VT_ASSERT(p < P && len >= 1 && p0 + len <= n);
         *vti_ptree_next(&t) =
             o == VT_ORDER_PERMUTED ? vti_sum(o, len, x, perm + p0, NULL) : vti_sum(o, len, x + p0, NULL, keys);
         vti_ptree_push(&t);

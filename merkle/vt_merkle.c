@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../common/vt_bytes.h"
+#include "../common/vt_debug.h"
 
 vt_err vt_merkle_leaf_hash(const void *p, size_t n, uint8_t out[VT_HASH_LEN])
 {
@@ -96,6 +97,10 @@ vt_err vt_merkle_append(vt_merkle *t, const uint8_t leaf_hash[VT_HASH_LEN])
     }
     for (int l = 0; l < nadd; l++) VT_FORWARD_IF_ERROR(level_reserve(&t->lv[l]));
     for (int l = 0; l < nadd; l++) memcpy(t->lv[l].h[t->lv[l].n++], add[l], VT_HASH_LEN);
+#if VT_DEBUG >= 1
+    /* each level holds the complete pairs of the one below */
+    for (int l = 0; l + 1 < nadd; l++) VT_ASSERT(t->lv[l + 1].n == t->lv[l].n / 2);
+#endif
     return VT_OK;
 }
 
@@ -111,8 +116,10 @@ vt_err vt_merkle_leaf(const vt_merkle *t, uint64_t i, uint8_t out[VT_HASH_LEN])
 /* Largest power of two strictly less than n (n >= 2). */
 static uint64_t split_point(uint64_t n)
 {
+    VT_ASSERT(n >= 2);
     uint64_t k = 1;
     while (k < n - k) k <<= 1; /* k*2 < n without overflow */
+    VT_ASSERT(k < n && n - k <= k && (k & (k - 1)) == 0);
     return k;
 }
 
@@ -132,6 +139,7 @@ static int log2_exact(uint64_t n) /* n a power of two */
  * are hashed: O(log n) hashes. The generic recursion handles any range. */
 static vt_err range_hash(const vt_merkle *t, uint64_t a, uint64_t b, uint8_t out[VT_HASH_LEN])
 {
+    VT_ASSERT(a < b && b <= t->lv[0].n);
     uint64_t n = b - a;
     if ((n & (n - 1)) == 0) {
         int l = log2_exact(n);
@@ -168,6 +176,7 @@ vt_err vt_merkle_root_of(const uint8_t (*leaves)[VT_HASH_LEN], uint64_t n, uint8
     int lvl[VT_MERKLE_MAX_LEVELS];
     int top = 0;
     for (uint64_t i = 0; i < n; i++) {
+        VT_ASSERT(top < VT_MERKLE_MAX_LEVELS); /* strictly decreasing sizes: at most 64 subtrees */
         memcpy(st[top], leaves[i], VT_HASH_LEN);
         lvl[top++] = 0;
         while (top >= 2 && lvl[top - 1] == lvl[top - 2]) {
@@ -221,6 +230,7 @@ vt_err vt_merkle_prove(const vt_merkle *t, uint64_t index, uint8_t (*path)[VT_HA
     while (b - a > 1) {
         uint64_t k = split_point(b - a);
         pos--;
+        VT_ASSERT(pos >= 0 && m < b - a); /* vt_merkle_path_len counted this walk */
         if (m < k) {
             VT_FORWARD_IF_ERROR(range_hash(t, a + k, b, path[pos]));
             b = a + k;

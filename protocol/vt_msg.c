@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/vt_debug.h"
+
 #define HL VT_MSG_HASH_LEN
 /* VERDICT without its reason: commitment hash, step, op, loser, reason code, arbiter and auditor
  * keys, claimed step and state, the two nonces, the time */
@@ -306,6 +308,7 @@ static vt_err encode_body(int type, const void *body, vt_buf *b)
                                "INPUTS: body exceeds the %u-byte limit", VT_MSG_INPUTS_MAX_BODY);
         }
         VT_FORWARD_IF_ERROR(vt_buf_reserve(b, (size_t)total));
+        const size_t start = b->len;
         VT_FORWARD_IF_ERROR(vt_buf_u64le(b, m->step));
         VT_FORWARD_IF_ERROR(vt_buf_u32le(b, m->op));
         VT_FORWARD_IF_ERROR(vt_buf_u16le(b, m->n_tensors));
@@ -315,10 +318,12 @@ static vt_err encode_body(int type, const void *body, vt_buf *b)
             VT_FORWARD_IF_ERROR(vt_buf_u32le(b, t->tensor_id));
             VT_FORWARD_IF_ERROR(vt_buf_u32le(b, t->rows));
             VT_FORWARD_IF_ERROR(vt_buf_u32le(b, t->cols));
+            VT_ASSERT(b->cap - b->len >= elems * 4);
             uint8_t *dst = b->data + b->len; /* reserved above */
             for (size_t e = 0; e < elems; e++) vt_put_u32le(dst + 4 * e, vt_f32_bits(t->data[e]));
             b->len += elems * 4;
         }
+        VT_ASSERT(b->len - start == total); /* the body is the length computed (and reserved) above */
         return VT_OK;
     }
     case VT_MSG_LOG:
@@ -401,6 +406,7 @@ vt_err vt_msg_encode(int type, const void *body, uint32_t seq, const vt_keypair 
             e = vt_sign_detached(kp, out->data + start, VT_MSG_HEADER_LEN + blen, out->data + out->len);
             if (e == VT_OK) out->len += VT_MSG_SIG_LEN;
         }
+        VT_ASSERT(e != VT_OK || out->len - start == VT_MSG_HEADER_LEN + blen + VT_MSG_SIG_LEN);
     }
     if (e != VT_OK) out->len = start;
     return e;

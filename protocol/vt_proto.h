@@ -349,7 +349,7 @@ vt_err vt_msg_body_encode(int type, const void *body, vt_buf *out) VT_WARN_UNUSE
 vt_err vt_msg_body_decode(int type, const uint8_t *p, size_t n, vt_msg_body *out) VT_WARN_UNUSED;
 void vt_msg_body_free(int type, vt_msg_body *b);
 
-/* Appends a complete signed frame to out: header (version 1, type, seq, body length),
+/* Appends a complete signed frame to out: header (version VT_MSG_VERSION = 3, type, seq, body length),
  * body, Ed25519 signature by kp over header || body. */
 vt_err vt_msg_encode(int type, const void *body, uint32_t seq, const vt_keypair *kp,
                      vt_buf *out) VT_WARN_UNUSED;
@@ -365,7 +365,8 @@ vt_err vt_msg_decode(const uint8_t *p, size_t n, const uint8_t *expected_pk,
 void vt_msg_free(vt_msg *m);
 
 /* ------------------------------------------------------------------ transcripts
- * File: "VTTR" | u32le version = 1, then records until the end of the file:
+ * File: "VTTR" | u32le version = 2 (VT_TR_VERSION; version 1 is still read), then records until
+ * the end of the file:
  *     u8 dir (VT_TR_SENT, VT_TR_RECV or VT_TR_NOTE) | u8[32] author_pk | u32le len | len bytes
  * where the bytes are one framed message exactly as sent or received, and author_pk
  * the key that signed it (own key for sent, peer key for received). */

@@ -17,6 +17,7 @@
 #include <zstd.h>
 
 #include "../common/vt_bytes.h"
+#include "../common/vt_debug.h"
 #include "vt_file.h"
 #include "vt_store_internal.h"
 
@@ -161,6 +162,8 @@ vt_err vt_store_put_checkpoint(vt_store *s, uint64_t step, const float *state, s
                          ZSTD_getErrorName(zlen));
         goto done;
     }
+    /* within the buffer, and the frame records the raw length the reader checks against n */
+    VT_ASSERT(zlen <= bound && ZSTD_getFrameContentSize(file + CKPT_HEADER_LEN, zlen) == (unsigned long long)raw_len);
     size_t flen = CKPT_HEADER_LEN + zlen;
     if ((e = vt_sha256(file, flen, hash))) goto done;
     path = ckpt_path(s, step);

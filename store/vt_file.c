@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "vt_store.h"
+#include "../common/vt_debug.h"
 
 /* The test builds' fault hook (vt_store_set_fault_hook); NULL in production. */
 static vt_store_fault_fn *g_fault_hook;
@@ -114,6 +115,7 @@ vt_err vti_dfile_open(vti_dfile *d, const char *path, int unique)
 
 vt_err vti_dfile_write(vti_dfile *d, const void *p, size_t n)
 {
+    VT_ASSERT(d->f != NULL && d->tmp != NULL); /* open, not yet committed or aborted */
     VT_RETURN_ERROR_IF(n && fwrite(p, 1, n, d->f) != n, VT_ERR_IO, "cannot write %s: %s", d->tmp,
                        strerror(errno));
     return VT_OK;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "../common/vt_bytes.h"
+#include "../common/vt_debug.h"
 #include "vt_file.h"
 
 #define ST_MAX_HEADER ((size_t)100000000)   /* safetensors readers refuse a longer header */
@@ -149,6 +150,7 @@ static vt_err build_header(const vt_st_tensor *t, size_t n, const char *const *k
 static vt_err write_tensor(vti_dfile *d, const vt_st_tensor *t)
 {
     unsigned size = DTYPES[t->dtype].size;
+    VT_ASSERT(size == 1 || size == 4 || size == 8);
     uint64_t left = elements(t);
     if (size == 1) return vti_dfile_write(d, t->data, (size_t)left);
     const uint8_t *src = t->data;
@@ -166,6 +168,7 @@ static vt_err write_tensor(vti_dfile *d, const vt_st_tensor *t)
                 vt_put_u64le(buf + 8 * i, v);
             }
         }
+        VT_ASSERT(k >= 1 && k * size <= sizeof buf);
         VT_FORWARD_IF_ERROR(vti_dfile_write(d, buf, k * size));
         left -= k;
     }
@@ -180,6 +183,7 @@ vt_err vt_safetensors_write(const char *path, const vt_st_tensor *t, size_t n, c
     char *header = NULL;
     VT_FORWARD_IF_ERROR(build_header(t, n, meta_kv, n_meta, &header));
     size_t len = strlen(header), padded = len + (8 - len % 8) % 8; /* 8 + padded: a multiple of 8 */
+    VT_ASSERT(padded % 8 == 0 && padded >= len && padded - len < 8);
     if (padded > ST_MAX_HEADER) {
         free(header);
         VT_RETURN_ERROR(VT_ERR_LIMIT, "safetensors: a header of %zu bytes exceeds the readers' limit of %zu", padded,
@@ -197,6 +201,13 @@ vt_err vt_safetensors_write(const char *path, const vt_st_tensor *t, size_t n, c
     if (!e) e = vti_dfile_write(&d, header, len);
     if (!e) e = vti_dfile_write(&d, "       ", padded - len);
     for (size_t i = 0; i < n && !e; i++) e = write_tensor(&d, &t[i]);
+#if VT_DEBUG >= 1
+    if (!e) { /* the file is as long as the header's data_offsets say */
+        uint64_t want = 8 + (uint64_t)padded;
+        for (size_t i = 0; i < n; i++) want += elements(&t[i]) * DTYPES[t[i].dtype].size;
+        VT_ASSERT(ftello(d.f) == (off_t)want);
+    }
+#endif
     free(header);
     if (e) {
         vti_dfile_abort(&d);

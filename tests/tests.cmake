@@ -30,7 +30,9 @@ endforeach()
 
 # The test builds of the programs: the same main.c with VT_TEST_HOOKS, linking the test-only
 # adversaries (tests/vt_cheats.c: --cheat, --stop-after, --misbehave, --lie). The production
-# trainer and auditor contain none of it (test_no_cheats checks).
+# trainer, auditor and arbiter contain none of it: the ctest e2e (tests/e2e.sh) checks that their
+# --help shows no testing option, that `nm` finds no vt_cheats symbol in them, and that each testing
+# option is a usage error (exit 64).
 foreach(prog IN ITEMS trainer auditor)
   add_executable(${prog}-test ${CMAKE_CURRENT_SOURCE_DIR}/${prog}/main.c)
   target_compile_definitions(${prog}-test PRIVATE VT_TEST_HOOKS)

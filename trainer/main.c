@@ -792,7 +792,7 @@ static int cmd_serve(int argc, char **argv)
     return VT_EXIT_OK;
 }
 
-int main(int argc, char **argv)
+static int main_dispatch(int argc, char **argv)
 {
 #ifdef VT_TEST_HOOKS
     vt_cheats_init(&g_cheats);
@@ -813,4 +813,12 @@ int main(int argc, char **argv)
         return VT_EXIT_OK;
     }
     return vt_cli_usage_error(usage, "trainer: unknown command \"%s\"", argv[1]);
+}
+
+int main(int argc, char **argv)
+{
+    int st = main_dispatch(argc, argv);
+    /* after the error message: where the error was raised (VT_DEBUG >= 1 or VT_DEBUG_ERRORS=1) */
+    if (st != VT_EXIT_OK) vt_err_site_print("trainer");
+    return st;
 }
