@@ -48,6 +48,8 @@ struct vt_cuda {
     unsigned long long *derr;       /* per operation: (first failing index << 8) | code, or all ones */
     uint32_t derr_n;
     unsigned long long *h_err;
+    int check_ops;                  /* VT_CUDA_CHECK_OPS=1 (read at each step's start): each device operation
+                                     * against the CPU exec of the same operation (vt_dev_check_*) */
 };
 
 static vt_err cu_fail(cudaError_t e, const char *what)
@@ -86,7 +88,7 @@ vt_err host_staging(vt_cuda *g, size_t n);
 
 /* The batched GEMM (batched_matmul) on device operands into the device FP32 out: one strided-batched
  * DGEMM, norms, screen with the kind's Cauchy-Schwarz bound, compaction, flagged elements
- * (rounding_log/vt_round_hd.h vti_bmm_elem). Exact rounding or recording, K unpanelled. */
+ * (rounding/vt_round_hd.h vti_bmm_elem). Exact rounding or recording, K unpanelled. */
 vt_err vti_cuda_bmm_dev(vt_cuda *g, vt_rctx *rc, uint32_t op_id, size_t G, size_t M, size_t N, size_t K, int tA,
                         int tB, const float *a32, const float *b32, float *out);
 

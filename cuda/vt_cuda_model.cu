@@ -1,11 +1,14 @@
 /* vt_cuda_model.cu - device-resident execution of a model's step (docs/cuda.md, "Device-resident
- * steps"). The model's arenas are mirrored on the GPU; the kinds the list (model/vt_kinds.h) marks
- * run there: VT_DEV_GEMM, matmul and batched_matmul, through the rounded GEMMs of vt_cuda.cu on
- * device operands; VT_DEV_ITEM, the items of cuda/vt_dev_ops_hd.h, which the CPU twin
- * (tests/test_resident.c) runs too; their chains are the kernels' `*_hd.h` headers and their
- * rounding rounding_log/vt_round_hd.h, the code the CPU kernels run. Any other kind (VT_DEV_CPU)
- * runs on the CPU: its inputs and outputs come to the host, its outputs go back (vt_model.c drives
- * this).
+ * steps"). The model's arenas are mirrored on the GPU; which kinds run there is the device column
+ * of the list (model/vt_kinds.h), nothing here counts or names them: the kinds whose column is
+ * GEMM through the rounded GEMMs of vt_cuda.cu on device operands (run_op's two cases), the kinds
+ * whose column is ITEM through the items of cuda/vt_dev_ops_hd.h (k_item), which the CPU twin
+ * (tests/test_resident.c) runs too; their formulas are the kernels' `*_hd.h` headers and their
+ * rounding rounding/vt_round_hd.h, the code the CPU kernels run. The kinds whose column is CPU,
+ * and any operation the device refuses (a size the items do not take, a log replay's rounded
+ * kinds), run on the CPU: their inputs and outputs come to the host, their outputs go back
+ * (vt_model.c drives this). VT_CUDA_CHECK_OPS=1 checks each device operation against the CPU's
+ * (vt_cudap_run_op).
  *
  * What crosses: at the start of a step the state (the host's copy is the reference between steps:
  * set_state, checkpoints and resumes change it there); per fallback operation its tensors; per
@@ -88,6 +91,8 @@ extern "C" vt_err vt_cudap_run_begin(vt_cuda *g, vt_model *m)
         g->model = m;
         for (int k = 1; k < 4; k++) VT_FORWARD_IF_ERROR(upload_class(g, m, classes[k]));
     }
+    const char *chk = getenv("VT_CUDA_CHECK_OPS"); /* every device operation against the CPU's */
+    g->check_ops = chk && strcmp(chk, "1") == 0;
     VT_FORWARD_IF_ERROR(upload_class(g, m, VT_TC_PARAM)); /* the state: the host's is the reference */
     CU(cudaMemsetAsync(g->derr, 0xff, g->derr_n * sizeof(unsigned long long), g->s));
     return VT_OK;
@@ -113,7 +118,7 @@ static void *dptr(void *ctx, uint32_t t)
     return dt(c->g, c->m, t);
 }
 
-extern "C" vt_err vt_cudap_run_op(vt_cuda *g, vt_model *m, vt_rctx *rc, uint32_t op_id, uint64_t step)
+static vt_err run_op(vt_cuda *g, vt_model *m, vt_rctx *rc, uint32_t op_id, uint64_t step)
 {
     const vt_opdesc *o = &m->prog.op[op_id];
     if (o->kind == VT_OPK_MATMUL) {
@@ -152,6 +157,32 @@ extern "C" vt_err vt_cudap_run_op(vt_cuda *g, vt_model *m, vt_rctx *rc, uint32_t
     CU(cudaMemcpyAsync(g->h_res, d.res, d.res_n * sizeof(vt_epi_res), cudaMemcpyDeviceToHost, g->s));
     CU(cudaStreamSynchronize(g->s));
     return vt_dev_op_finish(rc, &d, g->h_res);
+}
+
+/* a device tensor's bytes to the host (the per-operation check) */
+static vt_err dfetch(void *ctx, uint32_t t, void *host, size_t bytes)
+{
+    dctx *c = (dctx *)ctx;
+    if (!bytes) return VT_OK;
+    CU(cudaMemcpyAsync(host, dt(c->g, c->m, t), bytes, cudaMemcpyDeviceToHost, c->g->s));
+    CU(cudaStreamSynchronize(c->g->s));
+    return VT_OK;
+}
+
+/* An operation on the device, or VT_ERR_UNSUPPORTED. With VT_CUDA_CHECK_OPS=1 each one the device
+ * runs is then checked against the CPU exec of the same operation on the same inputs
+ * (vt_dev_check_*, cuda/vt_dev_ops.c); the first differing element stops the step. */
+extern "C" vt_err vt_cudap_run_op(vt_cuda *g, vt_model *m, vt_rctx *rc, uint32_t op_id, uint64_t step)
+{
+    if (!g->check_ops || vt_kind_device(m->prog.op[op_id].kind) == VT_DEV_CPU) return run_op(g, m, rc, op_id, step);
+    dctx c = {g, m};
+    vt_dev_check chk;
+    vt_err e = vt_dev_check_begin(m, op_id, dfetch, &c, &chk);
+    if (!e) e = run_op(g, m, rc, op_id, step);
+    if (!e) e = check_pending(g, m, rc); /* its own failures (and earlier ones) first, as without the check */
+    if (!e) e = vt_dev_check_end(m, rc, op_id, step, dfetch, &c);
+    vt_dev_check_restore(m, op_id, &chk);
+    return e;
 }
 
 /* the bytes of every input and output of operation op between host and device */

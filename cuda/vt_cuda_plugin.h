@@ -16,7 +16,7 @@
 extern "C" {
 #endif
 #include "../model/vt_model.h"
-#include "../rounding_log/vt_round_hd.h"
+#include "../rounding/vt_round_hd.h"
 #ifdef __cplusplus
 }
 #endif
@@ -25,7 +25,7 @@ extern "C" {
 extern "C" {
 #endif
 
-#define VT_CUDA_PLUGIN_ABI 2
+#define VT_CUDA_PLUGIN_ABI 3
 
 /* What the plugin and the program must agree on beyond the signatures: the layouts of the
  * structures the plugin reads from the program. Both compute this from their own headers; the
@@ -33,9 +33,10 @@ extern "C" {
 #define VTI_ABI_MIX(h, v) ((h) * 1099511628211ULL ^ (unsigned long long)(v))
 #define VT_CUDA_PLUGIN_LAYOUT()                                                                                        \
     VTI_ABI_MIX(VTI_ABI_MIX(VTI_ABI_MIX(VTI_ABI_MIX(VTI_ABI_MIX(VTI_ABI_MIX(VTI_ABI_MIX(VTI_ABI_MIX(VTI_ABI_MIX(        \
+    VTI_ABI_MIX(VTI_ABI_MIX(                                                                                           \
         14695981039346656037ULL, VT_CUDA_PLUGIN_ABI), sizeof(struct vt_model)), offsetof(struct vt_model, arena)),     \
         offsetof(struct vt_model, prog)), sizeof(vt_program)), sizeof(vt_tensor)), sizeof(vt_opdesc)),                \
-        sizeof(vt_rctx)), sizeof(vt_epi_res))
+        sizeof(vt_rctx)), sizeof(vt_epi_res)), offsetof(struct vt_model, be)), offsetof(struct vt_model, ds))
 
 #if defined(__GNUC__)
 #define VT_CUDAP_EXPORT __attribute__((visibility("default")))

@@ -3,6 +3,7 @@
 #include "vt_dev_ops_hd.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,162 +11,222 @@
 #include "../model/vt_model.h"
 #include "../rounding_log/vt_epilogue.h"
 
+/* what the family's describers read: the operation, its first input, its first output's size */
+typedef struct {
+    const vt_opdesc *o;
+    const vt_tensor *t0;
+    size_t n_out;
+    uint64_t step;
+} mk;
+
+/* the operand (i, j, k) -> p[i si + j sj + k sk] of a reduction */
+static vt_strided strided(const float *p, size_t si, size_t sj, size_t sk) { return (vt_strided){p, si, sj, sk, 0, 0}; }
+
+static int make_chain(const vt_model *m, const mk *k, vt_dev_op *d)
+{
+    const vt_opdesc *o = k->o;
+    const vt_tensor *t0 = k->t0;
+    size_t n_out = k->n_out;
+    switch (o->kind) {
+    case VT_OPK_BIAS_ADD: case VT_OPK_LN_CENTER: case VT_OPK_LN_NORM: case VT_OPK_AFFINE: case VT_OPK_SCALE_COLS:
+    case VT_OPK_LN_BACKWARD:
+        d->a.rows = (vt_dev_rows){t0->shape[0], t0->shape[1]};
+        d->n_items = d->rounded_n = t0->n;
+        break;
+    case VT_OPK_XENT_BWD:
+        d->a.xent = (vt_dev_xent){t0->shape[0], t0->shape[1], (const uint8_t *)d->in[1]};
+        d->n_items = d->rounded_n = t0->n;
+        break;
+    case VT_OPK_RELU: case VT_OPK_RELU_BWD: /* exact */
+        d->n_items = n_out;
+        break;
+    case VT_OPK_ADD: case VT_OPK_SGD_VELOCITY: case VT_OPK_GELU: case VT_OPK_GELU_BWD:
+        d->n_items = d->rounded_n = n_out;
+        break;
+    case VT_OPK_AVGPOOL_BWD: { /* iarg B, HW */
+        size_t HW = (size_t)o->iarg[1];
+        d->a.avgbwd = (vt_dev_avgbwd){HW, t0->shape[1], vt_avgpool_weight(HW)};
+        d->n_items = d->rounded_n = n_out;
+        break;
+    }
+    case VT_OPK_BN_CENTER: case VT_OPK_BN_APPLY: case VT_OPK_BN_BACKWARD:
+        d->a.bn = (vt_dev_bn){t0->shape[0], t0->shape[1]};
+        d->n_items = d->rounded_n = t0->n;
+        break;
+    case VT_OPK_BN_GAMMA_GRAD: /* iarg M */
+        d->a.bn = (vt_dev_bn){(size_t)o->iarg[0], n_out};
+        d->n_items = d->rounded_n = n_out;
+        break;
+    case VT_OPK_BN_RUNNING: /* iarg M; mean and variance */
+        d->a.bn = (vt_dev_bn){(size_t)o->iarg[0], n_out};
+        d->n_items = n_out, d->rounded_n = 2 * n_out;
+        break;
+    case VT_OPK_SGD_APPLY: /* w, v, lr */
+        d->a.opt = (vt_dev_opt){NULL, (const double *)d->in[2]};
+        d->n_items = d->rounded_n = n_out;
+        break;
+    case VT_OPK_ADAM_APPLY: case VT_OPK_ADAMW: /* w, m, v, t, lr */
+        d->a.opt = (vt_dev_opt){(const double *)d->in[3], (const double *)d->in[4]};
+        d->n_items = d->rounded_n = n_out;
+        break;
+    case VT_OPK_ADAM_MOMENTS: case VT_OPK_ADAM_SCALED: /* m and v */
+        d->a.pair = (vt_dev_pair){n_out};
+        d->n_items = n_out, d->rounded_n = 2 * n_out;
+        break;
+    case VT_OPK_EMBED: { /* tokens [B, T], wte [V, C], wpe */
+        const vt_tensor *wte = &m->prog.t[o->in[1]];
+        d->a.embed = (vt_dev_embed){wte->shape[0], wte->shape[1], t0->shape[1], (const uint8_t *)d->in[0]};
+        d->n_items = d->rounded_n = n_out;
+        break;
+    }
+    case VT_OPK_SOFTMAX_BWD: /* iarg T */
+        d->a.causal = (vt_dev_causal){(size_t)o->iarg[0]};
+        d->n_items = d->rounded_n = t0->n;
+        break;
+    case VT_OPK_DROPOUT: /* iarg seed, key */
+        d->a.dropout = (vt_dev_dropout){(uint64_t)o->iarg[0], k->step, (uint32_t)o->iarg[1]};
+        d->n_items = d->rounded_n = n_out;
+        break;
+    case VT_OPK_CLIP_FACTOR:
+        d->n_items = d->rounded_n = 1;
+        break;
+    default:
+        return 0;
+    }
+    return 1;
+}
+
+static int make_reduce(const mk *k, vt_dev_op *d)
+{
+    const vt_opdesc *o = k->o;
+    const vt_tensor *t0 = k->t0;
+    vt_dev_red *r = &d->a.red;
+    const float *a = d->in[0], *b = d->in[1];
+    switch (o->kind) {
+    case VT_OPK_XENT_LOSS: /* one item */
+        d->a.xent = (vt_dev_xent){t0->shape[0], t0->shape[1], (const uint8_t *)d->in[1]};
+        d->n_items = d->rounded_n = 1;
+        return 1;
+    case VT_OPK_COLSUM: case VT_OPK_COLDOT: { /* s_j = sum_i A_ij (B_ij or 1) */
+        size_t M = t0->shape[0], N = t0->shape[1];
+        if (M > VT_MAX_REDUCTION) return 0;
+        d->n_items = N;
+        r->cols = N, r->n = M, r->wconst = 1.0f, r->a = strided(a, 1, 1, N);
+        if (o->kind == VT_OPK_COLDOT) r->b = strided(b, 1, 1, N);
+        break;
+    }
+    case VT_OPK_AVGPOOL: { /* y_bc = sum_t x_(b,t),c w over HW terms; iarg B, HW */
+        size_t B = (size_t)o->iarg[0], HW = (size_t)o->iarg[1], C = t0->shape[1];
+        d->n_items = B * C;
+        r->cols = C, r->n = HW, r->wconst = vt_avgpool_weight(HW), r->a = strided(a, HW * C, 1, C);
+        break;
+    }
+    case VT_OPK_POS_GRAD: { /* dwpe [T, C] = sum over the batch; iarg B, T */
+        size_t B = (size_t)o->iarg[0], T = (size_t)o->iarg[1], C = t0->shape[1];
+        d->n_items = T * C;
+        r->cols = C, r->n = B, r->wconst = 1.0f, r->a = strided(a, C, 1, T * C);
+        break;
+    }
+    case VT_OPK_ROW_SUM: case VT_OPK_ROW_DOT: { /* s_i = sum_j a_ij (b_ij or 1) */
+        size_t M = t0->shape[0], N = t0->shape[1];
+        if (N > VT_MAX_REDUCTION) return 0;
+        d->n_items = M;
+        r->cols = 1, r->n = N, r->wconst = 1.0f, r->a = strided(a, N, N, 1);
+        if (o->kind == VT_OPK_ROW_DOT) r->b = strided(b, N, N, 1);
+        break;
+    }
+    case VT_OPK_SUMSQ: /* sum g^2 */
+        if (t0->n > VT_MAX_REDUCTION) return 0;
+        d->n_items = 1;
+        r->cols = 1, r->n = t0->n, r->a = strided(a, 0, 0, 1), r->b = strided(a, 0, 0, 1);
+        break;
+    default:
+        return 0;
+    }
+    d->res_n = d->rounded_n = d->n_items; /* one decision per output element */
+    return 1;
+}
+
+static int make_rowwise(const mk *k, vt_dev_op *d)
+{
+    const vt_tensor *t0 = k->t0;
+    switch (k->o->kind) {
+    case VT_OPK_SOFTMAX:
+        d->a.rows = (vt_dev_rows){t0->shape[0], t0->shape[1]};
+        break;
+    case VT_OPK_SOFTMAX_CAUSAL: /* iarg T */
+        d->a.causal = (vt_dev_causal){(size_t)k->o->iarg[0]};
+        break;
+    default:
+        return 0;
+    }
+    d->n_items = t0->shape[0], d->rounded_n = d->scratch_n = t0->n; /* one row per item */
+    return 1;
+}
+
+static int make_move(const mk *k, vt_dev_op *d)
+{
+    const vt_opdesc *o = k->o;
+    const int64_t *a = o->iarg;
+    d->n_items = k->n_out; /* output elements, but for the head moves */
+    switch (o->kind) {
+    case VT_OPK_AUGMENT: /* iarg C, H, W, pad, flip, seed */
+        if (o->out[0] == o->in[0]) return 0; /* each item reads other items' inputs */
+        d->a.augment = (vt_dev_augment){(size_t)a[0], (size_t)a[1], (size_t)a[2], (uint32_t)a[3], (int)a[4],
+                                        (uint64_t)a[5], k->step};
+        break;
+    case VT_OPK_IM2COL: case VT_OPK_CONV_DGATHER: /* iarg B H W C k stride pad (chw) */
+        if (vt_conv_geom_make(&d->a.conv, a[0], a[1], a[2], a[3], a[4], a[5], a[6],
+                              o->kind == VT_OPK_IM2COL ? (int)a[7] : 0) != VT_OK)
+            return 0;
+        break;
+    case VT_OPK_CONV_WPERM: /* iarg k, C, Co */
+        d->a.wperm = (vt_dev_wperm){(size_t)a[0], (size_t)a[1], (size_t)a[2]};
+        break;
+    case VT_OPK_MAXPOOL: case VT_OPK_MAXPOOL_BWD: /* iarg B H W C k */
+        d->a.maxpool = (vt_dev_maxpool){(size_t)a[0], (size_t)a[1], (size_t)a[2], (size_t)a[3], (size_t)a[4]};
+        break;
+    case VT_OPK_ONEHOT: /* iarg V */
+        d->a.onehot = (vt_dev_onehot){(size_t)a[0], (const uint8_t *)d->in[0]};
+        break;
+    case VT_OPK_HEADS_SPLIT: case VT_OPK_HEADS_MERGE: case VT_OPK_HEADS_JOIN: case VT_OPK_HEADS_UNMERGE:
+        d->a.heads = (vt_dev_heads){(size_t)a[0], (size_t)a[1], (size_t)a[2], (size_t)a[3]}; /* B T H D */
+        d->n_items = d->a.heads.B * d->a.heads.T * d->a.heads.H * d->a.heads.D;
+        break;
+    default:
+        return 0;
+    }
+    return 1; /* exact: nothing rounded */
+}
+
 int vt_dev_op_make(const struct vt_model *m, const vt_rctx *rc, uint32_t op_id, uint64_t step,
                    void *(*ptr)(void *ctx, uint32_t t), void *ctx, vt_dev_op *d)
 {
     const vt_opdesc *o = &m->prog.op[op_id];
     memset(d, 0, sizeof *d);
     d->kind = o->kind;
+    d->family = (uint8_t)vt_kind_family_of(o->kind);
     d->op_id = op_id;
     d->cfg = rc->bound;
     d->record = rc->bound.rounding == VT_ROUNDING_LOG;
     /* the list (model/vt_kinds.h) says which kinds have device items; the others run on the host */
     if (vt_kind_device(o->kind) != VT_DEV_ITEM) return 0;
     if (o->n_in == 0 || o->n_in == VT_VARIADIC || o->n_out == 0) return 0; /* none of the device kinds */
-    const vt_tensor *t0 = &m->prog.t[o->in[0]];
-    size_t n_out = m->prog.t[o->out[0]].n;
-    int exact_kind = !vt_kind_rounded(o->kind);
-    switch (o->kind) {
-    case VT_OPK_BIAS_ADD: case VT_OPK_XENT_BWD:
-        d->M = t0->shape[0], d->N = t0->shape[1], d->n_items = t0->n, d->rounded_n = t0->n;
-        break;
-    case VT_OPK_RELU: case VT_OPK_RELU_BWD:
-        d->M = n_out, d->n_items = n_out;
-        break;
-    case VT_OPK_SOFTMAX:
-        d->M = t0->shape[0], d->N = t0->shape[1], d->n_items = d->M, d->rounded_n = t0->n, d->scratch_n = t0->n;
-        break;
-    case VT_OPK_XENT_LOSS:
-        d->M = t0->shape[0], d->N = t0->shape[1], d->n_items = 1, d->rounded_n = 1;
-        break;
-    case VT_OPK_COLSUM: case VT_OPK_COLDOT: /* s_j = sum_i A_ij (B_ij or 1) */
-        if (t0->shape[0] > VT_MAX_REDUCTION) return 0;
-        d->M = t0->shape[0], d->N = t0->shape[1], d->n_items = d->N, d->rounded_n = d->N, d->res_n = d->N;
-        d->rcols = d->N, d->rn = d->M, d->wconst = 1.0f;
-        break;
-    case VT_OPK_AVGPOOL: { /* y_bc = sum_t x_(b,t),c w over HW terms */
-        size_t B = (size_t)o->iarg[0], HW = (size_t)o->iarg[1], C = t0->shape[1];
-        d->pB = B, d->pk = HW, d->pC = C, d->n_items = d->res_n = d->rounded_n = B * C;
-        d->rcols = C, d->rn = HW, d->wconst = vt_avgpool_weight(HW);
-        break;
-    }
-    case VT_OPK_AVGPOOL_BWD: {
-        size_t B = (size_t)o->iarg[0], HW = (size_t)o->iarg[1], C = t0->shape[1];
-        d->pB = B, d->pk = HW, d->pC = C, d->n_items = d->rounded_n = n_out, d->wconst = vt_avgpool_weight(HW);
-        break;
-    }
-    case VT_OPK_ADD:
-        d->n_items = d->rounded_n = n_out;
-        break;
-    case VT_OPK_IM2COL: case VT_OPK_CONV_DGATHER: {
-        const int64_t *a = o->iarg;
-        if (vt_conv_geom_make(&d->g, a[0], a[1], a[2], a[3], a[4], a[5], a[6],
-                              o->kind == VT_OPK_IM2COL ? (int)a[7] : 0) != VT_OK)
-            return 0;
-        d->n_items = n_out;
-        break;
-    }
-    case VT_OPK_CONV_WPERM:
-        d->pk = (size_t)o->iarg[0], d->pC = (size_t)o->iarg[1], d->pB = (size_t)o->iarg[2], d->n_items = n_out;
-        break;
-    case VT_OPK_MAXPOOL: case VT_OPK_MAXPOOL_BWD:
-        d->pB = (size_t)o->iarg[0], d->pH = (size_t)o->iarg[1], d->pW = (size_t)o->iarg[2];
-        d->pC = (size_t)o->iarg[3], d->pk = (size_t)o->iarg[4], d->n_items = n_out;
-        break;
-    case VT_OPK_BN_CENTER: case VT_OPK_BN_APPLY: case VT_OPK_BN_BACKWARD:
-        d->M = t0->shape[0], d->N = t0->shape[1], d->n_items = d->rounded_n = t0->n;
-        break;
-    case VT_OPK_BN_GAMMA_GRAD:
-        d->M = (size_t)o->iarg[0], d->N = n_out, d->n_items = d->rounded_n = n_out;
-        break;
-    case VT_OPK_BN_RUNNING:
-        d->M = (size_t)o->iarg[0], d->N = n_out, d->n_items = n_out, d->rounded_n = 2 * n_out;
-        break;
-    /* the transformer */
-    case VT_OPK_EMBED: {
-        const vt_tensor *wte = &m->prog.t[o->in[1]];
-        d->M = wte->shape[0], d->N = wte->shape[1], d->hT = t0->shape[1], d->n_items = d->rounded_n = n_out;
-        break;
-    }
-    case VT_OPK_ONEHOT:
-        d->N = (size_t)o->iarg[0], d->n_items = n_out;
-        break;
-    case VT_OPK_POS_GRAD: {
-        size_t B = (size_t)o->iarg[0], Tn = (size_t)o->iarg[1], C = t0->shape[1];
-        d->n_items = d->res_n = d->rounded_n = Tn * C, d->rcols = C, d->rn = B, d->wconst = 1.0f;
-        d->hT = Tn, d->N = C;
-        break;
-    }
-    case VT_OPK_ROW_SUM: case VT_OPK_ROW_DOT:
-        if (t0->shape[1] > VT_MAX_REDUCTION) return 0;
-        d->M = t0->shape[0], d->N = t0->shape[1], d->n_items = d->res_n = d->rounded_n = d->M;
-        d->rcols = 1, d->rn = d->N, d->wconst = 1.0f;
-        break;
-    case VT_OPK_SUMSQ:
-        if (t0->n > VT_MAX_REDUCTION) return 0;
-        d->n_items = d->res_n = d->rounded_n = 1, d->rcols = 1, d->rn = t0->n;
-        break;
-    case VT_OPK_LN_CENTER: case VT_OPK_LN_NORM: case VT_OPK_AFFINE: case VT_OPK_SCALE_COLS: case VT_OPK_LN_BACKWARD:
-        d->M = t0->shape[0], d->N = t0->shape[1], d->n_items = d->rounded_n = t0->n;
-        break;
-    case VT_OPK_GELU: case VT_OPK_GELU_BWD:
-        d->n_items = d->rounded_n = n_out;
-        break;
-    case VT_OPK_AUGMENT: /* iarg C, H, W, pad, flip, seed */
-        d->pB = (size_t)o->iarg[0], d->pH = (size_t)o->iarg[1], d->pW = (size_t)o->iarg[2], d->pk = (size_t)o->iarg[3];
-        d->key = (uint32_t)o->iarg[4], d->seed = (uint64_t)o->iarg[5], d->step = step, d->n_items = n_out;
-        if (o->out[0] == o->in[0]) return 0; /* each item reads other items' inputs */
-        break;
-    case VT_OPK_DROPOUT:
-        d->n_items = d->rounded_n = n_out, d->step = step, d->seed = (uint64_t)o->iarg[0], d->key = (uint32_t)o->iarg[1];
-        break;
-    case VT_OPK_HEADS_SPLIT: case VT_OPK_HEADS_MERGE: case VT_OPK_HEADS_JOIN: case VT_OPK_HEADS_UNMERGE:
-        d->hB = (size_t)o->iarg[0], d->hT = (size_t)o->iarg[1], d->hH = (size_t)o->iarg[2], d->hD = (size_t)o->iarg[3];
-        d->n_items = d->hB * d->hT * d->hH * d->hD;
-        break;
-    case VT_OPK_SOFTMAX_CAUSAL:
-        d->hT = (size_t)o->iarg[0], d->n_items = t0->shape[0], d->rounded_n = d->scratch_n = t0->n;
-        break;
-    case VT_OPK_SOFTMAX_BWD:
-        d->hT = (size_t)o->iarg[0], d->n_items = d->rounded_n = t0->n;
-        break;
-    case VT_OPK_CLIP_FACTOR:
-        d->n_items = d->rounded_n = 1;
-        break;
-    case VT_OPK_ADAM_SCALED:
-        d->N = n_out, d->n_items = n_out, d->rounded_n = 2 * n_out;
-        break;
-    case VT_OPK_ADAMW:
-        d->n_items = d->rounded_n = n_out;
-        break;
-    case VT_OPK_SGD_VELOCITY: case VT_OPK_SGD_APPLY: case VT_OPK_ADAM_APPLY:
-        d->M = n_out, d->n_items = n_out, d->rounded_n = n_out;
-        break;
-    case VT_OPK_ADAM_MOMENTS:
-        d->M = d->N = n_out, d->n_items = n_out, d->rounded_n = 2 * n_out;
-        break;
-    default:
-        return 0;
-    }
-    if (!exact_kind && !vt_epi_supported(rc)) return 0; /* a log replay: judged on the host */
+    /* the tensors' addresses and the real arguments first: the describers build on them */
     for (uint32_t k = 0; k < o->n_in && k < 6; k++) d->in[k] = ptr(ctx, o->in[k]);
     for (uint32_t k = 0; k < o->n_out && k < 3; k++) d->out[k] = ptr(ctx, o->out[k]);
     for (uint32_t k = 0; k < o->n_farg && k < 4; k++) d->f[k] = o->farg[k];
-    if (o->kind == VT_OPK_EMBED || o->kind == VT_OPK_ONEHOT) d->labels = ptr(ctx, o->in[0]);
-    if (o->kind == VT_OPK_ADAMW) d->s0 = ptr(ctx, o->in[3]), d->s1 = ptr(ctx, o->in[4]);
-    if (o->kind == VT_OPK_POS_GRAD) d->ra = (vt_strided){d->in[0], d->N, 1, d->hT * d->N, 0, 0};
-    if (o->kind == VT_OPK_ROW_SUM) d->ra = (vt_strided){d->in[0], d->N, d->N, 1, 0, 0};
-    if (o->kind == VT_OPK_ROW_DOT)
-        d->ra = (vt_strided){d->in[0], d->N, d->N, 1, 0, 0}, d->rb = (vt_strided){d->in[1], d->N, d->N, 1, 0, 0};
-    if (o->kind == VT_OPK_SUMSQ)
-        d->ra = (vt_strided){d->in[0], 0, 0, 1, 0, 0}, d->rb = (vt_strided){d->in[0], 0, 0, 1, 0, 0};
-    if (o->kind == VT_OPK_XENT_LOSS || o->kind == VT_OPK_XENT_BWD) d->labels = ptr(ctx, o->in[1]);
-    if (o->kind == VT_OPK_SGD_APPLY) d->s0 = ptr(ctx, o->in[2]);
-    if (o->kind == VT_OPK_ADAM_APPLY) d->s0 = ptr(ctx, o->in[3]), d->s1 = ptr(ctx, o->in[4]);
-    if (o->kind == VT_OPK_COLSUM) d->ra = (vt_strided){d->in[0], 1, 1, d->N, 0, 0};
-    if (o->kind == VT_OPK_COLDOT)
-        d->ra = (vt_strided){d->in[0], 1, 1, d->N, 0, 0}, d->rb = (vt_strided){d->in[1], 1, 1, d->N, 0, 0};
-    if (o->kind == VT_OPK_AVGPOOL) d->ra = (vt_strided){d->in[0], d->pk * d->pC, 1, d->pC, 0, 0};
+    mk desc = {o, &m->prog.t[o->in[0]], m->prog.t[o->out[0]].n, step};
+    int ok = 0;
+    switch (d->family) { /* first by the family, then by the kind within it */
+    case VT_FAM_CHAIN: ok = make_chain(m, &desc, d); break;
+    case VT_FAM_REDUCE: ok = make_reduce(&desc, d); break;
+    case VT_FAM_ROWWISE: ok = make_rowwise(&desc, d); break;
+    case VT_FAM_MOVE: ok = make_move(&desc, d); break;
+    default: break; /* loaders and GEMMs have no items */
+    }
+    if (!ok) return 0;
+    if (vt_kind_rounded(o->kind) && !vt_epi_supported(rc)) return 0; /* a log replay: judged on the host */
     return 1;
 }
 
@@ -229,4 +290,121 @@ vt_err vt_dev_err_report(vt_rctx *rc, const struct vt_model *m, uint32_t op_id, 
     r.code = (uint8_t)code;
     r.x = code == VTI_EL_RANGE ? (double)INFINITY : (double)NAN;
     return vt_epi_fail(rc, op_id, idx, &r);
+}
+
+/* ---- the per-operation check (VT_CUDA_CHECK_OPS=1) ---- */
+
+static uint32_t op_tensor(const vt_opdesc *o, uint32_t k) { return k < o->n_in ? o->in[k] : o->out[k - o->n_in]; }
+
+vt_err vt_dev_check_compare(const struct vt_model *m, uint32_t op_id, uint32_t k, const void *dev, const void *cpu)
+{
+    const vt_opdesc *o = &m->prog.op[op_id];
+    const vt_tensor *t = &m->prog.t[o->out[k]];
+    size_t es = vt_dtype_size((vt_dtype)t->dtype);
+    const uint8_t *a = (const uint8_t *)dev, *b = (const uint8_t *)cpu;
+    VT_RETURN_ERROR_IF(es == 0 || es > 8, VT_ERR_INTERNAL, "check: tensor %s has no element size", t->name);
+    for (size_t i = 0; i < t->n; i++) {
+        if (memcmp(a + i * es, b + i * es, es) == 0) continue;
+        uint64_t va = 0, vb = 0; /* the elements' bits (little-endian) */
+        memcpy(&va, a + i * es, es);
+        memcpy(&vb, b + i * es, es);
+        char sa[40] = "", sb[40] = "";
+        if (t->dtype == VT_DT_F32) {
+            float x, y;
+            memcpy(&x, a + i * es, 4);
+            memcpy(&y, b + i * es, 4);
+            snprintf(sa, sizeof sa, " (%.9g)", (double)x);
+            snprintf(sb, sizeof sb, " (%.9g)", (double)y);
+        } else if (t->dtype == VT_DT_F64) {
+            double x, y;
+            memcpy(&x, a + i * es, 8);
+            memcpy(&y, b + i * es, 8);
+            snprintf(sa, sizeof sa, " (%.17g)", x);
+            snprintf(sb, sizeof sb, " (%.17g)", y);
+        }
+        VT_RETURN_ERROR(VT_ERR_INTERNAL,
+                        "check: operation %u (%s), output %u (%s): element %zu of %zu differs: device 0x%0*llx%s, "
+                        "CPU 0x%0*llx%s",
+                        op_id, vt_opkind_get(o->kind)->name, k, t->name, i, t->n, (int)(2 * es),
+                        (unsigned long long)va, sa, (int)(2 * es), (unsigned long long)vb, sb);
+    }
+    return VT_OK;
+}
+
+vt_err vt_dev_check_begin(struct vt_model *m, uint32_t op_id, vt_dev_fetch fetch, void *ctx, vt_dev_check *c)
+{
+    const vt_opdesc *o = &m->prog.op[op_id];
+    uint32_t n = (uint32_t)o->n_in + o->n_out;
+    size_t total = 0, bytes;
+    memset(c, 0, sizeof *c);
+    for (uint32_t k = 0; k < n; k++) {
+        vt_model_tensor(m, op_tensor(o, k), &bytes);
+        total += bytes;
+    }
+    c->saved = malloc(total ? total : 1);
+    VT_RETURN_ERROR_IF(!c->saved, VT_ERR_NOMEM, "out of memory");
+    uint8_t *p = c->saved;
+    for (uint32_t k = 0; k < n; k++, p += bytes) {
+        const void *h = vt_model_tensor(m, op_tensor(o, k), &bytes);
+        memcpy(p, h, bytes);
+    }
+    for (uint32_t k = 0; k < n; k++) {
+        void *h = vt_model_tensor(m, op_tensor(o, k), &bytes);
+        VT_FORWARD_IF_ERROR(fetch(ctx, op_tensor(o, k), h, bytes));
+    }
+    return VT_OK;
+}
+
+vt_err vt_dev_check_end(struct vt_model *m, const vt_rctx *rc, uint32_t op_id, uint64_t step, vt_dev_fetch fetch,
+                        void *ctx)
+{
+    const vt_opdesc *o = &m->prog.op[op_id];
+    size_t total = 0, bytes;
+    for (uint32_t k = 0; k < o->n_out; k++) {
+        vt_model_tensor(m, o->out[k], &bytes);
+        total += bytes;
+    }
+    uint8_t *dev = malloc(total ? total : 1), *p = dev;
+    VT_RETURN_ERROR_IF(!dev, VT_ERR_NOMEM, "out of memory");
+    vt_err e = VT_OK;
+    for (uint32_t k = 0; k < o->n_out && !e; k++, p += bytes) {
+        vt_model_tensor(m, o->out[k], &bytes);
+        e = fetch(ctx, o->out[k], p, bytes);
+    }
+    if (!e) { /* the CPU reference on the same inputs: its own rounding context (its log is dropped), no backend */
+        vt_steplog log;
+        vt_rctx cr;
+        vt_steplog_init(&log, step);
+        vt_rctx_init(&cr, VT_RMODE_RECORD, rc->bound);
+        e = vt_rctx_begin_step(&cr, step, &log);
+        const vt_backend *be = m->be;
+        m->be = NULL;
+        if (!e) e = vt_model_exec_op(m, m->ds, &cr, step, op_id);
+        m->be = be;
+        vt_steplog_free(&log);
+        if (e)
+            e = vt_error_prefix(e, "check: operation %u (%s): the CPU reference fails where the device did not: ", op_id,
+                                vt_opkind_get(o->kind)->name);
+    }
+    p = dev;
+    for (uint32_t k = 0; k < o->n_out && !e; k++, p += bytes)
+        e = vt_dev_check_compare(m, op_id, k, p, vt_model_tensor(m, o->out[k], &bytes));
+    free(dev);
+    return e;
+}
+
+void vt_dev_check_restore(struct vt_model *m, uint32_t op_id, vt_dev_check *c)
+{
+    const vt_opdesc *o = &m->prog.op[op_id];
+    uint32_t n = (uint32_t)o->n_in + o->n_out;
+    size_t bytes;
+    if (c->saved) {
+        const uint8_t *p = c->saved;
+        for (uint32_t k = 0; k < n; k++, p += bytes) {
+            void *h = vt_model_tensor(m, op_tensor(o, k), &bytes);
+            memcpy(h, p, bytes);
+        }
+    }
+    free(c->saved);
+    c->saved = NULL;
 }

@@ -217,4 +217,17 @@ static inline vt_kind_dev vt_kind_device(unsigned k)
     }
 }
 
+static inline vt_kind_family vt_kind_family_of(unsigned k)
+{
+    switch (k) {
+#define VTI_KIND_FAMILY(ID, nm, fam, rd, ni, no, nia, nfa, ia, fa, red, dev, impl)                                      \
+    case VT_OPK_##ID:                                                                                                  \
+        return VT_FAM_##fam;
+        VT_KINDS(VTI_KIND_FAMILY)
+#undef VTI_KIND_FAMILY
+    default:
+        return (vt_kind_family)0;
+    }
+}
+
 #endif

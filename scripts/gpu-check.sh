@@ -7,6 +7,10 @@
 #      device-resident MLP, CNN and GPT steps against the CPU) and the CPU twins (test_epilogue,
 #      test_resident); the end-to-end test, whose CUDA section then trains on the GPU and audits
 #      on the CPU and on the GPU;
+#   2b. operation by operation (VT_CUDA_CHECK_OPS=1, docs/cuda.md): 2 steps of the MLP, the CNN and
+#      the GPT in both roundings, every device operation checked against the CPU exec of the same
+#      operation on the same inputs; a difference stops the run naming the operation, its kind, the
+#      output tensor and the first differing element with both values' bits;
 #   3. trains the default MLP, and shortened CNN and GPT runs, on the GPU (--backend cuda);
 #   4. bench_cuda: each step against a plain FP64 step (cuBLAS DGEMM) and a plain FP32 step
 #      (cuBLAS SGEMM, no TF32) on the same GPU, and the verifiable GEMM path against DGEMM;
@@ -70,6 +74,26 @@ step "kernel-by-kernel check (test_cuda) and the CPU twin (test_epilogue)"
 "$B/test_cuda" || status=1
 "$B/test_epilogue" | tail -1 || status=1
 "$B/test_resident" | tail -1 || status=1
+step "operation by operation (VT_CUDA_CHECK_OPS=1): every device operation against the CPU's"
+CK=/tmp/vt-check-ops
+rm -rf "$CK" && mkdir -p "$CK"
+"$B/trainer" keygen "$CK/key" --force >/dev/null
+for spec in mlp: cnn:recipes/resnet-cifar10.json gpt:recipes/gpt-shakespeare.json; do
+  n=${spec%%:*} r=${spec#*:}
+  RA=()
+  [ -n "$r" ] && RA=(--recipe "$r")
+  for rd in exact log; do
+    if VT_CUDA_CHECK_OPS=1 "$B/trainer" train --run "$CK/$n-$rd" --key "$CK/key" "${RA[@]}" --backend cuda \
+      --set steps=2 --set rounding=$rd >"$CK/$n-$rd.log" 2>&1; then
+      echo "$n, $rd rounding: every device operation as the CPU's"
+    else
+      status=1
+      echo "$n, $rd rounding: FAILED"
+      tail -5 "$CK/$n-$rd.log"
+    fi
+  done
+done
+rm -rf "$CK"
 step "end to end (tests/e2e.sh: its CUDA section trains on the GPU, audits on CPU and GPU)"
 bash tests/e2e.sh "$B" | tail -3 || status=1
 

@@ -136,6 +136,18 @@ static void compare_failure(const char *what, vt_recipe rc, const vt_dataset *ds
     vt_model_free(&b);
 }
 
+/* the small residual CNN and the one-layer GPT of the checks */
+static const char *const rs_resnet_set[] = {"arch=resnet", "dataset=cifar10-train", "layers=[3072,10]",
+                                            "image_channels=3", "image_height=32", "image_width=32", "augment_pad=4",
+                                            "augment_flip=1", "resnet_width=4", "resnet_stages=2", "resnet_blocks=1",
+                                            "resnet_pool=1", "batch=8", "steps=6", "lr=0.05", "momentum=0.9"};
+static const char *const rs_gpt_set[] = {"arch=gpt", "dataset=shakespeare-train", "gpt_layers=1", "gpt_heads=2",
+                                         "gpt_width=16", "gpt_context=8", "gpt_vocab=65", "gpt_tie=1", "batch=4",
+                                         "steps=5", "optimizer=adamw", "lr=0.003", "beta1=0.9", "beta2=0.99",
+                                         "eps=1e-8", "weight_decay=0.1", "clip_norm=0.5", "schedule=cosine",
+                                         "warmup=2"};
+#define RS_N(a) (sizeof(a) / sizeof((a)[0]))
+
 static void rs_all(const rs_device *dev)
 {
     vt_dataset ds;
@@ -168,7 +180,7 @@ static void rs_all(const rs_device *dev)
     }
     vt_data_free(&ds);
     /* the residual CNN: convolutions' gathers and weight transpose, batch norm, pooling, residual
-     * additions, column sums and dot products on the twin; augmentation and the loader on the CPU */
+     * additions, column sums and dot products, the augmentation on the twin; the loader on the CPU */
     memset(&ds, 0, sizeof ds);
     e = vt_data_load("cifar10-train", NULL, &ds);
     CHECK(e == VT_OK, "load cifar10-train: %s", vt_errmsg());
@@ -176,19 +188,15 @@ static void rs_all(const rs_device *dev)
     for (int log = 0; log < 2; log++) {
         vt_recipe rc;
         vt_recipe_default(&rc);
-        static const char *const set[] = {"arch=resnet", "dataset=cifar10-train", "layers=[3072,10]",
-                                          "image_channels=3", "image_height=32", "image_width=32", "augment_pad=4",
-                                          "augment_flip=1", "resnet_width=4", "resnet_stages=2", "resnet_blocks=1",
-                                          "resnet_pool=1", "batch=8", "steps=6", "lr=0.05", "momentum=0.9"};
-        for (size_t k = 0; k < sizeof set / sizeof set[0]; k++) CHECK_OK(vt_recipe_set(&rc, set[k]));
+        for (size_t k = 0; k < RS_N(rs_resnet_set); k++) CHECK_OK(vt_recipe_set(&rc, rs_resnet_set[k]));
         CHECK_OK(vt_recipe_set(&rc, log ? "rounding=log" : "rounding=exact"));
         CHECK_OK(vt_recipe_validate(&rc));
         compare(log ? "ResNet, log rounding" : "ResNet, exact rounding", &rc, &ds, dev);
     }
     vt_data_free(&ds);
-    /* the character-level GPT: embeddings, layer norm, heads, causal softmax, GELU, gradient clipping
-     * and AdamW on the device; the windows, dropout, the attention's batched GEMMs and the sum of
-     * the squared norms on the CPU */
+    /* the character-level GPT: embeddings, layer norm, heads, causal softmax, GELU, dropout, the
+     * attention's batched GEMMs, the squared norms, gradient clipping and AdamW on the device; the
+     * windows, the schedule and the sum of the squared norms' scalars on the CPU */
     memset(&ds, 0, sizeof ds);
     e = vt_data_load("shakespeare-train", NULL, &ds);
     CHECK(e == VT_OK, "load shakespeare-train: %s", vt_errmsg());
@@ -196,12 +204,7 @@ static void rs_all(const rs_device *dev)
     for (int v = 0; v < 3; v++) {
         vt_recipe rc;
         vt_recipe_default(&rc);
-        static const char *const set[] = {"arch=gpt", "dataset=shakespeare-train", "gpt_layers=1", "gpt_heads=2",
-                                          "gpt_width=16", "gpt_context=8", "gpt_vocab=65", "gpt_tie=1", "batch=4",
-                                          "steps=5", "optimizer=adamw", "lr=0.003", "beta1=0.9", "beta2=0.99",
-                                          "eps=1e-8", "weight_decay=0.1", "clip_norm=0.5", "schedule=cosine",
-                                          "warmup=2"};
-        for (size_t k = 0; k < sizeof set / sizeof set[0]; k++) CHECK_OK(vt_recipe_set(&rc, set[k]));
+        for (size_t k = 0; k < RS_N(rs_gpt_set); k++) CHECK_OK(vt_recipe_set(&rc, rs_gpt_set[k]));
         CHECK_OK(vt_recipe_set(&rc, v == 1 ? "rounding=log" : "rounding=exact"));
         CHECK_OK(vt_recipe_set(&rc, v == 2 ? "dropout=0.1" : "dropout=0"));
         CHECK_OK(vt_recipe_validate(&rc));
@@ -209,6 +212,39 @@ static void rs_all(const rs_device *dev)
                 &ds, dev);
     }
     vt_data_free(&ds);
+}
+
+/* Shorter runs of each architecture, in both roundings, for a device in the per-operation check
+ * mode (test_resident: the twin with the check on). */
+static inline void rs_checked(const rs_device *dev)
+{
+    static const char *const data[] = {"mnist-train", "cifar10-train", "shakespeare-train"};
+    for (int a = 0; a < 3; a++) {
+        vt_dataset ds;
+        memset(&ds, 0, sizeof ds);
+        vt_err e = vt_data_load(data[a], NULL, &ds);
+        CHECK(e == VT_OK, "load %s: %s", data[a], vt_errmsg());
+        if (e) return;
+        for (int v = 0; v < (a == 2 ? 3 : 2); v++) {
+            vt_recipe rc;
+            vt_recipe_default(&rc);
+            if (a == 0) {
+                CHECK_OK(vt_recipe_set(&rc, "layers=[784,64,10]"));
+                CHECK_OK(vt_recipe_set(&rc, "optimizer=adam"));
+            }
+            for (size_t k = 0; a == 1 && k < RS_N(rs_resnet_set); k++) CHECK_OK(vt_recipe_set(&rc, rs_resnet_set[k]));
+            for (size_t k = 0; a == 2 && k < RS_N(rs_gpt_set); k++) CHECK_OK(vt_recipe_set(&rc, rs_gpt_set[k]));
+            CHECK_OK(vt_recipe_set(&rc, "steps=2"));
+            CHECK_OK(vt_recipe_set(&rc, v == 1 ? "rounding=log" : "rounding=exact"));
+            if (a == 2) CHECK_OK(vt_recipe_set(&rc, v == 2 ? "dropout=0.1" : "dropout=0"));
+            CHECK_OK(vt_recipe_validate(&rc));
+            char what[96];
+            snprintf(what, sizeof what, "checked %s, %s rounding%s", a == 0 ? "MLP (Adam)" : a == 1 ? "ResNet" : "GPT",
+                     v == 1 ? "log" : "exact", v == 2 ? ", dropout" : "");
+            compare(what, &rc, &ds, dev);
+        }
+        vt_data_free(&ds);
     }
+}
 
 #endif

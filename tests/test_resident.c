@@ -27,6 +27,11 @@ typedef struct {
     uint8_t *shadow[VT_TC_COUNT];
     int have;
     uint64_t on_device, moved;
+    int check;              /* the per-operation check (VT_CUDA_CHECK_OPS=1 on the GPU) */
+    uint64_t checked;       /* operations it compared */
+    uint32_t tamper_op;     /* a device bug for the check to find: one bit of this operation's output */
+    size_t tamper_elem;     /* element */
+    uint32_t tamper_dev, tamper_cpu; /* the element's bits, tampered and as computed */
 } mock;
 
 static vt_err mock_gemm(void *impl, vt_rctx *rc, uint32_t op, int tA, int tB, size_t M, size_t N, size_t K,
@@ -62,8 +67,8 @@ static void *shadow_ptr(void *ctx, uint32_t t)
     return shadow_of(d, d->m, t);
 }
 
-/* what vt_cuda_run_op does, on the shadow */
-static vt_err mock_op(void *impl, struct vt_model *m, vt_rctx *rc, uint32_t op, uint64_t step)
+/* what vt_cuda_model.cu's run_op does, on the shadow */
+static vt_err mock_run_op(void *impl, struct vt_model *m, vt_rctx *rc, uint32_t op, uint64_t step)
 {
     mock *d = impl;
     const vt_opdesc *o = &m->prog.op[op];
@@ -115,6 +120,34 @@ static void *shadow_of(mock *d, vt_model *m, uint32_t t)
 {
     const vt_tensor *x = &m->prog.t[t];
     return d->shadow[x->cls] + x->off;
+}
+
+static vt_err mock_fetch(void *ctx, uint32_t t, void *host, size_t bytes)
+{
+    mock *d = ctx;
+    memcpy(host, shadow_of(d, d->m, t), bytes);
+    return VT_OK;
+}
+
+/* what vt_cudap_run_op does: with the check on, each operation the device runs against the CPU
+ * exec of the same operation on the same inputs (cuda/vt_dev_ops.c, vt_dev_check_*) */
+static vt_err mock_op(void *impl, struct vt_model *m, vt_rctx *rc, uint32_t op, uint64_t step)
+{
+    mock *d = impl;
+    if (!d->check || vt_kind_device(m->prog.op[op].kind) == VT_DEV_CPU) return mock_run_op(impl, m, rc, op, step);
+    vt_dev_check chk;
+    vt_err e = vt_dev_check_begin(m, op, mock_fetch, d, &chk);
+    if (!e) e = mock_run_op(impl, m, rc, op, step);
+    if (!e && op == d->tamper_op) { /* a device bug: one bit of one output element */
+        uint32_t *x = (uint32_t *)shadow_of(d, m, m->prog.op[op].out[0]) + d->tamper_elem;
+        d->tamper_cpu = *x;
+        *x ^= 1u;
+        d->tamper_dev = *x;
+    }
+    if (!e) e = vt_dev_check_end(m, rc, op, step, mock_fetch, d);
+    if (!e) d->checked++;
+    vt_dev_check_restore(m, op, &chk);
+    return e;
 }
 
 static vt_err mock_move(mock *d, vt_model *m, uint32_t op, int to_host)
@@ -175,9 +208,108 @@ static void mock_close(rs_dev *d, const vt_recipe *rc, const vt_model *m, const 
     free(k);
 }
 
+/* ---- the per-operation check on the twin ---- */
+
+static int mock_open_checked(vt_model *m, rs_dev *d)
+{
+    if (!mock_open(m, d)) return 0;
+    ((mock *)d->state)->check = 1;
+    return 1;
+}
+
+static void mock_close_checked(rs_dev *d, const vt_recipe *rc, const vt_model *m, const char *what)
+{
+    mock *k = d->state;
+    CHECK(k->checked > 0 && k->checked == k->on_device, "%s: the check compared %llu of %llu device operations", what,
+          (unsigned long long)k->checked, (unsigned long long)k->on_device);
+    printf("; %llu operations checked against the CPU", (unsigned long long)k->checked);
+    mock_close(d, rc, m, what);
+}
+
+/* A device bug - bit 0 of element elem of the first `kind` operation's output flipped after the
+ * twin computed it - stops the checked step with a message naming the operation, its kind, the
+ * output tensor and that element with both values' bits; the host's copy of the state is the
+ * step's start (the check restores what it borrowed). The comparison alone names the first of two
+ * differing elements. */
+static void check_finds(const vt_dataset *ds, uint16_t kind, size_t elem)
+{
+    const char *kname = vt_opkind_get(kind)->name;
+    vt_recipe rc;
+    vt_recipe_default(&rc);
+    CHECK_OK(vt_recipe_set(&rc, "steps=1"));
+    CHECK_OK(vt_recipe_set(&rc, "layers=[784,32,10]"));
+    CHECK_OK(vt_recipe_validate(&rc));
+    vt_model m, a;
+    CHECK_OK(vt_model_init(&m, &rc, ds->n, VT_ORDER_FORWARD));
+    CHECK_OK(vt_model_init(&a, &rc, ds->n, VT_ORDER_FORWARD));
+    rs_dev d;
+    if (!m.state || !a.state || !mock_open(&m, &d)) {
+        CHECK(0, "check_finds %s: cannot set up", kname);
+        return;
+    }
+    mock *k = d.state;
+    k->check = 1;
+    for (uint32_t op = 1; op <= m.prog.n_ops && !k->tamper_op; op++)
+        if (m.prog.op[op].kind == kind) k->tamper_op = op;
+    k->tamper_elem = elem;
+    CHECK(k->tamper_op != 0, "the MLP has a %s operation", kname);
+    vt_model_set_backend(&m, &d.be);
+    vt_steplog log;
+    vt_steplog_init(&log, 0);
+    vt_rctx c;
+    vt_rctx_init(&c, VT_RMODE_RECORD, rc.bound);
+    CHECK_OK(vt_rctx_begin_step(&c, 1, &log));
+    float loss = 0;
+    vt_err e = vt_model_step(&m, ds, &c, &loss);
+    const vt_opdesc *o = &m.prog.op[k->tamper_op];
+    const vt_tensor *t = &m.prog.t[o->out[0]];
+    char want[256], cpu[64];
+    snprintf(want, sizeof want, "check: operation %u (%s), output 0 (%s): element %zu of %zu differs: device 0x%08x",
+             k->tamper_op, kname, t->name, elem, t->n, k->tamper_dev);
+    snprintf(cpu, sizeof cpu, "CPU 0x%08x", k->tamper_cpu);
+    CHECK(e == VT_ERR_INTERNAL && strstr(vt_errmsg(), want) && strstr(vt_errmsg(), cpu),
+          "the check names the altered element: want \"%s ... %s\", got %d \"%s\"", want, cpu, e, vt_errmsg());
+    CHECK(memcmp(m.state, a.state, a.n_state * sizeof(float)) == 0, "check_finds %s: the host's state untouched", kname);
+    printf("a device bug in %s: %s", kname, vt_errmsg());
+    /* the comparison itself: two elements differ, the first is named */
+    size_t bytes;
+    float *dev = malloc(t->n * sizeof(float)), *ref = malloc(t->n * sizeof(float));
+    const float *out = vt_model_tensor(&m, o->out[0], &bytes);
+    if (dev && ref && t->n > 7) {
+        memcpy(dev, out, bytes);
+        memcpy(ref, out, bytes);
+        dev[3] = 1.0f, ref[3] = 2.0f, dev[7] = 5.0f, ref[7] = 6.0f;
+        e = vt_dev_check_compare(&m, k->tamper_op, 0, dev, ref);
+        snprintf(want, sizeof want, "output 0 (%s): element 3 of %zu differs: device 0x3f800000 (1), CPU 0x40000000 (2)",
+                 t->name, t->n);
+        CHECK(e == VT_ERR_INTERNAL && strstr(vt_errmsg(), want), "the first differing element: want \"%s\", got \"%s\"",
+              want, vt_errmsg());
+        CHECK(vt_dev_check_compare(&m, k->tamper_op, 0, ref, ref) == VT_OK, "equal outputs pass");
+    }
+    free(dev);
+    free(ref);
+    mock_close(&d, NULL, &m, kname);
+    vt_steplog_free(&log);
+    vt_model_free(&m);
+    vt_model_free(&a);
+}
+
 int main(void)
 {
-    static const rs_device twin = {mock_open, mock_close};
+    static const rs_device twin = {mock_open, mock_close}, checked = {mock_open_checked, mock_close_checked};
     rs_all(&twin);
+    /* the check mode (VT_CUDA_CHECK_OPS=1 on the GPU) on the twin: it passes a correct device, in
+     * both roundings and every architecture, and names a device bug's element */
+    rs_checked(&checked);
+    vt_dataset ds;
+    memset(&ds, 0, sizeof ds);
+    vt_err e = vt_data_load("mnist-train", NULL, &ds);
+    CHECK(e == VT_OK, "load mnist-train: %s", vt_errmsg());
+    if (!e) {
+        check_finds(&ds, VT_OPK_BIAS_ADD, 5);
+        check_finds(&ds, VT_OPK_MATMUL, 17);
+        check_finds(&ds, VT_OPK_RELU, 2);
+    }
+    vt_data_free(&ds);
     return vt_test_finish("test_resident");
 }
