@@ -11,7 +11,7 @@
  *      (k_screen), the stable compaction of the flagged indices in increasing order
  *      (cub::DeviceSelect::Flagged: no atomics), the decision of every flagged element
  *      (k_flagged: tight bound, compensated sum, exact accumulator, record rule) - all from
- *      rounding_log/vt_round_hd.h and vt_xacc_hd.h, the code the CPU tests run;
+ *      rounding/vt_round_hd.h and vt_xacc_hd.h, the code the CPU tests run;
  *   4. the FP32 results, the flagged indices and their decisions come back; vt_epi_finish applies
  *      them on the host (log record, counts, faults).
  * A log-rounding replay (an auditor of a log-rounding run) takes steps 1-2 on the device, copies

@@ -7,7 +7,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "../rounding_log/vt_exact.h"
+#include "../rounding/vt_exact.h"
 #include "vt_gpt_hd.h"
 #include "vt_kernels_hd.h"
 #include "vt_math.h"

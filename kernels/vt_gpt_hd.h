@@ -9,7 +9,7 @@
 #include <stddef.h>
 
 #include "../common/vt_hd.h"
-#include "../rounding_log/vt_xacc_hd.h"
+#include "../rounding/vt_xacc_hd.h"
 #include "vt_math_hd.h"
 
 /* x - S1 / C */

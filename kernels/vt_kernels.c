@@ -22,7 +22,7 @@
 #include "../common/vt_bytes.h"
 #include "../common/vt_debug.h"
 #include "vt_kernels_int.h"
-#include "../rounding_log/vt_exact.h"
+#include "../rounding/vt_exact.h"
 #include "vt_math.h"
 
 /* ================================================================ orders */

@@ -147,7 +147,7 @@ void vt_relu_backward(size_t n, const float *x, const float *dy, double *dx);
 
 /* ------------------------------------------------ softmax and cross-entropy
  * probs[i][c] = e_ic / s_i with e_ic = vt_exp(z_ic - max_c z) (portable) and s_i = RN64 of the
- * exact sum of the e_ic (rounding_log/vt_exact.h): a correctly rounded reduction followed by one
+ * exact sum of the e_ic (rounding/vt_exact.h): a correctly rounded reduction followed by one
  * IEEE division, the same bits in every order. Bound ARRAY in b (N*C), all zero. */
 vt_err vt_softmax(vt_exec *e, size_t N, size_t C, const float *logits, double *probs, double *b,
                   vt_bounds *bounds) VT_WARN_UNUSED;
@@ -175,6 +175,6 @@ void vt_adam_moments(size_t n, const float *g, const float *m, const float *v, d
 void vt_adam_apply(size_t n, const float *w, const float *m_new, const float *v_new, double lr, double b1,
                    double b2, double eps, uint64_t t, double *w_out);
 
-/* Exact reductions (dot products, sums) are in rounding_log/vt_exact.h. */
+/* Exact reductions (dot products, sums) are in rounding/vt_exact.h. */
 
 #endif

@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "../common/vt_hd.h"
-#include "../rounding_log/vt_xacc_hd.h"
+#include "../rounding/vt_xacc_hd.h"
 #include "vt_math_hd.h"
 
 VT_HDI double vti_bias1(float x, float b) { return (double)x + (double)b; }

@@ -1,4 +1,4 @@
-/* vt_exact.c - the exact (Kulisch) accumulator of vt_exact.h. Integer arithmetic only, apart
+/* vt_exact.c - the CPU entry points of vt_xacc (vt_exact.h). Integer arithmetic only, apart
  * from reading a double's bits and building the rounded result from an integer and a power of
  * two (both exact). */
 #include "vt_exact.h"

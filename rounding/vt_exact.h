@@ -1,4 +1,5 @@
-/* vt_exact.h - exact reductions: a long fixed-point (Kulisch) accumulator.
+/* vt_exact.h - exact reductions: the exact accumulator vt_xacc, a Kulisch accumulator (long fixed
+ * point; the rounding layer calls it vt_xacc throughout), and the compensated dot product.
  *
  * Every finite FP64 value is an integer multiple of 2^-1074 below 2^1024, so the exact sum of any
  * number of them is a fixed-point number. The accumulator holds it in 69 limbs of 32 bits

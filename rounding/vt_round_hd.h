@@ -1,5 +1,6 @@
 /* vt_round_hd.h - the per-element rules of the rounding layer, written once for the CPU library
- * (rounding_log/vt_round.c) and the CUDA epilogue (cuda/vt_cuda.cu): the bound coefficients, the
+ * (rounding/: vt_bound.c, vt_elem.c, vt_eval.c, vt_round_exact.c; rounding_log/vt_round_log.c) and
+ * the CUDA epilogue (cuda/vt_cuda.cu, cuda/vt_dev_ops_hd.h): the bound coefficients, the
  * screening filter, the ends of an element's interval, the tight bound of a reduction, the
  * record rule and the exact rounding of one GEMM element. Everything here is a fixed sequence of
  * IEEE basic operations and integer operations, compiled without contraction by gcc
@@ -14,7 +15,8 @@
 #include <stdint.h>
 
 #include "../common/vt_hd.h"
-#include "vt_rlog.h"
+#include "vt_bound.h"
+#include "vt_elem.h"
 #include "vt_xacc_hd.h"
 
 #define VTI_U 0x1p-53
@@ -77,7 +79,7 @@ VT_HDI uint32_t vti_f32_of(double x) { return vt_hd_bits32((float)x); } /* IEEE 
 VT_HDI int vti_bits_finite(uint32_t b) { return (b & 0x7f800000u) != 0x7f800000u; }
 VT_HDI double vti_working_bound(double x, double B) { return B == 0 ? 0.0 : B + vt_hd_fabs(x) * 0x1p-50; }
 
-/* vt_round_ends (vt_rlog.h) */
+/* vt_round_ends (vt_elem.h) */
 VT_HDI void vti_round_ends(double x, double B, double k, uint32_t *lo_bits, uint32_t *hi_bits)
 {
     if (B == 0) {
@@ -202,7 +204,7 @@ VT_HDI int vti_record1(double x, double B, float *out, int *logged, int *is_valu
 }
 
 /* RN32 of the exact value of a reduction sum_k a[k*inca] b[k*incb] of FP32 values: the
- * compensated sum where its rigorous error interval decides RN32, the exact accumulator otherwise
+ * compensated sum where its rigorous error interval decides RN32, vt_xacc otherwise
  * (*kulisch = 1). */
 VT_HDI uint32_t vti_dot_rn32(size_t K, const float *a, size_t inca, const float *b, size_t incb, int *kulisch)
 {
@@ -246,7 +248,7 @@ VT_HDI int vti_window_decide(double s, double e, double B, uint32_t *lo, uint32_
     return 1;
 }
 
-/* From the exact accumulator of X (left unchanged). */
+/* From vt_xacc holding X (left unchanged). */
 VT_HDI void vti_xacc_window(const vt_xacc *X, double B, uint32_t *lo, uint32_t *hi, uint32_t *mid)
 {
     vt_xacc a = *X;
@@ -259,7 +261,7 @@ VT_HDI void vti_xacc_window(const vt_xacc *X, double B, uint32_t *lo, uint32_t *
 }
 
 /* Of the reduction sum_k a[k*inca] b[k*incb]: the compensated sum where it decides, the exact
- * accumulator otherwise. Returns 1 (compensated sum) or 2 (accumulator): vt_epi_res.eval. */
+ * vt_xacc otherwise. Returns 1 (compensated sum) or 2 (vt_xacc): vt_epi_res.eval. */
 VT_HDI int vti_dot_window(size_t K, const float *a, size_t inca, const float *b, size_t incb, double B, uint32_t *lo,
                           uint32_t *hi, uint32_t *mid)
 {
@@ -291,7 +293,7 @@ typedef struct {
     uint8_t code;    /* VTI_EL_* */
     uint8_t entry;   /* record: 0 none, 1 direction, 2 value */
     uint8_t up;      /* direction entries */
-    uint8_t eval;    /* 0: no exact evaluation, 1: compensated sum, 2: accumulator */
+    uint8_t eval;    /* 0: no exact evaluation, 1: compensated sum, 2: vt_xacc */
 } vt_epi_res;
 
 /* The record rule's second half (vt_round's slow_element): an element that the rule logs, or whose

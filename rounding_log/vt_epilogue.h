@@ -1,15 +1,15 @@
 /* vt_epilogue.h - the rounding of a GEMM as an accelerator performs it (docs/cuda.md).
  *
  * The CUDA backend rounds a GEMM on the device in four stages, each a function of
- * vt_round_hd.h that gcc and nvcc both compile:
+ * rounding/vt_round_hd.h that gcc and nvcc both compile:
  *   1. screen every element with the outer bound coef r_i c_j (vti_gemm_screen): cleared
  *      elements are RN32 of their own FP64 value, which then equals RN32 of the exact value;
  *   2. compact the indices of the elements the screen did not clear, in increasing order (a
  *      stable selection: no atomics, the same list on every run);
  *   3. decide each of them (vti_gemm_elem): its tight bound, then exact rounding's RN32 of the
- *      exact value (compensated sum, exact accumulator where that cannot decide), or the record
+ *      exact value (compensated sum, vt_xacc where that cannot decide), or the record
  *      rule with the log entry it writes;
- *   4. on the host, vt_epi_finish applies the decisions: the results, the log record (in index
+ *   4. on the host, vt_epi_finish (vt_epi_finish.c) applies the decisions: the results, the log record (in index
  *      order), the counts and the first failure, exactly as vt_round reports them.
  * vt_epi_host runs the same four stages on the CPU: the twin that the CPU tests compare with
  * vt_round (tests/test_epilogue.c), and the reference the GPU is checked against. */
@@ -17,7 +17,7 @@
 #define VT_EPILOGUE_H
 
 #include "vt_rlog.h"
-#include "vt_round_hd.h"
+#include "../rounding/vt_round_hd.h"
 
 /* 1 when the epilogue rounds under this context on the accelerator: exact rounding (every party),
  * or log rounding when recording (the trainer). A log-rounding replay judges the trainer's entries

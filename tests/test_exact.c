@@ -1,4 +1,4 @@
-/* test_exact - the exact accumulator (rounding_log/vt_exact.h) against an independent exact
+/* test_exact - the exact accumulator (rounding/vt_exact.h) against an independent exact
  * implementation, MPFR (test-only dependency): every sum is formed in MPFR at 2400 bits, where
  * each addition of FP64 values is exact, and rounded by mpfr_get_flt / mpfr_get_d (RNDN). The
  * data are this project's adversarial cases: cancellation to near zero, stagnation (terms under
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rounding_log/vt_exact.h"
+#include "rounding/vt_exact.h"
 #include "vt_test.h"
 
 #define PREC 2400

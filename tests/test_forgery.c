@@ -18,7 +18,7 @@
 
 #include "common/vt_bytes.h"
 #include "kernels/vt_kernels.h"
-#include "rounding_log/vt_exact.h"
+#include "rounding/vt_exact.h"
 #include "rounding_log/vt_rlog.h"
 #include "vt_test.h"
 

@@ -27,7 +27,7 @@
 #include "../game/vt_game.h"
 #include "../common/vt_bytes.h"
 #include "../model/vt_model.h"
-#include "../rounding_log/vt_exact.h"
+#include "../rounding/vt_exact.h"
 #include "../rounding_log/vt_rlog.h"
 #include "vt_test.h"
 

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "kernels/vt_kernels.h"
-#include "rounding_log/vt_exact.h"
+#include "rounding/vt_exact.h"
 #include "kernels/vt_math.h"
 #include "vt_test.h"
 

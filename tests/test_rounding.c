@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "common/vt_bytes.h"
-#include "rounding_log/vt_exact.h"
+#include "rounding/vt_exact.h"
 #include "rounding_log/vt_rlog.h"
 #include "vt_test.h"
 

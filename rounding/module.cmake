@@ -1,0 +1,17 @@
+# rounding/module.cmake - the rounding layer below the log (library vt_rounding): bounds, the exact
+# evaluation (vt_xacc), the tight bound, the per-element rules and exact rounding. Nothing here
+# knows about the step log (rounding_log/, vt_rlog, sits above it).
+# Included from the top-level CMakeLists.txt, so CMAKE_CURRENT_SOURCE_DIR is the project root.
+add_library(vt_rounding STATIC
+  ${CMAKE_CURRENT_SOURCE_DIR}/rounding/vt_bound.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/rounding/vt_elem.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/rounding/vt_exact.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/rounding/vt_tight.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/rounding/vt_eval.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/rounding/vt_round_exact.c)
+target_include_directories(vt_rounding PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
+if(CMAKE_C_COMPILER_ID STREQUAL "GNU")
+  # the rounding filter loops have run-time trip counts: let GCC weigh vectorising them
+  target_compile_options(vt_rounding PRIVATE -fvect-cost-model=dynamic)
+endif()
+target_link_libraries(vt_rounding PUBLIC vt_common ${M_LIB})

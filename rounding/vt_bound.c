@@ -1,0 +1,32 @@
+/* vt_bound.c - the error bounds' CPU entry points (vt_bound.h): the coefficients (written once, in
+ * vt_round_hd.h, shared with the CUDA epilogue), the failure probability of the probabilistic
+ * bound and the tight bound of one reduction. */
+#include "vt_bound.h"
+
+#include <math.h>
+
+#include "vt_round_hd.h"
+
+double vt_bound_coef(const vt_bound_cfg *cfg, uint64_t n) { return vti_bound_coef(cfg, n); }
+double vt_bound_coef_panel(uint64_t n, uint64_t kc) { return vti_bound_coef_panel(n, kc); }
+int vt_bound_panelled(const vt_bound_cfg *cfg, uint64_t K) { return vti_bound_panelled(cfg, K); }
+double vt_bound_coef_red(const vt_bound_cfg *cfg, uint64_t nnz, uint64_t K) { return vti_bound_coef_red(cfg, nnz, K); }
+
+double vt_bound_failure_prob(const vt_bound_cfg *cfg, uint64_t n)
+{
+    if (!cfg || cfg->mode != VT_BOUND_PROBABILISTIC || n <= 1) return 0.0;
+    double lambda = cfg->lambda > 0 ? cfg->lambda : VT_DEFAULT_LAMBDA;
+    double q = (1.0 - VTI_U) * lambda;
+    double p = 2.0 * (double)n * exp(-0.5 * q * q);
+    return p > 1.0 ? 1.0 : p;
+}
+
+/* The tight bound of one reduction: vti_bound_of_terms (vt_round_hd.h, shared with the GPU). */
+double vt_bound_of_terms(const vt_bound_cfg *cfg, size_t K, const float *a, size_t inca, const float *b,
+                         size_t incb)
+{
+    /* the contiguous cases with constant strides, so that the compiler can vectorise them */
+    if (inca == 1 && incb == 1) return vti_bound_of_terms(cfg, K, a, 1, b, 1);
+    if (inca == 1 && incb == 0) return vti_bound_of_terms(cfg, K, a, 1, b, 0);
+    return vti_bound_of_terms(cfg, K, a, inca, b, incb);
+}
