@@ -162,7 +162,7 @@ if mount -t tmpfs -o size=64m tmpfs "$FULL" 2>/dev/null; then
       same_run "$FULL/r" "disk of $size" && ok
       continue
     fi
-    msg=$(grep -v '^write point' "$T/full.out" | tail -1)
+    msg=$(grep -v -e '^write point' -e ': debug: ' "$T/full.out" | tail -1)
     echo "disk of $size full: exit $st: $msg"
     [ $st = 2 ] && ok || bad "disk of $size full: exit $st, expected 2"
     seen[$(echo "$msg" | sed 's/tmp-[0-9]*-[0-9]*/tmp/')]=1
