@@ -1,6 +1,6 @@
 /* auditor - replays a committed training run on its own evaluation order and checks it.
  *
- *   auditor verify RUN_DIR [--order ORDER] [--recipe FILE] [--pubkey FILE] [--data-dir DIR]
+ *   auditor verify RUN_DIR [--order ORDER] [--recipe FILE] [--pubkey FILE] [--data-dir DIR] [--init FILE]
  *                  [--from S] [--to E] [--jobs N] [--report FILE|-] [--quiet]
  *
  * Exit status: 0 verified, 1 rejected, 2 cannot check (unreadable/corrupt input), 64 usage.
@@ -31,7 +31,11 @@ static void usage(FILE *f)
                "                   (the trainer's default is blas)\n"
                "  --recipe FILE    also check that the run used exactly this recipe\n"
                "  --pubkey FILE    also check that the commitment is signed by this key (KEYFILE.pub)\n"
-               "  --data-dir DIR   dataset root (default: $VT_DATA_DIR or the repository's data/)\n"
+               "  --data-dir DIR   dataset root (default: $VT_DATA_DIR or the repository's data/); a relative\n"
+               "                   path in the run's dataset (safetensors:, npy:, text:, file:) is taken from it\n"
+               "                   (else from the current directory)\n"
+               "  --init FILE      a run trained with --init: check that it started from FILE (default: the\n"
+               "                   run directory's copy, init.safetensors, checked against the manifest)\n"
                "  --backend NAME   cpu (default) or cuda: replay the GEMMs on the GPU (docs/cuda.md)\n"
                "  --from S --to E  audit steps S+1..E only, starting from the checkpoint at S\n"
                "  --jobs N         replay N segments (split at checkpoints) in parallel (reduced to what the\n"
@@ -157,6 +161,7 @@ static int main_dispatch(int argc, char **argv)
     if (strcmp(argv[1], "verify") != 0) return vt_cli_usage_error(usage, "auditor: unknown command \"%s\"", argv[1]);
     static const struct option lo[] = {{"order", required_argument, 0, 'o'},   {"recipe", required_argument, 0, 'r'},
                                        {"pubkey", required_argument, 0, 'p'},  {"data-dir", required_argument, 0, 'd'},
+                                       {"init", required_argument, 0, 'I'},
                                        {"from", required_argument, 0, 'f'},    {"to", required_argument, 0, 't'},
                                        {"jobs", required_argument, 0, 'j'},    {"report", required_argument, 0, 'R'},
                                        {"quiet", no_argument, 0, 'q'},         {"help", no_argument, 0, 'h'},
@@ -178,6 +183,7 @@ static int main_dispatch(int argc, char **argv)
         switch (c) {
         case 'r': o.recipe_path = optarg; break;
         case 'p': o.pubkey_path = optarg; break;
+        case 'I': o.init_path = optarg; break;
         case 'd': o.data_root = optarg; break;
         case 'R': report = optarg; break;
         case 'q': o.quiet = 1; break;

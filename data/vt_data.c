@@ -11,6 +11,7 @@
 #include <zlib.h>
 
 #include "../common/vt_bytes.h"
+#include "vt_data_int.h"
 
 #ifndef VT_SOURCE_DIR
 #define VT_SOURCE_DIR "."
@@ -301,7 +302,7 @@ static uint32_t get_u32be(const uint8_t *p)
 
 /* ---------------------------------------------------------------- dataset helpers */
 
-static vt_err check_name(const char *name)
+vt_err vti_data_check_name(const char *name)
 {
     VT_RETURN_ERROR_IF(!name || !name[0], VT_ERR_ARG, "dataset name is empty");
     size_t len = strlen(name);
@@ -323,26 +324,43 @@ static void fill_lut(vt_dataset *ds)
 vt_err vt_data_hash(const vt_dataset *ds, uint8_t out[VT_HASH_LEN])
 {
     VT_RETURN_ERROR_IF(!ds || !out, VT_ERR_ARG, "vt_data_hash: NULL argument");
-    VT_RETURN_ERROR_IF((ds->n > 0 && (!ds->x || !ds->y)) || ds->x_max == 0 || ds->x_max > 255,
+    const int v2 = ds->hash_version == 2;
+    VT_RETURN_ERROR_IF((ds->n > 0 && ((!ds->x && !ds->xf) || !ds->y)) || (ds->xf && !v2) ||
+                           (!ds->xf && (ds->x_max == 0 || ds->x_max > 255)) || ds->hash_version > 2,
                        VT_ERR_ARG, "vt_data_hash: dataset is not loaded");
-    uint8_t head[4 + 4 + 4 + VT_DATA_NAME_MAX + 8 + 4 * 5];
+    uint8_t head[4 + 4 + 4 + VT_DATA_NAME_MAX + 8 + 4 * 9];
     size_t len = strnlen(ds->name, VT_DATA_NAME_MAX);
     size_t p = 0;
     memcpy(head, "VTDS", 4);
     p = 4;
-    vt_put_u32le(head + p, VT_DATA_HASH_VERSION), p += 4;
+    vt_put_u32le(head + p, v2 ? 2u : VT_DATA_HASH_VERSION), p += 4;
     vt_put_u32le(head + p, (uint32_t)len), p += 4;
     memcpy(head + p, ds->name, len), p += len;
     vt_put_u64le(head + p, (uint64_t)ds->n), p += 8;
     vt_put_u32le(head + p, ds->d), p += 4;
+    if (v2) vt_put_u32le(head + p, ds->channels), p += 4;
     vt_put_u32le(head + p, ds->rows), p += 4;
     vt_put_u32le(head + p, ds->cols), p += 4;
     vt_put_u32le(head + p, ds->n_classes), p += 4;
-    vt_put_u32le(head + p, ds->x_max), p += 4;
+    if (v2) vt_put_u32le(head + p, ds->xf ? 1u : 0u), p += 4; /* the features' kind: 0 u8, 1 float32 */
+    vt_put_u32le(head + p, ds->xf ? 0u : ds->x_max), p += 4;
+    uint32_t vocab = v2 && ds->text ? ds->n_classes : 0; /* a text's vocabulary: the bytes of its token ids */
+    if (v2) vt_put_u32le(head + p, vocab), p += 4;
     vt_sha256_ctx c;
     VT_FORWARD_IF_ERROR(vt_sha256_init(&c));
     vt_err e = vt_sha256_update(&c, head, p);
-    if (e == VT_OK && ds->n) e = vt_sha256_update(&c, ds->x, ds->n * (size_t)ds->d);
+    if (e == VT_OK && vocab) e = vt_sha256_update(&c, ds->chars, vocab);
+    if (e == VT_OK && ds->n && !ds->xf) e = vt_sha256_update(&c, ds->x, ds->n * (size_t)ds->d);
+    for (size_t i = 0, total = ds->xf ? ds->n * (size_t)ds->d : 0; e == VT_OK && i < total;) {
+        uint8_t buf[4096];
+        size_t k = 0;
+        for (; k < sizeof buf / 4 && i < total; k++, i++) {
+            uint32_t b;
+            memcpy(&b, &ds->xf[i], 4);
+            vt_put_u32le(buf + 4 * k, b);
+        }
+        e = vt_sha256_update(&c, buf, 4 * k);
+    }
     if (e == VT_OK && ds->n) e = vt_sha256_update(&c, ds->y, ds->n);
     if (e != VT_OK) {
         vt_sha256_abort(&c);
@@ -355,6 +373,7 @@ void vt_data_free(vt_dataset *ds)
 {
     if (!ds) return;
     free(ds->x);
+    free(ds->xf);
     free(ds->y);
     memset(ds, 0, sizeof *ds);
 }
@@ -386,7 +405,7 @@ vt_err vt_data_load_mnist(const char *images_path, const char *labels_path, cons
     memset(ds, 0, sizeof *ds);
     VT_RETURN_ERROR_IF(!images_path || !labels_path, VT_ERR_ARG,
                        "vt_data_load_mnist: NULL path");
-    VT_FORWARD_IF_ERROR(check_name(name));
+    VT_FORWARD_IF_ERROR(vti_data_check_name(name));
 
     vt_src si, sl;
     uint8_t *x = NULL, *y = NULL;
@@ -617,7 +636,7 @@ static vt_err parse_digits(const char *path, const uint8_t *buf, size_t len, uin
 
 /* A whole single-file payload (raw or gzip, at most max bytes): read, its SHA-256 into sha, the
  * file closed. *out (malloc'd) holds *len bytes; an empty payload is returned as such. */
-static vt_err read_whole(const char *path, size_t max, uint8_t **out, size_t *len, uint8_t sha[VT_HASH_LEN])
+vt_err vti_data_read_whole(const char *path, size_t max, uint8_t **out, size_t *len, uint8_t sha[VT_HASH_LEN])
 {
     vt_src s;
     VT_FORWARD_IF_ERROR(src_open(&s, path));
@@ -636,11 +655,11 @@ vt_err vt_data_load_digits_csv(const char *path, const char *name, vt_dataset *d
     VT_RETURN_ERROR_IF(!ds, VT_ERR_ARG, "vt_data_load_digits_csv: NULL dataset");
     memset(ds, 0, sizeof *ds);
     VT_RETURN_ERROR_IF(!path, VT_ERR_ARG, "vt_data_load_digits_csv: NULL path");
-    VT_FORWARD_IF_ERROR(check_name(name));
+    VT_FORWARD_IF_ERROR(vti_data_check_name(name));
 
     uint8_t *buf = NULL, *x = NULL, *y = NULL;
     size_t len = 0;
-    vt_err e = read_whole(path, VT_DATA_CSV_MAX_BYTES, &buf, &len, ds->src_sha256[0]);
+    vt_err e = vti_data_read_whole(path, VT_DATA_CSV_MAX_BYTES, &buf, &len, ds->src_sha256[0]);
     if (e) goto fail;
     if (len == 0) {
         e = vt_set_error(VT_ERR_FORMAT, "%s: empty file", path);
@@ -675,10 +694,10 @@ vt_err vt_data_load_text(const char *path, const char *name, int split, vt_datas
     VT_RETURN_ERROR_IF(!ds, VT_ERR_ARG, "vt_data_load_text: NULL dataset");
     memset(ds, 0, sizeof *ds);
     VT_RETURN_ERROR_IF(!path || (split != 0 && split != 1), VT_ERR_ARG, "vt_data_load_text: bad argument");
-    VT_FORWARD_IF_ERROR(check_name(name));
+    VT_FORWARD_IF_ERROR(vti_data_check_name(name));
     uint8_t *buf = NULL, sha[VT_HASH_LEN];
     size_t len = 0;
-    VT_FORWARD_IF_ERROR(read_whole(path, VT_DATA_CSV_MAX_BYTES, &buf, &len, sha));
+    VT_FORWARD_IF_ERROR(vti_data_read_whole(path, VT_DATA_CSV_MAX_BYTES, &buf, &len, sha));
     size_t cut = len / 10 * 9 + len % 10 * 9 / 10; /* floor(0.9 len) without overflow */
     size_t start = split ? cut : 0, n = split ? len - cut : cut;
     if (len < 20 || n == 0) {
@@ -708,10 +727,10 @@ vt_err vt_data_load_cifar(const char *path, const char *name, vt_dataset *ds)
     VT_RETURN_ERROR_IF(!ds, VT_ERR_ARG, "vt_data_load_cifar: NULL dataset");
     memset(ds, 0, sizeof *ds);
     VT_RETURN_ERROR_IF(!path, VT_ERR_ARG, "vt_data_load_cifar: NULL path");
-    VT_FORWARD_IF_ERROR(check_name(name));
+    VT_FORWARD_IF_ERROR(vti_data_check_name(name));
     uint8_t *buf = NULL, *x = NULL, *y = NULL;
     size_t len = 0;
-    vt_err e = read_whole(path, (size_t)VT_DATA_CIFAR_MAX_RECORDS * VT_DATA_CIFAR_RECORD, &buf, &len, ds->src_sha256[0]);
+    vt_err e = vti_data_read_whole(path, (size_t)VT_DATA_CIFAR_MAX_RECORDS * VT_DATA_CIFAR_RECORD, &buf, &len, ds->src_sha256[0]);
     if (!e && (len == 0 || len % VT_DATA_CIFAR_RECORD != 0))
         e = vt_set_error(VT_ERR_FORMAT, "%s: %zu bytes is not a whole number of %u-byte CIFAR records%s", path, len,
                          VT_DATA_CIFAR_RECORD, len ? " (truncated or extra bytes)" : "");
@@ -814,6 +833,7 @@ vt_err vt_data_load(const char *spec, const char *root, vt_dataset *ds)
     VT_RETURN_ERROR_IF(!ds, VT_ERR_ARG, "vt_data_load: NULL dataset");
     memset(ds, 0, sizeof *ds);
     VT_RETURN_ERROR_IF(!spec, VT_ERR_ARG, "vt_data_load: NULL spec");
+    if (vt_data_is_file_spec(spec)) return vt_data_load_file(spec, root, ds);
     char nm[VT_DATA_NAME_MAX + 1];
     const char *colon = strchr(spec, ':');
     size_t nlen = colon ? (size_t)(colon - spec) : strlen(spec);
@@ -840,7 +860,7 @@ vt_err vt_data_load(const char *spec, const char *root, vt_dataset *ds)
             b = &builtins[i];
     VT_RETURN_ERROR_IF(!b, VT_ERR_ARG,
                        "unknown dataset \"%s\" (known: mnist-train, mnist-test, digits, cifar10-train, cifar10-test, "
-                       "shakespeare-train, shakespeare-val)", nm);
+                       "shakespeare-train, shakespeare-val; or a file: safetensors:PATH, npy:X.npy,Y.npy, text:PATH, file:PATH)", nm);
 
     char dir[VT_DATA_PATH_MAX], path[2][VT_DATA_PATH_MAX];
     VT_FORWARD_IF_ERROR(vt_data_resolve(b->name, root, dir, sizeof dir));
@@ -901,13 +921,14 @@ vt_err vt_data_slice(const vt_dataset *src, size_t start, size_t count, vt_datas
     VT_RETURN_ERROR_IF(!dst, VT_ERR_ARG, "vt_data_slice: NULL destination");
     VT_RETURN_ERROR_IF(dst == src, VT_ERR_ARG, "vt_data_slice: destination is the source");
     memset(dst, 0, sizeof *dst);
-    VT_RETURN_ERROR_IF(!src || !src->x || !src->y || src->n == 0, VT_ERR_ARG,
+    VT_RETURN_ERROR_IF(!src || (!src->x && !src->xf) || !src->y || src->n == 0, VT_ERR_ARG,
                        "vt_data_slice: source dataset is not loaded");
     VT_RETURN_ERROR_IF(count == 0 || start >= src->n || count > src->n - start, VT_ERR_ARG,
                        "%s: slice [%zu, +%zu) is empty or outside 0..%zu", src->name, start,
                        count, src->n);
     vt_dataset t = *src;
     t.x = NULL;
+    t.xf = NULL;
     t.y = NULL;
     if (!(start == 0 && count == src->n)) {
         int k = snprintf(t.name, sizeof t.name, "%s[%zu:%zu]", src->name, start, start + count);
@@ -918,15 +939,22 @@ vt_err vt_data_slice(const vt_dataset *src, size_t start, size_t count, vt_datas
         memset(t.src_sha256, 0, sizeof t.src_sha256);
     }
     t.n = count;
-    t.x = malloc(count * (size_t)src->d);
+    if (src->xf)
+        t.xf = malloc(count * (size_t)src->d * sizeof(float));
+    else
+        t.x = malloc(count * (size_t)src->d);
     t.y = malloc(count);
-    if (!t.x || !t.y) {
+    if ((!t.x && !t.xf) || !t.y) {
         free(t.x);
+        free(t.xf);
         free(t.y);
         VT_RETURN_ERROR(VT_ERR_NOMEM, "%s: out of memory for a slice of %zu examples",
                         src->name, count);
     }
-    memcpy(t.x, src->x + start * (size_t)src->d, count * (size_t)src->d);
+    if (src->xf)
+        memcpy(t.xf, src->xf + start * (size_t)src->d, count * (size_t)src->d * sizeof(float));
+    else
+        memcpy(t.x, src->x + start * (size_t)src->d, count * (size_t)src->d);
     memcpy(t.y, src->y + start, count);
     vt_err e = vt_data_hash(&t, t.hash);
     if (e != VT_OK) {
@@ -944,39 +972,61 @@ vt_err vt_data_subset(const vt_dataset *src, size_t n, vt_dataset *dst)
 
 /* ---------------------------------------------------------------- FP32 */
 
+/* Example i's d values (FP32 or, for T double, widened) into o. */
+#define VTI_DATA_ROW(T)                                                                            \
+    static void row_##T(const vt_dataset *ds, size_t i, T *o)                                      \
+    {                                                                                              \
+        if (ds->xf) {                                                                              \
+            const float *r = ds->xf + i * (size_t)ds->d;                                           \
+            for (uint32_t k = 0; k < ds->d; k++) o[k] = (T)r[k];                                   \
+        } else {                                                                                   \
+            const uint8_t *r = ds->x + i * (size_t)ds->d;                                          \
+            for (uint32_t k = 0; k < ds->d; k++) o[k] = (T)ds->lut[r[k]];                          \
+        }                                                                                          \
+    }
+VTI_DATA_ROW(float)
+VTI_DATA_ROW(double)
+
 vt_err vt_data_row(const vt_dataset *ds, size_t i, float *out)
 {
-    VT_RETURN_ERROR_IF(!ds || !ds->x || !out, VT_ERR_ARG, "vt_data_row: NULL argument");
+    VT_RETURN_ERROR_IF(!ds || (!ds->x && !ds->xf) || !out, VT_ERR_ARG, "vt_data_row: NULL argument");
     VT_RETURN_ERROR_IF(i >= ds->n, VT_ERR_ARG, "%s: example %zu of %zu", ds->name, i, ds->n);
-    const uint8_t *r = ds->x + i * (size_t)ds->d;
-    for (uint32_t k = 0; k < ds->d; k++) out[k] = ds->lut[r[k]];
+    row_float(ds, i, out);
     return VT_OK;
 }
 
-vt_err vt_data_batch(const vt_dataset *ds, const size_t *idx, size_t m, float *x, uint8_t *y)
+static vt_err batch_check(const vt_dataset *ds, const size_t *idx, size_t m, const void *x)
 {
-    VT_RETURN_ERROR_IF(!ds || !ds->x || !ds->y || (m && (!idx || !x)), VT_ERR_ARG,
+    VT_RETURN_ERROR_IF(!ds || (!ds->x && !ds->xf) || !ds->y || (m && (!idx || !x)), VT_ERR_ARG,
                        "vt_data_batch: NULL argument");
     for (size_t j = 0; j < m; j++)
         VT_RETURN_ERROR_IF(idx[j] >= ds->n, VT_ERR_ARG, "%s: batch entry %zu: example %zu of %zu",
                            ds->name, j, idx[j], ds->n);
-    for (size_t j = 0; j < m; j++) {
-        const uint8_t *r = ds->x + idx[j] * (size_t)ds->d;
-        float *o = x + j * (size_t)ds->d;
-        for (uint32_t k = 0; k < ds->d; k++) o[k] = ds->lut[r[k]];
-        if (y) y[j] = ds->y[idx[j]];
-    }
     return VT_OK;
 }
 
+/* vt_data_batch (T float) and vt_data_batch_f64 (T double): one gather, the row converter of T */
+#define VTI_DATA_BATCH(FN, T)                                                                      \
+    vt_err FN(const vt_dataset *ds, const size_t *idx, size_t m, T *x, uint8_t *y)                 \
+    {                                                                                              \
+        VT_FORWARD_IF_ERROR(batch_check(ds, idx, m, x));                                           \
+        for (size_t j = 0; j < m; j++) {                                                           \
+            row_##T(ds, idx[j], x + j * (size_t)ds->d);                                            \
+            if (y) y[j] = ds->y[idx[j]];                                                           \
+        }                                                                                          \
+        return VT_OK;                                                                              \
+    }
+VTI_DATA_BATCH(vt_data_batch, float)
+VTI_DATA_BATCH(vt_data_batch_f64, double)
+
 vt_err vt_data_to_f32(const vt_dataset *ds, float **out)
 {
-    VT_RETURN_ERROR_IF(!ds || !ds->x || !out, VT_ERR_ARG, "vt_data_to_f32: NULL argument");
+    VT_RETURN_ERROR_IF(!ds || (!ds->x && !ds->xf) || !out, VT_ERR_ARG, "vt_data_to_f32: NULL argument");
     *out = NULL;
     size_t total = ds->n * (size_t)ds->d;
     float *f = malloc(total ? total * sizeof(float) : 1);
     VT_RETURN_ERROR_IF(!f, VT_ERR_NOMEM, "%s: out of memory for %zu floats", ds->name, total);
-    for (size_t i = 0; i < total; i++) f[i] = ds->lut[ds->x[i]];
+    for (size_t i = 0; i < ds->n; i++) row_float(ds, i, f + i * (size_t)ds->d);
     *out = f;
     return VT_OK;
 }

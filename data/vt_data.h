@@ -64,6 +64,13 @@ typedef struct {
     size_t load_bytes;                /* vt_data_load: the bytes loading held at its peak (the decoded
                                        * payload of the whole file, the dataset, a subset's copy); 0
                                        * from the other loaders */
+    /* data sets from the user's files (vt_data_load_file, docs/data.md "Data sets from your files") */
+    float *xf;                        /* float32 features (n*d, row-major, the file's values bit for bit);
+                                       * x is NULL then and lut unused. NULL for u8 data sets */
+    uint32_t hash_version;            /* 0 or 1: the canonical hash of version 1; 2: version 2 (user files) */
+    uint64_t y_off;                   /* user files: the byte offset of the labels in y_file, */
+    uint32_t y_size;                  /* the size of one label there (1, 4 or 8 bytes; 0: not a user file) */
+    char y_file[256];                 /* the labels' file (truncated for messages) */
 } vt_dataset;
 
 /* ---------------------------------------------------------------- paths */
@@ -119,6 +126,62 @@ vt_err vt_data_load_text(const char *path, const char *name, int split, vt_datas
  * data/README.md) and fails with VT_ERR_MISMATCH when it differs. */
 vt_err vt_data_load(const char *spec, const char *root, vt_dataset *ds) VT_WARN_UNUSED;
 
+/* ---------------------------------------------------------------- the user's files
+ * Specs (vt_data_load accepts them too; docs/data.md "Data sets from your files"):
+ *   safetensors:PATH       a safetensors file with a tensor "x" (F32 or U8, [N, D], [N, H, W] or
+ *                          [N, C, H, W]) and a tensor "y" (U8, I32 or I64, [N], labels 0..255)
+ *   npy:XPATH,YPATH        the same as a NumPy .npy pair (x: <f4 or |u1; y: |u1, <i4 or <i8)
+ *   text:PATH              any file of bytes as characters: the first 90% (vocabulary: the whole
+ *   text-val:PATH          file's distinct bytes), or the last 10%
+ *   file:PATH              by the name: PATH ending in .safetensors as safetensors:, two .npy paths
+ *                          "X.npy,Y.npy" as npy:, anything else as text:
+ * each optionally followed by ":N" (the first N examples). A relative PATH is taken from the data
+ * directory when one is given (root, else $VT_DATA_DIR), else from the current directory.
+ * Every byte is checked; an error names the file and the byte offset. U8 features convert as
+ * v / 255 (x_max 255); F32 features are used as they are (NaN and infinities refused). */
+#define VT_DATA_FILE_MAX_BYTES ((size_t)1 << 33) /* a safetensors or .npy file: at most 8 GiB */
+#define VT_DATA_ST_MAX_HEADER ((uint64_t)100000000) /* a safetensors header: at most 10^8 bytes */
+
+/* 1 when spec names a user's file (one of the prefixes above). */
+int vt_data_is_file_spec(const char *spec);
+/* Loads a user's file by spec (as above); root as for vt_data_root, but see "relative PATH". */
+vt_err vt_data_load_file(const char *spec, const char *root, vt_dataset *ds) VT_WARN_UNUSED;
+/* The loaders behind it (paths used as given). name: the data set's name (hashed). */
+vt_err vt_data_load_safetensors(const char *path, const char *name, vt_dataset *ds) VT_WARN_UNUSED;
+vt_err vt_data_load_npy(const char *x_path, const char *y_path, const char *name, vt_dataset *ds) VT_WARN_UNUSED;
+
+/* The first label >= classes, as an error naming the file, the example and the label's offset
+ * (VT_ERR_ARG: the data set does not fit a model of that many classes); VT_OK when all fit. */
+vt_err vt_data_check_labels(const vt_dataset *ds, uint32_t classes) VT_WARN_UNUSED;
+
+/* A safetensors file read whole and checked (the reader behind safetensors: data sets and
+ * `trainer train --init`): the header's JSON (jansson) is an object of tensors {"dtype", "shape",
+ * "data_offsets"} and an optional "__metadata__" object of strings; every tensor's byte size is its
+ * shape's times its dtype's, and the tensors tile the data section exactly (no gap, no overlap,
+ * nothing after). Errors (VT_ERR_FORMAT, VT_ERR_IO, VT_ERR_LIMIT) name the file and the offset. */
+typedef struct {
+    char *name;
+    char dtype[8];      /* "F32", "U8", "I64", ... as in the header */
+    uint32_t esize;     /* bytes per element */
+    uint32_t rank;
+    uint64_t shape[8];
+    uint64_t count;     /* elements */
+    uint64_t off;       /* the tensor's first byte: an offset in the file (and in bytes) */
+    const uint8_t *data;
+} vt_st_entry;
+typedef struct {
+    char path[256];     /* for messages (truncated) */
+    uint8_t *bytes;     /* the whole file */
+    size_t len;
+    uint8_t sha256[VT_HASH_LEN]; /* SHA-256 of the file */
+    size_t n;
+    vt_st_entry *t;     /* in the header's order */
+} vt_st_file;
+vt_err vt_st_read(const char *path, vt_st_file *f) VT_WARN_UNUSED;
+/* The tensor named name, or NULL. */
+const vt_st_entry *vt_st_find(const vt_st_file *f, const char *name);
+void vt_st_free(vt_st_file *f);
+
 /* Releases the memory and zeroes *ds (safe on a zeroed dataset). */
 void vt_data_free(vt_dataset *ds);
 
@@ -141,6 +204,10 @@ vt_err vt_data_row(const vt_dataset *ds, size_t i, float *out) VT_WARN_UNUSED;
  * example idx[j]; y[j] = its label (y may be NULL). */
 vt_err vt_data_batch(const vt_dataset *ds, const size_t *idx, size_t m, float *x,
                      uint8_t *y) VT_WARN_UNUSED;
+
+/* vt_data_batch with the FP32 values widened to FP64 (exactly): the plain FP64 baseline's loader. */
+vt_err vt_data_batch_f64(const vt_dataset *ds, const size_t *idx, size_t m, double *x,
+                         uint8_t *y) VT_WARN_UNUSED;
 
 /* The whole dataset as FP32 (n*d floats, 4*n*d bytes) in a new malloc'd array (free()). */
 vt_err vt_data_to_f32(const vt_dataset *ds, float **out) VT_WARN_UNUSED;

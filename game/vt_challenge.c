@@ -162,7 +162,7 @@ static int msg_wait_ms(const vt_challenge_opts *o)
 static vt_err run(auditor *a, vt_challenge_result *res)
 {
     const vt_challenge_opts *o = a->o;
-    char path[4096], spec[96];
+    char path[4096], spec[VT_RECIPE_SPEC_MAX];
     uint8_t commitment[176];
     uint8_t mh[32], dh[32];
     char *manifest = NULL;

@@ -458,7 +458,7 @@ static int load_manifest(game *g, const char *data_root, vt_order order)
     }
     /* the game's size from the manifest alone, before anything is allocated for it; then again with
      * the dataset (the arbiter's own files, loaded once the rest fits) */
-    char spec[96];
+    char spec[VT_RECIPE_SPEC_MAX];
     vt_recipe_dataset_spec(&g->rc, spec, sizeof spec);
     for (int pass = 0; pass < 2; pass++) {
         if (pass == 1 && (vt_data_load(spec, data_root, &g->ds) || memcmp(g->ds.hash, dh, 32) != 0)) {

@@ -613,7 +613,7 @@ vt_err vt_serve_run(const vt_serve_opts *o)
     vt_store *st = NULL;
     vt_listener *l = NULL;
     uint8_t mh[32], dh[32];
-    char spec[96];
+    char spec[VT_RECIPE_SPEC_MAX];
     vt_err e = o->n_arbiters > 0 ? VT_OK : vt_set_error(VT_ERR_ARG, "no arbiter key: name the arbiters to answer");
     if (!e) e = vt_sign_init();
     if (!e) e = vt_sign_read_secret_key(o->key_path, &sv.kp);

@@ -438,7 +438,8 @@ int vt_recipe_equal(const vt_recipe *a, const vt_recipe *b)
     return eq;
 }
 
-vt_err vt_manifest_build(const vt_recipe *r, const uint8_t dataset_hash[32], const char *backend, char **out)
+static vt_err manifest_build(const vt_recipe *r, const uint8_t dataset_hash[32], const vt_dataset *ds,
+                             const char *backend, char **out)
 {
     char hex[65];
     vt_hex(dataset_hash, 32, hex);
@@ -452,11 +453,55 @@ vt_err vt_manifest_build(const vt_recipe *r, const uint8_t dataset_hash[32], con
         bad |= json_object_set_new(o, "code_version", json_string(VT_CODE_VERSION));
         bad |= json_object_set_new(o, "backend", json_string(backend ? backend : ""));
     }
+    if (!bad && r->has_init) {
+        char ih[65];
+        vt_hex(r->init_sha256, 32, ih);
+        bad |= json_object_set_new(o, "init_sha256", json_string(ih));
+    }
+    if (!bad && ds && ds->hash_version == 2) { /* a user's file: its shape, readable without the data */
+        json_t *sh = json_pack("{s:I, s:[i,i,i], s:s, s:i}", "n", (json_int_t)ds->n, "shape", (int)ds->channels,
+                               (int)ds->rows, (int)ds->cols, "dtype", ds->text ? "text" : ds->xf ? "F32" : "U8",
+                               "classes", (int)ds->n_classes);
+        bad |= !sh || json_object_set_new(o, "dataset_shape", sh);
+    }
     *out = bad ? NULL : json_dumps(o, DUMP_FLAGS);
     json_decref(o);
     json_decref(rj);
     VT_RETURN_ERROR_IF(!*out, VT_ERR_NOMEM, "out of memory building the manifest");
     return VT_OK;
+}
+
+vt_err vt_manifest_build(const vt_recipe *r, const uint8_t dataset_hash[32], const char *backend, char **out)
+{
+    return manifest_build(r, dataset_hash, NULL, backend, out);
+}
+
+vt_err vt_manifest_build_ds(const vt_recipe *r, const vt_dataset *ds, const char *backend, char **out)
+{
+    return manifest_build(r, ds->hash, ds, backend, out);
+}
+
+vt_err vt_recipe_check_data(const vt_recipe *r, const vt_dataset *ds)
+{
+    if (ds->hash_version != 2) return VT_OK;
+    if (r->arch == VT_ARCH_GPT) {
+        VT_RETURN_ERROR_IF(!ds->text, VT_ERR_ARG,
+                           "recipe: arch=gpt trains on a text (dataset=text:PATH), not on the examples of %s", r->dataset);
+        VT_RETURN_ERROR_IF(ds->n_classes > r->gpt_vocab, VT_ERR_ARG,
+                           "recipe: the text %s has %u distinct bytes, but gpt_vocab = %u: set gpt_vocab to at least %u",
+                           r->dataset, ds->n_classes, r->gpt_vocab, ds->n_classes);
+        VT_RETURN_ERROR_IF(ds->n < (size_t)r->gpt_context + 1, VT_ERR_ARG,
+                           "recipe: the text %s has %zu characters: too few for windows of gpt_context = %u", r->dataset,
+                           ds->n, r->gpt_context);
+        return VT_OK;
+    }
+    VT_RETURN_ERROR_IF(ds->text, VT_ERR_ARG, "recipe: %s is a text: it needs arch=gpt", r->dataset);
+    VT_RETURN_ERROR_IF(ds->d != r->widths[0], VT_ERR_ARG,
+                       "recipe: the data set %s has %u values per example (%u x %u x %u), but layers[0] = %u", r->dataset,
+                       ds->d, ds->channels, ds->rows, ds->cols, r->widths[0]);
+    VT_RETURN_ERROR_IF(ds->n < r->batch, VT_ERR_ARG, "recipe: the data set %s has %zu examples, fewer than batch = %u",
+                       r->dataset, ds->n, r->batch);
+    return vt_data_check_labels(ds, r->widths[r->n_layers]);
 }
 
 vt_err vt_manifest_parse(const char *text, size_t len, vt_recipe *r, uint8_t dataset_hash[32])
@@ -467,7 +512,7 @@ vt_err vt_manifest_parse(const char *text, size_t len, vt_recipe *r, uint8_t dat
     VT_RETURN_ERROR_IF(!o, VT_ERR_FORMAT, "manifest: invalid JSON: %s", je.text);
     vt_err e = VT_OK;
     json_t *fmt = json_object_get(o, "format"), *rj = json_object_get(o, "recipe"),
-           *dh = json_object_get(o, "dataset_hash");
+           *dh = json_object_get(o, "dataset_hash"), *ih = json_object_get(o, "init_sha256");
     /* format 1 predates the recipe key `rounding` (its runs are log-rounded, the default then);
      * formats 1 and 2 predate panelled reductions (their bounds are those of the whole reduction);
      * formats 1-4 predate one log per state (their logs may carry entries the rule does not need) */
@@ -490,6 +535,9 @@ vt_err vt_manifest_parse(const char *text, size_t len, vt_recipe *r, uint8_t dat
         r->bound.legacy_log = v1 || v2 || v3 || v4;
         r->program_version = v1 || v2 || v3 ? 0 : 1;
         if (!e) e = apply_object(r, rj, "manifest recipe");
+        if (!e && ih && (!json_is_string(ih) || vt_unhex(json_string_value(ih), r->init_sha256, 32) != VT_OK))
+            e = vt_set_error(VT_ERR_FORMAT, "manifest: bad init_sha256");
+        if (!e && ih) r->has_init = 1;
         /* a manifest's recipe that does not validate is a malformed manifest, not a usage error */
         if (!e && vt_recipe_validate(r)) e = vt_error_prefix(VT_ERR_FORMAT, "manifest");
     }

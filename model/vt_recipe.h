@@ -7,9 +7,12 @@
 #include <stdint.h>
 
 #include "../common/vt_error.h"
+#include "../data/vt_data.h"
 #include "../rounding_log/vt_rlog.h"
 
 #define VT_MAX_LAYERS 8
+#define VT_RECIPE_DATASET_MAX 511 /* the recipe key `dataset`: at most this many bytes (a user's file path) */
+#define VT_RECIPE_SPEC_MAX (VT_RECIPE_DATASET_MAX + 32) /* a dataset spec: `dataset` and ":N" (vt_recipe_dataset_spec) */
 #define VT_MANIFEST_FORMAT "vt-manifest-5" /* 2: the recipe key `rounding`; 3: panelled reductions;
                                               * 4: the step program (recipe key `arch`, operation ids);
                                               * 5: one log per state (vt_bound_cfg.legacy_log = 0) */
@@ -21,7 +24,8 @@ typedef enum { VT_SCHED_CONSTANT = 0, VT_SCHED_STEP = 1, VT_SCHED_LINEAR = 2, VT
 
 typedef struct {
     vt_arch_kind arch;         /* recipe key `arch`: "mlp" (the default) or "resnet" */
-    char dataset[64];          /* "mnist-train", "digits", ... (vt_data_load spec name) */
+    char dataset[VT_RECIPE_DATASET_MAX + 1]; /* "mnist-train", "digits", "safetensors:PATH" ... (a
+                                                  * vt_data_load spec without the ":N") */
     uint64_t subset;           /* first N examples; 0 = all */
     uint32_t n_layers;         /* number of weight layers */
     uint32_t widths[VT_MAX_LAYERS + 1];
@@ -56,6 +60,10 @@ typedef struct {
      * manifest format 4; 0 for formats 1-3, whose step (no schedule operation, Adam's moments as
      * two operations) gave other operation ids - which only their logs name. */
     uint32_t program_version;
+    /* Not a recipe key: the initial state came from a file (trainer train --init), whose SHA-256 the
+     * manifest records as "init_sha256" (absent otherwise, so other runs keep their manifests). */
+    uint32_t has_init;
+    uint8_t init_sha256[32];
 } vt_recipe;
 
 /* The default recipe: MNIST, 784-128-10 MLP, SGD with momentum (about a minute on 2 cores). */
@@ -85,6 +93,12 @@ vt_err vt_recipe_validate(const vt_recipe *r) VT_WARN_UNUSED;
  * written. Unknown names and arch=gpt pass (the loader and the model check them). */
 vt_err vt_recipe_check_dataset(const vt_recipe *r) VT_WARN_UNUSED;
 
+/* A user's data set (ds->hash_version 2: vt_data_load_file) against the recipe: arch=gpt needs a text
+ * whose vocabulary fits gpt_vocab; the others an example of layers[0] values and every label a class
+ * (the first label that is not names the file and its offset). VT_ERR_ARG. Built-in data sets pass
+ * (vt_recipe_check_dataset checks them by name). */
+vt_err vt_recipe_check_data(const vt_recipe *r, const vt_dataset *ds) VT_WARN_UNUSED;
+
 /* Recipe as a JSON object text (keys sorted, compact; reals printed with 17 digits so they
  * round-trip exactly). malloc'd. */
 vt_err vt_recipe_to_json(const vt_recipe *r, char **out) VT_WARN_UNUSED;
@@ -92,10 +106,14 @@ vt_err vt_recipe_to_json(const vt_recipe *r, char **out) VT_WARN_UNUSED;
 int vt_recipe_equal(const vt_recipe *a, const vt_recipe *b);
 
 /* Manifest: {"format","recipe","dataset_hash","code_version","backend"} canonical JSON
- * (sorted keys, compact). The manifest hash is SHA-256 of these exact bytes. */
+ * (sorted keys, compact), and "init_sha256" when r->has_init. The manifest hash is SHA-256 of these
+ * exact bytes. */
 vt_err vt_manifest_build(const vt_recipe *r, const uint8_t dataset_hash[32], const char *backend,
                          char **out) VT_WARN_UNUSED;
-/* Parse manifest bytes back into a recipe and dataset hash (hostile input: VT_ERR_FORMAT, or
+/* The same from the loaded dataset: its hash, and for a user's file (ds->hash_version 2) also
+ * "dataset_shape": {"n": N, "shape": [C, H, W], "dtype": "F32"|"U8"|"text", "classes": C} (docs/format.md). */
+vt_err vt_manifest_build_ds(const vt_recipe *r, const vt_dataset *ds, const char *backend, char **out) VT_WARN_UNUSED;
+/* Parse manifest bytes back into a recipe (with has_init and init_sha256) and dataset hash (hostile input: VT_ERR_FORMAT, or
  * VT_ERR_LIMIT beyond the limits above; a recipe that does not validate is VT_ERR_FORMAT). */
 vt_err vt_manifest_parse(const char *text, size_t len, vt_recipe *r, uint8_t dataset_hash[32]) VT_WARN_UNUSED;
 

@@ -15,6 +15,7 @@
 #include "../merkle/vt_sign.h"
 #include "../model/vt_model.h"
 #include "../store/vt_store.h"
+#include "vt_init.h"
 #include "vt_step.h"
 #include "../run/vt_train.h"
 
@@ -63,6 +64,7 @@ typedef struct {
     uint64_t budget; /* the memory budget, fixed at the start (every worker's model within it) */
     uint64_t done; /* steps replayed, all workers */
     vt_progress pr;
+    vt_st_file init; /* the initial state's file, when the run starts from one (vt_init.h) */
 } audit_ctx;
 
 typedef struct {
@@ -143,6 +145,10 @@ static void replay_segment(worker *w)
         goto out;
     }
     vt_model_set_backend(&m, &be);
+    if (w->from == 0 && a->rc.has_init && vt_init_apply(&m, &a->init)) {
+        find_set(&w->f, VT_VERDICT_REJECTED, 0, "init mismatch", "%s", vt_errmsg());
+        goto out;
+    }
     uint8_t h[32];
     if (w->from > 0) { /* start from the checkpoint, which must hold the committed state */
         float *state = NULL;
@@ -314,7 +320,7 @@ static int static_checks(audit_ctx *a, vt_store *st, finding *f)
             return find_set(f, VT_VERDICT_REJECTED, -1, "recipe mismatch",
                             "the run was trained with another recipe than %s", o->recipe_path);
     }
-    char spec[96];
+    char spec[VT_RECIPE_SPEC_MAX];
     vt_recipe_dataset_spec(&a->rc, spec, sizeof spec);
     if (vt_data_load(spec, o->data_root, &a->ds))
         return find_set(f, VT_VERDICT_CANNOT, -1, "dataset unavailable", "cannot load dataset %s: %s", spec,
@@ -326,6 +332,14 @@ static int static_checks(audit_ctx *a, vt_store *st, finding *f)
         return find_set(f, VT_VERDICT_REJECTED, -1, "wrong dataset",
                         "the run was trained on a dataset with hash %s; the local %s has hash %s", want, spec, have);
     }
+    if (vt_recipe_check_data(&a->rc, &a->ds))
+        return find_set(f, VT_VERDICT_REJECTED, -1, "dataset does not fit", "%s", vt_errmsg());
+    int why = 0;
+    if (a->rc.has_init ? vt_init_for_replay(&a->rc, o->init_path, o->run_dir, &a->init, &why) != VT_OK
+                       : o->init_path != NULL)
+        return find_set(f, why == 1 ? VT_VERDICT_CANNOT : VT_VERDICT_REJECTED, 0,
+                        why == 1 ? "init unavailable" : "wrong init", "%s",
+                        why ? vt_errmsg() : "the run starts from its recipe's initialisation, not from the --init file");
     uint64_t count;
     if (vt_store_step_count(st, &count)) return find_io(f, -1, "run store");
     if (count != a->cm.step_count || count != a->rc.steps + 1)
@@ -512,6 +526,7 @@ done:
     free(a.recs);
     free(a.cks);
     vt_data_free(&a.ds);
+    vt_st_free(&a.init);
     pthread_mutex_destroy(&a.mu);
 }
 

@@ -25,6 +25,8 @@ typedef struct {
     const char *data_root;   /* NULL: $VT_DATA_DIR or the repository's data/ */
     const char *recipe_path; /* optional: the recipe the client asked for */
     const char *pubkey_path; /* optional: the trainer key the client trusts */
+    const char *init_path;   /* optional: the initial state's file of a run trained with --init (default: the
+                              * run directory's copy, init.safetensors); refused for a run without one */
     vt_order order;          /* the auditor's own evaluation order */
     const char *backend;     /* "cpu" (NULL: the default) or "cuda": each segment's replay opens its own */
     uint64_t from, to;       /* segment: replay steps from+1..to (to = 0: the last step) */

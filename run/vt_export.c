@@ -37,17 +37,23 @@ static vt_err write_onnx(const vt_export_opts *o, vt_model *m, const vt_recipe *
     /* the input, as trainer eval feeds it (data/vt_data.h: value = (float)((double)v / x_max)) */
     const vt_program *p = &m->prog;
     const unsigned xmax = strcmp(rc->dataset, "digits") == 0 ? 16u : 255u;
-    char input[640], shape[96];
+    char input[640 + VT_RECIPE_SPEC_MAX], shape[96];
     if (rc->arch == VT_ARCH_RESNET)
         snprintf(shape, sizeof shape, "[N, %u, %u, %u], a channels-first image (channel planes of H x W, row-major: CIFAR's R, G, B)",
                  rc->image_channels, rc->image_height, rc->image_width);
     else
         snprintf(shape, sizeof shape, "[N, %u], the features in the data set's order (an image row-major)",
                  p->t[p->input].shape[1]);
-    snprintf(input, sizeof input,
-             "input: float32 %s; value = (float)((double)v / %u) for each raw value v (0..%u) of the data set "
-             "%s, which float32 division v / %u.0f equals; no mean or deviation normalisation",
-             shape, xmax, xmax, rc->dataset, xmax);
+    if (vt_data_is_file_spec(rc->dataset)) /* a user's file (docs/data.md "Data sets from your files") */
+        snprintf(input, sizeof input,
+                 "input: float32 %s; the data set %s: its float32 features as they are, or its uint8 features v as "
+                 "(float)((double)v / 255); no mean or deviation normalisation",
+                 shape, rc->dataset);
+    else
+        snprintf(input, sizeof input,
+                 "input: float32 %s; value = (float)((double)v / %u) for each raw value v (0..%u) of the data set "
+                 "%s, which float32 division v / %u.0f equals; no mean or deviation normalisation",
+                 shape, xmax, xmax, rc->dataset, xmax);
     const char *meta[] = {"vt.format", "vt-onnx-1",
                           "vt.step", step,
                           "vt.state_hash", hs,

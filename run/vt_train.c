@@ -15,6 +15,7 @@
 #include "../model/vt_model.h"
 #include "../rounding_log/vt_rlog.h"
 #include "../store/vt_store.h"
+#include "vt_init.h"
 #include "vt_step.h"
 
 void vt_recipe_dataset_spec(const vt_recipe *rc, char *buf, size_t cap)
@@ -34,6 +35,7 @@ typedef struct {
     vt_steplog log;
     char *manifest;
     vt_backend be;
+    vt_st_file init; /* --init: the initial state's file */
 } train_ctx;
 
 static void ctx_free(train_ctx *t)
@@ -46,6 +48,7 @@ static void ctx_free(train_ctx *t)
     vt_keypair_wipe(&t->kp);
     vt_steplog_free(&t->log);
     free(t->manifest);
+    vt_st_free(&t->init);
 }
 
 /* The record of step s from the model's state and t->log; *blob: the stored log (caller frees). */
@@ -259,18 +262,20 @@ static vt_err resume_run(train_ctx *t, const vt_recipe *rc, uint64_t *start, vt_
 
 static vt_err train(train_ctx *t, const vt_recipe *rc, const vt_train_opts *o, vt_train_result *res)
 {
-    char spec[96];
+    char spec[VT_RECIPE_SPEC_MAX];
     vt_recipe_dataset_spec(rc, spec, sizeof spec);
     VT_FORWARD_IF_ERROR(vt_recipe_validate(rc));
     VT_FORWARD_IF_ERROR(vt_sign_init());
     VT_FORWARD_IF_ERROR(vt_sign_read_secret_key(o->key_path, &t->kp));
     VT_FORWARD_IF_ERROR(vt_data_load(spec, o->data_root, &t->ds));
+    VT_FORWARD_IF_ERROR(vt_recipe_check_data(rc, &t->ds));
     /* The backend is informational: an auditor uses its own. To keep the manifest (and so the
      * commitment) independent of the trainer's evaluation order, only the device class is recorded. */
     const char *backend = o->backend ? o->backend : "cpu";
-    VT_FORWARD_IF_ERROR(vt_manifest_build(rc, t->ds.hash, backend, &t->manifest));
+    VT_FORWARD_IF_ERROR(vt_manifest_build_ds(rc, &t->ds, backend, &t->manifest));
     size_t mlen = strlen(t->manifest);
     VT_FORWARD_IF_ERROR(vt_model_init(&t->m, rc, t->ds.n, o->order));
+    if (rc->has_init) VT_FORWARD_IF_ERROR(vt_init_apply(&t->m, &t->init)); /* before anything is written */
     VT_FORWARD_IF_ERROR(vt_backend_open(backend, &t->be));
     vt_model_set_backend(&t->m, &t->be);
     if (!o->quiet && t->be.gemm_round) fprintf(stderr, "backend: %s: %s\n", t->be.name, t->be.desc);
@@ -299,7 +304,7 @@ static vt_err train(train_ctx *t, const vt_recipe *rc, const vt_train_opts *o, v
         int same = ml == mlen && memcmp(mf, t->manifest, ml) == 0;
         if (!same) { /* a run may be resumed on the other backend: it records the one it started on */
             char *alt = NULL;
-            vt_err ea = vt_manifest_build(rc, t->ds.hash, strcmp(backend, "cpu") ? "cpu" : "cuda", &alt);
+            vt_err ea = vt_manifest_build_ds(rc, &t->ds, strcmp(backend, "cpu") ? "cpu" : "cuda", &alt);
             if (ea) free(mf);
             VT_FORWARD_IF_ERROR(ea);
             if (strlen(alt) == ml && memcmp(mf, alt, ml) == 0) {
@@ -343,6 +348,7 @@ static vt_err train(train_ctx *t, const vt_recipe *rc, const vt_train_opts *o, v
         VT_FORWARD_IF_ERROR(resume_run(t, rc, &start, res));
     } else {
         VT_FORWARD_IF_ERROR(vt_store_create(o->run_dir, t->manifest, mlen, &t->st));
+        if (rc->has_init) VT_FORWARD_IF_ERROR(vt_store_put_file(o->run_dir, VT_INIT_FILE, t->init.bytes, t->init.len));
         vt_steplog_reset(&t->log, 0);
         VT_FORWARD_IF_ERROR(write_failed(commit_step(t, rc, 0, 0.0f, res)));
     }
@@ -426,7 +432,9 @@ vt_err vt_train_run(const vt_recipe *rc, const vt_train_opts *o, vt_train_result
     train_ctx t;
     memset(&t, 0, sizeof t);
     memset(res, 0, sizeof *res);
-    vt_err e = train(&t, rc, o, res);
+    vt_recipe r = *rc; /* with the --init file's hash (vt_init.h) */
+    vt_err e = vt_init_prepare(&r, o->init_path, o->resume ? o->run_dir : NULL, &t.init);
+    if (!e) e = train(&t, &r, o, res);
     ctx_free(&t);
     return e;
 }

@@ -15,6 +15,8 @@ typedef struct {
     const char *run_dir;
     const char *key_path;   /* Ed25519 secret key file (trainer keygen) */
     const char *data_root;  /* NULL: $VT_DATA_DIR or the repository's data/ */
+    const char *init_path;  /* --init: the initial state from this safetensors file (run/vt_init.h); NULL:
+                             * the recipe's (on resume: the run's copy, when it has one) */
     vt_order order;         /* evaluation order of this trainer (default: blas) */
     const char *backend;    /* "cpu" (NULL: the default) or "cuda" (kernels/vt_backend.h) */
     int resume;             /* continue an interrupted run from its newest usable checkpoint */

@@ -840,6 +840,16 @@ void vt_store_close(vt_store *s)
     store_free(s);
 }
 
+vt_err vt_store_put_file(const char *run_dir, const char *name, const uint8_t *data, size_t len)
+{
+    VT_RETURN_ERROR_IF(!run_dir || !name || strchr(name, '/') || (!data && len), VT_ERR_ARG, "vt_store_put_file: bad argument");
+    char *path = vti_str_printf("%s/%s", run_dir, name);
+    VT_RETURN_ERROR_IF(!path, VT_ERR_NOMEM, "out of memory");
+    vt_err e = vti_write_durable_at(path, data, len, "file");
+    free(path);
+    return e;
+}
+
 vt_err vt_store_manifest(vt_store *s, char **manifest, size_t *len, uint8_t hash[VT_HASH_LEN])
 {
     VT_RETURN_ERROR_IF(!s, VT_ERR_ARG, "vt_store_manifest: invalid argument");

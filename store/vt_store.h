@@ -66,6 +66,10 @@ void vt_store_close(vt_store *s);
 typedef void vt_store_fault_fn(const char *point);
 void vt_store_set_fault_hook(vt_store_fault_fn *fn);
 
+/* A file of the run directory besides the store (e.g. init.safetensors, trainer train --init): written
+ * atomically and durably to RUN_DIR/NAME (write points "file.*": docs/format.md "Run directory"). */
+vt_err vt_store_put_file(const char *run_dir, const char *name, const uint8_t *data, size_t len) VT_WARN_UNUSED;
+
 /* The manifest bytes (malloc'd, caller frees) and its SHA-256. */
 vt_err vt_store_manifest(vt_store *s, char **manifest, size_t *len, uint8_t hash[VT_HASH_LEN]) VT_WARN_UNUSED;
 

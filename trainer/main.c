@@ -93,7 +93,11 @@ static void usage(FILE *f)
             "      --set KEY=VALUE   override one recipe key (repeatable), e.g. --set steps=100\n"
             "      --order ORDER     evaluation order: blas (default), split, forward, reverse,\n"
             "                        pairwise, permuted, sorted\n"
-            "      --data-dir DIR    dataset root (default: $VT_DATA_DIR or the repository's data/)\n"
+            "      --data-dir DIR    dataset root (default: $VT_DATA_DIR or the repository's data/); a\n"
+            "                        relative path in dataset=safetensors:PATH, npy:X.npy,Y.npy, text:PATH\n"
+            "                        or file:PATH is taken from it (else from the current directory)\n"
+            "      --init FILE       the initial state from a safetensors file (`trainer export`'s names and\n"
+            "                        shapes, F32); its SHA-256 goes into the manifest, the run keeps a copy\n"
             "      --backend NAME    cpu (default) or cuda: the GEMMs and their rounding on the GPU\n"
             "                        (the same bits; docs/cuda.md)\n"
             "      --resume          continue an interrupted run from its newest usable checkpoint\n"
@@ -171,7 +175,7 @@ static int parse_train(int argc, char **argv, vt_recipe *rc, vt_train_opts *o)
         {"resume", no_argument, 0, 'u'},       {"quiet", no_argument, 0, 'q'},
         {"backend", required_argument, 0, 'b'}, {"help", no_argument, 0, 'h'},
         {"max-memory", required_argument, 0, VT_OPT_MAX_MEMORY},
-        {"reader-wait", required_argument, 0, 'W'},
+        {"reader-wait", required_argument, 0, 'W'}, {"init", required_argument, 0, 'I'},
 #ifdef VT_TEST_HOOKS
         {"stop-after", required_argument, 0, 'S'}, {"cheat", required_argument, 0, 'C'},
         {"kill-at", required_argument, 0, 'K'}, {"pause-at", required_argument, 0, 'P'},
@@ -200,6 +204,7 @@ static int parse_train(int argc, char **argv, vt_recipe *rc, vt_train_opts *o)
         case 'r': o->run_dir = optarg; break;
         case 'k': o->key_path = optarg; break;
         case 'd': o->data_root = optarg; break;
+        case 'I': o->init_path = optarg; break;
         case 'u': o->resume = 1; break;
         case 'q': o->quiet = 1; break;
         case 'b':
@@ -459,13 +464,18 @@ static int cmd_plain(int argc, char **argv)
         fprintf(stderr, "trainer plain: %s\n", vt_errmsg());
         return VT_EXIT_USAGE;
     }
-    char spec[96];
+    char spec[VT_RECIPE_SPEC_MAX];
     vt_recipe_dataset_spec(&rc, spec, sizeof spec);
     vt_dataset ds;
     vt_plain p;
     if (vt_data_load(spec, o.data_root, &ds) != VT_OK) {
         fprintf(stderr, "trainer plain: %s\n", vt_errmsg());
         return VT_EXIT_CANNOT;
+    }
+    if (ds.xf) { /* model/vt_plain_tmpl.h load_rows reads the u8 features */
+        fprintf(stderr, "trainer plain: %s: the plain baseline reads u8 features only, not float32\n", spec);
+        vt_data_free(&ds);
+        return VT_EXIT_USAGE;
     }
     vt_err e = vt_plain_init(&p, &rc, ds.n, fp64);
     double loss = 0, t0 = vt_now();
@@ -542,7 +552,7 @@ static int cmd_eval(int argc, char **argv)
     }
     if (optind < argc) return vt_cli_usage_error(usage, "trainer eval: unexpected argument \"%s\"", argv[optind]);
     if (!run) return vt_cli_usage_error(usage, "trainer eval: --run DIR is required");
-    char dspec[96];
+    char dspec[VT_RECIPE_SPEC_MAX];
     vt_recipe rc;
     vt_model m;
     vt_dataset ds;
@@ -563,13 +573,19 @@ static int cmd_eval(int argc, char **argv)
             snprintf(dspec, sizeof dspec, "cifar10-test");
         else if (strncmp(rc.dataset, "shakespeare", 11) == 0)
             snprintf(dspec, sizeof dspec, "shakespeare-val");
+        else if (text && vt_data_is_file_spec(rc.dataset)) /* a text file: its last 10% */
+            snprintf(dspec, sizeof dspec, "text-val:%s", strchr(rc.dataset, ':') + 1);
         else
             vt_recipe_dataset_spec(&rc, dspec, sizeof dspec);
         e = vt_data_load(dspec, root, &ds);
         /* an unknown or unfitting --dataset is the user's (64); the default one failing to load, not */
         st = spec ? vt_cli_exit_for(e) : vt_cli_exit_for_input(e);
     }
-    if (!e && !text && (ds.d != rc.widths[0] || ds.n_classes != rc.widths[rc.n_layers])) {
+    if (!e && !text && ds.hash_version == 2 && ds.d == rc.widths[0] && /* a user's file: every label a class */
+        vt_data_check_labels(&ds, rc.widths[rc.n_layers]) != VT_OK) {
+        st = spec ? VT_EXIT_USAGE : VT_EXIT_CANNOT;
+        e = VT_ERR_ARG;
+    } else if (!e && !text && (ds.d != rc.widths[0] || (ds.hash_version != 2 && ds.n_classes != rc.widths[rc.n_layers]))) {
         e = vt_set_error(VT_ERR_ARG, "dataset %s (%u features, %u classes) does not fit the model (%u -> %u)", dspec,
                          ds.d, ds.n_classes, rc.widths[0], rc.widths[rc.n_layers]);
         st = VT_EXIT_USAGE;
@@ -655,7 +671,7 @@ static int cmd_sample(int argc, char **argv)
     vt_model_set_memory_budget(g_max_memory, VT_ERR_LIMIT); /* the run's manifest is not ours: exit 2 */
     vt_err e = load_run_model(run, &rc, &m, &step);
     if (!e && rc.arch != VT_ARCH_GPT) e = vt_set_error(VT_ERR_ARG, "run %s is not a text model (arch=gpt)", run);
-    char dspec[96];
+    char dspec[VT_RECIPE_SPEC_MAX];
     if (!e) {
         vt_recipe_dataset_spec(&rc, dspec, sizeof dspec);
         e = vt_data_load(dspec, root, &ds); /* the vocabulary */

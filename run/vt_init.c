@@ -1,0 +1,137 @@
+/* vt_init.c - the initial state from a safetensors file (vt_init.h). */
+#include "vt_init.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "../common/vt_bytes.h"
+#include "../common/vt_hash.h"
+#include "../store/vt_store.h"
+
+/* Appends to a bounded message. */
+static void say(char *b, size_t cap, size_t *len, const char *fmt, const char *a, const char *c)
+{
+    if (*len >= cap) return;
+    int k = snprintf(b + *len, cap - *len, fmt, a, c);
+    if (k > 0) *len += (size_t)k < cap - *len ? (size_t)k : cap - *len - 1;
+}
+
+static void shape_text(char *out, size_t cap, uint32_t rank, const uint64_t *shape)
+{
+    size_t l = 0;
+    l += (size_t)snprintf(out, cap, "[");
+    for (uint32_t k = 0; k < rank && l < cap; k++)
+        l += (size_t)snprintf(out + l, cap - l, "%s%llu", k ? ", " : "", (unsigned long long)shape[k]);
+    if (l < cap) snprintf(out + l, cap - l, "]");
+}
+
+vt_err vt_init_apply(vt_model *m, const vt_st_file *f)
+{
+    const vt_program *p = &m->prog;
+    char msg[1024];
+    size_t len = 0;
+    int bad = 0;
+    msg[0] = 0;
+    for (uint32_t i = 0; i < p->n_state; i++) { /* every parameter and buffer; the optimiser's when given */
+        const vt_tensor *t = &p->t[i];
+        const vt_st_entry *e = vt_st_find(f, t->name);
+        if (!e) {
+            if (t->cls != VT_TC_OPT) say(msg, sizeof msg, &len, "%s%s missing", bad++ ? "; " : "", t->name);
+            continue;
+        }
+        uint64_t want[VT_MAX_RANK];
+        for (uint32_t k = 0; k < t->rank; k++) want[k] = t->shape[k];
+        int same = e->rank == t->rank && strcmp(e->dtype, "F32") == 0;
+        for (uint32_t k = 0; same && k < t->rank; k++) same = e->shape[k] == want[k];
+        if (!same) {
+            char a[96], b[96], item[320];
+            shape_text(a, sizeof a, e->rank, e->shape);
+            shape_text(b, sizeof b, t->rank, want);
+            snprintf(item, sizeof item, "%s is %s %s, the program's F32 %s", e->name, e->dtype, a, b);
+            say(msg, sizeof msg, &len, "%s%s", bad++ ? "; " : "", item);
+        }
+    }
+    for (size_t j = 0; j < f->n; j++) {
+        uint32_t id = vt_program_find(p, f->t[j].name);
+        if (id == UINT32_MAX || id >= p->n_state)
+            say(msg, sizeof msg, &len, "%s%s is not a state tensor of the recipe's program", bad++ ? "; " : "",
+                f->t[j].name);
+    }
+    VT_RETURN_ERROR_IF(bad, VT_ERR_ARG,
+                       "%s: does not fit the recipe's state (the names and shapes of `trainer export`; `trainer recipe "
+                       "--program` lists them): %s",
+                       f->path, msg);
+    float *state = malloc(m->n_state ? m->n_state * sizeof *state : 1);
+    VT_RETURN_ERROR_IF(!state, VT_ERR_NOMEM, "out of memory");
+    if (m->n_state) memcpy(state, m->state, m->n_state * sizeof *state);
+    for (uint32_t i = 0; i < p->n_state; i++) {
+        const vt_st_entry *e = vt_st_find(f, p->t[i].name);
+        if (!e) continue;
+        float *dst = state + ((float *)vt_model_tensor(m, i, NULL) - m->state); /* its place in the state */
+        for (uint64_t k = 0; k < e->count; k++) {
+            uint32_t b = vt_get_u32le(e->data + 4 * k);
+            memcpy(&dst[k], &b, 4);
+            if (!isfinite(dst[k])) {
+                free(state);
+                VT_RETURN_ERROR(VT_ERR_FORMAT, "%s: tensor '%s': value %llu (offset %llu) is %s", f->path, e->name,
+                                (unsigned long long)k, (unsigned long long)(e->off + 4 * k),
+                                isnan(dst[k]) ? "NaN" : "infinite");
+            }
+        }
+    }
+    vt_err err = vt_model_set_state(m, 0, state, m->n_state);
+    free(state);
+    return err;
+}
+
+vt_err vt_init_prepare(vt_recipe *rc, const char *path, const char *resume_dir, vt_st_file *f)
+{
+    memset(f, 0, sizeof *f);
+    char kept[4096];
+    if (!path && resume_dir) { /* resume: the run's own copy */
+        struct stat sb;
+        snprintf(kept, sizeof kept, "%s/%s", resume_dir, VT_INIT_FILE);
+        if (stat(kept, &sb) != 0) return VT_OK;
+        path = kept;
+    }
+    if (!path) return VT_OK;
+    VT_FORWARD_IF_ERROR(vt_st_read(path, f));
+    rc->has_init = 1;
+    memcpy(rc->init_sha256, f->sha256, 32);
+    return VT_OK;
+}
+
+vt_err vt_init_for_replay(const vt_recipe *rc, const char *given, const char *run_dir, vt_st_file *f, int *why)
+{
+    memset(f, 0, sizeof *f);
+    *why = 0;
+    char want[65], have[65], kept[4096];
+    vt_hex(rc->init_sha256, 32, want);
+    snprintf(kept, sizeof kept, "%s/%s", run_dir, VT_INIT_FILE);
+    const char *path = given ? given : kept;
+    struct stat sb;
+    if (stat(path, &sb) != 0) {
+        *why = 1;
+        VT_RETURN_ERROR(VT_ERR_IO, "the run starts from a file (trainer train --init) with SHA-256 %s, and %s %s: %s%s",
+                        want, given ? "--init" : "the run's copy", path, strerror(errno),
+                        given ? "" : " (pass the file with --init FILE)");
+    }
+    vt_err e = vt_st_read(path, f);
+    if (e) {
+        *why = 1;
+        return e;
+    }
+    if (memcmp(f->sha256, rc->init_sha256, 32) != 0) {
+        vt_hex(f->sha256, 32, have);
+        vt_st_free(f);
+        *why = 2;
+        VT_RETURN_ERROR(VT_ERR_MISMATCH,
+                        "the run started from a file with SHA-256 %s; %s has SHA-256 %s: another initial state", want,
+                        path, have);
+    }
+    return VT_OK;
+}
