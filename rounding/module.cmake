@@ -8,10 +8,12 @@ add_library(vt_rounding STATIC
   ${CMAKE_CURRENT_SOURCE_DIR}/rounding/vt_exact.c
   ${CMAKE_CURRENT_SOURCE_DIR}/rounding/vt_tight.c
   ${CMAKE_CURRENT_SOURCE_DIR}/rounding/vt_eval.c
-  ${CMAKE_CURRENT_SOURCE_DIR}/rounding/vt_round_exact.c)
+  ${CMAKE_CURRENT_SOURCE_DIR}/rounding/vt_round_exact.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/rounding/vt_round_dist.c)
 target_include_directories(vt_rounding PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
 if(CMAKE_C_COMPILER_ID STREQUAL "GNU")
   # the rounding filter loops have run-time trip counts: let GCC weigh vectorising them
   target_compile_options(vt_rounding PRIVATE -fvect-cost-model=dynamic)
 endif()
-target_link_libraries(vt_rounding PUBLIC vt_common ${M_LIB})
+# vt_round_dist.c: distributed exact rounding over the communicator of dist/ (vt_dist, dist/module.cmake)
+target_link_libraries(vt_rounding PUBLIC vt_dist vt_common ${M_LIB})

@@ -6,7 +6,8 @@ PKGS=(build-essential cmake pkg-config clang libclang-rt-14-dev
       zlib1g-dev sqlite3 zstd
       libopenblas0-pthread libblis4-pthread libblis4-openmp libblas3
       libmpfr-dev libgmp-dev
-      libonnx-dev protobuf-c-compiler libprotobuf-c-dev python3-onnx python3-numpy)
+      libonnx-dev protobuf-c-compiler libprotobuf-c-dev python3-onnx python3-numpy
+      libopenmpi-dev openmpi-bin)
 # libopenblas0-pthread, libblis4-pthread, libblis4-openmp and libblas3 are the CBLAS implementations behind Debian's libblas.so.3 alternative
 # (OpenBLAS pthread, BLIS pthread and OpenMP, the reference BLAS): scripts/test.sh runs the
 # invariant, kernel and end-to-end tests under each of them (scripts/blas-matrix.sh).
@@ -14,6 +15,9 @@ PKGS=(build-essential cmake pkg-config clang libclang-rt-14-dev
 # libonnx-dev (the ONNX schema, onnx.proto), protobuf-c-compiler (protoc-c) and libprotobuf-c-dev
 # build `trainer export --format onnx` (optional: run/onnx.cmake); python3-onnx and python3-numpy
 # are test-only: tests/onnx_export.sh checks the exported models with onnx's checker and NumPy.
+# libopenmpi-dev and openmpi-bin (Open MPI: the library and mpirun) build and run the data-parallel
+# layer (dist/, optional: VT_MPI); its tests run mpirun as root with --allow-run-as-root
+# (docs/distributed.md).
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

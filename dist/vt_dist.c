@@ -1,0 +1,260 @@
+/* vt_dist.c - the communicator of data-parallel runs (vt_dist.h): Open MPI when launched by mpirun
+ * and built with it (VT_HAVE_MPI), else one rank with no MPI at all; every MPI error returned as a
+ * vt_err naming the rank and the call. */
+#include "vt_dist.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef VT_HAVE_MPI
+#include <mpi.h>
+#endif
+
+struct vt_comm {
+    int rank, size;
+    int is_mpi;
+#ifdef VT_HAVE_MPI
+    MPI_Comm comm; /* our duplicate of MPI_COMM_WORLD, MPI_ERRORS_RETURN */
+#endif
+};
+
+int vt_dist_built_with_mpi(void)
+{
+#ifdef VT_HAVE_MPI
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+/* The environment of a launched process: 1 when a launcher started it; *size the world size it
+ * announces (0 when unknown), *rank its rank (-1 when unknown). */
+static int launched(long *size, long *rank)
+{
+    static const char *const size_vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"};
+    static const char *const rank_vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"};
+    int any = 0;
+    *size = 0;
+    *rank = -1;
+    for (size_t i = 0; i < sizeof size_vars / sizeof *size_vars; i++) {
+        const char *v = getenv(size_vars[i]);
+        if (!v) continue;
+        any = 1;
+        if (*size == 0) *size = strtol(v, NULL, 10);
+    }
+    for (size_t i = 0; i < sizeof rank_vars / sizeof *rank_vars; i++) {
+        const char *v = getenv(rank_vars[i]);
+        if (!v) continue;
+        any = 1;
+        if (*rank < 0) *rank = strtol(v, NULL, 10);
+    }
+    return any;
+}
+
+#ifdef VT_HAVE_MPI
+static int g_we_initialised; /* vt_dist_init called MPI_Init_thread */
+static int g_open;           /* open MPI communicators */
+
+static vt_err mpi_fail(int rank, int size, int rc, const char *call)
+{
+    char s[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    if (MPI_Error_string(rc, s, &len) != MPI_SUCCESS) snprintf(s, sizeof s, "MPI error code %d", rc);
+    return vt_set_error(VT_ERR_IO, "rank %d of %d: %s failed: %s", rank, size, call, s);
+}
+
+#define VTI_MPI(c, name, call)                                                                                         \
+    do {                                                                                                               \
+        int rc_ = (call);                                                                                              \
+        if (rc_ != MPI_SUCCESS) return mpi_fail((c)->rank, (c)->size, rc_, name);                                     \
+    } while (0)
+#endif
+
+vt_err vt_dist_init(vt_comm **out)
+{
+    VT_RETURN_ERROR_IF(!out, VT_ERR_ARG, "vt_dist_init: no output");
+    *out = NULL;
+    long lsize, lrank;
+    int by_launcher = launched(&lsize, &lrank);
+    vt_comm *c = calloc(1, sizeof *c);
+    VT_RETURN_ERROR_IF(!c, VT_ERR_NOMEM, "vt_dist_init: out of memory");
+    c->rank = 0;
+    c->size = 1;
+#ifdef VT_HAVE_MPI
+    if (by_launcher) {
+        int done = 0, fin = 0, rc;
+        MPI_Finalized(&fin);
+        if (fin) {
+            free(c);
+            VT_RETURN_ERROR(VT_ERR_INTERNAL, "vt_dist_init: MPI was finalised in this process; it cannot start again");
+        }
+        MPI_Initialized(&done);
+        if (!done) {
+            int provided = 0;
+            rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided);
+            if (rc != MPI_SUCCESS) {
+                free(c);
+                return mpi_fail((int)lrank, (int)lsize, rc, "MPI_Init_thread");
+            }
+            g_we_initialised = 1;
+        }
+        rc = MPI_Comm_dup(MPI_COMM_WORLD, &c->comm);
+        if (rc != MPI_SUCCESS) {
+            free(c);
+            return mpi_fail((int)lrank, (int)lsize, rc, "MPI_Comm_dup");
+        }
+        g_open++;
+        c->is_mpi = 1;
+        if ((rc = MPI_Comm_set_errhandler(c->comm, MPI_ERRORS_RETURN)) != MPI_SUCCESS ||
+            (rc = MPI_Comm_rank(c->comm, &c->rank)) != MPI_SUCCESS ||
+            (rc = MPI_Comm_size(c->comm, &c->size)) != MPI_SUCCESS) {
+            vt_err e = mpi_fail((int)lrank, (int)lsize, rc, "MPI_Comm_set_errhandler/rank/size");
+            vt_comm *tmp = c;
+            (void)vt_dist_finalize(&tmp);
+            return e;
+        }
+    }
+#else
+    if (by_launcher && (lsize > 1 || lrank > 0)) {
+        free(c);
+        VT_RETURN_ERROR(VT_ERR_UNSUPPORTED,
+                        "this build has no MPI (configured without Open MPI, VT_MPI): launched as rank %ld of %ld, "
+                        "but it can run one rank only; rebuild with libopenmpi-dev installed",
+                        lrank < 0 ? 0 : lrank, lsize > 0 ? lsize : 2);
+    }
+#endif
+    *out = c;
+    return VT_OK;
+}
+
+vt_err vt_dist_finalize(vt_comm **cp)
+{
+    if (!cp || !*cp) return VT_OK;
+    vt_comm *c = *cp;
+    *cp = NULL;
+    vt_err ret = VT_OK;
+#ifdef VT_HAVE_MPI
+    if (c->is_mpi) {
+        int rank = c->rank, size = c->size;
+        int rc = MPI_Comm_free(&c->comm);
+        if (rc != MPI_SUCCESS) ret = mpi_fail(rank, size, rc, "MPI_Comm_free");
+        if (--g_open == 0 && g_we_initialised) {
+            g_we_initialised = 0;
+            rc = MPI_Finalize();
+            if (rc != MPI_SUCCESS && !ret) ret = mpi_fail(rank, size, rc, "MPI_Finalize");
+        }
+    }
+#endif
+    free(c);
+    return ret;
+}
+
+int vt_dist_rank(const vt_comm *c) { return c ? c->rank : 0; }
+int vt_dist_size(const vt_comm *c) { return c ? c->size : 1; }
+int vt_dist_is_mpi(const vt_comm *c) { return c ? c->is_mpi : 0; }
+
+vt_err vt_dist_allreduce_i64(vt_comm *c, int64_t *data, size_t n)
+{
+    VT_RETURN_ERROR_IF(!c || (n && !data), VT_ERR_ARG, "vt_dist_allreduce_i64: bad arguments");
+#ifdef VT_HAVE_MPI
+    if (c->is_mpi) {
+        const size_t chunk = (size_t)1 << 28;
+        for (size_t i = 0; i < n; i += chunk) {
+            size_t m = n - i < chunk ? n - i : chunk;
+            VTI_MPI(c, "MPI_Allreduce (int64 sum)",
+                    MPI_Allreduce(MPI_IN_PLACE, data + i, (int)m, MPI_INT64_T, MPI_SUM, c->comm));
+        }
+    }
+#endif
+    return VT_OK; /* one rank: the sum is its own data */
+}
+
+vt_err vt_dist_allgather_f64(vt_comm *c, const double *mine, size_t n, double *all)
+{
+    VT_RETURN_ERROR_IF(!c || (n && (!mine || !all)), VT_ERR_ARG, "vt_dist_allgather_f64: bad arguments");
+    VT_RETURN_ERROR_IF(n > (size_t)INT_MAX, VT_ERR_LIMIT, "rank %d of %d: allgather of %zu values per rank (at most %d)",
+                       c->rank, c->size, n, INT_MAX);
+#ifdef VT_HAVE_MPI
+    if (c->is_mpi) {
+        VTI_MPI(c, "MPI_Allgather (double)",
+                MPI_Allgather(mine, (int)n, MPI_DOUBLE, all, (int)n, MPI_DOUBLE, c->comm));
+        return VT_OK;
+    }
+#endif
+    if (n) memcpy(all, mine, n * sizeof *all);
+    return VT_OK;
+}
+
+vt_err vt_dist_bcast(vt_comm *c, void *buf, size_t len, int root)
+{
+    VT_RETURN_ERROR_IF(!c || (len && !buf), VT_ERR_ARG, "vt_dist_bcast: bad arguments");
+    VT_RETURN_ERROR_IF(root < 0 || root >= c->size, VT_ERR_ARG, "rank %d of %d: broadcast from rank %d, which does not exist",
+                       c->rank, c->size, root);
+#ifdef VT_HAVE_MPI
+    if (c->is_mpi) {
+        const size_t chunk = (size_t)1 << 30;
+        for (size_t i = 0; i < len; i += chunk) {
+            size_t m = len - i < chunk ? len - i : chunk;
+            VTI_MPI(c, "MPI_Bcast", MPI_Bcast((char *)buf + i, (int)m, MPI_BYTE, root, c->comm));
+        }
+    }
+#endif
+    return VT_OK;
+}
+
+vt_err vt_dist_barrier(vt_comm *c)
+{
+    VT_RETURN_ERROR_IF(!c, VT_ERR_ARG, "vt_dist_barrier: no communicator");
+#ifdef VT_HAVE_MPI
+    if (c->is_mpi) VTI_MPI(c, "MPI_Barrier", MPI_Barrier(c->comm));
+#endif
+    return VT_OK;
+}
+
+#define VTI_AGREE_MSG 480
+
+vt_err vt_dist_agree(vt_comm *c, vt_err mine, int *failed_rank)
+{
+    if (failed_rank) *failed_rank = mine ? 0 : -1;
+    VT_RETURN_ERROR_IF(!c, VT_ERR_ARG, "vt_dist_agree: no communicator");
+    if (c->size == 1) return mine; /* one rank: its own outcome, its message unchanged */
+#ifdef VT_HAVE_MPI
+    int *codes = malloc((size_t)c->size * sizeof *codes);
+    VT_RETURN_ERROR_IF(!codes, VT_ERR_NOMEM, "rank %d of %d: agree: out of memory", c->rank, c->size);
+    int my = (int)mine;
+    int rc = MPI_Allgather(&my, 1, MPI_INT, codes, 1, MPI_INT, c->comm);
+    if (rc != MPI_SUCCESS) {
+        free(codes);
+        return mpi_fail(c->rank, c->size, rc, "MPI_Allgather (agree)");
+    }
+    int R = -1, others = 0;
+    for (int r = 0; r < c->size; r++) {
+        if (codes[r] == VT_OK) continue;
+        if (R < 0) R = r;
+        else others++;
+    }
+    free(codes);
+    if (failed_rank) *failed_rank = R;
+    if (R < 0) return VT_OK;
+    struct {
+        int32_t code;
+        char msg[VTI_AGREE_MSG];
+    } m;
+    memset(&m, 0, sizeof m);
+    if (c->rank == R) {
+        m.code = (int32_t)mine;
+        snprintf(m.msg, sizeof m.msg, "%s", vt_errmsg());
+    }
+    VTI_MPI(c, "MPI_Bcast (agree)", MPI_Bcast(&m, (int)sizeof m, MPI_BYTE, R, c->comm));
+    m.msg[sizeof m.msg - 1] = 0;
+    vt_err e = m.code > 0 && m.code < VT_ERR_COUNT_ ? (vt_err)m.code : VT_ERR_INTERNAL;
+    if (others)
+        return vt_set_error(e, "rank %d of %d: %s (and %d other rank%s)", R, c->size, m.msg, others,
+                            others == 1 ? "" : "s");
+    return vt_set_error(e, "rank %d of %d: %s", R, c->size, m.msg);
+#else
+    return mine; /* unreachable: without MPI the size is 1 */
+#endif
+}

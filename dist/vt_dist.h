@@ -1,0 +1,66 @@
+/* vt_dist.h - the communicator of data-parallel runs (library vt_dist, docs/distributed.md): a
+ * handle with this process's rank and the number of ranks, and the few collectives the layers above
+ * need - an integer sum of int64 arrays (order-free), an allgather of FP64 arrays in rank order, a
+ * broadcast of bytes, a barrier and "agree" (every rank learns whether any rank failed, and which).
+ *
+ * Open MPI is the engine (optional at build time: VT_MPI). vt_dist_init calls MPI_Init only when
+ * the process was started by a launcher (mpirun / mpiexec / srun: OMPI_COMM_WORLD_SIZE, PMIX_RANK,
+ * PMI_RANK or PMI_SIZE in the environment); otherwise, and in a build without MPI, the communicator
+ * is one rank of one and no MPI function is ever called: every collective is then a copy or
+ * nothing, through the same entry points. MPI errors are returned (MPI_ERRORS_RETURN on the
+ * library's own duplicate of MPI_COMM_WORLD), each turned into a vt_err whose message names the
+ * rank and the MPI call. Nothing here exits or aborts.
+ *
+ * Every collective must be called by every rank, in the same order, with the same counts (as MPI
+ * requires); they are called from one thread (MPI_THREAD_FUNNELED). */
+#ifndef VT_DIST_H
+#define VT_DIST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/vt_error.h"
+
+typedef struct vt_comm vt_comm;
+
+/* 1 when this build has MPI (VT_MPI found Open MPI at configure time), else 0. */
+int vt_dist_built_with_mpi(void);
+
+/* Opens the communicator. Launched by mpirun (see above): MPI_Init_thread (once per process, as
+ * MPI allows; an MPI already initialised by the caller is used and left to it), a duplicate of
+ * MPI_COMM_WORLD with MPI_ERRORS_RETURN. Not launched: one rank, no MPI. A build without MPI that
+ * is launched as one of several ranks answers VT_ERR_UNSUPPORTED saying so (one rank of one is
+ * accepted). */
+vt_err vt_dist_init(vt_comm **out) VT_WARN_UNUSED;
+
+/* Closes the communicator (NULL: nothing) and, when vt_dist_init called MPI_Init, MPI_Finalize:
+ * MPI cannot be initialised again in this process afterwards. Collective. *c is set to NULL. */
+vt_err vt_dist_finalize(vt_comm **c);
+
+int vt_dist_rank(const vt_comm *c);
+int vt_dist_size(const vt_comm *c);
+/* 1 when the communicator runs over MPI (launched by mpirun, even as one rank), 0 when it is the
+ * single process without MPI. */
+int vt_dist_is_mpi(const vt_comm *c);
+
+/* data[0..n) := the sum over the ranks of their data[0..n), in place. Integer addition: the result
+ * does not depend on the order MPI adds in (the caller keeps the sums within int64). */
+vt_err vt_dist_allreduce_i64(vt_comm *c, int64_t *data, size_t n) VT_WARN_UNUSED;
+
+/* all[r*n .. r*n+n) := rank r's mine[0..n), for every rank r (all holds size*n values; mine and
+ * all must not overlap). Every rank passes the same n. The bits are copied unchanged. */
+vt_err vt_dist_allgather_f64(vt_comm *c, const double *mine, size_t n, double *all) VT_WARN_UNUSED;
+
+/* buf[0..len) of rank root copied to every rank. */
+vt_err vt_dist_bcast(vt_comm *c, void *buf, size_t len, int root) VT_WARN_UNUSED;
+
+vt_err vt_dist_barrier(vt_comm *c) VT_WARN_UNUSED;
+
+/* Every rank passes its own outcome (VT_OK or the error it is about to return, with its message
+ * set). Returns VT_OK on every rank when every rank passed VT_OK; otherwise, on every rank, the
+ * error of the lowest failing rank R with the message "rank R of N: MESSAGE" (R's own message,
+ * at most 480 bytes of it), plus " (and K other ranks)" when more failed; *failed_rank (NULL: not
+ * wanted) is R, or -1 when none failed. An MPI failure of the agreement itself is returned as such. */
+vt_err vt_dist_agree(vt_comm *c, vt_err mine, int *failed_rank) VT_WARN_UNUSED;
+
+#endif

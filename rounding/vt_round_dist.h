@@ -1,0 +1,56 @@
+/* vt_round_dist.h - distributed exact rounding (docs/distributed.md): RN32 of the exact value of a
+ * sum whose terms are spread over the ranks of a communicator (dist/vt_dist.h), the same bits on
+ * every rank whatever the number of ranks and however the terms are split.
+ *
+ * Each rank holds, for each of n elements, its FP64 partial p_r (of its own terms) and a rigorous
+ * bound b_r >= |p_r - X_r|, X_r the exact sum of its terms. Phase 1: the ranks allgather (p_r, b_r);
+ * every rank combines them in rank order (TwoSum, so the combination's own rounding is known and
+ * added to the bound): the same x and B on every rank with |x - X| <= B, X = sum_r X_r. The
+ * screen of exact rounding (vt_round_hd.h: vti_screen1, then the ends of [x - B, x + B]) decides
+ * nearly every element: out = RN32(x) = RN32(X). Phase 2, for the undecided elements only (the
+ * same indices on every rank): each rank adds its own terms of the element into a vt_xacc (the
+ * caller's callback), normalises it, and the accumulators' limbs are summed across ranks by an
+ * integer allreduce (exact and order-free); the sum is the exact accumulator of X, rounded once. */
+#ifndef VT_ROUND_DIST_H
+#define VT_ROUND_DIST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/vt_error.h"
+#include "../dist/vt_dist.h"
+#include "vt_elem.h"
+#include "vt_exact.h"
+
+/* Adds this rank's terms of element i (0 <= i < n) into acc, exactly (vt_xacc_add and the like);
+ * acc arrives empty. Called on every rank for the same elements in increasing i, a local
+ * computation: no collective. A non-zero return is agreed among the ranks: vt_round_dist returns
+ * the lowest failing rank's error on every rank. */
+typedef vt_err (*vt_round_dist_terms)(void *arg, size_t i, vt_xacc *acc);
+
+/* Counters, added to (the caller zeroes them). */
+typedef struct {
+    uint64_t n;            /* elements rounded */
+    uint64_t n_exact;      /* of these, those the screen left undecided: summed exactly across ranks */
+    uint64_t bytes_gather; /* bytes this rank sent in phase 1 (16 per element, plus headers) */
+    uint64_t bytes_reduce; /* bytes this rank sent in phase 2 (584 per undecided element, plus headers) */
+} vt_round_dist_stats;
+
+/* out[i] = RN32(sum over the ranks of their terms of element i) for i < n, the same bits on every
+ * rank. Collective: every rank passes the same n (checked: a difference is an error on every rank)
+ * and its own partial[i], bound[i] (bound[i] >= 0, +inf allowed; NaN or infinite values decide
+ * nothing and go to phase 2). terms may be NULL only when no element needs phase 2 (else
+ * VT_ERR_UNSUPPORTED). Failures are the same on every rank: VT_ERR_ARG for bad arguments on any
+ * rank or a negative bound, VT_ERR_DIVERGED when an element's result is NaN or beyond FP32 range
+ * (*f, when not NULL, names the first such element with its combined x and B; out is complete),
+ * the callback's error as agreed, or an MPI error. stats may be NULL. */
+vt_err vt_round_dist(vt_comm *comm, size_t n, const double *partial, const double *bound, vt_round_dist_terms terms,
+                     void *arg, float *out, vt_round_dist_stats *stats, vt_elem_fault *f) VT_WARN_UNUSED;
+
+/* The combination of phase 1 for one element: nr >= 1 partials p[r*stride] and bounds b[r*stride]
+ * in rank order into x and B with |x - sum_r X_r| <= B whenever |p_r - X_r| <= b_r for each r. B is
+ * 0 only when every b_r is 0 and the partials' sum is exact in FP64 (then x is that sum; a zero is
+ * +0). Not finite (B = +inf) when a partial or bound is not finite or the sum overflows. */
+void vt_round_dist_combine(int nr, const double *p, const double *b, size_t stride, double *x, double *B);
+
+#endif

@@ -1,0 +1,21 @@
+# tests/cmake/dist.cmake - the data-parallel tests (docs/distributed.md): test_dist (the
+# communicator and distributed exact rounding) under `mpirun -np N` for N = 1..4, oversubscribed so
+# that they run on two cores, as root in CI. The plain test_dist (one process, no MPI) is
+# registered by tests.cmake. A build without MPI registers the same names, which skip (exit 77).
+if(MPFR_FOUND)
+  # the exact references of test_dist checked against MPFR too, as test_exact does
+  target_link_libraries(test_dist PRIVATE PkgConfig::MPFR)
+  target_compile_definitions(test_dist PRIVATE VT_TEST_MPFR)
+endif()
+set(VT_MPI_TEST_ENV OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+    OMPI_MCA_btl_vader_single_copy_mechanism=none)
+foreach(np IN ITEMS 1 2 3 4)
+  if(VT_HAVE_MPI)
+    add_test(NAME test_dist_np${np}
+             COMMAND ${MPIEXEC_EXECUTABLE} --oversubscribe --allow-run-as-root -np ${np} $<TARGET_FILE:test_dist> --ranks ${np}
+             WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})
+  else()
+    add_test(NAME test_dist_np${np} COMMAND test_dist --ranks ${np} WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})
+  endif()
+  set_tests_properties(test_dist_np${np} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 ENVIRONMENT "${VT_MPI_TEST_ENV}")
+endforeach()
