@@ -22,7 +22,7 @@
 #include "bench/bench_util.h"
 #include "cuda/vt_cuda.h"
 #include "data/vt_data.h"
-#include "kernels/vt_backend.h"
+#include "cuda/vt_backend.h"
 #include "model/vt_model.h"
 #include "model/vt_plain.h"
 #include "rounding_log/vt_rlog.h"

@@ -381,7 +381,7 @@ static void profile_ops(vt_model *m, double step_s)
     const vt_recipe *r = &m->rc;
     const size_t Bt = r->batch;
     /* the MATMUL operations of the program, in program order; every tensor of the last step keeps
-     * its own storage (model/vt_program.h), so their operands are still there */
+     * its own storage (ops/vt_program.h), so their operands are still there */
     gemm_op *ops = calloc((size_t)m->prog.n_ops + 1, sizeof *ops);
     if (!ops) {
         fprintf(stderr, "bench_step: out of memory\n");

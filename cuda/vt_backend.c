@@ -1,5 +1,5 @@
-/* vt_backend.c - opening a backend by name (kernels/vt_backend.h). */
-#include "../kernels/vt_backend.h"
+/* vt_backend.c - opening a backend by name (vt_backend.h). */
+#include "vt_backend.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -36,7 +36,7 @@ vt_err vt_cuda_gemm_plain32(vt_cuda *g, int tA, int tB, size_t M, size_t N, size
                             const float *B, float *C);
 
 /* Device-resident steps (cuda/vt_cuda_model.cu; kernels/vt_backend.h says how vt_model_run uses
- * them): the model's arenas on the GPU; the kinds whose device column in model/vt_kinds.h is ITEM or
+ * them): the model's arenas on the GPU; the kinds whose device column in ops/vt_kinds.h is ITEM or
  * GEMM run there, the CPU ones (and any the device refuses: VT_ERR_UNSUPPORTED) on the CPU. With
  * VT_CUDA_CHECK_OPS=1 each device operation is checked against the CPU's (docs/cuda.md). */
 struct vt_model;

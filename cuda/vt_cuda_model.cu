@@ -1,6 +1,6 @@
 /* vt_cuda_model.cu - device-resident execution of a model's step (docs/cuda.md, "Device-resident
  * steps"). The model's arenas are mirrored on the GPU; which kinds run there is the device column
- * of the list (model/vt_kinds.h), nothing here counts or names them: the kinds whose column is
+ * of the list (ops/vt_kinds.h), nothing here counts or names them: the kinds whose column is
  * GEMM through the rounded GEMMs of vt_cuda.cu on device operands (run_op's two cases), the kinds
  * whose column is ITEM through the items of cuda/vt_dev_ops_hd.h (k_item), which the CPU twin
  * (tests/test_resident.c) runs too; their formulas are the kernels' `*_hd.h` headers and their
@@ -22,8 +22,8 @@
 extern "C" {
 #include "../kernels/vt_cnn.h"
 #include "../model/vt_model.h"
-#include "../model/vt_ops.h"
-#include "../model/vt_program.h"
+#include "../ops/vt_ops.h"
+#include "../ops/vt_program.h"
 #include "vt_dev_ops_hd.h"
 }
 

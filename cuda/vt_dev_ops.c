@@ -209,7 +209,7 @@ int vt_dev_op_make(const struct vt_model *m, const vt_rctx *rc, uint32_t op_id, 
     d->op_id = op_id;
     d->cfg = rc->bound;
     d->record = rc->bound.rounding == VT_ROUNDING_LOG;
-    /* the list (model/vt_kinds.h) says which kinds have device items; the others run on the host */
+    /* the list (ops/vt_kinds.h) says which kinds have device items; the others run on the host */
     if (vt_kind_device(o->kind) != VT_DEV_ITEM) return 0;
     if (o->n_in == 0 || o->n_in == VT_VARIADIC || o->n_out == 0) return 0; /* none of the device kinds */
     /* the tensors' addresses and the real arguments first: the describers build on them */

@@ -19,8 +19,8 @@
 #include "../kernels/vt_gpt_hd.h"
 #include "../kernels/vt_kernels.h"
 #include "../kernels/vt_kernels_hd.h"
-#include "../model/vt_ops.h"
-#include "../model/vt_philox_hd.h"
+#include "../ops/vt_ops.h"
+#include "../ops/vt_philox_hd.h"
 #include "../rounding/vt_round_hd.h"
 
 #ifdef __cplusplus
@@ -99,7 +99,7 @@ typedef struct {
     const float *in[6];   /* every input's address in the list's order (a U8 or F64 one is read
                            * through its typed pointer in a) */
     float *out[3];
-    double f[4];          /* the real arguments, in the list's order (model/vt_kinds.h names them) */
+    double f[4];          /* the real arguments, in the list's order (ops/vt_kinds.h names them) */
     vt_bound_cfg cfg;
     int record;           /* log rounding, recording */
     double *scratch;      /* row-wise kinds: their FP64 rows (scratch_n) */
@@ -131,7 +131,7 @@ typedef struct {
 struct vt_model;
 /* Describes operation op_id of m for the device, its tensors' addresses given by ptr(ctx, t);
  * the caller sets d->scratch, d->res and d->err (sizes in scratch_n, res_n). 0 when the device
- * does not run it (then the CPU does, its tensors copied across): a kind the list (model/vt_kinds.h)
+ * does not run it (then the CPU does, its tensors copied across): a kind the list (ops/vt_kinds.h)
  * does not mark VT_DEV_ITEM, a size the items do not take, or a rounded kind in a log replay (the
  * judge of the trainer's entries runs on the host). Each VT_DEV_ITEM kind has its case here and in
  * vti_dev_op_item (tests/test_kinds.c, tests/test_resident.c). */

@@ -1,4 +1,5 @@
-/* vt_backend.h - the kernel-level backend interface (docs/cuda.md).
+/* vt_backend.h - the kernel-level backend interface (docs/cuda.md): the table a backend fills.
+ * Opening one by name is cuda/vt_backend.h, beside the implementations.
  *
  * A backend supplies some kernels on other hardware; every kernel it leaves NULL runs on the CPU
  * (kernels/). The interpreter calls it through vt_model_set_backend (model/vt_model.h); the
@@ -44,11 +45,5 @@ typedef struct vt_backend {
     vt_err (*run_end)(void *impl, struct vt_model *m, vt_rctx *rc);
     void (*close)(void *impl);
 } vt_backend;
-
-/* Opens backend `name` ("cpu" or "cuda"). "cuda" gives VT_ERR_UNSUPPORTED with a message saying
- * why when this build has no CUDA or the machine has no usable GPU. */
-vt_err vt_backend_open(const char *name, vt_backend *out) VT_WARN_UNUSED;
-/* Releases it (idempotent; a zeroed backend is the CPU one). */
-void vt_backend_close(vt_backend *b);
 
 #endif

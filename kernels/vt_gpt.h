@@ -36,7 +36,7 @@ void vt_causal_softmax(size_t R, size_t T, double scale, const float *z, double 
 void vt_softmax_backward(size_t R, size_t T, double scale, const float *p, const float *dp, const float *s,
                          double *out);
 
-/* Dropout with the mask keep[] (drawn by the operation: model/vt_ops_gpt.c): y = x * (1 / (1 - p))
+/* Dropout with the mask keep[] (drawn by the operation: ops/vt_fam_chain.c): y = x * (1 / (1 - p))
  * where kept, +0 elsewhere; the backward pass applies the same mask and scale to dy. */
 void vt_dropout(size_t n, const float *x, const uint8_t *keep, double p, double *out);
 

@@ -13,6 +13,9 @@
 #include "vt_math_hd.h"
 
 VT_HDI double vti_bias1(float x, float b) { return (double)x + (double)b; }
+/* SUB: a - b in FP64; RN32 of it is RN32 of the exact difference (53 >= 2 * 24 + 2: the double
+ * rounding is innocuous for a sum of two floats), so its bound is 0 */
+VT_HDI double vti_sub1(float a, float b) { return (double)a - (double)b; }
 
 /* (P - [c = y]) / N */
 VT_HDI double vti_xent_bwd1(float p, int is_label, double dn)

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "../common/vt_bytes.h"
-#include "vt_philox.h"
+#include "../ops/vt_philox.h"
 
 vt_err vt_program_build(const vt_recipe *rc, vt_program *p)
 {

@@ -1,7 +1,7 @@
 /* vt_model.h - the interpreter of the step program: one for the trainer, the auditor and the
  * arbiter (docs/architecture.md).
  *
- * vt_model_init builds the recipe's program (model/vt_program.h; the builder of its `arch`),
+ * vt_model_init builds the recipe's program (ops/vt_program.h; the builder of its `arch`),
  * allocates one arena per tensor class and the scratch the operations' costs ask for, and sets
  * the state of step 0. A step runs the operations 1 .. n_ops in order; every rounded operation
  * goes through the rounding context, whose mode alone distinguishes the trainer (record) from the
@@ -25,8 +25,8 @@
 #include "../kernels/vt_backend.h"
 #include "../kernels/vt_kernels.h"
 #include "../rounding_log/vt_rlog.h"
-#include "vt_ops.h"
-#include "vt_program.h"
+#include "../ops/vt_ops.h"
+#include "../ops/vt_program.h"
 #include "vt_recipe.h"
 
 typedef struct vt_model vt_model;

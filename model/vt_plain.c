@@ -1,45 +1,23 @@
 /* vt_plain.c - the step program run plainly in FP32 or FP64 (benchmark baseline; vt_plain.h).
  *
- * The plain implementation of each operation kind is written once for a scalar type T, in the
- * template vt_plain_tmpl.h, which this file instantiates twice: T = float (suffix _f32,
- * cblas_sgemm, expf/logf/sqrtf) and T = double (suffix _f64, cblas_dgemm, exp/log/sqrt). This
- * file holds the interpreter: the same program as vt_model, the same operation order, one table
- * of plain implementations per precision.
+ * The plain form of each operation kind lives beside its check and exec in its family's file
+ * (ops/vt_fam_<family>.c: vti_<stem>_plain, the kind's entry's `plain`), written once for a scalar
+ * type T that VTI_PLAIN_BOTH (ops/vt_ops_int.h) instantiates as float (cblas_sgemm, expf, ...) and
+ * as double (cblas_dgemm, exp, ...). This file holds the interpreter: the same program as vt_model,
+ * the same operation order, its own layout (F32 tensors as float or double), the data order.
  */
 
 #include "vt_plain.h"
 
-#include <cblas.h>
-#include <float.h>
-#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../kernels/vt_cnn.h"
-#include "../kernels/vt_gpt.h"
+#include "../ops/vt_ops.h"
+#include "../ops/vt_philox.h"
 #include "vt_model.h"
-#include "vt_ops.h"
-#include "vt_philox.h"
-
-typedef struct {
-    vt_plain *p;
-    const vt_opdesc *o;
-    uint64_t step;
-    const vt_dataset *ds;
-    size_t n_rows; /* LOAD_BATCH replaced by the evaluation's rows: unused here */
-} plain_ctx;
-
-typedef vt_err (*plain_fn)(plain_ctx *c);
 
 static void *TP(vt_plain *p, uint32_t t) { return p->arena[p->prog.t[t].cls] + p->off[t]; }
-
-static double f64_of(vt_plain *p, uint32_t t)
-{
-    double v;
-    memcpy(&v, TP(p, t), 8);
-    return v;
-}
 
 /* Batch of step s (1-based), exactly as vt_model_batch_indices. */
 static void batch_indices(vt_plain *p, uint64_t s)
@@ -53,52 +31,18 @@ static void batch_indices(vt_plain *p, uint64_t s)
     for (uint64_t i = 0; i < B; i++) p->batch_idx[i] = p->perm[q * B + i];
 }
 
-static vt_err schedule(plain_ctx *c)
+static vt_plainctx ctx_of(vt_plain *p, const vt_dataset *ds, uint64_t s, const vt_opdesc *o)
 {
-    const vt_opdesc *o = c->o;
-    vt_recipe r;
-    memset(&r, 0, sizeof r);
-    r.schedule = (vt_sched_kind)o->iarg[0];
-    r.warmup = (uint64_t)o->iarg[1], r.decay_every = (uint64_t)o->iarg[2], r.steps = (uint64_t)o->iarg[3];
-    r.lr = o->farg[0], r.decay_factor = o->farg[1], r.final_lr_factor = o->farg[2];
-    double t = (double)c->step, lr = vt_recipe_lr(&r, c->step);
-    memcpy(TP(c->p, o->out[0]), &t, 8);
-    memcpy(TP(c->p, o->out[1]), &lr, 8);
-    return VT_OK;
-}
-
-/* ----------------------------------------------------------- the two instances */
-#define VT_PLAIN_T float
-#define SFX(name) name##_f32
-#define GEMM cblas_sgemm
-#define BE_GEMM gemm_plain32
-#define EXP expf
-#define LOG logf
-#define SQRT sqrtf
-#define TANH tanhf
-#define TMIN FLT_TRUE_MIN
-#include "vt_plain_tmpl.h" /* undefines the nine parameters */
-
-#define VT_PLAIN_T double
-#define SFX(name) name##_f64
-#define GEMM cblas_dgemm
-#define BE_GEMM gemm_plain64
-#define EXP exp
-#define LOG log
-#define SQRT sqrt
-#define TANH tanh
-#define TMIN DBL_TRUE_MIN
-#include "vt_plain_tmpl.h"
-
-static plain_fn impl(const vt_plain *p, uint16_t kind)
-{
-    const plain_fn *t = p->fp64 ? PLAIN_f64 : PLAIN_f32;
-    return kind < VT_OPK_COUNT ? t[kind] : NULL;
+    return (vt_plainctx){&p->prog, p->arena, p->off, p->fp64, o, s, ds, p->batch_idx, p->be};
 }
 
 /* ----------------------------------------------------------- public */
 
-int vt_plain_has_kind(uint16_t kind) { return kind >= 1 && kind < VT_OPK_COUNT && PLAIN_f32[kind] && PLAIN_f64[kind]; }
+int vt_plain_has_kind(uint16_t kind)
+{
+    const vt_opkind *k = vt_opkind_get(kind);
+    return k && k->plain;
+}
 
 vt_err vt_plain_init(vt_plain *p, const vt_recipe *rc, size_t n_examples, int fp64)
 {
@@ -120,7 +64,7 @@ vt_err vt_plain_init(vt_plain *p, const vt_recipe *rc, size_t n_examples, int fp
         p->off[t] = (bytes[d->cls] + 63) & ~(size_t)63;
         bytes[d->cls] = p->off[t] + d->n * esz;
     }
-    for (uint32_t t = 0; t < g->n_ops + g->n_eval && !bad; t++) bad = impl(p, g->op[t + 1].kind) == NULL;
+    for (uint32_t t = 0; t < g->n_ops + g->n_eval && !bad; t++) bad = !vt_plain_has_kind(g->op[t + 1].kind);
     for (int c = 0; c < VT_TC_COUNT && !bad; c++) bad = (p->arena[c] = calloc(bytes[c] ? bytes[c] : 1, 1)) == NULL;
     p->batch_idx = bad ? NULL : calloc(rc->batch, sizeof *p->batch_idx);
     p->perm = bad ? NULL : calloc(n_examples, sizeof *p->perm);
@@ -151,8 +95,10 @@ void vt_plain_free(vt_plain *p)
 static vt_err run_ops(vt_plain *p, const vt_dataset *ds, uint64_t s, uint32_t from, uint32_t to)
 {
     for (uint32_t j = from; j <= to; j++) {
-        plain_ctx c = {p, &p->prog.op[j], s, ds, 0};
-        VT_FORWARD_IF_ERROR(impl(p, p->prog.op[j].kind)(&c));
+        const vt_opdesc *o = &p->prog.op[j];
+        if (o->kind == VT_OPK_LOAD_BATCH) batch_indices(p, s);
+        vt_plainctx c = ctx_of(p, ds, s, o);
+        VT_FORWARD_IF_ERROR(vt_opkind_get(o->kind)->plain(&c));
     }
     return VT_OK;
 }
@@ -191,8 +137,8 @@ static vt_err eval_fwd(void *ctx, const size_t *idx, size_t B)
 {
     eval_ctx *c = ctx;
     memcpy(c->p->batch_idx, idx, B * sizeof *idx);
-    if (c->p->fp64) load_rows_f64(c->p, c->ds, c->p->prog.input);
-    else load_rows_f32(c->p, c->ds, c->p->prog.input);
+    const vt_plainctx pc = ctx_of(c->p, c->ds, 1, NULL);
+    VT_FORWARD_IF_ERROR(vt_plain_rows(&pc, c->p->prog.input, NULL));
     uint32_t first, last;
     vt_program_eval_range(&c->p->prog, &first, &last);
     return run_ops(c->p, c->ds, 1, first, last);

@@ -1,7 +1,7 @@
 /* vt_plain.h - a plain (unverifiable) training step of the same MLP recipe: the benchmark
  * baseline ("plain FP64 step", "plain FP32 step").
  *
- * The same step program as vt_model (model/vt_program.h: the recipe's builder, the same
+ * The same step program as vt_model (ops/vt_program.h: the recipe's builder, the same
  * operations in the same order, the same forward pass for training and evaluation), the same
  * initialisation (the FP32 He-uniform values) and data order, but each operation kind computed
  * directly in one precision by its plain implementation (the table in vt_plain.c):
@@ -23,7 +23,7 @@
 #include "../common/vt_error.h"
 #include "../data/vt_data.h"
 #include "../kernels/vt_backend.h"
-#include "vt_program.h"
+#include "../ops/vt_program.h"
 #include "vt_recipe.h"
 
 typedef struct {
@@ -56,7 +56,7 @@ vt_err vt_plain_step(vt_plain *p, const vt_dataset *ds, double *loss) VT_WARN_UN
 void *vt_plain_tensor(vt_plain *p, uint32_t t);
 vt_err vt_plain_run(vt_plain *p, const vt_dataset *ds, uint64_t step, uint32_t from, uint32_t to) VT_WARN_UNUSED;
 
-/* 1 when kind has a plain form in both precisions (the tables generated from model/vt_kinds.h). */
+/* 1 when kind has a plain form in both precisions (the tables generated from ops/vt_kinds.h). */
 int vt_plain_has_kind(uint16_t kind);
 
 /* Accuracy of the current parameters on the first max_examples examples of ds (0 = all),

@@ -554,29 +554,7 @@ int vt_recipe_has_state(const vt_recipe *r, uint64_t s)
 
 double vt_recipe_lr(const vt_recipe *r, uint64_t s)
 {
-    double lr = r->lr;
-    if (r->warmup && s <= r->warmup) lr = lr * (double)s / (double)r->warmup;
-    switch (r->schedule) {
-    case VT_SCHED_STEP: {
-        uint64_t k = (s - 1) / r->decay_every;
-        double f = 1.0, b = r->decay_factor; /* f = decay_factor^k by squaring */
-        while (k) {
-            if (k & 1) f *= b;
-            b *= b;
-            k >>= 1;
-        }
-        return lr * f;
-    }
-    case VT_SCHED_COSINE: { /* after the warm-up, lr * (f + (1 - f) (1 + cos(pi t)) / 2) down to f lr */
-        if (s <= r->warmup || r->steps <= r->warmup) return lr;
-        double t = (double)(s - r->warmup) / (double)(r->steps - r->warmup), f = r->final_lr_factor;
-        return lr * (f + (1.0 - f) * (0.5 * (1.0 + vt_cospi(t))));
-    }
-    case VT_SCHED_LINEAR: {
-        if (s <= r->warmup || r->steps <= r->warmup) return lr;
-        double t = (double)(s - r->warmup) / (double)(r->steps - r->warmup);
-        return lr * (1.0 - t * (1.0 - r->final_lr_factor));
-    }
-    default: return lr;
-    }
+    return vt_schedule_lr(&(vt_schedule){r->schedule, r->warmup, r->decay_every, r->steps, r->lr, r->decay_factor,
+                                         r->final_lr_factor},
+                          s);
 }

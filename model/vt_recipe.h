@@ -8,6 +8,7 @@
 
 #include "../common/vt_error.h"
 #include "../data/vt_data.h"
+#include "../ops/vt_ops.h" /* vt_sched_kind, vt_schedule */
 #include "../rounding_log/vt_rlog.h"
 
 #define VT_MAX_LAYERS 8
@@ -20,7 +21,6 @@
 
 typedef enum { VT_ARCH_MLP = 0, VT_ARCH_RESNET = 1, VT_ARCH_GPT = 2 } vt_arch_kind;
 typedef enum { VT_OPT_SGD = 0, VT_OPT_ADAM = 1, VT_OPT_ADAMW = 2 } vt_opt_kind;
-typedef enum { VT_SCHED_CONSTANT = 0, VT_SCHED_STEP = 1, VT_SCHED_LINEAR = 2, VT_SCHED_COSINE = 3 } vt_sched_kind;
 
 typedef struct {
     vt_arch_kind arch;         /* recipe key `arch`: "mlp" (the default) or "resnet" */

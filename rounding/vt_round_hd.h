@@ -426,7 +426,7 @@ VT_HDI void vti_gemm_elem(const vt_gemm_epi *d, size_t i, size_t j, double x, vt
  * Element e of the [G*M, N] output: batch g = e / (M N), row i, column j of op(A_g) op(B_g), with
  * A_g = A + g M K and B_g = B + g K N. Its bound is THE bound of the kind: the batch's
  * Cauchy-Schwarz bound (coef rn[g M + i]) cn[g N + j] from operand norms summed in index order
- * (vti_norm32), as model/vt_ops_gpt.c computes it: there is no tight fallback. */
+ * (vti_norm32), as ops/vt_fam_chain.c computes it: there is no tight fallback. */
 typedef struct {
     const float *A, *B;
     size_t a_si, a_sk, b_sk, b_sj; /* within one batch, as vt_gemm_epi */

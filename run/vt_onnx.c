@@ -32,7 +32,7 @@ vt_err vt_onnx_write(const char *path, vt_model *m, const char *const *meta_kv, 
 #include <unistd.h>
 
 #include "../common/vt_bytes.h"
-#include "../model/vt_ops.h"
+#include "../ops/vt_ops.h"
 #include "onnx.pb-c.h"
 
 int vt_onnx_available(void) { return 1; }

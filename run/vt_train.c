@@ -9,6 +9,7 @@
 
 #include "../common/vt_bytes.h"
 #include "../common/vt_cli.h"
+#include "../cuda/vt_backend.h"
 #include "../data/vt_data.h"
 #include "../merkle/vt_merkle.h"
 #include "../merkle/vt_sign.h"

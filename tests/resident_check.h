@@ -15,7 +15,7 @@
 #include "data/vt_data.h"
 #include "kernels/vt_backend.h"
 #include "model/vt_model.h"
-#include "model/vt_ops.h"
+#include "ops/vt_ops.h"
 #include "vt_test.h"
 
 /* a device for one model: open fills be (and state), close checks what it wants and frees */

@@ -13,7 +13,7 @@ static vt_err twin(void *ctx, vt_rctx *rc, uint32_t op, int tA, int tB, size_t M
     return vt_epi_host(rc, op, d, x_alt, M, N, out);
 }
 
-/* The batched GEMM: vt_epi_host_bmm against vt_round with the bounds model/vt_ops_gpt.c builds
+/* The batched GEMM: vt_epi_host_bmm against vt_round with the bounds ops/vt_fam_gemm.c builds
  * (per batch the Cauchy-Schwarz bound from index-order norms, the batched exact evaluator), on the
  * same FP64 values: the same outputs in exact rounding, the same log in log rounding. Each batch's
  * first rows and columns are crafted near-ties that need the exact evaluation. */

@@ -22,7 +22,7 @@
 #include "../game/vt_dispute.h"
 #include "../game/vt_game.h"
 #include "../model/vt_model.h"
-#include "../model/vt_ops.h"
+#include "../ops/vt_ops.h"
 #include "vt_test.h"
 
 #define MAXP 4096

@@ -1,4 +1,4 @@
-/* The list of operation kinds (model/vt_kinds.h) against every table generated from it: each
+/* The list of operation kinds (ops/vt_kinds.h) against every table generated from it: each
  * kind has every facet - the interpreter's entry (name, counts, argument names, rounded, family,
  * reduction axes, device, non-NULL check, exec and cost), a plain form in both precisions, the
  * device's facts - names and ids unique, the facets consistent with one another; and on the
@@ -6,14 +6,16 @@
  * operation passes its kind's check and is refused with a count off by one, the device's
  * vt_dev_op_make takes exactly the kinds the list marks VT_DEV_ITEM (with a rounded count exactly
  * for the rounded kinds), and the batch reductions read batch-major tensors. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cuda/vt_dev_ops_hd.h"
 #include "model/vt_model.h"
-#include "model/vt_ops.h"
+#include "ops/vt_ops.h"
 #include "model/vt_plain.h"
 #include "model/vt_recipe.h"
+#include "rounding/vt_exact.h"
 #include "vt_test.h"
 
 typedef struct {
@@ -105,6 +107,68 @@ static void *dummy_ptr(void *ctx, uint32_t t)
     return cell;
 }
 
+static void check_ops(const char *what, vt_model *m, unsigned *seen);
+
+/* SUB's exec on the program of check_extra (operation 1: y = a - b, n elements): in both rounding
+ * modes every element is RN32 of the exact difference (the exact accumulator, which SUB itself
+ * never uses), including differences that round to a tie and across the whole exponent range;
+ * its plain form in both precisions computes a - b in that precision. */
+static void check_sub(vt_model *m)
+{
+    const vt_program *p = &m->prog;
+    const vt_opdesc *o = &p->op[1];
+    const size_t n = p->t[o->out[0]].n;
+    float a[64], b[64], y[64];
+    double x64[64], pa[64], pb[64], py[64];
+    vt_rng rng = {20261202};
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u = (uint32_t)vt_rng_next(&rng), v = (uint32_t)vt_rng_next(&rng);
+        memcpy(&a[i], &u, 4), memcpy(&b[i], &v, 4);
+        if (!isfinite(a[i])) a[i] = 1.0f;
+        if (!isfinite(b[i])) b[i] = -0.0f;
+    }
+    a[0] = 1.0f, b[0] = 0x1p-25f;                 /* 1 - 2^-25: a tie, to even (1) */
+    a[1] = 1.0f, b[1] = 0x1.8p-25f;               /* just past the tie: 1 - 2^-24 */
+    a[2] = 0x1p-149f, b[2] = -0x1p-149f;          /* subnormals */
+    a[3] = 0x1.fffffep127f, b[3] = -0x1p102f;     /* rounds down to the largest float */
+    a[4] = 3.0f, b[4] = 3.0f;                     /* +0 */
+    uint8_t *arena[VT_TC_COUNT] = {0};
+    arena[VT_TC_INPUT] = (uint8_t *)a, arena[VT_TC_ACT] = (uint8_t *)b, arena[VT_TC_GRAD] = (uint8_t *)y;
+    for (int mode = 0; mode < 2; mode++) {
+        vt_rctx rc;
+        vt_steplog log;
+        vt_steplog_init(&log, 1);
+        vt_rctx_init(&rc, VT_RMODE_RECORD,
+                     (vt_bound_cfg){.mode = VT_BOUND_PROVABLE, .rounding = mode ? VT_ROUNDING_LOG : VT_ROUNDING_EXACT});
+        CHECK_OK(vt_rctx_begin_step(&rc, 1, &log));
+        vt_opctx c;
+        memset(&c, 0, sizeof c);
+        c.prog = p, c.arena = arena, c.o = o, c.op_id = 1, c.step = 1, c.rc = &rc, c.s.x64 = x64;
+        vt_err e = vt_opkind_get(VT_OPK_SUB)->exec(&c);
+        CHECK(e == VT_OK, "SUB mode %d: %s", mode, vt_errmsg());
+        for (size_t i = 0; i < n && e == VT_OK; i++) {
+            vt_xacc x;
+            vt_xacc_init(&x);
+            vt_xacc_add(&x, (double)a[i]);
+            vt_xacc_add(&x, -(double)b[i]);
+            float want = vt_xacc_round32(&x);
+            CHECK(memcmp(&want, &y[i], 4) == 0, "SUB mode %d element %zu: %a - %a = %a, expected %a", mode, i,
+                  (double)a[i], (double)b[i], (double)y[i], (double)want);
+        }
+        vt_steplog_free(&log);
+    }
+    /* the plain forms: F32 tensors held as float, then as double */
+    const size_t off[3] = {0, 0, 0};
+    vt_plainctx pc = {p, arena, off, 0, o, 1, NULL, NULL, NULL};
+    CHECK_OK(vt_opkind_get(VT_OPK_SUB)->plain(&pc));
+    for (size_t i = 5; i < n; i++) CHECK(y[i] == a[i] - b[i], "SUB plain FP32 element %zu", i);
+    for (size_t i = 0; i < n; i++) pa[i] = a[i], pb[i] = b[i];
+    arena[VT_TC_INPUT] = (uint8_t *)pa, arena[VT_TC_ACT] = (uint8_t *)pb, arena[VT_TC_GRAD] = (uint8_t *)py;
+    pc.f64 = 1;
+    CHECK_OK(vt_opkind_get(VT_OPK_SUB)->plain(&pc));
+    for (size_t i = 0; i < n; i++) CHECK(py[i] == pa[i] - pb[i], "SUB plain FP64 element %zu", i);
+}
+
 /* every operation of the recipe's program (the step and the evaluation pass) */
 static void check_program(const char *what, const char *file, const char *const *sets, unsigned *seen)
 {
@@ -118,6 +182,37 @@ static void check_program(const char *what, const char *file, const char *const 
         free(m);
         return;
     }
+    check_ops(what, m, seen);
+    vt_program_free(&m->prog);
+    free(m);
+}
+
+/* the kinds no architecture uses, in a hand-built program: SUB */
+static void check_extra(unsigned *seen)
+{
+    vt_model *m = calloc(1, sizeof *m);
+    CHECK(m != NULL, "memory");
+    if (!m) return;
+    vt_program *p = &m->prog;
+    const uint32_t n = 64, shape[1] = {n};
+    uint32_t ta = vt_prog_tensor(p, VT_TC_INPUT, VT_DT_F32, 1, shape, "a");
+    uint32_t tb = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, 1, shape, "b");
+    uint32_t ty = vt_prog_tensor(p, VT_TC_GRAD, VT_DT_F32, 1, shape, "y");
+    const uint32_t in[2] = {ta, tb}, out[1] = {ty};
+    uint32_t op = vt_prog_op(p, VT_OPK_SUB, in, 2, out, 1, NULL, 0, NULL, 0, "a - b");
+    CHECK(op == 1 && p->n_ops == 1, "the SUB program: %s", vt_errmsg());
+    if (op == 1) {
+        check_ops("extra", m, seen);
+        check_sub(m);
+    }
+    vt_program_free(&m->prog);
+    free(m);
+}
+
+/* every operation of m's program: its check, refusals with counts off by one, the device's
+ * acceptance, the batch reductions' operands */
+static void check_ops(const char *what, vt_model *m, unsigned *seen)
+{
     const vt_program *p = &m->prog;
     vt_rctx rx;
     memset(&rx, 0, sizeof rx);
@@ -152,8 +247,6 @@ static void check_program(const char *what, const char *file, const char *const 
                 CHECK(a->shape[0] == (uint64_t)o->iarg[4], "%s op %u: transA: K is A's rows", what, j);
         }
     }
-    vt_program_free(&m->prog);
-    free(m);
 }
 
 int main(void)
@@ -169,6 +262,7 @@ int main(void)
     check_program("mlp adam", NULL, mlp_adam, seen);
     check_program("resnet", "recipes/resnet-cifar10.json", cnn, seen);
     check_program("gpt", "recipes/gpt-shakespeare.json", gpt, seen);
+    check_extra(seen);
     for (size_t i = 0; i < N_LIST; i++)
         CHECK(seen[LIST[i].id] > 0, "%s occurs in none of the programs", LIST[i].idname);
     return vt_test_finish("test_kinds");

@@ -1,4 +1,4 @@
-/* test_program - the step program (model/vt_program.h, vt_ops.h): what the MLP builder produces,
+/* test_program - the step program (ops/vt_program.h, vt_ops.h): what the MLP builder produces,
  * what vt_program_finish refuses, tensors on the wire, multi-output hashes and producers. */
 #include <stdio.h>
 #include <stdlib.h>

@@ -16,7 +16,7 @@
 #include "data/vt_data.h"
 #include "kernels/vt_backend.h"
 #include "model/vt_model.h"
-#include "model/vt_ops.h"
+#include "ops/vt_ops.h"
 #include "cuda/vt_dev_ops_hd.h"
 #include "rounding_log/vt_epilogue.h"
 #include "resident_check.h"

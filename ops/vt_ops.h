@@ -1,7 +1,8 @@
 /* vt_ops.h - operation kinds of the step program (docs/architecture.md "Adding an operation").
  *
  * An operation kind is one line of the list in vt_kinds.h, which generates its entry of the table
- * here (model/vt_ops.c) and of every other table; it declares:
+ * here (ops/vt_ops.c) and of every other table; its functions live in its family's file
+ * (ops/vt_fam_<family>.c); it declares:
  *   - its signature: how many inputs, outputs, integer and real arguments it takes, and a check
  *     of their classes, dtypes and shapes against its arguments (run once, when a program is
  *     built, so that the computation never has to re-derive or trust a shape);
@@ -10,7 +11,7 @@
  *     its FP32 output with no rounding at all;
  *   - its exact evaluator per output element: the vt_bounds the computation hands to vt_round
  *     names each output element's reduction (operands and strides), which exact rounding and the
- *     log's judge evaluate in the Kulisch accumulator; an operation whose elements are fixed
+ *     log's judge evaluate in the exact accumulator (vt_xacc); an operation whose elements are fixed
  *     chains of IEEE operations has bound 0 and needs none;
  *   - its cost: floating-point operations, bytes touched and FP64 scratch, from which the
  *     interpreter sizes its scratch and the arbiter its limits.
@@ -33,6 +34,16 @@
 #include "vt_program.h"
 
 /* The kinds and their ids: the list in vt_kinds.h. */
+
+/* The learning-rate schedule the SCHEDULE kind computes (its arguments; recipe keys of the same
+ * names, docs/format.md): lr(s) for the 1-based step s, in FP64 (vt_cospi for the cosine). */
+typedef enum { VT_SCHED_CONSTANT = 0, VT_SCHED_STEP = 1, VT_SCHED_LINEAR = 2, VT_SCHED_COSINE = 3 } vt_sched_kind;
+typedef struct {
+    vt_sched_kind kind;
+    uint64_t warmup, decay_every, steps;
+    double lr, decay_factor, final_lr_factor;
+} vt_schedule;
+double vt_schedule_lr(const vt_schedule *sc, uint64_t s);
 
 /* The FP64 scratch an operation may use, sized by the interpreter from the operations' costs
  * (vt_opcost: scratch values per buffer, norms for the GEMM's row and column norms). */
@@ -58,6 +69,25 @@ typedef struct {
     vt_opscratch s;
 } vt_opctx;
 
+/* What an operation's plain form is given (the unverified FP32/FP64 benchmark baseline,
+ * model/vt_plain.h, runs the same program through these): F32 tensors are held as float, or as
+ * double when f64 = 1; no bound, no rounding layer, results not reproducible. */
+typedef struct {
+    const vt_program *prog;
+    uint8_t *const *arena;    /* by class: tensor t is arena[t.cls] + off[t] */
+    const size_t *off;        /* the runner's own layout (elements of its precision) */
+    int f64;                  /* 1: F32 tensors hold doubles */
+    const vt_opdesc *o;
+    uint64_t step;
+    const vt_dataset *ds;     /* LOAD_BATCH, LOAD_WINDOWS */
+    const size_t *batch_idx;  /* LOAD_BATCH: the step's example indices (the runner computes them) */
+    const vt_backend *be;     /* NULL or a backend whose plain GEMMs replace the CBLAS calls */
+} vt_plainctx;
+
+/* Rows batch_idx[0 .. B) of c->ds into FP32 tensor t (B its first dimension) in the plain form's
+ * precision (vt_data_batch, vt_data_batch_f64), and their labels into `labels` unless NULL. */
+vt_err vt_plain_rows(const vt_plainctx *c, uint32_t t, uint8_t *labels) VT_WARN_UNUSED;
+
 typedef struct {
     double flop;     /* floating-point operations */
     double bytes;    /* bytes read and written */
@@ -73,11 +103,12 @@ typedef struct {
     uint8_t red;        /* vt_kind_red: the reduction axes of its outputs */
     uint8_t device;     /* vt_kind_dev */
     const char *iargs, *fargs; /* the arguments' names, space-separated */
-    const char *impl;   /* the stem of its functions (vti_<impl>_check ...; the plain <impl>_f32) */
+    const char *impl;   /* the stem of its functions (vti_<impl>_check, _exec, _cost, _plain) */
     /* The signature check; a message names the first problem. */
     vt_err (*check)(const vt_program *p, const vt_opdesc *o);
     vt_err (*exec)(vt_opctx *c);
     void (*cost)(const vt_program *p, const vt_opdesc *o, vt_opcost *out);
+    vt_err (*plain)(vt_plainctx *c); /* the plain form in FP32 or FP64 (c->f64) */
 } vt_opkind;
 
 /* The augmentation's draws for example slot b of step `step` (VT_RNG_AUGMENT): the crop offsets oy,

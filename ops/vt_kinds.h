@@ -1,9 +1,10 @@
 /* vt_kinds.h - THE list of operation kinds: every kind once, with every facet the tables need
  * (docs/architecture.md "Adding an operation kind"). Everything else is generated from it:
  *   - the ids vt_opkind_id (below; their numbers are the program's wire ids: append, never reorder);
- *   - the interpreter's table KINDS (model/vt_ops.c): name, rounded, counts, argument names, and
- *     the functions vti_<impl>_check, vti_<impl>_exec, vti_<impl>_cost (declared in vt_ops_int.h);
- *   - the plain baseline's tables (model/vt_plain_tmpl.h): <impl>_f32 and <impl>_f64;
+ *   - the interpreter's table KINDS (ops/vt_ops.c): name, rounded, counts, argument names, and
+ *     the functions vti_<impl>_check, vti_<impl>_exec, vti_<impl>_cost and vti_<impl>_plain (the
+ *     plain FP32/FP64 form of the benchmark baseline, model/vt_plain.c), declared in vt_ops_int.h
+ *     and defined in the family's file ops/vt_fam_<family>.c;
  *   - the device's facts (vt_kind_rounded, vt_kind_device below; cuda/vt_dev_ops.c).
  * A missing function is a compile error, a missing facet a failure of tests/test_kinds.c.
  *
@@ -20,7 +21,7 @@
  * Each line's comment gives its tensors: inputs -> outputs, shapes (activations are row-major
  * with the examples' rows first: [B*H*W, C], [B*T, C]; heads [B*H*T, D]).
  * The family, red and device tokens are always pasted (VT_FAM_##f ...), never expanded, so a
- * macro of the same name at the point of use (the plain template's GEMM) does not matter. */
+ * macro of the same name at the point of use does not matter. */
 #ifndef VT_KINDS_H
 #define VT_KINDS_H
 
@@ -57,7 +58,7 @@
     X(ADAM_APPLY, "adam_apply", CHAIN, 1, 5, 1, 0, 3, "", "beta1 beta2 eps", NONE, ITEM, adam_apply)                   \
     /* x [B, C*H*W] -> x': random crop (pad) and horizontal flip per example, drawn from (seed, step, example slot) */  \
     X(AUGMENT, "augment", MOVE, 0, 1, 1, 6, 0, "C H W pad flip seed", "", NONE, ITEM, augment)                         \
-    /* ---- convolutional networks (model/vt_ops_cnn.c) */                                                             \
+    /* ---- convolutional networks (ops/vt_fam_*.c) */                                                             \
     /* x -> col [B*Ho*Wo, k*k*C] */                                                                                    \
     X(IM2COL, "im2col", MOVE, 0, 1, 1, 8, 0, "B H W C k stride pad chw", "", NONE, ITEM, im2col)                       \
     /* dY -> G [B*H*W, k*k*Co] (the input gradient's operand) */                                                       \
@@ -88,7 +89,7 @@
     X(AVGPOOL, "global_avgpool", REDUCE, 1, 1, 1, 2, 0, "B HW", "", EXAMPLE, ITEM, avgpool)                            \
     /* dy [B, C] -> dx [B*HW, C] */                                                                                    \
     X(AVGPOOL_BWD, "global_avgpool_backward", CHAIN, 1, 1, 1, 2, 0, "B HW", "", NONE, ITEM, avgpool_backward)          \
-    /* ---- transformers (model/vt_ops_gpt.c) */                                                                       \
+    /* ---- transformers (ops/vt_fam_*.c) */                                                                       \
     /* -> tokens [B, T] U8, targets [B*T] U8: random windows */                                                        \
     X(LOAD_WINDOWS, "load_windows", LOADER, 0, 0, 2, 4, 0, "B T seed V", "", NONE, CPU, windows)                       \
     /* tokens, wte [V, C], wpe [T, C] -> x [B*T, C] */                                                                 \
@@ -140,7 +141,9 @@
     /* g, m, v, factor [1] -> m, v (moments of factor * g) */                                                          \
     X(ADAM_SCALED, "adam_moments_scaled", CHAIN, 1, 4, 2, 0, 2, "", "beta1 beta2", NONE, ITEM, adam_scaled)            \
     /* w, m, v, t, lr -> w */                                                                                          \
-    X(ADAMW, "adamw_apply", CHAIN, 1, 5, 1, 0, 4, "", "beta1 beta2 eps weight_decay", NONE, ITEM, adamw)
+    X(ADAMW, "adamw_apply", CHAIN, 1, 5, 1, 0, 4, "", "beta1 beta2 eps weight_decay", NONE, ITEM, adamw)               \
+    /* a, b -> a - b (same element count; no architecture uses it yet) */                                              \
+    X(SUB, "sub", CHAIN, 1, 2, 1, 0, 0, "", "", NONE, CPU, sub)
 /* clang-format on */
 
 #define VT_VARIADIC 255 /* n_in: one or more inputs */
@@ -179,7 +182,7 @@ typedef enum {
     VT_RED_WHOLE,    /* sums over a tensor that is not batch-major (a gradient's sum of squares, scalars) */
     VT_RED_GEMM_K,   /* MATMUL: over K, which is the batch's rows exactly when transA = 1 (A stored
                       * [K, M]: the weight gradients X^T dY); within a row otherwise - per operation,
-                      * vt_op_batch_reduction (model/vt_ops.h) */
+                      * vt_op_batch_reduction (ops/vt_ops.h) */
 } vt_kind_red;
 
 /* How the CUDA backend's device-resident step (cuda/vt_cuda_model.cu) runs a kind. */

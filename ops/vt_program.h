@@ -52,7 +52,7 @@ typedef struct {
 typedef enum { VT_INIT_ZERO = 0, VT_INIT_HE_UNIFORM = 1, VT_INIT_ONE = 2 } vt_tinit;
 
 typedef struct {
-    uint16_t kind;     /* vt_opkind id (model/vt_ops.h) */
+    uint16_t kind;     /* vt_opkind id (ops/vt_ops.h) */
     uint32_t n_in, n_out, n_iarg, n_farg;
     uint32_t *in;      /* tensor ids read */
     uint32_t *out;     /* tensor ids written (an operation may read and write the same tensor) */
@@ -100,7 +100,7 @@ uint32_t vt_prog_op(vt_program *p, uint16_t kind, const uint32_t *in, uint32_t n
                     const char *fmt, ...) __attribute__((format(printf, 11, 12)));
 /* Ends building: lays out the arenas, checks that the state tensors come first and are FP32,
  * that every id is in range, names are unique and that every operation passes its kind's check
- * (model/vt_ops.h). */
+ * (ops/vt_ops.h). */
 vt_err vt_program_finish(vt_program *p) VT_WARN_UNUSED;
 
 /* Builder: the operations added between these two calls form the evaluation pass (n_eval). */

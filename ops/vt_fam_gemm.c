@@ -1,0 +1,168 @@
+/* vt_fam_gemm.c - the GEMM family: matrix products (MATMUL) and batched products (BMM), one reduction per
+ * output element through the backend's or the CBLAS GEMM, bounded and rounded by the rounding layer
+ * (kernels/vt_kernels.h vt_gemm).
+ * Each kind's check, exec and cost, named by its stem in the list (vt_kinds.h). */
+#include <cblas.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../common/vt_bytes.h"
+#include "../kernels/vt_cnn.h"
+#include "../kernels/vt_gpt.h"
+#include "../kernels/vt_kernels.h"
+#include "vt_ops_int.h"
+#include "vt_philox.h"
+#include "vt_philox_hd.h"
+
+/* ------------------------------------------------------------ MATMUL */
+/* iarg: transA, transB, M, N, K: C [M, N] = op(A) op(B) (kernels/vt_kernels.h vt_gemm) */
+
+vt_err vti_matmul_check(const vt_program *p, const vt_opdesc *o)
+{
+    const int64_t *a = o->iarg;
+    VT_RETURN_ERROR_IF((a[0] != 0 && a[0] != 1) || (a[1] != 0 && a[1] != 1) || a[2] < 1 || a[3] < 1 || a[4] < 1 ||
+                           a[2] > UINT32_MAX || a[3] > UINT32_MAX || a[4] > UINT32_MAX,
+                       VT_ERR_INTERNAL, "program: \"%s\": bad GEMM arguments", o->name);
+    size_t M = (size_t)a[2], N = (size_t)a[3], K = (size_t)a[4];
+    VT_FORWARD_IF_ERROR(want(p, o, o->in[0], VT_DT_F32, M * K, "A"));
+    VT_FORWARD_IF_ERROR(want(p, o, o->in[1], VT_DT_F32, K * N, "B"));
+    return want(p, o, o->out[0], VT_DT_F32, M * N, "C");
+}
+
+vt_err vti_matmul_exec(vt_opctx *c)
+{
+    const int64_t *a = c->o->iarg;
+    size_t M = (size_t)a[2], N = (size_t)a[3], K = (size_t)a[4];
+    vt_bounds bd;
+    if (c->be && c->be->gemm_round) return c->be->gemm_round(c->be->impl, c->rc, c->op_id, (int)a[0], (int)a[1], M, N, K, IN(0), IN(1), OUT(0));
+    VT_FORWARD_IF_ERROR(vt_gemm(c->exec, (int)a[0], (int)a[1], M, N, K, IN(0), IN(1), c->s.x64, c->s.rn, c->s.cn, &bd));
+    ROUND(c->s.x64, &bd, M, N, OUT(0));
+    return VT_OK;
+}
+
+void vti_matmul_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
+{
+    (void)p;
+    double M = (double)o->iarg[2], N = (double)o->iarg[3], K = (double)o->iarg[4];
+    out->flop = 2 * M * N * K;
+    out->bytes = 4 * (M * K + K * N + M * N);
+    out->scratch = M * N;
+    out->norms = M > N ? M : N;
+}
+
+/* ------------------------------------------------------------ BMM */
+/* iarg G, M, N, K, ta, tb: C [G*M, N], C_g = op(A_g) op(B_g); A_g [M, K] (ta = 1: [K, M]),
+ * B_g [K, N] (tb = 1: [N, K]). One reduction per element (vt_reduce, batched operands). */
+
+static vt_err bmm_args(const vt_opdesc *o, size_t *G, size_t *M, size_t *N, size_t *K)
+{
+    const int64_t *a = o->iarg;
+    ERR_IF(a[0] < 1 || a[1] < 1 || a[2] < 1 || a[3] < 1 || a[0] > (1 << 24) || a[1] > (1 << 20) || a[2] > (1 << 20) ||
+               a[3] > (1 << 20) || (a[4] != 0 && a[4] != 1) || (a[5] != 0 && a[5] != 1),
+           "program: \"%s\": bad batched GEMM arguments", o->name);
+    *G = (size_t)a[0], *M = (size_t)a[1], *N = (size_t)a[2], *K = (size_t)a[3];
+    return VT_OK;
+}
+
+vt_err vti_bmm_check(const vt_program *p, const vt_opdesc *o)
+{
+    size_t G = 0, M = 0, N = 0, K = 0, t;
+    VT_FORWARD_IF_ERROR(bmm_args(o, &G, &M, &N, &K));
+    ERR_IF(__builtin_mul_overflow(G, M, &t) || __builtin_mul_overflow(t, K > N ? K : N, &t) ||
+               __builtin_mul_overflow(G * (K > M ? K : M), N, &t),
+           "program: \"%s\": the batched GEMM is too large", o->name);
+    VT_FORWARD_IF_ERROR(f32_shape(p, o, o->in[0], G * M * K, "A"));
+    VT_FORWARD_IF_ERROR(f32_shape(p, o, o->in[1], G * K * N, "B"));
+    return f32_shape(p, o, o->out[0], G * M * N, "C");
+}
+
+vt_err vti_bmm_exec(vt_opctx *c)
+{
+    size_t G = 0, M = 0, N = 0, K = 0;
+    VT_FORWARD_IF_ERROR(bmm_args(c->o, &G, &M, &N, &K));
+    const int ta = (int)c->o->iarg[4], tb = (int)c->o->iarg[5];
+    const float *A = IN(0), *Bm = IN(1);
+    /* each batch a GEMM in the executor's order (BLAS or the project's loops); the bound of element
+     * (g, i, j) is the batch's Cauchy-Schwarz bound coef * |row i of op(A_g)| * |column j of op(B_g)|,
+     * the norms fixed-order FP64 sums computed here: the same value for every party, THE bound of
+     * the element (there is no tight fallback) */
+    const double coef = vt_bound_coef_red(&c->exec->bound, K, K);
+    VT_RETURN_ERROR_IF(!(coef >= 0.0), VT_ERR_LIMIT, "batched GEMM: no bound coefficient for K = %zu", K);
+    for (size_t g = 0; g < G; g++) {
+        const float *Ag = A + g * M * K, *Bg = Bm + g * K * N;
+        /* the GEMM without vt_gemm's norms (the same computation), and the operand norms in one fixed
+         * sequential order whatever the executor's (vt_gemm's depend on its panels and order when K is
+         * panelled): the bound is one function of the operands for every party */
+        VT_FORWARD_IF_ERROR(vt_gemm_plain(c->exec, ta, tb, M, N, K, Ag, Bg, c->s.x64 + g * M * N));
+        for (size_t i = 0; i < M; i++) {
+            double s = 0;
+            for (size_t k = 0; k < K; k++) {
+                double v = ta ? Ag[k * M + i] : Ag[i * K + k];
+                s += v * v;
+            }
+            c->s.rn[i] = sqrt(s);
+        }
+        for (size_t j = 0; j < N; j++) {
+            double s = 0;
+            for (size_t k = 0; k < K; k++) {
+                double v = tb ? Bg[j * K + k] : Bg[k * N + j];
+                s += v * v;
+            }
+            c->s.cn[j] = sqrt(s);
+        }
+        double *b = c->s.b64 + g * M * N;
+        for (size_t i = 0; i < M; i++)
+            for (size_t j = 0; j < N; j++) b[i * N + j] = coef * c->s.rn[i] * c->s.cn[j];
+    }
+    vt_bounds bd;
+    memset(&bd, 0, sizeof bd);
+    bd.kind = VT_BOUNDS_ARRAY;
+    bd.b = c->s.b64;
+    /* the exact evaluator: element (g*M + i, j) = sum_k op(A_g)(i, k) op(B_g)(k, j) */
+    bd.xa = A, bd.xa_si = ta ? 1 : K, bd.xa_sj = 0, bd.xa_sk = ta ? M : 1, bd.xa_sg = M * K;
+    bd.xb = Bm, bd.xb_si = 0, bd.xb_sj = tb ? K : 1, bd.xb_sk = tb ? 1 : N, bd.xb_sg = K * N;
+    bd.xK = K, bd.x_rpb = M;
+    ROUND(c->s.x64, &bd, G * M, N, OUT(0));
+    return VT_OK;
+}
+
+void vti_bmm_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
+{
+    double G = (double)o->iarg[0], M = (double)o->iarg[1], N = (double)o->iarg[2], K = (double)o->iarg[3];
+    (void)p;
+    out->flop = 2 * G * M * N * K;
+    out->bytes = 4 * G * (M * K + K * N + M * N);
+    out->scratch = G * M * N;
+    out->norms = M > N ? M : N;
+}
+
+/* ------------------------------------------------------------ the plain forms (vt_plainctx) */
+
+vt_err vti_matmul_plain(vt_plainctx *c)
+{
+    const int64_t *a = c->o->iarg;
+    int ta = (int)a[0], tb = (int)a[1], M = (int)a[2], N = (int)a[3], K = (int)a[4];
+    const vt_backend *be = c->be;
+    VTI_PLAIN_BOTH(c, {
+        if (be && _Generic((T)0, float: be->gemm_plain32, default: be->gemm_plain64))
+            return _Generic((T)0, float: be->gemm_plain32, default: be->gemm_plain64)(
+                be->impl, ta, tb, (size_t)M, (size_t)N, (size_t)K, PX(0), PX(1), PY(0));
+        PGEMM(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, (T)1, PX(0),
+              ta ? M : K, PX(1), tb ? K : N, (T)0, PY(0), N);
+        return VT_OK;
+    })
+}
+
+vt_err vti_bmm_plain(vt_plainctx *c)
+{
+    VTI_PLAIN_BOTH(c, {
+        const int64_t *a = c->o->iarg;
+        int G = (int)a[0], M = (int)a[1], N = (int)a[2], K = (int)a[3], ta = (int)a[4], tb = (int)a[5];
+        for (int g = 0; g < G; g++)
+            PGEMM(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, (T)1,
+                 PX(0) + (size_t)g * M * K, ta ? M : K, PX(1) + (size_t)g * K * N, tb ? K : N, (T)0, PY(0) + (size_t)g * M * N,
+                 N);
+        return VT_OK;
+    })
+}

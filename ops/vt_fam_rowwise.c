@@ -1,0 +1,110 @@
+/* vt_fam_rowwise.c - the row-wise kinds: softmax and the causal softmax, each row correctly rounded
+ * as a whole (kernels/vt_kernels.h, vt_gpt.h).
+ * Each kind's check, exec and cost, named by its stem in the list (vt_kinds.h). */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../common/vt_bytes.h"
+#include "../kernels/vt_cnn.h"
+#include "../kernels/vt_gpt.h"
+#include "../kernels/vt_kernels.h"
+#include "vt_ops_int.h"
+#include "vt_philox.h"
+#include "vt_philox_hd.h"
+
+vt_err vti_softmax_check(const vt_program *p, const vt_opdesc *o)
+{
+    const vt_tensor *x;
+    VT_FORWARD_IF_ERROR(vti_op_rows(p, o, &x));
+    return want(p, o, o->out[0], VT_DT_F32, x->n, "output");
+}
+
+vt_err vti_softmax_exec(vt_opctx *c)
+{
+    const vt_tensor *x = T(c->prog, c->o->in[0]);
+    vt_bounds bd;
+    VT_FORWARD_IF_ERROR(vt_softmax(c->exec, x->shape[0], x->shape[1], IN(0), c->s.x64, c->s.b64, &bd));
+    ROUND(c->s.x64, &bd, x->shape[0], x->shape[1], OUT(0));
+    return VT_OK;
+}
+
+void vti_softmax_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 30, out); }
+
+/* ------------------------------------------------------------ causal softmax */
+/* SOFTMAX_CAUSAL: s [R, T] -> p; iarg T; farg scale. SOFTMAX_BWD: p, dp [R, T], S [R] -> dz. */
+
+vt_err vti_softmax_causal_check(const vt_program *p, const vt_opdesc *o)
+{
+    const vt_tensor *x;
+    VT_FORWARD_IF_ERROR(vti_op_rows(p, o, &x));
+    ERR_IF(o->iarg[0] < 1 || x->shape[1] != (uint64_t)o->iarg[0] || x->shape[0] % (uint64_t)o->iarg[0] ||
+               !(o->farg[0] > 0),
+           "program: \"%s\": bad causal softmax arguments", o->name);
+    if (o->kind == VT_OPK_SOFTMAX_BWD) {
+        VT_FORWARD_IF_ERROR(f32_shape(p, o, o->in[1], x->n, "probability gradient"));
+        VT_FORWARD_IF_ERROR(rowvec(p, o, o->in[2], x->shape[0]));
+    }
+    return f32_shape(p, o, o->out[0], x->n, "output");
+}
+
+vt_err vti_softmax_causal_exec(vt_opctx *c)
+{
+    const vt_tensor *x = T(c->prog, c->o->in[0]);
+    if (c->o->kind == VT_OPK_SOFTMAX_BWD)
+        vt_softmax_backward(x->shape[0], x->shape[1], c->o->farg[0], IN(0), IN(1), IN(2), c->s.x64);
+    else vt_causal_softmax(x->shape[0], x->shape[1], c->o->farg[0], IN(0), c->s.x64);
+    ROUND(c->s.x64, NULL, x->shape[0], x->shape[1], OUT(0));
+    return VT_OK;
+}
+
+void vti_softmax_causal_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
+{
+    cost_elementwise(p, o, 30, out);
+}
+
+/* ------------------------------------------------------------ the plain forms (vt_plainctx) */
+
+vt_err vti_softmax_plain(vt_plainctx *c)
+{
+    VTI_PLAIN_BOTH(c, {
+        size_t N = SHAPE(0, 0), C = SHAPE(0, 1);
+        const T *z = PX(0);
+        T *pr = PY(0);
+        for (size_t i = 0; i < N; i++) {
+            const T *zi = z + i * C;
+            T *pi = pr + i * C, m = zi[0], den = 0;
+            for (size_t k = 1; k < C; k++)
+                if (zi[k] > m) m = zi[k];
+            for (size_t k = 0; k < C; k++) den += pi[k] = PEXP(zi[k] - m);
+            for (size_t k = 0; k < C; k++) pi[k] = pi[k] / den;
+        }
+        return VT_OK;
+    })
+}
+
+vt_err vti_softmax_causal_plain(vt_plainctx *c)
+{
+    VTI_PLAIN_BOTH(c, {
+        const size_t R = SHAPE(0, 0), Tn = SHAPE(0, 1);
+        const T sc = (T)c->o->farg[0];
+        const T *z = PX(0);
+        T *p = PY(0);
+        for (size_t i = 0; i < R; i++) {
+            size_t t = i % Tn;
+            const T *zi = z + i * Tn;
+            T *pi = p + i * Tn;
+            if (c->o->kind == VT_OPK_SOFTMAX_BWD) {
+                const T *dp = PX(1) + i * Tn, s = PX(2)[i];
+                for (size_t j = 0; j < Tn; j++) pi[j] = sc * (zi[j] * (dp[j] - s));
+                continue;
+            }
+            T m = sc * zi[0], den = 0;
+            for (size_t j = 1; j <= t; j++)
+                if (sc * zi[j] > m) m = sc * zi[j];
+            for (size_t j = 0; j <= t; j++) den += pi[j] = PEXP(sc * zi[j] - m);
+            for (size_t j = 0; j < Tn; j++) pi[j] = j <= t ? pi[j] / den : (T)0;
+        }
+        return VT_OK;
+    })
+}

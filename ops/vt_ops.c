@@ -1,0 +1,93 @@
+/* vt_ops.c - the operation kinds' table KINDS, generated from the list (vt_kinds.h), the
+ * program-time check of one operation (vt_op_check) and the helpers every family file shares
+ * (vt_ops_int.h). The kinds themselves live in their family's file, vt_fam_<family>.c. */
+#include "vt_ops.h"
+
+#include <string.h>
+
+#include "vt_ops_int.h"
+
+vt_err vti_op_want(const vt_program *p, const vt_opdesc *o, uint32_t id, vt_dtype dt, size_t n, const char *what)
+{
+    const vt_tensor *t = T(p, id);
+    VT_RETURN_ERROR_IF(t->dtype != dt || t->n != n, VT_ERR_INTERNAL,
+                       "program: operation \"%s\": %s %s is %s with %zu elements, expected %s with %zu", o->name, what,
+                       t->name, vt_dtype_name((vt_dtype)t->dtype), t->n, vt_dtype_name(dt), n);
+    return VT_OK;
+}
+
+void vti_cost_elementwise(const vt_program *p, const vt_opdesc *o, double flop_per, vt_opcost *out)
+{
+    double n = (double)T(p, o->out[0])->n, bytes = 0;
+    for (uint32_t k = 0; k < o->n_in; k++) bytes += (double)T(p, o->in[k])->n * vt_dtype_size((vt_dtype)T(p, o->in[k])->dtype);
+    for (uint32_t k = 0; k < o->n_out; k++) bytes += (double)T(p, o->out[k])->n * 4;
+    out->flop = flop_per * n;
+    out->bytes = bytes;
+    out->scratch = n * o->n_out;
+    out->norms = 0;
+}
+
+/* ------------------------------------------------------------ checks and costs the families share */
+
+vt_err vti_same_n_check(const vt_program *p, const vt_opdesc *o)
+{
+    size_t n = T(p, o->out[0])->n;
+    for (uint32_t k = 0; k < o->n_in; k++) VT_FORWARD_IF_ERROR(want(p, o, o->in[k], VT_DT_F32, n, "input"));
+    return want(p, o, o->out[0], VT_DT_F32, n, "output");
+}
+
+vt_err vti_op_rows(const vt_program *p, const vt_opdesc *o, vt_tensor const **x)
+{
+    *x = T(p, o->in[0]);
+    VT_RETURN_ERROR_IF((*x)->rank != 2 || (*x)->dtype != VT_DT_F32, VT_ERR_INTERNAL,
+                       "program: \"%s\": input is not [N, C] F32", o->name);
+    return VT_OK;
+}
+
+vt_err vti_labels_ok(size_t N, size_t C, const uint8_t *y)
+{
+    for (size_t i = 0; i < N; i++) VT_RETURN_ERROR_IF(y[i] >= C, VT_ERR_ARG, "label %u of example %zu is not a class", y[i], i);
+    return VT_OK;
+}
+
+/* ------------------------------------------------------------ the table */
+
+/* generated from the list (vt_kinds.h): one entry per kind, its functions named by its stem */
+static const vt_opkind KINDS[VT_OPK_COUNT] = {
+#define VTI_KIND_ROW(ID, nm, fam, rd, ni, no, nia, nfa, ia, fa, rx, dev, st)                                           \
+    [VT_OPK_##ID] = {.name = nm, .rounded = rd, .n_in = ni, .n_out = no, .n_iarg = nia, .n_farg = nfa,                 \
+                     .family = VT_FAM_##fam, .red = VT_RED_##rx, .device = VT_DEV_##dev, .iargs = ia, .fargs = fa,    \
+                     .impl = #st, .check = vti_##st##_check, .exec = vti_##st##_exec, .cost = vti_##st##_cost,       \
+                     .plain = vti_##st##_plain},
+    VT_KINDS(VTI_KIND_ROW)
+#undef VTI_KIND_ROW
+};
+
+const vt_opkind *vt_opkind_get(uint16_t kind)
+{
+    return kind >= 1 && kind < VT_OPK_COUNT ? &KINDS[kind] : NULL;
+}
+
+int vt_op_batch_reduction(const vt_opdesc *o)
+{
+    const vt_opkind *k = vt_opkind_get(o->kind);
+    return k && (k->red == VT_RED_BATCH || (k->red == VT_RED_GEMM_K && o->n_iarg >= 1 && o->iarg[0] == 1));
+}
+
+vt_err vt_op_check(const vt_program *p, const vt_opdesc *o)
+{
+    const vt_opkind *k = vt_opkind_get(o->kind);
+    VT_RETURN_ERROR_IF(!k, VT_ERR_INTERNAL, "program: operation \"%s\" has unknown kind %u", o->name, o->kind);
+    VT_RETURN_ERROR_IF((k->n_in == VT_VARIADIC ? o->n_in < 1 : o->n_in != k->n_in) || o->n_out != k->n_out ||
+                           o->n_iarg != k->n_iarg || o->n_farg != k->n_farg,
+                       VT_ERR_INTERNAL, "program: operation \"%s\" (%s) has the wrong number of inputs, outputs or arguments",
+                       o->name, k->name);
+    VT_RETURN_ERROR_IF(o->n_out < 1 || o->n_out > VT_MAX_OP_OUTPUTS, VT_ERR_INTERNAL,
+                       "program: operation \"%s\" has %u outputs (1..%d)", o->name, o->n_out, VT_MAX_OP_OUTPUTS);
+    for (uint32_t i = 0; i < o->n_in; i++)
+        VT_RETURN_ERROR_IF(o->in[i] >= p->n_tensors, VT_ERR_INTERNAL, "program: \"%s\": input %u is no tensor", o->name, i);
+    for (uint32_t i = 0; i < o->n_out; i++)
+        VT_RETURN_ERROR_IF(o->out[i] >= p->n_tensors, VT_ERR_INTERNAL, "program: \"%s\": output %u is no tensor", o->name,
+                           i);
+    return k->check(p, o);
+}

@@ -1,0 +1,106 @@
+/* vt_ops_int.h - helpers shared by the files that implement operation kinds (vt_ops.c and
+ * the family files vt_fam_*.c), and every kind's entry points for the table in vt_ops.c, declared
+ * from the list (vt_kinds.h). Not a public API. */
+#ifndef VT_OPS_INT_H
+#define VT_OPS_INT_H
+
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+#include "vt_ops.h"
+
+static inline const vt_tensor *T(const vt_program *p, uint32_t id) { return &p->t[id]; }
+
+/* tensor id has dtype dt and n elements */
+vt_err vti_op_want(const vt_program *p, const vt_opdesc *o, uint32_t id, vt_dtype dt, size_t n, const char *what);
+#define want vti_op_want
+/* input 0 is a rank-2 [N, C] FP32 tensor */
+vt_err vti_op_rows(const vt_program *p, const vt_opdesc *o, vt_tensor const **x);
+/* the cost of an elementwise operation: flop_per per output element, every tensor touched once */
+void vti_cost_elementwise(const vt_program *p, const vt_opdesc *o, double flop_per, vt_opcost *out);
+#define cost_elementwise vti_cost_elementwise
+/* every input and the output are F32 with the output's element count */
+vt_err vti_same_n_check(const vt_program *p, const vt_opdesc *o);
+
+#define ERR_IF(cond, ...) VT_RETURN_ERROR_IF(cond, VT_ERR_INTERNAL, __VA_ARGS__)
+
+/* tensor id is FP32 with n elements (a vector of a row's or a column's length, an output) */
+static inline vt_err f32_shape(const vt_program *p, const vt_opdesc *o, uint32_t id, size_t n, const char *what)
+{
+    return want(p, o, id, VT_DT_F32, n, what);
+}
+static inline vt_err rowvec(const vt_program *p, const vt_opdesc *o, uint32_t id, size_t M)
+{
+    return f32_shape(p, o, id, M, "row vector");
+}
+
+/* global average pooling's arguments (iarg B, HW: x [B*HW, C] -> y [B, C]), for the pooling sum
+ * and its backward chain */
+static inline vt_err gap_args(const vt_program *p, const vt_opdesc *o, uint32_t big, size_t *B, size_t *HW, size_t *C)
+{
+    const vt_tensor *x = T(p, big);
+    ERR_IF(o->iarg[0] < 1 || o->iarg[1] < 1 || o->iarg[0] > (1 << 20) || o->iarg[1] > ((int64_t)1 << 24) ||
+               x->rank != 2 || x->dtype != VT_DT_F32 || x->shape[0] != (uint64_t)(o->iarg[0] * o->iarg[1]),
+           "program: \"%s\": bad pooling arguments or input", o->name);
+    *B = (size_t)o->iarg[0], *HW = (size_t)o->iarg[1], *C = x->shape[1];
+    return VT_OK;
+}
+
+static inline float *vti_op_f(const vt_opctx *c, const uint32_t *ids, uint32_t k)
+{
+    const vt_tensor *t = &c->prog->t[ids[k]];
+    return (float *)(void *)(c->arena[t->cls] + t->off);
+}
+#define IN(k) vti_op_f(c, c->o->in, (k))
+#define OUT(k) vti_op_f(c, c->o->out, (k))
+#define NOUT(k) (c->prog->t[c->o->out[k]].n)
+#define ROUND(xs, bnd, rows, cols, out) VT_FORWARD_IF_ERROR(vt_round(c->rc, c->op_id, (xs), (bnd), (rows), (cols), (out)))
+
+/* ---- the plain forms (vt_plainctx): written once per kind for a scalar type T, which
+ * VTI_PLAIN_BOTH instantiates as double and as float (one branch each, chosen by c->f64);
+ * PX/PY are input/output k as T *, PTP any tensor's bytes; the P-prefixed maths are libm's of T
+ * (expf or exp, ...); PTG(name) is a kernel's name_f32 or name_f64; PGEMM the CBLAS GEMM of T. */
+#define VTI_PLAIN_BOTH(c, ...)                                                                                         \
+    if ((c)->f64) {                                                                                                    \
+        typedef double T; (void)sizeof(T); /* a body may not name T */                                            \
+        __VA_ARGS__                                                                                                    \
+    } else {                                                                                                           \
+        typedef float T; (void)sizeof(T);                                                                              \
+        __VA_ARGS__                                                                                                    \
+    }
+static inline void *vti_plain_ptr(const vt_plainctx *c, uint32_t t) { return c->arena[c->prog->t[t].cls] + c->off[t]; }
+#define PTP(c, t) vti_plain_ptr((c), (t))
+#define PX(k) ((T *)PTP(c, c->o->in[k]))
+#define PY(k) ((T *)PTP(c, c->o->out[k]))
+#define SHAPE(k, d) (c->prog->t[c->o->in[k]].shape[d])
+#define PTG(name) _Generic((T)0, float: name##_f32, default: name##_f64)
+#define PEXP(x) _Generic((T)0, float: expf, default: exp)(x)
+#define PLOG(x) _Generic((T)0, float: logf, default: log)(x)
+#define PSQRT(x) _Generic((T)0, float: sqrtf, default: sqrt)(x)
+#define PTANH(x) _Generic((T)0, float: tanhf, default: tanh)(x)
+#define PTMIN _Generic((T)0, float: FLT_TRUE_MIN, default: DBL_TRUE_MIN)
+#define PGEMM _Generic((T)0, float: cblas_sgemm, default: cblas_dgemm)
+/* 1 / sqrt(s2 / M + eps) in T: the normalisations' reciprocal standard deviation */
+#define PRSTD(s2, M, eps) ((T)1 / PSQRT((s2) / (T)(M) + (T)(eps)))
+/* an FP64 scalar tensor's value */
+static inline double vti_plain_f64(const vt_plainctx *c, uint32_t t)
+{
+    double v;
+    memcpy(&v, PTP(c, t), 8);
+    return v;
+}
+/* every label is a class */
+vt_err vti_labels_ok(size_t N, size_t C, const uint8_t *y);
+
+/* every kind's check, exec, cost and plain form, named by its stem in the list (vt_kinds.h); a stem shared by
+ * several kinds is declared once per kind, which C allows */
+#define VTI_KIND_DECL(ID, nm, fam, rd, ni, no, nia, nfa, ia, fa, red, dev, impl)                                       \
+    vt_err vti_##impl##_check(const vt_program *p, const vt_opdesc *o);                                                \
+    vt_err vti_##impl##_exec(vt_opctx *c);                                                                             \
+    void vti_##impl##_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out);                                   \
+    vt_err vti_##impl##_plain(vt_plainctx *c);
+VT_KINDS(VTI_KIND_DECL)
+#undef VTI_KIND_DECL
+
+#endif
