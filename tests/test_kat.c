@@ -238,7 +238,7 @@ static int run_cfg(const kat_cfg *cfg, const vt_dataset *ds, vt_order order)
 /* The datasets the configurations use, each loaded once (by its vt_data_load spec). */
 #define MAX_DS 8
 static struct {
-    char spec[96];
+    char spec[VT_RECIPE_DATASET_MAX + 32];
     vt_dataset ds;
 } g_ds[MAX_DS];
 static size_t g_nds;
@@ -247,7 +247,7 @@ static const vt_dataset *dataset_of(const kat_cfg *cfg)
 {
     vt_recipe rc;
     if (cfg_recipe(cfg, &rc)) return NULL;
-    char spec[96];
+    char spec[VT_RECIPE_DATASET_MAX + 32];
     if (rc.subset)
         snprintf(spec, sizeof spec, "%s:%llu", rc.dataset, (unsigned long long)rc.subset);
     else
