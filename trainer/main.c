@@ -1,7 +1,7 @@
 /* trainer - trains a recipe verifiably and commits to every step.
  *
  *   trainer keygen KEYFILE [--force]
- *   trainer train --run DIR --key KEYFILE [--recipe FILE] [--set key=value]... [--order ORDER]
+ *   trainer train --run DIR --key KEYFILE [--recipe FILE] [--set key=value]... [--order ORDER] [--init FILE]
  *                 [--data-dir DIR] [--resume] [--quiet]
  *   trainer plain [--recipe FILE] [--set key=value]... --precision fp32|fp64 [--steps N]
  *                 (benchmark baseline only: not verifiable)
