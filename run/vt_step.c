@@ -96,7 +96,8 @@ vt_err vt_restore(vt_model *m, vt_store *st, const vt_dataset *ds, vt_party part
     for (size_t i = 0; i < n; i++)
         if (cks[i] <= target && cks[i] >= best) best = cks[i], found = 1;
     free(cks);
-    if (found && best > m->step) {
+    /* a run started from a file (--init): step 0's state is its checkpoint, not the recipe's */
+    if (found && (best > m->step || (best == m->step && m->step == 0 && m->rc.has_init))) {
         float *state = NULL;
         VT_FORWARD_IF_ERROR(vt_store_get_checkpoint(st, best, m->n_state, &state));
         vt_err e = vt_model_set_state(m, best, state, m->n_state);
