@@ -11,7 +11,8 @@
  * behind huge cancellations, so the exact phase must run for them (asserted); +-0, empty elements
  * and tiny values of either sign are there too. Also: the collectives, the agreement on failure
  * (every rank gets the lowest failing rank's error, named), mismatched arguments across ranks and
- * a failing callback on one rank (the same error everywhere, no hang), and an overflowing result. */
+ * a failing callback on one rank (the same error everywhere, no hang), an overflowing result, and
+ * more elements than one gathered chunk. */
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -431,6 +432,43 @@ static uint64_t round_all(vt_comm *c, const elems *E, const float *ref, uint64_t
     return total_exact;
 }
 
+/* More elements than one phase-1 chunk (2^18 at most): two terms each, one in 500 behind a
+ * cancellation (these go to phase 2 where a rank's own sum loses the small terms: not with one term
+ * a rank, whose errors the combination's TwoSum keeps); checked against the reference and the
+ * bytes counted. */
+static void test_chunks(vt_comm *c, vt_rng *r)
+{
+    elems E = {0};
+    const size_t n = ((size_t)1 << 18) + 4321;
+    for (size_t e = 0; e < n; e++) {
+        el_begin(&E);
+        el_add(&E, (double)(float)vt_rng_normal(r));
+        el_add(&E, (double)(float)vt_rng_normal(r) * 0x1p-30);
+        if (e % 500 == 0) add_cancelling(&E, r, 1, 40, 60);
+    }
+    float *ref = malloc(n * sizeof *ref), *out = malloc(n * sizeof *out);
+    double *p = malloc(n * sizeof *p), *b = malloc(n * sizeof *b);
+    if (!ref || !out || !p || !b) abort();
+    for (size_t e = 0; e < n; e++) ref[e] = ref_xacc(&E, e);
+    share s = {&E, SPLIT_ROUND_ROBIN, 7, -1, 0};
+    partials(&s, 0, p, b);
+    vt_round_dist_stats st = {0};
+    CHECK_OK(vt_round_dist(c, n, p, b, my_terms, &s, out, &st, NULL));
+    long bad = 0;
+    for (size_t e = 0; e < n; e++) bad += !same32(out[e], ref[e]);
+    CHECK(bad == 0, "%zu elements in chunks: %ld differ from the exact RN32", n, bad);
+    CHECK(st.n == n && st.n_exact < n / 100 && st.bytes_gather == 16 + 16 * (uint64_t)n,
+          "chunks: %llu of %llu exact, %llu bytes gathered", (unsigned long long)st.n_exact, (unsigned long long)st.n,
+          (unsigned long long)st.bytes_gather);
+    if (RANK == 0)
+        printf("%zu elements in chunks: %llu exact\n", n, (unsigned long long)st.n_exact);
+    free(ref);
+    free(out);
+    free(p);
+    free(b);
+    el_free(&E);
+}
+
 /* Failures: the same error on every rank, naming the rank, and no rank left waiting. */
 static void test_failures(vt_comm *c, vt_rng *r)
 {
@@ -552,6 +590,7 @@ int main(int argc, char **argv)
     free(ref);
     el_free(&E);
 
+    test_chunks(c, &r);
     test_failures(c, &r);
 
     /* every rank's own failures, agreed: a rank that failed a check fails the test on all */
