@@ -327,7 +327,7 @@ static void test_agree(vt_comm *c)
     /* the last rank fails */
     vt_err mine = RANK == SIZE - 1 ? vt_set_error(VT_ERR_IO, "disk full on this rank") : VT_OK;
     vt_err e = vt_dist_agree(c, mine, &fr);
-    char want[64];
+    char want[160];
     if (SIZE == 1)
         snprintf(want, sizeof want, "disk full on this rank");
     else
@@ -478,7 +478,7 @@ static void test_failures(vt_comm *c, vt_rng *r)
     float *out = malloc(E.n * sizeof *out);
     share s = {&E, SPLIT_RANDOM, 99, SIZE - 1, 0};
     partials(&s, 0, p, b);
-    char want[96];
+    char want[160];
     /* the callback fails on the last rank */
     vt_err e = vt_round_dist(c, E.n, p, b, my_terms, &s, out, NULL, NULL);
     CHECK(e == VT_ERR_IO && strstr(vt_errmsg(), "terms of element"), "failing callback: %d \"%s\"", (int)e,
