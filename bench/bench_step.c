@@ -615,7 +615,7 @@ static void profile_rest(vt_model *m, const vt_dataset *ds)
             size_t rows = x0->shape[0], cols = x0->shape[1];
             const uint8_t *y = (const uint8_t *)in1;
             n_dz += rows * cols;
-            TIME_MIN(t, reps, vt_xent_backward(rows, cols, in0, y, x));
+            TIME_MIN(t, reps, vt_xent_backward(rows, cols, rows, in0, y, x));
             k_dz += t;
             r_dz += time_round(&rt, x, NULL, rows, cols, out);
             break;

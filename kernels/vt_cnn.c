@@ -26,20 +26,20 @@ vt_err vt_conv_geom_make(vt_conv_geom *g, int64_t B, int64_t H, int64_t W, int64
 
 double vt_bn_rstd(double S2, size_t M, double eps) { return vti_bn_rstd(S2, M, eps); }
 
-void vt_bn_center(size_t M, size_t C, const float *x, const float *s1, double *out)
+void vt_bn_center(size_t M, size_t C, size_t cnt, const float *x, const float *s1, double *out)
 {
     for (size_t i = 0; i < M; i++)
-        for (size_t c = 0; c < C; c++) out[i * C + c] = vti_bn_center1(x[i * C + c], s1[c], M);
+        for (size_t c = 0; c < C; c++) out[i * C + c] = vti_bn_center1(x[i * C + c], s1[c], cnt);
 }
 
-void vt_bn_apply(size_t M, size_t C, const float *xc, const float *s2, const float *gamma, const float *beta,
-                 double eps, double *out)
+void vt_bn_apply(size_t M, size_t C, size_t cnt, const float *xc, const float *s2, const float *gamma,
+                 const float *beta, double eps, double *out)
 {
     /* the channel's r is one function of S2: computed once per channel, the same bits */
     for (size_t c0 = 0; c0 < C; c0 += 64) {
         double r[64];
         size_t nc = C - c0 < 64 ? C - c0 : 64;
-        for (size_t c = 0; c < nc; c++) r[c] = vt_bn_rstd(s2[c0 + c], M, eps);
+        for (size_t c = 0; c < nc; c++) r[c] = vt_bn_rstd(s2[c0 + c], cnt, eps);
         for (size_t i = 0; i < M; i++)
             for (size_t c = 0; c < nc; c++) {
                 size_t k = i * C + c0 + c;
@@ -53,13 +53,13 @@ void vt_bn_gamma_grad(size_t M, size_t C, const float *g2, const float *s2, doub
     for (size_t c = 0; c < C; c++) out[c] = (double)g2[c] * vti_bn_rstd(s2[c], M, eps);
 }
 
-void vt_bn_backward(size_t M, size_t C, const float *dy, const float *xc, const float *s2, const float *g1,
-                    const float *g2, const float *gamma, double eps, double *out)
+void vt_bn_backward(size_t M, size_t C, size_t cnt, const float *dy, const float *xc, const float *s2,
+                    const float *g1, const float *g2, const float *gamma, double eps, double *out)
 {
     for (size_t i = 0; i < M; i++)
         for (size_t c = 0; c < C; c++) {
             size_t k = i * C + c;
-            out[k] = vti_bn_backward1(dy[k], xc[k], s2[c], g1[c], g2[c], gamma[c], M, eps);
+            out[k] = vti_bn_backward1(dy[k], xc[k], s2[c], g1[c], g2[c], gamma[c], cnt, eps);
         }
 }
 

@@ -64,7 +64,9 @@ void vt_maxpool_backward_f64(size_t B, size_t H, size_t W, size_t C, size_t k, c
 
 /* ------------------------------------------- batch normalisation: FP64 chains, bound 0
  * Over the M rows of a [M, C] activation, per channel c, with S1 = RN32(sum x) and
- * S2 = RN32(sum xc^2) the rounded reductions (column sum, column dot product):
+ * S2 = RN32(sum xc^2) the rounded reductions (column sum, column dot product) over the batch's
+ * cnt rows (M = cnt in one process; with the batch split over ranks, M is this rank's rows and
+ * cnt the whole batch's, whose sums S1, S2, G1, G2 are; "M" in the formulas below is cnt):
  *   mean  = S1 / M                  xc   = RN32(x - mean)            (vt_bn_center)
  *   rstd  = 1 / sqrt(S2 / M + eps)  y    = gamma * (xc * rstd) + beta (vt_bn_apply)
  * Backward, with G1 = RN32(sum dy) (the bias gradient) and G2 = RN32(sum dy * xc):
@@ -76,12 +78,12 @@ void vt_maxpool_backward_f64(size_t B, size_t H, size_t W, size_t C, size_t k, c
  * and evaluation's y = gamma * ((x - rm) / sqrt(rv + eps)) + beta                (vt_bn_eval).
  * Each line is evaluated exactly as written, left to right. */
 double vt_bn_rstd(double S2, size_t M, double eps);
-void vt_bn_center(size_t M, size_t C, const float *x, const float *s1, double *out);
-void vt_bn_apply(size_t M, size_t C, const float *xc, const float *s2, const float *gamma, const float *beta,
-                 double eps, double *out);
+void vt_bn_center(size_t M, size_t C, size_t cnt, const float *x, const float *s1, double *out);
+void vt_bn_apply(size_t M, size_t C, size_t cnt, const float *xc, const float *s2, const float *gamma,
+                 const float *beta, double eps, double *out);
 void vt_bn_gamma_grad(size_t M, size_t C, const float *g2, const float *s2, double eps, double *out);
-void vt_bn_backward(size_t M, size_t C, const float *dy, const float *xc, const float *s2, const float *g1,
-                    const float *g2, const float *gamma, double eps, double *out);
+void vt_bn_backward(size_t M, size_t C, size_t cnt, const float *dy, const float *xc, const float *s2,
+                    const float *g1, const float *g2, const float *gamma, double eps, double *out);
 /* out[0..C) the new running mean, out[C..2C) the new running variance (M >= 2) */
 void vt_bn_running(size_t M, size_t C, const float *s1, const float *s2, const float *rm, const float *rv, double mu,
                    double *out);

@@ -490,9 +490,9 @@ vt_err vt_xent_loss(vt_exec *e, size_t N, size_t C, const float *P, const uint8_
     return VT_OK;
 }
 
-void vt_xent_backward(size_t N, size_t C, const float *P, const uint8_t *labels, double *dz)
+void vt_xent_backward(size_t N, size_t C, size_t cnt, const float *P, const uint8_t *labels, double *dz)
 {
-    const double dn = (double)N;
+    const double dn = (double)cnt;
     for (size_t i = 0; i < N; i++)
         for (size_t c = 0; c < C; c++) dz[i * C + c] = vti_xent_bwd1(P[i * C + c], c == labels[i], dn);
 }

@@ -156,8 +156,9 @@ vt_err vt_softmax(vt_exec *e, size_t N, size_t C, const float *logits, double *p
  * *b = 0 (bounds->kind ARRAY with one element). A label >= C gives VT_ERR_ARG. */
 vt_err vt_xent_loss(vt_exec *e, size_t N, size_t C, const float *P, const uint8_t *labels, double *loss,
                     double *b, vt_bounds *bounds) VT_WARN_UNUSED;
-/* dz[i][c] = (P[i][c] - [c == y_i]) / N ; elementwise, B = 0 (labels must be < C) */
-void vt_xent_backward(size_t N, size_t C, const float *P, const uint8_t *labels, double *dz);
+/* dz[i][c] = (P[i][c] - [c == y_i]) / cnt over N rows (cnt = N in one process; the whole batch's
+ * rows when it is split over ranks); elementwise, B = 0 (labels must be < C) */
+void vt_xent_backward(size_t N, size_t C, size_t cnt, const float *P, const uint8_t *labels, double *dz);
 
 /* ------------------------------------------------------------ optimisers
  * Elementwise chains in a fixed order, B = 0.  The caller rounds each output.

@@ -198,6 +198,35 @@ vt_err vt_model_init_within(vt_model *m, const vt_recipe *rc, size_t n_examples,
     return VT_OK;
 }
 
+vt_err vt_model_set_shard(vt_model *m, vt_comm *comm, uint32_t global_batch)
+{
+    const int size = vt_dist_size(comm), rank = vt_dist_rank(comm);
+    VT_RETURN_ERROR_IF(size < 1 || m->rc.batch < 1 || (uint64_t)m->rc.batch * (uint64_t)size != global_batch,
+                       VT_ERR_ARG,
+                       "rank %d of %d: a batch of %u examples does not split into %d equal shares (the batch must be a "
+                       "multiple of the number of ranks)",
+                       rank, size, global_batch, size);
+    VT_RETURN_ERROR_IF(size > 1 && m->rc.bound.rounding != VT_ROUNDING_EXACT, VT_ERR_UNSUPPORTED,
+                       "rank %d of %d: rounding=log needs one rank (a batch split over ranks is rounded exactly)", rank,
+                       size);
+    VT_RETURN_ERROR_IF(m->be, VT_ERR_UNSUPPORTED,
+                       "rank %d of %d: a batch split over ranks runs on the CPU (no --backend cuda yet)", rank, size);
+    VT_RETURN_ERROR_IF(m->n_examples < global_batch, VT_ERR_ARG, "rank %d of %d: the dataset has %zu examples, the "
+                       "batch %u", rank, size, m->n_examples, global_batch);
+    if (size == 1) {
+        m->shard = NULL;
+        return VT_OK;
+    }
+    memset(&m->shard_s, 0, sizeof m->shard_s);
+    m->shard_s.comm = comm;
+    m->shard_s.batch = global_batch;
+    m->shard_s.local = m->rc.batch;
+    m->shard_s.first = (uint32_t)rank * m->rc.batch;
+    m->shard = &m->shard_s;
+    m->perm_epoch = 0; /* the data order is the global batch's from now on */
+    return VT_OK;
+}
+
 void vt_model_free(vt_model *m)
 {
     free(m->arena[VT_TC_PARAM]);
@@ -219,13 +248,15 @@ const char *vt_model_op_name(const vt_model *m, uint32_t op_id)
  * permutation keyed by (seed, SHUFFLE, e); the batch is its p-th slice of B examples. */
 void vt_model_batch_indices(vt_model *m, uint64_t s)
 {
-    uint64_t B = m->rc.batch, spe = m->n_examples / B;
+    /* the global batch's order; this rank's share from its first slot (all of it in one process) */
+    const vt_shard *sh = m->shard;
+    uint64_t B = sh ? sh->batch : m->rc.batch, spe = m->n_examples / B, first = sh ? sh->first : 0;
     uint64_t e = (s - 1) / spe, p = (s - 1) % spe;
     if (m->perm_epoch != e + 1) {
         vt_shuffle(m->perm, (uint32_t)m->n_examples, m->rc.seed, VT_RNG_SHUFFLE, e);
         m->perm_epoch = e + 1;
     }
-    for (uint64_t i = 0; i < B; i++) m->batch_idx[i] = m->perm[p * B + i];
+    for (uint64_t i = 0; i < m->rc.batch; i++) m->batch_idx[i] = m->perm[p * B + first + i];
 }
 
 /* ------------------------------------------------------------- tensors */
@@ -443,6 +474,7 @@ static vt_err exec_op(vt_model *m, const vt_dataset *ds, vt_rctx *rc, uint64_t s
     memset(&c, 0, sizeof c);
     c.prog = &m->prog, c.arena = m->arena, c.o = o, c.op_id = op_id, c.step = s, c.ds = ds, c.rc = rc;
     c.exec = &m->exec, c.be = m->be;
+    c.shard = m->in_step ? m->shard : NULL; /* evaluation is local */
     c.s = (vt_opscratch){m->x64, m->x64b, m->b64, m->rn, m->cn, m->f32s};
     if (o->kind == VT_OPK_LOAD_BATCH) {
         vt_model_batch_indices(m, s);
@@ -465,8 +497,10 @@ vt_err vt_model_run(vt_model *m, const vt_dataset *ds, vt_rctx *rc, uint32_t upt
     VT_RETURN_ERROR_IF(rc->step != s, VT_ERR_ARG, "rounding context is at step %llu, model at %llu",
                        (unsigned long long)rc->step, (unsigned long long)s);
     VT_RETURN_ERROR_IF(upto > m->prog.n_ops, VT_ERR_ARG, "no operation %u", upto);
+    VT_RETURN_ERROR_IF(m->shard && m->be, VT_ERR_UNSUPPORTED, "a batch split over ranks runs on the CPU");
     m->ds = ds;
     m->rctx = rc;
+    m->in_step = 1;
     vt_err e = VT_OK;
     /* a whole step without hooks runs device-resident where the backend can (kernels/vt_backend.h) */
     const vt_backend *be = m->be;
@@ -489,6 +523,7 @@ vt_err vt_model_run(vt_model *m, const vt_dataset *ds, vt_rctx *rc, uint32_t upt
     }
     m->ds = NULL;
     m->rctx = NULL;
+    m->in_step = 0;
     VT_FORWARD_IF_ERROR(e);
     if (upto == m->prog.n_ops) m->step = s;
     return VT_OK;

@@ -78,11 +78,25 @@ struct vt_model {
     const vt_backend *be;            /* NULL or the backend whose kernels replace the CPU's (not owned) */
     vt_op_hook tamper;               /* tests only (see above); NULL in every production program */
     void *tamper_ctx;
+
+    /* data parallelism (vt_model_set_shard): NULL when this process holds the whole batch */
+    vt_shard *shard;
+    vt_shard shard_s;                /* shard points here */
+    int in_step;                     /* during vt_model_run: the operations run as the shard's */
 };
 
 /* Builds the program of recipe rc (its arch) over a dataset of n_examples examples, evaluating
  * reductions in `order`, and initialises the state of step 0. */
 vt_err vt_model_init(vt_model *m, const vt_recipe *rc, size_t n_examples, vt_order order) VT_WARN_UNUSED;
+/* Data-parallel training (docs/distributed.md): m was initialised with the recipe whose batch is
+ * this rank's share b = global_batch / size of comm (the state does not depend on the batch); from
+ * now on each step holds the examples (global slots) rank*b .. rank*b + b - 1 of the global batch,
+ * the kinds divide by the global batch's counts and key their draws by global slot, and every sum
+ * over the batch is rounded across the ranks: every rank must run every step (collective), and
+ * every rank's state after a step is the one-process run's. Evaluation stays local. Refused
+ * (VT_ERR_ARG / VT_ERR_UNSUPPORTED): a global batch that is not size * b, rounding=log with more
+ * than one rank, a backend set on m. One rank (size 1) is accepted: the one-process step. */
+vt_err vt_model_set_shard(vt_model *m, vt_comm *comm, uint32_t global_batch) VT_WARN_UNUSED;
 void vt_model_free(vt_model *m);
 
 /* Memory. vt_model_init computes what it will allocate from the program before allocating any of

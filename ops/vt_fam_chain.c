@@ -71,7 +71,7 @@ vt_err vti_xent_bwd_exec(vt_opctx *c)
     const uint8_t *y = (const uint8_t *)IN(1);
     for (uint32_t i = 0; i < x->shape[0]; i++) /* the kernel's precondition: labels < C */
         VT_RETURN_ERROR_IF(y[i] >= x->shape[1], VT_ERR_ARG, "label %u of example %u is not a class", y[i], i);
-    vt_xent_backward(x->shape[0], x->shape[1], IN(0), y, c->s.x64);
+    vt_xent_backward(x->shape[0], x->shape[1], vti_rows_global(c, x->shape[0]), IN(0), y, c->s.x64);
     ROUND(c->s.x64, NULL, x->shape[0], x->shape[1], OUT(0));
     return VT_OK;
 }
@@ -210,7 +210,7 @@ vt_err vti_bn_center_check(const vt_program *p, const vt_opdesc *o)
 vt_err vti_bn_center_exec(vt_opctx *c)
 {
     const vt_tensor *x = T(c->prog, c->o->in[0]);
-    vt_bn_center(x->shape[0], x->shape[1], IN(0), IN(1), c->s.x64);
+    vt_bn_center(x->shape[0], x->shape[1], vti_rows_global(c, x->shape[0]), IN(0), IN(1), c->s.x64);
     ROUND(c->s.x64, NULL, x->shape[0], x->shape[1], OUT(0));
     return VT_OK;
 }
@@ -230,7 +230,8 @@ vt_err vti_bn_apply_check(const vt_program *p, const vt_opdesc *o)
 vt_err vti_bn_apply_exec(vt_opctx *c)
 {
     const vt_tensor *x = T(c->prog, c->o->in[0]);
-    vt_bn_apply(x->shape[0], x->shape[1], IN(0), IN(1), IN(2), IN(3), c->o->farg[0], c->s.x64);
+    vt_bn_apply(x->shape[0], x->shape[1], vti_rows_global(c, x->shape[0]), IN(0), IN(1), IN(2), IN(3), c->o->farg[0],
+                c->s.x64);
     ROUND(c->s.x64, NULL, x->shape[0], x->shape[1], OUT(0));
     return VT_OK;
 }
@@ -252,7 +253,7 @@ vt_err vti_bn_running_exec(vt_opctx *c)
 {
     /* both statistics in one pass; their elements are numbered mean then variance (vt_ops.h) */
     size_t C = NOUT(0);
-    vt_bn_running((size_t)c->o->iarg[0], C, IN(0), IN(1), IN(2), IN(3), c->o->farg[0], c->s.x64);
+    vt_bn_running(vti_rows_global(c, (size_t)c->o->iarg[0]), C, IN(0), IN(1), IN(2), IN(3), c->o->farg[0], c->s.x64);
     ROUND(c->s.x64, NULL, 1, 2 * C, c->s.f32s);
     memcpy(OUT(0), c->s.f32s, C * sizeof(float));
     memcpy(OUT(1), c->s.f32s + C, C * sizeof(float));
@@ -278,7 +279,7 @@ vt_err vti_bn_gamma_grad_check(const vt_program *p, const vt_opdesc *o)
 vt_err vti_bn_gamma_grad_exec(vt_opctx *c)
 {
     size_t C = NOUT(0);
-    vt_bn_gamma_grad((size_t)c->o->iarg[0], C, IN(0), IN(1), c->o->farg[0], c->s.x64);
+    vt_bn_gamma_grad(vti_rows_global(c, (size_t)c->o->iarg[0]), C, IN(0), IN(1), c->o->farg[0], c->s.x64);
     ROUND(c->s.x64, NULL, 1, C, OUT(0));
     return VT_OK;
 }
@@ -302,7 +303,8 @@ vt_err vti_bn_backward_check(const vt_program *p, const vt_opdesc *o)
 vt_err vti_bn_backward_exec(vt_opctx *c)
 {
     const vt_tensor *x = T(c->prog, c->o->in[0]);
-    vt_bn_backward(x->shape[0], x->shape[1], IN(0), IN(1), IN(2), IN(3), IN(4), IN(5), c->o->farg[0], c->s.x64);
+    vt_bn_backward(x->shape[0], x->shape[1], vti_rows_global(c, x->shape[0]), IN(0), IN(1), IN(2), IN(3), IN(4), IN(5),
+                   c->o->farg[0], c->s.x64);
     ROUND(c->s.x64, NULL, x->shape[0], x->shape[1], OUT(0));
     return VT_OK;
 }
@@ -495,7 +497,8 @@ vt_err vti_dropout_exec(vt_opctx *c)
     size_t n = NOUT(0);
     uint8_t *keep = (uint8_t *)c->s.f32s; /* n bytes of the FP32 scratch (n floats) */
     for (size_t i = 0; i < n; i++)
-        keep[i] = (uint8_t)vt_dropout_keep((uint64_t)c->o->iarg[0], c->step, (uint32_t)c->o->iarg[1], i, c->o->farg[0]);
+        keep[i] = (uint8_t)vt_dropout_keep((uint64_t)c->o->iarg[0], c->step, (uint32_t)c->o->iarg[1],
+                                           vti_elem_global(c, n, i), c->o->farg[0]);
     vt_dropout(n, IN(0), keep, c->o->farg[0], c->s.x64);
     ROUND(c->s.x64, NULL, 1, n, OUT(0));
     return VT_OK;

@@ -37,7 +37,8 @@ vt_err vti_matmul_exec(vt_opctx *c)
     vt_bounds bd;
     if (c->be && c->be->gemm_round) return c->be->gemm_round(c->be->impl, c->rc, c->op_id, (int)a[0], (int)a[1], M, N, K, IN(0), IN(1), OUT(0));
     VT_FORWARD_IF_ERROR(vt_gemm(c->exec, (int)a[0], (int)a[1], M, N, K, IN(0), IN(1), c->s.x64, c->s.rn, c->s.cn, &bd));
-    ROUND(c->s.x64, &bd, M, N, OUT(0));
+    if (a[0]) ROUND_BATCH(c->s.x64, &bd, M, N, OUT(0)); /* transA: K is the batch's rows (vt_op_batch_reduction) */
+    else ROUND(c->s.x64, &bd, M, N, OUT(0));
     return VT_OK;
 }
 

@@ -136,7 +136,7 @@ vt_err vti_windows_exec(vt_opctx *c)
                        "model %lld", c->ds->n_classes, (long long)a[3]);
     uint8_t *tok = (uint8_t *)OUT(0), *tgt = (uint8_t *)OUT(1);
     for (size_t b = 0; b < B; b++) {
-        uint64_t s0 = vt_window_start((uint64_t)a[2], c->step, b, c->ds->n, T);
+        uint64_t s0 = vt_window_start((uint64_t)a[2], c->step, vti_slot(c, b), c->ds->n, T);
         memcpy(tok + b * T, c->ds->x + s0, T);
         memcpy(tgt + b * T, c->ds->x + s0 + 1, T);
     }

@@ -49,7 +49,7 @@ vt_err vti_augment_exec(vt_opctx *c) /* exact: values are moved, never computed 
     for (size_t b = 0; b < x->shape[0]; b++) {
         uint32_t oy, ox;
         int fl;
-        vt_augment_draw((uint64_t)a[5], c->step, b, pad, (int)a[4], &oy, &ox, &fl);
+        vt_augment_draw((uint64_t)a[5], c->step, vti_slot(c, b), pad, (int)a[4], &oy, &ox, &fl);
         for (size_t e = 0; e < d; e++) {
             int64_t src = vt_augment_source(H, W, pad, oy, ox, fl, e);
             out[b * d + e] = src < 0 ? 0.0f : in[b * d + (size_t)src];

@@ -11,6 +11,7 @@
 #include "../kernels/vt_cnn.h"
 #include "../kernels/vt_gpt.h"
 #include "../kernels/vt_kernels.h"
+#include "../kernels/vt_kernels_hd.h"
 #include "vt_ops_int.h"
 #include "vt_philox.h"
 #include "vt_philox_hd.h"
@@ -24,9 +25,38 @@ vt_err vti_xent_check(const vt_program *p, const vt_opdesc *o)
     return want(p, o, o->out[0], VT_DT_F32, o->kind == VT_OPK_XENT_LOSS ? 1 : x->n, "output");
 }
 
+/* this rank's terms of the loss: its rows' l_i */
+typedef struct {
+    const double *l;
+    size_t N;
+} xent_arg;
+static vt_err xent_terms(void *arg, size_t i, vt_xacc *acc)
+{
+    const xent_arg *a = arg;
+    (void)i;
+    for (size_t r = 0; r < a->N; r++) vt_xacc_add(acc, a->l[r]);
+    return VT_OK;
+}
+
 vt_err vti_xent_exec(vt_opctx *c)
 {
     const vt_tensor *x = T(c->prog, c->o->in[0]);
+    if (c->shard) { /* the l_i of this rank's rows over the global row count, summed across the ranks */
+        const size_t N = x->shape[0], C = x->shape[1];
+        const float *P = IN(0);
+        const uint8_t *y = (const uint8_t *)IN(1);
+        const double dn = (double)vti_rows_global(c, N);
+        double *l = c->s.x64, s = 0, sa = 0;
+        for (size_t i = 0; i < N; i++) {
+            VT_RETURN_ERROR_IF(y[i] >= C, VT_ERR_ARG, "label %u of example %zu is not a class", y[i], i);
+            l[i] = vti_xent_l1(P[i * C + y[i]], dn);
+            s += l[i], sa += fabs(l[i]);
+        }
+        const vt_bound_cfg prov = {.mode = VT_BOUND_PROVABLE};
+        double bound = vt_bound_coef(&prov, N) * sa;
+        xent_arg arg = {l, N};
+        return vti_round_batch_terms(c, &s, &bound, 1, xent_terms, &arg, OUT(0));
+    }
     double lx, lb;
     vt_bounds bd;
     VT_FORWARD_IF_ERROR(
@@ -53,7 +83,7 @@ vt_err vti_colsum_exec(vt_opctx *c)
     const vt_tensor *x = T(c->prog, c->o->in[0]);
     vt_bounds bd;
     VT_FORWARD_IF_ERROR(vt_colsum(c->exec, x->shape[0], x->shape[1], IN(0), c->s.x64, c->s.b64, &bd));
-    ROUND(c->s.x64, &bd, 1, x->shape[1], OUT(0));
+    ROUND_BATCH(c->s.x64, &bd, 1, x->shape[1], OUT(0));
     return VT_OK;
 }
 
@@ -82,7 +112,7 @@ vt_err vti_coldot_exec(vt_opctx *c)
     const vt_tensor *x = T(c->prog, c->o->in[0]);
     vt_bounds bd;
     VT_FORWARD_IF_ERROR(vt_coldot(c->exec, x->shape[0], x->shape[1], IN(0), IN(1), c->s.x64, c->s.b64, &bd));
-    ROUND(c->s.x64, &bd, 1, x->shape[1], OUT(0));
+    ROUND_BATCH(c->s.x64, &bd, 1, x->shape[1], OUT(0));
     return VT_OK;
 }
 
@@ -141,7 +171,7 @@ vt_err vti_pos_grad_exec(vt_opctx *c)
     vt_bounds bd;
     VT_FORWARD_IF_ERROR(vt_reduce(c->exec, Tn, C, B, (vt_strided){IN(0), C, 1, Tn * C, 0, 0},
                                   (vt_strided){&one, 0, 0, 0, 0, 0}, c->s.x64, c->s.b64, &bd));
-    ROUND(c->s.x64, &bd, Tn, C, OUT(0));
+    ROUND_BATCH(c->s.x64, &bd, Tn, C, OUT(0));
     return VT_OK;
 }
 

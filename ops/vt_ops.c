@@ -3,8 +3,12 @@
  * (vt_ops_int.h). The kinds themselves live in their family's file, vt_fam_<family>.c. */
 #include "vt_ops.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "../rounding/vt_elem.h"
+#include "../rounding/vt_eval.h"
 #include "vt_ops_int.h"
 
 vt_err vti_op_want(const vt_program *p, const vt_opdesc *o, uint32_t id, vt_dtype dt, size_t n, const char *what)
@@ -48,6 +52,80 @@ vt_err vti_labels_ok(size_t N, size_t C, const uint8_t *y)
 {
     for (size_t i = 0; i < N; i++) VT_RETURN_ERROR_IF(y[i] >= C, VT_ERR_ARG, "label %u of example %zu is not a class", y[i], i);
     return VT_OK;
+}
+
+/* ------------------------------------------------------------ sums over a split batch */
+
+static vt_err dist_fail(vt_opctx *c, vt_err e, const vt_elem_fault *f)
+{
+    char msg[400];
+    snprintf(msg, sizeof msg, "%s", vt_errmsg());
+    if (f && e == VT_ERR_DIVERGED)
+        return vt_set_error(e, "step %llu, operation %u (%s), element %llu: %s", (unsigned long long)c->step, c->op_id,
+                            c->o->name, (unsigned long long)f->index, msg);
+    return vt_set_error(e, "step %llu, operation %u (%s): %s", (unsigned long long)c->step, c->op_id, c->o->name, msg);
+}
+
+vt_err vti_round_batch_terms(vt_opctx *c, const double *x, const double *bound, size_t n, vt_round_dist_terms terms,
+                             void *arg, float *out)
+{
+    vt_round_dist_stats st;
+    memset(&st, 0, sizeof st);
+    vt_elem_fault f;
+    memset(&f, 0, sizeof f);
+    vt_err e = vt_round_dist(c->shard->comm, n, x, bound, terms, arg, out, &st, &f);
+    c->shard->n_dist += st.n, c->shard->n_dist_exact += st.n_exact;
+    c->shard->bytes_sent += st.bytes_gather + st.bytes_reduce;
+    c->rc->stats.rounded += st.n, c->rc->stats.exact += st.n_exact;
+    return e ? dist_fail(c, e, &f) : VT_OK;
+}
+
+typedef struct {
+    const vt_bounds *b;
+    const double *x;
+    size_t cols;
+    uint64_t n_exact, n_kulisch;
+} bounds_arg;
+
+static int never_decides(double s, double e, void *ctx)
+{
+    (void)s, (void)e, (void)ctx;
+    return 0;
+}
+
+/* this rank's terms of element i: the reduction its exact evaluator names (an exact partial: x) */
+static vt_err bounds_terms(void *arg, size_t i, vt_xacc *acc)
+{
+    bounds_arg *t = arg;
+    if (t->b->kind == VT_BOUNDS_ZERO) {
+        vt_xacc_add(acc, t->x[i]);
+        return VT_OK;
+    }
+    VT_RETURN_ERROR_IF(!t->b->xa, VT_ERR_UNSUPPORTED, "the operation has no exact evaluator");
+    (void)vt_eval_element(t->b, NULL, i / t->cols, i % t->cols, never_decides, NULL, acc, &t->n_exact, &t->n_kulisch);
+    return VT_OK;
+}
+
+vt_err vti_round_batch(vt_opctx *c, const double *x, const vt_bounds *b, size_t rows, size_t cols, float *out)
+{
+    if (!c->shard) return vt_round(c->rc, c->op_id, x, b, rows, cols, out);
+    VT_RETURN_ERROR_IF(c->rc->bound.rounding != VT_ROUNDING_EXACT, VT_ERR_UNSUPPORTED,
+                       "a batch split over ranks is rounded exactly: rounding=log needs one rank");
+    const vt_bounds zero = {.kind = VT_BOUNDS_ZERO};
+    if (!b) b = &zero;
+    size_t n = rows * cols;
+    double *bound = malloc((n ? n : 1) * sizeof *bound);
+    VT_RETURN_ERROR_IF(!bound, VT_ERR_NOMEM, "out of memory rounding a sum over the ranks");
+    for (size_t i = 0; i < rows; i++)
+        for (size_t j0 = 0; j0 < cols; j0 += VT_BLOCK) {
+            size_t nb = cols - j0 < VT_BLOCK ? cols - j0 : VT_BLOCK;
+            if (b->kind == VT_BOUNDS_ZERO) memset(bound + i * cols + j0, 0, nb * sizeof *bound);
+            else vt_screen_bounds(b, i, j0, nb, cols, bound + i * cols + j0);
+        }
+    bounds_arg arg = {b, x, cols, 0, 0};
+    vt_err e = vti_round_batch_terms(c, x, bound, n, bounds_terms, &arg, out);
+    free(bound);
+    return e;
 }
 
 /* ------------------------------------------------------------ the table */

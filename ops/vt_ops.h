@@ -27,6 +27,7 @@
 
 #include "../common/vt_error.h"
 #include "../data/vt_data.h"
+#include "../dist/vt_dist.h"
 #include "../kernels/vt_backend.h"
 #include "../kernels/vt_kernels.h"
 #include "../rounding_log/vt_rlog.h"
@@ -53,6 +54,22 @@ typedef struct {
     float *f32s;              /* cost.scratch FP32 values */
 } vt_opscratch;
 
+/* Data-parallel training (docs/distributed.md): the ranks of comm split each step's global batch of
+ * `batch` examples into equal contiguous shares; this rank holds the examples (global slots)
+ * first .. first + local - 1, and its program is built for a batch of `local`. The kinds key
+ * everything drawn per example by the global slot (augmentation, dropout, text windows, the data
+ * order), divide by the global batch's counts (the loss, its gradient, batch normalisation), and
+ * round every sum over the batch across the ranks (vt_round_dist: RN32 of the exact global sum),
+ * so every rounded value is the one-process value whatever the number of ranks. */
+typedef struct {
+    vt_comm *comm;
+    uint32_t batch; /* the global batch B */
+    uint32_t local; /* this rank's examples b = B / size */
+    uint32_t first; /* its first global example slot: rank * b */
+    uint64_t n_dist, n_dist_exact, bytes_sent; /* sums rounded across the ranks, of these settled
+                                                * exactly, bytes this rank sent for them */
+} vt_shard;
+
 /* What an operation's computation is given: everything it reads or writes, and nothing of the
  * interpreter that runs it (model/vt_model.c builds it; so does any other runner of a kind). */
 typedef struct {
@@ -67,6 +84,7 @@ typedef struct {
     vt_exec *exec;            /* evaluation order, bound configuration, GEMM settings */
     const vt_backend *be;     /* NULL or the backend whose kernels replace the CPU's */
     vt_opscratch s;
+    vt_shard *shard;          /* NULL: this process holds the whole batch */
 } vt_opctx;
 
 /* What an operation's plain form is given (the unverified FP32/FP64 benchmark baseline,

@@ -8,6 +8,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "../rounding/vt_round_dist.h"
 #include "vt_ops.h"
 
 static inline const vt_tensor *T(const vt_program *p, uint32_t id) { return &p->t[id]; }
@@ -56,6 +57,28 @@ static inline float *vti_op_f(const vt_opctx *c, const uint32_t *ids, uint32_t k
 #define OUT(k) vti_op_f(c, c->o->out, (k))
 #define NOUT(k) (c->prog->t[c->o->out[k]].n)
 #define ROUND(xs, bnd, rows, cols, out) VT_FORWARD_IF_ERROR(vt_round(c->rc, c->op_id, (xs), (bnd), (rows), (cols), (out)))
+
+/* ---- data parallelism (vt_shard): the global batch's count of rows of which this rank holds
+ * `rows` (a batch-major tensor: rows = b * rows per example), the global slot of local example
+ * b, the global index of element e of a batch-major tensor of n elements */
+static inline size_t vti_rows_global(const vt_opctx *c, size_t rows)
+{
+    return c->shard ? rows / c->shard->local * c->shard->batch : rows;
+}
+static inline uint64_t vti_slot(const vt_opctx *c, uint64_t b) { return c->shard ? c->shard->first + b : b; }
+static inline uint64_t vti_elem_global(const vt_opctx *c, size_t n, uint64_t e)
+{
+    return c->shard ? (uint64_t)c->shard->first * (n / c->shard->local) + e : e;
+}
+/* A sum over the batch's rows rounded: by vt_round in one process; across the ranks when the batch
+ * is split (this rank's FP64 partials x and their bounds b, with b's exact evaluator for the
+ * elements the screen leaves undecided; exact rounding only) */
+vt_err vti_round_batch(vt_opctx *c, const double *x, const vt_bounds *b, size_t rows, size_t cols, float *out);
+#define ROUND_BATCH(xs, bnd, rows, cols, out) VT_FORWARD_IF_ERROR(vti_round_batch(c, (xs), (bnd), (rows), (cols), (out)))
+/* the same for n elements with partials x, bounds bound[i] and this rank's terms of element i
+ * added exactly by terms(arg, i, acc) */
+vt_err vti_round_batch_terms(vt_opctx *c, const double *x, const double *bound, size_t n, vt_round_dist_terms terms,
+                             void *arg, float *out);
 
 /* ---- the plain forms (vt_plainctx): written once per kind for a scalar type T, which
  * VTI_PLAIN_BOTH instantiates as double and as float (one branch each, chosen by c->f64);

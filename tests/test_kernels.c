@@ -686,7 +686,7 @@ static void test_xent(void)
 
         /* backward */
         double *dz = xmalloc(N * C * sizeof(double));
-        vt_xent_backward(N, C, P, y, dz);
+        vt_xent_backward(N, C, N, P, y, dz);
         int bad = 0;
         for (size_t i = 0; i < N; i++)
             for (size_t c = 0; c < C; c++) {

@@ -1,5 +1,5 @@
 # tests/cmake/dist.cmake - the data-parallel tests (docs/distributed.md): test_dist (the
-# communicator and distributed exact rounding) under `mpirun -np N` for N = 1..4, oversubscribed so
+# communicator and distributed exact rounding) and test_dp_model (data-parallel steps) under `mpirun -np N` for N = 1..4, oversubscribed so
 # that they run on two cores, as root in CI. The plain test_dist (one process, no MPI) is
 # registered by tests.cmake. A build without MPI registers the same names, which skip (exit 77).
 if(MPFR_FOUND)
@@ -15,13 +15,20 @@ if(VT_SANITIZE)
   # plain test_dist runs the same rounding code in one process with leak checking on
   list(APPEND VT_MPI_TEST_ENV ASAN_OPTIONS=detect_leaks=0:abort_on_error=1)
 endif()
-foreach(np IN ITEMS 1 2 3 4)
-  if(VT_HAVE_MPI)
-    add_test(NAME test_dist_np${np}
-             COMMAND ${MPIEXEC_EXECUTABLE} --oversubscribe --allow-run-as-root -np ${np} $<TARGET_FILE:test_dist> --ranks ${np}
-             WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})
-  else()
-    add_test(NAME test_dist_np${np} COMMAND test_dist --ranks ${np} WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})
-  endif()
-  set_tests_properties(test_dist_np${np} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 ENVIRONMENT "${VT_MPI_TEST_ENV}")
+# test_dp_model (the interpreter's data-parallel steps against one process's, vt_model_set_shard)
+# likewise on 2..4 ranks; on one it is the plain test_dp_model
+foreach(t IN ITEMS test_dist test_dp_model)
+  foreach(np IN ITEMS 1 2 3 4)
+    if(t STREQUAL "test_dp_model" AND np EQUAL 1)
+      continue()
+    endif()
+    if(VT_HAVE_MPI)
+      add_test(NAME ${t}_np${np}
+               COMMAND ${MPIEXEC_EXECUTABLE} --oversubscribe --allow-run-as-root -np ${np} $<TARGET_FILE:${t}> --ranks ${np}
+               WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})
+    else()
+      add_test(NAME ${t}_np${np} COMMAND ${t} --ranks ${np} WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})
+    endif()
+    set_tests_properties(${t}_np${np} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 ENVIRONMENT "${VT_MPI_TEST_ENV}")
+  endforeach()
 endforeach()
