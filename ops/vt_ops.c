@@ -9,6 +9,7 @@
 
 #include "../rounding/vt_elem.h"
 #include "../rounding/vt_eval.h"
+#include "../rounding/vt_tight.h"
 #include "vt_ops_int.h"
 
 vt_err vti_op_want(const vt_program *p, const vt_opdesc *o, uint32_t id, vt_dtype dt, size_t n, const char *what)
@@ -116,12 +117,23 @@ vt_err vti_round_batch(vt_opctx *c, const double *x, const vt_bounds *b, size_t 
     size_t n = rows * cols;
     double *bound = malloc((n ? n : 1) * sizeof *bound);
     VT_RETURN_ERROR_IF(!bound, VT_ERR_NOMEM, "out of memory rounding a sum over the ranks");
-    for (size_t i = 0; i < rows; i++)
-        for (size_t j0 = 0; j0 < cols; j0 += VT_BLOCK) {
-            size_t nb = cols - j0 < VT_BLOCK ? cols - j0 : VT_BLOCK;
-            if (b->kind == VT_BOUNDS_ZERO) memset(bound + i * cols + j0, 0, nb * sizeof *bound);
-            else vt_screen_bounds(b, i, j0, nb, cols, bound + i * cols + j0);
-        }
+    /* each element's bound: a short GEMM reduction's tight bound (what one process falls back to
+     * where the outer product cannot decide: its cost is the GEMM's own at these lengths, and it
+     * spares the exact phase's integer exchange), else the screening bound */
+    if (b->kind == VT_BOUNDS_OUTER && b->ta && b->K <= VT_MBLK_KMAX) {
+        vt_tight tc;
+        vt_tight_init(&tc, b, rows, cols);
+        for (size_t i = 0; i < rows; i++)
+            for (size_t j = 0; j < cols; j++) bound[i * cols + j] = vt_tight_bound(&c->rc->bound, &tc, i, j);
+        vt_tight_free(&tc);
+    } else {
+        for (size_t i = 0; i < rows; i++)
+            for (size_t j0 = 0; j0 < cols; j0 += VT_BLOCK) {
+                size_t nb = cols - j0 < VT_BLOCK ? cols - j0 : VT_BLOCK;
+                if (b->kind == VT_BOUNDS_ZERO) memset(bound + i * cols + j0, 0, nb * sizeof *bound);
+                else vt_screen_bounds(b, i, j0, nb, cols, bound + i * cols + j0);
+            }
+    }
     bounds_arg arg = {b, x, cols, 0, 0};
     vt_err e = vti_round_batch_terms(c, x, bound, n, bounds_terms, &arg, out);
     free(bound);
