@@ -3,6 +3,7 @@
  *   trainer keygen KEYFILE [--force]
  *   trainer train --run DIR --key KEYFILE [--recipe FILE] [--set key=value]... [--order ORDER] [--init FILE]
  *                 [--data-dir DIR] [--resume] [--quiet]
+ *   mpirun -np N trainer train ...   (data-parallel: the batch split across N ranks, docs/distributed.md)
  *   trainer plain [--recipe FILE] [--set key=value]... --precision fp32|fp64 [--steps N]
  *                 (benchmark baseline only: not verifiable)
  *   trainer eval --run DIR [--dataset SPEC] [--data-dir DIR]
@@ -19,6 +20,7 @@
 #include "../common/vt_cli.h"
 #include "../common/vt_env.h"
 #include "../common/vt_hash.h"
+#include "../dist/vt_dist.h"
 #include "../merkle/vt_sign.h"
 #include "../model/vt_model.h"
 #include "../model/vt_plain.h"
@@ -76,6 +78,51 @@ static int fault_parse(const char *arg, int sig)
     vt_store_set_fault_hook(fault_hook);
     return 0;
 }
+
+/* --flip-state R:S / --kill-rank R:S (data-parallel runs, tests/dp.sh): after step S, rank R (0: the
+ * one process) flips the lowest bit of its state's first value (a rank whose state no longer is the
+ * others') or kills itself with SIGKILL (a rank lost mid-run). */
+static struct {
+    int kill;
+    uint64_t rank, step;
+    vt_hooks hooks;
+} g_rankf;
+
+static vt_err rank_fault_hook(void *ctx, vt_model *m, uint64_t step, uint32_t op_id)
+{
+    (void)ctx;
+    int rank = m->shard ? vt_dist_rank(m->shard->comm) : 0;
+    if (step != g_rankf.step || op_id != m->n_ops || (uint64_t)rank != g_rankf.rank) return VT_OK;
+    if (g_rankf.kill) {
+        fflush(NULL);
+        raise(SIGKILL);
+    }
+    uint32_t b;
+    memcpy(&b, &m->state[0], 4);
+    b ^= 1u;
+    memcpy(&m->state[0], &b, 4);
+    return VT_OK;
+}
+
+static int rank_fault_parse(const char *opt, const char *arg, int kill)
+{
+    const char *colon = strchr(arg, ':');
+    char r[32];
+    if (!colon || (size_t)(colon - arg) >= sizeof r) {
+        fprintf(stderr, "trainer: %s %s: expected RANK:STEP\n", opt, arg);
+        return -1;
+    }
+    memcpy(r, arg, (size_t)(colon - arg));
+    r[colon - arg] = 0;
+    if (vt_cli_u64(opt, r, 0, 1u << 20, &g_rankf.rank) != VT_OK ||
+        vt_cli_u64(opt, colon + 1, 1, UINT64_MAX, &g_rankf.step) != VT_OK) {
+        fprintf(stderr, "trainer: %s\n", vt_errmsg());
+        return -1;
+    }
+    g_rankf.kill = kill;
+    g_rankf.hooks.after_op = rank_fault_hook;
+    return 0;
+}
 #endif
 
 /* --max-memory (0: the available memory): the model's allocation is refused beyond it */
@@ -111,6 +158,8 @@ static void usage(FILE *f)
             "      --kill-at P[:N]   TEST BUILD: SIGKILL at the N-th pass of write point P (docs/format.md)\n"
             "      --pause-at P[:N]  TEST BUILD: SIGSTOP there instead; --fault-trace: print every point\n"
             "      --cheat KIND:S[:V] TEST BUILD: a cheating trainer (tests/vt_cheats.h)\n"
+            "      --flip-state R:S  TEST BUILD: rank R flips a bit of its state after step S\n"
+            "      --kill-rank R:S   TEST BUILD: rank R kills itself (SIGKILL) after step S\n"
 #endif
             "  trainer recipe [--recipe FILE] [--set KEY=VALUE]... [--program]\n"
             "      print the effective recipe (JSON), or with --program its step program: the tensor\n"
@@ -179,7 +228,8 @@ static int parse_train(int argc, char **argv, vt_recipe *rc, vt_train_opts *o)
 #ifdef VT_TEST_HOOKS
         {"stop-after", required_argument, 0, 'S'}, {"cheat", required_argument, 0, 'C'},
         {"kill-at", required_argument, 0, 'K'}, {"pause-at", required_argument, 0, 'P'},
-        {"fault-trace", no_argument, 0, 'T'},
+        {"fault-trace", no_argument, 0, 'T'}, {"flip-state", required_argument, 0, 'F'},
+        {"kill-rank", required_argument, 0, 'X'},
 #endif
         {0, 0, 0, 0}};
     const vt_cli_opt opts[] = {VT_CLI_ORDER('o', "--order", &o->order),
@@ -234,6 +284,10 @@ static int parse_train(int argc, char **argv, vt_recipe *rc, vt_train_opts *o)
             g_fault.trace = 1;
             vt_store_set_fault_hook(fault_hook);
             break;
+        case 'F':
+        case 'X':
+            if (rank_fault_parse(c == 'F' ? "--flip-state" : "--kill-rank", optarg, c == 'X')) return VT_EXIT_USAGE;
+            break;
 #endif
         case 'h': usage(stdout); return VT_EXIT_OK;
         case 's':
@@ -255,6 +309,15 @@ static int parse_train(int argc, char **argv, vt_recipe *rc, vt_train_opts *o)
         fprintf(stderr, "trainer: unexpected argument \"%s\"\n", argv[optind]);
         return VT_EXIT_USAGE;
     }
+#ifdef VT_TEST_HOOKS
+    if (g_rankf.hooks.after_op) {
+        if (o->hooks) {
+            fprintf(stderr, "trainer: --flip-state / --kill-rank cannot be combined with --cheat\n");
+            return VT_EXIT_USAGE;
+        }
+        o->hooks = &g_rankf.hooks;
+    }
+#endif
     if (vt_recipe_validate(rc) != VT_OK) {
         fprintf(stderr, "trainer: %s\n", vt_errmsg());
         return VT_EXIT_USAGE;
@@ -357,6 +420,58 @@ static int cmd_recipe(int argc, char **argv)
     return VT_EXIT_OK;
 }
 
+/* The summary of a finished training (rank 0 only), on stdout. */
+static int train_report(const vt_recipe *rc, const vt_train_opts *o, const vt_train_result *res)
+{
+    char root[65];
+    vt_hex(res->root, 32, root);
+    double per_step = res->log_steps ? (double)res->log_bytes / (double)res->log_steps : 0.0;
+    if (res->finished || (res->committed && res->steps == res->resumed_from)) {
+        /* --resume with nothing left to train: the stored run's figures */
+        if (res->finished)
+            printf("run %s is already finished at step %llu (commitment %s/commitment.vtc); nothing to do\n",
+                   o->run_dir, (unsigned long long)res->steps, o->run_dir);
+        else
+            printf("run %s had every step stored up to %llu: committed it (commitment %s/commitment.vtc)\n", o->run_dir,
+                   (unsigned long long)res->steps, o->run_dir);
+        printf("final loss      %.4f\n", (double)res->final_loss);
+        if (rc->bound.rounding != VT_ROUNDING_EXACT)
+            printf("log entries     %llu over %llu steps\n", (unsigned long long)res->log_entries,
+                   (unsigned long long)res->log_steps);
+        printf("log size        %.0f bytes/step compressed\n", per_step);
+        printf("merkle root     %s\n", root);
+        return VT_EXIT_OK;
+    }
+    if (!res->committed) {
+        printf("stopped after step %llu (no commitment written; continue with --resume)\n",
+               (unsigned long long)res->steps);
+        return VT_EXIT_OK;
+    }
+    printf("trained %llu steps in %.1f s (%.1f steps/s)%s\n", (unsigned long long)res->steps, res->seconds,
+           (double)(res->steps - res->resumed_from) / (res->seconds + 1e-9), o->resume ? " after resuming" : "");
+    printf("final loss      %.4f\n", (double)res->final_loss);
+    uint64_t nsteps = res->steps - res->resumed_from;
+    double dense = (double)res->rounded / (double)(nsteps ? nsteps : 1) * 0.2; /* 1.6 bits per rounded element */
+    if (rc->bound.rounding == VT_ROUNDING_EXACT)
+        printf("rounding        exact: %llu of %llu rounded elements computed exactly (fraction %.2e), no log\n",
+               (unsigned long long)res->exact, (unsigned long long)res->rounded,
+               (double)res->exact / (double)(res->rounded ? res->rounded : 1));
+    else
+        printf("log entries     %llu over %llu rounded elements (fraction %.2e)\n", (unsigned long long)res->log_entries,
+               (unsigned long long)res->rounded, (double)res->log_entries / (double)(res->rounded ? res->rounded : 1));
+    printf("log size        %.0f bytes/step compressed; dense 1.6-bit baseline %.0f bytes/step (%.2f%%)\n", per_step,
+           dense, dense > 0 ? 100.0 * per_step / dense : 0.0);
+    printf("merkle root     %s\n", root);
+    printf("commitment      %s/commitment.vtc\n", o->run_dir);
+    if (res->ranks > 1) /* data-parallel (information: neither the manifest nor the commitment names the ranks) */
+        printf("ranks           %d (batch %u split %u per rank); %llu sums per rank rounded across the ranks, %llu "
+               "of them by the exact phase; %.0f bytes/step sent, all ranks\n",
+               res->ranks, rc->batch, rc->batch / (uint32_t)res->ranks, (unsigned long long)res->dist_sums,
+               (unsigned long long)res->dist_exact,
+               (double)res->dist_bytes / (double)(res->steps > res->resumed_from ? res->steps - res->resumed_from : 1));
+    return VT_EXIT_OK;
+}
+
 static int cmd_train(int argc, char **argv)
 {
     vt_recipe rc;
@@ -372,53 +487,44 @@ static int cmd_train(int argc, char **argv)
         return VT_EXIT_USAGE;
     }
     vt_model_set_memory_budget(g_max_memory, VT_ERR_ARG);
-    vt_train_result res;
-    vt_err e = vt_train_run(&rc, &o, &res);
+    /* data-parallel when launched by mpirun with N > 1 ranks (docs/distributed.md); otherwise one
+     * process and no MPI call at all */
+    vt_comm *comm = NULL;
+    vt_err e = vt_dist_init(&comm);
     if (e) {
         fprintf(stderr, "trainer: %s\n", vt_errmsg());
         return vt_cli_exit_for(e);
     }
-    char root[65];
-    vt_hex(res.root, 32, root);
-    double per_step = res.log_steps ? (double)res.log_bytes / (double)res.log_steps : 0.0;
-    if (res.finished || (res.committed && res.steps == res.resumed_from)) {
-        /* --resume with nothing left to train: the stored run's figures */
-        if (res.finished)
-            printf("run %s is already finished at step %llu (commitment %s/commitment.vtc); nothing to do\n",
-                   o.run_dir, (unsigned long long)res.steps, o.run_dir);
-        else
-            printf("run %s had every step stored up to %llu: committed it (commitment %s/commitment.vtc)\n", o.run_dir,
-                   (unsigned long long)res.steps, o.run_dir);
-        printf("final loss      %.4f\n", (double)res.final_loss);
-        if (rc.bound.rounding != VT_ROUNDING_EXACT)
-            printf("log entries     %llu over %llu steps\n", (unsigned long long)res.log_entries,
-                   (unsigned long long)res.log_steps);
-        printf("log size        %.0f bytes/step compressed\n", per_step);
-        printf("merkle root     %s\n", root);
-        return VT_EXIT_OK;
+    const int rank = vt_dist_rank(comm), size = vt_dist_size(comm);
+    if (size > 1) {
+        o.comm = comm;
+        if (rank == 0 && !o.quiet && rc.batch % (uint32_t)size == 0) /* information: outside the manifest */
+            fprintf(stderr,
+                    "trainer: data-parallel on %d ranks: the batch of %u split %u per rank (rank r: examples r*%u .. "
+                    "r*%u+%u of each step), rank 0 writes %s\n",
+                    size, rc.batch, rc.batch / (uint32_t)size, rc.batch / (uint32_t)size,
+                    rc.batch / (uint32_t)size, rc.batch / (uint32_t)size - 1, o.run_dir);
     }
-    if (!res.committed) {
-        printf("stopped after step %llu (no commitment written; continue with --resume)\n",
-               (unsigned long long)res.steps);
-        return VT_EXIT_OK;
+    vt_train_result res;
+    e = vt_train_run(&rc, &o, &res);
+    if (e) {
+        if (size == 1)
+            fprintf(stderr, "trainer: %s\n", vt_errmsg());
+        else if (rank == 0 || !res.err_common) /* every rank's error: printed once */
+            fprintf(stderr, "trainer (rank %d of %d): %s\n", rank, size, vt_errmsg());
+        st = vt_cli_exit_for(e);
+    } else {
+        st = rank == 0 ? train_report(&rc, &o, &res) : VT_EXIT_OK;
     }
-    printf("trained %llu steps in %.1f s (%.1f steps/s)%s\n", (unsigned long long)res.steps, res.seconds,
-           (double)(res.steps - res.resumed_from) / (res.seconds + 1e-9), o.resume ? " after resuming" : "");
-    printf("final loss      %.4f\n", (double)res.final_loss);
-    uint64_t nsteps = res.steps - res.resumed_from;
-    double dense = (double)res.rounded / (double)(nsteps ? nsteps : 1) * 0.2; /* 1.6 bits per rounded element */
-    if (rc.bound.rounding == VT_ROUNDING_EXACT)
-        printf("rounding        exact: %llu of %llu rounded elements computed exactly (fraction %.2e), no log\n",
-               (unsigned long long)res.exact, (unsigned long long)res.rounded,
-               (double)res.exact / (double)(res.rounded ? res.rounded : 1));
-    else
-        printf("log entries     %llu over %llu rounded elements (fraction %.2e)\n", (unsigned long long)res.log_entries,
-               (unsigned long long)res.rounded, (double)res.log_entries / (double)(res.rounded ? res.rounded : 1));
-    printf("log size        %.0f bytes/step compressed; dense 1.6-bit baseline %.0f bytes/step (%.2f%%)\n", per_step,
-           dense, dense > 0 ? 100.0 * per_step / dense : 0.0);
-    printf("merkle root     %s\n", root);
-    printf("commitment      %s/commitment.vtc\n", o.run_dir);
-    return VT_EXIT_OK;
+    /* a rank failing alone leaves without MPI_Finalize: mpirun then stops the others */
+    if (size == 1 || !e || res.err_common) {
+        vt_err fe = vt_dist_finalize(&comm);
+        if (fe && st == VT_EXIT_OK) {
+            fprintf(stderr, "trainer (rank %d of %d): %s\n", rank, size, vt_errmsg());
+            st = vt_cli_exit_for(fe);
+        }
+    }
+    return st;
 }
 
 /* Benchmark baseline: the recipe trained by the plain FP32/FP64 step (model/vt_plain.h). Takes
@@ -471,11 +577,6 @@ static int cmd_plain(int argc, char **argv)
     if (vt_data_load(spec, o.data_root, &ds) != VT_OK) {
         fprintf(stderr, "trainer plain: %s\n", vt_errmsg());
         return VT_EXIT_CANNOT;
-    }
-    if (ds.xf) { /* model/vt_plain_tmpl.h load_rows reads the u8 features */
-        fprintf(stderr, "trainer plain: %s: the plain baseline reads u8 features only, not float32\n", spec);
-        vt_data_free(&ds);
-        return VT_EXIT_USAGE;
     }
     vt_err e = vt_plain_init(&p, &rc, ds.n, fp64);
     double loss = 0, t0 = vt_now();
