@@ -37,6 +37,9 @@ typedef struct {
     char *manifest;
     vt_backend be;
     vt_st_file init; /* --init: the initial state's file */
+    vt_comm *comm;   /* NULL: one process */
+    int rank, size;  /* this rank, the ranks (1: one process) */
+    int common;      /* the error returned is every rank's (agreed or compared alike) */
 } train_ctx;
 
 static void ctx_free(train_ctx *t)
@@ -52,9 +55,10 @@ static void ctx_free(train_ctx *t)
     vt_st_free(&t->init);
 }
 
-/* The record of step s from the model's state and t->log; *blob: the stored log (caller frees). */
-static vt_err step_record(train_ctx *t, const vt_recipe *rc, uint64_t s, float loss, vt_step_rec *rec, uint8_t **blob,
-                          size_t *blen)
+/* The record of step s from the model's state (hash: its state hash when already computed, else
+ * NULL) and t->log; *blob: the stored log (caller frees). */
+static vt_err step_record(train_ctx *t, const vt_recipe *rc, uint64_t s, float loss, const uint8_t *hash,
+                          vt_step_rec *rec, uint8_t **blob, size_t *blen)
 {
     memset(rec, 0, sizeof *rec);
     rec->step = s;
@@ -63,7 +67,8 @@ static vt_err step_record(train_ctx *t, const vt_recipe *rc, uint64_t s, float l
     rec->has_state = vt_recipe_has_state(rc, s);
     rec->log_entries = vt_steplog_total_entries(&t->log);
     vt_err e = VT_OK;
-    if (rec->has_state) e = vt_model_state_hash(&t->m, rec->state_hash);
+    if (rec->has_state && hash) memcpy(rec->state_hash, hash, 32);
+    else if (rec->has_state) e = vt_model_state_hash(&t->m, rec->state_hash);
     if (!e) e = vt_step_leaf(s, rec->state_hash, rec->has_state, rec->log_hash, rec->leaf);
     if (e) {
         free(*blob);
@@ -75,12 +80,13 @@ static vt_err step_record(train_ctx *t, const vt_recipe *rc, uint64_t s, float l
 /* Commit one step (record, log, leaf, and a checkpoint when due). The step's row is stored before
  * its checkpoint: a crash in between leaves a checkpoint step without its checkpoint, which resume
  * passes over (an earlier checkpoint, or step 0 recreated from the recipe). */
-static vt_err commit_step(train_ctx *t, const vt_recipe *rc, uint64_t s, float loss, vt_train_result *res)
+static vt_err commit_step(train_ctx *t, const vt_recipe *rc, uint64_t s, float loss, const uint8_t *hash,
+                          vt_train_result *res)
 {
     uint8_t *blob = NULL;
     size_t blen = 0;
     vt_step_rec rec;
-    VT_FORWARD_IF_ERROR(step_record(t, rc, s, loss, &rec, &blob, &blen));
+    VT_FORWARD_IF_ERROR(step_record(t, rc, s, loss, hash, &rec, &blob, &blen));
     vt_err e = vt_store_put_step(t->st, &rec, blob, blen);
     free(blob);
     VT_FORWARD_IF_ERROR(e);
@@ -188,11 +194,11 @@ static vt_err recreate_step0(train_ctx *t, const vt_recipe *rc, uint64_t cnt, co
 {
     VT_FORWARD_IF_ERROR(vt_model_set_state(&t->m, 0, init, t->m.n_state));
     vt_steplog_reset(&t->log, 0);
-    if (cnt == 0) return commit_step(t, rc, 0, 0.0f, res); /* killed before step 0 was stored */
+    if (cnt == 0) return commit_step(t, rc, 0, 0.0f, NULL, res); /* killed before step 0 was stored */
     vt_step_rec want, got;
     uint8_t *blob = NULL;
     size_t blen = 0;
-    VT_FORWARD_IF_ERROR(step_record(t, rc, 0, 0.0f, &want, &blob, &blen));
+    VT_FORWARD_IF_ERROR(step_record(t, rc, 0, 0.0f, NULL, &want, &blob, &blen));
     free(blob);
     VT_FORWARD_IF_ERROR(vt_store_get_step(t->st, 0, &got));
     VT_RETURN_ERROR_IF(memcmp(want.leaf, got.leaf, 32) != 0, VT_ERR_MISMATCH,
@@ -261,31 +267,145 @@ static vt_err resume_run(train_ctx *t, const vt_recipe *rc, uint64_t *start, vt_
     return VT_OK;
 }
 
-static vt_err train(train_ctx *t, const vt_recipe *rc, const vt_train_opts *o, vt_train_result *res)
+/* ranks > 1: every rank's outcome agreed (vt_dist_agree: the lowest failing rank's error, its
+ * message naming that rank, on every rank). One rank: mine, unchanged. */
+static vt_err agree(train_ctx *t, vt_err mine)
+{
+    if (t->size <= 1) return mine;
+    int failed = -1;
+    vt_err e = vt_dist_agree(t->comm, mine, &failed);
+    if (e && failed >= 0) t->common = 1;
+    return e;
+}
+
+/* What every rank sets up for itself before anything is written: the recipe's checks, the data,
+ * the manifest, the model (with ranks > 1 built for this rank's share of the batch and sharded),
+ * the backend. Only rank 0 reads the secret key (it alone signs). */
+static vt_err prepare(train_ctx *t, const vt_recipe *rc, const vt_train_opts *o)
 {
     char spec[VT_RECIPE_SPEC_MAX];
     vt_recipe_dataset_spec(rc, spec, sizeof spec);
     VT_FORWARD_IF_ERROR(vt_recipe_validate(rc));
+    const char *backend = o->backend ? o->backend : "cpu";
+    vt_recipe local = *rc; /* the program each rank runs: its share of the batch */
+    if (t->size > 1) {     /* the refusals of a data-parallel run, before anything is read or written */
+        VT_RETURN_ERROR_IF(rc->batch % (uint32_t)t->size != 0, VT_ERR_ARG,
+                           "a batch of %u examples does not split into %d equal shares: with %d ranks the batch "
+                           "must be a multiple of %d (--set batch=...), or run another number of ranks",
+                           rc->batch, t->size, t->size, t->size);
+        VT_RETURN_ERROR_IF(rc->bound.rounding != VT_ROUNDING_EXACT, VT_ERR_ARG,
+                           "rounding=log runs in one process only: with %d ranks use rounding=exact (the default), "
+                           "or train rounding=log without mpirun",
+                           t->size);
+        VT_RETURN_ERROR_IF(strcmp(backend, "cpu") != 0, VT_ERR_UNSUPPORTED,
+                           "--backend %s: data-parallel ranks compute on the CPU (--backend cpu, the default); a "
+                           "GPU run is one process",
+                           backend);
+        local.batch = rc->batch / (uint32_t)t->size;
+    }
     VT_FORWARD_IF_ERROR(vt_sign_init());
-    VT_FORWARD_IF_ERROR(vt_sign_read_secret_key(o->key_path, &t->kp));
+    if (t->rank == 0) VT_FORWARD_IF_ERROR(vt_sign_read_secret_key(o->key_path, &t->kp));
     VT_FORWARD_IF_ERROR(vt_data_load(spec, o->data_root, &t->ds));
     VT_FORWARD_IF_ERROR(vt_recipe_check_data(rc, &t->ds));
     /* The backend is informational: an auditor uses its own. To keep the manifest (and so the
-     * commitment) independent of the trainer's evaluation order, only the device class is recorded. */
-    const char *backend = o->backend ? o->backend : "cpu";
+     * commitment) independent of the trainer's evaluation order, only the device class is recorded.
+     * The manifest is the whole run's (the global batch), whatever the number of ranks. */
     VT_FORWARD_IF_ERROR(vt_manifest_build_ds(rc, &t->ds, backend, &t->manifest));
-    size_t mlen = strlen(t->manifest);
-    VT_FORWARD_IF_ERROR(vt_model_init(&t->m, rc, t->ds.n, o->order));
+    VT_FORWARD_IF_ERROR(vt_model_init(&t->m, &local, t->ds.n, o->order));
+    if (t->size > 1) VT_FORWARD_IF_ERROR(vt_model_set_shard(&t->m, t->comm, rc->batch));
     if (rc->has_init) VT_FORWARD_IF_ERROR(vt_init_apply(&t->m, &t->init)); /* before anything is written */
     VT_FORWARD_IF_ERROR(vt_backend_open(backend, &t->be));
     vt_model_set_backend(&t->m, &t->be);
     if (!o->quiet && t->be.gemm_round) fprintf(stderr, "backend: %s: %s\n", t->be.name, t->be.desc);
     vt_model_set_hooks(&t->m, o->hooks);
-    vt_merkle_init(&t->tree);
-    vt_steplog_init(&t->log, 0);
-    uint64_t start = 0;
+    return VT_OK;
+}
+
+/* A 32-byte hash as 4 FP64 values' bits (vt_dist_allgather_f64 copies bits unchanged). */
+static vt_err gather_hashes(train_ctx *t, const uint8_t *h, size_t nh, double **all)
+{
+    double mine[8];
+    memcpy(mine, h, nh * 32);
+    *all = malloc((size_t)t->size * nh * 4 * sizeof **all);
+    VT_RETURN_ERROR_IF(!*all, VT_ERR_NOMEM, "out of memory comparing the ranks");
+    vt_err e = vt_dist_allgather_f64(t->comm, mine, nh * 4, *all);
+    if (e) {
+        free(*all);
+        *all = NULL;
+    }
+    return e;
+}
+
+/* ranks > 1, before anything is written: every rank trains the same run - the same manifest
+ * (recipe, dataset, --init file) and the same step program (the operations and tensors of this
+ * build) as rank 0. The same error on every rank, naming the first rank that differs. */
+static vt_err same_run(train_ctx *t)
+{
+    uint8_t h[64];
+    char *desc = NULL;
+    vt_err e = vt_sha256(t->manifest, strlen(t->manifest), h);
+    if (!e) e = vt_program_describe(&t->m.prog, &desc);
+    if (!e) e = vt_sha256(desc, strlen(desc), h + 32);
+    free(desc);
+    VT_FORWARD_IF_ERROR(agree(t, e));
+    double *all = NULL;
+    VT_FORWARD_IF_ERROR(gather_hashes(t, h, 2, &all));
+    int bad = 0, what = 0;
+    for (int r = 1; r < t->size && !bad; r++)
+        for (int k = 0; k < 2 && !bad; k++)
+            if (memcmp(all + (size_t)r * 8 + (size_t)k * 4, all + (size_t)k * 4, 32) != 0) bad = r, what = k;
+    free(all);
+    if (!bad) return VT_OK;
+    t->common = 1;
+    if (what == 0)
+        VT_RETURN_ERROR(VT_ERR_ARG,
+                        "rank %d of %d: its manifest (recipe, dataset or --init file) differs from rank 0's: every rank "
+                        "must be given the same recipe, options and files; nothing was written",
+                        bad, t->size);
+    VT_RETURN_ERROR(VT_ERR_ARG,
+                    "rank %d of %d: its step program differs from rank 0's (another build of the trainer): every "
+                    "rank must run the same program; nothing was written",
+                    bad, t->size);
+}
+
+/* ranks > 1: the ranks compare their state hashes after step s (h: this rank's); a rank whose state
+ * differs from rank 0's stops every rank, named (the same error on every rank). */
+static vt_err same_state(train_ctx *t, uint64_t s, const uint8_t h[32])
+{
+    double *all = NULL;
+    VT_FORWARD_IF_ERROR(gather_hashes(t, h, 1, &all));
+    int bad = 0;
+    for (int r = 1; r < t->size && !bad; r++)
+        if (memcmp(all + (size_t)r * 4, all, 32) != 0) bad = r;
+    char mine[17] = "", root[17] = "";
+    if (bad) {
+        uint8_t b[32];
+        memcpy(b, all + (size_t)bad * 4, 32);
+        vt_hex(b, 8, mine);
+        memcpy(b, all, 32);
+        vt_hex(b, 8, root);
+    }
+    free(all);
+    if (!bad) return VT_OK;
+    t->common = 1;
+    VT_RETURN_ERROR(VT_ERR_MISMATCH,
+                    "rank %d of %d: its state after step %llu differs from rank 0's (state hash %s... against "
+                    "%s...): the ranks no longer train the same run; every rank stopped, step %llu was not "
+                    "stored (--resume continues from the steps stored)",
+                    bad, t->size, (unsigned long long)s, mine, root, (unsigned long long)s);
+}
+
+/* Rank 0: opens the run directory - creates the run store and commits step 0, or resumes (the
+ * newest usable checkpoint, *start its step), or finds the run finished (*done = 1). */
+static vt_err open_run(train_ctx *t, const vt_recipe *rc, const vt_train_opts *o, uint64_t *start, int *done,
+                       vt_train_result *res)
+{
+    const char *backend = o->backend ? o->backend : "cpu";
+    size_t mlen = strlen(t->manifest);
     int wait_ms = (o->reader_wait_s > 0 ? o->reader_wait_s : VT_TRAIN_READER_WAIT_S) * 1000;
     int fresh = !o->resume;
+    *start = 0;
+    *done = 0;
     if (o->resume) { /* a directory whose run.db was never completed (killed while creating it) starts afresh */
         char p[4096];
         struct stat sb;
@@ -339,69 +459,41 @@ static vt_err train(train_ctx *t, const vt_recipe *rc, const vt_train_opts *o, v
         free(mf);
         VT_RETURN_ERROR_IF(!same, VT_ERR_ARG, "cannot resume %s: it was started with another recipe or dataset",
                            o->run_dir);
-        int done = 0;
-        VT_FORWARD_IF_ERROR(finished_run(t, rc, o->run_dir, &done, res));
-        if (done) { /* (a run.db that an earlier version or a blocked finish left in WAL mode is folded) */
+        VT_FORWARD_IF_ERROR(finished_run(t, rc, o->run_dir, done, res));
+        if (*done) { /* (a run.db that an earlier version or a blocked finish left in WAL mode is folded) */
             VT_FORWARD_IF_ERROR(vt_store_finish(t->st, wait_ms));
             res->finished = 1;
             return VT_OK;
         }
-        VT_FORWARD_IF_ERROR(resume_run(t, rc, &start, res));
+        VT_FORWARD_IF_ERROR(resume_run(t, rc, start, res));
     } else {
         VT_FORWARD_IF_ERROR(vt_store_create(o->run_dir, t->manifest, mlen, &t->st));
         if (rc->has_init) VT_FORWARD_IF_ERROR(vt_store_put_file(o->run_dir, VT_INIT_FILE, t->init.bytes, t->init.len));
         vt_steplog_reset(&t->log, 0);
-        VT_FORWARD_IF_ERROR(write_failed(commit_step(t, rc, 0, 0.0f, res)));
+        VT_FORWARD_IF_ERROR(write_failed(commit_step(t, rc, 0, 0.0f, NULL, res)));
     }
+    return VT_OK;
+}
 
-    vt_rstats stats;
-    memset(&stats, 0, sizeof stats);
-    vt_fault fault;
-    vt_step_args sa;
-    memset(&sa, 0, sizeof sa);
-    sa.party = VT_PARTY_TRAINER, sa.log = &t->log, sa.fault = &fault, sa.stats = &stats;
-    vt_progress pr;
-    vt_progress_init(&pr, start, rc->steps, o->quiet);
-    double t0 = vt_now();
-    float loss = 0;
-    sa.loss = &loss;
-    for (uint64_t s = start + 1; s <= rc->steps; s++) {
-        vt_err e = vt_step_run(&t->m, &t->ds, &sa);
-        if (e) {
-            vt_progress_end(&pr);
-            if (fault.code != VT_OK)
-                return vt_set_error(e, "%s [%s]", vt_errmsg(), vt_model_op_name(&t->m, fault.op_id));
-            return e;
-        }
-        if (o->hooks && o->hooks->after_log) o->hooks->after_log(o->hooks->ctx, &t->log, s);
-        vt_err ce = commit_step(t, rc, s, loss, res);
-        if (ce) {
-            vt_progress_end(&pr);
-            return write_failed(ce);
-        }
-        char extra[48];
-        snprintf(extra, sizeof extra, "loss %.4f", (double)loss);
-        vt_progress_update(&pr, "step", s, extra);
-        if (o->stop_after && s >= o->stop_after) {
-            vt_progress_end(&pr);
-            res->steps = s;
-            res->final_loss = loss;
-            res->seconds = vt_now() - t0;
-            return VT_OK; /* interrupted on purpose: no commitment */
-        }
-    }
-    vt_progress_end(&pr);
-    res->seconds = vt_now() - t0;
-    res->steps = rc->steps;
-    res->final_loss = loss;
-    if (start == rc->steps) { /* nothing left to train (the last step was stored, not committed) */
-        uint64_t cnt;
-        VT_FORWARD_IF_ERROR(vt_store_step_count(t->st, &cnt));
-        VT_FORWARD_IF_ERROR(store_figures(t, cnt, res));
-    }
-    res->rounded = stats.rounded;
-    res->exact = stats.exact;
+/* ranks > 1, after rank 0 opened the run: rank 0's outcome (finished or not), start step, log rule
+ * and state go to every rank, so that every rank starts from rank 0's state. */
+static vt_err share_start(train_ctx *t, uint64_t *start, int *done)
+{
+    uint64_t hdr[3] = {*start, (uint64_t)*done, (uint64_t)(int64_t)t->m.rc.bound.legacy_log};
+    VT_FORWARD_IF_ERROR(vt_dist_bcast(t->comm, hdr, sizeof hdr, 0));
+    *start = hdr[0];
+    *done = (int)hdr[1];
+    t->m.rc.bound.legacy_log = (int)(int64_t)hdr[2];
+    if (*done) return VT_OK;
+    vt_err e = vt_dist_bcast(t->comm, t->m.state, t->m.n_state * sizeof *t->m.state, 0);
+    if (!e && t->rank != 0) e = vt_model_set_state(&t->m, *start, t->m.state, t->m.n_state);
+    return e;
+}
 
+/* Rank 0, after the last step: run.db self-contained, then the signed commitment. */
+static vt_err commit_run(train_ctx *t, const vt_train_opts *o, vt_train_result *res)
+{
+    int wait_ms = (o->reader_wait_s > 0 ? o->reader_wait_s : VT_TRAIN_READER_WAIT_S) * 1000;
     /* run.db self-contained before the commitment exists: a committed run is run.db, the
      * checkpoints and commitment.vtc, whatever readers were doing */
     VT_FORWARD_IF_ERROR(vt_store_finish(t->st, wait_ms));
@@ -428,14 +520,115 @@ static vt_err train(train_ctx *t, const vt_recipe *rc, const vt_train_opts *o, v
     return VT_OK;
 }
 
+/* One step on this rank: run it, then (ranks > 1) agree on every rank's outcome and compare the
+ * states when the step commits one; then rank 0 commits it, and the ranks agree on that. */
+static vt_err train_step(train_ctx *t, const vt_recipe *rc, const vt_train_opts *o, uint64_t s, vt_step_args *sa,
+                         float *loss, vt_train_result *res)
+{
+    vt_err e = vt_step_run(&t->m, &t->ds, sa);
+    if (e && sa->fault->code != VT_OK) e = vt_set_error(e, "%s [%s]", vt_errmsg(), vt_model_op_name(&t->m, sa->fault->op_id));
+    if (!e && o->hooks && o->hooks->after_log) o->hooks->after_log(o->hooks->ctx, &t->log, s);
+    uint8_t h[32];
+    int compare = t->size > 1 && vt_recipe_has_state(rc, s);
+    if (!e && compare) e = vt_model_state_hash(&t->m, h);
+    VT_FORWARD_IF_ERROR(agree(t, e));
+    if (compare) VT_FORWARD_IF_ERROR(same_state(t, s, h));
+    e = t->rank == 0 ? commit_step(t, rc, s, *loss, compare ? h : NULL, res) : VT_OK;
+    if (e) e = write_failed(e);
+    return agree(t, e);
+}
+
+static vt_err train(train_ctx *t, const vt_recipe *rc, const vt_train_opts *o, vt_train_result *res)
+{
+    const int root = t->rank == 0;
+    VT_FORWARD_IF_ERROR(agree(t, prepare(t, rc, o)));
+    if (t->size > 1) VT_FORWARD_IF_ERROR(same_run(t));
+    vt_merkle_init(&t->tree);
+    vt_steplog_init(&t->log, 0);
+    uint64_t start = 0;
+    int done = 0;
+    VT_FORWARD_IF_ERROR(agree(t, root ? open_run(t, rc, o, &start, &done, res) : VT_OK));
+    if (t->size > 1) {
+        VT_FORWARD_IF_ERROR(share_start(t, &start, &done));
+        if (done) {
+            res->finished = 1;
+            res->steps = res->resumed_from = rc->steps;
+            return VT_OK;
+        }
+        uint8_t h[32];
+        VT_FORWARD_IF_ERROR(agree(t, vt_model_state_hash(&t->m, h)));
+        VT_FORWARD_IF_ERROR(same_state(t, start, h));
+        res->resumed_from = start;
+    } else if (done) {
+        return VT_OK;
+    }
+
+    vt_rstats stats;
+    memset(&stats, 0, sizeof stats);
+    vt_fault fault;
+    vt_step_args sa;
+    memset(&sa, 0, sizeof sa);
+    sa.party = VT_PARTY_TRAINER, sa.log = &t->log, sa.fault = &fault, sa.stats = &stats;
+    vt_progress pr;
+    vt_progress_init(&pr, start, rc->steps, o->quiet || !root);
+    double t0 = vt_now();
+    float loss = 0;
+    sa.loss = &loss;
+    for (uint64_t s = start + 1; s <= rc->steps; s++) {
+        vt_err e = train_step(t, rc, o, s, &sa, &loss, res);
+        if (e) {
+            vt_progress_end(&pr);
+            return e;
+        }
+        char extra[48];
+        snprintf(extra, sizeof extra, "loss %.4f", (double)loss);
+        vt_progress_update(&pr, "step", s, extra);
+        if (o->stop_after && s >= o->stop_after) {
+            vt_progress_end(&pr);
+            res->steps = s;
+            res->final_loss = loss;
+            res->seconds = vt_now() - t0;
+            return VT_OK; /* interrupted on purpose: no commitment */
+        }
+    }
+    vt_progress_end(&pr);
+    res->seconds = vt_now() - t0;
+    res->steps = rc->steps;
+    res->final_loss = loss;
+    res->rounded = stats.rounded;
+    res->exact = stats.exact;
+    vt_err e = VT_OK;
+    if (root && start == rc->steps) { /* nothing left to train (the last step was stored, not committed) */
+        uint64_t cnt;
+        e = vt_store_step_count(t->st, &cnt);
+        if (!e) e = store_figures(t, cnt, res);
+    }
+    if (root && !e) e = commit_run(t, o, res);
+    VT_FORWARD_IF_ERROR(agree(t, e));
+    if (t->size > 1 && t->m.shard) { /* the figures of the distributed sums: bytes summed over the ranks */
+        int64_t bytes = (int64_t)t->m.shard->bytes_sent;
+        VT_FORWARD_IF_ERROR(vt_dist_allreduce_i64(t->comm, &bytes, 1));
+        res->dist_sums = t->m.shard->n_dist;
+        res->dist_exact = t->m.shard->n_dist_exact;
+        res->dist_bytes = (uint64_t)bytes;
+    }
+    return VT_OK;
+}
+
 vt_err vt_train_run(const vt_recipe *rc, const vt_train_opts *o, vt_train_result *res)
 {
     train_ctx t;
     memset(&t, 0, sizeof t);
     memset(res, 0, sizeof *res);
-    vt_recipe r = *rc; /* with the --init file's hash (vt_init.h) */
+    t.comm = o->comm;
+    t.rank = o->comm ? vt_dist_rank(o->comm) : 0;
+    t.size = o->comm ? vt_dist_size(o->comm) : 1;
+    res->ranks = t.size;
+    vt_recipe r = *rc; /* with the --init file's hash (vt_init.h); every rank reads it (same_run compares) */
     vt_err e = vt_init_prepare(&r, o->init_path, o->resume ? o->run_dir : NULL, &t.init);
+    if (t.size > 1) e = agree(&t, e);
     if (!e) e = train(&t, &r, o, res);
+    res->err_common = t.size > 1 && e != VT_OK && t.common;
     ctx_free(&t);
     return e;
 }

@@ -5,6 +5,7 @@
 #include <stdint.h>
 
 #include "../common/vt_error.h"
+#include "../dist/vt_dist.h"
 #include "../kernels/vt_kernels.h"
 #include "../model/vt_model.h"
 #include "../model/vt_recipe.h"
@@ -25,6 +26,9 @@ typedef struct {
     int quiet;
     uint64_t stop_after;    /* stop (without committing: an interruption) after this step; 0 = never */
     const vt_hooks *hooks;  /* tests only (tests/vt_cheats.c: a cheating trainer); NULL */
+    vt_comm *comm;          /* data-parallel training (docs/distributed.md): the ranks (every rank calls
+                             * vt_train_run with the same recipe and options; rank 0 alone writes the
+                             * run); NULL or one rank: the one-process run */
 } vt_train_opts;
 
 typedef struct {
@@ -40,9 +44,21 @@ typedef struct {
     int finished;            /* resume: the run was already finished (every step stored and committed);
                               * nothing was trained or written, the figures are the store's and root
                               * is its commitment's */
+    int ranks;               /* the ranks that trained (1: one process) */
+    uint64_t dist_sums, dist_exact; /* ranks > 1: the sums rounded across the ranks (this rank's count,
+                                     * the same on every rank), of these settled by the exact phase */
+    uint64_t dist_bytes;     /* ranks > 1: the bytes all ranks together sent for them */
+    int err_common;          /* on failure: 1 when every rank returns this same error (print it once) */
 } vt_train_result;
 
-/* Trains and commits. Errors: VT_ERR_DIVERGED (training diverged: message names step and
+/* Trains and commits. With o->comm of more than one rank (collective: every rank calls it), the
+ * recipe's batch is split across the ranks (vt_model_set_shard; refused before anything is written
+ * when it does not divide, with rounding=log or a GPU backend), rank 0 alone writes the run store,
+ * the checkpoints and the commitment (the one-process run's bytes: the manifest names the global
+ * batch, never the rank count), the other ranks start from rank 0's state (fresh or resumed), every
+ * rank stops with the lowest failing rank's error (its message names that rank), and the ranks
+ * compare their state hashes at every committed state (a rank whose state differs from rank 0's
+ * stops the run, named). Errors: VT_ERR_DIVERGED (training diverged: message names step and
  * operation), VT_ERR_IO/FORMAT/DB (inputs; VT_ERR_IO also when another trainer holds the run
  * directory, or when readers kept run.db from being made self-contained: then nothing is committed
  * and --resume commits), VT_ERR_ARG (recipe). Resuming a finished run changes nothing and reports

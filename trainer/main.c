@@ -508,9 +508,9 @@ static int cmd_train(int argc, char **argv)
     vt_train_result res;
     e = vt_train_run(&rc, &o, &res);
     if (e) {
-        if (size == 1)
+        if (size == 1 || (res.err_common && rank == 0)) /* every rank's error (naming the rank): printed once */
             fprintf(stderr, "trainer: %s\n", vt_errmsg());
-        else if (rank == 0 || !res.err_common) /* every rank's error: printed once */
+        else if (!res.err_common) /* this rank's own */
             fprintf(stderr, "trainer (rank %d of %d): %s\n", rank, size, vt_errmsg());
         st = vt_cli_exit_for(e);
     } else {

@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# Data-parallel training end to end (issue 24, docs/distributed.md "Training on N ranks"): the MLP,
+# the residual CNN (batch normalisation over the global batch) and the GPT (dropout) trained under
+# `mpirun -np N` for N = 1, 2, 3, 4 sign the one-process run's commitment, byte for byte; the 4-rank
+# runs audit VERIFIED in one process, in two evaluation orders; the refusals (a batch that does not
+# split, rounding=log, --backend cuda, ranks given another recipe, a rank that cannot load its data)
+# come before anything is written, naming the rank; a rank whose state is altered (trainer-test
+# --flip-state) stops every rank with an error naming it; a rank killed with SIGKILL mid-run
+# (trainer-test --kill-rank, and rank 0 at a write point with --kill-at) stops the run, the run store
+# passes SQLite's integrity check, and --resume on 1 and on 2 ranks finishes with the uninterrupted
+# run's commitment. Oversubscribed (2 cores run 4 ranks), as root in CI.
+# Usage: dp.sh BUILD_DIR MPIEXEC (MPIEXEC empty: a build without MPI, skipped: exit 77).
+set -u
+. "$(dirname "$0")/e2e_lib.sh" # e2e_begin, ok, bad
+e2e_begin dp "$1"
+MPIRUN=${2:-}
+if [ -z "$MPIRUN" ]; then echo "dp: this build has no MPI (VT_MPI): skipped"; exit 77; fi
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+export OMPI_MCA_btl_vader_single_copy_mechanism=none
+# a hang guard only (never a timing assertion): a run that stopped waiting for a dead rank fails here
+mpi() { local np=$1; shift; timeout -k 10 600 "$MPIRUN" --oversubscribe --allow-run-as-root -np "$np" "$@"; }
+
+"$TRAINER" keygen "$T/key" >/dev/null || bad "keygen"
+# small recipes, batch 12 (a multiple of 1, 2, 3 and 4), every other state committed
+COMMON=(--set batch=12 --set steps=6 --set state_hash_every=2 --set checkpoint_every=4)
+MLP=("${COMMON[@]}" --set subset=240)
+CNN=(--recipe "$HERE/../recipes/resnet-cifar10.json" --set subset=120 --set resnet_width=4 --set resnet_stages=2
+     --set decay_every=3 "${COMMON[@]}")
+GPT=(--recipe "$HERE/../recipes/gpt-shakespeare.json" --set gpt_layers=1 --set gpt_width=32 --set gpt_context=16
+     --set warmup=2 --set dropout=0.1 "${COMMON[@]}")
+
+# 1. one commitment whatever the number of ranks
+for model in mlp cnn gpt; do
+  case $model in mlp) R=("${MLP[@]}") ;; cnn) R=("${CNN[@]}") ;; gpt) R=("${GPT[@]}") ;; esac
+  "$TRAINER" train --run "$T/$model" --key "$T/key" "${R[@]}" --quiet >"$T/out" 2>&1 ||
+    bad "$model, one process: $(cat "$T/out")"
+  for np in 1 2 3 4; do
+    mpi $np "$TRAINER" train --run "$T/$model-$np" --key "$T/key" "${R[@]}" >"$T/out" 2>&1
+    st=$?
+    if [ $st != 0 ]; then bad "$model on $np ranks: exit $st: $(cat "$T/out")"; continue; fi
+    cmp -s "$T/$model/commitment.vtc" "$T/$model-$np/commitment.vtc" && ok ||
+      bad "$model on $np ranks: another commitment than the one-process run's"
+    if [ $np -gt 1 ]; then # the rank count: printed by rank 0 alone, outside the manifest
+      [ "$(grep -c "^trainer: data-parallel on $np ranks" "$T/out")" = 1 ] && [ "$(grep -c "^merkle root" "$T/out")" = 1 ] &&
+        grep -q "^ranks           $np " "$T/out" && ok || bad "$model on $np ranks: output: $(cat "$T/out")"
+    fi
+  done
+  # the 4-rank run audited in one process, in two orders
+  for order in blas split; do
+    "$AUDITOR" verify "$T/$model-4" --order "$order" --pubkey "$T/key.pub" --quiet >"$T/audit.out" 2>&1 &&
+      grep -q VERIFIED "$T/audit.out" && ok || bad "auditor verify $model-4 --order $order: $(cat "$T/audit.out")"
+  done
+done
+
+# 2. refusals before anything is written, naming the rank
+refused() { # refused WANT_STATUS PATTERN DIR -- command: the exit status, the message, no DIR
+  local want=$1 pat=$2 dir=$3; shift 4
+  "$@" >"$T/out" 2>&1
+  local st=$?
+  [ "$st" = "$want" ] && grep -q -- "$pat" "$T/out" && [ ! -e "$dir" ] && ok ||
+    bad "$* -> exit $st (expected $want, \"$pat\", nothing written): $(cat "$T/out")"
+}
+refused 64 "rank 0 of 3: a batch of 16 examples does not split into 3 equal shares" "$T/r1" -- \
+  mpi 3 "$TRAINER" train --run "$T/r1" --key "$T/key" "${MLP[@]}" --set batch=16
+refused 64 "rank 0 of 2: rounding=log runs in one process only" "$T/r2" -- \
+  mpi 2 "$TRAINER" train --run "$T/r2" --key "$T/key" "${MLP[@]}" --set rounding=log
+refused 2 "rank 0 of 2: --backend cuda: data-parallel ranks compute on the CPU" "$T/r3" -- \
+  mpi 2 "$TRAINER" train --run "$T/r3" --key "$T/key" "${MLP[@]}" --backend cuda
+# ranks given different recipes (MPMD: rank 1 another learning rate), a rank that cannot load its data
+refused 64 "rank 1 of 2: its manifest (recipe, dataset or --init file) differs from rank 0's" "$T/r4" -- \
+  timeout -k 10 600 "$MPIRUN" --oversubscribe --allow-run-as-root \
+  -np 1 "$TRAINER" train --run "$T/r4" --key "$T/key" "${MLP[@]}" : \
+  -np 1 "$TRAINER" train --run "$T/r4" --key "$T/key" "${MLP[@]}" --set lr=0.01
+mkdir -p "$T/nodata"
+refused 2 "rank 1 of 2: " "$T/r5" -- \
+  timeout -k 10 600 "$MPIRUN" --oversubscribe --allow-run-as-root \
+  -np 1 "$TRAINER" train --run "$T/r5" --key "$T/key" "${MLP[@]}" : \
+  -np 1 "$TRAINER" train --run "$T/r5" --key "$T/key" "${MLP[@]}" --data-dir "$T/nodata"
+
+# 3. a rank whose state no longer is the others': every rank stops, the rank named; the steps before
+# it are stored and the run resumes (one process) to the honest commitment
+mpi 4 "$TRAINER_TEST" train --run "$T/flip" --key "$T/key" "${MLP[@]}" --flip-state 2:3 >"$T/out" 2>&1
+st=$?
+[ $st = 2 ] && grep -q "rank 2 of 4: its state after step 4 differs from rank 0's" "$T/out" &&
+  [ "$(grep -c "differs from rank 0's" "$T/out")" = 1 ] && [ ! -e "$T/flip/commitment.vtc" ] && ok ||
+  bad "--flip-state 2:3 on 4 ranks: exit $st: $(cat "$T/out")"
+[ "$(sqlite3 "$T/flip/run.db" 'SELECT max(step) FROM steps')" = 3 ] && ok || bad "--flip-state: steps stored"
+"$TRAINER" train --run "$T/flip" --key "$T/key" "${MLP[@]}" --resume --quiet >/dev/null 2>&1 &&
+  cmp -s "$T/mlp/commitment.vtc" "$T/flip/commitment.vtc" && ok || bad "--flip-state: resumed to another commitment"
+
+# 4. a rank killed mid-run: the run stops, the store is intact, --resume on 1 and on 2 ranks finishes
+# with the uninterrupted run's commitment
+killed() { # killed DIR NP -- trainer-test options: the run dies by a signal, run.db intact
+  local dir=$1 np=$2; shift 3
+  mpi "$np" "$TRAINER_TEST" train --run "$dir" --key "$T/key" "${CNN[@]}" --quiet "$@" >"$T/out" 2>&1
+  local st=$?
+  [ $st != 0 ] && [ $st != 124 ] && ok || bad "$* on $np ranks: exit $st: $(cat "$T/out")"
+  grep -Eqi "signal 9|killed" "$T/out" && ok || bad "$* on $np ranks: no word of the killed rank: $(cat "$T/out")"
+  [ ! -e "$dir/commitment.vtc" ] && [ "$(sqlite3 "$dir/run.db" 'PRAGMA integrity_check')" = ok ] && ok ||
+    bad "$* on $np ranks: the run store after the kill"
+}
+resumed() { # resumed DIR NP: --resume on NP ranks (1: one process, no mpirun) ends with the CNN's commitment
+  local dir=$1 np=$2
+  if [ "$np" = 1 ]; then "$TRAINER" train --run "$dir" --key "$T/key" "${CNN[@]}" --resume --quiet >"$T/out" 2>&1
+  else mpi "$np" "$TRAINER" train --run "$dir" --key "$T/key" "${CNN[@]}" --resume --quiet >"$T/out" 2>&1; fi
+  local st=$?
+  [ $st = 0 ] && cmp -s "$T/cnn/commitment.vtc" "$dir/commitment.vtc" && ok ||
+    bad "--resume of $dir on $np ranks: exit $st, or another commitment: $(cat "$T/out")"
+}
+killed "$T/k1" 3 -- --kill-rank 1:5 # after the checkpoint of step 4
+resumed "$T/k1" 1
+killed "$T/k2" 2 -- --kill-rank 1:3 # before any checkpoint but step 0's
+resumed "$T/k2" 2
+killed "$T/k3" 4 -- --kill-at ckpt.tmp-half:2 # rank 0, while writing the checkpoint of step 4
+resumed "$T/k3" 3
+
+echo "dp: $pass passed, $fail failed"
+[ $fail = 0 ]
