@@ -47,11 +47,14 @@ static void usage(FILE *f)
                "exit status: 0 verified, 1 rejected, 2 cannot check, 64 usage error, 70 internal failure\n"
                "usage: auditor challenge RUN_DIR --arbiter HOST:PORT --arbiter-key FILE.pub --key KEYFILE\n"
                "                         [--service FILE] [--order ORDER] [--step S] [--transcript FILE]\n"
+               "                         [--init FILE]\n"
                "  play the dispute game after a rejected verify: prints the rounds and the verdict\n"
                "  --arbiter-key FILE.pub  the arbiter's key, pinned (required): it must be one the trainer's\n"
                "                   service record names; a verdict that is not for this challenge (its\n"
                "                   commitment, step, claim, nonce, this key) is refused (exit 2)\n"
                "  --no-pin-arbiter UNSAFE: accept whatever key answers at --arbiter, if the record names it\n"
+               "  --init FILE      a run started from a file (trainer train --init): that file (default: the\n"
+               "                   run's copy RUN_DIR/init.safetensors)\n"
                "  --wait-ms N      keep retrying an arbiter that answers busy (its admission limits) for N ms\n"
                "                   (default 600000); other failures to reach it, for --deadline-ms\n"
                "  --service FILE   the trainer's signed service record (default RUN_DIR/service.vtsr, written by\n"
@@ -77,6 +80,7 @@ static int cmd_challenge(int argc, char **argv)
                                        {"wait-ms", required_argument, 0, 'W'},
                                        {"quiet", no_argument, 0, 'q'},
                                        {"no-pin-arbiter", no_argument, 0, 'U'},
+                                       {"init", required_argument, 0, 'I'},
 #ifdef VT_TEST_HOOKS
                                        {"lie", required_argument, 0, 'L'},
 #endif
@@ -105,6 +109,7 @@ static int cmd_challenge(int argc, char **argv)
         case 'U': o.no_pin_arbiter = 1; break;
         case 'd': o.data_root = optarg; break;
         case 'T': o.transcript = optarg; break;
+        case 'I': o.init_path = optarg; break;
         case 'q': o.quiet = 1; break;
 #ifdef VT_TEST_HOOKS
         case 'L':

@@ -18,6 +18,7 @@
 #include "../merkle/vt_sign.h"
 #include "../protocol/vt_proto.h"
 #include "../store/vt_store.h"
+#include "../run/vt_init.h"
 #include "../run/vt_train.h"
 
 typedef struct {
@@ -30,6 +31,7 @@ typedef struct {
     uint8_t *have;
     vt_seg_chain chain;
     int have_chain;
+    vt_st_file init; /* a run started from a file (--init): its initial state */
 } auditor;
 
 static int has_state(const vt_recipe *rc, uint64_t s)
@@ -42,6 +44,13 @@ static int has_state(const vt_recipe *rc, uint64_t s)
 static vt_err new_model(auditor *a, vt_model *m)
 {
     VT_FORWARD_IF_ERROR(vt_model_init(m, &a->rc, a->ds.n, a->o->order));
+    if (a->rc.has_init) { /* step 0 is the file's state, not the recipe's */
+        vt_err e = vt_init_apply(m, &a->init);
+        if (e) {
+            vt_model_free(m);
+            return e;
+        }
+    }
     vt_model_set_hooks(m, a->o->hooks);
     return VT_OK;
 }
@@ -209,6 +218,10 @@ static vt_err run(auditor *a, vt_challenge_result *res)
     VT_FORWARD_IF_ERROR(e);
     vt_recipe_dataset_spec(&a->rc, spec, sizeof spec);
     VT_FORWARD_IF_ERROR(vt_data_load(spec, o->data_root, &a->ds));
+    if (a->rc.has_init) {
+        int why = 0;
+        VT_FORWARD_IF_ERROR(vt_init_for_replay(&a->rc, o->init_path, o->run_dir, &a->init, &why));
+    }
     vt_store_commitment_path(o->run_dir, path, sizeof path);
     FILE *f = fopen(path, "rb");
     size_t got = f ? fread(commitment, 1, sizeof commitment, f) : 0;
@@ -368,6 +381,7 @@ vt_err vt_challenge_run(const vt_challenge_opts *o, vt_challenge_result *res)
     free(a.state);
     free(a.have);
     vt_data_free(&a.ds);
+    vt_st_free(&a.init);
     vt_store_close(a.st);
     vt_keypair_wipe(&a.kp);
     return e;

@@ -16,6 +16,7 @@ typedef struct {
     const char *arbiter_pk_path; /* pin the arbiter's key (required unless no_pin_arbiter) */
     int no_pin_arbiter;          /* 1: accept any arbiter key the trainer's record names (unsafe) */
     const char *data_root;
+    const char *init_path;       /* a run started from a file: that file (NULL: RUN_DIR/init.safetensors) */
     const char *transcript;      /* optional: write the auditor's transcript here */
     vt_order order;
     uint64_t step;               /* 0: find the first bad committed step by replaying */

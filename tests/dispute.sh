@@ -165,6 +165,12 @@ DEADLINE=$((10000 * SLOW)) WHY="deadline exceeded" game silent cheat-lr trainer 
 # one the auditor holds (the same run re-committed after an edit, signed by the same key)
 cp -r "$T/honest-log" "$T/second"; "$B/vt_tamper" "$T/second" "$T/tk" flip-direction >/dev/null || bad "tamper"
 ARUN=honest-log game two-roots second trainer "equivocation" "" "" -- --step 10
+# a run started from a file (trainer train --init: the honest run's export at step 10): the auditor
+# builds its own version from the same file (the run's copy), finds the cheat at step 7 and wins
+"$B/trainer" export "$T/honest" --step 10 --format safetensors --out "$T/init10.safetensors" --pubkey "$T/tk.pub" \
+  >/dev/null || bad "export for --init"
+train cheat-init --init "$T/init10.safetensors" --cheat lr:7:0.5
+game cheat-init cheat-init trainer "wrong output" 7 2 --cheat lr:7:0.5
 # a connection dropped mid-game: the arbiter reconnects and the game goes on to the same verdict
 game dropped cheat-lr trainer "wrong output" 7 2 --cheat lr:7:0.5 --misbehave drop-once
 # garbage sent to the trainer's port first: that client is dropped (and logged), the game still works
