@@ -114,5 +114,12 @@ resumed "$T/k2" 2
 killed "$T/k3" 4 -- --kill-at ckpt.tmp-half:2 # rank 0, while writing the checkpoint of step 4
 resumed "$T/k3" 3
 
+# the production trainer has none of the test build's rank faults
+"$TRAINER" --help 2>&1 | grep -Eq -- "--(flip-state|kill-rank)\b" && bad "trainer --help shows a testing option" || ok
+for opt in --flip-state --kill-rank; do
+  "$TRAINER" train --run "$T/x" --key "$T/key" "$opt" 1:2 >/dev/null 2>&1; [ $? = 64 ] && [ ! -e "$T/x" ] && ok ||
+    bad "production $opt must be a usage error"
+done
+
 echo "dp: $pass passed, $fail failed"
 [ $fail = 0 ]

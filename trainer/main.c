@@ -510,6 +510,8 @@ static int cmd_train(int argc, char **argv)
     if (e) {
         if (size == 1 || (res.err_common && rank == 0)) /* every rank's error (naming the rank): printed once */
             fprintf(stderr, "trainer: %s\n", vt_errmsg());
+        else if (!res.err_common && strncmp(vt_errmsg(), "rank ", 5) == 0) /* this rank's own, named (MPI's) */
+            fprintf(stderr, "trainer: %s\n", vt_errmsg());
         else if (!res.err_common) /* this rank's own */
             fprintf(stderr, "trainer (rank %d of %d): %s\n", rank, size, vt_errmsg());
         st = vt_cli_exit_for(e);
