@@ -76,10 +76,10 @@ vt_err vt_init_apply(vt_model *m, const vt_st_file *f)
             uint32_t b = vt_get_u32le(e->data + 4 * k);
             memcpy(&dst[k], &b, 4);
             if (!isfinite(dst[k])) {
+                const char *what = isnan(dst[k]) ? "NaN" : "infinite"; /* (read before state is freed) */
                 free(state);
                 VT_RETURN_ERROR(VT_ERR_FORMAT, "%s: tensor '%s': value %llu (offset %llu) is %s", f->path, e->name,
-                                (unsigned long long)k, (unsigned long long)(e->off + 4 * k),
-                                isnan(dst[k]) ? "NaN" : "infinite");
+                                (unsigned long long)k, (unsigned long long)(e->off + 4 * k), what);
             }
         }
     }
