@@ -17,6 +17,7 @@
 #include "../game/vt_game.h"
 #include "../model/vt_model.h"
 #include "../run/vt_audit.h"
+#include "../dist/vt_dist.h"
 #include "../game/vt_challenge.h"
 #ifdef VT_TEST_HOOKS
 #include "../tests/vt_cheats.h"
@@ -43,6 +44,8 @@ static void usage(FILE *f)
                "  --max-memory SIZE  the memory budget, e.g. 8G (default: the available memory): a run whose\n"
                "                   model needs more cannot be checked (exit 2), before anything is allocated\n"
                "  --report FILE    write a JSON report (\"-\": standard output)\n"
+               "  under mpirun (mpirun -np M auditor verify ...) the segments (M x --jobs) are split over\n"
+               "                   the M ranks: the verdict and report of one process with as many segments\n"
                "  --quiet          no progress line\n"
                "exit status: 0 verified, 1 rejected, 2 cannot check, 64 usage error, 70 internal failure\n"
                "usage: auditor challenge RUN_DIR --arbiter HOST:PORT --arbiter-key FILE.pub --key KEYFILE\n"
@@ -211,11 +214,28 @@ static int main_dispatch(int argc, char **argv)
     if (o.jobs > 1) blas_threads(1);
     vt_model_set_memory_budget(max_memory, VT_ERR_LIMIT); /* a manifest beyond it: cannot check (2) */
 
+    /* under mpirun the segments are split over the ranks; rank 0 speaks for all (one process: no MPI) */
+    vt_comm *comm = NULL;
+    if (vt_dist_init(&comm)) {
+        fprintf(stderr, "auditor: %s\n", vt_errmsg());
+        return VT_EXIT_CANNOT;
+    }
+    const int rank = vt_dist_rank(comm), nranks = vt_dist_size(comm);
+    o.comm = comm;
+    if (rank != 0) o.quiet = 1;
     vt_audit_result r;
     if (!o.quiet)
-        fprintf(stderr, "auditor: replaying %s with order %s%s%s\n", o.run_dir, vt_order_name(o.order),
+        fprintf(stderr, "auditor: replaying %s with order %s%s%s", o.run_dir, vt_order_name(o.order),
                 o.backend ? ", backend " : "", o.backend ? o.backend : "");
+    if (!o.quiet && nranks > 1) fprintf(stderr, " on %d ranks", nranks);
+    if (!o.quiet) fputc('\n', stderr);
     vt_audit_run(&o, &r);
+    (void)vt_dist_finalize(&comm);
+    const int st = r.verdict == VT_VERDICT_VERIFIED   ? VT_EXIT_OK
+                   : r.verdict == VT_VERDICT_REJECTED ? VT_EXIT_REJECTED
+                   : strcmp(r.reason, "internal error") == 0 ? VT_EXIT_INTERNAL /* a bug of ours: no verdict */
+                                                             : VT_EXIT_CANNOT;
+    if (rank != 0) return st; /* the same verdict on every rank */
     switch (r.verdict) {
     case VT_VERDICT_VERIFIED:
         printf("VERIFIED: %s\n  steps %llu..%llu replayed bit for bit (%llu steps, order %s, %.1f s, %.1f steps/s)\n"
@@ -245,10 +265,7 @@ static int main_dispatch(int argc, char **argv)
         }
         free(js);
     }
-    return r.verdict == VT_VERDICT_VERIFIED   ? VT_EXIT_OK
-           : r.verdict == VT_VERDICT_REJECTED ? VT_EXIT_REJECTED
-           : strcmp(r.reason, "internal error") == 0 ? VT_EXIT_INTERNAL /* a bug of ours: no verdict */
-                                                     : VT_EXIT_CANNOT;
+    return st;
 }
 
 int main(int argc, char **argv)

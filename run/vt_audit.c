@@ -259,7 +259,9 @@ static void replay_segment(worker *w)
         w->checked++;
         pthread_mutex_lock(&a->mu);
         a->done++;
-        vt_progress_update(&a->pr, "replay", a->done, NULL);
+        char extra[64]; /* the loss of the step just replayed (by whichever segment) */
+        snprintf(extra, sizeof extra, "loss %.4f (step %llu)", (double)loss, (unsigned long long)s);
+        vt_progress_update(&a->pr, "replay", a->done, extra);
         pthread_mutex_unlock(&a->mu);
     }
 out:
@@ -406,8 +408,47 @@ static int static_checks(audit_ctx *a, vt_store *st, finding *f)
     return 0;
 }
 
+/* ------------------------------------------------------- several ranks */
+
+/* Every rank ends with the same finding: the first rank's (in rank order) that is not VERIFIED, or
+ * VERIFIED. A failure of the exchange itself is this rank's CANNOT. */
+static void agree_finding(vt_comm *c, finding *f)
+{
+    int n = vt_dist_size(c);
+    if (n <= 1) return;
+    double mine = (double)f->verdict, *all = calloc((size_t)n, sizeof *all);
+    if (!all || vt_dist_allgather_f64(c, &mine, 1, all)) {
+        free(all);
+        find_set(f, VT_VERDICT_CANNOT, -1, "local error", "the ranks could not agree: %s", vt_errmsg());
+        return;
+    }
+    int root = -1;
+    for (int r = 0; r < n && root < 0; r++)
+        if (all[r] != (double)VT_VERDICT_VERIFIED) root = r;
+    free(all);
+    if (root >= 0 && vt_dist_bcast(c, f, sizeof *f, root))
+        find_set(f, VT_VERDICT_CANNOT, -1, "local error", "the ranks could not agree: %s", vt_errmsg());
+}
+
+/* The smallest of the ranks' values (the same on every rank). */
+static uint64_t min_over_ranks(vt_comm *c, uint64_t v)
+{
+    int n = vt_dist_size(c);
+    double mine = (double)v, *all = calloc((size_t)(n > 0 ? n : 1), sizeof *all);
+    if (!all || vt_dist_allgather_f64(c, &mine, 1, all)) {
+        free(all);
+        return 1;
+    }
+    for (int r = 0; r < n; r++)
+        if (all[r] < mine) mine = all[r];
+    free(all);
+    return (uint64_t)mine;
+}
+
 void vt_audit_run(const vt_audit_opts *o, vt_audit_result *res)
 {
+    vt_comm *comm = o->comm && vt_dist_size(o->comm) > 1 ? o->comm : NULL;
+    const int nr = comm ? vt_dist_size(comm) : 1, rank = comm ? vt_dist_rank(comm) : 0;
     audit_ctx a;
     memset(&a, 0, sizeof a);
     memset(res, 0, sizeof *res);
@@ -423,10 +464,12 @@ void vt_audit_run(const vt_audit_opts *o, vt_audit_result *res)
     int nw = 0;
     if (vt_store_open(o->run_dir, 1, &st)) {
         find_io(&f, -1, "run store");
+        if (comm) agree_finding(comm, &f);
         goto done;
     }
     static_checks(&a, st, &f);
     vt_store_close(st);
+    if (comm) agree_finding(comm, &f); /* every rank read the same run, or all stop with the first's finding */
     if (f.verdict != VT_VERDICT_VERIFIED) goto done;
     res->steps_total = a.rc.steps;
 
@@ -448,7 +491,7 @@ void vt_audit_run(const vt_audit_opts *o, vt_audit_result *res)
         vt_program p;
         if (vt_program_build(&a.rc, &p)) {
             find_set(&f, VT_VERDICT_CANNOT, -1, "local error", "cannot build the program: %s", vt_errmsg());
-            goto done;
+            goto agree; /* (every rank meets the agreement below) */
         }
         vt_model_mem need;
         vt_model_need(&p, a.rc.batch, a.ds.n, &need);
@@ -456,7 +499,7 @@ void vt_audit_run(const vt_audit_opts *o, vt_audit_result *res)
         a.budget = vt_model_memory_budget();
         if (vt_model_check_budget(&need, a.budget)) {
             find_set(&f, VT_VERDICT_CANNOT, -1, "memory budget", "%s", vt_errmsg());
-            goto done;
+            goto agree; /* (every rank meets the agreement below) */
         }
         uint64_t fit = need.total > 0 ? (uint64_t)((double)a.budget / need.total) : (uint64_t)jobs;
         if (fit < (uint64_t)jobs) {
@@ -470,6 +513,12 @@ void vt_audit_run(const vt_audit_opts *o, vt_audit_result *res)
         }
         res->memory_need = need.total;
         res->memory_budget = (double)a.budget;
+    }
+agree:
+    if (comm) agree_finding(comm, &f); /* a rank short of memory stops every rank */
+    if (f.verdict != VT_VERDICT_VERIFIED) goto done;
+    if (comm) { /* one split of the run for every rank: nr times the smallest rank's --jobs */
+        jobs = (int)min_over_ranks(comm, (uint64_t)jobs) * nr;
     }
     ws = calloc((size_t)jobs, sizeof *ws);
     if (!ws) {
@@ -490,14 +539,19 @@ void vt_audit_run(const vt_audit_opts *o, vt_audit_result *res)
         nw++;
         start = end;
     }
-    vt_progress_init(&a.pr, 0, to - from, o->quiet);
-    if (nw == 1) {
-        replay_segment(&ws[0]);
-    } else {
+    /* this rank's segments: all of them in one process, every nr-th from its rank under mpirun */
+    uint64_t own_steps = 0;
+    int n_own = 0;
+    for (int j = rank; j < nw; j += nr) own_steps += ws[j].to - ws[j].from, n_own++;
+    vt_progress_init(&a.pr, 0, own_steps, o->quiet);
+    if (n_own == 1) {
+        replay_segment(&ws[rank]);
+    } else if (n_own > 1) {
         pthread_t *th = calloc((size_t)nw, sizeof *th);
         int *started = calloc((size_t)nw, sizeof *started);
-        for (int j = 0; th && started && j < nw; j++) started[j] = pthread_create(&th[j], NULL, worker_main, &ws[j]) == 0;
-        for (int j = 0; j < nw; j++) {
+        for (int j = rank; th && started && j < nw; j += nr)
+            started[j] = pthread_create(&th[j], NULL, worker_main, &ws[j]) == 0;
+        for (int j = rank; j < nw; j += nr) {
             if (th && started && started[j])
                 pthread_join(th[j], NULL);
             else
@@ -507,6 +561,18 @@ void vt_audit_run(const vt_audit_opts *o, vt_audit_result *res)
         free(started);
     }
     vt_progress_end(&a.pr);
+    for (int j = 0; comm && j < nw; j++) { /* every segment's result from the rank that replayed it */
+        struct {
+            finding f;
+            uint64_t checked, applied, passed;
+        } r = {ws[j].f, ws[j].checked, ws[j].applied, ws[j].passed};
+        if (vt_dist_bcast(comm, &r, sizeof r, j % nr)) {
+            find_set(&f, VT_VERDICT_CANNOT, -1, "local error", "segment %d's result from rank %d: %s", j, j % nr,
+                     vt_errmsg());
+            goto done;
+        }
+        ws[j].f = r.f, ws[j].checked = r.checked, ws[j].applied = r.applied, ws[j].passed = r.passed;
+    }
     for (int j = 0; j < nw; j++) { /* the earliest finding wins */
         res->steps_checked += ws[j].checked;
         res->entries_applied += ws[j].applied;

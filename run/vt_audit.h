@@ -5,6 +5,7 @@
 #include <stdint.h>
 
 #include "../common/vt_error.h"
+#include "../dist/vt_dist.h"
 #include "../kernels/vt_kernels.h"
 
 typedef enum {
@@ -32,6 +33,9 @@ typedef struct {
     uint64_t from, to;       /* segment: replay steps from+1..to (to = 0: the last step) */
     int jobs;                /* parallel segment replays (>= 1) */
     int quiet;
+    vt_comm *comm;           /* NULL (or one rank): one process; under mpirun the segments are split over the
+                              * ranks (each replays its share with `jobs` threads) and every rank gets the
+                              * same result (docs/distributed.md "Audit on several ranks") */
 } vt_audit_opts;
 
 typedef struct {

@@ -32,3 +32,7 @@ foreach(t IN ITEMS test_dist test_dp_model)
     set_tests_properties(${t}_np${np} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 ENVIRONMENT "${VT_MPI_TEST_ENV}")
   endforeach()
 endforeach()
+# `mpirun -np M auditor verify`: the segments split over the ranks, the one-process verdict and report
+add_test(NAME audit_ranks COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/audit_ranks.sh ${CMAKE_BINARY_DIR}
+         WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})
+set_tests_properties(audit_ranks PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 ENVIRONMENT "${VT_MPI_TEST_ENV}")
