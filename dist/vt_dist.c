@@ -187,6 +187,79 @@ vt_err vt_dist_allgather_f64(vt_comm *c, const double *mine, size_t n, double *a
     return VT_OK;
 }
 
+/* MPI's counts and displacements of byte blocks (int): *total the sum; VT_ERR_LIMIT above INT_MAX.
+ * cnt and dsp hold c->size entries each (NULL when the size is 1: not needed). */
+static vt_err byte_layout(const vt_comm *c, const size_t *bytes, int *cnt, int *dsp, size_t *total, const char *what)
+{
+    size_t off = 0;
+    for (int r = 0; r < c->size; r++) {
+        VT_RETURN_ERROR_IF(bytes[r] > (size_t)INT_MAX || off > (size_t)INT_MAX - bytes[r], VT_ERR_LIMIT,
+                           "rank %d of %d: %s of more than %d bytes", c->rank, c->size, what, INT_MAX);
+        if (cnt) cnt[r] = (int)bytes[r], dsp[r] = (int)off;
+        off += bytes[r];
+    }
+    *total = off;
+    return VT_OK;
+}
+
+#ifdef VT_HAVE_MPI
+static const char g_nothing; /* the send buffer of an empty block */
+#endif
+
+vt_err vt_dist_allgatherv(vt_comm *c, const void *mine, const size_t *bytes, void *all)
+{
+    VT_RETURN_ERROR_IF(!c || !bytes, VT_ERR_ARG, "vt_dist_allgatherv: bad arguments");
+    VT_RETURN_ERROR_IF(bytes[c->rank] && !mine, VT_ERR_ARG, "vt_dist_allgatherv: bad arguments");
+    size_t total = 0;
+#ifdef VT_HAVE_MPI
+    if (c->is_mpi) {
+        int *cnt = malloc(2 * (size_t)c->size * sizeof *cnt);
+        VT_RETURN_ERROR_IF(!cnt, VT_ERR_NOMEM, "rank %d of %d: allgatherv: out of memory", c->rank, c->size);
+        vt_err e = byte_layout(c, bytes, cnt, cnt + c->size, &total, "allgatherv");
+        if (!e && total && !all) e = vt_set_error(VT_ERR_ARG, "vt_dist_allgatherv: bad arguments");
+        int rc = MPI_SUCCESS;
+        if (!e)
+            rc = MPI_Allgatherv(bytes[c->rank] ? mine : (const void *)&g_nothing, cnt[c->rank], MPI_BYTE, all, cnt, cnt + c->size, MPI_BYTE,
+                                c->comm);
+        free(cnt);
+        if (!e && rc != MPI_SUCCESS) e = mpi_fail(c->rank, c->size, rc, "MPI_Allgatherv (bytes)");
+        return e;
+    }
+#endif
+    VT_FORWARD_IF_ERROR(byte_layout(c, bytes, NULL, NULL, &total, "allgatherv"));
+    VT_RETURN_ERROR_IF(total && !all, VT_ERR_ARG, "vt_dist_allgatherv: bad arguments");
+    if (total) memcpy(all, mine, total);
+    return VT_OK;
+}
+
+vt_err vt_dist_alltoallv(vt_comm *c, const void *send, const size_t *sbytes, void *recv, const size_t *rbytes)
+{
+    VT_RETURN_ERROR_IF(!c || !sbytes || !rbytes, VT_ERR_ARG, "vt_dist_alltoallv: bad arguments");
+    size_t st = 0;
+#ifdef VT_HAVE_MPI
+    if (c->is_mpi) {
+        size_t rt = 0;
+        int *cnt = malloc(4 * (size_t)c->size * sizeof *cnt);
+        VT_RETURN_ERROR_IF(!cnt, VT_ERR_NOMEM, "rank %d of %d: alltoallv: out of memory", c->rank, c->size);
+        int *sc = cnt, *sd = cnt + c->size, *rcn = cnt + 2 * c->size, *rd = cnt + 3 * c->size;
+        vt_err e = byte_layout(c, sbytes, sc, sd, &st, "alltoallv");
+        if (!e) e = byte_layout(c, rbytes, rcn, rd, &rt, "alltoallv");
+        if (!e && ((st && !send) || (rt && !recv))) e = vt_set_error(VT_ERR_ARG, "vt_dist_alltoallv: bad arguments");
+        int rc = MPI_SUCCESS;
+        if (!e) rc = MPI_Alltoallv(send, sc, sd, MPI_BYTE, recv, rcn, rd, MPI_BYTE, c->comm);
+        free(cnt);
+        if (!e && rc != MPI_SUCCESS) e = mpi_fail(c->rank, c->size, rc, "MPI_Alltoallv (bytes)");
+        return e;
+    }
+#endif
+    VT_FORWARD_IF_ERROR(byte_layout(c, sbytes, NULL, NULL, &st, "alltoallv"));
+    VT_RETURN_ERROR_IF(rbytes[0] != sbytes[0], VT_ERR_ARG, "vt_dist_alltoallv: one rank receives %zu bytes, sends %zu",
+                       rbytes[0], sbytes[0]);
+    VT_RETURN_ERROR_IF(st && (!send || !recv), VT_ERR_ARG, "vt_dist_alltoallv: bad arguments");
+    if (st) memcpy(recv, send, st);
+    return VT_OK;
+}
+
 vt_err vt_dist_bcast(vt_comm *c, void *buf, size_t len, int root)
 {
     VT_RETURN_ERROR_IF(!c || (len && !buf), VT_ERR_ARG, "vt_dist_bcast: bad arguments");

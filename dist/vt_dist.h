@@ -1,6 +1,7 @@
 /* vt_dist.h - the communicator of data-parallel runs (library vt_dist, docs/distributed.md): a
  * handle with this process's rank and the number of ranks, and the few collectives the layers above
- * need - an integer sum of int64 arrays (order-free), an allgather of FP64 arrays in rank order, a
+ * need - an integer sum of int64 arrays (order-free), an allgather of FP64 arrays in rank order, an
+ * allgather of byte blocks of any sizes and a personalised exchange (alltoallv) of byte blocks, a
  * broadcast of bytes, a barrier and "agree" (every rank learns whether any rank failed, and which).
  *
  * Open MPI is the engine (optional at build time: VT_MPI). vt_dist_init calls MPI_Init only when
@@ -50,6 +51,19 @@ vt_err vt_dist_allreduce_i64(vt_comm *c, int64_t *data, size_t n) VT_WARN_UNUSED
 /* all[r*n .. r*n+n) := rank r's mine[0..n), for every rank r (all holds size*n values; mine and
  * all must not overlap). Every rank passes the same n. The bits are copied unchanged. */
 vt_err vt_dist_allgather_f64(vt_comm *c, const double *mine, size_t n, double *all) VT_WARN_UNUSED;
+
+/* The bytes of every rank's block, in rank order: rank r's mine[0 .. bytes[r]) lands at
+ * all[off_r .. off_r + bytes[r]), off_r = bytes[0] + ... + bytes[r-1] (every rank passes the same
+ * bytes[], size entries; this rank's mine holds bytes[rank]). Each block and the total at most
+ * INT_MAX bytes (VT_ERR_LIMIT). mine and all must not overlap. The bits are copied unchanged. */
+vt_err vt_dist_allgatherv(vt_comm *c, const void *mine, const size_t *bytes, void *all) VT_WARN_UNUSED;
+
+/* Personalised exchange: this rank sends send[soff_s .. soff_s + sbytes[s]) to rank s and receives
+ * rank r's block for it at recv[roff_r .. roff_r + rbytes[r]) (offsets: the prefix sums of the
+ * counts, in rank order; the block to itself is copied). rbytes[r] must equal what rank r passes as
+ * its sbytes[this rank]. Each count and each total at most INT_MAX bytes (VT_ERR_LIMIT). */
+vt_err vt_dist_alltoallv(vt_comm *c, const void *send, const size_t *sbytes, void *recv, const size_t *rbytes)
+    VT_WARN_UNUSED;
 
 /* buf[0..len) of rank root copied to every rank. */
 vt_err vt_dist_bcast(vt_comm *c, void *buf, size_t len, int root) VT_WARN_UNUSED;

@@ -1,7 +1,10 @@
 /* vt_round_dist.c - distributed exact rounding (vt_round_dist.h, docs/distributed.md): phase 1
- * allgathers every rank's FP64 partial and bound and combines them in rank order with the
- * combination's rounding inside the bound, then screens; phase 2 sums the undecided elements'
- * normalised exact accumulators across ranks with an integer allreduce. */
+ * splits the elements into one contiguous slice per rank; each rank receives every rank's FP64
+ * partial and bound (the bound rounded upward to 32 bits) of its own slice only (alltoallv),
+ * combines them in rank order with the combination's rounding inside the bound, screens, and the
+ * FP32 results are allgathered (a reduce-scatter, then an allgather: about 16 (N-1)/N bytes sent per
+ * element and rank, twice an FP32 ring all-reduce); phase 2 gathers the owners' undecided elements
+ * and sums their normalised exact accumulators across ranks with an integer allreduce. */
 #include "vt_round_dist.h"
 
 #include <float.h>
@@ -18,6 +21,9 @@
 #define VTI_XW (VT_XACC_LIMBS + 4)
 /* Elements per phase-2 allreduce (VTI_XW * 8 * 256 = 149 KiB). */
 #define VTI_XCHUNK 256
+/* Elements per phase-1 round (the exchange's buffers: about 12 bytes an element sent and received,
+ * 16 more for the owner's unpacked partials and bounds: 11 MiB at most). */
+#define VTI_CHUNK VT_ROUND_DIST_ROUND
 
 void vt_round_dist_combine(int nr, const double *p, const double *b, size_t stride, double *x, double *B)
 {
@@ -46,9 +52,31 @@ void vt_round_dist_combine(int nr, const double *p, const double *b, size_t stri
     *B = Bt == 0 ? 0.0 : Bt * (1.0 + 0x1p-20) + 0x1p-1074;
 }
 
+/* The bound as sent: the high 32 bits of its FP64 pattern (sign, 11-bit exponent, 20 fraction
+ * bits), rounded upward - the next pattern up when any low bit is set, which for a non-negative
+ * value is the next larger value of that 32-bit format (0x7fefffff + 1 is +inf). So the decoded
+ * bound is >= the bound (a bound may only grow: still rigorous), by less than a relative 2^-20,
+ * with FP64's whole range (an FP32 would turn bounds below 2^-149 or above FLT_MAX into 2^-149 or
+ * +inf, and decide fewer elements); 0 stays 0 (an exact partial), +inf stays +inf, a NaN stays a
+ * NaN (decides nothing). Negative bounds were refused before. */
+static inline uint32_t bound_enc(double b)
+{
+    if (isnan(b)) return 0x7ff80000u;
+    if (!(b > 0)) return 0; /* +0 or -0: the combination treats them alike */
+    uint64_t u = vt_f64_bits(b);
+    return (uint32_t)(u >> 32) + ((uint32_t)u != 0);
+}
+
+static inline double bound_dec(uint32_t w) { return vt_bits_f64((uint64_t)w << 32); }
+
+/* An undecided element: its index in the caller's numbering and its combined x and B. */
 typedef struct {
-    size_t *idx;
-    double *x, *B;
+    uint64_t i;
+    double x, B;
+} vti_und;
+
+typedef struct {
+    vti_und *v;
     size_t n, cap;
 } vti_undecided;
 
@@ -56,97 +84,213 @@ static int und_push(vti_undecided *u, size_t i, double x, double B)
 {
     if (u->n == u->cap) {
         size_t cap = u->cap ? 2 * u->cap : 256;
-        size_t *ni = realloc(u->idx, cap * sizeof *ni);
-        if (!ni) return -1;
-        u->idx = ni;
-        double *nx = realloc(u->x, cap * sizeof *nx);
-        if (!nx) return -1;
-        u->x = nx;
-        double *nB = realloc(u->B, cap * sizeof *nB);
-        if (!nB) return -1;
-        u->B = nB;
+        vti_und *nv = realloc(u->v, cap * sizeof *nv);
+        if (!nv) return -1;
+        u->v = nv;
         u->cap = cap;
     }
-    u->idx[u->n] = i;
-    u->x[u->n] = x;
-    u->B[u->n] = B;
-    u->n++;
+    u->v[u->n++] = (vti_und){(uint64_t)i, x, B};
     return 0;
 }
 
-/* Phase 1's first collective: every rank's n and whether its arguments are usable, so that a
- * difference is the same error on every rank (no rank goes on into collectives of other sizes). */
-static vt_err check_args(vt_comm *comm, size_t n, int ok, vt_round_dist_stats *st)
+static int und_cmp(const void *a, const void *b)
+{
+    uint64_t i = ((const vti_und *)a)->i, j = ((const vti_und *)b)->i;
+    return (i > j) - (i < j);
+}
+
+/* Slice s of the m elements of a round: [m s / N, m (s + 1) / N). */
+static inline size_t slice_lo(size_t m, int s, int N) { return m * (size_t)s / (size_t)N; }
+
+/* The buffers of phase 1, for rounds of at most `chunk` elements. */
+typedef struct {
+    size_t chunk;
+    unsigned char *sbuf, *rbuf; /* the exchange: 12 bytes an element */
+    double *P, *Bd;             /* the owner's slice unpacked: N values an element */
+    double *x, *B;
+    float *res;
+    unsigned char *gbuf;        /* the results gathered: 4 bytes an element and one word a rank */
+    size_t *cnt;                /* 3 N byte counts */
+} vti_p1;
+
+static void p1_free(vti_p1 *b)
+{
+    free(b->sbuf), free(b->rbuf), free(b->P), free(b->Bd), free(b->x), free(b->B), free(b->res), free(b->gbuf);
+    free(b->cnt);
+}
+
+static int p1_alloc(vti_p1 *b, size_t n, int N)
+{
+    memset(b, 0, sizeof *b);
+    b->chunk = n < VTI_CHUNK ? n : VTI_CHUNK;
+    size_t c = b->chunk, mo = c / (size_t)N + 1; /* the largest slice */
+    b->sbuf = malloc(12 * c + 4);
+    b->rbuf = malloc(12 * mo * (size_t)N);
+    b->P = malloc(mo * (size_t)N * sizeof *b->P);
+    b->Bd = malloc(mo * (size_t)N * sizeof *b->Bd);
+    b->x = malloc(mo * sizeof *b->x);
+    b->B = malloc(mo * sizeof *b->B);
+    b->res = malloc(mo * sizeof *b->res);
+    b->gbuf = malloc(4 * (c + (size_t)N));
+    b->cnt = malloc(3 * (size_t)N * sizeof *b->cnt);
+    return b->sbuf && b->rbuf && b->P && b->Bd && b->x && b->B && b->res && b->gbuf && b->cnt;
+}
+
+/* Phase 0, the first collective: every rank's n, whether its arguments are usable and its memory
+ * allocated, and its first negative bound, so that any of these is the same error on every rank (no
+ * rank goes on into collectives of other sizes). Sends 32 bytes to each other rank. */
+static vt_err check_args(vt_comm *comm, size_t n, int status, const double *bound, vt_round_dist_stats *st)
 {
     int N = vt_dist_size(comm);
-    double mine[2] = {(double)n, ok ? 1.0 : 0.0};
-    double *all = malloc((size_t)N * 2 * sizeof *all);
+    double mine[4] = {(double)n, (double)status, -1.0, 0.0};
+    if (status == 0)
+        for (size_t i = 0; i < n; i++)
+            if (bound[i] < 0) {
+                mine[2] = (double)i, mine[3] = bound[i];
+                break;
+            }
+    double *all = malloc((size_t)N * 4 * sizeof *all);
     vt_err e = all ? VT_OK : vt_set_error(VT_ERR_NOMEM, "vt_round_dist: out of memory");
     e = vt_dist_agree(comm, e, NULL);
     if (e) {
         free(all);
         return e;
     }
-    e = vt_dist_allgather_f64(comm, mine, 2, all);
-    if (st) st->bytes_gather += sizeof mine;
-    for (int r = 0; r < N && !e; r++) {
-        if (all[2 * r + 1] != 1.0)
-            e = vt_set_error(VT_ERR_ARG, "vt_round_dist: rank %d of %d passed bad arguments", r, N);
-        else if (all[2 * r] != all[0])
+    e = vt_dist_allgather_f64(comm, mine, 4, all);
+    if (st) st->bytes_gather += sizeof mine * (uint64_t)(N - 1);
+    for (int r = 0; r < N && !e; r++)
+        if (all[4 * r + 1] == 1.0) e = vt_set_error(VT_ERR_ARG, "vt_round_dist: rank %d of %d passed bad arguments", r, N);
+    for (int r = 0; r < N && !e; r++)
+        if (all[4 * r] != all[0])
             e = vt_set_error(VT_ERR_ARG, "vt_round_dist: rank %d of %d has %.0f elements, rank 0 has %.0f", r, N,
-                             all[2 * r], all[0]);
-    }
+                             all[4 * r], all[0]);
+    for (int r = 0; r < N && !e; r++)
+        if (all[4 * r + 1] == 2.0) e = vt_set_error(VT_ERR_NOMEM, "vt_round_dist: rank %d of %d: out of memory", r, N);
+    for (int r = 0; r < N && !e; r++)
+        if (all[4 * r + 2] >= 0)
+            e = vt_set_error(VT_ERR_ARG, "vt_round_dist: element %.0f: rank %d of %d passed the bound %a", all[4 * r + 2],
+                             r, N, all[4 * r + 3]);
     free(all);
     return e;
 }
 
-/* Phase 1 over elements [i0, i0 + m): gather, combine, screen; the undecided ones into *u. */
+/* Phase 1 over elements [i0, i0 + m): every rank sends slice s of its partials and bounds to rank s;
+ * this rank combines its own slice's N partials in rank order and screens (the undecided ones into
+ * *u; a failure to record one sets *oom); the owners' results and counts of undecided elements are
+ * gathered into out and und_of (UINT64_MAX: that owner ran out of memory). */
 static vt_err phase1(vt_comm *comm, size_t i0, size_t m, const double *partial, const double *bound, float *out,
-                     double *send, double *all, double *x, double *B, uint8_t *cleared, vti_undecided *u,
-                     vt_round_dist_stats *st)
+                     vti_p1 *b, vti_undecided *u, int *oom, uint64_t *und_of, vt_round_dist_stats *st)
 {
-    int N = vt_dist_size(comm);
-    memcpy(send, partial + i0, m * sizeof *send);
-    memcpy(send + m, bound + i0, m * sizeof *send);
-    VT_FORWARD_IF_ERROR(vt_dist_allgather_f64(comm, send, 2 * m, all));
-    if (st) st->bytes_gather += 2 * m * sizeof(double);
-    for (int r = 0; r < N; r++) {
-        const double *br = all + (size_t)r * 2 * m + m;
-        for (size_t k = 0; k < m; k++)
-            VT_RETURN_ERROR_IF(br[k] < 0, VT_ERR_ARG, "vt_round_dist: element %zu: rank %d of %d passed the bound %a",
-                               i0 + k, r, N, br[k]);
+    int N = vt_dist_size(comm), me = vt_dist_rank(comm);
+    size_t *sb = b->cnt, *rb = b->cnt + N, *gb = b->cnt + 2 * N;
+    size_t lo = slice_lo(m, me, N), mo = slice_lo(m, me + 1, N) - lo;
+    /* pack: slice s's partials, then its bounds as 32-bit words */
+    unsigned char *w = b->sbuf;
+    for (int s = 0; s < N; s++) {
+        size_t a = slice_lo(m, s, N), ms = slice_lo(m, s + 1, N) - a;
+        memcpy(w, partial + i0 + a, ms * sizeof(double));
+        w += ms * sizeof(double);
+        for (size_t k = 0; k < ms; k++, w += 4) {
+            uint32_t v = bound_enc(bound[i0 + a + k]);
+            memcpy(w, &v, 4);
+        }
+        sb[s] = 12 * ms;
+        rb[s] = 12 * mo;
+        gb[s] = 4 * (ms + 1);
     }
-    for (size_t k = 0; k < m; k++) vt_round_dist_combine(N, all + k, all + m + k, 2 * m, &x[k], &B[k]);
-    for (size_t k0 = 0; k0 < m; k0 += VT_BLOCK) {
-        size_t nb = m - k0 < VT_BLOCK ? m - k0 : VT_BLOCK;
-        if (vt_screen_block(x + k0, B + k0, out + i0 + k0, cleared, nb, 1.0, VT_SLOP_RECORD)) continue;
+    VT_FORWARD_IF_ERROR(vt_dist_alltoallv(comm, b->sbuf, sb, b->rbuf, rb));
+    if (st) st->bytes_gather += 12 * (uint64_t)(m - mo);
+    /* unpack rank r's block: P[r mo + k], Bd[r mo + k] */
+    const unsigned char *rp = b->rbuf;
+    for (int r = 0; r < N; r++) {
+        memcpy(b->P + (size_t)r * mo, rp, mo * sizeof(double));
+        rp += mo * sizeof(double);
+        for (size_t k = 0; k < mo; k++, rp += 4) {
+            uint32_t v;
+            memcpy(&v, rp, 4);
+            b->Bd[(size_t)r * mo + k] = bound_dec(v);
+        }
+    }
+    for (size_t k = 0; k < mo; k++) vt_round_dist_combine(N, b->P + k, b->Bd + k, mo, &b->x[k], &b->B[k]);
+    uint32_t n_und = 0;
+    uint8_t cleared[VT_BLOCK];
+    for (size_t k0 = 0; k0 < mo; k0 += VT_BLOCK) {
+        size_t nb = mo - k0 < VT_BLOCK ? mo - k0 : VT_BLOCK;
+        if (vt_screen_block(b->x + k0, b->B + k0, b->res + k0, cleared, nb, 1.0, VT_SLOP_RECORD)) continue;
         for (size_t k = 0; k < nb; k++) {
             if (cleared[k]) continue;
-            double xv = x[k0 + k], Bv = B[k0 + k];
+            double xv = b->x[k0 + k], Bv = b->B[k0 + k];
             if (isfinite(xv) && isfinite(Bv)) {
-                uint32_t lo, hi;
-                vt_round_ends(xv, Bv, 1.0, &lo, &hi);
-                if (lo == hi && vti_bits_finite(lo)) {
-                    out[i0 + k0 + k] = vt_bits_f32(lo);
+                uint32_t l, h;
+                vt_round_ends(xv, Bv, 1.0, &l, &h);
+                if (l == h && vti_bits_finite(l)) {
+                    b->res[k0 + k] = vt_bits_f32(l);
                     continue;
                 }
             }
-            VT_RETURN_ERROR_IF(und_push(u, i0 + k0 + k, xv, Bv), VT_ERR_NOMEM, "vt_round_dist: out of memory");
+            b->res[k0 + k] = 0.0f; /* phase 2's */
+            if (*oom || und_push(u, i0 + lo + k0 + k, xv, Bv)) *oom = 1;
+            n_und++;
         }
+    }
+    /* the owners' results and counts, in rank order */
+    memcpy(b->sbuf, b->res, mo * sizeof(float));
+    uint32_t cw = *oom ? UINT32_MAX : n_und;
+    memcpy(b->sbuf + 4 * mo, &cw, 4);
+    VT_FORWARD_IF_ERROR(vt_dist_allgatherv(comm, b->sbuf, gb, b->gbuf));
+    if (st) st->bytes_gather += 4 * (uint64_t)(mo + 1) * (uint64_t)(N - 1);
+    const unsigned char *gp = b->gbuf;
+    for (int s = 0; s < N; s++) {
+        size_t a = slice_lo(m, s, N), ms = slice_lo(m, s + 1, N) - a;
+        memcpy(out + i0 + a, gp, ms * sizeof(float));
+        memcpy(&cw, gp + 4 * ms, 4);
+        gp += 4 * (ms + 1);
+        if (cw == UINT32_MAX || und_of[s] == UINT64_MAX) und_of[s] = UINT64_MAX;
+        else und_of[s] += cw;
     }
     return VT_OK;
 }
 
-/* Phase 2 over the undecided elements u->idx[j0 .. j0 + m). */
+/* Every rank learns every owner's undecided elements (index, x, B), in increasing index: an
+ * allgather of 24 bytes an element (counted as phase 2's bytes). */
+static vt_err gather_undecided(vt_comm *comm, vti_undecided *u, const uint64_t *und_of, vt_round_dist_stats *st)
+{
+    int N = vt_dist_size(comm), me = vt_dist_rank(comm);
+    if (N == 1) return VT_OK; /* already all of them, in increasing index */
+    size_t total = 0;
+    for (int s = 0; s < N; s++) total += (size_t)und_of[s];
+    size_t *bytes = malloc((size_t)N * sizeof *bytes);
+    vti_und *all = malloc(total * sizeof *all);
+    vt_err e = bytes && all ? VT_OK : vt_set_error(VT_ERR_NOMEM, "vt_round_dist: out of memory");
+    e = vt_dist_agree(comm, e, NULL);
+    if (!e) {
+        for (int s = 0; s < N; s++) bytes[s] = (size_t)und_of[s] * sizeof(vti_und);
+        e = vt_dist_allgatherv(comm, u->v, bytes, all);
+        if (st) st->bytes_reduce += bytes[me] * (uint64_t)(N - 1);
+    }
+    free(bytes);
+    if (e) {
+        free(all);
+        return e;
+    }
+    /* each owner's list increases within a round; the rounds and slices interleave */
+    qsort(all, total, sizeof *all, und_cmp);
+    free(u->v);
+    u->v = all;
+    u->n = u->cap = total;
+    return VT_OK;
+}
+
+/* Phase 2 over the undecided elements u->v[j0 .. j0 + m). */
 static vt_err phase2(vt_comm *comm, const vti_undecided *u, size_t j0, size_t m, vt_round_dist_terms terms, void *arg,
                      int64_t *buf, float *out, vt_round_dist_stats *st)
 {
     int N = vt_dist_size(comm);
     vt_err e = VT_OK;
     if (!terms) e = vt_set_error(VT_ERR_UNSUPPORTED, "vt_round_dist: element %zu needs the exact sum, but no terms "
-                                                     "callback was given", u->idx[j0]);
+                                                     "callback was given", (size_t)u->v[j0].i);
     for (size_t k = 0; k < m && !e; k++) {
-        size_t i = u->idx[j0 + k];
+        size_t i = (size_t)u->v[j0 + k].i;
         vt_xacc a;
         vti_xacc_init(&a);
         e = terms(arg, i, &a);
@@ -166,9 +310,10 @@ static vt_err phase2(vt_comm *comm, const vti_undecided *u, size_t j0, size_t m,
     }
     VT_FORWARD_IF_ERROR(vt_dist_agree(comm, e, NULL));
     VT_FORWARD_IF_ERROR(vt_dist_allreduce_i64(comm, buf, m * VTI_XW));
-    if (st) st->bytes_reduce += m * VTI_XW * sizeof(int64_t);
+    /* an allreduce sends 2 (N - 1) / N of the data per rank (a ring: reduce-scatter, allgather) */
+    if (st) st->bytes_reduce += 2 * (uint64_t)(m * VTI_XW * sizeof(int64_t)) * (uint64_t)(N - 1) / (uint64_t)N;
     for (size_t k = 0; k < m; k++) {
-        size_t i = u->idx[j0 + k];
+        size_t i = (size_t)u->v[j0 + k].i;
         const int64_t *w = buf + k * VTI_XW;
         VT_RETURN_ERROR_IF(w[VT_XACC_LIMBS + 3] != (int64_t)N * ((int64_t)(i & 0xffffffffu) + 1), VT_ERR_INTERNAL,
                            "vt_round_dist: the ranks disagree on which elements need the exact sum (element %zu)", i);
@@ -193,31 +338,28 @@ vt_err vt_round_dist(vt_comm *comm, size_t n, const double *partial, const doubl
                      void *arg, float *out, vt_round_dist_stats *stats, vt_elem_fault *f)
 {
     VT_RETURN_ERROR_IF(!comm, VT_ERR_ARG, "vt_round_dist: no communicator");
-    int ok = !n || (partial && bound && out);
-    VT_FORWARD_IF_ERROR(check_args(comm, n, ok, stats));
-    if (n == 0) return VT_OK;
     int N = vt_dist_size(comm);
-    /* phase 1 in chunks: the gathered buffer holds N * 2m doubles, about 32 MiB at most */
-    size_t chunk = ((size_t)1 << 21) / (size_t)N;
-    if (chunk > ((size_t)1 << 18)) chunk = (size_t)1 << 18;
-    if (chunk < 1024) chunk = 1024;
-    if (chunk > n) chunk = n;
-    double *send = malloc(2 * chunk * sizeof *send);
-    double *all = malloc((size_t)N * 2 * chunk * sizeof *all);
-    double *x = malloc(chunk * sizeof *x), *B = malloc(chunk * sizeof *B);
-    uint8_t cleared[VT_BLOCK];
+    int ok = !n || (partial && bound && out);
+    vti_p1 b;
+    memset(&b, 0, sizeof b);
+    int have = ok && n ? p1_alloc(&b, n, N) : 1;
+    uint64_t *und_of = calloc((size_t)N, sizeof *und_of);
+    vt_err e = check_args(comm, n, !ok ? 1 : !have || !und_of ? 2 : 0, bound, stats);
     vti_undecided u = {0};
     int64_t *buf = NULL;
-    vt_err e = send && all && x && B ? VT_OK : vt_set_error(VT_ERR_NOMEM, "vt_round_dist: out of memory");
-    e = vt_dist_agree(comm, e, NULL);
-    for (size_t i0 = 0; i0 < n && !e; i0 += chunk) {
-        size_t m = n - i0 < chunk ? n - i0 : chunk;
-        e = phase1(comm, i0, m, partial, bound, out, send, all, x, B, cleared, &u, stats);
+    int oom = 0;
+    for (size_t i0 = 0; i0 < n && !e; i0 += b.chunk) {
+        size_t m = n - i0 < b.chunk ? n - i0 : b.chunk;
+        e = phase1(comm, i0, m, partial, bound, out, &b, &u, &oom, und_of, stats);
     }
-    free(send);
-    free(all);
-    free(x);
-    free(B);
+    p1_free(&b);
+    size_t n_und = 0;
+    for (int s = 0; s < N && !e; s++) {
+        if (und_of[s] == UINT64_MAX) e = vt_set_error(VT_ERR_NOMEM, "vt_round_dist: rank %d of %d: out of memory", s, N);
+        else n_und += (size_t)und_of[s];
+    }
+    if (!e && n_und) e = gather_undecided(comm, &u, und_of, stats);
+    free(und_of);
     if (!e && u.n) {
         size_t xc = u.n < VTI_XCHUNK ? u.n : VTI_XCHUNK;
         buf = malloc(xc * VTI_XW * sizeof *buf);
@@ -232,20 +374,18 @@ vt_err vt_round_dist(vt_comm *comm, size_t n, const double *partial, const doubl
         stats->n_exact += u.n;
     }
     for (size_t j = 0; j < u.n && !e; j++) {
-        float r = out[u.idx[j]];
+        float r = out[u.v[j].i];
         if (isfinite(r)) continue;
-        vt_set_error(VT_ERR_DIVERGED, "vt_round_dist: element %zu: %s", u.idx[j],
+        vt_set_error(VT_ERR_DIVERGED, "vt_round_dist: element %zu: %s", (size_t)u.v[j].i,
                      isnan(r) ? "result is NaN" : "result is beyond FP32 range");
         if (f) {
-            f->index = u.idx[j];
-            f->x = u.x[j];
-            f->B = u.B[j];
+            f->index = u.v[j].i;
+            f->x = u.v[j].x;
+            f->B = u.v[j].B;
         }
         e = VT_ERR_DIVERGED;
     }
     free(buf);
-    free(u.idx);
-    free(u.x);
-    free(u.B);
+    free(u.v);
     return e;
 }

@@ -3,14 +3,17 @@
  * every rank whatever the number of ranks and however the terms are split.
  *
  * Each rank holds, for each of n elements, its FP64 partial p_r (of its own terms) and a rigorous
- * bound b_r >= |p_r - X_r|, X_r the exact sum of its terms. Phase 1: the ranks allgather (p_r, b_r);
- * every rank combines them in rank order (TwoSum, so the combination's own rounding is known and
- * added to the bound): the same x and B on every rank with |x - X| <= B, X = sum_r X_r. The
- * screen of exact rounding (vt_round_hd.h: vti_screen1, then the ends of [x - B, x + B]) decides
- * nearly every element: out = RN32(x) = RN32(X). Phase 2, for the undecided elements only (the
- * same indices on every rank): each rank adds its own terms of the element into a vt_xacc (the
- * caller's callback), normalises it, and the accumulators' limbs are summed across ranks by an
- * integer allreduce (exact and order-free); the sum is the exact accumulator of X, rounded once. */
+ * bound b_r >= |p_r - X_r|, X_r the exact sum of its terms. Phase 1, a reduce-scatter then an
+ * allgather: the elements are split into N contiguous slices, one per rank; rank s receives every
+ * rank's p_r and b_r (the bound rounded upward to 32 bits: it may only grow) of slice s alone and
+ * combines them in rank order (TwoSum, so the combination's own rounding is known and added to the
+ * bound) into x and B with |x - X| <= B, X = sum_r X_r. The screen of exact rounding (vt_round_hd.h:
+ * vti_screen1, then the ends of [x - B, x + B]) decides nearly every element: RN32(x) = RN32(X); the
+ * owners' FP32 results are allgathered. Phase 2, for the undecided elements only (the owners' lists,
+ * gathered: the same indices on every rank): each rank adds its own terms of the element into a
+ * vt_xacc (the caller's callback), normalises it, and the accumulators' limbs are summed across
+ * ranks by an integer allreduce (exact and order-free); the sum is the exact accumulator of X,
+ * rounded once. */
 #ifndef VT_ROUND_DIST_H
 #define VT_ROUND_DIST_H
 
@@ -28,12 +31,21 @@
  * the lowest failing rank's error on every rank. */
 typedef vt_err (*vt_round_dist_terms)(void *arg, size_t i, vt_xacc *acc);
 
-/* Counters, added to (the caller zeroes them). */
+/* Elements per phase-1 round: each round is one exchange and one allgather (larger n: several). */
+#define VT_ROUND_DIST_ROUND ((size_t)1 << 18)
+
+/* Counters, added to (the caller zeroes them). Bytes this rank sends to the other ranks with a
+ * bandwidth-optimal algorithm of each collective (docs/distributed.md, Cost): an exchange, what it
+ * sends to the others; an allgather of its block, the block times N - 1 (in a ring each rank
+ * forwards that much); an allreduce of k bytes, 2 k (N - 1) / N. One rank sends nothing. */
 typedef struct {
     uint64_t n;            /* elements rounded */
     uint64_t n_exact;      /* of these, those the screen left undecided: summed exactly across ranks */
-    uint64_t bytes_gather; /* bytes this rank sent in phase 1 (16 per element, plus headers) */
-    uint64_t bytes_reduce; /* bytes this rank sent in phase 2 (584 per undecided element, plus headers) */
+    uint64_t bytes_gather; /* phase 0 and 1: 32 (N - 1) once, then 12 per element of the other ranks'
+                            * slices and 4 (N - 1) per element of its own (16 (N - 1) / N an element
+                            * on average), plus 4 (N - 1) a round */
+    uint64_t bytes_reduce; /* phase 2: 24 (N - 1) per undecided element it owns, 2 * 584 (N - 1) / N
+                            * per undecided element */
 } vt_round_dist_stats;
 
 /* out[i] = RN32(sum over the ranks of their terms of element i) for i < n, the same bits on every

@@ -309,6 +309,32 @@ static void test_collectives(vt_comm *c)
     }
     free(all);
 
+    /* allgatherv: rank r's block is r + 1 bytes except rank 1's, empty */
+    size_t bytes[64], rbytes[64], tot = 0;
+    for (int r = 0; r < SIZE; r++) tot += bytes[r] = r == 1 ? 0 : (size_t)r + 1;
+    unsigned char blk[65], gat[64 * 65];
+    memset(blk, RANK + 1, sizeof blk);
+    memset(gat, 0xee, sizeof gat);
+    CHECK_OK(vt_dist_allgatherv(c, RANK == 1 ? NULL : blk, bytes, gat));
+    size_t at = 0;
+    for (int r = 0; r < SIZE; r++)
+        for (size_t k = 0; k < bytes[r]; k++, at++) CHECK(gat[at] == r + 1, "allgatherv: byte %zu of rank %d", k, r);
+    CHECK(at == tot && gat[tot] == 0xee, "allgatherv: %zu bytes", tot);
+    /* alltoallv: rank r sends r + 2 s + 1 bytes (value 16 r + s) to rank s */
+    unsigned char snd[64 * 200], rcv[64 * 200];
+    at = 0;
+    for (int s = 0; s < SIZE; s++) {
+        bytes[s] = (size_t)(RANK + 2 * s + 1);
+        memset(snd + at, 16 * RANK + s, bytes[s]);
+        at += bytes[s];
+        rbytes[s] = (size_t)(s + 2 * RANK + 1);
+    }
+    CHECK_OK(vt_dist_alltoallv(c, snd, bytes, rcv, rbytes));
+    at = 0;
+    for (int r = 0; r < SIZE; r++)
+        for (size_t k = 0; k < rbytes[r]; k++, at++)
+            CHECK(rcv[at] == (unsigned char)(16 * r + RANK), "alltoallv: byte %zu from rank %d: %d", k, r, rcv[at]);
+
     char msg[32];
     snprintf(msg, sizeof msg, "from rank %d", RANK);
     CHECK_OK(vt_dist_bcast(c, msg, sizeof msg, SIZE - 1));
@@ -457,16 +483,79 @@ static void test_chunks(vt_comm *c, vt_rng *r)
     long bad = 0;
     for (size_t e = 0; e < n; e++) bad += !same32(out[e], ref[e]);
     CHECK(bad == 0, "%zu elements in chunks: %ld differ from the exact RN32", n, bad);
-    CHECK(st.n == n && st.n_exact < n / 100 && st.bytes_gather == 16 + 16 * (uint64_t)n,
-          "chunks: %llu of %llu exact, %llu bytes gathered", (unsigned long long)st.n_exact, (unsigned long long)st.n,
-          (unsigned long long)st.bytes_gather);
+    /* the bytes sent: 32 (N - 1) in phase 0, then per round of m elements 12 per element of the
+     * other ranks' slices and 4 (N - 1) per element of its own, plus a word per rank */
+    uint64_t want = 32 * (uint64_t)(SIZE - 1), N = (uint64_t)SIZE;
+    for (size_t i0 = 0; i0 < n; i0 += VT_ROUND_DIST_ROUND) {
+        uint64_t m = n - i0 < VT_ROUND_DIST_ROUND ? n - i0 : VT_ROUND_DIST_ROUND;
+        uint64_t mo = m * (uint64_t)(RANK + 1) / N - m * (uint64_t)RANK / N;
+        want += 12 * (m - mo) + 4 * (mo + 1) * (N - 1);
+    }
+    CHECK(n > VT_ROUND_DIST_ROUND && st.n == n && st.n_exact < n / 100 && st.bytes_gather == want,
+          "chunks: %llu of %llu exact, %llu bytes gathered, %llu expected", (unsigned long long)st.n_exact,
+          (unsigned long long)st.n, (unsigned long long)st.bytes_gather, (unsigned long long)want);
+    /* against a plain FP32 ring all-reduce, 8 (N - 1) / N bytes an element: at most 2.1 times */
+    double ring = 8.0 * (double)(SIZE - 1) / SIZE * (double)n;
+    CHECK(SIZE == 1 ? st.bytes_gather == 0 && st.bytes_reduce == 0 : (double)st.bytes_gather <= 2.1 * ring,
+          "chunks: %llu bytes sent, an FP32 ring all-reduce %.0f", (unsigned long long)st.bytes_gather, ring);
     if (RANK == 0)
-        printf("%zu elements in chunks: %llu exact\n", n, (unsigned long long)st.n_exact);
+        printf("%zu elements in chunks: %llu exact, %llu + %llu bytes sent by rank 0 (%.3f x an FP32 ring all-reduce)\n",
+               n, (unsigned long long)st.n_exact, (unsigned long long)st.bytes_gather,
+               (unsigned long long)st.bytes_reduce, SIZE > 1 ? (double)(st.bytes_gather + st.bytes_reduce) / ring : 0.0);
     free(ref);
     free(out);
     free(p);
     free(b);
     el_free(&E);
+}
+
+/* The bounds as sent (rounded upward to the high 32 bits of their FP64 patterns): bounds far below
+ * FP32's range still decide (an FP32 bound would be 2^-149 and straddle the subnormal grid's
+ * midpoints), and huge, infinite and NaN bounds decide nothing; the last rank holds the terms,
+ * every other rank passes an exact zero. */
+typedef struct {
+    const double *a, *d;
+} bound_arg;
+
+static vt_err bound_terms(void *arg, size_t i, vt_xacc *acc)
+{
+    const bound_arg *t = arg;
+    if (RANK == SIZE - 1) {
+        vt_xacc_add(acc, t->a[i]);
+        vt_xacc_add(acc, t->d[i]);
+    }
+    return VT_OK;
+}
+
+static void test_bounds_sent(vt_comm *c, vt_rng *r)
+{
+    enum { NT = 600, NH = 4 };
+    double a[NT + NH], d[NT + NH], p[NT + NH], b[NT + NH];
+    float out[NT + NH];
+    for (int i = 0; i < NT + NH; i++) {
+        /* a float on the subnormal grid or just above, and a term 2^-60 .. 2^-90 of its size */
+        double k = (double)(1 + vt_rng_next(r) % 5000);
+        a[i] = ldexp(k, -149 + (int)(vt_rng_next(r) % 30)) * (vt_rng_next(r) % 2 ? 1 : -1);
+        d[i] = ldexp(1.0 + vt_rng_uniform(r), -210 + (int)(vt_rng_next(r) % 30));
+        double bi = ldexp(1.0 + vt_rng_uniform(r), -175 + (int)(vt_rng_next(r) % 5)); /* the same draws on every rank */
+        p[i] = RANK == SIZE - 1 ? a[i] + d[i] : 0.0;
+        b[i] = RANK == SIZE - 1 ? bi : 0.0;
+    }
+    /* the last NH: a bound of DBL_MAX, +inf, NaN, and one with every low bit set (sent as 2^-29) */
+    if (RANK == SIZE - 1) b[NT] = DBL_MAX, b[NT + 1] = INFINITY, b[NT + 2] = NAN, b[NT + 3] = 0x1.fffffffffffffp-30;
+    bound_arg t = {a, d};
+    vt_round_dist_stats st = {0};
+    CHECK_OK(vt_round_dist(c, NT + NH, p, b, bound_terms, &t, out, &st, NULL));
+    for (int i = 0; i < NT + NH; i++) {
+        vt_xacc x;
+        vt_xacc_init(&x);
+        vt_xacc_add(&x, a[i]);
+        vt_xacc_add(&x, d[i]);
+        float w = vt_xacc_round32(&x);
+        CHECK(same32(out[i], w), "bounds sent: element %d: %a, the exact RN32 is %a", i, (double)out[i], (double)w);
+    }
+    CHECK(st.n_exact == NH, "bounds sent: %llu elements exact, %d expected (tiny bounds decide, huge ones do not)",
+          (unsigned long long)st.n_exact, NH);
 }
 
 /* Failures: the same error on every rank, naming the rank, and no rank left waiting. */
@@ -591,6 +680,7 @@ int main(int argc, char **argv)
     el_free(&E);
 
     test_chunks(c, &r);
+    test_bounds_sent(c, &r);
     test_failures(c, &r);
 
     /* every rank's own failures, agreed: a rank that failed a check fails the test on all */
