@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -42,30 +43,89 @@ double vt_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+double vt_progress_interval(void)
+{
+    const char *v = getenv("VT_PROGRESS_INTERVAL");
+    if (!v || !*v) return VT_PROGRESS_INTERVAL_DEFAULT;
+    char *end = NULL;
+    double d = strtod(v, &end);
+    if (!end || *end || !(d >= 0 && d <= 86400)) return VT_PROGRESS_INTERVAL_DEFAULT;
+    return d;
+}
+
+void vt_format_duration(double s, char *out, size_t cap)
+{
+    if (!(s >= 0)) s = 0;
+    if (s > 99999.0 * 3600) s = 99999.0 * 3600;
+    unsigned long long t = (unsigned long long)(s + 0.5);
+    if (t >= 3600)
+        snprintf(out, cap, "%lluh%02llum", t / 3600, t / 60 % 60);
+    else if (t >= 60)
+        snprintf(out, cap, "%llum%02llus", t / 60, t % 60);
+    else
+        snprintf(out, cap, "%llus", t);
+}
+
 void vt_progress_init(vt_progress *p, uint64_t start, uint64_t total, int quiet)
 {
-    p->enabled = !quiet && isatty(2);
+    memset(p, 0, sizeof *p);
+    p->tty = isatty(2);
+    p->every = p->tty ? 0.1 : vt_progress_interval();
+    p->enabled = !quiet && (p->tty || p->every > 0);
     p->t0 = p->last = vt_now();
     p->total = total;
-    p->start = start;
+    p->start = p->done = start;
+}
+
+static void progress_write(vt_progress *p, double t)
+{
+    char line[256], eta[24], el[24];
+    uint64_t n = p->done > p->start ? p->done - p->start : 0;
+    double dt = t - p->t0, rate = dt > 0 ? (double)n / dt : 0;
+    if (rate > 0 && p->total >= p->done)
+        vt_format_duration((double)(p->total - p->done) / rate, eta, sizeof eta);
+    else
+        snprintf(eta, sizeof eta, "--");
+    vt_format_duration(dt, el, sizeof el);
+    double pct = p->total ? 100.0 * (double)p->done / (double)p->total : 100.0;
+    int len = snprintf(line, sizeof line, "%s %llu/%llu (%.0f%%)%s%s  %.*f steps/s  ETA %s  elapsed %s", p->label,
+                       (unsigned long long)p->done, (unsigned long long)p->total, pct, p->extra[0] ? "  " : "",
+                       p->extra, rate < 10 ? 2 : 1, rate, eta, el);
+    if (len < 0) return;
+    size_t l = (size_t)len < sizeof line ? (size_t)len : sizeof line - 1;
+    if (p->tty) {
+        fprintf(stderr, "\r%s%*s", line, p->width > l ? (int)(p->width - l) : 0, "");
+        p->width = l;
+        p->lines = 1;
+    } else {
+        fprintf(stderr, "%s\n", line);
+        p->lines++;
+    }
+    fflush(stderr);
 }
 
 void vt_progress_update(vt_progress *p, const char *label, uint64_t done, const char *extra)
 {
     if (!p->enabled) return;
+    snprintf(p->label, sizeof p->label, "%s", label ? label : "");
+    snprintf(p->extra, sizeof p->extra, "%s", extra ? extra : "");
+    p->done = done;
     double t = vt_now();
-    if (t - p->last < 0.1 && done != p->total) return;
+    if (t - p->last < p->every && !(p->tty && done == p->total)) return;
     p->last = t;
-    double rate = (double)(done - p->start) / (t - p->t0 + 1e-9);
-    double eta = rate > 0 ? (double)(p->total - done) / rate : 0;
-    fprintf(stderr, "\r%s %llu/%llu  %s  %.1f steps/s  ETA %.0fs   ", label, (unsigned long long)done,
-            (unsigned long long)p->total, extra ? extra : "", rate, eta);
-    fflush(stderr);
+    progress_write(p, t);
 }
 
 void vt_progress_end(vt_progress *p)
 {
-    if (p->enabled) fputc('\n', stderr);
+    if (!p->enabled || !p->lines) return;
+    if (p->tty) {
+        fputc('\n', stderr);
+        p->lines = 0;
+        return;
+    }
+    progress_write(p, vt_now()); /* the state at the end, after the periodic lines */
+    p->lines = 0;
 }
 
 /* Digits only (no sign, no spaces, no 0x): strtoull alone would take "-1", " 7" and "0x10". */

@@ -56,17 +56,32 @@ vt_err vt_cli_size(const char *opt, const char *text, uint64_t *out);
 /* "STEP:OP" with STEP in [1, UINT64_MAX] and OP in [1, UINT32_MAX]. */
 vt_err vt_cli_step_op(const char *opt, const char *text, uint64_t *step, uint32_t *op);
 
-/* Progress on stderr when it is a terminal (and not disabled): "\r<label> done/total ...". */
+/* Progress on stderr (not with --quiet): "LABEL done/total (P%)  EXTRA  R steps/s  ETA T".
+ * A terminal gets one line, rewritten in place ("\r") at most 10 times a second; anything else (a
+ * pipe, a file, a CI log) gets a whole line every VT_PROGRESS_INTERVAL seconds (default 10; 0: none)
+ * and one at the end when at least one was written, never one per step. R is the mean rate since
+ * the start, T the steps left at that rate (e.g. "1h02m", "3m05s", "42s"). */
+#define VT_PROGRESS_INTERVAL_DEFAULT 10.0
 typedef struct {
-    int enabled;
-    double t0, last;
-    uint64_t total, start;
+    int enabled;   /* anything is written */
+    int tty;       /* 1: one updating line; 0: a line every `every` seconds */
+    double t0, last, every;
+    uint64_t total, start, done;
+    int lines;     /* lines written (pipe) / 1 while an updating line is on the terminal */
+    size_t width;  /* the updating line's length, to blank what a shorter one leaves */
+    char label[24], extra[64];
 } vt_progress;
 
+/* The pipe interval from VT_PROGRESS_INTERVAL (seconds, a decimal number in [0, 86400]; anything else:
+ * the default). */
+double vt_progress_interval(void);
 void vt_progress_init(vt_progress *p, uint64_t start, uint64_t total, int quiet);
 /* extra: a short text such as "loss 0.2345" (may be NULL). */
 void vt_progress_update(vt_progress *p, const char *label, uint64_t done, const char *extra);
+/* Ends the line (terminal), or writes the last state (pipe, when a line was written before). */
 void vt_progress_end(vt_progress *p);
+/* "1h02m", "3m05s", "42s" (at most 99999h): the duration s in out[cap]. */
+void vt_format_duration(double s, char *out, size_t cap);
 
 /* One stderr line per rejection a server makes: "WHO: rejected PEER: REASON". Thread-safe.
  * At most 20 lines a second are written one by one; beyond that the rest of that second is

@@ -28,6 +28,7 @@
 #include "../store/vt_store.h"
 #include "../game/vt_serve.h"
 #include "../run/vt_export.h"
+#include "../run/vt_report.h"
 #include "../run/vt_train.h"
 #ifdef VT_TEST_HOOKS
 #include <signal.h>
@@ -172,6 +173,11 @@ static void usage(FILE *f)
             "      --format onnx: the model's inference graph (MLP, residual CNN; not the GPT: exit 64)\n"
             "      with those weights, the run's hashes and recipe as metadata (docs/format.md); a trainer\n"
             "      built without ONNX support (libonnx-dev, protobuf-c) exits 2\n"
+            "  trainer report RUN_DIR --out FILE.html [--pubkey FILE.pub] [--audit FILE.json]... [--no-search]\n"
+            "      one self-contained HTML page (no script, loads nothing): loss, learning-rate and log-entry\n"
+            "      curves, checkpoints, the Merkle root and the commitment's signature, the audit reports in\n"
+            "      RUN_DIR and beside it (RUN_DIR.*.json) and those named with --audit (docs/report.md);\n"
+            "      what the run lacks is said on the page; --out - writes it to standard output\n"
             "  trainer serve RUN_DIR --listen HOST:PORT --key KEYFILE --arbiter-key FILE.pub... [options]\n"
             "      answer the named arbiters' questions about the committed run (dispute game, TLS 1.3);\n"
             "      signs RUN_DIR/service.vtsr, the record that tells arbiters where, until when and to\n"
@@ -389,6 +395,51 @@ static int cmd_export(int argc, char **argv)
     else
         printf("exported step %llu: %u tensors, %llu bytes, state hash %s (verified against the commitment) -> %s\n",
                (unsigned long long)r.step, r.tensors, (unsigned long long)r.bytes, hs, o.out_path);
+    return VT_EXIT_OK;
+}
+
+/* trainer report RUN_DIR --out FILE: run/vt_report.h */
+static int cmd_report(int argc, char **argv)
+{
+    static const struct option lo[] = {{"out", required_argument, 0, 'o'},   {"pubkey", required_argument, 0, 'p'},
+                                       {"audit", required_argument, 0, 'a'}, {"no-search", no_argument, 0, 'n'},
+                                       {"help", no_argument, 0, 'h'},        {0, 0, 0, 0}};
+    vt_report_opts o;
+    memset(&o, 0, sizeof o);
+    const char **audits = calloc((size_t)argc + 1, sizeof *audits);
+    if (!audits) return VT_EXIT_CANNOT;
+    o.audit_paths = audits;
+    optind = 2;
+    int c;
+    while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+        switch (c) {
+        case 'o': o.out_path = optarg; break;
+        case 'p': o.pubkey_path = optarg; break;
+        case 'a': audits[o.n_audit_paths++] = optarg; break;
+        case 'n': o.no_search = 1; break;
+        case 'h': free(audits); usage(stdout); return VT_EXIT_OK;
+        default: free(audits); return vt_cli_usage_error(usage, NULL);
+        }
+    }
+    if (optind != argc - 1 || !o.out_path) {
+        free(audits);
+        return vt_cli_usage_error(usage, "trainer report: RUN_DIR and --out FILE are required");
+    }
+    o.run_dir = argv[optind];
+    vt_report_result r;
+    vt_err e = vt_report_write(&o, &r);
+    free(audits);
+    if (e) {
+        fprintf(stderr, "trainer report: %s\n", vt_errmsg());
+        return vt_cli_exit_for_input(e); /* the run is the input: 2 */
+    }
+    if (strcmp(o.out_path, "-") != 0)
+        printf("report of %s (%llu steps, %s, %zu audit report%s, %zu thing%s missing) -> %s\n", o.run_dir,
+               (unsigned long long)(r.steps ? r.steps - 1 : 0),
+               !r.committed      ? "no commitment"
+               : r.signature_ok && r.root_ok ? "signature valid, root matches"
+                                             : "the commitment does NOT verify",
+               r.audits, r.audits == 1 ? "" : "s", r.problems, r.problems == 1 ? "" : "s", o.out_path);
     return VT_EXIT_OK;
 }
 
@@ -924,6 +975,7 @@ static int main_dispatch(int argc, char **argv)
     if (strcmp(argv[1], "serve") == 0) return cmd_serve(argc, argv);
     if (strcmp(argv[1], "recipe") == 0) return cmd_recipe(argc, argv);
     if (strcmp(argv[1], "export") == 0) return cmd_export(argc, argv);
+    if (strcmp(argv[1], "report") == 0) return cmd_report(argc, argv);
     if (strcmp(argv[1], "plain") == 0) return cmd_plain(argc, argv);
     if (strcmp(argv[1], "eval") == 0) return cmd_eval(argc, argv);
     if (strcmp(argv[1], "sample") == 0) return cmd_sample(argc, argv);
