@@ -7,7 +7,8 @@ PKGS=(build-essential cmake pkg-config clang libclang-rt-14-dev
       libopenblas0-pthread libblis4-pthread libblis4-openmp libblas3
       libmpfr-dev libgmp-dev
       libonnx-dev protobuf-c-compiler libprotobuf-c-dev python3-onnx python3-numpy
-      libopenmpi-dev openmpi-bin)
+      libopenmpi-dev openmpi-bin
+      chromium fonts-dejavu-core)
 # libopenblas0-pthread, libblis4-pthread, libblis4-openmp and libblas3 are the CBLAS implementations behind Debian's libblas.so.3 alternative
 # (OpenBLAS pthread, BLIS pthread and OpenMP, the reference BLAS): scripts/test.sh runs the
 # invariant, kernel and end-to-end tests under each of them (scripts/blas-matrix.sh).
@@ -18,6 +19,9 @@ PKGS=(build-essential cmake pkg-config clang libclang-rt-14-dev
 # libopenmpi-dev and openmpi-bin (Open MPI: the library and mpirun) build and run the data-parallel
 # layer (dist/, optional: VT_MPI); its tests run mpirun as root with --allow-run-as-root
 # (docs/distributed.md).
+# chromium (Debian's, headless) and fonts-dejavu-core are test-only: tests/report.sh renders
+# `trainer report`'s page, checks its DOM and keeps a screenshot in the build directory (a download
+# of about 115 MB, once; the test runs in seconds).
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
