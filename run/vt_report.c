@@ -1148,7 +1148,10 @@ vt_err vt_report_write(const vt_report_opts *o, vt_report_result *res)
         size_t n = strlen(tmp);
         while (n > 1 && tmp[n - 1] == '/') tmp[--n] = 0;
         const char *slash = strrchr(tmp, '/');
-        snprintf(r.base, sizeof r.base, "%s", slash && slash[1] ? slash + 1 : tmp);
+        const char *base = slash && slash[1] ? slash + 1 : tmp;
+        size_t bl = strlen(base) < sizeof r.base - 1 ? strlen(base) : sizeof r.base - 1;
+        memcpy(r.base, base, bl);
+        r.base[bl] = 0;
     }
     vt_store *st = NULL;
     vt_err e = vt_store_open(o->run_dir, 1, &st);
