@@ -58,6 +58,7 @@ typedef struct {
     vt_recipe rc;
     vt_dataset ds;
     vt_commitment cm;
+    int have_cm;       /* cm was read (whatever its checks gave) */
     vt_step_rec *recs; /* steps 0..rc.steps */
     uint64_t *cks;
     size_t ncks;
@@ -288,6 +289,7 @@ static int static_checks(audit_ctx *a, vt_store *st, finding *f)
     f->verdict = VT_VERDICT_VERIFIED;
     vt_store_commitment_path(o->run_dir, path, sizeof path);
     if (vt_commitment_read(path, &a->cm)) return find_io(f, -1, "commitment");
+    a->have_cm = 1;
     uint8_t body[VT_COMMITMENT_BODY_LEN];
     vt_commitment_body(&a->cm, body);
     if (vt_sign_init()) return find_io(f, -1, "libsodium");
@@ -589,6 +591,10 @@ done:
     snprintf(res->op_name, sizeof res->op_name, "%s", f.op_name);
     res->complete = f.verdict == VT_VERDICT_VERIFIED && res->from == 0 && a.rc.steps && res->to == a.rc.steps;
     res->seconds = vt_now() - t0;
+    if ((res->has_commitment = a.have_cm)) { /* which run the verdict is about (trainer report matches it) */
+        memcpy(res->merkle_root, a.cm.root, 32);
+        memcpy(res->manifest_hash, a.cm.manifest_hash, 32);
+    }
     free(ws);
     free(a.recs);
     free(a.cks);
@@ -624,6 +630,13 @@ char *vt_audit_report_json(const vt_audit_result *r)
     json_object_set_new(o, "complete", json_boolean(r->complete));
     json_object_set_new(o, "memory_need_bytes", json_real(r->memory_need));
     json_object_set_new(o, "memory_budget_bytes", json_real(r->memory_budget));
+    if (r->has_commitment) { /* the run the report is about: its commitment's root and manifest hash */
+        char h[65];
+        vt_hex(r->merkle_root, 32, h);
+        json_object_set_new(o, "merkle_root", json_string(h));
+        vt_hex(r->manifest_hash, 32, h);
+        json_object_set_new(o, "manifest_hash", json_string(h));
+    }
     char *s = json_dumps(o, JSON_INDENT(2) | JSON_SORT_KEYS);
     json_decref(o);
     return s;

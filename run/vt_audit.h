@@ -53,6 +53,8 @@ typedef struct {
     double seconds;
     int complete;           /* verified over the whole run (not a segment): every stored field checked */
     double memory_need, memory_budget; /* bytes: one replay's model; the budget it was held to */
+    int has_commitment;     /* the commitment was read: the two hashes below are its (the run the verdict is about) */
+    uint8_t merkle_root[32], manifest_hash[32];
 } vt_audit_result;
 
 /* Never fails itself: every problem becomes a verdict in *res. */

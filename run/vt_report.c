@@ -146,6 +146,7 @@ typedef struct {
     char name[512];     /* as shown */
     int given;          /* named by the user (--audit), not found beside the run */
     json_t *j;          /* the report, when it is one */
+    int run_match;      /* its "merkle_root" is this run's: 1, another: 0, not named (or no root here): -1 */
     char error[512];    /* why it is not shown (plain text) */
 } audit_file;
 
@@ -350,6 +351,12 @@ static void read_checkpoints(report *r, vt_store *st)
 
 /* ------------------------------------------------------------------ the audit reports */
 
+static const char *str_field(json_t *j, const char *k)
+{
+    json_t *v = json_object_get(j, k);
+    return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
 static int has_suffix(const char *s, const char *suf)
 {
     size_t n = strlen(s), m = strlen(suf);
@@ -437,6 +444,14 @@ static int add_audit(report *r, const char *path, const char *name, int given)
     f->given = given;
     if (read_audit(f) == 0) {
         r->n_audits++;
+        f->run_match = -1;
+        const char *hex = str_field(f->j, "merkle_root");
+        const uint8_t *mine = r->have_commitment ? r->c.root : r->have_root ? r->root : NULL;
+        uint8_t theirs[32];
+        if (hex && mine && strlen(hex) == 64 && vt_unhex(hex, theirs, 32) == VT_OK) {
+            f->run_match = memcmp(theirs, mine, 32) == 0;
+            if (!f->run_match) problem(r, "the audit report %s is about another run (its Merkle root differs)", name);
+        }
         return 0;
     }
     if (given) {
@@ -793,12 +808,6 @@ static void render_commitment(sb *b, report *r)
     sb_puts(b, "</table>\n</section>\n");
 }
 
-static const char *str_field(json_t *j, const char *k)
-{
-    json_t *v = json_object_get(j, k);
-    return json_is_string(v) ? json_string_value(v) : NULL;
-}
-
 static int int_field(json_t *j, const char *k, long long *out)
 {
     json_t *v = json_object_get(j, k);
@@ -817,9 +826,9 @@ static void render_audits(sb *b, report *r)
                    "<code>auditor verify RUN_DIR --report RUN_DIR.audit.json</code> (or name it with "
                    "<code>--audit FILE</code>).</p>\n");
     } else {
-        sb_puts(b, "<p class=\"note\">An audit report (auditor verify --report) does not name the run it checked: "
-                   "these are the reports found in the run directory, beside it (RUN_DIR.*.json) or given with "
-                   "--audit.</p>\n<table>\n<tr><th>report</th><th>verdict</th><th>steps</th><th>order</th>"
+        sb_puts(b, "<p class=\"note\">The audit reports (auditor verify --report) found in the run directory, beside it "
+                   "(RUN_DIR.*.json) or given with --audit. A report names the run it checked by its commitment's "
+                   "Merkle root (column run); one written before the auditor did says nothing.</p>\n<table>\n<tr><th>report</th><th>run</th><th>verdict</th><th>steps</th><th>order</th>"
                    "<th>finding</th></tr>\n");
         for (size_t i = 0; i < r->n_audits; i++) {
             audit_file *f = &r->audits[i];
@@ -827,12 +836,18 @@ static void render_audits(sb *b, report *r)
             sb_esc(b, f->name);
             sb_puts(b, "</code></td>");
             if (!f->j) {
-                sb_puts(b, "<td><span class=\"verdict verdict-unknown\" data-verdict=\"unreadable\">UNREADABLE</span>"
-                           "</td><td></td><td></td><td>");
+                sb_puts(b, "<td></td><td><span class=\"verdict verdict-unknown\" data-verdict=\"unreadable\">UNREADABLE"
+                           "</span></td><td></td><td></td><td>");
                 sb_esc(b, f->error);
                 sb_puts(b, "</td></tr>\n");
                 continue;
             }
+            if (f->run_match == 1)
+                sb_puts(b, "<td class=\"ok run-match\" data-run=\"this\">this run</td>");
+            else if (f->run_match == 0)
+                sb_puts(b, "<td class=\"bad run-match\" data-run=\"other\">ANOTHER run</td>");
+            else
+                sb_puts(b, "<td class=\"note run-match\" data-run=\"unknown\">not named</td>");
             const char *v = str_field(f->j, "verdict");
             const char *cls = strcmp(v, "verified") == 0 ? "verified"
                               : strcmp(v, "rejected") == 0 ? "rejected"

@@ -76,6 +76,8 @@ grep -q "id=\"entries-total\" data-total=\"$want\"" "$T/dom.html" && ok || bad "
   ok || bad "checkpoint rows: $(grep -o '<tr class="checkpoint" data-step="[0-9]*"' "$T/dom.html" | tr '\n' ' ')"
 # the verdict, the root, the signature
 grep -q 'data-verdict="verified">VERIFIED</span>' "$T/dom.html" && ok || bad "no VERIFIED verdict in the DOM"
+grep -q "\"merkle_root\": \"$root\"" "$T/run.audit.json" && ok || bad "the audit report does not name the run's root"
+grep -q 'data-run="this">this run<' "$T/dom.html" && ok || bad "the audit report is not matched to the run"
 grep -q "id=\"merkle-root\" data-signed=\"1\">$root<" "$T/dom.html" && ok || bad "the DOM lacks the root $root"
 grep -q 'id="signature-status" class="ok" data-status="valid">valid (Ed25519), by the key given with --pubkey' "$T/dom.html" &&
   ok || bad "signature status"
@@ -99,6 +101,11 @@ dom "$T/exact.html" "$T/exact.dom"
 grep -q 'id="entries-chart" class="note" data-rounding="exact"' "$T/exact.dom" && ok || bad "exact run: the log note"
 [ "$(points loss "$T/exact.dom")" = 12 ] && ok || bad "exact run: loss points"
 grep -q 'id="no-audit"' "$T/exact.dom" && ok || bad "exact run: no audit report said"
+# another run's audit report beside it: shown, and said to be about another run
+cp "$T/run.audit.json" "$T/exact.audit.json"
+"$TRAINER" report "$T/exact" --out "$T/exact2.html" >/dev/null 2>&1 && ok || bad "report with another run's audit"
+grep -q 'data-run="other">ANOTHER run<' "$T/exact2.html" && ok || bad "another run's report is not flagged"
+grep -q 'exact.audit.json is about another run' "$T/exact2.html" && ok || bad "another run's report is not listed as missing"
 
 # --- a rejected run: one loss changed in a copy (the loss is not in the leaf: the signature and the
 # root still hold, the audit rejects it); its report beside it, with hostile strings in another one
@@ -127,6 +134,8 @@ grep -q '&lt;script&gt;alert(1)&lt;/script&gt;' "$T/hostile.html" && ok || bad "
 grep -q 'we&lt;ird&gt;&amp;&quot;na&#39;me' "$T/hostile.html" && ok || bad "the directory name is not escaped"
 grep -q '&#xFFFD;' "$T/hostile.html" && ok || bad "a control character was not replaced"
 grep -q 'data-verdict="rejected">REJECTED</span>' "$T/hostile.dom" && ok || bad "no REJECTED verdict"
+[ "$(grep -o 'data-run="[a-z]*"' "$T/hostile.dom" | sort | uniq -c | tr -s ' ' | tr '\n' ' ')" = ' 1 data-run="this"  2 data-run="unknown" ' ] &&
+  ok || bad "run column: $(grep -o 'data-run="[a-z]*"' "$T/hostile.dom" | sort | uniq -c | tr '\n' ' ')"
 grep -q 'record mismatch' "$T/hostile.dom" && ok || bad "the rejection's reason is not shown"
 grep -q 'data-verdict="&lt;b&gt;odd&lt;/b&gt;">unknown verdict' "$T/hostile.dom" && ok || bad "an unknown verdict"
 [ "$(grep -c 'data-verdict="unreadable"' "$T/hostile.dom")" = 2 ] && ok || bad "garbage and missing reports: not UNREADABLE"
