@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/vt_cli.h"
+
 #ifdef VT_HAVE_MPI
 #include <mpi.h>
 #endif
@@ -15,6 +17,8 @@
 struct vt_comm {
     int rank, size;
     int is_mpi;
+    uint64_t n_coll, n_a2a; /* MPI collectives called, alltoallv among them, the wall seconds in them */
+    double t_coll;
 #ifdef VT_HAVE_MPI
     MPI_Comm comm; /* our duplicate of MPI_COMM_WORLD, MPI_ERRORS_RETURN */
 #endif
@@ -65,9 +69,19 @@ static vt_err mpi_fail(int rank, int size, int rc, const char *call)
     return vt_set_error(VT_ERR_IO, "rank %d of %d: %s failed: %s", rank, size, call, s);
 }
 
+/* stmt (an MPI call), its wall time counted */
+#define VTI_TIME(c, stmt)                                                                                              \
+    do {                                                                                                               \
+        double t0_ = vt_now();                                                                                         \
+        stmt;                                                                                                          \
+        (c)->n_coll++;                                                                                                 \
+        (c)->t_coll += vt_now() - t0_;                                                                                 \
+    } while (0)
+
 #define VTI_MPI(c, name, call)                                                                                         \
     do {                                                                                                               \
-        int rc_ = (call);                                                                                              \
+        int rc_;                                                                                                       \
+        VTI_TIME(c, rc_ = (call));                                                                                     \
         if (rc_ != MPI_SUCCESS) return mpi_fail((c)->rank, (c)->size, rc_, name);                                     \
     } while (0)
 #endif
@@ -155,20 +169,42 @@ int vt_dist_rank(const vt_comm *c) { return c ? c->rank : 0; }
 int vt_dist_size(const vt_comm *c) { return c ? c->size : 1; }
 int vt_dist_is_mpi(const vt_comm *c) { return c ? c->is_mpi : 0; }
 
+void vt_dist_clock(const vt_comm *c, vt_dist_clock_t *out)
+{
+    out->collectives = c ? c->n_coll : 0;
+    out->exchanges = c ? c->n_a2a : 0;
+    out->seconds = c ? c->t_coll : 0.0;
+}
+
+#ifdef VT_HAVE_MPI
+/* data[0..n) reduced in place across the ranks by op (an order-free one: sum, minimum) */
+static vt_err allreduce_i64(vt_comm *c, int64_t *data, size_t n, MPI_Op op, const char *name)
+{
+    const size_t chunk = (size_t)1 << 28;
+    for (size_t i = 0; i < n; i += chunk) {
+        size_t m = n - i < chunk ? n - i : chunk;
+        VTI_MPI(c, name, MPI_Allreduce(MPI_IN_PLACE, data + i, (int)m, MPI_INT64_T, op, c->comm));
+    }
+    return VT_OK;
+}
+#endif
+
 vt_err vt_dist_allreduce_i64(vt_comm *c, int64_t *data, size_t n)
 {
     VT_RETURN_ERROR_IF(!c || (n && !data), VT_ERR_ARG, "vt_dist_allreduce_i64: bad arguments");
 #ifdef VT_HAVE_MPI
-    if (c->is_mpi) {
-        const size_t chunk = (size_t)1 << 28;
-        for (size_t i = 0; i < n; i += chunk) {
-            size_t m = n - i < chunk ? n - i : chunk;
-            VTI_MPI(c, "MPI_Allreduce (int64 sum)",
-                    MPI_Allreduce(MPI_IN_PLACE, data + i, (int)m, MPI_INT64_T, MPI_SUM, c->comm));
-        }
-    }
+    if (c->is_mpi) return allreduce_i64(c, data, n, MPI_SUM, "MPI_Allreduce (int64 sum)");
 #endif
     return VT_OK; /* one rank: the sum is its own data */
+}
+
+vt_err vt_dist_allreduce_min_i64(vt_comm *c, int64_t *data, size_t n)
+{
+    VT_RETURN_ERROR_IF(!c || (n && !data), VT_ERR_ARG, "vt_dist_allreduce_min_i64: bad arguments");
+#ifdef VT_HAVE_MPI
+    if (c->is_mpi) return allreduce_i64(c, data, n, MPI_MIN, "MPI_Allreduce (int64 min)");
+#endif
+    return VT_OK; /* one rank: the minimum is its own data */
 }
 
 vt_err vt_dist_allgather_f64(vt_comm *c, const double *mine, size_t n, double *all)
@@ -219,8 +255,8 @@ vt_err vt_dist_allgatherv(vt_comm *c, const void *mine, const size_t *bytes, voi
         if (!e && total && !all) e = vt_set_error(VT_ERR_ARG, "vt_dist_allgatherv: bad arguments");
         int rc = MPI_SUCCESS;
         if (!e)
-            rc = MPI_Allgatherv(bytes[c->rank] ? mine : (const void *)&g_nothing, cnt[c->rank], MPI_BYTE, all, cnt, cnt + c->size, MPI_BYTE,
-                                c->comm);
+            VTI_TIME(c, rc = MPI_Allgatherv(bytes[c->rank] ? mine : (const void *)&g_nothing, cnt[c->rank], MPI_BYTE,
+                                            all, cnt, cnt + c->size, MPI_BYTE, c->comm));
         free(cnt);
         if (!e && rc != MPI_SUCCESS) e = mpi_fail(c->rank, c->size, rc, "MPI_Allgatherv (bytes)");
         return e;
@@ -246,7 +282,8 @@ vt_err vt_dist_alltoallv(vt_comm *c, const void *send, const size_t *sbytes, voi
         if (!e) e = byte_layout(c, rbytes, rcn, rd, &rt, "alltoallv");
         if (!e && ((st && !send) || (rt && !recv))) e = vt_set_error(VT_ERR_ARG, "vt_dist_alltoallv: bad arguments");
         int rc = MPI_SUCCESS;
-        if (!e) rc = MPI_Alltoallv(send, sc, sd, MPI_BYTE, recv, rcn, rd, MPI_BYTE, c->comm);
+        if (!e) VTI_TIME(c, rc = MPI_Alltoallv(send, sc, sd, MPI_BYTE, recv, rcn, rd, MPI_BYTE, c->comm));
+        c->n_a2a += !e;
         free(cnt);
         if (!e && rc != MPI_SUCCESS) e = mpi_fail(c->rank, c->size, rc, "MPI_Alltoallv (bytes)");
         return e;
@@ -297,7 +334,8 @@ vt_err vt_dist_agree(vt_comm *c, vt_err mine, int *failed_rank)
     int *codes = malloc((size_t)c->size * sizeof *codes);
     VT_RETURN_ERROR_IF(!codes, VT_ERR_NOMEM, "rank %d of %d: agree: out of memory", c->rank, c->size);
     int my = (int)mine;
-    int rc = MPI_Allgather(&my, 1, MPI_INT, codes, 1, MPI_INT, c->comm);
+    int rc;
+    VTI_TIME(c, rc = MPI_Allgather(&my, 1, MPI_INT, codes, 1, MPI_INT, c->comm));
     if (rc != MPI_SUCCESS) {
         free(codes);
         return mpi_fail(c->rank, c->size, rc, "MPI_Allgather (agree)");

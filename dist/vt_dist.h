@@ -44,9 +44,21 @@ int vt_dist_size(const vt_comm *c);
  * single process without MPI. */
 int vt_dist_is_mpi(const vt_comm *c);
 
+/* For benchmarks: the MPI collectives called through c so far, of these the exchanges
+ * (vt_dist_alltoallv), and the wall seconds spent in them (waiting for the other ranks included);
+ * all 0 without MPI. */
+typedef struct {
+    uint64_t collectives, exchanges;
+    double seconds;
+} vt_dist_clock_t;
+void vt_dist_clock(const vt_comm *c, vt_dist_clock_t *out);
+
 /* data[0..n) := the sum over the ranks of their data[0..n), in place. Integer addition: the result
  * does not depend on the order MPI adds in (the caller keeps the sums within int64). */
 vt_err vt_dist_allreduce_i64(vt_comm *c, int64_t *data, size_t n) VT_WARN_UNUSED;
+
+/* data[0..n) := the minimum over the ranks of their data[0..n), in place (order-free). */
+vt_err vt_dist_allreduce_min_i64(vt_comm *c, int64_t *data, size_t n) VT_WARN_UNUSED;
 
 /* all[r*n .. r*n+n) := rank r's mine[0..n), for every rank r (all holds size*n values; mine and
  * all must not overlap). Every rank passes the same n. The bits are copied unchanged. */

@@ -149,12 +149,16 @@ static vt_err check_args(vt_comm *comm, size_t n, int status, const double *boun
                 mine[2] = (double)i, mine[3] = bound[i];
                 break;
             }
-    double *all = malloc((size_t)N * 4 * sizeof *all);
-    vt_err e = all ? VT_OK : vt_set_error(VT_ERR_NOMEM, "vt_round_dist: out of memory");
-    e = vt_dist_agree(comm, e, NULL);
-    if (e) {
-        free(all);
-        return e;
+    /* up to 64 ranks on the stack: no agreement on an allocation (one collective fewer a call) */
+    double stack[4 * 64], *all = stack;
+    vt_err e = VT_OK;
+    if (N > 64) {
+        all = malloc((size_t)N * 4 * sizeof *all);
+        e = vt_dist_agree(comm, all ? VT_OK : vt_set_error(VT_ERR_NOMEM, "vt_round_dist: out of memory"), NULL);
+        if (e) {
+            free(all);
+            return e;
+        }
     }
     e = vt_dist_allgather_f64(comm, mine, 4, all);
     if (st) st->bytes_gather += sizeof mine * (uint64_t)(N - 1);
@@ -170,7 +174,7 @@ static vt_err check_args(vt_comm *comm, size_t n, int status, const double *boun
         if (all[4 * r + 2] >= 0)
             e = vt_set_error(VT_ERR_ARG, "vt_round_dist: element %.0f: rank %d of %d passed the bound %a", all[4 * r + 2],
                              r, N, all[4 * r + 3]);
-    free(all);
+    if (all != stack) free(all);
     return e;
 }
 
@@ -281,9 +285,27 @@ static vt_err gather_undecided(vt_comm *comm, vti_undecided *u, const uint64_t *
     return VT_OK;
 }
 
-/* Phase 2 over the undecided elements u->v[j0 .. j0 + m). */
+/* The top limb of an undecided element's window: the smallest hi with |X| < M / 2, M = 2^(32 (hi + 1)
+ * - 1088), from |X| <= |x| + B (the owner's combination): then X is the one value of its residue
+ * modulo M in [-M/2, M/2), and the limbs above hi need not be sent. fl(|x| + B) < 2^(e+1) with e its
+ * exponent, and the true sum is below 2^(e+1) too (rounding is monotone and 2^(e+1) is an FP64
+ * value); hi leaves one bit more. VTI_XTOP (the whole accumulator, no modulus) when not finite. */
+static int window_top(double x, double B)
+{
+    double a = fabs(x) + B;
+    if (!isfinite(a)) return VTI_XTOP;
+    int e = a > 0 ? ilogb(a) : -1075;
+    int hi = (e + 1091 + 31) / 32 - 1; /* 32 (hi + 1) - 1089 >= e + 2 */
+    return hi < VTI_XTOP ? hi : VTI_XTOP;
+}
+
+/* Phase 2 over the undecided elements u->v[j0 .. j0 + m): each rank's normalised exact accumulator
+ * of each element into buf (VTI_XW words an element); one allreduce (minimum) of the lowest
+ * non-zero limb over the ranks (-1: a rank failed: the failure is then agreed); then one integer
+ * allreduce (sum) of each element's window of limbs lo .. hi, the counts of non-finite terms and the
+ * check word, rounded once. */
 static vt_err phase2(vt_comm *comm, const vti_undecided *u, size_t j0, size_t m, vt_round_dist_terms terms, void *arg,
-                     int64_t *buf, float *out, vt_round_dist_stats *st)
+                     int64_t *buf, int64_t *lo, int64_t *pk, float *out, vt_round_dist_stats *st)
 {
     int N = vt_dist_size(comm);
     vt_err e = VT_OK;
@@ -307,28 +329,63 @@ static vt_err phase2(vt_comm *comm, const vti_undecided *u, size_t j0, size_t m,
         w[VT_XACC_LIMBS + 1] = a.n_ninf;
         w[VT_XACC_LIMBS + 2] = a.n_nan;
         w[VT_XACC_LIMBS + 3] = (int64_t)(i & 0xffffffffu) + 1;
+        int l = 0;
+        while (l < VT_XACC_LIMBS && a.L[l] == 0) l++;
+        lo[k] = l; /* VT_XACC_LIMBS: zero */
     }
-    VT_FORWARD_IF_ERROR(vt_dist_agree(comm, e, NULL));
-    VT_FORWARD_IF_ERROR(vt_dist_allreduce_i64(comm, buf, m * VTI_XW));
+    if (e)
+        for (size_t k = 0; k < m; k++) lo[k] = -1;
+    VT_FORWARD_IF_ERROR(vt_dist_allreduce_min_i64(comm, lo, m));
+    if (st) st->bytes_reduce += 2 * (uint64_t)(m * sizeof(int64_t)) * (uint64_t)(N - 1) / (uint64_t)N;
+    if (lo[0] < 0) { /* some rank failed: every rank learns which, and its message */
+        VT_FORWARD_IF_ERROR(vt_dist_agree(comm, e, NULL));
+        VT_RETURN_ERROR(VT_ERR_INTERNAL, "vt_round_dist: a rank failed in phase 2 but the agreement found none");
+    }
+    /* pack the windows: the lowest non-zero limb of any rank up to window_top (at least one limb) */
+    size_t words = 0;
+    for (size_t k = 0; k < m; k++) {
+        int hi = window_top(u->v[j0 + k].x, u->v[j0 + k].B);
+        int l0 = lo[k] > hi ? hi : (int)lo[k];
+        lo[k] = l0;
+        const int64_t *w = buf + k * VTI_XW;
+        memcpy(pk + words, w + l0, (size_t)(hi - l0 + 1) * sizeof *pk);
+        words += (size_t)(hi - l0 + 1);
+        memcpy(pk + words, w + VT_XACC_LIMBS, 4 * sizeof *pk);
+        words += 4;
+    }
+    VT_FORWARD_IF_ERROR(vt_dist_allreduce_i64(comm, pk, words));
     /* an allreduce sends 2 (N - 1) / N of the data per rank (a ring: reduce-scatter, allgather) */
-    if (st) st->bytes_reduce += 2 * (uint64_t)(m * VTI_XW * sizeof(int64_t)) * (uint64_t)(N - 1) / (uint64_t)N;
+    if (st) st->bytes_reduce += 2 * (uint64_t)(words * sizeof(int64_t)) * (uint64_t)(N - 1) / (uint64_t)N;
+    size_t at = 0;
     for (size_t k = 0; k < m; k++) {
         size_t i = (size_t)u->v[j0 + k].i;
-        const int64_t *w = buf + k * VTI_XW;
-        VT_RETURN_ERROR_IF(w[VT_XACC_LIMBS + 3] != (int64_t)N * ((int64_t)(i & 0xffffffffu) + 1), VT_ERR_INTERNAL,
+        int hi = window_top(u->v[j0 + k].x, u->v[j0 + k].B), l0 = (int)lo[k];
+        const int64_t *w = pk + at, *c = pk + at + (hi - l0 + 1);
+        at += (size_t)(hi - l0 + 1) + 4;
+        VT_RETURN_ERROR_IF(c[3] != (int64_t)N * ((int64_t)(i & 0xffffffffu) + 1), VT_ERR_INTERNAL,
                            "vt_round_dist: the ranks disagree on which elements need the exact sum (element %zu)", i);
-        /* the sum of N normalised accumulators: each limb below N 2^32, the top limb in [-N, 0], so no
-         * partial sum of any reduction order overflows (N < 2^31); the limbs' weights are fixed, so
-         * this is the exact accumulator of the global sum. Normalised again before rounding. */
+        /* the sum of N normalised accumulators' limbs lo .. hi: each below N 2^32 (the top limb, when
+         * sent, in [-N, 0]), so no partial sum of any reduction order overflows (N < 2^31); the limbs'
+         * weights are fixed. Every rank's limbs below lo are zero, so this is X modulo M (hi below the
+         * top) or X itself (hi the top limb). Normalised, reduced modulo M into [-M/2, M/2), rounded. */
         vt_xacc g;
         vti_xacc_init(&g);
-        memcpy(g.L, w, sizeof g.L);
-        g.lo = 0;
-        g.hi = VTI_XTOP;
-        g.n_pinf = w[VT_XACC_LIMBS] > 0 ? 1u : 0u;
-        g.n_ninf = w[VT_XACC_LIMBS + 1] > 0 ? 1u : 0u;
-        g.n_nan = w[VT_XACC_LIMBS + 2] > 0 ? 1u : 0u;
+        memcpy(g.L + l0, w, (size_t)(hi - l0 + 1) * sizeof *w);
+        g.lo = l0;
+        g.hi = hi;
+        g.n_pinf = c[0] > 0 ? 1u : 0u;
+        g.n_ninf = c[1] > 0 ? 1u : 0u;
+        g.n_nan = c[2] > 0 ? 1u : 0u;
         vti_xacc_norm(&g);
+        if (hi < VTI_XTOP) {
+            for (int l = hi + 1; l < VT_XACC_LIMBS; l++) g.L[l] = 0; /* modulo M: a value in [0, M) */
+            g.hi = hi;
+            if (g.L[hi] >= ((int64_t)1 << 31)) { /* >= M/2: X is this minus M */
+                g.L[hi + 1] = -1;
+                g.hi = hi + 1;
+                vti_xacc_norm(&g);
+            }
+        }
         out[i] = vti_xacc_round32(&g);
     }
     return VT_OK;
@@ -362,11 +419,11 @@ vt_err vt_round_dist(vt_comm *comm, size_t n, const double *partial, const doubl
     free(und_of);
     if (!e && u.n) {
         size_t xc = u.n < VTI_XCHUNK ? u.n : VTI_XCHUNK;
-        buf = malloc(xc * VTI_XW * sizeof *buf);
+        buf = malloc(xc * (2 * VTI_XW + 1) * sizeof *buf); /* accumulators, windows, lowest limbs */
         e = vt_dist_agree(comm, buf ? VT_OK : vt_set_error(VT_ERR_NOMEM, "vt_round_dist: out of memory"), NULL);
         for (size_t j0 = 0; j0 < u.n && !e; j0 += xc) {
             size_t m = u.n - j0 < xc ? u.n - j0 : xc;
-            e = phase2(comm, &u, j0, m, terms, arg, buf, out, stats);
+            e = phase2(comm, &u, j0, m, terms, arg, buf, buf + xc * VTI_XW, buf + xc * (VTI_XW + 1), out, stats);
         }
     }
     if (!e && stats) {
