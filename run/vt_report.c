@@ -234,16 +234,26 @@ static void read_steps(report *r, vt_store *st)
         n = r->rc.steps + 1;
     }
     if (n == 0) return;
-    r->loss = calloc(n, sizeof *r->loss);
-    r->entries = calloc(n, sizeof *r->entries);
-    r->has_state = calloc(n, 1);
-    r->leaves = calloc(n, sizeof *r->leaves);
-    if (!r->loss || !r->entries || !r->has_state || !r->leaves) {
-        problem(r, "out of memory reading %llu step records", (unsigned long long)n);
-        return;
-    }
     r->leaves_ok = 1;
+    uint64_t cap = 0;
     for (uint64_t i = 0; i < n; i++) {
+        if (i == cap) { /* grown as records read back: a count the rows do not bear out costs nothing */
+            cap = cap ? 2 * cap : 1024;
+            if (cap > n) cap = n;
+            float *l = realloc(r->loss, cap * sizeof *l);
+            if (l) r->loss = l;
+            uint64_t *e = realloc(r->entries, cap * sizeof *e);
+            if (e) r->entries = e;
+            uint8_t *h = realloc(r->has_state, cap);
+            if (h) r->has_state = h;
+            uint8_t(*lv)[32] = realloc(r->leaves, cap * sizeof *lv);
+            if (lv) r->leaves = lv;
+            if (!l || !e || !h || !lv) {
+                problem(r, "out of memory reading %llu step records (the steps from %llu on are not shown)",
+                        (unsigned long long)n, (unsigned long long)i);
+                break;
+            }
+        }
         vt_step_rec rec;
         if (vt_store_get_step(st, i, &rec)) {
             problem(r, "step record %llu: %s (the steps from %llu on are not shown)", (unsigned long long)i,
@@ -572,7 +582,7 @@ static void render_chart(sb *b, const chart *c)
     }
     if (c->n == 0) ymin = 0, ymax = 1;
     if (c->y_from_zero && ymin > 0) ymin = 0;
-    if (ymax - ymin <= 0 || !isfinite(ymax - ymin)) {
+    if (ymax - ymin <= 1e-9 * fmax(fabs(ymin), fabs(ymax)) || !isfinite(ymax - ymin)) { /* flat (to print) */
         double d = fabs(ymax) > 0 && isfinite(ymax) ? fabs(ymax) * 0.1 : 1;
         ymin -= d, ymax += d;
     }
@@ -590,7 +600,9 @@ static void render_chart(sb *b, const chart *c)
     /* y grid and labels */
     double ys = nice_step(ymax - ymin, 5);
     if (c->integer_y && ys < 1) ys = 1;
-    for (double v = ceil(ymin / ys) * ys; v <= ymax + ys * 1e-9; v += ys) {
+    for (int i = 0; i < 40; i++) { /* whole multiples of the tick: at most 40, whatever the rounding */
+        double v = (ceil(ymin / ys) + i) * ys;
+        if (v > ymax + ys * 1e-9) break;
         double y = PY(v);
         sb_printf(b, "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>", ML, y, ML + pw, y);
         sb_printf(b, "<text class=\"tick\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%.4g</text>\n", ML - 6, y + 4,
@@ -599,7 +611,9 @@ static void render_chart(sb *b, const chart *c)
     /* x grid and labels: whole steps */
     double xs = nice_step(xmax - xmin, 8);
     if (xs < 1) xs = 1;
-    for (double v = ceil(xmin / xs) * xs; v <= xmax + 1e-9; v += xs) {
+    for (int i = 0; i < 40; i++) {
+        double v = (ceil(xmin / xs) + i) * xs;
+        if (v > xmax + 1e-9) break;
         double x = PX(v);
         sb_printf(b, "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>", x, MT, x, MT + ph);
         sb_printf(b, "<text class=\"tick\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%.0f</text>\n", x,
