@@ -44,19 +44,33 @@ void vt_ln_backward(size_t M, size_t C, const float *dyg, const float *xhat, con
             out[i * C + c] = vti_ln_backward1(dyg[i * C + c], xhat[i * C + c], s2[i], g1[i], g2[i], C, eps);
 }
 
+/* vti_gelu1 and vti_gelu_backward1 in stages, the exponentials of the whole array at once
+ * (vt_exp_n: the same bits as the element-by-element chain) */
 void vt_gelu(size_t n, const float *x, double *out)
 {
-    for (size_t i = 0; i < n; i++) out[i] = vti_gelu1(x[i]);
+    for (size_t i = 0; i < n; i++) out[i] = vti_tanh_arg(vti_gelu_u(x[i]));
+    vt_exp_n(n, out, out);
+    for (size_t i = 0; i < n; i++) out[i] = vti_gelu_from(x[i], vti_tanh_from(vti_gelu_u(x[i]), out[i]));
 }
 
 void vt_gelu_backward(size_t n, const float *x, const float *dy, double *out)
 {
-    for (size_t i = 0; i < n; i++) out[i] = vti_gelu_backward1(x[i], dy[i]);
+    for (size_t i = 0; i < n; i++) out[i] = vti_tanh_arg(vti_gelu_u(x[i]));
+    vt_exp_n(n, out, out);
+    for (size_t i = 0; i < n; i++)
+        out[i] = vti_gelu_backward_from(x[i], dy[i], vti_tanh_from(vti_gelu_u(x[i]), out[i]));
 }
 
 void vt_causal_softmax(size_t R, size_t T, double scale, const float *z, double *out)
 {
-    for (size_t i = 0; i < R; i++) vti_causal_softmax_row(T, i % T, scale, z + i * T, out + i * T);
+    for (size_t i = 0; i < R; i++) { /* vti_causal_softmax_row, the row's exponentials at once */
+        size_t t = i % T;
+        double *p = out + i * T;
+        vti_causal_softmax_args(t, scale, z + i * T, p);
+        vt_exp_n(t + 1, p, p);
+        vti_normalise_row(t + 1, p);
+        for (size_t j = t + 1; j < T; j++) p[j] = 0.0;
+    }
 }
 
 void vt_softmax_backward(size_t R, size_t T, double scale, const float *p, const float *dp, const float *s,

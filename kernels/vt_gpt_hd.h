@@ -10,6 +10,7 @@
 
 #include "../common/vt_hd.h"
 #include "../rounding/vt_xacc_hd.h"
+#include "vt_kernels_hd.h" /* vti_normalise_row */
 #include "vt_math_hd.h"
 
 /* x - S1 / C */
@@ -40,41 +41,53 @@ VT_HDI double vti_ln_backward1(float dyg, float xhat, float s2, float g1, float 
 #define VTI_GELU_K 0.7978845608028654 /* sqrt(2/pi) */
 #define VTI_GELU_A 0.044715
 
-VT_HDI double vti_tanh_portable(double u)
+/* tanh(u) = sign(u) (1 - e) / (1 + e) with e = exp(-2|u|): the argument, then tanh from e (so that
+ * the CPU can take the exponentials of many elements at once: vt_exp_n, the same bits) */
+VT_HDI double vti_tanh_arg(double u) { return -2.0 * (u < 0 ? -u : u); }
+VT_HDI double vti_tanh_from(double u, double e)
 {
-    double a = u < 0 ? -u : u, e = vt_exp_impl(-2.0 * a), t = (1.0 - e) / (1.0 + e);
+    double t = (1.0 - e) / (1.0 + e);
     return u < 0 ? -t : t;
 }
+VT_HDI double vti_tanh_portable(double u) { return vti_tanh_from(u, vt_exp_impl(vti_tanh_arg(u))); }
 
-VT_HDI double vti_gelu1(float x)
+/* GELU's tanh argument u(x) = k (x + a x^3) */
+VT_HDI double vti_gelu_u(float x)
 {
-    double v = x, u = VTI_GELU_K * (v + VTI_GELU_A * (v * v * v));
-    return 0.5 * v * (1.0 + vti_tanh_portable(u));
+    double v = x;
+    return VTI_GELU_K * (v + VTI_GELU_A * (v * v * v));
 }
-
-VT_HDI double vti_gelu_backward1(float x, float dy)
+/* gelu(x) and dy gelu'(x) from x and th = tanh(u(x)) */
+VT_HDI double vti_gelu_from(float x, double th) { return 0.5 * (double)x * (1.0 + th); }
+VT_HDI double vti_gelu_backward_from(float x, float dy, double th)
 {
-    double v = x, u = VTI_GELU_K * (v + VTI_GELU_A * (v * v * v)), th = vti_tanh_portable(u);
-    double du = VTI_GELU_K * (1.0 + 3.0 * VTI_GELU_A * (v * v));
+    double v = x, du = VTI_GELU_K * (1.0 + 3.0 * VTI_GELU_A * (v * v));
     double g = 0.5 * (1.0 + th) + 0.5 * v * ((1.0 - th * th) * du);
     return (double)dy * g;
 }
 
+VT_HDI double vti_gelu1(float x) { return vti_gelu_from(x, vti_tanh_portable(vti_gelu_u(x))); }
+
+VT_HDI double vti_gelu_backward1(float x, float dy)
+{
+    return vti_gelu_backward_from(x, dy, vti_tanh_portable(vti_gelu_u(x)));
+}
+
 /* row i of the causal softmax over T columns, t = i mod T the last visible one: p_j = e_j / s for
  * j <= t with e_j = exp(scale z_j - max), s = RN64 of the exact sum of the e_j; 0 beyond t */
-VT_HDI void vti_causal_softmax_row(size_t T, size_t t, double scale, const float *zi, double *p)
+VT_HDI void vti_causal_softmax_args(size_t t, double scale, const float *zi, double *p)
 {
     double m = scale * (double)zi[0];
     for (size_t j = 1; j <= t; j++)
         if (scale * (double)zi[j] > m) m = scale * (double)zi[j];
-    vt_xacc acc;
-    vti_xacc_init(&acc);
-    for (size_t j = 0; j <= t; j++) {
-        p[j] = vt_exp_impl(scale * (double)zi[j] - m);
-        vti_xacc_add(&acc, p[j]);
-    }
-    double s = vti_xacc_round64(&acc);
-    for (size_t j = 0; j <= t; j++) p[j] = p[j] / s;
+    for (size_t j = 0; j <= t; j++) p[j] = scale * (double)zi[j] - m;
+}
+
+VT_HDI void vti_causal_softmax_row(size_t T, size_t t, double scale, const float *zi, double *p)
+{
+    vti_causal_softmax_args(t, scale, zi, p);
+    for (size_t j = 0; j <= t; j++) p[j] = vt_exp_impl(p[j]);
+    vti_normalise_row(t + 1, p);
     for (size_t j = t + 1; j < T; j++) p[j] = 0.0;
 }
 

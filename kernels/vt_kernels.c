@@ -456,7 +456,9 @@ vt_err vt_softmax(vt_exec *e, size_t N, size_t C, const float *logits, double *p
         double *bi = b + i * C;
         /* the denominator is RN64 of the exact sum (the same in every order, in both rounding
          * modes), so q = e / s is a fixed IEEE chain with nothing left to bound or to log */
-        vti_softmax_row(C, z, p);
+        vti_softmax_args(C, z, p); /* vti_softmax_row, the row's exponentials at once */
+        vt_exp_n(C, p, p);
+        vti_normalise_row(C, p);
         for (size_t c = 0; c < C; c++) bi[c] = 0.0;
     }
     vti_bounds_array(bounds, b);

@@ -33,20 +33,32 @@ VT_HDI double vti_xent_l1(float p, double dn)
     return -vt_log_impl(q) / dn;
 }
 
-/* one softmax row: p_c = e_c / s with e_c = exp(z_c - max z), s = RN64 of the exact sum of the e_c */
-VT_HDI void vti_softmax_row(size_t C, const float *z, double *p)
+/* one softmax row: p_c = e_c / s with e_c = exp(z_c - max z), s = RN64 of the exact sum of the e_c.
+ * In stages, so that the CPU can take the exponentials of a whole row at once (vt_exp_n, the same
+ * bits): the arguments, then exp of each, then the normalisation (vti_normalise_row: the e_c added
+ * in order into vt_xacc, rounded once, each divided by it) */
+VT_HDI void vti_softmax_args(size_t C, const float *z, double *p)
 {
     float m = z[0];
     for (size_t c = 1; c < C; c++)
         if (z[c] > m) m = z[c];
+    for (size_t c = 0; c < C; c++) p[c] = (double)z[c] - (double)m;
+}
+
+VT_HDI void vti_normalise_row(size_t C, double *p)
+{
     vt_xacc acc;
     vti_xacc_init(&acc);
-    for (size_t c = 0; c < C; c++) {
-        p[c] = vt_exp_impl((double)z[c] - (double)m);
-        vti_xacc_add(&acc, p[c]);
-    }
+    for (size_t c = 0; c < C; c++) vti_xacc_add(&acc, p[c]);
     double s = vti_xacc_round64(&acc);
     for (size_t c = 0; c < C; c++) p[c] = p[c] / s;
+}
+
+VT_HDI void vti_softmax_row(size_t C, const float *z, double *p)
+{
+    vti_softmax_args(C, z, p);
+    for (size_t c = 0; c < C; c++) p[c] = vt_exp_impl(p[c]);
+    vti_normalise_row(C, p);
 }
 
 /* SGD with momentum: v' = mu v + (g + wd w); w' = w - lr v' */

@@ -8,12 +8,25 @@
 #ifndef VT_MATH_H
 #define VT_MATH_H
 
+#include <stddef.h>
+
 #include "../common/vt_hd.h" /* VT_HD */
 
 /* exp(x) for FP64 x; +inf above ~709.78, 0 below ~-745.13, NaN for NaN. */
 VT_HD double vt_exp(double x);
 /* log(x) for x > 0 (finite); -inf for 0, NaN for x < 0 or NaN, +inf for +inf. */
 VT_HD double vt_log(double x);
+/* y[i] = vt_exp(x[i]) for i < n: the same bits, several lanes at a time (vt_math_vec.c; x and y
+ * may be the same array). The implementation is picked once, at the first call: "avx2" where the
+ * CPU runs it, else "scalar" (always there), or the one VT_MATH_IMPL names ("scalar", "vector",
+ * "avx2"). */
+void vt_exp_n(size_t n, const double *x, double *y);
+/* The implementation vt_exp_n uses. */
+const char *vt_math_impl(void);
+/* For tests: the implementations this build has (the count), and implementation i's name and
+ * function where this CPU runs it (NULL otherwise). */
+int vt_math_impl_count(void);
+const char *vt_math_impl_exp_n(int i, void (**fn)(size_t n, const double *x, double *y));
 /* cos(pi t) for t in [0, 1] (the cosine schedule), from basic operations only: the argument folded
  * to [0, 1/4] by symmetry, then the Taylor series of cos or sin to degree 18 / 17 (error below
  * 1e-16 on [0, pi/4]). Outside [0, 1] t is clamped. */
