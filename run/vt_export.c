@@ -5,16 +5,50 @@
 #include <string.h>
 
 #include "../common/vt_bytes.h"
+#include "../data/vt_data.h"
 #include "../merkle/vt_merkle.h"
 #include "../merkle/vt_sign.h"
 #include "../model/vt_model.h"
 #include "../store/vt_safetensors.h"
 #include "../store/vt_store.h"
 #include "vt_onnx.h"
+#include "vt_train.h"
 
 static vt_st_dtype st_dtype(vt_dtype d)
 {
     return d == VT_DT_F64 ? VT_ST_F64 : d == VT_DT_U8 ? VT_ST_U8 : d == VT_DT_I32 ? VT_ST_I32 : VT_ST_F32;
+}
+
+/* SHA-256 of the commitment file's bytes (body and signature): the hash the dispute game names. */
+static vt_err commitment_hash(const vt_commitment *c, uint8_t ch[32])
+{
+    uint8_t file[VT_COMMITMENT_FILE_LEN];
+    vt_commitment_body(c, file);
+    memcpy(file + VT_COMMITMENT_BODY_LEN, c->signature, 64);
+    return vt_sha256(file, sizeof file, ch);
+}
+
+/* The input, as trainer eval feeds it (data/vt_data.h: value = (float)((double)v / x_max)), in words. */
+static void input_text(const vt_recipe *rc, const vt_program *p, char *input, size_t cap)
+{
+    const unsigned xmax = strcmp(rc->dataset, "digits") == 0 ? 16u : 255u;
+    char shape[96];
+    if (rc->arch == VT_ARCH_RESNET)
+        snprintf(shape, sizeof shape, "[N, %u, %u, %u], a channels-first image (channel planes of H x W, row-major: CIFAR's R, G, B)",
+                 rc->image_channels, rc->image_height, rc->image_width);
+    else
+        snprintf(shape, sizeof shape, "[N, %u], the features in the data set's order (an image row-major)",
+                 p->t[p->input].shape[1]);
+    if (vt_data_is_file_spec(rc->dataset)) /* a user's file (docs/data.md "Data sets from your files") */
+        snprintf(input, cap,
+                 "input: float32 %s; the data set %s: its float32 features as they are, or its uint8 features v as "
+                 "(float)((double)v / 255); no mean or deviation normalisation",
+                 shape, rc->dataset);
+    else
+        snprintf(input, cap,
+                 "input: float32 %s; value = (float)((double)v / %u) for each raw value v (0..%u) of the data set "
+                 "%s, which float32 division v / %u.0f equals; no mean or deviation normalisation",
+                 shape, xmax, xmax, rc->dataset, xmax);
 }
 
 /* The ONNX model of the verified state in m: its metadata names the run (docs/format.md "Export
@@ -22,10 +56,8 @@ static vt_st_dtype st_dtype(vt_dtype d)
 static vt_err write_onnx(const vt_export_opts *o, vt_model *m, const vt_recipe *rc, const char *manifest, uint64_t s,
                          const uint8_t sh[32], const uint8_t root[32], const uint8_t mh[32], const vt_commitment *c)
 {
-    uint8_t file[VT_COMMITMENT_FILE_LEN], ch[32];
-    vt_commitment_body(c, file);
-    memcpy(file + VT_COMMITMENT_BODY_LEN, c->signature, 64);
-    VT_FORWARD_IF_ERROR(vt_sha256(file, sizeof file, ch));
+    uint8_t ch[32];
+    VT_FORWARD_IF_ERROR(commitment_hash(c, ch));
     char hs[65], hr[65], hm[65], hc[65], pk[65], step[24], *recipe = NULL;
     vt_hex(sh, 32, hs);
     vt_hex(root, 32, hr);
@@ -34,26 +66,8 @@ static vt_err write_onnx(const vt_export_opts *o, vt_model *m, const vt_recipe *
     vt_hex(c->public_key, 32, pk);
     snprintf(step, sizeof step, "%llu", (unsigned long long)s);
     VT_FORWARD_IF_ERROR(vt_recipe_to_json(rc, &recipe));
-    /* the input, as trainer eval feeds it (data/vt_data.h: value = (float)((double)v / x_max)) */
-    const vt_program *p = &m->prog;
-    const unsigned xmax = strcmp(rc->dataset, "digits") == 0 ? 16u : 255u;
-    char input[640 + VT_RECIPE_SPEC_MAX], shape[96];
-    if (rc->arch == VT_ARCH_RESNET)
-        snprintf(shape, sizeof shape, "[N, %u, %u, %u], a channels-first image (channel planes of H x W, row-major: CIFAR's R, G, B)",
-                 rc->image_channels, rc->image_height, rc->image_width);
-    else
-        snprintf(shape, sizeof shape, "[N, %u], the features in the data set's order (an image row-major)",
-                 p->t[p->input].shape[1]);
-    if (vt_data_is_file_spec(rc->dataset)) /* a user's file (docs/data.md "Data sets from your files") */
-        snprintf(input, sizeof input,
-                 "input: float32 %s; the data set %s: its float32 features as they are, or its uint8 features v as "
-                 "(float)((double)v / 255); no mean or deviation normalisation",
-                 shape, rc->dataset);
-    else
-        snprintf(input, sizeof input,
-                 "input: float32 %s; value = (float)((double)v / %u) for each raw value v (0..%u) of the data set "
-                 "%s, which float32 division v / %u.0f equals; no mean or deviation normalisation",
-                 shape, xmax, xmax, rc->dataset, xmax);
+    char input[640 + VT_RECIPE_SPEC_MAX];
+    input_text(rc, &m->prog, input, sizeof input);
     const char *meta[] = {"vt.format", "vt-onnx-1",
                           "vt.step", step,
                           "vt.state_hash", hs,
@@ -75,6 +89,279 @@ static vt_err write_onnx(const vt_export_opts *o, vt_model *m, const vt_recipe *
     return e;
 }
 
+/* ---------------------------------------------------------------- --layout torch
+ * docs/format.md "Export (safetensors, --layout torch)": the state as a PyTorch state_dict of the
+ * modules docs/cnn.md and docs/gpt.md describe. Values move, never change: a linear weight [in, out]
+ * becomes nn.Linear's [out, in], a convolution weight [k, k, C_in, C_out] nn.Conv2d's
+ * [C_out, C_in, k, k]; embeddings, vectors and running statistics are kept as they are. */
+
+enum { TORCH_COPY = 0, TORCH_TRANSPOSE = 1, TORCH_PERMUTE = 2 };
+
+/* The PyTorch name of program tensor `name`: the GPT's block prefix "hL." becomes "h.L." (the
+ * blocks of an nn.ModuleList); every other name is kept. */
+static void torch_name(const char *name, char *out, size_t cap)
+{
+    unsigned l = 0;
+    int k = 0;
+    if (name[0] == 'h' && name[1] >= '0' && name[1] <= '9' && sscanf(name, "h%u.%n", &l, &k) == 1 && k > 0)
+        snprintf(out, cap, "h.%u.%s", l, name + k);
+    else
+        snprintf(out, cap, "%s", name);
+}
+
+/* How parameter d moves into its torch module: rank 4 (a convolution) permuted, rank 2 (a linear
+ * layer) transposed, except the GPT's embeddings (nn.Embedding keeps [num, dim]). */
+static int torch_move(const vt_recipe *rc, const vt_tensor *d)
+{
+    if (d->rank == 4) return TORCH_PERMUTE;
+    if (d->rank != 2) return TORCH_COPY;
+    if (rc->arch == VT_ARCH_GPT && (strcmp(d->name, "wte.weight") == 0 || strcmp(d->name, "wpe.weight") == 0))
+        return TORCH_COPY;
+    return TORCH_TRANSPOSE;
+}
+
+/* x (d's F32 values) moved into y with y's shape (a transpose or permutation: values only). */
+static void torch_apply(int how, const vt_tensor *d, const float *x, float *y, vt_st_tensor *t)
+{
+    t->rank = d->rank;
+    for (uint32_t k = 0; k < d->rank; k++) t->shape[k] = d->shape[k];
+    if (how == TORCH_TRANSPOSE) { /* [a, b] -> [b, a] */
+        const size_t a = d->shape[0], b = d->shape[1];
+        t->shape[0] = b, t->shape[1] = a;
+        for (size_t i = 0; i < a; i++)
+            for (size_t j = 0; j < b; j++) y[j * a + i] = x[i * b + j];
+    } else if (how == TORCH_PERMUTE) { /* [ky, kx, ci, co] -> [co, ci, ky, kx] */
+        const size_t kh = d->shape[0], kw = d->shape[1], ci = d->shape[2], co = d->shape[3];
+        t->shape[0] = co, t->shape[1] = ci, t->shape[2] = kh, t->shape[3] = kw;
+        for (size_t ky = 0; ky < kh; ky++)
+            for (size_t kx = 0; kx < kw; kx++)
+                for (size_t c = 0; c < ci; c++)
+                    for (size_t o = 0; o < co; o++)
+                        y[((o * ci + c) * kh + ky) * kw + kx] = x[((ky * kw + kx) * ci + c) * co + o];
+    } else {
+        memcpy(y, x, d->n * sizeof *y);
+    }
+}
+
+/* The parameter an optimiser tensor belongs to ("<param>.<what>"), or UINT32_MAX. */
+static uint32_t opt_param(const vt_program *p, const char *name, const char **what)
+{
+    uint32_t best = UINT32_MAX;
+    size_t bl = 0;
+    for (uint32_t j = 0; j < p->n_state; j++) {
+        size_t l = strlen(p->t[j].name);
+        if (p->t[j].cls == VT_TC_PARAM && l > bl && strncmp(name, p->t[j].name, l) == 0 && name[l] == '.')
+            best = j, bl = l;
+    }
+    if (best != UINT32_MAX) *what = name + bl + 1;
+    return best;
+}
+
+#define TORCH_NAME_MAX 320
+
+typedef struct {
+    vt_st_tensor *t;
+    char (*names)[TORCH_NAME_MAX];
+    float **bufs;
+    uint32_t n, cap;
+    int64_t nbt; /* num_batches_tracked: the step */
+} torch_set;
+
+static vt_err torch_add(torch_set *ts, const char *name, vt_st_tensor **out)
+{
+    VT_RETURN_ERROR_IF(ts->n >= ts->cap, VT_ERR_INTERNAL, "export: more torch tensors than planned");
+    vt_st_tensor *t = &ts->t[ts->n];
+    VT_RETURN_ERROR_IF((size_t)snprintf(ts->names[ts->n], TORCH_NAME_MAX, "%s", name) >= TORCH_NAME_MAX, VT_ERR_LIMIT,
+                       "export: the tensor name %s is too long", name);
+    t->name = ts->names[ts->n++];
+    *out = t;
+    return VT_OK;
+}
+
+/* The state's tensors in the torch layout (parameters and buffers in the program's order, each
+ * batch norm's num_batches_tracked after its running_var; with --optimizer the optimiser's tensors
+ * after them, named optimizer.<torch name>.<momentum_buffer|exp_avg|exp_avg_sq>). */
+static vt_err torch_tensors(const vt_export_opts *o, vt_model *m, const vt_recipe *rc, torch_set *ts, uint64_t *bytes)
+{
+    const vt_program *p = &m->prog;
+    ts->cap = 2 * p->n_state + 1;
+    ts->t = calloc(ts->cap, sizeof *ts->t);
+    ts->names = calloc(ts->cap, sizeof *ts->names);
+    ts->bufs = calloc(ts->cap, sizeof *ts->bufs);
+    VT_RETURN_ERROR_IF(!ts->t || !ts->names || !ts->bufs, VT_ERR_NOMEM, "out of memory");
+    for (int pass = 0; pass < 2; pass++) /* 0: parameters and buffers; 1: the optimiser's state */
+        for (uint32_t i = 0; i < p->n_state; i++) {
+            const vt_tensor *d = &p->t[i];
+            if ((d->cls == VT_TC_OPT) != pass || (pass && !o->with_optimizer)) continue;
+            VT_RETURN_ERROR_IF(d->dtype != VT_DT_F32, VT_ERR_INTERNAL, "export: state tensor %s is not F32", d->name);
+            char tn[TORCH_NAME_MAX], full[TORCH_NAME_MAX + 32];
+            int how = TORCH_COPY;
+            if (pass) {
+                const char *what = NULL;
+                uint32_t j = opt_param(p, d->name, &what);
+                VT_RETURN_ERROR_IF(j == UINT32_MAX, VT_ERR_INTERNAL, "export: %s belongs to no parameter", d->name);
+                torch_name(p->t[j].name, tn, sizeof tn);
+                how = torch_move(rc, &p->t[j]);
+                const char *kind = strcmp(what, "velocity") == 0 ? "momentum_buffer" : what;
+                snprintf(full, sizeof full, "optimizer.%s.%s", tn, kind);
+            } else {
+                torch_name(d->name, full, sizeof full);
+                if (d->cls == VT_TC_PARAM) how = torch_move(rc, d);
+            }
+            vt_st_tensor *t = NULL;
+            VT_FORWARD_IF_ERROR(torch_add(ts, full, &t));
+            t->dtype = VT_ST_F32;
+            float *y = malloc(d->n * sizeof *y);
+            VT_RETURN_ERROR_IF(!y, VT_ERR_NOMEM, "out of memory");
+            ts->bufs[ts->n - 1] = y;
+            size_t b = 0;
+            torch_apply(how, d, vt_model_tensor(m, i, &b), y, t);
+            t->data = y;
+            *bytes += b;
+            const size_t nl = strlen(full), sl = strlen(".running_var");
+            if (!pass && d->cls == VT_TC_BUFFER && nl > sl && strcmp(full + nl - sl, ".running_var") == 0) {
+                char nb[TORCH_NAME_MAX + 32];
+                snprintf(nb, sizeof nb, "%.*s.num_batches_tracked", (int)(nl - sl), full);
+                VT_FORWARD_IF_ERROR(torch_add(ts, nb, &t));
+                t->dtype = VT_ST_I64, t->rank = 0, t->data = &ts->nbt;
+                *bytes += 8;
+            }
+        }
+    return VT_OK;
+}
+
+/* The GPT's vocabulary (token id i is byte vocab[i]) from its data set, which must be the run's. */
+static vt_err gpt_vocab(const vt_export_opts *o, const vt_recipe *rc, const uint8_t dh[32], char *hex, size_t cap)
+{
+    char spec[VT_RECIPE_SPEC_MAX];
+    vt_recipe_dataset_spec(rc, spec, sizeof spec);
+    vt_dataset ds;
+    memset(&ds, 0, sizeof ds);
+    vt_err e = vt_data_load(spec, o->data_root, &ds);
+    if (e)
+        return vt_set_error(VT_ERR_IO, "--layout torch: the GPT's vocabulary comes from its data set %s, which "
+                            "cannot be loaded (--data-dir DIR): %s", spec, vt_errmsg());
+    if (memcmp(ds.hash, dh, 32) != 0) {
+        vt_data_free(&ds);
+        return vt_set_error(VT_ERR_MISMATCH, "--layout torch: the data set %s is not the run's (another hash): its "
+                            "vocabulary may differ", spec);
+    }
+    e = ds.text && ds.n_classes >= 1 && 2 * (size_t)ds.n_classes < cap ? VT_OK
+        : vt_set_error(VT_ERR_FORMAT, "--layout torch: %s is not a text data set", spec);
+    if (!e) vt_hex(ds.chars, ds.n_classes, hex);
+    vt_data_free(&ds);
+    return e;
+}
+
+static const char *arch_word(vt_arch_kind a)
+{
+    return a == VT_ARCH_GPT ? "gpt" : a == VT_ARCH_RESNET ? "resnet" : "mlp";
+}
+
+/* The safetensors file in the torch layout, with the architecture in its metadata. */
+static vt_err write_torch(const vt_export_opts *o, vt_model *m, const vt_recipe *rc, const char *manifest, uint64_t s,
+                          const uint8_t sh[32], const uint8_t root[32], const uint8_t mh[32], const uint8_t dh[32],
+                          const vt_commitment *c, vt_export_result *res)
+{
+    const vt_program *p = &m->prog;
+    uint8_t ch[32];
+    VT_FORWARD_IF_ERROR(commitment_hash(c, ch));
+    char hs[65], hr[65], hm[65], hc[65], pk[65], step[24], vocab[2 * 256 + 1] = "", input[640 + VT_RECIPE_SPEC_MAX];
+    if (rc->arch == VT_ARCH_GPT) VT_FORWARD_IF_ERROR(gpt_vocab(o, rc, dh, vocab, sizeof vocab));
+    vt_hex(sh, 32, hs);
+    vt_hex(root, 32, hr);
+    vt_hex(mh, 32, hm);
+    vt_hex(ch, 32, hc);
+    vt_hex(c->public_key, 32, pk);
+    snprintf(step, sizeof step, "%llu", (unsigned long long)s);
+    if (rc->arch == VT_ARCH_GPT)
+        snprintf(input, sizeof input, "input: int64 token ids [N, t] with t <= %u (gpt_context); token id i is the "
+                 "byte of hex digits 2i, 2i+1 of vt.vocab; output: logits [N, t, %u]", rc->gpt_context, rc->gpt_vocab);
+    else
+        input_text(rc, p, input, sizeof input);
+    char divisor[96], num[16][32]; /* the numbers of the metadata, as text */
+    size_t nn = 0;
+    if (vt_data_is_file_spec(rc->dataset))
+        snprintf(divisor, sizeof divisor, "255 for uint8 features, 1 for float32 features (the data set's dtype)");
+    else
+        snprintf(divisor, sizeof divisor, "%u", strcmp(rc->dataset, "digits") == 0 ? 16u : 255u);
+    char *recipe = NULL;
+    VT_FORWARD_IF_ERROR(vt_recipe_to_json(rc, &recipe));
+    const char *meta[64];
+    size_t k = 0;
+#define META(key, val) (meta[k++] = (key), meta[k++] = (val))
+#define META_NUM(key, fmt, val) (snprintf(num[nn], sizeof num[nn], fmt, val), META(key, num[nn++]))
+    META("format", "pt");
+    META("vt.format", "vt-export-torch-1");
+    META("vt.layout", "torch");
+    META("vt.arch", arch_word(rc->arch));
+    META("vt.step", step);
+    META("vt.state_hash", hs);
+    META("vt.merkle_root", hr);
+    META("vt.manifest_hash", hm);
+    META("vt.commitment_hash", hc);
+    META("vt.public_key", pk);
+    META("vt.recipe", recipe);
+    META("vt.manifest", manifest);
+    META("vt.input", input);
+    if (rc->arch == VT_ARCH_GPT) {
+        META("vt.vocab", vocab);
+        META_NUM("vt.gpt_layers", "%u", rc->gpt_layers);
+        META_NUM("vt.gpt_heads", "%u", rc->gpt_heads);
+        META_NUM("vt.gpt_width", "%u", rc->gpt_width);
+        META_NUM("vt.gpt_context", "%u", rc->gpt_context);
+        META_NUM("vt.gpt_vocab", "%u", rc->gpt_vocab);
+        META_NUM("vt.gpt_tie", "%u", rc->gpt_tie);
+        META_NUM("vt.ln_eps", "%.17g", rc->ln_eps);
+        META("vt.qkv_layout", "h.L.attn.c_attn is nn.Linear(C, 3C): output features [0, C) are q, [C, 2C) k, "
+                              "[2C, 3C) v; head j of each uses features [j D, (j + 1) D), D = C / gpt_heads; scores "
+                              "q k^T / sqrt(D), causal softmax; heads concatenated in order before c_proj");
+        META("vt.modules", "wte, wpe: nn.Embedding; h.L (nn.ModuleList): ln_1, attn.c_attn, attn.c_proj, ln_2, "
+                           "mlp.c_fc, mlp.c_proj (GELU, tanh form, between); ln_f: nn.LayerNorm(eps = vt.ln_eps); "
+                           "logits = ln_f(x) wte.weight^T when vt.gpt_tie = 1 (no lm_head tensor), else lm_head "
+                           "(nn.Linear, no bias)");
+    } else {
+        META("vt.input_divisor", divisor);
+        if (rc->arch == VT_ARCH_RESNET) {
+            META_NUM("vt.bn_eps", "%.17g", rc->bn_eps);
+            META_NUM("vt.bn_momentum", "%.17g", rc->bn_momentum);
+            META_NUM("vt.resnet_width", "%u", rc->resnet_width);
+            META_NUM("vt.resnet_stages", "%u", rc->resnet_stages);
+            META_NUM("vt.resnet_blocks", "%u", rc->resnet_blocks);
+            META_NUM("vt.resnet_pool", "%u", rc->resnet_pool);
+            META("vt.modules", "stem (conv, bn), ReLU, 2x2 max pool when vt.resnet_pool = 1; layerS.J basic "
+                               "blocks: relu(bn2(conv2(relu(bn1(conv1(x))))) + shortcut(x)), shortcut = "
+                               "shortcut.bn(shortcut.conv(x)) (1x1, strided) where present, else x; global average "
+                               "pool; fc (nn.Linear). nn.Conv2d bias=False, padding k // 2 (zeros), stride 2 in the "
+                               "first block of stages 2 and up; nn.BatchNorm2d(eps = vt.bn_eps, momentum = "
+                               "vt.bn_momentum)");
+        } else {
+            META("vt.modules", "fc1 .. fcL: nn.Linear, ReLU between them (not after the last); logits = the last "
+                               "layer's output; the prediction is the first index of the largest softmax "
+                               "probability");
+        }
+    }
+    if (o->with_optimizer)
+        META("vt.optimizer", "optimizer.<name>.momentum_buffer (SGD: v = momentum v + g + weight_decay w), or "
+                             "optimizer.<name>.exp_avg and .exp_avg_sq (Adam, AdamW), in the parameter's torch layout; "
+                             "their step count is vt.step");
+#undef META_NUM
+#undef META
+    torch_set ts;
+    memset(&ts, 0, sizeof ts);
+    ts.nbt = (int64_t)s;
+    uint64_t bytes = 0;
+    vt_err e = torch_tensors(o, m, rc, &ts, &bytes);
+    if (!e) e = vt_safetensors_write(o->out_path, ts.t, ts.n, meta, k / 2);
+    if (!e) res->tensors = ts.n, res->bytes = bytes;
+    for (uint32_t i = 0; ts.bufs && i < ts.n; i++) free(ts.bufs[i]);
+    free(ts.bufs);
+    free(ts.names);
+    free(ts.t);
+    free(recipe);
+    return e;
+}
+
 static vt_err export_run(const vt_export_opts *o, vt_export_result *res, vt_store **st, vt_model *m, vt_merkle *tree,
                          char **manifest)
 {
@@ -85,6 +372,8 @@ static vt_err export_run(const vt_export_opts *o, vt_export_result *res, vt_stor
     const int onnx = o->format == VT_EXPORT_ONNX;
     VT_RETURN_ERROR_IF(onnx && o->with_optimizer, VT_ERR_ARG,
                        "--optimizer: the ONNX export is the inference graph (use --format safetensors)");
+    VT_RETURN_ERROR_IF(onnx && o->layout != VT_LAYOUT_PROJECT, VT_ERR_ARG,
+                       "--layout: the ONNX export has ONNX's own layout (--layout is for --format safetensors)");
     VT_RETURN_ERROR_IF(onnx && !vt_onnx_available(), VT_ERR_UNSUPPORTED,
                        "--format onnx: this trainer was built without ONNX support (it needs libonnx-dev, "
                        "protobuf-c-compiler and libprotobuf-c-dev at build time: scripts/install-deps.sh, then "
@@ -166,6 +455,14 @@ static vt_err export_run(const vt_export_opts *o, vt_export_result *res, vt_stor
             if (p->t[i].cls != VT_TC_OPT) n++, bytes += p->t[i].n * vt_dtype_size((vt_dtype)p->t[i].dtype);
         VT_FORWARD_IF_ERROR(write_onnx(o, m, &rc, *manifest, s, sh, root, mh, &c));
         res->step = s, res->tensors = n, res->bytes = bytes;
+        memcpy(res->state_hash, sh, 32);
+        memcpy(res->root, root, 32);
+        memcpy(res->public_key, c.public_key, 32);
+        return VT_OK;
+    }
+    if (o->layout == VT_LAYOUT_TORCH) {
+        VT_FORWARD_IF_ERROR(write_torch(o, m, &rc, *manifest, s, sh, root, mh, dh, &c, res));
+        res->step = s;
         memcpy(res->state_hash, sh, 32);
         memcpy(res->root, root, 32);
         memcpy(res->public_key, c.public_key, 32);

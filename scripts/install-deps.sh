@@ -7,6 +7,7 @@ PKGS=(build-essential cmake pkg-config clang libclang-rt-14-dev
       libopenblas0-pthread libblis4-pthread libblis4-openmp libblas3
       libmpfr-dev libgmp-dev
       libonnx-dev protobuf-c-compiler libprotobuf-c-dev python3-onnx python3-numpy
+      python3-torch
       libopenmpi-dev openmpi-bin
       chromium fonts-dejavu-core)
 # libopenblas0-pthread, libblis4-pthread, libblis4-openmp and libblas3 are the CBLAS implementations behind Debian's libblas.so.3 alternative
@@ -16,6 +17,9 @@ PKGS=(build-essential cmake pkg-config clang libclang-rt-14-dev
 # libonnx-dev (the ONNX schema, onnx.proto), protobuf-c-compiler (protoc-c) and libprotobuf-c-dev
 # build `trainer export --format onnx` (optional: run/onnx.cmake); python3-onnx and python3-numpy
 # are test-only: tests/onnx_export.sh checks the exported models with onnx's checker and NumPy.
+# python3-torch (PyTorch 1.13) is test-only: tests/torch_layout.sh loads `trainer export --layout
+# torch` files into torch.nn modules written from the docs (strict load, same accuracy and loss), and
+# tests/user_files.py writes the PyTorch-made initial weights of tests/user_data.sh.
 # libopenmpi-dev and openmpi-bin (Open MPI: the library and mpirun) build and run the data-parallel
 # layer (dist/, optional: VT_MPI); its tests run mpirun as root with --allow-run-as-root
 # (docs/distributed.md).

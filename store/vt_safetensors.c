@@ -25,6 +25,7 @@ static const struct {
     [VT_ST_F64] = {"F64", 8},
     [VT_ST_U8] = {"U8", 1},
     [VT_ST_I32] = {"I32", 4},
+    [VT_ST_I64] = {"I64", 8},
 };
 
 /* Strict UTF-8 (RFC 3629): no overlong forms, no surrogates, nothing above U+10FFFF. */

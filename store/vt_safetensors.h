@@ -15,12 +15,13 @@
 
 #include "../common/vt_error.h"
 
-/* Element types and their names in the header: "F32", "F64", "U8", "I32". */
-typedef enum { VT_ST_F32, VT_ST_F64, VT_ST_U8, VT_ST_I32 } vt_st_dtype;
+/* Element types and their names in the header: "F32", "F64", "U8", "I32", "I64" (the last two
+ * two's complement). */
+typedef enum { VT_ST_F32, VT_ST_F64, VT_ST_U8, VT_ST_I32, VT_ST_I64 } vt_st_dtype;
 
 /* One tensor: shape[0 .. rank-1] (row-major, rank 0 = a scalar of one element), every
  * dimension at least 1; data holds the product of the dimensions elements of dtype (float,
- * double, uint8_t, int32_t) in the host's byte order, at any alignment. */
+ * double, uint8_t, int32_t, int64_t) in the host's byte order, at any alignment. */
 typedef struct {
     const char *name;     /* non-empty UTF-8, unique, not "__metadata__" */
     vt_st_dtype dtype;

@@ -11,7 +11,11 @@ set -u
 . "$(dirname "$0")/e2e_lib.sh" # e2e_begin, ok, bad, expect STATUS REASON STEP -- auditor args
 e2e_begin user-data "$1"
 command -v python3 >/dev/null || { echo "SKIP: no python3"; exit 77; }
-mkdir -p "$T/files" "$T/copy" && python3 "$HERE/user_files.py" data "$T/files" && python3 "$HERE/user_files.py" init "$T/files" ||
+PY=python3 # the initial weights written by PyTorch where a python3 imports torch (python3-torch)
+for p in python3 /usr/bin/python3; do
+  if command -v "$p" >/dev/null && "$p" -c "import torch" 2>/dev/null; then PY=$p; break; fi
+done
+mkdir -p "$T/files" "$T/copy" && "$PY" "$HERE/user_files.py" data "$T/files" && "$PY" "$HERE/user_files.py" init "$T/files" ||
   { echo "FAIL: tests/user_files.py"; exit 1; }
 "$TRAINER" keygen "$T/key" >/dev/null || bad "keygen"
 MLP=(--set layers=[16,32,4] --set batch=32 --set steps=20 --set checkpoint_every=10 --set state_hash_every=5 --quiet)

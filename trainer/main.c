@@ -166,10 +166,13 @@ static void usage(FILE *f)
             "      print the effective recipe (JSON), or with --program its step program: the tensor\n"
             "      table and the operations with their ids (docs/format.md)\n"
             "  trainer export RUN_DIR --format safetensors|onnx --out FILE [--step S (0: the initial state)]\n"
-            "                 [--pubkey FILE.pub] [--optimizer]\n"
+            "                 [--pubkey FILE.pub] [--optimizer] [--layout project|torch] [--data-dir DIR]\n"
             "      write the parameters (and buffers) of the last, or a checkpointed committed, step with\n"
             "      their names, shapes and dtypes, after checking the commitment's signature, its root over\n"
             "      the run's leaves and the step's state hash; --optimizer adds the optimiser's state;\n"
+            "      --layout torch: a PyTorch state_dict (nn.Linear [out, in], nn.Conv2d [C_out, C_in, k, k],\n"
+            "      num_batches_tracked; the optimiser's state under optimizer.*) with the architecture,\n"
+            "      the recipe and a GPT's vocabulary (from its data set: --data-dir) in the metadata;\n"
             "      --format onnx: the model's inference graph (MLP, residual CNN; not the GPT: exit 64)\n"
             "      with those weights, the run's hashes and recipe as metadata (docs/format.md); a trainer\n"
             "      built without ONNX support (libonnx-dev, protobuf-c) exits 2\n"
@@ -336,10 +339,11 @@ static int cmd_export(int argc, char **argv)
     static const struct option lo[] = {{"format", required_argument, 0, 'f'}, {"out", required_argument, 0, 'o'},
                                        {"step", required_argument, 0, 's'},   {"pubkey", required_argument, 0, 'p'},
                                        {"optimizer", no_argument, 0, 'O'},    {"help", no_argument, 0, 'h'},
+                                       {"layout", required_argument, 0, 'L'}, {"data-dir", required_argument, 0, 'd'},
                                        {"max-memory", required_argument, 0, VT_OPT_MAX_MEMORY}, {0, 0, 0, 0}};
     vt_export_opts o;
     memset(&o, 0, sizeof o);
-    const char *format = "safetensors";
+    const char *format = "safetensors", *layout = "project";
     const vt_cli_opt opts[] = {VT_CLI_U64('s', "--step", 0, UINT64_MAX, &o.step), VT_CLI_END};
     optind = 2;
     int c;
@@ -349,6 +353,8 @@ static int cmd_export(int argc, char **argv)
         case 'o': o.out_path = optarg; break;
         case 'p': o.pubkey_path = optarg; break;
         case 'O': o.with_optimizer = 1; break;
+        case 'L': layout = optarg; break;
+        case 'd': o.data_root = optarg; break;
         case VT_OPT_MAX_MEMORY:
             if (vt_cli_size("--max-memory", optarg, &g_max_memory) != VT_OK)
                 return vt_cli_usage_error(usage, "trainer export: %s", vt_errmsg());
@@ -365,6 +371,11 @@ static int cmd_export(int argc, char **argv)
         o.format = VT_EXPORT_ONNX;
     else if (strcmp(format, "safetensors") != 0)
         return vt_cli_usage_error(usage, "trainer export: --format %s: the formats are safetensors and onnx", format);
+    if (strcmp(layout, "torch") == 0)
+        o.layout = VT_LAYOUT_TORCH;
+    else if (strcmp(layout, "project") != 0)
+        return vt_cli_usage_error(usage, "trainer export: --layout %s: the layouts are project (the default) and torch",
+                                  layout);
     if (optind != argc - 1 || !o.out_path)
         return vt_cli_usage_error(usage, "trainer export: RUN_DIR and --out FILE are required");
     o.run_dir = argv[optind];
@@ -775,6 +786,9 @@ static int cmd_eval(int argc, char **argv)
         printf("dataset         %s (%zu %s)\n", ds.name, ds.n, text ? "characters" : "examples");
         if (text) printf("validation loss %.4f nats/char (%zu predicted characters)\n", acc, cnt);
         else printf("accuracy        %.4f\n", acc);
+        /* full precision, for comparisons: the FP64 mean loss; the exact count of correct examples */
+        if (text) printf("mean loss       %.17g nats/char (FP64, all digits)\n", acc);
+        else printf("correct         %.0f of %zu (accuracy %.17g)\n", acc * (double)ds.n, ds.n, acc);
     } else {
         fprintf(stderr, "trainer eval: %s\n", vt_errmsg());
     }

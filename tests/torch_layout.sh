@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# `trainer export --layout torch` checked from PyTorch (issue 25 item 5; docs/format.md "Export
+# (safetensors, --layout torch)"): small MLP (MNIST), residual CNN (CIFAR-10) and GPT
+# (tiny-shakespeare; tied and untied head) runs are trained, evaluated and exported in both layouts;
+# tests/torch_models.py builds each model as torch.nn modules written from the docs, from the export's
+# metadata alone, and loads it with load_state_dict(strict=True). Checked:
+#   exact: every tensor holds the project layout's values bit for bit (moved: transposed or
+#     permuted), num_batches_tracked (int64) is the step, the optimiser's tensors only under
+#     "optimizer."; the MLP's and the CNN's predicted classes are trainer eval --per-example's on
+#     every test example (near-ties printed) and the numbers correct over the first 500 are equal;
+#   tolerance: the GPT's mean loss over 100 windows of the validation text within 1e-6 nats per
+#     character of trainer eval's (torch's FP32 evaluation order differs in the last bits).
+# Then the refusals (no torch needed): --layout with ONNX, an unknown layout, a GPT whose data set
+# (its vocabulary) is missing; nothing written. Skipped (77) only when no python3 imports torch
+# (python3-torch: scripts/install-deps.sh). Usage: torch_layout.sh BUILD_DIR
+set -u
+. "$(dirname "$0")/e2e_lib.sh" # e2e_begin, ok, bad
+e2e_begin torch "$1"
+DATA="$HERE/../data"
+PY=""
+for p in python3 /usr/bin/python3; do
+  if command -v "$p" >/dev/null && "$p" -c "import torch" 2>/dev/null; then PY=$p; break; fi
+done
+
+"$TRAINER" keygen "$T/key" >/dev/null || bad "keygen"
+MLP=(--set dataset=mnist-train --set subset=2000 --set "layers=[784,32,10]" --set batch=32 --set steps=60
+     --set checkpoint_every=30)
+CNN=(--recipe "$HERE/../recipes/resnet-cifar10.json" --set subset=2000 --set resnet_width=4 --set resnet_stages=2
+     --set batch=32 --set steps=60 --set checkpoint_every=30 --set decay_every=30)
+GPT=(--recipe "$HERE/../recipes/gpt-shakespeare.json" --set gpt_layers=2 --set gpt_width=32 --set gpt_context=16
+     --set batch=8 --set steps=30 --set warmup=3 --set checkpoint_every=10)
+"$TRAINER" train --run "$T/mlp" --key "$T/key" "${MLP[@]}" --quiet >/dev/null || bad "train mlp"
+"$TRAINER" train --run "$T/gpt" --key "$T/key" "${GPT[@]}" --quiet >/dev/null || bad "train gpt"
+
+# refusals: exit status and message, nothing written
+refuse() { # STATUS TEXT -- export args
+  local want=$1 text=$2; shift 3
+  rm -f "$T/refused.st"
+  "$TRAINER" export "$@" --out "$T/refused.st" >"$T/refuse.out" 2>&1
+  local st=$?
+  if [ $st -ne "$want" ] || ! grep -q -- "$text" "$T/refuse.out" || [ -e "$T/refused.st" ]; then
+    bad "export $* -> exit $st (expected $want, \"$text\"): $(cat "$T/refuse.out")"
+  else ok; fi
+}
+refuse 64 "the ONNX export has ONNX's own layout" -- "$T/mlp" --format onnx --layout torch
+refuse 64 "the layouts are project (the default) and torch" -- "$T/mlp" --layout keras
+mkdir -p "$T/empty"
+refuse 2 "the GPT's vocabulary comes from its data set" -- "$T/gpt" --layout torch --data-dir "$T/empty"
+
+if [ -z "$PY" ]; then
+  echo "torch_layout: no python3 imports torch (python3-torch: scripts/install-deps.sh): skipped"
+  exit 77
+fi
+"$TRAINER" train --run "$T/cnn" --key "$T/key" "${CNN[@]}" --quiet >/dev/null || bad "train cnn"
+"$TRAINER" train --run "$T/gptu" --key "$T/key" "${GPT[@]}" --set gpt_tie=0 --set gpt_layers=1 --quiet >/dev/null ||
+  bad "train gpt (untied)"
+
+# export NAME RUN [args]: both layouts (with the optimiser's state), the torch one checked against the other
+export_both() {
+  local name=$1 run=$2; shift 2
+  "$TRAINER" export "$run" --layout torch --optimizer --out "$T/$name.st" --pubkey "$T/key.pub" "$@" >"$T/$name.out" 2>&1 &&
+    "$TRAINER" export "$run" --optimizer --out "$T/$name.project.st" --pubkey "$T/key.pub" "$@" >>"$T/$name.out" 2>&1 ||
+    { bad "export $name: $(cat "$T/$name.out")"; return 1; }
+  "$PY" "$HERE/torch_models.py" check "$T/$name.st" --project "$T/$name.project.st" && ok || bad "check $name"
+}
+
+for a in mlp cnn; do
+  "$TRAINER" eval --run "$T/$a" --per-example "$T/$a.pred" >"$T/$a.eval" 2>&1 || bad "eval $a: $(cat "$T/$a.eval")"
+  grep -Eq "^correct         [0-9]+ of [0-9]+ \(accuracy 0\.[0-9]+\)$" "$T/$a.eval" && ok ||
+    bad "eval $a: no full-precision line: $(cat "$T/$a.eval")"
+  export_both "$a" "$T/$a" &&
+    { "$PY" "$HERE/torch_models.py" eval "$T/$a.st" --data-dir "$DATA" --per-example "$T/$a.pred" --first 500 && ok ||
+      bad "torch eval $a"; }
+done
+
+# the GPT: trainer eval's mean loss over the first 100 windows of 16 characters (1601 characters)
+for g in gpt gptu; do
+  "$TRAINER" eval --run "$T/$g" --dataset shakespeare-val:1601 >"$T/$g.eval" 2>&1 || bad "eval $g: $(cat "$T/$g.eval")"
+  loss=$(sed -n 's/^mean loss *\([0-9.e+-]*\) nats\/char.*/\1/p' "$T/$g.eval")
+  [ -n "$loss" ] && ok || { bad "eval $g: no mean loss line: $(cat "$T/$g.eval")"; continue; }
+  export_both "$g" "$T/$g" &&
+    { "$PY" "$HERE/torch_models.py" loss "$T/$g.st" --data-dir "$DATA" --windows 100 --loss "$loss" && ok ||
+      bad "torch loss $g"; }
+done
+
+# without --optimizer: no optimizer.* tensor; an earlier step's num_batches_tracked is that step
+"$TRAINER" export "$T/cnn" --layout torch --step 30 --out "$T/cnn30.st" --pubkey "$T/key.pub" >/dev/null 2>&1 &&
+  "$PY" -c "
+import sys; sys.path.insert(0, sys.argv[2])
+import torch_models as tm
+meta, t, order = tm.read_st(sys.argv[1])
+assert meta['vt.step'] == '30' and not any(k.startswith('optimizer.') for k in t), sorted(t)
+nbt = [int(v) for k, v in t.items() if k.endswith('num_batches_tracked')]
+assert nbt and set(nbt) == {30}, nbt
+" "$T/cnn30.st" "$HERE" && ok || bad "cnn step 30: optimizer tensors or num_batches_tracked"
+
+echo "torch_layout: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
