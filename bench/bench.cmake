@@ -24,3 +24,8 @@ endif()
 if(TARGET bench_cuda)
   target_link_libraries(bench_cuda PRIVATE vt_run vt_model vt_data vt_cuda)
 endif()
+
+# ---- bench_dp (data-parallel steps under mpirun: bytes, the exact phase, step time; docs/benchmarks.md)
+if(TARGET bench_dp)
+  target_link_libraries(bench_dp PRIVATE vt_model vt_data vt_dist)
+endif()

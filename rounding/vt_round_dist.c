@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "../common/vt_bytes.h"
+#include "../common/vt_cli.h"
 #include "vt_round_hd.h"
 #include "vt_xacc_hd.h"
 
@@ -117,13 +118,25 @@ static void p1_free(vti_p1 *b)
 {
     free(b->sbuf), free(b->rbuf), free(b->P), free(b->Bd), free(b->x), free(b->B), free(b->res), free(b->gbuf);
     free(b->cnt);
+    memset(b, 0, sizeof *b);
 }
 
-static int p1_alloc(vti_p1 *b, size_t n, int N)
+/* This thread's phase-1 buffers, kept from call to call (a step makes dozens of calls: allocating
+ * megabytes each time costs page faults) and grown as needed: about 44 bytes an element of a round,
+ * 11 MiB at most. */
+static _Thread_local vti_p1 g_p1;
+static _Thread_local int g_p1_N;
+
+/* The buffers for n elements on N ranks: &g_p1 with its chunk set, or NULL (out of memory). */
+static vti_p1 *p1_get(size_t n, int N)
 {
-    memset(b, 0, sizeof *b);
-    b->chunk = n < VTI_CHUNK ? n : VTI_CHUNK;
-    size_t c = b->chunk, mo = c / (size_t)N + 1; /* the largest slice */
+    vti_p1 *b = &g_p1;
+    size_t c = n < VTI_CHUNK ? n : VTI_CHUNK;
+    if (b->sbuf && g_p1_N == N && b->chunk >= c) return b; /* the largest slice of c <= that of chunk */
+    size_t keep = b->sbuf && g_p1_N == N ? b->chunk : 0;
+    p1_free(b);
+    if (keep > c) c = keep;
+    size_t mo = c / (size_t)N + 1; /* the largest slice */
     b->sbuf = malloc(12 * c + 4);
     b->rbuf = malloc(12 * mo * (size_t)N);
     b->P = malloc(mo * (size_t)N * sizeof *b->P);
@@ -133,7 +146,13 @@ static int p1_alloc(vti_p1 *b, size_t n, int N)
     b->res = malloc(mo * sizeof *b->res);
     b->gbuf = malloc(4 * (c + (size_t)N));
     b->cnt = malloc(3 * (size_t)N * sizeof *b->cnt);
-    return b->sbuf && b->rbuf && b->P && b->Bd && b->x && b->B && b->res && b->gbuf && b->cnt;
+    if (!(b->sbuf && b->rbuf && b->P && b->Bd && b->x && b->B && b->res && b->gbuf && b->cnt)) {
+        p1_free(b);
+        return NULL;
+    }
+    b->chunk = c;
+    g_p1_N = N;
+    return b;
 }
 
 /* Phase 0, the first collective: every rank's n, whether its arguments are usable and its memory
@@ -391,25 +410,46 @@ static vt_err phase2(vt_comm *comm, const vti_undecided *u, size_t j0, size_t m,
     return VT_OK;
 }
 
+static _Thread_local uint64_t g_calls;
+static _Thread_local double g_seconds;
+
+void vt_round_dist_clock(uint64_t *calls, double *seconds)
+{
+    if (calls) *calls = g_calls;
+    if (seconds) *seconds = g_seconds;
+}
+
+static vt_err round_dist(vt_comm *comm, size_t n, const double *partial, const double *bound, vt_round_dist_terms terms,
+                         void *arg, float *out, vt_round_dist_stats *stats, vt_elem_fault *f);
+
 vt_err vt_round_dist(vt_comm *comm, size_t n, const double *partial, const double *bound, vt_round_dist_terms terms,
                      void *arg, float *out, vt_round_dist_stats *stats, vt_elem_fault *f)
+{
+    double t0 = vt_now();
+    vt_err e = round_dist(comm, n, partial, bound, terms, arg, out, stats, f);
+    g_calls++;
+    g_seconds += vt_now() - t0;
+    return e;
+}
+
+static vt_err round_dist(vt_comm *comm, size_t n, const double *partial, const double *bound, vt_round_dist_terms terms,
+                         void *arg, float *out, vt_round_dist_stats *stats, vt_elem_fault *f)
 {
     VT_RETURN_ERROR_IF(!comm, VT_ERR_ARG, "vt_round_dist: no communicator");
     int N = vt_dist_size(comm);
     int ok = !n || (partial && bound && out);
-    vti_p1 b;
-    memset(&b, 0, sizeof b);
-    int have = ok && n ? p1_alloc(&b, n, N) : 1;
+    vti_p1 *b = ok && n ? p1_get(n, N) : NULL;
+    int have = !(ok && n) || b;
     uint64_t *und_of = calloc((size_t)N, sizeof *und_of);
     vt_err e = check_args(comm, n, !ok ? 1 : !have || !und_of ? 2 : 0, bound, stats);
     vti_undecided u = {0};
     int64_t *buf = NULL;
     int oom = 0;
-    for (size_t i0 = 0; i0 < n && !e; i0 += b.chunk) {
-        size_t m = n - i0 < b.chunk ? n - i0 : b.chunk;
-        e = phase1(comm, i0, m, partial, bound, out, &b, &u, &oom, und_of, stats);
+    /* rounds of VTI_CHUNK elements (the buffers may hold more: kept from a larger call) */
+    for (size_t i0 = 0; i0 < n && !e; i0 += VTI_CHUNK) {
+        size_t m = n - i0 < VTI_CHUNK ? n - i0 : VTI_CHUNK;
+        e = phase1(comm, i0, m, partial, bound, out, b, &u, &oom, und_of, stats);
     }
-    p1_free(&b);
     size_t n_und = 0;
     for (int s = 0; s < N && !e; s++) {
         if (und_of[s] == UINT64_MAX) e = vt_set_error(VT_ERR_NOMEM, "vt_round_dist: rank %d of %d: out of memory", s, N);

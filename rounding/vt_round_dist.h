@@ -59,6 +59,10 @@ typedef struct {
 vt_err vt_round_dist(vt_comm *comm, size_t n, const double *partial, const double *bound, vt_round_dist_terms terms,
                      void *arg, float *out, vt_round_dist_stats *stats, vt_elem_fault *f) VT_WARN_UNUSED;
 
+/* For benchmarks: the calls of vt_round_dist made by this thread so far and the wall seconds spent
+ * in them (its collectives included: dist/vt_dist.h vt_dist_clock counts those apart). */
+void vt_round_dist_clock(uint64_t *calls, double *seconds);
+
 /* The combination of phase 1 for one element: nr >= 1 partials p[r*stride] and bounds b[r*stride]
  * in rank order into x and B with |x - sum_r X_r| <= B whenever |p_r - X_r| <= b_r for each r. B is
  * 0 only when every b_r is 0 and the partials' sum is exact in FP64 (then x is that sum; a zero is
