@@ -114,6 +114,36 @@ resumed "$T/k2" 2
 killed "$T/k3" 4 -- --kill-at ckpt.tmp-half:2 # rank 0, while writing the checkpoint of step 4
 resumed "$T/k3" 3
 
+# kill -9 from outside: rank 1 of a longer MLP run on 2 ranks, once rank 0 has stored 5 steps (polled:
+# no timing asserted), wherever the ranks then are; resumed by one process to the one-process run's
+# commitment
+rank_pid() { # rank_pid R DIR: the PID of rank R of the trainer training into DIR
+  local p
+  for p in /proc/[0-9]*; do
+    tr '\0' ' ' 2>/dev/null <"$p/cmdline" | grep -q -- "--run $2 " || continue
+    tr '\0' '\n' 2>/dev/null <"$p/environ" | grep -qx "OMPI_COMM_WORLD_RANK=$1" && { echo "${p#/proc/}"; return; }
+  done
+}
+LONG=("${MLP[@]}" --set steps=1000 --set state_hash_every=10 --set checkpoint_every=100)
+"$TRAINER" train --run "$T/long" --key "$T/key" "${LONG[@]}" --quiet >/dev/null 2>&1 || bad "the long MLP run"
+mpi 2 "$TRAINER" train --run "$T/ext" --key "$T/key" "${LONG[@]}" --quiet >"$T/ext.out" 2>&1 &
+bg=$!
+victim=
+for _ in $(seq 1 3000); do
+  n=$(sqlite3 "$T/ext/run.db" 'SELECT count(*) FROM steps' 2>/dev/null)
+  if [ "${n:-0}" -ge 5 ]; then victim=$(rank_pid 1 "$T/ext"); break; fi
+  kill -0 $bg 2>/dev/null || break
+  sleep 0.05
+done
+[ -n "$victim" ] && kill -9 "$victim"
+wait $bg
+st=$?
+[ -n "$victim" ] && [ $st != 0 ] && [ $st != 124 ] && [ ! -e "$T/ext/commitment.vtc" ] &&
+  [ "$(sqlite3 "$T/ext/run.db" 'PRAGMA integrity_check')" = ok ] && ok ||
+  bad "kill -9 of rank 1 (pid ${victim:-not found}): exit $st: $(cat "$T/ext.out")"
+"$TRAINER" train --run "$T/ext" --key "$T/key" "${LONG[@]}" --resume --quiet >"$T/out" 2>&1 &&
+  cmp -s "$T/long/commitment.vtc" "$T/ext/commitment.vtc" && ok || bad "resume after kill -9 of rank 1: $(cat "$T/out")"
+
 # the production trainer has none of the test build's rank faults
 "$TRAINER" --help 2>&1 | grep -Eq -- "--(flip-state|kill-rank)\b" && bad "trainer --help shows a testing option" || ok
 for opt in --flip-state --kill-rank; do
