@@ -18,6 +18,7 @@
 
 #include "../cli/vt_cli_opts.h"
 #include "../common/vt_cli.h"
+#include "../common/vt_par.h"
 #include "../common/vt_env.h"
 #include "../common/vt_hash.h"
 #include "../dist/vt_dist.h"
@@ -154,6 +155,8 @@ static void usage(FILE *f)
             "      --max-memory SIZE the model's memory budget, e.g. 8G (default: the available memory); a\n"
             "                        recipe that needs more is refused before anything is written\n"
             "      --quiet           no progress line\n"
+            "      under `mpirun -np N`: data-parallel on N ranks, the batch (a multiple of N) split across\n"
+            "      them, rank 0 writing the run: the one-process commitment (docs/distributed.md)\n"
 #ifdef VT_TEST_HOOKS
             "      --stop-after S    TEST BUILD: stop after step S without committing (as a crash would)\n"
             "      --kill-at P[:N]   TEST BUILD: SIGKILL at the N-th pass of write point P (docs/format.md)\n"
@@ -1002,6 +1005,11 @@ static int main_dispatch(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    const char *bad = NULL; /* --threads N, wherever it stands (common/vt_par.h) */
+    if (vt_par_take_option(&argc, argv, &bad)) {
+        fprintf(stderr, "%s: --threads %s: expected a number of threads from 1 to %d\n", "trainer", bad, VT_PAR_MAX);
+        return VT_EXIT_USAGE;
+    }
     int st = main_dispatch(argc, argv);
     /* after the error message: where the error was raised (VT_DEBUG >= 1 or VT_DEBUG_ERRORS=1) */
     if (st != VT_EXIT_OK) vt_err_site_print("trainer");
