@@ -13,6 +13,7 @@
 
 #include "../cli/vt_cli_opts.h"
 #include "../common/vt_cli.h"
+#include "../common/vt_par.h"
 #include "../common/vt_env.h"
 #include "../game/vt_game.h"
 #include "../model/vt_model.h"
@@ -270,6 +271,11 @@ static int main_dispatch(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    const char *bad = NULL; /* --threads N, wherever it stands (common/vt_par.h) */
+    if (vt_par_take_option(&argc, argv, &bad)) {
+        fprintf(stderr, "%s: --threads %s: expected a number of threads from 1 to %d\n", "auditor", bad, VT_PAR_MAX);
+        return VT_EXIT_USAGE;
+    }
     int st = main_dispatch(argc, argv);
     /* after the error message: where the error was raised (VT_DEBUG >= 1 or VT_DEBUG_ERRORS=1) */
     if (st != VT_EXIT_OK) vt_err_site_print("auditor");

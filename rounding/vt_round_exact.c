@@ -4,8 +4,11 @@
 #include "vt_round_exact.h"
 
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 #include "../common/vt_bytes.h"
+#include "../common/vt_par.h"
 #include "vt_eval.h"
 #include "vt_round_hd.h"
 #include "vt_tight.h"
@@ -21,17 +24,15 @@ static vt_err elem_fail(vt_elem_fault *f, vt_err code, uint64_t idx, double x, d
 /* Every element becomes RN32(exact): cleared by this party's own bound where [x - B, x + B] holds
  * no rounding boundary (then RN32(x) = RN32(exact), RN32 being monotone), computed exactly
  * otherwise. */
-vt_err vt_round_exact_op(const vt_bound_cfg *cfg, const double *x, const vt_bounds *b, size_t rows, size_t cols,
-                         float *out, uint64_t *n_exact, uint64_t *n_kulisch, vt_elem_fault *f)
+static vt_err round_rows(const vt_bound_cfg *cfg, const double *x, const vt_bounds *b, size_t rows, size_t cols,
+                         size_t r0, size_t r1, float *out, uint64_t *n_exact, uint64_t *n_kulisch, vt_elem_fault *f)
 {
-    uint64_t n = (uint64_t)rows * cols;
-    if (b->kind == VT_BOUNDS_ZERO) return vt_round_plain(x, (size_t)n, out, f);
     double Bb[VT_BLOCK];
     uint8_t cleared[VT_BLOCK];
     vt_tight tc;
     vt_tight_init(&tc, b, rows, cols);
     vt_err ret = VT_OK;
-    for (size_t i = 0; i < rows && !ret; i++) {
+    for (size_t i = r0; i < r1 && !ret; i++) {
         const double *xi = x + i * cols;
         float *oi = out + i * cols;
         for (size_t j0 = 0; j0 < cols && !ret; j0 += VT_BLOCK) {
@@ -81,5 +82,55 @@ vt_err vt_round_exact_op(const vt_bound_cfg *cfg, const double *x, const vt_boun
         }
     }
     vt_tight_free(&tc);
+    return ret;
+}
+
+/* ------------------------------------------------------------ rows over threads (vt_par.h) */
+
+typedef struct {
+    const vt_bound_cfg *cfg;
+    const double *x;
+    const vt_bounds *b;
+    size_t rows, cols;
+    float *out;
+    uint64_t ne[VT_PAR_MAX], nk[VT_PAR_MAX];
+    vt_err err[VT_PAR_MAX];
+    vt_elem_fault f[VT_PAR_MAX];
+    char msg[VT_PAR_MAX][240];
+} rows_job;
+
+static void rows_part(void *ctx, size_t lo, size_t hi, int part)
+{
+    rows_job *j = ctx;
+    j->ne[part] = j->nk[part] = 0;
+    j->err[part] = round_rows(j->cfg, j->x, j->b, j->rows, j->cols, lo, hi, j->out, &j->ne[part], &j->nk[part],
+                              &j->f[part]);
+    if (j->err[part]) snprintf(j->msg[part], sizeof j->msg[part], "%s", vt_errmsg()); /* this thread's message */
+}
+
+/* Rows split over the threads: each element's result is its own, so the bits are the thread
+ * count's whatever it is; the failure reported is the first element's in row-major order (the
+ * parts are contiguous and each stops at its first), its message carried to the caller's thread. */
+vt_err vt_round_exact_op(const vt_bound_cfg *cfg, const double *x, const vt_bounds *b, size_t rows, size_t cols,
+                         float *out, uint64_t *n_exact, uint64_t *n_kulisch, vt_elem_fault *f)
+{
+    uint64_t n = (uint64_t)rows * cols;
+    if (b->kind == VT_BOUNDS_ZERO) return vt_round_plain(x, (size_t)n, out, f);
+    if (vt_par_threads() <= 1 || n < 65536)
+        return round_rows(cfg, x, b, rows, cols, 0, rows, out, n_exact, n_kulisch, f);
+    rows_job *j = malloc(sizeof *j);
+    if (!j) return round_rows(cfg, x, b, rows, cols, 0, rows, out, n_exact, n_kulisch, f);
+    j->cfg = cfg, j->x = x, j->b = b, j->rows = rows, j->cols = cols, j->out = out;
+    int parts = vt_par_for(rows, 32768 / cols + 1, rows_part, j);
+    vt_err ret = VT_OK;
+    for (int p = 0; p < parts; p++) {
+        *n_exact += j->ne[p], *n_kulisch += j->nk[p];
+        if (!ret && j->err[p]) {
+            ret = j->err[p];
+            *f = j->f[p];
+            vt_set_error(ret, "%s", j->msg[p]);
+        }
+    }
+    free(j);
     return ret;
 }

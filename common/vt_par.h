@@ -1,0 +1,38 @@
+/* vt_par.h - loops split over threads, for work whose result does not depend on the split: each
+ * iteration writes only its own outputs (an element's rounding, an elementwise chain), so the bits
+ * are the same for every thread count (docs/architecture.md "Threads").
+ *
+ * One pool per process, of vt_par_threads() - 1 workers beside the caller, started at the first
+ * parallel loop. vt_par_for splits [0, n) into at most vt_par_threads() contiguous parts of at least
+ * min_chunk iterations and returns once every part is done. It runs the loop on the calling thread
+ * alone when the pool has one thread, when n is small, when it is called from inside a parallel
+ * part, or when another thread is using the pool at that moment (an auditor's parallel segment
+ * replays): never a deadlock, never more threads than asked for. */
+#ifndef VT_PAR_H
+#define VT_PAR_H
+
+#include <stddef.h>
+
+/* The number of threads loops may use (>= 1). Default: VT_THREADS from the environment, else the
+ * online CPUs divided among the ranks mpirun started on this node (OMPI_COMM_WORLD_LOCAL_SIZE). */
+int vt_par_threads(void);
+/* Sets it (1 .. VT_PAR_MAX; clamped), before or between loops (not from inside one). */
+void vt_par_set_threads(int n);
+
+/* The programs' `--threads N` (or --threads=N), wherever it stands on the command line: removed
+ * from argv (argc updated), the pool set to N threads and a multithreaded BLAS (OpenBLAS, found at
+ * run time) to N as well. Without the option, VT_THREADS (else 1). Returns 0, or -1 with *bad set
+ * to the offending text for a value that is not 1 .. VT_PAR_MAX. In exact rounding the bits do not
+ * depend on N (each element is RN32 of its exact value); a judged log (rounding=log) records the
+ * elements near a boundary of its own FP64 values, which a BLAS's thread count may change. */
+int vt_par_take_option(int *argc, char **argv, const char **bad);
+
+/* fn(ctx, lo, hi, part) for contiguous parts [lo, hi) covering [0, n); part in 0 .. parts-1. */
+typedef void (*vt_par_fn)(void *ctx, size_t lo, size_t hi, int part);
+/* Runs the parts (concurrently when it can, see above); returns the number of parts used (>= 1
+ * when n > 0, 0 when n = 0), so a caller that keeps per-part results can merge them. */
+int vt_par_for(size_t n, size_t min_chunk, vt_par_fn fn, void *ctx);
+/* The most parts vt_par_for may use (vt_par_threads()): the size of a caller's per-part arrays. */
+#define VT_PAR_MAX 64
+
+#endif
