@@ -20,6 +20,7 @@
 #include "../run/vt_audit.h"
 #include "../dist/vt_dist.h"
 #include "../game/vt_challenge.h"
+#include "../cert/vt_cert.h"
 #ifdef VT_TEST_HOOKS
 #include "../tests/vt_cheats.h"
 static vt_cheats g_cheats; /* the test build's adversaries (tests/vt_cheats.h) */
@@ -154,6 +155,99 @@ static int cmd_challenge(int argc, char **argv)
     return r.loser == VT_LOSER_TRAINER ? VT_EXIT_OK : r.loser == VT_LOSER_NONE ? VT_EXIT_CANNOT : VT_EXIT_REJECTED;
 }
 
+/* auditor certify RUN_DIR ... / auditor check-certificate CERT RUN_DIR (docs/certify.md) */
+static void usage_cert(FILE *f)
+{
+    fprintf(f, "usage: auditor certify RUN_DIR --eps E --examples N [--method ibp|crown|alpha-crown]\n"
+               "                       [--out CERT --key KEYFILE] [--report FILE.json|-] [--pubkey FILE]\n"
+               "                       [--data-dir DIR] [--order ORDER] [--quiet]\n"
+               "       auditor check-certificate CERT RUN_DIR [--signer FILE.pub] [--pubkey FILE] [--data-dir DIR]\n"
+               "                       [--order ORDER]\n"
+               "       auditor keygen KEYFILE [--force]\n"
+               "  the L-infinity ball of radius E (clipped to [0, 1]) around each of the first N test examples of\n"
+               "  a committed MLP run: verified (sound bounds, rounding included), falsified (a counterexample\n"
+               "  confirmed by the project's evaluation) or unknown; --out writes the signed certificate,\n"
+               "  check-certificate recomputes it and compares the bytes\n"
+               "  exit status: 0 done (certify) / the certificate holds (check), 2 cannot check or mismatch,\n"
+               "  64 usage error\n");
+}
+
+static int cmd_certify(int argc, char **argv, int check)
+{
+    static const struct option lo[] = {{"eps", required_argument, 0, 'e'},      {"examples", required_argument, 0, 'n'},
+                                       {"method", required_argument, 0, 'm'},   {"out", required_argument, 0, 'O'},
+                                       {"key", required_argument, 0, 'k'},      {"report", required_argument, 0, 'R'},
+                                       {"pubkey", required_argument, 0, 'p'},   {"data-dir", required_argument, 0, 'd'},
+                                       {"order", required_argument, 0, 'o'},    {"signer", required_argument, 0, 's'},
+                                       {"quiet", no_argument, 0, 'q'},          {"help", no_argument, 0, 'h'},
+                                       {0, 0, 0, 0}};
+    vt_cert_opts o;
+    memset(&o, 0, sizeof o);
+    vt_cert_settings_default(&o.set, VT_CERT_CROWN);
+    vt_order order = VT_ORDER_SPLIT;
+    const char *signer = NULL, *eps = NULL;
+    uint64_t n = 0;
+    const vt_cli_opt opts[] = {VT_CLI_ORDER('o', "--order", &order), VT_CLI_U64('n', "--examples", 1, 1000000, &n),
+                               VT_CLI_END};
+    optind = 2;
+    int c;
+    while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+        switch (c) {
+        case 'e': eps = optarg; break;
+        case 'm':
+            if (!strcmp(optarg, "ibp")) vt_cert_settings_default(&o.set, VT_CERT_IBP);
+            else if (!strcmp(optarg, "crown")) vt_cert_settings_default(&o.set, VT_CERT_CROWN);
+            else if (!strcmp(optarg, "alpha-crown")) vt_cert_settings_default(&o.set, VT_CERT_ALPHA_CROWN);
+            else return vt_cli_usage_error(usage_cert, "auditor: --method %s: expected ibp, crown or alpha-crown", optarg);
+            break;
+        case 'O': o.out_path = optarg; break;
+        case 'k': o.key_path = optarg; break;
+        case 'R': o.report_path = optarg; break;
+        case 'p': o.pubkey_path = optarg; break;
+        case 'd': o.data_root = optarg; break;
+        case 's': signer = optarg; break;
+        case 'q': o.quiet = 1; break;
+        case 'h': usage_cert(stdout); return VT_EXIT_OK;
+        default: {
+            int st = vt_cli_opt_parse("auditor", opts, c, optarg, usage_cert);
+            if (st != VT_EXIT_OK) return st;
+        }
+        }
+    }
+    o.order = (int)order, o.examples = (uint32_t)n;
+    if (check || (o.report_path && !strcmp(o.report_path, "-"))) o.quiet = 1;
+    if (check) {
+        if (argc - optind != 2) return vt_cli_usage_error(usage_cert, "auditor check-certificate: CERT RUN_DIR expected");
+        o.run_dir = argv[optind + 1];
+        vt_err e = vt_cert_check(argv[optind], &o, signer);
+        if (e) {
+            fprintf(stderr, "auditor check-certificate: %s\n", vt_errmsg());
+            return vt_cli_exit_for_input(e);
+        }
+        printf("certificate %s: recomputed from %s, the same bytes; signature valid\n", argv[optind], o.run_dir);
+        return VT_EXIT_OK;
+    }
+    if (argc - optind != 1) return vt_cli_usage_error(usage_cert, "auditor certify: RUN_DIR expected");
+    o.run_dir = argv[optind];
+    char *end = NULL;
+    o.eps = eps ? strtod(eps, &end) : -1;
+    if (!eps || !end || *end || !(o.eps >= 0 && o.eps <= 1))
+        return vt_cli_usage_error(usage_cert, "auditor certify: --eps E in [0, 1] is required");
+    if (!n) return vt_cli_usage_error(usage_cert, "auditor certify: --examples N is required");
+    if (o.out_path && !o.key_path) return vt_cli_usage_error(usage_cert, "auditor certify: --out needs --key KEYFILE");
+    vt_cert_result r;
+    vt_err e = vt_cert_run(&o, &r);
+    if (e) {
+        fprintf(stderr, "auditor certify: %s\n", vt_errmsg());
+        return e == VT_ERR_ARG || e == VT_ERR_UNSUPPORTED ? VT_EXIT_USAGE : vt_cli_exit_for_input(e);
+    }
+    if (!o.quiet || o.out_path)
+        printf("%s eps %.17g: %u verified, %u falsified, %u unknown of %u%s%s\n", vt_cert_method_name(o.set.method), o.eps,
+               r.verified, r.falsified, r.unknown, o.examples, o.out_path ? "; certificate " : "",
+               o.out_path ? o.out_path : "");
+    return VT_EXIT_OK;
+}
+
 static int main_dispatch(int argc, char **argv)
 {
 #ifdef VT_TEST_HOOKS
@@ -167,6 +261,9 @@ static int main_dispatch(int argc, char **argv)
     /* the floating-point environment, e.g. FTZ set by a -ffast-math CBLAS at load: refused, exit 2 */
     if (vt_env_cli_check("auditor")) return VT_EXIT_CANNOT;
     if (strcmp(argv[1], "challenge") == 0) return cmd_challenge(argc, argv);
+    if (strcmp(argv[1], "certify") == 0) return cmd_certify(argc, argv, 0);
+    if (strcmp(argv[1], "check-certificate") == 0) return cmd_certify(argc, argv, 1);
+    if (strcmp(argv[1], "keygen") == 0) return vt_cli_keygen("auditor", argc, argv, usage_cert, 0);
     if (strcmp(argv[1], "verify") != 0) return vt_cli_usage_error(usage, "auditor: unknown command \"%s\"", argv[1]);
     static const struct option lo[] = {{"order", required_argument, 0, 'o'},   {"recipe", required_argument, 0, 'r'},
                                        {"pubkey", required_argument, 0, 'p'},  {"data-dir", required_argument, 0, 'd'},

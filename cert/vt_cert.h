@@ -1,0 +1,111 @@
+/* vt_cert.h - robustness certificates of a committed MLP (docs/certify.md): sound bounds under
+ * floating point (IBP, CROWN, alpha-CROWN), a deterministic attack, the signed certificate file
+ * (docs/format.md "Certificate") and `auditor certify` / `auditor check-certificate`.
+ *
+ * The network: L fully connected layers, z_k = W_k^T h_(k-1), a_k = RN32(RN32(z_k) + b_k) as the
+ * project evaluates it (exact rounding), h_k = relu(a_k) for k < L, the logits a_L. Every bound here
+ * holds both for that deployed network and for the real-arithmetic network on the same FP32 weights
+ * (a_k = z_k + b_k), for every real input of the box, including the rounding of the bound computation
+ * itself. Every loop runs in one fixed order (no BLAS): the same bits everywhere. */
+#ifndef VT_CERT_H
+#define VT_CERT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/vt_error.h"
+
+#define VT_CERT_MAX_LAYERS 16
+#define VT_CERT_MAX_WIDTH (1u << 20)
+
+typedef enum { VT_CERT_IBP = 0, VT_CERT_CROWN = 1, VT_CERT_ALPHA_CROWN = 2 } vt_cert_method;
+
+typedef enum { VT_CERT_VERIFIED = 0, VT_CERT_FALSIFIED = 1, VT_CERT_UNKNOWN = 2 } vt_cert_answer;
+
+/* The search settings a certificate records (fixed defaults: vt_cert_settings_default). */
+typedef struct {
+    vt_cert_method method;
+    uint32_t alpha_iters;  /* alpha-CROWN: projected-gradient steps */
+    double alpha_step;     /* first step (sign gradient), multiplied by alpha_decay after each */
+    double alpha_decay;
+    uint32_t attack_restarts; /* PGD: restarts (the first from the example itself) */
+    uint32_t attack_iters;    /* steps per restart, step 2.5 eps / iters */
+    uint64_t attack_seed;
+} vt_cert_settings;
+
+void vt_cert_settings_default(vt_cert_settings *s, vt_cert_method m);
+const char *vt_cert_method_name(vt_cert_method m);
+const char *vt_cert_answer_name(vt_cert_answer a);
+
+/* A network in the form the bounds read: widths n[0..L], W[k] (k = 1..L) n[k-1] x n[k] row-major
+ * FP32 (the program's fc<k>.weight), b[k] n[k] FP32. Borrowed pointers. */
+typedef struct {
+    uint32_t L;
+    uint32_t n[VT_CERT_MAX_LAYERS + 1];
+    const float *W[VT_CERT_MAX_LAYERS + 1];
+    const float *b[VT_CERT_MAX_LAYERS + 1];
+} vt_cert_net;
+
+typedef struct vt_cert_ctx vt_cert_ctx; /* the network in FP64 and the work space */
+
+vt_err vt_cert_ctx_new(const vt_cert_net *net, vt_cert_ctx **out) VT_WARN_UNUSED;
+void vt_cert_ctx_free(vt_cert_ctx *c);
+/* The number of alpha slopes alpha-CROWN records per example: (n[L] - 1) * (n[1] + ... + n[L-1]). */
+size_t vt_cert_n_alpha(const vt_cert_ctx *c);
+
+/* The input box of an example: xl = max(0, x - eps), xu = min(1, x + eps), rounded outward. */
+void vt_cert_box(const float *x, uint32_t d, double eps, double *xl, double *xu);
+
+/* Sound lower bounds lb[j] of the margins a_L[label] - a_L[j] over the box [xl, xu] (lb[label] =
+ * 0), with settings s; alpha (NULL, or vt_cert_n_alpha doubles) receives alpha-CROWN's slopes.
+ * A bound that is not finite is -infinity. Also the final layer's interval [ol, ou] when not NULL. */
+vt_err vt_cert_bounds(vt_cert_ctx *c, const double *xl, const double *xu, uint32_t label, const vt_cert_settings *s,
+                      double *lb, double *alpha) VT_WARN_UNUSED;
+/* Interval bounds [ol, ou] of the logits (deployed and real network) by the method's intermediate
+ * bounds (IBP, or CROWN intersected with IBP). */
+vt_err vt_cert_logit_bounds(vt_cert_ctx *c, const double *xl, const double *xu, const vt_cert_settings *s,
+                            double *ol, double *ou) VT_WARN_UNUSED;
+
+/* The real network's FP64 logits at x (for attacks and tests; not a reference). */
+void vt_cert_forward64(vt_cert_ctx *c, const double *x, double *logits);
+
+/* PGD with restarts (deterministic: the seed, the example index) maximising max_j a_j - a_label
+ * over FP32 inputs of the exact box of x and eps. Each candidate whose FP64 margin is <= 0 is
+ * handed to confirm (the project's own evaluation); the first confirmed one is written to cex and 1
+ * returned in *found. */
+typedef vt_err (*vt_cert_confirm_fn)(void *ctx, const float *x, uint32_t label, int *misclassified);
+vt_err vt_cert_attack(vt_cert_ctx *c, const float *x, double eps, uint32_t label, uint64_t index,
+                      const vt_cert_settings *s, vt_cert_confirm_fn confirm, void *cctx, float *cex,
+                      int *found) VT_WARN_UNUSED;
+/* 1 when the FP32 value f lies in [max(0, x - eps), min(1, x + eps)] exactly. */
+int vt_cert_in_ball(float f, float x, double eps);
+
+/* ---------------------------------------------------------------- committed runs */
+typedef struct {
+    const char *run_dir;
+    const char *pubkey_path;  /* optional: the trainer key the run's commitment must be signed by */
+    const char *data_root;    /* optional: dataset root */
+    const char *key_path;     /* certify --out: the auditor's secret key (signs the certificate) */
+    const char *out_path;     /* optional: the certificate */
+    const char *report_path;  /* optional: JSON report ("-": standard output) */
+    double eps;
+    uint32_t examples;
+    int order;                /* vt_order of the confirming evaluation */
+    int quiet;
+    vt_cert_settings set;
+} vt_cert_opts;
+
+typedef struct {
+    uint32_t verified, falsified, unknown;
+} vt_cert_result;
+
+/* `auditor certify`: loads the run's final committed state (checked like `trainer export`), its
+ * test set, bounds and attacks the first `examples` examples, prints one line per example, writes
+ * the certificate and the report. VT_ERR_UNSUPPORTED for a CNN or a GPT run. */
+vt_err vt_cert_run(const vt_cert_opts *o, vt_cert_result *r) VT_WARN_UNUSED;
+/* `auditor check-certificate CERT RUN_DIR`: parses (every length checked), checks the signature
+ * (and the signer against pubkey when given), recomputes the certificate from the run and compares
+ * the bytes. VT_ERR_MISMATCH when anything differs, VT_ERR_FORMAT for a malformed file. */
+vt_err vt_cert_check(const char *cert_path, const vt_cert_opts *o, const char *signer_pub_path) VT_WARN_UNUSED;
+
+#endif

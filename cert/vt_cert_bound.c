@@ -1,0 +1,532 @@
+/* vt_cert_bound.c - sound bounds under floating point (docs/certify.md "Soundness"): IBP, CROWN
+ * and alpha-CROWN on the network of vt_cert.h, every loop in one fixed order, every rounding of the
+ * bound computation itself accounted for:
+ *   - scalar results that enter a bound are rounded outward by one step (dn/up: the neighbour of
+ *     the round-to-nearest result, never below/above the exact value; the FPU stays in RN);
+ *   - each FP64 dot product's error is bounded by the lemma  |s^ - s| <= C(n) A^ + U(n)  with A^ the
+ *     computed sum of |a_i b_i| in the same loop (dotk);
+ *   - a rounded coefficient's error e_i multiplies a variable bounded by |v_i| <= M_i: its effect
+ *     is subtracted as sum e_i M_i, rounded upward;
+ *   - the model's own rounding: a_k = RN32(RN32(z_k) + b_k) = z_k + b_k + e_k with
+ *     |e_k| <= 2^-24 max|z_k| + 2^-24 max|a_k| + 2^-149 (half an FP32 ulp at each rounded operation),
+ *     and interval bounds by the monotonicity of RN32. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/vt_bytes.h"
+#include "vt_cert.h"
+
+/* ---------------------------------------------------------------- outward rounding */
+
+/* The largest double below x (x finite or +inf; -inf and NaN unchanged). */
+static double next_dn(double x)
+{
+    if (x != x || x == -INFINITY) return x;
+    if (x == 0) return -vt_bits_f64(1); /* -2^-1074, for +0 and -0 */
+    uint64_t u = vt_f64_bits(x);
+    return vt_bits_f64(x > 0 ? u - 1 : u + 1);
+}
+
+static double next_up(double x) { return -next_dn(-x); }
+
+/* For r the round-to-nearest result of an exact value v: dn(r) <= v <= up(r) (also when r
+ * overflowed to an infinity or underflowed to zero). */
+#define DN(expr) next_dn(expr)
+#define UP(expr) next_up(expr)
+
+/* C(n) = (n + 2) 2^-53 (1 + 2^-20), upward; U(n) = (n + 1) 2^-1074 (exact). docs/certify.md. */
+static double coef_c(size_t n) { return UP((double)(n + 2) * 0x1p-53 * (1 + 0x1p-20)); }
+static double coef_u(size_t n) { return (double)(n + 1) * 0x1p-1074; }
+
+/* s^ = fl(sum a_i b_i) and an upper bound err of |s^ - sum a_i b_i| (exact real sum), the loop in
+ * index order; b with stride sb. */
+static void dotk(const double *a, const double *b, size_t sb, size_t n, double *s, double *err)
+{
+    double acc = 0, abs = 0;
+    for (size_t i = 0; i < n; i++) {
+        double p = a[i] * b[i * sb];
+        acc += p;
+        abs += fabs(p);
+    }
+    *s = acc;
+    *err = UP(UP(coef_c(n) * abs) + coef_u(n));
+}
+
+static double dot_lo(const double *a, const double *b, size_t n)
+{
+    double s, e;
+    dotk(a, b, 1, n, &s, &e);
+    return DN(s - e);
+}
+
+static double dot_hi(const double *a, const double *b, size_t n)
+{
+    double s, e;
+    dotk(a, b, 1, n, &s, &e);
+    return UP(s + e);
+}
+
+/* ---------------------------------------------------------------- the network in FP64 */
+
+struct vt_cert_ctx {
+    uint32_t L, n[VT_CERT_MAX_LAYERS + 1], maxw;
+    double *W[VT_CERT_MAX_LAYERS + 1];  /* n[k-1] x n[k] */
+    double *WT[VT_CERT_MAX_LAYERS + 1]; /* n[k] x n[k-1] */
+    double *b[VT_CERT_MAX_LAYERS + 1];
+    /* bounds of the current box: z, a (deployed and real), h = relu(a); delta = bound of |e| */
+    double *zl[VT_CERT_MAX_LAYERS + 1], *zu[VT_CERT_MAX_LAYERS + 1], *al[VT_CERT_MAX_LAYERS + 1],
+        *au[VT_CERT_MAX_LAYERS + 1], *am[VT_CERT_MAX_LAYERS + 1], *hl[VT_CERT_MAX_LAYERS + 1],
+        *hu[VT_CERT_MAX_LAYERS + 1], *hm[VT_CERT_MAX_LAYERS + 1], *dl[VT_CERT_MAX_LAYERS + 1],
+        *slope[VT_CERT_MAX_LAYERS + 1];
+    /* work: two coefficient vectors, error vectors, the mu of every layer (alpha-CROWN) */
+    double *v0, *v1, *v2, *v3, *xs, *mu[VT_CERT_MAX_LAYERS + 1], *fa[VT_CERT_MAX_LAYERS + 1];
+    double *alpha_cur, *alpha_best, *grad;
+    size_t n_alpha_row;
+};
+
+static void *xcalloc(size_t n, size_t sz, int *bad)
+{
+    void *p = calloc(n ? n : 1, sz);
+    if (!p) *bad = 1;
+    return p;
+}
+
+vt_err vt_cert_ctx_new(const vt_cert_net *net, vt_cert_ctx **out)
+{
+    *out = NULL;
+    VT_RETURN_ERROR_IF(net->L < 1 || net->L > VT_CERT_MAX_LAYERS, VT_ERR_ARG, "certify: %u layers (1..%u)", net->L,
+                       VT_CERT_MAX_LAYERS);
+    for (uint32_t k = 0; k <= net->L; k++)
+        VT_RETURN_ERROR_IF(net->n[k] < 1 || net->n[k] > VT_CERT_MAX_WIDTH, VT_ERR_ARG, "certify: layer width %u",
+                           net->n[k]);
+    VT_RETURN_ERROR_IF(net->n[net->L] < 2, VT_ERR_ARG, "certify: the network has %u output", net->n[net->L]);
+    vt_cert_ctx *c = calloc(1, sizeof *c);
+    VT_RETURN_ERROR_IF(!c, VT_ERR_NOMEM, "out of memory");
+    int bad = 0;
+    c->L = net->L;
+    for (uint32_t k = 0; k <= c->L; k++) {
+        c->n[k] = net->n[k];
+        if (c->n[k] > c->maxw) c->maxw = c->n[k];
+    }
+    for (uint32_t k = 0; k <= c->L; k++) {
+        size_t m = c->n[k];
+        c->hl[k] = xcalloc(m, sizeof(double), &bad), c->hu[k] = xcalloc(m, sizeof(double), &bad);
+        c->hm[k] = xcalloc(m, sizeof(double), &bad);
+        c->mu[k] = xcalloc(m, sizeof(double), &bad), c->fa[k] = xcalloc(m, sizeof(double), &bad);
+        if (k == 0) continue;
+        size_t in = c->n[k - 1];
+        c->W[k] = xcalloc(in * m, sizeof(double), &bad), c->WT[k] = xcalloc(in * m, sizeof(double), &bad);
+        c->b[k] = xcalloc(m, sizeof(double), &bad);
+        c->zl[k] = xcalloc(m, sizeof(double), &bad), c->zu[k] = xcalloc(m, sizeof(double), &bad);
+        c->al[k] = xcalloc(m, sizeof(double), &bad), c->au[k] = xcalloc(m, sizeof(double), &bad);
+        c->am[k] = xcalloc(m, sizeof(double), &bad), c->dl[k] = xcalloc(m, sizeof(double), &bad);
+        c->slope[k] = xcalloc(m, sizeof(double), &bad);
+        if (bad) break;
+        for (size_t i = 0; i < in; i++)
+            for (size_t j = 0; j < m; j++) {
+                double w = net->W[k][i * m + j];
+                c->W[k][i * m + j] = w, c->WT[k][j * in + i] = w;
+                if (!isfinite(w)) bad = 2;
+            }
+        for (size_t j = 0; j < m; j++)
+            if (!isfinite(c->b[k][j] = net->b[k][j])) bad = 2;
+    }
+    for (uint32_t k = 1; k < c->L; k++) c->n_alpha_row += c->n[k];
+    c->v0 = xcalloc(c->maxw, sizeof(double), &bad), c->v1 = xcalloc(c->maxw, sizeof(double), &bad);
+    c->v2 = xcalloc(c->maxw, sizeof(double), &bad), c->v3 = xcalloc(c->maxw, sizeof(double), &bad);
+    c->xs = xcalloc(c->maxw, sizeof(double), &bad);
+    c->alpha_cur = xcalloc(c->n_alpha_row, sizeof(double), &bad);
+    c->alpha_best = xcalloc(c->n_alpha_row, sizeof(double), &bad);
+    c->grad = xcalloc(c->n_alpha_row, sizeof(double), &bad);
+    if (bad) {
+        vt_cert_ctx_free(c);
+        VT_RETURN_ERROR_IF(bad == 2, VT_ERR_ARG, "certify: the network holds a weight that is not finite");
+        return vt_set_error(VT_ERR_NOMEM, "out of memory");
+    }
+    *out = c;
+    return VT_OK;
+}
+
+void vt_cert_ctx_free(vt_cert_ctx *c)
+{
+    if (!c) return;
+    for (uint32_t k = 0; k <= c->L; k++) {
+        free(c->W[k]), free(c->WT[k]), free(c->b[k]), free(c->zl[k]), free(c->zu[k]), free(c->al[k]);
+        free(c->au[k]), free(c->am[k]), free(c->hl[k]), free(c->hu[k]), free(c->hm[k]), free(c->dl[k]);
+        free(c->slope[k]), free(c->mu[k]), free(c->fa[k]);
+    }
+    free(c->v0), free(c->v1), free(c->v2), free(c->v3), free(c->xs);
+    free(c->alpha_cur), free(c->alpha_best), free(c->grad);
+    free(c);
+}
+
+size_t vt_cert_n_alpha(const vt_cert_ctx *c) { return (size_t)(c->n[c->L] - 1) * c->n_alpha_row; }
+
+void vt_cert_settings_default(vt_cert_settings *s, vt_cert_method m)
+{
+    memset(s, 0, sizeof *s);
+    s->method = m;
+    s->alpha_iters = m == VT_CERT_ALPHA_CROWN ? 20 : 0;
+    s->alpha_step = m == VT_CERT_ALPHA_CROWN ? 0.25 : 0;
+    s->alpha_decay = m == VT_CERT_ALPHA_CROWN ? 0.85 : 0;
+    s->attack_restarts = 5;
+    s->attack_iters = 50;
+    s->attack_seed = 1;
+}
+
+const char *vt_cert_method_name(vt_cert_method m)
+{
+    return m == VT_CERT_IBP ? "ibp" : m == VT_CERT_CROWN ? "crown" : m == VT_CERT_ALPHA_CROWN ? "alpha-crown" : "?";
+}
+
+const char *vt_cert_answer_name(vt_cert_answer a)
+{
+    return a == VT_CERT_VERIFIED ? "verified" : a == VT_CERT_FALSIFIED ? "falsified" : "unknown";
+}
+
+void vt_cert_box(const float *x, uint32_t d, double eps, double *xl, double *xu)
+{
+    for (uint32_t i = 0; i < d; i++) {
+        double lo = DN((double)x[i] - eps), hi = UP((double)x[i] + eps);
+        xl[i] = lo > 0 ? lo : 0;
+        xu[i] = hi < 1 ? hi : 1;
+    }
+}
+
+/* ---------------------------------------------------------------- the rounding of the model */
+
+static double rn32(double v) { return (double)(float)v; }
+
+/* From the bounds [zl, zu] of z_k: the bounds of a_k over both networks (deployed: RN32(RN32(z) +
+ * b), monotone in z; real: z + b), |a|'s bound, the bound of |e| = |a_dep - (z + b)| and h = relu(a).
+ * Returns 0 when a bound is not finite. */
+static int finish_layer(vt_cert_ctx *c, uint32_t k)
+{
+    int ok = 1;
+    for (uint32_t j = 0; j < c->n[k]; j++) {
+        double zl = c->zl[k][j], zu = c->zu[k][j], b = c->b[k][j];
+        double dl = rn32(rn32(zl) + b), du = rn32(rn32(zu) + b); /* double rounding innocuous: 53 >= 2*24+2 */
+        double rl = DN(zl + b), ru = UP(zu + b);
+        double al = dl < rl ? dl : rl, au = du > ru ? du : ru;
+        double mz = fmax(fabs(zl), fabs(zu)), ma = fmax(fabs(al), fabs(au));
+        c->al[k][j] = al, c->au[k][j] = au, c->am[k][j] = ma;
+        c->dl[k][j] = UP(UP(UP(mz * 0x1p-24) + UP(ma * 0x1p-24)) + 0x1p-149);
+        if (!isfinite(al) || !isfinite(au) || !isfinite(c->dl[k][j]) || !(al <= au)) ok = 0;
+        if (k < c->L) {
+            double hl = al > 0 ? al : 0, hu = au > 0 ? au : 0;
+            c->hl[k][j] = hl, c->hu[k][j] = hu, c->hm[k][j] = hu;
+            /* the upper line's slope u / (u - l) rounded upward (unstable neurons) */
+            c->slope[k][j] = al < 0 && au > 0 ? UP(au / DN(au - al)) : 0;
+        }
+    }
+    return ok;
+}
+
+/* IBP of z_k from the bounds of h_(k-1), intersected with what [zl, zu] already holds when keep. */
+static void ibp_z(vt_cert_ctx *c, uint32_t k, int keep)
+{
+    size_t in = c->n[k - 1];
+    double *lo = c->v2, *hi = c->v3;
+    for (uint32_t j = 0; j < c->n[k]; j++) {
+        const double *w = c->WT[k] + (size_t)j * in;
+        for (size_t i = 0; i < in; i++) {
+            lo[i] = w[i] >= 0 ? c->hl[k - 1][i] : c->hu[k - 1][i];
+            hi[i] = w[i] >= 0 ? c->hu[k - 1][i] : c->hl[k - 1][i];
+        }
+        double l = dot_lo(w, lo, in), u = dot_hi(w, hi, in);
+        if (!keep || l > c->zl[k][j]) c->zl[k][j] = l;
+        if (!keep || u < c->zu[k][j]) c->zu[k][j] = u;
+    }
+}
+
+/* ---------------------------------------------------------------- CROWN's backward pass */
+
+/* A sound lower bound of sum_j c_j q_j over the box, q = a_k (from_a) or z_k. alpha: the lower
+ * slopes of layers 1..k-1 (n_alpha_row layout) or NULL for CROWN's adaptive 0/1. With keep_mu, the
+ * coefficient of h_m (m < k) is left in c->mu[m] and the concretising input in c->xs. */
+static double backward_lb(vt_cert_ctx *c, uint32_t k, int from_a, const double *cvec, const double *alpha)
+{
+    double K = 0, *lam = c->v0, *nu = c->v1, *errv = c->v2;
+    memcpy(lam, cvec, c->n[k] * sizeof *lam);
+    size_t aoff = 0;
+    for (uint32_t m = 1; m < k; m++) aoff += c->n[m];
+    for (uint32_t m = k; m >= 1; m--) {
+        size_t out = c->n[m], in = c->n[m - 1];
+        if (from_a || m < k) { /* a_m = z_m + b_m + e_m */
+            K = DN(K + dot_lo(lam, c->b[m], out));
+            for (size_t j = 0; j < out; j++) errv[j] = fabs(lam[j]);
+            K = DN(K - dot_hi(errv, c->dl[m], out));
+        }
+        /* lam . z_m = (W_m lam) . h_(m-1): nu = fl(W_m lam), its error times max|h| */
+        for (size_t i = 0; i < in; i++) dotk(c->W[m] + i * out, lam, 1, out, &nu[i], &errv[i]);
+        K = DN(K - dot_hi(errv, c->hm[m - 1], in));
+        if (m == 1) { /* concretise over the box */
+            for (size_t i = 0; i < in; i++) c->xs[i] = nu[i] >= 0 ? c->hl[0][i] : c->hu[0][i];
+            K = DN(K + dot_lo(nu, c->xs, in));
+            memcpy(c->mu[0], nu, in * sizeof *nu);
+            break;
+        }
+        /* h_(m-1) = relu(a_(m-1)) relaxed */
+        uint32_t p = m - 1;
+        aoff -= in;
+        double icpt = 0; /* sum of the upper lines' intercept terms, upward */
+        memcpy(c->mu[p], nu, in * sizeof *nu);
+        for (size_t i = 0; i < in; i++) {
+            double l = c->al[p][i], u = c->au[p][i], v = nu[i], t;
+            errv[i] = 0;
+            if (u <= 0) lam[i] = 0;
+            else if (l >= 0) lam[i] = v;
+            else if (v >= 0) {
+                double a = alpha ? alpha[aoff + i] : (u >= -l ? 1.0 : 0.0);
+                lam[i] = t = v * a;
+                if (a != 0 && a != 1) errv[i] = UP(UP(fabs(t) * 0x1p-53) + 0x1p-1074);
+            } else { /* v h >= v s (a - l) */
+                double s = c->slope[p][i];
+                lam[i] = t = v * s;
+                errv[i] = UP(UP(fabs(t) * 0x1p-53) + 0x1p-1074);
+                icpt = UP(icpt + UP(UP(-v * s) * -l));
+            }
+        }
+        K = DN(K - icpt);
+        K = DN(K - dot_hi(errv, c->am[p], in));
+    }
+    return K == K ? K : -INFINITY;
+}
+
+/* The intermediate bounds of the box: IBP for IBP, else CROWN intersected with IBP. Returns 0 when
+ * a bound is not finite (the answer is then unknown). */
+static int layer_bounds(vt_cert_ctx *c, const double *xl, const double *xu, vt_cert_method meth)
+{
+    for (uint32_t i = 0; i < c->n[0]; i++) {
+        c->hl[0][i] = xl[i], c->hu[0][i] = xu[i];
+        c->hm[0][i] = fmax(fabs(xl[i]), fabs(xu[i]));
+    }
+    double *e = c->v3; /* the unit objective lives beside the work vectors v0..v2 */
+    for (uint32_t k = 1; k <= c->L; k++) {
+        ibp_z(c, k, 0);
+        if (meth != VT_CERT_IBP && k > 1) {
+            for (uint32_t j = 0; j < c->n[k]; j++) {
+                double *unit = e;
+                memset(unit, 0, c->n[k] * sizeof *unit);
+                unit[j] = 1;
+                double lo = backward_lb(c, k, 0, unit, NULL);
+                memset(unit, 0, c->n[k] * sizeof *unit);
+                unit[j] = -1;
+                double hi = -backward_lb(c, k, 0, unit, NULL);
+                if (lo > c->zl[k][j]) c->zl[k][j] = lo;
+                if (hi < c->zu[k][j]) c->zu[k][j] = hi;
+            }
+        }
+        if (!finish_layer(c, k)) return 0;
+    }
+    return 1;
+}
+
+vt_err vt_cert_logit_bounds(vt_cert_ctx *c, const double *xl, const double *xu, const vt_cert_settings *s,
+                            double *ol, double *ou)
+{
+    uint32_t L = c->L;
+    if (!layer_bounds(c, xl, xu, s->method)) {
+        for (uint32_t j = 0; j < c->n[L]; j++) ol[j] = -INFINITY, ou[j] = INFINITY;
+        return VT_OK;
+    }
+    memcpy(ol, c->al[L], c->n[L] * sizeof *ol);
+    memcpy(ou, c->au[L], c->n[L] * sizeof *ou);
+    return VT_OK;
+}
+
+/* alpha-CROWN's gradient of the row's bound with respect to its slopes (after a backward pass that
+ * left mu and xs): the relaxed network evaluated forward at xs. An approximation is harmless: the
+ * bound of every slope tried is computed soundly. */
+static void alpha_grad(vt_cert_ctx *c, const double *alpha, double *g)
+{
+    memcpy(c->fa[0], c->xs, c->n[0] * sizeof(double));
+    size_t off = 0;
+    for (uint32_t m = 1; m < c->L; m++) {
+        size_t in = c->n[m - 1];
+        for (uint32_t j = 0; j < c->n[m]; j++) {
+            const double *w = c->WT[m] + (size_t)j * in;
+            double a = c->b[m][j];
+            for (size_t i = 0; i < in; i++) a += w[i] * c->fa[m - 1][i];
+            double l = c->al[m][j], u = c->au[m][j], h;
+            g[off + j] = 0;
+            if (u <= 0) h = 0;
+            else if (l >= 0) h = a;
+            else if (c->mu[m][j] >= 0) {
+                h = alpha[off + j] * a;
+                g[off + j] = c->mu[m][j] * a;
+            } else h = c->slope[m][j] * (a - l);
+            c->fa[m][j] = h;
+        }
+        off += c->n[m];
+    }
+}
+
+vt_err vt_cert_bounds(vt_cert_ctx *c, const double *xl, const double *xu, uint32_t label, const vt_cert_settings *s,
+                      double *lb, double *alpha)
+{
+    uint32_t L = c->L, no = c->n[L];
+    VT_RETURN_ERROR_IF(label >= no, VT_ERR_ARG, "certify: label %u of %u classes", label, no);
+    size_t na = c->n_alpha_row;
+    if (alpha) memset(alpha, 0, vt_cert_n_alpha(c) * sizeof *alpha);
+    if (!layer_bounds(c, xl, xu, s->method)) {
+        for (uint32_t j = 0; j < no; j++) lb[j] = j == label ? 0 : -INFINITY;
+        return VT_OK;
+    }
+    for (uint32_t j = 0, r = 0; j < no; j++) {
+        if (j == label) {
+            lb[j] = 0;
+            continue;
+        }
+        double ibp = DN(c->al[L][label] - c->au[L][j]);
+        if (s->method == VT_CERT_IBP) {
+            lb[j] = ibp;
+            r++;
+            continue;
+        }
+        double *row = c->v3;
+        memset(row, 0, no * sizeof *row);
+        row[label] = 1, row[j] = -1;
+        /* CROWN's adaptive slopes as the start */
+        size_t off = 0;
+        for (uint32_t m = 1; m < L; m++) {
+            for (uint32_t i = 0; i < c->n[m]; i++)
+                c->alpha_cur[off + i] = c->au[m][i] >= -c->al[m][i] ? 1.0 : 0.0;
+            off += c->n[m];
+        }
+        double best = backward_lb(c, L, 1, row, c->alpha_cur);
+        memcpy(c->alpha_best, c->alpha_cur, na * sizeof(double));
+        if (s->method == VT_CERT_ALPHA_CROWN) {
+            double step = s->alpha_step;
+            for (uint32_t it = 0; it < s->alpha_iters; it++) {
+                alpha_grad(c, c->alpha_cur, c->grad);
+                for (size_t q = 0; q < na; q++) {
+                    double a = c->alpha_cur[q] + (c->grad[q] > 0 ? step : c->grad[q] < 0 ? -step : 0);
+                    c->alpha_cur[q] = a < 0 ? 0 : a > 1 ? 1 : a;
+                }
+                step *= s->alpha_decay;
+                double v = backward_lb(c, L, 1, row, c->alpha_cur);
+                if (v > best) {
+                    best = v;
+                    memcpy(c->alpha_best, c->alpha_cur, na * sizeof(double));
+                } else {
+                    /* the gradient is taken at the best slopes found */
+                    memcpy(c->alpha_cur, c->alpha_best, na * sizeof(double));
+                    (void)backward_lb(c, L, 1, row, c->alpha_cur);
+                }
+            }
+            if (alpha) memcpy(alpha + (size_t)r * na, c->alpha_best, na * sizeof(double));
+        }
+        lb[j] = best > ibp ? best : ibp; /* both sound */
+        r++;
+    }
+    return VT_OK;
+}
+
+/* ---------------------------------------------------------------- the attack */
+
+void vt_cert_forward64(vt_cert_ctx *c, const double *x, double *logits)
+{
+    const double *h = x;
+    for (uint32_t k = 1; k <= c->L; k++) {
+        size_t in = c->n[k - 1];
+        double *o = k == c->L ? logits : c->fa[k];
+        for (uint32_t j = 0; j < c->n[k]; j++) {
+            const double *w = c->WT[k] + (size_t)j * in;
+            double a = 0;
+            for (size_t i = 0; i < in; i++) a += w[i] * h[i];
+            a += c->b[k][j];
+            o[j] = k < c->L && a < 0 ? 0 : a;
+        }
+        h = o;
+    }
+}
+
+int vt_cert_in_ball(float f, float x, double eps)
+{
+    if (!(f >= 0 && f <= 1)) return 0;
+    /* |x - f| <= eps exactly: d = fl(x - f) with its TwoSum error t (x - f = d + t exactly) */
+    double a = x, b = -(double)f, d = a + b, bb = d - a, t = (a - (d - bb)) + (b - bb);
+    double ad = fabs(d), at = d >= 0 ? t : -t; /* |x - f| = ad + at */
+    return ad < eps || (ad == eps && at <= 0);
+}
+
+static uint64_t splitmix(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* The FP32 value nearest v inside the exact ball of x (x itself is inside). */
+static float to_ball(double v, float x, double eps)
+{
+    double lo = (double)x - eps, hi = (double)x + eps;
+    float f = (float)(v < lo ? lo : v > hi ? hi : v); /* then a few FP32 steps at most */
+    if (!(f >= 0)) f = 0;
+    if (f > 1) f = 1;
+    while (!vt_cert_in_ball(f, x, eps)) { /* step towards x, one FP32 value at a time (f, x >= 0) */
+        uint32_t u = vt_f32_bits(f);
+        f = f > x ? vt_bits_f32(u - 1) : vt_bits_f32(u + 1);
+    }
+    return f;
+}
+
+vt_err vt_cert_attack(vt_cert_ctx *c, const float *x, double eps, uint32_t label, uint64_t index,
+                      const vt_cert_settings *s, vt_cert_confirm_fn confirm, void *cctx, float *cex, int *found)
+{
+    *found = 0;
+    uint32_t d = c->n[0], L = c->L, no = c->n[L];
+    double *xc = malloc(d * sizeof *xc), *g = malloc(c->maxw * sizeof *g), *g2 = malloc(c->maxw * sizeof *g2),
+           *lg = malloc(no * sizeof *lg);
+    float *xf = malloc(d * sizeof *xf);
+    vt_err e = VT_OK;
+    if (!xc || !g || !g2 || !lg || !xf) {
+        e = vt_set_error(VT_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    uint64_t seed = s->attack_seed ^ (index * 0xd1342543de82ef95ull);
+    double step = 2.5 * eps / (s->attack_iters ? s->attack_iters : 1);
+    for (uint32_t r = 0; r < s->attack_restarts && !*found && !e; r++) {
+        for (uint32_t i = 0; i < d; i++) {
+            double u = r == 0 ? 0.5 : (double)(splitmix(&seed) >> 11) * 0x1p-53;
+            xf[i] = to_ball((double)x[i] + (2 * u - 1) * eps * (r != 0), x[i], eps);
+        }
+        for (uint32_t it = 0; it <= s->attack_iters && !*found && !e; it++) {
+            for (uint32_t i = 0; i < d; i++) xc[i] = xf[i];
+            vt_cert_forward64(c, xc, lg);
+            uint32_t jb = label == 0 ? 1 : 0;
+            for (uint32_t j = 0; j < no; j++)
+                if (j != label && lg[j] > lg[jb]) jb = j;
+            /* a candidate (and the example itself, whatever FP64 says): the project's evaluation decides */
+            if (lg[jb] >= lg[label] || (r == 0 && it == 0)) {
+                int mis = 0;
+                e = confirm(cctx, xf, label, &mis);
+                if (!e && mis) {
+                    memcpy(cex, xf, d * sizeof *cex);
+                    *found = 1;
+                }
+                if (e || mis) break;
+            }
+            if (it == s->attack_iters) break;
+            /* gradient of a_jb - a_label by back-propagation (the activations recomputed) */
+            for (uint32_t j = 0; j < no; j++) g[j] = (j == jb) - (j == label);
+            for (uint32_t k = L; k >= 1; k--) {
+                size_t in = c->n[k - 1], out = c->n[k];
+                for (size_t i = 0; i < in; i++) {
+                    double a = 0;
+                    for (size_t j = 0; j < out; j++) a += c->W[k][i * out + j] * g[j];
+                    g2[i] = k > 1 && c->fa[k - 1][i] <= 0 ? 0 : a;
+                }
+                memcpy(g, g2, in * sizeof *g);
+            }
+            for (uint32_t i = 0; i < d; i++)
+                xf[i] = to_ball((double)xf[i] + (g[i] > 0 ? step : g[i] < 0 ? -step : 0), x[i], eps);
+        }
+    }
+done:
+    free(xc), free(g), free(g2), free(lg), free(xf);
+    return e;
+}

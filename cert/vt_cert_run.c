@@ -1,0 +1,434 @@
+/* vt_cert_run.c - `auditor certify` and `auditor check-certificate` on a committed run
+ * (docs/certify.md): the run's final state checked as `trainer export` checks it (by running that
+ * export into a private temporary file, then re-hashing what is read back), the test set, the
+ * bounds and the attack of every example, the counterexamples confirmed by the project's own
+ * evaluation (exact rounding), the signed certificate (docs/format.md "Certificate"). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../common/vt_bytes.h"
+#include "../common/vt_hash.h"
+#include "../data/vt_data.h"
+#include "../kernels/vt_kernels.h"
+#include "../merkle/vt_sign.h"
+#include "../model/vt_model.h"
+#include "../model/vt_recipe.h"
+#include "../rounding_log/vt_rlog.h"
+#include "../run/vt_export.h"
+#include "../run/vt_train.h"
+#include "../store/vt_store.h"
+#include "vt_cert.h"
+
+#define CERT_MAGIC "VTCERT01"
+#define CERT_VERSION 1u
+#define CERT_HEADER 244u
+
+typedef struct {
+    vt_model m;
+    vt_recipe rc;
+    vt_dataset ds;
+    vt_cert_net net;
+    vt_export_result ex;
+    uint8_t manifest_hash[32];
+    uint32_t logits; /* the tensor the softmax reads */
+    int have_model;
+} cert_run;
+
+static void cert_run_free(cert_run *r)
+{
+    if (r->have_model) vt_model_free(&r->m);
+    vt_data_free(&r->ds);
+}
+
+static int32_t tensor_id(const vt_program *p, const char *name)
+{
+    for (uint32_t i = 0; i < p->n_tensors; i++)
+        if (strcmp(p->t[i].name, name) == 0) return (int32_t)i;
+    return -1;
+}
+
+/* The state, through `trainer export`'s checks: exported (with the optimiser's tensors, so that the
+ * whole state can be re-hashed) into a private directory, read back into the model, hashed again. */
+static vt_err load_state(const vt_cert_opts *o, cert_run *r)
+{
+    const char *tmp = getenv("TMPDIR");
+    char dir[4096], path[4200];
+    snprintf(dir, sizeof dir, "%s/vt-cert-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    VT_RETURN_ERROR_IF(!mkdtemp(dir), VT_ERR_IO, "certify: cannot make a temporary directory in %s",
+                       tmp && *tmp ? tmp : "/tmp");
+    snprintf(path, sizeof path, "%s/state.safetensors", dir);
+    vt_export_opts eo;
+    memset(&eo, 0, sizeof eo);
+    eo.run_dir = o->run_dir, eo.out_path = path, eo.pubkey_path = o->pubkey_path, eo.with_optimizer = 1;
+    eo.format = VT_EXPORT_SAFETENSORS;
+    vt_err e = vt_export_run(&eo, &r->ex);
+    vt_st_file f;
+    memset(&f, 0, sizeof f);
+    if (!e) e = vt_st_read(path, &f);
+    unlink(path);
+    rmdir(dir);
+    if (e) return e;
+    vt_store *st = NULL;
+    char *manifest = NULL;
+    size_t ml = 0;
+    uint8_t dh[32];
+    e = vt_store_open(o->run_dir, 1, &st);
+    if (!e) e = vt_store_manifest(st, &manifest, &ml, r->manifest_hash);
+    if (!e) e = vt_manifest_parse(manifest, ml, &r->rc, dh);
+    free(manifest);
+    vt_store_close(st);
+    if (!e && r->rc.arch != VT_ARCH_MLP)
+        e = vt_set_error(VT_ERR_UNSUPPORTED, "certify: the run is a %s; only MLP runs are certified so far (CNN: "
+                         "later; transformers: out of scope)", r->rc.arch == VT_ARCH_GPT ? "GPT" : "CNN");
+    if (!e) e = vt_model_init(&r->m, &r->rc, r->rc.batch, (vt_order)o->order);
+    if (!e) r->have_model = 1;
+    const vt_program *p = &r->m.prog;
+    for (uint32_t i = 0; !e && i < p->n_state; i++) {
+        const vt_st_entry *t = vt_st_find(&f, p->t[i].name);
+        if (!t || strcmp(t->dtype, "F32") != 0 || t->count != p->t[i].n)
+            e = vt_set_error(VT_ERR_MISMATCH, "certify: the exported state lacks %s", p->t[i].name);
+        else e = vt_model_tensor_load(&r->m, i, t->data, t->count);
+    }
+    vt_st_free(&f);
+    uint8_t sh[32];
+    r->m.step = r->ex.step;
+    if (!e) e = vt_model_state_hash(&r->m, sh);
+    if (!e && memcmp(sh, r->ex.state_hash, 32) != 0)
+        e = vt_set_error(VT_ERR_MISMATCH, "certify: the state read back does not give the committed state hash");
+    if (e) return e;
+    /* the network */
+    r->net.L = r->rc.n_layers;
+    VT_RETURN_ERROR_IF(r->net.L > VT_CERT_MAX_LAYERS, VT_ERR_UNSUPPORTED, "certify: %u layers", r->net.L);
+    for (uint32_t k = 0; k <= r->net.L; k++) r->net.n[k] = r->rc.widths[k];
+    for (uint32_t k = 1; k <= r->net.L; k++) {
+        char nw[32], nb[32];
+        snprintf(nw, sizeof nw, "fc%u.weight", k);
+        snprintf(nb, sizeof nb, "fc%u.bias", k);
+        int32_t w = tensor_id(p, nw), b = tensor_id(p, nb);
+        VT_RETURN_ERROR_IF(w < 0 || b < 0, VT_ERR_FORMAT, "certify: the program has no %s / %s", nw, nb);
+        r->net.W[k] = vt_model_tensor(&r->m, (uint32_t)w, NULL);
+        r->net.b[k] = vt_model_tensor(&r->m, (uint32_t)b, NULL);
+    }
+    uint32_t first, last;
+    vt_program_eval_range(p, &first, &last);
+    VT_RETURN_ERROR_IF(p->op[last].n_in < 1, VT_ERR_INTERNAL, "certify: the evaluation pass ends without input");
+    r->logits = p->op[last].in[0];
+    VT_RETURN_ERROR_IF(p->t[r->logits].n != (size_t)r->rc.batch * r->net.n[r->net.L], VT_ERR_INTERNAL,
+                       "certify: the evaluation pass's last operation does not read the logits");
+    return VT_OK;
+}
+
+/* The test set: the dataset's -test split (MNIST), else the training data set, as `trainer eval`. */
+static vt_err load_data(const vt_cert_opts *o, cert_run *r)
+{
+    char spec[VT_RECIPE_SPEC_MAX];
+    if (strncmp(r->rc.dataset, "mnist", 5) == 0) snprintf(spec, sizeof spec, "mnist-test");
+    else vt_recipe_dataset_spec(&r->rc, spec, sizeof spec);
+    VT_FORWARD_IF_ERROR(vt_data_load(spec, o->data_root, &r->ds));
+    VT_RETURN_ERROR_IF(r->ds.d != r->net.n[0] || r->ds.text, VT_ERR_ARG, "certify: %s does not fit the model", spec);
+    VT_RETURN_ERROR_IF(o->examples > r->ds.n, VT_ERR_ARG, "certify: --examples %u: %s has %zu", o->examples, spec,
+                       r->ds.n);
+    return vt_data_check_labels(&r->ds, r->net.n[r->net.L]);
+}
+
+/* The project's evaluation pass (exact rounding: every rounded output RN32 of its exact value) on
+ * x in every row of the batch; misclassified when a logit other than the label's is >= it. */
+static vt_err confirm(void *ctx, const float *x, uint32_t label, int *mis)
+{
+    cert_run *r = ctx;
+    vt_model *m = &r->m;
+    const vt_program *p = &m->prog;
+    uint32_t d = r->net.n[0], C = r->net.n[r->net.L], B = r->rc.batch;
+    float *in = vt_model_tensor(m, p->input, NULL);
+    for (uint32_t b = 0; b < B; b++) memcpy(in + (size_t)b * d, x, d * sizeof *x);
+    vt_bound_cfg bc = m->rc.bound;
+    bc.rounding = VT_ROUNDING_EXACT;
+    bc.mode = VT_BOUND_PROVABLE;
+    vt_steplog log;
+    vt_rctx rc;
+    vt_steplog_init(&log, 0);
+    vt_rctx_init(&rc, VT_RMODE_RECORD, bc);
+    vt_exec saved = m->exec;
+    vt_exec_init(&m->exec, m->exec.order, bc, m->rc.seed);
+    uint32_t first, last;
+    vt_program_eval_range(p, &first, &last);
+    vt_err e = vt_rctx_begin_step(&rc, 1, &log);
+    for (uint32_t j = first; j < last && !e; j++) e = vt_model_exec_op(m, &r->ds, &rc, 1, j); /* the softmax not needed */
+    vt_exec_free(&m->exec);
+    m->exec = saved;
+    vt_steplog_free(&log);
+    VT_FORWARD_IF_ERROR(e);
+    const float *lg = vt_model_tensor(m, r->logits, NULL);
+    *mis = 0;
+    for (uint32_t j = 0; j < C; j++)
+        if (j != label && !(lg[label] > lg[j])) *mis = 1;
+    return VT_OK;
+}
+
+/* ---------------------------------------------------------------- the certificate */
+
+typedef struct {
+    uint8_t *b;
+    size_t n, cap;
+    int bad;
+} buf;
+
+static void put(buf *o, const void *p, size_t n)
+{
+    if (o->bad) return;
+    if (o->n + n > o->cap) {
+        size_t cap = o->cap ? o->cap : 4096;
+        while (cap < o->n + n) cap *= 2;
+        uint8_t *nb = realloc(o->b, cap);
+        if (!nb) {
+            o->bad = 1;
+            return;
+        }
+        o->b = nb, o->cap = cap;
+    }
+    memcpy(o->b + o->n, p, n);
+    o->n += n;
+}
+
+static void put32(buf *o, uint32_t v)
+{
+    uint8_t t[4];
+    vt_put_u32le(t, v);
+    put(o, t, 4);
+}
+
+static void put64(buf *o, uint64_t v)
+{
+    uint8_t t[8];
+    vt_put_u64le(t, v);
+    put(o, t, 8);
+}
+
+static void put_header(buf *o, const vt_cert_opts *op, const cert_run *r, uint32_t n_alpha)
+{
+    const vt_cert_settings *s = &op->set;
+    put(o, CERT_MAGIC, 8);
+    put32(o, CERT_VERSION), put32(o, (uint32_t)s->method), put32(o, op->examples);
+    put32(o, r->net.n[r->net.L]), put32(o, r->net.n[0]), put32(o, n_alpha);
+    put64(o, r->ex.step), put64(o, vt_f64_bits(op->eps));
+    put32(o, s->alpha_iters), put64(o, vt_f64_bits(s->alpha_step)), put64(o, vt_f64_bits(s->alpha_decay));
+    put32(o, s->attack_restarts), put32(o, s->attack_iters), put64(o, s->attack_seed);
+    put(o, r->ex.state_hash, 32), put(o, r->ex.root, 32), put(o, r->manifest_hash, 32);
+    put(o, r->ex.public_key, 32), put(o, r->ds.hash, 32);
+}
+
+typedef struct {
+    FILE *rep;
+    int first;
+} report;
+
+/* Computes the certificate's body (everything before the signer's key) into o. */
+static vt_err compute(const vt_cert_opts *op, cert_run *r, buf *o, vt_cert_result *res, report *rep)
+{
+    vt_cert_ctx *c = NULL;
+    VT_FORWARD_IF_ERROR(vt_cert_ctx_new(&r->net, &c));
+    uint32_t d = r->net.n[0], C = r->net.n[r->net.L];
+    size_t na = op->set.method == VT_CERT_ALPHA_CROWN ? vt_cert_n_alpha(c) : 0;
+    vt_err e = na > UINT32_MAX ? vt_set_error(VT_ERR_LIMIT, "certify: too many slopes") : VT_OK;
+    put_header(o, op, r, (uint32_t)na);
+    double *xl = malloc(d * sizeof *xl), *xu = malloc(d * sizeof *xu), *lb = malloc(C * sizeof *lb),
+           *alpha = malloc((na ? na : 1) * sizeof *alpha);
+    float *x = malloc(d * sizeof *x), *cex = malloc(d * sizeof *cex);
+    uint8_t lab;
+    if (!e && (!xl || !xu || !lb || !alpha || !x || !cex)) e = vt_set_error(VT_ERR_NOMEM, "out of memory");
+    memset(res, 0, sizeof *res);
+    for (uint32_t i = 0; i < op->examples && !e; i++) {
+        size_t idx = i;
+        e = vt_data_batch(&r->ds, &idx, 1, x, &lab);
+        if (e) break;
+        vt_cert_box(x, d, op->eps, xl, xu);
+        e = vt_cert_bounds(c, xl, xu, lab, &op->set, lb, na ? alpha : NULL);
+        if (e) break;
+        double mn = INFINITY;
+        for (uint32_t j = 0; j < C; j++)
+            if (j != lab && lb[j] < mn) mn = lb[j];
+        vt_cert_answer ans = mn > 0 ? VT_CERT_VERIFIED : VT_CERT_UNKNOWN;
+        int found = 0;
+        if (ans != VT_CERT_VERIFIED) {
+            e = vt_cert_attack(c, x, op->eps, lab, i, &op->set, confirm, r, cex, &found);
+            if (e) break;
+            if (found) ans = VT_CERT_FALSIFIED;
+        }
+        res->verified += ans == VT_CERT_VERIFIED, res->falsified += ans == VT_CERT_FALSIFIED;
+        res->unknown += ans == VT_CERT_UNKNOWN;
+        put32(o, i), put32(o, lab), put32(o, (uint32_t)ans);
+        for (uint32_t j = 0; j < C; j++) put64(o, vt_f64_bits(lb[j]));
+        if (ans == VT_CERT_FALSIFIED)
+            for (uint32_t k = 0; k < d; k++) put32(o, vt_f32_bits(cex[k]));
+        for (size_t k = 0; k < na; k++) put64(o, vt_f64_bits(alpha[k]));
+        if (!op->quiet) printf("example %4u  label %u  %-9s  min margin >= %.6g\n", i, lab, vt_cert_answer_name(ans), mn);
+        if (rep && rep->rep) {
+            fprintf(rep->rep, "%s\n    {\"index\": %u, \"label\": %u, \"answer\": \"%s\", \"margin_lower_bound\": ",
+                    rep->first ? "" : ",", i, lab, vt_cert_answer_name(ans));
+            if (isfinite(mn)) fprintf(rep->rep, "%.17g}", mn);
+            else fprintf(rep->rep, "null}");
+            rep->first = 0;
+        }
+    }
+    if (!e && o->bad) e = vt_set_error(VT_ERR_NOMEM, "out of memory");
+    free(xl), free(xu), free(lb), free(alpha), free(x), free(cex);
+    vt_cert_ctx_free(c);
+    return e;
+}
+
+static vt_err load(const vt_cert_opts *o, cert_run *r)
+{
+    memset(r, 0, sizeof *r);
+    VT_RETURN_ERROR_IF(!(o->eps >= 0) || !(o->eps <= 1), VT_ERR_ARG, "certify: --eps must be in [0, 1]");
+    VT_RETURN_ERROR_IF(o->examples < 1, VT_ERR_ARG, "certify: --examples must be at least 1");
+    VT_FORWARD_IF_ERROR(load_state(o, r));
+    return load_data(o, r);
+}
+
+static vt_err write_file(const char *path, const uint8_t *p, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    VT_RETURN_ERROR_IF(!f, VT_ERR_IO, "%s: cannot create it", path);
+    size_t w = fwrite(p, 1, n, f);
+    int bad = ferror(f) | (fclose(f) != 0);
+    VT_RETURN_ERROR_IF(w != n || bad, VT_ERR_IO, "%s: cannot write it", path);
+    return VT_OK;
+}
+
+vt_err vt_cert_run(const vt_cert_opts *o, vt_cert_result *res)
+{
+    cert_run r;
+    buf out = {0};
+    report rep = {NULL, 1};
+    vt_keypair kp;
+    memset(&kp, 0, sizeof kp);
+    vt_err e = VT_OK;
+    if (o->out_path) {
+        VT_RETURN_ERROR_IF(!o->key_path, VT_ERR_ARG, "certify: --out needs --key KEYFILE (the auditor's key)");
+        VT_FORWARD_IF_ERROR(vt_sign_read_secret_key(o->key_path, &kp));
+    }
+    e = load(o, &r);
+    if (!e && o->report_path) {
+        rep.rep = strcmp(o->report_path, "-") == 0 ? stdout : fopen(o->report_path, "w");
+        if (!rep.rep) e = vt_set_error(VT_ERR_IO, "--report %s: cannot create it", o->report_path);
+        else fprintf(rep.rep, "{\n  \"method\": \"%s\",\n  \"eps\": %.17g,\n  \"examples\": [", vt_cert_method_name(o->set.method), o->eps);
+    }
+    if (!e) e = compute(o, &r, &out, res, &rep);
+    if (rep.rep) {
+        char hs[65];
+        vt_hex(r.ex.state_hash, 32, hs);
+        if (!e)
+            fprintf(rep.rep, "\n  ],\n  \"verified\": %u,\n  \"falsified\": %u,\n  \"unknown\": %u,\n  \"state_hash\": \"%s\"\n}\n",
+                    res->verified, res->falsified, res->unknown, hs);
+        int bad = ferror(rep.rep);
+        if (rep.rep != stdout) bad |= fclose(rep.rep) != 0;
+        else fflush(stdout);
+        if (!e && bad) e = vt_set_error(VT_ERR_IO, "--report %s: cannot write it", o->report_path);
+    }
+    if (!e && o->out_path) {
+        put(&out, kp.pk, 32);
+        uint8_t sig[VT_SIGN_SIG_LEN];
+        if (out.bad) e = vt_set_error(VT_ERR_NOMEM, "out of memory");
+        if (!e) e = vt_sign_detached(&kp, out.b, out.n, sig);
+        put(&out, sig, sizeof sig);
+        if (!e) e = write_file(o->out_path, out.b, out.n);
+    }
+    vt_keypair_wipe(&kp);
+    free(out.b);
+    cert_run_free(&r);
+    return e;
+}
+
+/* Parses a certificate: every length checked; fills the options it binds. */
+static vt_err parse(const uint8_t *p, size_t n, vt_cert_opts *o, uint8_t state_hash[32], size_t *body_len)
+{
+    VT_RETURN_ERROR_IF(n < CERT_HEADER + 96 || memcmp(p, CERT_MAGIC, 8) != 0, VT_ERR_FORMAT,
+                       "not a certificate (magic, or shorter than its header)");
+    VT_RETURN_ERROR_IF(vt_get_u32le(p + 8) != CERT_VERSION, VT_ERR_FORMAT, "certificate version %u (this auditor: %u)",
+                       vt_get_u32le(p + 8), CERT_VERSION);
+    uint32_t meth = vt_get_u32le(p + 12), N = vt_get_u32le(p + 16), C = vt_get_u32le(p + 20), d = vt_get_u32le(p + 24),
+             A = vt_get_u32le(p + 28);
+    VT_RETURN_ERROR_IF(meth > VT_CERT_ALPHA_CROWN || N < 1 || C < 2 || C > VT_CERT_MAX_WIDTH || d < 1 ||
+                           d > VT_CERT_MAX_WIDTH,
+                       VT_ERR_FORMAT, "certificate: a header field is out of range");
+    o->examples = N;
+    o->eps = vt_bits_f64(vt_get_u64le(p + 40));
+    vt_cert_settings *s = &o->set;
+    s->method = (vt_cert_method)meth;
+    s->alpha_iters = vt_get_u32le(p + 48), s->alpha_step = vt_bits_f64(vt_get_u64le(p + 52));
+    s->alpha_decay = vt_bits_f64(vt_get_u64le(p + 60)), s->attack_restarts = vt_get_u32le(p + 68);
+    s->attack_iters = vt_get_u32le(p + 72), s->attack_seed = vt_get_u64le(p + 76);
+    VT_RETURN_ERROR_IF(s->alpha_iters > 100000 || s->attack_restarts > 100000 || s->attack_iters > 100000,
+                       VT_ERR_FORMAT, "certificate: search settings out of range");
+    memcpy(state_hash, p + 84, 32);
+    size_t off = CERT_HEADER, end = n - 96;
+    for (uint32_t i = 0; i < N; i++) {
+        VT_RETURN_ERROR_IF(end - off < 12 || vt_get_u32le(p + off) != i || vt_get_u32le(p + off + 8) > 2, VT_ERR_FORMAT,
+                           "certificate: example %u at byte %zu is malformed", i, off);
+        uint32_t ans = vt_get_u32le(p + off + 8);
+        uint64_t need = 12 + (uint64_t)C * 8 + (ans == VT_CERT_FALSIFIED ? (uint64_t)d * 4 : 0) + (uint64_t)A * 8;
+        VT_RETURN_ERROR_IF(need > end - off, VT_ERR_FORMAT, "certificate: example %u at byte %zu is truncated", i, off);
+        off += need;
+    }
+    VT_RETURN_ERROR_IF(off != end, VT_ERR_FORMAT, "certificate: %zu bytes after the last example", end - off);
+    *body_len = end;
+    return VT_OK;
+}
+
+vt_err vt_cert_check(const char *cert_path, const vt_cert_opts *in, const char *signer_pub_path)
+{
+    FILE *f = fopen(cert_path, "rb");
+    VT_RETURN_ERROR_IF(!f, VT_ERR_IO, "%s: cannot open it", cert_path);
+    uint8_t *p = NULL;
+    size_t n = 0, cap = 0;
+    for (;;) {
+        if (n == cap) {
+            uint8_t *np = cap >= ((size_t)1 << 34) ? NULL : realloc(p, cap = cap ? 2 * cap : 65536);
+            if (!np) {
+                fclose(f), free(p);
+                return vt_set_error(VT_ERR_NOMEM, "out of memory");
+            }
+            p = np;
+        }
+        size_t got = fread(p + n, 1, cap - n, f);
+        n += got;
+        if (got == 0) break;
+    }
+    int rerr = ferror(f);
+    fclose(f);
+    vt_cert_opts o = *in;
+    uint8_t sh[32];
+    size_t body = 0;
+    vt_err e = rerr ? vt_set_error(VT_ERR_IO, "%s: cannot read it", cert_path) : parse(p, n, &o, sh, &body);
+    if (!e && vt_sign_verify_detached(p + body + 32, p, body + 32, p + body) != 0)
+        e = vt_set_error(VT_ERR_MISMATCH, "%s: the signature does not verify", cert_path);
+    if (!e && signer_pub_path) {
+        uint8_t pk[32];
+        e = vt_sign_read_public_key(signer_pub_path, pk);
+        if (!e && memcmp(pk, p + body, 32) != 0)
+            e = vt_set_error(VT_ERR_MISMATCH, "%s is signed by another key than %s", cert_path, signer_pub_path);
+    }
+    cert_run r;
+    int loaded = 0;
+    buf out = {0};
+    if (!e) {
+        e = load(&o, &r);
+        loaded = 1;
+    }
+    if (!e && memcmp(sh, r.ex.state_hash, 32) != 0)
+        e = vt_set_error(VT_ERR_MISMATCH, "%s: certifies another model than the run's final state", cert_path);
+    vt_cert_result res;
+    if (!e) e = compute(&o, &r, &out, &res, NULL);
+    if (!e && (out.n != body || memcmp(out.b, p, body) != 0)) {
+        size_t k = 0;
+        while (k < body && k < out.n && out.b[k] == p[k]) k++;
+        e = vt_set_error(VT_ERR_MISMATCH, "%s: the recomputed certificate differs from byte %zu", cert_path, k);
+    }
+    free(out.b);
+    if (loaded) cert_run_free(&r);
+    free(p);
+    return e;
+}

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# cert.sh BUILD_DIR - `auditor certify` / `auditor check-certificate` end to end (docs/certify.md):
+# a small MLP trained on the digits, certified with IBP, CROWN and alpha-CROWN (signed certificates),
+# each re-checked byte for byte in other evaluation orders; every byte of a certificate altered is
+# rejected, a truncated or extended one too, another signer is refused; a CNN run is refused.
+set -u
+B=${1:?usage: cert.sh BUILD_DIR}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+"$B/trainer" keygen "$T/k" >/dev/null || exit 1
+"$B/auditor" keygen "$T/a" >/dev/null || exit 1
+"$B/auditor" keygen "$T/other" >/dev/null || exit 1
+"$B/trainer" train --run "$T/run" --key "$T/k" --set dataset=digits --set 'layers=[64,24,24,10]' --set steps=200 \
+  --set batch=32 --quiet >/dev/null || { echo "training failed"; exit 1; }
+for m in ibp crown alpha-crown; do
+  "$B/auditor" certify "$T/run" --eps 0.02 --examples 12 --method $m --out "$T/c.$m" --key "$T/a" \
+    --report "$T/r.$m.json" --pubkey "$T/k.pub" --quiet >"$T/out.$m" || bad "certify $m"
+  grep -q "verified" "$T/out.$m" || bad "certify $m: no summary"
+  python3 -c "import json,sys; d=json.load(open('$T/r.$m.json')); assert len(d['examples'])==12" || bad "report $m"
+  for o in reverse forward permuted; do
+    "$B/auditor" check-certificate "$T/c.$m" "$T/run" --order $o --signer "$T/a.pub" >/dev/null || bad "check $m $o"
+  done
+done
+# a second certify in another order writes the same bytes
+"$B/auditor" certify "$T/run" --eps 0.02 --examples 12 --method crown --out "$T/c2" --key "$T/a" --order sorted \
+  --quiet >/dev/null || bad "certify sorted"
+cmp -s "$T/c.crown" "$T/c2" || bad "certificates of two orders differ"
+grep -q falsified "$T/out.crown" || echo "note: no falsified example at this eps"
+# every byte altered: rejected (exit 2)
+n=$(stat -c %s "$T/c.crown")
+rejected=0
+for ((i = 0; i < n; i++)); do
+  cp "$T/c.crown" "$T/x"
+  printf "$(printf '\\%03o' $(( ($(od -An -tu1 -j $i -N1 "$T/c.crown") ^ 1) )))" | dd of="$T/x" bs=1 seek=$i conv=notrunc status=none
+  "$B/auditor" check-certificate "$T/x" "$T/run" >/dev/null 2>&1
+  st=$?
+  if [ $st -eq 2 ]; then rejected=$((rejected + 1)); else bad "byte $i altered: exit $st"; fi
+done
+echo "cert: $rejected of $n single-byte alterations rejected"
+head -c $((n - 1)) "$T/c.crown" >"$T/x"
+"$B/auditor" check-certificate "$T/x" "$T/run" >/dev/null 2>&1 && bad "truncated accepted"
+{ cat "$T/c.crown"; printf 'x'; } >"$T/x"
+"$B/auditor" check-certificate "$T/x" "$T/run" >/dev/null 2>&1 && bad "extended accepted"
+"$B/auditor" check-certificate "$T/c.crown" "$T/run" --signer "$T/other.pub" >/dev/null 2>&1 && bad "another signer accepted"
+# usage errors
+"$B/auditor" certify "$T/run" --examples 2 >/dev/null 2>&1; [ $? -eq 64 ] || bad "no --eps: not 64"
+"$B/auditor" certify "$T/run" --eps 0.1 --examples 2 --method beta >/dev/null 2>&1; [ $? -eq 64 ] || bad "bad method: not 64"
+[ $fail -eq 0 ] && echo "cert: all passed"
+exit $fail

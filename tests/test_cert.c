@@ -1,0 +1,241 @@
+/* test_cert.c - the certificate's bounds (cert/vt_cert.h) against exact evaluation (MPFR):
+ * thousands of random and PGD-attacked inputs of random networks never leave the IBP, CROWN and
+ * alpha-CROWN bounds, for the real-arithmetic network and for the deployed one (every rounded
+ * operation RN32 of its exact value); a network built so that plain FP64 bound propagation claims a
+ * false 'verified' (huge cancelling weights) is not verified here, and the attack with an exact
+ * confirmation falsifies it; the outward rounding and the ball test. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../cert/vt_cert.h"
+#include "vt_test.h"
+
+#ifdef VT_HAVE_MPFR
+#include <mpfr.h>
+
+#define PREC 2000 /* exact for these sizes: products of FP32 and sums of a few dozen terms */
+
+/* The exact margins a_L[label] - a_L[j] at x (FP32 inputs), real (deployed = 0) or deployed
+ * (z rounded to FP32, then a = RN32(z + b)). */
+static void exact_margins(const vt_cert_net *n, const float *x, uint32_t label, int deployed, mpfr_t *out)
+{
+    uint32_t maxw = 0;
+    for (uint32_t k = 0; k <= n->L; k++) maxw = n->n[k] > maxw ? n->n[k] : maxw;
+    mpfr_t *h = malloc(maxw * sizeof *h), *a = malloc(maxw * sizeof *a), t;
+    for (uint32_t i = 0; i < maxw; i++) mpfr_init2(h[i], PREC), mpfr_init2(a[i], PREC);
+    mpfr_init2(t, PREC);
+    for (uint32_t i = 0; i < n->n[0]; i++) mpfr_set_flt(h[i], x[i], MPFR_RNDN);
+    for (uint32_t k = 1; k <= n->L; k++) {
+        uint32_t in = n->n[k - 1], o = n->n[k];
+        for (uint32_t j = 0; j < o; j++) {
+            mpfr_set_zero(a[j], 1);
+            for (uint32_t i = 0; i < in; i++) {
+                mpfr_mul_d(t, h[i], n->W[k][(size_t)i * o + j], MPFR_RNDN);
+                mpfr_add(a[j], a[j], t, MPFR_RNDN);
+            }
+            if (deployed) {
+                float g = mpfr_get_flt(a[j], MPFR_RNDN);
+                mpfr_set_flt(a[j], (float)((double)g + (double)n->b[k][j]), MPFR_RNDN);
+            } else {
+                mpfr_add_d(a[j], a[j], n->b[k][j], MPFR_RNDN);
+            }
+        }
+        for (uint32_t j = 0; j < o; j++) {
+            if (k < n->L && mpfr_sgn(a[j]) < 0) mpfr_set_zero(h[j], 1);
+            else mpfr_set(h[j], a[j], MPFR_RNDN);
+        }
+    }
+    for (uint32_t j = 0; j < n->n[n->L]; j++) mpfr_sub(out[j], h[label], h[j], MPFR_RNDN);
+    for (uint32_t i = 0; i < maxw; i++) mpfr_clear(h[i]), mpfr_clear(a[i]);
+    mpfr_clear(t);
+    free(h), free(a);
+}
+
+static double uni(vt_rng *r) { return (double)(vt_rng_next(r) >> 11) * 0x1p-53; }
+
+/* the margins at x against lb[m][j] of every method m; counts the points checked */
+static long g_points, g_bad;
+static void check_point(const vt_cert_net *n, const float *x, uint32_t label, double lb[3][16])
+{
+    mpfr_t m[16];
+    uint32_t C = n->n[n->L];
+    for (uint32_t j = 0; j < C; j++) mpfr_init2(m[j], PREC);
+    for (int dep = 0; dep < 2; dep++) {
+        exact_margins(n, x, label, dep, m);
+        for (int meth = 0; meth < 3; meth++)
+            for (uint32_t j = 0; j < C; j++)
+                if (j != label && mpfr_cmp_d(m[j], lb[meth][j]) < 0) {
+                    if (g_bad++ < 5)
+                        fprintf(stderr, "FAIL: method %d margin %u: exact %.17g < bound %.17g (deployed %d)\n", meth,
+                                j, mpfr_get_d(m[j], MPFR_RNDN), lb[meth][j], dep);
+                }
+    }
+    for (uint32_t j = 0; j < C; j++) mpfr_clear(m[j]);
+    g_points++;
+}
+
+static void random_net(vt_rng *r, vt_cert_net *n, float **store, uint32_t L, const uint32_t *w, double scale)
+{
+    memset(n, 0, sizeof *n);
+    n->L = L;
+    for (uint32_t k = 0; k <= L; k++) n->n[k] = w[k];
+    for (uint32_t k = 1; k <= L; k++) {
+        float *W = malloc((size_t)w[k - 1] * w[k] * sizeof *W), *b = malloc(w[k] * sizeof *b);
+        for (size_t i = 0; i < (size_t)w[k - 1] * w[k]; i++) W[i] = (float)((2 * uni(r) - 1) * scale / sqrt(w[k - 1]));
+        for (uint32_t j = 0; j < w[k]; j++) b[j] = (float)((2 * uni(r) - 1) * 0.3);
+        n->W[k] = W, n->b[k] = b;
+        store[2 * k] = W, store[2 * k + 1] = b;
+    }
+}
+
+static void test_sampled(void)
+{
+    vt_rng r = {vt_test_seed(20240601)};
+    const uint32_t shapes[3][5] = {{6, 12, 4, 0, 0}, {5, 10, 10, 3, 0}, {4, 8, 8, 8, 5}};
+    const uint32_t layers[3] = {2, 3, 4};
+    for (int s = 0; s < 3; s++) {
+        vt_cert_net n;
+        float *store[12] = {0};
+        random_net(&r, &n, store, layers[s], shapes[s], 2.0);
+        vt_cert_ctx *c = NULL;
+        CHECK_OK(vt_cert_ctx_new(&n, &c));
+        if (!c) return;
+        uint32_t d = n.n[0], C = n.n[n.L];
+        for (int box = 0; box < 12; box++) {
+            float x[8], p[8];
+            double xl[8], xu[8], lb[3][16], eps = box % 3 == 0 ? 0.3 : box % 3 == 1 ? 0.05 : 0.01;
+            for (uint32_t i = 0; i < d; i++) x[i] = (float)uni(&r);
+            uint32_t label = (uint32_t)(vt_rng_next(&r) % C);
+            vt_cert_box(x, d, eps, xl, xu);
+            for (int m = 0; m < 3; m++) {
+                vt_cert_settings set;
+                vt_cert_settings_default(&set, (vt_cert_method)m);
+                CHECK_OK(vt_cert_bounds(c, xl, xu, label, &set, lb[m], NULL));
+            }
+            for (uint32_t j = 0; j < C; j++) /* alpha-CROWN keeps CROWN's start: never worse */
+                CHECK(lb[2][j] >= lb[1][j], "alpha-CROWN %g below CROWN %g", lb[2][j], lb[1][j]);
+            /* random points, the corners among them */
+            for (int t = 0; t < 150; t++) {
+                for (uint32_t i = 0; i < d; i++) {
+                    double v = t < 20 ? ((vt_rng_next(&r) & 1) ? xu[i] : xl[i]) : xl[i] + uni(&r) * (xu[i] - xl[i]);
+                    p[i] = (float)v;
+                    if (!vt_cert_in_ball(p[i], x[i], eps)) p[i] = x[i];
+                }
+                check_point(&n, p, label, lb);
+            }
+            /* PGD on each margin (sign of a central-difference gradient of the FP64 network) */
+            for (uint32_t j = 0; j < C; j++) {
+                if (j == label) continue;
+                memcpy(p, x, d * sizeof *p);
+                for (int it = 0; it < 25; it++) {
+                    double g[8], xd[8], lg[16];
+                    for (uint32_t i = 0; i < d; i++) xd[i] = p[i];
+                    for (uint32_t i = 0; i < d; i++) {
+                        double h = 1e-4, v0 = xd[i], m1, m2;
+                        xd[i] = v0 + h;
+                        vt_cert_forward64(c, xd, lg);
+                        m1 = lg[label] - lg[j];
+                        xd[i] = v0 - h;
+                        vt_cert_forward64(c, xd, lg);
+                        m2 = lg[label] - lg[j];
+                        xd[i] = v0;
+                        g[i] = m1 - m2;
+                    }
+                    for (uint32_t i = 0; i < d; i++) {
+                        float q = (float)(p[i] - (g[i] > 0 ? 1 : g[i] < 0 ? -1 : 0) * eps / 8);
+                        p[i] = vt_cert_in_ball(q, x[i], eps) ? q : p[i];
+                    }
+                    check_point(&n, p, label, lb);
+                }
+            }
+        }
+        vt_cert_ctx_free(c);
+        for (int k = 0; k < 12; k++) free(store[k]);
+    }
+    CHECK(g_bad == 0, "%ld of %ld points outside a bound", g_bad, g_points);
+    CHECK(g_points > 5000, "only %ld points", g_points);
+    printf("sampled: %ld points (x2 semantics, x3 methods), none outside a bound\n", g_points);
+}
+
+/* The crafted network: y0 = 2^60 h1 - h3 - 2^60 h2 + 1/4 with h1 = h2 = relu(x + 1), h3 = relu(x),
+ * y1 = 0; on x in [0.49, 0.51] the exact margin y0 - y1 = 1/4 - x < 0 (deployed as well), but in
+ * FP64 2^60 h1 - h3 rounds to 2^60 h1 and the bound of plain FP64 propagation is 1/4 > 0. */
+static const float CW1[3] = {1, 1, 1}, CB1[3] = {1, 1, 0};
+static const float CB2[2] = {0.25f, 0};
+
+static vt_err exact_confirm(void *ctx, const float *x, uint32_t label, int *mis)
+{
+    const vt_cert_net *n = ctx;
+    mpfr_t m[2];
+    mpfr_init2(m[0], PREC), mpfr_init2(m[1], PREC);
+    exact_margins(n, x, label, 1, m);
+    *mis = mpfr_sgn(m[1 - label]) <= 0;
+    mpfr_clear(m[0]), mpfr_clear(m[1]);
+    return VT_OK;
+}
+
+static void test_crafted(void)
+{
+    vt_cert_net n = {.L = 2, .n = {1, 3, 2}};
+    /* fc2.weight is [3, 2] row-major: rows h1, h2, h3 (the order FP64 sums them: h1, h2, h3 by the
+     * W row layout; the plain computation below adds h1's and h3's terms first) */
+    static const float W2[6] = {0x1p60f, 0, -0x1p60f, 0, -1, 0};
+    n.W[1] = CW1, n.b[1] = CB1, n.W[2] = W2, n.b[2] = CB2;
+    /* plain FP64 back-substitution, no error terms: coefficient of x and the constant */
+    volatile double lam_h[3] = {0x1p60, -0x1p60, -1};
+    double coef = lam_h[0] * 1 + lam_h[2] * 1 + lam_h[1] * 1; /* (2^60 - 1) + -2^60 = 0 in FP64 */
+    double cst = lam_h[0] * 1 + lam_h[2] * 0 + lam_h[1] * 1 + 0.25;
+    double naive = cst + (coef >= 0 ? coef * 0.49 : coef * 0.51);
+    CHECK(naive > 0, "plain FP64 propagation claims verified: %g", naive);
+    float x0 = 0.5f, xs = 0.49f;
+    mpfr_t m[2];
+    mpfr_init2(m[0], PREC), mpfr_init2(m[1], PREC);
+    exact_margins(&n, &xs, 0, 0, m);
+    CHECK(mpfr_sgn(m[1]) < 0, "the real margin at 0.49 is negative: %g", mpfr_get_d(m[1], MPFR_RNDN));
+    exact_margins(&n, &xs, 0, 1, m);
+    CHECK(mpfr_sgn(m[1]) < 0, "the deployed margin at 0.49 is negative: %g", mpfr_get_d(m[1], MPFR_RNDN));
+    mpfr_clear(m[0]), mpfr_clear(m[1]);
+    vt_cert_ctx *c = NULL;
+    CHECK_OK(vt_cert_ctx_new(&n, &c));
+    if (!c) return;
+    double xl, xu, lb[2];
+    vt_cert_box(&x0, 1, 0.01, &xl, &xu);
+    for (int meth = 0; meth < 3; meth++) {
+        vt_cert_settings set;
+        vt_cert_settings_default(&set, (vt_cert_method)meth);
+        CHECK_OK(vt_cert_bounds(c, &xl, &xu, 0, &set, lb, NULL));
+        CHECK(!(lb[1] > 0), "%s claims verified (bound %g)", vt_cert_method_name((vt_cert_method)meth), lb[1]);
+        float cex = -1;
+        int found = 0;
+        CHECK_OK(vt_cert_attack(c, &x0, 0.01, 0, 0, &set, exact_confirm, &n, &cex, &found));
+        CHECK(found && vt_cert_in_ball(cex, x0, 0.01), "falsified, with a counterexample in the ball (%g)", cex);
+    }
+    vt_cert_ctx_free(c);
+}
+
+/* The outward rounding of the box and the exact ball test. */
+static void test_box(void)
+{
+    float x[3] = {0.1f, 0.0f, 1.0f};
+    double xl[3], xu[3];
+    vt_cert_box(x, 3, 0.1, xl, xu);
+    CHECK(xl[0] <= 0.1f - 0.1 && xu[0] >= 0.1f + 0.1 && xl[1] == 0 && xu[2] == 1, "the box");
+    CHECK(vt_cert_in_ball(0.5f, 0.5f, 0) && !vt_cert_in_ball(nextafterf(0.5f, 1), 0.5f, 0), "eps 0");
+    CHECK(!vt_cert_in_ball(-0.0f - 0x1p-149f, 0.0f, 1), "below 0");
+    CHECK(vt_cert_in_ball(0.25f, 0.5f, 0.25) && !vt_cert_in_ball(nextafterf(0.25f, 0), 0.5f, 0.25), "the edge");
+}
+#endif
+
+int main(void)
+{
+#ifndef VT_HAVE_MPFR
+    printf("test_cert: built without MPFR: skipped\n");
+    return 77;
+#else
+    test_box();
+    test_crafted();
+    test_sampled();
+    return vt_test_finish("test_cert");
+#endif
+}
