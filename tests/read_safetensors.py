@@ -7,7 +7,7 @@ for tests/test_safetensors.c.
         {"metadata": {KEY: VALUE, ...} or null (no "__metadata__" at all),
          "tensors": [{"name": .., "dtype": "F32", "shape": [..],
                       "bits": ["3f800000", ..]}, ...]}
-      bits: each element's bit pattern (F32, I32: 8 hex digits; F64: 16; U8: 2); the tensors in
+      bits: each element's bit pattern (F32, I32: 8 hex digits; F64, I64: 16; U8: 2); the tensors in
       the order the writer was given them, which must be their order in the data section.
 
 The layout checked: u64 little-endian N; 8 + N a multiple of 8; N bytes of UTF-8 JSON (an
@@ -23,7 +23,8 @@ import json
 import struct
 import sys
 
-DTYPES = {"F32": (4, "I", "f"), "F64": (8, "Q", "d"), "U8": (1, "B", "B"), "I32": (4, "I", "i")}
+DTYPES = {"F32": (4, "I", "f"), "F64": (8, "Q", "d"), "U8": (1, "B", "B"), "I32": (4, "I", "i"),
+          "I64": (8, "Q", "q")}
 
 
 class Bad(Exception):

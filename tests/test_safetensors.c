@@ -56,7 +56,8 @@ static void bits_hex(const vt_st_tensor *t, size_t i, char *out, size_t cap)
         snprintf(out, cap, "%08x", (unsigned)v);
         break;
     }
-    case VT_ST_F64: {
+    case VT_ST_F64:
+    case VT_ST_I64: {
         uint64_t v;
         memcpy(&v, p + 8 * i, 8);
         snprintf(out, cap, "%016llx", (unsigned long long)v);
@@ -72,7 +73,7 @@ static void bits_hex(const vt_st_tensor *t, size_t i, char *out, size_t cap)
  * tensor's bits in the order given. */
 static int write_expect(const char *path, const vt_st_tensor *t, size_t n, const char *const *kv, size_t n_meta)
 {
-    static const char *const names[] = {"F32", "F64", "U8", "I32"};
+    static const char *const names[] = {"F32", "F64", "U8", "I32", "I64"};
     json_t *root = json_object(), *list = json_array();
     json_t *meta = n_meta ? json_object() : json_null();
     for (size_t j = 0; j < n_meta; j++) json_object_set_new(meta, kv[2 * j], json_string(kv[2 * j + 1]));
@@ -122,6 +123,7 @@ static double g_f64[5];
 static double g_f64b[3 * 2];
 static uint8_t g_u8[3 * 7];
 static int32_t g_i32[5];
+static int64_t g_i64 = -0x0102030405060708LL; /* a scalar, as torch's num_batches_tracked */
 
 static void fill(void)
 {
@@ -167,6 +169,7 @@ static void test_good(void)
         {"f64.vector", VT_ST_F64, 1, {5}, g_f64},
         {"scalar", VT_ST_F32, 0, {0}, &g_scalar},
         {"couche.d\xc3\xa9j\xc3\xa0", VT_ST_F64, 2, {3, 2}, g_f64b}, /* "couche.déjà" */
+        {"bn.num_batches_tracked", VT_ST_I64, 0, {0}, &g_i64},
     };
     const size_t n = sizeof t / sizeof t[0];
     const char *const kv[] = {"format", "vt", "step", "1000",
@@ -199,7 +202,8 @@ static void test_good(void)
         free(h);
         fseek(f, 0, SEEK_END);
         long size = ftell(f);
-        size_t data = sizeof g_f32 + sizeof g_u8 + sizeof g_i32 + sizeof g_f64 + sizeof g_scalar + sizeof g_f64b;
+        size_t data = sizeof g_f32 + sizeof g_u8 + sizeof g_i32 + sizeof g_f64 + sizeof g_scalar + sizeof g_f64b +
+                      sizeof g_i64;
         CHECK(size == (long)(8 + hlen + data), "file size %ld = 8 + %llu + %zu", size, (unsigned long long)hlen,
               data);
         fclose(f);
