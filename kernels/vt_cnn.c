@@ -7,6 +7,7 @@
 #include <math.h>
 
 #include "vt_cnn_hd.h"
+#include "vt_kernels_int.h"
 #include <string.h>
 
 vt_err vt_conv_geom_make(vt_conv_geom *g, int64_t B, int64_t H, int64_t W, int64_t C, int64_t k, int64_t s,
@@ -26,26 +27,53 @@ vt_err vt_conv_geom_make(vt_conv_geom *g, int64_t B, int64_t H, int64_t W, int64
 
 double vt_bn_rstd(double S2, size_t M, double eps) { return vti_bn_rstd(S2, M, eps); }
 
+/* The row-wise chains below run over the threads in parts of rows (vti_par_range): each output
+ * element is its own chain, the bits the same for every split. */
+typedef struct {
+    size_t C, cnt;
+    const float *x, *s1;
+    double *out;
+} bn_center_a;
+
+static void bn_center_r(const void *p, size_t r0, size_t r1)
+{
+    const bn_center_a *a = p;
+    for (size_t i = r0; i < r1; i++)
+        for (size_t c = 0; c < a->C; c++) a->out[i * a->C + c] = vti_bn_center1(a->x[i * a->C + c], a->s1[c], a->cnt);
+}
+
 void vt_bn_center(size_t M, size_t C, size_t cnt, const float *x, const float *s1, double *out)
 {
-    for (size_t i = 0; i < M; i++)
-        for (size_t c = 0; c < C; c++) out[i * C + c] = vti_bn_center1(x[i * C + c], s1[c], cnt);
+    vti_par_range(M, VTI_ROWS_GRAIN(C), bn_center_r, &(bn_center_a){C, cnt, x, s1, out});
+}
+
+typedef struct {
+    size_t C, cnt;
+    const float *xc, *s2, *gamma, *beta;
+    double eps, *out;
+} bn_apply_a;
+
+static void bn_apply_r(const void *p, size_t r0, size_t r1)
+{
+    const bn_apply_a *a = p;
+    const size_t C = a->C;
+    /* the channel's r is one function of S2: computed once per channel and part, the same bits */
+    for (size_t c0 = 0; c0 < C; c0 += 64) {
+        double r[64];
+        size_t nc = C - c0 < 64 ? C - c0 : 64;
+        for (size_t c = 0; c < nc; c++) r[c] = vt_bn_rstd(a->s2[c0 + c], a->cnt, a->eps);
+        for (size_t i = r0; i < r1; i++)
+            for (size_t c = 0; c < nc; c++) {
+                size_t k = i * C + c0 + c;
+                a->out[k] = vti_bn_apply1(a->xc[k], r[c], a->gamma[c0 + c], a->beta[c0 + c]);
+            }
+    }
 }
 
 void vt_bn_apply(size_t M, size_t C, size_t cnt, const float *xc, const float *s2, const float *gamma,
                  const float *beta, double eps, double *out)
 {
-    /* the channel's r is one function of S2: computed once per channel, the same bits */
-    for (size_t c0 = 0; c0 < C; c0 += 64) {
-        double r[64];
-        size_t nc = C - c0 < 64 ? C - c0 : 64;
-        for (size_t c = 0; c < nc; c++) r[c] = vt_bn_rstd(s2[c0 + c], cnt, eps);
-        for (size_t i = 0; i < M; i++)
-            for (size_t c = 0; c < nc; c++) {
-                size_t k = i * C + c0 + c;
-                out[k] = vti_bn_apply1(xc[k], r[c], gamma[c0 + c], beta[c0 + c]);
-            }
-    }
+    vti_par_range(M, VTI_ROWS_GRAIN(C), bn_apply_r, &(bn_apply_a){C, cnt, xc, s2, gamma, beta, eps, out});
 }
 
 void vt_bn_gamma_grad(size_t M, size_t C, const float *g2, const float *s2, double eps, double *out)
@@ -53,14 +81,26 @@ void vt_bn_gamma_grad(size_t M, size_t C, const float *g2, const float *s2, doub
     for (size_t c = 0; c < C; c++) out[c] = (double)g2[c] * vti_bn_rstd(s2[c], M, eps);
 }
 
+typedef struct {
+    size_t C, cnt;
+    const float *dy, *xc, *s2, *g1, *g2, *gamma;
+    double eps, *out;
+} bn_backward_a;
+
+static void bn_backward_r(const void *p, size_t r0, size_t r1)
+{
+    const bn_backward_a *a = p;
+    for (size_t i = r0; i < r1; i++)
+        for (size_t c = 0; c < a->C; c++) {
+            size_t k = i * a->C + c;
+            a->out[k] = vti_bn_backward1(a->dy[k], a->xc[k], a->s2[c], a->g1[c], a->g2[c], a->gamma[c], a->cnt, a->eps);
+        }
+}
+
 void vt_bn_backward(size_t M, size_t C, size_t cnt, const float *dy, const float *xc, const float *s2,
                     const float *g1, const float *g2, const float *gamma, double eps, double *out)
 {
-    for (size_t i = 0; i < M; i++)
-        for (size_t c = 0; c < C; c++) {
-            size_t k = i * C + c;
-            out[k] = vti_bn_backward1(dy[k], xc[k], s2[c], g1[c], g2[c], gamma[c], cnt, eps);
-        }
+    vti_par_range(M, VTI_ROWS_GRAIN(C), bn_backward_r, &(bn_backward_a){C, cnt, dy, xc, s2, g1, g2, gamma, eps, out});
 }
 
 void vt_bn_running(size_t M, size_t C, const float *s1, const float *s2, const float *rm, const float *rv, double mu,

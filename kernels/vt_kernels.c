@@ -433,6 +433,24 @@ void vt_relu_backward(size_t n, const float *x, const float *dy, double *dx)
     for (size_t i = 0; i < n; i++) dx[i] = x[i] > 0.0f ? (double)dy[i] : 0.0;
 }
 
+typedef struct {
+    vti_range_fn fn;
+    const void *args;
+} range_job;
+
+static void range_part(void *ctx, size_t lo, size_t hi, int part)
+{
+    const range_job *j = ctx;
+    (void)part;
+    j->fn(j->args, lo, hi);
+}
+
+void vti_par_range(size_t n, size_t grain, vti_range_fn fn, const void *args)
+{
+    range_job j = {fn, args};
+    (void)vt_par_for(n, grain, range_part, &j);
+}
+
 /* ================================================ softmax and cross-entropy */
 
 /* Softmax as a correctly rounded reduction followed by a fixed IEEE chain (docs/rounding.md):

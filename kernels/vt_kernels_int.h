@@ -6,7 +6,17 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "../common/vt_par.h"
 #include "vt_kernels.h"
+
+/* Elementwise and row-wise kernels over threads (common/vt_par.h): fn(args, lo, hi) for parts
+ * [lo, hi) of [0, n), each at least `grain` long; every output element is its own, so the bits do
+ * not depend on the split. VTI_GRAIN: about the elements worth a part. */
+typedef void (*vti_range_fn)(const void *args, size_t lo, size_t hi);
+void vti_par_range(size_t n, size_t grain, vti_range_fn fn, const void *args);
+#define VTI_GRAIN 16384
+/* the grain in rows of `cols` elements */
+#define VTI_ROWS_GRAIN(cols) (VTI_GRAIN / ((cols) ? (cols) : 1) + 1)
 
 /* Workspace slots of vt_exec.ws. */
 enum {
