@@ -29,6 +29,8 @@ static vt_cheats g_cheats; /* the test build's adversaries (tests/vt_cheats.h) *
 static void usage(FILE *f)
 {
     fprintf(f, "usage: auditor verify RUN_DIR [options]\n"
+               "  --threads N      the threads of each replay's loops and BLAS (any command; default\n"
+               "                   VT_THREADS, else the CPUs; the bits do not depend on it)\n"
                "  --order ORDER    the auditor's evaluation order: split (default: the BLAS on each half\n"
                "                   of every reduction), blas, forward, reverse, pairwise, permuted, sorted\n"
                "                   (the trainer's default is blas)\n"
