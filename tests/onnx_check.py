@@ -2,6 +2,7 @@
 """onnx_check.py - checks a `trainer export --format onnx` model from outside the project.
 
   onnx_check.py MODEL.onnx --data-dir DIR --dataset NAME --per-example FILE --accuracy A
+                (NAME: a built-in data set, or safetensors:FILE, a user's file under DIR)
                 --commitment RUN/commitment.vtc --state-hash HEX --arch mlp|resnet
 
 1. onnx.checker.check_model (full check: strict shape inference) accepts the model; opset, IR
@@ -63,6 +64,20 @@ def load_dataset(root, name):
                 .decode().split("\n") if ln.strip()]
         a = np.array(rows, dtype=np.uint8)
         return a[:, :64], a[:, 64], 16
+    if name.startswith("safetensors:"):  # a user's file (docs/data.md): x F32 or U8 [N, ...], y [N]
+        with open(os.path.join(root, name.split(":", 1)[1]), "rb") as f:
+            b = f.read()
+        n = int.from_bytes(b[:8], "little")
+        hdr = json.loads(b[8:8 + n])
+        dt = {"F32": np.float32, "U8": np.uint8, "I32": np.int32, "I64": np.int64}
+
+        def tensor(k):
+            t = hdr[k]
+            lo, hi = t["data_offsets"]
+            return np.frombuffer(b[8 + n + lo:8 + n + hi], dt[t["dtype"]]).reshape(t["shape"])
+        x, y = tensor("x"), tensor("y")
+        x = x.reshape(x.shape[0], -1)
+        return x, y, (255 if x.dtype == np.uint8 else None)  # F32 features: used as they are
     fail("no reader here for data set " + name)
 
 
@@ -215,9 +230,14 @@ def main():
     ops = sorted({n.op_type for n in m.graph.node})
 
     raw, labels, xmax = load_dataset(a.data_dir, a.dataset)
-    if ("/ %d)" % xmax) not in meta["vt.input"]:
-        fail("metadata vt.input does not state the scaling by %d: %s" % (xmax, meta["vt.input"]))
-    x = (raw.astype(np.float64) / xmax).astype(np.float32)
+    if xmax is None:
+        if "float32 features as they are" not in meta["vt.input"]:
+            fail("metadata vt.input does not say that float32 features are used as they are: %s" % meta["vt.input"])
+        x = raw.astype(np.float32)
+    else:
+        if ("/ %d)" % xmax) not in meta["vt.input"]:
+            fail("metadata vt.input does not state the scaling by %d: %s" % (xmax, meta["vt.input"]))
+        x = (raw.astype(np.float64) / xmax).astype(np.float32)
     dims = [d.dim_value if d.HasField("dim_value") else d.dim_param for d in
             m.graph.input[0].type.tensor_type.shape.dim]
     if dims[0] != "N" or int(np.prod(dims[1:])) != x.shape[1]:

@@ -108,6 +108,25 @@ cp "$T/files/torch.safetensors" "$T/ft/init.safetensors" && expect 1 "wrong init
 "$TRAINER" train --run "$T/pt" --key "$T/key" "${D[@]}" --set dataset=safetensors:data.safetensors "${MLP[@]}" \
   --init "$T/files/torch.safetensors" >"$T/train.out" 2>&1 || bad "fine-tune from a PyTorch file: $(cat "$T/train.out")"
 expect 0 verified "" "$T/pt" "${D[@]}"
+# ... and its ONNX export reproduces its accuracy outside the project (issue 25's chain: the user's data,
+# PyTorch-written initial weights, VERIFIED, ONNX): tests/onnx_check.py with python3-onnx and NumPy
+PYONNX=""
+for p in python3 /usr/bin/python3; do
+  if command -v "$p" >/dev/null && "$p" -c "import onnx, numpy" 2>/dev/null; then PYONNX=$p; break; fi
+done
+if [ -n "$PYONNX" ] && "$TRAINER" export "$T/pt" --format onnx --out "$T/pt.onnx" --pubkey "$T/key.pub" >"$T/export.out" 2>&1
+then
+  "$TRAINER" eval --run "$T/pt" "${D[@]}" --per-example "$T/pt.pred" >"$T/eval.out" 2>&1 || bad "eval: $(cat "$T/eval.out")"
+  acc=$(sed -n 's/^accuracy *//p' "$T/eval.out")
+  sh=$(sed -n 's/.*state hash \([0-9a-f]\{64\}\) .*/\1/p' "$T/export.out")
+  "$PYONNX" "$HERE/onnx_check.py" "$T/pt.onnx" --data-dir "$T/files" --dataset safetensors:data.safetensors \
+    --per-example "$T/pt.pred" --accuracy "$acc" --commitment "$T/pt/commitment.vtc" --state-hash "$sh" --arch mlp &&
+    ok || bad "the ONNX export of the run from the user's data and the PyTorch file"
+elif grep -q "built without ONNX support" "$T/export.out" 2>/dev/null || [ -z "$PYONNX" ]; then
+  echo "user_data: the ONNX check skipped (no ONNX support or no python3-onnx)"
+else
+  bad "ONNX export: $(cat "$T/export.out")"
+fi
 "$TRAINER_TEST" train --run "$T/res" --key "$T/key" "${D[@]}" --set dataset=safetensors:data.safetensors "${MLP[@]}" \
   --init "$T/files/good.safetensors" --stop-after 12 >/dev/null 2>&1 || bad "stop-after"
 "$TRAINER" train --run "$T/res" --key "$T/key" "${D[@]}" --set dataset=safetensors:data.safetensors "${MLP[@]}" \
