@@ -457,6 +457,7 @@ static vt_err manifest_build(const vt_recipe *r, const uint8_t dataset_hash[32],
         char ih[65];
         vt_hex(r->init_sha256, 32, ih);
         bad |= json_object_set_new(o, "init_sha256", json_string(ih));
+        if (r->init_torch) bad |= json_object_set_new(o, "init_layout", json_string("torch"));
     }
     if (!bad && ds && ds->hash_version == 2) { /* a user's file: its shape, readable without the data */
         json_t *sh = json_pack("{s:I, s:[i,i,i], s:s, s:i}", "n", (json_int_t)ds->n, "shape", (int)ds->channels,
@@ -538,6 +539,10 @@ vt_err vt_manifest_parse(const char *text, size_t len, vt_recipe *r, uint8_t dat
         if (!e && ih && (!json_is_string(ih) || vt_unhex(json_string_value(ih), r->init_sha256, 32) != VT_OK))
             e = vt_set_error(VT_ERR_FORMAT, "manifest: bad init_sha256");
         if (!e && ih) r->has_init = 1;
+        json_t *il = json_object_get(o, "init_layout");
+        if (!e && il && (!ih || !json_is_string(il) || strcmp(json_string_value(il), "torch") != 0))
+            e = vt_set_error(VT_ERR_FORMAT, "manifest: bad init_layout (\"torch\", with init_sha256)");
+        if (!e && il) r->init_torch = 1;
         /* a manifest's recipe that does not validate is a malformed manifest, not a usage error */
         if (!e && vt_recipe_validate(r)) e = vt_error_prefix(VT_ERR_FORMAT, "manifest");
     }

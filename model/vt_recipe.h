@@ -64,6 +64,9 @@ typedef struct {
      * manifest records as "init_sha256" (absent otherwise, so other runs keep their manifests). */
     uint32_t has_init;
     uint8_t init_sha256[32];
+    /* the file is in PyTorch's layout (--init-layout torch, or its metadata vt.layout = torch:
+     * run/vt_torch.h): the manifest's "init_layout": "torch" (absent for the project's layout) */
+    uint32_t init_torch;
 } vt_recipe;
 
 /* The default recipe: MNIST, 784-128-10 MLP, SGD with momentum (about a minute on 2 cores). */

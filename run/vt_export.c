@@ -12,6 +12,7 @@
 #include "../store/vt_safetensors.h"
 #include "../store/vt_store.h"
 #include "vt_onnx.h"
+#include "vt_torch.h"
 #include "vt_train.h"
 
 static vt_st_dtype st_dtype(vt_dtype d)
@@ -95,69 +96,7 @@ static vt_err write_onnx(const vt_export_opts *o, vt_model *m, const vt_recipe *
  * becomes nn.Linear's [out, in], a convolution weight [k, k, C_in, C_out] nn.Conv2d's
  * [C_out, C_in, k, k]; embeddings, vectors and running statistics are kept as they are. */
 
-enum { TORCH_COPY = 0, TORCH_TRANSPOSE = 1, TORCH_PERMUTE = 2 };
-
-/* The PyTorch name of program tensor `name`: the GPT's block prefix "hL." becomes "h.L." (the
- * blocks of an nn.ModuleList); every other name is kept. */
-static void torch_name(const char *name, char *out, size_t cap)
-{
-    unsigned l = 0;
-    int k = 0;
-    if (name[0] == 'h' && name[1] >= '0' && name[1] <= '9' && sscanf(name, "h%u.%n", &l, &k) == 1 && k > 0)
-        snprintf(out, cap, "h.%u.%s", l, name + k);
-    else
-        snprintf(out, cap, "%s", name);
-}
-
-/* How parameter d moves into its torch module: rank 4 (a convolution) permuted, rank 2 (a linear
- * layer) transposed, except the GPT's embeddings (nn.Embedding keeps [num, dim]). */
-static int torch_move(const vt_recipe *rc, const vt_tensor *d)
-{
-    if (d->rank == 4) return TORCH_PERMUTE;
-    if (d->rank != 2) return TORCH_COPY;
-    if (rc->arch == VT_ARCH_GPT && (strcmp(d->name, "wte.weight") == 0 || strcmp(d->name, "wpe.weight") == 0))
-        return TORCH_COPY;
-    return TORCH_TRANSPOSE;
-}
-
-/* x (d's F32 values) moved into y with y's shape (a transpose or permutation: values only). */
-static void torch_apply(int how, const vt_tensor *d, const float *x, float *y, vt_st_tensor *t)
-{
-    t->rank = d->rank;
-    for (uint32_t k = 0; k < d->rank; k++) t->shape[k] = d->shape[k];
-    if (how == TORCH_TRANSPOSE) { /* [a, b] -> [b, a] */
-        const size_t a = d->shape[0], b = d->shape[1];
-        t->shape[0] = b, t->shape[1] = a;
-        for (size_t i = 0; i < a; i++)
-            for (size_t j = 0; j < b; j++) y[j * a + i] = x[i * b + j];
-    } else if (how == TORCH_PERMUTE) { /* [ky, kx, ci, co] -> [co, ci, ky, kx] */
-        const size_t kh = d->shape[0], kw = d->shape[1], ci = d->shape[2], co = d->shape[3];
-        t->shape[0] = co, t->shape[1] = ci, t->shape[2] = kh, t->shape[3] = kw;
-        for (size_t ky = 0; ky < kh; ky++)
-            for (size_t kx = 0; kx < kw; kx++)
-                for (size_t c = 0; c < ci; c++)
-                    for (size_t o = 0; o < co; o++)
-                        y[((o * ci + c) * kh + ky) * kw + kx] = x[((ky * kw + kx) * ci + c) * co + o];
-    } else {
-        memcpy(y, x, d->n * sizeof *y);
-    }
-}
-
-/* The parameter an optimiser tensor belongs to ("<param>.<what>"), or UINT32_MAX. */
-static uint32_t opt_param(const vt_program *p, const char *name, const char **what)
-{
-    uint32_t best = UINT32_MAX;
-    size_t bl = 0;
-    for (uint32_t j = 0; j < p->n_state; j++) {
-        size_t l = strlen(p->t[j].name);
-        if (p->t[j].cls == VT_TC_PARAM && l > bl && strncmp(name, p->t[j].name, l) == 0 && name[l] == '.')
-            best = j, bl = l;
-    }
-    if (best != UINT32_MAX) *what = name + bl + 1;
-    return best;
-}
-
-#define TORCH_NAME_MAX 320
+#define TORCH_NAME_MAX VT_TORCH_NAME_MAX
 
 typedef struct {
     vt_st_tensor *t;
@@ -194,20 +133,10 @@ static vt_err torch_tensors(const vt_export_opts *o, vt_model *m, const vt_recip
             const vt_tensor *d = &p->t[i];
             if ((d->cls == VT_TC_OPT) != pass || (pass && !o->with_optimizer)) continue;
             VT_RETURN_ERROR_IF(d->dtype != VT_DT_F32, VT_ERR_INTERNAL, "export: state tensor %s is not F32", d->name);
-            char tn[TORCH_NAME_MAX], full[TORCH_NAME_MAX + 32];
-            int how = TORCH_COPY;
-            if (pass) {
-                const char *what = NULL;
-                uint32_t j = opt_param(p, d->name, &what);
-                VT_RETURN_ERROR_IF(j == UINT32_MAX, VT_ERR_INTERNAL, "export: %s belongs to no parameter", d->name);
-                torch_name(p->t[j].name, tn, sizeof tn);
-                how = torch_move(rc, &p->t[j]);
-                const char *kind = strcmp(what, "velocity") == 0 ? "momentum_buffer" : what;
-                snprintf(full, sizeof full, "optimizer.%s.%s", tn, kind);
-            } else {
-                torch_name(d->name, full, sizeof full);
-                if (d->cls == VT_TC_PARAM) how = torch_move(rc, d);
-            }
+            char full[TORCH_NAME_MAX];
+            int how = VT_TORCH_COPY;
+            VT_RETURN_ERROR_IF(vt_torch_of(rc, p, i, full, sizeof full, &how), VT_ERR_INTERNAL,
+                               "export: %s belongs to no parameter", d->name);
             vt_st_tensor *t = NULL;
             VT_FORWARD_IF_ERROR(torch_add(ts, full, &t));
             t->dtype = VT_ST_F32;
@@ -215,7 +144,8 @@ static vt_err torch_tensors(const vt_export_opts *o, vt_model *m, const vt_recip
             VT_RETURN_ERROR_IF(!y, VT_ERR_NOMEM, "out of memory");
             ts->bufs[ts->n - 1] = y;
             size_t b = 0;
-            torch_apply(how, d, vt_model_tensor(m, i, &b), y, t);
+            vt_torch_shape(how, d, &t->rank, t->shape);
+            vt_torch_move(how, d, 1, vt_model_tensor(m, i, &b), y);
             t->data = y;
             *bytes += b;
             const size_t nl = strlen(full), sl = strlen(".running_var");

@@ -469,6 +469,8 @@ static vt_err open_run(train_ctx *t, const vt_recipe *rc, const vt_train_opts *o
     } else {
         VT_FORWARD_IF_ERROR(vt_store_create(o->run_dir, t->manifest, mlen, &t->st));
         if (rc->has_init) VT_FORWARD_IF_ERROR(vt_store_put_file(o->run_dir, VT_INIT_FILE, t->init.bytes, t->init.len));
+        if (rc->has_init && rc->init_torch)
+            VT_FORWARD_IF_ERROR(vt_store_put_file(o->run_dir, VT_INIT_LAYOUT_FILE, (const uint8_t *)"torch\n", 6));
         vt_steplog_reset(&t->log, 0);
         VT_FORWARD_IF_ERROR(write_failed(commit_step(t, rc, 0, 0.0f, NULL, res)));
     }
@@ -625,7 +627,7 @@ vt_err vt_train_run(const vt_recipe *rc, const vt_train_opts *o, vt_train_result
     t.size = o->comm ? vt_dist_size(o->comm) : 1;
     res->ranks = t.size;
     vt_recipe r = *rc; /* with the --init file's hash (vt_init.h); every rank reads it (same_run compares) */
-    vt_err e = vt_init_prepare(&r, o->init_path, o->resume ? o->run_dir : NULL, &t.init);
+    vt_err e = vt_init_prepare(&r, o->init_path, o->resume ? o->run_dir : NULL, o->init_layout, &t.init);
     if (t.size > 1) e = agree(&t, e);
     if (!e) e = train(&t, &r, o, res);
     res->err_common = t.size > 1 && e != VT_OK && t.common;

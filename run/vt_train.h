@@ -16,6 +16,7 @@ typedef struct {
     const char *run_dir;
     const char *key_path;   /* Ed25519 secret key file (trainer keygen) */
     const char *data_root;  /* NULL: $VT_DATA_DIR or the repository's data/ */
+    int init_layout;        /* VT_INIT_AUTO, _PROJECT or _TORCH (run/vt_init.h): how --init's file is laid out */
     const char *init_path;  /* --init: the initial state from this safetensors file (run/vt_init.h); NULL:
                              * the recipe's (on resume: the run's copy, when it has one) */
     vt_order order;         /* evaluation order of this trainer (default: blas) */

@@ -94,5 +94,31 @@ nbt = [int(v) for k, v in t.items() if k.endswith('num_batches_tracked')]
 assert nbt and set(nbt) == {30}, nbt
 " "$T/cnn30.st" "$HERE" && ok || bad "cnn step 30: optimizer tensors or num_batches_tracked"
 
+# --init in PyTorch's layout (trainer train --init-layout torch; auto when the file's metadata says
+# vt.layout torch): a state_dict saved from the module built from the docs (no vt.* metadata, with the
+# CNN's num_batches_tracked) and the --layout torch export itself; step 0 of the new run is the original
+# run's final state bit for bit (compared in the project's layout), the new run audits VERIFIED, and the
+# project's layout refuses the state_dict, naming a tensor
+for a in mlp cnn; do
+  if [ $a = mlp ]; then R=("${MLP[@]}"); else R=("${CNN[@]}"); fi
+  "$TRAINER" export "$T/$a" --out "$T/$a.noopt.st" --pubkey "$T/key.pub" >/dev/null 2>&1 || bad "export $a"
+  "$PY" "$HERE/torch_models.py" statedict "$T/$a.st" --out "$T/$a.sd.st" || { bad "statedict $a"; continue; }
+  for v in sd auto; do
+    if [ $v = sd ]; then init=(--init "$T/$a.sd.st" --init-layout torch); want="$T/$a.noopt.st"; opt=()
+    else init=(--init "$T/$a.st"); want="$T/$a.project.st"; opt=(--optimizer); fi
+    "$TRAINER" train --run "$T/$a-$v" --key "$T/key" "${R[@]}" --set steps=4 --set checkpoint_every=2 --set state_hash_every=1 "${init[@]}" \
+      --quiet >"$T/init.out" 2>&1 || { bad "train $a from its $v file: $(cat "$T/init.out")"; continue; }
+    "$TRAINER" export "$T/$a-$v" --step 0 "${opt[@]}" --out "$T/$a-$v.0.st" --pubkey "$T/key.pub" >/dev/null 2>&1 &&
+      "$PY" "$HERE/torch_models.py" same "$T/$a-$v.0.st" --project "$want" && ok ||
+      bad "$a: step 0 of the run from its $v file is not the original's final state"
+    "$AUDITOR" verify "$T/$a-$v" --quiet >"$T/audit.out" 2>&1 && ok || bad "audit $a-$v: $(cat "$T/audit.out")"
+  done
+  "$TRAINER" train --run "$T/$a-proj" --key "$T/key" "${R[@]}" --init "$T/$a.sd.st" --init-layout project --quiet \
+    >"$T/init.out" 2>&1
+  st=$?
+  [ $st = 64 ] && grep -q "does not fit the recipe's state" "$T/init.out" && [ ! -e "$T/$a-proj" ] && ok ||
+    bad "$a: a state_dict read in the project's layout: exit $st: $(cat "$T/init.out")"
+done
+
 echo "torch_layout: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -400,9 +400,43 @@ def loss(a):
           "%.3g <= %.3g" % (K, T, mean, a.loss, d, a.tol))
 
 
+# ------------------------------------------------------------------ statedict: a PyTorch user's file
+def statedict(a):
+    """The module built from the docs (loaded from a --layout torch export) saves its own state_dict to
+    a.out as safetensors.torch.save_file does: its tensors in sorted order, metadata {"format": "pt"}
+    only (no vt.* key) - what `trainer train --init FILE --init-layout torch` must take."""
+    _, _, _, model, _ = load(a.file)
+    sd = model.state_dict()
+    names = sorted(sd)
+    hdr, blobs, off = {"__metadata__": {"format": "pt"}}, [], 0
+    for k in names:
+        t = sd[k].contiguous()
+        raw = t.numpy().tobytes() if t.numel() else b""
+        code = [c for c, (dt, _) in DTYPES.items() if dt == t.dtype][0]
+        hdr[k] = {"dtype": code, "shape": list(t.shape), "data_offsets": [off, off + len(raw)]}
+        blobs.append(raw)
+        off += len(raw)
+    h = json.dumps(hdr, separators=(",", ":")).encode()
+    h += b" " * ((8 - len(h) % 8) % 8)
+    with open(a.out, "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+
+
+# ------------------------------------------------------------------ same: two project-layout files hold the same tensors
+def same(a):
+    _, t0, _ = read_st(a.file)
+    _, t1, _ = read_st(a.project)
+    if sorted(t0) != sorted(t1):
+        fail("tensor names differ: %s / %s" % (sorted(t0), sorted(t1)))
+    for k in t0:
+        if not torch.equal(bits(t0[k]), bits(t1[k])):
+            fail("%s differs" % k)
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("cmd", choices=("check", "eval", "loss"))
+    ap.add_argument("cmd", choices=("check", "eval", "loss", "statedict", "same"))
+    ap.add_argument("--out")
     ap.add_argument("file")
     ap.add_argument("--project")
     ap.add_argument("--data-dir")
@@ -413,7 +447,7 @@ def main():
     ap.add_argument("--tol", type=float, default=1e-6)
     a = ap.parse_args()
     torch.set_num_threads(1)
-    {"check": check, "eval": evaluate, "loss": loss}[a.cmd](a)
+    {"check": check, "eval": evaluate, "loss": loss, "statedict": statedict, "same": same}[a.cmd](a)
 
 
 if __name__ == "__main__":

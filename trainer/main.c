@@ -30,6 +30,7 @@
 #include "../game/vt_serve.h"
 #include "../run/vt_export.h"
 #include "../run/vt_report.h"
+#include "../run/vt_init.h"
 #include "../run/vt_train.h"
 #ifdef VT_TEST_HOOKS
 #include <signal.h>
@@ -147,6 +148,9 @@ static void usage(FILE *f)
             "                        or file:PATH is taken from it (else from the current directory)\n"
             "      --init FILE       the initial state from a safetensors file (`trainer export`'s names and\n"
             "                        shapes, F32); its SHA-256 goes into the manifest, the run keeps a copy\n"
+            "      --init-layout L   the file's layout: project (`trainer export`), torch (a PyTorch state_dict,\n"
+            "                        `export --layout torch`'s names and shapes) or auto (default: torch when its\n"
+            "                        metadata says vt.layout torch); recorded in the manifest\n"
             "      --backend NAME    cpu (default) or cuda: the GEMMs and their rounding on the GPU\n"
             "                        (the same bits; docs/cuda.md)\n"
             "      --resume          continue an interrupted run from its newest usable checkpoint\n"
@@ -240,6 +244,7 @@ static int parse_train(int argc, char **argv, vt_recipe *rc, vt_train_opts *o)
         {"backend", required_argument, 0, 'b'}, {"help", no_argument, 0, 'h'},
         {"max-memory", required_argument, 0, VT_OPT_MAX_MEMORY},
         {"reader-wait", required_argument, 0, 'W'}, {"init", required_argument, 0, 'I'},
+        {"init-layout", required_argument, 0, 'L'},
 #ifdef VT_TEST_HOOKS
         {"stop-after", required_argument, 0, 'S'}, {"cheat", required_argument, 0, 'C'},
         {"kill-at", required_argument, 0, 'K'}, {"pause-at", required_argument, 0, 'P'},
@@ -270,6 +275,13 @@ static int parse_train(int argc, char **argv, vt_recipe *rc, vt_train_opts *o)
         case 'k': o->key_path = optarg; break;
         case 'd': o->data_root = optarg; break;
         case 'I': o->init_path = optarg; break;
+        case 'L':
+            if (strcmp(optarg, "torch") && strcmp(optarg, "project") && strcmp(optarg, "auto"))
+                return vt_cli_usage_error(usage, "trainer train: --init-layout %s: expected torch, project or auto",
+                                          optarg);
+            o->init_layout = !strcmp(optarg, "torch") ? VT_INIT_TORCH : !strcmp(optarg, "project") ? VT_INIT_PROJECT
+                                                                                                   : VT_INIT_AUTO;
+            break;
         case 'u': o->resume = 1; break;
         case 'q': o->quiet = 1; break;
         case 'b':
