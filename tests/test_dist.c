@@ -298,9 +298,9 @@ static void test_collectives(vt_comm *c)
     CHECK(v[0] == tri && v[1] == SIZE && v[2] == (tri << 40) && v[3] == -3 * tri, "allreduce: %lld %lld %lld %lld",
           (long long)v[0], (long long)v[1], (long long)v[2], (long long)v[3]);
     CHECK_OK(vt_dist_allreduce_i64(c, NULL, 0));
-    int64_t mn[3] = {RANK, -(int64_t)RANK << 40, RANK == SIZE - 1 ? -1 : 7};
+    int64_t mn[3] = {RANK, -((int64_t)RANK << 40), RANK == SIZE - 1 ? -1 : 7};
     CHECK_OK(vt_dist_allreduce_min_i64(c, mn, 3));
-    CHECK(mn[0] == 0 && mn[1] == -(int64_t)(SIZE - 1) << 40 && mn[2] == -1, "allreduce min: %lld %lld %lld",
+    CHECK(mn[0] == 0 && mn[1] == -((int64_t)(SIZE - 1) << 40) && mn[2] == -1, "allreduce min: %lld %lld %lld",
           (long long)mn[0], (long long)mn[1], (long long)mn[2]);
 
     double mine[3] = {RANK + 0.5, -0.0, vt_hd_f64(0x7ff8000000000000ULL | (uint64_t)RANK)};
