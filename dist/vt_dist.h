@@ -45,11 +45,11 @@ int vt_dist_size(const vt_comm *c);
 int vt_dist_is_mpi(const vt_comm *c);
 
 /* For benchmarks: the MPI collectives called through c so far, of these the exchanges
- * (vt_dist_alltoallv), and the wall seconds spent in them (waiting for the other ranks included);
- * all 0 without MPI. */
+ * (vt_dist_alltoallv), and the wall and this thread's CPU seconds spent in them (waiting for the
+ * other ranks included: Open MPI polls); all 0 without MPI. */
 typedef struct {
     uint64_t collectives, exchanges;
-    double seconds;
+    double seconds, cpu_seconds;
 } vt_dist_clock_t;
 void vt_dist_clock(const vt_comm *c, vt_dist_clock_t *out);
 
