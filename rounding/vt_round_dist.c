@@ -26,31 +26,47 @@
  * 16 more for the owner's unpacked partials and bounds: 11 MiB at most). */
 #define VTI_CHUNK VT_ROUND_DIST_ROUND
 
+/* The combination of m elements: element k's partials and bounds at P[r stride + k], Bd[r stride +
+ * k] in rank order, into x[k] and B[k]. For each element: S + sum(err) = sum_r p_r exactly (TwoSum,
+ * as long as nothing overflows); C is the FP64 sum of the errors, M of their magnitudes:
+ * vti_comp_finish gives x = RN(S + C) and e with |x - sum_r p_r| <= e (e = 0 when every err is 0),
+ * for nr + 8 <= 2^31 terms. Bs + e: a sum of nr + 1 non-negative FP64 terms, below the true sum by
+ * at most a relative gamma_nr (exact when subnormal); the inflation covers that and the rounding of
+ * the product (nr u << 2^-20), the smallest subnormal an underflow of the product. Zero only when
+ * every term is zero: then x is exact. The elements go in blocks, rank by rank, so that the same
+ * IEEE operations of each element, in the same order, vectorise across the elements. */
+static void combine_all(int N, const double *P, const double *Bd, size_t stride, size_t m, double *x, double *B)
+{
+    enum { W = 256 };
+    double S[W], C[W], M[W], Bs[W];
+    for (size_t k0 = 0; k0 < m; k0 += W) {
+        size_t w = m - k0 < W ? m - k0 : W;
+        for (size_t k = 0; k < w; k++) S[k] = P[k0 + k], C[k] = 0.0, M[k] = 0.0, Bs[k] = Bd[k0 + k];
+        for (int r = 1; r < N; r++) {
+            const double *pr = P + (size_t)r * stride + k0, *br = Bd + (size_t)r * stride + k0;
+            for (size_t k = 0; k < w; k++) {
+                double err;
+                VT_TWOSUM(S[k], pr[k], err);
+                C[k] += err;
+                M[k] += fabs(err);
+                Bs[k] += br[k];
+            }
+        }
+        for (size_t k = 0; k < w; k++) {
+            double xv, e;
+            vti_comp_finish((size_t)N, S[k], C[k], M[k], &xv, &e);
+            x[k0 + k] = xv + 0.0; /* an exact zero is +0, as vt_xacc rounds it */
+            double Bt = Bs[k] + e;
+            int bad = !isfinite(S[k]) || !isfinite(C[k]) || !isfinite(M[k]) || !isfinite(xv) || !isfinite(Bs[k]) ||
+                      !(Bs[k] >= 0);
+            B[k0 + k] = bad ? INFINITY : Bt == 0 ? 0.0 : Bt * (1.0 + 0x1p-20) + 0x1p-1074;
+        }
+    }
+}
+
 void vt_round_dist_combine(int nr, const double *p, const double *b, size_t stride, double *x, double *B)
 {
-    /* S + sum(err) = sum_r p_r exactly (TwoSum, as long as nothing overflows); C is the FP64 sum of
-     * the errors, M of their magnitudes: vti_comp_finish gives x = RN(S + C) and e with
-     * |x - sum_r p_r| <= e (e = 0 when every err is 0), for nr + 8 <= 2^31 terms. */
-    double S = p[0], C = 0.0, M = 0.0, Bs = b[0], err;
-    for (int r = 1; r < nr; r++) {
-        VT_TWOSUM(S, p[(size_t)r * stride], err);
-        C += err;
-        M += fabs(err);
-        Bs += b[(size_t)r * stride];
-    }
-    double xv, e;
-    vti_comp_finish((size_t)nr, S, C, M, &xv, &e);
-    *x = xv + 0.0; /* an exact zero is +0, as vt_xacc rounds it */
-    if (!isfinite(S) || !isfinite(C) || !isfinite(M) || !isfinite(xv) || !isfinite(Bs) || !(Bs >= 0)) {
-        *B = INFINITY;
-        return;
-    }
-    /* Bs + e: a sum of nr + 1 non-negative FP64 terms, below the true sum by at most a relative
-     * gamma_nr (exact when subnormal); the inflation covers that and the rounding of the product
-     * (nr u << 2^-20), the smallest subnormal an underflow of the product. Zero only when every
-     * term is zero: then x is exact. */
-    double Bt = Bs + e;
-    *B = Bt == 0 ? 0.0 : Bt * (1.0 + 0x1p-20) + 0x1p-1074;
+    combine_all(nr, p, b, stride, 1, x, B);
 }
 
 /* The bound as sent: the high 32 bits of its FP64 pattern (sign, 11-bit exponent, 20 fraction
@@ -234,7 +250,7 @@ static vt_err phase1(vt_comm *comm, size_t i0, size_t m, const double *partial, 
             b->Bd[(size_t)r * mo + k] = bound_dec(v);
         }
     }
-    for (size_t k = 0; k < mo; k++) vt_round_dist_combine(N, b->P + k, b->Bd + k, mo, &b->x[k], &b->B[k]);
+    combine_all(N, b->P, b->Bd, mo, mo, b->x, b->B);
     uint32_t n_und = 0;
     uint8_t cleared[VT_BLOCK];
     for (size_t k0 = 0; k0 < mo; k0 += VT_BLOCK) {
