@@ -1,0 +1,75 @@
+/* vt_tc.h - a CPU emulator of NVIDIA tensor-core arithmetic (issue 28 item 2, the Hawkeye seed):
+ * FP32 -> BF16 / FP16 / FP8 E4M3 conversion by round-to-nearest-even, the tensor cores' group
+ * accumulation (an FP32 accumulator plus a group of exact products, aligned to the group's largest
+ * exponent by a truncating shift, summed exactly, normalised by truncation, converted to FP32), and
+ * a GEMM in one fixed, documented order. Integer arithmetic only (no floating-point operation decides
+ * a result bit), so every machine returns the same bits. The model, every parameter and every
+ * choice made where the sources are silent: docs/tensorcore.md. Verified on the CPU against an
+ * independent model of the same semantics (tests/test_tc.c); agreement with real tensor cores is
+ * NOT yet checked (it needs a lent GPU: docs/tensorcore.md "GPU check"). */
+#ifndef VT_TC_H
+#define VT_TC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/vt_error.h"
+
+/* The input types of the products. */
+typedef enum { VT_TC_BF16 = 0, VT_TC_FP16 = 1, VT_TC_E4M3 = 2 } vt_tc_type;
+
+/* How an aligned term loses its bits below the window (the "truncating right shift"). */
+typedef enum {
+    VT_TC_ALIGN_RZ = 0,   /* the magnitude is shifted (toward zero; the default) */
+    VT_TC_ALIGN_FLOOR = 1 /* the two's-complement value is shifted (toward minus infinity) */
+} vt_tc_align;
+
+/* How the normalised sum becomes an FP32 value. */
+typedef enum {
+    VT_TC_OUT_RZ = 0, /* truncation toward zero (the default) */
+    VT_TC_OUT_RNE = 1 /* round to nearest, ties to even */
+} vt_tc_out;
+
+/* One architecture's model (docs/tensorcore.md "Parameters"). */
+typedef struct {
+    const char *name;    /* "sm90-bf16", ... */
+    vt_tc_type type;     /* the products' input type */
+    int group;           /* products per group (the FP32 accumulator is one more term) */
+    int mma_k;           /* the mma instruction's K (a multiple of group): documentation of the tile order */
+    int width;           /* w: the window keeps the bits of weight >= 2^(E - w + 1); the normalised
+                          * sum keeps w significant bits */
+    int prod_eoff;       /* a product's alignment exponent: ea + eb + prod_eoff (0 or 1) */
+    int e_floor;         /* E = max(e_floor, the terms' alignment exponents) */
+    vt_tc_align align;   /* the alignment shift */
+    vt_tc_out out;       /* the conversion to FP32 */
+    uint32_t nan_bits;   /* the FP32 bits of every NaN result */
+    int inf_on_overflow; /* 1: a result of magnitude >= 2^128 is +-inf; 0: +-FLT_MAX under RZ */
+} vt_tc_arch;
+
+/* The built-in models: "sm90-bf16", "sm90-fp16", "sm80-bf16", "sm80-fp16", "sm90-e4m3". */
+extern const vt_tc_arch vt_tc_sm90_bf16, vt_tc_sm90_fp16, vt_tc_sm80_bf16, vt_tc_sm80_fp16, vt_tc_sm90_e4m3;
+/* The built-in model of that name, or NULL. */
+const vt_tc_arch *vt_tc_arch_by_name(const char *name);
+/* VT_ERR_ARG (with a message) when the parameters are outside what the emulator supports. */
+vt_err vt_tc_arch_check(const vt_tc_arch *arch);
+
+/* FP32 (bits) -> the type's bits by round-to-nearest-even. BF16 and FP16: IEEE RNE with overflow to
+ * +-inf (a value of magnitude >= the largest finite value plus half its ulp), subnormal results
+ * kept (gradual underflow), NaN -> sign | the quiet NaN 0x7FC0 / 0x7E00 (payload dropped). E4M3
+ * (OCP FP8, no infinities): RNE then saturation to +-448 for finite values beyond it and for
+ * +-inf (PTX cvt.rn.satfinite), NaN -> sign | 0x7F. */
+uint16_t vt_tc_from_f32(vt_tc_type type, uint32_t f32bits);
+/* The type's bits -> FP32 bits (exact; E4M3 NaN -> 0x7FC00000 with the sign, BF16/FP16 NaN keeps its payload). */
+uint32_t vt_tc_to_f32(vt_tc_type type, uint16_t bits);
+
+/* One group: the FP32 accumulator c (bits) plus sum_{i<n} a[i]*b[i] (the type's bits), n <= arch->group
+ * (missing products are zeros, which change nothing). Returns the FP32 bits (docs/tensorcore.md "The group"). */
+uint32_t vt_tc_group(const vt_tc_arch *arch, uint32_t c, const uint16_t *a, const uint16_t *b, int n);
+
+/* C = A B (row-major, A M x K, B K x N, C M x N, FP32): A and B rounded to the type by
+ * vt_tc_from_f32, then each C[i][j] = the fold, from c = +0, of vt_tc_group over the groups
+ * k = [0, g), [g, 2g), ... in increasing k (g = arch->group; a last partial group padded with zeros);
+ * no split-K. Deterministic, no BLAS. VT_ERR_ARG / VT_ERR_NOMEM. */
+vt_err vt_tc_gemm(const vt_tc_arch *arch, size_t M, size_t N, size_t K, const float *A, const float *B, float *C);
+
+#endif

@@ -1,0 +1,581 @@
+/* test_tc - the tensor-core emulator (kernels/vt_tc.c; the model: docs/tensorcore.md) on the CPU:
+ * (1) FP32 -> BF16 / FP16 / E4M3 by round-to-nearest-even against the definition (the nearest of
+ *     the type's values, found by search in a table decoded with FP64 arithmetic; ties to the even
+ *     encoding), over every 251st FP32 bit pattern and every value's midpoint neighbourhood; every
+ *     value of each type round-tripped;
+ * (2) the group against an independent model of the same semantics written in FP64 arithmetic
+ *     (ilogb, ldexp, trunc, floor; exact by construction: every product and every truncated term
+ *     is an FP64 integer below 2^53), on random and adversarial groups, every model and every
+ *     parameter variant;
+ * (3) properties: the products' order within a group does not matter; truncation is not rounding
+ *     (examples where the result differs from RN32 of the exact sum); the GEMM is the group fold by
+ *     hand, and the fold's order is part of the definition;
+ * (4) the known-answer vectors (probe tiles with expected bits derived by hand in the comments, and
+ *     a digest of 10,000 generated groups per model), printed as "KAT ..." lines and kept in
+ *     docs/tensorcore.md for the GPU check. CPU only: agreement with real tensor cores is not tested here. */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/vt_tc.h"
+#include "vt_test.h"
+
+static float f32(uint32_t b)
+{
+    float f;
+    memcpy(&f, &b, 4);
+    return f;
+}
+static uint32_t bits32(float f)
+{
+    uint32_t b;
+    memcpy(&b, &f, 4);
+    return b;
+}
+
+/* ------------------------------------------------------------------ (1) conversions */
+
+typedef struct {
+    int mbits, ebits, bias, has_inf;
+} tfmt;
+static const tfmt TF[3] = {{7, 8, 127, 1}, {10, 5, 15, 1}, {3, 4, 7, 0}};
+static const char *TNAME[3] = {"bf16", "fp16", "e4m3"};
+
+/* the value of a type's bits, by FP64 arithmetic (NaN for NaN) */
+static double ref_decode(int type, unsigned b)
+{
+    const tfmt *f = &TF[type];
+    int fmax = (1 << f->ebits) - 1;
+    int s = (b >> (f->ebits + f->mbits)) & 1, field = (b >> f->mbits) & fmax, frac = b & ((1 << f->mbits) - 1);
+    double v;
+    if (f->has_inf && field == fmax) v = frac ? NAN : INFINITY;
+    else if (!f->has_inf && field == fmax && frac == (1 << f->mbits) - 1) v = NAN;
+    else if (field == 0) v = ldexp((double)frac, 1 - f->bias - f->mbits);
+    else v = ldexp(1.0 + ldexp((double)frac, -f->mbits), field - f->bias);
+    return s ? -v : v;
+}
+
+static double g_val[3][1 << 15]; /* positive values, index = bits (monotone) */
+static unsigned g_maxfin[3];
+
+static void tables(void)
+{
+    for (int t = 0; t < 3; t++) {
+        const tfmt *f = &TF[t];
+        unsigned n = 1u << (f->ebits + f->mbits);
+        g_maxfin[t] = 0;
+        for (unsigned b = 0; b < n; b++) {
+            g_val[t][b] = ref_decode(t, b);
+            if (isfinite(g_val[t][b])) g_maxfin[t] = b;
+        }
+    }
+}
+
+/* RNE by the definition: the nearest value, ties to the even encoding; beyond the largest finite
+ * value the next "value" is 2^(emax+1), encoded as inf (IEEE types), or the result saturates (E4M3). */
+static unsigned ref_from_f32(int type, float x)
+{
+    const tfmt *f = &TF[type];
+    unsigned sg = signbit(x) ? 1u << (f->ebits + f->mbits) : 0;
+    unsigned fmax = (1u << f->ebits) - 1;
+    if (isnan(x)) return sg | (f->has_inf ? (fmax << f->mbits | 1u << (f->mbits - 1)) : (fmax << f->mbits | 7u));
+    double ax = fabs((double)x);
+    unsigned mf = g_maxfin[type];
+    double top = f->has_inf ? ldexp(1.0, (int)fmax - f->bias) : INFINITY; /* the value of the inf code */
+    if (ax >= g_val[type][mf]) {
+        if (!f->has_inf) return sg | mf;
+        if (isinf(ax)) return sg | (mf + 1);
+        double mid = (g_val[type][mf] + top) / 2;
+        return sg | (ax < mid ? mf : mf + 1); /* a tie goes to mf + 1 (even) */
+    }
+    unsigned lo = 0, hi = mf; /* val[lo] <= ax < val[hi] */
+    while (hi - lo > 1) {
+        unsigned m = (lo + hi) / 2;
+        if (g_val[type][m] <= ax) lo = m;
+        else hi = m;
+    }
+    if (g_val[type][lo] == ax) return sg | lo;
+    double mid = (g_val[type][lo] + g_val[type][hi]) / 2;
+    if (ax < mid) return sg | lo;
+    if (ax > mid) return sg | hi;
+    return sg | ((lo & 1) ? hi : lo);
+}
+
+static void test_conversions(void)
+{
+    for (int t = 0; t < 3; t++) {
+        long bad = 0, n = 0;
+        /* a stride over every FP32 bit pattern */
+        for (uint64_t u = 0; u < (1ull << 32); u += 251) {
+            uint32_t x = (uint32_t)u;
+            unsigned want = ref_from_f32(t, f32(x)), got = vt_tc_from_f32((vt_tc_type)t, x);
+            n++;
+            if (want != got && bad++ < 5) CHECK(0, "%s: from_f32(0x%08X) = 0x%04X, want 0x%04X", TNAME[t], x, got, want);
+        }
+        /* every value, every midpoint and their FP32 neighbours, both signs */
+        unsigned mf = g_maxfin[t];
+        for (unsigned b = 0; b <= mf; b++) {
+            double next = b < mf ? g_val[t][b + 1] : (TF[t].has_inf ? ldexp(1.0, (1 << TF[t].ebits) - 1 - TF[t].bias)
+                                                                  : 2 * g_val[t][b]);
+            float pts[6] = {(float)g_val[t][b], (float)((g_val[t][b] + next) / 2), 0, 0, 0, 0};
+            pts[2] = nextafterf(pts[1], 0), pts[3] = nextafterf(pts[1], INFINITY);
+            pts[4] = nextafterf(pts[0], 0), pts[5] = nextafterf(pts[0], INFINITY);
+            for (int k = 0; k < 6; k++)
+                for (int s = 0; s < 2; s++) {
+                    float x = s ? -pts[k] : pts[k];
+                    unsigned want = ref_from_f32(t, x), got = vt_tc_from_f32((vt_tc_type)t, bits32(x));
+                    n++;
+                    if (want != got && bad++ < 5)
+                        CHECK(0, "%s: from_f32(%a) = 0x%04X, want 0x%04X", TNAME[t], (double)x, got, want);
+                }
+        }
+        float sp[] = {INFINITY, -INFINITY, NAN, -NAN, FLT_MAX, -FLT_MAX, FLT_MIN, 0x1p-149f, 0.0f, -0.0f};
+        for (size_t k = 0; k < sizeof sp / sizeof sp[0]; k++) {
+            unsigned want = ref_from_f32(t, sp[k]), got = vt_tc_from_f32((vt_tc_type)t, bits32(sp[k]));
+            n++;
+            if (want != got && bad++ < 5) CHECK(0, "%s: from_f32(%a) = 0x%04X, want 0x%04X", TNAME[t], (double)sp[k], got, want);
+        }
+        /* round trip: every encoding */
+        unsigned nb = 1u << (TF[t].ebits + TF[t].mbits + 1);
+        for (unsigned b = 0; b < nb; b++) {
+            double v = ref_decode(t, b);
+            float f = f32(vt_tc_to_f32((vt_tc_type)t, (uint16_t)b));
+            n++;
+            if (isnan(v)) {
+                if (!isnan(f) && bad++ < 5) CHECK(0, "%s: to_f32(0x%04X) = %a, want NaN", TNAME[t], b, (double)f);
+                continue;
+            }
+            if (((double)f != v || !signbit(f) != !signbit(v)) && bad++ < 5)
+                CHECK(0, "%s: to_f32(0x%04X) = %a, want %a", TNAME[t], b, (double)f, v);
+            if (vt_tc_from_f32((vt_tc_type)t, bits32(f)) != b && bad++ < 5)
+                CHECK(0, "%s: 0x%04X does not round-trip", TNAME[t], b);
+        }
+        CHECK(bad == 0, "%s: %ld of %ld conversions wrong", TNAME[t], bad, n);
+        printf("conversions %s: %ld checked against the definition\n", TNAME[t], n);
+    }
+}
+
+/* ------------------------------------------------------------------ (2) the reference model */
+
+/* The documented semantics in FP64 arithmetic (docs/tensorcore.md "The group"), written apart from
+ * vt_tc.c's integer code. */
+static uint32_t ref_group(const vt_tc_arch *A, uint32_t cb, const uint16_t *a, const uint16_t *b, int n)
+{
+    const tfmt *f = &TF[A->type];
+    int emin = 1 - f->bias;
+    double c = (double)f32(cb);
+    double t[65];
+    int nt = 0, nan = isnan(c), pinf = c == INFINITY, ninf = c == -INFINITY, allneg0 = 1;
+    int E = A->e_floor;
+    if (c == 0) allneg0 = signbit(c) != 0;
+    else if (isfinite(c)) {
+        t[nt++] = c, allneg0 = 0;
+        int e = ilogb(c) < -126 ? -126 : ilogb(c);
+        if (e > E) E = e;
+    }
+    for (int i = 0; i < n; i++) {
+        double x = ref_decode(A->type, a[i]), y = ref_decode(A->type, b[i]);
+        if (isnan(x) || isnan(y)) nan = 1;
+        else if (isinf(x) || isinf(y)) {
+            if (x == 0 || y == 0) nan = 1;
+            else if ((x < 0) != (y < 0)) ninf = 1;
+            else pinf = 1;
+        } else if (x == 0 || y == 0) {
+            allneg0 &= (signbit(x) != 0) != (signbit(y) != 0);
+        } else {
+            t[nt++] = x * y; /* exact: at most 22 significant bits */
+            allneg0 = 0;
+            int e = (ilogb(x) < emin ? emin : ilogb(x)) + (ilogb(y) < emin ? emin : ilogb(y)) + A->prod_eoff;
+            if (e > E) E = e;
+        }
+    }
+    if (nan || (pinf && ninf)) return A->nan_bits;
+    if (pinf || ninf) return pinf ? 0x7F800000u : 0xFF800000u;
+    if (nt == 0) return allneg0 ? 0x80000000u : 0;
+    int B = E - A->width + 1;
+    double S = 0;
+    for (int i = 0; i < nt; i++) {
+        double q = ldexp(t[i], -B);
+        S += A->align == VT_TC_ALIGN_RZ ? trunc(q) : floor(q); /* integers below 2^(w+2): exact */
+    }
+    if (S == 0) return 0;
+    if (fabs(S) >= ldexp(1, A->width)) {
+        int u = ilogb(S) - A->width + 1;
+        S = trunc(ldexp(S, -u));
+        B += u;
+    }
+    double v = ldexp(S, B);
+    float r;
+    if (A->out == VT_TC_OUT_RNE) {
+        r = (float)v;
+    } else if (fabs(v) >= 0x1p128) {
+        r = v > 0 ? INFINITY : -INFINITY;
+    } else if (fabs(v) >= 0x1p-126) {
+        int e = ilogb(v);
+        r = (float)ldexp(trunc(ldexp(v, 23 - e)), e - 23);
+    } else {
+        r = (float)ldexp(trunc(ldexp(v, 149)), -149);
+    }
+    if (isinf(r) && !A->inf_on_overflow) r = r > 0 ? FLT_MAX : -FLT_MAX;
+    return bits32(r);
+}
+
+static uint64_t fnv(uint64_t h, uint32_t x)
+{
+    for (int i = 0; i < 4; i++) h = (h ^ ((x >> (8 * i)) & 0xFF)) * 0x100000001b3ull;
+    return h;
+}
+
+/* splitmix64, as documented for the KAT digest (docs/tensorcore.md) */
+static uint64_t sm64(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* one input of the type: mode 0 any bit pattern, 1 a narrow exponent band around 1 (cancellation,
+ * carries), 2 tiny (subnormals and the bottom of the range), 3 huge */
+static uint16_t gen_in(int type, uint64_t *s, int mode)
+{
+    const tfmt *f = &TF[type];
+    uint64_t u = sm64(s);
+    unsigned sign = (unsigned)(u & 1) << (f->ebits + f->mbits);
+    unsigned frac = (unsigned)(u >> 8) & ((1u << f->mbits) - 1);
+    int fmax = (1 << f->ebits) - 1, field;
+    if (mode == 0) return (uint16_t)((u >> 16) & ((1u << (f->ebits + f->mbits + 1)) - 1));
+    if (mode == 1) field = f->bias - 3 + (int)((u >> 32) % 7);
+    else if (mode == 2) field = (int)((u >> 32) % 3);
+    else field = fmax - 1 - (int)((u >> 32) % 3) + (f->has_inf ? 0 : 1);
+    unsigned v = (unsigned)field << f->mbits | frac;
+    if (!f->has_inf && v >= (unsigned)(fmax << f->mbits | ((1 << f->mbits) - 1))) v--; /* not the E4M3 NaN */
+    return (uint16_t)(sign | v);
+}
+
+/* an FP32 accumulator for the mode */
+static uint32_t gen_c(uint64_t *s, int mode)
+{
+    uint64_t u = sm64(s);
+    uint32_t sign = (uint32_t)(u & 1) << 31, frac = (uint32_t)(u >> 8) & 0x7FFFFF;
+    switch (mode) {
+    case 0: return (uint32_t)(u >> 16);
+    case 1: return sign | (uint32_t)(124 + (u >> 40) % 7) << 23 | frac;
+    case 2: return sign | (uint32_t)((u >> 40) % 3) << 23 | frac;
+    default: return sign | (uint32_t)(252 + (u >> 40) % 3) << 23 | frac;
+    }
+}
+
+static long g_groups;
+
+static void check_group(const vt_tc_arch *A, uint32_t c, const uint16_t *a, const uint16_t *b, int n, const char *what)
+{
+    uint32_t got = vt_tc_group(A, c, a, b, n), want = ref_group(A, c, a, b, n);
+    g_groups++;
+    if (got != want) {
+        CHECK(0, "%s %s: c=0x%08X: emulator 0x%08X, reference 0x%08X", A->name, what, c, got, want);
+        for (int i = 0; i < n; i++) fprintf(stderr, "  a[%d]=0x%04X b[%d]=0x%04X\n", i, a[i], i, b[i]);
+    }
+}
+
+static void test_reference(void)
+{
+    const vt_tc_arch *base[] = {&vt_tc_sm90_bf16, &vt_tc_sm90_fp16, &vt_tc_sm80_bf16, &vt_tc_sm80_fp16, &vt_tc_sm90_e4m3};
+    uint64_t seed = vt_test_seed(28);
+    long before = vt_test_failed;
+    for (size_t m = 0; m < 5; m++) {
+        for (int variant = 0; variant < 6; variant++) {
+            vt_tc_arch A = *base[m];
+            if (variant == 1) A.align = VT_TC_ALIGN_FLOOR;
+            if (variant == 2) A.out = VT_TC_OUT_RNE;
+            if (variant == 3) A.prod_eoff = 1;
+            if (variant == 4) A.e_floor = -300, A.inf_on_overflow = 0;
+            if (variant == 5) A.width = 24, A.align = VT_TC_ALIGN_FLOOR, A.out = VT_TC_OUT_RNE;
+            CHECK_OK(vt_tc_arch_check(&A));
+            uint64_t s = seed ^ (m * 7 + (uint64_t)variant) * 0x1234567ull;
+            int groups = variant == 0 ? 40000 : 8000;
+            for (int g = 0; g < groups; g++) {
+                uint16_t a[64], b[64];
+                int mode = (int)(sm64(&s) % 8);
+                int cm = mode < 4 ? mode : 1, im = mode < 4 ? mode : 1;
+                if (mode == 4) cm = 2;          /* a tiny accumulator with normal products */
+                if (mode == 5) im = 2, cm = 1;  /* tiny products under a normal accumulator */
+                if (mode == 6) im = 3, cm = 3;  /* both near the top of the range */
+                int n = A.group - (int)(sm64(&s) % 3 == 0 ? sm64(&s) % (uint64_t)A.group : 0);
+                for (int i = 0; i < n; i++) {
+                    a[i] = gen_in(A.type, &s, im);
+                    b[i] = gen_in(A.type, &s, mode == 7 ? 1 + (int)(sm64(&s) % 3) : im);
+                }
+                uint32_t c = gen_c(&s, cm);
+                if (mode == 1 && n > 1) { /* cancellation: a product that cancels the accumulator's top */
+                    b[0] = TF[A.type].bias << TF[A.type].mbits; /* 1.0 */
+                    a[0] = vt_tc_from_f32(A.type, bits32(-f32(c)));
+                }
+                if (g % 97 == 0) c = sm64(&s) & 1 ? 0x80000000u : 0; /* signed zero accumulators */
+                check_group(&A, c, a, b, n, "random");
+            }
+        }
+    }
+    CHECK(vt_test_failed == before, "the emulator and the reference model disagree");
+    printf("reference model: %ld random groups over 5 models x 6 parameter variants agree bit for bit\n", g_groups);
+}
+
+/* ------------------------------------------------------------------ (4) probe tiles (hand-derived) */
+
+typedef struct {
+    const char *name;
+    const vt_tc_arch *arch;
+    int variant; /* 0 as built; 1 align FLOOR; 2 out RNE; 3 e_floor -300; 4 inf_on_overflow 0 */
+    uint32_t c;
+    int n;
+    uint16_t a[32], b[32]; /* products beyond the listed ones: repeats of the last pair when rep */
+    int rep;               /* the first pair repeated n times */
+    uint32_t want;         /* expected FP32 bits, derived by hand below */
+    uint32_t rn;           /* RN32 of the exact sum (0 when not stated) */
+} probe;
+
+/* BF16: 2^k = (127 + k) << 7; FP16: 2^k = (15 + k) << 10; FP32 1.0 = 0x3F800000. */
+static const probe PROBES[] = {
+    /* 1*1 + 2*0.5 = 2: exact */
+    {"exact", &vt_tc_sm90_bf16, 0, 0, 2, {0x3F80, 0x4000}, {0x3F80, 0x3F00}, 0, 0x40000000, 0x40000000},
+    /* 1 + 1.5*2^-24: E = 0, window bottom 2^-25, the product is 3 units, kept; the sum 1 + 3*2^-25
+     * has 26 bits, FP32 truncation keeps 1.0. RN32 gives 1 + 2^-23 (0.75 ulp rounds up). */
+    {"rz-not-rn", &vt_tc_sm90_bf16, 0, 0x3F800000, 1, {0x3FC0}, {0x3380}, 0, 0x3F800000, 0x3F800001},
+    /* 1 + 16 * 2^-26: each product (2^-13 * 2^-13) is half a unit of 2^-25: truncated to 0 before
+     * the sum; result 1.0. RN32(1 + 2^-22) = 0x3F800002. */
+    {"tiny-dropped", &vt_tc_sm90_bf16, 0, 0x3F800000, 16, {0x3900}, {0x3900}, 1, 0x3F800000, 0x3F800002},
+    /* 1 + 8 * 2^-25 (2^-12 * 2^-13): on sm90 (w = 26, bottom 2^-25) each is one unit: 1 + 2^-22;
+     * on sm80 (w = 25, bottom 2^-24) each is half a unit: 1.0 */
+    {"width-26", &vt_tc_sm90_bf16, 0, 0x3F800000, 8, {0x3980}, {0x3900}, 1, 0x3F800002, 0x3F800002},
+    {"width-25", &vt_tc_sm80_bf16, 0, 0x3F800000, 8, {0x3980}, {0x3900}, 1, 0x3F800000, 0x3F800002},
+    /* 1024 - 1024*1 + 2^-10*2^-10: E = 10, bottom 2^-15; 2^-20 truncated; +0. Exact: 2^-20 */
+    {"cancellation", &vt_tc_sm90_bf16, 0, 0x44800000, 2, {0xC480, 0x3A80}, {0x3F80, 0x3A80}, 0, 0x00000000,
+     0x35800000},
+    /* BF16 subnormal 2^-133 (0x0001) * 2^100 = 2^-33, its alignment exponent -126 + 100 = -26 (kept
+     * unnormalised); (2^-52 + 2^-59) * 1: alignment -52. E = -26, bottom 2^-51: the second product is
+     * 0.5 + 2^-8 units: 0. Result 2^-33 = 0x2F000000 (normalised, E would be -33 and 2^-52 kept). */
+    {"subnormal-unnormalised", &vt_tc_sm90_bf16, 0, 0, 2, {0x0001, 0x2581}, {0x7180, 0x3F80}, 0, 0x2F000000, 0},
+    /* 8 * 2^-76 * 2^-76 = 8 * 2^-152: the exponent floor makes E = -126, bottom 2^-151: each is half a
+     * unit: +0. Without the floor (variant 3: e_floor -300) E = -152, the sum 2^-149 = 0x00000001. */
+    {"exp-floor", &vt_tc_sm90_bf16, 0, 0, 8, {0x1980}, {0x1980}, 1, 0x00000000, 0x00000001},
+    {"exp-floor-off", &vt_tc_sm90_bf16, 3, 0, 8, {0x1980}, {0x1980}, 1, 0x00000001, 0x00000001},
+    /* FLT_MAX + 2^104: E = 127, bottom 2^102: (2^24-1)*4 + 4 = 2^26 units: 27 bits, normalised to
+     * 2^128: overflow: +inf (variant 4: FLT_MAX) */
+    {"overflow", &vt_tc_sm90_bf16, 0, 0x7F7FFFFF, 1, {0x7380}, {0x3F80}, 0, 0x7F800000, 0x7F800000},
+    {"overflow-sat", &vt_tc_sm90_bf16, 4, 0x7F7FFFFF, 1, {0x7380}, {0x3F80}, 0, 0x7F7FFFFF, 0x7F800000},
+    /* FLT_MAX + 2^103 (half its ulp): 2^26 - 2 units, truncated to FLT_MAX; RN32 ties to even: inf */
+    {"max-half-ulp", &vt_tc_sm90_bf16, 0, 0x7F7FFFFF, 1, {0x7300}, {0x3F80}, 0, 0x7F7FFFFF, 0x7F800000},
+    /* (1 + 2^-23) + 16 * 1: 17 + 2^-23 has 28 bits: normalisation keeps 26, FP32 17.0 */
+    {"carry", &vt_tc_sm90_bf16, 0, 0x3F800001, 16, {0x3F80}, {0x3F80}, 1, 0x41880000, 0x41880000},
+    /* ties at the FP32 boundary: 1 + 2^-24 (kept: 2 units): RZ 1.0; RNE ties to even 1.0;
+     * (1 + 2^-23) + 2^-24: RZ 1 + 2^-23, RNE ties to even 1 + 2^-22 */
+    {"tie-rz", &vt_tc_sm90_bf16, 0, 0x3F800000, 1, {0x3980}, {0x3980}, 0, 0x3F800000, 0x3F800000},
+    {"tie-rne-down", &vt_tc_sm90_bf16, 2, 0x3F800000, 1, {0x3980}, {0x3980}, 0, 0x3F800000, 0x3F800000},
+    {"tie-rne-up", &vt_tc_sm90_bf16, 2, 0x3F800001, 1, {0x3980}, {0x3980}, 0, 0x3F800002, 0x3F800002},
+    /* 1 - 2^-26: the magnitude's truncation drops the term (1.0); the two's-complement shift
+     * (variant 1) makes it -1 unit: 1 - 2^-25, truncated to FP32 1 - 2^-24 = 0x3F7FFFFF */
+    {"neg-rz", &vt_tc_sm90_bf16, 0, 0x3F800000, 1, {0xB900}, {0x3900}, 0, 0x3F800000, 0x3F800000},
+    {"neg-floor", &vt_tc_sm90_bf16, 1, 0x3F800000, 1, {0xB900}, {0x3900}, 0, 0x3F7FFFFF, 0x3F800000},
+    /* specials: inf * 0 -> NaN (nan_bits); inf + (-inf) -> NaN; -inf accumulator -> -inf; NaN input
+     * -> NaN; -0 + (-0 * 1) = -0; -0 + (+0 * 1) = +0 */
+    {"inf-times-0", &vt_tc_sm90_bf16, 0, 0, 1, {0x7F80}, {0x0000}, 0, 0x7FFFFFFF, 0},
+    {"inf-minus-inf", &vt_tc_sm90_bf16, 0, 0x3F800000, 2, {0x7F80, 0xFF80}, {0x3F80, 0x3F80}, 0, 0x7FFFFFFF, 0},
+    {"c-neg-inf", &vt_tc_sm90_bf16, 0, 0xFF800000, 1, {0x3F80}, {0x3F80}, 0, 0xFF800000, 0xFF800000},
+    {"nan-input", &vt_tc_sm90_bf16, 0, 0x3F800000, 1, {0x7FC1}, {0x3F80}, 0, 0x7FFFFFFF, 0},
+    {"neg-zero", &vt_tc_sm90_bf16, 0, 0x80000000, 1, {0x8000}, {0x3F80}, 0, 0x80000000, 0x80000000},
+    {"pos-zero", &vt_tc_sm90_bf16, 0, 0x80000000, 1, {0x0000}, {0x3F80}, 0, 0x00000000, 0x00000000},
+    /* FP16: 65504 * 65504 = 2047^2 * 2^10, 22 bits: exact in FP32 = 0x4F7FC004 */
+    {"fp16-max", &vt_tc_sm90_fp16, 0, 0, 1, {0x7BFF}, {0x7BFF}, 0, 0x4F7FC004, 0x4F7FC004},
+    /* FP16 subnormal 2^-24 (0x0001) * 1 + 1: alignment exponent -14, 2 units of 2^-25 kept: 1 + 2^-24,
+     * FP32 truncation 1.0 */
+    {"fp16-subnormal", &vt_tc_sm90_fp16, 0, 0x3F800000, 1, {0x0001}, {0x3C00}, 0, 0x3F800000, 0x3F800000},
+    /* FP16 on sm80: 1 + 8 * 2^-25 (2^-12 * 2^-13): 1.0 (w = 25), as width-25 */
+    {"fp16-sm80", &vt_tc_sm80_fp16, 0, 0x3F800000, 8, {0x0C00}, {0x0800}, 1, 0x3F800000, 0x3F800002},
+    /* E4M3: 32 * 448 * 448 = 49 * 2^17 = 6422528 exact; 1 + 32 * 2^-7 * 2^-7 (subnormals 0x04,
+     * alignment exponent -12, bottom 2^-13: each 2^-14 half a unit): 1.0; RN32 1 + 2^-9 */
+    {"e4m3-max", &vt_tc_sm90_e4m3, 0, 0, 32, {0x7E}, {0x7E}, 1, 0x4AC40000, 0x4AC40000},
+    {"e4m3-window", &vt_tc_sm90_e4m3, 0, 0x3F800000, 32, {0x04}, {0x04}, 1, 0x3F800000, 0x3F804000},
+};
+
+static vt_tc_arch probe_arch(const probe *p)
+{
+    vt_tc_arch A = *p->arch;
+    if (p->variant == 1) A.align = VT_TC_ALIGN_FLOOR;
+    if (p->variant == 2) A.out = VT_TC_OUT_RNE;
+    if (p->variant == 3) A.e_floor = -300;
+    if (p->variant == 4) A.inf_on_overflow = 0;
+    return A;
+}
+
+static void test_probes(void)
+{
+    static const char *VAR[] = {"", "+align-floor", "+out-rne", "+floor-off", "+sat"};
+    for (size_t k = 0; k < sizeof PROBES / sizeof PROBES[0]; k++) {
+        const probe *p = &PROBES[k];
+        vt_tc_arch A = probe_arch(p);
+        uint16_t a[32], b[32];
+        for (int i = 0; i < p->n; i++) a[i] = p->rep ? p->a[0] : p->a[i], b[i] = p->rep ? p->b[0] : p->b[i];
+        uint32_t got = vt_tc_group(&A, p->c, a, b, p->n);
+        CHECK(got == p->want, "probe %s: 0x%08X, hand-derived 0x%08X", p->name, got, p->want);
+        check_group(&A, p->c, a, b, p->n, p->name);
+        printf("KAT %-22s %s%s c=0x%08X n=%d%s a=", p->name, A.name, VAR[p->variant], p->c, p->n, p->rep ? "(same pair)" : "");
+        for (int i = 0; i < (p->rep ? 1 : p->n); i++) printf("%s%04X", i ? "," : "", p->a[i]);
+        printf(" b=");
+        for (int i = 0; i < (p->rep ? 1 : p->n); i++) printf("%s%04X", i ? "," : "", p->b[i]);
+        printf(" -> 0x%08X\n", got);
+    }
+    /* truncation is not rounding: the probes where the result differs from RN32(exact) */
+    int differ = 0;
+    for (size_t k = 0; k < sizeof PROBES / sizeof PROBES[0]; k++)
+        if (PROBES[k].rn && PROBES[k].rn != PROBES[k].want) differ++;
+    CHECK(differ >= 5, "only %d probes differ from RN32", differ);
+}
+
+/* The digest of generated groups per model (docs/tensorcore.md "Known answers"): seed 28,
+ * 10,000 groups of the full group size, inputs gen_in mode 1 (exponents within +-3 of 1), accumulators
+ * gen_c mode 1; FNV-1a 64 over the little-endian result bits. */
+static const struct {
+    const vt_tc_arch *arch;
+    uint64_t digest;
+} DIGESTS[] = {
+    {&vt_tc_sm90_bf16, 0x2490054916407ac3ull}, {&vt_tc_sm90_fp16, 0xa2015bdea8606edfull},
+    {&vt_tc_sm80_bf16, 0x86c10046d036f60cull}, {&vt_tc_sm80_fp16, 0xc6bdffc371b84efcull},
+    {&vt_tc_sm90_e4m3, 0x30a10639c8dbf97bull},
+};
+
+static void test_digests(void)
+{
+    for (size_t m = 0; m < sizeof DIGESTS / sizeof DIGESTS[0]; m++) {
+        const vt_tc_arch *A = DIGESTS[m].arch;
+        uint64_t s = 28, h = 0xcbf29ce484222325ull;
+        for (int g = 0; g < 10000; g++) {
+            uint16_t a[64], b[64];
+            for (int i = 0; i < A->group; i++) a[i] = gen_in(A->type, &s, 1), b[i] = gen_in(A->type, &s, 1);
+            uint32_t c = gen_c(&s, 1);
+            uint32_t r = vt_tc_group(A, c, a, b, A->group);
+            CHECK(r == ref_group(A, c, a, b, A->group), "digest group %d of %s", g, A->name);
+            h = fnv(h, r);
+        }
+        printf("KAT digest %s 10000 groups: %016llx\n", A->name, (unsigned long long)h);
+        CHECK(h == DIGESTS[m].digest, "%s digest %016llx, the table has %016llx", A->name, (unsigned long long)h,
+              (unsigned long long)DIGESTS[m].digest);
+    }
+}
+
+/* ------------------------------------------------------------------ (3) properties */
+
+static void test_properties(void)
+{
+    uint64_t s = vt_test_seed(28) ^ 0xABCDEF;
+    /* the order of the products within a group does not matter */
+    const vt_tc_arch *all[] = {&vt_tc_sm90_bf16, &vt_tc_sm90_fp16, &vt_tc_sm80_bf16, &vt_tc_sm80_fp16, &vt_tc_sm90_e4m3};
+    long bad = 0;
+    for (int m = 0; m < 5; m++)
+        for (int g = 0; g < 3000; g++) {
+            const vt_tc_arch *A = all[m];
+            uint16_t a[64], b[64], pa[64], pb[64];
+            int mode = g % 3 + 1;
+            for (int i = 0; i < A->group; i++) a[i] = gen_in(A->type, &s, mode), b[i] = gen_in(A->type, &s, 1);
+            uint32_t c = gen_c(&s, 1), r = vt_tc_group(A, c, a, b, A->group);
+            memcpy(pa, a, sizeof a), memcpy(pb, b, sizeof b);
+            for (int i = A->group - 1; i > 0; i--) { /* Fisher-Yates */
+                int j = (int)(sm64(&s) % (uint64_t)(i + 1));
+                uint16_t x = pa[i]; pa[i] = pa[j], pa[j] = x;
+                x = pb[i]; pb[i] = pb[j], pb[j] = x;
+            }
+            if (vt_tc_group(A, c, pa, pb, A->group) != r) bad++;
+        }
+    CHECK(bad == 0, "%ld permuted groups changed their result", bad);
+
+    /* against the exact sum (FP16 inputs in a narrow band: every sum exact in FP64): with every term
+     * positive the result is never above the exact sum (truncation), and it differs from RN32 */
+    long below = 0, differs = 0, n = 0;
+    bad = 0;
+    for (int g = 0; g < 20000; g++) {
+        uint16_t a[16], b[16];
+        double exact = 0;
+        for (int i = 0; i < 16; i++) {
+            a[i] = gen_in(VT_TC_FP16, &s, 1) & 0x7FFF, b[i] = gen_in(VT_TC_FP16, &s, 1) & 0x7FFF;
+            exact += ref_decode(VT_TC_FP16, a[i]) * ref_decode(VT_TC_FP16, b[i]);
+        }
+        uint32_t c = gen_c(&s, 1) & 0x7FFFFFFF;
+        exact += (double)f32(c); /* terms in [2^-28, 2^8]: 36 bits of span, exact in FP64 */
+        float r = f32(vt_tc_group(&vt_tc_sm90_fp16, c, a, b, 16));
+        n++;
+        if ((double)r > exact) bad++;
+        if ((double)r < exact) below++;
+        if (bits32(r) != bits32((float)exact)) differs++;
+    }
+    CHECK(bad == 0, "%ld positive groups above their exact sum", bad);
+    CHECK(differs > 0, "no group differs from RN32(exact)");
+    printf("sm90-fp16, 20000 positive groups: %ld below the exact sum, %ld differ from RN32(exact)\n", below, differs);
+
+    /* the GEMM is the fold of groups by hand, in increasing k from +0; it equals the reference's
+     * fold; the order of the fold is part of the definition (reversed, some results change) */
+    for (int m = 0; m < 5; m++) {
+        const vt_tc_arch *A = all[m];
+        size_t M = 5, N = 7, K = 3 * (size_t)A->group + 5; /* a last partial group */
+        float *X = malloc(M * K * 4), *Y = malloc(K * N * 4), *Z = malloc(M * N * 4);
+        if (!X || !Y || !Z) {
+            CHECK(0, "memory");
+            free(X), free(Y), free(Z);
+            return;
+        }
+        for (size_t i = 0; i < M * K; i++) X[i] = (float)(vt_rng_normal(&(vt_rng){sm64(&s)}) * (i % 5 == 0 ? 1e3 : 1));
+        for (size_t i = 0; i < K * N; i++) Y[i] = (float)vt_rng_normal(&(vt_rng){sm64(&s)});
+        CHECK_OK(vt_tc_gemm(A, M, N, K, X, Y, Z));
+        long gbad = 0, rbad = 0, reversed_differs = 0;
+        for (size_t i = 0; i < M; i++)
+            for (size_t j = 0; j < N; j++) {
+                uint16_t a[64], b[64];
+                uint32_t acc = 0, racc = 0, rev = 0;
+                for (size_t k0 = 0; k0 < K; k0 += (size_t)A->group) {
+                    int len = (int)(K - k0 < (size_t)A->group ? K - k0 : (size_t)A->group);
+                    for (int t = 0; t < len; t++) {
+                        a[t] = vt_tc_from_f32(A->type, bits32(X[i * K + k0 + (size_t)t]));
+                        b[t] = vt_tc_from_f32(A->type, bits32(Y[(k0 + (size_t)t) * N + j]));
+                    }
+                    acc = vt_tc_group(A, acc, a, b, len);
+                    racc = ref_group(A, racc, a, b, len);
+                }
+                for (size_t k0 = (K - 1) / (size_t)A->group * (size_t)A->group;; k0 -= (size_t)A->group) {
+                    int len = (int)(K - k0 < (size_t)A->group ? K - k0 : (size_t)A->group);
+                    for (int t = 0; t < len; t++) {
+                        a[t] = vt_tc_from_f32(A->type, bits32(X[i * K + k0 + (size_t)t]));
+                        b[t] = vt_tc_from_f32(A->type, bits32(Y[(k0 + (size_t)t) * N + j]));
+                    }
+                    rev = vt_tc_group(A, rev, a, b, len);
+                    if (k0 == 0) break;
+                }
+                if (bits32(Z[i * N + j]) != acc) gbad++;
+                if (racc != acc) rbad++;
+                if (rev != acc) reversed_differs++;
+            }
+        CHECK(gbad == 0 && rbad == 0, "%s GEMM: %ld elements differ from the fold, %ld from the reference fold", A->name,
+              gbad, rbad);
+        CHECK(reversed_differs > 0, "%s GEMM: the reversed fold changes nothing", A->name);
+        printf("%s GEMM %zux%zux%zu = the fold by hand; the reversed fold changes %ld of %zu elements\n", A->name, M, N, K,
+               reversed_differs, M * N);
+        /* K = 0: +0 */
+        CHECK_OK(vt_tc_gemm(A, M, N, 0, X, Y, Z));
+        CHECK(bits32(Z[0]) == 0 && bits32(Z[M * N - 1]) == 0, "K = 0 is not +0");
+        free(X), free(Y), free(Z);
+    }
+    CHECK(vt_tc_arch_by_name("sm90-bf16") == &vt_tc_sm90_bf16 && !vt_tc_arch_by_name("sm70"), "arch names");
+    vt_tc_arch bad_arch = vt_tc_sm90_bf16;
+    bad_arch.width = 64;
+    CHECK(vt_tc_arch_check(&bad_arch) == VT_ERR_ARG, "width 64 accepted");
+    CHECK(vt_tc_gemm(&bad_arch, 1, 1, 1, (float[]){1}, (float[]){1}, (float[]){0}) == VT_ERR_ARG, "gemm bad arch");
+}
+
+int main(void)
+{
+    tables();
+    test_conversions();
+    test_reference();
+    test_probes();
+    test_properties();
+    test_digests();
+    return vt_test_finish("test_tc");
+}
