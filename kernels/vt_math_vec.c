@@ -14,8 +14,10 @@
  * project's machine) or else the scalar loop, always present; "vector" (the same lanes in the
  * baseline ISA, slower than the scalar loop) only when VT_MATH_IMPL names it, as it can name any
  * other. tests/test_math_vec.c checks the bits against the scalar function on every implementation. */
-#if defined(__GNUC__) && !defined(__clang__)
 /* the lane helpers are always inlined: no 256-bit value crosses a call, whatever the ISA */
+#if defined(__clang__)
+#pragma clang diagnostic ignored "-Wpsabi"
+#elif defined(__GNUC__)
 #pragma GCC diagnostic ignored "-Wpsabi"
 #endif
 #include <pthread.h>
