@@ -31,7 +31,7 @@ typedef enum {
 } vt_tc_out;
 
 /* One architecture's model (docs/tensorcore.md "Parameters"). */
-typedef struct {
+typedef struct vt_tc_arch_s {
     const char *name;    /* "sm90-bf16", ... */
     vt_tc_type type;     /* the products' input type */
     int group;           /* products per group (the FP32 accumulator is one more term) */

@@ -211,6 +211,9 @@ vt_err vt_model_set_shard(vt_model *m, vt_comm *comm, uint32_t global_batch)
                        size);
     VT_RETURN_ERROR_IF(m->be, VT_ERR_UNSUPPORTED,
                        "rank %d of %d: a batch split over ranks runs on the CPU (no --backend cuda yet)", rank, size);
+    VT_RETURN_ERROR_IF(size > 1 && m->rc.gemm_arith, VT_ERR_UNSUPPORTED,
+                       "rank %d of %d: gemm_arith=%s needs one rank (a tensor-core sum is not split across ranks)",
+                       rank, size, vt_gemm_arith_names[m->rc.gemm_arith]);
     VT_RETURN_ERROR_IF(m->n_examples < global_batch, VT_ERR_ARG, "rank %d of %d: the dataset has %zu examples, the "
                        "batch %u", rank, size, m->n_examples, global_batch);
     if (size == 1) {
@@ -475,6 +478,7 @@ static vt_err exec_op(vt_model *m, const vt_dataset *ds, vt_rctx *rc, uint64_t s
     c.prog = &m->prog, c.arena = m->arena, c.o = o, c.op_id = op_id, c.step = s, c.ds = ds, c.rc = rc;
     c.exec = &m->exec, c.be = m->be;
     c.shard = m->in_step ? m->shard : NULL; /* evaluation is local */
+    c.gemm_arith = (uint32_t)m->rc.gemm_arith;
     c.s = (vt_opscratch){m->x64, m->x64b, m->b64, m->rn, m->cn, m->f32s};
     if (o->kind == VT_OPK_LOAD_BATCH) {
         vt_model_batch_indices(m, s);
@@ -498,6 +502,9 @@ vt_err vt_model_run(vt_model *m, const vt_dataset *ds, vt_rctx *rc, uint32_t upt
                        (unsigned long long)rc->step, (unsigned long long)s);
     VT_RETURN_ERROR_IF(upto > m->prog.n_ops, VT_ERR_ARG, "no operation %u", upto);
     VT_RETURN_ERROR_IF(m->shard && m->be, VT_ERR_UNSUPPORTED, "a batch split over ranks runs on the CPU");
+    VT_RETURN_ERROR_IF(m->rc.gemm_arith && m->be, VT_ERR_UNSUPPORTED,
+                       "gemm_arith=%s runs on the CPU's emulation of the tensor cores (no GPU kernel yet)",
+                       vt_gemm_arith_names[m->rc.gemm_arith]);
     m->ds = ds;
     m->rctx = rc;
     m->in_step = 1;

@@ -72,6 +72,7 @@ static const field fields[] = {
     {"dropout", F_REAL, OFF(dropout), NULL},
     {"eps", F_REAL, OFF(eps), NULL},
     {"final_lr_factor", F_REAL, OFF(final_lr_factor), NULL},
+    {"gemm_arith", F_ENUM, OFF(gemm_arith), vt_gemm_arith_names},
     {"gpt_context", F_U32, OFF(gpt_context), NULL},
     {"gpt_heads", F_U32, OFF(gpt_heads), NULL},
     {"gpt_layers", F_U32, OFF(gpt_layers), NULL},
@@ -297,6 +298,10 @@ vt_err vt_recipe_validate(const vt_recipe *r)
                        VT_MAX_LAYERS);
     VT_RETURN_ERROR_IF(r->batch < 1 || r->batch > 65536, VT_ERR_ARG, "recipe: batch must be 1..65536");
     VT_RETURN_ERROR_IF(r->steps < 1, VT_ERR_ARG, "recipe: steps must be >= 1");
+    VT_RETURN_ERROR_IF(r->gemm_arith != 0 && r->bound.rounding != VT_ROUNDING_EXACT, VT_ERR_ARG,
+                       "recipe: gemm_arith=%s stores the tensor-core model's FP32 results (nothing to log): use "
+                       "rounding=exact",
+                       vt_gemm_arith_names[r->gemm_arith]);
     VT_RETURN_ERROR_IF(!(r->lr > 0) || !isfinite(r->lr), VT_ERR_ARG, "recipe: lr must be positive");
     VT_RETURN_ERROR_IF(!(r->momentum >= 0 && r->momentum < 1), VT_ERR_ARG, "recipe: momentum must be in [0,1)");
     VT_RETURN_ERROR_IF(!(r->weight_decay >= 0), VT_ERR_ARG, "recipe: weight_decay must be >= 0");
@@ -396,6 +401,7 @@ static json_t *recipe_json(const vt_recipe *r)
         const field *f = &fields[i];
         const char *base = (const char *)r + f->off;
         json_t *v = NULL;
+        if (f->off == OFF(gemm_arith) && r->gemm_arith == 0) continue; /* the default: as before the key */
         switch (f->type) {
         case F_STR: v = json_string(base); break;
         case F_U64: { uint64_t u; memcpy(&u, base, 8); v = json_integer((json_int_t)u); break; }

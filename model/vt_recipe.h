@@ -67,6 +67,9 @@ typedef struct {
     /* the file is in PyTorch's layout (--init-layout torch, or its metadata vt.layout = torch:
      * run/vt_torch.h): the manifest's "init_layout": "torch" (absent for the project's layout) */
     uint32_t init_torch;
+    /* recipe key gemm_arith (ops/vt_ops.h vt_gemm_arith_names): 0 "fp64" (the default: absent from
+     * the recipe's JSON, so other runs keep their manifests), else a tensor-core model */
+    int gemm_arith;
 } vt_recipe;
 
 /* The default recipe: MNIST, 784-128-10 MLP, SGD with momentum (about a minute on 2 cores). */

@@ -5,15 +5,48 @@
 #include <cblas.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../common/vt_bytes.h"
 #include "../kernels/vt_cnn.h"
 #include "../kernels/vt_gpt.h"
 #include "../kernels/vt_kernels.h"
+#include "../kernels/vt_tc.h"
 #include "vt_ops_int.h"
 #include "vt_philox.h"
 #include "vt_philox_hd.h"
+
+/* ------------------------------------------------------------ the GEMMs' arithmetic (vt_ops.h) */
+
+const char *const vt_gemm_arith_names[] = {"fp64",         "tc-bf16-sm90", "tc-fp16-sm90", "tc-bf16-sm80",
+                                           "tc-fp16-sm80", "tc-e4m3-sm90", NULL};
+
+const struct vt_tc_arch_s *vt_gemm_arith_model(uint32_t v)
+{
+    static const vt_tc_arch *const models[] = {NULL, &vt_tc_sm90_bf16, &vt_tc_sm90_fp16, &vt_tc_sm80_bf16,
+                                               &vt_tc_sm80_fp16, &vt_tc_sm90_e4m3};
+    return v < sizeof models / sizeof models[0] ? models[v] : NULL;
+}
+
+/* C [M, N] = op(A) op(B) by the tensor-core model tc (vt_tc_gemm: row-major A [M, K], B [K, N];
+ * a transposed operand is copied into that layout first: values moved only). FP32 results as the
+ * model gives them: no bound, nothing rounded after. */
+static vt_err tc_gemm(const vt_tc_arch *tc, int ta, int tb, size_t M, size_t N, size_t K, const float *A,
+                      const float *B, float *C)
+{
+    const size_t na = M * K > 0 ? M * K : 1, nb = K * N > 0 ? K * N : 1;
+    float *a = ta ? malloc(na * sizeof *a) : NULL, *b = tb ? malloc(nb * sizeof *b) : NULL;
+    vt_err e = VT_OK;
+    if ((ta && !a) || (tb && !b)) e = vt_set_error(VT_ERR_NOMEM, "out of memory (a tensor-core GEMM's operands)");
+    for (size_t i = 0; !e && ta && i < M; i++)
+        for (size_t k = 0; k < K; k++) a[i * K + k] = A[k * M + i];
+    for (size_t k = 0; !e && tb && k < K; k++)
+        for (size_t j = 0; j < N; j++) b[k * N + j] = B[j * K + k];
+    if (!e) e = vt_tc_gemm(tc, M, N, K, ta ? a : A, tb ? b : B, C);
+    free(a), free(b);
+    return e;
+}
 
 /* ------------------------------------------------------------ MATMUL */
 /* iarg: transA, transB, M, N, K: C [M, N] = op(A) op(B) (kernels/vt_kernels.h vt_gemm) */
@@ -35,6 +68,8 @@ vt_err vti_matmul_exec(vt_opctx *c)
     const int64_t *a = c->o->iarg;
     size_t M = (size_t)a[2], N = (size_t)a[3], K = (size_t)a[4];
     vt_bounds bd;
+    const vt_tc_arch *tc = vt_gemm_arith_model(c->gemm_arith);
+    if (tc) return tc_gemm(tc, (int)a[0], (int)a[1], M, N, K, IN(0), IN(1), OUT(0)); /* the tensor-core model */
     if (c->be && c->be->gemm_round) return c->be->gemm_round(c->be->impl, c->rc, c->op_id, (int)a[0], (int)a[1], M, N, K, IN(0), IN(1), OUT(0));
     VT_FORWARD_IF_ERROR(vt_gemm(c->exec, (int)a[0], (int)a[1], M, N, K, IN(0), IN(1), c->s.x64, c->s.rn, c->s.cn, &bd));
     if (a[0]) ROUND_BATCH(c->s.x64, &bd, M, N, OUT(0)); /* transA: K is the batch's rows (vt_op_batch_reduction) */
@@ -84,6 +119,10 @@ vt_err vti_bmm_exec(vt_opctx *c)
     VT_FORWARD_IF_ERROR(bmm_args(c->o, &G, &M, &N, &K));
     const int ta = (int)c->o->iarg[4], tb = (int)c->o->iarg[5];
     const float *A = IN(0), *Bm = IN(1);
+    const vt_tc_arch *tc = vt_gemm_arith_model(c->gemm_arith);
+    for (size_t g = 0; tc && g < G; g++) /* the tensor-core model, group by group */
+        VT_FORWARD_IF_ERROR(tc_gemm(tc, ta, tb, M, N, K, A + g * M * K, Bm + g * K * N, OUT(0) + g * M * N));
+    if (tc) return VT_OK;
     /* each batch a GEMM in the executor's order (BLAS or the project's loops); the bound of element
      * (g, i, j) is the batch's Cauchy-Schwarz bound coef * |row i of op(A_g)| * |column j of op(B_g)|,
      * the norms fixed-order FP64 sums computed here: the same value for every party, THE bound of

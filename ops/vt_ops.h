@@ -46,6 +46,15 @@ typedef struct {
 } vt_schedule;
 double vt_schedule_lr(const vt_schedule *sc, uint64_t s);
 
+/* The GEMMs' arithmetic (recipe key gemm_arith; docs/tensorcore.md): 0 "fp64", the exact rounding
+ * of FP64 products and sums (the default), or a tensor-core model of kernels/vt_tc.h - the operands
+ * rounded to BF16 / FP16 / FP8 E4M3, the products accumulated group by group in the documented order
+ * (vt_tc_gemm) - whose FP32 results are stored as they are. vt_gemm_arith_names: the recipe's names,
+ * NULL-terminated; vt_gemm_arith_model: the model of value v (NULL for 0 or out of range). */
+extern const char *const vt_gemm_arith_names[];
+struct vt_tc_arch_s;
+const struct vt_tc_arch_s *vt_gemm_arith_model(uint32_t v);
+
 /* The FP64 scratch an operation may use, sized by the interpreter from the operations' costs
  * (vt_opcost: scratch values per buffer, norms for the GEMM's row and column norms). */
 typedef struct {
@@ -85,6 +94,7 @@ typedef struct {
     const vt_backend *be;     /* NULL or the backend whose kernels replace the CPU's */
     vt_opscratch s;
     vt_shard *shard;          /* NULL: this process holds the whole batch */
+    uint32_t gemm_arith;      /* the GEMMs' arithmetic (vt_gemm_arith_names): 0 fp64 */
 } vt_opctx;
 
 /* What an operation's plain form is given (the unverified FP32/FP64 benchmark baseline,

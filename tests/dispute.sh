@@ -171,6 +171,10 @@ ARUN=honest-log game two-roots second trainer "equivocation" "" "" -- --step 10
   >/dev/null || bad "export for --init"
 train cheat-init --init "$T/init10.safetensors" --cheat lr:7:0.5
 game cheat-init cheat-init trainer "wrong output" 7 2 --cheat lr:7:0.5
+# the tensor-core mode (gemm_arith; docs/tensorcore.md): a trainer that poisons the fc1 weight-gradient
+# GEMM (operation 15) loses; the arbiter recomputes that GEMM with the CPU's emulation of the tensor cores
+train cheat-tc --set gemm_arith=tc-bf16-sm90 --cheat poison:7:0.001
+game cheat-tc cheat-tc trainer "wrong output" 7 15 --cheat poison:7:0.001
 # a connection dropped mid-game: the arbiter reconnects and the game goes on to the same verdict
 game dropped cheat-lr trainer "wrong output" 7 2 --cheat lr:7:0.5 --misbehave drop-once
 # garbage sent to the trainer's port first: that client is dropped (and logged), the game still works
