@@ -335,7 +335,9 @@ static int main_dispatch(int argc, char **argv)
                    : r.verdict == VT_VERDICT_REJECTED ? VT_EXIT_REJECTED
                    : strcmp(r.reason, "internal error") == 0 ? VT_EXIT_INTERNAL /* a bug of ours: no verdict */
                                                              : VT_EXIT_CANNOT;
-    if (rank != 0) return st; /* the same verdict on every rank */
+    /* every rank has the same verdict; mpirun ends the job at the first rank that exits non-zero, so
+     * the others exit 0 and rank 0 - after its verdict and report are out - gives mpirun its status */
+    if (rank != 0) return VT_EXIT_OK;
     switch (r.verdict) {
     case VT_VERDICT_VERIFIED:
         printf("VERIFIED: %s\n  steps %llu..%llu replayed bit for bit (%llu steps, order %s, %.1f s, %.1f steps/s)\n"

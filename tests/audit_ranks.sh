@@ -2,7 +2,7 @@
 # `mpirun -np M auditor verify`: the run's segments split over M ranks (docs/distributed.md "Audit
 # on several ranks") give the verdict and the report of one process: an honest run VERIFIED and a
 # cheating trainer's run REJECTED at the same step and operation, on 2 and 3 ranks (--jobs 2 each:
-# 4 and 6 segments), with every rank returning the same exit status. Usage: audit_ranks.sh BUILD_DIR
+# 4 and 6 segments), mpirun returning rank 0's status (the verdict's). Usage: audit_ranks.sh BUILD_DIR
 # (exit 77 when the build has no MPI or mpirun is missing).
 set -u
 B=$(cd "$1" && pwd)
