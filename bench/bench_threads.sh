@@ -11,8 +11,8 @@ HERE=$(cd "$(dirname "$0")/.." && pwd)
 T=$(mktemp -d /tmp/vt-bench-threads.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 "$B/trainer" keygen "$T/key" >/dev/null
-CNN=(--recipe "$HERE/recipes/resnet-cifar10.json" --set steps=6 --set checkpoint_every=6 --set state_hash_every=6)
-GPT=(--recipe "$HERE/recipes/gpt-shakespeare.json" --set steps=6 --set checkpoint_every=6 --set state_hash_every=6)
+CNN=(--recipe "$HERE/recipes/resnet-cifar10.json" --set steps=20 --set checkpoint_every=20 --set state_hash_every=20)
+GPT=(--recipe "$HERE/recipes/gpt-shakespeare.json" --set steps=20 --set checkpoint_every=20 --set state_hash_every=20)
 now() { date +%s.%N; }
 median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 for m in CNN GPT; do
