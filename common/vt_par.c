@@ -141,6 +141,6 @@ int vt_par_take_option(int *argc, char **argv, const char **bad)
     argv[w] = NULL;
     *argc = w;
     if (n) vt_par_set_threads(n);
-    blas_threads(vt_par_threads());
+    blas_threads(1); /* the GEMMs are split by rows over our threads, each part with a one-thread BLAS */
     return 0;
 }

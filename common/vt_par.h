@@ -20,8 +20,8 @@ int vt_par_threads(void);
 void vt_par_set_threads(int n);
 
 /* The programs' `--threads N` (or --threads=N), wherever it stands on the command line: removed
- * from argv (argc updated), the pool set to N threads and a multithreaded BLAS (OpenBLAS, found at
- * run time) to N as well. Without the option, VT_THREADS (else 1). Returns 0, or -1 with *bad set
+ * from argv (argc updated) and the pool set to N threads; a multithreaded BLAS (OpenBLAS, found at
+ * run time) is set to one thread, the GEMMs being split by rows over the pool (kernels/vt_gemm.c). Without the option, VT_THREADS (else 1). Returns 0, or -1 with *bad set
  * to the offending text for a value that is not 1 .. VT_PAR_MAX. In exact rounding the bits do not
  * depend on N (each element is RN32 of its exact value); a judged log (rounding=log) records the
  * elements near a boundary of its own FP64 values, which a BLAS's thread count may change. */

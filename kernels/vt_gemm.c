@@ -27,6 +27,8 @@
 #include <cblas.h>
 #include <limits.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../common/vt_debug.h"
@@ -412,11 +414,58 @@ int vt_gemm_order_uses_blas(vt_order o) { return o == VT_ORDER_BLAS || o == VT_O
 
 int vt_gemm_panel(const vt_exec *e, size_t K) { return vt_bound_panelled(&e->bound, (uint64_t)K); }
 
-static vt_err gemm_core(vt_exec *e, int tA, int tB, size_t M, size_t N, size_t K, const float *A, const float *B,
-                        double *C, double *rn, double *cn)
+static vt_err gemm_core1(vt_exec *e, int tA, int tB, size_t M, size_t N, size_t K, const float *A, const float *B,
+                         double *C, double *rn, double *cn)
 {
     if (vt_gemm_order_uses_blas(e->order)) return gemm_blas(e, tA, tB, M, N, K, A, B, C, rn, cn);
     return gemm_loops(e, tA, tB, M, N, K, A, B, C, rn, cn);
+}
+
+/* ---- rows over the threads (common/vt_par.h): op(A) stored by rows (tA = 0) is split into blocks of
+ * rows, each computed by its own part with its own workspace (a vt_exec of the same order, bound
+ * and seed); the row norms are each row's own and every part computes the same column norms (part 0
+ * keeps them). Each output element is the same reduction in the executor's order whatever the
+ * split, and exact rounding makes the stored bits independent of the FP64 partial sums a BLAS
+ * forms: the same commitment for every thread count (tests/threads.sh). */
+typedef struct {
+    vt_exec *e;
+    int tB;
+    size_t N, K;
+    const float *A, *B;
+    double *C, *rn, *cn;
+    vt_err err[VT_PAR_MAX];
+    char msg[VT_PAR_MAX][200];
+} rows_gemm;
+
+static void rows_gemm_part(void *ctx, size_t lo, size_t hi, int part)
+{
+    rows_gemm *j = ctx;
+    vt_exec sub;
+    vt_exec_init(&sub, j->e->order, j->e->bound, j->e->seed);
+    double *cn = NULL, *own = NULL;
+    if (j->cn) cn = part == 0 ? j->cn : (own = malloc((j->N ? j->N : 1) * sizeof *own));
+    j->err[part] = j->cn && !cn ? vt_set_error(VT_ERR_NOMEM, "out of memory (a GEMM part's norms)")
+                                : gemm_core1(&sub, 0, j->tB, hi - lo, j->N, j->K, j->A + lo * j->K, j->B,
+                                             j->C + lo * j->N, j->rn ? j->rn + lo : NULL, cn);
+    if (j->err[part]) snprintf(j->msg[part], sizeof j->msg[part], "%s", vt_errmsg());
+    free(own);
+    vt_exec_free(&sub);
+}
+
+static vt_err gemm_core(vt_exec *e, int tA, int tB, size_t M, size_t N, size_t K, const float *A, const float *B,
+                        double *C, double *rn, double *cn)
+{
+    if (tA || vt_par_threads() <= 1 || M < 128 || (double)M * (double)N * (double)K < 4e6)
+        return gemm_core1(e, tA, tB, M, N, K, A, B, C, rn, cn);
+    rows_gemm *j = malloc(sizeof *j);
+    if (!j) return gemm_core1(e, tA, tB, M, N, K, A, B, C, rn, cn);
+    *j = (rows_gemm){.e = e, .tB = tB, .N = N, .K = K, .A = A, .B = B, .C = C, .rn = rn, .cn = cn};
+    int parts = vt_par_for(M, 64, rows_gemm_part, j);
+    vt_err ret = VT_OK;
+    for (int p = 0; p < parts && !ret; p++)
+        if (j->err[p]) ret = vt_set_error(j->err[p], "%s", j->msg[p]);
+    free(j);
+    return ret;
 }
 
 void vt_gemm_bounds(int tA, int tB, size_t M, size_t N, size_t K, const float *A, const float *B, const double *rn,
