@@ -452,11 +452,58 @@ static void rows_gemm_part(void *ctx, size_t lo, size_t hi, int part)
     vt_exec_free(&sub);
 }
 
+/* op(A) transposed (tA = 1, the weight gradients) and B stored by rows (tB = 0): blocks of C's columns,
+ * each part copying its columns of B into a contiguous K x nb block (values moved only) and its
+ * result block back into C's columns; the column norms are each column's own, every part computes
+ * the same row norms (part 0 keeps them) */
+typedef struct {
+    vt_exec *e;
+    size_t M, N, K;
+    const float *A, *B;
+    double *C, *rn, *cn;
+    vt_err err[VT_PAR_MAX];
+    char msg[VT_PAR_MAX][200];
+} cols_gemm;
+
+static void cols_gemm_part(void *ctx, size_t lo, size_t hi, int part)
+{
+    cols_gemm *j = ctx;
+    const size_t nb = hi - lo, M = j->M, K = j->K, N = j->N;
+    vt_exec sub;
+    vt_exec_init(&sub, j->e->order, j->e->bound, j->e->seed);
+    const size_t nbk = K * nb > 0 ? K * nb : 1, nbm = M * nb > 0 ? M * nb : 1;
+    float *b = malloc(nbk * sizeof *b);
+    double *c = malloc(nbm * sizeof *c), *rn = NULL, *own = NULL;
+    if (j->rn) rn = part == 0 ? j->rn : (own = malloc((M ? M : 1) * sizeof *own));
+    if (!b || !c || (j->rn && !rn)) {
+        j->err[part] = vt_set_error(VT_ERR_NOMEM, "out of memory (a GEMM part's columns)");
+    } else {
+        for (size_t k = 0; k < K; k++) memcpy(b + k * nb, j->B + k * N + lo, nb * sizeof *b);
+        j->err[part] = gemm_core1(&sub, 1, 0, M, nb, K, j->A, b, c, rn, j->cn ? j->cn + lo : NULL);
+        if (!j->err[part])
+            for (size_t i = 0; i < M; i++) memcpy(j->C + i * N + lo, c + i * nb, nb * sizeof *c);
+    }
+    if (j->err[part]) snprintf(j->msg[part], sizeof j->msg[part], "%s", vt_errmsg());
+    free(b), free(c), free(own);
+    vt_exec_free(&sub);
+}
+
 static vt_err gemm_core(vt_exec *e, int tA, int tB, size_t M, size_t N, size_t K, const float *A, const float *B,
                         double *C, double *rn, double *cn)
 {
-    if (tA || vt_par_threads() <= 1 || M < 128 || (double)M * (double)N * (double)K < 4e6)
-        return gemm_core1(e, tA, tB, M, N, K, A, B, C, rn, cn);
+    const int big = vt_par_threads() > 1 && (double)M * (double)N * (double)K >= 4e6;
+    if (big && tA && !tB && N >= 8) {
+        cols_gemm *j = malloc(sizeof *j);
+        if (!j) return gemm_core1(e, tA, tB, M, N, K, A, B, C, rn, cn);
+        *j = (cols_gemm){.e = e, .M = M, .N = N, .K = K, .A = A, .B = B, .C = C, .rn = rn, .cn = cn};
+        int parts = vt_par_for(N, 4, cols_gemm_part, j);
+        vt_err ret = VT_OK;
+        for (int p = 0; p < parts && !ret; p++)
+            if (j->err[p]) ret = vt_set_error(j->err[p], "%s", j->msg[p]);
+        free(j);
+        return ret;
+    }
+    if (tA || !big || M < 128) return gemm_core1(e, tA, tB, M, N, K, A, B, C, rn, cn);
     rows_gemm *j = malloc(sizeof *j);
     if (!j) return gemm_core1(e, tA, tB, M, N, K, A, B, C, rn, cn);
     *j = (rows_gemm){.e = e, .tB = tB, .N = N, .K = K, .A = A, .B = B, .C = C, .rn = rn, .cn = cn};
