@@ -21,15 +21,27 @@
  * With --recipe recipes/gpt-shakespeare.json (any arch=gpt recipe) the same figures for the
  * character-level GPT: kinds QKV projection, attention scores, attention-weighted sum, output
  * projection, FFN, the weight gradients, layer norm; PyTorch through bench/torch_gpt.py; tokens/s.
+ * With an arch=mlp recipe (recipes/mlp-mnist.json) the MLP, PyTorch through bench/torch_mlp.py.
  *
- * Usage: bench_cnn [--quick] [--recipe FILE] [--data-dir DIR] [--python PATH]
+ * --threads T (default 1): the verifiable step with the project's T threads (common/vt_par.h; BLAS
+ * one thread a part, as `trainer --threads T` runs), the plain steps with a T-thread BLAS, PyTorch
+ * with torch.set_num_threads(T); with T > 1 every figure is wall time (thread CPU time would count
+ * one thread). Also printed: the machine's DGEMM rate with T BLAS threads (the best of five
+ * 1024 x 1024 x 1024 products: the peak the step's GEMMs are measured against), the FP64 GEMM work
+ * of one step (2 M N K over its MATMUL and BMM operations) and the rate that work reaches in the
+ * verifiable and the plain FP64 step (work / whole step time), as a fraction of that peak; and one
+ * line "SIDE ..." with the row of the side-by-side table (scripts/bench-side.sh).
+ *
+ * Usage: bench_cnn [--quick] [--recipe FILE] [--data-dir DIR] [--python PATH] [--threads T]
  */
+#include <cblas.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 
 #define BENCH_NAME "bench_cnn"
 #include "bench/bench_util.h"
+#include "common/vt_par.h"
 #include "data/vt_data.h"
 #include "model/vt_model.h"
 #include "model/vt_plain.h"
@@ -83,6 +95,40 @@ static int group_gpt(const vt_opdesc *o)
 }
 
 static int group_of(const vt_opdesc *o) { return gpt_mode ? group_gpt(o) : group_cnn(o); }
+
+/* 2 M N K summed over the step's GEMMs (MATMUL: iarg transA, transB, M, N, K; BMM: G, M, N, K) */
+static double gemm_flops(const vt_program *p)
+{
+    double f = 0;
+    for (uint32_t j = 0; j < p->n_ops; j++) {
+        const vt_opdesc *o = &p->op[j];
+        if (o->kind == VT_OPK_MATMUL && o->n_iarg >= 5) f += 2.0 * (double)o->iarg[2] * (double)o->iarg[3] * (double)o->iarg[4];
+        if (o->kind == VT_OPK_BMM && o->n_iarg >= 4)
+            f += 2.0 * (double)o->iarg[0] * (double)o->iarg[1] * (double)o->iarg[2] * (double)o->iarg[3];
+    }
+    return f;
+}
+
+/* the machine's DGEMM rate (flop/s) with the BLAS's current threads: best of 5 products of n^3 */
+static double dgemm_peak(void)
+{
+    const int n = 1024;
+    double *a = malloc(sizeof(double) * n * n), *b = malloc(sizeof(double) * n * n), *c = malloc(sizeof(double) * n * n);
+    if (!a || !b || !c) {
+        fprintf(stderr, "bench_cnn: out of memory\n");
+        exit(2);
+    }
+    for (size_t i = 0; i < (size_t)n * n; i++) a[i] = 1.0 + (double)(i % 7) * 0.125, b[i] = 0.5 - (double)(i % 5) * 0.0625;
+    double best = 1e30;
+    for (int r = 0; r < 5; r++) {
+        double t0 = clk();
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0, a, n, b, n, 0.0, c, n);
+        double t = clk() - t0;
+        if (t < best) best = t;
+    }
+    free(a), free(b), free(c);
+    return 2.0 * n * n * (double)n / best;
+}
 
 typedef struct {
     vt_model m;
@@ -170,18 +216,24 @@ static double verif_block(verif *v, const vt_dataset *ds, int k)
 
 int main(int argc, char **argv)
 {
-    int quick = 0;
+    int quick = 0, threads = 1;
     const char *recipe = VT_SOURCE_DIR "/recipes/resnet-cifar10.json", *root = NULL, *python = "/usr/bin/python3";
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
         else if (!strcmp(argv[i], "--recipe") && i + 1 < argc) recipe = argv[++i];
         else if (!strcmp(argv[i], "--data-dir") && i + 1 < argc) root = argv[++i];
         else if (!strcmp(argv[i], "--python") && i + 1 < argc) python = argv[++i];
+        else if (!strcmp(argv[i], "--threads") && i + 1 < argc && atoi(argv[i + 1]) >= 1 && atoi(argv[i + 1]) <= VT_PAR_MAX)
+            threads = atoi(argv[++i]);
         else {
-            fprintf(stderr, "usage: bench_cnn [--quick] [--recipe FILE] [--data-dir DIR] [--python PATH]\n");
+            fprintf(stderr, "usage: bench_cnn [--quick] [--recipe FILE] [--data-dir DIR] [--python PATH] [--threads T]\n");
             return 64;
         }
     }
+    g_cpu_clock = threads == 1; /* several threads: wall time (see the head of this file) */
+    vt_par_set_threads(threads);
+    blas_threads(threads);
+    const double peak = dgemm_peak();
     blas_threads(1);
     vt_recipe rc;
     vt_recipe_default(&rc);
@@ -203,9 +255,11 @@ int main(int argc, char **argv)
         if (ve.m.prog.t[t].cls == VT_TC_PARAM) params += ve.m.prog.t[t].n;
     const int R = quick ? 3 : 9, K = 3;
     double tp64[16], tp32[16], tex[16], tlg[16];
-    for (int r = 0; r < R; r++) {
+    for (int r = 0; r < R; r++) { /* plain: a T-thread BLAS; verifiable: T parts, one BLAS thread each */
+        blas_threads(threads);
         tp64[r] = plain_block(&p64, &ds, K);
         tp32[r] = plain_block(&p32, &ds, K);
+        blas_threads(1);
         tex[r] = verif_block(&ve, &ds, K);
         tlg[r] = verif_block(&vl, &ds, K);
     }
@@ -222,9 +276,11 @@ int main(int argc, char **argv)
     /* PyTorch */
     double torch_sps = -1;
     char cmd[2048];
-    int tsteps = quick ? 10 : 40;
-    snprintf(cmd, sizeof cmd, "'%s' '%s/bench/%s' --recipe '%s' --random-init --threads 1 --time-only %d%s%s%s 2>/dev/null",
-             python, VT_SOURCE_DIR, gpt_mode ? "torch_gpt.py" : "torch_resnet.py", recipe, tsteps,
+    const int mlp_mode = rc.arch == VT_ARCH_MLP;
+    int tsteps = mlp_mode ? (quick ? 200 : 1000) : quick ? 10 : 40;
+    snprintf(cmd, sizeof cmd, "'%s' '%s/bench/%s' --recipe '%s' --random-init --threads %d --time-only %d%s%s%s 2>/dev/null",
+             python, VT_SOURCE_DIR, gpt_mode ? "torch_gpt.py" : mlp_mode ? "torch_mlp.py" : "torch_resnet.py", recipe,
+             threads, tsteps,
              root ? " --data-dir '" : "", root ? root : "", root ? "'" : "");
     FILE *f = popen(cmd, "r");
     if (f) {
@@ -236,22 +292,34 @@ int main(int argc, char **argv)
         pclose(f);
     }
 
-    printf("# bench_cnn: %s (%s)\n\n", gpt_mode ? "the character-level GPT" : "the residual CNN", recipe);
+    printf("# bench_cnn: %s (%s)\n\n", gpt_mode ? "the character-level GPT" : mlp_mode ? "the MLP" : "the residual CNN",
+           recipe);
     if (gpt_mode)
         printf("arch=gpt %u layers, %u heads, width %u, context %u, batch %u (%u tokens per step), %zu parameters, %u "
-               "operations per step; BLAS single-threaded; medians of %d rounds of %d steps (thread CPU time)\n\n",
-               rc.gpt_layers, rc.gpt_heads, rc.gpt_width, rc.gpt_context, rc.batch, rc.batch * rc.gpt_context, params,
-               ve.m.n_ops, R, K);
-    else
-        printf("arch=resnet width %u, %u stages x %u blocks, pool %u, batch %u, %zu parameters, %u operations per step; "
-               "BLAS single-threaded; medians of %d rounds of %d steps (thread CPU time)\n\n",
-               rc.resnet_width, rc.resnet_stages, rc.resnet_blocks, rc.resnet_pool, rc.batch, params, ve.m.n_ops, R, K);
+               "operations per step; ", rc.gpt_layers, rc.gpt_heads, rc.gpt_width, rc.gpt_context, rc.batch,
+               rc.batch * rc.gpt_context, params, ve.m.n_ops);
+    else if (mlp_mode) {
+        printf("arch=mlp layers");
+        for (uint32_t l = 0; l <= rc.n_layers; l++) printf("%s%u", l ? "-" : " ", rc.widths[l]);
+        printf(", batch %u, %zu parameters, %u operations per step; ", rc.batch, params, ve.m.n_ops);
+    } else
+        printf("arch=resnet width %u, %u stages x %u blocks, pool %u, batch %u, %zu parameters, %u operations per step; ",
+               rc.resnet_width, rc.resnet_stages, rc.resnet_blocks, rc.resnet_pool, rc.batch, params, ve.m.n_ops);
+    printf("%d thread%s (plain: BLAS with %d; verifiable: the project's --threads %d); medians of %d rounds of %d steps "
+           "(%s)\n\n", threads, threads > 1 ? "s" : "", threads, threads, R, K, g_cpu_clock ? "thread CPU time" : "wall time");
     printf("| configuration | s/step | steps/s | / plain FP64 |\n|---|---:|---:|---:|\n");
     printf("| plain FP32 | %.4f | %.2f | %.3f |\n", m32, 1 / m32, m32 / m64);
     printf("| plain FP64 | %.4f | %.2f | 1.000 |\n", m64, 1 / m64);
     printf("| verifiable, rounding=exact | %.4f | %.2f | %.3f |\n", mex, 1 / mex, mex / m64);
     printf("| verifiable, rounding=log | %.4f | %.2f | %.3f |\n", mlg, 1 / mlg, mlg / m64);
-    if (torch_sps > 0) printf("| PyTorch FP32 (1 thread) | %.4f | %.2f | %.3f |\n", 1 / torch_sps, torch_sps, 1 / torch_sps / m64);
+    if (torch_sps > 0)
+        printf("| PyTorch FP32 (%d thread%s) | %.4f | %.2f | %.3f |\n", threads, threads > 1 ? "s" : "", 1 / torch_sps,
+               torch_sps, 1 / torch_sps / m64);
+    const double gf = gemm_flops(&ve.m.prog);
+    printf("\nFP64 GEMM work %.3g flop a step; the machine's DGEMM (1024^3, %d BLAS thread%s): %.2f GFLOP/s; reached over "
+           "the whole step: verifiable exact %.2f GFLOP/s (%.1f%% of it), plain FP64 %.2f GFLOP/s (%.1f%%)\n",
+           gf, threads, threads > 1 ? "s" : "", peak * 1e-9, gf / mex * 1e-9, 100 * gf / mex / peak, gf / m64 * 1e-9,
+           100 * gf / m64 / peak);
     if (gpt_mode)
         printf("\ntokens/s: plain FP64 %.0f, verifiable exact %.0f, log %.0f%s%.0f\n", rc.batch * rc.gpt_context / m64,
                rc.batch * rc.gpt_context / mex, rc.batch * rc.gpt_context / mlg, torch_sps > 0 ? ", PyTorch FP32 " : "",
@@ -262,6 +330,7 @@ int main(int argc, char **argv)
     printf("| kind | exact: ms | rounded | computed exactly | fraction | log: ms | entries | log bytes | dense bytes "
            "| log / dense |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (int g = 0; g < n_groups; g++) {
+        if (!ve.rd[g] && !vl.rd[g]) continue; /* a group this model has none of (the MLP's convolutions) */
         uint64_t ent = 0, b = group_log(&vl, g, &ent);
         double dense = 0.2 * (double)vl.rd[g];
         printf("| %s | %.1f | %llu | %llu | %.2e | %.1f | %llu | %llu | %.0f | %.3f%% |\n", GROUPS[g], 1e3 * ve.t[g],
@@ -276,6 +345,8 @@ int main(int argc, char **argv)
            100.0 * avg_log / dense_step);
     printf("exact mode: %llu of %llu rounded elements computed exactly (%.2e)\n\n", (unsigned long long)ve.rc.stats.exact,
            (unsigned long long)ve.rc.stats.rounded, (double)ve.rc.stats.exact / (double)ve.rc.stats.rounded);
+    printf("SIDE %s %d %.5f %.5f %.5f %.5f %.5f %.4f %.4f\n", gpt_mode ? "GPT" : mlp_mode ? "MLP" : "CNN", threads, m32, m64,
+           mex, mlg, torch_sps > 0 ? 1 / torch_sps : -1.0, gf / mex / peak, gf / m64 / peak);
     printf("%s verification overhead, rounding=exact: %.3f (target <= 1.10)\n", mex / m64 <= 1.10 ? "PASS" : "MISS",
            mex / m64);
     printf("%s verification overhead, rounding=log: %.3f (target <= 1.10)\n", mlg / m64 <= 1.10 ? "PASS" : "MISS", mlg / m64);
