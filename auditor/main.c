@@ -162,16 +162,65 @@ static void usage_cert(FILE *f)
 {
     fprintf(f, "usage: auditor certify RUN_DIR --eps E --examples N [--method ibp|crown|alpha-crown]\n"
                "                       [--out CERT --key KEYFILE] [--report FILE.json|-] [--pubkey FILE]\n"
-               "                       [--data-dir DIR] [--order ORDER] [--quiet]\n"
+               "                       [--data-dir DIR] [--order ORDER] [--write-vnnlib DIR] [--quiet]\n"
+               "       auditor certify --onnx NET.onnx --vnnlib PROP.vnnlib [--method ...] [--timeout SECONDS]\n"
+               "                       [--cex FILE] [--out CERT --key KEYFILE] [--report FILE.json|-] [--quiet]\n"
                "       auditor check-certificate CERT RUN_DIR [--signer FILE.pub] [--pubkey FILE] [--data-dir DIR]\n"
                "                       [--order ORDER]\n"
+               "       auditor check-certificate CERT --onnx NET.onnx --vnnlib PROP.vnnlib [--signer FILE.pub]\n"
                "       auditor keygen KEYFILE [--force]\n"
                "  the L-infinity ball of radius E (clipped to [0, 1]) around each of the first N test examples of\n"
                "  a committed MLP run: verified (sound bounds, rounding included), falsified (a counterexample\n"
                "  confirmed by the project's evaluation) or unknown; --out writes the signed certificate,\n"
-               "  check-certificate recomputes it and compares the bytes\n"
-               "  exit status: 0 done (certify) / the certificate holds (check), 2 cannot check or mismatch,\n"
-               "  64 usage error\n");
+               "  check-certificate recomputes it and compares the bytes. With --onnx / --vnnlib: a VNN-LIB\n"
+               "  property of an ONNX feed-forward ReLU network, the VNN-COMP result line unsat / sat / unknown /\n"
+               "  timeout on standard output (sat: the counterexample with --cex), a table per disjunct on stderr\n"
+               "  exit status: 0 done (certify) / the certificate holds (check), 2 cannot check, mismatch or a\n"
+               "  malformed file, 64 usage error or an ONNX operator / VNN-LIB construct not supported\n");
+}
+
+/* certify / check-certificate with --onnx and --vnnlib (docs/certify.md "ONNX and VNN-LIB") */
+static int cmd_certify_spec(int argc, char **argv, int check, const vt_cert_opts *o, vt_cert_spec_opts *so, const char *timeout,
+                            const char *eps, uint64_t n, const char *signer, vt_cli_usage_fn *usage_fn)
+{
+    if (!so->onnx_path || !so->vnnlib_path) return vt_cli_usage_error(usage_fn, "auditor: --onnx and --vnnlib go together");
+    if (eps || n || o->pubkey_path || o->data_root || o->vnnlib_dir)
+        return vt_cli_usage_error(usage_fn,
+                                  "auditor: --eps, --examples, --pubkey, --data-dir, --write-vnnlib are for committed runs");
+    if (!vt_cert_onnx_supported()) {
+        fprintf(stderr, "auditor: this auditor was built without ONNX support\n");
+        return VT_EXIT_CANNOT;
+    }
+    so->set = o->set, so->key_path = o->key_path, so->out_path = o->out_path, so->report_path = o->report_path;
+    so->quiet = o->quiet;
+    if (timeout) {
+        char *end = NULL;
+        so->timeout = strtod(timeout, &end);
+        if (!end || *end || !(so->timeout > 0 && so->timeout < 1e9))
+            return vt_cli_usage_error(usage_fn, "auditor certify: --timeout SECONDS: a positive number");
+    }
+    if (check) {
+        if (argc - optind != 1) return vt_cli_usage_error(usage_fn, "auditor check-certificate: CERT expected");
+        vt_err e = vt_cert_spec_check(argv[optind], so, signer);
+        if (e) {
+            fprintf(stderr, "auditor check-certificate: %s\n", vt_errmsg());
+            return e == VT_ERR_ARG || e == VT_ERR_UNSUPPORTED ? VT_EXIT_USAGE : vt_cli_exit_for_input(e);
+        }
+        printf("certificate %s: recomputed from %s and %s, the same bytes; signature valid\n", argv[optind], so->onnx_path,
+               so->vnnlib_path);
+        return VT_EXIT_OK;
+    }
+    if (argc - optind != 0) return vt_cli_usage_error(usage_fn, "auditor certify: no RUN_DIR with --onnx / --vnnlib");
+    if (so->out_path && !so->key_path) return vt_cli_usage_error(usage_fn, "auditor certify: --out needs --key KEYFILE");
+    vt_cert_spec_answer a;
+    vt_err e = vt_cert_spec_run(so, &a);
+    if (e) {
+        fprintf(stderr, "auditor certify: %s\n", vt_errmsg());
+        return e == VT_ERR_ARG || e == VT_ERR_UNSUPPORTED ? VT_EXIT_USAGE : vt_cli_exit_for_input(e);
+    }
+    printf("%s\n", vt_cert_spec_answer_name(a));
+    if (a == VT_CERT_TIMEOUT && so->out_path) fprintf(stderr, "auditor certify: timeout: no certificate written\n");
+    return VT_EXIT_OK;
 }
 
 static int cmd_certify(int argc, char **argv, int check)
@@ -182,7 +231,13 @@ static int cmd_certify(int argc, char **argv, int check)
                                        {"pubkey", required_argument, 0, 'p'},   {"data-dir", required_argument, 0, 'd'},
                                        {"order", required_argument, 0, 'o'},    {"signer", required_argument, 0, 's'},
                                        {"quiet", no_argument, 0, 'q'},          {"help", no_argument, 0, 'h'},
+                                       {"onnx", required_argument, 0, 'X'},     {"vnnlib", required_argument, 0, 'V'},
+                                       {"timeout", required_argument, 0, 'T'},  {"cex", required_argument, 0, 'C'},
+                                       {"write-vnnlib", required_argument, 0, 'W'},
                                        {0, 0, 0, 0}};
+    vt_cert_spec_opts so;
+    memset(&so, 0, sizeof so);
+    const char *timeout = NULL;
     vt_cert_opts o;
     memset(&o, 0, sizeof o);
     vt_cert_settings_default(&o.set, VT_CERT_CROWN);
@@ -209,6 +264,11 @@ static int cmd_certify(int argc, char **argv, int check)
         case 'd': o.data_root = optarg; break;
         case 's': signer = optarg; break;
         case 'q': o.quiet = 1; break;
+        case 'X': so.onnx_path = optarg; break;
+        case 'V': so.vnnlib_path = optarg; break;
+        case 'T': timeout = optarg; break;
+        case 'C': so.cex_path = optarg; break;
+        case 'W': o.vnnlib_dir = optarg; break;
         case 'h': usage_cert(stdout); return VT_EXIT_OK;
         default: {
             int st = vt_cli_opt_parse("auditor", opts, c, optarg, usage_cert);
@@ -218,6 +278,7 @@ static int cmd_certify(int argc, char **argv, int check)
     }
     o.order = (int)order, o.examples = (uint32_t)n;
     if (check || (o.report_path && !strcmp(o.report_path, "-"))) o.quiet = 1;
+    if (so.onnx_path || so.vnnlib_path) return cmd_certify_spec(argc, argv, check, &o, &so, timeout, eps, n, signer, usage_cert);
     if (check) {
         if (argc - optind != 2) return vt_cli_usage_error(usage_cert, "auditor check-certificate: CERT RUN_DIR expected");
         o.run_dir = argv[optind + 1];

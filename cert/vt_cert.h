@@ -66,8 +66,34 @@ vt_err vt_cert_bounds(vt_cert_ctx *c, const double *xl, const double *xu, uint32
 vt_err vt_cert_logit_bounds(vt_cert_ctx *c, const double *xl, const double *xu, const vt_cert_settings *s,
                             double *ol, double *ou) VT_WARN_UNUSED;
 
+/* The spec-matrix form (VNN-LIB properties, docs/certify.md "ONNX and VNN-LIB"): sound lower bounds
+ * lb[r] of C_r . a_L over the box for the m rows of C (m x n[L], row-major doubles), each the larger
+ * of IBP's and (alpha-)CROWN's backward pass from C_r; alpha (NULL, or m * vt_cert_n_alpha_row
+ * doubles) receives alpha-CROWN's slopes per row. A bound not finite, or one the deadline cut short,
+ * is -infinity. The committed-run margins (vt_cert_bounds) are the rows e_label - e_j, computed by the
+ * same code with their own IBP term (unchanged bytes). */
+vt_err vt_cert_spec_bounds(vt_cert_ctx *c, const double *xl, const double *xu, const double *C, uint32_t m,
+                           const vt_cert_settings *s, double *lb, double *alpha) VT_WARN_UNUSED;
+size_t vt_cert_n_alpha_row(const vt_cert_ctx *c);
+/* Sound lower / upper bounds of row . y over the box [ol, ou] of y (n values; work: n doubles). */
+double vt_cert_row_lo(const double *row, const double *ol, const double *ou, uint32_t n, double *work);
+double vt_cert_row_hi(const double *row, const double *ol, const double *ou, uint32_t n, double *work);
+/* A deadline in vt_now() seconds (0: none), checked between neurons, rows, alpha-CROWN's iterations
+ * and the attack's steps; once passed, vt_cert_timed_out is 1 and the bounds computed after it are
+ * -infinity (never a wrong answer: a timeout). */
+void vt_cert_set_deadline(vt_cert_ctx *c, double deadline);
+int vt_cert_timed_out(const vt_cert_ctx *c);
+
 /* The real network's FP64 logits at x (for attacks and tests; not a reference). */
 void vt_cert_forward64(vt_cert_ctx *c, const double *x, double *logits);
+/* After vt_cert_forward64 at a point: g (n[L] values, at least the widest layer's room) holds the
+ * gradient of an objective with respect to the logits; on return its first n[0] values are the
+ * gradient with respect to the input (g2: work of the widest layer). FP64, for attacks only. */
+void vt_cert_backprop64(vt_cert_ctx *c, double *g, double *g2);
+/* splitmix64: the attacks' deterministic random numbers. */
+uint64_t vt_cert_rand(uint64_t *state);
+/* The width of the widest layer. */
+uint32_t vt_cert_max_width(const vt_cert_ctx *c);
 
 /* PGD with restarts (deterministic: the seed, the example index) maximising max_j a_j - a_label
  * over FP32 inputs of the exact box of x and eps. Each candidate whose FP64 margin is <= 0 is
@@ -88,6 +114,7 @@ typedef struct {
     const char *key_path;     /* certify --out: the auditor's secret key (signs the certificate) */
     const char *out_path;     /* optional: the certificate */
     const char *report_path;  /* optional: JSON report ("-": standard output) */
+    const char *vnnlib_dir;   /* optional: each example's property written as DIR/prop_<i>.vnnlib */
     double eps;
     uint32_t examples;
     int order;                /* vt_order of the confirming evaluation */
@@ -107,5 +134,47 @@ vt_err vt_cert_run(const vt_cert_opts *o, vt_cert_result *r) VT_WARN_UNUSED;
  * (and the signer against pubkey when given), recomputes the certificate from the run and compares
  * the bytes. VT_ERR_MISMATCH when anything differs, VT_ERR_FORMAT for a malformed file. */
 vt_err vt_cert_check(const char *cert_path, const vt_cert_opts *o, const char *signer_pub_path) VT_WARN_UNUSED;
+
+/* ---------------------------------------------------------------- ONNX networks, VNN-LIB properties */
+#define VT_CERT_ONNX_MAX_NORM 8
+#define VT_CERT_ONNX_MAX_STORE (4 * VT_CERT_MAX_LAYERS + VT_CERT_ONNX_MAX_NORM + 8)
+
+/* A feed-forward ReLU network read from ONNX (cert/vt_cert_onnx.c): the input's normalisation steps
+ * x <- x - c ('S') or x <- x / c ('D'), c one value or one per element, then the layers. */
+typedef struct {
+    vt_cert_net net;
+    uint32_t n_norm;
+    char norm_op[VT_CERT_ONNX_MAX_NORM];
+    const float *norm_c[VT_CERT_ONNX_MAX_NORM];
+    uint32_t norm_n[VT_CERT_ONNX_MAX_NORM];
+    float *store[VT_CERT_ONNX_MAX_STORE]; /* owned */
+    uint32_t n_store;
+} vt_cert_onnx;
+
+int vt_cert_onnx_supported(void); /* 0 in a build without ONNX support */
+/* Reads path; sha256 receives the SHA-256 of its bytes. VT_ERR_UNSUPPORTED for an operator, attribute,
+ * data type or shape outside the supported set (naming the node and operator), VT_ERR_FORMAT for
+ * bytes that are not a model or lengths that do not agree. */
+vt_err vt_cert_onnx_read(const char *path, vt_cert_onnx *o, uint8_t sha256[32]) VT_WARN_UNUSED;
+void vt_cert_onnx_free(vt_cert_onnx *o);
+
+typedef enum { VT_CERT_UNSAT = 0, VT_CERT_SAT = 1, VT_CERT_SPEC_UNKNOWN = 2, VT_CERT_TIMEOUT = 3 } vt_cert_spec_answer;
+const char *vt_cert_spec_answer_name(vt_cert_spec_answer a); /* unsat, sat, unknown, timeout */
+
+typedef struct {
+    const char *onnx_path, *vnnlib_path;
+    const char *key_path, *out_path; /* --out: the signed certificate (not written on a timeout) */
+    const char *report_path;         /* JSON report ("-": standard output) */
+    const char *cex_path;            /* sat: the counterexample, VNN-COMP's format */
+    double timeout;                  /* seconds, 0: none */
+    int quiet;                       /* no per-disjunct table on stderr */
+    vt_cert_settings set;
+} vt_cert_spec_opts;
+
+/* `auditor certify --onnx FILE --vnnlib FILE`: the answer in *ans (docs/certify.md). */
+vt_err vt_cert_spec_run(const vt_cert_spec_opts *o, vt_cert_spec_answer *ans) VT_WARN_UNUSED;
+/* `auditor check-certificate CERT --onnx FILE --vnnlib FILE`: parses, checks the signature (and the
+ * signer), the two files' hashes, recomputes and compares the bytes. */
+vt_err vt_cert_spec_check(const char *cert_path, const vt_cert_spec_opts *o, const char *signer_pub_path) VT_WARN_UNUSED;
 
 #endif

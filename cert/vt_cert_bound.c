@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "../common/vt_bytes.h"
+#include "../common/vt_cli.h"
 #include "vt_cert.h"
 
 /* ---------------------------------------------------------------- outward rounding */
@@ -83,7 +84,16 @@ struct vt_cert_ctx {
     double *v0, *v1, *v2, *v3, *xs, *mu[VT_CERT_MAX_LAYERS + 1], *fa[VT_CERT_MAX_LAYERS + 1];
     double *alpha_cur, *alpha_best, *grad;
     size_t n_alpha_row;
+    double deadline; /* vt_now() seconds; 0: none */
+    int timed_out;
 };
+
+/* 1 once the deadline has passed (checked between neurons, rows and iterations; sticky). */
+static int expired(vt_cert_ctx *c)
+{
+    if (c->deadline > 0 && !c->timed_out && vt_now() >= c->deadline) c->timed_out = 1;
+    return c->timed_out;
+}
 
 static void *xcalloc(size_t n, size_t sz, int *bad)
 {
@@ -307,6 +317,7 @@ static int layer_bounds(vt_cert_ctx *c, const double *xl, const double *xu, vt_c
         ibp_z(c, k, 0);
         if (meth != VT_CERT_IBP && k > 1) {
             for (uint32_t j = 0; j < c->n[k]; j++) {
+                if (expired(c)) return 0;
                 double *unit = e;
                 memset(unit, 0, c->n[k] * sizeof *unit);
                 unit[j] = 1;
@@ -363,6 +374,46 @@ static void alpha_grad(vt_cert_ctx *c, const double *alpha, double *g)
     }
 }
 
+/* CROWN's (or alpha-CROWN's) sound lower bound of row . a_L, the row in c->v3, after layer_bounds:
+ * CROWN's adaptive slopes, then alpha-CROWN's search; the best slopes found go to alpha (NULL: not
+ * kept). Returns -inf at the deadline. */
+static double crown_row(vt_cert_ctx *c, const double *row, const vt_cert_settings *s, double *alpha)
+{
+    uint32_t L = c->L;
+    size_t na = c->n_alpha_row;
+    /* CROWN's adaptive slopes as the start */
+    size_t off = 0;
+    for (uint32_t m = 1; m < L; m++) {
+        for (uint32_t i = 0; i < c->n[m]; i++) c->alpha_cur[off + i] = c->au[m][i] >= -c->al[m][i] ? 1.0 : 0.0;
+        off += c->n[m];
+    }
+    double best = backward_lb(c, L, 1, row, c->alpha_cur);
+    memcpy(c->alpha_best, c->alpha_cur, na * sizeof(double));
+    if (s->method == VT_CERT_ALPHA_CROWN) {
+        double step = s->alpha_step;
+        for (uint32_t it = 0; it < s->alpha_iters; it++) {
+            if (expired(c)) return -INFINITY;
+            alpha_grad(c, c->alpha_cur, c->grad);
+            for (size_t q = 0; q < na; q++) {
+                double a = c->alpha_cur[q] + (c->grad[q] > 0 ? step : c->grad[q] < 0 ? -step : 0);
+                c->alpha_cur[q] = a < 0 ? 0 : a > 1 ? 1 : a;
+            }
+            step *= s->alpha_decay;
+            double v = backward_lb(c, L, 1, row, c->alpha_cur);
+            if (v > best) {
+                best = v;
+                memcpy(c->alpha_best, c->alpha_cur, na * sizeof(double));
+            } else {
+                /* the gradient is taken at the best slopes found */
+                memcpy(c->alpha_cur, c->alpha_best, na * sizeof(double));
+                (void)backward_lb(c, L, 1, row, c->alpha_cur);
+            }
+        }
+        if (alpha) memcpy(alpha, c->alpha_best, na * sizeof(double));
+    }
+    return best;
+}
+
 vt_err vt_cert_bounds(vt_cert_ctx *c, const double *xl, const double *xu, uint32_t label, const vt_cert_settings *s,
                       double *lb, double *alpha)
 {
@@ -388,41 +439,60 @@ vt_err vt_cert_bounds(vt_cert_ctx *c, const double *xl, const double *xu, uint32
         double *row = c->v3;
         memset(row, 0, no * sizeof *row);
         row[label] = 1, row[j] = -1;
-        /* CROWN's adaptive slopes as the start */
-        size_t off = 0;
-        for (uint32_t m = 1; m < L; m++) {
-            for (uint32_t i = 0; i < c->n[m]; i++)
-                c->alpha_cur[off + i] = c->au[m][i] >= -c->al[m][i] ? 1.0 : 0.0;
-            off += c->n[m];
-        }
-        double best = backward_lb(c, L, 1, row, c->alpha_cur);
-        memcpy(c->alpha_best, c->alpha_cur, na * sizeof(double));
-        if (s->method == VT_CERT_ALPHA_CROWN) {
-            double step = s->alpha_step;
-            for (uint32_t it = 0; it < s->alpha_iters; it++) {
-                alpha_grad(c, c->alpha_cur, c->grad);
-                for (size_t q = 0; q < na; q++) {
-                    double a = c->alpha_cur[q] + (c->grad[q] > 0 ? step : c->grad[q] < 0 ? -step : 0);
-                    c->alpha_cur[q] = a < 0 ? 0 : a > 1 ? 1 : a;
-                }
-                step *= s->alpha_decay;
-                double v = backward_lb(c, L, 1, row, c->alpha_cur);
-                if (v > best) {
-                    best = v;
-                    memcpy(c->alpha_best, c->alpha_cur, na * sizeof(double));
-                } else {
-                    /* the gradient is taken at the best slopes found */
-                    memcpy(c->alpha_cur, c->alpha_best, na * sizeof(double));
-                    (void)backward_lb(c, L, 1, row, c->alpha_cur);
-                }
-            }
-            if (alpha) memcpy(alpha + (size_t)r * na, c->alpha_best, na * sizeof(double));
-        }
+        double best = crown_row(c, row, s, alpha ? alpha + (size_t)r * na : NULL);
         lb[j] = best > ibp ? best : ibp; /* both sound */
         r++;
     }
     return VT_OK;
 }
+
+double vt_cert_row_lo(const double *row, const double *ol, const double *ou, uint32_t n, double *work)
+{
+    for (uint32_t j = 0; j < n; j++) work[j] = row[j] >= 0 ? ol[j] : ou[j];
+    return dot_lo(row, work, n);
+}
+
+double vt_cert_row_hi(const double *row, const double *ol, const double *ou, uint32_t n, double *work)
+{
+    for (uint32_t j = 0; j < n; j++) work[j] = row[j] >= 0 ? ou[j] : ol[j];
+    return dot_hi(row, work, n);
+}
+
+vt_err vt_cert_spec_bounds(vt_cert_ctx *c, const double *xl, const double *xu, const double *C, uint32_t m,
+                           const vt_cert_settings *s, double *lb, double *alpha)
+{
+    uint32_t L = c->L, no = c->n[L];
+    size_t na = c->n_alpha_row;
+    if (alpha && s->method == VT_CERT_ALPHA_CROWN) memset(alpha, 0, (size_t)m * na * sizeof *alpha);
+    for (uint32_t r = 0; r < m; r++) lb[r] = -INFINITY;
+    if (!layer_bounds(c, xl, xu, s->method)) return VT_OK;
+    double *work = c->xs; /* maxw doubles; free until a backward pass */
+    for (uint32_t r = 0; r < m; r++) {
+        if (expired(c)) return VT_OK;
+        const double *cr = C + (size_t)r * no;
+        double ibp = vt_cert_row_lo(cr, c->al[L], c->au[L], no, work);
+        if (ibp != ibp) ibp = -INFINITY;
+        if (s->method == VT_CERT_IBP) {
+            lb[r] = ibp;
+            continue;
+        }
+        double *row = c->v3;
+        memcpy(row, cr, no * sizeof *row);
+        double best = crown_row(c, row, s, alpha && s->method == VT_CERT_ALPHA_CROWN ? alpha + (size_t)r * na : NULL);
+        lb[r] = best > ibp ? best : ibp;
+    }
+    return VT_OK;
+}
+
+size_t vt_cert_n_alpha_row(const vt_cert_ctx *c) { return c->n_alpha_row; }
+
+void vt_cert_set_deadline(vt_cert_ctx *c, double deadline)
+{
+    c->deadline = deadline;
+    c->timed_out = 0;
+}
+
+int vt_cert_timed_out(const vt_cert_ctx *c) { return c->timed_out; }
 
 /* ---------------------------------------------------------------- the attack */
 
@@ -440,6 +510,19 @@ void vt_cert_forward64(vt_cert_ctx *c, const double *x, double *logits)
             o[j] = k < c->L && a < 0 ? 0 : a;
         }
         h = o;
+    }
+}
+
+void vt_cert_backprop64(vt_cert_ctx *c, double *g, double *g2)
+{
+    for (uint32_t k = c->L; k >= 1; k--) {
+        size_t in = c->n[k - 1], out = c->n[k];
+        for (size_t i = 0; i < in; i++) {
+            double a = 0;
+            for (size_t j = 0; j < out; j++) a += c->W[k][i * out + j] * g[j];
+            g2[i] = k > 1 && c->fa[k - 1][i] <= 0 ? 0 : a;
+        }
+        memcpy(g, g2, in * sizeof *g);
     }
 }
 
@@ -478,7 +561,7 @@ vt_err vt_cert_attack(vt_cert_ctx *c, const float *x, double eps, uint32_t label
                       const vt_cert_settings *s, vt_cert_confirm_fn confirm, void *cctx, float *cex, int *found)
 {
     *found = 0;
-    uint32_t d = c->n[0], L = c->L, no = c->n[L];
+    uint32_t d = c->n[0], no = c->n[c->L];
     double *xc = malloc(d * sizeof *xc), *g = malloc(c->maxw * sizeof *g), *g2 = malloc(c->maxw * sizeof *g2),
            *lg = malloc(no * sizeof *lg);
     float *xf = malloc(d * sizeof *xf);
@@ -513,15 +596,7 @@ vt_err vt_cert_attack(vt_cert_ctx *c, const float *x, double eps, uint32_t label
             if (it == s->attack_iters) break;
             /* gradient of a_jb - a_label by back-propagation (the activations recomputed) */
             for (uint32_t j = 0; j < no; j++) g[j] = (j == jb) - (j == label);
-            for (uint32_t k = L; k >= 1; k--) {
-                size_t in = c->n[k - 1], out = c->n[k];
-                for (size_t i = 0; i < in; i++) {
-                    double a = 0;
-                    for (size_t j = 0; j < out; j++) a += c->W[k][i * out + j] * g[j];
-                    g2[i] = k > 1 && c->fa[k - 1][i] <= 0 ? 0 : a;
-                }
-                memcpy(g, g2, in * sizeof *g);
-            }
+            vt_cert_backprop64(c, g, g2);
             for (uint32_t i = 0; i < d; i++)
                 xf[i] = to_ball((double)xf[i] + (g[i] > 0 ? step : g[i] < 0 ? -step : 0), x[i], eps);
         }
@@ -530,3 +605,7 @@ done:
     free(xc), free(g), free(g2), free(lg), free(xf);
     return e;
 }
+
+uint32_t vt_cert_max_width(const vt_cert_ctx *c) { return c->maxw; }
+
+uint64_t vt_cert_rand(uint64_t *state) { return splitmix(state); }

@@ -21,6 +21,7 @@
 #include "../run/vt_train.h"
 #include "../store/vt_store.h"
 #include "vt_cert.h"
+#include "vt_cert_int.h"
 
 #define CERT_MAGIC "VTCERT01"
 #define CERT_VERSION 1u
@@ -170,54 +171,17 @@ static vt_err confirm(void *ctx, const float *x, uint32_t label, int *mis)
 
 /* ---------------------------------------------------------------- the certificate */
 
-typedef struct {
-    uint8_t *b;
-    size_t n, cap;
-    int bad;
-} buf;
-
-static void put(buf *o, const void *p, size_t n)
-{
-    if (o->bad) return;
-    if (o->n + n > o->cap) {
-        size_t cap = o->cap ? o->cap : 4096;
-        while (cap < o->n + n) cap *= 2;
-        uint8_t *nb = realloc(o->b, cap);
-        if (!nb) {
-            o->bad = 1;
-            return;
-        }
-        o->b = nb, o->cap = cap;
-    }
-    memcpy(o->b + o->n, p, n);
-    o->n += n;
-}
-
-static void put32(buf *o, uint32_t v)
-{
-    uint8_t t[4];
-    vt_put_u32le(t, v);
-    put(o, t, 4);
-}
-
-static void put64(buf *o, uint64_t v)
-{
-    uint8_t t[8];
-    vt_put_u64le(t, v);
-    put(o, t, 8);
-}
-
-static void put_header(buf *o, const vt_cert_opts *op, const cert_run *r, uint32_t n_alpha)
+static void put_header(vti_buf *o, const vt_cert_opts *op, const cert_run *r, uint32_t n_alpha)
 {
     const vt_cert_settings *s = &op->set;
-    put(o, CERT_MAGIC, 8);
-    put32(o, CERT_VERSION), put32(o, (uint32_t)s->method), put32(o, op->examples);
-    put32(o, r->net.n[r->net.L]), put32(o, r->net.n[0]), put32(o, n_alpha);
-    put64(o, r->ex.step), put64(o, vt_f64_bits(op->eps));
-    put32(o, s->alpha_iters), put64(o, vt_f64_bits(s->alpha_step)), put64(o, vt_f64_bits(s->alpha_decay));
-    put32(o, s->attack_restarts), put32(o, s->attack_iters), put64(o, s->attack_seed);
-    put(o, r->ex.state_hash, 32), put(o, r->ex.root, 32), put(o, r->manifest_hash, 32);
-    put(o, r->ex.public_key, 32), put(o, r->ds.hash, 32);
+    vti_put(o, CERT_MAGIC, 8);
+    vti_put32(o, CERT_VERSION), vti_put32(o, (uint32_t)s->method), vti_put32(o, op->examples);
+    vti_put32(o, r->net.n[r->net.L]), vti_put32(o, r->net.n[0]), vti_put32(o, n_alpha);
+    vti_put64(o, r->ex.step), vti_put64(o, vt_f64_bits(op->eps));
+    vti_put32(o, s->alpha_iters), vti_put64(o, vt_f64_bits(s->alpha_step)), vti_put64(o, vt_f64_bits(s->alpha_decay));
+    vti_put32(o, s->attack_restarts), vti_put32(o, s->attack_iters), vti_put64(o, s->attack_seed);
+    vti_put(o, r->ex.state_hash, 32), vti_put(o, r->ex.root, 32), vti_put(o, r->manifest_hash, 32);
+    vti_put(o, r->ex.public_key, 32), vti_put(o, r->ds.hash, 32);
 }
 
 typedef struct {
@@ -225,8 +189,31 @@ typedef struct {
     int first;
 } report;
 
+/* The example's property in VNN-LIB (VNN-COMP's mnist_fc form): the box [xl, xu] (each end printed
+ * with 17 digits: read back as the same double, up to the reader's one-ulp widening of an inexact
+ * literal), the unsafe region "some other class's logit >= the label's". */
+static vt_err write_vnnlib(const char *dir, uint32_t i, const double *xl, const double *xu, uint32_t d, uint32_t label,
+                           uint32_t C)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/prop_%u.vnnlib", dir, i);
+    FILE *f = fopen(path, "w");
+    VT_RETURN_ERROR_IF(!f, VT_ERR_IO, "--write-vnnlib: cannot create %s", path);
+    fprintf(f, "; example %u of the test set, label %u\n", i, label);
+    for (uint32_t k = 0; k < d; k++) fprintf(f, "(declare-const X_%u Real)\n", k);
+    for (uint32_t j = 0; j < C; j++) fprintf(f, "(declare-const Y_%u Real)\n", j);
+    for (uint32_t k = 0; k < d; k++) fprintf(f, "(assert (>= X_%u %.17g))\n(assert (<= X_%u %.17g))\n", k, xl[k], k, xu[k]);
+    fprintf(f, "(assert (or\n");
+    for (uint32_t j = 0; j < C; j++)
+        if (j != label) fprintf(f, "    (and (>= Y_%u Y_%u))\n", j, label);
+    fprintf(f, "))\n");
+    int bad = ferror(f) | (fclose(f) != 0);
+    VT_RETURN_ERROR_IF(bad, VT_ERR_IO, "--write-vnnlib: cannot write %s", path);
+    return VT_OK;
+}
+
 /* Computes the certificate's body (everything before the signer's key) into o. */
-static vt_err compute(const vt_cert_opts *op, cert_run *r, buf *o, vt_cert_result *res, report *rep)
+static vt_err compute(const vt_cert_opts *op, cert_run *r, vti_buf *o, vt_cert_result *res, report *rep)
 {
     vt_cert_ctx *c = NULL;
     VT_FORWARD_IF_ERROR(vt_cert_ctx_new(&r->net, &c));
@@ -245,6 +232,8 @@ static vt_err compute(const vt_cert_opts *op, cert_run *r, buf *o, vt_cert_resul
         e = vt_data_batch(&r->ds, &idx, 1, x, &lab);
         if (e) break;
         vt_cert_box(x, d, op->eps, xl, xu);
+        if (op->vnnlib_dir) e = write_vnnlib(op->vnnlib_dir, i, xl, xu, d, lab, C);
+        if (e) break;
         e = vt_cert_bounds(c, xl, xu, lab, &op->set, lb, na ? alpha : NULL);
         if (e) break;
         double mn = INFINITY;
@@ -259,11 +248,11 @@ static vt_err compute(const vt_cert_opts *op, cert_run *r, buf *o, vt_cert_resul
         }
         res->verified += ans == VT_CERT_VERIFIED, res->falsified += ans == VT_CERT_FALSIFIED;
         res->unknown += ans == VT_CERT_UNKNOWN;
-        put32(o, i), put32(o, lab), put32(o, (uint32_t)ans);
-        for (uint32_t j = 0; j < C; j++) put64(o, vt_f64_bits(lb[j]));
+        vti_put32(o, i), vti_put32(o, lab), vti_put32(o, (uint32_t)ans);
+        for (uint32_t j = 0; j < C; j++) vti_put64(o, vt_f64_bits(lb[j]));
         if (ans == VT_CERT_FALSIFIED)
-            for (uint32_t k = 0; k < d; k++) put32(o, vt_f32_bits(cex[k]));
-        for (size_t k = 0; k < na; k++) put64(o, vt_f64_bits(alpha[k]));
+            for (uint32_t k = 0; k < d; k++) vti_put32(o, vt_f32_bits(cex[k]));
+        for (size_t k = 0; k < na; k++) vti_put64(o, vt_f64_bits(alpha[k]));
         if (!op->quiet) printf("example %4u  label %u  %-9s  min margin >= %.6g\n", i, lab, vt_cert_answer_name(ans), mn);
         if (rep && rep->rep) {
             fprintf(rep->rep, "%s\n    {\"index\": %u, \"label\": %u, \"answer\": \"%s\", \"margin_lower_bound\": ",
@@ -288,20 +277,10 @@ static vt_err load(const vt_cert_opts *o, cert_run *r)
     return load_data(o, r);
 }
 
-static vt_err write_file(const char *path, const uint8_t *p, size_t n)
-{
-    FILE *f = fopen(path, "wb");
-    VT_RETURN_ERROR_IF(!f, VT_ERR_IO, "%s: cannot create it", path);
-    size_t w = fwrite(p, 1, n, f);
-    int bad = ferror(f) | (fclose(f) != 0);
-    VT_RETURN_ERROR_IF(w != n || bad, VT_ERR_IO, "%s: cannot write it", path);
-    return VT_OK;
-}
-
 vt_err vt_cert_run(const vt_cert_opts *o, vt_cert_result *res)
 {
     cert_run r;
-    buf out = {0};
+    vti_buf out = {0};
     report rep = {NULL, 1};
     vt_keypair kp;
     memset(&kp, 0, sizeof kp);
@@ -328,14 +307,7 @@ vt_err vt_cert_run(const vt_cert_opts *o, vt_cert_result *res)
         else fflush(stdout);
         if (!e && bad) e = vt_set_error(VT_ERR_IO, "--report %s: cannot write it", o->report_path);
     }
-    if (!e && o->out_path) {
-        put(&out, kp.pk, 32);
-        uint8_t sig[VT_SIGN_SIG_LEN];
-        if (out.bad) e = vt_set_error(VT_ERR_NOMEM, "out of memory");
-        if (!e) e = vt_sign_detached(&kp, out.b, out.n, sig);
-        put(&out, sig, sizeof sig);
-        if (!e) e = write_file(o->out_path, out.b, out.n);
-    }
+    if (!e && o->out_path) e = vti_cert_sign_write(&out, &kp, o->out_path);
     vt_keypair_wipe(&kp);
     free(out.b);
     cert_run_free(&r);
@@ -347,6 +319,8 @@ static vt_err parse(const uint8_t *p, size_t n, vt_cert_opts *o, uint8_t state_h
 {
     VT_RETURN_ERROR_IF(n < CERT_HEADER + 96 || memcmp(p, CERT_MAGIC, 8) != 0, VT_ERR_FORMAT,
                        "not a certificate (magic, or shorter than its header)");
+    VT_RETURN_ERROR_IF(vt_get_u32le(p + 8) == 2, VT_ERR_FORMAT,
+                       "an ONNX / VNN-LIB certificate (version 2): check it with --onnx FILE --vnnlib FILE");
     VT_RETURN_ERROR_IF(vt_get_u32le(p + 8) != CERT_VERSION, VT_ERR_FORMAT, "certificate version %u (this auditor: %u)",
                        vt_get_u32le(p + 8), CERT_VERSION);
     uint32_t meth = vt_get_u32le(p + 12), N = vt_get_u32le(p + 16), C = vt_get_u32le(p + 20), d = vt_get_u32le(p + 24),
@@ -380,40 +354,17 @@ static vt_err parse(const uint8_t *p, size_t n, vt_cert_opts *o, uint8_t state_h
 
 vt_err vt_cert_check(const char *cert_path, const vt_cert_opts *in, const char *signer_pub_path)
 {
-    FILE *f = fopen(cert_path, "rb");
-    VT_RETURN_ERROR_IF(!f, VT_ERR_IO, "%s: cannot open it", cert_path);
     uint8_t *p = NULL;
-    size_t n = 0, cap = 0;
-    for (;;) {
-        if (n == cap) {
-            uint8_t *np = cap >= ((size_t)1 << 34) ? NULL : realloc(p, cap = cap ? 2 * cap : 65536);
-            if (!np) {
-                fclose(f), free(p);
-                return vt_set_error(VT_ERR_NOMEM, "out of memory");
-            }
-            p = np;
-        }
-        size_t got = fread(p + n, 1, cap - n, f);
-        n += got;
-        if (got == 0) break;
-    }
-    int rerr = ferror(f);
-    fclose(f);
+    size_t n = 0;
+    VT_FORWARD_IF_ERROR(vti_cert_read_file(cert_path, (size_t)1 << 34, &p, &n));
     vt_cert_opts o = *in;
     uint8_t sh[32];
     size_t body = 0;
-    vt_err e = rerr ? vt_set_error(VT_ERR_IO, "%s: cannot read it", cert_path) : parse(p, n, &o, sh, &body);
-    if (!e && vt_sign_verify_detached(p + body + 32, p, body + 32, p + body) != 0)
-        e = vt_set_error(VT_ERR_MISMATCH, "%s: the signature does not verify", cert_path);
-    if (!e && signer_pub_path) {
-        uint8_t pk[32];
-        e = vt_sign_read_public_key(signer_pub_path, pk);
-        if (!e && memcmp(pk, p + body, 32) != 0)
-            e = vt_set_error(VT_ERR_MISMATCH, "%s is signed by another key than %s", cert_path, signer_pub_path);
-    }
+    vt_err e = parse(p, n, &o, sh, &body);
+    if (!e) e = vti_cert_verify(cert_path, p, body, signer_pub_path);
     cert_run r;
     int loaded = 0;
-    buf out = {0};
+    vti_buf out = {0};
     if (!e) {
         e = load(&o, &r);
         loaded = 1;
@@ -422,11 +373,7 @@ vt_err vt_cert_check(const char *cert_path, const vt_cert_opts *in, const char *
         e = vt_set_error(VT_ERR_MISMATCH, "%s: certifies another model than the run's final state", cert_path);
     vt_cert_result res;
     if (!e) e = compute(&o, &r, &out, &res, NULL);
-    if (!e && (out.n != body || memcmp(out.b, p, body) != 0)) {
-        size_t k = 0;
-        while (k < body && k < out.n && out.b[k] == p[k]) k++;
-        e = vt_set_error(VT_ERR_MISMATCH, "%s: the recomputed certificate differs from byte %zu", cert_path, k);
-    }
+    if (!e) e = vti_cert_compare(cert_path, &out, p, body);
     free(out.b);
     if (loaded) cert_run_free(&r);
     free(p);

@@ -1,0 +1,31 @@
+/* vt_cert_int.h - private to cert/: the certificate's byte buffer and file helpers shared by the
+ * committed-run certificate (vt_cert_run.c) and the ONNX / VNN-LIB one (vt_cert_spec.c). */
+#ifndef VT_CERT_INT_H
+#define VT_CERT_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/vt_error.h"
+#include "../merkle/vt_sign.h"
+
+typedef struct {
+    uint8_t *b;
+    size_t n, cap;
+    int bad; /* an allocation failed: the contents are incomplete */
+} vti_buf;
+
+void vti_put(vti_buf *o, const void *p, size_t n);
+void vti_put32(vti_buf *o, uint32_t v);
+void vti_put64(vti_buf *o, uint64_t v);
+/* The whole file (at most max bytes) into *p (malloc'd), its length in *n. */
+vt_err vti_cert_read_file(const char *path, size_t max, uint8_t **p, size_t *n) VT_WARN_UNUSED;
+vt_err vti_cert_write_file(const char *path, const uint8_t *p, size_t n) VT_WARN_UNUSED;
+/* Appends the signer's public key and the Ed25519 signature of everything before it; writes the file. */
+vt_err vti_cert_sign_write(vti_buf *out, const vt_keypair *kp, const char *path) VT_WARN_UNUSED;
+/* The signature of a certificate of body bytes (then key, signature), and with signer_pub_path, its key. */
+vt_err vti_cert_verify(const char *cert_path, const uint8_t *p, size_t body, const char *signer_pub_path) VT_WARN_UNUSED;
+/* VT_ERR_MISMATCH naming the first differing byte unless the recomputed body equals the file's. */
+vt_err vti_cert_compare(const char *cert_path, const vti_buf *out, const uint8_t *p, size_t body) VT_WARN_UNUSED;
+
+#endif

@@ -1,0 +1,120 @@
+/* vt_cert_io.c - the certificate's byte buffer and whole-file reads and writes (vt_cert_int.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/vt_bytes.h"
+#include "../merkle/vt_sign.h"
+#include "vt_cert_int.h"
+
+void vti_put(vti_buf *o, const void *p, size_t n)
+{
+    if (o->bad) return;
+    if (o->n + n > o->cap) {
+        size_t cap = o->cap ? o->cap : 4096;
+        while (cap < o->n + n) cap *= 2;
+        uint8_t *nb = realloc(o->b, cap);
+        if (!nb) {
+            o->bad = 1;
+            return;
+        }
+        o->b = nb, o->cap = cap;
+    }
+    memcpy(o->b + o->n, p, n);
+    o->n += n;
+}
+
+void vti_put32(vti_buf *o, uint32_t v)
+{
+    uint8_t t[4];
+    vt_put_u32le(t, v);
+    vti_put(o, t, 4);
+}
+
+void vti_put64(vti_buf *o, uint64_t v)
+{
+    uint8_t t[8];
+    vt_put_u64le(t, v);
+    vti_put(o, t, 8);
+}
+
+vt_err vti_cert_read_file(const char *path, size_t max, uint8_t **out, size_t *len)
+{
+    *out = NULL, *len = 0;
+    FILE *f = fopen(path, "rb");
+    VT_RETURN_ERROR_IF(!f, VT_ERR_IO, "%s: cannot open it", path);
+    uint8_t *p = NULL;
+    size_t n = 0, cap = 0;
+    vt_err e = VT_OK;
+    for (;;) {
+        if (n == cap) {
+            if (cap >= max) {
+                e = vt_set_error(VT_ERR_LIMIT, "%s: larger than %zu bytes", path, max);
+                break;
+            }
+            size_t nc = cap ? 2 * cap : 65536;
+            uint8_t *np = realloc(p, nc);
+            if (!np) {
+                e = vt_set_error(VT_ERR_NOMEM, "out of memory");
+                break;
+            }
+            p = np, cap = nc;
+        }
+        size_t got = fread(p + n, 1, cap - n, f);
+        n += got;
+        if (got == 0) break;
+    }
+    if (!e && ferror(f)) e = vt_set_error(VT_ERR_IO, "%s: cannot read it", path);
+    fclose(f);
+    if (e) {
+        free(p);
+        return e;
+    }
+    *out = p, *len = n;
+    return VT_OK;
+}
+
+vt_err vti_cert_write_file(const char *path, const uint8_t *p, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    VT_RETURN_ERROR_IF(!f, VT_ERR_IO, "%s: cannot create it", path);
+    size_t w = fwrite(p, 1, n, f);
+    int bad = ferror(f) | (fclose(f) != 0);
+    VT_RETURN_ERROR_IF(w != n || bad, VT_ERR_IO, "%s: cannot write it", path);
+    return VT_OK;
+}
+
+vt_err vti_cert_sign_write(vti_buf *out, const vt_keypair *kp, const char *path)
+{
+    vti_put(out, kp->pk, 32);
+    uint8_t sig[VT_SIGN_SIG_LEN];
+    VT_RETURN_ERROR_IF(out->bad, VT_ERR_NOMEM, "out of memory");
+    VT_FORWARD_IF_ERROR(vt_sign_detached(kp, out->b, out->n, sig));
+    vti_put(out, sig, sizeof sig);
+    VT_RETURN_ERROR_IF(out->bad, VT_ERR_NOMEM, "out of memory");
+    return vti_cert_write_file(path, out->b, out->n);
+}
+
+vt_err vti_cert_verify(const char *cert_path, const uint8_t *p, size_t body, const char *signer_pub_path)
+{
+    VT_RETURN_ERROR_IF(vt_sign_verify_detached(p + body + 32, p, body + 32, p + body) != 0, VT_ERR_MISMATCH,
+                       "%s: the signature does not verify", cert_path);
+    if (signer_pub_path) {
+        uint8_t pk[32];
+        VT_FORWARD_IF_ERROR(vt_sign_read_public_key(signer_pub_path, pk));
+        VT_RETURN_ERROR_IF(memcmp(pk, p + body, 32) != 0, VT_ERR_MISMATCH, "%s is signed by another key than %s", cert_path,
+                           signer_pub_path);
+    }
+    return VT_OK;
+}
+
+vt_err vti_cert_compare(const char *cert_path, const vti_buf *out, const uint8_t *p, size_t body)
+{
+    VT_RETURN_ERROR_IF(out->bad, VT_ERR_NOMEM, "out of memory");
+    if (out->n != body || memcmp(out->b, p, body) != 0) {
+        size_t k = 0;
+        while (k < body && k < out->n && out->b[k] == p[k]) k++;
+        return vt_set_error(VT_ERR_MISMATCH, "%s: the recomputed certificate differs from byte %zu", cert_path, k);
+    }
+    return VT_OK;
+}

@@ -1,0 +1,371 @@
+/* vt_cert_spec.c - `auditor certify --onnx FILE --vnnlib FILE` and its certificate (docs/certify.md
+ * "ONNX and VNN-LIB", docs/format.md "Certificate" version 2): the network read from ONNX, the
+ * property from VNN-LIB, the spec matrix's bounds (vt_cert_spec_bounds) over the box after the
+ * input's normalisation (rounded outward), the VNN-COMP answer (unsat / sat / unknown / timeout),
+ * a counterexample only when a rigorous FP64 interval evaluation of the real-arithmetic network at
+ * that input satisfies every constraint of one disjunct. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/vt_bytes.h"
+#include "../common/vt_cli.h"
+#include "../common/vt_hash.h"
+#include "vt_cert.h"
+#include "vt_cert_int.h"
+#include "vt_vnnlib.h"
+
+#define CERT_MAGIC "VTCERT01"
+#define CERT_SPEC_VERSION 2u
+#define CERT_SPEC_HEADER 140u
+
+const char *vt_cert_spec_answer_name(vt_cert_spec_answer a)
+{
+    return a == VT_CERT_UNSAT ? "unsat" : a == VT_CERT_SAT ? "sat" : a == VT_CERT_TIMEOUT ? "timeout" : "unknown";
+}
+
+static double dn(double x) { return nextafter(x, -INFINITY); }
+static double up(double x) { return nextafter(x, INFINITY); }
+
+/* The box [yl, yu] of the normalised input over [xl, xu], rounded outward step by step. */
+static void norm_box(const vt_cert_onnx *o, const double *xl, const double *xu, double *yl, double *yu)
+{
+    uint32_t d = o->net.n[0];
+    memcpy(yl, xl, d * sizeof *yl), memcpy(yu, xu, d * sizeof *yu);
+    for (uint32_t s = 0; s < o->n_norm; s++)
+        for (uint32_t i = 0; i < d; i++) {
+            double c = o->norm_c[s][o->norm_n[s] == 1 ? 0 : i], l = yl[i], u = yu[i];
+            if (o->norm_op[s] == 'S') yl[i] = dn(l - c), yu[i] = up(u - c);
+            else if (c > 0) yl[i] = dn(l / c), yu[i] = up(u / c);
+            else yl[i] = dn(u / c), yu[i] = up(l / c);
+        }
+}
+
+/* FP64 normalisation (attacks only) and the sign it gives each element's gradient. */
+static void norm64(const vt_cert_onnx *o, const float *x, double *y, double *sign)
+{
+    uint32_t d = o->net.n[0];
+    for (uint32_t i = 0; i < d; i++) y[i] = x[i], sign[i] = 1;
+    for (uint32_t s = 0; s < o->n_norm; s++)
+        for (uint32_t i = 0; i < d; i++) {
+            double c = o->norm_c[s][o->norm_n[s] == 1 ? 0 : i];
+            if (o->norm_op[s] == 'S') y[i] -= c;
+            else y[i] /= c, sign[i] *= c < 0 ? -1 : 1;
+        }
+}
+
+/* The FP32 value nearest v in [lo, hi]; 0 when the interval holds none. */
+static int to_box(double v, double lo, double hi, float *out)
+{
+    float f = (float)(v < lo ? lo : v > hi ? hi : v);
+    for (int k = 0; k < 4 && (double)f < lo; k++) f = nextafterf(f, INFINITY);
+    for (int k = 0; k < 4 && (double)f > hi; k++) f = nextafterf(f, -INFINITY);
+    *out = f;
+    return (double)f >= lo && (double)f <= hi;
+}
+
+typedef struct {
+    const vt_cert_onnx *on;
+    const vt_vnnlib *vn;
+    vt_cert_ctx *c;
+    double deadline;
+    /* work */
+    double *pl, *pu, *ol, *ou, *y, *g, *g2, *xn, *sg, *work;
+    float *x;
+} spec;
+
+/* The rigorous interval of the real network's outputs at the FP32 input x (IBP on the point box:
+ * every dot product with its error bound, rounded outward); returns the first disjunct all of whose
+ * constraints hold everywhere in that interval, or -1. */
+static int confirm(spec *s, const float *x)
+{
+    const vt_vnnlib *v = s->vn;
+    uint32_t d = v->nx;
+    for (uint32_t i = 0; i < d; i++) s->pl[i] = s->pu[i] = x[i];
+    norm_box(s->on, s->pl, s->pu, s->pl, s->pu);
+    vt_cert_settings ibp;
+    vt_cert_settings_default(&ibp, VT_CERT_IBP);
+    if (vt_cert_logit_bounds(s->c, s->pl, s->pu, &ibp, s->ol, s->ou) != VT_OK) return -1;
+    for (uint32_t k = 0; k < v->n_disj; k++) {
+        int all = 1;
+        for (uint32_t r = v->disj_start[k]; r < v->disj_start[k + 1] && all; r++) {
+            double hi = up(vt_cert_row_hi(v->C + (size_t)r * v->ny, s->ol, s->ou, v->ny, s->work) + v->d_hi[r]);
+            all = v->strict[r] ? hi < 0 : hi <= 0;
+        }
+        if (all) return k;
+    }
+    return -1;
+}
+
+/* PGD with restarts in the inner box towards the open disjuncts (FP64 objective: the largest
+ * constraint value of the disjunct nearest to holding), every candidate confirmed by confirm().
+ * *which: the disjunct confirmed, or -1. */
+static void attack(spec *s, const uint8_t *refuted, const vt_cert_settings *st, int *which)
+{
+    const vt_vnnlib *v = s->vn;
+    uint32_t d = v->nx, ny = v->ny;
+    *which = -1;
+    for (uint32_t i = 0; i < d; i++)
+        if (!(v->ixl[i] <= v->ixu[i])) return; /* no input is surely inside: nothing to try */
+    uint64_t seed = st->attack_seed;
+    for (uint32_t r = 0; r < st->attack_restarts && *which < 0; r++) {
+        int ok = 1;
+        for (uint32_t i = 0; i < d && ok; i++) {
+            double u = r == 0 ? 0.5 : (double)(vt_cert_rand(&seed) >> 11) * 0x1p-53;
+            ok = to_box(v->ixl[i] + u * (v->ixu[i] - v->ixl[i]), v->ixl[i], v->ixu[i], &s->x[i]);
+        }
+        if (!ok) return;
+        for (uint32_t it = 0; it <= st->attack_iters && *which < 0; it++) {
+            if (s->deadline > 0 && vt_now() >= s->deadline) return;
+            norm64(s->on, s->x, s->xn, s->sg);
+            vt_cert_forward64(s->c, s->xn, s->y);
+            double best = INFINITY;
+            uint32_t brow = UINT32_MAX;
+            for (uint32_t k = 0; k < v->n_disj; k++) {
+                if (refuted[k]) continue;
+                double worst = -INFINITY;
+                uint32_t wrow = UINT32_MAX;
+                for (uint32_t q = v->disj_start[k]; q < v->disj_start[k + 1]; q++) {
+                    const double *C = v->C + (size_t)q * ny;
+                    double t = 0.5 * (v->d_lo[q] + v->d_hi[q]);
+                    for (uint32_t j = 0; j < ny; j++) t += C[j] * s->y[j];
+                    if (t > worst) worst = t, wrow = q;
+                }
+                if (worst < best) best = worst, brow = wrow;
+            }
+            if (best <= 0 || (r == 0 && it == 0)) {
+                *which = confirm(s, s->x);
+                if (*which >= 0 || brow == UINT32_MAX) return;
+            }
+            if (it == st->attack_iters || brow == UINT32_MAX) break;
+            /* one sign-gradient step decreasing the binding constraint */
+            memcpy(s->g, v->C + (size_t)brow * ny, ny * sizeof *s->g);
+            vt_cert_backprop64(s->c, s->g, s->g2);
+            for (uint32_t i = 0; i < d; i++) {
+                double gi = s->g[i] * s->sg[i], step = 1.25 * (v->ixu[i] - v->ixl[i]) / (st->attack_iters ? st->attack_iters : 1);
+                float f;
+                if (to_box((double)s->x[i] - (gi > 0 ? step : gi < 0 ? -step : 0), v->ixl[i], v->ixu[i], &f)) s->x[i] = f;
+            }
+        }
+    }
+}
+
+typedef struct {
+    vt_cert_onnx on;
+    vt_vnnlib vn;
+    uint8_t onnx_sha[32], vnnlib_sha[32];
+} spec_in;
+
+static vt_err load(const vt_cert_spec_opts *o, spec_in *in)
+{
+    memset(in, 0, sizeof *in);
+    VT_FORWARD_IF_ERROR(vt_cert_onnx_read(o->onnx_path, &in->on, in->onnx_sha));
+    VT_FORWARD_IF_ERROR(vt_vnnlib_read(o->vnnlib_path, &in->vn, in->vnnlib_sha));
+    const vt_cert_net *n = &in->on.net;
+    VT_RETURN_ERROR_IF(in->vn.nx != n->n[0] || in->vn.ny != n->n[n->L], VT_ERR_ARG,
+                       "%s declares %u inputs and %u outputs; %s has %u and %u", o->vnnlib_path, in->vn.nx, in->vn.ny,
+                       o->onnx_path, n->n[0], n->n[n->L]);
+    return VT_OK;
+}
+
+static void load_free(spec_in *in)
+{
+    vt_cert_onnx_free(&in->on);
+    vt_vnnlib_free(&in->vn);
+}
+
+/* The answer and the certificate's body into out; the per-disjunct table (stderr), the report and
+ * the counterexample when asked. */
+static vt_err compute(const vt_cert_spec_opts *o, spec_in *in, double deadline, vti_buf *out, vt_cert_spec_answer *ans,
+                      FILE *rep)
+{
+    const vt_vnnlib *v = &in->vn;
+    const vt_cert_settings *st = &o->set;
+    spec s;
+    memset(&s, 0, sizeof s);
+    s.on = &in->on, s.vn = v, s.deadline = deadline;
+    vt_err e = vt_cert_ctx_new(&in->on.net, &s.c);
+    if (e) return e == VT_ERR_ARG ? vt_set_error(VT_ERR_UNSUPPORTED, "%s: %s", o->onnx_path, vt_errmsg()) : e;
+    vt_cert_set_deadline(s.c, deadline);
+    uint32_t d = v->nx, ny = v->ny, m = v->n_rows, W = vt_cert_max_width(s.c);
+    size_t na = st->method == VT_CERT_ALPHA_CROWN ? vt_cert_n_alpha_row(s.c) : 0;
+    double *xl = malloc(d * sizeof *xl), *xu = malloc(d * sizeof *xu), *lb = malloc((m ? m : 1) * sizeof *lb),
+           *alpha = malloc((na && m ? na * m : 1) * sizeof *alpha);
+    uint8_t *refuted = calloc(v->n_disj, 1);
+    s.pl = malloc(d * sizeof(double)), s.pu = malloc(d * sizeof(double)), s.xn = malloc(d * sizeof(double));
+    s.sg = malloc(d * sizeof(double)), s.ol = malloc(ny * sizeof(double)), s.ou = malloc(ny * sizeof(double));
+    s.y = malloc(ny * sizeof(double)), s.g = malloc(W * sizeof(double)), s.g2 = malloc(W * sizeof(double));
+    s.work = malloc(ny * sizeof(double)), s.x = malloc(d * sizeof(float));
+    if (!xl || !xu || !lb || !alpha || !refuted || !s.pl || !s.pu || !s.xn || !s.sg || !s.ol || !s.ou || !s.y || !s.g ||
+        !s.g2 || !s.work || !s.x)
+        e = vt_set_error(VT_ERR_NOMEM, "out of memory");
+    if (!e && (uint64_t)na * m > UINT32_MAX) e = vt_set_error(VT_ERR_LIMIT, "certify: too many slopes");
+    if (!e) {
+        norm_box(&in->on, v->xl, v->xu, xl, xu);
+        e = vt_cert_spec_bounds(s.c, xl, xu, v->C, m, st, lb, na ? alpha : NULL);
+    }
+    int n_ref = 0, timed = 0, which = -1;
+    for (uint32_t r = 0; r < m && !e; r++) lb[r] = lb[r] > -INFINITY ? dn(lb[r] + v->d_lo[r]) : -INFINITY;
+    for (uint32_t k = 0; k < v->n_disj && !e; k++) {
+        for (uint32_t r = v->disj_start[k]; r < v->disj_start[k + 1]; r++)
+            if (v->strict[r] ? lb[r] >= 0 : lb[r] > 0) refuted[k] = 1;
+        n_ref += refuted[k];
+    }
+    timed = !e && vt_cert_timed_out(s.c);
+    if (!e && !timed && (uint32_t)n_ref < v->n_disj) {
+        attack(&s, refuted, st, &which);
+        timed = which < 0 && deadline > 0 && vt_now() >= deadline;
+    }
+    *ans = timed ? VT_CERT_TIMEOUT : (uint32_t)n_ref == v->n_disj ? VT_CERT_UNSAT : which >= 0 ? VT_CERT_SAT
+                                                                                                 : VT_CERT_SPEC_UNKNOWN;
+    if (!e) { /* the certificate's body */
+        vti_put(out, CERT_MAGIC, 8);
+        vti_put32(out, CERT_SPEC_VERSION), vti_put32(out, (uint32_t)st->method), vti_put32(out, d), vti_put32(out, ny);
+        vti_put32(out, v->n_disj), vti_put32(out, m), vti_put32(out, (uint32_t)na);
+        vti_put32(out, st->alpha_iters), vti_put64(out, vt_f64_bits(st->alpha_step));
+        vti_put64(out, vt_f64_bits(st->alpha_decay)), vti_put32(out, st->attack_restarts);
+        vti_put32(out, st->attack_iters), vti_put64(out, st->attack_seed);
+        vti_put(out, in->onnx_sha, 32), vti_put(out, in->vnnlib_sha, 32);
+        vti_put32(out, (uint32_t)*ans);
+        for (uint32_t r = 0; r < m; r++) vti_put64(out, vt_f64_bits(lb[r]));
+        if (*ans == VT_CERT_SAT) {
+            vti_put32(out, (uint32_t)which);
+            for (uint32_t i = 0; i < d; i++) vti_put32(out, vt_f32_bits(s.x[i]));
+        }
+        for (size_t q = 0; q < na * m; q++) vti_put64(out, vt_f64_bits(alpha[q]));
+        if (out->bad) e = vt_set_error(VT_ERR_NOMEM, "out of memory");
+    }
+    if (!e && !o->quiet) { /* the per-disjunct table */
+        fprintf(stderr, "%-9s %-6s %-24s %s\n", "disjunct", "rows", "best lower bound", "status");
+        for (uint32_t k = 0; k < v->n_disj; k++) {
+            double b = -INFINITY;
+            for (uint32_t r = v->disj_start[k]; r < v->disj_start[k + 1]; r++) b = lb[r] > b ? lb[r] : b;
+            fprintf(stderr, "%-9u %-6u %-24.10g %s\n", k, v->disj_start[k + 1] - v->disj_start[k], b,
+                    refuted[k] ? "refuted" : (int)k == which ? "reached (counterexample)" : timed ? "timeout" : "open");
+        }
+    }
+    if (!e && rep) {
+        char h1[65], h2[65];
+        vt_hex(in->onnx_sha, 32, h1), vt_hex(in->vnnlib_sha, 32, h2);
+        fprintf(rep, "{\n  \"onnx_sha256\": \"%s\",\n  \"vnnlib_sha256\": \"%s\",\n  \"method\": \"%s\",\n"
+                     "  \"result\": \"%s\",\n  \"disjuncts\": [",
+                h1, h2, vt_cert_method_name(st->method), vt_cert_spec_answer_name(*ans));
+        for (uint32_t k = 0; k < v->n_disj; k++) {
+            double b = -INFINITY;
+            for (uint32_t r = v->disj_start[k]; r < v->disj_start[k + 1]; r++) b = lb[r] > b ? lb[r] : b;
+            fprintf(rep, "%s\n    {\"index\": %u, \"rows\": %u, \"status\": \"%s\", \"best_lower_bound\": ", k ? "," : "", k,
+                    v->disj_start[k + 1] - v->disj_start[k],
+                    refuted[k] ? "refuted" : (int)k == which ? "reached" : timed ? "timeout" : "open");
+            if (isfinite(b)) fprintf(rep, "%.17g}", b);
+            else fprintf(rep, "null}");
+        }
+        fprintf(rep, "\n  ]\n}\n");
+    }
+    if (!e && *ans == VT_CERT_SAT && o->cex_path) { /* VNN-COMP's counterexample: the input, the outputs' midpoints */
+        FILE *f = fopen(o->cex_path, "w");
+        if (!f) e = vt_set_error(VT_ERR_IO, "--cex %s: cannot create it", o->cex_path);
+        else {
+            (void)confirm(&s, s.x); /* the outputs' intervals at the counterexample */
+            fprintf(f, "(");
+            for (uint32_t i = 0; i < d; i++) fprintf(f, "%s(X_%u %.17g)\n", i ? " " : "", i, (double)s.x[i]);
+            for (uint32_t j = 0; j < ny; j++) fprintf(f, " (Y_%u %.17g)%s", j, 0.5 * s.ol[j] + 0.5 * s.ou[j], j + 1 < ny ? "\n" : ")\n");
+            if ((ferror(f) | (fclose(f) != 0))) e = vt_set_error(VT_ERR_IO, "--cex %s: cannot write it", o->cex_path);
+        }
+    }
+    free(xl), free(xu), free(lb), free(alpha), free(refuted), free(s.pl), free(s.pu), free(s.xn), free(s.sg);
+    free(s.ol), free(s.ou), free(s.y), free(s.g), free(s.g2), free(s.work), free(s.x);
+    vt_cert_ctx_free(s.c);
+    return e;
+}
+
+vt_err vt_cert_spec_run(const vt_cert_spec_opts *o, vt_cert_spec_answer *ans)
+{
+    double deadline = o->timeout > 0 ? vt_now() + o->timeout : 0;
+    *ans = VT_CERT_SPEC_UNKNOWN;
+    vt_keypair kp;
+    memset(&kp, 0, sizeof kp);
+    if (o->out_path) {
+        VT_RETURN_ERROR_IF(!o->key_path, VT_ERR_ARG, "certify: --out needs --key KEYFILE (the auditor's key)");
+        VT_FORWARD_IF_ERROR(vt_sign_read_secret_key(o->key_path, &kp));
+    }
+    spec_in in;
+    vti_buf out = {0};
+    FILE *rep = NULL;
+    vt_err e = load(o, &in);
+    if (!e && o->report_path) {
+        rep = strcmp(o->report_path, "-") == 0 ? stdout : fopen(o->report_path, "w");
+        if (!rep) e = vt_set_error(VT_ERR_IO, "--report %s: cannot create it", o->report_path);
+    }
+    if (!e) e = compute(o, &in, deadline, &out, ans, rep);
+    if (rep) {
+        int bad = ferror(rep);
+        if (rep != stdout) bad |= fclose(rep) != 0;
+        else fflush(stdout);
+        if (!e && bad) e = vt_set_error(VT_ERR_IO, "--report %s: cannot write it", o->report_path);
+    }
+    /* a timeout depends on the clock: no certificate (check-certificate could not recompute it) */
+    if (!e && o->out_path && *ans != VT_CERT_TIMEOUT) e = vti_cert_sign_write(&out, &kp, o->out_path);
+    vt_keypair_wipe(&kp);
+    free(out.b);
+    load_free(&in);
+    return e;
+}
+
+/* Parses a version-2 certificate: every length checked; fills the settings it binds. */
+static vt_err parse(const uint8_t *p, size_t n, vt_cert_settings *s, size_t *body_len)
+{
+    VT_RETURN_ERROR_IF(n < 12 || memcmp(p, CERT_MAGIC, 8) != 0, VT_ERR_FORMAT, "not a certificate (magic)");
+    VT_RETURN_ERROR_IF(vt_get_u32le(p + 8) == 1, VT_ERR_FORMAT,
+                       "a certificate of a committed run (version 1): check it with RUN_DIR, not --onnx / --vnnlib");
+    VT_RETURN_ERROR_IF(vt_get_u32le(p + 8) != CERT_SPEC_VERSION, VT_ERR_FORMAT, "certificate version %u (this auditor: 1, 2)",
+                       vt_get_u32le(p + 8));
+    VT_RETURN_ERROR_IF(n < CERT_SPEC_HEADER + 96, VT_ERR_FORMAT, "certificate: shorter than its header");
+    uint32_t meth = vt_get_u32le(p + 12), d = vt_get_u32le(p + 16), ny = vt_get_u32le(p + 20), nd = vt_get_u32le(p + 24),
+             m = vt_get_u32le(p + 28), na = vt_get_u32le(p + 32), ans = vt_get_u32le(p + 136);
+    VT_RETURN_ERROR_IF(meth > VT_CERT_ALPHA_CROWN || d < 1 || d > VT_CERT_MAX_WIDTH || ny < 1 || ny > VT_CERT_MAX_WIDTH ||
+                           nd < 1 || m > VT_VNNLIB_MAX_ROWS || ans > VT_CERT_SPEC_UNKNOWN ||
+                           (na && meth != VT_CERT_ALPHA_CROWN),
+                       VT_ERR_FORMAT, "certificate: a header field is out of range");
+    s->method = (vt_cert_method)meth;
+    s->alpha_iters = vt_get_u32le(p + 36), s->alpha_step = vt_bits_f64(vt_get_u64le(p + 40));
+    s->alpha_decay = vt_bits_f64(vt_get_u64le(p + 48)), s->attack_restarts = vt_get_u32le(p + 56);
+    s->attack_iters = vt_get_u32le(p + 60), s->attack_seed = vt_get_u64le(p + 64);
+    VT_RETURN_ERROR_IF(s->alpha_iters > 100000 || s->attack_restarts > 100000 || s->attack_iters > 100000, VT_ERR_FORMAT,
+                       "certificate: search settings out of range");
+    uint64_t need = CERT_SPEC_HEADER + (uint64_t)m * 8 + (ans == VT_CERT_SAT ? 4 + (uint64_t)d * 4 : 0) +
+                    (uint64_t)na * m * 8 + 96;
+    VT_RETURN_ERROR_IF(need != n, VT_ERR_FORMAT, "certificate: %zu bytes where its header gives %llu", n,
+                       (unsigned long long)need);
+    *body_len = n - 96;
+    return VT_OK;
+}
+
+vt_err vt_cert_spec_check(const char *cert_path, const vt_cert_spec_opts *in, const char *signer_pub_path)
+{
+    uint8_t *p = NULL;
+    size_t n = 0, body = 0;
+    VT_FORWARD_IF_ERROR(vti_cert_read_file(cert_path, (size_t)1 << 34, &p, &n));
+    vt_cert_spec_opts o = *in;
+    o.timeout = 0, o.out_path = NULL, o.report_path = NULL, o.cex_path = NULL, o.quiet = 1;
+    vt_err e = parse(p, n, &o.set, &body);
+    if (!e) e = vti_cert_verify(cert_path, p, body, signer_pub_path);
+    spec_in si;
+    int loaded = 0;
+    vti_buf out = {0};
+    if (!e) {
+        e = load(&o, &si);
+        loaded = 1;
+    }
+    if (!e && memcmp(p + 72, si.onnx_sha, 32) != 0)
+        e = vt_set_error(VT_ERR_MISMATCH, "%s: certifies another ONNX file than %s", cert_path, o.onnx_path);
+    if (!e && memcmp(p + 104, si.vnnlib_sha, 32) != 0)
+        e = vt_set_error(VT_ERR_MISMATCH, "%s: certifies another VNN-LIB file than %s", cert_path, o.vnnlib_path);
+    vt_cert_spec_answer ans;
+    if (!e) e = compute(&o, &si, 0, &out, &ans, NULL);
+    if (!e) e = vti_cert_compare(cert_path, &out, p, body);
+    free(out.b);
+    if (loaded) load_free(&si);
+    free(p);
+    return e;
+}
