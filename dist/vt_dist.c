@@ -20,6 +20,7 @@ struct vt_comm {
     int is_mpi;
     uint64_t n_coll, n_a2a; /* MPI collectives called, alltoallv among them, the wall and thread CPU */
     double t_coll, c_coll;  /* seconds in them */
+    vt_dist_engine eng;     /* the data collectives' engine (eng.impl NULL: MPI or the copy of one rank) */
 #ifdef VT_HAVE_MPI
     MPI_Comm comm; /* our duplicate of MPI_COMM_WORLD, MPI_ERRORS_RETURN */
 #endif
@@ -58,7 +59,6 @@ static int launched(long *size, long *rank)
     return any;
 }
 
-#ifdef VT_HAVE_MPI
 /* this thread's CPU seconds (MPI waits by polling: its waits count as CPU) */
 static double thread_cpu(void)
 {
@@ -66,6 +66,27 @@ static double thread_cpu(void)
     return clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0 ? (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec : 0.0;
 }
 
+/* stmt (a collective's call, MPI's or the engine's), its wall time counted */
+#define VTI_TIME(c, stmt)                                                                                              \
+    do {                                                                                                               \
+        double t0_ = vt_now(), c0_ = thread_cpu();                                                                     \
+        stmt;                                                                                                          \
+        (c)->n_coll++;                                                                                                 \
+        (c)->t_coll += vt_now() - t0_;                                                                                 \
+        (c)->c_coll += thread_cpu() - c0_;                                                                             \
+    } while (0)
+
+/* with an engine installed: the engine's call, timed, returned */
+#define VTI_ENGINE(c, call)                                                                                            \
+    do {                                                                                                               \
+        if ((c)->eng.impl) {                                                                                           \
+            vt_err e_;                                                                                                 \
+            VTI_TIME(c, e_ = (c)->eng.call);                                                                           \
+            return e_;                                                                                                 \
+        }                                                                                                              \
+    } while (0)
+
+#ifdef VT_HAVE_MPI
 static int g_we_initialised; /* vt_dist_init called MPI_Init_thread */
 static int g_open;           /* open MPI communicators */
 
@@ -76,16 +97,6 @@ static vt_err mpi_fail(int rank, int size, int rc, const char *call)
     if (MPI_Error_string(rc, s, &len) != MPI_SUCCESS) snprintf(s, sizeof s, "MPI error code %d", rc);
     return vt_set_error(VT_ERR_IO, "rank %d of %d: %s failed: %s", rank, size, call, s);
 }
-
-/* stmt (an MPI call), its wall time counted */
-#define VTI_TIME(c, stmt)                                                                                              \
-    do {                                                                                                               \
-        double t0_ = vt_now(), c0_ = thread_cpu();                                                                     \
-        stmt;                                                                                                          \
-        (c)->n_coll++;                                                                                                 \
-        (c)->t_coll += vt_now() - t0_;                                                                                 \
-        (c)->c_coll += thread_cpu() - c0_;                                                                             \
-    } while (0)
 
 #define VTI_MPI(c, name, call)                                                                                         \
     do {                                                                                                               \
@@ -158,6 +169,7 @@ vt_err vt_dist_finalize(vt_comm **cp)
     vt_comm *c = *cp;
     *cp = NULL;
     vt_err ret = VT_OK;
+    if (c->eng.impl && c->eng.close) c->eng.close(c->eng.impl);
 #ifdef VT_HAVE_MPI
     if (c->is_mpi) {
         int rank = c->rank, size = c->size;
@@ -177,6 +189,26 @@ vt_err vt_dist_finalize(vt_comm **cp)
 int vt_dist_rank(const vt_comm *c) { return c ? c->rank : 0; }
 int vt_dist_size(const vt_comm *c) { return c ? c->size : 1; }
 int vt_dist_is_mpi(const vt_comm *c) { return c ? c->is_mpi : 0; }
+
+vt_err vt_dist_set_engine(vt_comm *c, const vt_dist_engine *e)
+{
+    VT_RETURN_ERROR_IF(!c, VT_ERR_ARG, "vt_dist_set_engine: no communicator");
+    VT_RETURN_ERROR_IF(e && (!e->impl || !e->allreduce_i64 || !e->allgatherv || !e->alltoallv || !e->bcast),
+                       VT_ERR_ARG, "vt_dist_set_engine: an engine lacks an entry");
+    if (c->eng.impl && c->eng.close) c->eng.close(c->eng.impl);
+    memset(&c->eng, 0, sizeof c->eng);
+    if (e) {
+        c->eng = *e;
+        c->eng.name[sizeof c->eng.name - 1] = 0;
+    }
+    return VT_OK;
+}
+
+const char *vt_dist_engine_name(const vt_comm *c)
+{
+    if (c && c->eng.impl) return c->eng.name;
+    return c && c->is_mpi ? "mpi" : "local";
+}
 
 void vt_dist_clock(const vt_comm *c, vt_dist_clock_t *out)
 {
@@ -202,6 +234,7 @@ static vt_err allreduce_i64(vt_comm *c, int64_t *data, size_t n, MPI_Op op, cons
 vt_err vt_dist_allreduce_i64(vt_comm *c, int64_t *data, size_t n)
 {
     VT_RETURN_ERROR_IF(!c || (n && !data), VT_ERR_ARG, "vt_dist_allreduce_i64: bad arguments");
+    VTI_ENGINE(c, allreduce_i64(c->eng.impl, data, n, 0));
 #ifdef VT_HAVE_MPI
     if (c->is_mpi) return allreduce_i64(c, data, n, MPI_SUM, "MPI_Allreduce (int64 sum)");
 #endif
@@ -211,6 +244,7 @@ vt_err vt_dist_allreduce_i64(vt_comm *c, int64_t *data, size_t n)
 vt_err vt_dist_allreduce_min_i64(vt_comm *c, int64_t *data, size_t n)
 {
     VT_RETURN_ERROR_IF(!c || (n && !data), VT_ERR_ARG, "vt_dist_allreduce_min_i64: bad arguments");
+    VTI_ENGINE(c, allreduce_i64(c->eng.impl, data, n, 1));
 #ifdef VT_HAVE_MPI
     if (c->is_mpi) return allreduce_i64(c, data, n, MPI_MIN, "MPI_Allreduce (int64 min)");
 #endif
@@ -222,6 +256,15 @@ vt_err vt_dist_allgather_f64(vt_comm *c, const double *mine, size_t n, double *a
     VT_RETURN_ERROR_IF(!c || (n && (!mine || !all)), VT_ERR_ARG, "vt_dist_allgather_f64: bad arguments");
     VT_RETURN_ERROR_IF(n > (size_t)INT_MAX, VT_ERR_LIMIT, "rank %d of %d: allgather of %zu values per rank (at most %d)",
                        c->rank, c->size, n, INT_MAX);
+    if (c->eng.impl) { /* as byte blocks of n * 8 bytes: the bits unchanged */
+        size_t *bytes = malloc((size_t)c->size * sizeof *bytes);
+        VT_RETURN_ERROR_IF(!bytes, VT_ERR_NOMEM, "rank %d of %d: allgather: out of memory", c->rank, c->size);
+        for (int r = 0; r < c->size; r++) bytes[r] = n * sizeof(double);
+        vt_err e;
+        VTI_TIME(c, e = c->eng.allgatherv(c->eng.impl, mine, bytes, all));
+        free(bytes);
+        return e;
+    }
 #ifdef VT_HAVE_MPI
     if (c->is_mpi) {
         VTI_MPI(c, "MPI_Allgather (double)",
@@ -257,6 +300,11 @@ vt_err vt_dist_allgatherv(vt_comm *c, const void *mine, const size_t *bytes, voi
     VT_RETURN_ERROR_IF(!c || !bytes, VT_ERR_ARG, "vt_dist_allgatherv: bad arguments");
     VT_RETURN_ERROR_IF(bytes[c->rank] && !mine, VT_ERR_ARG, "vt_dist_allgatherv: bad arguments");
     size_t total = 0;
+    if (c->eng.impl) {
+        VT_FORWARD_IF_ERROR(byte_layout(c, bytes, NULL, NULL, &total, "allgatherv"));
+        VT_RETURN_ERROR_IF(total && !all, VT_ERR_ARG, "vt_dist_allgatherv: bad arguments");
+        VTI_ENGINE(c, allgatherv(c->eng.impl, mine, bytes, all));
+    }
 #ifdef VT_HAVE_MPI
     if (c->is_mpi) {
         int *cnt = malloc(2 * (size_t)c->size * sizeof *cnt);
@@ -282,6 +330,14 @@ vt_err vt_dist_alltoallv(vt_comm *c, const void *send, const size_t *sbytes, voi
 {
     VT_RETURN_ERROR_IF(!c || !sbytes || !rbytes, VT_ERR_ARG, "vt_dist_alltoallv: bad arguments");
     size_t st = 0;
+    if (c->eng.impl) {
+        size_t rt = 0;
+        VT_FORWARD_IF_ERROR(byte_layout(c, sbytes, NULL, NULL, &st, "alltoallv"));
+        VT_FORWARD_IF_ERROR(byte_layout(c, rbytes, NULL, NULL, &rt, "alltoallv"));
+        VT_RETURN_ERROR_IF((st && !send) || (rt && !recv), VT_ERR_ARG, "vt_dist_alltoallv: bad arguments");
+        c->n_a2a++;
+        VTI_ENGINE(c, alltoallv(c->eng.impl, send, sbytes, recv, rbytes));
+    }
 #ifdef VT_HAVE_MPI
     if (c->is_mpi) {
         size_t rt = 0;
@@ -312,6 +368,7 @@ vt_err vt_dist_bcast(vt_comm *c, void *buf, size_t len, int root)
     VT_RETURN_ERROR_IF(!c || (len && !buf), VT_ERR_ARG, "vt_dist_bcast: bad arguments");
     VT_RETURN_ERROR_IF(root < 0 || root >= c->size, VT_ERR_ARG, "rank %d of %d: broadcast from rank %d, which does not exist",
                        c->rank, c->size, root);
+    VTI_ENGINE(c, bcast(c->eng.impl, buf, len, root));
 #ifdef VT_HAVE_MPI
     if (c->is_mpi) {
         const size_t chunk = (size_t)1 << 30;

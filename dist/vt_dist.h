@@ -34,7 +34,7 @@ int vt_dist_built_with_mpi(void);
  * accepted). */
 vt_err vt_dist_init(vt_comm **out) VT_WARN_UNUSED;
 
-/* Closes the communicator (NULL: nothing) and, when vt_dist_init called MPI_Init, MPI_Finalize:
+/* Closes the communicator (NULL: nothing; its engine closed first) and, when vt_dist_init called MPI_Init, MPI_Finalize:
  * MPI cannot be initialised again in this process afterwards. Collective. *c is set to NULL. */
 vt_err vt_dist_finalize(vt_comm **c);
 
@@ -52,6 +52,36 @@ typedef struct {
     double seconds, cpu_seconds;
 } vt_dist_clock_t;
 void vt_dist_clock(const vt_comm *c, vt_dist_clock_t *out);
+
+/* Another engine for the data collectives (docs/distributed.md "GPU ranks"): the CUDA backend's
+ * NCCL engine (cuda/vt_nccl.c) installs one with vt_dist_set_engine; dist/ knows only this table.
+ * Once installed, vt_dist_allreduce_i64 and vt_dist_allreduce_min_i64 (integer sum and minimum),
+ * vt_dist_allgather_f64 and vt_dist_allgatherv (bytes, copied unchanged), vt_dist_alltoallv and
+ * vt_dist_bcast go through it, after this file's own argument and size checks; vt_dist_agree and
+ * vt_dist_barrier stay on MPI. The buffers are the caller's host arrays (the engine stages them).
+ * Every entry is collective, as the vt_dist_ function it serves, and returns a vt_err whose
+ * message names the rank and the engine's call. The FP64 values of vt_dist_allgather_f64 reach it
+ * as bytes: an engine never adds floating-point values. */
+typedef struct {
+    char name[16]; /* "nccl" */
+    void *impl;
+    /* data[0..n) := the integer sum (min = 0) or minimum (min = 1) over the ranks, in place */
+    vt_err (*allreduce_i64)(void *impl, int64_t *data, size_t n, int min);
+    /* as vt_dist_allgatherv (bytes[] checked here: each block and the total within INT_MAX) */
+    vt_err (*allgatherv)(void *impl, const void *mine, const size_t *bytes, void *all);
+    /* as vt_dist_alltoallv (counts checked here) */
+    vt_err (*alltoallv)(void *impl, const void *send, const size_t *sbytes, void *recv, const size_t *rbytes);
+    vt_err (*bcast)(void *impl, void *buf, size_t len, int root);
+    /* releases impl (vt_dist_finalize, or another vt_dist_set_engine) */
+    void (*close)(void *impl);
+} vt_dist_engine;
+
+/* Installs *e (copied; NULL: back to MPI), closing the engine installed before. Local, not
+ * collective: every rank must install the same engine before its next collective. */
+vt_err vt_dist_set_engine(vt_comm *c, const vt_dist_engine *e) VT_WARN_UNUSED;
+/* The engine of the data collectives: the installed engine's name, else "mpi" (launched by mpirun)
+ * or "local" (one rank, no MPI). */
+const char *vt_dist_engine_name(const vt_comm *c);
 
 /* data[0..n) := the sum over the ranks of their data[0..n), in place. Integer addition: the result
  * does not depend on the order MPI adds in (the caller keeps the sums within int64). */
