@@ -1,5 +1,6 @@
 /* vt_model.c - the interpreter of the step program (vt_model.h). */
 #include "vt_model.h"
+#include "vt_model_int.h"
 #include "../kernels/vt_math.h"
 
 #include <math.h>
@@ -42,7 +43,9 @@ static void init_state(vt_model *m)
     const vt_program *p = &m->prog;
     for (uint32_t i = 0; i < p->n_state; i++) {
         float *W = vt_model_tensor(m, i, NULL);
-        for (size_t k = 0; k < p->t[i].n; k++) W[k] = vt_program_initial_value(p, m->rc.seed, i, k);
+        size_t lo = 0, hi = p->t[i].n; /* a sharded optimiser state: this rank's values */
+        if (m->sst && !m->sst->full && p->t[i].cls == VT_TC_OPT) lo = m->sst->lo[i], hi = m->sst->hi[i];
+        for (size_t k = lo; k < hi; k++) W[k] = vt_program_initial_value(p, m->rc.seed, i, k);
     }
 }
 
@@ -109,17 +112,40 @@ static void scratch_need(const vt_program *p, double *scratch, double *norms)
     }
 }
 
-void vt_model_need(const vt_program *p, uint32_t batch, size_t n_examples, vt_model_mem *need)
+/* the need, with this rank holding opt_own of the optimiser state's values and a buffer of send
+ * bytes besides */
+static void need_of(const vt_program *p, uint32_t batch, size_t n_examples, const vt_sstate *ss, vt_model_mem *need)
 {
     memset(need, 0, sizeof *need);
-    for (int c = 0; c < VT_TC_COUNT; c++)
-        if (c == VT_TC_PARAM || c > VT_TC_BUFFER)
-            need->arenas += p->arena_bytes[c] ? (double)p->arena_bytes[c] : 1.0;
+    for (uint32_t t = 0; t < p->n_state; t++)
+        if (p->t[t].cls == VT_TC_OPT) need->opt += (double)p->t[t].n * sizeof(float);
+    need->state = (double)p->arena_bytes[VT_TC_PARAM];
+    if (ss) {
+        need->state += (double)ss->opt_own * sizeof(float) - need->opt + (double)ss->pbytes[ss->rank];
+        need->opt = (double)ss->opt_own * sizeof(float);
+    }
+    need->arenas = need->state ? need->state : 1.0;
+    for (int c = VT_TC_BUFFER + 1; c < VT_TC_COUNT; c++) need->arenas += p->arena_bytes[c] ? (double)p->arena_bytes[c] : 1.0;
     double scratch, norms;
     scratch_need(p, &scratch, &norms);
     need->scratch = scratch * (3.0 * sizeof(double) + sizeof(float)) + norms * 2.0 * sizeof(double);
     need->data_order = (double)batch * sizeof(size_t) + (double)n_examples * sizeof(uint32_t);
     need->total = need->arenas + need->scratch + need->data_order;
+}
+
+void vt_model_need(const vt_program *p, uint32_t batch, size_t n_examples, vt_model_mem *need)
+{
+    need_of(p, batch, n_examples, NULL, need);
+}
+
+vt_err vt_model_need_sharded(const vt_program *p, uint32_t batch, size_t n_examples, int rank, int size,
+                             vt_model_mem *need)
+{
+    vt_sstate *ss = NULL;
+    VT_FORWARD_IF_ERROR(vti_sstate_plan(p, NULL, rank, size, &ss));
+    need_of(p, batch, n_examples, ss, need);
+    vti_sstate_free(ss);
+    return VT_OK;
 }
 
 vt_err vt_model_check_budget(const vt_model_mem *need, uint64_t budget)
@@ -141,7 +167,22 @@ vt_err vt_model_init(vt_model *m, const vt_recipe *rc, size_t n_examples, vt_ord
     return vt_model_init_within(m, rc, n_examples, order, 0);
 }
 
+static vt_err model_init(vt_model *m, const vt_recipe *rc, size_t n_examples, vt_order order, uint64_t budget,
+                         vt_comm *comm);
+
 vt_err vt_model_init_within(vt_model *m, const vt_recipe *rc, size_t n_examples, vt_order order, uint64_t budget)
+{
+    return model_init(m, rc, n_examples, order, budget, NULL);
+}
+
+vt_err vt_model_init_sharded(vt_model *m, const vt_recipe *rc, size_t n_examples, vt_order order, vt_comm *comm)
+{
+    VT_RETURN_ERROR_IF(!comm || vt_dist_size(comm) < 2, VT_ERR_ARG, "a sharded optimiser state needs several ranks");
+    return model_init(m, rc, n_examples, order, 0, comm);
+}
+
+static vt_err model_init(vt_model *m, const vt_recipe *rc, size_t n_examples, vt_order order, uint64_t budget,
+                         vt_comm *comm)
 {
     memset(m, 0, sizeof *m);
     VT_FORWARD_IF_ERROR(vt_recipe_validate(rc));
@@ -156,9 +197,16 @@ vt_err vt_model_init_within(vt_model *m, const vt_recipe *rc, size_t n_examples,
     const vt_program *p = &m->prog;
     /* the whole allocation, from the program's costs, against the budget before any of it */
     vt_model_mem need;
-    vt_model_need(p, rc->batch, n_examples, &need);
-    vt_err be = vt_model_check_budget(&need, budget);
+    vt_err be = VT_OK;
+    if (comm) { /* sharded: this rank's share of the optimiser state */
+        be = vti_sstate_plan(p, comm, vt_dist_rank(comm), vt_dist_size(comm), &m->sst);
+        if (!be) m->sst->full = vt_dist_rank(comm) == 0; /* rank 0 starts with the whole state (the run's start) */
+    }
+    need_of(p, rc->batch, n_examples, m->sst, &need);
+    if (!be) be = vt_model_check_budget(&need, budget);
+    if (!be && m->sst) be = vti_sstate_map(m->sst, p->arena_bytes[VT_TC_PARAM]);
     if (be) {
+        vti_sstate_free(m->sst);
         vt_program_free(&m->prog);
         memset(m, 0, sizeof *m);
         return be;
@@ -170,8 +218,9 @@ vt_err vt_model_init_within(vt_model *m, const vt_recipe *rc, size_t n_examples,
     scratch_need(p, &scratch, &norms);
     int bad = scratch > (double)(SIZE_MAX / 16) || norms > (double)(SIZE_MAX / 16);
     m->scratch = bad ? 0 : (size_t)scratch;
+    if (m->sst) m->arena[VT_TC_PARAM] = (uint8_t *)m->sst->state_map; /* mapped, resident where touched */
     for (int c = 0; c < VT_TC_COUNT && !bad; c++)
-        if (c == VT_TC_PARAM || c > VT_TC_BUFFER) {
+        if ((c == VT_TC_PARAM && !m->sst) || c > VT_TC_BUFFER) {
             m->arena[c] = calloc(p->arena_bytes[c] ? p->arena_bytes[c] : 1, 1);
             bad |= !m->arena[c];
         }
@@ -209,8 +258,6 @@ vt_err vt_model_set_shard(vt_model *m, vt_comm *comm, uint32_t global_batch)
     VT_RETURN_ERROR_IF(size > 1 && m->rc.bound.rounding != VT_ROUNDING_EXACT, VT_ERR_UNSUPPORTED,
                        "rank %d of %d: rounding=log needs one rank (a batch split over ranks is rounded exactly)", rank,
                        size);
-    VT_RETURN_ERROR_IF(m->be, VT_ERR_UNSUPPORTED,
-                       "rank %d of %d: a batch split over ranks runs on the CPU (no --backend cuda yet)", rank, size);
     VT_RETURN_ERROR_IF(size > 1 && m->rc.gemm_arith, VT_ERR_UNSUPPORTED,
                        "rank %d of %d: gemm_arith=%s needs one rank (a tensor-core sum is not split across ranks)",
                        rank, size, vt_gemm_arith_names[m->rc.gemm_arith]);
@@ -232,7 +279,8 @@ vt_err vt_model_set_shard(vt_model *m, vt_comm *comm, uint32_t global_batch)
 
 void vt_model_free(vt_model *m)
 {
-    free(m->arena[VT_TC_PARAM]);
+    if (m->sst) vti_sstate_free(m->sst); /* (unmaps the state) */
+    else free(m->arena[VT_TC_PARAM]);
     for (int c = VT_TC_BUFFER + 1; c < VT_TC_COUNT; c++) free(m->arena[c]);
     free(m->x64), free(m->x64b), free(m->b64), free(m->rn), free(m->cn), free(m->f32s);
     free(m->batch_idx);
@@ -382,6 +430,8 @@ vt_err vt_state_hash_of(uint64_t step, uint32_t n, const uint8_t (*th)[VT_HASH_L
 
 vt_err vt_model_state_hash(vt_model *m, uint8_t out[VT_HASH_LEN])
 {
+    VT_RETURN_ERROR_IF(m->sst && !m->sst->full, VT_ERR_INTERNAL,
+                       "the optimiser state is sharded: its state hash needs the gathered state");
     uint8_t (*th)[VT_HASH_LEN] = malloc(((size_t)m->n_tensors + 1) * VT_HASH_LEN);
     VT_RETURN_ERROR_IF(!th, VT_ERR_NOMEM, "out of memory");
     vt_err e = vt_model_tensor_hashes(m, th);
@@ -393,7 +443,15 @@ vt_err vt_model_state_hash(vt_model *m, uint8_t out[VT_HASH_LEN])
 vt_err vt_model_set_state(vt_model *m, uint64_t step, const float *state, size_t n)
 {
     VT_RETURN_ERROR_IF(n != m->n_state, VT_ERR_MISMATCH, "state has %zu values, the model needs %zu", n, m->n_state);
-    memcpy(m->state, state, n * sizeof(float));
+    if (m->sst && !m->sst->full) { /* sharded: the parameters, the buffers and this rank's optimiser values */
+        for (uint32_t t = 0; t < m->n_tensors; t++) {
+            size_t o = m->prog.t[t].off / 4, lo = 0, hi = m->prog.t[t].n;
+            if (m->prog.t[t].cls == VT_TC_OPT) lo = m->sst->lo[t], hi = m->sst->hi[t];
+            memcpy(m->state + o + lo, state + o + lo, (hi - lo) * sizeof(float));
+        }
+    } else {
+        memcpy(m->state, state, n * sizeof(float));
+    }
     m->step = step;
     return VT_OK;
 }
@@ -470,13 +528,36 @@ float vt_model_loss(vt_model *m)
 
 /* ------------------------------------------------------------ running */
 
+/* In a step whose batch is split over ranks (vt_model_set_shard), the operations whose exec reads
+ * the shard - a sum over the global batch rounded across the ranks (vt_op_batch_reduction), the
+ * global batch's row count (cross-entropy backward, batch norm), an example's global slot
+ * (augmentation, dropout, the loaders) - run on the CPU without the backend: the backend's kernels
+ * (a device kind, a GEMM rounded on the GPU) know this rank's rows only. docs/distributed.md. */
+static int split_on_cpu(const vt_model *m, const vt_opdesc *o)
+{
+    if (!m->shard || !m->in_step) return 0;
+    if (vt_op_batch_reduction(o)) return 1;
+    switch (o->kind) {
+    case VT_OPK_LOAD_BATCH: case VT_OPK_LOAD_WINDOWS: case VT_OPK_AUGMENT: case VT_OPK_DROPOUT:
+    case VT_OPK_XENT_BWD: case VT_OPK_BN_CENTER: case VT_OPK_BN_APPLY: case VT_OPK_BN_RUNNING:
+    case VT_OPK_BN_GAMMA_GRAD: case VT_OPK_BN_BACKWARD:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
 static vt_err exec_op(vt_model *m, const vt_dataset *ds, vt_rctx *rc, uint64_t s, uint32_t op_id)
 {
     const vt_opdesc *o = &m->prog.op[op_id];
     vt_opctx c;
     memset(&c, 0, sizeof c);
     c.prog = &m->prog, c.arena = m->arena, c.o = o, c.op_id = op_id, c.step = s, c.ds = ds, c.rc = rc;
-    c.exec = &m->exec, c.be = m->be;
+    if (m->sst && m->in_step && vti_opt_kind(o->kind)) { /* sharded: this rank's elements of the update */
+        c.prog = &m->sst->sprog;
+        if (!c.prog->t[o->out[0]].n) return VT_OK;
+    }
+    c.exec = &m->exec, c.be = split_on_cpu(m, o) ? NULL : m->be;
     c.shard = m->in_step ? m->shard : NULL; /* evaluation is local */
     c.gemm_arith = (uint32_t)m->rc.gemm_arith;
     c.s = (vt_opscratch){m->x64, m->x64b, m->b64, m->rn, m->cn, m->f32s};
@@ -501,10 +582,9 @@ vt_err vt_model_run(vt_model *m, const vt_dataset *ds, vt_rctx *rc, uint32_t upt
     VT_RETURN_ERROR_IF(rc->step != s, VT_ERR_ARG, "rounding context is at step %llu, model at %llu",
                        (unsigned long long)rc->step, (unsigned long long)s);
     VT_RETURN_ERROR_IF(upto > m->prog.n_ops, VT_ERR_ARG, "no operation %u", upto);
-    VT_RETURN_ERROR_IF(m->shard && m->be, VT_ERR_UNSUPPORTED, "a batch split over ranks runs on the CPU");
-    VT_RETURN_ERROR_IF(m->rc.gemm_arith && m->be, VT_ERR_UNSUPPORTED,
-                       "gemm_arith=%s runs on the CPU's emulation of the tensor cores (no GPU kernel yet)",
-                       vt_gemm_arith_names[m->rc.gemm_arith]);
+    VT_RETURN_ERROR_IF(m->rc.gemm_arith && m->be && !m->be->gemm_tc, VT_ERR_UNSUPPORTED,
+                       "gemm_arith=%s: the backend %s has no tensor-core GEMM (--backend cpu emulates it)",
+                       vt_gemm_arith_names[m->rc.gemm_arith], m->be->name);
     m->ds = ds;
     m->rctx = rc;
     m->in_step = 1;
@@ -514,7 +594,7 @@ vt_err vt_model_run(vt_model *m, const vt_dataset *ds, vt_rctx *rc, uint32_t upt
     if (be && be->run_begin && !hook && !m->tamper && upto == m->prog.n_ops) {
         e = be->run_begin(be->impl, m);
         for (uint32_t op = 1; op <= upto && !e; op++) {
-            e = be->run_op(be->impl, m, rc, op, s);
+            e = split_on_cpu(m, &m->prog.op[op]) ? VT_ERR_UNSUPPORTED : be->run_op(be->impl, m, rc, op, s);
             if (e != VT_ERR_UNSUPPORTED) continue;
             e = be->op_to_host(be->impl, m, rc, op);
             if (!e) e = exec_op(m, ds, rc, s, op);
@@ -531,6 +611,11 @@ vt_err vt_model_run(vt_model *m, const vt_dataset *ds, vt_rctx *rc, uint32_t upt
     m->ds = NULL;
     m->rctx = NULL;
     m->in_step = 0;
+    if (m->sst && upto == m->prog.n_ops) { /* every rank's updated parameters to every rank */
+        int failed = -1;
+        e = vt_dist_agree(m->sst->comm, e, &failed); /* (an update may fail on its owner alone) */
+        if (!e) e = vti_sstate_allgather_params(m);
+    }
     VT_FORWARD_IF_ERROR(e);
     if (upto == m->prog.n_ops) m->step = s;
     return VT_OK;

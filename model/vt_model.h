@@ -30,6 +30,7 @@
 #include "vt_recipe.h"
 
 typedef struct vt_model vt_model;
+typedef struct vt_sstate vt_sstate; /* the sharded optimiser state (vt_model_init_sharded) */
 
 /* Called after each operation of a step; a non-zero return stops the step. */
 typedef vt_err (*vt_op_hook)(void *ctx, vt_model *m, uint64_t step, uint32_t op_id);
@@ -83,6 +84,8 @@ struct vt_model {
     vt_shard *shard;
     vt_shard shard_s;                /* shard points here */
     int in_step;                     /* during vt_model_run: the operations run as the shard's */
+    vt_sstate *sst;                  /* sharded optimiser state (vt_model_init_sharded); NULL: this rank
+                                      * holds and updates the whole state */
 };
 
 /* Builds the program of recipe rc (its arch) over a dataset of n_examples examples, evaluating
@@ -99,6 +102,30 @@ vt_err vt_model_init(vt_model *m, const vt_recipe *rc, size_t n_examples, vt_ord
 vt_err vt_model_set_shard(vt_model *m, vt_comm *comm, uint32_t global_batch) VT_WARN_UNUSED;
 void vt_model_free(vt_model *m);
 
+/* Sharded optimiser state (--shard-state, ZeRO-1 style; docs/distributed.md "Sharded optimiser
+ * state"). vt_model_init_sharded is vt_model_init for rank r of the N ranks of comm (N > 1): the
+ * parameter values, flattened in table order (state floats [0, P)), are cut into N contiguous
+ * ranges, rank r's [floor(P r / N), floor(P (r + 1) / N)); in each parameter tensor the rank updates
+ * the elements of that range, and of the optimiser state (velocity, exp_avg, exp_avg_sq) it holds
+ * those elements alone: the memory of the optimiser state falls as 1/N (vt_model_need_sharded).
+ * The state keeps its layout (m->state: the whole state's addresses, the other ranks' optimiser
+ * values neither resident nor accessible). Each step runs the optimiser's operations on the rank's
+ * elements, then allgathers the parameters (every rank's bits copied): every rank's parameters and
+ * buffers are the unsharded step's, and each optimiser value is on the rank that owns it, the
+ * unsharded value. Rank 0 starts holding the whole state (its run store's start), until
+ * vt_model_shard_release; vt_model_shard_gather gives it the whole state again (collective), for a
+ * state hash or a checkpoint; vt_model_shard_scatter sends rank 0's whole state to every rank
+ * (collective). vt_model_state_hash needs the whole state (rank 0 after a gather);
+ * vt_model_replica_hash hashes what every rank holds alike (the parameters and buffers). Refused
+ * (VT_ERR_UNSUPPORTED) where an optimiser value is not elementwise with one parameter. */
+vt_err vt_model_init_sharded(vt_model *m, const vt_recipe *rc, size_t n_examples, vt_order order, vt_comm *comm)
+    VT_WARN_UNUSED;
+int vt_model_sharded(const vt_model *m);
+vt_err vt_model_shard_gather(vt_model *m) VT_WARN_UNUSED;
+void vt_model_shard_release(vt_model *m);
+vt_err vt_model_shard_scatter(vt_model *m, uint64_t step) VT_WARN_UNUSED;
+vt_err vt_model_replica_hash(vt_model *m, uint8_t out[VT_HASH_LEN]) VT_WARN_UNUSED;
+
 /* Memory. vt_model_init computes what it will allocate from the program before allocating any of
  * it, and refuses (allocating nothing) when that exceeds the memory budget: the process's budget
  * (vt_model_set_memory_budget; default the available memory, vt_memory_available) or the one
@@ -108,11 +135,18 @@ void vt_model_free(vt_model *m);
  * recipe is the user's own (trainer train). */
 typedef struct {
     double arenas;     /* the tensor arenas: state, inputs, activations, gradients */
+    double state;      /* of these, the state's bytes this rank holds (sharded: its optimiser values only) */
+    double opt;        /* of these, the optimiser state's */
     double scratch;    /* the operations' FP64 scratch and norms */
     double data_order; /* the batch indices and the epoch's permutation */
     double total;      /* bytes */
 } vt_model_mem;
 void vt_model_need(const vt_program *p, uint32_t batch, size_t n_examples, vt_model_mem *need);
+/* The same for rank `rank` of `size` holding a sharded optimiser state (vt_model_init_sharded):
+ * its optimiser values and the buffer of its parameters for the allgather; the transient full state
+ * rank 0 gathers at committed states is not counted (docs/distributed.md). */
+vt_err vt_model_need_sharded(const vt_program *p, uint32_t batch, size_t n_examples, int rank, int size,
+                             vt_model_mem *need) VT_WARN_UNUSED;
 /* VT_OK when need fits budget (0: the process's budget), else the refusal above. */
 vt_err vt_model_check_budget(const vt_model_mem *need, uint64_t budget) VT_WARN_UNUSED;
 /* bytes = 0: the default. Set once at start-up (--max-memory), before any thread starts. */

@@ -287,6 +287,10 @@ static vt_err prepare(train_ctx *t, const vt_recipe *rc, const vt_train_opts *o)
     vt_recipe_dataset_spec(rc, spec, sizeof spec);
     VT_FORWARD_IF_ERROR(vt_recipe_validate(rc));
     const char *backend = o->backend ? o->backend : "cpu";
+    VT_RETURN_ERROR_IF(o->shard_state && strcmp(backend, "cpu") != 0, VT_ERR_UNSUPPORTED,
+                       "--shard-state: the sharded optimiser state is updated on the CPU ranks (--backend cpu, the "
+                       "default); --backend %s keeps the whole state on every rank",
+                       backend);
     vt_recipe local = *rc; /* the program each rank runs: its share of the batch */
     if (t->size > 1) {     /* the refusals of a data-parallel run, before anything is read or written */
         VT_RETURN_ERROR_IF(rc->batch % (uint32_t)t->size != 0, VT_ERR_ARG,
@@ -311,7 +315,10 @@ static vt_err prepare(train_ctx *t, const vt_recipe *rc, const vt_train_opts *o)
      * commitment) independent of the trainer's evaluation order, only the device class is recorded.
      * The manifest is the whole run's (the global batch), whatever the number of ranks. */
     VT_FORWARD_IF_ERROR(vt_manifest_build_ds(rc, &t->ds, backend, &t->manifest));
-    VT_FORWARD_IF_ERROR(vt_model_init(&t->m, &local, t->ds.n, o->order));
+    if (o->shard_state && t->size > 1) /* each rank 1/N of the optimiser state */
+        VT_FORWARD_IF_ERROR(vt_model_init_sharded(&t->m, &local, t->ds.n, o->order, t->comm));
+    else
+        VT_FORWARD_IF_ERROR(vt_model_init(&t->m, &local, t->ds.n, o->order));
     if (t->size > 1) VT_FORWARD_IF_ERROR(vt_model_set_shard(&t->m, t->comm, rc->batch));
     if (rc->has_init) VT_FORWARD_IF_ERROR(vt_init_apply(&t->m, &t->init)); /* before anything is written */
     VT_FORWARD_IF_ERROR(vt_backend_open(backend, &t->be));
@@ -487,6 +494,11 @@ static vt_err share_start(train_ctx *t, uint64_t *start, int *done)
     *done = (int)hdr[1];
     t->m.rc.bound.legacy_log = (int)(int64_t)hdr[2];
     if (*done) return VT_OK;
+    if (vt_model_sharded(&t->m)) { /* each rank its share of rank 0's optimiser state; rank 0 then keeps its own */
+        vt_err es = vt_model_shard_scatter(&t->m, *start);
+        if (!es) vt_model_shard_release(&t->m);
+        return es;
+    }
     vt_err e = vt_dist_bcast(t->comm, t->m.state, t->m.n_state * sizeof *t->m.state, 0);
     if (!e && t->rank != 0) e = vt_model_set_state(&t->m, *start, t->m.state, t->m.n_state);
     return e;
@@ -530,14 +542,36 @@ static vt_err train_step(train_ctx *t, const vt_recipe *rc, const vt_train_opts 
     vt_err e = vt_step_run(&t->m, &t->ds, sa);
     if (e && sa->fault->code != VT_OK) e = vt_set_error(e, "%s [%s]", vt_errmsg(), vt_model_op_name(&t->m, sa->fault->op_id));
     if (!e && o->hooks && o->hooks->after_log) o->hooks->after_log(o->hooks->ctx, &t->log, s);
-    uint8_t h[32];
-    int compare = t->size > 1 && vt_recipe_has_state(rc, s);
-    if (!e && compare) e = vt_model_state_hash(&t->m, h);
+    uint8_t h[32], full[32];
+    int compare = t->size > 1 && vt_recipe_has_state(rc, s), sharded = vt_model_sharded(&t->m);
+    if (!e && compare) e = sharded ? vt_model_replica_hash(&t->m, h) : vt_model_state_hash(&t->m, h);
     VT_FORWARD_IF_ERROR(agree(t, e));
     if (compare) VT_FORWARD_IF_ERROR(same_state(t, s, h));
-    e = t->rank == 0 ? commit_step(t, rc, s, *loss, compare ? h : NULL, res) : VT_OK;
+    if (sharded && compare) { /* the committed state hash and checkpoint: rank 0 gathers the whole state */
+        e = vt_model_shard_gather(&t->m);
+        if (!e && t->rank == 0) e = vt_model_state_hash(&t->m, full);
+        VT_FORWARD_IF_ERROR(agree(t, e));
+    }
+    e = t->rank == 0 ? commit_step(t, rc, s, *loss, compare ? (sharded ? full : h) : NULL, res) : VT_OK;
+    if (sharded) vt_model_shard_release(&t->m);
     if (e) e = write_failed(e);
     return agree(t, e);
+}
+
+/* The state's planned bytes on this rank (information: the summary, the benchmark). */
+static vt_err state_figures(train_ctx *t, vt_train_result *res)
+{
+    vt_model_mem mem;
+    if (vt_model_sharded(&t->m))
+        VT_FORWARD_IF_ERROR(vt_model_need_sharded(&t->m.prog, t->m.rc.batch, t->ds.n, t->rank, t->size, &mem));
+    else
+        vt_model_need(&t->m.prog, t->m.rc.batch, t->ds.n, &mem);
+    res->sharded = vt_model_sharded(&t->m);
+    res->state_bytes = (uint64_t)mem.state, res->opt_bytes = (uint64_t)mem.opt;
+    res->state_total = (uint64_t)t->m.prog.arena_bytes[VT_TC_PARAM];
+    for (uint32_t k = 0; k < t->m.prog.n_state; k++)
+        if (t->m.prog.t[k].cls == VT_TC_OPT) res->opt_total += t->m.prog.t[k].n * sizeof(float);
+    return VT_OK;
 }
 
 static vt_err train(train_ctx *t, const vt_recipe *rc, const vt_train_opts *o, vt_train_result *res)
@@ -558,7 +592,8 @@ static vt_err train(train_ctx *t, const vt_recipe *rc, const vt_train_opts *o, v
             return VT_OK;
         }
         uint8_t h[32];
-        VT_FORWARD_IF_ERROR(agree(t, vt_model_state_hash(&t->m, h)));
+        VT_FORWARD_IF_ERROR(agree(t, vt_model_sharded(&t->m) ? vt_model_replica_hash(&t->m, h)
+                                                             : vt_model_state_hash(&t->m, h)));
         VT_FORWARD_IF_ERROR(same_state(t, start, h));
         res->resumed_from = start;
     } else if (done) {

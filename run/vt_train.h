@@ -30,6 +30,10 @@ typedef struct {
     vt_comm *comm;          /* data-parallel training (docs/distributed.md): the ranks (every rank calls
                              * vt_train_run with the same recipe and options; rank 0 alone writes the
                              * run); NULL or one rank: the one-process run */
+    int shard_state;        /* --shard-state (several ranks): each rank holds and updates 1/N of the optimiser
+                             * state and of the parameters, then the parameters are allgathered
+                             * (vt_model_init_sharded; the same commitment); one rank: ignored (the whole
+                             * state is the rank's); refused with a backend other than the CPU */
 } vt_train_opts;
 
 typedef struct {
@@ -49,6 +53,10 @@ typedef struct {
     uint64_t dist_sums, dist_exact; /* ranks > 1: the sums rounded across the ranks (this rank's count,
                                      * the same on every rank), of these settled by the exact phase */
     uint64_t dist_bytes;     /* ranks > 1: the bytes all ranks together sent for them */
+    int sharded;             /* the optimiser state was sharded over the ranks (--shard-state, ranks > 1) */
+    uint64_t state_bytes;    /* the bytes of the state this rank holds (planned: vt_model_need), the optimiser's */
+    uint64_t opt_bytes;      /* of these; with a sharded state its share, rank 0's at committed states aside */
+    uint64_t state_total, opt_total; /* the whole state's bytes, the optimiser state's */
     int err_common;          /* on failure: 1 when every rank returns this same error (print it once) */
 } vt_train_result;
 

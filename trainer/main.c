@@ -161,6 +161,8 @@ static void usage(FILE *f)
             "      --quiet           no progress line\n"
             "      under `mpirun -np N`: data-parallel on N ranks, the batch (a multiple of N) split across\n"
             "      them, rank 0 writing the run: the one-process commitment (docs/distributed.md)\n"
+            "      --shard-state     with N ranks: each holds and updates 1/N of the optimiser state and\n"
+            "                        of the parameters (allgathered after each step); the same commitment\n"
 #ifdef VT_TEST_HOOKS
             "      --stop-after S    TEST BUILD: stop after step S without committing (as a crash would)\n"
             "      --kill-at P[:N]   TEST BUILD: SIGKILL at the N-th pass of write point P (docs/format.md)\n"
@@ -244,7 +246,7 @@ static int parse_train(int argc, char **argv, vt_recipe *rc, vt_train_opts *o)
         {"backend", required_argument, 0, 'b'}, {"help", no_argument, 0, 'h'},
         {"max-memory", required_argument, 0, VT_OPT_MAX_MEMORY},
         {"reader-wait", required_argument, 0, 'W'}, {"init", required_argument, 0, 'I'},
-        {"init-layout", required_argument, 0, 'L'},
+        {"init-layout", required_argument, 0, 'L'}, {"shard-state", no_argument, 0, 'Z'},
 #ifdef VT_TEST_HOOKS
         {"stop-after", required_argument, 0, 'S'}, {"cheat", required_argument, 0, 'C'},
         {"kill-at", required_argument, 0, 'K'}, {"pause-at", required_argument, 0, 'P'},
@@ -284,6 +286,7 @@ static int parse_train(int argc, char **argv, vt_recipe *rc, vt_train_opts *o)
             break;
         case 'u': o->resume = 1; break;
         case 'q': o->quiet = 1; break;
+        case 'Z': o->shard_state = 1; break;
         case 'b':
             if (strcmp(optarg, "cpu") && strcmp(optarg, "cuda"))
                 return vt_cli_usage_error(usage, "trainer: --backend %s: expected cpu or cuda", optarg);
@@ -549,6 +552,11 @@ static int train_report(const vt_recipe *rc, const vt_train_opts *o, const vt_tr
                res->ranks, rc->batch, rc->batch / (uint32_t)res->ranks, (unsigned long long)res->dist_sums,
                (unsigned long long)res->dist_exact,
                (double)res->dist_bytes / (double)(res->steps > res->resumed_from ? res->steps - res->resumed_from : 1));
+    if (res->ranks > 1) /* the state's planned bytes on rank 0 (--shard-state: 1/N of the optimiser state) */
+        printf("state memory    %llu of %llu bytes on rank 0, optimiser state %llu of %llu (%s)\n",
+               (unsigned long long)res->state_bytes, (unsigned long long)res->state_total,
+               (unsigned long long)res->opt_bytes, (unsigned long long)res->opt_total,
+               res->sharded ? "sharded over the ranks, --shard-state" : "every rank holds it all");
     return VT_EXIT_OK;
 }
 

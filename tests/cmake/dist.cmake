@@ -36,3 +36,10 @@ endforeach()
 add_test(NAME audit_ranks COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/audit_ranks.sh ${CMAKE_BINARY_DIR}
          WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})
 set_tests_properties(audit_ranks PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 ENVIRONMENT "${VT_MPI_TEST_ENV}")
+# --shard-state (tests/shard_state.sh): the sharded optimiser state signs the one-process commitment
+if(VT_HAVE_MPI)
+  add_test(NAME shard_state COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/shard_state.sh ${CMAKE_BINARY_DIR} ${MPIEXEC_EXECUTABLE})
+else()
+  add_test(NAME shard_state COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/shard_state.sh ${CMAKE_BINARY_DIR} "")
+endif()
+set_tests_properties(shard_state PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77 ENVIRONMENT "${VT_MPI_TEST_ENV}")
