@@ -48,7 +48,9 @@ extern "C" vt_err vt_cudap_open(vt_cuda **out, char *desc, size_t desc_len)
                        e != cudaSuccess ? cudaGetErrorString(e) : "no device");
     int dev = 0;
     const char *env = getenv("VT_CUDA_DEVICE");
+    const char *local = getenv("OMPI_COMM_WORLD_LOCAL_RANK"); /* under mpirun: one device per rank */
     if (env && *env) dev = atoi(env);
+    else if (local && *local) dev = atoi(local) % n;
     VT_RETURN_ERROR_IF(dev < 0 || dev >= n, VT_ERR_ARG, "VT_CUDA_DEVICE=%d: this machine has %d GPU(s)", dev, n);
     int major = 0, minor = 0;
     CU(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));

@@ -14,6 +14,7 @@
 #include "vt_cuda_plugin.h"
 #include "../kernels/vt_cnn.h"
 #include "../kernels/vt_kernels.h"
+#include "../dist/vt_dist.h"
 #include "../model/vt_model.h"
 #include "../rounding_log/vt_epilogue.h"
 
@@ -23,6 +24,9 @@ void *const vti_cuda_plugin_needs[] = {
     (void *)vt_avgpool_weight, (void *)vt_conv_geom_make, (void *)vt_epi_fail, (void *)vt_epi_finish,
     (void *)vt_gemm_bounds,    (void *)vt_model_tensor,   (void *)vt_rctx_init, (void *)vt_round,
     (void *)vt_set_error,
+    /* the NCCL engine's (cuda/vt_nccl.c, in builds with NCCL) */
+    (void *)vt_dist_agree, (void *)vt_dist_bcast, (void *)vt_dist_rank, (void *)vt_dist_set_engine,
+    (void *)vt_dist_size,
 };
 
 #ifndef VT_CUDA_PLUGIN_PATH
@@ -118,6 +122,12 @@ static void load(void)
         return;
     }
     P.h = h;
+}
+
+void *vti_cuda_plugin_sym(const char *name)
+{
+    pthread_once(&once, load);
+    return P.h ? dlsym(P.h, name) : NULL;
 }
 
 vt_err vt_cuda_open(vt_cuda **out, char *desc, size_t desc_len)

@@ -62,6 +62,11 @@ VT_CUDAP_EXPORT vt_err vt_cudap_op_to_host(vt_cuda *g, struct vt_model *m, vt_rc
 VT_CUDAP_EXPORT vt_err vt_cudap_op_to_device(vt_cuda *g, struct vt_model *m, uint32_t op_id);
 VT_CUDAP_EXPORT vt_err vt_cudap_run_end(vt_cuda *g, struct vt_model *m, vt_rctx *rc);
 
+/* The loader's lookup of an optional entry point outside the table above (cuda/vt_cuda_load.c;
+ * e.g. vt_cudap_nccl_attach, cuda/vt_nccl.h): its address in the loaded plugin, or NULL (no plugin,
+ * or a plugin built without it). */
+void *vti_cuda_plugin_sym(const char *name);
+
 #ifdef __cplusplus
 }
 #endif
