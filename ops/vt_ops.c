@@ -67,18 +67,26 @@ static vt_err dist_fail(vt_opctx *c, vt_err e, const vt_elem_fault *f)
     return vt_set_error(e, "step %llu, operation %u (%s): %s", (unsigned long long)c->step, c->op_id, c->o->name, msg);
 }
 
-vt_err vti_round_batch_terms(vt_opctx *c, const double *x, const double *bound, size_t n, vt_round_dist_terms terms,
-                             void *arg, float *out)
+/* n elements rounded across the ranks (vt_round_dist_refined: refine may be NULL), the shard's and
+ * the context's counters added to */
+static vt_err round_batch(vt_opctx *c, const double *x, const double *bound, size_t n, vt_round_dist_refine refine,
+                          vt_round_dist_terms terms, void *arg, float *out)
 {
     vt_round_dist_stats st;
     memset(&st, 0, sizeof st);
     vt_elem_fault f;
     memset(&f, 0, sizeof f);
-    vt_err e = vt_round_dist(c->shard->comm, n, x, bound, terms, arg, out, &st, &f);
+    vt_err e = vt_round_dist_refined(c->shard->comm, n, x, bound, refine, terms, arg, out, &st, &f);
     c->shard->n_dist += st.n, c->shard->n_dist_exact += st.n_exact;
-    c->shard->bytes_sent += st.bytes_gather + st.bytes_reduce;
+    c->shard->bytes_sent += st.bytes_gather + st.bytes_refine + st.bytes_reduce;
     c->rc->stats.rounded += st.n, c->rc->stats.exact += st.n_exact;
     return e ? dist_fail(c, e, &f) : VT_OK;
+}
+
+vt_err vti_round_batch_terms(vt_opctx *c, const double *x, const double *bound, size_t n, vt_round_dist_terms terms,
+                             void *arg, float *out)
+{
+    return round_batch(c, x, bound, n, NULL, terms, arg, out);
 }
 
 typedef struct {
@@ -86,7 +94,16 @@ typedef struct {
     const double *x;
     size_t cols;
     uint64_t n_exact, n_kulisch;
+    const vt_bound_cfg *cfg; /* the refinement (short GEMM reductions): the tight bound's cache */
+    vt_tight *tc;
 } bounds_arg;
+
+/* this rank's tight bound of element i (vt_round_dist_refined's refinement round) */
+static double bounds_refine(void *arg, size_t i)
+{
+    bounds_arg *t = arg;
+    return vt_tight_bound(t->cfg, t->tc, i / t->cols, i % t->cols);
+}
 
 static int never_decides(double s, double e, void *ctx)
 {
@@ -117,25 +134,22 @@ vt_err vti_round_batch(vt_opctx *c, const double *x, const vt_bounds *b, size_t 
     size_t n = rows * cols;
     double *bound = malloc((n ? n : 1) * sizeof *bound);
     VT_RETURN_ERROR_IF(!bound, VT_ERR_NOMEM, "out of memory rounding a sum over the ranks");
-    /* each element's bound: a short GEMM reduction's tight bound (what one process falls back to
-     * where the outer product cannot decide: its cost is the GEMM's own at these lengths, and it
-     * spares the exact phase's integer exchange), else the screening bound */
-    if (b->kind == VT_BOUNDS_OUTER && b->ta && b->K <= VT_MBLK_KMAX) {
-        vt_tight tc;
-        vt_tight_init(&tc, b, rows, cols);
-        for (size_t i = 0; i < rows; i++)
-            for (size_t j = 0; j < cols; j++) bound[i * cols + j] = vt_tight_bound(&c->rc->bound, &tc, i, j);
-        vt_tight_free(&tc);
-    } else {
-        for (size_t i = 0; i < rows; i++)
-            for (size_t j0 = 0; j0 < cols; j0 += VT_BLOCK) {
-                size_t nb = cols - j0 < VT_BLOCK ? cols - j0 : VT_BLOCK;
-                if (b->kind == VT_BOUNDS_ZERO) memset(bound + i * cols + j0, 0, nb * sizeof *bound);
-                else vt_screen_bounds(b, i, j0, nb, cols, bound + i * cols + j0);
-            }
-    }
-    bounds_arg arg = {b, x, cols, 0, 0};
-    vt_err e = vti_round_batch_terms(c, x, bound, n, bounds_terms, &arg, out);
+    /* each element's bound: the screening bound (the cheap one); a short GEMM reduction's elements
+     * that the owners' screen leaves undecided with it get the refinement round with this rank's
+     * tight bound, as one process computes the tight bound only where its screen fails (its cost is
+     * the GEMM's own at these lengths, and it spares most of the exact phase's integer exchange) */
+    for (size_t i = 0; i < rows; i++)
+        for (size_t j0 = 0; j0 < cols; j0 += VT_BLOCK) {
+            size_t nb = cols - j0 < VT_BLOCK ? cols - j0 : VT_BLOCK;
+            if (b->kind == VT_BOUNDS_ZERO) memset(bound + i * cols + j0, 0, nb * sizeof *bound);
+            else vt_screen_bounds(b, i, j0, nb, cols, bound + i * cols + j0);
+        }
+    int tight = b->kind == VT_BOUNDS_OUTER && b->ta && b->K <= VT_MBLK_KMAX;
+    vt_tight tc;
+    if (tight) vt_tight_init(&tc, b, rows, cols);
+    bounds_arg arg = {b, x, cols, 0, 0, &c->rc->bound, tight ? &tc : NULL};
+    vt_err e = round_batch(c, x, bound, n, tight ? bounds_refine : NULL, bounds_terms, &arg, out);
+    if (tight) vt_tight_free(&tc);
     free(bound);
     return e;
 }

@@ -213,15 +213,158 @@ static vt_err check_args(vt_comm *comm, size_t n, int status, const double *boun
     return e;
 }
 
+/* An element the owner's screen leaves undecided is sent, in place of its FP32 result, as a mark: a
+ * NaN pattern, which no decided result is (a decided result is finite). VTI_MARK_REFINE: the ranks'
+ * refined bounds are wanted; VTI_MARK_EXACT: the exact phase's. */
+#define VTI_MARK_EXACT 0xffffffffu
+#define VTI_MARK_REFINE 0xfffffffeu
+
+static inline float mark(uint32_t w) { return vt_bits_f32(w); }
+static inline int is_mark(float v) { return vt_f32_bits(v) >= VTI_MARK_REFINE; }
+static inline int is_refine(float v) { return vt_f32_bits(v) == VTI_MARK_REFINE; }
+
+/* The screen of exact rounding over m combined elements (docs/rounding.md 5-6: the fast filter with
+ * k = 1 and the slop of recording, then the ends of [x - B, x + B]): res[k] = RN32(X) where both ends
+ * round to one finite FP32 value, else VTI_MARK_EXACT. Returns the count of marks. */
+static size_t screen(const double *x, const double *B, float *res, size_t m)
+{
+    size_t n_und = 0;
+    uint8_t cleared[VT_BLOCK];
+    for (size_t k0 = 0; k0 < m; k0 += VT_BLOCK) {
+        size_t nb = m - k0 < VT_BLOCK ? m - k0 : VT_BLOCK;
+        if (vt_screen_block(x + k0, B + k0, res + k0, cleared, nb, 1.0, VT_SLOP_RECORD)) continue;
+        for (size_t k = 0; k < nb; k++) {
+            if (cleared[k]) continue;
+            double xv = x[k0 + k], Bv = B[k0 + k];
+            if (isfinite(xv) && isfinite(Bv)) {
+                uint32_t l, h;
+                vt_round_ends(xv, Bv, 1.0, &l, &h);
+                if (l == h && vti_bits_finite(l)) {
+                    res[k0 + k] = vt_bits_f32(l);
+                    continue;
+                }
+            }
+            res[k0 + k] = mark(VTI_MARK_EXACT);
+            n_und++;
+        }
+    }
+    return n_und;
+}
+
+/* The owners' results of a round, in rank order, to every rank: owner s sends its cnt[s] words
+ * (b->res; refined = 0: the whole slice, refined = 1: its elements marked VTI_MARK_REFINE, in
+ * order) and one count word (its elements newly left to the exact phase; UINT32_MAX: it ran out of
+ * memory recording them); every rank writes them into out and adds the counts to und_of. */
+static vt_err gather_results(vt_comm *comm, size_t m, size_t mine, size_t i0, vti_p1 *b, uint32_t cw, int refined,
+                             float *out, uint64_t *und_of, uint64_t *bytes)
+{
+    int N = vt_dist_size(comm);
+    size_t *gb = b->cnt + 2 * N;
+    for (int s = 0; s < N; s++) {
+        size_t a = slice_lo(m, s, N), ms = slice_lo(m, s + 1, N) - a, c = ms;
+        if (refined) {
+            c = 0;
+            for (size_t k = 0; k < ms; k++) c += is_refine(out[i0 + a + k]);
+        }
+        gb[s] = 4 * (c + 1);
+    }
+    memcpy(b->sbuf, b->res, mine * sizeof(float));
+    memcpy(b->sbuf + 4 * mine, &cw, 4);
+    VT_FORWARD_IF_ERROR(vt_dist_allgatherv(comm, b->sbuf, gb, b->gbuf));
+    if (bytes) *bytes += 4 * (uint64_t)(mine + 1) * (uint64_t)(N - 1);
+    const unsigned char *gp = b->gbuf;
+    for (int s = 0; s < N; s++) {
+        size_t a = slice_lo(m, s, N), ms = slice_lo(m, s + 1, N) - a, c = gb[s] / 4 - 1;
+        if (!refined) memcpy(out + i0 + a, gp, ms * sizeof(float));
+        else
+            for (size_t k = 0, j = 0; k < ms && j < c; k++)
+                if (is_refine(out[i0 + a + k])) memcpy(out + i0 + a + k, gp + 4 * j++, 4);
+        memcpy(&cw, gp + 4 * c, 4);
+        gp += 4 * (c + 1);
+        if (cw == UINT32_MAX || und_of[s] == UINT64_MAX) und_of[s] = UINT64_MAX;
+        else und_of[s] += cw;
+    }
+    return VT_OK;
+}
+
+/* The refinement round of phase 1, for the round's elements marked VTI_MARK_REFINE (every rank
+ * knows them from the gathered results): each rank sends each owner its refined bounds of that
+ * owner's marked elements (min(bound, refine(i)), encoded as in phase 1: 4 bytes an element, one
+ * exchange); the owner combines its marked elements again with the same partials (still in b->P,
+ * compacted in place) and the refined bounds, screens, records what is still undecided for the
+ * exact phase, and the results go to every rank (one allgather). Nothing when no element is
+ * marked (every rank sees the same marks: it makes the same collectives whether or not it has a
+ * callback). */
+static vt_err refine_round(vt_comm *comm, size_t i0, size_t m, size_t lo, size_t mo, const double *bound, vt_round_dist_refine refine, void *arg, float *out, vti_p1 *b,
+                           vti_undecided *u, int *oom, uint64_t *und_of, vt_round_dist_stats *st)
+{
+    int N = vt_dist_size(comm), me = vt_dist_rank(comm);
+    size_t *sb = b->cnt, *rb = b->cnt + N;
+    size_t total = 0, cu = 0;
+    unsigned char *w = b->sbuf;
+    for (int s = 0; s < N; s++) {
+        size_t a = slice_lo(m, s, N), ms = slice_lo(m, s + 1, N) - a, c = 0;
+        for (size_t k = 0; k < ms; k++) {
+            size_t i = i0 + a + k;
+            if (!is_refine(out[i])) continue;
+            double bi = bound[i], r = refine ? refine(arg, i) : bi; /* a rank without one: its bound */
+            /* either is rigorous, so their minimum is: a refined bound that is not one (NaN,
+             * negative) is ignored */
+            r = r >= 0 ? (bi >= 0 && bi < r ? bi : r) : bi;
+            uint32_t v = bound_enc(r);
+            memcpy(w, &v, 4);
+            w += 4;
+            c++;
+        }
+        sb[s] = 4 * c;
+        total += c;
+        if (s == me) cu = c;
+    }
+    if (!total) return VT_OK;
+    for (int r = 0; r < N; r++) rb[r] = 4 * cu;
+    VT_FORWARD_IF_ERROR(vt_dist_alltoallv(comm, b->sbuf, sb, b->rbuf, rb));
+    if (st) {
+        st->n_refine += total;
+        st->bytes_refine += 4 * (uint64_t)(total - cu);
+    }
+    /* compact the marked elements' partials in place (P[r cu + j] from P[r mo + k_j], k_j >= j: every
+     * read is at or after the write) and decode their refined bounds */
+    for (int r = 0; r < N; r++) {
+        const unsigned char *rp = b->rbuf + (size_t)r * 4 * cu;
+        for (size_t k = 0, j = 0; k < mo && j < cu; k++) {
+            if (!is_refine(out[i0 + lo + k])) continue;
+            uint32_t v;
+            memcpy(&v, rp + 4 * j, 4);
+            b->P[(size_t)r * cu + j] = b->P[(size_t)r * mo + k];
+            b->Bd[(size_t)r * cu + j] = bound_dec(v);
+            j++;
+        }
+    }
+    combine_all(N, b->P, b->Bd, cu, cu, b->x, b->B);
+    uint32_t n_und = 0;
+    if (screen(b->x, b->B, b->res, cu))
+        for (size_t k = 0, j = 0; k < mo && j < cu; k++) {
+            if (!is_refine(out[i0 + lo + k])) continue;
+            if (is_mark(b->res[j])) {
+                if (*oom || und_push(u, i0 + lo + k, b->x[j], b->B[j])) *oom = 1;
+                n_und++;
+            }
+            j++;
+        }
+    return gather_results(comm, m, cu, i0, b, *oom ? UINT32_MAX : n_und, 1, out, und_of,
+                          st ? &st->bytes_refine : NULL);
+}
+
 /* Phase 1 over elements [i0, i0 + m): every rank sends slice s of its partials and bounds to rank s;
  * this rank combines its own slice's N partials in rank order and screens (the undecided ones into
  * *u; a failure to record one sets *oom); the owners' results and counts of undecided elements are
  * gathered into out and und_of (UINT64_MAX: that owner ran out of memory). */
-static vt_err phase1(vt_comm *comm, size_t i0, size_t m, const double *partial, const double *bound, float *out,
-                     vti_p1 *b, vti_undecided *u, int *oom, uint64_t *und_of, vt_round_dist_stats *st)
+static vt_err phase1(vt_comm *comm, size_t i0, size_t m, const double *partial, const double *bound,
+                     vt_round_dist_refine refine, void *arg, float *out, vti_p1 *b, vti_undecided *u, int *oom,
+                     uint64_t *und_of, vt_round_dist_stats *st)
 {
     int N = vt_dist_size(comm), me = vt_dist_rank(comm);
-    size_t *sb = b->cnt, *rb = b->cnt + N, *gb = b->cnt + 2 * N;
+    size_t *sb = b->cnt, *rb = b->cnt + N;
     size_t lo = slice_lo(m, me, N), mo = slice_lo(m, me + 1, N) - lo;
     /* pack: slice s's partials, then its bounds as 32-bit words */
     unsigned char *w = b->sbuf;
@@ -235,7 +378,6 @@ static vt_err phase1(vt_comm *comm, size_t i0, size_t m, const double *partial, 
         }
         sb[s] = 12 * ms;
         rb[s] = 12 * mo;
-        gb[s] = 4 * (ms + 1);
     }
     VT_FORWARD_IF_ERROR(vt_dist_alltoallv(comm, b->sbuf, sb, b->rbuf, rb));
     if (st) st->bytes_gather += 12 * (uint64_t)(m - mo);
@@ -252,42 +394,21 @@ static vt_err phase1(vt_comm *comm, size_t i0, size_t m, const double *partial, 
     }
     combine_all(N, b->P, b->Bd, mo, mo, b->x, b->B);
     uint32_t n_und = 0;
-    uint8_t cleared[VT_BLOCK];
-    for (size_t k0 = 0; k0 < mo; k0 += VT_BLOCK) {
-        size_t nb = mo - k0 < VT_BLOCK ? mo - k0 : VT_BLOCK;
-        if (vt_screen_block(b->x + k0, b->B + k0, b->res + k0, cleared, nb, 1.0, VT_SLOP_RECORD)) continue;
-        for (size_t k = 0; k < nb; k++) {
-            if (cleared[k]) continue;
-            double xv = b->x[k0 + k], Bv = b->B[k0 + k];
-            if (isfinite(xv) && isfinite(Bv)) {
-                uint32_t l, h;
-                vt_round_ends(xv, Bv, 1.0, &l, &h);
-                if (l == h && vti_bits_finite(l)) {
-                    b->res[k0 + k] = vt_bits_f32(l);
-                    continue;
-                }
+    if (screen(b->x, b->B, b->res, mo))
+        for (size_t k = 0; k < mo; k++) {
+            if (!is_mark(b->res[k])) continue;
+            /* a finite x: the ranks' refined bounds may decide it (B alone not finite: a bound was) */
+            if (refine && isfinite(b->x[k])) {
+                b->res[k] = mark(VTI_MARK_REFINE);
+                continue;
             }
-            b->res[k0 + k] = 0.0f; /* phase 2's */
-            if (*oom || und_push(u, i0 + lo + k0 + k, xv, Bv)) *oom = 1;
+            if (*oom || und_push(u, i0 + lo + k, b->x[k], b->B[k])) *oom = 1;
             n_und++;
         }
-    }
-    /* the owners' results and counts, in rank order */
-    memcpy(b->sbuf, b->res, mo * sizeof(float));
-    uint32_t cw = *oom ? UINT32_MAX : n_und;
-    memcpy(b->sbuf + 4 * mo, &cw, 4);
-    VT_FORWARD_IF_ERROR(vt_dist_allgatherv(comm, b->sbuf, gb, b->gbuf));
-    if (st) st->bytes_gather += 4 * (uint64_t)(mo + 1) * (uint64_t)(N - 1);
-    const unsigned char *gp = b->gbuf;
-    for (int s = 0; s < N; s++) {
-        size_t a = slice_lo(m, s, N), ms = slice_lo(m, s + 1, N) - a;
-        memcpy(out + i0 + a, gp, ms * sizeof(float));
-        memcpy(&cw, gp + 4 * ms, 4);
-        gp += 4 * (ms + 1);
-        if (cw == UINT32_MAX || und_of[s] == UINT64_MAX) und_of[s] = UINT64_MAX;
-        else und_of[s] += cw;
-    }
-    return VT_OK;
+    /* the owners' results (or marks) and counts, in rank order */
+    VT_FORWARD_IF_ERROR(
+        gather_results(comm, m, mo, i0, b, *oom ? UINT32_MAX : n_und, 0, out, und_of, st ? &st->bytes_gather : NULL));
+    return refine_round(comm, i0, m, lo, mo, bound, refine, arg, out, b, u, oom, und_of, st);
 }
 
 /* Every rank learns every owner's undecided elements (index, x, B), in increasing index: an
@@ -295,7 +416,10 @@ static vt_err phase1(vt_comm *comm, size_t i0, size_t m, const double *partial, 
 static vt_err gather_undecided(vt_comm *comm, vti_undecided *u, const uint64_t *und_of, vt_round_dist_stats *st)
 {
     int N = vt_dist_size(comm), me = vt_dist_rank(comm);
-    if (N == 1) return VT_OK; /* already all of them, in increasing index */
+    if (N == 1) { /* already all of them; in increasing index but for the refined ones */
+        qsort(u->v, u->n, sizeof *u->v, und_cmp);
+        return VT_OK;
+    }
     size_t total = 0;
     for (int s = 0; s < N; s++) total += (size_t)und_of[s];
     size_t *bytes = malloc((size_t)N * sizeof *bytes);
@@ -435,21 +559,30 @@ void vt_round_dist_clock(uint64_t *calls, double *seconds)
     if (seconds) *seconds = g_seconds;
 }
 
-static vt_err round_dist(vt_comm *comm, size_t n, const double *partial, const double *bound, vt_round_dist_terms terms,
-                         void *arg, float *out, vt_round_dist_stats *stats, vt_elem_fault *f);
+static vt_err round_dist(vt_comm *comm, size_t n, const double *partial, const double *bound,
+                         vt_round_dist_refine refine, vt_round_dist_terms terms, void *arg, float *out,
+                         vt_round_dist_stats *stats, vt_elem_fault *f);
 
-vt_err vt_round_dist(vt_comm *comm, size_t n, const double *partial, const double *bound, vt_round_dist_terms terms,
-                     void *arg, float *out, vt_round_dist_stats *stats, vt_elem_fault *f)
+vt_err vt_round_dist_refined(vt_comm *comm, size_t n, const double *partial, const double *bound,
+                             vt_round_dist_refine refine, vt_round_dist_terms terms, void *arg, float *out,
+                             vt_round_dist_stats *stats, vt_elem_fault *f)
 {
     double t0 = vt_now();
-    vt_err e = round_dist(comm, n, partial, bound, terms, arg, out, stats, f);
+    vt_err e = round_dist(comm, n, partial, bound, refine, terms, arg, out, stats, f);
     g_calls++;
     g_seconds += vt_now() - t0;
     return e;
 }
 
-static vt_err round_dist(vt_comm *comm, size_t n, const double *partial, const double *bound, vt_round_dist_terms terms,
-                         void *arg, float *out, vt_round_dist_stats *stats, vt_elem_fault *f)
+vt_err vt_round_dist(vt_comm *comm, size_t n, const double *partial, const double *bound, vt_round_dist_terms terms,
+                     void *arg, float *out, vt_round_dist_stats *stats, vt_elem_fault *f)
+{
+    return vt_round_dist_refined(comm, n, partial, bound, NULL, terms, arg, out, stats, f);
+}
+
+static vt_err round_dist(vt_comm *comm, size_t n, const double *partial, const double *bound,
+                         vt_round_dist_refine refine, vt_round_dist_terms terms, void *arg, float *out,
+                         vt_round_dist_stats *stats, vt_elem_fault *f)
 {
     VT_RETURN_ERROR_IF(!comm, VT_ERR_ARG, "vt_round_dist: no communicator");
     int N = vt_dist_size(comm);
@@ -464,7 +597,7 @@ static vt_err round_dist(vt_comm *comm, size_t n, const double *partial, const d
     /* rounds of VTI_CHUNK elements (the buffers may hold more: kept from a larger call) */
     for (size_t i0 = 0; i0 < n && !e; i0 += VTI_CHUNK) {
         size_t m = n - i0 < VTI_CHUNK ? n - i0 : VTI_CHUNK;
-        e = phase1(comm, i0, m, partial, bound, out, b, &u, &oom, und_of, stats);
+        e = phase1(comm, i0, m, partial, bound, refine, arg, out, b, &u, &oom, und_of, stats);
     }
     size_t n_und = 0;
     for (int s = 0; s < N && !e; s++) {

@@ -5,7 +5,9 @@
  * Every rank makes the same data from the same seed and takes its share of each element's terms
  * by one of several splits (contiguous blocks, round-robin, random, all on one rank, skewed); its
  * partial and bound come from a plain FP64 sum with the provable coefficient bound, or from the
- * compensated sum. Every rank's result must equal, bit for bit, RN32 of the exact global sum
+ * compensated sum, or the plain sum with an inflated bound and the rigorous one as the refinement
+ * (vt_round_dist_refined: the refinement round decides some, the rest take the exact phase, the
+ * same elements as with the rigorous bounds alone). Every rank's result must equal, bit for bit, RN32 of the exact global sum
  * computed here in one process by vt_xacc over all the terms (and by MPFR where the build has it).
  * Adversarial elements sit on FP32 rounding boundaries and ties (normal, subnormal, near FLT_MAX)
  * behind huge cancellations, so the exact phase must run for them (asserted); +-0, empty elements
@@ -198,7 +200,22 @@ typedef struct {
     uint64_t seed;
     int fail_rank;     /* the callback fails on this rank (-1: never) */
     long calls;
+    const double *fine; /* the refinement: this rank's bound of element e is fine[e] */
+    long refines;       /* refinement callbacks made */
+    int garbage;        /* the refinement returns NaN or a negative value for some elements */
 } share;
+
+/* This rank's refined bound of element e (vt_round_dist_refined): fine[e], the rigorous bound of
+ * its partial; with garbage, NaN for one element in seven and -1 for another (to be ignored: the
+ * bound passed is used). */
+static double my_refine(void *arg, size_t e)
+{
+    share *s = arg;
+    s->refines++;
+    if (s->garbage && e % 7 == 3) return NAN;
+    if (s->garbage && e % 7 == 5) return -1.0;
+    return s->fine[e];
+}
 
 static vt_err my_terms(void *arg, size_t e, vt_xacc *acc)
 {
@@ -417,22 +434,33 @@ static uint64_t round_all(vt_comm *c, const elems *E, const float *ref, uint64_t
     double *p = malloc(E->n * sizeof *p), *b = malloc(E->n * sizeof *b);
     float *out = malloc(E->n * sizeof *out), *out0 = malloc(E->n * sizeof *out0);
     if (!p || !b || !out || !out0) abort();
-    uint64_t total_exact = 0;
+    double *fine = malloc(E->n * sizeof *fine);
+    if (!fine) abort();
+    static const char *const mode_name[] = {"plain", "compensated", "refined", "refined, some refinements ignored"};
+    uint64_t total_exact = 0, plain_exact = 0;
     for (int split = 0; split < SPLIT_COUNT; split++)
-        for (int comp = 0; comp < 2; comp++) {
-            share s = {E, split, seed + (uint64_t)split, -1, 0};
-            partials(&s, comp, p, b);
+        for (int comp = 0; comp < 4; comp++) {
+            share s = {E, split, seed + (uint64_t)split, -1, 0, fine, 0, comp == 3};
+            partials(&s, comp == 1, p, b);
+            /* refined: the bounds passed are 2^24 times the rigorous ones (most elements undecided
+             * with them), the refinement gives the rigorous one; in the skewed split the last rank
+             * passes no refinement (its bounds as passed) */
+            int refine = comp >= 2, one_none = refine && split == SPLIT_SKEWED && SIZE > 1;
+            int none_here = one_none && RANK == SIZE - 1;
+            if (refine)
+                for (size_t i = 0; i < E->n; i++) fine[i] = b[i], b[i] *= 0x1p24;
             vt_round_dist_stats st = {0};
             vt_elem_fault f = {0};
             memset(out, 0xff, E->n * sizeof *out);
-            vt_err e = vt_round_dist(c, E->n, p, b, my_terms, &s, out, &st, &f);
-            CHECK(e == VT_OK, "%s, %s split, %s: %s", what, split_name[split], comp ? "compensated" : "plain",
-                  vt_errmsg());
+            vt_err e = refine ? vt_round_dist_refined(c, E->n, p, b, none_here ? NULL : my_refine, my_terms, &s, out,
+                                                      &st, &f)
+                              : vt_round_dist(c, E->n, p, b, my_terms, &s, out, &st, &f);
+            CHECK(e == VT_OK, "%s, %s split, %s: %s", what, split_name[split], mode_name[comp], vt_errmsg());
             long bad = 0;
             for (size_t i = 0; i < E->n; i++)
                 if (!same32(out[i], ref[i]) && bad++ < 5)
                     CHECK(0, "%s, %s split, %s: element %zu: %a, the exact RN32 is %a", what, split_name[split],
-                          comp ? "compensated" : "plain", i, (double)out[i], (double)ref[i]);
+                          mode_name[comp], i, (double)out[i], (double)ref[i]);
             CHECK(bad == 0, "%s, %s split: %ld elements differ", what, split_name[split], bad);
             memcpy(out0, out, E->n * sizeof *out);
             CHECK_OK(vt_dist_bcast(c, out0, E->n * sizeof *out0, 0));
@@ -440,7 +468,23 @@ static uint64_t round_all(vt_comm *c, const elems *E, const float *ref, uint64_t
                   split_name[split], RANK);
             CHECK(st.n == E->n && st.n_exact <= E->n && (long)st.n_exact == s.calls, "%s: stats %llu %llu, calls %ld",
                   what, (unsigned long long)st.n, (unsigned long long)st.n_exact, s.calls);
-            if (require_ties && !comp) {
+            /* the refinement round: every rank refines every element the owners' screen left
+             * undecided with a finite x (none without a callback); some are then decided (the
+             * cheap bound failed, the refined one decides), the rest take the exact phase */
+            CHECK(refine ? st.n_refine > 0 && st.n_refine <= E->n && s.refines == (none_here ? 0 : (long)st.n_refine)
+                         : st.n_refine == 0 && st.bytes_refine == 0 && s.refines == 0,
+                  "%s, %s split, %s: %llu refined, %ld refinements made", what, split_name[split], mode_name[comp],
+                  (unsigned long long)st.n_refine, s.refines);
+            if (comp == 0) plain_exact = st.n_exact;
+            /* the same partials and, after the round, the same bounds as the plain run: the same
+             * elements left to the exact phase */
+            if (refine && comp == 2 && !one_none)
+                CHECK(st.n_exact < st.n_refine && st.n_exact == plain_exact,
+                      "%s, %s split: the refinement decided %llu of %llu, %llu exact (the rigorous bounds alone: %llu)",
+                      what, split_name[split], (unsigned long long)(st.n_refine - st.n_exact),
+                      (unsigned long long)st.n_refine, (unsigned long long)st.n_exact,
+                      (unsigned long long)plain_exact);
+            if (require_ties && comp != 1) {
                 /* a tie with a non-zero bound (some rank holds two or more non-zero terms: its
                  * coefficient bound is positive) cannot be decided by any FP64 value */
                 uint64_t forced = 0;
@@ -449,14 +493,16 @@ static uint64_t round_all(vt_comm *c, const elems *E, const float *ref, uint64_t
                       "must", what, split_name[split], (unsigned long long)st.n_exact, (unsigned long long)forced);
             }
             if (RANK == 0)
-                printf("%s, %s split, %s partials: %llu of %llu elements exact (%llu + %llu bytes sent per rank)\n",
-                       what, split_name[split], comp ? "compensated" : "plain", (unsigned long long)st.n_exact,
-                       (unsigned long long)st.n, (unsigned long long)st.bytes_gather,
-                       (unsigned long long)st.bytes_reduce);
+                printf("%s, %s split, %s partials: %llu refined, %llu of %llu elements exact (%llu + %llu + %llu "
+                       "bytes sent per rank)\n",
+                       what, split_name[split], mode_name[comp], (unsigned long long)st.n_refine,
+                       (unsigned long long)st.n_exact, (unsigned long long)st.n, (unsigned long long)st.bytes_gather,
+                       (unsigned long long)st.bytes_refine, (unsigned long long)st.bytes_reduce);
             total_exact += st.n_exact;
         }
     free(p);
     free(b);
+    free(fine);
     free(out);
     free(out0);
     return total_exact;
@@ -480,7 +526,7 @@ static void test_chunks(vt_comm *c, vt_rng *r)
     double *p = malloc(n * sizeof *p), *b = malloc(n * sizeof *b);
     if (!ref || !out || !p || !b) abort();
     for (size_t e = 0; e < n; e++) ref[e] = ref_xacc(&E, e);
-    share s = {&E, SPLIT_ROUND_ROBIN, 7, -1, 0};
+    share s = {&E, SPLIT_ROUND_ROBIN, 7, -1, 0, NULL, 0, 0};
     partials(&s, 0, p, b);
     vt_round_dist_stats st = {0};
     CHECK_OK(vt_round_dist(c, n, p, b, my_terms, &s, out, &st, NULL));
@@ -569,7 +615,7 @@ static void test_failures(vt_comm *c, vt_rng *r)
     make_adversarial(&E, r);
     double *p = malloc(E.n * sizeof *p), *b = malloc(E.n * sizeof *b);
     float *out = malloc(E.n * sizeof *out);
-    share s = {&E, SPLIT_RANDOM, 99, SIZE - 1, 0};
+    share s = {&E, SPLIT_RANDOM, 99, SIZE - 1, 0, NULL, 0, 0};
     partials(&s, 0, p, b);
     char want[160];
     /* the callback fails on the last rank */
@@ -605,7 +651,7 @@ static void test_failures(vt_comm *c, vt_rng *r)
         add_cancelling(&O, r, 2, 110, 140);
         el_shuffle(&O, O.n - 1, r);
     }
-    share so = {&O, SPLIT_ROUND_ROBIN, 5, -1, 0};
+    share so = {&O, SPLIT_ROUND_ROBIN, 5, -1, 0, NULL, 0, 0};
     double po[8], bo[8];
     float oo[8];
     partials(&so, 0, po, bo);
