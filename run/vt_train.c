@@ -10,6 +10,7 @@
 #include "../common/vt_bytes.h"
 #include "../common/vt_cli.h"
 #include "../cuda/vt_backend.h"
+#include "../cuda/vt_nccl.h"
 #include "../data/vt_data.h"
 #include "../merkle/vt_merkle.h"
 #include "../merkle/vt_sign.h"
@@ -301,10 +302,11 @@ static vt_err prepare(train_ctx *t, const vt_recipe *rc, const vt_train_opts *o)
                            "rounding=log runs in one process only: with %d ranks use rounding=exact (the default), "
                            "or train rounding=log without mpirun",
                            t->size);
-        VT_RETURN_ERROR_IF(strcmp(backend, "cpu") != 0, VT_ERR_UNSUPPORTED,
-                           "--backend %s: data-parallel ranks compute on the CPU (--backend cpu, the default); a "
-                           "GPU run is one process",
-                           backend);
+        VT_RETURN_ERROR_IF(strcmp(backend, "cpu") != 0 && !vt_nccl_built(), VT_ERR_UNSUPPORTED,
+                           "--backend %s with %d ranks: this build has no NCCL (configured without NCCL beside the "
+                           "CUDA backend, VT_NCCL): data-parallel ranks compute on the CPU (--backend cpu, the "
+                           "default); a GPU run without NCCL is one process",
+                           backend, t->size);
         local.batch = rc->batch / (uint32_t)t->size;
     }
     VT_FORWARD_IF_ERROR(vt_sign_init());
@@ -578,6 +580,13 @@ static vt_err train(train_ctx *t, const vt_recipe *rc, const vt_train_opts *o, v
 {
     const int root = t->rank == 0;
     VT_FORWARD_IF_ERROR(agree(t, prepare(t, rc, o)));
+    const char *engine = getenv("VT_DIST_ENGINE"); /* "mpi": the GPU ranks' collectives over MPI (a check) */
+    if (t->size > 1 && t->be.impl && !(engine && strcmp(engine, "mpi") == 0)) {
+        /* --backend cuda: the ranks' collectives over NCCL (its errors agreed) */
+        vt_err e = vt_nccl_attach(&t->be, t->comm);
+        t->common = e != VT_OK;
+        VT_FORWARD_IF_ERROR(e);
+    }
     if (t->size > 1) VT_FORWARD_IF_ERROR(same_run(t));
     vt_merkle_init(&t->tree);
     vt_steplog_init(&t->log, 0);
