@@ -11,6 +11,10 @@
 #      the GPT in both roundings, every device operation checked against the CPU exec of the same
 #      operation on the same inputs; a difference stops the run naming the operation, its kind, the
 #      output tensor and the first differing element with both values' bits;
+#   2c. GPU ranks (docs/distributed.md "GPU ranks"): test_nccl (test_dist's cases through the NCCL
+#      engine: one rank, and 2 ranks under mpirun) and tests/nccl_train.sh (2 ranks with
+#      --backend cuda, collectives over NCCL and over MPI, against the CPU run); each says "skipped"
+#      without MPI in the build or, for NCCL on 2 ranks, with fewer than 2 GPUs;
 #   3. trains the default MLP, and shortened CNN and GPT runs, on the GPU (--backend cuda);
 #   4. bench_cuda: each step against a plain FP64 step (cuBLAS DGEMM) and a plain FP32 step
 #      (cuBLAS SGEMM, no TF32) on the same GPU, and the verifiable GEMM path against DGEMM;
@@ -96,6 +100,16 @@ done
 rm -rf "$CK"
 step "end to end (tests/e2e.sh: its CUDA section trains on the GPU, audits on CPU and GPU)"
 bash tests/e2e.sh "$B" | tail -3 || status=1
+
+step "GPU ranks: the collectives over NCCL (test_nccl, test_nccl_np2, nccl_train; at most 240 s)"
+for t in test_nccl test_nccl_np2 nccl_train; do
+  timeout 240 ctest --test-dir "$B" -R "^$t\$" -V >/tmp/vt-$t.log 2>&1
+  st=$?
+  grep -E "(nccl_train|test_nccl|test_dist)[^ ]*: " /tmp/vt-$t.log | grep -v "^Test command" | head -8
+  if grep -q "\*\*\*Skipped" /tmp/vt-$t.log; then echo "$t: skipped"
+  elif [ $st = 0 ]; then echo "$t: passed"
+  else status=1; echo "$t: FAILED (exit $st)"; tail -15 /tmp/vt-$t.log; fi
+done
 
 step "training on the GPU"
 R=$OUT/runs
