@@ -317,10 +317,10 @@ vt_err vt_cert_run(const vt_cert_opts *o, vt_cert_result *res)
 /* Parses a certificate: every length checked; fills the options it binds. */
 static vt_err parse(const uint8_t *p, size_t n, vt_cert_opts *o, uint8_t state_hash[32], size_t *body_len)
 {
+    VT_RETURN_ERROR_IF(n >= 12 && memcmp(p, CERT_MAGIC, 8) == 0 && vt_get_u32le(p + 8) == 2, VT_ERR_FORMAT,
+                       "an ONNX / VNN-LIB certificate (version 2): check it with --onnx FILE --vnnlib FILE");
     VT_RETURN_ERROR_IF(n < CERT_HEADER + 96 || memcmp(p, CERT_MAGIC, 8) != 0, VT_ERR_FORMAT,
                        "not a certificate (magic, or shorter than its header)");
-    VT_RETURN_ERROR_IF(vt_get_u32le(p + 8) == 2, VT_ERR_FORMAT,
-                       "an ONNX / VNN-LIB certificate (version 2): check it with --onnx FILE --vnnlib FILE");
     VT_RETURN_ERROR_IF(vt_get_u32le(p + 8) != CERT_VERSION, VT_ERR_FORMAT, "certificate version %u (this auditor: %u)",
                        vt_get_u32le(p + 8), CERT_VERSION);
     uint32_t meth = vt_get_u32le(p + 12), N = vt_get_u32le(p + 16), C = vt_get_u32le(p + 20), d = vt_get_u32le(p + 24),

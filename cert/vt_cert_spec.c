@@ -268,7 +268,7 @@ static vt_err compute(const vt_cert_spec_opts *o, spec_in *in, double deadline, 
         else {
             (void)confirm(&s, s.x); /* the outputs' intervals at the counterexample */
             fprintf(f, "(");
-            for (uint32_t i = 0; i < d; i++) fprintf(f, "%s(X_%u %.17g)\n", i ? " " : "", i, (double)s.x[i]);
+            for (uint32_t i = 0; i < d; i++) fprintf(f, "%s(X_%u %.112g)\n", i ? " " : "", i, (double)s.x[i]); /* exact */
             for (uint32_t j = 0; j < ny; j++) fprintf(f, " (Y_%u %.17g)%s", j, 0.5 * s.ol[j] + 0.5 * s.ou[j], j + 1 < ny ? "\n" : ")\n");
             if ((ferror(f) | (fclose(f) != 0))) e = vt_set_error(VT_ERR_IO, "--cex %s: cannot write it", o->cex_path);
         }

@@ -90,7 +90,8 @@ static vt_err read_sx(reader *r)
             stack[depth] = id, last[depth] = 0;
         }
     }
-    VT_RETURN_ERROR_IF(depth != 0, VT_ERR_FORMAT, "vnnlib line %u: %u '(' not closed at the end", line, depth);
+    VT_RETURN_ERROR_IF(depth != 0, VT_ERR_FORMAT, "vnnlib line %u: '(' not closed at the end of the file (line %u)",
+                       r->v[stack[depth]].line, line);
     return VT_OK;
 }
 
@@ -112,6 +113,58 @@ static uint32_t child(const reader *r, uint32_t id, uint32_t k)
     uint32_t c = r->v[id].first;
     while (c && k--) c = r->v[c].next;
     return c;
+}
+
+/* The significant digits of a decimal literal (no sign, no leading or trailing zeros) and the
+ * exponent of its first digit; 0 when it has none (zero) or too many. */
+static int sig_digits(const char *s, size_t n, char *dig, size_t cap, size_t *nd, long *e10)
+{
+    size_t i = 0, k = 0;
+    long pos = 0, first = 0, ex = 0; /* pos: the exponent of the next integer digit, counted from the point */
+    int seen = 0, esign = 1;
+    if (i < n && (s[i] == '-' || s[i] == '+')) i++;
+    size_t intd = 0;
+    for (size_t j = i; j < n && s[j] >= '0' && s[j] <= '9'; j++) intd++;
+    pos = (long)intd - 1;
+    for (; i < n && s[i] != 'e' && s[i] != 'E'; i++) {
+        if (s[i] == '.') continue;
+        if (s[i] != '0' && !seen) seen = 1, first = pos;
+        if (seen) {
+            if (k >= cap) return 0;
+            dig[k++] = s[i];
+        }
+        pos--;
+    }
+    if (i < n) {
+        i++;
+        if (i < n && (s[i] == '-' || s[i] == '+')) esign = s[i++] == '-' ? -1 : 1;
+        for (; i < n; i++)
+            if (ex < 100000) ex = ex * 10 + (s[i] - '0');
+    }
+    while (k && dig[k - 1] == '0') k--;
+    *nd = k, *e10 = first + esign * ex;
+    return seen;
+}
+
+/* 1 when the (valid) literal s is exactly the double v: v's exact decimal expansion (printf prints
+ * it digit for digit) has the literal's significant digits and exponent. */
+static int same_decimal(const char *s, size_t n, double v)
+{
+    char a[420], b[900];
+    size_t na, nb = 0;
+    long ea;
+    if (v == 0 || !sig_digits(s, n, a, sizeof a, &na, &ea)) return 0;
+    int len = snprintf(b, sizeof b, "%.800e", fabs(v)); /* d.ddd...e+XX, exact: a double has < 800 digits */
+    if (len <= 0 || (size_t)len >= sizeof b) return 0;
+    char *e = strchr(b, 'e');
+    if (!e) return 0;
+    long eb = strtol(e + 1, NULL, 10);
+    char *q = b;
+    for (char *p = b; p < e; p++)
+        if (*p != '.') *q++ = *p;
+    nb = (size_t)(q - b);
+    while (nb && b[nb - 1] == '0') nb--;
+    return eb == ea && na == nb && memcmp(a, b, na) == 0;
 }
 
 int vt_vnnlib_number(const char *s, size_t n, double *lo, double *hi)
@@ -157,7 +210,7 @@ int vt_vnnlib_number(const char *s, size_t n, double *lo, double *hi)
         for (long q = 0; q < (k < 0 ? -k : k); q++) p *= 10; /* exact up to 10^22 */
         double av = fabs(v);
         exact = k >= 0 ? fma(av, p, -D) == 0 : fma(D, p, -av) == 0;
-    }
+    } else exact = same_decimal(s, n, v);
     if (exact) *lo = *hi = v;
     else *lo = nextafter(v, -INFINITY), *hi = nextafter(v, INFINITY);
     return 0;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../cert/vt_cert.h"
+#include "../cert/vt_vnnlib.h"
 #include "vt_test.h"
 
 #ifdef VT_HAVE_MPFR
@@ -89,6 +90,15 @@ static void random_net(vt_rng *r, vt_cert_net *n, float **store, uint32_t L, con
     }
 }
 
+/* a random network and its context (NULL on failure, counted) */
+static vt_cert_ctx *random_ctx(vt_rng *r, vt_cert_net *n, float **store, uint32_t L, const uint32_t *w)
+{
+    random_net(r, n, store, L, w, 2.0);
+    vt_cert_ctx *c = NULL;
+    CHECK_OK(vt_cert_ctx_new(n, &c));
+    return c;
+}
+
 static void test_sampled(void)
 {
     vt_rng r = {vt_test_seed(20240601)};
@@ -97,9 +107,7 @@ static void test_sampled(void)
     for (int s = 0; s < 3; s++) {
         vt_cert_net n;
         float *store[12] = {0};
-        random_net(&r, &n, store, layers[s], shapes[s], 2.0);
-        vt_cert_ctx *c = NULL;
-        CHECK_OK(vt_cert_ctx_new(&n, &c));
+        vt_cert_ctx *c = random_ctx(&r, &n, store, layers[s], shapes[s]);
         if (!c) return;
         uint32_t d = n.n[0], C = n.n[n.L];
         for (int box = 0; box < 12; box++) {
@@ -156,6 +164,84 @@ static void test_sampled(void)
     CHECK(g_bad == 0, "%ld of %ld points outside a bound", g_bad, g_points);
     CHECK(g_points > 5000, "only %ld points", g_points);
     printf("sampled: %ld points (x2 semantics, x3 methods), none outside a bound\n", g_points);
+}
+
+/* The spec-matrix path (vt_cert_spec_bounds, VNN-LIB properties): random rows C_r with integer
+ * coefficients summing to zero (so that C_r . y = -sum_j c_j (y_0 - y_j), the exact margins against
+ * class 0), random boxes, corners and uniform points: the exact C_r . y of both semantics is never
+ * below any method's bound; alpha-CROWN never below CROWN; a margin row gives the margin path's
+ * CROWN bound or better. */
+static void test_spec_sampled(void)
+{
+    vt_rng r = {vt_test_seed(20261202)};
+    const uint32_t shapes[3][5] = {{5, 9, 3, 0, 0}, {4, 8, 8, 4, 0}, {6, 7, 7, 7, 5}};
+    const uint32_t layers[3] = {2, 3, 4};
+    long points = 0, bad = 0;
+    for (int s = 0; s < 3; s++) {
+        vt_cert_net n;
+        float *store[12] = {0};
+        vt_cert_ctx *c = random_ctx(&r, &n, store, layers[s], shapes[s]);
+        if (!c) return;
+        uint32_t d = n.n[0], C = n.n[n.L], M = 4;
+        double rows[4 * 16];
+        for (int box = 0; box < 8; box++) {
+            float x[8], p[8];
+            double xl[8], xu[8], lb[3][4], eps = box % 2 ? 0.2 : 0.03;
+            for (uint32_t i = 0; i < d; i++) x[i] = (float)uni(&r);
+            vt_cert_box(x, d, eps, xl, xu);
+            for (uint32_t q = 0; q < M; q++) {
+                double sum = 0;
+                for (uint32_t j = 1; j < C; j++) sum += rows[q * C + j] = (double)(int)(vt_rng_next(&r) % 5) - 2;
+                rows[q * C] = -sum;
+            }
+            for (int m = 0; m < 3; m++) {
+                vt_cert_settings set;
+                vt_cert_settings_default(&set, (vt_cert_method)m);
+                CHECK_OK(vt_cert_spec_bounds(c, xl, xu, rows, M, &set, lb[m], NULL));
+            }
+            for (uint32_t q = 0; q < M; q++) CHECK(lb[2][q] >= lb[1][q], "alpha-CROWN %g below CROWN %g", lb[2][q], lb[1][q]);
+            mpfr_t mg[16], acc, t;
+            for (uint32_t j = 0; j < C; j++) mpfr_init2(mg[j], PREC);
+            mpfr_init2(acc, PREC), mpfr_init2(t, PREC);
+            for (int k = 0; k < 120; k++) {
+                for (uint32_t i = 0; i < d; i++) {
+                    double v = k < 20 ? ((vt_rng_next(&r) & 1) ? xu[i] : xl[i]) : xl[i] + uni(&r) * (xu[i] - xl[i]);
+                    p[i] = (float)v;
+                    if (!vt_cert_in_ball(p[i], x[i], eps)) p[i] = x[i];
+                }
+                for (int dep = 0; dep < 2; dep++) {
+                    exact_margins(&n, p, 0, dep, mg); /* mg[j] = y_0 - y_j */
+                    for (uint32_t q = 0; q < M; q++) {
+                        mpfr_set_zero(acc, 1);
+                        for (uint32_t j = 0; j < C; j++) {
+                            mpfr_mul_d(t, mg[j], -rows[q * C + j], MPFR_RNDN);
+                            mpfr_add(acc, acc, t, MPFR_RNDN);
+                        }
+                        for (int m = 0; m < 3; m++)
+                            if (mpfr_cmp_d(acc, lb[m][q]) < 0 && bad++ < 5)
+                                fprintf(stderr, "FAIL: spec row %u method %d: exact %.17g < bound %.17g\n", q, m,
+                                        mpfr_get_d(acc, MPFR_RNDN), lb[m][q]);
+                    }
+                }
+                points++;
+            }
+            for (uint32_t j = 0; j < C; j++) mpfr_clear(mg[j]);
+            mpfr_clear(acc), mpfr_clear(t);
+            /* a margin row: the spec path's bound is at least the margin path's CROWN term */
+            double mrow[16] = {0}, ml[16], sl;
+            mrow[0] = 1, mrow[1] = -1;
+            vt_cert_settings cs;
+            vt_cert_settings_default(&cs, VT_CERT_CROWN);
+            CHECK_OK(vt_cert_bounds(c, xl, xu, 0, &cs, ml, NULL));
+            CHECK_OK(vt_cert_spec_bounds(c, xl, xu, mrow, 1, &cs, &sl, NULL));
+            CHECK(sl >= ml[1] - 1e-9 * (1 + fabs(ml[1])), "spec margin %g, margin path %g", sl, ml[1]);
+        }
+        vt_cert_ctx_free(c);
+        for (int k = 0; k < 12; k++) free(store[k]);
+    }
+    CHECK(bad == 0, "%ld spec-row violations", bad);
+    CHECK(points >= 2800, "only %ld points", points);
+    printf("spec rows: %ld points (x2 semantics, x3 methods, x4 rows), none below a bound\n", points);
 }
 
 /* The crafted network: y0 = 2^60 h1 - h3 - 2^60 h2 + 1/4 with h1 = h2 = relu(x + 1), h3 = relu(x),
@@ -227,6 +313,69 @@ static void test_box(void)
 }
 #endif
 
+/* The VNN-LIB parser: the box, the rows, exact and inexact literals, and refusals with their kinds. */
+static void test_vnnlib(void)
+{
+    const char *ok = "; a comment\n(declare-const X_0 Real)\n(declare-const X_1 Real)\n(declare-const Y_0 Real)\n"
+                     "(declare-const Y_1 Real)\n(declare-const Y_2 Real)\n"
+                     "(assert (>= X_0 0.25))\n(assert (<= X_0 0.5))\n(assert (and (<= 0.1 X_1) (<= X_1 1e0)))\n"
+                     "(assert (<= Y_2 3))\n(assert (or (and (>= Y_1 Y_0)) (and (<= Y_0 -0.5) (< Y_1 Y_2))))\n";
+    vt_vnnlib v;
+    CHECK_OK(vt_vnnlib_parse(ok, strlen(ok), &v));
+    CHECK(v.nx == 2 && v.ny == 3 && v.n_disj == 2 && v.n_rows == 5, "counts %u %u %u %u", v.nx, v.ny, v.n_disj, v.n_rows);
+    if (v.n_rows == 5) {
+        CHECK(v.xl[0] == 0.25 && v.xu[0] == 0.5 && v.ixl[0] == 0.25 && v.ixu[0] == 0.5, "exact literals kept");
+        CHECK(v.xl[1] < 0.1 && v.ixl[1] > 0.1 && v.xu[1] == 1, "0.1 widened: %.17g %.17g", v.xl[1], v.ixl[1]);
+        /* disjunct 0: Y_0 - Y_1 <= 0, then the common Y_2 - 3 <= 0 */
+        CHECK(v.disj_start[0] == 0 && v.disj_start[1] == 2 && v.disj_start[2] == 5, "disjunct layout");
+        CHECK(v.C[0] == 1 && v.C[1] == -1 && v.C[2] == 0 && v.d_lo[0] == 0, "row 0");
+        CHECK(v.C[3 + 2] == 1 && v.d_lo[1] == -3 && v.d_hi[1] == -3, "row 1 (common)");
+        CHECK(v.C[6] == 1 && v.d_lo[2] == 0.5 && v.strict[3] == 1 && v.C[9 + 1] == 1 && v.C[9 + 2] == -1, "rows 2, 3");
+    }
+    vt_vnnlib_free(&v);
+    struct {
+        const char *text;
+        vt_err want;
+    } badv[] = {
+        {"(declare-const X_0 Real)(declare-const Y_0 Real)(assert (<= X_0 1))", VT_ERR_UNSUPPORTED}, /* no lower bound */
+        {"(declare-const X_0 Real)(declare-const Y_0 Real)(assert (<= X_0 1)", VT_ERR_FORMAT},       /* not closed */
+        {"(declare-const X_0 Real)(declare-const Y_0 Real))", VT_ERR_FORMAT},
+        {"(declare-const X_1 Real)(declare-const Y_0 Real)", VT_ERR_FORMAT},                          /* X_0 missing */
+        {"(declare-const X_0 Real)(declare-const X_0 Real)(declare-const Y_0 Real)", VT_ERR_FORMAT},
+        {"(declare-const X_0 Real)(declare-const Y_0 Real)(check-sat)", VT_ERR_UNSUPPORTED},
+        {"(declare-const X_0 Real)(declare-const Y_0 Real)(assert (<= X_0 Y_0))", VT_ERR_UNSUPPORTED},
+        {"(declare-const X_0 Real)(declare-const Y_0 Real)(assert (<= Y_1 0))", VT_ERR_FORMAT},
+        {"(declare-const X_0 Real)(declare-const Y_0 Real)(assert (<= Y_0 0x1p3))", VT_ERR_FORMAT},
+        {"(declare-const X_0 Real)(declare-const Y_0 Real)(assert (<= (+ Y_0 Y_0) 0))", VT_ERR_UNSUPPORTED},
+        {"(declare-const X_0 Real)(declare-const Y_0 Real)(assert (>= X_0 1))(assert (<= X_0 0))", VT_ERR_FORMAT},
+        {"(declare-const X_0 Real)(declare-const Y_0 Real)(assert (or (<= X_0 0)))", VT_ERR_UNSUPPORTED},
+        {"(declare-const X_0 Real)\x01", VT_ERR_FORMAT},
+    };
+    for (size_t i = 0; i < sizeof badv / sizeof *badv; i++) {
+        vt_err e = vt_vnnlib_parse(badv[i].text, strlen(badv[i].text), &v);
+        CHECK(e == badv[i].want, "vnnlib case %zu: error %d, wanted %d (%s)", i, (int)e, (int)badv[i].want,
+              e ? vt_errmsg() : "accepted");
+        CHECK(!e || strstr(vt_errmsg(), "vnnlib"), "vnnlib case %zu: message %s", i, vt_errmsg());
+    }
+    char deep[300];
+    memset(deep, '(', 200);
+    memcpy(deep + 200, "\n", 2);
+    CHECK(vt_vnnlib_parse(deep, strlen(deep), &v) == VT_ERR_LIMIT, "nesting limit");
+    double lo, hi;
+    CHECK(vt_vnnlib_number("0.125", 5, &lo, &hi) == 0 && lo == 0.125 && hi == 0.125, "0.125 exact");
+    CHECK(vt_vnnlib_number("-3e2", 4, &lo, &hi) == 0 && lo == -300 && hi == -300, "-3e2 exact");
+    CHECK(vt_vnnlib_number("0.3", 3, &lo, &hi) == 0 && lo < 0.3 && hi > 0.3 && nextafter(lo, 1) == 0.3, "0.3 widened");
+    CHECK(vt_vnnlib_number("1.", 2, &lo, &hi) == 0 && lo == 1, "1.");
+    char fx[200]; /* an FP32 value printed exactly (as --cex does) is read back as that point */
+    snprintf(fx, sizeof fx, "%.112g", (double)0.0105f);
+    CHECK(vt_vnnlib_number(fx, strlen(fx), &lo, &hi) == 0 && lo == (double)0.0105f && hi == lo, "%s exact", fx);
+    snprintf(fx, sizeof fx, "%.17g", 0.1);
+    CHECK(vt_vnnlib_number(fx, strlen(fx), &lo, &hi) == 0 && lo < 0.1 && hi > 0.1, "%s widened", fx);
+    CHECK(vt_vnnlib_number("1.5e-3", 6, &lo, &hi) == 0 && lo < 1.5e-3 && hi > 1.5e-3, "1.5e-3 widened");
+    CHECK(vt_vnnlib_number("2.5e-1", 6, &lo, &hi) == 0 && lo == 0.25 && hi == 0.25, "2.5e-1 exact");
+    CHECK(vt_vnnlib_number("1e999", 5, &lo, &hi) != 0 && vt_vnnlib_number("--1", 3, &lo, &hi) != 0, "refused numbers");
+}
+
 int main(void)
 {
 #ifndef VT_HAVE_MPFR
@@ -236,6 +385,8 @@ int main(void)
     test_box();
     test_crafted();
     test_sampled();
+    test_spec_sampled();
+    test_vnnlib();
     return vt_test_finish("test_cert");
 #endif
 }

@@ -9,3 +9,24 @@ if(TARGET test_cert AND MPFR_FOUND)
   target_link_libraries(test_cert PRIVATE PkgConfig::MPFR)
   target_compile_definitions(test_cert PRIVATE VT_HAVE_MPFR)
 endif()
+# ONNX networks and VNN-LIB properties: tests/cert_onnx.sh (a run exported to ONNX, its properties
+# written as VNN-LIB and answered on both; hostile files), and the VNN-LIB parser's corpus through
+# the fuzzer's check (tests/fuzz/fuzz_vnnlib.c, -DVT_FUZZ_REPLAY); with -DVT_FUZZ=ON and clang the
+# libFuzzer target fuzz_vnnlib.
+add_test(NAME cert_onnx COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/cert_onnx.sh ${CMAKE_BINARY_DIR})
+set_tests_properties(cert_onnx PROPERTIES TIMEOUT 900 SKIP_RETURN_CODE 77)
+add_executable(fuzz_vnnlib_replay ${PROJECT_SOURCE_DIR}/tests/fuzz/fuzz_vnnlib.c)
+target_compile_definitions(fuzz_vnnlib_replay PRIVATE VT_FUZZ_REPLAY)
+target_include_directories(fuzz_vnnlib_replay PRIVATE ${PROJECT_SOURCE_DIR})
+target_link_libraries(fuzz_vnnlib_replay PRIVATE vt_cert)
+file(GLOB _vt_vnnlib_corpus ${PROJECT_SOURCE_DIR}/tests/corpus/vnnlib/*)
+add_test(NAME cert_vnnlib_corpus COMMAND fuzz_vnnlib_replay ${_vt_vnnlib_corpus})
+if(VT_FUZZ AND CMAKE_C_COMPILER_ID MATCHES "Clang")
+  # the parser compiled into the target (coverage instrumentation reaches it); the rest from vt_cert
+  add_executable(fuzz_vnnlib ${PROJECT_SOURCE_DIR}/tests/fuzz/fuzz_vnnlib.c ${PROJECT_SOURCE_DIR}/cert/vt_vnnlib.c)
+  target_include_directories(fuzz_vnnlib PRIVATE ${PROJECT_SOURCE_DIR})
+  target_compile_options(fuzz_vnnlib PRIVATE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+                         -fno-omit-frame-pointer)
+  target_link_options(fuzz_vnnlib PRIVATE -fsanitize=fuzzer,address,undefined)
+  target_link_libraries(fuzz_vnnlib PRIVATE vt_cert)
+endif()
