@@ -22,6 +22,11 @@ static vt_err cuda_plain32(void *impl, int tA, int tB, size_t M, size_t N, size_
 {
     return vt_cuda_gemm_plain32(impl, tA, tB, M, N, K, A, B, C);
 }
+static vt_err cuda_tc(void *impl, const struct vt_tc_arch_s *arch, size_t G, int tA, int tB, size_t M, size_t N,
+                      size_t K, const float *A, const float *B, float *C)
+{
+    return vt_cuda_tc_gemm(impl, arch, G, tA, tB, M, N, K, A, B, C);
+}
 static void cuda_close(void *impl) { vt_cuda_close(impl); }
 static vt_err cuda_run_begin(void *impl, struct vt_model *m) { return vt_cuda_run_begin(impl, m); }
 static vt_err cuda_run_op(void *impl, struct vt_model *m, vt_rctx *rc, uint32_t op_id, uint64_t step)
@@ -54,6 +59,7 @@ vt_err vt_backend_open(const char *name, vt_backend *out)
     out->gemm_round = cuda_round;
     out->gemm_plain64 = cuda_plain64;
     out->gemm_plain32 = cuda_plain32;
+    out->gemm_tc = cuda_tc;
     /* VT_CUDA_RESIDENT=0: GEMMs only, every other operation on the CPU with host operands */
     const char *res = getenv("VT_CUDA_RESIDENT");
     if (!res || strcmp(res, "0") != 0) {

@@ -35,6 +35,14 @@ vt_err vt_cuda_gemm_plain64(vt_cuda *g, int tA, int tB, size_t M, size_t N, size
 vt_err vt_cuda_gemm_plain32(vt_cuda *g, int tA, int tB, size_t M, size_t N, size_t K, const float *A,
                             const float *B, float *C);
 
+/* The tensor-core mode's GEMM (gemm_arith = tc-*; docs/tensorcore.md "The GPU kernel"): G GEMMs
+ * C_g = op(A_g) op(B_g) of host operands (the bmm kind's layout; G = 1 for matmul) by the project's
+ * mma.sync kernel in the model's order (cuda/vt_tc_mma.h). VT_ERR_UNSUPPORTED, with a message, on a
+ * GPU that is not of the model's generation. */
+struct vt_tc_arch_s;
+vt_err vt_cuda_tc_gemm(vt_cuda *g, const struct vt_tc_arch_s *arch, size_t G, int tA, int tB, size_t M, size_t N,
+                       size_t K, const float *A, const float *B, float *C);
+
 /* Device-resident steps (cuda/vt_cuda_model.cu; kernels/vt_backend.h says how vt_model_run uses
  * them): the model's arenas on the GPU; the kinds whose device column in ops/vt_kinds.h is ITEM or
  * GEMM run there, the CPU ones (and any the device refuses: VT_ERR_UNSUPPORTED) on the CPU. With

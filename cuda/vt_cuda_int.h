@@ -29,7 +29,7 @@ extern "C" {
 #error "fast math is forbidden in this project"
 #endif
 
-enum { B_A32, B_B32, B_A64, B_B64, B_C, B_P, B_RN, B_CN, B_OUT, B_FLAG, B_IDX, B_NUM, B_RES, B_TMP, B_C32, B_X, B_COUNT };
+enum { B_A32, B_B32, B_A64, B_B64, B_C, B_P, B_RN, B_CN, B_OUT, B_FLAG, B_IDX, B_NUM, B_RES, B_TMP, B_C32, B_X, B_TCW, B_COUNT }; /* B_TCW: the tensor-core GEMM's operands (vt_tc_cuda.cu) */
 
 struct vt_cuda {
     int dev;
@@ -91,6 +91,12 @@ vt_err host_staging(vt_cuda *g, size_t n);
  * (rounding/vt_round_hd.h vti_bmm_elem). Exact rounding or recording, K unpanelled. */
 vt_err vti_cuda_bmm_dev(vt_cuda *g, vt_rctx *rc, uint32_t op_id, size_t G, size_t M, size_t N, size_t K, int tA,
                         int tB, const float *a32, const float *b32, float *out);
+
+/* The tensor-core mode's GEMM (gemm_arith = tc-*; cuda/vt_tc_cuda.cu): G GEMMs C_g = op(A_g) op(B_g) of device
+ * operands by the project's mma.sync kernel (vt_tc_mma.h) into the device's C; VT_ERR_UNSUPPORTED with a
+ * message when this GPU is not of the model's generation. VT_CUDA_CHECK_TC=1: each against vt_tc_gemm. */
+vt_err vti_cuda_tc_gemm_dev(vt_cuda *g, const struct vt_tc_arch_s *arch, uint32_t op_id, size_t G, int tA, int tB,
+                            size_t M, size_t N, size_t K, const float *dA, const float *dB, float *dC);
 
 /* the device-resident model's state (vt_cuda_model.cu); freed by vt_cuda_close */
 void vti_cuda_model_free(vt_cuda *g);

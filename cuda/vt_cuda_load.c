@@ -14,6 +14,7 @@
 #include "vt_cuda_plugin.h"
 #include "../kernels/vt_cnn.h"
 #include "../kernels/vt_kernels.h"
+#include "../kernels/vt_tc.h"
 #include "../dist/vt_dist.h"
 #include "../model/vt_model.h"
 #include "../rounding_log/vt_epilogue.h"
@@ -24,6 +25,7 @@ void *const vti_cuda_plugin_needs[] = {
     (void *)vt_avgpool_weight, (void *)vt_conv_geom_make, (void *)vt_epi_fail, (void *)vt_epi_finish,
     (void *)vt_gemm_bounds,    (void *)vt_model_tensor,   (void *)vt_rctx_init, (void *)vt_round,
     (void *)vt_set_error,
+    (void *)vt_tc_gemm,        (void *)vt_gemm_arith_model, (void *)vt_error_prefix, /* the tensor-core mode's */
     /* the NCCL engine's (cuda/vt_nccl.c, in builds with NCCL) */
     (void *)vt_dist_agree, (void *)vt_dist_bcast, (void *)vt_dist_rank, (void *)vt_dist_set_engine,
     (void *)vt_dist_size,
@@ -48,6 +50,7 @@ static struct {
     __typeof__(vt_cudap_op_to_host) *op_to_host;
     __typeof__(vt_cudap_op_to_device) *op_to_device;
     __typeof__(vt_cudap_run_end) *run_end;
+    __typeof__(vt_cudap_tc_gemm) *tc_gemm;
 } P;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
@@ -113,6 +116,7 @@ static void load(void)
     SYM(op_to_host);
     SYM(op_to_device);
     SYM(run_end);
+    SYM(tc_gemm);
 #undef SYM
     if (!ok) {
         dlclose(h);
@@ -162,6 +166,11 @@ vt_err vt_cuda_time_gemm(vt_cuda *g, int tA, int tB, size_t M, size_t N, size_t 
                          double *t_dgemm, double *t_sgemm, uint64_t *n_flagged)
 {
     return P.time_gemm(g, tA, tB, M, N, K, reps, t_verif, t_dgemm, t_sgemm, n_flagged);
+}
+vt_err vt_cuda_tc_gemm(vt_cuda *g, const struct vt_tc_arch_s *arch, size_t G, int tA, int tB, size_t M, size_t N,
+                       size_t K, const float *A, const float *B, float *C)
+{
+    return P.tc_gemm(g, arch, G, tA, tB, M, N, K, A, B, C);
 }
 vt_err vt_cuda_run_begin(vt_cuda *g, struct vt_model *m) { return P.run_begin(g, m); }
 vt_err vt_cuda_run_op(vt_cuda *g, struct vt_model *m, vt_rctx *rc, uint32_t op_id, uint64_t step)

@@ -121,6 +121,16 @@ static void *dptr(void *ctx, uint32_t t)
 static vt_err run_op(vt_cuda *g, vt_model *m, vt_rctx *rc, uint32_t op_id, uint64_t step)
 {
     const vt_opdesc *o = &m->prog.op[op_id];
+    const struct vt_tc_arch_s *tc = vt_gemm_arith_model((uint32_t)m->rc.gemm_arith);
+    if (tc && (o->kind == VT_OPK_MATMUL || o->kind == VT_OPK_BMM)) { /* the tensor-core mode (vt_tc_cuda.cu) */
+        VT_FORWARD_IF_ERROR(check_pending(g, m, rc));
+        const int64_t *a = o->iarg;
+        const int mm = o->kind == VT_OPK_MATMUL; /* matmul: transA transB M N K; bmm: G M N K transA transB */
+        return vti_cuda_tc_gemm_dev(g, tc, op_id, mm ? 1 : (size_t)a[0], (int)a[mm ? 0 : 4], (int)a[mm ? 1 : 5],
+                                    (size_t)a[mm ? 2 : 1], (size_t)a[mm ? 3 : 2], (size_t)a[mm ? 4 : 3],
+                                    (const float *)dt(g, m, o->in[0]), (const float *)dt(g, m, o->in[1]),
+                                    (float *)dt(g, m, o->out[0]));
+    }
     if (o->kind == VT_OPK_MATMUL) {
         if (!vt_epi_supported(rc)) return VT_ERR_UNSUPPORTED; /* a log replay: judged on the host */
         /* the screen writes the output while the flagged elements still read the operands */

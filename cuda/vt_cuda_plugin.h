@@ -25,7 +25,7 @@ extern "C" {
 extern "C" {
 #endif
 
-#define VT_CUDA_PLUGIN_ABI 3
+#define VT_CUDA_PLUGIN_ABI 4
 
 /* What the plugin and the program must agree on beyond the signatures: the layouts of the
  * structures the plugin reads from the program. Both compute this from their own headers; the
@@ -61,6 +61,10 @@ VT_CUDAP_EXPORT vt_err vt_cudap_run_op(vt_cuda *g, struct vt_model *m, vt_rctx *
 VT_CUDAP_EXPORT vt_err vt_cudap_op_to_host(vt_cuda *g, struct vt_model *m, vt_rctx *rc, uint32_t op_id);
 VT_CUDAP_EXPORT vt_err vt_cudap_op_to_device(vt_cuda *g, struct vt_model *m, uint32_t op_id);
 VT_CUDAP_EXPORT vt_err vt_cudap_run_end(vt_cuda *g, struct vt_model *m, vt_rctx *rc);
+/* the tensor-core mode's GEMM on host operands (cuda/vt_tc_cuda.cu; kernels/vt_backend.h gemm_tc) */
+struct vt_tc_arch_s;
+VT_CUDAP_EXPORT vt_err vt_cudap_tc_gemm(vt_cuda *g, const struct vt_tc_arch_s *arch, size_t G, int tA, int tB, size_t M,
+                                        size_t N, size_t K, const float *A, const float *B, float *C);
 
 /* The loader's lookup of an optional entry point outside the table above (cuda/vt_cuda_load.c;
  * e.g. vt_cudap_nccl_attach, cuda/vt_nccl.h): its address in the loaded plugin, or NULL (no plugin,

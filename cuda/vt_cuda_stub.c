@@ -35,6 +35,13 @@ vt_err vt_cuda_gemm_plain32(vt_cuda *g, int tA, int tB, size_t M, size_t N, size
     VT_NO_CUDA;
 }
 
+vt_err vt_cuda_tc_gemm(vt_cuda *g, const struct vt_tc_arch_s *arch, size_t G, int tA, int tB, size_t M, size_t N,
+                       size_t K, const float *A, const float *B, float *C)
+{
+    (void)g, (void)arch, (void)G, (void)tA, (void)tB, (void)M, (void)N, (void)K, (void)A, (void)B, (void)C;
+    VT_NO_CUDA;
+}
+
 vt_err vt_cuda_time_gemm(vt_cuda *g, int tA, int tB, size_t M, size_t N, size_t K, int reps, double *t_verif,
                          double *t_dgemm, double *t_sgemm, uint64_t *n_flagged)
 {

@@ -18,6 +18,7 @@
 #include "../rounding_log/vt_rlog.h"
 
 struct vt_model;
+struct vt_tc_arch_s;
 
 typedef struct vt_backend {
     char name[16];   /* "cpu", "cuda" */
@@ -33,6 +34,11 @@ typedef struct vt_backend {
     /* plain FP32 (SGEMM, no TF32); NULL: CBLAS */
     vt_err (*gemm_plain32)(void *impl, int tA, int tB, size_t M, size_t N, size_t K, const float *A, const float *B,
                            float *C);
+    /* the tensor-core mode (gemm_arith = tc-*; docs/tensorcore.md): G GEMMs C_g = op(A_g) op(B_g) of host
+     * operands (the bmm kind's layout) in the model arch's arithmetic and order, bit for bit
+     * vt_tc_gemm's; NULL: the backend has none (the mode then refuses it) */
+    vt_err (*gemm_tc)(void *impl, const struct vt_tc_arch_s *arch, size_t G, int tA, int tB, size_t M, size_t N,
+                      size_t K, const float *A, const float *B, float *C);
     /* Device-resident steps (optional: all five or none). When a whole step runs without hooks,
      * vt_model_run calls run_begin (the state to the device), then per operation run_op - or,
      * where that answers VT_ERR_UNSUPPORTED, op_to_host, the CPU kernel and op_to_device - and

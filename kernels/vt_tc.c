@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/vt_par.h"
+
 /* ------------------------------------------------------------------ the models */
 
 /* Hopper (sm90) BF16/FP16: groups of 16 products (one mma K of 16), a 26-bit window (issue 28). */
@@ -57,123 +59,10 @@ vt_err vt_tc_arch_check(const vt_tc_arch *a)
     return VT_OK;
 }
 
-/* ------------------------------------------------------------------ formats */
+/* ------------------------------------------------------------------ formats (vt_tc_hd.h) */
 
-typedef struct {
-    int mbits;     /* stored fraction bits */
-    int ebits;     /* exponent field bits */
-    int bias;
-    int has_inf;   /* IEEE-style infinities and NaNs at the top field; else (E4M3) only S.1111.111 is NaN */
-} fmt;
-
-static const fmt FMT[3] = {{7, 8, 127, 1}, {10, 5, 15, 1}, {3, 4, 7, 0}};
-
-static int bitlen64(uint64_t x)
-{
-    int n = 0;
-    while (x) x >>= 1, n++;
-    return n;
-}
-
-/* sign * mag * 2^lsb (mag > 0) rounded to a format with p significant bits (hidden bit included),
- * minimum normal exponent emin: returns the magnitude r and its last-bit exponent q, r * 2^q the
- * rounded value, r < 2^p, r >= 2^(p-1) unless q = emin - p + 1 (subnormal). rne: 1 round to
- * nearest even, 0 truncate. */
-static void round_mag(uint64_t mag, int lsb, int p, int emin, int rne, uint64_t *r_out, int *q_out)
-{
-    int L = bitlen64(mag) - 1 + lsb; /* the leading bit's exponent */
-    int q = L - (p - 1);
-    if (q < emin - p + 1) q = emin - p + 1;
-    uint64_t r;
-    if (q <= lsb) { /* exact */
-        r = mag;
-        q = lsb;
-    } else {
-        int d = q - lsb;
-        if (d > 64) {
-            r = 0;
-        } else if (d == 64) {
-            r = 0;
-            if (rne && mag > (1ull << 63)) r = 1;
-        } else {
-            r = mag >> d;
-            uint64_t rem = mag & ((1ull << d) - 1), half = 1ull << (d - 1);
-            if (rne && (rem > half || (rem == half && (r & 1)))) r++;
-        }
-        if (r == (1ull << p)) r >>= 1, q++; /* the rounding carried into a new bit */
-    }
-    *r_out = r;
-    *q_out = q;
-}
-
-/* FP32 bits from a rounded magnitude (r * 2^q, r < 2^24, r * 2^q a float or beyond FP32's range). */
-static uint32_t f32_pack(uint32_t sign, uint64_t r, int q, int inf_on_overflow)
-{
-    if (r == 0) return sign;
-    int L = bitlen64(r) - 1 + q;
-    if (L > 127) return sign | (inf_on_overflow ? 0x7F800000u : 0x7F7FFFFFu);
-    if (L < -126) return sign | (uint32_t)(r << (q + 149)); /* subnormal: q >= -149 */
-    int n = bitlen64(r);
-    uint64_t m = n <= 24 ? r << (24 - n) : r >> (n - 24); /* exact: r has at most 24 significant bits */
-    return sign | (uint32_t)(L + 127) << 23 | ((uint32_t)m & 0x7FFFFFu);
-}
-
-uint16_t vt_tc_from_f32(vt_tc_type type, uint32_t x)
-{
-    uint32_t s = x >> 31, e = (x >> 23) & 0xFF, m = x & 0x7FFFFFu;
-    if (type == VT_TC_BF16) {
-        if (e == 0xFF && m) return (uint16_t)(s << 15 | 0x7FC0u);
-        return (uint16_t)((x + 0x7FFFu + ((x >> 16) & 1)) >> 16); /* a carry reaches the exponent, up to inf */
-    }
-    const fmt *f = &FMT[type];
-    uint16_t sg = (uint16_t)(s << (f->ebits + f->mbits));
-    int fmax = (1 << f->ebits) - 1;
-    uint16_t maxfin = f->has_inf ? (uint16_t)((fmax - 1) << f->mbits | ((1 << f->mbits) - 1))
-                                 : (uint16_t)(fmax << f->mbits | ((1 << f->mbits) - 2));
-    if (e == 0xFF) {
-        if (m) return (uint16_t)(sg | (f->has_inf ? (fmax << f->mbits | 1 << (f->mbits - 1)) : (fmax << f->mbits | ((1 << f->mbits) - 1))));
-        return (uint16_t)(sg | (f->has_inf ? fmax << f->mbits : maxfin));
-    }
-    if (e == 0 && m == 0) return sg;
-    uint64_t mag = e ? (m | 0x800000u) : m;
-    int lsb = (e ? (int)e : 1) - 150;
-    int emin = 1 - f->bias;
-    uint64_t r;
-    int q;
-    round_mag(mag, lsb, f->mbits + 1, emin, 1, &r, &q);
-    if (r == 0) return sg;
-    int L = bitlen64(r) - 1 + q;
-    uint32_t field, frac;
-    if (L < emin) {
-        field = 0;
-        frac = (uint32_t)r; /* q = emin - mbits */
-    } else {
-        field = (uint32_t)(L + f->bias);
-        frac = (uint32_t)(r & ((1u << f->mbits) - 1));
-    }
-    uint32_t v = field << f->mbits | frac;
-    if (f->has_inf) {
-        if (field >= (uint32_t)fmax) v = (uint32_t)fmax << f->mbits; /* overflow: inf */
-    } else if (v > maxfin) {
-        v = maxfin; /* E4M3: satfinite */
-    }
-    return (uint16_t)(sg | v);
-}
-
-uint32_t vt_tc_to_f32(vt_tc_type type, uint16_t b)
-{
-    if (type == VT_TC_BF16) return (uint32_t)b << 16;
-    const fmt *f = &FMT[type];
-    uint32_t s = (uint32_t)(b >> (f->ebits + f->mbits)) << 31;
-    int fmax = (1 << f->ebits) - 1;
-    int field = (b >> f->mbits) & fmax, frac = b & ((1 << f->mbits) - 1);
-    if (f->has_inf && field == fmax)
-        return s | 0x7F800000u | (uint32_t)frac << (23 - f->mbits) | (frac ? 0x400000u : 0);
-    if (!f->has_inf && field == fmax && frac == (1 << f->mbits) - 1) return s | 0x7FC00000u;
-    uint64_t mag = field ? (uint64_t)(frac | 1 << f->mbits) : (uint64_t)frac;
-    int lsb = (field ? field : 1) - f->bias - f->mbits;
-    return f32_pack(s, mag, lsb, 1); /* exact: every value of these types is an FP32 normal */
-}
+uint16_t vt_tc_from_f32(vt_tc_type type, uint32_t x) { return vt_tc_from_f32_hd(type, x); }
+uint32_t vt_tc_to_f32(vt_tc_type type, uint16_t b) { return vt_tc_to_f32_hd(type, b); }
 
 /* ------------------------------------------------------------------ the group */
 
@@ -184,23 +73,27 @@ typedef struct {
     int ealign;     /* the alignment exponent (from the exponent fields: subnormals unnormalised) */
 } term;
 
-/* An input of the type: class 0 zero, 1 finite nonzero, 2 inf, 3 NaN; its significand (hidden bit
- * included, subnormals without it), the exponent of the significand's unit bit (emin for subnormals). */
-static int decode(const fmt *f, uint16_t b, uint32_t *sign, uint64_t *sig, int *eunit)
+/* Steps 6 and 7 (docs/tensorcore.md "The group"): the exact sum S of the terms aligned to 2^B,
+ * normalised by truncation to w significant bits, then converted to FP32. */
+static uint32_t group_finish(const vt_tc_arch *A, int64_t S, int B)
 {
-    int fmax = (1 << f->ebits) - 1;
-    int field = (b >> f->mbits) & fmax, frac = b & ((1 << f->mbits) - 1);
-    *sign = (uint32_t)(b >> (f->ebits + f->mbits)) << 31;
-    if (f->has_inf && field == fmax) return frac ? 3 : 2;
-    if (!f->has_inf && field == fmax && frac == (1 << f->mbits) - 1) return 3;
-    *sig = field ? (uint64_t)(frac | 1 << f->mbits) : (uint64_t)frac;
-    *eunit = (field ? field : 1) - f->bias;
-    return *sig ? 1 : 0;
+    if (S == 0) return 0; /* an exact or truncated zero: +0 */
+    uint32_t sign = S < 0 ? 0x80000000u : 0;
+    uint64_t mag = S < 0 ? (uint64_t)(-S) : (uint64_t)S;
+    int nb = vti_tc_bitlen64(mag);
+    if (nb > A->width) {
+        mag >>= nb - A->width;
+        B += nb - A->width;
+    }
+    uint64_t r;
+    int q;
+    vti_tc_round_mag(mag, B, 24, -126, A->out == VT_TC_OUT_RNE, &r, &q);
+    return vti_tc_f32_pack(sign, r, q, A->inf_on_overflow);
 }
 
 uint32_t vt_tc_group(const vt_tc_arch *A, uint32_t c, const uint16_t *a, const uint16_t *b, int n)
 {
-    const fmt *f = &FMT[A->type];
+    const vti_tc_fmt f = vti_tc_fmt_of(A->type);
     term t[65];
     int nt = 0;
     int any_nan = 0, pos_inf = 0, neg_inf = 0;
@@ -227,7 +120,7 @@ uint32_t vt_tc_group(const vt_tc_arch *A, uint32_t c, const uint16_t *a, const u
         uint32_t sa = 0, sb = 0;
         uint64_t ma = 0, mb = 0;
         int ea = 0, eb = 0;
-        int ka = decode(f, a[i], &sa, &ma, &ea), kb = decode(f, b[i], &sb, &mb, &eb);
+        int ka = vti_tc_decode(f, a[i], &sa, &ma, &ea), kb = vti_tc_decode(f, b[i], &sb, &mb, &eb);
         uint32_t sp = sa ^ sb;
         if (ka == 3 || kb == 3) {
             any_nan = 1;
@@ -240,7 +133,7 @@ uint32_t vt_tc_group(const vt_tc_arch *A, uint32_t c, const uint16_t *a, const u
         } else {
             t[nt].sign = sp;
             t[nt].mag = ma * mb;
-            t[nt].lsb = ea + eb - 2 * f->mbits;
+            t[nt].lsb = ea + eb - 2 * f.mbits;
             t[nt].ealign = ea + eb + A->prod_eoff;
             nt++;
             zero_sign = 0;
@@ -270,39 +163,137 @@ uint32_t vt_tc_group(const vt_tc_arch *A, uint32_t c, const uint16_t *a, const u
         }
         S += t[i].sign ? -(int64_t)v : (int64_t)v;
     }
-    if (S == 0) return 0; /* an exact or truncated zero: +0 */
-    uint32_t sign = S < 0 ? 0x80000000u : 0;
-    uint64_t mag = S < 0 ? (uint64_t)(-S) : (uint64_t)S;
-    /* normalisation: truncate the magnitude to w significant bits */
-    int nb = bitlen64(mag);
-    if (nb > A->width) {
-        mag >>= nb - A->width;
-        B += nb - A->width;
-    }
-    /* to FP32 */
-    uint64_t r;
-    int q;
-    round_mag(mag, B, 24, -126, A->out == VT_TC_OUT_RNE, &r, &q);
-    return f32_pack(sign, r, q, A->inf_on_overflow);
+    return group_finish(A, S, B);
 }
 
 /* ------------------------------------------------------------------ the GEMM */
+
+/* An operand decoded once: per element its signed significand (0 for a zero) and unit exponent;
+ * per row of A / column of B whether every element is finite (else those elements' groups take
+ * vt_tc_group on the bits). */
+typedef struct {
+    const vt_tc_arch *arch;
+    size_t M, N, K;
+    const uint16_t *a, *bt;   /* the type's bits: A [M][K], B transposed [N][K] */
+    const int32_t *sa, *sb;   /* signed significands, same layouts */
+    const int16_t *ea, *eb;   /* unit exponents */
+    const uint8_t *fa, *fb;   /* 1: the row / column is all finite */
+    float *C;
+} gemm_ctx;
+
+static void decode_all(vti_tc_fmt f, const uint16_t *x, size_t n, int32_t *sig, int16_t *e)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint32_t s = 0;
+        uint64_t m = 0;
+        int u = 0;
+        int k = vti_tc_decode(f, x[i], &s, &m, &u);
+        sig[i] = k == 1 ? (s ? -(int32_t)m : (int32_t)m) : 0;
+        e[i] = (int16_t)(k == 1 ? u : 0);
+    }
+}
+
+/* One group on decoded finite products and a finite accumulator c: vt_tc_group's steps 3-7 with
+ * the products' terms computed lane by lane (the same integers: the products' magnitudes and their
+ * truncating shifts; the sum is exact). Returns 0 with *out set, or 1 when every term is zero (the
+ * sign of a zero result needs vt_tc_group). */
+static int group_fast(const vt_tc_arch *A, int mb2, uint32_t c, const int32_t *sa, const int16_t *ea,
+                      const int32_t *sb, const int16_t *eb, int n, uint32_t *out)
+{
+    int64_t pv[64];
+    int ev[64];
+    int E = A->e_floor, any = 0;
+    for (int i = 0; i < n; i++) {
+        pv[i] = (int64_t)sa[i] * sb[i];
+        ev[i] = pv[i] ? ea[i] + eb[i] : -100000; /* a zero product takes no part in E */
+    }
+    for (int i = 0; i < n; i++) {
+        int x = ev[i] + A->prod_eoff;
+        E = x > E ? x : E;
+        any |= pv[i] != 0;
+    }
+    uint32_t ce = (c >> 23) & 0xFF, cm = c & 0x7FFFFFu;
+    int cnz = ce || cm;
+    if (cnz) {
+        int x = (ce ? (int)ce : 1) - 127;
+        E = x > E ? x : E;
+    }
+    if (!any && !cnz) return 1;
+    const int B = E - (A->width - 1);
+    int64_t S = 0;
+    for (int i = 0; i < n; i++) { /* the products: lsb = ea + eb - 2 mbits, cut at 2^B toward zero */
+        int sh = ev[i] - mb2 - B;
+        uint64_t mag = (uint64_t)(pv[i] < 0 ? -pv[i] : pv[i]);
+        int l = sh > 0 ? sh : 0, r = sh < 0 ? (-sh < 63 ? -sh : 63) : 0;
+        int64_t v = (int64_t)((mag << l) >> r);
+        S += pv[i] < 0 ? -v : v;
+    }
+    if (cnz) {
+        uint64_t mag = ce ? (cm | 0x800000u) : cm;
+        int sh = (ce ? (int)ce : 1) - 150 - B;
+        uint64_t v = sh >= 0 ? mag << sh : (-sh < 64 ? mag >> -sh : 0);
+        S += (c >> 31) ? -(int64_t)v : (int64_t)v;
+    }
+    *out = group_finish(A, S, B);
+    return 0;
+}
+
+static void gemm_rows(void *vctx, size_t lo, size_t hi, int part)
+{
+    (void)part;
+    const gemm_ctx *x = vctx;
+    const vt_tc_arch *A = x->arch;
+    const size_t K = x->K, N = x->N, g = (size_t)A->group;
+    const int fast = A->align == VT_TC_ALIGN_RZ;
+    const int mb2 = 2 * vti_tc_fmt_of(A->type).mbits;
+    for (size_t i = lo; i < hi; i++)
+        for (size_t j = 0; j < N; j++) {
+            uint32_t acc = 0; /* +0 */
+            const int fin = fast && x->fa[i] && x->fb[j];
+            for (size_t k0 = 0; k0 < K; k0 += g) {
+                size_t len = K - k0 < g ? K - k0 : g;
+                /* the fast path needs a finite accumulator (an inf or NaN one stays with vt_tc_group) */
+                if (!fin || ((acc >> 23) & 0xFF) == 0xFF ||
+                    group_fast(A, mb2, acc, &x->sa[i * K + k0], &x->ea[i * K + k0], &x->sb[j * K + k0],
+                               &x->eb[j * K + k0], (int)len, &acc))
+                    acc = vt_tc_group(A, acc, &x->a[i * K + k0], &x->bt[j * K + k0], (int)len);
+            }
+            memcpy(&x->C[i * N + j], &acc, 4);
+        }
+}
+
+static void all_finite(vti_tc_fmt f, const uint16_t *x, size_t rows, size_t K, uint8_t *out)
+{
+    for (size_t r = 0; r < rows; r++) {
+        uint8_t ok = 1;
+        for (size_t k = 0; k < K; k++) {
+            uint32_t s;
+            uint64_t m;
+            int u;
+            ok &= vti_tc_decode(f, x[r * K + k], &s, &m, &u) <= 1;
+        }
+        out[r] = ok;
+    }
+}
 
 vt_err vt_tc_gemm(const vt_tc_arch *arch, size_t M, size_t N, size_t K, const float *A, const float *B, float *C)
 {
     vt_err e = vt_tc_arch_check(arch);
     if (e) return e;
     VT_RETURN_ERROR_IF((M && N && K && (!A || !B)) || (M && N && !C), VT_ERR_ARG, "vt_tc_gemm: NULL matrix");
-    VT_RETURN_ERROR_IF(M && K > SIZE_MAX / M / 2, VT_ERR_ARG, "vt_tc_gemm: A too large");
-    VT_RETURN_ERROR_IF(N && K > SIZE_MAX / N / 2, VT_ERR_ARG, "vt_tc_gemm: B too large");
+    VT_RETURN_ERROR_IF(M && K > SIZE_MAX / M / 8, VT_ERR_ARG, "vt_tc_gemm: A too large");
+    VT_RETURN_ERROR_IF(N && K > SIZE_MAX / N / 8, VT_ERR_ARG, "vt_tc_gemm: B too large");
     if (M == 0 || N == 0) return VT_OK;
-    size_t g = (size_t)arch->group;
     size_t nk = K ? K : 1;
-    uint16_t *a = malloc(M * nk * sizeof *a), *bt = malloc(N * nk * sizeof *bt);
-    if (!a || !bt) {
-        free(a), free(bt);
-        VT_RETURN_ERROR(VT_ERR_NOMEM, "vt_tc_gemm: %zu x %zu x %zu", M, N, K);
-    }
+    /* one allocation: bits, significands, exponents of A and B, the finite flags */
+    size_t na = M * nk, nb = N * nk;
+    size_t bytes = (na + nb) * (sizeof(uint16_t) + sizeof(int32_t) + sizeof(int16_t)) + M + N;
+    uint8_t *mem = malloc(bytes);
+    VT_RETURN_ERROR_IF(!mem, VT_ERR_NOMEM, "vt_tc_gemm: %zu x %zu x %zu", M, N, K);
+    int32_t *sa = (int32_t *)mem, *sb = sa + na;
+    uint16_t *a = (uint16_t *)(sb + nb), *bt = a + na;
+    int16_t *ea = (int16_t *)(bt + nb), *eb = ea + na;
+    uint8_t *fa = (uint8_t *)(eb + nb), *fb = fa + M;
     for (size_t i = 0; i < M * K; i++) {
         uint32_t x;
         memcpy(&x, &A[i], 4);
@@ -314,15 +305,14 @@ vt_err vt_tc_gemm(const vt_tc_arch *arch, size_t M, size_t N, size_t K, const fl
             memcpy(&x, &B[k * N + j], 4);
             bt[j * K + k] = vt_tc_from_f32(arch->type, x);
         }
-    for (size_t i = 0; i < M; i++)
-        for (size_t j = 0; j < N; j++) {
-            uint32_t acc = 0; /* +0 */
-            for (size_t k0 = 0; k0 < K; k0 += g) {
-                size_t len = K - k0 < g ? K - k0 : g;
-                acc = vt_tc_group(arch, acc, &a[i * K + k0], &bt[j * K + k0], (int)len);
-            }
-            memcpy(&C[i * N + j], &acc, 4);
-        }
-    free(a), free(bt);
+    const vti_tc_fmt f = vti_tc_fmt_of(arch->type);
+    decode_all(f, a, M * K, sa, ea);
+    decode_all(f, bt, N * K, sb, eb);
+    all_finite(f, a, M, K, fa);
+    all_finite(f, bt, N, K, fb);
+    gemm_ctx x = {arch, M, N, K, a, bt, sa, sb, ea, eb, fa, fb, C};
+    size_t per_row = N * (K ? K : 1);
+    vt_par_for(M, per_row >= 65536 ? 1 : 65536 / per_row, gemm_rows, &x);
+    free(mem);
     return VT_OK;
 }

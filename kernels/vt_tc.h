@@ -14,9 +14,7 @@
 #include <stdint.h>
 
 #include "../common/vt_error.h"
-
-/* The input types of the products. */
-typedef enum { VT_TC_BF16 = 0, VT_TC_FP16 = 1, VT_TC_E4M3 = 2 } vt_tc_type;
+#include "vt_tc_hd.h" /* vt_tc_type; the conversions, shared with the GPU kernel (cuda/vt_tc_mma.cu) */
 
 /* How an aligned term loses its bits below the window (the "truncating right shift"). */
 typedef enum {
@@ -69,7 +67,8 @@ uint32_t vt_tc_group(const vt_tc_arch *arch, uint32_t c, const uint16_t *a, cons
 /* C = A B (row-major, A M x K, B K x N, C M x N, FP32): A and B rounded to the type by
  * vt_tc_from_f32, then each C[i][j] = the fold, from c = +0, of vt_tc_group over the groups
  * k = [0, g), [g, 2g), ... in increasing k (g = arch->group; a last partial group padded with zeros);
- * no split-K. Deterministic, no BLAS. VT_ERR_ARG / VT_ERR_NOMEM. */
+ * no split-K. Deterministic, no BLAS; the operands decoded once, the rows split over the threads
+ * (common/vt_par.h: the same bits for every thread count). VT_ERR_ARG / VT_ERR_NOMEM. */
 vt_err vt_tc_gemm(const vt_tc_arch *arch, size_t M, size_t N, size_t K, const float *A, const float *B, float *C);
 
 #endif

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "kernels/vt_tc.h"
+#include "vt_tc_probes.h"
 #include "vt_test.h"
 
 static float f32(uint32_t b)
@@ -227,46 +228,6 @@ static uint64_t fnv(uint64_t h, uint32_t x)
     return h;
 }
 
-/* splitmix64, as documented for the KAT digest (docs/tensorcore.md) */
-static uint64_t sm64(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-/* one input of the type: mode 0 any bit pattern, 1 a narrow exponent band around 1 (cancellation,
- * carries), 2 tiny (subnormals and the bottom of the range), 3 huge */
-static uint16_t gen_in(int type, uint64_t *s, int mode)
-{
-    const tfmt *f = &TF[type];
-    uint64_t u = sm64(s);
-    unsigned sign = (unsigned)(u & 1) << (f->ebits + f->mbits);
-    unsigned frac = (unsigned)(u >> 8) & ((1u << f->mbits) - 1);
-    int fmax = (1 << f->ebits) - 1, field;
-    if (mode == 0) return (uint16_t)((u >> 16) & ((1u << (f->ebits + f->mbits + 1)) - 1));
-    if (mode == 1) field = f->bias - 3 + (int)((u >> 32) % 7);
-    else if (mode == 2) field = (int)((u >> 32) % 3);
-    else field = fmax - 1 - (int)((u >> 32) % 3) + (f->has_inf ? 0 : 1);
-    unsigned v = (unsigned)field << f->mbits | frac;
-    if (!f->has_inf && v >= (unsigned)(fmax << f->mbits | ((1 << f->mbits) - 1))) v--; /* not the E4M3 NaN */
-    return (uint16_t)(sign | v);
-}
-
-/* an FP32 accumulator for the mode */
-static uint32_t gen_c(uint64_t *s, int mode)
-{
-    uint64_t u = sm64(s);
-    uint32_t sign = (uint32_t)(u & 1) << 31, frac = (uint32_t)(u >> 8) & 0x7FFFFF;
-    switch (mode) {
-    case 0: return (uint32_t)(u >> 16);
-    case 1: return sign | (uint32_t)(124 + (u >> 40) % 7) << 23 | frac;
-    case 2: return sign | (uint32_t)((u >> 40) % 3) << 23 | frac;
-    default: return sign | (uint32_t)(252 + (u >> 40) % 3) << 23 | frac;
-    }
-}
-
 static long g_groups;
 
 static void check_group(const vt_tc_arch *A, uint32_t c, const uint16_t *a, const uint16_t *b, int n, const char *what)
@@ -322,91 +283,6 @@ static void test_reference(void)
 }
 
 /* ------------------------------------------------------------------ (4) probe tiles (hand-derived) */
-
-typedef struct {
-    const char *name;
-    const vt_tc_arch *arch;
-    int variant; /* 0 as built; 1 align FLOOR; 2 out RNE; 3 e_floor -300; 4 inf_on_overflow 0 */
-    uint32_t c;
-    int n;
-    uint16_t a[32], b[32]; /* products beyond the listed ones: repeats of the last pair when rep */
-    int rep;               /* the first pair repeated n times */
-    uint32_t want;         /* expected FP32 bits, derived by hand below */
-    uint32_t rn;           /* RN32 of the exact sum (0 when not stated) */
-} probe;
-
-/* BF16: 2^k = (127 + k) << 7; FP16: 2^k = (15 + k) << 10; FP32 1.0 = 0x3F800000. */
-static const probe PROBES[] = {
-    /* 1*1 + 2*0.5 = 2: exact */
-    {"exact", &vt_tc_sm90_bf16, 0, 0, 2, {0x3F80, 0x4000}, {0x3F80, 0x3F00}, 0, 0x40000000, 0x40000000},
-    /* 1 + 1.5*2^-24: E = 0, window bottom 2^-25, the product is 3 units, kept; the sum 1 + 3*2^-25
-     * has 26 bits, FP32 truncation keeps 1.0. RN32 gives 1 + 2^-23 (0.75 ulp rounds up). */
-    {"rz-not-rn", &vt_tc_sm90_bf16, 0, 0x3F800000, 1, {0x3FC0}, {0x3380}, 0, 0x3F800000, 0x3F800001},
-    /* 1 + 16 * 2^-26: each product (2^-13 * 2^-13) is half a unit of 2^-25: truncated to 0 before
-     * the sum; result 1.0. RN32(1 + 2^-22) = 0x3F800002. */
-    {"tiny-dropped", &vt_tc_sm90_bf16, 0, 0x3F800000, 16, {0x3900}, {0x3900}, 1, 0x3F800000, 0x3F800002},
-    /* 1 + 8 * 2^-25 (2^-12 * 2^-13): on sm90 (w = 26, bottom 2^-25) each is one unit: 1 + 2^-22;
-     * on sm80 (w = 25, bottom 2^-24) each is half a unit: 1.0 */
-    {"width-26", &vt_tc_sm90_bf16, 0, 0x3F800000, 8, {0x3980}, {0x3900}, 1, 0x3F800002, 0x3F800002},
-    {"width-25", &vt_tc_sm80_bf16, 0, 0x3F800000, 8, {0x3980}, {0x3900}, 1, 0x3F800000, 0x3F800002},
-    /* 1024 - 1024*1 + 2^-10*2^-10: E = 10, bottom 2^-15; 2^-20 truncated; +0. Exact: 2^-20 */
-    {"cancellation", &vt_tc_sm90_bf16, 0, 0x44800000, 2, {0xC480, 0x3A80}, {0x3F80, 0x3A80}, 0, 0x00000000,
-     0x35800000},
-    /* BF16 subnormal 2^-133 (0x0001) * 2^100 = 2^-33, its alignment exponent -126 + 100 = -26 (kept
-     * unnormalised); (2^-52 + 2^-59) * 1: alignment -52. E = -26, bottom 2^-51: the second product is
-     * 0.5 + 2^-8 units: 0. Result 2^-33 = 0x2F000000 (normalised, E would be -33 and 2^-52 kept). */
-    {"subnormal-unnormalised", &vt_tc_sm90_bf16, 0, 0, 2, {0x0001, 0x2581}, {0x7180, 0x3F80}, 0, 0x2F000000, 0},
-    /* 8 * 2^-76 * 2^-76 = 8 * 2^-152: the exponent floor makes E = -126, bottom 2^-151: each is half a
-     * unit: +0. Without the floor (variant 3: e_floor -300) E = -152, the sum 2^-149 = 0x00000001. */
-    {"exp-floor", &vt_tc_sm90_bf16, 0, 0, 8, {0x1980}, {0x1980}, 1, 0x00000000, 0x00000001},
-    {"exp-floor-off", &vt_tc_sm90_bf16, 3, 0, 8, {0x1980}, {0x1980}, 1, 0x00000001, 0x00000001},
-    /* FLT_MAX + 2^104: E = 127, bottom 2^102: (2^24-1)*4 + 4 = 2^26 units: 27 bits, normalised to
-     * 2^128: overflow: +inf (variant 4: FLT_MAX) */
-    {"overflow", &vt_tc_sm90_bf16, 0, 0x7F7FFFFF, 1, {0x7380}, {0x3F80}, 0, 0x7F800000, 0x7F800000},
-    {"overflow-sat", &vt_tc_sm90_bf16, 4, 0x7F7FFFFF, 1, {0x7380}, {0x3F80}, 0, 0x7F7FFFFF, 0x7F800000},
-    /* FLT_MAX + 2^103 (half its ulp): 2^26 - 2 units, truncated to FLT_MAX; RN32 ties to even: inf */
-    {"max-half-ulp", &vt_tc_sm90_bf16, 0, 0x7F7FFFFF, 1, {0x7300}, {0x3F80}, 0, 0x7F7FFFFF, 0x7F800000},
-    /* (1 + 2^-23) + 16 * 1: 17 + 2^-23 has 28 bits: normalisation keeps 26, FP32 17.0 */
-    {"carry", &vt_tc_sm90_bf16, 0, 0x3F800001, 16, {0x3F80}, {0x3F80}, 1, 0x41880000, 0x41880000},
-    /* ties at the FP32 boundary: 1 + 2^-24 (kept: 2 units): RZ 1.0; RNE ties to even 1.0;
-     * (1 + 2^-23) + 2^-24: RZ 1 + 2^-23, RNE ties to even 1 + 2^-22 */
-    {"tie-rz", &vt_tc_sm90_bf16, 0, 0x3F800000, 1, {0x3980}, {0x3980}, 0, 0x3F800000, 0x3F800000},
-    {"tie-rne-down", &vt_tc_sm90_bf16, 2, 0x3F800000, 1, {0x3980}, {0x3980}, 0, 0x3F800000, 0x3F800000},
-    {"tie-rne-up", &vt_tc_sm90_bf16, 2, 0x3F800001, 1, {0x3980}, {0x3980}, 0, 0x3F800002, 0x3F800002},
-    /* 1 - 2^-26: the magnitude's truncation drops the term (1.0); the two's-complement shift
-     * (variant 1) makes it -1 unit: 1 - 2^-25, truncated to FP32 1 - 2^-24 = 0x3F7FFFFF */
-    {"neg-rz", &vt_tc_sm90_bf16, 0, 0x3F800000, 1, {0xB900}, {0x3900}, 0, 0x3F800000, 0x3F800000},
-    {"neg-floor", &vt_tc_sm90_bf16, 1, 0x3F800000, 1, {0xB900}, {0x3900}, 0, 0x3F7FFFFF, 0x3F800000},
-    /* specials: inf * 0 -> NaN (nan_bits); inf + (-inf) -> NaN; -inf accumulator -> -inf; NaN input
-     * -> NaN; -0 + (-0 * 1) = -0; -0 + (+0 * 1) = +0 */
-    {"inf-times-0", &vt_tc_sm90_bf16, 0, 0, 1, {0x7F80}, {0x0000}, 0, 0x7FFFFFFF, 0},
-    {"inf-minus-inf", &vt_tc_sm90_bf16, 0, 0x3F800000, 2, {0x7F80, 0xFF80}, {0x3F80, 0x3F80}, 0, 0x7FFFFFFF, 0},
-    {"c-neg-inf", &vt_tc_sm90_bf16, 0, 0xFF800000, 1, {0x3F80}, {0x3F80}, 0, 0xFF800000, 0xFF800000},
-    {"nan-input", &vt_tc_sm90_bf16, 0, 0x3F800000, 1, {0x7FC1}, {0x3F80}, 0, 0x7FFFFFFF, 0},
-    {"neg-zero", &vt_tc_sm90_bf16, 0, 0x80000000, 1, {0x8000}, {0x3F80}, 0, 0x80000000, 0x80000000},
-    {"pos-zero", &vt_tc_sm90_bf16, 0, 0x80000000, 1, {0x0000}, {0x3F80}, 0, 0x00000000, 0x00000000},
-    /* FP16: 65504 * 65504 = 2047^2 * 2^10, 22 bits: exact in FP32 = 0x4F7FC004 */
-    {"fp16-max", &vt_tc_sm90_fp16, 0, 0, 1, {0x7BFF}, {0x7BFF}, 0, 0x4F7FC004, 0x4F7FC004},
-    /* FP16 subnormal 2^-24 (0x0001) * 1 + 1: alignment exponent -14, 2 units of 2^-25 kept: 1 + 2^-24,
-     * FP32 truncation 1.0 */
-    {"fp16-subnormal", &vt_tc_sm90_fp16, 0, 0x3F800000, 1, {0x0001}, {0x3C00}, 0, 0x3F800000, 0x3F800000},
-    /* FP16 on sm80: 1 + 8 * 2^-25 (2^-12 * 2^-13): 1.0 (w = 25), as width-25 */
-    {"fp16-sm80", &vt_tc_sm80_fp16, 0, 0x3F800000, 8, {0x0C00}, {0x0800}, 1, 0x3F800000, 0x3F800002},
-    /* E4M3: 32 * 448 * 448 = 49 * 2^17 = 6422528 exact; 1 + 32 * 2^-7 * 2^-7 (subnormals 0x04,
-     * alignment exponent -12, bottom 2^-13: each 2^-14 half a unit): 1.0; RN32 1 + 2^-9 */
-    {"e4m3-max", &vt_tc_sm90_e4m3, 0, 0, 32, {0x7E}, {0x7E}, 1, 0x4AC40000, 0x4AC40000},
-    {"e4m3-window", &vt_tc_sm90_e4m3, 0, 0x3F800000, 32, {0x04}, {0x04}, 1, 0x3F800000, 0x3F804000},
-};
-
-static vt_tc_arch probe_arch(const probe *p)
-{
-    vt_tc_arch A = *p->arch;
-    if (p->variant == 1) A.align = VT_TC_ALIGN_FLOOR;
-    if (p->variant == 2) A.out = VT_TC_OUT_RNE;
-    if (p->variant == 3) A.e_floor = -300;
-    if (p->variant == 4) A.inf_on_overflow = 0;
-    return A;
-}
 
 static void test_probes(void)
 {
@@ -569,6 +445,80 @@ static void test_properties(void)
     CHECK(vt_tc_gemm(&bad_arch, 1, 1, 1, (float[]){1}, (float[]){1}, (float[]){0}) == VT_ERR_ARG, "gemm bad arch");
 }
 
+/* ------------------------------------------------------------------ (5) the GEMM's decoded path */
+
+/* vt_tc_gemm decodes its operands once and runs the finite groups on a lane-by-lane path (and its
+ * rows over the threads); every element must equal the fold of vt_tc_group on the converted bits:
+ * operands drawn from every class (random FP32 bit patterns with NaN and inf, subnormals, huge
+ * values, zeros of both signs, a band around 1), every model and the parameter variants. */
+static uint32_t gen_f32(uint64_t *s, int mode)
+{
+    uint64_t u = sm64(s);
+    switch (mode) {
+    case 0: return (uint32_t)(u >> 16);                                 /* any pattern */
+    case 1: return (uint32_t)(u & 1) << 31 | (uint32_t)(100 + (u >> 40) % 40) << 23 | ((uint32_t)(u >> 8) & 0x7FFFFF);
+    case 2: return (uint32_t)(u & 1) << 31 | (uint32_t)((u >> 40) % 4) << 23 | ((uint32_t)(u >> 8) & 0x7FFFFF);
+    case 3: return (uint32_t)(u & 1) << 31 | (uint32_t)(230 + (u >> 40) % 25) << 23 | ((uint32_t)(u >> 8) & 0x7FFFFF);
+    default: return (uint32_t)(u & 1) << 31;                            /* +-0 */
+    }
+}
+
+static void test_gemm_paths(void)
+{
+    const vt_tc_arch *base[] = {&vt_tc_sm90_bf16, &vt_tc_sm90_fp16, &vt_tc_sm80_bf16, &vt_tc_sm80_fp16, &vt_tc_sm90_e4m3};
+    uint64_t s = vt_test_seed(28) ^ 0x5151;
+    long checked = 0, before = vt_test_failed;
+    for (size_t m = 0; m < 5; m++)
+        for (int variant = 0; variant < 5; variant++)
+            for (int mix = 0; mix < 4; mix++) {
+                vt_tc_arch A = *base[m];
+                if (variant == 1) A.align = VT_TC_ALIGN_FLOOR;
+                if (variant == 2) A.out = VT_TC_OUT_RNE;
+                if (variant == 3) A.prod_eoff = 1;
+                if (variant == 4) A.e_floor = -300, A.inf_on_overflow = 0;
+                /* mix 0: a band around 1; 1: tiny and zeros; 2: huge (overflow); 3: everything, NaN and inf in some rows */
+                size_t M = 9 + (size_t)mix, N = 11, K = 2 * (size_t)A.group + 3 + (size_t)mix;
+                float *X = malloc(M * K * 4), *Y = malloc(K * N * 4), *Z = malloc(M * N * 4);
+                if (!X || !Y || !Z) {
+                    CHECK(0, "memory");
+                    free(X), free(Y), free(Z);
+                    return;
+                }
+                for (size_t i = 0; i < M * K + K * N; i++) {
+                    int md = mix == 0 ? 1 : mix == 1 ? (sm64(&s) % 3 ? 2 : 4) : mix == 2 ? (sm64(&s) % 2 ? 3 : 1)
+                                                                                          : (int)(sm64(&s) % 5);
+                    if (mix == 3 && md == 0 && sm64(&s) % 4) md = 1; /* specials in some rows and columns only */
+                    float v = f32(gen_f32(&s, md));
+                    if (i < M * K) X[i] = v;
+                    else Y[i - M * K] = v;
+                }
+                CHECK_OK(vt_tc_gemm(&A, M, N, K, X, Y, Z));
+                for (size_t i = 0; i < M; i++)
+                    for (size_t j = 0; j < N; j++) {
+                        uint16_t a[64], b[64];
+                        uint32_t acc = 0;
+                        for (size_t k0 = 0; k0 < K; k0 += (size_t)A.group) {
+                            int len = (int)(K - k0 < (size_t)A.group ? K - k0 : (size_t)A.group);
+                            for (int t = 0; t < len; t++) {
+                                a[t] = vt_tc_from_f32(A.type, bits32(X[i * K + k0 + (size_t)t]));
+                                b[t] = vt_tc_from_f32(A.type, bits32(Y[(k0 + (size_t)t) * N + j]));
+                            }
+                            acc = vt_tc_group(&A, acc, a, b, len);
+                        }
+                        checked++;
+                        if (bits32(Z[i * N + j]) != acc) {
+                            CHECK(0, "%s variant %d mix %d: C[%zu][%zu] = 0x%08X, the fold 0x%08X", A.name, variant, mix,
+                                  i, j, bits32(Z[i * N + j]), acc);
+                            i = M, j = N;
+                        }
+                    }
+                free(X), free(Y), free(Z);
+            }
+    CHECK(vt_test_failed == before, "vt_tc_gemm differs from the fold of vt_tc_group");
+    printf("vt_tc_gemm's decoded path: %ld elements over 5 models x 5 variants x 4 operand mixes = the fold of "
+           "vt_tc_group\n", checked);
+}
+
 int main(void)
 {
     tables();
@@ -577,5 +527,6 @@ int main(void)
     test_probes();
     test_properties();
     test_digests();
+    test_gemm_paths();
     return vt_test_finish("test_tc");
 }
