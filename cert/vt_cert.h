@@ -82,6 +82,11 @@ double vt_cert_row_hi(const double *row, const double *ol, const double *ou, uin
  * and the attack's steps; once passed, vt_cert_timed_out is 1 and the bounds computed after it are
  * -infinity (never a wrong answer: a timeout). */
 void vt_cert_set_deadline(vt_cert_ctx *c, double deadline);
+/* on: every bound also holds for any FP32 evaluation of each layer (any order of the dot product,
+ * with or without FMA, the bias inside the sum or added after, subnormals kept or flushed), the
+ * semantics an ONNX file leaves open (docs/certify.md "ONNX and VNN-LIB"). Off (the default) for
+ * committed runs: their certificates' bytes are unchanged. */
+void vt_cert_set_fp32_any(vt_cert_ctx *c, int on);
 int vt_cert_timed_out(const vt_cert_ctx *c);
 
 /* The real network's FP64 logits at x (for attacks and tests; not a reference). */

@@ -86,6 +86,7 @@ struct vt_cert_ctx {
     size_t n_alpha_row;
     double deadline; /* vt_now() seconds; 0: none */
     int timed_out;
+    int fp32_any; /* the bounds cover any FP32 evaluation order too (ONNX networks) */
 };
 
 /* 1 once the deadline has passed (checked between neurons, rows and iterations; sticky). */
@@ -208,6 +209,26 @@ void vt_cert_box(const float *x, uint32_t d, double eps, double *xl, double *xu)
 
 static double rn32(double v) { return (double)(float)v; }
 
+/* With fp32_any (ONNX networks): a bound e of |a - (z + b)| for a = the layer's output neuron j as
+ * any FP32 evaluation gives it (docs/certify.md "ONNX and VNN-LIB"): the dot product of n = n[k-1]
+ * terms in any order, with or without FMA, the bias accumulated inside (n + 1 terms) or added after,
+ * subnormals kept or flushed. With S >= sum_i |w_i| max|h_i| (rounded upward by the dot product lemma
+ * on non-negative terms) and Sb = S + |b|: |t - (z + b)| <= gamma_(n+1) Sb + (n + 2) 2^-125 =: e1
+ * (Higham's gamma_m = m u / (1 - m u), u = 2^-24; a product or sum that underflows or is flushed
+ * errs by at most 2^-126), then a separate rounded add errs by at most 2^-24 (Sb + e1) + 2^-125. */
+static double fp32_any_err(const vt_cert_ctx *c, uint32_t k, uint32_t j)
+{
+    size_t in = c->n[k - 1];
+    const double *w = c->WT[k] + (size_t)j * in, *hm = c->hm[k - 1];
+    double s = 0;
+    for (size_t i = 0; i < in; i++) s += fabs(w[i]) * hm[i];
+    double S = UP(s + UP(UP(coef_c(in) * s) + coef_u(in)));
+    double Sb = UP(S + fabs(c->b[k][j])), n1 = (double)(in + 1);
+    double g = UP(UP(n1 * 0x1p-24) / DN(1 - n1 * 0x1p-24));
+    double e1 = UP(UP(g * Sb) + UP((n1 + 1) * 0x1p-125));
+    return UP(e1 + UP(UP(UP(Sb + e1) * 0x1p-24) + 0x1p-125));
+}
+
 /* From the bounds [zl, zu] of z_k: the bounds of a_k over both networks (deployed: RN32(RN32(z) +
  * b), monotone in z; real: z + b), |a|'s bound, the bound of |e| = |a_dep - (z + b)| and h = relu(a).
  * Returns 0 when a bound is not finite. */
@@ -219,9 +240,12 @@ static int finish_layer(vt_cert_ctx *c, uint32_t k)
         double dl = rn32(rn32(zl) + b), du = rn32(rn32(zu) + b); /* double rounding innocuous: 53 >= 2*24+2 */
         double rl = DN(zl + b), ru = UP(zu + b);
         double al = dl < rl ? dl : rl, au = du > ru ? du : ru;
+        double e = c->fp32_any ? fp32_any_err(c, k, j) : 0;
+        if (c->fp32_any) al = fmin(al, DN(DN(zl + b) - e)), au = fmax(au, UP(UP(zu + b) + e));
         double mz = fmax(fabs(zl), fabs(zu)), ma = fmax(fabs(al), fabs(au));
         c->al[k][j] = al, c->au[k][j] = au, c->am[k][j] = ma;
         c->dl[k][j] = UP(UP(UP(mz * 0x1p-24) + UP(ma * 0x1p-24)) + 0x1p-149);
+        if (e > c->dl[k][j]) c->dl[k][j] = e;
         if (!isfinite(al) || !isfinite(au) || !isfinite(c->dl[k][j]) || !(al <= au)) ok = 0;
         if (k < c->L) {
             double hl = al > 0 ? al : 0, hu = au > 0 ? au : 0;
@@ -493,6 +517,8 @@ void vt_cert_set_deadline(vt_cert_ctx *c, double deadline)
 }
 
 int vt_cert_timed_out(const vt_cert_ctx *c) { return c->timed_out; }
+
+void vt_cert_set_fp32_any(vt_cert_ctx *c, int on) { c->fp32_any = on != 0; }
 
 /* ---------------------------------------------------------------- the attack */
 

@@ -28,7 +28,9 @@ const char *vt_cert_spec_answer_name(vt_cert_spec_answer a)
 static double dn(double x) { return nextafter(x, -INFINITY); }
 static double up(double x) { return nextafter(x, INFINITY); }
 
-/* The box [yl, yu] of the normalised input over [xl, xu], rounded outward step by step. */
+/* The box [yl, yu] of the normalised input over [xl, xu], rounded outward step by step, each step's
+ * result widened by its FP32 rounding (|fl32(v) - v| <= 2^-24 |v| + 2^-126, subnormals flushed or
+ * not): it holds the real-arithmetic normalisation and every FP32 evaluation of it. */
 static void norm_box(const vt_cert_onnx *o, const double *xl, const double *xu, double *yl, double *yu)
 {
     uint32_t d = o->net.n[0];
@@ -36,9 +38,14 @@ static void norm_box(const vt_cert_onnx *o, const double *xl, const double *xu, 
     for (uint32_t s = 0; s < o->n_norm; s++)
         for (uint32_t i = 0; i < d; i++) {
             double c = o->norm_c[s][o->norm_n[s] == 1 ? 0 : i], l = yl[i], u = yu[i];
-            if (o->norm_op[s] == 'S') yl[i] = dn(l - c), yu[i] = up(u - c);
-            else if (c > 0) yl[i] = dn(l / c), yu[i] = up(u / c);
-            else yl[i] = dn(u / c), yu[i] = up(l / c);
+            if (o->norm_op[s] == 'S') l = dn(l - c), u = up(u - c);
+            else if (c > 0) l = dn(l / c), u = up(u / c);
+            else {
+                double t = dn(u / c);
+                u = up(l / c), l = t;
+            }
+            double w = up(up(fmax(fabs(l), fabs(u)) * 0x1p-24) + 0x1p-126);
+            yl[i] = dn(l - w), yu[i] = up(u + w);
         }
 }
 
@@ -188,6 +195,7 @@ static vt_err compute(const vt_cert_spec_opts *o, spec_in *in, double deadline, 
     vt_err e = vt_cert_ctx_new(&in->on.net, &s.c);
     if (e) return e == VT_ERR_ARG ? vt_set_error(VT_ERR_UNSUPPORTED, "%s: %s", o->onnx_path, vt_errmsg()) : e;
     vt_cert_set_deadline(s.c, deadline);
+    vt_cert_set_fp32_any(s.c, 1);
     uint32_t d = v->nx, ny = v->ny, m = v->n_rows, W = vt_cert_max_width(s.c);
     size_t na = st->method == VT_CERT_ALPHA_CROWN ? vt_cert_n_alpha_row(s.c) : 0;
     double *xl = malloc(d * sizeof *xl), *xu = malloc(d * sizeof *xu), *lb = malloc((m ? m : 1) * sizeof *lb),

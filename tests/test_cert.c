@@ -244,6 +244,98 @@ static void test_spec_sampled(void)
     printf("spec rows: %ld points (x2 semantics, x3 methods, x4 rows), none below a bound\n", points);
 }
 
+/* FP32 evaluation of the network in a random order per neuron: a random permutation of the terms,
+ * each step a plain FP32 add or an fmaf, the bias first (inside the sum) or added last. */
+static void fp32_forward(vt_rng *r, const vt_cert_net *n, const float *x, float *out)
+{
+    float h[2][64];
+    memcpy(h[0], x, n->n[0] * sizeof *x);
+    for (uint32_t k = 1; k <= n->L; k++) {
+        uint32_t in = n->n[k - 1], o = n->n[k], perm[64];
+        const float *hp = h[(k - 1) & 1];
+        float *hn = k == n->L ? out : h[k & 1];
+        for (uint32_t j = 0; j < o; j++) {
+            for (uint32_t i = 0; i < in; i++) perm[i] = i;
+            for (uint32_t i = in; i > 1; i--) {
+                uint32_t q = (uint32_t)(vt_rng_next(r) % i), t = perm[i - 1];
+                perm[i - 1] = perm[q], perm[q] = t;
+            }
+            int inside = (int)(vt_rng_next(r) & 1), fm = (int)(vt_rng_next(r) & 1);
+            float acc = inside ? n->b[k][j] : 0.0f;
+            for (uint32_t i = 0; i < in; i++) {
+                float w = n->W[k][(size_t)perm[i] * o + j], v = hp[perm[i]];
+                if (fm) acc = fmaf(w, v, acc);
+                else {
+                    volatile float p = w * v; /* a rounded product, then a rounded sum */
+                    acc = acc + p;
+                }
+            }
+            if (!inside) acc = acc + n->b[k][j];
+            hn[j] = k < n->L && acc < 0 ? 0 : acc;
+        }
+    }
+}
+
+/* vt_cert_set_fp32_any: the bounds also hold for FP32 evaluations in random orders (with and
+ * without FMA, the bias inside or after) at random points of random boxes. */
+static void test_fp32_any(void)
+{
+    vt_rng r = {vt_test_seed(20261203)};
+    const uint32_t shapes[2][5] = {{6, 16, 16, 4, 0}, {8, 32, 24, 16, 5}};
+    const uint32_t layers[2] = {3, 4};
+    long points = 0, bad = 0;
+    for (int s = 0; s < 2; s++) {
+        vt_cert_net n;
+        float *store[12] = {0};
+        vt_cert_ctx *c = random_ctx(&r, &n, store, layers[s], shapes[s]);
+        if (!c) return;
+        vt_cert_set_fp32_any(c, 1);
+        uint32_t d = n.n[0], C = n.n[n.L];
+        for (int box = 0; box < 10; box++) {
+            float x[8], p[8], y[16];
+            double xl[8], xu[8], lb[3][16], eps = box % 2 ? 0.25 : 0.02;
+            for (uint32_t i = 0; i < d; i++) x[i] = (float)uni(&r);
+            vt_cert_box(x, d, eps, xl, xu);
+            double rows[16 * 16];
+            for (uint32_t q = 0; q < C; q++)
+                for (uint32_t j = 0; j < C; j++) rows[q * C + j] = (double)(int)(vt_rng_next(&r) % 7) - 3;
+            for (int m = 0; m < 3; m++) {
+                vt_cert_settings set;
+                vt_cert_settings_default(&set, (vt_cert_method)m);
+                CHECK_OK(vt_cert_spec_bounds(c, xl, xu, rows, C, &set, lb[m], NULL));
+            }
+            for (int k = 0; k < 300; k++) {
+                for (uint32_t i = 0; i < d; i++) {
+                    double v = k < 30 ? ((vt_rng_next(&r) & 1) ? xu[i] : xl[i]) : xl[i] + uni(&r) * (xu[i] - xl[i]);
+                    p[i] = (float)v;
+                    if (!vt_cert_in_ball(p[i], x[i], eps)) p[i] = x[i];
+                }
+                fp32_forward(&r, &n, p, y);
+                mpfr_t acc, t;
+                mpfr_init2(acc, PREC), mpfr_init2(t, PREC);
+                for (uint32_t q = 0; q < C; q++) {
+                    mpfr_set_zero(acc, 1); /* C_q . y exactly */
+                    for (uint32_t j = 0; j < C; j++) {
+                        mpfr_set_flt(t, y[j], MPFR_RNDN);
+                        mpfr_mul_d(t, t, rows[q * C + j], MPFR_RNDN);
+                        mpfr_add(acc, acc, t, MPFR_RNDN);
+                    }
+                    for (int m = 0; m < 3; m++)
+                        if (mpfr_cmp_d(acc, lb[m][q]) < 0 && bad++ < 5)
+                            fprintf(stderr, "FAIL: fp32 row %u method %d: %.17g < bound %.17g\n", q, m,
+                                    mpfr_get_d(acc, MPFR_RNDN), lb[m][q]);
+                }
+                mpfr_clear(acc), mpfr_clear(t);
+                points++;
+            }
+        }
+        vt_cert_ctx_free(c);
+        for (int k = 0; k < 12; k++) free(store[k]);
+    }
+    CHECK(bad == 0, "%ld FP32 evaluations below a bound", bad);
+    printf("fp32_any: %ld points in random FP32 orders (x3 methods), none below a bound\n", points);
+}
+
 /* The crafted network: y0 = 2^60 h1 - h3 - 2^60 h2 + 1/4 with h1 = h2 = relu(x + 1), h3 = relu(x),
  * y1 = 0; on x in [0.49, 0.51] the exact margin y0 - y1 = 1/4 - x < 0 (deployed as well), but in
  * FP64 2^60 h1 - h3 rounds to 2^60 h1 and the bound of plain FP64 propagation is 1/4 > 0. */
@@ -386,6 +478,7 @@ int main(void)
     test_crafted();
     test_sampled();
     test_spec_sampled();
+    test_fp32_any();
     test_vnnlib();
     return vt_test_finish("test_cert");
 #endif
