@@ -15,6 +15,12 @@
 #      engine: one rank, and 2 ranks under mpirun) and tests/nccl_train.sh (2 ranks with
 #      --backend cuda, collectives over NCCL and over MPI, against the CPU run); each says "skipped"
 #      without MPI in the build or, for NCCL on 2 ranks, with fewer than 2 GPUs;
+#   2d. tensor cores (issue 28; docs/tensorcore.md "GPU check"): test_tc_gpu (the emulator against
+#      the real mma.sync: the fragment layout, the probe tiles, 100,000 random tiles per model of
+#      this GPU's generation, whole GEMMs of the models' shapes; tc-gpu.log under $OUT), then MLP,
+#      CNN and GPT runs in tensor-core modes trained on the GPU (--backend cuda, VT_CUDA_CHECK_TC=1:
+#      every device GEMM against the emulator) and on the CPU (emulated): byte-identical
+#      commitments, and the GPU run audited VERIFIED on the CPU; at most about 4 minutes;
 #   3. trains the default MLP, and shortened CNN and GPT runs, on the GPU (--backend cuda);
 #   4. bench_cuda: each step against a plain FP64 step (cuBLAS DGEMM) and a plain FP32 step
 #      (cuBLAS SGEMM, no TF32) on the same GPU, and the verifiable GEMM path against DGEMM;
@@ -110,6 +116,37 @@ for t in test_nccl test_nccl_np2 nccl_train; do
   elif [ $st = 0 ]; then echo "$t: passed"
   else status=1; echo "$t: FAILED (exit $st)"; tail -15 /tmp/vt-$t.log; fi
 done
+
+step "tensor cores: the emulator against mma.sync (test_tc_gpu), the mode on the GPU against the CPU's emulation"
+TILES=100000; [ "$quick" = 1 ] && TILES=10000
+VT_TC_TILES=$TILES timeout 150 "$B/test_tc_gpu" >"$OUT/tc-gpu.log" 2>&1
+st=$?
+grep -E "^(test_tc_gpu|sm[0-9]+-[a-z0-9]+[:( ]|probe )" "$OUT/tc-gpu.log" | cut -c1-160 | head -70
+if [ $st = 77 ]; then echo "test_tc_gpu: skipped (no GPU)"
+elif [ $st != 0 ]; then status=1; echo "test_tc_gpu: FAILED (exit $st)"; grep -E "FAIL|GPU 0x" "$OUT/tc-gpu.log" | head -20; fi
+TC=/tmp/vt-tc
+rm -rf "$TC" && mkdir -p "$TC"
+"$B/trainer" keygen "$TC/key" --force >/dev/null
+for spec in mlp:tc-bf16-sm90::100 mlp-e4m3:tc-e4m3-sm90::100 cnn:tc-bf16-sm90:recipes/resnet-cifar10.json:8 \
+            gpt:tc-fp16-sm90:recipes/gpt-shakespeare.json:10; do
+  IFS=: read -r n mode r steps <<<"$spec"
+  RA=(--set gemm_arith="$mode" --set steps="$steps" --set checkpoint_every=50 --quiet)
+  [ -n "$r" ] && RA+=(--recipe "$r")
+  t1=$(date +%s)
+  if ! VT_CUDA_CHECK_TC=1 timeout 120 "$B/trainer" train --run "$TC/$n-gpu" --key "$TC/key" --backend cuda "${RA[@]}" \
+    >"$TC/$n-gpu.log" 2>&1; then
+    status=1; echo "$n ($mode): GPU training FAILED"; tail -5 "$TC/$n-gpu.log"; continue
+  fi
+  t2=$(date +%s)
+  timeout 240 "$B/trainer" train --run "$TC/$n-cpu" --key "$TC/key" "${RA[@]}" >"$TC/$n-cpu.log" 2>&1 ||
+    { status=1; echo "$n ($mode): CPU training FAILED"; tail -5 "$TC/$n-cpu.log"; continue; }
+  t3=$(date +%s)
+  if cmp -s "$TC/$n-gpu/commitment.vtc" "$TC/$n-cpu/commitment.vtc"; then same="byte-identical commitments"
+  else status=1; same="commitments DIFFER"; fi
+  v=$(timeout 240 "$B/auditor" verify "$TC/$n-gpu" --quiet 2>&1 | head -1) || status=1
+  echo "$n ($mode, $steps steps): GPU $((t2 - t1)) s, CPU emulation $((t3 - t2)) s: $same; the GPU run audited on the CPU: $v"
+done
+rm -rf "$TC"
 
 step "training on the GPU"
 R=$OUT/runs

@@ -4,8 +4,9 @@
 # tc-bf16-sm90 and in tc-fp16-sm80, a residual CNN in tc-bf16-sm90 and a GPT in tc-fp16-sm90 are
 # trained; each audits VERIFIED in another evaluation order (the emulator has no order: the same
 # bits); the mode is in the manifest (and a run in the default mode has no gemm_arith key); the
-# commitment differs from the fp64 run's; the MLP still learns (its loss falls). Refusals (exit 64 or
-# 2): rounding=log, an unknown model, --backend cuda. Usage: tc_mode.sh BUILD_DIR
+# commitment differs from the fp64 run's; the MLP still learns (its loss falls). Refusals (exit 64):
+# rounding=log, an unknown model. (--backend cuda runs the GPU kernel: scripts/gpu-check.sh step 2d.)
+# Usage: tc_mode.sh BUILD_DIR
 set -u
 . "$(dirname "$0")/e2e_lib.sh" # e2e_begin, ok, bad
 e2e_begin tc "$1"
