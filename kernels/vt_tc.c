@@ -197,8 +197,13 @@ static void decode_all(vti_tc_fmt f, const uint16_t *x, size_t n, int32_t *sig, 
  * the products' terms computed lane by lane (the same integers: the products' magnitudes and their
  * truncating shifts; the sum is exact). Returns 0 with *out set, or 1 when every term is zero (the
  * sign of a zero result needs vt_tc_group). */
-static int group_fast(const vt_tc_arch *A, int mb2, uint32_t c, const int32_t *sa, const int16_t *ea,
-                      const int32_t *sb, const int16_t *eb, int n, uint32_t *out)
+#if defined(__GNUC__)
+#define VTI_TC_INLINE static inline __attribute__((always_inline))
+#else
+#define VTI_TC_INLINE static inline
+#endif
+VTI_TC_INLINE int group_lanes(const vt_tc_arch *A, int mb2, uint32_t c, const int32_t *sa, const int16_t *ea,
+                              const int32_t *sb, const int16_t *eb, int n, uint32_t *out)
 {
     int64_t pv[64];
     int ev[64];
@@ -236,6 +241,17 @@ static int group_fast(const vt_tc_arch *A, int mb2, uint32_t c, const int32_t *s
     }
     *out = group_finish(A, S, B);
     return 0;
+}
+
+/* group_lanes with the group's length a constant for the full groups of the built-in models (the
+ * compiler unrolls and vectorises the lanes) */
+static int group_fast(const vt_tc_arch *A, int mb2, uint32_t c, const int32_t *sa, const int16_t *ea,
+                      const int32_t *sb, const int16_t *eb, int n, uint32_t *out)
+{
+    if (n == 16) return group_lanes(A, mb2, c, sa, ea, sb, eb, 16, out);
+    if (n == 8) return group_lanes(A, mb2, c, sa, ea, sb, eb, 8, out);
+    if (n == 32) return group_lanes(A, mb2, c, sa, ea, sb, eb, 32, out);
+    return group_lanes(A, mb2, c, sa, ea, sb, eb, n, out);
 }
 
 static void gemm_rows(void *vctx, size_t lo, size_t hi, int part)
