@@ -3,6 +3,7 @@
  * (vt_ops_int.h). The kinds themselves live in their family's file, vt_fam_<family>.c. */
 #include "vt_ops.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,13 +71,13 @@ static vt_err dist_fail(vt_opctx *c, vt_err e, const vt_elem_fault *f)
 /* n elements rounded across the ranks (vt_round_dist_refined: refine may be NULL), the shard's and
  * the context's counters added to */
 static vt_err round_batch(vt_opctx *c, const double *x, const double *bound, size_t n, vt_round_dist_refine refine,
-                          vt_round_dist_terms terms, void *arg, float *out)
+                          int resum, vt_round_dist_terms terms, void *arg, float *out)
 {
     vt_round_dist_stats st;
     memset(&st, 0, sizeof st);
     vt_elem_fault f;
     memset(&f, 0, sizeof f);
-    vt_err e = vt_round_dist_refined(c->shard->comm, n, x, bound, refine, terms, arg, out, &st, &f);
+    vt_err e = vt_round_dist_refined(c->shard->comm, n, x, bound, refine, resum, terms, arg, out, &st, &f);
     c->shard->n_dist += st.n, c->shard->n_dist_exact += st.n_exact;
     c->shard->bytes_sent += st.bytes_gather + st.bytes_refine + st.bytes_reduce;
     c->rc->stats.rounded += st.n, c->rc->stats.exact += st.n_exact;
@@ -86,7 +87,7 @@ static vt_err round_batch(vt_opctx *c, const double *x, const double *bound, siz
 vt_err vti_round_batch_terms(vt_opctx *c, const double *x, const double *bound, size_t n, vt_round_dist_terms terms,
                              void *arg, float *out)
 {
-    return round_batch(c, x, bound, n, NULL, terms, arg, out);
+    return round_batch(c, x, bound, n, NULL, 0, terms, arg, out);
 }
 
 typedef struct {
@@ -98,9 +99,11 @@ typedef struct {
     vt_tight *tc;
 } bounds_arg;
 
-/* this rank's tight bound of element i (vt_round_dist_refined's refinement round) */
-static double bounds_refine(void *arg, size_t i)
+/* the refinement round (vt_round_dist_refined) of a short GEMM reduction: this rank's tight bound of
+ * element i, for the same partial */
+static double bounds_refine(void *arg, size_t i, double *p)
 {
+    (void)p;
     bounds_arg *t = arg;
     return vt_tight_bound(t->cfg, t->tc, i / t->cols, i % t->cols);
 }
@@ -109,6 +112,34 @@ static int never_decides(double s, double e, void *ctx)
 {
     (void)s, (void)e, (void)ctx;
     return 0;
+}
+
+/* the compensated stage's sum and bound, whatever they are */
+static int take_comp(double s, double e, void *ctx)
+{
+    double *q = ctx;
+    q[0] = s, q[1] = e;
+    return 1;
+}
+
+/* the refinement round of any other reduction with an exact evaluator: a new partial, this rank's
+ * compensated sum of its terms, with its rigorous bound (the exact evaluation's first stage, which
+ * one process runs for the elements its screen leaves undecided); where that is not finite, the
+ * exact sum rounded to FP64 (|X - RN64(X)| <= 2^-53 |RN64(X)|, plus the subnormal spacing) */
+static double bounds_resum(void *arg, size_t i, double *p)
+{
+    bounds_arg *t = arg;
+    if (t->b->kind == VT_BOUNDS_ZERO || !t->b->xa) return NAN;
+    double q[2];
+    vt_xacc a;
+    if (vt_eval_element(t->b, NULL, i / t->cols, i % t->cols, take_comp, q, &a, &t->n_exact, &t->n_kulisch)) {
+        *p = q[0];
+        return q[1];
+    }
+    double v = vt_xacc_round64(&a);
+    if (!isfinite(v)) return NAN;
+    *p = v;
+    return fabs(v) * 0x1p-53 + 0x1p-1074;
 }
 
 /* this rank's terms of element i: the reduction its exact evaluator names (an exact partial: x) */
@@ -148,7 +179,11 @@ vt_err vti_round_batch(vt_opctx *c, const double *x, const vt_bounds *b, size_t 
     vt_tight tc;
     if (tight) vt_tight_init(&tc, b, rows, cols);
     bounds_arg arg = {b, x, cols, 0, 0, &c->rc->bound, tight ? &tc : NULL};
-    vt_err e = round_batch(c, x, bound, n, tight ? bounds_refine : NULL, bounds_terms, &arg, out);
+    /* a short GEMM reduction refines its bounds (4 bytes an element); any other reduction with an
+     * exact evaluator its partials (the compensated sums: 12 bytes) */
+    int resum = !tight && b->kind != VT_BOUNDS_ZERO && b->xa;
+    vt_err e = round_batch(c, x, bound, n, tight ? bounds_refine : resum ? bounds_resum : NULL, resum, bounds_terms,
+                           &arg, out);
     if (tight) vt_tight_free(&tc);
     free(bound);
     return e;

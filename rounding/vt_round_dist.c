@@ -172,12 +172,13 @@ static vti_p1 *p1_get(size_t n, int N)
 }
 
 /* Phase 0, the first collective: every rank's n, whether its arguments are usable and its memory
- * allocated, and its first negative bound, so that any of these is the same error on every rank (no
- * rank goes on into collectives of other sizes). Sends 32 bytes to each other rank. */
-static vt_err check_args(vt_comm *comm, size_t n, int status, const double *bound, vt_round_dist_stats *st)
+ * allocated, whether its refinement replaces partials (resum: the refinement round's size), and its
+ * first negative bound, so that any of these is the same error on every rank (no rank goes on into
+ * collectives of other sizes). Sends 32 bytes to each other rank (status + 4 resum in one value). */
+static vt_err check_args(vt_comm *comm, size_t n, int status, int resum, const double *bound, vt_round_dist_stats *st)
 {
     int N = vt_dist_size(comm);
-    double mine[4] = {(double)n, (double)status, -1.0, 0.0};
+    double mine[4] = {(double)n, (double)(status + 4 * resum), -1.0, 0.0};
     if (status == 0)
         for (size_t i = 0; i < n; i++)
             if (bound[i] < 0) {
@@ -198,13 +199,19 @@ static vt_err check_args(vt_comm *comm, size_t n, int status, const double *boun
     e = vt_dist_allgather_f64(comm, mine, 4, all);
     if (st) st->bytes_gather += sizeof mine * (uint64_t)(N - 1);
     for (int r = 0; r < N && !e; r++)
-        if (all[4 * r + 1] == 1.0) e = vt_set_error(VT_ERR_ARG, "vt_round_dist: rank %d of %d passed bad arguments", r, N);
+        if (fmod(all[4 * r + 1], 4.0) == 1.0)
+            e = vt_set_error(VT_ERR_ARG, "vt_round_dist: rank %d of %d passed bad arguments", r, N);
     for (int r = 0; r < N && !e; r++)
         if (all[4 * r] != all[0])
             e = vt_set_error(VT_ERR_ARG, "vt_round_dist: rank %d of %d has %.0f elements, rank 0 has %.0f", r, N,
                              all[4 * r], all[0]);
     for (int r = 0; r < N && !e; r++)
-        if (all[4 * r + 1] == 2.0) e = vt_set_error(VT_ERR_NOMEM, "vt_round_dist: rank %d of %d: out of memory", r, N);
+        if ((all[4 * r + 1] >= 4.0) != (all[1] >= 4.0))
+            e = vt_set_error(VT_ERR_ARG, "vt_round_dist: rank %d of %d %s new partials in the refinement round, rank 0 %s",
+                             r, N, all[4 * r + 1] >= 4.0 ? "sends" : "does not send", all[1] >= 4.0 ? "does" : "does not");
+    for (int r = 0; r < N && !e; r++)
+        if (fmod(all[4 * r + 1], 4.0) == 2.0)
+            e = vt_set_error(VT_ERR_NOMEM, "vt_round_dist: rank %d of %d: out of memory", r, N);
     for (int r = 0; r < N && !e; r++)
         if (all[4 * r + 2] >= 0)
             e = vt_set_error(VT_ERR_ARG, "vt_round_dist: element %.0f: rank %d of %d passed the bound %a", all[4 * r + 2],
@@ -287,55 +294,70 @@ static vt_err gather_results(vt_comm *comm, size_t m, size_t mine, size_t i0, vt
     return VT_OK;
 }
 
+/* The refinement as passed: the callback (NULL on a rank without one), its argument, and whether
+ * it may replace the partial (resum: the same on every rank, checked in phase 0). */
+typedef struct {
+    vt_round_dist_refine fn;
+    void *arg;
+    int resum;
+} vti_refine;
+
 /* The refinement round of phase 1, for the round's elements marked VTI_MARK_REFINE (every rank
- * knows them from the gathered results): each rank sends each owner its refined bounds of that
- * owner's marked elements (min(bound, refine(i)), encoded as in phase 1: 4 bytes an element, one
- * exchange); the owner combines its marked elements again with the same partials (still in b->P,
- * compacted in place) and the refined bounds, screens, records what is still undecided for the
- * exact phase, and the results go to every rank (one allgather). Nothing when no element is
- * marked (every rank sees the same marks: it makes the same collectives whether or not it has a
- * callback). */
-static vt_err refine_round(vt_comm *comm, size_t i0, size_t m, size_t lo, size_t mo, const double *bound, vt_round_dist_refine refine, void *arg, float *out, vti_p1 *b,
-                           vti_undecided *u, int *oom, uint64_t *und_of, vt_round_dist_stats *st)
+ * knows them from the gathered results): each rank sends each owner, for that owner's marked
+ * elements, its refined bound (encoded as in phase 1: 4 bytes an element) and, with resum, its
+ * partial (8 more), in one exchange; the owner combines its marked elements again (the partials
+ * received, or the same ones still in b->P, compacted in place) with the refined bounds, screens,
+ * records what is still undecided for the exact phase, and the results go to every rank (one
+ * allgather). Nothing when no element is marked (every rank sees the same marks: it makes the same
+ * collectives whether or not it has a callback). */
+static vt_err refine_round(vt_comm *comm, size_t i0, size_t m, size_t lo, size_t mo, const double *partial,
+                           const double *bound, const vti_refine *rf, float *out, vti_p1 *b, vti_undecided *u,
+                           int *oom, uint64_t *und_of, vt_round_dist_stats *st)
 {
     int N = vt_dist_size(comm), me = vt_dist_rank(comm);
-    size_t *sb = b->cnt, *rb = b->cnt + N;
+    size_t *sb = b->cnt, *rb = b->cnt + N, wb = rf->resum ? 12 : 4;
     size_t total = 0, cu = 0;
     unsigned char *w = b->sbuf;
     for (int s = 0; s < N; s++) {
         size_t a = slice_lo(m, s, N), ms = slice_lo(m, s + 1, N) - a, c = 0;
-        for (size_t k = 0; k < ms; k++) {
+        unsigned char *wp = w; /* this owner's block: the partials (resum), then the bounds */
+        for (size_t k = 0; k < ms; k++) c += is_refine(out[i0 + a + k]);
+        unsigned char *wbnd = wp + (rf->resum ? 8 * c : 0);
+        for (size_t k = 0, j = 0; k < ms; k++) {
             size_t i = i0 + a + k;
             if (!is_refine(out[i])) continue;
-            double bi = bound[i], r = refine ? refine(arg, i) : bi; /* a rank without one: its bound */
-            /* either is rigorous, so their minimum is: a refined bound that is not one (NaN,
-             * negative) is ignored */
-            r = r >= 0 ? (bi >= 0 && bi < r ? bi : r) : bi;
+            double pi = partial[i], bi = bound[i], p = pi, r = rf->fn ? rf->fn(rf->arg, i, &p) : bi;
+            if (!rf->resum || !(r >= 0)) p = pi; /* bound only, or no refinement (NaN, negative) */
+            if (!(r >= 0)) r = bi;
+            else if (vt_f64_bits(p) == vt_f64_bits(pi) && bi >= 0 && bi < r) r = bi; /* the same partial:
+                                                                both bounds are rigorous, so the smaller is */
+            if (rf->resum) memcpy(wp + 8 * j, &p, 8);
             uint32_t v = bound_enc(r);
-            memcpy(w, &v, 4);
-            w += 4;
-            c++;
+            memcpy(wbnd + 4 * j, &v, 4);
+            j++;
         }
-        sb[s] = 4 * c;
+        w += wb * c;
+        sb[s] = wb * c;
         total += c;
         if (s == me) cu = c;
     }
     if (!total) return VT_OK;
-    for (int r = 0; r < N; r++) rb[r] = 4 * cu;
+    for (int r = 0; r < N; r++) rb[r] = wb * cu;
     VT_FORWARD_IF_ERROR(vt_dist_alltoallv(comm, b->sbuf, sb, b->rbuf, rb));
     if (st) {
         st->n_refine += total;
-        st->bytes_refine += 4 * (uint64_t)(total - cu);
+        st->bytes_refine += wb * (uint64_t)(total - cu);
     }
-    /* compact the marked elements' partials in place (P[r cu + j] from P[r mo + k_j], k_j >= j: every
-     * read is at or after the write) and decode their refined bounds */
+    /* the marked elements' partials: received, or compacted in place (P[r cu + j] from P[r mo + k_j],
+     * k_j >= j: every read is at or after the write); their refined bounds decoded */
     for (int r = 0; r < N; r++) {
-        const unsigned char *rp = b->rbuf + (size_t)r * 4 * cu;
+        const unsigned char *rp = b->rbuf + (size_t)r * wb * cu, *rbnd = rp + (rf->resum ? 8 * cu : 0);
         for (size_t k = 0, j = 0; k < mo && j < cu; k++) {
             if (!is_refine(out[i0 + lo + k])) continue;
             uint32_t v;
-            memcpy(&v, rp + 4 * j, 4);
-            b->P[(size_t)r * cu + j] = b->P[(size_t)r * mo + k];
+            memcpy(&v, rbnd + 4 * j, 4);
+            if (rf->resum) memcpy(&b->P[(size_t)r * cu + j], rp + 8 * j, 8);
+            else b->P[(size_t)r * cu + j] = b->P[(size_t)r * mo + k];
             b->Bd[(size_t)r * cu + j] = bound_dec(v);
             j++;
         }
@@ -360,8 +382,8 @@ static vt_err refine_round(vt_comm *comm, size_t i0, size_t m, size_t lo, size_t
  * *u; a failure to record one sets *oom); the owners' results and counts of undecided elements are
  * gathered into out and und_of (UINT64_MAX: that owner ran out of memory). */
 static vt_err phase1(vt_comm *comm, size_t i0, size_t m, const double *partial, const double *bound,
-                     vt_round_dist_refine refine, void *arg, float *out, vti_p1 *b, vti_undecided *u, int *oom,
-                     uint64_t *und_of, vt_round_dist_stats *st)
+                     const vti_refine *rf, float *out, vti_p1 *b, vti_undecided *u, int *oom, uint64_t *und_of,
+                     vt_round_dist_stats *st)
 {
     int N = vt_dist_size(comm), me = vt_dist_rank(comm);
     size_t *sb = b->cnt, *rb = b->cnt + N;
@@ -398,7 +420,7 @@ static vt_err phase1(vt_comm *comm, size_t i0, size_t m, const double *partial, 
         for (size_t k = 0; k < mo; k++) {
             if (!is_mark(b->res[k])) continue;
             /* a finite x: the ranks' refined bounds may decide it (B alone not finite: a bound was) */
-            if (refine && isfinite(b->x[k])) {
+            if (rf->fn && isfinite(b->x[k])) {
                 b->res[k] = mark(VTI_MARK_REFINE);
                 continue;
             }
@@ -408,7 +430,7 @@ static vt_err phase1(vt_comm *comm, size_t i0, size_t m, const double *partial, 
     /* the owners' results (or marks) and counts, in rank order */
     VT_FORWARD_IF_ERROR(
         gather_results(comm, m, mo, i0, b, *oom ? UINT32_MAX : n_und, 0, out, und_of, st ? &st->bytes_gather : NULL));
-    return refine_round(comm, i0, m, lo, mo, bound, refine, arg, out, b, u, oom, und_of, st);
+    return refine_round(comm, i0, m, lo, mo, partial, bound, rf, out, b, u, oom, und_of, st);
 }
 
 /* Every rank learns every owner's undecided elements (index, x, B), in increasing index: an
@@ -559,16 +581,17 @@ void vt_round_dist_clock(uint64_t *calls, double *seconds)
     if (seconds) *seconds = g_seconds;
 }
 
-static vt_err round_dist(vt_comm *comm, size_t n, const double *partial, const double *bound,
-                         vt_round_dist_refine refine, vt_round_dist_terms terms, void *arg, float *out,
-                         vt_round_dist_stats *stats, vt_elem_fault *f);
+static vt_err round_dist(vt_comm *comm, size_t n, const double *partial, const double *bound, const vti_refine *rf,
+                         vt_round_dist_terms terms, void *arg, float *out, vt_round_dist_stats *stats,
+                         vt_elem_fault *f);
 
 vt_err vt_round_dist_refined(vt_comm *comm, size_t n, const double *partial, const double *bound,
-                             vt_round_dist_refine refine, vt_round_dist_terms terms, void *arg, float *out,
+                             vt_round_dist_refine refine, int resum, vt_round_dist_terms terms, void *arg, float *out,
                              vt_round_dist_stats *stats, vt_elem_fault *f)
 {
     double t0 = vt_now();
-    vt_err e = round_dist(comm, n, partial, bound, refine, terms, arg, out, stats, f);
+    const vti_refine rf = {refine, arg, resum != 0};
+    vt_err e = round_dist(comm, n, partial, bound, &rf, terms, arg, out, stats, f);
     g_calls++;
     g_seconds += vt_now() - t0;
     return e;
@@ -577,12 +600,12 @@ vt_err vt_round_dist_refined(vt_comm *comm, size_t n, const double *partial, con
 vt_err vt_round_dist(vt_comm *comm, size_t n, const double *partial, const double *bound, vt_round_dist_terms terms,
                      void *arg, float *out, vt_round_dist_stats *stats, vt_elem_fault *f)
 {
-    return vt_round_dist_refined(comm, n, partial, bound, NULL, terms, arg, out, stats, f);
+    return vt_round_dist_refined(comm, n, partial, bound, NULL, 0, terms, arg, out, stats, f);
 }
 
-static vt_err round_dist(vt_comm *comm, size_t n, const double *partial, const double *bound,
-                         vt_round_dist_refine refine, vt_round_dist_terms terms, void *arg, float *out,
-                         vt_round_dist_stats *stats, vt_elem_fault *f)
+static vt_err round_dist(vt_comm *comm, size_t n, const double *partial, const double *bound, const vti_refine *rf,
+                         vt_round_dist_terms terms, void *arg, float *out, vt_round_dist_stats *stats,
+                         vt_elem_fault *f)
 {
     VT_RETURN_ERROR_IF(!comm, VT_ERR_ARG, "vt_round_dist: no communicator");
     int N = vt_dist_size(comm);
@@ -590,14 +613,14 @@ static vt_err round_dist(vt_comm *comm, size_t n, const double *partial, const d
     vti_p1 *b = ok && n ? p1_get(n, N) : NULL;
     int have = !(ok && n) || b;
     uint64_t *und_of = calloc((size_t)N, sizeof *und_of);
-    vt_err e = check_args(comm, n, !ok ? 1 : !have || !und_of ? 2 : 0, bound, stats);
+    vt_err e = check_args(comm, n, !ok ? 1 : !have || !und_of ? 2 : 0, rf->resum, bound, stats);
     vti_undecided u = {0};
     int64_t *buf = NULL;
     int oom = 0;
     /* rounds of VTI_CHUNK elements (the buffers may hold more: kept from a larger call) */
     for (size_t i0 = 0; i0 < n && !e; i0 += VTI_CHUNK) {
         size_t m = n - i0 < VTI_CHUNK ? n - i0 : VTI_CHUNK;
-        e = phase1(comm, i0, m, partial, bound, refine, arg, out, b, &u, &oom, und_of, stats);
+        e = phase1(comm, i0, m, partial, bound, rf, out, b, &u, &oom, und_of, stats);
     }
     size_t n_und = 0;
     for (int s = 0; s < N && !e; s++) {

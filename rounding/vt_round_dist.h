@@ -49,8 +49,9 @@ typedef struct {
     uint64_t n_refine;     /* elements the screen left undecided with the bounds passed that took the
                             * refinement round (vt_round_dist_refined); of these, those still undecided
                             * are in n_exact */
-    uint64_t bytes_refine; /* the refinement round: 4 per refined element of the other ranks' slices,
-                            * 4 (N - 1) per refined element of its own, plus 4 (N - 1) a round */
+    uint64_t bytes_refine; /* the refinement round: 4 per refined element of the other ranks' slices
+                            * (12 with resum), 4 (N - 1) per refined element of its own, plus 4 (N - 1)
+                            * a round */
 } vt_round_dist_stats;
 
 /* out[i] = RN32(sum over the ranks of their terms of element i) for i < n, the same bits on every
@@ -64,20 +65,23 @@ typedef struct {
 vt_err vt_round_dist(vt_comm *comm, size_t n, const double *partial, const double *bound, vt_round_dist_terms terms,
                      void *arg, float *out, vt_round_dist_stats *stats, vt_elem_fault *f) VT_WARN_UNUSED;
 
-/* This rank's refined bound of its partial of element i: a rigorous bound >= |partial[i] - X_r|
- * (for the same partial), computed only when the screen leaves the element undecided with the bounds
- * passed (the tight bound of a GEMM element, say, where the bound passed is the cheap one). A local
- * computation: no collective. The smaller of it and bound[i] is used; a NaN or negative return is
- * ignored (bound[i] then). */
-typedef double (*vt_round_dist_refine)(void *arg, size_t i);
+/* This rank's refinement of element i: a rigorous bound >= |*p - X_r|, computed only when the screen
+ * leaves the element undecided with the bounds passed (the tight bound of a GEMM element where the
+ * bound passed is the cheap one; a compensated sum of the rank's terms). *p arrives as partial[i];
+ * with resum the callback may replace it by another FP64 value of the same terms (the bound
+ * returned is then for that value). A local computation: no collective. A NaN or negative return is
+ * ignored (partial[i] and bound[i] then); for the same partial the smaller of the two bounds is used. */
+typedef double (*vt_round_dist_refine)(void *arg, size_t i, double *p);
 
 /* vt_round_dist with a refinement round (docs/distributed.md): the elements the owners' screen
  * leaves undecided with the bounds passed, whose combined x is finite, are combined and screened
- * again with every rank's refined bound (one exchange of 4 bytes an element to the owners and one
- * allgather of the owners' results); only those still undecided go to the exact phase. refine NULL:
- * vt_round_dist (a rank may pass NULL while others pass one: its bounds are then used as they are). */
+ * again with every rank's refinement (one exchange of 4 bytes an element to the owners, 12 with
+ * resum, and one allgather of the owners' results); only those still undecided go to the exact
+ * phase. refine NULL and resum 0 on every rank: vt_round_dist. A rank may pass NULL while others
+ * pass a callback (its partials and bounds are then sent as they are), but every rank passes the
+ * same resum (checked: VT_ERR_ARG on every rank). */
 vt_err vt_round_dist_refined(vt_comm *comm, size_t n, const double *partial, const double *bound,
-                             vt_round_dist_refine refine, vt_round_dist_terms terms, void *arg, float *out,
+                             vt_round_dist_refine refine, int resum, vt_round_dist_terms terms, void *arg, float *out,
                              vt_round_dist_stats *stats, vt_elem_fault *f) VT_WARN_UNUSED;
 
 /* For benchmarks: the calls of vt_round_dist made by this thread so far and the wall seconds spent

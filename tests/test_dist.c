@@ -201,21 +201,10 @@ typedef struct {
     int fail_rank;     /* the callback fails on this rank (-1: never) */
     long calls;
     const double *fine; /* the refinement: this rank's bound of element e is fine[e] */
+    const double *fine_p; /* with resum: its partial fine_p[e] */
     long refines;       /* refinement callbacks made */
     int garbage;        /* the refinement returns NaN or a negative value for some elements */
 } share;
-
-/* This rank's refined bound of element e (vt_round_dist_refined): fine[e], the rigorous bound of
- * its partial; with garbage, NaN for one element in seven and -1 for another (to be ignored: the
- * bound passed is used). */
-static double my_refine(void *arg, size_t e)
-{
-    share *s = arg;
-    s->refines++;
-    if (s->garbage && e % 7 == 3) return NAN;
-    if (s->garbage && e % 7 == 5) return -1.0;
-    return s->fine[e];
-}
 
 static vt_err my_terms(void *arg, size_t e, vt_xacc *acc)
 {
@@ -227,6 +216,20 @@ static vt_err my_terms(void *arg, size_t e, vt_xacc *acc)
     for (size_t k = 0; k < K; k++)
         if (owner(s->split, s->seed, e, k, K, SIZE) == RANK) vt_xacc_add(acc, t[k]);
     return VT_OK;
+}
+
+/* This rank's refinement of element e (vt_round_dist_refined): fine[e], the rigorous bound of its
+ * partial, or with resum (fine_p set) the partial fine_p[e] with the bound fine[e]; with garbage,
+ * NaN for one element in seven and -1 for another (to be ignored: the partial and bound passed are
+ * used). */
+static double my_refine(void *arg, size_t e, double *p)
+{
+    share *s = arg;
+    s->refines++;
+    if (s->garbage && e % 7 == 3) return NAN;
+    if (s->garbage && e % 7 == 5) return -1.0;
+    if (s->fine_p) *p = s->fine_p[e];
+    return s->fine[e];
 }
 
 /* This rank's partial and bound of every element: comp = 0, a plain FP64 sum from +0 with the
@@ -434,26 +437,32 @@ static uint64_t round_all(vt_comm *c, const elems *E, const float *ref, uint64_t
     double *p = malloc(E->n * sizeof *p), *b = malloc(E->n * sizeof *b);
     float *out = malloc(E->n * sizeof *out), *out0 = malloc(E->n * sizeof *out0);
     if (!p || !b || !out || !out0) abort();
-    double *fine = malloc(E->n * sizeof *fine);
-    if (!fine) abort();
-    static const char *const mode_name[] = {"plain", "compensated", "refined", "refined, some refinements ignored"};
-    uint64_t total_exact = 0, plain_exact = 0;
+    double *fine = malloc(E->n * sizeof *fine), *fine_p = malloc(E->n * sizeof *fine_p);
+    if (!fine || !fine_p) abort();
+    static const char *const mode_name[] = {"plain", "compensated", "refined", "refined, some refinements ignored",
+                                            "refined with new partials"};
+    uint64_t total_exact = 0, plain_exact = 0, comp_exact = 0;
     for (int split = 0; split < SPLIT_COUNT; split++)
-        for (int comp = 0; comp < 4; comp++) {
-            share s = {E, split, seed + (uint64_t)split, -1, 0, fine, 0, comp == 3};
+        for (int comp = 0; comp < 5; comp++) {
+            int resum = comp == 4;
+            share s = {E, split, seed + (uint64_t)split, -1, 0, fine, resum ? fine_p : NULL, 0, comp == 3};
+            if (resum) partials(&s, 1, fine_p, fine); /* the refinement: the compensated sums */
             partials(&s, comp == 1, p, b);
             /* refined: the bounds passed are 2^24 times the rigorous ones (most elements undecided
-             * with them), the refinement gives the rigorous one; in the skewed split the last rank
-             * passes no refinement (its bounds as passed) */
+             * with them), the refinement gives the rigorous one (or, resum, the compensated sum and
+             * its bound); in the skewed split the last rank passes no refinement (its partials and
+             * bounds as passed) */
             int refine = comp >= 2, one_none = refine && split == SPLIT_SKEWED && SIZE > 1;
             int none_here = one_none && RANK == SIZE - 1;
-            if (refine)
-                for (size_t i = 0; i < E->n; i++) fine[i] = b[i], b[i] *= 0x1p24;
+            for (size_t i = 0; i < E->n && refine; i++) {
+                if (!resum) fine[i] = b[i];
+                b[i] *= 0x1p24;
+            }
             vt_round_dist_stats st = {0};
             vt_elem_fault f = {0};
             memset(out, 0xff, E->n * sizeof *out);
-            vt_err e = refine ? vt_round_dist_refined(c, E->n, p, b, none_here ? NULL : my_refine, my_terms, &s, out,
-                                                      &st, &f)
+            vt_err e = refine ? vt_round_dist_refined(c, E->n, p, b, none_here ? NULL : my_refine, resum, my_terms, &s,
+                                                      out, &st, &f)
                               : vt_round_dist(c, E->n, p, b, my_terms, &s, out, &st, &f);
             CHECK(e == VT_OK, "%s, %s split, %s: %s", what, split_name[split], mode_name[comp], vt_errmsg());
             long bad = 0;
@@ -476,15 +485,16 @@ static uint64_t round_all(vt_comm *c, const elems *E, const float *ref, uint64_t
                   "%s, %s split, %s: %llu refined, %ld refinements made", what, split_name[split], mode_name[comp],
                   (unsigned long long)st.n_refine, s.refines);
             if (comp == 0) plain_exact = st.n_exact;
-            /* the same partials and, after the round, the same bounds as the plain run: the same
-             * elements left to the exact phase */
-            if (refine && comp == 2 && !one_none)
-                CHECK(st.n_exact < st.n_refine && st.n_exact == plain_exact,
-                      "%s, %s split: the refinement decided %llu of %llu, %llu exact (the rigorous bounds alone: %llu)",
-                      what, split_name[split], (unsigned long long)(st.n_refine - st.n_exact),
+            if (comp == 1) comp_exact = st.n_exact;
+            /* after the round, the same partials and bounds as the plain run (the compensated run,
+             * resum): the same elements left to the exact phase */
+            if ((comp == 2 || comp == 4) && !one_none)
+                CHECK(st.n_exact < st.n_refine && st.n_exact == (resum ? comp_exact : plain_exact),
+                      "%s, %s split, %s: the refinement decided %llu of %llu, %llu exact (the rigorous bounds alone: "
+                      "%llu)", what, split_name[split], mode_name[comp], (unsigned long long)(st.n_refine - st.n_exact),
                       (unsigned long long)st.n_refine, (unsigned long long)st.n_exact,
-                      (unsigned long long)plain_exact);
-            if (require_ties && comp != 1) {
+                      (unsigned long long)(resum ? comp_exact : plain_exact));
+            if (require_ties && comp != 1 && comp != 4) {
                 /* a tie with a non-zero bound (some rank holds two or more non-zero terms: its
                  * coefficient bound is positive) cannot be decided by any FP64 value */
                 uint64_t forced = 0;
@@ -503,6 +513,7 @@ static uint64_t round_all(vt_comm *c, const elems *E, const float *ref, uint64_t
     free(p);
     free(b);
     free(fine);
+    free(fine_p);
     free(out);
     free(out0);
     return total_exact;
@@ -526,7 +537,7 @@ static void test_chunks(vt_comm *c, vt_rng *r)
     double *p = malloc(n * sizeof *p), *b = malloc(n * sizeof *b);
     if (!ref || !out || !p || !b) abort();
     for (size_t e = 0; e < n; e++) ref[e] = ref_xacc(&E, e);
-    share s = {&E, SPLIT_ROUND_ROBIN, 7, -1, 0, NULL, 0, 0};
+    share s = {&E, SPLIT_ROUND_ROBIN, 7, -1, 0, NULL, NULL, 0, 0};
     partials(&s, 0, p, b);
     vt_round_dist_stats st = {0};
     CHECK_OK(vt_round_dist(c, n, p, b, my_terms, &s, out, &st, NULL));
@@ -615,7 +626,7 @@ static void test_failures(vt_comm *c, vt_rng *r)
     make_adversarial(&E, r);
     double *p = malloc(E.n * sizeof *p), *b = malloc(E.n * sizeof *b);
     float *out = malloc(E.n * sizeof *out);
-    share s = {&E, SPLIT_RANDOM, 99, SIZE - 1, 0, NULL, 0, 0};
+    share s = {&E, SPLIT_RANDOM, 99, SIZE - 1, 0, NULL, NULL, 0, 0};
     partials(&s, 0, p, b);
     char want[160];
     /* the callback fails on the last rank */
@@ -641,6 +652,11 @@ static void test_failures(vt_comm *c, vt_rng *r)
         e = vt_round_dist(c, RANK == 0 ? E.n : E.n - 1, p, b, my_terms, &s, out, NULL, NULL);
         snprintf(want, sizeof want, "rank 1 of %d has %zu elements, rank 0 has %zu", SIZE, E.n - 1, E.n);
         CHECK(e == VT_ERR_ARG && strstr(vt_errmsg(), want), "different n: %d \"%s\"", (int)e, vt_errmsg());
+        /* the last rank's refinement replaces partials, the others' does not: the round's sizes differ */
+        e = vt_round_dist_refined(c, E.n, p, b, my_refine, RANK == SIZE - 1, my_terms, &s, out, NULL, NULL);
+        snprintf(want, sizeof want, "rank %d of %d sends new partials in the refinement round, rank 0 does not",
+                 SIZE - 1, SIZE);
+        CHECK(e == VT_ERR_ARG && strstr(vt_errmsg(), want), "different resum: %d \"%s\"", (int)e, vt_errmsg());
     }
     /* a result beyond FP32 range: element 5 rounds to 2^128 (the tie above FLT_MAX, to even) */
     elems O = {0};
@@ -651,7 +667,7 @@ static void test_failures(vt_comm *c, vt_rng *r)
         add_cancelling(&O, r, 2, 110, 140);
         el_shuffle(&O, O.n - 1, r);
     }
-    share so = {&O, SPLIT_ROUND_ROBIN, 5, -1, 0, NULL, 0, 0};
+    share so = {&O, SPLIT_ROUND_ROBIN, 5, -1, 0, NULL, NULL, 0, 0};
     double po[8], bo[8];
     float oo[8];
     partials(&so, 0, po, bo);
