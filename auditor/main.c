@@ -165,6 +165,7 @@ static void usage_cert(FILE *f)
                "                       [--data-dir DIR] [--order ORDER] [--write-vnnlib DIR] [--quiet]\n"
                "       auditor certify --onnx NET.onnx --vnnlib PROP.vnnlib [--method ...] [--timeout SECONDS]\n"
                "                       [--cex FILE] [--out CERT --key KEYFILE] [--report FILE.json|-] [--quiet]\n"
+               "       auditor certify --instances instances.csv [--method ...] [--timeout SECONDS]\n"
                "       auditor check-certificate CERT RUN_DIR [--signer FILE.pub] [--pubkey FILE] [--data-dir DIR]\n"
                "                       [--order ORDER]\n"
                "       auditor check-certificate CERT --onnx NET.onnx --vnnlib PROP.vnnlib [--signer FILE.pub]\n"
@@ -181,9 +182,13 @@ static void usage_cert(FILE *f)
 
 /* certify / check-certificate with --onnx and --vnnlib (docs/certify.md "ONNX and VNN-LIB") */
 static int cmd_certify_spec(int argc, char **argv, int check, const vt_cert_opts *o, vt_cert_spec_opts *so, const char *timeout,
-                            const char *eps, uint64_t n, const char *signer, vt_cli_usage_fn *usage_fn)
+                            const char *eps, uint64_t n, const char *signer, const char *instances,
+                            vt_cli_usage_fn *usage_fn)
 {
-    if (!so->onnx_path || !so->vnnlib_path) return vt_cli_usage_error(usage_fn, "auditor: --onnx and --vnnlib go together");
+    if (instances && (check || so->onnx_path || so->vnnlib_path || so->cex_path || o->out_path))
+        return vt_cli_usage_error(usage_fn, "auditor certify --instances: no --onnx, --vnnlib, --cex, --out, check-certificate");
+    if (!instances && (!so->onnx_path || !so->vnnlib_path))
+        return vt_cli_usage_error(usage_fn, "auditor: --onnx and --vnnlib go together");
     if (eps || n || o->pubkey_path || o->data_root || o->vnnlib_dir)
         return vt_cli_usage_error(usage_fn,
                                   "auditor: --eps, --examples, --pubkey, --data-dir, --write-vnnlib are for committed runs");
@@ -211,6 +216,19 @@ static int cmd_certify_spec(int argc, char **argv, int check, const vt_cert_opts
         return VT_EXIT_OK;
     }
     if (argc - optind != 0) return vt_cli_usage_error(usage_fn, "auditor certify: no RUN_DIR with --onnx / --vnnlib");
+    if (instances) {
+        vt_cert_spec_summary sum;
+        vt_err e = vt_cert_spec_instances(instances, so, &sum);
+        if (e) {
+            fprintf(stderr, "auditor certify: %s\n", vt_errmsg());
+            return e == VT_ERR_ARG || e == VT_ERR_UNSUPPORTED ? VT_EXIT_USAGE : vt_cli_exit_for_input(e);
+        }
+        printf("%s: %u instances: %u unsat (verified %.1f%%), %u sat, %u unknown, %u timeout; %.3f s\n",
+               vt_cert_method_name(so->set.method), sum.n, sum.count[VT_CERT_UNSAT],
+               sum.n ? 100.0 * sum.count[VT_CERT_UNSAT] / sum.n : 0.0, sum.count[VT_CERT_SAT],
+               sum.count[VT_CERT_SPEC_UNKNOWN], sum.count[VT_CERT_TIMEOUT], sum.seconds);
+        return VT_EXIT_OK;
+    }
     if (so->out_path && !so->key_path) return vt_cli_usage_error(usage_fn, "auditor certify: --out needs --key KEYFILE");
     vt_cert_spec_answer a;
     vt_err e = vt_cert_spec_run(so, &a);
@@ -234,10 +252,11 @@ static int cmd_certify(int argc, char **argv, int check)
                                        {"onnx", required_argument, 0, 'X'},     {"vnnlib", required_argument, 0, 'V'},
                                        {"timeout", required_argument, 0, 'T'},  {"cex", required_argument, 0, 'C'},
                                        {"write-vnnlib", required_argument, 0, 'W'},
+                                       {"instances", required_argument, 0, 'I'},
                                        {0, 0, 0, 0}};
     vt_cert_spec_opts so;
     memset(&so, 0, sizeof so);
-    const char *timeout = NULL;
+    const char *timeout = NULL, *instances = NULL;
     vt_cert_opts o;
     memset(&o, 0, sizeof o);
     vt_cert_settings_default(&o.set, VT_CERT_CROWN);
@@ -269,6 +288,7 @@ static int cmd_certify(int argc, char **argv, int check)
         case 'T': timeout = optarg; break;
         case 'C': so.cex_path = optarg; break;
         case 'W': o.vnnlib_dir = optarg; break;
+        case 'I': instances = optarg; break;
         case 'h': usage_cert(stdout); return VT_EXIT_OK;
         default: {
             int st = vt_cli_opt_parse("auditor", opts, c, optarg, usage_cert);
@@ -278,7 +298,8 @@ static int cmd_certify(int argc, char **argv, int check)
     }
     o.order = (int)order, o.examples = (uint32_t)n;
     if (check || (o.report_path && !strcmp(o.report_path, "-"))) o.quiet = 1;
-    if (so.onnx_path || so.vnnlib_path) return cmd_certify_spec(argc, argv, check, &o, &so, timeout, eps, n, signer, usage_cert);
+    if (so.onnx_path || so.vnnlib_path || instances)
+        return cmd_certify_spec(argc, argv, check, &o, &so, timeout, eps, n, signer, instances, usage_cert);
     if (check) {
         if (argc - optind != 2) return vt_cli_usage_error(usage_cert, "auditor check-certificate: CERT RUN_DIR expected");
         o.run_dir = argv[optind + 1];

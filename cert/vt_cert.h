@@ -178,6 +178,16 @@ typedef struct {
 
 /* `auditor certify --onnx FILE --vnnlib FILE`: the answer in *ans (docs/certify.md). */
 vt_err vt_cert_spec_run(const vt_cert_spec_opts *o, vt_cert_spec_answer *ans) VT_WARN_UNUSED;
+typedef struct {
+    uint32_t n, count[4]; /* instances; by answer (vt_cert_spec_answer) */
+    double seconds;
+} vt_cert_spec_summary;
+
+/* `auditor certify --instances FILE.csv`: VNN-COMP's instances file, one ONNX,VNNLIB,TIMEOUT a line
+ * (paths relative to the file's folder unless absolute; --timeout, when given, overrides the
+ * column), each answered as vt_cert_spec_run (no certificate, no counterexample file), one line a
+ * property on standard output; VT_ERR_FORMAT naming the line for a malformed one. */
+vt_err vt_cert_spec_instances(const char *csv_path, const vt_cert_spec_opts *o, vt_cert_spec_summary *sum) VT_WARN_UNUSED;
 /* `auditor check-certificate CERT --onnx FILE --vnnlib FILE`: parses, checks the signature (and the
  * signer), the two files' hashes, recomputes and compares the bytes. */
 vt_err vt_cert_spec_check(const char *cert_path, const vt_cert_spec_opts *o, const char *signer_pub_path) VT_WARN_UNUSED;

@@ -377,3 +377,74 @@ vt_err vt_cert_spec_check(const char *cert_path, const vt_cert_spec_opts *in, co
     free(p);
     return e;
 }
+
+/* ---------------------------------------------------------------- a benchmark's instances */
+
+/* f relative to the folder of the file csv_path, unless absolute */
+static void join(char *out, size_t cap, const char *csv_path, const char *f)
+{
+    const char *slash = strrchr(csv_path, '/');
+    if (f[0] == '/' || !slash) snprintf(out, cap, "%s", f);
+    else snprintf(out, cap, "%.*s/%s", (int)(slash - csv_path), csv_path, f);
+}
+
+vt_err vt_cert_spec_instances(const char *csv_path, const vt_cert_spec_opts *o, vt_cert_spec_summary *sum)
+{
+    memset(sum, 0, sizeof *sum);
+    uint8_t *p = NULL;
+    size_t n = 0;
+    VT_FORWARD_IF_ERROR(vti_cert_read_file(csv_path, (size_t)1 << 24, &p, &n));
+    vt_err e = VT_OK;
+    uint32_t line = 0;
+    printf("%-5s %-9s %8s  %s\n", "#", "result", "seconds", "instance");
+    for (size_t off = 0; off < n && !e;) {
+        size_t end = off;
+        while (end < n && p[end] != '\n') end++;
+        line++;
+        char buf[4096], *f[3] = {0};
+        size_t len = end - off;
+        if (len && p[off + len - 1] == '\r') len--;
+        if (len >= sizeof buf) {
+            e = vt_set_error(VT_ERR_LIMIT, "%s line %u: longer than %zu bytes", csv_path, line, sizeof buf - 1);
+            break;
+        }
+        memcpy(buf, p + off, len);
+        buf[len] = 0;
+        off = end + 1;
+        if (len == 0) continue;
+        int k = 0;
+        for (char *s = buf; k < 3; k++) {
+            f[k] = s;
+            char *c = strchr(s, ',');
+            if (!c) break;
+            *c = 0, s = c + 1;
+        }
+        char *tend = NULL;
+        double to = f[2] ? strtod(f[2], &tend) : -1;
+        if (k != 2 || !*f[0] || !*f[1] || !tend || tend == f[2] || (*tend && *tend != ' ') || !(to > 0 && to < 1e9) ||
+            strchr(f[2], ',')) {
+            e = vt_set_error(VT_ERR_FORMAT, "%s line %u: expected ONNX,VNNLIB,TIMEOUT (a positive number of seconds)",
+                             csv_path, line);
+            break;
+        }
+        char onnx[4200], prop[4200];
+        join(onnx, sizeof onnx, csv_path, f[0]), join(prop, sizeof prop, csv_path, f[1]);
+        vt_cert_spec_opts io = *o;
+        io.onnx_path = onnx, io.vnnlib_path = prop, io.out_path = NULL, io.report_path = NULL, io.cex_path = NULL;
+        io.quiet = 1;
+        if (!(o->timeout > 0)) io.timeout = to;
+        double t0 = vt_now();
+        vt_cert_spec_answer a;
+        e = vt_cert_spec_run(&io, &a);
+        if (e) {
+            e = vt_error_prefix(e, "%s line %u", csv_path, line);
+            break;
+        }
+        double dt = vt_now() - t0;
+        sum->n++, sum->count[a]++, sum->seconds += dt;
+        printf("%-5u %-9s %8.3f  %s %s\n", sum->n, vt_cert_spec_answer_name(a), dt, f[0], f[1]);
+        fflush(stdout);
+    }
+    free(p);
+    return e;
+}

@@ -70,6 +70,15 @@ done
 [ $nsat -gt 0 ] || echo "note: no property was sat at this eps"
 echo "cert_onnx: verdicts agree for 3 methods x $N properties ($nsat sat, counterexamples re-checked)"
 
+# VNN-COMP's instances file: the same answers, the verified count the run's
+for ((i = 0; i < N; i++)); do echo "net.onnx,p/prop_$i.vnnlib,60"; done >"$T/instances.csv"
+"$A" certify --instances "$T/instances.csv" --method crown >"$T/inst.out" || bad "certify --instances"
+nv=$(grep -c "  verified " "$T/run.crown")
+grep -q "^crown: $N instances: $nv unsat" "$T/inst.out" || bad "--instances: $(tail -1 "$T/inst.out") (the run: $nv verified)"
+printf 'net.onnx,p/prop_0.vnnlib\n' >"$T/bad.csv"
+"$A" certify --instances "$T/bad.csv" >"$T/o" 2>&1
+[ $? -eq 2 ] && grep -q "line 1: expected ONNX,VNNLIB,TIMEOUT" "$T/o" || bad "a malformed instances line: $(cat "$T/o")"
+
 # certificates: re-checked byte for byte; altered, another property, another signer, version 1 refused
 P="$T/p/prop_3.vnnlib"
 for m in ibp crown alpha-crown; do
