@@ -13,7 +13,9 @@
  * [k, k, C_in, C_out] (row (ky*k + kx)*C_in + c of a [k*k*C_in, C_out] matrix), so that the
  * forward pass is the GEMM im2col(X) [B*Ho*Wo, k*k*C_in] x W, the weight gradient
  * im2col(X)^T x dY, and the input gradient G(dY) [B*H*W, k*k*C_out] x W' with W' the weight
- * transposed per tap ([k*k*C_out, C_in]) and G the gather of dY described at vt_conv_dgather.
+ * transposed per tap ([k*k*C_out, C_in]) and G the gather of dY described at vt_conv_dgather. For a
+ * strided convolution most of G is structural zeros; vt_conv_dgrad_gemm computes that GEMM by output
+ * phase without multiplying them (the same reductions, bounds and exact evaluator).
  */
 #ifndef VT_CNN_H
 #define VT_CNN_H
@@ -22,6 +24,7 @@
 #include <stdint.h>
 
 #include "../common/vt_error.h"
+#include "vt_kernels.h"
 
 /* A convolution's geometry: input B x H x W x C (chw: stored channels-first), a k x k kernel,
  * stride s, zero padding p; output Ho x Wo. */
@@ -47,6 +50,23 @@ void vt_im2col_f64(const vt_conv_geom *g, const double *x, double *col);
  * input gradient is a GEMM of G and the per-tap transpose of W (vt_conv_wperm). g->chw must be 0. */
 void vt_conv_dgather_f32(const vt_conv_geom *g, size_t Co, const float *dy, float *G);
 void vt_conv_dgather_f64(const vt_conv_geom *g, size_t Co, const double *dy, double *G);
+
+/* The input-gradient GEMM C [B*H*W, C] = G x W' (G = vt_conv_dgather's gather of dY, W' = vt_conv_wperm's
+ * transpose, K = k*k*Co) by output phase, for a strided convolution (s >= 2): the pixels whose
+ * (iy + p) mod s, (ix + p) mod s are (cy, cx) receive gradient only through the taps ky = cy mod s,
+ * kx = cx mod s, so each of the s*s classes is one GEMM of its pixels' blocks of G for those taps only
+ * (copied into a compact matrix) by the matching rows of W' (vt_gemm_plain in e's order): no product by
+ * an entry the gather sets to zero. Each element is still ONE reduction - the dense one's non-zero
+ * terms - with the dense GEMM's bound: *bd is vt_gemm's descriptor for G x W' (OUTER, coefficient
+ * vt_bound_coef_red(K, K), rn[i] the norm of G's row i, cn[j] of W''s column j; the exact evaluator
+ * and the tight bound read G and W' whole). Where the dense reduction is panelled (K > 2 VT_PANEL) the
+ * compact one is evaluated in panels too (or as two pieces of at most VT_PANEL terms when it is
+ * shorter), so its error stays within c(m, K). *done = 0 (nothing written; the caller runs vt_gemm) for
+ * s = 1, or when G has a non-zero where the gather puts a zero, or W' a non-finite entry: the result
+ * is then not the compact product's. g is the convolution's geometry (g->C its input channels =
+ * C's columns, g->chw = 0). */
+vt_err vt_conv_dgrad_gemm(vt_exec *e, const vt_conv_geom *g, size_t Co, const float *G, const float *wp, double *C,
+                          double *rn, double *cn, vt_bounds *bd, int *done) VT_WARN_UNUSED;
 
 /* W' [k*k*Co, C] from W [k*k*C, Co]: W'[(t, co)][c] = W[(t, c)][co] for each tap t. */
 void vt_conv_wperm_f32(size_t k, size_t C, size_t Co, const float *w, float *wp);

@@ -63,17 +63,37 @@ vt_err vti_matmul_check(const vt_program *p, const vt_opdesc *o)
     return want(p, o, o->out[0], VT_DT_F32, M * N, "C");
 }
 
+/* A convolution's input-gradient GEMM: op(A) = A is the gather G of a conv_grad_gather operation of
+ * the step (B = W'). 1 with its geometry (C = the GEMM's N) and output channels; 0 for any other GEMM.
+ * vt_conv_dgrad_gemm then skips the products by the gather's structural zeros (kernels/vt_cnn.h). */
+static int conv_dgrad_geom(const vt_program *p, uint32_t j, const vt_opdesc *o, vt_conv_geom *g, size_t *Co)
+{
+    const int64_t *a = o->iarg;
+    int prev = 0;
+    if (a[0] || a[1] || j < 1 || j > p->n_ops) return 0;
+    uint32_t q = vt_program_producer(p, j, o->in[0], &prev);
+    if (q == 0 || prev || p->op[q].kind != VT_OPK_CONV_DGATHER) return 0;
+    const int64_t *d = p->op[q].iarg; /* B H W Co k stride pad (checked with the program) */
+    if (a[3] > 65536 || vt_conv_geom_make(g, d[0], d[1], d[2], a[3], d[4], d[5], d[6], 0)) return 0;
+    *Co = (size_t)d[3];
+    return (size_t)a[2] == g->B * g->H * g->W && (size_t)a[4] == g->k * g->k * *Co;
+}
+
 vt_err vti_matmul_exec(vt_opctx *c)
 {
     const int64_t *a = c->o->iarg;
     size_t M = (size_t)a[2], N = (size_t)a[3], K = (size_t)a[4];
     vt_bounds bd;
     const vt_tc_arch *tc = vt_gemm_arith_model(c->gemm_arith);
-    if (tc && c->be && c->be->gemm_tc) /* the backend's kernel of the model (the same bits) */
-        return c->be->gemm_tc(c->be->impl, tc, 1, (int)a[0], (int)a[1], M, N, K, IN(0), IN(1), OUT(0));
     if (tc) return tc_gemm(tc, (int)a[0], (int)a[1], M, N, K, IN(0), IN(1), OUT(0)); /* the tensor-core model */
     if (c->be && c->be->gemm_round) return c->be->gemm_round(c->be->impl, c->rc, c->op_id, (int)a[0], (int)a[1], M, N, K, IN(0), IN(1), OUT(0));
-    VT_FORWARD_IF_ERROR(vt_gemm(c->exec, (int)a[0], (int)a[1], M, N, K, IN(0), IN(1), c->s.x64, c->s.rn, c->s.cn, &bd));
+    vt_conv_geom g;
+    size_t Co = 0;
+    int done = 0; /* a strided convolution's input gradient: by output phase, the same reductions and bounds */
+    if (conv_dgrad_geom(c->prog, c->op_id, c->o, &g, &Co))
+        VT_FORWARD_IF_ERROR(vt_conv_dgrad_gemm(c->exec, &g, Co, IN(0), IN(1), c->s.x64, c->s.rn, c->s.cn, &bd, &done));
+    if (!done)
+        VT_FORWARD_IF_ERROR(vt_gemm(c->exec, (int)a[0], (int)a[1], M, N, K, IN(0), IN(1), c->s.x64, c->s.rn, c->s.cn, &bd));
     if (a[0]) ROUND_BATCH(c->s.x64, &bd, M, N, OUT(0)); /* transA: K is the batch's rows (vt_op_batch_reduction) */
     else ROUND(c->s.x64, &bd, M, N, OUT(0));
     return VT_OK;
@@ -122,7 +142,6 @@ vt_err vti_bmm_exec(vt_opctx *c)
     const int ta = (int)c->o->iarg[4], tb = (int)c->o->iarg[5];
     const float *A = IN(0), *Bm = IN(1);
     const vt_tc_arch *tc = vt_gemm_arith_model(c->gemm_arith);
-    if (tc && c->be && c->be->gemm_tc) return c->be->gemm_tc(c->be->impl, tc, G, ta, tb, M, N, K, A, Bm, OUT(0));
     for (size_t g = 0; tc && g < G; g++) /* the tensor-core model, group by group */
         VT_FORWARD_IF_ERROR(tc_gemm(tc, ta, tb, M, N, K, A + g * M * K, Bm + g * K * N, OUT(0) + g * M * N));
     if (tc) return VT_OK;
