@@ -99,14 +99,16 @@ void vt_fmt_bytes(double b, char *buf, size_t cap)
 }
 
 /* The scratch sizes (FP64 elements, norms) vt_model_init allocates: the largest any operation's
- * cost asks for, the evaluation pass included. */
-static void scratch_need(const vt_program *p, double *scratch, double *norms)
+ * cost asks for, the evaluation pass included (a sharded optimiser state, ss: the optimiser's
+ * operations over this rank's elements). */
+static void scratch_need(const vt_program *p, const vt_sstate *ss, double *scratch, double *norms)
 {
     *scratch = 1, *norms = 1;
     for (uint32_t j = 1; j <= p->n_ops + p->n_eval; j++) {
         vt_opcost c;
         memset(&c, 0, sizeof c);
-        vt_opkind_get(p->op[j].kind)->cost(p, &p->op[j], &c);
+        const vt_program *q = ss && vti_opt_kind(p->op[j].kind) ? &ss->sprog : p;
+        vt_opkind_get(p->op[j].kind)->cost(q, &p->op[j], &c);
         if (c.scratch > *scratch) *scratch = c.scratch;
         if (c.norms > *norms) *norms = c.norms;
     }
@@ -120,14 +122,15 @@ static void need_of(const vt_program *p, uint32_t batch, size_t n_examples, cons
     for (uint32_t t = 0; t < p->n_state; t++)
         if (p->t[t].cls == VT_TC_OPT) need->opt += (double)p->t[t].n * sizeof(float);
     need->state = (double)p->arena_bytes[VT_TC_PARAM];
-    if (ss) {
-        need->state += (double)ss->opt_own * sizeof(float) - need->opt + (double)ss->pbytes[ss->rank];
+    double scratch, norms;
+    scratch_need(p, ss, &scratch, &norms);
+    if (ss) { /* its optimiser values; its parameters' buffer for the allgather unless the scratch holds them */
+        need->state += (double)ss->opt_own * sizeof(float) - need->opt;
+        if (scratch * sizeof(double) < (double)ss->pbytes[ss->rank]) need->state += (double)ss->pbytes[ss->rank];
         need->opt = (double)ss->opt_own * sizeof(float);
     }
     need->arenas = need->state ? need->state : 1.0;
     for (int c = VT_TC_BUFFER + 1; c < VT_TC_COUNT; c++) need->arenas += p->arena_bytes[c] ? (double)p->arena_bytes[c] : 1.0;
-    double scratch, norms;
-    scratch_need(p, &scratch, &norms);
     need->scratch = scratch * (3.0 * sizeof(double) + sizeof(float)) + norms * 2.0 * sizeof(double);
     need->data_order = (double)batch * sizeof(size_t) + (double)n_examples * sizeof(uint32_t);
     need->total = need->arenas + need->scratch + need->data_order;
@@ -215,7 +218,7 @@ static vt_err model_init(vt_model *m, const vt_recipe *rc, size_t n_examples, vt
     m->n_tensors = p->n_state;
     m->n_ops = p->n_ops;
     double scratch, norms;
-    scratch_need(p, &scratch, &norms);
+    scratch_need(p, m->sst, &scratch, &norms);
     int bad = scratch > (double)(SIZE_MAX / 16) || norms > (double)(SIZE_MAX / 16);
     m->scratch = bad ? 0 : (size_t)scratch;
     if (m->sst) m->arena[VT_TC_PARAM] = (uint8_t *)m->sst->state_map; /* mapped, resident where touched */
@@ -232,6 +235,8 @@ static vt_err model_init(vt_model *m, const vt_recipe *rc, size_t n_examples, vt
         m->batch_idx = calloc(rc->batch, sizeof(size_t));
         m->perm = calloc(n_examples, sizeof(uint32_t));
         bad = !m->x64 || !m->x64b || !m->b64 || !m->rn || !m->cn || !m->f32s || !m->batch_idx || !m->perm;
+        if (!bad && m->sst && ns * sizeof(double) < m->sst->pbytes[m->sst->rank]) /* (need_of alike) */
+            bad = !(m->sst->send = malloc(m->sst->pbytes[m->sst->rank]));
     }
     if (bad) {
         size_t nstate = p->state_floats; /* read before vt_model_free clears the program */

@@ -122,6 +122,10 @@ vt_err vt_model_init_sharded(vt_model *m, const vt_recipe *rc, size_t n_examples
     VT_WARN_UNUSED;
 int vt_model_sharded(const vt_model *m);
 vt_err vt_model_shard_gather(vt_model *m) VT_WARN_UNUSED;
+/* The whole state's hash into out on rank 0 (collective; the other ranks' out untouched), streamed:
+ * each optimiser tensor's slices gathered to rank 0 in turn, hashed and dropped (rank 0 holds one
+ * tensor beyond its share at a time). */
+vt_err vt_model_shard_state_hash(vt_model *m, uint8_t out[VT_HASH_LEN]) VT_WARN_UNUSED;
 void vt_model_shard_release(vt_model *m);
 vt_err vt_model_shard_scatter(vt_model *m, uint64_t step) VT_WARN_UNUSED;
 vt_err vt_model_replica_hash(vt_model *m, uint8_t out[VT_HASH_LEN]) VT_WARN_UNUSED;

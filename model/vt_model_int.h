@@ -24,7 +24,8 @@ struct vt_sstate {
     size_t opt_first, opt_end; /* the optimiser state: state floats [opt_first, opt_end) */
     size_t opt_own;      /* this rank's values of it */
     size_t opt_max;      /* the most values of it any rank holds */
-    float *send;         /* this rank's parameter values for the allgather */
+    float *send;         /* this rank's parameter values for the allgather when the model's FP64 scratch
+                          * (free between steps) cannot hold them; else NULL */
     float *state_map;    /* the state's mapping (mmap; the model's arena[VT_TC_PARAM]) */
     size_t map_bytes;
     int full;            /* every value of the optimiser state is present (rank 0 at the start and while a

@@ -118,12 +118,10 @@ vt_err vti_sstate_plan(const vt_program *p, vt_comm *comm, int rank, int size, v
         }
     }
     if (s->opt_first == p->state_floats) s->opt_end = s->opt_first; /* no optimiser state */
-    size_t pmax = 0;
     for (int r = 0; r <= size; r++) /* floor(n_param r / size) without overflow */
         s->plo[r] = s->n_param / (size_t)size * (size_t)r + s->n_param % (size_t)size * (size_t)r / (size_t)size;
     for (int r = 0; r < size; r++) {
         s->pbytes[r] = (s->plo[r + 1] - s->plo[r]) * sizeof(float);
-        pmax = s->pbytes[r] > pmax ? s->pbytes[r] : pmax;
         size_t own = 0;
         for (uint32_t t = 0; t < p->n_state; t++)
             if (p->t[t].cls == VT_TC_OPT) {
@@ -148,11 +146,6 @@ vt_err vti_sstate_plan(const vt_program *p, vt_comm *comm, int rank, int size, v
     }
     s->sprog = *p;
     s->sprog.t = s->tt;
-    s->send = malloc(pmax ? pmax : 1);
-    if (!s->send) {
-        vti_sstate_free(s);
-        VT_RETURN_ERROR(VT_ERR_NOMEM, "out of memory");
-    }
     *out = s;
     return VT_OK;
 }
@@ -211,71 +204,76 @@ void vt_model_shard_release(vt_model *m)
     opt_pages(m, 0);
 }
 
-/* This rank's optimiser values packed in table order (dir 0: from the state into buf) or unpacked
- * (dir 1), for rank r's elements. */
-static size_t pack(vt_model *m, int r, float *buf, int dir)
-{
-    const vt_program *p = &m->prog;
-    size_t k = 0;
-    for (uint32_t t = 0; t < p->n_state; t++) {
-        if (p->t[t].cls != VT_TC_OPT) continue;
-        size_t lo, hi;
-        vti_sstate_range(m->sst, p, t, r, &lo, &hi);
-        float *x = m->state + p->t[t].off / 4 + lo;
-        if (dir) memcpy(x, buf + k, (hi - lo) * sizeof *x);
-        else memcpy(buf + k, x, (hi - lo) * sizeof *x);
-        k += hi - lo;
-    }
-    return k;
-}
-
-/* the bytes of the optimiser state each rank holds */
-static vt_err own_bytes(vt_model *m, size_t **bytes)
-{
-    vt_sstate *s = m->sst;
-    *bytes = calloc((size_t)s->size, sizeof **bytes);
-    VT_RETURN_ERROR_IF(!*bytes, VT_ERR_NOMEM, "out of memory");
-    for (int r = 0; r < s->size; r++)
-        for (uint32_t t = 0; t < m->prog.n_state; t++)
-            if (m->prog.t[t].cls == VT_TC_OPT) {
-                size_t lo, hi;
-                vti_sstate_range(s, &m->prog, t, r, &lo, &hi);
-                (*bytes)[r] += (hi - lo) * sizeof(float);
-            }
-    return VT_OK;
-}
-
-/* Rank 0 <-> every rank's optimiser values: gather (to_root 1) or scatter (0), one alltoallv
- * with blocks to or from rank 0 only. Rank 0 holds the whole state's worth for the exchange. */
+/* Rank 0 <-> every rank's optimiser values in place (gather: to_root 1; scatter: 0), one alltoallv
+ * per optimiser tensor: its slices lie in rank order, so rank 0 sends or receives the other ranks'
+ * straight from or into the tensor (from the end of its own slice on), and each rank its own slice;
+ * no buffer beside the state. Every rank takes part in every exchange. */
 static vt_err exchange(vt_model *m, int to_root)
 {
     vt_sstate *s = m->sst;
-    size_t *own = NULL, *sb = NULL, *rb = NULL, total = 0;
-    VT_FORWARD_IF_ERROR(own_bytes(m, &own));
-    for (int r = 0; r < s->size; r++) total += own[r];
+    const vt_program *p = &m->prog;
     const int root = s->rank == 0;
-    sb = calloc((size_t)s->size, sizeof *sb), rb = calloc((size_t)s->size, sizeof *rb);
-    float *mine = malloc(own[s->rank] ? own[s->rank] : 1), *all = root ? malloc(total ? total : 1) : NULL;
+    size_t *cnt = calloc(2 * (size_t)s->size, sizeof *cnt), *none = cnt ? cnt + s->size : NULL;
+    VT_RETURN_ERROR_IF(!cnt, VT_ERR_NOMEM, "out of memory exchanging the optimiser state");
     vt_err e = VT_OK;
-    if (!sb || !rb || !mine || (root && !all)) e = vt_set_error(VT_ERR_NOMEM, "out of memory exchanging the optimiser state");
-    if (!e && to_root) {
-        pack(m, s->rank, mine, 0);
-        sb[0] = own[s->rank];
-        if (root) memcpy(rb, own, (size_t)s->size * sizeof *rb);
-        e = vt_dist_alltoallv(s->comm, mine, sb, all, rb);
-        size_t k = 0;
-        for (int r = 0; r < s->size && !e && root; r++) k += pack(m, r, all + k, 1);
-    } else if (!e) {
+    for (uint32_t t = 0; t < p->n_state && !e; t++) {
+        if (p->t[t].cls != VT_TC_OPT) continue;
+        float *base = m->state + p->t[t].off / 4, *mine = base + s->lo[t];
+        size_t lo1 = 0, hi1 = 0; /* rank 0's slice ends where rank 1's begins */
+        vti_sstate_range(s, p, t, root ? 1 : s->rank, &lo1, &hi1);
+        memset(cnt, 0, (size_t)s->size * sizeof *cnt);
         if (root) {
-            memcpy(sb, own, (size_t)s->size * sizeof *sb);
-            size_t k = 0;
-            for (int r = 0; r < s->size; r++) k += pack(m, r, all + k, 0);
+            for (int r = 1; r < s->size; r++) {
+                size_t lo, hi;
+                vti_sstate_range(s, p, t, r, &lo, &hi);
+                cnt[r] = (hi - lo) * sizeof(float);
+            }
+            float *others = base + lo1;
+            e = to_root ? vt_dist_alltoallv(s->comm, NULL, none, others, cnt)
+                        : vt_dist_alltoallv(s->comm, others, cnt, NULL, none);
+        } else {
+            cnt[0] = (s->hi[t] - s->lo[t]) * sizeof(float);
+            e = to_root ? vt_dist_alltoallv(s->comm, mine, cnt, NULL, none)
+                        : vt_dist_alltoallv(s->comm, NULL, none, mine, cnt);
         }
-        rb[0] = own[s->rank];
-        e = vt_dist_alltoallv(s->comm, all, sb, mine, rb);
-        if (!e) pack(m, s->rank, mine, 1);
     }
-    free(own), free(sb), free(rb), free(mine), free(all);
+    free(cnt);
+    return e;
+}
+
+vt_err vt_model_shard_state_hash(vt_model *m, uint8_t out[VT_HASH_LEN])
+{
+    vt_sstate *s = m->sst;
+    const vt_program *p = &m->prog;
+    VT_RETURN_ERROR_IF(!s, VT_ERR_INTERNAL, "the optimiser state is not sharded");
+    const int root = s->rank == 0;
+    size_t nmax = 1;
+    for (uint32_t t = 0; t < p->n_state; t++)
+        if (p->t[t].cls == VT_TC_OPT && p->t[t].n > nmax) nmax = p->t[t].n;
+    uint8_t (*th)[VT_HASH_LEN] = malloc(((size_t)p->n_state + 1) * VT_HASH_LEN);
+    size_t *sb = calloc((size_t)s->size, sizeof *sb), *rb = calloc((size_t)s->size, sizeof *rb);
+    float *buf = root ? malloc(nmax * sizeof *buf) : NULL;
+    vt_err e = !th || !sb || !rb || (root && !buf) ? vt_set_error(VT_ERR_NOMEM, "out of memory hashing the state") : VT_OK;
+    /* every rank takes part in every exchange, whatever it ran into (no rank is left waiting) */
+    for (uint32_t t = 0; t < p->n_state; t++) {
+        if (p->t[t].cls != VT_TC_OPT) {
+            if (root && !e) e = vt_model_tensor_hash(m, t, th[t]);
+            continue;
+        }
+        /* tensor t's slices in rank order (their elements' order) to rank 0 */
+        for (int r = 0; r < s->size && sb && rb; r++) {
+            size_t lo, hi;
+            vti_sstate_range(s, p, t, r, &lo, &hi);
+            rb[r] = root ? (hi - lo) * sizeof(float) : 0;
+            if (r == s->rank) sb[0] = (hi - lo) * sizeof(float);
+        }
+        const float *mine = m->state + p->t[t].off / 4 + s->lo[t];
+        vt_err ex = sb && rb ? vt_dist_alltoallv(s->comm, mine, sb, root ? (void *)buf : NULL, rb) : VT_ERR_NOMEM;
+        if (!e) e = ex;
+        if (root && !e) e = vt_sha256(buf, p->t[t].n * sizeof(float), th[t]);
+    }
+    if (root && !e) e = vt_state_hash_of(m->step, p->n_state, (const uint8_t(*)[VT_HASH_LEN])th, out);
+    free(th), free(sb), free(rb), free(buf);
     return e;
 }
 
@@ -306,8 +304,10 @@ vt_err vt_model_shard_scatter(vt_model *m, uint64_t step)
 vt_err vti_sstate_allgather_params(vt_model *m)
 {
     vt_sstate *s = m->sst;
-    memcpy(s->send, m->state + s->plo[s->rank], s->pbytes[s->rank]);
-    return vt_dist_allgatherv(s->comm, s->send, s->pbytes, m->state);
+    /* the FP64 scratch is free between steps; a buffer of its own where it is too small */
+    void *buf = s->send ? (void *)s->send : (void *)m->x64;
+    memcpy(buf, m->state + s->plo[s->rank], s->pbytes[s->rank]);
+    return vt_dist_allgatherv(s->comm, buf, s->pbytes, m->state);
 }
 
 vt_err vt_model_replica_hash(vt_model *m, uint8_t out[VT_HASH_LEN])

@@ -549,10 +549,12 @@ static vt_err train_step(train_ctx *t, const vt_recipe *rc, const vt_train_opts 
     if (!e && compare) e = sharded ? vt_model_replica_hash(&t->m, h) : vt_model_state_hash(&t->m, h);
     VT_FORWARD_IF_ERROR(agree(t, e));
     if (compare) VT_FORWARD_IF_ERROR(same_state(t, s, h));
-    if (sharded && compare) { /* the committed state hash and checkpoint: rank 0 gathers the whole state */
+    if (sharded && compare && vt_recipe_has_checkpoint(rc, s)) { /* the checkpoint: rank 0 gathers the state */
         e = vt_model_shard_gather(&t->m);
         if (!e && t->rank == 0) e = vt_model_state_hash(&t->m, full);
         VT_FORWARD_IF_ERROR(agree(t, e));
+    } else if (sharded && compare) { /* the state hash alone: streamed to rank 0, one tensor at a time */
+        VT_FORWARD_IF_ERROR(agree(t, vt_model_shard_state_hash(&t->m, full)));
     }
     e = t->rank == 0 ? commit_step(t, rc, s, *loss, compare ? (sharded ? full : h) : NULL, res) : VT_OK;
     if (sharded) vt_model_shard_release(&t->m);
@@ -569,7 +571,7 @@ static vt_err state_figures(train_ctx *t, vt_train_result *res)
     else
         vt_model_need(&t->m.prog, t->m.rc.batch, t->ds.n, &mem);
     res->sharded = vt_model_sharded(&t->m);
-    res->state_bytes = (uint64_t)mem.state, res->opt_bytes = (uint64_t)mem.opt;
+    res->state_bytes = (uint64_t)mem.state, res->opt_bytes = (uint64_t)mem.opt, res->model_bytes = (uint64_t)mem.total;
     res->state_total = (uint64_t)t->m.prog.arena_bytes[VT_TC_PARAM];
     for (uint32_t k = 0; k < t->m.prog.n_state; k++)
         if (t->m.prog.t[k].cls == VT_TC_OPT) res->opt_total += t->m.prog.t[k].n * sizeof(float);
@@ -588,6 +590,7 @@ static vt_err train(train_ctx *t, const vt_recipe *rc, const vt_train_opts *o, v
         VT_FORWARD_IF_ERROR(e);
     }
     if (t->size > 1) VT_FORWARD_IF_ERROR(same_run(t));
+    VT_FORWARD_IF_ERROR(agree(t, state_figures(t, res)));
     vt_merkle_init(&t->tree);
     vt_steplog_init(&t->log, 0);
     uint64_t start = 0;

@@ -57,6 +57,7 @@ typedef struct {
     uint64_t state_bytes;    /* the bytes of the state this rank holds (planned: vt_model_need), the optimiser's */
     uint64_t opt_bytes;      /* of these; with a sharded state its share, rank 0's at committed states aside */
     uint64_t state_total, opt_total; /* the whole state's bytes, the optimiser state's */
+    uint64_t model_bytes;    /* this rank's whole planned allocation (vt_model_need: state, tensors, scratch) */
     int err_common;          /* on failure: 1 when every rank returns this same error (print it once) */
 } vt_train_result;
 

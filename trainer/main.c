@@ -553,10 +553,12 @@ static int train_report(const vt_recipe *rc, const vt_train_opts *o, const vt_tr
                (unsigned long long)res->dist_exact,
                (double)res->dist_bytes / (double)(res->steps > res->resumed_from ? res->steps - res->resumed_from : 1));
     if (res->ranks > 1) /* the state's planned bytes on rank 0 (--shard-state: 1/N of the optimiser state) */
-        printf("state memory    %llu of %llu bytes on rank 0, optimiser state %llu of %llu (%s)\n",
+        printf("state memory    %llu of %llu bytes on rank 0, optimiser state %llu of %llu (%s); the model's "
+               "allocation %llu bytes\n",
                (unsigned long long)res->state_bytes, (unsigned long long)res->state_total,
                (unsigned long long)res->opt_bytes, (unsigned long long)res->opt_total,
-               res->sharded ? "sharded over the ranks, --shard-state" : "every rank holds it all");
+               res->sharded ? "sharded over the ranks, --shard-state" : "every rank holds it all",
+               (unsigned long long)res->model_bytes);
     return VT_EXIT_OK;
 }
 
