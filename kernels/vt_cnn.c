@@ -4,6 +4,8 @@
 
 #include "vt_cnn.h"
 
+#include <cblas.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 
@@ -148,53 +150,51 @@ static size_t phase_count(size_t n, size_t p, size_t s, size_t c)
     return f < n ? (n - f + s - 1) / s : 0;
 }
 
-/* 1 when every entry of G that the gather sets to zero whatever dY holds (a tap outside the pixel's
- * phase class) is +0 or -0 and every entry of W' is finite: the compact product then has the dense
- * product's exact value in every element (no skipped term is non-zero, none is 0 * inf). */
-static int dgrad_structure_holds(const vt_conv_geom *g, size_t Co, const float *G, const float *wp)
-{
-    const size_t k = g->k, s = g->s, K = k * k * Co, N = g->C;
-    for (size_t i = 0; i < K * N; i++)
-        if (!(wp[i] - wp[i] == 0.0f)) return 0; /* inf or NaN */
-    for (size_t b = 0; b < g->B; b++)
-        for (size_t iy = 0; iy < g->H; iy++)
-            for (size_t ix = 0; ix < g->W; ix++) {
-                const float *row = G + ((b * g->H + iy) * g->W + ix) * K;
-                const size_t cy = (iy + g->p) % s, cx = (ix + g->p) % s;
-                uint32_t acc = 0;
-                for (size_t ky = 0; ky < k; ky++)
-                    for (size_t kx = 0; kx < k; kx++) {
-                        if (ky % s == cy && kx % s == cx) continue;
-                        const float *blk = row + (ky * k + kx) * Co;
-                        for (size_t c = 0; c < Co; c++) {
-                            uint32_t u;
-                            memcpy(&u, blk + c, sizeof u);
-                            acc |= u & 0x7fffffffu;
-                        }
-                    }
-                if (acc) return 0;
-            }
-    return 1;
-}
-
-/* Columns [k0, k0 + kl) of the compact rows of class (cy, cx): row r is pixel (b, fy + u s, fx + v s) in
- * row-major order, its columns the blocks of G of the class's taps in row-major tap order. */
-static void dgrad_gather(const vt_conv_geom *g, size_t Co, const float *G, size_t cy, size_t cx, size_t k0, size_t kl,
-                         float *dst)
+/* One pass over the rows of G of phase class (cy, cx): row r of a [n, Kc] is pixel (b, fy + u s, fx + v s)
+ * (row-major) with the blocks of the class's taps in row-major tap order, rn[i] the norm of G's row i
+ * (its non-zero entries are all in those blocks). 0 when an entry of a skipped block is not +0 or -0:
+ * the gather's structure does not hold and the compact product would not be the dense one's. */
+static int dgrad_gather(const vt_conv_geom *g, size_t Co, const float *G, size_t cy, size_t cx, float *a, double *rn)
 {
     const size_t k = g->k, s = g->s, K = k * k * Co, fy = phase_first(g->p, s, cy), fx = phase_first(g->p, s, cx);
     const size_t ny = phase_count(g->H, g->p, s, cy), nx = phase_count(g->W, g->p, s, cx);
     for (size_t b = 0; b < g->B; b++)
         for (size_t u = 0; u < ny; u++)
-            for (size_t v = 0; v < nx; v++, dst += kl) {
-                const float *row = G + ((b * g->H + fy + u * s) * g->W + fx + v * s) * K;
-                size_t col = 0; /* the block's first column in the compact row */
-                for (size_t ky = cy; ky < k; ky += s)
-                    for (size_t kx = cx; kx < k; kx += s, col += Co) {
-                        size_t lo = col > k0 ? col : k0, hi = col + Co < k0 + kl ? col + Co : k0 + kl;
-                        if (lo < hi) memcpy(dst + (lo - k0), row + (ky * k + kx) * Co + (lo - col), (hi - lo) * sizeof *dst);
+            for (size_t v = 0; v < nx; v++) {
+                const size_t i = (b * g->H + fy + u * s) * g->W + fx + v * s;
+                const float *row = G + i * K;
+                uint64_t z = 0; /* the skipped entries' bits but their signs */
+                double s0 = 0.0, s1 = 0.0;
+                for (size_t ky = 0; ky < k; ky++)
+                    for (size_t kx = 0; kx < k; kx++) {
+                        const float *blk = row + (ky * k + kx) * Co;
+                        if (ky % s != cy || kx % s != cx) { /* a skipped block: zeros only */
+                            size_t c = 0;
+                            for (; c + 8 <= Co; c += 8) {
+                                uint64_t w[4];
+                                memcpy(w, blk + c, sizeof w);
+                                z |= (w[0] | w[1] | w[2] | w[3]) & 0x7fffffff7fffffffu;
+                            }
+                            for (; c < Co; c++) {
+                                uint32_t w;
+                                memcpy(&w, blk + c, sizeof w);
+                                z |= w & 0x7fffffffu;
+                            }
+                            continue;
+                        }
+                        memcpy(a, blk, Co * sizeof *a);
+                        a += Co;
+                        size_t c = 0;
+                        for (; c + 2 <= Co; c += 2) {
+                            s0 += (double)blk[c] * (double)blk[c];
+                            s1 += (double)blk[c + 1] * (double)blk[c + 1];
+                        }
+                        for (; c < Co; c++) s0 += (double)blk[c] * (double)blk[c];
                     }
+                if (z) return 0;
+                rn[i] = sqrt(s0 + s1);
             }
+    return 1;
 }
 
 vt_err vt_conv_dgrad_gemm(vt_exec *e, const vt_conv_geom *g, size_t Co, const float *G, const float *wp, double *C,
@@ -206,70 +206,63 @@ vt_err vt_conv_dgrad_gemm(vt_exec *e, const vt_conv_geom *g, size_t Co, const fl
     const size_t k = g->k, s = g->s, N = g->C, K = k * k * Co;
     const double coef = vt_bound_coef_red(&e->bound, (uint64_t)K, (uint64_t)K);
     VT_RETURN_ERROR_IF(!(coef >= 0.0), VT_ERR_LIMIT, "vt_conv_dgrad_gemm: no bound coefficient for K=%zu", K);
-    if (s < 2 || !dgrad_structure_holds(g, Co, G, wp)) return VT_OK; /* the caller's dense GEMM */
-    /* the largest class's compact operands (class 0 has the most taps and pixels) */
-    const size_t t0 = phase_taps(k, s, 0), n0 = g->B * g->H * g->W; /* n0: an upper bound of a class's pixels */
-    const size_t na = n0 * (t0 * t0 * Co > 1 ? t0 * t0 * Co : 1), nw = t0 * t0 * Co * N;
-    float *a = malloc(na * sizeof *a), *wb = malloc((nw ? nw : 1) * sizeof *wb);
+    if (s < 2) return VT_OK; /* no structural zeros: the caller's dense GEMM */
+    for (size_t i = 0; i < K * N; i++)
+        if (!(wp[i] - wp[i] == 0.0f)) return VT_OK; /* inf or NaN: 0 * W' would not vanish */
+    /* the largest class's compact operands (class 0 has the most taps, and at most all pixels) */
+    const size_t t0 = phase_taps(k, s, 0), n0 = g->B * g->H * g->W, K0 = t0 * t0 * Co;
+    float *a = malloc(n0 * K0 * sizeof *a), *a2 = malloc(n0 * (K0 > VT_PANEL ? K0 - VT_PANEL : 1) * sizeof *a2),
+          *wb = malloc(K0 * N * sizeof *wb);
     double *c64 = malloc(n0 * N * sizeof *c64), *c2 = malloc(n0 * N * sizeof *c2);
     vt_err err = VT_OK;
-    if (!a || !wb || !c64 || !c2) err = vt_set_error(VT_ERR_NOMEM, "out of memory (the input gradient's phase operands)");
+    int holds = 1;
+    if (!a || !a2 || !wb || !c64 || !c2)
+        err = vt_set_error(VT_ERR_NOMEM, "out of memory (the input gradient's phase operands)");
     /* the column norms of the whole W' (every tap), as vt_gemm's: above each class's own */
     for (size_t j = 0; !err && j < N; j++) cn[j] = 0.0;
     for (size_t r = 0; !err && r < K; r++)
         for (size_t j = 0; j < N; j++) cn[j] += (double)wp[r * N + j] * (double)wp[r * N + j];
     for (size_t j = 0; !err && j < N; j++) cn[j] = sqrt(cn[j]);
-    for (size_t cy = 0; !err && cy < s; cy++)
-        for (size_t cx = 0; !err && cx < s; cx++) {
+    for (size_t cy = 0; !err && holds && cy < s; cy++)
+        for (size_t cx = 0; !err && holds && cx < s; cx++) {
             const size_t Kc = phase_taps(k, s, cy) * phase_taps(k, s, cx) * Co;
             const size_t fy = phase_first(g->p, s, cy), fx = phase_first(g->p, s, cx);
             const size_t ny = phase_count(g->H, g->p, s, cy), nx = phase_count(g->W, g->p, s, cx), n = g->B * ny * nx;
             if (n == 0) continue;
+            if (!(holds = dgrad_gather(g, Co, G, cy, cx, a, rn))) break;
             if (Kc > 0) {
                 /* the compact W': the class's taps in row-major tap order, Co rows each */
                 size_t q = 0;
                 for (size_t ky = cy; ky < k; ky += s)
                     for (size_t kx = cx; kx < k; kx += s, q++)
                         memcpy(wb + q * Co * N, wp + (ky * k + kx) * Co * N, Co * N * sizeof *wb);
-                /* one piece of columns; or, where the dense reduction is evaluated in panels
-                 * (vt_gemm_panel(K)) and the compact one would not be (Kc <= 2 VT_PANEL), two pieces
-                 * summed like two panels, so that the error stays within c(m, K) (docs/rounding.md 2.1) */
-                const int split = vt_gemm_panel(e, K) && !vt_gemm_panel(e, Kc) && Kc > VT_PANEL;
-                for (int pc = 0; !err && pc <= split; pc++) {
-                    const size_t k0 = pc ? VT_PANEL : 0, kl = !split ? Kc : pc ? Kc - VT_PANEL : VT_PANEL;
-                    dgrad_gather(g, Co, G, cy, cx, k0, kl, a);
-                    err = vt_gemm_plain(e, 0, 0, n, N, kl, a, wb + k0 * N, pc ? c2 : c64);
+                /* one GEMM; or, where the dense reduction is evaluated in panels (vt_gemm_panel(K)) and
+                 * the compact one would not be (VT_PANEL < Kc <= 2 VT_PANEL), two of VT_PANEL and Kc -
+                 * VT_PANEL terms added like two panels, so that the error stays within c(m, K)
+                 * (docs/rounding.md 2.1) */
+                if (vt_gemm_panel(e, K) && !vt_gemm_panel(e, Kc) && Kc > VT_PANEL) {
+                    const size_t k2 = Kc - VT_PANEL;
+                    for (size_t r = 0; r < n; r++) { /* rows of a: [VT_PANEL | k2] -> a [n, VT_PANEL], a2 [n, k2] */
+                        memcpy(a2 + r * k2, a + r * Kc + VT_PANEL, k2 * sizeof *a2);
+                        memmove(a + r * VT_PANEL, a + r * Kc, VT_PANEL * sizeof *a);
+                    }
+                    err = vt_gemm_plain(e, 0, 0, n, N, VT_PANEL, a, wb, c64);
+                    if (!err) err = vt_gemm_plain(e, 0, 0, n, N, k2, a2, wb + VT_PANEL * N, c2);
+                    for (size_t i = 0; !err && i < n * N; i++) c64[i] = c64[i] + c2[i] + 0.0;
+                } else {
+                    err = vt_gemm_plain(e, 0, 0, n, N, Kc, a, wb, c64);
                 }
-                if (err) break;
-                if (split)
-                    for (size_t i = 0; i < n * N; i++) c64[i] = c64[i] + c2[i] + 0.0; /* the two panels' tree */
             } else {
                 for (size_t i = 0; i < n * N; i++) c64[i] = 0.0; /* no tap reaches these pixels: +0 */
             }
-            /* the class's rows into C; each row's norm from its compact entries (the others are zero) */
-            size_t r = 0;
-            for (size_t b = 0; b < g->B; b++)
+            /* the class's rows into C */
+            for (size_t r = 0, b = 0; !err && b < g->B; b++)
                 for (size_t u = 0; u < ny; u++)
-                    for (size_t v = 0; v < nx; v++, r++) {
-                        const size_t i = (b * g->H + fy + u * s) * g->W + fx + v * s;
-                        memcpy(C + i * N, c64 + r * N, N * sizeof *C);
-                        const float *row = G + i * K;
-                        double s0 = 0.0, s1 = 0.0;
-                        for (size_t ky = cy; ky < k; ky += s)
-                            for (size_t kx = cx; kx < k; kx += s) {
-                                const float *blk = row + (ky * k + kx) * Co;
-                                size_t c = 0;
-                                for (; c + 2 <= Co; c += 2) {
-                                    s0 += (double)blk[c] * (double)blk[c];
-                                    s1 += (double)blk[c + 1] * (double)blk[c + 1];
-                                }
-                                for (; c < Co; c++) s0 += (double)blk[c] * (double)blk[c];
-                            }
-                        rn[i] = sqrt(s0 + s1);
-                    }
+                    for (size_t v = 0; v < nx; v++, r++)
+                        memcpy(C + ((b * g->H + fy + u * s) * g->W + fx + v * s) * N, c64 + r * N, N * sizeof *C);
         }
-    free(a), free(wb), free(c64), free(c2);
-    if (err) return err;
+    free(a), free(a2), free(wb), free(c64), free(c2);
+    if (err || !holds) return err; /* !holds: the caller's dense GEMM */
     vt_gemm_bounds(0, 0, g->B * g->H * g->W, N, K, G, wp, rn, cn, coef, bd);
     *done = 1;
     return VT_OK;
@@ -340,6 +333,48 @@ void SFX(vt_conv_wperm)(size_t k, size_t C, size_t Co, const T *w, T *wp)
     for (size_t t = 0; t < k * k; t++)
         for (size_t c = 0; c < C; c++)
             for (size_t co = 0; co < Co; co++) wp[(t * Co + co) * C + c] = w[(t * C + c) * Co + co];
+}
+
+vt_err SFX(vt_conv_dgrad_plain)(const vt_conv_geom *g, size_t Co, const T *G, const T *wp, T *C)
+{
+    const size_t k = g->k, s = g->s, N = g->C, K = k * k * Co, t0 = phase_taps(k, s, 0), K0 = t0 * t0 * Co;
+    const size_t n0 = g->B * ((g->H + s - 1) / s) * ((g->W + s - 1) / s); /* the largest class's pixels */
+    T *a = malloc((n0 * K0 + 1) * sizeof *a), *wb = malloc((K0 * N + 1) * sizeof *wb), *c = malloc((n0 * N + 1) * sizeof *c);
+    vt_err err = VT_OK;
+    if (!a || !wb || !c || n0 > INT_MAX || K0 > INT_MAX || N > INT_MAX)
+        err = vt_set_error(VT_ERR_NOMEM, "out of memory (the input gradient's phase operands)");
+    for (size_t cy = 0; !err && cy < s; cy++)
+        for (size_t cx = 0; cx < s; cx++) {
+            const size_t Kc = phase_taps(k, s, cy) * phase_taps(k, s, cx) * Co;
+            const size_t fy = phase_first(g->p, s, cy), fx = phase_first(g->p, s, cx);
+            const size_t ny = phase_count(g->H, g->p, s, cy), nx = phase_count(g->W, g->p, s, cx), n = g->B * ny * nx;
+            if (n == 0) continue;
+            T *dst = a;
+            size_t q = 0;
+            for (size_t b = 0; b < g->B; b++)
+                for (size_t u = 0; u < ny; u++)
+                    for (size_t v = 0; v < nx; v++) {
+                        const T *row = G + ((b * g->H + fy + u * s) * g->W + fx + v * s) * K;
+                        for (size_t ky = cy; ky < k; ky += s)
+                            for (size_t kx = cx; kx < k; kx += s, dst += Co)
+                                memcpy(dst, row + (ky * k + kx) * Co, Co * sizeof *dst);
+                    }
+            for (size_t ky = cy; ky < k; ky += s)
+                for (size_t kx = cx; kx < k; kx += s, q++)
+                    memcpy(wb + q * Co * N, wp + (ky * k + kx) * Co * N, Co * N * sizeof *wb);
+            if (Kc)
+                _Generic((T)0, float: cblas_sgemm, default: cblas_dgemm)(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n,
+                                                                        (int)N, (int)Kc, (T)1, a, (int)Kc, wb, (int)N,
+                                                                        (T)0, c, (int)N);
+            else
+                for (size_t i = 0; i < n * N; i++) c[i] = 0;
+            for (size_t r = 0, b = 0; b < g->B; b++)
+                for (size_t u = 0; u < ny; u++)
+                    for (size_t v = 0; v < nx; v++, r++)
+                        memcpy(C + ((b * g->H + fy + u * s) * g->W + fx + v * s) * N, c + r * N, N * sizeof *C);
+        }
+    free(a), free(wb), free(c);
+    return err;
 }
 
 /* the maximum of a window: vt_cnn_hd.h (shared with the CUDA backend) */

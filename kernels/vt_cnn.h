@@ -61,12 +61,20 @@ void vt_conv_dgather_f64(const vt_conv_geom *g, size_t Co, const double *dy, dou
  * vt_bound_coef_red(K, K), rn[i] the norm of G's row i, cn[j] of W''s column j; the exact evaluator
  * and the tight bound read G and W' whole). Where the dense reduction is panelled (K > 2 VT_PANEL) the
  * compact one is evaluated in panels too (or as two pieces of at most VT_PANEL terms when it is
- * shorter), so its error stays within c(m, K). *done = 0 (nothing written; the caller runs vt_gemm) for
+ * shorter), so its error stays within c(m, K). *done = 0 (C, rn, cn undefined; the caller runs vt_gemm) for
  * s = 1, or when G has a non-zero where the gather puts a zero, or W' a non-finite entry: the result
  * is then not the compact product's. g is the convolution's geometry (g->C its input channels =
  * C's columns, g->chw = 0). */
 vt_err vt_conv_dgrad_gemm(vt_exec *e, const vt_conv_geom *g, size_t Co, const float *G, const float *wp, double *C,
                           double *rn, double *cn, vt_bounds *bd, int *done) VT_WARN_UNUSED;
+
+/* The plain (unverified, benchmark baseline) form of vt_conv_dgrad_gemm in T = float or double: the same
+ * phase classes, each one CBLAS GEMM of its compact operands; G's skipped entries are taken to be the
+ * gather's zeros (not checked). s >= 2. VT_ERR_NOMEM. */
+vt_err vt_conv_dgrad_plain_f32(const vt_conv_geom *g, size_t Co, const float *G, const float *wp,
+                               float *C) VT_WARN_UNUSED;
+vt_err vt_conv_dgrad_plain_f64(const vt_conv_geom *g, size_t Co, const double *G, const double *wp,
+                               double *C) VT_WARN_UNUSED;
 
 /* W' [k*k*Co, C] from W [k*k*C, Co]: W'[(t, co)][c] = W[(t, c)][co] for each tap t. */
 void vt_conv_wperm_f32(size_t k, size_t C, size_t Co, const float *w, float *wp);

@@ -206,10 +206,14 @@ vt_err vti_matmul_plain(vt_plainctx *c)
     const int64_t *a = c->o->iarg;
     int ta = (int)a[0], tb = (int)a[1], M = (int)a[2], N = (int)a[3], K = (int)a[4];
     const vt_backend *be = c->be;
+    vt_conv_geom g;
+    size_t Co = 0; /* a strided convolution's input gradient: by output phase, as the verifiable exec */
+    const int phase = conv_dgrad_geom(c->prog, (uint32_t)(c->o - c->prog->op), c->o, &g, &Co) && g.s >= 2;
     VTI_PLAIN_BOTH(c, {
         if (be && _Generic((T)0, float: be->gemm_plain32, default: be->gemm_plain64))
             return _Generic((T)0, float: be->gemm_plain32, default: be->gemm_plain64)(
                 be->impl, ta, tb, (size_t)M, (size_t)N, (size_t)K, PX(0), PX(1), PY(0));
+        if (phase) return PTG(vt_conv_dgrad_plain)(&g, Co, PX(0), PX(1), PY(0));
         PGEMM(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, (T)1, PX(0),
               ta ? M : K, PX(1), tb ? K : N, (T)0, PY(0), N);
         return VT_OK;

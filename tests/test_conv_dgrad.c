@@ -4,7 +4,8 @@
  * canonical bound c(m, K) * sum|a b| of the dense reduction over G (the gather) and W' (m its non-zero
  * products) and within the descriptor's Cauchy-Schwarz bound; the descriptor is vt_gemm's (the same
  * K, coefficient and exact-evaluator operands: G and W' whole); and the kernel declines (done = 0)
- * for stride 1, for a non-zero where the gather puts a structural zero, and for a non-finite W'. */
+ * for stride 1, for a non-zero where the gather puts a structural zero, and for a non-finite W'; the
+ * plain FP64 and FP32 forms (vt_conv_dgrad_plain) are near the exact value. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,6 +73,25 @@ static void one_geometry(size_t B, size_t H, size_t W, size_t C, size_t Co, size
     CHECK(bad_outer == 0, "k %zu s %zu p %zu Co %zu: %ld outside the descriptor's bound / norms", k, s, p, Co,
           bad_outer);
     CHECK(bad_desc == 0, "k %zu s %zu p %zu Co %zu: %ld descriptors differ from vt_gemm's", k, s, p, Co, bad_desc);
+
+    /* the plain forms (the benchmark baseline): the same products in FP64 and FP32 */
+    double *G64 = malloc(M * K * sizeof *G64), *w64 = malloc(K * N * sizeof *w64), *y64 = malloc(M * N * sizeof *y64);
+    float *y32 = malloc(M * N * sizeof *y32);
+    for (size_t i = 0; i < M * K; i++) G64[i] = G[i];
+    for (size_t i = 0; i < K * N; i++) w64[i] = wp[i];
+    CHECK_OK(vt_conv_dgrad_plain_f64(&g, Co, G64, w64, y64));
+    CHECK_OK(vt_conv_dgrad_plain_f32(&g, Co, G, wp, y32));
+    long bad_plain = 0;
+    for (size_t i = 0; i < M; i++)
+        for (size_t j = 0; j < N; j++) {
+            double S = 0.0;
+            for (size_t q = 0; q < K; q++) S += fabs((double)G[i * K + q] * (double)wp[q * N + j]);
+            const double X = vt_dot_exact64(K, G + i * K, 1, wp + j, N);
+            if (!(fabs(y64[i * N + j] - X) <= S * 0x1p-40 + 0x1p-1074) || !(fabs(y32[i * N + j] - X) <= S * 0x1p-12 + 0x1p-140))
+                bad_plain++;
+        }
+    CHECK(bad_plain == 0, "k %zu s %zu p %zu Co %zu: %ld plain elements far from the exact value", k, s, p, Co, bad_plain);
+    free(G64), free(w64), free(y64), free(y32);
 
     /* the kernel declines what is not the gather's structure */
     vt_exec e;
