@@ -6,6 +6,10 @@
  * it - for the MLP (SGD with momentum, Adam), the residual CNN (batch normalisation, augmentation)
  * and the GPT (dropout, text windows). Also: a batch that does not split, rounding=log and a model
  * with a backend are refused; evaluation stays local (no collective: rank 0 alone evaluates).
+ * The sharded optimiser state (vt_model_init_sharded, --shard-state) on N > 1 ranks: after every
+ * step the parameters and buffers are the one-process model's on every rank, the whole state's hash
+ * (streamed to rank 0) and, gathered, the whole state are its bytes, and the planned optimiser bytes
+ * of each rank are its 1/N share.
  * One process (no mpirun): the one-rank shard is the plain step. Exit 77 when --ranks N > 1 and
  * the build has no MPI. */
 #include <stdio.h>
@@ -52,6 +56,51 @@ static vt_err step(vt_model *m, const vt_dataset *ds, uint64_t s, float *loss)
     return e;
 }
 
+/* the sharded optimiser state against one process's steps of the whole batch */
+static void check_sharded(const cfg *k, const vt_recipe *whole, const vt_recipe *part, const vt_dataset *ds)
+{
+    vt_model ref, sh;
+    memset(&ref, 0, sizeof ref), memset(&sh, 0, sizeof sh);
+    CHECK_OK(vt_model_init(&ref, whole, ds->n, VT_ORDER_FORWARD));
+    CHECK_OK(vt_model_init_sharded(&sh, part, ds->n, (vt_order)(g_rank % 3), g_comm));
+    CHECK_OK(vt_model_set_shard(&sh, g_comm, BATCH));
+    vt_model_mem all, mine;
+    vt_model_need(&ref.prog, part->batch, ds->n, &all);
+    CHECK_OK(vt_model_need_sharded(&sh.prog, part->batch, ds->n, g_rank, g_size, &mine));
+    /* floor(P r / N) .. floor(P (r + 1) / N) of the P parameter values: one or two optimiser values each */
+    CHECK(all.opt > 0 && mine.opt * g_size <= all.opt + 8.0 * g_size && mine.opt * g_size >= all.opt - 8.0 * g_size &&
+              mine.total < all.total,
+          "%s rank %d: planned optimiser bytes %.0f of %.0f, model %.0f of %.0f", k->what, g_rank, mine.opt, all.opt,
+          mine.total, all.total);
+    vt_model_shard_release(&sh);
+    for (uint64_t s = 1; s <= STEPS; s++) {
+        float l1 = 0, l2 = 0;
+        CHECK_OK(step(&ref, ds, s, &l1));
+        vt_err e = step(&sh, ds, s, &l2);
+        CHECK(e == VT_OK, "%s sharded, rank %d step %llu: %s", k->what, g_rank, (unsigned long long)s, vt_errmsg());
+        if (e) break;
+        uint8_t h1[32], h2[32], f1[32], f2[32];
+        memset(f2, 0, sizeof f2);
+        CHECK_OK(vt_model_replica_hash(&ref, h1));
+        CHECK_OK(vt_model_replica_hash(&sh, h2));
+        CHECK_OK(vt_model_state_hash(&ref, f1));
+        CHECK_OK(vt_model_shard_state_hash(&sh, f2));
+        CHECK(memcmp(h1, h2, 32) == 0 && memcmp(&l1, &l2, 4) == 0 && (g_rank != 0 || memcmp(f1, f2, 32) == 0),
+              "%s sharded, rank %d step %llu: the parameters, the loss or the state hash differ from one process's",
+              k->what, g_rank, (unsigned long long)s);
+    }
+    CHECK_OK(vt_model_shard_gather(&sh));
+    if (g_rank == 0)
+        CHECK(memcmp(sh.state, ref.state, ref.n_state * sizeof(float)) == 0, "%s sharded: the gathered state",
+              k->what);
+    else
+        CHECK(vt_model_state_hash(&sh, (uint8_t[32]){0}) == VT_ERR_INTERNAL, "%s: rank %d hashed a state it lacks",
+              k->what, g_rank);
+    CHECK_OK(vt_dist_barrier(g_comm));
+    vt_model_free(&ref);
+    vt_model_free(&sh);
+}
+
 static void check_cfg(const cfg *k)
 {
     vt_recipe whole, part;
@@ -96,6 +145,7 @@ static void check_cfg(const cfg *k)
     }
     CHECK_OK(vt_dist_barrier(g_comm));
     vt_model_free(&ref);
+    if (g_size > 1) check_sharded(k, &whole, &part, &ds);
     vt_model_free(&dp);
     vt_data_free(&ds);
 }
