@@ -165,16 +165,19 @@ static void usage_cert(FILE *f)
                "                       [--data-dir DIR] [--order ORDER] [--write-vnnlib DIR] [--quiet]\n"
                "       auditor certify --onnx NET.onnx --vnnlib PROP.vnnlib [--method ...] [--timeout SECONDS]\n"
                "                       [--cex FILE] [--out CERT --key KEYFILE] [--report FILE.json|-] [--quiet]\n"
+               "       auditor certify RUN_DIR --vnnlib PROP.vnnlib [--pubkey FILE] [--method ...] [--timeout SECONDS]\n"
+               "                       [--cex FILE] [--out CERT --key KEYFILE] [--report FILE.json|-] [--quiet]\n"
                "       auditor certify --instances instances.csv [--method ...] [--timeout SECONDS]\n"
                "       auditor check-certificate CERT RUN_DIR [--signer FILE.pub] [--pubkey FILE] [--data-dir DIR]\n"
                "                       [--order ORDER]\n"
                "       auditor check-certificate CERT --onnx NET.onnx --vnnlib PROP.vnnlib [--signer FILE.pub]\n"
+               "       auditor check-certificate CERT RUN_DIR --vnnlib PROP.vnnlib [--signer FILE.pub] [--pubkey FILE]\n"
                "       auditor keygen KEYFILE [--force]\n"
                "  the L-infinity ball of radius E (clipped to [0, 1]) around each of the first N test examples of\n"
                "  a committed MLP run: verified (sound bounds, rounding included), falsified (a counterexample\n"
                "  confirmed by the project's evaluation) or unknown; --out writes the signed certificate,\n"
                "  check-certificate recomputes it and compares the bytes. With --onnx / --vnnlib: a VNN-LIB\n"
-               "  property of an ONNX feed-forward ReLU network, the VNN-COMP result line unsat / sat / unknown /\n"
+               "  property of an ONNX feed-forward ReLU network (or of a committed MLP run), the VNN-COMP result line unsat / sat / unknown /\n"
                "  timeout on standard output (sat: the counterexample with --cex), a table per disjunct on stderr\n"
                "  exit status: 0 done (certify) / the certificate holds (check), 2 cannot check, mismatch or a\n"
                "  malformed file, 64 usage error or an ONNX operator / VNN-LIB construct not supported\n");
@@ -187,12 +190,20 @@ static int cmd_certify_spec(int argc, char **argv, int check, const vt_cert_opts
 {
     if (instances && (check || so->onnx_path || so->vnnlib_path || so->cex_path || o->out_path))
         return vt_cli_usage_error(usage_fn, "auditor certify --instances: no --onnx, --vnnlib, --cex, --out, check-certificate");
-    if (!instances && (!so->onnx_path || !so->vnnlib_path))
+    int run = !instances && !so->onnx_path; /* RUN_DIR --vnnlib PROP: the committed run's network */
+    if (!instances && !so->vnnlib_path)
         return vt_cli_usage_error(usage_fn, "auditor: --onnx and --vnnlib go together");
-    if (eps || n || o->pubkey_path || o->data_root || o->vnnlib_dir)
+    if (run && (eps || n || o->data_root || o->vnnlib_dir))
+        return vt_cli_usage_error(usage_fn, "auditor: --eps, --examples, --data-dir, --write-vnnlib: not with --vnnlib "
+                                            "(the property gives the box)");
+    if (!run && (eps || n || o->pubkey_path || o->data_root || o->vnnlib_dir))
         return vt_cli_usage_error(usage_fn,
                                   "auditor: --eps, --examples, --pubkey, --data-dir, --write-vnnlib are for committed runs");
-    if (!vt_cert_onnx_supported()) {
+    if (run && argc - optind != (check ? 2 : 1))
+        return vt_cli_usage_error(usage_fn, check ? "auditor check-certificate: CERT RUN_DIR --vnnlib PROP expected"
+                                                  : "auditor certify: RUN_DIR --vnnlib PROP expected");
+    if (run) so->run_dir = argv[optind + check], so->pubkey_path = o->pubkey_path, so->order = o->order;
+    if (!run && !vt_cert_onnx_supported()) {
         fprintf(stderr, "auditor: this auditor was built without ONNX support\n");
         return VT_EXIT_CANNOT;
     }
@@ -205,17 +216,17 @@ static int cmd_certify_spec(int argc, char **argv, int check, const vt_cert_opts
             return vt_cli_usage_error(usage_fn, "auditor certify: --timeout SECONDS: a positive number");
     }
     if (check) {
-        if (argc - optind != 1) return vt_cli_usage_error(usage_fn, "auditor check-certificate: CERT expected");
+        if (!run && argc - optind != 1) return vt_cli_usage_error(usage_fn, "auditor check-certificate: CERT expected");
         vt_err e = vt_cert_spec_check(argv[optind], so, signer);
         if (e) {
             fprintf(stderr, "auditor check-certificate: %s\n", vt_errmsg());
             return e == VT_ERR_ARG || e == VT_ERR_UNSUPPORTED ? VT_EXIT_USAGE : vt_cli_exit_for_input(e);
         }
-        printf("certificate %s: recomputed from %s and %s, the same bytes; signature valid\n", argv[optind], so->onnx_path,
-               so->vnnlib_path);
+        printf("certificate %s: recomputed from %s and %s, the same bytes; signature valid\n", argv[optind],
+               run ? so->run_dir : so->onnx_path, so->vnnlib_path);
         return VT_EXIT_OK;
     }
-    if (argc - optind != 0) return vt_cli_usage_error(usage_fn, "auditor certify: no RUN_DIR with --onnx / --vnnlib");
+    if (!run && argc - optind != 0) return vt_cli_usage_error(usage_fn, "auditor certify: no RUN_DIR with --onnx");
     if (instances) {
         vt_cert_spec_summary sum;
         vt_err e = vt_cert_spec_instances(instances, so, &sum);

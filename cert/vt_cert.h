@@ -168,6 +168,11 @@ const char *vt_cert_spec_answer_name(vt_cert_spec_answer a); /* unsat, sat, unkn
 
 typedef struct {
     const char *onnx_path, *vnnlib_path;
+    /* instead of onnx_path: a committed MLP run's final state (`certify RUN_DIR --vnnlib`), checked as
+     * vt_cert_run checks it (pubkey_path optional); its bounds hold for the deployed and the real
+     * network (no FP32 widening); certificate version 3 binds the run in place of the file */
+    const char *run_dir, *pubkey_path;
+    int order;                       /* vt_order of loading the run's model */
     const char *key_path, *out_path; /* --out: the signed certificate (not written on a timeout) */
     const char *report_path;         /* JSON report ("-": standard output) */
     const char *cex_path;            /* sat: the counterexample, VNN-COMP's format */
@@ -176,7 +181,7 @@ typedef struct {
     vt_cert_settings set;
 } vt_cert_spec_opts;
 
-/* `auditor certify --onnx FILE --vnnlib FILE`: the answer in *ans (docs/certify.md). */
+/* `auditor certify --onnx FILE --vnnlib FILE` (or RUN_DIR --vnnlib FILE): the answer in *ans (docs/certify.md). */
 vt_err vt_cert_spec_run(const vt_cert_spec_opts *o, vt_cert_spec_answer *ans) VT_WARN_UNUSED;
 typedef struct {
     uint32_t n, count[4]; /* instances; by answer (vt_cert_spec_answer) */
@@ -188,8 +193,9 @@ typedef struct {
  * column), each answered as vt_cert_spec_run (no certificate, no counterexample file), one line a
  * property on standard output; VT_ERR_FORMAT naming the line for a malformed one. */
 vt_err vt_cert_spec_instances(const char *csv_path, const vt_cert_spec_opts *o, vt_cert_spec_summary *sum) VT_WARN_UNUSED;
-/* `auditor check-certificate CERT --onnx FILE --vnnlib FILE`: parses, checks the signature (and the
- * signer), the two files' hashes, recomputes and compares the bytes. */
+/* `auditor check-certificate CERT --onnx FILE --vnnlib FILE` (or CERT RUN_DIR --vnnlib FILE): parses,
+ * checks the signature (and the signer), the model's and the property's hashes, recomputes and
+ * compares the bytes. */
 vt_err vt_cert_spec_check(const char *cert_path, const vt_cert_spec_opts *o, const char *signer_pub_path) VT_WARN_UNUSED;
 
 #endif

@@ -8,6 +8,7 @@
 
 #include "../common/vt_error.h"
 #include "../merkle/vt_sign.h"
+#include "vt_cert.h"
 
 typedef struct {
     uint8_t *b;
@@ -27,5 +28,16 @@ vt_err vti_cert_sign_write(vti_buf *out, const vt_keypair *kp, const char *path)
 vt_err vti_cert_verify(const char *cert_path, const uint8_t *p, size_t body, const char *signer_pub_path) VT_WARN_UNUSED;
 /* VT_ERR_MISMATCH naming the first differing byte unless the recomputed body equals the file's. */
 vt_err vti_cert_compare(const char *cert_path, const vti_buf *out, const uint8_t *p, size_t body) VT_WARN_UNUSED;
+
+/* A committed MLP run's final state for the VNN-LIB path (vt_cert_spec.c, `certify RUN_DIR --vnnlib`):
+ * loaded and checked as `certify RUN_DIR` loads it (vt_cert_run.c); *net borrows from *out. */
+typedef struct {
+    uint64_t step;
+    uint8_t state_hash[32], root[32], manifest_hash[32], public_key[32];
+} vti_cert_model_id;
+typedef struct vti_cert_run vti_cert_run;
+vt_err vti_cert_run_open(const char *run_dir, const char *pubkey_path, int order, vti_cert_run **out,
+                         const vt_cert_net **net, vti_cert_model_id *id) VT_WARN_UNUSED;
+void vti_cert_run_close(vti_cert_run *r);
 
 #endif

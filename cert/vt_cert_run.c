@@ -314,11 +314,47 @@ vt_err vt_cert_run(const vt_cert_opts *o, vt_cert_result *res)
     return e;
 }
 
+/* ---------------------------------------------------------------- the run for the VNN-LIB path */
+
+struct vti_cert_run {
+    cert_run r;
+};
+
+vt_err vti_cert_run_open(const char *run_dir, const char *pubkey_path, int order, vti_cert_run **out,
+                         const vt_cert_net **net, vti_cert_model_id *id)
+{
+    *out = NULL;
+    vti_cert_run *h = calloc(1, sizeof *h);
+    VT_RETURN_ERROR_IF(!h, VT_ERR_NOMEM, "out of memory");
+    vt_cert_opts o;
+    memset(&o, 0, sizeof o);
+    o.run_dir = run_dir, o.pubkey_path = pubkey_path, o.order = order;
+    vt_err e = load_state(&o, &h->r);
+    if (e) {
+        vti_cert_run_close(h);
+        return e;
+    }
+    id->step = h->r.ex.step;
+    memcpy(id->state_hash, h->r.ex.state_hash, 32), memcpy(id->root, h->r.ex.root, 32);
+    memcpy(id->manifest_hash, h->r.manifest_hash, 32), memcpy(id->public_key, h->r.ex.public_key, 32);
+    *net = &h->r.net, *out = h;
+    return VT_OK;
+}
+
+void vti_cert_run_close(vti_cert_run *h)
+{
+    if (!h) return;
+    cert_run_free(&h->r);
+    free(h);
+}
+
 /* Parses a certificate: every length checked; fills the options it binds. */
 static vt_err parse(const uint8_t *p, size_t n, vt_cert_opts *o, uint8_t state_hash[32], size_t *body_len)
 {
     VT_RETURN_ERROR_IF(n >= 12 && memcmp(p, CERT_MAGIC, 8) == 0 && vt_get_u32le(p + 8) == 2, VT_ERR_FORMAT,
                        "an ONNX / VNN-LIB certificate (version 2): check it with --onnx FILE --vnnlib FILE");
+    VT_RETURN_ERROR_IF(n >= 12 && memcmp(p, CERT_MAGIC, 8) == 0 && vt_get_u32le(p + 8) == 3, VT_ERR_FORMAT,
+                       "a VNN-LIB certificate of a committed run (version 3): check it with RUN_DIR --vnnlib FILE");
     VT_RETURN_ERROR_IF(n < CERT_HEADER + 96 || memcmp(p, CERT_MAGIC, 8) != 0, VT_ERR_FORMAT,
                        "not a certificate (magic, or shorter than its header)");
     VT_RETURN_ERROR_IF(vt_get_u32le(p + 8) != CERT_VERSION, VT_ERR_FORMAT, "certificate version %u (this auditor: %u)",

@@ -18,6 +18,8 @@
 
 #define CERT_MAGIC "VTCERT01"
 #define CERT_SPEC_VERSION 2u
+#define CERT_RUN_SPEC_VERSION 3u /* the same with a committed run in place of the ONNX file */
+#define CERT_RUN_TAIL 104u       /* version 3: step, Merkle root, manifest hash, trainer key */
 #define CERT_SPEC_HEADER 140u
 
 const char *vt_cert_spec_answer_name(vt_cert_spec_answer a)
@@ -159,20 +161,29 @@ static void attack(spec *s, const uint8_t *refuted, const vt_cert_settings *st, 
 }
 
 typedef struct {
-    vt_cert_onnx on;
+    vt_cert_onnx on;       /* a committed run's network too (no normalisation, nothing owned) */
     vt_vnnlib vn;
-    uint8_t onnx_sha[32], vnnlib_sha[32];
+    uint8_t onnx_sha[32], vnnlib_sha[32]; /* a run: its committed state hash in onnx_sha */
+    vti_cert_run *run;     /* certify RUN_DIR --vnnlib */
+    vti_cert_model_id id;
 } spec_in;
+
+static const char *model_name(const vt_cert_spec_opts *o) { return o->run_dir ? o->run_dir : o->onnx_path; }
 
 static vt_err load(const vt_cert_spec_opts *o, spec_in *in)
 {
     memset(in, 0, sizeof *in);
-    VT_FORWARD_IF_ERROR(vt_cert_onnx_read(o->onnx_path, &in->on, in->onnx_sha));
+    if (o->run_dir) {
+        const vt_cert_net *net = NULL;
+        VT_FORWARD_IF_ERROR(vti_cert_run_open(o->run_dir, o->pubkey_path, o->order, &in->run, &net, &in->id));
+        in->on.net = *net;
+        memcpy(in->onnx_sha, in->id.state_hash, 32);
+    } else VT_FORWARD_IF_ERROR(vt_cert_onnx_read(o->onnx_path, &in->on, in->onnx_sha));
     VT_FORWARD_IF_ERROR(vt_vnnlib_read(o->vnnlib_path, &in->vn, in->vnnlib_sha));
     const vt_cert_net *n = &in->on.net;
     VT_RETURN_ERROR_IF(in->vn.nx != n->n[0] || in->vn.ny != n->n[n->L], VT_ERR_ARG,
                        "%s declares %u inputs and %u outputs; %s has %u and %u", o->vnnlib_path, in->vn.nx, in->vn.ny,
-                       o->onnx_path, n->n[0], n->n[n->L]);
+                       model_name(o), n->n[0], n->n[n->L]);
     return VT_OK;
 }
 
@@ -180,6 +191,8 @@ static void load_free(spec_in *in)
 {
     vt_cert_onnx_free(&in->on);
     vt_vnnlib_free(&in->vn);
+    vti_cert_run_close(in->run);
+    in->run = NULL;
 }
 
 /* The answer and the certificate's body into out; the per-disjunct table (stderr), the report and
@@ -193,9 +206,9 @@ static vt_err compute(const vt_cert_spec_opts *o, spec_in *in, double deadline, 
     memset(&s, 0, sizeof s);
     s.on = &in->on, s.vn = v, s.deadline = deadline;
     vt_err e = vt_cert_ctx_new(&in->on.net, &s.c);
-    if (e) return e == VT_ERR_ARG ? vt_set_error(VT_ERR_UNSUPPORTED, "%s: %s", o->onnx_path, vt_errmsg()) : e;
+    if (e) return e == VT_ERR_ARG ? vt_set_error(VT_ERR_UNSUPPORTED, "%s: %s", model_name(o), vt_errmsg()) : e;
     vt_cert_set_deadline(s.c, deadline);
-    vt_cert_set_fp32_any(s.c, 1);
+    vt_cert_set_fp32_any(s.c, !in->run); /* a run: its own two semantics, as certify RUN_DIR */
     uint32_t d = v->nx, ny = v->ny, m = v->n_rows, W = vt_cert_max_width(s.c);
     size_t na = st->method == VT_CERT_ALPHA_CROWN ? vt_cert_n_alpha_row(s.c) : 0;
     double *xl = malloc(d * sizeof *xl), *xu = malloc(d * sizeof *xu), *lb = malloc((m ? m : 1) * sizeof *lb),
@@ -229,7 +242,7 @@ static vt_err compute(const vt_cert_spec_opts *o, spec_in *in, double deadline, 
                                                                                                  : VT_CERT_SPEC_UNKNOWN;
     if (!e) { /* the certificate's body */
         vti_put(out, CERT_MAGIC, 8);
-        vti_put32(out, CERT_SPEC_VERSION), vti_put32(out, (uint32_t)st->method), vti_put32(out, d), vti_put32(out, ny);
+        vti_put32(out, in->run ? CERT_RUN_SPEC_VERSION : CERT_SPEC_VERSION), vti_put32(out, (uint32_t)st->method), vti_put32(out, d), vti_put32(out, ny);
         vti_put32(out, v->n_disj), vti_put32(out, m), vti_put32(out, (uint32_t)na);
         vti_put32(out, st->alpha_iters), vti_put64(out, vt_f64_bits(st->alpha_step));
         vti_put64(out, vt_f64_bits(st->alpha_decay)), vti_put32(out, st->attack_restarts);
@@ -242,6 +255,10 @@ static vt_err compute(const vt_cert_spec_opts *o, spec_in *in, double deadline, 
             for (uint32_t i = 0; i < d; i++) vti_put32(out, vt_f32_bits(s.x[i]));
         }
         for (size_t q = 0; q < na * m; q++) vti_put64(out, vt_f64_bits(alpha[q]));
+        if (in->run) {
+            vti_put64(out, in->id.step), vti_put(out, in->id.root, 32), vti_put(out, in->id.manifest_hash, 32);
+            vti_put(out, in->id.public_key, 32);
+        }
         if (out->bad) e = vt_set_error(VT_ERR_NOMEM, "out of memory");
     }
     if (!e && !o->quiet) { /* the per-disjunct table */
@@ -256,9 +273,9 @@ static vt_err compute(const vt_cert_spec_opts *o, spec_in *in, double deadline, 
     if (!e && rep) {
         char h1[65], h2[65];
         vt_hex(in->onnx_sha, 32, h1), vt_hex(in->vnnlib_sha, 32, h2);
-        fprintf(rep, "{\n  \"onnx_sha256\": \"%s\",\n  \"vnnlib_sha256\": \"%s\",\n  \"method\": \"%s\",\n"
+        fprintf(rep, "{\n  \"%s\": \"%s\",\n  \"vnnlib_sha256\": \"%s\",\n  \"method\": \"%s\",\n"
                      "  \"result\": \"%s\",\n  \"disjuncts\": [",
-                h1, h2, vt_cert_method_name(st->method), vt_cert_spec_answer_name(*ans));
+                in->run ? "state_hash" : "onnx_sha256", h1, h2, vt_cert_method_name(st->method), vt_cert_spec_answer_name(*ans));
         for (uint32_t k = 0; k < v->n_disj; k++) {
             double b = -INFINITY;
             for (uint32_t r = v->disj_start[k]; r < v->disj_start[k + 1]; r++) b = lb[r] > b ? lb[r] : b;
@@ -320,14 +337,20 @@ vt_err vt_cert_spec_run(const vt_cert_spec_opts *o, vt_cert_spec_answer *ans)
     return e;
 }
 
-/* Parses a version-2 certificate: every length checked; fills the settings it binds. */
-static vt_err parse(const uint8_t *p, size_t n, vt_cert_settings *s, size_t *body_len)
+/* Parses a version-2 certificate (version 3 with run set): every length checked; fills the settings
+ * it binds. */
+static vt_err parse(const uint8_t *p, size_t n, int run, vt_cert_settings *s, size_t *body_len)
 {
     VT_RETURN_ERROR_IF(n < 12 || memcmp(p, CERT_MAGIC, 8) != 0, VT_ERR_FORMAT, "not a certificate (magic)");
-    VT_RETURN_ERROR_IF(vt_get_u32le(p + 8) == 1, VT_ERR_FORMAT,
+    uint32_t ver = vt_get_u32le(p + 8);
+    VT_RETURN_ERROR_IF(ver == 1, VT_ERR_FORMAT,
                        "a certificate of a committed run (version 1): check it with RUN_DIR, not --onnx / --vnnlib");
-    VT_RETURN_ERROR_IF(vt_get_u32le(p + 8) != CERT_SPEC_VERSION, VT_ERR_FORMAT, "certificate version %u (this auditor: 1, 2)",
-                       vt_get_u32le(p + 8));
+    VT_RETURN_ERROR_IF(ver == CERT_SPEC_VERSION && run, VT_ERR_FORMAT,
+                       "an ONNX / VNN-LIB certificate (version 2): check it with --onnx FILE --vnnlib FILE");
+    VT_RETURN_ERROR_IF(ver == CERT_RUN_SPEC_VERSION && !run, VT_ERR_FORMAT,
+                       "a VNN-LIB certificate of a committed run (version 3): check it with RUN_DIR --vnnlib FILE");
+    VT_RETURN_ERROR_IF(ver != CERT_SPEC_VERSION && ver != CERT_RUN_SPEC_VERSION, VT_ERR_FORMAT,
+                       "certificate version %u (this auditor: 1, 2, 3)", ver);
     VT_RETURN_ERROR_IF(n < CERT_SPEC_HEADER + 96, VT_ERR_FORMAT, "certificate: shorter than its header");
     uint32_t meth = vt_get_u32le(p + 12), d = vt_get_u32le(p + 16), ny = vt_get_u32le(p + 20), nd = vt_get_u32le(p + 24),
              m = vt_get_u32le(p + 28), na = vt_get_u32le(p + 32), ans = vt_get_u32le(p + 136);
@@ -342,7 +365,7 @@ static vt_err parse(const uint8_t *p, size_t n, vt_cert_settings *s, size_t *bod
     VT_RETURN_ERROR_IF(s->alpha_iters > 100000 || s->attack_restarts > 100000 || s->attack_iters > 100000, VT_ERR_FORMAT,
                        "certificate: search settings out of range");
     uint64_t need = CERT_SPEC_HEADER + (uint64_t)m * 8 + (ans == VT_CERT_SAT ? 4 + (uint64_t)d * 4 : 0) +
-                    (uint64_t)na * m * 8 + 96;
+                    (uint64_t)na * m * 8 + (run ? CERT_RUN_TAIL : 0) + 96;
     VT_RETURN_ERROR_IF(need != n, VT_ERR_FORMAT, "certificate: %zu bytes where its header gives %llu", n,
                        (unsigned long long)need);
     *body_len = n - 96;
@@ -356,7 +379,7 @@ vt_err vt_cert_spec_check(const char *cert_path, const vt_cert_spec_opts *in, co
     VT_FORWARD_IF_ERROR(vti_cert_read_file(cert_path, (size_t)1 << 34, &p, &n));
     vt_cert_spec_opts o = *in;
     o.timeout = 0, o.out_path = NULL, o.report_path = NULL, o.cex_path = NULL, o.quiet = 1;
-    vt_err e = parse(p, n, &o.set, &body);
+    vt_err e = parse(p, n, o.run_dir != NULL, &o.set, &body);
     if (!e) e = vti_cert_verify(cert_path, p, body, signer_pub_path);
     spec_in si;
     int loaded = 0;
@@ -366,7 +389,9 @@ vt_err vt_cert_spec_check(const char *cert_path, const vt_cert_spec_opts *in, co
         loaded = 1;
     }
     if (!e && memcmp(p + 72, si.onnx_sha, 32) != 0)
-        e = vt_set_error(VT_ERR_MISMATCH, "%s: certifies another ONNX file than %s", cert_path, o.onnx_path);
+        e = o.run_dir ? vt_set_error(VT_ERR_MISMATCH, "%s: certifies another model than the final state of %s", cert_path,
+                                     o.run_dir)
+                      : vt_set_error(VT_ERR_MISMATCH, "%s: certifies another ONNX file than %s", cert_path, o.onnx_path);
     if (!e && memcmp(p + 104, si.vnnlib_sha, 32) != 0)
         e = vt_set_error(VT_ERR_MISMATCH, "%s: certifies another VNN-LIB file than %s", cert_path, o.vnnlib_path);
     vt_cert_spec_answer ans;
@@ -430,7 +455,7 @@ vt_err vt_cert_spec_instances(const char *csv_path, const vt_cert_spec_opts *o, 
         char onnx[4200], prop[4200];
         join(onnx, sizeof onnx, csv_path, f[0]), join(prop, sizeof prop, csv_path, f[1]);
         vt_cert_spec_opts io = *o;
-        io.onnx_path = onnx, io.vnnlib_path = prop, io.out_path = NULL, io.report_path = NULL, io.cex_path = NULL;
+        io.onnx_path = onnx, io.vnnlib_path = prop, io.run_dir = NULL, io.out_path = NULL, io.report_path = NULL, io.cex_path = NULL;
         io.quiet = 1;
         if (!(o->timeout > 0)) io.timeout = to;
         double t0 = vt_now();

@@ -3,7 +3,9 @@
 # VNN-LIB"): a digits MLP is trained and exported with `trainer export --format onnx`; `certify
 # RUN_DIR --write-vnnlib` writes each example's eps box as a VNN-LIB property (VNN-COMP's mnist_fc
 # form); for IBP, CROWN and alpha-CROWN every property answered on the ONNX file must agree with the
-# run's own verdict (verified <-> unsat; falsified <-> sat); each sat's counterexample is re-checked
+# run's own verdict (verified <-> unsat; falsified <-> sat), and `certify RUN_DIR --vnnlib` (the run's
+# own network) must give the ONNX file's answer (its version-3 certificate re-checked, refused in
+# the other forms); each sat's counterexample is re-checked
 # (inside the property's box, and sat again on the point box it gives); certificates re-check byte
 # for byte and an altered one, another VNN-LIB file and a committed run's certificate are refused;
 # --timeout gives `timeout` and no certificate; hostile ONNX (truncated, float64 weights, an
@@ -43,6 +45,9 @@ for m in ibp crown alpha-crown; do
       verified:unsat | falsified:sat | unknown:unknown) ;;
       *) bad "$m example $i: the run says $want, the ONNX file $got" ;;
     esac
+    # the same property on the committed run itself (certify RUN_DIR --vnnlib): the same answer
+    grun=$("$A" certify "$T/run" --vnnlib "$T/p/prop_$i.vnnlib" --method $m --quiet)
+    [ "$grun" = "$got" ] || bad "$m example $i: RUN_DIR --vnnlib says $grun, the ONNX file $got"
     if [ "$got" = sat ]; then
       nsat=$((nsat + 1))
       # the counterexample: inside the property's box, and sat again on its own point
@@ -108,6 +113,24 @@ echo "cert_onnx: $rejected single-byte alterations rejected"
 "$A" check-certificate "$T/c.crown" "$T/run" >"$T/o" 2>&1
 [ $? -eq 2 ] && grep -q "version 2" "$T/o" || bad "a version-2 certificate with RUN_DIR: $(cat "$T/o")"
 "$A" check-certificate "$T/c1" "$T/run" >/dev/null || bad "the run's certificate"
+
+# certify RUN_DIR --vnnlib: a version-3 certificate (the run in place of the file), re-checked; refused
+# with --onnx, with RUN_DIR alone, with another property
+"$A" certify "$T/run" --vnnlib "$P" --method alpha-crown --out "$T/c3" --key "$T/a" --report "$T/r3.json" --quiet \
+  >/dev/null || bad "certify RUN_DIR --vnnlib --out"
+python3 -c "import json; d=json.load(open('$T/r3.json')); assert len(d['state_hash'])==64 and len(d['disjuncts'])==9" ||
+  bad "report of RUN_DIR --vnnlib"
+"$A" check-certificate "$T/c3" "$T/run" --vnnlib "$P" --signer "$T/a.pub" >/dev/null || bad "check RUN_DIR --vnnlib"
+"$A" check-certificate "$T/c3" --onnx "$T/net.onnx" --vnnlib "$P" >"$T/o" 2>&1
+[ $? -eq 2 ] && grep -q "version 3" "$T/o" || bad "a version-3 certificate with --onnx: $(cat "$T/o")"
+"$A" check-certificate "$T/c3" "$T/run" >"$T/o" 2>&1
+[ $? -eq 2 ] && grep -q "version 3" "$T/o" || bad "a version-3 certificate with RUN_DIR alone: $(cat "$T/o")"
+"$A" check-certificate "$T/c3" "$T/run" --vnnlib "$T/p/prop_4.vnnlib" >"$T/o" 2>&1
+[ $? -eq 2 ] && grep -q "another VNN-LIB file" "$T/o" || bad "RUN_DIR --vnnlib, another property: $(cat "$T/o")"
+"$A" check-certificate "$T/c.crown" "$T/run" --vnnlib "$P" >"$T/o" 2>&1
+[ $? -eq 2 ] && grep -q "version 2" "$T/o" || bad "a version-2 certificate with RUN_DIR --vnnlib: $(cat "$T/o")"
+"$A" certify "$T/run" --vnnlib "$P" --eps 0.1 >"$T/o" 2>&1
+[ $? -eq 64 ] && grep -q "the property gives the box" "$T/o" || bad "RUN_DIR --vnnlib --eps: $(cat "$T/o")"
 
 # --timeout: an expired deadline answers timeout and writes no certificate
 got=$("$A" certify --onnx "$T/net.onnx" --vnnlib "$P" --method alpha-crown --timeout 1e-9 --out "$T/ct" --key "$T/a" \
