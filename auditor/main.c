@@ -180,8 +180,16 @@ static void usage_cert(FILE *f)
                "  property of an ONNX feed-forward ReLU network (or of a committed MLP run), the VNN-COMP result line unsat / sat / unknown /\n"
                "  timeout on standard output (sat: the counterexample with --cex), a table per disjunct on stderr\n"
                "  exit status: 0 done (certify) / the certificate holds (check), 2 cannot check, mismatch or a\n"
-               "  malformed file, 64 usage error or an ONNX operator / VNN-LIB construct not supported\n");
+               "  malformed file, 64 usage error or an ONNX operator / VNN-LIB construct not supported\n"
+               "  --shard tp|fsdp|none: under mpirun -np N, the network split over the ranks (tp: each layer's rows,\n"
+               "  fsdp: each layer gathered when used; none: every rank whole), the same certificate for every N;\n"
+               "  rank 0 writes the output (not with --timeout or --instances)\n");
 }
+
+/* --shard: the ranks' communicator, opened by cmd_certify_sharded before the command runs */
+static vt_comm *g_cert_comm;
+static int cmd_certify_sharded(int argc, char **argv, int check, const char *shard, const char *timeout,
+                               const char *instances);
 
 /* certify / check-certificate with --onnx and --vnnlib (docs/certify.md "ONNX and VNN-LIB") */
 static int cmd_certify_spec(int argc, char **argv, int check, const vt_cert_opts *o, vt_cert_spec_opts *so, const char *timeout,
@@ -264,10 +272,11 @@ static int cmd_certify(int argc, char **argv, int check)
                                        {"timeout", required_argument, 0, 'T'},  {"cex", required_argument, 0, 'C'},
                                        {"write-vnnlib", required_argument, 0, 'W'},
                                        {"instances", required_argument, 0, 'I'},
+                                       {"shard", required_argument, 0, 'S'},
                                        {0, 0, 0, 0}};
     vt_cert_spec_opts so;
     memset(&so, 0, sizeof so);
-    const char *timeout = NULL, *instances = NULL;
+    const char *timeout = NULL, *instances = NULL, *shard = NULL;
     vt_cert_opts o;
     memset(&o, 0, sizeof o);
     vt_cert_settings_default(&o.set, VT_CERT_CROWN);
@@ -300,6 +309,7 @@ static int cmd_certify(int argc, char **argv, int check)
         case 'C': so.cex_path = optarg; break;
         case 'W': o.vnnlib_dir = optarg; break;
         case 'I': instances = optarg; break;
+        case 'S': shard = optarg; break;
         case 'h': usage_cert(stdout); return VT_EXIT_OK;
         default: {
             int st = vt_cli_opt_parse("auditor", opts, c, optarg, usage_cert);
@@ -309,6 +319,9 @@ static int cmd_certify(int argc, char **argv, int check)
     }
     o.order = (int)order, o.examples = (uint32_t)n;
     if (check || (o.report_path && !strcmp(o.report_path, "-"))) o.quiet = 1;
+    if (shard && !g_cert_comm) return cmd_certify_sharded(argc, argv, check, shard, timeout, instances);
+    if (g_cert_comm && vt_dist_rank(g_cert_comm) != 0) /* --shard: rank 0 writes for all */
+        o.quiet = 1, o.out_path = NULL, o.report_path = NULL, o.vnnlib_dir = NULL, so.cex_path = NULL;
     if (so.onnx_path || so.vnnlib_path || instances)
         return cmd_certify_spec(argc, argv, check, &o, &so, timeout, eps, n, signer, instances, usage_cert);
     if (check) {
@@ -341,6 +354,37 @@ static int cmd_certify(int argc, char **argv, int check)
                r.verified, r.falsified, r.unknown, o.examples, o.out_path ? "; certificate " : "",
                o.out_path ? o.out_path : "");
     return VT_EXIT_OK;
+}
+
+/* certify / check-certificate --shard MODE (docs/certify.md "Sharded over ranks"): the communicator
+ * opened, the mode set, the command run on every rank (rank 0's standard output only); a rank that
+ * fails before the ranks' first agreement joins it, so that none waits for it */
+static int cmd_certify_sharded(int argc, char **argv, int check, const char *shard, const char *timeout,
+                               const char *instances)
+{
+    vt_cert_shard m = VT_CERT_SHARD_NONE;
+    if (!strcmp(shard, "tp")) m = VT_CERT_SHARD_TP;
+    else if (!strcmp(shard, "fsdp")) m = VT_CERT_SHARD_FSDP;
+    else if (strcmp(shard, "none"))
+        return vt_cli_usage_error(usage_cert, "auditor: --shard %s: expected tp, fsdp or none", shard);
+    if (timeout || instances)
+        return vt_cli_usage_error(usage_cert, "auditor: --shard: not with --timeout or --instances (the ranks would "
+                                              "not stop together)");
+    if (vt_dist_init(&g_cert_comm)) {
+        fprintf(stderr, "auditor: %s\n", vt_errmsg());
+        return VT_EXIT_CANNOT;
+    }
+    vt_cert_set_shard(g_cert_comm, m);
+    if (vt_dist_rank(g_cert_comm) != 0 && !freopen("/dev/null", "w", stdout)) {
+        fprintf(stderr, "auditor: cannot silence rank %d's standard output\n", vt_dist_rank(g_cert_comm));
+        (void)vt_cert_shard_fail(vt_set_error(VT_ERR_IO, "cannot silence rank %d", vt_dist_rank(g_cert_comm)));
+        (void)vt_dist_finalize(&g_cert_comm);
+        return VT_EXIT_CANNOT;
+    }
+    int st = cmd_certify(argc, argv, check);
+    if (st != VT_EXIT_OK) (void)vt_cert_shard_fail(st == VT_EXIT_USAGE ? VT_ERR_ARG : VT_ERR_IO);
+    (void)vt_dist_finalize(&g_cert_comm);
+    return st;
 }
 
 static int main_dispatch(int argc, char **argv)

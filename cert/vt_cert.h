@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "../common/vt_error.h"
+#include "../dist/vt_dist.h"
 
 #define VT_CERT_MAX_LAYERS 16
 #define VT_CERT_MAX_WIDTH (1u << 20)
@@ -88,6 +89,26 @@ void vt_cert_set_deadline(vt_cert_ctx *c, double deadline);
  * committed runs: their certificates' bytes are unchanged. */
 void vt_cert_set_fp32_any(vt_cert_ctx *c, int on);
 int vt_cert_timed_out(const vt_cert_ctx *c);
+
+/* Sharded over ranks (docs/certify.md "Sharded over ranks"; `mpirun -np N auditor certify ...
+ * --shard tp|fsdp`). Process-wide: every context created after vt_cert_set_shard holds its part of
+ * the network on comm's ranks, and every rank must then make the same calls with the same arguments
+ * (the bounds, the attack: collectives inside). TP: the rows of each layer split over the ranks in
+ * both orientations (W by input i, read by the backward passes; W^T by neuron j, read by IBP and the
+ * forward passes); each rank computes the dot products of its rows, by the unsharded loop, and the
+ * results are allgathered (copied, never added across ranks). FSDP: each rank holds 1/N of each
+ * layer; the whole layer is allgathered into one buffer before a loop reads it, and every rank
+ * computes everything. Either way the bounds, slopes and attack are the unsharded context's bits for
+ * every N. NONE (or comm NULL): the unsharded context, no collective. The first context created
+ * after it ends with vt_dist_agree: every rank fails with the lowest failing rank's error. */
+typedef enum { VT_CERT_SHARD_NONE = 0, VT_CERT_SHARD_TP = 1, VT_CERT_SHARD_FSDP = 2 } vt_cert_shard;
+void vt_cert_set_shard(vt_comm *comm, vt_cert_shard mode);
+const char *vt_cert_shard_name(vt_cert_shard m); /* none, tp, fsdp */
+/* A rank's error path under vt_cert_set_shard: when this rank failed before the first context's
+ * agreement (reading the network or the property, a key, a usage error), it takes part in that
+ * agreement with its error (mine, the message set) so that the other ranks stop with it instead of
+ * waiting; returns the agreed error, or mine when it had already agreed or nothing is sharded. */
+vt_err vt_cert_shard_fail(vt_err mine);
 
 /* The real network's FP64 logits at x (for attacks and tests; not a reference). */
 void vt_cert_forward64(vt_cert_ctx *c, const double *x, double *logits);

@@ -16,6 +16,7 @@
 
 #include "../common/vt_bytes.h"
 #include "../common/vt_cli.h"
+#include "../dist/vt_dist.h"
 #include "vt_cert.h"
 
 /* ---------------------------------------------------------------- outward rounding */
@@ -87,6 +88,18 @@ struct vt_cert_ctx {
     double deadline; /* vt_now() seconds; 0: none */
     int timed_out;
     int fp32_any; /* the bounds cover any FP32 evaluation order too (ONNX networks) */
+    /* sharded over ranks (docs/certify.md "Sharded over ranks"; vt_cert_set_shard). TP: W[k] holds
+     * the rows part(n[k-1]) (inputs i), WT[k] the rows part(n[k]) (neurons j) of this rank. FSDP:
+     * W[k] / WT[k] hold this rank's part of each chunk of the flat array; the full orientation
+     * of one layer is gathered into gbuf (tagged gk, gt) when a loop needs it. */
+    vt_comm *comm;
+    vt_cert_shard shard;
+    int rank, size;
+    size_t *gbytes;          /* size entries: allgatherv's counts */
+    double *gtmp;            /* TP: this rank's part, copied out before a gather (maxw) */
+    double *gbuf;            /* FSDP: the gathered layer (the largest layer's size) */
+    uint32_t gk, gt;         /* FSDP: gbuf holds layer gk, WT (gt = 1) or W (gt = 2); 0: nothing */
+    vt_err err;              /* the first failed collective (sticky) */
 };
 
 /* 1 once the deadline has passed (checked between neurons, rows and iterations; sticky). */
@@ -103,6 +116,100 @@ static void *xcalloc(size_t n, size_t sz, int *bad)
     return p;
 }
 
+/* ---------------------------------------------------------------- sharding over ranks */
+
+/* The process's setting (vt_cert_set_shard) and whether this rank has taken part in the first
+ * context's agreement (vt_cert_shard_fail). */
+static struct {
+    vt_comm *comm;
+    vt_cert_shard mode;
+    int agreed;
+} g_shard;
+
+void vt_cert_set_shard(vt_comm *comm, vt_cert_shard mode)
+{
+    g_shard.comm = mode == VT_CERT_SHARD_NONE ? NULL : comm;
+    g_shard.mode = g_shard.comm ? mode : VT_CERT_SHARD_NONE;
+    g_shard.agreed = 0;
+}
+
+const char *vt_cert_shard_name(vt_cert_shard m)
+{
+    return m == VT_CERT_SHARD_TP ? "tp" : m == VT_CERT_SHARD_FSDP ? "fsdp" : "none";
+}
+
+vt_err vt_cert_shard_fail(vt_err mine)
+{
+    if (!g_shard.comm || g_shard.agreed || mine == VT_OK) return mine;
+    g_shard.agreed = 1;
+    vt_err e = vt_dist_agree(g_shard.comm, mine, NULL);
+    return e ? e : mine;
+}
+
+/* The start of rank r's part of n items: the parts [part_lo(r), part_lo(r + 1)) in rank order. */
+static size_t part_lo(const vt_cert_ctx *c, size_t n, int r) { return (size_t)((uint64_t)n * (uint64_t)r / (uint64_t)c->size); }
+
+/* The rows [lo, hi) of n that this rank computes: its part with TP, all of them otherwise. */
+static void rows_of(const vt_cert_ctx *c, size_t n, size_t *lo, size_t *hi)
+{
+    int tp = c->shard == VT_CERT_SHARD_TP;
+    *lo = tp ? part_lo(c, n, c->rank) : 0;
+    *hi = tp ? part_lo(c, n, c->rank + 1) : n;
+}
+
+/* FSDP: the flat arrays are cut in chunks of at most FSDP_CHUNK values (one allgatherv each, within
+ * its INT_MAX bytes); rank r holds its part of every chunk, in chunk order. */
+#define FSDP_CHUNK ((size_t)1 << 26)
+
+static size_t fsdp_len(const vt_cert_ctx *c, size_t total)
+{
+    size_t n = 0;
+    for (size_t off = 0; off < total; off += FSDP_CHUNK) {
+        size_t len = total - off < FSDP_CHUNK ? total - off : FSDP_CHUNK;
+        n += part_lo(c, len, c->rank + 1) - part_lo(c, len, c->rank);
+    }
+    return n;
+}
+
+/* FSDP: the whole of layer k's WT (t = 1) or W (t = 2) into gbuf, from every rank's parts. */
+static void fsdp_gather(vt_cert_ctx *c, uint32_t k, uint32_t t)
+{
+    size_t total = (size_t)c->n[k - 1] * c->n[k];
+    const double *mine = t == 1 ? c->WT[k] : c->W[k];
+    c->gk = 0;
+    for (size_t off = 0; off < total && !c->err; off += FSDP_CHUNK) {
+        size_t len = total - off < FSDP_CHUNK ? total - off : FSDP_CHUNK;
+        for (int r = 0; r < c->size; r++) c->gbytes[r] = (part_lo(c, len, r + 1) - part_lo(c, len, r)) * sizeof(double);
+        vt_err e = vt_dist_allgatherv(c->comm, mine, c->gbytes, c->gbuf + off);
+        if (e) c->err = e;
+        mine += part_lo(c, len, c->rank + 1) - part_lo(c, len, c->rank);
+    }
+    if (!c->err) c->gk = k, c->gt = t;
+}
+
+/* The rows [lo, hi) this rank computes of layer k's WT (t = 1: neuron j, n[k-1] values a row) or
+ * W (t = 2: input i, n[k] values a row), and the address of row lo: the same values in the same
+ * layout as the unsharded context's rows. FSDP gathers the layer first (unless gbuf holds it). */
+static const double *layer_rows(vt_cert_ctx *c, uint32_t k, uint32_t t, size_t *lo, size_t *hi)
+{
+    rows_of(c, t == 1 ? c->n[k] : c->n[k - 1], lo, hi);
+    if (c->shard != VT_CERT_SHARD_FSDP) return t == 1 ? c->WT[k] : c->W[k];
+    if (c->gk != k || c->gt != t) fsdp_gather(c, k, t);
+    return c->gbuf;
+}
+
+/* TP: v[0..n) := every rank's part of it, each rank having computed the values of its rows_of(n)
+ * (copied unchanged: no value is combined across ranks). Otherwise every rank computed all. */
+static void share(vt_cert_ctx *c, double *v, size_t n)
+{
+    if (c->shard != VT_CERT_SHARD_TP || c->err) return;
+    size_t lo = part_lo(c, n, c->rank), hi = part_lo(c, n, c->rank + 1);
+    memcpy(c->gtmp, v + lo, (hi - lo) * sizeof *v);
+    for (int r = 0; r < c->size; r++) c->gbytes[r] = (part_lo(c, n, r + 1) - part_lo(c, n, r)) * sizeof *v;
+    vt_err e = vt_dist_allgatherv(c->comm, c->gtmp, c->gbytes, v);
+    if (e) c->err = e;
+}
+
 vt_err vt_cert_ctx_new(const vt_cert_net *net, vt_cert_ctx **out)
 {
     *out = NULL;
@@ -116,6 +223,9 @@ vt_err vt_cert_ctx_new(const vt_cert_net *net, vt_cert_ctx **out)
     VT_RETURN_ERROR_IF(!c, VT_ERR_NOMEM, "out of memory");
     int bad = 0;
     c->L = net->L;
+    c->comm = g_shard.comm, c->shard = g_shard.mode, c->size = 1;
+    if (c->comm) c->rank = vt_dist_rank(c->comm), c->size = vt_dist_size(c->comm);
+    size_t gmax = 0;
     for (uint32_t k = 0; k <= c->L; k++) {
         c->n[k] = net->n[k];
         if (c->n[k] > c->maxw) c->maxw = c->n[k];
@@ -126,20 +236,36 @@ vt_err vt_cert_ctx_new(const vt_cert_net *net, vt_cert_ctx **out)
         c->hm[k] = xcalloc(m, sizeof(double), &bad);
         c->mu[k] = xcalloc(m, sizeof(double), &bad), c->fa[k] = xcalloc(m, sizeof(double), &bad);
         if (k == 0) continue;
-        size_t in = c->n[k - 1];
-        c->W[k] = xcalloc(in * m, sizeof(double), &bad), c->WT[k] = xcalloc(in * m, sizeof(double), &bad);
+        size_t in = c->n[k - 1], ilo, ihi, jlo, jhi, fl = fsdp_len(c, in * m);
+        rows_of(c, in, &ilo, &ihi), rows_of(c, m, &jlo, &jhi);
+        if (in * m > gmax) gmax = in * m;
+        if (c->shard == VT_CERT_SHARD_FSDP)
+            c->W[k] = xcalloc(fl, sizeof(double), &bad), c->WT[k] = xcalloc(fl, sizeof(double), &bad);
+        else
+            c->W[k] = xcalloc((ihi - ilo) * m, sizeof(double), &bad),
+            c->WT[k] = xcalloc((jhi - jlo) * in, sizeof(double), &bad);
         c->b[k] = xcalloc(m, sizeof(double), &bad);
         c->zl[k] = xcalloc(m, sizeof(double), &bad), c->zu[k] = xcalloc(m, sizeof(double), &bad);
         c->al[k] = xcalloc(m, sizeof(double), &bad), c->au[k] = xcalloc(m, sizeof(double), &bad);
         c->am[k] = xcalloc(m, sizeof(double), &bad), c->dl[k] = xcalloc(m, sizeof(double), &bad);
         c->slope[k] = xcalloc(m, sizeof(double), &bad);
         if (bad) break;
-        for (size_t i = 0; i < in; i++)
-            for (size_t j = 0; j < m; j++) {
-                double w = net->W[k][i * m + j];
-                c->W[k][i * m + j] = w, c->WT[k][j * in + i] = w;
-                if (!isfinite(w)) bad = 2;
+        for (size_t q = 0; q < in * m; q++) /* every rank checks the whole layer: the same outcome */
+            if (!isfinite(net->W[k][q])) bad = 2;
+        if (c->shard == VT_CERT_SHARD_FSDP) { /* this rank's part of each chunk of both flat arrays */
+            size_t p = 0;
+            for (size_t off = 0; off < in * m; off += FSDP_CHUNK) {
+                size_t len = in * m - off < FSDP_CHUNK ? in * m - off : FSDP_CHUNK;
+                for (size_t q = off + part_lo(c, len, c->rank); q < off + part_lo(c, len, c->rank + 1); q++, p++)
+                    c->W[k][p] = net->W[k][q], c->WT[k][p] = net->W[k][(q % in) * m + q / in];
             }
+        } else
+            for (size_t i = 0; i < in; i++)
+                for (size_t j = 0; j < m; j++) {
+                    double w = net->W[k][i * m + j];
+                    if (i >= ilo && i < ihi) c->W[k][(i - ilo) * m + j] = w;
+                    if (j >= jlo && j < jhi) c->WT[k][(j - jlo) * in + i] = w;
+                }
         for (size_t j = 0; j < m; j++)
             if (!isfinite(c->b[k][j] = net->b[k][j])) bad = 2;
     }
@@ -150,10 +276,21 @@ vt_err vt_cert_ctx_new(const vt_cert_net *net, vt_cert_ctx **out)
     c->alpha_cur = xcalloc(c->n_alpha_row, sizeof(double), &bad);
     c->alpha_best = xcalloc(c->n_alpha_row, sizeof(double), &bad);
     c->grad = xcalloc(c->n_alpha_row, sizeof(double), &bad);
-    if (bad) {
+    if (c->comm) {
+        c->gbytes = xcalloc((size_t)c->size, sizeof(size_t), &bad);
+        if (c->shard == VT_CERT_SHARD_TP) c->gtmp = xcalloc(c->maxw, sizeof(double), &bad);
+        if (c->shard == VT_CERT_SHARD_FSDP) c->gbuf = xcalloc(gmax, sizeof(double), &bad);
+    }
+    vt_err e = VT_OK;
+    if (bad == 2) e = vt_set_error(VT_ERR_ARG, "certify: the network holds a weight that is not finite");
+    else if (bad) e = vt_set_error(VT_ERR_NOMEM, "out of memory");
+    if (c->comm && !g_shard.agreed) { /* every rank stops here with the lowest failing rank's error */
+        g_shard.agreed = 1;
+        e = vt_dist_agree(c->comm, e, NULL);
+    }
+    if (e) {
         vt_cert_ctx_free(c);
-        VT_RETURN_ERROR_IF(bad == 2, VT_ERR_ARG, "certify: the network holds a weight that is not finite");
-        return vt_set_error(VT_ERR_NOMEM, "out of memory");
+        return e;
     }
     *out = c;
     return VT_OK;
@@ -169,6 +306,7 @@ void vt_cert_ctx_free(vt_cert_ctx *c)
     }
     free(c->v0), free(c->v1), free(c->v2), free(c->v3), free(c->xs);
     free(c->alpha_cur), free(c->alpha_best), free(c->grad);
+    free(c->gbytes), free(c->gtmp), free(c->gbuf);
     free(c);
 }
 
@@ -216,10 +354,10 @@ static double rn32(double v) { return (double)(float)v; }
  * on non-negative terms) and Sb = S + |b|: |t - (z + b)| <= gamma_(n+1) Sb + (n + 2) 2^-125 =: e1
  * (Higham's gamma_m = m u / (1 - m u), u = 2^-24; a product or sum that underflows or is flushed
  * errs by at most 2^-126), then a separate rounded add errs by at most 2^-24 (Sb + e1) + 2^-125. */
-static double fp32_any_err(const vt_cert_ctx *c, uint32_t k, uint32_t j)
+static double fp32_any_err(const vt_cert_ctx *c, uint32_t k, uint32_t j, const double *w)
 {
     size_t in = c->n[k - 1];
-    const double *w = c->WT[k] + (size_t)j * in, *hm = c->hm[k - 1];
+    const double *hm = c->hm[k - 1];
     double s = 0;
     for (size_t i = 0; i < in; i++) s += fabs(w[i]) * hm[i];
     double S = UP(s + UP(UP(coef_c(in) * s) + coef_u(in)));
@@ -235,12 +373,19 @@ static double fp32_any_err(const vt_cert_ctx *c, uint32_t k, uint32_t j)
 static int finish_layer(vt_cert_ctx *c, uint32_t k)
 {
     int ok = 1;
+    double *fe = c->v1; /* fp32_any: each neuron's e, from its row of WT */
+    if (c->fp32_any) {
+        size_t lo, hi, in = c->n[k - 1];
+        const double *w = layer_rows(c, k, 1, &lo, &hi);
+        for (size_t j = lo; j < hi; j++) fe[j] = fp32_any_err(c, k, (uint32_t)j, w + (j - lo) * in);
+        share(c, fe, c->n[k]);
+    }
     for (uint32_t j = 0; j < c->n[k]; j++) {
         double zl = c->zl[k][j], zu = c->zu[k][j], b = c->b[k][j];
         double dl = rn32(rn32(zl) + b), du = rn32(rn32(zu) + b); /* double rounding innocuous: 53 >= 2*24+2 */
         double rl = DN(zl + b), ru = UP(zu + b);
         double al = dl < rl ? dl : rl, au = du > ru ? du : ru;
-        double e = c->fp32_any ? fp32_any_err(c, k, j) : 0;
+        double e = c->fp32_any ? fe[j] : 0;
         if (c->fp32_any) al = fmin(al, DN(DN(zl + b) - e)), au = fmax(au, UP(UP(zu + b) + e));
         double mz = fmax(fabs(zl), fabs(zu)), ma = fmax(fabs(al), fabs(au));
         c->al[k][j] = al, c->au[k][j] = au, c->am[k][j] = ma;
@@ -262,8 +407,10 @@ static void ibp_z(vt_cert_ctx *c, uint32_t k, int keep)
 {
     size_t in = c->n[k - 1];
     double *lo = c->v2, *hi = c->v3;
-    for (uint32_t j = 0; j < c->n[k]; j++) {
-        const double *w = c->WT[k] + (size_t)j * in;
+    size_t j0, j1;
+    const double *wk = layer_rows(c, k, 1, &j0, &j1);
+    for (size_t j = j0; j < j1; j++) {
+        const double *w = wk + (j - j0) * in;
         for (size_t i = 0; i < in; i++) {
             lo[i] = w[i] >= 0 ? c->hl[k - 1][i] : c->hu[k - 1][i];
             hi[i] = w[i] >= 0 ? c->hu[k - 1][i] : c->hl[k - 1][i];
@@ -272,6 +419,7 @@ static void ibp_z(vt_cert_ctx *c, uint32_t k, int keep)
         if (!keep || l > c->zl[k][j]) c->zl[k][j] = l;
         if (!keep || u < c->zu[k][j]) c->zu[k][j] = u;
     }
+    share(c, c->zl[k], c->n[k]), share(c, c->zu[k], c->n[k]);
 }
 
 /* ---------------------------------------------------------------- CROWN's backward pass */
@@ -293,7 +441,10 @@ static double backward_lb(vt_cert_ctx *c, uint32_t k, int from_a, const double *
             K = DN(K - dot_hi(errv, c->dl[m], out));
         }
         /* lam . z_m = (W_m lam) . h_(m-1): nu = fl(W_m lam), its error times max|h| */
-        for (size_t i = 0; i < in; i++) dotk(c->W[m] + i * out, lam, 1, out, &nu[i], &errv[i]);
+        size_t i0, i1;
+        const double *wm = layer_rows(c, m, 2, &i0, &i1);
+        for (size_t i = i0; i < i1; i++) dotk(wm + (i - i0) * out, lam, 1, out, &nu[i], &errv[i]);
+        share(c, nu, in), share(c, errv, in);
         K = DN(K - dot_hi(errv, c->hm[m - 1], in));
         if (m == 1) { /* concretise over the box */
             for (size_t i = 0; i < in; i++) c->xs[i] = nu[i] >= 0 ? c->hl[0][i] : c->hu[0][i];
@@ -364,11 +515,11 @@ vt_err vt_cert_logit_bounds(vt_cert_ctx *c, const double *xl, const double *xu, 
     uint32_t L = c->L;
     if (!layer_bounds(c, xl, xu, s->method)) {
         for (uint32_t j = 0; j < c->n[L]; j++) ol[j] = -INFINITY, ou[j] = INFINITY;
-        return VT_OK;
+        return c->err;
     }
     memcpy(ol, c->al[L], c->n[L] * sizeof *ol);
     memcpy(ou, c->au[L], c->n[L] * sizeof *ou);
-    return VT_OK;
+    return c->err;
 }
 
 /* alpha-CROWN's gradient of the row's bound with respect to its slopes (after a backward pass that
@@ -379,9 +530,10 @@ static void alpha_grad(vt_cert_ctx *c, const double *alpha, double *g)
     memcpy(c->fa[0], c->xs, c->n[0] * sizeof(double));
     size_t off = 0;
     for (uint32_t m = 1; m < c->L; m++) {
-        size_t in = c->n[m - 1];
-        for (uint32_t j = 0; j < c->n[m]; j++) {
-            const double *w = c->WT[m] + (size_t)j * in;
+        size_t in = c->n[m - 1], j0, j1;
+        const double *wm = layer_rows(c, m, 1, &j0, &j1);
+        for (size_t j = j0; j < j1; j++) {
+            const double *w = wm + (j - j0) * in;
             double a = c->b[m][j];
             for (size_t i = 0; i < in; i++) a += w[i] * c->fa[m - 1][i];
             double l = c->al[m][j], u = c->au[m][j], h;
@@ -394,6 +546,7 @@ static void alpha_grad(vt_cert_ctx *c, const double *alpha, double *g)
             } else h = c->slope[m][j] * (a - l);
             c->fa[m][j] = h;
         }
+        share(c, c->fa[m], c->n[m]), share(c, g + off, c->n[m]);
         off += c->n[m];
     }
 }
@@ -447,7 +600,7 @@ vt_err vt_cert_bounds(vt_cert_ctx *c, const double *xl, const double *xu, uint32
     if (alpha) memset(alpha, 0, vt_cert_n_alpha(c) * sizeof *alpha);
     if (!layer_bounds(c, xl, xu, s->method)) {
         for (uint32_t j = 0; j < no; j++) lb[j] = j == label ? 0 : -INFINITY;
-        return VT_OK;
+        return c->err;
     }
     for (uint32_t j = 0, r = 0; j < no; j++) {
         if (j == label) {
@@ -467,7 +620,7 @@ vt_err vt_cert_bounds(vt_cert_ctx *c, const double *xl, const double *xu, uint32
         lb[j] = best > ibp ? best : ibp; /* both sound */
         r++;
     }
-    return VT_OK;
+    return c->err;
 }
 
 double vt_cert_row_lo(const double *row, const double *ol, const double *ou, uint32_t n, double *work)
@@ -489,10 +642,10 @@ vt_err vt_cert_spec_bounds(vt_cert_ctx *c, const double *xl, const double *xu, c
     size_t na = c->n_alpha_row;
     if (alpha && s->method == VT_CERT_ALPHA_CROWN) memset(alpha, 0, (size_t)m * na * sizeof *alpha);
     for (uint32_t r = 0; r < m; r++) lb[r] = -INFINITY;
-    if (!layer_bounds(c, xl, xu, s->method)) return VT_OK;
+    if (!layer_bounds(c, xl, xu, s->method)) return c->err;
     double *work = c->xs; /* maxw doubles; free until a backward pass */
     for (uint32_t r = 0; r < m; r++) {
-        if (expired(c)) return VT_OK;
+        if (expired(c)) return c->err;
         const double *cr = C + (size_t)r * no;
         double ibp = vt_cert_row_lo(cr, c->al[L], c->au[L], no, work);
         if (ibp != ibp) ibp = -INFINITY;
@@ -505,7 +658,7 @@ vt_err vt_cert_spec_bounds(vt_cert_ctx *c, const double *xl, const double *xu, c
         double best = crown_row(c, row, s, alpha && s->method == VT_CERT_ALPHA_CROWN ? alpha + (size_t)r * na : NULL);
         lb[r] = best > ibp ? best : ibp;
     }
-    return VT_OK;
+    return c->err;
 }
 
 size_t vt_cert_n_alpha_row(const vt_cert_ctx *c) { return c->n_alpha_row; }
@@ -526,15 +679,17 @@ void vt_cert_forward64(vt_cert_ctx *c, const double *x, double *logits)
 {
     const double *h = x;
     for (uint32_t k = 1; k <= c->L; k++) {
-        size_t in = c->n[k - 1];
+        size_t in = c->n[k - 1], j0, j1;
         double *o = k == c->L ? logits : c->fa[k];
-        for (uint32_t j = 0; j < c->n[k]; j++) {
-            const double *w = c->WT[k] + (size_t)j * in;
+        const double *wk = layer_rows(c, k, 1, &j0, &j1);
+        for (size_t j = j0; j < j1; j++) {
+            const double *w = wk + (j - j0) * in;
             double a = 0;
             for (size_t i = 0; i < in; i++) a += w[i] * h[i];
             a += c->b[k][j];
             o[j] = k < c->L && a < 0 ? 0 : a;
         }
+        share(c, o, c->n[k]);
         h = o;
     }
 }
@@ -542,12 +697,14 @@ void vt_cert_forward64(vt_cert_ctx *c, const double *x, double *logits)
 void vt_cert_backprop64(vt_cert_ctx *c, double *g, double *g2)
 {
     for (uint32_t k = c->L; k >= 1; k--) {
-        size_t in = c->n[k - 1], out = c->n[k];
-        for (size_t i = 0; i < in; i++) {
+        size_t in = c->n[k - 1], out = c->n[k], i0, i1;
+        const double *wk = layer_rows(c, k, 2, &i0, &i1);
+        for (size_t i = i0; i < i1; i++) {
             double a = 0;
-            for (size_t j = 0; j < out; j++) a += c->W[k][i * out + j] * g[j];
+            for (size_t j = 0; j < out; j++) a += wk[(i - i0) * out + j] * g[j];
             g2[i] = k > 1 && c->fa[k - 1][i] <= 0 ? 0 : a;
         }
+        share(c, g2, in);
         memcpy(g, g2, in * sizeof *g);
     }
 }
@@ -629,7 +786,7 @@ vt_err vt_cert_attack(vt_cert_ctx *c, const float *x, double eps, uint32_t label
     }
 done:
     free(xc), free(g), free(g2), free(lg), free(xf);
-    return e;
+    return e ? e : c->err;
 }
 
 uint32_t vt_cert_max_width(const vt_cert_ctx *c) { return c->maxw; }
