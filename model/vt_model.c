@@ -617,8 +617,14 @@ vt_err vt_model_run(vt_model *m, const vt_dataset *ds, vt_rctx *rc, uint32_t upt
     m->rctx = NULL;
     m->in_step = 0;
     if (m->sst && upto == m->prog.n_ops) { /* every rank's updated parameters to every rank */
+        /* an update may fail on its owner alone: the ranks agree first; a failing rank keeps its
+         * own error (the caller agrees on it as on any step's), the others take the failing one's */
         int failed = -1;
-        e = vt_dist_agree(m->sst->comm, e, &failed); /* (an update may fail on its owner alone) */
+        char own[512];
+        snprintf(own, sizeof own, "%s", e ? vt_errmsg() : "");
+        vt_err mine = e;
+        e = vt_dist_agree(m->sst->comm, e, &failed);
+        if (mine) e = vt_set_error(mine, "%s", own);
         if (!e) e = vti_sstate_allgather_params(m);
     }
     VT_FORWARD_IF_ERROR(e);
