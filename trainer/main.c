@@ -591,9 +591,10 @@ static int cmd_train(int argc, char **argv)
         if (rank == 0 && !o.quiet && rc.batch % (uint32_t)size == 0) /* information: outside the manifest */
             fprintf(stderr,
                     "trainer: data-parallel on %d ranks: the batch of %u split %u per rank (rank r: examples r*%u .. "
-                    "r*%u+%u of each step), rank 0 writes %s\n",
+                    "r*%u+%u of each step), rank 0 writes %s%s\n",
                     size, rc.batch, rc.batch / (uint32_t)size, rc.batch / (uint32_t)size,
-                    rc.batch / (uint32_t)size, rc.batch / (uint32_t)size - 1, o.run_dir);
+                    rc.batch / (uint32_t)size, rc.batch / (uint32_t)size - 1, o.run_dir,
+                    o.shard_state ? "; --shard-state: each rank holds and updates 1/N of the optimiser state" : "");
     }
     vt_train_result res;
     e = vt_train_run(&rc, &o, &res);
