@@ -21,10 +21,12 @@
 #include "../run/vt_train.h"
 #include "../store/vt_store.h"
 #include "vt_cert.h"
+#include "vt_cert_graph.h"
 #include "vt_cert_int.h"
 
 #define CERT_MAGIC "VTCERT01"
 #define CERT_VERSION 1u
+#define CERT_VERSION_CNN 4u /* the same layout, a residual CNN run bounded as a graph (vt_cert_graph.h) */
 #define CERT_HEADER 244u
 
 typedef struct {
@@ -36,11 +38,14 @@ typedef struct {
     uint8_t manifest_hash[32];
     uint32_t logits; /* the tensor the softmax reads */
     int have_model;
+    int allow_graph;        /* a residual CNN run is read as a graph (certify / check-certificate RUN_DIR) */
+    vt_cert_graph *graph;   /* the CNN's evaluation pass; NULL for an MLP */
 } cert_run;
 
 static void cert_run_free(cert_run *r)
 {
     if (r->have_model) vt_model_free(&r->m);
+    vt_cert_graph_free(r->graph);
     vt_data_free(&r->ds);
 }
 
@@ -81,9 +86,10 @@ static vt_err load_state(const vt_cert_opts *o, cert_run *r)
     if (!e) e = vt_manifest_parse(manifest, ml, &r->rc, dh);
     free(manifest);
     vt_store_close(st);
-    if (!e && r->rc.arch != VT_ARCH_MLP)
-        e = vt_set_error(VT_ERR_UNSUPPORTED, "certify: the run is a %s; only MLP runs are certified so far (CNN: "
-                         "later; transformers: out of scope)", r->rc.arch == VT_ARCH_GPT ? "GPT" : "CNN");
+    if (!e && r->rc.arch != VT_ARCH_MLP && !(r->allow_graph && r->rc.arch == VT_ARCH_RESNET))
+        e = vt_set_error(VT_ERR_UNSUPPORTED, "certify: the run is a %s; %s", r->rc.arch == VT_ARCH_GPT ? "GPT" : "CNN",
+                         r->rc.arch == VT_ARCH_GPT ? "transformers are out of scope"
+                                                   : "a CNN run is certified by `certify RUN_DIR --eps` only");
     if (!e) e = vt_model_init(&r->m, &r->rc, r->rc.batch, (vt_order)o->order);
     if (!e) r->have_model = 1;
     const vt_program *p = &r->m.prog;
@@ -100,6 +106,12 @@ static vt_err load_state(const vt_cert_opts *o, cert_run *r)
     if (!e && memcmp(sh, r->ex.state_hash, 32) != 0)
         e = vt_set_error(VT_ERR_MISMATCH, "certify: the state read back does not give the committed state hash");
     if (e) return e;
+    if (r->rc.arch == VT_ARCH_RESNET) { /* the evaluation pass as a graph; net: only its widths */
+        VT_FORWARD_IF_ERROR(vt_cert_graph_from_program(&r->m, &r->logits, &r->graph));
+        r->net.L = 1, r->net.n[0] = vt_cert_graph_size(r->graph, 0);
+        r->net.n[1] = vt_cert_graph_size(r->graph, vt_cert_graph_n_nodes(r->graph) - 1);
+        return VT_OK;
+    }
     /* the network */
     r->net.L = r->rc.n_layers;
     VT_RETURN_ERROR_IF(r->net.L > VT_CERT_MAX_LAYERS, VT_ERR_UNSUPPORTED, "certify: %u layers", r->net.L);
@@ -127,6 +139,7 @@ static vt_err load_data(const vt_cert_opts *o, cert_run *r)
 {
     char spec[VT_RECIPE_SPEC_MAX];
     if (strncmp(r->rc.dataset, "mnist", 5) == 0) snprintf(spec, sizeof spec, "mnist-test");
+    else if (strncmp(r->rc.dataset, "cifar10", 7) == 0) snprintf(spec, sizeof spec, "cifar10-test");
     else vt_recipe_dataset_spec(&r->rc, spec, sizeof spec);
     VT_FORWARD_IF_ERROR(vt_data_load(spec, o->data_root, &r->ds));
     VT_RETURN_ERROR_IF(r->ds.d != r->net.n[0] || r->ds.text, VT_ERR_ARG, "certify: %s does not fit the model", spec);
@@ -157,7 +170,7 @@ static vt_err confirm(void *ctx, const float *x, uint32_t label, int *mis)
     uint32_t first, last;
     vt_program_eval_range(p, &first, &last);
     vt_err e = vt_rctx_begin_step(&rc, 1, &log);
-    for (uint32_t j = first; j < last && !e; j++) e = vt_model_exec_op(m, &r->ds, &rc, 1, j); /* the softmax not needed */
+    for (uint32_t j = first; j < last && !e; j++) e = r->graph ? vt_cert_eval_op(m, &r->ds, &rc, j) : vt_model_exec_op(m, &r->ds, &rc, 1, j);
     vt_exec_free(&m->exec);
     m->exec = saved;
     vt_steplog_free(&log);
@@ -175,7 +188,7 @@ static void put_header(vti_buf *o, const vt_cert_opts *op, const cert_run *r, ui
 {
     const vt_cert_settings *s = &op->set;
     vti_put(o, CERT_MAGIC, 8);
-    vti_put32(o, CERT_VERSION), vti_put32(o, (uint32_t)s->method), vti_put32(o, op->examples);
+    vti_put32(o, r->graph ? CERT_VERSION_CNN : CERT_VERSION), vti_put32(o, (uint32_t)s->method), vti_put32(o, op->examples);
     vti_put32(o, r->net.n[r->net.L]), vti_put32(o, r->net.n[0]), vti_put32(o, n_alpha);
     vti_put64(o, r->ex.step), vti_put64(o, vt_f64_bits(op->eps));
     vti_put32(o, s->alpha_iters), vti_put64(o, vt_f64_bits(s->alpha_step)), vti_put64(o, vt_f64_bits(s->alpha_decay));
@@ -216,7 +229,9 @@ static vt_err write_vnnlib(const char *dir, uint32_t i, const double *xl, const 
 static vt_err compute(const vt_cert_opts *op, cert_run *r, vti_buf *o, vt_cert_result *res, report *rep)
 {
     vt_cert_ctx *c = NULL;
-    VT_FORWARD_IF_ERROR(vt_cert_ctx_new(&r->net, &c));
+    VT_RETURN_ERROR_IF(r->graph && op->set.method == VT_CERT_ALPHA_CROWN, VT_ERR_UNSUPPORTED,
+                       "certify: alpha-CROWN is not implemented for the residual CNN (--method ibp or crown)");
+    if (!r->graph) VT_FORWARD_IF_ERROR(vt_cert_ctx_new(&r->net, &c));
     uint32_t d = r->net.n[0], C = r->net.n[r->net.L];
     size_t na = op->set.method == VT_CERT_ALPHA_CROWN ? vt_cert_n_alpha(c) : 0;
     vt_err e = na > UINT32_MAX ? vt_set_error(VT_ERR_LIMIT, "certify: too many slopes") : VT_OK;
@@ -234,7 +249,8 @@ static vt_err compute(const vt_cert_opts *op, cert_run *r, vti_buf *o, vt_cert_r
         vt_cert_box(x, d, op->eps, xl, xu);
         if (op->vnnlib_dir) e = write_vnnlib(op->vnnlib_dir, i, xl, xu, d, lab, C);
         if (e) break;
-        e = vt_cert_bounds(c, xl, xu, lab, &op->set, lb, na ? alpha : NULL);
+        e = r->graph ? vt_cert_graph_bounds(r->graph, xl, xu, lab, op->set.method, lb)
+                     : vt_cert_bounds(c, xl, xu, lab, &op->set, lb, na ? alpha : NULL);
         if (e) break;
         double mn = INFINITY;
         for (uint32_t j = 0; j < C; j++)
@@ -242,7 +258,8 @@ static vt_err compute(const vt_cert_opts *op, cert_run *r, vti_buf *o, vt_cert_r
         vt_cert_answer ans = mn > 0 ? VT_CERT_VERIFIED : VT_CERT_UNKNOWN;
         int found = 0;
         if (ans != VT_CERT_VERIFIED) {
-            e = vt_cert_attack(c, x, op->eps, lab, i, &op->set, confirm, r, cex, &found);
+            e = r->graph ? vt_cert_graph_attack(r->graph, x, op->eps, lab, i, &op->set, confirm, r, cex, &found)
+                         : vt_cert_attack(c, x, op->eps, lab, i, &op->set, confirm, r, cex, &found);
             if (e) break;
             if (found) ans = VT_CERT_FALSIFIED;
         }
@@ -271,6 +288,7 @@ static vt_err compute(const vt_cert_opts *op, cert_run *r, vti_buf *o, vt_cert_r
 static vt_err load(const vt_cert_opts *o, cert_run *r)
 {
     memset(r, 0, sizeof *r);
+    r->allow_graph = 1;
     VT_RETURN_ERROR_IF(!(o->eps >= 0) || !(o->eps <= 1), VT_ERR_ARG, "certify: --eps must be in [0, 1]");
     VT_RETURN_ERROR_IF(o->examples < 1, VT_ERR_ARG, "certify: --examples must be at least 1");
     VT_FORWARD_IF_ERROR(load_state(o, r));
@@ -357,8 +375,9 @@ static vt_err parse(const uint8_t *p, size_t n, vt_cert_opts *o, uint8_t state_h
                        "a VNN-LIB certificate of a committed run (version 3): check it with RUN_DIR --vnnlib FILE");
     VT_RETURN_ERROR_IF(n < CERT_HEADER + 96 || memcmp(p, CERT_MAGIC, 8) != 0, VT_ERR_FORMAT,
                        "not a certificate (magic, or shorter than its header)");
-    VT_RETURN_ERROR_IF(vt_get_u32le(p + 8) != CERT_VERSION, VT_ERR_FORMAT, "certificate version %u (this auditor: %u)",
-                       vt_get_u32le(p + 8), CERT_VERSION);
+    VT_RETURN_ERROR_IF(vt_get_u32le(p + 8) != CERT_VERSION && vt_get_u32le(p + 8) != CERT_VERSION_CNN, VT_ERR_FORMAT,
+                       "certificate version %u (this auditor: %u, %u for a CNN run)", vt_get_u32le(p + 8), CERT_VERSION,
+                       CERT_VERSION_CNN);
     uint32_t meth = vt_get_u32le(p + 12), N = vt_get_u32le(p + 16), C = vt_get_u32le(p + 20), d = vt_get_u32le(p + 24),
              A = vt_get_u32le(p + 28);
     VT_RETURN_ERROR_IF(meth > VT_CERT_ALPHA_CROWN || N < 1 || C < 2 || C > VT_CERT_MAX_WIDTH || d < 1 ||

@@ -35,3 +35,7 @@ if(TARGET test_cert_onnx AND TARGET vt_onnx_pb)
   target_link_libraries(test_cert_onnx PRIVATE vt_onnx_pb)
   target_compile_definitions(test_cert_onnx PRIVATE VT_HAVE_ONNX)
 endif()
+# The residual CNN: tests/cert_cnn.sh (tiny resnet runs certified with IBP and CROWN, re-checked in
+# other orders); test_cert_cnn.c (the graph bounds against sampled inputs) comes from the glob.
+add_test(NAME cert_cnn COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/cert_cnn.sh ${CMAKE_BINARY_DIR})
+set_tests_properties(cert_cnn PROPERTIES TIMEOUT 300)

@@ -1,0 +1,604 @@
+/* vt_cert_graph.c - sound IBP and CROWN bounds of a layer graph (docs/certify.md "The residual
+ * CNN"). Every linear node is a sparse operator y_j = sum_k A_jk x_(i_k) + c_j + e_j (doubles A, c:
+ * exact numbers) with |e_j| <= E_j, a bound computed per box from the interval magnitudes that covers
+ * both the real network's deviation from the stored coefficients (batch norm's scale) and the
+ * deployed network's RN32 of each rounded operation. Dot products carry the error term of
+ * docs/certify.md "Soundness" item 2; every scalar is rounded outward. */
+#include "vt_cert_graph.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { N_INPUT, N_LIN, N_ADD, N_RELU, N_MAXPOOL };
+
+typedef struct {
+    int kind;
+    uint32_t a, b, n;
+    /* N_LIN: rows = outputs (rp, ci, v), the transpose (trp, tci, tv); N_MAXPOOL: the windows (rp, ci) */
+    uint32_t *rp, *ci, *trp, *tci;
+    double *v, *tv, *c;
+    double *ea, *eb; /* batch norm: E_j += ea_j max|x_j| + eb_j */
+    double rel, abs_; /* E_j += rel max|y_j| + abs_ */
+    double *l, *u, *E, *x64, *g64, *lam, *errx;
+} gnode;
+
+struct vt_cert_graph {
+    uint32_t n_nodes;
+    gnode nd[VT_CERT_GRAPH_MAX_NODES];
+};
+
+static const double U53 = 0x1p-53;
+
+static double UP(double v) { return nextafter(v, INFINITY); }
+static double DN(double v) { return nextafter(v, -INFINITY); }
+static double amax(double a, double b) { return fabs(a) > fabs(b) ? fabs(a) : fabs(b); }
+
+/* the error bound of a dot product of n terms whose computed absolute sum is A (docs/certify.md item 2) */
+static double dot_err(uint32_t n, double A)
+{
+    double C = UP(UP((double)n + 2) * U53 * (1 + 0x1p-20));
+    return UP(UP(C * A) + (double)(n + 1) * 0x1p-1074);
+}
+
+/* ---------------------------------------------------------------- building */
+
+vt_err vt_cert_graph_new(uint32_t d, vt_cert_graph **out)
+{
+    VT_RETURN_ERROR_IF(d < 1 || d > VT_CERT_MAX_WIDTH * 4u, VT_ERR_LIMIT, "certify: input of %u values", d);
+    vt_cert_graph *g = calloc(1, sizeof *g);
+    VT_RETURN_ERROR_IF(!g, VT_ERR_NOMEM, "out of memory");
+    g->n_nodes = 1;
+    g->nd[0].kind = N_INPUT, g->nd[0].n = d;
+    *out = g;
+    return VT_OK;
+}
+
+static void node_free(gnode *q)
+{
+    free(q->rp), free(q->ci), free(q->trp), free(q->tci), free(q->v), free(q->tv), free(q->c), free(q->ea), free(q->eb);
+    free(q->l), free(q->u), free(q->E), free(q->x64), free(q->g64), free(q->lam), free(q->errx);
+}
+
+void vt_cert_graph_free(vt_cert_graph *g)
+{
+    if (!g) return;
+    for (uint32_t i = 0; i < g->n_nodes; i++) node_free(&g->nd[i]);
+    free(g);
+}
+
+uint32_t vt_cert_graph_n_nodes(const vt_cert_graph *g) { return g->n_nodes; }
+uint32_t vt_cert_graph_size(const vt_cert_graph *g, uint32_t node) { return g->nd[node].n; }
+
+/* a new node of n values reading a (and b); its work arrays */
+static vt_err node_add(vt_cert_graph *g, int kind, uint32_t a, uint32_t b, uint32_t n, gnode **q)
+{
+    VT_RETURN_ERROR_IF(g->n_nodes >= VT_CERT_GRAPH_MAX_NODES, VT_ERR_LIMIT, "certify: more than %u nodes",
+                       VT_CERT_GRAPH_MAX_NODES);
+    VT_RETURN_ERROR_IF(a >= g->n_nodes || b >= g->n_nodes, VT_ERR_ARG, "certify: a node reads a later node");
+    VT_RETURN_ERROR_IF(n < 1 || n > (1u << 26), VT_ERR_LIMIT, "certify: a node of %u values", n);
+    gnode *r = &g->nd[g->n_nodes];
+    memset(r, 0, sizeof *r);
+    r->kind = kind, r->a = a, r->b = b, r->n = n;
+    *q = r;
+    return VT_OK;
+}
+
+static vt_err node_alloc(gnode *q)
+{
+    size_t n = q->n;
+    q->l = malloc(n * sizeof *q->l), q->u = malloc(n * sizeof *q->u), q->E = calloc(n, sizeof *q->E);
+    q->x64 = malloc(n * sizeof *q->x64), q->g64 = malloc(n * sizeof *q->g64), q->lam = malloc(n * sizeof *q->lam);
+    q->errx = malloc(n * sizeof *q->errx);
+    VT_RETURN_ERROR_IF(!q->l || !q->u || !q->E || !q->x64 || !q->g64 || !q->lam || !q->errx, VT_ERR_NOMEM,
+                       "out of memory");
+    return VT_OK;
+}
+
+/* the transpose of a node's rows (rows = inputs of n_in values), in increasing output order */
+static vt_err transpose(gnode *q, uint32_t n_in)
+{
+    uint32_t nnz = q->rp[q->n];
+    q->trp = calloc((size_t)n_in + 1, sizeof *q->trp), q->tci = malloc((nnz ? nnz : 1) * sizeof *q->tci);
+    q->tv = malloc((nnz ? nnz : 1) * sizeof *q->tv);
+    VT_RETURN_ERROR_IF(!q->trp || !q->tci || !q->tv, VT_ERR_NOMEM, "out of memory");
+    for (uint32_t k = 0; k < nnz; k++) q->trp[q->ci[k] + 1]++;
+    for (uint32_t i = 0; i < n_in; i++) q->trp[i + 1] += q->trp[i];
+    uint32_t *pos = malloc(((size_t)n_in + 1) * sizeof *pos);
+    VT_RETURN_ERROR_IF(!pos, VT_ERR_NOMEM, "out of memory");
+    memcpy(pos, q->trp, ((size_t)n_in + 1) * sizeof *pos);
+    for (uint32_t j = 0; j < q->n; j++)
+        for (uint32_t k = q->rp[j]; k < q->rp[j + 1]; k++) {
+            uint32_t t = pos[q->ci[k]]++;
+            q->tci[t] = j, q->tv[t] = q->v[k];
+        }
+    free(pos);
+    return VT_OK;
+}
+
+/* the rows of a linear node: nnz entries at most */
+static vt_err rows_alloc(gnode *q, size_t nnz, int vals)
+{
+    VT_RETURN_ERROR_IF(nnz >= (1u << 31), VT_ERR_LIMIT, "certify: a layer of %zu weights", nnz);
+    q->rp = calloc((size_t)q->n + 1, sizeof *q->rp), q->ci = malloc((nnz ? nnz : 1) * sizeof *q->ci);
+    if (vals) q->v = malloc((nnz ? nnz : 1) * sizeof *q->v);
+    VT_RETURN_ERROR_IF(!q->rp || !q->ci || (vals && !q->v), VT_ERR_NOMEM, "out of memory");
+    return VT_OK;
+}
+
+static vt_err finish_lin(vt_cert_graph *g, gnode *q, int rounded, uint32_t *id)
+{
+    q->rel = rounded ? 0x1p-24 : 0, q->abs_ = rounded ? 0x1p-149 : 0;
+    VT_FORWARD_IF_ERROR(transpose(q, g->nd[q->a].n));
+    VT_FORWARD_IF_ERROR(node_alloc(q));
+    *id = g->n_nodes++;
+    return VT_OK;
+}
+
+vt_err vt_cert_graph_conv(vt_cert_graph *g, uint32_t in, uint32_t H, uint32_t W, uint32_t Cin, uint32_t k, uint32_t s,
+                          uint32_t p, int chw, uint32_t Cout, const float *w, int rounded, uint32_t *id)
+{
+    VT_RETURN_ERROR_IF(k < 1 || s < 1 || p >= k || H + 2 * p < k || W + 2 * p < k || Cin < 1 || Cout < 1 || H > 4096 ||
+                           W > 4096 || Cin > 65536 || Cout > 65536,
+                       VT_ERR_ARG, "certify: bad convolution geometry");
+    VT_RETURN_ERROR_IF(in >= g->n_nodes || g->nd[in].n != H * W * Cin, VT_ERR_ARG, "certify: a convolution's input size");
+    uint32_t Ho = (H + 2 * p - k) / s + 1, Wo = (W + 2 * p - k) / s + 1;
+    gnode *q;
+    VT_FORWARD_IF_ERROR(node_add(g, N_LIN, in, in, Ho * Wo * Cout, &q));
+    VT_FORWARD_IF_ERROR(rows_alloc(q, (size_t)q->n * k * k * Cin, 1));
+    uint32_t t = 0;
+    for (uint32_t oy = 0; oy < Ho; oy++)
+        for (uint32_t ox = 0; ox < Wo; ox++)
+            for (uint32_t co = 0; co < Cout; co++) {
+                uint32_t j = (oy * Wo + ox) * Cout + co;
+                for (uint32_t ky = 0; ky < k; ky++)
+                    for (uint32_t kx = 0; kx < k; kx++) {
+                        int64_t iy = (int64_t)oy * s + ky - p, ix = (int64_t)ox * s + kx - p;
+                        if (iy < 0 || ix < 0 || iy >= H || ix >= W) continue;
+                        for (uint32_t c = 0; c < Cin; c++) {
+                            float wv = w[((size_t)(ky * k + kx) * Cin + c) * Cout + co];
+                            if (wv == 0) continue;
+                            VT_RETURN_ERROR_IF(!isfinite(wv), VT_ERR_UNSUPPORTED, "certify: a weight is not finite");
+                            q->ci[t] = chw ? (c * H + (uint32_t)iy) * W + (uint32_t)ix : ((uint32_t)iy * W + (uint32_t)ix) * Cin + c;
+                            q->v[t++] = wv;
+                        }
+                    }
+                q->rp[j + 1] = t;
+            }
+    return finish_lin(g, q, rounded, id);
+}
+
+vt_err vt_cert_graph_dense(vt_cert_graph *g, uint32_t in, uint32_t n_out, const float *w, int rounded, uint32_t *id)
+{
+    VT_RETURN_ERROR_IF(in >= g->n_nodes, VT_ERR_ARG, "certify: a dense layer's input");
+    uint32_t ni = g->nd[in].n;
+    gnode *q;
+    VT_FORWARD_IF_ERROR(node_add(g, N_LIN, in, in, n_out, &q));
+    VT_FORWARD_IF_ERROR(rows_alloc(q, (size_t)ni * n_out, 1));
+    uint32_t t = 0;
+    for (uint32_t j = 0; j < n_out; j++) {
+        for (uint32_t i = 0; i < ni; i++) {
+            float wv = w[(size_t)i * n_out + j];
+            VT_RETURN_ERROR_IF(!isfinite(wv), VT_ERR_UNSUPPORTED, "certify: a weight is not finite");
+            if (wv != 0) q->ci[t] = i, q->v[t++] = wv;
+        }
+        q->rp[j + 1] = t;
+    }
+    return finish_lin(g, q, rounded, id);
+}
+
+/* a diagonal node y_j = v_j x_j + c_j (c allocated, filled by the caller) */
+static vt_err diag_node(vt_cert_graph *g, uint32_t in, gnode **out)
+{
+    VT_RETURN_ERROR_IF(in >= g->n_nodes, VT_ERR_ARG, "certify: a node's input");
+    gnode *q;
+    VT_FORWARD_IF_ERROR(node_add(g, N_LIN, in, in, g->nd[in].n, &q));
+    VT_FORWARD_IF_ERROR(rows_alloc(q, q->n, 1));
+    q->c = malloc((size_t)q->n * sizeof *q->c);
+    VT_RETURN_ERROR_IF(!q->c, VT_ERR_NOMEM, "out of memory");
+    for (uint32_t j = 0; j < q->n; j++) q->ci[j] = j, q->v[j] = 1, q->rp[j + 1] = j + 1;
+    *out = q;
+    return VT_OK;
+}
+
+vt_err vt_cert_graph_bias(vt_cert_graph *g, uint32_t in, const float *b, uint32_t *id)
+{
+    gnode *q;
+    VT_FORWARD_IF_ERROR(diag_node(g, in, &q));
+    for (uint32_t j = 0; j < q->n; j++) {
+        VT_RETURN_ERROR_IF(!isfinite(b[j]), VT_ERR_UNSUPPORTED, "certify: a bias is not finite");
+        q->c[j] = b[j];
+    }
+    return finish_lin(g, q, 1, id);
+}
+
+/* Batch norm: s0 = fl(gamma / fl(sqrt(fl(rv + eps)))), c0 = fl(beta - fl(s0 rm)), within a relative
+ * 4u of s = gamma / sqrt(rv + eps) and of beta - s0 rm; the real y = s x + beta - s rm differs from
+ * s0 x + c0 by at most 2^-48 (|s0| (|x| + |rm|) + |c0| + |beta|) (generously); the deployed value is
+ * RN32 of the FP64 chain gamma ((x - rm) / d) + beta (six correctly rounded FP64 operations, each
+ * within u of its exact result, no FP64 underflow above 2^-1022 but one absolute 2^-1060 allowed):
+ * within 2^-50 (|s0| (|x| + |rm|) + |y|) + 2^-1060 of the real value, then 2^-24 |y| + 2^-149. */
+vt_err vt_cert_graph_bn(vt_cert_graph *g, uint32_t in, uint32_t C, const float *rm, const float *rv,
+                        const float *gamma, const float *beta, double eps, uint32_t *id)
+{
+    VT_RETURN_ERROR_IF(C < 1 || in >= g->n_nodes || g->nd[in].n % C, VT_ERR_ARG, "certify: batch norm of %u channels", C);
+    gnode *q;
+    VT_FORWARD_IF_ERROR(diag_node(g, in, &q));
+    q->ea = malloc((size_t)q->n * sizeof *q->ea), q->eb = malloc((size_t)q->n * sizeof *q->eb);
+    VT_RETURN_ERROR_IF(!q->ea || !q->eb, VT_ERR_NOMEM, "out of memory");
+    for (uint32_t j = 0; j < q->n; j++) {
+        uint32_t c = j % C;
+        double v = (double)rv[c] + eps;
+        VT_RETURN_ERROR_IF(!(v > 0x1p-900) || !isfinite(v) || !isfinite(rm[c]) || !isfinite(gamma[c]) ||
+                               !isfinite(beta[c]),
+                           VT_ERR_UNSUPPORTED, "certify: a batch norm statistic is not finite or its variance not positive");
+        double s0 = (double)gamma[c] / sqrt(v), c0 = (double)beta[c] - s0 * (double)rm[c];
+        VT_RETURN_ERROR_IF(!isfinite(s0) || !isfinite(c0), VT_ERR_UNSUPPORTED, "certify: a batch norm scale is not finite");
+        q->v[j] = s0, q->c[j] = c0;
+        q->ea[j] = UP(0x1p-48 * fabs(s0) + 0x1p-50 * fabs(s0));
+        q->eb[j] = UP(UP(UP(0x1p-47 * fabs(s0) * fabs((double)rm[c])) + 0x1p-48 * (fabs(c0) + fabs((double)beta[c]))) +
+                      0x1p-1059);
+    }
+    VT_FORWARD_IF_ERROR(finish_lin(g, q, 1, id));
+    q->rel = 0x1p-24 + 0x1p-49;
+    return VT_OK;
+}
+
+vt_err vt_cert_graph_avgpool(vt_cert_graph *g, uint32_t in, uint32_t HW, uint32_t C, float w, uint32_t *id)
+{
+    VT_RETURN_ERROR_IF(HW < 1 || C < 1 || in >= g->n_nodes || g->nd[in].n != HW * C || !isfinite(w), VT_ERR_ARG,
+                       "certify: average pooling of %u x %u", HW, C);
+    gnode *q;
+    VT_FORWARD_IF_ERROR(node_add(g, N_LIN, in, in, C, &q));
+    VT_FORWARD_IF_ERROR(rows_alloc(q, (size_t)HW * C, 1));
+    uint32_t t = 0;
+    for (uint32_t c = 0; c < C; c++) {
+        for (uint32_t p = 0; p < HW; p++) q->ci[t] = p * C + c, q->v[t++] = w;
+        q->rp[c + 1] = t;
+    }
+    return finish_lin(g, q, 1, id);
+}
+
+vt_err vt_cert_graph_maxpool(vt_cert_graph *g, uint32_t in, uint32_t H, uint32_t W, uint32_t C, uint32_t k, uint32_t *id)
+{
+    VT_RETURN_ERROR_IF(k < 1 || H % k || W % k || C < 1 || in >= g->n_nodes || g->nd[in].n != H * W * C, VT_ERR_ARG,
+                       "certify: bad max pooling arguments");
+    gnode *q;
+    VT_FORWARD_IF_ERROR(node_add(g, N_MAXPOOL, in, in, (H / k) * (W / k) * C, &q));
+    VT_FORWARD_IF_ERROR(rows_alloc(q, (size_t)q->n * k * k, 0));
+    uint32_t t = 0, Wo = W / k;
+    for (uint32_t j = 0; j < q->n; j++) {
+        uint32_t c = j % C, ox = (j / C) % Wo, oy = j / C / Wo;
+        for (uint32_t dy = 0; dy < k; dy++) /* row-major window order: the first maximum wins */
+            for (uint32_t dx = 0; dx < k; dx++) q->ci[t++] = ((oy * k + dy) * W + ox * k + dx) * C + c;
+        q->rp[j + 1] = t;
+    }
+    VT_FORWARD_IF_ERROR(node_alloc(q));
+    *id = g->n_nodes++;
+    return VT_OK;
+}
+
+vt_err vt_cert_graph_relu(vt_cert_graph *g, uint32_t in, uint32_t *id)
+{
+    VT_RETURN_ERROR_IF(in >= g->n_nodes, VT_ERR_ARG, "certify: a ReLU's input");
+    gnode *q;
+    VT_FORWARD_IF_ERROR(node_add(g, N_RELU, in, in, g->nd[in].n, &q));
+    VT_FORWARD_IF_ERROR(node_alloc(q));
+    *id = g->n_nodes++;
+    return VT_OK;
+}
+
+vt_err vt_cert_graph_add(vt_cert_graph *g, uint32_t a, uint32_t b, uint32_t *id)
+{
+    VT_RETURN_ERROR_IF(a >= g->n_nodes || b >= g->n_nodes || g->nd[a].n != g->nd[b].n, VT_ERR_ARG,
+                       "certify: a residual add of different sizes");
+    gnode *q;
+    VT_FORWARD_IF_ERROR(node_add(g, N_ADD, a, b, g->nd[a].n, &q));
+    VT_FORWARD_IF_ERROR(node_alloc(q));
+    q->rel = 0x1p-24, q->abs_ = 0x1p-149;
+    *id = g->n_nodes++;
+    return VT_OK;
+}
+
+/* ---------------------------------------------------------------- IBP */
+
+/* E_j for a value whose error-free interval is [fl, fu]: E0 + rel |y| with |y| <= max(|fl|, |fu|) + E */
+static double err_of(const gnode *q, double E0, double fl, double fu)
+{
+    double M = amax(fl, fu);
+    return UP(UP(E0 + UP(q->rel * M) + q->abs_) * (1 + 4 * q->rel));
+}
+
+static void ibp_node(vt_cert_graph *g, gnode *q)
+{
+    const gnode *A = &g->nd[q->a], *B = &g->nd[q->b];
+    for (uint32_t j = 0; j < q->n; j++) {
+        double lo, hi, E = 0;
+        if (q->kind == N_LIN) {
+            double sl = 0, al = 0, su = 0, au = 0;
+            for (uint32_t k = q->rp[j]; k < q->rp[j + 1]; k++) {
+                double w = q->v[k], tl = w * (w > 0 ? A->l[q->ci[k]] : A->u[q->ci[k]]),
+                       tu = w * (w > 0 ? A->u[q->ci[k]] : A->l[q->ci[k]]);
+                sl += tl, al += fabs(tl), su += tu, au += fabs(tu);
+            }
+            uint32_t n = q->rp[j + 1] - q->rp[j];
+            lo = n == 1 && q->v[q->rp[j]] == 1 ? sl : DN(sl - dot_err(n, al)); /* one product by 1: exact */
+            hi = n == 1 && q->v[q->rp[j]] == 1 ? su : UP(su + dot_err(n, au));
+            if (q->c) lo = DN(lo + q->c[j]), hi = UP(hi + q->c[j]);
+            double E0 = 0;
+            if (q->ea) {
+                uint32_t i = q->ci[q->rp[j]];
+                E0 = UP(UP(q->ea[j] * amax(A->l[i], A->u[i])) + q->eb[j]);
+            }
+            E = err_of(q, E0, lo, hi);
+        } else if (q->kind == N_ADD) {
+            lo = DN(A->l[j] + B->l[j]), hi = UP(A->u[j] + B->u[j]);
+            E = err_of(q, 0, lo, hi);
+        } else if (q->kind == N_RELU) {
+            lo = A->l[j] > 0 ? A->l[j] : 0, hi = A->u[j] > 0 ? A->u[j] : 0;
+        } else { /* max pooling: monotone, exact */
+            lo = -INFINITY, hi = -INFINITY;
+            for (uint32_t k = q->rp[j]; k < q->rp[j + 1]; k++) {
+                if (A->l[q->ci[k]] > lo) lo = A->l[q->ci[k]];
+                if (A->u[q->ci[k]] > hi) hi = A->u[q->ci[k]];
+            }
+        }
+        q->E[j] = E;
+        q->l[j] = E ? DN(lo - E) : lo, q->u[j] = E ? UP(hi + E) : hi;
+        if (!(q->l[j] >= -DBL_MAX) || !(q->u[j] <= DBL_MAX)) q->l[j] = -INFINITY, q->u[j] = INFINITY;
+    }
+}
+
+vt_err vt_cert_graph_ibp(vt_cert_graph *g, const double *xl, const double *xu)
+{
+    gnode *in = &g->nd[0];
+    VT_RETURN_ERROR_IF(!in->l && (!(in->l = malloc(in->n * sizeof *in->l)) || !(in->u = malloc(in->n * sizeof *in->u)) ||
+                                  !(in->x64 = malloc(in->n * sizeof *in->x64)) ||
+                                  !(in->g64 = malloc(in->n * sizeof *in->g64)) ||
+                                  !(in->lam = malloc(in->n * sizeof *in->lam)) ||
+                                  !(in->errx = malloc(in->n * sizeof *in->errx))),
+                       VT_ERR_NOMEM, "out of memory");
+    memcpy(in->l, xl, in->n * sizeof *xl), memcpy(in->u, xu, in->n * sizeof *xu);
+    for (uint32_t i = 1; i < g->n_nodes; i++) ibp_node(g, &g->nd[i]);
+    return VT_OK;
+}
+
+void vt_cert_graph_interval(const vt_cert_graph *g, uint32_t node, const double **l, const double **u)
+{
+    *l = g->nd[node].l, *u = g->nd[node].u;
+}
+
+/* ---------------------------------------------------------------- CROWN (IBP's intermediate bounds) */
+
+/* lam_x[i] += v; the rounding of the sum (|err| <= u |result|: additions do not underflow) into errx */
+static void acc(gnode *x, uint32_t i, double v, double extra)
+{
+    double old = x->lam[i], s = old + v;
+    x->lam[i] = s;
+    double e = extra;
+    if (old != 0 && v != 0) e = UP(e + UP(U53 * fabs(s)));
+    if (e) x->errx[i] = UP(x->errx[i] + e);
+}
+
+/* the lower bound of lam . (node) + K over the graph, backward from the output's lam */
+static double backward(vt_cert_graph *g)
+{
+    double K = 0;
+    for (uint32_t id = g->n_nodes; id-- > 0;) {
+        gnode *q = &g->nd[id];
+        /* the coefficients' accumulated rounding, times the node's magnitudes */
+        double er = 0;
+        for (uint32_t i = 0; i < q->n; i++)
+            if (q->errx[i]) er = UP(er + UP(q->errx[i] * amax(q->l[i], q->u[i])));
+        K = DN(K - er);
+        if (q->kind == N_INPUT) {
+            double s = 0, a = 0;
+            for (uint32_t i = 0; i < q->n; i++) {
+                double t = q->lam[i] * (q->lam[i] > 0 ? q->l[i] : q->u[i]);
+                s += t, a += fabs(t);
+            }
+            K = DN(K + DN(s - dot_err(q->n, a)));
+            break;
+        }
+        gnode *A = &g->nd[q->a];
+        double eE = 0;
+        for (uint32_t j = 0; j < q->n; j++)
+            if (q->lam[j] != 0 && q->E[j] != 0) eE = UP(eE + UP(fabs(q->lam[j]) * q->E[j]));
+        K = DN(K - eE);
+        if (q->kind == N_LIN) {
+            if (q->c) {
+                double s = 0, a = 0;
+                for (uint32_t j = 0; j < q->n; j++) {
+                    double t = q->lam[j] * q->c[j];
+                    s += t, a += fabs(t);
+                }
+                K = DN(K + DN(s - dot_err(q->n, a)));
+            }
+            for (uint32_t i = 0; i < A->n; i++) {
+                double s = 0, a = 0;
+                for (uint32_t k = q->trp[i]; k < q->trp[i + 1]; k++) {
+                    double t = q->tv[k] * q->lam[q->tci[k]];
+                    s += t, a += fabs(t);
+                }
+                uint32_t n = q->trp[i + 1] - q->trp[i];
+                if (a == 0) continue;
+                acc(A, i, s, n == 1 && q->tv[q->trp[i]] == 1 ? 0 : dot_err(n, a));
+            }
+        } else if (q->kind == N_ADD) {
+            gnode *B = &g->nd[q->b];
+            for (uint32_t j = 0; j < q->n; j++)
+                if (q->lam[j] != 0) acc(A, j, q->lam[j], 0), acc(B, j, q->lam[j], 0);
+        } else if (q->kind == N_RELU) {
+            for (uint32_t j = 0; j < q->n; j++) {
+                double lm = q->lam[j], l = A->l[j], u = A->u[j];
+                if (lm == 0 || u <= 0) continue;
+                if (l >= 0) {
+                    acc(A, j, lm, 0);
+                } else if (lm > 0) { /* lower line alpha x, alpha in {0, 1} */
+                    if (u >= -l) acc(A, j, lm, 0);
+                } else { /* upper line s (x - l), s >= u / (u - l) */
+                    double s = UP(u / DN(u - l));
+                    if (!isfinite(s)) return -INFINITY;
+                    double cf = lm * s;
+                    acc(A, j, cf, UP(U53 * fabs(cf) + 0x1p-1074));
+                    K = DN(K - UP(UP(fabs(lm) * s) * -l));
+                }
+            }
+        } else { /* max pooling */
+            for (uint32_t j = 0; j < q->n; j++) {
+                double lm = q->lam[j];
+                if (lm == 0) continue;
+                uint32_t best = q->ci[q->rp[j]];
+                double top = -INFINITY, other = -INFINITY;
+                for (uint32_t k = q->rp[j]; k < q->rp[j + 1]; k++)
+                    if (A->l[q->ci[k]] > A->l[best]) best = q->ci[k];
+                for (uint32_t k = q->rp[j]; k < q->rp[j + 1]; k++) {
+                    if (A->u[q->ci[k]] > top) top = A->u[q->ci[k]];
+                    if (q->ci[k] != best && A->u[q->ci[k]] > other) other = A->u[q->ci[k]];
+                }
+                if (lm > 0 || A->l[best] >= other) acc(A, best, lm, 0); /* y >= x_best; y = x_best when it dominates */
+                else K = DN(K + DN(lm * top));                           /* y <= max u */
+            }
+        }
+        if (!isfinite(K)) return -INFINITY;
+    }
+    return isfinite(K) ? K : -INFINITY;
+}
+
+vt_err vt_cert_graph_bounds(vt_cert_graph *g, const double *xl, const double *xu, uint32_t label, vt_cert_method m,
+                            double *lb)
+{
+    VT_RETURN_ERROR_IF(m == VT_CERT_ALPHA_CROWN, VT_ERR_UNSUPPORTED,
+                       "certify: alpha-CROWN is not implemented for the residual CNN (use ibp or crown)");
+    VT_FORWARD_IF_ERROR(vt_cert_graph_ibp(g, xl, xu));
+    gnode *o = &g->nd[g->n_nodes - 1];
+    VT_RETURN_ERROR_IF(label >= o->n, VT_ERR_ARG, "certify: label %u of %u classes", label, o->n);
+    for (uint32_t j = 0; j < o->n; j++) {
+        if (j == label) {
+            lb[j] = 0;
+            continue;
+        }
+        double b = DN(o->l[label] - o->u[j]);
+        if (!isfinite(b)) b = -INFINITY;
+        if (m == VT_CERT_CROWN) {
+            for (uint32_t i = 0; i < g->n_nodes; i++) {
+                memset(g->nd[i].lam, 0, g->nd[i].n * sizeof(double));
+                memset(g->nd[i].errx, 0, g->nd[i].n * sizeof(double));
+            }
+            o->lam[label] = 1, o->lam[j] = -1;
+            double c = backward(g);
+            if (c > b) b = c;
+        }
+        lb[j] = b;
+    }
+    return VT_OK;
+}
+
+/* ---------------------------------------------------------------- FP64 forward, backward, attack */
+
+void vt_cert_graph_forward64(vt_cert_graph *g, const double *x, double *out)
+{
+    memcpy(g->nd[0].x64, x, g->nd[0].n * sizeof *x);
+    for (uint32_t id = 1; id < g->n_nodes; id++) {
+        gnode *q = &g->nd[id];
+        const double *a = g->nd[q->a].x64, *b = g->nd[q->b].x64;
+        for (uint32_t j = 0; j < q->n; j++) {
+            double y = 0;
+            if (q->kind == N_LIN) {
+                for (uint32_t k = q->rp[j]; k < q->rp[j + 1]; k++) y += q->v[k] * a[q->ci[k]];
+                if (q->c) y += q->c[j];
+            } else if (q->kind == N_ADD) y = a[j] + b[j];
+            else if (q->kind == N_RELU) y = a[j] > 0 ? a[j] : 0;
+            else {
+                y = a[q->ci[q->rp[j]]];
+                for (uint32_t k = q->rp[j]; k < q->rp[j + 1]; k++)
+                    if (a[q->ci[k]] > y) y = a[q->ci[k]];
+            }
+            q->x64[j] = y;
+        }
+    }
+    gnode *o = &g->nd[g->n_nodes - 1];
+    memcpy(out, o->x64, o->n * sizeof *out);
+}
+
+/* after forward64: the gradient of out . gout with respect to the input, into the input's g64 */
+static void backprop64(vt_cert_graph *g, const double *gout)
+{
+    for (uint32_t i = 0; i < g->n_nodes; i++) memset(g->nd[i].g64, 0, g->nd[i].n * sizeof(double));
+    gnode *o = &g->nd[g->n_nodes - 1];
+    memcpy(o->g64, gout, o->n * sizeof *gout);
+    for (uint32_t id = g->n_nodes - 1; id > 0; id--) {
+        gnode *q = &g->nd[id], *A = &g->nd[q->a];
+        for (uint32_t j = 0; j < q->n; j++) {
+            double d = q->g64[j];
+            if (d == 0) continue;
+            if (q->kind == N_LIN)
+                for (uint32_t k = q->rp[j]; k < q->rp[j + 1]; k++) A->g64[q->ci[k]] += q->v[k] * d;
+            else if (q->kind == N_ADD) A->g64[j] += d, g->nd[q->b].g64[j] += d;
+            else if (q->kind == N_RELU) A->g64[j] += A->x64[j] > 0 ? d : 0;
+            else {
+                uint32_t best = q->ci[q->rp[j]];
+                for (uint32_t k = q->rp[j]; k < q->rp[j + 1]; k++)
+                    if (A->x64[q->ci[k]] > A->x64[best]) best = q->ci[k];
+                A->g64[best] += d;
+            }
+        }
+    }
+}
+
+/* the FP32 value nearest v in the exact ball of x (moved toward x until inside) */
+static float project(double v, float x, double eps)
+{
+    double lo = (double)x - eps, hi = (double)x + eps;
+    if (v < lo) v = lo;
+    if (v > hi) v = hi;
+    if (v < 0) v = 0;
+    if (v > 1) v = 1;
+    float f = (float)v;
+    while (!vt_cert_in_ball(f, x, eps)) f = nextafterf(f, x);
+    return f;
+}
+
+vt_err vt_cert_graph_attack(vt_cert_graph *g, const float *x, double eps, uint32_t label, uint64_t index,
+                            const vt_cert_settings *s, vt_cert_confirm_fn confirm, void *cctx, float *cex, int *found)
+{
+    uint32_t d = g->nd[0].n, C = g->nd[g->n_nodes - 1].n;
+    double *xd = malloc(d * sizeof *xd), *out = malloc(C * sizeof *out), *go = calloc(C, sizeof *go);
+    float *xf = malloc(d * sizeof *xf);
+    vt_err e = !xd || !out || !go || !xf ? vt_set_error(VT_ERR_NOMEM, "out of memory") : VT_OK;
+    *found = 0;
+    uint64_t st = s->attack_seed ^ (0x9e3779b97f4a7c15ull * (index + 1));
+    double step = 2.5 * eps / (s->attack_iters ? s->attack_iters : 1);
+    for (uint32_t r = 0; r < s->attack_restarts && !e && !*found; r++) {
+        for (uint32_t i = 0; i < d; i++) {
+            double u01 = (double)(vt_cert_rand(&st) >> 11) * 0x1p-53;
+            xf[i] = r == 0 ? x[i] : project((double)x[i] + (2 * u01 - 1) * eps, x[i], eps);
+        }
+        for (uint32_t it = 0; it <= s->attack_iters && !e && !*found; it++) {
+            for (uint32_t i = 0; i < d; i++) xd[i] = xf[i];
+            vt_cert_graph_forward64(g, xd, out);
+            uint32_t jm = label == 0 ? 1 : 0;
+            for (uint32_t j = 0; j < C; j++)
+                if (j != label && out[j] > out[jm]) jm = j;
+            if (out[label] - out[jm] <= 0 || (r == 0 && it == 0)) {
+                int mis = 0;
+                e = confirm(cctx, xf, label, &mis);
+                if (!e && mis) {
+                    memcpy(cex, xf, d * sizeof *xf);
+                    *found = 1;
+                }
+            }
+            if (it == s->attack_iters) break;
+            memset(go, 0, C * sizeof *go);
+            go[jm] = 1, go[label] = -1;
+            backprop64(g, go);
+            for (uint32_t i = 0; i < d; i++) {
+                double gi = g->nd[0].g64[i];
+                xf[i] = project((double)xf[i] + (gi > 0 ? step : gi < 0 ? -step : 0), x[i], eps);
+            }
+        }
+    }
+    free(xd), free(out), free(go), free(xf);
+    return e;
+}

@@ -1,0 +1,78 @@
+/* vt_cert_graph.h - sound bounds of a layer graph (the residual CNN's evaluation pass): linear
+ * nodes (convolution, dense, bias, batch norm in evaluation form, global average pooling) as sparse
+ * operators with an error term per output, ReLU, residual add, max pooling (docs/certify.md "The
+ * residual CNN"). IBP and CROWN with IBP's intermediate bounds; every bound holds for the
+ * real-arithmetic network and for the project's exact-rounding evaluation (RN32 per rounded
+ * operation), including the rounding of the bound computation itself. Fixed-order loops, no BLAS. */
+#ifndef VT_CERT_GRAPH_H
+#define VT_CERT_GRAPH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/vt_error.h"
+#include "../data/vt_data.h"
+#include "../model/vt_model.h"
+#include "../rounding_log/vt_rlog.h"
+#include "vt_cert.h"
+
+#define VT_CERT_GRAPH_MAX_NODES 256
+
+typedef struct vt_cert_graph vt_cert_graph;
+
+/* A graph whose node 0 is the input (d values per example). Node builders append one node (its
+ * inputs: earlier nodes) and return its id in *id; the last node appended is the output (logits). */
+vt_err vt_cert_graph_new(uint32_t d, vt_cert_graph **g) VT_WARN_UNUSED;
+void vt_cert_graph_free(vt_cert_graph *g);
+/* Convolution of input H x W x Cin (channels-last, or channels-first when chw), k x k kernel,
+ * stride s, zero padding p, weight [k*k*Cin, Cout] (row (ky*k + kx)*Cin + c), output Ho x Wo x Cout
+ * channels-last; rounded: the deployed network stores RN32 of the exact sum. */
+vt_err vt_cert_graph_conv(vt_cert_graph *g, uint32_t in, uint32_t H, uint32_t W, uint32_t Cin, uint32_t k, uint32_t s,
+                          uint32_t p, int chw, uint32_t Cout, const float *w, int rounded, uint32_t *id) VT_WARN_UNUSED;
+/* y = x W, W [n_in, n_out] row-major. */
+vt_err vt_cert_graph_dense(vt_cert_graph *g, uint32_t in, uint32_t n_out, const float *w, int rounded,
+                           uint32_t *id) VT_WARN_UNUSED;
+/* y = RN32(x + b) */
+vt_err vt_cert_graph_bias(vt_cert_graph *g, uint32_t in, const float *b, uint32_t *id) VT_WARN_UNUSED;
+/* Batch norm in evaluation form over the last dimension (C channels): y = gamma (x - rm) / sqrt(rv + eps)
+ * + beta in real arithmetic, the deployed value RN32 of the FP64 chain vti_bn_eval1 (kernels/vt_cnn_hd.h). */
+vt_err vt_cert_graph_bn(vt_cert_graph *g, uint32_t in, uint32_t C, const float *rm, const float *rv,
+                        const float *gamma, const float *beta, double eps, uint32_t *id) VT_WARN_UNUSED;
+/* y[c] = RN32(sum_t x[t][c] w) over HW pixels (w the FP32 weight RN32(1/HW)) */
+vt_err vt_cert_graph_avgpool(vt_cert_graph *g, uint32_t in, uint32_t HW, uint32_t C, float w, uint32_t *id) VT_WARN_UNUSED;
+/* k x k windows, stride k, of H x W x C (channels-last) */
+vt_err vt_cert_graph_maxpool(vt_cert_graph *g, uint32_t in, uint32_t H, uint32_t W, uint32_t C, uint32_t k,
+                             uint32_t *id) VT_WARN_UNUSED;
+vt_err vt_cert_graph_relu(vt_cert_graph *g, uint32_t in, uint32_t *id) VT_WARN_UNUSED;
+/* y = RN32(a + b) */
+vt_err vt_cert_graph_add(vt_cert_graph *g, uint32_t a, uint32_t b, uint32_t *id) VT_WARN_UNUSED;
+
+uint32_t vt_cert_graph_n_nodes(const vt_cert_graph *g);
+uint32_t vt_cert_graph_size(const vt_cert_graph *g, uint32_t node); /* values per example */
+
+/* IBP over the box [xl, xu]: every node's interval (readable with vt_cert_graph_interval). */
+vt_err vt_cert_graph_ibp(vt_cert_graph *g, const double *xl, const double *xu) VT_WARN_UNUSED;
+void vt_cert_graph_interval(const vt_cert_graph *g, uint32_t node, const double **l, const double **u);
+/* Sound lower bounds lb[j] of the margins out[label] - out[j] over the box (lb[label] = 0): IBP, or
+ * (VT_CERT_CROWN) the larger of IBP's and CROWN's backward pass with IBP's intermediate bounds. A
+ * bound that is not finite is -infinity. VT_ERR_UNSUPPORTED for alpha-CROWN. */
+vt_err vt_cert_graph_bounds(vt_cert_graph *g, const double *xl, const double *xu, uint32_t label, vt_cert_method m,
+                            double *lb) VT_WARN_UNUSED;
+/* The FP64 forward pass (attacks and tests; not a reference): out receives the output node's values. */
+void vt_cert_graph_forward64(vt_cert_graph *g, const double *x, double *out);
+/* PGD with restarts as vt_cert_attack (same settings), on the graph's FP64 forward and backward
+ * passes; candidates with FP64 margin <= 0 are handed to confirm. */
+vt_err vt_cert_graph_attack(vt_cert_graph *g, const float *x, double eps, uint32_t label, uint64_t index,
+                            const vt_cert_settings *s, vt_cert_confirm_fn confirm, void *cctx, float *cex,
+                            int *found) VT_WARN_UNUSED;
+
+
+/* The graph of a model's evaluation pass (cert/vt_cert_cnn.c) for one example, reading the model's
+ * tensors (borrowed: the graph keeps its own copies of the weights); *logits: the tensor the final
+ * softmax reads. VT_ERR_UNSUPPORTED naming an operation outside the supported set. */
+vt_err vt_cert_graph_from_program(vt_model *m, uint32_t *logits, vt_cert_graph **g) VT_WARN_UNUSED;
+/* One operation of the model's evaluation range (the evaluation pass's ids follow the step's), exact
+ * as the interpreter runs it on the CPU: the counterexamples' confirmation. */
+vt_err vt_cert_eval_op(vt_model *m, const vt_dataset *ds, vt_rctx *rc, uint32_t op_id) VT_WARN_UNUSED;
+
+#endif

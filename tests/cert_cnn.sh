@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# cert_cnn.sh BUILD_DIR - `auditor certify` of a committed residual CNN run (docs/certify.md "The
+# residual CNN"): a tiny resnet trained on the digits (1 x 8 x 8) and one on the CIFAR-10 subset,
+# certified with IBP and CROWN (signed certificates, version 4), each re-checked byte for byte in
+# other evaluation orders and re-certified in another; CROWN verifies at least as many examples as
+# IBP and some; alpha-CROWN is refused (64); an altered certificate is rejected.
+set -u
+B=${1:?usage: cert_cnn.sh BUILD_DIR}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+"$B/trainer" keygen "$T/k" >/dev/null || exit 1
+"$B/auditor" keygen "$T/a" >/dev/null || exit 1
+R="$(dirname "$0")/../recipes/resnet-cifar10.json"
+"$B/trainer" train --run "$T/digits" --key "$T/k" --recipe "$R" --set dataset=digits --set 'layers=[64,10]' \
+  --set image_channels=1 --set image_height=8 --set image_width=8 --set resnet_width=4 --set resnet_stages=2 \
+  --set batch=32 --set steps=150 --set decay_every=1000 --set augment_pad=0 --set augment_flip=0 --quiet >/dev/null ||
+  { echo "training (digits) failed"; exit 1; }
+"$B/trainer" train --run "$T/cifar" --key "$T/k" --recipe "$R" --set subset=256 --set resnet_width=4 \
+  --set resnet_stages=2 --set batch=16 --set steps=20 --quiet >/dev/null || { echo "training (cifar10) failed"; exit 1; }
+for run in digits cifar; do
+  eps=0.002 n=20
+  [ $run = cifar ] && eps=0.0002 n=4
+  for m in ibp crown; do
+    "$B/auditor" certify "$T/$run" --eps $eps --examples $n --method $m --out "$T/c.$run.$m" --key "$T/a" \
+      --report "$T/r.$run.$m.json" --pubkey "$T/k.pub" --quiet >"$T/out.$run.$m" || bad "certify $run $m"
+    python3 -c "import json; d=json.load(open('$T/r.$run.$m.json')); assert len(d['examples'])==$n" || bad "report $run $m"
+    [ "$(od -An -tu4 -j8 -N4 "$T/c.$run.$m" | tr -d ' ')" = 4 ] || bad "$run $m: not a version-4 certificate"
+    for o in reverse permuted; do
+      "$B/auditor" check-certificate "$T/c.$run.$m" "$T/$run" --order $o --signer "$T/a.pub" >/dev/null ||
+        bad "check $run $m $o"
+    done
+  done
+  "$B/auditor" certify "$T/$run" --eps $eps --examples $n --method crown --out "$T/c2" --key "$T/a" --order sorted \
+    --quiet >/dev/null || bad "certify $run sorted"
+  cmp -s "$T/c.$run.crown" "$T/c2" || bad "$run: certificates of two orders differ"
+done
+vi=$(sed -n 's/.*: \([0-9]*\) verified.*/\1/p' "$T/out.digits.ibp")
+vc=$(sed -n 's/.*: \([0-9]*\) verified.*/\1/p' "$T/out.digits.crown")
+[ -n "$vc" ] && [ "$vc" -ge "${vi:-0}" ] && [ "$vc" -ge 1 ] || bad "CROWN verified $vc, IBP $vi"
+echo "cert_cnn: digits eps 0.002: IBP verified $vi of 20, CROWN $vc"
+"$B/auditor" certify "$T/digits" --eps 0.002 --examples 2 --method alpha-crown >/dev/null 2>&1
+[ $? -eq 64 ] || bad "alpha-crown on a CNN: not 64"
+# a flipped byte in the bounds, and one in the header: rejected
+for at in 300 20; do
+  cp "$T/c.digits.crown" "$T/x"
+  printf '\x55' | dd of="$T/x" bs=1 seek=$at conv=notrunc status=none
+  cmp -s "$T/x" "$T/c.digits.crown" && printf '\x56' | dd of="$T/x" bs=1 seek=$at conv=notrunc status=none
+  "$B/auditor" check-certificate "$T/x" "$T/digits" >/dev/null 2>&1
+  [ $? -eq 2 ] || bad "byte $at altered: not rejected"
+done
+# a certificate of one run does not check against another
+"$B/auditor" check-certificate "$T/c.digits.crown" "$T/cifar" >/dev/null 2>&1 && bad "another run accepted"
+[ $fail -eq 0 ] && echo "cert_cnn: all passed"
+exit $fail

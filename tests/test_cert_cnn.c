@@ -1,0 +1,265 @@
+/* test_cert_cnn.c - the graph bounds of cert/vt_cert_graph.h (the residual CNN: convolution, batch
+ * norm in evaluation form, ReLU, max pooling, residual add with a strided projection, global average
+ * pooling, dense layer and bias) against an independent direct evaluation of the same network: on
+ * random small CNNs and random boxes, every sampled input's values (every node) and margins, in the
+ * real-arithmetic network (long double) and in the deployed one (every rounded operation RN32 of its
+ * value, batch norm the FP64 chain of kernels/vt_cnn_hd.h), stay inside IBP's intervals and above
+ * IBP's and CROWN's margin bounds; CROWN is never below IBP; alpha-CROWN is refused. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../cert/vt_cert_graph.h"
+#include "../kernels/vt_cnn_hd.h"
+#include "vt_test.h"
+
+typedef long double ld;
+
+/* the network: input 2 x 6 x 6 channels-first */
+enum { CI = 2, HI = 6, C1 = 4, C2 = 6, NCLS = 5 };
+typedef struct {
+    float w_stem[9 * CI * C1], w_b1[9 * C1 * C1], w_b2[9 * C1 * C1], w_s1[9 * C1 * C2], w_s2[9 * C2 * C2],
+        w_sc[C1 * C2], w_fc[C2 * NCLS], b_fc[NCLS];
+    float bn[6][4][C2]; /* per batch norm: rm, rv, gamma, beta */
+    double eps;
+} cnn;
+
+static double uni(vt_rng *r) { return (double)(vt_rng_next(r) >> 11) * 0x1p-53; }
+
+static void fill(vt_rng *r, float *w, size_t n, double a)
+{
+    for (size_t i = 0; i < n; i++) w[i] = (float)((2 * uni(r) - 1) * a);
+}
+
+static void make(vt_rng *r, cnn *n)
+{
+    fill(r, n->w_stem, sizeof n->w_stem / 4, 0.6), fill(r, n->w_b1, sizeof n->w_b1 / 4, 0.4);
+    fill(r, n->w_b2, sizeof n->w_b2 / 4, 0.4), fill(r, n->w_s1, sizeof n->w_s1 / 4, 0.4);
+    fill(r, n->w_s2, sizeof n->w_s2 / 4, 0.3), fill(r, n->w_sc, sizeof n->w_sc / 4, 0.6);
+    fill(r, n->w_fc, sizeof n->w_fc / 4, 0.8), fill(r, n->b_fc, NCLS, 0.3);
+    for (int b = 0; b < 6; b++)
+        for (int c = 0; c < C2; c++) {
+            n->bn[b][0][c] = (float)((2 * uni(r) - 1) * 0.3), n->bn[b][1][c] = (float)(0.3 + 1.5 * uni(r));
+            n->bn[b][2][c] = (float)(0.5 + uni(r)), n->bn[b][3][c] = (float)((2 * uni(r) - 1) * 0.2);
+        }
+    n->eps = 1e-5;
+}
+
+/* the graph; ids of every node in order in ids[] (returns their count) */
+static int build(const cnn *n, vt_cert_graph **gp, uint32_t *ids)
+{
+    vt_cert_graph *g = NULL;
+    int k = 0;
+    uint32_t x = 0, t, a, s, sc;
+    CHECK_OK(vt_cert_graph_new(CI * HI * HI, &g));
+#define BN(i, in, C) CHECK_OK(vt_cert_graph_bn(g, in, C, n->bn[i][0], n->bn[i][1], n->bn[i][2], n->bn[i][3], n->eps, &t))
+    CHECK_OK(vt_cert_graph_conv(g, x, HI, HI, CI, 3, 1, 1, 1, C1, n->w_stem, 1, &t)); ids[k++] = t;
+    BN(0, t, C1); ids[k++] = t;
+    CHECK_OK(vt_cert_graph_relu(g, t, &t)); ids[k++] = t;
+    CHECK_OK(vt_cert_graph_maxpool(g, t, HI, HI, C1, 2, &a)); ids[k++] = a; /* 3 x 3 x C1 */
+    CHECK_OK(vt_cert_graph_conv(g, a, 3, 3, C1, 3, 1, 1, 0, C1, n->w_b1, 1, &t)); ids[k++] = t;
+    BN(1, t, C1); ids[k++] = t;
+    CHECK_OK(vt_cert_graph_relu(g, t, &t)); ids[k++] = t;
+    CHECK_OK(vt_cert_graph_conv(g, t, 3, 3, C1, 3, 1, 1, 0, C1, n->w_b2, 1, &t)); ids[k++] = t;
+    BN(2, t, C1); ids[k++] = t;
+    CHECK_OK(vt_cert_graph_add(g, t, a, &t)); ids[k++] = t;
+    CHECK_OK(vt_cert_graph_relu(g, t, &a)); ids[k++] = a;
+    CHECK_OK(vt_cert_graph_conv(g, a, 3, 3, C1, 3, 2, 1, 0, C2, n->w_s1, 1, &t)); ids[k++] = t; /* 2 x 2 x C2 */
+    BN(3, t, C2); ids[k++] = t;
+    CHECK_OK(vt_cert_graph_relu(g, t, &t)); ids[k++] = t;
+    CHECK_OK(vt_cert_graph_conv(g, t, 2, 2, C2, 3, 1, 1, 0, C2, n->w_s2, 1, &s)); ids[k++] = s;
+    BN(4, s, C2); ids[k++] = s = t;
+    CHECK_OK(vt_cert_graph_conv(g, a, 3, 3, C1, 1, 2, 0, 0, C2, n->w_sc, 1, &sc)); ids[k++] = sc;
+    BN(5, sc, C2); ids[k++] = sc = t;
+    CHECK_OK(vt_cert_graph_add(g, s, sc, &t)); ids[k++] = t;
+    CHECK_OK(vt_cert_graph_relu(g, t, &t)); ids[k++] = t;
+    CHECK_OK(vt_cert_graph_avgpool(g, t, 4, C2, 0.25f, &t)); ids[k++] = t;
+    CHECK_OK(vt_cert_graph_dense(g, t, NCLS, n->w_fc, 1, &t)); ids[k++] = t;
+    CHECK_OK(vt_cert_graph_bias(g, t, n->b_fc, &t)); ids[k++] = t;
+#undef BN
+    *gp = g;
+    return k;
+}
+
+/* ---------------------------------------------------------------- the direct evaluation */
+
+static int g_dep;
+static ld rnd(ld v) { return g_dep ? (ld)(float)v : v; }
+
+/* channels-last output Ho x Wo x Co of a convolution of x (channels-first when chw) */
+static void conv(const ld *x, int H, int C, int k, int s, int p, int chw, int Co, const float *w, ld *y)
+{
+    int Ho = (H + 2 * p - k) / s + 1;
+    for (int oy = 0; oy < Ho; oy++)
+        for (int ox = 0; ox < Ho; ox++)
+            for (int co = 0; co < Co; co++) {
+                ld acc = 0;
+                for (int ky = 0; ky < k; ky++)
+                    for (int kx = 0; kx < k; kx++) {
+                        int iy = oy * s + ky - p, ix = ox * s + kx - p;
+                        if (iy < 0 || ix < 0 || iy >= H || ix >= H) continue;
+                        for (int c = 0; c < C; c++)
+                            acc += (ld)w[((ky * k + kx) * C + c) * Co + co] *
+                                   x[chw ? (c * H + iy) * H + ix : (iy * H + ix) * C + c];
+                    }
+                y[(oy * Ho + ox) * Co + co] = rnd(acc);
+            }
+}
+
+static void bn(const cnn *n, int i, ld *x, int N, int C)
+{
+    for (int j = 0; j < N; j++) {
+        int c = j % C;
+        float rm = n->bn[i][0][c], rv = n->bn[i][1][c], ga = n->bn[i][2][c], be = n->bn[i][3][c];
+        if (g_dep) x[j] = (float)vti_bn_eval1((float)x[j], rm, rv, ga, be, n->eps);
+        else x[j] = (ld)ga * (x[j] - rm) / sqrtl((ld)rv + (ld)n->eps) + be;
+    }
+}
+
+static void relu(ld *x, int N)
+{
+    for (int j = 0; j < N; j++) x[j] = x[j] > 0 ? x[j] : 0;
+}
+
+/* a convolution from node src into v[*k], its batch norm i into v[*k + 1], with relu its ReLU next */
+static void unit(const cnn *n, ld v[32][CI * HI * HI * C1], int *k, const ld *src, int H, int C, int kk, int s, int p,
+                 int chw, int Co, const float *w, int i, int with_relu)
+{
+    int Ho = (H + 2 * p - kk) / s + 1, N = Ho * Ho * Co;
+    conv(src, H, C, kk, s, p, chw, Co, w, v[*k]);
+    memcpy(v[*k + 1], v[*k], sizeof v[0]), bn(n, i, v[*k + 1], N, Co);
+    *k += 2;
+    if (with_relu) memcpy(v[*k], v[*k - 1], sizeof v[0]), relu(v[*k], N), (*k)++;
+}
+
+/* every node's values into v[k] (in build's order) */
+static void eval(const cnn *n, const float *xin, ld v[32][CI * HI * HI * C1])
+{
+    ld x[CI * HI * HI];
+    int k = 0;
+    for (int i = 0; i < CI * HI * HI; i++) x[i] = xin[i];
+    unit(n, v, &k, x, HI, CI, 3, 1, 1, 1, C1, n->w_stem, 0, 1);
+    for (int oy = 0; oy < 3; oy++) /* max pool 2 */
+        for (int ox = 0; ox < 3; ox++)
+            for (int c = 0; c < C1; c++) {
+                ld m = -INFINITY;
+                for (int dy = 0; dy < 2; dy++)
+                    for (int dx = 0; dx < 2; dx++) {
+                        ld t = v[k - 1][((oy * 2 + dy) * HI + ox * 2 + dx) * C1 + c];
+                        m = t > m ? t : m;
+                    }
+                v[k][(oy * 3 + ox) * C1 + c] = m;
+            }
+    int pool = k++;
+    unit(n, v, &k, v[pool], 3, C1, 3, 1, 1, 0, C1, n->w_b1, 1, 1);
+    unit(n, v, &k, v[k - 1], 3, C1, 3, 1, 1, 0, C1, n->w_b2, 2, 0);
+    for (int j = 0; j < 9 * C1; j++) v[k][j] = rnd(v[k - 1][j] + v[pool][j]);
+    k++;
+    memcpy(v[k], v[k - 1], sizeof v[0]), relu(v[k], 9 * C1), k++;
+    int a = k - 1;
+    unit(n, v, &k, v[a], 3, C1, 3, 2, 1, 0, C2, n->w_s1, 3, 1);
+    unit(n, v, &k, v[k - 1], 2, C2, 3, 1, 1, 0, C2, n->w_s2, 4, 0);
+    int s = k - 1;
+    unit(n, v, &k, v[a], 3, C1, 1, 2, 0, 0, C2, n->w_sc, 5, 0);
+    for (int j = 0; j < 4 * C2; j++) v[k][j] = rnd(v[s][j] + v[k - 1][j]);
+    k++;
+    memcpy(v[k], v[k - 1], sizeof v[0]), relu(v[k], 4 * C2), k++;
+    for (int c = 0; c < C2; c++) {
+        ld acc = 0;
+        for (int t = 0; t < 4; t++) acc += v[k - 1][t * C2 + c] * (ld)0.25f;
+        v[k][c] = rnd(acc);
+    }
+    k++;
+    for (int j = 0; j < NCLS; j++) {
+        ld acc = 0;
+        for (int i = 0; i < C2; i++) acc += v[k - 1][i] * (ld)n->w_fc[i * NCLS + j];
+        v[k][j] = rnd(acc);
+    }
+    k++;
+    for (int j = 0; j < NCLS; j++) v[k][j] = rnd(v[k - 1][j] + (ld)n->b_fc[j]);
+}
+
+static ld V[32][CI * HI * HI * C1];
+
+int main(void)
+{
+    vt_rng r = {20261202};
+    long points = 0, outside = 0, below = 0, crown_better = 0, rows = 0, verified[2] = {0, 0};
+    for (int net = 0; net < 4; net++) {
+        cnn n;
+        make(&r, &n);
+        vt_cert_graph *g;
+        uint32_t ids[32];
+        int nn = build(&n, &g, ids);
+        CHECK(nn == 23, "the graph has %d nodes", nn);
+        for (int box = 0; box < 12; box++) {
+            const double epss[4] = {0.0005, 0.003, 0.02, 0.1};
+            double eps = epss[box % 4];
+            float c[CI * HI * HI];
+            double xl[CI * HI * HI], xu[CI * HI * HI];
+            for (int i = 0; i < CI * HI * HI; i++) c[i] = (float)uni(&r);
+            vt_cert_box(c, CI * HI * HI, eps, xl, xu);
+            g_dep = 0;
+            eval(&n, c, V);
+            uint32_t label = 0;
+            for (uint32_t j = 1; j < NCLS; j++)
+                if (V[nn - 1][j] > V[nn - 1][label]) label = j;
+            double lb[2][NCLS];
+            CHECK_OK(vt_cert_graph_bounds(g, xl, xu, label, VT_CERT_IBP, lb[0]));
+            CHECK_OK(vt_cert_graph_bounds(g, xl, xu, label, VT_CERT_CROWN, lb[1]));
+            for (uint32_t j = 0; j < NCLS; j++) {
+                if (j == label) continue;
+                rows++;
+                CHECK(lb[1][j] >= lb[0][j], "CROWN below IBP");
+                crown_better += lb[1][j] > lb[0][j];
+            }
+            for (int m = 0; m < 2; m++) {
+                double mn = INFINITY;
+                for (uint32_t j = 0; j < NCLS; j++)
+                    if (j != label && lb[m][j] < mn) mn = lb[m][j];
+                verified[m] += mn > 0;
+            }
+            /* the intervals are those of the last vt_cert_graph_bounds (the same IBP) */
+            for (int smp = 0; smp < 400; smp++) {
+                float x[CI * HI * HI];
+                for (int i = 0; i < CI * HI * HI; i++) {
+                    double u = uni(&r), v = smp < 150 ? (u < 0.5 ? xl[i] : xu[i]) : xl[i] + u * (xu[i] - xl[i]);
+                    float f = (float)v;
+                    while (f < xl[i]) f = nextafterf(f, INFINITY);
+                    while (f > xu[i]) f = nextafterf(f, -INFINITY);
+                    x[i] = f;
+                }
+                for (g_dep = 0; g_dep < 2; g_dep++) {
+                    eval(&n, x, V);
+                    points++;
+                    for (int k = 0; k < nn; k++) {
+                        const double *l, *u;
+                        vt_cert_graph_interval(g, ids[k], &l, &u);
+                        for (uint32_t j = 0; j < vt_cert_graph_size(g, ids[k]); j++)
+                            if (!(V[k][j] >= l[j] && V[k][j] <= u[j])) {
+                                if (outside++ < 5)
+                                    printf("  node %d [%u] = %.20Lg outside [%.20g, %.20g] (%s)\n", k, j, V[k][j], l[j],
+                                           u[j], g_dep ? "deployed" : "real");
+                            }
+                    }
+                    for (uint32_t j = 0; j < NCLS; j++) {
+                        ld mg = V[nn - 1][label] - V[nn - 1][j];
+                        for (int m = 0; m < 2; m++)
+                            if (j != label && !(mg >= lb[m][j])) {
+                                if (below++ < 5) printf("  margin %u: %.20Lg below %.20g (method %d)\n", j, mg, lb[m][j], m);
+                            }
+                    }
+                }
+            }
+        }
+        double lb[NCLS], z[CI * HI * HI] = {0};
+        CHECK(vt_cert_graph_bounds(g, z, z, 0, VT_CERT_ALPHA_CROWN, lb) == VT_ERR_UNSUPPORTED, "alpha-CROWN not refused");
+        vt_cert_graph_free(g);
+    }
+    printf("test_cert_cnn: %ld evaluations, %ld values outside an interval, %ld margins below a bound; CROWN above IBP "
+           "on %ld of %ld rows; verified boxes IBP %ld, CROWN %ld\n",
+           points, outside, below, crown_better, rows, verified[0], verified[1]);
+    CHECK(outside == 0 && below == 0, "a sampled value left its bound");
+    CHECK(crown_better > rows / 4, "CROWN is rarely tighter than IBP: %ld of %ld", crown_better, rows);
+    return vt_test_finish("test_cert_cnn");
+}
