@@ -152,48 +152,71 @@ static size_t phase_count(size_t n, size_t p, size_t s, size_t c)
 
 /* One pass over the rows of G of phase class (cy, cx): row r of a [n, Kc] is pixel (b, fy + u s, fx + v s)
  * (row-major) with the blocks of the class's taps in row-major tap order, rn[i] the norm of G's row i
- * (its non-zero entries are all in those blocks). 0 when an entry of a skipped block is not +0 or -0:
- * the gather's structure does not hold and the compact product would not be the dense one's. */
-static int dgrad_gather(const vt_conv_geom *g, size_t Co, const float *G, size_t cy, size_t cx, float *a, double *rn)
+ * (its non-zero entries are all in those blocks), bad[r] = 1 when an entry of a skipped block is not +0
+ * or -0 (the gather's structure does not hold: the compact product would not be the dense one's).
+ * Over the threads in parts of rows (values moved, each norm one row's: the same bits for any split). */
+typedef struct {
+    const vt_conv_geom *g;
+    size_t Co, cy, cx;
+    const float *G;
+    float *a;
+    double *rn;
+    unsigned char *bad;
+} dgrad_gather_a;
+
+static void dgrad_gather_r(const void *p, size_t r0, size_t r1)
 {
-    const size_t k = g->k, s = g->s, K = k * k * Co, fy = phase_first(g->p, s, cy), fx = phase_first(g->p, s, cx);
+    const dgrad_gather_a *A = p;
+    const vt_conv_geom *g = A->g;
+    const size_t Co = A->Co, cy = A->cy, cx = A->cx, k = g->k, s = g->s, K = k * k * Co;
+    const size_t fy = phase_first(g->p, s, cy), fx = phase_first(g->p, s, cx);
     const size_t ny = phase_count(g->H, g->p, s, cy), nx = phase_count(g->W, g->p, s, cx);
-    for (size_t b = 0; b < g->B; b++)
-        for (size_t u = 0; u < ny; u++)
-            for (size_t v = 0; v < nx; v++) {
-                const size_t i = (b * g->H + fy + u * s) * g->W + fx + v * s;
-                const float *row = G + i * K;
-                uint64_t z = 0; /* the skipped entries' bits but their signs */
-                double s0 = 0.0, s1 = 0.0;
-                for (size_t ky = 0; ky < k; ky++)
-                    for (size_t kx = 0; kx < k; kx++) {
-                        const float *blk = row + (ky * k + kx) * Co;
-                        if (ky % s != cy || kx % s != cx) { /* a skipped block: zeros only */
-                            size_t c = 0;
-                            for (; c + 8 <= Co; c += 8) {
-                                uint64_t w[4];
-                                memcpy(w, blk + c, sizeof w);
-                                z |= (w[0] | w[1] | w[2] | w[3]) & 0x7fffffff7fffffffu;
-                            }
-                            for (; c < Co; c++) {
-                                uint32_t w;
-                                memcpy(&w, blk + c, sizeof w);
-                                z |= w & 0x7fffffffu;
-                            }
-                            continue;
-                        }
-                        memcpy(a, blk, Co * sizeof *a);
-                        a += Co;
-                        size_t c = 0;
-                        for (; c + 2 <= Co; c += 2) {
-                            s0 += (double)blk[c] * (double)blk[c];
-                            s1 += (double)blk[c + 1] * (double)blk[c + 1];
-                        }
-                        for (; c < Co; c++) s0 += (double)blk[c] * (double)blk[c];
+    const size_t Kc = phase_taps(k, s, cy) * phase_taps(k, s, cx) * Co;
+    for (size_t r = r0; r < r1; r++) {
+        const size_t b = r / (ny * nx), u = r / nx % ny, v = r % nx;
+        const size_t i = (b * g->H + fy + u * s) * g->W + fx + v * s;
+        const float *row = A->G + i * K;
+        float *a = A->a + r * Kc;
+        uint64_t z = 0; /* the skipped entries' bits but their signs */
+        double s0 = 0.0, s1 = 0.0;
+        for (size_t ky = 0; ky < k; ky++)
+            for (size_t kx = 0; kx < k; kx++) {
+                const float *blk = row + (ky * k + kx) * Co;
+                if (ky % s != cy || kx % s != cx) { /* a skipped block: zeros only */
+                    size_t c = 0;
+                    for (; c + 8 <= Co; c += 8) {
+                        uint64_t w[4];
+                        memcpy(w, blk + c, sizeof w);
+                        z |= (w[0] | w[1] | w[2] | w[3]) & 0x7fffffff7fffffffu;
                     }
-                if (z) return 0;
-                rn[i] = sqrt(s0 + s1);
+                    for (; c < Co; c++) {
+                        uint32_t w;
+                        memcpy(&w, blk + c, sizeof w);
+                        z |= w & 0x7fffffffu;
+                    }
+                    continue;
+                }
+                memcpy(a, blk, Co * sizeof *a);
+                a += Co;
+                size_t c = 0;
+                for (; c + 2 <= Co; c += 2) {
+                    s0 += (double)blk[c] * (double)blk[c];
+                    s1 += (double)blk[c + 1] * (double)blk[c + 1];
+                }
+                for (; c < Co; c++) s0 += (double)blk[c] * (double)blk[c];
             }
+        A->bad[r] = z != 0;
+        A->rn[i] = sqrt(s0 + s1);
+    }
+}
+
+static int dgrad_gather(const vt_conv_geom *g, size_t Co, const float *G, size_t cy, size_t cx, float *a, double *rn,
+                        unsigned char *bad)
+{
+    const size_t n = g->B * phase_count(g->H, g->p, g->s, cy) * phase_count(g->W, g->p, g->s, cx), cols = g->k * g->k * Co;
+    vti_par_range(n, VTI_ROWS_GRAIN(cols), dgrad_gather_r, &(dgrad_gather_a){g, Co, cy, cx, G, a, rn, bad});
+    for (size_t r = 0; r < n; r++)
+        if (bad[r]) return 0;
     return 1;
 }
 
@@ -214,9 +237,10 @@ vt_err vt_conv_dgrad_gemm(vt_exec *e, const vt_conv_geom *g, size_t Co, const fl
     float *a = malloc(n0 * K0 * sizeof *a), *a2 = malloc(n0 * (K0 > VT_PANEL ? K0 - VT_PANEL : 1) * sizeof *a2),
           *wb = malloc(K0 * N * sizeof *wb);
     double *c64 = malloc(n0 * N * sizeof *c64), *c2 = malloc(n0 * N * sizeof *c2);
+    unsigned char *bad = malloc(n0);
     vt_err err = VT_OK;
     int holds = 1;
-    if (!a || !a2 || !wb || !c64 || !c2)
+    if (!a || !a2 || !wb || !c64 || !c2 || !bad)
         err = vt_set_error(VT_ERR_NOMEM, "out of memory (the input gradient's phase operands)");
     /* the column norms of the whole W' (every tap), as vt_gemm's: above each class's own */
     for (size_t j = 0; !err && j < N; j++) cn[j] = 0.0;
@@ -229,7 +253,7 @@ vt_err vt_conv_dgrad_gemm(vt_exec *e, const vt_conv_geom *g, size_t Co, const fl
             const size_t fy = phase_first(g->p, s, cy), fx = phase_first(g->p, s, cx);
             const size_t ny = phase_count(g->H, g->p, s, cy), nx = phase_count(g->W, g->p, s, cx), n = g->B * ny * nx;
             if (n == 0) continue;
-            if (!(holds = dgrad_gather(g, Co, G, cy, cx, a, rn))) break;
+            if (!(holds = dgrad_gather(g, Co, G, cy, cx, a, rn, bad))) break;
             if (Kc > 0) {
                 /* the compact W': the class's taps in row-major tap order, Co rows each */
                 size_t q = 0;
@@ -261,7 +285,7 @@ vt_err vt_conv_dgrad_gemm(vt_exec *e, const vt_conv_geom *g, size_t Co, const fl
                     for (size_t v = 0; v < nx; v++, r++)
                         memcpy(C + ((b * g->H + fy + u * s) * g->W + fx + v * s) * N, c64 + r * N, N * sizeof *C);
         }
-    free(a), free(a2), free(wb), free(c64), free(c2);
+    free(a), free(a2), free(wb), free(c64), free(c2), free(bad);
     if (err || !holds) return err; /* !holds: the caller's dense GEMM */
     vt_gemm_bounds(0, 0, g->B * g->H * g->W, N, K, G, wp, rn, cn, coef, bd);
     *done = 1;
@@ -283,49 +307,80 @@ vt_err vt_conv_dgrad_gemm(vt_exec *e, const vt_conv_geom *g, size_t Co, const fl
 
 #define T VT_CNN_T
 
+/* The gathers run over the threads in parts of image rows (vti_par_range): values are only moved, each
+ * to its own place, so the bits do not depend on the split. */
+typedef struct {
+    const vt_conv_geom *g;
+    size_t Co;
+    const T *src;
+    T *dst;
+} SFX(vti_gather_a);
+
+/* rows r = b*Ho + oy of col */
+static void SFX(im2col_r)(const void *p, size_t r0, size_t r1)
+{
+    const SFX(vti_gather_a) *a = p;
+    const vt_conv_geom *g = a->g;
+    const size_t C = g->C, k = g->k, H = g->H, W = g->W, row = k * k * C;
+    for (size_t r = r0; r < r1; r++) {
+        const size_t b = r / g->Ho, oy = r % g->Ho;
+        for (size_t ox = 0; ox < g->Wo; ox++) {
+            T *dst = a->dst + (r * g->Wo + ox) * row;
+            for (size_t ky = 0; ky < k; ky++)
+                for (size_t kx = 0; kx < k; kx++, dst += C) {
+                    int64_t iy = (int64_t)(oy * g->s + ky) - (int64_t)g->p;
+                    int64_t ix = (int64_t)(ox * g->s + kx) - (int64_t)g->p;
+                    if (iy < 0 || ix < 0 || iy >= (int64_t)H || ix >= (int64_t)W) {
+                        for (size_t c = 0; c < C; c++) dst[c] = 0;
+                    } else if (g->chw) {
+                        const T *src = a->src + b * C * H * W + (size_t)iy * W + (size_t)ix;
+                        for (size_t c = 0; c < C; c++) dst[c] = src[c * H * W];
+                    } else {
+                        memcpy(dst, a->src + ((b * H + (size_t)iy) * W + (size_t)ix) * C, C * sizeof(T));
+                    }
+                }
+        }
+    }
+}
+
 void SFX(vt_im2col)(const vt_conv_geom *g, const T *x, T *col)
 {
-    const size_t C = g->C, k = g->k, H = g->H, W = g->W, row = k * k * C;
-    for (size_t b = 0; b < g->B; b++)
-        for (size_t oy = 0; oy < g->Ho; oy++)
-            for (size_t ox = 0; ox < g->Wo; ox++) {
-                T *dst = col + ((b * g->Ho + oy) * g->Wo + ox) * row;
-                for (size_t ky = 0; ky < k; ky++)
-                    for (size_t kx = 0; kx < k; kx++, dst += C) {
-                        int64_t iy = (int64_t)(oy * g->s + ky) - (int64_t)g->p;
-                        int64_t ix = (int64_t)(ox * g->s + kx) - (int64_t)g->p;
-                        if (iy < 0 || ix < 0 || iy >= (int64_t)H || ix >= (int64_t)W) {
-                            for (size_t c = 0; c < C; c++) dst[c] = 0;
-                        } else if (g->chw) {
-                            const T *src = x + b * C * H * W + (size_t)iy * W + (size_t)ix;
-                            for (size_t c = 0; c < C; c++) dst[c] = src[c * H * W];
-                        } else {
-                            memcpy(dst, x + ((b * H + (size_t)iy) * W + (size_t)ix) * C, C * sizeof(T));
-                        }
+    const size_t cols = g->Wo * g->k * g->k * g->C; /* values per row r */
+    vti_par_range(g->B * g->Ho, VTI_ROWS_GRAIN(cols), SFX(im2col_r),
+                  &(SFX(vti_gather_a)){g, g->C, x, col});
+}
+
+/* rows r = b*H + iy of G */
+static void SFX(dgather_r)(const void *p, size_t r0, size_t r1)
+{
+    const SFX(vti_gather_a) *a = p;
+    const vt_conv_geom *g = a->g;
+    const size_t k = g->k, s = g->s, Co = a->Co, row = k * k * Co;
+    for (size_t r = r0; r < r1; r++) {
+        const size_t b = r / g->H, iy = r % g->H;
+        for (size_t ix = 0; ix < g->W; ix++) {
+            T *dst = a->dst + (r * g->W + ix) * row;
+            for (size_t ky = 0; ky < k; ky++)
+                for (size_t kx = 0; kx < k; kx++, dst += Co) {
+                    /* oy * s = iy + p - ky */
+                    int64_t ny = (int64_t)(iy + g->p) - (int64_t)ky, nx = (int64_t)(ix + g->p) - (int64_t)kx;
+                    if (ny < 0 || nx < 0 || ny % (int64_t)s || nx % (int64_t)s || ny / (int64_t)s >= (int64_t)g->Ho ||
+                        nx / (int64_t)s >= (int64_t)g->Wo) {
+                        for (size_t c = 0; c < Co; c++) dst[c] = 0;
+                    } else {
+                        size_t oy = (size_t)ny / s, ox = (size_t)nx / s;
+                        memcpy(dst, a->src + ((b * g->Ho + oy) * g->Wo + ox) * Co, Co * sizeof(T));
                     }
-            }
+                }
+        }
+    }
 }
 
 void SFX(vt_conv_dgather)(const vt_conv_geom *g, size_t Co, const T *dy, T *G)
 {
-    const size_t k = g->k, s = g->s, row = k * k * Co;
-    for (size_t b = 0; b < g->B; b++)
-        for (size_t iy = 0; iy < g->H; iy++)
-            for (size_t ix = 0; ix < g->W; ix++) {
-                T *dst = G + ((b * g->H + iy) * g->W + ix) * row;
-                for (size_t ky = 0; ky < k; ky++)
-                    for (size_t kx = 0; kx < k; kx++, dst += Co) {
-                        /* oy * s = iy + p - ky */
-                        int64_t ny = (int64_t)(iy + g->p) - (int64_t)ky, nx = (int64_t)(ix + g->p) - (int64_t)kx;
-                        if (ny < 0 || nx < 0 || ny % (int64_t)s || nx % (int64_t)s ||
-                            ny / (int64_t)s >= (int64_t)g->Ho || nx / (int64_t)s >= (int64_t)g->Wo) {
-                            for (size_t c = 0; c < Co; c++) dst[c] = 0;
-                        } else {
-                            size_t oy = (size_t)ny / s, ox = (size_t)nx / s;
-                            memcpy(dst, dy + ((b * g->Ho + oy) * g->Wo + ox) * Co, Co * sizeof(T));
-                        }
-                    }
-            }
+    const size_t cols = g->W * g->k * g->k * Co; /* values per row r */
+    vti_par_range(g->B * g->H, VTI_ROWS_GRAIN(cols), SFX(dgather_r),
+                  &(SFX(vti_gather_a)){g, Co, dy, G});
 }
 
 void SFX(vt_conv_wperm)(size_t k, size_t C, size_t Co, const T *w, T *wp)
