@@ -85,6 +85,8 @@ vt_err vti_matmul_exec(vt_opctx *c)
     size_t M = (size_t)a[2], N = (size_t)a[3], K = (size_t)a[4];
     vt_bounds bd;
     const vt_tc_arch *tc = vt_gemm_arith_model(c->gemm_arith);
+    if (tc && c->be && c->be->gemm_tc) /* the backend's kernel of the model (the same bits) */
+        return c->be->gemm_tc(c->be->impl, tc, 1, (int)a[0], (int)a[1], M, N, K, IN(0), IN(1), OUT(0));
     if (tc) return tc_gemm(tc, (int)a[0], (int)a[1], M, N, K, IN(0), IN(1), OUT(0)); /* the tensor-core model */
     if (c->be && c->be->gemm_round) return c->be->gemm_round(c->be->impl, c->rc, c->op_id, (int)a[0], (int)a[1], M, N, K, IN(0), IN(1), OUT(0));
     vt_conv_geom g;
@@ -142,6 +144,7 @@ vt_err vti_bmm_exec(vt_opctx *c)
     const int ta = (int)c->o->iarg[4], tb = (int)c->o->iarg[5];
     const float *A = IN(0), *Bm = IN(1);
     const vt_tc_arch *tc = vt_gemm_arith_model(c->gemm_arith);
+    if (tc && c->be && c->be->gemm_tc) return c->be->gemm_tc(c->be->impl, tc, G, ta, tb, M, N, K, A, Bm, OUT(0));
     for (size_t g = 0; tc && g < G; g++) /* the tensor-core model, group by group */
         VT_FORWARD_IF_ERROR(tc_gemm(tc, ta, tb, M, N, K, A + g * M * K, Bm + g * K * N, OUT(0) + g * M * N));
     if (tc) return VT_OK;
