@@ -3,7 +3,8 @@
  *   - data movement, exact (no value is computed): the convolution's im2col gather and the gather
  *     of its input gradient, the weight transpose of the input gradient, max pooling forward and
  *     backward (non-overlapping windows, so that every input receives at most one gradient value);
- *     written once for FP32 and FP64 (the plain baseline runs them on doubles);
+ *     written once for FP32 and FP64 (the plain baseline runs them on doubles); the gathers run over
+ *     the threads in parts of image rows (values only moved: the same bits for any thread count);
  *   - the batch normalisation's elementwise chains in FP64 (fixed chains of IEEE operations on
  *     FP32 inputs: bit-identical everywhere, bound 0); its reductions are column sums and column
  *     dot products (vt_kernels.h), rounded correctly like every reduction.
