@@ -110,6 +110,18 @@ static int und_push(vti_undecided *u, size_t i, double x, double B)
     return 0;
 }
 
+/* Room for `extra` more without reallocating (0, or -1: out of memory). */
+static int und_reserve(vti_undecided *u, size_t extra)
+{
+    if (u->n + extra <= u->cap) return 0;
+    size_t cap = u->n + extra;
+    vti_und *nv = realloc(u->v, cap * sizeof *nv);
+    if (!nv) return -1;
+    u->v = nv;
+    u->cap = cap;
+    return 0;
+}
+
 static int und_cmp(const void *a, const void *b)
 {
     uint64_t i = ((const vti_und *)a)->i, j = ((const vti_und *)b)->i;
@@ -118,6 +130,16 @@ static int und_cmp(const void *a, const void *b)
 
 /* Slice s of the m elements of a round: [m s / N, m (s + 1) / N). */
 static inline size_t slice_lo(size_t m, int s, int N) { return m * (size_t)s / (size_t)N; }
+
+/* The most refined elements of a round that go to every rank in one allgather (each rank then
+ * combines them all) rather than to their owners: a few, so that the N - 1 messages of an exchange
+ * and the results' allgather are spared (latency) while the bytes stay small; bounded so that N
+ * times it stays within 2^17 values (the buffers below). */
+static inline size_t gather_cap(int N)
+{
+    size_t g = ((size_t)1 << 17) / (size_t)N;
+    return g < 1024 ? g : 1024;
+}
 
 /* The buffers of phase 1, for rounds of at most `chunk` elements. */
 typedef struct {
@@ -153,8 +175,10 @@ static vti_p1 *p1_get(size_t n, int N)
     p1_free(b);
     if (keep > c) c = keep;
     size_t mo = c / (size_t)N + 1; /* the largest slice */
+    size_t g = gather_cap(N) < c ? gather_cap(N) : c;
+    if (mo < g) mo = g; /* the refinement round gathered: every rank combines up to gather_cap elements */
     b->sbuf = malloc(12 * c + 4);
-    b->rbuf = malloc(12 * mo * (size_t)N);
+    b->rbuf = malloc(12 * mo * (size_t)N + 4 * (size_t)N);
     b->P = malloc(mo * (size_t)N * sizeof *b->P);
     b->Bd = malloc(mo * (size_t)N * sizeof *b->Bd);
     b->x = malloc(mo * sizeof *b->x);
@@ -302,52 +326,116 @@ typedef struct {
     int resum;
 } vti_refine;
 
+/* This rank's refinement of marked element i: *p its partial to send, the bound returned for it. */
+static double refine_one(const vti_refine *rf, size_t i, const double *partial, const double *bound, double *p)
+{
+    double pi = partial[i], bi = bound[i];
+    *p = pi;
+    double r = rf->fn ? rf->fn(rf->arg, i, p) : bi; /* a rank without one: its partial and bound */
+    if (!rf->resum || !(r >= 0)) *p = pi; /* bound only, or no refinement (NaN, negative) */
+    if (!(r >= 0)) return bi;
+    /* the same partial: both bounds are rigorous, so the smaller is */
+    if (vt_f64_bits(*p) == vt_f64_bits(pi) && bi >= 0 && bi < r) return bi;
+    return r;
+}
+
 /* The refinement round of phase 1, for the round's elements marked VTI_MARK_REFINE (every rank
- * knows them from the gathered results): each rank sends each owner, for that owner's marked
- * elements, its refined bound (encoded as in phase 1: 4 bytes an element) and, with resum, its
- * partial (8 more), in one exchange; the owner combines its marked elements again (the partials
- * received, or the same ones still in b->P, compacted in place) with the refined bounds, screens,
- * records what is still undecided for the exact phase, and the results go to every rank (one
- * allgather). Nothing when no element is marked (every rank sees the same marks: it makes the same
- * collectives whether or not it has a callback). */
+ * knows them from the gathered results, so every rank takes the same path; nothing when none is
+ * marked). Each rank computes, for the marked elements, its refined bound and (resum) its partial.
+ * Few marked (at most gather_cap(N), a count every rank knows): one allgather of every rank's
+ * partials and bounds of them all (12 bytes an element), and every rank combines and screens them
+ * all - the same operations on the same bits, so the same results on every rank; the owner of each
+ * still undecided element records it for the exact phase. Many: each rank sends each owner its
+ * refined bounds of that owner's marked elements (4 bytes an element; 12 with resum: the partials
+ * too) in one exchange; the owner combines its marked elements again (the partials received, or
+ * its own copies still in b->P, compacted in place) with the refined bounds, screens, records what
+ * is still undecided, and the results go to every rank (one allgather). */
 static vt_err refine_round(vt_comm *comm, size_t i0, size_t m, size_t lo, size_t mo, const double *partial,
                            const double *bound, const vti_refine *rf, float *out, vti_p1 *b, vti_undecided *u,
                            int *oom, uint64_t *und_of, vt_round_dist_stats *st)
 {
     int N = vt_dist_size(comm), me = vt_dist_rank(comm);
-    size_t *sb = b->cnt, *rb = b->cnt + N, wb = rf->resum ? 12 : 4;
-    size_t total = 0, cu = 0;
-    unsigned char *w = b->sbuf;
+    size_t *sb = b->cnt, *rb = b->cnt + N, total = 0, cu = 0;
     for (int s = 0; s < N; s++) {
         size_t a = slice_lo(m, s, N), ms = slice_lo(m, s + 1, N) - a, c = 0;
-        unsigned char *wp = w; /* this owner's block: the partials (resum), then the bounds */
         for (size_t k = 0; k < ms; k++) c += is_refine(out[i0 + a + k]);
-        unsigned char *wbnd = wp + (rf->resum ? 8 * c : 0);
+        sb[s] = c;
+        total += c;
+        if (s == me) cu = c;
+    }
+    if (!total) return VT_OK;
+    if (st) st->n_refine += total;
+    if (total <= gather_cap(N)) {
+        /* gathered: [partials][bounds] of the marked elements in increasing index and a word (this
+         * rank out of memory: no room to record its elements left to the exact phase), from every
+         * rank */
+        if (!*oom && und_reserve(u, cu)) *oom = 1;
+        uint32_t ow = (uint32_t)*oom;
+        memcpy(b->sbuf + 12 * total, &ow, 4);
+        unsigned char *wp = b->sbuf, *wbnd = b->sbuf + 8 * total;
+        for (size_t i = i0, j = 0; i < i0 + m; i++) {
+            if (!is_refine(out[i])) continue;
+            double p;
+            uint32_t v = bound_enc(refine_one(rf, i, partial, bound, &p));
+            memcpy(wp + 8 * j, &p, 8);
+            memcpy(wbnd + 4 * j, &v, 4);
+            j++;
+        }
+        for (int r = 0; r < N; r++) rb[r] = 12 * total + 4;
+        VT_FORWARD_IF_ERROR(vt_dist_allgatherv(comm, b->sbuf, rb, b->rbuf));
+        if (st) st->bytes_refine += (12 * (uint64_t)total + 4) * (uint64_t)(N - 1);
+        for (int r = 0; r < N; r++) {
+            const unsigned char *rp = b->rbuf + (size_t)r * (12 * total + 4), *rbnd = rp + 8 * total;
+            memcpy(&ow, rbnd + 4 * total, 4);
+            if (ow) und_of[r] = UINT64_MAX;
+            memcpy(b->P + (size_t)r * total, rp, 8 * total);
+            for (size_t j = 0; j < total; j++) {
+                uint32_t v;
+                memcpy(&v, rbnd + 4 * j, 4);
+                b->Bd[(size_t)r * total + j] = bound_dec(v);
+            }
+        }
+        combine_all(N, b->P, b->Bd, total, total, b->x, b->B);
+        screen(b->x, b->B, b->res, total);
+        /* every rank writes every result; the owner of an element still undecided records it */
+        size_t j = 0;
+        for (int s = 0; s < N; s++) {
+            size_t a = slice_lo(m, s, N), ms = slice_lo(m, s + 1, N) - a;
+            uint64_t n_und = 0;
+            for (size_t k = 0; k < ms; k++) {
+                size_t i = i0 + a + k;
+                if (!is_refine(out[i])) continue;
+                out[i] = b->res[j];
+                if (is_mark(b->res[j])) {
+                    if (s == me && !*oom) (void)und_push(u, i, b->x[j], b->B[j]); /* room reserved */
+                    n_und++;
+                }
+                j++;
+            }
+            if (und_of[s] != UINT64_MAX) und_of[s] += n_und;
+        }
+        return VT_OK;
+    }
+    size_t wb = rf->resum ? 12 : 4;
+    unsigned char *w = b->sbuf;
+    for (int s = 0; s < N; s++) {
+        size_t a = slice_lo(m, s, N), ms = slice_lo(m, s + 1, N) - a, c = sb[s];
+        unsigned char *wp = w, *wbnd = wp + (rf->resum ? 8 * c : 0); /* the partials (resum), the bounds */
         for (size_t k = 0, j = 0; k < ms; k++) {
             size_t i = i0 + a + k;
             if (!is_refine(out[i])) continue;
-            double pi = partial[i], bi = bound[i], p = pi, r = rf->fn ? rf->fn(rf->arg, i, &p) : bi;
-            if (!rf->resum || !(r >= 0)) p = pi; /* bound only, or no refinement (NaN, negative) */
-            if (!(r >= 0)) r = bi;
-            else if (vt_f64_bits(p) == vt_f64_bits(pi) && bi >= 0 && bi < r) r = bi; /* the same partial:
-                                                                both bounds are rigorous, so the smaller is */
+            double p;
+            uint32_t v = bound_enc(refine_one(rf, i, partial, bound, &p));
             if (rf->resum) memcpy(wp + 8 * j, &p, 8);
-            uint32_t v = bound_enc(r);
             memcpy(wbnd + 4 * j, &v, 4);
             j++;
         }
         w += wb * c;
         sb[s] = wb * c;
-        total += c;
-        if (s == me) cu = c;
     }
-    if (!total) return VT_OK;
     for (int r = 0; r < N; r++) rb[r] = wb * cu;
     VT_FORWARD_IF_ERROR(vt_dist_alltoallv(comm, b->sbuf, sb, b->rbuf, rb));
-    if (st) {
-        st->n_refine += total;
-        st->bytes_refine += wb * (uint64_t)(total - cu);
-    }
+    if (st) st->bytes_refine += wb * (uint64_t)(total - cu);
     /* the marked elements' partials: received, or compacted in place (P[r cu + j] from P[r mo + k_j],
      * k_j >= j: every read is at or after the write); their refined bounds decoded */
     for (int r = 0; r < N; r++) {

@@ -7,7 +7,9 @@
  * partial and bound come from a plain FP64 sum with the provable coefficient bound, or from the
  * compensated sum, or the plain sum with an inflated bound and the rigorous one as the refinement
  * (vt_round_dist_refined: the refinement round decides some, the rest take the exact phase, the
- * same elements as with the rigorous bounds alone). Every rank's result must equal, bit for bit, RN32 of the exact global sum
+ * same elements as with the rigorous bounds alone; the random sums refine more elements than one
+ * allgather takes, so they go to their owners, the adversarial ones fewer, gathered). Every rank's
+ * result must equal, bit for bit, RN32 of the exact global sum
  * computed here in one process by vt_xacc over all the terms (and by MPFR where the build has it).
  * Adversarial elements sit on FP32 rounding boundaries and ties (normal, subnormal, near FLT_MAX)
  * behind huge cancellations, so the exact phase must run for them (asserted); +-0, empty elements
