@@ -11,7 +11,9 @@
  *             integer phase;
  *   time      the step's wall time (the slowest rank; the ranks start each step together after a
  *             barrier) and thread CPU time, min and median over the steps, and the wall time
- *             inside the collectives (waiting for the other ranks included: vt_dist_clock).
+ *             inside the collectives (waiting for the other ranks included: vt_dist_clock); on N > 1
+ *             ranks, the step's vt_round_dist calls alone (as many, of the mean size, those with a
+ *             refinement round with one of the same kind), each between barriers.
  *
  * One thread a rank (vt_par_set_threads(1)), BLAS single-threaded: one core per rank. --out FILE appends one line per model (key=value) for
  * --project FILE, which reads the 1-rank and 2-rank lines of each model and prints the projection
@@ -62,6 +64,13 @@ static vt_err one_step(vt_model *m, const vt_dataset *ds, uint64_t s)
     if (!e) e = vt_rctx_end_step(&c);
     vt_steplog_free(&log);
     return e;
+}
+
+/* the probe's refinement: every element's bound is 0 */
+static double probe_refine(void *arg, size_t i, double *p)
+{
+    (void)arg, (void)i, (void)p;
+    return 0.0;
 }
 
 /* the largest value over the ranks (through the FP64 allgather) */
@@ -140,23 +149,48 @@ static void run_model(const model_cfg *k, int steps, int warmup, FILE *out)
     }
     /* the collectives alone, with the load filtered out: vt_round_dist on the same number of calls of
      * the mean size (exact partials, zero bounds: phase 1 only), each call timed between barriers,
-     * the minimum of 30 x the calls a step (noise only lengthens a call) */
+     * the minimum of 30 x the calls a step (noise only lengthens a call); the calls with a refinement
+     * round timed alike with elements refined: a round sent to the owners (an exchange beyond the one
+     * a call has, and an allgather) with 2048 refined, a gathered round (one more collective) with one
+     * (the collectives beyond three a call and those; phase 2's, rare, are not counted) */
     double probe = 0;
+    uint64_t n_own = 0, n_gat = 0;
     if (g_size > 1 && calls) {
         size_t per = (size_t)(nd / calls) + 1;
-        double *pp = calloc(per, sizeof *pp), *pb = calloc(per, sizeof *pb);
+        n_own = xch > calls ? xch - calls : 0;
+        if (n_own > calls) n_own = calls;
+        n_gat = coll > 3 * calls + 2 * n_own ? coll - 3 * calls - 2 * n_own : 0;
+        if (n_gat > calls - n_own) n_gat = calls - n_own;
+        size_t n_ref = per < 2048 ? per : 2048;
+        double *pp = calloc(per, sizeof *pp), *pb = calloc(per, sizeof *pb), *pg = calloc(per, sizeof *pg),
+               *po_b = calloc(per, sizeof *po_b);
         float *po = calloc(per, sizeof *po);
-        if (!pp || !pb || !po) exit(2);
+        if (!pp || !pb || !pg || !po_b || !po) exit(2);
         for (size_t j = 0; j < per; j++) pp[j] = (double)(j % 97) * 0.25;
-        double best = 1e9;
+        pg[0] = 1e300; /* undecided by this bound, decided by its refinement (0) */
+        for (size_t j = 0; j < n_ref; j++) po_b[j] = 1e300;
+        double best = 1e9, best_g = 1e9, best_o = 1e9;
         for (int it = 0; it < 30; it++) {
             TRY(vt_dist_barrier(g_comm));
             double t0 = vt_now();
             TRY(vt_round_dist(g_comm, per, pp, pb, NULL, NULL, po, NULL, NULL));
             best = fmin(best, max_over_ranks(vt_now() - t0));
+            if (n_gat) {
+                TRY(vt_dist_barrier(g_comm));
+                t0 = vt_now();
+                TRY(vt_round_dist_refined(g_comm, per, pp, pg, probe_refine, 0, NULL, NULL, po, NULL, NULL));
+                best_g = fmin(best_g, max_over_ranks(vt_now() - t0));
+            }
+            if (n_own) {
+                TRY(vt_dist_barrier(g_comm));
+                t0 = vt_now();
+                TRY(vt_round_dist_refined(g_comm, per, pp, po_b, probe_refine, 0, NULL, NULL, po, NULL, NULL));
+                best_o = fmin(best_o, max_over_ranks(vt_now() - t0));
+            }
         }
-        probe = best * (double)calls;
-        free(pp), free(pb), free(po);
+        probe = best * (double)(calls - n_own - n_gat) + (n_gat ? best_g * (double)n_gat : 0.0) +
+                (n_own ? best_o * (double)n_own : 0.0);
+        free(pp), free(pb), free(pg), free(po_b), free(po);
     }
     double ring = 4.0 * (double)P * 2.0 * (double)(g_size - 1) / g_size;
     double wmin = wall[0], cmin = cpu[0], mmin = comm[0], cpmin = wall[0] - comm[0];
@@ -181,9 +215,11 @@ static void run_model(const model_cfg *k, int steps, int warmup, FILE *out)
                "(outside its collectives) min %.4f\n",
                wmin, wmed, cmin, cmed, mmin, mmed, cpmin, ocmin, rmin);
         if (g_size > 1)
-            printf("  the step's vt_round_dist calls alone, unloaded (probe: %llu calls of %llu elements, the fastest of 30): "
-                   "%.4f s; thread CPU outside the collectives + probe: %.4f s\n",
-                   (unsigned long long)calls, (unsigned long long)(nd / calls) + 1, probe, ocmin + probe);
+            printf("  the step's vt_round_dist calls alone, unloaded (probe: %llu calls of %llu elements, %llu with a "
+                   "refinement round to the owners, %llu gathered, the fastest of 30): %.4f s; thread CPU outside the "
+                   "collectives + probe: %.4f s\n",
+                   (unsigned long long)calls, (unsigned long long)(nd / calls) + 1, (unsigned long long)n_own,
+                   (unsigned long long)n_gat, probe, ocmin + probe);
         fflush(stdout);
         if (out) {
             fprintf(out,
