@@ -232,8 +232,9 @@ vt_err vt_conv_dgrad_gemm(vt_exec *e, const vt_conv_geom *g, size_t Co, const fl
     if (s < 2) return VT_OK; /* no structural zeros: the caller's dense GEMM */
     for (size_t i = 0; i < K * N; i++)
         if (!(wp[i] - wp[i] == 0.0f)) return VT_OK; /* inf or NaN: 0 * W' would not vanish */
-    /* the largest class's compact operands (class 0 has the most taps, and at most all pixels) */
-    const size_t t0 = phase_taps(k, s, 0), n0 = g->B * g->H * g->W, K0 = t0 * t0 * Co;
+    /* the largest class's compact operands (class 0 has the most taps; a class at most ceil(H/s) ceil(W/s)
+     * pixels an image) */
+    const size_t t0 = phase_taps(k, s, 0), n0 = g->B * ((g->H + s - 1) / s) * ((g->W + s - 1) / s), K0 = t0 * t0 * Co;
     float *a = malloc(n0 * K0 * sizeof *a), *a2 = malloc(n0 * (K0 > VT_PANEL ? K0 - VT_PANEL : 1) * sizeof *a2),
           *wb = malloc(K0 * N * sizeof *wb);
     double *c64 = malloc(n0 * N * sizeof *c64), *c2 = malloc(n0 * N * sizeof *c2);
