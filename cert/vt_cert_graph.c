@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/vt_cli.h"
+
 enum { N_INPUT, N_LIN, N_ADD, N_RELU, N_MAXPOOL };
 
 typedef struct {
@@ -20,12 +22,15 @@ typedef struct {
     uint32_t *rp, *ci, *trp, *tci;
     double *v, *tv, *c;
     double *ea, *eb; /* batch norm: E_j += ea_j max|x_j| + eb_j */
-    double rel, abs_; /* E_j += rel max|y_j| + abs_ */
+    double rel, abs_; /* E_j += rel max|y_j| + abs_ (the project's semantics) */
+    double coef_rel;  /* E_j += coef_rel max|y_j| in every semantics: a coefficient not exactly 1/k (ONNX average pools) */
+    int bn;           /* batch norm (ea, eb): the FP32 chain's terms when the semantics is VT_CERT_GRAPH_FP32_ANY */
     double *l, *u, *E, *x64, *g64, *lam, *errx;
 } gnode;
 
 struct vt_cert_graph {
     uint32_t n_nodes;
+    int sem; /* vt_cert_graph_sem */
     gnode nd[VT_CERT_GRAPH_MAX_NODES];
 };
 
@@ -136,40 +141,80 @@ static vt_err finish_lin(vt_cert_graph *g, gnode *q, int rounded, uint32_t *id)
     return VT_OK;
 }
 
-vt_err vt_cert_graph_conv(vt_cert_graph *g, uint32_t in, uint32_t H, uint32_t W, uint32_t Cin, uint32_t k, uint32_t s,
-                          uint32_t p, int chw, uint32_t Cout, const float *w, int rounded, uint32_t *id)
+/* A convolution: input Cin x H x W (channels-first when in_chw, else H x W x Cin), kernel kh x kw,
+ * strides sh, sw, zero pads top, left, bottom, right; weight element (co, c, ky, kx) at
+ * w[((ky kw + kx) Cin + c) Cout + co] (HWIO, the program's) or, when oihw, w[((co Cin + c) kh + ky) kw + kx]
+ * (ONNX); the output channels-first when out_chw, else channels-last; bias (Cout values) or NULL.
+ * Each row's terms in the order (ky, kx, c). */
+typedef struct {
+    uint32_t Cin, H, W, kh, kw, sh, sw, pt, pl, pb, pr, Cout;
+    int in_chw, out_chw, oihw;
+} conv_geom;
+
+static vt_err conv_build(vt_cert_graph *g, uint32_t in, const conv_geom *c, const float *w, const float *bias, int rounded,
+                         uint32_t *id)
 {
-    VT_RETURN_ERROR_IF(k < 1 || s < 1 || p >= k || H + 2 * p < k || W + 2 * p < k || Cin < 1 || Cout < 1 || H > 4096 ||
-                           W > 4096 || Cin > 65536 || Cout > 65536,
+    VT_RETURN_ERROR_IF(c->kh < 1 || c->kw < 1 || c->sh < 1 || c->sw < 1 || c->pt >= c->kh || c->pb >= c->kh ||
+                           c->pl >= c->kw || c->pr >= c->kw || c->H + c->pt + c->pb < c->kh ||
+                           c->W + c->pl + c->pr < c->kw || c->Cin < 1 || c->Cout < 1 || c->H > 4096 || c->W > 4096 ||
+                           c->Cin > 65536 || c->Cout > 65536,
                        VT_ERR_ARG, "certify: bad convolution geometry");
-    VT_RETURN_ERROR_IF(in >= g->n_nodes || g->nd[in].n != H * W * Cin, VT_ERR_ARG, "certify: a convolution's input size");
-    uint32_t Ho = (H + 2 * p - k) / s + 1, Wo = (W + 2 * p - k) / s + 1;
+    VT_RETURN_ERROR_IF(in >= g->n_nodes || (uint64_t)g->nd[in].n != (uint64_t)c->H * c->W * c->Cin, VT_ERR_ARG,
+                       "certify: a convolution's input size");
+    uint32_t Ho = (c->H + c->pt + c->pb - c->kh) / c->sh + 1, Wo = (c->W + c->pl + c->pr - c->kw) / c->sw + 1;
+    VT_RETURN_ERROR_IF((uint64_t)Ho * Wo * c->Cout > (1u << 26), VT_ERR_LIMIT, "certify: a convolution of %llu outputs",
+                       (unsigned long long)Ho * Wo * c->Cout);
     gnode *q;
-    VT_FORWARD_IF_ERROR(node_add(g, N_LIN, in, in, Ho * Wo * Cout, &q));
-    VT_FORWARD_IF_ERROR(rows_alloc(q, (size_t)q->n * k * k * Cin, 1));
+    VT_FORWARD_IF_ERROR(node_add(g, N_LIN, in, in, Ho * Wo * c->Cout, &q));
+    VT_FORWARD_IF_ERROR(rows_alloc(q, (size_t)q->n * c->kh * c->kw * c->Cin, 1));
+    if (bias) {
+        q->c = malloc((size_t)q->n * sizeof *q->c);
+        VT_RETURN_ERROR_IF(!q->c, VT_ERR_NOMEM, "out of memory");
+    }
     uint32_t t = 0;
-    for (uint32_t oy = 0; oy < Ho; oy++)
-        for (uint32_t ox = 0; ox < Wo; ox++)
-            for (uint32_t co = 0; co < Cout; co++) {
-                uint32_t j = (oy * Wo + ox) * Cout + co;
-                for (uint32_t ky = 0; ky < k; ky++)
-                    for (uint32_t kx = 0; kx < k; kx++) {
-                        int64_t iy = (int64_t)oy * s + ky - p, ix = (int64_t)ox * s + kx - p;
-                        if (iy < 0 || ix < 0 || iy >= H || ix >= W) continue;
-                        for (uint32_t c = 0; c < Cin; c++) {
-                            float wv = w[((size_t)(ky * k + kx) * Cin + c) * Cout + co];
-                            if (wv == 0) continue;
-                            VT_RETURN_ERROR_IF(!isfinite(wv), VT_ERR_UNSUPPORTED, "certify: a weight is not finite");
-                            q->ci[t] = chw ? (c * H + (uint32_t)iy) * W + (uint32_t)ix : ((uint32_t)iy * W + (uint32_t)ix) * Cin + c;
-                            q->v[t++] = wv;
-                        }
-                    }
-                q->rp[j + 1] = t;
+    for (uint32_t j = 0; j < q->n; j++) {
+        uint32_t co = c->out_chw ? j / (Ho * Wo) : j % c->Cout, pix = c->out_chw ? j % (Ho * Wo) : j / c->Cout;
+        uint32_t oy = pix / Wo, ox = pix % Wo;
+        for (uint32_t ky = 0; ky < c->kh; ky++)
+            for (uint32_t kx = 0; kx < c->kw; kx++) {
+                int64_t iy = (int64_t)oy * c->sh + ky - c->pt, ix = (int64_t)ox * c->sw + kx - c->pl;
+                if (iy < 0 || ix < 0 || iy >= c->H || ix >= c->W) continue;
+                for (uint32_t ch = 0; ch < c->Cin; ch++) {
+                    float wv = c->oihw ? w[(((size_t)co * c->Cin + ch) * c->kh + ky) * c->kw + kx]
+                                       : w[((size_t)(ky * c->kw + kx) * c->Cin + ch) * c->Cout + co];
+                    if (wv == 0) continue;
+                    VT_RETURN_ERROR_IF(!isfinite(wv), VT_ERR_UNSUPPORTED, "certify: a weight is not finite");
+                    q->ci[t] = c->in_chw ? (ch * c->H + (uint32_t)iy) * c->W + (uint32_t)ix
+                                         : ((uint32_t)iy * c->W + (uint32_t)ix) * c->Cin + ch;
+                    q->v[t++] = wv;
+                }
             }
+        q->rp[j + 1] = t;
+        if (bias) {
+            VT_RETURN_ERROR_IF(!isfinite(bias[co]), VT_ERR_UNSUPPORTED, "certify: a bias is not finite");
+            q->c[j] = bias[co];
+        }
+    }
     return finish_lin(g, q, rounded, id);
 }
 
-vt_err vt_cert_graph_dense(vt_cert_graph *g, uint32_t in, uint32_t n_out, const float *w, int rounded, uint32_t *id)
+vt_err vt_cert_graph_conv(vt_cert_graph *g, uint32_t in, uint32_t H, uint32_t W, uint32_t Cin, uint32_t k, uint32_t s,
+                          uint32_t p, int chw, uint32_t Cout, const float *w, int rounded, uint32_t *id)
+{
+    conv_geom c = {Cin, H, W, k, k, s, s, p, p, p, p, Cout, chw, 0, 0};
+    return conv_build(g, in, &c, w, NULL, rounded, id);
+}
+
+vt_err vt_cert_graph_conv2d(vt_cert_graph *g, uint32_t in, uint32_t Cin, uint32_t H, uint32_t W, uint32_t Cout, uint32_t kh,
+                            uint32_t kw, uint32_t sh, uint32_t sw, const uint32_t pads[4], const float *w, const float *bias,
+                            uint32_t *id)
+{
+    conv_geom c = {Cin, H, W, kh, kw, sh, sw, pads[0], pads[1], pads[2], pads[3], Cout, 1, 1, 1};
+    return conv_build(g, in, &c, w, bias, 0, id);
+}
+
+static vt_err dense_build(vt_cert_graph *g, uint32_t in, uint32_t n_out, const float *w, const float *bias, int rounded,
+                          uint32_t *id)
 {
     VT_RETURN_ERROR_IF(in >= g->n_nodes, VT_ERR_ARG, "certify: a dense layer's input");
     uint32_t ni = g->nd[in].n;
@@ -185,7 +230,25 @@ vt_err vt_cert_graph_dense(vt_cert_graph *g, uint32_t in, uint32_t n_out, const 
         }
         q->rp[j + 1] = t;
     }
+    if (bias) {
+        q->c = malloc((size_t)n_out * sizeof *q->c);
+        VT_RETURN_ERROR_IF(!q->c, VT_ERR_NOMEM, "out of memory");
+        for (uint32_t j = 0; j < n_out; j++) {
+            VT_RETURN_ERROR_IF(!isfinite(bias[j]), VT_ERR_UNSUPPORTED, "certify: a bias is not finite");
+            q->c[j] = bias[j];
+        }
+    }
     return finish_lin(g, q, rounded, id);
+}
+
+vt_err vt_cert_graph_dense(vt_cert_graph *g, uint32_t in, uint32_t n_out, const float *w, int rounded, uint32_t *id)
+{
+    return dense_build(g, in, n_out, w, NULL, rounded, id);
+}
+
+vt_err vt_cert_graph_linear(vt_cert_graph *g, uint32_t in, uint32_t n_out, const float *w, const float *bias, uint32_t *id)
+{
+    return dense_build(g, in, n_out, w, bias, 0, id);
 }
 
 /* a diagonal node y_j = v_j x_j + c_j (c allocated, filled by the caller) */
@@ -219,16 +282,17 @@ vt_err vt_cert_graph_bias(vt_cert_graph *g, uint32_t in, const float *b, uint32_
  * RN32 of the FP64 chain gamma ((x - rm) / d) + beta (six correctly rounded FP64 operations, each
  * within u of its exact result, no FP64 underflow above 2^-1022 but one absolute 2^-1060 allowed):
  * within 2^-50 (|s0| (|x| + |rm|) + |y|) + 2^-1060 of the real value, then 2^-24 |y| + 2^-149. */
-vt_err vt_cert_graph_bn(vt_cert_graph *g, uint32_t in, uint32_t C, const float *rm, const float *rv,
-                        const float *gamma, const float *beta, double eps, uint32_t *id)
+static vt_err bn_build(vt_cert_graph *g, uint32_t in, uint32_t C, uint32_t HW, const float *rm, const float *rv,
+                       const float *gamma, const float *beta, double eps, uint32_t *id)
 {
-    VT_RETURN_ERROR_IF(C < 1 || in >= g->n_nodes || g->nd[in].n % C, VT_ERR_ARG, "certify: batch norm of %u channels", C);
+    VT_RETURN_ERROR_IF(C < 1 || in >= g->n_nodes || g->nd[in].n % C || (HW && g->nd[in].n != C * HW), VT_ERR_ARG,
+                       "certify: batch norm of %u channels", C);
     gnode *q;
     VT_FORWARD_IF_ERROR(diag_node(g, in, &q));
     q->ea = malloc((size_t)q->n * sizeof *q->ea), q->eb = malloc((size_t)q->n * sizeof *q->eb);
     VT_RETURN_ERROR_IF(!q->ea || !q->eb, VT_ERR_NOMEM, "out of memory");
     for (uint32_t j = 0; j < q->n; j++) {
-        uint32_t c = j % C;
+        uint32_t c = HW ? j / HW : j % C;
         double v = (double)rv[c] + eps;
         VT_RETURN_ERROR_IF(!(v > 0x1p-900) || !isfinite(v) || !isfinite(rm[c]) || !isfinite(gamma[c]) ||
                                !isfinite(beta[c]),
@@ -240,9 +304,23 @@ vt_err vt_cert_graph_bn(vt_cert_graph *g, uint32_t in, uint32_t C, const float *
         q->eb[j] = UP(UP(UP(0x1p-47 * fabs(s0) * fabs((double)rm[c])) + 0x1p-48 * (fabs(c0) + fabs((double)beta[c]))) +
                       0x1p-1059);
     }
+    q->bn = 1;
     VT_FORWARD_IF_ERROR(finish_lin(g, q, 1, id));
     q->rel = 0x1p-24 + 0x1p-49;
     return VT_OK;
+}
+
+vt_err vt_cert_graph_bn(vt_cert_graph *g, uint32_t in, uint32_t C, const float *rm, const float *rv,
+                        const float *gamma, const float *beta, double eps, uint32_t *id)
+{
+    return bn_build(g, in, C, 0, rm, rv, gamma, beta, eps, id);
+}
+
+vt_err vt_cert_graph_bn_chw(vt_cert_graph *g, uint32_t in, uint32_t C, uint32_t HW, const float *rm, const float *rv,
+                            const float *gamma, const float *beta, double eps, uint32_t *id)
+{
+    VT_RETURN_ERROR_IF(HW < 1, VT_ERR_ARG, "certify: batch norm of an empty image");
+    return bn_build(g, in, C, HW, rm, rv, gamma, beta, eps, id);
 }
 
 vt_err vt_cert_graph_avgpool(vt_cert_graph *g, uint32_t in, uint32_t HW, uint32_t C, float w, uint32_t *id)
@@ -260,24 +338,56 @@ vt_err vt_cert_graph_avgpool(vt_cert_graph *g, uint32_t in, uint32_t HW, uint32_
     return finish_lin(g, q, 1, id);
 }
 
-vt_err vt_cert_graph_maxpool(vt_cert_graph *g, uint32_t in, uint32_t H, uint32_t W, uint32_t C, uint32_t k, uint32_t *id)
+/* the windows kh x kw, strides kh, kw, of C x H x W (channels-first when chw, else H x W x C) into q's
+ * rows (the output in the input's layout), row-major window order: the first maximum wins */
+static void windows(gnode *q, uint32_t C, uint32_t H, uint32_t W, uint32_t kh, uint32_t kw, int chw)
 {
-    VT_RETURN_ERROR_IF(k < 1 || H % k || W % k || C < 1 || in >= g->n_nodes || g->nd[in].n != H * W * C, VT_ERR_ARG,
-                       "certify: bad max pooling arguments");
-    gnode *q;
-    VT_FORWARD_IF_ERROR(node_add(g, N_MAXPOOL, in, in, (H / k) * (W / k) * C, &q));
-    VT_FORWARD_IF_ERROR(rows_alloc(q, (size_t)q->n * k * k, 0));
-    uint32_t t = 0, Wo = W / k;
+    uint32_t t = 0, Wo = W / kw, Ho = H / kh;
     for (uint32_t j = 0; j < q->n; j++) {
-        uint32_t c = j % C, ox = (j / C) % Wo, oy = j / C / Wo;
-        for (uint32_t dy = 0; dy < k; dy++) /* row-major window order: the first maximum wins */
-            for (uint32_t dx = 0; dx < k; dx++) q->ci[t++] = ((oy * k + dy) * W + ox * k + dx) * C + c;
+        uint32_t c = chw ? j / (Ho * Wo) : j % C, pix = chw ? j % (Ho * Wo) : j / C, ox = pix % Wo, oy = pix / Wo;
+        for (uint32_t dy = 0; dy < kh; dy++)
+            for (uint32_t dx = 0; dx < kw; dx++) {
+                uint32_t iy = oy * kh + dy, ix = ox * kw + dx;
+                q->ci[t] = chw ? (c * H + iy) * W + ix : (iy * W + ix) * C + c;
+                if (q->v) q->v[t] = 1.0 / ((double)kh * kw);
+                t++;
+            }
         q->rp[j + 1] = t;
+    }
+}
+
+static vt_err pool_build(vt_cert_graph *g, uint32_t in, uint32_t C, uint32_t H, uint32_t W, uint32_t kh, uint32_t kw,
+                         int chw, int max, uint32_t *id)
+{
+    VT_RETURN_ERROR_IF(kh < 1 || kw < 1 || H % kh || W % kw || C < 1 || in >= g->n_nodes ||
+                           (uint64_t)g->nd[in].n != (uint64_t)H * W * C,
+                       VT_ERR_ARG, "certify: bad pooling arguments");
+    gnode *q;
+    VT_FORWARD_IF_ERROR(node_add(g, max ? N_MAXPOOL : N_LIN, in, in, (H / kh) * (W / kw) * C, &q));
+    VT_FORWARD_IF_ERROR(rows_alloc(q, (size_t)q->n * kh * kw, !max));
+    windows(q, C, H, W, kh, kw, chw);
+    if (!max) { /* 1/(kh kw) in FP64: exact for a power of two, else within 2^-53 relative */
+        int ex;
+        q->coef_rel = frexp((double)kh * kw, &ex) == 0.5 ? 0 : 0x1p-52;
+        return finish_lin(g, q, 0, id);
     }
     VT_FORWARD_IF_ERROR(node_alloc(q));
     *id = g->n_nodes++;
     return VT_OK;
 }
+
+vt_err vt_cert_graph_maxpool(vt_cert_graph *g, uint32_t in, uint32_t H, uint32_t W, uint32_t C, uint32_t k, uint32_t *id)
+{
+    return pool_build(g, in, C, H, W, k, k, 0, 1, id);
+}
+
+vt_err vt_cert_graph_pool_chw(vt_cert_graph *g, uint32_t in, uint32_t C, uint32_t H, uint32_t W, uint32_t kh, uint32_t kw,
+                              int max, uint32_t *id)
+{
+    return pool_build(g, in, C, H, W, kh, kw, 1, max, id);
+}
+
+void vt_cert_graph_set_sem(vt_cert_graph *g, vt_cert_graph_sem sem) { g->sem = (int)sem; }
 
 vt_err vt_cert_graph_relu(vt_cert_graph *g, uint32_t in, uint32_t *id)
 {
@@ -303,11 +413,43 @@ vt_err vt_cert_graph_add(vt_cert_graph *g, uint32_t a, uint32_t b, uint32_t *id)
 
 /* ---------------------------------------------------------------- IBP */
 
-/* E_j for a value whose error-free interval is [fl, fu]: E0 + rel |y| with |y| <= max(|fl|, |fu|) + E */
-static double err_of(const gnode *q, double E0, double fl, double fu)
+/* E_j for a value whose error-free interval is [fl, fu]: E0 + rel |y| with |y| <= max(|fl|, |fu|) + E;
+ * rel and abs_ the node's own (the project's semantics), none (the real network), or one FP32
+ * rounding of the result (2^-24 |y|, 2^-125: a subnormal result flushed or rounded) for any FP32
+ * evaluation; coef_rel in every semantics */
+static double err_of(const vt_cert_graph *g, const gnode *q, double E0, double fl, double fu)
 {
     double M = amax(fl, fu);
-    return UP(UP(E0 + UP(q->rel * M) + q->abs_) * (1 + 4 * q->rel));
+    double rel = g->sem == VT_CERT_GRAPH_PROJECT ? q->rel : g->sem == VT_CERT_GRAPH_FP32_ANY ? 0x1p-24 : 0;
+    double ab = g->sem == VT_CERT_GRAPH_PROJECT ? q->abs_ : g->sem == VT_CERT_GRAPH_FP32_ANY ? 0x1p-125 : 0;
+    rel = UP(rel + q->coef_rel);
+    return UP(UP(E0 + UP(rel * M) + ab) * (1 + 4 * rel));
+}
+
+/* gamma_m = m 2^-24 / (1 - m 2^-24), rounded upward (FP32's accumulated rounding of m operations) */
+static double gamma32(uint32_t m)
+{
+    double mu = (double)m * 0x1p-24;
+    return UP(mu / DN(1 - mu));
+}
+
+/* Any FP32 evaluation of a linear node's output j (docs/certify.md "Convolutional networks from ONNX"),
+ * beyond the final rounding (err_of): a dot product of n terms and the constant c_j, in any order,
+ * with or without FMA, the constant inside the sum: |t - (z + c)| <= gamma_(n+1) (S + |c|) + (n + 2) 2^-125
+ * with S >= sum |A_jk| max|x| (sa the FP64 sum of the products' largest magnitudes, rounded upward
+ * by the dot-product lemma); batch norm as any of its FP32 chains ((x - m) / sqrt(v + eps) * gamma + beta,
+ * or x s' + b' with s', b' computed in FP32): 2^-20 (|s| (|x| + |m|) + |beta|) + 2^-122 (1 + |s|), |x| <= mx
+ * (at most about 5 FP32 roundings of those magnitudes, 16 allowed). */
+static double fp32_any_err(const gnode *q, uint32_t j, uint32_t n, double sa, double mx)
+{
+    if (q->bn) {
+        /* eb 2^48 >= 2 |s0 m| + |c0| + |beta| >= |s| |m| + |beta|; a flushed intermediate 2^-126 (1 + |s|) each */
+        double s0 = fabs(q->v[j]);
+        return UP(UP(0x1p-20 * UP(UP(s0 * mx) + UP(q->eb[j] * 0x1p48))) + UP(0x1p-122 * UP(1 + s0)));
+    }
+    double S = UP(sa + dot_err(n, sa));
+    if (q->c) S = UP(S + fabs(q->c[j]));
+    return UP(UP(gamma32(n + 1) * S) + (double)(n + 2) * 0x1p-125);
 }
 
 static void ibp_node(vt_cert_graph *g, gnode *q)
@@ -316,11 +458,12 @@ static void ibp_node(vt_cert_graph *g, gnode *q)
     for (uint32_t j = 0; j < q->n; j++) {
         double lo, hi, E = 0;
         if (q->kind == N_LIN) {
-            double sl = 0, al = 0, su = 0, au = 0;
+            double sl = 0, al = 0, su = 0, au = 0, sa = 0;
             for (uint32_t k = q->rp[j]; k < q->rp[j + 1]; k++) {
                 double w = q->v[k], tl = w * (w > 0 ? A->l[q->ci[k]] : A->u[q->ci[k]]),
                        tu = w * (w > 0 ? A->u[q->ci[k]] : A->l[q->ci[k]]);
                 sl += tl, al += fabs(tl), su += tu, au += fabs(tu);
+                if (g->sem == VT_CERT_GRAPH_FP32_ANY) sa += fabs(tl) > fabs(tu) ? fabs(tl) : fabs(tu);
             }
             uint32_t n = q->rp[j + 1] - q->rp[j];
             lo = n == 1 && q->v[q->rp[j]] == 1 ? sl : DN(sl - dot_err(n, al)); /* one product by 1: exact */
@@ -331,10 +474,14 @@ static void ibp_node(vt_cert_graph *g, gnode *q)
                 uint32_t i = q->ci[q->rp[j]];
                 E0 = UP(UP(q->ea[j] * amax(A->l[i], A->u[i])) + q->eb[j]);
             }
-            E = err_of(q, E0, lo, hi);
+            if (g->sem == VT_CERT_GRAPH_FP32_ANY) {
+                double mx = q->bn ? amax(A->l[q->ci[q->rp[j]]], A->u[q->ci[q->rp[j]]]) : 0;
+                E0 = UP(E0 + fp32_any_err(q, j, n, sa, mx));
+            }
+            E = err_of(g, q, E0, lo, hi);
         } else if (q->kind == N_ADD) {
             lo = DN(A->l[j] + B->l[j]), hi = UP(A->u[j] + B->u[j]);
-            E = err_of(q, 0, lo, hi);
+            E = err_of(g, q, 0, lo, hi);
         } else if (q->kind == N_RELU) {
             lo = A->l[j] > 0 ? A->l[j] : 0, hi = A->u[j] > 0 ? A->u[j] : 0;
         } else { /* max pooling: monotone, exact */
@@ -495,6 +642,40 @@ vt_err vt_cert_graph_bounds(vt_cert_graph *g, const double *xl, const double *xu
     return VT_OK;
 }
 
+vt_err vt_cert_graph_spec_bounds(vt_cert_graph *g, const double *xl, const double *xu, const double *C, uint32_t m,
+                                 vt_cert_method meth, double deadline, double *lb, int *timed_out)
+{
+    VT_RETURN_ERROR_IF(meth == VT_CERT_ALPHA_CROWN, VT_ERR_UNSUPPORTED,
+                       "certify: alpha-CROWN is not implemented for convolutional networks (use ibp or crown)");
+    *timed_out = 0;
+    VT_FORWARD_IF_ERROR(vt_cert_graph_ibp(g, xl, xu));
+    gnode *o = &g->nd[g->n_nodes - 1];
+    double *work = malloc(o->n * sizeof *work);
+    VT_RETURN_ERROR_IF(!work, VT_ERR_NOMEM, "out of memory");
+    for (uint32_t r = 0; r < m; r++) {
+        if (deadline > 0 && vt_now() >= deadline) *timed_out = 1;
+        if (*timed_out) {
+            lb[r] = -INFINITY;
+            continue;
+        }
+        const double *row = C + (size_t)r * o->n;
+        double b = vt_cert_row_lo(row, o->l, o->u, o->n, work);
+        if (!(b >= -DBL_MAX)) b = -INFINITY;
+        if (meth == VT_CERT_CROWN) {
+            for (uint32_t i = 0; i < g->n_nodes; i++) {
+                memset(g->nd[i].lam, 0, g->nd[i].n * sizeof(double));
+                memset(g->nd[i].errx, 0, g->nd[i].n * sizeof(double));
+            }
+            memcpy(o->lam, row, o->n * sizeof *row);
+            double c = backward(g);
+            if (c > b) b = c;
+        }
+        lb[r] = b;
+    }
+    free(work);
+    return VT_OK;
+}
+
 /* ---------------------------------------------------------------- FP64 forward, backward, attack */
 
 void vt_cert_graph_forward64(vt_cert_graph *g, const double *x, double *out)
@@ -545,6 +726,12 @@ static void backprop64(vt_cert_graph *g, const double *gout)
             }
         }
     }
+}
+
+void vt_cert_graph_grad64(vt_cert_graph *g, const double *gout, double *gin)
+{
+    backprop64(g, gout);
+    memcpy(gin, g->nd[0].g64, g->nd[0].n * sizeof *gin);
 }
 
 /* the FP32 value nearest v in the exact ball of x (moved toward x until inside) */

@@ -47,6 +47,28 @@ vt_err vt_cert_graph_relu(vt_cert_graph *g, uint32_t in, uint32_t *id) VT_WARN_U
 /* y = RN32(a + b) */
 vt_err vt_cert_graph_add(vt_cert_graph *g, uint32_t a, uint32_t b, uint32_t *id) VT_WARN_UNUSED;
 
+/* ONNX forms (cert/vt_cert_onnx.c; docs/certify.md "Convolutional networks from ONNX"), channels-first:
+ * a convolution of Cin x H x W, kh x kw kernel w [Cout, Cin, kh, kw] (ONNX's OIHW), strides sh, sw,
+ * pads {top, left, bottom, right}, bias (Cout values) or NULL, output Cout x Ho x Wo; y = x W + bias
+ * (W [n_in, n_out], bias n_out values or NULL); batch norm of C x HW; pooling of C x H x W by kh x kw
+ * windows, stride the window (max, or the average sum x / (kh kw)), output C x H/kh x W/kw. */
+vt_err vt_cert_graph_conv2d(vt_cert_graph *g, uint32_t in, uint32_t Cin, uint32_t H, uint32_t W, uint32_t Cout, uint32_t kh,
+                            uint32_t kw, uint32_t sh, uint32_t sw, const uint32_t pads[4], const float *w, const float *bias,
+                            uint32_t *id) VT_WARN_UNUSED;
+vt_err vt_cert_graph_linear(vt_cert_graph *g, uint32_t in, uint32_t n_out, const float *w, const float *bias,
+                            uint32_t *id) VT_WARN_UNUSED;
+vt_err vt_cert_graph_bn_chw(vt_cert_graph *g, uint32_t in, uint32_t C, uint32_t HW, const float *rm, const float *rv,
+                            const float *gamma, const float *beta, double eps, uint32_t *id) VT_WARN_UNUSED;
+vt_err vt_cert_graph_pool_chw(vt_cert_graph *g, uint32_t in, uint32_t C, uint32_t H, uint32_t W, uint32_t kh, uint32_t kw,
+                              int max, uint32_t *id) VT_WARN_UNUSED;
+/* What the bounds hold for: PROJECT (the default) the real network and the project's exact-rounding
+ * evaluation (each node's own RN32 terms); REAL the real-arithmetic network alone; FP32_ANY the real
+ * network and any FP32 evaluation of each node on its own (a dot product with its constant in any
+ * order, FMA or not, subnormals kept or flushed; batch norm as any FP32 chain; each result rounded
+ * to FP32). Set before the bounds. */
+typedef enum { VT_CERT_GRAPH_PROJECT = 0, VT_CERT_GRAPH_REAL = 1, VT_CERT_GRAPH_FP32_ANY = 2 } vt_cert_graph_sem;
+void vt_cert_graph_set_sem(vt_cert_graph *g, vt_cert_graph_sem sem);
+
 uint32_t vt_cert_graph_n_nodes(const vt_cert_graph *g);
 uint32_t vt_cert_graph_size(const vt_cert_graph *g, uint32_t node); /* values per example */
 
@@ -58,6 +80,15 @@ void vt_cert_graph_interval(const vt_cert_graph *g, uint32_t node, const double 
  * bound that is not finite is -infinity. VT_ERR_UNSUPPORTED for alpha-CROWN. */
 vt_err vt_cert_graph_bounds(vt_cert_graph *g, const double *xl, const double *xu, uint32_t label, vt_cert_method m,
                             double *lb) VT_WARN_UNUSED;
+/* The spec-matrix form (VNN-LIB properties): sound lower bounds lb[r] of C_r . out over the box for the
+ * m rows of C (m x outputs, row-major): IBP's, or (VT_CERT_CROWN) the larger of IBP's and a CROWN
+ * backward pass from C_r with IBP's intermediate bounds. deadline (vt_now() seconds, 0: none) is
+ * checked between rows; the rows after it are -infinity and *timed_out 1. VT_ERR_UNSUPPORTED for
+ * alpha-CROWN. */
+vt_err vt_cert_graph_spec_bounds(vt_cert_graph *g, const double *xl, const double *xu, const double *C, uint32_t m,
+                                 vt_cert_method meth, double deadline, double *lb, int *timed_out) VT_WARN_UNUSED;
+/* After vt_cert_graph_forward64: the gradient of out . gout with respect to the input into gin (FP64). */
+void vt_cert_graph_grad64(vt_cert_graph *g, const double *gout, double *gin);
 /* The FP64 forward pass (attacks and tests; not a reference): out receives the output node's values. */
 void vt_cert_graph_forward64(vt_cert_graph *g, const double *x, double *out);
 /* PGD with restarts as vt_cert_attack (same settings), on the graph's FP64 forward and backward
@@ -66,6 +97,12 @@ vt_err vt_cert_graph_attack(vt_cert_graph *g, const float *x, double eps, uint32
                             const vt_cert_settings *s, vt_cert_confirm_fn confirm, void *cctx, float *cex,
                             int *found) VT_WARN_UNUSED;
 
+
+/* An ONNX file (cert/vt_cert_onnx.c): as vt_cert_onnx_read, but a file with any convolutional
+ * operator (Conv, BatchNormalization, a pool, an Add of two values) is read into *g (the graph of its
+ * tensors, channels-first, REAL semantics; o holds the input's normalisation and n[0]); *g NULL for
+ * a feed-forward MLP read into o->net. */
+vt_err vt_cert_onnx_read_any(const char *path, vt_cert_onnx *o, vt_cert_graph **g, uint8_t sha256[32]) VT_WARN_UNUSED;
 
 /* The graph of a model's evaluation pass (cert/vt_cert_cnn.c) for one example, reading the model's
  * tensors (borrowed: the graph keeps its own copies of the weights); *logits: the tensor the final

@@ -3,7 +3,9 @@
  * property from VNN-LIB, the spec matrix's bounds (vt_cert_spec_bounds) over the box after the
  * input's normalisation (rounded outward), the VNN-COMP answer (unsat / sat / unknown / timeout),
  * a counterexample only when a rigorous FP64 interval evaluation of the real-arithmetic network at
- * that input satisfies every constraint of one disjunct. */
+ * that input satisfies every constraint of one disjunct. A convolutional ONNX file is bounded as a
+ * layer graph (vt_cert_graph_spec_bounds, its FP32 widening; docs/certify.md "Convolutional networks
+ * from ONNX"). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +15,7 @@
 #include "../common/vt_cli.h"
 #include "../common/vt_hash.h"
 #include "vt_cert.h"
+#include "vt_cert_graph.h"
 #include "vt_cert_int.h"
 #include "vt_vnnlib.h"
 
@@ -78,6 +81,7 @@ typedef struct {
     const vt_cert_onnx *on;
     const vt_vnnlib *vn;
     vt_cert_ctx *c;
+    vt_cert_graph *gr; /* a convolutional ONNX network (instead of c) */
     double deadline;
     /* work */
     double *pl, *pu, *ol, *ou, *y, *g, *g2, *xn, *sg, *work;
@@ -93,9 +97,16 @@ static int confirm(spec *s, const float *x)
     uint32_t d = v->nx;
     for (uint32_t i = 0; i < d; i++) s->pl[i] = s->pu[i] = x[i];
     norm_box(s->on, s->pl, s->pu, s->pl, s->pu);
-    vt_cert_settings ibp;
-    vt_cert_settings_default(&ibp, VT_CERT_IBP);
-    if (vt_cert_logit_bounds(s->c, s->pl, s->pu, &ibp, s->ol, s->ou) != VT_OK) return -1;
+    if (s->gr) {
+        const double *l, *u;
+        if (vt_cert_graph_ibp(s->gr, s->pl, s->pu) != VT_OK) return -1;
+        vt_cert_graph_interval(s->gr, vt_cert_graph_n_nodes(s->gr) - 1, &l, &u);
+        memcpy(s->ol, l, v->ny * sizeof *l), memcpy(s->ou, u, v->ny * sizeof *u);
+    } else {
+        vt_cert_settings ibp;
+        vt_cert_settings_default(&ibp, VT_CERT_IBP);
+        if (vt_cert_logit_bounds(s->c, s->pl, s->pu, &ibp, s->ol, s->ou) != VT_OK) return -1;
+    }
     for (uint32_t k = 0; k < v->n_disj; k++) {
         int all = 1;
         for (uint32_t r = v->disj_start[k]; r < v->disj_start[k + 1] && all; r++) {
@@ -128,7 +139,8 @@ static void attack(spec *s, const uint8_t *refuted, const vt_cert_settings *st, 
         for (uint32_t it = 0; it <= st->attack_iters && *which < 0; it++) {
             if (s->deadline > 0 && vt_now() >= s->deadline) return;
             norm64(s->on, s->x, s->xn, s->sg);
-            vt_cert_forward64(s->c, s->xn, s->y);
+            if (s->gr) vt_cert_graph_forward64(s->gr, s->xn, s->y);
+            else vt_cert_forward64(s->c, s->xn, s->y);
             double best = INFINITY;
             uint32_t brow = UINT32_MAX;
             for (uint32_t k = 0; k < v->n_disj; k++) {
@@ -149,8 +161,11 @@ static void attack(spec *s, const uint8_t *refuted, const vt_cert_settings *st, 
             }
             if (it == st->attack_iters || brow == UINT32_MAX) break;
             /* one sign-gradient step decreasing the binding constraint */
-            memcpy(s->g, v->C + (size_t)brow * ny, ny * sizeof *s->g);
-            vt_cert_backprop64(s->c, s->g, s->g2);
+            if (s->gr) vt_cert_graph_grad64(s->gr, v->C + (size_t)brow * ny, s->g);
+            else {
+                memcpy(s->g, v->C + (size_t)brow * ny, ny * sizeof *s->g);
+                vt_cert_backprop64(s->c, s->g, s->g2);
+            }
             for (uint32_t i = 0; i < d; i++) {
                 double gi = s->g[i] * s->sg[i], step = 1.25 * (v->ixu[i] - v->ixl[i]) / (st->attack_iters ? st->attack_iters : 1);
                 float f;
@@ -165,6 +180,7 @@ typedef struct {
     vt_vnnlib vn;
     uint8_t onnx_sha[32], vnnlib_sha[32]; /* a run: its committed state hash in onnx_sha */
     vti_cert_run *run;     /* certify RUN_DIR --vnnlib */
+    vt_cert_graph *gr;     /* a convolutional ONNX network (vt_cert_onnx_read_any); on.net holds n[0] only */
     vti_cert_model_id id;
 } spec_in;
 
@@ -178,12 +194,13 @@ static vt_err load(const vt_cert_spec_opts *o, spec_in *in)
         VT_FORWARD_IF_ERROR(vti_cert_run_open(o->run_dir, o->pubkey_path, o->order, &in->run, &net, &in->id));
         in->on.net = *net;
         memcpy(in->onnx_sha, in->id.state_hash, 32);
-    } else VT_FORWARD_IF_ERROR(vt_cert_onnx_read(o->onnx_path, &in->on, in->onnx_sha));
+    } else VT_FORWARD_IF_ERROR(vt_cert_onnx_read_any(o->onnx_path, &in->on, &in->gr, in->onnx_sha));
     VT_FORWARD_IF_ERROR(vt_vnnlib_read(o->vnnlib_path, &in->vn, in->vnnlib_sha));
     const vt_cert_net *n = &in->on.net;
-    VT_RETURN_ERROR_IF(in->vn.nx != n->n[0] || in->vn.ny != n->n[n->L], VT_ERR_ARG,
+    uint32_t ny = in->gr ? vt_cert_graph_size(in->gr, vt_cert_graph_n_nodes(in->gr) - 1) : n->n[n->L];
+    VT_RETURN_ERROR_IF(in->vn.nx != n->n[0] || in->vn.ny != ny, VT_ERR_ARG,
                        "%s declares %u inputs and %u outputs; %s has %u and %u", o->vnnlib_path, in->vn.nx, in->vn.ny,
-                       model_name(o), n->n[0], n->n[n->L]);
+                       model_name(o), n->n[0], ny);
     return VT_OK;
 }
 
@@ -192,7 +209,8 @@ static void load_free(spec_in *in)
     vt_cert_onnx_free(&in->on);
     vt_vnnlib_free(&in->vn);
     vti_cert_run_close(in->run);
-    in->run = NULL;
+    vt_cert_graph_free(in->gr);
+    in->run = NULL, in->gr = NULL;
 }
 
 /* The answer and the certificate's body into out; the per-disjunct table (stderr), the report and
@@ -204,13 +222,19 @@ static vt_err compute(const vt_cert_spec_opts *o, spec_in *in, double deadline, 
     const vt_cert_settings *st = &o->set;
     spec s;
     memset(&s, 0, sizeof s);
-    s.on = &in->on, s.vn = v, s.deadline = deadline;
-    vt_err e = vt_cert_ctx_new(&in->on.net, &s.c);
+    s.on = &in->on, s.vn = v, s.deadline = deadline, s.gr = in->gr;
+    VT_RETURN_ERROR_IF(s.gr && st->method == VT_CERT_ALPHA_CROWN, VT_ERR_UNSUPPORTED,
+                       "%s: alpha-CROWN is not implemented for convolutional networks (use ibp or crown)", model_name(o));
+    vt_err e = s.gr ? VT_OK : vt_cert_ctx_new(&in->on.net, &s.c);
     if (e) return e == VT_ERR_ARG ? vt_set_error(VT_ERR_UNSUPPORTED, "%s: %s", model_name(o), vt_errmsg()) : e;
-    vt_cert_set_deadline(s.c, deadline);
-    vt_cert_set_fp32_any(s.c, !in->run); /* a run: its own two semantics, as certify RUN_DIR */
-    uint32_t d = v->nx, ny = v->ny, m = v->n_rows, W = vt_cert_max_width(s.c);
-    size_t na = st->method == VT_CERT_ALPHA_CROWN ? vt_cert_n_alpha_row(s.c) : 0;
+    if (s.gr) vt_cert_graph_set_sem(s.gr, VT_CERT_GRAPH_FP32_ANY);
+    else {
+        vt_cert_set_deadline(s.c, deadline);
+        vt_cert_set_fp32_any(s.c, !in->run); /* a run: its own two semantics, as certify RUN_DIR */
+    }
+    uint32_t d = v->nx, ny = v->ny, m = v->n_rows, W = s.gr ? 0 : vt_cert_max_width(s.c);
+    W = W > d ? W : d, W = W > ny ? W : ny;
+    size_t na = st->method == VT_CERT_ALPHA_CROWN && !s.gr ? vt_cert_n_alpha_row(s.c) : 0;
     double *xl = malloc(d * sizeof *xl), *xu = malloc(d * sizeof *xu), *lb = malloc((m ? m : 1) * sizeof *lb),
            *alpha = malloc((na && m ? na * m : 1) * sizeof *alpha);
     uint8_t *refuted = calloc(v->n_disj, 1);
@@ -222,9 +246,11 @@ static vt_err compute(const vt_cert_spec_opts *o, spec_in *in, double deadline, 
         !s.g2 || !s.work || !s.x)
         e = vt_set_error(VT_ERR_NOMEM, "out of memory");
     if (!e && (uint64_t)na * m > UINT32_MAX) e = vt_set_error(VT_ERR_LIMIT, "certify: too many slopes");
+    int gtimed = 0;
     if (!e) {
         norm_box(&in->on, v->xl, v->xu, xl, xu);
-        e = vt_cert_spec_bounds(s.c, xl, xu, v->C, m, st, lb, na ? alpha : NULL);
+        e = s.gr ? vt_cert_graph_spec_bounds(s.gr, xl, xu, v->C, m, st->method, deadline, lb, &gtimed)
+                 : vt_cert_spec_bounds(s.c, xl, xu, v->C, m, st, lb, na ? alpha : NULL);
     }
     int n_ref = 0, timed = 0, which = -1;
     for (uint32_t r = 0; r < m && !e; r++) lb[r] = lb[r] > -INFINITY ? dn(lb[r] + v->d_lo[r]) : -INFINITY;
@@ -233,7 +259,7 @@ static vt_err compute(const vt_cert_spec_opts *o, spec_in *in, double deadline, 
             if (v->strict[r] ? lb[r] >= 0 : lb[r] > 0) refuted[k] = 1;
         n_ref += refuted[k];
     }
-    timed = !e && vt_cert_timed_out(s.c);
+    timed = !e && (s.gr ? gtimed : vt_cert_timed_out(s.c));
     if (!e && !timed && (uint32_t)n_ref < v->n_disj) {
         attack(&s, refuted, st, &which);
         timed = which < 0 && deadline > 0 && vt_now() >= deadline;

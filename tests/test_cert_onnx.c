@@ -5,7 +5,13 @@
  * the expected layers, and answered through vt_cert_spec_run (an always-reachable disjunction is
  * sat with a counterexample that an FP64 evaluation confirms; a far threshold is unsat); each
  * mutation outside the supported set is refused with its kind (UNSUPPORTED: exit 64; FORMAT: 2) and
- * a message naming the node and operator. Skipped (77) in a build without ONNX support. */
+ * a message naming the node and operator. A convolutional model (per-channel Sub, Conv with pads and
+ * bias, BatchNormalization, Relu, a 1x1 Conv branch and a residual Add, MaxPool, AveragePool,
+ * GlobalAveragePool, Flatten, Gemm) is read into the graph; over random boxes, sampled inputs evaluated
+ * directly (long double for the real network, FP32 in two orders for an FP32 evaluation) never leave
+ * the output's IBP interval nor fall below IBP's or CROWN's spec-row bounds; group 2, dilation 2, a
+ * weight of the wrong shape, a pool whose stride is not its kernel are refused (UNSUPPORTED).
+ * Skipped (77) in a build without ONNX support. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +19,7 @@
 #include <unistd.h>
 
 #include "../cert/vt_cert.h"
+#include "../cert/vt_cert_graph.h"
 #include "vt_test.h"
 
 #ifdef VT_HAVE_ONNX
@@ -292,6 +299,260 @@ static void test_onnx(void)
     CHECK(vt_cert_onnx_read(net, &o, sha) == VT_ERR_FORMAT, "junk bytes");
     unlink(net), unlink(prop), unlink(cex), rmdir(dir);
 }
+
+/* ---------------------------------------------------------------- a convolutional model */
+
+enum { C_NONE, C_GROUP2, C_DIL2, C_WDIMS, C_POOLSTRIDE, C_N };
+
+/* x [1, 2, 4, 4] - mean (per channel) -> Conv 3x3 pads 1 (3 channels, bias) -> BN -> Relu = r;
+ * Conv 1x1 of r (no bias) = s; Add(r, s) -> MaxPool 2x2 -> AveragePool 1x2 (stride 1x2) ->
+ * GlobalAveragePool -> Flatten -> Gemm (transB 1, C) -> y [1, 2] */
+static float CW1[54], CB1[3], BNS[3], BNB[3], BNM[3], BNV[3], CW2[9], GW[6], GB[2];
+static const float CMEAN[2] = {0.25f, -0.125f};
+
+static Onnx__TensorProto *ctensor(const char *name, int rank, const int64_t *dims, const float *v)
+{
+    Onnx__TensorProto *t = calloc(1, sizeof *t);
+    onnx__tensor_proto__init(t);
+    size_t n = 1;
+    t->dims = calloc(4, sizeof *t->dims);
+    for (int k = 0; k < rank; k++) t->dims[k] = dims[k], n *= (size_t)dims[k];
+    t->n_dims = (size_t)rank, t->has_data_type = 1, t->data_type = 1, t->name = (char *)name;
+    t->n_float_data = n, t->float_data = (float *)v;
+    return t;
+}
+
+static Onnx__AttributeProto *cattr(const char *name, int n, const int64_t *v)
+{
+    Onnx__AttributeProto *a = calloc(1, sizeof *a);
+    onnx__attribute_proto__init(a);
+    a->name = (char *)name, a->has_type = 1;
+    if (n == 0) a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT, a->has_i = 1, a->i = v[0];
+    else a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS, a->n_ints = (size_t)n, a->ints = (int64_t *)v;
+    return a;
+}
+
+static Onnx__NodeProto *cnode(const char *op, const char *name, int n_in, const char *const *in, const char *out, int n_attr,
+                              Onnx__AttributeProto **attrs)
+{
+    Onnx__NodeProto *n = calloc(1, sizeof *n);
+    onnx__node_proto__init(n);
+    n->op_type = (char *)op, n->name = (char *)name, n->n_input = (size_t)n_in, n->input = (char **)in;
+    n->n_output = 1, n->output = calloc(1, sizeof(char *)), n->output[0] = (char *)out;
+    n->n_attribute = (size_t)n_attr, n->attribute = attrs;
+    return n;
+}
+
+static void build_cnn(const char *path, int mut)
+{
+    static const int64_t one[1] = {1}, two[1] = {2}, k3[2] = {3, 3}, p1[4] = {1, 1, 1, 1}, s1[2] = {1, 1}, d2[2] = {2, 2},
+                         k2[2] = {2, 2}, k12[2] = {1, 2}, k11[2] = {1, 1};
+    Onnx__TensorProto *init[12];
+    int ni = 0;
+    init[ni++] = ctensor("mean", 4, (const int64_t[]){1, 2, 1, 1}, CMEAN);
+    init[ni++] = ctensor("W1", 4, (const int64_t[]){3, mut == C_WDIMS ? 1 : 2, 3, 3}, CW1);
+    init[ni++] = ctensor("B1", 1, (const int64_t[]){3}, CB1);
+    init[ni++] = ctensor("bns", 1, (const int64_t[]){3}, BNS);
+    init[ni++] = ctensor("bnb", 1, (const int64_t[]){3}, BNB);
+    init[ni++] = ctensor("bnm", 1, (const int64_t[]){3}, BNM);
+    init[ni++] = ctensor("bnv", 1, (const int64_t[]){3}, BNV);
+    init[ni++] = ctensor("W2", 4, (const int64_t[]){3, 3, 1, 1}, CW2);
+    init[ni++] = ctensor("GW", 2, (const int64_t[]){2, 3}, GW);
+    init[ni++] = ctensor("GB", 1, (const int64_t[]){2}, GB);
+    Onnx__NodeProto *nd[12];
+    int nn = 0;
+    nd[nn++] = cnode("Sub", "norm", 2, (const char *const[]){"x", "mean"}, "x1", 0, NULL);
+    Onnx__AttributeProto **ca = calloc(5, sizeof *ca);
+    ca[0] = cattr("kernel_shape", 2, k3), ca[1] = cattr("pads", 4, p1), ca[2] = cattr("strides", 2, s1);
+    ca[3] = cattr("dilations", 2, mut == C_DIL2 ? d2 : s1), ca[4] = cattr("group", 0, mut == C_GROUP2 ? two : one);
+    nd[nn++] = cnode("Conv", "conv1", 3, (const char *const[]){"x1", "W1", "B1"}, "c1", 5, ca);
+    Onnx__AttributeProto **ba = calloc(1, sizeof *ba);
+    ba[0] = calloc(1, sizeof **ba);
+    onnx__attribute_proto__init(ba[0]);
+    ba[0]->name = (char *)"epsilon", ba[0]->has_type = 1, ba[0]->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
+    ba[0]->has_f = 1, ba[0]->f = 1e-3f;
+    nd[nn++] = cnode("BatchNormalization", "bn", 5, (const char *const[]){"c1", "bns", "bnb", "bnm", "bnv"}, "b1", 1, ba);
+    nd[nn++] = cnode("Relu", "relu", 1, (const char *const[]){"b1"}, "r", 0, NULL);
+    nd[nn++] = cnode("Conv", "conv2", 2, (const char *const[]){"r", "W2"}, "s", 0, NULL);
+    nd[nn++] = cnode("Add", "res", 2, (const char *const[]){"s", "r"}, "a", 0, NULL);
+    Onnx__AttributeProto **ma = calloc(2, sizeof *ma);
+    ma[0] = cattr("kernel_shape", 2, k2), ma[1] = cattr("strides", 2, mut == C_POOLSTRIDE ? k11 : k2);
+    nd[nn++] = cnode("MaxPool", "mp", 1, (const char *const[]){"a"}, "m", 2, ma);
+    Onnx__AttributeProto **aa = calloc(2, sizeof *aa);
+    aa[0] = cattr("kernel_shape", 2, k12), aa[1] = cattr("strides", 2, k12);
+    nd[nn++] = cnode("AveragePool", "ap", 1, (const char *const[]){"m"}, "p", 2, aa);
+    nd[nn++] = cnode("GlobalAveragePool", "gap", 1, (const char *const[]){"p"}, "g", 0, NULL);
+    nd[nn++] = cnode("Flatten", "flat", 1, (const char *const[]){"g"}, "f", 0, NULL);
+    Onnx__AttributeProto **ga = calloc(1, sizeof *ga);
+    ga[0] = cattr("transB", 0, one);
+    nd[nn++] = cnode("Gemm", "fc", 3, (const char *const[]){"f", "GW", "GB"}, "y", 1, ga);
+    model b; /* only its value infos */
+    memset(&b, 0, sizeof b);
+    value(&b, 0, "x", 4, (const int64_t[]){1, 2, 4, 4});
+    value(&b, 1, "y", 2, (const int64_t[]){1, 2});
+    Onnx__GraphProto g;
+    onnx__graph_proto__init(&g);
+    g.n_node = (size_t)nn, g.node = nd, g.n_initializer = (size_t)ni, g.initializer = init;
+    g.n_input = 1, g.input = &b.vip[0], g.n_output = 1, g.output = &b.vip[1];
+    Onnx__ModelProto m;
+    onnx__model_proto__init(&m);
+    m.has_ir_version = 1, m.ir_version = 8, m.graph = &g;
+    size_t len = onnx__model_proto__get_packed_size(&m);
+    uint8_t *buf = malloc(len);
+    onnx__model_proto__pack(&m, buf);
+    FILE *f = fopen(path, "wb");
+    fwrite(buf, 1, len, f);
+    fclose(f);
+    free(buf);
+    for (int i = 0; i < ni; i++) free(init[i]->dims), free(init[i]);
+    for (int i = 0; i < nn; i++) {
+        for (size_t k = 0; k < nd[i]->n_attribute; k++) free(nd[i]->attribute[k]);
+        free(nd[i]->attribute), free(nd[i]->output), free(nd[i]);
+    }
+}
+
+/* the network evaluated directly: T long double (the real network) or float (an FP32 evaluation,
+ * rev: each sum in the reverse order) */
+#define CNN_FORWARD(NAME, T)                                                                                             \
+    static void NAME(const float *x, int rev, double *y)                                                                 \
+    {                                                                                                                    \
+        T a[2][6][6], c[3][4][4], r[3][4][4], m[3][2][2], g[3];                                                          \
+        memset(a, 0, sizeof a);                                                                                          \
+        for (int ch = 0; ch < 2; ch++)                                                                                   \
+            for (int i = 0; i < 4; i++)                                                                                  \
+                for (int j = 0; j < 4; j++) a[ch][i + 1][j + 1] = (T)x[(ch * 4 + i) * 4 + j] - (T)CMEAN[ch];            \
+        for (int co = 0; co < 3; co++)                                                                                   \
+            for (int i = 0; i < 4; i++)                                                                                  \
+                for (int j = 0; j < 4; j++) {                                                                            \
+                    T s = 0;                                                                                             \
+                    for (int q = 0; q < 18; q++) {                                                                       \
+                        int t = rev ? 17 - q : q, ci = t / 9, ky = t / 3 % 3, kx = t % 3;                                \
+                        s += (T)CW1[((co * 2 + ci) * 3 + ky) * 3 + kx] * a[ci][i + ky][j + kx];                          \
+                    }                                                                                                    \
+                    s += (T)CB1[co];                                                                                     \
+                    T bn = (s - (T)BNM[co]) / (T)sqrt((T)BNV[co] + (T)1e-3f) * (T)BNS[co] + (T)BNB[co];                  \
+                    r[co][i][j] = bn > 0 ? bn : 0;                                                                       \
+                }                                                                                                        \
+        for (int co = 0; co < 3; co++)                                                                                   \
+            for (int i = 0; i < 4; i++)                                                                                  \
+                for (int j = 0; j < 4; j++) {                                                                            \
+                    T s = 0;                                                                                             \
+                    for (int q = 0; q < 3; q++) s += (T)CW2[co * 3 + (rev ? 2 - q : q)] * r[rev ? 2 - q : q][i][j];      \
+                    c[co][i][j] = s + r[co][i][j];                                                                       \
+                }                                                                                                        \
+        for (int co = 0; co < 3; co++)                                                                                   \
+            for (int i = 0; i < 2; i++)                                                                                  \
+                for (int j = 0; j < 2; j++) {                                                                            \
+                    T v = c[co][2 * i][2 * j];                                                                           \
+                    for (int q = 1; q < 4; q++) v = c[co][2 * i + q / 2][2 * j + q % 2] > v ? c[co][2 * i + q / 2][2 * j + q % 2] : v; \
+                    m[co][i][j] = v;                                                                                     \
+                }                                                                                                        \
+        for (int co = 0; co < 3; co++) {                                                                                 \
+            T p0 = (m[co][0][0] + m[co][0][1]) / 2, p1 = (m[co][1][0] + m[co][1][1]) / 2;                                \
+            g[co] = (p0 + p1) / 2;                                                                                       \
+        }                                                                                                                \
+        for (int o = 0; o < 2; o++) {                                                                                    \
+            T s = 0;                                                                                                     \
+            for (int q = 0; q < 3; q++) s += (T)GW[o * 3 + (rev ? 2 - q : q)] * g[rev ? 2 - q : q];                      \
+            y[o] = (double)(s + (T)GB[o]);                                                                               \
+        }                                                                                                                \
+    }
+CNN_FORWARD(cnn_real, long double)
+CNN_FORWARD(cnn_f32, float)
+
+static void test_onnx_cnn(void)
+{
+    uint64_t st = 12345;
+    for (int i = 0; i < 54; i++) CW1[i] = (float)((double)(vt_cert_rand(&st) >> 11) * 0x1p-53 - 0.5);
+    for (int i = 0; i < 3; i++) {
+        CB1[i] = (float)((double)(vt_cert_rand(&st) >> 11) * 0x1p-53 * 0.2 - 0.1);
+        BNS[i] = 0.5f + (float)i * 0.25f, BNB[i] = 0.1f * (float)i - 0.05f, BNM[i] = 0.05f * (float)i, BNV[i] = 0.5f + (float)i;
+    }
+    for (int i = 0; i < 9; i++) CW2[i] = (float)((double)(vt_cert_rand(&st) >> 11) * 0x1p-53 - 0.5);
+    for (int i = 0; i < 6; i++) GW[i] = (float)((double)(vt_cert_rand(&st) >> 11) * 0x1p-53 * 2 - 1);
+    GB[0] = 0.125f, GB[1] = -0.25f;
+    char dir[] = "/tmp/vt-cert-onnx-cnn-XXXXXX", net[64];
+    if (!mkdtemp(dir)) {
+        CHECK(0, "mkdtemp");
+        return;
+    }
+    snprintf(net, sizeof net, "%s/c.onnx", dir);
+    build_cnn(net, C_NONE);
+    vt_cert_onnx o;
+    vt_cert_graph *g = NULL;
+    uint8_t sha[32];
+    CHECK_OK(vt_cert_onnx_read_any(net, &o, &g, sha));
+    CHECK(g && o.net.n[0] == 32 && o.n_norm == 1 && o.norm_n[0] == 32, "a graph of 32 inputs, one normalisation step");
+    CHECK(vt_cert_onnx_read(net, &o, sha) == VT_ERR_UNSUPPORTED, "the MLP reader refuses a convolutional file");
+    if (!g) return;
+    CHECK(vt_cert_graph_size(g, vt_cert_graph_n_nodes(g) - 1) == 2, "two outputs");
+    uint32_t out = vt_cert_graph_n_nodes(g) - 1;
+    static const double C[3][2] = {{1, -1}, {-1, 1}, {0.5, 2}};
+    long checked = 0, below = 0, outside = 0, crown_better = 0;
+    for (int sem = 1; sem <= 2; sem++) {
+        vt_cert_graph_set_sem(g, (vt_cert_graph_sem)sem);
+        for (int box = 0; box < 24; box++) {
+            double eps = box % 3 == 0 ? 0.001 : box % 3 == 1 ? 0.02 : 0.2;
+            float x0[32], x[32];
+            double xl[32], xu[32], ll[32], lu[32], y[2];
+            for (int i = 0; i < 32; i++) {
+                x0[i] = (float)((double)(vt_cert_rand(&st) >> 11) * 0x1p-53);
+                xl[i] = x0[i] - eps, xu[i] = x0[i] + eps;
+                /* the normalised box, outward (the Sub's FP32 rounding too) */
+                double m = CMEAN[i / 16];
+                double w = (fabs(xl[i] - m) + fabs(xu[i] - m)) * 0x1p-23 + 0x1p-125;
+                ll[i] = nextafter(xl[i] - m - w, -INFINITY), lu[i] = nextafter(xu[i] - m + w, INFINITY);
+            }
+            double lbi[3], lbc[3];
+            int to = 0;
+            CHECK_OK(vt_cert_graph_spec_bounds(g, ll, lu, &C[0][0], 3, VT_CERT_IBP, 0, lbi, &to));
+            CHECK_OK(vt_cert_graph_spec_bounds(g, ll, lu, &C[0][0], 3, VT_CERT_CROWN, 0, lbc, &to));
+            const double *ol, *ou;
+            vt_cert_graph_interval(g, out, &ol, &ou);
+            for (int r = 0; r < 3; r++) {
+                CHECK(lbc[r] >= lbi[r], "CROWN below IBP");
+                crown_better += lbc[r] > lbi[r];
+            }
+            for (int smp = 0; smp < 200; smp++) {
+                for (int i = 0; i < 32; i++) {
+                    double u = smp < 2 ? (double)((smp + i) % 2) : (double)(vt_cert_rand(&st) >> 11) * 0x1p-53;
+                    x[i] = (float)(x0[i] - eps + 2 * eps * u);
+                    if ((double)x[i] < xl[i]) x[i] = nextafterf(x[i], INFINITY);
+                    if ((double)x[i] > xu[i]) x[i] = nextafterf(x[i], -INFINITY);
+                }
+                for (int kind = 0; kind < (sem == 2 ? 3 : 1); kind++) {
+                    if (kind == 0) cnn_real(x, 0, y);
+                    else cnn_f32(x, kind == 2, y);
+                    checked++;
+                    for (int j = 0; j < 2; j++) outside += y[j] < ol[j] || y[j] > ou[j];
+                    for (int r = 0; r < 3; r++) {
+                        double v = C[r][0] * y[0] + C[r][1] * y[1];
+                        below += v < lbc[r] - 1e-12 * fabs(v) || v < lbi[r] - 1e-12 * fabs(v);
+                    }
+                }
+            }
+        }
+    }
+    CHECK(outside == 0 && below == 0, "%ld evaluations: %ld outside the output's interval, %ld below a row's bound", checked,
+          outside, below);
+    CHECK(crown_better > 0, "CROWN never above IBP");
+    printf("test_cert_onnx: convolutional model: %ld evaluations inside every bound; CROWN above IBP on %ld rows\n", checked,
+           crown_better);
+    vt_cert_graph_free(g);
+    vt_cert_onnx_free(&o);
+    static const struct {
+        int mut;
+        const char *text;
+    } cases[] = {{C_GROUP2, "group 2"}, {C_DIL2, "dilations 2"}, {C_WDIMS, "weight [3, 1, 3, 3]"}, {C_POOLSTRIDE, "strides = kernel"}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        build_cnn(net, cases[i].mut);
+        vt_err e = vt_cert_onnx_read_any(net, &o, &g, sha);
+        CHECK(e == VT_ERR_UNSUPPORTED && strstr(vt_errmsg(), cases[i].text), "mutation %d: error %d: %s", cases[i].mut,
+              (int)e, e ? vt_errmsg() : "accepted");
+        if (!e) vt_cert_graph_free(g), vt_cert_onnx_free(&o);
+    }
+    unlink(net), rmdir(dir);
+}
 #endif
 
 int main(void)
@@ -301,6 +562,7 @@ int main(void)
     return 77;
 #else
     test_onnx();
+    test_onnx_cnn();
     return vt_test_finish("test_cert_onnx");
 #endif
 }

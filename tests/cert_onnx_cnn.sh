@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# cert_onnx_cnn.sh BUILD_DIR - VNN-LIB properties of a convolutional ONNX network (docs/certify.md
+# "Convolutional networks from ONNX"): a tiny residual CNN trained on the digits (1 x 8 x 8) is
+# exported with `trainer export --format onnx` (Conv, BatchNormalization, Relu, Add, MaxPool,
+# GlobalAveragePool, Flatten, Gemm); `certify RUN_DIR --write-vnnlib` writes its examples' eps boxes;
+# for IBP and CROWN every property answered on the ONNX file is never stronger than the run's own
+# verdict (the run verified: not sat; falsified: not unsat) and equal where both are decided; each
+# sat's counterexample lies in its box; a certificate re-checks byte for byte, an altered one is
+# rejected; alpha-CROWN is refused (64); hostile files (group 2, dilation 2, a truncated file) are
+# refused with the documented codes. Skipped (77) in an auditor without ONNX support.
+set -u
+B=${1:?usage: cert_onnx_cnn.sh BUILD_DIR}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+A="$B/auditor"
+"$B/trainer" keygen "$T/k" >/dev/null || exit 1
+"$A" keygen "$T/a" >/dev/null || exit 1
+R="$(dirname "$0")/../recipes/resnet-cifar10.json"
+"$B/trainer" train --run "$T/run" --key "$T/k" --recipe "$R" --set dataset=digits --set 'layers=[64,10]' \
+  --set image_channels=1 --set image_height=8 --set image_width=8 --set resnet_width=4 --set resnet_stages=2 \
+  --set batch=32 --set steps=150 --set decay_every=1000 --set augment_pad=0 --set augment_flip=0 --quiet >/dev/null ||
+  { echo "training failed"; exit 1; }
+"$B/trainer" export "$T/run" --format onnx --out "$T/net.onnx" --pubkey "$T/k.pub" >"$T/exp" 2>&1 ||
+  { grep -qi "onnx" "$T/exp" && { echo "cert_onnx_cnn: no ONNX export in this build: skipped"; exit 77; }; cat "$T/exp"; exit 1; }
+mkdir -p "$T/p"
+N=12 eps=0.002
+"$A" certify "$T/run" --eps $eps --examples $N --method crown --write-vnnlib "$T/p" >"$T/run.crown" || bad "certify run crown"
+"$A" certify --onnx "$T/net.onnx" --vnnlib "$T/p/prop_0.vnnlib" >"$T/probe" 2>&1
+st=$?
+if [ $st -eq 2 ] && grep -q "without ONNX support" "$T/probe"; then
+  echo "cert_onnx_cnn: this auditor has no ONNX support: skipped"
+  exit 77
+fi
+[ $st -eq 0 ] || { echo "FAIL: certify --onnx: exit $st: $(cat "$T/probe")"; exit 1; }
+"$A" certify "$T/run" --eps $eps --examples $N --method ibp >"$T/run.ibp" || bad "certify run ibp"
+for m in ibp crown; do
+  same=0 unsat=0
+  for ((i = 0; i < N; i++)); do
+    want=$(sed -n "s/^example *$i  label [0-9]*  \([a-z]*\) .*/\1/p" "$T/run.$m")
+    got=$("$A" certify --onnx "$T/net.onnx" --vnnlib "$T/p/prop_$i.vnnlib" --method $m --cex "$T/cex.$i" --quiet)
+    case "$want:$got" in
+      verified:unsat | falsified:sat | unknown:unknown) same=$((same + 1)) ;;
+      verified:unknown | falsified:unknown | unknown:unsat | unknown:sat) ;;
+      *) bad "$m example $i: the run says '$want', the ONNX file '$got'" ;;
+    esac
+    [ "$got" = unsat ] && unsat=$((unsat + 1))
+    if [ "$got" = sat ]; then
+      python3 - "$T/p/prop_$i.vnnlib" "$T/cex.$i" <<'PY' || bad "$m example $i: counterexample outside its box"
+import re, sys
+prop, cex = open(sys.argv[1]).read(), open(sys.argv[2]).read()
+lo = {int(k): float(v) for k, v in re.findall(r"\(>= X_(\d+) (\S+)\)\)", prop)}
+hi = {int(k): float(v) for k, v in re.findall(r"\(<= X_(\d+) (\S+)\)\)", prop)}
+xs = {int(k): float(v) for k, v in re.findall(r"\(X_(\d+) (\S+)\)", cex)}
+assert len(xs) == len(lo) == len(hi) and all(lo[k] <= xs[k] <= hi[k] for k in xs)
+PY
+    fi
+  done
+  echo "cert_onnx_cnn: $m: $same of $N answers equal to the run's, $unsat unsat"
+  [ $same -ge $((N / 2)) ] || bad "$m: only $same of $N answers equal the run's"
+  [ $m = crown ] && [ $unsat -lt 1 ] && bad "crown: nothing verified on the ONNX file"
+done
+# the certificate: re-checked byte for byte; an altered byte rejected
+"$A" certify --onnx "$T/net.onnx" --vnnlib "$T/p/prop_0.vnnlib" --method crown --out "$T/c" --key "$T/a" --quiet \
+  >/dev/null || bad "certify --out"
+"$A" check-certificate "$T/c" --onnx "$T/net.onnx" --vnnlib "$T/p/prop_0.vnnlib" --signer "$T/a.pub" >/dev/null ||
+  bad "check-certificate"
+cp "$T/c" "$T/x"
+printf '\x55' | dd of="$T/x" bs=1 seek=150 conv=notrunc status=none
+cmp -s "$T/x" "$T/c" && printf '\x56' | dd of="$T/x" bs=1 seek=150 conv=notrunc status=none
+"$A" check-certificate "$T/x" --onnx "$T/net.onnx" --vnnlib "$T/p/prop_0.vnnlib" >/dev/null 2>&1
+[ $? -eq 2 ] || bad "an altered certificate: not rejected"
+"$A" certify --onnx "$T/net.onnx" --vnnlib "$T/p/prop_0.vnnlib" --method alpha-crown >/dev/null 2>&1
+[ $? -eq 64 ] || bad "alpha-crown on a convolutional ONNX network: not 64"
+# hostile files: a Conv's group 2 and dilation 2 (the attributes' protobuf bytes patched), truncated
+python3 - "$T/net.onnx" "$T" <<'PY' || bad "patching the ONNX file"
+import sys
+b, d = open(sys.argv[1], "rb").read(), sys.argv[2]
+g = b"\x0a\x05group\x18\x01"
+assert g in b
+open(d + "/group2.onnx", "wb").write(b.replace(g, b"\x0a\x05group\x18\x02", 1))
+dl = b"\x0a\x09dilations\x40\x01"
+assert dl in b
+open(d + "/dil2.onnx", "wb").write(b.replace(dl, b"\x0a\x09dilations\x40\x02", 1))
+open(d + "/trunc.onnx", "wb").write(b[: len(b) // 2])
+PY
+for h in group2:64:group dil2:64:dilations trunc:2:; do
+  f=${h%%:*} r=${h#*:} want=${r%%:*} word=${r#*:}
+  "$A" certify --onnx "$T/$f.onnx" --vnnlib "$T/p/prop_0.vnnlib" >"$T/h" 2>&1
+  st=$?
+  [ $st -eq "$want" ] || bad "$f: exit $st, not $want: $(cat "$T/h")"
+  [ -z "$word" ] || grep -q "$word" "$T/h" || bad "$f: the message does not name $word: $(cat "$T/h")"
+done
+[ $fail -eq 0 ] && echo "cert_onnx_cnn: all passed"
+exit $fail
