@@ -6,7 +6,7 @@
 # for IBP and CROWN every property answered on the ONNX file is never stronger than the run's own
 # verdict (the run verified: not sat; falsified: not unsat) and equal where both are decided; each
 # sat's counterexample lies in its box; a certificate re-checks byte for byte, an altered one is
-# rejected; alpha-CROWN is refused (64); hostile files (group 2, dilation 2, a truncated file) are
+# rejected; --timeout gives timeout and no certificate; alpha-CROWN is refused (64); hostile files (group 2, dilation 2, a truncated file) are
 # refused with the documented codes. Skipped (77) in an auditor without ONNX support.
 set -u
 B=${1:?usage: cert_onnx_cnn.sh BUILD_DIR}
@@ -73,6 +73,11 @@ cmp -s "$T/x" "$T/c" && printf '\x56' | dd of="$T/x" bs=1 seek=150 conv=notrunc 
 [ $? -eq 2 ] || bad "an altered certificate: not rejected"
 "$A" certify --onnx "$T/net.onnx" --vnnlib "$T/p/prop_0.vnnlib" --method alpha-crown >/dev/null 2>&1
 [ $? -eq 64 ] || bad "alpha-crown on a convolutional ONNX network: not 64"
+# --timeout: a deadline already passed gives timeout and no certificate
+got=$("$A" certify --onnx "$T/net.onnx" --vnnlib "$T/p/prop_0.vnnlib" --method crown --timeout 0.000001 --out "$T/ct" \
+  --key "$T/a" --quiet)
+[ "$got" = timeout ] || bad "--timeout: '$got'"
+[ -e "$T/ct" ] && bad "a certificate written on a timeout"
 # hostile files: a Conv's group 2 and dilation 2 (the attributes' protobuf bytes patched), truncated
 python3 - "$T/net.onnx" "$T" <<'PY' || bad "patching the ONNX file"
 import sys
