@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "../common/vt_cli.h"
+#include "vt_cert.h"
 
 enum { N_INPUT, N_LIN, N_ADD, N_RELU, N_MAXPOOL };
 
@@ -26,11 +27,19 @@ typedef struct {
     double coef_rel;  /* E_j += coef_rel max|y_j| in every semantics: a coefficient not exactly 1/k (ONNX average pools) */
     int bn;           /* batch norm (ea, eb): the FP32 chain's terms when the semantics is VT_CERT_GRAPH_FP32_ANY */
     double *l, *u, *E, *x64, *g64, *lam, *errx;
+    double *al; /* N_RELU: the lower slopes of the current backward pass (alpha-CROWN; CROWN's 0 / 1) */
 } gnode;
 
 struct vt_cert_graph {
     uint32_t n_nodes;
     int sem; /* vt_cert_graph_sem */
+    uint32_t n_relu; /* the ReLU values of all ReLU nodes */
+    /* alpha-CROWN: its settings, the unstable ReLU values (node, index) of the last bounds' box, the
+     * slopes searched (cur, best, grad: n_unst each) and the best slopes of every row (out) */
+    vt_cert_settings as;
+    uint32_t n_unst, *un_node, *un_idx;
+    double *acur, *abest, *agrad, *aout, *row;
+    size_t aout_cap;
     gnode nd[VT_CERT_GRAPH_MAX_NODES];
 };
 
@@ -52,10 +61,13 @@ static double dot_err(uint32_t n, double A)
 vt_err vt_cert_graph_new(uint32_t d, vt_cert_graph **out)
 {
     VT_RETURN_ERROR_IF(d < 1 || d > VT_CERT_MAX_WIDTH * 4u, VT_ERR_LIMIT, "certify: input of %u values", d);
+    VT_RETURN_ERROR_IF(vt_cert_shard_active(), VT_ERR_UNSUPPORTED,
+                       "certify --shard tp|fsdp: convolutional networks are not sharded (feed-forward MLPs only)");
     vt_cert_graph *g = calloc(1, sizeof *g);
     VT_RETURN_ERROR_IF(!g, VT_ERR_NOMEM, "out of memory");
     g->n_nodes = 1;
     g->nd[0].kind = N_INPUT, g->nd[0].n = d;
+    vt_cert_settings_default(&g->as, VT_CERT_ALPHA_CROWN);
     *out = g;
     return VT_OK;
 }
@@ -63,13 +75,14 @@ vt_err vt_cert_graph_new(uint32_t d, vt_cert_graph **out)
 static void node_free(gnode *q)
 {
     free(q->rp), free(q->ci), free(q->trp), free(q->tci), free(q->v), free(q->tv), free(q->c), free(q->ea), free(q->eb);
-    free(q->l), free(q->u), free(q->E), free(q->x64), free(q->g64), free(q->lam), free(q->errx);
+    free(q->l), free(q->u), free(q->E), free(q->x64), free(q->g64), free(q->lam), free(q->errx), free(q->al);
 }
 
 void vt_cert_graph_free(vt_cert_graph *g)
 {
     if (!g) return;
     for (uint32_t i = 0; i < g->n_nodes; i++) node_free(&g->nd[i]);
+    free(g->un_node), free(g->un_idx), free(g->acur), free(g->abest), free(g->agrad), free(g->aout), free(g->row);
     free(g);
 }
 
@@ -395,6 +408,9 @@ vt_err vt_cert_graph_relu(vt_cert_graph *g, uint32_t in, uint32_t *id)
     gnode *q;
     VT_FORWARD_IF_ERROR(node_add(g, N_RELU, in, in, g->nd[in].n, &q));
     VT_FORWARD_IF_ERROR(node_alloc(q));
+    VT_RETURN_ERROR_IF(!(q->al = calloc(q->n, sizeof *q->al)), VT_ERR_NOMEM, "out of memory");
+    VT_RETURN_ERROR_IF(g->n_relu > UINT32_MAX - q->n, VT_ERR_LIMIT, "certify: too many ReLU values");
+    g->n_relu += q->n;
     *id = g->n_nodes++;
     return VT_OK;
 }
@@ -528,6 +544,21 @@ static void acc(gnode *x, uint32_t i, double v, double extra)
     if (e) x->errx[i] = UP(x->errx[i] + e);
 }
 
+/* A max pool's window j: the input with the largest lower bound (returned), the largest upper bound
+ * (top) and the largest upper bound of the others (other) */
+static uint32_t pool_pick(const gnode *q, const gnode *A, uint32_t j, double *top, double *other)
+{
+    uint32_t best = q->ci[q->rp[j]];
+    *top = -INFINITY, *other = -INFINITY;
+    for (uint32_t k = q->rp[j]; k < q->rp[j + 1]; k++)
+        if (A->l[q->ci[k]] > A->l[best]) best = q->ci[k];
+    for (uint32_t k = q->rp[j]; k < q->rp[j + 1]; k++) {
+        if (A->u[q->ci[k]] > *top) *top = A->u[q->ci[k]];
+        if (q->ci[k] != best && A->u[q->ci[k]] > *other) *other = A->u[q->ci[k]];
+    }
+    return best;
+}
+
 /* the lower bound of lam . (node) + K over the graph, backward from the output's lam */
 static double backward(vt_cert_graph *g)
 {
@@ -582,8 +613,13 @@ static double backward(vt_cert_graph *g)
                 if (lm == 0 || u <= 0) continue;
                 if (l >= 0) {
                     acc(A, j, lm, 0);
-                } else if (lm > 0) { /* lower line alpha x, alpha in {0, 1} */
-                    if (u >= -l) acc(A, j, lm, 0);
+                } else if (lm > 0) { /* lower line alpha x, alpha in [0, 1] (CROWN's: 0 or 1 by u >= -l) */
+                    double a = q->al[j];
+                    if (a == 1) acc(A, j, lm, 0);
+                    else if (a != 0) {
+                        double cf = lm * a;
+                        acc(A, j, cf, UP(U53 * fabs(cf) + 0x1p-1074));
+                    }
                 } else { /* upper line s (x - l), s >= u / (u - l) */
                     double s = UP(u / DN(u - l));
                     if (!isfinite(s)) return -INFINITY;
@@ -596,14 +632,8 @@ static double backward(vt_cert_graph *g)
             for (uint32_t j = 0; j < q->n; j++) {
                 double lm = q->lam[j];
                 if (lm == 0) continue;
-                uint32_t best = q->ci[q->rp[j]];
-                double top = -INFINITY, other = -INFINITY;
-                for (uint32_t k = q->rp[j]; k < q->rp[j + 1]; k++)
-                    if (A->l[q->ci[k]] > A->l[best]) best = q->ci[k];
-                for (uint32_t k = q->rp[j]; k < q->rp[j + 1]; k++) {
-                    if (A->u[q->ci[k]] > top) top = A->u[q->ci[k]];
-                    if (q->ci[k] != best && A->u[q->ci[k]] > other) other = A->u[q->ci[k]];
-                }
+                double top, other;
+                uint32_t best = pool_pick(q, A, j, &top, &other);
                 if (lm > 0 || A->l[best] >= other) acc(A, best, lm, 0); /* y >= x_best; y = x_best when it dominates */
                 else K = DN(K + DN(lm * top));                           /* y <= max u */
             }
@@ -613,28 +643,174 @@ static double backward(vt_cert_graph *g)
     return isfinite(K) ? K : -INFINITY;
 }
 
+/* ---------------------------------------------------------------- alpha-CROWN */
+
+void vt_cert_graph_set_alpha(vt_cert_graph *g, const vt_cert_settings *s)
+{
+    g->as.alpha_iters = s->alpha_iters, g->as.alpha_step = s->alpha_step, g->as.alpha_decay = s->alpha_decay;
+}
+
+uint32_t vt_cert_graph_n_relu(const vt_cert_graph *g) { return g->n_relu; }
+uint32_t vt_cert_graph_n_alpha(const vt_cert_graph *g) { return g->n_unst; }
+const double *vt_cert_graph_alpha(const vt_cert_graph *g) { return g->aout; }
+
+/* After IBP: the unstable ReLU values (l < 0 < u of the ReLU's input), in node order then index order;
+ * CROWN's slopes (1 when u >= -l, else 0) into every ReLU node; room for rows x n_unst slopes. */
+static vt_err unstable(vt_cert_graph *g, uint32_t rows)
+{
+    size_t cap = g->n_relu ? g->n_relu : 1;
+    if (!g->un_node) {
+        g->un_node = malloc(cap * sizeof *g->un_node), g->un_idx = malloc(cap * sizeof *g->un_idx);
+        g->acur = malloc(cap * sizeof(double)), g->abest = malloc(cap * sizeof(double));
+        g->agrad = malloc(cap * sizeof(double));
+        g->row = malloc(g->nd[g->n_nodes - 1].n * sizeof(double));
+        VT_RETURN_ERROR_IF(!g->un_node || !g->un_idx || !g->acur || !g->abest || !g->agrad || !g->row, VT_ERR_NOMEM,
+                           "out of memory");
+    }
+    g->n_unst = 0;
+    for (uint32_t id = 1; id < g->n_nodes; id++) {
+        gnode *q = &g->nd[id];
+        if (q->kind != N_RELU) continue;
+        const gnode *A = &g->nd[q->a];
+        for (uint32_t j = 0; j < q->n; j++) {
+            double l = A->l[j], u = A->u[j];
+            q->al[j] = u >= -l ? 1.0 : 0.0;
+            if (l < 0 && u > 0) g->un_node[g->n_unst] = id, g->un_idx[g->n_unst++] = j;
+        }
+    }
+    size_t need = (size_t)rows * g->n_unst;
+    if (need > g->aout_cap) {
+        double *p = realloc(g->aout, need * sizeof *p);
+        VT_RETURN_ERROR_IF(!p, VT_ERR_NOMEM, "out of memory");
+        g->aout = p, g->aout_cap = need;
+    }
+    if (need) memset(g->aout, 0, need * sizeof *g->aout);
+    return VT_OK;
+}
+
+static void set_slopes(vt_cert_graph *g, const double *a)
+{
+    for (uint32_t k = 0; k < g->n_unst; k++) g->nd[g->un_node[k]].al[g->un_idx[k]] = a[k];
+}
+
+/* The sound lower bound of row . out with the ReLU nodes' current slopes (one backward pass) */
+static double pass(vt_cert_graph *g, const double *row)
+{
+    for (uint32_t i = 0; i < g->n_nodes; i++) {
+        memset(g->nd[i].lam, 0, g->nd[i].n * sizeof(double));
+        memset(g->nd[i].errx, 0, g->nd[i].n * sizeof(double));
+    }
+    gnode *o = &g->nd[g->n_nodes - 1];
+    memcpy(o->lam, row, o->n * sizeof *row);
+    return backward(g);
+}
+
+/* a linear node's output j at the input values a, in FP64 (not a bound) */
+static double lin64(const gnode *q, uint32_t j, const double *a)
+{
+    double y = 0;
+    for (uint32_t k = q->rp[j]; k < q->rp[j + 1]; k++) y += q->v[k] * a[q->ci[k]];
+    return q->c ? y + q->c[j] : y;
+}
+
+/* The gradient of the bound with respect to the unstable slopes, after a pass (its coefficients lam
+ * left in every node): the relaxed network evaluated forward at the input the pass concretised at
+ * (each ReLU by the line its coefficient's sign chose, max pooling by its relaxation); the slope of
+ * value j moves the bound by lam_j times its input's relaxed value. An approximation is harmless: the
+ * bound of every slope tried is computed soundly. FP64 in x64, fixed order. */
+static void alpha_grad(vt_cert_graph *g, double *grad)
+{
+    gnode *in = &g->nd[0];
+    for (uint32_t i = 0; i < in->n; i++) in->x64[i] = in->lam[i] > 0 ? in->l[i] : in->u[i];
+    for (uint32_t id = 1; id < g->n_nodes; id++) {
+        gnode *q = &g->nd[id];
+        const gnode *A = &g->nd[q->a];
+        const double *a = A->x64, *b = g->nd[q->b].x64;
+        for (uint32_t j = 0; j < q->n; j++) {
+            double y = 0;
+            if (q->kind == N_LIN) y = lin64(q, j, a);
+            else if (q->kind == N_ADD) y = a[j] + b[j];
+            else if (q->kind == N_RELU) {
+                double l = A->l[j], u = A->u[j];
+                y = u <= 0 ? 0 : l >= 0 ? a[j] : q->lam[j] >= 0 ? q->al[j] * a[j] : u / (u - l) * (a[j] - l);
+            } else {
+                double top, other;
+                uint32_t best = pool_pick(q, A, j, &top, &other);
+                y = q->lam[j] >= 0 || A->l[best] >= other ? a[best] : top;
+            }
+            q->x64[j] = y;
+        }
+    }
+    for (uint32_t k = 0; k < g->n_unst; k++) {
+        const gnode *q = &g->nd[g->un_node[k]];
+        uint32_t j = g->un_idx[k];
+        double lm = q->lam[j];
+        grad[k] = lm > 0 ? lm * g->nd[q->a].x64[j] : 0;
+    }
+}
+
+/* CROWN's (VT_CERT_CROWN) or alpha-CROWN's sound lower bound of row . out after IBP and unstable():
+ * CROWN's slopes, then alpha-CROWN's projected sign-gradient search (the MLP's: g->as's iterations,
+ * step and decay; the best slopes by their sound bound kept, so never below CROWN's); the best slopes
+ * into out (n_unst). -infinity with *timed_out 1 when the deadline passes between iterations. */
+static double row_bound(vt_cert_graph *g, const double *row, vt_cert_method m, double deadline, double *out,
+                        int *timed_out)
+{
+    uint32_t n = g->n_unst;
+    for (uint32_t k = 0; k < n; k++) { /* CROWN's slopes */
+        const gnode *A = &g->nd[g->nd[g->un_node[k]].a];
+        g->acur[k] = A->u[g->un_idx[k]] >= -A->l[g->un_idx[k]] ? 1.0 : 0.0;
+    }
+    set_slopes(g, g->acur);
+    double best = pass(g, row);
+    if (m != VT_CERT_ALPHA_CROWN || n == 0) return best;
+    memcpy(g->abest, g->acur, n * sizeof(double));
+    double step = g->as.alpha_step;
+    for (uint32_t it = 0; it < g->as.alpha_iters; it++) {
+        if (deadline > 0 && vt_now() >= deadline) {
+            *timed_out = 1;
+            return -INFINITY;
+        }
+        alpha_grad(g, g->agrad);
+        for (uint32_t k = 0; k < n; k++) {
+            double a = g->acur[k] + (g->agrad[k] > 0 ? step : g->agrad[k] < 0 ? -step : 0);
+            g->acur[k] = a < 0 ? 0 : a > 1 ? 1 : a;
+        }
+        step *= g->as.alpha_decay;
+        set_slopes(g, g->acur);
+        double v = pass(g, row);
+        if (v > best) {
+            best = v;
+            memcpy(g->abest, g->acur, n * sizeof(double));
+        } else { /* the gradient is taken at the best slopes found */
+            memcpy(g->acur, g->abest, n * sizeof(double));
+            set_slopes(g, g->acur);
+            (void)pass(g, row);
+        }
+    }
+    memcpy(out, g->abest, n * sizeof(double));
+    return best;
+}
+
 vt_err vt_cert_graph_bounds(vt_cert_graph *g, const double *xl, const double *xu, uint32_t label, vt_cert_method m,
                             double *lb)
 {
-    VT_RETURN_ERROR_IF(m == VT_CERT_ALPHA_CROWN, VT_ERR_UNSUPPORTED,
-                       "certify: alpha-CROWN is not implemented for the residual CNN (use ibp or crown)");
     VT_FORWARD_IF_ERROR(vt_cert_graph_ibp(g, xl, xu));
     gnode *o = &g->nd[g->n_nodes - 1];
     VT_RETURN_ERROR_IF(label >= o->n, VT_ERR_ARG, "certify: label %u of %u classes", label, o->n);
-    for (uint32_t j = 0; j < o->n; j++) {
+    VT_FORWARD_IF_ERROR(unstable(g, m == VT_CERT_ALPHA_CROWN ? o->n - 1 : 0));
+    int timed = 0;
+    for (uint32_t j = 0, r = 0; j < o->n; j++) {
         if (j == label) {
             lb[j] = 0;
             continue;
         }
         double b = DN(o->l[label] - o->u[j]);
         if (!isfinite(b)) b = -INFINITY;
-        if (m == VT_CERT_CROWN) {
-            for (uint32_t i = 0; i < g->n_nodes; i++) {
-                memset(g->nd[i].lam, 0, g->nd[i].n * sizeof(double));
-                memset(g->nd[i].errx, 0, g->nd[i].n * sizeof(double));
-            }
-            o->lam[label] = 1, o->lam[j] = -1;
-            double c = backward(g);
+        if (m != VT_CERT_IBP) {
+            memset(g->row, 0, o->n * sizeof *g->row);
+            g->row[label] = 1, g->row[j] = -1;
+            double c = row_bound(g, g->row, m, 0, m == VT_CERT_ALPHA_CROWN ? g->aout + (size_t)r++ * g->n_unst : NULL, &timed);
             if (c > b) b = c;
         }
         lb[j] = b;
@@ -645,10 +821,9 @@ vt_err vt_cert_graph_bounds(vt_cert_graph *g, const double *xl, const double *xu
 vt_err vt_cert_graph_spec_bounds(vt_cert_graph *g, const double *xl, const double *xu, const double *C, uint32_t m,
                                  vt_cert_method meth, double deadline, double *lb, int *timed_out)
 {
-    VT_RETURN_ERROR_IF(meth == VT_CERT_ALPHA_CROWN, VT_ERR_UNSUPPORTED,
-                       "certify: alpha-CROWN is not implemented for convolutional networks (use ibp or crown)");
     *timed_out = 0;
     VT_FORWARD_IF_ERROR(vt_cert_graph_ibp(g, xl, xu));
+    VT_FORWARD_IF_ERROR(unstable(g, meth == VT_CERT_ALPHA_CROWN ? m : 0));
     gnode *o = &g->nd[g->n_nodes - 1];
     double *work = malloc(o->n * sizeof *work);
     VT_RETURN_ERROR_IF(!work, VT_ERR_NOMEM, "out of memory");
@@ -661,16 +836,12 @@ vt_err vt_cert_graph_spec_bounds(vt_cert_graph *g, const double *xl, const doubl
         const double *row = C + (size_t)r * o->n;
         double b = vt_cert_row_lo(row, o->l, o->u, o->n, work);
         if (!(b >= -DBL_MAX)) b = -INFINITY;
-        if (meth == VT_CERT_CROWN) {
-            for (uint32_t i = 0; i < g->n_nodes; i++) {
-                memset(g->nd[i].lam, 0, g->nd[i].n * sizeof(double));
-                memset(g->nd[i].errx, 0, g->nd[i].n * sizeof(double));
-            }
-            memcpy(o->lam, row, o->n * sizeof *row);
-            double c = backward(g);
+        if (meth != VT_CERT_IBP) {
+            double c = row_bound(g, row, meth, deadline, meth == VT_CERT_ALPHA_CROWN ? g->aout + (size_t)r * g->n_unst : NULL,
+                                 timed_out);
             if (c > b) b = c;
         }
-        lb[r] = b;
+        lb[r] = *timed_out ? -INFINITY : b;
     }
     free(work);
     return VT_OK;
@@ -686,10 +857,8 @@ void vt_cert_graph_forward64(vt_cert_graph *g, const double *x, double *out)
         const double *a = g->nd[q->a].x64, *b = g->nd[q->b].x64;
         for (uint32_t j = 0; j < q->n; j++) {
             double y = 0;
-            if (q->kind == N_LIN) {
-                for (uint32_t k = q->rp[j]; k < q->rp[j + 1]; k++) y += q->v[k] * a[q->ci[k]];
-                if (q->c) y += q->c[j];
-            } else if (q->kind == N_ADD) y = a[j] + b[j];
+            if (q->kind == N_LIN) y = lin64(q, j, a);
+            else if (q->kind == N_ADD) y = a[j] + b[j];
             else if (q->kind == N_RELU) y = a[j] > 0 ? a[j] : 0;
             else {
                 y = a[q->ci[q->rp[j]]];

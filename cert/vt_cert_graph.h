@@ -1,7 +1,7 @@
 /* vt_cert_graph.h - sound bounds of a layer graph (the residual CNN's evaluation pass): linear
  * nodes (convolution, dense, bias, batch norm in evaluation form, global average pooling) as sparse
  * operators with an error term per output, ReLU, residual add, max pooling (docs/certify.md "The
- * residual CNN"). IBP and CROWN with IBP's intermediate bounds; every bound holds for the
+ * residual CNN"). IBP, CROWN and alpha-CROWN with IBP's intermediate bounds; every bound holds for the
  * real-arithmetic network and for the project's exact-rounding evaluation (RN32 per rounded
  * operation), including the rounding of the bound computation itself. Fixed-order loops, no BLAS. */
 #ifndef VT_CERT_GRAPH_H
@@ -76,17 +76,29 @@ uint32_t vt_cert_graph_size(const vt_cert_graph *g, uint32_t node); /* values pe
 vt_err vt_cert_graph_ibp(vt_cert_graph *g, const double *xl, const double *xu) VT_WARN_UNUSED;
 void vt_cert_graph_interval(const vt_cert_graph *g, uint32_t node, const double **l, const double **u);
 /* Sound lower bounds lb[j] of the margins out[label] - out[j] over the box (lb[label] = 0): IBP, or
- * (VT_CERT_CROWN) the larger of IBP's and CROWN's backward pass with IBP's intermediate bounds. A
- * bound that is not finite is -infinity. VT_ERR_UNSUPPORTED for alpha-CROWN. */
+ * (VT_CERT_CROWN) the larger of IBP's and CROWN's backward pass with IBP's intermediate bounds, or
+ * (VT_CERT_ALPHA_CROWN) the larger of IBP's and alpha-CROWN's: per margin the lower slopes of every
+ * unstable ReLU value optimised in [0, 1] by projected sign-gradient ascent from CROWN's slopes
+ * (vt_cert_graph_set_alpha's settings), the best slopes' sound bound kept (never below CROWN's). A
+ * bound that is not finite is -infinity. */
 vt_err vt_cert_graph_bounds(vt_cert_graph *g, const double *xl, const double *xu, uint32_t label, vt_cert_method m,
                             double *lb) VT_WARN_UNUSED;
 /* The spec-matrix form (VNN-LIB properties): sound lower bounds lb[r] of C_r . out over the box for the
- * m rows of C (m x outputs, row-major): IBP's, or (VT_CERT_CROWN) the larger of IBP's and a CROWN
- * backward pass from C_r with IBP's intermediate bounds. deadline (vt_now() seconds, 0: none) is
- * checked between rows; the rows after it are -infinity and *timed_out 1. VT_ERR_UNSUPPORTED for
- * alpha-CROWN. */
+ * m rows of C (m x outputs, row-major): IBP's, or the larger of IBP's and a CROWN (alpha-CROWN) backward
+ * pass from C_r with IBP's intermediate bounds. deadline (vt_now() seconds, 0: none) is checked between
+ * rows and between alpha-CROWN's iterations; the rows it cuts short are -infinity and *timed_out 1. */
 vt_err vt_cert_graph_spec_bounds(vt_cert_graph *g, const double *xl, const double *xu, const double *C, uint32_t m,
                                  vt_cert_method meth, double deadline, double *lb, int *timed_out) VT_WARN_UNUSED;
+/* alpha-CROWN's settings (alpha_iters, alpha_step, alpha_decay of s; the rest ignored) for the bounds
+ * after it; a new graph has vt_cert_settings_default's. */
+void vt_cert_graph_set_alpha(vt_cert_graph *g, const vt_cert_settings *s);
+/* After alpha-CROWN's bounds: the number of unstable ReLU values of the box (IBP's interval of the
+ * ReLU's input has l < 0 < u), and the slopes found: per row (the margins j != label in increasing j;
+ * the spec rows in order) that many doubles, the unstable values in node order, then index order.
+ * Owned by the graph, valid until the next bounds. */
+uint32_t vt_cert_graph_n_alpha(const vt_cert_graph *g);
+const double *vt_cert_graph_alpha(const vt_cert_graph *g);
+uint32_t vt_cert_graph_n_relu(const vt_cert_graph *g); /* the ReLU values of all ReLU nodes */
 /* After vt_cert_graph_forward64: the gradient of out . gout with respect to the input into gin (FP64). */
 void vt_cert_graph_grad64(vt_cert_graph *g, const double *gout, double *gin);
 /* The FP64 forward pass (attacks and tests; not a reference): out receives the output node's values. */

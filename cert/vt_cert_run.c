@@ -26,7 +26,7 @@
 
 #define CERT_MAGIC "VTCERT01"
 #define CERT_VERSION 1u
-#define CERT_VERSION_CNN 4u /* the same layout, a residual CNN run bounded as a graph (vt_cert_graph.h) */
+#define CERT_VERSION_CNN 4u /* version 1's layout, a residual CNN run bounded as a graph (vt_cert_graph.h); alpha-CROWN: per example its unstable ReLU values' slopes */
 #define CERT_HEADER 244u
 
 typedef struct {
@@ -229,15 +229,16 @@ static vt_err write_vnnlib(const char *dir, uint32_t i, const double *xl, const 
 static vt_err compute(const vt_cert_opts *op, cert_run *r, vti_buf *o, vt_cert_result *res, report *rep)
 {
     vt_cert_ctx *c = NULL;
-    VT_RETURN_ERROR_IF(r->graph && op->set.method == VT_CERT_ALPHA_CROWN, VT_ERR_UNSUPPORTED,
-                       "certify: alpha-CROWN is not implemented for the residual CNN (--method ibp or crown)");
     if (!r->graph) VT_FORWARD_IF_ERROR(vt_cert_ctx_new(&r->net, &c));
+    else vt_cert_graph_set_alpha(r->graph, &op->set);
     uint32_t d = r->net.n[0], C = r->net.n[r->net.L];
-    size_t na = op->set.method == VT_CERT_ALPHA_CROWN ? vt_cert_n_alpha(c) : 0;
+    /* a CNN: the header gives the ReLU values (each example records its unstable ones' slopes) */
+    int galpha = r->graph && op->set.method == VT_CERT_ALPHA_CROWN;
+    size_t na = op->set.method != VT_CERT_ALPHA_CROWN ? 0 : r->graph ? vt_cert_graph_n_relu(r->graph) : vt_cert_n_alpha(c);
     vt_err e = na > UINT32_MAX ? vt_set_error(VT_ERR_LIMIT, "certify: too many slopes") : VT_OK;
     put_header(o, op, r, (uint32_t)na);
     double *xl = malloc(d * sizeof *xl), *xu = malloc(d * sizeof *xu), *lb = malloc(C * sizeof *lb),
-           *alpha = malloc((na ? na : 1) * sizeof *alpha);
+           *alpha = malloc((na && !galpha ? na : 1) * sizeof *alpha);
     float *x = malloc(d * sizeof *x), *cex = malloc(d * sizeof *cex);
     uint8_t lab;
     if (!e && (!xl || !xu || !lb || !alpha || !x || !cex)) e = vt_set_error(VT_ERR_NOMEM, "out of memory");
@@ -269,7 +270,13 @@ static vt_err compute(const vt_cert_opts *op, cert_run *r, vti_buf *o, vt_cert_r
         for (uint32_t j = 0; j < C; j++) vti_put64(o, vt_f64_bits(lb[j]));
         if (ans == VT_CERT_FALSIFIED)
             for (uint32_t k = 0; k < d; k++) vti_put32(o, vt_f32_bits(cex[k]));
-        for (size_t k = 0; k < na; k++) vti_put64(o, vt_f64_bits(alpha[k]));
+        if (galpha) { /* the unstable values' count, then the margins' slopes (j != label, increasing j) */
+            uint32_t U = vt_cert_graph_n_alpha(r->graph);
+            const double *ga = vt_cert_graph_alpha(r->graph);
+            vti_put32(o, U);
+            for (size_t k = 0; k < (size_t)(C - 1) * U; k++) vti_put64(o, vt_f64_bits(ga[k]));
+        } else
+            for (size_t k = 0; k < na; k++) vti_put64(o, vt_f64_bits(alpha[k]));
         if (!op->quiet) printf("example %4u  label %u  %-9s  min margin >= %.6g\n", i, lab, vt_cert_answer_name(ans), mn);
         if (rep && rep->rep) {
             fprintf(rep->rep, "%s\n    {\"index\": %u, \"label\": %u, \"answer\": \"%s\", \"margin_lower_bound\": ",
@@ -393,12 +400,22 @@ static vt_err parse(const uint8_t *p, size_t n, vt_cert_opts *o, uint8_t state_h
     VT_RETURN_ERROR_IF(s->alpha_iters > 100000 || s->attack_restarts > 100000 || s->attack_iters > 100000,
                        VT_ERR_FORMAT, "certificate: search settings out of range");
     memcpy(state_hash, p + 84, 32);
+    int galpha = vt_get_u32le(p + 8) == CERT_VERSION_CNN && meth == VT_CERT_ALPHA_CROWN;
+    VT_RETURN_ERROR_IF(vt_get_u32le(p + 8) == CERT_VERSION_CNN && !galpha && A, VT_ERR_FORMAT,
+                       "certificate: slopes recorded without alpha-CROWN");
     size_t off = CERT_HEADER, end = n - 96;
     for (uint32_t i = 0; i < N; i++) {
         VT_RETURN_ERROR_IF(end - off < 12 || vt_get_u32le(p + off) != i || vt_get_u32le(p + off + 8) > 2, VT_ERR_FORMAT,
                            "certificate: example %u at byte %zu is malformed", i, off);
         uint32_t ans = vt_get_u32le(p + off + 8);
-        uint64_t need = 12 + (uint64_t)C * 8 + (ans == VT_CERT_FALSIFIED ? (uint64_t)d * 4 : 0) + (uint64_t)A * 8;
+        uint64_t need = 12 + (uint64_t)C * 8 + (ans == VT_CERT_FALSIFIED ? (uint64_t)d * 4 : 0);
+        if (galpha) { /* version 4, alpha-CROWN: U (at most A, the ReLU values), then (C - 1) U slopes */
+            VT_RETURN_ERROR_IF(need + 4 > end - off, VT_ERR_FORMAT, "certificate: example %u at byte %zu is truncated", i, off);
+            uint32_t U = vt_get_u32le(p + off + need);
+            VT_RETURN_ERROR_IF(U > A, VT_ERR_FORMAT, "certificate: example %u records %u slopes of %u ReLU values", i, U, A);
+            need += 4 + (uint64_t)(C - 1) * U * 8;
+        } else
+            need += (uint64_t)A * 8;
         VT_RETURN_ERROR_IF(need > end - off, VT_ERR_FORMAT, "certificate: example %u at byte %zu is truncated", i, off);
         off += need;
     }

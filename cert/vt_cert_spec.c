@@ -223,12 +223,12 @@ static vt_err compute(const vt_cert_spec_opts *o, spec_in *in, double deadline, 
     spec s;
     memset(&s, 0, sizeof s);
     s.on = &in->on, s.vn = v, s.deadline = deadline, s.gr = in->gr;
-    VT_RETURN_ERROR_IF(s.gr && st->method == VT_CERT_ALPHA_CROWN, VT_ERR_UNSUPPORTED,
-                       "%s: alpha-CROWN is not implemented for convolutional networks (use ibp or crown)", model_name(o));
     vt_err e = s.gr ? VT_OK : vt_cert_ctx_new(&in->on.net, &s.c);
     if (e) return e == VT_ERR_ARG ? vt_set_error(VT_ERR_UNSUPPORTED, "%s: %s", model_name(o), vt_errmsg()) : e;
-    if (s.gr) vt_cert_graph_set_sem(s.gr, VT_CERT_GRAPH_FP32_ANY);
-    else {
+    if (s.gr) {
+        vt_cert_graph_set_sem(s.gr, VT_CERT_GRAPH_FP32_ANY);
+        vt_cert_graph_set_alpha(s.gr, st);
+    } else {
         vt_cert_set_deadline(s.c, deadline);
         vt_cert_set_fp32_any(s.c, !in->run); /* a run: its own two semantics, as certify RUN_DIR */
     }
@@ -252,6 +252,9 @@ static vt_err compute(const vt_cert_spec_opts *o, spec_in *in, double deadline, 
         e = s.gr ? vt_cert_graph_spec_bounds(s.gr, xl, xu, v->C, m, st->method, deadline, lb, &gtimed)
                  : vt_cert_spec_bounds(s.c, xl, xu, v->C, m, st, lb, na ? alpha : NULL);
     }
+    const double *aw = alpha; /* the slopes written: the graph's unstable ReLU values per row */
+    if (!e && s.gr && st->method == VT_CERT_ALPHA_CROWN) na = vt_cert_graph_n_alpha(s.gr), aw = vt_cert_graph_alpha(s.gr);
+    if (!e && (uint64_t)na * m > UINT32_MAX) e = vt_set_error(VT_ERR_LIMIT, "certify: too many slopes");
     int n_ref = 0, timed = 0, which = -1;
     for (uint32_t r = 0; r < m && !e; r++) lb[r] = lb[r] > -INFINITY ? dn(lb[r] + v->d_lo[r]) : -INFINITY;
     for (uint32_t k = 0; k < v->n_disj && !e; k++) {
@@ -280,7 +283,7 @@ static vt_err compute(const vt_cert_spec_opts *o, spec_in *in, double deadline, 
             vti_put32(out, (uint32_t)which);
             for (uint32_t i = 0; i < d; i++) vti_put32(out, vt_f32_bits(s.x[i]));
         }
-        for (size_t q = 0; q < na * m; q++) vti_put64(out, vt_f64_bits(alpha[q]));
+        for (size_t q = 0; q < na * m; q++) vti_put64(out, vt_f64_bits(aw[q]));
         if (in->run) {
             vti_put64(out, in->id.step), vti_put(out, in->id.root, 32), vti_put(out, in->id.manifest_hash, 32);
             vti_put(out, in->id.public_key, 32);
