@@ -44,7 +44,7 @@ static void init_state(vt_model *m)
     for (uint32_t i = 0; i < p->n_state; i++) {
         float *W = vt_model_tensor(m, i, NULL);
         size_t lo = 0, hi = p->t[i].n; /* a sharded optimiser state: this rank's values */
-        if (m->sst && !m->sst->full && p->t[i].cls == VT_TC_OPT) lo = m->sst->lo[i], hi = m->sst->hi[i];
+        if (m->sst && p->t[i].cls == VT_TC_OPT) lo = m->sst->lo[i], hi = m->sst->hi[i];
         for (size_t k = lo; k < hi; k++) W[k] = vt_program_initial_value(p, m->rc.seed, i, k);
     }
 }
@@ -203,7 +203,6 @@ static vt_err model_init(vt_model *m, const vt_recipe *rc, size_t n_examples, vt
     vt_err be = VT_OK;
     if (comm) { /* sharded: this rank's share of the optimiser state */
         be = vti_sstate_plan(p, comm, vt_dist_rank(comm), vt_dist_size(comm), &m->sst);
-        if (!be) m->sst->full = vt_dist_rank(comm) == 0; /* rank 0 starts with the whole state (the run's start) */
     }
     need_of(p, rc->batch, n_examples, m->sst, &need);
     if (!be) be = vt_model_check_budget(&need, budget);
@@ -435,8 +434,8 @@ vt_err vt_state_hash_of(uint64_t step, uint32_t n, const uint8_t (*th)[VT_HASH_L
 
 vt_err vt_model_state_hash(vt_model *m, uint8_t out[VT_HASH_LEN])
 {
-    VT_RETURN_ERROR_IF(m->sst && !m->sst->full, VT_ERR_INTERNAL,
-                       "the optimiser state is sharded: its state hash needs the gathered state");
+    VT_RETURN_ERROR_IF(m->sst != NULL, VT_ERR_INTERNAL,
+                       "the optimiser state is sharded: its state hash is streamed to rank 0 (vt_model_shard_state_hash)");
     uint8_t (*th)[VT_HASH_LEN] = malloc(((size_t)m->n_tensors + 1) * VT_HASH_LEN);
     VT_RETURN_ERROR_IF(!th, VT_ERR_NOMEM, "out of memory");
     vt_err e = vt_model_tensor_hashes(m, th);
@@ -448,7 +447,7 @@ vt_err vt_model_state_hash(vt_model *m, uint8_t out[VT_HASH_LEN])
 vt_err vt_model_set_state(vt_model *m, uint64_t step, const float *state, size_t n)
 {
     VT_RETURN_ERROR_IF(n != m->n_state, VT_ERR_MISMATCH, "state has %zu values, the model needs %zu", n, m->n_state);
-    if (m->sst && !m->sst->full) { /* sharded: the parameters, the buffers and this rank's optimiser values */
+    if (m->sst) { /* sharded: the parameters, the buffers and this rank's optimiser values */
         for (uint32_t t = 0; t < m->n_tensors; t++) {
             size_t o = m->prog.t[t].off / 4, lo = 0, hi = m->prog.t[t].n;
             if (m->prog.t[t].cls == VT_TC_OPT) lo = m->sst->lo[t], hi = m->sst->hi[t];

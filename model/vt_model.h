@@ -112,22 +112,40 @@ void vt_model_free(vt_model *m);
  * values neither resident nor accessible). Each step runs the optimiser's operations on the rank's
  * elements, then allgathers the parameters (every rank's bits copied): every rank's parameters and
  * buffers are the unsharded step's, and each optimiser value is on the rank that owns it, the
- * unsharded value. Rank 0 starts holding the whole state (its run store's start), until
- * vt_model_shard_release; vt_model_shard_gather gives it the whole state again (collective), for a
- * state hash or a checkpoint; vt_model_shard_scatter sends rank 0's whole state to every rank
- * (collective). vt_model_state_hash needs the whole state (rank 0 after a gather);
- * vt_model_replica_hash hashes what every rank holds alike (the parameters and buffers). Refused
- * (VT_ERR_UNSUPPORTED) where an optimiser value is not elementwise with one parameter. */
+ * unsharded value. Every rank, rank 0 included, holds only its share from the start: no function
+ * here gathers the whole optimiser state anywhere. vt_model_shard_stream_out streams the whole
+ * state to rank 0 (collective), vt_model_shard_stream_in from rank 0 to every rank's share
+ * (collective), one optimiser tensor at a time; vt_model_state_hash needs the whole state (an
+ * unsharded model); vt_model_replica_hash hashes what every rank holds alike (the parameters and
+ * buffers). Refused (VT_ERR_UNSUPPORTED) where an optimiser value is not elementwise with one
+ * parameter. */
 vt_err vt_model_init_sharded(vt_model *m, const vt_recipe *rc, size_t n_examples, vt_order order, vt_comm *comm)
     VT_WARN_UNUSED;
 int vt_model_sharded(const vt_model *m);
-vt_err vt_model_shard_gather(vt_model *m) VT_WARN_UNUSED;
-/* The whole state's hash into out on rank 0 (collective; the other ranks' out untouched), streamed:
- * each optimiser tensor's slices gathered to rank 0 in turn, hashed and dropped (rank 0 holds one
- * tensor beyond its share at a time). */
+/* Rank 0's end of a streamed whole state, in state order (the state floats 0 .. n_state-1, the
+ * tensors in table order), in pieces: a sink takes n values, a source gives the next n. */
+typedef vt_err (*vt_state_sink)(void *ctx, const float *v, size_t n);
+typedef vt_err (*vt_state_source)(void *ctx, float *v, size_t n);
+/* Collective: the whole state to rank 0 in state order, each optimiser tensor's slices gathered
+ * in turn (one vt_dist_alltoallv with blocks to rank 0 only), handed to sink (NULL: none) and
+ * hashed, then dropped: rank 0 holds one optimiser tensor beyond its share at a time. out: the
+ * state hash, on rank 0 (the other ranks' out untouched, their sink unused). Every rank takes
+ * part in every exchange whatever it ran into; the caller agrees on the outcome. */
+vt_err vt_model_shard_stream_out(vt_model *m, vt_state_sink sink, void *ctx, uint8_t out[VT_HASH_LEN]) VT_WARN_UNUSED;
+/* vt_model_shard_stream_out with no sink. */
 vt_err vt_model_shard_state_hash(vt_model *m, uint8_t out[VT_HASH_LEN]) VT_WARN_UNUSED;
+/* Collective: the state of `step` read by rank 0 from src in state order: the parameters and
+ * buffers into rank 0's place, then broadcast; each optimiser tensor read whole and its slices
+ * sent to their ranks (one vt_dist_alltoallv), rank 0 keeping its own. src is rank 0's only. */
+vt_err vt_model_shard_stream_in(vt_model *m, uint64_t step, vt_state_source src, void *ctx) VT_WARN_UNUSED;
+/* One process, any model: the state hash at `step` of a whole state read from src in state order
+ * (pieces of 64 Ki values), nothing of it kept or changed in m (a checkpoint checked before it is
+ * loaded). */
+vt_err vt_model_state_hash_read(const vt_model *m, uint64_t step, vt_state_source src, void *ctx,
+                                uint8_t out[VT_HASH_LEN]) VT_WARN_UNUSED;
+/* The optimiser state's pages that are not this rank's handed back and closed (PROT_NONE: a stray
+ * access faults). */
 void vt_model_shard_release(vt_model *m);
-vt_err vt_model_shard_scatter(vt_model *m, uint64_t step) VT_WARN_UNUSED;
 vt_err vt_model_replica_hash(vt_model *m, uint8_t out[VT_HASH_LEN]) VT_WARN_UNUSED;
 
 /* Memory. vt_model_init computes what it will allocate from the program before allocating any of
@@ -147,8 +165,8 @@ typedef struct {
 } vt_model_mem;
 void vt_model_need(const vt_program *p, uint32_t batch, size_t n_examples, vt_model_mem *need);
 /* The same for rank `rank` of `size` holding a sharded optimiser state (vt_model_init_sharded):
- * its optimiser values and the buffer of its parameters for the allgather; the transient full state
- * rank 0 gathers at committed states is not counted (docs/distributed.md). */
+ * its optimiser values and the buffer of its parameters for the allgather; the one optimiser tensor
+ * rank 0 streams at a time at committed states is not counted (docs/distributed.md). */
 vt_err vt_model_need_sharded(const vt_program *p, uint32_t batch, size_t n_examples, int rank, int size,
                              vt_model_mem *need) VT_WARN_UNUSED;
 /* VT_OK when need fits budget (0: the process's budget), else the refusal above. */

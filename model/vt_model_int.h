@@ -28,8 +28,6 @@ struct vt_sstate {
                           * (free between steps) cannot hold them; else NULL */
     float *state_map;    /* the state's mapping (mmap; the model's arena[VT_TC_PARAM]) */
     size_t map_bytes;
-    int full;            /* every value of the optimiser state is present (rank 0 at the start and while a
-                          * committed state is gathered) */
 };
 
 /* 1 for the optimiser's kinds (SGD, Adam, AdamW): elementwise over their first inputs (not the

@@ -163,19 +163,14 @@ vt_err vti_sstate_map(vt_sstate *s, size_t state_bytes)
 }
 
 /* The bytes of the optimiser state's region that no needed value touches, page by page: handed
- * back (MADV_DONTNEED) and closed (PROT_NONE), or opened again. */
-static void opt_pages(vt_model *m, int open)
+ * back (MADV_DONTNEED) and closed (PROT_NONE). */
+static void opt_pages(vt_model *m)
 {
     vt_sstate *s = m->sst;
     const vt_program *p = &m->prog;
     long pg = sysconf(_SC_PAGESIZE);
     size_t page = pg > 0 ? (size_t)pg : 4096;
     uint8_t *base = (uint8_t *)s->state_map;
-    if (open) {
-        size_t a = s->opt_first * 4 / page * page, b = s->opt_end * 4;
-        if (b > a) mprotect(base + a, (b - a + page - 1) / page * page, PROT_READ | PROT_WRITE);
-        return;
-    }
     size_t need_end = s->opt_first * 4; /* bytes below are needed (the parameters) */
     for (uint32_t t = 0; t <= p->n_state; t++) {
         size_t a, b; /* the next needed bytes: an owned range, or the buffers after the optimiser state */
@@ -200,104 +195,125 @@ int vt_model_sharded(const vt_model *m) { return m->sst != NULL; }
 void vt_model_shard_release(vt_model *m)
 {
     if (!m->sst) return;
-    m->sst->full = 0;
-    opt_pages(m, 0);
+    opt_pages(m);
 }
 
-/* Rank 0 <-> every rank's optimiser values in place (gather: to_root 1; scatter: 0), one alltoallv
- * per optimiser tensor: its slices lie in rank order, so rank 0 sends or receives the other ranks'
- * straight from or into the tensor (from the end of its own slice on), and each rank its own slice;
- * no buffer beside the state. Every rank takes part in every exchange. */
-static vt_err exchange(vt_model *m, int to_root)
+/* the largest optimiser tensor's values (at least 1) */
+static size_t opt_max_n(const vt_program *p)
 {
-    vt_sstate *s = m->sst;
-    const vt_program *p = &m->prog;
-    const int root = s->rank == 0;
-    size_t *cnt = calloc(2 * (size_t)s->size, sizeof *cnt), *none = cnt ? cnt + s->size : NULL;
-    VT_RETURN_ERROR_IF(!cnt, VT_ERR_NOMEM, "out of memory exchanging the optimiser state");
-    vt_err e = VT_OK;
-    for (uint32_t t = 0; t < p->n_state && !e; t++) {
-        if (p->t[t].cls != VT_TC_OPT) continue;
-        float *base = m->state + p->t[t].off / 4, *mine = base + s->lo[t];
-        size_t lo1 = 0, hi1 = 0; /* rank 0's slice ends where rank 1's begins */
-        vti_sstate_range(s, p, t, root ? 1 : s->rank, &lo1, &hi1);
-        memset(cnt, 0, (size_t)s->size * sizeof *cnt);
-        if (root) {
-            for (int r = 1; r < s->size; r++) {
-                size_t lo, hi;
-                vti_sstate_range(s, p, t, r, &lo, &hi);
-                cnt[r] = (hi - lo) * sizeof(float);
-            }
-            float *others = base + lo1;
-            e = to_root ? vt_dist_alltoallv(s->comm, NULL, none, others, cnt)
-                        : vt_dist_alltoallv(s->comm, others, cnt, NULL, none);
-        } else {
-            cnt[0] = (s->hi[t] - s->lo[t]) * sizeof(float);
-            e = to_root ? vt_dist_alltoallv(s->comm, mine, cnt, NULL, none)
-                        : vt_dist_alltoallv(s->comm, NULL, none, mine, cnt);
-        }
-    }
-    free(cnt);
-    return e;
+    size_t nmax = 1;
+    for (uint32_t t = 0; t < p->n_state; t++)
+        if (p->t[t].cls == VT_TC_OPT && p->t[t].n > nmax) nmax = p->t[t].n;
+    return nmax;
 }
 
-vt_err vt_model_shard_state_hash(vt_model *m, uint8_t out[VT_HASH_LEN])
+/* The block counts of an exchange of optimiser tensor t between rank 0 and every rank: rank 0's
+ * counts[r] = rank r's slice bytes (own: whether rank 0's own slice is in it), another rank's
+ * counts[0] = its slice bytes, the rest 0. */
+static void slice_counts(const vt_sstate *s, const vt_program *p, uint32_t t, int own, size_t *counts)
+{
+    memset(counts, 0, (size_t)s->size * sizeof *counts);
+    for (int r = 0; r < s->size; r++) {
+        size_t lo, hi;
+        vti_sstate_range(s, p, t, r, &lo, &hi);
+        if (s->rank == 0 && (r > 0 || own)) counts[r] = (hi - lo) * sizeof(float);
+        if (s->rank != 0 && r == s->rank) counts[0] = (hi - lo) * sizeof(float);
+    }
+}
+
+vt_err vt_model_shard_stream_out(vt_model *m, vt_state_sink sink, void *ctx, uint8_t out[VT_HASH_LEN])
 {
     vt_sstate *s = m->sst;
     const vt_program *p = &m->prog;
     VT_RETURN_ERROR_IF(!s, VT_ERR_INTERNAL, "the optimiser state is not sharded");
     const int root = s->rank == 0;
-    size_t nmax = 1;
-    for (uint32_t t = 0; t < p->n_state; t++)
-        if (p->t[t].cls == VT_TC_OPT && p->t[t].n > nmax) nmax = p->t[t].n;
     uint8_t (*th)[VT_HASH_LEN] = malloc(((size_t)p->n_state + 1) * VT_HASH_LEN);
     size_t *sb = calloc((size_t)s->size, sizeof *sb), *rb = calloc((size_t)s->size, sizeof *rb);
-    float *buf = root ? malloc(nmax * sizeof *buf) : NULL;
-    vt_err e = !th || !sb || !rb || (root && !buf) ? vt_set_error(VT_ERR_NOMEM, "out of memory hashing the state") : VT_OK;
+    float *buf = root ? malloc(opt_max_n(p) * sizeof *buf) : NULL;
+    vt_err e = !th || !sb || !rb || (root && !buf) ? vt_set_error(VT_ERR_NOMEM, "out of memory streaming the state") : VT_OK;
     /* every rank takes part in every exchange, whatever it ran into (no rank is left waiting) */
     for (uint32_t t = 0; t < p->n_state; t++) {
-        if (p->t[t].cls != VT_TC_OPT) {
-            if (root && !e) e = vt_model_tensor_hash(m, t, th[t]);
-            continue;
+        const float *vals = m->state + p->t[t].off / 4;
+        if (p->t[t].cls == VT_TC_OPT) { /* tensor t's slices in rank order (their elements' order) to rank 0 */
+            if (sb && rb) {
+                slice_counts(s, p, t, 1, rb);
+                memset(sb, 0, (size_t)s->size * sizeof *sb);
+                sb[0] = (s->hi[t] - s->lo[t]) * sizeof(float);
+                if (!root) memset(rb, 0, (size_t)s->size * sizeof *rb);
+            }
+            vt_err ex = sb && rb ? vt_dist_alltoallv(s->comm, vals + s->lo[t], sb, root ? (void *)buf : NULL, rb)
+                                 : VT_ERR_NOMEM;
+            if (!e) e = ex;
+            vals = buf;
         }
-        /* tensor t's slices in rank order (their elements' order) to rank 0 */
-        for (int r = 0; r < s->size && sb && rb; r++) {
-            size_t lo, hi;
-            vti_sstate_range(s, p, t, r, &lo, &hi);
-            rb[r] = root ? (hi - lo) * sizeof(float) : 0;
-            if (r == s->rank) sb[0] = (hi - lo) * sizeof(float);
-        }
-        const float *mine = m->state + p->t[t].off / 4 + s->lo[t];
-        vt_err ex = sb && rb ? vt_dist_alltoallv(s->comm, mine, sb, root ? (void *)buf : NULL, rb) : VT_ERR_NOMEM;
-        if (!e) e = ex;
-        if (root && !e) e = vt_sha256(buf, p->t[t].n * sizeof(float), th[t]);
+        if (root && !e) e = vt_sha256(vals, p->t[t].n * sizeof(float), th[t]);
+        if (root && !e && sink) e = sink(ctx, vals, p->t[t].n);
     }
     if (root && !e) e = vt_state_hash_of(m->step, p->n_state, (const uint8_t(*)[VT_HASH_LEN])th, out);
     free(th), free(sb), free(rb), free(buf);
     return e;
 }
 
-vt_err vt_model_shard_gather(vt_model *m)
+vt_err vt_model_shard_state_hash(vt_model *m, uint8_t out[VT_HASH_LEN])
 {
-    vt_sstate *s = m->sst;
-    VT_RETURN_ERROR_IF(!s, VT_ERR_INTERNAL, "the optimiser state is not sharded");
-    if (s->rank == 0) {
-        opt_pages(m, 1);
-        s->full = 1;
-    }
-    return exchange(m, 1);
+    return vt_model_shard_stream_out(m, NULL, NULL, out);
 }
 
-vt_err vt_model_shard_scatter(vt_model *m, uint64_t step)
+vt_err vt_model_shard_stream_in(vt_model *m, uint64_t step, vt_state_source src, void *ctx)
 {
     vt_sstate *s = m->sst;
+    const vt_program *p = &m->prog;
     VT_RETURN_ERROR_IF(!s, VT_ERR_INTERNAL, "the optimiser state is not sharded");
-    VT_RETURN_ERROR_IF(s->rank == 0 && !s->full, VT_ERR_INTERNAL, "rank 0 does not hold the whole state");
-    vt_err e = vt_dist_bcast(s->comm, m->state, s->opt_first * sizeof(float), 0);
-    if (!e && m->n_state > s->opt_end)
-        e = vt_dist_bcast(s->comm, m->state + s->opt_end, (m->n_state - s->opt_end) * sizeof(float), 0);
-    if (!e) e = exchange(m, 0);
+    const int root = s->rank == 0;
+    size_t *cnt = calloc(2 * (size_t)s->size, sizeof *cnt), *none = cnt ? cnt + s->size : NULL;
+    float *buf = root ? malloc(opt_max_n(p) * sizeof *buf) : NULL;
+    vt_err e = !cnt || (root && !buf) ? vt_set_error(VT_ERR_NOMEM, "out of memory loading the state") : VT_OK;
+    for (uint32_t t = 0; t < p->n_state; t++) {
+        float *base = m->state + p->t[t].off / 4;
+        if (p->t[t].cls != VT_TC_OPT) { /* parameters and buffers: rank 0's place, broadcast below */
+            if (root && !e) e = src(ctx, base, p->t[t].n);
+            continue;
+        }
+        if (root && !e) e = src(ctx, buf, p->t[t].n);
+        size_t lo1 = 0, hi1 = 0; /* rank 1's slice begins where rank 0's ends */
+        vti_sstate_range(s, p, t, 1, &lo1, &hi1);
+        if (root && !e) memcpy(base + s->lo[t], buf + s->lo[t], (s->hi[t] - s->lo[t]) * sizeof(float));
+        if (cnt) slice_counts(s, p, t, 0, cnt);
+        vt_err ex = !cnt ? VT_ERR_NOMEM
+                    : root ? vt_dist_alltoallv(s->comm, buf + lo1, cnt, NULL, none)
+                           : vt_dist_alltoallv(s->comm, NULL, none, base + s->lo[t], cnt);
+        if (!e) e = ex;
+    }
+    vt_err eb = vt_dist_bcast(s->comm, m->state, s->opt_first * sizeof(float), 0);
+    if (!eb && m->n_state > s->opt_end)
+        eb = vt_dist_bcast(s->comm, m->state + s->opt_end, (m->n_state - s->opt_end) * sizeof(float), 0);
+    if (!e) e = eb;
     if (!e) m->step = step;
+    free(cnt), free(buf);
+    return e;
+}
+
+vt_err vt_model_state_hash_read(const vt_model *m, uint64_t step, vt_state_source src, void *ctx,
+                                uint8_t out[VT_HASH_LEN])
+{
+    const vt_program *p = &m->prog;
+    enum { CHUNK = 65536 };
+    float *buf = malloc(CHUNK * sizeof *buf);
+    uint8_t (*th)[VT_HASH_LEN] = malloc(((size_t)p->n_state + 1) * VT_HASH_LEN);
+    vt_err e = !buf || !th ? vt_set_error(VT_ERR_NOMEM, "out of memory hashing a state") : VT_OK;
+    for (uint32_t t = 0; t < p->n_state && !e; t++) {
+        vt_sha256_ctx c;
+        if ((e = vt_sha256_init(&c))) break;
+        for (size_t i = 0; i < p->t[t].n && !e; i += CHUNK) {
+            size_t k = p->t[t].n - i < CHUNK ? p->t[t].n - i : CHUNK;
+            e = src(ctx, buf, k);
+            if (!e) e = vt_sha256_update(&c, buf, k * sizeof(float));
+        }
+        if (e) vt_sha256_abort(&c);
+        else e = vt_sha256_final(&c, th[t]);
+    }
+    if (!e) e = vt_state_hash_of(step, p->n_state, (const uint8_t(*)[VT_HASH_LEN])th, out);
+    free(buf), free(th);
     return e;
 }
 

@@ -41,7 +41,15 @@ typedef struct {
     vt_comm *comm;   /* NULL: one process */
     int rank, size;  /* this rank, the ranks (1: one process) */
     int common;      /* the error returned is every rank's (agreed or compared alike) */
+    /* a sharded run's start, decided by rank 0 in open_run, done by every rank in share_start: */
+    int load_ck;       /* 1: stream checkpoint `start` in to the ranks' shares */
+    int step0;         /* 1: commit step 0 (a new run), 2: recreate it (a resume with no usable checkpoint) */
+    uint64_t step0_cnt; /* the steps stored (step0 = 2) */
 } train_ctx;
+
+/* the checkpoint writer and reader as the model's sink and source of a streamed state */
+static vt_err ckpt_sink(void *w, const float *v, size_t n) { return vt_ckpt_write_append(w, v, n); }
+static vt_err ckpt_source(void *r, float *v, size_t n) { return vt_ckpt_read(r, v, n); }
 
 static void ctx_free(train_ctx *t)
 {
@@ -82,18 +90,21 @@ static vt_err step_record(train_ctx *t, const vt_recipe *rc, uint64_t s, float l
  * its checkpoint: a crash in between leaves a checkpoint step without its checkpoint, which resume
  * passes over (an earlier checkpoint, or step 0 recreated from the recipe). */
 static vt_err commit_step(train_ctx *t, const vt_recipe *rc, uint64_t s, float loss, const uint8_t *hash,
-                          vt_train_result *res)
+                          vt_ckpt_writer *w, vt_train_result *res)
 {
+    /* w: the checkpoint streamed so far (a sharded run), finished here (aborted on failure) */
     uint8_t *blob = NULL;
     size_t blen = 0;
     vt_step_rec rec;
-    VT_FORWARD_IF_ERROR(step_record(t, rc, s, loss, hash, &rec, &blob, &blen));
-    vt_err e = vt_store_put_step(t->st, &rec, blob, blen);
+    vt_err e = step_record(t, rc, s, loss, hash, &rec, &blob, &blen);
+    if (!e) e = vt_store_put_step(t->st, &rec, blob, blen);
     free(blob);
+    if (!e) e = vt_merkle_append(&t->tree, rec.leaf);
+    if (e || !vt_recipe_has_checkpoint(rc, s)) vt_ckpt_write_abort(w);
     VT_FORWARD_IF_ERROR(e);
-    VT_FORWARD_IF_ERROR(vt_merkle_append(&t->tree, rec.leaf));
     if (vt_recipe_has_checkpoint(rc, s))
-        VT_FORWARD_IF_ERROR(vt_store_put_checkpoint(t->st, s, t->m.state, t->m.n_state, rc->zstd_level));
+        VT_FORWARD_IF_ERROR(w ? vt_ckpt_write_finish(w)
+                              : vt_store_put_checkpoint(t->st, s, t->m.state, t->m.n_state, rc->zstd_level));
     res->log_entries += rec.log_entries;
     res->log_bytes += blen;
     res->log_steps++;
@@ -174,13 +185,25 @@ static vt_err finished_run(train_ctx *t, const vt_recipe *rc, const char *run_di
 /* Loads checkpoint ck into the model and checks it against step ck's committed state hash. */
 static vt_err load_checkpoint(train_ctx *t, uint64_t ck)
 {
+    vt_step_rec rec;
+    uint8_t h[32];
+    if (vt_model_sharded(&t->m)) { /* checked streamed, nothing kept: share_start streams it in to the ranks */
+        vt_ckpt_reader *r = NULL;
+        VT_FORWARD_IF_ERROR(vt_ckpt_read_open(t->st, ck, t->m.n_state, &r));
+        vt_err e = vt_model_state_hash_read(&t->m, ck, ckpt_source, r, h);
+        if (e) vt_ckpt_read_abort(r);
+        else e = vt_ckpt_read_close(r);
+        VT_FORWARD_IF_ERROR(e);
+        VT_FORWARD_IF_ERROR(vt_store_get_step(t->st, ck, &rec));
+        VT_RETURN_ERROR_IF(!rec.has_state || memcmp(h, rec.state_hash, 32) != 0, VT_ERR_MISMATCH,
+                           "checkpoint %llu does not match its committed state", (unsigned long long)ck);
+        return VT_OK;
+    }
     float *state = NULL;
     VT_FORWARD_IF_ERROR(vt_store_get_checkpoint(t->st, ck, t->m.n_state, &state));
     vt_err e = vt_model_set_state(&t->m, ck, state, t->m.n_state);
     free(state);
     VT_FORWARD_IF_ERROR(e);
-    vt_step_rec rec;
-    uint8_t h[32];
     VT_FORWARD_IF_ERROR(vt_store_get_step(t->st, ck, &rec));
     VT_FORWARD_IF_ERROR(vt_model_state_hash(&t->m, h));
     VT_RETURN_ERROR_IF(!rec.has_state || memcmp(h, rec.state_hash, 32) != 0, VT_ERR_MISMATCH,
@@ -191,21 +214,25 @@ static vt_err load_checkpoint(train_ctx *t, uint64_t ck)
 /* Resume without a usable checkpoint: step 0 is the recipe's initial state (the model's state
  * before anything was loaded, in init), so it is recreated, checked against the stored step 0
  * (when there is one) and checkpointed again. */
-static vt_err recreate_step0(train_ctx *t, const vt_recipe *rc, uint64_t cnt, const float *init, vt_train_result *res)
+static vt_err recreate_step0(train_ctx *t, const vt_recipe *rc, uint64_t cnt, const float *init, const uint8_t *hash,
+                             vt_ckpt_writer *w, vt_train_result *res)
 {
-    VT_FORWARD_IF_ERROR(vt_model_set_state(&t->m, 0, init, t->m.n_state));
+    /* a sharded run: init NULL, the state already step 0's, hash its state hash, w its checkpoint streamed */
+    vt_err e = init ? vt_model_set_state(&t->m, 0, init, t->m.n_state) : VT_OK;
     vt_steplog_reset(&t->log, 0);
-    if (cnt == 0) return commit_step(t, rc, 0, 0.0f, NULL, res); /* killed before step 0 was stored */
+    if (!e && cnt == 0) return commit_step(t, rc, 0, 0.0f, hash, w, res); /* killed before step 0 was stored */
     vt_step_rec want, got;
     uint8_t *blob = NULL;
     size_t blen = 0;
-    VT_FORWARD_IF_ERROR(step_record(t, rc, 0, 0.0f, NULL, &want, &blob, &blen));
+    if (!e) e = step_record(t, rc, 0, 0.0f, hash, &want, &blob, &blen);
     free(blob);
-    VT_FORWARD_IF_ERROR(vt_store_get_step(t->st, 0, &got));
-    VT_RETURN_ERROR_IF(memcmp(want.leaf, got.leaf, 32) != 0, VT_ERR_MISMATCH,
-                       "cannot resume: the stored step 0 is not this recipe's initial state");
-    VT_FORWARD_IF_ERROR(vt_store_truncate(t->st, 0));
-    VT_FORWARD_IF_ERROR(vt_store_put_checkpoint(t->st, 0, init, t->m.n_state, rc->zstd_level));
+    if (!e) e = vt_store_get_step(t->st, 0, &got);
+    if (!e && memcmp(want.leaf, got.leaf, 32) != 0)
+        e = vt_set_error(VT_ERR_MISMATCH, "cannot resume: the stored step 0 is not this recipe's initial state");
+    if (!e) e = vt_store_truncate(t->st, 0);
+    if (e) vt_ckpt_write_abort(w);
+    VT_FORWARD_IF_ERROR(e);
+    VT_FORWARD_IF_ERROR(w ? vt_ckpt_write_finish(w) : vt_store_put_checkpoint(t->st, 0, init, t->m.n_state, rc->zstd_level));
     return vt_merkle_append(&t->tree, got.leaf);
 }
 
@@ -219,12 +246,14 @@ static vt_err resume_run(train_ctx *t, const vt_recipe *rc, uint64_t *start, vt_
     uint64_t *cks = NULL;
     size_t nck = 0;
     VT_FORWARD_IF_ERROR(vt_store_list_checkpoints(t->st, &cks, &nck));
-    float *init = malloc(t->m.n_state ? t->m.n_state * sizeof *init : 1);
-    if (!init) {
+    /* step 0's state, in case no checkpoint is usable (a sharded run: a loaded checkpoint changes nothing) */
+    const int sharded = vt_model_sharded(&t->m);
+    float *init = sharded ? NULL : malloc(t->m.n_state ? t->m.n_state * sizeof *init : 1);
+    if (!sharded && !init) {
         free(cks);
         VT_RETURN_ERROR(VT_ERR_NOMEM, "out of memory resuming the run");
     }
-    if (t->m.n_state) memcpy(init, t->m.state, t->m.n_state * sizeof *init);
+    if (init && t->m.n_state) memcpy(init, t->m.state, t->m.n_state * sizeof *init);
     uint64_t ck = 0;
     int found = 0, passed = 0;
     vt_err e = VT_OK;
@@ -250,11 +279,17 @@ static vt_err resume_run(train_ctx *t, const vt_recipe *rc, uint64_t *start, vt_
         else
             fprintf(stderr, "resume: %s: step 0 recreated from the recipe\n",
                     passed ? "no usable checkpoint" : "the run has no checkpoint yet");
-        e = recreate_step0(t, rc, cnt, init, res);
+        if (sharded) { /* with every rank: share_start */
+            vt_steplog_reset(&t->log, 0);
+            t->step0 = 2, t->step0_cnt = cnt;
+        } else {
+            e = recreate_step0(t, rc, cnt, init, NULL, NULL, res);
+        }
     }
     free(init);
     VT_FORWARD_IF_ERROR(e);
     if (found) {
+        t->load_ck = sharded;
         if (passed) fprintf(stderr, "resume: from checkpoint %llu\n", (unsigned long long)ck);
         VT_FORWARD_IF_ERROR(vt_store_truncate(t->st, ck));
         for (uint64_t s = 0; s <= ck; s++) {
@@ -481,26 +516,63 @@ static vt_err open_run(train_ctx *t, const vt_recipe *rc, const vt_train_opts *o
         if (rc->has_init && rc->init_torch)
             VT_FORWARD_IF_ERROR(vt_store_put_file(o->run_dir, VT_INIT_LAYOUT_FILE, (const uint8_t *)"torch\n", 6));
         vt_steplog_reset(&t->log, 0);
-        VT_FORWARD_IF_ERROR(write_failed(commit_step(t, rc, 0, 0.0f, NULL, res)));
+        if (vt_model_sharded(&t->m)) /* with every rank: share_start */
+            t->step0 = 1;
+        else
+            VT_FORWARD_IF_ERROR(write_failed(commit_step(t, rc, 0, 0.0f, NULL, NULL, res)));
     }
     return VT_OK;
 }
 
+/* A sharded run's start, every rank (no rank ever holds the whole optimiser state): a resume
+ * streams the checkpoint rank 0 checked in to every rank's share; a new run (or a resume with no
+ * usable checkpoint) holds step 0's state on every rank already (the recipe's initial state and
+ * --init, each rank its share), and streams it out to rank 0 to commit step 0 and its checkpoint
+ * (or to check the stored step 0 against it and write its checkpoint again). */
+static vt_err shard_start(train_ctx *t, const vt_recipe *rc, uint64_t start, vt_train_result *res)
+{
+    const int root = t->rank == 0;
+    vt_model_shard_release(&t->m);
+    if (t->load_ck) {
+        vt_ckpt_reader *r = NULL;
+        VT_FORWARD_IF_ERROR(agree(t, root ? vt_ckpt_read_open(t->st, start, t->m.n_state, &r) : VT_OK));
+        vt_err e = vt_model_shard_stream_in(&t->m, start, root ? ckpt_source : NULL, r);
+        if (root) { /* (the file read again: its hash is checked again at close) */
+            if (e) vt_ckpt_read_abort(r);
+            else e = vt_ckpt_read_close(r);
+        }
+        return agree(t, e);
+    }
+    if (!t->step0) return VT_OK;
+    vt_ckpt_writer *w = NULL;
+    vt_err e = root && vt_recipe_has_checkpoint(rc, 0) ? vt_ckpt_write_open(t->st, 0, t->m.n_state, rc->zstd_level, &w)
+                                                       : VT_OK;
+    VT_FORWARD_IF_ERROR(agree(t, e));
+    uint8_t full[32];
+    e = agree(t, vt_model_shard_stream_out(&t->m, w ? ckpt_sink : NULL, w, full));
+    if (e) {
+        vt_ckpt_write_abort(w);
+        return e;
+    }
+    if (root)
+        e = t->step0 == 1 ? commit_step(t, rc, 0, 0.0f, full, w, res)
+                          : recreate_step0(t, rc, t->step0_cnt, NULL, full, w, res);
+    return agree(t, write_failed(e));
+}
+
 /* ranks > 1, after rank 0 opened the run: rank 0's outcome (finished or not), start step, log rule
  * and state go to every rank, so that every rank starts from rank 0's state. */
-static vt_err share_start(train_ctx *t, uint64_t *start, int *done)
+static vt_err share_start(train_ctx *t, const vt_recipe *rc, uint64_t *start, int *done, vt_train_result *res)
 {
-    uint64_t hdr[3] = {*start, (uint64_t)*done, (uint64_t)(int64_t)t->m.rc.bound.legacy_log};
+    uint64_t hdr[6] = {*start, (uint64_t)*done, (uint64_t)(int64_t)t->m.rc.bound.legacy_log, (uint64_t)t->load_ck,
+                       (uint64_t)t->step0, t->step0_cnt};
     VT_FORWARD_IF_ERROR(vt_dist_bcast(t->comm, hdr, sizeof hdr, 0));
     *start = hdr[0];
     *done = (int)hdr[1];
     t->m.rc.bound.legacy_log = (int)(int64_t)hdr[2];
+    t->load_ck = (int)hdr[3], t->step0 = (int)hdr[4], t->step0_cnt = hdr[5];
     if (*done) return VT_OK;
-    if (vt_model_sharded(&t->m)) { /* each rank its share of rank 0's optimiser state; rank 0 then keeps its own */
-        vt_err es = vt_model_shard_scatter(&t->m, *start);
-        if (!es) vt_model_shard_release(&t->m);
-        return es;
-    }
+    if (vt_model_sharded(&t->m)) return shard_start(t, rc, *start, res);
     vt_err e = vt_dist_bcast(t->comm, t->m.state, t->m.n_state * sizeof *t->m.state, 0);
     if (!e && t->rank != 0) e = vt_model_set_state(&t->m, *start, t->m.state, t->m.n_state);
     return e;
@@ -549,15 +621,19 @@ static vt_err train_step(train_ctx *t, const vt_recipe *rc, const vt_train_opts 
     if (!e && compare) e = sharded ? vt_model_replica_hash(&t->m, h) : vt_model_state_hash(&t->m, h);
     VT_FORWARD_IF_ERROR(agree(t, e));
     if (compare) VT_FORWARD_IF_ERROR(same_state(t, s, h));
-    if (sharded && compare && vt_recipe_has_checkpoint(rc, s)) { /* the checkpoint: rank 0 gathers the state */
-        e = vt_model_shard_gather(&t->m);
-        if (!e && t->rank == 0) e = vt_model_state_hash(&t->m, full);
-        VT_FORWARD_IF_ERROR(agree(t, e));
-    } else if (sharded && compare) { /* the state hash alone: streamed to rank 0, one tensor at a time */
-        VT_FORWARD_IF_ERROR(agree(t, vt_model_shard_state_hash(&t->m, full)));
+    vt_ckpt_writer *w = NULL;
+    if (sharded && compare) { /* the state streamed to rank 0, one optimiser tensor at a time: hashed, and
+                               * at a checkpoint written to it as it comes */
+        if (t->rank == 0 && vt_recipe_has_checkpoint(rc, s))
+            e = vt_ckpt_write_open(t->st, s, t->m.n_state, rc->zstd_level, &w);
+        VT_FORWARD_IF_ERROR(agree(t, write_failed(e)));
+        e = agree(t, vt_model_shard_stream_out(&t->m, w ? ckpt_sink : NULL, w, full));
+        if (e) {
+            vt_ckpt_write_abort(w);
+            return e;
+        }
     }
-    e = t->rank == 0 ? commit_step(t, rc, s, *loss, compare ? (sharded ? full : h) : NULL, res) : VT_OK;
-    if (sharded) vt_model_shard_release(&t->m);
+    e = t->rank == 0 ? commit_step(t, rc, s, *loss, compare ? (sharded ? full : h) : NULL, w, res) : VT_OK;
     if (e) e = write_failed(e);
     return agree(t, e);
 }
@@ -597,7 +673,7 @@ static vt_err train(train_ctx *t, const vt_recipe *rc, const vt_train_opts *o, v
     int done = 0;
     VT_FORWARD_IF_ERROR(agree(t, root ? open_run(t, rc, o, &start, &done, res) : VT_OK));
     if (t->size > 1) {
-        VT_FORWARD_IF_ERROR(share_start(t, &start, &done));
+        VT_FORWARD_IF_ERROR(share_start(t, rc, &start, &done, res));
         if (done) {
             res->finished = 1;
             res->steps = res->resumed_from = rc->steps;

@@ -56,6 +56,28 @@ static vt_err step(vt_model *m, const vt_dataset *ds, uint64_t s, float *loss)
     return e;
 }
 
+/* a state streamed into / out of memory, in pieces */
+typedef struct {
+    float *v;
+    size_t at, n;
+} sink_buf;
+static vt_err sink_to(void *ctx, const float *v, size_t n)
+{
+    sink_buf *b = ctx;
+    if (n > b->n - b->at) return VT_ERR_INTERNAL;
+    memcpy(b->v + b->at, v, n * sizeof *v);
+    b->at += n;
+    return VT_OK;
+}
+static vt_err source_from(void *ctx, float *v, size_t n)
+{
+    sink_buf *b = ctx;
+    if (n > b->n - b->at) return VT_ERR_INTERNAL;
+    memcpy(v, b->v + b->at, n * sizeof *v);
+    b->at += n;
+    return VT_OK;
+}
+
 /* the sharded optimiser state against one process's steps of the whole batch */
 static void check_sharded(const cfg *k, const vt_recipe *whole, const vt_recipe *part, const vt_dataset *ds)
 {
@@ -89,13 +111,37 @@ static void check_sharded(const cfg *k, const vt_recipe *whole, const vt_recipe 
               "%s sharded, rank %d step %llu: the parameters, the loss or the state hash differ from one process's",
               k->what, g_rank, (unsigned long long)s);
     }
-    CHECK_OK(vt_model_shard_gather(&sh));
+    /* the whole state streamed out to rank 0 in pieces: the one-process state, bit for bit */
+    sink_buf out = {calloc(ref.n_state + 1, sizeof(float)), 0, ref.n_state};
+    uint8_t f3[32];
+    CHECK_OK(vt_model_shard_stream_out(&sh, g_rank == 0 ? sink_to : NULL, &out, f3));
     if (g_rank == 0)
-        CHECK(memcmp(sh.state, ref.state, ref.n_state * sizeof(float)) == 0, "%s sharded: the gathered state",
+        CHECK(out.at == ref.n_state && !memcmp(out.v, ref.state, ref.n_state * sizeof(float)), "%s sharded: the streamed state",
               k->what);
     else
         CHECK(vt_model_state_hash(&sh, (uint8_t[32]){0}) == VT_ERR_INTERNAL, "%s: rank %d hashed a state it lacks",
               k->what, g_rank);
+    /* streamed in from rank 0 to a fresh sharded model: every rank's share, the parameters and buffers */
+    vt_model in;
+    memset(&in, 0, sizeof in);
+    CHECK_OK(vt_model_init_sharded(&in, part, ds->n, VT_ORDER_FORWARD, g_comm));
+    vt_model_shard_release(&in);
+    sink_buf src = {out.v, 0, ref.n_state};
+    CHECK_OK(vt_model_shard_stream_in(&in, STEPS, g_rank == 0 ? source_from : NULL, &src));
+    uint8_t h3[32], h4[32], f4[32];
+    CHECK_OK(vt_model_replica_hash(&ref, h3));
+    CHECK_OK(vt_model_replica_hash(&in, h4));
+    CHECK_OK(vt_model_shard_state_hash(&in, f4));
+    CHECK(in.step == STEPS && !memcmp(h3, h4, 32) && (g_rank != 0 || !memcmp(f3, f4, 32)),
+          "%s: the state streamed in is not the one streamed out (rank %d)", k->what, g_rank);
+    if (g_rank == 0) { /* the hash of a state read from a source: the state hash */
+        uint8_t f5[32];
+        sink_buf again = {out.v, 0, ref.n_state};
+        CHECK_OK(vt_model_state_hash_read(&ref, STEPS, source_from, &again, f5));
+        CHECK(!memcmp(f5, f3, 32), "%s: vt_model_state_hash_read", k->what);
+    }
+    vt_model_free(&in);
+    free(out.v);
     CHECK_OK(vt_dist_barrier(g_comm));
     vt_model_free(&ref);
     vt_model_free(&sh);
