@@ -7,7 +7,7 @@
 # planned state and optimiser-state bytes (the trainer's "state memory" line: vt_model_need /
 # vt_model_need_sharded) and every rank's peak resident memory (VmHWM, GNU time's %M), rank 0's and
 # the largest of the other ranks'; the commitments are compared with the one-process run's.
-# Usage: bench_shard.sh BUILD_DIR [MPIEXEC (default mpirun)]
+# Usage: [MODELS="mlp-wide gpt-wide"] bench_shard.sh BUILD_DIR [MPIEXEC (default mpirun)] (MODELS: a subset)
 set -u
 B=$(cd "$1" && pwd)
 MPIRUN=${2:-mpirun}
@@ -20,7 +20,7 @@ export OMPI_MCA_btl_vader_single_copy_mechanism=none
 COMMON=(--set steps=4 --set state_hash_every=2 --set checkpoint_every=4 --quiet)
 printf '| model | ranks | --shard-state | state, rank 0 (planned) | optimiser state, rank 0 (planned) | model allocation, rank 0 (planned) | peak RSS rank 0 | peak RSS other ranks (max) | commitment |\n'
 printf '|---|---:|---|---:|---:|---:|---:|---:|---|\n'
-for model in mlp mlp-wide cnn gpt gpt-wide; do
+for model in ${MODELS:-mlp mlp-wide cnn gpt gpt-wide}; do
   case $model in
     mlp) R=(--recipe "$HERE/../recipes/mlp-mnist.json" --set optimizer=adam) ;;
     mlp-wide) R=(--recipe "$HERE/../recipes/mlp-mnist.json" --set optimizer=adam --set 'layers=[784,2048,2048,10]'
