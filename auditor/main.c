@@ -320,8 +320,10 @@ static int cmd_certify(int argc, char **argv, int check)
     o.order = (int)order, o.examples = (uint32_t)n;
     if (check || (o.report_path && !strcmp(o.report_path, "-"))) o.quiet = 1;
     if (shard && !g_cert_comm) return cmd_certify_sharded(argc, argv, check, shard, timeout, instances);
-    if (g_cert_comm && vt_dist_rank(g_cert_comm) != 0) /* --shard: rank 0 writes for all */
-        o.quiet = 1, o.out_path = NULL, o.report_path = NULL, o.vnnlib_dir = NULL, so.cex_path = NULL;
+    if (g_cert_comm && vt_dist_rank(g_cert_comm) != 0) { /* --shard: rank 0 writes for all */
+        o.quiet = 1, o.out_path = NULL, o.report_path = NULL, o.vnnlib_dir = NULL;
+        if (so.cex_path) so.cex_path = "/dev/null"; /* writing it evaluates the network: a collective */
+    }
     if (so.onnx_path || so.vnnlib_path || instances)
         return cmd_certify_spec(argc, argv, check, &o, &so, timeout, eps, n, signer, instances, usage_cert);
     if (check) {

@@ -104,6 +104,8 @@ int vt_cert_timed_out(const vt_cert_ctx *c);
 typedef enum { VT_CERT_SHARD_NONE = 0, VT_CERT_SHARD_TP = 1, VT_CERT_SHARD_FSDP = 2 } vt_cert_shard;
 void vt_cert_set_shard(vt_comm *comm, vt_cert_shard mode);
 const char *vt_cert_shard_name(vt_cert_shard m); /* none, tp, fsdp */
+/* 1 after vt_cert_set_shard with tp or fsdp: the layer graph (CNNs) refuses (VT_ERR_UNSUPPORTED). */
+int vt_cert_shard_active(void);
 /* A rank's error path under vt_cert_set_shard: when this rank failed before the first context's
  * agreement (reading the network or the property, a key, a usage error), it takes part in that
  * agreement with its error (mine, the message set) so that the other ranks stop with it instead of

@@ -133,6 +133,8 @@ void vt_cert_set_shard(vt_comm *comm, vt_cert_shard mode)
     g_shard.agreed = 0;
 }
 
+int vt_cert_shard_active(void) { return g_shard.comm != NULL; }
+
 const char *vt_cert_shard_name(vt_cert_shard m)
 {
     return m == VT_CERT_SHARD_TP ? "tp" : m == VT_CERT_SHARD_FSDP ? "fsdp" : "none";

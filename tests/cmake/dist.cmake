@@ -43,3 +43,7 @@ else()
   add_test(NAME shard_state COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/shard_state.sh ${CMAKE_BINARY_DIR} "")
 endif()
 set_tests_properties(shard_state PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77 ENVIRONMENT "${VT_MPI_TEST_ENV}")
+# `mpirun -np N auditor certify --onnx ... --shard tp|fsdp` (tests/cert_shard.sh): the one-process certificate on 2 and 3 ranks
+add_test(NAME cert_shard COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/cert_shard.sh ${CMAKE_BINARY_DIR}
+                                 "$<$<BOOL:${VT_HAVE_MPI}>:${MPIEXEC_EXECUTABLE}>")
+set_tests_properties(cert_shard PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77 ENVIRONMENT "${VT_MPI_TEST_ENV}")
