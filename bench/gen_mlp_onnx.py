@@ -48,11 +48,15 @@ def f_bytes(field, b):
 
 def rand_floats(rng, n, shift):
     """n FP32 values, |v| in [2^-shift, 2^(1-shift)), random sign and mantissa, little-endian bytes."""
-    raw = int.from_bytes(rng.randbytes(4 * n), "little")
-    # keep the sign bit and the 23 mantissa bits of each word; set the exponent to 127 - shift
-    mask = int.from_bytes(struct.pack("<I", 0x807FFFFF) * n, "little")
-    expo = int.from_bytes(struct.pack("<I", (127 - shift) << 23) * n, "little")
-    return ((raw & mask) | expo).to_bytes(4 * n, "little")
+    out = []
+    for off in range(0, n, 1 << 22):  # in pieces (randbytes' limit, and the big integers' memory)
+        m = min(n - off, 1 << 22)
+        raw = int.from_bytes(rng.randbytes(4 * m), "little")
+        # keep the sign bit and the 23 mantissa bits of each word; set the exponent to 127 - shift
+        mask = int.from_bytes(struct.pack("<I", 0x807FFFFF) * m, "little")
+        expo = int.from_bytes(struct.pack("<I", (127 - shift) << 23) * m, "little")
+        out.append(((raw & mask) | expo).to_bytes(4 * m, "little"))
+    return b"".join(out)
 
 
 def tensor(name, dims, raw):
