@@ -10,50 +10,11 @@
 
 #include "../cert/vt_cert.h"
 #include "../cert/vt_vnnlib.h"
+#include "cert_nets.h"
 #include "vt_test.h"
 
 #ifdef VT_HAVE_MPFR
-#include <mpfr.h>
-
-#define PREC 2000 /* exact for these sizes: products of FP32 and sums of a few dozen terms */
-
-/* The exact margins a_L[label] - a_L[j] at x (FP32 inputs), real (deployed = 0) or deployed
- * (z rounded to FP32, then a = RN32(z + b)). */
-static void exact_margins(const vt_cert_net *n, const float *x, uint32_t label, int deployed, mpfr_t *out)
-{
-    uint32_t maxw = 0;
-    for (uint32_t k = 0; k <= n->L; k++) maxw = n->n[k] > maxw ? n->n[k] : maxw;
-    mpfr_t *h = malloc(maxw * sizeof *h), *a = malloc(maxw * sizeof *a), t;
-    for (uint32_t i = 0; i < maxw; i++) mpfr_init2(h[i], PREC), mpfr_init2(a[i], PREC);
-    mpfr_init2(t, PREC);
-    for (uint32_t i = 0; i < n->n[0]; i++) mpfr_set_flt(h[i], x[i], MPFR_RNDN);
-    for (uint32_t k = 1; k <= n->L; k++) {
-        uint32_t in = n->n[k - 1], o = n->n[k];
-        for (uint32_t j = 0; j < o; j++) {
-            mpfr_set_zero(a[j], 1);
-            for (uint32_t i = 0; i < in; i++) {
-                mpfr_mul_d(t, h[i], n->W[k][(size_t)i * o + j], MPFR_RNDN);
-                mpfr_add(a[j], a[j], t, MPFR_RNDN);
-            }
-            if (deployed) {
-                float g = mpfr_get_flt(a[j], MPFR_RNDN);
-                mpfr_set_flt(a[j], (float)((double)g + (double)n->b[k][j]), MPFR_RNDN);
-            } else {
-                mpfr_add_d(a[j], a[j], n->b[k][j], MPFR_RNDN);
-            }
-        }
-        for (uint32_t j = 0; j < o; j++) {
-            if (k < n->L && mpfr_sgn(a[j]) < 0) mpfr_set_zero(h[j], 1);
-            else mpfr_set(h[j], a[j], MPFR_RNDN);
-        }
-    }
-    for (uint32_t j = 0; j < n->n[n->L]; j++) mpfr_sub(out[j], h[label], h[j], MPFR_RNDN);
-    for (uint32_t i = 0; i < maxw; i++) mpfr_clear(h[i]), mpfr_clear(a[i]);
-    mpfr_clear(t);
-    free(h), free(a);
-}
-
-static double uni(vt_rng *r) { return (double)(vt_rng_next(r) >> 11) * 0x1p-53; }
+#define PREC CERT_PREC
 
 /* the margins at x against lb[m][j] of every method m; counts the points checked */
 static long g_points, g_bad;
@@ -63,7 +24,7 @@ static void check_point(const vt_cert_net *n, const float *x, uint32_t label, do
     uint32_t C = n->n[n->L];
     for (uint32_t j = 0; j < C; j++) mpfr_init2(m[j], PREC);
     for (int dep = 0; dep < 2; dep++) {
-        exact_margins(n, x, label, dep, m);
+        (void)cert_exact_margins(n, x, label, dep, m);
         for (int meth = 0; meth < 3; meth++)
             for (uint32_t j = 0; j < C; j++)
                 if (j != label && mpfr_cmp_d(m[j], lb[meth][j]) < 0) {
@@ -76,24 +37,10 @@ static void check_point(const vt_cert_net *n, const float *x, uint32_t label, do
     g_points++;
 }
 
-static void random_net(vt_rng *r, vt_cert_net *n, float **store, uint32_t L, const uint32_t *w, double scale)
-{
-    memset(n, 0, sizeof *n);
-    n->L = L;
-    for (uint32_t k = 0; k <= L; k++) n->n[k] = w[k];
-    for (uint32_t k = 1; k <= L; k++) {
-        float *W = malloc((size_t)w[k - 1] * w[k] * sizeof *W), *b = malloc(w[k] * sizeof *b);
-        for (size_t i = 0; i < (size_t)w[k - 1] * w[k]; i++) W[i] = (float)((2 * uni(r) - 1) * scale / sqrt(w[k - 1]));
-        for (uint32_t j = 0; j < w[k]; j++) b[j] = (float)((2 * uni(r) - 1) * 0.3);
-        n->W[k] = W, n->b[k] = b;
-        store[2 * k] = W, store[2 * k + 1] = b;
-    }
-}
-
 /* a random network and its context (NULL on failure, counted) */
 static vt_cert_ctx *random_ctx(vt_rng *r, vt_cert_net *n, float **store, uint32_t L, const uint32_t *w)
 {
-    random_net(r, n, store, L, w, 2.0);
+    cert_random_net(r, n, store, L, w, 2.0, 0);
     vt_cert_ctx *c = NULL;
     CHECK_OK(vt_cert_ctx_new(n, &c));
     return c;
@@ -113,7 +60,7 @@ static void test_sampled(void)
         for (int box = 0; box < 12; box++) {
             float x[8], p[8];
             double xl[8], xu[8], lb[3][16], eps = box % 3 == 0 ? 0.3 : box % 3 == 1 ? 0.05 : 0.01;
-            for (uint32_t i = 0; i < d; i++) x[i] = (float)uni(&r);
+            for (uint32_t i = 0; i < d; i++) x[i] = (float)cert_uni(&r);
             uint32_t label = (uint32_t)(vt_rng_next(&r) % C);
             vt_cert_box(x, d, eps, xl, xu);
             for (int m = 0; m < 3; m++) {
@@ -126,7 +73,7 @@ static void test_sampled(void)
             /* random points, the corners among them */
             for (int t = 0; t < 150; t++) {
                 for (uint32_t i = 0; i < d; i++) {
-                    double v = t < 20 ? ((vt_rng_next(&r) & 1) ? xu[i] : xl[i]) : xl[i] + uni(&r) * (xu[i] - xl[i]);
+                    double v = t < 20 ? ((vt_rng_next(&r) & 1) ? xu[i] : xl[i]) : xl[i] + cert_uni(&r) * (xu[i] - xl[i]);
                     p[i] = (float)v;
                     if (!vt_cert_in_ball(p[i], x[i], eps)) p[i] = x[i];
                 }
@@ -187,7 +134,7 @@ static void test_spec_sampled(void)
         for (int box = 0; box < 8; box++) {
             float x[8], p[8];
             double xl[8], xu[8], lb[3][4], eps = box % 2 ? 0.2 : 0.03;
-            for (uint32_t i = 0; i < d; i++) x[i] = (float)uni(&r);
+            for (uint32_t i = 0; i < d; i++) x[i] = (float)cert_uni(&r);
             vt_cert_box(x, d, eps, xl, xu);
             for (uint32_t q = 0; q < M; q++) {
                 double sum = 0;
@@ -205,12 +152,12 @@ static void test_spec_sampled(void)
             mpfr_init2(acc, PREC), mpfr_init2(t, PREC);
             for (int k = 0; k < 120; k++) {
                 for (uint32_t i = 0; i < d; i++) {
-                    double v = k < 20 ? ((vt_rng_next(&r) & 1) ? xu[i] : xl[i]) : xl[i] + uni(&r) * (xu[i] - xl[i]);
+                    double v = k < 20 ? ((vt_rng_next(&r) & 1) ? xu[i] : xl[i]) : xl[i] + cert_uni(&r) * (xu[i] - xl[i]);
                     p[i] = (float)v;
                     if (!vt_cert_in_ball(p[i], x[i], eps)) p[i] = x[i];
                 }
                 for (int dep = 0; dep < 2; dep++) {
-                    exact_margins(&n, p, 0, dep, mg); /* mg[j] = y_0 - y_j */
+                    (void)cert_exact_margins(&n, p, 0, dep, mg); /* mg[j] = y_0 - y_j */
                     for (uint32_t q = 0; q < M; q++) {
                         mpfr_set_zero(acc, 1);
                         for (uint32_t j = 0; j < C; j++) {
@@ -294,7 +241,7 @@ static void test_fp32_any(void)
         for (int box = 0; box < 10; box++) {
             float x[8], p[8], y[16];
             double xl[8], xu[8], lb[3][16], eps = box % 2 ? 0.25 : 0.02;
-            for (uint32_t i = 0; i < d; i++) x[i] = (float)uni(&r);
+            for (uint32_t i = 0; i < d; i++) x[i] = (float)cert_uni(&r);
             vt_cert_box(x, d, eps, xl, xu);
             double rows[16 * 16];
             for (uint32_t q = 0; q < C; q++)
@@ -306,7 +253,7 @@ static void test_fp32_any(void)
             }
             for (int k = 0; k < 300; k++) {
                 for (uint32_t i = 0; i < d; i++) {
-                    double v = k < 30 ? ((vt_rng_next(&r) & 1) ? xu[i] : xl[i]) : xl[i] + uni(&r) * (xu[i] - xl[i]);
+                    double v = k < 30 ? ((vt_rng_next(&r) & 1) ? xu[i] : xl[i]) : xl[i] + cert_uni(&r) * (xu[i] - xl[i]);
                     p[i] = (float)v;
                     if (!vt_cert_in_ball(p[i], x[i], eps)) p[i] = x[i];
                 }
@@ -347,7 +294,7 @@ static vt_err exact_confirm(void *ctx, const float *x, uint32_t label, int *mis)
     const vt_cert_net *n = ctx;
     mpfr_t m[2];
     mpfr_init2(m[0], PREC), mpfr_init2(m[1], PREC);
-    exact_margins(n, x, label, 1, m);
+    (void)cert_exact_margins(n, x, label, 1, m);
     *mis = mpfr_sgn(m[1 - label]) <= 0;
     mpfr_clear(m[0]), mpfr_clear(m[1]);
     return VT_OK;
@@ -369,9 +316,9 @@ static void test_crafted(void)
     float x0 = 0.5f, xs = 0.49f;
     mpfr_t m[2];
     mpfr_init2(m[0], PREC), mpfr_init2(m[1], PREC);
-    exact_margins(&n, &xs, 0, 0, m);
+    (void)cert_exact_margins(&n, &xs, 0, 0, m);
     CHECK(mpfr_sgn(m[1]) < 0, "the real margin at 0.49 is negative: %g", mpfr_get_d(m[1], MPFR_RNDN));
-    exact_margins(&n, &xs, 0, 1, m);
+    (void)cert_exact_margins(&n, &xs, 0, 1, m);
     CHECK(mpfr_sgn(m[1]) < 0, "the deployed margin at 0.49 is negative: %g", mpfr_get_d(m[1], MPFR_RNDN));
     mpfr_clear(m[0]), mpfr_clear(m[1]);
     vt_cert_ctx *c = NULL;

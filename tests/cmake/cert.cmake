@@ -5,10 +5,13 @@
 cmake_language(DEFER DIRECTORY ${CMAKE_SOURCE_DIR} CALL target_link_libraries auditor-test PRIVATE vt_cert)
 add_test(NAME cert COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/cert.sh ${CMAKE_BINARY_DIR})
 set_tests_properties(cert PROPERTIES TIMEOUT 600)
-if(TARGET test_cert AND MPFR_FOUND)
-  target_link_libraries(test_cert PRIVATE PkgConfig::MPFR)
-  target_compile_definitions(test_cert PRIVATE VT_HAVE_MPFR)
-endif()
+# test_cert_samples.c (millions of sampled inputs, exact fallbacks) needs MPFR too (else it skips, 77)
+foreach(t IN ITEMS test_cert test_cert_samples)
+  if(TARGET ${t} AND MPFR_FOUND)
+    target_link_libraries(${t} PRIVATE PkgConfig::MPFR)
+    target_compile_definitions(${t} PRIVATE VT_HAVE_MPFR)
+  endif()
+endforeach()
 # ONNX networks and VNN-LIB properties: tests/cert_onnx.sh (a run exported to ONNX, its properties
 # written as VNN-LIB and answered on both; hostile files), and the VNN-LIB parser's corpus through
 # the fuzzer's check (tests/fuzz/fuzz_vnnlib.c, -DVT_FUZZ_REPLAY); with -DVT_FUZZ=ON and clang the
