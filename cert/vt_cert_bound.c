@@ -18,6 +18,7 @@
 #include "../common/vt_cli.h"
 #include "../dist/vt_dist.h"
 #include "vt_cert.h"
+#include "vt_cert_int.h"
 
 /* ---------------------------------------------------------------- outward rounding */
 
@@ -140,16 +141,36 @@ const char *vt_cert_shard_name(vt_cert_shard m)
     return m == VT_CERT_SHARD_TP ? "tp" : m == VT_CERT_SHARD_FSDP ? "fsdp" : "none";
 }
 
-vt_err vt_cert_shard_fail(vt_err mine)
+vt_err vti_cert_shard_join(vt_err mine)
 {
-    if (!g_shard.comm || g_shard.agreed || mine == VT_OK) return mine;
+    if (!g_shard.comm || g_shard.agreed) return mine;
     g_shard.agreed = 1;
     vt_err e = vt_dist_agree(g_shard.comm, mine, NULL);
     return e ? e : mine;
 }
 
+vt_err vt_cert_shard_fail(vt_err mine) { return mine == VT_OK ? mine : vti_cert_shard_join(mine); }
+
+vt_comm *vti_cert_shard_comm(vt_cert_shard *mode)
+{
+    *mode = g_shard.mode;
+    return g_shard.comm;
+}
+
+size_t vti_cert_part_lo(size_t n, int r, int size) { return (size_t)((uint64_t)n * (uint64_t)r / (uint64_t)size); }
+
+vt_err vti_cert_share_rows(vt_comm *comm, double *v, size_t n, size_t w, double *tmp, size_t *bytes)
+{
+    int rank = vt_dist_rank(comm), size = vt_dist_size(comm);
+    size_t lo = vti_cert_part_lo(n, rank, size), hi = vti_cert_part_lo(n, rank + 1, size);
+    memcpy(tmp, v + lo * w, (hi - lo) * w * sizeof *v);
+    for (int r = 0; r < size; r++)
+        bytes[r] = (vti_cert_part_lo(n, r + 1, size) - vti_cert_part_lo(n, r, size)) * w * sizeof *v;
+    return vt_dist_allgatherv(comm, tmp, bytes, v);
+}
+
 /* The start of rank r's part of n items: the parts [part_lo(r), part_lo(r + 1)) in rank order. */
-static size_t part_lo(const vt_cert_ctx *c, size_t n, int r) { return (size_t)((uint64_t)n * (uint64_t)r / (uint64_t)c->size); }
+static size_t part_lo(const vt_cert_ctx *c, size_t n, int r) { return vti_cert_part_lo(n, r, c->size); }
 
 /* The rows [lo, hi) of n that this rank computes: its part with TP, all of them otherwise. */
 static void rows_of(const vt_cert_ctx *c, size_t n, size_t *lo, size_t *hi)
@@ -205,10 +226,7 @@ static const double *layer_rows(vt_cert_ctx *c, uint32_t k, uint32_t t, size_t *
 static void share(vt_cert_ctx *c, double *v, size_t n)
 {
     if (c->shard != VT_CERT_SHARD_TP || c->err) return;
-    size_t lo = part_lo(c, n, c->rank), hi = part_lo(c, n, c->rank + 1);
-    memcpy(c->gtmp, v + lo, (hi - lo) * sizeof *v);
-    for (int r = 0; r < c->size; r++) c->gbytes[r] = (part_lo(c, n, r + 1) - part_lo(c, n, r)) * sizeof *v;
-    vt_err e = vt_dist_allgatherv(c->comm, c->gtmp, c->gbytes, v);
+    vt_err e = vti_cert_share_rows(c->comm, v, n, 1, c->gtmp, c->gbytes);
     if (e) c->err = e;
 }
 

@@ -13,6 +13,7 @@
 
 #include "../common/vt_cli.h"
 #include "vt_cert.h"
+#include "vt_cert_int.h"
 
 enum { N_INPUT, N_LIN, N_ADD, N_RELU, N_MAXPOOL };
 
@@ -40,6 +41,16 @@ struct vt_cert_graph {
     uint32_t n_unst, *un_node, *un_idx;
     double *acur, *abest, *agrad, *aout, *row;
     size_t aout_cap;
+    double *work; /* the output's values (spec rows' IBP bound) */
+    /* sharded over ranks (docs/certify.md "Sharded over ranks"), TP: the linear nodes' output rows of
+     * IBP and the backward passes' rows (margins, spec rows) in contiguous parts, gathered unchanged */
+    vt_comm *comm;         /* NULL: one process */
+    int rank, size;
+    size_t *gbytes;        /* size entries */
+    double *gtmp;          /* this rank's part before a gather */
+    size_t gtmp_cap;
+    int joined;            /* the ranks have agreed once (vti_cert_shard_join) */
+    vt_err err;            /* the first failed collective (sticky) */
     gnode nd[VT_CERT_GRAPH_MAX_NODES];
 };
 
@@ -61,10 +72,20 @@ static double dot_err(uint32_t n, double A)
 vt_err vt_cert_graph_new(uint32_t d, vt_cert_graph **out)
 {
     VT_RETURN_ERROR_IF(d < 1 || d > VT_CERT_MAX_WIDTH * 4u, VT_ERR_LIMIT, "certify: input of %u values", d);
-    VT_RETURN_ERROR_IF(vt_cert_shard_active(), VT_ERR_UNSUPPORTED,
-                       "certify --shard tp|fsdp: convolutional networks are not sharded (feed-forward MLPs only)");
+    vt_cert_shard mode;
+    vt_comm *comm = vti_cert_shard_comm(&mode);
+    VT_RETURN_ERROR_IF(comm && mode == VT_CERT_SHARD_FSDP, VT_ERR_UNSUPPORTED,
+                       "certify --shard fsdp: convolutional networks are sharded by tp only");
     vt_cert_graph *g = calloc(1, sizeof *g);
     VT_RETURN_ERROR_IF(!g, VT_ERR_NOMEM, "out of memory");
+    g->size = 1;
+    if (comm) {
+        g->comm = comm, g->rank = vt_dist_rank(comm), g->size = vt_dist_size(comm);
+        if (!(g->gbytes = calloc((size_t)g->size, sizeof *g->gbytes))) {
+            free(g);
+            return vt_set_error(VT_ERR_NOMEM, "out of memory");
+        }
+    }
     g->n_nodes = 1;
     g->nd[0].kind = N_INPUT, g->nd[0].n = d;
     vt_cert_settings_default(&g->as, VT_CERT_ALPHA_CROWN);
@@ -83,6 +104,7 @@ void vt_cert_graph_free(vt_cert_graph *g)
     if (!g) return;
     for (uint32_t i = 0; i < g->n_nodes; i++) node_free(&g->nd[i]);
     free(g->un_node), free(g->un_idx), free(g->acur), free(g->abest), free(g->agrad), free(g->aout), free(g->row);
+    free(g->work), free(g->gbytes), free(g->gtmp);
     free(g);
 }
 
@@ -468,10 +490,10 @@ static double fp32_any_err(const gnode *q, uint32_t j, uint32_t n, double sa, do
     return UP(UP(gamma32(n + 1) * S) + (double)(n + 2) * 0x1p-125);
 }
 
-static void ibp_node(vt_cert_graph *g, gnode *q)
+static void ibp_node(vt_cert_graph *g, gnode *q, uint32_t lo_j, uint32_t hi_j)
 {
     const gnode *A = &g->nd[q->a], *B = &g->nd[q->b];
-    for (uint32_t j = 0; j < q->n; j++) {
+    for (uint32_t j = lo_j; j < hi_j; j++) {
         double lo, hi, E = 0;
         if (q->kind == N_LIN) {
             double sl = 0, al = 0, su = 0, au = 0, sa = 0;
@@ -513,18 +535,91 @@ static void ibp_node(vt_cert_graph *g, gnode *q)
     }
 }
 
-vt_err vt_cert_graph_ibp(vt_cert_graph *g, const double *xl, const double *xu)
+/* The rows [*lo, *hi) of n this rank computes: its part under TP, all of them otherwise. */
+static void rows_of(const vt_cert_graph *g, size_t n, uint32_t *lo, uint32_t *hi)
+{
+    *lo = g->comm ? (uint32_t)vti_cert_part_lo(n, g->rank, g->size) : 0;
+    *hi = g->comm ? (uint32_t)vti_cert_part_lo(n, g->rank + 1, g->size) : (uint32_t)n;
+}
+
+/* TP: v[0 .. n w) := every rank's rows of n (w values each), copied unchanged; nothing in one process */
+static void share(vt_cert_graph *g, double *v, size_t n, size_t w)
+{
+    if (!g->comm || g->err) return;
+    vt_err e = vti_cert_share_rows(g->comm, v, n, w, g->gtmp, g->gbytes);
+    if (e) g->err = e;
+}
+
+/* Every buffer the bounds of `rows` backward rows need (the input's work arrays, alpha-CROWN's,
+ * the gather's), allocated before the first collective; sharded, the ranks agree on the outcome
+ * whenever one allocated (the sizes are the same on every rank, so all of them do): a rank out of
+ * memory stops every rank with its error. */
+static vt_err prepare(vt_cert_graph *g, uint32_t rows)
+{
+    gnode *in = &g->nd[0], *o = &g->nd[g->n_nodes - 1];
+    int grew = 0, bad = 0;
+    if (!in->l) {
+        grew = 1;
+        in->l = malloc(in->n * sizeof *in->l), in->u = malloc(in->n * sizeof *in->u);
+        in->x64 = malloc(in->n * sizeof *in->x64), in->g64 = malloc(in->n * sizeof *in->g64);
+        in->lam = malloc(in->n * sizeof *in->lam), in->errx = malloc(in->n * sizeof *in->errx);
+        size_t cap = g->n_relu ? g->n_relu : 1;
+        g->un_node = malloc(cap * sizeof *g->un_node), g->un_idx = malloc(cap * sizeof *g->un_idx);
+        g->acur = malloc(cap * sizeof(double)), g->abest = malloc(cap * sizeof(double));
+        g->agrad = malloc(cap * sizeof(double));
+        g->row = malloc(o->n * sizeof(double)), g->work = malloc(o->n * sizeof(double));
+        bad = !in->l || !in->u || !in->x64 || !in->g64 || !in->lam || !in->errx || !g->un_node || !g->un_idx ||
+              !g->acur || !g->abest || !g->agrad || !g->row || !g->work;
+    }
+    size_t need = (size_t)rows * g->n_relu; /* the slopes of every row, at most */
+    if (!bad && need > g->aout_cap) {
+        grew = 1;
+        double *p = realloc(g->aout, need * sizeof *p);
+        if (p) g->aout = p, g->aout_cap = need;
+        else bad = 1;
+    }
+    if (!bad && g->comm) { /* TP's part of a node, of the rows' bounds, of their slopes */
+        size_t mx = ((size_t)rows / (size_t)g->size + 1) * (g->n_relu > 1 ? g->n_relu : 1);
+        for (uint32_t i = 0; i < g->n_nodes; i++)
+            if (g->nd[i].n / (size_t)g->size + 1 > mx) mx = g->nd[i].n / (size_t)g->size + 1;
+        if (mx > g->gtmp_cap) {
+            grew = 1;
+            double *p = realloc(g->gtmp, mx * sizeof *p);
+            if (p) g->gtmp = p, g->gtmp_cap = mx;
+            else bad = 1;
+        }
+    }
+    vt_err e = bad ? vt_set_error(VT_ERR_NOMEM, "out of memory") : VT_OK;
+    if (g->comm && (grew || !g->joined)) {
+        if (!g->joined) e = vti_cert_shard_join(e), g->joined = 1;
+        else {
+            vt_err a = vt_dist_agree(g->comm, e, NULL);
+            if (a && !e) e = a;
+        }
+    }
+    return e;
+}
+
+/* IBP after prepare: every node; TP splits each linear node's rows (each computed by the same
+ * loop as in one process) and gathers its intervals and error bounds. */
+static vt_err ibp_all(vt_cert_graph *g, const double *xl, const double *xu)
 {
     gnode *in = &g->nd[0];
-    VT_RETURN_ERROR_IF(!in->l && (!(in->l = malloc(in->n * sizeof *in->l)) || !(in->u = malloc(in->n * sizeof *in->u)) ||
-                                  !(in->x64 = malloc(in->n * sizeof *in->x64)) ||
-                                  !(in->g64 = malloc(in->n * sizeof *in->g64)) ||
-                                  !(in->lam = malloc(in->n * sizeof *in->lam)) ||
-                                  !(in->errx = malloc(in->n * sizeof *in->errx))),
-                       VT_ERR_NOMEM, "out of memory");
     memcpy(in->l, xl, in->n * sizeof *xl), memcpy(in->u, xu, in->n * sizeof *xu);
-    for (uint32_t i = 1; i < g->n_nodes; i++) ibp_node(g, &g->nd[i]);
-    return VT_OK;
+    for (uint32_t i = 1; i < g->n_nodes && !g->err; i++) {
+        gnode *q = &g->nd[i];
+        uint32_t lo = 0, hi = q->n;
+        if (q->kind == N_LIN) rows_of(g, q->n, &lo, &hi);
+        ibp_node(g, q, lo, hi);
+        if (q->kind == N_LIN) share(g, q->l, q->n, 1), share(g, q->u, q->n, 1), share(g, q->E, q->n, 1);
+    }
+    return g->err;
+}
+
+vt_err vt_cert_graph_ibp(vt_cert_graph *g, const double *xl, const double *xu)
+{
+    VT_FORWARD_IF_ERROR(prepare(g, 0));
+    return ibp_all(g, xl, xu);
 }
 
 void vt_cert_graph_interval(const vt_cert_graph *g, uint32_t node, const double **l, const double **u)
@@ -656,17 +751,8 @@ const double *vt_cert_graph_alpha(const vt_cert_graph *g) { return g->aout; }
 
 /* After IBP: the unstable ReLU values (l < 0 < u of the ReLU's input), in node order then index order;
  * CROWN's slopes (1 when u >= -l, else 0) into every ReLU node; room for rows x n_unst slopes. */
-static vt_err unstable(vt_cert_graph *g, uint32_t rows)
+static void unstable(vt_cert_graph *g, uint32_t rows)
 {
-    size_t cap = g->n_relu ? g->n_relu : 1;
-    if (!g->un_node) {
-        g->un_node = malloc(cap * sizeof *g->un_node), g->un_idx = malloc(cap * sizeof *g->un_idx);
-        g->acur = malloc(cap * sizeof(double)), g->abest = malloc(cap * sizeof(double));
-        g->agrad = malloc(cap * sizeof(double));
-        g->row = malloc(g->nd[g->n_nodes - 1].n * sizeof(double));
-        VT_RETURN_ERROR_IF(!g->un_node || !g->un_idx || !g->acur || !g->abest || !g->agrad || !g->row, VT_ERR_NOMEM,
-                           "out of memory");
-    }
     g->n_unst = 0;
     for (uint32_t id = 1; id < g->n_nodes; id++) {
         gnode *q = &g->nd[id];
@@ -678,14 +764,8 @@ static vt_err unstable(vt_cert_graph *g, uint32_t rows)
             if (l < 0 && u > 0) g->un_node[g->n_unst] = id, g->un_idx[g->n_unst++] = j;
         }
     }
-    size_t need = (size_t)rows * g->n_unst;
-    if (need > g->aout_cap) {
-        double *p = realloc(g->aout, need * sizeof *p);
-        VT_RETURN_ERROR_IF(!p, VT_ERR_NOMEM, "out of memory");
-        g->aout = p, g->aout_cap = need;
-    }
+    size_t need = (size_t)rows * g->n_unst; /* within prepare's aout_cap */
     if (need) memset(g->aout, 0, need * sizeof *g->aout);
-    return VT_OK;
 }
 
 static void set_slopes(vt_cert_graph *g, const double *a)
@@ -795,39 +875,45 @@ static double row_bound(vt_cert_graph *g, const double *row, vt_cert_method m, d
 vt_err vt_cert_graph_bounds(vt_cert_graph *g, const double *xl, const double *xu, uint32_t label, vt_cert_method m,
                             double *lb)
 {
-    VT_FORWARD_IF_ERROR(vt_cert_graph_ibp(g, xl, xu));
     gnode *o = &g->nd[g->n_nodes - 1];
     VT_RETURN_ERROR_IF(label >= o->n, VT_ERR_ARG, "certify: label %u of %u classes", label, o->n);
-    VT_FORWARD_IF_ERROR(unstable(g, m == VT_CERT_ALPHA_CROWN ? o->n - 1 : 0));
+    uint32_t nm = o->n - 1; /* the margins j != label, r = 0 .. nm in increasing j */
+    VT_FORWARD_IF_ERROR(prepare(g, m == VT_CERT_ALPHA_CROWN ? nm : 0));
+    VT_FORWARD_IF_ERROR(ibp_all(g, xl, xu));
+    unstable(g, m == VT_CERT_ALPHA_CROWN ? nm : 0);
     int timed = 0;
+    uint32_t rlo = 0, rhi = nm; /* TP: this rank's margins, each pass wholly on one rank */
+    rows_of(g, nm, &rlo, &rhi);
     for (uint32_t j = 0, r = 0; j < o->n; j++) {
-        if (j == label) {
-            lb[j] = 0;
-            continue;
-        }
+        if (j == label) continue;
         double b = DN(o->l[label] - o->u[j]);
         if (!isfinite(b)) b = -INFINITY;
-        if (m != VT_CERT_IBP) {
+        if (m != VT_CERT_IBP && r >= rlo && r < rhi) {
             memset(g->row, 0, o->n * sizeof *g->row);
             g->row[label] = 1, g->row[j] = -1;
-            double c = row_bound(g, g->row, m, 0, m == VT_CERT_ALPHA_CROWN ? g->aout + (size_t)r++ * g->n_unst : NULL, &timed);
+            double c = row_bound(g, g->row, m, 0, m == VT_CERT_ALPHA_CROWN ? g->aout + (size_t)r * g->n_unst : NULL, &timed);
             if (c > b) b = c;
         }
-        lb[j] = b;
+        g->work[r++] = b;
     }
-    return VT_OK;
+    if (m != VT_CERT_IBP) share(g, g->work, nm, 1);
+    if (m == VT_CERT_ALPHA_CROWN && g->n_unst) share(g, g->aout, nm, g->n_unst);
+    for (uint32_t j = 0, r = 0; j < o->n; j++) lb[j] = j == label ? 0 : g->work[r++];
+    return g->err;
 }
 
 vt_err vt_cert_graph_spec_bounds(vt_cert_graph *g, const double *xl, const double *xu, const double *C, uint32_t m,
                                  vt_cert_method meth, double deadline, double *lb, int *timed_out)
 {
     *timed_out = 0;
-    VT_FORWARD_IF_ERROR(vt_cert_graph_ibp(g, xl, xu));
-    VT_FORWARD_IF_ERROR(unstable(g, meth == VT_CERT_ALPHA_CROWN ? m : 0));
+    VT_FORWARD_IF_ERROR(prepare(g, meth == VT_CERT_ALPHA_CROWN ? m : 0));
+    VT_FORWARD_IF_ERROR(ibp_all(g, xl, xu));
+    unstable(g, meth == VT_CERT_ALPHA_CROWN ? m : 0);
     gnode *o = &g->nd[g->n_nodes - 1];
-    double *work = malloc(o->n * sizeof *work);
-    VT_RETURN_ERROR_IF(!work, VT_ERR_NOMEM, "out of memory");
-    for (uint32_t r = 0; r < m; r++) {
+    double *work = g->work;
+    uint32_t rlo = 0, rhi = m; /* TP: this rank's rows (no deadline under --shard), gathered below */
+    rows_of(g, m, &rlo, &rhi);
+    for (uint32_t r = rlo; r < rhi; r++) {
         if (deadline > 0 && vt_now() >= deadline) *timed_out = 1;
         if (*timed_out) {
             lb[r] = -INFINITY;
@@ -843,8 +929,9 @@ vt_err vt_cert_graph_spec_bounds(vt_cert_graph *g, const double *xl, const doubl
         }
         lb[r] = *timed_out ? -INFINITY : b;
     }
-    free(work);
-    return VT_OK;
+    share(g, lb, m, 1);
+    if (meth == VT_CERT_ALPHA_CROWN && g->n_unst) share(g, g->aout, m, g->n_unst);
+    return g->err;
 }
 
 /* ---------------------------------------------------------------- FP64 forward, backward, attack */

@@ -40,4 +40,14 @@ vt_err vti_cert_run_open(const char *run_dir, const char *pubkey_path, int order
                          const vt_cert_net **net, vti_cert_model_id *id) VT_WARN_UNUSED;
 void vti_cert_run_close(vti_cert_run *r);
 
+/* Sharding over ranks (vt_cert_bound.c; docs/certify.md "Sharded over ranks"): the process's
+ * communicator and mode (NULL: none); the first agreement of the ranks on mine (every rank calls it
+ * once, before its first collective; later calls return mine); the start of rank r's part of n items
+ * (the parts in rank order); v[0..n w) := every rank's rows [part_lo(rank), part_lo(rank + 1)) of w
+ * values, copied through tmp (its own part's size) with bytes (size entries), never combined. */
+vt_comm *vti_cert_shard_comm(vt_cert_shard *mode);
+vt_err vti_cert_shard_join(vt_err mine) VT_WARN_UNUSED;
+size_t vti_cert_part_lo(size_t n, int r, int size);
+vt_err vti_cert_share_rows(vt_comm *comm, double *v, size_t n, size_t w, double *tmp, size_t *bytes) VT_WARN_UNUSED;
+
 #endif
