@@ -29,6 +29,10 @@ typedef struct {
     int bn;           /* batch norm (ea, eb): the FP32 chain's terms when the semantics is VT_CERT_GRAPH_FP32_ANY */
     double *l, *u, *E, *x64, *g64, *lam, *errx;
     double *al; /* N_RELU: the lower slopes of the current backward pass (alpha-CROWN; CROWN's 0 / 1) */
+    /* FSDP (N_LIN): this rank's part of the rows' bytes (v then ci: 12 bytes an entry; t = 0) and of
+     * the transpose's (tv then tci; t = 1); v, ci (tv, tci) point into the graph's gathered buffer
+     * while the node holds it, else NULL */
+    uint8_t *part[2];
 } gnode;
 
 struct vt_cert_graph {
@@ -50,6 +54,10 @@ struct vt_cert_graph {
     double *gtmp;          /* this rank's part before a gather */
     size_t gtmp_cap;
     int joined;            /* the ranks have agreed once (vti_cert_shard_join) */
+    int tp;                /* TP: rows split; otherwise (FSDP) every rank computes every row */
+    int fsdp;              /* FSDP: each linear node's entries held 1/N, gathered into fbuf before use */
+    uint8_t *fbuf;         /* FSDP: the gathered entries of one node (the largest's size) */
+    uint32_t held, held_t; /* FSDP: fbuf holds node held's orientation held_t (0: none) */
     vt_err err;            /* the first failed collective (sticky) */
     gnode nd[VT_CERT_GRAPH_MAX_NODES];
 };
@@ -74,13 +82,12 @@ vt_err vt_cert_graph_new(uint32_t d, vt_cert_graph **out)
     VT_RETURN_ERROR_IF(d < 1 || d > VT_CERT_MAX_WIDTH * 4u, VT_ERR_LIMIT, "certify: input of %u values", d);
     vt_cert_shard mode;
     vt_comm *comm = vti_cert_shard_comm(&mode);
-    VT_RETURN_ERROR_IF(comm && mode == VT_CERT_SHARD_FSDP, VT_ERR_UNSUPPORTED,
-                       "certify --shard fsdp: convolutional networks are sharded by tp only");
     vt_cert_graph *g = calloc(1, sizeof *g);
     VT_RETURN_ERROR_IF(!g, VT_ERR_NOMEM, "out of memory");
     g->size = 1;
     if (comm) {
         g->comm = comm, g->rank = vt_dist_rank(comm), g->size = vt_dist_size(comm);
+        g->tp = mode == VT_CERT_SHARD_TP, g->fsdp = mode == VT_CERT_SHARD_FSDP;
         if (!(g->gbytes = calloc((size_t)g->size, sizeof *g->gbytes))) {
             free(g);
             return vt_set_error(VT_ERR_NOMEM, "out of memory");
@@ -95,6 +102,7 @@ vt_err vt_cert_graph_new(uint32_t d, vt_cert_graph **out)
 
 static void node_free(gnode *q)
 {
+    free(q->part[0]), free(q->part[1]);
     free(q->rp), free(q->ci), free(q->trp), free(q->tci), free(q->v), free(q->tv), free(q->c), free(q->ea), free(q->eb);
     free(q->l), free(q->u), free(q->E), free(q->x64), free(q->g64), free(q->lam), free(q->errx), free(q->al);
 }
@@ -102,7 +110,12 @@ static void node_free(gnode *q)
 void vt_cert_graph_free(vt_cert_graph *g)
 {
     if (!g) return;
+    if (g->held) { /* its rows point into fbuf */
+        gnode *h = &g->nd[g->held];
+        h->v = h->tv = NULL, h->ci = h->tci = NULL;
+    }
     for (uint32_t i = 0; i < g->n_nodes; i++) node_free(&g->nd[i]);
+    free(g->fbuf);
     free(g->un_node), free(g->un_idx), free(g->acur), free(g->abest), free(g->agrad), free(g->aout), free(g->row);
     free(g->work), free(g->gbytes), free(g->gtmp);
     free(g);
@@ -167,10 +180,61 @@ static vt_err rows_alloc(gnode *q, size_t nnz, int vals)
     return VT_OK;
 }
 
+/* FSDP: the bytes of node q's entries (12 a value) and the start of rank r's part of them */
+static size_t fsdp_bytes(const gnode *q) { return (size_t)q->rp[q->n] * (sizeof(double) + sizeof(uint32_t)); }
+
+/* FSDP: keep this rank's part of both orientations' bytes; free the whole arrays */
+static vt_err fsdp_split(vt_cert_graph *g, gnode *q)
+{
+    size_t nnz = q->rp[q->n], tot = fsdp_bytes(q), lo = vti_cert_part_lo(tot, g->rank, g->size),
+           hi = vti_cert_part_lo(tot, g->rank + 1, g->size);
+    uint8_t *whole = malloc(tot ? tot : 1);
+    VT_RETURN_ERROR_IF(!whole, VT_ERR_NOMEM, "out of memory");
+    for (int t = 0; t < 2; t++) {
+        memcpy(whole, t ? q->tv : q->v, nnz * sizeof(double));
+        memcpy(whole + nnz * sizeof(double), t ? q->tci : q->ci, nnz * sizeof(uint32_t));
+        q->part[t] = malloc(hi > lo ? hi - lo : 1);
+        if (q->part[t]) memcpy(q->part[t], whole + lo, hi - lo);
+    }
+    free(whole);
+    VT_RETURN_ERROR_IF(!q->part[0] || !q->part[1], VT_ERR_NOMEM, "out of memory");
+    free(q->v), free(q->ci), free(q->tv), free(q->tci);
+    q->v = q->tv = NULL, q->ci = q->tci = NULL;
+    return VT_OK;
+}
+
+/* FSDP: node id's rows (t = 0: v, ci) or transpose (t = 1: tv, tci) gathered whole into fbuf from
+ * every rank's part, the node before it released (one node's entries held at a time); a no-op
+ * otherwise or when fbuf holds them already. A failed gather is sticky (g->err). */
+static void hold(vt_cert_graph *g, uint32_t id, uint32_t t)
+{
+    gnode *q = &g->nd[id];
+    if (!g->fsdp || q->kind != N_LIN || (g->held == id && g->held_t == t) || g->err) return;
+    if (g->held) {
+        gnode *h = &g->nd[g->held];
+        h->v = h->tv = NULL, h->ci = h->tci = NULL;
+    }
+    g->held = 0;
+    size_t nnz = q->rp[q->n], tot = fsdp_bytes(q);
+    for (int r = 0; r < g->size; r++)
+        g->gbytes[r] = vti_cert_part_lo(tot, r + 1, g->size) - vti_cert_part_lo(tot, r, g->size);
+    vt_err e = vt_dist_allgatherv(g->comm, q->part[t], g->gbytes, g->fbuf);
+    if (e) {
+        g->err = e;
+        return;
+    }
+    double *v = (double *)(void *)g->fbuf;
+    uint32_t *ci = (uint32_t *)(void *)(g->fbuf + nnz * sizeof(double));
+    if (t) q->tv = v, q->tci = ci;
+    else q->v = v, q->ci = ci;
+    g->held = id, g->held_t = t;
+}
+
 static vt_err finish_lin(vt_cert_graph *g, gnode *q, int rounded, uint32_t *id)
 {
     q->rel = rounded ? 0x1p-24 : 0, q->abs_ = rounded ? 0x1p-149 : 0;
     VT_FORWARD_IF_ERROR(transpose(q, g->nd[q->a].n));
+    if (g->fsdp) VT_FORWARD_IF_ERROR(fsdp_split(g, q));
     VT_FORWARD_IF_ERROR(node_alloc(q));
     *id = g->n_nodes++;
     return VT_OK;
@@ -538,14 +602,14 @@ static void ibp_node(vt_cert_graph *g, gnode *q, uint32_t lo_j, uint32_t hi_j)
 /* The rows [*lo, *hi) of n this rank computes: its part under TP, all of them otherwise. */
 static void rows_of(const vt_cert_graph *g, size_t n, uint32_t *lo, uint32_t *hi)
 {
-    *lo = g->comm ? (uint32_t)vti_cert_part_lo(n, g->rank, g->size) : 0;
-    *hi = g->comm ? (uint32_t)vti_cert_part_lo(n, g->rank + 1, g->size) : (uint32_t)n;
+    *lo = g->tp ? (uint32_t)vti_cert_part_lo(n, g->rank, g->size) : 0;
+    *hi = g->tp ? (uint32_t)vti_cert_part_lo(n, g->rank + 1, g->size) : (uint32_t)n;
 }
 
 /* TP: v[0 .. n w) := every rank's rows of n (w values each), copied unchanged; nothing in one process */
 static void share(vt_cert_graph *g, double *v, size_t n, size_t w)
 {
-    if (!g->comm || g->err) return;
+    if (!g->tp || g->err) return;
     vt_err e = vti_cert_share_rows(g->comm, v, n, w, g->gtmp, g->gbytes);
     if (e) g->err = e;
 }
@@ -578,7 +642,14 @@ static vt_err prepare(vt_cert_graph *g, uint32_t rows)
         if (p) g->aout = p, g->aout_cap = need;
         else bad = 1;
     }
-    if (!bad && g->comm) { /* TP's part of a node, of the rows' bounds, of their slopes */
+    if (!bad && g->fsdp && !g->fbuf) { /* the largest linear node's entries */
+        grew = 1;
+        size_t mx = 1;
+        for (uint32_t i = 0; i < g->n_nodes; i++)
+            if (g->nd[i].kind == N_LIN && fsdp_bytes(&g->nd[i]) > mx) mx = fsdp_bytes(&g->nd[i]);
+        if (!(g->fbuf = malloc(mx))) bad = 1;
+    }
+    if (!bad && g->tp) { /* TP's part of a node, of the rows' bounds, of their slopes */
         size_t mx = ((size_t)rows / (size_t)g->size + 1) * (g->n_relu > 1 ? g->n_relu : 1);
         for (uint32_t i = 0; i < g->n_nodes; i++)
             if (g->nd[i].n / (size_t)g->size + 1 > mx) mx = g->nd[i].n / (size_t)g->size + 1;
@@ -609,7 +680,8 @@ static vt_err ibp_all(vt_cert_graph *g, const double *xl, const double *xu)
     for (uint32_t i = 1; i < g->n_nodes && !g->err; i++) {
         gnode *q = &g->nd[i];
         uint32_t lo = 0, hi = q->n;
-        if (q->kind == N_LIN) rows_of(g, q->n, &lo, &hi);
+        if (q->kind == N_LIN) rows_of(g, q->n, &lo, &hi), hold(g, i, 0);
+        if (g->err) break;
         ibp_node(g, q, lo, hi);
         if (q->kind == N_LIN) share(g, q->l, q->n, 1), share(g, q->u, q->n, 1), share(g, q->E, q->n, 1);
     }
@@ -680,6 +752,8 @@ static double backward(vt_cert_graph *g)
             if (q->lam[j] != 0 && q->E[j] != 0) eE = UP(eE + UP(fabs(q->lam[j]) * q->E[j]));
         K = DN(K - eE);
         if (q->kind == N_LIN) {
+            hold(g, id, 1);
+            if (g->err) return -INFINITY;
             if (q->c) {
                 double s = 0, a = 0;
                 for (uint32_t j = 0; j < q->n; j++) {
@@ -806,9 +880,10 @@ static void alpha_grad(vt_cert_graph *g, double *grad)
         gnode *q = &g->nd[id];
         const gnode *A = &g->nd[q->a];
         const double *a = A->x64, *b = g->nd[q->b].x64;
+        hold(g, id, 0);
         for (uint32_t j = 0; j < q->n; j++) {
             double y = 0;
-            if (q->kind == N_LIN) y = lin64(q, j, a);
+            if (q->kind == N_LIN) y = g->err ? 0 : lin64(q, j, a);
             else if (q->kind == N_ADD) y = a[j] + b[j];
             else if (q->kind == N_RELU) {
                 double l = A->l[j], u = A->u[j];
@@ -942,9 +1017,10 @@ void vt_cert_graph_forward64(vt_cert_graph *g, const double *x, double *out)
     for (uint32_t id = 1; id < g->n_nodes; id++) {
         gnode *q = &g->nd[id];
         const double *a = g->nd[q->a].x64, *b = g->nd[q->b].x64;
+        hold(g, id, 0); /* FSDP: a collective (every rank runs the same attack) */
         for (uint32_t j = 0; j < q->n; j++) {
             double y = 0;
-            if (q->kind == N_LIN) y = lin64(q, j, a);
+            if (q->kind == N_LIN) y = g->err ? 0 : lin64(q, j, a);
             else if (q->kind == N_ADD) y = a[j] + b[j];
             else if (q->kind == N_RELU) y = a[j] > 0 ? a[j] : 0;
             else {
@@ -967,9 +1043,11 @@ static void backprop64(vt_cert_graph *g, const double *gout)
     memcpy(o->g64, gout, o->n * sizeof *gout);
     for (uint32_t id = g->n_nodes - 1; id > 0; id--) {
         gnode *q = &g->nd[id], *A = &g->nd[q->a];
+        hold(g, id, 0);
         for (uint32_t j = 0; j < q->n; j++) {
             double d = q->g64[j];
             if (d == 0) continue;
+            if (q->kind == N_LIN && g->err) continue;
             if (q->kind == N_LIN)
                 for (uint32_t k = q->rp[j]; k < q->rp[j + 1]; k++) A->g64[q->ci[k]] += q->v[k] * d;
             else if (q->kind == N_ADD) A->g64[j] += d, g->nd[q->b].g64[j] += d;
@@ -1043,5 +1121,5 @@ vt_err vt_cert_graph_attack(vt_cert_graph *g, const float *x, double eps, uint32
         }
     }
     free(xd), free(out), free(go), free(xf);
-    return e;
+    return e ? e : g->err;
 }
