@@ -75,7 +75,8 @@ mpi 2 "$AUDITOR" certify --onnx "$T/a.onnx" --vnnlib "$T/prop_2.vnnlib" --method
 
 # 6. the layer graph (docs/certify.md "Sharded over ranks"): a committed tiny resnet (digits, 1 x 8 x 8)
 # and its convolutional ONNX export, IBP, CROWN and alpha-CROWN on 2 and 3 ranks --shard tp and fsdp:
-# the one-process certificate, answer and counterexample, byte for byte
+# the one-process certificate, answer and counterexample, byte for byte; check-certificate --shard;
+# rank 1 failing (a missing run) stops both ranks with its error (exit 2)
 R="$HERE/../recipes/resnet-cifar10.json"
 "$TRAINER" train --run "$T/cnn" --key "$T/tk" --recipe "$R" --set dataset=digits --set 'layers=[64,10]' \
   --set image_channels=1 --set image_height=8 --set image_width=8 --set resnet_width=4 --set resnet_stages=2 \
@@ -107,6 +108,16 @@ for sh in tp fsdp; do
   mpi 2 "$AUDITOR" check-certificate "$T/cr.cert" "$T/cnn" --shard $sh >"$T/out" 2>&1 && ok ||
     bad "cnn check-certificate --shard $sh: $(cat "$T/out")"
 done
+cat >"$T/wrapc.sh" <<EOW
+#!/bin/sh
+run="$T/cnn"
+[ "\${OMPI_COMM_WORLD_RANK:-0}" = 1 ] && run="$T/missing"
+exec "$AUDITOR" certify "\$run" --eps 0.001 --examples 2 --shard fsdp --quiet
+EOW
+chmod +x "$T/wrapc.sh"
+mpi 2 "$T/wrapc.sh" >"$T/out" 2>&1
+st=$?
+[ $st = 2 ] && grep -q "rank 1 of 2: .*missing" "$T/out" && ok || bad "cnn: rank 1 failing: exit $st: $(cat "$T/out")"
 
 # 4. a rank that fails stops every rank with its error (no hang): rank 1 reads a missing file
 cat >"$T/wrap.sh" <<EOW
