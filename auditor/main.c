@@ -352,8 +352,10 @@ static int cmd_certify(int argc, char **argv, int check)
         return e == VT_ERR_ARG || e == VT_ERR_UNSUPPORTED ? VT_EXIT_USAGE : vt_cli_exit_for_input(e);
     }
     if (!o.quiet || o.out_path)
-        printf("%s eps %.17g: %u verified, %u falsified, %u unknown of %u%s%s\n", vt_cert_method_name(o.set.method), o.eps,
-               r.verified, r.falsified, r.unknown, o.examples, o.out_path ? "; certificate " : "",
+        printf("%s eps %.17g: %u verified, %u falsified, %u unknown of %u (verified accuracy %.1f%%)%s%s\n",
+               vt_cert_method_name(o.set.method), o.eps, r.verified, r.falsified, r.unknown, o.examples,
+               r.verified + r.falsified + r.unknown
+                   ? 100.0 * r.verified / (r.verified + r.falsified + r.unknown) : 0.0, o.out_path ? "; certificate " : "",
                o.out_path ? o.out_path : "");
     return VT_EXIT_OK;
 }
