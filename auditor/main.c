@@ -177,7 +177,7 @@ static void usage_cert(FILE *f)
                "  a committed MLP run: verified (sound bounds, rounding included), falsified (a counterexample\n"
                "  confirmed by the project's evaluation) or unknown; --out writes the signed certificate,\n"
                "  check-certificate recomputes it and compares the bytes. With --onnx / --vnnlib: a VNN-LIB\n"
-               "  property of an ONNX feed-forward ReLU network (or of a committed MLP run), the VNN-COMP result line unsat / sat / unknown /\n"
+               "  property of an ONNX feed-forward ReLU network (or of a committed MLP or residual CNN run), the VNN-COMP result line unsat / sat / unknown /\n"
                "  timeout on standard output (sat: the counterexample with --cex), a table per disjunct on stderr\n"
                "  exit status: 0 done (certify) / the certificate holds (check), 2 cannot check, mismatch or a\n"
                "  malformed file, 64 usage error or an ONNX operator / VNN-LIB construct not supported\n"

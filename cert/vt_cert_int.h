@@ -29,8 +29,9 @@ vt_err vti_cert_verify(const char *cert_path, const uint8_t *p, size_t body, con
 /* VT_ERR_MISMATCH naming the first differing byte unless the recomputed body equals the file's. */
 vt_err vti_cert_compare(const char *cert_path, const vti_buf *out, const uint8_t *p, size_t body) VT_WARN_UNUSED;
 
-/* A committed MLP run's final state for the VNN-LIB path (vt_cert_spec.c, `certify RUN_DIR --vnnlib`):
- * loaded and checked as `certify RUN_DIR` loads it (vt_cert_run.c); *net borrows from *out. */
+/* A committed run's final state for the VNN-LIB path (vt_cert_spec.c, `certify RUN_DIR --vnnlib`):
+ * loaded and checked as `certify RUN_DIR` loads it (vt_cert_run.c); *net borrows from *out (a residual
+ * CNN: its widths only, the network being vti_cert_run_graph's graph, owned by the run). */
 typedef struct {
     uint64_t step;
     uint8_t state_hash[32], root[32], manifest_hash[32], public_key[32];
@@ -38,6 +39,7 @@ typedef struct {
 typedef struct vti_cert_run vti_cert_run;
 vt_err vti_cert_run_open(const char *run_dir, const char *pubkey_path, int order, vti_cert_run **out,
                          const vt_cert_net **net, vti_cert_model_id *id) VT_WARN_UNUSED;
+struct vt_cert_graph *vti_cert_run_graph(vti_cert_run *r); /* NULL for an MLP run */
 void vti_cert_run_close(vti_cert_run *r);
 
 /* Sharding over ranks (vt_cert_bound.c; docs/certify.md "Sharded over ranks"): the process's

@@ -38,8 +38,7 @@ typedef struct {
     uint8_t manifest_hash[32];
     uint32_t logits; /* the tensor the softmax reads */
     int have_model;
-    int allow_graph;        /* a residual CNN run is read as a graph (certify / check-certificate RUN_DIR) */
-    vt_cert_graph *graph;   /* the CNN's evaluation pass; NULL for an MLP */
+    vt_cert_graph *graph;   /* a residual CNN run's evaluation pass (read as a graph); NULL for an MLP */
 } cert_run;
 
 static void cert_run_free(cert_run *r)
@@ -86,10 +85,8 @@ static vt_err load_state(const vt_cert_opts *o, cert_run *r)
     if (!e) e = vt_manifest_parse(manifest, ml, &r->rc, dh);
     free(manifest);
     vt_store_close(st);
-    if (!e && r->rc.arch != VT_ARCH_MLP && !(r->allow_graph && r->rc.arch == VT_ARCH_RESNET))
-        e = vt_set_error(VT_ERR_UNSUPPORTED, "certify: the run is a %s; %s", r->rc.arch == VT_ARCH_GPT ? "GPT" : "CNN",
-                         r->rc.arch == VT_ARCH_GPT ? "transformers are out of scope"
-                                                   : "a CNN run is certified by `certify RUN_DIR --eps` only");
+    if (!e && r->rc.arch != VT_ARCH_MLP && r->rc.arch != VT_ARCH_RESNET)
+        e = vt_set_error(VT_ERR_UNSUPPORTED, "certify: the run is a GPT; transformers are out of scope");
     if (!e) e = vt_model_init(&r->m, &r->rc, r->rc.batch, (vt_order)o->order);
     if (!e) r->have_model = 1;
     const vt_program *p = &r->m.prog;
@@ -295,7 +292,6 @@ static vt_err compute(const vt_cert_opts *op, cert_run *r, vti_buf *o, vt_cert_r
 static vt_err load(const vt_cert_opts *o, cert_run *r)
 {
     memset(r, 0, sizeof *r);
-    r->allow_graph = 1;
     VT_RETURN_ERROR_IF(!(o->eps >= 0) || !(o->eps <= 1), VT_ERR_ARG, "certify: --eps must be in [0, 1]");
     VT_RETURN_ERROR_IF(o->examples < 1, VT_ERR_ARG, "certify: --examples must be at least 1");
     VT_FORWARD_IF_ERROR(load_state(o, r));
@@ -365,6 +361,8 @@ vt_err vti_cert_run_open(const char *run_dir, const char *pubkey_path, int order
     *net = &h->r.net, *out = h;
     return VT_OK;
 }
+
+vt_cert_graph *vti_cert_run_graph(vti_cert_run *h) { return h ? h->r.graph : NULL; }
 
 void vti_cert_run_close(vti_cert_run *h)
 {

@@ -5,7 +5,9 @@
  * a counterexample only when a rigorous FP64 interval evaluation of the real-arithmetic network at
  * that input satisfies every constraint of one disjunct. A convolutional ONNX file is bounded as a
  * layer graph (vt_cert_graph_spec_bounds, its FP32 widening; docs/certify.md "Convolutional networks
- * from ONNX"). */
+ * from ONNX"). A committed run (`certify RUN_DIR --vnnlib`, version 3): an MLP as its network, a
+ * residual CNN as its evaluation pass's graph (vt_cert_graph_from_program), either with the run's two
+ * semantics (the exact-rounding evaluation and the real network). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -180,7 +182,8 @@ typedef struct {
     vt_vnnlib vn;
     uint8_t onnx_sha[32], vnnlib_sha[32]; /* a run: its committed state hash in onnx_sha */
     vti_cert_run *run;     /* certify RUN_DIR --vnnlib */
-    vt_cert_graph *gr;     /* a convolutional ONNX network (vt_cert_onnx_read_any); on.net holds n[0] only */
+    vt_cert_graph *gr;     /* a convolutional ONNX network (vt_cert_onnx_read_any), or a residual CNN run's
+                              evaluation pass (owned by run); on.net holds the widths only */
     vti_cert_model_id id;
 } spec_in;
 
@@ -193,6 +196,7 @@ static vt_err load(const vt_cert_spec_opts *o, spec_in *in)
         const vt_cert_net *net = NULL;
         VT_FORWARD_IF_ERROR(vti_cert_run_open(o->run_dir, o->pubkey_path, o->order, &in->run, &net, &in->id));
         in->on.net = *net;
+        in->gr = vti_cert_run_graph(in->run);
         memcpy(in->onnx_sha, in->id.state_hash, 32);
     } else VT_FORWARD_IF_ERROR(vt_cert_onnx_read_any(o->onnx_path, &in->on, &in->gr, in->onnx_sha));
     VT_FORWARD_IF_ERROR(vt_vnnlib_read(o->vnnlib_path, &in->vn, in->vnnlib_sha));
@@ -208,8 +212,8 @@ static void load_free(spec_in *in)
 {
     vt_cert_onnx_free(&in->on);
     vt_vnnlib_free(&in->vn);
+    if (!in->run) vt_cert_graph_free(in->gr); /* a run's graph is the run's */
     vti_cert_run_close(in->run);
-    vt_cert_graph_free(in->gr);
     in->run = NULL, in->gr = NULL;
 }
 
@@ -226,7 +230,9 @@ static vt_err compute(const vt_cert_spec_opts *o, spec_in *in, double deadline, 
     vt_err e = s.gr ? VT_OK : vt_cert_ctx_new(&in->on.net, &s.c);
     if (e) return e == VT_ERR_ARG ? vt_set_error(VT_ERR_UNSUPPORTED, "%s: %s", model_name(o), vt_errmsg()) : e;
     if (s.gr) {
-        vt_cert_graph_set_sem(s.gr, VT_CERT_GRAPH_FP32_ANY);
+        /* a run: its own two semantics (the exact-rounding evaluation pass, the real network), as
+         * certify RUN_DIR; an ONNX file: the real network and any FP32 evaluation */
+        vt_cert_graph_set_sem(s.gr, in->run ? VT_CERT_GRAPH_PROJECT : VT_CERT_GRAPH_FP32_ANY);
         vt_cert_graph_set_alpha(s.gr, st);
     } else {
         vt_cert_set_deadline(s.c, deadline);
