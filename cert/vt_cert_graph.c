@@ -263,7 +263,7 @@ static vt_err conv_build(vt_cert_graph *g, uint32_t in, const conv_geom *c, cons
     uint32_t Ho = (c->H + c->pt + c->pb - c->kh) / c->sh + 1, Wo = (c->W + c->pl + c->pr - c->kw) / c->sw + 1;
     VT_RETURN_ERROR_IF((uint64_t)Ho * Wo * c->Cout > (1u << 26), VT_ERR_LIMIT, "certify: a convolution of %llu outputs",
                        (unsigned long long)Ho * Wo * c->Cout);
-    gnode *q;
+    gnode *q = NULL; /* set by node_add (gcc -O2 cannot see it through the error path) */
     VT_FORWARD_IF_ERROR(node_add(g, N_LIN, in, in, Ho * Wo * c->Cout, &q));
     VT_FORWARD_IF_ERROR(rows_alloc(q, (size_t)q->n * c->kh * c->kw * c->Cin, 1));
     if (bias) {
@@ -317,7 +317,7 @@ static vt_err dense_build(vt_cert_graph *g, uint32_t in, uint32_t n_out, const f
 {
     VT_RETURN_ERROR_IF(in >= g->n_nodes, VT_ERR_ARG, "certify: a dense layer's input");
     uint32_t ni = g->nd[in].n;
-    gnode *q;
+    gnode *q = NULL; /* set by node_add (gcc -O2 cannot see it through the error path) */
     VT_FORWARD_IF_ERROR(node_add(g, N_LIN, in, in, n_out, &q));
     VT_FORWARD_IF_ERROR(rows_alloc(q, (size_t)ni * n_out, 1));
     uint32_t t = 0;
@@ -354,7 +354,7 @@ vt_err vt_cert_graph_linear(vt_cert_graph *g, uint32_t in, uint32_t n_out, const
 static vt_err diag_node(vt_cert_graph *g, uint32_t in, gnode **out)
 {
     VT_RETURN_ERROR_IF(in >= g->n_nodes, VT_ERR_ARG, "certify: a node's input");
-    gnode *q;
+    gnode *q = NULL; /* set by node_add (gcc -O2 cannot see it through the error path) */
     VT_FORWARD_IF_ERROR(node_add(g, N_LIN, in, in, g->nd[in].n, &q));
     VT_FORWARD_IF_ERROR(rows_alloc(q, q->n, 1));
     q->c = malloc((size_t)q->n * sizeof *q->c);
@@ -366,7 +366,7 @@ static vt_err diag_node(vt_cert_graph *g, uint32_t in, gnode **out)
 
 vt_err vt_cert_graph_bias(vt_cert_graph *g, uint32_t in, const float *b, uint32_t *id)
 {
-    gnode *q;
+    gnode *q = NULL; /* set by node_add (gcc -O2 cannot see it through the error path) */
     VT_FORWARD_IF_ERROR(diag_node(g, in, &q));
     for (uint32_t j = 0; j < q->n; j++) {
         VT_RETURN_ERROR_IF(!isfinite(b[j]), VT_ERR_UNSUPPORTED, "certify: a bias is not finite");
@@ -386,7 +386,7 @@ static vt_err bn_build(vt_cert_graph *g, uint32_t in, uint32_t C, uint32_t HW, c
 {
     VT_RETURN_ERROR_IF(C < 1 || in >= g->n_nodes || g->nd[in].n % C || (HW && g->nd[in].n != C * HW), VT_ERR_ARG,
                        "certify: batch norm of %u channels", C);
-    gnode *q;
+    gnode *q = NULL; /* set by node_add (gcc -O2 cannot see it through the error path) */
     VT_FORWARD_IF_ERROR(diag_node(g, in, &q));
     q->ea = malloc((size_t)q->n * sizeof *q->ea), q->eb = malloc((size_t)q->n * sizeof *q->eb);
     VT_RETURN_ERROR_IF(!q->ea || !q->eb, VT_ERR_NOMEM, "out of memory");
@@ -426,7 +426,7 @@ vt_err vt_cert_graph_avgpool(vt_cert_graph *g, uint32_t in, uint32_t HW, uint32_
 {
     VT_RETURN_ERROR_IF(HW < 1 || C < 1 || in >= g->n_nodes || g->nd[in].n != HW * C || !isfinite(w), VT_ERR_ARG,
                        "certify: average pooling of %u x %u", HW, C);
-    gnode *q;
+    gnode *q = NULL; /* set by node_add (gcc -O2 cannot see it through the error path) */
     VT_FORWARD_IF_ERROR(node_add(g, N_LIN, in, in, C, &q));
     VT_FORWARD_IF_ERROR(rows_alloc(q, (size_t)HW * C, 1));
     uint32_t t = 0;
@@ -461,7 +461,7 @@ static vt_err pool_build(vt_cert_graph *g, uint32_t in, uint32_t C, uint32_t H, 
     VT_RETURN_ERROR_IF(kh < 1 || kw < 1 || H % kh || W % kw || C < 1 || in >= g->n_nodes ||
                            (uint64_t)g->nd[in].n != (uint64_t)H * W * C,
                        VT_ERR_ARG, "certify: bad pooling arguments");
-    gnode *q;
+    gnode *q = NULL; /* set by node_add (gcc -O2 cannot see it through the error path) */
     VT_FORWARD_IF_ERROR(node_add(g, max ? N_MAXPOOL : N_LIN, in, in, (H / kh) * (W / kw) * C, &q));
     VT_FORWARD_IF_ERROR(rows_alloc(q, (size_t)q->n * kh * kw, !max));
     windows(q, C, H, W, kh, kw, chw);
@@ -491,7 +491,7 @@ void vt_cert_graph_set_sem(vt_cert_graph *g, vt_cert_graph_sem sem) { g->sem = (
 vt_err vt_cert_graph_relu(vt_cert_graph *g, uint32_t in, uint32_t *id)
 {
     VT_RETURN_ERROR_IF(in >= g->n_nodes, VT_ERR_ARG, "certify: a ReLU's input");
-    gnode *q;
+    gnode *q = NULL; /* set by node_add (gcc -O2 cannot see it through the error path) */
     VT_FORWARD_IF_ERROR(node_add(g, N_RELU, in, in, g->nd[in].n, &q));
     VT_FORWARD_IF_ERROR(node_alloc(q));
     VT_RETURN_ERROR_IF(!(q->al = calloc(q->n, sizeof *q->al)), VT_ERR_NOMEM, "out of memory");
@@ -505,7 +505,7 @@ vt_err vt_cert_graph_add(vt_cert_graph *g, uint32_t a, uint32_t b, uint32_t *id)
 {
     VT_RETURN_ERROR_IF(a >= g->n_nodes || b >= g->n_nodes || g->nd[a].n != g->nd[b].n, VT_ERR_ARG,
                        "certify: a residual add of different sizes");
-    gnode *q;
+    gnode *q = NULL; /* set by node_add (gcc -O2 cannot see it through the error path) */
     VT_FORWARD_IF_ERROR(node_add(g, N_ADD, a, b, g->nd[a].n, &q));
     VT_FORWARD_IF_ERROR(node_alloc(q));
     q->rel = 0x1p-24, q->abs_ = 0x1p-149;
