@@ -483,6 +483,7 @@ static void test_onnx_cnn(void)
     uint8_t sha[32];
     CHECK_OK(vt_cert_onnx_read_any(net, &o, &g, sha));
     CHECK(g && o.net.n[0] == 32 && o.n_norm == 1 && o.norm_n[0] == 32, "a graph of 32 inputs, one normalisation step");
+    vt_cert_onnx_free(&o); /* the graph owns copies of what it needs */
     CHECK(vt_cert_onnx_read(net, &o, sha) == VT_ERR_UNSUPPORTED, "the MLP reader refuses a convolutional file");
     if (!g) return;
     CHECK(vt_cert_graph_size(g, vt_cert_graph_n_nodes(g) - 1) == 2, "two outputs");
