@@ -18,7 +18,7 @@
 #   --onnx-nets LIST: the networks whose ONNX export is certified too (default: all of --nets).
 #   --steps S  overrides the recipes' steps (2000); --jobs J runs J auditor processes at a time
 #   (each single-threaded). --cnn S: also the default CNN (recipes/resnet-cifar10.json, trained S
-#   steps) with IBP and CROWN (alpha-CROWN is not implemented for the CNN) at eps 1/255 and 2/255 on
+#   steps) with the same methods at eps 1/255 and 2/255 on
 #   the first N CIFAR-10 test images. Prints a markdown report on stdout.
 # Not a test: CI does not run it. Times: wall-clock and CPU (user + sys) seconds of each auditor
 # process (one thread each), divided by N.
@@ -114,7 +114,7 @@ done
 cnn_eps="$($PY -c 'print("%.17g %.17g" % (1/255, 2/255))')"
 : >"$out/jobs_cnn.txt"
 if [ "$cnn" -gt 0 ]; then
-  for m in crown ibp; do
+  for m in $methods; do
     for e in $cnn_eps; do
       [ -s "$out/t_cnn_${e}_$m.time" ] && [ -s "$out/r_cnn_${e}_$m.json" ] && continue
       echo "/usr/bin/time -f '%e %U %S %M' -o $out/t_cnn_${e}_$m.time $A certify $out/run_cnn --eps $e --examples $N --method $m --report $out/r_cnn_${e}_$m.json --quiet >/dev/null" >>"$out/jobs_cnn.txt"
@@ -146,7 +146,7 @@ for L in $nets; do
 done
 if [ "$cnn" -gt 0 ]; then
   for e in $cnn_eps; do
-    for m in ibp crown; do
+    for m in $methods; do
       read -r sec us sy kib <"$out/t_cnn_${e}_$m.time"
       read -r v f u < <($PY -c "import json; d=json.load(open('$out/r_cnn_${e}_$m.json')); print(d['verified'], d['falsified'], d['unknown'])")
       $PY -c "print('| default CNN | %d/255 | $m | $v (%.0f%%) | $f | $u | %.3f | %.3f | %.0f |' % (round($e*255), 100*$v/$N, $sec/$N, ($us+$sy)/$N, $kib/1024))"
