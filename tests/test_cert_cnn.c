@@ -188,6 +188,11 @@ int main(void)
     vt_rng r = {20261202};
     long points = 0, outside = 0, below = 0, crown_better = 0, alpha_better = 0, rows = 0, verified[3] = {0, 0, 0};
     long slopes = 0;
+    /* samples a box (corners for the first 150): 400, or VT_CERT_SAMPLES evaluations in all (each sample
+     * is evaluated in both semantics: VT_CERT_SAMPLES / (4 networks x 12 boxes x 2)) for a longer run */
+    int per_box = 400;
+    const char *env = getenv("VT_CERT_SAMPLES");
+    if (env && atol(env) / 96 > per_box) per_box = (int)(atol(env) / 96 < 100000000 ? atol(env) / 96 : 100000000);
     for (int net = 0; net < 4; net++) {
         cnn n;
         make(&r, &n);
@@ -238,7 +243,7 @@ int main(void)
                 verified[m] += mn > 0;
             }
             /* the intervals are those of the last vt_cert_graph_bounds (the same IBP) */
-            for (int smp = 0; smp < 400; smp++) {
+            for (int smp = 0; smp < per_box; smp++) {
                 float x[CI * HI * HI];
                 for (int i = 0; i < CI * HI * HI; i++) {
                     double u = uni(&r), v = smp < 150 ? (u < 0.5 ? xl[i] : xu[i]) : xl[i] + u * (xu[i] - xl[i]);
