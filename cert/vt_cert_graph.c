@@ -20,8 +20,11 @@ enum { N_INPUT, N_LIN, N_ADD, N_RELU, N_MAXPOOL };
 typedef struct {
     int kind;
     uint32_t a, b, n;
-    /* N_LIN: rows = outputs (rp, ci, v), the transpose (trp, tci, tv); N_MAXPOOL: the windows (rp, ci) */
+    /* N_LIN: rows = outputs (rp, ci, v), the transpose (trp, tci, tv); N_MAXPOOL: the windows (rp, ci).
+     * Held: the rows [rlo, rhi) and the transposed rows (inputs) [tlo, thi), rp and trp rebased to
+     * them (rp[j - rlo]); under TP this rank's parts, otherwise (and for max pooling) all of them */
     uint32_t *rp, *ci, *trp, *tci;
+    uint32_t rlo, rhi, tlo, thi;
     double *v, *tv, *c;
     double *ea, *eb; /* batch norm: E_j += ea_j max|x_j| + eb_j */
     double rel, abs_; /* E_j += rel max|y_j| + abs_ (the project's semantics) */
@@ -46,8 +49,9 @@ struct vt_cert_graph {
     double *acur, *abest, *agrad, *aout, *row;
     size_t aout_cap;
     double *work; /* the output's values (spec rows' IBP bound) */
-    /* sharded over ranks (docs/certify.md "Sharded over ranks"), TP: the linear nodes' output rows of
-     * IBP and the backward passes' rows (margins, spec rows) in contiguous parts, gathered unchanged */
+    double *bw;   /* a backward pass's sums and error terms of one node's inputs (2 a value) */
+    /* sharded over ranks (docs/certify.md "Sharded over ranks"), TP: each linear node's rows and
+     * transposed rows held and computed in contiguous parts, the results gathered unchanged */
     vt_comm *comm;         /* NULL: one process */
     int rank, size;
     size_t *gbytes;        /* size entries */
@@ -94,7 +98,7 @@ vt_err vt_cert_graph_new(uint32_t d, vt_cert_graph **out)
         }
     }
     g->n_nodes = 1;
-    g->nd[0].kind = N_INPUT, g->nd[0].n = d;
+    g->nd[0].kind = N_INPUT, g->nd[0].n = d, g->nd[0].rhi = d;
     vt_cert_settings_default(&g->as, VT_CERT_ALPHA_CROWN);
     *out = g;
     return VT_OK;
@@ -115,9 +119,10 @@ void vt_cert_graph_free(vt_cert_graph *g)
         h->v = h->tv = NULL, h->ci = h->tci = NULL;
     }
     for (uint32_t i = 0; i < g->n_nodes; i++) node_free(&g->nd[i]);
+    if (g->n_nodes < VT_CERT_GRAPH_MAX_NODES) node_free(&g->nd[g->n_nodes]); /* one that failed to build */
     free(g->fbuf);
     free(g->un_node), free(g->un_idx), free(g->acur), free(g->abest), free(g->agrad), free(g->aout), free(g->row);
-    free(g->work), free(g->gbytes), free(g->gtmp);
+    free(g->work), free(g->bw), free(g->gbytes), free(g->gtmp);
     free(g);
 }
 
@@ -133,7 +138,7 @@ static vt_err node_add(vt_cert_graph *g, int kind, uint32_t a, uint32_t b, uint3
     VT_RETURN_ERROR_IF(n < 1 || n > (1u << 26), VT_ERR_LIMIT, "certify: a node of %u values", n);
     gnode *r = &g->nd[g->n_nodes];
     memset(r, 0, sizeof *r);
-    r->kind = kind, r->a = a, r->b = b, r->n = n;
+    r->kind = kind, r->a = a, r->b = b, r->n = n, r->rhi = n;
     *q = r;
     return VT_OK;
 }
@@ -149,25 +154,11 @@ static vt_err node_alloc(gnode *q)
     return VT_OK;
 }
 
-/* the transpose of a node's rows (rows = inputs of n_in values), in increasing output order */
-static vt_err transpose(gnode *q, uint32_t n_in)
+/* The rows [*lo, *hi) of n this rank computes: its part under TP, all of them otherwise. */
+static void rows_of(const vt_cert_graph *g, size_t n, uint32_t *lo, uint32_t *hi)
 {
-    uint32_t nnz = q->rp[q->n];
-    q->trp = calloc((size_t)n_in + 1, sizeof *q->trp), q->tci = malloc((nnz ? nnz : 1) * sizeof *q->tci);
-    q->tv = malloc((nnz ? nnz : 1) * sizeof *q->tv);
-    VT_RETURN_ERROR_IF(!q->trp || !q->tci || !q->tv, VT_ERR_NOMEM, "out of memory");
-    for (uint32_t k = 0; k < nnz; k++) q->trp[q->ci[k] + 1]++;
-    for (uint32_t i = 0; i < n_in; i++) q->trp[i + 1] += q->trp[i];
-    uint32_t *pos = malloc(((size_t)n_in + 1) * sizeof *pos);
-    VT_RETURN_ERROR_IF(!pos, VT_ERR_NOMEM, "out of memory");
-    memcpy(pos, q->trp, ((size_t)n_in + 1) * sizeof *pos);
-    for (uint32_t j = 0; j < q->n; j++)
-        for (uint32_t k = q->rp[j]; k < q->rp[j + 1]; k++) {
-            uint32_t t = pos[q->ci[k]]++;
-            q->tci[t] = j, q->tv[t] = q->v[k];
-        }
-    free(pos);
-    return VT_OK;
+    *lo = g->tp ? (uint32_t)vti_cert_part_lo(n, g->rank, g->size) : 0;
+    *hi = g->tp ? (uint32_t)vti_cert_part_lo(n, g->rank + 1, g->size) : (uint32_t)n;
 }
 
 /* the rows of a linear node: nnz entries at most */
@@ -180,13 +171,13 @@ static vt_err rows_alloc(gnode *q, size_t nnz, int vals)
     return VT_OK;
 }
 
-/* FSDP: the bytes of node q's entries (12 a value) and the start of rank r's part of them */
-static size_t fsdp_bytes(const gnode *q) { return (size_t)q->rp[q->n] * (sizeof(double) + sizeof(uint32_t)); }
+/* FSDP: the bytes of node q's entries (12 a value; FSDP holds every row) */
+static size_t fsdp_bytes(const gnode *q) { return (size_t)q->rp[q->rhi - q->rlo] * (sizeof(double) + sizeof(uint32_t)); }
 
 /* FSDP: keep this rank's part of both orientations' bytes; free the whole arrays */
 static vt_err fsdp_split(vt_cert_graph *g, gnode *q)
 {
-    size_t nnz = q->rp[q->n], tot = fsdp_bytes(q), lo = vti_cert_part_lo(tot, g->rank, g->size),
+    size_t nnz = q->rp[q->rhi - q->rlo], tot = fsdp_bytes(q), lo = vti_cert_part_lo(tot, g->rank, g->size),
            hi = vti_cert_part_lo(tot, g->rank + 1, g->size);
     uint8_t *whole = malloc(tot ? tot : 1);
     VT_RETURN_ERROR_IF(!whole, VT_ERR_NOMEM, "out of memory");
@@ -215,7 +206,7 @@ static void hold(vt_cert_graph *g, uint32_t id, uint32_t t)
         h->v = h->tv = NULL, h->ci = h->tci = NULL;
     }
     g->held = 0;
-    size_t nnz = q->rp[q->n], tot = fsdp_bytes(q);
+    size_t nnz = q->rp[q->rhi - q->rlo], tot = fsdp_bytes(q);
     for (int r = 0; r < g->size; r++)
         g->gbytes[r] = vti_cert_part_lo(tot, r + 1, g->size) - vti_cert_part_lo(tot, r, g->size);
     vt_err e = vt_dist_allgatherv(g->comm, q->part[t], g->gbytes, g->fbuf);
@@ -230,16 +221,6 @@ static void hold(vt_cert_graph *g, uint32_t id, uint32_t t)
     g->held = id, g->held_t = t;
 }
 
-static vt_err finish_lin(vt_cert_graph *g, gnode *q, int rounded, uint32_t *id)
-{
-    q->rel = rounded ? 0x1p-24 : 0, q->abs_ = rounded ? 0x1p-149 : 0;
-    VT_FORWARD_IF_ERROR(transpose(q, g->nd[q->a].n));
-    if (g->fsdp) VT_FORWARD_IF_ERROR(fsdp_split(g, q));
-    VT_FORWARD_IF_ERROR(node_alloc(q));
-    *id = g->n_nodes++;
-    return VT_OK;
-}
-
 /* A convolution: input Cin x H x W (channels-first when in_chw, else H x W x Cin), kernel kh x kw,
  * strides sh, sw, zero pads top, left, bottom, right; weight element (co, c, ky, kx) at
  * w[((ky kw + kx) Cin + c) Cout + co] (HWIO, the program's) or, when oihw, w[((co Cin + c) kh + ky) kw + kx]
@@ -249,6 +230,121 @@ typedef struct {
     uint32_t Cin, H, W, kh, kw, sh, sw, pt, pl, pb, pr, Cout;
     int in_chw, out_chw, oihw;
 } conv_geom;
+
+/* Where a linear node's rows come from, one row at a time: a convolution (cv, its output Ho x Wo, the
+ * weights w), a dense layer (w [ni, n_out] row-major, cv NULL), or whole arrays (rp, ci, v: the small
+ * nodes). A row is generated again for each part that needs it, so no rank ever holds the whole node. */
+typedef struct {
+    const conv_geom *cv;
+    uint32_t Ho, Wo, ni, n_out;
+    const float *w;
+    const uint32_t *rp, *ci;
+    const double *v;
+} rowsrc;
+
+/* row j's entries (input index, coefficient), in the row's order, into ci and v; their count in *cnt */
+static vt_err row_get(const rowsrc *s, uint32_t j, uint32_t *ci, double *v, uint32_t *cnt)
+{
+    uint32_t t = 0;
+    if (s->cv) {
+        const conv_geom *c = s->cv;
+        uint32_t co = c->out_chw ? j / (s->Ho * s->Wo) : j % c->Cout, pix = c->out_chw ? j % (s->Ho * s->Wo) : j / c->Cout;
+        uint32_t oy = pix / s->Wo, ox = pix % s->Wo;
+        for (uint32_t ky = 0; ky < c->kh; ky++)
+            for (uint32_t kx = 0; kx < c->kw; kx++) {
+                int64_t iy = (int64_t)oy * c->sh + ky - c->pt, ix = (int64_t)ox * c->sw + kx - c->pl;
+                if (iy < 0 || ix < 0 || iy >= c->H || ix >= c->W) continue;
+                for (uint32_t ch = 0; ch < c->Cin; ch++) {
+                    float wv = c->oihw ? s->w[(((size_t)co * c->Cin + ch) * c->kh + ky) * c->kw + kx]
+                                       : s->w[((size_t)(ky * c->kw + kx) * c->Cin + ch) * c->Cout + co];
+                    if (wv == 0) continue;
+                    VT_RETURN_ERROR_IF(!isfinite(wv), VT_ERR_UNSUPPORTED, "certify: a weight is not finite");
+                    ci[t] = c->in_chw ? (ch * c->H + (uint32_t)iy) * c->W + (uint32_t)ix
+                                      : ((uint32_t)iy * c->W + (uint32_t)ix) * c->Cin + ch;
+                    v[t++] = wv;
+                }
+            }
+    } else if (s->w) {
+        for (uint32_t i = 0; i < s->ni; i++) {
+            float wv = s->w[(size_t)i * s->n_out + j];
+            VT_RETURN_ERROR_IF(!isfinite(wv), VT_ERR_UNSUPPORTED, "certify: a weight is not finite");
+            if (wv != 0) ci[t] = i, v[t++] = wv;
+        }
+    } else
+        for (uint32_t k = s->rp[j]; k < s->rp[j + 1]; k++) ci[t] = s->ci[k], v[t++] = s->v[k];
+    *cnt = t;
+    return VT_OK;
+}
+
+/* The node's rows [rlo, rhi) and transposed rows [tlo, thi) from s (rows of at most maxrow entries):
+ * under TP this rank's parts, otherwise all of them. The transpose lists each input's entries in
+ * increasing output order (every row is generated, only this rank's inputs kept). */
+static vt_err store(vt_cert_graph *g, gnode *q, const rowsrc *s, uint32_t maxrow)
+{
+    uint32_t n_in = g->nd[q->a].n, cnt = 0, nr, nt;
+    rows_of(g, q->n, &q->rlo, &q->rhi), rows_of(g, n_in, &q->tlo, &q->thi);
+    nr = q->rhi - q->rlo, nt = q->thi - q->tlo;
+    uint32_t *rci = malloc((maxrow ? maxrow : 1) * sizeof *rci), *pos = NULL;
+    double *rv = malloc((maxrow ? maxrow : 1) * sizeof *rv);
+    vt_err e = !rci || !rv ? vt_set_error(VT_ERR_NOMEM, "out of memory") : VT_OK;
+    size_t nnz = 0, tnnz = 0;
+    for (uint32_t j = q->rlo; j < q->rhi && !e; j++) /* the rows: count, then fill */
+        if (!(e = row_get(s, j, rci, rv, &cnt))) nnz += cnt;
+    if (!e && nnz >= (1u << 31)) e = vt_set_error(VT_ERR_LIMIT, "certify: a layer of %zu weights", nnz);
+    if (!e) {
+        q->rp = calloc((size_t)nr + 1, sizeof *q->rp), q->ci = malloc((nnz ? nnz : 1) * sizeof *q->ci);
+        q->v = malloc((nnz ? nnz : 1) * sizeof *q->v);
+        q->trp = calloc((size_t)nt + 1, sizeof *q->trp);
+        if (!q->rp || !q->ci || !q->v || !q->trp) e = vt_set_error(VT_ERR_NOMEM, "out of memory");
+    }
+    for (uint32_t j = q->rlo; j < q->rhi && !e; j++)
+        if (!(e = row_get(s, j, q->ci + q->rp[j - q->rlo], q->v + q->rp[j - q->rlo], &cnt)))
+            q->rp[j - q->rlo + 1] = q->rp[j - q->rlo] + cnt;
+    for (uint32_t j = 0; j < q->n && !e; j++) /* the transpose: count, then fill */
+        if (!(e = row_get(s, j, rci, rv, &cnt)))
+            for (uint32_t k = 0; k < cnt; k++)
+                if (rci[k] >= q->tlo && rci[k] < q->thi) q->trp[rci[k] - q->tlo + 1]++, tnnz++;
+    if (!e) {
+        for (uint32_t i = 0; i < nt; i++) q->trp[i + 1] += q->trp[i];
+        q->tci = malloc((tnnz ? tnnz : 1) * sizeof *q->tci), q->tv = malloc((tnnz ? tnnz : 1) * sizeof *q->tv);
+        pos = malloc(((size_t)nt + 1) * sizeof *pos);
+        if (!q->tci || !q->tv || !pos) e = vt_set_error(VT_ERR_NOMEM, "out of memory");
+        else memcpy(pos, q->trp, ((size_t)nt + 1) * sizeof *pos);
+    }
+    for (uint32_t j = 0; j < q->n && !e; j++)
+        if (!(e = row_get(s, j, rci, rv, &cnt)))
+            for (uint32_t k = 0; k < cnt; k++)
+                if (rci[k] >= q->tlo && rci[k] < q->thi) {
+                    uint32_t t = pos[rci[k] - q->tlo]++;
+                    q->tci[t] = j, q->tv[t] = rv[k];
+                }
+    free(rci), free(rv), free(pos);
+    return e;
+}
+
+/* A linear node's rows from s stored (this rank's parts), its work arrays; the node appended. */
+static vt_err finish_src(vt_cert_graph *g, gnode *q, const rowsrc *s, uint32_t maxrow, int rounded, uint32_t *id)
+{
+    q->rel = rounded ? 0x1p-24 : 0, q->abs_ = rounded ? 0x1p-149 : 0;
+    VT_FORWARD_IF_ERROR(store(g, q, s, maxrow));
+    if (g->fsdp) VT_FORWARD_IF_ERROR(fsdp_split(g, q));
+    VT_FORWARD_IF_ERROR(node_alloc(q));
+    *id = g->n_nodes++;
+    return VT_OK;
+}
+
+/* As finish_src from the whole rows the builder wrote into q (rp, ci, v), which it frees. */
+static vt_err finish_lin(vt_cert_graph *g, gnode *q, int rounded, uint32_t *id)
+{
+    rowsrc s = {.rp = q->rp, .ci = q->ci, .v = q->v};
+    uint32_t mx = 0;
+    for (uint32_t j = 0; j < q->n; j++)
+        if (q->rp[j + 1] - q->rp[j] > mx) mx = q->rp[j + 1] - q->rp[j];
+    q->rp = NULL, q->ci = NULL, q->v = NULL;
+    vt_err e = finish_src(g, q, &s, mx, rounded, id);
+    free((void *)s.rp), free((void *)s.ci), free((void *)s.v);
+    return e;
+}
 
 static vt_err conv_build(vt_cert_graph *g, uint32_t in, const conv_geom *c, const float *w, const float *bias, int rounded,
                          uint32_t *id)
@@ -263,38 +359,20 @@ static vt_err conv_build(vt_cert_graph *g, uint32_t in, const conv_geom *c, cons
     uint32_t Ho = (c->H + c->pt + c->pb - c->kh) / c->sh + 1, Wo = (c->W + c->pl + c->pr - c->kw) / c->sw + 1;
     VT_RETURN_ERROR_IF((uint64_t)Ho * Wo * c->Cout > (1u << 26), VT_ERR_LIMIT, "certify: a convolution of %llu outputs",
                        (unsigned long long)Ho * Wo * c->Cout);
+    VT_RETURN_ERROR_IF((uint64_t)c->kh * c->kw * c->Cin >= (1u << 31), VT_ERR_LIMIT, "certify: a convolution's rows");
     gnode *q = NULL; /* set by node_add (gcc -O2 cannot see it through the error path) */
     VT_FORWARD_IF_ERROR(node_add(g, N_LIN, in, in, Ho * Wo * c->Cout, &q));
-    VT_FORWARD_IF_ERROR(rows_alloc(q, (size_t)q->n * c->kh * c->kw * c->Cin, 1));
     if (bias) {
         q->c = malloc((size_t)q->n * sizeof *q->c);
         VT_RETURN_ERROR_IF(!q->c, VT_ERR_NOMEM, "out of memory");
-    }
-    uint32_t t = 0;
-    for (uint32_t j = 0; j < q->n; j++) {
-        uint32_t co = c->out_chw ? j / (Ho * Wo) : j % c->Cout, pix = c->out_chw ? j % (Ho * Wo) : j / c->Cout;
-        uint32_t oy = pix / Wo, ox = pix % Wo;
-        for (uint32_t ky = 0; ky < c->kh; ky++)
-            for (uint32_t kx = 0; kx < c->kw; kx++) {
-                int64_t iy = (int64_t)oy * c->sh + ky - c->pt, ix = (int64_t)ox * c->sw + kx - c->pl;
-                if (iy < 0 || ix < 0 || iy >= c->H || ix >= c->W) continue;
-                for (uint32_t ch = 0; ch < c->Cin; ch++) {
-                    float wv = c->oihw ? w[(((size_t)co * c->Cin + ch) * c->kh + ky) * c->kw + kx]
-                                       : w[((size_t)(ky * c->kw + kx) * c->Cin + ch) * c->Cout + co];
-                    if (wv == 0) continue;
-                    VT_RETURN_ERROR_IF(!isfinite(wv), VT_ERR_UNSUPPORTED, "certify: a weight is not finite");
-                    q->ci[t] = c->in_chw ? (ch * c->H + (uint32_t)iy) * c->W + (uint32_t)ix
-                                         : ((uint32_t)iy * c->W + (uint32_t)ix) * c->Cin + ch;
-                    q->v[t++] = wv;
-                }
-            }
-        q->rp[j + 1] = t;
-        if (bias) {
+        for (uint32_t j = 0; j < q->n; j++) {
+            uint32_t co = c->out_chw ? j / (Ho * Wo) : j % c->Cout;
             VT_RETURN_ERROR_IF(!isfinite(bias[co]), VT_ERR_UNSUPPORTED, "certify: a bias is not finite");
             q->c[j] = bias[co];
         }
     }
-    return finish_lin(g, q, rounded, id);
+    rowsrc s = {.cv = c, .Ho = Ho, .Wo = Wo, .w = w};
+    return finish_src(g, q, &s, c->kh * c->kw * c->Cin, rounded, id);
 }
 
 vt_err vt_cert_graph_conv(vt_cert_graph *g, uint32_t in, uint32_t H, uint32_t W, uint32_t Cin, uint32_t k, uint32_t s,
@@ -319,16 +397,8 @@ static vt_err dense_build(vt_cert_graph *g, uint32_t in, uint32_t n_out, const f
     uint32_t ni = g->nd[in].n;
     gnode *q = NULL; /* set by node_add (gcc -O2 cannot see it through the error path) */
     VT_FORWARD_IF_ERROR(node_add(g, N_LIN, in, in, n_out, &q));
-    VT_FORWARD_IF_ERROR(rows_alloc(q, (size_t)ni * n_out, 1));
-    uint32_t t = 0;
-    for (uint32_t j = 0; j < n_out; j++) {
-        for (uint32_t i = 0; i < ni; i++) {
-            float wv = w[(size_t)i * n_out + j];
-            VT_RETURN_ERROR_IF(!isfinite(wv), VT_ERR_UNSUPPORTED, "certify: a weight is not finite");
-            if (wv != 0) q->ci[t] = i, q->v[t++] = wv;
-        }
-        q->rp[j + 1] = t;
-    }
+    VT_RETURN_ERROR_IF((uint64_t)ni * n_out >= (1u << 31), VT_ERR_LIMIT, "certify: a layer of %llu weights",
+                       (unsigned long long)ni * n_out);
     if (bias) {
         q->c = malloc((size_t)n_out * sizeof *q->c);
         VT_RETURN_ERROR_IF(!q->c, VT_ERR_NOMEM, "out of memory");
@@ -337,7 +407,8 @@ static vt_err dense_build(vt_cert_graph *g, uint32_t in, uint32_t n_out, const f
             q->c[j] = bias[j];
         }
     }
-    return finish_lin(g, q, rounded, id);
+    rowsrc s = {.ni = ni, .n_out = n_out, .w = w};
+    return finish_src(g, q, &s, ni, rounded, id);
 }
 
 vt_err vt_cert_graph_dense(vt_cert_graph *g, uint32_t in, uint32_t n_out, const float *w, int rounded, uint32_t *id)
@@ -541,12 +612,12 @@ static double gamma32(uint32_t m)
  * with S >= sum |A_jk| max|x| (sa the FP64 sum of the products' largest magnitudes, rounded upward
  * by the dot-product lemma); batch norm as any of its FP32 chains ((x - m) / sqrt(v + eps) * gamma + beta,
  * or x s' + b' with s', b' computed in FP32): 2^-20 (|s| (|x| + |m|) + |beta|) + 2^-122 (1 + |s|), |x| <= mx
- * (at most about 5 FP32 roundings of those magnitudes, 16 allowed). */
-static double fp32_any_err(const gnode *q, uint32_t j, uint32_t n, double sa, double mx)
+ * (at most about 5 FP32 roundings of those magnitudes, 16 allowed). k0: the row's first entry. */
+static double fp32_any_err(const gnode *q, uint32_t j, uint32_t k0, uint32_t n, double sa, double mx)
 {
     if (q->bn) {
         /* eb 2^48 >= 2 |s0 m| + |c0| + |beta| >= |s| |m| + |beta|; a flushed intermediate 2^-126 (1 + |s|) each */
-        double s0 = fabs(q->v[j]);
+        double s0 = fabs(q->v[k0]);
         return UP(UP(0x1p-20 * UP(UP(s0 * mx) + UP(q->eb[j] * 0x1p48))) + UP(0x1p-122 * UP(1 + s0)));
     }
     double S = UP(sa + dot_err(n, sa));
@@ -554,31 +625,33 @@ static double fp32_any_err(const gnode *q, uint32_t j, uint32_t n, double sa, do
     return UP(UP(gamma32(n + 1) * S) + (double)(n + 2) * 0x1p-125);
 }
 
-static void ibp_node(vt_cert_graph *g, gnode *q, uint32_t lo_j, uint32_t hi_j)
+/* the node's rows [rlo, rhi) (a linear node's held rows; every value of the others) */
+static void ibp_node(vt_cert_graph *g, gnode *q)
 {
     const gnode *A = &g->nd[q->a], *B = &g->nd[q->b];
-    for (uint32_t j = lo_j; j < hi_j; j++) {
+    for (uint32_t j = q->rlo; j < q->rhi; j++) {
         double lo, hi, E = 0;
+        uint32_t k0 = q->rp ? q->rp[j - q->rlo] : 0, k1 = q->rp ? q->rp[j - q->rlo + 1] : 0;
         if (q->kind == N_LIN) {
             double sl = 0, al = 0, su = 0, au = 0, sa = 0;
-            for (uint32_t k = q->rp[j]; k < q->rp[j + 1]; k++) {
+            for (uint32_t k = k0; k < k1; k++) {
                 double w = q->v[k], tl = w * (w > 0 ? A->l[q->ci[k]] : A->u[q->ci[k]]),
                        tu = w * (w > 0 ? A->u[q->ci[k]] : A->l[q->ci[k]]);
                 sl += tl, al += fabs(tl), su += tu, au += fabs(tu);
                 if (g->sem == VT_CERT_GRAPH_FP32_ANY) sa += fabs(tl) > fabs(tu) ? fabs(tl) : fabs(tu);
             }
-            uint32_t n = q->rp[j + 1] - q->rp[j];
-            lo = n == 1 && q->v[q->rp[j]] == 1 ? sl : DN(sl - dot_err(n, al)); /* one product by 1: exact */
-            hi = n == 1 && q->v[q->rp[j]] == 1 ? su : UP(su + dot_err(n, au));
+            uint32_t n = k1 - k0;
+            lo = n == 1 && q->v[k0] == 1 ? sl : DN(sl - dot_err(n, al)); /* one product by 1: exact */
+            hi = n == 1 && q->v[k0] == 1 ? su : UP(su + dot_err(n, au));
             if (q->c) lo = DN(lo + q->c[j]), hi = UP(hi + q->c[j]);
             double E0 = 0;
             if (q->ea) {
-                uint32_t i = q->ci[q->rp[j]];
+                uint32_t i = q->ci[k0];
                 E0 = UP(UP(q->ea[j] * amax(A->l[i], A->u[i])) + q->eb[j]);
             }
             if (g->sem == VT_CERT_GRAPH_FP32_ANY) {
-                double mx = q->bn ? amax(A->l[q->ci[q->rp[j]]], A->u[q->ci[q->rp[j]]]) : 0;
-                E0 = UP(E0 + fp32_any_err(q, j, n, sa, mx));
+                double mx = q->bn ? amax(A->l[q->ci[k0]], A->u[q->ci[k0]]) : 0;
+                E0 = UP(E0 + fp32_any_err(q, j, k0, n, sa, mx));
             }
             E = err_of(g, q, E0, lo, hi);
         } else if (q->kind == N_ADD) {
@@ -588,7 +661,7 @@ static void ibp_node(vt_cert_graph *g, gnode *q, uint32_t lo_j, uint32_t hi_j)
             lo = A->l[j] > 0 ? A->l[j] : 0, hi = A->u[j] > 0 ? A->u[j] : 0;
         } else { /* max pooling: monotone, exact */
             lo = -INFINITY, hi = -INFINITY;
-            for (uint32_t k = q->rp[j]; k < q->rp[j + 1]; k++) {
+            for (uint32_t k = k0; k < k1; k++) {
                 if (A->l[q->ci[k]] > lo) lo = A->l[q->ci[k]];
                 if (A->u[q->ci[k]] > hi) hi = A->u[q->ci[k]];
             }
@@ -597,13 +670,6 @@ static void ibp_node(vt_cert_graph *g, gnode *q, uint32_t lo_j, uint32_t hi_j)
         q->l[j] = E ? DN(lo - E) : lo, q->u[j] = E ? UP(hi + E) : hi;
         if (!(q->l[j] >= -DBL_MAX) || !(q->u[j] <= DBL_MAX)) q->l[j] = -INFINITY, q->u[j] = INFINITY;
     }
-}
-
-/* The rows [*lo, *hi) of n this rank computes: its part under TP, all of them otherwise. */
-static void rows_of(const vt_cert_graph *g, size_t n, uint32_t *lo, uint32_t *hi)
-{
-    *lo = g->tp ? (uint32_t)vti_cert_part_lo(n, g->rank, g->size) : 0;
-    *hi = g->tp ? (uint32_t)vti_cert_part_lo(n, g->rank + 1, g->size) : (uint32_t)n;
 }
 
 /* TP: v[0 .. n w) := every rank's rows of n (w values each), copied unchanged; nothing in one process */
@@ -632,8 +698,11 @@ static vt_err prepare(vt_cert_graph *g, uint32_t rows)
         g->acur = malloc(cap * sizeof(double)), g->abest = malloc(cap * sizeof(double));
         g->agrad = malloc(cap * sizeof(double));
         g->row = malloc(o->n * sizeof(double)), g->work = malloc(o->n * sizeof(double));
+        size_t mn = 1;
+        for (uint32_t i = 0; i < g->n_nodes; i++) mn = g->nd[i].n > mn ? g->nd[i].n : mn;
+        g->bw = malloc(2 * mn * sizeof(double));
         bad = !in->l || !in->u || !in->x64 || !in->g64 || !in->lam || !in->errx || !g->un_node || !g->un_idx ||
-              !g->acur || !g->abest || !g->agrad || !g->row || !g->work;
+              !g->acur || !g->abest || !g->agrad || !g->row || !g->work || !g->bw;
     }
     size_t need = (size_t)rows * g->n_relu; /* the slopes of every row, at most */
     if (!bad && need > g->aout_cap) {
@@ -649,10 +718,10 @@ static vt_err prepare(vt_cert_graph *g, uint32_t rows)
             if (g->nd[i].kind == N_LIN && fsdp_bytes(&g->nd[i]) > mx) mx = fsdp_bytes(&g->nd[i]);
         if (!(g->fbuf = malloc(mx))) bad = 1;
     }
-    if (!bad && g->tp) { /* TP's part of a node, of the rows' bounds, of their slopes */
-        size_t mx = ((size_t)rows / (size_t)g->size + 1) * (g->n_relu > 1 ? g->n_relu : 1);
+    if (!bad && g->tp) { /* TP's part of a node's values (2 a value: a backward pass's sums and terms) */
+        size_t mx = 1;
         for (uint32_t i = 0; i < g->n_nodes; i++)
-            if (g->nd[i].n / (size_t)g->size + 1 > mx) mx = g->nd[i].n / (size_t)g->size + 1;
+            if (2 * (g->nd[i].n / (size_t)g->size + 1) > mx) mx = 2 * (g->nd[i].n / (size_t)g->size + 1);
         if (mx > g->gtmp_cap) {
             grew = 1;
             double *p = realloc(g->gtmp, mx * sizeof *p);
@@ -671,18 +740,17 @@ static vt_err prepare(vt_cert_graph *g, uint32_t rows)
     return e;
 }
 
-/* IBP after prepare: every node; TP splits each linear node's rows (each computed by the same
- * loop as in one process) and gathers its intervals and error bounds. */
+/* IBP after prepare: every node; under TP each rank computes the linear node's rows it holds (each
+ * by the same loop as in one process) and gathers its intervals and error bounds. */
 static vt_err ibp_all(vt_cert_graph *g, const double *xl, const double *xu)
 {
     gnode *in = &g->nd[0];
     memcpy(in->l, xl, in->n * sizeof *xl), memcpy(in->u, xu, in->n * sizeof *xu);
     for (uint32_t i = 1; i < g->n_nodes && !g->err; i++) {
         gnode *q = &g->nd[i];
-        uint32_t lo = 0, hi = q->n;
-        if (q->kind == N_LIN) rows_of(g, q->n, &lo, &hi), hold(g, i, 0);
+        hold(g, i, 0);
         if (g->err) break;
-        ibp_node(g, q, lo, hi);
+        ibp_node(g, q);
         if (q->kind == N_LIN) share(g, q->l, q->n, 1), share(g, q->u, q->n, 1), share(g, q->E, q->n, 1);
     }
     return g->err;
@@ -762,16 +830,22 @@ static double backward(vt_cert_graph *g)
                 }
                 K = DN(K + DN(s - dot_err(q->n, a)));
             }
-            for (uint32_t i = 0; i < A->n; i++) {
+            /* each input's sum and its error term (-1: no term), the transposed rows held (TP: this
+             * rank's, then gathered), then accumulated in input order on every rank */
+            double *bw = g->bw;
+            for (uint32_t i = q->tlo; i < q->thi; i++) {
                 double s = 0, a = 0;
-                for (uint32_t k = q->trp[i]; k < q->trp[i + 1]; k++) {
+                uint32_t k0 = q->trp[i - q->tlo], k1 = q->trp[i - q->tlo + 1];
+                for (uint32_t k = k0; k < k1; k++) {
                     double t = q->tv[k] * q->lam[q->tci[k]];
                     s += t, a += fabs(t);
                 }
-                uint32_t n = q->trp[i + 1] - q->trp[i];
-                if (a == 0) continue;
-                acc(A, i, s, n == 1 && q->tv[q->trp[i]] == 1 ? 0 : dot_err(n, a));
+                bw[2 * (size_t)i] = s, bw[2 * (size_t)i + 1] = a == 0 ? -1 : k1 - k0 == 1 && q->tv[k0] == 1 ? 0 : dot_err(k1 - k0, a);
             }
+            share(g, bw, A->n, 2);
+            if (g->err) return -INFINITY;
+            for (uint32_t i = 0; i < A->n; i++)
+                if (bw[2 * (size_t)i + 1] >= 0) acc(A, i, bw[2 * (size_t)i], bw[2 * (size_t)i + 1]);
         } else if (q->kind == N_ADD) {
             gnode *B = &g->nd[q->b];
             for (uint32_t j = 0; j < q->n; j++)
@@ -859,12 +933,17 @@ static double pass(vt_cert_graph *g, const double *row)
     return backward(g);
 }
 
-/* a linear node's output j at the input values a, in FP64 (not a bound) */
-static double lin64(const gnode *q, uint32_t j, const double *a)
+/* a linear node's outputs (x64) at the input values a, in FP64 (not a bound): the rows held (TP:
+ * this rank's, then gathered); zeros after a failed collective */
+static void lin64(vt_cert_graph *g, gnode *q, const double *a)
 {
-    double y = 0;
-    for (uint32_t k = q->rp[j]; k < q->rp[j + 1]; k++) y += q->v[k] * a[q->ci[k]];
-    return q->c ? y + q->c[j] : y;
+    for (uint32_t j = q->rlo; j < q->rhi && !g->err; j++) {
+        double y = 0;
+        for (uint32_t k = q->rp[j - q->rlo]; k < q->rp[j - q->rlo + 1]; k++) y += q->v[k] * a[q->ci[k]];
+        q->x64[j] = q->c ? y + q->c[j] : y;
+    }
+    share(g, q->x64, q->n, 1);
+    if (g->err) memset(q->x64, 0, q->n * sizeof *q->x64);
 }
 
 /* The gradient of the bound with respect to the unstable slopes, after a pass (its coefficients lam
@@ -881,10 +960,13 @@ static void alpha_grad(vt_cert_graph *g, double *grad)
         const gnode *A = &g->nd[q->a];
         const double *a = A->x64, *b = g->nd[q->b].x64;
         hold(g, id, 0);
+        if (q->kind == N_LIN) {
+            lin64(g, q, a);
+            continue;
+        }
         for (uint32_t j = 0; j < q->n; j++) {
             double y = 0;
-            if (q->kind == N_LIN) y = g->err ? 0 : lin64(q, j, a);
-            else if (q->kind == N_ADD) y = a[j] + b[j];
+            if (q->kind == N_ADD) y = a[j] + b[j];
             else if (q->kind == N_RELU) {
                 double l = A->l[j], u = A->u[j];
                 y = u <= 0 ? 0 : l >= 0 ? a[j] : q->lam[j] >= 0 ? q->al[j] * a[j] : u / (u - l) * (a[j] - l);
@@ -957,13 +1039,11 @@ vt_err vt_cert_graph_bounds(vt_cert_graph *g, const double *xl, const double *xu
     VT_FORWARD_IF_ERROR(ibp_all(g, xl, xu));
     unstable(g, m == VT_CERT_ALPHA_CROWN ? nm : 0);
     int timed = 0;
-    uint32_t rlo = 0, rhi = nm; /* TP: this rank's margins, each pass wholly on one rank */
-    rows_of(g, nm, &rlo, &rhi);
-    for (uint32_t j = 0, r = 0; j < o->n; j++) {
+    for (uint32_t j = 0, r = 0; j < o->n && !g->err; j++) { /* TP: every pass on every rank, its nodes split */
         if (j == label) continue;
         double b = DN(o->l[label] - o->u[j]);
         if (!isfinite(b)) b = -INFINITY;
-        if (m != VT_CERT_IBP && r >= rlo && r < rhi) {
+        if (m != VT_CERT_IBP) {
             memset(g->row, 0, o->n * sizeof *g->row);
             g->row[label] = 1, g->row[j] = -1;
             double c = row_bound(g, g->row, m, 0, m == VT_CERT_ALPHA_CROWN ? g->aout + (size_t)r * g->n_unst : NULL, &timed);
@@ -971,9 +1051,7 @@ vt_err vt_cert_graph_bounds(vt_cert_graph *g, const double *xl, const double *xu
         }
         g->work[r++] = b;
     }
-    if (m != VT_CERT_IBP) share(g, g->work, nm, 1);
-    if (m == VT_CERT_ALPHA_CROWN && g->n_unst) share(g, g->aout, nm, g->n_unst);
-    for (uint32_t j = 0, r = 0; j < o->n; j++) lb[j] = j == label ? 0 : g->work[r++];
+    for (uint32_t j = 0, r = 0; j < o->n && !g->err; j++) lb[j] = j == label ? 0 : g->work[r++];
     return g->err;
 }
 
@@ -986,9 +1064,7 @@ vt_err vt_cert_graph_spec_bounds(vt_cert_graph *g, const double *xl, const doubl
     unstable(g, meth == VT_CERT_ALPHA_CROWN ? m : 0);
     gnode *o = &g->nd[g->n_nodes - 1];
     double *work = g->work;
-    uint32_t rlo = 0, rhi = m; /* TP: this rank's rows (no deadline under --shard), gathered below */
-    rows_of(g, m, &rlo, &rhi);
-    for (uint32_t r = rlo; r < rhi; r++) {
+    for (uint32_t r = 0; r < m && !g->err; r++) { /* TP: every row on every rank (no deadline under --shard) */
         if (deadline > 0 && vt_now() >= deadline) *timed_out = 1;
         if (*timed_out) {
             lb[r] = -INFINITY;
@@ -1004,8 +1080,6 @@ vt_err vt_cert_graph_spec_bounds(vt_cert_graph *g, const double *xl, const doubl
         }
         lb[r] = *timed_out ? -INFINITY : b;
     }
-    share(g, lb, m, 1);
-    if (meth == VT_CERT_ALPHA_CROWN && g->n_unst) share(g, g->aout, m, g->n_unst);
     return g->err;
 }
 
@@ -1017,11 +1091,14 @@ void vt_cert_graph_forward64(vt_cert_graph *g, const double *x, double *out)
     for (uint32_t id = 1; id < g->n_nodes; id++) {
         gnode *q = &g->nd[id];
         const double *a = g->nd[q->a].x64, *b = g->nd[q->b].x64;
-        hold(g, id, 0); /* FSDP: a collective (every rank runs the same attack) */
+        hold(g, id, 0); /* FSDP (TP: lin64): a collective (every rank runs the same attack) */
+        if (q->kind == N_LIN) {
+            lin64(g, q, a);
+            continue;
+        }
         for (uint32_t j = 0; j < q->n; j++) {
             double y = 0;
-            if (q->kind == N_LIN) y = g->err ? 0 : lin64(q, j, a);
-            else if (q->kind == N_ADD) y = a[j] + b[j];
+            if (q->kind == N_ADD) y = a[j] + b[j];
             else if (q->kind == N_RELU) y = a[j] > 0 ? a[j] : 0;
             else {
                 y = a[q->ci[q->rp[j]]];
@@ -1043,14 +1120,23 @@ static void backprop64(vt_cert_graph *g, const double *gout)
     memcpy(o->g64, gout, o->n * sizeof *gout);
     for (uint32_t id = g->n_nodes - 1; id > 0; id--) {
         gnode *q = &g->nd[id], *A = &g->nd[q->a];
-        hold(g, id, 0);
+        if (q->kind == N_LIN) { /* by the transposed rows held (TP: gathered): the same sums in the same order */
+            hold(g, id, 1);
+            for (uint32_t i = q->tlo; i < q->thi && !g->err; i++) {
+                double s = A->g64[i];
+                for (uint32_t k = q->trp[i - q->tlo]; k < q->trp[i - q->tlo + 1]; k++) {
+                    double d = q->g64[q->tci[k]];
+                    if (d != 0) s += q->tv[k] * d;
+                }
+                A->g64[i] = s;
+            }
+            share(g, A->g64, A->n, 1);
+            continue;
+        }
         for (uint32_t j = 0; j < q->n; j++) {
             double d = q->g64[j];
             if (d == 0) continue;
-            if (q->kind == N_LIN && g->err) continue;
-            if (q->kind == N_LIN)
-                for (uint32_t k = q->rp[j]; k < q->rp[j + 1]; k++) A->g64[q->ci[k]] += q->v[k] * d;
-            else if (q->kind == N_ADD) A->g64[j] += d, g->nd[q->b].g64[j] += d;
+            if (q->kind == N_ADD) A->g64[j] += d, g->nd[q->b].g64[j] += d;
             else if (q->kind == N_RELU) A->g64[j] += A->x64[j] > 0 ? d : 0;
             else {
                 uint32_t best = q->ci[q->rp[j]];
