@@ -185,6 +185,9 @@ int vt_cert_onnx_supported(void); /* 0 in a build without ONNX support */
  * bytes that are not a model or lengths that do not agree. */
 vt_err vt_cert_onnx_read(const char *path, vt_cert_onnx *o, uint8_t sha256[32]) VT_WARN_UNUSED;
 void vt_cert_onnx_free(vt_cert_onnx *o);
+/* Frees the layers' weights (net.W[k] := NULL; the widths, biases and normalisation stay): once a
+ * bound context holds its copy (its shard under --shard), the FP32 copy of the file is not needed. */
+void vt_cert_onnx_drop_weights(vt_cert_onnx *o);
 
 typedef enum { VT_CERT_UNSAT = 0, VT_CERT_SAT = 1, VT_CERT_SPEC_UNKNOWN = 2, VT_CERT_TIMEOUT = 3 } vt_cert_spec_answer;
 const char *vt_cert_spec_answer_name(vt_cert_spec_answer a); /* unsat, sat, unknown, timeout */

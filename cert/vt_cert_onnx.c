@@ -287,14 +287,13 @@ static vt_err linear(gctx *c, const Onnx__NodeProto *n, const Onnx__TensorProto 
     VT_RETURN_ERROR_IF(o->net.L >= VT_CERT_MAX_LAYERS, VT_ERR_UNSUPPORTED, "ONNX %s: more than %u linear layers", what,
                        VT_CERT_MAX_LAYERS);
     VT_RETURN_ERROR_IF(out < 1 || out > VT_CERT_MAX_WIDTH, VT_ERR_UNSUPPORTED, "ONNX %s: %zu outputs", what, out);
-    if (transB) { /* [out, in] -> [in, out] */
-        VT_RETURN_ERROR_IF(o->n_store >= VT_CERT_ONNX_MAX_STORE, VT_ERR_LIMIT, "ONNX: too many constants");
+    if (transB) { /* [out, in] -> [in, out], replacing the file's order (floats stored it last) */
         float *t = malloc(in * out * sizeof *t);
         VT_RETURN_ERROR_IF(!t, VT_ERR_NOMEM, "out of memory");
-        o->store[o->n_store++] = t;
         for (size_t i = 0; i < in; i++)
             for (size_t j = 0; j < out; j++) t[i * out + j] = w[j * in + i];
-        w = t;
+        free(w);
+        o->store[o->n_store - 1] = w = t;
     }
     uint32_t L = ++o->net.L;
     o->net.n[L] = (uint32_t)out, o->net.W[L] = w, o->net.b[L] = NULL;
@@ -775,6 +774,13 @@ vt_err vt_cert_onnx_read(const char *path, vt_cert_onnx *o, uint8_t sha256[32])
 }
 
 #endif
+
+void vt_cert_onnx_drop_weights(vt_cert_onnx *o)
+{
+    for (uint32_t k = 1; k <= o->net.L && k <= VT_CERT_MAX_LAYERS; k++)
+        for (uint32_t i = 0; i < o->n_store && o->net.W[k]; i++)
+            if (o->store[i] == o->net.W[k]) free(o->store[i]), o->store[i] = NULL, o->net.W[k] = NULL;
+}
 
 void vt_cert_onnx_free(vt_cert_onnx *o)
 {

@@ -229,6 +229,7 @@ static vt_err compute(const vt_cert_spec_opts *o, spec_in *in, double deadline, 
     s.on = &in->on, s.vn = v, s.deadline = deadline, s.gr = in->gr;
     vt_err e = s.gr ? VT_OK : vt_cert_ctx_new(&in->on.net, &s.c);
     if (e) return e == VT_ERR_ARG ? vt_set_error(VT_ERR_UNSUPPORTED, "%s: %s", model_name(o), vt_errmsg()) : e;
+    if (!s.gr && !in->run) vt_cert_onnx_drop_weights(&in->on); /* the context holds its part of them */
     if (s.gr) {
         /* a run: its own two semantics (the exact-rounding evaluation pass, the real network), as
          * certify RUN_DIR; an ONNX file: the real network and any FP32 evaluation */

@@ -29,7 +29,7 @@ if grep -q "without ONNX support" "$T/out"; then echo "cert_shard: this auditor 
 # 1. every method, property kind and rank count: the one-process certificate, byte for byte
 check_case() { # NET PROP METHOD [graph: no "none" run]
   local net=$1 prop=$2 m=$3 ref="$T/ref.cert" runs="2:tp 2:fsdp 3:tp 3:fsdp 2:none"
-  [ "${4:-}" = graph ] && runs="2:tp 3:fsdp"
+  [ "${4:-}" = graph ] && runs="2:tp 3:tp 3:fsdp"
   rm -f "$T/ref.cex" "$T/s.cex"
   "$AUDITOR" certify --onnx "$net" --vnnlib "$prop" --method $m --out "$ref" --key "$T/key" --cex "$T/ref.cex" \
     --quiet >"$T/ref.out" 2>&1 || { bad "$m $prop: one process: $(cat "$T/ref.out")"; return; }
@@ -74,7 +74,7 @@ mpi 2 "$AUDITOR" certify --onnx "$T/a.onnx" --vnnlib "$T/prop_2.vnnlib" --method
   bad "a sharded certificate checked in one process: $(cat "$T/out")"
 
 # 6. the layer graph (docs/certify.md "Sharded over ranks"): a committed tiny resnet (digits, 1 x 8 x 8)
-# and its convolutional ONNX export, IBP, CROWN and alpha-CROWN on 2 and 3 ranks --shard tp and fsdp:
+# and its convolutional ONNX export, IBP, CROWN and alpha-CROWN on 1, 2 and 3 ranks --shard tp, 2 and 3 fsdp:
 # the one-process certificate, answer and counterexample, byte for byte; check-certificate --shard;
 # rank 1 failing (a missing run) stops both ranks with its error (exit 2)
 R="$HERE/../recipes/resnet-cifar10.json"
@@ -90,7 +90,7 @@ for m in ibp crown alpha-crown; do
   for e in 0.0005 0.002; do
     "$AUDITOR" certify "$T/cnn" --eps $e --examples 6 --method $m --out "$T/cr.cert" --key "$T/key" --quiet \
       >"$T/cr.out" 2>&1 || bad "cnn $m: one process"
-    runs="2:tp 3:fsdp"
+    runs="1:tp 2:tp 3:fsdp"
     [ $e = 0.002 ] && runs="3:tp 2:fsdp"
     for run in $runs; do
       np=${run%:*} sh=${run#*:}
