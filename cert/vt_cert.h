@@ -76,6 +76,12 @@ vt_err vt_cert_logit_bounds(vt_cert_ctx *c, const double *xl, const double *xu, 
 vt_err vt_cert_spec_bounds(vt_cert_ctx *c, const double *xl, const double *xu, const double *C, uint32_t m,
                            const vt_cert_settings *s, double *lb, double *alpha) VT_WARN_UNUSED;
 size_t vt_cert_n_alpha_row(const vt_cert_ctx *c);
+/* check-certificate's one pass (docs/certify.md "The certificate"): alpha (NULL: search) holds the
+ * slopes of every row in vt_cert_bounds' / vt_cert_spec_bounds' layout (each in [0, 1]: the caller
+ * checks them); alpha-CROWN's bounds after it take each row's slopes as they are, one backward pass a
+ * row, no search (a bound is sound for any slopes in [0, 1]); the slopes returned are the given ones
+ * with the stable values' replaced by CROWN's (what certify writes there). Borrowed until reset. */
+void vt_cert_set_given_slopes(vt_cert_ctx *c, const double *alpha);
 /* Sound lower / upper bounds of row . y over the box [ol, ou] of y (n values; work: n doubles). */
 double vt_cert_row_lo(const double *row, const double *ol, const double *ou, uint32_t n, double *work);
 double vt_cert_row_hi(const double *row, const double *ol, const double *ou, uint32_t n, double *work);

@@ -86,6 +86,7 @@ struct vt_cert_ctx {
     double *v0, *v1, *v2, *v3, *xs, *mu[VT_CERT_MAX_LAYERS + 1], *fa[VT_CERT_MAX_LAYERS + 1];
     double *alpha_cur, *alpha_best, *grad;
     size_t n_alpha_row;
+    const double *given; /* vt_cert_set_given_slopes: the slopes of every row (no search), or NULL */
     double deadline; /* vt_now() seconds; 0: none */
     int timed_out;
     int fp32_any; /* the bounds cover any FP32 evaluation order too (ONNX networks) */
@@ -573,22 +574,28 @@ static void alpha_grad(vt_cert_ctx *c, const double *alpha, double *g)
 
 /* CROWN's (or alpha-CROWN's) sound lower bound of row . a_L, the row in c->v3, after layer_bounds:
  * CROWN's adaptive slopes, then alpha-CROWN's search; the best slopes found go to alpha (NULL: not
- * kept). Returns -inf at the deadline. */
-static double crown_row(vt_cert_ctx *c, const double *row, const vt_cert_settings *s, double *alpha)
+ * kept). given (alpha-CROWN, NULL: search): the row's slopes, bounded by one backward pass without a
+ * search (check-certificate); those of the stable values, which no pass reads, are returned as CROWN's,
+ * the search's (so a certificate's bytes recompute only from the slopes certify writes). Returns -inf
+ * at the deadline. */
+static double crown_row(vt_cert_ctx *c, const double *row, const vt_cert_settings *s, const double *given, double *alpha)
 {
     uint32_t L = c->L;
     size_t na = c->n_alpha_row;
-    /* CROWN's adaptive slopes as the start */
+    /* CROWN's adaptive slopes as the start; the given ones for the unstable values */
     size_t off = 0;
     for (uint32_t m = 1; m < L; m++) {
-        for (uint32_t i = 0; i < c->n[m]; i++) c->alpha_cur[off + i] = c->au[m][i] >= -c->al[m][i] ? 1.0 : 0.0;
+        for (uint32_t i = 0; i < c->n[m]; i++) {
+            double l = c->al[m][i], u = c->au[m][i];
+            c->alpha_cur[off + i] = given && l < 0 && u > 0 ? given[off + i] : u >= -l ? 1.0 : 0.0;
+        }
         off += c->n[m];
     }
     double best = backward_lb(c, L, 1, row, c->alpha_cur);
     memcpy(c->alpha_best, c->alpha_cur, na * sizeof(double));
     if (s->method == VT_CERT_ALPHA_CROWN) {
         double step = s->alpha_step;
-        for (uint32_t it = 0; it < s->alpha_iters; it++) {
+        for (uint32_t it = 0; !given && it < s->alpha_iters; it++) {
             if (expired(c)) return -INFINITY;
             alpha_grad(c, c->alpha_cur, c->grad);
             for (size_t q = 0; q < na; q++) {
@@ -636,7 +643,8 @@ vt_err vt_cert_bounds(vt_cert_ctx *c, const double *xl, const double *xu, uint32
         double *row = c->v3;
         memset(row, 0, no * sizeof *row);
         row[label] = 1, row[j] = -1;
-        double best = crown_row(c, row, s, alpha ? alpha + (size_t)r * na : NULL);
+        const double *gv = c->given && s->method == VT_CERT_ALPHA_CROWN ? c->given + (size_t)r * na : NULL;
+        double best = crown_row(c, row, s, gv, alpha ? alpha + (size_t)r * na : NULL);
         lb[j] = best > ibp ? best : ibp; /* both sound */
         r++;
     }
@@ -675,13 +683,16 @@ vt_err vt_cert_spec_bounds(vt_cert_ctx *c, const double *xl, const double *xu, c
         }
         double *row = c->v3;
         memcpy(row, cr, no * sizeof *row);
-        double best = crown_row(c, row, s, alpha && s->method == VT_CERT_ALPHA_CROWN ? alpha + (size_t)r * na : NULL);
+        const double *gv = c->given && s->method == VT_CERT_ALPHA_CROWN ? c->given + (size_t)r * na : NULL;
+        double best = crown_row(c, row, s, gv, alpha && s->method == VT_CERT_ALPHA_CROWN ? alpha + (size_t)r * na : NULL);
         lb[r] = best > ibp ? best : ibp;
     }
     return c->err;
 }
 
 size_t vt_cert_n_alpha_row(const vt_cert_ctx *c) { return c->n_alpha_row; }
+
+void vt_cert_set_given_slopes(vt_cert_ctx *c, const double *alpha) { c->given = alpha; }
 
 void vt_cert_set_deadline(vt_cert_ctx *c, double deadline)
 {

@@ -48,6 +48,8 @@ struct vt_cert_graph {
     uint32_t n_unst, *un_node, *un_idx;
     double *acur, *abest, *agrad, *aout, *row;
     size_t aout_cap;
+    const double *given; /* vt_cert_graph_given_slopes: the next bounds' slopes (no search), or NULL */
+    uint32_t given_u;    /* their number per row */
     double *work; /* the output's values (spec rows' IBP bound) */
     double *bw;   /* a backward pass's sums and error terms of one node's inputs (2 a value) */
     /* sharded over ranks (docs/certify.md "Sharded over ranks"), TP: each linear node's rows and
@@ -1029,6 +1031,34 @@ static double row_bound(vt_cert_graph *g, const double *row, vt_cert_method m, d
     return best;
 }
 
+/* check-certificate's one pass: the sound lower bound of row . out with the given slopes of the
+ * unstable values (one backward pass, no search), the slopes copied to out. */
+static double row_given(vt_cert_graph *g, const double *row, const double *given, double *out)
+{
+    set_slopes(g, given);
+    memcpy(out, given, g->n_unst * sizeof *given);
+    return pass(g, row);
+}
+
+void vt_cert_graph_given_slopes(vt_cert_graph *g, const double *a, uint32_t U) { g->given = a, g->given_u = U; }
+
+/* After unstable(): the given slopes must be one per unstable value of the box (then used once). */
+static vt_err given_check(vt_cert_graph *g, vt_cert_method m)
+{
+    if (!g->given) return VT_OK;
+    VT_RETURN_ERROR_IF(m != VT_CERT_ALPHA_CROWN || g->given_u != g->n_unst, VT_ERR_MISMATCH,
+                       "%u slopes a row recorded, the box has %u unstable ReLU values", g->given_u, g->n_unst);
+    return VT_OK;
+}
+
+/* One row's CROWN / alpha-CROWN bound: from the given slopes (row r of them) or by row_bound. */
+static double row_any(vt_cert_graph *g, const double *row, uint32_t r, vt_cert_method m, double deadline, int *timed_out)
+{
+    double *out = m == VT_CERT_ALPHA_CROWN ? g->aout + (size_t)r * g->n_unst : NULL;
+    if (g->given) return row_given(g, row, g->given + (size_t)r * g->n_unst, out);
+    return row_bound(g, row, m, deadline, out, timed_out);
+}
+
 vt_err vt_cert_graph_bounds(vt_cert_graph *g, const double *xl, const double *xu, uint32_t label, vt_cert_method m,
                             double *lb)
 {
@@ -1038,6 +1068,11 @@ vt_err vt_cert_graph_bounds(vt_cert_graph *g, const double *xl, const double *xu
     VT_FORWARD_IF_ERROR(prepare(g, m == VT_CERT_ALPHA_CROWN ? nm : 0));
     VT_FORWARD_IF_ERROR(ibp_all(g, xl, xu));
     unstable(g, m == VT_CERT_ALPHA_CROWN ? nm : 0);
+    vt_err ge = given_check(g, m);
+    if (ge) {
+        g->given = NULL;
+        return ge;
+    }
     int timed = 0;
     for (uint32_t j = 0, r = 0; j < o->n && !g->err; j++) { /* TP: every pass on every rank, its nodes split */
         if (j == label) continue;
@@ -1046,11 +1081,12 @@ vt_err vt_cert_graph_bounds(vt_cert_graph *g, const double *xl, const double *xu
         if (m != VT_CERT_IBP) {
             memset(g->row, 0, o->n * sizeof *g->row);
             g->row[label] = 1, g->row[j] = -1;
-            double c = row_bound(g, g->row, m, 0, m == VT_CERT_ALPHA_CROWN ? g->aout + (size_t)r * g->n_unst : NULL, &timed);
+            double c = row_any(g, g->row, r, m, 0, &timed);
             if (c > b) b = c;
         }
         g->work[r++] = b;
     }
+    g->given = NULL;
     for (uint32_t j = 0, r = 0; j < o->n && !g->err; j++) lb[j] = j == label ? 0 : g->work[r++];
     return g->err;
 }
@@ -1062,6 +1098,11 @@ vt_err vt_cert_graph_spec_bounds(vt_cert_graph *g, const double *xl, const doubl
     VT_FORWARD_IF_ERROR(prepare(g, meth == VT_CERT_ALPHA_CROWN ? m : 0));
     VT_FORWARD_IF_ERROR(ibp_all(g, xl, xu));
     unstable(g, meth == VT_CERT_ALPHA_CROWN ? m : 0);
+    vt_err ge = given_check(g, meth);
+    if (ge) {
+        g->given = NULL;
+        return ge;
+    }
     gnode *o = &g->nd[g->n_nodes - 1];
     double *work = g->work;
     for (uint32_t r = 0; r < m && !g->err; r++) { /* TP: every row on every rank (no deadline under --shard) */
@@ -1074,12 +1115,12 @@ vt_err vt_cert_graph_spec_bounds(vt_cert_graph *g, const double *xl, const doubl
         double b = vt_cert_row_lo(row, o->l, o->u, o->n, work);
         if (!(b >= -DBL_MAX)) b = -INFINITY;
         if (meth != VT_CERT_IBP) {
-            double c = row_bound(g, row, meth, deadline, meth == VT_CERT_ALPHA_CROWN ? g->aout + (size_t)r * g->n_unst : NULL,
-                                 timed_out);
+            double c = row_any(g, row, r, meth, deadline, timed_out);
             if (c > b) b = c;
         }
         lb[r] = *timed_out ? -INFINITY : b;
     }
+    g->given = NULL;
     return g->err;
 }
 

@@ -99,6 +99,12 @@ void vt_cert_graph_set_alpha(vt_cert_graph *g, const vt_cert_settings *s);
 uint32_t vt_cert_graph_n_alpha(const vt_cert_graph *g);
 const double *vt_cert_graph_alpha(const vt_cert_graph *g);
 uint32_t vt_cert_graph_n_relu(const vt_cert_graph *g); /* the ReLU values of all ReLU nodes */
+/* check-certificate's one pass (docs/certify.md "The certificate"): the next alpha-CROWN bounds
+ * (vt_cert_graph_bounds, vt_cert_graph_spec_bounds; once, then forgotten) take each row's slopes from
+ * a (rows x U doubles in vt_cert_graph_alpha's layout, each in [0, 1]: the caller checks them) with one
+ * backward pass a row, no search; VT_ERR_MISMATCH unless U is the box's number of unstable values and
+ * the method alpha-CROWN. A bound is sound for any slopes in [0, 1]. Borrowed. */
+void vt_cert_graph_given_slopes(vt_cert_graph *g, const double *a, uint32_t U);
 /* After vt_cert_graph_forward64: the gradient of out . gout with respect to the input into gin (FP64). */
 void vt_cert_graph_grad64(vt_cert_graph *g, const double *gout, double *gin);
 /* The FP64 forward pass (attacks and tests; not a reference): out receives the output node's values. */

@@ -29,6 +29,10 @@ vt_err vti_cert_verify(const char *cert_path, const uint8_t *p, size_t body, con
 /* VT_ERR_MISMATCH naming the first differing byte unless the recomputed body equals the file's. */
 vt_err vti_cert_compare(const char *cert_path, const vti_buf *out, const uint8_t *p, size_t body) VT_WARN_UNUSED;
 
+/* check-certificate's one pass: the n recorded slopes at p (FP64, little-endian) into a, each in
+ * [0, 1]; VT_ERR_MISMATCH naming where (an example, the property) and the first other one (NaN too). */
+vt_err vti_cert_slopes(const char *cert_path, const char *where, const uint8_t *p, size_t n, double *a) VT_WARN_UNUSED;
+
 /* A committed run's final state for the VNN-LIB path (vt_cert_spec.c, `certify RUN_DIR --vnnlib`):
  * loaded and checked as `certify RUN_DIR` loads it (vt_cert_run.c); *net borrows from *out (a residual
  * CNN: its widths only, the network being vti_cert_run_graph's graph, owned by the run). */

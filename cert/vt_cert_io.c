@@ -118,3 +118,14 @@ vt_err vti_cert_compare(const char *cert_path, const vti_buf *out, const uint8_t
     }
     return VT_OK;
 }
+
+vt_err vti_cert_slopes(const char *cert_path, const char *where, const uint8_t *p, size_t n, double *a)
+{
+    for (size_t k = 0; k < n; k++) {
+        a[k] = vt_bits_f64(vt_get_u64le(p + 8 * k));
+        VT_RETURN_ERROR_IF(!(a[k] >= 0 && a[k] <= 1), VT_ERR_MISMATCH,
+                           "%s: %s: slope %zu is %g, outside [0, 1] (a relaxation's lower slope must be)", cert_path, where,
+                           k, a[k]);
+    }
+    return VT_OK;
+}

@@ -222,8 +222,20 @@ static vt_err write_vnnlib(const char *dir, uint32_t i, const double *xl, const 
     return VT_OK;
 }
 
-/* Computes the certificate's body (everything before the signer's key) into o. */
-static vt_err compute(const vt_cert_opts *op, cert_run *r, vti_buf *o, vt_cert_result *res, report *rep)
+/* The bytes of example record q before its slopes (its answer read from it: a counterexample or not). */
+static uint64_t rec_head(const uint8_t *q, uint32_t C, uint32_t d)
+{
+    return 12 + (uint64_t)C * 8 + (vt_get_u32le(q + 8) == VT_CERT_FALSIFIED ? (uint64_t)d * 4 : 0);
+}
+
+/* Computes the certificate's body (everything before the signer's key) into o. cert (check-certificate,
+ * parsed by parse(); NULL: certify): the one-pass check: alpha-CROWN's bounds from the recorded slopes
+ * (each in [0, 1]; one backward pass a margin, no search), a recorded counterexample confirmed by the
+ * same exact evaluation instead of the attack; the answer re-derived (verified iff every recomputed
+ * bound is > 0, falsified iff the recorded counterexample lies in the ball and confirms, else
+ * unknown); the caller compares the bytes. */
+static vt_err compute(const vt_cert_opts *op, cert_run *r, vti_buf *o, vt_cert_result *res, report *rep,
+                      const uint8_t *cert, const char *cert_path)
 {
     vt_cert_ctx *c = NULL;
     if (!r->graph) VT_FORWARD_IF_ERROR(vt_cert_ctx_new(&r->net, &c));
@@ -236,11 +248,32 @@ static vt_err compute(const vt_cert_opts *op, cert_run *r, vti_buf *o, vt_cert_r
     put_header(o, op, r, (uint32_t)na);
     double *xl = malloc(d * sizeof *xl), *xu = malloc(d * sizeof *xu), *lb = malloc(C * sizeof *lb),
            *alpha = malloc((na && !galpha ? na : 1) * sizeof *alpha);
+    /* check: the recorded slopes of an example (an MLP's na; a CNN's at most (C - 1) x its ReLU values) */
+    double *given = cert && na ? malloc((galpha ? (size_t)(C - 1) * na : na) * sizeof *given) : NULL;
     float *x = malloc(d * sizeof *x), *cex = malloc(d * sizeof *cex);
     uint8_t lab;
-    if (!e && (!xl || !xu || !lb || !alpha || !x || !cex)) e = vt_set_error(VT_ERR_NOMEM, "out of memory");
+    if (!e && (!xl || !xu || !lb || !alpha || !x || !cex || (cert && na && !given))) e = vt_set_error(VT_ERR_NOMEM, "out of memory");
     memset(res, 0, sizeof *res);
+    size_t roff = CERT_HEADER; /* check: the example's record in cert (parse() checked its lengths) */
+    if (!e && cert && (vt_get_u32le(cert + 20) != C || vt_get_u32le(cert + 24) != d || vt_get_u32le(cert + 28) != na))
+        e = vt_set_error(VT_ERR_MISMATCH, "%s: its classes, inputs or slopes (%u, %u, %u) are not the run's (%u, %u, %zu)",
+                         cert_path, vt_get_u32le(cert + 20), vt_get_u32le(cert + 24), vt_get_u32le(cert + 28), C, d, na);
     for (uint32_t i = 0; i < op->examples && !e; i++) {
+        const uint8_t *rec = cert ? cert + roff : NULL;
+        uint64_t rh = rec ? rec_head(rec, C, d) : 0;
+        char where[64];
+        snprintf(where, sizeof where, "example %u", i);
+        if (rec && galpha) {
+            uint32_t U = vt_get_u32le(rec + rh);
+            e = vti_cert_slopes(cert_path, where, rec + rh + 4, (size_t)(C - 1) * U, given);
+            if (!e) vt_cert_graph_given_slopes(r->graph, given, U);
+            roff += rh + 4 + (size_t)(C - 1) * U * 8;
+        } else if (rec) {
+            if (na) e = vti_cert_slopes(cert_path, where, rec + rh, na, given);
+            if (c) vt_cert_set_given_slopes(c, given);
+            roff += rh + na * 8;
+        }
+        if (e) break;
         size_t idx = i;
         e = vt_data_batch(&r->ds, &idx, 1, x, &lab);
         if (e) break;
@@ -249,17 +282,39 @@ static vt_err compute(const vt_cert_opts *op, cert_run *r, vti_buf *o, vt_cert_r
         if (e) break;
         e = r->graph ? vt_cert_graph_bounds(r->graph, xl, xu, lab, op->set.method, lb)
                      : vt_cert_bounds(c, xl, xu, lab, &op->set, lb, na ? alpha : NULL);
-        if (e) break;
+        if (e) {
+            if (rec) e = vt_error_prefix(e, "%s: %s", cert_path, where);
+            break;
+        }
         double mn = INFINITY;
         for (uint32_t j = 0; j < C; j++)
             if (j != lab && lb[j] < mn) mn = lb[j];
         vt_cert_answer ans = mn > 0 ? VT_CERT_VERIFIED : VT_CERT_UNKNOWN;
         int found = 0;
-        if (ans != VT_CERT_VERIFIED) {
+        if (ans != VT_CERT_VERIFIED && rec) { /* the recorded counterexample, not an attack */
+            if (vt_get_u32le(rec + 8) == VT_CERT_FALSIFIED) {
+                int in = 1;
+                for (uint32_t k = 0; k < d; k++) {
+                    cex[k] = vt_bits_f32(vt_get_u32le(rec + 12 + (size_t)C * 8 + 4 * (size_t)k));
+                    in &= vt_cert_in_ball(cex[k], x[k], op->eps);
+                }
+                if (in) e = confirm(r, cex, lab, &found);
+                if (e) break;
+            }
+            if (found) ans = VT_CERT_FALSIFIED;
+        } else if (ans != VT_CERT_VERIFIED) {
             e = r->graph ? vt_cert_graph_attack(r->graph, x, op->eps, lab, i, &op->set, confirm, r, cex, &found)
                          : vt_cert_attack(c, x, op->eps, lab, i, &op->set, confirm, r, cex, &found);
             if (e) break;
             if (found) ans = VT_CERT_FALSIFIED;
+        }
+        if (rec && vt_get_u32le(rec + 8) != (uint32_t)ans) {
+            e = vt_set_error(VT_ERR_MISMATCH, "%s: %s is recorded %s; the one-pass check gives %s%s", cert_path, where,
+                             vt_cert_answer_name((vt_cert_answer)vt_get_u32le(rec + 8)), vt_cert_answer_name(ans),
+                             ans == VT_CERT_VERIFIED ? "" : vt_get_u32le(rec + 8) == VT_CERT_VERIFIED
+                                 ? " (a recorded bound is not > 0 when recomputed)"
+                                 : " (the recorded counterexample is outside the ball or does not violate the property)");
+            break;
         }
         res->verified += ans == VT_CERT_VERIFIED, res->falsified += ans == VT_CERT_FALSIFIED;
         res->unknown += ans == VT_CERT_UNKNOWN;
@@ -284,7 +339,7 @@ static vt_err compute(const vt_cert_opts *op, cert_run *r, vti_buf *o, vt_cert_r
         }
     }
     if (!e && o->bad) e = vt_set_error(VT_ERR_NOMEM, "out of memory");
-    free(xl), free(xu), free(lb), free(alpha), free(x), free(cex);
+    free(xl), free(xu), free(lb), free(alpha), free(x), free(cex), free(given);
     vt_cert_ctx_free(c);
     return e;
 }
@@ -316,7 +371,7 @@ vt_err vt_cert_run(const vt_cert_opts *o, vt_cert_result *res)
         if (!rep.rep) e = vt_set_error(VT_ERR_IO, "--report %s: cannot create it", o->report_path);
         else fprintf(rep.rep, "{\n  \"method\": \"%s\",\n  \"eps\": %.17g,\n  \"examples\": [", vt_cert_method_name(o->set.method), o->eps);
     }
-    if (!e) e = compute(o, &r, &out, res, &rep);
+    if (!e) e = compute(o, &r, &out, res, &rep, NULL, NULL);
     if (rep.rep) {
         char hs[65];
         vt_hex(r.ex.state_hash, 32, hs);
@@ -405,8 +460,7 @@ static vt_err parse(const uint8_t *p, size_t n, vt_cert_opts *o, uint8_t state_h
     for (uint32_t i = 0; i < N; i++) {
         VT_RETURN_ERROR_IF(end - off < 12 || vt_get_u32le(p + off) != i || vt_get_u32le(p + off + 8) > 2, VT_ERR_FORMAT,
                            "certificate: example %u at byte %zu is malformed", i, off);
-        uint32_t ans = vt_get_u32le(p + off + 8);
-        uint64_t need = 12 + (uint64_t)C * 8 + (ans == VT_CERT_FALSIFIED ? (uint64_t)d * 4 : 0);
+        uint64_t need = rec_head(p + off, C, d);
         if (galpha) { /* version 4, alpha-CROWN: U (at most A, the ReLU values), then (C - 1) U slopes */
             VT_RETURN_ERROR_IF(need + 4 > end - off, VT_ERR_FORMAT, "certificate: example %u at byte %zu is truncated", i, off);
             uint32_t U = vt_get_u32le(p + off + need);
@@ -442,7 +496,7 @@ vt_err vt_cert_check(const char *cert_path, const vt_cert_opts *in, const char *
     if (!e && memcmp(sh, r.ex.state_hash, 32) != 0)
         e = vt_set_error(VT_ERR_MISMATCH, "%s: certifies another model than the run's final state", cert_path);
     vt_cert_result res;
-    if (!e) e = compute(&o, &r, &out, &res, NULL);
+    if (!e) e = compute(&o, &r, &out, &res, NULL, p, cert_path);
     if (!e) e = vti_cert_compare(cert_path, &out, p, body);
     free(out.b);
     if (loaded) cert_run_free(&r);

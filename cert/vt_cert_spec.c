@@ -218,9 +218,13 @@ static void load_free(spec_in *in)
 }
 
 /* The answer and the certificate's body into out; the per-disjunct table (stderr), the report and
- * the counterexample when asked. */
+ * the counterexample when asked. cert (check-certificate, parsed by parse(); NULL: certify): the
+ * one-pass check: alpha-CROWN's bounds from the recorded slopes (each in [0, 1]; one backward pass a
+ * row, no search), a recorded counterexample (inside the inner box) confirmed by confirm() instead of
+ * the attack; the answer re-derived (unsat iff every disjunct has a recomputed row bound refuting it,
+ * sat iff the counterexample confirms, else unknown); the caller compares the bytes. */
 static vt_err compute(const vt_cert_spec_opts *o, spec_in *in, double deadline, vti_buf *out, vt_cert_spec_answer *ans,
-                      FILE *rep)
+                      FILE *rep, const uint8_t *cert, const char *cert_path)
 {
     const vt_vnnlib *v = &in->vn;
     const vt_cert_settings *st = &o->set;
@@ -253,11 +257,26 @@ static vt_err compute(const vt_cert_spec_opts *o, spec_in *in, double deadline, 
         !s.g2 || !s.work || !s.x)
         e = vt_set_error(VT_ERR_NOMEM, "out of memory");
     if (!e && (uint64_t)na * m > UINT32_MAX) e = vt_set_error(VT_ERR_LIMIT, "certify: too many slopes");
+    /* check: the recorded slopes (an MLP's na a row; a graph's U a row: the box's unstable values) */
+    uint32_t rans = cert ? vt_get_u32le(cert + 136) : 0, rna = cert ? vt_get_u32le(cert + 32) : 0;
+    size_t soff = CERT_SPEC_HEADER + (size_t)m * 8 + (rans == VT_CERT_SAT ? 4 + (size_t)d * 4 : 0);
+    double *given = NULL;
+    if (!e && cert && (vt_get_u32le(cert + 16) != d || vt_get_u32le(cert + 20) != ny || vt_get_u32le(cert + 28) != m ||
+                       (!s.gr && rna != na)))
+        e = vt_set_error(VT_ERR_MISMATCH, "%s: its inputs, outputs, rows or slopes are not the property's and network's", cert_path);
+    if (!e && cert && rna) {
+        given = malloc((size_t)rna * m * sizeof *given);
+        e = given ? vti_cert_slopes(cert_path, "the property", cert + soff, (size_t)rna * m, given)
+                  : vt_set_error(VT_ERR_NOMEM, "out of memory");
+        if (!e && s.gr) vt_cert_graph_given_slopes(s.gr, given, rna);
+        else if (!e) vt_cert_set_given_slopes(s.c, given);
+    }
     int gtimed = 0;
     if (!e) {
         norm_box(&in->on, v->xl, v->xu, xl, xu);
         e = s.gr ? vt_cert_graph_spec_bounds(s.gr, xl, xu, v->C, m, st->method, deadline, lb, &gtimed)
                  : vt_cert_spec_bounds(s.c, xl, xu, v->C, m, st, lb, na ? alpha : NULL);
+        if (e && cert) e = vt_error_prefix(e, "%s", cert_path);
     }
     const double *aw = alpha; /* the slopes written: the graph's unstable ReLU values per row */
     if (!e && s.gr && st->method == VT_CERT_ALPHA_CROWN) na = vt_cert_graph_n_alpha(s.gr), aw = vt_cert_graph_alpha(s.gr);
@@ -270,12 +289,25 @@ static vt_err compute(const vt_cert_spec_opts *o, spec_in *in, double deadline, 
         n_ref += refuted[k];
     }
     timed = !e && (s.gr ? gtimed : vt_cert_timed_out(s.c));
-    if (!e && !timed && (uint32_t)n_ref < v->n_disj) {
+    if (!e && cert && (uint32_t)n_ref < v->n_disj && rans == VT_CERT_SAT) { /* the recorded counterexample */
+        int inside = 1;
+        for (uint32_t i = 0; i < d; i++) {
+            s.x[i] = vt_bits_f32(vt_get_u32le(cert + CERT_SPEC_HEADER + (size_t)m * 8 + 4 + 4 * (size_t)i));
+            inside &= (double)s.x[i] >= v->ixl[i] && (double)s.x[i] <= v->ixu[i];
+        }
+        which = inside ? confirm(&s, s.x) : -1;
+    } else if (!e && !timed && (uint32_t)n_ref < v->n_disj) {
         attack(&s, refuted, st, &which);
         timed = which < 0 && deadline > 0 && vt_now() >= deadline;
     }
     *ans = timed ? VT_CERT_TIMEOUT : (uint32_t)n_ref == v->n_disj ? VT_CERT_UNSAT : which >= 0 ? VT_CERT_SAT
                                                                                                  : VT_CERT_SPEC_UNKNOWN;
+    if (!e && cert && rans != (uint32_t)*ans)
+        e = vt_set_error(VT_ERR_MISMATCH, "%s: the property is recorded %s; the one-pass check gives %s%s", cert_path,
+                         vt_cert_spec_answer_name((vt_cert_spec_answer)rans), vt_cert_spec_answer_name(*ans),
+                         *ans == VT_CERT_UNSAT ? "" : rans == VT_CERT_UNSAT
+                             ? " (a recorded row bound does not refute its disjunct when recomputed)"
+                             : " (the recorded counterexample is outside the box or reaches no disjunct)");
     if (!e) { /* the certificate's body */
         vti_put(out, CERT_MAGIC, 8);
         vti_put32(out, in->run ? CERT_RUN_SPEC_VERSION : CERT_SPEC_VERSION), vti_put32(out, (uint32_t)st->method), vti_put32(out, d), vti_put32(out, ny);
@@ -335,7 +367,7 @@ static vt_err compute(const vt_cert_spec_opts *o, spec_in *in, double deadline, 
         }
     }
     free(xl), free(xu), free(lb), free(alpha), free(refuted), free(s.pl), free(s.pu), free(s.xn), free(s.sg);
-    free(s.ol), free(s.ou), free(s.y), free(s.g), free(s.g2), free(s.work), free(s.x);
+    free(s.ol), free(s.ou), free(s.y), free(s.g), free(s.g2), free(s.work), free(s.x), free(given);
     vt_cert_ctx_free(s.c);
     return e;
 }
@@ -358,7 +390,7 @@ vt_err vt_cert_spec_run(const vt_cert_spec_opts *o, vt_cert_spec_answer *ans)
         rep = strcmp(o->report_path, "-") == 0 ? stdout : fopen(o->report_path, "w");
         if (!rep) e = vt_set_error(VT_ERR_IO, "--report %s: cannot create it", o->report_path);
     }
-    if (!e) e = compute(o, &in, deadline, &out, ans, rep);
+    if (!e) e = compute(o, &in, deadline, &out, ans, rep, NULL, NULL);
     if (rep) {
         int bad = ferror(rep);
         if (rep != stdout) bad |= fclose(rep) != 0;
@@ -431,7 +463,7 @@ vt_err vt_cert_spec_check(const char *cert_path, const vt_cert_spec_opts *in, co
     if (!e && memcmp(p + 104, si.vnnlib_sha, 32) != 0)
         e = vt_set_error(VT_ERR_MISMATCH, "%s: certifies another VNN-LIB file than %s", cert_path, o.vnnlib_path);
     vt_cert_spec_answer ans;
-    if (!e) e = compute(&o, &si, 0, &out, &ans, NULL);
+    if (!e) e = compute(&o, &si, 0, &out, &ans, NULL, p, cert_path);
     if (!e) e = vti_cert_compare(cert_path, &out, p, body);
     free(out.b);
     if (loaded) load_free(&si);

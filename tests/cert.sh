@@ -2,7 +2,9 @@
 # cert.sh BUILD_DIR - `auditor certify` / `auditor check-certificate` end to end (docs/certify.md):
 # a small MLP trained on the digits, certified with IBP, CROWN and alpha-CROWN (signed certificates),
 # each re-checked byte for byte in other evaluation orders; every byte of a certificate altered is
-# rejected, a truncated or extended one too, another signer is refused; a CNN run is refused.
+# rejected, a truncated or extended one too, another signer is refused; the one-pass check (docs/certify.md
+# "The certificate") rejects re-signed certificates whose slopes, bounds, answers or counterexamples
+# were altered.
 set -u
 B=${1:?usage: cert.sh BUILD_DIR}
 T=$(mktemp -d)
@@ -44,6 +46,28 @@ head -c $((n - 1)) "$T/c.crown" >"$T/x"
 { cat "$T/c.crown"; printf 'x'; } >"$T/x"
 "$B/auditor" check-certificate "$T/x" "$T/run" >/dev/null 2>&1 && bad "extended accepted"
 "$B/auditor" check-certificate "$T/c.crown" "$T/run" --signer "$T/other.pub" >/dev/null 2>&1 && bad "another signer accepted"
+# the one-pass check (alpha-CROWN's bounds from the recorded slopes, the recorded counterexample
+# confirmed): altered certificates signed again by the auditor's key are rejected for their contents
+"$B/auditor" certify "$T/run" --eps 0.02 --examples 12 --method alpha-crown --out "$T/c.one" --key "$T/a" \
+  --write-vnnlib "$T" --quiet >/dev/null || bad "certify alpha-crown --write-vnnlib"
+E="python3 $(dirname "$0")/cert_edit.py"
+# shellcheck source=tests/cert_lib.sh
+. "$(dirname "$0")/cert_lib.sh"
+onepass() { cert_onepass "$T/c.one" "$T/a" "$1" "$2" "$T/run" "${@:3}"; }
+"$B/auditor" check-certificate "$T/c.one" "$T/run" >/dev/null || bad "one-pass: the honest certificate"
+frac=$($E "$T/c.one" records | awk '$4 > 0 { print $1; exit }')
+[ -n "$frac" ] || bad "one-pass: no example with a slope strictly inside [0, 1]"
+cert_slopes_tampered "$T/c.one" "$T/a" "$T/run" "${frac:-0}"
+onepass "a bound raised" "differs from byte" bound 0 1e-3
+fals=$($E "$T/c.one" records | awk '$2 == 1 { print $1 }')
+[ -n "$fals" ] || bad "one-pass: no falsified example at eps 0.02"
+for i in $fals; do
+  onepass "example $i claimed verified" "recorded verified; the one-pass check gives unknown" verified "$i"
+  cp "$T/c.one" "$T/x"
+  if [ "$($E "$T/x" cexclean "$i" "$T/prop_$i.vnnlib")" != same ]; then # the example itself as counterexample
+    onepass "example $i's counterexample replaced by its input" "does not violate" cexclean "$i" "$T/prop_$i.vnnlib"
+  fi
+done
 # usage errors
 "$B/auditor" certify "$T/run" --examples 2 >/dev/null 2>&1; [ $? -eq 64 ] || bad "no --eps: not 64"
 "$B/auditor" certify "$T/run" --eps 0.1 --examples 2 --method beta >/dev/null 2>&1; [ $? -eq 64 ] || bad "bad method: not 64"

@@ -69,6 +69,12 @@ for w in crown:300 crown:20 alpha-crown:$((sz - 200)); do
   "$B/auditor" check-certificate "$T/x" "$T/digits" >/dev/null 2>&1
   [ $? -eq 2 ] || bad "$m: byte $at altered: not rejected"
 done
+# the one-pass check: alpha-CROWN's recorded slopes, moved inside [0, 1] or out of it, re-signed: rejected
+# shellcheck source=tests/cert_lib.sh
+. "$(dirname "$0")/cert_lib.sh"
+ex=$(python3 "$(dirname "$0")/cert_edit.py" "$T/c.digits.alpha-crown" records | awk '$4 > 0 { print $1; exit }')
+[ -n "$ex" ] || bad "alpha-crown: no example with a slope strictly inside [0, 1]"
+cert_slopes_tampered "$T/c.digits.alpha-crown" "$T/a" "$T/digits" "${ex:-0}"
 # a certificate of one run does not check against another
 "$B/auditor" check-certificate "$T/c.digits.crown" "$T/cifar" >/dev/null 2>&1 && bad "another run accepted"
 [ $fail -eq 0 ] && echo "cert_cnn: all passed"

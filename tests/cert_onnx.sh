@@ -121,6 +121,9 @@ echo "cert_onnx: $rejected single-byte alterations rejected"
 python3 -c "import json; d=json.load(open('$T/r3.json')); assert len(d['state_hash'])==64 and len(d['disjuncts'])==9" ||
   bad "report of RUN_DIR --vnnlib"
 "$A" check-certificate "$T/c3" "$T/run" --vnnlib "$P" --signer "$T/a.pub" >/dev/null || bad "check RUN_DIR --vnnlib"
+# shellcheck source=tests/cert_lib.sh
+. "$(dirname "$0")/cert_lib.sh"
+cert_slopes_tampered "$T/c3" "$T/a" "$T/run --vnnlib $P" -
 "$A" check-certificate "$T/c3" --onnx "$T/net.onnx" --vnnlib "$P" >"$T/o" 2>&1
 [ $? -eq 2 ] && grep -q "version 3" "$T/o" || bad "a version-3 certificate with --onnx: $(cat "$T/o")"
 "$A" check-certificate "$T/c3" "$T/run" >"$T/o" 2>&1

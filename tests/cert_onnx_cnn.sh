@@ -118,7 +118,10 @@ done
 got=$("$A" certify "$T/run" --vnnlib "$T/p/prop_0.vnnlib" --method crown --timeout 0.000001 --out "$T/rct" --key "$T/a" --quiet)
 [ "$got" = timeout ] || bad "run --timeout: '$got'"
 [ -e "$T/rct" ] && bad "run: a certificate written on a timeout"
-# the certificates: re-checked byte for byte; an altered byte (a bound; for alpha-CROWN a slope) rejected
+# the certificates: re-checked byte for byte; an altered byte (a bound; for alpha-CROWN a slope) rejected,
+# alpha-CROWN's slopes moved inside [0, 1] or out of it and re-signed too (the one-pass check)
+# shellcheck source=tests/cert_lib.sh
+. "$(dirname "$0")/cert_lib.sh"
 for m in crown alpha-crown; do
   "$A" certify --onnx "$T/net.onnx" --vnnlib "$T/p/prop_0.vnnlib" --method $m --out "$T/c" --key "$T/a" --quiet \
     >/dev/null || bad "certify $m --out"
@@ -129,6 +132,7 @@ for m in crown alpha-crown; do
     [ "$(od -An -tu4 -j32 -N4 "$T/c" | tr -d ' ')" -gt 0 ] || bad "alpha-crown: no slopes in the certificate"
     at=$(($(stat -c %s "$T/c") - 150))
   fi
+  [ $m = alpha-crown ] && cert_slopes_tampered "$T/c" "$T/a" "--onnx $T/net.onnx --vnnlib $T/p/prop_0.vnnlib" -
   cp "$T/c" "$T/x"
   printf '\x55' | dd of="$T/x" bs=1 seek=$at conv=notrunc status=none
   cmp -s "$T/x" "$T/c" && printf '\x56' | dd of="$T/x" bs=1 seek=$at conv=notrunc status=none
