@@ -3,7 +3,7 @@
 with vt_cert_resign afterwards). A committed run's certificate (version 1 or 4, docs/format.md):
   cert_edit.py CERT records                 one line per example: index answer n_slopes n_fractional
   cert_edit.py CERT slope EX K VALUE        slope K of example EX := VALUE (a float: 0.5, 1.5, nan)
-  cert_edit.py CERT fracslopes EX VALUE     every slope of EX strictly inside (0, 1) := VALUE
+  cert_edit.py CERT fracslopes EX VALUE     every slope of EX strictly inside (0, 1) := VALUE (none: all := 0.5)
   cert_edit.py CERT bound EX DELTA          every non-zero margin bound of EX += DELTA
   cert_edit.py CERT verified EX             EX claims verified, every bound 1.0 (a counterexample dropped)
   cert_edit.py CERT cexclean EX PROP        EX's counterexample := the example's own input, read back from
@@ -63,9 +63,13 @@ def main():
             if 0 < v < 1:
                 struct.pack_into("<d", b, r[5] + 8 * k, float(sys.argv[4]))
                 n += 1
+        if n == 0:  # the search kept CROWN's 0 / 1 everywhere: every slope := 0.5
+            for k in range(r[6]):
+                struct.pack_into("<d", b, r[5] + 8 * k, 0.5)
+            n = r[6]
         print(n)
         if n == 0:
-            sys.exit("cert_edit.py: no slope strictly inside (0, 1)")
+            sys.exit("cert_edit.py: no slope")
     elif op == "bound":
         for j in range(r[3]):
             v = struct.unpack_from("<d", b, r[2] + 8 * j)[0]
