@@ -2,8 +2,10 @@
  * norm in evaluation form, ReLU, max pooling, residual add with a strided projection, global average
  * pooling, dense layer and bias) against an independent direct evaluation of the same network: on
  * random small CNNs and random boxes, every sampled input's values (every node) and margins, in the
- * real-arithmetic network (long double) and in the deployed one (every rounded operation RN32 of its
- * value, batch norm the FP64 chain of kernels/vt_cnn_hd.h), stay inside IBP's intervals and above
+ * real-arithmetic network (a rigorous enclosure: long double interval arithmetic rounded outward, the
+ * batch norm's square root included; a violation only when the enclosure lies wholly outside) and in
+ * the deployed one (exact: every rounded operation RN32 of its value, batch norm the FP64 chain of
+ * kernels/vt_cnn_hd.h), stay inside IBP's intervals and above
  * IBP's, CROWN's and alpha-CROWN's margin bounds; CROWN is never below IBP, alpha-CROWN never below
  * CROWN (strictly above it on some margins: the count is reported), its slopes in [0, 1] and the same
  * bits when computed again. */
@@ -85,46 +87,71 @@ static int build(const cnn *n, vt_cert_graph **gp, uint32_t *ids)
 
 /* ---------------------------------------------------------------- the direct evaluation */
 
+/* Every value is an interval [lo, hi]. The real network: each long double operation's result rounded
+ * outward by one ulp (nextafterl: every operation used, sqrtl included, is correctly rounded, so the
+ * exact value lies between the neighbours of the rounded result), a rigorous enclosure of the
+ * real-arithmetic value. The deployed network (g_dep): lo = hi, the values as the project computes
+ * them (each rounded operation's exact sum, exact in long double for these sizes, rounded to FP32;
+ * batch norm the FP64 chain vti_bn_eval1), no widening. */
+typedef struct {
+    ld lo, hi;
+} iv;
+
 static int g_dep;
-static ld rnd(ld v) { return g_dep ? (ld)(float)v : v; }
+static ld dn(ld v) { return g_dep ? v : nextafterl(v, -INFINITY); }
+static ld up(ld v) { return g_dep ? v : nextafterl(v, INFINITY); }
+static iv pt(ld v) { return (iv){v, v}; }
+static iv add(iv a, iv b) { return (iv){dn(a.lo + b.lo), up(a.hi + b.hi)}; }
+static iv sub(iv a, ld c) { return (iv){dn(a.lo - c), up(a.hi - c)}; }
+static iv mulc(iv a, ld w) { return w >= 0 ? (iv){dn(a.lo * w), up(a.hi * w)} : (iv){dn(a.hi * w), up(a.lo * w)}; }
+static iv rnd(iv v) { return g_dep ? pt((ld)(float)v.lo) : v; }
+static iv imax(iv a, iv b) { return (iv){a.lo > b.lo ? a.lo : b.lo, a.hi > b.hi ? a.hi : b.hi}; }
 
 /* channels-last output Ho x Wo x Co of a convolution of x (channels-first when chw) */
-static void conv(const ld *x, int H, int C, int k, int s, int p, int chw, int Co, const float *w, ld *y)
+static void conv(const iv *x, int H, int C, int k, int s, int p, int chw, int Co, const float *w, iv *y)
 {
     int Ho = (H + 2 * p - k) / s + 1;
     for (int oy = 0; oy < Ho; oy++)
         for (int ox = 0; ox < Ho; ox++)
             for (int co = 0; co < Co; co++) {
-                ld acc = 0;
+                iv acc = pt(0);
                 for (int ky = 0; ky < k; ky++)
                     for (int kx = 0; kx < k; kx++) {
                         int iy = oy * s + ky - p, ix = ox * s + kx - p;
                         if (iy < 0 || ix < 0 || iy >= H || ix >= H) continue;
                         for (int c = 0; c < C; c++)
-                            acc += (ld)w[((ky * k + kx) * C + c) * Co + co] *
-                                   x[chw ? (c * H + iy) * H + ix : (iy * H + ix) * C + c];
+                            acc = add(acc, mulc(x[chw ? (c * H + iy) * H + ix : (iy * H + ix) * C + c],
+                                                (ld)w[((ky * k + kx) * C + c) * Co + co]));
                     }
                 y[(oy * Ho + ox) * Co + co] = rnd(acc);
             }
 }
 
-static void bn(const cnn *n, int i, ld *x, int N, int C)
+/* gamma (x - rm) / sqrt(rv + eps) + beta: the square root of an enclosure of rv + eps, the quotient
+ * by its ends (both positive) */
+static void bn(const cnn *n, int i, iv *x, int N, int C)
 {
     for (int j = 0; j < N; j++) {
         int c = j % C;
         float rm = n->bn[i][0][c], rv = n->bn[i][1][c], ga = n->bn[i][2][c], be = n->bn[i][3][c];
-        if (g_dep) x[j] = (float)vti_bn_eval1((float)x[j], rm, rv, ga, be, n->eps);
-        else x[j] = (ld)ga * (x[j] - rm) / sqrtl((ld)rv + (ld)n->eps) + be;
+        if (g_dep) {
+            x[j] = pt((float)vti_bn_eval1((float)x[j].lo, rm, rv, ga, be, n->eps));
+            continue;
+        }
+        iv d = mulc(sub(x[j], rm), ga), q;
+        ld sl = dn(sqrtl(dn((ld)rv + (ld)n->eps))), su = up(sqrtl(up((ld)rv + (ld)n->eps)));
+        q.lo = dn(d.lo / (d.lo >= 0 ? su : sl)), q.hi = up(d.hi / (d.hi >= 0 ? sl : su));
+        x[j] = add(q, pt(be));
     }
 }
 
-static void relu(ld *x, int N)
+static void relu(iv *x, int N)
 {
-    for (int j = 0; j < N; j++) x[j] = x[j] > 0 ? x[j] : 0;
+    for (int j = 0; j < N; j++) x[j] = imax(x[j], pt(0));
 }
 
 /* a convolution from node src into v[*k], its batch norm i into v[*k + 1], with relu its ReLU next */
-static void unit(const cnn *n, ld v[32][CI * HI * HI * C1], int *k, const ld *src, int H, int C, int kk, int s, int p,
+static void unit(const cnn *n, iv v[32][CI * HI * HI * C1], int *k, const iv *src, int H, int C, int kk, int s, int p,
                  int chw, int Co, const float *w, int i, int with_relu)
 {
     int Ho = (H + 2 * p - kk) / s + 1, N = Ho * Ho * Co;
@@ -135,27 +162,24 @@ static void unit(const cnn *n, ld v[32][CI * HI * HI * C1], int *k, const ld *sr
 }
 
 /* every node's values into v[k] (in build's order) */
-static void eval(const cnn *n, const float *xin, ld v[32][CI * HI * HI * C1])
+static void eval(const cnn *n, const float *xin, iv v[32][CI * HI * HI * C1])
 {
-    ld x[CI * HI * HI];
+    iv x[CI * HI * HI];
     int k = 0;
-    for (int i = 0; i < CI * HI * HI; i++) x[i] = xin[i];
+    for (int i = 0; i < CI * HI * HI; i++) x[i] = pt(xin[i]);
     unit(n, v, &k, x, HI, CI, 3, 1, 1, 1, C1, n->w_stem, 0, 1);
     for (int oy = 0; oy < 3; oy++) /* max pool 2 */
         for (int ox = 0; ox < 3; ox++)
             for (int c = 0; c < C1; c++) {
-                ld m = -INFINITY;
+                iv m = pt(-INFINITY);
                 for (int dy = 0; dy < 2; dy++)
-                    for (int dx = 0; dx < 2; dx++) {
-                        ld t = v[k - 1][((oy * 2 + dy) * HI + ox * 2 + dx) * C1 + c];
-                        m = t > m ? t : m;
-                    }
+                    for (int dx = 0; dx < 2; dx++) m = imax(m, v[k - 1][((oy * 2 + dy) * HI + ox * 2 + dx) * C1 + c]);
                 v[k][(oy * 3 + ox) * C1 + c] = m;
             }
     int pool = k++;
     unit(n, v, &k, v[pool], 3, C1, 3, 1, 1, 0, C1, n->w_b1, 1, 1);
     unit(n, v, &k, v[k - 1], 3, C1, 3, 1, 1, 0, C1, n->w_b2, 2, 0);
-    for (int j = 0; j < 9 * C1; j++) v[k][j] = rnd(v[k - 1][j] + v[pool][j]);
+    for (int j = 0; j < 9 * C1; j++) v[k][j] = rnd(add(v[k - 1][j], v[pool][j]));
     k++;
     memcpy(v[k], v[k - 1], sizeof v[0]), relu(v[k], 9 * C1), k++;
     int a = k - 1;
@@ -163,31 +187,32 @@ static void eval(const cnn *n, const float *xin, ld v[32][CI * HI * HI * C1])
     unit(n, v, &k, v[k - 1], 2, C2, 3, 1, 1, 0, C2, n->w_s2, 4, 0);
     int s = k - 1;
     unit(n, v, &k, v[a], 3, C1, 1, 2, 0, 0, C2, n->w_sc, 5, 0);
-    for (int j = 0; j < 4 * C2; j++) v[k][j] = rnd(v[s][j] + v[k - 1][j]);
+    for (int j = 0; j < 4 * C2; j++) v[k][j] = rnd(add(v[s][j], v[k - 1][j]));
     k++;
     memcpy(v[k], v[k - 1], sizeof v[0]), relu(v[k], 4 * C2), k++;
     for (int c = 0; c < C2; c++) {
-        ld acc = 0;
-        for (int t = 0; t < 4; t++) acc += v[k - 1][t * C2 + c] * (ld)0.25f;
+        iv acc = pt(0);
+        for (int t = 0; t < 4; t++) acc = add(acc, mulc(v[k - 1][t * C2 + c], (ld)0.25f));
         v[k][c] = rnd(acc);
     }
     k++;
     for (int j = 0; j < NCLS; j++) {
-        ld acc = 0;
-        for (int i = 0; i < C2; i++) acc += v[k - 1][i] * (ld)n->w_fc[i * NCLS + j];
+        iv acc = pt(0);
+        for (int i = 0; i < C2; i++) acc = add(acc, mulc(v[k - 1][i], (ld)n->w_fc[i * NCLS + j]));
         v[k][j] = rnd(acc);
     }
     k++;
-    for (int j = 0; j < NCLS; j++) v[k][j] = rnd(v[k - 1][j] + (ld)n->b_fc[j]);
+    for (int j = 0; j < NCLS; j++) v[k][j] = rnd(add(v[k - 1][j], pt((ld)n->b_fc[j])));
 }
 
-static ld V[32][CI * HI * HI * C1];
+static iv V[32][CI * HI * HI * C1];
 
 int main(void)
 {
     vt_rng r = {20261202};
     long points = 0, outside = 0, below = 0, crown_better = 0, alpha_better = 0, rows = 0, verified[3] = {0, 0, 0};
-    long slopes = 0;
+    long slopes = 0, straddle = 0; /* enclosures that neither lie inside nor outside a bound */
+    ld slack = INFINITY;           /* the smallest (margin enclosure's lower end - bound) */
     /* samples a box (corners for the first 150): 400, or VT_CERT_SAMPLES evaluations in all (each sample
      * is evaluated in both semantics: VT_CERT_SAMPLES / (4 networks x 12 boxes x 2)) for a longer run */
     int per_box = 400;
@@ -211,7 +236,7 @@ int main(void)
             eval(&n, c, V);
             uint32_t label = 0;
             for (uint32_t j = 1; j < NCLS; j++)
-                if (V[nn - 1][j] > V[nn - 1][label]) label = j;
+                if (V[nn - 1][j].lo > V[nn - 1][label].lo) label = j;
             double lb[3][NCLS], lb2[NCLS];
             CHECK_OK(vt_cert_graph_bounds(g, xl, xu, label, VT_CERT_IBP, lb[0]));
             CHECK_OK(vt_cert_graph_bounds(g, xl, xu, label, VT_CERT_CROWN, lb[1]));
@@ -258,18 +283,26 @@ int main(void)
                     for (int k = 0; k < nn; k++) {
                         const double *l, *u;
                         vt_cert_graph_interval(g, ids[k], &l, &u);
-                        for (uint32_t j = 0; j < vt_cert_graph_size(g, ids[k]); j++)
-                            if (!(V[k][j] >= l[j] && V[k][j] <= u[j])) {
+                        for (uint32_t j = 0; j < vt_cert_graph_size(g, ids[k]); j++) {
+                            /* a violation only when the enclosure lies wholly outside */
+                            if (!(V[k][j].hi >= l[j] && V[k][j].lo <= u[j])) {
                                 if (outside++ < 5)
-                                    printf("  node %d [%u] = %.20Lg outside [%.20g, %.20g] (%s)\n", k, j, V[k][j], l[j],
-                                           u[j], g_dep ? "deployed" : "real");
-                            }
+                                    printf("  node %d [%u] in [%.20Lg, %.20Lg] outside [%.20g, %.20g] (%s)\n", k, j,
+                                           V[k][j].lo, V[k][j].hi, l[j], u[j], g_dep ? "deployed" : "real");
+                            } else straddle += !(V[k][j].lo >= l[j] && V[k][j].hi <= u[j]);
+                        }
                     }
                     for (uint32_t j = 0; j < NCLS; j++) {
-                        ld mg = V[nn - 1][label] - V[nn - 1][j];
+                        /* the margin's enclosure; below a bound only when its upper end is */
+                        ld mlo = dn(V[nn - 1][label].lo - V[nn - 1][j].hi), mhi = up(V[nn - 1][label].hi - V[nn - 1][j].lo);
                         for (int m = 0; m < 3; m++)
-                            if (j != label && !(mg >= lb[m][j])) {
-                                if (below++ < 5) printf("  margin %u: %.20Lg below %.20g (method %d)\n", j, mg, lb[m][j], m);
+                            if (j != label && !(mhi >= lb[m][j])) {
+                                if (below++ < 5)
+                                    printf("  margin %u: in [%.20Lg, %.20Lg], below %.20g (method %d)\n", j, mlo, mhi,
+                                           lb[m][j], m);
+                            } else if (j != label) {
+                                straddle += !(mlo >= lb[m][j]);
+                                if (mlo - lb[m][j] < slack) slack = mlo - lb[m][j];
                             }
                     }
                 }
@@ -277,10 +310,11 @@ int main(void)
         }
         vt_cert_graph_free(g);
     }
-    printf("test_cert_cnn: %ld evaluations, %ld values outside an interval, %ld margins below a bound; CROWN above IBP "
-           "on %ld of %ld rows, alpha-CROWN above CROWN on %ld (%ld slopes); verified boxes IBP %ld, CROWN %ld, "
-           "alpha-CROWN %ld\n",
-           points, outside, below, crown_better, rows, alpha_better, slopes, verified[0], verified[1], verified[2]);
+    printf("test_cert_cnn: %ld evaluations, %ld values outside an interval, %ld margins below a bound (%ld enclosures "
+           "straddling an end, smallest margin slack %.3Lg); CROWN above IBP on %ld of %ld rows, alpha-CROWN above CROWN "
+           "on %ld (%ld slopes); verified boxes IBP %ld, CROWN %ld, alpha-CROWN %ld\n",
+           points, outside, below, straddle, slack, crown_better, rows, alpha_better, slopes, verified[0], verified[1],
+           verified[2]);
     CHECK(outside == 0 && below == 0, "a sampled value left its bound");
     CHECK(crown_better > rows / 4, "CROWN is rarely tighter than IBP: %ld of %ld", crown_better, rows);
     return vt_test_finish("test_cert_cnn");
