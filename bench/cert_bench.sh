@@ -7,7 +7,8 @@
 # peak resident memory (/usr/bin/time, the whole auditor process); the same properties
 # (--write-vnnlib) answered on the ONNX export through `certify --instances` (CROWN: the unsat
 # count, which may only be <= the run's, the file's bounds also covering any FP32 evaluation);
-# bench/torch_bounds.py's independent FP64 IBP and CROWN compared with the tool's bounds.
+# bench/torch_bounds.py's independent FP64 IBP and CROWN compared with the tool's bounds; the
+# alpha-CROWN certificates' check-certificate (the one-pass check) CPU time against certify's.
 #
 # Usage: bash bench/cert_bench.sh BUILD_DIR [--examples N] [--steps S] [--out DIR] [--methods "ibp crown alpha-crown"]
 #                                           [--eps "0.03 0.05"] [--nets "2 4 6"] [--no-onnx] [--no-torch] [--jobs J]
@@ -40,7 +41,7 @@ while [ $# -gt 0 ]; do
     --jobs) J=$2; shift 2 ;;
     --cnn) cnn=$2; shift 2 ;;
     --onnx-nets) onnx_nets=$2; shift 2 ;;
-    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     *) echo "cert_bench.sh: unknown argument $1 (see --help)" >&2; exit 64 ;;
   esac
 done
@@ -50,6 +51,7 @@ mkdir -p "$out"
 T="$B/trainer" A="$B/auditor"
 [ -x "$T" ] && [ -x "$A" ] || { echo "cert_bench.sh: no trainer / auditor in $B" >&2; exit 2; }
 [ -e "$out/k" ] || "$T" keygen "$out/k" >/dev/null
+[ -e "$out/a" ] || "$A" keygen "$out/a" >/dev/null # the auditor's: alpha-CROWN's certificates
 # "SECONDS PEAK_RSS_KIB" of a command into $out/last.time
 timed() {
   /usr/bin/time -f "%e %M" -o "$out/last.time" "$@"
@@ -106,7 +108,9 @@ for L in $(echo $nets | tr ' ' '\n' | sort -rn); do
       mkdir -p "$p"
       extra=""
       [ "$m" = ibp ] && extra="--write-vnnlib $p"
-      [ -s "$out/t_${L}_${e}_$m.time" ] && [ -s "$out/r_${L}_${e}_$m.json" ] && [ -s "$p/prop_$((N - 1)).vnnlib" ] && continue
+      [ "$m" = alpha-crown ] && extra="--out $out/c_${L}_$e.cert --key $out/a"
+      [ -s "$out/t_${L}_${e}_$m.time" ] && [ -s "$out/r_${L}_${e}_$m.json" ] && [ -s "$p/prop_$((N - 1)).vnnlib" ] &&
+        { [ "$m" != alpha-crown ] || [ -s "$out/c_${L}_$e.cert" ]; } && continue
       echo "/usr/bin/time -f '%e %U %S %M' -o $out/t_${L}_${e}_$m.time $A certify $out/run_$L --eps $e --examples $N --method $m --report $out/r_${L}_${e}_$m.json --quiet $extra >/dev/null" >>"$jobs"
     done
   done
@@ -116,8 +120,11 @@ cnn_eps="$($PY -c 'print("%.17g %.17g" % (1/255, 2/255))')"
 if [ "$cnn" -gt 0 ]; then
   for m in $methods; do
     for e in $cnn_eps; do
-      [ -s "$out/t_cnn_${e}_$m.time" ] && [ -s "$out/r_cnn_${e}_$m.json" ] && continue
-      echo "/usr/bin/time -f '%e %U %S %M' -o $out/t_cnn_${e}_$m.time $A certify $out/run_cnn --eps $e --examples $N --method $m --report $out/r_cnn_${e}_$m.json --quiet >/dev/null" >>"$out/jobs_cnn.txt"
+      extra=""
+      [ "$m" = alpha-crown ] && extra="--out $out/c_cnn_$e.cert --key $out/a"
+      [ -s "$out/t_cnn_${e}_$m.time" ] && [ -s "$out/r_cnn_${e}_$m.json" ] &&
+        { [ "$m" != alpha-crown ] || [ -s "$out/c_cnn_$e.cert" ]; } && continue
+      echo "/usr/bin/time -f '%e %U %S %M' -o $out/t_cnn_${e}_$m.time $A certify $out/run_cnn --eps $e --examples $N --method $m --report $out/r_cnn_${e}_$m.json --quiet $extra >/dev/null" >>"$out/jobs_cnn.txt"
     done
   done
 fi
@@ -135,22 +142,40 @@ echo "Verified / falsified / unknown; wall and CPU (user + sys) seconds per prop
 echo
 echo "| network | eps | method | verified | falsified | unknown | wall s / property | CPU s / property | peak RSS MiB |"
 echo "|---|---|---|---|---|---|---|---|---|"
+# one row of the table: NETWORK EPS-LABEL KEY (t_KEY_EPS_METHOD.time, r_..json) EPS METHOD
+result_row() {
+  local sec us sy kib v f u
+  read -r sec us sy kib <"$out/t_${3}_${4}_$5.time"
+  read -r v f u < <($PY -c "import json; d=json.load(open('$out/r_${3}_${4}_$5.json')); print(d['verified'], d['falsified'], d['unknown'])")
+  $PY -c "print('| $1 | $2 | $5 | $v (%.0f%%) | $f | $u | %.3f | %.3f | %.0f |' % (100*$v/$N, $sec/$N, ($us+$sy)/$N, $kib/1024))"
+}
 for L in $nets; do
   for e in $epss; do
-    for m in $methods; do
-      read -r sec us sy kib <"$out/t_${L}_${e}_$m.time"
-      read -r v f u < <($PY -c "import json; d=json.load(open('$out/r_${L}_${e}_$m.json')); print(d['verified'], d['falsified'], d['unknown'])")
-      $PY -c "print('| 784-256x$L-10 | $e | $m | $v (%.0f%%) | $f | $u | %.3f | %.3f | %.0f |' % (100*$v/$N, $sec/$N, ($us+$sy)/$N, $kib/1024))"
-    done
+    for m in $methods; do result_row "784-256x$L-10" "$e" "$L" "$e" "$m"; done
   done
 done
 if [ "$cnn" -gt 0 ]; then
   for e in $cnn_eps; do
-    for m in $methods; do
-      read -r sec us sy kib <"$out/t_cnn_${e}_$m.time"
-      read -r v f u < <($PY -c "import json; d=json.load(open('$out/r_cnn_${e}_$m.json')); print(d['verified'], d['falsified'], d['unknown'])")
-      $PY -c "print('| default CNN | %d/255 | $m | $v (%.0f%%) | $f | $u | %.3f | %.3f | %.0f |' % (round($e*255), 100*$v/$N, $sec/$N, ($us+$sy)/$N, $kib/1024))"
-    done
+    for m in $methods; do result_row "default CNN" "$($PY -c "print('%d/255' % round($e*255))")" cnn "$e" "$m"; done
+  done
+fi
+if [[ " $methods " == *" alpha-crown "* ]]; then
+  echo
+  echo "### check-certificate (one pass) against certify: the alpha-CROWN certificates above"
+  echo
+  echo "CPU (user + sys) seconds of each auditor process, whole (the run's checks and loading included); check-certificate recomputes each margin's bound from the recorded slopes (one backward pass, no search, no attack)."
+  echo
+  echo "| network | eps | certify CPU s | check-certificate CPU s | ratio |"
+  echo "|---|---|---|---|---|"
+  keys=""
+  for L in $nets; do for e in $epss; do keys="$keys 784-256x$L-10:$L:$e:run_$L"; done; done
+  if [ "$cnn" -gt 0 ]; then for e in $cnn_eps; do keys="$keys default-CNN:cnn:$e:run_cnn"; done; fi
+  for k in $keys; do
+    IFS=: read -r name key e run <<<"$k"
+    /usr/bin/time -f '%U %S' -o "$out/tc_${key}_$e.time" "$A" check-certificate "$out/c_${key}_$e.cert" "$out/$run" >/dev/null
+    read -r _ us sy _ <"$out/t_${key}_${e}_alpha-crown.time"
+    read -r cu cs <"$out/tc_${key}_$e.time"
+    $PY -c "c=$us+$sy; k=$cu+$cs; print('| $name | %.4g | %.2f | %.2f | %.1fx |' % ($e, c, k, c/k if k > 0 else float('inf')))"
   done
 fi
 if [ $onnx -eq 1 ]; then

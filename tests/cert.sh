@@ -5,17 +5,10 @@
 # rejected, a truncated or extended one too, another signer is refused; the one-pass check (docs/certify.md
 # "The certificate") rejects re-signed certificates whose slopes, bounds, answers or counterexamples
 # were altered.
-set -u
-B=${1:?usage: cert.sh BUILD_DIR}
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-fail=0
-bad() { echo "FAIL: $*"; fail=1; }
-"$B/trainer" keygen "$T/k" >/dev/null || exit 1
-"$B/auditor" keygen "$T/a" >/dev/null || exit 1
-"$B/auditor" keygen "$T/other" >/dev/null || exit 1
-"$B/trainer" train --run "$T/run" --key "$T/k" --set dataset=digits --set 'layers=[64,24,24,10]' --set steps=200 \
-  --set batch=32 --quiet >/dev/null || { echo "training failed"; exit 1; }
+# shellcheck source=tests/cert_lib.sh
+. "$(dirname "$0")/cert_lib.sh"
+cert_begin cert "${1:-}"
+cert_train_mlp "$T/run"
 for m in ibp crown alpha-crown; do
   "$B/auditor" certify "$T/run" --eps 0.02 --examples 12 --method $m --out "$T/c.$m" --key "$T/a" \
     --report "$T/r.$m.json" --pubkey "$T/k.pub" --quiet >"$T/out.$m" || bad "certify $m"
@@ -51,8 +44,6 @@ head -c $((n - 1)) "$T/c.crown" >"$T/x"
 "$B/auditor" certify "$T/run" --eps 0.02 --examples 12 --method alpha-crown --out "$T/c.one" --key "$T/a" \
   --write-vnnlib "$T" --quiet >/dev/null || bad "certify alpha-crown --write-vnnlib"
 E="python3 $(dirname "$0")/cert_edit.py"
-# shellcheck source=tests/cert_lib.sh
-. "$(dirname "$0")/cert_lib.sh"
 onepass() { cert_onepass "$T/c.one" "$T/a" "$1" "$2" "$T/run" "${@:3}"; }
 "$B/auditor" check-certificate "$T/c.one" "$T/run" >/dev/null || bad "one-pass: the honest certificate"
 frac=$($E "$T/c.one" records | awk '$4 > 0 { print $1; exit }')
@@ -71,5 +62,4 @@ done
 # usage errors
 "$B/auditor" certify "$T/run" --examples 2 >/dev/null 2>&1; [ $? -eq 64 ] || bad "no --eps: not 64"
 "$B/auditor" certify "$T/run" --eps 0.1 --examples 2 --method beta >/dev/null 2>&1; [ $? -eq 64 ] || bad "bad method: not 64"
-[ $fail -eq 0 ] && echo "cert: all passed"
-exit $fail
+cert_end

@@ -5,19 +5,11 @@
 # each re-checked byte for byte in other evaluation orders and re-certified in another; CROWN verifies
 # at least as many examples as IBP and some; alpha-CROWN's every example's bound is no weaker than
 # CROWN's; an altered certificate (a bound, the header, a slope) is rejected.
-set -u
-B=${1:?usage: cert_cnn.sh BUILD_DIR}
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-fail=0
-bad() { echo "FAIL: $*"; fail=1; }
-"$B/trainer" keygen "$T/k" >/dev/null || exit 1
-"$B/auditor" keygen "$T/a" >/dev/null || exit 1
-R="$(dirname "$0")/../recipes/resnet-cifar10.json"
-"$B/trainer" train --run "$T/digits" --key "$T/k" --recipe "$R" --set dataset=digits --set 'layers=[64,10]' \
-  --set image_channels=1 --set image_height=8 --set image_width=8 --set resnet_width=4 --set resnet_stages=2 \
-  --set batch=32 --set steps=150 --set decay_every=1000 --set augment_pad=0 --set augment_flip=0 --quiet >/dev/null ||
-  { echo "training (digits) failed"; exit 1; }
+# shellcheck source=tests/cert_lib.sh
+. "$(dirname "$0")/cert_lib.sh"
+cert_begin cert_cnn "${1:-}"
+R="$HERE/../recipes/resnet-cifar10.json"
+cert_train_cnn "$T/digits"
 "$B/trainer" train --run "$T/cifar" --key "$T/k" --recipe "$R" --set subset=256 --set resnet_width=4 \
   --set resnet_stages=2 --set batch=16 --set steps=20 --quiet >/dev/null || { echo "training (cifar10) failed"; exit 1; }
 for run in digits cifar; do
@@ -70,12 +62,9 @@ for w in crown:300 crown:20 alpha-crown:$((sz - 200)); do
   [ $? -eq 2 ] || bad "$m: byte $at altered: not rejected"
 done
 # the one-pass check: alpha-CROWN's recorded slopes, moved inside [0, 1] or out of it, re-signed: rejected
-# shellcheck source=tests/cert_lib.sh
-. "$(dirname "$0")/cert_lib.sh"
 ex=$(python3 "$(dirname "$0")/cert_edit.py" "$T/c.digits.alpha-crown" records | awk '$4 > 0 { print $1; exit }')
 [ -n "$ex" ] || bad "alpha-crown: no example with a slope strictly inside [0, 1]"
 cert_slopes_tampered "$T/c.digits.alpha-crown" "$T/a" "$T/digits" "${ex:-0}"
 # a certificate of one run does not check against another
 "$B/auditor" check-certificate "$T/c.digits.crown" "$T/cifar" >/dev/null 2>&1 && bad "another run accepted"
-[ $fail -eq 0 ] && echo "cert_cnn: all passed"
-exit $fail
+cert_end

@@ -11,28 +11,14 @@
 # --timeout gives `timeout` and no certificate; hostile ONNX (truncated, float64 weights, an
 # unsupported operator) and VNN-LIB files give clear errors with the documented exit codes.
 # Skipped (77) in an auditor built without ONNX support (its refusal, exit 2, checked first).
-set -u
-B=${1:?usage: cert_onnx.sh BUILD_DIR}
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-fail=0
-bad() { echo "FAIL: $*"; fail=1; }
-A="$B/auditor"
-"$B/trainer" keygen "$T/k" >/dev/null || exit 1
-"$A" keygen "$T/a" >/dev/null || exit 1
-"$A" keygen "$T/other" >/dev/null || exit 1
-"$B/trainer" train --run "$T/run" --key "$T/k" --set dataset=digits --set 'layers=[64,24,24,10]' --set steps=200 \
-  --set batch=32 --quiet >/dev/null || { echo "training failed"; exit 1; }
+# shellcheck source=tests/cert_lib.sh
+. "$(dirname "$0")/cert_lib.sh"
+cert_begin cert_onnx "${1:-}"
+cert_train_mlp "$T/run"
 mkdir -p "$T/p"
 "$A" certify "$T/run" --eps 0.02 --examples 1 --write-vnnlib "$T/p" --quiet >/dev/null || { echo "write-vnnlib"; exit 1; }
 "$B/trainer" export "$T/run" --format onnx --out "$T/net.onnx" --pubkey "$T/k.pub" >/dev/null 2>&1
-"$A" certify --onnx "$T/net.onnx" --vnnlib "$T/p/prop_0.vnnlib" >"$T/probe" 2>&1
-st=$?
-if [ $st -eq 2 ] && grep -q "without ONNX support" "$T/probe"; then
-  echo "cert_onnx: this auditor has no ONNX support (its refusal checked): skipped"
-  exit 77
-fi
-[ $st -eq 0 ] || { echo "FAIL: certify --onnx: exit $st: $(cat "$T/probe")"; exit 1; }
+cert_onnx_or_skip "$T/net.onnx" "$T/p/prop_0.vnnlib"
 
 N=16
 nsat=0
@@ -121,8 +107,6 @@ echo "cert_onnx: $rejected single-byte alterations rejected"
 python3 -c "import json; d=json.load(open('$T/r3.json')); assert len(d['state_hash'])==64 and len(d['disjuncts'])==9" ||
   bad "report of RUN_DIR --vnnlib"
 "$A" check-certificate "$T/c3" "$T/run" --vnnlib "$P" --signer "$T/a.pub" >/dev/null || bad "check RUN_DIR --vnnlib"
-# shellcheck source=tests/cert_lib.sh
-. "$(dirname "$0")/cert_lib.sh"
 cert_slopes_tampered "$T/c3" "$T/a" "$T/run --vnnlib $P" -
 "$A" check-certificate "$T/c3" --onnx "$T/net.onnx" --vnnlib "$P" >"$T/o" 2>&1
 [ $? -eq 2 ] && grep -q "version 3" "$T/o" || bad "a version-3 certificate with --onnx: $(cat "$T/o")"
@@ -189,5 +173,4 @@ expect 2 "cannot open" --onnx "$T/net.onnx" --vnnlib "$T/none.vnnlib"
 # usage
 expect 64 "go together" --onnx "$T/net.onnx"
 expect 64 "committed runs" --onnx "$T/net.onnx" --vnnlib "$P" --eps 0.1
-[ $fail -eq 0 ] && echo "cert_onnx: all passed"
-exit $fail
+cert_end

@@ -12,13 +12,9 @@
 # run itself (`certify RUN_DIR --vnnlib`, the run's own semantics): never unsat against the export's sat
 # or the reverse, version-3 certificates re-checked against RUN_DIR --vnnlib, an altered byte rejected.
 # Skipped (77) in an auditor without ONNX support.
-set -u
-B=${1:?usage: cert_onnx_cnn.sh BUILD_DIR}
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-fail=0
-bad() { echo "FAIL: $*"; fail=1; }
-A="$B/auditor"
+# shellcheck source=tests/cert_lib.sh
+. "$(dirname "$0")/cert_lib.sh"
+cert_begin cert_onnx_cnn "${1:-}"
 inbox() { # inbox PROP CEX: the counterexample's inputs all inside the property's box
   python3 - "$1" "$2" <<'PY'
 import re, sys
@@ -29,25 +25,13 @@ xs = {int(k): float(v) for k, v in re.findall(r"\(X_(\d+) (\S+)\)", cex)}
 assert len(xs) == len(lo) == len(hi) and all(lo[k] <= xs[k] <= hi[k] for k in xs)
 PY
 }
-"$B/trainer" keygen "$T/k" >/dev/null || exit 1
-"$A" keygen "$T/a" >/dev/null || exit 1
-R="$(dirname "$0")/../recipes/resnet-cifar10.json"
-"$B/trainer" train --run "$T/run" --key "$T/k" --recipe "$R" --set dataset=digits --set 'layers=[64,10]' \
-  --set image_channels=1 --set image_height=8 --set image_width=8 --set resnet_width=4 --set resnet_stages=2 \
-  --set batch=32 --set steps=150 --set decay_every=1000 --set augment_pad=0 --set augment_flip=0 --quiet >/dev/null ||
-  { echo "training failed"; exit 1; }
+cert_train_cnn "$T/run"
 "$B/trainer" export "$T/run" --format onnx --out "$T/net.onnx" --pubkey "$T/k.pub" >"$T/exp" 2>&1 ||
   { grep -qi "onnx" "$T/exp" && { echo "cert_onnx_cnn: no ONNX export in this build: skipped"; exit 77; }; cat "$T/exp"; exit 1; }
 mkdir -p "$T/p"
 N=12 eps=0.002
 "$A" certify "$T/run" --eps $eps --examples $N --method crown --write-vnnlib "$T/p" >"$T/run.crown" || bad "certify run crown"
-"$A" certify --onnx "$T/net.onnx" --vnnlib "$T/p/prop_0.vnnlib" >"$T/probe" 2>&1
-st=$?
-if [ $st -eq 2 ] && grep -q "without ONNX support" "$T/probe"; then
-  echo "cert_onnx_cnn: this auditor has no ONNX support: skipped"
-  exit 77
-fi
-[ $st -eq 0 ] || { echo "FAIL: certify --onnx: exit $st: $(cat "$T/probe")"; exit 1; }
+cert_onnx_or_skip "$T/net.onnx" "$T/p/prop_0.vnnlib"
 "$A" certify "$T/run" --eps $eps --examples $N --method ibp >"$T/run.ibp" || bad "certify run ibp"
 "$A" certify "$T/run" --eps $eps --examples $N --method alpha-crown >"$T/run.alpha-crown" || bad "certify run alpha-crown"
 for m in ibp crown alpha-crown; do
@@ -120,8 +104,6 @@ got=$("$A" certify "$T/run" --vnnlib "$T/p/prop_0.vnnlib" --method crown --timeo
 [ -e "$T/rct" ] && bad "run: a certificate written on a timeout"
 # the certificates: re-checked byte for byte; an altered byte (a bound; for alpha-CROWN a slope) rejected,
 # alpha-CROWN's slopes moved inside [0, 1] or out of it and re-signed too (the one-pass check)
-# shellcheck source=tests/cert_lib.sh
-. "$(dirname "$0")/cert_lib.sh"
 for m in crown alpha-crown; do
   "$A" certify --onnx "$T/net.onnx" --vnnlib "$T/p/prop_0.vnnlib" --method $m --out "$T/c" --key "$T/a" --quiet \
     >/dev/null || bad "certify $m --out"
@@ -163,5 +145,4 @@ for h in group2:64:group dil2:64:dilations trunc:2:; do
   [ $st -eq "$want" ] || bad "$f: exit $st, not $want: $(cat "$T/h")"
   [ -z "$word" ] || grep -q "$word" "$T/h" || bad "$f: the message does not name $word: $(cat "$T/h")"
 done
-[ $fail -eq 0 ] && echo "cert_onnx_cnn: all passed"
-exit $fail
+cert_end
