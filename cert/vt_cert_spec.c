@@ -264,8 +264,8 @@ static vt_err compute(const vt_cert_spec_opts *o, spec_in *in, double deadline, 
     if (!e && cert && (vt_get_u32le(cert + 16) != d || vt_get_u32le(cert + 20) != ny || vt_get_u32le(cert + 28) != m ||
                        (!s.gr && rna != na)))
         e = vt_set_error(VT_ERR_MISMATCH, "%s: its inputs, outputs, rows or slopes are not the property's and network's", cert_path);
-    if (!e && cert && rna) {
-        given = malloc((size_t)rna * m * sizeof *given);
+    if (!e && cert && st->method == VT_CERT_ALPHA_CROWN) { /* no search, even for none recorded */
+        given = malloc(((size_t)rna * m != 0 ? (size_t)rna * m : 1) * sizeof *given);
         e = given ? vti_cert_slopes(cert_path, "the property", cert + soff, (size_t)rna * m, given)
                   : vt_set_error(VT_ERR_NOMEM, "out of memory");
         if (!e && s.gr) vt_cert_graph_given_slopes(s.gr, given, rna);
