@@ -2,6 +2,9 @@
  * only: a value is a sign, an integer magnitude and the exponent of its last bit. */
 #include "vt_tc.h"
 
+#include <float.h>
+#include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -168,167 +171,415 @@ uint32_t vt_tc_group(const vt_tc_arch *A, uint32_t c, const uint16_t *a, const u
 
 /* ------------------------------------------------------------------ the GEMM */
 
-/* An operand decoded once: per element its signed significand (0 for a zero) and unit exponent;
- * per row of A / column of B whether every element is finite (else those elements' groups take
- * vt_tc_group on the bits). */
-typedef struct {
+/* vt_tc_gemm runs every group whose inputs are all finite in FP64 arithmetic in which every operation
+ * is exact, so it returns vt_tc_group's bits (docs/tensorcore.md "How the GEMM runs"; test_tc checks
+ * every implementation against the fold of vt_tc_group):
+ *  - an input is held as a double (its significand times a power of two: exact) and its alignment
+ *    exponent (the unit exponent, emin for a subnormal, A's plus prod_eoff; VTI_TC_NOEXP for a zero,
+ *    which never wins a max); a product of two inputs is exact in FP64 (at most 11 x 11 = 22
+ *    significant bits, magnitudes in [2^-266, 2^256));
+ *  - E = max(e_floor, the accumulator's FP32 unit exponent, max_k(ea_k + eb_k)) by integer max;
+ *  - a term cut to a multiple of 2^B (B = E - w + 1) is rnd(x 2^-B), rnd = trunc (align RZ) or floor
+ *    (FLOOR): 2^-B is a power of two in [2^-255, 2^339] and x 2^-B lies in [2^-521, 2^(w+2)) for a
+ *    nonzero x, so the scaling is exact and stays normal, and rnd is exact;
+ *  - the terms' sum is exact in any order: at most 65 integers below 2^(w+2) <= 2^42; it starts at
+ *    +0, so an exact zero is +0;
+ *  - V = S 2^B (exact), L its exponent. Output RZ: normalisation to w bits then FP32 truncation are
+ *    nested truncations toward zero, i.e. one, to a multiple of 2^max(L - min(w, 24) + 1, -149);
+ *    output RNE: truncation to w bits, then round to nearest even to a multiple of
+ *    2^max(L - 23, -149) (FP32's grid; a carry gives 2^(L+1), exact). A magnitude >= 2^128 is +-inf
+ *    or +-FLT_MAX (inf_on_overflow). The FP32 result is held as a double (exact);
+ *  - an infinite accumulator stays as it is (the products are finite: vt_tc_group returns it);
+ *  - a group with no nonzero term gives the IEEE sum of its zeros: -0 only when all are -0
+ *    (vt_tc_group's zero sign), which needs an accumulator of -0 (a negative FP32 underflow).
+ * A row of A or a column of B holding an infinity or a NaN takes vt_tc_group on the bits for each of
+ * its elements. The groups of one element run in increasing k: the fold. */
+
+#define VTI_TC_NOEXP (-(1 << 20)) /* the alignment exponent of a zero: no max over real ones picks it */
+#define VTI_TC_LANES 8            /* the columns of one block (the vector implementations' lanes) */
+
+typedef struct gemm_ctx_s gemm_ctx;
+/* a vector implementation: C[i][j0 .. j0 + 8) of the finite fast path, the FP32 results as doubles */
+typedef void (*block_fn)(const gemm_ctx *x, size_t i, size_t j0, double *out);
+
+struct gemm_ctx_s {
     const vt_tc_arch *arch;
-    size_t M, N, K;
-    const uint16_t *a, *bt;   /* the type's bits: A [M][K], B transposed [N][K] */
-    const int32_t *sa, *sb;   /* signed significands, same layouts */
-    const int16_t *ea, *eb;   /* unit exponents */
-    const uint8_t *fa, *fb;   /* 1: the row / column is all finite */
+    size_t M, N, K, Np;    /* Np: N rounded up to a whole block of lanes */
+    const uint16_t *a, *b; /* the type's bits: A [M][K], B [K][N] (what vt_tc_group is given) */
+    const double *ad, *bd; /* the values: A [M][K], B [K][Np] (padding and non-finite elements 0) */
+    const int32_t *ea, *eb; /* alignment exponents, same layouts (A's with prod_eoff) */
+    const uint8_t *fa, *fb; /* 1: the row of A / the column of B is all finite */
     float *C;
-} gemm_ctx;
+    block_fn block;         /* NULL: the scalar loop */
+    int g, wm1, p, floor_align, rne, inf_ovf, e_floor; /* the model: group, w - 1, min(w, 24), ... */
+};
 
-static void decode_all(vti_tc_fmt f, const uint16_t *x, size_t n, int32_t *sig, int16_t *e)
+static double p2(int n) /* 2^n, -1022 <= n <= 1023 */
 {
-    for (size_t i = 0; i < n; i++) {
-        uint32_t s = 0;
-        uint64_t m = 0;
-        int u = 0;
-        int k = vti_tc_decode(f, x[i], &s, &m, &u);
-        sig[i] = k == 1 ? (s ? -(int32_t)m : (int32_t)m) : 0;
-        e[i] = (int16_t)(k == 1 ? u : 0);
-    }
+    uint64_t b = (uint64_t)(n + 1023) << 52;
+    double d;
+    memcpy(&d, &b, sizeof d);
+    return d;
 }
 
-/* One group on decoded finite products and a finite accumulator c: vt_tc_group's steps 3-7 with
- * the products' terms computed lane by lane (the same integers: the products' magnitudes and their
- * truncating shifts; the sum is exact). Returns 0 with *out set, or 1 when every term is zero (the
- * sign of a zero result needs vt_tc_group). */
-#if defined(__GNUC__)
-#define VTI_TC_INLINE static inline __attribute__((always_inline))
+static int expo(double v) /* the exponent of a normal double (-1023 for 0) */
+{
+    uint64_t b;
+    memcpy(&b, &v, sizeof b);
+    return (int)((b >> 52) & 0x7FF) - 1023;
+}
+
+static double rne_int(double y) /* round to the nearest integer, ties to even, whatever the FPU's mode (|y| < 2^52) */
+{
+    double t = trunc(y), d = fabs(y - t); /* both exact */
+    if (d > 0.5 || (d == 0.5 && fmod(t, 2.0) != 0)) t += y < 0 ? -1.0 : 1.0;
+    return t;
+}
+
+/* steps 6 and 7 on V = S 2^B (S an integer below 2^49, never -0): the FP32 result as a double */
+static double finish_d(const gemm_ctx *x, double S, int B)
+{
+    double V = S * p2(B), r;
+    int L = expo(V);
+    if (!x->rne) {
+        int q = L - x->p + 1 < -149 ? -149 : L - x->p + 1;
+        r = trunc(V * p2(-q)) * p2(q);
+    } else {
+        int q1 = L - x->wm1 < -400 ? -400 : L - x->wm1, q = L - 23 < -149 ? -149 : L - 23;
+        r = rne_int(trunc(V * p2(-q1)) * p2(q1) * p2(-q)) * p2(q);
+    }
+    if (fabs(r) >= 0x1p128) r = copysign(x->inf_ovf ? (double)INFINITY : (double)FLT_MAX, V);
+    return r;
+}
+
+/* the next group's accumulator exponent: FP32's unit exponent of r (-126 for a subnormal), none for 0 */
+static int acc_exp(double r)
+{
+    int e = expo(r);
+    return r == 0 ? VTI_TC_NOEXP : e < -126 ? -126 : e;
+}
+
+/* C[i][j] by the fold of vt_tc_group on the bits (any element; the rows and columns with specials) */
+static float elem_groups(const gemm_ctx *x, size_t i, size_t j)
+{
+    const size_t K = x->K, N = x->N, g = (size_t)x->g;
+    uint16_t b[64];
+    uint32_t acc = 0; /* +0 */
+    for (size_t k0 = 0; k0 < K; k0 += g) {
+        size_t len = K - k0 < g ? K - k0 : g;
+        for (size_t t = 0; t < len; t++) b[t] = x->b[(k0 + t) * N + j];
+        acc = vt_tc_group(x->arch, acc, &x->a[i * K + k0], b, (int)len);
+    }
+    float f;
+    memcpy(&f, &acc, sizeof f);
+    return f;
+}
+
+/* the sum of a group's zeros: the accumulator's sign unless a product is +0 (IEEE: -0 only if all are -0) */
+static double zeros_sum(const gemm_ctx *x, double c, size_t i, size_t j, size_t k0, size_t k1)
+{
+    for (size_t k = k0; k < k1; k++) c += x->ad[i * x->K + k] * x->bd[k * x->Np + j];
+    return c;
+}
+
+/* C[i][j] of a finite row and column, one element at a time (the portable implementation) */
+static float elem_scalar(const gemm_ctx *x, size_t i, size_t j)
+{
+    const size_t K = x->K, Np = x->Np, g = (size_t)x->g;
+    const double *ad = x->ad + i * K, *bd = x->bd + j;
+    const int32_t *ea = x->ea + i * K, *eb = x->eb + j;
+    double c = 0;
+    int ec = VTI_TC_NOEXP;
+    for (size_t k0 = 0; k0 < K && !isinf(c); k0 += g) {
+        size_t k1 = K - k0 < g ? K : k0 + g;
+        int E = 2 * VTI_TC_NOEXP;
+        for (size_t k = k0; k < k1; k++) E = ea[k] + eb[k * Np] > E ? ea[k] + eb[k * Np] : E;
+        if (E < VTI_TC_NOEXP / 2 && ec == VTI_TC_NOEXP) { /* no nonzero term */
+            c = zeros_sum(x, c, i, j, k0, k1);
+            continue;
+        }
+        E = ec > E ? ec : E;
+        E = x->e_floor > E ? x->e_floor : E;
+        const int B = E - x->wm1;
+        const double sc = p2(-B);
+        double S = 0;
+        if (x->floor_align) {
+            S += floor(c * sc);
+            for (size_t k = k0; k < k1; k++) S += floor(ad[k] * bd[k * Np] * sc);
+        } else {
+            S += trunc(c * sc);
+            for (size_t k = k0; k < k1; k++) S += trunc(ad[k] * bd[k * Np] * sc);
+        }
+        c = finish_d(x, S, B);
+        ec = acc_exp(c);
+    }
+    return (float)c;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define VTI_TC_HAVE_AVX2 1
+#define VTI_AVX2 __attribute__((target("avx2"))) static inline __attribute__((always_inline))
+
+VTI_AVX2 __m256d v_p2(__m256i n) /* 2^n in 64-bit lanes (n in [-1022, 1023]; other lanes unused) */
+{
+    return _mm256_castsi256_pd(_mm256_slli_epi64(_mm256_add_epi64(n, _mm256_set1_epi64x(1023)), 52));
+}
+
+VTI_AVX2 __m256i v_max64(__m256i a, __m256i b) { return _mm256_blendv_epi8(b, a, _mm256_cmpgt_epi64(a, b)); }
+
+VTI_AVX2 __m256i v_expo(__m256d v)
+{
+    __m256i f = _mm256_and_si256(_mm256_srli_epi64(_mm256_castpd_si256(v), 52), _mm256_set1_epi64x(0x7FF));
+    return _mm256_sub_epi64(f, _mm256_set1_epi64x(1023));
+}
+
+VTI_AVX2 __m256d v_rnd(__m256d v, const int fl)
+{
+    return fl ? _mm256_round_pd(v, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC)
+              : _mm256_round_pd(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+}
+
+/* finish_d on four lanes */
+VTI_AVX2 __m256d v_finish(const gemm_ctx *x, __m256d S, __m256i B)
+{
+    const __m256d V = _mm256_mul_pd(S, v_p2(B));
+    const __m256i L = v_expo(V), zero = _mm256_setzero_si256();
+    __m256d r;
+    if (!x->rne) {
+        __m256i q = v_max64(_mm256_sub_epi64(L, _mm256_set1_epi64x(x->p - 1)), _mm256_set1_epi64x(-149));
+        r = _mm256_mul_pd(v_rnd(_mm256_mul_pd(V, v_p2(_mm256_sub_epi64(zero, q))), 0), v_p2(q));
+    } else {
+        __m256i q1 = v_max64(_mm256_sub_epi64(L, _mm256_set1_epi64x(x->wm1)), _mm256_set1_epi64x(-400));
+        __m256i q = v_max64(_mm256_sub_epi64(L, _mm256_set1_epi64x(23)), _mm256_set1_epi64x(-149));
+        __m256d r1 = _mm256_mul_pd(v_rnd(_mm256_mul_pd(V, v_p2(_mm256_sub_epi64(zero, q1))), 0), v_p2(q1));
+        r = _mm256_mul_pd(_mm256_round_pd(_mm256_mul_pd(r1, v_p2(_mm256_sub_epi64(zero, q))),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC),
+                          v_p2(q));
+    }
+    const __m256d sign = _mm256_set1_pd(-0.0);
+    const __m256d ovf = _mm256_cmp_pd(_mm256_andnot_pd(sign, r), _mm256_set1_pd(0x1p128), _CMP_GE_OQ);
+    const __m256d big = _mm256_set1_pd(x->inf_ovf ? (double)INFINITY : (double)FLT_MAX);
+    return _mm256_blendv_pd(r, _mm256_or_pd(_mm256_and_pd(V, sign), big), ovf);
+}
+
+/* eight columns of row i, fast path (fl: floor alignment) */
+VTI_AVX2 void block_avx2_impl(const gemm_ctx *x, size_t i, size_t j0, double *out, const int fl)
+{
+    const size_t K = x->K, Np = x->Np, g = (size_t)x->g;
+    const double *ad = x->ad + i * K, *bd = x->bd + j0;
+    const int32_t *ea = x->ea + i * K, *eb = x->eb + j0;
+    const __m256d absm = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FFFFFFFFFFFFFFFLL));
+    const __m256d inf = _mm256_set1_pd((double)INFINITY), zd = _mm256_setzero_pd();
+    const __m256i noexp = _mm256_set1_epi64x(VTI_TC_NOEXP), efl = _mm256_set1_epi64x(x->e_floor),
+                  wm1 = _mm256_set1_epi64x(x->wm1), negz = _mm256_set1_epi64x(INT64_MIN);
+    __m256d c[2] = {zd, zd};
+    __m256i ec[2] = {noexp, noexp};
+    for (size_t k0 = 0; k0 < K; k0 += g) {
+        const size_t k1 = K - k0 < g ? K : k0 + g;
+        __m256i em = _mm256_set1_epi32(2 * VTI_TC_NOEXP);
+        for (size_t k = k0; k < k1; k++)
+            em = _mm256_max_epi32(em, _mm256_add_epi32(_mm256_set1_epi32(ea[k]),
+                                                       _mm256_loadu_si256((const __m256i *)(eb + k * Np))));
+        __m256i B[2];
+        __m256d sc[2], S[2], T[2];
+        for (int h = 0; h < 2; h++) {
+            __m256i e = _mm256_cvtepi32_epi64(h ? _mm256_extracti128_si256(em, 1) : _mm256_castsi256_si128(em));
+            B[h] = _mm256_sub_epi64(v_max64(v_max64(e, ec[h]), efl), wm1);
+            sc[h] = v_p2(_mm256_sub_epi64(_mm256_setzero_si256(), B[h]));
+            S[h] = _mm256_add_pd(zd, v_rnd(_mm256_mul_pd(c[h], sc[h]), fl));
+            T[h] = zd;
+        }
+        size_t k = k0;
+        for (; k + 2 <= k1; k += 2) { /* two chains of exact sums: the order does not matter */
+            const __m256d a0 = _mm256_set1_pd(ad[k]), a1 = _mm256_set1_pd(ad[k + 1]);
+            const double *b0 = bd + k * Np, *b1 = b0 + Np;
+            S[0] = _mm256_add_pd(S[0], v_rnd(_mm256_mul_pd(_mm256_mul_pd(a0, _mm256_loadu_pd(b0)), sc[0]), fl));
+            S[1] = _mm256_add_pd(S[1], v_rnd(_mm256_mul_pd(_mm256_mul_pd(a0, _mm256_loadu_pd(b0 + 4)), sc[1]), fl));
+            T[0] = _mm256_add_pd(T[0], v_rnd(_mm256_mul_pd(_mm256_mul_pd(a1, _mm256_loadu_pd(b1)), sc[0]), fl));
+            T[1] = _mm256_add_pd(T[1], v_rnd(_mm256_mul_pd(_mm256_mul_pd(a1, _mm256_loadu_pd(b1 + 4)), sc[1]), fl));
+        }
+        for (; k < k1; k++) {
+            const __m256d a0 = _mm256_set1_pd(ad[k]);
+            const double *b0 = bd + k * Np;
+            S[0] = _mm256_add_pd(S[0], v_rnd(_mm256_mul_pd(_mm256_mul_pd(a0, _mm256_loadu_pd(b0)), sc[0]), fl));
+            S[1] = _mm256_add_pd(S[1], v_rnd(_mm256_mul_pd(_mm256_mul_pd(a0, _mm256_loadu_pd(b0 + 4)), sc[1]), fl));
+        }
+        for (int h = 0; h < 2; h++) {
+            /* S + T: both +0 at an exact zero, so the sum is +0 */
+            __m256d r = v_finish(x, _mm256_add_pd(S[h], T[h]), B[h]);
+            r = _mm256_blendv_pd(r, c[h], _mm256_cmp_pd(_mm256_and_pd(c[h], absm), inf, _CMP_EQ_OQ));
+            int nz = _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpeq_epi64(_mm256_castpd_si256(c[h]), negz)));
+            if (nz) { /* an accumulator of -0 (rare): a group with no nonzero term sums its zeros */
+                double rv[4], cv[4];
+                int32_t ev[8];
+                _mm256_storeu_pd(rv, r);
+                _mm256_storeu_pd(cv, c[h]);
+                _mm256_storeu_si256((__m256i *)ev, em);
+                for (int l = 0; l < 4; l++)
+                    if ((nz >> l & 1) && ev[4 * h + l] < VTI_TC_NOEXP / 2)
+                        rv[l] = zeros_sum(x, cv[l], i, j0 + (size_t)(4 * h + l), k0, k1);
+                r = _mm256_loadu_pd(rv);
+            }
+            c[h] = r;
+            __m256i e = v_max64(v_expo(r), _mm256_set1_epi64x(-126));
+            ec[h] = _mm256_blendv_epi8(e, noexp, _mm256_castpd_si256(_mm256_cmp_pd(r, zd, _CMP_EQ_OQ)));
+        }
+    }
+    _mm256_storeu_pd(out, c[0]);
+    _mm256_storeu_pd(out + 4, c[1]);
+}
+
+__attribute__((target("avx2"))) static void block_avx2_rz(const gemm_ctx *x, size_t i, size_t j0, double *out)
+{
+    block_avx2_impl(x, i, j0, out, 0);
+}
+
+__attribute__((target("avx2"))) static void block_avx2_floor(const gemm_ctx *x, size_t i, size_t j0, double *out)
+{
+    block_avx2_impl(x, i, j0, out, 1);
+}
 #else
-#define VTI_TC_INLINE static inline
+#define VTI_TC_HAVE_AVX2 0
 #endif
-VTI_TC_INLINE int group_lanes(const vt_tc_arch *A, int mb2, uint32_t c, const int32_t *sa, const int16_t *ea,
-                              const int32_t *sb, const int16_t *eb, int n, uint32_t *out)
+
+/* the implementations: the scalar loop (always) and the vector ones, picked once (pthread_once) like
+ * kernels/vt_math_vec.c: the last one this CPU runs, or the one VT_TC_IMPL names */
+typedef struct {
+    const char *name;
+    block_fn rz, floor; /* NULL: the scalar loop */
+} tc_impl;
+
+static const tc_impl IMPLS[] = {
+    {"scalar", NULL, NULL},
+#if VTI_TC_HAVE_AVX2
+    {"avx2", block_avx2_rz, block_avx2_floor},
+#endif
+};
+#define N_IMPLS ((int)(sizeof IMPLS / sizeof IMPLS[0]))
+
+static int impl_usable(int i)
 {
-    int64_t pv[64];
-    int ev[64];
-    int E = A->e_floor, any = 0;
-    for (int i = 0; i < n; i++) {
-        pv[i] = (int64_t)sa[i] * sb[i];
-        ev[i] = pv[i] ? ea[i] + eb[i] : -100000; /* a zero product takes no part in E */
+#if VTI_TC_HAVE_AVX2
+    if (strcmp(IMPLS[i].name, "avx2") == 0) {
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("avx2");
     }
-    for (int i = 0; i < n; i++) {
-        int x = ev[i] + A->prod_eoff;
-        E = x > E ? x : E;
-        any |= pv[i] != 0;
-    }
-    uint32_t ce = (c >> 23) & 0xFF, cm = c & 0x7FFFFFu;
-    int cnz = ce || cm;
-    if (cnz) {
-        int x = (ce ? (int)ce : 1) - 127;
-        E = x > E ? x : E;
-    }
-    if (!any && !cnz) return 1;
-    const int B = E - (A->width - 1);
-    int64_t S = 0;
-    for (int i = 0; i < n; i++) { /* the products: lsb = ea + eb - 2 mbits, cut at 2^B toward zero */
-        int sh = ev[i] - mb2 - B;
-        uint64_t mag = (uint64_t)(pv[i] < 0 ? -pv[i] : pv[i]);
-        int l = sh > 0 ? sh : 0, r = sh < 0 ? (-sh < 63 ? -sh : 63) : 0;
-        int64_t v = (int64_t)((mag << l) >> r);
-        S += pv[i] < 0 ? -v : v;
-    }
-    if (cnz) {
-        uint64_t mag = ce ? (cm | 0x800000u) : cm;
-        int sh = (ce ? (int)ce : 1) - 150 - B;
-        uint64_t v = sh >= 0 ? mag << sh : (-sh < 64 ? mag >> -sh : 0);
-        S += (c >> 31) ? -(int64_t)v : (int64_t)v;
-    }
-    *out = group_finish(A, S, B);
-    return 0;
+#endif
+    return i >= 0 && i < N_IMPLS;
 }
 
-/* group_lanes with the group's length a constant for the full groups of the built-in models (the
- * compiler unrolls and vectorises the lanes) */
-static int group_fast(const vt_tc_arch *A, int mb2, uint32_t c, const int32_t *sa, const int16_t *ea,
-                      const int32_t *sb, const int16_t *eb, int n, uint32_t *out)
+static int g_impl;
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+static void pick(void)
 {
-    if (n == 16) return group_lanes(A, mb2, c, sa, ea, sb, eb, 16, out);
-    if (n == 8) return group_lanes(A, mb2, c, sa, ea, sb, eb, 8, out);
-    if (n == 32) return group_lanes(A, mb2, c, sa, ea, sb, eb, 32, out);
-    return group_lanes(A, mb2, c, sa, ea, sb, eb, n, out);
+    const char *want = getenv("VT_TC_IMPL");
+    for (int i = 0; i < N_IMPLS; i++)
+        if (impl_usable(i) && (!want || !*want || strcmp(want, IMPLS[i].name) == 0)) g_impl = i;
 }
+
+const char *vt_tc_impl(void)
+{
+    pthread_once(&g_once, pick);
+    return IMPLS[g_impl].name;
+}
+
+const char *vt_tc_impl_name(int i) { return i >= 0 && i < N_IMPLS && impl_usable(i) ? IMPLS[i].name : NULL; }
 
 static void gemm_rows(void *vctx, size_t lo, size_t hi, int part)
 {
     (void)part;
     const gemm_ctx *x = vctx;
-    const vt_tc_arch *A = x->arch;
-    const size_t K = x->K, N = x->N, g = (size_t)A->group;
-    const int fast = A->align == VT_TC_ALIGN_RZ;
-    const int mb2 = 2 * vti_tc_fmt_of(A->type).mbits;
-    for (size_t i = lo; i < hi; i++)
-        for (size_t j = 0; j < N; j++) {
-            uint32_t acc = 0; /* +0 */
-            const int fin = fast && x->fa[i] && x->fb[j];
-            for (size_t k0 = 0; k0 < K; k0 += g) {
-                size_t len = K - k0 < g ? K - k0 : g;
-                /* the fast path needs a finite accumulator (an inf or NaN one stays with vt_tc_group) */
-                if (!fin || ((acc >> 23) & 0xFF) == 0xFF ||
-                    group_fast(A, mb2, acc, &x->sa[i * K + k0], &x->ea[i * K + k0], &x->sb[j * K + k0],
-                               &x->eb[j * K + k0], (int)len, &acc))
-                    acc = vt_tc_group(A, acc, &x->a[i * K + k0], &x->bt[j * K + k0], (int)len);
+    const size_t N = x->N;
+    if (x->block) { /* a block of columns over the part's rows: B's panel stays in the cache */
+        for (size_t j0 = 0; j0 < N; j0 += VTI_TC_LANES)
+            for (size_t i = lo; i < hi; i++) {
+                float *ci = x->C + i * N;
+                size_t nl = N - j0 < VTI_TC_LANES ? N - j0 : VTI_TC_LANES;
+                if (!x->fa[i]) {
+                    for (size_t l = 0; l < nl; l++) ci[j0 + l] = elem_groups(x, i, j0 + l);
+                    continue;
+                }
+                double o[VTI_TC_LANES];
+                x->block(x, i, j0, o);
+                for (size_t l = 0; l < nl; l++) ci[j0 + l] = x->fb[j0 + l] ? (float)o[l] : elem_groups(x, i, j0 + l);
             }
-            memcpy(&x->C[i * N + j], &acc, 4);
-        }
-}
-
-static void all_finite(vti_tc_fmt f, const uint16_t *x, size_t rows, size_t K, uint8_t *out)
-{
-    for (size_t r = 0; r < rows; r++) {
-        uint8_t ok = 1;
-        for (size_t k = 0; k < K; k++) {
-            uint32_t s;
-            uint64_t m;
-            int u;
-            ok &= vti_tc_decode(f, x[r * K + k], &s, &m, &u) <= 1;
-        }
-        out[r] = ok;
+        return;
     }
+    for (size_t i = lo; i < hi; i++)
+        for (size_t j = 0; j < N; j++)
+            x->C[i * N + j] = x->fa[i] && x->fb[j] ? elem_scalar(x, i, j) : elem_groups(x, i, j);
 }
 
-vt_err vt_tc_gemm(const vt_tc_arch *arch, size_t M, size_t N, size_t K, const float *A, const float *B, float *C)
+/* one input: its bits, value (0 for inf / NaN), alignment exponent (vti_tc_decode's fields, without
+ * branches on the data); 0 when it is inf or NaN */
+static inline int pack1(vt_tc_type type, vti_tc_fmt f, float v, int eoff, uint16_t *bits, double *val, int32_t *e)
+{
+    uint32_t x;
+    memcpy(&x, &v, sizeof x);
+    const uint16_t h = vt_tc_from_f32(type, x);
+    const unsigned fmax = (1u << f.ebits) - 1, fmask = (1u << f.mbits) - 1;
+    const unsigned field = (h >> f.mbits) & fmax, frac = h & fmask;
+    const int special = f.has_inf ? field == fmax : field == fmax && frac == fmask;
+    const unsigned sig = frac | (field ? 1u << f.mbits : 0);
+    const int eu = (field ? (int)field : 1) - f.bias;
+    double d = (double)sig * p2(eu - f.mbits); /* exact: sig < 2^11, eu - mbits >= -133 */
+    *bits = h;
+    *val = special ? 0.0 : h >> (f.ebits + f.mbits) ? -d : d; /* a zero keeps its sign */
+    *e = sig && !special ? eu + eoff : VTI_TC_NOEXP;
+    return !special;
+}
+
+vt_err vt_tc_gemm_ex(const vt_tc_arch *arch, int impl, int ta, int tb, size_t M, size_t N, size_t K, const float *A,
+                     const float *B, float *C)
 {
     vt_err e = vt_tc_arch_check(arch);
     if (e) return e;
+    VT_RETURN_ERROR_IF(impl >= 0 && !vt_tc_impl_name(impl), VT_ERR_ARG, "vt_tc_gemm: no implementation %d here", impl);
     VT_RETURN_ERROR_IF((M && N && K && (!A || !B)) || (M && N && !C), VT_ERR_ARG, "vt_tc_gemm: NULL matrix");
-    VT_RETURN_ERROR_IF(M && K > SIZE_MAX / M / 8, VT_ERR_ARG, "vt_tc_gemm: A too large");
-    VT_RETURN_ERROR_IF(N && K > SIZE_MAX / N / 8, VT_ERR_ARG, "vt_tc_gemm: B too large");
+    VT_RETURN_ERROR_IF(N > SIZE_MAX / 2 - VTI_TC_LANES, VT_ERR_ARG, "vt_tc_gemm: B too large");
+    const size_t Np = (N + VTI_TC_LANES - 1) / VTI_TC_LANES * VTI_TC_LANES;
+    VT_RETURN_ERROR_IF(M && K > SIZE_MAX / M / 16, VT_ERR_ARG, "vt_tc_gemm: A too large");
+    VT_RETURN_ERROR_IF(Np && K > SIZE_MAX / Np / 32, VT_ERR_ARG, "vt_tc_gemm: B too large");
     if (M == 0 || N == 0) return VT_OK;
-    size_t nk = K ? K : 1;
-    /* one allocation: bits, significands, exponents of A and B, the finite flags */
-    size_t na = M * nk, nb = N * nk;
-    size_t bytes = (na + nb) * (sizeof(uint16_t) + sizeof(int32_t) + sizeof(int16_t)) + M + N;
-    uint8_t *mem = malloc(bytes);
-    VT_RETURN_ERROR_IF(!mem, VT_ERR_NOMEM, "vt_tc_gemm: %zu x %zu x %zu", M, N, K);
-    int32_t *sa = (int32_t *)mem, *sb = sa + na;
-    uint16_t *a = (uint16_t *)(sb + nb), *bt = a + na;
-    int16_t *ea = (int16_t *)(bt + nb), *eb = ea + na;
-    uint8_t *fa = (uint8_t *)(eb + nb), *fb = fa + M;
-    for (size_t i = 0; i < M * K; i++) {
-        uint32_t x;
-        memcpy(&x, &A[i], 4);
-        a[i] = vt_tc_from_f32(arch->type, x);
+    if (impl < 0) {
+        vt_tc_impl();
+        impl = g_impl;
     }
-    for (size_t k = 0; k < K; k++) /* B transposed: each column's k contiguous */
-        for (size_t j = 0; j < N; j++) {
-            uint32_t x;
-            memcpy(&x, &B[k * N + j], 4);
-            bt[j * K + k] = vt_tc_from_f32(arch->type, x);
-        }
+    /* one allocation: values, exponents, bits of A and B, the finite flags */
+    const size_t na = M * K, nb = K * Np;
+    uint8_t *mem = malloc((na + nb) * (sizeof(double) + sizeof(int32_t) + sizeof(uint16_t)) + M + N + 1);
+    VT_RETURN_ERROR_IF(!mem, VT_ERR_NOMEM, "vt_tc_gemm: %zu x %zu x %zu", M, N, K);
+    double *ad = (double *)mem, *bd = ad + na;
+    int32_t *ea = (int32_t *)(bd + nb), *eb = ea + na;
+    uint16_t *a = (uint16_t *)(eb + nb), *b = a + na;
+    uint8_t *fa = (uint8_t *)(b + nb), *fb = fa + M;
     const vti_tc_fmt f = vti_tc_fmt_of(arch->type);
-    decode_all(f, a, M * K, sa, ea);
-    decode_all(f, bt, N * K, sb, eb);
-    all_finite(f, a, M, K, fa);
-    all_finite(f, bt, N, K, fb);
-    gemm_ctx x = {arch, M, N, K, a, bt, sa, sb, ea, eb, fa, fb, C};
+    memset(fa, 1, M + N);
+    for (size_t i = 0; i < M; i++) /* A [M][K], or A^T stored [K][M] */
+        for (size_t k = 0; k < K; k++) {
+            size_t t = i * K + k;
+            fa[i] &= (uint8_t)pack1(arch->type, f, ta ? A[k * M + i] : A[t], arch->prod_eoff, &a[t], &ad[t], &ea[t]);
+        }
+    for (size_t k = 0; k < K; k++) { /* B [K][N], or B^T stored [N][K]; padded to Np with zeros */
+        for (size_t j = 0; j < N; j++) {
+            size_t t = k * Np + j;
+            fb[j] &= (uint8_t)pack1(arch->type, f, tb ? B[j * K + k] : B[k * N + j], 0, &b[k * N + j], &bd[t], &eb[t]);
+        }
+        for (size_t j = N; j < Np; j++) bd[k * Np + j] = 0, eb[k * Np + j] = VTI_TC_NOEXP;
+    }
+    gemm_ctx x = {arch, M, N, K, Np, a, b, ad, bd, ea, eb, fa, fb, C, NULL, arch->group, arch->width - 1,
+                  arch->width < 24 ? arch->width : 24, arch->align == VT_TC_ALIGN_FLOOR, arch->out == VT_TC_OUT_RNE,
+                  arch->inf_on_overflow, arch->e_floor};
+    x.block = arch->align == VT_TC_ALIGN_FLOOR ? IMPLS[impl].floor : IMPLS[impl].rz;
     size_t per_row = N * (K ? K : 1);
     vt_par_for(M, per_row >= 65536 ? 1 : 65536 / per_row, gemm_rows, &x);
     free(mem);
     return VT_OK;
+}
+
+vt_err vt_tc_gemm(const vt_tc_arch *arch, size_t M, size_t N, size_t K, const float *A, const float *B, float *C)
+{
+    return vt_tc_gemm_ex(arch, -1, 0, 0, M, N, K, A, B, C);
 }

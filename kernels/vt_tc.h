@@ -67,8 +67,21 @@ uint32_t vt_tc_group(const vt_tc_arch *arch, uint32_t c, const uint16_t *a, cons
 /* C = A B (row-major, A M x K, B K x N, C M x N, FP32): A and B rounded to the type by
  * vt_tc_from_f32, then each C[i][j] = the fold, from c = +0, of vt_tc_group over the groups
  * k = [0, g), [g, 2g), ... in increasing k (g = arch->group; a last partial group padded with zeros);
- * no split-K. Deterministic, no BLAS; the operands decoded once, the rows split over the threads
- * (common/vt_par.h: the same bits for every thread count). VT_ERR_ARG / VT_ERR_NOMEM. */
+ * no split-K. Deterministic, no BLAS; the operands decoded once, the groups of finite rows and
+ * columns run in exact FP64 arithmetic (vt_tc.c "the GEMM"), the rows split over the threads
+ * (common/vt_par.h: the same bits for every thread count and implementation). VT_ERR_ARG / VT_ERR_NOMEM. */
 vt_err vt_tc_gemm(const vt_tc_arch *arch, size_t M, size_t N, size_t K, const float *A, const float *B, float *C);
+
+/* vt_tc_gemm of op(A) op(B): ta = 1 reads A stored K x M (op(A) = its transpose), tb = 1 B stored
+ * N x K; impl: an implementation's index (vt_tc_impl_name), -1 the default (vt_tc_impl). */
+vt_err vt_tc_gemm_ex(const vt_tc_arch *arch, int impl, int ta, int tb, size_t M, size_t N, size_t K, const float *A,
+                     const float *B, float *C);
+
+/* The implementations of the GEMM's finite groups, all giving the same bits: 0 "scalar" (the portable
+ * loop, always present), 1 "avx2" (x86-64 with AVX2: eight columns at a time). vt_tc_impl_name(i):
+ * the name of implementation i when this CPU runs it, else NULL. vt_tc_impl(): the one vt_tc_gemm
+ * uses, picked once: VT_TC_IMPL's if it names one this CPU runs, else the last this CPU runs. */
+const char *vt_tc_impl_name(int i);
+const char *vt_tc_impl(void);
 
 #endif

@@ -29,23 +29,12 @@ const struct vt_tc_arch_s *vt_gemm_arith_model(uint32_t v)
     return v < sizeof models / sizeof models[0] ? models[v] : NULL;
 }
 
-/* C [M, N] = op(A) op(B) by the tensor-core model tc (vt_tc_gemm: row-major A [M, K], B [K, N];
- * a transposed operand is copied into that layout first: values moved only). FP32 results as the
- * model gives them: no bound, nothing rounded after. */
+/* C [M, N] = op(A) op(B) by the tensor-core model tc (vt_tc_gemm_ex reads the transposed operands
+ * in place). FP32 results as the model gives them: no bound, nothing rounded after. */
 static vt_err tc_gemm(const vt_tc_arch *tc, int ta, int tb, size_t M, size_t N, size_t K, const float *A,
                       const float *B, float *C)
 {
-    const size_t na = M * K > 0 ? M * K : 1, nb = K * N > 0 ? K * N : 1;
-    float *a = ta ? malloc(na * sizeof *a) : NULL, *b = tb ? malloc(nb * sizeof *b) : NULL;
-    vt_err e = VT_OK;
-    if ((ta && !a) || (tb && !b)) e = vt_set_error(VT_ERR_NOMEM, "out of memory (a tensor-core GEMM's operands)");
-    for (size_t i = 0; !e && ta && i < M; i++)
-        for (size_t k = 0; k < K; k++) a[i * K + k] = A[k * M + i];
-    for (size_t k = 0; !e && tb && k < K; k++)
-        for (size_t j = 0; j < N; j++) b[k * N + j] = B[j * K + k];
-    if (!e) e = vt_tc_gemm(tc, M, N, K, ta ? a : A, tb ? b : B, C);
-    free(a), free(b);
-    return e;
+    return vt_tc_gemm_ex(tc, -1, ta, tb, M, N, K, A, B, C);
 }
 
 /* ------------------------------------------------------------ MATMUL */

@@ -447,10 +447,13 @@ static void test_properties(void)
 
 /* ------------------------------------------------------------------ (5) the GEMM's decoded path */
 
-/* vt_tc_gemm decodes its operands once and runs the finite groups on a lane-by-lane path (and its
- * rows over the threads); every element must equal the fold of vt_tc_group on the converted bits:
- * operands drawn from every class (random FP32 bit patterns with NaN and inf, subnormals, huge
- * values, zeros of both signs, a band around 1), every model and the parameter variants. */
+/* vt_tc_gemm decodes its operands once and runs the groups of finite rows and columns in exact FP64
+ * arithmetic (kernels/vt_tc.c "the GEMM"), eight columns at a time in the vector implementations, its
+ * rows over the threads; every element of every implementation this CPU runs, with the operands
+ * stored plain and transposed, must equal the fold of vt_tc_group on the converted bits: operands
+ * drawn from every class (random FP32 bit patterns with NaN and inf, subnormals, huge values, zeros
+ * of both signs, a band around 1), every model and the parameter variants, partial groups (K not a
+ * multiple of the group) and partial blocks of columns (N = 11 and 21). */
 static uint32_t gen_f32(uint64_t *s, int mode)
 {
     uint64_t u = sm64(s);
@@ -459,64 +462,114 @@ static uint32_t gen_f32(uint64_t *s, int mode)
     case 1: return (uint32_t)(u & 1) << 31 | (uint32_t)(100 + (u >> 40) % 40) << 23 | ((uint32_t)(u >> 8) & 0x7FFFFF);
     case 2: return (uint32_t)(u & 1) << 31 | (uint32_t)((u >> 40) % 4) << 23 | ((uint32_t)(u >> 8) & 0x7FFFFF);
     case 3: return (uint32_t)(u & 1) << 31 | (uint32_t)(230 + (u >> 40) % 25) << 23 | ((uint32_t)(u >> 8) & 0x7FFFFF);
+    /* +-2^-75 or +-2^-76 (BF16 values; FP16 and E4M3 take them to +-0): their products, 2^-150 .. 2^-152,
+     * sum to FP32 underflows, negative ones truncated to -0, the accumulator -0 for the next group */
+    case 5: return (uint32_t)(u & 1) << 31 | (uint32_t)(52 - (u >> 40) % 2) << 23;
+    /* a narrow band around 1: sums with carries out of the window */
+    case 6: return (uint32_t)(u & 1) << 31 | (uint32_t)(126 + (u >> 40) % 2) << 23 | ((uint32_t)(u >> 8) & 0x7FFFFF);
     default: return (uint32_t)(u & 1) << 31;                            /* +-0 */
     }
+}
+
+/* the fold of vt_tc_group for C[i][j] of X [M][K] Y [K][N] */
+static uint32_t fold_elem(const vt_tc_arch *A, const float *X, const float *Y, size_t N, size_t K, size_t i, size_t j)
+{
+    uint16_t a[64], b[64];
+    uint32_t acc = 0;
+    for (size_t k0 = 0; k0 < K; k0 += (size_t)A->group) {
+        int len = (int)(K - k0 < (size_t)A->group ? K - k0 : (size_t)A->group);
+        for (int t = 0; t < len; t++) {
+            a[t] = vt_tc_from_f32(A->type, bits32(X[i * K + k0 + (size_t)t]));
+            b[t] = vt_tc_from_f32(A->type, bits32(Y[(k0 + (size_t)t) * N + j]));
+        }
+        acc = vt_tc_group(A, acc, a, b, len);
+    }
+    return acc;
 }
 
 static void test_gemm_paths(void)
 {
     const vt_tc_arch *base[] = {&vt_tc_sm90_bf16, &vt_tc_sm90_fp16, &vt_tc_sm80_bf16, &vt_tc_sm80_fp16, &vt_tc_sm90_e4m3};
     uint64_t s = vt_test_seed(28) ^ 0x5151;
-    long checked = 0, before = vt_test_failed;
+    long checked = 0, negzero = 0, before = vt_test_failed;
+    int nimpl = 0;
+    for (int impl = 0; impl < 8; impl++) nimpl += vt_tc_impl_name(impl) != NULL;
+    CHECK(vt_tc_impl_name(0) && strcmp(vt_tc_impl_name(0), "scalar") == 0, "the scalar implementation is always there");
     for (size_t m = 0; m < 5; m++)
         for (int variant = 0; variant < 5; variant++)
-            for (int mix = 0; mix < 4; mix++) {
+            for (int mix = 0; mix < 6; mix++) {
                 vt_tc_arch A = *base[m];
                 if (variant == 1) A.align = VT_TC_ALIGN_FLOOR;
                 if (variant == 2) A.out = VT_TC_OUT_RNE;
                 if (variant == 3) A.prod_eoff = 1;
                 if (variant == 4) A.e_floor = -300, A.inf_on_overflow = 0;
-                /* mix 0: a band around 1; 1: tiny and zeros; 2: huge (overflow); 3: everything, NaN and inf in some rows */
-                size_t M = 9 + (size_t)mix, N = 11, K = 2 * (size_t)A.group + 3 + (size_t)mix;
+                /* mix 0: a band around 1; 1: tiny and zeros; 2: huge (overflow); 3: everything, NaN and inf in
+                 * some rows and columns; 4: underflows to -0 followed by zeros of both signs; 5: cancellation
+                 * (pairs of products that cancel exactly) in a narrow band (carries) */
+                size_t M = 9 + (size_t)mix, N = mix % 2 ? 21 : 11, K = 2 * (size_t)A.group + 3 + (size_t)mix;
                 float *X = malloc(M * K * 4), *Y = malloc(K * N * 4), *Z = malloc(M * N * 4);
-                if (!X || !Y || !Z) {
+                float *XT = malloc(M * K * 4), *YT = malloc(K * N * 4);
+                if (!X || !Y || !Z || !XT || !YT) {
                     CHECK(0, "memory");
-                    free(X), free(Y), free(Z);
+                    free(X), free(Y), free(Z), free(XT), free(YT);
                     return;
                 }
                 for (size_t i = 0; i < M * K + K * N; i++) {
                     int md = mix == 0 ? 1 : mix == 1 ? (sm64(&s) % 3 ? 2 : 4) : mix == 2 ? (sm64(&s) % 2 ? 3 : 1)
-                                                                                          : (int)(sm64(&s) % 5);
+                           : mix == 3 ? (int)(sm64(&s) % 5) : mix == 4 ? (sm64(&s) % 3 ? 5 : 4) : 6;
                     if (mix == 3 && md == 0 && sm64(&s) % 4) md = 1; /* specials in some rows and columns only */
+                    /* mix 4: whole groups of zeros after the first (the -0 accumulator meets only zeros) */
+                    if (mix == 4 && i < M * K && (i % K) >= (size_t)A.group && sm64(&s) % 4) md = 4;
                     float v = f32(gen_f32(&s, md));
                     if (i < M * K) X[i] = v;
                     else Y[i - M * K] = v;
                 }
-                CHECK_OK(vt_tc_gemm(&A, M, N, K, X, Y, Z));
+                if (mix == 5) /* X[i][k+1] = -X[i][k], Y[k+1][j] = Y[k][j] for even k, except a few */
+                    for (size_t k = 0; k + 1 < K; k += 2) {
+                        for (size_t i = 0; i < M; i++)
+                            if (sm64(&s) % 8) X[i * K + k + 1] = -X[i * K + k];
+                        for (size_t j = 0; j < N; j++)
+                            if (sm64(&s) % 8) Y[(k + 1) * N + j] = Y[k * N + j];
+                    }
+                for (size_t i = 0; i < M; i++)
+                    for (size_t k = 0; k < K; k++) XT[k * M + i] = X[i * K + k];
+                for (size_t k = 0; k < K; k++)
+                    for (size_t j = 0; j < N; j++) YT[j * K + k] = Y[k * N + j];
+                uint32_t *want = malloc(M * N * 4);
+                if (!want) {
+                    CHECK(0, "memory");
+                    free(X), free(Y), free(Z), free(XT), free(YT);
+                    return;
+                }
                 for (size_t i = 0; i < M; i++)
                     for (size_t j = 0; j < N; j++) {
-                        uint16_t a[64], b[64];
-                        uint32_t acc = 0;
-                        for (size_t k0 = 0; k0 < K; k0 += (size_t)A.group) {
-                            int len = (int)(K - k0 < (size_t)A.group ? K - k0 : (size_t)A.group);
-                            for (int t = 0; t < len; t++) {
-                                a[t] = vt_tc_from_f32(A.type, bits32(X[i * K + k0 + (size_t)t]));
-                                b[t] = vt_tc_from_f32(A.type, bits32(Y[(k0 + (size_t)t) * N + j]));
+                        want[i * N + j] = fold_elem(&A, X, Y, N, K, i, j);
+                        negzero += want[i * N + j] == 0x80000000u;
+                    }
+                for (int impl = -1; impl < nimpl; impl++)
+                    for (int tr = 0; tr < 4; tr++) {
+                        int ta = tr & 1, tb = tr >> 1;
+                        if (impl < 0 && tr) continue; /* the default implementation through vt_tc_gemm */
+                        if (impl < 0) CHECK_OK(vt_tc_gemm(&A, M, N, K, X, Y, Z));
+                        else CHECK_OK(vt_tc_gemm_ex(&A, impl, ta, tb, M, N, K, ta ? XT : X, tb ? YT : Y, Z));
+                        for (size_t t = 0; t < M * N; t++) {
+                            checked++;
+                            if (bits32(Z[t]) != want[t]) {
+                                CHECK(0, "%s variant %d mix %d impl %s ta %d tb %d: C[%zu][%zu] = 0x%08X, the fold 0x%08X",
+                                      A.name, variant, mix, impl < 0 ? vt_tc_impl() : vt_tc_impl_name(impl), ta, tb,
+                                      t / N, t % N, bits32(Z[t]), want[t]);
+                                break;
                             }
-                            acc = vt_tc_group(&A, acc, a, b, len);
-                        }
-                        checked++;
-                        if (bits32(Z[i * N + j]) != acc) {
-                            CHECK(0, "%s variant %d mix %d: C[%zu][%zu] = 0x%08X, the fold 0x%08X", A.name, variant, mix,
-                                  i, j, bits32(Z[i * N + j]), acc);
-                            i = M, j = N;
                         }
                     }
-                free(X), free(Y), free(Z);
+                free(want), free(X), free(Y), free(Z), free(XT), free(YT);
             }
     CHECK(vt_test_failed == before, "vt_tc_gemm differs from the fold of vt_tc_group");
-    printf("vt_tc_gemm's decoded path: %ld elements over 5 models x 5 variants x 4 operand mixes = the fold of "
-           "vt_tc_group\n", checked);
+    CHECK(negzero > 0, "no -0 result: the -0 accumulator is not exercised");
+    CHECK(vt_tc_gemm_ex(&vt_tc_sm90_bf16, 99, 0, 0, 1, 1, 1, (float[]){1}, (float[]){1}, (float[]){0}) == VT_ERR_ARG,
+          "an unknown implementation accepted");
+    printf("vt_tc_gemm: %ld elements (%ld of them -0) over 5 models x 5 variants x 6 operand mixes x %d implementations "
+           "(default %s) x 4 transposes = the fold of vt_tc_group\n", checked, negzero, nimpl, vt_tc_impl());
 }
 
 int main(void)
