@@ -199,8 +199,10 @@ uint32_t vt_tc_group(const vt_tc_arch *A, uint32_t c, const uint16_t *a, const u
 #define VTI_TC_LANES 8            /* the columns of one block (the vector implementations' lanes) */
 
 typedef struct gemm_ctx_s gemm_ctx;
-/* a vector implementation: C[i][j0 .. j0 + 8) of the finite fast path, the FP32 results as doubles */
-typedef void (*block_fn)(const gemm_ctx *x, size_t i, size_t j0, double *out);
+/* a vector implementation: the groups of k in [k0, k1) (whole groups) of C[i][j0 .. j0 + 8) on the
+ * finite fast path, from and to the accumulators c (the FP32 values as doubles) and their alignment
+ * exponents ec (the state between chunks of k) */
+typedef void (*block_fn)(const gemm_ctx *x, size_t i, size_t j0, size_t k0, size_t k1, double *c, int64_t *ec);
 
 struct gemm_ctx_s {
     const vt_tc_arch *arch;
@@ -211,6 +213,8 @@ struct gemm_ctx_s {
     const uint8_t *fa, *fb; /* 1: the row of A / the column of B is all finite */
     float *C;
     block_fn block;         /* NULL: the scalar loop */
+    double *cst;            /* [M][Np]: the accumulators between chunks of k (NULL: one chunk) */
+    int64_t *ecst;
     int g, wm1, p, floor_align, rne, inf_ovf, e_floor; /* the model: group, w - 1, min(w, 24), ... */
 };
 
@@ -364,7 +368,8 @@ VTI_AVX2 __m256d v_finish(const gemm_ctx *x, __m256d S, __m256i B)
 }
 
 /* eight columns of row i, fast path (fl: floor alignment) */
-VTI_AVX2 void block_avx2_impl(const gemm_ctx *x, size_t i, size_t j0, double *out, const int fl)
+VTI_AVX2 void block_avx2_impl(const gemm_ctx *x, size_t i, size_t j0, size_t kb, size_t ke, double *cs,
+                              int64_t *ecs, const int fl)
 {
     const size_t K = x->K, Np = x->Np, g = (size_t)x->g;
     const double *ad = x->ad + i * K, *bd = x->bd + j0;
@@ -373,10 +378,10 @@ VTI_AVX2 void block_avx2_impl(const gemm_ctx *x, size_t i, size_t j0, double *ou
     const __m256d inf = _mm256_set1_pd((double)INFINITY), zd = _mm256_setzero_pd();
     const __m256i noexp = _mm256_set1_epi64x(VTI_TC_NOEXP), efl = _mm256_set1_epi64x(x->e_floor),
                   wm1 = _mm256_set1_epi64x(x->wm1), negz = _mm256_set1_epi64x(INT64_MIN);
-    __m256d c[2] = {zd, zd};
-    __m256i ec[2] = {noexp, noexp};
-    for (size_t k0 = 0; k0 < K; k0 += g) {
-        const size_t k1 = K - k0 < g ? K : k0 + g;
+    __m256d c[2] = {_mm256_loadu_pd(cs), _mm256_loadu_pd(cs + 4)};
+    __m256i ec[2] = {_mm256_loadu_si256((const __m256i *)ecs), _mm256_loadu_si256((const __m256i *)(ecs + 4))};
+    for (size_t k0 = kb; k0 < ke; k0 += g) {
+        const size_t k1 = ke - k0 < g ? ke : k0 + g;
         __m256i em = _mm256_set1_epi32(2 * VTI_TC_NOEXP);
         for (size_t k = k0; k < k1; k++)
             em = _mm256_max_epi32(em, _mm256_add_epi32(_mm256_set1_epi32(ea[k]),
@@ -426,18 +431,62 @@ VTI_AVX2 void block_avx2_impl(const gemm_ctx *x, size_t i, size_t j0, double *ou
             ec[h] = _mm256_blendv_epi8(e, noexp, _mm256_castpd_si256(_mm256_cmp_pd(r, zd, _CMP_EQ_OQ)));
         }
     }
-    _mm256_storeu_pd(out, c[0]);
-    _mm256_storeu_pd(out + 4, c[1]);
+    _mm256_storeu_pd(cs, c[0]);
+    _mm256_storeu_pd(cs + 4, c[1]);
+    _mm256_storeu_si256((__m256i *)ecs, ec[0]);
+    _mm256_storeu_si256((__m256i *)(ecs + 4), ec[1]);
+    (void)K;
 }
 
-__attribute__((target("avx2"))) static void block_avx2_rz(const gemm_ctx *x, size_t i, size_t j0, double *out)
+__attribute__((target("avx2"))) static void block_avx2_rz(const gemm_ctx *x, size_t i, size_t j0, size_t k0, size_t k1,
+                                                         double *c, int64_t *ec)
 {
-    block_avx2_impl(x, i, j0, out, 0);
+    block_avx2_impl(x, i, j0, k0, k1, c, ec, 0);
 }
 
-__attribute__((target("avx2"))) static void block_avx2_floor(const gemm_ctx *x, size_t i, size_t j0, double *out)
+__attribute__((target("avx2"))) static void block_avx2_floor(const gemm_ctx *x, size_t i, size_t j0, size_t k0,
+                                                            size_t k1, double *c, int64_t *ec)
 {
-    block_avx2_impl(x, i, j0, out, 1);
+    block_avx2_impl(x, i, j0, k0, k1, c, ec, 1);
+}
+
+/* vt_tc_from_f32 to BF16 and pack1 on eight floats; returns the lanes holding an inf or NaN (a mask) */
+__attribute__((target("avx2"))) static int pack8_bf16_avx2(const float *src, int eoff, uint16_t *bits, double *val,
+                                                          int32_t *e)
+{
+    const __m256i x = _mm256_loadu_si256((const __m256i *)src);
+    const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(x, _mm256_set1_epi32(0x7FFFFFFF)),
+                                           _mm256_set1_epi32(0x7F800000));
+    __m256i h = _mm256_srli_epi32(
+        _mm256_add_epi32(_mm256_add_epi32(x, _mm256_set1_epi32(0x7FFF)),
+                         _mm256_and_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(1))),
+        16);
+    h = _mm256_blendv_epi8(h, _mm256_or_si256(_mm256_slli_epi32(_mm256_srli_epi32(x, 31), 15), _mm256_set1_epi32(0x7FC0)),
+                           nan);
+    const __m256i p = _mm256_permute4x64_epi64(_mm256_packus_epi32(h, h), 0x08);
+    _mm_storeu_si128((__m128i *)bits, _mm256_castsi256_si128(p));
+    const __m256i field = _mm256_and_si256(_mm256_srli_epi32(h, 7), _mm256_set1_epi32(0xFF));
+    const __m256i special = _mm256_cmpeq_epi32(field, _mm256_set1_epi32(0xFF));
+    const __m256i fz = _mm256_cmpeq_epi32(field, _mm256_setzero_si256());
+    const __m256i sig = _mm256_or_si256(_mm256_and_si256(h, _mm256_set1_epi32(0x7F)),
+                                        _mm256_andnot_si256(fz, _mm256_set1_epi32(0x80)));
+    const __m256i eu = _mm256_sub_epi32(_mm256_max_epi32(field, _mm256_set1_epi32(1)), _mm256_set1_epi32(127));
+    const __m256i none = _mm256_or_si256(special, _mm256_cmpeq_epi32(sig, _mm256_setzero_si256()));
+    _mm256_storeu_si256((__m256i *)e, _mm256_blendv_epi8(_mm256_add_epi32(eu, _mm256_set1_epi32(eoff)),
+                                                         _mm256_set1_epi32(VTI_TC_NOEXP), none));
+    const __m256i sgn = _mm256_and_si256(h, _mm256_set1_epi32(0x8000));
+    for (int half = 0; half < 2; half++) {
+        __m128i s4 = half ? _mm256_extracti128_si256(sig, 1) : _mm256_castsi256_si128(sig);
+        __m128i e4 = half ? _mm256_extracti128_si256(eu, 1) : _mm256_castsi256_si128(eu);
+        __m128i g4 = half ? _mm256_extracti128_si256(sgn, 1) : _mm256_castsi256_si128(sgn);
+        __m128i x4 = half ? _mm256_extracti128_si256(special, 1) : _mm256_castsi256_si128(special);
+        __m256d d = _mm256_mul_pd(_mm256_cvtepi32_pd(s4), /* exact: sig < 2^8, eu - 7 >= -133 */
+                                  v_p2(_mm256_cvtepi32_epi64(_mm_sub_epi32(e4, _mm_set1_epi32(7)))));
+        d = _mm256_or_pd(d, _mm256_castsi256_pd(_mm256_slli_epi64(_mm256_cvtepu32_epi64(g4), 48))); /* the sign, -0 too */
+        d = _mm256_andnot_pd(_mm256_castsi256_pd(_mm256_cvtepi32_epi64(x4)), d);                       /* inf, NaN: 0 */
+        _mm256_storeu_pd(val + 4 * half, d);
+    }
+    return _mm256_movemask_ps(_mm256_castsi256_ps(special));
 }
 #else
 #define VTI_TC_HAVE_AVX2 0
@@ -448,12 +497,13 @@ __attribute__((target("avx2"))) static void block_avx2_floor(const gemm_ctx *x, 
 typedef struct {
     const char *name;
     block_fn rz, floor; /* NULL: the scalar loop */
+    int (*pack8_bf16)(const float *src, int eoff, uint16_t *bits, double *val, int32_t *e); /* NULL: pack1 */
 } tc_impl;
 
 static const tc_impl IMPLS[] = {
-    {"scalar", NULL, NULL},
+    {"scalar", NULL, NULL, NULL},
 #if VTI_TC_HAVE_AVX2
-    {"avx2", block_avx2_rz, block_avx2_floor},
+    {"avx2", block_avx2_rz, block_avx2_floor, pack8_bf16_avx2},
 #endif
 };
 #define N_IMPLS ((int)(sizeof IMPLS / sizeof IMPLS[0]))
@@ -487,29 +537,52 @@ const char *vt_tc_impl(void)
 
 const char *vt_tc_impl_name(int i) { return i >= 0 && i < N_IMPLS && impl_usable(i) ? IMPLS[i].name : NULL; }
 
+#define VTI_TC_KC 1024 /* k per chunk (rounded down to whole groups) when the accumulators are kept between chunks */
+
 static void gemm_rows(void *vctx, size_t lo, size_t hi, int part)
 {
     (void)part;
     const gemm_ctx *x = vctx;
-    const size_t N = x->N;
-    if (x->block) { /* a block of columns over the part's rows: B's panel stays in the cache */
-        for (size_t j0 = 0; j0 < N; j0 += VTI_TC_LANES)
-            for (size_t i = lo; i < hi; i++) {
-                float *ci = x->C + i * N;
-                size_t nl = N - j0 < VTI_TC_LANES ? N - j0 : VTI_TC_LANES;
-                if (!x->fa[i]) {
-                    for (size_t l = 0; l < nl; l++) ci[j0 + l] = elem_groups(x, i, j0 + l);
-                    continue;
-                }
-                double o[VTI_TC_LANES];
-                x->block(x, i, j0, o);
-                for (size_t l = 0; l < nl; l++) ci[j0 + l] = x->fb[j0 + l] ? (float)o[l] : elem_groups(x, i, j0 + l);
-            }
+    const size_t N = x->N, K = x->K, Np = x->Np, g = (size_t)x->g;
+    if (!x->block) {
+        for (size_t i = lo; i < hi; i++)
+            for (size_t j = 0; j < N; j++)
+                x->C[i * N + j] = x->fa[i] && x->fb[j] ? elem_scalar(x, i, j) : elem_groups(x, i, j);
         return;
     }
+    /* the accumulators of every row of the part between chunks of k (one chunk: K fits, or the state
+     * would be large); a chunk of B (kc x Np) read once per row when it fits the cache, else a block
+     * of columns over the rows */
+    size_t kc = K > VTI_TC_KC && x->cst ? VTI_TC_KC / g * g : (K ? K : 1);
+    double c1[VTI_TC_LANES];
+    int64_t e1[VTI_TC_LANES];
+    const int rows_outer = kc * Np * 12 <= 256 * 1024;
+    for (size_t k0 = 0; k0 < K || k0 == 0; k0 += kc) {
+        size_t k1 = K - k0 < kc ? K : k0 + kc;
+        size_t ni = rows_outer ? hi - lo : 1, nj = rows_outer ? 1 : (N + VTI_TC_LANES - 1) / VTI_TC_LANES;
+        for (size_t o = 0; o < ni * nj; o++) {
+            size_t i0 = rows_outer ? lo + o : lo, i1 = rows_outer ? i0 + 1 : hi;
+            size_t jb0 = rows_outer ? 0 : o * VTI_TC_LANES, jb1 = rows_outer ? N : jb0 + 1;
+            for (size_t i = i0; i < i1; i++) {
+                if (!x->fa[i]) continue;
+                for (size_t j0 = jb0; j0 < jb1; j0 += VTI_TC_LANES) {
+                    double *c = kc < K ? x->cst + i * Np + j0 : c1;
+                    int64_t *ec = kc < K ? x->ecst + i * Np + j0 : e1;
+                    if (k0 == 0)
+                        for (int l = 0; l < VTI_TC_LANES; l++) c[l] = 0, ec[l] = VTI_TC_NOEXP;
+                    x->block(x, i, j0, k0, k1, c, ec);
+                    if (k1 < K) continue;
+                    float *ci = x->C + i * N;
+                    size_t nl = N - j0 < VTI_TC_LANES ? N - j0 : VTI_TC_LANES;
+                    for (size_t l = 0; l < nl; l++) ci[j0 + l] = x->fb[j0 + l] ? (float)c[l] : elem_groups(x, i, j0 + l);
+                }
+            }
+        }
+        if (K == 0) break;
+    }
     for (size_t i = lo; i < hi; i++)
-        for (size_t j = 0; j < N; j++)
-            x->C[i * N + j] = x->fa[i] && x->fb[j] ? elem_scalar(x, i, j) : elem_groups(x, i, j);
+        if (!x->fa[i])
+            for (size_t j = 0; j < N; j++) x->C[i * N + j] = elem_groups(x, i, j);
 }
 
 /* one input: its bits, value (0 for inf / NaN), alignment exponent (vti_tc_decode's fields, without
@@ -531,6 +604,37 @@ static inline int pack1(vt_tc_type type, vti_tc_fmt f, float v, int eoff, uint16
     return !special;
 }
 
+/* dst [C][R] = the transpose of src [R][C], in tiles (both sides stay in the cache) */
+static void transpose(const float *src, size_t R, size_t C, float *dst)
+{
+    for (size_t r0 = 0; r0 < R; r0 += 32)
+        for (size_t c0 = 0; c0 < C; c0 += 32)
+            for (size_t r = r0; r < R && r < r0 + 32; r++)
+                for (size_t c = c0; c < C && c < c0 + 32; c++) dst[c * R + r] = src[r * C + c];
+}
+
+/* n contiguous inputs packed (bits, values, exponents); bad[t] |= 1 for an inf or NaN (bad NULL:
+ * returns 1 when there is one) */
+static int pack_row(const gemm_ctx *x, const tc_impl *im, const float *src, size_t n, int eoff, uint16_t *bits,
+                    double *val, int32_t *e, uint8_t *bad)
+{
+    const vti_tc_fmt f = vti_tc_fmt_of(x->arch->type);
+    int any = 0;
+    size_t t = 0;
+    if (im->pack8_bf16 && x->arch->type == VT_TC_BF16)
+        for (; t + 8 <= n; t += 8) {
+            int m = im->pack8_bf16(src + t, eoff, bits + t, val + t, e + t);
+            any |= m != 0;
+            for (int l = 0; m && bad && l < 8; l++) bad[t + (size_t)l] |= (uint8_t)(m >> l & 1);
+        }
+    for (; t < n; t++) {
+        int fin = pack1(x->arch->type, f, src[t], eoff, &bits[t], &val[t], &e[t]);
+        any |= !fin;
+        if (bad) bad[t] |= (uint8_t)!fin;
+    }
+    return any;
+}
+
 vt_err vt_tc_gemm_ex(const vt_tc_arch *arch, int impl, int ta, int tb, size_t M, size_t N, size_t K, const float *A,
                      const float *B, float *C)
 {
@@ -540,39 +644,41 @@ vt_err vt_tc_gemm_ex(const vt_tc_arch *arch, int impl, int ta, int tb, size_t M,
     VT_RETURN_ERROR_IF((M && N && K && (!A || !B)) || (M && N && !C), VT_ERR_ARG, "vt_tc_gemm: NULL matrix");
     VT_RETURN_ERROR_IF(N > SIZE_MAX / 2 - VTI_TC_LANES, VT_ERR_ARG, "vt_tc_gemm: B too large");
     const size_t Np = (N + VTI_TC_LANES - 1) / VTI_TC_LANES * VTI_TC_LANES;
-    VT_RETURN_ERROR_IF(M && K > SIZE_MAX / M / 16, VT_ERR_ARG, "vt_tc_gemm: A too large");
+    VT_RETURN_ERROR_IF(M && K > SIZE_MAX / M / 32, VT_ERR_ARG, "vt_tc_gemm: A too large");
     VT_RETURN_ERROR_IF(Np && K > SIZE_MAX / Np / 32, VT_ERR_ARG, "vt_tc_gemm: B too large");
+    VT_RETURN_ERROR_IF(M && Np > SIZE_MAX / M / 32, VT_ERR_ARG, "vt_tc_gemm: C too large");
     if (M == 0 || N == 0) return VT_OK;
     if (impl < 0) {
         vt_tc_impl();
         impl = g_impl;
     }
-    /* one allocation: values, exponents, bits of A and B, the finite flags */
-    const size_t na = M * K, nb = K * Np;
-    uint8_t *mem = malloc((na + nb) * (sizeof(double) + sizeof(int32_t) + sizeof(uint16_t)) + M + N + 1);
+    const tc_impl *im = &IMPLS[impl];
+    /* the accumulators between chunks of k: for a long K when they are small */
+    const int chunked = im->rz && K > VTI_TC_KC && M * Np * 16 <= ((size_t)64 << 20);
+    /* one allocation: values, exponents, bits of A and B, the accumulators, a transposed operand, the flags */
+    const size_t na = M * K, nb = K * Np, ns = chunked ? M * Np : 0, nt = (ta ? na : 0) + (tb ? K * N : 0);
+    uint8_t *mem = malloc((na + nb) * (sizeof(double) + sizeof(int32_t) + sizeof(uint16_t)) + ns * 16 + nt * 4 + M + N + 1);
     VT_RETURN_ERROR_IF(!mem, VT_ERR_NOMEM, "vt_tc_gemm: %zu x %zu x %zu", M, N, K);
-    double *ad = (double *)mem, *bd = ad + na;
-    int32_t *ea = (int32_t *)(bd + nb), *eb = ea + na;
+    double *ad = (double *)mem, *bd = ad + na, *cst = bd + nb;
+    int64_t *ecst = (int64_t *)(cst + ns);
+    float *tmp = (float *)(ecst + ns);
+    int32_t *ea = (int32_t *)(tmp + nt), *eb = ea + na;
     uint16_t *a = (uint16_t *)(eb + nb), *b = a + na;
     uint8_t *fa = (uint8_t *)(b + nb), *fb = fa + M;
-    const vti_tc_fmt f = vti_tc_fmt_of(arch->type);
-    memset(fa, 1, M + N);
-    for (size_t i = 0; i < M; i++) /* A [M][K], or A^T stored [K][M] */
-        for (size_t k = 0; k < K; k++) {
-            size_t t = i * K + k;
-            fa[i] &= (uint8_t)pack1(arch->type, f, ta ? A[k * M + i] : A[t], arch->prod_eoff, &a[t], &ad[t], &ea[t]);
-        }
-    for (size_t k = 0; k < K; k++) { /* B [K][N], or B^T stored [N][K]; padded to Np with zeros */
-        for (size_t j = 0; j < N; j++) {
-            size_t t = k * Np + j;
-            fb[j] &= (uint8_t)pack1(arch->type, f, tb ? B[j * K + k] : B[k * N + j], 0, &b[k * N + j], &bd[t], &eb[t]);
-        }
+    gemm_ctx x = {arch, M, N, K, Np, a, b, ad, bd, ea, eb, fa, fb, C, NULL, chunked ? cst : NULL, chunked ? ecst : NULL,
+                  arch->group, arch->width - 1, arch->width < 24 ? arch->width : 24, arch->align == VT_TC_ALIGN_FLOOR,
+                  arch->out == VT_TC_OUT_RNE, arch->inf_on_overflow, arch->e_floor};
+    x.block = arch->align == VT_TC_ALIGN_FLOOR ? im->floor : im->rz;
+    if (ta) transpose(A, K, M, tmp), A = tmp; /* A stored [K][M] -> [M][K] */
+    if (tb) transpose(B, N, K, tmp + (ta ? na : 0)), B = tmp + (ta ? na : 0); /* B stored [N][K] -> [K][N] */
+    for (size_t i = 0; i < M; i++)
+        fa[i] = (uint8_t)!pack_row(&x, im, A + i * K, K, arch->prod_eoff, &a[i * K], &ad[i * K], &ea[i * K], NULL);
+    memset(fb, 0, N);
+    for (size_t k = 0; k < K; k++) { /* padded to Np with zeros */
+        pack_row(&x, im, B + k * N, N, 0, &b[k * N], &bd[k * Np], &eb[k * Np], fb);
         for (size_t j = N; j < Np; j++) bd[k * Np + j] = 0, eb[k * Np + j] = VTI_TC_NOEXP;
     }
-    gemm_ctx x = {arch, M, N, K, Np, a, b, ad, bd, ea, eb, fa, fb, C, NULL, arch->group, arch->width - 1,
-                  arch->width < 24 ? arch->width : 24, arch->align == VT_TC_ALIGN_FLOOR, arch->out == VT_TC_OUT_RNE,
-                  arch->inf_on_overflow, arch->e_floor};
-    x.block = arch->align == VT_TC_ALIGN_FLOOR ? IMPLS[impl].floor : IMPLS[impl].rz;
+    for (size_t j = 0; j < N; j++) fb[j] = !fb[j];
     size_t per_row = N * (K ? K : 1);
     vt_par_for(M, per_row >= 65536 ? 1 : 65536 / per_row, gemm_rows, &x);
     free(mem);

@@ -497,7 +497,7 @@ static void test_gemm_paths(void)
     CHECK(vt_tc_impl_name(0) && strcmp(vt_tc_impl_name(0), "scalar") == 0, "the scalar implementation is always there");
     for (size_t m = 0; m < 5; m++)
         for (int variant = 0; variant < 5; variant++)
-            for (int mix = 0; mix < 6; mix++) {
+            for (int mix = 0; mix < 7; mix++) {
                 vt_tc_arch A = *base[m];
                 if (variant == 1) A.align = VT_TC_ALIGN_FLOOR;
                 if (variant == 2) A.out = VT_TC_OUT_RNE;
@@ -505,8 +505,10 @@ static void test_gemm_paths(void)
                 if (variant == 4) A.e_floor = -300, A.inf_on_overflow = 0;
                 /* mix 0: a band around 1; 1: tiny and zeros; 2: huge (overflow); 3: everything, NaN and inf in
                  * some rows and columns; 4: underflows to -0 followed by zeros of both signs; 5: cancellation
-                 * (pairs of products that cancel exactly) in a narrow band (carries) */
+                 * (pairs of products that cancel exactly) in a narrow band (carries); 6: a long K (the
+                 * accumulators kept between chunks of k) over all finite classes */
                 size_t M = 9 + (size_t)mix, N = mix % 2 ? 21 : 11, K = 2 * (size_t)A.group + 3 + (size_t)mix;
+                if (mix == 6) M = 5, N = m % 2 ? 21 : 11, K = 2100 + 2 * (size_t)A.group + 3; /* N = 21: a block of columns over the rows */
                 float *X = malloc(M * K * 4), *Y = malloc(K * N * 4), *Z = malloc(M * N * 4);
                 float *XT = malloc(M * K * 4), *YT = malloc(K * N * 4);
                 if (!X || !Y || !Z || !XT || !YT) {
@@ -516,7 +518,8 @@ static void test_gemm_paths(void)
                 }
                 for (size_t i = 0; i < M * K + K * N; i++) {
                     int md = mix == 0 ? 1 : mix == 1 ? (sm64(&s) % 3 ? 2 : 4) : mix == 2 ? (sm64(&s) % 2 ? 3 : 1)
-                           : mix == 3 ? (int)(sm64(&s) % 5) : mix == 4 ? (sm64(&s) % 3 ? 5 : 4) : 6;
+                           : mix == 3 ? (int)(sm64(&s) % 5) : mix == 4 ? (sm64(&s) % 3 ? 5 : 4) : mix == 5 ? 6
+                           : (int[]){1, 1, 1, 2, 4, 5, 6, 6}[sm64(&s) % 8];
                     if (mix == 3 && md == 0 && sm64(&s) % 4) md = 1; /* specials in some rows and columns only */
                     /* mix 4: whole groups of zeros after the first (the -0 accumulator meets only zeros) */
                     if (mix == 4 && i < M * K && (i % K) >= (size_t)A.group && sm64(&s) % 4) md = 4;
@@ -568,7 +571,7 @@ static void test_gemm_paths(void)
     CHECK(negzero > 0, "no -0 result: the -0 accumulator is not exercised");
     CHECK(vt_tc_gemm_ex(&vt_tc_sm90_bf16, 99, 0, 0, 1, 1, 1, (float[]){1}, (float[]){1}, (float[]){0}) == VT_ERR_ARG,
           "an unknown implementation accepted");
-    printf("vt_tc_gemm: %ld elements (%ld of them -0) over 5 models x 5 variants x 6 operand mixes x %d implementations "
+    printf("vt_tc_gemm: %ld elements (%ld of them -0) over 5 models x 5 variants x 7 operand mixes x %d implementations "
            "(default %s) x 4 transposes = the fold of vt_tc_group\n", checked, negzero, nimpl, vt_tc_impl());
 }
 
