@@ -1,5 +1,6 @@
-/* vt_tc.c - the tensor-core emulator (vt_tc.h; the model: docs/tensorcore.md). Integer arithmetic
- * only: a value is a sign, an integer magnitude and the exponent of its last bit. */
+/* vt_tc.c - the tensor-core emulator (vt_tc.h; the model: docs/tensorcore.md). The group in integer
+ * arithmetic (a value is a sign, an integer magnitude and the exponent of its last bit); the GEMM's
+ * finite groups in FP64 operations that are all exact (below "the GEMM"). */
 #include "vt_tc.h"
 
 #include <float.h>

@@ -2,8 +2,8 @@
  * FP32 -> BF16 / FP16 / FP8 E4M3 conversion by round-to-nearest-even, the tensor cores' group
  * accumulation (an FP32 accumulator plus a group of exact products, aligned to the group's largest
  * exponent by a truncating shift, summed exactly, normalised by truncation, converted to FP32), and
- * a GEMM in one fixed, documented order. Integer arithmetic only (no floating-point operation decides
- * a result bit), so every machine returns the same bits. The model, every parameter and every
+ * a GEMM in one fixed, documented order. Integer arithmetic, and in the GEMM FP64 operations that
+ * are all exact (no rounding decides a result bit), so every machine returns the same bits. The model, every parameter and every
  * choice made where the sources are silent: docs/tensorcore.md. Verified on the CPU against an
  * independent model of the same semantics (tests/test_tc.c); agreement with real tensor cores is
  * NOT yet checked (it needs a lent GPU: docs/tensorcore.md "GPU check"). */

@@ -175,6 +175,11 @@ game cheat-init cheat-init trainer "wrong output" 7 2 --cheat lr:7:0.5
 # GEMM (operation 15) loses; the arbiter recomputes that GEMM with the CPU's emulation of the tensor cores
 train cheat-tc --set gemm_arith=tc-bf16-sm90 --cheat poison:7:0.001
 game cheat-tc cheat-tc trainer "wrong output" 7 15 --cheat poison:7:0.001
+# an honest trainer in the mode against an auditor that lies about the fc1 weight-gradient GEMM
+# (operation 15: its output reaches the state): the trainer wins only if the arbiter's recomputation
+# of that GEMM has the emulator's bits (the fp64 mode's would match neither party)
+train honest-tc --set gemm_arith=tc-bf16-sm90
+game lying-auditor-tc honest-tc auditor "wrong output" 9 15 -- --lie 9:15
 # a connection dropped mid-game: the arbiter reconnects and the game goes on to the same verdict
 game dropped cheat-lr trainer "wrong output" 7 2 --cheat lr:7:0.5 --misbehave drop-once
 # garbage sent to the trainer's port first: that client is dropped (and logged), the game still works
