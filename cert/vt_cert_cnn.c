@@ -49,6 +49,10 @@ vt_err vt_cert_graph_from_program(vt_model *m, uint32_t *logits, vt_cert_graph *
             e = vt_cert_graph_conv(g, tm[o->in[0]].conv_in, (uint32_t)c[1], (uint32_t)c[2], (uint32_t)c[3], (uint32_t)c[4],
                                    (uint32_t)c[5], (uint32_t)c[6], (int)c[7], (uint32_t)ia[3],
                                    vt_model_tensor(m, o->in[1], NULL), 1, &id);
+        } else if (o->kind == VT_OPK_CONV2D) { /* step program 2: the convolution as one operation */
+            if (a == UINT32_MAX || ia[0] != B) goto refuse;
+            e = vt_cert_graph_conv(g, a, (uint32_t)ia[1], (uint32_t)ia[2], (uint32_t)ia[3], (uint32_t)ia[4], (uint32_t)ia[5],
+                                   (uint32_t)ia[6], (int)ia[7], (uint32_t)ia[8], vt_model_tensor(m, o->in[1], NULL), 1, &id);
         } else if (o->kind == VT_OPK_MATMUL) {
             if (a == UINT32_MAX || ia[0] || ia[1] || ia[2] != B || ia[4] != vt_cert_graph_size(g, a)) goto refuse;
             e = vt_cert_graph_dense(g, a, (uint32_t)ia[3], vt_model_tensor(m, o->in[1], NULL), 1, &id);

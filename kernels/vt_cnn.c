@@ -293,6 +293,222 @@ vt_err vt_conv_dgrad_gemm(vt_exec *e, const vt_conv_geom *g, size_t Co, const fl
     return VT_OK;
 }
 
+
+/* ------------------------------------------------ convolutions without im2col (vt_conv2d, vt_conv2d_wgrad) */
+
+float vt_conv_patch(const vt_conv_geom *g, const float *x, size_t m, size_t t)
+{
+    const size_t C = g->C, k = g->k, c = t % C, kx = (t / C) % k, ky = t / (C * k);
+    const size_t ox = m % g->Wo, oy = (m / g->Wo) % g->Ho, b = m / (g->Wo * g->Ho);
+    size_t iy = oy * g->s + ky, ix = ox * g->s + kx;
+    if (iy < g->p || ix < g->p || iy - g->p >= g->H || ix - g->p >= g->W) return 0.0f;
+    iy -= g->p, ix -= g->p;
+    return g->chw ? x[(b * C + c) * g->H * g->W + iy * g->W + ix] : x[((b * g->H + iy) * g->W + ix) * C + c];
+}
+
+/* the exact evaluators' operands (vt_bounds.xa_at): the forward pass's row m of im2col, the weight
+ * gradient's row t of im2col^T */
+static float patch_fwd(const void *ctx, size_t i, size_t k)
+{
+    const vt_conv_ref *r = ctx;
+    return vt_conv_patch(&r->g, r->x, i, k);
+}
+
+static float patch_wgrad(const void *ctx, size_t i, size_t k)
+{
+    const vt_conv_ref *r = ctx;
+    return vt_conv_patch(&r->g, r->x, k, i);
+}
+
+/* row m of im2col(X) (k*k*C values; vt_im2col's), tap by tap */
+static void patch_row(const vt_conv_geom *g, const float *x, size_t m, float *row)
+{
+    const size_t C = g->C, k = g->k, HW = g->H * g->W;
+    const size_t ox = m % g->Wo, oy = (m / g->Wo) % g->Ho, b = m / (g->Wo * g->Ho);
+    for (size_t ky = 0; ky < k; ky++)
+        for (size_t kx = 0; kx < k; kx++, row += C) {
+            const size_t iy = oy * g->s + ky, ix = ox * g->s + kx;
+            if (iy < g->p || ix < g->p || iy - g->p >= g->H || ix - g->p >= g->W) {
+                memset(row, 0, C * sizeof *row);
+            } else if (g->chw) {
+                const float *src = x + b * C * HW + (iy - g->p) * g->W + (ix - g->p);
+                for (size_t c = 0; c < C; c++) row[c] = src[c * HW];
+            } else {
+                memcpy(row, x + ((b * g->H + iy - g->p) * g->W + ix - g->p) * C, C * sizeof *row);
+            }
+        }
+}
+
+/* the rows of op(A) per tile of the forward pass: about 512 KiB of FP32 patches */
+static size_t conv_tile_rows(size_t K, size_t M)
+{
+    size_t r = ((size_t)1 << 17) / K;
+    r = r < 16 ? 16 : r;
+    return r < M ? r : M;
+}
+
+typedef struct {
+    vt_exec *e;
+    const vt_conv_geom *g;
+    size_t N, K, M, mr, span; /* span: the weight gradient's rows of op(A) (all of them) */
+    const float *x, *w;       /* w: W (forward) or dY (weight gradient) */
+    double *C, *rn;
+    vt_err err[VT_PAR_MAX];
+    char msg[VT_PAR_MAX][200];
+} conv_job;
+
+static void conv_part_end(conv_job *j, int part, vt_err err)
+{
+    j->err[part] = err;
+    if (err) snprintf(j->msg[part], sizeof j->msg[part], "%s", vt_errmsg());
+}
+
+static vt_err conv_join(conv_job *j, int parts)
+{
+    for (int p = 0; p < parts; p++)
+        if (j->err[p]) return vt_set_error(j->err[p], "%s", j->msg[p]);
+    return VT_OK;
+}
+
+/* the forward tiles lo..hi: each tile's rows of im2col gathered (their norms in one fixed order, the
+ * row's), then one GEMM of the tile by W in the executor's order: every element ONE reduction of K
+ * terms, as vt_gemm's of the materialised im2col */
+static void fwd_part(void *ctx, size_t lo, size_t hi, int part)
+{
+    conv_job *j = ctx;
+    const size_t K = j->K, N = j->N, mr = j->mr;
+    vt_exec sub;
+    vt_exec_init(&sub, j->e->order, j->e->bound, j->e->seed);
+    float *a = malloc(mr * K * sizeof *a);
+    vt_err err = a ? VT_OK : vt_set_error(VT_ERR_NOMEM, "out of memory (a convolution's tile)");
+    for (size_t tl = lo; tl < hi && !err; tl++) {
+        const size_t m0 = tl * mr, n = j->M - m0 < mr ? j->M - m0 : mr;
+        for (size_t r = 0; r < n; r++) {
+            float *row = a + r * K;
+            patch_row(j->g, j->x, m0 + r, row);
+            double s2 = 0.0;
+            for (size_t t = 0; t < K; t++) s2 += (double)row[t] * (double)row[t];
+            j->rn[m0 + r] = sqrt(s2);
+        }
+        err = vt_gemm_plain(&sub, 0, 0, n, N, K, a, j->w, j->C + m0 * N);
+    }
+    conv_part_end(j, part, err);
+    free(a);
+    vt_exec_free(&sub);
+}
+
+/* sqrt of the sums of squares of the columns of A [rows, cols], rows in order */
+static void col_norms(const float *A, size_t rows, size_t cols, double *cn)
+{
+    for (size_t c = 0; c < cols; c++) cn[c] = 0.0;
+    for (size_t r = 0; r < rows; r++)
+        for (size_t c = 0; c < cols; c++) cn[c] += (double)A[r * cols + c] * (double)A[r * cols + c];
+    for (size_t c = 0; c < cols; c++) cn[c] = sqrt(cn[c]);
+}
+
+static void conv_bounds(int wgrad, const vt_conv_geom *g, const float *x, const float *b, size_t M, size_t N,
+                        size_t K, const double *rn, const double *cn, double coef, vt_conv_ref *ref, vt_bounds *bd)
+{
+    vt_gemm_bounds(wgrad, 0, M, N, K, x, b, rn, cn, coef, bd);
+    ref->g = *g, ref->x = x;
+    bd->ta = bd->tb = NULL; /* no stored op(A) for the tight bound: coef |row| |column| is THE bound */
+    bd->ta_si = bd->ta_sk = bd->xa_si = bd->xa_sk = 0;
+    bd->xa_at = wgrad ? patch_wgrad : patch_fwd;
+    bd->xa_ctx = ref;
+}
+
+static vt_err conv_args(const vt_exec *e, const vt_conv_geom *g, size_t Co, const void *x, const void *w,
+                        const void *C, const void *rn, const void *cn, const void *bd, const void *ref, size_t *K,
+                        size_t *M, const char *name)
+{
+    VT_RETURN_ERROR_IF(!e || !g || Co < 1 || !x || !w || !C || !rn || !cn || !bd || !ref, VT_ERR_ARG,
+                       "%s: bad arguments", name);
+    *K = g->k * g->k * g->C, *M = g->B * g->Ho * g->Wo;
+    VT_RETURN_ERROR_IF(*K > INT_MAX || *M > INT_MAX || Co > INT_MAX, VT_ERR_LIMIT, "%s: the convolution is too large",
+                       name);
+    return VT_OK;
+}
+
+vt_err vt_conv2d(vt_exec *e, const vt_conv_geom *g, size_t Co, const float *x, const float *w, double *C, double *rn,
+                 double *cn, vt_bounds *bd, vt_conv_ref *ref)
+{
+    size_t K = 0, M = 0;
+    VT_FORWARD_IF_ERROR(conv_args(e, g, Co, x, w, C, rn, cn, bd, ref, &K, &M, "vt_conv2d"));
+    const double coef = vt_bound_coef_red(&e->bound, (uint64_t)K, (uint64_t)K);
+    VT_RETURN_ERROR_IF(!(coef >= 0.0), VT_ERR_LIMIT, "vt_conv2d: no bound coefficient for K=%zu", K);
+    col_norms(w, K, Co, cn);
+    conv_job *j = malloc(sizeof *j);
+    VT_RETURN_ERROR_IF(!j, VT_ERR_NOMEM, "out of memory (a convolution)");
+    *j = (conv_job){.e = e, .g = g, .N = Co, .K = K, .M = M, .mr = conv_tile_rows(K, M), .x = x, .w = w, .C = C,
+                    .rn = rn};
+    const size_t tiles = (M + j->mr - 1) / j->mr;
+    vt_err err = conv_join(j, vt_par_for(tiles, 1, fwd_part, j));
+    free(j);
+    VT_FORWARD_IF_ERROR(err);
+    conv_bounds(0, g, x, w, M, Co, K, rn, cn, coef, ref, bd);
+    return VT_OK;
+}
+
+/* the weight gradient's rows lo..hi of im2col^T (taps and channels): for each panel of VT_PANEL
+ * consecutive rows m of im2col, the panel's slice of those rows gathered (the norms accumulated, m in
+ * order), one GEMM of the slice^T by the panel of dY in the executor's order, the panel results
+ * combined by the panel tree - the evaluation vt_gemm gives a panelled reduction (docs/rounding.md
+ * 2.1), so vt_bound_coef_red(M, M) covers it; unpanelled, c(M) covers any order */
+static void wgrad_part(void *ctx, size_t lo, size_t hi, int part)
+{
+    conv_job *j = ctx;
+    const size_t K = j->K, N = j->N, M = j->M, nr = hi - lo, kc = VT_PANEL, P = (M + kc - 1) / kc;
+    const size_t depth = vti_ptree_depth(P);
+    vt_exec sub;
+    vt_exec_init(&sub, j->e->order, j->e->bound, j->e->seed);
+    float *row = malloc(K * sizeof *row), *a = malloc(kc * nr * sizeof *a);
+    double *st = malloc(depth * nr * N * sizeof *st);
+    vt_err err = row && a && st ? VT_OK : vt_set_error(VT_ERR_NOMEM, "out of memory (a weight gradient's panels)");
+    vti_ptree t;
+    if (!err) vti_ptree_init(&t, st, nr * N);
+    for (size_t i = lo; i < hi; i++) j->rn[i] = 0.0;
+    for (size_t q = 0; q < P && !err; q++) {
+        const size_t m0 = q * kc, kl = M - m0 < kc ? M - m0 : kc;
+        for (size_t u = 0; u < kl; u++) { /* a [kl, nr]: op(A) = a^T, stored transposed */
+            patch_row(j->g, j->x, m0 + u, row);
+            float *d = a + u * nr;
+            for (size_t r = 0; r < nr; r++) {
+                const float v = row[lo + r];
+                d[r] = v;
+                j->rn[lo + r] += (double)v * (double)v;
+            }
+        }
+        err = vt_gemm_plain(&sub, 1, 0, nr, N, kl, a, j->w + m0 * N, vti_ptree_next(&t));
+        if (!err) vti_ptree_push(&t);
+    }
+    if (!err) vti_ptree_result(&t, j->C + lo * N);
+    for (size_t i = lo; i < hi; i++) j->rn[i] = sqrt(j->rn[i]);
+    conv_part_end(j, part, err);
+    free(row), free(a), free(st);
+    vt_exec_free(&sub);
+}
+
+vt_err vt_conv2d_wgrad(vt_exec *e, const vt_conv_geom *g, size_t Co, const float *x, const float *dy, double *C,
+                       double *rn, double *cn, vt_bounds *bd, vt_conv_ref *ref)
+{
+    size_t K = 0, M = 0;
+    VT_FORWARD_IF_ERROR(conv_args(e, g, Co, x, dy, C, rn, cn, bd, ref, &K, &M, "vt_conv2d_wgrad"));
+    VT_RETURN_ERROR_IF((uint64_t)M > VT_MAX_REDUCTION, VT_ERR_LIMIT,
+                       "vt_conv2d_wgrad: reduction length %zu exceeds VT_MAX_REDUCTION", M);
+    const double coef = vt_bound_coef_red(&e->bound, (uint64_t)M, (uint64_t)M);
+    VT_RETURN_ERROR_IF(!(coef >= 0.0), VT_ERR_LIMIT, "vt_conv2d_wgrad: no bound coefficient for M=%zu", M);
+    col_norms(dy, M, Co, cn);
+    conv_job *j = malloc(sizeof *j);
+    VT_RETURN_ERROR_IF(!j, VT_ERR_NOMEM, "out of memory (a weight gradient)");
+    *j = (conv_job){.e = e, .g = g, .N = Co, .K = K, .M = M, .x = x, .w = dy, .C = C, .rn = rn};
+    size_t grain = K / 2 > 8 ? K / 2 : 8; /* at most two parts: each gathers every row of im2col */
+    vt_err err = conv_join(j, vt_par_for(K, grain, wgrad_part, j));
+    free(j);
+    VT_FORWARD_IF_ERROR(err);
+    conv_bounds(1, g, x, dy, K, Co, M, rn, cn, coef, ref, bd);
+    return VT_OK;
+}
+
 #define VT_CNN_T float
 #define SFX(n) n##_f32
 #include "vt_cnn.c"

@@ -77,6 +77,28 @@ vt_err vt_conv_dgrad_plain_f32(const vt_conv_geom *g, size_t Co, const float *G,
 vt_err vt_conv_dgrad_plain_f64(const vt_conv_geom *g, size_t Co, const double *G, const double *wp,
                                double *C) VT_WARN_UNUSED;
 
+/* Convolutions without a materialised im2col (the kinds conv2d and conv2d_weight_grad, step program 2):
+ * the forward pass Z [B*Ho*Wo, Co] = im2col(X) W and the weight gradient dW [k*k*C, Co] = im2col(X)^T dY,
+ * each output element ONE reduction - the same terms as vt_gemm's on the materialised im2col, hence the
+ * same exact value and (exact rounding) the same FP32 result. The forward pass gathers tiles of about
+ * 512 KiB of im2col's rows (vt_gemm of each tile by W); the weight gradient panels of VT_PANEL rows of
+ * im2col (vt_gemm of each panel's slice^T by dY's panel, the panel results combined by the panel tree,
+ * as vt_gemm evaluates a panelled reduction), the threads splitting the taps and channels. *bd is
+ * OUTER with coefficient vt_bound_coef_red(K, K) (K the reduction's length), rn[i] the norm of op(A)'s
+ * row i and cn[j] of op(B)'s column j, each summed in one fixed order (the same bound for every order,
+ * tiling and thread count), and no tight bound; its exact evaluator reads op(A) through
+ * vt_conv_patch (vt_bounds.xa_at, with *ref, which must outlive *bd). rn has M = B*Ho*Wo (forward) or
+ * k*k*C (weight gradient) entries, cn Co; C is row-major. VT_ERR_ARG, VT_ERR_LIMIT, VT_ERR_NOMEM. */
+typedef struct {
+    vt_conv_geom g;
+    const float *x;
+} vt_conv_ref;
+float vt_conv_patch(const vt_conv_geom *g, const float *x, size_t m, size_t t); /* im2col(X)[m][t], or 0 */
+vt_err vt_conv2d(vt_exec *e, const vt_conv_geom *g, size_t Co, const float *x, const float *w, double *C, double *rn,
+                 double *cn, vt_bounds *bd, vt_conv_ref *ref) VT_WARN_UNUSED;
+vt_err vt_conv2d_wgrad(vt_exec *e, const vt_conv_geom *g, size_t Co, const float *x, const float *dy, double *C,
+                       double *rn, double *cn, vt_bounds *bd, vt_conv_ref *ref) VT_WARN_UNUSED;
+
 /* W' [k*k*Co, C] from W [k*k*C, Co]: W'[(t, co)][c] = W[(t, c)][co] for each tap t. */
 void vt_conv_wperm_f32(size_t k, size_t C, size_t Co, const float *w, float *wp);
 void vt_conv_wperm_f64(size_t k, size_t C, size_t Co, const double *w, double *wp);

@@ -29,7 +29,8 @@ typedef struct {
     uint32_t cin, cout, k, s, pad, H, W, Ho, Wo, chw;
     uint32_t w, gamma, beta, rm, rv; /* state tensors */
     /* step tensors */
-    uint32_t col, z, s1, xc, s2, y;
+    uint32_t col, z, s1, xc, s2, y; /* col: step program 1 only */
+    uint32_t x;                      /* the input of the step's forward pass */
 } unit;
 
 typedef struct {
@@ -102,21 +103,36 @@ static uint32_t act(net *n, vt_tclass cls, uint32_t rows, uint32_t cols, const c
 }
 
 /* the forward pass of unit u on x (training: batch statistics, running statistics updated) */
+/* the convolution of unit u on x into u->z: step program 2's conv2d, or program 1's im2col and GEMM */
+static void conv_fwd(net *n, const unit *u, uint32_t x)
+{
+    vt_program *p = n->p;
+    const uint32_t M = n->B * u->Ho * u->Wo, kk = u->k * u->k * u->cin;
+    if (n->rc->program_version >= 2) {
+        vt_prog_op(p, VT_OPK_CONV2D, ARR(x, u->w), 2, ARR(u->z), 1,
+                   IARG(n->B, u->H, u->W, u->cin, u->k, u->s, u->pad, u->chw, u->cout), 9, NULL, 0, "%s forward",
+                   u->conv);
+        return;
+    }
+    vt_prog_op(p, VT_OPK_IM2COL, ARR(x), 1, ARR(u->col), 1, IARG(n->B, u->H, u->W, u->cin, u->k, u->s, u->pad, u->chw),
+               8, NULL, 0, "%s im2col", u->conv);
+    vt_prog_op(p, VT_OPK_MATMUL, ARR(u->col, u->w), 2, ARR(u->z), 1, IARG(0, 0, M, u->cout, kk), 5, NULL, 0,
+               "%s forward GEMM", u->conv);
+}
+
 static uint32_t unit_fwd(net *n, unit *u, uint32_t x)
 {
     vt_program *p = n->p;
     const uint32_t M = n->B * u->Ho * u->Wo, kk = u->k * u->k * u->cin;
-    u->col = act(n, VT_TC_ACT, M, kk, u->conv, "columns");
+    u->x = x;
+    if (n->rc->program_version < 2) u->col = act(n, VT_TC_ACT, M, kk, u->conv, "columns");
     u->z = act(n, VT_TC_ACT, M, u->cout, u->conv, "out");
     u->s1 = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, 1, ARR(u->cout), "%s.sum", u->bn);
     u->xc = act(n, VT_TC_ACT, M, u->cout, u->bn, "centered");
     u->s2 = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, 1, ARR(u->cout), "%s.sumsq", u->bn);
     u->y = act(n, VT_TC_ACT, M, u->cout, u->bn, "out");
     if (p->bad) return UINT32_MAX;
-    vt_prog_op(p, VT_OPK_IM2COL, ARR(x), 1, ARR(u->col), 1, IARG(n->B, u->H, u->W, u->cin, u->k, u->s, u->pad, u->chw),
-               8, NULL, 0, "%s im2col", u->conv);
-    vt_prog_op(p, VT_OPK_MATMUL, ARR(u->col, u->w), 2, ARR(u->z), 1, IARG(0, 0, M, u->cout, kk), 5, NULL, 0,
-               "%s forward GEMM", u->conv);
+    conv_fwd(n, u, x);
     vt_prog_op(p, VT_OPK_COLSUM, ARR(u->z), 1, ARR(u->s1), 1, NULL, 0, NULL, 0, "%s sum", u->bn);
     vt_prog_op(p, VT_OPK_BN_CENTER, ARR(u->z, u->s1), 2, ARR(u->xc), 1, NULL, 0, NULL, 0, "%s centre", u->bn);
     vt_prog_op(p, VT_OPK_COLDOT, ARR(u->xc, u->xc), 2, ARR(u->s2), 1, NULL, 0, NULL, 0, "%s sum of squares", u->bn);
@@ -131,11 +147,7 @@ static uint32_t unit_fwd(net *n, unit *u, uint32_t x)
 static void unit_eval(net *n, const unit *u, uint32_t x)
 {
     vt_program *p = n->p;
-    const uint32_t M = n->B * u->Ho * u->Wo, kk = u->k * u->k * u->cin;
-    vt_prog_op(p, VT_OPK_IM2COL, ARR(x), 1, ARR(u->col), 1, IARG(n->B, u->H, u->W, u->cin, u->k, u->s, u->pad, u->chw),
-               8, NULL, 0, "%s im2col", u->conv);
-    vt_prog_op(p, VT_OPK_MATMUL, ARR(u->col, u->w), 2, ARR(u->z), 1, IARG(0, 0, M, u->cout, kk), 5, NULL, 0,
-               "%s forward GEMM", u->conv);
+    conv_fwd(n, u, x);
     vt_prog_op(p, VT_OPK_BN_EVAL, ARR(u->z, u->rm, u->rv, u->gamma, u->beta), 5, ARR(u->y), 1, NULL, 0,
                FARG(n->rc->bn_eps), 1, "%s (running statistics)", u->bn);
 }
@@ -167,8 +179,13 @@ static uint32_t unit_bwd(net *n, const unit *u, uint32_t dy, int need_dx, uint32
                "%s weight gradient", u->bn);
     vt_prog_op(p, VT_OPK_BN_BACKWARD, ARR(dy, u->xc, u->s2, *gb, g2, u->gamma), 6, ARR(dz), 1, NULL, 0,
                FARG(n->rc->bn_eps), 1, "%s backward", u->bn);
-    vt_prog_op(p, VT_OPK_MATMUL, ARR(u->col, dz), 2, ARR(*gw), 1, IARG(1, 0, kk, u->cout, M), 5, NULL, 0,
-               "%s weight-gradient GEMM", u->conv);
+    if (n->rc->program_version >= 2)
+        vt_prog_op(p, VT_OPK_CONV2D_WGRAD, ARR(u->x, dz), 2, ARR(*gw), 1,
+                   IARG(n->B, u->H, u->W, u->cin, u->k, u->s, u->pad, u->chw, u->cout), 9, NULL, 0,
+                   "%s weight gradient", u->conv);
+    else
+        vt_prog_op(p, VT_OPK_MATMUL, ARR(u->col, dz), 2, ARR(*gw), 1, IARG(1, 0, kk, u->cout, M), 5, NULL, 0,
+                   "%s weight-gradient GEMM", u->conv);
     if (need_dx) {
         vt_prog_op(p, VT_OPK_CONV_DGATHER, ARR(dz), 1, ARR(G), 1, IARG(n->B, u->H, u->W, u->cout, u->k, u->s, u->pad), 7,
                    NULL, 0, "%s input-gradient gather", u->conv);

@@ -88,6 +88,7 @@ static const field fields[] = {
     {"lr", F_REAL, OFF(lr), NULL},
     {"momentum", F_REAL, OFF(momentum), NULL},
     {"optimizer", F_ENUM, OFF(optimizer), opt_names},
+    {"program_version", F_U32, OFF(program_version), NULL},
     {"resnet_blocks", F_U32, OFF(resnet_blocks), NULL},
     {"resnet_pool", F_U32, OFF(resnet_pool), NULL},
     {"resnet_stages", F_U32, OFF(resnet_stages), NULL},
@@ -344,6 +345,10 @@ vt_err vt_recipe_validate(const vt_recipe *r)
                            VT_ERR_ARG, "recipe: at most 1024 heads, batch x heads and batch x context at most 2^24");
     } else
         VT_RETURN_ERROR_IF(r->optimizer == VT_OPT_ADAMW, VT_ERR_ARG, "recipe: optimizer=adamw is arch=gpt's");
+    VT_RETURN_ERROR_IF(r->program_version > 2 || (r->program_version == 2 && r->arch != VT_ARCH_RESNET), VT_ERR_ARG,
+                       "recipe: program_version is 1 (or 2 for arch=resnet: convolutions without im2col tensors)");
+    VT_RETURN_ERROR_IF(r->program_version == 2 && r->gemm_arith != 0, VT_ERR_ARG,
+                       "recipe: gemm_arith models step program 1's GEMMs: use program_version 1");
     if (r->arch == VT_ARCH_RESNET) {
         VT_RETURN_ERROR_IF(!img || r->n_layers != 1, VT_ERR_ARG,
                            "recipe: arch=resnet needs the image shape (image_channels, image_height, image_width) "
@@ -402,6 +407,7 @@ static json_t *recipe_json(const vt_recipe *r)
         const char *base = (const char *)r + f->off;
         json_t *v = NULL;
         if (f->off == OFF(gemm_arith) && r->gemm_arith == 0) continue; /* the default: as before the key */
+        if (f->off == OFF(program_version) && r->program_version == 1) continue; /* likewise */
         switch (f->type) {
         case F_STR: v = json_string(base); break;
         case F_U64: { uint64_t u; memcpy(&u, base, 8); v = json_integer((json_int_t)u); break; }

@@ -3,6 +3,7 @@
  * (kernels/vt_kernels.h vt_gemm).
  * Each kind's check, exec and cost, named by its stem in the list (vt_kinds.h). */
 #include <cblas.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -221,6 +222,100 @@ vt_err vti_bmm_plain(vt_plainctx *c)
             PGEMM(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, (T)1,
                  PX(0) + (size_t)g * M * K, ta ? M : K, PX(1) + (size_t)g * K * N, tb ? K : N, (T)0, PY(0) + (size_t)g * M * N,
                  N);
+        return VT_OK;
+    })
+}
+
+/* ------------------------------------------------------------ CONV2D, CONV2D_WGRAD */
+/* iarg B, H, W, C, k, stride, pad, chw, Co: CONV2D x [B*H*W, C] (chw: [B, C*H*W]), W [k*k*C, Co] ->
+ * Z [B*Ho*Wo, Co] = im2col(x) W; CONV2D_WGRAD x, dY [B*Ho*Wo, Co] -> dW [k*k*C, Co] = im2col(x)^T dY.
+ * The GEMMs of step program 1's im2col and matmul without the im2col tensor (kernels/vt_cnn.h
+ * vt_conv2d): the same reductions, hence the same exactly rounded results. */
+
+static vt_err conv2d_geom(const vt_opdesc *o, vt_conv_geom *g, size_t *Co, size_t *M, size_t *K)
+{
+    const int64_t *a = o->iarg;
+    ERR_IF((a[7] != 0 && a[7] != 1) || a[8] < 1 || a[8] > 65536, "program: \"%s\": bad convolution arguments", o->name);
+    if (vt_conv_geom_make(g, a[0], a[1], a[2], a[3], a[4], a[5], a[6], (int)a[7]) != VT_OK) {
+        char why[160];
+        snprintf(why, sizeof why, "%s", vt_errmsg());
+        VT_RETURN_ERROR(VT_ERR_INTERNAL, "program: \"%s\": %s", o->name, why);
+    }
+    size_t t;
+    *Co = (size_t)a[8];
+    ERR_IF(__builtin_mul_overflow(g->B * g->Ho, g->Wo, M) || __builtin_mul_overflow(g->k * g->k, g->C, K) ||
+               g->B * g->Ho / g->B != g->Ho || __builtin_mul_overflow(*M > *K ? *M : *K, *Co, &t) ||
+               __builtin_mul_overflow(*M, *K, &t) || *M > INT_MAX || *K > INT_MAX,
+           "program: \"%s\": the convolution is too large", o->name);
+    return VT_OK;
+}
+
+vt_err vti_conv2d_check(const vt_program *p, const vt_opdesc *o)
+{
+    vt_conv_geom g;
+    size_t Co = 0, M = 0, K = 0;
+    VT_FORWARD_IF_ERROR(conv2d_geom(o, &g, &Co, &M, &K));
+    VT_FORWARD_IF_ERROR(want(p, o, o->in[0], VT_DT_F32, g.B * g.H * g.W * g.C, "input"));
+    if (o->kind == VT_OPK_CONV2D) {
+        VT_FORWARD_IF_ERROR(want(p, o, o->in[1], VT_DT_F32, K * Co, "weight"));
+        return want(p, o, o->out[0], VT_DT_F32, M * Co, "output");
+    }
+    VT_FORWARD_IF_ERROR(want(p, o, o->in[1], VT_DT_F32, M * Co, "output gradient"));
+    return want(p, o, o->out[0], VT_DT_F32, K * Co, "weight gradient");
+}
+
+vt_err vti_conv2d_exec(vt_opctx *c)
+{
+    vt_conv_geom g;
+    size_t Co = 0, M = 0, K = 0;
+    VT_FORWARD_IF_ERROR(conv2d_geom(c->o, &g, &Co, &M, &K));
+    VT_RETURN_ERROR_IF(c->gemm_arith != 0, VT_ERR_UNSUPPORTED,
+                       "\"%s\": gemm_arith=%s runs step program 1's GEMMs (program_version 1)", c->o->name,
+                       vt_gemm_arith_names[c->gemm_arith]);
+    vt_bounds bd;
+    vt_conv_ref ref;
+    if (c->o->kind == VT_OPK_CONV2D) {
+        VT_FORWARD_IF_ERROR(vt_conv2d(c->exec, &g, Co, IN(0), IN(1), c->s.x64, c->s.rn, c->s.cn, &bd, &ref));
+        ROUND(c->s.x64, &bd, M, Co, OUT(0));
+    } else {
+        VT_FORWARD_IF_ERROR(vt_conv2d_wgrad(c->exec, &g, Co, IN(0), IN(1), c->s.x64, c->s.rn, c->s.cn, &bd, &ref));
+        ROUND_BATCH(c->s.x64, &bd, K, Co, OUT(0)); /* a sum over the batch's pixels */
+    }
+    return VT_OK;
+}
+
+void vti_conv2d_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
+{
+    (void)p;
+    const int64_t *a = o->iarg;
+    const double Ho = (double)((a[1] + 2 * a[6] - a[4]) / a[5] + 1), Wo = (double)((a[2] + 2 * a[6] - a[4]) / a[5] + 1);
+    const double M = (double)a[0] * Ho * Wo, K = (double)(a[4] * a[4] * a[3]), N = (double)a[8];
+    double rows = o->kind == VT_OPK_CONV2D ? M : K;
+    out->flop = 2 * M * N * K;
+    out->bytes = 4 * ((double)a[0] * (double)a[1] * (double)a[2] * (double)a[3] + K * N + M * N);
+    out->scratch = rows * N;
+    out->norms = rows > N ? rows : N;
+}
+
+/* the plain form keeps the im2col matrix (a scratch buffer, not a tensor) and one CBLAS GEMM */
+vt_err vti_conv2d_plain(vt_plainctx *c)
+{
+    const int64_t *a = c->o->iarg;
+    vt_conv_geom g;
+    memset(&g, 0, sizeof g);
+    if (vt_conv_geom_make(&g, a[0], a[1], a[2], a[3], a[4], a[5], a[6], (int)a[7]))
+        return vt_set_error(VT_ERR_INTERNAL, "\"%s\": bad convolution", c->o->name);
+    const int M = (int)(g.B * g.Ho * g.Wo), K = (int)(g.k * g.k * g.C), N = (int)a[8];
+    const int fwd = c->o->kind == VT_OPK_CONV2D;
+    VTI_PLAIN_BOTH(c, {
+        T *col = malloc((size_t)M * (size_t)K * sizeof *col);
+        VT_RETURN_ERROR_IF(!col, VT_ERR_NOMEM, "out of memory (a convolution's columns)");
+        PTG(vt_im2col)(&g, PX(0), col);
+        if (fwd)
+            PGEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, (T)1, col, K, PX(1), N, (T)0, PY(0), N);
+        else
+            PGEMM(CblasRowMajor, CblasTrans, CblasNoTrans, K, N, M, (T)1, col, K, PX(1), N, (T)0, PY(0), N);
+        free(col);
         return VT_OK;
     })
 }

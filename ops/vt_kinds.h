@@ -143,7 +143,12 @@
     /* w, m, v, t, lr -> w */                                                                                          \
     X(ADAMW, "adamw_apply", CHAIN, 1, 5, 1, 0, 4, "", "beta1 beta2 eps weight_decay", NONE, ITEM, adamw)               \
     /* a, b -> a - b (same element count; no architecture uses it yet) */                                              \
-    X(SUB, "sub", CHAIN, 1, 2, 1, 0, 0, "", "", NONE, CPU, sub)
+    X(SUB, "sub", CHAIN, 1, 2, 1, 0, 0, "", "", NONE, CPU, sub)                                                       \
+    /* x [B*H*W, C] (chw: [B, C*H*W]), W [k*k*C, Co] -> Z [B*Ho*Wo, Co] = im2col(x) W, im2col never stored */     \
+    X(CONV2D, "conv2d", GEMM, 1, 2, 1, 9, 0, "B H W C k stride pad chw Co", "", EXAMPLE, CPU, conv2d)                 \
+    /* x, dY [B*Ho*Wo, Co] -> dW [k*k*C, Co] = im2col(x)^T dY (the sum over the batch's pixels) */                   \
+    X(CONV2D_WGRAD, "conv2d_weight_grad", GEMM, 1, 2, 1, 9, 0, "B H W C k stride pad chw Co", "", BATCH, CPU,        \
+      conv2d)
 /* clang-format on */
 
 #define VT_VARIADIC 255 /* n_in: one or more inputs */

@@ -136,6 +136,11 @@ typedef struct {
     /* batched operands (optional: x_rpb > 0): row i is row i % x_rpb of batch g = i / x_rpb, and
      * the operands' addresses gain g*xa_sg and g*xb_sg (i % x_rpb replaces i above) */
     size_t x_rpb, xa_sg, xb_sg;
+    /* an operand no array holds (optional: xa_at != NULL; a convolution's patch matrix, never
+     * materialised): op(A)'s entry k of element row i is xa_at(xa_ctx, i, k), in place of
+     * xa[i*xa_si + k*xa_sk] (xa, still set, is the stored tensor the entries come from; not batched) */
+    float (*xa_at)(const void *ctx, size_t i, size_t k);
+    const void *xa_ctx;
 } vt_bounds;
 
 /* The tight bound of one reduction sum_k a[k*inca] * b[k*incb] (docs/rounding.md 2.1):

@@ -8,6 +8,7 @@
 #include "../common/vt_bytes.h"
 #include "vt_elem.h"
 #include "vt_round_hd.h"
+#include "vt_xacc_hd.h"
 
 /* The first operands of element (i, j)'s reduction in the exact evaluator (batched or not). */
 static inline void x_operands(const vt_bounds *b, size_t i, size_t j, const float **pa, const float **pb)
@@ -24,7 +25,10 @@ static void element_exact(const vt_bounds *b, size_t i, size_t j, vt_xacc *a)
     vt_xacc_init(a);
     const float *pa, *pb;
     x_operands(b, i, j, &pa, &pb);
-    for (size_t k = 0; k < b->xK; k++) vt_xacc_add_prod32(a, pa[k * b->xa_sk], pb[k * b->xb_sk]);
+    if (b->xa_at)
+        for (size_t k = 0; k < b->xK; k++) vt_xacc_add_prod32(a, b->xa_at(b->xa_ctx, i, k), pb[k * b->xb_sk]);
+    else
+        for (size_t k = 0; k < b->xK; k++) vt_xacc_add_prod32(a, pa[k * b->xa_sk], pb[k * b->xb_sk]);
 }
 
 int vt_eval_element(const vt_bounds *b, vt_tight *t, size_t i, size_t j, vt_decide_fn decide, void *ctx, vt_xacc *a,
@@ -37,6 +41,7 @@ int vt_eval_element(const vt_bounds *b, vt_tight *t, size_t i, size_t j, vt_deci
     x_operands(b, i, j, &fa, &fb);
     double s, e;
     if (have) vt_dot_comp64(t->K, pa, pb, &s, &e);
+    else if (b->xa_at) VT_COMP_DOT(b->xK, t, (double)b->xa_at(b->xa_ctx, i, t) * (double)fb[t * b->xb_sk], &s, &e);
     else vt_dot_comp32(b->xK, fa, b->xa_sk, fb, b->xb_sk, &s, &e);
     if (isfinite(s) && isfinite(e) && decide(s, e, ctx)) return 1;
     (*n_kulisch)++;
