@@ -25,3 +25,6 @@ if(VT_HAVE_CUDA)
        if [ -n \"$miss\" ]; then echo \"$p lacks: $miss\"; st=1; fi; done; \
      echo \"plugin needs: $need\" | tr '\\n' ' '; echo; exit $st")
 endif()
+# The residual CNN's step program 2 (convolutions without im2col tensors) against program 1 (tests/conv_v2.sh).
+add_test(NAME conv_v2 COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/conv_v2.sh ${CMAKE_BINARY_DIR})
+set_tests_properties(conv_v2 PROPERTIES TIMEOUT 900 SKIP_RETURN_CODE 77)
