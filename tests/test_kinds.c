@@ -89,7 +89,10 @@ static void check_list(void)
                                           r->family != VT_FAM_GEMM),
               "%s: the kinds that sum are the reductions, the row-wise kinds and the GEMMs", r->idname);
         CHECK(r->red != VT_RED_GEMM_K || r->id == VT_OPK_MATMUL, "%s: only the GEMM's axes depend on transA", r->idname);
-        CHECK((r->dev == VT_DEV_GEMM) == (r->family == VT_FAM_GEMM), "%s: the GEMMs run in the GEMM pipeline", r->idname);
+        /* the GEMM pipeline runs GEMMs; a GEMM it does not run (the convolutions of step program 2) is the host's */
+        CHECK(r->dev != VT_DEV_GEMM || r->family == VT_FAM_GEMM, "%s: the GEMM pipeline runs GEMMs", r->idname);
+        CHECK(r->family != VT_FAM_GEMM || r->dev == VT_DEV_GEMM || r->dev == VT_DEV_CPU,
+              "%s: a GEMM runs in the GEMM pipeline or on the host", r->idname);
         /* what vt_dev_op_make and vt_dev_op holds: 1..6 inputs, 1..3 outputs, 4 real arguments */
         CHECK(r->dev != VT_DEV_ITEM || (r->n_in >= 1 && r->n_in <= 6 && r->n_out <= 3 && r->n_farg <= 4),
               "%s: a device item's counts", r->idname);
@@ -256,11 +259,14 @@ int main(void)
     static const char *const mlp[] = {"dataset=digits", "layers=[64,16,10]", "batch=8", NULL};
     static const char *const mlp_adam[] = {"dataset=digits", "layers=[64,16,10]", "batch=8", "optimizer=adam", NULL};
     static const char *const cnn[] = {"subset=256", "resnet_width=4", "resnet_stages=2", "batch=4", NULL};
+    static const char *const cnn2[] = {"subset=256", "resnet_width=4", "resnet_stages=2", "batch=4",
+                                       "program_version=2", NULL};
     static const char *const gpt[] = {"gpt_layers=1", "gpt_heads=2", "gpt_width=16", "gpt_context=8", "batch=2",
                                       "dropout=0.1", NULL};
     check_program("mlp", NULL, mlp, seen);
     check_program("mlp adam", NULL, mlp_adam, seen);
     check_program("resnet", "recipes/resnet-cifar10.json", cnn, seen);
+    check_program("resnet program 2", "recipes/resnet-cifar10.json", cnn2, seen);
     check_program("gpt", "recipes/gpt-shakespeare.json", gpt, seen);
     check_extra(seen);
     for (size_t i = 0; i < N_LIST; i++)
