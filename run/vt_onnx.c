@@ -318,6 +318,22 @@ static value *result(tr *x, uint32_t t, int layout, uint32_t c, uint32_t h, uint
     return v;
 }
 
+/* the ONNX Conv of operation o: its output = the convolution c of weight wt */
+static vt_err conv_node(tr *x, const vt_opdesc *o, const colinfo *c, uint32_t wt)
+{
+    const vt_tensor *wd = &x->p->t[wt];
+    if (wd->rank != 4 || wd->shape[0] != c->k || wd->shape[1] != c->k || wd->shape[2] != c->C)
+        FAIL("\"%s\": weight %s is not [%u, %u, %u, Cout]", o->name, wd->name, c->k, c->k, c->C);
+    const uint32_t Ho = (c->H + 2 * c->pad - c->k) / c->s + 1, Wo = (c->W + 2 * c->pad - c->k) / c->s + 1;
+    const char *in[2] = {x->v[c->src].name, initializer(x, wt, 2)};
+    const int64_t ks[2] = {c->k, c->k}, st[2] = {c->s, c->s}, pd[4] = {c->pad, c->pad, c->pad, c->pad};
+    value *r = result(x, o->out[0], L_IMG, wd->shape[3], Ho, Wo);
+    node(x, "Conv", r->name, 2, in, attr_ints(x, "kernel_shape", 2, ks), attr_ints(x, "strides", 2, st),
+         attr_ints(x, "pads", 4, pd), attr_ints(x, "dilations", 2, (const int64_t[]){1, 1}), attr_int(x, "group", 1),
+         NULL);
+    return VT_OK;
+}
+
 static vt_err translate(tr *x, uint32_t first, uint32_t last)
 {
     const vt_program *p = x->p;
@@ -326,14 +342,19 @@ static vt_err translate(tr *x, uint32_t first, uint32_t last)
         const int64_t *ia = o->iarg;
         const value *a = NULL, *b = NULL;
         switch (o->kind) {
+        case VT_OPK_CONV2D: /* step program 2's convolution: im2col's arguments and Co, the gather inside */
         case VT_OPK_IM2COL: { /* B, H, W, C, k, stride, pad, chw: the operand of the next GEMM */
             VT_FORWARD_IF_ERROR(operand(x, o, 0, L_IMG, &a));
             if (a->h != ia[1] || a->w != ia[2] || a->c != ia[3] || ia[4] < 1 || ia[5] < 1 || ia[6] < 0)
                 FAIL("\"%s\": %ux%ux%u image read as %lldx%lldx%lld", o->name, a->c, a->h, a->w, (long long)ia[3],
                      (long long)ia[1], (long long)ia[2]);
-            colinfo *c = &x->col[o->out[0]];
-            c->is_col = 1, c->src = o->in[0], c->H = (uint32_t)ia[1], c->W = (uint32_t)ia[2], c->C = (uint32_t)ia[3];
-            c->k = (uint32_t)ia[4], c->s = (uint32_t)ia[5], c->pad = (uint32_t)ia[6];
+            colinfo c = {1, o->in[0], (uint32_t)ia[1], (uint32_t)ia[2], (uint32_t)ia[3], (uint32_t)ia[4], (uint32_t)ia[5],
+                         (uint32_t)ia[6]};
+            if (o->kind == VT_OPK_CONV2D) {
+                VT_FORWARD_IF_ERROR(conv_node(x, o, &c, o->in[1]));
+                break;
+            }
+            x->col[o->out[0]] = c;
             x->v[o->out[0]].name = NULL; /* a gathered operand, no ONNX value of its own */
             break;
         }
@@ -341,17 +362,7 @@ static vt_err translate(tr *x, uint32_t first, uint32_t last)
             if (ia[0] || ia[1]) FAIL("\"%s\": a transposed GEMM in the evaluation pass", o->name);
             const uint32_t wt = o->in[1];
             if (x->col[o->in[0]].is_col) { /* the convolution */
-                const colinfo *c = &x->col[o->in[0]];
-                const vt_tensor *wd = &p->t[wt];
-                if (wd->rank != 4 || wd->shape[0] != c->k || wd->shape[1] != c->k || wd->shape[2] != c->C)
-                    FAIL("\"%s\": weight %s is not [%u, %u, %u, Cout]", o->name, wd->name, c->k, c->k, c->C);
-                const uint32_t Ho = (c->H + 2 * c->pad - c->k) / c->s + 1, Wo = (c->W + 2 * c->pad - c->k) / c->s + 1;
-                const char *in[2] = {x->v[c->src].name, initializer(x, wt, 2)};
-                const int64_t ks[2] = {c->k, c->k}, st[2] = {c->s, c->s}, pd[4] = {c->pad, c->pad, c->pad, c->pad};
-                value *r = result(x, o->out[0], L_IMG, wd->shape[3], Ho, Wo);
-                node(x, "Conv", r->name, 2, in, attr_ints(x, "kernel_shape", 2, ks), attr_ints(x, "strides", 2, st),
-                     attr_ints(x, "pads", 4, pd), attr_ints(x, "dilations", 2, (const int64_t[]){1, 1}),
-                     attr_int(x, "group", 1), NULL);
+                VT_FORWARD_IF_ERROR(conv_node(x, o, &x->col[o->in[0]], wt));
                 break;
             }
             VT_FORWARD_IF_ERROR(operand(x, o, 0, L_MAT, &a));
@@ -504,7 +515,7 @@ static vt_err build_and_write(tr *x, const char *path, const char *const *meta_k
     value *iv = result(x, p->input, L_MAT, in->shape[1], 0, 0);
     for (uint32_t j = first; j <= last; j++) {
         const vt_opdesc *o = &p->op[j];
-        if (o->kind == VT_OPK_IM2COL && o->in[0] == p->input) {
+        if ((o->kind == VT_OPK_IM2COL || o->kind == VT_OPK_CONV2D) && o->in[0] == p->input) {
             const int64_t *ia = o->iarg;
             VT_RETURN_ERROR_IF(ia[7] != 1 || (uint64_t)ia[1] * (uint64_t)ia[2] * (uint64_t)ia[3] != in->shape[1],
                                VT_ERR_INTERNAL, "ONNX export: the input is gathered other than as a channels-first image");

@@ -48,6 +48,12 @@ for v in 1 2; do
 done
 python3 -c "import json,sys; a,b=(json.load(open(f))['examples'] for f in sys.argv[1:]); assert a==b and len(a)==3" \
   "$T/cr1.json" "$T/cr2.json" && ok || bad "the certifier's bounds of the two programs differ"
+# the ONNX export (where built) translates conv2d as it does im2col + matmul: as many Conv nodes
+if "$TRAINER" export "$T/v1" --format onnx --out "$T/v1.onnx" >/dev/null 2>&1; then
+  "$TRAINER" export "$T/v2" --format onnx --out "$T/v2.onnx" >"$T/out" 2>&1 && ok || bad "ONNX export of program 2: $(cat "$T/out")"
+  python3 -c "import sys; a,b=(open(f,'rb').read().count(b'\x22\x04Conv') for f in sys.argv[1:]); assert a==b>0" \
+    "$T/v1.onnx" "$T/v2.onnx" && ok || bad "the ONNX exports hold different numbers of Conv nodes"
+fi
 # log rounding
 "$TRAINER" train --run "$T/log" --key "$T/key" "${CNN[@]}" --set program_version=2 --set rounding=log --quiet \
   >"$T/out" 2>&1 || bad "train program 2, log: $(cat "$T/out")"
