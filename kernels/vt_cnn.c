@@ -352,6 +352,8 @@ typedef struct {
     const vt_conv_geom *g;
     size_t N, K, M, mr, span; /* span: the weight gradient's rows of op(A) (all of them) */
     const float *x, *w;       /* w: W (forward) or dY (weight gradient) */
+    const double *w64;        /* the BLAS order's W in FP64 (forward; NULL: another order) */
+    int blas;                 /* the BLAS order: the fused forms below */
     double *C, *rn;
     vt_err err[VT_PAR_MAX];
     char msg[VT_PAR_MAX][200];
@@ -370,30 +372,55 @@ static vt_err conv_join(conv_job *j, int parts)
     return VT_OK;
 }
 
-/* the forward tiles lo..hi: each tile's rows of im2col gathered (their norms in one fixed order, the
- * row's), then one GEMM of the tile by W in the executor's order: every element ONE reduction of K
- * terms, as vt_gemm's of the materialised im2col */
+/* C [n, N] = A64 [n, K] W64 [K, N] by cblas_dgemm as vt_gemm's BLAS order evaluates it: where K is
+ * panelled (vt_gemm_panel), panels of VT_PANEL terms first to last combined by the panel tree (st:
+ * vti_ptree_depth(P) * n * N doubles); -0 results made +0 */
+static void dgemm_panels(const vt_exec *e, size_t n, size_t N, size_t K, const double *A64, const double *W64,
+                         double *st, double *C)
+{
+    if (!vt_gemm_panel(e, K)) {
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)N, (int)K, 1.0, A64, (int)K, W64, (int)N,
+                    0.0, C, (int)N);
+    } else {
+        vti_ptree t;
+        vti_ptree_init(&t, st, n * N);
+        for (size_t k0 = 0; k0 < K; k0 += VT_PANEL) {
+            const size_t kl = K - k0 < VT_PANEL ? K - k0 : VT_PANEL;
+            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)N, (int)kl, 1.0, A64 + k0, (int)K,
+                        W64 + k0 * N, (int)N, 0.0, vti_ptree_next(&t), (int)N);
+            vti_ptree_push(&t);
+        }
+        vti_ptree_result(&t, C);
+    }
+    for (size_t i = 0; i < n * N; i++) C[i] += 0.0;
+}
+
+/* the forward tiles lo..hi: each tile's rows of im2col gathered (each row's norm its four-lane sum of
+ * squares, whatever the order), then one GEMM of the tile by W: every element ONE reduction of K terms,
+ * as vt_gemm's of the materialised im2col. The BLAS order gathers the tile into FP64 (the conversion and
+ * the norms fused) and multiplies it by the FP64 W converted once; another order hands the FP32 tile to
+ * vt_gemm_plain in its own way */
 static void fwd_part(void *ctx, size_t lo, size_t hi, int part)
 {
     conv_job *j = ctx;
-    const size_t K = j->K, N = j->N, mr = j->mr;
+    const size_t K = j->K, N = j->N, mr = j->mr, P = (K + VT_PANEL - 1) / VT_PANEL;
     vt_exec sub;
     vt_exec_init(&sub, j->e->order, j->e->bound, j->e->seed);
-    float *a = malloc(mr * K * sizeof *a);
-    vt_err err = a ? VT_OK : vt_set_error(VT_ERR_NOMEM, "out of memory (a convolution's tile)");
+    float *a = malloc((j->blas ? K : mr * K) * sizeof *a);
+    double *a64 = malloc((j->blas ? mr * K : K) * sizeof *a64), *st = j->blas ? malloc(vti_ptree_depth(P) * mr * N * sizeof *st) : NULL;
+    vt_err err = a && a64 && (st || !j->blas) ? VT_OK : vt_set_error(VT_ERR_NOMEM, "out of memory (a convolution's tile)");
     for (size_t tl = lo; tl < hi && !err; tl++) {
         const size_t m0 = tl * mr, n = j->M - m0 < mr ? j->M - m0 : mr;
         for (size_t r = 0; r < n; r++) {
-            float *row = a + r * K;
+            float *row = j->blas ? a : a + r * K;
             patch_row(j->g, j->x, m0 + r, row);
-            double s2 = 0.0;
-            for (size_t t = 0; t < K; t++) s2 += (double)row[t] * (double)row[t];
-            j->rn[m0 + r] = sqrt(s2);
+            j->rn[m0 + r] = sqrt(vti_cvt_span(row, K, j->blas ? a64 + r * K : a64));
         }
-        err = vt_gemm_plain(&sub, 0, 0, n, N, K, a, j->w, j->C + m0 * N);
+        if (j->blas) dgemm_panels(&sub, n, N, K, a64, j->w64, st, j->C + m0 * N);
+        else err = vt_gemm_plain(&sub, 0, 0, n, N, K, a, j->w, j->C + m0 * N);
     }
     conv_part_end(j, part, err);
-    free(a);
+    free(a), free(a64), free(st);
     vt_exec_free(&sub);
 }
 
@@ -440,9 +467,17 @@ vt_err vt_conv2d(vt_exec *e, const vt_conv_geom *g, size_t Co, const float *x, c
     conv_job *j = malloc(sizeof *j);
     VT_RETURN_ERROR_IF(!j, VT_ERR_NOMEM, "out of memory (a convolution)");
     *j = (conv_job){.e = e, .g = g, .N = Co, .K = K, .M = M, .mr = conv_tile_rows(K, M), .x = x, .w = w, .C = C,
-                    .rn = rn};
-    const size_t tiles = (M + j->mr - 1) / j->mr;
-    vt_err err = conv_join(j, vt_par_for(tiles, 1, fwd_part, j));
+                    .rn = rn, .blas = e->order == VT_ORDER_BLAS};
+    double *w64 = j->blas ? malloc(K * Co * sizeof *w64) : NULL;
+    vt_err err = VT_OK;
+    if (j->blas && !w64) {
+        err = vt_set_error(VT_ERR_NOMEM, "out of memory (a convolution's weights)");
+    } else {
+        for (size_t i = 0; w64 && i < K * Co; i++) w64[i] = (double)w[i];
+        j->w64 = w64;
+        err = conv_join(j, vt_par_for((M + j->mr - 1) / j->mr, 1, fwd_part, j));
+    }
+    free(w64);
     free(j);
     VT_FORWARD_IF_ERROR(err);
     conv_bounds(0, g, x, w, M, Co, K, rn, cn, coef, ref, bd);
@@ -461,30 +496,40 @@ static void wgrad_part(void *ctx, size_t lo, size_t hi, int part)
     const size_t depth = vti_ptree_depth(P);
     vt_exec sub;
     vt_exec_init(&sub, j->e->order, j->e->bound, j->e->seed);
-    float *row = malloc(K * sizeof *row), *a = malloc(kc * nr * sizeof *a);
-    double *st = malloc(depth * nr * N * sizeof *st);
-    vt_err err = row && a && st ? VT_OK : vt_set_error(VT_ERR_NOMEM, "out of memory (a weight gradient's panels)");
+    float *row = malloc(K * sizeof *row), *a = j->blas ? NULL : malloc(kc * nr * sizeof *a);
+    double *st = malloc(depth * nr * N * sizeof *st), *a64 = j->blas ? malloc(kc * nr * sizeof *a64) : NULL,
+           *d64 = j->blas ? malloc(kc * N * sizeof *d64) : NULL;
+    vt_err err = row && (a || a64) && st && (d64 || !j->blas)
+                     ? VT_OK
+                     : vt_set_error(VT_ERR_NOMEM, "out of memory (a weight gradient's panels)");
     vti_ptree t;
     if (!err) vti_ptree_init(&t, st, nr * N);
     for (size_t i = lo; i < hi; i++) j->rn[i] = 0.0;
     for (size_t q = 0; q < P && !err; q++) {
         const size_t m0 = q * kc, kl = M - m0 < kc ? M - m0 : kc;
-        for (size_t u = 0; u < kl; u++) { /* a [kl, nr]: op(A) = a^T, stored transposed */
+        for (size_t u = 0; u < kl; u++) { /* a [kl, nr]: op(A) = a^T, stored transposed (BLAS order: FP64) */
             patch_row(j->g, j->x, m0 + u, row);
-            float *d = a + u * nr;
             for (size_t r = 0; r < nr; r++) {
                 const float v = row[lo + r];
-                d[r] = v;
+                if (a64) a64[u * nr + r] = v;
+                else a[u * nr + r] = v;
                 j->rn[lo + r] += (double)v * (double)v;
             }
         }
-        err = vt_gemm_plain(&sub, 1, 0, nr, N, kl, a, j->w + m0 * N, vti_ptree_next(&t));
+        if (j->blas) { /* this panel of dY in FP64, one BLAS GEMM */
+            for (size_t i = 0; i < kl * N; i++) d64[i] = (double)j->w[m0 * N + i];
+            cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)nr, (int)N, (int)kl, 1.0, a64, (int)nr, d64, (int)N,
+                        0.0, vti_ptree_next(&t), (int)N);
+        } else {
+            err = vt_gemm_plain(&sub, 1, 0, nr, N, kl, a, j->w + m0 * N, vti_ptree_next(&t));
+        }
         if (!err) vti_ptree_push(&t);
     }
     if (!err) vti_ptree_result(&t, j->C + lo * N);
+    for (size_t i = 0; !err && i < nr * N; i++) j->C[lo * N + i] += 0.0; /* -0 -> +0 */
     for (size_t i = lo; i < hi; i++) j->rn[i] = sqrt(j->rn[i]);
     conv_part_end(j, part, err);
-    free(row), free(a), free(st);
+    free(row), free(a), free(st), free(a64), free(d64);
     vt_exec_free(&sub);
 }
 
@@ -500,7 +545,8 @@ vt_err vt_conv2d_wgrad(vt_exec *e, const vt_conv_geom *g, size_t Co, const float
     col_norms(dy, M, Co, cn);
     conv_job *j = malloc(sizeof *j);
     VT_RETURN_ERROR_IF(!j, VT_ERR_NOMEM, "out of memory (a weight gradient)");
-    *j = (conv_job){.e = e, .g = g, .N = Co, .K = K, .M = M, .x = x, .w = dy, .C = C, .rn = rn};
+    *j = (conv_job){.e = e, .g = g, .N = Co, .K = K, .M = M, .x = x, .w = dy, .C = C, .rn = rn,
+                    .blas = e->order == VT_ORDER_BLAS};
     size_t grain = K / 2 > 8 ? K / 2 : 8; /* at most two parts: each gathers every row of im2col */
     vt_err err = conv_join(j, vt_par_for(K, grain, wgrad_part, j));
     free(j);

@@ -37,8 +37,8 @@
 
 /* ------------------------------------------------------- conversion + norms */
 
-/* d = src (n values, FP64); returns their sum of squares (four lanes) */
-static double cvt_span(const float *src, size_t n, double *d)
+/* d = src (n values, FP64); returns their sum of squares (four lanes; vt_kernels_int.h) */
+double vti_cvt_span(const float *src, size_t n, double *d)
 {
     double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0;
     size_t u = 0;
@@ -74,7 +74,7 @@ static void cvt_rows(const float *src, size_t rows, size_t cols, double *dst, do
             continue;
         }
         if (d) {
-            norm[r] = sqrt(cvt_span(s, cols, d));
+            norm[r] = sqrt(vti_cvt_span(s, cols, d));
             continue;
         }
         double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0;
@@ -211,7 +211,7 @@ static vt_err gemm_blas_panels(vt_exec *e, int tA, int tB, size_t M, size_t N, s
             /* op(A)(i0 + r, k0 + u): stored M x K (rows) or K x M (transposed), kept in that layout */
             if (!tA)
                 for (size_t r = 0; r < mr; r++) {
-                    double s2 = cvt_span(A + (i0 + r) * K + k0, kl, A64 + r * kl);
+                    double s2 = vti_cvt_span(A + (i0 + r) * K + k0, kl, A64 + r * kl);
                     if (rni) rni[r] += s2;
                 }
             else
@@ -237,7 +237,7 @@ static vt_err gemm_blas_panels(vt_exec *e, int tA, int tB, size_t M, size_t N, s
                 }
             else
                 for (size_t j = 0; j < N; j++) {
-                    double s2 = cvt_span(B + j * K + k0, kl, B64 + j * kl);
+                    double s2 = vti_cvt_span(B + j * K + k0, kl, B64 + j * kl);
                     if (cnj) cnj[j] += s2;
                 }
             cblas_dgemm(CblasRowMajor, tA ? CblasTrans : CblasNoTrans, tB ? CblasTrans : CblasNoTrans, (int)mr, (int)N,

@@ -12,6 +12,8 @@
 /* Elementwise and row-wise kernels over threads (common/vt_par.h): fn(args, lo, hi) for parts
  * [lo, hi) of [0, n), each at least `grain` long; every output element is its own, so the bits do
  * not depend on the split. VTI_GRAIN: about the elements worth a part. */
+/* d[0..n) = src converted to FP64; returns their sum of squares, four lanes in a fixed order (vt_gemm.c) */
+double vti_cvt_span(const float *src, size_t n, double *d);
 typedef void (*vti_range_fn)(const void *args, size_t lo, size_t hi);
 void vti_par_range(size_t n, size_t grain, vti_range_fn fn, const void *args);
 #define VTI_GRAIN 16384
