@@ -23,7 +23,12 @@
  * answers live in tests/kat/arch.kat, written by this code before any move:
  *     test_kat --write tests/kat/arch.kat resnet gpt
  * (`--write FILE NAME...` writes only the named configurations' answers; without names, all of them).
- * Each log-rounded twin ("...-log") must give its exact twin's answers line for line. */
+ * Each log-rounded twin ("...-log") must give its exact twin's answers line for line. Issue 27 added the
+ * resnet as step program 2 (program_version=2: conv2d and conv2d_weight_grad, no im2col tensor), exact
+ * and log-rounded, as twins of "resnet": program 1's answers line for line less the im2col tensors'
+ * ".columns" lines; and, after the last step of the resnet configurations, the hash of the evaluation
+ * pass's probabilities of its second batch ("evalprobs", appended to arch.kat from this code's
+ * program-1 run). */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
