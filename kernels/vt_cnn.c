@@ -509,11 +509,21 @@ static void wgrad_part(void *ctx, size_t lo, size_t hi, int part)
         const size_t m0 = q * kc, kl = M - m0 < kc ? M - m0 : kc;
         for (size_t u = 0; u < kl; u++) { /* a [kl, nr]: op(A) = a^T, stored transposed (BLAS order: FP64) */
             patch_row(j->g, j->x, m0 + u, row);
-            for (size_t r = 0; r < nr; r++) {
-                const float v = row[lo + r];
-                if (a64) a64[u * nr + r] = v;
-                else a[u * nr + r] = v;
-                j->rn[lo + r] += (double)v * (double)v;
+            const float *restrict src = row + lo;
+            double *restrict rn2 = j->rn + lo;
+            if (a64) {
+                double *restrict d = a64 + u * nr;
+                for (size_t r = 0; r < nr; r++) {
+                    const double v = (double)src[r];
+                    d[r] = v;
+                    rn2[r] += v * v;
+                }
+            } else {
+                float *restrict d = a + u * nr;
+                for (size_t r = 0; r < nr; r++) {
+                    d[r] = src[r];
+                    rn2[r] += (double)src[r] * (double)src[r];
+                }
             }
         }
         if (j->blas) { /* this panel of dY in FP64, one BLAS GEMM */
