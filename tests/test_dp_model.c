@@ -3,8 +3,8 @@
  * every rank builds the program for its share of the global batch, runs the steps with the batch
  * split and every batch reduction rounded across the ranks, and after every step its state hash
  * and loss must equal those of a one-process model of the whole batch that the rank runs beside
- * it - for the MLP (SGD with momentum, Adam), the residual CNN (batch normalisation, augmentation)
- * and the GPT (dropout, text windows). Also: a batch that does not split, rounding=log and a model
+ * it - for the MLP (SGD with momentum, Adam), the residual CNN (batch normalisation, augmentation; step
+ * programs 1 and 2) and the GPT (dropout, text windows). Also: a batch that does not split, rounding=log and a model
  * with a backend are refused; evaluation stays local (no collective: rank 0 alone evaluates).
  * The sharded optimiser state (vt_model_init_sharded, --shard-state) on N > 1 ranks: after every
  * step the parameters and buffers are the one-process model's on every rank, the whole state's hash
@@ -251,6 +251,8 @@ int main(int argc, char **argv)
         {"mlp adam", NULL, "digits", {"dataset=digits", "layers=[64,16,10]", "optimizer=adam", NULL}},
         {"resnet", "recipes/resnet-cifar10.json", "cifar10-train:96",
          {"subset=96", "resnet_width=4", "resnet_stages=2", NULL}},
+        {"resnet program 2", "recipes/resnet-cifar10.json", "cifar10-train:96", /* conv2d_weight_grad's batch sum */
+         {"subset=96", "resnet_width=4", "resnet_stages=2", "program_version=2", NULL}},
         {"gpt", "recipes/gpt-shakespeare.json", "shakespeare-train",
          {"gpt_layers=1", "gpt_heads=2", "gpt_width=16", "gpt_context=8", "dropout=0.1", NULL}},
     };
