@@ -296,28 +296,50 @@ vt_err vt_conv_dgrad_gemm(vt_exec *e, const vt_conv_geom *g, size_t Co, const fl
 
 /* ------------------------------------------------ convolutions without im2col (vt_conv2d, vt_conv2d_wgrad) */
 
+/* the exact evaluators' operands (vt_bounds.xa_fill): entries t0 .. t0+n-1 of im2col's row m (the
+ * forward pass), and entries m0 .. m0+n-1 of im2col's column t (the weight gradient's row t of
+ * im2col^T); the pixel or the tap decoded once, then stepped */
+static void fill_fwd(const void *ctx, size_t m, size_t t0, size_t n, float *dst)
+{
+    const vt_conv_ref *r = ctx;
+    const vt_conv_geom *g = &r->g;
+    const size_t C = g->C, k = g->k, HW = g->H * g->W;
+    const size_t ox = m % g->Wo, oy = (m / g->Wo) % g->Ho, b = m / (g->Wo * g->Ho);
+    size_t c = t0 % C, kx = (t0 / C) % k, ky = t0 / (C * k);
+    for (size_t u = 0; u < n; u++) {
+        const size_t iy = oy * g->s + ky, ix = ox * g->s + kx;
+        if (iy < g->p || ix < g->p || iy - g->p >= g->H || ix - g->p >= g->W) dst[u] = 0.0f;
+        else if (g->chw) dst[u] = r->x[(b * C + c) * HW + (iy - g->p) * g->W + ix - g->p];
+        else dst[u] = r->x[((b * g->H + iy - g->p) * g->W + ix - g->p) * C + c];
+        if (++c < C) continue;
+        c = 0;
+        if (++kx == k) kx = 0, ky++;
+    }
+}
+
+static void fill_wgrad(const void *ctx, size_t t, size_t m0, size_t n, float *dst)
+{
+    const vt_conv_ref *r = ctx;
+    const vt_conv_geom *g = &r->g;
+    const size_t C = g->C, k = g->k, HW = g->H * g->W, c = t % C, kx = (t / C) % k, ky = t / (C * k);
+    size_t ox = m0 % g->Wo, oy = (m0 / g->Wo) % g->Ho, b = m0 / (g->Wo * g->Ho);
+    for (size_t u = 0; u < n; u++) {
+        const size_t iy = oy * g->s + ky, ix = ox * g->s + kx;
+        if (iy < g->p || ix < g->p || iy - g->p >= g->H || ix - g->p >= g->W) dst[u] = 0.0f;
+        else if (g->chw) dst[u] = r->x[(b * C + c) * HW + (iy - g->p) * g->W + ix - g->p];
+        else dst[u] = r->x[((b * g->H + iy - g->p) * g->W + ix - g->p) * C + c];
+        if (++ox < g->Wo) continue;
+        ox = 0;
+        if (++oy == g->Ho) oy = 0, b++;
+    }
+}
+
 float vt_conv_patch(const vt_conv_geom *g, const float *x, size_t m, size_t t)
 {
-    const size_t C = g->C, k = g->k, c = t % C, kx = (t / C) % k, ky = t / (C * k);
-    const size_t ox = m % g->Wo, oy = (m / g->Wo) % g->Ho, b = m / (g->Wo * g->Ho);
-    size_t iy = oy * g->s + ky, ix = ox * g->s + kx;
-    if (iy < g->p || ix < g->p || iy - g->p >= g->H || ix - g->p >= g->W) return 0.0f;
-    iy -= g->p, ix -= g->p;
-    return g->chw ? x[(b * C + c) * g->H * g->W + iy * g->W + ix] : x[((b * g->H + iy) * g->W + ix) * C + c];
-}
-
-/* the exact evaluators' operands (vt_bounds.xa_at): the forward pass's row m of im2col, the weight
- * gradient's row t of im2col^T */
-static float patch_fwd(const void *ctx, size_t i, size_t k)
-{
-    const vt_conv_ref *r = ctx;
-    return vt_conv_patch(&r->g, r->x, i, k);
-}
-
-static float patch_wgrad(const void *ctx, size_t i, size_t k)
-{
-    const vt_conv_ref *r = ctx;
-    return vt_conv_patch(&r->g, r->x, k, i);
+    const vt_conv_ref r = {*g, x};
+    float v;
+    fill_fwd(&r, m, t, 1, &v);
+    return v;
 }
 
 /* row m of im2col(X) (k*k*C values; vt_im2col's), tap by tap */
@@ -440,7 +462,7 @@ static void conv_bounds(int wgrad, const vt_conv_geom *g, const float *x, const 
     ref->g = *g, ref->x = x;
     bd->ta = bd->tb = NULL; /* no stored op(A) for the tight bound: coef |row| |column| is THE bound */
     bd->ta_si = bd->ta_sk = bd->xa_si = bd->xa_sk = 0;
-    bd->xa_at = wgrad ? patch_wgrad : patch_fwd;
+    bd->xa_fill = wgrad ? fill_wgrad : fill_fwd;
     bd->xa_ctx = ref;
 }
 

@@ -87,7 +87,7 @@ vt_err vt_conv_dgrad_plain_f64(const vt_conv_geom *g, size_t Co, const double *G
  * OUTER with coefficient vt_bound_coef_red(K, K) (K the reduction's length), rn[i] the norm of op(A)'s
  * row i and cn[j] of op(B)'s column j, each summed in one fixed order (the same bound for every order,
  * tiling and thread count), and no tight bound; its exact evaluator reads op(A) through
- * vt_conv_patch (vt_bounds.xa_at, with *ref, which must outlive *bd). rn has M = B*Ho*Wo (forward) or
+ * vt_bounds.xa_fill (the entries vt_conv_patch gives, a chunk at a time; with *ref, which must outlive *bd). rn has M = B*Ho*Wo (forward) or
  * k*k*C (weight gradient) entries, cn Co; C is row-major. VT_ERR_ARG, VT_ERR_LIMIT, VT_ERR_NOMEM. */
 typedef struct {
     vt_conv_geom g;

@@ -107,6 +107,8 @@ static inline int vt_sum_is_exact(double sabs, int emin)
     return sabs * (1.0 + 0x1p-20) < lim;
 }
 
+#define VT_XFILL_CHUNK 256 /* vt_bounds.xa_fill's entries per call (a multiple of 4) */
+
 /* How an operation describes the bounds of its rows x cols outputs (row-major). */
 typedef enum {
     VT_BOUNDS_ZERO = 0,  /* B = 0: exact or deterministic elementwise result */
@@ -136,10 +138,11 @@ typedef struct {
     /* batched operands (optional: x_rpb > 0): row i is row i % x_rpb of batch g = i / x_rpb, and
      * the operands' addresses gain g*xa_sg and g*xb_sg (i % x_rpb replaces i above) */
     size_t x_rpb, xa_sg, xb_sg;
-    /* an operand no array holds (optional: xa_at != NULL; a convolution's patch matrix, never
-     * materialised): op(A)'s entry k of element row i is xa_at(xa_ctx, i, k), in place of
-     * xa[i*xa_si + k*xa_sk] (xa, still set, is the stored tensor the entries come from; not batched) */
-    float (*xa_at)(const void *ctx, size_t i, size_t k);
+    /* an operand no array holds (optional: xa_fill != NULL; a convolution's patch matrix, never
+     * materialised): xa_fill(xa_ctx, i, k0, n, dst) writes op(A)'s entries k0 .. k0+n-1 of element
+     * row i to dst[0 .. n), in place of xa[i*xa_si + k*xa_sk] (xa, still set, is the stored tensor
+     * the entries come from; not batched). The evaluator asks for VT_XFILL_CHUNK entries at a time. */
+    void (*xa_fill)(const void *ctx, size_t i, size_t k0, size_t n, float *dst);
     const void *xa_ctx;
 } vt_bounds;
 

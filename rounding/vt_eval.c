@@ -25,10 +25,30 @@ static void element_exact(const vt_bounds *b, size_t i, size_t j, vt_xacc *a)
     vt_xacc_init(a);
     const float *pa, *pb;
     x_operands(b, i, j, &pa, &pb);
-    if (b->xa_at)
-        for (size_t k = 0; k < b->xK; k++) vt_xacc_add_prod32(a, b->xa_at(b->xa_ctx, i, k), pb[k * b->xb_sk]);
-    else
+    if (b->xa_fill) {
+        float buf[VT_XFILL_CHUNK];
+        for (size_t k0 = 0; k0 < b->xK; k0 += VT_XFILL_CHUNK) {
+            const size_t n = b->xK - k0 < VT_XFILL_CHUNK ? b->xK - k0 : VT_XFILL_CHUNK;
+            b->xa_fill(b->xa_ctx, i, k0, n, buf);
+            for (size_t u = 0; u < n; u++) vt_xacc_add_prod32(a, buf[u], pb[(k0 + u) * b->xb_sk]);
+        }
+    } else
         for (size_t k = 0; k < b->xK; k++) vt_xacc_add_prod32(a, pa[k * b->xa_sk], pb[k * b->xb_sk]);
+}
+
+/* the compensated stage over an operand read through xa_fill: the same sum, its first operand's
+ * entries fetched VT_XFILL_CHUNK at a time (a multiple of the four lanes: term t is always in lane t % 4) */
+static void comp_fill(const vt_bounds *b, size_t i, const float *fb, double *s, double *e)
+{
+    float buf[VT_XFILL_CHUNK];
+    const size_t K = b->xK, sk = b->xb_sk;
+#define VTI_FILLED(t)                                                                                                  \
+    ((t) % VT_XFILL_CHUNK == 0                                                                                         \
+         ? b->xa_fill(b->xa_ctx, i, (t), K - (t) < VT_XFILL_CHUNK ? K - (t) : VT_XFILL_CHUNK, buf)                     \
+         : (void)0,                                                                                                    \
+     (double)buf[(t) % VT_XFILL_CHUNK])
+    VT_COMP_DOT(K, t, VTI_FILLED(t) * (double)fb[t * sk], s, e);
+#undef VTI_FILLED
 }
 
 int vt_eval_element(const vt_bounds *b, vt_tight *t, size_t i, size_t j, vt_decide_fn decide, void *ctx, vt_xacc *a,
@@ -41,7 +61,7 @@ int vt_eval_element(const vt_bounds *b, vt_tight *t, size_t i, size_t j, vt_deci
     x_operands(b, i, j, &fa, &fb);
     double s, e;
     if (have) vt_dot_comp64(t->K, pa, pb, &s, &e);
-    else if (b->xa_at) VT_COMP_DOT(b->xK, t, (double)b->xa_at(b->xa_ctx, i, t) * (double)fb[t * b->xb_sk], &s, &e);
+    else if (b->xa_fill) comp_fill(b, i, fb, &s, &e);
     else vt_dot_comp32(b->xK, fa, b->xa_sk, fb, b->xb_sk, &s, &e);
     if (isfinite(s) && isfinite(e) && decide(s, e, ctx)) return 1;
     (*n_kulisch)++;

@@ -5,7 +5,7 @@
  * pixels not a multiple of the panel. For every evaluation order and 1 or 3 threads: the exactly
  * rounded FP32 outputs equal the reference's bit for bit; each FP64 result is within the descriptor's
  * bound coef |row| |column| of the exact value; the norms are the reference's (to 2^-40); the exact
- * evaluator through vt_conv_patch (vt_bounds.xa_at) gives the exact value in both of its stages. */
+ * evaluator through vt_bounds.xa_fill gives the exact value in both of its stages. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,7 +73,7 @@ static void compare(const char *what, const vt_bounds *bd, const double *x, cons
     }
     CHECK(bad_bound == 0, "%s: %ld elements outside the descriptor's bound", what, bad_bound);
     CHECK(bad_norm == 0, "%s: %ld row norms differ from the materialised rows'", what, bad_norm);
-    CHECK(bad_eval == 0, "%s: %ld elements' exact evaluation (xa_at) is not RN32 of the exact value", what, bad_eval);
+    CHECK(bad_eval == 0, "%s: %ld elements' exact evaluation (xa_fill) is not RN32 of the exact value", what, bad_eval);
 }
 
 static void one_geometry(size_t B, size_t H, size_t W, size_t C, size_t Co, size_t k, size_t s, size_t p, int chw)
@@ -114,7 +114,7 @@ static void one_geometry(size_t B, size_t H, size_t W, size_t C, size_t Co, size
             CHECK_OK(vt_round_exact_op(&PROVABLE, xr, &bdr, M, Co, ref32, &ne, &nk, &f));
             CHECK_OK(vt_conv2d(&e, &g, Co, xin, w, x, rn, cn, &bd, &ref));
             CHECK_OK(vt_round_exact_op(&PROVABLE, x, &bd, M, Co, out32, &ne, &nk, &f));
-            CHECK(bd.coef == bdr.coef && bd.xK == K && bd.xb == w && bd.xa_at, "%s: descriptor", what);
+            CHECK(bd.coef == bdr.coef && bd.xK == K && bd.xb == w && bd.xa_fill, "%s: descriptor", what);
             if (same_bits(what, out32, ref32, M, Co)) o = VT_ORDER_COUNT;
             if (o == 0) compare(what, &bd, x, rn, rnr, M, Co, K, col, K, 1, w, ref32);
             /* weight gradient: im2col(X)^T dY */
@@ -124,7 +124,7 @@ static void one_geometry(size_t B, size_t H, size_t W, size_t C, size_t Co, size
             CHECK_OK(vt_round_exact_op(&PROVABLE, xr, &bdr, K, Co, ref32, &ne, &nk, &f));
             CHECK_OK(vt_conv2d_wgrad(&e, &g, Co, xin, dy, x, rn, cn, &bd, &ref));
             CHECK_OK(vt_round_exact_op(&PROVABLE, x, &bd, K, Co, out32, &ne, &nk, &f));
-            CHECK(bd.coef == bdr.coef && bd.xK == M && bd.xb == dy && bd.xa_at, "%s: descriptor", what);
+            CHECK(bd.coef == bdr.coef && bd.xK == M && bd.xb == dy && bd.xa_fill, "%s: descriptor", what);
             if (same_bits(what, out32, ref32, K, Co)) o = VT_ORDER_COUNT;
             if (o == 0) compare(what, &bd, x, rn, rnr, K, Co, M, col, 1, K, dy, ref32);
             vt_exec_free(&e);
