@@ -32,7 +32,12 @@
  * verifiable and the plain FP64 step (work / whole step time), as a fraction of that peak; and one
  * line "SIDE ..." with the row of the side-by-side table (scripts/bench-side.sh).
  *
+ * --profile MODE N: only N steps of one configuration (MODE plain64, plain32, exact or log), nothing
+ * printed but the time: the process to hand to `perf record` (docs/benchmarks.md "Where the
+ * verifiable step's time goes").
+ *
  * Usage: bench_cnn [--quick] [--recipe FILE] [--data-dir DIR] [--python PATH] [--threads T]
+ *                  [--profile MODE N]
  */
 #include <cblas.h>
 #include <math.h>
@@ -223,9 +228,49 @@ static double verif_block(verif *v, const vt_dataset *ds, int k)
     return (clk() - t0) / k;
 }
 
+/* the recipe and its data set */
+static void load_recipe(const char *recipe, const char *root, vt_recipe *rc, vt_dataset *ds)
+{
+    vt_recipe_default(rc);
+    TRY(vt_recipe_load_file(rc, recipe));
+    char spec[96];
+    vt_recipe_dataset_spec(rc, spec, sizeof spec);
+    TRY(vt_data_load(spec, root, ds));
+}
+
+/* --profile MODE N: N steps of one configuration alone (for perf record) */
+static int profile_only(const char *recipe, const char *root, const char *mode, int n, int threads)
+{
+    vt_recipe rc;
+    vt_dataset ds;
+    load_recipe(recipe, root, &rc, &ds);
+    double t;
+    if (!strcmp(mode, "plain64") || !strcmp(mode, "plain32")) {
+        vt_plain p;
+        TRY(vt_plain_init(&p, &rc, ds.n, mode[5] == '6'));
+        t = plain_block(&p, &ds, n);
+        vt_plain_free(&p);
+    } else if (!strcmp(mode, "exact") || !strcmp(mode, "log")) {
+        verif *v = malloc(sizeof *v);
+        if (!v) return 2;
+        blas_threads(1);
+        verif_init(v, &rc, &ds, mode[0] == 'e' ? VT_ROUNDING_EXACT : VT_ROUNDING_LOG);
+        t = verif_block(v, &ds, n);
+        vt_model_free(&v->m), vt_steplog_free(&v->log);
+        free(v);
+    } else {
+        fprintf(stderr, "bench_cnn: --profile MODE is plain64, plain32, exact or log\n");
+        return 64;
+    }
+    printf("%s: %d steps, %.6f s/step (%s)\n", mode, n, t, threads == 1 ? "thread CPU time" : "wall time");
+    vt_data_free(&ds);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    int quick = 0, threads = 1;
+    int quick = 0, threads = 1, prof_n = 0;
+    const char *prof = NULL;
     const char *recipe = VT_SOURCE_DIR "/recipes/resnet-cifar10.json", *root = NULL, *python = "/usr/bin/python3";
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
@@ -234,23 +279,23 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--python") && i + 1 < argc) python = argv[++i];
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc && atoi(argv[i + 1]) >= 1 && atoi(argv[i + 1]) <= VT_PAR_MAX)
             threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--profile") && i + 2 < argc && atoi(argv[i + 2]) >= 1)
+            prof = argv[++i], prof_n = atoi(argv[++i]);
         else {
-            fprintf(stderr, "usage: bench_cnn [--quick] [--recipe FILE] [--data-dir DIR] [--python PATH] [--threads T]\n");
+            fprintf(stderr, "usage: bench_cnn [--quick] [--recipe FILE] [--data-dir DIR] [--python PATH] [--threads T] "
+                            "[--profile plain64|plain32|exact|log N]\n");
             return 64;
         }
     }
     g_cpu_clock = threads == 1; /* several threads: wall time (see the head of this file) */
     vt_par_set_threads(threads);
     blas_threads(threads);
+    if (prof) return profile_only(recipe, root, prof, prof_n, threads);
     const double peak = dgemm_peak();
     blas_threads(1);
     vt_recipe rc;
-    vt_recipe_default(&rc);
-    TRY(vt_recipe_load_file(&rc, recipe));
-    char spec[96];
-    vt_recipe_dataset_spec(&rc, spec, sizeof spec);
     vt_dataset ds;
-    TRY(vt_data_load(spec, root, &ds));
+    load_recipe(recipe, root, &rc, &ds);
     vt_plain p64, p32;
     TRY(vt_plain_init(&p64, &rc, ds.n, 1));
     TRY(vt_plain_init(&p32, &rc, ds.n, 0));

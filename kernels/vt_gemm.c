@@ -37,22 +37,50 @@
 
 /* ------------------------------------------------------- conversion + norms */
 
-/* d = src (n values, FP64); returns their sum of squares (four lanes; vt_kernels_int.h) */
-double vti_cvt_span(const float *src, size_t n, double *d)
+/* d = src (n values, FP64); returns their sum of squares (four lanes; vt_kernels_int.h; an AVX2
+ * clone where the processor has it, the same four sums) */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("avx2", "default")))
+#endif
+double vti_cvt_span(const float *restrict src, size_t n, double *restrict d)
 {
-    double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0;
+    double a[4] = {0.0, 0.0, 0.0, 0.0}; /* lane l: the terms u = l mod 4 of the whole blocks; the tail in lane 0 */
     size_t u = 0;
-    for (; u + 4 <= n; u += 4) {
-        double x0 = (double)src[u], x1 = (double)src[u + 1], x2 = (double)src[u + 2], x3 = (double)src[u + 3];
-        d[u] = x0, d[u + 1] = x1, d[u + 2] = x2, d[u + 3] = x3;
-        a0 += x0 * x0, a1 += x1 * x1, a2 += x2 * x2, a3 += x3 * x3;
-    }
+    for (; u + 4 <= n; u += 4)
+        for (size_t l = 0; l < 4; l++) {
+            double x = (double)src[u + l];
+            d[u + l] = x;
+            a[l] += x * x;
+        }
     for (; u < n; u++) {
         double x = (double)src[u];
         d[u] = x;
-        a0 += x * x;
+        a[0] += x * x;
     }
-    return (a0 + a1) + (a2 + a3);
+    return (a[0] + a[1]) + (a[2] + a[3]);
+}
+
+/* d = src (n values, FP64; d may be NULL) and acc[r] += src[r]^2 (acc may be NULL): one step of
+ * column norms accumulated row by row, each acc[r] its own sequential sum whatever the lanes (an
+ * AVX2 clone where the processor has it; both clones compute the same IEEE results) */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("avx2", "default")))
+#endif
+static void cvt_acc(const float *restrict src, size_t n, double *restrict d, double *restrict acc)
+{
+    if (d && acc)
+        for (size_t r = 0; r < n; r++) {
+            double x = (double)src[r];
+            d[r] = x;
+            acc[r] += x * x;
+        }
+    else if (d)
+        for (size_t r = 0; r < n; r++) d[r] = (double)src[r];
+    else if (acc)
+        for (size_t r = 0; r < n; r++) {
+            double x = (double)src[r];
+            acc[r] += x * x;
+        }
 }
 
 /* dst (rows x cols, may be NULL) = src; norm (rows, may be NULL) = row 2-norms. */
@@ -62,16 +90,8 @@ static void cvt_rows(const float *src, size_t rows, size_t cols, double *dst, do
         const float *s = src + r * cols;
         double *d = dst ? dst + r * cols : NULL;
         if (norm == NULL) {
-            if (d == NULL) return;
-            size_t c = 0;
-            for (; c + 4 <= cols; c += 4) {
-                d[c] = (double)s[c];
-                d[c + 1] = (double)s[c + 1];
-                d[c + 2] = (double)s[c + 2];
-                d[c + 3] = (double)s[c + 3];
-            }
-            for (; c < cols; c++) d[c] = (double)s[c];
-            continue;
+            if (d) cvt_acc(src, rows * cols, dst, NULL); /* the whole matrix, one contiguous pass */
+            return;
         }
         if (d) {
             norm[r] = sqrt(vti_cvt_span(s, cols, d));
@@ -102,41 +122,7 @@ static void cvt_cols(const float *src, size_t rows, size_t cols, double *dst, do
         return;
     }
     for (size_t c = 0; c < cols; c++) norm[c] = 0.0;
-    for (size_t r = 0; r < rows; r++) {
-        const float *s = src + r * cols;
-        size_t c = 0;
-        if (dst) {
-            double *d = dst + r * cols;
-            for (; c + 4 <= cols; c += 4) {
-                double x0 = (double)s[c], x1 = (double)s[c + 1], x2 = (double)s[c + 2], x3 = (double)s[c + 3];
-                d[c] = x0;
-                d[c + 1] = x1;
-                d[c + 2] = x2;
-                d[c + 3] = x3;
-                norm[c] += x0 * x0;
-                norm[c + 1] += x1 * x1;
-                norm[c + 2] += x2 * x2;
-                norm[c + 3] += x3 * x3;
-            }
-            for (; c < cols; c++) {
-                double x = (double)s[c];
-                d[c] = x;
-                norm[c] += x * x;
-            }
-        } else {
-            for (; c + 4 <= cols; c += 4) {
-                double x0 = (double)s[c], x1 = (double)s[c + 1], x2 = (double)s[c + 2], x3 = (double)s[c + 3];
-                norm[c] += x0 * x0;
-                norm[c + 1] += x1 * x1;
-                norm[c + 2] += x2 * x2;
-                norm[c + 3] += x3 * x3;
-            }
-            for (; c < cols; c++) {
-                double x = (double)s[c];
-                norm[c] += x * x;
-            }
-        }
-    }
+    for (size_t r = 0; r < rows; r++) cvt_acc(src + r * cols, cols, dst ? dst + r * cols : NULL, norm);
     for (size_t c = 0; c < cols; c++) norm[c] = sqrt(norm[c]);
 }
 
@@ -215,26 +201,10 @@ static vt_err gemm_blas_panels(vt_exec *e, int tA, int tB, size_t M, size_t N, s
                     if (rni) rni[r] += s2;
                 }
             else
-                for (size_t u = 0; u < kl; u++) {
-                    const float *src = A + (k0 + u) * M + i0;
-                    double *d = A64 + u * mr;
-                    for (size_t r = 0; r < mr; r++) {
-                        double x = (double)src[r];
-                        d[r] = x;
-                        if (rni) rni[r] += x * x;
-                    }
-                }
+                for (size_t u = 0; u < kl; u++) cvt_acc(A + (k0 + u) * M + i0, mr, A64 + u * mr, rni);
             /* op(B)(k0 + u, j): stored K x N or N x K (transposed) */
             if (!tB)
-                for (size_t u = 0; u < kl; u++) {
-                    const float *src = B + (k0 + u) * N;
-                    double *d = B64 + u * N;
-                    for (size_t j = 0; j < N; j++) {
-                        double x = (double)src[j];
-                        d[j] = x;
-                        if (cnj) cnj[j] += x * x;
-                    }
-                }
+                for (size_t u = 0; u < kl; u++) cvt_acc(B + (k0 + u) * N, N, B64 + u * N, cnj);
             else
                 for (size_t j = 0; j < N; j++) {
                     double s2 = vti_cvt_span(B + j * K + k0, kl, B64 + j * kl);
@@ -245,13 +215,14 @@ static vt_err gemm_blas_panels(vt_exec *e, int tA, int tB, size_t M, size_t N, s
                         (int)N);
             vti_ptree_push(&t);
         }
-        vti_ptree_result(&t, C + i0 * N);
+        double *Ci = C + i0 * N;
+        vti_ptree_result(&t, Ci);
+        for (size_t i = 0; i < mr * N; i++) Ci[i] += 0.0; /* -0 -> +0, while the block is in cache */
     }
     if (rn)
         for (size_t i = 0; i < M; i++) rn[i] = sqrt(rn[i]);
     if (cn)
         for (size_t j = 0; j < N; j++) cn[j] = sqrt(cn[j]);
-    for (size_t i = 0; i < M * N; i++) C[i] += 0.0; /* -0 -> +0 */
     return VT_OK;
 }
 

@@ -382,7 +382,7 @@ vt_err vt_reduce(vt_exec *e, size_t rows, size_t cols, size_t n, vt_strided a, v
             out[i * cols + j] = vti_sum_red(e->order, pan, n, x, perm, keys, ps);
             /* the rounding layer's bound of a reduction, with factors 1: gamma over the non-zero
              * terms only, and 0 when the sum is exact in every order (docs/rounding.md 2.1) */
-            bnd[i * cols + j] = vt_bound_of_terms(&e->bound, n, pa, sa, pb, sb);
+            bnd[i * cols + j] = vt_bound_of_products(&e->bound, n, x); /* = vt_bound_of_terms(pa, pb) */
         }
     vti_bounds_array(bounds, bnd);
     bounds->xa = a.p, bounds->xa_si = a.si, bounds->xa_sj = a.sj, bounds->xa_sk = a.sk;

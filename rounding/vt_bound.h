@@ -152,4 +152,9 @@ typedef struct {
 double vt_bound_of_terms(const vt_bound_cfg *cfg, size_t K, const float *a, size_t inca, const float *b,
                          size_t incb);
 
+/* The same bound from the products themselves, x[k] = a[k*inca] * b[k*incb] computed in FP64
+ * (exact): vt_bound_of_terms' value bit for bit, in one vectorised pass over contiguous doubles
+ * (the reductions of vt_reduce, which form the products anyway). */
+double vt_bound_of_products(const vt_bound_cfg *cfg, size_t K, const double *x);
+
 #endif

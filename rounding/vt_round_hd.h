@@ -118,20 +118,28 @@ VT_HDFI int vti_screen1(double x, double B, double k, double slop, float *out)
     return ((lhs < h) & (ad >= 0x1p-126) & fin & (B >= 0)) | ((B == 0) & fin);
 }
 
-/* Whether every product a_k b_k is a multiple of 2^E, where 2^(E+53) > s (1 + 2^-20) >= sum|a b|:
+/* vti_exact_scale(s) = 2^-E (0 when s is out of range), and whether every product a_k b_k is a
+ * multiple of 2^E, where 2^(E+53) > s (1 + 2^-20) >= sum|a b|:
  * then the reduction is exact in every order (docs/rounding.md 2.1; E = ilogb(L) - 52 of
  * L = s (1 + 2^-20), the range guards never bind for products of two FP32 values). u = |a_k b_k| 2^-E
  * is exact and below 2^53, and for u < 2^52, (u + 2^52) - 2^52 is u rounded to an integer: equal
  * to u exactly when u is one. Branch-free; s must be finite and positive. */
-VT_HDFI int vti_products_multiple_of(double s, size_t K, const float *a, size_t inca, const float *b, size_t incb)
+VT_HDFI double vti_exact_scale(double s)
 {
     double L = s * (1.0 + 0x1p-20);
-    if (!(L > 0.0 && L <= 0x1p1000)) return 0;
+    if (!(L > 0.0 && L <= 0x1p1000)) return 0.0; /* 0: the test fails */
     uint64_t bits = vt_hd_bits64(L);
     int E = (int)((bits >> 52) & 0x7ff) - 1023 - 52; /* L is normal: it is at least 2^-298 */
     double scale = 1.0; /* 2^-E by repeated scaling: exact */
     for (int k = E; k > 0; k--) scale *= 0.5;
     for (int k = E; k < 0; k++) scale *= 2.0;
+    return scale;
+}
+
+VT_HDFI int vti_products_multiple_of(double s, size_t K, const float *a, size_t inca, const float *b, size_t incb)
+{
+    double scale = vti_exact_scale(s);
+    if (scale == 0.0) return 0;
     int ok = 1;
     for (size_t k = 0; k < K; k++) {
         double u = vt_hd_fabs((double)a[k * inca] * (double)b[k * incb]) * scale;
