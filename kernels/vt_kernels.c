@@ -377,8 +377,14 @@ vt_err vt_reduce(vt_exec *e, size_t rows, size_t cols, size_t n, vt_strided a, v
             size_t sa = a.sk, sb = b.sk;
             if (ta) pa = ta + j * n, sa = 1;
             if (tb) pb = tb + j * n, sb = 1;
-            /* products of two FP32 values are exact in FP64: the terms are exact */
-            for (size_t t = 0; t < n; t++) x[t] = (double)pa[t * sa] * (double)pb[t * sb];
+            /* products of two FP32 values are exact in FP64: the terms are exact (the contiguous
+             * cases with constant strides, which the compiler vectorises) */
+            if (sa == 1 && sb == 0)
+                for (size_t t = 0; t < n; t++) x[t] = (double)pa[t] * (double)pb[0];
+            else if (sa == 1 && sb == 1)
+                for (size_t t = 0; t < n; t++) x[t] = (double)pa[t] * (double)pb[t];
+            else
+                for (size_t t = 0; t < n; t++) x[t] = (double)pa[t * sa] * (double)pb[t * sb];
             out[i * cols + j] = vti_sum_red(e->order, pan, n, x, perm, keys, ps);
             /* the rounding layer's bound of a reduction, with factors 1: gamma over the non-zero
              * terms only, and 0 when the sum is exact in every order (docs/rounding.md 2.1) */
