@@ -318,15 +318,21 @@ static void vti_bounds_array(vt_bounds *bounds, const double *b)
     bounds->b = b;
 }
 
-/* dst[j * n + t] = src[t * cols + j]: in blocks of 64 rows, so that reads and writes both stay in
- * a few cache lines at a time */
-static void vti_transpose(const float *src, size_t n, size_t cols, float *dst)
+/* The products of the column reductions of a row-major a (rows == 1, a.sk == cols, a.sj == 1):
+ * P[j * n + t] = a(t, j) * b(t, j) in FP64 (exact), formed in blocks of 64 rows so that reads and
+ * writes both stay in a few cache lines at a time; each column's products then lie contiguous, as
+ * the per-column loop would have formed them. */
+static void vti_col_products(vt_strided a, vt_strided b, size_t n, size_t cols, double *P)
 {
     for (size_t t0 = 0; t0 < n; t0 += 64) {
         size_t t1 = n - t0 < 64 ? n : t0 + 64;
         for (size_t j = 0; j < cols; j++) {
-            float *d = dst + j * n;
-            for (size_t t = t0; t < t1; t++) d[t] = src[t * cols + j];
+            double *d = P + j * n;
+            const float *pa = a.p + j, *pb = b.p + j * b.sj;
+            if (b.sk == 0)
+                for (size_t t = t0; t < t1; t++) d[t] = (double)pa[t * cols] * (double)pb[0];
+            else
+                for (size_t t = t0; t < t1; t++) d[t] = (double)pa[t * cols] * (double)pb[t * b.sk];
         }
     }
 }
@@ -353,42 +359,36 @@ vt_err vt_reduce(vt_exec *e, size_t rows, size_t cols, size_t n, vt_strided a, v
     VT_FORWARD_IF_ERROR(vti_sum_scratch(e, n, &perm, &keys, &ps));
     const int pan = vt_bound_panelled(&e->bound, n);
     /* Column reductions of a row-major matrix (a.sk = the row length, every column's terms far
-     * apart): each operand is first copied column by column into contiguous scratch, so that
-     * every reduction below reads consecutive memory. The terms, their order and hence every
-     * result and bound are the same either way. */
-    float *ta = NULL, *tb = NULL;
-    if (rows == 1 && cols > 1 && !a.rpb && a.sk == cols && a.sj == 1 && n * cols <= ((size_t)1 << 28)) {
+     * apart): the products of all columns are formed first, column by column into contiguous
+     * scratch (vti_col_products), so that every reduction below reads consecutive memory. The
+     * terms, their order and hence every result and bound are the same either way. */
+    double *P = NULL;
+    if (rows == 1 && cols > 1 && !a.rpb && a.sk == cols && a.sj == 1 && n * cols <= ((size_t)1 << 27)) {
         void *q = NULL;
-        VT_FORWARD_IF_ERROR(vti_ws_get(&e->ws, VT_WS_B, n * cols, sizeof(float), &q));
-        ta = q;
-        vti_transpose(a.p, n, cols, ta);
-        if (b.p == a.p && b.sj == a.sj && b.sk == a.sk) tb = ta;
-        else if (b.sk == cols && b.sj == 1) {
-            VT_FORWARD_IF_ERROR(vti_ws_get(&e->ws, VT_WS_PROD, n * cols, sizeof(float), &q));
-            tb = q;
-            vti_transpose(b.p, n, cols, tb);
-        }
+        VT_FORWARD_IF_ERROR(vti_ws_get(&e->ws, VT_WS_B, n * cols, sizeof(double), &q));
+        P = q;
+        vti_col_products(a, b, n, cols, P);
     }
     for (size_t i = 0; i < rows; i++)
         for (size_t j = 0; j < cols; j++) {
             size_t g = 0, r = i;
             if (a.rpb) g = i / a.rpb, r = i % a.rpb;
             const float *pa = a.p + g * a.sg + r * a.si + j * a.sj, *pb = b.p + g * b.sg + r * b.si + j * b.sj;
-            size_t sa = a.sk, sb = b.sk;
-            if (ta) pa = ta + j * n, sa = 1;
-            if (tb) pb = tb + j * n, sb = 1;
+            const size_t sa = a.sk, sb = b.sk;
             /* products of two FP32 values are exact in FP64: the terms are exact (the contiguous
              * cases with constant strides, which the compiler vectorises) */
-            if (sa == 1 && sb == 0)
+            double *xs = x;
+            if (P) xs = P + j * n;
+            else if (sa == 1 && sb == 0)
                 for (size_t t = 0; t < n; t++) x[t] = (double)pa[t] * (double)pb[0];
             else if (sa == 1 && sb == 1)
                 for (size_t t = 0; t < n; t++) x[t] = (double)pa[t] * (double)pb[t];
             else
                 for (size_t t = 0; t < n; t++) x[t] = (double)pa[t * sa] * (double)pb[t * sb];
-            out[i * cols + j] = vti_sum_red(e->order, pan, n, x, perm, keys, ps);
+            out[i * cols + j] = vti_sum_red(e->order, pan, n, xs, perm, keys, ps);
             /* the rounding layer's bound of a reduction, with factors 1: gamma over the non-zero
              * terms only, and 0 when the sum is exact in every order (docs/rounding.md 2.1) */
-            bnd[i * cols + j] = vt_bound_of_products(&e->bound, n, x); /* = vt_bound_of_terms(pa, pb) */
+            bnd[i * cols + j] = vt_bound_of_products(&e->bound, n, xs); /* = vt_bound_of_terms(pa, pb) */
         }
     vti_bounds_array(bounds, bnd);
     bounds->xa = a.p, bounds->xa_si = a.si, bounds->xa_sj = a.sj, bounds->xa_sk = a.sk;
