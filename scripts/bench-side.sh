@@ -7,15 +7,24 @@
 # --threads T; with 2 threads every figure is wall time). Prints each bench_cnn report, then the
 # table (markdown). Run on an otherwise idle machine: with 2 threads on 2 cores, any other load
 # inflates the figures. PyTorch: /usr/bin/python3 with python3-torch (scripts/bench.sh installs it).
+# Then the audit speed (replay steps/s over training steps/s) of the real binaries for each model
+# and thread count: `trainer train` of A and B steps and `auditor verify` of each run (the
+# auditor's default order, split, and the trainer's, blas); the per-step time is the difference
+# between the B-step and the A-step run over B - A steps (so that set-up, data loading and the
+# final commitment cancel), the thread CPU time (user + system) with 1 thread, wall time with 2.
+# --no-audit skips it, --audit-only runs only it; AUDIT_REPS=R (default 1) takes the median of R repetitions.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=build-bench
 quick=()
+audit=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=(--quick); shift ;;
     --build-dir) build=$2; shift 2 ;;
-    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+    --no-audit) audit=0; shift ;;
+    --audit-only) audit=2; shift ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     *) echo "bench-side.sh: unknown argument $1 (see --help)" >&2; exit 64 ;;
   esac
 done
@@ -23,17 +32,19 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
   cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$build.configure.log" 2>&1 ||
     { cat "$build.configure.log"; exit 1; }
 fi
-cmake --build "$build" -j"$(nproc 2>/dev/null || echo 2)" --target bench_cnn >/dev/null
+cmake --build "$build" -j"$(nproc 2>/dev/null || echo 2)" --target bench_cnn --target trainer --target auditor >/dev/null
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 echo "== machine: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) CPUs; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "== OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-(unset)}, commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 for r in recipes/mlp-mnist.json recipes/resnet-cifar10.json recipes/gpt-shakespeare.json; do
+  [ "$audit" = 2 ] && break
   for t in 1 2; do
     echo "== bench_cnn ${quick[*]:-} --recipe $r --threads $t"
     "$build/bench_cnn" "${quick[@]}" --recipe "$r" --threads "$t" | tee -a "$out"
   done
 done
+if [ "$audit" != 2 ]; then
 echo "== load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 echo "| model | threads | plain FP32 s/step | plain FP64 | verifiable exact | verifiable log | PyTorch FP32 | exact / FP64 | log / FP64 | exact / PyTorch | DGEMM peak reached: exact, plain FP64 |"
@@ -42,3 +53,47 @@ awk '$1 == "SIDE" { # SIDE model threads fp32 fp64 exact log torch(-1: none) exa
   pt = ($8 > 0) ? sprintf("%.4f", $8) : "–"; rt = ($8 > 0) ? sprintf("%.2f", $6 / $8) : "–"
   printf "| %s | %d | %.4f | %.4f | %.4f | %.4f | %s | %.2f | %.2f | %s | %.1f%%, %.1f%% |\n", $2, $3, $4, $5, $6, $7, pt,
          $6 / $5, $7 / $5, rt, 100 * $9, 100 * $10 }' "$out"
+fi
+
+[ "$audit" = 0 ] && exit 0
+# audit_time CMD...: "wall cpu" of one run of CMD (its output discarded; failure aborts)
+audit_time() {
+  local t TIMEFORMAT='%R %U %S'
+  t=$( { time "$@" >/dev/null 2>&1; } 2>&1 ) || { echo "bench-side.sh: failed: $*" >&2; exit 1; }
+  awk '{ printf "%.3f %.3f\n", $1, $2 + $3 }' <<<"$t"
+}
+work=$(mktemp -d)
+trap 'rm -f "$out"; rm -rf "$work"' EXIT
+"$build/trainer" keygen "$work/k" >/dev/null
+reps=${AUDIT_REPS:-1}
+echo
+echo "== audit speed: load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "| model | threads | steps A, B | training s/step | replay s/step, split (auditor default) | replay s/step, blas | audit speed, split | audit speed, blas |"
+echo "|---|---:|---|---:|---:|---:|---:|---:|"
+for spec in "recipes/mlp-mnist.json MLP 100 400" "recipes/resnet-cifar10.json CNN 10 40" \
+            "recipes/gpt-shakespeare.json GPT 10 40"; do
+  read -r r name a b <<<"$spec"
+  for t in 1 2; do
+    col=$((t == 1 ? 2 : 1))   # CPU time with 1 thread, wall with 2
+    tr=(); sp=(); bl=()
+    for ((i = 0; i < reps; i++)); do
+      declare -A T=()
+      for n in "$a" "$b"; do
+        rm -rf "$work/run$n"
+        T[train$n]=$(audit_time "$build/trainer" train --run "$work/run$n" --key "$work/k" --recipe "$r" \
+          --set steps="$n" --set checkpoint_every="$n" --threads "$t" --quiet | cut -d' ' -f$col)
+        T[split$n]=$(audit_time "$build/auditor" verify "$work/run$n" --threads "$t" --quiet | cut -d' ' -f$col)
+        T[blas$n]=$(audit_time "$build/auditor" verify "$work/run$n" --threads "$t" --order blas --quiet | cut -d' ' -f$col)
+      done
+      tr+=("$(awk -v x="${T[train$a]}" -v y="${T[train$b]}" -v d=$((b - a)) 'BEGIN { printf "%.5f", (y - x) / d }')")
+      sp+=("$(awk -v x="${T[split$a]}" -v y="${T[split$b]}" -v d=$((b - a)) 'BEGIN { printf "%.5f", (y - x) / d }')")
+      bl+=("$(awk -v x="${T[blas$a]}" -v y="${T[blas$b]}" -v d=$((b - a)) 'BEGIN { printf "%.5f", (y - x) / d }')")
+      unset T
+    done
+    med() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+    mt=$(med "${tr[@]}"); ms=$(med "${sp[@]}"); mb=$(med "${bl[@]}")
+    awk -v n="$name" -v t="$t" -v a="$a" -v b="$b" -v mt="$mt" -v ms="$ms" -v mb="$mb" \
+      'BEGIN { printf "| %s | %d | %d, %d | %.4f | %.4f | %.4f | %.2f | %.2f |\n", n, t, a, b, mt, ms, mb, mt / ms, mt / mb }'
+  done
+done
+echo "== load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
