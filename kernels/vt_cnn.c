@@ -336,7 +336,7 @@ static void fill_wgrad(const void *ctx, size_t t, size_t m0, size_t n, float *ds
 
 float vt_conv_patch(const vt_conv_geom *g, const float *x, size_t m, size_t t)
 {
-    const vt_conv_ref r = {*g, x};
+    const vt_conv_ref r = {*g, x, 0};
     float v;
     fill_fwd(&r, m, t, 1, &v);
     return v;
@@ -395,12 +395,12 @@ static vt_err conv_join(conv_job *j, int parts)
 }
 
 /* C [n, N] = A64 [n, K] W64 [K, N] by cblas_dgemm as vt_gemm's BLAS order evaluates it: where K is
- * panelled (vt_gemm_panel), panels of VT_PANEL terms first to last combined by the panel tree (st:
+ * panelled (panel: vt_gemm_panel(K), or the input gradient's rule), panels of VT_PANEL terms first to last combined by the panel tree (st:
  * vti_ptree_depth(P) * n * N doubles); -0 results made +0 */
-static void dgemm_panels(const vt_exec *e, size_t n, size_t N, size_t K, const double *A64, const double *W64,
-                         double *st, double *C)
+static void dgemm_panels(int panel, size_t n, size_t N, size_t K, const double *A64, const double *W64, double *st,
+                         double *C)
 {
-    if (!vt_gemm_panel(e, K)) {
+    if (!panel) {
         cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)N, (int)K, 1.0, A64, (int)K, W64, (int)N,
                     0.0, C, (int)N);
     } else {
@@ -438,7 +438,7 @@ static void fwd_part(void *ctx, size_t lo, size_t hi, int part)
             patch_row(j->g, j->x, m0 + r, row);
             j->rn[m0 + r] = sqrt(vti_cvt_span(row, K, j->blas ? a64 + r * K : a64));
         }
-        if (j->blas) dgemm_panels(&sub, n, N, K, a64, j->w64, st, j->C + m0 * N);
+        if (j->blas) dgemm_panels(vt_gemm_panel(&sub, K), n, N, K, a64, j->w64, st, j->C + m0 * N);
         else err = vt_gemm_plain(&sub, 0, 0, n, N, K, a, j->w, j->C + m0 * N);
     }
     conv_part_end(j, part, err);
@@ -585,6 +585,206 @@ vt_err vt_conv2d_wgrad(vt_exec *e, const vt_conv_geom *g, size_t Co, const float
     VT_FORWARD_IF_ERROR(err);
     conv_bounds(1, g, x, dy, K, Co, M, rn, cn, coef, ref, bd);
     return VT_OK;
+}
+
+/* ------------------------------------------------ the input gradient without G (vt_conv2d_dgrad) */
+
+/* G(dY)'s entries k0 .. k0+n-1 of row i (pixel (b, iy, ix)): entry (ky, kx, co) is dY[b, oy, ox, co] where
+ * oy s = iy + p - ky, ox s = ix + p - kx for an output pixel, else 0 (vt_conv_dgather's); the exact
+ * evaluator's and the tight bound's operand (vt_bounds.xa_fill) */
+static void fill_dgrad(const void *ctx, size_t i, size_t k0, size_t n, float *dst)
+{
+    const vt_conv_ref *r = ctx;
+    const vt_conv_geom *g = &r->g;
+    const size_t Co = r->Co, k = g->k, s = g->s;
+    const size_t ix = i % g->W, iy = (i / g->W) % g->H, b = i / (g->W * g->H);
+    size_t co = k0 % Co, kx = (k0 / Co) % k, ky = k0 / (Co * k);
+    for (size_t u = 0; u < n;) {
+        const size_t ny = iy + g->p, nx = ix + g->p; /* oy s + ky, ox s + kx */
+        const float *src = NULL;
+        if (ny >= ky && nx >= kx && (ny - ky) % s == 0 && (nx - kx) % s == 0 && (ny - ky) / s < g->Ho &&
+            (nx - kx) / s < g->Wo)
+            src = r->x + ((b * g->Ho + (ny - ky) / s) * g->Wo + (nx - kx) / s) * Co;
+        const size_t m = Co - co < n - u ? Co - co : n - u; /* the rest of this tap's block */
+        if (src) memcpy(dst + u, src + co, m * sizeof *dst);
+        else memset(dst + u, 0, m * sizeof *dst);
+        u += m, co += m;
+        if (co == Co) {
+            co = 0;
+            if (++kx == k) kx = 0, ky++;
+        }
+    }
+}
+
+float vt_conv_dgrad_entry(const vt_conv_geom *g, size_t Co, const float *dy, size_t i, size_t t)
+{
+    const vt_conv_ref r = {*g, dy, Co};
+    float v;
+    fill_dgrad(&r, i, t, 1, &v);
+    return v;
+}
+
+typedef struct {
+    size_t cy, cx, fy, fx, ny, nx, n, Kc; /* a phase class: first pixels, counts, rows n = B ny nx, terms */
+    size_t wofs;                          /* its compact W' [Kc, N] at wc + wofs */
+} dg_class;
+
+typedef struct {
+    vt_exec *e;
+    const vt_conv_geom *g;
+    size_t Co, N, K, mr, tiles_per[64 * 64 + 1]; /* tiles_per: prefix counts of the classes' tiles */
+    const dg_class *cl;
+    size_t ncl;
+    const float *dy, *wc;
+    const double *wc64; /* the BLAS order's compact W' in FP64 */
+    int blas, panel;    /* panel: the dense reduction is panelled (vt_gemm_panel(K)) */
+    double *C, *rn;
+    vt_err err[VT_PAR_MAX];
+    char msg[VT_PAR_MAX][200];
+} dg_job;
+
+/* row r of class cl gathered (its taps' blocks of G in row-major tap order); returns G's row index */
+static size_t dg_row(const dg_job *j, const dg_class *cl, size_t r, float *row)
+{
+    const vt_conv_geom *g = j->g;
+    const size_t Co = j->Co, s = g->s, k = g->k;
+    const size_t b = r / (cl->ny * cl->nx), iy = cl->fy + (r / cl->nx % cl->ny) * s, ix = cl->fx + (r % cl->nx) * s;
+    const size_t py = iy + g->p, px = ix + g->p;
+    for (size_t ky = cl->cy; ky < k; ky += s)
+        for (size_t kx = cl->cx; kx < k; kx += s, row += Co) {
+            /* (py - ky) and (px - kx) are multiples of s by the class */
+            if (py < ky || px < kx || (py - ky) / s >= g->Ho || (px - kx) / s >= g->Wo)
+                memset(row, 0, Co * sizeof *row);
+            else
+                memcpy(row, j->dy + ((b * g->Ho + (py - ky) / s) * g->Wo + (px - kx) / s) * Co, Co * sizeof *row);
+        }
+    return (b * g->H + iy) * g->W + ix;
+}
+
+/* tiles lo..hi (over all classes): each tile's rows gathered (norms: the four-lane sums of squares of
+ * their entries, zeros adding nothing, whatever the order), one GEMM by the class's compact W' - in
+ * panels of VT_PANEL combined by the panel tree where j->panel and Kc > VT_PANEL - the rows scattered
+ * into C */
+static void dg_part(void *ctx, size_t lo, size_t hi, int part)
+{
+    dg_job *j = ctx;
+    const size_t K = j->K, N = j->N, mr = j->mr, P = (K + VT_PANEL - 1) / VT_PANEL;
+    vt_exec sub;
+    vt_exec_init(&sub, j->e->order, j->e->bound, j->e->seed);
+    float *a = malloc(mr * K * sizeof *a), *ap = j->blas ? NULL : malloc(mr * VT_PANEL * sizeof *ap);
+    double *a64 = malloc((j->blas ? mr * K : K) * sizeof *a64), *ct = malloc(mr * N * sizeof *ct),
+           *st = malloc(vti_ptree_depth(P) * mr * N * sizeof *st);
+    size_t *rows = malloc(mr * sizeof *rows);
+    vt_err err = a && (ap || j->blas) && a64 && ct && st && rows
+                     ? VT_OK
+                     : vt_set_error(VT_ERR_NOMEM, "out of memory (an input gradient's tile)");
+    size_t c = 0;
+    for (size_t tl = lo; tl < hi && !err; tl++) {
+        while (j->tiles_per[c + 1] <= tl) c++;
+        const dg_class *cl = &j->cl[c];
+        const size_t Kc = cl->Kc, m0 = (tl - j->tiles_per[c]) * mr, n = cl->n - m0 < mr ? cl->n - m0 : mr;
+        const int pan = j->panel && Kc > VT_PANEL;
+        for (size_t r = 0; r < n; r++) {
+            float *row = a + r * Kc;
+            rows[r] = dg_row(j, cl, m0 + r, row);
+            j->rn[rows[r]] = sqrt(vti_cvt_span(row, Kc, j->blas ? a64 + r * Kc : a64));
+        }
+        if (j->blas) {
+            dgemm_panels(pan, n, N, Kc, a64, j->wc64 + cl->wofs, st, ct);
+        } else if (!pan) {
+            err = vt_gemm_plain(&sub, 0, 0, n, N, Kc, a, j->wc + cl->wofs, ct);
+        } else {
+            vti_ptree t;
+            vti_ptree_init(&t, st, n * N);
+            for (size_t k0 = 0; k0 < Kc && !err; k0 += VT_PANEL) {
+                const size_t kl = Kc - k0 < VT_PANEL ? Kc - k0 : VT_PANEL;
+                for (size_t r = 0; r < n; r++) memcpy(ap + r * kl, a + r * Kc + k0, kl * sizeof *ap);
+                err = vt_gemm_plain(&sub, 0, 0, n, N, kl, ap, j->wc + cl->wofs + k0 * N, vti_ptree_next(&t));
+                if (!err) vti_ptree_push(&t);
+            }
+            if (!err) vti_ptree_result(&t, ct);
+        }
+        for (size_t r = 0; !err && r < n; r++)
+            for (size_t q = 0; q < N; q++) j->C[rows[r] * N + q] = ct[r * N + q] + 0.0; /* -0 -> +0 */
+    }
+    j->err[part] = err;
+    if (err) snprintf(j->msg[part], sizeof j->msg[part], "%s", vt_errmsg());
+    free(a), free(ap), free(a64), free(ct), free(st), free(rows);
+    vt_exec_free(&sub);
+}
+
+vt_err vt_conv2d_dgrad(vt_exec *e, const vt_conv_geom *g, size_t Co, const float *dy, const float *w, float *wp,
+                       double *C, double *rn, double *cn, vt_bounds *bd, vt_conv_ref *ref)
+{
+    VT_RETURN_ERROR_IF(!e || !g || g->chw || Co < 1 || !dy || !w || !wp || !C || !rn || !cn || !bd || !ref, VT_ERR_ARG,
+                       "vt_conv2d_dgrad: bad arguments");
+    const size_t k = g->k, s = g->s, N = g->C, K = k * k * Co, Min = g->B * g->H * g->W;
+    VT_RETURN_ERROR_IF(K > INT_MAX || Min > INT_MAX || N > INT_MAX || s > 64, VT_ERR_LIMIT,
+                       "vt_conv2d_dgrad: the convolution is too large");
+    const double coef = vt_bound_coef_red(&e->bound, (uint64_t)K, (uint64_t)K);
+    VT_RETURN_ERROR_IF(!(coef >= 0.0), VT_ERR_LIMIT, "vt_conv2d_dgrad: no bound coefficient for K=%zu", K);
+    vt_conv_wperm_f32(k, N, Co, w, wp);
+    for (size_t q = 0; q < N; q++) cn[q] = 0.0; /* W''s column norms, rows in order (vt_conv_dgrad_gemm's) */
+    for (size_t r = 0; r < K; r++)
+        for (size_t q = 0; q < N; q++) cn[q] += (double)wp[r * N + q] * (double)wp[r * N + q];
+    for (size_t q = 0; q < N; q++) cn[q] = sqrt(cn[q]);
+    dg_job *j = calloc(1, sizeof *j);
+    dg_class *cl = calloc(s * s, sizeof *cl);
+    float *wc = malloc(K * N * sizeof *wc);
+    double *wc64 = e->order == VT_ORDER_BLAS ? malloc(K * N * sizeof *wc64) : NULL;
+    vt_err err = VT_OK;
+    if (!j || !cl || !wc || (e->order == VT_ORDER_BLAS && !wc64)) {
+        err = vt_set_error(VT_ERR_NOMEM, "out of memory (an input gradient)");
+        goto out;
+    }
+    *j = (dg_job){.e = e, .g = g, .Co = Co, .N = N, .K = K, .dy = dy, .wc = wc, .wc64 = wc64, .C = C, .rn = rn,
+                  .blas = e->order == VT_ORDER_BLAS, .panel = vt_gemm_panel(e, K)};
+    /* the classes: their compact W' (the class's taps in row-major tap order, Co rows each; the classes'
+     * taps partition the k*k taps, so K*N floats in all); rows no tap reaches are +0 with norm 0 */
+    size_t ncl = 0, wofs = 0, maxn = 1;
+    for (size_t cy = 0; cy < s; cy++)
+        for (size_t cx = 0; cx < s; cx++) {
+            dg_class c = {.cy = cy, .cx = cx, .fy = phase_first(g->p, s, cy), .fx = phase_first(g->p, s, cx),
+                          .ny = phase_count(g->H, g->p, s, cy), .nx = phase_count(g->W, g->p, s, cx),
+                          .Kc = phase_taps(k, s, cy) * phase_taps(k, s, cx) * Co, .wofs = wofs};
+            c.n = g->B * c.ny * c.nx;
+            if (c.n == 0) continue;
+            if (c.Kc == 0) {
+                for (size_t b = 0; b < g->B; b++)
+                    for (size_t u = 0; u < c.ny; u++)
+                        for (size_t v = 0; v < c.nx; v++) {
+                            const size_t i = (b * g->H + c.fy + u * s) * g->W + c.fx + v * s;
+                            rn[i] = 0.0;
+                            for (size_t q = 0; q < N; q++) C[i * N + q] = 0.0;
+                        }
+                continue;
+            }
+            size_t q = 0;
+            for (size_t ky = cy; ky < k; ky += s)
+                for (size_t kx = cx; kx < k; kx += s, q++)
+                    memcpy(wc + wofs + q * Co * N, wp + (ky * k + kx) * Co * N, Co * N * sizeof *wc);
+            wofs += c.Kc * N;
+            maxn = c.n > maxn ? c.n : maxn;
+            cl[ncl++] = c;
+        }
+    for (size_t i = 0; wc64 && i < wofs; i++) wc64[i] = (double)wc[i];
+    j->mr = conv_tile_rows(K, maxn);
+    j->cl = cl, j->ncl = ncl;
+    for (size_t c = 0; c < ncl; c++) j->tiles_per[c + 1] = j->tiles_per[c] + (cl[c].n + j->mr - 1) / j->mr;
+    const int parts = vt_par_for(j->tiles_per[ncl], 1, dg_part, j);
+    for (int p = 0; p < parts && !err; p++)
+        if (j->err[p]) err = vt_set_error(j->err[p], "%s", j->msg[p]);
+    if (!err) {
+        vt_gemm_bounds(0, 0, Min, N, K, NULL, wp, rn, cn, coef, bd);
+        ref->g = *g, ref->x = dy, ref->Co = Co;
+        bd->ta = NULL, bd->ta_si = bd->ta_sk = 0; /* THE bound: the tight one, op(A)'s rows through xa_fill */
+        bd->xa = dy, bd->xa_si = bd->xa_sk = 0;
+        bd->xa_fill = fill_dgrad;
+        bd->xa_ctx = ref;
+    }
+out:
+    free(j), free(cl), free(wc), free(wc64);
+    return err;
 }
 
 #define VT_CNN_T float

@@ -91,13 +91,35 @@ vt_err vt_conv_dgrad_plain_f64(const vt_conv_geom *g, size_t Co, const double *G
  * k*k*C (weight gradient) entries, cn Co; C is row-major. VT_ERR_ARG, VT_ERR_LIMIT, VT_ERR_NOMEM. */
 typedef struct {
     vt_conv_geom g;
-    const float *x;
+    const float *x; /* X (conv2d, conv2d_weight_grad); dY (vt_conv2d_dgrad) */
+    size_t Co;      /* vt_conv2d_dgrad: the output channels */
 } vt_conv_ref;
 float vt_conv_patch(const vt_conv_geom *g, const float *x, size_t m, size_t t); /* im2col(X)[m][t], or 0 */
 vt_err vt_conv2d(vt_exec *e, const vt_conv_geom *g, size_t Co, const float *x, const float *w, double *C, double *rn,
                  double *cn, vt_bounds *bd, vt_conv_ref *ref) VT_WARN_UNUSED;
 vt_err vt_conv2d_wgrad(vt_exec *e, const vt_conv_geom *g, size_t Co, const float *x, const float *dy, double *C,
                        double *rn, double *cn, vt_bounds *bd, vt_conv_ref *ref) VT_WARN_UNUSED;
+
+/* The input gradient without the gathered G (the kind conv2d_input_grad, step program 2): dX [B*H*W, C] =
+ * G(dY) W' (vt_conv_dgather's G, W' = vt_conv_wperm(W), K = k*k*Co), each element ONE reduction - the
+ * non-zero terms of program 1's (vt_conv_dgrad_gemm, or vt_gemm for s = 1), hence the same exact value. By
+ * output phase class (s*s classes (iy + p) mod s, (ix + p) mod s; one class for s = 1): each class's rows
+ * gathered from dY in tiles of about 512 KiB (the class's taps only, in row-major tap order: no product by
+ * an entry the gather would set to zero), each tile one GEMM by the class's rows of W' (BLAS order: FP64
+ * tiles and cblas_dgemm; other orders vt_gemm_plain); where vt_gemm would panel the dense reduction
+ * (vt_gemm_panel(K)) a class's reduction of more than VT_PANEL terms is evaluated in panels of VT_PANEL
+ * combined by the panel tree, as vt_conv_dgrad_gemm does, so its error stays within c(m, K). The threads
+ * split the tiles (each element computed by one part: bits independent of the thread count). g is the
+ * forward convolution's geometry (g->chw = 0), w its weight W [k*k*C, Co]; wp (k*k*Co*C floats, the
+ * caller's) receives W' and must outlive *bd, as must *ref. *bd is OUTER with coefficient
+ * vt_bound_coef_red(K, K), rn[i] the norm of G's row i (its four-lane sum, one fixed order), cn[j] of W''s
+ * column j, and THE bound is the tight bound of program 1's G x W' bit for bit: op(A)'s rows read through
+ * xa_fill (G's entries from dY, ta NULL), op(B) = wp; the exact evaluator the same. VT_ERR_ARG,
+ * VT_ERR_LIMIT, VT_ERR_NOMEM. */
+vt_err vt_conv2d_dgrad(vt_exec *e, const vt_conv_geom *g, size_t Co, const float *dy, const float *w, float *wp,
+                       double *C, double *rn, double *cn, vt_bounds *bd, vt_conv_ref *ref) VT_WARN_UNUSED;
+/* G(dY)[i][t] (vt_conv_dgather's entry), or 0 */
+float vt_conv_dgrad_entry(const vt_conv_geom *g, size_t Co, const float *dy, size_t i, size_t t);
 
 /* W' [k*k*Co, C] from W [k*k*C, Co]: W'[(t, co)][c] = W[(t, c)][co] for each tap t. */
 void vt_conv_wperm_f32(size_t k, size_t C, size_t Co, const float *w, float *wp);

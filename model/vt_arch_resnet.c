@@ -167,9 +167,12 @@ static uint32_t unit_bwd(net *n, const unit *u, uint32_t dy, int need_dx, uint32
     uint32_t wshape[4] = {u->k, u->k, u->cin, u->cout};
     *gw = vt_prog_tensor(p, VT_TC_GRAD, VT_DT_F32, 4, wshape, "%s.weight.grad", u->conv);
     uint32_t G = 0, wp = 0, dx = UINT32_MAX;
+    const int v2 = n->rc->program_version >= 2; /* step program 2: conv2d_input_grad, no G or W' tensor */
     if (need_dx) {
-        G = act(n, VT_TC_GRAD, Min, u->k * u->k * u->cout, u->conv, "out.grad.gathered");
-        wp = act(n, VT_TC_ACT, u->k * u->k * u->cout, u->cin, u->conv, "weight.transposed");
+        if (!v2) {
+            G = act(n, VT_TC_GRAD, Min, u->k * u->k * u->cout, u->conv, "out.grad.gathered");
+            wp = act(n, VT_TC_ACT, u->k * u->k * u->cout, u->cin, u->conv, "weight.transposed");
+        }
         dx = act(n, VT_TC_GRAD, Min, u->cin, u->conv, "in.grad");
     }
     if (p->bad) return UINT32_MAX;
@@ -179,14 +182,18 @@ static uint32_t unit_bwd(net *n, const unit *u, uint32_t dy, int need_dx, uint32
                "%s weight gradient", u->bn);
     vt_prog_op(p, VT_OPK_BN_BACKWARD, ARR(dy, u->xc, u->s2, *gb, g2, u->gamma), 6, ARR(dz), 1, NULL, 0,
                FARG(n->rc->bn_eps), 1, "%s backward", u->bn);
-    if (n->rc->program_version >= 2)
+    if (v2)
         vt_prog_op(p, VT_OPK_CONV2D_WGRAD, ARR(u->x, dz), 2, ARR(*gw), 1,
                    IARG(n->B, u->H, u->W, u->cin, u->k, u->s, u->pad, u->chw, u->cout), 9, NULL, 0,
                    "%s weight gradient", u->conv);
     else
         vt_prog_op(p, VT_OPK_MATMUL, ARR(u->col, dz), 2, ARR(*gw), 1, IARG(1, 0, kk, u->cout, M), 5, NULL, 0,
                    "%s weight-gradient GEMM", u->conv);
-    if (need_dx) {
+    if (need_dx && v2) {
+        vt_prog_op(p, VT_OPK_CONV2D_DGRAD, ARR(dz, u->w), 2, ARR(dx), 1,
+                   IARG(n->B, u->H, u->W, u->cin, u->k, u->s, u->pad, 0, u->cout), 9, NULL, 0, "%s input gradient",
+                   u->conv);
+    } else if (need_dx) {
         vt_prog_op(p, VT_OPK_CONV_DGATHER, ARR(dz), 1, ARR(G), 1, IARG(n->B, u->H, u->W, u->cout, u->k, u->s, u->pad), 7,
                    NULL, 0, "%s input-gradient gather", u->conv);
         vt_prog_op(p, VT_OPK_CONV_WPERM, ARR(u->w), 1, ARR(wp), 1, IARG(u->k, u->cin, u->cout), 3, NULL, 0,

@@ -226,11 +226,13 @@ vt_err vti_bmm_plain(vt_plainctx *c)
     })
 }
 
-/* ------------------------------------------------------------ CONV2D, CONV2D_WGRAD */
+/* ------------------------------------------------------------ CONV2D, CONV2D_WGRAD, CONV2D_DGRAD */
 /* iarg B, H, W, C, k, stride, pad, chw, Co: CONV2D x [B*H*W, C] (chw: [B, C*H*W]), W [k*k*C, Co] ->
- * Z [B*Ho*Wo, Co] = im2col(x) W; CONV2D_WGRAD x, dY [B*Ho*Wo, Co] -> dW [k*k*C, Co] = im2col(x)^T dY.
- * The GEMMs of step program 1's im2col and matmul without the im2col tensor (kernels/vt_cnn.h
- * vt_conv2d): the same reductions, hence the same exactly rounded results. */
+ * Z [B*Ho*Wo, Co] = im2col(x) W; CONV2D_WGRAD x, dY [B*Ho*Wo, Co] -> dW [k*k*C, Co] = im2col(x)^T dY;
+ * CONV2D_DGRAD dY, W -> dX [B*H*W, C] = G(dY) W' (chw 0). The GEMMs of step program 1's im2col and
+ * matmul (conv_grad_gather, conv_weight_transpose and matmul) without the im2col tensor (the gathered
+ * G) (kernels/vt_cnn.h vt_conv2d, vt_conv2d_wgrad, vt_conv2d_dgrad): the same reductions, hence the
+ * same exactly rounded results; the input gradient has program 1's tight bound too. */
 
 static vt_err conv2d_geom(const vt_opdesc *o, vt_conv_geom *g, size_t *Co, size_t *M, size_t *K)
 {
@@ -255,10 +257,20 @@ vt_err vti_conv2d_check(const vt_program *p, const vt_opdesc *o)
     vt_conv_geom g;
     size_t Co = 0, M = 0, K = 0;
     VT_FORWARD_IF_ERROR(conv2d_geom(o, &g, &Co, &M, &K));
-    VT_FORWARD_IF_ERROR(want(p, o, o->in[0], VT_DT_F32, g.B * g.H * g.W * g.C, "input"));
+    if (o->kind != VT_OPK_CONV2D_DGRAD)
+        VT_FORWARD_IF_ERROR(want(p, o, o->in[0], VT_DT_F32, g.B * g.H * g.W * g.C, "input"));
     if (o->kind == VT_OPK_CONV2D) {
         VT_FORWARD_IF_ERROR(want(p, o, o->in[1], VT_DT_F32, K * Co, "weight"));
         return want(p, o, o->out[0], VT_DT_F32, M * Co, "output");
+    }
+    if (o->kind == VT_OPK_CONV2D_DGRAD) { /* dY, W -> dX: the input is dY */
+        size_t t;
+        ERR_IF(g.chw || __builtin_mul_overflow(g.k * g.k, Co, &t) || t > INT_MAX ||
+                   __builtin_mul_overflow(t, g.C, &t) || g.B * g.H * g.W > INT_MAX,
+               "program: \"%s\": bad input-gradient arguments", o->name);
+        VT_FORWARD_IF_ERROR(want(p, o, o->in[0], VT_DT_F32, M * Co, "output gradient"));
+        VT_FORWARD_IF_ERROR(want(p, o, o->in[1], VT_DT_F32, K * Co, "weight"));
+        return want(p, o, o->out[0], VT_DT_F32, g.B * g.H * g.W * g.C, "input gradient");
     }
     VT_FORWARD_IF_ERROR(want(p, o, o->in[1], VT_DT_F32, M * Co, "output gradient"));
     return want(p, o, o->out[0], VT_DT_F32, K * Co, "weight gradient");
@@ -277,6 +289,13 @@ vt_err vti_conv2d_exec(vt_opctx *c)
     if (c->o->kind == VT_OPK_CONV2D) {
         VT_FORWARD_IF_ERROR(vt_conv2d(c->exec, &g, Co, IN(0), IN(1), c->s.x64, c->s.rn, c->s.cn, &bd, &ref));
         ROUND(c->s.x64, &bd, M, Co, OUT(0));
+    } else if (c->o->kind == VT_OPK_CONV2D_DGRAD) {
+        float *wp = malloc(K * Co * sizeof *wp); /* W', the bound's and the exact evaluator's op(B) */
+        VT_RETURN_ERROR_IF(!wp, VT_ERR_NOMEM, "out of memory (an input gradient's transposed weight)");
+        vt_err err = vt_conv2d_dgrad(c->exec, &g, Co, IN(0), IN(1), wp, c->s.x64, c->s.rn, c->s.cn, &bd, &ref);
+        if (!err) err = vt_round(c->rc, c->op_id, c->s.x64, &bd, g.B * g.H * g.W, g.C, OUT(0));
+        free(wp);
+        VT_FORWARD_IF_ERROR(err);
     } else {
         VT_FORWARD_IF_ERROR(vt_conv2d_wgrad(c->exec, &g, Co, IN(0), IN(1), c->s.x64, c->s.rn, c->s.cn, &bd, &ref));
         ROUND_BATCH(c->s.x64, &bd, K, Co, OUT(0)); /* a sum over the batch's pixels */
@@ -295,6 +314,11 @@ void vti_conv2d_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
     out->bytes = 4 * ((double)a[0] * (double)a[1] * (double)a[2] * (double)a[3] + K * N + M * N);
     out->scratch = rows * N;
     out->norms = rows > N ? rows : N;
+    if (o->kind == VT_OPK_CONV2D_DGRAD) { /* [B*H*W, C] from the phase classes: about M*Co*k*k*C products */
+        const double Min = (double)a[0] * (double)a[1] * (double)a[2], C = (double)a[3];
+        out->scratch = Min * C;
+        out->norms = Min > C ? Min : C;
+    }
 }
 
 /* the plain form keeps the im2col matrix (a scratch buffer, not a tensor) and one CBLAS GEMM */
@@ -307,6 +331,24 @@ vt_err vti_conv2d_plain(vt_plainctx *c)
         return vt_set_error(VT_ERR_INTERNAL, "\"%s\": bad convolution", c->o->name);
     const int M = (int)(g.B * g.Ho * g.Wo), K = (int)(g.k * g.k * g.C), N = (int)a[8];
     const int fwd = c->o->kind == VT_OPK_CONV2D;
+    if (c->o->kind == VT_OPK_CONV2D_DGRAD) { /* program 1's plain input gradient: G, W', by phase for s >= 2 */
+        const size_t Min = g.B * g.H * g.W, Kg = g.k * g.k * (size_t)N;
+        VTI_PLAIN_BOTH(c, {
+            T *G = malloc(Min * Kg * sizeof *G), *wp = malloc(Kg * g.C * sizeof *wp);
+            vt_err err = G && wp ? VT_OK : vt_set_error(VT_ERR_NOMEM, "out of memory (an input gradient's gather)");
+            if (!err) {
+                PTG(vt_conv_dgather)(&g, (size_t)N, PX(0), G);
+                PTG(vt_conv_wperm)(g.k, g.C, (size_t)N, PX(1), wp);
+                if (g.s >= 2)
+                    err = PTG(vt_conv_dgrad_plain)(&g, (size_t)N, G, wp, PY(0));
+                else
+                    PGEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)Min, (int)g.C, (int)Kg, (T)1, G, (int)Kg, wp,
+                          (int)g.C, (T)0, PY(0), (int)g.C);
+            }
+            free(G), free(wp);
+            return err;
+        })
+    }
     VTI_PLAIN_BOTH(c, {
         T *col = malloc((size_t)M * (size_t)K * sizeof *col);
         VT_RETURN_ERROR_IF(!col, VT_ERR_NOMEM, "out of memory (a convolution's columns)");

@@ -148,6 +148,9 @@
     X(CONV2D, "conv2d", GEMM, 1, 2, 1, 9, 0, "B H W C k stride pad chw Co", "", EXAMPLE, CPU, conv2d)                 \
     /* x, dY [B*Ho*Wo, Co] -> dW [k*k*C, Co] = im2col(x)^T dY (the sum over the batch's pixels) */                   \
     X(CONV2D_WGRAD, "conv2d_weight_grad", GEMM, 1, 2, 1, 9, 0, "B H W C k stride pad chw Co", "", BATCH, CPU,        \
+      conv2d)                                                                                                          \
+    /* dY [B*Ho*Wo, Co], W [k*k*C, Co] -> dX [B*H*W, C] = G(dY) W' (conv_grad_gather's G never stored; chw 0) */      \
+    X(CONV2D_DGRAD, "conv2d_input_grad", GEMM, 1, 2, 1, 9, 0, "B H W C k stride pad chw Co", "", EXAMPLE, CPU,        \
       conv2d)
 /* clang-format on */
 

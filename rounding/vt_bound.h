@@ -146,6 +146,15 @@ typedef struct {
     const void *xa_ctx;
 } vt_bounds;
 
+/* 1 when the element's bound is the tight bound (OUTER with operands; the outer product only screens):
+ * op(A) stored (ta), or read through xa_fill (ta NULL, tb and K set: the rows xa_fill gives are op(A)'s
+ * K entries of the tight bound too; a convolution's input gradient, whose gathered operand no array
+ * holds). */
+static inline int vt_bounds_tight(const vt_bounds *b)
+{
+    return b->kind == VT_BOUNDS_OUTER && (b->ta || (b->tb && b->xa_fill));
+}
+
 /* The tight bound of one reduction sum_k a[k*inca] * b[k*incb] (docs/rounding.md 2.1):
  * c(m) * sum |a b| over the m non-zero products, 0 when m <= 1 or the sum is exact in every
  * order. The same function gives a GEMM element's bound and (b = 1) a sum's. */

@@ -29,7 +29,7 @@ vt_err vt_elem_check(double x, double B)
 void vt_screen_bounds(const vt_bounds *b, size_t i, size_t j0, size_t nb, size_t cols, double *Bb)
 {
     if (b->kind == VT_BOUNDS_OUTER) {
-        double ri = b->coef * b->r[i] * (b->ta ? 1.0 + 0x1p-20 : 1.0);
+        double ri = b->coef * b->r[i] * (vt_bounds_tight(b) ? 1.0 + 0x1p-20 : 1.0);
         for (size_t k = 0; k < nb; k++) Bb[k] = ri * b->c[j0 + k];
     } else {
         memcpy(Bb, b->b + i * cols + j0, nb * sizeof(double));

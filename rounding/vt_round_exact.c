@@ -47,7 +47,7 @@ static vt_err round_rows(const vt_bound_cfg *cfg, const double *x, const vt_boun
                  * non-zero masks settle sparse elements cheaply, e.g. exact zeros of ReLU gradients);
                  * then the exact evaluation, whose compensated stage costs about what the tight bound
                  * would on long reductions and decides nearly always */
-                if (b->kind == VT_BOUNDS_OUTER && b->ta && b->K <= VT_MBLK_KMAX) {
+                if (vt_bounds_tight(b) && b->K <= VT_MBLK_KMAX) {
                     B = vt_tight_bound(cfg, &tc, i, j0 + k);
                     if (vti_screen1(xv, B, 1.0, VT_SLOP_RECORD, &oi[j0 + k])) continue;
                 }

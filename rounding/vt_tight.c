@@ -18,6 +18,7 @@ void vt_tight_init(vt_tight *t, const vt_bounds *b, size_t M, size_t N)
     t->K = b->K;
     t->row = SIZE_MAX;
     t->mrow = SIZE_MAX;
+    t->frow = SIZE_MAX;
 }
 
 void vt_tight_free(vt_tight *t)
@@ -30,6 +31,25 @@ void vt_tight_free(vt_tight *t)
     free(t->mbt);
     free(t->hmask);
     free(t->mar);
+    free(t->fa);
+}
+
+/* op(A)'s row i (stride *sk): stored, or filled through b->xa_fill into t->fa (NULL when memory is short) */
+static const float *tight_arow(vt_tight *t, size_t i, size_t *sk)
+{
+    const vt_bounds *b = t->b;
+    if (b->ta) {
+        *sk = b->ta_sk;
+        return b->ta + i * b->ta_si;
+    }
+    *sk = 1;
+    if (!t->fa && !(t->fa = malloc((t->K ? t->K : 1) * sizeof *t->fa))) return NULL;
+    if (t->frow != i) {
+        for (size_t k0 = 0; k0 < t->K; k0 += VT_XFILL_CHUNK)
+            b->xa_fill(b->xa_ctx, i, k0, t->K - k0 < VT_XFILL_CHUNK ? t->K - k0 : VT_XFILL_CHUNK, t->fa + k0);
+        t->frow = i;
+    }
+    return t->fa;
 }
 
 static inline int16_t lsb_of_f32(float f) { return f == 0.0f ? 0 : (int16_t)vt_f32_lsb_exp(vt_f32_bits(f)); }
@@ -62,15 +82,25 @@ static int tight_column_mask(vt_tight *t, size_t j)
     return 0;
 }
 
-static void tight_row_mask(vt_tight *t, size_t i)
+static int tight_row_mask(vt_tight *t, size_t i)
 {
     if (t->mrow != SIZE_MAX && i >= t->mrow && i < t->mrow + t->mrows) {
         t->mcur = t->mar + (i - t->mrow) * t->W;
-        return;
+        return 0;
     }
     const vt_bounds *b = t->b;
-    const size_t sk = b->ta_sk, W = t->W;
+    const size_t W = t->W;
     size_t i0 = i, i1 = i + 1;
+    if (!b->ta) { /* a filled row */
+        size_t one;
+        const float *r = tight_arow(t, i, &one);
+        if (!r) return t->failed = 1, -1;
+        memset(t->mar, 0, W * sizeof(uint64_t));
+        for (size_t k = 0; k < t->K; k++) t->mar[k / 64] |= (uint64_t)(r[k] != 0.0f) << (k % 64);
+        t->mrow = i, t->mrows = 1, t->mcur = t->mar;
+        return 0;
+    }
+    const size_t sk = b->ta_sk;
     if (b->ta_si == 1 && t->K <= VT_MBLK_KMAX) {
         i0 = i - i % VT_MBLK;
         i1 = t->M - i0 < VT_MBLK ? t->M : i0 + VT_MBLK;
@@ -85,6 +115,7 @@ static void tight_row_mask(vt_tight *t, size_t i)
     t->mrow = i0;
     t->mrows = i1 - i0;
     t->mcur = t->mar + (i - i0) * W;
+    return 0;
 }
 
 /* stage 1: the masks of row i and column j; -1 when memory is short */
@@ -100,7 +131,7 @@ static int tight_prepare_masks(vt_tight *t, size_t i, size_t j)
         t->mar = malloc(VT_MBLK * t->W * sizeof(uint64_t));
         if (!t->mbt || !t->hmask || !t->mar) return t->failed = 1, -1;
     }
-    tight_row_mask(t, i);
+    if (tight_row_mask(t, i)) return -1;
     return tight_column_mask(t, j);
 }
 
@@ -149,13 +180,14 @@ static int tight_alloc_full(vt_tight *t)
 /* stage 2: FP64 copies of row i (and, through tight_column, the columns); -1 when memory is short */
 static int tight_prepare(vt_tight *t, size_t i)
 {
-    const vt_bounds *b = t->b;
     size_t K = t->K;
     if (tight_alloc_full(t)) return -1;
     if (t->row != i) {
-        const float *a = b->ta + i * b->ta_si;
+        size_t sk;
+        const float *a = tight_arow(t, i, &sk);
+        if (!a) return t->failed = 1, -1;
         for (size_t k = 0; k < K; k++) {
-            float f = a[k * b->ta_sk];
+            float f = a[k * sk];
             t->ar[k] = (double)f;
             t->lar[k] = lsb_of_f32(f);
         }
@@ -165,9 +197,13 @@ static int tight_prepare(vt_tight *t, size_t i)
 }
 
 /* Direct evaluation from the FP32 operands (fallback when memory is short). */
-static double tight_direct(const vt_bound_cfg *cfg, const vt_bounds *b, size_t i, size_t j)
+static double tight_direct(const vt_bound_cfg *cfg, vt_tight *t, size_t i, size_t j)
 {
-    return vt_bound_of_terms(cfg, b->K, b->ta + i * b->ta_si, b->ta_sk, b->tb + j * b->tb_sj, b->tb_sk);
+    const vt_bounds *b = t->b;
+    size_t sk;
+    const float *a = tight_arow(t, i, &sk);
+    if (!a) return INFINITY; /* no memory for a filled row: "error bound is not finite" */
+    return vt_bound_of_terms(cfg, b->K, a, sk, b->tb + j * b->tb_sj, b->tb_sk);
 }
 
 /* Stage 1: s = sum |a b| and the number of non-zero products (vectorisable). */
@@ -208,7 +244,7 @@ static int tight_exact(vt_tight *t, size_t j, double s)
 /* The tight bound of element (i, j) by the specification. */
 double vt_tight_bound(const vt_bound_cfg *cfg, vt_tight *t, size_t i, size_t j)
 {
-    if (t->failed || tight_prepare_masks(t, i, j)) return tight_direct(cfg, t->b, i, j);
+    if (t->failed || tight_prepare_masks(t, i, j)) return tight_direct(cfg, t, i, j);
     /* the number of non-zero products from the masks first: at most one means B = 0
      * (each word adds 0 for no bit, 1 for one bit, 2 for two or more) */
     const uint64_t *mb = t->mbt + j * t->W;
@@ -218,7 +254,7 @@ double vt_tight_bound(const vt_bound_cfg *cfg, vt_tight *t, size_t i, size_t j)
         cnt += (uint64_t)(v != 0) + (uint64_t)((v & (v - 1)) != 0);
     }
     if (cnt <= 1) return 0.0;
-    if (tight_prepare(t, i)) return tight_direct(cfg, t->b, i, j);
+    if (tight_prepare(t, i)) return tight_direct(cfg, t, i, j);
     tight_column(t, j);
     double s;
     uint64_t nnz;
@@ -232,7 +268,7 @@ double vt_bound_at(const vt_bound_cfg *cfg, vt_tight *t, const vt_bounds *b, siz
 {
     switch (b->kind) {
     case VT_BOUNDS_ARRAY: return b->b[i * cols + j];
-    case VT_BOUNDS_OUTER: return b->ta ? vt_tight_bound(cfg, t, i, j) : b->coef * b->r[i] * b->c[j];
+    case VT_BOUNDS_OUTER: return vt_bounds_tight(b) ? vt_tight_bound(cfg, t, i, j) : b->coef * b->r[i] * b->c[j];
     default: return 0.0;
     }
 }

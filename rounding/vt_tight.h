@@ -37,6 +37,8 @@ typedef struct {
     int16_t *lar;
     uint8_t *have;   /* have[j]: column j of bt filled */
     size_t row;      /* row held in ar, or SIZE_MAX */
+    float *fa;       /* op(A) read through b->xa_fill (ta NULL): row frow's K entries */
+    size_t frow;     /* row held in fa, or SIZE_MAX */
     int failed;      /* allocation failed */
 } vt_tight;
 

@@ -271,7 +271,7 @@ static vt_err round_row(vt_rctx *c, vt_oplog *o, uint64_t *ek, vt_tight *tc, con
             }
             if (cleared[k]) continue;
             int st;
-            if (b->kind == VT_BOUNDS_OUTER && b->ta) { /* screening failed: use the tight bound */
+            if (vt_bounds_tight(b)) { /* screening failed: use the tight bound */
                 Bb[k] = vt_tight_bound(&c->bound, tc, i, j0 + k);
                 st = rec ? vti_screen1(x[j0 + k], Bb[k], VT_UNSTABLE_K, VT_SLOP_RECORD, &out[j0 + k])
                          : vti_screen1(x[j0 + k], Bb[k], VT_SCREEN_K, VT_SLOP_RECORD, &out[j0 + k]);

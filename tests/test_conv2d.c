@@ -18,6 +18,7 @@
 #include "../rounding/vt_eval.h"
 #include "../rounding/vt_exact.h"
 #include "../rounding/vt_round_exact.h"
+#include "../rounding/vt_tight.h"
 #include "vt_test.h"
 
 static const vt_bound_cfg PROVABLE = {.mode = VT_BOUND_PROVABLE};
@@ -135,6 +136,97 @@ static void one_geometry(size_t B, size_t H, size_t W, size_t C, size_t Co, size
         free(cnr);
 }
 
+/* the input gradient without G (vt_conv2d_dgrad, the kind conv2d_input_grad) against program 1's path:
+ * the gather G, W' and vt_conv_dgrad_gemm (s >= 2) or vt_gemm (s = 1, or where the phase form declines).
+ * For every order and 1, 2 and 3 threads: the exactly rounded bits equal (the first differing element
+ * named); THE bound of every element (the tight bound, vt_bound_at) equal bit for bit, hence, with the
+ * same exact value, the same log-rounding window (lo, hi, RN32) - checked through vt_eval_window - and
+ * the same log; each FP64 result within that bound and the descriptor's screen; xa_fill gives G's
+ * entries; the row norms G's (to 2^-40) and the column norms vt_conv_dgrad_gemm's. */
+static void one_dgrad(size_t B, size_t H, size_t W, size_t C, size_t Co, size_t k, size_t s, size_t p)
+{
+    vt_conv_geom g;
+    CHECK_OK(vt_conv_geom_make(&g, (int64_t)B, (int64_t)H, (int64_t)W, (int64_t)C, (int64_t)k, (int64_t)s,
+                               (int64_t)p, 0));
+    const size_t M = B * H * W, K = k * k * Co, N = C, nd = B * g.Ho * g.Wo * Co;
+    float *dy = malloc(nd * sizeof *dy), *w = malloc(K * N * sizeof *w), *G = malloc(M * K * sizeof *G),
+          *wpr = malloc(K * N * sizeof *wpr), *wp = malloc(K * N * sizeof *wp), *ref32 = malloc(M * N * sizeof *ref32),
+          *out32 = malloc(M * N * sizeof *out32);
+    double *xr = malloc(M * N * sizeof *xr), *x = malloc(M * N * sizeof *x), *rn = malloc(M * sizeof *rn),
+           *rnr = malloc(M * sizeof *rnr), *cn = malloc(N * sizeof *cn), *cnr = malloc(N * sizeof *cnr);
+    for (size_t i = 0; i < nd; i++) dy[i] = vt_rng_next(&R) % 4 ? rnd_val() : 0.0f;
+    for (size_t i = 0; i < K * N; i++) w[i] = rnd_val();
+    /* a few tiny values, so that some elements need the tight bound and the exact evaluator */
+    for (size_t i = 0; i < nd; i += 7) dy[i] = (float)ldexp(dy[i], -20);
+    vt_conv_dgather_f32(&g, Co, dy, G);
+    vt_conv_wperm_f32(k, C, Co, w, wpr);
+    for (size_t i = 0; i < M; i++)
+        for (size_t t = 0; t < K; t++)
+            if (vt_f32_bits(vt_conv_dgrad_entry(&g, Co, dy, i, t)) != vt_f32_bits(G[i * K + t])) {
+                CHECK(0, "vt_conv_dgrad_entry (%zu, %zu) differs from the gather", i, t);
+                i = M;
+                break;
+            }
+    char what[200];
+    uint64_t ne = 0, nk = 0;
+    vt_elem_fault f;
+    for (int threads = 1; threads <= 3; threads++) {
+        vt_par_set_threads(threads);
+        for (int o = 0; o < VT_ORDER_COUNT; o++) {
+            vt_exec e;
+            vt_exec_init(&e, (vt_order)o, PROVABLE, 11);
+            vt_bounds bd, bdr;
+            vt_conv_ref ref;
+            int done = 0;
+            snprintf(what, sizeof what, "input gradient B%zu %zux%zux%zu Co %zu k %zu s %zu p %zu, order %d, %d threads", B,
+                     H, W, C, Co, k, s, p, o, threads);
+            CHECK_OK(vt_conv_dgrad_gemm(&e, &g, Co, G, wpr, xr, rnr, cnr, &bdr, &done));
+            if (!done) CHECK_OK(vt_gemm(&e, 0, 0, M, N, K, G, wpr, xr, rnr, cnr, &bdr));
+            CHECK_OK(vt_round_exact_op(&PROVABLE, xr, &bdr, M, N, ref32, &ne, &nk, &f));
+            CHECK_OK(vt_conv2d_dgrad(&e, &g, Co, dy, w, wp, x, rn, cn, &bd, &ref));
+            CHECK_OK(vt_round_exact_op(&PROVABLE, x, &bd, M, N, out32, &ne, &nk, &f));
+            CHECK(bd.coef == bdr.coef && bd.K == K && bd.xK == K && bd.xa_fill && !bd.ta && bd.tb == wp &&
+                      vt_bounds_tight(&bd) && memcmp(wp, wpr, K * N * sizeof *wp) == 0,
+                  "%s: descriptor", what);
+            if (same_bits(what, out32, ref32, M, N)) o = VT_ORDER_COUNT;
+            long bad_bound = 0, bad_norm = 0, bad_win = 0, tight_used = 0;
+            vt_tight t, tr;
+            vt_tight_init(&t, &bd, M, N);
+            vt_tight_init(&tr, &bdr, M, N);
+            for (size_t i = 0; i < M; i++) {
+                if (!(fabs(rn[i] - rnr[i]) <= rnr[i] * 0x1p-40)) bad_norm++;
+                for (size_t j = 0; j < N && i == 0; j++)
+                    if (!(fabs(cn[j] - cnr[j]) <= cnr[j] * 0x1p-40)) bad_norm++;
+                for (size_t j = 0; j < N; j++) {
+                    const double Bm = vt_bound_at(&PROVABLE, &t, &bd, i, j, N), Br = vt_bound_at(&PROVABLE, &tr, &bdr, i, j, N);
+                    if (vt_f64_bits(Bm) != vt_f64_bits(Br)) bad_bound++;
+                    const double X = vt_dot_exact64(K, G + i * K, 1, wpr + j, N), err = fabs(x[i * N + j] - X);
+                    if (!(err <= Bm * (1 + 0x1p-30) + fabs(X) * 0x1p-52 + 0x1p-1074) ||
+                        !(Bm <= bd.coef * rn[i] * cn[j] * (1 + 0x1p-19)))
+                        bad_bound++;
+                    /* the log-rounding window of the elements the screen does not clear at once */
+                    if (o != 0 || (i * N + j) % 3) continue;
+                    tight_used++;
+                    uint32_t lo, hi, mid, lor, hir, midr;
+                    double X64, X64r;
+                    CHECK_OK(vt_eval_window(&bd, &t, &ne, &nk, i, j, x[i * N + j], Bm, &lo, &hi, &mid, &X64));
+                    CHECK_OK(vt_eval_window(&bdr, &tr, &ne, &nk, i, j, xr[i * N + j], Br, &lor, &hir, &midr, &X64r));
+                    if (lo != lor || hi != hir || mid != midr || mid != vt_f32_bits(ref32[i * N + j])) bad_win++;
+                }
+            }
+            vt_tight_free(&t);
+            vt_tight_free(&tr);
+            CHECK(bad_bound == 0, "%s: %ld elements' bound differs from program 1's or does not hold", what, bad_bound);
+            CHECK(bad_norm == 0, "%s: %ld norms differ from program 1's", what, bad_norm);
+            CHECK(bad_win == 0, "%s: %ld of %ld log windows differ from program 1's", what, bad_win, tight_used);
+            vt_exec_free(&e);
+        }
+    }
+    vt_par_set_threads(1);
+    free(dy), free(w), free(G), free(wpr), free(wp), free(ref32), free(out32), free(xr), free(x), free(rn), free(rnr),
+        free(cn), free(cnr);
+}
+
 int main(void)
 {
     R.s = vt_test_seed(27);
@@ -143,5 +235,13 @@ int main(void)
     one_geometry(3, 8, 8, 4, 7, 1, 2, 0, 0);   /* 1x1 stride 2 (the shortcut) */
     one_geometry(2, 9, 11, 32, 9, 3, 1, 1, 0); /* K 288 panelled, M 198: a partial panel */
     one_geometry(5, 10, 9, 2, 4, 3, 1, 1, 0);  /* M 450: weight gradient panelled over 4 panels */
+    one_dgrad(2, 8, 8, 5, 6, 3, 1, 1);    /* stride 1, padding 1: one class, K 54 */
+    one_dgrad(3, 7, 9, 5, 6, 3, 2, 1);    /* stride 2, padding, odd sizes: four classes of 4, 2, 2, 1 taps */
+    one_dgrad(3, 8, 7, 4, 7, 1, 2, 0);    /* 1x1 stride 2 (the shortcut): three classes no tap reaches */
+    one_dgrad(2, 7, 7, 3, 5, 3, 2, 0);    /* stride 2, no padding */
+    one_dgrad(2, 5, 6, 3, 4, 1, 1, 0);    /* 1x1 stride 1 */
+    one_dgrad(2, 9, 7, 4, 40, 3, 1, 1);   /* K 360 panelled, stride 1: three panels */
+    one_dgrad(2, 9, 11, 3, 40, 3, 2, 1);  /* K 360 panelled, stride 2: classes of 160 (two panels), 80, 80, 40 */
+    one_dgrad(1, 6, 5, 2, 70, 3, 2, 1);   /* K 630: a class of 280 terms (three panels) */
     return vt_test_finish("test_conv2d");
 }
