@@ -73,6 +73,7 @@ static int group_cnn(const vt_opdesc *o)
     }
     if (o->kind == VT_OPK_CONV2D) return 0; /* step program 2: the gather inside */
     if (o->kind == VT_OPK_CONV2D_WGRAD) return 2;
+    if (o->kind == VT_OPK_CONV2D_DGRAD) return 1;
     if (o->kind == VT_OPK_IM2COL || o->kind == VT_OPK_CONV_DGATHER || o->kind == VT_OPK_CONV_WPERM) return 6;
     if ((o->kind >= VT_OPK_BN_CENTER && o->kind <= VT_OPK_BN_EVAL) ||
         ((o->kind == VT_OPK_COLSUM || o->kind == VT_OPK_COLDOT) && strstr(o->name, ".bn")))
@@ -104,14 +105,14 @@ static int group_gpt(const vt_opdesc *o)
 static int group_of(const vt_opdesc *o) { return gpt_mode ? group_gpt(o) : group_cnn(o); }
 
 /* 2 M N K summed over the step's GEMMs (MATMUL: iarg transA, transB, M, N, K; BMM: G, M, N, K; the
- * convolutions of step program 2: their kinds' cost) */
+ * convolutions of step program 2: their kinds' cost, the input gradient's its products by non-zeros only) */
 static double gemm_flops(const vt_program *p)
 {
     double f = 0;
     for (uint32_t j = 0; j < p->n_ops; j++) {
         const vt_opdesc *o = &p->op[j];
         if (o->kind == VT_OPK_MATMUL && o->n_iarg >= 5) f += 2.0 * (double)o->iarg[2] * (double)o->iarg[3] * (double)o->iarg[4];
-        if (o->kind == VT_OPK_CONV2D || o->kind == VT_OPK_CONV2D_WGRAD) {
+        if (o->kind == VT_OPK_CONV2D || o->kind == VT_OPK_CONV2D_WGRAD || o->kind == VT_OPK_CONV2D_DGRAD) {
             vt_opcost c;
             memset(&c, 0, sizeof c);
             vt_opkind_get(o->kind)->cost(p, o, &c);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Step program 2 of the residual CNN (issue 27 item 1: convolutions without im2col tensors, the kinds
-# conv2d and conv2d_weight_grad) with the real programs: a program-1 and a program-2 run of the same
+# conv2d, conv2d_weight_grad and conv2d_input_grad) with the real programs: a program-1 and a program-2 run of the same
 # recipe and seed (exact rounding) reach the same state (the state hashes of every step, hence the
 # parameters, the optimiser state and the running statistics) and the same evaluation (each test
 # image's predicted class; the certifier's bounds of a few examples), and each audits VERIFIED (the
@@ -19,8 +19,9 @@ for v in 1 2; do
     bad "train program $v: $(cat "$T/out")"
 done
 "$TRAINER" recipe "${CNN[@]}" --set program_version=2 --program >"$T/p2.txt" || bad "recipe --program"
-grep -q " conv2d " "$T/p2.txt" && grep -q " conv2d_weight_grad " "$T/p2.txt" && ! grep -q " im2col " "$T/p2.txt" && ok ||
-  bad "program 2 does not use conv2d / conv2d_weight_grad without im2col"
+grep -q " conv2d " "$T/p2.txt" && grep -q " conv2d_weight_grad " "$T/p2.txt" && grep -q " conv2d_input_grad " "$T/p2.txt" &&
+  ! grep -q " im2col " "$T/p2.txt" && ! grep -q " conv_grad_gather " "$T/p2.txt" && ok ||
+  bad "program 2 does not use conv2d / conv2d_weight_grad / conv2d_input_grad without im2col and the gradient gather"
 # the same state every step: the auditor's report lists the committed state hashes
 for v in 1 2; do
   "$AUDITOR" verify "$T/v$v" --quiet --report "$T/r$v.json" >"$T/out" 2>&1 && ok || bad "audit program $v: $(cat "$T/out")"
