@@ -927,6 +927,58 @@ vt_err SFX(vt_conv_dgrad_plain)(const vt_conv_geom *g, size_t Co, const T *G, co
     return err;
 }
 
+/* The plain form of vt_conv2d_dgrad (the kind conv2d_input_grad's plain baseline): the same phase classes,
+ * each class's rows gathered from dY in tiles (no G), one CBLAS GEMM per tile by the class's rows of W'. */
+vt_err SFX(vt_conv2d_dgrad_plain)(const vt_conv_geom *g, size_t Co, const T *dy, const T *w, T *dx)
+{
+    const size_t k = g->k, s = g->s, N = g->C, K = k * k * Co;
+    size_t mr = ((size_t)1 << 18) / (K * sizeof(T));
+    mr = mr < 64 ? 64 : mr;
+    T *wp = malloc(K * N * sizeof *wp), *wb = malloc(K * N * sizeof *wb), *a = malloc(mr * K * sizeof *a),
+      *c = malloc(mr * N * sizeof *c);
+    size_t *rows = malloc(mr * sizeof *rows);
+    vt_err err = VT_OK;
+    if (!wp || !wb || !a || !c || !rows || K > INT_MAX || N > INT_MAX)
+        err = vt_set_error(VT_ERR_NOMEM, "out of memory (an input gradient's tiles)");
+    if (!err) SFX(vt_conv_wperm)(k, N, Co, w, wp);
+    for (size_t cy = 0; !err && cy < s; cy++)
+        for (size_t cx = 0; cx < s; cx++) {
+            const size_t Kc = phase_taps(k, s, cy) * phase_taps(k, s, cx) * Co;
+            const size_t fy = phase_first(g->p, s, cy), fx = phase_first(g->p, s, cx);
+            const size_t ny = phase_count(g->H, g->p, s, cy), nx = phase_count(g->W, g->p, s, cx), n = g->B * ny * nx;
+            size_t q = 0;
+            for (size_t ky = cy; ky < k; ky += s)
+                for (size_t kx = cx; kx < k; kx += s, q++)
+                    memcpy(wb + q * Co * N, wp + (ky * k + kx) * Co * N, Co * N * sizeof *wb);
+            for (size_t m0 = 0; m0 < n; m0 += mr) {
+                const size_t nn = n - m0 < mr ? n - m0 : mr;
+                T *dst = a;
+                for (size_t r = 0; r < nn; r++) {
+                    const size_t m = m0 + r, b = m / (ny * nx), iy = fy + (m / nx % ny) * s, ix = fx + (m % nx) * s;
+                    rows[r] = (b * g->H + iy) * g->W + ix;
+                    for (size_t ky = cy; ky < k; ky += s)
+                        for (size_t kx = cx; kx < k; kx += s, dst += Co) {
+                            const size_t py = iy + g->p, px = ix + g->p;
+                            if (py < ky || px < kx || (py - ky) / s >= g->Ho || (px - kx) / s >= g->Wo)
+                                memset(dst, 0, Co * sizeof *dst);
+                            else
+                                memcpy(dst, dy + ((b * g->Ho + (py - ky) / s) * g->Wo + (px - kx) / s) * Co,
+                                       Co * sizeof *dst);
+                        }
+                }
+                if (Kc)
+                    _Generic((T)0, float: cblas_sgemm, default: cblas_dgemm)(CblasRowMajor, CblasNoTrans, CblasNoTrans,
+                                                                            (int)nn, (int)N, (int)Kc, (T)1, a, (int)Kc,
+                                                                            wb, (int)N, (T)0, c, (int)N);
+                else
+                    for (size_t i = 0; i < nn * N; i++) c[i] = 0;
+                for (size_t r = 0; r < nn; r++) memcpy(dx + rows[r] * N, c + r * N, N * sizeof *dx);
+            }
+        }
+    free(wp), free(wb), free(a), free(c), free(rows);
+    return err;
+}
+
 /* the maximum of a window: vt_cnn_hd.h (shared with the CUDA backend) */
 #define argmax_T SFX(vti_argmax)
 

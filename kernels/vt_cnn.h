@@ -16,7 +16,8 @@
  * im2col(X)^T x dY, and the input gradient G(dY) [B*H*W, k*k*C_out] x W' with W' the weight
  * transposed per tap ([k*k*C_out, C_in]) and G the gather of dY described at vt_conv_dgather. For a
  * strided convolution most of G is structural zeros; vt_conv_dgrad_gemm computes that GEMM by output
- * phase without multiplying them (the same reductions, bounds and exact evaluator).
+ * phase without multiplying them (the same reductions, bounds and exact evaluator). Step program 2's
+ * vt_conv2d, vt_conv2d_wgrad and vt_conv2d_dgrad compute the same GEMMs without materialising im2col or G.
  */
 #ifndef VT_CNN_H
 #define VT_CNN_H
@@ -118,6 +119,12 @@ vt_err vt_conv2d_wgrad(vt_exec *e, const vt_conv_geom *g, size_t Co, const float
  * VT_ERR_LIMIT, VT_ERR_NOMEM. */
 vt_err vt_conv2d_dgrad(vt_exec *e, const vt_conv_geom *g, size_t Co, const float *dy, const float *w, float *wp,
                        double *C, double *rn, double *cn, vt_bounds *bd, vt_conv_ref *ref) VT_WARN_UNUSED;
+/* Its plain (unverified, benchmark baseline) form in T = float or double: the same phase classes, each
+ * class's rows gathered from dY in tiles of about 256 KiB, one CBLAS GEMM per tile (g->chw = 0). VT_ERR_NOMEM. */
+vt_err vt_conv2d_dgrad_plain_f32(const vt_conv_geom *g, size_t Co, const float *dy, const float *w,
+                                 float *dx) VT_WARN_UNUSED;
+vt_err vt_conv2d_dgrad_plain_f64(const vt_conv_geom *g, size_t Co, const double *dy, const double *w,
+                                 double *dx) VT_WARN_UNUSED;
 /* G(dY)[i][t] (vt_conv_dgather's entry), or 0 */
 float vt_conv_dgrad_entry(const vt_conv_geom *g, size_t Co, const float *dy, size_t i, size_t t);
 

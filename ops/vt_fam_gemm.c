@@ -331,23 +331,8 @@ vt_err vti_conv2d_plain(vt_plainctx *c)
         return vt_set_error(VT_ERR_INTERNAL, "\"%s\": bad convolution", c->o->name);
     const int M = (int)(g.B * g.Ho * g.Wo), K = (int)(g.k * g.k * g.C), N = (int)a[8];
     const int fwd = c->o->kind == VT_OPK_CONV2D;
-    if (c->o->kind == VT_OPK_CONV2D_DGRAD) { /* program 1's plain input gradient: G, W', by phase for s >= 2 */
-        const size_t Min = g.B * g.H * g.W, Kg = g.k * g.k * (size_t)N;
-        VTI_PLAIN_BOTH(c, {
-            T *G = malloc(Min * Kg * sizeof *G), *wp = malloc(Kg * g.C * sizeof *wp);
-            vt_err err = G && wp ? VT_OK : vt_set_error(VT_ERR_NOMEM, "out of memory (an input gradient's gather)");
-            if (!err) {
-                PTG(vt_conv_dgather)(&g, (size_t)N, PX(0), G);
-                PTG(vt_conv_wperm)(g.k, g.C, (size_t)N, PX(1), wp);
-                if (g.s >= 2)
-                    err = PTG(vt_conv_dgrad_plain)(&g, (size_t)N, G, wp, PY(0));
-                else
-                    PGEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)Min, (int)g.C, (int)Kg, (T)1, G, (int)Kg, wp,
-                          (int)g.C, (T)0, PY(0), (int)g.C);
-            }
-            free(G), free(wp);
-            return err;
-        })
+    if (c->o->kind == VT_OPK_CONV2D_DGRAD) { /* the phase classes' GEMMs over tiles gathered from dY */
+        VTI_PLAIN_BOTH(c, { return PTG(vt_conv2d_dgrad_plain)(&g, (size_t)N, PX(0), PX(1), PY(0)); })
     }
     VTI_PLAIN_BOTH(c, {
         T *col = malloc((size_t)M * (size_t)K * sizeof *col);

@@ -223,6 +223,25 @@ static void one_dgrad(size_t B, size_t H, size_t W, size_t C, size_t Co, size_t 
         }
     }
     vt_par_set_threads(1);
+    /* the plain forms (the benchmark baseline): the same products in FP64 and FP32, near the exact value */
+    double *dy64 = malloc(nd * sizeof *dy64), *w64 = malloc(K * N * sizeof *w64), *y64 = malloc(M * N * sizeof *y64);
+    for (size_t i = 0; i < nd; i++) dy64[i] = dy[i];
+    for (size_t i = 0; i < K * N; i++) w64[i] = w[i];
+    CHECK_OK(vt_conv2d_dgrad_plain_f64(&g, Co, dy64, w64, y64));
+    CHECK_OK(vt_conv2d_dgrad_plain_f32(&g, Co, dy, w, out32));
+    long bad_plain = 0;
+    for (size_t i = 0; i < M; i++)
+        for (size_t j = 0; j < N; j++) {
+            double S = 0.0;
+            for (size_t q = 0; q < K; q++) S += fabs((double)G[i * K + q] * (double)wpr[q * N + j]);
+            const double X = vt_dot_exact64(K, G + i * K, 1, wpr + j, N);
+            if (!(fabs(y64[i * N + j] - X) <= S * 0x1p-40 + 0x1p-1074) ||
+                !(fabs(out32[i * N + j] - X) <= S * 0x1p-12 + 0x1p-140))
+                bad_plain++;
+        }
+    CHECK(bad_plain == 0, "input gradient B%zu k %zu s %zu p %zu: %ld plain elements far from the exact value", B, k, s, p,
+          bad_plain);
+    free(dy64), free(w64), free(y64);
     free(dy), free(w), free(G), free(wpr), free(wp), free(ref32), free(out32), free(xr), free(x), free(rn), free(rnr),
         free(cn), free(cnr);
 }
