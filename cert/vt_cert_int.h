@@ -29,6 +29,13 @@ vt_err vti_cert_verify(const char *cert_path, const uint8_t *p, size_t body, con
 /* VT_ERR_MISMATCH naming the first differing byte unless the recomputed body equals the file's. */
 vt_err vti_cert_compare(const char *cert_path, const vti_buf *out, const uint8_t *p, size_t body) VT_WARN_UNUSED;
 
+/* The certificate decoders (docs/format.md "Certificate"), check-certificate's first step and the
+ * fuzz target's (tests/fuzz/fuzz_cert_body.h): every length and field checked, no signature. A
+ * committed run's (versions 1 and 4; o: examples, eps and settings; state_hash: offset 84), or the
+ * VNN-LIB one's (version 2, or 3 with run; s: the settings); *body_len = n - 96. VT_ERR_FORMAT. */
+vt_err vti_cert_parse_run(const uint8_t *p, size_t n, vt_cert_opts *o, uint8_t state_hash[32], size_t *body_len) VT_WARN_UNUSED;
+vt_err vti_cert_parse_spec(const uint8_t *p, size_t n, int run, vt_cert_settings *s, size_t *body_len) VT_WARN_UNUSED;
+
 /* check-certificate's one pass: the n recorded slopes at p (FP64, little-endian) into a, each in
  * [0, 1]; VT_ERR_MISMATCH naming where (an example, the property) and the first other one (NaN too). */
 vt_err vti_cert_slopes(const char *cert_path, const char *where, const uint8_t *p, size_t n, double *a) VT_WARN_UNUSED;

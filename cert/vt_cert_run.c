@@ -229,7 +229,7 @@ static uint64_t rec_head(const uint8_t *q, uint32_t C, uint32_t d)
 }
 
 /* Computes the certificate's body (everything before the signer's key) into o. cert (check-certificate,
- * parsed by parse(); NULL: certify): the one-pass check: alpha-CROWN's bounds from the recorded slopes
+ * parsed by vti_cert_parse_run(); NULL: certify): the one-pass check: alpha-CROWN's bounds from the recorded slopes
  * (each in [0, 1]; one backward pass a margin, no search), a recorded counterexample confirmed by the
  * same exact evaluation instead of the attack; the answer re-derived (verified iff every recomputed
  * bound is > 0, falsified iff the recorded counterexample lies in the ball and confirms, else
@@ -254,7 +254,7 @@ static vt_err compute(const vt_cert_opts *op, cert_run *r, vti_buf *o, vt_cert_r
     uint8_t lab;
     if (!e && (!xl || !xu || !lb || !alpha || !x || !cex || (cert && na && !given))) e = vt_set_error(VT_ERR_NOMEM, "out of memory");
     memset(res, 0, sizeof *res);
-    size_t roff = CERT_HEADER; /* check: the example's record in cert (parse() checked its lengths) */
+    size_t roff = CERT_HEADER; /* check: the example's record in cert (vti_cert_parse_run checked its lengths) */
     if (!e && cert && (vt_get_u32le(cert + 20) != C || vt_get_u32le(cert + 24) != d || vt_get_u32le(cert + 28) != na))
         e = vt_set_error(VT_ERR_MISMATCH, "%s: its classes, inputs or slopes (%u, %u, %u) are not the run's (%u, %u, %zu)",
                          cert_path, vt_get_u32le(cert + 20), vt_get_u32le(cert + 24), vt_get_u32le(cert + 28), C, d, na);
@@ -426,8 +426,8 @@ void vti_cert_run_close(vti_cert_run *h)
     free(h);
 }
 
-/* Parses a certificate: every length checked; fills the options it binds. */
-static vt_err parse(const uint8_t *p, size_t n, vt_cert_opts *o, uint8_t state_hash[32], size_t *body_len)
+/* Parses a certificate: every length checked; fills the options it binds (vt_cert_int.h). */
+vt_err vti_cert_parse_run(const uint8_t *p, size_t n, vt_cert_opts *o, uint8_t state_hash[32], size_t *body_len)
 {
     VT_RETURN_ERROR_IF(n >= 12 && memcmp(p, CERT_MAGIC, 8) == 0 && vt_get_u32le(p + 8) == 2, VT_ERR_FORMAT,
                        "an ONNX / VNN-LIB certificate (version 2): check it with --onnx FILE --vnnlib FILE");
@@ -484,7 +484,7 @@ vt_err vt_cert_check(const char *cert_path, const vt_cert_opts *in, const char *
     vt_cert_opts o = *in;
     uint8_t sh[32];
     size_t body = 0;
-    vt_err e = parse(p, n, &o, sh, &body);
+    vt_err e = vti_cert_parse_run(p, n, &o, sh, &body);
     if (!e) e = vti_cert_verify(cert_path, p, body, signer_pub_path);
     cert_run r;
     int loaded = 0;

@@ -218,7 +218,7 @@ static void load_free(spec_in *in)
 }
 
 /* The answer and the certificate's body into out; the per-disjunct table (stderr), the report and
- * the counterexample when asked. cert (check-certificate, parsed by parse(); NULL: certify): the
+ * the counterexample when asked. cert (check-certificate, parsed by vti_cert_parse_spec(); NULL: certify): the
  * one-pass check: alpha-CROWN's bounds from the recorded slopes (each in [0, 1]; one backward pass a
  * row, no search), a recorded counterexample (inside the inner box) confirmed by confirm() instead of
  * the attack; the answer re-derived (unsat iff every disjunct has a recomputed row bound refuting it,
@@ -406,8 +406,8 @@ vt_err vt_cert_spec_run(const vt_cert_spec_opts *o, vt_cert_spec_answer *ans)
 }
 
 /* Parses a version-2 certificate (version 3 with run set): every length checked; fills the settings
- * it binds. */
-static vt_err parse(const uint8_t *p, size_t n, int run, vt_cert_settings *s, size_t *body_len)
+ * it binds (vt_cert_int.h). */
+vt_err vti_cert_parse_spec(const uint8_t *p, size_t n, int run, vt_cert_settings *s, size_t *body_len)
 {
     VT_RETURN_ERROR_IF(n < 12 || memcmp(p, CERT_MAGIC, 8) != 0, VT_ERR_FORMAT, "not a certificate (magic)");
     uint32_t ver = vt_get_u32le(p + 8);
@@ -447,7 +447,7 @@ vt_err vt_cert_spec_check(const char *cert_path, const vt_cert_spec_opts *in, co
     VT_FORWARD_IF_ERROR(vti_cert_read_file(cert_path, (size_t)1 << 34, &p, &n));
     vt_cert_spec_opts o = *in;
     o.timeout = 0, o.out_path = NULL, o.report_path = NULL, o.cex_path = NULL, o.quiet = 1;
-    vt_err e = parse(p, n, o.run_dir != NULL, &o.set, &body);
+    vt_err e = vti_cert_parse_spec(p, n, o.run_dir != NULL, &o.set, &body);
     if (!e) e = vti_cert_verify(cert_path, p, body, signer_pub_path);
     spec_in si;
     int loaded = 0;

@@ -1,0 +1,41 @@
+/* fuzz_file.h - the bytes of one fuzz input as a file, for the decoders that take a path (the
+ * safetensors reader, the ONNX reader): one memfd per process (memfd_create, no disk), truncated and
+ * rewritten for each input, opened by the decoder as /proc/self/fd/N like any regular file. Shared
+ * by the libFuzzer targets (tests/fuzz/fuzz_target.c) and the corpus replayer (tests/replay_corpus.c). */
+#ifndef VT_FUZZ_FILE_H
+#define VT_FUZZ_FILE_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+/* The path of a file holding exactly data[0..size), or NULL (an error on stderr). */
+static const char *vt_fuzz_file(const uint8_t *data, size_t size)
+{
+    static int fd = -1;
+    static char path[64];
+    if (fd < 0) {
+        fd = memfd_create("vt-fuzz-input", 0);
+        if (fd < 0) {
+            perror("memfd_create");
+            return NULL;
+        }
+        snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    }
+    if (ftruncate(fd, 0) != 0) {
+        perror("ftruncate");
+        return NULL;
+    }
+    for (size_t off = 0; off < size;) {
+        ssize_t k = pwrite(fd, data + off, size - off, (off_t)off);
+        if (k <= 0) {
+            perror("pwrite");
+            return NULL;
+        }
+        off += (size_t)k;
+    }
+    return path;
+}
+
+#endif
