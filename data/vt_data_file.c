@@ -88,6 +88,9 @@ static vt_err st_entry(const char *path, const char *name, json_t *v, uint64_t h
                            name);
         t->count *= dim;
     }
+    /* the byte size too (else count * esize wraps modulo 2^64: [2^61] F64 would claim 0 bytes) */
+    VT_RETURN_ERROR_IF(t->count > ((uint64_t)1 << 62) / t->esize, VT_ERR_FORMAT,
+                       "%s: header (offset 8): tensor '%s': its shape holds more bytes than any file", path, name);
     uint64_t b, e;
     VT_RETURN_ERROR_IF(!json_is_array(of) || json_array_size(of) != 2 || !json_u64(json_array_get(of, 0), &b) ||
                            !json_u64(json_array_get(of, 1), &e) || b > e,
