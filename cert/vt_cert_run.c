@@ -454,8 +454,7 @@ vt_err vti_cert_parse_run(const uint8_t *p, size_t n, vt_cert_opts *o, uint8_t s
                        VT_ERR_FORMAT, "certificate: search settings out of range");
     memcpy(state_hash, p + 84, 32);
     int galpha = vt_get_u32le(p + 8) == CERT_VERSION_CNN && meth == VT_CERT_ALPHA_CROWN;
-    VT_RETURN_ERROR_IF(vt_get_u32le(p + 8) == CERT_VERSION_CNN && !galpha && A, VT_ERR_FORMAT,
-                       "certificate: slopes recorded without alpha-CROWN");
+    VT_RETURN_ERROR_IF(meth != VT_CERT_ALPHA_CROWN && A, VT_ERR_FORMAT, "certificate: slopes recorded without alpha-CROWN");
     size_t off = CERT_HEADER, end = n - 96;
     for (uint32_t i = 0; i < N; i++) {
         VT_RETURN_ERROR_IF(end - off < 12 || vt_get_u32le(p + off) != i || vt_get_u32le(p + off + 8) > 2, VT_ERR_FORMAT,

@@ -6,8 +6,8 @@
  * The bytes go to the three decoders: a committed run's (versions 1 and 4), the ONNX / VNN-LIB one's
  * (version 2) and the committed run's VNN-LIB one's (version 3). Decoding only: no signature needs to
  * verify. Any input may be refused, but only as VT_ERR_FORMAT; at most one decoder accepts, the one of
- * the version at offset 8; what is accepted is consistent: the magic, the header's fields in range,
- * the body everything but the last 96 bytes (the signer's key and signature), and the length exact
+ * the version at offset 8; what is accepted is consistent: the magic, the header's fields in range
+ * (slopes only with alpha-CROWN), the body everything but the last 96 bytes (the signer's key and signature), and the length exact
  * (the same bytes one byte shorter, or one byte longer, are refused by the same decoder). The
  * signature check on an accepted file answers VT_OK or VT_ERR_MISMATCH.
  * Returns 0 when every rule holds, 1 on a violation (described on stderr); *accepted gets bit 0 for
@@ -67,6 +67,8 @@ static int vt_fuzz_cert_one(const uint8_t *data, size_t size, int *accepted)
         if (o.set.method > VT_CERT_ALPHA_CROWN || o.set.alpha_iters > 100000 || o.set.attack_restarts > 100000 ||
             o.set.attack_iters > 100000)
             VT_FUZZ_CERT_FAIL("decoder %d: settings out of range", k);
+        if (vt_get_u32le(data + (k == 0 ? 28 : 32)) && o.set.method != VT_CERT_ALPHA_CROWN)
+            VT_FUZZ_CERT_FAIL("decoder %d: slopes recorded without alpha-CROWN", k);
         if (k == 0 && (o.examples < 1 || o.examples != vt_get_u32le(data + 16)))
             VT_FUZZ_CERT_FAIL("decoder 0: %u examples, the header gives %u", o.examples, vt_get_u32le(data + 16));
         if (vt_fuzz_cert_parse(k, b, size - 1, &o, &body) == VT_OK)
