@@ -7,9 +7,9 @@
  * (version 2) and the committed run's VNN-LIB one's (version 3). Decoding only: no signature needs to
  * verify. Any input may be refused, but only as VT_ERR_FORMAT; at most one decoder accepts, the one of
  * the version at offset 8; what is accepted is consistent: the magic, the header's fields in range
- * (slopes only with alpha-CROWN), the body everything but the last 96 bytes (the signer's key and signature), and the length exact
- * (the same bytes one byte shorter, or one byte longer, are refused by the same decoder). The
- * signature check on an accepted file answers VT_OK or VT_ERR_MISMATCH.
+ * (slopes only with alpha-CROWN), the body everything but the last 96 bytes (the signer's key and
+ * signature), and the length exact (the same bytes one byte shorter, or one byte longer, are refused
+ * by the same decoder). The signature check on an accepted file answers VT_OK or VT_ERR_MISMATCH.
  * Returns 0 when every rule holds, 1 on a violation (described on stderr); *accepted gets bit 0 for
  * the run's decoder, bit 1 for version 2's, bit 2 for version 3's. */
 #ifndef VT_FUZZ_CERT_BODY_H
