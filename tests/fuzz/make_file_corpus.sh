@@ -4,7 +4,8 @@
 # tests/corpus): small valid files made by the project itself from tiny runs on the digits (an MLP
 # 64-3-10 with SGD and with Adam, a residual CNN of width 2: the models of tests/fuzz/fuzz_st_body.h),
 # named ok-*: OUT/safetensors (exports in both layouts, with the optimiser's state, and a data set),
-# OUT/onnx (the MLP's and the CNN's ONNX export) and OUT/cert (certificates of versions 1 to 4). The
+# OUT/onnx (the MLP's and the CNN's ONNX export), OUT/cert (certificates of versions 1 to 4) and
+# OUT/manifest (the runs' manifests). The
 # hostile files (bad-*) and the fuzzers' finds are committed beside them by hand. The runs are
 # deterministic, but the keys are fresh: the certificates' signatures differ from run to run.
 set -euo pipefail
@@ -50,4 +51,15 @@ mkdir -p "$T/p"
 if "${A[@]}" --onnx "$OUT/onnx/ok-mlp.onnx" --vnnlib "$T/p/prop_0.vnnlib" --method alpha-crown --out "$C/ok-v2-alpha" \
   >/dev/null 2>&1; then :; else echo "make_file_corpus: no ONNX support: no version-2 certificate"; fi
 "${A[@]}" "$T/sgd" --vnnlib "$T/p/prop_0.vnnlib" --method crown --out "$C/ok-v3-crown" >/dev/null
-du -sh "$OUT/safetensors" "$OUT/onnx" "$OUT/cert"
+# the runs' manifests (run.db's meta 'manifest'), one also as format 4
+mkdir -p "$OUT/manifest"
+python3 - "$T" "$OUT/manifest" <<'PY'
+import sqlite3, sys
+t, out = sys.argv[1], sys.argv[2]
+for run in ("sgd", "adam", "cnn"):
+    m = sqlite3.connect("%s/%s/run.db" % (t, run)).execute("select value from meta where key = 'manifest'").fetchone()[0]
+    open("%s/ok-%s" % (out, run), "wb").write(m)
+    if run == "sgd":
+        open("%s/ok-sgd-format-4" % out, "wb").write(m.replace(b"vt-manifest-5", b"vt-manifest-4"))
+PY
+du -sh "$OUT/safetensors" "$OUT/onnx" "$OUT/cert" "$OUT/manifest"
