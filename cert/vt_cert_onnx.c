@@ -553,6 +553,8 @@ static vt_err gnode_of(gctx *c, vt_cert_graph *gr, const Onnx__NodeProto *n, con
     } else if (!strcmp(op, "Relu")) {
         e = attrs_only(n, (const char *const[]){NULL});
         if (!e) e = vt_cert_graph_relu(gr, a->node, &id);
+    } else if (!strcmp(op, "Add") && n->n_input != 2) {
+        e = vt_set_error(VT_ERR_UNSUPPORTED, "ONNX node %s (Add): %zu inputs (supported: two)", nname(n), n->n_input);
     } else if (!strcmp(op, "Add") && b) {
         e = attrs_only(n, (const char *const[]){NULL});
         if (!e && (a->img != b->img || a->C != b->C || (a->img && (a->H != b->H || a->W != b->W))))
@@ -565,6 +567,9 @@ static vt_err gnode_of(gctx *c, vt_cert_graph *gr, const Onnx__NodeProto *n, con
         size_t got = 0;
         char what[300];
         snprintf(what, sizeof what, "node %s (Add) constant %s", nname(n), k && k->name ? k->name : "?");
+        if (!e && !k)
+            e = vt_set_error(VT_ERR_UNSUPPORTED, "ONNX node %s (Add): reads %s, which is neither a value written before, "
+                             "the input nor a constant", nname(n), n->input[strcmp(n->input[0], a->name) == 0 ? 1 : 0]);
         if (!e) e = floats_tmp(k, what, &t3, &got);
         if (!e && got != 1 && got != size && !(a->img && got == a->C && k->n_dims >= 3 && k->dims[k->n_dims - 1] == 1 &&
                                                   k->dims[k->n_dims - 2] == 1))
