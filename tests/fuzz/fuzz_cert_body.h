@@ -22,15 +22,9 @@
 
 #include "cert/vt_cert_int.h"
 #include "common/vt_bytes.h"
+#include "fuzz/fuzz_common.h"
 
-#define VT_FUZZ_CERT_FAIL(...)                       \
-    do {                                             \
-        fprintf(stderr, "fuzz_cert violation: ");    \
-        fprintf(stderr, __VA_ARGS__);                \
-        fputc('\n', stderr);                         \
-        rc = 1;                                      \
-        goto done;                                   \
-    } while (0)
+#define VT_FUZZ_CERT_FAIL(...) VT_FUZZ_VIOLATION("fuzz_cert", __VA_ARGS__)
 
 /* decoder k (0: run, 1: version 2, 2: version 3) on p[0..n) */
 static vt_err vt_fuzz_cert_parse(int k, const uint8_t *p, size_t n, vt_cert_opts *o, size_t *body)

@@ -16,16 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz/fuzz_common.h"
 #include "model/vt_recipe.h"
 
-#define VT_FUZZ_MANIFEST_FAIL(...)                   \
-    do {                                             \
-        fprintf(stderr, "fuzz_manifest violation: "); \
-        fprintf(stderr, __VA_ARGS__);                \
-        fputc('\n', stderr);                         \
-        rc = 1;                                      \
-        goto done;                                   \
-    } while (0)
+#define VT_FUZZ_MANIFEST_FAIL(...) VT_FUZZ_VIOLATION("fuzz_manifest", __VA_ARGS__)
 
 static int vt_fuzz_manifest_one(const uint8_t *data, size_t size, int *accepted)
 {

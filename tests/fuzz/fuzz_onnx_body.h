@@ -26,16 +26,9 @@
 #include "cert/vt_cert.h"
 #include "cert/vt_cert_graph.h"
 #include "common/vt_hash.h"
-#include "fuzz/fuzz_file.h"
+#include "fuzz/fuzz_common.h"
 
-#define VT_FUZZ_ONNX_FAIL(...)                       \
-    do {                                             \
-        fprintf(stderr, "fuzz_onnx violation: ");    \
-        fprintf(stderr, __VA_ARGS__);                \
-        fputc('\n', stderr);                         \
-        rc = 1;                                      \
-        goto done;                                   \
-    } while (0)
+#define VT_FUZZ_ONNX_FAIL(...) VT_FUZZ_VIOLATION("fuzz_onnx", __VA_ARGS__)
 
 static int vt_fuzz_onnx_known(vt_err e)
 {

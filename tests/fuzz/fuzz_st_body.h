@@ -28,19 +28,12 @@
 #include "common/vt_bytes.h"
 #include "common/vt_hash.h"
 #include "data/vt_data.h"
-#include "fuzz/fuzz_file.h"
+#include "fuzz/fuzz_common.h"
 #include "model/vt_model.h"
 #include "run/vt_init.h"
 #include "run/vt_torch.h"
 
-#define VT_FUZZ_ST_FAIL(...)                         \
-    do {                                             \
-        fprintf(stderr, "fuzz_safetensors violation: "); \
-        fprintf(stderr, __VA_ARGS__);                \
-        fputc('\n', stderr);                         \
-        rc = 1;                                      \
-        goto done;                                   \
-    } while (0)
+#define VT_FUZZ_ST_FAIL(...) VT_FUZZ_VIOLATION("fuzz_safetensors", __VA_ARGS__)
 
 #define VT_FUZZ_ST_MODELS 4
 
