@@ -494,7 +494,7 @@ static vt_err const_in(const gctx *c, const Onnx__NodeProto *n, size_t k, size_t
 /* one node into the graph: *r receives the value it writes */
 static vt_err gnode_of(gctx *c, vt_cert_graph *gr, const Onnx__NodeProto *n, const gval *a, const gval *b, gval *r)
 {
-    const char *op = n->op_type;
+    const char *op = n->op_type ? n->op_type : ""; /* a node without op_type: refused as an unknown operator */
     uint32_t id = 0, size = a->img ? a->C * a->H * a->W : a->C;
     *r = *a;
     float *w = NULL, *bias = NULL, *t3 = NULL, *t4 = NULL;
