@@ -11,9 +11,10 @@ foreach(kind IN ITEMS cert safetensors onnx manifest)
   set_tests_properties(${kind}_corpus PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
 endforeach()
 
-# name: the target; def: its definition in fuzz_target.c; ARGN: the decoder's sources, compiled into
-# the target so that libFuzzer's coverage instrumentation reaches them (the rest from the libraries).
-function(vt_fuzz_file_target name def kind)
+# name: the target; def: its definition in fuzz_target.c; kind: its corpus; runs: the smoke run's
+# inputs (a few seconds' worth); ARGN: the decoder's sources, compiled into the target so that
+# libFuzzer's coverage instrumentation reaches them (the rest from the libraries).
+function(vt_fuzz_file_target name def kind runs)
   add_executable(${name} ${PROJECT_SOURCE_DIR}/tests/fuzz/fuzz_target.c ${ARGN})
   target_compile_definitions(${name} PRIVATE ${def})
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/tests
@@ -25,7 +26,7 @@ function(vt_fuzz_file_target name def kind)
   set(out ${CMAKE_BINARY_DIR}/${name}_corpus)
   add_test(NAME ${kind}_fuzz_smoke
            COMMAND sh -c "rm -rf '${out}' && mkdir -p '${out}' && \
-set -- \"$0\" '${out}' '${PROJECT_SOURCE_DIR}/tests/corpus/${kind}' -runs=5000 -seed=1 -reload=0 -max_len=65536 \
+set -- \"$0\" '${out}' '${PROJECT_SOURCE_DIR}/tests/corpus/${kind}' -runs=${runs} -seed=1 -reload=0 -max_len=65536 \
 -rss_limit_mb=2048 && \
 if setarch \"$(uname -m)\" -R true 2>/dev/null; then exec setarch \"$(uname -m)\" -R \"$@\"; fi; exec \"$@\""
                    $<TARGET_FILE:${name}>)
@@ -33,13 +34,13 @@ if setarch \"$(uname -m)\" -R true 2>/dev/null; then exec setarch \"$(uname -m)\
 endfunction()
 
 if(VT_FUZZ AND CMAKE_C_COMPILER_ID MATCHES "Clang")
-  vt_fuzz_file_target(fuzz_cert VT_FUZZ_CERT cert ${PROJECT_SOURCE_DIR}/cert/vt_cert_run.c
+  vt_fuzz_file_target(fuzz_cert VT_FUZZ_CERT cert 20000 ${PROJECT_SOURCE_DIR}/cert/vt_cert_run.c
                       ${PROJECT_SOURCE_DIR}/cert/vt_cert_spec.c ${PROJECT_SOURCE_DIR}/cert/vt_cert_io.c)
-  vt_fuzz_file_target(fuzz_manifest VT_FUZZ_MANIFEST manifest ${PROJECT_SOURCE_DIR}/model/vt_recipe.c)
-  vt_fuzz_file_target(fuzz_safetensors VT_FUZZ_ST safetensors ${PROJECT_SOURCE_DIR}/data/vt_data_file.c
+  vt_fuzz_file_target(fuzz_manifest VT_FUZZ_MANIFEST manifest 20000 ${PROJECT_SOURCE_DIR}/model/vt_recipe.c)
+  vt_fuzz_file_target(fuzz_safetensors VT_FUZZ_ST safetensors 2000 ${PROJECT_SOURCE_DIR}/data/vt_data_file.c
                       ${PROJECT_SOURCE_DIR}/run/vt_init.c ${PROJECT_SOURCE_DIR}/run/vt_torch.c)
   if(VT_HAVE_ONNX)
-    vt_fuzz_file_target(fuzz_onnx VT_FUZZ_ONNX onnx ${PROJECT_SOURCE_DIR}/cert/vt_cert_onnx.c
+    vt_fuzz_file_target(fuzz_onnx VT_FUZZ_ONNX onnx 1000 ${PROJECT_SOURCE_DIR}/cert/vt_cert_onnx.c
                         ${PROJECT_SOURCE_DIR}/cert/vt_cert_graph.c)
     target_link_libraries(fuzz_onnx PRIVATE vt_onnx_pb)
   endif()
