@@ -164,12 +164,7 @@ static int vt_fuzz_st_one(const uint8_t *data, size_t size, int *accepted)
     } else {
         *accepted |= 2;
         if (!(*accepted & 1)) VT_FUZZ_ST_FAIL("a data set loaded from a file the reader refuses");
-        if (ds.n < 1 || ds.d < 1 || !ds.y || !ds.x == !ds.xf || ds.d != ds.channels * ds.rows * ds.cols)
-            VT_FUZZ_ST_FAIL("the data set is inconsistent (n %zu, d %u)", ds.n, ds.d);
-        for (size_t i = 0; i < ds.n; i++)
-            if (ds.y[i] >= ds.n_classes) VT_FUZZ_ST_FAIL("label %zu is %u, n_classes %u", i, ds.y[i], ds.n_classes);
-        for (size_t i = 0; ds.xf && i < ds.n * ds.d; i++)
-            if (!isfinite(ds.xf[i])) VT_FUZZ_ST_FAIL("feature %zu is not finite", i);
+        if (vt_fuzz_dataset_bad(&ds)) VT_FUZZ_ST_FAIL("the data set loaded is inconsistent");
     }
 
     /* --init: the trainer's reader, then the state into each model */
