@@ -28,7 +28,7 @@
 
 /* The path of a file holding exactly data[0..size), or NULL (an error on stderr); slot 0 or 1 (two
  * files at once, e.g. a .npy pair). */
-static const char *vt_fuzz_file_at(int slot, const uint8_t *data, size_t size)
+static inline const char *vt_fuzz_file_at(int slot, const uint8_t *data, size_t size)
 {
     static int fd[2] = {-1, -1};
     static char path[2][64];
@@ -55,11 +55,11 @@ static const char *vt_fuzz_file_at(int slot, const uint8_t *data, size_t size)
     return path[slot];
 }
 
-static const char *vt_fuzz_file(const uint8_t *data, size_t size) { return vt_fuzz_file_at(0, data, size); }
+static inline const char *vt_fuzz_file(const uint8_t *data, size_t size) { return vt_fuzz_file_at(0, data, size); }
 
 /* 0 when a loaded data set is consistent: N >= 1 examples of d = channels x rows x cols >= 1
  * features, u8 or finite FP32 ones, labels below n_classes; else 1 (on stderr). */
-static int vt_fuzz_dataset_bad(const vt_dataset *ds)
+static inline int vt_fuzz_dataset_bad(const vt_dataset *ds)
 {
     if (ds->n < 1 || ds->d < 1 || !ds->y || !ds->x == !ds->xf || ds->d != ds->channels * ds->rows * ds->cols) {
         fprintf(stderr, "the data set is inconsistent (n %zu, d %u = %u x %u x %u)\n", ds->n, ds->d, ds->channels,
