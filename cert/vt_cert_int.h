@@ -33,7 +33,8 @@ vt_err vti_cert_compare(const char *cert_path, const vti_buf *out, const uint8_t
  * fuzz target's (tests/fuzz/fuzz_cert_body.h): every length and field checked, no signature. A
  * committed run's (versions 1 and 4; o: examples, eps and settings; state_hash: offset 84), or the
  * VNN-LIB one's (version 2, or 3 with run; s: the settings); *body_len = n - 96. VT_ERR_FORMAT. */
-vt_err vti_cert_parse_run(const uint8_t *p, size_t n, vt_cert_opts *o, uint8_t state_hash[32], size_t *body_len) VT_WARN_UNUSED;
+vt_err vti_cert_parse_run(const uint8_t *p, size_t n, vt_cert_opts *o, uint8_t state_hash[32],
+                          size_t *body_len) VT_WARN_UNUSED;
 vt_err vti_cert_parse_spec(const uint8_t *p, size_t n, int run, vt_cert_settings *s, size_t *body_len) VT_WARN_UNUSED;
 
 /* check-certificate's one pass: the n recorded slopes at p (FP64, little-endian) into a, each in

@@ -1,12 +1,12 @@
-/* replay_corpus.c - `replay_corpus KIND DIR`: runs every file of DIR through the
- * same check as the decoder's libFuzzer target (tests/fuzz/fuzz_steplog_body.h,
- * tests/fuzz/fuzz_msg_body.h, fuzz_cert_body.h, fuzz_st_body.h, fuzz_onnx_body.h,
- * fuzz_manifest_body.h, fuzz_data_body.h) and exits
- * non-zero on any violation. Files named "ok-*" must also be accepted and files named "bad-*"
+/* replay_corpus.c - `replay_corpus KIND DIR`: runs every file of DIR through the same check as the
+ * decoder's libFuzzer target (tests/fuzz/fuzz_steplog_body.h, tests/fuzz/fuzz_msg_body.h,
+ * fuzz_cert_body.h, fuzz_st_body.h, fuzz_onnx_body.h, fuzz_manifest_body.h, fuzz_data_body.h) and
+ * exits non-zero on any violation. Files named "ok-*" must also be accepted and files named "bad-*"
  * rejected (step log: by decode or parse; messages: as a frame signed by the fixed key
- * vt_fuzz_msg_key; certificate: by one of its decoders; safetensors: by the reader; ONNX: as an
- * MLP or a graph; manifest: by the reader; data: the .npy pair, any file being a text); other names (e.g. fuzzer finds) only need to pass the check. Prints "N passed,
- * M failed"; with VT_REPLAY_VERBOSE set, also each file's `accepted` bits. */
+ * vt_fuzz_msg_key; certificate: by one of its decoders; safetensors: by the reader; ONNX: as an MLP
+ * or a graph; manifest: by the reader; data: the .npy pair, any file being a text); other names
+ * (e.g. fuzzer finds) only need to pass the check. Prints "N passed, M failed"; with
+ * VT_REPLAY_VERBOSE set, also each file's `accepted` bits. */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>

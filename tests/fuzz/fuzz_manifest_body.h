@@ -41,7 +41,8 @@ static int vt_fuzz_manifest_one(const uint8_t *data, size_t size, int *accepted)
     if (e) VT_FUZZ_MANIFEST_FAIL("the accepted recipe does not write: %s", vt_errmsg());
     e = vt_manifest_parse(m1, strlen(m1), &r2, dh2);
     if (e) VT_FUZZ_MANIFEST_FAIL("the manifest written from it does not read: %s\n%s", vt_errmsg(), m1);
-    if (memcmp(dh, dh2, 32) != 0 || r.has_init != r2.has_init || r.init_torch != r2.init_torch || memcmp(r.init_sha256, r2.init_sha256, 32) != 0)
+    if (memcmp(dh, dh2, 32) != 0 || r.has_init != r2.has_init || r.init_torch != r2.init_torch ||
+        memcmp(r.init_sha256, r2.init_sha256, 32) != 0)
         VT_FUZZ_MANIFEST_FAIL("the dataset hash or the initial state's hash does not read back");
     if (vt_recipe_to_json(&r, &j1) != VT_OK || vt_recipe_to_json(&r2, &j2) != VT_OK) goto done;
     if (strcmp(j1, j2) != 0) VT_FUZZ_MANIFEST_FAIL("the recipe does not read back:\n%s\n%s", j1, j2);

@@ -179,7 +179,8 @@ static int vt_fuzz_st_one(const uint8_t *data, size_t size, int *accepted)
         memcpy(old, m[k].state, m[k].n_state * sizeof *old);
         vt_err ea = vt_init_apply(&m[k], &g);
         if (ea) {
-            if (!vt_fuzz_st_known(ea, 1)) VT_FUZZ_ST_FAIL("model %d: vt_init_apply refused with code %d (%s)", k, (int)ea, vt_errmsg());
+            if (!vt_fuzz_st_known(ea, 1))
+                VT_FUZZ_ST_FAIL("model %d: vt_init_apply refused with code %d (%s)", k, (int)ea, vt_errmsg());
             if (memcmp(old, m[k].state, m[k].n_state * sizeof *old) != 0)
                 VT_FUZZ_ST_FAIL("model %d: a refused file changed the state", k);
         } else {
