@@ -1,12 +1,13 @@
 # The file decoders' fuzzing (docs/format.md "Fuzzing the file decoders"): the certificate
 # (tests/fuzz/fuzz_cert_body.h), the safetensors reader with the data set loader and --init
-# (fuzz_st_body.h), the ONNX reader (fuzz_onnx_body.h), a run's manifest (fuzz_manifest_body.h) and
-# the .npy and text data sets (fuzz_data_body.h). Each check runs in the normal build over its
-# committed corpus tests/corpus/<kind> (replay_corpus, tests/cmake/codec.cmake: ctest <kind>_corpus)
-# and, with -DVT_FUZZ=ON and clang, as a libFuzzer target (tests/fuzz/fuzz_target.c: fuzz_cert,
-# fuzz_safetensors, fuzz_onnx, fuzz_manifest, fuzz_data) with a short, reproducible smoke run (ctest
-# <kind>_fuzz_smoke, as codec_fuzz_smoke).
-foreach(kind IN ITEMS cert safetensors onnx manifest data)
+# (fuzz_st_body.h), the ONNX reader (fuzz_onnx_body.h), a run's manifest (fuzz_manifest_body.h), the
+# .npy and text data sets (fuzz_data_body.h) and a checkpoint (fuzz_ckpt_body.h). Each check runs in
+# the normal build over its committed corpus tests/corpus/<kind> (replay_corpus,
+# tests/cmake/codec.cmake: ctest <kind>_corpus) and, with -DVT_FUZZ=ON and clang, as a libFuzzer
+# target (tests/fuzz/fuzz_target.c: fuzz_cert, fuzz_safetensors, fuzz_onnx, fuzz_manifest,
+# fuzz_data, fuzz_ckpt) with a short, reproducible smoke run (ctest <kind>_fuzz_smoke, as
+# codec_fuzz_smoke).
+foreach(kind IN ITEMS cert safetensors onnx manifest data ckpt)
   add_test(NAME ${kind}_corpus COMMAND replay_corpus ${kind} ${PROJECT_SOURCE_DIR}/tests/corpus/${kind})
   set_tests_properties(${kind}_corpus PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
 endforeach()
@@ -39,6 +40,7 @@ if(VT_FUZZ AND CMAKE_C_COMPILER_ID MATCHES "Clang")
   vt_fuzz_file_target(fuzz_manifest VT_FUZZ_MANIFEST manifest 20000 ${PROJECT_SOURCE_DIR}/model/vt_recipe.c)
   vt_fuzz_file_target(fuzz_data VT_FUZZ_DATA data 5000 ${PROJECT_SOURCE_DIR}/data/vt_data_file.c
                       ${PROJECT_SOURCE_DIR}/data/vt_data.c)
+  vt_fuzz_file_target(fuzz_ckpt VT_FUZZ_CKPT ckpt 5000 ${PROJECT_SOURCE_DIR}/store/vt_checkpoint.c)
   vt_fuzz_file_target(fuzz_safetensors VT_FUZZ_ST safetensors 2000 ${PROJECT_SOURCE_DIR}/data/vt_data_file.c
                       ${PROJECT_SOURCE_DIR}/run/vt_init.c ${PROJECT_SOURCE_DIR}/run/vt_torch.c)
   if(VT_HAVE_ONNX)
