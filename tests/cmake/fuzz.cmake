@@ -40,7 +40,7 @@ if(VT_FUZZ AND CMAKE_C_COMPILER_ID MATCHES "Clang")
   vt_fuzz_file_target(fuzz_manifest VT_FUZZ_MANIFEST manifest 20000 ${PROJECT_SOURCE_DIR}/model/vt_recipe.c)
   vt_fuzz_file_target(fuzz_data VT_FUZZ_DATA data 5000 ${PROJECT_SOURCE_DIR}/data/vt_data_file.c
                       ${PROJECT_SOURCE_DIR}/data/vt_data.c)
-  vt_fuzz_file_target(fuzz_ckpt VT_FUZZ_CKPT ckpt 5000 ${PROJECT_SOURCE_DIR}/store/vt_checkpoint.c)
+  vt_fuzz_file_target(fuzz_ckpt VT_FUZZ_CKPT ckpt 1000 ${PROJECT_SOURCE_DIR}/store/vt_checkpoint.c)
   vt_fuzz_file_target(fuzz_safetensors VT_FUZZ_ST safetensors 2000 ${PROJECT_SOURCE_DIR}/data/vt_data_file.c
                       ${PROJECT_SOURCE_DIR}/run/vt_init.c ${PROJECT_SOURCE_DIR}/run/vt_torch.c)
   if(VT_HAVE_ONNX)
