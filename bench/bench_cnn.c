@@ -400,7 +400,8 @@ int main(int argc, char **argv)
            100.0 * avg_log / dense_step);
     printf("exact mode: %llu of %llu rounded elements computed exactly (%.2e)\n\n", (unsigned long long)ve.rc.stats.exact,
            (unsigned long long)ve.rc.stats.rounded, (double)ve.rc.stats.exact / (double)ve.rc.stats.rounded);
-    printf("SIDE %s %d %.5f %.5f %.5f %.5f %.5f %.4f %.4f\n", gpt_mode ? "GPT" : mlp_mode ? "MLP" : "CNN", threads, m32, m64,
+    printf("SIDE %s %d %.5f %.5f %.5f %.5f %.5f %.4f %.4f\n",
+           gpt_mode ? "GPT" : mlp_mode ? "MLP" : rc.program_version == 2 ? "CNN-program-2" : "CNN", threads, m32, m64,
            mex, mlg, torch_sps > 0 ? 1 / torch_sps : -1.0, gf / mex / peak, gf / m64 / peak);
     printf("%s verification overhead, rounding=exact: %.3f (target <= 1.10)\n", mex / m64 <= 1.10 ? "PASS" : "MISS",
            mex / m64);
