@@ -41,16 +41,6 @@ VT_HDI double vti_ln_backward1(float dyg, float xhat, float s2, float g1, float 
 #define VTI_GELU_K 0.7978845608028654 /* sqrt(2/pi) */
 #define VTI_GELU_A 0.044715
 
-/* tanh(u) = sign(u) (1 - e) / (1 + e) with e = exp(-2|u|): the argument, then tanh from e (so that
- * the CPU can take the exponentials of many elements at once: vt_exp_n, the same bits) */
-VT_HDI double vti_tanh_arg(double u) { return -2.0 * (u < 0 ? -u : u); }
-VT_HDI double vti_tanh_from(double u, double e)
-{
-    double t = (1.0 - e) / (1.0 + e);
-    return u < 0 ? -t : t;
-}
-VT_HDI double vti_tanh_portable(double u) { return vti_tanh_from(u, vt_exp_impl(vti_tanh_arg(u))); }
-
 /* GELU's tanh argument u(x) = k (x + a x^3) */
 VT_HDI double vti_gelu_u(float x)
 {
@@ -66,11 +56,11 @@ VT_HDI double vti_gelu_backward_from(float x, float dy, double th)
     return (double)dy * g;
 }
 
-VT_HDI double vti_gelu1(float x) { return vti_gelu_from(x, vti_tanh_portable(vti_gelu_u(x))); }
+VT_HDI double vti_gelu1(float x) { return vti_gelu_from(x, vt_tanh_impl(vti_gelu_u(x))); }
 
 VT_HDI double vti_gelu_backward1(float x, float dy)
 {
-    return vti_gelu_backward_from(x, dy, vti_tanh_portable(vti_gelu_u(x)));
+    return vti_gelu_backward_from(x, dy, vt_tanh_impl(vti_gelu_u(x)));
 }
 
 /* row i of the causal softmax over T columns, t = i mod T the last visible one: p_j = e_j / s for

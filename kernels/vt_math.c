@@ -8,6 +8,8 @@ double vt_exp(double x) { return vt_exp_impl(x); }
 
 double vt_log(double x) { return vt_log_impl(x); }
 
+double vt_tanh(double u) { return vt_tanh_impl(u); }
+
 static double cos_series(double x) /* |x| <= pi/4 */
 {
     double x2 = x * x, term = 1.0, sum = 1.0;

@@ -21,6 +21,7 @@
  *           log(1+f) = f - hfsq + s (hfsq + R(s^2)), hfsq = f^2/2, R a
  *           degree-7 (in s^2) Remez polynomial (error < 2^-58.45);
  *           plus k*LN2_HI + k*LN2_LO, summed small-to-large.
+ *   tanh(u): sign(u) (1 - e) / (1 + e) with e = exp(-2|u|) (the exp above).
  * Measured accuracy against glibc: see tests/test_kernels.c (max 1 ulp).
  */
 #ifndef VT_MATH_HD_H
@@ -134,5 +135,15 @@ static inline VT_HD double vt_log_impl(double x)
     if (k == 0) return f - s * (f - R);
     return dk * ln2_hi - ((s * (f - R) - dk * ln2_lo) - f);
 }
+
+/* tanh(u) = sign(u) (1 - e) / (1 + e) with e = exp(-2|u|): the argument, then tanh from e (so that
+ * the CPU can take the exponentials of many elements at once: vt_exp_n, the same bits) */
+static inline VT_HD double vti_tanh_arg(double u) { return -2.0 * (u < 0 ? -u : u); }
+static inline VT_HD double vti_tanh_from(double u, double e)
+{
+    double t = (1.0 - e) / (1.0 + e);
+    return u < 0 ? -t : t;
+}
+static inline VT_HD double vt_tanh_impl(double u) { return vti_tanh_from(u, vt_exp_impl(vti_tanh_arg(u))); }
 
 #endif
