@@ -74,19 +74,17 @@ void vt_ln_backward(size_t M, size_t C, const float *dyg, const float *xhat, con
                   &(gpt_a){.C = C, .x = dyg, .a = xhat, .b = s2, .c = g1, .d = g2, .eps = eps, .out = out});
 }
 
-/* vti_gelu1 and vti_gelu_backward1 in stages, the exponentials of a part at once (vt_exp_n: the
- * same bits as the element-by-element chain); a->a is dy for the backward pass */
+/* vti_gelu1 and vti_gelu_backward1 in stages, the tanh of a part at once (vt_tanh_n: the same bits
+ * as the element-by-element chain); a->a is dy for the backward pass */
 static void gelu_r(const void *p, size_t lo, size_t hi)
 {
     const gpt_a *a = p;
     const float *x = a->x;
     double *out = a->out;
-    for (size_t i = lo; i < hi; i++) out[i] = vti_tanh_arg(vti_gelu_u(x[i]));
-    vt_exp_n(hi - lo, out + lo, out + lo);
-    for (size_t i = lo; i < hi; i++) {
-        double th = vti_tanh_from(vti_gelu_u(x[i]), out[i]);
-        out[i] = a->a ? vti_gelu_backward_from(x[i], a->a[i], th) : vti_gelu_from(x[i], th);
-    }
+    for (size_t i = lo; i < hi; i++) out[i] = vti_gelu_u(x[i]);
+    vt_tanh_n(hi - lo, out + lo, out + lo);
+    for (size_t i = lo; i < hi; i++)
+        out[i] = a->a ? vti_gelu_backward_from(x[i], a->a[i], out[i]) : vti_gelu_from(x[i], out[i]);
 }
 
 void vt_gelu(size_t n, const float *x, double *out)

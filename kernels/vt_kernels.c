@@ -489,6 +489,13 @@ vt_err vt_softmax(vt_exec *e, size_t N, size_t C, const float *logits, double *p
     return VT_OK;
 }
 
+void vt_xent_terms(size_t N, size_t C, const float *P, const uint8_t *labels, double dn, double *l)
+{
+    for (size_t i = 0; i < N; i++) l[i] = vti_xent_arg(P[i * C + labels[i]]);
+    vt_log_n(N, l, l); /* vti_xent_l1, the rows' logarithms at once */
+    for (size_t i = 0; i < N; i++) l[i] = vti_xent_from_log(l[i], dn);
+}
+
 /* l_i = -vt_log(max(P[i][y_i], 2^-149)) / N: a fixed chain, deterministic.  The loss is RN32 of
  * the exact sum of the l_i (vt_exact.h), the same in every order: bound 0. */
 vt_err vt_xent_loss(vt_exec *e, size_t N, size_t C, const float *P, const uint8_t *labels, double *loss,
@@ -508,7 +515,7 @@ vt_err vt_xent_loss(vt_exec *e, size_t N, size_t C, const float *P, const uint8_
     VT_FORWARD_IF_ERROR(vti_ws_get(&e->ws, VT_WS_A, N, sizeof(double), &pv));
     double *l = pv;
     const double dn = (double)N;
-    for (size_t i = 0; i < N; i++) l[i] = vti_xent_l1(P[i * C + labels[i]], dn);
+    vt_xent_terms(N, C, P, labels, dn, l);
     /* RN32 of the exact sum (both rounding modes), which rounds to itself: bound 0 */
     *loss = (double)vt_sum_exact32(N, l, 1);
     *b = 0.0;

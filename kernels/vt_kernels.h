@@ -156,6 +156,9 @@ vt_err vt_softmax(vt_exec *e, size_t N, size_t C, const float *logits, double *p
  * *b = 0 (bounds->kind ARRAY with one element). A label >= C gives VT_ERR_ARG. */
 vt_err vt_xent_loss(vt_exec *e, size_t N, size_t C, const float *P, const uint8_t *labels, double *loss,
                     double *b, vt_bounds *bounds) VT_WARN_UNUSED;
+/* l[i] = -vt_log(max(P[i][labels[i]], 2^-149)) / dn for i < N (labels already checked < C): the
+ * logarithms of the rows at once (vt_log_n), the bits of vti_xent_l1 */
+void vt_xent_terms(size_t N, size_t C, const float *P, const uint8_t *labels, double dn, double *l);
 /* dz[i][c] = (P[i][c] - [c == y_i]) / cnt over N rows (cnt = N in one process; the whole batch's
  * rows when it is split over ranks); elementwise, B = 0 (labels must be < C) */
 void vt_xent_backward(size_t N, size_t C, size_t cnt, const float *P, const uint8_t *labels, double *dz);

@@ -25,13 +25,16 @@ VT_HDI double vti_xent_bwd1(float p, int is_label, double dn)
     return t / dn;
 }
 
-/* l = -log(max(q, 2^-149)) / N (NaN stays NaN) */
-VT_HDI double vti_xent_l1(float p, double dn)
+/* l = -log(max(q, 2^-149)) / N (NaN stays NaN), in stages so that the CPU can take the logarithms of
+ * many rows at once (vt_log_n, the same bits): the argument, then l from its log */
+VT_HDI double vti_xent_arg(float p)
 {
     double q = (double)p;
     if (q < 0x1p-149) q = 0x1p-149;
-    return -vt_log_impl(q) / dn;
+    return q;
 }
+VT_HDI double vti_xent_from_log(double lg, double dn) { return -lg / dn; }
+VT_HDI double vti_xent_l1(float p, double dn) { return vti_xent_from_log(vt_log_impl(vti_xent_arg(p)), dn); }
 
 /* one softmax row: p_c = e_c / s with e_c = exp(z_c - max z), s = RN64 of the exact sum of the e_c.
  * In stages, so that the CPU can take the exponentials of a whole row at once (vt_exp_n, the same

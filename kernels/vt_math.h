@@ -4,7 +4,8 @@
  * returns the same bits.  Accuracy: below 2 ulp of FP64 (tests/test_kernels.c checks
  * it against expl/logl over 6 million points; 0.88 ulp is the largest error seen);
  * correctness of the system does not depend on it, only determinism does.  The implementation is in vt_math_hd.h
- * (static inline VT_HD vt_exp_impl / vt_log_impl), which CUDA code includes. */
+ * (static inline VT_HD vt_exp_impl / vt_log_impl / vt_tanh_impl), which CUDA code includes; the array
+ * forms vt_exp_n / vt_log_n / vt_tanh_n (vt_math_vec.c) give the same bits several lanes at a time. */
 #ifndef VT_MATH_H
 #define VT_MATH_H
 

@@ -47,11 +47,10 @@ vt_err vti_xent_exec(vt_opctx *c)
         const uint8_t *y = (const uint8_t *)IN(1);
         const double dn = (double)vti_rows_global(c, N);
         double *l = c->s.x64, s = 0, sa = 0;
-        for (size_t i = 0; i < N; i++) {
+        for (size_t i = 0; i < N; i++)
             VT_RETURN_ERROR_IF(y[i] >= C, VT_ERR_ARG, "label %u of example %zu is not a class", y[i], i);
-            l[i] = vti_xent_l1(P[i * C + y[i]], dn);
-            s += l[i], sa += fabs(l[i]);
-        }
+        vt_xent_terms(N, C, P, y, dn, l);
+        for (size_t i = 0; i < N; i++) s += l[i], sa += fabs(l[i]);
         const vt_bound_cfg prov = {.mode = VT_BOUND_PROVABLE};
         double bound = vt_bound_coef(&prov, N) * sa;
         xent_arg arg = {l, N};
