@@ -18,7 +18,8 @@ VT_HD double vt_exp(double x);
 /* log(x) for x > 0 (finite); -inf for 0, NaN for x < 0 or NaN, +inf for +inf. */
 VT_HD double vt_log(double x);
 /* tanh(u) = sign(u) (1 - e) / (1 + e) with e = vt_exp(-2|u|) (vt_math_hd.h vt_tanh_impl: the chain
- * GELU uses); +-1 for +-inf, NaN for NaN. */
+ * GELU uses); +-1 for +-inf, NaN for NaN. Absolute error below 4e-16 against glibc's tanh on [-20, 20]
+ * (3.3e-16 the largest seen, 8 million points); near 0 the relative error grows (1 - e cancels). */
 VT_HD double vt_tanh(double u);
 /* y[i] = vt_exp(x[i]), vt_log(x[i]), vt_tanh(x[i]) for i < n: the same bits as the scalar functions
  * on every input, several lanes at a time (vt_math_vec.c; x and y may be the same array). The
