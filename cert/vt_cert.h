@@ -21,6 +21,10 @@
 
 typedef enum { VT_CERT_IBP = 0, VT_CERT_CROWN = 1, VT_CERT_ALPHA_CROWN = 2 } vt_cert_method;
 
+/* CROWN's and alpha-CROWN's intermediate (pre-ReLU) bounds on the layer graph (vt_cert_graph.h):
+ * backward passes per value (CROWN, the default) or IBP's (CROWN-IBP). The MLP's are always CROWN's. */
+typedef enum { VT_CERT_INTER_CROWN = 0, VT_CERT_INTER_IBP = 1 } vt_cert_inter;
+
 typedef enum { VT_CERT_VERIFIED = 0, VT_CERT_FALSIFIED = 1, VT_CERT_UNKNOWN = 2 } vt_cert_answer;
 
 /* The search settings a certificate records (fixed defaults: vt_cert_settings_default). */
@@ -32,6 +36,7 @@ typedef struct {
     uint32_t attack_restarts; /* PGD: restarts (the first from the example itself) */
     uint32_t attack_iters;    /* steps per restart, step 2.5 eps / iters */
     uint64_t attack_seed;
+    vt_cert_inter inter;      /* the layer graph's intermediate bounds (CROWN, alpha-CROWN); the default CROWN */
 } vt_cert_settings;
 
 void vt_cert_settings_default(vt_cert_settings *s, vt_cert_method m);

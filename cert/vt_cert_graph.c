@@ -32,6 +32,10 @@ typedef struct {
     int bn;           /* batch norm (ea, eb): the FP32 chain's terms when the semantics is VT_CERT_GRAPH_FP32_ANY */
     double *l, *u, *E, *x64, *g64, *lam, *errx;
     double *al; /* N_RELU: the lower slopes of the current backward pass (alpha-CROWN; CROWN's 0 / 1) */
+    /* a sparse backward pass (CROWN's intermediate bounds in one process): the values whose
+     * coefficient or error term a pass touched (tl, nt of them; tm marks them) */
+    uint32_t *tl, nt;
+    uint8_t *tm;
     /* FSDP (N_LIN): this rank's part of the rows' bytes (v then ci: 12 bytes an entry; t = 0) and of
      * the transpose's (tv then tci; t = 1); v, ci (tv, tci) point into the graph's gathered buffer
      * while the node holds it, else NULL */
@@ -51,6 +55,11 @@ struct vt_cert_graph {
     const double *given; /* vt_cert_graph_given_slopes: the next bounds' slopes (no search), or NULL */
     uint32_t given_u;    /* their number per row */
     double *work; /* the output's values (spec rows' IBP bound) */
+    double *cib;  /* CROWN-IBP's bound of each row (CROWN's intermediate bounds: the bound keeps the larger) */
+    size_t cib_cap;
+    int inter_ibp; /* vt_cert_graph_set_intermediate: 1 the intermediate bounds by IBP alone (CROWN-IBP) */
+    int sparse;    /* the backward pass visits the touched values only (tl), rows by their inputs (smark) */
+    uint32_t *cand, *smark, stamp, smark_n; /* a sparse linear node's inputs to sum (smark[i] == stamp: listed) */
     double *bw;   /* a backward pass's sums and error terms of one node's inputs (2 a value) */
     /* sharded over ranks (docs/certify.md "Sharded over ranks"), TP: each linear node's rows and
      * transposed rows held and computed in contiguous parts, the results gathered unchanged */
@@ -111,6 +120,7 @@ static void node_free(gnode *q)
     free(q->part[0]), free(q->part[1]);
     free(q->rp), free(q->ci), free(q->trp), free(q->tci), free(q->v), free(q->tv), free(q->c), free(q->ea), free(q->eb);
     free(q->l), free(q->u), free(q->E), free(q->x64), free(q->g64), free(q->lam), free(q->errx), free(q->al);
+    free(q->tl), free(q->tm);
 }
 
 void vt_cert_graph_free(vt_cert_graph *g)
@@ -124,7 +134,7 @@ void vt_cert_graph_free(vt_cert_graph *g)
     if (g->n_nodes < VT_CERT_GRAPH_MAX_NODES) node_free(&g->nd[g->n_nodes]); /* one that failed to build */
     free(g->fbuf);
     free(g->un_node), free(g->un_idx), free(g->acur), free(g->abest), free(g->agrad), free(g->aout), free(g->row);
-    free(g->work), free(g->bw), free(g->gbytes), free(g->gtmp);
+    free(g->work), free(g->bw), free(g->gbytes), free(g->gtmp), free(g->cib), free(g->cand), free(g->smark);
     free(g);
 }
 
@@ -627,8 +637,9 @@ static double fp32_any_err(const gnode *q, uint32_t j, uint32_t k0, uint32_t n, 
     return UP(UP(gamma32(n + 1) * S) + (double)(n + 2) * 0x1p-125);
 }
 
-/* the node's rows [rlo, rhi) (a linear node's held rows; every value of the others) */
-static void ibp_node(vt_cert_graph *g, gnode *q)
+/* the node's rows [rlo, rhi) (a linear node's held rows; every value of the others); keep: intersected
+ * with the node's present interval (both sound), E_j the new one's (sound: from sound magnitudes) */
+static void ibp_node(vt_cert_graph *g, gnode *q, int keep)
 {
     const gnode *A = &g->nd[q->a], *B = &g->nd[q->b];
     for (uint32_t j = q->rlo; j < q->rhi; j++) {
@@ -669,8 +680,11 @@ static void ibp_node(vt_cert_graph *g, gnode *q)
             }
         }
         q->E[j] = E;
-        q->l[j] = E ? DN(lo - E) : lo, q->u[j] = E ? UP(hi + E) : hi;
-        if (!(q->l[j] >= -DBL_MAX) || !(q->u[j] <= DBL_MAX)) q->l[j] = -INFINITY, q->u[j] = INFINITY;
+        double nl = E ? DN(lo - E) : lo, nu = E ? UP(hi + E) : hi;
+        if (!(nl >= -DBL_MAX) || !(nu <= DBL_MAX)) nl = -INFINITY, nu = INFINITY;
+        if (keep && q->l[j] > nl) nl = q->l[j];
+        if (keep && q->u[j] < nu) nu = q->u[j];
+        q->l[j] = nl, q->u[j] = nu;
     }
 }
 
@@ -686,7 +700,7 @@ static void share(vt_cert_graph *g, double *v, size_t n, size_t w)
  * the gather's), allocated before the first collective; sharded, the ranks agree on the outcome
  * whenever one allocated (the sizes are the same on every rank, so all of them do): a rank out of
  * memory stops every rank with its error. */
-static vt_err prepare(vt_cert_graph *g, uint32_t rows)
+static vt_err prepare(vt_cert_graph *g, uint32_t rows, uint32_t nrows)
 {
     gnode *in = &g->nd[0], *o = &g->nd[g->n_nodes - 1];
     int grew = 0, bad = 0;
@@ -705,6 +719,21 @@ static vt_err prepare(vt_cert_graph *g, uint32_t rows)
         g->bw = malloc(2 * mn * sizeof(double));
         bad = !in->l || !in->u || !in->x64 || !in->g64 || !in->lam || !in->errx || !g->un_node || !g->un_idx ||
               !g->acur || !g->abest || !g->agrad || !g->row || !g->work || !g->bw;
+        if (!bad && !g->comm) { /* the sparse passes of CROWN's intermediate bounds (one process) */
+            g->cand = malloc(mn * sizeof *g->cand), g->smark = calloc(mn, sizeof *g->smark), g->smark_n = (uint32_t)mn;
+            bad = !g->cand || !g->smark;
+            for (uint32_t i = 0; i < g->n_nodes && !bad; i++) {
+                gnode *q = &g->nd[i];
+                q->tl = malloc(q->n * sizeof *q->tl), q->tm = calloc(q->n, 1);
+                bad = !q->tl || !q->tm;
+            }
+        }
+    }
+    if (!bad && nrows > g->cib_cap) {
+        grew = 1;
+        double *p = realloc(g->cib, (size_t)nrows * sizeof *p);
+        if (p) g->cib = p, g->cib_cap = nrows;
+        else bad = 1;
     }
     size_t need = (size_t)rows * g->n_relu; /* the slopes of every row, at most */
     if (!bad && need > g->aout_cap) {
@@ -742,25 +771,32 @@ static vt_err prepare(vt_cert_graph *g, uint32_t rows)
     return e;
 }
 
-/* IBP after prepare: every node; under TP each rank computes the linear node's rows it holds (each
- * by the same loop as in one process) and gathers its intervals and error bounds. */
-static vt_err ibp_all(vt_cert_graph *g, const double *xl, const double *xu)
+/* IBP after prepare: the nodes from start on (keep: each intersected with its present interval);
+ * under TP each rank computes the linear node's rows it holds (each by the same loop as in one
+ * process) and gathers its intervals and error bounds. */
+static vt_err ibp_from(vt_cert_graph *g, uint32_t start, int keep)
 {
-    gnode *in = &g->nd[0];
-    memcpy(in->l, xl, in->n * sizeof *xl), memcpy(in->u, xu, in->n * sizeof *xu);
-    for (uint32_t i = 1; i < g->n_nodes && !g->err; i++) {
+    for (uint32_t i = start; i < g->n_nodes && !g->err; i++) {
         gnode *q = &g->nd[i];
         hold(g, i, 0);
         if (g->err) break;
-        ibp_node(g, q);
+        ibp_node(g, q, keep);
         if (q->kind == N_LIN) share(g, q->l, q->n, 1), share(g, q->u, q->n, 1), share(g, q->E, q->n, 1);
     }
     return g->err;
 }
 
+/* IBP after prepare: every node */
+static vt_err ibp_all(vt_cert_graph *g, const double *xl, const double *xu)
+{
+    gnode *in = &g->nd[0];
+    memcpy(in->l, xl, in->n * sizeof *xl), memcpy(in->u, xu, in->n * sizeof *xu);
+    return ibp_from(g, 1, 0);
+}
+
 vt_err vt_cert_graph_ibp(vt_cert_graph *g, const double *xl, const double *xu)
 {
-    VT_FORWARD_IF_ERROR(prepare(g, 0));
+    VT_FORWARD_IF_ERROR(prepare(g, 0, 0));
     return ibp_all(g, xl, xu);
 }
 
@@ -771,9 +807,11 @@ void vt_cert_graph_interval(const vt_cert_graph *g, uint32_t node, const double 
 
 /* ---------------------------------------------------------------- CROWN (IBP's intermediate bounds) */
 
-/* lam_x[i] += v; the rounding of the sum (|err| <= u |result|: additions do not underflow) into errx */
-static void acc(gnode *x, uint32_t i, double v, double extra)
+/* lam_x[i] += v; the rounding of the sum (|err| <= u |result|: additions do not underflow) into errx;
+ * a sparse pass lists the value (tl) the first time */
+static void acc(vt_cert_graph *g, gnode *x, uint32_t i, double v, double extra)
 {
+    if (g->sparse && !x->tm[i]) x->tm[i] = 1, x->tl[x->nt++] = i;
     double old = x->lam[i], s = old + v;
     x->lam[i] = s;
     double e = extra;
@@ -796,93 +834,143 @@ static uint32_t pool_pick(const gnode *q, const gnode *A, uint32_t j, double *to
     return best;
 }
 
-/* the lower bound of lam . (node) + K over the graph, backward from the output's lam */
-static double backward(vt_cert_graph *g)
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* One input i's sum over a linear node's transposed row (held rows; TP: this rank's) into bw[2i],
+ * its error term into bw[2i + 1] (-1: no term) */
+static void tsum(const gnode *q, uint32_t i, double *bw)
+{
+    double s = 0, a = 0;
+    uint32_t k0 = q->trp[i - q->tlo], k1 = q->trp[i - q->tlo + 1];
+    for (uint32_t k = k0; k < k1; k++) {
+        double t = q->tv[k] * q->lam[q->tci[k]];
+        s += t, a += fabs(t);
+    }
+    bw[2 * (size_t)i] = s, bw[2 * (size_t)i + 1] = a == 0 ? -1 : k1 - k0 == 1 && q->tv[k0] == 1 ? 0 : dot_err(k1 - k0, a);
+}
+
+/* The lower bound of lam . (node start) + K over the graph, backward from the coefficients lam of
+ * node start (the output for a margin's or spec row's pass; a ReLU's input node for CROWN's
+ * intermediate bounds). Sparse (g->sparse: one process), each node visits only the values a pass
+ * touched, in increasing index order (sorted), and a linear node sums only the inputs of the rows
+ * with a coefficient, each by its whole transposed row: every sum, term and error bound is the
+ * dense pass's, the same bits (the untouched values add exact zeros). */
+static double backward(vt_cert_graph *g, uint32_t start)
 {
     double K = 0;
-    for (uint32_t id = g->n_nodes; id-- > 0;) {
+    for (uint32_t id = start + 1; id-- > 0;) {
         gnode *q = &g->nd[id];
+        const uint32_t *ix = NULL; /* the values visited: ix[0 .. cnt) (sparse), else 0 .. n */
+        uint32_t cnt = q->n;
+        if (g->sparse) {
+            qsort(q->tl, q->nt, sizeof *q->tl, cmp_u32);
+            ix = q->tl, cnt = q->nt;
+        }
+#define IX(t) (ix ? ix[t] : (t))
         /* the coefficients' accumulated rounding, times the node's magnitudes */
         double er = 0;
-        for (uint32_t i = 0; i < q->n; i++)
+        for (uint32_t t = 0; t < cnt; t++) {
+            uint32_t i = IX(t);
             if (q->errx[i]) er = UP(er + UP(q->errx[i] * amax(q->l[i], q->u[i])));
+        }
         K = DN(K - er);
         if (q->kind == N_INPUT) {
             double s = 0, a = 0;
-            for (uint32_t i = 0; i < q->n; i++) {
-                double t = q->lam[i] * (q->lam[i] > 0 ? q->l[i] : q->u[i]);
-                s += t, a += fabs(t);
+            for (uint32_t t = 0; t < cnt; t++) {
+                uint32_t i = IX(t);
+                double v = q->lam[i] * (q->lam[i] > 0 ? q->l[i] : q->u[i]);
+                s += v, a += fabs(v);
             }
             K = DN(K + DN(s - dot_err(q->n, a)));
             break;
         }
         gnode *A = &g->nd[q->a];
         double eE = 0;
-        for (uint32_t j = 0; j < q->n; j++)
+        for (uint32_t t = 0; t < cnt; t++) {
+            uint32_t j = IX(t);
             if (q->lam[j] != 0 && q->E[j] != 0) eE = UP(eE + UP(fabs(q->lam[j]) * q->E[j]));
+        }
         K = DN(K - eE);
         if (q->kind == N_LIN) {
             hold(g, id, 1);
             if (g->err) return -INFINITY;
             if (q->c) {
                 double s = 0, a = 0;
-                for (uint32_t j = 0; j < q->n; j++) {
-                    double t = q->lam[j] * q->c[j];
-                    s += t, a += fabs(t);
+                for (uint32_t t = 0; t < cnt; t++) {
+                    uint32_t j = IX(t);
+                    double v = q->lam[j] * q->c[j];
+                    s += v, a += fabs(v);
                 }
                 K = DN(K + DN(s - dot_err(q->n, a)));
             }
             /* each input's sum and its error term (-1: no term), the transposed rows held (TP: this
              * rank's, then gathered), then accumulated in input order on every rank */
             double *bw = g->bw;
-            for (uint32_t i = q->tlo; i < q->thi; i++) {
-                double s = 0, a = 0;
-                uint32_t k0 = q->trp[i - q->tlo], k1 = q->trp[i - q->tlo + 1];
-                for (uint32_t k = k0; k < k1; k++) {
-                    double t = q->tv[k] * q->lam[q->tci[k]];
-                    s += t, a += fabs(t);
+            if (g->sparse) { /* the inputs of the rows with a coefficient (every row held) */
+                uint32_t nc = 0;
+                if (++g->stamp == 0) memset(g->smark, 0, g->smark_n * sizeof *g->smark), g->stamp = 1;
+                for (uint32_t t = 0; t < cnt; t++) {
+                    uint32_t j = ix[t];
+                    if (q->lam[j] == 0) continue;
+                    for (uint32_t k = q->rp[j]; k < q->rp[j + 1]; k++)
+                        if (g->smark[q->ci[k]] != g->stamp) g->smark[q->ci[k]] = g->stamp, g->cand[nc++] = q->ci[k];
                 }
-                bw[2 * (size_t)i] = s, bw[2 * (size_t)i + 1] = a == 0 ? -1 : k1 - k0 == 1 && q->tv[k0] == 1 ? 0 : dot_err(k1 - k0, a);
+                for (uint32_t t = 0; t < nc; t++) {
+                    uint32_t i = g->cand[t];
+                    tsum(q, i, bw);
+                    if (bw[2 * (size_t)i + 1] >= 0) acc(g, A, i, bw[2 * (size_t)i], bw[2 * (size_t)i + 1]);
+                }
+            } else {
+                for (uint32_t i = q->tlo; i < q->thi; i++) tsum(q, i, bw);
+                share(g, bw, A->n, 2);
+                if (g->err) return -INFINITY;
+                for (uint32_t i = 0; i < A->n; i++)
+                    if (bw[2 * (size_t)i + 1] >= 0) acc(g, A, i, bw[2 * (size_t)i], bw[2 * (size_t)i + 1]);
             }
-            share(g, bw, A->n, 2);
-            if (g->err) return -INFINITY;
-            for (uint32_t i = 0; i < A->n; i++)
-                if (bw[2 * (size_t)i + 1] >= 0) acc(A, i, bw[2 * (size_t)i], bw[2 * (size_t)i + 1]);
         } else if (q->kind == N_ADD) {
             gnode *B = &g->nd[q->b];
-            for (uint32_t j = 0; j < q->n; j++)
-                if (q->lam[j] != 0) acc(A, j, q->lam[j], 0), acc(B, j, q->lam[j], 0);
+            for (uint32_t t = 0; t < cnt; t++) {
+                uint32_t j = IX(t);
+                if (q->lam[j] != 0) acc(g, A, j, q->lam[j], 0), acc(g, B, j, q->lam[j], 0);
+            }
         } else if (q->kind == N_RELU) {
-            for (uint32_t j = 0; j < q->n; j++) {
+            for (uint32_t t = 0; t < cnt; t++) {
+                uint32_t j = IX(t);
                 double lm = q->lam[j], l = A->l[j], u = A->u[j];
                 if (lm == 0 || u <= 0) continue;
                 if (l >= 0) {
-                    acc(A, j, lm, 0);
+                    acc(g, A, j, lm, 0);
                 } else if (lm > 0) { /* lower line alpha x, alpha in [0, 1] (CROWN's: 0 or 1 by u >= -l) */
                     double a = q->al[j];
-                    if (a == 1) acc(A, j, lm, 0);
+                    if (a == 1) acc(g, A, j, lm, 0);
                     else if (a != 0) {
                         double cf = lm * a;
-                        acc(A, j, cf, UP(U53 * fabs(cf) + 0x1p-1074));
+                        acc(g, A, j, cf, UP(U53 * fabs(cf) + 0x1p-1074));
                     }
                 } else { /* upper line s (x - l), s >= u / (u - l) */
                     double s = UP(u / DN(u - l));
                     if (!isfinite(s)) return -INFINITY;
                     double cf = lm * s;
-                    acc(A, j, cf, UP(U53 * fabs(cf) + 0x1p-1074));
+                    acc(g, A, j, cf, UP(U53 * fabs(cf) + 0x1p-1074));
                     K = DN(K - UP(UP(fabs(lm) * s) * -l));
                 }
             }
         } else { /* max pooling */
-            for (uint32_t j = 0; j < q->n; j++) {
+            for (uint32_t t = 0; t < cnt; t++) {
+                uint32_t j = IX(t);
                 double lm = q->lam[j];
                 if (lm == 0) continue;
                 double top, other;
                 uint32_t best = pool_pick(q, A, j, &top, &other);
-                if (lm > 0 || A->l[best] >= other) acc(A, best, lm, 0); /* y >= x_best; y = x_best when it dominates */
-                else K = DN(K + DN(lm * top));                           /* y <= max u */
+                if (lm > 0 || A->l[best] >= other) acc(g, A, best, lm, 0); /* y >= x_best; y = x_best when it dominates */
+                else K = DN(K + DN(lm * top));                              /* y <= max u */
             }
         }
+#undef IX
         if (!isfinite(K)) return -INFINITY;
     }
     return isfinite(K) ? K : -INFINITY;
@@ -932,7 +1020,80 @@ static double pass(vt_cert_graph *g, const double *row)
     }
     gnode *o = &g->nd[g->n_nodes - 1];
     memcpy(o->lam, row, o->n * sizeof *row);
-    return backward(g);
+    return backward(g, g->n_nodes - 1);
+}
+
+/* ---------------------------------------------------------------- CROWN's intermediate bounds */
+
+void vt_cert_graph_set_intermediate(vt_cert_graph *g, vt_cert_inter in) { g->inter_ibp = in == VT_CERT_INTER_IBP; }
+
+/* test hook (vt_cert_int.h): each refined intermediate bound moved inward by this fraction of its width */
+double vti_cert_graph_inward;
+
+/* The sound lower bound of sgn y_j (y node id's values, sgn +1 or -1): one backward pass from node id
+ * with the ReLUs' present slopes. Sparse in one process (the values it touched cleared after);
+ * otherwise dense, every rank running every pass with the nodes split as in a margin's pass. */
+static double ipass(vt_cert_graph *g, uint32_t id, uint32_t j, double sgn)
+{
+    gnode *P = &g->nd[id];
+    if (!g->sparse) {
+        for (uint32_t i = 0; i <= id; i++) {
+            memset(g->nd[i].lam, 0, g->nd[i].n * sizeof(double));
+            memset(g->nd[i].errx, 0, g->nd[i].n * sizeof(double));
+        }
+        P->lam[j] = sgn;
+        return backward(g, id);
+    }
+    P->tm[j] = 1, P->tl[P->nt++] = j, P->lam[j] = sgn;
+    double v = backward(g, id);
+    for (uint32_t i = 0; i <= id; i++) {
+        gnode *q = &g->nd[i];
+        for (uint32_t t = 0; t < q->nt; t++) q->lam[q->tl[t]] = 0, q->errx[q->tl[t]] = 0, q->tm[q->tl[t]] = 0;
+        q->nt = 0;
+    }
+    return v;
+}
+
+/* CROWN's intermediate bounds, after IBP (docs/certify.md "The residual CNN"): for each ReLU node in
+ * graph order, each unstable value of its input node (l < 0 < u; the input node itself is the box)
+ * bounded below by a backward pass from e_j and above by one from -e_j, through the earlier ReLUs'
+ * relaxations (their CROWN slopes from their refined bounds), intersected with its interval (both
+ * sound); the ReLU's CROWN slopes from the result; then IBP again from the ReLU on, each node
+ * intersected with its interval (the later intervals and error bounds E_j from the tighter ones).
+ * deadline (vt_now() seconds, 0: none) is checked between values: *timed_out 1 when it passed. */
+static void crown_inter(vt_cert_graph *g, double deadline, int *timed_out)
+{
+    g->sparse = !g->comm;
+    for (uint32_t i = 0; i < g->n_nodes; i++) {
+        gnode *q = &g->nd[i];
+        memset(q->lam, 0, q->n * sizeof(double)), memset(q->errx, 0, q->n * sizeof(double));
+        if (g->sparse) memset(q->tm, 0, q->n), q->nt = 0;
+    }
+    for (uint32_t r = 1; r < g->n_nodes && !g->err && !*timed_out; r++) {
+        gnode *R = &g->nd[r];
+        if (R->kind != N_RELU) continue;
+        gnode *P = &g->nd[R->a];
+        for (uint32_t j = 0; j < P->n && R->a != 0 && !g->err; j++) {
+            if (!(P->l[j] < 0 && P->u[j] > 0)) continue;
+            if (deadline > 0 && vt_now() >= deadline) {
+                *timed_out = 1;
+                break;
+            }
+            double lo = ipass(g, R->a, j, 1);
+            if (lo > P->l[j]) P->l[j] = lo;
+            if (P->l[j] < 0) { /* still unstable: the upper bound too */
+                double hi = -ipass(g, R->a, j, -1);
+                if (hi < P->u[j]) P->u[j] = hi;
+            }
+            if (vti_cert_graph_inward > 0 && P->l[j] < P->u[j]) { /* the test hook: unsound on purpose */
+                double w = (P->u[j] - P->l[j]) * vti_cert_graph_inward;
+                P->l[j] += w, P->u[j] -= w;
+            }
+        }
+        for (uint32_t j = 0; j < R->n; j++) R->al[j] = P->u[j] >= -P->l[j] ? 1.0 : 0.0;
+        if (ibp_from(g, r, 1)) break;
+    }
+    g->sparse = 0;
 }
 
 /* a linear node's outputs (x64) at the input values a, in FP64 (not a bound): the rows held (TP:
@@ -1059,30 +1220,43 @@ static double row_any(vt_cert_graph *g, const double *row, uint32_t r, vt_cert_m
     return row_bound(g, row, m, deadline, out, timed_out);
 }
 
+/* the margin's row e_label - e_j (g->row) */
+static const double *margin_row(vt_cert_graph *g, uint32_t label, uint32_t j)
+{
+    memset(g->row, 0, g->nd[g->n_nodes - 1].n * sizeof *g->row);
+    g->row[label] = 1, g->row[j] = -1;
+    return g->row;
+}
+
 vt_err vt_cert_graph_bounds(vt_cert_graph *g, const double *xl, const double *xu, uint32_t label, vt_cert_method m,
                             double *lb)
 {
     gnode *o = &g->nd[g->n_nodes - 1];
     VT_RETURN_ERROR_IF(label >= o->n, VT_ERR_ARG, "certify: label %u of %u classes", label, o->n);
     uint32_t nm = o->n - 1; /* the margins j != label, r = 0 .. nm in increasing j */
-    VT_FORWARD_IF_ERROR(prepare(g, m == VT_CERT_ALPHA_CROWN ? nm : 0));
+    VT_FORWARD_IF_ERROR(prepare(g, m == VT_CERT_ALPHA_CROWN ? nm : 0, nm));
     VT_FORWARD_IF_ERROR(ibp_all(g, xl, xu));
+    int timed = 0, full = m != VT_CERT_IBP && !g->inter_ibp;
+    if (full) { /* CROWN-IBP's bound of each margin (IBP's intermediate bounds), then CROWN's */
+        unstable(g, 0);
+        for (uint32_t j = 0, r = 0; j < o->n && !g->err; j++)
+            if (j != label) g->cib[r++] = pass(g, margin_row(g, label, j));
+        crown_inter(g, 0, &timed);
+    }
     unstable(g, m == VT_CERT_ALPHA_CROWN ? nm : 0);
     vt_err ge = given_check(g, m);
     if (ge) {
         g->given = NULL;
         return ge;
     }
-    int timed = 0;
     for (uint32_t j = 0, r = 0; j < o->n && !g->err; j++) { /* TP: every pass on every rank, its nodes split */
         if (j == label) continue;
         double b = DN(o->l[label] - o->u[j]);
         if (!isfinite(b)) b = -INFINITY;
         if (m != VT_CERT_IBP) {
-            memset(g->row, 0, o->n * sizeof *g->row);
-            g->row[label] = 1, g->row[j] = -1;
-            double c = row_any(g, g->row, r, m, 0, &timed);
+            double c = row_any(g, margin_row(g, label, j), r, m, 0, &timed);
             if (c > b) b = c;
+            if (full && g->cib[r] > b) b = g->cib[r];
         }
         g->work[r++] = b;
     }
@@ -1095,15 +1269,21 @@ vt_err vt_cert_graph_spec_bounds(vt_cert_graph *g, const double *xl, const doubl
                                  vt_cert_method meth, double deadline, double *lb, int *timed_out)
 {
     *timed_out = 0;
-    VT_FORWARD_IF_ERROR(prepare(g, meth == VT_CERT_ALPHA_CROWN ? m : 0));
+    VT_FORWARD_IF_ERROR(prepare(g, meth == VT_CERT_ALPHA_CROWN ? m : 0, m));
     VT_FORWARD_IF_ERROR(ibp_all(g, xl, xu));
+    gnode *o = &g->nd[g->n_nodes - 1];
+    int full = meth != VT_CERT_IBP && !g->inter_ibp;
+    if (full) { /* CROWN-IBP's bound of each row (IBP's intermediate bounds), then CROWN's */
+        unstable(g, 0);
+        for (uint32_t r = 0; r < m && !g->err; r++) g->cib[r] = pass(g, C + (size_t)r * o->n);
+        crown_inter(g, deadline, timed_out);
+    }
     unstable(g, meth == VT_CERT_ALPHA_CROWN ? m : 0);
     vt_err ge = given_check(g, meth);
     if (ge) {
         g->given = NULL;
         return ge;
     }
-    gnode *o = &g->nd[g->n_nodes - 1];
     double *work = g->work;
     for (uint32_t r = 0; r < m && !g->err; r++) { /* TP: every row on every rank (no deadline under --shard) */
         if (deadline > 0 && vt_now() >= deadline) *timed_out = 1;
@@ -1117,6 +1297,7 @@ vt_err vt_cert_graph_spec_bounds(vt_cert_graph *g, const double *xl, const doubl
         if (meth != VT_CERT_IBP) {
             double c = row_any(g, row, r, meth, deadline, timed_out);
             if (c > b) b = c;
+            if (full && g->cib[r] > b) b = g->cib[r];
         }
         lb[r] = *timed_out ? -INFINITY : b;
     }

@@ -89,6 +89,13 @@ vt_err vt_cert_graph_bounds(vt_cert_graph *g, const double *xl, const double *xu
  * rows and between alpha-CROWN's iterations; the rows it cuts short are -infinity and *timed_out 1. */
 vt_err vt_cert_graph_spec_bounds(vt_cert_graph *g, const double *xl, const double *xu, const double *C, uint32_t m,
                                  vt_cert_method meth, double deadline, double *lb, int *timed_out) VT_WARN_UNUSED;
+/* The intermediate bounds of the next CROWN and alpha-CROWN bounds (a new graph: VT_CERT_INTER_CROWN):
+ * VT_CERT_INTER_CROWN, per ReLU in graph order each unstable value of its input (IBP's l < 0 < u) by
+ * a backward pass from it for each end through the earlier ReLUs' relaxations, intersected with IBP's
+ * (docs/certify.md "The residual CNN"); the final bounds are then never below CROWN-IBP's (each row
+ * keeps the larger); VT_CERT_INTER_IBP, IBP's (CROWN-IBP). After the bounds, vt_cert_graph_interval
+ * gives the intervals used (the refined ones, and IBP again from them for the others). */
+void vt_cert_graph_set_intermediate(vt_cert_graph *g, vt_cert_inter in);
 /* alpha-CROWN's settings (alpha_iters, alpha_step, alpha_decay of s; the rest ignored) for the bounds
  * after it; a new graph has vt_cert_settings_default's. */
 void vt_cert_graph_set_alpha(vt_cert_graph *g, const vt_cert_settings *s);

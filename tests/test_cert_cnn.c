@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "../cert/vt_cert_graph.h"
+#include "../cert/vt_cert_int.h"
 #include "../kernels/vt_cnn_hd.h"
 #include "vt_test.h"
 
@@ -207,12 +208,66 @@ static void eval(const cnn *n, const float *xin, iv v[32][CI * HI * HI * C1])
 
 static iv V[32][CI * HI * HI * C1];
 
+enum { NM = 4 }; /* the bounds sampled: IBP, CROWN, alpha-CROWN (CROWN's intermediate bounds), CROWN-IBP */
+
+typedef struct {
+    long points, outside, below, straddle;
+    ld slack; /* the smallest (margin enclosure's lower end - bound) */
+} tally;
+
+/* per_box points of the box [xl, xu] (corners for the first 150) evaluated in both semantics against
+ * every node's interval of g's last bounds and the margin bounds lb[0 .. nb) */
+static void sample(vt_rng *r, const cnn *n, vt_cert_graph *g, const uint32_t *ids, int nn, const double *xl,
+                   const double *xu, uint32_t label, double lb[][NCLS], int nb, int per_box, tally *t)
+{
+    for (int smp = 0; smp < per_box; smp++) {
+        float x[CI * HI * HI];
+        for (int i = 0; i < CI * HI * HI; i++) {
+            double u = uni(r), v = smp < 150 ? (u < 0.5 ? xl[i] : xu[i]) : xl[i] + u * (xu[i] - xl[i]);
+            float f = (float)v;
+            while (f < xl[i]) f = nextafterf(f, INFINITY);
+            while (f > xu[i]) f = nextafterf(f, -INFINITY);
+            x[i] = f;
+        }
+        for (g_dep = 0; g_dep < 2; g_dep++) {
+            eval(n, x, V);
+            t->points++;
+            for (int k = 0; k < nn; k++) {
+                const double *l, *u;
+                vt_cert_graph_interval(g, ids[k], &l, &u);
+                for (uint32_t j = 0; j < vt_cert_graph_size(g, ids[k]); j++) {
+                    /* a violation only when the enclosure lies wholly outside */
+                    if (!(V[k][j].hi >= l[j] && V[k][j].lo <= u[j])) {
+                        if (t->outside++ < 5 && nb)
+                            printf("  node %d [%u] in [%.20Lg, %.20Lg] outside [%.20g, %.20g] (%s)\n", k, j,
+                                   V[k][j].lo, V[k][j].hi, l[j], u[j], g_dep ? "deployed" : "real");
+                    } else t->straddle += !(V[k][j].lo >= l[j] && V[k][j].hi <= u[j]);
+                }
+            }
+            for (uint32_t j = 0; j < NCLS; j++) {
+                /* the margin's enclosure; below a bound only when its upper end is */
+                ld mlo = dn(V[nn - 1][label].lo - V[nn - 1][j].hi), mhi = up(V[nn - 1][label].hi - V[nn - 1][j].lo);
+                for (int m = 0; m < nb; m++)
+                    if (j != label && !(mhi >= lb[m][j])) {
+                        if (t->below++ < 5)
+                            printf("  margin %u: in [%.20Lg, %.20Lg], below %.20g (method %d)\n", j, mlo, mhi, lb[m][j], m);
+                    } else if (j != label) {
+                        t->straddle += !(mlo >= lb[m][j]);
+                        if (mlo - lb[m][j] < t->slack) t->slack = mlo - lb[m][j];
+                    }
+            }
+        }
+    }
+}
+
+static double IL[32][CI * HI * HI * C1], IU[32][CI * HI * HI * C1]; /* IBP's intervals */
+
 int main(void)
 {
     vt_rng r = {20261202};
-    long points = 0, outside = 0, below = 0, crown_better = 0, alpha_better = 0, rows = 0, verified[3] = {0, 0, 0};
-    long slopes = 0, straddle = 0; /* enclosures that neither lie inside nor outside a bound */
-    ld slack = INFINITY;           /* the smallest (margin enclosure's lower end - bound) */
+    long crown_better = 0, alpha_better = 0, full_better = 0, rows = 0, verified[NM] = {0, 0, 0, 0};
+    long slopes = 0, values = 0, tighter = 0;
+    tally t = {0, 0, 0, 0, INFINITY}, hook = {0, 0, 0, 0, INFINITY};
     /* samples a box (corners for the first 150): 400, or VT_CERT_SAMPLES evaluations in all (each sample
      * is evaluated in both semantics: VT_CERT_SAMPLES / (4 networks x 12 boxes x 2)) for a longer run */
     int per_box = 400;
@@ -237,9 +292,28 @@ int main(void)
             uint32_t label = 0;
             for (uint32_t j = 1; j < NCLS; j++)
                 if (V[nn - 1][j].lo > V[nn - 1][label].lo) label = j;
-            double lb[3][NCLS], lb2[NCLS];
+            double lb[NM][NCLS], lb2[NCLS];
             CHECK_OK(vt_cert_graph_bounds(g, xl, xu, label, VT_CERT_IBP, lb[0]));
+            for (int k = 0; k < nn; k++) {
+                const double *l, *u;
+                vt_cert_graph_interval(g, ids[k], &l, &u);
+                memcpy(IL[k], l, vt_cert_graph_size(g, ids[k]) * sizeof *l);
+                memcpy(IU[k], u, vt_cert_graph_size(g, ids[k]) * sizeof *u);
+            }
+            vt_cert_graph_set_intermediate(g, VT_CERT_INTER_IBP); /* CROWN-IBP */
+            CHECK_OK(vt_cert_graph_bounds(g, xl, xu, label, VT_CERT_CROWN, lb[3]));
+            vt_cert_graph_set_intermediate(g, VT_CERT_INTER_CROWN);
             CHECK_OK(vt_cert_graph_bounds(g, xl, xu, label, VT_CERT_CROWN, lb[1]));
+            /* CROWN's intermediate bounds: inside IBP's (intersected), tighter on some values */
+            for (int k = 0; k < nn; k++) {
+                const double *l, *u;
+                vt_cert_graph_interval(g, ids[k], &l, &u);
+                for (uint32_t j = 0; j < vt_cert_graph_size(g, ids[k]); j++) {
+                    CHECK(l[j] >= IL[k][j] && u[j] <= IU[k][j] && l[j] <= u[j], "node %d [%u]: [%g, %g] not inside IBP's [%g, %g]",
+                          k, j, l[j], u[j], IL[k][j], IU[k][j]);
+                    values++, tighter += l[j] > IL[k][j] || u[j] < IU[k][j];
+                }
+            }
             CHECK_OK(vt_cert_graph_bounds(g, xl, xu, label, VT_CERT_ALPHA_CROWN, lb[2]));
             uint32_t U = vt_cert_graph_n_alpha(g);
             size_t na = (size_t)(NCLS - 1) * U;
@@ -256,66 +330,42 @@ int main(void)
             for (uint32_t j = 0; j < NCLS; j++) {
                 if (j == label) continue;
                 rows++;
-                CHECK(lb[1][j] >= lb[0][j], "CROWN below IBP");
+                CHECK(lb[3][j] >= lb[0][j], "CROWN-IBP below IBP");
+                CHECK(lb[1][j] >= lb[3][j], "CROWN below CROWN-IBP");
                 CHECK(lb[2][j] >= lb[1][j], "alpha-CROWN below CROWN");
-                crown_better += lb[1][j] > lb[0][j];
+                crown_better += lb[3][j] > lb[0][j];
+                full_better += lb[1][j] > lb[3][j];
                 alpha_better += lb[2][j] > lb[1][j];
             }
-            for (int m = 0; m < 3; m++) {
+            for (int m = 0; m < NM; m++) {
                 double mn = INFINITY;
                 for (uint32_t j = 0; j < NCLS; j++)
                     if (j != label && lb[m][j] < mn) mn = lb[m][j];
                 verified[m] += mn > 0;
             }
-            /* the intervals are those of the last vt_cert_graph_bounds (the same IBP) */
-            for (int smp = 0; smp < per_box; smp++) {
-                float x[CI * HI * HI];
-                for (int i = 0; i < CI * HI * HI; i++) {
-                    double u = uni(&r), v = smp < 150 ? (u < 0.5 ? xl[i] : xu[i]) : xl[i] + u * (xu[i] - xl[i]);
-                    float f = (float)v;
-                    while (f < xl[i]) f = nextafterf(f, INFINITY);
-                    while (f > xu[i]) f = nextafterf(f, -INFINITY);
-                    x[i] = f;
-                }
-                for (g_dep = 0; g_dep < 2; g_dep++) {
-                    eval(&n, x, V);
-                    points++;
-                    for (int k = 0; k < nn; k++) {
-                        const double *l, *u;
-                        vt_cert_graph_interval(g, ids[k], &l, &u);
-                        for (uint32_t j = 0; j < vt_cert_graph_size(g, ids[k]); j++) {
-                            /* a violation only when the enclosure lies wholly outside */
-                            if (!(V[k][j].hi >= l[j] && V[k][j].lo <= u[j])) {
-                                if (outside++ < 5)
-                                    printf("  node %d [%u] in [%.20Lg, %.20Lg] outside [%.20g, %.20g] (%s)\n", k, j,
-                                           V[k][j].lo, V[k][j].hi, l[j], u[j], g_dep ? "deployed" : "real");
-                            } else straddle += !(V[k][j].lo >= l[j] && V[k][j].hi <= u[j]);
-                        }
-                    }
-                    for (uint32_t j = 0; j < NCLS; j++) {
-                        /* the margin's enclosure; below a bound only when its upper end is */
-                        ld mlo = dn(V[nn - 1][label].lo - V[nn - 1][j].hi), mhi = up(V[nn - 1][label].hi - V[nn - 1][j].lo);
-                        for (int m = 0; m < 3; m++)
-                            if (j != label && !(mhi >= lb[m][j])) {
-                                if (below++ < 5)
-                                    printf("  margin %u: in [%.20Lg, %.20Lg], below %.20g (method %d)\n", j, mlo, mhi,
-                                           lb[m][j], m);
-                            } else if (j != label) {
-                                straddle += !(mlo >= lb[m][j]);
-                                if (mlo - lb[m][j] < slack) slack = mlo - lb[m][j];
-                            }
-                    }
-                }
+            /* the intervals are those of the last bounds (alpha-CROWN's: CROWN's intermediate bounds) */
+            sample(&r, &n, g, ids, nn, xl, xu, label, lb, NM, per_box, &t);
+            if (net == 0 && box % 4 == 2) { /* intermediate bounds made too tight on purpose are caught */
+                vti_cert_graph_inward = 0.25;
+                CHECK_OK(vt_cert_graph_bounds(g, xl, xu, label, VT_CERT_CROWN, lb2));
+                vti_cert_graph_inward = 0;
+                sample(&r, &n, g, ids, nn, xl, xu, label, NULL, 0, 200, &hook);
             }
         }
         vt_cert_graph_free(g);
     }
     printf("test_cert_cnn: %ld evaluations, %ld values outside an interval, %ld margins below a bound (%ld enclosures "
-           "straddling an end, smallest margin slack %.3Lg); CROWN above IBP on %ld of %ld rows, alpha-CROWN above CROWN "
-           "on %ld (%ld slopes); verified boxes IBP %ld, CROWN %ld, alpha-CROWN %ld\n",
-           points, outside, below, straddle, slack, crown_better, rows, alpha_better, slopes, verified[0], verified[1],
-           verified[2]);
-    CHECK(outside == 0 && below == 0, "a sampled value left its bound");
-    CHECK(crown_better > rows / 4, "CROWN is rarely tighter than IBP: %ld of %ld", crown_better, rows);
+           "straddling an end, smallest margin slack %.3Lg); CROWN-IBP above IBP on %ld of %ld rows, CROWN (its "
+           "intermediate bounds) above CROWN-IBP on %ld, alpha-CROWN above CROWN on %ld (%ld slopes); CROWN's "
+           "intermediate bounds tighter than IBP's on %ld of %ld values; verified boxes IBP %ld, CROWN-IBP %ld, "
+           "CROWN %ld, alpha-CROWN %ld; intermediate bounds moved inward on purpose: %ld of %ld evaluations' values "
+           "outside\n",
+           t.points, t.outside, t.below, t.straddle, t.slack, crown_better, rows, full_better, alpha_better, slopes,
+           tighter, values, verified[0], verified[3], verified[1], verified[2], hook.outside, hook.points);
+    CHECK(t.outside == 0 && t.below == 0, "a sampled value left its bound");
+    CHECK(crown_better > rows / 4, "CROWN-IBP is rarely tighter than IBP: %ld of %ld", crown_better, rows);
+    CHECK(full_better > rows / 4, "CROWN's intermediate bounds rarely tighten a margin: %ld of %ld", full_better, rows);
+    CHECK(tighter > values / 20, "CROWN's intermediate bounds rarely tighter than IBP's: %ld of %ld", tighter, values);
+    CHECK(hook.outside > 0, "intermediate bounds moved inward went unnoticed (%ld evaluations)", hook.points);
     return vt_test_finish("test_cert_cnn");
 }
