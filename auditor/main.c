@@ -161,6 +161,7 @@ static int cmd_challenge(int argc, char **argv)
 static void usage_cert(FILE *f)
 {
     fprintf(f, "usage: auditor certify RUN_DIR --eps E --examples N [--method ibp|crown|alpha-crown]\n"
+               "                       [--intermediate crown|ibp]\n"
                "                       [--out CERT --key KEYFILE] [--report FILE.json|-] [--pubkey FILE]\n"
                "                       [--data-dir DIR] [--order ORDER] [--write-vnnlib DIR] [--quiet]\n"
                "       auditor certify --onnx NET.onnx --vnnlib PROP.vnnlib [--method ...] [--timeout SECONDS]\n"
@@ -181,6 +182,8 @@ static void usage_cert(FILE *f)
                "  timeout on standard output (sat: the counterexample with --cex), a table per disjunct on stderr\n"
                "  exit status: 0 done (certify) / the certificate holds (check), 2 cannot check, mismatch or a\n"
                "  malformed file, 64 usage error or an ONNX operator / VNN-LIB construct not supported\n"
+               "  --intermediate crown|ibp: a residual CNN's or convolutional ONNX file's pre-ReLU bounds for crown and\n"
+               "  alpha-crown: backward passes per neuron (crown, the default) or IBP's (ibp: CROWN-IBP, faster)\n"
                "  --shard tp|fsdp|none: under mpirun -np N, the network split over the ranks (tp: each layer's rows,\n"
                "  fsdp: each layer gathered when used; none: every rank whole), the same certificate for every N;\n"
                "  rank 0 writes the output (not with --timeout or --instances)\n");
@@ -273,10 +276,11 @@ static int cmd_certify(int argc, char **argv, int check)
                                        {"write-vnnlib", required_argument, 0, 'W'},
                                        {"instances", required_argument, 0, 'I'},
                                        {"shard", required_argument, 0, 'S'},
+                                       {"intermediate", required_argument, 0, 'i'},
                                        {0, 0, 0, 0}};
     vt_cert_spec_opts so;
     memset(&so, 0, sizeof so);
-    const char *timeout = NULL, *instances = NULL, *shard = NULL;
+    const char *timeout = NULL, *instances = NULL, *shard = NULL, *inter = NULL;
     vt_cert_opts o;
     memset(&o, 0, sizeof o);
     vt_cert_settings_default(&o.set, VT_CERT_CROWN);
@@ -310,6 +314,7 @@ static int cmd_certify(int argc, char **argv, int check)
         case 'W': o.vnnlib_dir = optarg; break;
         case 'I': instances = optarg; break;
         case 'S': shard = optarg; break;
+        case 'i': inter = optarg; break;
         case 'h': usage_cert(stdout); return VT_EXIT_OK;
         default: {
             int st = vt_cli_opt_parse("auditor", opts, c, optarg, usage_cert);
@@ -318,6 +323,14 @@ static int cmd_certify(int argc, char **argv, int check)
         }
     }
     o.order = (int)order, o.examples = (uint32_t)n;
+    if (inter) { /* after --method (which resets the settings) */
+        if (check) return vt_cli_usage_error(usage_cert, "auditor check-certificate: --intermediate: the certificate records it");
+        if (strcmp(inter, "crown") && strcmp(inter, "ibp"))
+            return vt_cli_usage_error(usage_cert, "auditor: --intermediate %s: expected crown or ibp", inter);
+        if (o.set.method == VT_CERT_IBP)
+            return vt_cli_usage_error(usage_cert, "auditor: --intermediate: for --method crown or alpha-crown (IBP has none)");
+        o.set.inter = strcmp(inter, "ibp") ? VT_CERT_INTER_CROWN : VT_CERT_INTER_IBP;
+    }
     if (check || (o.report_path && !strcmp(o.report_path, "-"))) o.quiet = 1;
     if (shard && !g_cert_comm) return cmd_certify_sharded(argc, argv, check, shard, timeout, instances);
     if (g_cert_comm && vt_dist_rank(g_cert_comm) != 0) { /* --shard: rank 0 writes for all */

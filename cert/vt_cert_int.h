@@ -37,6 +37,17 @@ vt_err vti_cert_parse_run(const uint8_t *p, size_t n, vt_cert_opts *o, uint8_t s
                           size_t *body_len) VT_WARN_UNUSED;
 vt_err vti_cert_parse_spec(const uint8_t *p, size_t n, int run, vt_cert_settings *s, size_t *body_len) VT_WARN_UNUSED;
 
+/* The certificate's method word (docs/format.md "Certificate"): the method (bits 0-7), and for a
+ * layer graph's CROWN or alpha-CROWN with CROWN's intermediate bounds (settings' inter) the bit
+ * VTI_CERT_CROWN_INTER; without it a graph's CROWN is CROWN-IBP (the certificates written before it). */
+#define VTI_CERT_CROWN_INTER 0x100u
+uint32_t vti_cert_method_word(const vt_cert_settings *s, int graph);
+/* Reads a method word into s (method, inter: CROWN's with the bit, IBP's without); VT_ERR_FORMAT for
+ * another bit, a method out of range, the bit with IBP, or the bit where no graph can be (mlp). */
+vt_err vti_cert_method_read(uint32_t w, int mlp, vt_cert_settings *s) VT_WARN_UNUSED;
+/* certify: VT_ERR_UNSUPPORTED for IBP's intermediate bounds asked of an MLP (its CROWN has CROWN's). */
+vt_err vti_cert_inter_check(const vt_cert_settings *s, int graph) VT_WARN_UNUSED;
+
 /* check-certificate's one pass: the n recorded slopes at p (FP64, little-endian) into a, each in
  * [0, 1]; VT_ERR_MISMATCH naming where (an example, the property) and the first other one (NaN too). */
 vt_err vti_cert_slopes(const char *cert_path, const char *where, const uint8_t *p, size_t n, double *a) VT_WARN_UNUSED;

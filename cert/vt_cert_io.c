@@ -129,3 +129,28 @@ vt_err vti_cert_slopes(const char *cert_path, const char *where, const uint8_t *
     }
     return VT_OK;
 }
+
+uint32_t vti_cert_method_word(const vt_cert_settings *s, int graph)
+{
+    int full = graph && s->method != VT_CERT_IBP && s->inter == VT_CERT_INTER_CROWN;
+    return (uint32_t)s->method | (full ? VTI_CERT_CROWN_INTER : 0);
+}
+
+vt_err vti_cert_method_read(uint32_t w, int mlp, vt_cert_settings *s)
+{
+    uint32_t m = w & 0xffu, full = w & VTI_CERT_CROWN_INTER;
+    VT_RETURN_ERROR_IF((w & ~(0xffu | VTI_CERT_CROWN_INTER)) || m > VT_CERT_ALPHA_CROWN ||
+                           (full && (m == VT_CERT_IBP || mlp)),
+                       VT_ERR_FORMAT, "certificate: method word 0x%x is out of range", w);
+    s->method = (vt_cert_method)m;
+    s->inter = full || mlp ? VT_CERT_INTER_CROWN : VT_CERT_INTER_IBP;
+    return VT_OK;
+}
+
+vt_err vti_cert_inter_check(const vt_cert_settings *s, int graph)
+{
+    VT_RETURN_ERROR_IF(!graph && s->method != VT_CERT_IBP && s->inter == VT_CERT_INTER_IBP, VT_ERR_UNSUPPORTED,
+                       "certify: --intermediate ibp is for the layer graph (a residual CNN run, a convolutional ONNX "
+                       "file); an MLP's CROWN always bounds its intermediate values by backward passes");
+    return VT_OK;
+}

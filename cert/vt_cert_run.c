@@ -185,7 +185,7 @@ static void put_header(vti_buf *o, const vt_cert_opts *op, const cert_run *r, ui
 {
     const vt_cert_settings *s = &op->set;
     vti_put(o, CERT_MAGIC, 8);
-    vti_put32(o, r->graph ? CERT_VERSION_CNN : CERT_VERSION), vti_put32(o, (uint32_t)s->method), vti_put32(o, op->examples);
+    vti_put32(o, r->graph ? CERT_VERSION_CNN : CERT_VERSION), vti_put32(o, vti_cert_method_word(s, r->graph != NULL)), vti_put32(o, op->examples);
     vti_put32(o, r->net.n[r->net.L]), vti_put32(o, r->net.n[0]), vti_put32(o, n_alpha);
     vti_put64(o, r->ex.step), vti_put64(o, vt_f64_bits(op->eps));
     vti_put32(o, s->alpha_iters), vti_put64(o, vt_f64_bits(s->alpha_step)), vti_put64(o, vt_f64_bits(s->alpha_decay));
@@ -239,7 +239,7 @@ static vt_err compute(const vt_cert_opts *op, cert_run *r, vti_buf *o, vt_cert_r
 {
     vt_cert_ctx *c = NULL;
     if (!r->graph) VT_FORWARD_IF_ERROR(vt_cert_ctx_new(&r->net, &c));
-    else vt_cert_graph_set_alpha(r->graph, &op->set);
+    else vt_cert_graph_set_alpha(r->graph, &op->set), vt_cert_graph_set_intermediate(r->graph, op->set.inter);
     uint32_t d = r->net.n[0], C = r->net.n[r->net.L];
     /* a CNN: the header gives the ReLU values (each example records its unstable ones' slopes) */
     int galpha = r->graph && op->set.method == VT_CERT_ALPHA_CROWN;
@@ -366,6 +366,7 @@ vt_err vt_cert_run(const vt_cert_opts *o, vt_cert_result *res)
         VT_FORWARD_IF_ERROR(vt_sign_read_secret_key(o->key_path, &kp));
     }
     e = load(o, &r);
+    if (!e) e = vti_cert_inter_check(&o->set, r.graph != NULL);
     if (!e && o->report_path) {
         rep.rep = strcmp(o->report_path, "-") == 0 ? stdout : fopen(o->report_path, "w");
         if (!rep.rep) e = vt_set_error(VT_ERR_IO, "--report %s: cannot create it", o->report_path);
@@ -440,13 +441,14 @@ vt_err vti_cert_parse_run(const uint8_t *p, size_t n, vt_cert_opts *o, uint8_t s
                        CERT_VERSION_CNN);
     uint32_t meth = vt_get_u32le(p + 12), N = vt_get_u32le(p + 16), C = vt_get_u32le(p + 20), d = vt_get_u32le(p + 24),
              A = vt_get_u32le(p + 28);
-    VT_RETURN_ERROR_IF(meth > VT_CERT_ALPHA_CROWN || N < 1 || C < 2 || C > VT_CERT_MAX_WIDTH || d < 1 ||
+    VT_FORWARD_IF_ERROR(vti_cert_method_read(meth, vt_get_u32le(p + 8) == CERT_VERSION, &o->set));
+    meth &= 0xffu;
+    VT_RETURN_ERROR_IF(N < 1 || C < 2 || C > VT_CERT_MAX_WIDTH || d < 1 ||
                            d > VT_CERT_MAX_WIDTH,
                        VT_ERR_FORMAT, "certificate: a header field is out of range");
     o->examples = N;
     o->eps = vt_bits_f64(vt_get_u64le(p + 40));
     vt_cert_settings *s = &o->set;
-    s->method = (vt_cert_method)meth;
     s->alpha_iters = vt_get_u32le(p + 48), s->alpha_step = vt_bits_f64(vt_get_u64le(p + 52));
     s->alpha_decay = vt_bits_f64(vt_get_u64le(p + 60)), s->attack_restarts = vt_get_u32le(p + 68);
     s->attack_iters = vt_get_u32le(p + 72), s->attack_seed = vt_get_u64le(p + 76);

@@ -238,7 +238,7 @@ static vt_err compute(const vt_cert_spec_opts *o, spec_in *in, double deadline, 
         /* a run: its own two semantics (the exact-rounding evaluation pass, the real network), as
          * certify RUN_DIR; an ONNX file: the real network and any FP32 evaluation */
         vt_cert_graph_set_sem(s.gr, in->run ? VT_CERT_GRAPH_PROJECT : VT_CERT_GRAPH_FP32_ANY);
-        vt_cert_graph_set_alpha(s.gr, st);
+        vt_cert_graph_set_alpha(s.gr, st), vt_cert_graph_set_intermediate(s.gr, st->inter);
     } else {
         vt_cert_set_deadline(s.c, deadline);
         vt_cert_set_fp32_any(s.c, !in->run); /* a run: its own two semantics, as certify RUN_DIR */
@@ -310,7 +310,7 @@ static vt_err compute(const vt_cert_spec_opts *o, spec_in *in, double deadline, 
                              : " (the recorded counterexample is outside the box or reaches no disjunct)");
     if (!e) { /* the certificate's body */
         vti_put(out, CERT_MAGIC, 8);
-        vti_put32(out, in->run ? CERT_RUN_SPEC_VERSION : CERT_SPEC_VERSION), vti_put32(out, (uint32_t)st->method), vti_put32(out, d), vti_put32(out, ny);
+        vti_put32(out, in->run ? CERT_RUN_SPEC_VERSION : CERT_SPEC_VERSION), vti_put32(out, vti_cert_method_word(st, s.gr != NULL)), vti_put32(out, d), vti_put32(out, ny);
         vti_put32(out, v->n_disj), vti_put32(out, m), vti_put32(out, (uint32_t)na);
         vti_put32(out, st->alpha_iters), vti_put64(out, vt_f64_bits(st->alpha_step));
         vti_put64(out, vt_f64_bits(st->alpha_decay)), vti_put32(out, st->attack_restarts);
@@ -386,6 +386,7 @@ vt_err vt_cert_spec_run(const vt_cert_spec_opts *o, vt_cert_spec_answer *ans)
     vti_buf out = {0};
     FILE *rep = NULL;
     vt_err e = load(o, &in);
+    if (!e) e = vti_cert_inter_check(&o->set, in.gr != NULL);
     if (!e && o->report_path) {
         rep = strcmp(o->report_path, "-") == 0 ? stdout : fopen(o->report_path, "w");
         if (!rep) e = vt_set_error(VT_ERR_IO, "--report %s: cannot create it", o->report_path);
@@ -422,11 +423,12 @@ vt_err vti_cert_parse_spec(const uint8_t *p, size_t n, int run, vt_cert_settings
     VT_RETURN_ERROR_IF(n < CERT_SPEC_HEADER + 96, VT_ERR_FORMAT, "certificate: shorter than its header");
     uint32_t meth = vt_get_u32le(p + 12), d = vt_get_u32le(p + 16), ny = vt_get_u32le(p + 20), nd = vt_get_u32le(p + 24),
              m = vt_get_u32le(p + 28), na = vt_get_u32le(p + 32), ans = vt_get_u32le(p + 136);
-    VT_RETURN_ERROR_IF(meth > VT_CERT_ALPHA_CROWN || d < 1 || d > VT_CERT_MAX_WIDTH || ny < 1 || ny > VT_CERT_MAX_WIDTH ||
+    VT_FORWARD_IF_ERROR(vti_cert_method_read(meth, 0, s));
+    meth &= 0xffu;
+    VT_RETURN_ERROR_IF(d < 1 || d > VT_CERT_MAX_WIDTH || ny < 1 || ny > VT_CERT_MAX_WIDTH ||
                            nd < 1 || m > VT_VNNLIB_MAX_ROWS || ans > VT_CERT_SPEC_UNKNOWN ||
                            (na && meth != VT_CERT_ALPHA_CROWN),
                        VT_ERR_FORMAT, "certificate: a header field is out of range");
-    s->method = (vt_cert_method)meth;
     s->alpha_iters = vt_get_u32le(p + 36), s->alpha_step = vt_bits_f64(vt_get_u64le(p + 40));
     s->alpha_decay = vt_bits_f64(vt_get_u64le(p + 48)), s->attack_restarts = vt_get_u32le(p + 56);
     s->attack_iters = vt_get_u32le(p + 60), s->attack_seed = vt_get_u64le(p + 64);

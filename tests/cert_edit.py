@@ -4,6 +4,7 @@ with vt_cert_resign afterwards). A committed run's certificate (version 1 or 4, 
   cert_edit.py CERT records                 one line per example: index answer n_slopes n_fractional
   cert_edit.py CERT slope EX K VALUE        slope K of example EX := VALUE (a float: 0.5, 1.5, nan)
   cert_edit.py CERT fracslopes EX VALUE     every slope of EX strictly inside (0, 1) := VALUE (none: all := 0.5)
+  cert_edit.py CERT method WORD             the method word (offset 12) := WORD (an integer, 0x.. too)
   cert_edit.py CERT bound EX DELTA          every non-zero margin bound of EX += DELTA
   cert_edit.py CERT verified EX             EX claims verified, every bound 1.0 (a counterexample dropped)
   cert_edit.py CERT cexclean EX PROP        EX's counterexample := the example's own input, read back from
@@ -27,7 +28,7 @@ def records(b):
         cex = 140 + 8 * m + 4 if ans == 1 else None
         so = 140 + 8 * m + (4 + 4 * d if ans == 1 else 0)
         return [(136, 136, 140, m, cex, so, na * m, so + 8 * na * m)]
-    meth, N, C, d, A = u32(b, 12), u32(b, 16), u32(b, 20), u32(b, 24), u32(b, 28)
+    meth, N, C, d, A = u32(b, 12) & 0xFF, u32(b, 16), u32(b, 20), u32(b, 24), u32(b, 28)
     galpha = ver == 4 and meth == 2
     out, off = [], 244
     for _ in range(N):
@@ -47,12 +48,16 @@ def main():
     path, op = sys.argv[1], sys.argv[2]
     b = bytearray(open(path, "rb").read())
     recs = records(b)
-    ex = 0 if len(sys.argv) < 4 or sys.argv[3] == "-" else int(sys.argv[3])
+    ex = 0 if len(sys.argv) < 4 or sys.argv[3] == "-" or op == "method" else int(sys.argv[3])
     r = recs[ex] if op != "records" else None
     if op == "records":
         for i, (s, ao, bo, C, cx, so, ns, e) in enumerate(recs):
             sl = struct.unpack_from("<%dd" % ns, b, so)
             print(i, u32(b, ao), ns, sum(1 for v in sl if 0 < v < 1))
+        return
+    if op == "method":
+        struct.pack_into("<I", b, 12, int(sys.argv[3], 0))
+        open(path, "wb").write(b)
         return
     if op == "slope":
         struct.pack_into("<d", b, r[5] + 8 * int(sys.argv[4]), float(sys.argv[5]))
