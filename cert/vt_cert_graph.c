@@ -805,7 +805,7 @@ void vt_cert_graph_interval(const vt_cert_graph *g, uint32_t node, const double 
     *l = g->nd[node].l, *u = g->nd[node].u;
 }
 
-/* ---------------------------------------------------------------- CROWN (IBP's intermediate bounds) */
+/* ---------------------------------------------------------------- CROWN (the backward pass) */
 
 /* lam_x[i] += v; the rounding of the sum (|err| <= u |result|: additions do not underflow) into errx;
  * a sparse pass lists the value (tl) the first time */
@@ -987,7 +987,7 @@ uint32_t vt_cert_graph_n_relu(const vt_cert_graph *g) { return g->n_relu; }
 uint32_t vt_cert_graph_n_alpha(const vt_cert_graph *g) { return g->n_unst; }
 const double *vt_cert_graph_alpha(const vt_cert_graph *g) { return g->aout; }
 
-/* After IBP: the unstable ReLU values (l < 0 < u of the ReLU's input), in node order then index order;
+/* After the intermediate bounds: the unstable ReLU values (l < 0 < u of the ReLU's input), in node order then index order;
  * CROWN's slopes (1 when u >= -l, else 0) into every ReLU node; room for rows x n_unst slopes. */
 static void unstable(vt_cert_graph *g, uint32_t rows)
 {
@@ -1027,8 +1027,10 @@ static double pass(vt_cert_graph *g, const double *row)
 
 void vt_cert_graph_set_intermediate(vt_cert_graph *g, vt_cert_inter in) { g->inter_ibp = in == VT_CERT_INTER_IBP; }
 
-/* test hook (vt_cert_int.h): each refined intermediate bound moved inward by this fraction of its width */
+/* test hooks (vt_cert_int.h): each refined intermediate bound moved inward by this fraction of its
+ * width; the intermediate passes dense in one process too */
 double vti_cert_graph_inward;
+int vti_cert_graph_dense;
 
 /* The sound lower bound of sgn y_j (y node id's values, sgn +1 or -1): one backward pass from node id
  * with the ReLUs' present slopes. Sparse in one process (the values it touched cleared after);
@@ -1063,7 +1065,7 @@ static double ipass(vt_cert_graph *g, uint32_t id, uint32_t j, double sgn)
  * deadline (vt_now() seconds, 0: none) is checked between values: *timed_out 1 when it passed. */
 static void crown_inter(vt_cert_graph *g, double deadline, int *timed_out)
 {
-    g->sparse = !g->comm;
+    g->sparse = !g->comm && !vti_cert_graph_dense;
     for (uint32_t i = 0; i < g->n_nodes; i++) {
         gnode *q = &g->nd[i];
         memset(q->lam, 0, q->n * sizeof(double)), memset(q->errx, 0, q->n * sizeof(double));

@@ -1,7 +1,8 @@
 /* vt_cert_graph.h - sound bounds of a layer graph (the residual CNN's evaluation pass): linear
  * nodes (convolution, dense, bias, batch norm in evaluation form, global average pooling) as sparse
  * operators with an error term per output, ReLU, residual add, max pooling (docs/certify.md "The
- * residual CNN"). IBP, CROWN and alpha-CROWN with IBP's intermediate bounds; every bound holds for the
+ * residual CNN"). IBP, CROWN and alpha-CROWN with CROWN's intermediate bounds (backward passes per
+ * unstable ReLU input value) or IBP's (CROWN-IBP); every bound holds for the
  * real-arithmetic network and for the project's exact-rounding evaluation (RN32 per rounded
  * operation), including the rounding of the bound computation itself. Fixed-order loops, no BLAS. */
 #ifndef VT_CERT_GRAPH_H
@@ -76,7 +77,8 @@ uint32_t vt_cert_graph_size(const vt_cert_graph *g, uint32_t node); /* values pe
 vt_err vt_cert_graph_ibp(vt_cert_graph *g, const double *xl, const double *xu) VT_WARN_UNUSED;
 void vt_cert_graph_interval(const vt_cert_graph *g, uint32_t node, const double **l, const double **u);
 /* Sound lower bounds lb[j] of the margins out[label] - out[j] over the box (lb[label] = 0): IBP, or
- * (VT_CERT_CROWN) the larger of IBP's and CROWN's backward pass with IBP's intermediate bounds, or
+ * (VT_CERT_CROWN) the larger of IBP's and CROWN's backward pass with the intermediate bounds of
+ * vt_cert_graph_set_intermediate (CROWN's: also at least CROWN-IBP's pass), or
  * (VT_CERT_ALPHA_CROWN) the larger of IBP's and alpha-CROWN's: per margin the lower slopes of every
  * unstable ReLU value optimised in [0, 1] by projected sign-gradient ascent from CROWN's slopes
  * (vt_cert_graph_set_alpha's settings), the best slopes' sound bound kept (never below CROWN's). A
@@ -85,8 +87,9 @@ vt_err vt_cert_graph_bounds(vt_cert_graph *g, const double *xl, const double *xu
                             double *lb) VT_WARN_UNUSED;
 /* The spec-matrix form (VNN-LIB properties): sound lower bounds lb[r] of C_r . out over the box for the
  * m rows of C (m x outputs, row-major): IBP's, or the larger of IBP's and a CROWN (alpha-CROWN) backward
- * pass from C_r with IBP's intermediate bounds. deadline (vt_now() seconds, 0: none) is checked between
- * rows and between alpha-CROWN's iterations; the rows it cuts short are -infinity and *timed_out 1. */
+ * pass from C_r with the intermediate bounds as vt_cert_graph_bounds. deadline (vt_now() seconds, 0:
+ * none) is checked between rows, between the intermediate bounds' values and between alpha-CROWN's
+ * iterations; the rows it cuts short are -infinity and *timed_out 1. */
 vt_err vt_cert_graph_spec_bounds(vt_cert_graph *g, const double *xl, const double *xu, const double *C, uint32_t m,
                                  vt_cert_method meth, double deadline, double *lb, int *timed_out) VT_WARN_UNUSED;
 /* The intermediate bounds of the next CROWN and alpha-CROWN bounds (a new graph: VT_CERT_INTER_CROWN):
@@ -99,8 +102,8 @@ void vt_cert_graph_set_intermediate(vt_cert_graph *g, vt_cert_inter in);
 /* alpha-CROWN's settings (alpha_iters, alpha_step, alpha_decay of s; the rest ignored) for the bounds
  * after it; a new graph has vt_cert_settings_default's. */
 void vt_cert_graph_set_alpha(vt_cert_graph *g, const vt_cert_settings *s);
-/* After alpha-CROWN's bounds: the number of unstable ReLU values of the box (IBP's interval of the
- * ReLU's input has l < 0 < u), and the slopes found: per row (the margins j != label in increasing j;
+/* After alpha-CROWN's bounds: the number of unstable ReLU values of the box (the intermediate bounds'
+ * interval of the ReLU's input has l < 0 < u), and the slopes found: per row (the margins j != label in increasing j;
  * the spec rows in order) that many doubles, the unstable values in node order, then index order.
  * Owned by the graph, valid until the next bounds. */
 uint32_t vt_cert_graph_n_alpha(const vt_cert_graph *g);

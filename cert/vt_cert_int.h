@@ -79,5 +79,8 @@ vt_err vti_cert_share_rows(vt_comm *comm, double *v, size_t n, size_t w, double 
  * the layer graph are each moved inward by this fraction of their width (unsound on purpose: the
  * sampling tests must catch it). */
 extern double vti_cert_graph_inward;
+/* A test hook: when set, the intermediate bounds' passes are the dense ones in one process too (the
+ * sparse ones must give the same bits). */
+extern int vti_cert_graph_dense;
 
 #endif

@@ -261,12 +261,13 @@ static void sample(vt_rng *r, const cnn *n, vt_cert_graph *g, const uint32_t *id
 }
 
 static double IL[32][CI * HI * HI * C1], IU[32][CI * HI * HI * C1]; /* IBP's intervals */
+static double IL2[32][CI * HI * HI * C1], IU2[32][CI * HI * HI * C1]; /* CROWN's */
 
 int main(void)
 {
     vt_rng r = {20261202};
     long crown_better = 0, alpha_better = 0, full_better = 0, rows = 0, verified[NM] = {0, 0, 0, 0};
-    long slopes = 0, values = 0, tighter = 0;
+    long slopes = 0, values = 0, tighter = 0, dense_checked = 0;
     tally t = {0, 0, 0, 0, INFINITY}, hook = {0, 0, 0, 0, INFINITY};
     /* samples a box (corners for the first 150): 400, or VT_CERT_SAMPLES evaluations in all (each sample
      * is evaluated in both semantics: VT_CERT_SAMPLES / (4 networks x 12 boxes x 2)) for a longer run */
@@ -313,6 +314,22 @@ int main(void)
                           k, j, l[j], u[j], IL[k][j], IU[k][j]);
                     values++, tighter += l[j] > IL[k][j] || u[j] < IU[k][j];
                 }
+                memcpy(IL2[k], l, vt_cert_graph_size(g, ids[k]) * sizeof *l);
+                memcpy(IU2[k], u, vt_cert_graph_size(g, ids[k]) * sizeof *u);
+            }
+            if (box % 4 == 1) { /* the sparse intermediate passes give the dense ones' bits */
+                vti_cert_graph_dense = 1;
+                CHECK_OK(vt_cert_graph_bounds(g, xl, xu, label, VT_CERT_CROWN, lb2));
+                vti_cert_graph_dense = 0;
+                CHECK(memcmp(lb2, lb[1], sizeof lb2) == 0, "the dense intermediate passes give other margin bounds");
+                for (int k = 0; k < nn; k++) {
+                    const double *l, *u;
+                    vt_cert_graph_interval(g, ids[k], &l, &u);
+                    CHECK(memcmp(l, IL2[k], vt_cert_graph_size(g, ids[k]) * sizeof *l) == 0 &&
+                              memcmp(u, IU2[k], vt_cert_graph_size(g, ids[k]) * sizeof *u) == 0,
+                          "the dense intermediate passes give other intervals (node %d)", k);
+                }
+                dense_checked++;
             }
             CHECK_OK(vt_cert_graph_bounds(g, xl, xu, label, VT_CERT_ALPHA_CROWN, lb[2]));
             uint32_t U = vt_cert_graph_n_alpha(g);
@@ -358,14 +375,15 @@ int main(void)
            "straddling an end, smallest margin slack %.3Lg); CROWN-IBP above IBP on %ld of %ld rows, CROWN (its "
            "intermediate bounds) above CROWN-IBP on %ld, alpha-CROWN above CROWN on %ld (%ld slopes); CROWN's "
            "intermediate bounds tighter than IBP's on %ld of %ld values; verified boxes IBP %ld, CROWN-IBP %ld, "
-           "CROWN %ld, alpha-CROWN %ld; intermediate bounds moved inward on purpose: %ld of %ld evaluations' values "
-           "outside\n",
+           "CROWN %ld, alpha-CROWN %ld; intermediate bounds moved inward on purpose: %ld values outside in %ld evaluations"
+           "\n",
            t.points, t.outside, t.below, t.straddle, t.slack, crown_better, rows, full_better, alpha_better, slopes,
            tighter, values, verified[0], verified[3], verified[1], verified[2], hook.outside, hook.points);
     CHECK(t.outside == 0 && t.below == 0, "a sampled value left its bound");
     CHECK(crown_better > rows / 4, "CROWN-IBP is rarely tighter than IBP: %ld of %ld", crown_better, rows);
     CHECK(full_better > rows / 4, "CROWN's intermediate bounds rarely tighten a margin: %ld of %ld", full_better, rows);
     CHECK(tighter > values / 20, "CROWN's intermediate bounds rarely tighter than IBP's: %ld of %ld", tighter, values);
+    CHECK(dense_checked == 12, "the dense passes compared on %ld boxes", dense_checked);
     CHECK(hook.outside > 0, "intermediate bounds moved inward went unnoticed (%ld evaluations)", hook.points);
     return vt_test_finish("test_cert_cnn");
 }
