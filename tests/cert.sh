@@ -62,4 +62,8 @@ done
 # usage errors
 "$B/auditor" certify "$T/run" --examples 2 >/dev/null 2>&1; [ $? -eq 64 ] || bad "no --eps: not 64"
 "$B/auditor" certify "$T/run" --eps 0.1 --examples 2 --method beta >/dev/null 2>&1; [ $? -eq 64 ] || bad "bad method: not 64"
+# --intermediate ibp is the layer graph's (an MLP's CROWN always has CROWN's intermediate bounds)
+"$B/auditor" certify "$T/run" --eps 0.01 --examples 2 --intermediate ibp >"$T/ii" 2>&1
+[ $? -eq 64 ] && grep -q "intermediate ibp is for the layer graph" "$T/ii" || bad "MLP --intermediate ibp: not refused (64)"
+"$B/auditor" certify "$T/run" --eps 0.01 --examples 2 --intermediate none >/dev/null 2>&1; [ $? -eq 64 ] || bad "--intermediate none: not 64"
 cert_end
