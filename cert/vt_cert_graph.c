@@ -866,8 +866,11 @@ static double backward(vt_cert_graph *g, uint32_t start)
         gnode *q = &g->nd[id];
         const uint32_t *ix = NULL; /* the values visited: ix[0 .. cnt) (sparse), else 0 .. n */
         uint32_t cnt = q->n;
-        if (g->sparse) {
-            qsort(q->tl, q->nt, sizeof *q->tl, cmp_u32);
+        if (g->sparse) { /* the touched values in increasing order: sorted, or by a scan when many */
+            if ((uint64_t)q->nt * 16 < q->n) qsort(q->tl, q->nt, sizeof *q->tl, cmp_u32);
+            else
+                for (uint32_t i = 0, k = 0; i < q->n; i++)
+                    if (q->tm[i]) q->tl[k++] = i;
             ix = q->tl, cnt = q->nt;
         }
 #define IX(t) (ix ? ix[t] : (t))
@@ -910,7 +913,7 @@ static double backward(vt_cert_graph *g, uint32_t start)
             /* each input's sum and its error term (-1: no term), the transposed rows held (TP: this
              * rank's, then gathered), then accumulated in input order on every rank */
             double *bw = g->bw;
-            if (g->sparse) { /* the inputs of the rows with a coefficient (every row held) */
+            if (g->sparse && (uint64_t)cnt * 16 < q->n) { /* the inputs of the rows with a coefficient (all held) */
                 uint32_t nc = 0;
                 if (++g->stamp == 0) memset(g->smark, 0, g->smark_n * sizeof *g->smark), g->stamp = 1;
                 for (uint32_t t = 0; t < cnt; t++) {
@@ -921,6 +924,11 @@ static double backward(vt_cert_graph *g, uint32_t start)
                 }
                 for (uint32_t t = 0; t < nc; t++) {
                     uint32_t i = g->cand[t];
+                    tsum(q, i, bw);
+                    if (bw[2 * (size_t)i + 1] >= 0) acc(g, A, i, bw[2 * (size_t)i], bw[2 * (size_t)i + 1]);
+                }
+            } else if (g->sparse) { /* many rows: every input, as the dense pass */
+                for (uint32_t i = 0; i < A->n; i++) {
                     tsum(q, i, bw);
                     if (bw[2 * (size_t)i + 1] >= 0) acc(g, A, i, bw[2 * (size_t)i], bw[2 * (size_t)i + 1]);
                 }

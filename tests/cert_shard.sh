@@ -17,7 +17,7 @@ if [ -z "$MPIRUN" ]; then echo "cert_shard: this build has no MPI (VT_MPI): skip
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 export OMPI_MCA_btl_vader_single_copy_mechanism=none
 # a hang guard only (never a timing assertion)
-mpi() { local np=$1; shift; timeout -k 10 120 "$MPIRUN" --oversubscribe --allow-run-as-root -np "$np" "$@"; }
+mpi() { local np=$1; shift; timeout -k 10 300 "$MPIRUN" --oversubscribe --allow-run-as-root -np "$np" "$@"; }
 GEN="$HERE/../bench/gen_mlp_onnx.py"
 
 "$AUDITOR" keygen "$T/key" >/dev/null && "$TRAINER" keygen "$T/tk" >/dev/null || bad "keygen"
@@ -92,14 +92,18 @@ mkdir -p "$T/cp" && "$AUDITOR" certify "$T/cnn" --eps 0.0005 --examples 2 --meth
   --quiet >/dev/null 2>&1 || bad "cnn --write-vnnlib"
 "$AUDITOR" certify "$T/cnn" --eps 0.004 --examples 3 --method crown --write-vnnlib "$T/cp" --quiet >/dev/null 2>&1 # prop_2 (sat)
 for m in ibp crown alpha-crown; do
+  # alpha-CROWN: 3 examples (verified, verified, falsified); its ~40 passes a margin are each a
+  # collective per node, which oversubscribed ranks on a loaded machine make slow
+  n=6
+  [ $m = alpha-crown ] && n=3
   for e in 0.0005 0.002; do
-    "$AUDITOR" certify "$T/cnn" --eps $e --examples 6 --method $m --out "$T/cr.cert" --key "$T/key" --quiet \
+    "$AUDITOR" certify "$T/cnn" --eps $e --examples $n --method $m --out "$T/cr.cert" --key "$T/key" --quiet \
       >"$T/cr.out" 2>&1 || bad "cnn $m: one process"
     runs="1:tp 2:tp 3:fsdp"
     [ $e = 0.002 ] && runs="3:tp 2:fsdp"
     for run in $runs; do
       np=${run%:*} sh=${run#*:}
-      mpi $np "$AUDITOR" certify "$T/cnn" --eps $e --examples 6 --method $m --out "$T/cs.cert" --key "$T/key" \
+      mpi $np "$AUDITOR" certify "$T/cnn" --eps $e --examples $n --method $m --out "$T/cs.cert" --key "$T/key" \
         --quiet --shard $sh >"$T/cs.out" 2>&1 && cmp -s "$T/cr.cert" "$T/cs.cert" &&
         [ "$(sed 's/; certificate .*//' "$T/cr.out")" = "$(sed 's/; certificate .*//' "$T/cs.out")" ] && ok ||
         bad "cnn run $m eps $e np $np --shard $sh: not the one-process certificate: $(cat "$T/cs.out")"
