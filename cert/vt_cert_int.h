@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "../common/vt_error.h"
 #include "../merkle/vt_sign.h"
@@ -47,6 +48,11 @@ uint32_t vti_cert_method_word(const vt_cert_settings *s, int graph);
 vt_err vti_cert_method_read(uint32_t w, int mlp, vt_cert_settings *s) VT_WARN_UNUSED;
 /* certify: VT_ERR_UNSUPPORTED for IBP's intermediate bounds asked of an MLP (its CROWN has CROWN's). */
 vt_err vti_cert_inter_check(const vt_cert_settings *s, int graph) VT_WARN_UNUSED;
+/* The report's settings (`certify --report`): the "intermediate" member (the intermediate bounds the
+ * method used: "crown" for CROWN's backward passes, "ibp" for IBP's) and the "settings" object (the
+ * alpha-CROWN and attack settings the certificate records), each line indented by two spaces and
+ * followed by a comma. */
+void vti_cert_settings_json(FILE *f, const vt_cert_settings *s, int graph);
 
 /* check-certificate's one pass: the n recorded slopes at p (FP64, little-endian) into a, each in
  * [0, 1]; VT_ERR_MISMATCH naming where (an example, the property) and the first other one (NaN too). */

@@ -147,6 +147,17 @@ vt_err vti_cert_method_read(uint32_t w, int mlp, vt_cert_settings *s)
     return VT_OK;
 }
 
+void vti_cert_settings_json(FILE *f, const vt_cert_settings *s, int graph)
+{
+    const char *inter = s->method == VT_CERT_IBP || (graph && s->inter == VT_CERT_INTER_IBP) ? "ibp" : "crown";
+    fprintf(f, "  \"intermediate\": \"%s\",\n  \"settings\": {", inter);
+    if (s->method == VT_CERT_ALPHA_CROWN)
+        fprintf(f, "\"alpha_iters\": %u, \"alpha_step\": %.17g, \"alpha_decay\": %.17g, ", s->alpha_iters, s->alpha_step,
+                s->alpha_decay);
+    fprintf(f, "\"attack_restarts\": %u, \"attack_iters\": %u, \"attack_seed\": %llu},\n", s->attack_restarts,
+            s->attack_iters, (unsigned long long)s->attack_seed);
+}
+
 vt_err vti_cert_inter_check(const vt_cert_settings *s, int graph)
 {
     VT_RETURN_ERROR_IF(!graph && s->method != VT_CERT_IBP && s->inter == VT_CERT_INTER_IBP, VT_ERR_UNSUPPORTED,

@@ -370,7 +370,11 @@ vt_err vt_cert_run(const vt_cert_opts *o, vt_cert_result *res)
     if (!e && o->report_path) {
         rep.rep = strcmp(o->report_path, "-") == 0 ? stdout : fopen(o->report_path, "w");
         if (!rep.rep) e = vt_set_error(VT_ERR_IO, "--report %s: cannot create it", o->report_path);
-        else fprintf(rep.rep, "{\n  \"method\": \"%s\",\n  \"eps\": %.17g,\n  \"examples\": [", vt_cert_method_name(o->set.method), o->eps);
+        else {
+            fprintf(rep.rep, "{\n  \"method\": \"%s\",\n", vt_cert_method_name(o->set.method));
+            vti_cert_settings_json(rep.rep, &o->set, r.graph != NULL);
+            fprintf(rep.rep, "  \"eps\": %.17g,\n  \"examples\": [", o->eps);
+        }
     }
     if (!e) e = compute(o, &r, &out, res, &rep, NULL, NULL);
     if (rep.rep) {

@@ -341,9 +341,10 @@ static vt_err compute(const vt_cert_spec_opts *o, spec_in *in, double deadline, 
     if (!e && rep) {
         char h1[65], h2[65];
         vt_hex(in->onnx_sha, 32, h1), vt_hex(in->vnnlib_sha, 32, h2);
-        fprintf(rep, "{\n  \"%s\": \"%s\",\n  \"vnnlib_sha256\": \"%s\",\n  \"method\": \"%s\",\n"
-                     "  \"result\": \"%s\",\n  \"disjuncts\": [",
-                in->run ? "state_hash" : "onnx_sha256", h1, h2, vt_cert_method_name(st->method), vt_cert_spec_answer_name(*ans));
+        fprintf(rep, "{\n  \"%s\": \"%s\",\n  \"vnnlib_sha256\": \"%s\",\n  \"method\": \"%s\",\n",
+                in->run ? "state_hash" : "onnx_sha256", h1, h2, vt_cert_method_name(st->method));
+        vti_cert_settings_json(rep, st, in->gr != NULL);
+        fprintf(rep, "  \"result\": \"%s\",\n  \"disjuncts\": [", vt_cert_spec_answer_name(*ans));
         for (uint32_t k = 0; k < v->n_disj; k++) {
             double b = -INFINITY;
             for (uint32_t r = v->disj_start[k]; r < v->disj_start[k + 1]; r++) b = lb[r] > b ? lb[r] : b;

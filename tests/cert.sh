@@ -13,7 +13,8 @@ for m in ibp crown alpha-crown; do
   "$B/auditor" certify "$T/run" --eps 0.02 --examples 12 --method $m --out "$T/c.$m" --key "$T/a" \
     --report "$T/r.$m.json" --pubkey "$T/k.pub" --quiet >"$T/out.$m" || bad "certify $m"
   grep -q "verified" "$T/out.$m" || bad "certify $m: no summary"
-  python3 -c "import json,sys; d=json.load(open('$T/r.$m.json')); assert len(d['examples'])==12" || bad "report $m"
+  python3 -c "import json,sys; d=json.load(open('$T/r.$m.json')); assert len(d['examples'])==12
+assert d['intermediate']==('ibp' if '$m'=='ibp' else 'crown') and d['settings']['attack_restarts']>0" || bad "report $m"
   for o in reverse forward permuted; do
     "$B/auditor" check-certificate "$T/c.$m" "$T/run" --order $o --signer "$T/a.pub" >/dev/null || bad "check $m $o"
   done

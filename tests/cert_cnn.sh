@@ -6,7 +6,8 @@
 # each re-checked byte for byte in other evaluation orders and re-certified in another; CROWN verifies
 # at least as many examples as IBP and some, and as CROWN-IBP with every example's bound no weaker;
 # alpha-CROWN's every example's bound is no weaker than CROWN's; an altered certificate (a bound, the
-# header, a slope, the intermediate bounds' bit) is rejected.
+# header, a slope, the intermediate bounds' bit) is rejected. The JSON report names the intermediate
+# bounds used and, for alpha-CROWN, the search settings.
 # shellcheck source=tests/cert_lib.sh
 . "$(dirname "$0")/cert_lib.sh"
 cert_begin cert_cnn "${1:-}"
@@ -27,7 +28,9 @@ for run in digits cifar; do
     w=$(od -An -tu4 -j12 -N4 "$T/c.$run.$m" | tr -d ' ')
     case $m in ibp) ww=0 ;; crown) ww=257 ;; crown-ibp) ww=1 ;; *) ww=258 ;; esac
     [ "$w" = $ww ] || bad "$run $m: method word $w, expected $ww"
-    python3 -c "import json; d=json.load(open('$T/r.$run.$m.json')); assert len(d['examples'])==$n" || bad "report $run $m"
+    case $m in crown|alpha-crown) wi=crown ;; *) wi=ibp ;; esac
+    python3 -c "import json; d=json.load(open('$T/r.$run.$m.json')); assert len(d['examples'])==$n
+assert d['intermediate']=='$wi' and ('alpha_iters' in d['settings'])==('$m'=='alpha-crown')" || bad "report $run $m"
     [ "$(od -An -tu4 -j8 -N4 "$T/c.$run.$m" | tr -d ' ')" = 4 ] || bad "$run $m: not a version-4 certificate"
     for o in reverse permuted; do
       "$B/auditor" check-certificate "$T/c.$run.$m" "$T/$run" --order $o --signer "$T/a.pub" >/dev/null ||

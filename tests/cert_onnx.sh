@@ -75,7 +75,7 @@ P="$T/p/prop_3.vnnlib"
 for m in ibp crown alpha-crown; do
   "$A" certify --onnx "$T/net.onnx" --vnnlib "$P" --method $m --out "$T/c.$m" --key "$T/a" --report "$T/r.$m.json" \
     --quiet >/dev/null || bad "certify --out $m"
-  python3 -c "import json; d=json.load(open('$T/r.$m.json')); assert d['result'] in ('unsat','sat','unknown') and len(d['disjuncts'])==9" ||
+  python3 -c "import json; d=json.load(open('$T/r.$m.json')); assert d['result'] in ('unsat','sat','unknown') and len(d['disjuncts'])==9 and d['intermediate']==('ibp' if '$m'=='ibp' else 'crown')" ||
     bad "report $m"
   "$A" check-certificate "$T/c.$m" --onnx "$T/net.onnx" --vnnlib "$P" --signer "$T/a.pub" >/dev/null || bad "check $m"
 done
