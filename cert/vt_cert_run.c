@@ -329,7 +329,10 @@ static vt_err compute(const vt_cert_opts *op, cert_run *r, vti_buf *o, vt_cert_r
             for (size_t k = 0; k < (size_t)(C - 1) * U; k++) vti_put64(o, vt_f64_bits(ga[k]));
         } else
             for (size_t k = 0; k < na; k++) vti_put64(o, vt_f64_bits(alpha[k]));
-        if (!op->quiet) printf("example %4u  label %u  %-9s  min margin >= %.6g\n", i, lab, vt_cert_answer_name(ans), mn);
+        if (!op->quiet) { /* the progress of a long certification, also when standard output is a file */
+            printf("example %4u  label %u  %-9s  min margin >= %.6g\n", i, lab, vt_cert_answer_name(ans), mn);
+            fflush(stdout);
+        }
         if (rep && rep->rep) {
             fprintf(rep->rep, "%s\n    {\"index\": %u, \"label\": %u, \"answer\": \"%s\", \"margin_lower_bound\": ",
                     rep->first ? "" : ",", i, lab, vt_cert_answer_name(ans));
