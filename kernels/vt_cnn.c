@@ -122,9 +122,20 @@ void vt_bn_eval(size_t M, size_t C, const float *x, const float *rm, const float
         for (size_t c = 0; c < C; c++) out[i * C + c] = vti_bn_eval1(x[i * C + c], rm[c], rv[c], gamma[c], beta[c], eps);
 }
 
+typedef struct {
+    const float *a, *b;
+    double *out;
+} add_a;
+
+static void add_r(const void *p, size_t i0, size_t i1)
+{
+    const add_a *a = p;
+    for (size_t i = i0; i < i1; i++) a->out[i] = (double)a->a[i] + (double)a->b[i];
+}
+
 void vt_add(size_t n, const float *a, const float *b, double *out)
 {
-    for (size_t i = 0; i < n; i++) out[i] = (double)a[i] + (double)b[i];
+    vti_par_range(n, VTI_GRAIN, add_r, &(add_a){a, b, out});
 }
 
 float vt_avgpool_weight(size_t HW) { return (float)(1.0 / (double)HW); }

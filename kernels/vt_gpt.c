@@ -50,12 +50,24 @@ void vt_ln_norm(size_t M, size_t C, const float *xc, const float *s2, double eps
     vti_par_range(M, VTI_ROWS_GRAIN(C), ln_norm_r, &(gpt_a){.C = C, .x = xc, .a = s2, .eps = eps, .out = out});
 }
 
+typedef struct {
+    size_t C;
+    const float *x, *gamma, *beta;
+    double *out;
+} affine_a;
+
+static void affine_r(const void *p, size_t r0, size_t r1)
+{
+    const affine_a *a = p;
+    const size_t C = a->C;
+    for (size_t i = r0; i < r1; i++)
+        for (size_t c = 0; c < C; c++)
+            a->out[i * C + c] = vti_affine1(a->x[i * C + c], a->gamma[c], a->beta ? &a->beta[c] : NULL);
+}
+
 void vt_affine(size_t M, size_t C, const float *x, const float *gamma, const float *beta, double *out)
 {
-    for (size_t i = 0; i < M; i++)
-        for (size_t c = 0; c < C; c++) {
-            out[i * C + c] = vti_affine1(x[i * C + c], gamma[c], beta ? &beta[c] : NULL);
-        }
+    vti_par_range(M, VTI_ROWS_GRAIN(C), affine_r, &(affine_a){C, x, gamma, beta, out});
 }
 
 static void ln_backward_r(const void *p, size_t r0, size_t r1)

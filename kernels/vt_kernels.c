@@ -318,11 +318,11 @@ static void vti_bounds_array(vt_bounds *bounds, const double *b)
     bounds->b = b;
 }
 
-/* The products of the column reductions of a row-major a (rows == 1, a.sk == cols, a.sj == 1):
- * P[j * n + t] = a(t, j) * b(t, j) in FP64 (exact), formed in blocks of 64 rows so that reads and
+/* The products of the column reductions of a row-major a (rows == 1, a.sk == ld, a.sj == 1), cols
+ * columns from a.p and b.p: P[j * n + t] = a(t, j) * b(t, j) in FP64 (exact), formed in blocks of 64 rows so that reads and
  * writes both stay in a few cache lines at a time; each column's products then lie contiguous, as
  * the per-column loop would have formed them. */
-static void vti_col_products(vt_strided a, vt_strided b, size_t n, size_t cols, double *P)
+static void vti_col_products(vt_strided a, vt_strided b, size_t n, size_t cols, size_t ld, double *P)
 {
     for (size_t t0 = 0; t0 < n; t0 += 64) {
         size_t t1 = n - t0 < 64 ? n : t0 + 64;
@@ -330,11 +330,90 @@ static void vti_col_products(vt_strided a, vt_strided b, size_t n, size_t cols, 
             double *d = P + j * n;
             const float *pa = a.p + j, *pb = b.p + j * b.sj;
             if (b.sk == 0)
-                for (size_t t = t0; t < t1; t++) d[t] = (double)pa[t * cols] * (double)pb[0];
+                for (size_t t = t0; t < t1; t++) d[t] = (double)pa[t * ld] * (double)pb[0];
             else
-                for (size_t t = t0; t < t1; t++) d[t] = (double)pa[t * cols] * (double)pb[t * b.sk];
+                for (size_t t = t0; t < t1; t++) d[t] = (double)pa[t * ld] * (double)pb[t * b.sk];
         }
     }
+}
+
+/* vt_reduce's outputs over the threads: every output element is its own reduction (its terms, their
+ * order, its bound), so a part computes exactly what one thread would; each part has its own term
+ * scratch (x, the sorted order's keys, the panel tree), the permutation and the column products P
+ * are shared read-only. */
+typedef struct {
+    const vt_exec *e;
+    size_t cols, n;
+    vt_strided a, b;
+    double *out, *bnd;
+    const double *P;       /* the column products (or NULL) */
+    const uint32_t *perm;  /* the permuted order's permutation (or NULL) */
+    int pan;
+    double *x0;            /* part 0's scratch (the executor's workspace) */
+    uint64_t *keys0;
+    double *ps0;
+    int nomem[VT_PAR_MAX];
+} reduce_job;
+
+static void reduce_part(void *ctx, size_t lo, size_t hi, int part)
+{
+    reduce_job *j = ctx;
+    const vt_exec *e = j->e;
+    const size_t n = j->n, cols = j->cols;
+    double *x = j->x0, *ps = j->ps0;
+    uint64_t *keys = j->keys0;
+    void *own = NULL;
+    if (part > 0) { /* the other parts' scratch: the same sizes as vti_sum_scratch's */
+        size_t nps = j->pan ? vti_ptree_depth(n / VT_PANEL + 1) : 0, nk = j->keys0 ? n : 0;
+        own = malloc((j->P ? 0 : n) * sizeof(double) + nps * sizeof(double) + nk * sizeof(uint64_t) + 1);
+        if (!own) {
+            j->nomem[part] = 1;
+            return;
+        }
+        double *d = own;
+        x = d, d += j->P ? 0 : n;
+        ps = j->pan ? d : NULL, d += nps;
+        keys = nk ? (uint64_t *)(void *)d : NULL;
+    }
+    const vt_strided a = j->a, b = j->b;
+    for (size_t ij = lo; ij < hi; ij++) {
+        const size_t i = ij / cols, jj = ij % cols;
+        size_t g = 0, r = i;
+        if (a.rpb) g = i / a.rpb, r = i % a.rpb;
+        const float *pa = a.p + g * a.sg + r * a.si + jj * a.sj, *pb = b.p + g * b.sg + r * b.si + jj * b.sj;
+        const size_t sa = a.sk, sb = b.sk;
+        /* products of two FP32 values are exact in FP64: the terms are exact (the contiguous
+         * cases with constant strides, which the compiler vectorises) */
+        const double *xs = x;
+        if (j->P) xs = j->P + jj * n;
+        else if (sa == 1 && sb == 0)
+            for (size_t t = 0; t < n; t++) x[t] = (double)pa[t] * (double)pb[0];
+        else if (sa == 1 && sb == 1)
+            for (size_t t = 0; t < n; t++) x[t] = (double)pa[t] * (double)pb[t];
+        else
+            for (size_t t = 0; t < n; t++) x[t] = (double)pa[t * sa] * (double)pb[t * sb];
+        j->out[ij] = vti_sum_red(e->order, j->pan, n, xs, j->perm, keys, ps);
+        /* the rounding layer's bound of a reduction, with factors 1: gamma over the non-zero
+         * terms only, and 0 when the sum is exact in every order (docs/rounding.md 2.1) */
+        j->bnd[ij] = vt_bound_of_products(&e->bound, n, xs); /* = vt_bound_of_terms(pa, pb) */
+    }
+    free(own);
+}
+
+typedef struct {
+    vt_strided a, b;
+    size_t n, cols;
+    double *P;
+} colprod_job;
+
+static void colprod_part(void *ctx, size_t lo, size_t hi, int part)
+{
+    const colprod_job *j = ctx;
+    (void)part;
+    vt_strided a = j->a, b = j->b;
+    a.p += lo, b.p += lo * b.sj; /* columns lo .. hi-1: column j's operands start at p + j * sj */
+    a.sk = j->cols;
+    vti_col_products(a, b, j->n, hi - lo, j->cols, j->P + lo * j->n);
 }
 
 vt_err vt_reduce(vt_exec *e, size_t rows, size_t cols, size_t n, vt_strided a, vt_strided b, double *out,
@@ -352,44 +431,28 @@ vt_err vt_reduce(vt_exec *e, size_t rows, size_t cols, size_t n, vt_strided a, v
     VT_FORWARD_IF_ERROR(vti_coef(e, n, &coef));
     void *p = NULL;
     VT_FORWARD_IF_ERROR(vti_ws_get(&e->ws, VT_WS_A, n, sizeof(double), &p));
-    double *x = p;
+    reduce_job j;
+    memset(&j, 0, sizeof j);
+    j.e = e, j.cols = cols, j.n = n, j.a = a, j.b = b, j.out = out, j.bnd = bnd, j.x0 = p;
     uint32_t *perm;
-    uint64_t *keys;
-    double *ps;
-    VT_FORWARD_IF_ERROR(vti_sum_scratch(e, n, &perm, &keys, &ps));
-    const int pan = vt_bound_panelled(&e->bound, n);
+    VT_FORWARD_IF_ERROR(vti_sum_scratch(e, n, &perm, &j.keys0, &j.ps0));
+    j.perm = perm;
+    j.pan = vt_bound_panelled(&e->bound, n);
     /* Column reductions of a row-major matrix (a.sk = the row length, every column's terms far
      * apart): the products of all columns are formed first, column by column into contiguous
-     * scratch (vti_col_products), so that every reduction below reads consecutive memory. The
-     * terms, their order and hence every result and bound are the same either way. */
-    double *P = NULL;
+     * scratch (vti_col_products, columns over the threads), so that every reduction below reads
+     * consecutive memory. The terms, their order and hence every result and bound are the same
+     * either way. */
     if (rows == 1 && cols > 1 && !a.rpb && a.sk == cols && a.sj == 1 && n * cols <= ((size_t)1 << 27)) {
         void *q = NULL;
         VT_FORWARD_IF_ERROR(vti_ws_get(&e->ws, VT_WS_B, n * cols, sizeof(double), &q));
-        P = q;
-        vti_col_products(a, b, n, cols, P);
+        (void)vt_par_for(cols, VTI_GRAIN / n + 1, colprod_part, &(colprod_job){a, b, n, cols, q});
+        j.P = q;
     }
-    for (size_t i = 0; i < rows; i++)
-        for (size_t j = 0; j < cols; j++) {
-            size_t g = 0, r = i;
-            if (a.rpb) g = i / a.rpb, r = i % a.rpb;
-            const float *pa = a.p + g * a.sg + r * a.si + j * a.sj, *pb = b.p + g * b.sg + r * b.si + j * b.sj;
-            const size_t sa = a.sk, sb = b.sk;
-            /* products of two FP32 values are exact in FP64: the terms are exact (the contiguous
-             * cases with constant strides, which the compiler vectorises) */
-            double *xs = x;
-            if (P) xs = P + j * n;
-            else if (sa == 1 && sb == 0)
-                for (size_t t = 0; t < n; t++) x[t] = (double)pa[t] * (double)pb[0];
-            else if (sa == 1 && sb == 1)
-                for (size_t t = 0; t < n; t++) x[t] = (double)pa[t] * (double)pb[t];
-            else
-                for (size_t t = 0; t < n; t++) x[t] = (double)pa[t * sa] * (double)pb[t * sb];
-            out[i * cols + j] = vti_sum_red(e->order, pan, n, xs, perm, keys, ps);
-            /* the rounding layer's bound of a reduction, with factors 1: gamma over the non-zero
-             * terms only, and 0 when the sum is exact in every order (docs/rounding.md 2.1) */
-            bnd[i * cols + j] = vt_bound_of_products(&e->bound, n, xs); /* = vt_bound_of_terms(pa, pb) */
-        }
+    /* parts of at least VTI_GRAIN terms in all */
+    const int parts = vt_par_for(RC, VTI_GRAIN / n + 1, reduce_part, &j);
+    for (int k = 0; k < parts; k++)
+        VT_RETURN_ERROR_IF(j.nomem[k], VT_ERR_NOMEM, "out of memory (a reduction's scratch, %zu terms)", n);
     vti_bounds_array(bounds, bnd);
     bounds->xa = a.p, bounds->xa_si = a.si, bounds->xa_sj = a.sj, bounds->xa_sk = a.sk;
     bounds->xb = b.p, bounds->xb_si = b.si, bounds->xb_sj = b.sj, bounds->xb_sk = b.sk;
@@ -423,10 +486,24 @@ vt_err vt_coldot(vt_exec *e, size_t M, size_t N, const float *A, const float *B,
  * Each output is one fixed chain of IEEE basic operations on exactly converted
  * FP32 inputs (conversions FP32 -> FP64 are exact): bit-identical everywhere. */
 
+typedef struct {
+    size_t N;
+    const float *X, *bias;
+    double *Y;
+} bias_add_a;
+
+static void bias_add_r(const void *p, size_t r0, size_t r1)
+{
+    const bias_add_a *a = p;
+    const size_t N = a->N;
+    for (size_t i = r0; i < r1; i++)
+        for (size_t j = 0; j < N; j++) a->Y[i * N + j] = vti_bias1(a->X[i * N + j], a->bias[j]);
+}
+
+/* rows over the threads (vti_par_range): each output its own chain */
 void vt_bias_add(size_t M, size_t N, const float *X, const float *bias, double *Y)
 {
-    for (size_t i = 0; i < M; i++)
-        for (size_t j = 0; j < N; j++) Y[i * N + j] = vti_bias1(X[i * N + j], bias[j]);
+    vti_par_range(M, VTI_ROWS_GRAIN(N), bias_add_r, &(bias_add_a){N, X, bias, Y});
 }
 
 void vt_relu(size_t n, const float *x, double *y)

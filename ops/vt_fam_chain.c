@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../common/vt_bytes.h"
+#include "../common/vt_par.h"
 #include "../kernels/vt_cnn.h"
 #include "../kernels/vt_gpt.h"
 #include "../kernels/vt_kernels.h"
@@ -36,21 +37,32 @@ vt_err vti_bias_add_exec(vt_opctx *c)
 
 void vti_bias_add_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 1, out); }
 
+/* ReLU and its gradient over the threads (common/vt_par.h): each output element is selected on its
+ * own, so the bits are the same for every thread count */
+typedef struct {
+    const float *z, *da;
+    float *out;
+} relu_job;
+
+static void relu_part(void *ctx, size_t lo, size_t hi, int part)
+{
+    const relu_job *j = ctx;
+    (void)part;
+    if (j->da)
+        for (size_t i = lo; i < hi; i++) j->out[i] = j->z[i] > 0.0f ? j->da[i] : 0.0f;
+    else
+        for (size_t i = lo; i < hi; i++) j->out[i] = j->z[i] > 0.0f ? j->z[i] : 0.0f;
+}
+
 vt_err vti_relu_exec(vt_opctx *c) /* exact, nothing to round */
 {
-    size_t n = NOUT(0);
-    const float *z = IN(0);
-    float *a = OUT(0);
-    for (size_t i = 0; i < n; i++) a[i] = z[i] > 0.0f ? z[i] : 0.0f;
+    (void)vt_par_for(NOUT(0), 32768, relu_part, &(relu_job){IN(0), NULL, OUT(0)});
     return VT_OK;
 }
 
 vt_err vti_relu_bwd_exec(vt_opctx *c) /* exact */
 {
-    size_t n = NOUT(0);
-    const float *z = IN(0), *da = IN(1);
-    float *dz = OUT(0);
-    for (size_t i = 0; i < n; i++) dz[i] = z[i] > 0.0f ? da[i] : 0.0f;
+    (void)vt_par_for(NOUT(0), 32768, relu_part, &(relu_job){IN(0), IN(1), OUT(0)});
     return VT_OK;
 }
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "../common/vt_bytes.h"
+#include "../common/vt_par.h"
 #include "../kernels/vt_cnn.h"
 #include "../kernels/vt_gpt.h"
 #include "../kernels/vt_kernels.h"
@@ -127,6 +128,62 @@ vt_err vti_bmm_check(const vt_program *p, const vt_opdesc *o)
     return f32_shape(p, o, o->out[0], G * M * N, "C");
 }
 
+typedef struct {
+    const vt_exec *e;
+    int ta, tb;
+    size_t M, N, K;
+    const float *A, *B;
+    double *C, *bnd, coef;
+    vt_err err[VT_PAR_MAX];
+    char msg[VT_PAR_MAX][200];
+} bmm_job;
+
+/* batches [lo, hi) of vti_bmm_exec */
+static void bmm_part(void *ctx, size_t lo, size_t hi, int part)
+{
+    bmm_job *j = ctx;
+    const size_t M = j->M, N = j->N, K = j->K;
+    const int ta = j->ta, tb = j->tb;
+    vt_exec sub;
+    vt_exec_init(&sub, j->e->order, j->e->bound, j->e->seed);
+    double *rn = malloc((M + N) * sizeof *rn), *cn = rn ? rn + M : NULL;
+    j->err[part] = rn ? VT_OK : vt_set_error(VT_ERR_NOMEM, "out of memory (a batched GEMM part's norms)");
+    for (size_t g = lo; g < hi && !j->err[part]; g++) {
+        const float *Ag = j->A + g * M * K, *Bg = j->B + g * K * N;
+        /* each batch a GEMM in the executor's order (BLAS or the project's loops); the bound of element
+         * (g, i, j) is the batch's Cauchy-Schwarz bound coef * |row i of op(A_g)| * |column j of op(B_g)|,
+         * the norms fixed-order FP64 sums computed here: the same value for every party, THE bound of
+         * the element (there is no tight fallback). The GEMM is computed without vt_gemm's norms (the same
+         * computation), and the operand norms in one fixed sequential order whatever the executor's
+         * (vt_gemm's depend on its panels and order when K is panelled): the bound is one function of
+         * the operands for every party */
+        j->err[part] = vt_gemm_plain(&sub, ta, tb, M, N, K, Ag, Bg, j->C + g * M * N);
+        if (j->err[part]) break;
+        for (size_t i = 0; i < M; i++) {
+            double s = 0;
+            for (size_t k = 0; k < K; k++) {
+                double v = ta ? Ag[k * M + i] : Ag[i * K + k];
+                s += v * v;
+            }
+            rn[i] = sqrt(s);
+        }
+        for (size_t jj = 0; jj < N; jj++) {
+            double s = 0;
+            for (size_t k = 0; k < K; k++) {
+                double v = tb ? Bg[jj * K + k] : Bg[k * N + jj];
+                s += v * v;
+            }
+            cn[jj] = sqrt(s);
+        }
+        double *b = j->bnd + g * M * N;
+        for (size_t i = 0; i < M; i++)
+            for (size_t jj = 0; jj < N; jj++) b[i * N + jj] = j->coef * rn[i] * cn[jj];
+    }
+    if (j->err[part]) snprintf(j->msg[part], sizeof j->msg[part], "%s", vt_errmsg());
+    free(rn);
+    vt_exec_free(&sub);
+}
+
 vt_err vti_bmm_exec(vt_opctx *c)
 {
     size_t G = 0, M = 0, N = 0, K = 0;
@@ -144,32 +201,19 @@ vt_err vti_bmm_exec(vt_opctx *c)
      * the element (there is no tight fallback) */
     const double coef = vt_bound_coef_red(&c->exec->bound, K, K);
     VT_RETURN_ERROR_IF(!(coef >= 0.0), VT_ERR_LIMIT, "batched GEMM: no bound coefficient for K = %zu", K);
-    for (size_t g = 0; g < G; g++) {
-        const float *Ag = A + g * M * K, *Bg = Bm + g * K * N;
-        /* the GEMM without vt_gemm's norms (the same computation), and the operand norms in one fixed
-         * sequential order whatever the executor's (vt_gemm's depend on its panels and order when K is
-         * panelled): the bound is one function of the operands for every party */
-        VT_FORWARD_IF_ERROR(vt_gemm_plain(c->exec, ta, tb, M, N, K, Ag, Bg, c->s.x64 + g * M * N));
-        for (size_t i = 0; i < M; i++) {
-            double s = 0;
-            for (size_t k = 0; k < K; k++) {
-                double v = ta ? Ag[k * M + i] : Ag[i * K + k];
-                s += v * v;
-            }
-            c->s.rn[i] = sqrt(s);
-        }
-        for (size_t j = 0; j < N; j++) {
-            double s = 0;
-            for (size_t k = 0; k < K; k++) {
-                double v = tb ? Bg[j * K + k] : Bg[k * N + j];
-                s += v * v;
-            }
-            c->s.cn[j] = sqrt(s);
-        }
-        double *b = c->s.b64 + g * M * N;
-        for (size_t i = 0; i < M; i++)
-            for (size_t j = 0; j < N; j++) b[i * N + j] = coef * c->s.rn[i] * c->s.cn[j];
-    }
+    /* the batches over the threads: each is computed whole by one part (its GEMM, norms and
+     * bounds), with an executor of the same order, bound and seed, so the bits are those of one
+     * thread (common/vt_par.h) */
+    bmm_job *j = malloc(sizeof *j);
+    VT_RETURN_ERROR_IF(!j, VT_ERR_NOMEM, "out of memory (a batched GEMM's parts)");
+    *j = (bmm_job){.e = c->exec, .ta = ta, .tb = tb, .M = M, .N = N, .K = K, .A = A, .B = Bm, .C = c->s.x64,
+                   .bnd = c->s.b64, .coef = coef};
+    const int parts = vt_par_for(G, 1 + (1u << 15) / (M * N * K + 1), bmm_part, j);
+    vt_err ret = VT_OK;
+    for (int p = 0; p < parts && !ret; p++)
+        if (j->err[p]) ret = vt_set_error(j->err[p], "%s", j->msg[p]);
+    free(j);
+    VT_FORWARD_IF_ERROR(ret);
     vt_bounds bd;
     memset(&bd, 0, sizeof bd);
     bd.kind = VT_BOUNDS_ARRAY;

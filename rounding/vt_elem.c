@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "vt_round_hd.h"
+#include "../common/vt_par.h"
 
 /* Every bound and rule here assumes that double arithmetic is evaluated in double (no x87
  * excess precision), as on x86-64 SSE2, AArch64 and CUDA: refuse to build otherwise. */
@@ -53,15 +54,41 @@ int vt_screen_block(const double *x, const double *B, float *out, uint8_t *clear
     return ok;
 }
 
-vt_err vt_round_plain(const double *x, size_t n, float *out, vt_elem_fault *f)
+/* vt_round_plain's conversion over the threads (each element its own, the bits the same for every
+ * thread count); a part notes whether it met a value that is not finite. */
+typedef struct {
+    const double *x;
+    float *out;
+    int bad[VT_PAR_MAX];
+} plain_job;
+
+static int plain_range(const double *x, size_t lo, size_t hi, float *out)
 {
     int bad = 0;
-    for (size_t k = 0; k < n; k++) {
+    for (size_t k = lo; k < hi; k++) {
         float r = (float)x[k];
         out[k] = r;
         bad |= !isfinite(r);
     }
-    if (!bad) return VT_OK;
+    return bad;
+}
+
+static void plain_part(void *ctx, size_t lo, size_t hi, int part)
+{
+    plain_job *j = ctx;
+    j->bad[part] = plain_range(j->x, lo, hi, j->out);
+}
+
+vt_err vt_round_plain(const double *x, size_t n, float *out, vt_elem_fault *f)
+{
+    int bad = 0;
+    if (n >= 65536 && vt_par_threads() > 1) {
+        plain_job j = {.x = x, .out = out};
+        const int parts = vt_par_for(n, 32768, plain_part, &j);
+        for (int p = 0; p < parts; p++) bad |= j.bad[p];
+    } else
+        bad = plain_range(x, 0, n, out);
+    if (!bad) return VT_OK; /* else the first element in index order that is not finite */
     for (size_t k = 0; k < n; k++)
         if (!isfinite(out[k])) {
             vt_set_error(VT_ERR_DIVERGED, isnan(x[k]) ? "result is NaN" : "result is beyond FP32 range");

@@ -38,6 +38,7 @@
 
 #include "../common/vt_bytes.h"
 #include "../common/vt_hash.h"
+#include "../common/vt_par.h"
 #include "../data/vt_data.h"
 #include "../model/vt_model.h"
 #include "../rounding_log/vt_rlog.h"
@@ -154,6 +155,9 @@ static void subnormal_check(const vt_recipe *rc, const vt_dataset *ds, const vt_
     vt_rctx ctx;
     vt_rctx_init(&ctx, VT_RMODE_RECORD, rc->bound);
     const unsigned csr = _mm_getcsr();
+    /* MXCSR is per thread: forced here on this thread only, so every loop runs here (one thread) */
+    const int threads = vt_par_threads();
+    vt_par_set_threads(1);
     for (uint64_t s = 1; s <= rc->steps && !first; s++) {
         _mm_setcsr(csr | 0x8040u);
         vt_err e = vt_rctx_begin_step(&ctx, s, &log);
@@ -164,6 +168,7 @@ static void subnormal_check(const vt_recipe *rc, const vt_dataset *ds, const vt_
         if (!e) e = vt_model_state_hash(&f, h);
         if (e || memcmp(h, sh[s - 1], 32) != 0) first = s;
     }
+    vt_par_set_threads(threads);
     vt_steplog_free(&log);
     vt_model_free(&f);
     CHECK(first == rc->steps, SUBNORMAL_CFG ": under FTZ the state first differs at step %zu, expected %llu", first,

@@ -10,6 +10,7 @@
 #include "kernels/vt_kernels.h"
 #include "rounding/vt_exact.h"
 #include "kernels/vt_math.h"
+#include "common/vt_par.h"
 #include "vt_test.h"
 
 static vt_rng R;
@@ -556,6 +557,52 @@ static void test_sums(void)
     printf("sums: largest |err|/bound %.3g\n", worst_ratio_sum);
 }
 
+/* vt_reduce over the threads (docs/architecture.md "Threads"): column sums (through the column
+ * products), row sums, column dot products and a batched strided reduction give the same result and
+ * bound bits with 1, 2 and 3 threads in every order; the first differing element is named. */
+static void test_reduce_threads(void)
+{
+    static const size_t shapes[][2] = {{1, 7}, {3, 1}, {64, 96}, {1000, 5}, {5, 1000}, {4099, 33}, {33, 4099}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        const size_t M = shapes[s][0], N = shapes[s][1];
+        float *X = xmalloc(M * N * sizeof(float)), *Y = xmalloc(M * N * sizeof(float));
+        for (size_t i = 0; i < M * N; i++) X[i] = gen_value(i % 7 == 0 ? D_WIDE : D_NORMAL), Y[i] = gen_value(D_NORMAL);
+        const size_t most = M > N ? M : N;
+        double *o[3][4], *b[3][4];
+        for (int o_ = 0; o_ < VT_ORDER_COUNT; o_++) {
+            for (int t = 0; t < 3; t++) {
+                vt_par_set_threads(t + 1);
+                vt_exec e;
+                vt_exec_init(&e, (vt_order)o_, PROVABLE, 7);
+                for (int k = 0; k < 4; k++) o[t][k] = xmalloc(most * sizeof(double)), b[t][k] = xmalloc(most * sizeof(double));
+                vt_bounds bd;
+                CHECK_OK(vt_colsum(&e, M, N, X, o[t][0], b[t][0], &bd));
+                CHECK_OK(vt_rowsum(&e, M, N, X, o[t][1], b[t][1], &bd));
+                CHECK_OK(vt_coldot(&e, M, N, X, Y, o[t][2], b[t][2], &bd));
+                /* rows of a batched operand: M rows in batches of 2 (row r of batch g at g*N*2 + r*N) */
+                if (M % 2 == 0)
+                    CHECK_OK(vt_reduce(&e, M, 1, N, (vt_strided){X, N, 0, 1, 2, 2 * N}, (vt_strided){Y, N, 0, 1, 2, 2 * N},
+                                       o[t][3], b[t][3], &bd));
+                vt_exec_free(&e);
+            }
+            const size_t len[4] = {N, M, N, M % 2 == 0 ? M : 0};
+            for (int k = 0; k < 4; k++)
+                for (int t = 1; t < 3; t++)
+                    for (size_t i = 0; i < len[k]; i++)
+                        if (memcmp(&o[t][k][i], &o[0][k][i], sizeof(double)) || memcmp(&b[t][k][i], &b[0][k][i], sizeof(double))) {
+                            CHECK(0, "reduce %d (%zu x %zu, %s), %d threads: element %zu is %a (bound %a), one thread's %a (%a)", k,
+                                  M, N, vt_order_name((vt_order)o_), t + 1, i, o[t][k][i], b[t][k][i], o[0][k][i], b[0][k][i]);
+                            break;
+                        }
+            for (int t = 0; t < 3; t++)
+                for (int k = 0; k < 4; k++) free(o[t][k]), free(b[t][k]);
+        }
+        free(X);
+        free(Y);
+    }
+    vt_par_set_threads(1);
+}
+
 /* ------------------------------------------------------ softmax and loss */
 
 static void test_softmax_case(size_t N, size_t C, double scale, int extremes)
@@ -1061,6 +1108,7 @@ int main(void)
     test_errors();
     test_pairwise_tree();
     test_sums();
+    test_reduce_threads();
     test_softmax();
     test_xent();
     test_gemm();
