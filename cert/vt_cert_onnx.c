@@ -433,6 +433,7 @@ typedef struct {
     const char *name;
     uint32_t node, C, H, W;
     int img;
+    int raw; /* the input (or a no-op of it) before a normalisation step that followed: not the graph's node 0 */
 } gval;
 
 static int cnn_op(const gctx *c, const Onnx__NodeProto *n)
@@ -699,6 +700,12 @@ static vt_err walk_graph(gctx *c, vt_cert_graph **out)
                              "the input", nname(n), op, n->input[0]);
             break;
         }
+        if (a->raw || (b && b->raw)) { /* node 0 is the normalised input: the bounds know no other */
+            e = vt_set_error(VT_ERR_UNSUPPORTED, "ONNX node %s (%s): reads %s, the input before its normalisation "
+                             "(supported: a chain of Sub / Div whose result alone is read)", nname(n), op,
+                             (a->raw ? a : b)->name);
+            break;
+        }
         if (!strcmp(op, "Sub") || !strcmp(op, "Div")) {
             const Onnx__TensorProto *k1 = n->n_input == 2 ? constant(c, n->input[1]) : NULL;
             e = attrs_only(n, (const char *const[]){NULL});
@@ -706,7 +713,8 @@ static vt_err walk_graph(gctx *c, vt_cert_graph **out)
                 e = vt_set_error(VT_ERR_UNSUPPORTED, "ONNX node %s (%s): supported only as the input's normalisation by a "
                                  "constant, before any other operator", nname(n), op);
             if (!e) e = norm_step(c, n, k1, (uint32_t)d, a->img ? a->H * a->W : 0);
-            if (!e) v[nv] = *a, v[nv++].name = n->output[0];
+            for (uint32_t k = 0; !e && k < nv; k++) v[k].raw = 1; /* only the new value is the normalised input */
+            if (!e) v[nv] = *a, v[nv].raw = 0, v[nv++].name = n->output[0];
             continue;
         }
         only_norm = 0;

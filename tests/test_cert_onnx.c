@@ -10,7 +10,8 @@
  * GlobalAveragePool, Flatten, Gemm) is read into the graph; over random boxes, sampled inputs evaluated
  * directly (long double for the real network, FP32 in two orders for an FP32 evaluation) never leave
  * the output's IBP interval nor fall below IBP's or CROWN's spec-row bounds; group 2, dilation 2, a
- * weight of the wrong shape, a pool whose stride is not its kernel are refused (UNSUPPORTED).
+ * weight of the wrong shape, a pool whose stride is not its kernel, a Conv reading the input from before
+ * its normalisation are refused (UNSUPPORTED).
  * Skipped (77) in a build without ONNX support. */
 #include <math.h>
 #include <stdio.h>
@@ -302,7 +303,7 @@ static void test_onnx(void)
 
 /* ---------------------------------------------------------------- a convolutional model */
 
-enum { C_NONE, C_GROUP2, C_DIL2, C_WDIMS, C_POOLSTRIDE, C_N };
+enum { C_NONE, C_GROUP2, C_DIL2, C_WDIMS, C_POOLSTRIDE, C_RAW_INPUT, C_N };
 
 /* x [1, 2, 4, 4] - mean (per channel) -> Conv 3x3 pads 1 (3 channels, bias) -> BN -> Relu = r;
  * Conv 1x1 of r (no bias) = s; Add(r, s) -> MaxPool 2x2 -> AveragePool 1x2 (stride 1x2) ->
@@ -365,7 +366,8 @@ static void build_cnn(const char *path, int mut)
     Onnx__AttributeProto **ca = calloc(5, sizeof *ca);
     ca[0] = cattr("kernel_shape", 2, k3), ca[1] = cattr("pads", 4, p1), ca[2] = cattr("strides", 2, s1);
     ca[3] = cattr("dilations", 2, mut == C_DIL2 ? d2 : s1), ca[4] = cattr("group", 0, mut == C_GROUP2 ? two : one);
-    nd[nn++] = cnode("Conv", "conv1", 3, (const char *const[]){"x1", "W1", "B1"}, "c1", 5, ca);
+    /* C_RAW_INPUT: conv1 reads x, not the normalised x1 (the bounds would be those of x1's network) */
+    nd[nn++] = cnode("Conv", "conv1", 3, (const char *const[]){mut == C_RAW_INPUT ? "x" : "x1", "W1", "B1"}, "c1", 5, ca);
     Onnx__AttributeProto **ba = calloc(1, sizeof *ba);
     ba[0] = calloc(1, sizeof **ba);
     onnx__attribute_proto__init(ba[0]);
@@ -544,7 +546,8 @@ static void test_onnx_cnn(void)
     static const struct {
         int mut;
         const char *text;
-    } cases[] = {{C_GROUP2, "group 2"}, {C_DIL2, "dilations 2"}, {C_WDIMS, "weight [3, 1, 3, 3]"}, {C_POOLSTRIDE, "strides = kernel"}};
+    } cases[] = {{C_GROUP2, "group 2"}, {C_DIL2, "dilations 2"}, {C_WDIMS, "weight [3, 1, 3, 3]"}, {C_POOLSTRIDE, "strides = kernel"},
+                     {C_RAW_INPUT, "before its normalisation"}};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         build_cnn(net, cases[i].mut);
         vt_err e = vt_cert_onnx_read_any(net, &o, &g, sha);
