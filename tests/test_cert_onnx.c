@@ -27,7 +27,7 @@
 #include "onnx.pb-c.h"
 
 enum { M_NONE, M_SIGMOID, M_TRANSA, M_ALPHA, M_TWO_INPUTS, M_DYNAMIC, M_RAW_LEN, M_DOUBLE, M_EXTERNAL, M_DIV0,
-       M_RELU_OUT, M_TWO_LINEAR, M_N };
+       M_RELU_OUT, M_TWO_LINEAR, M_BIAS_SHAPE, M_STD_SHAPE, M_N };
 
 static const float W1[12] = {0.5f, -1, 0.25f, 1, 0.75f, -0.5f, -0.25f, 0.5f, 1, 0.125f, -1, 0.5f}; /* [4, 3] */
 static const float B1[3] = {0.1f, -0.2f, 0.3f};
@@ -115,11 +115,13 @@ static void build(const char *path, int mut)
     memset(&b, 0, sizeof b);
     static const float ZERO[1] = {0};
     tensor(&b, 0, "mean", 1, (const int64_t[]){1}, MEAN, 1);
-    tensor(&b, 1, "std", 4, (const int64_t[]){1, 1, 2, 2}, mut == M_DIV0 ? (const float[]){0.25f, 0, 1, 1} : STD, 0);
+    /* M_STD_SHAPE: [4, 1] against x [1, 1, 2, 2]: [1, 1, 4, 2]... another network */
+    tensor(&b, 1, "std", mut == M_STD_SHAPE ? 2 : 4, mut == M_STD_SHAPE ? (const int64_t[]){4, 1} : (const int64_t[]){1, 1, 2, 2}, mut == M_DIV0 ? (const float[]){0.25f, 0, 1, 1} : STD, 0);
     tensor(&b, 2, "W1", 2, (const int64_t[]){4, 3}, W1, 1);
     tensor(&b, 3, "W2", 2, (const int64_t[]){2, 3}, W2, 1);
     tensor(&b, 4, "B2", 1, (const int64_t[]){2}, B2, 1);
-    tensor(&b, 5, "b1", 1, (const int64_t[]){3}, B1, 1); /* the Constant node's value */
+    /* the Constant node's value; M_BIAS_SHAPE: [3, 1], which broadcasts h1 [1, 3] to [3, 3] */
+    tensor(&b, 5, "b1", mut == M_BIAS_SHAPE ? 2 : 1, (const int64_t[]){3, 1}, B1, 1);
     Onnx__TensorProto *shape = &b.t[6];
     onnx__tensor_proto__init(shape);
     static int64_t sd[1] = {2}, sv[2] = {1, -1};
@@ -288,6 +290,8 @@ static void test_onnx(void)
         {M_DIV0, VT_ERR_FORMAT, "division by zero"},
         {M_RELU_OUT, VT_ERR_UNSUPPORTED, "a Relu's"},
         {M_TWO_LINEAR, VT_ERR_UNSUPPORTED, "two linear layers"},
+        {M_BIAS_SHAPE, VT_ERR_UNSUPPORTED, "3 values of 2 dimensions for a vector of 3 outputs"},
+        {M_STD_SHAPE, VT_ERR_UNSUPPORTED, "4 values of 2 dimensions"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         build(net, cases[i].mut);
@@ -303,7 +307,7 @@ static void test_onnx(void)
 
 /* ---------------------------------------------------------------- a convolutional model */
 
-enum { C_NONE, C_GROUP2, C_DIL2, C_WDIMS, C_POOLSTRIDE, C_RAW_INPUT, C_N };
+enum { C_NONE, C_GROUP2, C_DIL2, C_WDIMS, C_POOLSTRIDE, C_RAW_INPUT, C_MEAN_SHAPE, C_GEMM_C_SHAPE, C_N };
 
 /* x [1, 2, 4, 4] - mean (per channel) -> Conv 3x3 pads 1 (3 channels, bias) -> BN -> Relu = r;
  * Conv 1x1 of r (no bias) = s; Add(r, s) -> MaxPool 2x2 -> AveragePool 1x2 (stride 1x2) ->
@@ -350,7 +354,8 @@ static void build_cnn(const char *path, int mut)
                          k2[2] = {2, 2}, k12[2] = {1, 2}, k11[2] = {1, 1};
     Onnx__TensorProto *init[12];
     int ni = 0;
-    init[ni++] = ctensor("mean", 4, (const int64_t[]){1, 2, 1, 1}, CMEAN);
+    /* C_MEAN_SHAPE: [2, 1, 1, 1] broadcasts x [1, 2, 4, 4] to [2, 2, 4, 4] (a batch of two) */
+    init[ni++] = ctensor("mean", 4, mut == C_MEAN_SHAPE ? (const int64_t[]){2, 1, 1, 1} : (const int64_t[]){1, 2, 1, 1}, CMEAN);
     init[ni++] = ctensor("W1", 4, (const int64_t[]){3, mut == C_WDIMS ? 1 : 2, 3, 3}, CW1);
     init[ni++] = ctensor("B1", 1, (const int64_t[]){3}, CB1);
     init[ni++] = ctensor("bns", 1, (const int64_t[]){3}, BNS);
@@ -359,7 +364,7 @@ static void build_cnn(const char *path, int mut)
     init[ni++] = ctensor("bnv", 1, (const int64_t[]){3}, BNV);
     init[ni++] = ctensor("W2", 4, (const int64_t[]){3, 3, 1, 1}, CW2);
     init[ni++] = ctensor("GW", 2, (const int64_t[]){2, 3}, GW);
-    init[ni++] = ctensor("GB", 1, (const int64_t[]){2}, GB);
+    init[ni++] = ctensor("GB", mut == C_GEMM_C_SHAPE ? 2 : 1, (const int64_t[]){2, 1}, GB); /* [2, 1]: not [1, 2]'s */
     Onnx__NodeProto *nd[12];
     int nn = 0;
     nd[nn++] = cnode("Sub", "norm", 2, (const char *const[]){"x", "mean"}, "x1", 0, NULL);
@@ -547,7 +552,8 @@ static void test_onnx_cnn(void)
         int mut;
         const char *text;
     } cases[] = {{C_GROUP2, "group 2"}, {C_DIL2, "dilations 2"}, {C_WDIMS, "weight [3, 1, 3, 3]"}, {C_POOLSTRIDE, "strides = kernel"},
-                     {C_RAW_INPUT, "before its normalisation"}};
+                     {C_RAW_INPUT, "before its normalisation"}, {C_MEAN_SHAPE, "2 values of 4 dimensions"},
+                     {C_GEMM_C_SHAPE, "C of 2 values"}};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         build_cnn(net, cases[i].mut);
         vt_err e = vt_cert_onnx_read_any(net, &o, &g, sha);
