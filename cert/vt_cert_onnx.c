@@ -210,15 +210,18 @@ static vt_err reshape_vec(const Onnx__NodeProto *n, const Onnx__TensorProto *k1,
     size_t ne = k1->has_raw_data ? k1->raw_data.len / 8 : k1->n_int64_data;
     VT_RETURN_ERROR_IF(k1->has_raw_data && k1->raw_data.len % 8, VT_ERR_FORMAT, "ONNX node %s (Reshape): shape bytes",
                        nname(n));
-    int big = 0;
-    for (size_t q = 0; q < ne; q++) {
+    /* a row vector [1, ..., 1, width]: 1 (or the one -1) before the last entry, width (or -1) last; a 0
+     * (copy the input's dimension) or width elsewhere would make a column or another shape, which the
+     * nodes after it (a broadcast Add, a MatMul) would read as another network */
+    int neg = 0, ok = ne >= 1;
+    for (size_t q = 0; q < ne && ok; q++) {
         int64_t v = k1->has_raw_data ? (int64_t)vt_get_u64le(k1->raw_data.data + 8 * q) : k1->int64_data[q];
-        if (v != 1 && v != -1 && v != 0) {
-            VT_RETURN_ERROR_IF(big || v != (int64_t)width, VT_ERR_UNSUPPORTED,
-                               "ONNX node %s (Reshape): to a shape other than a vector of %u", nname(n), width);
-            big = 1;
-        }
+        neg += v == -1;
+        ok = neg <= 1 && (v == -1 || (q + 1 < ne ? v == 1 : v == (int64_t)width));
     }
+    VT_RETURN_ERROR_IF(!ok, VT_ERR_UNSUPPORTED,
+                       "ONNX node %s (Reshape): to a shape other than a row vector [1, ..., %u] (-1 once)", nname(n),
+                       width);
     return VT_OK;
 }
 

@@ -27,7 +27,7 @@
 #include "onnx.pb-c.h"
 
 enum { M_NONE, M_SIGMOID, M_TRANSA, M_ALPHA, M_TWO_INPUTS, M_DYNAMIC, M_RAW_LEN, M_DOUBLE, M_EXTERNAL, M_DIV0,
-       M_RELU_OUT, M_TWO_LINEAR, M_BIAS_SHAPE, M_STD_SHAPE, M_N };
+       M_RELU_OUT, M_TWO_LINEAR, M_BIAS_SHAPE, M_STD_SHAPE, M_COLUMN, M_N };
 
 static const float W1[12] = {0.5f, -1, 0.25f, 1, 0.75f, -0.5f, -0.25f, 0.5f, 1, 0.125f, -1, 0.5f}; /* [4, 3] */
 static const float B1[3] = {0.1f, -0.2f, 0.3f};
@@ -124,9 +124,9 @@ static void build(const char *path, int mut)
     tensor(&b, 5, "b1", mut == M_BIAS_SHAPE ? 2 : 1, (const int64_t[]){3, 1}, B1, 1);
     Onnx__TensorProto *shape = &b.t[6];
     onnx__tensor_proto__init(shape);
-    static int64_t sd[1] = {2}, sv[2] = {1, -1};
+    static int64_t sd[1] = {2}, sv[2] = {1, -1}, sc[2] = {-1, 1}; /* M_COLUMN: [-1, 1], a column [3, 1] */
     shape->n_dims = 1, shape->dims = sd, shape->has_data_type = 1, shape->data_type = 7, shape->n_int64_data = 2;
-    shape->int64_data = sv, shape->name = (char *)"shape";
+    shape->int64_data = mut == M_COLUMN ? sc : sv, shape->name = (char *)"shape";
     b.tp[5] = shape; /* initializers: mean std W1 W2 B2 shape */
     if (mut == M_RAW_LEN) b.t[2].raw_data.len -= 4;
     if (mut == M_DOUBLE) b.t[3].data_type = 11;
@@ -292,6 +292,7 @@ static void test_onnx(void)
         {M_TWO_LINEAR, VT_ERR_UNSUPPORTED, "two linear layers"},
         {M_BIAS_SHAPE, VT_ERR_UNSUPPORTED, "3 values of 2 dimensions for a vector of 3 outputs"},
         {M_STD_SHAPE, VT_ERR_UNSUPPORTED, "4 values of 2 dimensions"},
+        {M_COLUMN, VT_ERR_UNSUPPORTED, "other than a row vector"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         build(net, cases[i].mut);
