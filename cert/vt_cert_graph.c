@@ -695,8 +695,10 @@ static void ibp_node(vt_cert_graph *g, gnode *q, int keep)
         q->E[j] = E;
         double nl = E ? DN(lo - E) : lo, nu = E ? UP(hi + E) : hi;
         if (!(nl >= -DBL_MAX) || !(nu <= DBL_MAX)) nl = -INFINITY, nu = INFINITY;
-        /* any FP32 evaluation: a value past FLT_MAX may be an infinity (and so every value after it) */
-        if (g->sem == VT_CERT_GRAPH_FP32_ANY && !(nl >= -FLT_MAX && nu <= FLT_MAX)) nl = -INFINITY, nu = INFINITY;
+        /* the deployed network (its RN32s) and any FP32 evaluation: a value past FLT_MAX may be an
+         * infinity, which no relative error term bounds (and so may every value after it) */
+        if (g->sem != VT_CERT_GRAPH_REAL && !(nl >= -FLT_MAX && nu <= FLT_MAX))
+            nl = -INFINITY, nu = INFINITY, q->E[j] = INFINITY; /* E too: a backward pass charging it gives -inf */
         if (keep && q->l[j] > nl) nl = q->l[j];
         if (keep && q->u[j] < nu) nu = q->u[j];
         q->l[j] = nl, q->u[j] = nu;
