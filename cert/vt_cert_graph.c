@@ -1215,7 +1215,7 @@ static double row_bound(vt_cert_graph *g, const double *row, vt_cert_method m, d
             (void)pass(g, row);
         }
     }
-    memcpy(out, g->abest, n * sizeof(double));
+    if (n) memcpy(out, g->abest, n * sizeof(double));
     return best;
 }
 
@@ -1224,7 +1224,7 @@ static double row_bound(vt_cert_graph *g, const double *row, vt_cert_method m, d
 static double row_given(vt_cert_graph *g, const double *row, const double *given, double *out)
 {
     set_slopes(g, given);
-    memcpy(out, given, g->n_unst * sizeof *given);
+    if (g->n_unst) memcpy(out, given, g->n_unst * sizeof *given); /* none: out may be NULL (no ReLU) */
     return pass(g, row);
 }
 
