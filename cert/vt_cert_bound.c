@@ -10,6 +10,7 @@
  *   - the model's own rounding: a_k = RN32(RN32(z_k) + b_k) = z_k + b_k + e_k with
  *     |e_k| <= 2^-24 max|z_k| + 2^-24 max|a_k| + 2^-149 (half an FP32 ulp at each rounded operation),
  *     and interval bounds by the monotonicity of RN32. */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -385,6 +386,9 @@ static double fp32_any_err(const vt_cert_ctx *c, uint32_t k, uint32_t j, const d
     double Sb = UP(S + fabs(c->b[k][j])), n1 = (double)(in + 1);
     double g = UP(UP(n1 * 0x1p-24) / DN(1 - n1 * 0x1p-24));
     double e1 = UP(UP(g * Sb) + UP((n1 + 1) * 0x1p-125));
+    /* every partial sum and product of any order lies within Sb + e1: at most FLT_MAX, no FP32 evaluation
+     * overflows; beyond it one may give an infinity that no real-number error term bounds (unknown) */
+    if (!(UP(Sb + e1) <= FLT_MAX)) return INFINITY;
     return UP(e1 + UP(UP(UP(Sb + e1) * 0x1p-24) + 0x1p-125));
 }
 

@@ -27,6 +27,8 @@ typedef struct {
     uint32_t rlo, rhi, tlo, thi;
     double *v, *tv, *c;
     double *ea, *eb; /* batch norm: E_j += ea_j max|x_j| + eb_j */
+    double *bk;      /* batch norm: K1_j, K0_j (2 a value): every intermediate of its FP32 chains is at most
+                        K1_j max|x_j| + K0_j (the FP32 widening's overflow check) */
     double rel, abs_; /* E_j += rel max|y_j| + abs_ (the project's semantics) */
     double coef_rel;  /* E_j += coef_rel max|y_j| in every semantics: a coefficient not exactly 1/k (ONNX average pools) */
     int bn;           /* batch norm (ea, eb): the FP32 chain's terms when the semantics is VT_CERT_GRAPH_FP32_ANY */
@@ -118,7 +120,7 @@ vt_err vt_cert_graph_new(uint32_t d, vt_cert_graph **out)
 static void node_free(gnode *q)
 {
     free(q->part[0]), free(q->part[1]);
-    free(q->rp), free(q->ci), free(q->trp), free(q->tci), free(q->v), free(q->tv), free(q->c), free(q->ea), free(q->eb);
+    free(q->rp), free(q->ci), free(q->trp), free(q->tci), free(q->v), free(q->tv), free(q->c), free(q->ea), free(q->eb), free(q->bk);
     free(q->l), free(q->u), free(q->E), free(q->x64), free(q->g64), free(q->lam), free(q->errx), free(q->al);
     free(q->tl), free(q->tm);
 }
@@ -472,7 +474,8 @@ static vt_err bn_build(vt_cert_graph *g, uint32_t in, uint32_t C, uint32_t HW, c
     gnode *q = NULL; /* set by node_add (gcc -O2 cannot see it through the error path) */
     VT_FORWARD_IF_ERROR(diag_node(g, in, &q));
     q->ea = malloc((size_t)q->n * sizeof *q->ea), q->eb = malloc((size_t)q->n * sizeof *q->eb);
-    VT_RETURN_ERROR_IF(!q->ea || !q->eb, VT_ERR_NOMEM, "out of memory");
+    q->bk = malloc(2 * (size_t)q->n * sizeof *q->bk);
+    VT_RETURN_ERROR_IF(!q->ea || !q->eb || !q->bk, VT_ERR_NOMEM, "out of memory");
     for (uint32_t j = 0; j < q->n; j++) {
         uint32_t c = HW ? j / HW : j % C;
         double v = (double)rv[c] + eps;
@@ -485,6 +488,13 @@ static vt_err bn_build(vt_cert_graph *g, uint32_t in, uint32_t C, uint32_t HW, c
         q->ea[j] = UP(0x1p-48 * fabs(s0) + 0x1p-50 * fabs(s0));
         q->eb[j] = UP(UP(UP(0x1p-47 * fabs(s0) * fabs((double)rm[c])) + 0x1p-48 * (fabs(c0) + fabs((double)beta[c]))) +
                       0x1p-1059);
+        /* an FP32 chain's sqrt(rv + eps) is at least sqrt of rv + eps less 2^-22 of it and a flushed 2^-126
+         * (0 or less: an infinity possible), so (x - rm) / sqrt, its product by gamma, gamma / sqrt, x s',
+         * rm s' and beta - rm s' are at most K1 (max|x| + |rm|) + |beta|, K1 = (1 + |gamma|) / sqrt 2^20 / (2^20 - 1) */
+        double vf = DN(DN(v * (1 - 0x1p-22)) - 0x1p-126);
+        double isq = vf > 0 ? UP(1 / DN(DN(sqrt(vf)) * (1 - 0x1p-22))) : INFINITY;
+        double K1 = UP(UP(1 + fabs((double)gamma[c])) * UP(isq * (1 + 0x1p-20)));
+        q->bk[2 * (size_t)j] = K1, q->bk[2 * (size_t)j + 1] = UP(UP(UP(fabs((double)rm[c]) + 1) * K1) + fabs((double)beta[c]));
     }
     q->bn = 1;
     VT_FORWARD_IF_ERROR(finish_lin(g, q, 1, id));
@@ -630,11 +640,14 @@ static double fp32_any_err(const gnode *q, uint32_t j, uint32_t k0, uint32_t n, 
     if (q->bn) {
         /* eb 2^48 >= 2 |s0 m| + |c0| + |beta| >= |s| |m| + |beta|; a flushed intermediate 2^-126 (1 + |s|) each */
         double s0 = fabs(q->v[k0]);
+        if (!(UP(UP(mx * q->bk[2 * (size_t)j]) + q->bk[2 * (size_t)j + 1]) <= FLT_MAX)) return INFINITY; /* may overflow */
         return UP(UP(0x1p-20 * UP(UP(s0 * mx) + UP(q->eb[j] * 0x1p48))) + UP(0x1p-122 * UP(1 + s0)));
     }
     double S = UP(sa + dot_err(n, sa));
     if (q->c) S = UP(S + fabs(q->c[j]));
-    return UP(UP(gamma32(n + 1) * S) + (double)(n + 2) * 0x1p-125);
+    double e = UP(UP(gamma32(n + 1) * S) + (double)(n + 2) * 0x1p-125);
+    /* every partial sum and product of any order lies within S + e: beyond FLT_MAX one may be an infinity */
+    return UP(S + e) <= FLT_MAX ? e : INFINITY;
 }
 
 /* the node's rows [rlo, rhi) (a linear node's held rows; every value of the others); keep: intersected
@@ -682,6 +695,10 @@ static void ibp_node(vt_cert_graph *g, gnode *q, int keep)
         q->E[j] = E;
         double nl = E ? DN(lo - E) : lo, nu = E ? UP(hi + E) : hi;
         if (!(nl >= -DBL_MAX) || !(nu <= DBL_MAX)) nl = -INFINITY, nu = INFINITY;
+        /* the deployed network (its RN32s) and any FP32 evaluation: a value past FLT_MAX may be an
+         * infinity, which no relative error term bounds (and so may every value after it) */
+        if (g->sem != VT_CERT_GRAPH_REAL && !(nl >= -FLT_MAX && nu <= FLT_MAX))
+            nl = -INFINITY, nu = INFINITY, q->E[j] = INFINITY; /* E too: a backward pass charging it gives -inf */
         if (keep && q->l[j] > nl) nl = q->l[j];
         if (keep && q->u[j] < nu) nu = q->u[j];
         q->l[j] = nl, q->u[j] = nu;
@@ -1198,7 +1215,7 @@ static double row_bound(vt_cert_graph *g, const double *row, vt_cert_method m, d
             (void)pass(g, row);
         }
     }
-    memcpy(out, g->abest, n * sizeof(double));
+    if (n) memcpy(out, g->abest, n * sizeof(double));
     return best;
 }
 
@@ -1207,7 +1224,7 @@ static double row_bound(vt_cert_graph *g, const double *row, vt_cert_method m, d
 static double row_given(vt_cert_graph *g, const double *row, const double *given, double *out)
 {
     set_slopes(g, given);
-    memcpy(out, given, g->n_unst * sizeof *given);
+    if (g->n_unst) memcpy(out, given, g->n_unst * sizeof *given); /* none: out may be NULL (no ReLU) */
     return pass(g, row);
 }
 

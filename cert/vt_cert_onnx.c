@@ -210,15 +210,18 @@ static vt_err reshape_vec(const Onnx__NodeProto *n, const Onnx__TensorProto *k1,
     size_t ne = k1->has_raw_data ? k1->raw_data.len / 8 : k1->n_int64_data;
     VT_RETURN_ERROR_IF(k1->has_raw_data && k1->raw_data.len % 8, VT_ERR_FORMAT, "ONNX node %s (Reshape): shape bytes",
                        nname(n));
-    int big = 0;
-    for (size_t q = 0; q < ne; q++) {
+    /* a row vector [1, ..., 1, width]: 1 (or the one -1) before the last entry, width (or -1) last; a 0
+     * (copy the input's dimension) or width elsewhere would make a column or another shape, which the
+     * nodes after it (a broadcast Add, a MatMul) would read as another network */
+    int neg = 0, ok = ne >= 1;
+    for (size_t q = 0; q < ne && ok; q++) {
         int64_t v = k1->has_raw_data ? (int64_t)vt_get_u64le(k1->raw_data.data + 8 * q) : k1->int64_data[q];
-        if (v != 1 && v != -1 && v != 0) {
-            VT_RETURN_ERROR_IF(big || v != (int64_t)width, VT_ERR_UNSUPPORTED,
-                               "ONNX node %s (Reshape): to a shape other than a vector of %u", nname(n), width);
-            big = 1;
-        }
+        neg += v == -1;
+        ok = neg <= 1 && (v == -1 || (q + 1 < ne ? v == 1 : v == (int64_t)width));
     }
+    VT_RETURN_ERROR_IF(!ok, VT_ERR_UNSUPPORTED,
+                       "ONNX node %s (Reshape): to a shape other than a row vector [1, ..., %u] (-1 once)", nname(n),
+                       width);
     return VT_OK;
 }
 
@@ -237,9 +240,27 @@ static vt_err gemm_attrs(const Onnx__NodeProto *n, int64_t *tb)
     return VT_OK;
 }
 
+/* 1 when the constant t, broadcast (ONNX's numpy rule) against a value of dimensions vd[0..nv-1] (the
+ * batch left out), leaves the value's shape, so that it is one value, one per element in the value's
+ * own order or, with chan, one per channel [C, 1, 1] of an image: t's dimensions after its leading 1s are
+ * all 1, the value's own after theirs, or [chan, 1, 1]. A constant of as many values in another shape
+ * ([n, 1] against [1, n], [C, 1, 1, 1] against [1, C, H, W]) broadcasts to a larger tensor: another
+ * network than the one read. */
+static int same_shape(const Onnx__TensorProto *t, const uint64_t *vd, size_t nv, uint64_t chan)
+{
+    size_t a = 0, b = 0;
+    while (a < t->n_dims && t->dims[a] == 1) a++;
+    if (a == t->n_dims) return 1;
+    while (b < nv && vd[b] == 1) b++;
+    int eq = t->n_dims - a == nv - b;
+    for (size_t i = 0; eq && i < nv - b; i++) eq = (uint64_t)t->dims[a + i] == vd[b + i];
+    return eq || (chan && t->n_dims - a == 3 && (uint64_t)t->dims[a] == chan && t->dims[a + 1] == 1 && t->dims[a + 2] == 1);
+}
+
 /* A Sub / Div of the input by the constant k1: one value, one per element (width), or with HW > 0 one
  * per channel of a channels-first image (shape [C, 1, 1] or [1, C, 1, 1], C = width / HW), expanded. */
-static vt_err norm_step(gctx *c, const Onnx__NodeProto *n, const Onnx__TensorProto *k1, uint32_t width, uint32_t HW)
+static vt_err norm_step(gctx *c, const Onnx__NodeProto *n, const Onnx__TensorProto *k1, uint32_t width, uint32_t HW,
+                        const uint64_t *vd, size_t nv)
 {
     vt_cert_onnx *o = c->o;
     const char *op = n->op_type;
@@ -252,9 +273,10 @@ static vt_err norm_step(gctx *c, const Onnx__NodeProto *n, const Onnx__TensorPro
     VT_FORWARD_IF_ERROR(floats(c, k1, what, &v, &k));
     int per_channel = HW > 1 && k == width / HW && k > 1 && k1->n_dims >= 3 && k1->n_dims <= 4 &&
                       k1->dims[k1->n_dims - 1] == 1 && k1->dims[k1->n_dims - 2] == 1;
-    VT_RETURN_ERROR_IF(k != 1 && k != width && !per_channel, VT_ERR_UNSUPPORTED,
-                       "ONNX %s: %zu values (supported: one, one per input element, %u, or one per channel)", what, k,
-                       width);
+    VT_RETURN_ERROR_IF((k != 1 && k != width && !per_channel) || !same_shape(k1, vd, nv, per_channel ? k : 0),
+                       VT_ERR_UNSUPPORTED,
+                       "ONNX %s: %zu values of %zu dimensions (supported: one, one per input element in the input's "
+                       "shape, %u, or one per channel)", what, k, k1->n_dims, width);
     for (size_t q = 0; q < k && op[0] == 'D'; q++)
         VT_RETURN_ERROR_IF(v[q] == 0, VT_ERR_FORMAT, "ONNX %s: division by zero", what);
     if (per_channel) {
@@ -308,7 +330,9 @@ static vt_err bias(gctx *c, const Onnx__NodeProto *n, const Onnx__TensorProto *t
     float *b;
     size_t k;
     VT_FORWARD_IF_ERROR(floats(c, t, what, &b, &k));
-    VT_RETURN_ERROR_IF(k != o->net.n[o->net.L], VT_ERR_UNSUPPORTED, "ONNX %s: %zu values for %u outputs", what, k,
+    uint64_t vd = o->net.n[o->net.L];
+    VT_RETURN_ERROR_IF(k != vd || !same_shape(t, &vd, 1, 0), VT_ERR_UNSUPPORTED,
+                       "ONNX %s: %zu values of %zu dimensions for a vector of %u outputs", what, k, t->n_dims,
                        o->net.n[o->net.L]);
     o->net.b[o->net.L] = b;
     return VT_OK;
@@ -327,6 +351,7 @@ static vt_err walk(gctx *c)
     const char *yname = g->output[0]->name, *cur = in->name;
     int phase = PH_NORM;
     uint32_t width = (uint32_t)d;
+    size_t nvd = nd; /* the value's dimensions (the batch left out): the input's, then a vector's */
     for (size_t i = 0; i < g->n_node; i++) {
         const Onnx__NodeProto *n = g->node[i];
         const char *op = n->op_type ? n->op_type : "";
@@ -351,14 +376,16 @@ static vt_err walk(gctx *c)
                            nname(n), op, cur);
         if (!strcmp(op, "Flatten")) {
             VT_FORWARD_IF_ERROR(flatten_attrs(n));
+            dims[0] = width, nvd = 1;
         } else if (!strcmp(op, "Reshape")) {
             VT_FORWARD_IF_ERROR(reshape_vec(n, k1, width));
+            dims[0] = width, nvd = 1;
         } else if (!strcmp(op, "Sub") || !strcmp(op, "Div")) {
             VT_FORWARD_IF_ERROR(attrs_only(n, (const char *const[]){NULL}));
             VT_RETURN_ERROR_IF(phase != PH_NORM || n->n_input != 2 || !k1 || strcmp(a0, cur) != 0, VT_ERR_UNSUPPORTED,
                                "ONNX node %s (%s): supported only as the input's normalisation by a constant, before the "
                                "first linear layer", nname(n), op);
-            VT_FORWARD_IF_ERROR(norm_step(c, n, k1, width, 0));
+            VT_FORWARD_IF_ERROR(norm_step(c, n, k1, width, 0, dims, nvd));
         } else if (!strcmp(op, "Gemm")) {
             int64_t tb;
             VT_FORWARD_IF_ERROR(gemm_attrs(n, &tb));
@@ -433,6 +460,7 @@ typedef struct {
     const char *name;
     uint32_t node, C, H, W;
     int img;
+    int raw; /* the input (or a no-op of it) before a normalisation step that followed: not the graph's node 0 */
 } gval;
 
 static int cnn_op(const gctx *c, const Onnx__NodeProto *n)
@@ -571,8 +599,10 @@ static vt_err gnode_of(gctx *c, vt_cert_graph *gr, const Onnx__NodeProto *n, con
             e = vt_set_error(VT_ERR_UNSUPPORTED, "ONNX node %s (Add): reads %s, which is neither a value written before, "
                              "the input nor a constant", nname(n), n->input[strcmp(n->input[0], a->name) == 0 ? 1 : 0]);
         if (!e) e = floats_tmp(k, what, &t3, &got);
-        if (!e && got != 1 && got != size && !(a->img && got == a->C && k->n_dims >= 3 && k->dims[k->n_dims - 1] == 1 &&
-                                                  k->dims[k->n_dims - 2] == 1))
+        uint64_t vd[3] = {a->C, a->H, a->W};
+        if (!e && ((got != 1 && got != size && !(a->img && got == a->C && k->n_dims >= 3 && k->dims[k->n_dims - 1] == 1 &&
+                                                   k->dims[k->n_dims - 2] == 1)) ||
+                   !same_shape(k, vd, a->img ? 3 : 1, a->img ? a->C : 0)))
             e = vt_set_error(VT_ERR_UNSUPPORTED, "ONNX %s: %zu values for %u (supported: one, all, one per channel)", what,
                              got, size);
         if (!e && !(bias = malloc((size_t)size * sizeof *bias))) e = vt_set_error(VT_ERR_NOMEM, "out of memory");
@@ -621,7 +651,8 @@ static vt_err gnode_of(gctx *c, vt_cert_graph *gr, const Onnx__NodeProto *n, con
             size_t got = 0;
             if (!k) e = vt_set_error(VT_ERR_UNSUPPORTED, "ONNX node %s (Gemm): C is not a constant", nname(n));
             if (!e) e = floats_tmp(k, "Gemm C", &t4, &got);
-            if (!e && got != 1 && got != (size_t)no)
+            uint64_t vd = (uint64_t)no;
+            if (!e && ((got != 1 && got != (size_t)no) || !same_shape(k, &vd, 1, 0)))
                 e = vt_set_error(VT_ERR_UNSUPPORTED, "ONNX node %s (Gemm): C of %zu values for %lld outputs", nname(n), got,
                                  (long long)no);
             if (!e && !(bias = malloc((size_t)no * sizeof *bias))) e = vt_set_error(VT_ERR_NOMEM, "out of memory");
@@ -699,14 +730,22 @@ static vt_err walk_graph(gctx *c, vt_cert_graph **out)
                              "the input", nname(n), op, n->input[0]);
             break;
         }
+        if (a->raw || (b && b->raw)) { /* node 0 is the normalised input: the bounds know no other */
+            e = vt_set_error(VT_ERR_UNSUPPORTED, "ONNX node %s (%s): reads %s, the input before its normalisation "
+                             "(supported: a chain of Sub / Div whose result alone is read)", nname(n), op,
+                             (a->raw ? a : b)->name);
+            break;
+        }
         if (!strcmp(op, "Sub") || !strcmp(op, "Div")) {
             const Onnx__TensorProto *k1 = n->n_input == 2 ? constant(c, n->input[1]) : NULL;
             e = attrs_only(n, (const char *const[]){NULL});
             if (!e && (!only_norm || a != &v[nv - 1] || a->node != 0 || !k1))
                 e = vt_set_error(VT_ERR_UNSUPPORTED, "ONNX node %s (%s): supported only as the input's normalisation by a "
                                  "constant, before any other operator", nname(n), op);
-            if (!e) e = norm_step(c, n, k1, (uint32_t)d, a->img ? a->H * a->W : 0);
-            if (!e) v[nv] = *a, v[nv++].name = n->output[0];
+            uint64_t vd[3] = {a->C, a->H, a->W};
+            if (!e) e = norm_step(c, n, k1, (uint32_t)d, a->img ? a->H * a->W : 0, vd, a->img ? 3 : 1);
+            for (uint32_t k = 0; !e && k < nv; k++) v[k].raw = 1; /* only the new value is the normalised input */
+            if (!e) v[nv] = *a, v[nv].raw = 0, v[nv++].name = n->output[0];
             continue;
         }
         only_norm = 0;

@@ -8,6 +8,7 @@
  * from ONNX"). A committed run (`certify RUN_DIR --vnnlib`, version 3): an MLP as its network, a
  * residual CNN as its evaluation pass's graph (vt_cert_graph_from_program), either with the run's two
  * semantics (the exact-rounding evaluation and the real network). */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,10 +38,13 @@ static double up(double x) { return nextafter(x, INFINITY); }
 
 /* The box [yl, yu] of the normalised input over [xl, xu], rounded outward step by step, each step's
  * result widened by its FP32 rounding (|fl32(v) - v| <= 2^-24 |v| + 2^-126, subnormals flushed or
- * not): it holds the real-arithmetic normalisation and every FP32 evaluation of it. */
-static void norm_box(const vt_cert_onnx *o, const double *xl, const double *xu, double *yl, double *yu)
+ * not): it holds the real-arithmetic normalisation and every FP32 evaluation of it that stays finite.
+ * Returns 0 when a step's result may pass FLT_MAX: an FP32 evaluation may then give an infinity, which
+ * no such box holds (the caller claims nothing: every row's bound -inf, no counterexample). */
+static int norm_box(const vt_cert_onnx *o, const double *xl, const double *xu, double *yl, double *yu)
 {
     uint32_t d = o->net.n[0];
+    int ok = 1;
     memcpy(yl, xl, d * sizeof *yl), memcpy(yu, xu, d * sizeof *yu);
     for (uint32_t s = 0; s < o->n_norm; s++)
         for (uint32_t i = 0; i < d; i++) {
@@ -53,7 +57,9 @@ static void norm_box(const vt_cert_onnx *o, const double *xl, const double *xu, 
             }
             double w = up(up(fmax(fabs(l), fabs(u)) * 0x1p-24) + 0x1p-126);
             yl[i] = dn(l - w), yu[i] = up(u + w);
+            if (!(fmax(fabs(yl[i]), fabs(yu[i])) <= FLT_MAX)) ok = 0;
         }
+    return ok;
 }
 
 /* FP64 normalisation (attacks only) and the sign it gives each element's gradient. */
@@ -98,7 +104,7 @@ static int confirm(spec *s, const float *x)
     const vt_vnnlib *v = s->vn;
     uint32_t d = v->nx;
     for (uint32_t i = 0; i < d; i++) s->pl[i] = s->pu[i] = x[i];
-    norm_box(s->on, s->pl, s->pu, s->pl, s->pu);
+    if (!norm_box(s->on, s->pl, s->pu, s->pl, s->pu)) return -1;
     if (s->gr) {
         const double *l, *u;
         if (vt_cert_graph_ibp(s->gr, s->pl, s->pu) != VT_OK) return -1;
@@ -273,10 +279,11 @@ static vt_err compute(const vt_cert_spec_opts *o, spec_in *in, double deadline, 
     }
     int gtimed = 0;
     if (!e) {
-        norm_box(&in->on, v->xl, v->xu, xl, xu);
+        int finite = norm_box(&in->on, v->xl, v->xu, xl, xu);
         e = s.gr ? vt_cert_graph_spec_bounds(s.gr, xl, xu, v->C, m, st->method, deadline, lb, &gtimed)
                  : vt_cert_spec_bounds(s.c, xl, xu, v->C, m, st, lb, na ? alpha : NULL);
         if (e && cert) e = vt_error_prefix(e, "%s", cert_path);
+        for (uint32_t r = 0; r < m && !e && !finite; r++) lb[r] = -INFINITY;
     }
     const double *aw = alpha; /* the slopes written: the graph's unstable ReLU values per row */
     if (!e && s.gr && st->method == VT_CERT_ALPHA_CROWN) na = vt_cert_graph_n_alpha(s.gr), aw = vt_cert_graph_alpha(s.gr);

@@ -51,6 +51,8 @@ frac=$($E "$T/c.one" records | awk '$4 > 0 { print $1; exit }')
 [ -n "$frac" ] || bad "one-pass: no example with a slope strictly inside [0, 1]"
 cert_slopes_tampered "$T/c.one" "$T/a" "$T/run" "${frac:-0}"
 onepass "a bound raised" "differs from byte" bound 0 1e-3
+# eps outside [0, 1] (a negative one would be an inverted box, an empty ball): refused as certify refuses it
+for v in -0.5 1.5 nan; do onepass "eps $v" "eps must be in \[0, 1\]" eps "$v"; done
 fals=$($E "$T/c.one" records | awk '$2 == 1 { print $1 }')
 [ -n "$fals" ] || bad "one-pass: no falsified example at eps 0.02"
 for i in $fals; do

@@ -5,6 +5,7 @@ with vt_cert_resign afterwards). A committed run's certificate (version 1 or 4, 
   cert_edit.py CERT slope EX K VALUE        slope K of example EX := VALUE (a float: 0.5, 1.5, nan)
   cert_edit.py CERT fracslopes EX VALUE     every slope of EX strictly inside (0, 1) := VALUE (none: all := 0.5)
   cert_edit.py CERT method WORD             the method word (offset 12) := WORD (an integer, 0x.. too)
+  cert_edit.py CERT eps VALUE               a committed run's eps (offset 40) := VALUE (a float)
   cert_edit.py CERT bound EX DELTA          every non-zero margin bound of EX += DELTA
   cert_edit.py CERT verified EX             EX claims verified, every bound 1.0 (a counterexample dropped)
   cert_edit.py CERT cexclean EX PROP        EX's counterexample := the example's own input, read back from
@@ -48,7 +49,7 @@ def main():
     path, op = sys.argv[1], sys.argv[2]
     b = bytearray(open(path, "rb").read())
     recs = records(b)
-    ex = 0 if len(sys.argv) < 4 or sys.argv[3] == "-" or op == "method" else int(sys.argv[3])
+    ex = 0 if len(sys.argv) < 4 or sys.argv[3] == "-" or op in ("method", "eps") else int(sys.argv[3])
     r = recs[ex] if op != "records" else None
     if op == "records":
         for i, (s, ao, bo, C, cx, so, ns, e) in enumerate(recs):
@@ -57,6 +58,10 @@ def main():
         return
     if op == "method":
         struct.pack_into("<I", b, 12, int(sys.argv[3], 0))
+        open(path, "wb").write(b)
+        return
+    if op == "eps":
+        struct.pack_into("<d", b, 40, float(sys.argv[3]))
         open(path, "wb").write(b)
         return
     if op == "slope":

@@ -263,8 +263,37 @@ static void sample(vt_rng *r, const cnn *n, vt_cert_graph *g, const uint32_t *id
 static double IL[32][CI * HI * HI * C1], IU[32][CI * HI * HI * C1]; /* IBP's intervals */
 static double IL2[32][CI * HI * HI * C1], IU2[32][CI * HI * HI * C1]; /* CROWN's */
 
+/* A dense node of the project's semantics (RN32 of the exact sum) whose values pass FLT_MAX: logits
+ * y0 = 5e38, y1 = 4.5e38 (real), both +inf in the deployed network, whose margin y0 - y1 is then NaN,
+ * not > 0: the margins must not be proved there (IBP, CROWN, alpha-CROWN), while the real network's
+ * (finite) are; the twin scaled by 1/8 (in range) is proved in both semantics. */
+static void test_overflow(void)
+{
+    for (int scale = 0; scale < 2; scale++)
+        for (int sem = 0; sem < 2; sem++) {
+            vt_cert_graph *g = NULL;
+            uint32_t t = 0;
+            float s = scale ? 0.125f : 1.0f;
+            const float w[8] = {2.5e38f * s, 2.25e38f * s, 0, 0, 2.5e38f * s, 2.25e38f * s, 0, 0}; /* [2, 4] */
+            CHECK_OK(vt_cert_graph_new(2, &g));
+            if (!g) return;
+            CHECK_OK(vt_cert_graph_dense(g, 0, 4, w, 1, &t));
+            vt_cert_graph_set_sem(g, sem ? VT_CERT_GRAPH_REAL : VT_CERT_GRAPH_PROJECT);
+            double xl[2] = {1, 1}, xu[2] = {1, 1}, lb[4];
+            for (int m = 0; m < 3; m++) {
+                vt_cert_method meth = m == 0 ? VT_CERT_IBP : m == 1 ? VT_CERT_CROWN : VT_CERT_ALPHA_CROWN;
+                CHECK_OK(vt_cert_graph_bounds(g, xl, xu, 0, meth, lb));
+                int proved = lb[1] > 0 && lb[2] > 0 && lb[3] > 0;
+                CHECK(proved == (scale || sem), "overflow: scale %d, %s, method %d: margins %sproved", scale,
+                      sem ? "real" : "deployed", m, proved ? "" : "not ");
+            }
+            vt_cert_graph_free(g);
+        }
+}
+
 int main(void)
 {
+    test_overflow();
     vt_rng r = {20261202};
     long crown_better = 0, alpha_better = 0, full_better = 0, rows = 0, verified[NM] = {0, 0, 0, 0};
     long slopes = 0, values = 0, tighter = 0, dense_checked = 0;

@@ -10,7 +10,8 @@
  * GlobalAveragePool, Flatten, Gemm) is read into the graph; over random boxes, sampled inputs evaluated
  * directly (long double for the real network, FP32 in two orders for an FP32 evaluation) never leave
  * the output's IBP interval nor fall below IBP's or CROWN's spec-row bounds; group 2, dilation 2, a
- * weight of the wrong shape, a pool whose stride is not its kernel are refused (UNSUPPORTED).
+ * weight of the wrong shape, a pool whose stride is not its kernel, a Conv reading the input from before
+ * its normalisation are refused (UNSUPPORTED).
  * Skipped (77) in a build without ONNX support. */
 #include <math.h>
 #include <stdio.h>
@@ -26,7 +27,7 @@
 #include "onnx.pb-c.h"
 
 enum { M_NONE, M_SIGMOID, M_TRANSA, M_ALPHA, M_TWO_INPUTS, M_DYNAMIC, M_RAW_LEN, M_DOUBLE, M_EXTERNAL, M_DIV0,
-       M_RELU_OUT, M_TWO_LINEAR, M_N };
+       M_RELU_OUT, M_TWO_LINEAR, M_BIAS_SHAPE, M_STD_SHAPE, M_COLUMN, M_N };
 
 static const float W1[12] = {0.5f, -1, 0.25f, 1, 0.75f, -0.5f, -0.25f, 0.5f, 1, 0.125f, -1, 0.5f}; /* [4, 3] */
 static const float B1[3] = {0.1f, -0.2f, 0.3f};
@@ -114,16 +115,18 @@ static void build(const char *path, int mut)
     memset(&b, 0, sizeof b);
     static const float ZERO[1] = {0};
     tensor(&b, 0, "mean", 1, (const int64_t[]){1}, MEAN, 1);
-    tensor(&b, 1, "std", 4, (const int64_t[]){1, 1, 2, 2}, mut == M_DIV0 ? (const float[]){0.25f, 0, 1, 1} : STD, 0);
+    /* M_STD_SHAPE: [4, 1] against x [1, 1, 2, 2]: [1, 1, 4, 2]... another network */
+    tensor(&b, 1, "std", mut == M_STD_SHAPE ? 2 : 4, mut == M_STD_SHAPE ? (const int64_t[]){4, 1} : (const int64_t[]){1, 1, 2, 2}, mut == M_DIV0 ? (const float[]){0.25f, 0, 1, 1} : STD, 0);
     tensor(&b, 2, "W1", 2, (const int64_t[]){4, 3}, W1, 1);
     tensor(&b, 3, "W2", 2, (const int64_t[]){2, 3}, W2, 1);
     tensor(&b, 4, "B2", 1, (const int64_t[]){2}, B2, 1);
-    tensor(&b, 5, "b1", 1, (const int64_t[]){3}, B1, 1); /* the Constant node's value */
+    /* the Constant node's value; M_BIAS_SHAPE: [3, 1], which broadcasts h1 [1, 3] to [3, 3] */
+    tensor(&b, 5, "b1", mut == M_BIAS_SHAPE ? 2 : 1, (const int64_t[]){3, 1}, B1, 1);
     Onnx__TensorProto *shape = &b.t[6];
     onnx__tensor_proto__init(shape);
-    static int64_t sd[1] = {2}, sv[2] = {1, -1};
+    static int64_t sd[1] = {2}, sv[2] = {1, -1}, sc[2] = {-1, 1}; /* M_COLUMN: [-1, 1], a column [3, 1] */
     shape->n_dims = 1, shape->dims = sd, shape->has_data_type = 1, shape->data_type = 7, shape->n_int64_data = 2;
-    shape->int64_data = sv, shape->name = (char *)"shape";
+    shape->int64_data = mut == M_COLUMN ? sc : sv, shape->name = (char *)"shape";
     b.tp[5] = shape; /* initializers: mean std W1 W2 B2 shape */
     if (mut == M_RAW_LEN) b.t[2].raw_data.len -= 4;
     if (mut == M_DOUBLE) b.t[3].data_type = 11;
@@ -287,6 +290,9 @@ static void test_onnx(void)
         {M_DIV0, VT_ERR_FORMAT, "division by zero"},
         {M_RELU_OUT, VT_ERR_UNSUPPORTED, "a Relu's"},
         {M_TWO_LINEAR, VT_ERR_UNSUPPORTED, "two linear layers"},
+        {M_BIAS_SHAPE, VT_ERR_UNSUPPORTED, "3 values of 2 dimensions for a vector of 3 outputs"},
+        {M_STD_SHAPE, VT_ERR_UNSUPPORTED, "4 values of 2 dimensions"},
+        {M_COLUMN, VT_ERR_UNSUPPORTED, "other than a row vector"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         build(net, cases[i].mut);
@@ -302,7 +308,7 @@ static void test_onnx(void)
 
 /* ---------------------------------------------------------------- a convolutional model */
 
-enum { C_NONE, C_GROUP2, C_DIL2, C_WDIMS, C_POOLSTRIDE, C_N };
+enum { C_NONE, C_GROUP2, C_DIL2, C_WDIMS, C_POOLSTRIDE, C_RAW_INPUT, C_MEAN_SHAPE, C_GEMM_C_SHAPE, C_N };
 
 /* x [1, 2, 4, 4] - mean (per channel) -> Conv 3x3 pads 1 (3 channels, bias) -> BN -> Relu = r;
  * Conv 1x1 of r (no bias) = s; Add(r, s) -> MaxPool 2x2 -> AveragePool 1x2 (stride 1x2) ->
@@ -349,7 +355,8 @@ static void build_cnn(const char *path, int mut)
                          k2[2] = {2, 2}, k12[2] = {1, 2}, k11[2] = {1, 1};
     Onnx__TensorProto *init[12];
     int ni = 0;
-    init[ni++] = ctensor("mean", 4, (const int64_t[]){1, 2, 1, 1}, CMEAN);
+    /* C_MEAN_SHAPE: [2, 1, 1, 1] broadcasts x [1, 2, 4, 4] to [2, 2, 4, 4] (a batch of two) */
+    init[ni++] = ctensor("mean", 4, mut == C_MEAN_SHAPE ? (const int64_t[]){2, 1, 1, 1} : (const int64_t[]){1, 2, 1, 1}, CMEAN);
     init[ni++] = ctensor("W1", 4, (const int64_t[]){3, mut == C_WDIMS ? 1 : 2, 3, 3}, CW1);
     init[ni++] = ctensor("B1", 1, (const int64_t[]){3}, CB1);
     init[ni++] = ctensor("bns", 1, (const int64_t[]){3}, BNS);
@@ -358,14 +365,15 @@ static void build_cnn(const char *path, int mut)
     init[ni++] = ctensor("bnv", 1, (const int64_t[]){3}, BNV);
     init[ni++] = ctensor("W2", 4, (const int64_t[]){3, 3, 1, 1}, CW2);
     init[ni++] = ctensor("GW", 2, (const int64_t[]){2, 3}, GW);
-    init[ni++] = ctensor("GB", 1, (const int64_t[]){2}, GB);
+    init[ni++] = ctensor("GB", mut == C_GEMM_C_SHAPE ? 2 : 1, (const int64_t[]){2, 1}, GB); /* [2, 1]: not [1, 2]'s */
     Onnx__NodeProto *nd[12];
     int nn = 0;
     nd[nn++] = cnode("Sub", "norm", 2, (const char *const[]){"x", "mean"}, "x1", 0, NULL);
     Onnx__AttributeProto **ca = calloc(5, sizeof *ca);
     ca[0] = cattr("kernel_shape", 2, k3), ca[1] = cattr("pads", 4, p1), ca[2] = cattr("strides", 2, s1);
     ca[3] = cattr("dilations", 2, mut == C_DIL2 ? d2 : s1), ca[4] = cattr("group", 0, mut == C_GROUP2 ? two : one);
-    nd[nn++] = cnode("Conv", "conv1", 3, (const char *const[]){"x1", "W1", "B1"}, "c1", 5, ca);
+    /* C_RAW_INPUT: conv1 reads x, not the normalised x1 (the bounds would be those of x1's network) */
+    nd[nn++] = cnode("Conv", "conv1", 3, (const char *const[]){mut == C_RAW_INPUT ? "x" : "x1", "W1", "B1"}, "c1", 5, ca);
     Onnx__AttributeProto **ba = calloc(1, sizeof *ba);
     ba[0] = calloc(1, sizeof **ba);
     onnx__attribute_proto__init(ba[0]);
@@ -544,7 +552,9 @@ static void test_onnx_cnn(void)
     static const struct {
         int mut;
         const char *text;
-    } cases[] = {{C_GROUP2, "group 2"}, {C_DIL2, "dilations 2"}, {C_WDIMS, "weight [3, 1, 3, 3]"}, {C_POOLSTRIDE, "strides = kernel"}};
+    } cases[] = {{C_GROUP2, "group 2"}, {C_DIL2, "dilations 2"}, {C_WDIMS, "weight [3, 1, 3, 3]"}, {C_POOLSTRIDE, "strides = kernel"},
+                     {C_RAW_INPUT, "before its normalisation"}, {C_MEAN_SHAPE, "2 values of 4 dimensions"},
+                     {C_GEMM_C_SHAPE, "C of 2 values"}};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         build_cnn(net, cases[i].mut);
         vt_err e = vt_cert_onnx_read_any(net, &o, &g, sha);

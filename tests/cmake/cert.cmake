@@ -50,3 +50,7 @@ set_tests_properties(cert_cnn PROPERTIES TIMEOUT 300)
 # properties answered on the file against the run's verdicts; hostile Conv attributes refused).
 add_test(NAME cert_onnx_cnn COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/cert_onnx_cnn.sh ${CMAKE_BINARY_DIR})
 set_tests_properties(cert_onnx_cnn PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77)
+# FP32 overflow (tests/cert_fp32_overflow.sh): networks whose FP32 evaluation overflows while the real
+# one does not are never unsat; their in-range twins are.
+add_test(NAME cert_fp32_overflow COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/cert_fp32_overflow.sh ${CMAKE_BINARY_DIR})
+set_tests_properties(cert_fp32_overflow PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77)
