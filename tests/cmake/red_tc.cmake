@@ -1,0 +1,4 @@
+# The dispute game in the tensor-core mode and step program 2: cheats lose, honest trainers beat lying
+# auditors, the arbiter recomputing the mode's operation (tests/dispute_modes.sh).
+add_test(NAME dispute_modes COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/dispute_modes.sh ${CMAKE_BINARY_DIR})
+set_tests_properties(dispute_modes PROPERTIES TIMEOUT 1500 SKIP_RETURN_CODE 77)
