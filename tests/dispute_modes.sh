@@ -4,7 +4,8 @@
 # honest trainer beats an auditor that lies about one operation, where the arbiter's one-operation
 # recomputation must be the mode's: the tensor-core GEMMs of a CNN (tc-bf16-sm90: the convolutions
 # as GEMMs of their gathers, and their input gradients) and step program 2's conv2d,
-# conv2d_weight_grad and conv2d_input_grad kinds. Real processes on loopback, as tests/dispute.sh
+# conv2d_weight_grad and conv2d_input_grad kinds (exact and log rounding); a trainer that computes one
+# step in another arithmetic than its manifest's loses at that step's first GEMM. Real processes on loopback, as tests/dispute.sh
 # (whose game function this copies); every verdict re-derived offline with `arbiter check`.
 # Usage: dispute_modes.sh BUILD_DIR
 set -u
@@ -141,6 +142,10 @@ mode p2-fwd "$p2_fwd" "${P2[@]}"
 mode p2-dgrad "$p2_dgrad" "${P2[@]}"
 mode p2-dgrad-1x1 "$p2_dgrad1" "${P2[@]}"
 mode p2-wgrad "$p2_wgrad" "${P2[@]}"
+# program 2 in log rounding: the arbiter judges the convolutions' log entries against the exact values
+P2L=(--set program_version=2 --set rounding=log)
+mode p2log-dgrad "$p2_dgrad" "${P2L[@]}"
+mode p2log-wgrad "$p2_wgrad" "${P2L[@]}"
 # the GPT's attention (bmm; the scores are not used: a shift of every score is absorbed by the softmax) in
 # tc-fp16-sm90
 R=("${GPT[@]}")
@@ -150,6 +155,17 @@ mode gpt-kgrad "$(opid "h0.attn k gradient" --set gemm_arith=tc-fp16-sm90)" --se
 R=("${MLP[@]}")
 mode mlp-sm80 "$(opid "fc1 weight-gradient GEMM")" --set gemm_arith=tc-fp16-sm80
 mode mlp-e4m3 "$(opid "fc1 weight-gradient GEMM")" --set gemm_arith=tc-e4m3-sm90
+# a trainer that mixes arithmetics: one step (4) of a tc-bf16-sm90 run computed in fp64, or in tc-bf16-sm80,
+# and one step of an fp64 run in tc-bf16-sm90 (test cheat arith:STEP:V): it loses at that step's first
+# GEMM (operation 3, fc1 forward), the arbiter recomputing it in the manifest's arithmetic
+"$B/trainer-test" train --run "$T/mix1" --key "$T/tk" "${R[@]}" --set gemm_arith=tc-bf16-sm90 --cheat arith:4:0 >/dev/null ||
+  bad "train mix1"
+game mix-fp64-step mix1 trainer "wrong output" 4 3 --cheat arith:4:0
+"$B/trainer-test" train --run "$T/mix2" --key "$T/tk" "${R[@]}" --cheat arith:4:1 >/dev/null || bad "train mix2"
+game mix-tc-step mix2 trainer "wrong output" 4 3 --cheat arith:4:1
+"$B/trainer-test" train --run "$T/mix3" --key "$T/tk" "${R[@]}" --set gemm_arith=tc-bf16-sm90 --cheat arith:4:3 >/dev/null ||
+  bad "train mix3"
+game mix-sm80-step mix3 trainer "wrong output" 4 3 --cheat arith:4:3
 
 echo "dispute_modes: $pass passed, $fail failed"
 [ "$fail" = 0 ]
