@@ -6,7 +6,8 @@
 # recorded are refused (exit 64 from the trainer; a manifest carrying them is unreadable input, exit 2
 # from the auditor) rather than silently run: program_version 0 (step program 0, that of manifest
 # formats 1-3 only), and gemm_arith or program_version in a manifest of a format that predates them
-# (formats 1-4). Usage: red_tc.sh BUILD_DIR
+# (formats 1-4). auditor certify refuses a tensor-core run (its bounds are of exact rounding's
+# network). Usage: red_tc.sh BUILD_DIR
 set -u
 . "$(dirname "$0")/e2e_lib.sh" # e2e_begin, ok, bad, expect
 e2e_begin red-tc "$1"
@@ -77,6 +78,18 @@ refuse "an unknown model" gemm_arith "${MLP[@]}" --set gemm_arith=tc-bf16-sm75
 refuse "an empty model" gemm_arith "${MLP[@]}" --set gemm_arith=
 refuse "a model by number" gemm_arith "${MLP[@]}" --set gemm_arith=1
 refuse "gemm_arith with log rounding" gemm_arith "${MLP[@]}" --set gemm_arith=tc-fp16-sm90 --set rounding=log
+# certification bounds the network of exact rounding (and of real arithmetic): a tensor-core run's own
+# evaluation is another function (an example its tc evaluation misclassifies could be "verified"), so
+# certify refuses it (exit 64, naming gemm_arith) rather than certify another network; an fp64 run certifies
+"$AUDITOR" keygen "$T/akey" >/dev/null 2>&1 || bad "auditor keygen"
+"$AUDITOR" certify "$T/tc" --eps 0.000001 --examples 2 --method ibp --quiet >"$T/c.out" 2>&1; st=$?
+[ $st = 64 ] && grep -q gemm_arith "$T/c.out" && ok || bad "certify a tc run: exit $st: $(cat "$T/c.out")"
+"$AUDITOR" certify "$T/fp" --eps 0.000001 --examples 2 --method ibp --out "$T/fp.cert" --key "$T/akey" --quiet \
+  >"$T/c.out" 2>&1 && ok || bad "certify the fp64 run: $(cat "$T/c.out")"
+# the fp64 run's certificate presented with the run relabelled tc (re-signed) is not checked against it
+edit cert-tc fp '"final_lr_factor":' '"gemm_arith":"tc-bf16-sm90","final_lr_factor":' resign
+"$AUDITOR" check-certificate "$T/fp.cert" "$T/cert-tc" >"$T/c.out" 2>&1; st=$?
+[ $st != 0 ] && ok || bad "check-certificate against a tc run: exit $st: $(cat "$T/c.out")"
 # the honest runs verify
 expect 0 verified "" "$T/tc" --order reverse
 expect 0 verified "" "$T/p2" --order pairwise
