@@ -90,6 +90,21 @@ refuse "gemm_arith with log rounding" gemm_arith "${MLP[@]}" --set gemm_arith=tc
 edit cert-tc fp '"final_lr_factor":' '"gemm_arith":"tc-bf16-sm90","final_lr_factor":' resign
 "$AUDITOR" check-certificate "$T/fp.cert" "$T/cert-tc" >"$T/c.out" 2>&1; st=$?
 [ $st != 0 ] && ok || bad "check-certificate against a tc run: exit $st: $(cat "$T/c.out")"
+# an interrupted tc-bf16-sm90 run resumed (another thread count and order) signs the uninterrupted run's
+# commitment; resuming it in another arithmetic is refused (exit 64), as is a program-2 run resumed as program 1
+"$TRAINER_TEST" train --run "$T/res" --key "$T/key" "${MLP[@]}" --set gemm_arith=tc-bf16-sm90 --stop-after 4 --quiet \
+  >/dev/null 2>&1 || bad "stop-after"
+for m in fp64 tc-bf16-sm80; do
+  "$TRAINER" train --run "$T/res" --key "$T/key" "${MLP[@]}" --set gemm_arith=$m --resume --quiet >"$T/r.out" 2>&1; st=$?
+  [ $st = 64 ] && [ ! -e "$T/res/commitment.vtc" ] && ok || bad "resume a tc-bf16 run as $m: exit $st: $(cat "$T/r.out")"
+done
+"$TRAINER" train --run "$T/res" --key "$T/key" "${MLP[@]}" --set gemm_arith=tc-bf16-sm90 --resume --threads 1 \
+  --order reverse --quiet >/dev/null 2>&1 || bad "resume the tc-bf16 run"
+cmp -s "$T/res/commitment.vtc" "$T/tc/commitment.vtc" && ok || bad "the resumed tc-bf16 run's commitment differs"
+"$TRAINER_TEST" train --run "$T/res2" --key "$T/key" "${CNN[@]}" --set steps=4 --set program_version=2 --stop-after 2 \
+  --quiet >/dev/null 2>&1 || bad "stop-after, program 2"
+"$TRAINER" train --run "$T/res2" --key "$T/key" "${CNN[@]}" --set steps=4 --resume --quiet >"$T/r.out" 2>&1; st=$?
+[ $st = 64 ] && ok || bad "resume a program-2 run as program 1: exit $st: $(cat "$T/r.out")"
 # the honest runs verify
 expect 0 verified "" "$T/tc" --order reverse
 expect 0 verified "" "$T/p2" --order pairwise
