@@ -146,6 +146,17 @@ mode p2-wgrad "$p2_wgrad" "${P2[@]}"
 P2L=(--set program_version=2 --set rounding=log)
 mode p2log-dgrad "$p2_dgrad" "${P2L[@]}"
 mode p2log-wgrad "$p2_wgrad" "${P2L[@]}"
+# program 2's log forgeries: a step's entries omitted (test cheat), a direction flipped and entries deleted
+# after training (re-committed, tests/vt_tamper.c): the trainer loses at the convolution's log
+"$B/trainer-test" train --run "$T/p2-omit" --key "$T/tk" "${R[@]}" "${P2L[@]}" --cheat omit-entry:3 >/dev/null ||
+  bad "train p2-omit"
+game p2-omit p2-omit trainer "missing log entry" 3 "" --cheat omit-entry:3
+cp -r "$T/p2log-dgrad-honest" "$T/p2-forged"
+"$B/vt_tamper" "$T/p2-forged" "$T/tk" flip-direction >/dev/null || bad "tamper p2-forged"
+game p2-forged p2-forged trainer "wrong output" "" ""
+cp -r "$T/p2log-dgrad-honest" "$T/p2-deleted"
+"$B/vt_tamper" "$T/p2-deleted" "$T/tk" delete-entries >/dev/null || bad "tamper p2-deleted"
+game p2-deleted p2-deleted trainer "missing log entry" "" ""
 # the GPT's attention (bmm; the scores are not used: a shift of every score is absorbed by the softmax) in
 # tc-fp16-sm90
 R=("${GPT[@]}")
