@@ -16,6 +16,7 @@
 #include "../merkle/vt_sign.h"
 #include "../model/vt_model.h"
 #include "../model/vt_recipe.h"
+#include "../ops/vt_ops.h"
 #include "../rounding_log/vt_rlog.h"
 #include "../run/vt_export.h"
 #include "../run/vt_train.h"
@@ -87,6 +88,15 @@ static vt_err load_state(const vt_cert_opts *o, cert_run *r)
     vt_store_close(st);
     if (!e && r->rc.arch != VT_ARCH_MLP && r->rc.arch != VT_ARCH_RESNET)
         e = vt_set_error(VT_ERR_UNSUPPORTED, "certify: the run is a GPT; transformers are out of scope");
+    /* the bounds are those of exact rounding's network and of real arithmetic (docs/certify.md): a run of
+     * the tensor-core mode evaluates its GEMMs otherwise (BF16/FP16/E4M3 operands, truncated sums), errors
+     * no bound here covers - a certificate of it would be about another function than the run's */
+    if (!e && r->rc.gemm_arith != 0)
+        e = vt_set_error(VT_ERR_UNSUPPORTED,
+                         "certify: the run's GEMMs are the tensor-core model gemm_arith=%s, whose arithmetic the bounds "
+                         "do not cover (they are exact rounding's and real arithmetic's): only gemm_arith=fp64 runs "
+                         "are certified",
+                         vt_gemm_arith_names[r->rc.gemm_arith]);
     if (!e) e = vt_model_init(&r->m, &r->rc, r->rc.batch, (vt_order)o->order);
     if (!e) r->have_model = 1;
     const vt_program *p = &r->m.prog;

@@ -345,7 +345,10 @@ vt_err vt_recipe_validate(const vt_recipe *r)
                            VT_ERR_ARG, "recipe: at most 1024 heads, batch x heads and batch x context at most 2^24");
     } else
         VT_RETURN_ERROR_IF(r->optimizer == VT_OPT_ADAMW, VT_ERR_ARG, "recipe: optimizer=adamw is arch=gpt's");
-    VT_RETURN_ERROR_IF(r->program_version > 2 || (r->program_version == 2 && r->arch != VT_ARCH_RESNET), VT_ERR_ARG,
+    /* step program 0 is that of manifest formats 1-3 (read with bound.legacy_log set), never a choice */
+    VT_RETURN_ERROR_IF((r->program_version == 0 && !r->bound.legacy_log) || r->program_version > 2 ||
+                           (r->program_version == 2 && r->arch != VT_ARCH_RESNET),
+                       VT_ERR_ARG,
                        "recipe: program_version is 1 (or 2 for arch=resnet: convolutions without im2col tensors)");
     VT_RETURN_ERROR_IF(r->program_version == 2 && r->gemm_arith != 0, VT_ERR_ARG,
                        "recipe: gemm_arith models step program 1's GEMMs: use program_version 1");
@@ -548,6 +551,12 @@ vt_err vt_manifest_parse(const char *text, size_t len, vt_recipe *r, uint8_t dat
         r->bound.legacy_log = v1 || v2 || v3 || v4;
         r->program_version = v1 || v2 || v3 ? 0 : 1;
         if (!e) e = apply_object(r, rj, "manifest recipe");
+        /* keys newer than formats 1-4: no trainer of those formats wrote them (a manifest that has them
+         * was made, not recorded) */
+        static const char *const newer[] = {"program_version", "gemm_arith"};
+        for (size_t i = 0; !e && (v1 || v2 || v3 || v4) && i < sizeof newer / sizeof newer[0]; i++)
+            if (json_object_get(rj, newer[i]))
+                e = vt_set_error(VT_ERR_FORMAT, "manifest: format %s predates recipe key \"%s\"", fs, newer[i]);
         if (!e && ih && (!json_is_string(ih) || vt_unhex(json_string_value(ih), r->init_sha256, 32) != VT_OK))
             e = vt_set_error(VT_ERR_FORMAT, "manifest: bad init_sha256");
         if (!e && ih) r->has_init = 1;

@@ -18,6 +18,11 @@ static vt_err after_op(void *ctx, vt_model *m, uint64_t step, uint32_t op)
     if (op == 1) c->done = 0; /* every replay of the step cheats alike */
     const vt_program *p = &m->prog;
     const vt_opdesc *o = &p->op[op];
+    if (c->kind == VT_CHEAT_ARITH) { /* the step's operations after the first in gemm_arith VALUE */
+        if (op == 1) c->arith_old = m->rc.gemm_arith, m->rc.gemm_arith = (int)c->value;
+        if (op == p->n_ops) m->rc.gemm_arith = c->arith_old;
+        return VT_OK;
+    }
     switch (c->kind) {
     case VT_CHEAT_LR: {
         uint32_t lr = vt_program_find(p, "lr");
@@ -93,6 +98,14 @@ static vt_err after_op(void *ctx, vt_model *m, uint64_t step, uint32_t op)
         return VT_OK;
     case VT_CHEAT_FLIP_OUTPUT: /* the lowest bit of the first element, whatever its dtype (little-endian) */
         if (op == c->op) *(uint8_t *)vt_model_tensor(m, o->out[0], NULL) ^= 1u;
+        return VT_OK;
+    case VT_CHEAT_SHIFT_OUTPUT: /* an F32 output: VALUE added to every element (else the lowest bit) */
+        if (op != c->op) return VT_OK;
+        if (p->t[o->out[0]].dtype == VT_DT_F32) {
+            float *y = vt_model_tensor(m, o->out[0], NULL);
+            for (size_t i = 0; i < p->t[o->out[0]].n; i++) y[i] = (float)((double)y[i] + c->value);
+        } else
+            *(uint8_t *)vt_model_tensor(m, o->out[0], NULL) ^= 1u;
         return VT_OK;
     default: return VT_OK;
     }
@@ -210,12 +223,23 @@ vt_err vt_cheats_parse(vt_cheats *c, const char *spec)
         {"flip-buffer", VT_CHEAT_FLIP_BUFFER}, {"dropout-seed", VT_CHEAT_DROPOUT_SEED},
         {"swap-window", VT_CHEAT_SWAP_WINDOW},
         {"reorder", VT_CHEAT_REORDER}, {"flip-direction", VT_CHEAT_FLIP_DIRECTION},
-        {"omit-entry", VT_CHEAT_OMIT_ENTRY}, {"augment-seed", VT_CHEAT_AUGMENT_SEED}, {"pad-log", VT_CHEAT_PAD_LOG}};
+        {"omit-entry", VT_CHEAT_OMIT_ENTRY}, {"augment-seed", VT_CHEAT_AUGMENT_SEED}, {"pad-log", VT_CHEAT_PAD_LOG},
+        {"shift-op", VT_CHEAT_SHIFT_OUTPUT}, {"arith", VT_CHEAT_ARITH}};
     for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
         if (strcmp(kind, k[i].name) == 0) {
             c->kind = k[i].kind;
             c->step = step;
             c->value = has_value ? value : (k[i].kind == VT_CHEAT_POISON ? 1e-3 : 0.5);
+            if (k[i].kind == VT_CHEAT_ARITH) { /* arith:STEP:V, V an index of vt_gemm_arith_names */
+                VT_RETURN_ERROR_IF(!has_value || value < 0 || value > 5 || value != (double)(int)value, VT_ERR_ARG,
+                                   "--cheat arith:STEP:V needs V in 0..5 (vt_gemm_arith_names)");
+            }
+            if (k[i].kind == VT_CHEAT_SHIFT_OUTPUT) { /* shift-op:STEP:OP, the operation id; 0.25 added */
+                VT_RETURN_ERROR_IF(!has_value || value < 1 || value > UINT32_MAX || value != (double)(uint32_t)value,
+                                   VT_ERR_ARG, "--cheat shift-op:STEP:OP needs an operation id");
+                c->op = (uint32_t)value;
+                c->value = 0.25;
+            }
             return VT_OK;
         }
     VT_RETURN_ERROR(VT_ERR_ARG, "--cheat: unknown kind \"%s\"", kind);
@@ -223,6 +247,17 @@ vt_err vt_cheats_parse(vt_cheats *c, const char *spec)
 
 vt_err vt_cheats_lie(vt_cheats *c, const char *spec)
 {
+    /* STEP:OP:shift - 0.25 added to every element of an F32 output (a lie that cannot be absorbed) */
+    size_t n = strlen(spec);
+    if (n > 6 && strcmp(spec + n - 6, ":shift") == 0 && n - 6 < 64) {
+        char head[64];
+        memcpy(head, spec, n - 6);
+        head[n - 6] = 0;
+        VT_FORWARD_IF_ERROR(vt_cli_step_op("--lie", head, &c->step, &c->op));
+        c->kind = VT_CHEAT_SHIFT_OUTPUT;
+        c->value = 0.25;
+        return VT_OK;
+    }
     VT_FORWARD_IF_ERROR(vt_cli_step_op("--lie", spec, &c->step, &c->op));
     c->kind = VT_CHEAT_FLIP_OUTPUT;
     return VT_OK;

@@ -14,12 +14,16 @@
  *       flip-direction (the step log's first direction entry), omit-entry (every entry of the
  *       step's log), augment-seed (the step's augmentation drawn with another seed), pad-log (a
  *       direction entry on each of the first VALUE elements without an entry of every operation
- *       record, default 1: entries the rule does not need, the values untouched) - a trainer
+ *       record, default 1: entries the rule does not need, the values untouched), shift-op
+ *       (STEP:OP: 0.25 added to every element of operation OP's F32 output; another dtype's first
+ *       element has its lowest bit flipped), arith (STEP:V: the step's operations after the first
+ *       in gemm_arith V, an index of vt_gemm_arith_names: a step of another arithmetic) - a trainer
  *       that deviates at STEP and commits consistently;
  *   trainer-test train --stop-after STEP   stop without committing (an interruption);
  *   trainer-test serve --misbehave silent|bad-proof|inconsistent|drop-once;
- *   auditor-test challenge --lie STEP:OP   a lying auditor: its output of operation OP of step
- *       STEP has its first element's lowest bit flipped, consistently in every answer. */
+ *   auditor-test challenge --lie STEP:OP[:shift]   a lying auditor: its output of operation OP of
+ *       step STEP has its first element's lowest bit flipped (:shift: as the trainer's shift-op),
+ *       consistently in every answer. */
 #ifndef VT_CHEATS_H
 #define VT_CHEATS_H
 
@@ -44,6 +48,8 @@ typedef enum {
     VT_CHEAT_DROPOUT_SEED,
     VT_CHEAT_SWAP_WINDOW,
     VT_CHEAT_PAD_LOG,
+    VT_CHEAT_SHIFT_OUTPUT,
+    VT_CHEAT_ARITH,
 } vt_cheat_kind;
 
 typedef enum { VT_MISBEHAVE_NONE = 0, VT_MISBEHAVE_SILENT, VT_MISBEHAVE_BAD_PROOF, VT_MISBEHAVE_INCONSISTENT,
@@ -54,6 +60,7 @@ typedef struct {
     uint64_t step;
     double value;
     uint32_t op;          /* FLIP_OUTPUT */
+    int arith_old;        /* ARITH: the run's gemm_arith, restored after the step */
     int done;             /* DROPOUT_SEED: once per step (reset when the step begins) */
     vt_misbehave serve;
     pthread_mutex_t mu;   /* drop-once: one drop over every session */

@@ -165,6 +165,37 @@ static void edit_manifest_to(const char *from_key, const char *new_value, const 
     free(out);
 }
 
+/* Replace the first occurrence of OLD in the manifest text by NEW and update its recorded hash. */
+static void replace_manifest(const char *old, const char *new_text)
+{
+    sqlite3_stmt *st;
+    sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'manifest'", -1, &st, NULL);
+    if (sqlite3_step(st) != SQLITE_ROW) die("manifest");
+    size_t n = (size_t)sqlite3_column_bytes(st, 0), lo = strlen(old), ln = strlen(new_text);
+    char *text = malloc(n + 1), *out = malloc(n + ln + 1);
+    memcpy(text, sqlite3_column_blob(st, 0), n);
+    text[n] = 0;
+    sqlite3_finalize(st);
+    char *p = strstr(text, old);
+    if (!p) die("manifest text not found");
+    size_t pre = (size_t)(p - text), len = pre + ln + (n - pre - lo);
+    memcpy(out, text, pre);
+    memcpy(out + pre, new_text, ln);
+    memcpy(out + pre + ln, p + lo, n - pre - lo);
+    uint8_t h[32];
+    if (vt_sha256(out, len, h)) die("hash");
+    sqlite3_prepare_v2(db, "UPDATE meta SET value = ?1 WHERE key = 'manifest'", -1, &st, NULL);
+    sqlite3_bind_blob(st, 1, out, (int)len, SQLITE_TRANSIENT);
+    if (sqlite3_step(st) != SQLITE_DONE) die("update manifest");
+    sqlite3_finalize(st);
+    sqlite3_prepare_v2(db, "UPDATE meta SET value = ?1 WHERE key = 'manifest_hash'", -1, &st, NULL);
+    sqlite3_bind_blob(st, 1, h, 32, SQLITE_TRANSIENT);
+    if (sqlite3_step(st) != SQLITE_DONE) die("update manifest hash");
+    sqlite3_finalize(st);
+    free(text);
+    free(out);
+}
+
 static void flip_file_bit(const char *path, long off_from_end_ratio_num)
 {
     FILE *f = fopen(path, "r+b");
@@ -273,6 +304,12 @@ int main(int argc, char **argv)
     } else if (strcmp(act, "set-lr") == 0 || strcmp(act, "set-lr-resign") == 0) {
         edit_manifest("\"lr\":", argv[4]);
         if (strcmp(act, "set-lr-resign") == 0) recommit();
+    } else if (strcmp(act, "replace") == 0 || strcmp(act, "replace-resign") == 0) {
+        /* replace the manifest's text OLD by NEW (argv[4], argv[5]; the first occurrence), e.g. another
+         * gemm_arith or program_version; -resign: re-commit as the trainer would */
+        if (argc < 6) die("replace needs OLD NEW");
+        replace_manifest(argv[4], argv[5]);
+        if (strcmp(act, "replace-resign") == 0) recommit();
     } else {
         fprintf(stderr, "vt_tamper: unknown action %s\n", act);
         return 64;
