@@ -127,6 +127,22 @@ static int64_t busiest_step(int direction_only)
     return best;
 }
 
+/* Stores a new manifest text (len bytes) and its SHA-256 as the recorded manifest hash. */
+static void store_manifest(const char *out, size_t len)
+{
+    sqlite3_stmt *st;
+    uint8_t h[32];
+    if (vt_sha256(out, len, h)) die("hash");
+    sqlite3_prepare_v2(db, "UPDATE meta SET value = ?1 WHERE key = 'manifest'", -1, &st, NULL);
+    sqlite3_bind_blob(st, 1, out, (int)len, SQLITE_TRANSIENT);
+    if (sqlite3_step(st) != SQLITE_DONE) die("update manifest");
+    sqlite3_finalize(st);
+    sqlite3_prepare_v2(db, "UPDATE meta SET value = ?1 WHERE key = 'manifest_hash'", -1, &st, NULL);
+    sqlite3_bind_blob(st, 1, h, 32, SQLITE_TRANSIENT);
+    if (sqlite3_step(st) != SQLITE_DONE) die("update manifest hash");
+    sqlite3_finalize(st);
+}
+
 /* Replace the manifest text (e.g. the learning rate) and its recorded hash. */
 static void edit_manifest_to(const char *from_key, const char *new_value, const char *stops);
 static void edit_manifest(const char *from_key, const char *new_value) { edit_manifest_to(from_key, new_value, ",}"); }
@@ -151,16 +167,7 @@ static void edit_manifest_to(const char *from_key, const char *new_value, const 
     memcpy(out, text, pre);
     size_t len = (size_t)sprintf(out + pre, "%s%s", new_value, end);
     len += pre;
-    uint8_t h[32];
-    if (vt_sha256(out, len, h)) die("hash");
-    sqlite3_prepare_v2(db, "UPDATE meta SET value = ?1 WHERE key = 'manifest'", -1, &st, NULL);
-    sqlite3_bind_blob(st, 1, out, (int)len, SQLITE_TRANSIENT);
-    if (sqlite3_step(st) != SQLITE_DONE) die("update manifest");
-    sqlite3_finalize(st);
-    sqlite3_prepare_v2(db, "UPDATE meta SET value = ?1 WHERE key = 'manifest_hash'", -1, &st, NULL);
-    sqlite3_bind_blob(st, 1, h, 32, SQLITE_TRANSIENT);
-    if (sqlite3_step(st) != SQLITE_DONE) die("update manifest hash");
-    sqlite3_finalize(st);
+    store_manifest(out, len);
     free(text);
     free(out);
 }
@@ -182,16 +189,7 @@ static void replace_manifest(const char *old, const char *new_text)
     memcpy(out, text, pre);
     memcpy(out + pre, new_text, ln);
     memcpy(out + pre + ln, p + lo, n - pre - lo);
-    uint8_t h[32];
-    if (vt_sha256(out, len, h)) die("hash");
-    sqlite3_prepare_v2(db, "UPDATE meta SET value = ?1 WHERE key = 'manifest'", -1, &st, NULL);
-    sqlite3_bind_blob(st, 1, out, (int)len, SQLITE_TRANSIENT);
-    if (sqlite3_step(st) != SQLITE_DONE) die("update manifest");
-    sqlite3_finalize(st);
-    sqlite3_prepare_v2(db, "UPDATE meta SET value = ?1 WHERE key = 'manifest_hash'", -1, &st, NULL);
-    sqlite3_bind_blob(st, 1, h, 32, SQLITE_TRANSIENT);
-    if (sqlite3_step(st) != SQLITE_DONE) die("update manifest hash");
-    sqlite3_finalize(st);
+    store_manifest(out, len);
     free(text);
     free(out);
 }
