@@ -23,7 +23,9 @@ const char *vt_reason_name(int code)
     static const char *const n[] = {"none",           "no valid answer",   "bad proof",        "inconsistent answer",
                                     "implausible log entry", "missing log entry", "wrong output", "manifest mismatch",
                                     "invalid challenge", "log mismatch",      "bad input",        "cannot judge",
-                                    "equivocation", "over the arbiter's limits", "stale service record"};
+                                    "equivocation", "over the arbiter's limits", "stale service record",
+                                    "record shorter than the floor", "withdrawn run", "expired service record",
+                                    "auditor gone", "clock skew"};
     return code >= 0 && code < (int)(sizeof n / sizeof n[0]) ? n[code] : "?";
 }
 

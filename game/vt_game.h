@@ -33,7 +33,24 @@ enum {
     VT_REASON_OVER_LIMIT = 13,     /* the game would exceed the arbiter's limits: refused, nobody loses */
     VT_REASON_STALE_RECORD = 14,   /* the trainer has since signed a newer record for its address, for
                                     * another run: the auditor's record is stale; nobody loses */
+    VT_REASON_SHORT_RECORD = 15,   /* the trainer served a record with less than the lifetime floor left */
+    VT_REASON_WITHDRAWN = 16,      /* the trainer serves another run at its address before its record for this
+                                    * run expired: it withdrew during the challenge window */
+    VT_REASON_EXPIRED_RECORD = 17, /* the record expired and the trainer serves no current record for the run;
+                                    * nobody loses */
+    VT_REASON_AUDITOR_GONE = 18,   /* the auditor's connection dropped and it did not come back within its
+                                    * clock; nobody loses */
+    VT_REASON_CLOCK_SKEW = 19,     /* a record is dated after the arbiter's clock (beyond VT_CLOCK_SKEW_S): one of
+                                    * the two clocks is wrong, nobody can prove which; nobody loses */
 };
+
+/* Record lifetimes and clocks (docs/dispute.md "Fresh service records"): a record the trainer
+ * serves must have at least VT_RECORD_FLOOR_S seconds left (by the arbiter's clock, less the
+ * allowance VT_CLOCK_SKEW_S for the two clocks' difference); `trainer serve` signs records of at
+ * least 2 x VT_RECORD_FLOOR_S and re-signs when half is left. A record's signing time is its serial
+ * in microseconds since 1970 (vt_service_signed_at). */
+#define VT_RECORD_FLOOR_S 600
+#define VT_CLOCK_SKEW_S 300
 const char *vt_reason_name(int code);
 
 /* What one question may cost (docs/dispute.md "Clocks" and "Access control and limits"), both

@@ -453,6 +453,9 @@ vt_err vt_service_sign(const vt_service *s, const vt_keypair *kp, uint8_t *out, 
  * and s->manifest_hash with the commitment's, the expiry with the time, the arbiters with its key. */
 vt_err vt_service_parse(const uint8_t *p, size_t n, vt_service *s) VT_WARN_UNUSED;
 /* 1 when the record names arbiter key pk. */
+/* The record's signing time, seconds since 1970: its serial (microseconds since 1970 when it was signed,
+ * strictly increasing for one trainer) over 10^6. */
+uint64_t vt_service_signed_at(const vt_service *s);
 int vt_service_names_arbiter(const vt_service *s, const uint8_t pk[VT_SIGN_PK_LEN]);
 /* Reads a record file (at most VT_SERVICE_MAX_LEN bytes, else VT_ERR_FORMAT) into out. */
 vt_err vt_service_read_file(const char *path, uint8_t *out, size_t cap, size_t *len) VT_WARN_UNUSED;

@@ -93,6 +93,8 @@ vt_err vt_service_parse(const uint8_t *p, size_t n, vt_service *s)
     return VT_OK;
 }
 
+uint64_t vt_service_signed_at(const vt_service *s) { return s ? s->serial / 1000000u : 0; }
+
 int vt_service_names_arbiter(const vt_service *s, const uint8_t pk[VT_SIGN_PK_LEN])
 {
     for (uint32_t i = 0; s && pk && i < s->n_arbiters && i < VT_SERVICE_MAX_ARBITERS; i++)
