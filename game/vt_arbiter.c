@@ -23,9 +23,50 @@
  * trainer is retried (pauses of 200 ms doubling to 2 s) until its clock runs out. Every attempt
  * and every missing answer is recorded, signed by the arbiter, in the transcript (NOTE). */
 
+typedef struct server server;
+
+/* A running game, for the admission rule (its commitment and auditor key) and for the auditor's
+ * resumption (docs/dispute.md "Connections are not parties"): the identity of its CHALLENGE (the
+ * SHA-256 of its signed frame, which the auditor sends again, byte for byte, to resume), the
+ * auditor's current connection, a resumed one handed over by arb_admit, and the auditor's used
+ * clock (a waiting challenger of the same run may preempt a slow auditor). Under server.mu. */
+typedef struct {
+    int used;
+    uint8_t cm[32], auditor[32], chid[32];
+    vt_conn *ca;       /* the auditor's connection the game uses now (arb_admit shuts it down on a resume) */
+    vt_conn *resume;   /* a resumed connection not yet taken by the game */
+    int64_t auditor_used_ms;
+} game_slot;
+
+/* A finished game: a CHALLENGE sent again gets its verdict, never a second game. */
+typedef struct {
+    int used;
+    uint8_t chid[32];
+    vt_msg_verdict v;
+} game_done_rec;
+
+/* A challenge waiting for a slot of its commitment (first come, first served). */
+typedef struct {
+    int used;
+    uint64_t seq;
+    uint8_t cm[32];
+    vt_conn *c;
+    vt_msg chm;
+    char ip[64], peer[80];
+} waiter;
+
+#define VTI_DONE_KEPT 64
+#define VTI_WAITERS 64       /* challenges waiting in all */
+#define VTI_WAITERS_PER_IP 4 /* of those, from one address */
+
 typedef struct {
     const vt_arbiter_opts *o;
     const vt_keypair *kp;
+    server *S;
+    int slot;         /* its entry in server.games */
+    int auditor_gone; /* VT_REASON_AUDITOR_GONE / VT_REASON_PREEMPTED after the auditor's last failed ask */
+    uint32_t resumes;
+    int64_t drop_pause_ms; /* the pause before asking again after a dropped connection to the trainer */
     vt_conn *ct, *ca; /* trainer, auditor */
     vt_transcript *tr;
     char trainer_addr[VT_MSG_ADDR_MAX + 1];
@@ -34,7 +75,7 @@ typedef struct {
     int64_t used_ms[4];   /* per party (VT_ROLE_*) */
     int64_t credit_ms[4]; /* per party: the work allowances credited to its clock (vt_ask_bounds) */
     double t0;
-    uint32_t attempts, reconnects, note_seq, local_failures;
+    uint32_t attempts, note_seq, local_failures;
     int64_t busy_pause_ms; /* the pause before asking again after the trainer's ERROR busy */
     uint64_t bytes;
 } live;
@@ -127,6 +168,50 @@ static vt_err connect_trainer(live *L)
 }
 
 static void heartbeat(live *L, int qtype);
+static int slot_lock_take_resume(live *L, vt_conn **nc, int64_t wait_ms);
+
+/* Pauses p ms (at most what is left of the party's clock), charged to the party. 1 when time is left. */
+static int pause_charged(live *L, int party, int64_t *pause, int64_t cap)
+{
+    int64_t p = clock_left(L, party);
+    p = p < *pause ? p : *pause;
+    if (p > 0) {
+        struct timespec ts = {(time_t)(p / 1000), (long)(p % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+        L->used_ms[party] += p;
+    }
+    *pause = *pause * 2 > cap ? cap : *pause * 2;
+    return clock_left(L, party) > 0;
+}
+
+/* The auditor's connection dropped (or a resumed one is waiting): close it and take the resumed
+ * connection, waiting for it within the auditor's clock (the wait charged to it). 0 with L->ca, -1
+ * when its clock ran out first. */
+static int await_auditor(live *L)
+{
+    vt_conn_close(L->ca);
+    L->ca = NULL;
+    int64_t at = ms_since(L->t0);
+    double t = vt_now();
+    vt_conn *nc = NULL;
+    int64_t left = clock_left(L, VT_ROLE_AUDITOR);
+    slot_lock_take_resume(L, &nc, left > 0 ? left : 0);
+    int64_t el = ms_since(t);
+    L->used_ms[VT_ROLE_AUDITOR] += el;
+    if (!nc) return -1;
+    L->ca = nc;
+    vt_conn_set_transcript(L->ca, L->tr);
+    L->resumes++;
+    record_note(L, VT_NOTE_CONNECT, VT_ROLE_AUDITOR, 0, L->resumes, at, el, "the auditor resumed its game (resumption %u)",
+                L->resumes);
+    if (!L->o->quiet) fprintf(stderr, "arbiter: the auditor resumed its game after %lld ms\n", (long long)el);
+    return 0;
+}
+
+/* Whether a challenger of the same commitment waits while this game's auditor has used at least a
+ * deadline of its clock: then the slot goes to the waiting one (docs/dispute.md "Access control"). */
+static int preempted(live *L);
+static void slot_auditor_used(live *L);
 
 static vt_err live_ask(void *ctx, int party, int qtype, const void *q, int atype, const vt_ask_bounds *b, vt_msg *ans)
 {
@@ -139,6 +224,7 @@ static vt_err live_ask(void *ctx, int party, int qtype, const void *q, int atype
     /* the computation the question requires: its time on top of the deadline, credited once */
     if (b->credit) L->credit_ms[party & 3] += b->work_ms;
     int64_t allowed = (int64_t)L->o->deadline_ms + (b->work_ms > 0 ? b->work_ms : 0);
+    L->auditor_gone = 0;
     for (;;) {
         int64_t at = ms_since(L->t0);
         if (clock_left(L, party) <= 0) {
@@ -156,6 +242,32 @@ static vt_err live_ask(void *ctx, int party, int qtype, const void *q, int atype
                 return vt_set_error(e, "%s", why);
             }
         }
+        if (party == VT_ROLE_AUDITOR) {
+            if (preempted(L)) {
+                L->auditor_gone = VT_REASON_PREEMPTED;
+                record_note(L, VT_NOTE_NO_ANSWER, party, VT_NOANS_PREEMPTED, 0, at, 0,
+                            "preempted: the auditor used %lld ms of its clock (a deadline is %d ms) while another "
+                            "auditor of this run waits for a slot", (long long)L->used_ms[party], L->o->deadline_ms);
+                VT_RETURN_ERROR(VT_ERR_IO, "the auditor was preempted by a waiting auditor of the same run");
+            }
+            vt_conn *nc = NULL;
+            if (L->ca) slot_lock_take_resume(L, &nc, 0); /* resumed while the game asked the trainer */
+            if (nc) {
+                vt_conn_close(L->ca);
+                L->ca = nc;
+                vt_conn_set_transcript(L->ca, L->tr);
+                L->resumes++;
+                record_note(L, VT_NOTE_CONNECT, VT_ROLE_AUDITOR, 0, L->resumes, at, 0,
+                            "the auditor resumed its game (resumption %u)", L->resumes);
+            }
+            if (!L->ca && await_auditor(L)) {
+                L->auditor_gone = VT_REASON_AUDITOR_GONE;
+                record_note(L, VT_NOTE_NO_ANSWER, party, VT_NOANS_GONE, 0, at, ms_since(L->t0) - at,
+                            "the auditor's connection dropped and it did not resume its game within its clock (%d ms)",
+                            L->o->clock_ms);
+                VT_RETURN_ERROR(VT_ERR_IO, "the auditor's connection dropped and it did not come back within its clock");
+            }
+        }
         vt_conn *c = party == VT_ROLE_TRAINER ? L->ct : L->ca;
         VT_RETURN_ERROR_IF(!c, VT_ERR_IO, "cannot reach the %s", who);
         int64_t left = clock_left(L, party);
@@ -166,7 +278,7 @@ static vt_err live_ask(void *ctx, int party, int qtype, const void *q, int atype
         /* while the trainer computes (its deadline may be long: the work it was granted), the auditor
          * hears from the arbiter every VT_ARBITER_HEARTBEAT_MS (a NOTE it ignores, not in the
          * transcript), so that an honest auditor never gives up on a game that is going on */
-        if (!e && party == VT_ROLE_TRAINER && L->ca) {
+        if (!e && party == VT_ROLE_TRAINER) {
             int hb = L->o->heartbeat_ms > 0 ? L->o->heartbeat_ms : VT_ARBITER_HEARTBEAT_MS;
             while (dl > hb && !vt_conn_wait_readable(c, hb)) {
                 dl -= hb;
@@ -176,9 +288,10 @@ static vt_err live_ask(void *ctx, int party, int qtype, const void *q, int atype
         if (!e) e = vt_recv_msg(c, atype, dl, &lim, ans);
         int64_t el = ms_since(t);
         L->used_ms[party] += el;
+        if (party == VT_ROLE_AUDITOR) slot_auditor_used(L);
         if (!e && party == VT_ROLE_TRAINER && session_error(ans)) {
             /* the trainer's server closed this session (idle, evicted, busy): never an answer. Reconnect
-             * and ask again; such reconnects count against the limit only while no answer comes. */
+             * and ask again after a pause, within its clock: no count of such ends decides anything. */
             int busy_code = ans->body.error.code == VT_ERRC_BUSY;
             char why[VT_MSG_TEXT_MAX + 64];
             snprintf(why, sizeof why, "the trainer's server ended the session (ERROR %u: %s)",
@@ -189,39 +302,39 @@ static vt_err live_ask(void *ctx, int party, int qtype, const void *q, int atype
             if (!L->o->quiet) fprintf(stderr, "arbiter: %s; reconnecting\n", why);
             vt_conn_close(L->ct);
             L->ct = NULL;
-            if (busy_code) { /* a limit of the trainer's that frees with time: wait, on its clock, unbounded in count */
-                int64_t p = clock_left(L, party);
-                p = p < L->busy_pause_ms ? p : L->busy_pause_ms;
-                if (p > 0) {
-                    struct timespec ts = {(time_t)(p / 1000), (long)(p % 1000) * 1000000L};
-                    nanosleep(&ts, NULL);
-                    L->used_ms[party] += p;
-                }
-                L->busy_pause_ms = L->busy_pause_ms * 2 > 5000 ? 5000 : L->busy_pause_ms * 2;
-                if (clock_left(L, party) > 0) continue;
-            } else if (++L->reconnects <= 8 && clock_left(L, party) > 0) {
+            /* busy: a limit of the trainer's that frees with time (500 ms doubling to 5 s); else 200 ms to 2 s */
+            if (busy_code ? pause_charged(L, party, &L->busy_pause_ms, 5000)
+                          : pause_charged(L, party, &L->drop_pause_ms, 2000))
                 continue;
-            }
             record_note(L, VT_NOTE_NO_ANSWER, party, VT_NOANS_LOST, 0, at, el, "%s to %s: %s", who,
                         vt_msg_type_name(qtype), why);
-            VT_RETURN_ERROR(VT_ERR_IO, "%s%s", why, busy_code ? ", until its clock ran out" : ", 8 times without an answer");
+            VT_RETURN_ERROR(VT_ERR_IO, "%s, until its clock ran out", why);
         }
         if (!e) {
-            if (party == VT_ROLE_TRAINER) L->reconnects = 0, L->busy_pause_ms = 500; /* an answer: progress */
+            if (party == VT_ROLE_TRAINER) L->busy_pause_ms = 500, L->drop_pause_ms = 200; /* an answer: progress */
             L->bytes += ans->raw_len;
             return VT_OK;
         }
         int deadline = vt_proto_deadline_exceeded();
         char why[600];
         snprintf(why, sizeof why, "%s", vt_errmsg());
-        /* A dropped connection to the trainer (not a deadline, not a bad message): reconnect within its clock
-         * and ask again. Every answer is a function of the commitment, so nothing established is lost. */
+        /* A dropped connection (not a deadline, not a bad message) costs the party the time it was
+         * unreachable, nothing else: the trainer is dialled again after a pause, the auditor's
+         * resumption is awaited, each within the party's clock. Every answer is a function of the
+         * commitment (or of the auditor's own replay), so nothing established is lost. */
         int dropped = !deadline && e == VT_ERR_IO;
-        if (party == VT_ROLE_TRAINER && dropped && L->reconnects < 8 && clock_left(L, party) > 0) {
+        if (party == VT_ROLE_TRAINER && dropped) {
             vt_conn_close(L->ct);
             L->ct = NULL;
-            L->reconnects++;
-            continue;
+            record_note(L, VT_NOTE_CONNECT, VT_ROLE_TRAINER, 4, L->attempts, ms_since(L->t0), el,
+                        "%s: the connection dropped during %s: %s", L->trainer_addr, vt_msg_type_name(qtype), why);
+            if (pause_charged(L, party, &L->drop_pause_ms, 2000)) continue;
+        }
+        if (party == VT_ROLE_AUDITOR && dropped) {
+            if (!L->o->quiet) fprintf(stderr, "arbiter: the auditor's connection dropped (%s); awaiting its resumption\n", why);
+            vt_conn_close(L->ca);
+            L->ca = NULL;
+            continue; /* awaited at the top, within its clock */
         }
         int code = deadline ? (dl64 < allowed ? VT_NOANS_CLOCK : VT_NOANS_DEADLINE)
                    : dropped ? VT_NOANS_LOST
@@ -234,6 +347,7 @@ static vt_err live_ask(void *ctx, int party, int qtype, const void *q, int atype
 /* A NOTE to the auditor: the game goes on, the arbiter waits for the trainer. Best effort. */
 static void heartbeat(live *L, int qtype)
 {
+    if (!L->ca) return;
     vt_msg_note nt;
     memset(&nt, 0, sizeof nt);
     nt.kind = VT_NOTE_NO_ANSWER, nt.party = VT_ROLE_TRAINER;
@@ -258,8 +372,6 @@ static void live_endpoint(void *ctx, const char *addr)
     L->have_endpoint = 1;
 }
 
-typedef struct server server;
-
 typedef struct {
     server *S;
     vt_conn *ca;
@@ -268,12 +380,6 @@ typedef struct {
     int id, slot; /* slot: its entry in server.games */
     uint64_t time; /* seconds since 1970 when the challenge was taken (the verdict names it) */
 } game_job;
-
-/* A running game, for the admission rule: its commitment and auditor key. */
-typedef struct {
-    int used;
-    uint8_t cm[32], auditor[32];
-} game_slot;
 
 struct server {
     const vt_arbiter_opts *o;
@@ -286,13 +392,88 @@ struct server {
         int n;
     } per_ip[64];
     game_slot games[256];
+    game_done_rec done[VTI_DONE_KEPT];
+    int done_next;
+    waiter waiting[VTI_WAITERS];
+    uint64_t wait_seq;
 };
 
-static void game_done(server *S, const char *ip, int slot)
+/* Takes the auditor's resumed connection of L's game, waiting up to wait_ms for one (0: only a look). */
+static int slot_lock_take_resume(live *L, vt_conn **nc, int64_t wait_ms)
 {
+    server *S = L->S;
+    game_slot *gs = &S->games[L->slot];
+    double t0 = vt_now();
+    pthread_mutex_lock(&S->mu);
+    while (!gs->resume) {
+        int64_t left = wait_ms - ms_since(t0);
+        if (left <= 0) break;
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        int64_t step = left < 500 ? left : 500;
+        ts.tv_sec += (time_t)(step / 1000);
+        ts.tv_nsec += (long)(step % 1000) * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+        pthread_cond_timedwait(&S->cv, &S->mu, &ts);
+    }
+    *nc = gs->resume;
+    gs->resume = NULL;
+    if (*nc) gs->ca = *nc;
+    else if (wait_ms > 0) gs->ca = NULL;
+    pthread_mutex_unlock(&S->mu);
+    return *nc != NULL;
+}
+
+static int waiting_for(server *S, const uint8_t cm[32])
+{
+    for (int i = 0; i < VTI_WAITERS; i++)
+        if (S->waiting[i].used && memcmp(S->waiting[i].cm, cm, 32) == 0) return 1;
+    return 0;
+}
+
+static int preempted(live *L)
+{
+    server *S = L->S;
+    pthread_mutex_lock(&S->mu);
+    int p = L->used_ms[VT_ROLE_AUDITOR] >= L->o->deadline_ms && waiting_for(S, S->games[L->slot].cm);
+    pthread_mutex_unlock(&S->mu);
+    return p;
+}
+
+static void slot_auditor_used(live *L)
+{
+    pthread_mutex_lock(&L->S->mu);
+    L->S->games[L->slot].auditor_used_ms = L->used_ms[VT_ROLE_AUDITOR];
+    pthread_mutex_unlock(&L->S->mu);
+}
+
+static int live_gone(void *ctx, int party)
+{
+    live *L = ctx;
+    return party == VT_ROLE_AUDITOR ? L->auditor_gone : 0;
+}
+
+static void start_waiters(server *S);
+
+/* A game ended: its slot is free (its verdict kept for a CHALLENGE sent again; v NULL when it never
+ * ran), and the oldest waiting challenge that fits now starts. */
+static void game_done(server *S, const char *ip, int slot, const vt_msg_verdict *v)
+{
+    vt_conn *late = NULL;
     pthread_mutex_lock(&S->mu);
     S->running--;
-    if (slot >= 0 && slot < 256) S->games[slot].used = 0;
+    if (slot >= 0 && slot < 256) {
+        game_slot *gs = &S->games[slot];
+        if (v) {
+            game_done_rec *d = &S->done[S->done_next];
+            S->done_next = (S->done_next + 1) % VTI_DONE_KEPT;
+            d->used = 1;
+            memcpy(d->chid, gs->chid, 32);
+            d->v = *v;
+        }
+        late = gs->resume; /* resumed as the game ended: it gets the verdict */
+        memset(gs, 0, sizeof *gs);
+    }
     for (int i = 0; i < 64; i++)
         if (S->per_ip[i].n && strcmp(S->per_ip[i].ip, ip) == 0) {
             S->per_ip[i].n--;
@@ -300,6 +481,11 @@ static void game_done(server *S, const char *ip, int slot)
         }
     pthread_cond_broadcast(&S->cv);
     pthread_mutex_unlock(&S->mu);
+    if (late) {
+        if (v && vt_send_msg(late, VT_MSG_VERDICT, v, &S->kp)) { /* the auditor may be gone again */ }
+        vt_conn_close(late);
+    }
+    start_waiters(S);
 }
 
 static void *game_main(void *p)
@@ -314,6 +500,9 @@ static void *game_main(void *p)
     L.ca = job->ca;
     L.t0 = vt_now();
     L.busy_pause_ms = 500;
+    L.drop_pause_ms = 200;
+    L.S = S;
+    L.slot = job->slot;
     const vt_msg_challenge *ch = &job->chm.body.challenge;
     memcpy(L.trainer_pk, ch->commitment + 80, 32); /* the commitment's key is the trainer's identity */
     char path[4096];
@@ -349,10 +538,11 @@ static void *game_main(void *p)
         put_note(&L, &gn);
         vt_conn_set_transcript(L.ca, L.tr);
         /* the verdict names the arbiter's key and the time it took the challenge */
-        vt_game_io io = {live_ask, &L, live_note, live_endpoint, S->kp.pk, job->time};
+        vt_game_io io = {live_ask, &L, live_note, live_endpoint, S->kp.pk, job->time, live_gone};
         vt_game_play(&io, ch, o->data_root, o->order, &lim, &res);
-        if (vt_send_msg(L.ca, VT_MSG_VERDICT, &res.v, &S->kp) && !o->quiet)
-            fprintf(stderr, "arbiter: could not deliver the verdict to the auditor\n");
+        if ((!L.ca || vt_send_msg(L.ca, VT_MSG_VERDICT, &res.v, &S->kp)) && !o->quiet)
+            fprintf(stderr, "arbiter: could not deliver the verdict to the auditor now (it gets it when it sends its "
+                    "CHALLENGE again)\n");
         if (L.ct && vt_send_msg(L.ct, VT_MSG_VERDICT, &res.v, &S->kp)) { /* the trainer may be gone */ }
         if (!o->quiet) {
             static const char *const who[] = {"nobody", "the trainer", "the auditor", "both parties"};
@@ -372,10 +562,13 @@ static void *game_main(void *p)
         L.ca = NULL;
     }
     vt_conn_close(L.ct);
+    pthread_mutex_lock(&S->mu);
+    S->games[job->slot].ca = NULL; /* arb_admit no longer shuts it down */
+    pthread_mutex_unlock(&S->mu);
     vt_conn_close(L.ca);
     if (vt_transcript_close(L.tr) && !o->quiet) fprintf(stderr, "arbiter: transcript %s: %s\n", path, vt_errmsg());
     vt_msg_free(&job->chm);
-    game_done(S, job->ip, job->slot);
+    game_done(S, job->ip, job->slot, e ? NULL : &res.v);
     free(job);
     return NULL;
 }
@@ -395,7 +588,172 @@ static int arb_stop(void *ctx)
     return stop;
 }
 
-/* An authenticated client with a signed CHALLENGE: cheap checks, limits, then a game thread. */
+/* The admission rule (docs/dispute.md "Access control and limits"), under S->mu: at most
+ * --max-running games, --games-per-ip from one address, --games-per-commitment about one run and one
+ * per auditor key, so that games against one run, however many keys they come under, leave room for
+ * the others. NULL when a game may start (*gslot its slot, *ipslot its address's entry), else why not;
+ * *may_wait: 1 when the reason frees as games end (the run's or the arbiter's games), so that the
+ * challenge waits for a slot, first come first served, instead of being refused. */
+static const char *admission(server *S, const uint8_t cm[32], const uint8_t auditor[32], const char *ip, int *gslot,
+                             int *ipslot, int *may_wait)
+{
+    int slot = -1, free_slot = -1, same_cm = 0, same_key = 0;
+    *gslot = -1, *may_wait = 0;
+    for (int i = 0; i < 64; i++) {
+        if (S->per_ip[i].n && strcmp(S->per_ip[i].ip, ip) == 0) slot = i;
+        if (!S->per_ip[i].n && free_slot < 0) free_slot = i;
+    }
+    for (int i = 0; i < 256; i++) {
+        if (!S->games[i].used) {
+            if (*gslot < 0) *gslot = i;
+            continue;
+        }
+        same_cm += memcmp(S->games[i].cm, cm, 32) == 0;
+        same_key += memcmp(S->games[i].auditor, auditor, 32) == 0;
+    }
+    int per_cm = S->o->games_per_commitment > 0 ? S->o->games_per_commitment : 2;
+    *ipslot = slot >= 0 ? slot : free_slot;
+    if (S->o->max_games > 0 && S->started >= S->o->max_games) return "this arbiter plays no more games";
+    if (same_key) return "busy: a game of this auditor key is running; try again later";
+    if (slot >= 0 ? S->per_ip[slot].n >= S->o->games_per_ip : free_slot < 0)
+        return "busy: as many games as this arbiter plays for one address are running; try again later";
+    *may_wait = 1;
+    if (S->running >= S->o->max_running || *gslot < 0)
+        return "busy: as many games as this arbiter plays at once are running; try again later";
+    if (same_cm >= per_cm)
+        return "busy: as many games as this arbiter plays about one commitment are running; try again later";
+    *may_wait = 0;
+    return NULL;
+}
+
+/* Starts a game thread for challenge *chm on connection c (both moved in on success: returns 0),
+ * reserving its slot under S->mu first. */
+static int launch(server *S, vt_conn *c, vt_msg *chm, const char *ip, const char *peer, const uint8_t chid[32])
+{
+    const vt_msg_challenge *ch = &chm->body.challenge;
+    uint8_t cm[32];
+    vt_commitment_bytes_hash(ch->commitment, cm);
+    int gslot, ipslot, may_wait;
+    pthread_mutex_lock(&S->mu);
+    if (admission(S, cm, ch->auditor_pk, ip, &gslot, &ipslot, &may_wait)) {
+        pthread_mutex_unlock(&S->mu);
+        return -1;
+    }
+    if (!S->per_ip[ipslot].n) snprintf(S->per_ip[ipslot].ip, sizeof S->per_ip[ipslot].ip, "%s", ip);
+    S->per_ip[ipslot].n++;
+    S->running++;
+    game_slot *gs = &S->games[gslot];
+    memset(gs, 0, sizeof *gs);
+    gs->used = 1, gs->ca = c;
+    memcpy(gs->cm, cm, 32);
+    memcpy(gs->auditor, ch->auditor_pk, 32);
+    memcpy(gs->chid, chid, 32);
+    int id = S->started++;
+    pthread_mutex_unlock(&S->mu);
+    game_job *job = calloc(1, sizeof *job);
+    pthread_t th;
+    pthread_attr_t at;
+    int ok = job != NULL && pthread_attr_init(&at) == 0;
+    if (ok) {
+        job->S = S, job->ca = c, job->chm = *chm, job->id = id, job->slot = gslot, job->time = (uint64_t)time(NULL);
+        snprintf(job->ip, sizeof job->ip, "%s", ip);
+        snprintf(job->peer, sizeof job->peer, "%s", peer);
+        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+        ok = pthread_create(&th, &at, game_main, job) == 0;
+        pthread_attr_destroy(&at);
+    }
+    if (ok) {
+        memset(chm, 0, sizeof *chm); /* moved */
+        return 0;
+    }
+    free(job);
+    pthread_mutex_lock(&S->mu);
+    S->games[gslot].ca = NULL;
+    pthread_mutex_unlock(&S->mu);
+    game_done(S, ip, gslot, NULL);
+    return -2;
+}
+
+/* The oldest waiting challenges that fit now start (after a game ended). */
+static void start_waiters(server *S)
+{
+    for (;;) {
+        waiter w;
+        int found = 0;
+        pthread_mutex_lock(&S->mu);
+        int best = -1;
+        for (int i = 0; i < VTI_WAITERS; i++) {
+            waiter *x = &S->waiting[i];
+            int gslot, ipslot, may_wait;
+            if (!x->used || (best >= 0 && S->waiting[best].seq < x->seq)) continue;
+            if (!admission(S, x->cm, x->chm.body.challenge.auditor_pk, x->ip, &gslot, &ipslot, &may_wait)) best = i;
+        }
+        if (best >= 0) {
+            w = S->waiting[best];
+            memset(&S->waiting[best], 0, sizeof S->waiting[best]);
+            found = 1;
+        }
+        pthread_mutex_unlock(&S->mu);
+        if (!found) return;
+        uint8_t chid[32];
+        if (vt_sha256(w.chm.raw, w.chm.raw_len, chid)) memset(chid, 0, 32);
+        int r = launch(S, w.c, &w.chm, w.ip, w.peer, chid);
+        if (r) {
+            arb_reject(S, w.peer, VT_ERRC_BUSY, "a waiting challenge could not start its game");
+            vt_conn_refuse(w.c, &S->kp, VT_ERRC_BUSY, "the arbiter cannot start a game now; try again");
+            vt_msg_free(&w.chm);
+        } else if (!S->o->quiet) {
+            fprintf(stderr, "arbiter: the waiting challenge from %s starts its game\n", w.peer);
+        }
+    }
+}
+
+/* A CHALLENGE byte for byte the same as a running, waiting or finished game's (its auditor's
+ * connection dropped): the running game takes the new connection (the old one is shut down), a
+ * waiting one keeps its place with it, a finished one sends its verdict. Never a second game.
+ * 1 when handled (c taken). */
+static int resume(server *S, vt_conn *c, const uint8_t chid[32], const char *peer)
+{
+    vt_msg_verdict v;
+    int kind = 0;
+    vt_conn *old = NULL;
+    pthread_mutex_lock(&S->mu);
+    for (int i = 0; i < 256 && !kind; i++) {
+        game_slot *gs = &S->games[i];
+        if (!gs->used || memcmp(gs->chid, chid, 32) != 0) continue;
+        old = gs->resume; /* an earlier resumption the game has not taken: replaced */
+        gs->resume = c;
+        if (gs->ca) vt_conn_shutdown(gs->ca); /* the game notices at once, if it still waits on it */
+        kind = 1;
+    }
+    for (int i = 0; i < VTI_WAITERS && !kind; i++) {
+        waiter *w = &S->waiting[i];
+        if (!w->used || w->chm.raw_len == 0) continue;
+        uint8_t id[32];
+        if (vt_sha256(w->chm.raw, w->chm.raw_len, id) || memcmp(id, chid, 32) != 0) continue;
+        old = w->c;
+        w->c = c;
+        kind = 2;
+    }
+    for (int i = 0; i < VTI_DONE_KEPT && !kind; i++)
+        if (S->done[i].used && memcmp(S->done[i].chid, chid, 32) == 0) v = S->done[i].v, kind = 3;
+    pthread_cond_broadcast(&S->cv);
+    pthread_mutex_unlock(&S->mu);
+    if (old) vt_conn_close(old);
+    if (kind && !S->o->quiet)
+        fprintf(stderr, "arbiter: %s resends its challenge: %s\n", peer,
+                kind == 1 ? "its game resumes on the new connection" : kind == 2 ? "it keeps its place in the queue"
+                                                                                  : "its game ended; the verdict is sent again");
+    if (kind == 3) {
+        vt_conn_set_send_timeout(c, 1000);
+        if (vt_send_msg(c, VT_MSG_VERDICT, &v, &S->kp)) { /* the auditor may be gone */ }
+        vt_conn_close(c);
+    }
+    return kind != 0;
+}
+
+/* An authenticated client with a signed CHALLENGE: a resumption, else cheap checks, limits, then a
+ * game thread (or a place in the queue of its run). */
 static void arb_admit(void *ctx, vt_gate_peer *p)
 {
     server *S = ctx;
@@ -406,6 +764,12 @@ static void arb_admit(void *ctx, vt_gate_peer *p)
         vt_conn_refuse(p->c, &S->kp, VT_ERRC_BAD_CHALLENGE, "the challenge names another auditor key than its connection's");
         return;
     }
+    uint8_t chid[32];
+    if (vt_sha256(p->first->raw, p->first->raw_len, chid)) {
+        vt_conn_refuse(p->c, &S->kp, VT_ERRC_INTERNAL, "the arbiter cannot hash the challenge");
+        return;
+    }
+    if (resume(S, p->c, chid, p->peer)) return;
     vt_service sv;
     vt_msg_verdict v;
     if (vt_game_check_challenge(ch, S->kp.pk, (uint64_t)time(NULL), &sv, &v)) { /* a signed verdict against the auditor; nothing dialled, no file */
@@ -416,78 +780,48 @@ static void arb_admit(void *ctx, vt_gate_peer *p)
         vt_conn_close(p->c);
         return;
     }
-    /* The admission rule (docs/dispute.md "Access control and limits"): at most --max-running games,
-     * --games-per-ip from one address, --games-per-commitment about one run and one per auditor key,
-     * so that games against one run, however many keys they come under, leave room for the others */
     uint8_t cm[32];
     vt_commitment_bytes_hash(ch->commitment, cm);
+    int gslot, ipslot, may_wait;
     pthread_mutex_lock(&S->mu);
-    int slot = -1, free_slot = -1, gslot = -1, same_cm = 0, same_key = 0;
-    for (int i = 0; i < 64; i++) {
-        if (S->per_ip[i].n && strcmp(S->per_ip[i].ip, p->ip) == 0) slot = i;
-        if (!S->per_ip[i].n && free_slot < 0) free_slot = i;
-    }
-    for (int i = 0; i < 256; i++) {
-        if (!S->games[i].used) {
-            if (gslot < 0) gslot = i;
-            continue;
+    const char *busy = admission(S, cm, ch->auditor_pk, p->ip, &gslot, &ipslot, &may_wait);
+    if (busy && may_wait) { /* a place in the queue: first come, first served; a slow auditor of the run may be preempted */
+        int free_w = -1, from_ip = 0, same_key = 0;
+        for (int i = 0; i < VTI_WAITERS; i++) {
+            waiter *w = &S->waiting[i];
+            if (!w->used) {
+                if (free_w < 0) free_w = i;
+                continue;
+            }
+            from_ip += strcmp(w->ip, p->ip) == 0;
+            same_key += memcmp(w->chm.body.challenge.auditor_pk, ch->auditor_pk, 32) == 0;
         }
-        same_cm += memcmp(S->games[i].cm, cm, 32) == 0;
-        same_key += memcmp(S->games[i].auditor, ch->auditor_pk, 32) == 0;
-    }
-    int per_cm = S->o->games_per_commitment > 0 ? S->o->games_per_commitment : 2;
-    const char *busy = NULL;
-    if (S->running >= S->o->max_running || gslot < 0)
-        busy = "busy: as many games as this arbiter plays at once are running; try again later";
-    else if (slot >= 0 ? S->per_ip[slot].n >= S->o->games_per_ip : free_slot < 0)
-        busy = "busy: as many games as this arbiter plays for one address are running; try again later";
-    else if (same_cm >= per_cm)
-        busy = "busy: as many games as this arbiter plays about one commitment are running; try again later";
-    else if (same_key)
-        busy = "busy: a game of this auditor key is running; try again later";
-    else if (S->o->max_games > 0 && S->started >= S->o->max_games)
-        busy = "this arbiter plays no more games";
-    if (!busy) {
-        if (slot < 0) {
-            slot = free_slot;
-            snprintf(S->per_ip[slot].ip, sizeof S->per_ip[slot].ip, "%s", p->ip);
+        if (free_w >= 0 && from_ip < VTI_WAITERS_PER_IP && !same_key) {
+            waiter *w = &S->waiting[free_w];
+            w->used = 1, w->seq = ++S->wait_seq, w->c = p->c, w->chm = *p->first;
+            memset(p->first, 0, sizeof *p->first); /* moved */
+            memcpy(w->cm, cm, 32);
+            snprintf(w->ip, sizeof w->ip, "%s", p->ip);
+            snprintf(w->peer, sizeof w->peer, "%s", p->peer);
+            pthread_cond_broadcast(&S->cv);
+            pthread_mutex_unlock(&S->mu);
+            if (!S->o->quiet) fprintf(stderr, "arbiter: the challenge from %s waits for a slot (%s)\n", p->peer, busy);
+            return;
         }
-        S->per_ip[slot].n++;
-        S->running++;
-        S->games[gslot].used = 1;
-        memcpy(S->games[gslot].cm, cm, 32);
-        memcpy(S->games[gslot].auditor, ch->auditor_pk, 32);
     }
-    int id = busy ? 0 : S->started++;
     pthread_mutex_unlock(&S->mu);
     if (busy) {
         arb_reject(S, p->peer, VT_ERRC_BUSY, busy);
         vt_conn_refuse(p->c, &S->kp, VT_ERRC_BUSY, busy);
         return;
     }
-    game_job *job = calloc(1, sizeof *job);
-    pthread_t th;
-    pthread_attr_t at;
-    int ok = job != NULL && pthread_attr_init(&at) == 0;
-    if (ok) {
-        job->S = S, job->ca = p->c, job->chm = *p->first, job->id = id, job->slot = gslot, job->time = (uint64_t)time(NULL);
-        memset(p->first, 0, sizeof *p->first); /* moved */
-        snprintf(job->ip, sizeof job->ip, "%s", p->ip);
-        snprintf(job->peer, sizeof job->peer, "%s", p->peer);
-        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-        ok = pthread_create(&th, &at, game_main, job) == 0;
-        pthread_attr_destroy(&at);
-        if (!ok) {
-            *p->first = job->chm; /* back to the gate, which frees it */
-            free(job);
-        }
-    } else {
-        free(job);
-    }
-    if (!ok) {
+    int r = launch(S, p->c, p->first, p->ip, p->peer, chid);
+    if (r == -1) { /* taken by another challenge meanwhile */
+        arb_reject(S, p->peer, VT_ERRC_BUSY, "busy: no slot now; try again later");
+        vt_conn_refuse(p->c, &S->kp, VT_ERRC_BUSY, "busy: no slot now; try again later");
+    } else if (r) {
         arb_reject(S, p->peer, VT_ERRC_INTERNAL, "cannot start a game thread");
         vt_conn_refuse(p->c, &S->kp, VT_ERRC_INTERNAL, "the arbiter cannot start a game now");
-        game_done(S, p->ip, gslot);
     }
 }
 
@@ -512,9 +846,16 @@ vt_err vt_arbiter_serve(const vt_arbiter_opts *o)
     vt_gate_opts go = {o->max_pending, o->pending_per_ip, o->handshake_ms, o->challenge_ms, VT_MSG_CHALLENGE, 0, 0};
     vt_gate_cb cb = {arb_admit, arb_reject, arb_stop, &S};
     if (!e) e = vt_gate_run(l, &S.kp, &go, &cb);
-    /* the games still running finish (their verdicts and transcripts go out) before we return */
+    /* the games still running finish (their verdicts and transcripts go out) before we return;
+     * challenges still waiting for a slot are told to go elsewhere */
     pthread_mutex_lock(&S.mu);
     while (S.running > 0) pthread_cond_wait(&S.cv, &S.mu);
+    for (int i = 0; i < VTI_WAITERS; i++)
+        if (S.waiting[i].used) {
+            vt_conn_refuse(S.waiting[i].c, &S.kp, VT_ERRC_BUSY, "this arbiter plays no more games");
+            vt_msg_free(&S.waiting[i].chm);
+            S.waiting[i].used = 0;
+        }
     pthread_mutex_unlock(&S.mu);
     vt_listener_close(l);
     vt_keypair_wipe(&S.kp);
@@ -532,6 +873,7 @@ typedef struct {
     uint8_t arbiter_pk[32], trainer_pk[32], auditor_pk[32];
     char endpoint[VT_MSG_ADDR_MAX + 1];
     uint32_t attempts, failed;
+    int gone; /* VT_REASON_AUDITOR_GONE / _PREEMPTED: the auditor's last missing answer, as the arbiter recorded it */
     char *rests, rests_buf[1200];
     vt_err err;
 } replay;
@@ -581,6 +923,7 @@ static vt_err take_connects(replay *R, int party, vt_msg_note *last_no_answer, i
             *no_answer = 1;
             break;
         }
+        if (party == VT_ROLE_AUDITOR && nt.code == 0) continue; /* the auditor resumed its game on a new connection */
         size_t n = strlen(R->endpoint);
         VT_RETURN_ERROR_IF(party != VT_ROLE_TRAINER || !n || strncmp(nt.text, R->endpoint, n) != 0 ||
                                (nt.text[n] != 0 && nt.text[n] != ':'),
@@ -613,6 +956,9 @@ static vt_err no_answer_from_note(replay *R, const vt_msg_note *nt)
              nt->text, R->attempts, R->endpoint[0] ? R->endpoint : "-", R->failed, (unsigned long long)nt->v[2],
              (unsigned long long)nt->v[3]);
     R->rests = R->rests_buf;
+    R->gone = nt->party == VT_ROLE_AUDITOR && nt->code == VT_NOANS_GONE        ? VT_REASON_AUDITOR_GONE
+              : nt->party == VT_ROLE_AUDITOR && nt->code == VT_NOANS_PREEMPTED ? VT_REASON_PREEMPTED
+                                                                              : 0;
     VT_RETURN_ERROR(nt->code == VT_NOANS_LOCAL ? VT_ERR_INTERNAL : VT_ERR_IO, "%.900s (recorded by the arbiter)", nt->text);
 }
 
@@ -632,6 +978,7 @@ static vt_err replay_ask(void *ctx, int party, int qtype, const void *q, int aty
 {
     replay *R = ctx;
     (void)b; /* the recorded answers passed the live limits; timing is the arbiter's signed account */
+    R->gone = 0;
     vt_msg_note nt;
     int na = 0;
     VT_FORWARD_IF_ERROR(take_connects(R, party, &nt, &na));
@@ -673,6 +1020,12 @@ static vt_err replay_ask(void *ctx, int party, int qtype, const void *q, int aty
     VT_RETURN_ERROR_IF(ans->hdr.type != atype && ans->hdr.type != VT_MSG_ERROR, VT_ERR_FORMAT,
                        "transcript: an answer has the wrong type");
     return VT_OK;
+}
+
+static int replay_gone(void *ctx, int party)
+{
+    replay *R = ctx;
+    return party == VT_ROLE_AUDITOR ? R->gone : 0;
 }
 
 static void replay_endpoint(void *ctx, const char *addr)
@@ -768,7 +1121,7 @@ vt_err vt_arbiter_check(const char *path, const char *data_root, vt_order order,
         vt_msg_free(&m);
     }
     if (!e) {
-        vt_game_io io = {replay_ask, &R, NULL, replay_endpoint, R.arbiter_pk, rv.time}; /* the game's identity, as recorded */
+        vt_game_io io = {replay_ask, &R, NULL, replay_endpoint, R.arbiter_pk, rv.time, replay_gone}; /* the game's identity, as recorded */
         vt_game_play(&io, &ch.body.challenge, data_root, order, limp, res);
         /* the recorded verdict follows */
         int found = 0;

@@ -159,6 +159,53 @@ static vt_err answer(auditor *a, vt_conn *c, const vt_msg *q)
     }
 }
 
+/* Asks the trainer at its signed address for its current service record (Q_SERVICE, answered to any
+ * key) and puts it in the challenge when it is this run's and newer than the one at hand. A trainer
+ * that cannot be reached, or serves another run there, is said so: the challenge goes with the record
+ * at hand, and the arbiter decides (docs/dispute.md "Fresh service records"). */
+static void fetch_record(auditor *a, const vt_service *rec, const uint8_t commitment[176], vt_msg_challenge *ch)
+{
+    const vt_challenge_opts *o = a->o;
+    vt_conn *c = NULL;
+    vt_msg_q_service q;
+    vt_commitment_bytes_hash(commitment, q.commitment_hash);
+    vt_msg ans;
+    memset(&ans, 0, sizeof ans);
+    int have = 0;
+    int dl = o->deadline_ms > 0 ? o->deadline_ms : 30000;
+    vt_err e = vt_proto_nonce(q.auditor_nonce);
+    if (!e) e = vt_connect(rec->addr, &a->kp, rec->trainer_pk, dl, &c, NULL);
+    if (!e) e = vt_send_msg(c, VT_MSG_Q_SERVICE, &q, &a->kp);
+    if (!e) e = vt_recv_msg(c, VT_MSG_SERVICE, dl, NULL, &ans);
+    if (!e) have = 1;
+    vt_conn_close(c);
+    if (!e && ans.hdr.type == VT_MSG_ERROR) e = vt_set_error(VT_ERR_IO, "ERROR %u: %s", ans.body.error.code, ans.body.error.message);
+    vt_service cur;
+    const vt_msg_service *r = &ans.body.service;
+    if (!e && (memcmp(r->commitment_hash, q.commitment_hash, 32) != 0 || memcmp(r->auditor_nonce, q.auditor_nonce, 32) != 0))
+        e = vt_set_error(VT_ERR_FORMAT, "its SERVICE does not answer the question");
+    if (!e) e = vt_service_parse(r->record, r->record_len, &cur);
+    if (!e && memcmp(cur.trainer_pk, rec->trainer_pk, 32) != 0) e = vt_set_error(VT_ERR_CRYPTO, "signed by another key");
+    if (e) {
+        if (!o->quiet)
+            fprintf(stderr, "auditor: cannot get the trainer's current record from %s (%s); challenging with the "
+                    "record at hand (serial %llu, expires %llu)\n", rec->addr, vt_errmsg(), (unsigned long long)rec->serial,
+                    (unsigned long long)rec->expiry);
+    } else if (memcmp(cur.manifest_hash, rec->manifest_hash, 32) != 0) {
+        if (!o->quiet)
+            fprintf(stderr, "auditor: the trainer serves another run at %s (record serial %llu): it withdrew this run's "
+                    "record (serial %llu, valid until %llu); challenging with that record\n", rec->addr,
+                    (unsigned long long)cur.serial, (unsigned long long)rec->serial, (unsigned long long)rec->expiry);
+    } else if (cur.serial > rec->serial && r->record_len <= sizeof ch->service) {
+        memcpy(ch->service, r->record, r->record_len);
+        ch->service_len = r->record_len;
+        if (!o->quiet)
+            fprintf(stderr, "auditor: the trainer's current record (serial %llu, expires %llu) goes with the challenge\n",
+                    (unsigned long long)cur.serial, (unsigned long long)cur.expiry);
+    }
+    if (have) vt_msg_free(&ans);
+}
+
 /* How long to wait for the arbiter's next message: it may be waiting for the trainer far longer than
  * one deadline (the recomputation time it granted), but then it sends a heartbeat NOTE every
  * VT_ARBITER_HEARTBEAT_MS; silence this long means it is gone. */
@@ -166,6 +213,75 @@ static int msg_wait_ms(const vt_challenge_opts *o)
 {
     int64_t w = (int64_t)(o->deadline_ms > 0 ? o->deadline_ms : 0) * 10 + 600000;
     return w > INT32_MAX ? INT32_MAX : (int)w;
+}
+
+/* Connects to the arbiter and sends the CHALLENGE (the same bytes every time: a resumption), until
+ * its first message: a busy arbiter is waited for up to --wait-ms, anything else retried up to
+ * window_ms (pauses 200 ms to 2 s). 0 with *c and *first. */
+static vt_err dial(auditor *a, vt_msg_challenge *ch, const uint8_t *pin, const vt_service *rec, int window_ms,
+                   vt_conn **c, vt_msg *first)
+{
+    const vt_challenge_opts *o = a->o;
+    double t0 = vt_now();
+    vt_err e = VT_OK;
+    *c = NULL;
+    for (int pause = 200;; pause = pause * 2 > 2000 ? 2000 : pause * 2) {
+        int left = o->deadline_ms;
+        e = vt_connect(o->arbiter_addr, &a->kp, pin, left > 0 ? left : 1, c, NULL);
+        if (!e) { /* the challenge names the arbiter it is made before (the pinned key, or unpinned, the peer's) */
+            memcpy(ch->arbiter_pk, vt_conn_peer_pk(*c), 32);
+            if (!pin && rec && !vt_service_names_arbiter(rec, ch->arbiter_pk)) {
+                char fpr[VT_SIGN_FPR_HEX_LEN + 1];
+                if (vt_sign_fingerprint(ch->arbiter_pk, fpr)) snprintf(fpr, sizeof fpr, "?");
+                vt_conn_close(*c);
+                *c = NULL;
+                return vt_set_error(VT_ERR_CRYPTO, "the arbiter at %s has key %s, which the trainer's service record does "
+                                    "not name: not an arbiter the trainer accepts (no challenge sent)", o->arbiter_addr, fpr);
+            }
+        }
+        if (!e) e = vt_send_msg(*c, VT_MSG_CHALLENGE, ch, &a->kp);
+        if (!e) e = vt_recv_msg(*c, VT_MSG_ANY, msg_wait_ms(o), NULL, first);
+        int busy = !e && first->hdr.type == VT_MSG_ERROR && first->body.error.code == VT_ERRC_BUSY;
+        if (!e && !busy) return VT_OK;
+        char why[600];
+        snprintf(why, sizeof why, "%.590s", busy ? first->body.error.message : vt_errmsg());
+        if (busy) vt_msg_free(first);
+        vt_conn_close(*c);
+        *c = NULL;
+        /* a busy arbiter (its limits, docs/dispute.md) is waited for up to --wait-ms; anything else up to the window */
+        double window = (busy && o->wait_ms > window_ms ? o->wait_ms : window_ms) / 1000.0;
+        if (e == VT_ERR_CRYPTO || vt_now() - t0 + pause / 1000.0 >= window) {
+            if (busy) e = vt_set_error(VT_ERR_IO, "the arbiter refused: %s", why);
+            return e;
+        }
+        if (!o->quiet) fprintf(stderr, "auditor: the arbiter did not take the challenge (%s); retrying\n", why);
+        struct timespec ts = {pause / 1000, (long)(pause % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* The connection to the arbiter dropped during the game: dial again with the same CHALLENGE, which
+ * resumes the game (the arbiter asks its question again) or brings its verdict, for as long as
+ * msg_wait_ms since the drop. */
+static vt_err resume_game(auditor *a, vt_msg_challenge *ch, const uint8_t *pin, const vt_service *rec, vt_transcript *tr,
+                          vt_conn **c, vt_msg *first, double *lost_at)
+{
+    const vt_challenge_opts *o = a->o;
+    char why[600];
+    snprintf(why, sizeof why, "%.590s", vt_errmsg());
+    if (*lost_at == 0) *lost_at = vt_now();
+    int left = msg_wait_ms(o) - (int)((vt_now() - *lost_at) * 1000.0);
+    vt_conn_close(*c);
+    *c = NULL;
+    VT_RETURN_ERROR_IF(left <= 0, VT_ERR_IO, "the connection to the arbiter dropped (%s) and the game could not be resumed "
+                       "within %d ms", why, msg_wait_ms(o));
+    if (!o->quiet) fprintf(stderr, "auditor: the connection to the arbiter dropped (%s); resuming the game\n", why);
+    VT_FORWARD_IF_ERROR(dial(a, ch, pin, rec, left, c, first));
+    if (tr) {
+        VT_FORWARD_IF_ERROR(vt_transcript_append(tr, VT_TR_RECV, vt_conn_peer_pk(*c), first->raw, first->raw_len));
+        vt_conn_set_transcript(*c, tr);
+    }
+    return VT_OK;
 }
 
 static vt_err run(auditor *a, vt_challenge_result *res)
@@ -208,9 +324,9 @@ static vt_err run(auditor *a, vt_challenge_result *res)
                         "accepts: that arbiter would refuse the challenge; choose one the record names", spath, fpr,
                         (unsigned)rec.n_arbiters);
     }
-    VT_RETURN_ERROR_IF(rec_ok && rec.expiry <= (uint64_t)time(NULL), VT_ERR_ARG,
-                       "the trainer's service record %s expired (at %llu, seconds since 1970): get its current record",
-                       spath, (unsigned long long)rec.expiry);
+    if (rec_ok && rec.expiry <= (uint64_t)time(NULL) && !o->quiet)
+        fprintf(stderr, "auditor: the trainer's service record %s expired (at %llu, seconds since 1970); its current "
+                "record is asked for before the challenge\n", spath, (unsigned long long)rec.expiry);
     VT_FORWARD_IF_ERROR(vt_store_open(o->run_dir, 1, &a->st));
     VT_FORWARD_IF_ERROR(vt_store_manifest(a->st, &manifest, &ml, mh));
     vt_err e = vt_manifest_parse(manifest, ml, &a->rc, dh);
@@ -267,50 +383,19 @@ static vt_err run(auditor *a, vt_challenge_result *res)
     size_t sl = 0;
     VT_FORWARD_IF_ERROR(vt_service_read_file(spath, ch.service, sizeof ch.service, &sl));
     ch.service_len = (uint16_t)sl;
+    /* the trainer's current record, asked for after the replay (which may have taken long) and right
+     * before the challenge (docs/dispute.md "Fresh service records") */
+    if (rec_ok) fetch_record(a, &rec, commitment, &ch);
     /* The arbiter may be busy or under attack: until it has sent anything, a failed connection, a
      * connection closed before any message, or ERROR busy is retried within the deadline (pauses
-     * 200 ms to 2 s). Once a question or a verdict has come, the game is on and is never restarted. */
-    double t0 = vt_now();
+     * 200 ms to 2 s; busy: up to --wait-ms). A game under way whose connection drops is resumed: the
+     * same CHALLENGE, byte for byte, is sent again and the arbiter's game (or its verdict) picks it up;
+     * re-dialling never opens a second game (docs/dispute.md "Connections are not parties"). */
     vt_msg first;
     memset(&first, 0, sizeof first);
     int have_first = 0;
-    for (int pause = 200;; pause = pause * 2 > 2000 ? 2000 : pause * 2) {
-        int left = o->deadline_ms;
-        e = vt_connect(o->arbiter_addr, &a->kp, pin, left > 0 ? left : 1, &c, NULL);
-        if (!e) { /* the challenge names the arbiter it is made before (the pinned key, or unpinned, the peer's) */
-            memcpy(ch.arbiter_pk, vt_conn_peer_pk(c), 32);
-            if (!pin && rec_ok && !vt_service_names_arbiter(&rec, ch.arbiter_pk)) {
-                char fpr[VT_SIGN_FPR_HEX_LEN + 1];
-                if (vt_sign_fingerprint(ch.arbiter_pk, fpr)) snprintf(fpr, sizeof fpr, "?");
-                vt_conn_close(c);
-                c = NULL;
-                e = vt_set_error(VT_ERR_CRYPTO, "the arbiter at %s has key %s, which the trainer's service record does "
-                                 "not name: not an arbiter the trainer accepts (no challenge sent)", o->arbiter_addr, fpr);
-                break;
-            }
-        }
-        if (!e) e = vt_send_msg(c, VT_MSG_CHALLENGE, &ch, &a->kp);
-        if (!e) e = vt_recv_msg(c, VT_MSG_ANY, msg_wait_ms(o), NULL, &first);
-        int busy = !e && first.hdr.type == VT_MSG_ERROR && first.body.error.code == VT_ERRC_BUSY;
-        if (!e && !busy) {
-            have_first = 1;
-            break;
-        }
-        char why[600];
-        snprintf(why, sizeof why, "%.590s", busy ? first.body.error.message : vt_errmsg());
-        if (busy) vt_msg_free(&first);
-        vt_conn_close(c);
-        c = NULL;
-        /* a busy arbiter (its limits, docs/dispute.md) is waited for up to --wait-ms; anything else up to the deadline */
-        double window = (busy && o->wait_ms > o->deadline_ms ? o->wait_ms : o->deadline_ms) / 1000.0;
-        if (e == VT_ERR_CRYPTO || vt_proto_deadline_exceeded() || vt_now() - t0 + pause / 1000.0 >= window) {
-            if (busy) e = vt_set_error(VT_ERR_IO, "the arbiter refused: %s", why);
-            break;
-        }
-        if (!o->quiet) fprintf(stderr, "auditor: the arbiter did not take the challenge (%s); retrying\n", why);
-        struct timespec ts = {pause / 1000, (long)(pause % 1000) * 1000000L};
-        nanosleep(&ts, NULL);
-    }
+    e = dial(a, &ch, pin, rec_ok ? &rec : NULL, o->deadline_ms, &c, &first);
+    if (!e) have_first = 1;
     /* the auditor's own transcript: the challenge (as sent) and everything after it */
     if (!e && tr) {
         vt_buf b;
@@ -322,6 +407,7 @@ static vt_err run(auditor *a, vt_challenge_result *res)
         vt_buf_free(&b);
         vt_conn_set_transcript(c, tr);
     }
+    double lost_at = 0; /* when the connection to the arbiter dropped (0: it has not) */
     while (!e) {
         vt_msg q;
         if (have_first) {
@@ -330,7 +416,13 @@ static vt_err run(auditor *a, vt_challenge_result *res)
         } else {
             e = vt_recv_msg(c, VT_MSG_ANY, msg_wait_ms(o), NULL, &q);
         }
+        if (e == VT_ERR_IO && resume_game(a, &ch, pin, rec_ok ? &rec : NULL, tr, &c, &first, &lost_at) == VT_OK) {
+            e = VT_OK;
+            have_first = 1;
+            continue;
+        }
         if (e) break;
+        lost_at = 0;
         if (q.hdr.type == VT_MSG_VERDICT) {
             const vt_msg_verdict *v = &q.body.verdict;
             char why[300];
@@ -361,6 +453,7 @@ static vt_err run(auditor *a, vt_challenge_result *res)
         if (!o->quiet) fprintf(stderr, "  arbiter asks %s\n", vt_msg_type_name(q.hdr.type));
         e = answer(a, c, &q);
         vt_msg_free(&q);
+        if (e == VT_ERR_IO && vt_conn_dead(c)) e = VT_OK; /* the answer did not go out: the next receive resumes */
     }
     if (have_first) vt_msg_free(&first);
     vt_conn_close(c);

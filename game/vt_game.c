@@ -25,7 +25,7 @@ const char *vt_reason_name(int code)
                                     "invalid challenge", "log mismatch",      "bad input",        "cannot judge",
                                     "equivocation", "over the arbiter's limits", "stale service record",
                                     "record shorter than the floor", "withdrawn run", "expired service record",
-                                    "auditor gone", "clock skew"};
+                                    "auditor gone", "clock skew", "preempted"};
     return code >= 0 && code < (int)(sizeof n / sizeof n[0]) ? n[code] : "?";
 }
 
@@ -43,6 +43,9 @@ typedef struct {
     uint8_t trainer_nonce[32];   /* from the trainer's SERVICE answer */
     int have_tnonce;
     uint64_t record_serial;      /* of the auditor's service record */
+    uint64_t record_expiry;      /* of the auditor's service record */
+    int record_expired;          /* it had expired when the arbiter took the challenge */
+    int asking_service;          /* the first question (Q_SERVICE) is under way */
     uint8_t cm_hash[32], root[32], trainer_pk[32], manifest_hash[32];
     uint64_t step_count;
     vt_recipe rc;
@@ -148,6 +151,20 @@ static int ask(game *g, int party, int qtype, const void *q, int atype, const vt
     if (e == VT_ERR_INTERNAL) { /* the arbiter's own failure (e.g. no descriptor left): nobody loses */
         decide(g, VT_LOSER_NONE, VT_REASON_CANNOT_JUDGE, step, op, "the arbiter could not ask the %s %s: %s",
                party_name(party), vt_msg_type_name(qtype), vt_errmsg());
+        return -1;
+    }
+    int gone = e && party == VT_ROLE_AUDITOR && g->io->gone ? g->io->gone(g->io->ctx, party) : 0;
+    if (gone) { /* its connection dropped and it did not come back, or it gave its slot away: nobody is at fault */
+        decide(g, VT_LOSER_NONE, gone == VT_REASON_PREEMPTED ? VT_REASON_PREEMPTED : VT_REASON_AUDITOR_GONE, step, op,
+               "%s: nobody is at fault", vt_errmsg());
+        return -1;
+    }
+    if (e && party == VT_ROLE_TRAINER && g->asking_service && g->record_expired) {
+        /* a trainer is bound to its address only until its record expires */
+        decide(g, VT_LOSER_NONE, VT_REASON_EXPIRED_RECORD, step, op,
+               "the trainer's service record expired at %llu (seconds since 1970; the challenge came at %llu) and the "
+               "trainer gave no current record (%s): nobody is at fault",
+               (unsigned long long)g->record_expiry, (unsigned long long)g->io->time, vt_errmsg());
         return -1;
     }
     if (e) {
@@ -340,9 +357,6 @@ int vt_game_check_challenge(const vt_msg_challenge *ch, const uint8_t arbiter_pk
                                   "address comes only from a record the trainer signed");
     else if (memcmp(sv->manifest_hash, c + 8, 32) != 0)
         snprintf(why, sizeof why, "the service record names another run (manifest) than the commitment");
-    else if (sv->expiry <= now)
-        snprintf(why, sizeof why, "the service record expired at %llu (seconds since 1970; the challenge came at %llu): "
-                 "ask the trainer for its current record", (unsigned long long)sv->expiry, (unsigned long long)now);
     else if (!vt_service_names_arbiter(sv, arbiter_pk))
         snprintf(why, sizeof why, "the trainer's service record does not name this arbiter's key among the %u it "
                  "answers: the trainer never accepted this arbiter", (unsigned)sv->n_arbiters);
@@ -350,6 +364,31 @@ int vt_game_check_challenge(const vt_msg_challenge *ch, const uint8_t arbiter_pk
     set_verdict(v, cm_hash, VT_LOSER_AUDITOR, VT_REASON_BAD_CHALLENGE, 0, 0, why);
     vt_game_bind_verdict(v, ch, arbiter_pk, NULL, now);
     return -1;
+}
+
+/* The record's times (docs/dispute.md "Fresh service records"), in the game so that its transcript
+ * records the decision: a record signed after this arbiter's clock (beyond the allowance) binds
+ * nobody; one signed for less than the floor convicts the trainer that signed it. An expired record
+ * passes: the game asks the trainer for its current one. */
+static int check_record_times(game *g, const vt_service *sv)
+{
+    uint64_t now = g->io->time, at = vt_service_signed_at(sv);
+    if (at > now + VT_CLOCK_SKEW_S) {
+        decide(g, VT_LOSER_NONE, VT_REASON_CLOCK_SKEW, 0, 0,
+               "the trainer's service record was signed at %llu (seconds since 1970), %llu s after this arbiter's time "
+               "%llu: one of the two clocks is wrong (more than %d s apart); nobody is at fault",
+               (unsigned long long)at, (unsigned long long)(at - now), (unsigned long long)now, VT_CLOCK_SKEW_S);
+        return -1;
+    }
+    if (sv->expiry < at || sv->expiry - at < VT_RECORD_FLOOR_S) {
+        decide(g, VT_LOSER_TRAINER, VT_REASON_SHORT_RECORD, 0, 0,
+               "the trainer signed a service record valid for %lld s (signed at %llu, expires at %llu), under the floor "
+               "of %d s: an auditor could not bring it to an arbiter in time",
+               (long long)((int64_t)sv->expiry - (int64_t)at), (unsigned long long)at, (unsigned long long)sv->expiry,
+               VT_RECORD_FLOOR_S);
+        return -1;
+    }
+    return 0;
 }
 
 /* Parse and check the challenge's commitment and the trainer's service record; hand the
@@ -363,7 +402,10 @@ static int check_commitment(game *g, const vt_msg_challenge *ch)
         g->done = 1;
         return -1;
     }
+    if (check_record_times(g, &sv)) return -1;
     g->record_serial = sv.serial;
+    g->record_expiry = sv.expiry;
+    g->record_expired = sv.expiry <= g->io->time;
     memcpy(g->manifest_hash, c + 8, 32);
     g->step_count = vt_get_u64le(c + 40);
     memcpy(g->root, c + 48, 32);
@@ -374,16 +416,20 @@ static int check_commitment(game *g, const vt_msg_challenge *ch)
 }
 
 /* The trainer's current service record at the signed address, and its nonce (docs/dispute.md
- * "Fresh service records"). A trainer there serving another run under a newer record than the
- * auditor's has withdrawn the auditor's: the record is stale, nobody loses. Never an inconsistent
- * answer about this run's commitment. */
+ * "Fresh service records"). Unreachable with an expired record: nobody at fault. The record it
+ * serves for this run must have the lifetime floor left (less the clocks' allowance), else it
+ * loses; serving another run at the address before its record of this run expired is a withdrawal
+ * (it loses), after that the auditor's record is stale (nobody loses). */
 static int check_service(game *g, const vt_msg_challenge *ch)
 {
     vt_msg_q_service q;
     memcpy(q.commitment_hash, g->cm_hash, 32);
     memcpy(q.auditor_nonce, ch->nonce, 32);
     vt_msg a;
-    if (ask(g, VT_ROLE_TRAINER, VT_MSG_Q_SERVICE, &q, VT_MSG_SERVICE, NULL, &a, 0, 0)) return -1;
+    g->asking_service = 1;
+    int failed = ask(g, VT_ROLE_TRAINER, VT_MSG_Q_SERVICE, &q, VT_MSG_SERVICE, NULL, &a, 0, 0);
+    g->asking_service = 0;
+    if (failed) return -1;
     const vt_msg_service *r = &a.body.service;
     vt_service cur;
     int echo = memcmp(r->commitment_hash, q.commitment_hash, 32) == 0 && memcmp(r->auditor_nonce, q.auditor_nonce, 32) == 0;
@@ -403,18 +449,39 @@ static int check_service(game *g, const vt_msg_challenge *ch)
                parsed ? "is signed by another key" : "is invalid");
         return -1;
     }
-    if (memcmp(cur.manifest_hash, g->manifest_hash, 32) == 0) return 0; /* this run is served here */
-    if (cur.serial > g->record_serial) {
-        decide(g, VT_LOSER_NONE, VT_REASON_STALE_RECORD, 0, 0,
-               "not this run: the trainer's key at %s serves another run under a newer record (serial %llu, the "
-               "auditor's %llu): the auditor's record is stale; ask the trainer for its current record of this run",
-               g->res->endpoint, (unsigned long long)cur.serial, (unsigned long long)g->record_serial);
+    uint64_t now = g->io->time;
+    if (memcmp(cur.manifest_hash, g->manifest_hash, 32) == 0) { /* this run is served here */
+        if (cur.expiry < now + VT_RECORD_FLOOR_S - VT_CLOCK_SKEW_S) {
+            decide(g, VT_LOSER_TRAINER, VT_REASON_SHORT_RECORD, 0, 0,
+                   "the trainer serves a record of this run (serial %llu) that expires at %llu, %lld s after the "
+                   "challenge came (%llu): under the floor of %d s less the clocks' allowance of %d s",
+                   (unsigned long long)cur.serial, (unsigned long long)cur.expiry,
+                   (long long)((int64_t)cur.expiry - (int64_t)now), (unsigned long long)now, VT_RECORD_FLOOR_S,
+                   VT_CLOCK_SKEW_S);
+            return -1;
+        }
+        return 0;
+    }
+    if (cur.serial <= g->record_serial) {
+        decide(g, VT_LOSER_TRAINER, VT_REASON_NO_ANSWER, 0, 0,
+               "the trainer serves another run at %s, under an older record (serial %llu) than the one it signed for "
+               "this run (serial %llu)", g->res->endpoint, (unsigned long long)cur.serial,
+               (unsigned long long)g->record_serial);
         return -1;
     }
-    decide(g, VT_LOSER_TRAINER, VT_REASON_NO_ANSWER, 0, 0,
-           "the trainer serves another run at %s, under an older record (serial %llu) than the one it signed for this "
-           "run (serial %llu), which has not expired", g->res->endpoint, (unsigned long long)cur.serial,
-           (unsigned long long)g->record_serial);
+    if (g->record_expired) {
+        decide(g, VT_LOSER_NONE, VT_REASON_STALE_RECORD, 0, 0,
+               "not this run: the trainer's key at %s serves another run under a newer record (serial %llu), and its "
+               "record of this run (serial %llu) expired at %llu, before the challenge came (%llu): nobody is at fault",
+               g->res->endpoint, (unsigned long long)cur.serial, (unsigned long long)g->record_serial,
+               (unsigned long long)g->record_expiry, (unsigned long long)now);
+        return -1;
+    }
+    decide(g, VT_LOSER_TRAINER, VT_REASON_WITHDRAWN, 0, 0,
+           "the trainer withdrew this run: its key at %s serves another run (record serial %llu) although its record of "
+           "this run (serial %llu) is valid until %llu and the challenge came at %llu",
+           g->res->endpoint, (unsigned long long)cur.serial, (unsigned long long)g->record_serial,
+           (unsigned long long)g->record_expiry, (unsigned long long)now);
     return -1;
 }
 

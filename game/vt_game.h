@@ -42,6 +42,8 @@ enum {
                                     * clock; nobody loses */
     VT_REASON_CLOCK_SKEW = 19,     /* a record is dated after the arbiter's clock (beyond VT_CLOCK_SKEW_S): one of
                                     * the two clocks is wrong, nobody can prove which; nobody loses */
+    VT_REASON_PREEMPTED = 20,      /* the auditor had used a deadline of its clock while an auditor of the same run
+                                    * waited for a slot: the slot went to the waiting one; nobody loses */
 };
 
 /* Record lifetimes and clocks (docs/dispute.md "Fresh service records"): a record the trainer
@@ -82,6 +84,10 @@ typedef struct {
      * record's expiry is checked. The offline check passes the recorded ones. */
     const uint8_t *arbiter_pk;
     uint64_t time;
+    /* After a failed ask of the auditor: VT_REASON_AUDITOR_GONE when its connection dropped and it did
+     * not come back within its clock, VT_REASON_PREEMPTED when its slot went to a waiting auditor
+     * (nobody is at fault either way, docs/dispute.md), 0 otherwise (may be NULL). */
+    int (*gone)(void *ctx, int party);
 } vt_game_io;
 
 /* What the arbiter accepts to spend on one game (0 = no limit). */
@@ -120,9 +126,10 @@ void vt_game_cost(const vt_recipe *rc, uint64_t data_bytes, vt_game_needs *out);
 
 /* The checks of a challenge that need no party (cheap; done before anything is allocated or
  * dialled): the commitment's format and signature, the trainer's service record (format,
- * signature, the commitment's key and manifest, not expired at `now`, naming arbiter_pk), and
- * that the challenge names arbiter_pk. Returns 0 and *sv, or -1 with *v a verdict against the
- * auditor (invalid challenge), signed by the caller. */
+ * signature, the commitment's key and manifest, naming arbiter_pk), and that the challenge names
+ * arbiter_pk. Returns 0 and *sv, or -1 with *v a verdict against the auditor (invalid challenge),
+ * signed by the caller. The record's times are checked in the game (vt_game_play): an expired
+ * record passes here. */
 int vt_game_check_challenge(const vt_msg_challenge *ch, const uint8_t arbiter_pk[32], uint64_t now, vt_service *sv,
                             vt_msg_verdict *v);
 

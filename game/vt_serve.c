@@ -26,13 +26,37 @@
 #include "../run/vt_train.h"
 
 typedef struct session session;
+typedef struct server server;
 
 typedef struct {
     vt_seg_chain ch;
     uint64_t used;
 } cache_ent;
 
+/* One computation a question needs (docs/dispute.md "Connections are not parties"): keyed by the
+ * question (kind: VT_MSG_Q_CHAIN for a segment's chain, Q_INPUTS, Q_TENSORS; a, b), run by a worker
+ * thread of its own, so that it survives the session that asked for it; any session of any
+ * accepted arbiter asking the same question waits for it instead of starting it again. A chain's
+ * result goes to the chain cache; an INPUTS or TENSORS answer stays in the job until it is evicted
+ * (least recently used, never while a session holds it). */
 typedef struct {
+    int used, kind, state; /* state: VTI_JOB_RUNNING, _DONE, _FAILED */
+    uint64_t a, b, tick;
+    int refs;              /* sessions holding it (waiting for it or sending its answer) */
+    char err[512];
+    vt_msg_tensor *t;      /* Q_INPUTS: the wire tensors */
+    uint32_t nt;
+    uint8_t (*th)[32];     /* Q_TENSORS: the tensor hashes */
+    uint32_t nth;
+    server *sv;
+} job;
+enum { VTI_JOB_RUNNING = 0, VTI_JOB_DONE = 1, VTI_JOB_FAILED = 2 };
+#define VTI_JOBS 16        /* computations kept (running or done) */
+#define VTI_JOBS_RUNNING 4 /* computations running at once; beyond: ERROR busy, the arbiter asks again */
+#define VTI_PUBLIC 4       /* keys that are not an arbiter's, served at once (one Q_SERVICE each) */
+#define VTI_PUBLIC_MS 3000 /* the time such a key has to ask */
+
+struct server {
     const vt_serve_opts *o;
     vt_keypair kp;
     vt_recipe rc;
@@ -59,7 +83,9 @@ typedef struct {
     char rec_path[4096];
     uint64_t rec_resign_at;           /* seconds since 1970 */
     int rec_failed;                   /* a re-signing failed (logged once) */
-} server;
+    job jobs[VTI_JOBS];               /* under mu */
+    int public_active;                /* sessions answering Q_SERVICE to a key that is not an arbiter's */
+};
 
 struct session {
     server *sv;
@@ -128,10 +154,10 @@ static int charge(session *ss, uint64_t steps, vt_err *e)
     return -1;
 }
 
-static vt_err new_model(session *ss, vt_model *m)
+static vt_err new_model(server *sv, vt_model *m)
 {
-    VT_FORWARD_IF_ERROR(vt_model_init(m, &ss->sv->rc, ss->sv->ds.n, ss->sv->o->order));
-    vt_model_set_hooks(m, ss->sv->o->hooks);
+    VT_FORWARD_IF_ERROR(vt_model_init(m, &sv->rc, sv->ds.n, sv->o->order));
+    vt_model_set_hooks(m, sv->o->hooks);
     return VT_OK;
 }
 
@@ -185,6 +211,191 @@ static void cache_put(server *sv, vt_seg_chain *ch)
     pthread_mutex_unlock(&sv->mu);
 }
 
+/* ------------------------------------------------------------------ computations (jobs) */
+
+/* What a job computes, from the run directory alone (its own store handle: the session that asked
+ * may be gone by the time it ends). */
+static vt_err job_compute(job *jb)
+{
+    server *sv = jb->sv;
+    vt_store *st = NULL;
+    vt_model m;
+    VT_FORWARD_IF_ERROR(vt_store_open(sv->o->run_dir, 1, &st));
+    vt_err e = new_model(sv, &m);
+    if (e) {
+        vt_store_close(st);
+        return e;
+    }
+    if (jb->kind == VT_MSG_Q_CHAIN) { /* the chain of segment (a, b] */
+        vt_seg_chain ch;
+        memset(&ch, 0, sizeof ch);
+        e = vt_restore(&m, st, &sv->ds, VT_PARTY_TRAINER, jb->a);
+        if (!e) e = vt_seg_chain_compute(&m, st, &sv->ds, VT_PARTY_TRAINER, jb->b, &ch);
+        if (!e) cache_put(sv, &ch);
+    } else if (jb->kind == VT_MSG_Q_TENSORS) { /* the tensor hashes of the state of step a */
+        jb->th = calloc(m.n_tensors + 1, 32);
+        e = jb->th ? vt_restore(&m, st, &sv->ds, VT_PARTY_TRAINER, jb->a) : vt_set_error(VT_ERR_NOMEM, "out of memory");
+        if (!e) e = vt_model_tensor_hashes(&m, jb->th);
+        jb->nth = m.n_tensors;
+    } else { /* Q_INPUTS: the inputs of operation b of step a */
+        uint64_t s = jb->a;
+        uint32_t j = (uint32_t)jb->b;
+        e = (s < 1 || s > sv->rc.steps || j < 1 || j > m.n_ops) ? vt_set_error(VT_ERR_ARG, "no such operation") : VT_OK;
+        if (!e) e = vt_restore(&m, st, &sv->ds, VT_PARTY_TRAINER, s - 1);
+        if (!e) e = vt_run_to_op(&m, st, &sv->ds, VT_PARTY_TRAINER, j, 0, NULL);
+        /* each input whole, and - where an operation (of this step or the step before) wrote it -
+         * every output of that operation, which its agreed output hash authenticates together
+         * (game/vt_game.c load_inputs) */
+        const vt_opdesc *op = e ? NULL : &m.prog.op[j];
+        uint32_t cap = 0;
+        for (uint32_t k = 0; op && k < op->n_in; k++) cap += VT_MAX_OP_OUTPUTS;
+        jb->t = calloc(cap ? cap : 1, sizeof *jb->t);
+        if (!e && !jb->t) e = vt_set_error(VT_ERR_NOMEM, "out of memory");
+        for (uint32_t k = 0; op && jb->t && !e && k < op->n_in; k++) {
+            int prev;
+            uint32_t q = vt_program_producer(&m.prog, j, op->in[k], &prev);
+            (void)prev;
+            if (q) e = vt_model_wire_tensors(&m, m.prog.op[q].out, m.prog.op[q].n_out, jb->t, cap, &jb->nt);
+            else e = vt_model_wire_tensors(&m, &op->in[k], 1, jb->t, cap, &jb->nt);
+        }
+        if (!e && jb->nt > UINT16_MAX) e = vt_set_error(VT_ERR_LIMIT, "%u input tensors", jb->nt);
+    }
+    vt_model_free(&m);
+    vt_store_close(st);
+    return e;
+}
+
+static void job_clear(job *jb)
+{
+    if (jb->t) vt_wire_tensors_free(jb->t, jb->nt);
+    free(jb->t);
+    free(jb->th);
+    jb->t = NULL, jb->th = NULL, jb->nt = jb->nth = 0;
+}
+
+static void *job_main(void *p)
+{
+    job *jb = p;
+    server *sv = jb->sv;
+    vt_err e = job_compute(jb);
+    pthread_mutex_lock(&sv->mu);
+    if (e) {
+        snprintf(jb->err, sizeof jb->err, "%s", vt_errmsg());
+        job_clear(jb);
+    }
+    jb->state = e ? VTI_JOB_FAILED : VTI_JOB_DONE;
+    pthread_cond_broadcast(&sv->cv);
+    pthread_mutex_unlock(&sv->mu);
+    return NULL;
+}
+
+static job *job_find(server *sv, int kind, uint64_t a, uint64_t b)
+{
+    for (int i = 0; i < VTI_JOBS; i++) {
+        job *jb = &sv->jobs[i];
+        if (jb->used && jb->kind == kind && jb->a == a && jb->b == b && jb->state != VTI_JOB_FAILED) return jb;
+    }
+    return NULL;
+}
+
+/* Starts the computation (kind, a, b) unless it runs or ran already (under mu). NULL with *why when
+ * none can start now (too many running, every slot held). */
+static job *job_start(server *sv, int kind, uint64_t a, uint64_t b, const char **why)
+{
+    job *slot = NULL;
+    int running = 0;
+    for (int i = 0; i < VTI_JOBS; i++) {
+        job *jb = &sv->jobs[i];
+        running += jb->used && jb->state == VTI_JOB_RUNNING;
+        if (jb->used && (jb->state == VTI_JOB_RUNNING || jb->refs)) continue;
+        if (!slot || !jb->used || (slot->used && jb->tick < slot->tick)) slot = jb; /* free, else least recently used */
+    }
+    *why = running >= VTI_JOBS_RUNNING ? "busy: as many recomputations as this trainer runs at once are running; ask again"
+           : !slot                     ? "busy: every computation this trainer keeps is in use; ask again"
+                                       : NULL;
+    if (*why) return NULL;
+    job_clear(slot);
+    memset(slot, 0, sizeof *slot);
+    slot->used = 1, slot->kind = kind, slot->a = a, slot->b = b, slot->sv = sv, slot->state = VTI_JOB_RUNNING;
+    slot->tick = ++sv->tick;
+    pthread_t th;
+    pthread_attr_t at;
+    int ok = pthread_attr_init(&at) == 0;
+    if (ok) {
+        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+        ok = pthread_create(&th, &at, job_main, slot) == 0;
+        pthread_attr_destroy(&at);
+    }
+    if (!ok) {
+        slot->used = 0;
+        *why = "busy: the trainer cannot start a computation now; ask again";
+        return NULL;
+    }
+    return slot;
+}
+
+/* The computation a question needs, shared by every session (charged to the session's arbiter key
+ * only when it starts): waits until it is done, and returns it held (job_release after the answer is
+ * sent). NULL after an ERROR answer (*e its send status), or when the session's peer went away while
+ * waiting (*e VT_ERR_IO, nothing sent): the computation goes on for the next session that asks. */
+static job *job_wait(session *ss, int kind, uint64_t a, uint64_t b, uint64_t steps, vt_err *e)
+{
+    server *sv = ss->sv;
+    pthread_mutex_lock(&sv->mu);
+    job *jb = job_find(sv, kind, a, b);
+    if (!jb) {
+        pthread_mutex_unlock(&sv->mu);
+        if (charge(ss, steps, e)) return NULL;
+        pthread_mutex_lock(&sv->mu);
+        const char *why = NULL;
+        jb = job_find(sv, kind, a, b); /* another session may have started it meanwhile */
+        if (!jb) jb = job_start(sv, kind, a, b, &why);
+        if (!jb) {
+            pthread_mutex_unlock(&sv->mu);
+            *e = send_error_code(ss, VT_ERRC_BUSY, why);
+            return NULL;
+        }
+    }
+    jb->refs++;
+    jb->tick = ++sv->tick;
+    while (jb->state == VTI_JOB_RUNNING) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 200000000L;
+        if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+        pthread_cond_timedwait(&sv->cv, &sv->mu, &ts);
+        if (jb->state != VTI_JOB_RUNNING) break;
+        pthread_mutex_unlock(&sv->mu);
+        int gone = vt_conn_wait_readable(ss->c, 0); /* the arbiter sends nothing while it waits: EOF, reset */
+        pthread_mutex_lock(&sv->mu);
+        if (gone) {
+            jb->refs--;
+            pthread_mutex_unlock(&sv->mu);
+            *e = vt_set_error(VT_ERR_IO, "the arbiter's session ended while its answer was computed");
+            return NULL;
+        }
+    }
+    if (jb->state == VTI_JOB_FAILED) {
+        char m[sizeof jb->err];
+        snprintf(m, sizeof m, "%s", jb->err);
+        jb->refs--;
+        pthread_mutex_unlock(&sv->mu);
+        *e = send_error_code(ss, VT_ERRC_INTERNAL, m);
+        return NULL;
+    }
+    pthread_mutex_unlock(&sv->mu);
+    return jb;
+}
+
+static void job_release(server *sv, job *jb, int forget)
+{
+    pthread_mutex_lock(&sv->mu);
+    jb->refs--;
+    if (forget && jb->state == VTI_JOB_DONE) jb->state = VTI_JOB_FAILED; /* never found again: computed anew */
+    pthread_mutex_unlock(&sv->mu);
+}
+
+
 /* The chain of a segment between two adjacent committed states, from the cache or computed
  * (charged to the session). Returns 0, or -1 after an ERROR answer (*e its send status). */
 static int chain_answer(session *ss, const vt_msg_q_chain *qc, int prefix, uint8_t C[32], uint8_t h[32],
@@ -207,20 +418,12 @@ static int chain_answer(session *ss, const vt_msg_q_chain *qc, int prefix, uint8
             *e = send_error_code(ss, VT_ERRC_NO_SUCH, m);
             return -1;
         }
-        if (charge(ss, restore_cost(rc, lo) + (hi - lo), e)) return -1;
-        vt_model m;
-        vt_seg_chain ch;
-        memset(&ch, 0, sizeof ch);
-        vt_err ce = new_model(ss, &m);
-        if (!ce) {
-            ce = vt_restore(&m, ss->st, &sv->ds, VT_PARTY_TRAINER, lo);
-            if (!ce) ce = vt_seg_chain_compute(&m, ss->st, &sv->ds, VT_PARTY_TRAINER, hi, &ch);
-            vt_model_free(&m);
-        }
-        if (ce) return *e = send_error_code(ss, VT_ERRC_INTERNAL, vt_errmsg()), -1;
-        cache_put(sv, &ch);
+        job *jb = job_wait(ss, VT_MSG_Q_CHAIN, lo, hi, restore_cost(rc, lo) + (hi - lo), e);
+        if (!jb) return -1;
         f = cache_get(sv, lo, hi, qc->pos, prefix, C, h, hs, total);
-        if (f <= 0) return *e = send_error_code(ss, VT_ERRC_INTERNAL, "the chain left the cache"), -1;
+        job_release(sv, jb, f == 0); /* left the cache already (other segments): computed anew when asked again */
+        if (f < 0) return *e = send_error_code(ss, VT_ERRC_INTERNAL, "out of memory"), -1;
+        if (f == 0) return *e = send_error_code(ss, VT_ERRC_BUSY, "busy: the chain left the cache; ask again"), -1;
     }
     if (qc->pos > *total || (!prefix && qc->pos < 1)) {
         if (prefix) free(*hs), *hs = NULL;
@@ -311,52 +514,25 @@ static vt_err answer(session *ss, const vt_msg *q)
         uint64_t s = q->body.q_step.step;
         if (s > sv->rc.steps) return send_error(ss, "no such step");
         vt_err ce = VT_OK;
-        if (charge(ss, restore_cost(&sv->rc, s), &ce)) return ce;
-        vt_model m;
-        VT_FORWARD_IF_ERROR(new_model(ss, &m));
-        uint8_t(*th)[32] = calloc(m.n_tensors + 1, 32);
-        vt_err e = th ? vt_restore(&m, ss->st, &sv->ds, VT_PARTY_TRAINER, s) : vt_set_error(VT_ERR_NOMEM, "out of memory");
-        if (!e) e = vt_model_tensor_hashes(&m, th);
-        vt_msg_hashes a = {s, s, m.n_tensors, th};
-        vt_model_free(&m);
-        vt_err se = e ? send_error(ss, vt_errmsg()) : vt_send_msg(ss->c, VT_MSG_HASHES, &a, &sv->kp);
-        free(th);
-        return se;
+        job *jb = job_wait(ss, VT_MSG_Q_TENSORS, s, 0, restore_cost(&sv->rc, s), &ce);
+        if (!jb) return ce;
+        vt_msg_hashes a = {s, s, jb->nth, jb->th};
+        ce = vt_send_msg(ss->c, VT_MSG_HASHES, &a, &sv->kp);
+        job_release(sv, jb, 0);
+        return ce;
     }
     case VT_MSG_Q_INPUTS: {
         uint64_t s = q->body.q_inputs.step;
         uint32_t j = q->body.q_inputs.op;
-        if (s < 1 || s > sv->rc.steps) return send_error(ss, "no such operation");
+        if (s < 1 || s > sv->rc.steps || j < 1) return send_error(ss, "no such operation");
         vt_err ce = VT_OK;
-        if (charge(ss, restore_cost(&sv->rc, s - 1) + 1, &ce)) return ce;
-        vt_model m;
-        VT_FORWARD_IF_ERROR(new_model(ss, &m));
-        vt_err e = (s < 1 || s > sv->rc.steps || j < 1 || j > m.n_ops) ? vt_set_error(VT_ERR_ARG, "no such operation")
-                                                                       : VT_OK;
-        if (!e) e = vt_restore(&m, ss->st, &sv->ds, VT_PARTY_TRAINER, s - 1);
-        if (!e) e = vt_run_to_op(&m, ss->st, &sv->ds, VT_PARTY_TRAINER, j, 0, NULL);
-        /* each input whole, and - where an operation (of this step or the step before) wrote it -
-         * every output of that operation, which its agreed output hash authenticates together
-         * (game/vt_game.c load_inputs) */
-        const vt_opdesc *op = e ? NULL : &m.prog.op[j];
-        uint32_t cap = 0, nt = 0;
-        for (uint32_t k = 0; op && k < op->n_in; k++) cap += VT_MAX_OP_OUTPUTS;
-        vt_msg_tensor *t = calloc(cap ? cap : 1, sizeof *t);
-        if (!e && !t) e = vt_set_error(VT_ERR_NOMEM, "out of memory");
-        for (uint32_t k = 0; op && t && !e && k < op->n_in; k++) {
-            int prev;
-            uint32_t q = vt_program_producer(&m.prog, j, op->in[k], &prev);
-            (void)prev;
-            if (q) e = vt_model_wire_tensors(&m, m.prog.op[q].out, m.prog.op[q].n_out, t, cap, &nt);
-            else e = vt_model_wire_tensors(&m, &op->in[k], 1, t, cap, &nt);
-        }
-        vt_msg_inputs a = {s, j, (uint16_t)nt, t};
-        if (!e && o->serve_hooks && o->serve_hooks->tamper) o->serve_hooks->tamper(o->serve_hooks->ctx, VT_MSG_INPUTS, &a);
-        vt_err se = e || nt > UINT16_MAX ? send_error(ss, vt_errmsg()) : vt_send_msg(ss->c, VT_MSG_INPUTS, &a, &sv->kp);
-        if (t) vt_wire_tensors_free(t, nt);
-        free(t);
-        vt_model_free(&m);
-        return se;
+        job *jb = job_wait(ss, VT_MSG_Q_INPUTS, s, j, restore_cost(&sv->rc, s - 1) + 1, &ce);
+        if (!jb) return ce;
+        vt_msg_inputs a = {s, j, (uint16_t)jb->nt, jb->t}; /* the job's tensors, shared: a hook changes this copy */
+        if (o->serve_hooks && o->serve_hooks->tamper) o->serve_hooks->tamper(o->serve_hooks->ctx, VT_MSG_INPUTS, &a);
+        ce = vt_send_msg(ss->c, VT_MSG_INPUTS, &a, &sv->kp);
+        job_release(sv, jb, 0);
+        return ce;
     }
     case VT_MSG_VERDICT: {
         /* the arbiter's signed verdict ends the game (signature checked by vt_recv_msg) */
@@ -511,6 +687,36 @@ static session *eviction_candidate(server *sv, const uint8_t *pk)
     return best;
 }
 
+/* A key that is not an accepted arbiter's: its one question, within VTI_PUBLIC_MS. Q_SERVICE gets
+ * the current record (docs/dispute.md "Fresh service records"); anything else ERROR unauthorized. */
+static void *public_main(void *p)
+{
+    session *ps = p;
+    server *sv = ps->sv;
+    vt_msg_limits lim;
+    memset(&lim, 0, sizeof lim);
+    for (int t = 1; t < VT_MSG_TYPE_COUNT_; t++) lim.max_body[t] = 64; /* only small questions come in */
+    vt_msg q;
+    if (vt_recv_msg(ps->c, VT_MSG_ANY, VTI_PUBLIC_MS, &lim, &q) == VT_OK) {
+        if (q.hdr.type == VT_MSG_Q_SERVICE) {
+            if (answer(ps, &q)) { /* the peer may be gone */ }
+        } else {
+            char fpr[VT_SIGN_FPR_HEX_LEN + 1], m[200];
+            if (vt_sign_fingerprint(ps->pk, fpr)) snprintf(fpr, sizeof fpr, "?");
+            snprintf(m, sizeof m, "key %s is not an arbiter this trainer answers", fpr);
+            if (send_error_code(ps, VT_ERRC_UNAUTHORIZED, m)) { /* best effort */ }
+        }
+        vt_msg_free(&q);
+    }
+    vt_conn_close(ps->c);
+    pthread_mutex_lock(&sv->mu);
+    sv->public_active--;
+    pthread_cond_broadcast(&sv->cv);
+    pthread_mutex_unlock(&sv->mu);
+    free(ps);
+    return NULL;
+}
+
 /* An authenticated peer: an accepted arbiter gets a session (evicting the oldest-idle one of
  * the same arbiter, or of the busiest one, at the limits; never one that is answering: if every
  * one is, ERROR busy); anyone else an ERROR. */
@@ -525,6 +731,27 @@ static void tr_admit(void *ctx, vt_gate_peer *p)
         char fpr[VT_SIGN_FPR_HEX_LEN + 1], m[200];
         if (vt_sign_fingerprint(pk, fpr)) snprintf(fpr, sizeof fpr, "?");
         snprintf(m, sizeof m, "key %s is not an arbiter this trainer answers", fpr);
+        /* anyone may ask for the current service record (an auditor before it challenges): one
+         * question, read by one of at most VTI_PUBLIC threads; everything else is refused */
+        session *ps = NULL;
+        pthread_mutex_lock(&sv->mu);
+        if (sv->public_active < VTI_PUBLIC && (ps = calloc(1, sizeof *ps)) != NULL) sv->public_active++;
+        pthread_mutex_unlock(&sv->mu);
+        pthread_t th;
+        if (ps) {
+            ps->sv = sv, ps->c = p->c, ps->last = vt_now(), ps->arb = -1;
+            memcpy(ps->pk, pk, 32);
+            snprintf(ps->peer, sizeof ps->peer, "%s", p->peer);
+            vt_conn_set_send_timeout(p->c, 1000);
+            if (pthread_create(&th, NULL, public_main, ps) == 0) {
+                pthread_detach(th);
+                return;
+            }
+            pthread_mutex_lock(&sv->mu);
+            sv->public_active--;
+            pthread_mutex_unlock(&sv->mu);
+            free(ps);
+        }
         tr_reject(sv, p->peer, VT_ERRC_UNAUTHORIZED, m);
         vt_conn_refuse(p->c, &sv->kp, VT_ERRC_UNAUTHORIZED, m);
         return;
@@ -653,8 +880,12 @@ vt_err vt_serve_run(const vt_serve_opts *o)
         memcpy(sv.rec.manifest_hash, mh, 32);
         sv.rec.n_arbiters = (uint32_t)o->n_arbiters;
         memcpy(sv.rec.arbiter_pk, o->arbiter_pk, 32 * (size_t)o->n_arbiters);
-        e = o->record_ttl_s > 0 ? service_addr(o, port, sv.rec.addr, sizeof sv.rec.addr)
-                                : vt_set_error(VT_ERR_ARG, "the service record's lifetime must be positive");
+        int short_ok = o->serve_hooks && o->serve_hooks->short_record && o->serve_hooks->short_record(o->serve_hooks->ctx);
+        e = o->record_ttl_s >= VT_SERVE_MIN_TTL_S || (short_ok && o->record_ttl_s > 0)
+                ? service_addr(o, port, sv.rec.addr, sizeof sv.rec.addr)
+                : vt_set_error(VT_ERR_ARG, "--record-ttl %d: a service record lives at least %d s (twice the lifetime "
+                               "floor of %d s that arbiters and auditors check, docs/dispute.md)", o->record_ttl_s,
+                               VT_SERVE_MIN_TTL_S, VT_RECORD_FLOOR_S);
         if (o->service_file)
             snprintf(sv.rec_path, sizeof sv.rec_path, "%s", o->service_file);
         else
@@ -675,7 +906,7 @@ vt_err vt_serve_run(const vt_serve_opts *o)
     if (!e) e = vt_gate_run(l, &sv.kp, &go, &cb);
     /* wait for the sessions still running (at most 60 s, then they are shut down) */
     pthread_mutex_lock(&sv.mu);
-    for (int i = 0; sv.active > 0; i++) {
+    for (int i = 0; sv.active > 0 || sv.public_active > 0; i++) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         ts.tv_sec += 1;
@@ -686,6 +917,12 @@ vt_err vt_serve_run(const vt_serve_opts *o)
     }
     pthread_mutex_unlock(&sv.mu);
     vt_listener_close(l);
+    /* computations still running hold the server: wait for them (they end on their own) */
+    pthread_mutex_lock(&sv.mu);
+    for (int i = 0; i < VTI_JOBS; i++)
+        while (sv.jobs[i].used && sv.jobs[i].state == VTI_JOB_RUNNING) pthread_cond_wait(&sv.cv, &sv.mu);
+    pthread_mutex_unlock(&sv.mu);
+    for (int i = 0; i < VTI_JOBS; i++) job_clear(&sv.jobs[i]);
     for (int i = 0; i < sv.n_cache; i++) vt_seg_chain_free(&sv.cache[i].ch);
     vt_merkle_free(&sv.tree);
     vt_data_free(&sv.ds);

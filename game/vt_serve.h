@@ -7,6 +7,7 @@
 #include "../common/vt_error.h"
 #include "../kernels/vt_kernels.h"
 #include "../model/vt_model.h"
+#include "vt_game.h"
 
 #define VT_SERVE_MAX_ARBITERS 16
 #define VT_SERVE_CACHE_MAX 64
@@ -14,6 +15,9 @@
  * (--max-recompute-steps), refilled one budget every VT_SERVE_REFILL_S seconds. */
 #define VT_SERVE_BUCKET_GAMES 4
 #define VT_SERVE_REFILL_S 60
+/* The shortest record lifetime `trainer serve` signs: twice the floor (game/vt_game.h), since it
+ * re-signs when half is left, so a record it serves always has the floor left. */
+#define VT_SERVE_MIN_TTL_S (2 * VT_RECORD_FLOOR_S)
 
 typedef struct {
     const char *run_dir;
@@ -52,6 +56,7 @@ typedef struct vt_serve_hooks {
     int (*silent)(void *ctx);                                  /* 1: leave this question unanswered */
     void (*tamper)(void *ctx, uint16_t type, void *answer);   /* change an answer (its vt_msg_* body) before it is sent */
     int (*drop)(void *ctx, int answered);                      /* 1: drop the connection now */
+    int (*short_record)(void *ctx);                            /* 1: sign records shorter than the floor */
     void *ctx;
 } vt_serve_hooks;
 

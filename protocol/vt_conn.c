@@ -35,6 +35,8 @@ static _Thread_local int deadline_hit_;
 
 int vt_proto_deadline_exceeded(void) { return deadline_hit_; }
 
+int vt_conn_dead(const vt_conn *c) { return !c || c->ssl_broken || c->rx_failed || c->tx_failed; }
+
 vt_err vt_proto_nonce(uint8_t out[VT_MSG_NONCE_LEN])
 {
     VT_RETURN_ERROR_IF(!out, VT_ERR_ARG, "vt_proto_nonce: NULL argument");

@@ -117,13 +117,17 @@ void vt_log_rejection_code(const char *who, const char *peer, int code, const ch
 /* NOTE kind (the arbiter's transcript, docs/dispute.md "Clocks") */
 enum {
     VT_NOTE_GAME = 1,      /* the game's limits: v = {deadline_ms, clock_ms, max_game_bytes, max_op_flop} */
-    VT_NOTE_CONNECT = 2,   /* one attempt to reach a party: code 0 ok / 1 failed, n = attempt,
-                            * v = {at_ms, elapsed_ms, clock_used_ms, clock_ms}, text = address and error */
+    VT_NOTE_CONNECT = 2,   /* one attempt to reach a party: code 0 ok / 1 failed / 2 the arbiter's own failure /
+                            * 3 the trainer's server ended the session / 4 the connection dropped, n = attempt,
+                            * v = {at_ms, elapsed_ms, clock_used_ms, clock_ms}, text = address and error; for the
+                            * auditor (party 2): code 0, its game resumed on a new connection, n = resumption */
     VT_NOTE_NO_ANSWER = 3, /* the party gave no valid answer to the question before it: code VT_NOANS_*,
                             * v = {at_ms, elapsed_ms, clock_used_ms, clock_ms}, text = why */
 };
 enum { VT_NOANS_DEADLINE = 1, VT_NOANS_CLOCK = 2, VT_NOANS_UNREACHABLE = 3, VT_NOANS_LOST = 4, VT_NOANS_INVALID = 5,
-       VT_NOANS_LOCAL = 6 /* the arbiter's own resources failed (e.g. no descriptor): nobody is blamed */ };
+       VT_NOANS_LOCAL = 6, /* the arbiter's own resources failed (e.g. no descriptor): nobody is blamed */
+       VT_NOANS_GONE = 7,  /* the auditor's connection dropped and it did not resume within its clock: nobody is blamed */
+       VT_NOANS_PREEMPTED = 8 /* the auditor, slow, gave its slot to a waiting auditor of the same run: nobody is blamed */ };
 
 /* VERDICT loser */
 enum { VT_LOSER_NONE = 0, VT_LOSER_TRAINER = 1, VT_LOSER_AUDITOR = 2, VT_LOSER_BOTH = 3 };
@@ -543,6 +547,9 @@ void vt_conn_shutdown(vt_conn *c);
  * none came: a caller may do something else and wait again (the arbiter's heartbeats to the
  * auditor while the trainer computes). Receives nothing itself. */
 int vt_conn_wait_readable(vt_conn *c, int ms);
+
+/* 1 when c can carry no more messages (a send or a receive failed on it, or TLS broke). */
+int vt_conn_dead(const vt_conn *c);
 
 /* Sends ERROR {code, text} (best effort, within 1 s; not transcribed), then closes c. Without
  * a usable TLS session (or kp NULL) it only closes. */

@@ -177,6 +177,8 @@ static void tamper(void *ctx, uint16_t type, void *answer)
     }
 }
 
+static int short_record(void *ctx) { return ((vt_cheats *)ctx)->serve == VT_MISBEHAVE_SHORT_RECORD; }
+
 static int drop(void *ctx, int answered)
 {
     vt_cheats *c = ctx;
@@ -193,7 +195,7 @@ void vt_cheats_init(vt_cheats *c)
     memset(c, 0, sizeof *c);
     pthread_mutex_init(&c->mu, NULL);
     c->hooks = (vt_hooks){after_op, after_log, c};
-    c->serve_hooks = (vt_serve_hooks){silent, tamper, drop, c};
+    c->serve_hooks = (vt_serve_hooks){silent, tamper, drop, short_record, c};
 }
 
 vt_err vt_cheats_parse(vt_cheats *c, const char *spec)
@@ -268,7 +270,8 @@ vt_err vt_cheats_misbehave(vt_cheats *c, const char *name)
     static const struct { const char *name; vt_misbehave m; } k[] = {
         {"silent", VT_MISBEHAVE_SILENT}, {"bad-proof", VT_MISBEHAVE_BAD_PROOF},
         {"inconsistent", VT_MISBEHAVE_INCONSISTENT}, {"drop-once", VT_MISBEHAVE_DROP_ONCE},
-        {"huge-hashes", VT_MISBEHAVE_HUGE_HASHES}, {"huge-inputs", VT_MISBEHAVE_HUGE_INPUTS}};
+        {"huge-hashes", VT_MISBEHAVE_HUGE_HASHES}, {"huge-inputs", VT_MISBEHAVE_HUGE_INPUTS},
+        {"short-record", VT_MISBEHAVE_SHORT_RECORD}};
     for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
         if (strcmp(name, k[i].name) == 0) {
             c->serve = k[i].m;

@@ -20,7 +20,8 @@
  *       in gemm_arith V, an index of vt_gemm_arith_names: a step of another arithmetic) - a trainer
  *       that deviates at STEP and commits consistently;
  *   trainer-test train --stop-after STEP   stop without committing (an interruption);
- *   trainer-test serve --misbehave silent|bad-proof|inconsistent|drop-once;
+ *   trainer-test serve --misbehave silent|bad-proof|inconsistent|drop-once|huge-hashes|huge-inputs|short-record
+ *       (short-record: --record-ttl below the floor is signed, a cheater's short record lifetime);
  *   auditor-test challenge --lie STEP:OP[:shift]   a lying auditor: its output of operation OP of
  *       step STEP has its first element's lowest bit flipped (:shift: as the trainer's shift-op),
  *       consistently in every answer. */
@@ -53,7 +54,8 @@ typedef enum {
 } vt_cheat_kind;
 
 typedef enum { VT_MISBEHAVE_NONE = 0, VT_MISBEHAVE_SILENT, VT_MISBEHAVE_BAD_PROOF, VT_MISBEHAVE_INCONSISTENT,
-               VT_MISBEHAVE_DROP_ONCE, VT_MISBEHAVE_HUGE_HASHES, VT_MISBEHAVE_HUGE_INPUTS } vt_misbehave;
+               VT_MISBEHAVE_DROP_ONCE, VT_MISBEHAVE_HUGE_HASHES, VT_MISBEHAVE_HUGE_INPUTS,
+               VT_MISBEHAVE_SHORT_RECORD } vt_misbehave;
 
 typedef struct {
     vt_cheat_kind kind;
