@@ -90,6 +90,7 @@ static int cmd_challenge(int argc, char **argv)
                                        {"init", required_argument, 0, 'I'},
 #ifdef VT_TEST_HOOKS
                                        {"lie", required_argument, 0, 'L'},
+                                       {"slow", required_argument, 0, 'w'},
 #endif
                                        {0, 0, 0, 0}};
     vt_challenge_opts o;
@@ -126,6 +127,12 @@ static int cmd_challenge(int argc, char **argv)
             }
             o.hooks = &g_cheats.hooks;
             o.until = g_cheats.step;
+            break;
+        case 'w': /* a slow auditor: each answer MS late */
+            if (vt_cli_int("--slow", optarg, 0, 600000, &o.answer_delay_ms) != VT_OK) {
+                fprintf(stderr, "auditor challenge: %s\n", vt_errmsg());
+                return VT_EXIT_USAGE;
+            }
             break;
 #endif
         default:

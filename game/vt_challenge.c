@@ -451,6 +451,10 @@ static vt_err run(auditor *a, vt_challenge_result *res)
         }
         res->questions++;
         if (!o->quiet) fprintf(stderr, "  arbiter asks %s\n", vt_msg_type_name(q.hdr.type));
+        if (o->answer_delay_ms > 0) { /* tests only: a slow auditor */
+            struct timespec ts = {o->answer_delay_ms / 1000, (long)(o->answer_delay_ms % 1000) * 1000000L};
+            nanosleep(&ts, NULL);
+        }
         e = answer(a, c, &q);
         vt_msg_free(&q);
         if (e == VT_ERR_IO && vt_conn_dead(c)) e = VT_OK; /* the answer did not go out: the next receive resumes */

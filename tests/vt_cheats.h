@@ -24,7 +24,8 @@
  *       (short-record: --record-ttl below the floor is signed, a cheater's short record lifetime);
  *   auditor-test challenge --lie STEP:OP[:shift]   a lying auditor: its output of operation OP of
  *       step STEP has its first element's lowest bit flipped (:shift: as the trainer's shift-op),
- *       consistently in every answer. */
+ *       consistently in every answer;
+ *   auditor-test challenge --slow MS   a slow auditor: each answer MS late (game/vt_challenge.c). */
 #ifndef VT_CHEATS_H
 #define VT_CHEATS_H
 

@@ -997,6 +997,13 @@ static int cmd_serve(int argc, char **argv)
         fprintf(stderr, "trainer serve: --advertise: %s\n", vt_errmsg());
         return VT_EXIT_USAGE;
     }
+    int short_ok = o.serve_hooks && o.serve_hooks->short_record && o.serve_hooks->short_record(o.serve_hooks->ctx);
+    if (o.record_ttl_s < VT_SERVE_MIN_TTL_S && !short_ok) {
+        fprintf(stderr, "trainer serve: --record-ttl %d: a service record lives at least %d s (twice the lifetime floor "
+                        "of %d s that arbiters and auditors check, docs/dispute.md)\n", o.record_ttl_s,
+                VT_SERVE_MIN_TTL_S, VT_RECORD_FLOOR_S);
+        return VT_EXIT_USAGE;
+    }
     o.run_dir = argv[optind];
     vt_err se = vt_serve_run(&o);
     if (se) {

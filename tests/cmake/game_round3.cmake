@@ -1,0 +1,10 @@
+# An honest party never loses, round 3 (tests/game_round3.sh, issue 37): connection resets, the
+# auditor's resumption, record lifetimes, the waiting queue. One ctest per case; no case asserts
+# wall time; TIMEOUT is a hang guard.
+add_executable(vt_record ${CMAKE_CURRENT_SOURCE_DIR}/tests/vt_record.c)
+target_link_libraries(vt_record PRIVATE ${VT_TEST_LIBS})
+target_include_directories(vt_record PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+foreach(case IN ITEMS resets resume gone records admission)
+  add_test(NAME game3_${case} COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/game_round3.sh ${CMAKE_BINARY_DIR} ${case})
+  set_tests_properties(game3_${case} PROPERTIES TIMEOUT 900 SKIP_RETURN_CODE 77)
+endforeach()
