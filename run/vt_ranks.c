@@ -49,16 +49,25 @@ static void put_hash(rec *r, const char *key, const uint8_t h[VT_HASH_LEN])
     put(r, "%s=%s\n", key, hex);
 }
 
-/* the kind list of this build as text: every facet of every line of ops/vt_kinds.h */
+/* the kind list of this build as text, every facet of every line of ops/vt_kinds.h, hashed */
 static vt_err kinds_hash(uint8_t out[VT_HASH_LEN])
 {
-    static const char LIST[] =
+    static const char *const LINES[] = {
 #define LINE(ID, nm, fam, rd, ni, no, nia, nfa, ia, fa, rx, dv, st)                                                   \
-    #ID " " nm " " #fam " " #rd " " #ni " " #no " " #nia " " #nfa " [" ia "] [" fa "] " #rx " " #dv " " #st "\n"
+    #ID " " nm " " #fam " " #rd " " #ni " " #no " " #nia " " #nfa " [" ia "] [" fa "] " #rx " " #dv " " #st "\n",
         VT_KINDS(LINE)
 #undef LINE
-        ;
-    return vt_sha256(LIST, sizeof LIST - 1, out);
+    };
+    vt_sha256_ctx c;
+    VT_FORWARD_IF_ERROR(vt_sha256_init(&c));
+    for (size_t i = 0; i < sizeof LINES / sizeof LINES[0]; i++) {
+        vt_err e = vt_sha256_update(&c, LINES[i], strlen(LINES[i]));
+        if (e) {
+            vt_sha256_abort(&c);
+            return e;
+        }
+    }
+    return vt_sha256_final(&c, out);
 }
 
 static vt_err make_record(const vt_ranks_start *s, rec *r)
