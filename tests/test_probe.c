@@ -4,7 +4,7 @@
  * hook that flips one bit of one kind's outputs (what tests/vt_cheats.c's skew-kind does) changes
  * that kind's hash, the first operation whose output hash differs is of that kind (what the ranks
  * name), and where no other operation of the probe reads those outputs (SUB) no other kind's hash
- * changes.
+ * changes. vt_ranks_agree (run/vt_ranks.h) on one rank: its record made and compared with itself.
  * The time one probe takes is printed, not asserted. */
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +12,7 @@
 #include "../common/vt_cli.h"
 #include "../common/vt_par.h"
 #include "../model/vt_probe.h"
+#include "../run/vt_ranks.h"
 #include "vt_test.h"
 
 static uint16_t g_skew;
@@ -33,7 +34,7 @@ static int same(const vt_probe *a, const vt_probe *b)
 
 int main(void)
 {
-    vt_probe *a = malloc(sizeof *a), *b = malloc(sizeof *b);
+    vt_probe *a = calloc(1, sizeof *a), *b = calloc(1, sizeof *b);
     CHECK(a && b, "memory");
     if (!a || !b) return vt_test_finish("test_probe");
     double t0 = vt_now();
@@ -78,6 +79,17 @@ int main(void)
     for (uint16_t k = 1; k < VT_OPK_COUNT; k++)
         CHECK((memcmp(a->kind[k], b->kind[k], VT_HASH_LEN) != 0) == (k == VT_OPK_SUB), "sub skewed: kind %s",
               vt_opkind_get(k)->name);
+    /* the ranks' agreement on one rank (no MPI): its record is made (the probe run) and compared
+     * with itself */
+    vt_comm *c = NULL;
+    CHECK_OK(vt_dist_init(&c));
+    vt_program prog;
+    vt_program_init(&prog);
+    const vt_ranks_start st = {1, "cpu", "mpi", 0, 0, "{}", &prog, VT_ORDER_BLAS, NULL};
+    int common = -1;
+    CHECK_OK(vt_ranks_agree(c, &st, &common));
+    CHECK(common == 0, "one rank: common %d", common);
+    CHECK_OK(vt_dist_finalize(&c));
     vt_probe_free(a);
     vt_probe_free(b);
     free(a);
