@@ -71,7 +71,14 @@ static void make_data(probe_data *d)
 static const char *const PROGRAMS[] = {"mlp sgd", "mlp adam", "resnet", "resnet program 2", "gpt", "sub"};
 #define N_PROGRAMS (sizeof PROGRAMS / sizeof PROGRAMS[0])
 
-const char *vt_probe_program_name(uint8_t prog) { return prog < N_PROGRAMS ? PROGRAMS[prog] : "?"; }
+/* after these, the MLP with SGD in each tensor-core arithmetic model (vt_gemm_arith_names[1 ..]) */
+const char *vt_probe_program_name(uint8_t prog)
+{
+    if (prog < N_PROGRAMS) return PROGRAMS[prog];
+    for (size_t v = 1; vt_gemm_arith_names[v]; v++)
+        if (v == (size_t)prog - N_PROGRAMS + 1) return vt_gemm_arith_names[v];
+    return "?";
+}
 
 /* what the hook is given: the probe, and the program running */
 typedef struct {
@@ -103,13 +110,15 @@ static vt_err chain(void *ctx, vt_model *m, uint64_t step, uint32_t op)
     return vt_sha256(buf, sizeof buf, p->kind[r->kind]);
 }
 
-/* One step of the recipe `keys` on ds, then its evaluation pass (when the program has one). */
-static vt_err probe_recipe(uint8_t prog, const char *const *keys, const vt_dataset *ds, vt_order order,
-                           vt_op_hook tamper, void *tctx, vt_probe *p)
+/* One step of the recipe `keys` (and `extra`, NULL: none) on ds, then its evaluation pass (when the
+ * program has one). */
+static vt_err probe_recipe(uint8_t prog, const char *const *keys, const char *extra, const vt_dataset *ds,
+                           vt_order order, vt_op_hook tamper, void *tctx, vt_probe *p)
 {
     vt_recipe rc;
     vt_recipe_default(&rc);
     for (int i = 0; keys[i]; i++) VT_FORWARD_IF_ERROR(vt_recipe_set(&rc, keys[i]));
+    if (extra) VT_FORWARD_IF_ERROR(vt_recipe_set(&rc, extra));
     vt_model m;
     memset(&m, 0, sizeof m);
     VT_FORWARD_IF_ERROR(vt_model_init_within(&m, &rc, ds->n, order, UINT64_MAX));
@@ -128,7 +137,7 @@ static vt_err probe_recipe(uint8_t prog, const char *const *keys, const vt_datas
     }
     vt_steplog_free(&log);
     vt_model_free(&m);
-    return e ? vt_error_prefix(e, "the known-answer probe (%s)", PROGRAMS[prog]) : VT_OK;
+    return e ? vt_error_prefix(e, "the known-answer probe (%s)", vt_probe_program_name(prog)) : VT_OK;
 }
 
 /* The kinds no architecture uses, in a hand-built program: y = a - b over SUB_N elements (a tie, a
@@ -196,8 +205,13 @@ vt_err vt_probe_run(vt_order order, vt_op_hook tamper, void *tamper_ctx, vt_prob
     vt_err e = VT_OK;
     uint8_t i = 0;
     for (; i < sizeof R / sizeof R[0] && !e; i++)
-        e = probe_recipe(i, R[i].keys, R[i].text ? &d->txt : &d->img, order, tamper, tamper_ctx, out);
+        e = probe_recipe(i, R[i].keys, NULL, R[i].text ? &d->txt : &d->img, order, tamper, tamper_ctx, out);
     if (!e) e = probe_extra(i, tamper, tamper_ctx, out);
+    for (size_t v = 1; vt_gemm_arith_names[v] && !e; v++) { /* the GEMMs of each tensor-core model */
+        char key[64];
+        snprintf(key, sizeof key, "gemm_arith=%s", vt_gemm_arith_names[v]);
+        e = probe_recipe((uint8_t)(N_PROGRAMS - 1 + v), MLP_SGD, key, &d->img, order, tamper, tamper_ctx, out);
+    }
     free(d);
     VT_FORWARD_IF_ERROR(e);
     for (uint16_t k = 1; k < VT_OPK_COUNT; k++)

@@ -1,14 +1,15 @@
 /* vt_probe.h - the known-answer probe of the operation kinds (docs/distributed.md "Ranks agree
- * before anything is written"): every kind of ops/vt_kinds.h run on small fixed inputs, its outputs
- * hashed per kind, so that ranks can compare what their builds compute before a data-parallel run
- * writes anything.
+ * before anything is written"): every kind of ops/vt_kinds.h run on small fixed inputs, the outputs
+ * of every operation hashed, so that ranks can compare what their builds compute before a
+ * data-parallel run writes anything.
  *
  * The inputs are fixed: synthetic examples drawn from a constant seed (an 8 x 8 three-channel image
  * set and a text of 16 tokens, built in memory, no file read), and one step of five tiny programs -
  * the MLP with SGD and with Adam, the residual CNN in step programs 1 and 2 with its evaluation pass,
- * the GPT with dropout, clipping and AdamW and its evaluation pass - plus a hand-built program of
- * the kinds no architecture uses (SUB), all in exact rounding. Exact rounding makes every output a
- * function of those inputs alone: the same hashes on every machine, BLAS, thread count and
+ * the GPT with dropout, clipping and AdamW and its evaluation pass - then a hand-built program of
+ * the kinds no architecture uses (SUB), then the MLP with SGD once in each tensor-core arithmetic
+ * model (recipe key gemm_arith), all in exact rounding on the CPU. Exact rounding makes every output
+ * a function of those inputs alone: the same hashes on every machine, BLAS, thread count and
  * evaluation order; a build whose kinds compute other bits gives other hashes. It costs a few
  * milliseconds on one core. */
 #ifndef VT_PROBE_H
@@ -50,7 +51,8 @@ typedef struct {
  * none of the probe's programs. */
 vt_err vt_probe_run(vt_order order, vt_op_hook tamper, void *tamper_ctx, vt_probe *out) VT_WARN_UNUSED;
 void vt_probe_free(vt_probe *p);
-/* The name of the probe's program `prog` ("mlp sgd", "resnet program 2", "sub" ...). */
+/* The name of the probe's program `prog` ("mlp sgd", "resnet program 2", "sub", then the tensor-core
+ * models' names for the MLP in them: "tc-bf16-sm90" ...; "?" beyond them). */
 const char *vt_probe_program_name(uint8_t prog);
 
 #endif

@@ -1,6 +1,7 @@
 /* test_probe - the known-answer probe of the operation kinds (model/vt_probe.h), which the ranks of a
  * data-parallel run compare at start-up (run/vt_ranks.h, docs/distributed.md): every kind of the
- * list runs in it; its hashes are the same in every evaluation order and thread count; a tamper
+ * list runs in it, and the MLP's GEMMs in every tensor-core arithmetic model (gemm_arith), which
+ * differ from FP64's; its hashes are the same in every evaluation order and thread count; a tamper
  * hook that flips one bit of one kind's outputs (what tests/vt_cheats.c's skew-kind does) changes
  * that kind's hash, the first operation whose output hash differs is of that kind (what the ranks
  * name), and where no other operation of the probe reads those outputs (SUB) no other kind's hash
@@ -44,6 +45,21 @@ int main(void)
         static const uint8_t zero[VT_HASH_LEN];
         CHECK(a->ops[k] > 0 && memcmp(a->kind[k], zero, VT_HASH_LEN) != 0, "kind %s: %u operations probed",
               vt_opkind_get(k)->name, a->ops[k]);
+    }
+    /* the MLP in each tensor-core arithmetic model: its GEMMs compute otherwise than in FP64 */
+    for (size_t v = 1; vt_gemm_arith_names[v]; v++) {
+        int differ = 0, seen = 0;
+        for (size_t i = 0; i < a->n_seq; i++) {
+            const vt_probe_op *q = &a->seq[i];
+            if (q->kind != VT_OPK_MATMUL || strcmp(vt_probe_program_name(q->prog), vt_gemm_arith_names[v]) != 0)
+                continue;
+            seen++;
+            for (size_t j = 0; j < a->n_seq; j++) /* the same operation of the FP64 MLP (program 0) */
+                if (a->seq[j].prog == 0 && a->seq[j].op == q->op)
+                    differ += memcmp(a->seq[j].h, q->h, VT_HASH_LEN) != 0;
+        }
+        CHECK(seen > 0 && differ > 0, "gemm_arith %s: %d GEMMs probed, %d differ from FP64's", vt_gemm_arith_names[v],
+              seen, differ);
     }
     /* the same hashes in every order, and on 1 and 3 threads */
     for (int order = 0; order < VT_ORDER_COUNT; order++) {
