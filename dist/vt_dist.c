@@ -363,6 +363,48 @@ vt_err vt_dist_alltoallv(vt_comm *c, const void *send, const size_t *sbytes, voi
     return VT_OK;
 }
 
+vt_err vt_dist_allgather_blocks(vt_comm *c, const void *mine, size_t len, uint8_t **all, size_t **lens)
+{
+    VT_RETURN_ERROR_IF(!c || !all || !lens || (len && !mine), VT_ERR_ARG, "vt_dist_allgather_blocks: bad arguments");
+    *all = NULL;
+    *lens = NULL;
+    const size_t n = (size_t)c->size;
+    double *dl = malloc(n * sizeof *dl);
+    size_t *bl = malloc(n * sizeof *bl);
+    vt_err e = dl && bl ? VT_OK
+                        : vt_set_error(VT_ERR_NOMEM, "rank %d of %d: gathering blocks: out of memory", c->rank, c->size);
+    e = vt_dist_agree(c, e, NULL);
+    const double my = (double)len; /* exact: a length beyond 2^53 bytes cannot be held */
+    if (!e) e = vt_dist_allgather_f64(c, &my, 1, dl);
+    size_t total = 0;
+    for (size_t r = 0; r < n && !e; r++) { /* the same lengths on every rank: the same outcome */
+        bl[r] = (size_t)dl[r];
+        if (bl[r] > (size_t)INT_MAX - total)
+            e = vt_set_error(VT_ERR_LIMIT, "rank %d of %d: the blocks gathered pass %d bytes", c->rank, c->size,
+                             INT_MAX);
+        else
+            total += bl[r];
+    }
+    free(dl);
+    uint8_t *buf = NULL;
+    if (!e && total) {
+        buf = malloc(total);
+        e = vt_dist_agree(c, buf ? VT_OK
+                                 : vt_set_error(VT_ERR_NOMEM, "rank %d of %d: gathering %zu bytes: out of memory",
+                                                c->rank, c->size, total),
+                          NULL);
+        if (!e) e = vt_dist_allgatherv(c, mine, bl, buf);
+    }
+    if (e) {
+        free(buf);
+        free(bl);
+        return e;
+    }
+    *all = buf;
+    *lens = bl;
+    return VT_OK;
+}
+
 vt_err vt_dist_bcast(vt_comm *c, void *buf, size_t len, int root)
 {
     VT_RETURN_ERROR_IF(!c || (len && !buf), VT_ERR_ARG, "vt_dist_bcast: bad arguments");

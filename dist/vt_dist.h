@@ -100,6 +100,16 @@ vt_err vt_dist_allgather_f64(vt_comm *c, const double *mine, size_t n, double *a
  * INT_MAX bytes (VT_ERR_LIMIT). mine and all must not overlap. The bits are copied unchanged. */
 vt_err vt_dist_allgatherv(vt_comm *c, const void *mine, const size_t *bytes, void *all) VT_WARN_UNUSED;
 
+/* Every rank's block of its own length, gathered to every rank in rank order (the ranks need not
+ * know one another's lengths): *all (malloc'd, the caller frees it; NULL when every block is empty)
+ * holds the blocks one after another, (*lens)[r] (malloc'd, size entries) rank r's length. Two
+ * collectives whatever the lengths - an allgather of the lengths, then vt_dist_allgatherv - and each
+ * allocation is agreed (vt_dist_agree) before the collective that needs it, so a rank out of memory
+ * stops every rank and none is left waiting. The total at most INT_MAX bytes (VT_ERR_LIMIT, on every
+ * rank alike). One rank: a copy. */
+vt_err vt_dist_allgather_blocks(vt_comm *c, const void *mine, size_t len, uint8_t **all, size_t **lens)
+    VT_WARN_UNUSED;
+
 /* Personalised exchange: this rank sends send[soff_s .. soff_s + sbytes[s]) to rank s and receives
  * rank r's block for it at recv[roff_r .. roff_r + rbytes[r]) (offsets: the prefix sums of the
  * counts, in rank order; the block to itself is copied). rbytes[r] must equal what rank r passes as

@@ -357,6 +357,12 @@ vt_err vt_output_hash_of(uint32_t n, const uint8_t (*th)[VT_HASH_LEN], uint8_t o
 vt_err vt_model_output_hash(vt_model *m, uint32_t op_id, uint8_t out[VT_HASH_LEN])
 {
     VT_RETURN_ERROR_IF(op_id < 1 || op_id > m->prog.n_ops, VT_ERR_ARG, "no operation %u", op_id);
+    return vti_model_output_hash(m, op_id, out);
+}
+
+vt_err vti_model_output_hash(vt_model *m, uint32_t op_id, uint8_t out[VT_HASH_LEN])
+{
+    VT_RETURN_ERROR_IF(op_id < 1 || op_id > m->prog.n_ops + m->prog.n_eval, VT_ERR_ARG, "no operation %u", op_id);
     const vt_opdesc *o = &m->prog.op[op_id];
     uint8_t th[VT_MAX_OP_OUTPUTS][VT_HASH_LEN];
     VT_RETURN_ERROR_IF(o->n_out < 1 || o->n_out > VT_MAX_OP_OUTPUTS, VT_ERR_INTERNAL, "operation %u has %u outputs", op_id, o->n_out);
@@ -570,6 +576,14 @@ static vt_err exec_op(vt_model *m, const vt_dataset *ds, vt_rctx *rc, uint64_t s
         c.batch_idx = m->batch_idx;
     }
     return vt_opkind_get(o->kind)->exec(&c);
+}
+
+vt_err vti_model_exec(vt_model *m, const vt_dataset *ds, vt_rctx *rc, uint64_t step, uint32_t op_id)
+{
+    VT_RETURN_ERROR_IF(op_id < 1 || op_id > m->prog.n_ops + m->prog.n_eval, VT_ERR_ARG, "no operation %u", op_id);
+    vt_err e = exec_op(m, ds, rc, step, op_id);
+    if (!e && m->tamper) e = m->tamper(m->tamper_ctx, m, step, op_id);
+    return e;
 }
 
 vt_err vt_model_exec_op(vt_model *m, const vt_dataset *ds, vt_rctx *rc, uint64_t step, uint32_t op_id)

@@ -43,6 +43,9 @@ typedef struct {
     vt_op_hook after_op;
     void (*after_log)(void *ctx, vt_steplog *log, uint64_t step);
     void *ctx;
+    /* the tamper hook of the start-up known-answer probe's operations (model/vt_probe.h; run/'s
+     * agreement of the ranks): a build that computes other bits */
+    vt_op_hook probe_op;
 } vt_hooks;
 
 /* Runs m's kernels that backend be supplies (kernels/vt_backend.h) on it; NULL or the CPU backend:

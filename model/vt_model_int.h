@@ -1,5 +1,6 @@
 /* vt_model_int.h - private to model/: the sharded optimiser state (vt_shard_state.c) as the
- * interpreter (vt_model.c) uses it. docs/distributed.md "Sharded optimiser state". */
+ * interpreter (vt_model.c) uses it (docs/distributed.md "Sharded optimiser state"), and the
+ * operation runner and output hash the known-answer probe (vt_probe.c) shares with the interpreter. */
 #ifndef VT_MODEL_INT_H
 #define VT_MODEL_INT_H
 
@@ -42,5 +43,11 @@ void vti_sstate_range(const vt_sstate *s, const vt_program *p, uint32_t t, int r
 vt_err vti_sstate_allgather_params(vt_model *m) VT_WARN_UNUSED;
 /* The state's mapping: map_bytes reserved, readable and writable, nothing resident yet. */
 vt_err vti_sstate_map(vt_sstate *s, size_t state_bytes) VT_WARN_UNUSED;
+
+/* Operation op_id of the step or of the evaluation pass (1 .. n_ops + n_eval) run as vt_model_run
+ * runs it (then the model's tamper hook, when set), with no after-operation hook. */
+vt_err vti_model_exec(vt_model *m, const vt_dataset *ds, vt_rctx *rc, uint64_t step, uint32_t op_id) VT_WARN_UNUSED;
+/* vt_model_output_hash of any operation of the step or of the evaluation pass. */
+vt_err vti_model_output_hash(vt_model *m, uint32_t op_id, uint8_t out[VT_HASH_LEN]) VT_WARN_UNUSED;
 
 #endif

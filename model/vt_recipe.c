@@ -346,7 +346,7 @@ vt_err vt_recipe_validate(const vt_recipe *r)
     } else
         VT_RETURN_ERROR_IF(r->optimizer == VT_OPT_ADAMW, VT_ERR_ARG, "recipe: optimizer=adamw is arch=gpt's");
     /* step program 0 is that of manifest formats 1-3 (read with bound.legacy_log set), never a choice */
-    VT_RETURN_ERROR_IF((r->program_version == 0 && !r->bound.legacy_log) || r->program_version > 2 ||
+    VT_RETURN_ERROR_IF((r->program_version == 0 && !r->bound.legacy_log) || r->program_version > VT_PROGRAM_VERSION_MAX ||
                            (r->program_version == 2 && r->arch != VT_ARCH_RESNET),
                        VT_ERR_ARG,
                        "recipe: program_version is 1 (or 2 for arch=resnet: convolutions without im2col tensors)");

@@ -18,6 +18,7 @@
 #include "../rounding_log/vt_rlog.h"
 #include "../store/vt_store.h"
 #include "vt_init.h"
+#include "vt_ranks.h"
 #include "vt_step.h"
 
 void vt_recipe_dataset_spec(const vt_recipe *rc, char *buf, size_t cap)
@@ -380,38 +381,6 @@ static vt_err gather_hashes(train_ctx *t, const uint8_t *h, size_t nh, double **
     return e;
 }
 
-/* ranks > 1, before anything is written: every rank trains the same run - the same manifest
- * (recipe, dataset, --init file) and the same step program (the operations and tensors of this
- * build) as rank 0. The same error on every rank, naming the first rank that differs. */
-static vt_err same_run(train_ctx *t)
-{
-    uint8_t h[64];
-    char *desc = NULL;
-    vt_err e = vt_sha256(t->manifest, strlen(t->manifest), h);
-    if (!e) e = vt_program_describe(&t->m.prog, &desc);
-    if (!e) e = vt_sha256(desc, strlen(desc), h + 32);
-    free(desc);
-    VT_FORWARD_IF_ERROR(agree(t, e));
-    double *all = NULL;
-    VT_FORWARD_IF_ERROR(gather_hashes(t, h, 2, &all));
-    int bad = 0, what = 0;
-    for (int r = 1; r < t->size && !bad; r++)
-        for (int k = 0; k < 2 && !bad; k++)
-            if (memcmp(all + (size_t)r * 8 + (size_t)k * 4, all + (size_t)k * 4, 32) != 0) bad = r, what = k;
-    free(all);
-    if (!bad) return VT_OK;
-    t->common = 1;
-    if (what == 0)
-        VT_RETURN_ERROR(VT_ERR_ARG,
-                        "rank %d of %d: its manifest (recipe, dataset or --init file) differs from rank 0's: every rank "
-                        "must be given the same recipe, options and files; nothing was written",
-                        bad, t->size);
-    VT_RETURN_ERROR(VT_ERR_ARG,
-                    "rank %d of %d: its step program differs from rank 0's (another build of the trainer): every "
-                    "rank must run the same program; nothing was written",
-                    bad, t->size);
-}
-
 /* ranks > 1: the ranks compare their state hashes after step s (h: this rank's); a rank whose state
  * differs from rank 0's stops every rank, named (the same error on every rank). */
 static vt_err same_state(train_ctx *t, uint64_t s, const uint8_t h[32])
@@ -659,13 +628,20 @@ static vt_err train(train_ctx *t, const vt_recipe *rc, const vt_train_opts *o, v
     const int root = t->rank == 0;
     VT_FORWARD_IF_ERROR(agree(t, prepare(t, rc, o)));
     const char *engine = getenv("VT_DIST_ENGINE"); /* "mpi": the GPU ranks' collectives over MPI (a check) */
-    if (t->size > 1 && t->be.impl && !(engine && strcmp(engine, "mpi") == 0)) {
-        /* --backend cuda: the ranks' collectives over NCCL (its errors agreed) */
+    const int nccl = t->size > 1 && t->be.impl && !(engine && strcmp(engine, "mpi") == 0);
+    if (t->size > 1) { /* the first collective after the start-up's agreement: every rank reaches it */
+        const vt_ranks_start st = {o->shard_state, o->backend ? o->backend : "cpu", nccl ? "nccl" : "mpi",
+                                   o->resume, o->stop_after, t->manifest, &t->m.prog, o->order, o->hooks};
+        int common = 0;
+        vt_err e = vt_ranks_agree(t->comm, &st, &common);
+        t->common = common;
+        VT_FORWARD_IF_ERROR(e);
+    }
+    if (nccl) { /* --backend cuda: the ranks' collectives over NCCL (its errors agreed) */
         vt_err e = vt_nccl_attach(&t->be, t->comm);
         t->common = e != VT_OK;
         VT_FORWARD_IF_ERROR(e);
     }
-    if (t->size > 1) VT_FORWARD_IF_ERROR(same_run(t));
     VT_FORWARD_IF_ERROR(agree(t, state_figures(t, res)));
     vt_merkle_init(&t->tree);
     vt_steplog_init(&t->log, 0);
@@ -749,7 +725,7 @@ vt_err vt_train_run(const vt_recipe *rc, const vt_train_opts *o, vt_train_result
     t.rank = o->comm ? vt_dist_rank(o->comm) : 0;
     t.size = o->comm ? vt_dist_size(o->comm) : 1;
     res->ranks = t.size;
-    vt_recipe r = *rc; /* with the --init file's hash (vt_init.h); every rank reads it (same_run compares) */
+    vt_recipe r = *rc; /* with the --init file's hash (vt_init.h); every rank reads it (vt_ranks_agree compares) */
     vt_err e = vt_init_prepare(&r, o->init_path, o->resume ? o->run_dir : NULL, o->init_layout, &t.init);
     if (t.size > 1) e = agree(&t, e);
     if (!e) e = train(&t, &r, o, res);

@@ -346,6 +346,18 @@ static void test_collectives(vt_comm *c)
     for (int r = 0; r < SIZE; r++)
         for (size_t k = 0; k < bytes[r]; k++, at++) CHECK(gat[at] == r + 1, "allgatherv: byte %zu of rank %d", k, r);
     CHECK(at == tot && gat[tot] == 0xee, "allgatherv: %zu bytes", tot);
+    /* allgather_blocks: the same blocks, each rank passing only its own length */
+    uint8_t *ga = NULL;
+    size_t *gl = NULL;
+    CHECK_OK(vt_dist_allgather_blocks(c, RANK == 1 ? NULL : blk, bytes[RANK], &ga, &gl));
+    at = 0;
+    for (int r = 0; r < SIZE && gl; r++) {
+        CHECK(gl[r] == bytes[r], "allgather_blocks: rank %d's length %zu", r, gl[r]);
+        for (size_t k = 0; k < gl[r] && ga; k++, at++) CHECK(ga[at] == r + 1, "allgather_blocks: byte %zu of rank %d", k, r);
+    }
+    CHECK(at == tot, "allgather_blocks: %zu bytes", at);
+    free(ga);
+    free(gl);
     /* alltoallv: rank r sends r + 2 s + 1 bytes (value 16 r + s) to rank s */
     unsigned char snd[64 * 200], rcv[64 * 200];
     at = 0;

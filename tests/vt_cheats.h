@@ -19,6 +19,10 @@
  *       element has its lowest bit flipped), arith (STEP:V: the step's operations after the first
  *       in gemm_arith V, an index of vt_gemm_arith_names: a step of another arithmetic) - a trainer
  *       that deviates at STEP and commits consistently;
+ *   trainer-test train --cheat skew-kind:NAME
+ *       a build that computes other bits: the lowest bit of the first byte of the first output of
+ *       every operation of kind NAME (ops/vt_kinds.h) flipped, at every step and in the start-up
+ *       known-answer probe (vt_hooks.probe_op; the ranks' agreement, docs/distributed.md);
  *   trainer-test train --stop-after STEP   stop without committing (an interruption);
  *   trainer-test serve --misbehave silent|bad-proof|inconsistent|drop-once|huge-hashes|huge-inputs|short-record
  *       (short-record: --record-ttl below the floor is signed, a cheater's short record lifetime);
@@ -52,6 +56,7 @@ typedef enum {
     VT_CHEAT_PAD_LOG,
     VT_CHEAT_SHIFT_OUTPUT,
     VT_CHEAT_ARITH,
+    VT_CHEAT_SKEW_KIND,
 } vt_cheat_kind;
 
 typedef enum { VT_MISBEHAVE_NONE = 0, VT_MISBEHAVE_SILENT, VT_MISBEHAVE_BAD_PROOF, VT_MISBEHAVE_INCONSISTENT,
@@ -63,6 +68,7 @@ typedef struct {
     uint64_t step;
     double value;
     uint32_t op;          /* FLIP_OUTPUT */
+    uint16_t skew_kind;   /* SKEW_KIND: the kind's id */
     int arith_old;        /* ARITH: the run's gemm_arith, restored after the step */
     int done;             /* DROPOUT_SEED: once per step (reset when the step begins) */
     vt_misbehave serve;

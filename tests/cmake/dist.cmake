@@ -48,3 +48,9 @@ add_test(NAME cert_shard COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/cert_sha
                                  "$<$<BOOL:${VT_HAVE_MPI}>:${MPIEXEC_EXECUTABLE}>")
 # TIMEOUT: about 60 mpirun start-ups, each minutes at worst on a loaded 2-core machine (a hang guard)
 set_tests_properties(cert_shard PROPERTIES TIMEOUT 1500 SKIP_RETURN_CODE 77 ENVIRONMENT "${VT_MPI_TEST_ENV}")
+# the ranks agree before anything is written (tests/ranks_agree.sh, docs/distributed.md): options that
+# change the collectives (--shard-state on some ranks only) and a build that computes other bits
+# (trainer-test --cheat skew-kind:KIND, the known-answer probe) refused on every rank, naming the rank
+add_test(NAME ranks_agree COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/ranks_agree.sh ${CMAKE_BINARY_DIR}
+                                  "$<$<BOOL:${VT_HAVE_MPI}>:${MPIEXEC_EXECUTABLE}>")
+set_tests_properties(ranks_agree PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77 ENVIRONMENT "${VT_MPI_TEST_ENV}")

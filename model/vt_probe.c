@@ -1,0 +1,223 @@
+/* vt_probe.c - the known-answer probe of the operation kinds (vt_probe.h). */
+#include "vt_probe.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vt_model_int.h"
+
+/* the synthetic data's constant seed and the probe's sizes */
+#define PROBE_SEED 0x7670726f62653031ull /* "vtprobe01" */
+#define IMG_C 3u
+#define IMG_H 8u
+#define IMG_W 8u
+#define IMG_N 8u
+#define TXT_N 64u
+#define TXT_VOCAB 16u
+#define SUB_N 64u
+
+/* the recipes of the probe's programs: "key=value" settings over the default recipe (the MLP) */
+#define IMG_KEYS "dataset=probe-images", "layers=[192,10]", "batch=4", "steps=2", "seed=3"
+#define CNN_KEYS                                                                                                       \
+    IMG_KEYS, "arch=resnet", "image_channels=3", "image_height=8", "image_width=8", "augment_pad=1",                   \
+        "augment_flip=1", "resnet_width=4", "resnet_stages=2", "resnet_blocks=1", "resnet_pool=1", "momentum=0.9",    \
+        "weight_decay=0.0005", "schedule=step", "decay_every=1"
+static const char *const MLP_SGD[] = {IMG_KEYS, "layers=[192,8,10]", "momentum=0.9", NULL};
+static const char *const MLP_ADAM[] = {IMG_KEYS, "layers=[192,8,6,10]", "optimizer=adam", "lr=0.002", NULL};
+static const char *const CNN_V1[] = {CNN_KEYS, NULL};
+static const char *const CNN_V2[] = {CNN_KEYS, "program_version=2", NULL};
+static const char *const GPT[] = {"arch=gpt", "dataset=probe-text", "gpt_layers=1", "gpt_heads=2", "gpt_width=16",
+                                  "gpt_context=8", "gpt_vocab=16", "gpt_tie=1", "dropout=0.1", "clip_norm=1.0",
+                                  "batch=2", "steps=2", "seed=5", "optimizer=adamw", "lr=0.003", "beta1=0.9",
+                                  "beta2=0.99", "weight_decay=0.1", "schedule=cosine", "warmup=1",
+                                  "final_lr_factor=0.1", NULL};
+
+static uint64_t mix64(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* The fixed image set (IMG_N examples of 3 x 8 x 8 bytes, classes i mod 10) and text (TXT_N tokens
+ * of a vocabulary of TXT_VOCAB), in memory. */
+typedef struct {
+    uint8_t x[IMG_N * IMG_C * IMG_H * IMG_W], y[IMG_N], tok[TXT_N];
+    vt_dataset img, txt;
+} probe_data;
+
+static void make_data(probe_data *d)
+{
+    uint64_t s = PROBE_SEED;
+    for (size_t i = 0; i < sizeof d->x; i++) d->x[i] = (uint8_t)mix64(&s);
+    for (uint32_t i = 0; i < IMG_N; i++) d->y[i] = (uint8_t)(i % 10);
+    for (uint32_t i = 0; i < TXT_N; i++) d->tok[i] = (uint8_t)(mix64(&s) % TXT_VOCAB);
+    vt_dataset *g = &d->img;
+    memset(g, 0, sizeof *g);
+    snprintf(g->name, sizeof g->name, "probe-images");
+    g->n = IMG_N, g->d = IMG_C * IMG_H * IMG_W, g->channels = IMG_C, g->rows = IMG_H, g->cols = IMG_W;
+    g->n_classes = 10, g->x_max = 255, g->x = d->x, g->y = d->y;
+    for (unsigned v = 0; v < 256; v++) g->lut[v] = (float)((double)v / 255.0);
+    vt_dataset *t = &d->txt;
+    memset(t, 0, sizeof *t);
+    snprintf(t->name, sizeof t->name, "probe-text");
+    t->n = TXT_N, t->d = 1, t->channels = t->rows = t->cols = 1, t->n_classes = TXT_VOCAB, t->text = 1;
+    t->x = t->y = d->tok;
+    for (unsigned v = 0; v < TXT_VOCAB; v++) t->chars[v] = (uint8_t)('a' + v);
+}
+
+static const char *const PROGRAMS[] = {"mlp sgd", "mlp adam", "resnet", "resnet program 2", "gpt", "sub"};
+#define N_PROGRAMS (sizeof PROGRAMS / sizeof PROGRAMS[0])
+
+/* after these, the MLP with SGD in each tensor-core arithmetic model (vt_gemm_arith_names[1 ..]) */
+const char *vt_probe_program_name(uint8_t prog)
+{
+    if (prog < N_PROGRAMS) return PROGRAMS[prog];
+    for (size_t v = 1; vt_gemm_arith_names[v]; v++)
+        if (v == (size_t)prog - N_PROGRAMS + 1) return vt_gemm_arith_names[v];
+    return "?";
+}
+
+/* what the hook is given: the probe, and the program running */
+typedef struct {
+    vt_probe *p;
+    uint8_t prog;
+} probe_ctx;
+
+/* after each probed operation: its output hash recorded and chained into its kind's */
+static vt_err chain(void *ctx, vt_model *m, uint64_t step, uint32_t op)
+{
+    (void)step;
+    probe_ctx *c = ctx;
+    vt_probe *p = c->p;
+    if (p->n_seq == p->cap_seq) {
+        size_t cap = 2 * p->cap_seq + 256;
+        vt_probe_op *q = realloc(p->seq, cap * sizeof *q);
+        VT_RETURN_ERROR_IF(!q, VT_ERR_NOMEM, "the known-answer probe: out of memory");
+        p->seq = q, p->cap_seq = cap;
+    }
+    vt_probe_op *r = &p->seq[p->n_seq];
+    memset(r, 0, sizeof *r); /* its padding too: records compare as bytes */
+    r->prog = c->prog, r->kind = m->prog.op[op].kind, r->op = op;
+    VT_FORWARD_IF_ERROR(vti_model_output_hash(m, op, r->h));
+    p->n_seq++;
+    uint8_t buf[2 * VT_HASH_LEN];
+    memcpy(buf, p->kind[r->kind], VT_HASH_LEN);
+    memcpy(buf + VT_HASH_LEN, r->h, VT_HASH_LEN);
+    p->ops[r->kind]++;
+    return vt_sha256(buf, sizeof buf, p->kind[r->kind]);
+}
+
+/* One step of the recipe `keys` (and `extra`, NULL: none) on ds, then its evaluation pass (when the
+ * program has one). */
+static vt_err probe_recipe(uint8_t prog, const char *const *keys, const char *extra, const vt_dataset *ds,
+                           vt_order order, vt_op_hook tamper, void *tctx, vt_probe *p)
+{
+    vt_recipe rc;
+    vt_recipe_default(&rc);
+    for (int i = 0; keys[i]; i++) VT_FORWARD_IF_ERROR(vt_recipe_set(&rc, keys[i]));
+    if (extra) VT_FORWARD_IF_ERROR(vt_recipe_set(&rc, extra));
+    vt_model m;
+    memset(&m, 0, sizeof m);
+    VT_FORWARD_IF_ERROR(vt_model_init_within(&m, &rc, ds->n, order, UINT64_MAX));
+    m.tamper = tamper, m.tamper_ctx = tctx;
+    vt_steplog log;
+    vt_steplog_init(&log, 0);
+    vt_rctx rx;
+    vt_rctx_init(&rx, VT_RMODE_RECORD, m.rc.bound);
+    vt_err e = vt_rctx_begin_step(&rx, 1, &log);
+    probe_ctx c = {p, prog};
+    if (!e) e = vt_model_run(&m, ds, &rx, m.prog.n_ops, chain, &c);
+    if (!e) e = vt_rctx_end_step(&rx);
+    for (uint32_t j = m.prog.n_ops + 1; j <= m.prog.n_ops + m.prog.n_eval && !e; j++) {
+        e = vti_model_exec(&m, ds, &rx, 1, j);
+        if (!e) e = chain(&c, &m, 1, j);
+    }
+    vt_steplog_free(&log);
+    vt_model_free(&m);
+    return e ? vt_error_prefix(e, "the known-answer probe (%s)", vt_probe_program_name(prog)) : VT_OK;
+}
+
+/* The kinds no architecture uses, in a hand-built program: y = a - b over SUB_N elements (a tie, a
+ * value just past one, subnormals, a difference that rounds to FLT_MAX, a zero, then values drawn
+ * from the seed), each tensor alone in its class's arena, as tests/test_kinds.c's extra program. */
+static vt_err probe_extra(uint8_t prog, vt_op_hook tamper, void *tctx, vt_probe *p)
+{
+    float a[SUB_N], b[SUB_N], y[SUB_N];
+    double x64[SUB_N];
+    uint64_t s = PROBE_SEED ^ 1;
+    for (size_t i = 0; i < SUB_N; i++) {
+        a[i] = (float)((double)(int32_t)(uint32_t)mix64(&s) * 0x1p-24);
+        b[i] = (float)((double)(int32_t)(uint32_t)mix64(&s) * 0x1p-40);
+    }
+    a[0] = 1.0f, b[0] = 0x1p-25f;
+    a[1] = 1.0f, b[1] = 0x1.8p-25f;
+    a[2] = 0x1p-149f, b[2] = -0x1p-149f;
+    a[3] = 0x1.fffffep127f, b[3] = -0x1p102f;
+    a[4] = 3.0f, b[4] = 3.0f;
+    vt_model *m = calloc(1, sizeof *m);
+    VT_RETURN_ERROR_IF(!m, VT_ERR_NOMEM, "the known-answer probe: out of memory");
+    vt_program *g = &m->prog;
+    vt_program_init(g);
+    const uint32_t shape[1] = {SUB_N};
+    const uint32_t in[2] = {vt_prog_tensor(g, VT_TC_INPUT, VT_DT_F32, 1, shape, "a"),
+                            vt_prog_tensor(g, VT_TC_ACT, VT_DT_F32, 1, shape, "b")};
+    const uint32_t out[1] = {vt_prog_tensor(g, VT_TC_GRAD, VT_DT_F32, 1, shape, "y")};
+    uint32_t op = vt_prog_op(g, VT_OPK_SUB, in, 2, out, 1, NULL, 0, NULL, 0, "a - b");
+    vt_err e = op == 1 && !g->bad ? vt_op_check(g, &g->op[1])
+                                  : vt_set_error(VT_ERR_NOMEM, "the known-answer probe: out of memory");
+    m->arena[VT_TC_INPUT] = (uint8_t *)a, m->arena[VT_TC_ACT] = (uint8_t *)b, m->arena[VT_TC_GRAD] = (uint8_t *)y;
+    m->x64 = x64, m->n_ops = 1;
+    m->tamper = tamper, m->tamper_ctx = tctx;
+    vt_steplog log;
+    vt_steplog_init(&log, 0);
+    vt_rctx rx;
+    vt_rctx_init(&rx, VT_RMODE_RECORD, (vt_bound_cfg){.mode = VT_BOUND_PROVABLE, .rounding = VT_ROUNDING_EXACT});
+    if (!e) e = vt_rctx_begin_step(&rx, 1, &log);
+    if (!e) e = vti_model_exec(m, NULL, &rx, 1, 1);
+    probe_ctx c = {p, prog};
+    if (!e) e = chain(&c, m, 1, 1);
+    vt_steplog_free(&log);
+    vt_program_free(g);
+    free(m);
+    return e;
+}
+
+void vt_probe_free(vt_probe *p)
+{
+    free(p->seq);
+    p->seq = NULL;
+    p->n_seq = p->cap_seq = 0;
+}
+
+vt_err vt_probe_run(vt_order order, vt_op_hook tamper, void *tamper_ctx, vt_probe *out)
+{
+    memset(out, 0, sizeof *out);
+    probe_data *d = malloc(sizeof *d);
+    VT_RETURN_ERROR_IF(!d, VT_ERR_NOMEM, "the known-answer probe: out of memory");
+    make_data(d);
+    static const struct {
+        const char *const *keys;
+        int text;
+    } R[] = {{MLP_SGD, 0}, {MLP_ADAM, 0}, {CNN_V1, 0}, {CNN_V2, 0}, {GPT, 1}}; /* PROGRAMS' order */
+    vt_err e = VT_OK;
+    uint8_t i = 0;
+    for (; i < sizeof R / sizeof R[0] && !e; i++)
+        e = probe_recipe(i, R[i].keys, NULL, R[i].text ? &d->txt : &d->img, order, tamper, tamper_ctx, out);
+    if (!e) e = probe_extra(i, tamper, tamper_ctx, out);
+    for (size_t v = 1; vt_gemm_arith_names[v] && !e; v++) { /* the GEMMs of each tensor-core model */
+        char key[64];
+        snprintf(key, sizeof key, "gemm_arith=%s", vt_gemm_arith_names[v]);
+        e = probe_recipe((uint8_t)(N_PROGRAMS - 1 + v), MLP_SGD, key, &d->img, order, tamper, tamper_ctx, out);
+    }
+    free(d);
+    VT_FORWARD_IF_ERROR(e);
+    for (uint16_t k = 1; k < VT_OPK_COUNT; k++)
+        VT_RETURN_ERROR_IF(!out->ops[k], VT_ERR_INTERNAL,
+                           "the known-answer probe runs no operation of kind %s: add it to a program of "
+                           "model/vt_probe.c",
+                           vt_opkind_get(k)->name);
+    return VT_OK;
+}

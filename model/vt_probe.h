@@ -1,0 +1,58 @@
+/* vt_probe.h - the known-answer probe of the operation kinds (docs/distributed.md "Ranks agree
+ * before anything is written"): every kind of ops/vt_kinds.h run on small fixed inputs, the outputs
+ * of every operation hashed, so that ranks can compare what their builds compute before a
+ * data-parallel run writes anything.
+ *
+ * The inputs are fixed: synthetic examples drawn from a constant seed (an 8 x 8 three-channel image
+ * set and a text of 16 tokens, built in memory, no file read), and one step of five tiny programs -
+ * the MLP with SGD and with Adam, the residual CNN in step programs 1 and 2 with its evaluation pass,
+ * the GPT with dropout, clipping and AdamW and its evaluation pass - then a hand-built program of
+ * the kinds no architecture uses (SUB), then the MLP with SGD once in each tensor-core arithmetic
+ * model (recipe key gemm_arith), all in exact rounding on the CPU. Exact rounding makes every output
+ * a function of those inputs alone: the same hashes on every machine, BLAS, thread count and
+ * evaluation order; a build whose kinds compute other bits gives other hashes. It costs a few
+ * milliseconds on one core. */
+#ifndef VT_PROBE_H
+#define VT_PROBE_H
+
+#include <stdint.h>
+
+#include "../common/vt_error.h"
+#include "../common/vt_hash.h"
+#include "../kernels/vt_kernels.h"
+#include "../ops/vt_ops.h"
+#include "vt_model.h"
+
+/* The probe's own version: a change of its programs or inputs changes every hash. */
+#define VT_PROBE_VERSION 1
+
+/* one probed operation: the probe's program (vt_probe_program_name), the operation's id in it, its
+ * kind and its output hash (vt_model_output_hash) */
+typedef struct {
+    uint8_t prog;
+    uint16_t kind;
+    uint32_t op;
+    uint8_t h[VT_HASH_LEN];
+} vt_probe_op;
+
+typedef struct {
+    /* kind[id]: SHA-256 chained over the output hashes of every probed operation of kind id in the
+     * order they ran: h = SHA-256(h || output hash), h starting at 32 zero bytes; kind[0] unused */
+    uint8_t kind[VT_OPK_COUNT][VT_HASH_LEN];
+    uint32_t ops[VT_OPK_COUNT]; /* the operations of each kind that ran */
+    vt_probe_op *seq;           /* every probed operation, in the order they ran (n_seq) */
+    size_t n_seq, cap_seq;
+} vt_probe;
+
+/* Runs the probe in evaluation order `order` (the hashes do not depend on it) into *out (release
+ * with vt_probe_free, also after a failure). tamper (NULL: none; tests only: a build that computes
+ * other bits, tests/vt_cheats.h) is called after every probed operation, before its outputs are
+ * hashed, as the model's tamper hook. VT_ERR_INTERNAL naming the kind when a kind of the list runs in
+ * none of the probe's programs. */
+vt_err vt_probe_run(vt_order order, vt_op_hook tamper, void *tamper_ctx, vt_probe *out) VT_WARN_UNUSED;
+void vt_probe_free(vt_probe *p);
+/* The name of the probe's program `prog` ("mlp sgd", "resnet program 2", "sub", then the tensor-core
+ * models' names for the MLP in them: "tc-bf16-sm90" ...; "?" beyond them). */
+const char *vt_probe_program_name(uint8_t prog);
+
+#endif
