@@ -221,6 +221,13 @@ for tail in 'printf garbage' 'head -c 36 /dev/zero' "printf '\\001'; head -c 32 
   expect 2 "inconsistent transcript: trailing bytes at offset $size, after the verdict at offset [0-9]*, are not a whole record" \
     "trailing bytes ($tail): refused, exit 2"
 done
+vo=$(grep ' VERDICT ' "$D/list" | head -1 | cut -d' ' -f1)
+n=0; odd=""
+for ((cut = vo + 1; cut < size; cut += 61)); do # cut anywhere from the verdict on
+  head -c "$cut" "$G" >"$D/cut.vttr"; "$B/arbiter" check "$D/cut.vttr" >/dev/null 2>&1; s=$?; n=$((n + 1))
+  [ $s -le 2 ] || odd="$odd $cut:$s"
+done
+[ -z "$odd" ] && ok "$n transcripts cut after the verdict's start: exit 0, 1 or 2, never a crash" || bad "cut transcripts:$odd"
 cp "$G" "$D/zero.vttr"; { printf '\002'; head -c 32 /dev/zero; printf '\120\000\000\000'; head -c 80 /dev/zero; } >>"$D/zero.vttr"
 chk "$D/zero.vttr"
 expect 1 "inconsistent transcript: a record (not a message, received) at offset $size after the verdict at offset [0-9]*, naming key [0-9a-f]* (a key of none of the parties), whose signature does not verify under it" \
