@@ -767,7 +767,7 @@ static vt_err scan_check(const char *path, const vt_msg_challenge *ch, const uin
 {
     vt_transcript_reader *r = NULL;
     vt_transcript_record rr;
-    int eof = 0, have_pk = 0, copy_seen = 0;
+    int eof = 0, have_pk = 0, copy_seen = 0, connected = 0;
     uint64_t next = VT_TR_HEADER_LEN; /* where the next record starts */
     uint64_t deadline_ms = 0, conn_end_ms = 0; /* the GAME note's deadline; the end of the last attempt to connect */
     uint8_t vbody[4096]; /* the verdict's frame (a VERDICT is at most 80 + 1,300 bytes) */
@@ -793,8 +793,9 @@ static vt_err scan_check(const char *path, const vt_msg_challenge *ch, const uin
         int type = frame_type(&rr);
         if (S->have_v) {
             /* The live arbiter sends its verdict to the auditor and, over a connection still open, the same
-             * verdict to the trainer: one copy, right after it, its body identical, signed by the arbiter. */
-            if (!copy_seen && rr.dir == VT_TR_SENT && type == VT_MSG_VERDICT && memcmp(rr.author_pk, S->arbiter_pk, 32) == 0 &&
+             * verdict to the trainer: one copy, right after it, its body identical, signed by the arbiter, in a
+             * game that reached the trainer (a CONNECT note of a successful attempt). */
+            if (!copy_seen && connected && rr.dir == VT_TR_SENT && type == VT_MSG_VERDICT && memcmp(rr.author_pk, S->arbiter_pk, 32) == 0 &&
                 rr.len == vbody_len && memcmp(rr.bytes, vbody, 8) == 0 && /* all but the sequence number and signature */
                 memcmp(rr.bytes + 12, vbody + 12, vbody_len - 12 - VT_MSG_SIG_LEN) == 0) {
                 vt_msg m;
@@ -844,6 +845,7 @@ static vt_err scan_check(const char *path, const vt_msg_challenge *ch, const uin
             if (nt->kind == VT_NOTE_CONNECT && nt->party == VT_ROLE_TRAINER && nt->v[0] <= UINT32_MAX &&
                 nt->v[1] <= UINT32_MAX)
                 conn_end_ms = nt->v[0] + nt->v[1];
+            connected |= nt->kind == VT_NOTE_CONNECT && nt->party == VT_ROLE_TRAINER && nt->code == 0;
             vt_msg_free(&m);
         } else if (rr.dir == VT_TR_RECV && type == VT_MSG_SERVICE && memcmp(rr.author_pk, trainer_pk, 32) == 0) {
             /* it came at most one answer's deadline after the end of the last attempt to connect (both

@@ -250,8 +250,10 @@ wait "$APID" 2>/dev/null
 U=$(ls "$D"/tr/*.vttr | head -1)
 chk "$U"
 expect 0 "rests on: the arbiter's signed account" "the unreachable trainer's verdict re-derives"
-edit "$U" "$D/flip.vttr" "$T/rk" append-verdict flip; chk "$D/flip.vttr"
-expect 1 "inconsistent transcript: a second VERDICT (sent) .*$ARB" "a contradictory second verdict where no copy went to the trainer: refused"
+for how in flip same; do # the game never reached the trainer: no copy of the verdict went to it
+  edit "$U" "$D/$how.vttr" "$T/rk" append-verdict $how; chk "$D/$how.vttr"
+  expect 1 "inconsistent transcript: a second VERDICT (sent) .*$ARB" "a second verdict ($how) where the trainer was never reached: refused"
+done
 edit "$U" "$D/late.vttr" "$T/rk" late-failure; chk "$D/late.vttr"
 expect 1 "a verdict against the trainer that rests on its unreachability (the arbiter's notes), which they end at [0-9.]* s (the verdict's time [0-9]* plus [0-9]* ms of the game), not before the expiry [0-9]* of the newest service record of this run the game relied on (serial [0-9]*, in the challenge): a trainer is not bound to be reachable after its record expired" \
   "unreachable after its record expired: refused"
