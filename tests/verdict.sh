@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Verdicts bound to their parties and game, and fresh service records (issue 21, findings 3, 5, 9;
 # docs/dispute.md "Verdict", "Fresh service records", "Offline check"), with real processes on
-# loopback. Usage: verdict.sh BUILD_DIR. No case measures wall time.
+# loopback. Usage: verdict.sh BUILD_DIR (VT_VERDICT_KEEP=1 keeps the work folder). No case measures
+# wall time.
 #  1. an auditor's own arbiter (a key the trainer's record does not name): the challenge is refused
 #     with nothing dialled; the auditor refuses it itself, pinned or not;
 #  2. a rogue arbiter's game against the trainer (the trainer answers ERROR unauthorized): `arbiter
@@ -24,7 +25,10 @@ set -u
 B=$(cd "$1" && pwd)
 T=$(mktemp -d /tmp/vt-verdict.XXXXXX)
 PIDS=()
-cleanup() { for p in "${PIDS[@]:-}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$T"; }
+cleanup() { # VT_VERDICT_KEEP=1 keeps the work folder (its transcripts)
+  for p in "${PIDS[@]:-}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null
+  if [ -n "${VT_VERDICT_KEEP:-}" ]; then echo "kept $T" >&2; else rm -rf "$T"; fi
+}
 trap cleanup EXIT
 pass=0
 fail=0
