@@ -6,7 +6,8 @@
  *   arbiter check TRANSCRIPT [--arbiter-key FILE.pub] [--data-dir DIR] [--order ORDER]
  *
  * Exit status: serve 0 / 2 on errors; check 0 when the recorded verdict is re-derived, 1 when
- * it is not, 2 when the transcript cannot be read; 64 usage.
+ * it is not or is refused (docs/dispute.md "Offline check"), 2 when the transcript cannot be read
+ * (bytes after the verdict that are not a whole record included); 64 usage.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -57,8 +58,11 @@ static void usage(FILE *f)
                "  arbiter check TRANSCRIPT [--arbiter-key FILE.pub] [--data-dir DIR] [--order ORDER]\n"
                "      re-derive the verdict of a recorded game offline (every signature re-checked), print the\n"
                "      arbiter key that signed it and say what it rests on; refused when the verdict names\n"
-               "      another key than its signer's, when that key is not the pinned one, or when it goes\n"
-               "      against the trainer from an arbiter its signed service record does not accept\n"
+               "      another key than its signer's, when that key is not the pinned one, when it goes\n"
+               "      against the trainer from an arbiter its signed service record does not accept, when a\n"
+               "      record follows the verdict (inconsistent transcript), when its time precedes the signing\n"
+               "      time of a service record it relies on by more than 300 s (the arbiter's clock was\n"
+               "      behind), or when it rests on the trainer's unreachability after its record expired\n"
                "      --arbiter-key FILE.pub  the arbiter key you trust (without it, check the printed key)\n"
                "exit status: 0 ok / verdict re-derived, 1 verdict not re-derived or refused, 2 unreadable or\n"
                "hostile input (transcript, key) or I/O error, 64 usage, 70 internal failure\n");

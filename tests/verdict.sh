@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Verdicts bound to their parties and game, and fresh service records (issue 21, findings 3, 5, 9;
 # docs/dispute.md "Verdict", "Fresh service records", "Offline check"), with real processes on
-# loopback. Usage: verdict.sh BUILD_DIR. No case measures wall time.
+# loopback. Usage: verdict.sh BUILD_DIR (VT_VERDICT_KEEP=1 keeps the work folder). No case measures
+# wall time.
 #  1. an auditor's own arbiter (a key the trainer's record does not name): the challenge is refused
 #     with nothing dialled; the auditor refuses it itself, pinned or not;
 #  2. a rogue arbiter's game against the trainer (the trainer answers ERROR unauthorized): `arbiter
@@ -13,12 +14,21 @@
 #  5. a stale record: the trainer restarted at the same address with another run, same key: nobody
 #     loses (stale service record), re-derived offline;
 #  6. an expired record: refused by the auditor and by the arbiter; a serving trainer re-signs its
-#     record before it expires.
+#     record before it expires;
+#  7. one verdict and nothing after it, and time sanity (issue 37, item 5; docs/dispute.md "Offline
+#     check"): the genuine transcript of case 3 with a second VERDICT (contradictory or the same) or a
+#     NOTE appended under the arbiter's key, or trailing bytes, is refused; its verdict re-timed (re-signed
+#     by the arbiter's key) 3,600 s before the record's signing time is refused, 200 s before or at it
+#     re-derives; a game against an unreachable trainer re-derives, and is refused once its NO_ANSWER note
+#     ends after the record's expiry.
 set -u
 B=$(cd "$1" && pwd)
 T=$(mktemp -d /tmp/vt-verdict.XXXXXX)
 PIDS=()
-cleanup() { for p in "${PIDS[@]:-}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$T"; }
+cleanup() { # VT_VERDICT_KEEP=1 keeps the work folder (its transcripts)
+  for p in "${PIDS[@]:-}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null
+  if [ -n "${VT_VERDICT_KEEP:-}" ]; then echo "kept $T" >&2; else rm -rf "$T"; fi
+}
 trap cleanup EXIT
 pass=0
 fail=0
@@ -182,6 +192,75 @@ sleep 3 # the copy (expiry at most 2 s after it was signed) has expired
 grep -q "reply VERDICT loser 2 reason 8: the service record expired" "$D/o" && ok "the arbiter refuses an expired record" ||
   bad "expired (arbiter): $(cat "$D/o")"
 stop "$APID"; stop "$TPID"
+
+# ---------------------------------------------------------------- 7. one verdict; time sanity
+D=$T/sanity; mkdir -p "$D"
+chk() { # TRANSCRIPT: st, and the output in $D/c (its verdict and refusal lines shown)
+  "$B/arbiter" check "$1" --arbiter-key "$T/rk.pub" >"$D/c" 2>&1; st=$?
+  grep -E "^(RE-DERIVED|REFUSED|MISMATCH)|refused:|arbiter check:" "$D/c" | sed "s/^ */    [exit $st] /"
+}
+expect() { # STATUS PATTERN WHAT: the last chk exited STATUS and printed PATTERN (and, unless 0, no RE-DERIVED)
+  if [ "$st" = "$1" ] && grep -q -- "$2" "$D/c" && { [ "$1" = 0 ] || ! grep -q "^RE-DERIVED" "$D/c"; }; then ok "$3"
+  else bad "$3: exit $st $(cat "$D/c")"; fi
+}
+edit() { "$B/vt_rogue" edit "$@" >/dev/null || bad "vt_rogue edit $*"; }
+"$B/vt_rogue" list "$G" >"$D/list" || bad "list"
+echo "the genuine transcript holds $(grep -c ' VERDICT ' "$D/list") VERDICT records (to the auditor; the copy to the trainer)"
+chk "$G"; expect 0 "^RE-DERIVED" "the genuine transcript still re-derives"
+ARB="signed by key [0-9a-f]* (the arbiter's key)"
+edit "$G" "$D/flip.vttr" "$T/rk" append-verdict flip; chk "$D/flip.vttr"
+expect 1 "refused: inconsistent transcript: a second VERDICT (sent) at offset [0-9]*, after the verdict at offset [0-9]*, $ARB" \
+  "a contradictory second verdict under the arbiter's key: refused, the arbiter's key named"
+edit "$G" "$D/same.vttr" "$T/rk" append-verdict same; chk "$D/same.vttr"
+expect 1 "inconsistent transcript: a second VERDICT (sent) .*$ARB" "the same verdict once more: refused"
+edit "$G" "$D/note.vttr" "$T/rk" append-note; chk "$D/note.vttr"
+expect 1 "inconsistent transcript: a record (NOTE, a note) at offset [0-9]* after the verdict at offset [0-9]*, $ARB" \
+  "a note after the verdict: refused"
+# trailing bytes: hostile tails are a malformed transcript (exit 2), never a crash
+size=$(stat -c %s "$G")
+i=0
+for tail in 'printf garbage' 'head -c 36 /dev/zero' "printf '\\001'; head -c 32 /dev/zero; printf '\\000\\000\\000\\200'" \
+            "printf '\\011'; head -c 40 /dev/zero" "printf '\\002'; head -c 32 /dev/zero; printf '\\310\\000\\000\\000'; head -c 10 /dev/zero"; do
+  i=$((i + 1)); cp "$G" "$D/tail$i.vttr"; eval "$tail" >>"$D/tail$i.vttr"; chk "$D/tail$i.vttr"
+  expect 2 "inconsistent transcript: trailing bytes at offset $size, after the verdict at offset [0-9]*, are not a whole record" \
+    "trailing bytes ($tail): refused, exit 2"
+done
+vo=$(grep ' VERDICT ' "$D/list" | head -1 | cut -d' ' -f1)
+n=0; odd=""
+for ((cut = vo + 1; cut < size; cut += 61)); do # cut anywhere from the verdict on
+  head -c "$cut" "$G" >"$D/cut.vttr"; "$B/arbiter" check "$D/cut.vttr" >/dev/null 2>&1; s=$?; n=$((n + 1))
+  [ $s -le 2 ] || odd="$odd $cut:$s"
+done
+[ -z "$odd" ] && ok "$n transcripts cut after the verdict's start: exit 0, 1 or 2, never a crash" || bad "cut transcripts:$odd"
+cp "$G" "$D/zero.vttr"; { printf '\002'; head -c 32 /dev/zero; printf '\120\000\000\000'; head -c 80 /dev/zero; } >>"$D/zero.vttr"
+chk "$D/zero.vttr"
+expect 1 "inconsistent transcript: a record (not a message, received) at offset $size after the verdict at offset [0-9]*, naming key [0-9a-f]* (a key of none of the parties), whose signature does not verify under it" \
+  "a whole record of zeros after the verdict: refused"
+# an arbiter whose clock was behind: the verdict re-timed and re-signed by the arbiter's key
+edit "$G" "$D/behind.vttr" "$T/rk" verdict-time -3600; chk "$D/behind.vttr"
+expect 1 "the verdict's time [0-9]* precedes the signing time [0-9]* of the trainer's service record (serial [0-9]*, in the challenge) by 3600 s, more than the 300 s allowed for the clocks' difference: the arbiter's clock was behind" \
+  "a verdict timed 3,600 s before the record was signed: refused (the arbiter's clock was behind)"
+for dt in -200 0; do
+  edit "$G" "$D/skew$dt.vttr" "$T/rk" verdict-time $dt; chk "$D/skew$dt.vttr"
+  expect 0 "^RE-DERIVED" "a verdict timed $dt s from the record's signing time re-derives"
+done
+# an unreachable trainer: re-derived; refused once the arbiter's note ends the failure after the record expired
+D=$T/gone; mkdir -p "$D"
+start_trainer "$D" "$T/run"; stop "$TPID" # a genuine record, nobody answering
+start_arbiter "$D" "$T/rk" --games 1 --clock-ms $((3000 * SLOW)) --deadline-ms $((1000 * SLOW))
+"$B/vt_attack" challenge 127.0.0.1:"$APORT" "$T/run" "$D/service.vtsr" >"$D/o" 2>&1
+grep -q "reply VERDICT loser 1 reason 1" "$D/o" && ok "the unreachable trainer loses by its clock" || bad "unreachable: $(cat "$D/o")"
+wait "$APID" 2>/dev/null
+U=$(ls "$D"/tr/*.vttr | head -1)
+chk "$U"
+expect 0 "rests on: the arbiter's signed account" "the unreachable trainer's verdict re-derives"
+for how in flip same; do # the game never reached the trainer: no copy of the verdict went to it
+  edit "$U" "$D/$how.vttr" "$T/rk" append-verdict $how; chk "$D/$how.vttr"
+  expect 1 "inconsistent transcript: a second VERDICT (sent) .*$ARB" "a second verdict ($how) where the trainer was never reached: refused"
+done
+edit "$U" "$D/late.vttr" "$T/rk" late-failure; chk "$D/late.vttr"
+expect 1 "a verdict against the trainer that rests on its unreachability (the arbiter's notes), which they end at [0-9.]* s (the verdict's time [0-9]* plus [0-9]* ms of the game), not before the expiry [0-9]* of the newest service record of this run the game relied on (serial [0-9]*, in the challenge): a trainer is not bound to be reachable after its record expired" \
+  "unreachable after its record expired: refused"
 
 echo "verdict: $pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -9,6 +9,18 @@
  *       KEY as the arbiter, Q_SERVICE sent to the trainer at TRAINER_ADDR (which does not accept
  *       KEY), and a VERDICT against the trainer signed by KEY, all in transcript OUT; prints the
  *       trainer's reply
+ *   vt_rogue edit IN OUT KEY ACTION [ARG]
+ *       copies transcript IN to OUT, every record the arbiter wrote re-signed by KEY (the arbiter's own key:
+ *       the same signatures), with one edit (issue 37, "time sanity" of arbiter check):
+ *         append-verdict flip|same  a second VERDICT after the recorded one: against the other party, or
+ *                                   the same verdict again
+ *         append-note               a NOTE (a connection attempt) after the verdict
+ *         verdict-time DELTA        the verdict's time set to the signing time of the challenge's service
+ *                                   record plus DELTA seconds (an arbiter whose clock was behind: DELTA < 0)
+ *         late-failure              the trainer's last NO_ANSWER note moved to end 1 s after the expiry of the
+ *                                   challenge's service record (an arbiter that held the trainer past it)
+ *   vt_rogue list IN
+ *       one line per record: offset, direction, type, the author key's first 8 hex digits
  *   vt_rogue fake-arbiter PORT_FILE KEY N
  *       listens on a free port (written to PORT_FILE), and answers each of N challenges at once with
  *       a VERDICT against the auditor signed by KEY that names everything of the challenge but its
@@ -41,17 +53,17 @@ static void append_msg(vt_transcript *t, int dir, int type, const void *body, ui
     vt_buf_free(&b);
 }
 
-static int cmd_resign(const char *in, const char *out, const char *key, int rename)
+/* Copies transcript IN to the writer w: the received records verbatim, every record the arbiter wrote
+ * decoded, handed to edit (NULL: none) with its index in the transcript, and re-signed by kp. Returns
+ * the sequence number after the last re-signed record; *n gets how many were re-signed. */
+typedef void edit_fn(void *ctx, long i, vt_msg *m);
+static uint32_t copy_resigned(const char *in, vt_transcript *w, const vt_keypair *kp, edit_fn *edit, void *ctx, int *n)
 {
-    vt_keypair kp;
-    if (vt_sign_read_secret_key(key, &kp)) die("key");
     vt_transcript_reader *r = NULL;
-    vt_transcript *w = NULL;
     if (vt_transcript_reader_open(in, &r)) die("transcript");
-    remove(out);
-    if (vt_transcript_open(out, &w)) die("output");
-    int n = 0;
-    for (;;) {
+    uint32_t seq = 0;
+    *n = 0;
+    for (long i = 0;; i++) {
         vt_transcript_record rec;
         int eof = 0;
         if (vt_transcript_next(r, &rec, &eof)) die("read");
@@ -62,14 +74,148 @@ static int cmd_resign(const char *in, const char *out, const char *key, int rena
         }
         vt_msg m;
         if (vt_msg_decode(rec.bytes, rec.len, NULL, NULL, &m)) die("decode");
-        if (rename && m.hdr.type == VT_MSG_VERDICT) memcpy(m.body.verdict.arbiter_pk, kp.pk, 32);
-        append_msg(w, rec.dir, m.hdr.type, &m.body, m.hdr.seq, &kp);
+        if (edit) edit(ctx, i, &m);
+        append_msg(w, rec.dir, m.hdr.type, &m.body, m.hdr.seq, kp);
+        seq = m.hdr.seq + 1;
         vt_msg_free(&m);
-        n++;
+        (*n)++;
     }
     vt_transcript_reader_close(r);
+    return seq;
+}
+
+static vt_transcript *open_output(const char *out)
+{
+    vt_transcript *w = NULL;
+    remove(out);
+    if (vt_transcript_open(out, &w)) die("output");
+    return w;
+}
+
+static void rename_verdict(void *ctx, long i, vt_msg *m)
+{
+    (void)i;
+    if (m->hdr.type == VT_MSG_VERDICT) memcpy(m->body.verdict.arbiter_pk, ((const vt_keypair *)ctx)->pk, 32);
+}
+
+static int cmd_resign(const char *in, const char *out, const char *key, int rename)
+{
+    vt_keypair kp;
+    if (vt_sign_read_secret_key(key, &kp)) die("key");
+    vt_transcript *w = open_output(out);
+    int n = 0;
+    copy_resigned(in, w, &kp, rename ? rename_verdict : NULL, &kp, &n);
     if (vt_transcript_close(w)) die("close");
     printf("resign: %d records re-signed%s\n", n, rename ? ", the verdict renamed" : "");
+    return 0;
+}
+
+/* What the edit needs to know of the transcript before it copies it. */
+typedef struct {
+    int have_v;
+    uint64_t v_time, signed_at, expiry;
+    long last_na; /* the index of the trainer's last NO_ANSWER note (-1: none) */
+    vt_msg_verdict v;
+} tr_facts;
+
+static void read_facts(const char *in, tr_facts *f)
+{
+    memset(f, 0, sizeof *f);
+    f->last_na = -1;
+    vt_transcript_reader *r = NULL;
+    if (vt_transcript_reader_open(in, &r)) die("transcript");
+    for (long i = 0;; i++) {
+        vt_transcript_record rec;
+        int eof = 0;
+        if (vt_transcript_next(r, &rec, &eof)) die("read");
+        if (eof) break;
+        vt_msg m;
+        if (vt_msg_decode(rec.bytes, rec.len, NULL, NULL, &m)) continue;
+        vt_service sv;
+        if (m.hdr.type == VT_MSG_CHALLENGE &&
+            vt_service_parse(m.body.challenge.service, m.body.challenge.service_len, &sv) == VT_OK)
+            f->signed_at = vt_service_signed_at(&sv), f->expiry = sv.expiry;
+        if (m.hdr.type == VT_MSG_VERDICT && !f->have_v) f->have_v = 1, f->v = m.body.verdict, f->v_time = m.body.verdict.time;
+        if (m.hdr.type == VT_MSG_NOTE && m.body.note.kind == VT_NOTE_NO_ANSWER && m.body.note.party == VT_ROLE_TRAINER)
+            f->last_na = i;
+        vt_msg_free(&m);
+    }
+    vt_transcript_reader_close(r);
+    if (!f->have_v || !f->signed_at) die("the transcript holds no verdict or no valid service record");
+}
+
+typedef struct {
+    const tr_facts *f;
+    int set_time, late;
+    const char *arg;
+} edit_ctx;
+
+static void apply_edit(void *ctx, long i, vt_msg *m)
+{
+    const edit_ctx *e = ctx;
+    const tr_facts *f = e->f;
+    if (e->set_time && m->hdr.type == VT_MSG_VERDICT) m->body.verdict.time = (uint64_t)((int64_t)f->signed_at + atoll(e->arg));
+    if (e->late && i == f->last_na) { /* the note ends 1 s after the expiry, in ms since the verdict's time */
+        uint64_t end_ms = f->expiry + 1 > f->v_time ? (f->expiry + 1 - f->v_time) * 1000u : 0;
+        m->body.note.v[0] = end_ms > m->body.note.v[1] ? end_ms - m->body.note.v[1] : 0;
+    }
+}
+
+static int cmd_edit(const char *in, const char *out, const char *key, const char *act, const char *arg)
+{
+    vt_keypair kp;
+    if (vt_sign_read_secret_key(key, &kp)) die("key");
+    tr_facts f;
+    read_facts(in, &f);
+    int append = strcmp(act, "append-verdict") == 0 || strcmp(act, "append-note") == 0;
+    int set_time = strcmp(act, "verdict-time") == 0, late = strcmp(act, "late-failure") == 0;
+    if (!append && !set_time && !late) {
+        fprintf(stderr, "vt_rogue: unknown edit %s\n", act);
+        return 64;
+    }
+    if ((set_time || strcmp(act, "append-verdict") == 0) && !arg) die("the edit needs an argument");
+    if (late && f.last_na < 0) die("no NO_ANSWER note of the trainer");
+    edit_ctx ec = {&f, set_time, late, arg};
+    vt_transcript *w = open_output(out);
+    int n = 0;
+    uint32_t seq = copy_resigned(in, w, &kp, apply_edit, &ec, &n);
+    if (strcmp(act, "append-verdict") == 0) {
+        vt_msg_verdict v = f.v;
+        if (strcmp(arg, "flip") == 0) {
+            v.loser = v.loser == VT_LOSER_AUDITOR ? VT_LOSER_TRAINER : VT_LOSER_AUDITOR;
+            snprintf(v.reason, sizeof v.reason, "a second verdict, against the other party");
+        }
+        append_msg(w, VT_TR_SENT, VT_MSG_VERDICT, &v, seq, &kp);
+    } else if (strcmp(act, "append-note") == 0) {
+        vt_msg_note nt;
+        memset(&nt, 0, sizeof nt);
+        nt.kind = VT_NOTE_CONNECT, nt.party = VT_ROLE_TRAINER, nt.code = 1, nt.n = 99;
+        snprintf(nt.text, sizeof nt.text, "127.0.0.1:1: a note written after the verdict");
+        append_msg(w, VT_TR_NOTE, VT_MSG_NOTE, &nt, seq, &kp);
+    }
+    if (vt_transcript_close(w)) die("close");
+    printf("edit: %s%s%s\n", act, arg ? " " : "", arg ? arg : "");
+    return 0;
+}
+
+static int cmd_list(const char *in)
+{
+    vt_transcript_reader *r = NULL;
+    if (vt_transcript_reader_open(in, &r)) die("transcript");
+    for (;;) {
+        vt_transcript_record rec;
+        int eof = 0;
+        if (vt_transcript_next(r, &rec, &eof)) die("read");
+        if (eof) break;
+        vt_msg_header h;
+        int ok = rec.len >= VT_MSG_HEADER_LEN && vt_msg_parse_header(rec.bytes, NULL, &h) == VT_OK;
+        char hex[65];
+        vt_hex(rec.author_pk, 32, hex);
+        printf("%llu %s %s %.8s\n", (unsigned long long)rec.offset,
+               rec.dir == VT_TR_SENT ? "sent" : rec.dir == VT_TR_RECV ? "recv" : "note", ok ? vt_msg_type_name(h.type) : "?",
+               hex);
+    }
+    vt_transcript_reader_close(r);
     return 0;
 }
 
@@ -181,6 +327,9 @@ int main(int argc, char **argv)
     if (argc >= 5 && argc <= 6 && strcmp(argv[1], "resign") == 0)
         return cmd_resign(argv[2], argv[3], argv[4], argc == 6 && strcmp(argv[5], "rename") == 0);
     if (argc == 7 && strcmp(argv[1], "rogue-game") == 0) return cmd_rogue_game(argv[2], argv[3], argv[4], argv[5], argv[6]);
+    if (argc >= 6 && argc <= 7 && strcmp(argv[1], "edit") == 0)
+        return cmd_edit(argv[2], argv[3], argv[4], argv[5], argc == 7 ? argv[6] : NULL);
+    if (argc == 3 && strcmp(argv[1], "list") == 0) return cmd_list(argv[2]);
     if (argc == 5 && strcmp(argv[1], "fake-arbiter") == 0) return cmd_fake_arbiter(argv[2], argv[3], atoi(argv[4]));
     fprintf(stderr, "usage: see the comment at the top of tests/vt_rogue.c\n");
     return 64;
