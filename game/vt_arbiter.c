@@ -187,10 +187,11 @@ static int pause_charged(live *L, int party, int64_t *pause, int64_t cap)
 /* The auditor's connection dropped (or a resumed one is waiting): close it and take the resumed
  * connection, waiting for it within the auditor's clock (the wait charged to it). 0 with L->ca, -1
  * when its clock ran out first. */
+static void drop_auditor(live *L);
+
 static int await_auditor(live *L)
 {
-    vt_conn_close(L->ca);
-    L->ca = NULL;
+    drop_auditor(L);
     int64_t at = ms_since(L->t0);
     double t = vt_now();
     vt_conn *nc = NULL;
@@ -332,8 +333,7 @@ static vt_err live_ask(void *ctx, int party, int qtype, const void *q, int atype
         }
         if (party == VT_ROLE_AUDITOR && dropped) {
             if (!L->o->quiet) fprintf(stderr, "arbiter: the auditor's connection dropped (%s); awaiting its resumption\n", why);
-            vt_conn_close(L->ca);
-            L->ca = NULL;
+            drop_auditor(L);
             continue; /* awaited at the top, within its clock */
         }
         int code = deadline ? (dl64 < allowed ? VT_NOANS_CLOCK : VT_NOANS_DEADLINE)
@@ -438,6 +438,16 @@ static int preempted(live *L)
     int p = L->used_ms[VT_ROLE_AUDITOR] >= L->o->deadline_ms && waiting_for(S, S->games[L->slot].cm);
     pthread_mutex_unlock(&S->mu);
     return p;
+}
+
+/* Closes the auditor's connection; arb_admit no longer shuts it down on a resumption. */
+static void drop_auditor(live *L)
+{
+    pthread_mutex_lock(&L->S->mu);
+    if (L->S->games[L->slot].ca == L->ca) L->S->games[L->slot].ca = NULL;
+    pthread_mutex_unlock(&L->S->mu);
+    vt_conn_close(L->ca);
+    L->ca = NULL;
 }
 
 static void slot_auditor_used(live *L)
@@ -583,7 +593,8 @@ static int arb_stop(void *ctx)
 {
     server *S = ctx;
     pthread_mutex_lock(&S->mu);
-    int stop = S->o->max_games > 0 && S->started >= S->o->max_games;
+    /* after the last game, the gate stays open while it runs: its auditor may resume it */
+    int stop = S->o->max_games > 0 && S->started >= S->o->max_games && S->running == 0;
     pthread_mutex_unlock(&S->mu);
     return stop;
 }
