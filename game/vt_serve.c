@@ -54,7 +54,8 @@ enum { VTI_JOB_RUNNING = 0, VTI_JOB_DONE = 1, VTI_JOB_FAILED = 2 };
 #define VTI_JOBS 16        /* computations kept (running or done) */
 #define VTI_JOBS_RUNNING 4 /* computations running at once; beyond: ERROR busy, the arbiter asks again */
 #define VTI_PUBLIC 4       /* keys that are not an arbiter's, served at once (one Q_SERVICE each) */
-#define VTI_PUBLIC_MS 3000 /* the time such a key has to ask */
+#define VTI_PUBLIC_MS 3000 /* the time such a key has to ask each question */
+#define VTI_PUBLIC_QUESTIONS 4 /* Q_SERVICE questions such a key may ask on one connection */
 
 struct server {
     const vt_serve_opts *o;
@@ -687,8 +688,9 @@ static session *eviction_candidate(server *sv, const uint8_t *pk)
     return best;
 }
 
-/* A key that is not an accepted arbiter's: its one question, within VTI_PUBLIC_MS. Q_SERVICE gets
- * the current record (docs/dispute.md "Fresh service records"); anything else ERROR unauthorized. */
+/* A key that is not an accepted arbiter's: Q_SERVICE gets the current record (docs/dispute.md "Fresh
+ * service records"), at most VTI_PUBLIC_QUESTIONS times, each within VTI_PUBLIC_MS; any other question
+ * ERROR unauthorized, and the connection ends. */
 static void *public_main(void *p)
 {
     session *ps = p;
@@ -697,9 +699,11 @@ static void *public_main(void *p)
     memset(&lim, 0, sizeof lim);
     for (int t = 1; t < VT_MSG_TYPE_COUNT_; t++) lim.max_body[t] = 64; /* only small questions come in */
     vt_msg q;
-    if (vt_recv_msg(ps->c, VT_MSG_ANY, VTI_PUBLIC_MS, &lim, &q) == VT_OK) {
-        if (q.hdr.type == VT_MSG_Q_SERVICE) {
-            if (answer(ps, &q)) { /* the peer may be gone */ }
+    for (int k = 0; k < VTI_PUBLIC_QUESTIONS && vt_recv_msg(ps->c, VT_MSG_ANY, VTI_PUBLIC_MS, &lim, &q) == VT_OK; k++) {
+        int service = q.hdr.type == VT_MSG_Q_SERVICE;
+        vt_err e = VT_OK;
+        if (service) {
+            e = answer(ps, &q);
         } else {
             char fpr[VT_SIGN_FPR_HEX_LEN + 1], m[200];
             if (vt_sign_fingerprint(ps->pk, fpr)) snprintf(fpr, sizeof fpr, "?");
@@ -707,6 +711,7 @@ static void *public_main(void *p)
             if (send_error_code(ps, VT_ERRC_UNAUTHORIZED, m)) { /* best effort */ }
         }
         vt_msg_free(&q);
+        if (!service || e) break;
     }
     vt_conn_close(ps->c);
     pthread_mutex_lock(&sv->mu);

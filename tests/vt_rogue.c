@@ -6,9 +6,9 @@
  *       KEY (its author key KEY's); with "rename" the VERDICT also names KEY as its arbiter
  *   vt_rogue rogue-game TRAINER_ADDR RUN_DIR SERVICE KEY OUT
  *       an auditor that is its own arbiter (KEY both): a CHALLENGE of RUN_DIR's commitment naming
- *       KEY as the arbiter, Q_SERVICE sent to the trainer at TRAINER_ADDR (which does not accept
- *       KEY), and a VERDICT against the trainer signed by KEY, all in transcript OUT; prints the
- *       trainer's reply
+ *       KEY as the arbiter, Q_SERVICE (answered: the record is public) then Q_COMMITMENT sent to the
+ *       trainer at TRAINER_ADDR (which does not accept KEY: ERROR unauthorized), and a VERDICT against
+ *       the trainer signed by KEY, all in transcript OUT; prints the trainer's replies
  *   vt_rogue edit IN OUT KEY ACTION [ARG]
  *       copies transcript IN to OUT, every record the arbiter wrote re-signed by KEY (the arbiter's own key:
  *       the same signatures), with one edit (issue 37, "time sanity" of arbiter check):
@@ -259,17 +259,24 @@ static int cmd_rogue_game(const char *addr, const char *run_dir, const char *ser
     vt_msg_q_service q;
     vt_commitment_bytes_hash(ch.commitment, q.commitment_hash);
     memcpy(q.auditor_nonce, ch.nonce, 32);
-    if (vt_send_msg(c, VT_MSG_Q_SERVICE, &q, &kp)) fprintf(stderr, "vt_rogue: send: %s\n", vt_errmsg());
-    vt_msg m;
-    if (vt_recv_msg(c, VT_MSG_ANY, 5000, NULL, &m) == VT_OK) {
-        if (m.hdr.type == VT_MSG_ERROR)
-            printf("trainer reply ERROR code %u (%s): %s\n", m.body.error.code, vt_errc_name(m.body.error.code),
-                   m.body.error.message);
-        else
-            printf("trainer reply %s\n", vt_msg_type_name(m.hdr.type));
-        vt_msg_free(&m);
-    } else {
-        printf("trainer reply none: %s\n", vt_errmsg());
+    /* the record is public (Q_SERVICE, answered to any key); the game's questions are not */
+    uint8_t tnonce[32], *tn = NULL;
+    vt_msg_q_step qc = {0};
+    for (int k = 0; k < 2; k++) {
+        if (vt_send_msg(c, k ? VT_MSG_Q_COMMITMENT : VT_MSG_Q_SERVICE, k ? (const void *)&qc : (const void *)&q, &kp))
+            fprintf(stderr, "vt_rogue: send: %s\n", vt_errmsg());
+        vt_msg m;
+        if (vt_recv_msg(c, VT_MSG_ANY, 5000, NULL, &m) == VT_OK) {
+            if (m.hdr.type == VT_MSG_ERROR)
+                printf("trainer reply ERROR code %u (%s): %s\n", m.body.error.code, vt_errc_name(m.body.error.code),
+                       m.body.error.message);
+            else
+                printf("trainer reply %s\n", vt_msg_type_name(m.hdr.type));
+            if (m.hdr.type == VT_MSG_SERVICE) memcpy(tnonce, m.body.service.trainer_nonce, 32), tn = tnonce;
+            vt_msg_free(&m);
+        } else {
+            printf("trainer reply none: %s\n", vt_errmsg());
+        }
     }
     vt_conn_set_transcript(c, NULL);
     vt_conn_close(c);
@@ -278,8 +285,8 @@ static int cmd_rogue_game(const char *addr, const char *run_dir, const char *ser
     vt_commitment_bytes_hash(ch.commitment, v.commitment_hash);
     v.loser = VT_LOSER_TRAINER;
     v.reason_code = VT_REASON_NO_ANSWER;
-    snprintf(v.reason, sizeof v.reason, "the trainer refused to answer Q_SERVICE");
-    vt_game_bind_verdict(&v, &ch, kp.pk, NULL, (uint64_t)time(NULL));
+    snprintf(v.reason, sizeof v.reason, "the trainer refused to answer Q_COMMITMENT");
+    vt_game_bind_verdict(&v, &ch, kp.pk, tn, (uint64_t)time(NULL));
     append_msg(t, VT_TR_SENT, VT_MSG_VERDICT, &v, 1, &kp);
     if (vt_transcript_close(t)) die("close");
     return 0;
