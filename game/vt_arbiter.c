@@ -553,6 +553,8 @@ static void *game_main(void *p)
         if ((!L.ca || vt_send_msg(L.ca, VT_MSG_VERDICT, &res.v, &S->kp)) && !o->quiet)
             fprintf(stderr, "arbiter: could not deliver the verdict to the auditor now (it gets it when it sends its "
                     "CHALLENGE again)\n");
+        /* the trainer's copy is not recorded: the transcript holds the verdict once */
+        if (L.ct) vt_conn_set_transcript(L.ct, NULL);
         if (L.ct && vt_send_msg(L.ct, VT_MSG_VERDICT, &res.v, &S->kp)) { /* the trainer may be gone */ }
         if (!o->quiet) {
             static const char *const who[] = {"nobody", "the trainer", "the auditor", "both parties"};
