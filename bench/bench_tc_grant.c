@@ -12,11 +12,14 @@
 
 #define BENCH_NAME "bench_tc_grant"
 #include "bench_util.h"
+#include "common/vt_par.h"
 #include "game/vt_game.h"
 #include "ops/vt_ops.h"
 
 int main(int argc, char **argv)
 {
+    const char *bad = NULL; /* as the programs start: --threads, and a one-thread BLAS (common/vt_par.h) */
+    if (vt_par_take_option(&argc, argv, &bad)) return 64;
     vt_recipe rc;
     vt_recipe_default(&rc);
     double mflops = VT_GAME_MIN_RATE / 1e6;

@@ -16,8 +16,10 @@
 #include "../rounding/vt_round_exact.h"
 #include "vt_game.h"
 
-/* The documented weights without calibration (--no-calibrate): the calibration's results on the 2-core
- * x86 machine of docs/benchmarks.md ("Work grants by arithmetic"), rounded up. */
+/* The documented weights without calibration (--no-calibrate): above what `arbiter serve` calibrated on
+ * the 2-core x86 machine of docs/benchmarks.md ("Work grants by arithmetic") with its default OpenBLAS
+ * kernels (26 to 38), which keep a tensor-core step of the README's CNN on the portable emulator a
+ * margin above fp64's (docs/dispute.md "Clocks"). */
 const double vt_arith_default_factor[VT_GAME_ARITH_MAX] = {1.0, 40.0, 40.0, 50.0, 50.0, 40.0, 0.0, 0.0};
 
 static int n_modes(void)
@@ -93,12 +95,14 @@ static vt_err calibrate(vt_game_arith *a, const int *todo)
     vt_exec ex;
     vt_exec_init(&ex, VT_ORDER_BLAS, cfg, 0);
     if (!e) fill(A, M * K, 1), fill(B, K * N, 2);
-    /* rounds of VT_ARITH_CAL_FP64_REPS FP64 GEMMs then one emulation per mode (after one FP64 GEMM to
-     * warm the caches and the workspace): the fastest FP64 GEMM over the slowest emulation of each
+    /* rounds of VT_ARITH_CAL_FP64_REPS FP64 GEMMs then one emulation per mode (after one of each, untimed,
+     * to warm the caches and the workspace): the fastest FP64 GEMM over the slowest emulation of each
      * mode, so that the weight errs on the trainer's side, and a quiet moment of the machine, if any,
      * is where the FP64 time is taken */
     double best = INFINITY, worst[VT_GAME_ARITH_MAX] = {0};
     if (!e) e = fp64_path(&ex, &cfg, A, B, x, rn, cn, C);
+    for (int v = 1; !e && v < a->n_modes; v++) /* and one emulation per mode (the emulator's first call) */
+        if (todo[v]) e = vt_tc_gemm_ex(vt_gemm_arith_model((uint32_t)v), 0, 0, 0, M, N, K, A, B, C);
     for (int r = 0; !e && r < VT_ARITH_CAL_REPS; r++) {
         for (int k = 0; !e && k < VT_ARITH_CAL_FP64_REPS; k++) {
             double t0 = cpu_now();
