@@ -34,11 +34,12 @@ vt_err vt_game_arith_parse(const char *spec, double factor[VT_GAME_ARITH_MAX])
     const char *eq = spec ? strchr(spec, '=') : NULL;
     VT_RETURN_ERROR_IF(!eq, VT_ERR_ARG, "--tc-factor %s: expected MODE=X (e.g. tc-fp16-sm80=40)", spec ? spec : "");
     int n = n_modes(), v = -1;
+    const size_t len = (size_t)(eq - spec);
     for (int i = 0; i < n; i++)
-        if (strlen(vt_gemm_arith_names[i]) == (size_t)(eq - spec) && strncmp(vt_gemm_arith_names[i], spec, (size_t)(eq - spec)) == 0)
-            v = i;
-    VT_RETURN_ERROR_IF(v < 0 || v >= VT_GAME_ARITH_MAX, VT_ERR_ARG, "--tc-factor %s: unknown mode (one of tc-bf16-sm90, "
-                       "tc-fp16-sm90, tc-bf16-sm80, tc-fp16-sm80, tc-e4m3-sm90)", spec);
+        if (strlen(vt_gemm_arith_names[i]) == len && strncmp(vt_gemm_arith_names[i], spec, len) == 0) v = i;
+    VT_RETURN_ERROR_IF(v < 0 || v >= VT_GAME_ARITH_MAX, VT_ERR_ARG,
+                       "--tc-factor %s: unknown mode (one of tc-bf16-sm90, tc-fp16-sm90, tc-bf16-sm80, tc-fp16-sm80, "
+                       "tc-e4m3-sm90)", spec);
     VT_RETURN_ERROR_IF(v == 0, VT_ERR_ARG, "--tc-factor %s: fp64 is the unit (its weight is 1)", spec);
     char *end = NULL;
     double x = strtod(eq + 1, &end);
@@ -171,13 +172,15 @@ void vt_game_arith_note(const vt_game_arith *a, int v, vt_msg_note *nt)
     if (a->how[v] == VT_ARITH_CALIBRATED) {
         nt->v[1] = (uint64_t)llround(a->fp64_s * 1e9), nt->v[2] = (uint64_t)llround(a->tc_s[v] * 1e9);
         nt->v[3] = (uint64_t)flop;
-        snprintf(nt->text, sizeof nt->text, "%s: a GEMM flop weighs %.3f FP64 GEMM flop (calibrated, CPU time of "
-                 "GEMMs of %.3g flop: the scalar emulator's slowest of %d %.3f ms, the FP64 path's fastest of %d %.3f ms)",
+        snprintf(nt->text, sizeof nt->text,
+                 "%s: a GEMM flop weighs %.3f FP64 GEMM flop (calibrated, CPU time of GEMMs of %.3g flop: the scalar "
+                 "emulator's slowest of %d %.3f ms, the FP64 path's fastest of %d %.3f ms)",
                  vt_gemm_arith_names[v], a->factor[v], flop, VT_ARITH_CAL_REPS, a->tc_s[v] * 1e3,
                  VT_ARITH_CAL_REPS * VT_ARITH_CAL_FP64_REPS, a->fp64_s * 1e3);
     } else
         snprintf(nt->text, sizeof nt->text, "%s: a GEMM flop weighs %.3f FP64 GEMM flop (%s)", vt_gemm_arith_names[v],
-                 a->factor[v], a->how[v] == VT_ARITH_OVERRIDE ? "--tc-factor" : "--no-calibrate: the documented default");
+                 a->factor[v],
+                 a->how[v] == VT_ARITH_OVERRIDE ? "--tc-factor" : "--no-calibrate: the documented default");
 }
 
 vt_err vt_game_arith_from_note(const vt_msg_note *nt, vt_game_limits *lim)

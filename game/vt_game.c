@@ -516,7 +516,8 @@ static int load_manifest(game *g, const char *data_root, vt_order order)
     }
     g->res->need_bytes = g->needs.bytes;
     note(g, "the game needs at most %.1f MB; one step is %.3g flop, granted %.3f s at the rate floor%s",
-         (double)g->needs.bytes / 1e6, g->needs.step_flop, (double)work_ms(g, 1.0) / 1000.0, arith_note(g, am, sizeof am));
+         (double)g->needs.bytes / 1e6, g->needs.step_flop, (double)work_ms(g, 1.0) / 1000.0,
+         arith_note(g, am, sizeof am));
     if (vt_model_init(&g->m, &g->rc, g->ds.n, order)) {
         decide(g, VT_LOSER_NONE, VT_REASON_CANNOT_JUDGE, 0, 0, "the arbiter cannot build the model: %s", vt_errmsg());
         return -1;

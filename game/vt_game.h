@@ -132,9 +132,9 @@ void vt_game_cost(const vt_recipe *rc, uint64_t data_bytes, const vt_game_limits
 /* The GEMM arithmetics' weights (docs/dispute.md "Clocks", game/vt_arith.c). A mode's weight is what
  * one GEMM flop costs the portable emulator (kernels/vt_tc.h, implementation "scalar", the slowest a
  * trainer may run) relative to the FP64 GEMM path (vt_gemm in the blas order, then exact rounding),
- * measured in CPU time on one thread on a fixed calibration GEMM (VT_ARITH_CAL_M x N x K): the slowest of VT_ARITH_CAL_REPS
- * emulations over the fastest of VT_ARITH_CAL_REPS x VT_ARITH_CAL_FP64_REPS FP64 GEMMs (interleaved), at least
- * 1, rounded up to a thousandth. */
+ * measured in CPU time on one thread on a fixed calibration GEMM (VT_ARITH_CAL_M x N x K): the slowest
+ * of VT_ARITH_CAL_REPS emulations over the fastest of VT_ARITH_CAL_REPS x VT_ARITH_CAL_FP64_REPS FP64
+ * GEMMs (interleaved, after one untimed run of each), at least 1, rounded up to a thousandth. */
 #define VT_ARITH_CAL_M 64
 #define VT_ARITH_CAL_N 64
 #define VT_ARITH_CAL_K 256
