@@ -310,9 +310,9 @@ case_admission() { # finding 7: --max-running 2, one game per commitment
 }
 
 case_tc() { # issue 37 item 4: work grants by arithmetic
-  # 784-512-10 in tc-fp16-sm80: ~0.1 Gflop of GEMMs a step, which the portable emulator computes
-  # about as fast as the unweighed grant at the default floor allows (0.5 s a step); a segment of 4
-  # steps from checkpoint 0, so the trainer's chain recomputes 8 steps
+  # 784-512-10 in tc-fp16-sm80: 0.105 Gflop of GEMMs a step, which the portable emulator computes in
+  # about 0.6 s of CPU on one thread, more than the unweighed grant at the default floor (0.565 s a
+  # step); a segment of 4 steps from checkpoint 0, so the trainer's chain recomputes 8 steps
   local TC=(--set subset=4000 --set 'layers=[784,512,10]' --set steps=8 --set batch=64 --set checkpoint_every=8
             --set state_hash_every=4 --set gemm_arith=tc-fp16-sm80 --quiet)
   train tc "${TC[@]}" || return
