@@ -152,12 +152,12 @@ typedef struct {
     int n_modes;                      /* the gemm_arith values, 1 + the tc-* modes */
 } vt_game_arith;
 /* Parses one override "MODE=X" (arbiter serve --tc-factor): MODE a tc-* name of vt_gemm_arith_names,
- * X a number from 1 to 1e6; sets factor[mode] = X. VT_ERR_ARG with a message otherwise (fp64, an
- * unknown mode, X below 1). */
+ * X a number from 1 to 1e6; sets factor[mode] = X rounded up to a thousandth. VT_ERR_ARG with a
+ * message otherwise (fp64, an unknown mode, X below 1); factor is then unchanged. */
 vt_err vt_game_arith_parse(const char *spec, double factor[VT_GAME_ARITH_MAX]) VT_WARN_UNUSED;
 /* The weights of every tc-* mode: override[mode] where it is > 0 (from vt_game_arith_parse; NULL:
- * none), else vt_arith_default_factor when no_calibrate, else measured now (a few tenths of a
- * second; the calibration runs only for the modes not overridden). */
+ * none), else vt_arith_default_factor when no_calibrate, else measured now (about 0.2 s of
+ * CPU; the calibration runs only for the modes not overridden). VT_ERR_ARG for an override below 1. */
 vt_err vt_game_arith_setup(const double *override, int no_calibrate, vt_game_arith *a) VT_WARN_UNUSED;
 /* The transcript note (VT_NOTE_ARITH) recording mode v's weight: code v, n how, v[0] the weight in
  * thousandths, v[1] and v[2] the calibration's FP64 and emulation times in ns, v[3] the calibration
