@@ -118,6 +118,11 @@ static void check_notes(void)
     over[2] = 0.5;
     CHECK(vt_game_arith_setup(over, 0, &a) == VT_ERR_ARG, "an override below 1 accepted");
     CHECK_OK(vt_game_arith_setup(NULL, 1, &a));
+    const double documented[] = {1, 40, 40, 50, 50, 40}; /* docs/dispute.md "Clocks", arbiter --help */
+    CHECK(a.n_modes == 6, "%d modes: the documented defaults need updating", a.n_modes);
+    for (int v = 1; v < a.n_modes && v < 6; v++)
+        CHECK(vt_arith_default_factor[v] == documented[v], "the default of %s is %g, documented %g",
+              vt_gemm_arith_names[v], vt_arith_default_factor[v], documented[v]);
     for (int v = 1; v < a.n_modes; v++)
         CHECK(a.factor[v] >= 1 && a.factor[v] == vt_arith_default_factor[v] && a.how[v] == VT_ARITH_DEFAULT,
               "default of %d: %g", v, a.factor[v]);
