@@ -2,7 +2,8 @@
  *
  *   arbiter keygen KEYFILE [--force]
  *   arbiter serve --listen ADDR --key KEYFILE [--data-dir DIR] [--order ORDER] [--transcripts DIR]
- *                 [--deadline-ms N] [--clock-ms N] [--games N] [limits...] [--port-file FILE] [--quiet]
+ *                 [--deadline-ms N] [--clock-ms N] [--games N] [limits...] [--tc-factor MODE=X]...
+ *                 [--no-calibrate] [--port-file FILE] [--quiet]
  *   arbiter check TRANSCRIPT [--arbiter-key FILE.pub] [--data-dir DIR] [--order ORDER]
  *
  * Exit status: serve 0 / 2 on errors; check 0 when the recorded verdict is re-derived, 1 when
@@ -40,6 +41,12 @@ static void usage(FILE *f)
                "                            per computation to its clock (default 200, at most 65535)\n"
                "      --max-work-s N        refuse a game whose recomputation could be granted more than N s\n"
                "                            in all at the rate floor (default 7200; docs/dispute.md)\n"
+               "      --tc-factor MODE=X    a tensor-core mode's GEMM flop weighs X (>= 1) FP64 GEMM flop in\n"
+               "                            the grant (repeatable; e.g. tc-fp16-sm80=60); without it each tc-*\n"
+               "                            mode's weight is calibrated at start-up: the portable emulator's cost\n"
+               "                            per flop over the FP64 GEMM path's (about 0.2 s)\n"
+               "      --no-calibrate        the weights not set by --tc-factor are the documented defaults\n"
+               "                            (50 for the sm80 modes, 40 for the others; docs/dispute.md \"Clocks\")\n"
                "      --heartbeat-ms N      while the trainer computes, a note to the auditor this often, so\n"
                "                            that it knows the game goes on (default 20000)\n"
                "      --games N             stop after N games (default: serve forever)\n"
@@ -91,6 +98,7 @@ static int main_dispatch(int argc, char **argv)
                                        {"min-mflops", required_argument, 0, 'm'},
                                        {"max-work-s", required_argument, 0, 'w'},
                                        {"heartbeat-ms", required_argument, 0, 'B'},
+                                       {"tc-factor", required_argument, 0, 'T'}, {"no-calibrate", no_argument, 0, 'N'},
                                        {"challenge-ms", required_argument, 0, 'c'},
                                        {"handshake-ms", required_argument, 0, 'H'},
                                        {"max-pending", required_argument, 0, 'P'},
@@ -101,6 +109,8 @@ static int main_dispatch(int argc, char **argv)
     vt_arbiter_opts o;
     memset(&o, 0, sizeof o);
     const char *pin_path = NULL; /* check: the arbiter key the caller trusts */
+    double tc_factor[VT_GAME_ARITH_MAX] = {0};
+    int serve_only = 0; /* --tc-factor, --no-calibrate: options of serve */
     o.order = VT_ORDER_REVERSE;
     o.deadline_ms = 30000;
     o.clock_ms = 300000;
@@ -143,6 +153,11 @@ static int main_dispatch(int argc, char **argv)
         case 'p': o.port_file = optarg; break;
         case 'q': o.quiet = 1; break;
         case 'K': pin_path = optarg; break;
+        case 'N': o.no_calibrate = 1, serve_only = 1; break;
+        case 'T':
+            if (vt_game_arith_parse(optarg, tc_factor)) return vt_cli_usage_error(usage, "arbiter: %s", vt_errmsg());
+            o.tc_factor = tc_factor, serve_only = 1;
+            break;
         default:
             if (vt_cli_opt_parse("arbiter", opts, c, optarg, usage)) return VT_EXIT_USAGE;
         }
@@ -162,7 +177,7 @@ static int main_dispatch(int argc, char **argv)
         return VT_EXIT_OK;
     }
     if (strcmp(cmd, "check") == 0) {
-        if (optind != argc - 1) return vt_cli_usage_error(usage, NULL);
+        if (optind != argc - 1 || serve_only) return vt_cli_usage_error(usage, NULL);
         uint8_t pin[32];
         if (pin_path && (vt_sign_init() || vt_sign_read_public_key(pin_path, pin))) {
             fprintf(stderr, "arbiter check: --arbiter-key %s: %s\n", pin_path, vt_errmsg());

@@ -29,3 +29,8 @@ endif()
 if(TARGET bench_dp)
   target_link_libraries(bench_dp PRIVATE vt_model vt_data vt_dist)
 endif()
+
+# ---- bench_tc_grant (the arbiter's work grant per step in each GEMM arithmetic; bench/tc_grant.sh)
+if(TARGET bench_tc_grant)
+  target_link_libraries(bench_tc_grant PRIVATE vt_game vt_model)
+endif()

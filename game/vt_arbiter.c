@@ -396,6 +396,7 @@ struct server {
     int done_next;
     waiter waiting[VTI_WAITERS];
     uint64_t wait_seq;
+    vt_game_arith arith; /* the GEMM arithmetics' weights, set once at start-up for every game */
 };
 
 /* Takes the auditor's resumed connection of L's game, waiting up to wait_ms for one (0: only a look). */
@@ -530,7 +531,7 @@ static void *game_main(void *p)
     memset(&res, 0, sizeof res);
     vt_game_limits lim = {(uint64_t)o->max_game_mb << 20, (uint64_t)o->max_op_mflop * 1000000ull,
                           o->min_mflops > 0 ? (double)o->min_mflops * 1e6 : VT_GAME_MIN_RATE,
-                          o->max_work_s > 0 ? (uint64_t)o->max_work_s * 1000u : 0};
+                          o->max_work_s > 0 ? (uint64_t)o->max_work_s * 1000u : 0, {0}};
     /* the transcript starts with the challenge (as received), then the game's limits */
     vt_err e = vt_transcript_open(path, &L.tr);
     if (!e) e = vt_transcript_append(L.tr, VT_TR_RECV, vt_conn_peer_pk(L.ca), job->chm.raw, job->chm.raw_len);
@@ -546,6 +547,11 @@ static void *game_main(void *p)
                  "game", o->deadline_ms, o->clock_ms, lim.min_rate / 1e6, (unsigned)gn.n, o->max_game_mb,
                  o->max_op_mflop);
         put_note(&L, &gn);
+        for (int v = 1; v < S->arith.n_modes; v++) { /* the weights, recorded, and read back as the check will */
+            vt_game_arith_note(&S->arith, v, &gn);
+            put_note(&L, &gn);
+            if (vt_game_arith_from_note(&gn, &lim)) lim.arith_factor[v] = S->arith.factor[v];
+        }
         vt_conn_set_transcript(L.ca, L.tr);
         /* the verdict names the arbiter's key and the time it took the challenge */
         vt_game_io io = {live_ask, &L, live_note, live_endpoint, S->kp.pk, job->time, live_gone};
@@ -845,6 +851,13 @@ vt_err vt_arbiter_serve(const vt_arbiter_opts *o)
     S.o = o;
     vt_listener *l = NULL;
     uint16_t port = 0;
+    /* the weight of a GEMM flop in each tc-* mode, measured once (or set by the operator) */
+    VT_FORWARD_IF_ERROR(vt_game_arith_setup(o->tc_factor, o->no_calibrate, &S.arith));
+    for (int v = 1; v < S.arith.n_modes && !o->quiet; v++) {
+        vt_msg_note an;
+        vt_game_arith_note(&S.arith, v, &an);
+        fprintf(stderr, "arbiter: %s\n", an.text);
+    }
     VT_FORWARD_IF_ERROR(vt_sign_init());
     VT_FORWARD_IF_ERROR(vt_sign_read_secret_key(o->key_path, &S.kp));
     pthread_mutex_init(&S.mu, NULL);
@@ -1340,7 +1353,7 @@ vt_err vt_arbiter_check(const char *path, const char *data_root, vt_order order,
         if (!e && !S.have_v) e = vt_set_error(VT_ERR_FORMAT, "transcript %s holds no verdict", path);
         if (!e) rv = S.v;
     }
-    vt_game_limits lim = {0, 0, 0, 0}, *limp = NULL;
+    vt_game_limits lim = {0, 0, 0, 0, {0}}, *limp = NULL;
     if (!e && peek(&R) && R.rec.dir == VT_TR_NOTE) { /* the game's limits, as the arbiter signed them */
         vt_msg m;
         e = vt_msg_decode(R.rec.bytes, R.rec.len, R.arbiter_pk, NULL, &m);
@@ -1354,6 +1367,16 @@ vt_err vt_arbiter_check(const char *path, const char *data_root, vt_order order,
             limp = &lim;
         }
         vt_msg_free(&m);
+        while (!e && peek(&R) && R.rec.dir == VT_TR_NOTE) { /* the GEMM arithmetics' weights, as recorded */
+            e = vt_msg_decode(R.rec.bytes, R.rec.len, R.arbiter_pk, NULL, &m);
+            if (!e && (m.hdr.type != VT_MSG_NOTE || m.body.note.kind != VT_NOTE_ARITH)) {
+                vt_msg_free(&m);
+                break; /* a note of the game itself */
+            }
+            R.have = 0;
+            if (!e) e = vt_game_arith_from_note(&m.body.note, &lim);
+            vt_msg_free(&m);
+        }
     }
     if (!e) {
         vt_game_io io = {replay_ask, &R, NULL, replay_endpoint, R.arbiter_pk, rv.time, replay_gone}; /* the game's identity, as recorded */

@@ -33,6 +33,9 @@ typedef struct {
     int pending_per_ip;         /* of those, from one IP address (default 16) */
     const char *port_file;
     int quiet;
+    const double *tc_factor;    /* the GEMM arithmetics' weights set by the operator (--tc-factor MODE=X), by
+                                 * gemm_arith value, 0 where not set (NULL: none); the others calibrated */
+    int no_calibrate;           /* 1: the weights not set are vt_arith_default_factor's (--no-calibrate) */
 } vt_arbiter_opts;
 
 /* How often the auditor hears from the arbiter while the trainer computes an answer (default of

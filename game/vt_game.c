@@ -112,6 +112,15 @@ static int64_t work_ms(const game *g, double steps)
     return ms >= 1e12 ? (int64_t)1e12 : (int64_t)ms + 1;
 }
 
+/* What the step's flop says of the GEMMs' arithmetic, for messages ("" for fp64). */
+static const char *arith_note(const game *g, char *buf, size_t cap)
+{
+    if (!g->rc.gemm_arith) return "";
+    snprintf(buf, cap, " (its GEMMs' %.3g flop weighed %.3f for gemm_arith=%s)", g->needs.gemm_flop,
+             g->needs.arith_factor, vt_gemm_arith_names[g->rc.gemm_arith]);
+    return buf;
+}
+
 /* Steps a party recomputes to re-create the state of step s: from its checkpoint at or before s. */
 static uint64_t restore_steps(const game *g, uint64_t s)
 {
@@ -527,7 +536,7 @@ static int load_manifest(game *g, const char *data_root, vt_order order)
     }
     /* the game's size from the manifest alone, before anything is allocated for it; then again with
      * the dataset (the arbiter's own files, loaded once the rest fits) */
-    char spec[VT_RECIPE_SPEC_MAX];
+    char spec[VT_RECIPE_SPEC_MAX], am[128];
     vt_recipe_dataset_spec(&g->rc, spec, sizeof spec);
     for (int pass = 0; pass < 2; pass++) {
         if (pass == 1 && (vt_data_load(spec, data_root, &g->ds) || memcmp(g->ds.hash, dh, 32) != 0)) {
@@ -539,7 +548,7 @@ static int load_manifest(game *g, const char *data_root, vt_order order)
             data = (uint64_t)g->ds.n * ((uint64_t)g->ds.d + 1);
             if (g->ds.load_bytes > data) data = g->ds.load_bytes;
         }
-        vt_game_cost(&g->rc, data, &g->needs);
+        vt_game_cost(&g->rc, data, g->lim, &g->needs);
         g->have_needs = 1;
         uint64_t need = g->needs.bytes, flop = g->needs.op_flop;
         if (g->lim && ((g->lim->max_game_bytes && need > g->lim->max_game_bytes) ||
@@ -566,15 +575,16 @@ static int load_manifest(game *g, const char *data_root, vt_order order)
         if (g->lim && g->lim->max_work_ms && (uint64_t)worst > g->lim->max_work_ms) {
             decide(g, VT_LOSER_NONE, VT_REASON_OVER_LIMIT, 0, 0,
                    "the run's checkpoints every %llu steps and segments of %llu steps may grant the trainer %.0f s of "
-                   "recomputation at the rate floor; this arbiter grants at most %.0f s per game: refused",
-                   (unsigned long long)K, (unsigned long long)seg, (double)worst / 1000.0,
+                   "recomputation at the rate floor%s; this arbiter grants at most %.0f s per game: refused",
+                   (unsigned long long)K, (unsigned long long)seg, (double)worst / 1000.0, arith_note(g, am, sizeof am),
                    (double)g->lim->max_work_ms / 1000.0);
             return -1;
         }
     }
     g->res->need_bytes = g->needs.bytes;
-    note(g, "the game needs at most %.1f MB; one step is %.3g flop, granted %.3f s at the rate floor",
-         (double)g->needs.bytes / 1e6, g->needs.step_flop, (double)work_ms(g, 1.0) / 1000.0);
+    note(g, "the game needs at most %.1f MB; one step is %.3g flop, granted %.3f s at the rate floor%s",
+         (double)g->needs.bytes / 1e6, g->needs.step_flop, (double)work_ms(g, 1.0) / 1000.0,
+         arith_note(g, am, sizeof am));
     if (vt_model_init(&g->m, &g->rc, g->ds.n, order)) {
         decide(g, VT_LOSER_NONE, VT_REASON_CANNOT_JUDGE, 0, 0, "the arbiter cannot build the model: %s", vt_errmsg());
         return -1;
@@ -830,7 +840,7 @@ static double inputs_body(const vt_program *p, uint32_t j)
     return total;
 }
 
-void vt_game_cost(const vt_recipe *rc, uint64_t data_bytes, vt_game_needs *out)
+void vt_game_cost(const vt_recipe *rc, uint64_t data_bytes, const vt_game_limits *lim, vt_game_needs *out)
 {
     /* from the program the recipe builds (nothing of it allocated yet). The interpreter's arenas
      * are calloc'd, so only what the game writes becomes resident: the state (set at step 0), the
@@ -841,6 +851,10 @@ void vt_game_cost(const vt_recipe *rc, uint64_t data_bytes, vt_game_needs *out)
     vt_program p;
     if (vt_program_build(rc, &p) != VT_OK) return;
     double state = 0, scratch = 0, norms = 0, f = 0, sf = 0, inb = 0, opt = 0, logb = 4096, logd = 4096, loge = 0;
+    /* the GEMMs of a tensor-core mode weigh their flop by the mode's factor (docs/dispute.md "Clocks") */
+    double gf = 0, sn = 0, w = 1.0;
+    if (rc->gemm_arith > 0 && rc->gemm_arith < VT_GAME_ARITH_MAX && lim && lim->arith_factor[rc->gemm_arith] > 0)
+        w = lim->arith_factor[rc->gemm_arith];
     for (int c = 0; c <= VT_TC_INPUT; c++) state += (double)p.arena_bytes[c];
     for (uint32_t j = 1; j <= p.n_ops; j++) {
         vt_opcost c;
@@ -851,6 +865,8 @@ void vt_game_cost(const vt_recipe *rc, uint64_t data_bytes, vt_game_needs *out)
         if (c.norms > norms) norms = c.norms;
         if (c.flop > f) f = c.flop;
         sf += c.flop;
+        if (p.op[j].kind == VT_OPK_MATMUL || p.op[j].kind == VT_OPK_BMM) gf += c.flop; /* vt_tc_gemm in a tc-* mode */
+        else sn += c.flop;
         double ib = inputs_body(&p, j), ob = 0;
         for (uint32_t u = 0; u < p.op[j].n_out; u++) ob += wire_bytes(&p, p.op[j].out[u]) - 12.0;
         if (ib > inb) inb = ib;
@@ -875,7 +891,11 @@ void vt_game_cost(const vt_recipe *rc, uint64_t data_bytes, vt_game_needs *out)
     double total = model + msgs + (double)data_bytes + (16 << 20);
     out->bytes = total >= 1.8e19 ? UINT64_MAX : (uint64_t)total;
     out->op_flop = f >= 1.8e19 ? UINT64_MAX : (uint64_t)f;
-    out->step_flop = sf + VT_GAME_OP_FLOP * (double)p.n_ops;
+    out->gemm_flop = gf;
+    out->arith_factor = rc->gemm_arith ? w : 1.0;
+    /* fp64: the sum as before the weights (the same bits); a tc-* mode: the other operations' flop
+     * plus the GEMMs' weighed */
+    out->step_flop = (rc->gemm_arith ? sn + out->arith_factor * gf : sf) + VT_GAME_OP_FLOP * (double)p.n_ops;
     out->n_ops = p.n_ops;
     out->max_log_decoded = logd >= 1.8e19 ? UINT64_MAX : (uint64_t)logd;
     out->max_log_entries = loge >= 1.8e19 ? UINT64_MAX : (uint64_t)loge;

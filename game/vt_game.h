@@ -90,6 +90,9 @@ typedef struct {
     int (*gone)(void *ctx, int party);
 } vt_game_io;
 
+/* The GEMM arithmetics the limits weigh (gemm_arith values 0 .. VT_GAME_ARITH_MAX - 1). */
+#define VT_GAME_ARITH_MAX 8
+
 /* What the arbiter accepts to spend on one game (0 = no limit). */
 typedef struct {
     uint64_t max_game_bytes; /* memory the game needs (model, dataset, messages), from the manifest */
@@ -98,6 +101,11 @@ typedef struct {
                               * party's recomputation is granted time; 0: VT_GAME_MIN_RATE */
     uint64_t max_work_ms;    /* the most recomputation time a game may grant a party in all (the
                               * manifest's worst case, vt_game_work_ms); 0: no limit */
+    /* The weight of one GEMM flop in each GEMM arithmetic, by the recipe's gemm_arith value
+     * (ops/vt_ops.h vt_gemm_arith_names; docs/dispute.md "Clocks"): a tc-* mode's GEMM costs its
+     * flop times this in the program's costs (vt_game_cost). 0 (and fp64, index 0): 1. Set by
+     * vt_game_arith_setup, recorded in the transcript (VT_NOTE_ARITH). */
+    double arith_factor[VT_GAME_ARITH_MAX];
 } vt_game_limits;
 
 /* The default rate floor: 200 Mflop of the program's costs per second of a verifiable step, about
@@ -115,14 +123,55 @@ typedef struct {
 typedef struct {
     uint64_t bytes;
     uint64_t op_flop;
-    double step_flop;          /* the program's flop plus VT_GAME_OP_FLOP per operation */
+    double step_flop;          /* the program's flop (its GEMMs' weighed by arith_factor) plus
+                                * VT_GAME_OP_FLOP per operation */
+    double gemm_flop;          /* of the program's flop, its GEMMs' (matmul, batched_matmul), unweighed */
+    double arith_factor;       /* the weight of the recipe's gemm_arith applied to gemm_flop (1 for fp64) */
     uint64_t n_ops;            /* operations per step */
     uint64_t max_log_decoded;  /* the largest decoded LOG payload of one step an honest trainer sends */
     uint64_t max_log_entries;  /* the most entries one step's log can need (its rounded elements) */
     uint64_t max_inputs_body; /* the largest INPUTS answer an honest trainer sends, bytes */
     uint64_t log_body;        /* the largest LOG answer of one step, bytes */
 } vt_game_needs;
-void vt_game_cost(const vt_recipe *rc, uint64_t data_bytes, vt_game_needs *out);
+void vt_game_cost(const vt_recipe *rc, uint64_t data_bytes, const vt_game_limits *lim, vt_game_needs *out);
+
+/* The GEMM arithmetics' weights (docs/dispute.md "Clocks", game/vt_arith.c). A mode's weight is what
+ * one GEMM flop costs the portable emulator (kernels/vt_tc.h, implementation "scalar", the slowest a
+ * trainer may run) relative to the FP64 GEMM path (vt_gemm in the blas order, then exact rounding),
+ * measured in CPU time on one thread on a fixed calibration GEMM (VT_ARITH_CAL_M x N x K): the slowest
+ * of VT_ARITH_CAL_REPS emulations over the fastest of VT_ARITH_CAL_REPS x VT_ARITH_CAL_FP64_REPS FP64
+ * GEMMs (interleaved, after one untimed run of each), at least 1, rounded up to a thousandth. */
+#define VT_ARITH_CAL_M 64
+#define VT_ARITH_CAL_N 64
+#define VT_ARITH_CAL_K 256
+#define VT_ARITH_CAL_REPS 3
+#define VT_ARITH_CAL_FP64_REPS 8 /* FP64 GEMMs per round (each round: these, then one emulation per mode) */
+/* The documented weights without calibration (arbiter serve --no-calibrate), by gemm_arith value. */
+extern const double vt_arith_default_factor[VT_GAME_ARITH_MAX];
+/* How a weight was set (VT_NOTE_ARITH's n). */
+enum { VT_ARITH_CALIBRATED = 1, VT_ARITH_OVERRIDE = 2, VT_ARITH_DEFAULT = 3 };
+typedef struct {
+    double factor[VT_GAME_ARITH_MAX]; /* >= 1, a whole number of thousandths; [0] = 1 (fp64) */
+    int how[VT_GAME_ARITH_MAX];       /* VT_ARITH_*; 0 for index 0 and past the modes */
+    double fp64_s;                    /* the calibration: the fastest FP64 GEMM path, seconds (0 if not run) */
+    double tc_s[VT_GAME_ARITH_MAX];   /* the slowest emulation of each calibrated mode, seconds */
+    int n_modes;                      /* the gemm_arith values, 1 + the tc-* modes */
+} vt_game_arith;
+/* Parses one override "MODE=X" (arbiter serve --tc-factor): MODE a tc-* name of vt_gemm_arith_names,
+ * X a number from 1 to 1e6; sets factor[mode] = X rounded up to a thousandth. VT_ERR_ARG with a
+ * message otherwise (fp64, an unknown mode, X below 1); factor is then unchanged. */
+vt_err vt_game_arith_parse(const char *spec, double factor[VT_GAME_ARITH_MAX]) VT_WARN_UNUSED;
+/* The weights of every tc-* mode: override[mode] where it is > 0 (from vt_game_arith_parse; NULL:
+ * none), else vt_arith_default_factor when no_calibrate, else measured now (about 0.2 s of
+ * CPU; the calibration runs only for the modes not overridden). VT_ERR_ARG for an override below 1. */
+vt_err vt_game_arith_setup(const double *override, int no_calibrate, vt_game_arith *a) VT_WARN_UNUSED;
+/* The transcript note (VT_NOTE_ARITH) recording mode v's weight: code v, n how, v[0] the weight in
+ * thousandths, v[1] and v[2] the calibration's FP64 and emulation times in ns, v[3] the calibration
+ * GEMM's flop; text a readable line. */
+void vt_game_arith_note(const vt_game_arith *a, int v, vt_msg_note *nt);
+/* Reads such a note back into lim->arith_factor (arbiter check). VT_ERR_FORMAT when it is not a
+ * valid ARITH note (a mode out of range, a weight below 1). */
+vt_err vt_game_arith_from_note(const vt_msg_note *nt, vt_game_limits *lim) VT_WARN_UNUSED;
 
 /* The checks of a challenge that need no party (cheap; done before anything is allocated or
  * dialled): the commitment's format and signature, the trainer's service record (format,

@@ -212,7 +212,7 @@ static vt_err encode_body(int type, const void *body, vt_buf *b)
     }
     case VT_MSG_NOTE: {
         const vt_msg_note *m = body;
-        VT_RETURN_ERROR_IF(m->kind < VT_NOTE_GAME || m->kind > VT_NOTE_NO_ANSWER, VT_ERR_ARG, "NOTE: kind %u is not 1..3",
+        VT_RETURN_ERROR_IF(m->kind < VT_NOTE_GAME || m->kind > VT_NOTE_ARITH, VT_ERR_ARG, "NOTE: kind %u is not 1..4",
                            (unsigned)m->kind);
         VT_FORWARD_IF_ERROR(vt_buf_u8(b, m->kind));
         VT_FORWARD_IF_ERROR(vt_buf_u8(b, m->party));
@@ -523,8 +523,8 @@ static vt_err decode_body(int type, vt_reader *r, vt_msg_body *out)
     case VT_MSG_NOTE: {
         vt_msg_note *m = &out->note;
         VT_FORWARD_IF_ERROR(vt_read_u8(r, &m->kind, "NOTE kind"));
-        VT_RETURN_ERROR_IF(m->kind < VT_NOTE_GAME || m->kind > VT_NOTE_NO_ANSWER, VT_ERR_FORMAT,
-                           "NOTE: kind %u is not 1..3", (unsigned)m->kind);
+        VT_RETURN_ERROR_IF(m->kind < VT_NOTE_GAME || m->kind > VT_NOTE_ARITH, VT_ERR_FORMAT,
+                           "NOTE: kind %u is not 1..4", (unsigned)m->kind);
         VT_FORWARD_IF_ERROR(vt_read_u8(r, &m->party, "NOTE party"));
         VT_FORWARD_IF_ERROR(vt_read_u16le(r, &m->code, "NOTE code"));
         VT_FORWARD_IF_ERROR(vt_read_u32le(r, &m->n, "NOTE n"));

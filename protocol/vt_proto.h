@@ -123,6 +123,10 @@ enum {
                             * auditor (party 2): code 0, its game resumed on a new connection, n = resumption */
     VT_NOTE_NO_ANSWER = 3, /* the party gave no valid answer to the question before it: code VT_NOANS_*,
                             * v = {at_ms, elapsed_ms, clock_used_ms, clock_ms}, text = why */
+    VT_NOTE_ARITH = 4,     /* the weight of a GEMM flop in one arithmetic (after GAME, one per tc-* mode):
+                            * code = gemm_arith value, n = how it was set (1 calibrated, 2 overridden,
+                            * 3 the documented default), v = {weight in thousandths, the calibration's
+                            * FP64 ns, emulation ns, flop}, text = readable (game/vt_game.h vt_game_arith_note) */
 };
 enum { VT_NOANS_DEADLINE = 1, VT_NOANS_CLOCK = 2, VT_NOANS_UNREACHABLE = 3, VT_NOANS_LOST = 4, VT_NOANS_INVALID = 5,
        VT_NOANS_LOCAL = 6, /* the arbiter's own resources failed (e.g. no descriptor): nobody is blamed */
@@ -281,7 +285,7 @@ typedef struct {
 
 /* NOTE: {u8 kind, u8 party (VT_ROLE_*), u16 code, u32 n, 4 x u64 v, string text} */
 typedef struct {
-    uint8_t kind; /* VT_NOTE_* (1..3; others rejected) */
+    uint8_t kind; /* VT_NOTE_* (1..4; others rejected) */
     uint8_t party;
     uint16_t code;
     uint32_t n;

@@ -13,11 +13,14 @@
 #   worklimit   a game whose recomputation could be granted more than --max-work-s: refused
 #   budget      fresh sessions under one arbiter key share one recomputation budget (finding 10)
 #   admission   a stalled game on one run does not keep out a game on another (finding 7)
+#   tc          a tc-fp16-sm80 run, the trainer on the portable emulator beside two busy loops: the
+#               work grant weighs its GEMMs by the calibrated factor (issue 37 item 4), recorded in
+#               the transcript and used by `arbiter check` (the refusal over --max-work-s too)
 set -u
 B=$(cd "$1" && pwd)
 shift
 CASES=("$@")
-[ ${#CASES[@]} -gt 0 ] || CASES=(idle sessions work cnn gpt huge worklimit budget admission)
+[ ${#CASES[@]} -gt 0 ] || CASES=(idle sessions work cnn gpt huge worklimit budget admission tc)
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 T=$(mktemp -d /tmp/vt-faults.XXXXXX)
 PIDS=()
@@ -304,6 +307,57 @@ case_admission() { # finding 7: --max-running 2, one game per commitment
   grep -q "about one commitment" "$d/arbiter.log" && ok "admission: refused by the per-commitment limit" ||
     bad "admission: no per-commitment refusal"
   arbiter_done; stop "$t1" "$t2"
+}
+
+case_tc() { # issue 37 item 4: work grants by arithmetic
+  # 784-512-10 in tc-fp16-sm80: 0.105 Gflop of GEMMs a step, which the portable emulator computes in
+  # about 0.6 s of CPU on one thread, more than the unweighed grant at the default floor (0.565 s a
+  # step); a segment of 4 steps from checkpoint 0, so the trainer's chain recomputes 8 steps
+  local TC=(--set subset=4000 --set 'layers=[784,512,10]' --set steps=8 --set batch=64 --set checkpoint_every=8
+            --set state_hash_every=4 --set gemm_arith=tc-fp16-sm80 --quiet)
+  train tc "${TC[@]}" || return
+  local d="$T/tc-game" why st f; mkdir -p "$d"
+  # the arbiter calibrates its weights at start-up; every limit at its default but the deadline
+  start_arbiter "$d" --games 1 --deadline-ms $((3000 * SLOW)) || { bad "tc: arbiter"; return; }
+  VT_TC_IMPL=scalar start_trainer "$d" tc || { bad "tc: trainer"; return; }
+  local busy=()
+  for f in 1 2; do sh -c 'while :; do :; done' & busy+=($!); PIDS+=($!); done
+  challenge "$d" tc "$T/ak" "$d/out" --lie 7:18
+  st=$?
+  stop "${busy[@]}"
+  arbiter_done; stop "$TPID"
+  if why=$(verdict "$d/out" $st auditor "wrong output" 7 18); then
+    ok "tc: the honest trainer on the portable emulator, beside two busy loops, wins"
+  else bad "tc: $why"; fi
+  if why=$(rederive "$d"); then ok "tc: re-derived offline"; else bad "tc: $why"; fi
+  f=$(grep -a -o 'tc-fp16-sm80: a GEMM flop weighs [0-9.]* FP64 GEMM flop (calibrated' "$d"/tr/*.vttr | head -1 |
+      awk '{print $6}')
+  awk -v f="${f:-0}" 'BEGIN { exit !(f > 1) }' && ok "tc: the transcript records the calibrated weight $f" ||
+    bad "tc: recorded weight '${f}' (want > 1)"
+  grep -q "weighed $f for gemm_arith=tc-fp16-sm80" "$d/arbiter.log" && ok "tc: the game weighed the GEMMs by it" ||
+    bad "tc: the game did not weigh the GEMMs by $f: $(grep -m1 'one step is' "$d/arbiter.log")"
+  # the weight decides the refusal over --max-work-s (a set weight, with the documented defaults for
+  # the other modes): unweighed the worst case is ~20 s, weighed 50x ~950 s; `arbiter check` re-derives the
+  # refusal only from the recorded weight
+  d="$T/tc-limit"; mkdir -p "$d"
+  start_arbiter "$d" --games 1 --no-calibrate --tc-factor tc-fp16-sm80=50 --max-work-s 300 ||
+    { bad "tc: arbiter"; return; }
+  start_trainer "$d" tc || { bad "tc: trainer"; return; }
+  challenge "$d" tc "$T/ak" "$d/out" --lie 7:18
+  st=$?
+  arbiter_done; stop "$TPID"
+  if [ "$st" = 2 ] && grep -q "against nobody (over the arbiter's limits)" "$d/out" &&
+     grep -q "weighed 50.000 for gemm_arith=tc-fp16-sm80" "$d/out"; then ok "tc: refused over --max-work-s by the weight"
+  else bad "tc: limit: exit $st: $(tail -3 "$d/out")"; fi
+  grep -a -q "tc-fp16-sm80: a GEMM flop weighs 50.000 FP64 GEMM flop (--tc-factor)" "$d"/tr/*.vttr &&
+    grep -a -q "tc-bf16-sm90: a GEMM flop weighs [0-9.]* FP64 GEMM flop (--no-calibrate" "$d"/tr/*.vttr &&
+    ok "tc: the set and default weights are recorded" || bad "tc: the weights are not recorded"
+  if why=$(rederive "$d"); then ok "tc: the refusal re-derived offline from the recorded weight"; else bad "tc: $why"; fi
+  # a weight below 1 is refused (usage)
+  "$B/arbiter" serve --listen 127.0.0.1:0 --key "$T/rk" --tc-factor tc-fp16-sm80=0.9 >"$d/low.out" 2>&1
+  st=$?
+  [ "$st" = 64 ] && grep -q "from 1 to 1e6" "$d/low.out" && ok "tc: a weight below 1 refused" ||
+    bad "tc: --tc-factor 0.9: exit $st: $(head -2 "$d/low.out")"
 }
 
 for c in "${CASES[@]}"; do

@@ -138,6 +138,10 @@ int main(int argc, char **argv)
     note.kind = VT_NOTE_GAME;
     note.text[0] = 0;
     enc_ok("ok-note-game", VT_MSG_NOTE, &note, 31);
+    note.kind = VT_NOTE_ARITH, note.party = 0, note.code = 4, note.n = 1; /* a tensor-core mode's weight */
+    note.v[0] = 31441, note.v[1] = 97000, note.v[2] = 6350000, note.v[3] = 2097152;
+    snprintf(note.text, sizeof note.text, "tc-fp16-sm80: a GEMM flop weighs 31.441 FP64 GEMM flop");
+    enc_ok("ok-note-arith", VT_MSG_NOTE, &note, 35);
 
     vt_msg_q_step q = {.step = 42};
     enc_ok("ok-q-leaf", VT_MSG_Q_LEAF, &q, 4);
@@ -381,8 +385,8 @@ int main(int argc, char **argv)
         memset(body, 0, 44);
         body[0] = 0;
         raw_bad("bad-note-kind-0", VT_MSG_NOTE, body, 42);
-        body[0] = 4;
-        raw_bad("bad-note-kind-4", VT_MSG_NOTE, body, 42);
+        body[0] = 5;
+        raw_bad("bad-note-kind-5", VT_MSG_NOTE, body, 42);
         body[0] = 1;
         vt_put_u16le(body + 40, 5);
         raw_bad("bad-note-text-len", VT_MSG_NOTE, body, 44);
