@@ -572,12 +572,17 @@ static int load_manifest(game *g, const char *data_root, vt_order order)
          * the tensors of two states and one operation's inputs: 4 x checkpoint_every + the segment */
         uint64_t K = g->rc.checkpoint_every ? g->rc.checkpoint_every : 1;
         int64_t worst = work_ms(g, 4.0 * (double)K + (double)seg);
-        if (g->lim && g->lim->max_work_ms && (uint64_t)worst > g->lim->max_work_ms) {
+        /* the limit is in FP64-equivalent work: a mode whose GEMMs weigh more is granted more time, and
+         * is admitted on the same terms as the FP64 run of the recipe (docs/dispute.md "Clocks") */
+        double fp64 = g->needs.step_flop - g->needs.gemm_flop * (g->needs.arith_factor - 1.0);
+        double eq = g->needs.step_flop > 0 ? (double)worst * (fp64 / g->needs.step_flop) : (double)worst;
+        if (g->lim && g->lim->max_work_ms && eq > (double)g->lim->max_work_ms) {
             decide(g, VT_LOSER_NONE, VT_REASON_OVER_LIMIT, 0, 0,
                    "the run's checkpoints every %llu steps and segments of %llu steps may grant the trainer %.0f s of "
-                   "recomputation at the rate floor%s; this arbiter grants at most %.0f s per game: refused",
-                   (unsigned long long)K, (unsigned long long)seg, (double)worst / 1000.0, arith_note(g, am, sizeof am),
-                   (double)g->lim->max_work_ms / 1000.0);
+                   "FP64-equivalent recomputation at the rate floor (%.0f s%s); this arbiter grants at most %.0f s per "
+                   "game: refused",
+                   (unsigned long long)K, (unsigned long long)seg, eq / 1000.0, (double)worst / 1000.0,
+                   arith_note(g, am, sizeof am), (double)g->lim->max_work_ms / 1000.0);
             return -1;
         }
     }

@@ -336,9 +336,9 @@ case_tc() { # issue 37 item 4: work grants by arithmetic
     bad "tc: recorded weight '${f}' (want > 1)"
   grep -q "weighed $f for gemm_arith=tc-fp16-sm80" "$d/arbiter.log" && ok "tc: the game weighed the GEMMs by it" ||
     bad "tc: the game did not weigh the GEMMs by $f: $(grep -m1 'one step is' "$d/arbiter.log")"
-  # the weight decides the refusal over --max-work-s (a set weight, with the documented defaults for
-  # the other modes): unweighed the worst case is ~20 s, weighed 50x ~950 s; `arbiter check` re-derives the
-  # refusal only from the recorded weight
+  # --max-work-s counts FP64-equivalent work: unweighed the worst case is ~20 s, weighed 50x ~950 s;
+  # at --max-work-s 300 the game is played (the set weight and the defaults recorded, re-derived), at
+  # --max-work-s 5 it is refused, by its FP64-equivalent work
   d="$T/tc-limit"; mkdir -p "$d"
   start_arbiter "$d" --games 1 --no-calibrate --tc-factor tc-fp16-sm80=50 --max-work-s 300 ||
     { bad "tc: arbiter"; return; }
@@ -346,13 +346,23 @@ case_tc() { # issue 37 item 4: work grants by arithmetic
   challenge "$d" tc "$T/ak" "$d/out" --lie 7:18
   st=$?
   arbiter_done; stop "$TPID"
-  if [ "$st" = 2 ] && grep -q "against nobody (over the arbiter's limits)" "$d/out" &&
-     grep -q "weighed 50.000 for gemm_arith=tc-fp16-sm80" "$d/out"; then ok "tc: refused over --max-work-s by the weight"
-  else bad "tc: limit: exit $st: $(tail -3 "$d/out")"; fi
+  if why=$(verdict "$d/out" $st auditor "wrong output" 7 18) && grep -q "weighed 50.000 for gemm_arith=tc-fp16-sm80" "$d/arbiter.log"
+  then ok "tc: admitted under --max-work-s 300 by its FP64-equivalent work, weighed 50"
+  else bad "tc: limit: exit $st: $why $(tail -3 "$d/out")"; fi
   grep -a -q "tc-fp16-sm80: a GEMM flop weighs 50.000 FP64 GEMM flop (--tc-factor)" "$d"/tr/*.vttr &&
     grep -a -q "tc-bf16-sm90: a GEMM flop weighs [0-9.]* FP64 GEMM flop (--no-calibrate" "$d"/tr/*.vttr &&
     ok "tc: the set and default weights are recorded" || bad "tc: the weights are not recorded"
-  if why=$(rederive "$d"); then ok "tc: the refusal re-derived offline from the recorded weight"; else bad "tc: $why"; fi
+  if why=$(rederive "$d"); then ok "tc: re-derived offline from the recorded weight"; else bad "tc: $why"; fi
+  d="$T/tc-limit2"; mkdir -p "$d"
+  start_arbiter "$d" --games 1 --no-calibrate --tc-factor tc-fp16-sm80=50 --max-work-s 5 || { bad "tc: arbiter"; return; }
+  start_trainer "$d" tc || { bad "tc: trainer"; return; }
+  challenge "$d" tc "$T/ak" "$d/out" --lie 7:18
+  st=$?
+  arbiter_done; stop "$TPID"
+  if [ "$st" = 2 ] && grep -q "against nobody (over the arbiter's limits)" "$d/out" &&
+     grep -q "FP64-equivalent recomputation" "$d/out"; then ok "tc: refused over --max-work-s 5"
+  else bad "tc: limit 5: exit $st: $(tail -3 "$d/out")"; fi
+  if why=$(rederive "$d"); then ok "tc: the refusal re-derived offline"; else bad "tc: $why"; fi
   # a weight below 1 is refused (usage)
   "$B/arbiter" serve --listen 127.0.0.1:0 --key "$T/rk" --tc-factor tc-fp16-sm80=0.9 >"$d/low.out" 2>&1
   st=$?
