@@ -35,7 +35,6 @@ typedef struct {
     uint8_t cm[32], auditor[32], chid[32];
     vt_conn *ca;       /* the auditor's connection the game uses now (arb_admit shuts it down on a resume) */
     vt_conn *resume;   /* a resumed connection not yet taken by the game */
-    int64_t auditor_used_ms;
 } game_slot;
 
 /* A finished game: a CHALLENGE sent again gets its verdict, never a second game. */
@@ -67,6 +66,8 @@ typedef struct {
     int auditor_gone; /* VT_REASON_AUDITOR_GONE / VT_REASON_PREEMPTED after the auditor's last failed ask */
     uint32_t resumes;
     int64_t drop_pause_ms; /* the pause before asking again after a dropped connection to the trainer */
+    int64_t slow_ms;       /* the auditor's time on Q_STATE and Q_CHAIN answers and away from its game: past a
+                            * deadline, a waiting auditor of the same run preempts it */
     vt_conn *ct, *ca; /* trainer, auditor */
     vt_transcript *tr;
     char trainer_addr[VT_MSG_ADDR_MAX + 1];
@@ -188,6 +189,9 @@ static int pause_charged(live *L, int party, int64_t *pause, int64_t cap)
  * connection, waiting for it within the auditor's clock (the wait charged to it). 0 with L->ca, -1
  * when its clock ran out first. */
 static void drop_auditor(live *L);
+/* Whether a challenger of the same commitment waits while this game's auditor has been slow or away
+ * for a deadline (L->slow_ms): then the slot goes to the waiting one (docs/dispute.md "Access control"). */
+static int preempted(live *L);
 
 static int await_auditor(live *L)
 {
@@ -195,24 +199,36 @@ static int await_auditor(live *L)
     int64_t at = ms_since(L->t0);
     double t = vt_now();
     vt_conn *nc = NULL;
-    int64_t left = clock_left(L, VT_ROLE_AUDITOR);
-    slot_lock_take_resume(L, &nc, left > 0 ? left : 0);
+    for (;;) { /* in steps of a second: a waiting auditor of the same run may preempt an absent one */
+        int64_t left = clock_left(L, VT_ROLE_AUDITOR) - ms_since(t);
+        if (left <= 0 || slot_lock_take_resume(L, &nc, left < 1000 ? left : 1000)) break;
+        int64_t el = ms_since(t);
+        L->slow_ms += el, L->used_ms[VT_ROLE_AUDITOR] += el, t = vt_now(); /* charged as it goes */
+        if (preempted(L)) break;
+    }
     int64_t el = ms_since(t);
     L->used_ms[VT_ROLE_AUDITOR] += el;
+    L->slow_ms += el;
     if (!nc) return -1;
     L->ca = nc;
     vt_conn_set_transcript(L->ca, L->tr);
     L->resumes++;
-    record_note(L, VT_NOTE_CONNECT, VT_ROLE_AUDITOR, 0, L->resumes, at, el, "the auditor resumed its game (resumption %u)",
-                L->resumes);
-    if (!L->o->quiet) fprintf(stderr, "arbiter: the auditor resumed its game after %lld ms\n", (long long)el);
+    record_note(L, VT_NOTE_CONNECT, VT_ROLE_AUDITOR, 0, L->resumes, at, ms_since(L->t0) - at,
+                "the auditor resumed its game (resumption %u)", L->resumes);
+    if (!L->o->quiet) fprintf(stderr, "arbiter: the auditor resumed its game after %lld ms\n", (long long)(ms_since(L->t0) - at));
     return 0;
 }
 
-/* Whether a challenger of the same commitment waits while this game's auditor has used at least a
- * deadline of its clock: then the slot goes to the waiting one (docs/dispute.md "Access control"). */
-static int preempted(live *L);
-static void slot_auditor_used(live *L);
+
+/* The auditor's slot goes to a waiting auditor of the same run: recorded (nobody at fault). */
+static vt_err preempt_auditor(live *L, int64_t at)
+{
+    L->auditor_gone = VT_REASON_PREEMPTED;
+    record_note(L, VT_NOTE_NO_ANSWER, VT_ROLE_AUDITOR, VT_NOANS_PREEMPTED, 0, at, ms_since(L->t0) - at,
+                "preempted: the auditor was slow or away for %lld ms (a deadline is %d ms) while another auditor of "
+                "this run waits for a slot", (long long)L->slow_ms, L->o->deadline_ms);
+    VT_RETURN_ERROR(VT_ERR_IO, "the auditor was preempted by a waiting auditor of the same run");
+}
 
 static vt_err live_ask(void *ctx, int party, int qtype, const void *q, int atype, const vt_ask_bounds *b, vt_msg *ans)
 {
@@ -244,13 +260,7 @@ static vt_err live_ask(void *ctx, int party, int qtype, const void *q, int atype
             }
         }
         if (party == VT_ROLE_AUDITOR) {
-            if (preempted(L)) {
-                L->auditor_gone = VT_REASON_PREEMPTED;
-                record_note(L, VT_NOTE_NO_ANSWER, party, VT_NOANS_PREEMPTED, 0, at, 0,
-                            "preempted: the auditor used %lld ms of its clock (a deadline is %d ms) while another "
-                            "auditor of this run waits for a slot", (long long)L->used_ms[party], L->o->deadline_ms);
-                VT_RETURN_ERROR(VT_ERR_IO, "the auditor was preempted by a waiting auditor of the same run");
-            }
+            if (preempted(L)) return preempt_auditor(L, at);
             vt_conn *nc = NULL;
             if (L->ca) slot_lock_take_resume(L, &nc, 0); /* resumed while the game asked the trainer */
             if (nc) {
@@ -262,6 +272,7 @@ static vt_err live_ask(void *ctx, int party, int qtype, const void *q, int atype
                             "the auditor resumed its game (resumption %u)", L->resumes);
             }
             if (!L->ca && await_auditor(L)) {
+                if (preempted(L)) return preempt_auditor(L, at);
                 L->auditor_gone = VT_REASON_AUDITOR_GONE;
                 record_note(L, VT_NOTE_NO_ANSWER, party, VT_NOANS_GONE, 0, at, ms_since(L->t0) - at,
                             "the auditor's connection dropped and it did not resume its game within its clock (%d ms)",
@@ -289,7 +300,9 @@ static vt_err live_ask(void *ctx, int party, int qtype, const void *q, int atype
         if (!e) e = vt_recv_msg(c, atype, dl, &lim, ans);
         int64_t el = ms_since(t);
         L->used_ms[party] += el;
-        if (party == VT_ROLE_AUDITOR) slot_auditor_used(L);
+        /* what may preempt a slow auditor: its time on the questions an honest one answers from what it
+         * computed before it challenged (its states and its segment's chain) */
+        if (party == VT_ROLE_AUDITOR && (qtype == VT_MSG_Q_STATE || qtype == VT_MSG_Q_CHAIN)) L->slow_ms += el;
         if (!e && party == VT_ROLE_TRAINER && session_error(ans)) {
             /* the trainer's server closed this session (idle, evicted, busy): never an answer. Reconnect
              * and ask again after a pause, within its clock: no count of such ends decides anything. */
@@ -436,7 +449,7 @@ static int preempted(live *L)
 {
     server *S = L->S;
     pthread_mutex_lock(&S->mu);
-    int p = L->used_ms[VT_ROLE_AUDITOR] >= L->o->deadline_ms && waiting_for(S, S->games[L->slot].cm);
+    int p = L->slow_ms >= L->o->deadline_ms && waiting_for(S, S->games[L->slot].cm);
     pthread_mutex_unlock(&S->mu);
     return p;
 }
@@ -449,13 +462,6 @@ static void drop_auditor(live *L)
     pthread_mutex_unlock(&L->S->mu);
     vt_conn_close(L->ca);
     L->ca = NULL;
-}
-
-static void slot_auditor_used(live *L)
-{
-    pthread_mutex_lock(&L->S->mu);
-    L->S->games[L->slot].auditor_used_ms = L->used_ms[VT_ROLE_AUDITOR];
-    pthread_mutex_unlock(&L->S->mu);
 }
 
 static int live_gone(void *ctx, int party)
