@@ -562,11 +562,19 @@ static void *game_main(void *p)
         /* the verdict names the arbiter's key and the time it took the challenge */
         vt_game_io io = {live_ask, &L, live_note, live_endpoint, S->kp.pk, job->time, live_gone};
         vt_game_play(&io, ch, o->data_root, o->order, &lim, &res);
+        /* the transcript holds the verdict once, whoever it reaches: recorded here, its copies sent unrecorded
+         * (an auditor away gets it when it sends its CHALLENGE again) */
+        vt_buf vb;
+        vt_buf_init(&vb);
+        if ((vt_msg_encode(VT_MSG_VERDICT, &res.v, L.note_seq++, &S->kp, &vb) ||
+             vt_transcript_append(L.tr, VT_TR_SENT, S->kp.pk, vb.data, vb.len)) && !o->quiet)
+            fprintf(stderr, "arbiter: cannot record the verdict in the transcript: %s\n", vt_errmsg());
+        vt_buf_free(&vb);
+        if (L.ca) vt_conn_set_transcript(L.ca, NULL);
+        if (L.ct) vt_conn_set_transcript(L.ct, NULL);
         if ((!L.ca || vt_send_msg(L.ca, VT_MSG_VERDICT, &res.v, &S->kp)) && !o->quiet)
             fprintf(stderr, "arbiter: could not deliver the verdict to the auditor now (it gets it when it sends its "
                     "CHALLENGE again)\n");
-        /* the trainer's copy is not recorded: the transcript holds the verdict once */
-        if (L.ct) vt_conn_set_transcript(L.ct, NULL);
         if (L.ct && vt_send_msg(L.ct, VT_MSG_VERDICT, &res.v, &S->kp)) { /* the trainer may be gone */ }
         if (!o->quiet) {
             static const char *const who[] = {"nobody", "the trainer", "the auditor", "both parties"};
@@ -1152,11 +1160,9 @@ static vt_err scan_check(const char *path, const vt_msg_challenge *ch, const uin
 {
     vt_transcript_reader *r = NULL;
     vt_transcript_record rr;
-    int eof = 0, have_pk = 0, copy_seen = 0, connected = 0;
+    int eof = 0, have_pk = 0;
     uint64_t next = VT_TR_HEADER_LEN; /* where the next record starts */
     uint64_t deadline_ms = 0, conn_end_ms = 0; /* the GAME note's deadline; the end of the last attempt to connect */
-    uint8_t vbody[4096]; /* the verdict's frame (a VERDICT is at most 80 + 1,300 bytes) */
-    size_t vbody_len = 0;
     memset(S, 0, sizeof *S);
     vt_err e = vt_transcript_reader_open(path, &r);
     char sig[400];
@@ -1177,19 +1183,7 @@ static vt_err scan_check(const char *path, const vt_msg_challenge *ch, const uin
         next = rr.offset + VT_TR_RECORD_HEADER_LEN + rr.len;
         int type = frame_type(&rr);
         if (S->have_v) {
-            /* The live arbiter sends its verdict to the auditor and, over a connection still open, the same
-             * verdict to the trainer: one copy, right after it, its body identical, signed by the arbiter, in a
-             * game that reached the trainer (a CONNECT note of a successful attempt). */
-            if (!copy_seen && connected && rr.dir == VT_TR_SENT && type == VT_MSG_VERDICT && memcmp(rr.author_pk, S->arbiter_pk, 32) == 0 &&
-                rr.len == vbody_len && memcmp(rr.bytes, vbody, 8) == 0 && /* all but the sequence number and signature */
-                memcmp(rr.bytes + 12, vbody + 12, vbody_len - 12 - VT_MSG_SIG_LEN) == 0) {
-                vt_msg m;
-                if (vt_msg_decode(rr.bytes, rr.len, S->arbiter_pk, NULL, &m) == VT_OK) {
-                    vt_msg_free(&m);
-                    copy_seen = 1;
-                    continue;
-                }
-            }
+            /* the live arbiter records its verdict once, last (its copies to the parties unrecorded) */
             describe_signer(&rr, S->arbiter_pk, trainer_pk, auditor_pk, sig, sizeof sig);
             if (type == VT_MSG_VERDICT)
                 snprintf(S->inconsistent, sizeof S->inconsistent, "inconsistent transcript: a second VERDICT (%s) at "
@@ -1211,11 +1205,8 @@ static vt_err scan_check(const char *path, const vt_msg_challenge *ch, const uin
         }
         vt_msg m;
         if (type == VT_MSG_VERDICT) {
-            if (rr.dir == VT_TR_SENT && rr.len <= sizeof vbody &&
-                vt_msg_decode(rr.bytes, rr.len, S->arbiter_pk, NULL, &m) == VT_OK) {
+            if (rr.dir == VT_TR_SENT && vt_msg_decode(rr.bytes, rr.len, S->arbiter_pk, NULL, &m) == VT_OK) {
                 S->v = m.body.verdict, S->have_v = 1, S->v_offset = rr.offset;
-                memcpy(vbody, rr.bytes, rr.len);
-                vbody_len = rr.len;
                 vt_msg_free(&m);
             } else if (!S->inconsistent[0]) { /* a VERDICT the arbiter did not send: the first one is named */
                 describe_signer(&rr, have_pk ? S->arbiter_pk : no_key, trainer_pk, auditor_pk, sig, sizeof sig);
@@ -1230,7 +1221,6 @@ static vt_err scan_check(const char *path, const vt_msg_challenge *ch, const uin
             if (nt->kind == VT_NOTE_CONNECT && nt->party == VT_ROLE_TRAINER && nt->v[0] <= UINT32_MAX &&
                 nt->v[1] <= UINT32_MAX)
                 conn_end_ms = nt->v[0] + nt->v[1];
-            connected |= nt->kind == VT_NOTE_CONNECT && nt->party == VT_ROLE_TRAINER && nt->code == 0;
             vt_msg_free(&m);
         } else if (rr.dir == VT_TR_RECV && type == VT_MSG_SERVICE && memcmp(rr.author_pk, trainer_pk, 32) == 0) {
             /* it came at most one answer's deadline after the end of the last attempt to connect (both
