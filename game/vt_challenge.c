@@ -385,7 +385,10 @@ static vt_err run(auditor *a, vt_challenge_result *res)
     ch.service_len = (uint16_t)sl;
     /* the trainer's current record, asked for after the replay (which may have taken long) and right
      * before the challenge (docs/dispute.md "Fresh service records") */
-    if (rec_ok) fetch_record(a, &rec, commitment, &ch);
+    /* (only from a record of the commitment's key for its run: another is the arbiter's to refuse, and its
+     * address is nobody's to dial) */
+    if (rec_ok && memcmp(rec.trainer_pk, commitment + 80, 32) == 0 && memcmp(rec.manifest_hash, commitment + 8, 32) == 0)
+        fetch_record(a, &rec, commitment, &ch);
     /* The arbiter may be busy or under attack: until it has sent anything, a failed connection, a
      * connection closed before any message, or ERROR busy is retried within the deadline (pauses
      * 200 ms to 2 s; busy: up to --wait-ms). A game under way whose connection drops is resumed: the

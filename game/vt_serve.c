@@ -698,18 +698,19 @@ static void *public_main(void *p)
     vt_msg_limits lim;
     memset(&lim, 0, sizeof lim);
     for (int t = 1; t < VT_MSG_TYPE_COUNT_; t++) lim.max_body[t] = 64; /* only small questions come in */
-    vt_msg q;
-    for (int k = 0; k < VTI_PUBLIC_QUESTIONS && vt_recv_msg(ps->c, VT_MSG_ANY, VTI_PUBLIC_MS, &lim, &q) == VT_OK; k++) {
-        int service = q.hdr.type == VT_MSG_Q_SERVICE;
-        vt_err e = VT_OK;
-        if (service) {
-            e = answer(ps, &q);
-        } else {
-            char fpr[VT_SIGN_FPR_HEX_LEN + 1], m[200];
-            if (vt_sign_fingerprint(ps->pk, fpr)) snprintf(fpr, sizeof fpr, "?");
-            snprintf(m, sizeof m, "key %s is not an arbiter this trainer answers", fpr);
-            if (send_error_code(ps, VT_ERRC_UNAUTHORIZED, m)) { /* best effort */ }
+    char fpr[VT_SIGN_FPR_HEX_LEN + 1], m[200];
+    if (vt_sign_fingerprint(ps->pk, fpr)) snprintf(fpr, sizeof fpr, "?");
+    snprintf(m, sizeof m, "key %s is not an arbiter this trainer answers", fpr);
+    for (int k = 0; k < VTI_PUBLIC_QUESTIONS; k++) {
+        vt_msg q;
+        vt_err re = vt_recv_msg(ps->c, VT_MSG_ANY, VTI_PUBLIC_MS, &lim, &q);
+        if (re) { /* silence, a large or malformed frame, or the peer gone: refused (logged) unless it asked already */
+            if (k == 0 && (vt_proto_deadline_exceeded() || re != VT_ERR_IO || !strstr(vt_errmsg(), "closed by peer")))
+                if (send_error_code(ps, VT_ERRC_UNAUTHORIZED, m)) { /* best effort */ }
+            break;
         }
+        int service = q.hdr.type == VT_MSG_Q_SERVICE;
+        vt_err e = service ? answer(ps, &q) : send_error_code(ps, VT_ERRC_UNAUTHORIZED, m);
         vt_msg_free(&q);
         if (!service || e) break;
     }
