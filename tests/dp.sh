@@ -138,12 +138,9 @@ LONG=("${MLP[@]}" --set steps=1000 --set state_hash_every=10 --set checkpoint_ev
 mpi 2 "$TRAINER" train --run "$T/ext" --key "$T/key" "${LONG[@]}" --quiet >"$T/ext.out" 2>&1 &
 bg=$!
 victim=
-for _ in $(seq 1 3000); do
-  n=$(sqlite3 "$T/ext/run.db" 'SELECT count(*) FROM steps' 2>/dev/null)
-  if [ "${n:-0}" -ge 5 ]; then victim=$(rank_pid 1 "$T/ext"); break; fi
-  kill -0 $bg 2>/dev/null || break
-  sleep 0.05
-done
+five_steps_or_exit() { [ "$(sqlite3 "$T/ext/run.db" 'SELECT count(*) FROM steps' 2>/dev/null)" -ge 5 ] 2>/dev/null || ! kill -0 $bg 2>/dev/null; }
+wait_until 150 five_steps_or_exit
+[ "$(sqlite3 "$T/ext/run.db" 'SELECT count(*) FROM steps' 2>/dev/null)" -ge 5 ] 2>/dev/null && victim=$(rank_pid 1 "$T/ext")
 [ -n "$victim" ] && kill -9 "$victim"
 wait $bg
 st=$?
