@@ -1,5 +1,6 @@
 # Hang guards. Every test's TIMEOUT is set by vt_test_timeout(NAME SECONDS): SECONDS is at least 5x
-# the test's time on a quiet 2-core machine (measured with ctest, each figure beside its call), times
+# the test's time on a quiet 2-core machine (measured with ctest -j2 beside other work, so upper
+# bounds: each figure beside its call; the sanitizer build runs with the same values), times
 # VT_TEST_TIMEOUT_SCALE, an environment variable read at configure time (a positive number, default
 # 1: e.g. VT_TEST_TIMEOUT_SCALE=3 cmake -S . -B build for a slower or busier machine). The same value
 # is passed to every test in its environment, where the scripts' own waits and deadlines
@@ -56,7 +57,7 @@ foreach(src IN LISTS VT_TEST_SOURCES)
   target_include_directories(${name} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/tests)
   add_test(NAME ${name} COMMAND ${name} WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})
   set_tests_properties(${name} PROPERTIES SKIP_RETURN_CODE 77)
-  vt_test_timeout(${name} 900)
+  vt_test_timeout(${name} 900) # quiet: 138 s at most (test_cert_cnn)
   if(name STREQUAL "test_exact")
     target_link_libraries(${name} PRIVATE PkgConfig::MPFR)
   endif()

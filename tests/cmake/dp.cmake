@@ -17,4 +17,4 @@ if(VT_SANITIZE)
   list(APPEND VT_DP_ENV ASAN_OPTIONS=detect_leaks=0:abort_on_error=1)
 endif()
 set_tests_properties(dp PROPERTIES SKIP_RETURN_CODE 77 ENVIRONMENT "${VT_DP_ENV}")
-vt_test_timeout(dp 900)
+vt_test_timeout(dp 900) # quiet: 90 s

@@ -3,4 +3,4 @@
 # and partial run directories. Skips (77) only without Chromium.
 add_test(NAME report COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/report.sh ${CMAKE_BINARY_DIR})
 set_tests_properties(report PROPERTIES SKIP_RETURN_CODE 77)
-vt_test_timeout(report 900)
+vt_test_timeout(report 900) # quiet: 13 s

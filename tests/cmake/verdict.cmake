@@ -6,4 +6,4 @@ target_link_libraries(vt_rogue PRIVATE vt_game ${VT_TEST_LIBS})
 target_include_directories(vt_rogue PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 add_test(NAME dispute_binding COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/verdict.sh ${CMAKE_BINARY_DIR})
 set_tests_properties(dispute_binding PROPERTIES SKIP_RETURN_CODE 77)
-vt_test_timeout(dispute_binding 900)
+vt_test_timeout(dispute_binding 900) # quiet: 20 s
