@@ -1,11 +1,13 @@
 #include "vt_audit.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "../common/vt_bytes.h"
 #include "../common/vt_cli.h"
@@ -93,19 +95,34 @@ static int expected_has_state(const vt_recipe *rc, uint64_t s)
     return vt_recipe_has_state(rc, s);
 }
 
+/* A recorded checkpoint that does not read back (e, from vt_store_get_checkpoint). Changing a
+ * checkpoint after committing is the trainer's threat (docs/dispute.md), and the replay from step 0
+ * checks everything else without it: a file that is gone, or whose bytes are not the checkpoint
+ * recorded (truncated, malformed, another hash), is a finding about the run (REJECTED); a failure
+ * to read a file that is there (permissions, I/O, memory) is the auditor's own (CANNOT CHECK). */
+static int find_checkpoint(finding *f, const char *run_dir, uint64_t s, vt_err e)
+{
+    char path[4096];
+    struct stat sb;
+    vt_store_checkpoint_path(run_dir, s, path, sizeof path);
+    if (e == VT_ERR_IO && stat(path, &sb) != 0 && errno == ENOENT)
+        return find_set(f, VT_VERDICT_REJECTED, (int64_t)s, "incomplete run",
+                        "the checkpoint of step %llu, recorded in the run store, is missing (%s)", (unsigned long long)s,
+                        path);
+    if (e == VT_ERR_MISMATCH || e == VT_ERR_FORMAT)
+        return find_set(f, VT_VERDICT_REJECTED, (int64_t)s, "checkpoint altered",
+                        "the checkpoint of step %llu does not match the hash recorded for it: %s", (unsigned long long)s,
+                        vt_errmsg());
+    return find_io(f, (int64_t)s, "checkpoint");
+}
+
 /* Compare the model's state with the checkpoint file of step s. 0 = fine. */
 static int check_checkpoint(worker *w, vt_store *st, vt_model *m, uint64_t s)
 {
     float *state = NULL;
     vt_err e = vt_store_get_checkpoint(st, s, m->n_state, &state);
-    if (e == VT_ERR_MISMATCH) {
-        find_set(&w->f, VT_VERDICT_REJECTED, (int64_t)s, "checkpoint altered",
-                 "the checkpoint of step %llu does not match the hash recorded for it: %s", (unsigned long long)s,
-                 vt_errmsg());
-        return -1;
-    }
     if (e) {
-        find_io(&w->f, (int64_t)s, "checkpoint");
+        find_checkpoint(&w->f, w->a->o->run_dir, s, e);
         return -1;
     }
     int same = memcmp(state, m->state, m->n_state * sizeof(float)) == 0;
@@ -155,12 +172,11 @@ static void replay_segment(worker *w)
     if (w->from > 0) { /* start from the checkpoint, which must hold the committed state */
         float *state = NULL;
         vt_err e = vt_store_get_checkpoint(st, w->from, m.n_state, &state);
-        if (e == VT_ERR_MISMATCH) {
-            find_set(&w->f, VT_VERDICT_REJECTED, (int64_t)w->from, "checkpoint altered",
-                     "the checkpoint of step %llu does not match the hash recorded for it", (unsigned long long)w->from);
+        if (e) {
+            find_checkpoint(&w->f, a->o->run_dir, w->from, e);
             goto out;
         }
-        if (e || vt_model_set_state(&m, w->from, state, m.n_state)) {
+        if (vt_model_set_state(&m, w->from, state, m.n_state)) {
             free(state);
             find_io(&w->f, (int64_t)w->from, "checkpoint");
             goto out;
@@ -464,8 +480,12 @@ void vt_audit_run(const vt_audit_opts *o, vt_audit_result *res)
     vt_store *st = NULL;
     worker *ws = NULL;
     int nw = 0;
-    if (vt_store_open(o->run_dir, 1, &st)) {
+    vt_err oe = vt_store_open(o->run_dir, 1, &st);
+    if (oe == VT_ERR_MISMATCH) /* the manifest is not the one its recorded hash (and the commitment) names */
+        find_set(&f, VT_VERDICT_REJECTED, -1, "manifest mismatch", "%s (recipe or dataset altered)", vt_errmsg());
+    else if (oe)
         find_io(&f, -1, "run store");
+    if (oe) {
         if (comm) agree_finding(comm, &f);
         goto done;
     }

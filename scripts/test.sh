@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # The test command: installs dependencies (Debian 12, as root), then
-#   1. builds with -Werror and runs the ctest suite;
+#   1. builds with -Werror and runs the ctest suite under foreign load: as many busy loops as cores
+#      (`sh -c 'while :; do :; done'`, at the script's own nice level, 0 in CI) run beside it, started
+#      right before the ctest and killed right after it (and by a trap on exit, so that none outlives
+#      the script); it must pass all the same (no test measures wall time; every hang guard is at
+#      least 5x a test's quiet time, times VT_TEST_TIMEOUT_SCALE: tests/tests.cmake, tests/lib.sh);
 #   2. runs the invariant, kernel and end-to-end tests under every CBLAS of Debian's
 #      libblas.so.3 alternative and several OpenBLAS kernel families (scripts/blas-matrix.sh);
 #   3. builds with ASan+UBSan and runs the suite again;
@@ -17,6 +21,22 @@ t_start=$(date +%s)
 bash scripts/install-deps.sh
 jobs=$(nproc 2>/dev/null || echo 2)
 
+# busy loops beside the release ctest (step 1): started by busy_start, killed by busy_stop, which the
+# EXIT trap runs too, so that they never outlive the script, whichever way it ends
+BUSY=()
+busy_start() {
+  local i
+  for ((i = 0; i < jobs; i++)); do sh -c 'while :; do :; done' & BUSY+=("$!"); done
+  echo "(foreign load: ${#BUSY[@]} busy loops beside the tests)"
+}
+busy_stop() {
+  local p
+  for p in "${BUSY[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${BUSY[@]}"; do wait "$p" 2>/dev/null || true; done
+  BUSY=()
+}
+trap busy_stop EXIT
+
 build() { # dir, extra cmake args...
   local dir=$1; shift
   cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVT_WERROR=ON "$@" >"$dir.configure.log" 2>&1 ||
@@ -26,8 +46,12 @@ build() { # dir, extra cmake args...
 
 mkdir -p build
 build build/release
-echo "== tests: release build"
+echo "== tests: release build, under foreign load"
+t0=$(date +%s)
+busy_start
 (cd build/release && ctest --output-on-failure -j"$jobs" "$@")
+busy_stop
+echo "(release ctest under load: $(( $(date +%s) - t0 )) s)"
 if [ "$full" = 1 ]; then
   echo "== invariant, kernel and end-to-end tests under every BLAS"
   t0=$(date +%s)

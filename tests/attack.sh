@@ -12,13 +12,15 @@
 # ratios of loaded to unloaded wall time are measured by bench/attack_load.sh (median of 3 games
 # each side, VT_ATTACK_GAMES=3 VT_ATTACK_BENCH=1) and recorded in docs/benchmarks.md.
 # Deadlines and ceilings (server deadlines, the auditor's `timeout`, waits for a port file or a log
-# line) are hang guards, generous so that a loaded machine cannot reach them: none is a measurement.
+# line) are hang guards, generous so that a loaded machine cannot reach them: none is a measurement;
+# they scale with VT_TEST_TIMEOUT_SCALE (tests/lib.sh). The CPU bounds do not: they are work.
 # Figures are printed ("figure: ..."). Environment: VT_ATTACK_KEEP=1 keeps the work folder of a
 # failed case; AUD_QUIET= shows the auditor's progress (retries) in the game outputs;
 # VT_ATTACK_GAMES=N plays N games each side (default 1); VT_ATTACK_BENCH=1 also prints the
 # "ratio:" line of the wall times (no check) for bench/attack_load.sh.
 set -u
 B=$(cd "$1" && pwd)
+. "$(dirname "$0")/lib.sh" # the hang guards: vt_scale, wait_until
 CASE=$2
 T=$(mktemp -d /tmp/vt-attack.XXXXXX)
 PIDS=()
@@ -31,6 +33,7 @@ fail=0
 bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
 ok() { echo "ok: $*"; }
 SLOW=1; [ "${VT_ASAN:-0}" = 1 ] && SLOW=4
+dl() { vt_scale $(($1 * SLOW)); } # dl N: a deadline an honest party must meet, or a ceiling (a hang guard)
 
 "$B/trainer" keygen "$T/tk" >/dev/null && "$B/arbiter" keygen "$T/rk" >/dev/null && "$B/trainer" keygen "$T/ak" >/dev/null ||
   { echo "setup failed"; exit 1; }
@@ -39,13 +42,8 @@ R=(--set subset=1000 --set 'layers=[784,128,10]' --set steps=12 --set batch=64 -
 "$B/trainer" train --run "$T/run" --key "$T/tk" "${R[@]}" >/dev/null || { echo "training failed"; exit 1; }
 
 wait_file() { # FILE PID: a server's port file (written atomically); at most 300 s (a hang guard)
-  local i
-  for ((i = 0; i < 6000; i++)); do
-    [ -s "$1" ] && return 0
-    kill -0 "$2" 2>/dev/null || { [ -s "$1" ] && return 0; return 1; }
-    sleep 0.05
-  done
-  return 1
+  wait_until 300 file_or_exit "$1" "$2"
+  [ -s "$1" ]
 }
 # start_arbiter DIR [args...]: sets APID, APORT. The deadlines are the product's defaults (30 s an
 # answer; a clock of 300 s a party): an honest party must not lose by its clock because other work
@@ -54,7 +52,7 @@ wait_file() { # FILE PID: a server's port file (written atomically); at most 300
 start_arbiter() {
   local d=$1; shift; mkdir -p "$d/tr"; rm -f "$d/ap"
   ${PRE_ARB:-} "$B/arbiter" serve --listen 127.0.0.1:0 --key "$T/rk" --port-file "$d/ap" --transcripts "$d/tr" \
-    --deadline-ms $((30000 * SLOW)) --clock-ms $((300000 * SLOW)) "$@" >"$d/arbiter.log" 2>&1 &
+    --deadline-ms "$(dl 30000)" --clock-ms "$(dl 300000)" "$@" >"$d/arbiter.log" 2>&1 &
   APID=$!; PIDS+=("$APID")
   wait_file "$d/ap" "$APID" || { echo "arbiter did not start: $(tail -3 "$d/arbiter.log")"; exit 1; }
   APORT=$(cat "$d/ap")
@@ -73,7 +71,7 @@ start_trainer() {
 play() {
   local t0 t1
   t0=$(date +%s.%N)
-  timeout $((240 * SLOW)) "$B/auditor-test" challenge "$T/run" --service "$1/service.vtsr" --arbiter 127.0.0.1:"$APORT" \
+  timeout "$(dl 240)" "$B/auditor-test" challenge "$T/run" --service "$1/service.vtsr" --arbiter 127.0.0.1:"$APORT" \
     --key "$T/ak" --arbiter-key "$T/rk.pub" --lie 9:3 ${AUD_QUIET---quiet} >"$2" 2>&1
   GAME_ST=$?
   t1=$(date +%s.%N)
@@ -86,7 +84,7 @@ median() { printf '%s\n' "$@" | sort -g | sed -n "$((($# + 1) / 2))p"; }
 GAMES=${VT_ATTACK_GAMES:-1}
 # How long an attack lasts at most (s): far longer than the loaded games, even on a loaded machine;
 # each case stops its attack once its loaded games are over (cleanup), so this costs nothing.
-AT=$((300 * SLOW))
+AT=$(dl 300)
 # sample PID: current fds, threads, RSS (kB) and peak RSS (kB)
 fds() { ls "/proc/$1/fd" 2>/dev/null | wc -l; }
 status_kb() { awk -v k="$2:" '$1 == k {print $2}' "/proc/$1/status" 2>/dev/null; }
@@ -220,7 +218,7 @@ address) # 1. the auditor cannot pick the trainer's address
   kill "$TPID"; wait "$TPID" 2>/dev/null
   # restarted once the arbiter has logged a failed attempt (not after a fixed time: under foreign
   # load the game may take longer than any fixed time to reach the trainer)
-  ( for ((i = 0; i < 6000; i++)); do grep -q "attempt 1 to reach the trainer" "$D/arbiter.log" && break; sleep 0.05; done
+  ( wait_until 300 grep -q "attempt 1 to reach the trainer" "$D/arbiter.log"
     exec "$B/trainer" serve "$T/run" --listen 127.0.0.1:"$TPORT" --key "$T/tk" --arbiter-key "$T/rk.pub" \
       --service-file "$D/service2.vtsr" >"$D/trainer2.log" 2>&1 ) & PIDS+=("$!")
   play "$D" "$D/late.out"
@@ -274,7 +272,8 @@ manifest) # 4. a hostile manifest sized to exhaust the arbiter
   n0=$(ntranscripts "$D")
   "$B/vt_attack" challenge 127.0.0.1:"$APORT" "$T/wide" "$D/service.vtsr" >"$D/c1" 2>&1 & C1=$!; PIDS+=("$C1")
   # the second challenge once the first game runs (its transcript is open), not after a fixed time
-  for ((i = 0; i < 2400; i++)); do [ "$(ntranscripts "$D")" -gt "$n0" ] && break; sleep 0.05; done
+  more_transcripts() { [ "$(ntranscripts "$D")" -gt "$n0" ]; }
+  wait_until 120 more_transcripts
   "$B/vt_attack" challenge 127.0.0.1:"$APORT" "$T/wide" "$D/service.vtsr" >"$D/c2" 2>&1
   grep -q "waits for a slot (busy: as many games as this arbiter plays at once" "$D/arbiter.log" &&
     ok "a second game beyond --max-running 1 waits for a slot (docs/dispute.md \"Admission\")" ||
@@ -338,7 +337,7 @@ error_challenge) # 7. an ERROR in place of the CHALLENGE, its text an address
   ;;
 offline) # 8. a verdict by deadline (unreachable trainer), re-checked offline
   start_trainer "$D" "$T/run"; kill "$TPID"; wait "$TPID" 2>/dev/null # a genuine record, nobody answering
-  start_arbiter "$D" --clock-ms $((3000 * SLOW)) --deadline-ms $((1000 * SLOW))
+  start_arbiter "$D" --clock-ms "$(dl 3000)" --deadline-ms "$(dl 1000)"
   "$B/auditor-test" challenge "$T/run" --service "$D/service.vtsr" --arbiter 127.0.0.1:"$APORT" --key "$T/ak" --arbiter-key "$T/rk.pub" --lie 9:3 \
     --quiet >"$D/o" 2>&1; st=$?
   [ $st = 0 ] && grep -q "against the trainer (no valid answer)" "$D/o" && ok "the unreachable trainer loses by its clock" ||
@@ -361,7 +360,7 @@ emfile) # the accept loop at the descriptor limit: accept() itself fails with EM
   # return, but the measured CPU is the loop's, not the churn of re-handshaking 60 sessions (which
   # cost 30-80 ticks in 3 s at 250 ms on 2 loaded cores, against ~300 for a busy loop)
   VT_ATTACK_REOPEN_MS=2000 "$B/vt_attack" silent-tls 127.0.0.1:"$TPORT" 60 "$AT" "$T/rk" >"$D/h" & A1=$!; PIDS+=("$A1")
-  for ((i = 0; i < 1200 * SLOW; i++)); do grep -q "descriptor limit reached" "$D/trainer.log" && break; sleep 0.1; done
+  wait_until "$((120 * SLOW))" grep -q "descriptor limit reached" "$D/trainer.log"
   # the gate's two answers to EMFILE: drop the oldest pending connection, or, with none pending
   # (every descriptor held by sessions), take the new one off the queue with the reserve
   grep -Eq "rejected [0-9.:?]*: descriptor limit reached( \(sessions hold every descriptor\)|: the oldest pending connection is dropped)" "$D/trainer.log" &&

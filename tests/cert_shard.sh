@@ -17,7 +17,7 @@ if [ -z "$MPIRUN" ]; then echo "cert_shard: this build has no MPI (VT_MPI): skip
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 export OMPI_MCA_btl_vader_single_copy_mechanism=none
 # a hang guard only (never a timing assertion)
-mpi() { local np=$1; shift; timeout -k 10 300 "$MPIRUN" --oversubscribe --allow-run-as-root -np "$np" "$@"; }
+mpi() { local np=$1; shift; timeout -k 10 "$(vt_scale 300)" "$MPIRUN" --oversubscribe --allow-run-as-root -np "$np" "$@"; }
 GEN="$HERE/../bench/gen_mlp_onnx.py"
 
 "$AUDITOR" keygen "$T/key" >/dev/null && "$TRAINER" keygen "$T/tk" >/dev/null || bad "keygen"

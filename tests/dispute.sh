@@ -5,6 +5,7 @@
 # `arbiter check`. Usage: dispute.sh BUILD_DIR
 set -u
 B=$(cd "$1" && pwd)
+. "$(dirname "$0")/lib.sh" # the hang guards: vt_scale, wait_until
 T=$(mktemp -d /tmp/vt-dispute.XXXXXX)
 PIDS=()
 cleanup() { for p in "${PIDS[@]:-}"; do kill "$p" 2>/dev/null; done; rm -rf "$T"; }
@@ -23,25 +24,18 @@ R=(--set subset=4000 --set 'layers=[784,128,10]' --set steps=20 --set batch=64 -
 RLOG=(--set rounding=log)
 
 # ASan/UBSan builds (VT_ASAN=1) run several times slower: deadlines that honest parties must
-# meet are scaled by this factor.
+# meet are scaled by this factor, and by VT_TEST_TIMEOUT_SCALE (tests/lib.sh).
 SLOW=1; [ "${VT_ASAN:-0}" = 1 ] && SLOW=4
+dl() { vt_scale $(($1 * SLOW)); } # dl MS: a deadline an honest party must meet (a hang guard)
 
 # wait_file FILE PID LOG: waits for a server's port file (written atomically: once it exists it
 # is complete). `trainer serve` loads and hashes the data set before it listens, which can take
-# long under a sanitizer on a loaded machine: the ceiling is generous (120 s), and the wait ends
-# at once, showing the log, if the server has exited.
+# long under a sanitizer on a loaded machine: the ceiling is generous (120 s, scaled), and the wait
+# ends at once, showing the log, if the server has exited.
 wait_file() {
-  local i
-  for ((i = 0; i < 2400; i++)); do
-    [ -s "$1" ] && return 0
-    if ! kill -0 "$2" 2>/dev/null; then
-      [ -s "$1" ] && return 0
-      echo "server (pid $2) exited before writing $1: $(tail -5 "$3" 2>/dev/null)" >&2
-      return 1
-    fi
-    sleep 0.05
-  done
-  echo "no $1 after 120 s: $(tail -5 "$3" 2>/dev/null)" >&2
+  wait_until 120 file_or_exit "$1" "$2"
+  [ -s "$1" ] && return 0
+  echo "server (pid $2): no $1: $(tail -5 "$3" 2>/dev/null)" >&2
   return 1
 }
 
@@ -56,7 +50,7 @@ game() {
   cargs=("$@")
   local d="$T/g-$name"; mkdir -p "$d"
   "$B/arbiter" serve --listen 127.0.0.1:0 --key "$T/rk" --games 1 --port-file "$d/ap" --transcripts "$d" \
-    --deadline-ms "${DEADLINE:-$((20000 * SLOW))}" --order "${ARB_ORDER:-reverse}" >"$d/arbiter.log" 2>&1 &
+    --deadline-ms "${DEADLINE:-$(dl 20000)}" --order "${ARB_ORDER:-reverse}" >"$d/arbiter.log" 2>&1 &
   local apid=$!
   "$B/trainer-test" serve "$T/$run" --listen 127.0.0.1:0 --key "$T/tk" --arbiter-key "$T/rk.pub" --connections 3 \
     --port-file "$d/tp" --service-file "$d/service.vtsr" --idle-ms 20000 \
@@ -66,12 +60,12 @@ game() {
   if ! wait_file "$d/ap" "$apid" "$d/arbiter.log" || ! wait_file "$d/tp" "$tpid" "$d/trainer.log"; then
     bad "$name: servers did not start"; return; fi
   [ -n "${GARBAGE:-}" ] && { head -c 4000 /dev/urandom >/dev/tcp/127.0.0.1/"$(cat "$d/tp")"; } 2>/dev/null
-  timeout 300 "$B/auditor-test" challenge "$T/${ARUN:-$run}" --service "$d/service.vtsr" --arbiter 127.0.0.1:"$(cat "$d/ap")" \
+  timeout "$(vt_scale 300)" "$B/auditor-test" challenge "$T/${ARUN:-$run}" --service "$d/service.vtsr" --arbiter 127.0.0.1:"$(cat "$d/ap")" \
     --key "$T/ak" --arbiter-key "$T/rk.pub" --quiet "${cargs[@]}" >"$d/challenge.out" 2>&1
   local st=$?
   # the arbiter (--games 1) exits by itself once the verdict and the transcript are out: give it
   # time (it returns as soon as it is done) rather than killing it mid-write on a slow machine
-  for _ in $(seq 1 600); do kill -0 "$apid" 2>/dev/null || break; sleep 0.1; done
+  wait_until 60 exited "$apid"
   kill "$apid" 2>/dev/null; wait "$apid" 2>/dev/null
   kill "$tpid" 2>/dev/null; wait "$tpid" 2>/dev/null
   local want=0; [ "$loser" = auditor ] && want=1
@@ -159,7 +153,7 @@ game inconsistent cheat-lr trainer "inconsistent answer" "" "" --cheat lr:7:0.5 
 # keep the case quick, yet long enough that the honest side cannot plausibly miss it on a loaded
 # machine: all it must do in time is the auditor's CHALLENGE right after its TLS handshake and
 # the arbiter's TLS connection to the trainer.
-DEADLINE=$((10000 * SLOW)) WHY="deadline exceeded" game silent cheat-lr trainer "no valid answer" "" "" --cheat lr:7:0.5 --misbehave silent \
+DEADLINE=$(dl 10000) WHY="deadline exceeded" game silent cheat-lr trainer "no valid answer" "" "" --cheat lr:7:0.5 --misbehave silent \
   --idle-ms 600000
 # a trainer that signed two different roots for one run: it serves another commitment than the
 # one the auditor holds (the same run re-committed after an edit, signed by the same key)

@@ -18,7 +18,7 @@ if [ -z "$MPIRUN" ]; then echo "dp: this build has no MPI (VT_MPI): skipped"; ex
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 export OMPI_MCA_btl_vader_single_copy_mechanism=none
 # a hang guard only (never a timing assertion): a run that stopped waiting for a dead rank fails here
-mpi() { local np=$1; shift; timeout -k 10 600 "$MPIRUN" --oversubscribe --allow-run-as-root -np "$np" "$@"; }
+mpi() { local np=$1; shift; timeout -k 10 "$(vt_scale 600)" "$MPIRUN" --oversubscribe --allow-run-as-root -np "$np" "$@"; }
 
 "$TRAINER" keygen "$T/key" >/dev/null || bad "keygen"
 # small recipes, batch 12 (a multiple of 1, 2, 3 and 4), every other state committed
@@ -77,12 +77,12 @@ if [ $st != 0 ]; then
 fi
 # ranks given different recipes (MPMD: rank 1 another learning rate), a rank that cannot load its data
 refused 64 "rank 1 of 2: its manifest (recipe, dataset or --init file) differs from rank 0's" "$T/r4" -- \
-  timeout -k 10 600 "$MPIRUN" --oversubscribe --allow-run-as-root \
+  timeout -k 10 "$(vt_scale 600)" "$MPIRUN" --oversubscribe --allow-run-as-root \
   -np 1 "$TRAINER" train --run "$T/r4" --key "$T/key" "${MLP[@]}" : \
   -np 1 "$TRAINER" train --run "$T/r4" --key "$T/key" "${MLP[@]}" --set lr=0.01
 mkdir -p "$T/nodata"
 refused 2 "rank 1 of 2: " "$T/r5" -- \
-  timeout -k 10 600 "$MPIRUN" --oversubscribe --allow-run-as-root \
+  timeout -k 10 "$(vt_scale 600)" "$MPIRUN" --oversubscribe --allow-run-as-root \
   -np 1 "$TRAINER" train --run "$T/r5" --key "$T/key" "${MLP[@]}" : \
   -np 1 "$TRAINER" train --run "$T/r5" --key "$T/key" "${MLP[@]}" --data-dir "$T/nodata"
 
@@ -138,12 +138,9 @@ LONG=("${MLP[@]}" --set steps=1000 --set state_hash_every=10 --set checkpoint_ev
 mpi 2 "$TRAINER" train --run "$T/ext" --key "$T/key" "${LONG[@]}" --quiet >"$T/ext.out" 2>&1 &
 bg=$!
 victim=
-for _ in $(seq 1 3000); do
-  n=$(sqlite3 "$T/ext/run.db" 'SELECT count(*) FROM steps' 2>/dev/null)
-  if [ "${n:-0}" -ge 5 ]; then victim=$(rank_pid 1 "$T/ext"); break; fi
-  kill -0 $bg 2>/dev/null || break
-  sleep 0.05
-done
+five_steps_or_exit() { [ "$(sqlite3 "$T/ext/run.db" 'SELECT count(*) FROM steps' 2>/dev/null)" -ge 5 ] 2>/dev/null || ! kill -0 $bg 2>/dev/null; }
+wait_until 150 five_steps_or_exit
+[ "$(sqlite3 "$T/ext/run.db" 'SELECT count(*) FROM steps' 2>/dev/null)" -ge 5 ] 2>/dev/null && victim=$(rank_pid 1 "$T/ext")
 [ -n "$victim" ] && kill -9 "$victim"
 wait $bg
 st=$?

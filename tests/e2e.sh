@@ -108,11 +108,7 @@ LONG=(--set dataset=digits --set 'layers=[64,64,10]' --set steps=3000 --set batc
       --order pairwise)
 "$TRAINER" train --run "$T/r3" --key "$T/key" "${LONG[@]}" --quiet >/dev/null 2>&1 &
 pid=$!
-for _ in $(seq 1 3000); do
-  [ -f "$T/r3/checkpoints/ckpt-000000000100.vtck" ] && break
-  kill -0 "$pid" 2>/dev/null || break
-  sleep 0.01
-done
+wait_until 120 file_or_exit "$T/r3/checkpoints/ckpt-000000000100.vtck" "$pid"
 kill -9 "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
 # the kill must have landed mid-run, or this part would test nothing
 [ -f "$T/r3/checkpoints/ckpt-000000000100.vtck" ] && [ ! -f "$T/r3/commitment.vtc" ] && ok ||
@@ -121,21 +117,23 @@ kill -9 "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
 "$TRAINER" train --run "$T/r4" --key "$T/key" "${LONG[@]}" --quiet >/dev/null || bad "uninterrupted long run"
 cmp -s "$T/r3/commitment.vtc" "$T/r4/commitment.vtc" && ok || bad "commitment after kill -9 + resume differs"
 
-# --- hostile files: a clear exit 2, no crash
+# --- hostile files: a clear exit 2, no crash; a checkpoint file whose bytes are not the recorded
+# ones is a run changed after committing: REJECTED, "checkpoint altered" (exit 1, WANT=1)
 hostile() { # name, command that damages $T/h
   local name=$1; shift
   rm -rf "$T/h"; cp -r "$T/run" "$T/h"
   eval "$*"
   "$AUDITOR" verify "$T/h" --quiet >"$T/h.out" 2>&1
   local st=$?
-  [ "$st" = 2 ] && ok || bad "hostile $name: exit $st (expected 2): $(cat "$T/h.out")"
+  [ "$st" = "${WANT:-2}" ] && { [ "${WANT:-2}" = 2 ] || grep -q "checkpoint altered" "$T/h.out"; } && ok ||
+    bad "hostile $name: exit $st (expected ${WANT:-2}): $(cat "$T/h.out")"
 }
 hostile "truncated store"     'truncate -s 3000 "$T/h/run.db"'
 hostile "garbage store"       'head -c 50000 /dev/urandom >"$T/h/run.db"'
 hostile "empty store"         ': >"$T/h/run.db"'
 hostile "missing store"       'rm "$T/h/run.db"'
-hostile "truncated checkpoint" 'truncate -s 20 "$T/h/checkpoints/ckpt-000000000010.vtck"'
-hostile "garbage checkpoint"  'head -c 3000 /dev/urandom >"$T/h/checkpoints/ckpt-000000000010.vtck"'
+WANT=1 hostile "truncated checkpoint" 'truncate -s 20 "$T/h/checkpoints/ckpt-000000000010.vtck"'
+WANT=1 hostile "garbage checkpoint"  'head -c 3000 /dev/urandom >"$T/h/checkpoints/ckpt-000000000010.vtck"'
 hostile "truncated commitment" 'truncate -s 100 "$T/h/commitment.vtc"'
 hostile "garbage commitment"  'head -c 176 /dev/urandom >"$T/h/commitment.vtc"'
 hostile "missing commitment"  'rm "$T/h/commitment.vtc"'
@@ -237,7 +235,7 @@ if [ -z "${VT_QUICK:-}" ]; then
 # malformed or out-of-range numbers on the command line: exit 64 and a message naming the option
 num64() { # option-name-in-message, command...
   local opt=$1; shift
-  timeout 300 "$@" >/dev/null 2>"$T/num.err" </dev/null  # a hang guard: a busy machine must still pass
+  timeout "$(vt_scale 300)" "$@" >/dev/null 2>"$T/num.err" </dev/null  # a hang guard: a busy machine must still pass
   local st=$?
   if [ "$st" = 64 ] && grep -q -- "$opt" "$T/num.err"; then ok; else bad "$* -> exit $st: $(cat "$T/num.err")"; fi
 }

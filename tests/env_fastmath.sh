@@ -11,6 +11,7 @@
 # Exit 77 (skipped) where no C compiler is found or its -ffast-math does not set flush-to-zero.
 set -u
 B=$(cd "$1" && pwd)
+. "$(dirname "$0")/lib.sh" # the hang guards: vt_scale
 T=$(mktemp -d /tmp/vt-env.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 pass=0
@@ -97,7 +98,7 @@ if LD_LIBRARY_PATH="$T/plain" "$B/auditor" verify "$T/run" --pubkey "$T/key.pub"
 # refuse: exit STATUS, the message names the cause, on stderr or stdout
 refused() {
   local what=$1; shift
-  LD_LIBRARY_PATH="$T/fast" timeout 120 "$@" >"$T/out" 2>&1
+  LD_LIBRARY_PATH="$T/fast" timeout "$(vt_scale 120)" "$@" >"$T/out" 2>&1
   local st=$?
   if [ "$st" != 2 ]; then bad "$what: exit $st, expected 2: $(cat "$T/out")"; return; fi
   if ! grep -q "flushes subnormals to zero" "$T/out" || ! grep -q "$CAUSE" "$T/out" ||

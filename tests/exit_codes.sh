@@ -109,6 +109,35 @@ want 64 '--step 3: no checkpoint at that step' -- "$TR" export "$T/ok" --out "$T
 "$TR" keygen "$T/other" >/dev/null
 want 1 'signed by another key' -- "$TR" export "$T/ok" --out "$T/t.st" --pubkey "$T/other.pub"
 
+# --- a run changed after it was committed (the trainer's threat, docs/dispute.md) is REJECTED, never
+# CANNOT CHECK: the replay from step 0 checks the rest without it (issue 37)
+# ckfile NAME STEP rm|truncate REGEX [verify args]: a recorded checkpoint file deleted or truncated
+ckfile() {
+  rm -rf "$T/t"; cp -r "$T/ok" "$T/t"
+  local f; f="$T/t/checkpoints/ckpt-$(printf %012d "$2").vtck"
+  if [ "$3" = rm ]; then rm -f "$f"; else truncate -s 10 "$f"; fi
+  want 1 "$4" -- "$AU" verify "$T/t" --quiet "${@:5}"
+}
+ckfile "deleted checkpoint" 4 rm 'the checkpoint of step 4, recorded in the run store, is missing'
+ckfile "deleted checkpoint, a segment starts there" 4 rm 'the checkpoint of step 4, recorded in the run store, is missing' --jobs 2
+ckfile "deleted final checkpoint" 8 rm 'the checkpoint of step 8, recorded in the run store, is missing'
+ckfile "truncated checkpoint" 4 truncate 'the checkpoint of step 4 does not match the hash recorded for it: .*truncated'
+# the manifest edited in the store without its recorded hash (re-hashed, it is e2e's "manifest mismatch")
+rm -rf "$T/t"; cp -r "$T/ok" "$T/t"
+sqlite3 "$T/t/run.db" "UPDATE meta SET value = CAST(replace(CAST(value AS TEXT), '\"steps\":8', '\"steps\":7') AS BLOB)
+  WHERE key = 'manifest'" || bad "sqlite manifest"
+want 1 'the manifest does not match its recorded hash \(recipe or dataset altered\)' -- "$AU" verify "$T/t" --quiet
+want 1 'the manifest does not match its recorded hash' -- "$TR" export "$T/t" --out "$T/t.st" --pubkey "$T/key.pub"
+
+# --- --resume: a directory that was never created is nothing to resume (2, nothing created); one
+# that exists without a complete run.db (its creation interrupted) starts the run
+want 2 'cannot open run store .*never/made/run.db' -- "$TR" train --run "$T/never/made" --key "$T/key" "${S[@]}" --resume
+[ ! -e "$T/never" ] && ok || bad "--resume of a directory that was never created created it"
+mkdir "$T/empty"
+want 0 'has no run.db \(its creation was interrupted\): starting the run' -- \
+  "$TR" train --run "$T/empty" --key "$T/key" "${S[@]}" --resume
+cmp -s "$T/empty/commitment.vtc" "$T/ok/commitment.vtc" && ok || bad "--resume of an empty directory: another commitment"
+
 # --- eval: an unknown dataset is 64 as in train; an unreadable run 2
 want 64 'unknown dataset "nosuch"' -- "$TR" eval --run "$T/ok" --dataset nosuch
 want 64 'does not fit the model' -- "$TR" eval --run "$T/ok" --dataset digits

@@ -48,7 +48,7 @@ case_resets() { # finding 1: the chain of a 40-step segment and uncached inputs,
   train big "${W[@]}" || return
   local d="$T/resets" why; mkdir -p "$d"
   start_relay "$d" relay "$d/tp" pending 200 || { bad "resets: relay"; return; }
-  start_arbiter "$d" --games 1 --deadline-ms $((30000 * SLOW)) --clock-ms $((300000 * SLOW)) ||
+  start_arbiter "$d" --games 1 --deadline-ms "$(dl 30000)" --clock-ms "$(dl 300000)" ||
     { bad "resets: arbiter"; return; }
   start_trainer "$d" big --advertise 127.0.0.1:"$RPORT" || { bad "resets: trainer"; return; }
   challenge "$d" big "$T/ak" "$d/out" --lie 27:17
@@ -66,7 +66,7 @@ case_resets() { # finding 1: the chain of a 40-step segment and uncached inputs,
 case_resume() { # finding 2: every auditor<->arbiter connection reset after a few of the arbiter's messages
   need cheat || return
   local d="$T/resume" why; mkdir -p "$d"
-  start_arbiter "$d" --games 1 --deadline-ms $((30000 * SLOW)) || { bad "resume: arbiter"; return; }
+  start_arbiter "$d" --games 1 --deadline-ms "$(dl 30000)" || { bad "resume: arbiter"; return; }
   start_trainer "$d" cheat --cheat lr:7:0.5 || { bad "resume: trainer"; return; }
   start_relay "$d" relay "$d/ap" chunks 6 || { bad "resume: relay"; return; }
   AADDR=127.0.0.1:$RPORT challenge "$d" cheat "$T/ak" "$d/out"
@@ -86,13 +86,13 @@ case_resume() { # finding 2: every auditor<->arbiter connection reset after a fe
 case_gone() { # finding 2: an auditor that does not come back within its clock is not convicted
   need honest || return
   local d="$T/gone" why; mkdir -p "$d"
-  start_arbiter "$d" --games 1 --deadline-ms $((3000 * SLOW)) --clock-ms $((6000 * SLOW)) || { bad "gone: arbiter"; return; }
+  start_arbiter "$d" --games 1 --deadline-ms "$(dl 3000)" --clock-ms "$(dl 6000)" || { bad "gone: arbiter"; return; }
   start_trainer "$d" honest || { bad "gone: trainer"; return; }
   "$B/auditor-test" challenge "$T/honest" --service "$d/service.vtsr" --arbiter 127.0.0.1:"$APORT" --key "$T/ak" \
     --arbiter-key "$T/rk.pub" --lie 9:3 >"$d/out" 2>&1 &
-  local apid=$! i
+  local apid=$!
   PIDS+=("$apid")
-  for ((i = 0; i < 3000 * SLOW; i++)); do grep -q "arbiter asks" "$d/out" && break; sleep 0.1; done
+  wait_until $((300 * SLOW)) line_or_exit "$d/out" "arbiter asks" "$apid"
   kill -9 "$apid"; wait "$apid" 2>/dev/null
   arbiter_done; stop "$TPID"
   if why=$(rederive "$d" "verdict against nobody (auditor gone)"); then ok "gone: nobody at fault, re-derived"
@@ -121,7 +121,7 @@ case_records() { # finding 3 (and 5: a record from the arbiter's future)
   start_trainer "$d" honest || { bad "records: trainer"; return; }
   stop "$TPID"
   "$B/vt_record" "$T/tk" "$d/service.vtsr" "$d/expired.vtsr" -1000 -10 >/dev/null || { bad "records: vt_record"; return; }
-  start_arbiter "$d" --games 1 --deadline-ms $((2000 * SLOW)) --clock-ms $((4000 * SLOW)) || { bad "records: arbiter"; return; }
+  start_arbiter "$d" --games 1 --deadline-ms "$(dl 2000)" --clock-ms "$(dl 4000)" || { bad "records: arbiter"; return; }
   SERVICE=$d/expired.vtsr challenge "$d" honest "$T/ak" "$d/out-expired" --lie 9:3; st=$?
   arbiter_done
   [ $st = 2 ] && grep -q "against nobody (expired service record)" "$d/out-expired" &&
@@ -174,12 +174,12 @@ case_records() { # finding 3 (and 5: a record from the arbiter's future)
 case_admission() { # finding 7: a colluder answering late cannot hold a run's slot past the honest auditor's wait
   need cheat || return
   local d="$T/admission" why; mkdir -p "$d"
-  start_arbiter "$d" --games 2 --games-per-commitment 1 --deadline-ms $((4000 * SLOW)) || { bad "admission: arbiter"; return; }
+  start_arbiter "$d" --games 2 --games-per-commitment 1 --deadline-ms "$(dl 4000)" || { bad "admission: arbiter"; return; }
   start_trainer "$d" cheat --cheat lr:7:0.5 || { bad "admission: trainer"; return; }
   # the colluder: a lying auditor of the cheater's run, each answer 1.5 s late (within the deadline)
-  challenge "$d" cheat "$T/ak1" "$d/out-slow" --lie 9:3 --slow $((1500 * SLOW)) &
-  local spid=$! i
-  for ((i = 0; i < 3000 * SLOW; i++)); do grep -q "arbiter asks" "$d/out-slow" 2>/dev/null && break; sleep 0.1; done
+  challenge "$d" cheat "$T/ak1" "$d/out-slow" --lie 9:3 --slow "$(dl 1500)" &
+  local spid=$!
+  wait_until $((300 * SLOW)) line_or_exit "$d/out-slow" "arbiter asks" "$spid"
   challenge "$d" cheat "$T/ak2" "$d/out-honest"
   local st=$?
   wait "$spid"

@@ -17,7 +17,7 @@ e2e_begin nccl_train "$1"
 MPIRUN=${2:-}
 if [ -z "$MPIRUN" ]; then echo "nccl_train: this build has no MPI (VT_MPI): skipped"; exit 77; fi
 # as root in CI: ctest's environment (tests/cmake/dist.cmake's VT_MPI_TEST_ENV); a hang guard only
-mpi() { timeout -k 10 600 "$MPIRUN" --oversubscribe --allow-run-as-root -np "$@"; }
+mpi() { timeout -k 10 "$(vt_scale 600)" "$MPIRUN" --oversubscribe --allow-run-as-root -np "$@"; }
 root_of() { grep "^merkle root" "$1" | awk '{print $3}'; }
 
 "$TRAINER" keygen "$T/key" >/dev/null || bad "keygen"

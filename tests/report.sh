@@ -8,6 +8,7 @@
 # Usage: report.sh BUILD_DIR
 set -u
 B=$(cd "$1" && pwd)
+. "$(dirname "$0")/lib.sh" # the hang guards: vt_scale
 T=$(mktemp -d /tmp/vt-report.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 pass=0
@@ -27,7 +28,7 @@ mkdir -p "$ART"
 
 # headless Chromium as root (no sandbox), its profile in $T, nothing from the network to fetch
 chrome() {
-  HOME="$T" timeout 180 "$CHROMIUM" --headless --no-sandbox --disable-gpu --no-first-run \
+  HOME="$T" timeout "$(vt_scale 180)" "$CHROMIUM" --headless --no-sandbox --disable-gpu --no-first-run \
     --user-data-dir="$T/chrome" --window-size=1100,3200 "$@" 2>>"$T/chrome.err"
 }
 # the DOM Chromium built from the page FILE, into OUT

@@ -18,7 +18,7 @@ if [ -z "$MPIRUN" ]; then echo "shard_state: this build has no MPI (VT_MPI): ski
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 export OMPI_MCA_btl_vader_single_copy_mechanism=none
 # a hang guard only (never a timing assertion)
-mpi() { local np=$1; shift; timeout -k 10 600 "$MPIRUN" --oversubscribe --allow-run-as-root -np "$np" "$@"; }
+mpi() { local np=$1; shift; timeout -k 10 "$(vt_scale 600)" "$MPIRUN" --oversubscribe --allow-run-as-root -np "$np" "$@"; }
 
 "$TRAINER" keygen "$T/key" >/dev/null || bad "keygen"
 COMMON=(--set batch=12 --set steps=6 --set state_hash_every=2 --set checkpoint_every=4)

@@ -45,9 +45,11 @@ static double now_s(void)
  *    enforced, or a wait that should end promptly (a closed peer, a refused connection, an
  *    over-limit header) but runs to its own deadline instead. OK_MS is longer than HANG_S, so a
  *    wait that runs to an OK_MS deadline fails the bound.
- *  - Lower bounds are exact: the transport promises that a deadline never expires early. */
-#define OK_MS 60000
-#define HANG_S 30.0
+ *  - Lower bounds are exact: the transport promises that a deadline never expires early.
+ * OK_MS and HANG_S are hang guards: both scale with VT_TEST_TIMEOUT_SCALE (vt_test_timeout_scale),
+ * so that OK_MS stays the longer. */
+#define OK_MS ((int)(60000 * vt_test_timeout_scale()))
+#define HANG_S (30.0 * vt_test_timeout_scale())
 
 /* One-way signals between the test's threads, over a pipe. */
 static void sig_init(int p[2]) { CHECK(pipe(p) == 0, "pipe: %s", strerror(errno)); }

@@ -1,3 +1,42 @@
+# Hang guards. Every test's TIMEOUT is set by vt_test_timeout(NAME SECONDS): SECONDS is at least 5x
+# the test's time on a quiet 2-core machine (measured with ctest -j2 beside other work, so upper
+# bounds: each figure beside its call; the sanitizer build runs with the same values), times
+# VT_TEST_TIMEOUT_SCALE, an environment variable read at configure time (a positive number, default
+# 1: e.g. VT_TEST_TIMEOUT_SCALE=3 cmake -S . -B build for a slower or busier machine). The same value
+# is passed to every test in its environment, where the scripts' own waits and deadlines
+# (tests/lib.sh) and the C tests' (vt_test_timeout_scale, tests/vt_test.c) scale by it. A test
+# registered without vt_test_timeout stops the configure. No test measures wall time.
+set(VT_TEST_TIMEOUT_SCALE "$ENV{VT_TEST_TIMEOUT_SCALE}")
+if(VT_TEST_TIMEOUT_SCALE STREQUAL "")
+  set(VT_TEST_TIMEOUT_SCALE 1)
+endif()
+if(NOT VT_TEST_TIMEOUT_SCALE MATCHES "^([0-9]+)(\\.([0-9]*))?$")
+  message(FATAL_ERROR "VT_TEST_TIMEOUT_SCALE=${VT_TEST_TIMEOUT_SCALE}: expected a positive number (e.g. 1, 2.5)")
+endif()
+# the scale in thousandths (CMake's arithmetic is integer); the leading 1 keeps zeros decimal
+string(SUBSTRING "${CMAKE_MATCH_3}000" 0 3 _vt_scale_frac)
+math(EXPR _vt_scale_milli "${CMAKE_MATCH_1} * 1000 + 1${_vt_scale_frac} - 1000")
+if(_vt_scale_milli LESS 1 OR _vt_scale_milli GREATER 10000000)
+  message(FATAL_ERROR "VT_TEST_TIMEOUT_SCALE=${VT_TEST_TIMEOUT_SCALE}: expected a number from 0.001 to 10000")
+endif()
+function(vt_test_timeout name seconds)
+  math(EXPR t "(${seconds} * ${_vt_scale_milli} + 999) / 1000")
+  set_tests_properties(${name} PROPERTIES TIMEOUT ${t} VT_HANG_GUARD ${seconds})
+endfunction()
+# at the end of the directory (after every fragment and module): every test has its hang guard, and
+# gets the scale in its environment (appended: a test's own ENVIRONMENT is kept)
+function(_vt_check_hang_guards)
+  get_property(tests DIRECTORY ${CMAKE_SOURCE_DIR} PROPERTY TESTS)
+  foreach(t IN LISTS tests)
+    get_test_property(${t} VT_HANG_GUARD g)
+    if(NOT g)
+      message(FATAL_ERROR "test ${t} has no hang guard: set its TIMEOUT with vt_test_timeout (tests/tests.cmake)")
+    endif()
+    set_property(TEST ${t} APPEND PROPERTY ENVIRONMENT "VT_TEST_TIMEOUT_SCALE=${VT_TEST_TIMEOUT_SCALE}")
+  endforeach()
+endfunction()
+cmake_language(DEFER DIRECTORY ${CMAKE_SOURCE_DIR} CALL _vt_check_hang_guards)
+
 # Every tests/test_*.c is one ctest executable linked against all project libraries.
 # A test that cannot run here (e.g. needs a GPU) exits 77 and is reported as skipped.
 # test_exact checks the exact accumulator against MPFR, a test-only dependency (libmpfr-dev,
@@ -17,7 +56,8 @@ foreach(src IN LISTS VT_TEST_SOURCES)
   target_link_libraries(${name} PRIVATE vt_cheats ${VT_TEST_LIBS})
   target_include_directories(${name} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/tests)
   add_test(NAME ${name} COMMAND ${name} WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})
-  set_tests_properties(${name} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900)
+  set_tests_properties(${name} PROPERTIES SKIP_RETURN_CODE 77)
+  vt_test_timeout(${name} 900) # quiet: 138 s at most (test_cert_cnn)
   if(name STREQUAL "test_exact")
     target_link_libraries(${name} PRIVATE PkgConfig::MPFR)
   endif()

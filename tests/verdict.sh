@@ -24,6 +24,7 @@
 #     ends after the record's expiry.
 set -u
 B=$(cd "$1" && pwd)
+. "$(dirname "$0")/lib.sh" # the hang guards: vt_scale, wait_until
 T=$(mktemp -d /tmp/vt-verdict.XXXXXX)
 PIDS=()
 cleanup() { # VT_VERDICT_KEEP=1 keeps the work folder (its transcripts)
@@ -36,6 +37,7 @@ fail=0
 ok() { pass=$((pass + 1)); echo "ok: $*"; }
 bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
 SLOW=1; [ "${VT_ASAN:-0}" = 1 ] && SLOW=4
+dl() { vt_scale $(($1 * SLOW)); } # dl MS: a deadline an honest party must meet (a hang guard)
 
 for k in tk rk ak fk; do "$B/trainer" keygen "$T/$k" >/dev/null || { echo "setup failed"; exit 1; }; done
 R=(--set subset=1000 --set 'layers=[784,128,10]' --set steps=12 --set batch=64 --set checkpoint_every=4
@@ -45,20 +47,15 @@ R=(--set subset=1000 --set 'layers=[784,128,10]' --set steps=12 --set batch=64 -
   "$B/trainer-test" train --run "$T/other" --key "$T/tk" "${R[@]}" --set seed=7 >/dev/null ||
   { echo "training failed"; exit 1; }
 
-wait_file() { # FILE PID: a server's port file (written atomically); at most 120 s
-  local i
-  for ((i = 0; i < 2400; i++)); do
-    [ -s "$1" ] && return 0
-    kill -0 "$2" 2>/dev/null || { [ -s "$1" ] && return 0; echo "server $2 exited" >&2; return 1; }
-    sleep 0.05
-  done
-  return 1
+wait_file() { # FILE PID: a server's port file (written atomically); at most 120 s (scaled)
+  wait_until 120 file_or_exit "$1" "$2"
+  [ -s "$1" ] || { echo "server $2: no $1" >&2; return 1; }
 }
 # start_arbiter DIR KEY [args]: sets APID, APORT
 start_arbiter() {
   local d=$1 key=$2; shift 2; mkdir -p "$d/tr"; rm -f "$d/ap"
   "$B/arbiter" serve --listen 127.0.0.1:0 --key "$key" --port-file "$d/ap" --transcripts "$d/tr" \
-    --deadline-ms $((20000 * SLOW)) --clock-ms $((60000 * SLOW)) "$@" >>"$d/arbiter.log" 2>&1 &
+    --deadline-ms "$(dl 20000)" --clock-ms "$(dl 60000)" "$@" >>"$d/arbiter.log" 2>&1 &
   APID=$!; PIDS+=("$APID")
   wait_file "$d/ap" "$APID" || { echo "arbiter did not start: $(tail -3 "$d/arbiter.log")"; exit 1; }
   APORT=$(cat "$d/ap")
@@ -182,7 +179,8 @@ D=$T/expired; mkdir -p "$D"
 start_trainer "$D" "$T/run" --misbehave short-record --record-ttl 2
 cp "$D/service.vtsr" "$D/old.vtsr"
 start_arbiter "$D" "$T/rk"
-for ((i = 0; i < 100; i++)); do cmp -s "$D/service.vtsr" "$D/old.vtsr" || break; sleep 0.1; done
+resigned() { ! cmp -s "$D/service.vtsr" "$D/old.vtsr"; }
+wait_until 30 resigned
 cmp -s "$D/service.vtsr" "$D/old.vtsr" && bad "the serving trainer did not re-sign its record" ||
   ok "the serving trainer re-signs its record before it expires"
 "$B/trainer" serve "$T/run" --listen 127.0.0.1:0 --key "$T/tk" --arbiter-key "$T/rk.pub" --record-ttl 2 >"$D/o" 2>&1

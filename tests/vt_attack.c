@@ -32,6 +32,10 @@
 #include "merkle/vt_sign.h"
 #include "protocol/vt_proto.h"
 #include "store/vt_commitment.h"
+#include "vt_test.h"
+
+/* A wait that should end (a handshake, a reply): a hang guard, scaled (VT_TEST_TIMEOUT_SCALE) */
+#define GUARD_MS(ms) ((int)((ms) * vt_test_timeout_scale()))
 
 static void die(const char *what)
 {
@@ -80,7 +84,7 @@ static void print_reply(vt_conn *c, int deadline_ms)
 static vt_conn *tls_open(const char *addr, const vt_keypair *kp)
 {
     vt_conn *c = NULL;
-    if (vt_connect(addr, kp, NULL, 3000, &c, NULL)) return NULL;
+    if (vt_connect(addr, kp, NULL, GUARD_MS(3000), &c, NULL)) return NULL;
     return c;
 }
 
@@ -180,7 +184,7 @@ int main(int argc, char **argv)
             return 64;
         }
         if (e) die("send");
-        print_reply(c, 5000);
+        print_reply(c, GUARD_MS(5000));
         vt_conn_close(c);
         return 0;
     }
@@ -192,7 +196,7 @@ int main(int argc, char **argv)
         er.code = 1;
         snprintf(er.message, sizeof er.message, "%s", argv[3]);
         if (vt_send_msg(c, VT_MSG_ERROR, &er, &kp)) die("send");
-        print_reply(c, 5000);
+        print_reply(c, GUARD_MS(5000));
         vt_conn_close(c);
         return 0;
     }
@@ -215,7 +219,7 @@ int main(int argc, char **argv)
         memcpy(ch.arbiter_pk, vt_conn_peer_pk(c), 32); /* the arbiter it is made before */
         if (vt_send_msg(c, VT_MSG_CHALLENGE, &ch, &kp)) die("send");
         /* answer nothing: a verdict comes when the game needs no auditor answer (or by deadline) */
-        print_reply(c, 120000);
+        print_reply(c, GUARD_MS(120000));
         vt_conn_close(c);
         return 0;
     }

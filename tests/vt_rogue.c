@@ -37,6 +37,10 @@
 #include "game/vt_game.h"
 #include "merkle/vt_sign.h"
 #include "protocol/vt_proto.h"
+#include "vt_test.h"
+
+/* A wait that should end (a handshake, a reply): a hang guard, scaled (VT_TEST_TIMEOUT_SCALE) */
+#define GUARD_MS(ms) ((int)((ms) * vt_test_timeout_scale()))
 #include "store/vt_commitment.h"
 
 static void die(const char *what)
@@ -254,7 +258,7 @@ static int cmd_rogue_game(const char *addr, const char *run_dir, const char *ser
     snprintf(gn.text, sizeof gn.text, "a rogue arbiter's game");
     append_msg(t, VT_TR_NOTE, VT_MSG_NOTE, &gn, 0, &kp);
     vt_conn *c = NULL;
-    if (vt_connect(addr, &kp, ch.commitment + 80, 3000, &c, NULL)) die("connect to the trainer");
+    if (vt_connect(addr, &kp, ch.commitment + 80, GUARD_MS(3000), &c, NULL)) die("connect to the trainer");
     vt_conn_set_transcript(c, t);
     vt_msg_q_service q;
     vt_commitment_bytes_hash(ch.commitment, q.commitment_hash);
@@ -266,7 +270,7 @@ static int cmd_rogue_game(const char *addr, const char *run_dir, const char *ser
         if (vt_send_msg(c, k ? VT_MSG_Q_COMMITMENT : VT_MSG_Q_SERVICE, k ? (const void *)&qc : (const void *)&q, &kp))
             fprintf(stderr, "vt_rogue: send: %s\n", vt_errmsg());
         vt_msg m;
-        if (vt_recv_msg(c, VT_MSG_ANY, 5000, NULL, &m) == VT_OK) {
+        if (vt_recv_msg(c, VT_MSG_ANY, GUARD_MS(5000), NULL, &m) == VT_OK) {
             if (m.hdr.type == VT_MSG_ERROR)
                 printf("trainer reply ERROR code %u (%s): %s\n", m.body.error.code, vt_errc_name(m.body.error.code),
                        m.body.error.message);
@@ -309,7 +313,7 @@ static int cmd_fake_arbiter(const char *port_file, const char *key, int n)
             continue;
         }
         vt_msg m;
-        if (vt_recv_msg(c, VT_MSG_CHALLENGE, 10000, NULL, &m) == VT_OK) {
+        if (vt_recv_msg(c, VT_MSG_CHALLENGE, GUARD_MS(10000), NULL, &m) == VT_OK) {
             vt_msg_verdict v;
             memset(&v, 0, sizeof v);
             vt_commitment_bytes_hash(m.body.challenge.commitment, v.commitment_hash);

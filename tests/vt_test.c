@@ -47,3 +47,16 @@ uint64_t vt_test_seed(uint64_t dflt)
     printf("seed %llu (set VT_TEST_SEED to reproduce)\n", (unsigned long long)seed);
     return seed;
 }
+
+double vt_test_timeout_scale(void)
+{
+    const char *s = getenv("VT_TEST_TIMEOUT_SCALE");
+    if (!s || !*s) return 1.0;
+    char *end;
+    double v = strtod(s, &end);
+    if (*end || !(v > 0) || !(v <= 1e4)) {
+        fprintf(stderr, "VT_TEST_TIMEOUT_SCALE=%s: expected a positive number, at most 10000\n", s);
+        exit(64);
+    }
+    return v;
+}

@@ -4,7 +4,7 @@
 # directory.
 cmake_language(DEFER DIRECTORY ${CMAKE_SOURCE_DIR} CALL target_link_libraries auditor-test PRIVATE vt_cert)
 add_test(NAME cert COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/cert.sh ${CMAKE_BINARY_DIR})
-set_tests_properties(cert PROPERTIES TIMEOUT 600)
+vt_test_timeout(cert 600) # quiet: 73 s
 # vt_cert_resign: an altered certificate signed again (the one-pass check's rejections, tests/cert*.sh)
 add_executable(vt_cert_resign ${CMAKE_CURRENT_SOURCE_DIR}/tests/vt_cert_resign.c)
 target_link_libraries(vt_cert_resign PRIVATE vt_cert ${VT_TEST_LIBS})
@@ -21,13 +21,15 @@ endforeach()
 # the fuzzer's check (tests/fuzz/fuzz_vnnlib.c, -DVT_FUZZ_REPLAY); with -DVT_FUZZ=ON and clang the
 # libFuzzer target fuzz_vnnlib.
 add_test(NAME cert_onnx COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/cert_onnx.sh ${CMAKE_BINARY_DIR})
-set_tests_properties(cert_onnx PROPERTIES TIMEOUT 900 SKIP_RETURN_CODE 77)
+set_tests_properties(cert_onnx PROPERTIES SKIP_RETURN_CODE 77)
+vt_test_timeout(cert_onnx 900) # quiet: 9.7 s
 add_executable(fuzz_vnnlib_replay ${PROJECT_SOURCE_DIR}/tests/fuzz/fuzz_vnnlib.c)
 target_compile_definitions(fuzz_vnnlib_replay PRIVATE VT_FUZZ_REPLAY)
 target_include_directories(fuzz_vnnlib_replay PRIVATE ${PROJECT_SOURCE_DIR})
 target_link_libraries(fuzz_vnnlib_replay PRIVATE vt_cert)
 file(GLOB _vt_vnnlib_corpus ${PROJECT_SOURCE_DIR}/tests/corpus/vnnlib/*)
 add_test(NAME cert_vnnlib_corpus COMMAND fuzz_vnnlib_replay ${_vt_vnnlib_corpus})
+vt_test_timeout(cert_vnnlib_corpus 120) # quiet: <0.1 s
 if(VT_FUZZ AND CMAKE_C_COMPILER_ID MATCHES "Clang")
   # the parser compiled into the target (coverage instrumentation reaches it); the rest from vt_cert
   add_executable(fuzz_vnnlib ${PROJECT_SOURCE_DIR}/tests/fuzz/fuzz_vnnlib.c ${PROJECT_SOURCE_DIR}/cert/vt_vnnlib.c)
@@ -45,12 +47,14 @@ endif()
 # The residual CNN: tests/cert_cnn.sh (tiny resnet runs certified with IBP and CROWN, re-checked in
 # other orders); test_cert_cnn.c (the graph bounds against sampled inputs) comes from the glob.
 add_test(NAME cert_cnn COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/cert_cnn.sh ${CMAKE_BINARY_DIR})
-set_tests_properties(cert_cnn PROPERTIES TIMEOUT 300)
+vt_test_timeout(cert_cnn 300) # quiet: 13 s
 # Convolutional networks from ONNX: tests/cert_onnx_cnn.sh (a tiny resnet exported to ONNX, its
 # properties answered on the file against the run's verdicts; hostile Conv attributes refused).
 add_test(NAME cert_onnx_cnn COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/cert_onnx_cnn.sh ${CMAKE_BINARY_DIR})
-set_tests_properties(cert_onnx_cnn PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77)
+set_tests_properties(cert_onnx_cnn PROPERTIES SKIP_RETURN_CODE 77)
+vt_test_timeout(cert_onnx_cnn 300) # quiet: 12 s
 # FP32 overflow (tests/cert_fp32_overflow.sh): networks whose FP32 evaluation overflows while the real
 # one does not are never unsat; their in-range twins are.
 add_test(NAME cert_fp32_overflow COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/cert_fp32_overflow.sh ${CMAKE_BINARY_DIR})
-set_tests_properties(cert_fp32_overflow PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77)
+set_tests_properties(cert_fp32_overflow PROPERTIES SKIP_RETURN_CODE 77)
+vt_test_timeout(cert_fp32_overflow 300) # quiet: 3.6 s

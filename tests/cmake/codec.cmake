@@ -13,9 +13,9 @@ add_executable(replay_corpus ${PROJECT_SOURCE_DIR}/tests/replay_corpus.c)
 target_link_libraries(replay_corpus PRIVATE ${VT_TEST_LIBS})
 target_include_directories(replay_corpus PRIVATE ${PROJECT_SOURCE_DIR}/tests)
 add_test(NAME codec_corpus COMMAND replay_corpus steplog ${VT_STEPLOG_CORPUS})
-set_tests_properties(codec_corpus PROPERTIES TIMEOUT 120)
+vt_test_timeout(codec_corpus 120) # quiet: <0.1 s
 add_test(NAME msg_corpus COMMAND replay_corpus msg ${VT_MSG_CORPUS})
-set_tests_properties(msg_corpus PROPERTIES TIMEOUT 120)
+vt_test_timeout(msg_corpus 120) # quiet: <0.1 s
 
 if(VT_FUZZ)
   if(CMAKE_C_COMPILER_ID MATCHES "Clang")
@@ -44,7 +44,7 @@ if(VT_FUZZ)
 set -- \"$0\" '${_vt_steplog_fuzz_out}' '${VT_STEPLOG_CORPUS}' -runs=20000 -seed=1 -reload=0 && \
 if setarch \"$(uname -m)\" -R true 2>/dev/null; then exec setarch \"$(uname -m)\" -R \"$@\"; fi; exec \"$@\""
                      $<TARGET_FILE:fuzz_steplog>)
-    set_tests_properties(codec_fuzz_smoke PROPERTIES TIMEOUT 300)
+    vt_test_timeout(codec_fuzz_smoke 300) # not run here (the clang fuzz build)
   else()
     message(WARNING "VT_FUZZ=ON needs clang as the C compiler (CC=clang); fuzz_steplog is not built")
   endif()

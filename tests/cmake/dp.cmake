@@ -16,4 +16,5 @@ if(VT_SANITIZE)
   # reported as leaks (memory errors still are); the one-process runs are leak-checked by e2e
   list(APPEND VT_DP_ENV ASAN_OPTIONS=detect_leaks=0:abort_on_error=1)
 endif()
-set_tests_properties(dp PROPERTIES TIMEOUT 900 SKIP_RETURN_CODE 77 ENVIRONMENT "${VT_DP_ENV}")
+set_tests_properties(dp PROPERTIES SKIP_RETURN_CODE 77 ENVIRONMENT "${VT_DP_ENV}")
+vt_test_timeout(dp 900) # quiet: 90 s

@@ -9,7 +9,8 @@
 # codec_fuzz_smoke).
 foreach(kind IN ITEMS cert safetensors onnx manifest data ckpt)
   add_test(NAME ${kind}_corpus COMMAND replay_corpus ${kind} ${PROJECT_SOURCE_DIR}/tests/corpus/${kind})
-  set_tests_properties(${kind}_corpus PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
+  set_tests_properties(${kind}_corpus PROPERTIES SKIP_RETURN_CODE 77)
+  vt_test_timeout(${kind}_corpus 120) # quiet: <0.1 s at most (ckpt_corpus)
 endforeach()
 
 # name: the target; def: its definition in fuzz_target.c; kind: its corpus; runs: the smoke run's
@@ -31,8 +32,13 @@ set -- \"$0\" '${out}' '${PROJECT_SOURCE_DIR}/tests/corpus/${kind}' -runs=${runs
 -rss_limit_mb=2048 && \
 if setarch \"$(uname -m)\" -R true 2>/dev/null; then exec setarch \"$(uname -m)\" -R \"$@\"; fi; exec \"$@\""
                    $<TARGET_FILE:${name}>)
-  set_tests_properties(${kind}_fuzz_smoke PROPERTIES TIMEOUT 300)
+  vt_test_timeout(${kind}_fuzz_smoke 300) # not run here (the clang fuzz build)
 endfunction()
+
+# the step-message decoder's smoke run is registered by protocol/module.cmake, before this file
+if(TEST msg_fuzz_smoke)
+  vt_test_timeout(msg_fuzz_smoke 300) # not run here (the clang fuzz build)
+endif()
 
 if(VT_FUZZ AND CMAKE_C_COMPILER_ID MATCHES "Clang")
   vt_fuzz_file_target(fuzz_cert VT_FUZZ_CERT cert 20000 ${PROJECT_SOURCE_DIR}/cert/vt_cert_run.c

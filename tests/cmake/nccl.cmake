@@ -19,4 +19,6 @@ else()
 endif()
 add_test(NAME nccl_train COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/nccl_train.sh ${CMAKE_BINARY_DIR} "${_vt_mpiexec}"
          WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})
-set_tests_properties(test_nccl_np2 nccl_train PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 ENVIRONMENT "${VT_MPI_TEST_ENV}") # dist.cmake's
+set_tests_properties(test_nccl_np2 nccl_train PROPERTIES SKIP_RETURN_CODE 77 ENVIRONMENT "${VT_MPI_TEST_ENV}") # dist.cmake's
+vt_test_timeout(test_nccl_np2 600) # skipped here (no GPU)
+vt_test_timeout(nccl_train 600) # skipped here (no GPU)

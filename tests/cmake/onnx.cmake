@@ -2,4 +2,5 @@
 # checker and a NumPy evaluator reproduce trainer eval's predictions on tiny MLP and CNN runs.
 # Skipped (77) without python3-onnx and numpy, or in a build without ONNX support (run/onnx.cmake).
 add_test(NAME onnx_export COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/onnx_export.sh ${CMAKE_BINARY_DIR})
-set_tests_properties(onnx_export PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)
+set_tests_properties(onnx_export PROPERTIES SKIP_RETURN_CODE 77)
+vt_test_timeout(onnx_export 600) # quiet: 14 s

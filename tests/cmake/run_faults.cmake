@@ -5,4 +5,5 @@
 add_executable(vt_dbhold ${CMAKE_CURRENT_SOURCE_DIR}/tests/vt_dbhold.c)
 target_link_libraries(vt_dbhold PRIVATE PkgConfig::SQLITE)
 add_test(NAME run_faults COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/run_faults.sh ${CMAKE_BINARY_DIR})
-set_tests_properties(run_faults PROPERTIES TIMEOUT 1200 SKIP_RETURN_CODE 77)
+set_tests_properties(run_faults PROPERTIES SKIP_RETURN_CODE 77)
+vt_test_timeout(run_faults 1200) # quiet: 115 s
