@@ -7,7 +7,8 @@
  *                                                 under KEY) that send nothing, reopened when dropped
  *   vt_attack flood HOST:PORT SECONDS             handshake flood: connect, handshake, close, repeat
  *   vt_attack query HOST:PORT TYPE [KEY]          one question (chain: Q_CHAIN over the whole run,
- *                                                 inputs: Q_INPUTS, leaf: Q_LEAF, garbage: a malformed
+ *                                                 inputs[:J]: Q_INPUTS of operation J (default 1) of step 5,
+ *                                                 leaf: Q_LEAF, garbage: a malformed
  *                                                 frame) under a fresh key or KEY; prints the reply
  *   vt_attack error-challenge HOST:PORT TEXT      an ERROR frame carrying TEXT in place of a CHALLENGE
  *   vt_attack challenge HOST:PORT RUN_DIR SERVICE [STEP]  a CHALLENGE of RUN_DIR's commitment with the
@@ -168,8 +169,8 @@ int main(int argc, char **argv)
         if (strcmp(argv[3], "chain") == 0) {
             vt_msg_q_chain q = {0, 1000000, 5};
             e = vt_send_msg(c, VT_MSG_Q_CHAIN, &q, &kp);
-        } else if (strcmp(argv[3], "inputs") == 0) {
-            vt_msg_q_inputs q = {5, 1};
+        } else if (strcmp(argv[3], "inputs") == 0 || strncmp(argv[3], "inputs:", 7) == 0) {
+            vt_msg_q_inputs q = {5, argv[3][6] == ':' ? (uint32_t)atoi(argv[3] + 7) : 1};
             e = vt_send_msg(c, VT_MSG_Q_INPUTS, &q, &kp);
         } else if (strcmp(argv[3], "leaf") == 0) {
             vt_msg_q_step q = {1};
