@@ -396,6 +396,14 @@ static void test_questions(void)
     CHECK(bits32(Z) == 0x31800000u, "the sm90-fp16 GEMM of zero-huge-fp16: 0x%08X", bits32(Z));
     CHECK_OK(vt_tc_gemm(&zc, 1, 1, 2, X, Y, &Z));
     CHECK(bits32(Z) == 0, "the zero-counted GEMM of zero-huge-fp16: 0x%08X", bits32(Z));
+    /* a group of no product: its missing products are +0 * +0 (the GPU's tile), which the counted
+     * variant counts (FP16: 2 emin = -28, bottom 2^-53): c = 2^-100 is cut to +0; not counted: kept */
+    uint16_t z16[16] = {0};
+    CHECK(vt_tc_group(&zc, 0x0D800000u, z16, z16, 0) == 0 && vt_tc_group(&zc, 0x0D800000u, z16, z16, 16) == 0,
+          "counted zeros: c = 2^-100 alone");
+    CHECK(vt_tc_group(&vt_tc_sm90_fp16, 0x0D800000u, z16, z16, 0) == 0x0D800000u &&
+              vt_tc_group(&vt_tc_sm90_fp16, 0x0D800000u, z16, z16, 16) == 0x0D800000u,
+          "zeros not counted: c = 2^-100 alone");
 }
 
 /* The digest of generated groups per model (docs/tensorcore.md "Known answers"): seed 28,
@@ -596,7 +604,7 @@ static void test_gemm_paths(void)
     for (int impl = 0; impl < 8; impl++) nimpl += vt_tc_impl_name(impl) != NULL;
     CHECK(vt_tc_impl_name(0) && strcmp(vt_tc_impl_name(0), "scalar") == 0, "the scalar implementation is always there");
     for (size_t m = 0; m < N_MODELS; m++)
-        for (int variant = 0; variant < 6; variant++)
+        for (int variant = 0; variant < 7; variant++)
             for (int mix = 0; mix < 7; mix++) {
                 vt_tc_arch A = *base[m];
                 if (variant == 1) A.align = VT_TC_ALIGN_FLOOR;
@@ -606,6 +614,10 @@ static void test_gemm_paths(void)
                 if (variant == 5) { /* the zeros' variants: the GEMM folds vt_tc_group (one mix in two: slow) */
                     if (mix % 2 || mix == 6) continue;
                     A.zero_exp = VT_TC_ZERO_EXP_FIELDS, A.zero_sign = VT_TC_ZERO_POS;
+                }
+                if (variant == 6) { /* E4M3 in a narrow window: the subnormals' exponents decide bits */
+                    if (A.type != VT_TC_E4M3) continue;
+                    A.width = 12;
                 }
                 /* mix 0: a band around 1; 1: tiny and zeros; 2: huge (overflow); 3: everything, NaN and inf in
                  * some rows and columns; 4: underflows to -0 followed by zeros of both signs; 5: cancellation
@@ -671,11 +683,33 @@ static void test_gemm_paths(void)
                     }
                 free(want), free(X), free(Y), free(Z), free(XT), free(YT);
             }
+    /* via_fp16 decides the exponent of an E4M3 subnormal (FP16's normal exponent, not E4M3's emin): in
+     * a window of 12 bits, group 1: 1 * 1 + 2^-9 * 0.5 = 1 + 2^-10 (E = 0, bottom 2^-11: kept); group 2:
+     * 2^-7 (0x04, a subnormal) * 2^8 = 2. Through FP16 its alignment is -7 + 8 = 1 = E, bottom 2^-10:
+     * 1025 + 2048 units = 3 + 2^-10 = 0x40401000. As E4M3 (emin -6): E = 2, bottom 2^-9: c cut to 1,
+     * 3.0 = 0x40400000. Every implementation (the decoded path) and the fold. */
+    {
+        vt_tc_arch w12 = vt_tc_sm90_e4m3f16;
+        w12.width = 12;
+        float X[17] = {1, 0x1p-9f}, Y[17] = {1, 0.5f}, Z = 0;
+        X[16] = 0x1p-7f, Y[16] = 256;
+        for (int via = 1; via >= 0; via--) {
+            w12.via_fp16 = via;
+            uint32_t want = via ? 0x40401000u : 0x40400000u;
+            CHECK(fold_elem(&w12, X, Y, 1, 17, 0, 0) == want, "via_fp16 %d: the fold 0x%08X", via,
+                  fold_elem(&w12, X, Y, 1, 17, 0, 0));
+            for (int impl = 0; impl < nimpl; impl++) {
+                CHECK_OK(vt_tc_gemm_ex(&w12, impl, 0, 0, 1, 1, 17, X, Y, &Z));
+                CHECK(bits32(Z) == want, "via_fp16 %d, %s: 0x%08X, want 0x%08X", via, vt_tc_impl_name(impl), bits32(Z),
+                      want);
+            }
+        }
+    }
     CHECK(vt_test_failed == before, "vt_tc_gemm differs from the fold of vt_tc_group");
     CHECK(negzero > 0, "no -0 result: the -0 accumulator is not exercised");
     CHECK(vt_tc_gemm_ex(&vt_tc_sm90_bf16, 99, 0, 0, 1, 1, 1, (float[]){1}, (float[]){1}, (float[]){0}) == VT_ERR_ARG,
           "an unknown implementation accepted");
-    printf("vt_tc_gemm: %ld elements (%ld of them -0) over %d models x 6 variants x 7 operand mixes x %d implementations "
+    printf("vt_tc_gemm: %ld elements (%ld of them -0) over %d models x 7 variants x 7 operand mixes x %d implementations "
            "(default %s) x 4 transposes = the fold of vt_tc_group\n", checked, negzero, N_MODELS, nimpl, vt_tc_impl());
 }
 
