@@ -173,7 +173,8 @@ static int check_layout(const vt_tc_arch *A, int kind)
                 for (int k = 0; k < KI; k++)
                     sum += (double)vt_hd_f32(vt_tc_to_f32(A->type, a[t * 16 * KI + i * KI + k])) *
                            vt_hd_f32(vt_tc_to_f32(A->type, b[t * 8 * KI + j * KI + k]));
-                if (vt_hd_bits32((float)sum) != d[t * 128 + i * 8 + j] && !bad) {
+                /* values, not bits: the sign of an exact zero is a question of its own (below) */
+                if ((float)sum != vt_hd_f32(d[t * 128 + i * 8 + j]) && !bad) {
                     FAIL("%s layout: tile %zu element (%d, %d): GPU %g, the integer sum %g", A->name, t, i, j,
                          (double)vt_hd_f32(d[t * 128 + i * 8 + j]), sum);
                     bad = 1;
@@ -218,7 +219,9 @@ static int check_questions(void)
     int ok = 1;
     for (int q = 0; q < VT_Q_COUNT; q++) {
         int match[VT_Q_MAXVAR] = {1, 1, 1}, asked = 0;
-        printf("question: %s\n", Q_NAME[q]);
+        printf("question: %s (variants:", Q_NAME[q]);
+        for (int v = 0; v < Q_NVAR[q]; v++) printf("%s %s = %s", v ? ";" : "", Q_SHORT[q][v], Q_VAR[q][v]);
+        printf(")\n");
         for (size_t k = 0; k < sizeof QPROBES / sizeof QPROBES[0]; k++) {
             const qprobe *p = &QPROBES[k];
             if (p->q != q) continue;
@@ -234,12 +237,16 @@ static int check_questions(void)
             run_tiles(kind, 1, KI, a, b, c, d);
             const int m = mine(p->arch);
             printf("  probe %-22s %-12s GPU 0x%08X;", p->name, p->arch->name, d[0]);
+            int hit = 0;
             for (int v = 0; v < Q_NVAR[q]; v++) {
                 uint32_t e = q_emulate(p, v, p->c, a, b);
-                printf(" %s 0x%08X%s", Q_VAR[q][v], e, e == d[0] ? " (matched)" : "");
+                printf(" %s 0x%08X%s", Q_SHORT[q][v], e, e == d[0] ? " (matched)" : "");
                 if (m && e != d[0]) match[v] = 0;
+                hit |= e == d[0];
             }
             printf("%s\n", m ? "" : " (information: not this GPU's generation)");
+            if (m && !hit && q != VT_Q_E4M3) /* which of the other parameters' variants would give it */
+                report(p->arch, KI, a, b, p->c, d[0], q_emulate(p, 0, p->c, a, b), NULL);
             asked += m;
             free(a), free(b);
         }
@@ -263,8 +270,8 @@ static int check_questions(void)
             printf("  => %s\n", match[0] ? "the E4M3 m16n8k32 computes wgmma's model (sm90-e4m3): a kernel issuing it "
                                            "could run tc-e4m3-sm90"
                                          : "the E4M3 m16n8k32 is not wgmma's model: tc-e4m3-sm90 stays refused on the "
-                                           "GPU; tc-e4m3f16-sm90's kernel converts to FP16 itself (the FP16 "
-                                           "instruction's questions above and its tiles below)");
+                                           "GPU; tc-e4m3f16-sm90's kernel converts to FP16 itself (its FP16 "
+                                           "instruction: the questions below and its tiles)");
         }
     }
     return ok;
@@ -433,6 +440,7 @@ int main(void)
     g_cc = 10 * major + minor;
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
+    setvbuf(stdout, NULL, _IOLBF, 0); /* the log keeps stdout's and stderr's lines in order */
     printf("test_tc_gpu: %s, sm_%d\n", prop.name, g_cc);
     const char *env = getenv("VT_TC_TILES");
     size_t tiles = env && *env ? (size_t)strtoull(env, NULL, 10) : 100000;

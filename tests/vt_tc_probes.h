@@ -161,6 +161,9 @@ static const char *const Q_VAR[VT_Q_COUNT][VT_Q_MAXVAR] = {
     {"IEEE (-0 only from -0 terms)", "always +0", ""},
     {"the model", "", ""},
 };
+/* the same, short (the GPU check's probe lines) */
+static const char *const Q_SHORT[VT_Q_COUNT][VT_Q_MAXVAR] = {
+    {"wgmma", "f16", "f16-ilv"}, {"not-counted", "counted", ""}, {"ieee", "pos", ""}, {"model", "", ""}};
 /* the variant every mode commits to (-1: no mode issues the instruction: information) */
 static const int Q_MODE_VAR[VT_Q_COUNT] = {-1, VT_TC_ZERO_EXP_NONE, VT_TC_ZERO_IEEE, 0};
 
