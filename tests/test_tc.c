@@ -12,7 +12,12 @@
  *     hand, and the fold's order is part of the definition;
  * (4) the known-answer vectors (probe tiles with expected bits derived by hand in the comments, and
  *     a digest of 10,000 generated groups per model), printed as "KAT ..." lines and kept in
- *     docs/tensorcore.md for the GPU check. CPU only: agreement with real tensor cores is not tested here. */
+ *     docs/tensorcore.md for the GPU check;
+ * (5) the questions only hardware answers (issue 41; vt_tc_probes.h QPROBES): each variant's result -
+ *     the E4M3 path (wgmma's model, FP16's in two splits), zero products in the maximum exponent, the
+ *     sign of an exact zero, the maximum carry - derived by hand, equal to the emulator's with explicit
+ *     parameters and to the reference model's, every two variants told apart by some probe.
+ * CPU only: agreement with real tensor cores is not tested here. */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>

@@ -1,7 +1,8 @@
 /* vt_tc_probes.h - what the tensor-core tests share (tests/test_tc.c on the CPU, tests/test_tc_gpu.cu
  * on a GPU): the generator of the known-answer digests and random groups (splitmix64, gen_in, gen_c:
- * docs/tensorcore.md "Known answers") and the probe tiles with their hand-derived results (the
- * derivations in the comments). C and C++. */
+ * docs/tensorcore.md "Known answers"), the probe tiles with their hand-derived results (the
+ * derivations in the comments), and the question probes (QPROBES: each variant's result, by hand, and
+ * q_emulate, the emulator with the variant's explicit parameters). C and C++. */
 #ifndef VT_TC_PROBES_H
 #define VT_TC_PROBES_H
 
