@@ -3,7 +3,9 @@
  * GEMM (vt_tc_mma.cu) on device operands (device-resident steps: vt_cuda_model.cu's run_op) or on
  * host operands (the backend's gemm_tc entry: VT_CUDA_RESIDENT=0, single operations). Only a GPU of
  * the generation the model describes runs it (an sm90 model on compute capability 9.x, an sm80 one
- * on 8.x): elsewhere the mma's arithmetic is not the model's, and the run stops with a message.
+ * on 8.x): elsewhere the mma's arithmetic is not the model's, and the run stops with a message; so
+ * does tc-e4m3-sm90 everywhere (Hopper's FP8 wgmma model: no kernel issues wgmma yet, and mma.sync's
+ * E4M3 is another arithmetic on Hopper - vti_tc_mma_kind says why).
  *
  * VT_CUDA_CHECK_TC=1: every device GEMM of the mode is compared, element by element, with the CPU
  * emulator (kernels/vt_tc.h vt_tc_gemm) on the same operands; the first differing element stops the

@@ -20,7 +20,7 @@
  * the 2-core x86 machine of docs/benchmarks.md ("Work grants by arithmetic") with its default OpenBLAS
  * kernels (26 to 38), which keep a tensor-core step of the README's CNN on the portable emulator a
  * margin above fp64's (docs/dispute.md "Clocks"). */
-const double vt_arith_default_factor[VT_GAME_ARITH_MAX] = {1.0, 40.0, 40.0, 50.0, 50.0, 40.0, 0.0, 0.0};
+const double vt_arith_default_factor[VT_GAME_ARITH_MAX] = {1.0, 40.0, 40.0, 50.0, 50.0, 40.0, 40.0, 0.0};
 
 static int n_modes(void)
 {
@@ -39,7 +39,7 @@ vt_err vt_game_arith_parse(const char *spec, double factor[VT_GAME_ARITH_MAX])
         if (strlen(vt_gemm_arith_names[i]) == len && strncmp(vt_gemm_arith_names[i], spec, len) == 0) v = i;
     VT_RETURN_ERROR_IF(v < 0 || v >= VT_GAME_ARITH_MAX, VT_ERR_ARG,
                        "--tc-factor %s: unknown mode (one of tc-bf16-sm90, tc-fp16-sm90, tc-bf16-sm80, tc-fp16-sm80, "
-                       "tc-e4m3-sm90)", spec);
+                       "tc-e4m3-sm90, tc-e4m3f16-sm90)", spec);
     VT_RETURN_ERROR_IF(v == 0, VT_ERR_ARG, "--tc-factor %s: fp64 is the unit (its weight is 1)", spec);
     char *end = NULL;
     double x = strtod(eq + 1, &end);

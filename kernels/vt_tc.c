@@ -13,24 +13,30 @@
 
 /* ------------------------------------------------------------------ the models */
 
+/* Every built-in model: zero terms take no part in E, an exact zero is IEEE's (docs/tensorcore.md "The
+ * unknowns": a mode's name fixes these). */
 /* Hopper (sm90) BF16/FP16: groups of 16 products (one mma K of 16), a 26-bit window (issue 28). */
 const vt_tc_arch vt_tc_sm90_bf16 = {"sm90-bf16", VT_TC_BF16, 16, 16, 26, 0, -126, VT_TC_ALIGN_RZ, VT_TC_OUT_RZ,
-                                    0x7FFFFFFFu, 1};
+                                    0x7FFFFFFFu, 1, 0, VT_TC_ZERO_EXP_NONE, VT_TC_ZERO_IEEE};
 const vt_tc_arch vt_tc_sm90_fp16 = {"sm90-fp16", VT_TC_FP16, 16, 16, 26, 0, -126, VT_TC_ALIGN_RZ, VT_TC_OUT_RZ,
-                                    0x7FFFFFFFu, 1};
+                                    0x7FFFFFFFu, 1, 0, VT_TC_ZERO_EXP_NONE, VT_TC_ZERO_IEEE};
 /* Ampere (sm80): groups of 8 products (an mma.m16n8k16's K of 16 is two groups), a 25-bit window. */
 const vt_tc_arch vt_tc_sm80_bf16 = {"sm80-bf16", VT_TC_BF16, 8, 16, 25, 0, -126, VT_TC_ALIGN_RZ, VT_TC_OUT_RZ,
-                                    0x7FFFFFFFu, 1};
+                                    0x7FFFFFFFu, 1, 0, VT_TC_ZERO_EXP_NONE, VT_TC_ZERO_IEEE};
 const vt_tc_arch vt_tc_sm80_fp16 = {"sm80-fp16", VT_TC_FP16, 8, 16, 25, 0, -126, VT_TC_ALIGN_RZ, VT_TC_OUT_RZ,
-                                    0x7FFFFFFFu, 1};
-/* Hopper FP8 E4M3: groups of 32 products (an mma K of 32), a 14-bit adder. */
+                                    0x7FFFFFFFu, 1, 0, VT_TC_ZERO_EXP_NONE, VT_TC_ZERO_IEEE};
+/* Hopper FP8 E4M3 as its wgmma computes it: groups of 32 products (a K of 32), a 14-bit adder. */
 const vt_tc_arch vt_tc_sm90_e4m3 = {"sm90-e4m3", VT_TC_E4M3, 32, 32, 14, 0, -126, VT_TC_ALIGN_RZ, VT_TC_OUT_RZ,
-                                    0x7FFFFFFFu, 1};
+                                    0x7FFFFFFFu, 1, 0, VT_TC_ZERO_EXP_NONE, VT_TC_ZERO_IEEE};
+/* Hopper E4M3 through FP16 (mma.sync's E4M3 on Hopper: cutlass issue 1986): the inputs rounded to E4M3,
+ * converted exactly to FP16, then sm90-fp16's groups of 16 (one FP16 mma.sync m16n8k16 each). */
+const vt_tc_arch vt_tc_sm90_e4m3f16 = {"sm90-e4m3f16", VT_TC_E4M3, 16, 16, 26, 0, -126, VT_TC_ALIGN_RZ, VT_TC_OUT_RZ,
+                                       0x7FFFFFFFu, 1, 1, VT_TC_ZERO_EXP_NONE, VT_TC_ZERO_IEEE};
 
 const vt_tc_arch *vt_tc_arch_by_name(const char *name)
 {
     static const vt_tc_arch *const all[] = {&vt_tc_sm90_bf16, &vt_tc_sm90_fp16, &vt_tc_sm80_bf16, &vt_tc_sm80_fp16,
-                                            &vt_tc_sm90_e4m3};
+                                            &vt_tc_sm90_e4m3, &vt_tc_sm90_e4m3f16};
     for (size_t i = 0; name && i < sizeof all / sizeof all[0]; i++)
         if (strcmp(all[i]->name, name) == 0) return all[i];
     return NULL;
@@ -60,7 +66,21 @@ vt_err vt_tc_arch_check(const vt_tc_arch *a)
     VT_RETURN_ERROR_IF((a->nan_bits & 0x7F800000u) != 0x7F800000u || (a->nan_bits & 0x7FFFFFu) == 0, VT_ERR_ARG,
                        "tensor-core model %s: nan_bits 0x%08X is not a NaN", a->name ? a->name : "?",
                        (unsigned)a->nan_bits);
+    VT_RETURN_ERROR_IF(a->via_fp16 != 0 && (a->via_fp16 != 1 || a->type != VT_TC_E4M3), VT_ERR_ARG,
+                       "tensor-core model %s: via_fp16 %d (1 only for E4M3 inputs)", a->name ? a->name : "?",
+                       a->via_fp16);
+    VT_RETURN_ERROR_IF(a->zero_exp != VT_TC_ZERO_EXP_NONE && a->zero_exp != VT_TC_ZERO_EXP_FIELDS, VT_ERR_ARG,
+                       "tensor-core model %s: unknown zero_exp %d", a->name ? a->name : "?", (int)a->zero_exp);
+    VT_RETURN_ERROR_IF(a->zero_sign != VT_TC_ZERO_IEEE && a->zero_sign != VT_TC_ZERO_POS, VT_ERR_ARG,
+                       "tensor-core model %s: unknown zero_sign %d", a->name ? a->name : "?", (int)a->zero_sign);
     return VT_OK;
+}
+
+/* the format the group computes in, and an input's bits in it (via_fp16: E4M3 -> FP16, exact) */
+static inline vt_tc_type calc_type(const vt_tc_arch *A) { return A->via_fp16 ? VT_TC_FP16 : A->type; }
+static inline uint16_t calc_bits(const vt_tc_arch *A, uint16_t b)
+{
+    return A->via_fp16 ? vt_tc_e4m3_to_fp16_hd(b) : b;
 }
 
 /* ------------------------------------------------------------------ formats (vt_tc_hd.h) */
@@ -97,11 +117,13 @@ static uint32_t group_finish(const vt_tc_arch *A, int64_t S, int B)
 
 uint32_t vt_tc_group(const vt_tc_arch *A, uint32_t c, const uint16_t *a, const uint16_t *b, int n)
 {
-    const vti_tc_fmt f = vti_tc_fmt_of(A->type);
+    const vti_tc_fmt f = vti_tc_fmt_of(calc_type(A));
     term t[65];
     int nt = 0;
     int any_nan = 0, pos_inf = 0, neg_inf = 0;
     uint32_t zero_sign = 0x80000000u; /* -0 only when every term is -0 */
+    const int zcount = A->zero_exp == VT_TC_ZERO_EXP_FIELDS;
+    int ezero = A->e_floor; /* zcount: the largest zero term's alignment exponent (at least e_floor) */
 
     /* the accumulator */
     uint32_t ce = (c >> 23) & 0xFF, cm = c & 0x7FFFFFu;
@@ -111,6 +133,7 @@ uint32_t vt_tc_group(const vt_tc_arch *A, uint32_t c, const uint16_t *a, const u
         else pos_inf = 1;
     } else if (ce == 0 && cm == 0) {
         zero_sign &= c;
+        if (zcount && -126 > ezero) ezero = -126; /* FP32's field 0: the unit exponent -126 */
     } else {
         t[nt].sign = c & 0x80000000u;
         t[nt].mag = ce ? (cm | 0x800000u) : cm;
@@ -124,7 +147,7 @@ uint32_t vt_tc_group(const vt_tc_arch *A, uint32_t c, const uint16_t *a, const u
         uint32_t sa = 0, sb = 0;
         uint64_t ma = 0, mb = 0;
         int ea = 0, eb = 0;
-        int ka = vti_tc_decode(f, a[i], &sa, &ma, &ea), kb = vti_tc_decode(f, b[i], &sb, &mb, &eb);
+        int ka = vti_tc_decode(f, calc_bits(A, a[i]), &sa, &ma, &ea), kb = vti_tc_decode(f, calc_bits(A, b[i]), &sb, &mb, &eb);
         uint32_t sp = sa ^ sb;
         if (ka == 3 || kb == 3) {
             any_nan = 1;
@@ -134,6 +157,8 @@ uint32_t vt_tc_group(const vt_tc_arch *A, uint32_t c, const uint16_t *a, const u
             else pos_inf = 1;
         } else if (ka == 0 || kb == 0) {
             zero_sign &= sp;
+            /* a zero's unit exponent is emin (its field is 0): vti_tc_decode sets it */
+            if (zcount && ea + eb + A->prod_eoff > ezero) ezero = ea + eb + A->prod_eoff;
         } else {
             t[nt].sign = sp;
             t[nt].mag = ma * mb;
@@ -146,10 +171,13 @@ uint32_t vt_tc_group(const vt_tc_arch *A, uint32_t c, const uint16_t *a, const u
     if (any_nan || (pos_inf && neg_inf)) return A->nan_bits;
     if (pos_inf) return 0x7F800000u;
     if (neg_inf) return 0xFF800000u;
-    if (nt == 0) return zero_sign;
+    if (nt == 0) return A->zero_sign == VT_TC_ZERO_POS ? 0 : zero_sign;
+    if (zcount && n < A->group && 2 * (1 - f.bias) + A->prod_eoff > ezero) /* the missing products: +0 * +0 */
+        ezero = 2 * (1 - f.bias) + A->prod_eoff;
 
-    /* the window: E = the largest alignment exponent (at least e_floor), bits of weight >= 2^B kept */
-    int E = A->e_floor;
+    /* the window: E = the largest alignment exponent (at least e_floor; zcount: the zeros' too), bits of
+     * weight >= 2^B kept */
+    int E = ezero;
     for (int i = 0; i < nt; i++)
         if (t[i].ealign > E) E = t[i].ealign;
     int B = E - (A->width - 1);
@@ -588,18 +616,19 @@ static void gemm_rows(void *vctx, size_t lo, size_t hi, int part)
 
 /* one input: its bits, value (0 for inf / NaN), alignment exponent (vti_tc_decode's fields, without
  * branches on the data); 0 when it is inf or NaN */
-static inline int pack1(vt_tc_type type, vti_tc_fmt f, float v, int eoff, uint16_t *bits, double *val, int32_t *e)
+static inline int pack1(vt_tc_type type, int via_fp16, vti_tc_fmt f, float v, int eoff, uint16_t *bits, double *val,
+                        int32_t *e)
 {
     uint32_t x;
     memcpy(&x, &v, sizeof x);
-    const uint16_t h = vt_tc_from_f32(type, x);
+    *bits = vt_tc_from_f32(type, x);
+    const uint16_t h = via_fp16 ? vt_tc_e4m3_to_fp16_hd(*bits) : *bits; /* f: the format of h */
     const unsigned fmax = (1u << f.ebits) - 1, fmask = (1u << f.mbits) - 1;
     const unsigned field = (h >> f.mbits) & fmax, frac = h & fmask;
     const int special = f.has_inf ? field == fmax : field == fmax && frac == fmask;
     const unsigned sig = frac | (field ? 1u << f.mbits : 0);
     const int eu = (field ? (int)field : 1) - f.bias;
     double d = (double)sig * p2(eu - f.mbits); /* exact: sig < 2^11, eu - mbits >= -133 */
-    *bits = h;
     *val = special ? 0.0 : h >> (f.ebits + f.mbits) ? -d : d; /* a zero keeps its sign */
     *e = sig && !special ? eu + eoff : VTI_TC_NOEXP;
     return !special;
@@ -619,7 +648,7 @@ static void transpose(const float *src, size_t R, size_t C, float *dst)
 static int pack_row(const gemm_ctx *x, const tc_impl *im, const float *src, size_t n, int eoff, uint16_t *bits,
                     double *val, int32_t *e, uint8_t *bad)
 {
-    const vti_tc_fmt f = vti_tc_fmt_of(x->arch->type);
+    const vti_tc_fmt f = vti_tc_fmt_of(calc_type(x->arch));
     int any = 0;
     size_t t = 0;
     if (im->pack8_bf16 && x->arch->type == VT_TC_BF16)
@@ -629,7 +658,7 @@ static int pack_row(const gemm_ctx *x, const tc_impl *im, const float *src, size
             for (int l = 0; m && bad && l < 8; l++) bad[t + (size_t)l] |= (uint8_t)(m >> l & 1);
         }
     for (; t < n; t++) {
-        int fin = pack1(x->arch->type, f, src[t], eoff, &bits[t], &val[t], &e[t]);
+        int fin = pack1(x->arch->type, x->arch->via_fp16, f, src[t], eoff, &bits[t], &val[t], &e[t]);
         any |= !fin;
         if (bad) bad[t] |= (uint8_t)!fin;
     }
@@ -680,6 +709,8 @@ vt_err vt_tc_gemm_ex(const vt_tc_arch *arch, int impl, int ta, int tb, size_t M,
         for (size_t j = N; j < Np; j++) bd[k * Np + j] = 0, eb[k * Np + j] = VTI_TC_NOEXP;
     }
     for (size_t j = 0; j < N; j++) fb[j] = !fb[j];
+    /* the variants of the zeros (no mode's): every element the fold of vt_tc_group on the bits */
+    if (arch->zero_exp != VT_TC_ZERO_EXP_NONE || arch->zero_sign != VT_TC_ZERO_IEEE) memset(fa, 0, M);
     size_t per_row = N * (K ? K : 1);
     vt_par_for(M, per_row >= 65536 ? 1 : 65536 / per_row, gemm_rows, &x);
     free(mem);

@@ -28,6 +28,21 @@ typedef enum {
     VT_TC_OUT_RNE = 1 /* round to nearest, ties to even */
 } vt_tc_out;
 
+/* Whether a zero product (or a zero accumulator) takes part in the group's largest exponent E
+ * (docs/tensorcore.md "The unknowns"). */
+typedef enum {
+    VT_TC_ZERO_EXP_NONE = 0,  /* zero terms take no part in E (every mode) */
+    VT_TC_ZERO_EXP_FIELDS = 1 /* a zero term's alignment exponent, from its exponent fields (a zero's field is
+                               * 0: emin, as a subnormal's), counts in E, as do a partial group's missing
+                               * products (zeros of exponent 2 emin + prod_eoff); the accumulator's +-0: -126 */
+} vt_tc_zero_exp;
+
+/* The sign of a group's exact-zero result. */
+typedef enum {
+    VT_TC_ZERO_IEEE = 0, /* as IEEE addition: -0 only when every term is a zero of negative sign (every mode) */
+    VT_TC_ZERO_POS = 1   /* always +0 */
+} vt_tc_zero_sign;
+
 /* One architecture's model (docs/tensorcore.md "Parameters"). */
 typedef struct vt_tc_arch_s {
     const char *name;    /* "sm90-bf16", ... */
@@ -42,10 +57,19 @@ typedef struct vt_tc_arch_s {
     vt_tc_out out;       /* the conversion to FP32 */
     uint32_t nan_bits;   /* the FP32 bits of every NaN result */
     int inf_on_overflow; /* 1: a result of magnitude >= 2^128 is +-inf; 0: +-FLT_MAX under RZ */
+    int via_fp16;        /* E4M3 models: 0 the group of E4M3 products (subnormals unnormalised: Hopper's FP8
+                          * wgmma); 1 every input converted exactly to FP16 first, the group FP16's (its
+                          * exponents, emin -14: no E4M3 value is an FP16 subnormal) - mma.sync's E4M3 on
+                          * Hopper (cutlass issue 1986). 0 for BF16 / FP16 */
+    vt_tc_zero_exp zero_exp;   /* zero terms in E (NONE in every built-in model) */
+    vt_tc_zero_sign zero_sign; /* the sign of an exact zero (IEEE in every built-in model) */
 } vt_tc_arch;
 
-/* The built-in models: "sm90-bf16", "sm90-fp16", "sm80-bf16", "sm80-fp16", "sm90-e4m3". */
-extern const vt_tc_arch vt_tc_sm90_bf16, vt_tc_sm90_fp16, vt_tc_sm80_bf16, vt_tc_sm80_fp16, vt_tc_sm90_e4m3;
+/* The built-in models: "sm90-bf16", "sm90-fp16", "sm80-bf16", "sm80-fp16", "sm90-e4m3" (Hopper's FP8
+ * wgmma: groups of 32, w = 14), "sm90-e4m3f16" (E4M3 inputs converted exactly to FP16, then
+ * sm90-fp16's groups of 16: mma.sync's E4M3 on Hopper, and what the GPU kernel issues for it). */
+extern const vt_tc_arch vt_tc_sm90_bf16, vt_tc_sm90_fp16, vt_tc_sm80_bf16, vt_tc_sm80_fp16, vt_tc_sm90_e4m3,
+    vt_tc_sm90_e4m3f16;
 /* The built-in model of that name, or NULL. */
 const vt_tc_arch *vt_tc_arch_by_name(const char *name);
 /* VT_ERR_ARG (with a message) when the parameters are outside what the emulator supports. */
@@ -61,7 +85,8 @@ uint16_t vt_tc_from_f32(vt_tc_type type, uint32_t f32bits);
 uint32_t vt_tc_to_f32(vt_tc_type type, uint16_t bits);
 
 /* One group: the FP32 accumulator c (bits) plus sum_{i<n} a[i]*b[i] (the type's bits), n <= arch->group
- * (missing products are zeros, which change nothing). Returns the FP32 bits (docs/tensorcore.md "The group"). */
+ * (missing products are zeros, which change nothing unless zero_exp counts them in E). Returns the FP32
+ * bits (docs/tensorcore.md "The group"). */
 uint32_t vt_tc_group(const vt_tc_arch *arch, uint32_t c, const uint16_t *a, const uint16_t *b, int n);
 
 /* C = A B (row-major, A M x K, B K x N, C M x N, FP32): A and B rounded to the type by
@@ -69,7 +94,9 @@ uint32_t vt_tc_group(const vt_tc_arch *arch, uint32_t c, const uint16_t *a, cons
  * k = [0, g), [g, 2g), ... in increasing k (g = arch->group; a last partial group padded with zeros);
  * no split-K. Deterministic, no BLAS; the operands decoded once, the groups of finite rows and
  * columns run in exact FP64 arithmetic (vt_tc.c "the GEMM"), the rows split over the threads
- * (common/vt_par.h: the same bits for every thread count and implementation). VT_ERR_ARG / VT_ERR_NOMEM. */
+ * (common/vt_par.h: the same bits for every thread count and implementation); a model with zero_exp or
+ * zero_sign other than the built-in models' runs every element as the fold of vt_tc_group on the
+ * bits (slower; no mode uses them). VT_ERR_ARG / VT_ERR_NOMEM. */
 vt_err vt_tc_gemm(const vt_tc_arch *arch, size_t M, size_t N, size_t K, const float *A, const float *B, float *C);
 
 /* vt_tc_gemm of op(A) op(B): ta = 1 reads A stored K x M (op(A) = its transpose), tb = 1 B stored

@@ -144,6 +144,13 @@ VT_HDI uint32_t vt_tc_to_f32_hd(vt_tc_type type, uint16_t b)
     return vti_tc_f32_pack(s, mag, lsb, 1); /* exact: every value of these types is an FP32 normal */
 }
 
+/* E4M3 bits -> the FP16 bits of the same value, exactly (every E4M3 value is an FP16 normal or zero;
+ * NaN -> sign | 0x7E00): the inputs of a via_fp16 model (kernels/vt_tc.h), on the host and the GPU. */
+VT_HDI uint16_t vt_tc_e4m3_to_fp16_hd(uint16_t b)
+{
+    return vt_tc_from_f32_hd(VT_TC_FP16, vt_tc_to_f32_hd(VT_TC_E4M3, b));
+}
+
 /* An input of the type: class 0 zero, 1 finite nonzero, 2 inf, 3 NaN; its sign (bit 31), its
  * significand (hidden bit included, subnormals without it) and the exponent of the significand's
  * unit bit (emin for subnormals: not normalised). */

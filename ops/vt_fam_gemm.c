@@ -21,13 +21,13 @@
 
 /* ------------------------------------------------------------ the GEMMs' arithmetic (vt_ops.h) */
 
-const char *const vt_gemm_arith_names[] = {"fp64",         "tc-bf16-sm90", "tc-fp16-sm90", "tc-bf16-sm80",
-                                           "tc-fp16-sm80", "tc-e4m3-sm90", NULL};
+const char *const vt_gemm_arith_names[] = {"fp64",         "tc-bf16-sm90", "tc-fp16-sm90",    "tc-bf16-sm80",
+                                           "tc-fp16-sm80", "tc-e4m3-sm90", "tc-e4m3f16-sm90", NULL};
 
 const struct vt_tc_arch_s *vt_gemm_arith_model(uint32_t v)
 {
     static const vt_tc_arch *const models[] = {NULL, &vt_tc_sm90_bf16, &vt_tc_sm90_fp16, &vt_tc_sm80_bf16,
-                                               &vt_tc_sm80_fp16, &vt_tc_sm90_e4m3};
+                                               &vt_tc_sm80_fp16, &vt_tc_sm90_e4m3, &vt_tc_sm90_e4m3f16};
     return v < sizeof models / sizeof models[0] ? models[v] : NULL;
 }
 

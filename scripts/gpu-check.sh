@@ -15,12 +15,18 @@
 #      engine: one rank, and 2 ranks under mpirun) and tests/nccl_train.sh (2 ranks with
 #      --backend cuda, collectives over NCCL and over MPI, against the CPU run); each says "skipped"
 #      without MPI in the build or, for NCCL on 2 ranks, with fewer than 2 GPUs;
-#   2d. tensor cores (issue 28; docs/tensorcore.md "GPU check"): test_tc_gpu (the emulator against
-#      the real mma.sync: the fragment layout, the probe tiles, 100,000 random tiles per model of
-#      this GPU's generation, whole GEMMs of the models' shapes; tc-gpu.log under $OUT), then MLP,
-#      CNN and GPT runs in tensor-core modes trained on the GPU (--backend cuda, VT_CUDA_CHECK_TC=1:
-#      every device GEMM against the emulator) and on the CPU (emulated): byte-identical
-#      commitments, and the GPU run audited VERIFIED on the CPU; at most about 4 minutes;
+#   2d. tensor cores (issues 28 and 41; docs/tensorcore.md "GPU check"): first the SASS of every
+#      tensor-core kernel (scripts/tc_sass.sh: cuobjdump -sass of the plugin and test_tc_gpu, the
+#      matrix instructions each issues; tc-sass.txt under $OUT), then test_tc_gpu (the emulator
+#      against the real mma.sync: the fragment layout; the questions only hardware answers, in
+#      order - the E4M3 window and band probes, the zero-beside-huge probes (BF16, FP16), the
+#      signed-zero probes, the maximum carry - printing the variant the GPU matched for each and
+#      stopping (exit 3) when none matched; then the probe tiles, 100,000 random tiles per
+#      instruction of this GPU's generation, whole GEMMs of the modes' shapes; tc-gpu.log under
+#      $OUT); then MLP, CNN and GPT runs in tensor-core modes trained on the GPU (--backend cuda,
+#      VT_CUDA_CHECK_TC=1: every device GEMM against the emulator) and on the CPU (emulated):
+#      byte-identical commitments, and the GPU run audited VERIFIED on the CPU; tc-e4m3-sm90 (wgmma's
+#      model, no kernel) refused on the GPU; at most about 4 minutes;
 #   3. trains the default MLP, and shortened CNN and GPT runs, on the GPU (--backend cuda);
 #   4. bench_cuda: each step against a plain FP64 step (cuBLAS DGEMM) and a plain FP32 step
 #      (cuBLAS SGEMM, no TF32) on the same GPU, and the verifiable GEMM path against DGEMM;
@@ -117,18 +123,35 @@ for t in test_nccl test_nccl_np2 nccl_train; do
   else status=1; echo "$t: FAILED (exit $st)"; tail -15 /tmp/vt-$t.log; fi
 done
 
-step "tensor cores: the emulator against mma.sync (test_tc_gpu), the mode on the GPU against the CPU's emulation"
+step "tensor cores: the SASS of every tensor-core kernel first (what the hardware is asked to do)"
+bash scripts/tc_sass.sh "$OUT/tc-sass.txt" "$B/libvt_cuda.so" "$B/test_tc_gpu"
+step "tensor cores: the questions, then the emulator against mma.sync (test_tc_gpu), the mode on the GPU against the CPU's emulation"
 TILES=100000; [ "$quick" = 1 ] && TILES=10000
 VT_TC_TILES=$TILES timeout 150 "$B/test_tc_gpu" >"$OUT/tc-gpu.log" 2>&1
 st=$?
-grep -E "^(test_tc_gpu|sm[0-9]+-[a-z0-9]+[:( ]|probe )" "$OUT/tc-gpu.log" | cut -c1-160 | head -70
+# the layout, then each question's probes and the variant the GPU matched, then the rest
+grep -E "^(test_tc_gpu|sm[0-9]+-[a-z0-9]+[:( ]|E4M3 |question|  probe|  =>|STOP|probe )" "$OUT/tc-gpu.log" | cut -c1-220 | head -110
+tc_go=1
 if [ $st = 77 ]; then echo "test_tc_gpu: skipped (no GPU)"
+elif [ $st = 3 ]; then
+  status=1; tc_go=0
+  echo "test_tc_gpu: STOPPED: a question has no variant that matches the GPU (tc-gpu.log 'STOP'); the tensor-core"
+  echo "  modes are not trained on this GPU: their models would be checked against hardware they do not describe"
 elif [ $st != 0 ]; then status=1; echo "test_tc_gpu: FAILED (exit $st)"; grep -E "FAIL|GPU 0x" "$OUT/tc-gpu.log" | head -20; fi
 TC=/tmp/vt-tc
 rm -rf "$TC" && mkdir -p "$TC"
 "$B/trainer" keygen "$TC/key" --force >/dev/null
-for spec in mlp:tc-bf16-sm90::100 mlp-e4m3:tc-e4m3-sm90::100 cnn:tc-bf16-sm90:recipes/resnet-cifar10.json:8 \
+# tc-e4m3-sm90 (Hopper's wgmma model) has no GPU kernel: --backend cuda refuses it with a message
+if [ $tc_go = 1 ]; then
+  if "$B/trainer" train --run "$TC/e4m3-refused" --key "$TC/key" --backend cuda --set gemm_arith=tc-e4m3-sm90 \
+      --set steps=1 --quiet >"$TC/e4m3-refused.log" 2>&1; then
+    status=1; echo "tc-e4m3-sm90 on the GPU: NOT refused"
+  elif grep -q "wgmma" "$TC/e4m3-refused.log"; then echo "tc-e4m3-sm90 on the GPU: refused ($(grep -m1 -o "the model is Hopper's FP8 wgmma[^:]*" "$TC/e4m3-refused.log"))"
+  else status=1; echo "tc-e4m3-sm90 on the GPU: failed without the refusal's message:"; tail -3 "$TC/e4m3-refused.log"; fi
+fi
+for spec in mlp:tc-bf16-sm90::100 mlp-e4m3f16:tc-e4m3f16-sm90::100 cnn:tc-bf16-sm90:recipes/resnet-cifar10.json:8 \
             gpt:tc-fp16-sm90:recipes/gpt-shakespeare.json:10; do
+  [ $tc_go = 1 ] || break
   IFS=: read -r n mode r steps <<<"$spec"
   RA=(--set gemm_arith="$mode" --set steps="$steps" --set checkpoint_every=50 --quiet)
   [ -n "$r" ] && RA+=(--recipe "$r")

@@ -32,7 +32,7 @@ edit claim-tc fp '"final_lr_factor":' '"gemm_arith":"tc-bf16-sm90","final_lr_fac
 expect 1 "" 1 "$T/claim-tc"
 edit claim-fp64 tc '"gemm_arith":"tc-bf16-sm90",' '' resign
 expect 1 "" 1 "$T/claim-fp64"
-for m in tc-bf16-sm80 tc-fp16-sm90 tc-fp16-sm80 tc-e4m3-sm90; do
+for m in tc-bf16-sm80 tc-fp16-sm90 tc-fp16-sm80 tc-e4m3-sm90 tc-e4m3f16-sm90; do
   edit "claim-$m" tc '"gemm_arith":"tc-bf16-sm90"' "\"gemm_arith\":\"$m\"" resign
   expect 1 "" 1 "$T/claim-$m" --order reverse
 done

@@ -12,7 +12,12 @@
  *     hand, and the fold's order is part of the definition;
  * (4) the known-answer vectors (probe tiles with expected bits derived by hand in the comments, and
  *     a digest of 10,000 generated groups per model), printed as "KAT ..." lines and kept in
- *     docs/tensorcore.md for the GPU check. CPU only: agreement with real tensor cores is not tested here. */
+ *     docs/tensorcore.md for the GPU check;
+ * (5) the questions only hardware answers (issue 41; vt_tc_probes.h QPROBES): each variant's result -
+ *     the E4M3 path (wgmma's model, FP16's in two splits), zero products in the maximum exponent, the
+ *     sign of an exact zero, the maximum carry - derived by hand, equal to the emulator's with explicit
+ *     parameters and to the reference model's, every two variants told apart by some probe.
+ * CPU only: agreement with real tensor cores is not tested here. */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -164,13 +169,16 @@ static void test_conversions(void)
 static uint32_t ref_group(const vt_tc_arch *A, uint32_t cb, const uint16_t *a, const uint16_t *b, int n)
 {
     const tfmt *f = &TF[A->type];
-    int emin = 1 - f->bias;
+    /* via_fp16: the E4M3 values are FP16 values, whose emin is -14 (no E4M3 value is below 2^-9) */
+    int emin = A->via_fp16 ? -14 : 1 - f->bias;
     double c = (double)f32(cb);
     double t[65];
     int nt = 0, nan = isnan(c), pinf = c == INFINITY, ninf = c == -INFINITY, allneg0 = 1;
-    int E = A->e_floor;
-    if (c == 0) allneg0 = signbit(c) != 0;
-    else if (isfinite(c)) {
+    int E = A->e_floor, zeros = A->zero_exp == VT_TC_ZERO_EXP_FIELDS;
+    if (c == 0) {
+        allneg0 = signbit(c) != 0;
+        if (zeros && -126 > E) E = -126;
+    } else if (isfinite(c)) {
         t[nt++] = c, allneg0 = 0;
         int e = ilogb(c) < -126 ? -126 : ilogb(c);
         if (e > E) E = e;
@@ -184,6 +192,9 @@ static uint32_t ref_group(const vt_tc_arch *A, uint32_t cb, const uint16_t *a, c
             else pinf = 1;
         } else if (x == 0 || y == 0) {
             allneg0 &= (signbit(x) != 0) != (signbit(y) != 0);
+            /* counted: ilogb(0) is below every emin, so a zero's exponent is emin */
+            int e = (ilogb(x) < emin ? emin : ilogb(x)) + (ilogb(y) < emin ? emin : ilogb(y)) + A->prod_eoff;
+            if (zeros && e > E) E = e;
         } else {
             t[nt++] = x * y; /* exact: at most 22 significant bits */
             allneg0 = 0;
@@ -193,7 +204,8 @@ static uint32_t ref_group(const vt_tc_arch *A, uint32_t cb, const uint16_t *a, c
     }
     if (nan || (pinf && ninf)) return A->nan_bits;
     if (pinf || ninf) return pinf ? 0x7F800000u : 0xFF800000u;
-    if (nt == 0) return allneg0 ? 0x80000000u : 0;
+    if (nt == 0) return allneg0 && A->zero_sign == VT_TC_ZERO_IEEE ? 0x80000000u : 0;
+    if (zeros && n < A->group && 2 * emin + A->prod_eoff > E) E = 2 * emin + A->prod_eoff; /* the missing zeros */
     int B = E - A->width + 1;
     double S = 0;
     for (int i = 0; i < nt; i++) {
@@ -240,19 +252,26 @@ static void check_group(const vt_tc_arch *A, uint32_t c, const uint16_t *a, cons
     }
 }
 
+#define N_MODELS 6
+static const vt_tc_arch *const MODELS[N_MODELS] = {&vt_tc_sm90_bf16, &vt_tc_sm90_fp16, &vt_tc_sm80_bf16,
+                                                   &vt_tc_sm80_fp16, &vt_tc_sm90_e4m3, &vt_tc_sm90_e4m3f16};
+
 static void test_reference(void)
 {
-    const vt_tc_arch *base[] = {&vt_tc_sm90_bf16, &vt_tc_sm90_fp16, &vt_tc_sm80_bf16, &vt_tc_sm80_fp16, &vt_tc_sm90_e4m3};
+    const vt_tc_arch *const *base = MODELS;
     uint64_t seed = vt_test_seed(28);
     long before = vt_test_failed;
-    for (size_t m = 0; m < 5; m++) {
-        for (int variant = 0; variant < 6; variant++) {
+    for (size_t m = 0; m < N_MODELS; m++) {
+        for (int variant = 0; variant < 9; variant++) {
             vt_tc_arch A = *base[m];
             if (variant == 1) A.align = VT_TC_ALIGN_FLOOR;
             if (variant == 2) A.out = VT_TC_OUT_RNE;
             if (variant == 3) A.prod_eoff = 1;
             if (variant == 4) A.e_floor = -300, A.inf_on_overflow = 0;
             if (variant == 5) A.width = 24, A.align = VT_TC_ALIGN_FLOOR, A.out = VT_TC_OUT_RNE;
+            if (variant == 6) A.zero_exp = VT_TC_ZERO_EXP_FIELDS;
+            if (variant == 7) A.zero_sign = VT_TC_ZERO_POS;
+            if (variant == 8) A.zero_exp = VT_TC_ZERO_EXP_FIELDS, A.zero_sign = VT_TC_ZERO_POS, A.e_floor = -300, A.prod_eoff = 1;
             CHECK_OK(vt_tc_arch_check(&A));
             uint64_t s = seed ^ (m * 7 + (uint64_t)variant) * 0x1234567ull;
             int groups = variant == 0 ? 40000 : 8000;
@@ -274,12 +293,20 @@ static void test_reference(void)
                     a[0] = vt_tc_from_f32(A.type, bits32(-f32(c)));
                 }
                 if (g % 97 == 0) c = sm64(&s) & 1 ? 0x80000000u : 0; /* signed zero accumulators */
+                if (variant >= 6 && g % 3 == 0) /* zero factors of both signs (in every product when g % 9 == 0) */
+                    for (int i = 0; i < n; i++)
+                        if (g % 9 == 0 || sm64(&s) % 4 == 0) {
+                            uint16_t z = (uint16_t)((sm64(&s) & 1) << (TF[A.type].ebits + TF[A.type].mbits));
+                            if (sm64(&s) & 1) a[i] = z;
+                            else b[i] = z;
+                        }
                 check_group(&A, c, a, b, n, "random");
             }
         }
     }
     CHECK(vt_test_failed == before, "the emulator and the reference model disagree");
-    printf("reference model: %ld random groups over 5 models x 6 parameter variants agree bit for bit\n", g_groups);
+    printf("reference model: %ld random groups over %d models x 9 parameter variants agree bit for bit\n", g_groups,
+           N_MODELS);
 }
 
 /* ------------------------------------------------------------------ (4) probe tiles (hand-derived) */
@@ -308,6 +335,82 @@ static void test_probes(void)
     CHECK(differ >= 5, "only %d probes differ from RN32", differ);
 }
 
+/* The questions only hardware answers (vt_tc_probes.h QPROBES; docs/tensorcore.md "The unknowns"): each
+ * variant's result by the emulator with explicit parameters (q_emulate) equals the hand-derived one and
+ * the reference model's; every mode's variant is what the built-in model computes; every two variants
+ * of a question are told apart by at least one probe. */
+static void test_questions(void)
+{
+    int told[VT_Q_COUNT][VT_Q_MAXVAR][VT_Q_MAXVAR] = {{{0}}};
+    for (size_t k = 0; k < sizeof QPROBES / sizeof QPROBES[0]; k++) {
+        const qprobe *p = &QPROBES[k];
+        const int K = q_k(p);
+        uint16_t a[32], b[32];
+        q_row(p, a, b);
+        for (int v = 0; v < Q_NVAR[p->q]; v++) {
+            uint32_t got = q_emulate(p, v, p->c, a, b), ref;
+            CHECK(got == p->want[v], "question probe %s, variant %s: 0x%08X, hand-derived 0x%08X", p->name,
+                  Q_VAR[p->q][v], got, p->want[v]);
+            if (p->q == VT_Q_E4M3) { /* the reference model's fold, the halves picked here */
+                if (v == 0) {
+                    ref = ref_group(&vt_tc_sm90_e4m3, p->c, a, b, 32);
+                } else {
+                    uint16_t h[2][2][16];
+                    int m[2] = {0, 0};
+                    for (int i = 0; i < 32; i++) {
+                        int half = v == 1 ? i / 16 : (i & 2) != 0;
+                        h[half][0][m[half]] = a[i], h[half][1][m[half]++] = b[i];
+                    }
+                    ref = ref_group(&vt_tc_sm90_e4m3f16, p->c, h[0][0], h[0][1], 16);
+                    ref = ref_group(&vt_tc_sm90_e4m3f16, ref, h[1][0], h[1][1], 16);
+                }
+            } else {
+                vt_tc_arch A = *p->arch;
+                if (p->q == VT_Q_ZERO_EXP) A.zero_exp = (vt_tc_zero_exp)v;
+                if (p->q == VT_Q_ZERO_SIGN) A.zero_sign = (vt_tc_zero_sign)v;
+                ref = ref_group(&A, p->c, a, b, K);
+                /* the listed products alone (a partial group: its missing products are the tile's zeros) */
+                CHECK(vt_tc_group(&A, p->c, a, b, p->n) == got, "question probe %s: %d products give 0x%08X, the "
+                      "tile 0x%08X", p->name, p->n, vt_tc_group(&A, p->c, a, b, p->n), got);
+            }
+            CHECK(ref == got, "question probe %s, variant %s: the reference model 0x%08X, the emulator 0x%08X",
+                  p->name, Q_VAR[p->q][v], ref, got);
+            printf("KAT %-22s %-38s %-52s c=0x%08X n=%d%s a=", p->name, Q_NAME[p->q], Q_VAR[p->q][v], p->c, p->n,
+                   p->rep ? "(same pair)" : "");
+            for (int i = 0; i < (p->rep ? 1 : p->n); i++) printf("%s%04X", i ? "," : "", p->a[i]);
+            printf(" b=");
+            for (int i = 0; i < (p->rep ? 1 : p->n); i++) printf("%s%04X", i ? "," : "", p->b[i]);
+            printf(" -> 0x%08X\n", got);
+            for (int u = 0; u < v; u++)
+                if (p->want[u] != p->want[v]) told[p->q][u][v] = 1;
+        }
+        if (p->q != VT_Q_E4M3) /* the built-in model is the modes' variant */
+            CHECK(vt_tc_group(p->arch, p->c, a, b, K) == p->want[Q_MODE_VAR[p->q]], "question probe %s: %s is not "
+                  "variant %s", p->name, p->arch->name, Q_VAR[p->q][Q_MODE_VAR[p->q]]);
+    }
+    for (int q = 0; q < VT_Q_COUNT; q++)
+        for (int v = 1; v < Q_NVAR[q]; v++)
+            for (int u = 0; u < v; u++)
+                CHECK(told[q][u][v], "%s: no probe tells \"%s\" from \"%s\"", Q_NAME[q], Q_VAR[q][u], Q_VAR[q][v]);
+    /* the GEMM of a variant: E4M3 through FP16 is sm90-e4m3f16's fold; zero products counted change a
+     * GEMM whose A has a zero where B is huge (0 * 2^15 beside 2^-14 * 2^-14 in FP16) */
+    vt_tc_arch zc = vt_tc_sm90_fp16;
+    zc.zero_exp = VT_TC_ZERO_EXP_FIELDS;
+    float X[2] = {0.0f, 0x1p-14f}, Y[2] = {0x1p15f, 0x1p-14f}, Z = 1;
+    CHECK_OK(vt_tc_gemm(&vt_tc_sm90_fp16, 1, 1, 2, X, Y, &Z));
+    CHECK(bits32(Z) == 0x31800000u, "the sm90-fp16 GEMM of zero-huge-fp16: 0x%08X", bits32(Z));
+    CHECK_OK(vt_tc_gemm(&zc, 1, 1, 2, X, Y, &Z));
+    CHECK(bits32(Z) == 0, "the zero-counted GEMM of zero-huge-fp16: 0x%08X", bits32(Z));
+    /* a group of no product: its missing products are +0 * +0 (the GPU's tile), which the counted
+     * variant counts (FP16: 2 emin = -28, bottom 2^-53): c = 2^-100 is cut to +0; not counted: kept */
+    uint16_t z16[16] = {0};
+    CHECK(vt_tc_group(&zc, 0x0D800000u, z16, z16, 0) == 0 && vt_tc_group(&zc, 0x0D800000u, z16, z16, 16) == 0,
+          "counted zeros: c = 2^-100 alone");
+    CHECK(vt_tc_group(&vt_tc_sm90_fp16, 0x0D800000u, z16, z16, 0) == 0x0D800000u &&
+              vt_tc_group(&vt_tc_sm90_fp16, 0x0D800000u, z16, z16, 16) == 0x0D800000u,
+          "zeros not counted: c = 2^-100 alone");
+}
+
 /* The digest of generated groups per model (docs/tensorcore.md "Known answers"): seed 28,
  * 10,000 groups of the full group size, inputs gen_in mode 1 (exponents within +-3 of 1), accumulators
  * gen_c mode 1; FNV-1a 64 over the little-endian result bits. */
@@ -317,7 +420,7 @@ static const struct {
 } DIGESTS[] = {
     {&vt_tc_sm90_bf16, 0x2490054916407ac3ull}, {&vt_tc_sm90_fp16, 0xa2015bdea8606edfull},
     {&vt_tc_sm80_bf16, 0x86c10046d036f60cull}, {&vt_tc_sm80_fp16, 0xc6bdffc371b84efcull},
-    {&vt_tc_sm90_e4m3, 0x30a10639c8dbf97bull},
+    {&vt_tc_sm90_e4m3, 0x30a10639c8dbf97bull}, {&vt_tc_sm90_e4m3f16, 0x79425980b13ff3fdull},
 };
 
 static void test_digests(void)
@@ -345,9 +448,9 @@ static void test_properties(void)
 {
     uint64_t s = vt_test_seed(28) ^ 0xABCDEF;
     /* the order of the products within a group does not matter */
-    const vt_tc_arch *all[] = {&vt_tc_sm90_bf16, &vt_tc_sm90_fp16, &vt_tc_sm80_bf16, &vt_tc_sm80_fp16, &vt_tc_sm90_e4m3};
+    const vt_tc_arch *const *all = MODELS;
     long bad = 0;
-    for (int m = 0; m < 5; m++)
+    for (int m = 0; m < N_MODELS; m++)
         for (int g = 0; g < 3000; g++) {
             const vt_tc_arch *A = all[m];
             uint16_t a[64], b[64], pa[64], pb[64];
@@ -389,7 +492,7 @@ static void test_properties(void)
 
     /* the GEMM is the fold of groups by hand, in increasing k from +0; it equals the reference's
      * fold; the order of the fold is part of the definition (reversed, some results change) */
-    for (int m = 0; m < 5; m++) {
+    for (int m = 0; m < N_MODELS; m++) {
         const vt_tc_arch *A = all[m];
         size_t M = 5, N = 7, K = 3 * (size_t)A->group + 5; /* a last partial group */
         float *X = malloc(M * K * 4), *Y = malloc(K * N * 4), *Z = malloc(M * N * 4);
@@ -439,6 +542,16 @@ static void test_properties(void)
         free(X), free(Y), free(Z);
     }
     CHECK(vt_tc_arch_by_name("sm90-bf16") == &vt_tc_sm90_bf16 && !vt_tc_arch_by_name("sm70"), "arch names");
+    for (int m = 0; m < N_MODELS; m++) CHECK(vt_tc_arch_by_name(all[m]->name) == all[m], "arch name %s", all[m]->name);
+    vt_tc_arch v16 = vt_tc_sm90_fp16;
+    v16.via_fp16 = 1;
+    CHECK(vt_tc_arch_check(&v16) == VT_ERR_ARG, "via_fp16 accepted for FP16 inputs");
+    v16 = vt_tc_sm90_bf16;
+    v16.zero_exp = (vt_tc_zero_exp)2;
+    CHECK(vt_tc_arch_check(&v16) == VT_ERR_ARG, "zero_exp 2 accepted");
+    v16 = vt_tc_sm90_bf16;
+    v16.zero_sign = (vt_tc_zero_sign)2;
+    CHECK(vt_tc_arch_check(&v16) == VT_ERR_ARG, "zero_sign 2 accepted");
     vt_tc_arch bad_arch = vt_tc_sm90_bf16;
     bad_arch.width = 64;
     CHECK(vt_tc_arch_check(&bad_arch) == VT_ERR_ARG, "width 64 accepted");
@@ -489,20 +602,28 @@ static uint32_t fold_elem(const vt_tc_arch *A, const float *X, const float *Y, s
 
 static void test_gemm_paths(void)
 {
-    const vt_tc_arch *base[] = {&vt_tc_sm90_bf16, &vt_tc_sm90_fp16, &vt_tc_sm80_bf16, &vt_tc_sm80_fp16, &vt_tc_sm90_e4m3};
+    const vt_tc_arch *const *base = MODELS;
     uint64_t s = vt_test_seed(28) ^ 0x5151;
     long checked = 0, negzero = 0, before = vt_test_failed;
     int nimpl = 0;
     for (int impl = 0; impl < 8; impl++) nimpl += vt_tc_impl_name(impl) != NULL;
     CHECK(vt_tc_impl_name(0) && strcmp(vt_tc_impl_name(0), "scalar") == 0, "the scalar implementation is always there");
-    for (size_t m = 0; m < 5; m++)
-        for (int variant = 0; variant < 5; variant++)
+    for (size_t m = 0; m < N_MODELS; m++)
+        for (int variant = 0; variant < 7; variant++)
             for (int mix = 0; mix < 7; mix++) {
                 vt_tc_arch A = *base[m];
                 if (variant == 1) A.align = VT_TC_ALIGN_FLOOR;
                 if (variant == 2) A.out = VT_TC_OUT_RNE;
                 if (variant == 3) A.prod_eoff = 1;
                 if (variant == 4) A.e_floor = -300, A.inf_on_overflow = 0;
+                if (variant == 5) { /* the zeros' variants: the GEMM folds vt_tc_group (one mix in two: slow) */
+                    if (mix % 2 || mix == 6) continue;
+                    A.zero_exp = VT_TC_ZERO_EXP_FIELDS, A.zero_sign = VT_TC_ZERO_POS;
+                }
+                if (variant == 6) { /* E4M3 in a narrow window: the subnormals' exponents decide bits */
+                    if (A.type != VT_TC_E4M3) continue;
+                    A.width = 12;
+                }
                 /* mix 0: a band around 1; 1: tiny and zeros; 2: huge (overflow); 3: everything, NaN and inf in
                  * some rows and columns; 4: underflows to -0 followed by zeros of both signs; 5: cancellation
                  * (pairs of products that cancel exactly) in a narrow band (carries); 6: a long K (the
@@ -567,12 +688,34 @@ static void test_gemm_paths(void)
                     }
                 free(want), free(X), free(Y), free(Z), free(XT), free(YT);
             }
+    /* via_fp16 decides the exponent of an E4M3 subnormal (FP16's normal exponent, not E4M3's emin): in
+     * a window of 12 bits, group 1: 1 * 1 + 2^-9 * 0.5 = 1 + 2^-10 (E = 0, bottom 2^-11: kept); group 2:
+     * 2^-7 (0x04, a subnormal) * 2^8 = 2. Through FP16 its alignment is -7 + 8 = 1 = E, bottom 2^-10:
+     * 1025 + 2048 units = 3 + 2^-10 = 0x40401000. As E4M3 (emin -6): E = 2, bottom 2^-9: c cut to 1,
+     * 3.0 = 0x40400000. Every implementation (the decoded path) and the fold. */
+    {
+        vt_tc_arch w12 = vt_tc_sm90_e4m3f16;
+        w12.width = 12;
+        float X[17] = {1, 0x1p-9f}, Y[17] = {1, 0.5f}, Z = 0;
+        X[16] = 0x1p-7f, Y[16] = 256;
+        for (int via = 1; via >= 0; via--) {
+            w12.via_fp16 = via;
+            uint32_t want = via ? 0x40401000u : 0x40400000u;
+            CHECK(fold_elem(&w12, X, Y, 1, 17, 0, 0) == want, "via_fp16 %d: the fold 0x%08X", via,
+                  fold_elem(&w12, X, Y, 1, 17, 0, 0));
+            for (int impl = 0; impl < nimpl; impl++) {
+                CHECK_OK(vt_tc_gemm_ex(&w12, impl, 0, 0, 1, 1, 17, X, Y, &Z));
+                CHECK(bits32(Z) == want, "via_fp16 %d, %s: 0x%08X, want 0x%08X", via, vt_tc_impl_name(impl), bits32(Z),
+                      want);
+            }
+        }
+    }
     CHECK(vt_test_failed == before, "vt_tc_gemm differs from the fold of vt_tc_group");
     CHECK(negzero > 0, "no -0 result: the -0 accumulator is not exercised");
     CHECK(vt_tc_gemm_ex(&vt_tc_sm90_bf16, 99, 0, 0, 1, 1, 1, (float[]){1}, (float[]){1}, (float[]){0}) == VT_ERR_ARG,
           "an unknown implementation accepted");
-    printf("vt_tc_gemm: %ld elements (%ld of them -0) over 5 models x 5 variants x 7 operand mixes x %d implementations "
-           "(default %s) x 4 transposes = the fold of vt_tc_group\n", checked, negzero, nimpl, vt_tc_impl());
+    printf("vt_tc_gemm: %ld elements (%ld of them -0) over %d models x 7 variants x 7 operand mixes x %d implementations "
+           "(default %s) x 4 transposes = the fold of vt_tc_group\n", checked, negzero, N_MODELS, nimpl, vt_tc_impl());
 }
 
 int main(void)
@@ -581,6 +724,7 @@ int main(void)
     test_conversions();
     test_reference();
     test_probes();
+    test_questions();
     test_properties();
     test_digests();
     test_gemm_paths();

@@ -254,8 +254,10 @@ vt_err vt_cheats_parse(vt_cheats *c, const char *spec)
             c->step = step;
             c->value = has_value ? value : (k[i].kind == VT_CHEAT_POISON ? 1e-3 : 0.5);
             if (k[i].kind == VT_CHEAT_ARITH) { /* arith:STEP:V, V an index of vt_gemm_arith_names */
-                VT_RETURN_ERROR_IF(!has_value || value < 0 || value > 5 || value != (double)(int)value, VT_ERR_ARG,
-                                   "--cheat arith:STEP:V needs V in 0..5 (vt_gemm_arith_names)");
+                int nv = 0;
+                while (vt_gemm_arith_names[nv]) nv++;
+                VT_RETURN_ERROR_IF(!has_value || value < 0 || value >= nv || value != (double)(int)value, VT_ERR_ARG,
+                                   "--cheat arith:STEP:V needs V in 0..%d (vt_gemm_arith_names)", nv - 1);
             }
             if (k[i].kind == VT_CHEAT_SHIFT_OUTPUT) { /* shift-op:STEP:OP, the operation id; 0.25 added */
                 VT_RETURN_ERROR_IF(!has_value || value < 1 || value > UINT32_MAX || value != (double)(uint32_t)value,
