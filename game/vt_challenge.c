@@ -324,6 +324,11 @@ static vt_err run(auditor *a, vt_challenge_result *res)
                         "accepts: that arbiter would refuse the challenge; choose one the record names", spath, fpr,
                         (unsigned)rec.n_arbiters);
     }
+    if (rec_ok && !o->quiet && (rec.expiry < vt_service_signed_at(&rec) ||
+                                rec.expiry - vt_service_signed_at(&rec) < VT_RECORD_FLOOR_S))
+        fprintf(stderr, "auditor: the trainer's service record %s was signed for %lld s, under the %d s floor: the "
+                "arbiter rules against the trainer that signed it\n", spath,
+                (long long)((int64_t)rec.expiry - (int64_t)vt_service_signed_at(&rec)), VT_RECORD_FLOOR_S);
     if (rec_ok && rec.expiry <= (uint64_t)time(NULL) && !o->quiet)
         fprintf(stderr, "auditor: the trainer's service record %s expired (at %llu, seconds since 1970); its current "
                 "record is asked for before the challenge\n", spath, (unsigned long long)rec.expiry);
