@@ -107,6 +107,8 @@ case_records() { # finding 3 (and 5: a record from the arbiter's future)
   start_trainer "$d" cheat --cheat lr:7:0.5 --misbehave short-record --record-ttl 2 || { bad "records: trainer"; return; }
   challenge "$d" cheat "$T/ak" "$d/out-short"; st=$?
   arbiter_done; stop "$TPID"
+  grep -q "under the 600 s floor" "$d/out-short" && ok "records: the auditor says the record is under the floor" ||
+    bad "records: the auditor did not check the floor"
   [ $st = 0 ] && grep -q "against the trainer (record shorter than the floor)" "$d/out-short" &&
     ok "records: a 2 s record convicts the trainer that signed it" || bad "records: short: exit $st $(tail -3 "$d/out-short")"
   if why=$(rederive "$d" "verdict against the trainer (record shorter than the floor)"); then ok "records: short: re-derived"
