@@ -43,6 +43,14 @@ double vt_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+void vt_abstime_after(struct timespec *ts, int64_t ms)
+{
+    clock_gettime(CLOCK_REALTIME, ts);
+    ts->tv_sec += (time_t)(ms / 1000);
+    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts->tv_nsec >= 1000000000L) ts->tv_sec++, ts->tv_nsec -= 1000000000L;
+}
+
 double vt_progress_interval(void)
 {
     const char *v = getenv("VT_PROGRESS_INTERVAL");

@@ -41,6 +41,9 @@ int vt_cli_usage_error(vt_cli_usage_fn *usage, const char *fmt, ...)
     ;
 
 double vt_now(void); /* monotonic seconds */
+/* *ts = the realtime clock ms milliseconds from now (a deadline for pthread_cond_timedwait). */
+struct timespec;
+void vt_abstime_after(struct timespec *ts, int64_t ms);
 
 /* Command-line numbers. Each parses the whole of TEXT (the value of option OPT, e.g. "--step")
  * as a decimal number in [lo, hi] and stores it in *out; on anything else - empty, a sign where

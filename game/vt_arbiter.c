@@ -48,7 +48,7 @@ typedef struct {
 typedef struct {
     int used;
     uint64_t seq;
-    uint8_t cm[32];
+    uint8_t cm[32], chid[32]; /* its commitment; its CHALLENGE's id (the SHA-256 of its frame) */
     vt_conn *c;
     vt_msg chm;
     char ip[64], peer[80];
@@ -124,6 +124,20 @@ static int session_error(const vt_msg *m)
     return c == VT_ERRC_TIMEOUT || c == VT_ERRC_BUSY || c == VT_ERRC_INTERNAL;
 }
 
+/* Pauses p ms (at most what is left of the party's clock), charged to the party. 1 when time is left. */
+static int pause_charged(live *L, int party, int64_t *pause, int64_t cap)
+{
+    int64_t p = clock_left(L, party);
+    p = p < *pause ? p : *pause;
+    if (p > 0) {
+        struct timespec ts = {(time_t)(p / 1000), (long)(p % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+        L->used_ms[party] += p;
+    }
+    *pause = *pause * 2 > cap ? cap : *pause * 2;
+    return clock_left(L, party) > 0;
+}
+
 /* Connects to the trainer's signed address, retrying within its clock. */
 static vt_err connect_trainer(live *L)
 {
@@ -158,32 +172,12 @@ static vt_err connect_trainer(live *L)
         }
         if (!L->o->quiet) fprintf(stderr, "arbiter: attempt %u to reach the trainer at %s: %s\n", L->attempts,
                                   L->trainer_addr, why);
-        left = clock_left(L, VT_ROLE_TRAINER);
-        if (left <= 0) continue;
-        int64_t p = pause < left ? pause : left;
-        struct timespec ts = {(time_t)(p / 1000), (long)(p % 1000) * 1000000L};
-        nanosleep(&ts, NULL);
-        L->used_ms[VT_ROLE_TRAINER] += p;
-        pause = pause * 2 > 2000 ? 2000 : pause * 2;
+        pause_charged(L, VT_ROLE_TRAINER, &pause, 2000); /* the loop's top ends it when the clock has run out */
     }
 }
 
 static void heartbeat(live *L, int qtype);
 static int slot_lock_take_resume(live *L, vt_conn **nc, int64_t wait_ms);
-
-/* Pauses p ms (at most what is left of the party's clock), charged to the party. 1 when time is left. */
-static int pause_charged(live *L, int party, int64_t *pause, int64_t cap)
-{
-    int64_t p = clock_left(L, party);
-    p = p < *pause ? p : *pause;
-    if (p > 0) {
-        struct timespec ts = {(time_t)(p / 1000), (long)(p % 1000) * 1000000L};
-        nanosleep(&ts, NULL);
-        L->used_ms[party] += p;
-    }
-    *pause = *pause * 2 > cap ? cap : *pause * 2;
-    return clock_left(L, party) > 0;
-}
 
 /* The auditor's connection dropped (or a resumed one is waiting): close it and take the resumed
  * connection, waiting for it within the auditor's clock (the wait charged to it). 0 with L->ca, -1
@@ -423,11 +417,7 @@ static int slot_lock_take_resume(live *L, vt_conn **nc, int64_t wait_ms)
         int64_t left = wait_ms - ms_since(t0);
         if (left <= 0) break;
         struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        int64_t step = left < 500 ? left : 500;
-        ts.tv_sec += (time_t)(step / 1000);
-        ts.tv_nsec += (long)(step % 1000) * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+        vt_abstime_after(&ts, left < 500 ? left : 500);
         pthread_cond_timedwait(&S->cv, &S->mu, &ts);
     }
     *nc = gs->resume;
@@ -728,9 +718,7 @@ static void start_waiters(server *S)
         }
         pthread_mutex_unlock(&S->mu);
         if (!found) return;
-        uint8_t chid[32];
-        if (vt_sha256(w.chm.raw, w.chm.raw_len, chid)) memset(chid, 0, 32);
-        int r = launch(S, w.c, &w.chm, w.ip, w.peer, chid);
+        int r = launch(S, w.c, &w.chm, w.ip, w.peer, w.chid);
         if (r) {
             arb_reject(S, w.peer, VT_ERRC_BUSY, "a waiting challenge could not start its game");
             vt_conn_refuse(w.c, &S->kp, VT_ERRC_BUSY, "the arbiter cannot start a game now; try again");
@@ -761,9 +749,7 @@ static int resume(server *S, vt_conn *c, const uint8_t chid[32], const char *pee
     }
     for (int i = 0; i < VTI_WAITERS && !kind; i++) {
         waiter *w = &S->waiting[i];
-        if (!w->used || w->chm.raw_len == 0) continue;
-        uint8_t id[32];
-        if (vt_sha256(w->chm.raw, w->chm.raw_len, id) || memcmp(id, chid, 32) != 0) continue;
+        if (!w->used || memcmp(w->chid, chid, 32) != 0) continue;
         old = w->c;
         w->c = c;
         kind = 2;
@@ -834,6 +820,7 @@ static void arb_admit(void *ctx, vt_gate_peer *p)
             w->used = 1, w->seq = ++S->wait_seq, w->c = p->c, w->chm = *p->first;
             memset(p->first, 0, sizeof *p->first); /* moved */
             memcpy(w->cm, cm, 32);
+            memcpy(w->chid, chid, 32);
             snprintf(w->ip, sizeof w->ip, "%s", p->ip);
             snprintf(w->peer, sizeof w->peer, "%s", p->peer);
             pthread_cond_broadcast(&S->cv);

@@ -361,9 +361,7 @@ static job *job_wait(session *ss, int kind, uint64_t a, uint64_t b, uint64_t ste
     jb->tick = ++sv->tick;
     while (jb->state == VTI_JOB_RUNNING) {
         struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 200000000L;
-        if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+        vt_abstime_after(&ts, 200);
         pthread_cond_timedwait(&sv->cv, &sv->mu, &ts);
         if (jb->state != VTI_JOB_RUNNING) break;
         pthread_mutex_unlock(&sv->mu);
@@ -688,6 +686,14 @@ static session *eviction_candidate(server *sv, const uint8_t *pk)
     return best;
 }
 
+/* The refusal's text for a key that is not an accepted arbiter's. */
+static void not_an_arbiter(const uint8_t pk[32], char *m, size_t cap)
+{
+    char fpr[VT_SIGN_FPR_HEX_LEN + 1];
+    if (vt_sign_fingerprint(pk, fpr)) snprintf(fpr, sizeof fpr, "?");
+    snprintf(m, cap, "key %s is not an arbiter this trainer answers", fpr);
+}
+
 /* A key that is not an accepted arbiter's: Q_SERVICE gets the current record (docs/dispute.md "Fresh
  * service records"), at most VTI_PUBLIC_QUESTIONS times, each within VTI_PUBLIC_MS; any other question
  * ERROR unauthorized, and the connection ends. */
@@ -698,9 +704,8 @@ static void *public_main(void *p)
     vt_msg_limits lim;
     memset(&lim, 0, sizeof lim);
     for (int t = 1; t < VT_MSG_TYPE_COUNT_; t++) lim.max_body[t] = 64; /* only small questions come in */
-    char fpr[VT_SIGN_FPR_HEX_LEN + 1], m[200];
-    if (vt_sign_fingerprint(ps->pk, fpr)) snprintf(fpr, sizeof fpr, "?");
-    snprintf(m, sizeof m, "key %s is not an arbiter this trainer answers", fpr);
+    char m[200];
+    not_an_arbiter(ps->pk, m, sizeof m);
     for (int k = 0; k < VTI_PUBLIC_QUESTIONS; k++) {
         vt_msg q;
         vt_err re = vt_recv_msg(ps->c, VT_MSG_ANY, VTI_PUBLIC_MS, &lim, &q);
@@ -734,11 +739,10 @@ static void tr_admit(void *ctx, vt_gate_peer *p)
     int accepted = 0;
     for (int i = 0; i < o->n_arbiters; i++) accepted |= memcmp(o->arbiter_pk[i], pk, 32) == 0;
     if (!accepted) {
-        char fpr[VT_SIGN_FPR_HEX_LEN + 1], m[200];
-        if (vt_sign_fingerprint(pk, fpr)) snprintf(fpr, sizeof fpr, "?");
-        snprintf(m, sizeof m, "key %s is not an arbiter this trainer answers", fpr);
-        /* anyone may ask for the current service record (an auditor before it challenges): one
-         * question, read by one of at most VTI_PUBLIC threads; everything else is refused */
+        char m[200];
+        not_an_arbiter(pk, m, sizeof m);
+        /* anyone may ask for the current service record (an auditor before it challenges): up to
+         * VTI_PUBLIC_QUESTIONS questions, read by one of at most VTI_PUBLIC threads; anything else refused */
         session *ps = NULL;
         pthread_mutex_lock(&sv->mu);
         if (sv->public_active < VTI_PUBLIC && (ps = calloc(1, sizeof *ps)) != NULL) sv->public_active++;
