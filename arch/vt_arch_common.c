@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "vt_model.h"
+#include "vt_arch.h"
 
 #define ARR(...) ((const uint32_t[]){__VA_ARGS__})
 #define IARG(...) ((const int64_t[]){__VA_ARGS__})
@@ -69,4 +69,18 @@ void vt_arch_input_ops(vt_program *p, const vt_recipe *rc, uint32_t x, uint32_t 
     vt_prog_op(p, VT_OPK_SCHEDULE, NULL, 0, ARR(tstep, lr), 2,
                IARG(rc->schedule, (int64_t)rc->warmup, (int64_t)rc->decay_every, (int64_t)rc->steps), 4,
                FARG(rc->lr, rc->decay_factor, rc->final_lr_factor), 3, "learning-rate schedule");
+}
+
+vt_err vt_program_build(const vt_recipe *rc, vt_program *p)
+{
+    vt_program_init(p);
+    vt_err e = vt_recipe_validate(rc);
+    if (!e) switch (rc->arch) {
+        case VT_ARCH_MLP: e = vt_arch_mlp_build(rc, p); break;
+        case VT_ARCH_RESNET: e = vt_arch_resnet_build(rc, p); break;
+        case VT_ARCH_GPT: e = vt_arch_gpt_build(rc, p); break;
+        default: e = vt_set_error(VT_ERR_ARG, "recipe: unknown arch %d", (int)rc->arch);
+        }
+    if (e) vt_program_free(p);
+    return e;
 }

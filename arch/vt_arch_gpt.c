@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vt_model.h"
+#include "vt_arch.h"
 
 #define ARR(...) ((const uint32_t[]){__VA_ARGS__})
 #define IARG(...) ((const int64_t[]){__VA_ARGS__})

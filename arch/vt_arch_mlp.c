@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "vt_model.h"
+#include "vt_arch.h"
 
 #define ARR(...) ((const uint32_t[]){__VA_ARGS__})
 #define IARG(...) ((const int64_t[]){__VA_ARGS__})

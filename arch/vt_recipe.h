@@ -9,7 +9,7 @@
 #include "../common/vt_error.h"
 #include "../data/vt_data.h"
 #include "../ops/vt_ops.h" /* vt_sched_kind, vt_schedule */
-#include "../rounding_log/vt_rlog.h"
+#include "../rounding/vt_round.h"
 
 #define VT_MAX_LAYERS 8
 #define VT_RECIPE_DATASET_MAX 511 /* the recipe key `dataset`: at most this many bytes (a user's file path) */
@@ -43,13 +43,13 @@ typedef struct {
                                                          * C x H x W must equal the input width */
     uint32_t augment_pad;      /* random crop: pad by this many zero pixels, crop back (0: none) */
     uint32_t augment_flip;     /* 1: random horizontal flip */
-    /* arch "resnet" (model/vt_arch_resnet.c): the input is the image; layers = [C*H*W, classes] */
+    /* arch "resnet" (arch/vt_arch_resnet.c): the input is the image; layers = [C*H*W, classes] */
     uint32_t resnet_width;     /* channels of the stem and the first stage (doubled per stage) */
     uint32_t resnet_stages;    /* stages; every stage after the first halves the resolution */
     uint32_t resnet_blocks;    /* basic blocks per stage */
     uint32_t resnet_pool;      /* 1: a 2 x 2 max pool after the stem */
     double bn_momentum, bn_eps; /* batch normalisation: running-statistics momentum, epsilon */
-    /* arch "gpt" (model/vt_arch_gpt.c): a character-level transformer on a text dataset */
+    /* arch "gpt" (arch/vt_arch_gpt.c): a character-level transformer on a text dataset */
     uint32_t gpt_layers, gpt_heads, gpt_width, gpt_context, gpt_vocab, gpt_tie;
     double dropout;            /* dropout probability after the embedding, attention and MLP (0: none) */
     double clip_norm;          /* clip the gradient to this global norm (0: no clipping) */

@@ -1,12 +1,12 @@
 /* vt_backend.h - the kernel-level backend interface (docs/cuda.md): the table a backend fills.
- * Opening one by name is cuda/vt_backend.h, beside the implementations.
+ * Opening one by name is backend/cuda/vt_backend_open.h, beside the implementations.
  *
  * A backend supplies some kernels on other hardware; every kernel it leaves NULL runs on the CPU
  * (kernels/). The interpreter calls it through vt_model_set_backend (model/vt_model.h); the
  * results do not depend on the backend: exact rounding gives RN32 of the exact value everywhere,
  * and a log recorded on one backend is judged against the exact value by any other.
  *   "cpu"  - no accelerated kernel: the reference, always built;
- *   "cuda" - cuda/vt_cuda.cu: rounded GEMMs (the matmul kind) on an NVIDIA GPU through cuBLAS DGEMM
+ *   "cuda" - backend/cuda/vt_cuda.cu: rounded GEMMs (the matmul kind) on an NVIDIA GPU through cuBLAS DGEMM
  *            with the rounding epilogue on the device; the plain FP64/FP32 GEMMs of the benchmark
  *            baseline through cuBLAS. */
 #ifndef VT_BACKEND_H
@@ -15,9 +15,8 @@
 #include <stddef.h>
 
 #include "../common/vt_error.h"
-#include "../rounding_log/vt_rlog.h"
+#include "../rounding/vt_round.h"
 
-struct vt_model;
 struct vt_tc_arch_s;
 
 typedef struct vt_backend {
@@ -43,12 +42,13 @@ typedef struct vt_backend {
      * vt_model_run calls run_begin (the state to the device), then per operation run_op - or,
      * where that answers VT_ERR_UNSUPPORTED, op_to_host, the CPU kernel and op_to_device - and
      * finally run_end (failures reported in operation order; the state and the loss to the host).
-     * Between steps the host's state is the reference. */
-    vt_err (*run_begin)(void *impl, struct vt_model *m);
-    vt_err (*run_op)(void *impl, struct vt_model *m, vt_rctx *rc, uint32_t op_id, uint64_t step);
-    vt_err (*op_to_host)(void *impl, struct vt_model *m, vt_rctx *rc, uint32_t op_id);
-    vt_err (*op_to_device)(void *impl, struct vt_model *m, uint32_t op_id);
-    vt_err (*run_end)(void *impl, struct vt_model *m, vt_rctx *rc);
+     * Between steps the host's state is the reference. `model` is the interpreter's model
+     * (model/vt_model.h), opaque at this layer: the table names no layer above it. */
+    vt_err (*run_begin)(void *impl, void *model);
+    vt_err (*run_op)(void *impl, void *model, vt_rctx *rc, uint32_t op_id, uint64_t step);
+    vt_err (*op_to_host)(void *impl, void *model, vt_rctx *rc, uint32_t op_id);
+    vt_err (*op_to_device)(void *impl, void *model, uint32_t op_id);
+    vt_err (*run_end)(void *impl, void *model, vt_rctx *rc);
     void (*close)(void *impl);
 } vt_backend;
 

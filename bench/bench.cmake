@@ -4,7 +4,7 @@ file(GLOB VT_BENCH_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/bench/b
 foreach(src IN LISTS VT_BENCH_SOURCES)
   get_filename_component(name ${src} NAME_WE)
   add_executable(${name} ${src})
-  target_link_libraries(${name} PRIVATE vt_kernels vt_rlog vt_common ${M_LIB} ${CMAKE_DL_LIBS})
+  target_link_libraries(${name} PRIVATE vt_kernels vt_rounding vt_common ${M_LIB} ${CMAKE_DL_LIBS})
   target_include_directories(${name} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 endforeach()
 

@@ -50,7 +50,7 @@
 #include "data/vt_data.h"
 #include "model/vt_model.h"
 #include "model/vt_plain.h"
-#include "rounding_log/vt_rlog.h"
+#include "rounding/vt_round.h"
 #include "run/vt_train.h"
 
 static const char *CNN_GROUPS[] = {"conv forward", "conv input gradient", "conv weight gradient", "batch norm",

@@ -20,12 +20,12 @@
 
 #define BENCH_NAME "bench_cuda"
 #include "bench/bench_util.h"
-#include "cuda/vt_cuda.h"
+#include "backend/cuda/vt_cuda.h"
 #include "data/vt_data.h"
-#include "cuda/vt_backend.h"
+#include "backend/cuda/vt_backend_open.h"
 #include "model/vt_model.h"
 #include "model/vt_plain.h"
-#include "rounding_log/vt_rlog.h"
+#include "rounding/vt_round.h"
 #include "run/vt_train.h"
 
 static double verif_steps(const vt_recipe *rc0, const vt_dataset *ds, const vt_backend *be, vt_rounding mode, int n,

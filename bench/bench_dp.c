@@ -34,7 +34,7 @@
 #include "data/vt_data.h"
 #include "dist/vt_dist.h"
 #include "model/vt_model.h"
-#include "model/vt_recipe.h"
+#include "arch/vt_recipe.h"
 #include "rounding/vt_round_dist.h"
 
 typedef struct {

@@ -50,10 +50,10 @@
 #include "common/vt_cli.h"
 #include "common/vt_error.h"
 #include "kernels/vt_kernels.h"
-#include "rounding_log/vt_rlog.h"
+#include "rounding/vt_round.h"
 
 #define DENSE_BYTES_PER_M 200000.0 /* 1.6 bits per element */
-#define ZSTD_LEVEL 3                /* the trainer's default (model/vt_recipe.c) */
+#define ZSTD_LEVEL 3                /* the trainer's default (arch/vt_recipe.c) */
 #define EXACT_TARGET 1.10           /* exact mode: vt_gemm + vt_round <= 1.10 x bare dgemm */
 #define LOG_TARGET 0.02             /* log mode: log <= 2% of the dense code */
 

@@ -70,7 +70,7 @@
 #include "merkle/vt_sign.h"
 #include "model/vt_model.h"
 #include "model/vt_plain.h"
-#include "rounding_log/vt_rlog.h"
+#include "rounding/vt_round.h"
 #include "run/vt_train.h"
 
 #define BENCH_NAME "bench_step"
@@ -348,7 +348,7 @@ typedef struct {
 } gemm_op;
 
 /* The label of a MATMUL operation of the program in the profile: "layer L <what>", with L from
- * the operation's name ("fcL ...", model/vt_arch_mlp.c) and <what> from its transposes (the
+ * the operation's name ("fcL ...", arch/vt_arch_mlp.c) and <what> from its transposes (the
  * forward GEMM X W, the weight gradient X^T dZ, the input gradient dZ W^T); any other
  * operation's own name. */
 static void gemm_label(const vt_opdesc *o, char *out, size_t cap)

@@ -2,7 +2,7 @@
 """torch_gpt.py - the outside reference for the character-level GPT (docs/benchmarks.md): PyTorch
 (python3-torch), FP32, training the same architecture and recipe on the same data.
 
-The model is arch=gpt of model/vt_arch_gpt.c written with explicit tensors of the project's names
+The model is arch=gpt of arch/vt_arch_gpt.c written with explicit tensors of the project's names
 and shapes (a linear layer is x @ W + b with W [in, out]): token and position embeddings, pre-LN
 blocks (causal multi-head self-attention, GELU tanh MLP, residuals, dropout), a final layer norm and
 the head tied to wte (or lm_head.weight). Initial values come from a `trainer export --step 0

@@ -2,7 +2,7 @@
 """torch_resnet.py - the outside reference for the residual CNN (docs/benchmarks.md): PyTorch
 (python3-torch), FP32, training the same architecture and recipe on the same data.
 
-The network is arch=resnet of model/vt_arch_resnet.c built with torch.nn: a 3x3 stem convolution
+The network is arch=resnet of arch/vt_arch_resnet.c built with torch.nn: a 3x3 stem convolution
 (no bias), batch norm, ReLU and an optional 2x2 max pool; resnet_stages stages of resnet_blocks
 basic blocks (the first block of every later stage strided, with a 1x1 projection shortcut and its
 batch norm); global average pooling; a linear layer. Initial weights are read from a

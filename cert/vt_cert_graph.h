@@ -14,7 +14,7 @@
 #include "../common/vt_error.h"
 #include "../data/vt_data.h"
 #include "../model/vt_model.h"
-#include "../rounding_log/vt_rlog.h"
+#include "../rounding/vt_round.h"
 #include "vt_cert.h"
 
 #define VT_CERT_GRAPH_MAX_NODES 256

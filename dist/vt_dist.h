@@ -54,7 +54,7 @@ typedef struct {
 void vt_dist_clock(const vt_comm *c, vt_dist_clock_t *out);
 
 /* Another engine for the data collectives (docs/distributed.md "GPU ranks"): the CUDA backend's
- * NCCL engine (cuda/vt_nccl.c) installs one with vt_dist_set_engine; dist/ knows only this table.
+ * NCCL engine (backend/cuda/vt_nccl.c) installs one with vt_dist_set_engine; dist/ knows only this table.
  * Once installed, vt_dist_allreduce_i64 and vt_dist_allreduce_min_i64 (integer sum and minimum),
  * vt_dist_allgather_f64 and vt_dist_allgatherv (bytes, copied unchanged), vt_dist_alltoallv and
  * vt_dist_bcast go through it, after this file's own argument and size checks; vt_dist_agree and

@@ -10,8 +10,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "../game/vt_dispute.h"
-#include "../game/vt_game.h"
+#include "vt_dispute.h"
+#include "vt_game.h"
 #include "../common/vt_cli.h"
 #include "../common/vt_hash.h"
 #include "../data/vt_data.h"

@@ -14,7 +14,7 @@
 #include "../merkle/vt_merkle.h"
 #include "../merkle/vt_sign.h"
 #include "../model/vt_model.h"
-#include "../rounding_log/vt_rlog.h"
+#include "../rounding/vt_round.h"
 #include "../run/vt_train.h"
 #include "vt_dispute.h"
 

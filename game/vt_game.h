@@ -12,7 +12,7 @@
 #include "../data/vt_data.h"
 #include "../kernels/vt_kernels.h"
 #include "../model/vt_model.h"
-#include "../model/vt_recipe.h"
+#include "../arch/vt_recipe.h"
 #include "../protocol/vt_proto.h"
 
 /* reason codes of a verdict */

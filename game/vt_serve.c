@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../game/vt_dispute.h"
+#include "vt_dispute.h"
 #include "../common/vt_bytes.h"
 #include "../common/vt_cli.h"
 #include "../common/vt_hash.h"

@@ -1,5 +1,5 @@
 /* vt_cnn_hd.h - the per-element chains of the CNN's kernels (kernels/vt_cnn.c), written once for
- * the CPU kernels and the CUDA backend's device kinds (cuda/vt_dev_ops_hd.h): fixed sequences of IEEE
+ * the CPU kernels and the CUDA backend's device kinds (backend/cuda/vt_dev_ops_hd.h): fixed sequences of IEEE
  * operations evaluated as written, so host and device give the same FP64 value. A per-channel
  * factor is the same function of the channel's inputs wherever and however often it is computed. */
 #ifndef VT_CNN_HD_H

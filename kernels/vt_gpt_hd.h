@@ -1,5 +1,5 @@
 /* vt_gpt_hd.h - the per-element chains of the transformer's kernels (kernels/vt_gpt.c), written
- * once for the CPU kernels and the CUDA backend's device kinds (cuda/vt_dev_ops_hd.h): fixed sequences
+ * once for the CPU kernels and the CUDA backend's device kinds (backend/cuda/vt_dev_ops_hd.h): fixed sequences
  * of IEEE operations (and the portable exp) evaluated as written, the same FP64 value on host and
  * device. A per-row factor is the same function of the row's inputs wherever it is computed. */
 #ifndef VT_GPT_HD_H

@@ -24,7 +24,7 @@
 #include <stdint.h>
 
 #include "../common/vt_error.h"
-#include "../rounding_log/vt_rlog.h"
+#include "../rounding/vt_round.h"
 
 typedef enum {
     VT_ORDER_BLAS = 0,     /* cblas_dgemm / sums: four interleaved accumulators (k mod 4),

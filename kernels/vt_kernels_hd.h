@@ -1,6 +1,6 @@
 /* vt_kernels_hd.h - the per-element chains of the MLP's kernels, written once for the CPU
  * kernels (kernels/vt_kernels.c loops over them) and the CUDA backend's device-resident kinds
- * (cuda/vt_cuda_model.cu): each is a fixed sequence of IEEE basic operations, evaluated as written
+ * (backend/cuda/vt_cuda_model.cu): each is a fixed sequence of IEEE basic operations, evaluated as written
  * (no contraction on either compiler), so host and device give the same FP64 value. */
 #ifndef VT_KERNELS_HD_H
 #define VT_KERNELS_HD_H

@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #include "../common/vt_error.h"
-#include "vt_tc_hd.h" /* vt_tc_type; the conversions, shared with the GPU kernel (cuda/vt_tc_mma.cu) */
+#include "vt_tc_hd.h" /* vt_tc_type; the conversions, shared with the GPU kernel (backend/cuda/vt_tc_mma.cu) */
 
 /* How an aligned term loses its bits below the window (the "truncating right shift"). */
 typedef enum {

@@ -1,5 +1,5 @@
 /* vt_tc_hd.h - the tensor-core model's exactly specified pieces shared by the CPU emulator
- * (kernels/vt_tc.c, gcc) and the CUDA kernel of the mode (cuda/vt_tc_mma.cu, nvcc): the input
+ * (kernels/vt_tc.c, gcc) and the CUDA kernel of the mode (backend/cuda/vt_tc_mma.cu, nvcc): the input
  * types, FP32 -> BF16 / FP16 / E4M3 by round-to-nearest-even, the exact conversion back, the
  * decoding of an input into significand and unit exponent, and the FP32 packing of a rounded
  * magnitude. Integer arithmetic only, so the host and the device return the same bits (the GPU

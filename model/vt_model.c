@@ -13,20 +13,6 @@
 #include "../common/vt_bytes.h"
 #include "../ops/vt_philox.h"
 
-vt_err vt_program_build(const vt_recipe *rc, vt_program *p)
-{
-    vt_program_init(p);
-    vt_err e = vt_recipe_validate(rc);
-    if (!e) switch (rc->arch) {
-        case VT_ARCH_MLP: e = vt_arch_mlp_build(rc, p); break;
-        case VT_ARCH_RESNET: e = vt_arch_resnet_build(rc, p); break;
-        case VT_ARCH_GPT: e = vt_arch_gpt_build(rc, p); break;
-        default: e = vt_set_error(VT_ERR_ARG, "recipe: unknown arch %d", (int)rc->arch);
-        }
-    if (e) vt_program_free(p);
-    return e;
-}
-
 float vt_program_initial_value(const vt_program *p, uint64_t seed, uint32_t t, size_t k)
 {
     const vt_tensor *d = &p->t[t];
@@ -607,7 +593,7 @@ vt_err vt_model_run(vt_model *m, const vt_dataset *ds, vt_rctx *rc, uint32_t upt
     m->rctx = rc;
     m->in_step = 1;
     vt_err e = VT_OK;
-    /* a whole step without hooks runs device-resident where the backend can (kernels/vt_backend.h) */
+    /* a whole step without hooks runs device-resident where the backend can (backend/vt_backend.h) */
     const vt_backend *be = m->be;
     if (be && be->run_begin && !hook && !m->tamper && upto == m->prog.n_ops) {
         e = be->run_begin(be->impl, m);

@@ -22,12 +22,12 @@
 #include "../common/vt_error.h"
 #include "../common/vt_hash.h"
 #include "../data/vt_data.h"
-#include "../kernels/vt_backend.h"
+#include "../backend/vt_backend.h"
 #include "../kernels/vt_kernels.h"
-#include "../rounding_log/vt_rlog.h"
+#include "../rounding/vt_round.h"
 #include "../ops/vt_ops.h"
 #include "../ops/vt_program.h"
-#include "vt_recipe.h"
+#include "../arch/vt_arch.h"
 
 typedef struct vt_model vt_model;
 typedef struct vt_sstate vt_sstate; /* the sharded optimiser state (vt_model_init_sharded) */
@@ -48,7 +48,7 @@ typedef struct {
     vt_op_hook probe_op;
 } vt_hooks;
 
-/* Runs m's kernels that backend be supplies (kernels/vt_backend.h) on it; NULL or the CPU backend:
+/* Runs m's kernels that backend be supplies (backend/vt_backend.h) on it; NULL or the CPU backend:
  * every kernel on the CPU. be must outlive its use by m. The results do not depend on it. */
 void vt_model_set_backend(vt_model *m, const vt_backend *be);
 
@@ -271,25 +271,6 @@ vt_err vt_model_sample(vt_model *m, uint64_t seed, const uint8_t *prompt, size_t
 /* For operation kinds: the batch of step s (the data order), into m->batch_idx. */
 void vt_model_batch_indices(vt_model *m, uint64_t s);
 
-/* The builders, one per architecture (recipe key `arch`), and the dispatch on rc->arch. */
-vt_err vt_arch_mlp_build(const vt_recipe *rc, vt_program *p) VT_WARN_UNUSED;
-vt_err vt_arch_resnet_build(const vt_recipe *rc, vt_program *p) VT_WARN_UNUSED;
-vt_err vt_arch_gpt_build(const vt_recipe *rc, vt_program *p) VT_WARN_UNUSED;
-/* Shared by the builders (vt_arch_mlp.c): the optimiser's state tensors of the n parameters
- * (m1: velocity or exp_avg of each, then m2: exp_avg_sq of each for Adam; named after the
- * parameter), and its update operations, parameter by parameter. */
-/* the step's inputs (input, labels, input.augmented when the recipe augments - else *xa = *x -,
- * step, lr) and the operations that produce them (load, augment, schedule) */
-void vt_arch_inputs(vt_program *p, const vt_recipe *rc, uint32_t *x, uint32_t *y, uint32_t *xa, uint32_t *tstep,
-                    uint32_t *lr);
-void vt_arch_input_ops(vt_program *p, const vt_recipe *rc, uint32_t x, uint32_t y, uint32_t xa, uint32_t tstep,
-                       uint32_t lr);
-void vt_arch_opt_tensors(vt_program *p, const vt_recipe *rc, uint32_t n, const uint32_t *params, uint32_t *m1,
-                         uint32_t *m2);
-void vt_arch_update_ops(vt_program *p, const vt_recipe *rc, uint32_t n, const uint32_t *params,
-                        const uint32_t *grads, const uint32_t *m1, const uint32_t *m2, uint32_t tstep, uint32_t lr);
-/* Validates rc and builds its program into p (initialised here; freed again on failure). */
-vt_err vt_program_build(const vt_recipe *rc, vt_program *p) VT_WARN_UNUSED;
 /* Element k of state tensor t at step 0 (its vt_tinit: zero, or the He-uniform FP32 draw). */
 float vt_program_initial_value(const vt_program *p, uint64_t seed, uint32_t t, size_t k);
 /* The program as text (tensor table and operation list; `trainer recipe --program`); malloc'd. */

@@ -22,9 +22,9 @@
 
 #include "../common/vt_error.h"
 #include "../data/vt_data.h"
-#include "../kernels/vt_backend.h"
+#include "../backend/vt_backend.h"
 #include "../ops/vt_program.h"
-#include "vt_recipe.h"
+#include "../arch/vt_recipe.h"
 
 typedef struct {
     vt_recipe rc;

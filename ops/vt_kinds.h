@@ -5,7 +5,7 @@
  *     the functions vti_<impl>_check, vti_<impl>_exec, vti_<impl>_cost and vti_<impl>_plain (the
  *     plain FP32/FP64 form of the benchmark baseline, model/vt_plain.c), declared in vt_ops_int.h
  *     and defined in the family's file ops/vt_fam_<family>.c;
- *   - the device's facts (vt_kind_rounded, vt_kind_device below; cuda/vt_dev_ops.c).
+ *   - the device's facts (vt_kind_rounded, vt_kind_device below; backend/cuda/vt_dev_ops.c).
  * A missing function is a compile error, a missing facet a failure of tests/test_kinds.c.
  *
  * X(ID, name, family, rounded, n_in, n_out, n_iarg, n_farg, iargs, fargs, red, device, impl):
@@ -193,10 +193,10 @@ typedef enum {
                       * vt_op_batch_reduction (ops/vt_ops.h) */
 } vt_kind_red;
 
-/* How the CUDA backend's device-resident step (cuda/vt_cuda_model.cu) runs a kind. */
+/* How the CUDA backend's device-resident step (backend/cuda/vt_cuda_model.cu) runs a kind. */
 typedef enum {
-    VT_DEV_ITEM = 1, /* device items: vt_dev_op_make and vti_dev_op_item (cuda/vt_dev_ops_hd.h) */
-    VT_DEV_GEMM,     /* the GEMM pipeline of cuda/vt_cuda.cu (vt_cudap_run_op's MATMUL and BMM cases) */
+    VT_DEV_ITEM = 1, /* device items: vt_dev_op_make and vti_dev_op_item (backend/cuda/vt_dev_ops_hd.h) */
+    VT_DEV_GEMM,     /* the GEMM pipeline of backend/cuda/vt_cuda.cu (vt_cudap_run_op's MATMUL and BMM cases) */
     VT_DEV_CPU,      /* CPU only: the host runs it, its tensors copied across */
 } vt_kind_dev;
 

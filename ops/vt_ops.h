@@ -28,9 +28,9 @@
 #include "../common/vt_error.h"
 #include "../data/vt_data.h"
 #include "../dist/vt_dist.h"
-#include "../kernels/vt_backend.h"
+#include "../backend/vt_backend.h"
 #include "../kernels/vt_kernels.h"
-#include "../rounding_log/vt_rlog.h"
+#include "../rounding/vt_round.h"
 #include "vt_kinds.h"
 #include "vt_program.h"
 

@@ -1,6 +1,6 @@
 /* vt_philox_hd.h - the one implementation of Philox-4x32-10 and of the project's 32-bit draws
  * (vt_philox.h), for the CPU (ops/vt_philox.c wraps these) and the CUDA device kinds (dropout's
- * mask in cuda/vt_dev_ops_hd.h). Integer arithmetic only. */
+ * mask in backend/cuda/vt_dev_ops_hd.h). Integer arithmetic only. */
 #ifndef VT_PHILOX_HD_H
 #define VT_PHILOX_HD_H
 

@@ -16,8 +16,8 @@
 #ifndef VT_EPILOGUE_H
 #define VT_EPILOGUE_H
 
-#include "vt_rlog.h"
-#include "../rounding/vt_round_hd.h"
+#include "vt_round.h"
+#include "vt_round_hd.h"
 
 /* 1 when the epilogue rounds under this context on the accelerator: exact rounding (every party),
  * or log rounding when recording (the trainer). A log-rounding replay judges the trainer's entries

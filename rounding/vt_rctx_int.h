@@ -5,7 +5,7 @@
 #ifndef VT_RCTX_INT_H
 #define VT_RCTX_INT_H
 
-#include "vt_rlog.h"
+#include "vt_round.h"
 
 /* Records the failure of element `index` of operation op (entry: its log entry, or NULL; x and B:
  * this party's value and bound) in c->fault, with the message vt_errmsg() holds, and returns code

@@ -3,13 +3,13 @@
  * context's fault, the opening of a recording party's operation record, and vt_round, which sends an
  * operation to exact rounding (rounding/vt_round_exact.h) or to log rounding (vt_round_log.c).
  * docs/rounding.md states the rules. */
-#include "vt_rlog.h"
+#include "vt_round.h"
 
 #include <stdio.h>
 #include <string.h>
 
 #include "../common/vt_bytes.h"
-#include "../rounding/vt_round_exact.h"
+#include "vt_round_exact.h"
 #include "vt_rctx_int.h"
 
 /* --------------------------------------------------------------- context */

@@ -1,6 +1,6 @@
 /* vt_round_hd.h - the per-element rules of the rounding layer, written once for the CPU library
- * (rounding/: vt_bound.c, vt_elem.c, vt_eval.c, vt_round_exact.c; rounding_log/vt_round_log.c) and
- * the CUDA epilogue (cuda/vt_cuda.cu, cuda/vt_dev_ops_hd.h): the bound coefficients, the
+ * (rounding/: vt_bound.c, vt_elem.c, vt_eval.c, vt_round_exact.c; rounding/vt_round_log.c) and
+ * the CUDA epilogue (backend/cuda/vt_cuda.cu, backend/cuda/vt_dev_ops_hd.h): the bound coefficients, the
  * screening filter, the ends of an element's interval, the tight bound of a reduction, the
  * record rule and the exact rounding of one GEMM element. Everything here is a fixed sequence of
  * IEEE basic operations and integer operations, compiled without contraction by gcc

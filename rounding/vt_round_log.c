@@ -17,16 +17,16 @@
  * The screening filter (vt_screen_block) is conservative: an element it calls stable is stable by
  * the specification (proof in docs/rounding.md 6). The exact value comes from rounding/vt_eval.h;
  * the context, its fault reports and the dispatch from vt_round.c. */
-#include "vt_rlog.h"
+#include "vt_round.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "../common/vt_bytes.h"
-#include "../rounding/vt_eval.h"
-#include "../rounding/vt_round_hd.h"
-#include "../rounding/vt_tight.h"
+#include "vt_eval.h"
+#include "vt_round_hd.h"
+#include "vt_tight.h"
 #include "vt_rctx_int.h"
 
 /* ---- the record rule on the trainer's own value ---- */

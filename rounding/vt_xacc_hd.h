@@ -1,6 +1,6 @@
 /* vt_xacc_hd.h - the one implementation of vt_xacc (the exact accumulator of vt_exact.h) and of the
  * compensated dot product, for the CPU library (rounding/vt_exact.c wraps these)
- * and the CUDA kernels (cuda/vt_cuda.cu includes this file): the same source, so the CPU tests
+ * and the CUDA kernels (backend/cuda/vt_cuda.cu includes this file): the same source, so the CPU tests
  * exercise what the GPU runs. Integer arithmetic only, apart from reading a double's bits, the
  * TwoSum additions of the compensated stage and building the rounded result from an integer and
  * a power of two (exact). */

@@ -4,7 +4,7 @@ add_library(vt_run STATIC ${CMAKE_CURRENT_SOURCE_DIR}/run/vt_step.c ${CMAKE_CURR
             ${CMAKE_CURRENT_SOURCE_DIR}/run/vt_export.c ${CMAKE_CURRENT_SOURCE_DIR}/run/vt_onnx.c
             ${CMAKE_CURRENT_SOURCE_DIR}/run/vt_init.c ${CMAKE_CURRENT_SOURCE_DIR}/run/vt_torch.c
             ${CMAKE_CURRENT_SOURCE_DIR}/run/vt_ranks.c)
-target_link_libraries(vt_run PUBLIC vt_cuda vt_model vt_store vt_merkle vt_data vt_kernels vt_rlog vt_dist vt_common
+target_link_libraries(vt_run PUBLIC vt_cuda vt_model vt_store vt_merkle vt_data vt_kernels vt_rounding vt_dist vt_common
                       Threads::Threads ${CMAKE_DL_LIBS})
 list(PREPEND VT_TEST_LIBS vt_run)
 # the ONNX export's generated schema code and libprotobuf-c, where found (run/onnx.cmake)

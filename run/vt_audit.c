@@ -11,7 +11,7 @@
 
 #include "../common/vt_bytes.h"
 #include "../common/vt_cli.h"
-#include "../cuda/vt_backend.h"
+#include "../backend/cuda/vt_backend_open.h"
 #include "../common/vt_hash.h"
 #include "../data/vt_data.h"
 #include "../merkle/vt_merkle.h"
@@ -20,7 +20,7 @@
 #include "../store/vt_store.h"
 #include "vt_init.h"
 #include "vt_step.h"
-#include "../run/vt_train.h"
+#include "vt_train.h"
 
 /* ------------------------------------------------------------- verdicts */
 

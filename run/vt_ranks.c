@@ -9,7 +9,7 @@
 
 #include "../common/vt_hash.h"
 #include "../model/vt_probe.h"
-#include "../model/vt_recipe.h"
+#include "../arch/vt_recipe.h"
 #include "../rounding/vt_round_dist.h"
 
 /* A record is text, one "KEY=VALUE\n" line per item (KEY has no '='), in this order: the options

@@ -19,7 +19,7 @@
 #include "../common/vt_hash.h"
 #include "../merkle/vt_merkle.h"
 #include "../merkle/vt_sign.h"
-#include "../model/vt_recipe.h"
+#include "../arch/vt_recipe.h"
 #include "../store/vt_store.h"
 
 /* ------------------------------------------------------------------ a growing string */

@@ -16,7 +16,7 @@
 #include "../common/vt_error.h"
 #include "../data/vt_data.h"
 #include "../model/vt_model.h"
-#include "../rounding_log/vt_rlog.h"
+#include "../rounding/vt_round.h"
 #include "../store/vt_store.h"
 
 typedef enum { VT_PARTY_TRAINER = 0, VT_PARTY_AUDITOR = 1, VT_PARTY_VERIFIER = 2 } vt_party;

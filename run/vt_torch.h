@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../model/vt_recipe.h"
+#include "../arch/vt_recipe.h"
 #include "../ops/vt_program.h"
 
 enum { VT_TORCH_COPY = 0, VT_TORCH_TRANSPOSE = 1, VT_TORCH_PERMUTE = 2 };

@@ -8,7 +8,7 @@
 #include "../dist/vt_dist.h"
 #include "../kernels/vt_kernels.h"
 #include "../model/vt_model.h"
-#include "../model/vt_recipe.h"
+#include "../arch/vt_recipe.h"
 
 #define VT_TRAIN_READER_WAIT_S 60
 
@@ -20,7 +20,7 @@ typedef struct {
     const char *init_path;  /* --init: the initial state from this safetensors file (run/vt_init.h); NULL:
                              * the recipe's (on resume: the run's copy, when it has one) */
     vt_order order;         /* evaluation order of this trainer (default: blas) */
-    const char *backend;    /* "cpu" (NULL: the default) or "cuda" (kernels/vt_backend.h) */
+    const char *backend;    /* "cpu" (NULL: the default) or "cuda" (backend/vt_backend.h) */
     int resume;             /* continue an interrupted run from its newest usable checkpoint */
     int reader_wait_s;      /* how long the end of training waits for readers holding an older snapshot
                              * of run.db before failing (vt_store_finish); 0: VT_TRAIN_READER_WAIT_S */

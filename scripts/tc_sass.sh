@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The SASS of every tensor-core kernel (scripts/gpu-check.sh step 2d, first; docs/tensorcore.md "GPU
 # check"): cuobjdump -sass of each binary given, the functions whose names hold "k_tc_" (the mode's
-# GEMM and the GPU check's tiles, cuda/vt_tc_mma.cu) written whole to OUTFILE, and a summary printed:
+# GEMM and the GPU check's tiles, backend/cuda/vt_tc_mma.cu) written whole to OUTFILE, and a summary printed:
 # per kernel the matrix instructions and conversions it issues (HMMA, QMMA, IMMA, the warpgroup
 # *GMMA, F2FP, F2F) with their counts - what the hardware is asked to do before anything is compared:
 # the E4M3 m16n8k32 (k_tc_tiles<4>) as QMMA is a native FP8 unit, as F2FP...E4M3 conversions then

@@ -24,7 +24,7 @@
  */
 #include "vt_store.h"
 
-#include "../model/vt_recipe.h" /* VT_JSON_MAX_BYTES */
+#include "../arch/vt_recipe.h" /* VT_JSON_MAX_BYTES */
 
 #include <dirent.h>
 #include <errno.h>

@@ -17,7 +17,7 @@
 
 #include "common/vt_error.h"
 #include "kernels/vt_kernels.h"
-#include "rounding_log/vt_rlog.h"
+#include "rounding/vt_round.h"
 #include "vt_test.h"
 
 /* The device under test: rounds op(A) op(B) under rc into out. x_alt is the CPU's FP64 value of

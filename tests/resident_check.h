@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "data/vt_data.h"
-#include "kernels/vt_backend.h"
+#include "backend/vt_backend.h"
 #include "model/vt_model.h"
 #include "ops/vt_ops.h"
 #include "vt_test.h"

@@ -7,8 +7,8 @@
  * (exit 77) when the build has no CUDA or there is no GPU. */
 #include <stdio.h>
 
-#include "cuda/vt_backend.h"
-#include "cuda/vt_cuda.h"
+#include "backend/cuda/vt_backend_open.h"
+#include "backend/cuda/vt_cuda.h"
 #include "gemm_check.h"
 #include "resident_check.h"
 

@@ -18,7 +18,7 @@
 
 #include "dist/vt_dist.h"
 #include "model/vt_model.h"
-#include "model/vt_recipe.h"
+#include "arch/vt_recipe.h"
 #include "vt_test.h"
 
 #define BATCH 12

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "../model/vt_model.h"
-#include "../model/vt_recipe.h"
+#include "../arch/vt_recipe.h"
 #include "../ops/vt_ops.h"
 #include "../ops/vt_philox.h"
 #include "../ops/vt_philox_hd.h"

@@ -1,8 +1,8 @@
-/* The host twin of the GPU's GEMM epilogue (rounding_log/vt_epilogue.h: the same per-element code
+/* The host twin of the GPU's GEMM epilogue (rounding/vt_epilogue.h: the same per-element code
  * the CUDA kernels run, in the same four stages) against the CPU's vt_round: the same FP32 outputs
  * in exact rounding, the same log in log rounding, accepted by the CPU's replay (gemm_check.h). */
 #include "gemm_check.h"
-#include "rounding_log/vt_epilogue.h"
+#include "rounding/vt_epilogue.h"
 
 static vt_err twin(void *ctx, vt_rctx *rc, uint32_t op, int tA, int tB, size_t M, size_t N, size_t K, const float *A,
                    const float *B, const double *x_alt, float *out)

@@ -16,7 +16,7 @@
 #include "common/vt_cli.h"
 #include "data/vt_data.h"
 #include "model/vt_model.h"
-#include "model/vt_recipe.h"
+#include "arch/vt_recipe.h"
 #include "vt_test.h"
 
 #if defined(__SANITIZE_ADDRESS__)

@@ -19,7 +19,7 @@
 #include "common/vt_bytes.h"
 #include "kernels/vt_kernels.h"
 #include "rounding/vt_exact.h"
-#include "rounding_log/vt_rlog.h"
+#include "rounding/vt_round.h"
 #include "vt_test.h"
 
 static vt_rng R;

@@ -17,7 +17,7 @@
 #include "kernels/vt_kernels.h"
 #include "kernels/vt_math.h"
 #include "rounding/vt_exact.h"
-#include "rounding_log/vt_rlog.h"
+#include "rounding/vt_round.h"
 #include "vt_test.h"
 
 static long g_cases, g_dir, g_val, g_elems;

@@ -28,7 +28,7 @@
 #include "../common/vt_bytes.h"
 #include "../model/vt_model.h"
 #include "../rounding/vt_exact.h"
-#include "../rounding_log/vt_rlog.h"
+#include "../rounding/vt_round.h"
 #include "vt_test.h"
 
 static vt_rng R;

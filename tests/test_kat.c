@@ -41,7 +41,7 @@
 #include "../common/vt_par.h"
 #include "../data/vt_data.h"
 #include "../model/vt_model.h"
-#include "../rounding_log/vt_rlog.h"
+#include "../rounding/vt_round.h"
 #include "vt_test.h"
 
 #if defined(__x86_64__) || (defined(__i386__) && defined(__SSE__))

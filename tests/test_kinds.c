@@ -10,11 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cuda/vt_dev_ops_hd.h"
+#include "backend/cuda/vt_dev_ops_hd.h"
 #include "model/vt_model.h"
 #include "ops/vt_ops.h"
 #include "model/vt_plain.h"
-#include "model/vt_recipe.h"
+#include "arch/vt_recipe.h"
 #include "rounding/vt_exact.h"
 #include "vt_test.h"
 

@@ -11,7 +11,7 @@
 #include "../data/vt_data.h"
 #include "../model/vt_model.h"
 #include "../model/vt_plain.h"
-#include "../rounding_log/vt_rlog.h"
+#include "../rounding/vt_round.h"
 #include "vt_test.h"
 
 #define TEST_EXAMPLES 2000

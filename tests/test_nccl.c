@@ -1,4 +1,4 @@
-/* test_nccl.c - the communicator's NCCL engine (cuda/vt_nccl.h, docs/distributed.md "GPU ranks"):
+/* test_nccl.c - the communicator's NCCL engine (backend/cuda/vt_nccl.h, docs/distributed.md "GPU ranks"):
  * every case of test_dist (the collectives, agree, distributed exact rounding of the random and the
  * adversarial sums, rounds, bounds, failures) run with the NCCL engine installed right after
  * vt_dist_init. test_dist asserts each result equal, bit for bit, to RN32 of the exact sum computed
@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cuda/vt_backend.h"
-#include "cuda/vt_nccl.h"
+#include "backend/cuda/vt_backend_open.h"
+#include "backend/cuda/vt_nccl.h"
 #include "dist/vt_dist.h"
 
 static vt_backend g_be;

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/vt_recipe.h"
+#include "arch/vt_recipe.h"
 #include "vt_test.h"
 
 /* Replaces the first occurrence of `from` in a heap string by `to`. */

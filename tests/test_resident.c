@@ -1,7 +1,7 @@
 /* Device-resident steps on the CPU twin of the GPU: the protocol of vt_model_run
- * (kernels/vt_backend.h: run_begin, run_op, op_to_host, op_to_device, run_end) and the device
+ * (backend/vt_backend.h: run_begin, run_op, op_to_host, op_to_device, run_end) and the device
  * kinds' own code, against the CPU reference. The twin device is a shadow copy of the model's
- * arenas in host memory; on it the twin runs what cuda/vt_cuda_model.cu runs on the GPU, from the
+ * arenas in host memory; on it the twin runs what backend/cuda/vt_cuda_model.cu runs on the GPU, from the
  * same source: every non-GEMM kind through vt_dev_op_make, the items of vti_dev_op_item (one
  * loop iteration where the GPU has one thread) and vt_dev_op_finish, the GEMMs through the
  * epilogue's host twin vt_epi_host; the other kinds it refuses, and vt_model_run brackets them
@@ -14,11 +14,11 @@
 #include <string.h>
 
 #include "data/vt_data.h"
-#include "kernels/vt_backend.h"
+#include "backend/vt_backend.h"
 #include "model/vt_model.h"
 #include "ops/vt_ops.h"
-#include "cuda/vt_dev_ops_hd.h"
-#include "rounding_log/vt_epilogue.h"
+#include "backend/cuda/vt_dev_ops_hd.h"
+#include "rounding/vt_epilogue.h"
 #include "resident_check.h"
 #include "vt_test.h"
 
@@ -43,8 +43,9 @@ static vt_err mock_gemm(void *impl, vt_rctx *rc, uint32_t op, int tA, int tB, si
     return vt_round(rc, op, m->x64, &bd, M, N, out);
 }
 
-static vt_err mock_begin(void *impl, struct vt_model *m)
+static vt_err mock_begin(void *impl, void *model)
 {
+    vt_model *m = model;
     mock *d = impl;
     if (!d->have) {
         for (int c = 0; c < VT_TC_COUNT; c++)
@@ -68,8 +69,9 @@ static void *shadow_ptr(void *ctx, uint32_t t)
 }
 
 /* what vt_cuda_model.cu's run_op does, on the shadow */
-static vt_err mock_run_op(void *impl, struct vt_model *m, vt_rctx *rc, uint32_t op, uint64_t step)
+static vt_err mock_run_op(void *impl, void *model, vt_rctx *rc, uint32_t op, uint64_t step)
 {
+    vt_model *m = model;
     mock *d = impl;
     const vt_opdesc *o = &m->prog.op[op];
     if (o->kind == VT_OPK_MATMUL) {
@@ -130,9 +132,10 @@ static vt_err mock_fetch(void *ctx, uint32_t t, void *host, size_t bytes)
 }
 
 /* what vt_cudap_run_op does: with the check on, each operation the device runs against the CPU
- * exec of the same operation on the same inputs (cuda/vt_dev_ops.c, vt_dev_check_*) */
-static vt_err mock_op(void *impl, struct vt_model *m, vt_rctx *rc, uint32_t op, uint64_t step)
+ * exec of the same operation on the same inputs (backend/cuda/vt_dev_ops.c, vt_dev_check_*) */
+static vt_err mock_op(void *impl, void *model, vt_rctx *rc, uint32_t op, uint64_t step)
 {
+    vt_model *m = model;
     mock *d = impl;
     if (!d->check || vt_kind_device(m->prog.op[op].kind) == VT_DEV_CPU) return mock_run_op(impl, m, rc, op, step);
     vt_dev_check chk;
@@ -164,15 +167,17 @@ static vt_err mock_move(mock *d, vt_model *m, uint32_t op, int to_host)
     return VT_OK;
 }
 
-static vt_err mock_to_host(void *impl, struct vt_model *m, vt_rctx *rc, uint32_t op)
+static vt_err mock_to_host(void *impl, void *model, vt_rctx *rc, uint32_t op)
 {
+    vt_model *m = model;
     (void)rc;
     return mock_move(impl, m, op, 1);
 }
-static vt_err mock_to_device(void *impl, struct vt_model *m, uint32_t op) { return mock_move(impl, m, op, 0); }
+static vt_err mock_to_device(void *impl, void *model, uint32_t op) { return mock_move(impl, model, op, 0); }
 
-static vt_err mock_end(void *impl, struct vt_model *m, vt_rctx *rc)
+static vt_err mock_end(void *impl, void *model, vt_rctx *rc)
 {
+    vt_model *m = model;
     (void)rc;
     mock *d = impl;
     memcpy(m->arena[VT_TC_PARAM], d->shadow[VT_TC_PARAM], m->prog.arena_bytes[VT_TC_PARAM]);

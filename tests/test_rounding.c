@@ -7,7 +7,7 @@
 
 #include "common/vt_bytes.h"
 #include "rounding/vt_exact.h"
-#include "rounding_log/vt_rlog.h"
+#include "rounding/vt_round.h"
 #include "vt_test.h"
 
 static uint32_t fb(float f) { return vt_f32_bits(f); }

@@ -3,7 +3,7 @@
  * every instruction the device has (the modes' - BF16 / FP16 m16n8k16 and m16n8k8, the FP16 m16n8k16
  * on E4M3 operands the kernel converted (sm90-e4m3f16) - and the E4M3 m16n8k32 no mode issues):
  *   1. the fragment layout: tiles and whole GEMMs of small integers (exact in every model) against
- *      their integer sums - a layout error in cuda/vt_tc_mma.cu shows here, before any arithmetic;
+ *      their integer sums - a layout error in backend/cuda/vt_tc_mma.cu shows here, before any arithmetic;
  *   2. the questions only hardware answers (tests/vt_tc_probes.h QPROBES; docs/tensorcore.md "The
  *      unknowns"), in this order: the E4M3 window and band probes (which model the E4M3 m16n8k32
  *      follows: wgmma's, or FP16's in one of two splits), the zero-beside-huge probes (BF16, FP16:
@@ -29,7 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cuda/vt_tc_mma.h"
+#include "backend/cuda/vt_tc_mma.h"
 #include "vt_tc_probes.h"
 
 static int g_fail;

@@ -12,7 +12,7 @@
 #include "common/vt_hash.h"
 #include "merkle/vt_merkle.h"
 #include "merkle/vt_sign.h"
-#include "rounding_log/vt_rlog.h"
+#include "rounding/vt_round.h"
 #include "store/vt_checkpoint.h"
 #include "store/vt_commitment.h"
 

@@ -1,4 +1,4 @@
-# cuda/nccl.cmake - NCCL for the ranks' collectives with --backend cuda (cuda/vt_nccl.h,
+# backend/cuda/nccl.cmake - NCCL for the ranks' collectives with --backend cuda (backend/cuda/vt_nccl.h,
 # docs/distributed.md "GPU ranks"). Looked for only beside the CUDA backend (VT_HAVE_CUDA): NCCL's
 # header and library (in the CUDA toolkit's folders, /usr/local/cuda, or the system's). VT_NCCL=AUTO
 # (the default) builds the engine where both are found, ON requires them, OFF leaves it out; without
@@ -30,11 +30,11 @@ endif()
 
 # the engine in the plugin, vt_nccl_attach in every build
 function(vt_nccl_targets)
-  target_sources(vt_cuda PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/cuda/vt_nccl_host.c)
+  target_sources(vt_cuda PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/backend/cuda/vt_nccl_host.c)
   target_link_libraries(vt_cuda PUBLIC vt_dist)
   if(VT_HAVE_NCCL)
     target_compile_definitions(vt_cuda PRIVATE VT_HAVE_NCCL)
-    target_sources(vt_cuda_plugin PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/cuda/vt_nccl.c)
+    target_sources(vt_cuda_plugin PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/backend/cuda/vt_nccl.c)
     target_include_directories(vt_cuda_plugin SYSTEM PRIVATE ${NCCL_INCLUDE_DIR})
     target_link_libraries(vt_cuda_plugin PRIVATE ${NCCL_LIBRARY})
   endif()

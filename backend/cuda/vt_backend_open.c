@@ -1,5 +1,5 @@
 /* vt_backend.c - opening a backend by name (vt_backend.h). */
-#include "vt_backend.h"
+#include "vt_backend_open.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,20 +28,20 @@ static vt_err cuda_tc(void *impl, const struct vt_tc_arch_s *arch, size_t G, int
     return vt_cuda_tc_gemm(impl, arch, G, tA, tB, M, N, K, A, B, C);
 }
 static void cuda_close(void *impl) { vt_cuda_close(impl); }
-static vt_err cuda_run_begin(void *impl, struct vt_model *m) { return vt_cuda_run_begin(impl, m); }
-static vt_err cuda_run_op(void *impl, struct vt_model *m, vt_rctx *rc, uint32_t op_id, uint64_t step)
+static vt_err cuda_run_begin(void *impl, void *model) { return vt_cuda_run_begin(impl, (struct vt_model *)model); }
+static vt_err cuda_run_op(void *impl, void *model, vt_rctx *rc, uint32_t op_id, uint64_t step)
 {
-    return vt_cuda_run_op(impl, m, rc, op_id, step);
+    return vt_cuda_run_op(impl, (struct vt_model *)model, rc, op_id, step);
 }
-static vt_err cuda_to_host(void *impl, struct vt_model *m, vt_rctx *rc, uint32_t op_id)
+static vt_err cuda_to_host(void *impl, void *model, vt_rctx *rc, uint32_t op_id)
 {
-    return vt_cuda_op_to_host(impl, m, rc, op_id);
+    return vt_cuda_op_to_host(impl, (struct vt_model *)model, rc, op_id);
 }
-static vt_err cuda_to_device(void *impl, struct vt_model *m, uint32_t op_id)
+static vt_err cuda_to_device(void *impl, void *model, uint32_t op_id)
 {
-    return vt_cuda_op_to_device(impl, m, op_id);
+    return vt_cuda_op_to_device(impl, (struct vt_model *)model, op_id);
 }
-static vt_err cuda_run_end(void *impl, struct vt_model *m, vt_rctx *rc) { return vt_cuda_run_end(impl, m, rc); }
+static vt_err cuda_run_end(void *impl, void *model, vt_rctx *rc) { return vt_cuda_run_end(impl, (struct vt_model *)model, rc); }
 
 vt_err vt_backend_open(const char *name, vt_backend *out)
 {

@@ -1,10 +1,10 @@
 /* vt_backend.h - opening a backend by name, beside the implementations (the table a backend fills
- * is kernels/vt_backend.h; docs/cuda.md). The CPU reference is always present: a zeroed table,
+ * is backend/vt_backend.h; docs/cuda.md). The CPU reference is always present: a zeroed table,
  * every entry NULL, runs every kernel on the CPU (kernels/). */
 #ifndef VT_CUDA_BACKEND_H
 #define VT_CUDA_BACKEND_H
 
-#include "../kernels/vt_backend.h"
+#include "../vt_backend.h"
 
 /* Opens backend `name` ("cpu" or "cuda"). "cuda" gives VT_ERR_UNSUPPORTED with a message saying
  * why when this build has no CUDA or the machine has no usable GPU. */

@@ -7,7 +7,7 @@
  *      consecutive terms (one strided-batched DGEMM over the whole panels, one for the remainder),
  *      the panel results combined by a binary tree of depth ceil(log2 P) (k_tree), so that the
  *      panel bound of rounding_log/ holds for the GPU's value exactly as for the CPU's;
- *   3. the epilogue of rounding_log/vt_epilogue.h on the device: norms (k_norms), the screen
+ *   3. the epilogue of rounding/vt_epilogue.h on the device: norms (k_norms), the screen
  *      (k_screen), the stable compaction of the flagged indices in increasing order
  *      (cub::DeviceSelect::Flagged: no atomics), the decision of every flagged element
  *      (k_flagged: tight bound, compensated sum, exact accumulator, record rule) - all from

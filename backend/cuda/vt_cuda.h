@@ -1,13 +1,13 @@
-/* vt_cuda.h - the CUDA backend (cuda/vt_cuda.cu; cuda/vt_cuda_stub.c when the build has no CUDA).
- * C interface; see kernels/vt_backend.h for the conventions and docs/cuda.md for the pipeline. */
+/* vt_cuda.h - the CUDA backend (backend/cuda/vt_cuda.cu; backend/cuda/vt_cuda_stub.c when the build has no CUDA).
+ * C interface; see backend/vt_backend.h for the conventions and docs/cuda.md for the pipeline. */
 #ifndef VT_CUDA_H
 #define VT_CUDA_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../common/vt_error.h"
-#include "../rounding_log/vt_rlog.h"
+#include "../../common/vt_error.h"
+#include "../../rounding/vt_round.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -18,12 +18,12 @@ typedef struct vt_cuda vt_cuda;
 /* Opens device VT_CUDA_DEVICE (default 0): a cuBLAS handle on its own stream (its GEMMs in
  * CUBLAS_COMPUTE_64F_PEDANTIC: no TF32, no emulation). VT_ERR_UNSUPPORTED when there is no CUDA
  * build, no plugin file, no GPU or a GPU below sm_90; VT_ERR_IO when the plugin
- * (cuda/vt_cuda_plugin.h) is there but does not load. desc
+ * (backend/cuda/vt_cuda_plugin.h) is there but does not load. desc
  * (may be NULL) receives "GPU name, compute capability, driver, runtime and cuBLAS versions". */
 vt_err vt_cuda_open(vt_cuda **out, char *desc, size_t desc_len);
 void vt_cuda_close(vt_cuda *g);
 
-/* The rounded GEMM of kernels/vt_backend.h (gemm_round). Exact rounding and log recording run the
+/* The rounded GEMM of backend/vt_backend.h (gemm_round). Exact rounding and log recording run the
  * epilogue on the device; a log replay computes the FP64 products and norms on the device and
  * judges the trainer's entries on the host with vt_round. */
 vt_err vt_cuda_gemm_round(vt_cuda *g, vt_rctx *rc, uint32_t op_id, int tA, int tB, size_t M, size_t N, size_t K,
@@ -37,13 +37,13 @@ vt_err vt_cuda_gemm_plain32(vt_cuda *g, int tA, int tB, size_t M, size_t N, size
 
 /* The tensor-core mode's GEMM (gemm_arith = tc-*; docs/tensorcore.md "The GPU kernel"): G GEMMs
  * C_g = op(A_g) op(B_g) of host operands (the bmm kind's layout; G = 1 for matmul) by the project's
- * mma.sync kernel in the model's order (cuda/vt_tc_mma.h). VT_ERR_UNSUPPORTED, with a message, on a
+ * mma.sync kernel in the model's order (backend/cuda/vt_tc_mma.h). VT_ERR_UNSUPPORTED, with a message, on a
  * GPU that is not of the model's generation. */
 struct vt_tc_arch_s;
 vt_err vt_cuda_tc_gemm(vt_cuda *g, const struct vt_tc_arch_s *arch, size_t G, int tA, int tB, size_t M, size_t N,
                        size_t K, const float *A, const float *B, float *C);
 
-/* Device-resident steps (cuda/vt_cuda_model.cu; kernels/vt_backend.h says how vt_model_run uses
+/* Device-resident steps (backend/cuda/vt_cuda_model.cu; backend/vt_backend.h says how vt_model_run uses
  * them): the model's arenas on the GPU; the kinds whose device column in ops/vt_kinds.h is ITEM or
  * GEMM run there, the CPU ones (and any the device refuses: VT_ERR_UNSUPPORTED) on the CPU. With
  * VT_CUDA_CHECK_OPS=1 each device operation is checked against the CPU's (docs/cuda.md). */

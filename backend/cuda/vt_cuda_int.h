@@ -1,5 +1,5 @@
-/* vt_cuda_int.h - what the CUDA backend's two files share (cuda/vt_cuda.cu: the GEMMs;
- * cuda/vt_cuda_model.cu: device-resident execution of a model's step). Internal. */
+/* vt_cuda_int.h - what the CUDA backend's two files share (backend/cuda/vt_cuda.cu: the GEMMs;
+ * backend/cuda/vt_cuda_model.cu: device-resident execution of a model's step). Internal. */
 #ifndef VT_CUDA_INT_H
 #define VT_CUDA_INT_H
 
@@ -17,10 +17,10 @@
 #include <thrust/iterator/counting_iterator.h>
 
 extern "C" {
-#include "../common/vt_error.h"
-#include "../kernels/vt_kernels.h"
-#include "../rounding_log/vt_epilogue.h"
-#include "../rounding_log/vt_rlog.h"
+#include "../../common/vt_error.h"
+#include "../../kernels/vt_kernels.h"
+#include "../../rounding/vt_epilogue.h"
+#include "../../rounding/vt_round.h"
 }
 #include "vt_cuda.h"
 #include "vt_cuda_plugin.h"
@@ -92,7 +92,7 @@ vt_err host_staging(vt_cuda *g, size_t n);
 vt_err vti_cuda_bmm_dev(vt_cuda *g, vt_rctx *rc, uint32_t op_id, size_t G, size_t M, size_t N, size_t K, int tA,
                         int tB, const float *a32, const float *b32, float *out);
 
-/* The tensor-core mode's GEMM (gemm_arith = tc-*; cuda/vt_tc_cuda.cu): G GEMMs C_g = op(A_g) op(B_g) of device
+/* The tensor-core mode's GEMM (gemm_arith = tc-*; backend/cuda/vt_tc_cuda.cu): G GEMMs C_g = op(A_g) op(B_g) of device
  * operands by the project's mma.sync kernel (vt_tc_mma.h) into the device's C; VT_ERR_UNSUPPORTED with a
  * message when this GPU is not of the model's generation. VT_CUDA_CHECK_TC=1: each against vt_tc_gemm. */
 vt_err vti_cuda_tc_gemm_dev(vt_cuda *g, const struct vt_tc_arch_s *arch, uint32_t op_id, size_t G, int tA, int tB,

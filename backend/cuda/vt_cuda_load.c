@@ -1,5 +1,5 @@
 /* vt_cuda_load.c - vt_cuda.h in a build with the CUDA backend: the functions forward to the CUDA
- * plugin (libvt_cuda.so, cuda/vt_cuda_plugin.h), opened with dlopen on first use. It is looked for
+ * plugin (libvt_cuda.so, backend/cuda/vt_cuda_plugin.h), opened with dlopen on first use. It is looked for
  * at $VT_CUDA_PLUGIN, beside the running program, and where the build wrote it. */
 #include "vt_cuda.h"
 
@@ -12,12 +12,12 @@
 #include <unistd.h>
 
 #include "vt_cuda_plugin.h"
-#include "../kernels/vt_cnn.h"
-#include "../kernels/vt_kernels.h"
-#include "../kernels/vt_tc.h"
-#include "../dist/vt_dist.h"
-#include "../model/vt_model.h"
-#include "../rounding_log/vt_epilogue.h"
+#include "../../kernels/vt_cnn.h"
+#include "../../kernels/vt_kernels.h"
+#include "../../kernels/vt_tc.h"
+#include "../../dist/vt_dist.h"
+#include "../../model/vt_model.h"
+#include "../../rounding/vt_epilogue.h"
 
 /* What the plugin takes from the program that loads it (`nm -D --undefined-only libvt_cuda.so`):
  * referenced here so that every program able to open the plugin links them and exports them. */
@@ -26,7 +26,7 @@ void *const vti_cuda_plugin_needs[] = {
     (void *)vt_gemm_bounds,    (void *)vt_model_tensor,   (void *)vt_rctx_init, (void *)vt_round,
     (void *)vt_set_error,
     (void *)vt_tc_gemm,        (void *)vt_gemm_arith_model, (void *)vt_error_prefix, /* the tensor-core mode's */
-    /* the NCCL engine's (cuda/vt_nccl.c, in builds with NCCL) */
+    /* the NCCL engine's (backend/cuda/vt_nccl.c, in builds with NCCL) */
     (void *)vt_dist_agree, (void *)vt_dist_bcast, (void *)vt_dist_rank, (void *)vt_dist_set_engine,
     (void *)vt_dist_size,
 };

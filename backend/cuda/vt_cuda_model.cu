@@ -2,7 +2,7 @@
  * steps"). The model's arenas are mirrored on the GPU; which kinds run there is the device column
  * of the list (ops/vt_kinds.h), nothing here counts or names them: the kinds whose column is
  * GEMM through the rounded GEMMs of vt_cuda.cu on device operands (run_op's two cases), the kinds
- * whose column is ITEM through the items of cuda/vt_dev_ops_hd.h (k_item), which the CPU twin
+ * whose column is ITEM through the items of backend/cuda/vt_dev_ops_hd.h (k_item), which the CPU twin
  * (tests/test_resident.c) runs too; their formulas are the kernels' `*_hd.h` headers and their
  * rounding rounding/vt_round_hd.h, the code the CPU kernels run. The kinds whose column is CPU,
  * and any operation the device refuses (a size the items do not take, a log replay's rounded
@@ -20,10 +20,10 @@
 #include "vt_cuda_int.h"
 
 extern "C" {
-#include "../kernels/vt_cnn.h"
-#include "../model/vt_model.h"
-#include "../ops/vt_ops.h"
-#include "../ops/vt_program.h"
+#include "../../kernels/vt_cnn.h"
+#include "../../model/vt_model.h"
+#include "../../ops/vt_ops.h"
+#include "../../ops/vt_program.h"
 #include "vt_dev_ops_hd.h"
 }
 
@@ -53,7 +53,7 @@ static void *dt(vt_cuda *g, const vt_model *m, uint32_t t)
 
 /* ------------------------------------------------------------------ kernels */
 
-/* every device kind: one thread per item of cuda/vt_dev_ops_hd.h (the CPU twin runs the same items) */
+/* every device kind: one thread per item of backend/cuda/vt_dev_ops_hd.h (the CPU twin runs the same items) */
 __global__ void k_item(vt_dev_op d)
 {
     FOR_EACH(i, d.n_items) vti_dev_op_item(&d, i);
@@ -181,7 +181,7 @@ static vt_err dfetch(void *ctx, uint32_t t, void *host, size_t bytes)
 
 /* An operation on the device, or VT_ERR_UNSUPPORTED. With VT_CUDA_CHECK_OPS=1 each one the device
  * runs is then checked against the CPU exec of the same operation on the same inputs
- * (vt_dev_check_*, cuda/vt_dev_ops.c); the first differing element stops the step. */
+ * (vt_dev_check_*, backend/cuda/vt_dev_ops.c); the first differing element stops the step. */
 extern "C" vt_err vt_cudap_run_op(vt_cuda *g, vt_model *m, vt_rctx *rc, uint32_t op_id, uint64_t step)
 {
     if (!g->check_ops || vt_kind_device(m->prog.op[op_id].kind) == VT_DEV_CPU) return run_op(g, m, rc, op_id, step);

@@ -1,5 +1,5 @@
-/* vt_cuda_plugin.h - the entry points of the CUDA plugin (libvt_cuda.so: cuda/vt_cuda.cu,
- * vt_cuda_model.cu, vt_dev_ops.c, rounding_log/vt_epilogue.c), which cuda/vt_cuda_load.c opens
+/* vt_cuda_plugin.h - the entry points of the CUDA plugin (libvt_cuda.so: backend/cuda/vt_cuda.cu,
+ * vt_cuda_model.cu, vt_dev_ops.c, rounding/vt_epilogue.c), which backend/cuda/vt_cuda_load.c opens
  * with dlopen on the first `--backend cuda` and maps onto vt_cuda.h's functions. Programs that
  * never ask for the GPU never load cuBLAS (about 200 MB mapped and 80 ms at start otherwise). The
  * plugin takes the rest of the project - errors, the rounding layer, the model - from the program
@@ -15,8 +15,8 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
-#include "../model/vt_model.h"
-#include "../rounding/vt_round_hd.h"
+#include "../../model/vt_model.h"
+#include "../../rounding/vt_round_hd.h"
 #ifdef __cplusplus
 }
 #endif
@@ -61,13 +61,13 @@ VT_CUDAP_EXPORT vt_err vt_cudap_run_op(vt_cuda *g, struct vt_model *m, vt_rctx *
 VT_CUDAP_EXPORT vt_err vt_cudap_op_to_host(vt_cuda *g, struct vt_model *m, vt_rctx *rc, uint32_t op_id);
 VT_CUDAP_EXPORT vt_err vt_cudap_op_to_device(vt_cuda *g, struct vt_model *m, uint32_t op_id);
 VT_CUDAP_EXPORT vt_err vt_cudap_run_end(vt_cuda *g, struct vt_model *m, vt_rctx *rc);
-/* the tensor-core mode's GEMM on host operands (cuda/vt_tc_cuda.cu; kernels/vt_backend.h gemm_tc) */
+/* the tensor-core mode's GEMM on host operands (backend/cuda/vt_tc_cuda.cu; backend/vt_backend.h gemm_tc) */
 struct vt_tc_arch_s;
 VT_CUDAP_EXPORT vt_err vt_cudap_tc_gemm(vt_cuda *g, const struct vt_tc_arch_s *arch, size_t G, int tA, int tB, size_t M,
                                         size_t N, size_t K, const float *A, const float *B, float *C);
 
-/* The loader's lookup of an optional entry point outside the table above (cuda/vt_cuda_load.c;
- * e.g. vt_cudap_nccl_attach, cuda/vt_nccl.h): its address in the loaded plugin, or NULL (no plugin,
+/* The loader's lookup of an optional entry point outside the table above (backend/cuda/vt_cuda_load.c;
+ * e.g. vt_cudap_nccl_attach, backend/cuda/vt_nccl.h): its address in the loaded plugin, or NULL (no plugin,
  * or a plugin built without it). */
 void *vti_cuda_plugin_sym(const char *name);
 

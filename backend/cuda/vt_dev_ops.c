@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../kernels/vt_cnn.h"
-#include "../model/vt_model.h"
-#include "../rounding_log/vt_epilogue.h"
+#include "../../kernels/vt_cnn.h"
+#include "../../model/vt_model.h"
+#include "../../rounding/vt_epilogue.h"
 
 /* what the family's describers read: the operation, its first input, its first output's size */
 typedef struct {

@@ -2,26 +2,26 @@
  *
  * An operation the device runs is described by a vt_dev_op (vt_dev_op_make: sizes, the addresses
  * of its tensors in whichever memory the caller names, arguments, where failures go) and computed
- * item by item by vti_dev_op_item - one GPU thread per item in cuda/vt_cuda_model.cu, a plain loop
+ * item by item by vti_dev_op_item - one GPU thread per item in backend/cuda/vt_cuda_model.cu, a plain loop
  * in the CPU twin (tests/test_resident.c), the same source either way. vt_dev_op_finish then does
  * the host's part: the rounded operation's log record and counts, and for column sums the
  * decisions that carry log entries. The GEMM (matmul) is not here: it is vt_cuda.cu's pipeline,
- * whose per-element code is rounding_log/vt_epilogue.h's. */
+ * whose per-element code is rounding/vt_epilogue.h's. */
 #ifndef VT_DEV_OPS_HD_H
 #define VT_DEV_OPS_HD_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../common/vt_hd.h"
-#include "../kernels/vt_cnn.h"
-#include "../kernels/vt_cnn_hd.h"
-#include "../kernels/vt_gpt_hd.h"
-#include "../kernels/vt_kernels.h"
-#include "../kernels/vt_kernels_hd.h"
-#include "../ops/vt_ops.h"
-#include "../ops/vt_philox_hd.h"
-#include "../rounding/vt_round_hd.h"
+#include "../../common/vt_hd.h"
+#include "../../kernels/vt_cnn.h"
+#include "../../kernels/vt_cnn_hd.h"
+#include "../../kernels/vt_gpt_hd.h"
+#include "../../kernels/vt_kernels.h"
+#include "../../kernels/vt_kernels_hd.h"
+#include "../../ops/vt_ops.h"
+#include "../../ops/vt_philox_hd.h"
+#include "../../rounding/vt_round_hd.h"
 
 #ifdef __cplusplus
 extern "C" {

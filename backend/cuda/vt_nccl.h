@@ -7,15 +7,15 @@
  * summed by it, so the results are the MPI engine's bits. The callers' arrays are on the host; the
  * engine stages them through a device buffer (host -> device, the NCCL call, device -> host).
  *
- * The engine lives in the CUDA plugin (cuda/vt_nccl.c, built where CMake finds NCCL's header and
- * library: VT_NCCL, cuda/nccl.cmake); vt_nccl_attach (cuda/vt_nccl_host.c) is in every build and
+ * The engine lives in the CUDA plugin (backend/cuda/vt_nccl.c, built where CMake finds NCCL's header and
+ * library: VT_NCCL, backend/cuda/nccl.cmake); vt_nccl_attach (backend/cuda/vt_nccl_host.c) is in every build and
  * says "this build has no NCCL" without it. */
 #ifndef VT_NCCL_H
 #define VT_NCCL_H
 
-#include "../common/vt_error.h"
-#include "../dist/vt_dist.h"
-#include "../kernels/vt_backend.h"
+#include "../../common/vt_error.h"
+#include "../../dist/vt_dist.h"
+#include "../vt_backend.h"
 
 #ifdef __cplusplus
 extern "C" {

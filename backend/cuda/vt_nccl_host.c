@@ -1,5 +1,5 @@
 /* vt_nccl_host.c - vt_nccl_attach (vt_nccl.h), in every build: it forwards to the CUDA plugin's
- * NCCL engine (cuda/vt_nccl.c) in builds with NCCL, and says why not otherwise. */
+ * NCCL engine (backend/cuda/vt_nccl.c) in builds with NCCL, and says why not otherwise. */
 #include "vt_nccl.h"
 
 #include <string.h>

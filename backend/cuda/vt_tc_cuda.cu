@@ -111,7 +111,7 @@ vt_err vti_cuda_tc_gemm_dev(vt_cuda *g, const vt_tc_arch *arch, uint32_t op_id, 
     return VT_OK;
 }
 
-/* The mode's GEMM on host operands (cuda/vt_cuda_plugin.h). */
+/* The mode's GEMM on host operands (backend/cuda/vt_cuda_plugin.h). */
 extern "C" vt_err vt_cudap_tc_gemm(vt_cuda *g, const vt_tc_arch *arch, size_t G, int tA, int tB, size_t M, size_t N,
                                    size_t K, const float *A, const float *B, float *C)
 {

@@ -7,7 +7,7 @@
  * code, then FP16 m16n8k16 - its model by construction), the groups in increasing k, the FP32 accumulator kept in registers
  * from instruction to instruction starting at +0, no split-K, C written once. The result is the
  * emulator's bit for bit exactly when the GPU's mma follows the model (the GPU check: tests/
- * test_tc_gpu.cu). Compiled into the CUDA plugin (cuda/vt_tc_cuda.cu) and into test_tc_gpu; callable
+ * test_tc_gpu.cu). Compiled into the CUDA plugin (backend/cuda/vt_tc_cuda.cu) and into test_tc_gpu; callable
  * from C and C++. Device pointers; `stream` is a cudaStream_t (NULL: the default stream). */
 #ifndef VT_TC_MMA_H
 #define VT_TC_MMA_H
@@ -18,8 +18,8 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
-#include "../common/vt_error.h"
-#include "../kernels/vt_tc.h"
+#include "../../common/vt_error.h"
+#include "../../kernels/vt_tc.h"
 #ifdef __cplusplus
 }
 #endif

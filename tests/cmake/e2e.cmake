@@ -17,7 +17,7 @@ vt_test_timeout(e2e_cnn 1500) # quiet: 77 s
 add_test(NAME e2e_gpt COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/e2e_gpt.sh ${CMAKE_BINARY_DIR})
 set_tests_properties(e2e_gpt PROPERTIES SKIP_RETURN_CODE 77)
 vt_test_timeout(e2e_gpt 1500) # quiet: 46 s
-# The CUDA plugin takes project symbols from the program that loads it (cuda/vt_cuda_plugin.h):
+# The CUDA plugin takes project symbols from the program that loads it (backend/cuda/vt_cuda_plugin.h):
 # every one it needs must be exported by each program that can open it.
 if(VT_HAVE_CUDA)
   add_test(NAME cuda_plugin_symbols COMMAND bash -c

@@ -43,7 +43,7 @@ endif()
 if(VT_FUZZ AND CMAKE_C_COMPILER_ID MATCHES "Clang")
   vt_fuzz_file_target(fuzz_cert VT_FUZZ_CERT cert 20000 ${PROJECT_SOURCE_DIR}/cert/vt_cert_run.c
                       ${PROJECT_SOURCE_DIR}/cert/vt_cert_spec.c ${PROJECT_SOURCE_DIR}/cert/vt_cert_io.c)
-  vt_fuzz_file_target(fuzz_manifest VT_FUZZ_MANIFEST manifest 20000 ${PROJECT_SOURCE_DIR}/model/vt_recipe.c)
+  vt_fuzz_file_target(fuzz_manifest VT_FUZZ_MANIFEST manifest 20000 ${PROJECT_SOURCE_DIR}/arch/vt_recipe.c)
   vt_fuzz_file_target(fuzz_data VT_FUZZ_DATA data 5000 ${PROJECT_SOURCE_DIR}/data/vt_data_file.c
                       ${PROJECT_SOURCE_DIR}/data/vt_data.c)
   vt_fuzz_file_target(fuzz_ckpt VT_FUZZ_CKPT ckpt 1000 ${PROJECT_SOURCE_DIR}/store/vt_checkpoint.c)

@@ -1,4 +1,4 @@
-/* fuzz_manifest_body.h - the check of the manifest reader (model/vt_recipe.h vt_manifest_parse: the
+/* fuzz_manifest_body.h - the check of the manifest reader (arch/vt_recipe.h vt_manifest_parse: the
  * JSON a run directory holds, read by `auditor verify`, `trainer export`, `--resume`, certify),
  * shared by the libFuzzer target fuzz_manifest (tests/fuzz/fuzz_target.c) and the corpus replayer
  * (tests/replay_corpus.c: ctest manifest_corpus over tests/corpus/manifest).
@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "fuzz/fuzz_common.h"
-#include "model/vt_recipe.h"
+#include "arch/vt_recipe.h"
 
 #define VT_FUZZ_MANIFEST_FAIL(...) VT_FUZZ_VIOLATION("fuzz_manifest", __VA_ARGS__)
 
