@@ -34,3 +34,8 @@ endif()
 if(TARGET bench_tc_grant)
   target_link_libraries(bench_tc_grant PRIVATE vt_game vt_model)
 endif()
+
+# ---- bench_verify_step (the dispute game's yardstick: one verifiable step of a run's model; bench/bench_dispute.sh)
+if(TARGET bench_verify_step)
+  target_link_libraries(bench_verify_step PRIVATE vt_run vt_model vt_store vt_merkle vt_data)
+endif()

@@ -2,7 +2,8 @@
 # Figures of the dispute game (docs/benchmarks.md, "Dispute game"): for runs of 10, 1000 and
 # 100000 steps with a trainer that alters the learning rate in the middle, play the game on
 # loopback and report rounds, bytes exchanged, the game's wall time and the arbiter's compute
-# as a fraction of one training step, beside the cost of re-running the disputed steps.
+# as a fraction of one training step (bench_verify_step: the yardstick, timed on the run's own
+# model), beside the cost of re-running the disputed steps.
 # Usage: bench/bench_dispute.sh BUILD_DIR [--quick]
 set -u
 B=$(cd "${1:-build/release}" && pwd)
@@ -22,7 +23,7 @@ run() { # name steps H K dataset layers batch
   [ "$ds" = mnist-train ] && R+=(--set subset=10000)
   local out; out=$("$B/trainer-test" train --run "$T/$name" --key "$T/tk" "${R[@]}" --cheat "lr:$cheat:0.5")
   mkdir -p "$T/g-$name"
-  VT_ARBITER_BENCH=1 "$B/arbiter" serve --listen 127.0.0.1:0 --key "$T/rk" --games 1 --port-file "$T/g-$name/ap" --transcripts "$T/g-$name" \
+  "$B/arbiter" serve --listen 127.0.0.1:0 --key "$T/rk" --games 1 --port-file "$T/g-$name/ap" --transcripts "$T/g-$name" \
     >"$T/g-$name/arb.log" 2>&1 &
   local apid=$!
   "$B/trainer-test" serve "$T/$name" --listen 127.0.0.1:0 --key "$T/tk" --arbiter-key "$T/rk.pub" --connections 2 \
@@ -41,7 +42,7 @@ run() { # name steps H K dataset layers batch
   rec=$(echo "$line" | sed -n 's/.*, \([0-9.]*\) s recomputing.*/\1/p')
   local hsh; hsh=$(echo "$line" | sed -n 's/.*recomputing, \([0-9.]*\) s hashing.*/\1/p')
   game=$(echo "$line" | sed -n 's/.*game \([0-9.]*\) s.*/\1/p')
-  local step_ms; step_ms=$(echo "$line" | sed -n 's/.*one step \([0-9.]*\) s.*/\1/p' | awk '{printf "%.3f", 1000*$1}')
+  local step_ms; step_ms=$("$B/bench_verify_step" "$T/$name" | sed -n 's/^STEP \([0-9.]*\)$/\1/p' | awk '{printf "%.3f", 1000*$1}')
   local bytes; bytes=$(stat -c %s "$T/g-$name"/game-*.vttr 2>/dev/null | head -1)
   local verdict; verdict=$(head -1 "$T/g-$name/ch.out")
   printf '| %s | %s | %s | %s | %s (%s + %s) | %s | %s s | %.3f ms | %.3f ms | %s ms | %s, %s | %s ms |\n' "$name" \

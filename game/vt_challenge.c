@@ -25,7 +25,7 @@ typedef struct {
     const vt_challenge_opts *o;
     vt_keypair kp;
     vt_store *st;
-    vt_recipe rc;
+    vt_recipe rcp;
     vt_dataset ds;
     uint8_t (*state)[32]; /* own state hash per committed step (index = step) */
     uint8_t *have;
@@ -34,17 +34,17 @@ typedef struct {
     vt_st_file init; /* a run started from a file (--init): its initial state */
 } auditor;
 
-static int has_state(const vt_recipe *rc, uint64_t s)
+static int has_state(const vt_recipe *rcp, uint64_t s)
 {
-    return vt_recipe_has_state(rc, s);
+    return vt_recipe_has_state(rcp, s);
 }
 
 /* Every model of the auditor's answers carries the hooks (a lying auditor in tests stays
  * consistent in every answer). */
 static vt_err new_model(auditor *a, vt_model *m)
 {
-    VT_FORWARD_IF_ERROR(vt_model_init(m, &a->rc, a->ds.n, a->o->order));
-    if (a->rc.has_init) { /* step 0 is the file's state, not the recipe's */
+    VT_FORWARD_IF_ERROR(vt_model_init(m, &a->rcp, a->ds.n, a->o->order));
+    if (a->rcp.has_init) { /* step 0 is the file's state, not the recipe's */
         vt_err e = vt_init_apply(m, &a->init);
         if (e) {
             vt_model_free(m);
@@ -69,7 +69,7 @@ static vt_err own_states(auditor *a, uint64_t upto, uint64_t *bad)
         int disputed = 0;
         e = vt_step_once(&m, a->st, &a->ds, VT_PARTY_AUDITOR, &disputed);
         tainted |= disputed;
-        if (e || !has_state(&a->rc, s)) continue;
+        if (e || !has_state(&a->rcp, s)) continue;
         e = vt_model_state_hash(&m, a->state[s]);
         if (tainted) vt_dispute_mark(a->state[s]);
         a->have[s] = 1;
@@ -89,7 +89,7 @@ static vt_err get_chain(auditor *a, uint64_t lo, uint64_t hi)
     if (a->have_chain && a->chain.lo == lo && a->chain.hi == hi) return VT_OK;
     if (a->have_chain) vt_seg_chain_free(&a->chain);
     a->have_chain = 0;
-    VT_RETURN_ERROR_IF(lo >= hi || hi > a->rc.steps, VT_ERR_ARG, "no segment");
+    VT_RETURN_ERROR_IF(lo >= hi || hi > a->rcp.steps, VT_ERR_ARG, "no segment");
     vt_model m;
     VT_FORWARD_IF_ERROR(new_model(a, &m));
     vt_err e = vt_restore(&m, a->st, &a->ds, VT_PARTY_AUDITOR, lo);
@@ -105,7 +105,7 @@ static vt_err answer(auditor *a, vt_conn *c, const vt_msg *q)
     switch (q->hdr.type) {
     case VT_MSG_Q_STATE: {
         uint64_t s = q->body.q_state.step;
-        VT_RETURN_ERROR_IF(s > a->rc.steps || !a->have[s], VT_ERR_ARG, "no own state for step %llu", (unsigned long long)s);
+        VT_RETURN_ERROR_IF(s > a->rcp.steps || !a->have[s], VT_ERR_ARG, "no own state for step %llu", (unsigned long long)s);
         vt_msg_state_claim r = {s, {0}};
         memcpy(r.state_hash, a->state[s], 32);
         return vt_send_msg(c, VT_MSG_STATE_CLAIM, &r, &a->kp);
@@ -127,7 +127,7 @@ static vt_err answer(auditor *a, vt_conn *c, const vt_msg *q)
         VT_FORWARD_IF_ERROR(new_model(a, &m));
         vt_fault f;
         memset(&f, 0, sizeof f);
-        vt_err e = s >= 1 && s <= a->rc.steps ? vt_restore(&m, a->st, &a->ds, VT_PARTY_AUDITOR, s - 1) : VT_ERR_ARG;
+        vt_err e = s >= 1 && s <= a->rcp.steps ? vt_restore(&m, a->st, &a->ds, VT_PARTY_AUDITOR, s - 1) : VT_ERR_ARG;
         if (!e) e = vt_run_to_op(&m, a->st, &a->ds, VT_PARTY_AUDITOR, j, 1, &f);
         vt_model_free(&m);
         VT_FORWARD_IF_ERROR(e);
@@ -140,7 +140,7 @@ static vt_err answer(auditor *a, vt_conn *c, const vt_msg *q)
         uint32_t j = q->body.q_inputs.op;
         vt_model m;
         VT_FORWARD_IF_ERROR(new_model(a, &m));
-        vt_err e = s >= 1 && s <= a->rc.steps && j >= 1 && j <= m.n_ops
+        vt_err e = s >= 1 && s <= a->rcp.steps && j >= 1 && j <= m.n_ops
                        ? vt_restore(&m, a->st, &a->ds, VT_PARTY_AUDITOR, s - 1)
                        : vt_set_error(VT_ERR_ARG, "no such operation");
         if (!e) e = vt_run_to_op(&m, a->st, &a->ds, VT_PARTY_AUDITOR, j, 1, NULL);
@@ -284,77 +284,74 @@ static vt_err resume_game(auditor *a, vt_msg_challenge *ch, const uint8_t *pin, 
     return VT_OK;
 }
 
-static vt_err run(auditor *a, vt_challenge_result *res)
+/* The trainer's service record at spath (*rec_ok = 0: it does not parse, and the arbiter rules on
+ * it): with a pinned arbiter (pin) it must name it, else the arbiter would refuse the challenge;
+ * a record signed for less than the floor, or expired, is reported. */
+static vt_err read_record(auditor *a, const char *spath, const uint8_t *pin, vt_service *rec, int *rec_ok)
 {
     const vt_challenge_opts *o = a->o;
-    char path[4096], spec[VT_RECIPE_SPEC_MAX];
-    uint8_t commitment[176];
-    uint8_t mh[32], dh[32];
-    char *manifest = NULL;
-    size_t ml = 0;
-    VT_FORWARD_IF_ERROR(vt_sign_init());
-    VT_FORWARD_IF_ERROR(vt_sign_read_secret_key(o->key_path, &a->kp));
-    /* The arbiter: pinned by default (docs/dispute.md "Verdict"); and the trainer's record, which must
-     * name it (else the arbiter refuses the challenge: the trainer never accepted it) and be fresh.
-     * Checked before the replay, which may take long. */
-    VT_RETURN_ERROR_IF(!o->arbiter_pk_path && !o->no_pin_arbiter, VT_ERR_ARG,
-                       "no arbiter key: pin the arbiter with --arbiter-key FILE.pub (or, unsafe, --no-pin-arbiter)");
-    uint8_t apk[32], *pin = NULL;
-    if (o->arbiter_pk_path) {
-        VT_FORWARD_IF_ERROR(vt_sign_read_public_key(o->arbiter_pk_path, apk));
-        pin = apk;
-    }
-    char spath[4096];
-    if (o->service_path)
-        snprintf(spath, sizeof spath, "%s", o->service_path);
-    else
-        snprintf(spath, sizeof spath, "%s/%s", o->run_dir, VT_SERVICE_FILE);
-    vt_service rec;
-    int rec_ok;
     {
         uint8_t rb[VT_SERVICE_MAX_LEN];
         size_t rl = 0;
         VT_FORWARD_IF_ERROR(vt_service_read_file(spath, rb, sizeof rb, &rl));
-        rec_ok = vt_service_parse(rb, rl, &rec) == VT_OK; /* else the arbiter rules on it */
+        *rec_ok = vt_service_parse(rb, rl, rec) == VT_OK; /* else the arbiter rules on it */
     }
-    if (rec_ok && pin && !vt_service_names_arbiter(&rec, pin)) {
+    if (*rec_ok && pin && !vt_service_names_arbiter(rec, pin)) {
         char fpr[VT_SIGN_FPR_HEX_LEN + 1];
         if (vt_sign_fingerprint(pin, fpr)) snprintf(fpr, sizeof fpr, "?");
         VT_RETURN_ERROR(VT_ERR_ARG, "the trainer's service record %s does not name the arbiter key %s among the %u it "
                         "accepts: that arbiter would refuse the challenge; choose one the record names", spath, fpr,
-                        (unsigned)rec.n_arbiters);
+                        (unsigned)rec->n_arbiters);
     }
-    if (rec_ok && !o->quiet && (rec.expiry < vt_service_signed_at(&rec) ||
-                                rec.expiry - vt_service_signed_at(&rec) < VT_RECORD_FLOOR_S))
+    if (*rec_ok && !o->quiet && (rec->expiry < vt_service_signed_at(rec) ||
+                                 rec->expiry - vt_service_signed_at(rec) < VT_RECORD_FLOOR_S))
         fprintf(stderr, "auditor: the trainer's service record %s was signed for %lld s, under the %d s floor: the "
                 "arbiter rules against the trainer that signed it\n", spath,
-                (long long)((int64_t)rec.expiry - (int64_t)vt_service_signed_at(&rec)), VT_RECORD_FLOOR_S);
-    if (rec_ok && rec.expiry <= (uint64_t)time(NULL) && !o->quiet)
+                (long long)((int64_t)rec->expiry - (int64_t)vt_service_signed_at(rec)), VT_RECORD_FLOOR_S);
+    if (*rec_ok && rec->expiry <= (uint64_t)time(NULL) && !o->quiet)
         fprintf(stderr, "auditor: the trainer's service record %s expired (at %llu, seconds since 1970); its current "
-                "record is asked for before the challenge\n", spath, (unsigned long long)rec.expiry);
+                "record is asked for before the challenge\n", spath, (unsigned long long)rec->expiry);
+    return VT_OK;
+}
+
+/* The run directory: its recipe (from the manifest), dataset, initial state (--init) and
+ * commitment file; room for the own state hashes. */
+static vt_err load_run(auditor *a, uint8_t commitment[176])
+{
+    const vt_challenge_opts *o = a->o;
+    char path[4096], spec[VT_RECIPE_SPEC_MAX];
+    uint8_t mh[32], dh[32];
+    char *manifest = NULL;
+    size_t ml = 0;
     VT_FORWARD_IF_ERROR(vt_store_open(o->run_dir, 1, &a->st));
     VT_FORWARD_IF_ERROR(vt_store_manifest(a->st, &manifest, &ml, mh));
-    vt_err e = vt_manifest_parse(manifest, ml, &a->rc, dh);
+    vt_err e = vt_manifest_parse(manifest, ml, &a->rcp, dh);
     free(manifest);
     VT_FORWARD_IF_ERROR(e);
-    vt_recipe_dataset_spec(&a->rc, spec, sizeof spec);
+    vt_recipe_dataset_spec(&a->rcp, spec, sizeof spec);
     VT_FORWARD_IF_ERROR(vt_data_load(spec, o->data_root, &a->ds));
-    if (a->rc.has_init) {
+    if (a->rcp.has_init) {
         int why = 0;
-        VT_FORWARD_IF_ERROR(vt_init_for_replay(&a->rc, o->init_path, o->run_dir, &a->init, &why));
+        VT_FORWARD_IF_ERROR(vt_init_for_replay(&a->rcp, o->init_path, o->run_dir, &a->init, &why));
     }
     vt_store_commitment_path(o->run_dir, path, sizeof path);
     FILE *f = fopen(path, "rb");
-    size_t got = f ? fread(commitment, 1, sizeof commitment, f) : 0;
+    size_t got = f ? fread(commitment, 1, 176, f) : 0;
     if (f) fclose(f);
-    VT_RETURN_ERROR_IF(got != sizeof commitment, VT_ERR_IO, "cannot read the commitment %s", path);
-    a->state = calloc(a->rc.steps + 1, 32);
-    a->have = calloc(a->rc.steps + 1, 1);
+    VT_RETURN_ERROR_IF(got != 176, VT_ERR_IO, "cannot read the commitment %s", path);
+    a->state = calloc(a->rcp.steps + 1, 32);
+    a->have = calloc(a->rcp.steps + 1, 1);
     VT_RETURN_ERROR_IF(!a->state || !a->have, VT_ERR_NOMEM, "out of memory");
+    return VT_OK;
+}
 
-    /* own version of the run, and the step to challenge */
-    uint64_t target = o->step ? o->step : (o->until && o->until < a->rc.steps ? o->until : a->rc.steps), bad = 0;
-    while (!has_state(&a->rc, target)) target++;
+/* Own version of the run, and the step to challenge (*hi): the first disputed committed state, or
+ * --step; then the operation chain of the segment the bisection will end in. */
+static vt_err choose_step(auditor *a, vt_challenge_result *res, uint64_t *hi_out)
+{
+    const vt_challenge_opts *o = a->o;
+    uint64_t target = o->step ? o->step : (o->until && o->until < a->rcp.steps ? o->until : a->rcp.steps), bad = 0;
+    while (!has_state(&a->rcp, target)) target++;
     if (!o->quiet) fprintf(stderr, "auditor: replaying the run (order %s) to find the first disputed state\n",
                            vt_order_name(o->order));
     VT_FORWARD_IF_ERROR(own_states(a, target, &bad));
@@ -368,32 +365,56 @@ static vt_err run(auditor *a, vt_challenge_result *res)
      * first question; neither side's cache is an advantage. */
     /* (with --step beyond our first disputed state, the bisection ends at that first one instead) */
     uint64_t end = bad && bad < hi ? bad : hi, lo = end - 1;
-    while (lo > 0 && !has_state(&a->rc, lo)) lo--;
+    while (lo > 0 && !has_state(&a->rcp, lo)) lo--;
     if (!o->quiet)
         fprintf(stderr, "auditor: computing the operation chain of steps %llu..%llu (the disputed segment)\n",
                 (unsigned long long)lo + 1, (unsigned long long)end);
     VT_FORWARD_IF_ERROR(get_chain(a, lo, end));
     if (!o->quiet) fprintf(stderr, "auditor: challenging the committed state of step %llu\n", (unsigned long long)hi);
+    *hi_out = hi;
+    return VT_OK;
+}
 
-    vt_conn *c = NULL;
-    vt_transcript *tr = NULL;
-    if (o->transcript) VT_FORWARD_IF_ERROR(vt_transcript_open(o->transcript, &tr));
-    vt_msg_challenge ch;
-    memset(&ch, 0, sizeof ch);
-    memcpy(ch.commitment, commitment, sizeof commitment);
-    memcpy(ch.auditor_pk, a->kp.pk, 32);
-    ch.claimed_step = hi;
-    memcpy(ch.auditor_state_hash, a->state[hi], 32);
-    VT_FORWARD_IF_ERROR(vt_proto_nonce(ch.nonce)); /* fresh for this challenge: the verdict must name it */
+/* The CHALLENGE of step hi: the commitment, the own state hash, a fresh nonce, the service record
+ * at spath. */
+static vt_err make_challenge(auditor *a, const uint8_t commitment[176], uint64_t hi, const char *spath,
+                             vt_msg_challenge *ch)
+{
+    memset(ch, 0, sizeof *ch);
+    memcpy(ch->commitment, commitment, 176);
+    memcpy(ch->auditor_pk, a->kp.pk, 32);
+    ch->claimed_step = hi;
+    memcpy(ch->auditor_state_hash, a->state[hi], 32);
+    VT_FORWARD_IF_ERROR(vt_proto_nonce(ch->nonce)); /* fresh for this challenge: the verdict must name it */
     size_t sl = 0;
-    VT_FORWARD_IF_ERROR(vt_service_read_file(spath, ch.service, sizeof ch.service, &sl));
-    ch.service_len = (uint16_t)sl;
-    /* the trainer's current record, asked for after the replay (which may have taken long) and right
-     * before the challenge (docs/dispute.md "Fresh service records") */
-    /* (only from a record of the commitment's key for its run: another is the arbiter's to refuse, and its
-     * address is nobody's to dial) */
-    if (rec_ok && memcmp(rec.trainer_pk, commitment + 80, 32) == 0 && memcmp(rec.manifest_hash, commitment + 8, 32) == 0)
-        fetch_record(a, &rec, commitment, &ch);
+    VT_FORWARD_IF_ERROR(vt_service_read_file(spath, ch->service, sizeof ch->service, &sl));
+    ch->service_len = (uint16_t)sl;
+    return VT_OK;
+}
+
+/* The arbiter's VERDICT q, checked to be the one of challenge ch, into res. */
+static vt_err take_verdict(vt_conn *c, const vt_msg_challenge *ch, const vt_msg *q, vt_challenge_result *res)
+{
+    const vt_msg_verdict *v = &q->body.verdict;
+    char why[300];
+    if (vt_game_verdict_for(v, ch, vt_conn_peer_pk(c), why, sizeof why)) /* never "the auditor lost" */
+        return vt_set_error(VT_ERR_CRYPTO, "the arbiter's VERDICT is not for this challenge: %s", why);
+    res->decided = 1;
+    res->loser = v->loser;
+    res->reason_code = v->reason_code;
+    res->step = v->step;
+    res->op = v->op;
+    snprintf(res->reason, sizeof res->reason, "%s", v->reason);
+    return VT_OK;
+}
+
+/* The game from the auditor's side: the arbiter dialled (the CHALLENGE sent), every question
+ * answered until the verdict, a dropped connection resumed. */
+static vt_err play_game(auditor *a, vt_msg_challenge *ch, const uint8_t *pin, const vt_service *rec,
+                        vt_transcript *tr, vt_challenge_result *res)
+{
+    const vt_challenge_opts *o = a->o;
+    vt_conn *c = NULL;
     /* The arbiter may be busy or under attack: until it has sent anything, a failed connection, a
      * connection closed before any message, or ERROR busy is retried within the deadline (pauses
      * 200 ms to 2 s; busy: up to --wait-ms). A game under way whose connection drops is resumed: the
@@ -402,14 +423,14 @@ static vt_err run(auditor *a, vt_challenge_result *res)
     vt_msg first;
     memset(&first, 0, sizeof first);
     int have_first = 0;
-    e = dial(a, &ch, pin, rec_ok ? &rec : NULL, o->deadline_ms, &c, &first);
+    vt_err e = dial(a, ch, pin, rec, o->deadline_ms, &c, &first);
     if (!e) have_first = 1;
     /* the auditor's own transcript: the challenge (as sent) and everything after it */
     if (!e && tr) {
         vt_buf b;
         vt_buf_init(&b);
         /* the CHALLENGE went out before the transcript was attached: record it as sent (seq 0) */
-        e = vt_msg_encode(VT_MSG_CHALLENGE, &ch, 0, &a->kp, &b);
+        e = vt_msg_encode(VT_MSG_CHALLENGE, ch, 0, &a->kp, &b);
         if (!e) e = vt_transcript_append(tr, VT_TR_SENT, a->kp.pk, b.data, b.len);
         if (!e) e = vt_transcript_append(tr, VT_TR_RECV, vt_conn_peer_pk(c), first.raw, first.raw_len);
         vt_buf_free(&b);
@@ -424,7 +445,7 @@ static vt_err run(auditor *a, vt_challenge_result *res)
         } else {
             e = vt_recv_msg(c, VT_MSG_ANY, msg_wait_ms(o), NULL, &q);
         }
-        if (e == VT_ERR_IO && resume_game(a, &ch, pin, rec_ok ? &rec : NULL, tr, &c, &first, &lost_at) == VT_OK) {
+        if (e == VT_ERR_IO && resume_game(a, ch, pin, rec, tr, &c, &first, &lost_at) == VT_OK) {
             e = VT_OK;
             have_first = 1;
             continue;
@@ -432,19 +453,7 @@ static vt_err run(auditor *a, vt_challenge_result *res)
         if (e) break;
         lost_at = 0;
         if (q.hdr.type == VT_MSG_VERDICT) {
-            const vt_msg_verdict *v = &q.body.verdict;
-            char why[300];
-            if (vt_game_verdict_for(v, &ch, vt_conn_peer_pk(c), why, sizeof why)) { /* never "the auditor lost" */
-                e = vt_set_error(VT_ERR_CRYPTO, "the arbiter's VERDICT is not for this challenge: %s", why);
-                vt_msg_free(&q);
-                break;
-            }
-            res->decided = 1;
-            res->loser = v->loser;
-            res->reason_code = v->reason_code;
-            res->step = v->step;
-            res->op = v->op;
-            snprintf(res->reason, sizeof res->reason, "%s", v->reason);
+            e = take_verdict(c, ch, &q, res);
             vt_msg_free(&q);
             break;
         }
@@ -469,6 +478,48 @@ static vt_err run(auditor *a, vt_challenge_result *res)
     }
     if (have_first) vt_msg_free(&first);
     vt_conn_close(c);
+    return e;
+}
+
+static vt_err run(auditor *a, vt_challenge_result *res)
+{
+    const vt_challenge_opts *o = a->o;
+    uint8_t commitment[176];
+    VT_FORWARD_IF_ERROR(vt_sign_init());
+    VT_FORWARD_IF_ERROR(vt_sign_read_secret_key(o->key_path, &a->kp));
+    /* The arbiter: pinned by default (docs/dispute.md "Verdict"); and the trainer's record, which must
+     * name it (else the arbiter refuses the challenge: the trainer never accepted it) and be fresh.
+     * Checked before the replay, which may take long. */
+    VT_RETURN_ERROR_IF(!o->arbiter_pk_path && !o->no_pin_arbiter, VT_ERR_ARG,
+                       "no arbiter key: pin the arbiter with --arbiter-key FILE.pub (or, unsafe, --no-pin-arbiter)");
+    uint8_t apk[32], *pin = NULL;
+    if (o->arbiter_pk_path) {
+        VT_FORWARD_IF_ERROR(vt_sign_read_public_key(o->arbiter_pk_path, apk));
+        pin = apk;
+    }
+    char spath[4096];
+    if (o->service_path)
+        snprintf(spath, sizeof spath, "%s", o->service_path);
+    else
+        snprintf(spath, sizeof spath, "%s/%s", o->run_dir, VT_SERVICE_FILE);
+    vt_service rec;
+    int rec_ok;
+    VT_FORWARD_IF_ERROR(read_record(a, spath, pin, &rec, &rec_ok));
+    VT_FORWARD_IF_ERROR(load_run(a, commitment));
+    uint64_t hi = 0;
+    VT_FORWARD_IF_ERROR(choose_step(a, res, &hi));
+
+    vt_transcript *tr = NULL;
+    if (o->transcript) VT_FORWARD_IF_ERROR(vt_transcript_open(o->transcript, &tr));
+    vt_msg_challenge ch;
+    VT_FORWARD_IF_ERROR(make_challenge(a, commitment, hi, spath, &ch));
+    /* the trainer's current record, asked for after the replay (which may have taken long) and right
+     * before the challenge (docs/dispute.md "Fresh service records") */
+    /* (only from a record of the commitment's key for its run: another is the arbiter's to refuse, and its
+     * address is nobody's to dial) */
+    if (rec_ok && memcmp(rec.trainer_pk, commitment + 80, 32) == 0 && memcmp(rec.manifest_hash, commitment + 8, 32) == 0)
+        fetch_record(a, &rec, commitment, &ch);
+    vt_err e = play_game(a, &ch, pin, rec_ok ? &rec : NULL, tr, res);
     vt_err te = vt_transcript_close(tr);
     return e ? e : te;
 }

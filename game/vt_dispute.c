@@ -54,13 +54,13 @@ static vt_err chain_hook(void *ctx, vt_model *m, uint64_t step, uint32_t op)
 {
     (void)step;
     chain_hook_ctx *h = ctx;
-    const vt_rctx *rc = m->rctx;
+    const vt_rctx *rctx = m->rctx;
     h->p++;
     VT_ASSERT(h->p >= 1 && h->p <= h->c->P); /* positions 1..P: one per operation of the segment */
     VT_FORWARD_IF_ERROR(vt_model_output_hash(m, op, h->c->h[h->p]));
     if (h->party == VT_PARTY_AUDITOR && !h->marked &&
         ((h->unusable && vt_model_op_rounded(m, op)) ||
-         (!h->unusable && rc && rc->fault.code != VT_OK && rc->fault.op_id == op))) {
+         (!h->unusable && rctx && rctx->fault.code != VT_OK && rctx->fault.op_id == op))) {
         vt_dispute_mark(h->c->h[h->p]);
         h->marked = 1;
     }

@@ -133,7 +133,7 @@ typedef struct {
     uint64_t max_inputs_body; /* the largest INPUTS answer an honest trainer sends, bytes */
     uint64_t log_body;        /* the largest LOG answer of one step, bytes */
 } vt_game_needs;
-void vt_game_cost(const vt_recipe *rc, uint64_t data_bytes, const vt_game_limits *lim, vt_game_needs *out);
+void vt_game_cost(const vt_recipe *rcp, uint64_t data_bytes, const vt_game_limits *lim, vt_game_needs *out);
 
 /* The GEMM arithmetics' weights (docs/dispute.md "Clocks", game/vt_arith.c). A mode's weight is what
  * one GEMM flop costs the portable emulator (kernels/vt_tc.h, implementation "scalar", the slowest a
@@ -199,7 +199,6 @@ typedef struct {
     uint64_t step_rounds, op_rounds;
     double recompute_seconds;  /* the arbiter's own computation of the disputed operation */
     double hash_seconds;       /* hashing that output to compare it with the claims */
-    double step_seconds;       /* benchmarks only (env VT_ARBITER_BENCH): one whole verifiable step */
     uint64_t need_bytes;       /* the game's memory estimate (vt_game_cost with the dataset) */
     char op_name[48];
     char endpoint[VT_MSG_ADDR_MAX + 1]; /* the trainer's address from its signed service record */

@@ -4,7 +4,8 @@
  * Every answer is signed (by the transport), computed from the run directory and, where
  * values are needed, by re-creating the committed computation from the nearest checkpoint,
  * within a recomputation budget per arbiter key (a bucket that refills with time, shared by all of
- * that arbiter's sessions); segment chains are cached for all sessions. */
+ * that arbiter's sessions); segment chains are cached for all sessions. The computations (jobs)
+ * and the chain cache are in vt_serve_jobs.c. */
 #include "vt_serve.h"
 
 #include <pthread.h>
@@ -24,93 +25,11 @@
 #include "../protocol/vt_proto.h"
 #include "../store/vt_store.h"
 #include "../run/vt_train.h"
-
-typedef struct session session;
-typedef struct server server;
-
-typedef struct {
-    vt_seg_chain ch;
-    uint64_t used;
-} cache_ent;
-
-/* One computation a question needs (docs/dispute.md "Connections are not parties"): keyed by the
- * question (kind: VT_MSG_Q_CHAIN for a segment's chain, Q_INPUTS, Q_TENSORS; a, b), run by a worker
- * thread of its own, so that it survives the session that asked for it; any session of any
- * accepted arbiter asking the same question waits for it instead of starting it again. A chain's
- * result goes to the chain cache; an INPUTS or TENSORS answer stays in the job until it is evicted
- * (least recently used, never while a session holds it). */
-typedef struct {
-    int used, kind, state; /* state: VTI_JOB_RUNNING, _DONE, _FAILED */
-    uint64_t a, b, tick;
-    int refs;              /* sessions holding it (waiting for it or sending its answer) */
-    char err[512];
-    vt_msg_tensor *t;      /* Q_INPUTS: the wire tensors */
-    uint32_t nt;
-    uint8_t (*th)[32];     /* Q_TENSORS: the tensor hashes */
-    uint32_t nth;
-    server *sv;
-} job;
-enum { VTI_JOB_RUNNING = 0, VTI_JOB_DONE = 1, VTI_JOB_FAILED = 2 };
-#define VTI_JOBS 16        /* computations kept (running or done) */
-#define VTI_JOBS_RUNNING 4 /* computations running at once; beyond: ERROR busy, the arbiter asks again */
-#define VTI_PUBLIC 4       /* keys that are not an arbiter's, served at once (one Q_SERVICE each) */
-#define VTI_PUBLIC_MS 3000 /* the time such a key has to ask each question */
-#define VTI_PUBLIC_QUESTIONS 4 /* Q_SERVICE questions such a key may ask on one connection */
-
-struct server {
-    const vt_serve_opts *o;
-    vt_keypair kp;
-    vt_recipe rc;
-    vt_dataset ds;
-    vt_merkle tree;
-    char *manifest;
-    size_t manifest_len;
-    uint8_t commitment[VT_MSG_COMMITMENT_LEN]; /* the commitment file this server stands behind */
-    uint64_t budget;                           /* recomputed steps one game may need (the bucket refills
-                                                * this many per VT_SERVE_REFILL_S seconds) */
-    double tokens[VT_SERVE_MAX_ARBITERS];      /* per accepted arbiter key: steps it may have recomputed now */
-    double refilled[VT_SERVE_MAX_ARBITERS];    /* when its bucket was last refilled (vt_now) */
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int active, handled, dropped;
-    session *sessions[256];
-    cache_ent cache[VT_SERVE_CACHE_MAX];
-    int n_cache, max_cache;
-    uint64_t tick;
-    /* the signed service record (docs/dispute.md "Fresh service records"), re-signed before it expires */
-    vt_service rec;                   /* what it says (serial, expiry, arbiters, address) */
-    uint8_t rec_bytes[VT_SERVICE_MAX_LEN];
-    size_t rec_len;                   /* under mu */
-    char rec_path[4096];
-    uint64_t rec_resign_at;           /* seconds since 1970 */
-    int rec_failed;                   /* a re-signing failed (logged once) */
-    job jobs[VTI_JOBS];               /* under mu */
-    int public_active;                /* sessions answering Q_SERVICE to a key that is not an arbiter's */
-};
-
-struct session {
-    server *sv;
-    vt_conn *c;
-    vt_store *st;
-    uint8_t pk[32];
-    char peer[80];
-    double last; /* last activity (vt_now) */
-    int evicted;
-    int arb;        /* the index of its arbiter key (vt_serve_opts.arbiter_pk) */
-    int busy;       /* answering a question now: never evicted (its arbiter's game would lose the work) */
-};
-
-static int has_state(const vt_recipe *rc, uint64_t s)
-{
-    return vt_recipe_has_state(rc, s);
-}
-
-/* Steps a restore to step s recomputes (from the checkpoint at or before it). */
-static uint64_t restore_cost(const vt_recipe *rc, uint64_t s) { return s % rc->checkpoint_every; }
+#include "vt_serve_int.h"
 
 static void reject_log(session *ss, int code, const char *what) { vt_log_rejection_code("trainer", ss->peer, code, what); }
 
-static vt_err send_error_code(session *ss, int code, const char *what)
+vt_err vti_serve_send_error_code(session *ss, int code, const char *what)
 {
     reject_log(ss, code, what);
     vt_msg_error er;
@@ -128,7 +47,7 @@ static vt_err send_error_code(session *ss, int code, const char *what)
  * An empty bucket answers ERROR busy (a session-level "later": the arbiter reconnects and asks
  * again within the trainer's clock, docs/dispute.md); a request no full bucket could hold, ERROR
  * limit. */
-static int charge(session *ss, uint64_t steps, vt_err *e)
+int vti_serve_charge(session *ss, uint64_t steps, vt_err *e)
 {
     server *sv = ss->sv;
     double cap = (double)sv->budget * VT_SERVE_BUCKET_GAMES, now = vt_now();
@@ -145,294 +64,20 @@ static int charge(session *ss, uint64_t steps, vt_err *e)
     if ((double)steps > cap) {
         snprintf(m, sizeof m, "recomputation limit: %llu steps asked, at most %.0f per arbiter key",
                  (unsigned long long)steps, cap);
-        *e = send_error_code(ss, VT_ERRC_LIMIT, m);
+        *e = vti_serve_send_error_code(ss, VT_ERRC_LIMIT, m);
     } else {
         snprintf(m, sizeof m, "busy: this arbiter key's recomputation budget holds %.0f steps now, %llu asked; it refills "
                  "%llu steps every %d s", have, (unsigned long long)steps, (unsigned long long)sv->budget,
                  VT_SERVE_REFILL_S);
-        *e = send_error_code(ss, VT_ERRC_BUSY, m);
+        *e = vti_serve_send_error_code(ss, VT_ERRC_BUSY, m);
     }
     return -1;
 }
 
-static vt_err new_model(server *sv, vt_model *m)
+static vt_err send_error(session *ss, const char *what)
 {
-    VT_FORWARD_IF_ERROR(vt_model_init(m, &sv->rc, sv->ds.n, sv->o->order));
-    vt_model_set_hooks(m, sv->o->hooks);
-    return VT_OK;
+    return vti_serve_send_error_code(ss, VT_ERRC_NO_SUCH, what);
 }
-
-/* Looks (lo, hi) up in the shared cache; copies what the answer needs. 1 found, 0 not. */
-static int cache_get(server *sv, uint64_t lo, uint64_t hi, uint64_t pos, int prefix, uint8_t C[32], uint8_t h[32],
-                     uint8_t (**hs)[32], uint64_t *total)
-{
-    int found = 0;
-    pthread_mutex_lock(&sv->mu);
-    for (int i = 0; i < sv->n_cache && !found; i++) {
-        vt_seg_chain *ch = &sv->cache[i].ch;
-        if (ch->lo != lo || ch->hi != hi) continue;
-        found = 1;
-        sv->cache[i].used = ++sv->tick;
-        *total = ch->P + 1;
-        if (pos > ch->P + 1) break;
-        if (prefix) {
-            *hs = pos ? malloc(pos * 32) : NULL;
-            if (*hs) memcpy(*hs, ch->h + 1, pos * 32);
-            if (pos && !*hs) found = -1;
-        } else if (pos >= 1) {
-            memcpy(C, ch->C[pos], 32);
-            memcpy(h, ch->h[pos], 32);
-        }
-    }
-    pthread_mutex_unlock(&sv->mu);
-    return found;
-}
-
-static void cache_put(server *sv, vt_seg_chain *ch)
-{
-    pthread_mutex_lock(&sv->mu);
-    int dup = 0;
-    for (int i = 0; i < sv->n_cache; i++) dup |= sv->cache[i].ch.lo == ch->lo && sv->cache[i].ch.hi == ch->hi;
-    if (dup || sv->max_cache <= 0) {
-        vt_seg_chain_free(ch);
-    } else {
-        int slot = sv->n_cache;
-        if (slot == sv->max_cache) { /* least recently used goes */
-            slot = 0;
-            for (int i = 1; i < sv->n_cache; i++)
-                if (sv->cache[i].used < sv->cache[slot].used) slot = i;
-            vt_seg_chain_free(&sv->cache[slot].ch);
-        } else {
-            sv->n_cache++;
-        }
-        sv->cache[slot].ch = *ch;
-        sv->cache[slot].used = ++sv->tick;
-    }
-    memset(ch, 0, sizeof *ch);
-    pthread_mutex_unlock(&sv->mu);
-}
-
-/* ------------------------------------------------------------------ computations (jobs) */
-
-/* What a job computes, from the run directory alone (its own store handle: the session that asked
- * may be gone by the time it ends). */
-static vt_err job_compute(job *jb)
-{
-    server *sv = jb->sv;
-    vt_store *st = NULL;
-    vt_model m;
-    VT_FORWARD_IF_ERROR(vt_store_open(sv->o->run_dir, 1, &st));
-    vt_err e = new_model(sv, &m);
-    if (e) {
-        vt_store_close(st);
-        return e;
-    }
-    if (jb->kind == VT_MSG_Q_CHAIN) { /* the chain of segment (a, b] */
-        vt_seg_chain ch;
-        memset(&ch, 0, sizeof ch);
-        e = vt_restore(&m, st, &sv->ds, VT_PARTY_TRAINER, jb->a);
-        if (!e) e = vt_seg_chain_compute(&m, st, &sv->ds, VT_PARTY_TRAINER, jb->b, &ch);
-        if (!e) cache_put(sv, &ch);
-    } else if (jb->kind == VT_MSG_Q_TENSORS) { /* the tensor hashes of the state of step a */
-        jb->th = calloc(m.n_tensors + 1, 32);
-        e = jb->th ? vt_restore(&m, st, &sv->ds, VT_PARTY_TRAINER, jb->a) : vt_set_error(VT_ERR_NOMEM, "out of memory");
-        if (!e) e = vt_model_tensor_hashes(&m, jb->th);
-        jb->nth = m.n_tensors;
-    } else { /* Q_INPUTS: the inputs of operation b of step a */
-        uint64_t s = jb->a;
-        uint32_t j = (uint32_t)jb->b;
-        e = (s < 1 || s > sv->rc.steps || j < 1 || j > m.n_ops) ? vt_set_error(VT_ERR_ARG, "no such operation") : VT_OK;
-        if (!e) e = vt_restore(&m, st, &sv->ds, VT_PARTY_TRAINER, s - 1);
-        if (!e) e = vt_run_to_op(&m, st, &sv->ds, VT_PARTY_TRAINER, j, 0, NULL);
-        /* each input whole, and - where an operation (of this step or the step before) wrote it -
-         * every output of that operation, which its agreed output hash authenticates together
-         * (game/vt_game.c load_inputs) */
-        const vt_opdesc *op = e ? NULL : &m.prog.op[j];
-        uint32_t cap = 0;
-        for (uint32_t k = 0; op && k < op->n_in; k++) cap += VT_MAX_OP_OUTPUTS;
-        jb->t = calloc(cap ? cap : 1, sizeof *jb->t);
-        if (!e && !jb->t) e = vt_set_error(VT_ERR_NOMEM, "out of memory");
-        for (uint32_t k = 0; op && jb->t && !e && k < op->n_in; k++) {
-            int prev;
-            uint32_t q = vt_program_producer(&m.prog, j, op->in[k], &prev);
-            (void)prev;
-            if (q) e = vt_model_wire_tensors(&m, m.prog.op[q].out, m.prog.op[q].n_out, jb->t, cap, &jb->nt);
-            else e = vt_model_wire_tensors(&m, &op->in[k], 1, jb->t, cap, &jb->nt);
-        }
-        if (!e && jb->nt > UINT16_MAX) e = vt_set_error(VT_ERR_LIMIT, "%u input tensors", jb->nt);
-    }
-    vt_model_free(&m);
-    vt_store_close(st);
-    return e;
-}
-
-static void job_clear(job *jb)
-{
-    if (jb->t) vt_wire_tensors_free(jb->t, jb->nt);
-    free(jb->t);
-    free(jb->th);
-    jb->t = NULL, jb->th = NULL, jb->nt = jb->nth = 0;
-}
-
-static void *job_main(void *p)
-{
-    job *jb = p;
-    server *sv = jb->sv;
-    vt_err e = job_compute(jb);
-    pthread_mutex_lock(&sv->mu);
-    if (e) {
-        snprintf(jb->err, sizeof jb->err, "%s", vt_errmsg());
-        job_clear(jb);
-    }
-    jb->state = e ? VTI_JOB_FAILED : VTI_JOB_DONE;
-    pthread_cond_broadcast(&sv->cv);
-    pthread_mutex_unlock(&sv->mu);
-    return NULL;
-}
-
-static job *job_find(server *sv, int kind, uint64_t a, uint64_t b)
-{
-    for (int i = 0; i < VTI_JOBS; i++) {
-        job *jb = &sv->jobs[i];
-        if (jb->used && jb->kind == kind && jb->a == a && jb->b == b && jb->state != VTI_JOB_FAILED) return jb;
-    }
-    return NULL;
-}
-
-/* Starts the computation (kind, a, b) unless it runs or ran already (under mu). NULL with *why when
- * none can start now (too many running, every slot held). */
-static job *job_start(server *sv, int kind, uint64_t a, uint64_t b, const char **why)
-{
-    job *slot = NULL;
-    int running = 0;
-    for (int i = 0; i < VTI_JOBS; i++) {
-        job *jb = &sv->jobs[i];
-        running += jb->used && jb->state == VTI_JOB_RUNNING;
-        if (jb->used && (jb->state == VTI_JOB_RUNNING || jb->refs)) continue;
-        if (!slot || !jb->used || (slot->used && jb->tick < slot->tick)) slot = jb; /* free, else least recently used */
-    }
-    *why = running >= VTI_JOBS_RUNNING ? "busy: as many recomputations as this trainer runs at once are running; ask again"
-           : !slot                     ? "busy: every computation this trainer keeps is in use; ask again"
-                                       : NULL;
-    if (*why) return NULL;
-    job_clear(slot);
-    memset(slot, 0, sizeof *slot);
-    slot->used = 1, slot->kind = kind, slot->a = a, slot->b = b, slot->sv = sv, slot->state = VTI_JOB_RUNNING;
-    slot->tick = ++sv->tick;
-    pthread_t th;
-    pthread_attr_t at;
-    int ok = pthread_attr_init(&at) == 0;
-    if (ok) {
-        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-        ok = pthread_create(&th, &at, job_main, slot) == 0;
-        pthread_attr_destroy(&at);
-    }
-    if (!ok) {
-        slot->used = 0;
-        *why = "busy: the trainer cannot start a computation now; ask again";
-        return NULL;
-    }
-    return slot;
-}
-
-/* The computation a question needs, shared by every session (charged to the session's arbiter key
- * only when it starts): waits until it is done, and returns it held (job_release after the answer is
- * sent). NULL after an ERROR answer (*e its send status), or when the session's peer went away while
- * waiting (*e VT_ERR_IO, nothing sent): the computation goes on for the next session that asks. */
-static job *job_wait(session *ss, int kind, uint64_t a, uint64_t b, uint64_t steps, vt_err *e)
-{
-    server *sv = ss->sv;
-    pthread_mutex_lock(&sv->mu);
-    job *jb = job_find(sv, kind, a, b);
-    if (!jb) {
-        pthread_mutex_unlock(&sv->mu);
-        if (charge(ss, steps, e)) return NULL;
-        pthread_mutex_lock(&sv->mu);
-        const char *why = NULL;
-        jb = job_find(sv, kind, a, b); /* another session may have started it meanwhile */
-        if (!jb) jb = job_start(sv, kind, a, b, &why);
-        if (!jb) {
-            pthread_mutex_unlock(&sv->mu);
-            *e = send_error_code(ss, VT_ERRC_BUSY, why);
-            return NULL;
-        }
-    }
-    jb->refs++;
-    jb->tick = ++sv->tick;
-    while (jb->state == VTI_JOB_RUNNING) {
-        struct timespec ts;
-        vt_abstime_after(&ts, 200);
-        pthread_cond_timedwait(&sv->cv, &sv->mu, &ts);
-        if (jb->state != VTI_JOB_RUNNING) break;
-        pthread_mutex_unlock(&sv->mu);
-        int gone = vt_conn_wait_readable(ss->c, 0); /* the arbiter sends nothing while it waits: EOF, reset */
-        pthread_mutex_lock(&sv->mu);
-        if (gone) {
-            jb->refs--;
-            pthread_mutex_unlock(&sv->mu);
-            *e = vt_set_error(VT_ERR_IO, "the arbiter's session ended while its answer was computed");
-            return NULL;
-        }
-    }
-    if (jb->state == VTI_JOB_FAILED) {
-        char m[sizeof jb->err];
-        snprintf(m, sizeof m, "%s", jb->err);
-        jb->refs--;
-        pthread_mutex_unlock(&sv->mu);
-        *e = send_error_code(ss, VT_ERRC_INTERNAL, m);
-        return NULL;
-    }
-    pthread_mutex_unlock(&sv->mu);
-    return jb;
-}
-
-static void job_release(server *sv, job *jb, int forget)
-{
-    pthread_mutex_lock(&sv->mu);
-    jb->refs--;
-    if (forget && jb->state == VTI_JOB_DONE) jb->state = VTI_JOB_FAILED; /* never found again: computed anew */
-    pthread_mutex_unlock(&sv->mu);
-}
-
-
-/* The chain of a segment between two adjacent committed states, from the cache or computed
- * (charged to the session). Returns 0, or -1 after an ERROR answer (*e its send status). */
-static int chain_answer(session *ss, const vt_msg_q_chain *qc, int prefix, uint8_t C[32], uint8_t h[32],
-                        uint8_t (**hs)[32], uint64_t *total, vt_err *e)
-{
-    server *sv = ss->sv;
-    const vt_recipe *rc = &sv->rc;
-    uint64_t lo = qc->seg_from, hi = qc->seg_to;
-    int f = cache_get(sv, lo, hi, qc->pos, prefix, C, h, hs, total);
-    if (f < 0) return *e = send_error_code(ss, VT_ERRC_INTERNAL, "out of memory"), -1;
-    if (f == 0) {
-        /* only the segments the game asks about: (lo, hi] between adjacent committed states */
-        uint64_t gap = rc->checkpoint_every < rc->state_hash_every ? rc->checkpoint_every : rc->state_hash_every;
-        int ok = lo < hi && hi <= rc->steps && hi - lo <= gap && has_state(rc, lo) && has_state(rc, hi);
-        for (uint64_t s = lo + 1; ok && s < hi; s++) ok = !has_state(rc, s);
-        if (!ok) {
-            char m[200];
-            snprintf(m, sizeof m, "no segment (%llu, %llu] between adjacent committed states",
-                     (unsigned long long)lo, (unsigned long long)hi);
-            *e = send_error_code(ss, VT_ERRC_NO_SUCH, m);
-            return -1;
-        }
-        job *jb = job_wait(ss, VT_MSG_Q_CHAIN, lo, hi, restore_cost(rc, lo) + (hi - lo), e);
-        if (!jb) return -1;
-        f = cache_get(sv, lo, hi, qc->pos, prefix, C, h, hs, total);
-        job_release(sv, jb, f == 0); /* left the cache already (other segments): computed anew when asked again */
-        if (f < 0) return *e = send_error_code(ss, VT_ERRC_INTERNAL, "out of memory"), -1;
-        if (f == 0) return *e = send_error_code(ss, VT_ERRC_BUSY, "busy: the chain left the cache; ask again"), -1;
-    }
-    if (qc->pos > *total || (!prefix && qc->pos < 1)) {
-        if (prefix) free(*hs), *hs = NULL;
-        *e = send_error_code(ss, VT_ERRC_NO_SUCH, "no such position");
-        return -1;
-    }
-    return 0;
-}
-
-static vt_err send_error(session *ss, const char *what) { return send_error_code(ss, VT_ERRC_NO_SUCH, what); }
 
 static vt_err answer(session *ss, const vt_msg *q)
 {
@@ -493,7 +138,7 @@ static vt_err answer(session *ss, const vt_msg *q)
         uint8_t C[32], h[32], (*hs)[32] = NULL;
         uint64_t total = 0;
         vt_err e = VT_OK;
-        if (chain_answer(ss, qc, type == VT_MSG_Q_PREFIX, C, h, &hs, &total, &e)) return e;
+        if (vti_serve_chain_answer(ss, qc, type == VT_MSG_Q_PREFIX, C, h, &hs, &total, &e)) return e;
         if (type == VT_MSG_Q_PREFIX) {
             vt_msg_hashes a = {qc->seg_from, qc->seg_to, (uint32_t)qc->pos, hs};
             if (o->serve_hooks && o->serve_hooks->tamper) o->serve_hooks->tamper(o->serve_hooks->ctx, VT_MSG_HASHES, &a);
@@ -511,26 +156,26 @@ static vt_err answer(session *ss, const vt_msg *q)
     }
     case VT_MSG_Q_TENSORS: {
         uint64_t s = q->body.q_step.step;
-        if (s > sv->rc.steps) return send_error(ss, "no such step");
+        if (s > sv->rcp.steps) return send_error(ss, "no such step");
         vt_err ce = VT_OK;
-        job *jb = job_wait(ss, VT_MSG_Q_TENSORS, s, 0, restore_cost(&sv->rc, s), &ce);
+        job *jb = vti_serve_job_wait(ss, VT_MSG_Q_TENSORS, s, 0, vti_serve_restore_cost(&sv->rcp, s), &ce);
         if (!jb) return ce;
         vt_msg_hashes a = {s, s, jb->nth, jb->th};
         ce = vt_send_msg(ss->c, VT_MSG_HASHES, &a, &sv->kp);
-        job_release(sv, jb, 0);
+        vti_serve_job_release(sv, jb, 0);
         return ce;
     }
     case VT_MSG_Q_INPUTS: {
         uint64_t s = q->body.q_inputs.step;
         uint32_t j = q->body.q_inputs.op;
-        if (s < 1 || s > sv->rc.steps || j < 1) return send_error(ss, "no such operation");
+        if (s < 1 || s > sv->rcp.steps || j < 1) return send_error(ss, "no such operation");
         vt_err ce = VT_OK;
-        job *jb = job_wait(ss, VT_MSG_Q_INPUTS, s, j, restore_cost(&sv->rc, s - 1) + 1, &ce);
+        job *jb = vti_serve_job_wait(ss, VT_MSG_Q_INPUTS, s, j, vti_serve_restore_cost(&sv->rcp, s - 1) + 1, &ce);
         if (!jb) return ce;
         vt_msg_inputs a = {s, j, (uint16_t)jb->nt, jb->t}; /* the job's tensors, shared: a hook changes this copy */
         if (o->serve_hooks && o->serve_hooks->tamper) o->serve_hooks->tamper(o->serve_hooks->ctx, VT_MSG_INPUTS, &a);
         ce = vt_send_msg(ss->c, VT_MSG_INPUTS, &a, &sv->kp);
-        job_release(sv, jb, 0);
+        vti_serve_job_release(sv, jb, 0);
         return ce;
     }
     case VT_MSG_VERDICT: {
@@ -548,7 +193,7 @@ static vt_err answer(session *ss, const vt_msg *q)
     default: {
         char m[96];
         snprintf(m, sizeof m, "unexpected %s: this trainer answers the arbiter's questions only", vt_msg_type_name(type));
-        return send_error_code(ss, VT_ERRC_UNEXPECTED, m);
+        return vti_serve_send_error_code(ss, VT_ERRC_UNEXPECTED, m);
     }
     }
 }
@@ -574,7 +219,7 @@ static void *session_main(void *p)
     if (oe) {
         char m[600];
         snprintf(m, sizeof m, "cannot open the run: %.500s", vt_errmsg());
-        if (send_error_code(ss, VT_ERRC_INTERNAL, m)) { /* the arbiter may be gone */ }
+        if (vti_serve_send_error_code(ss, VT_ERRC_INTERNAL, m)) { /* the arbiter may be gone */ }
     } else {
         vt_msg_limits lim;
         memset(&lim, 0, sizeof lim);
@@ -597,7 +242,7 @@ static void *session_main(void *p)
                 snprintf(m, sizeof m, "%s%.500s", ev ? "session evicted for a newer one of this arbiter: " : "",
                          code == VT_ERRC_TIMEOUT ? "idle for too long" : vt_errmsg());
                 if (code && !ev) {
-                    if (send_error_code(ss, code, m)) { /* best effort */ }
+                    if (vti_serve_send_error_code(ss, code, m)) { /* best effort */ }
                 } else if (ev || !strstr(m, "closed by peer")) {
                     vt_log_rejection("trainer", ss->peer, m);
                 }
@@ -711,11 +356,11 @@ static void *public_main(void *p)
         vt_err re = vt_recv_msg(ps->c, VT_MSG_ANY, VTI_PUBLIC_MS, &lim, &q);
         if (re) { /* silence, a large or malformed frame, or the peer gone: refused (logged) unless it asked already */
             if (k == 0 && (vt_proto_deadline_exceeded() || re != VT_ERR_IO || !strstr(vt_errmsg(), "closed by peer")))
-                if (send_error_code(ps, VT_ERRC_UNAUTHORIZED, m)) { /* best effort */ }
+                if (vti_serve_send_error_code(ps, VT_ERRC_UNAUTHORIZED, m)) { /* best effort */ }
             break;
         }
         int service = q.hdr.type == VT_MSG_Q_SERVICE;
-        vt_err e = service ? answer(ps, &q) : send_error_code(ps, VT_ERRC_UNAUTHORIZED, m);
+        vt_err e = service ? answer(ps, &q) : vti_serve_send_error_code(ps, VT_ERRC_UNAUTHORIZED, m);
         vt_msg_free(&q);
         if (!service || e) break;
     }
@@ -864,9 +509,9 @@ vt_err vt_serve_run(const vt_serve_opts *o)
         if (cf) fclose(cf);
         if (got != sizeof sv.commitment) e = vt_set_error(VT_ERR_IO, "cannot read the commitment %s", cpath);
     }
-    if (!e) e = vt_manifest_parse(sv.manifest, sv.manifest_len, &sv.rc, dh);
+    if (!e) e = vt_manifest_parse(sv.manifest, sv.manifest_len, &sv.rcp, dh);
     if (!e) {
-        vt_recipe_dataset_spec(&sv.rc, spec, sizeof spec);
+        vt_recipe_dataset_spec(&sv.rcp, spec, sizeof spec);
         e = vt_data_load(spec, o->data_root, &sv.ds);
     }
     uint64_t count = 0;
@@ -878,7 +523,7 @@ vt_err vt_serve_run(const vt_serve_opts *o)
     }
     vt_store_close(st);
     if (!e) {
-        uint64_t K = sv.rc.checkpoint_every, H = sv.rc.state_hash_every, gap = K < H ? K : H;
+        uint64_t K = sv.rcp.checkpoint_every, H = sv.rcp.state_hash_every, gap = K < H ? K : H;
         sv.budget = o->max_recompute_steps ? o->max_recompute_steps : 8 * K + 4 * gap + 16;
         for (int i = 0; i < VT_SERVE_MAX_ARBITERS; i++) /* every bucket starts full */
             sv.tokens[i] = (double)sv.budget * VT_SERVE_BUCKET_GAMES, sv.refilled[i] = vt_now();
@@ -932,7 +577,7 @@ vt_err vt_serve_run(const vt_serve_opts *o)
     for (int i = 0; i < VTI_JOBS; i++)
         while (sv.jobs[i].used && sv.jobs[i].state == VTI_JOB_RUNNING) pthread_cond_wait(&sv.cv, &sv.mu);
     pthread_mutex_unlock(&sv.mu);
-    for (int i = 0; i < VTI_JOBS; i++) job_clear(&sv.jobs[i]);
+    for (int i = 0; i < VTI_JOBS; i++) vti_serve_job_clear(&sv.jobs[i]);
     for (int i = 0; i < sv.n_cache; i++) vt_seg_chain_free(&sv.cache[i].ch);
     vt_merkle_free(&sv.tree);
     vt_data_free(&sv.ds);
@@ -942,3 +587,4 @@ vt_err vt_serve_run(const vt_serve_opts *o)
     pthread_mutex_destroy(&sv.mu);
     return e;
 }
+

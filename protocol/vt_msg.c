@@ -171,56 +171,220 @@ static vt_err get_text(vt_reader *r, char *dst, size_t max, const char *what)
 
 /* ------------------------------------------------------------------ encode */
 
+/* The most data bytes a LOG, MANIFEST or COMMITMENT carries. */
+static uint32_t log_max_data(int type)
+{
+    return type == VT_MSG_LOG        ? VT_MSG_LOG_MAX_DATA
+           : type == VT_MSG_MANIFEST ? VT_MSG_MANIFEST_MAX
+                                     : VT_MSG_COMMITMENT_LEN;
+}
+
+/* One encoder per body layout (docs/protocol.md), each checking what it is given; encode_body
+ * dispatches on the type. */
+static vt_err encode_hello(const vt_msg_hello *m, vt_buf *b)
+{
+    VT_RETURN_ERROR_IF(m->role < VT_ROLE_TRAINER || m->role > VT_ROLE_ARBITER, VT_ERR_ARG,
+                       "HELLO: role %u is not 1, 2 or 3", (unsigned)m->role);
+    VT_FORWARD_IF_ERROR(vt_buf_u8(b, m->role));
+    VT_FORWARD_IF_ERROR(vt_buf_append(b, m->pk, VT_SIGN_PK_LEN));
+    return vt_buf_append(b, m->nonce, 32);
+}
+
+static vt_err encode_challenge(const vt_msg_challenge *m, vt_buf *b)
+{
+    VT_FORWARD_IF_ERROR(vt_buf_append(b, m->commitment, VT_MSG_COMMITMENT_LEN));
+    VT_FORWARD_IF_ERROR(vt_buf_append(b, m->auditor_pk, VT_SIGN_PK_LEN));
+    VT_FORWARD_IF_ERROR(vt_buf_append(b, m->arbiter_pk, VT_SIGN_PK_LEN));
+    VT_FORWARD_IF_ERROR(vt_buf_u64le(b, m->claimed_step));
+    VT_FORWARD_IF_ERROR(vt_buf_append(b, m->auditor_state_hash, HL));
+    VT_FORWARD_IF_ERROR(vt_buf_append(b, m->nonce, VT_MSG_NONCE_LEN));
+    VT_RETURN_ERROR_IF(m->service_len > VT_MSG_SERVICE_MAX, VT_ERR_ARG, "CHALLENGE: service record of %u bytes, at most %u",
+                       (unsigned)m->service_len, VT_MSG_SERVICE_MAX);
+    VT_FORWARD_IF_ERROR(vt_buf_u16le(b, m->service_len));
+    return vt_buf_append(b, m->service, m->service_len);
+}
+
+static vt_err encode_q_service(const vt_msg_q_service *m, vt_buf *b)
+{
+    VT_FORWARD_IF_ERROR(vt_buf_append(b, m->commitment_hash, HL));
+    return vt_buf_append(b, m->auditor_nonce, VT_MSG_NONCE_LEN);
+}
+
+static vt_err encode_service(const vt_msg_service *m, vt_buf *b)
+{
+    VT_RETURN_ERROR_IF(m->record_len > VT_MSG_SERVICE_MAX, VT_ERR_ARG, "SERVICE: a record of %u bytes, at most %u",
+                       (unsigned)m->record_len, VT_MSG_SERVICE_MAX);
+    VT_FORWARD_IF_ERROR(vt_buf_append(b, m->commitment_hash, HL));
+    VT_FORWARD_IF_ERROR(vt_buf_append(b, m->auditor_nonce, VT_MSG_NONCE_LEN));
+    VT_FORWARD_IF_ERROR(vt_buf_append(b, m->trainer_nonce, VT_MSG_NONCE_LEN));
+    VT_FORWARD_IF_ERROR(vt_buf_u16le(b, m->record_len));
+    return vt_buf_append(b, m->record, m->record_len);
+}
+
+static vt_err encode_note(const vt_msg_note *m, vt_buf *b)
+{
+    VT_RETURN_ERROR_IF(m->kind < VT_NOTE_GAME || m->kind > VT_NOTE_ARITH, VT_ERR_ARG, "NOTE: kind %u is not 1..4",
+                       (unsigned)m->kind);
+    VT_FORWARD_IF_ERROR(vt_buf_u8(b, m->kind));
+    VT_FORWARD_IF_ERROR(vt_buf_u8(b, m->party));
+    VT_FORWARD_IF_ERROR(vt_buf_u16le(b, m->code));
+    VT_FORWARD_IF_ERROR(vt_buf_u32le(b, m->n));
+    for (int i = 0; i < 4; i++) VT_FORWARD_IF_ERROR(vt_buf_u64le(b, m->v[i]));
+    return put_text(b, m->text, VT_MSG_TEXT_MAX, "NOTE text");
+}
+
+static vt_err encode_hashes(const vt_msg_hashes *m, vt_buf *b)
+{
+    VT_RETURN_ERROR_IF(m->n > VT_MSG_HASHES_MAX, VT_ERR_ARG, "HASHES: %u hashes, at most %u", (unsigned)m->n,
+                       VT_MSG_HASHES_MAX);
+    VT_RETURN_ERROR_IF(m->n && !m->h, VT_ERR_ARG, "HASHES: %u hashes but no array", (unsigned)m->n);
+    VT_FORWARD_IF_ERROR(vt_buf_u64le(b, m->a));
+    VT_FORWARD_IF_ERROR(vt_buf_u64le(b, m->b));
+    VT_FORWARD_IF_ERROR(vt_buf_u32le(b, m->n));
+    return vt_buf_append(b, m->h, (size_t)m->n * HL);
+}
+
+static vt_err encode_hint(const vt_msg_hint *m, vt_buf *b)
+{
+    VT_RETURN_ERROR_IF(m->has > 1, VT_ERR_ARG, "HINT: has %u is not 0 or 1", (unsigned)m->has);
+    VT_FORWARD_IF_ERROR(vt_buf_u64le(b, m->step));
+    VT_FORWARD_IF_ERROR(vt_buf_u32le(b, m->op));
+    VT_FORWARD_IF_ERROR(vt_buf_u8(b, m->has));
+    return vt_buf_u64le(b, m->index);
+}
+
+static vt_err encode_leaf(const vt_msg_leaf *m, vt_buf *b)
+{
+    VT_RETURN_ERROR_IF(m->has_state > 1, VT_ERR_ARG, "LEAF: has_state %u is not 0 or 1", (unsigned)m->has_state);
+    VT_RETURN_ERROR_IF(m->n_path > VT_MSG_PATH_MAX, VT_ERR_ARG, "LEAF: %u path hashes, at most %u",
+                       (unsigned)m->n_path, VT_MSG_PATH_MAX);
+    static const uint8_t filler[HL] = {
+        0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+        0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+    VT_FORWARD_IF_ERROR(vt_buf_u64le(b, m->step));
+    VT_FORWARD_IF_ERROR(vt_buf_u8(b, m->has_state));
+    VT_FORWARD_IF_ERROR(vt_buf_append(b, m->has_state ? m->state_hash : filler, HL));
+    VT_FORWARD_IF_ERROR(vt_buf_append(b, m->log_hash, HL));
+    VT_FORWARD_IF_ERROR(vt_buf_append(b, m->leaf, HL));
+    VT_FORWARD_IF_ERROR(vt_buf_u64le(b, m->tree_size));
+    VT_FORWARD_IF_ERROR(vt_buf_u16le(b, m->n_path));
+    return vt_buf_append(b, m->path, (size_t)m->n_path * HL);
+}
+
+static vt_err encode_state_claim(const vt_msg_state_claim *m, vt_buf *b)
+{
+    VT_FORWARD_IF_ERROR(vt_buf_u64le(b, m->step));
+    return vt_buf_append(b, m->state_hash, HL);
+}
+
+static vt_err encode_q_chain(const vt_msg_q_chain *m, vt_buf *b)
+{
+    VT_FORWARD_IF_ERROR(vt_buf_u64le(b, m->seg_from));
+    VT_FORWARD_IF_ERROR(vt_buf_u64le(b, m->seg_to));
+    return vt_buf_u64le(b, m->pos);
+}
+
+static vt_err encode_chain_claim(const vt_msg_chain_claim *m, vt_buf *b)
+{
+    VT_FORWARD_IF_ERROR(vt_buf_u64le(b, m->seg_from));
+    VT_FORWARD_IF_ERROR(vt_buf_u64le(b, m->seg_to));
+    VT_FORWARD_IF_ERROR(vt_buf_u64le(b, m->pos));
+    VT_FORWARD_IF_ERROR(vt_buf_append(b, m->chain_hash, HL));
+    VT_FORWARD_IF_ERROR(vt_buf_append(b, m->output_hash, HL));
+    return vt_buf_u64le(b, m->total_positions);
+}
+
+static vt_err encode_q_inputs(const vt_msg_q_inputs *m, vt_buf *b)
+{
+    VT_FORWARD_IF_ERROR(vt_buf_u64le(b, m->step));
+    return vt_buf_u32le(b, m->op);
+}
+
+static vt_err encode_inputs(const vt_msg_inputs *m, vt_buf *b)
+{
+    VT_RETURN_ERROR_IF(m->n_tensors && !m->tensors, VT_ERR_ARG, "INPUTS: %u tensors but no array",
+                       (unsigned)m->n_tensors);
+    uint64_t total = body_min_[VT_MSG_INPUTS];
+    for (uint32_t i = 0; i < m->n_tensors; i++) {
+        const vt_msg_tensor *t = &m->tensors[i];
+        uint64_t elems = (uint64_t)t->rows * t->cols;
+        VT_RETURN_ERROR_IF(elems && !t->data, VT_ERR_ARG, "INPUTS: tensor %u has no data", (unsigned)i);
+        VT_RETURN_ERROR_IF(elems > (VT_MSG_INPUTS_MAX_BODY - total) / 4, VT_ERR_ARG,
+                           "INPUTS: tensor %u (%u x %u) exceeds the %u-byte body limit", (unsigned)i,
+                           (unsigned)t->rows, (unsigned)t->cols, VT_MSG_INPUTS_MAX_BODY);
+        total += 12 + elems * 4;
+        VT_RETURN_ERROR_IF(total > VT_MSG_INPUTS_MAX_BODY, VT_ERR_ARG,
+                           "INPUTS: body exceeds the %u-byte limit", VT_MSG_INPUTS_MAX_BODY);
+    }
+    VT_FORWARD_IF_ERROR(vt_buf_reserve(b, (size_t)total));
+    const size_t start = b->len;
+    VT_FORWARD_IF_ERROR(vt_buf_u64le(b, m->step));
+    VT_FORWARD_IF_ERROR(vt_buf_u32le(b, m->op));
+    VT_FORWARD_IF_ERROR(vt_buf_u16le(b, m->n_tensors));
+    for (uint32_t i = 0; i < m->n_tensors; i++) {
+        const vt_msg_tensor *t = &m->tensors[i];
+        size_t elems = (size_t)t->rows * t->cols;
+        VT_FORWARD_IF_ERROR(vt_buf_u32le(b, t->tensor_id));
+        VT_FORWARD_IF_ERROR(vt_buf_u32le(b, t->rows));
+        VT_FORWARD_IF_ERROR(vt_buf_u32le(b, t->cols));
+        VT_ASSERT(b->cap - b->len >= elems * 4);
+        uint8_t *dst = b->data + b->len; /* reserved above */
+        for (size_t e = 0; e < elems; e++) vt_put_u32le(dst + 4 * e, vt_f32_bits(t->data[e]));
+        b->len += elems * 4;
+    }
+    VT_ASSERT(b->len - start == total); /* the body is the length computed (and reserved) above */
+    return VT_OK;
+}
+
+static vt_err encode_log(int type, const vt_msg_log *m, vt_buf *b)
+{
+    uint32_t maxd = log_max_data(type);
+    VT_RETURN_ERROR_IF(m->len > maxd, VT_ERR_ARG, "%s: %u bytes, at most %u", vt_msg_type_name(type),
+                       (unsigned)m->len, maxd);
+    VT_RETURN_ERROR_IF(m->len && !m->data, VT_ERR_ARG, "LOG: %u bytes but no data", (unsigned)m->len);
+    VT_FORWARD_IF_ERROR(vt_buf_u64le(b, m->step));
+    VT_FORWARD_IF_ERROR(vt_buf_u32le(b, m->len));
+    return vt_buf_append(b, m->data, m->len);
+}
+
+static vt_err encode_verdict(const vt_msg_verdict *m, vt_buf *b)
+{
+    VT_RETURN_ERROR_IF(m->loser > VT_LOSER_BOTH, VT_ERR_ARG, "VERDICT: loser %u is not 0..3",
+                       (unsigned)m->loser);
+    VT_FORWARD_IF_ERROR(vt_buf_append(b, m->commitment_hash, HL));
+    VT_FORWARD_IF_ERROR(vt_buf_u64le(b, m->step));
+    VT_FORWARD_IF_ERROR(vt_buf_u32le(b, m->op));
+    VT_FORWARD_IF_ERROR(vt_buf_u8(b, m->loser));
+    VT_FORWARD_IF_ERROR(vt_buf_u8(b, m->reason_code));
+    VT_FORWARD_IF_ERROR(vt_buf_append(b, m->arbiter_pk, VT_SIGN_PK_LEN));
+    VT_FORWARD_IF_ERROR(vt_buf_append(b, m->auditor_pk, VT_SIGN_PK_LEN));
+    VT_FORWARD_IF_ERROR(vt_buf_u64le(b, m->claimed_step));
+    VT_FORWARD_IF_ERROR(vt_buf_append(b, m->claimed_state, HL));
+    VT_FORWARD_IF_ERROR(vt_buf_append(b, m->auditor_nonce, VT_MSG_NONCE_LEN));
+    VT_FORWARD_IF_ERROR(vt_buf_append(b, m->trainer_nonce, VT_MSG_NONCE_LEN));
+    VT_FORWARD_IF_ERROR(vt_buf_u64le(b, m->time));
+    return put_text(b, m->reason, VT_MSG_TEXT_MAX, "VERDICT reason");
+}
+
+static vt_err encode_error(const vt_msg_error *m, vt_buf *b)
+{
+    VT_FORWARD_IF_ERROR(vt_buf_u16le(b, m->code));
+    return put_text(b, m->message, VT_MSG_TEXT_MAX, "ERROR message");
+}
+
 static vt_err encode_body(int type, const void *body, vt_buf *b)
 {
     switch (type) {
-    case VT_MSG_HELLO: {
-        const vt_msg_hello *m = body;
-        VT_RETURN_ERROR_IF(m->role < VT_ROLE_TRAINER || m->role > VT_ROLE_ARBITER, VT_ERR_ARG,
-                           "HELLO: role %u is not 1, 2 or 3", (unsigned)m->role);
-        VT_FORWARD_IF_ERROR(vt_buf_u8(b, m->role));
-        VT_FORWARD_IF_ERROR(vt_buf_append(b, m->pk, VT_SIGN_PK_LEN));
-        return vt_buf_append(b, m->nonce, 32);
-    }
-    case VT_MSG_CHALLENGE: {
-        const vt_msg_challenge *m = body;
-        VT_FORWARD_IF_ERROR(vt_buf_append(b, m->commitment, VT_MSG_COMMITMENT_LEN));
-        VT_FORWARD_IF_ERROR(vt_buf_append(b, m->auditor_pk, VT_SIGN_PK_LEN));
-        VT_FORWARD_IF_ERROR(vt_buf_append(b, m->arbiter_pk, VT_SIGN_PK_LEN));
-        VT_FORWARD_IF_ERROR(vt_buf_u64le(b, m->claimed_step));
-        VT_FORWARD_IF_ERROR(vt_buf_append(b, m->auditor_state_hash, HL));
-        VT_FORWARD_IF_ERROR(vt_buf_append(b, m->nonce, VT_MSG_NONCE_LEN));
-        VT_RETURN_ERROR_IF(m->service_len > VT_MSG_SERVICE_MAX, VT_ERR_ARG, "CHALLENGE: service record of %u bytes, at most %u",
-                           (unsigned)m->service_len, VT_MSG_SERVICE_MAX);
-        VT_FORWARD_IF_ERROR(vt_buf_u16le(b, m->service_len));
-        return vt_buf_append(b, m->service, m->service_len);
-    }
-    case VT_MSG_Q_SERVICE: {
-        const vt_msg_q_service *m = body;
-        VT_FORWARD_IF_ERROR(vt_buf_append(b, m->commitment_hash, HL));
-        return vt_buf_append(b, m->auditor_nonce, VT_MSG_NONCE_LEN);
-    }
-    case VT_MSG_SERVICE: {
-        const vt_msg_service *m = body;
-        VT_RETURN_ERROR_IF(m->record_len > VT_MSG_SERVICE_MAX, VT_ERR_ARG, "SERVICE: a record of %u bytes, at most %u",
-                           (unsigned)m->record_len, VT_MSG_SERVICE_MAX);
-        VT_FORWARD_IF_ERROR(vt_buf_append(b, m->commitment_hash, HL));
-        VT_FORWARD_IF_ERROR(vt_buf_append(b, m->auditor_nonce, VT_MSG_NONCE_LEN));
-        VT_FORWARD_IF_ERROR(vt_buf_append(b, m->trainer_nonce, VT_MSG_NONCE_LEN));
-        VT_FORWARD_IF_ERROR(vt_buf_u16le(b, m->record_len));
-        return vt_buf_append(b, m->record, m->record_len);
-    }
-    case VT_MSG_NOTE: {
-        const vt_msg_note *m = body;
-        VT_RETURN_ERROR_IF(m->kind < VT_NOTE_GAME || m->kind > VT_NOTE_ARITH, VT_ERR_ARG, "NOTE: kind %u is not 1..4",
-                           (unsigned)m->kind);
-        VT_FORWARD_IF_ERROR(vt_buf_u8(b, m->kind));
-        VT_FORWARD_IF_ERROR(vt_buf_u8(b, m->party));
-        VT_FORWARD_IF_ERROR(vt_buf_u16le(b, m->code));
-        VT_FORWARD_IF_ERROR(vt_buf_u32le(b, m->n));
-        for (int i = 0; i < 4; i++) VT_FORWARD_IF_ERROR(vt_buf_u64le(b, m->v[i]));
-        return put_text(b, m->text, VT_MSG_TEXT_MAX, "NOTE text");
-    }
+    case VT_MSG_HELLO:
+        return encode_hello(body, b);
+    case VT_MSG_CHALLENGE:
+        return encode_challenge(body, b);
+    case VT_MSG_Q_SERVICE:
+        return encode_q_service(body, b);
+    case VT_MSG_SERVICE:
+        return encode_service(body, b);
+    case VT_MSG_NOTE:
+        return encode_note(body, b);
     case VT_MSG_Q_LEAF:
     case VT_MSG_Q_STATE:
     case VT_MSG_Q_LOG:
@@ -228,141 +392,33 @@ static vt_err encode_body(int type, const void *body, vt_buf *b)
     case VT_MSG_Q_TENSORS:
     case VT_MSG_Q_COMMITMENT:
         return vt_buf_u64le(b, ((const vt_msg_q_step *)body)->step);
-    case VT_MSG_HASHES: {
-        const vt_msg_hashes *m = body;
-        VT_RETURN_ERROR_IF(m->n > VT_MSG_HASHES_MAX, VT_ERR_ARG, "HASHES: %u hashes, at most %u", (unsigned)m->n,
-                           VT_MSG_HASHES_MAX);
-        VT_RETURN_ERROR_IF(m->n && !m->h, VT_ERR_ARG, "HASHES: %u hashes but no array", (unsigned)m->n);
-        VT_FORWARD_IF_ERROR(vt_buf_u64le(b, m->a));
-        VT_FORWARD_IF_ERROR(vt_buf_u64le(b, m->b));
-        VT_FORWARD_IF_ERROR(vt_buf_u32le(b, m->n));
-        return vt_buf_append(b, m->h, (size_t)m->n * HL);
-    }
-    case VT_MSG_HINT: {
-        const vt_msg_hint *m = body;
-        VT_RETURN_ERROR_IF(m->has > 1, VT_ERR_ARG, "HINT: has %u is not 0 or 1", (unsigned)m->has);
-        VT_FORWARD_IF_ERROR(vt_buf_u64le(b, m->step));
-        VT_FORWARD_IF_ERROR(vt_buf_u32le(b, m->op));
-        VT_FORWARD_IF_ERROR(vt_buf_u8(b, m->has));
-        return vt_buf_u64le(b, m->index);
-    }
-    case VT_MSG_LEAF: {
-        const vt_msg_leaf *m = body;
-        VT_RETURN_ERROR_IF(m->has_state > 1, VT_ERR_ARG, "LEAF: has_state %u is not 0 or 1", (unsigned)m->has_state);
-        VT_RETURN_ERROR_IF(m->n_path > VT_MSG_PATH_MAX, VT_ERR_ARG, "LEAF: %u path hashes, at most %u",
-                           (unsigned)m->n_path, VT_MSG_PATH_MAX);
-        static const uint8_t filler[HL] = {
-            0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
-            0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
-        VT_FORWARD_IF_ERROR(vt_buf_u64le(b, m->step));
-        VT_FORWARD_IF_ERROR(vt_buf_u8(b, m->has_state));
-        VT_FORWARD_IF_ERROR(vt_buf_append(b, m->has_state ? m->state_hash : filler, HL));
-        VT_FORWARD_IF_ERROR(vt_buf_append(b, m->log_hash, HL));
-        VT_FORWARD_IF_ERROR(vt_buf_append(b, m->leaf, HL));
-        VT_FORWARD_IF_ERROR(vt_buf_u64le(b, m->tree_size));
-        VT_FORWARD_IF_ERROR(vt_buf_u16le(b, m->n_path));
-        return vt_buf_append(b, m->path, (size_t)m->n_path * HL);
-    }
-    case VT_MSG_STATE_CLAIM: {
-        const vt_msg_state_claim *m = body;
-        VT_FORWARD_IF_ERROR(vt_buf_u64le(b, m->step));
-        return vt_buf_append(b, m->state_hash, HL);
-    }
+    case VT_MSG_HASHES:
+        return encode_hashes(body, b);
+    case VT_MSG_HINT:
+        return encode_hint(body, b);
+    case VT_MSG_LEAF:
+        return encode_leaf(body, b);
+    case VT_MSG_STATE_CLAIM:
+        return encode_state_claim(body, b);
     case VT_MSG_Q_CHAIN:
-    case VT_MSG_Q_PREFIX: {
-        const vt_msg_q_chain *m = body;
-        VT_FORWARD_IF_ERROR(vt_buf_u64le(b, m->seg_from));
-        VT_FORWARD_IF_ERROR(vt_buf_u64le(b, m->seg_to));
-        return vt_buf_u64le(b, m->pos);
-    }
-    case VT_MSG_CHAIN_CLAIM: {
-        const vt_msg_chain_claim *m = body;
-        VT_FORWARD_IF_ERROR(vt_buf_u64le(b, m->seg_from));
-        VT_FORWARD_IF_ERROR(vt_buf_u64le(b, m->seg_to));
-        VT_FORWARD_IF_ERROR(vt_buf_u64le(b, m->pos));
-        VT_FORWARD_IF_ERROR(vt_buf_append(b, m->chain_hash, HL));
-        VT_FORWARD_IF_ERROR(vt_buf_append(b, m->output_hash, HL));
-        return vt_buf_u64le(b, m->total_positions);
-    }
+    case VT_MSG_Q_PREFIX:
+        return encode_q_chain(body, b);
+    case VT_MSG_CHAIN_CLAIM:
+        return encode_chain_claim(body, b);
     case VT_MSG_Q_INPUTS:
     case VT_MSG_Q_HINT:
-    case VT_MSG_Q_OUTPUT: {
-        const vt_msg_q_inputs *m = body;
-        VT_FORWARD_IF_ERROR(vt_buf_u64le(b, m->step));
-        return vt_buf_u32le(b, m->op);
-    }
-    case VT_MSG_INPUTS: {
-        const vt_msg_inputs *m = body;
-        VT_RETURN_ERROR_IF(m->n_tensors && !m->tensors, VT_ERR_ARG, "INPUTS: %u tensors but no array",
-                           (unsigned)m->n_tensors);
-        uint64_t total = body_min_[VT_MSG_INPUTS];
-        for (uint32_t i = 0; i < m->n_tensors; i++) {
-            const vt_msg_tensor *t = &m->tensors[i];
-            uint64_t elems = (uint64_t)t->rows * t->cols;
-            VT_RETURN_ERROR_IF(elems && !t->data, VT_ERR_ARG, "INPUTS: tensor %u has no data", (unsigned)i);
-            VT_RETURN_ERROR_IF(elems > (VT_MSG_INPUTS_MAX_BODY - total) / 4, VT_ERR_ARG,
-                               "INPUTS: tensor %u (%u x %u) exceeds the %u-byte body limit", (unsigned)i,
-                               (unsigned)t->rows, (unsigned)t->cols, VT_MSG_INPUTS_MAX_BODY);
-            total += 12 + elems * 4;
-            VT_RETURN_ERROR_IF(total > VT_MSG_INPUTS_MAX_BODY, VT_ERR_ARG,
-                               "INPUTS: body exceeds the %u-byte limit", VT_MSG_INPUTS_MAX_BODY);
-        }
-        VT_FORWARD_IF_ERROR(vt_buf_reserve(b, (size_t)total));
-        const size_t start = b->len;
-        VT_FORWARD_IF_ERROR(vt_buf_u64le(b, m->step));
-        VT_FORWARD_IF_ERROR(vt_buf_u32le(b, m->op));
-        VT_FORWARD_IF_ERROR(vt_buf_u16le(b, m->n_tensors));
-        for (uint32_t i = 0; i < m->n_tensors; i++) {
-            const vt_msg_tensor *t = &m->tensors[i];
-            size_t elems = (size_t)t->rows * t->cols;
-            VT_FORWARD_IF_ERROR(vt_buf_u32le(b, t->tensor_id));
-            VT_FORWARD_IF_ERROR(vt_buf_u32le(b, t->rows));
-            VT_FORWARD_IF_ERROR(vt_buf_u32le(b, t->cols));
-            VT_ASSERT(b->cap - b->len >= elems * 4);
-            uint8_t *dst = b->data + b->len; /* reserved above */
-            for (size_t e = 0; e < elems; e++) vt_put_u32le(dst + 4 * e, vt_f32_bits(t->data[e]));
-            b->len += elems * 4;
-        }
-        VT_ASSERT(b->len - start == total); /* the body is the length computed (and reserved) above */
-        return VT_OK;
-    }
+    case VT_MSG_Q_OUTPUT:
+        return encode_q_inputs(body, b);
+    case VT_MSG_INPUTS:
+        return encode_inputs(body, b);
     case VT_MSG_LOG:
     case VT_MSG_MANIFEST:
-    case VT_MSG_COMMITMENT: {
-        const vt_msg_log *m = body;
-        uint32_t maxd = type == VT_MSG_LOG        ? VT_MSG_LOG_MAX_DATA
-                        : type == VT_MSG_MANIFEST ? VT_MSG_MANIFEST_MAX
-                                                  : VT_MSG_COMMITMENT_LEN;
-        VT_RETURN_ERROR_IF(m->len > maxd, VT_ERR_ARG, "%s: %u bytes, at most %u", vt_msg_type_name(type),
-                           (unsigned)m->len, maxd);
-        VT_RETURN_ERROR_IF(m->len && !m->data, VT_ERR_ARG, "LOG: %u bytes but no data", (unsigned)m->len);
-        VT_FORWARD_IF_ERROR(vt_buf_u64le(b, m->step));
-        VT_FORWARD_IF_ERROR(vt_buf_u32le(b, m->len));
-        return vt_buf_append(b, m->data, m->len);
-    }
-    case VT_MSG_VERDICT: {
-        const vt_msg_verdict *m = body;
-        VT_RETURN_ERROR_IF(m->loser > VT_LOSER_BOTH, VT_ERR_ARG, "VERDICT: loser %u is not 0..3",
-                           (unsigned)m->loser);
-        VT_FORWARD_IF_ERROR(vt_buf_append(b, m->commitment_hash, HL));
-        VT_FORWARD_IF_ERROR(vt_buf_u64le(b, m->step));
-        VT_FORWARD_IF_ERROR(vt_buf_u32le(b, m->op));
-        VT_FORWARD_IF_ERROR(vt_buf_u8(b, m->loser));
-        VT_FORWARD_IF_ERROR(vt_buf_u8(b, m->reason_code));
-        VT_FORWARD_IF_ERROR(vt_buf_append(b, m->arbiter_pk, VT_SIGN_PK_LEN));
-        VT_FORWARD_IF_ERROR(vt_buf_append(b, m->auditor_pk, VT_SIGN_PK_LEN));
-        VT_FORWARD_IF_ERROR(vt_buf_u64le(b, m->claimed_step));
-        VT_FORWARD_IF_ERROR(vt_buf_append(b, m->claimed_state, HL));
-        VT_FORWARD_IF_ERROR(vt_buf_append(b, m->auditor_nonce, VT_MSG_NONCE_LEN));
-        VT_FORWARD_IF_ERROR(vt_buf_append(b, m->trainer_nonce, VT_MSG_NONCE_LEN));
-        VT_FORWARD_IF_ERROR(vt_buf_u64le(b, m->time));
-        return put_text(b, m->reason, VT_MSG_TEXT_MAX, "VERDICT reason");
-    }
-    case VT_MSG_ERROR: {
-        const vt_msg_error *m = body;
-        VT_FORWARD_IF_ERROR(vt_buf_u16le(b, m->code));
-        return put_text(b, m->message, VT_MSG_TEXT_MAX, "ERROR message");
-    }
+    case VT_MSG_COMMITMENT:
+        return encode_log(type, body, b);
+    case VT_MSG_VERDICT:
+        return encode_verdict(body, b);
+    case VT_MSG_ERROR:
+        return encode_error(body, b);
     default:
         VT_RETURN_ERROR(VT_ERR_ARG, "unknown message type %d", type);
     }
@@ -471,66 +527,203 @@ static vt_err decode_inputs(vt_reader *r, vt_msg_inputs *m)
     return VT_OK;
 }
 
+/* One decoder per body layout; decode_body dispatches on the type. */
+static vt_err decode_hello(vt_reader *r, vt_msg_hello *m)
+{
+    VT_FORWARD_IF_ERROR(vt_read_u8(r, &m->role, "HELLO role"));
+    VT_RETURN_ERROR_IF(m->role < VT_ROLE_TRAINER || m->role > VT_ROLE_ARBITER, VT_ERR_FORMAT,
+                       "HELLO: role %u is not 1, 2 or 3", (unsigned)m->role);
+    VT_FORWARD_IF_ERROR(vt_read_bytes(r, m->pk, VT_SIGN_PK_LEN, "HELLO pubkey"));
+    return vt_read_bytes(r, m->nonce, 32, "HELLO nonce");
+}
+
+static vt_err decode_challenge(vt_reader *r, vt_msg_challenge *m)
+{
+    VT_FORWARD_IF_ERROR(vt_read_bytes(r, m->commitment, VT_MSG_COMMITMENT_LEN, "CHALLENGE commitment"));
+    VT_FORWARD_IF_ERROR(vt_read_bytes(r, m->auditor_pk, VT_SIGN_PK_LEN, "CHALLENGE auditor_pk"));
+    VT_FORWARD_IF_ERROR(vt_read_bytes(r, m->arbiter_pk, VT_SIGN_PK_LEN, "CHALLENGE arbiter_pk"));
+    VT_FORWARD_IF_ERROR(vt_read_u64le(r, &m->claimed_step, "CHALLENGE claimed_step"));
+    VT_FORWARD_IF_ERROR(vt_read_bytes(r, m->auditor_state_hash, HL, "CHALLENGE state hash"));
+    VT_FORWARD_IF_ERROR(vt_read_bytes(r, m->nonce, VT_MSG_NONCE_LEN, "CHALLENGE nonce"));
+    const uint8_t *p;
+    VT_FORWARD_IF_ERROR(vt_read_u16le(r, &m->service_len, "CHALLENGE service length"));
+    VT_RETURN_ERROR_IF(m->service_len > VT_MSG_SERVICE_MAX, VT_ERR_FORMAT,
+                       "CHALLENGE: service record of %u bytes, at most %u", (unsigned)m->service_len,
+                       VT_MSG_SERVICE_MAX);
+    VT_RETURN_ERROR_IF(m->service_len != vt_reader_left(r), VT_ERR_FORMAT,
+                       "CHALLENGE: service record of %u bytes but %zu bytes follow", (unsigned)m->service_len,
+                       vt_reader_left(r));
+    VT_FORWARD_IF_ERROR(vt_read_skip(r, &p, m->service_len, "CHALLENGE service record"));
+    memcpy(m->service, p, m->service_len);
+    return VT_OK;
+}
+
+static vt_err decode_q_service(vt_reader *r, vt_msg_q_service *m)
+{
+    VT_FORWARD_IF_ERROR(vt_read_bytes(r, m->commitment_hash, HL, "Q_SERVICE commitment_hash"));
+    return vt_read_bytes(r, m->auditor_nonce, VT_MSG_NONCE_LEN, "Q_SERVICE nonce");
+}
+
+static vt_err decode_service(vt_reader *r, vt_msg_service *m)
+{
+    VT_FORWARD_IF_ERROR(vt_read_bytes(r, m->commitment_hash, HL, "SERVICE commitment_hash"));
+    VT_FORWARD_IF_ERROR(vt_read_bytes(r, m->auditor_nonce, VT_MSG_NONCE_LEN, "SERVICE auditor nonce"));
+    VT_FORWARD_IF_ERROR(vt_read_bytes(r, m->trainer_nonce, VT_MSG_NONCE_LEN, "SERVICE trainer nonce"));
+    VT_FORWARD_IF_ERROR(vt_read_u16le(r, &m->record_len, "SERVICE record length"));
+    VT_RETURN_ERROR_IF(m->record_len > VT_MSG_SERVICE_MAX, VT_ERR_FORMAT, "SERVICE: a record of %u bytes, at most %u",
+                       (unsigned)m->record_len, VT_MSG_SERVICE_MAX);
+    VT_RETURN_ERROR_IF(m->record_len != vt_reader_left(r), VT_ERR_FORMAT,
+                       "SERVICE: a record of %u bytes but %zu bytes follow", (unsigned)m->record_len,
+                       vt_reader_left(r));
+    return vt_read_bytes(r, m->record, m->record_len, "SERVICE record");
+}
+
+static vt_err decode_note(vt_reader *r, vt_msg_note *m)
+{
+    VT_FORWARD_IF_ERROR(vt_read_u8(r, &m->kind, "NOTE kind"));
+    VT_RETURN_ERROR_IF(m->kind < VT_NOTE_GAME || m->kind > VT_NOTE_ARITH, VT_ERR_FORMAT,
+                       "NOTE: kind %u is not 1..4", (unsigned)m->kind);
+    VT_FORWARD_IF_ERROR(vt_read_u8(r, &m->party, "NOTE party"));
+    VT_FORWARD_IF_ERROR(vt_read_u16le(r, &m->code, "NOTE code"));
+    VT_FORWARD_IF_ERROR(vt_read_u32le(r, &m->n, "NOTE n"));
+    for (int i = 0; i < 4; i++) VT_FORWARD_IF_ERROR(vt_read_u64le(r, &m->v[i], "NOTE value"));
+    return get_text(r, m->text, VT_MSG_TEXT_MAX, "NOTE text");
+}
+
+static vt_err decode_hashes(vt_reader *r, vt_msg_hashes *m)
+{
+    VT_FORWARD_IF_ERROR(vt_read_u64le(r, &m->a, "HASHES a"));
+    VT_FORWARD_IF_ERROR(vt_read_u64le(r, &m->b, "HASHES b"));
+    uint32_t n;
+    VT_FORWARD_IF_ERROR(vt_read_u32le(r, &n, "HASHES n"));
+    VT_RETURN_ERROR_IF(n > VT_MSG_HASHES_MAX, VT_ERR_LIMIT, "HASHES: %u hashes, at most %u", (unsigned)n,
+                       VT_MSG_HASHES_MAX);
+    VT_RETURN_ERROR_IF((size_t)n * HL != vt_reader_left(r), VT_ERR_FORMAT, "HASHES: %u hashes but %zu bytes follow",
+                       (unsigned)n, vt_reader_left(r));
+    if (n == 0) return VT_OK;
+    m->h = malloc((size_t)n * HL);
+    VT_RETURN_ERROR_IF(!m->h, VT_ERR_NOMEM, "HASHES: out of memory");
+    m->n = n;
+    return vt_read_bytes(r, m->h, (size_t)n * HL, "HASHES hashes");
+}
+
+static vt_err decode_hint(vt_reader *r, vt_msg_hint *m)
+{
+    VT_FORWARD_IF_ERROR(vt_read_u64le(r, &m->step, "HINT step"));
+    VT_FORWARD_IF_ERROR(vt_read_u32le(r, &m->op, "HINT op"));
+    VT_FORWARD_IF_ERROR(vt_read_u8(r, &m->has, "HINT has"));
+    VT_RETURN_ERROR_IF(m->has > 1, VT_ERR_FORMAT, "HINT: has %u is not 0 or 1", (unsigned)m->has);
+    return vt_read_u64le(r, &m->index, "HINT index");
+}
+
+static vt_err decode_leaf(vt_reader *r, vt_msg_leaf *m)
+{
+    VT_FORWARD_IF_ERROR(vt_read_u64le(r, &m->step, "LEAF step"));
+    VT_FORWARD_IF_ERROR(vt_read_u8(r, &m->has_state, "LEAF has_state"));
+    VT_RETURN_ERROR_IF(m->has_state > 1, VT_ERR_FORMAT, "LEAF: has_state %u is not 0 or 1",
+                       (unsigned)m->has_state);
+    VT_FORWARD_IF_ERROR(vt_read_bytes(r, m->state_hash, HL, "LEAF state_hash"));
+    if (!m->has_state) {
+        for (unsigned i = 0; i < HL; i++)
+            VT_RETURN_ERROR_IF(m->state_hash[i] != 0xff, VT_ERR_FORMAT,
+                               "LEAF: has_state = 0 but the state hash is not the 0xFF filler");
+    }
+    VT_FORWARD_IF_ERROR(vt_read_bytes(r, m->log_hash, HL, "LEAF log_hash"));
+    VT_FORWARD_IF_ERROR(vt_read_bytes(r, m->leaf, HL, "LEAF leaf"));
+    VT_FORWARD_IF_ERROR(vt_read_u64le(r, &m->tree_size, "LEAF tree_size"));
+    VT_FORWARD_IF_ERROR(vt_read_u16le(r, &m->n_path, "LEAF n_path"));
+    VT_RETURN_ERROR_IF(m->n_path > VT_MSG_PATH_MAX, VT_ERR_FORMAT, "LEAF: %u path hashes, at most %u",
+                       (unsigned)m->n_path, VT_MSG_PATH_MAX);
+    return vt_read_bytes(r, m->path, (size_t)m->n_path * HL, "LEAF path");
+}
+
+static vt_err decode_state_claim(vt_reader *r, vt_msg_state_claim *m)
+{
+    VT_FORWARD_IF_ERROR(vt_read_u64le(r, &m->step, "STATE_CLAIM step"));
+    return vt_read_bytes(r, m->state_hash, HL, "STATE_CLAIM state_hash");
+}
+
+static vt_err decode_q_chain(vt_reader *r, vt_msg_q_chain *m)
+{
+    VT_FORWARD_IF_ERROR(vt_read_u64le(r, &m->seg_from, "Q_CHAIN seg_from"));
+    VT_FORWARD_IF_ERROR(vt_read_u64le(r, &m->seg_to, "Q_CHAIN seg_to"));
+    return vt_read_u64le(r, &m->pos, "Q_CHAIN pos");
+}
+
+static vt_err decode_chain_claim(vt_reader *r, vt_msg_chain_claim *m)
+{
+    VT_FORWARD_IF_ERROR(vt_read_u64le(r, &m->seg_from, "CHAIN_CLAIM seg_from"));
+    VT_FORWARD_IF_ERROR(vt_read_u64le(r, &m->seg_to, "CHAIN_CLAIM seg_to"));
+    VT_FORWARD_IF_ERROR(vt_read_u64le(r, &m->pos, "CHAIN_CLAIM pos"));
+    VT_FORWARD_IF_ERROR(vt_read_bytes(r, m->chain_hash, HL, "CHAIN_CLAIM chain_hash"));
+    VT_FORWARD_IF_ERROR(vt_read_bytes(r, m->output_hash, HL, "CHAIN_CLAIM output_hash"));
+    return vt_read_u64le(r, &m->total_positions, "CHAIN_CLAIM total_positions");
+}
+
+static vt_err decode_q_inputs(vt_reader *r, vt_msg_q_inputs *m)
+{
+    VT_FORWARD_IF_ERROR(vt_read_u64le(r, &m->step, "Q_INPUTS step"));
+    return vt_read_u32le(r, &m->op, "Q_INPUTS op");
+}
+
+static vt_err decode_log(int type, vt_reader *r, vt_msg_log *m)
+{
+    uint32_t maxd = log_max_data(type);
+    VT_FORWARD_IF_ERROR(vt_read_u64le(r, &m->step, "LOG step"));
+    uint32_t len;
+    VT_FORWARD_IF_ERROR(vt_read_u32le(r, &len, "LOG len"));
+    VT_RETURN_ERROR_IF(len > maxd, VT_ERR_LIMIT, "%s: %u bytes exceed the limit of %u", vt_msg_type_name(type),
+                       (unsigned)len, maxd);
+    VT_RETURN_ERROR_IF(len != vt_reader_left(r), VT_ERR_FORMAT, "LOG: length %u but %zu bytes follow",
+                       (unsigned)len, vt_reader_left(r));
+    if (len == 0) return VT_OK;
+    const uint8_t *src;
+    VT_FORWARD_IF_ERROR(vt_read_skip(r, &src, len, "LOG data"));
+    m->data = malloc(len);
+    VT_RETURN_ERROR_IF(!m->data, VT_ERR_NOMEM, "LOG: out of memory for %u bytes", (unsigned)len);
+    memcpy(m->data, src, len);
+    m->len = len;
+    return VT_OK;
+}
+
+static vt_err decode_verdict(vt_reader *r, vt_msg_verdict *m)
+{
+    VT_FORWARD_IF_ERROR(vt_read_bytes(r, m->commitment_hash, HL, "VERDICT commitment_hash"));
+    VT_FORWARD_IF_ERROR(vt_read_u64le(r, &m->step, "VERDICT step"));
+    VT_FORWARD_IF_ERROR(vt_read_u32le(r, &m->op, "VERDICT op"));
+    VT_FORWARD_IF_ERROR(vt_read_u8(r, &m->loser, "VERDICT loser"));
+    VT_RETURN_ERROR_IF(m->loser > VT_LOSER_BOTH, VT_ERR_FORMAT, "VERDICT: loser %u is not 0..3",
+                       (unsigned)m->loser);
+    VT_FORWARD_IF_ERROR(vt_read_u8(r, &m->reason_code, "VERDICT reason_code"));
+    VT_FORWARD_IF_ERROR(vt_read_bytes(r, m->arbiter_pk, VT_SIGN_PK_LEN, "VERDICT arbiter_pk"));
+    VT_FORWARD_IF_ERROR(vt_read_bytes(r, m->auditor_pk, VT_SIGN_PK_LEN, "VERDICT auditor_pk"));
+    VT_FORWARD_IF_ERROR(vt_read_u64le(r, &m->claimed_step, "VERDICT claimed_step"));
+    VT_FORWARD_IF_ERROR(vt_read_bytes(r, m->claimed_state, HL, "VERDICT claimed_state"));
+    VT_FORWARD_IF_ERROR(vt_read_bytes(r, m->auditor_nonce, VT_MSG_NONCE_LEN, "VERDICT auditor nonce"));
+    VT_FORWARD_IF_ERROR(vt_read_bytes(r, m->trainer_nonce, VT_MSG_NONCE_LEN, "VERDICT trainer nonce"));
+    VT_FORWARD_IF_ERROR(vt_read_u64le(r, &m->time, "VERDICT time"));
+    return get_text(r, m->reason, VT_MSG_TEXT_MAX, "VERDICT reason");
+}
+
+static vt_err decode_error(vt_reader *r, vt_msg_error *m)
+{
+    VT_FORWARD_IF_ERROR(vt_read_u16le(r, &m->code, "ERROR code"));
+    return get_text(r, m->message, VT_MSG_TEXT_MAX, "ERROR message");
+}
+
 static vt_err decode_body(int type, vt_reader *r, vt_msg_body *out)
 {
     switch (type) {
-    case VT_MSG_HELLO: {
-        vt_msg_hello *m = &out->hello;
-        VT_FORWARD_IF_ERROR(vt_read_u8(r, &m->role, "HELLO role"));
-        VT_RETURN_ERROR_IF(m->role < VT_ROLE_TRAINER || m->role > VT_ROLE_ARBITER, VT_ERR_FORMAT,
-                           "HELLO: role %u is not 1, 2 or 3", (unsigned)m->role);
-        VT_FORWARD_IF_ERROR(vt_read_bytes(r, m->pk, VT_SIGN_PK_LEN, "HELLO pubkey"));
-        return vt_read_bytes(r, m->nonce, 32, "HELLO nonce");
-    }
-    case VT_MSG_CHALLENGE: {
-        vt_msg_challenge *m = &out->challenge;
-        VT_FORWARD_IF_ERROR(vt_read_bytes(r, m->commitment, VT_MSG_COMMITMENT_LEN, "CHALLENGE commitment"));
-        VT_FORWARD_IF_ERROR(vt_read_bytes(r, m->auditor_pk, VT_SIGN_PK_LEN, "CHALLENGE auditor_pk"));
-        VT_FORWARD_IF_ERROR(vt_read_bytes(r, m->arbiter_pk, VT_SIGN_PK_LEN, "CHALLENGE arbiter_pk"));
-        VT_FORWARD_IF_ERROR(vt_read_u64le(r, &m->claimed_step, "CHALLENGE claimed_step"));
-        VT_FORWARD_IF_ERROR(vt_read_bytes(r, m->auditor_state_hash, HL, "CHALLENGE state hash"));
-        VT_FORWARD_IF_ERROR(vt_read_bytes(r, m->nonce, VT_MSG_NONCE_LEN, "CHALLENGE nonce"));
-        const uint8_t *p;
-        VT_FORWARD_IF_ERROR(vt_read_u16le(r, &m->service_len, "CHALLENGE service length"));
-        VT_RETURN_ERROR_IF(m->service_len > VT_MSG_SERVICE_MAX, VT_ERR_FORMAT,
-                           "CHALLENGE: service record of %u bytes, at most %u", (unsigned)m->service_len,
-                           VT_MSG_SERVICE_MAX);
-        VT_RETURN_ERROR_IF(m->service_len != vt_reader_left(r), VT_ERR_FORMAT,
-                           "CHALLENGE: service record of %u bytes but %zu bytes follow", (unsigned)m->service_len,
-                           vt_reader_left(r));
-        VT_FORWARD_IF_ERROR(vt_read_skip(r, &p, m->service_len, "CHALLENGE service record"));
-        memcpy(m->service, p, m->service_len);
-        return VT_OK;
-    }
-    case VT_MSG_Q_SERVICE: {
-        vt_msg_q_service *m = &out->q_service;
-        VT_FORWARD_IF_ERROR(vt_read_bytes(r, m->commitment_hash, HL, "Q_SERVICE commitment_hash"));
-        return vt_read_bytes(r, m->auditor_nonce, VT_MSG_NONCE_LEN, "Q_SERVICE nonce");
-    }
-    case VT_MSG_SERVICE: {
-        vt_msg_service *m = &out->service;
-        VT_FORWARD_IF_ERROR(vt_read_bytes(r, m->commitment_hash, HL, "SERVICE commitment_hash"));
-        VT_FORWARD_IF_ERROR(vt_read_bytes(r, m->auditor_nonce, VT_MSG_NONCE_LEN, "SERVICE auditor nonce"));
-        VT_FORWARD_IF_ERROR(vt_read_bytes(r, m->trainer_nonce, VT_MSG_NONCE_LEN, "SERVICE trainer nonce"));
-        VT_FORWARD_IF_ERROR(vt_read_u16le(r, &m->record_len, "SERVICE record length"));
-        VT_RETURN_ERROR_IF(m->record_len > VT_MSG_SERVICE_MAX, VT_ERR_FORMAT, "SERVICE: a record of %u bytes, at most %u",
-                           (unsigned)m->record_len, VT_MSG_SERVICE_MAX);
-        VT_RETURN_ERROR_IF(m->record_len != vt_reader_left(r), VT_ERR_FORMAT,
-                           "SERVICE: a record of %u bytes but %zu bytes follow", (unsigned)m->record_len,
-                           vt_reader_left(r));
-        return vt_read_bytes(r, m->record, m->record_len, "SERVICE record");
-    }
-    case VT_MSG_NOTE: {
-        vt_msg_note *m = &out->note;
-        VT_FORWARD_IF_ERROR(vt_read_u8(r, &m->kind, "NOTE kind"));
-        VT_RETURN_ERROR_IF(m->kind < VT_NOTE_GAME || m->kind > VT_NOTE_ARITH, VT_ERR_FORMAT,
-                           "NOTE: kind %u is not 1..4", (unsigned)m->kind);
-        VT_FORWARD_IF_ERROR(vt_read_u8(r, &m->party, "NOTE party"));
-        VT_FORWARD_IF_ERROR(vt_read_u16le(r, &m->code, "NOTE code"));
-        VT_FORWARD_IF_ERROR(vt_read_u32le(r, &m->n, "NOTE n"));
-        for (int i = 0; i < 4; i++) VT_FORWARD_IF_ERROR(vt_read_u64le(r, &m->v[i], "NOTE value"));
-        return get_text(r, m->text, VT_MSG_TEXT_MAX, "NOTE text");
-    }
+    case VT_MSG_HELLO:
+        return decode_hello(r, &out->hello);
+    case VT_MSG_CHALLENGE:
+        return decode_challenge(r, &out->challenge);
+    case VT_MSG_Q_SERVICE:
+        return decode_q_service(r, &out->q_service);
+    case VT_MSG_SERVICE:
+        return decode_service(r, &out->service);
+    case VT_MSG_NOTE:
+        return decode_note(r, &out->note);
     case VT_MSG_Q_LEAF:
         return vt_read_u64le(r, &out->q_leaf.step, "Q_LEAF step");
     case VT_MSG_Q_STATE:
@@ -541,126 +734,33 @@ static vt_err decode_body(int type, vt_reader *r, vt_msg_body *out)
     case VT_MSG_Q_TENSORS:
     case VT_MSG_Q_COMMITMENT:
         return vt_read_u64le(r, &out->q_step.step, "question step");
-    case VT_MSG_HASHES: {
-        vt_msg_hashes *m = &out->hashes;
-        VT_FORWARD_IF_ERROR(vt_read_u64le(r, &m->a, "HASHES a"));
-        VT_FORWARD_IF_ERROR(vt_read_u64le(r, &m->b, "HASHES b"));
-        uint32_t n;
-        VT_FORWARD_IF_ERROR(vt_read_u32le(r, &n, "HASHES n"));
-        VT_RETURN_ERROR_IF(n > VT_MSG_HASHES_MAX, VT_ERR_LIMIT, "HASHES: %u hashes, at most %u", (unsigned)n,
-                           VT_MSG_HASHES_MAX);
-        VT_RETURN_ERROR_IF((size_t)n * HL != vt_reader_left(r), VT_ERR_FORMAT, "HASHES: %u hashes but %zu bytes follow",
-                           (unsigned)n, vt_reader_left(r));
-        if (n == 0) return VT_OK;
-        m->h = malloc((size_t)n * HL);
-        VT_RETURN_ERROR_IF(!m->h, VT_ERR_NOMEM, "HASHES: out of memory");
-        m->n = n;
-        return vt_read_bytes(r, m->h, (size_t)n * HL, "HASHES hashes");
-    }
-    case VT_MSG_HINT: {
-        vt_msg_hint *m = &out->hint;
-        VT_FORWARD_IF_ERROR(vt_read_u64le(r, &m->step, "HINT step"));
-        VT_FORWARD_IF_ERROR(vt_read_u32le(r, &m->op, "HINT op"));
-        VT_FORWARD_IF_ERROR(vt_read_u8(r, &m->has, "HINT has"));
-        VT_RETURN_ERROR_IF(m->has > 1, VT_ERR_FORMAT, "HINT: has %u is not 0 or 1", (unsigned)m->has);
-        return vt_read_u64le(r, &m->index, "HINT index");
-    }
-    case VT_MSG_LEAF: {
-        vt_msg_leaf *m = &out->leaf;
-        VT_FORWARD_IF_ERROR(vt_read_u64le(r, &m->step, "LEAF step"));
-        VT_FORWARD_IF_ERROR(vt_read_u8(r, &m->has_state, "LEAF has_state"));
-        VT_RETURN_ERROR_IF(m->has_state > 1, VT_ERR_FORMAT, "LEAF: has_state %u is not 0 or 1",
-                           (unsigned)m->has_state);
-        VT_FORWARD_IF_ERROR(vt_read_bytes(r, m->state_hash, HL, "LEAF state_hash"));
-        if (!m->has_state) {
-            for (unsigned i = 0; i < HL; i++)
-                VT_RETURN_ERROR_IF(m->state_hash[i] != 0xff, VT_ERR_FORMAT,
-                                   "LEAF: has_state = 0 but the state hash is not the 0xFF filler");
-        }
-        VT_FORWARD_IF_ERROR(vt_read_bytes(r, m->log_hash, HL, "LEAF log_hash"));
-        VT_FORWARD_IF_ERROR(vt_read_bytes(r, m->leaf, HL, "LEAF leaf"));
-        VT_FORWARD_IF_ERROR(vt_read_u64le(r, &m->tree_size, "LEAF tree_size"));
-        VT_FORWARD_IF_ERROR(vt_read_u16le(r, &m->n_path, "LEAF n_path"));
-        VT_RETURN_ERROR_IF(m->n_path > VT_MSG_PATH_MAX, VT_ERR_FORMAT, "LEAF: %u path hashes, at most %u",
-                           (unsigned)m->n_path, VT_MSG_PATH_MAX);
-        return vt_read_bytes(r, m->path, (size_t)m->n_path * HL, "LEAF path");
-    }
-    case VT_MSG_STATE_CLAIM: {
-        vt_msg_state_claim *m = &out->state_claim;
-        VT_FORWARD_IF_ERROR(vt_read_u64le(r, &m->step, "STATE_CLAIM step"));
-        return vt_read_bytes(r, m->state_hash, HL, "STATE_CLAIM state_hash");
-    }
+    case VT_MSG_HASHES:
+        return decode_hashes(r, &out->hashes);
+    case VT_MSG_HINT:
+        return decode_hint(r, &out->hint);
+    case VT_MSG_LEAF:
+        return decode_leaf(r, &out->leaf);
+    case VT_MSG_STATE_CLAIM:
+        return decode_state_claim(r, &out->state_claim);
     case VT_MSG_Q_CHAIN:
-    case VT_MSG_Q_PREFIX: {
-        vt_msg_q_chain *m = &out->q_chain;
-        VT_FORWARD_IF_ERROR(vt_read_u64le(r, &m->seg_from, "Q_CHAIN seg_from"));
-        VT_FORWARD_IF_ERROR(vt_read_u64le(r, &m->seg_to, "Q_CHAIN seg_to"));
-        return vt_read_u64le(r, &m->pos, "Q_CHAIN pos");
-    }
-    case VT_MSG_CHAIN_CLAIM: {
-        vt_msg_chain_claim *m = &out->chain_claim;
-        VT_FORWARD_IF_ERROR(vt_read_u64le(r, &m->seg_from, "CHAIN_CLAIM seg_from"));
-        VT_FORWARD_IF_ERROR(vt_read_u64le(r, &m->seg_to, "CHAIN_CLAIM seg_to"));
-        VT_FORWARD_IF_ERROR(vt_read_u64le(r, &m->pos, "CHAIN_CLAIM pos"));
-        VT_FORWARD_IF_ERROR(vt_read_bytes(r, m->chain_hash, HL, "CHAIN_CLAIM chain_hash"));
-        VT_FORWARD_IF_ERROR(vt_read_bytes(r, m->output_hash, HL, "CHAIN_CLAIM output_hash"));
-        return vt_read_u64le(r, &m->total_positions, "CHAIN_CLAIM total_positions");
-    }
+    case VT_MSG_Q_PREFIX:
+        return decode_q_chain(r, &out->q_chain);
+    case VT_MSG_CHAIN_CLAIM:
+        return decode_chain_claim(r, &out->chain_claim);
     case VT_MSG_Q_INPUTS:
     case VT_MSG_Q_HINT:
-    case VT_MSG_Q_OUTPUT: {
-        vt_msg_q_inputs *m = &out->q_inputs;
-        VT_FORWARD_IF_ERROR(vt_read_u64le(r, &m->step, "Q_INPUTS step"));
-        return vt_read_u32le(r, &m->op, "Q_INPUTS op");
-    }
+    case VT_MSG_Q_OUTPUT:
+        return decode_q_inputs(r, &out->q_inputs);
     case VT_MSG_INPUTS:
         return decode_inputs(r, &out->inputs);
     case VT_MSG_LOG:
     case VT_MSG_MANIFEST:
-    case VT_MSG_COMMITMENT: {
-        vt_msg_log *m = &out->log;
-        uint32_t maxd = type == VT_MSG_LOG        ? VT_MSG_LOG_MAX_DATA
-                        : type == VT_MSG_MANIFEST ? VT_MSG_MANIFEST_MAX
-                                                  : VT_MSG_COMMITMENT_LEN;
-        VT_FORWARD_IF_ERROR(vt_read_u64le(r, &m->step, "LOG step"));
-        uint32_t len;
-        VT_FORWARD_IF_ERROR(vt_read_u32le(r, &len, "LOG len"));
-        VT_RETURN_ERROR_IF(len > maxd, VT_ERR_LIMIT, "%s: %u bytes exceed the limit of %u", vt_msg_type_name(type),
-                           (unsigned)len, maxd);
-        VT_RETURN_ERROR_IF(len != vt_reader_left(r), VT_ERR_FORMAT, "LOG: length %u but %zu bytes follow",
-                           (unsigned)len, vt_reader_left(r));
-        if (len == 0) return VT_OK;
-        const uint8_t *src;
-        VT_FORWARD_IF_ERROR(vt_read_skip(r, &src, len, "LOG data"));
-        m->data = malloc(len);
-        VT_RETURN_ERROR_IF(!m->data, VT_ERR_NOMEM, "LOG: out of memory for %u bytes", (unsigned)len);
-        memcpy(m->data, src, len);
-        m->len = len;
-        return VT_OK;
-    }
-    case VT_MSG_VERDICT: {
-        vt_msg_verdict *m = &out->verdict;
-        VT_FORWARD_IF_ERROR(vt_read_bytes(r, m->commitment_hash, HL, "VERDICT commitment_hash"));
-        VT_FORWARD_IF_ERROR(vt_read_u64le(r, &m->step, "VERDICT step"));
-        VT_FORWARD_IF_ERROR(vt_read_u32le(r, &m->op, "VERDICT op"));
-        VT_FORWARD_IF_ERROR(vt_read_u8(r, &m->loser, "VERDICT loser"));
-        VT_RETURN_ERROR_IF(m->loser > VT_LOSER_BOTH, VT_ERR_FORMAT, "VERDICT: loser %u is not 0..3",
-                           (unsigned)m->loser);
-        VT_FORWARD_IF_ERROR(vt_read_u8(r, &m->reason_code, "VERDICT reason_code"));
-        VT_FORWARD_IF_ERROR(vt_read_bytes(r, m->arbiter_pk, VT_SIGN_PK_LEN, "VERDICT arbiter_pk"));
-        VT_FORWARD_IF_ERROR(vt_read_bytes(r, m->auditor_pk, VT_SIGN_PK_LEN, "VERDICT auditor_pk"));
-        VT_FORWARD_IF_ERROR(vt_read_u64le(r, &m->claimed_step, "VERDICT claimed_step"));
-        VT_FORWARD_IF_ERROR(vt_read_bytes(r, m->claimed_state, HL, "VERDICT claimed_state"));
-        VT_FORWARD_IF_ERROR(vt_read_bytes(r, m->auditor_nonce, VT_MSG_NONCE_LEN, "VERDICT auditor nonce"));
-        VT_FORWARD_IF_ERROR(vt_read_bytes(r, m->trainer_nonce, VT_MSG_NONCE_LEN, "VERDICT trainer nonce"));
-        VT_FORWARD_IF_ERROR(vt_read_u64le(r, &m->time, "VERDICT time"));
-        return get_text(r, m->reason, VT_MSG_TEXT_MAX, "VERDICT reason");
-    }
-    case VT_MSG_ERROR: {
-        vt_msg_error *m = &out->error;
-        VT_FORWARD_IF_ERROR(vt_read_u16le(r, &m->code, "ERROR code"));
-        return get_text(r, m->message, VT_MSG_TEXT_MAX, "ERROR message");
-    }
+    case VT_MSG_COMMITMENT:
+        return decode_log(type, r, &out->log);
+    case VT_MSG_VERDICT:
+        return decode_verdict(r, &out->verdict);
+    case VT_MSG_ERROR:
+        return decode_error(r, &out->error);
     default:
         VT_RETURN_ERROR(VT_ERR_FORMAT, "unknown message type %d", type);
     }
