@@ -3,6 +3,7 @@
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../common/vt_env.h"
@@ -70,7 +71,8 @@ static void help_opts(FILE *f, const vt_cli_opt *t)
         if (t->kind == VT_OPT_ORDER) {
             char names[160];
             order_names(names, sizeof names);
-            fprintf(f, "%s: %s\n", t->help ? t->help : "the evaluation order", names);
+            help_text(f, t->help ? t->help : "the evaluation order", HELP_COL);
+            fprintf(f, "%*sORDER: %s\n", HELP_COL, "", names);
         } else {
             help_text(f, t->help ? t->help : "", HELP_COL);
             if (!t->help) fputc('\n', f);
@@ -97,6 +99,14 @@ void vt_cli_help(const vt_cli_cmd *cmd, FILE *f)
 }
 
 /* --- parsing --------------------------------------------------------------------------------- */
+
+/* VT_CLI_DEPRECATED=quiet: no deprecation warnings (the test scripts that still use the old
+ * spellings; tests/cmake/cli.cmake) */
+static int deprecation_quiet(void)
+{
+    const char *v = getenv("VT_CLI_DEPRECATED");
+    return v && strcmp(v, "quiet") == 0;
+}
 
 static int bad_usage(const vt_cli_cmd *cmd, const char *fmt, ...)
 #if defined(__GNUC__)
@@ -201,14 +211,16 @@ int vt_cli_parse(const vt_cli_cmd *cmd, int argc, char **argv, int first, vt_cli
         if (cmd->run_pos >= 0 && len == 5 && strncmp(a, "--run", 5) == 0) {
             const char *v = eq ? eq + 1 : i + 1 < argc ? argv[++i] : NULL;
             if (!v) return bad_usage(cmd, "--run needs a value");
-            fprintf(stderr, "%s: warning: --run is deprecated; give RUN_DIR as the argument\n", cmd->prog);
+            if (!deprecation_quiet())
+                fprintf(stderr, "%s: warning: --run is deprecated; give RUN_DIR as the argument\n", cmd->prog);
             run = v;
             continue;
         }
         int old, amb;
         const vt_cli_opt *t = find_opt(cmd, a, len, &old, &amb);
         if (!t) return bad_usage(cmd, amb ? "ambiguous option \"%.*s\"" : "unknown option \"%.*s\"", (int)len, a);
-        if (old) fprintf(stderr, "%s: warning: %s is deprecated; use %s\n", cmd->prog, t->old, t->name);
+        if (old && !deprecation_quiet())
+            fprintf(stderr, "%s: warning: %s is deprecated; use %s\n", cmd->prog, t->old, t->name);
         const char *v = NULL;
         if (t->arg) {
             v = eq ? eq + 1 : i + 1 < argc ? argv[++i] : NULL;

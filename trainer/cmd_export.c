@@ -13,11 +13,11 @@ int trainer_export(int argc, char **argv)
 {
     vt_export_opts o;
     memset(&o, 0, sizeof o);
-    int format = 0, layout = 0;
+    const char *format = "safetensors", *layout = "project";
     uint64_t max_memory = 0;
     o.step = UINT64_MAX; /* not given: the last committed step */
     const vt_cli_opt opts[] = {
-        VT_OPT_C("--format", "safetensors|onnx",
+        VT_OPT_S("--format", "safetensors|onnx",
                  "safetensors (default) or onnx: the model's inference graph (MLP, residual CNN;\n"
                  "not the GPT: exit 64) with those weights, the run's hashes and recipe as metadata\n"
                  "(docs/format.md); a trainer built without ONNX support exits 2", &format),
@@ -27,7 +27,7 @@ int trainer_export(int argc, char **argv)
         VT_OPT_S("--pubkey", "FILE.pub", "the trainer's public key the commitment must be signed with (without\n"
                                          "it: a warning, the key inside the commitment is trusted)", &o.pubkey_path),
         VT_OPT_F("--optimizer", "add the optimiser's state", &o.with_optimizer),
-        VT_OPT_C("--layout", "project|torch",
+        VT_OPT_S("--layout", "project|torch",
                  "project (default) or torch: a PyTorch state_dict (nn.Linear [out, in], nn.Conv2d\n"
                  "[C_out, C_in, k, k], num_batches_tracked; the optimiser's state under optimizer.*)\n"
                  "with the architecture, the recipe and a GPT's vocabulary in the metadata", &layout),
@@ -40,18 +40,23 @@ int trainer_export(int argc, char **argv)
         "write the parameters (and buffers) of the last, or a checkpointed committed, step with their\n"
         "names, shapes and dtypes, after checking the commitment's signature, its root over the run's\n"
         "leaves and the step's state hash",
-        NULL, opts, NULL, 1, 1, 0, NULL};
+        NULL, opts, NULL, 0, 1, 0, NULL};
     vt_cli_args a;
     int st = vt_cli_parse(&cmd, argc, argv, 2, &a);
     if (st >= 0) return st;
     if (o.step != UINT64_MAX) o.has_step = 1;
     else o.step = 0;
-    o.format = format ? VT_EXPORT_ONNX : o.format;
-    if (layout) o.layout = VT_LAYOUT_TORCH;
-    if (!o.out_path) {
-        fprintf(stderr, "trainer export: --out FILE is required\n");
-        return VT_EXIT_USAGE;
-    }
+    if (strcmp(format, "onnx") == 0)
+        o.format = VT_EXPORT_ONNX;
+    else if (strcmp(format, "safetensors") != 0)
+        return vt_cli_usage_error(NULL, "trainer export: --format %s: the formats are safetensors and onnx", format);
+    if (strcmp(layout, "torch") == 0)
+        o.layout = VT_LAYOUT_TORCH;
+    else if (strcmp(layout, "project") != 0)
+        return vt_cli_usage_error(NULL, "trainer export: --layout %s: the layouts are project (the default) and torch",
+                                  layout);
+    if (a.n != 1 || !o.out_path)
+        return vt_cli_usage_error(NULL, "trainer export: RUN_DIR and --out FILE are required");
     o.run_dir = a.v[0];
     vt_model_set_memory_budget(max_memory, VT_ERR_LIMIT); /* the run's manifest is not ours: exit 2 */
     vt_export_result r;
@@ -123,12 +128,12 @@ int trainer_report(int argc, char **argv)
         "root and the commitment's signature, the audit reports in RUN_DIR and beside it\n"
         "(RUN_DIR.*.json) and those named with --audit (docs/report.md); what the run lacks is said on\n"
         "the page",
-        NULL, opts, NULL, 1, 1, 0, NULL};
+        NULL, opts, NULL, 0, 1, 0, NULL};
     vt_cli_args a;
     int st = vt_cli_parse(&cmd, argc, argv, 2, &a);
-    if (st >= 0 || !o.out_path) {
+    if (st >= 0 || a.n != 1 || !o.out_path) {
         free(audits);
-        if (st < 0) fprintf(stderr, "trainer report: --out FILE is required\n");
+        if (st < 0) fprintf(stderr, "trainer report: RUN_DIR and --out FILE are required\n");
         return st >= 0 ? st : VT_EXIT_USAGE;
     }
     o.run_dir = a.v[0];

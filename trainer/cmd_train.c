@@ -200,12 +200,12 @@ int trainer_recipe(int argc, char **argv)
 {
     const char *recipe = NULL;
     vt_cli_list sets = {0};
-    int program = 0;
+    int program = 0, quiet = 0;
     const vt_cli_opt opts[] = {
         VT_OPT_S("--recipe", "FILE", HELP_RECIPE, &recipe), VT_OPT_L("--set", "KEY=VALUE", HELP_SET, &sets),
         VT_OPT_F("--program", "print the step program instead: the tensor table and the operations with\n"
                               "their ids (docs/format.md)", &program),
-        VT_OPT_END};
+        VT_OPT_F("--quiet", "(accepted, as train takes it; recipe prints no progress)", &quiet), VT_OPT_END};
     const vt_cli_cmd cmd = {"trainer recipe", "[--recipe FILE] [--set KEY=VALUE]... [--program]",
                             "print the effective recipe (JSON), every key with its value", NULL, opts, NULL, 0, 0, -1,
                             NULL};

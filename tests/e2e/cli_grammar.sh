@@ -36,6 +36,7 @@ want() {
 G "$TR" keygen "$T/key" >/dev/null || bad "keygen"
 S=(--set subset=500 --set 'layers=[784,16,10]' --set steps=4 --set checkpoint_every=2 --set state_hash_every=1 --set batch=32 --quiet)
 
+unset VT_CLI_DEPRECATED # the warnings are checked here
 # --- 1. --help from the tables: every option listed is taken; the default orders stated
 help_of() { G "$@" --help 2>&1; }
 check_help() { # ORDER-or-"" command...
@@ -172,7 +173,11 @@ grep -q 'its \*\*first\*\* convolution (`conv1`, 3×3, padding 1) has stride 2' 
   bad "docs/cnn.md: which convolution of a downsampling block has stride 2"
 grep -q 'non-overlapping windows of T = `gpt_context`' "$ROOT/docs/cnn.md" && ok ||
   bad "docs/cnn.md: how trainer eval cuts the GPT's text"
-python3 - "$ROOT/docs/format.md" "$T" <<'PY' || bad "docs/format.md: its Python examples"
+PYT=python3 # one that imports numpy and torch (scripts/install-deps.sh), to run the examples too
+for p in python3 /usr/bin/python3; do
+  if command -v "$p" >/dev/null && "$p" -c "import numpy, torch" 2>/dev/null; then PYT=$p; break; fi
+done
+"$PYT" - "$ROOT/docs/format.md" "$T" <<'PY' || bad "docs/format.md: its Python examples"
 import re, sys, importlib.util
 src = open(sys.argv[1]).read()
 blocks = re.findall(r"```python\n(.*?)```", src, re.S)
@@ -183,9 +188,18 @@ for b in blocks:
         for mod in re.split(r"\s*,\s*", m):
             mod = mod.split()[0].split(".")[0]
             assert mod in allowed, "docs/format.md imports %s" % mod
-    need = [m for m in ("numpy", "torch") if m in b]
-    if all(importlib.util.find_spec(m) for m in need):
-        exec(compile(b, "format.md", "exec"), {})  # at least it defines its function
+env = {}
+if all(importlib.util.find_spec(m) for m in ("numpy", "torch")):
+    for b in blocks:
+        exec(compile(b, "format.md", "exec"), env)
+    import numpy as np
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    env["save_file"]({"w": a, "b": np.ones(4, np.float32)}, sys.argv[2] + "/doc.st")  # the writer's file
+    t = env["load_file"](sys.argv[2] + "/doc.st")  # read back by the reader
+    assert sorted(t) == ["b", "w"] and (t["w"].numpy() == a).all(), "format.md: save_file / load_file"
+    t = env["load_file"](sys.argv[2] + "/torch.st")  # a `trainer export --layout torch` file
+    assert t and all(v.dtype is not None for v in t.values()), "format.md: load_file of an export"
+    print("docs/format.md: the examples ran")
 PY
 
 echo "cli_grammar: $pass passed, $fail failed"
