@@ -47,7 +47,7 @@ typedef enum {
 } vt_cli_kind;
 
 /* The values of a repeatable option, in command-line order (they point into argv). */
-#define VT_CLI_LIST_MAX 64
+#define VT_CLI_LIST_MAX 256
 typedef struct {
     int n;
     const char *v[VT_CLI_LIST_MAX];
