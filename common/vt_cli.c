@@ -2,7 +2,6 @@
 
 #include <limits.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,19 +20,6 @@ int vt_cli_exit_for(vt_err e)
 int vt_cli_exit_for_input(vt_err e)
 {
     return e == VT_ERR_ARG ? VT_EXIT_CANNOT : vt_cli_exit_for(e);
-}
-
-int vt_cli_usage_error(vt_cli_usage_fn *usage, const char *fmt, ...)
-{
-    if (fmt) {
-        va_list ap;
-        va_start(ap, fmt);
-        vfprintf(stderr, fmt, ap);
-        va_end(ap);
-        fputc('\n', stderr);
-    }
-    if (usage) usage(stderr);
-    return VT_EXIT_USAGE;
 }
 
 double vt_now(void)

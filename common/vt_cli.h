@@ -1,4 +1,6 @@
-/* vt_cli.h - shared pieces of the command-line programs: exit codes and progress lines. */
+/* vt_cli.h - shared pieces of the command-line programs below every library: exit codes, progress
+ * lines, and the parsers of command-line numbers (used by the option parser, cli/vt_cli_opts.h, and by
+ * tests and benchmarks). argv itself is parsed in cli/ only. */
 #ifndef VT_CLI_H
 #define VT_CLI_H
 
@@ -28,17 +30,6 @@ int vt_cli_exit_for(vt_err e);
 /* The same for an error while reading someone else's input (a run directory, a manifest), where
  * a library's VT_ERR_ARG is a property of that input: 2 instead of 64. */
 int vt_cli_exit_for_input(vt_err e);
-
-/* A program's usage text, written to f (stdout for --help, stderr on a usage error). */
-typedef void vt_cli_usage_fn(FILE *f);
-
-/* A usage error: prints the line FMT... (when FMT is not NULL) and then the usage on stderr, and
- * returns VT_EXIT_USAGE, so that main() can `return vt_cli_usage_error(usage, "...");`. */
-int vt_cli_usage_error(vt_cli_usage_fn *usage, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
 
 double vt_now(void); /* monotonic seconds */
 /* *ts = the realtime clock ms milliseconds from now (a deadline for pthread_cond_timedwait). */

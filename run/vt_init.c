@@ -109,13 +109,39 @@ static vt_err apply_torch(vt_model *m, const vt_st_file *f)
     return err;
 }
 
+/* 1 when every parameter and buffer of the recipe is in f by its torch name and shape (the file is
+ * in PyTorch's layout, read without --init-layout torch). */
+static int fits_torch(vt_model *m, const vt_st_file *f)
+{
+    const vt_program *p = &m->prog;
+    char tn[VT_TORCH_NAME_MAX];
+    int how = 0, any = 0;
+    for (uint32_t i = 0; i < p->n_state; i++) {
+        const vt_tensor *t = &p->t[i];
+        if (vt_torch_of(&m->rc, p, i, tn, sizeof tn, &how)) continue;
+        const vt_st_entry *e = vt_st_find(f, tn);
+        if (!e) {
+            if (t->cls != VT_TC_OPT) return 0;
+            continue;
+        }
+        uint32_t rank;
+        uint64_t want[VT_MAX_RANK];
+        vt_torch_shape(how, t, &rank, want);
+        if (e->rank != rank) return 0;
+        for (uint32_t k = 0; k < rank; k++)
+            if (e->shape[k] != want[k]) return 0;
+        any = 1;
+    }
+    return any;
+}
+
 vt_err vt_init_apply(vt_model *m, const vt_st_file *f)
 {
     if (m->rc.init_torch) return apply_torch(m, f);
     const vt_program *p = &m->prog;
     char msg[1024];
     size_t len = 0;
-    int bad = 0;
+    int bad = 0, transposed = 0;
     msg[0] = 0;
     for (uint32_t i = 0; i < p->n_state; i++) { /* every parameter and buffer; the optimiser's when given */
         const vt_tensor *t = &p->t[i];
@@ -134,6 +160,7 @@ vt_err vt_init_apply(vt_model *m, const vt_st_file *f)
             shape_text(b, sizeof b, t->rank, want);
             snprintf(item, sizeof item, "%s is %s %s, the program's F32 %s", e->name, e->dtype, a, b);
             say(msg, sizeof msg, &len, "%s%s", bad++ ? "; " : "", item);
+            transposed += e->rank == 2 && t->rank == 2 && e->shape[0] == want[1] && e->shape[1] == want[0];
         }
     }
     for (size_t j = 0; j < f->n; j++) {
@@ -142,10 +169,17 @@ vt_err vt_init_apply(vt_model *m, const vt_st_file *f)
             say(msg, sizeof msg, &len, "%s%s is not a state tensor of the recipe's program", bad++ ? "; " : "",
                 f->t[j].name);
     }
+    /* a PyTorch state_dict read in the project's layout: say which option reads it */
+    const char *hint = !bad ? ""
+                       : fits_torch(m, f) ? " - the file is in PyTorch's layout (its names and shapes fit): give "
+                                            "--init-layout torch"
+                       : transposed ? " - its shapes match when transposed, as a PyTorch state_dict's do: give "
+                                      "--init-layout torch if it is one"
+                                    : "";
     VT_RETURN_ERROR_IF(bad, VT_ERR_ARG,
                        "%s: does not fit the recipe's state (the names and shapes of `trainer export`; `trainer recipe "
-                       "--program` lists them): %s",
-                       f->path, msg);
+                       "--program` lists them): %s%s",
+                       f->path, msg, hint);
     float *state = malloc(m->n_state ? m->n_state * sizeof *state : 1);
     VT_RETURN_ERROR_IF(!state, VT_ERR_NOMEM, "out of memory");
     if (m->n_state) memcpy(state, m->state, m->n_state * sizeof *state);

@@ -20,7 +20,10 @@
 #include "../merkle/vt_merkle.h"
 #include "../merkle/vt_sign.h"
 #include "../arch/vt_recipe.h"
+#include "../data/vt_data.h"
+#include "../model/vt_model.h"
 #include "../store/vt_store.h"
+#include "vt_train.h"
 
 /* ------------------------------------------------------------------ a growing string */
 
@@ -183,6 +186,9 @@ typedef struct {
     size_t n_audits;
     size_t n_ignored;
     sb ignored; /* names of JSON files beside the run that are not audit reports, escaped */
+    /* the evaluation figure of the last checkpoint (plain text), or why there is none */
+    int have_eval;
+    char eval[512];
 } report;
 
 static void problem(report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -357,6 +363,66 @@ static void read_checkpoints(report *r, vt_store *st)
     if (absent)
         problem(r, "%llu recorded checkpoint file%s missing from checkpoints/ (the first: step %llu)",
                 (unsigned long long)absent, absent == 1 ? " is" : "s are", (unsigned long long)first);
+}
+
+/* The evaluation figure of the last checkpoint, as `trainer eval` computes it by default: accuracy
+ * on the recipe's test split (the training data itself for a user's file, said so), a text model's
+ * validation loss. What stops it (no checkpoint, no data set here, a model over the memory budget) is
+ * said in the figure's row, not counted as missing: the run may be complete without the data set. */
+static void read_eval(report *r, vt_store *st)
+{
+    r->have_eval = 0;
+    if (r->o->no_eval) {
+        snprintf(r->eval, sizeof r->eval, "not computed (--no-eval)");
+        return;
+    }
+    if (!r->have_rc || !r->cks_ok || r->n_cks == 0) {
+        snprintf(r->eval, sizeof r->eval, "not computed: %s", !r->have_rc ? "no readable recipe" : "no checkpoint");
+        return;
+    }
+    const vt_recipe *rc = &r->rc;
+    const int text = rc->arch == VT_ARCH_GPT;
+    char spec[VT_RECIPE_SPEC_MAX];
+    const char *what = "";
+    if (strncmp(rc->dataset, "mnist", 5) == 0)
+        snprintf(spec, sizeof spec, "mnist-test"), what = "the test split";
+    else if (strncmp(rc->dataset, "cifar10", 7) == 0)
+        snprintf(spec, sizeof spec, "cifar10-test"), what = "the test split";
+    else if (strncmp(rc->dataset, "shakespeare", 11) == 0)
+        snprintf(spec, sizeof spec, "shakespeare-val"), what = "the validation split";
+    else if (text && vt_data_is_file_spec(rc->dataset))
+        snprintf(spec, sizeof spec, "text-val:%s", strchr(rc->dataset, ':') + 1), what = "the text's last 10%, held out";
+    else
+        vt_recipe_dataset_spec(rc, spec, sizeof spec), what = "the run's own training data, not held out";
+    uint64_t step = r->cks[r->n_cks - 1];
+    vt_model m;
+    vt_dataset ds;
+    float *state = NULL;
+    double v = 0;
+    size_t cnt = 0;
+    memset(&m, 0, sizeof m);
+    memset(&ds, 0, sizeof ds);
+    vt_err e = vt_model_init(&m, rc, rc->batch, VT_ORDER_BLAS);
+    if (!e) e = vt_store_get_checkpoint(st, step, m.n_state, &state);
+    if (!e) e = vt_model_set_state(&m, step, state, m.n_state);
+    if (!e) e = vt_data_load(spec, r->o->data_root, &ds);
+    if (!e && !text && (ds.d != rc->widths[0] || (ds.hash_version != 2 && ds.n_classes != rc->widths[rc->n_layers])))
+        e = vt_set_error(VT_ERR_ARG, "%s does not fit the model", spec);
+    if (!e) e = text ? vt_model_text_loss(&m, &ds, 0, &v, &cnt) : vt_model_predict(&m, &ds, 0, &v, NULL);
+    if (e) {
+        snprintf(r->eval, sizeof r->eval, "not computed: %s", vt_errmsg());
+    } else {
+        r->have_eval = 1;
+        if (text)
+            snprintf(r->eval, sizeof r->eval, "validation loss %.4f nats/char on %s (%zu characters; %s), step %llu",
+                     v, ds.name, ds.n, what, (unsigned long long)step);
+        else
+            snprintf(r->eval, sizeof r->eval, "accuracy %.4f on %s (%zu examples; %s), step %llu", v, ds.name, ds.n,
+                     what, (unsigned long long)step);
+    }
+    vt_data_free(&ds);
+    free(state);
+    if (m.state) vt_model_free(&m);
 }
 
 /* ------------------------------------------------------------------ the audit reports */
@@ -753,6 +819,9 @@ static void render_summary(sb *b, report *r)
         sb_printf(b, "<tr><th>last loss</th><td id=\"last-loss\">%.6g <span class=\"note\">(step %llu)</span></td></tr>\n",
                   (double)last, (unsigned long long)(r->n_steps - 1));
     }
+    sb_printf(b, "<tr><th>evaluation</th><td id=\"evaluation\" data-computed=\"%d\">", r->have_eval);
+    sb_esc(b, r->eval[0] ? r->eval : "not computed");
+    sb_puts(b, " <span class=\"note\">(<code>trainer eval</code> of the last checkpoint)</span></td></tr>\n");
     if (r->manifest) {
         sb_puts(b, "<tr><th>manifest hash</th><td class=\"hex\">");
         sb_hex(b, r->manifest_hash, 32);
@@ -1196,6 +1265,7 @@ vt_err vt_report_write(const vt_report_opts *o, vt_report_result *res)
     }
     read_steps(&r, st);
     read_checkpoints(&r, st);
+    read_eval(&r, st);
     vt_store_close(st);
     read_commitment(&r);
     read_audits(&r);

@@ -1,6 +1,8 @@
 /* vt_report.h - `trainer report`: one self-contained HTML page about a run directory (docs/report.md):
- * loss and learning-rate curves, log entries per step, checkpoints, the Merkle root and the
- * commitment's signature, and the audit verdicts found beside the run. Inline CSS and SVG only: no
+ * loss and learning-rate curves, log entries per step, the evaluation figure of the final checkpoint
+ * (what `trainer eval` prints by default: accuracy, or a text model's validation loss, naming the data),
+ * checkpoints, the Merkle root and the commitment's signature, and the audit verdicts found beside
+ * the run. Inline CSS and SVG only: no
  * script, no font, no address outside the page (a Content-Security-Policy of default-src 'none'). */
 #ifndef VT_REPORT_H
 #define VT_REPORT_H
@@ -29,6 +31,8 @@ typedef struct {
     const char *const *audit_paths;  /* optional: audit reports (auditor --report) given by the user */
     size_t n_audit_paths;
     int no_search;                   /* 1: only audit_paths, no reports searched beside the run */
+    const char *data_root;           /* the evaluation's data set root (NULL: $VT_DATA_DIR or data/) */
+    int no_eval;                     /* 1: no evaluation figure (the final checkpoint is not evaluated) */
 } vt_report_opts;
 
 typedef struct {

@@ -408,6 +408,31 @@ static vt_err same_state(train_ctx *t, uint64_t s, const uint8_t h[32])
                     bad, t->size, (unsigned long long)s, mine, root, (unsigned long long)s);
 }
 
+/* A new run's directory may name parents that do not exist yet (`trainer train runs/x`): they are
+ * created (mode 0777 less the umask), the run directory itself by vt_store_create. */
+static vt_err make_parents(const char *dir)
+{
+    char p[4096];
+    size_t n = strlen(dir);
+    VT_RETURN_ERROR_IF(n >= sizeof p, VT_ERR_ARG, "run directory %.64s...: path too long", dir);
+    memcpy(p, dir, n + 1);
+    while (n > 1 && p[n - 1] == '/') p[--n] = 0; /* "runs/x/" names x */
+    for (size_t i = 1; i < n; i++) {
+        if (p[i] != '/' || p[i - 1] == '/') continue;
+        p[i] = 0;
+        struct stat sb;
+        if (stat(p, &sb) != 0) {
+            VT_RETURN_ERROR_IF(mkdir(p, 0777) != 0 && errno != EEXIST, VT_ERR_IO,
+                               "cannot create %s, a parent of the run directory %s: %s", p, dir, strerror(errno));
+        } else {
+            VT_RETURN_ERROR_IF(!S_ISDIR(sb.st_mode), VT_ERR_IO,
+                               "cannot create the run directory %s: %s is not a directory", dir, p);
+        }
+        p[i] = '/';
+    }
+    return VT_OK;
+}
+
 /* Rank 0: opens the run directory - creates the run store and commits step 0, or resumes (the
  * newest usable checkpoint, *start its step), or finds the run finished (*done = 1). */
 static vt_err open_run(train_ctx *t, const vt_recipe *rc, const vt_train_opts *o, uint64_t *start, int *done,
@@ -480,6 +505,7 @@ static vt_err open_run(train_ctx *t, const vt_recipe *rc, const vt_train_opts *o
         }
         VT_FORWARD_IF_ERROR(resume_run(t, rc, start, res));
     } else {
+        if (!o->resume) VT_FORWARD_IF_ERROR(make_parents(o->run_dir)); /* a resume creates nothing */
         VT_FORWARD_IF_ERROR(vt_store_create(o->run_dir, t->manifest, mlen, &t->st));
         if (rc->has_init) VT_FORWARD_IF_ERROR(vt_store_put_file(o->run_dir, VT_INIT_FILE, t->init.bytes, t->init.len));
         if (rc->has_init && rc->init_torch)
