@@ -22,7 +22,7 @@
 #include "../game/vt_challenge.h"
 #include "../cert/vt_cert.h"
 #ifdef VT_TEST_HOOKS
-#include "../tests/vt_cheats.h"
+#include "../tests/tools/vt_cheats.h"
 static vt_cheats g_cheats; /* the test build's adversaries (tests/vt_cheats.h) */
 #endif
 

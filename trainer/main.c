@@ -35,7 +35,7 @@
 #ifdef VT_TEST_HOOKS
 #include <signal.h>
 
-#include "../tests/vt_cheats.h"
+#include "../tests/tools/vt_cheats.h"
 static vt_cheats g_cheats; /* the test build's adversaries (tests/vt_cheats.h) */
 
 /* --kill-at / --pause-at POINT[:N]: at the N-th pass (default the first) of the run directory's

@@ -13,7 +13,7 @@
 # each side, VT_ATTACK_GAMES=3 VT_ATTACK_BENCH=1) and recorded in docs/benchmarks.md.
 # Deadlines and ceilings (server deadlines, the auditor's `timeout`, waits for a port file or a log
 # line) are hang guards, generous so that a loaded machine cannot reach them: none is a measurement;
-# they scale with VT_TEST_TIMEOUT_SCALE (tests/lib.sh). The CPU bounds do not: they are work.
+# they scale with VT_TEST_TIMEOUT_SCALE (tests/e2e/lib.sh). The CPU bounds do not: they are work.
 # Figures are printed ("figure: ..."). Environment: VT_ATTACK_KEEP=1 keeps the work folder of a
 # failed case; AUD_QUIET= shows the auditor's progress (retries) in the game outputs;
 # VT_ATTACK_GAMES=N plays N games each side (default 1); VT_ATTACK_BENCH=1 also prints the

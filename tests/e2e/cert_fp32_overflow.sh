@@ -4,12 +4,12 @@
 # normalisation, a residual add, batch norm's (x - m) / sqrt(v + eps)): the bounds claim every FP32
 # evaluation too (docs/certify.md "What is claimed"), so no method may answer unsat; the same networks
 # scaled into range must still be unsat; every certificate re-checks. Networks and properties:
-# tests/cert_fp32_overflow.py.
+# tests/ref/cert_fp32_overflow.py.
 # Skipped (77) in an auditor built without ONNX support.
-# shellcheck source=tests/cert_lib.sh
+# shellcheck source=tests/e2e/cert_lib.sh
 . "$(dirname "$0")/cert_lib.sh"
 cert_begin cert_fp32_overflow "${1:-}"
-python3 "$(dirname "$0")/cert_fp32_overflow.py" "$T" || { echo "cert_fp32_overflow.py"; exit 1; }
+python3 "$(dirname "$0")/../ref/cert_fp32_overflow.py" "$T" || { echo "cert_fp32_overflow.py"; exit 1; }
 cert_onnx_or_skip "$T/mlp_sum.onnx" "$T/mlp_sum.vnnlib"
 n=0
 for f in "$T"/*.onnx; do

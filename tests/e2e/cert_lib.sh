@@ -1,5 +1,5 @@
-# cert_lib.sh - what the certificate scripts share (sourced by tests/cert.sh, tests/cert_cnn.sh,
-# tests/cert_onnx.sh and tests/cert_onnx_cnn.sh).
+# cert_lib.sh - what the certificate scripts share (sourced by tests/e2e/cert.sh, tests/e2e/cert_cnn.sh,
+# tests/e2e/cert_onnx.sh and tests/e2e/cert_onnx_cnn.sh).
 
 # cert_begin NAME BUILD_DIR: B (the build directory), A (its auditor), T (a temporary directory,
 # removed at exit), fail and bad(), HERE (tests/), the keys $T/k (the trainer's), $T/a and $T/other
@@ -25,7 +25,7 @@ cert_train_mlp() {
     --set batch=32 --quiet >/dev/null || { echo "$CERT_NAME: training $1 failed"; exit 1; }
 }
 cert_train_cnn() {
-  "$B/trainer" train --run "$1" --key "$T/k" --recipe "$HERE/../recipes/resnet-cifar10.json" --set dataset=digits \
+  "$B/trainer" train --run "$1" --key "$T/k" --recipe "$HERE/../../recipes/resnet-cifar10.json" --set dataset=digits \
     --set 'layers=[64,10]' --set image_channels=1 --set image_height=8 --set image_width=8 --set resnet_width=4 \
     --set resnet_stages=2 --set batch=32 --set steps=150 --set decay_every=1000 --set augment_pad=0 \
     --set augment_flip=0 --quiet >/dev/null || { echo "$CERT_NAME: training $1 failed"; exit 1; }
@@ -50,14 +50,14 @@ cert_end() {
 }
 
 # cert_onepass CERT KEY WHAT MESSAGE "CHECK-ARGS" EDIT...: the one-pass check (docs/certify.md "The
-# certificate") rejects CERT altered by tests/cert_edit.py EDIT... and signed again with KEY (the
+# certificate") rejects CERT altered by tests/ref/cert_edit.py EDIT... and signed again with KEY (the
 # auditor's, so only its contents can be at fault): check-certificate with CHECK-ARGS (word-split)
 # exits 2 naming MESSAGE (a grep pattern).
 cert_onepass() {
   local cert=$1 key=$2 what=$3 msg=$4 args=$5
   shift 5
   cp "$cert" "$T/onepass"
-  python3 "$(dirname "${BASH_SOURCE[0]}")/cert_edit.py" "$T/onepass" "$@" >/dev/null || { bad "$what: edit"; return; }
+  python3 "$(dirname "${BASH_SOURCE[0]}")/../ref/cert_edit.py" "$T/onepass" "$@" >/dev/null || { bad "$what: edit"; return; }
   "$B/vt_cert_resign" "$T/onepass" "$key" || { bad "$what: re-sign"; return; }
   # shellcheck disable=SC2086
   "$B/auditor" check-certificate "$T/onepass" $args >/dev/null 2>"$T/onepass.err"

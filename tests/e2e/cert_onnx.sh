@@ -11,7 +11,7 @@
 # --timeout gives `timeout` and no certificate; hostile ONNX (truncated, float64 weights, an
 # unsupported operator) and VNN-LIB files give clear errors with the documented exit codes.
 # Skipped (77) in an auditor built without ONNX support (its refusal, exit 2, checked first).
-# shellcheck source=tests/cert_lib.sh
+# shellcheck source=tests/e2e/cert_lib.sh
 . "$(dirname "$0")/cert_lib.sh"
 cert_begin cert_onnx "${1:-}"
 cert_train_mlp "$T/run"

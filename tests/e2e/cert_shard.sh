@@ -18,7 +18,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_
 export OMPI_MCA_btl_vader_single_copy_mechanism=none
 # a hang guard only (never a timing assertion)
 mpi() { local np=$1; shift; timeout -k 10 "$(vt_scale 300)" "$MPIRUN" --oversubscribe --allow-run-as-root -np "$np" "$@"; }
-GEN="$HERE/../bench/gen_mlp_onnx.py"
+GEN="$HERE/../../bench/gen_mlp_onnx.py"
 
 "$AUDITOR" keygen "$T/key" >/dev/null && "$TRAINER" keygen "$T/tk" >/dev/null || bad "keygen"
 python3 "$GEN" "$T/a.onnx" 20-32-24-10 --seed 3 --props "$T" --eps 0.05 --count 3 || bad "gen a"
@@ -82,7 +82,7 @@ mpi 2 "$AUDITOR" certify --onnx "$T/a.onnx" --vnnlib "$T/prop_2.vnnlib" --method
 # their passes dense on every rank), on 1, 2 and 3 ranks --shard tp, 2 and 3 fsdp:
 # the one-process certificate, answer and counterexample, byte for byte; check-certificate --shard;
 # rank 1 failing (a missing run) stops both ranks with its error (exit 2)
-R="$HERE/../recipes/resnet-cifar10.json"
+R="$HERE/../../recipes/resnet-cifar10.json"
 "$TRAINER" train --run "$T/cnn" --key "$T/tk" --recipe "$R" --set dataset=digits --set 'layers=[64,10]' \
   --set image_channels=1 --set image_height=8 --set image_width=8 --set resnet_width=4 --set resnet_stages=2 \
   --set batch=32 --set steps=40 --set decay_every=1000 --set augment_pad=0 --set augment_flip=0 --quiet >/dev/null 2>&1 ||

@@ -10,7 +10,7 @@
 set -u
 . "$(dirname "$0")/e2e_lib.sh"
 e2e_begin conv-v2 "$1"
-CNN=(--recipe "$HERE/../recipes/resnet-cifar10.json" --set subset=256 --set resnet_width=4 --set resnet_stages=2
+CNN=(--recipe "$HERE/../../recipes/resnet-cifar10.json" --set subset=256 --set resnet_width=4 --set resnet_stages=2
      --set batch=16 --set steps=6 --set checkpoint_every=3 --set state_hash_every=1 --set decay_every=3)
 "$TRAINER" keygen "$T/key" >/dev/null || bad "keygen"
 "$AUDITOR" keygen "$T/akey" >/dev/null || bad "keygen"

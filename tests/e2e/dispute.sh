@@ -24,7 +24,7 @@ R=(--set subset=4000 --set 'layers=[784,128,10]' --set steps=20 --set batch=64 -
 RLOG=(--set rounding=log)
 
 # ASan/UBSan builds (VT_ASAN=1) run several times slower: deadlines that honest parties must
-# meet are scaled by this factor, and by VT_TEST_TIMEOUT_SCALE (tests/lib.sh).
+# meet are scaled by this factor, and by VT_TEST_TIMEOUT_SCALE (tests/e2e/lib.sh).
 SLOW=1; [ "${VT_ASAN:-0}" = 1 ] && SLOW=4
 dl() { vt_scale $(($1 * SLOW)); } # dl MS: a deadline an honest party must meet (a hang guard)
 
@@ -112,21 +112,21 @@ arch_games() {
 }
 # the residual CNN (arch=resnet, the README's recipe made small): a flipped weight bit, a changed
 # running statistic of batch norm, another augmentation seed
-ARCH=(--recipe "$(dirname "$0")/../recipes/resnet-cifar10.json" --set subset=512 --set resnet_width=4
+ARCH=(--recipe "$(dirname "$0")/../../recipes/resnet-cifar10.json" --set subset=512 --set resnet_width=4
       --set resnet_stages=2 --set batch=16 --set steps=8 --set checkpoint_every=4 --set state_hash_every=1
       --set decay_every=4)
 arch_games cnn "flip-weight:4 SGD update stem.conv.weight" "flip-buffer:4 stem.bn running statistics" \
   "augment-seed:4 augment batch"
 # the character-level GPT (arch=gpt, the README's recipe made small): a flipped weight bit, another
 # dropout seed, a swapped batch window
-ARCH=(--recipe "$(dirname "$0")/../recipes/gpt-shakespeare.json" --set gpt_layers=1 --set gpt_width=32
+ARCH=(--recipe "$(dirname "$0")/../../recipes/gpt-shakespeare.json" --set gpt_layers=1 --set gpt_width=32
       --set gpt_context=16 --set batch=8 --set steps=8 --set warmup=2 --set dropout=0.1 --set checkpoint_every=4
       --set state_hash_every=1)
 arch_games gpt "flip-weight:4 AdamW update wte.weight" "dropout-seed:4 embedding dropout" \
   "swap-window:4 load windows"
 train cheat-lr-log --cheat lr:7:0.5 "${RLOG[@]}"
 game cheat-lr-log cheat-lr-log trainer "wrong output" 7 2 --cheat lr:7:0.5
-# log forgeries, re-committed with the trainer's key (tests/vt_tamper.c)
+# log forgeries, re-committed with the trainer's key (tests/tools/vt_tamper.c)
 cp -r "$T/honest-log" "$T/forged"; "$B/vt_tamper" "$T/forged" "$T/tk" flip-direction >/dev/null || bad "tamper"
 game forged-direction forged trainer "wrong output" "" ""
 cp -r "$T/honest-log" "$T/omitted"; "$B/vt_tamper" "$T/omitted" "$T/tk" delete-entries >/dev/null || bad "tamper"

@@ -5,7 +5,7 @@
 # recomputation must be the mode's: the tensor-core GEMMs of a CNN (tc-bf16-sm90: the convolutions
 # as GEMMs of their gathers, and their input gradients) and step program 2's conv2d,
 # conv2d_weight_grad and conv2d_input_grad kinds (exact and log rounding); a trainer that computes one
-# step in another arithmetic than its manifest's loses at that step's first GEMM. Real processes on loopback, as tests/dispute.sh
+# step in another arithmetic than its manifest's loses at that step's first GEMM. Real processes on loopback, as tests/e2e/dispute.sh
 # (whose game function this copies); every verdict re-derived offline with `arbiter check`.
 # Usage: dispute_modes.sh BUILD_DIR
 set -u
@@ -29,7 +29,7 @@ R=(--set subset=4000 --set 'layers=[784,128,10]' --set steps=20 --set batch=64 -
 RLOG=(--set rounding=log)
 
 # ASan/UBSan builds (VT_ASAN=1) run several times slower: deadlines that honest parties must
-# meet are scaled by this factor, and by VT_TEST_TIMEOUT_SCALE (tests/lib.sh).
+# meet are scaled by this factor, and by VT_TEST_TIMEOUT_SCALE (tests/e2e/lib.sh).
 SLOW=1; [ "${VT_ASAN:-0}" = 1 ] && SLOW=4
 dl() { vt_scale $(($1 * SLOW)); } # dl MS: a deadline an honest party must meet (a hang guard)
 
@@ -89,10 +89,10 @@ game() {
 }
 
 
-CNN=(--recipe "$(dirname "$0")/../recipes/resnet-cifar10.json" --set subset=512 --set resnet_width=4
+CNN=(--recipe "$(dirname "$0")/../../recipes/resnet-cifar10.json" --set subset=512 --set resnet_width=4
      --set resnet_stages=2 --set batch=16 --set steps=8 --set checkpoint_every=4 --set state_hash_every=1
      --set decay_every=4 --quiet)
-GPT=(--recipe "$(dirname "$0")/../recipes/gpt-shakespeare.json" --set gpt_layers=1 --set gpt_width=32
+GPT=(--recipe "$(dirname "$0")/../../recipes/gpt-shakespeare.json" --set gpt_layers=1 --set gpt_width=32
      --set gpt_context=16 --set batch=8 --set steps=8 --set warmup=2 --set checkpoint_every=4 --set state_hash_every=1
      --quiet)
 MLP=(--set subset=2000 --set 'layers=[784,32,10]' --set steps=8 --set batch=32 --set checkpoint_every=4
@@ -141,7 +141,7 @@ P2L=(--set program_version=2 --set rounding=log)
 mode p2log-dgrad "$p2_dgrad" "${P2L[@]}"
 mode p2log-wgrad "$p2_wgrad" "${P2L[@]}"
 # program 2's log forgeries: a step's entries omitted (test cheat), a direction flipped and entries deleted
-# after training (re-committed, tests/vt_tamper.c): the trainer loses at the convolution's log
+# after training (re-committed, tests/tools/vt_tamper.c): the trainer loses at the convolution's log
 "$B/trainer-test" train --run "$T/p2-omit" --key "$T/tk" "${R[@]}" "${P2L[@]}" --cheat omit-entry:3 >/dev/null ||
   bad "train p2-omit"
 game p2-omit p2-omit trainer "missing log entry" 3 "" --cheat omit-entry:3

@@ -24,10 +24,10 @@ mpi() { local np=$1; shift; timeout -k 10 "$(vt_scale 600)" "$MPIRUN" --oversubs
 # small recipes, batch 12 (a multiple of 1, 2, 3 and 4), every other state committed
 COMMON=(--set batch=12 --set steps=6 --set state_hash_every=2 --set checkpoint_every=4)
 MLP=("${COMMON[@]}" --set subset=240)
-CNN=(--recipe "$HERE/../recipes/resnet-cifar10.json" --set subset=120 --set resnet_width=4 --set resnet_stages=2
+CNN=(--recipe "$HERE/../../recipes/resnet-cifar10.json" --set subset=120 --set resnet_width=4 --set resnet_stages=2
      --set decay_every=3 "${COMMON[@]}")
 CNN2=("${CNN[@]}" --set program_version=2) # step program 2 (docs/cnn.md): its conv2d kinds split like program 1's
-GPT=(--recipe "$HERE/../recipes/gpt-shakespeare.json" --set gpt_layers=1 --set gpt_width=32 --set gpt_context=16
+GPT=(--recipe "$HERE/../../recipes/gpt-shakespeare.json" --set gpt_layers=1 --set gpt_width=32 --set gpt_context=16
      --set warmup=2 --set dropout=0.1 "${COMMON[@]}")
 
 # 1. one commitment whatever the number of ranks
@@ -68,7 +68,7 @@ refused 64 "rank 0 of 3: a batch of 16 examples does not split into 3 equal shar
 refused 64 "rank 0 of 2: rounding=log runs in one process only" "$T/r2" -- \
   mpi 2 "$TRAINER" train --run "$T/r2" --key "$T/key" "${MLP[@]}" --set rounding=log
 # --backend cuda on 2 ranks: refused where it cannot run (a build without NCCL, no GPU, fewer GPUs
-# than ranks: docs/distributed.md "GPU ranks"), naming the reason; where it can, tests/nccl_train.sh
+# than ranks: docs/distributed.md "GPU ranks"), naming the reason; where it can, tests/e2e/nccl_train.sh
 mpi 2 "$TRAINER" train --run "$T/r3" --key "$T/key" "${MLP[@]}" --backend cuda >"$T/out" 2>&1
 st=$?
 if [ $st != 0 ]; then

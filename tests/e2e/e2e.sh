@@ -13,7 +13,7 @@ bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
 
 TRAINER="$B/trainer"
 AUDITOR="$B/auditor"
-TRAINER_TEST="$B/trainer-test" # the test build: --cheat, --stop-after (tests/vt_cheats.h)
+TRAINER_TEST="$B/trainer-test" # the test build: --cheat, --stop-after (tests/tools/vt_cheats.h)
 TAMPER="$B/vt_tamper"
 # a small, fast recipe: 2000 MNIST images, 784-64-10, 40 steps, every state committed (H = 1);
 # log rounding, so that the log's tampering cases below have entries to work on (exact rounding,
@@ -33,7 +33,7 @@ SMALL=(--set dataset=mnist-train --set subset=2000 --set 'layers=[784,64,10]' --
 "$TRAINER" train --run "$T/run" --key "$T/key" "${SMALL[@]}" --quiet >"$T/train.out" || bad "train"
 [ -f "$T/run/commitment.vtc" ] && ok || bad "no commitment"
 
-# expect STATUS REASON STEP -- auditor args... (tests/e2e_lib.sh)
+# expect STATUS REASON STEP -- auditor args... (tests/e2e/e2e_lib.sh)
 . "$(dirname "$0")/e2e_lib.sh"
 
 # --- honest run: every order, two BLAS thread counts, segments, parallel jobs
@@ -138,16 +138,16 @@ hostile "truncated commitment" 'truncate -s 100 "$T/h/commitment.vtc"'
 hostile "garbage commitment"  'head -c 176 /dev/urandom >"$T/h/commitment.vtc"'
 hostile "missing commitment"  'rm "$T/h/commitment.vtc"'
 # export: the verified parameters in safetensors, read back by an independent reader that
-# recomputes the committed state hash from the values (tests/check_export.py)
+# recomputes the committed state hash from the values (tests/ref/check_export.py)
 "$TRAINER" export "$T/run" --format safetensors --out "$T/model.safetensors" --pubkey "$T/key.pub" >"$T/exp.out" &&
   grep -q "^exported step 40: 4 tensors" "$T/exp.out" && ok || bad "export"
 if command -v python3 >/dev/null 2>&1; then
   "$TRAINER" export "$T/run" --format safetensors --out "$T/full.safetensors" --step 20 --optimizer >/dev/null &&
-    python3 "$(dirname "$0")/check_export.py" "$T/full.safetensors" "$T/run" 20 784,64,10 >/dev/null && ok ||
+    python3 "$(dirname "$0")/../ref/check_export.py" "$T/full.safetensors" "$T/run" 20 784,64,10 >/dev/null && ok ||
     bad "export read back by an independent reader"
-  python3 "$(dirname "$0")/read_safetensors.py" "$T/model.safetensors" >/dev/null && ok || bad "export layout"
+  python3 "$(dirname "$0")/../ref/read_safetensors.py" "$T/model.safetensors" >/dev/null && ok || bad "export layout"
   "$TRAINER" export "$T/run" --format safetensors --out "$T/init.safetensors" --step 0 --optimizer >/dev/null &&
-    python3 "$(dirname "$0")/check_export.py" "$T/init.safetensors" "$T/run" 0 784,64,10 >/dev/null && ok ||
+    python3 "$(dirname "$0")/../ref/check_export.py" "$T/init.safetensors" "$T/run" 0 784,64,10 >/dev/null && ok ||
     bad "export of the initial state (--step 0)"
 fi
 "$TRAINER" export "$T/run" --format safetensors --out "$T/no.safetensors" --step 7 >/dev/null 2>&1

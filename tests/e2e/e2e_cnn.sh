@@ -4,13 +4,13 @@
 # this under every CBLAS); tampering - a flipped weight bit, a changed running statistic, another
 # augmentation seed, a checkpoint altered after commitment - is rejected at the right step;
 # evaluation uses the running statistics; the export carries them and recomputes the committed
-# state hash. The dispute game on a CNN run is in tests/dispute.sh. Usage: e2e_cnn.sh BUILD_DIR
+# state hash. The dispute game on a CNN run is in tests/e2e/dispute.sh. Usage: e2e_cnn.sh BUILD_DIR
 set -u
 . "$(dirname "$0")/e2e_lib.sh" # e2e_begin, ok, bad, expect STATUS REASON STEP -- auditor args
 e2e_begin e2e-cnn "$1"
 # the README's recipe, made small: width 4, two stages, 512 images, batch 16, 12 steps, every state
 # committed
-CNN=(--recipe "$HERE/../recipes/resnet-cifar10.json" --set subset=512 --set resnet_width=4 --set resnet_stages=2
+CNN=(--recipe "$HERE/../../recipes/resnet-cifar10.json" --set subset=512 --set resnet_width=4 --set resnet_stages=2
      --set batch=16 --set steps=12 --set checkpoint_every=6 --set state_hash_every=1 --set decay_every=6)
 
 "$TRAINER" keygen "$T/key" >/dev/null || bad "keygen"
@@ -37,7 +37,7 @@ UPD=$(opid "SGD update stem.conv.weight")
 RUN=$(opid "stem.bn running statistics")
 [ -n "$UPD" ] && [ -n "$RUN" ] && ok || bad "operation ids not found"
 
-# tampering: each rejected at its step (the dispute game names the operation: tests/dispute.sh)
+# tampering: each rejected at its step (the dispute game names the operation: tests/e2e/dispute.sh)
 "$TRAINER_TEST" train --run "$T/flipw" --key "$T/key" "${CNN[@]}" --quiet --cheat flip-weight:5 >/dev/null || bad "cheat"
 expect 1 "state mismatch" 5 "$T/flipw" --order pairwise
 "$TRAINER_TEST" train --run "$T/flipb" --key "$T/key" "${CNN[@]}" --quiet --cheat flip-buffer:4 >/dev/null || bad "cheat"
@@ -58,9 +58,9 @@ expect 1 "checkpoint altered" 6 "$T/ck" --order pairwise
 # recomputed from the exported values by an independent reader
 "$TRAINER" export "$T/exact" --format safetensors --out "$T/cnn.safetensors" --optimizer --pubkey "$T/key.pub" \
   >/dev/null && ok || bad "export"
-python3 "$HERE/check_export.py" "$T/cnn.safetensors" "$T/exact" 12 resnet && ok || bad "export check"
+python3 "$HERE/../ref/check_export.py" "$T/cnn.safetensors" "$T/exact" 12 resnet && ok || bad "export check"
 "$TRAINER" export "$T/exact" --format safetensors --out "$T/cnn0.safetensors" --step 0 --optimizer >/dev/null &&
-  python3 "$HERE/check_export.py" "$T/cnn0.safetensors" "$T/exact" 0 resnet >/dev/null && ok || bad "export of step 0"
+  python3 "$HERE/../ref/check_export.py" "$T/cnn0.safetensors" "$T/exact" 0 resnet >/dev/null && ok || bad "export of step 0"
 
 echo "e2e_cnn: $pass passed, $fail failed"
 [ "$fail" = 0 ]

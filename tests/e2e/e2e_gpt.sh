@@ -4,12 +4,12 @@
 # (scripts/blas-matrix.sh runs this under every CBLAS); tampering - a flipped weight bit, another
 # dropout seed, a swapped batch window - is rejected at the right step; evaluation reports the
 # validation loss; sampling is deterministic; the export recomputes the committed state hash. The
-# dispute game on a GPT run is in tests/dispute.sh. Usage: e2e_gpt.sh BUILD_DIR
+# dispute game on a GPT run is in tests/e2e/dispute.sh. Usage: e2e_gpt.sh BUILD_DIR
 set -u
 . "$(dirname "$0")/e2e_lib.sh" # e2e_begin, ok, bad, expect STATUS REASON STEP -- auditor args
 e2e_begin e2e-gpt "$1"
 # the README's recipe, made small: one layer of width 32, context 16, batch 8, 12 steps, dropout
-GPT=(--recipe "$HERE/../recipes/gpt-shakespeare.json" --set gpt_layers=1 --set gpt_width=32 --set gpt_context=16
+GPT=(--recipe "$HERE/../../recipes/gpt-shakespeare.json" --set gpt_layers=1 --set gpt_width=32 --set gpt_context=16
      --set batch=8 --set steps=12 --set warmup=3 --set dropout=0.1 --set checkpoint_every=6 --set state_hash_every=1)
 
 "$TRAINER" keygen "$T/key" >/dev/null || bad "keygen"
@@ -30,7 +30,7 @@ for k in load_windows causal_softmax batched_matmul dropout sum_scalars clip_fac
 done
 awk '/^evaluation pass/{f=1} f' "$T/program.txt" | grep -q " dropout " && bad "dropout in the evaluation pass" || ok
 
-# tampering, each rejected at its step (the dispute game names the operation: tests/dispute.sh)
+# tampering, each rejected at its step (the dispute game names the operation: tests/e2e/dispute.sh)
 "$TRAINER_TEST" train --run "$T/flipw" --key "$T/key" "${GPT[@]}" --quiet --cheat flip-weight:5 >/dev/null || bad "cheat"
 expect 1 "state mismatch" 5 "$T/flipw" --order pairwise
 "$TRAINER_TEST" train --run "$T/drop" --key "$T/key" "${GPT[@]}" --quiet --cheat dropout-seed:4 >/dev/null || bad "cheat"
@@ -50,7 +50,7 @@ expect 1 "record mismatch" 3 "$T/win"
 
 # export: every state tensor by name; the committed state hash recomputed by an independent reader
 "$TRAINER" export "$T/exact" --format safetensors --out "$T/gpt.safetensors" --optimizer --pubkey "$T/key.pub" \
-  >/dev/null && python3 "$HERE/check_export.py" "$T/gpt.safetensors" "$T/exact" 12 any >/dev/null && ok || bad "export"
+  >/dev/null && python3 "$HERE/../ref/check_export.py" "$T/gpt.safetensors" "$T/exact" 12 any >/dev/null && ok || bad "export"
 
 echo "e2e_gpt: $pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -1,6 +1,6 @@
-# e2e_lib.sh - what the end-to-end scripts share (sourced by tests/e2e.sh, tests/e2e_cnn.sh,
-# tests/e2e_gpt.sh, tests/dp.sh and tests/run_faults.sh), the hang guards' helpers with it
-# (tests/lib.sh: vt_scale, wait_until).
+# e2e_lib.sh - what the end-to-end scripts share (sourced by tests/e2e/e2e.sh, tests/e2e/e2e_cnn.sh,
+# tests/e2e/e2e_gpt.sh, tests/e2e/dp.sh and tests/e2e/run_faults.sh), the hang guards' helpers with it
+# (tests/e2e/lib.sh: vt_scale, wait_until).
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 # e2e_begin NAME BUILD_DIR: B (the build directory), T (a temporary directory, removed at exit),

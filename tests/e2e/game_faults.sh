@@ -2,7 +2,7 @@
 # Where an honest party could lose the dispute game through no fault of its own (issue 21,
 # findings 1, 2, 4, 6, 7, 8, 10), with real processes on loopback. Each case checks who wins and
 # the verdict (and re-derives it with `arbiter check`), or a bounded resource; none asserts wall
-# time. Deadlines an honest party must meet, and every wait, are hang guards (tests/lib.sh: they
+# time. Deadlines an honest party must meet, and every wait, are hang guards (tests/e2e/lib.sh: they
 # scale with VT_TEST_TIMEOUT_SCALE). Usage: game_faults.sh BUILD_DIR [CASE...]
 #   idle        the trainer closes idle sessions after 50 ms: never read as an answer (finding 2)
 #   sessions    five games at once against a trainer with two sessions (finding 6)

@@ -1,5 +1,5 @@
-# game_lib.sh - what the dispute game's test scripts share (tests/game_faults.sh, tests/game_round3.sh;
-# sourced, with B set to the build directory): the hang guards of tests/lib.sh, a work folder T
+# game_lib.sh - what the dispute game's test scripts share (tests/e2e/game_faults.sh, tests/e2e/game_round3.sh;
+# sourced, with B set to the build directory): the hang guards of tests/e2e/lib.sh, a work folder T
 # removed on exit (kept with VT_FAULTS_KEEP=1), ok/bad counters, keys tk (trainer), rk (arbiter), ak
 # and ak1..ak6 (auditors), and the servers and games:
 #   start_arbiter DIR [args]            arbiter serve, transcripts in DIR/tr; sets APID, APORT
@@ -12,8 +12,8 @@
 #   dl MS                               a deadline an honest party must meet (scaled: a hang guard)
 #   arbiter_done, stop PID..., ntranscripts DIR, train NAME ARGS...
 # No helper measures wall time; every wait is a hang guard.
-SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-. "$SRC/tests/lib.sh"
+SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+. "$SRC/tests/e2e/lib.sh"
 T=$(mktemp -d /tmp/vt-game.XXXXXX)
 PIDS=()
 cleanup() {

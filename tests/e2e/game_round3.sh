@@ -35,7 +35,7 @@ need() { # honest / cheat (the learning rate altered at step 7)
 start_relay() {
   local d=$1 name=$2
   rm -f "$d/$name.port"; : >"$d/$name.cuts"
-  python3 "$SRC/tests/vt_relay.py" "$d/$name.port" "$3" "$4" "$5" "$d/$name.cuts" >"$d/$name.log" 2>&1 &
+  python3 "$SRC/tests/ref/vt_relay.py" "$d/$name.port" "$3" "$4" "$5" "$d/$name.cuts" >"$d/$name.log" 2>&1 &
   PIDS+=($!)
   wait_file "$d/$name.port" $! "$d/$name.log" || return 1
   RPORT=$(cat "$d/$name.port")

@@ -6,7 +6,7 @@
 # (the metadata are the step, state hash, Merkle root and manifest hash) make the bytes a function of
 # the recipe, the data and the code, so they hold on every machine. The answers live in
 # tests/kat/export.kat ("name sha256" lines), written by this script from the code before any move:
-#     bash tests/kat_export.sh BUILD_DIR --write tests/kat/export.kat
+#     bash tests/e2e/kat_export.sh BUILD_DIR --write tests/kat/export.kat
 # and change only with a deliberate, documented change of what a step computes or what export writes.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -20,9 +20,9 @@ trap 'rm -rf "$T"' EXIT
 "$TRAINER" keygen "$T/key" >/dev/null || { echo "kat_export: keygen failed"; exit 1; }
 MLP=(--set dataset=digits --set 'layers=[64,16,10]' --set optimizer=adam --set lr=0.002 --set batch=16 --set steps=4
      --set checkpoint_every=2 --set state_hash_every=1)
-CNN=(--recipe "$HERE/../recipes/resnet-cifar10.json" --set subset=256 --set resnet_width=4 --set resnet_stages=2
+CNN=(--recipe "$HERE/../../recipes/resnet-cifar10.json" --set subset=256 --set resnet_width=4 --set resnet_stages=2
      --set batch=8 --set steps=3 --set checkpoint_every=3 --set state_hash_every=1 --set decay_every=2)
-GPT=(--recipe "$HERE/../recipes/gpt-shakespeare.json" --set gpt_layers=1 --set gpt_heads=2 --set gpt_width=16
+GPT=(--recipe "$HERE/../../recipes/gpt-shakespeare.json" --set gpt_layers=1 --set gpt_heads=2 --set gpt_width=16
      --set gpt_context=8 --set batch=4 --set steps=3 --set warmup=1 --set dropout=0.1 --set checkpoint_every=3
      --set state_hash_every=1)
 fail=0
@@ -42,7 +42,7 @@ for name in mlp resnet gpt mlp-log resnet-log gpt-log; do
   echo "$name $(sha256sum "$T/$name.safetensors" | cut -d' ' -f1)" >>"$T/got"
 done
 if [ -n "$WRITE" ]; then
-  { echo "# kat_export answers (tests/kat_export.sh): name sha256 of the exported safetensors; written by --write"
+  { echo "# kat_export answers (tests/e2e/kat_export.sh): name sha256 of the exported safetensors; written by --write"
     cat "$T/got"; } >"$WRITE"
   echo "wrote $(wc -l <"$T/got") answers to $WRITE"
   exit $fail
@@ -51,5 +51,5 @@ while read -r name want; do
   case $name in '#'*|'') continue ;; esac
   got=$(awk -v n="$name" '$1 == n {print $2}' "$T/got")
   if [ "$got" = "$want" ]; then echo "ok   $name $got"; else echo "FAIL $name: pinned $want, got ${got:-(nothing)}"; fail=1; fi
-done <"$HERE/kat/export.kat"
+done <"$HERE/../kat/export.kat"
 exit $fail

@@ -1,4 +1,4 @@
-# tests/lib.sh - the hang guards of the test scripts (sourced by tests/*.sh).
+# tests/e2e/lib.sh - the hang guards of the test scripts (sourced by tests/*.sh).
 #
 # A fixed number of seconds in a test is a hang guard, never a measurement: a wait for a file or a
 # log line, a `timeout` around a program, a server's deadline for an honest party's answer. Each

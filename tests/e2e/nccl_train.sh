@@ -26,9 +26,9 @@ MLP=("${COMMON[@]}" --set subset=240)
 "$TRAINER" train --run "$T/probe" --key "$T/key" "${MLP[@]}" --set steps=1 --backend cuda >"$T/out" 2>&1
 st=$?
 if [ $st != 0 ]; then echo "nccl_train: no usable GPU (exit $st: $(tail -1 "$T/out")): skipped"; exit 77; fi
-CNN=(--recipe "$HERE/../recipes/resnet-cifar10.json" --set subset=120 --set resnet_width=4 --set resnet_stages=2
+CNN=(--recipe "$HERE/../../recipes/resnet-cifar10.json" --set subset=120 --set resnet_width=4 --set resnet_stages=2
      --set decay_every=3 "${COMMON[@]}")
-GPT=(--recipe "$HERE/../recipes/gpt-shakespeare.json" --set gpt_layers=1 --set gpt_width=32 --set gpt_context=16
+GPT=(--recipe "$HERE/../../recipes/gpt-shakespeare.json" --set gpt_layers=1 --set gpt_width=32 --set gpt_context=16
      --set warmup=2 --set dropout=0.1 "${COMMON[@]}")
 
 nccl_ok=1

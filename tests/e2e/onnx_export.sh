@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The ONNX export (`trainer export --format onnx`, run/vt_onnx.c) checked from outside the project:
 # tiny MLP (MNIST) and residual CNN (CIFAR-10) runs are trained, evaluated with
-# `trainer eval --per-example` and exported; tests/onnx_check.py loads each model with python3-onnx,
+# `trainer eval --per-example` and exported; tests/ref/onnx_check.py loads each model with python3-onnx,
 # runs onnx.checker.check_model, checks its metadata (the run's commitment hash, state hash,
 # recipe) and evaluates the graph with its own NumPy evaluator on the data set trainer eval used,
 # read from the data files: the predicted classes must agree example by example (ties within float
@@ -13,7 +13,7 @@
 set -u
 . "$(dirname "$0")/e2e_lib.sh" # e2e_begin, ok, bad
 e2e_begin onnx "$1"
-DATA="$HERE/../data"
+DATA="$HERE/../../data"
 
 PY=""
 for p in python3 /usr/bin/python3; do
@@ -23,7 +23,7 @@ done
 "$TRAINER" keygen "$T/key" >/dev/null || bad "keygen"
 MLP=(--set dataset=mnist-train --set subset=2000 --set "layers=[784,32,10]" --set batch=32 --set steps=60
      --set checkpoint_every=30)
-CNN=(--recipe "$HERE/../recipes/resnet-cifar10.json" --set subset=2000 --set resnet_width=4 --set resnet_stages=2
+CNN=(--recipe "$HERE/../../recipes/resnet-cifar10.json" --set subset=2000 --set resnet_width=4 --set resnet_stages=2
      --set batch=32 --set steps=60 --set checkpoint_every=30 --set decay_every=30)
 "$TRAINER" train --run "$T/mlp" --key "$T/key" "${MLP[@]}" --quiet >/dev/null || bad "train mlp"
 
@@ -53,7 +53,7 @@ check() {
     { bad "export $arch: $(cat "$T/$arch.export")"; return; }
   sh=$(sed -n 's/.*state hash \([0-9a-f]\{64\}\) .*/\1/p' "$T/$arch.export")
   [ -n "$ds" ] && [ -n "$acc" ] && [ -n "$sh" ] || { bad "$arch: eval or export output: $(cat "$T/$arch.eval" "$T/$arch.export")"; return; }
-  "$PY" "$HERE/onnx_check.py" "$T/$arch.onnx" --data-dir "$DATA" --dataset "$ds" --per-example "$T/$arch.pred" \
+  "$PY" "$HERE/../ref/onnx_check.py" "$T/$arch.onnx" --data-dir "$DATA" --dataset "$ds" --per-example "$T/$arch.pred" \
     --accuracy "$acc" --commitment "$run/commitment.vtc" --state-hash "$sh" --arch "$arch" && ok ||
     bad "onnx_check $arch"
 }
@@ -75,7 +75,7 @@ refuse() { # STATUS TEXT -- export args
     bad "export $* -> exit $st (expected $want, \"$text\"; file written: $([ -e "$T/refused.onnx" ] && echo yes || echo no)): $(cat "$T/refuse.out")"
   else ok; fi
 }
-"$TRAINER" train --run "$T/gpt" --key "$T/key" --recipe "$HERE/../recipes/gpt-shakespeare.json" --set gpt_layers=1 \
+"$TRAINER" train --run "$T/gpt" --key "$T/key" --recipe "$HERE/../../recipes/gpt-shakespeare.json" --set gpt_layers=1 \
   --set gpt_width=32 --set gpt_context=16 --set batch=4 --set steps=2 --set warmup=1 --quiet >/dev/null || bad "train gpt"
 refuse 64 "the GPT's export to ONNX is not supported yet: use --format safetensors" -- "$T/gpt" --format onnx
 refuse 64 "the ONNX export is the inference graph" -- "$T/mlp" --format onnx --optimizer

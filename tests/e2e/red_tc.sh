@@ -15,7 +15,7 @@ TAMPER="$B/vt_tamper"
 "$TRAINER" keygen "$T/key" >/dev/null || bad "keygen"
 MLP=(--set dataset=mnist-train --set subset=2000 --set "layers=[784,32,10]" --set batch=32 --set steps=6
      --set checkpoint_every=3 --set state_hash_every=1)
-CNN=(--recipe "$HERE/../recipes/resnet-cifar10.json" --set subset=256 --set resnet_width=4 --set resnet_stages=2
+CNN=(--recipe "$HERE/../../recipes/resnet-cifar10.json" --set subset=256 --set resnet_width=4 --set resnet_stages=2
      --set batch=16 --set steps=2 --set checkpoint_every=2 --set state_hash_every=1)
 "$TRAINER" train --run "$T/fp" --key "$T/key" "${MLP[@]}" --quiet >/dev/null 2>&1 || bad "train fp64"
 "$TRAINER" train --run "$T/tc" --key "$T/key" "${MLP[@]}" --set gemm_arith=tc-bf16-sm90 --quiet >/dev/null 2>&1 ||

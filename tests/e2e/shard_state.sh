@@ -23,9 +23,9 @@ mpi() { local np=$1; shift; timeout -k 10 "$(vt_scale 600)" "$MPIRUN" --oversubs
 "$TRAINER" keygen "$T/key" >/dev/null || bad "keygen"
 COMMON=(--set batch=12 --set steps=6 --set state_hash_every=2 --set checkpoint_every=4)
 MLP=("${COMMON[@]}" --set subset=240 --set optimizer=adam)
-CNN=(--recipe "$HERE/../recipes/resnet-cifar10.json" --set subset=120 --set resnet_width=4 --set resnet_stages=2
+CNN=(--recipe "$HERE/../../recipes/resnet-cifar10.json" --set subset=120 --set resnet_width=4 --set resnet_stages=2
      --set decay_every=3 "${COMMON[@]}")
-GPT=(--recipe "$HERE/../recipes/gpt-shakespeare.json" --set gpt_layers=1 --set gpt_width=32 --set gpt_context=16
+GPT=(--recipe "$HERE/../../recipes/gpt-shakespeare.json" --set gpt_layers=1 --set gpt_width=32 --set gpt_context=16
      --set warmup=2 --set dropout=0.1 "${COMMON[@]}")
 
 # "state memory    S of W bytes on rank 0, optimiser state O of OW (...)": O and OW

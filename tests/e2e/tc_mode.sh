@@ -13,9 +13,9 @@ e2e_begin tc "$1"
 "$TRAINER" keygen "$T/key" >/dev/null || bad "keygen"
 MLP=(--set dataset=mnist-train --set subset=2000 --set "layers=[784,32,10]" --set batch=32 --set steps=40
      --set checkpoint_every=20 --set state_hash_every=1)
-CNN=(--recipe "$HERE/../recipes/resnet-cifar10.json" --set subset=256 --set resnet_width=4 --set resnet_stages=2
+CNN=(--recipe "$HERE/../../recipes/resnet-cifar10.json" --set subset=256 --set resnet_width=4 --set resnet_stages=2
      --set batch=16 --set steps=4 --set checkpoint_every=2 --set state_hash_every=1)
-GPT=(--recipe "$HERE/../recipes/gpt-shakespeare.json" --set gpt_layers=1 --set gpt_width=32 --set gpt_context=16
+GPT=(--recipe "$HERE/../../recipes/gpt-shakespeare.json" --set gpt_layers=1 --set gpt_width=32 --set gpt_context=16
      --set batch=8 --set steps=4 --set warmup=1 --set checkpoint_every=2 --set state_hash_every=1)
 run() { # NAME MODE RECIPE...
   local name=$1 mode=$2; shift 2

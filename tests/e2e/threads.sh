@@ -14,9 +14,9 @@ ok() { pass=$((pass + 1)); }
 bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
 "$B/trainer" keygen "$T/key" >/dev/null || { echo "keygen failed"; exit 1; }
 MLP=(--set subset=2048 --set 'layers=[784,256,10]' --set batch=256 --set steps=6 --set checkpoint_every=3 --set state_hash_every=1)
-CNN=(--recipe "$HERE/../recipes/resnet-cifar10.json" --set subset=256 --set resnet_width=4 --set resnet_stages=2
+CNN=(--recipe "$HERE/../../recipes/resnet-cifar10.json" --set subset=256 --set resnet_width=4 --set resnet_stages=2
      --set batch=32 --set steps=4 --set checkpoint_every=2 --set state_hash_every=1)
-GPT=(--recipe "$HERE/../recipes/gpt-shakespeare.json" --set gpt_layers=1 --set gpt_width=32 --set gpt_context=16
+GPT=(--recipe "$HERE/../../recipes/gpt-shakespeare.json" --set gpt_layers=1 --set gpt_width=32 --set gpt_context=16
      --set batch=16 --set steps=4 --set dropout=0.1 --set checkpoint_every=2 --set state_hash_every=1)
 for m in MLP CNN GPT; do
   declare -n R=$m

@@ -2,7 +2,7 @@
 # `trainer export --layout torch` checked from PyTorch (issue 25 item 5; docs/format.md "Export
 # (safetensors, --layout torch)"): small MLP (MNIST), residual CNN (CIFAR-10) and GPT
 # (tiny-shakespeare; tied and untied head) runs are trained, evaluated and exported in both layouts;
-# tests/torch_models.py builds each model as torch.nn modules written from the docs, from the export's
+# tests/ref/torch_models.py builds each model as torch.nn modules written from the docs, from the export's
 # metadata alone, and loads it with load_state_dict(strict=True). Checked:
 #   exact: every tensor holds the project layout's values bit for bit (moved: transposed or
 #     permuted), num_batches_tracked (int64) is the step, the optimiser's tensors only under
@@ -16,7 +16,7 @@
 set -u
 . "$(dirname "$0")/e2e_lib.sh" # e2e_begin, ok, bad
 e2e_begin torch "$1"
-DATA="$HERE/../data"
+DATA="$HERE/../../data"
 PY=""
 for p in python3 /usr/bin/python3; do
   if command -v "$p" >/dev/null && "$p" -c "import torch" 2>/dev/null; then PY=$p; break; fi
@@ -25,9 +25,9 @@ done
 "$TRAINER" keygen "$T/key" >/dev/null || bad "keygen"
 MLP=(--set dataset=mnist-train --set subset=2000 --set "layers=[784,32,10]" --set batch=32 --set steps=60
      --set checkpoint_every=30)
-CNN=(--recipe "$HERE/../recipes/resnet-cifar10.json" --set subset=2000 --set resnet_width=4 --set resnet_stages=2
+CNN=(--recipe "$HERE/../../recipes/resnet-cifar10.json" --set subset=2000 --set resnet_width=4 --set resnet_stages=2
      --set batch=32 --set steps=60 --set checkpoint_every=30 --set decay_every=30)
-GPT=(--recipe "$HERE/../recipes/gpt-shakespeare.json" --set gpt_layers=2 --set gpt_width=32 --set gpt_context=16
+GPT=(--recipe "$HERE/../../recipes/gpt-shakespeare.json" --set gpt_layers=2 --set gpt_width=32 --set gpt_context=16
      --set batch=8 --set steps=30 --set warmup=3 --set checkpoint_every=10)
 "$TRAINER" train --run "$T/mlp" --key "$T/key" "${MLP[@]}" --quiet >/dev/null || bad "train mlp"
 "$TRAINER" train --run "$T/gpt" --key "$T/key" "${GPT[@]}" --quiet >/dev/null || bad "train gpt"
@@ -61,7 +61,7 @@ export_both() {
   "$TRAINER" export "$run" --layout torch --optimizer --out "$T/$name.st" --pubkey "$T/key.pub" "$@" >"$T/$name.out" 2>&1 &&
     "$TRAINER" export "$run" --optimizer --out "$T/$name.project.st" --pubkey "$T/key.pub" "$@" >>"$T/$name.out" 2>&1 ||
     { bad "export $name: $(cat "$T/$name.out")"; return 1; }
-  "$PY" "$HERE/torch_models.py" check "$T/$name.st" --project "$T/$name.project.st" && ok || bad "check $name"
+  "$PY" "$HERE/../ref/torch_models.py" check "$T/$name.st" --project "$T/$name.project.st" && ok || bad "check $name"
 }
 
 for a in mlp cnn; do
@@ -69,7 +69,7 @@ for a in mlp cnn; do
   grep -Eq "^correct         [0-9]+ of [0-9]+ \(accuracy 0\.[0-9]+\)$" "$T/$a.eval" && ok ||
     bad "eval $a: no full-precision line: $(cat "$T/$a.eval")"
   export_both "$a" "$T/$a" &&
-    { "$PY" "$HERE/torch_models.py" eval "$T/$a.st" --data-dir "$DATA" --per-example "$T/$a.pred" --first 500 && ok ||
+    { "$PY" "$HERE/../ref/torch_models.py" eval "$T/$a.st" --data-dir "$DATA" --per-example "$T/$a.pred" --first 500 && ok ||
       bad "torch eval $a"; }
 done
 
@@ -79,7 +79,7 @@ for g in gpt gptu; do
   loss=$(sed -n 's/^mean loss *\([0-9.e+-]*\) nats\/char.*/\1/p' "$T/$g.eval")
   [ -n "$loss" ] && ok || { bad "eval $g: no mean loss line: $(cat "$T/$g.eval")"; continue; }
   export_both "$g" "$T/$g" &&
-    { "$PY" "$HERE/torch_models.py" loss "$T/$g.st" --data-dir "$DATA" --windows 100 --loss "$loss" && ok ||
+    { "$PY" "$HERE/../ref/torch_models.py" loss "$T/$g.st" --data-dir "$DATA" --windows 100 --loss "$loss" && ok ||
       bad "torch loss $g"; }
 done
 
@@ -92,7 +92,7 @@ meta, t, order = tm.read_st(sys.argv[1])
 assert meta['vt.step'] == '30' and not any(k.startswith('optimizer.') for k in t), sorted(t)
 nbt = [int(v) for k, v in t.items() if k.endswith('num_batches_tracked')]
 assert nbt and set(nbt) == {30}, nbt
-" "$T/cnn30.st" "$HERE" && ok || bad "cnn step 30: optimizer tensors or num_batches_tracked"
+" "$T/cnn30.st" "$HERE/../ref" && ok || bad "cnn step 30: optimizer tensors or num_batches_tracked"
 
 # --init in PyTorch's layout (trainer train --init-layout torch; auto when the file's metadata says
 # vt.layout torch): a state_dict saved from the module built from the docs (no vt.* metadata, with the
@@ -102,14 +102,14 @@ assert nbt and set(nbt) == {30}, nbt
 for a in mlp cnn; do
   if [ $a = mlp ]; then R=("${MLP[@]}"); else R=("${CNN[@]}"); fi
   "$TRAINER" export "$T/$a" --out "$T/$a.noopt.st" --pubkey "$T/key.pub" >/dev/null 2>&1 || bad "export $a"
-  "$PY" "$HERE/torch_models.py" statedict "$T/$a.st" --out "$T/$a.sd.st" || { bad "statedict $a"; continue; }
+  "$PY" "$HERE/../ref/torch_models.py" statedict "$T/$a.st" --out "$T/$a.sd.st" || { bad "statedict $a"; continue; }
   for v in sd auto; do
     if [ $v = sd ]; then init=(--init "$T/$a.sd.st" --init-layout torch); want="$T/$a.noopt.st"; opt=()
     else init=(--init "$T/$a.st"); want="$T/$a.project.st"; opt=(--optimizer); fi
     "$TRAINER" train --run "$T/$a-$v" --key "$T/key" "${R[@]}" --set steps=4 --set checkpoint_every=2 --set state_hash_every=1 "${init[@]}" \
       --quiet >"$T/init.out" 2>&1 || { bad "train $a from its $v file: $(cat "$T/init.out")"; continue; }
     "$TRAINER" export "$T/$a-$v" --step 0 "${opt[@]}" --out "$T/$a-$v.0.st" --pubkey "$T/key.pub" >/dev/null 2>&1 &&
-      "$PY" "$HERE/torch_models.py" same "$T/$a-$v.0.st" --project "$want" && ok ||
+      "$PY" "$HERE/../ref/torch_models.py" same "$T/$a-$v.0.st" --project "$want" && ok ||
       bad "$a: step 0 of the run from its $v file is not the original's final state"
     "$AUDITOR" verify "$T/$a-$v" --quiet >"$T/audit.out" 2>&1 && ok || bad "audit $a-$v: $(cat "$T/audit.out")"
   done

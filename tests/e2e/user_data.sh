@@ -4,7 +4,7 @@
 # safetensors data set (float32), on a NumPy .npy pair (uint8 images) and a GPT on a text file audit
 # VERIFIED; the auditor given another file is told so (REJECTED "wrong dataset"), one without it cannot
 # check; hostile files are refused before anything is written, naming the file and the offset; runs
-# started with --init from another run's export and from a PyTorch-written file (tests/user_files.py:
+# started with --init from another run's export and from a PyTorch-written file (tests/ref/user_files.py:
 # PyTorch when installed, else the format by hand) audit VERIFIED, resume from the run's copy, and a
 # different, missing or unfitting initial file is refused clearly. Usage: user_data.sh BUILD_DIR
 set -u
@@ -15,8 +15,8 @@ PY=python3 # the initial weights written by PyTorch where a python3 imports torc
 for p in python3 /usr/bin/python3; do
   if command -v "$p" >/dev/null && "$p" -c "import torch" 2>/dev/null; then PY=$p; break; fi
 done
-mkdir -p "$T/files" "$T/copy" && "$PY" "$HERE/user_files.py" data "$T/files" && "$PY" "$HERE/user_files.py" init "$T/files" ||
-  { echo "FAIL: tests/user_files.py"; exit 1; }
+mkdir -p "$T/files" "$T/copy" && "$PY" "$HERE/../ref/user_files.py" data "$T/files" && "$PY" "$HERE/../ref/user_files.py" init "$T/files" ||
+  { echo "FAIL: tests/ref/user_files.py"; exit 1; }
 "$TRAINER" keygen "$T/key" >/dev/null || bad "keygen"
 MLP=(--set layers=[16,32,4] --set batch=32 --set steps=20 --set checkpoint_every=10 --set state_hash_every=5 --quiet)
 D=(--data-dir "$T/files")
@@ -59,7 +59,7 @@ expect 0 verified "" "$T/npy"
 expect 0 verified "" "$T/npy2" "${D[@]}"
 
 # 3. a text file for the GPT: the vocabulary from the file, evaluated on its last 10%
-GPT=(--recipe "$HERE/../recipes/gpt-shakespeare.json" --set dataset=text:text.txt --set gpt_vocab=30 --set gpt_layers=1
+GPT=(--recipe "$HERE/../../recipes/gpt-shakespeare.json" --set dataset=text:text.txt --set gpt_vocab=30 --set gpt_layers=1
      --set gpt_width=16 --set gpt_heads=2 --set gpt_context=8 --set batch=4 --set steps=6 --set warmup=2
      --set checkpoint_every=3 --set state_hash_every=1 --quiet)
 "$TRAINER" train --run "$T/gpt" --key "$T/key" "${D[@]}" "${GPT[@]}" >"$T/train.out" 2>&1 || bad "train on text: $(cat "$T/train.out")"
@@ -104,12 +104,12 @@ grep -q "pass the file with --init FILE" "$T/audit.out" && ok || bad "init unava
 expect 0 verified "" "$T/ft" "${D[@]}" --init "$T/ft-init"
 cp "$T/files/torch.safetensors" "$T/ft/init.safetensors" && expect 1 "wrong init" 0 "$T/ft" "${D[@]}"
 
-# 6. --init from a PyTorch-written file (tests/user_files.py says which writer), and resume from the copy
+# 6. --init from a PyTorch-written file (tests/ref/user_files.py says which writer), and resume from the copy
 "$TRAINER" train --run "$T/pt" --key "$T/key" "${D[@]}" --set dataset=safetensors:data.safetensors "${MLP[@]}" \
   --init "$T/files/torch.safetensors" >"$T/train.out" 2>&1 || bad "fine-tune from a PyTorch file: $(cat "$T/train.out")"
 expect 0 verified "" "$T/pt" "${D[@]}"
 # ... and its ONNX export reproduces its accuracy outside the project (issue 25's chain: the user's data,
-# PyTorch-written initial weights, VERIFIED, ONNX): tests/onnx_check.py with python3-onnx and NumPy
+# PyTorch-written initial weights, VERIFIED, ONNX): tests/ref/onnx_check.py with python3-onnx and NumPy
 PYONNX=""
 for p in python3 /usr/bin/python3; do
   if command -v "$p" >/dev/null && "$p" -c "import onnx, numpy" 2>/dev/null; then PYONNX=$p; break; fi
@@ -119,7 +119,7 @@ then
   "$TRAINER" eval --run "$T/pt" "${D[@]}" --per-example "$T/pt.pred" >"$T/eval.out" 2>&1 || bad "eval: $(cat "$T/eval.out")"
   acc=$(sed -n 's/^accuracy *//p' "$T/eval.out")
   sh=$(sed -n 's/.*state hash \([0-9a-f]\{64\}\) .*/\1/p' "$T/export.out")
-  "$PYONNX" "$HERE/onnx_check.py" "$T/pt.onnx" --data-dir "$T/files" --dataset safetensors:data.safetensors \
+  "$PYONNX" "$HERE/../ref/onnx_check.py" "$T/pt.onnx" --data-dir "$T/files" --dataset safetensors:data.safetensors \
     --per-example "$T/pt.pred" --accuracy "$acc" --commitment "$T/pt/commitment.vtc" --state-hash "$sh" --arch mlp &&
     ok || bad "the ONNX export of the run from the user's data and the PyTorch file"
 elif grep -q "built without ONNX support" "$T/export.out" 2>/dev/null || [ -z "$PYONNX" ]; then

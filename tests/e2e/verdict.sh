@@ -13,9 +13,9 @@
 #     game (refused, exit 2, never "the auditor lost"); no --arbiter-key: a usage error;
 #  5. a stale record: the trainer restarted at the same address with another run, same key, after
 #     the auditor's record of the run expired: nobody loses (stale service record), re-derived offline
-#     (before it expired: a withdrawal, the trainer loses - tests/game_round3.sh records);
+#     (before it expired: a withdrawal, the trainer loses - tests/e2e/game_round3.sh records);
 #  6. a serving trainer re-signs its record before it expires (the test build's short records: the
-#     product signs at least 1200 s; expired records in the game: tests/game_round3.sh records);
+#     product signs at least 1200 s; expired records in the game: tests/e2e/game_round3.sh records);
 #  7. one verdict and nothing after it, and time sanity (issue 37, item 5; docs/dispute.md "Offline
 #     check"): the genuine transcript of case 3 with a second VERDICT (contradictory or the same) or a
 #     NOTE appended under the arbiter's key, or trailing bytes, is refused; its verdict re-timed (re-signed

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""cert_fp32_overflow.py DIR - writes the ONNX networks and VNN-LIB properties of tests/cert_fp32_overflow.sh:
+"""cert_fp32_overflow.py DIR - writes the ONNX networks and VNN-LIB properties of tests/e2e/cert_fp32_overflow.sh:
 each NAME.onnx with NAME.vnnlib, the answer expected in NAME.want. Every network is one whose
 real-arithmetic outputs stay far inside FP32's range while an FP32 evaluation of it (the left-to-right
 sum onnxruntime's plain loops compute, or the normalisation, or batch norm's (x - m) / sqrt(v + eps)
@@ -11,7 +11,7 @@ import os
 import struct
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
 from gen_mlp_onnx import f_bytes, f_varint, key, node, tensor, value_info  # noqa: E402
 
 

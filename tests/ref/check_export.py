@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """check_export.py - checks a `trainer export --optimizer` file independently of the C code
-(tests/e2e.sh): reads it with tests/read_safetensors.py (json and struct only), checks the tensor
+(tests/e2e/e2e.sh): reads it with tests/ref/read_safetensors.py (json and struct only), checks the tensor
 names and shapes of an MLP with the given layer widths, recomputes the state hash from the values
 (SHA-256("VTST" || u32le 2 || u64le step || u32le n || the n tensor SHA-256s), docs/format.md) and
 compares it with the committed state hash of that step read from the run store with Python's

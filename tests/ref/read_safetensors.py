@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """read_safetensors.py - an independent reader of safetensors files (json and struct only),
-for tests/test_safetensors.c.
+for tests/unit/test_safetensors.c.
 
     read_safetensors.py FILE              check the layout, list the tensors and their values
     read_safetensors.py FILE EXPECT.json  also compare with EXPECT.json:

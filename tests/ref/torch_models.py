@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""torch_models.py - `trainer export --layout torch` checked from PyTorch (tests/torch_layout.sh;
+"""torch_models.py - `trainer export --layout torch` checked from PyTorch (tests/e2e/torch_layout.sh;
 docs/format.md "Export (safetensors, --layout torch)").
 
 The three architectures are written here as torch.nn modules from the documentation alone

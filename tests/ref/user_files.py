@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""user_files.py - the files a user brings, for tests/user_data.sh (json and struct only; PyTorch
+"""user_files.py - the files a user brings, for tests/e2e/user_data.sh (json and struct only; PyTorch
 when it is installed).
 
     user_files.py data DIR        data sets: data.safetensors (x F32 [256, 16], y I64), other.safetensors

@@ -1,5 +1,5 @@
 /* vt_attack - test tool: a network attacker and a hostile client against the dispute servers,
- * on loopback (tests/attack.sh). Not part of the product; every loop is bounded in time.
+ * on loopback (tests/e2e/attack.sh). Not part of the product; every loop is bounded in time.
  *
  *   vt_attack idle HOST:PORT N SECONDS            N TCP connections that send nothing, reopened when
  *                                                 dropped, for SECONDS; prints how many were opened
@@ -33,7 +33,7 @@
 #include "merkle/vt_sign.h"
 #include "protocol/vt_proto.h"
 #include "store/vt_commitment.h"
-#include "vt_test.h"
+#include "../unit/vt_test.h"
 
 /* A wait that should end (a handshake, a reply): a hang guard, scaled (VT_TEST_TIMEOUT_SCALE) */
 #define GUARD_MS(ms) ((int)((ms) * vt_test_timeout_scale()))
@@ -92,7 +92,7 @@ static vt_conn *tls_open(const char *addr, const vt_keypair *kp)
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: see the comment at the top of tests/vt_attack.c\n");
+        fprintf(stderr, "usage: see the comment at the top of tests/tools/vt_attack.c\n");
         return 64;
     }
     if (vt_sign_init()) die("libsodium");

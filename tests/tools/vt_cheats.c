@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/vt_bytes.h"
-#include "../common/vt_cli.h"
-#include "../protocol/vt_proto.h"
+#include "../../common/vt_bytes.h"
+#include "../../common/vt_cli.h"
+#include "../../protocol/vt_proto.h"
 
 static void flip_low_bit(float *p) { *p = vt_bits_f32(vt_f32_bits(*p) ^ 1u); }
 

@@ -36,9 +36,9 @@
 #include <pthread.h>
 #include <stdint.h>
 
-#include "../common/vt_error.h"
-#include "../game/vt_serve.h"
-#include "../model/vt_model.h"
+#include "../../common/vt_error.h"
+#include "../../game/vt_serve.h"
+#include "../../model/vt_model.h"
 
 typedef enum {
     VT_CHEAT_NONE = 0,

@@ -1,4 +1,4 @@
-/* vt_dbhold - a reader of a run store for tests/run_faults.sh: an auditor that has run.db open
+/* vt_dbhold - a reader of a run store for tests/e2e/run_faults.sh: an auditor that has run.db open
  * while the trainer finishes (issue 22, finding 1).
  *
  *   vt_dbhold RUN_DIR/run.db txn    read-only, BEGIN and read the steps: a snapshot held open

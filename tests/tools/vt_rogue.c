@@ -1,4 +1,4 @@
-/* vt_rogue - test tool: a dishonest arbiter (issue 21, findings 3 and 9), for tests/verdict.sh.
+/* vt_rogue - test tool: a dishonest arbiter (issue 21, findings 3 and 9), for tests/e2e/verdict.sh.
  * Not part of the product.
  *
  *   vt_rogue resign IN OUT KEY [rename]
@@ -37,7 +37,7 @@
 #include "game/vt_game.h"
 #include "merkle/vt_sign.h"
 #include "protocol/vt_proto.h"
-#include "vt_test.h"
+#include "../unit/vt_test.h"
 
 /* A wait that should end (a handshake, a reply): a hang guard, scaled (VT_TEST_TIMEOUT_SCALE) */
 #define GUARD_MS(ms) ((int)((ms) * vt_test_timeout_scale()))
@@ -342,6 +342,6 @@ int main(int argc, char **argv)
         return cmd_edit(argv[2], argv[3], argv[4], argv[5], argc == 7 ? argv[6] : NULL);
     if (argc == 3 && strcmp(argv[1], "list") == 0) return cmd_list(argv[2]);
     if (argc == 5 && strcmp(argv[1], "fake-arbiter") == 0) return cmd_fake_arbiter(argv[2], argv[3], atoi(argv[4]));
-    fprintf(stderr, "usage: see the comment at the top of tests/vt_rogue.c\n");
+    fprintf(stderr, "usage: see the comment at the top of tests/tools/vt_rogue.c\n");
     return 64;
 }

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../cert/vt_cert.h"
+#include "../../cert/vt_cert.h"
 #include "vt_test.h"
 
 static inline double cert_uni(vt_rng *r) { return (double)(vt_rng_next(r) >> 11) * 0x1p-53; }

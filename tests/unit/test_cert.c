@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../cert/vt_cert.h"
-#include "../cert/vt_vnnlib.h"
+#include "../../cert/vt_cert.h"
+#include "../../cert/vt_vnnlib.h"
 #include "cert_nets.h"
 #include "vt_test.h"
 

@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../cert/vt_cert_graph.h"
-#include "../cert/vt_cert_int.h"
-#include "../kernels/vt_cnn_hd.h"
+#include "../../cert/vt_cert_graph.h"
+#include "../../cert/vt_cert_int.h"
+#include "../../kernels/vt_cnn_hd.h"
 #include "vt_test.h"
 
 typedef long double ld;

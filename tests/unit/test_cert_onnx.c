@@ -19,8 +19,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../cert/vt_cert.h"
-#include "../cert/vt_cert_graph.h"
+#include "../../cert/vt_cert.h"
+#include "../../cert/vt_cert_graph.h"
 #include "vt_test.h"
 
 #ifdef VT_HAVE_ONNX

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../rounding/vt_exact.h"
+#include "../../rounding/vt_exact.h"
 #include "cert_nets.h"
 #include "vt_test.h"
 

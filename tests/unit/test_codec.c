@@ -7,8 +7,8 @@
 #include <string.h>
 #include <zstd.h>
 
-#include "fuzz/fuzz_steplog_body.h"
-#include "fuzz/steplog_testkit.h"
+#include "../fuzz/fuzz_steplog_body.h"
+#include "../fuzz/steplog_testkit.h"
 #include "vt_test.h"
 
 /* ------------------------------------------------------------------ helpers */

@@ -11,14 +11,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/vt_bytes.h"
-#include "../common/vt_par.h"
-#include "../kernels/vt_cnn.h"
-#include "../kernels/vt_kernels.h"
-#include "../rounding/vt_eval.h"
-#include "../rounding/vt_exact.h"
-#include "../rounding/vt_round_exact.h"
-#include "../rounding/vt_tight.h"
+#include "../../common/vt_bytes.h"
+#include "../../common/vt_par.h"
+#include "../../kernels/vt_cnn.h"
+#include "../../kernels/vt_kernels.h"
+#include "../../rounding/vt_eval.h"
+#include "../../rounding/vt_exact.h"
+#include "../../rounding/vt_round_exact.h"
+#include "../../rounding/vt_tight.h"
 #include "vt_test.h"
 
 static const vt_bound_cfg PROVABLE = {.mode = VT_BOUND_PROVABLE};

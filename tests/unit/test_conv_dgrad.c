@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../kernels/vt_cnn.h"
-#include "../kernels/vt_kernels.h"
-#include "../rounding/vt_exact.h"
+#include "../../kernels/vt_cnn.h"
+#include "../../kernels/vt_kernels.h"
+#include "../../rounding/vt_exact.h"
 #include "vt_test.h"
 
 static const vt_bound_cfg PROVABLE = {.mode = VT_BOUND_PROVABLE};

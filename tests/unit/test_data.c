@@ -9,8 +9,8 @@
 
 #include <zlib.h>
 
-#include "../common/vt_bytes.h"
-#include "../data/vt_data.h"
+#include "../../common/vt_bytes.h"
+#include "../../data/vt_data.h"
 #include "vt_test.h"
 
 /* Payload SHA-256s (decompressed) from data/README.md. */

@@ -9,8 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../common/vt_bytes.h"
-#include "../data/vt_data.h"
+#include "../../common/vt_bytes.h"
+#include "../../data/vt_data.h"
 #include "vt_test.h"
 
 static char dir[256];

@@ -218,7 +218,7 @@ static void check_refusals(void)
         be.gemm_round = (void *)1; /* never called here */
         vt_model_set_backend(&m, &be);
         /* accepted: the operations that read the split batch run on the CPU (docs/distributed.md
-         * "GPU ranks"; the GPU run itself: tests/nccl_train.sh) */
+         * "GPU ranks"; the GPU run itself: tests/e2e/nccl_train.sh) */
         CHECK(vt_model_set_shard(&m, g_comm, 5 * (uint32_t)g_size) == VT_OK,
               "a backend with a split batch is accepted: %s", vt_errmsg());
         vt_model_set_backend(&m, NULL);

@@ -12,11 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../model/vt_model.h"
-#include "../arch/vt_recipe.h"
-#include "../ops/vt_ops.h"
-#include "../ops/vt_philox.h"
-#include "../ops/vt_philox_hd.h"
+#include "../../model/vt_model.h"
+#include "../../arch/vt_recipe.h"
+#include "../../ops/vt_ops.h"
+#include "../../ops/vt_philox.h"
+#include "../../ops/vt_philox_hd.h"
 #include "vt_test.h"
 
 #define DOC "docs/data.md"

@@ -7,18 +7,18 @@
  * again. The step driver refuses a step under FTZ (before the step, and when the environment
  * changes during it: no verdict, no unusable-log redo) and the arbiter's judgement of an operation
  * gives no verdict. VT_ERR_ENV is exit status 2 (cannot check). The programs' start-up check with
- * a real -ffast-math CBLAS is tests/env_fastmath.sh. */
+ * a real -ffast-math CBLAS is tests/e2e/env_fastmath.sh. */
 #include <fenv.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/vt_cli.h"
-#include "../common/vt_env.h"
-#include "../data/vt_data.h"
-#include "../game/vt_game.h"
-#include "../model/vt_model.h"
-#include "../run/vt_step.h"
+#include "../../common/vt_cli.h"
+#include "../../common/vt_env.h"
+#include "../../data/vt_data.h"
+#include "../../game/vt_game.h"
+#include "../../model/vt_model.h"
+#include "../../run/vt_step.h"
 #include "vt_test.h"
 
 #if defined(__x86_64__) || (defined(__i386__) && defined(__SSE__))

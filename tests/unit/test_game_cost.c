@@ -16,9 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../game/vt_game.h"
-#include "../model/vt_model.h"
-#include "../ops/vt_ops.h"
+#include "../../game/vt_game.h"
+#include "../../model/vt_model.h"
+#include "../../ops/vt_ops.h"
 #include "vt_test.h"
 
 /* The GEMMs' flop of the recipe's program, from the operations' arguments. */

@@ -18,11 +18,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/vt_bytes.h"
-#include "../game/vt_dispute.h"
-#include "../game/vt_game.h"
-#include "../model/vt_model.h"
-#include "../ops/vt_ops.h"
+#include "../../common/vt_bytes.h"
+#include "../../game/vt_dispute.h"
+#include "../../game/vt_game.h"
+#include "../../model/vt_model.h"
+#include "../../ops/vt_ops.h"
 #include "vt_test.h"
 
 #define MAXP 4096

@@ -19,9 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../data/vt_data.h"
-#include "../model/vt_model.h"
-#include "../model/vt_plain.h"
+#include "../../data/vt_data.h"
+#include "../../model/vt_model.h"
+#include "../../model/vt_plain.h"
 #include "vt_test.h"
 
 #define TOL_REL 1e-5

@@ -24,11 +24,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../game/vt_game.h"
-#include "../common/vt_bytes.h"
-#include "../model/vt_model.h"
-#include "../rounding/vt_exact.h"
-#include "../rounding/vt_round.h"
+#include "../../game/vt_game.h"
+#include "../../common/vt_bytes.h"
+#include "../../model/vt_model.h"
+#include "../../rounding/vt_exact.h"
+#include "../../rounding/vt_round.h"
 #include "vt_test.h"
 
 static vt_rng R;

@@ -36,12 +36,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/vt_bytes.h"
-#include "../common/vt_hash.h"
-#include "../common/vt_par.h"
-#include "../data/vt_data.h"
-#include "../model/vt_model.h"
-#include "../rounding/vt_round.h"
+#include "../../common/vt_bytes.h"
+#include "../../common/vt_hash.h"
+#include "../../common/vt_par.h"
+#include "../../data/vt_data.h"
+#include "../../model/vt_model.h"
+#include "../../rounding/vt_round.h"
 #include "vt_test.h"
 
 #if defined(__x86_64__) || (defined(__i386__) && defined(__SSE__))
@@ -400,7 +400,7 @@ int main(int argc, char **argv)
         FILE *f = fopen(write, "w");
         CHECK(f != NULL, "cannot write %s", write);
         if (f) {
-            fprintf(f, "# test_kat answers (tests/test_kat.c): name kind step [tensor] hex; written by test_kat --write\n");
+            fprintf(f, "# test_kat answers (tests/unit/test_kat.c): name kind step [tensor] hex; written by test_kat --write\n");
             for (size_t i = 0; i < g_n; i++) fprintf(f, "%s\n", g_lines[i]);
             fclose(f);
             printf("wrote %zu lines to %s\n", g_n, write);

@@ -7,11 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/vt_cli.h"
-#include "../data/vt_data.h"
-#include "../model/vt_model.h"
-#include "../model/vt_plain.h"
-#include "../rounding/vt_round.h"
+#include "../../common/vt_cli.h"
+#include "../../data/vt_data.h"
+#include "../../model/vt_model.h"
+#include "../../model/vt_plain.h"
+#include "../../rounding/vt_round.h"
 #include "vt_test.h"
 
 #define TEST_EXAMPLES 2000

@@ -2,7 +2,7 @@
  * data-parallel run compare at start-up (run/vt_ranks.h, docs/distributed.md): every kind of the
  * list runs in it, and the MLP's GEMMs in every tensor-core arithmetic model (gemm_arith), which
  * differ from FP64's; its hashes are the same in every evaluation order and thread count; a tamper
- * hook that flips one bit of one kind's outputs (what tests/vt_cheats.c's skew-kind does) changes
+ * hook that flips one bit of one kind's outputs (what tests/tools/vt_cheats.c's skew-kind does) changes
  * that kind's hash, the first operation whose output hash differs is of that kind (what the ranks
  * name), and where no other operation of the probe reads those outputs (SUB) no other kind's hash
  * changes. vt_ranks_agree (run/vt_ranks.h) on one rank: its record made and compared with itself.
@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/vt_cli.h"
-#include "../common/vt_par.h"
-#include "../model/vt_probe.h"
-#include "../run/vt_ranks.h"
+#include "../../common/vt_cli.h"
+#include "../../common/vt_par.h"
+#include "../../model/vt_probe.h"
+#include "../../run/vt_ranks.h"
 #include "vt_test.h"
 
 static uint16_t g_skew;

@@ -4,9 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/vt_bytes.h"
-#include "../common/vt_hash.h"
-#include "../model/vt_model.h"
+#include "../../common/vt_bytes.h"
+#include "../../common/vt_hash.h"
+#include "../../model/vt_model.h"
 #include "vt_test.h"
 
 #define ARR(...) ((const uint32_t[]){__VA_ARGS__})

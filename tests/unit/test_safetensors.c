@@ -2,7 +2,7 @@
  * every dtype, laid out so that any byte-order or offset mistake shows (distinct bit patterns in
  * every element and byte, odd-sized tensors between wider ones, -0, subnormals, a NaN payload,
  * a scalar, a rank-4 tensor, non-ASCII names and metadata that needs escaping), checked byte
- * for byte by an independent reader (tests/read_safetensors.py: Python's json and struct only);
+ * for byte by an independent reader (tests/ref/read_safetensors.py: Python's json and struct only);
  * and every refused argument: VT_ERR_ARG, and neither the file nor its temporary left behind.
  * Skipped (77) when python3 is missing. */
 #include "vt_test.h"

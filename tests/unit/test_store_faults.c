@@ -1,5 +1,5 @@
 /* test_store_faults.c - the run directory's writer lock, its order of writes and its end
- * (store/, issue 22 findings 1, 2 and 6; the programs under the same faults: tests/run_faults.sh):
+ * (store/, issue 22 findings 1, 2 and 6; the programs under the same faults: tests/e2e/run_faults.sh):
  *   - a second writer is refused naming the holder's PID, readers are not, the lock goes with close;
  *   - creation: run.db appears only complete; a directory holding only an interrupted creation's
  *     leftovers is accepted, one holding a run or anything else is refused with a clear message;

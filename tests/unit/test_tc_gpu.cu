@@ -4,7 +4,7 @@
  * on E4M3 operands the kernel converted (sm90-e4m3f16) - and the E4M3 m16n8k32 no mode issues):
  *   1. the fragment layout: tiles and whole GEMMs of small integers (exact in every model) against
  *      their integer sums - a layout error in backend/cuda/vt_tc_mma.cu shows here, before any arithmetic;
- *   2. the questions only hardware answers (tests/vt_tc_probes.h QPROBES; docs/tensorcore.md "The
+ *   2. the questions only hardware answers (tests/unit/vt_tc_probes.h QPROBES; docs/tensorcore.md "The
  *      unknowns"), in this order: the E4M3 window and band probes (which model the E4M3 m16n8k32
  *      follows: wgmma's, or FP16's in one of two splits), the zero-beside-huge probes (BF16, FP16:
  *      whether a zero product counts in the maximum exponent), the signed-zero probes (all products
@@ -12,7 +12,7 @@
  *      emulation, then per question the variants the GPU matched. None matched: the question needs a
  *      parameter the emulator lacks - printed, and the test stops (exit 3) before the random tiles; a
  *      match that is not the modes' variant: a failure (the modes' model is not this GPU's);
- *   3. the probe tiles of tests/test_tc.c (PROBES), each group in element (0, 0) of its own tile: the
+ *   3. the probe tiles of tests/unit/test_tc.c (PROBES), each group in element (0, 0) of its own tile: the
  *      GPU's bits against the emulator's; a variant probe (+out-rne, +align-floor, +floor-off, +sat)
  *      reports which of the two rows the GPU matched;
  *   4. VT_TC_TILES (default 100,000) random tiles of 16 x 8 groups (inputs of every class: any bit

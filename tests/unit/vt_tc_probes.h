@@ -1,4 +1,4 @@
-/* vt_tc_probes.h - what the tensor-core tests share (tests/test_tc.c on the CPU, tests/test_tc_gpu.cu
+/* vt_tc_probes.h - what the tensor-core tests share (tests/unit/test_tc.c on the CPU, tests/unit/test_tc_gpu.cu
  * on a GPU): the generator of the known-answer digests and random groups (splitmix64, gen_in, gen_c:
  * docs/tensorcore.md "Known answers"), the probe tiles with their hand-derived results (the
  * derivations in the comments), and the question probes (QPROBES: each variant's result, by hand, and
@@ -147,7 +147,7 @@ static const probe PROBES[] = {
  *
  * What only hardware can answer (docs/tensorcore.md "The unknowns"): each question has variants, each
  * variant's result on a probe computed by the emulator with explicit parameters (q_emulate) and
- * derived by hand below (want[v]); tests/test_tc.c checks the two agree, test_tc_gpu asks the GPU
+ * derived by hand below (want[v]); tests/unit/test_tc.c checks the two agree, test_tc_gpu asks the GPU
  * which variant it follows. A probe is one group in element (0, 0) of a tile of its instruction: the
  * n products listed, then +0 * +0 up to the instruction's K (as the GPU sees them). */
 enum { VT_Q_E4M3 = 0, VT_Q_ZERO_EXP, VT_Q_ZERO_SIGN, VT_Q_CARRY, VT_Q_COUNT };

@@ -38,7 +38,7 @@ double vt_rng_uniform(vt_rng *r);  /* [0,1) */
 double vt_rng_normal(vt_rng *r);   /* polar method with vt_log: the same on every machine */
 /* Seed from env VT_TEST_SEED when set, else the given default; prints it. */
 uint64_t vt_test_seed(uint64_t dflt);
-/* The hang guards' scale: env VT_TEST_TIMEOUT_SCALE (a positive number, default 1; tests/lib.sh,
+/* The hang guards' scale: env VT_TEST_TIMEOUT_SCALE (a positive number, default 1; tests/e2e/lib.sh,
  * tests/tests.cmake). A test's own bounds on a wait that should end (a deadline nobody may reach,
  * a ceiling on a prompt return) are multiplied by it; lower bounds are not. */
 double vt_test_timeout_scale(void);
