@@ -14,58 +14,25 @@
 # Deadlines and ceilings (server deadlines, the auditor's `timeout`, waits for a port file or a log
 # line) are hang guards, generous so that a loaded machine cannot reach them: none is a measurement;
 # they scale with VT_TEST_TIMEOUT_SCALE (tests/e2e/lib.sh). The CPU bounds do not: they are work.
-# Figures are printed ("figure: ..."). Environment: VT_ATTACK_KEEP=1 keeps the work folder of a
-# failed case; AUD_QUIET= shows the auditor's progress (retries) in the game outputs;
+# Figures are printed ("figure: ..."). Environment: VT_ATTACK_KEEP=1 (or VT_KEEP=1) keeps the
+# work folder; AUD_QUIET= shows the auditor's progress (retries) in the game outputs;
 # VT_ATTACK_GAMES=N plays N games each side (default 1); VT_ATTACK_BENCH=1 also prints the
 # "ratio:" line of the wall times (no check) for bench/attack_load.sh.
 set -u
-B=$(cd "$1" && pwd)
-. "$(dirname "$0")/lib.sh" # the hang guards: vt_scale, wait_until
+. "$(dirname "$0")/lib.sh"
+vt_begin attack "${1:-}"
 CASE=$2
-T=$(mktemp -d /tmp/vt-attack.XXXXXX)
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]:-}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null
-  if [ -n "${VT_ATTACK_KEEP:-}" ] && [ "$fail" != 0 ]; then echo "kept $T" >&2; else rm -rf "$T"; fi
-}
-trap cleanup EXIT
-fail=0
-bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
-ok() { echo "ok: $*"; }
-SLOW=1; [ "${VT_ASAN:-0}" = 1 ] && SLOW=4
-dl() { vt_scale $(($1 * SLOW)); } # dl N: a deadline an honest party must meet, or a ceiling (a hang guard)
-
-"$B/trainer" keygen "$T/tk" >/dev/null && "$B/arbiter" keygen "$T/rk" >/dev/null && "$B/trainer" keygen "$T/ak" >/dev/null ||
-  { echo "setup failed"; exit 1; }
+keys tk rk ak
 R=(--set subset=1000 --set 'layers=[784,128,10]' --set steps=12 --set batch=64 --set checkpoint_every=4
    --set state_hash_every=1 --quiet)
 "$B/trainer" train --run "$T/run" --key "$T/tk" "${R[@]}" >/dev/null || { echo "training failed"; exit 1; }
 
-wait_file() { # FILE PID: a server's port file (written atomically); at most 300 s (a hang guard)
-  wait_until 300 file_or_exit "$1" "$2"
-  [ -s "$1" ]
-}
-# start_arbiter DIR [args...]: sets APID, APORT. The deadlines are the product's defaults (30 s an
-# answer; a clock of 300 s a party): an honest party must not lose by its clock because other work
-# loads the machine (they bound a silent party, which no case here plays but `offline`, which sets
-# its own).
-start_arbiter() {
-  local d=$1; shift; mkdir -p "$d/tr"; rm -f "$d/ap"
-  ${PRE_ARB:-} "$B/arbiter" serve --listen 127.0.0.1:0 --key "$T/rk" --port-file "$d/ap" --transcripts "$d/tr" \
-    --deadline-ms "$(dl 30000)" --clock-ms "$(dl 300000)" "$@" >"$d/arbiter.log" 2>&1 &
-  APID=$!; PIDS+=("$APID")
-  wait_file "$d/ap" "$APID" || { echo "arbiter did not start: $(tail -3 "$d/arbiter.log")"; exit 1; }
-  APORT=$(cat "$d/ap")
-}
-# start_trainer DIR RUN [args...]: sets TPID, TPORT; the service record goes to DIR/service.vtsr
-start_trainer() {
-  local d=$1 run=$2; shift 2; rm -f "$d/tp"
-  ${PRE_TR:-} "$B/trainer-test" serve "$run" --listen 127.0.0.1:0 --key "$T/tk" --arbiter-key "$T/rk.pub" --port-file "$d/tp" \
-    --service-file "$d/service.vtsr" "$@" >"$d/trainer.log" 2>&1 &
-  TPID=$!; PIDS+=("$TPID")
-  wait_file "$d/tp" "$TPID" || { echo "trainer did not start: $(tail -3 "$d/trainer.log")"; exit 1; }
-  TPORT=$(cat "$d/tp")
-}
+# the servers (start_arbiter, start_trainer: tests/e2e/lib.sh) stop the script when they do not
+# start. The arbiter's deadlines are the product's defaults (30 s an answer; a clock of 300 s a
+# party): an honest party must not lose by its clock because other work loads the machine (they
+# bound a silent party, which no case here plays but `offline`, which sets its own).
+START_EXIT=1
+ARB_ARGS=(--deadline-ms "$(dl 30000)" --clock-ms "$(dl 300000)")
 # play DIR OUT: the reference game (lying auditor); sets GAME_S (wall seconds: a figure, never
 # checked) and GAME_ST (exit status). The timeout is a hang guard under ctest's own (600 s).
 play() {
@@ -103,7 +70,6 @@ watch_proc() {
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null; } # utime + stime, in clock ticks
 HZ=$(getconf CLK_TCK 2>/dev/null || echo 100)
 secs() { echo "scale=2; $1 / $HZ" | bc -l | sed 's/^\./0./'; }
-ntranscripts() { ls "$1"/tr/*.vttr 2>/dev/null | wc -l; }
 
 D=$T/c; mkdir -p "$D"
 # the reference game, unloaded (the baseline every loaded game is compared with): sets UCPU_A and

@@ -5,16 +5,12 @@
 # 4 and 6 segments), mpirun returning rank 0's status (the verdict's). Usage: audit_ranks.sh BUILD_DIR
 # (exit 77 when the build has no MPI or mpirun is missing).
 set -u
-B=$(cd "$1" && pwd)
+. "$(dirname "$0")/lib.sh"
+vt_begin audit_ranks "${1:-}"
 MPIRUN=${MPIEXEC:-mpirun}
 command -v "$MPIRUN" >/dev/null 2>&1 || { echo "SKIP: no mpirun"; exit 77; }
 "$B/test_dist" --ranks 2 >/dev/null 2>&1; [ $? = 77 ] && { echo "SKIP: this build has no MPI"; exit 77; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-T=$(mktemp -d /tmp/vt-audit-ranks.XXXXXX)
-trap 'rm -rf "$T"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
 
 "$B/trainer" keygen "$T/k" >/dev/null || { echo "keygen failed"; exit 1; }
 R=(--key "$T/k" --set dataset=digits --set 'layers=[64,16,10]' --set steps=24 --set batch=12
@@ -45,5 +41,4 @@ for run in honest cheat; do
   done
 done
 grep -q '"step": 13' "$T/cheat-3.json" && ok || bad "the cheat is found at step 13: $(cat "$T/cheat-3.json")"
-echo "audit_ranks: $pass passed, $fail failed"
-[ $fail = 0 ]
+vt_end

@@ -5,8 +5,8 @@
 # rejected, a truncated or extended one too, another signer is refused; the one-pass check (docs/certify.md
 # "The certificate") rejects re-signed certificates whose slopes, bounds, answers or counterexamples
 # were altered.
-# shellcheck source=tests/e2e/cert_lib.sh
-. "$(dirname "$0")/cert_lib.sh"
+# shellcheck source=tests/e2e/lib.sh
+. "$(dirname "$0")/lib.sh"
 cert_begin cert "${1:-}"
 cert_train_mlp "$T/run"
 for m in ibp crown alpha-crown; do
@@ -44,7 +44,7 @@ head -c $((n - 1)) "$T/c.crown" >"$T/x"
 # confirmed): altered certificates signed again by the auditor's key are rejected for their contents
 "$B/auditor" certify "$T/run" --eps 0.02 --examples 12 --method alpha-crown --out "$T/c.one" --key "$T/a" \
   --write-vnnlib "$T" --quiet >/dev/null || bad "certify alpha-crown --write-vnnlib"
-E="python3 $(dirname "$0")/../ref/cert_edit.py"
+E="python3 $REF/cert_edit.py"
 onepass() { cert_onepass "$T/c.one" "$T/a" "$1" "$2" "$T/run" "${@:3}"; }
 "$B/auditor" check-certificate "$T/c.one" "$T/run" >/dev/null || bad "one-pass: the honest certificate"
 frac=$($E "$T/c.one" records | awk '$4 > 0 { print $1; exit }')

@@ -8,10 +8,10 @@
 # alpha-CROWN's every example's bound is no weaker than CROWN's; an altered certificate (a bound, the
 # header, a slope, the intermediate bounds' bit) is rejected. The JSON report names the intermediate
 # bounds used and, for alpha-CROWN, the search settings.
-# shellcheck source=tests/e2e/cert_lib.sh
-. "$(dirname "$0")/cert_lib.sh"
+# shellcheck source=tests/e2e/lib.sh
+. "$(dirname "$0")/lib.sh"
 cert_begin cert_cnn "${1:-}"
-R="$HERE/../../recipes/resnet-cifar10.json"
+R="$RECIPES/resnet-cifar10.json"
 cert_train_cnn "$T/digits"
 margs() { if [ "$1" = crown-ibp ]; then echo "--method crown --intermediate ibp"; else echo "--method $1"; fi; }
 "$B/trainer" train --run "$T/cifar" --key "$T/k" --recipe "$R" --set subset=256 --set resnet_width=4 \
@@ -88,7 +88,7 @@ for w in crown:300 crown:20 alpha-crown:$((sz - 200)); do
   [ $? -eq 2 ] || bad "$m: byte $at altered: not rejected"
 done
 # the one-pass check: alpha-CROWN's recorded slopes, moved inside [0, 1] or out of it, re-signed: rejected
-ex=$(python3 "$(dirname "$0")/../ref/cert_edit.py" "$T/c.digits.alpha-crown" records | awk '$4 > 0 { print $1; exit }')
+ex=$(python3 "$REF/cert_edit.py" "$T/c.digits.alpha-crown" records | awk '$4 > 0 { print $1; exit }')
 [ -n "$ex" ] || bad "alpha-crown: no example with a slope strictly inside [0, 1]"
 cert_slopes_tampered "$T/c.digits.alpha-crown" "$T/a" "$T/digits" "${ex:-0}"
 # a certificate of one run does not check against another

@@ -6,10 +6,10 @@
 # scaled into range must still be unsat; every certificate re-checks. Networks and properties:
 # tests/ref/cert_fp32_overflow.py.
 # Skipped (77) in an auditor built without ONNX support.
-# shellcheck source=tests/e2e/cert_lib.sh
-. "$(dirname "$0")/cert_lib.sh"
+# shellcheck source=tests/e2e/lib.sh
+. "$(dirname "$0")/lib.sh"
 cert_begin cert_fp32_overflow "${1:-}"
-python3 "$(dirname "$0")/../ref/cert_fp32_overflow.py" "$T" || { echo "cert_fp32_overflow.py"; exit 1; }
+python3 "$REF/cert_fp32_overflow.py" "$T" || { echo "cert_fp32_overflow.py"; exit 1; }
 cert_onnx_or_skip "$T/mlp_sum.onnx" "$T/mlp_sum.vnnlib"
 n=0
 for f in "$T"/*.onnx; do

@@ -11,8 +11,8 @@
 # --timeout gives `timeout` and no certificate; hostile ONNX (truncated, float64 weights, an
 # unsupported operator) and VNN-LIB files give clear errors with the documented exit codes.
 # Skipped (77) in an auditor built without ONNX support (its refusal, exit 2, checked first).
-# shellcheck source=tests/e2e/cert_lib.sh
-. "$(dirname "$0")/cert_lib.sh"
+# shellcheck source=tests/e2e/lib.sh
+. "$(dirname "$0")/lib.sh"
 cert_begin cert_onnx "${1:-}"
 cert_train_mlp "$T/run"
 mkdir -p "$T/p"
@@ -126,7 +126,7 @@ got=$("$A" certify --onnx "$T/net.onnx" --vnnlib "$P" --method alpha-crown --tim
 [ -e "$T/ct" ] && bad "a certificate written on a timeout"
 
 # hostile ONNX: exit 2 for bytes that are not a model, 64 for what is not supported
-expect() { # STATUS GREP ARGS...
+expect_certify() { # STATUS GREP ARGS...
   local want=$1 pat=$2
   shift 2
   "$A" certify "$@" >"$T/o" 2>&1
@@ -134,16 +134,16 @@ expect() { # STATUS GREP ARGS...
   [ $st -eq "$want" ] && grep -q -- "$pat" "$T/o" || bad "$* : exit $st (wanted $want, '$pat'): $(head -c 300 "$T/o")"
 }
 head -c 3000 "$T/net.onnx" >"$T/trunc.onnx"
-expect 2 "not an ONNX model" --onnx "$T/trunc.onnx" --vnnlib "$P"
+expect_certify 2 "not an ONNX model" --onnx "$T/trunc.onnx" --vnnlib "$P"
 printf 'hello' >"$T/junk.onnx"
-expect 2 "not an ONNX model" --onnx "$T/junk.onnx" --vnnlib "$P"
+expect_certify 2 "not an ONNX model" --onnx "$T/junk.onnx" --vnnlib "$P"
 if command -v protoc >/dev/null && [ -r /usr/include/onnx/onnx.proto ]; then
   # the network's text form, edited: a float64 weight; an unsupported operator
   protoc --proto_path=/usr/include/onnx --decode=onnx.ModelProto onnx.proto <"$T/net.onnx" >"$T/net.txt" || bad "protoc decode"
   sed '0,/data_type: 1/s//data_type: 11/' "$T/net.txt" | protoc --proto_path=/usr/include/onnx --encode=onnx.ModelProto onnx.proto >"$T/f64.onnx"
-  expect 64 "data type 11" --onnx "$T/f64.onnx" --vnnlib "$P"
+  expect_certify 64 "data type 11" --onnx "$T/f64.onnx" --vnnlib "$P"
   sed '0,/op_type: "Relu"/s//op_type: "Sigmoid"/' "$T/net.txt" | protoc --proto_path=/usr/include/onnx --encode=onnx.ModelProto onnx.proto >"$T/sig.onnx"
-  expect 64 "operator Sigmoid is not supported" --onnx "$T/sig.onnx" --vnnlib "$P"
+  expect_certify 64 "operator Sigmoid is not supported" --onnx "$T/sig.onnx" --vnnlib "$P"
 else
   # without protoc: the same edits on the bytes, lengths kept: initializer fc1.weight's data_type
   # (TensorProto field 2, serialised before its name, field 8: 0x10 0x01 -> 0x10 0x0b, DOUBLE); the
@@ -157,20 +157,20 @@ open(sys.argv[2] + "/f64.onnx", "wb").write(b[:j] + b"\x10\x0b" + b[j + 2:])
 i = b.index(b"Relu")
 open(sys.argv[2] + "/sig.onnx", "wb").write(b[:i] + b"Relx" + b[i + 4:])
 EOF
-  expect 64 "data type 11" --onnx "$T/f64.onnx" --vnnlib "$P"
-  expect 64 "operator Relx is not supported" --onnx "$T/sig.onnx" --vnnlib "$P"
+  expect_certify 64 "data type 11" --onnx "$T/f64.onnx" --vnnlib "$P"
+  expect_certify 64 "operator Relx is not supported" --onnx "$T/sig.onnx" --vnnlib "$P"
 fi
 # hostile VNN-LIB: exit 2 malformed (naming the line), 64 unsupported or not fitting the network
 printf '(declare-const X_0 Real)\n(assert (<= X_0 1)\n' >"$T/v1"
-expect 2 "line 2" --onnx "$T/net.onnx" --vnnlib "$T/v1"
+expect_certify 2 "line 2" --onnx "$T/net.onnx" --vnnlib "$T/v1"
 printf '(declare-const X_0 Real)\n(declare-const Y_0 Real)\n(assert (>= X_0 0))\n(assert (<= X_0 1))\n(check-sat)\n' >"$T/v2"
-expect 64 "line 5: only declare-const and assert" --onnx "$T/net.onnx" --vnnlib "$T/v2"
+expect_certify 64 "line 5: only declare-const and assert" --onnx "$T/net.onnx" --vnnlib "$T/v2"
 sed 's/(assert (<= X_5 [^)]*))//' "$P" >"$T/v3"
-expect 64 "X_5 has no upper bound" --onnx "$T/net.onnx" --vnnlib "$T/v3"
+expect_certify 64 "X_5 has no upper bound" --onnx "$T/net.onnx" --vnnlib "$T/v3"
 printf '(declare-const X_0 Real)\n(declare-const Y_0 Real)\n(assert (>= X_0 0))\n(assert (<= X_0 1))\n' >"$T/v4"
-expect 64 "declares 1 inputs and 1 outputs" --onnx "$T/net.onnx" --vnnlib "$T/v4"
-expect 2 "cannot open" --onnx "$T/net.onnx" --vnnlib "$T/none.vnnlib"
+expect_certify 64 "declares 1 inputs and 1 outputs" --onnx "$T/net.onnx" --vnnlib "$T/v4"
+expect_certify 2 "cannot open" --onnx "$T/net.onnx" --vnnlib "$T/none.vnnlib"
 # usage
-expect 64 "go together" --onnx "$T/net.onnx"
-expect 64 "committed runs" --onnx "$T/net.onnx" --vnnlib "$P" --eps 0.1
+expect_certify 64 "go together" --onnx "$T/net.onnx"
+expect_certify 64 "committed runs" --onnx "$T/net.onnx" --vnnlib "$P" --eps 0.1
 cert_end

@@ -12,8 +12,8 @@
 # run itself (`certify RUN_DIR --vnnlib`, the run's own semantics): never unsat against the export's sat
 # or the reverse, version-3 certificates re-checked against RUN_DIR --vnnlib, an altered byte rejected.
 # Skipped (77) in an auditor without ONNX support.
-# shellcheck source=tests/e2e/cert_lib.sh
-. "$(dirname "$0")/cert_lib.sh"
+# shellcheck source=tests/e2e/lib.sh
+. "$(dirname "$0")/lib.sh"
 cert_begin cert_onnx_cnn "${1:-}"
 inbox() { # inbox PROP CEX: the counterexample's inputs all inside the property's box
   python3 - "$1" "$2" <<'PY'

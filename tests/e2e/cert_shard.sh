@@ -10,15 +10,10 @@
 # instead of a hang; --shard with --timeout and an unknown mode are usage errors (64).
 # Oversubscribed, as root in CI. Usage: cert_shard.sh BUILD_DIR MPIEXEC (MPIEXEC empty: skipped, 77).
 set -u
-. "$(dirname "$0")/e2e_lib.sh" # e2e_begin, ok, bad
-e2e_begin cert_shard "$1"
-MPIRUN=${2:-}
-if [ -z "$MPIRUN" ]; then echo "cert_shard: this build has no MPI (VT_MPI): skipped"; exit 77; fi
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-export OMPI_MCA_btl_vader_single_copy_mechanism=none
-# a hang guard only (never a timing assertion)
-mpi() { local np=$1; shift; timeout -k 10 "$(vt_scale 300)" "$MPIRUN" --oversubscribe --allow-run-as-root -np "$np" "$@"; }
-GEN="$HERE/../../bench/gen_mlp_onnx.py"
+. "$(dirname "$0")/lib.sh"
+vt_begin cert_shard "${1:-}"
+mpi_begin "${2:-}" 300
+GEN="$SRC/bench/gen_mlp_onnx.py"
 
 "$AUDITOR" keygen "$T/key" >/dev/null && "$TRAINER" keygen "$T/tk" >/dev/null || bad "keygen"
 python3 "$GEN" "$T/a.onnx" 20-32-24-10 --seed 3 --props "$T" --eps 0.05 --count 3 || bad "gen a"
@@ -82,7 +77,7 @@ mpi 2 "$AUDITOR" certify --onnx "$T/a.onnx" --vnnlib "$T/prop_2.vnnlib" --method
 # their passes dense on every rank), on 1, 2 and 3 ranks --shard tp, 2 and 3 fsdp:
 # the one-process certificate, answer and counterexample, byte for byte; check-certificate --shard;
 # rank 1 failing (a missing run) stops both ranks with its error (exit 2)
-R="$HERE/../../recipes/resnet-cifar10.json"
+R="$RECIPES/resnet-cifar10.json"
 "$TRAINER" train --run "$T/cnn" --key "$T/tk" --recipe "$R" --set dataset=digits --set 'layers=[64,10]' \
   --set image_channels=1 --set image_height=8 --set image_width=8 --set resnet_width=4 --set resnet_stages=2 \
   --set batch=32 --set steps=40 --set decay_every=1000 --set augment_pad=0 --set augment_flip=0 --quiet >/dev/null 2>&1 ||
@@ -148,5 +143,4 @@ st=$?
 st=$?
 [ $st = 64 ] && grep -q "expected tp, fsdp or none" "$T/out" && ok || bad "--shard rows: exit $st"
 
-echo "cert_shard: $pass passed, $fail failed"
-[ $fail = 0 ]
+vt_end

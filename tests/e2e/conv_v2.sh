@@ -8,11 +8,10 @@
 # program-2 step is rejected at its step; --threads 1, 2 and 3 sign the same program-2 commitment.
 # Usage: conv_v2.sh BUILD_DIR
 set -u
-. "$(dirname "$0")/e2e_lib.sh"
-e2e_begin conv-v2 "$1"
-CNN=(--recipe "$HERE/../../recipes/resnet-cifar10.json" --set subset=256 --set resnet_width=4 --set resnet_stages=2
+. "$(dirname "$0")/lib.sh"
+vt_begin conv_v2 "${1:-}" key
+CNN=(--recipe "$RECIPES/resnet-cifar10.json" --set subset=256 --set resnet_width=4 --set resnet_stages=2
      --set batch=16 --set steps=6 --set checkpoint_every=3 --set state_hash_every=1 --set decay_every=3)
-"$TRAINER" keygen "$T/key" >/dev/null || bad "keygen"
 "$AUDITOR" keygen "$T/akey" >/dev/null || bad "keygen"
 for v in 1 2; do
   "$TRAINER" train --run "$T/v$v" --key "$T/key" "${CNN[@]}" --set program_version=$v --quiet >"$T/out" 2>&1 ||
@@ -70,5 +69,4 @@ for t in 1 2 3; do
 done
 for t in 2 3; do cmp -s "$T/t1/commitment.vtc" "$T/t$t/commitment.vtc" && ok || bad "--threads $t's commitment differs"; done
 cmp -s "$T/t1/commitment.vtc" "$T/v2/commitment.vtc" && ok || bad "--threads 1 differs from the default's commitment"
-echo "conv_v2: $pass passed, $fail failed"
-[ "$fail" = 0 ]
+vt_end

@@ -11,24 +11,13 @@
 # run's commitment. Oversubscribed (2 cores run 4 ranks), as root in CI.
 # Usage: dp.sh BUILD_DIR MPIEXEC (MPIEXEC empty: a build without MPI, skipped: exit 77).
 set -u
-. "$(dirname "$0")/e2e_lib.sh" # e2e_begin, ok, bad
-e2e_begin dp "$1"
-MPIRUN=${2:-}
-if [ -z "$MPIRUN" ]; then echo "dp: this build has no MPI (VT_MPI): skipped"; exit 77; fi
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-export OMPI_MCA_btl_vader_single_copy_mechanism=none
-# a hang guard only (never a timing assertion): a run that stopped waiting for a dead rank fails here
-mpi() { local np=$1; shift; timeout -k 10 "$(vt_scale 600)" "$MPIRUN" --oversubscribe --allow-run-as-root -np "$np" "$@"; }
+. "$(dirname "$0")/lib.sh"
+vt_begin dp "${1:-}" key
+mpi_begin "${2:-}"
 
-"$TRAINER" keygen "$T/key" >/dev/null || bad "keygen"
 # small recipes, batch 12 (a multiple of 1, 2, 3 and 4), every other state committed
-COMMON=(--set batch=12 --set steps=6 --set state_hash_every=2 --set checkpoint_every=4)
-MLP=("${COMMON[@]}" --set subset=240)
-CNN=(--recipe "$HERE/../../recipes/resnet-cifar10.json" --set subset=120 --set resnet_width=4 --set resnet_stages=2
-     --set decay_every=3 "${COMMON[@]}")
+dp_recipes # COMMON, MLP, CNN, GPT (tests/e2e/lib.sh)
 CNN2=("${CNN[@]}" --set program_version=2) # step program 2 (docs/cnn.md): its conv2d kinds split like program 1's
-GPT=(--recipe "$HERE/../../recipes/gpt-shakespeare.json" --set gpt_layers=1 --set gpt_width=32 --set gpt_context=16
-     --set warmup=2 --set dropout=0.1 "${COMMON[@]}")
 
 # 1. one commitment whatever the number of ranks
 for model in mlp cnn cnn2 gpt; do
@@ -157,5 +146,4 @@ for opt in --flip-state --kill-rank; do
     bad "production $opt must be a usage error"
 done
 
-echo "dp: $pass passed, $fail failed"
-[ $fail = 0 ]
+vt_end

@@ -3,17 +3,10 @@
 # order and two BLAS thread counts, tamper with the run in every way of DESIGN section 8 that
 # issue 3 names, resume after kill -9, feed hostile files. Usage: e2e.sh BUILD_DIR
 set -u
-B=$(cd "$1" && pwd)
-T=$(mktemp -d /tmp/vt-e2e.XXXXXX)
-trap 'rm -rf "$T"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+. "$(dirname "$0")/lib.sh"
+vt_begin e2e "${1:-}"
 
-TRAINER="$B/trainer"
-AUDITOR="$B/auditor"
-TRAINER_TEST="$B/trainer-test" # the test build: --cheat, --stop-after (tests/tools/vt_cheats.h)
+# TRAINER_TEST (tests/e2e/lib.sh) is the test build: --cheat, --stop-after (tests/tools/vt_cheats.h)
 TAMPER="$B/vt_tamper"
 # a small, fast recipe: 2000 MNIST images, 784-64-10, 40 steps, every state committed (H = 1);
 # log rounding, so that the log's tampering cases below have entries to work on (exact rounding,
@@ -33,8 +26,7 @@ SMALL=(--set dataset=mnist-train --set subset=2000 --set 'layers=[784,64,10]' --
 "$TRAINER" train --run "$T/run" --key "$T/key" "${SMALL[@]}" --quiet >"$T/train.out" || bad "train"
 [ -f "$T/run/commitment.vtc" ] && ok || bad "no commitment"
 
-# expect STATUS REASON STEP -- auditor args... (tests/e2e/e2e_lib.sh)
-. "$(dirname "$0")/e2e_lib.sh"
+# expect STATUS REASON STEP -- auditor args... (tests/e2e/lib.sh)
 
 # --- honest run: every order, two BLAS thread counts, segments, parallel jobs
 # (VT_QUICK, the BLAS matrix: the BLAS-backed orders and one of the project's own; the others do
@@ -143,11 +135,11 @@ hostile "missing commitment"  'rm "$T/h/commitment.vtc"'
   grep -q "^exported step 40: 4 tensors" "$T/exp.out" && ok || bad "export"
 if command -v python3 >/dev/null 2>&1; then
   "$TRAINER" export "$T/run" --format safetensors --out "$T/full.safetensors" --step 20 --optimizer >/dev/null &&
-    python3 "$(dirname "$0")/../ref/check_export.py" "$T/full.safetensors" "$T/run" 20 784,64,10 >/dev/null && ok ||
+    python3 "$REF/check_export.py" "$T/full.safetensors" "$T/run" 20 784,64,10 >/dev/null && ok ||
     bad "export read back by an independent reader"
-  python3 "$(dirname "$0")/../ref/read_safetensors.py" "$T/model.safetensors" >/dev/null && ok || bad "export layout"
+  python3 "$REF/read_safetensors.py" "$T/model.safetensors" >/dev/null && ok || bad "export layout"
   "$TRAINER" export "$T/run" --format safetensors --out "$T/init.safetensors" --step 0 --optimizer >/dev/null &&
-    python3 "$(dirname "$0")/../ref/check_export.py" "$T/init.safetensors" "$T/run" 0 784,64,10 >/dev/null && ok ||
+    python3 "$REF/check_export.py" "$T/init.safetensors" "$T/run" 0 784,64,10 >/dev/null && ok ||
     bad "export of the initial state (--step 0)"
 fi
 "$TRAINER" export "$T/run" --format safetensors --out "$T/no.safetensors" --step 7 >/dev/null 2>&1
@@ -290,5 +282,4 @@ else
 fi
 
 fi
-echo "e2e: $pass passed, $fail failed"
-[ "$fail" = 0 ]
+vt_end

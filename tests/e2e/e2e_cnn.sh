@@ -6,22 +6,16 @@
 # evaluation uses the running statistics; the export carries them and recomputes the committed
 # state hash. The dispute game on a CNN run is in tests/e2e/dispute.sh. Usage: e2e_cnn.sh BUILD_DIR
 set -u
-. "$(dirname "$0")/e2e_lib.sh" # e2e_begin, ok, bad, expect STATUS REASON STEP -- auditor args
-e2e_begin e2e-cnn "$1"
+. "$(dirname "$0")/lib.sh"
+vt_begin e2e_cnn "${1:-}" key
 # the README's recipe, made small: width 4, two stages, 512 images, batch 16, 12 steps, every state
 # committed
-CNN=(--recipe "$HERE/../../recipes/resnet-cifar10.json" --set subset=512 --set resnet_width=4 --set resnet_stages=2
+CNN=(--recipe "$RECIPES/resnet-cifar10.json" --set subset=512 --set resnet_width=4 --set resnet_stages=2
      --set batch=16 --set steps=12 --set checkpoint_every=6 --set state_hash_every=1 --set decay_every=6)
 
-"$TRAINER" keygen "$T/key" >/dev/null || bad "keygen"
 
-ORDERS=(blas forward reverse pairwise permuted sorted split)
-[ -n "${VT_QUICK:-}" ] && ORDERS=(blas split pairwise)
-for mode in exact log; do
-  "$TRAINER" train --run "$T/$mode" --key "$T/key" "${CNN[@]}" --set rounding=$mode --quiet >"$T/train-$mode.out" ||
-    bad "train ($mode): $(cat "$T/train-$mode.out")"
-  for order in "${ORDERS[@]}"; do expect 0 verified "" "$T/$mode" --order "$order"; done
-done
+# both rounding modes, every order (tests/e2e/lib.sh)
+modes_verified "${CNN[@]}"
 grep -q "^log entries " "$T/train-log.out" && ok || bad "the log run's summary: $(cat "$T/train-log.out")"
 # an honest retraining in another order signs the same exact-mode commitment, byte for byte
 "$TRAINER" train --run "$T/exact2" --key "$T/key" "${CNN[@]}" --order reverse --quiet >/dev/null || bad "train (reverse)"
@@ -58,9 +52,8 @@ expect 1 "checkpoint altered" 6 "$T/ck" --order pairwise
 # recomputed from the exported values by an independent reader
 "$TRAINER" export "$T/exact" --format safetensors --out "$T/cnn.safetensors" --optimizer --pubkey "$T/key.pub" \
   >/dev/null && ok || bad "export"
-python3 "$HERE/../ref/check_export.py" "$T/cnn.safetensors" "$T/exact" 12 resnet && ok || bad "export check"
+python3 "$REF/check_export.py" "$T/cnn.safetensors" "$T/exact" 12 resnet && ok || bad "export check"
 "$TRAINER" export "$T/exact" --format safetensors --out "$T/cnn0.safetensors" --step 0 --optimizer >/dev/null &&
-  python3 "$HERE/../ref/check_export.py" "$T/cnn0.safetensors" "$T/exact" 0 resnet >/dev/null && ok || bad "export of step 0"
+  python3 "$REF/check_export.py" "$T/cnn0.safetensors" "$T/exact" 0 resnet >/dev/null && ok || bad "export of step 0"
 
-echo "e2e_cnn: $pass passed, $fail failed"
-[ "$fail" = 0 ]
+vt_end

@@ -6,20 +6,14 @@
 # validation loss; sampling is deterministic; the export recomputes the committed state hash. The
 # dispute game on a GPT run is in tests/e2e/dispute.sh. Usage: e2e_gpt.sh BUILD_DIR
 set -u
-. "$(dirname "$0")/e2e_lib.sh" # e2e_begin, ok, bad, expect STATUS REASON STEP -- auditor args
-e2e_begin e2e-gpt "$1"
+. "$(dirname "$0")/lib.sh"
+vt_begin e2e_gpt "${1:-}" key
 # the README's recipe, made small: one layer of width 32, context 16, batch 8, 12 steps, dropout
-GPT=(--recipe "$HERE/../../recipes/gpt-shakespeare.json" --set gpt_layers=1 --set gpt_width=32 --set gpt_context=16
+GPT=(--recipe "$RECIPES/gpt-shakespeare.json" --set gpt_layers=1 --set gpt_width=32 --set gpt_context=16
      --set batch=8 --set steps=12 --set warmup=3 --set dropout=0.1 --set checkpoint_every=6 --set state_hash_every=1)
 
-"$TRAINER" keygen "$T/key" >/dev/null || bad "keygen"
-ORDERS=(blas forward reverse pairwise permuted sorted split)
-[ -n "${VT_QUICK:-}" ] && ORDERS=(blas split pairwise)
-for mode in exact log; do
-  "$TRAINER" train --run "$T/$mode" --key "$T/key" "${GPT[@]}" --set rounding=$mode --quiet >"$T/train-$mode.out" ||
-    bad "train ($mode): $(cat "$T/train-$mode.out")"
-  for order in "${ORDERS[@]}"; do expect 0 verified "" "$T/$mode" --order "$order"; done
-done
+# both rounding modes, every order (tests/e2e/lib.sh)
+modes_verified "${GPT[@]}"
 "$TRAINER" train --run "$T/exact2" --key "$T/key" "${GPT[@]}" --order pairwise --quiet >/dev/null || bad "train (pairwise)"
 cmp -s "$T/exact/commitment.vtc" "$T/exact2/commitment.vtc" && ok || bad "exact rounding: another order signed another commitment"
 
@@ -50,7 +44,6 @@ expect 1 "record mismatch" 3 "$T/win"
 
 # export: every state tensor by name; the committed state hash recomputed by an independent reader
 "$TRAINER" export "$T/exact" --format safetensors --out "$T/gpt.safetensors" --optimizer --pubkey "$T/key.pub" \
-  >/dev/null && python3 "$HERE/../ref/check_export.py" "$T/gpt.safetensors" "$T/exact" 12 any >/dev/null && ok || bad "export"
+  >/dev/null && python3 "$REF/check_export.py" "$T/gpt.safetensors" "$T/exact" 12 any >/dev/null && ok || bad "export"
 
-echo "e2e_gpt: $pass passed, $fail failed"
-[ "$fail" = 0 ]
+vt_end

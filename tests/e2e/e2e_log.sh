@@ -10,14 +10,13 @@
 #     run's figures (final loss, log size per step).
 # Usage: e2e_log.sh BUILD_DIR
 set -u
-. "$(dirname "$0")/e2e_lib.sh"
-e2e_begin e2e-log "$1"
+. "$(dirname "$0")/lib.sh"
+vt_begin e2e_log "${1:-}" key
 TAMPER="$B/vt_tamper"
 SMALL=(--set dataset=mnist-train --set subset=2000 --set 'layers=[784,64,10]' --set steps=12 --set batch=64
        --set lr=0.1 --set checkpoint_every=5 --set state_hash_every=1 --set rounding=log)
 manifest() { sqlite3 "$1/run.db" "SELECT CAST(value AS TEXT) FROM meta WHERE key = 'manifest'"; }
 
-"$TRAINER" keygen "$T/key" >/dev/null || bad "keygen"
 "$TRAINER" train --run "$T/a" --key "$T/key" "${SMALL[@]}" --quiet >"$T/a.out" || bad "train"
 manifest "$T/a" | grep -q '"format":"vt-manifest-5"' && ok || bad "the manifest is not format 5: $(manifest "$T/a")"
 
@@ -86,5 +85,4 @@ cmp -s "$T/a/commitment.vtc" "$T/b-pairwise/commitment.vtc" && ok || bad "the co
 grep -q "^final loss      $want$" "$T/resume2.out" && ! grep -qi "nan" "$T/resume2.out" && ok ||
   bad "resume to commit: $(cat "$T/resume2.out")"
 
-echo "e2e_log: $pass passed, $fail failed"
-[ "$fail" = 0 ]
+vt_end

@@ -10,14 +10,8 @@
 # commitment. The same shim built without -ffast-math is a working BLAS (control).
 # Exit 77 (skipped) where no C compiler is found or its -ffast-math does not set flush-to-zero.
 set -u
-B=$(cd "$1" && pwd)
-. "$(dirname "$0")/lib.sh" # the hang guards: vt_scale
-T=$(mktemp -d /tmp/vt-env.XXXXXX)
-trap 'rm -rf "$T"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+. "$(dirname "$0")/lib.sh"
+vt_begin env_fastmath "${1:-}"
 CC=${CC:-cc}
 command -v "$CC" >/dev/null 2>&1 || { echo "no C compiler ($CC): skipped"; exit 77; }
 
@@ -116,5 +110,4 @@ refused "auditor challenge" "$B/auditor" challenge "$T/run" --arbiter 127.0.0.1:
 refused "arbiter serve" "$B/arbiter" serve --listen 127.0.0.1:0 --key "$T/key" --quiet
 refused "arbiter check" "$B/arbiter" check "$T/no-such-transcript"
 
-echo "env_fastmath: $pass passed, $fail failed"
-[ "$fail" = 0 ]
+vt_end

@@ -3,13 +3,8 @@
 # case provokes one error and checks its exit status and its message (README.md "Exit statuses").
 # Small recipes; no case asserts time. Usage: exit_codes.sh BUILD_DIR
 set -u
-B=$(cd "$1" && pwd)
-T=$(mktemp -d /tmp/vt-exit.XXXXXX)
-trap 'rm -rf "$T"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+. "$(dirname "$0")/lib.sh"
+vt_begin exit_codes "${1:-}"
 command -v sqlite3 >/dev/null || { echo "sqlite3 CLI missing (scripts/install-deps.sh installs it)"; exit 77; }
 
 # want STATUS REGEX -- command...: the status and a line of stderr+stdout matching REGEX
@@ -145,5 +140,4 @@ want 2 'cannot open run store' -- "$TR" eval --run "$T/nonexistent"
 want 2 'cannot open run store|run store' -- "$AU" verify "$T/nonexistent" --quiet
 want 64 'max-memory' -- "$AU" verify "$T/ok" --max-memory 0
 
-echo "exit_codes: $pass passed, $fail failed"
-[ "$fail" = 0 ]
+vt_end

@@ -18,11 +18,12 @@
 #               work grant weighs its GEMMs by the calibrated factor (issue 37 item 4), recorded in
 #               the transcript and used by `arbiter check` (the refusal over --max-work-s too)
 set -u
-B=$(cd "$1" && pwd)
+. "$(dirname "$0")/lib.sh"
+vt_begin game_faults "${1:-}"
 shift
 CASES=("$@")
 [ ${#CASES[@]} -gt 0 ] || CASES=(idle sessions work cnn gpt huge worklimit budget admission tc)
-source "$(dirname "$0")/game_lib.sh"
+keys tk rk ak ak1 ak2 ak3 ak4 ak5 ak6
 hwm_kb() { awk '$1 == "VmHWM:" {print $2}' "/proc/$1/status" 2>/dev/null; }
 # watch_hwm PID FILE: the process's peak RSS (kB), written to FILE until it exits
 watch_hwm() { while kill -0 "$1" 2>/dev/null; do local h; h=$(hwm_kb "$1"); [ -n "$h" ] && echo "$h" >"$2"; sleep 0.1; done; }

@@ -15,11 +15,12 @@
 #   admission a slow auditor (a colluder answering late) holds a run's only slot: the honest auditor
 #             of the run waits, the slow one is preempted (nobody at fault), the honest one wins
 set -u
-B=$(cd "$1" && pwd)
+. "$(dirname "$0")/lib.sh"
+vt_begin game_round3 "${1:-}"
 shift
 CASES=("$@")
 [ ${#CASES[@]} -gt 0 ] || CASES=(resets resume gone records admission)
-source "$(dirname "$0")/game_lib.sh"
+keys tk rk ak ak1 ak2 ak3 ak4 ak5 ak6
 command -v python3 >/dev/null || { echo "python3 missing: the relay cases cannot run"; exit 77; }
 
 # 4000 MNIST images, 784-128-10, 20 steps, a committed state every step, checkpoints every 5
@@ -35,7 +36,7 @@ need() { # honest / cheat (the learning rate altered at step 7)
 start_relay() {
   local d=$1 name=$2
   rm -f "$d/$name.port"; : >"$d/$name.cuts"
-  python3 "$SRC/tests/ref/vt_relay.py" "$d/$name.port" "$3" "$4" "$5" "$d/$name.cuts" >"$d/$name.log" 2>&1 &
+  python3 "$REF/vt_relay.py" "$d/$name.port" "$3" "$4" "$5" "$d/$name.cuts" >"$d/$name.log" 2>&1 &
   PIDS+=($!)
   wait_file "$d/$name.port" $! "$d/$name.log" || return 1
   RPORT=$(cat "$d/$name.port")
@@ -196,5 +197,4 @@ case_admission() { # finding 7: a colluder answering late cannot hold a run's sl
 }
 
 for c in "${CASES[@]}"; do "case_$c"; done
-echo "game_round3: $pass passed, $fail failed"
-[ "$fail" = 0 ]
+vt_end

@@ -9,23 +9,19 @@
 #     bash tests/e2e/kat_export.sh BUILD_DIR --write tests/kat/export.kat
 # and change only with a deliberate, documented change of what a step computes or what export writes.
 set -u
-HERE=$(cd "$(dirname "$0")" && pwd)
-B=${1:?usage: kat_export.sh BUILD_DIR [--write FILE]}
+. "$(dirname "$0")/lib.sh"
+vt_begin kat_export "${1:-}"
 WRITE=
 [ "${2:-}" = --write ] && WRITE=${3:?--write FILE}
-TRAINER=$B/trainer
 [ -x "$TRAINER" ] || { echo "kat_export: no $TRAINER"; exit 1; }
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
 "$TRAINER" keygen "$T/key" >/dev/null || { echo "kat_export: keygen failed"; exit 1; }
 MLP=(--set dataset=digits --set 'layers=[64,16,10]' --set optimizer=adam --set lr=0.002 --set batch=16 --set steps=4
      --set checkpoint_every=2 --set state_hash_every=1)
-CNN=(--recipe "$HERE/../../recipes/resnet-cifar10.json" --set subset=256 --set resnet_width=4 --set resnet_stages=2
+CNN=(--recipe "$RECIPES/resnet-cifar10.json" --set subset=256 --set resnet_width=4 --set resnet_stages=2
      --set batch=8 --set steps=3 --set checkpoint_every=3 --set state_hash_every=1 --set decay_every=2)
-GPT=(--recipe "$HERE/../../recipes/gpt-shakespeare.json" --set gpt_layers=1 --set gpt_heads=2 --set gpt_width=16
+GPT=(--recipe "$RECIPES/gpt-shakespeare.json" --set gpt_layers=1 --set gpt_heads=2 --set gpt_width=16
      --set gpt_context=8 --set batch=4 --set steps=3 --set warmup=1 --set dropout=0.1 --set checkpoint_every=3
      --set state_hash_every=1)
-fail=0
 : >"$T/got"
 for name in mlp resnet gpt mlp-log resnet-log gpt-log; do
   case $name in
@@ -51,5 +47,5 @@ while read -r name want; do
   case $name in '#'*|'') continue ;; esac
   got=$(awk -v n="$name" '$1 == n {print $2}' "$T/got")
   if [ "$got" = "$want" ]; then echo "ok   $name $got"; else echo "FAIL $name: pinned $want, got ${got:-(nothing)}"; fail=1; fi
-done <"$HERE/../kat/export.kat"
+done <"$SRC/tests/kat/export.kat"
 exit $fail

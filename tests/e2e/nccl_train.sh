@@ -12,24 +12,17 @@
 # still runs when a GPU is there.
 # Usage: nccl_train.sh BUILD_DIR MPIEXEC (MPIEXEC empty: a build without MPI, skipped); run by ctest.
 set -u
-. "$(dirname "$0")/e2e_lib.sh" # e2e_begin, ok, bad
-e2e_begin nccl_train "$1"
+. "$(dirname "$0")/lib.sh"
+vt_begin nccl_train "${1:-}" key
 MPIRUN=${2:-}
 if [ -z "$MPIRUN" ]; then echo "nccl_train: this build has no MPI (VT_MPI): skipped"; exit 77; fi
-# as root in CI: ctest's environment (tests/cmake/dist.cmake's VT_MPI_TEST_ENV); a hang guard only
-mpi() { timeout -k 10 "$(vt_scale 600)" "$MPIRUN" --oversubscribe --allow-run-as-root -np "$@"; }
+# as root in CI: ctest's environment (tests/cmake/dist.cmake's VT_MPI_TEST_ENV); mpi: tests/e2e/lib.sh
 root_of() { grep "^merkle root" "$1" | awk '{print $3}'; }
 
-"$TRAINER" keygen "$T/key" >/dev/null || bad "keygen"
-COMMON=(--set batch=12 --set steps=6 --set state_hash_every=2 --set checkpoint_every=4)
-MLP=("${COMMON[@]}" --set subset=240)
+dp_recipes # COMMON, MLP, CNN, GPT (tests/e2e/lib.sh)
 "$TRAINER" train --run "$T/probe" --key "$T/key" "${MLP[@]}" --set steps=1 --backend cuda >"$T/out" 2>&1
 st=$?
 if [ $st != 0 ]; then echo "nccl_train: no usable GPU (exit $st: $(tail -1 "$T/out")): skipped"; exit 77; fi
-CNN=(--recipe "$HERE/../../recipes/resnet-cifar10.json" --set subset=120 --set resnet_width=4 --set resnet_stages=2
-     --set decay_every=3 "${COMMON[@]}")
-GPT=(--recipe "$HERE/../../recipes/gpt-shakespeare.json" --set gpt_layers=1 --set gpt_width=32 --set gpt_context=16
-     --set warmup=2 --set dropout=0.1 "${COMMON[@]}")
 
 nccl_ok=1
 for model in mlp cnn gpt; do

@@ -11,21 +11,12 @@
 # numpy, or in a build without ONNX support (whose refusal, exit 2, is checked first).
 # Usage: onnx_export.sh BUILD_DIR
 set -u
-. "$(dirname "$0")/e2e_lib.sh" # e2e_begin, ok, bad
-e2e_begin onnx "$1"
-DATA="$HERE/../../data"
+. "$(dirname "$0")/lib.sh"
+vt_begin onnx_export "${1:-}" key
 
-PY=""
-for p in python3 /usr/bin/python3; do
-  if command -v "$p" >/dev/null && "$p" -c "import onnx, numpy" 2>/dev/null; then PY=$p; break; fi
-done
+PY=$(find_python "import onnx, numpy")
 
-"$TRAINER" keygen "$T/key" >/dev/null || bad "keygen"
-MLP=(--set dataset=mnist-train --set subset=2000 --set "layers=[784,32,10]" --set batch=32 --set steps=60
-     --set checkpoint_every=30)
-CNN=(--recipe "$HERE/../../recipes/resnet-cifar10.json" --set subset=2000 --set resnet_width=4 --set resnet_stages=2
-     --set batch=32 --set steps=60 --set checkpoint_every=30 --set decay_every=30)
-"$TRAINER" train --run "$T/mlp" --key "$T/key" "${MLP[@]}" --quiet >/dev/null || bad "train mlp"
+export_recipes # MLP, CNN, and the run $T/mlp (tests/e2e/lib.sh)
 
 # a build without ONNX support refuses clearly (exit 2) and the rest is skipped
 "$TRAINER" export "$T/mlp" --format onnx --out "$T/probe.onnx" --pubkey "$T/key.pub" >"$T/probe.out" 2>&1
@@ -53,7 +44,7 @@ check() {
     { bad "export $arch: $(cat "$T/$arch.export")"; return; }
   sh=$(sed -n 's/.*state hash \([0-9a-f]\{64\}\) .*/\1/p' "$T/$arch.export")
   [ -n "$ds" ] && [ -n "$acc" ] && [ -n "$sh" ] || { bad "$arch: eval or export output: $(cat "$T/$arch.eval" "$T/$arch.export")"; return; }
-  "$PY" "$HERE/../ref/onnx_check.py" "$T/$arch.onnx" --data-dir "$DATA" --dataset "$ds" --per-example "$T/$arch.pred" \
+  "$PY" "$REF/onnx_check.py" "$T/$arch.onnx" --data-dir "$DATA" --dataset "$ds" --per-example "$T/$arch.pred" \
     --accuracy "$acc" --commitment "$run/commitment.vtc" --state-hash "$sh" --arch "$arch" && ok ||
     bad "onnx_check $arch"
 }
@@ -66,16 +57,8 @@ check resnet "$T/cnn"
 assert {p.key: p.value for p in m.metadata_props}['vt.step'] == '30'" "$T/cnn30.onnx" && ok || bad "export --step 30"
 
 # refusals: each with its exit status and message, nothing written
-refuse() { # STATUS TEXT -- export args
-  local want=$1 text=$2; shift 3
-  rm -f "$T/refused.onnx"
-  "$TRAINER" export "$@" --out "$T/refused.onnx" >"$T/refuse.out" 2>&1
-  local st=$?
-  if [ $st -ne "$want" ] || ! grep -q -- "$text" "$T/refuse.out" || [ -e "$T/refused.onnx" ]; then
-    bad "export $* -> exit $st (expected $want, \"$text\"; file written: $([ -e "$T/refused.onnx" ] && echo yes || echo no)): $(cat "$T/refuse.out")"
-  else ok; fi
-}
-"$TRAINER" train --run "$T/gpt" --key "$T/key" --recipe "$HERE/../../recipes/gpt-shakespeare.json" --set gpt_layers=1 \
+REFUSED=$T/refused.onnx # refuse: tests/e2e/lib.sh
+"$TRAINER" train --run "$T/gpt" --key "$T/key" --recipe "$RECIPES/gpt-shakespeare.json" --set gpt_layers=1 \
   --set gpt_width=32 --set gpt_context=16 --set batch=4 --set steps=2 --set warmup=1 --quiet >/dev/null || bad "train gpt"
 refuse 64 "the GPT's export to ONNX is not supported yet: use --format safetensors" -- "$T/gpt" --format onnx
 refuse 64 "the ONNX export is the inference graph" -- "$T/mlp" --format onnx --optimizer
@@ -90,5 +73,4 @@ cp -r "$T/cnn" "$T/ck"
 st=$?
 { [ $st -eq 1 ] || [ $st -eq 2 ]; } && [ ! -e "$T/ck.onnx" ] && ok || bad "altered checkpoint: exit $st: $(cat "$T/ck.out")"
 
-echo "onnx_export: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+vt_end

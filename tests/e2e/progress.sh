@@ -5,16 +5,10 @@
 # terminal one line rewritten in place. No assertion on how long anything takes: the interval is
 # set small, and only the lines' form and the last line are checked. Usage: progress.sh BUILD_DIR
 set -u
-B=$(cd "$1" && pwd)
-T=$(mktemp -d /tmp/vt-progress.XXXXXX)
-trap 'rm -rf "$T"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+. "$(dirname "$0")/lib.sh"
+vt_begin progress "${1:-}" key
 SMALL=(--set dataset=mnist-train --set subset=1000 --set 'layers=[784,32,10]' --set steps=30 --set batch=32
        --set checkpoint_every=10 --set state_hash_every=1)
-"$B/trainer" keygen "$T/key" >/dev/null || bad keygen
 LINE='^(step|replay) [0-9]+/30 \([0-9]+%\)  loss [0-9.]+( \(step [0-9]+\))?  [0-9.]+ steps/s  ETA ([0-9]+h[0-9]{2}m|[0-9]+m[0-9]{2}s|[0-9]+s|--)  elapsed [0-9hms]+$'
 
 # a pipe: whole lines only, each of the documented form, the last one at 30/30
@@ -43,5 +37,4 @@ if command -v script >/dev/null; then
 else
   echo "(no script(1): the terminal case is not checked)"
 fi
-echo "progress: $pass passed, $fail failed"
-[ "$fail" = 0 ]
+vt_end

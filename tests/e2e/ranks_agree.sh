@@ -12,14 +12,10 @@
 # early). Oversubscribed (2 cores), as root in CI; no timing is asserted (`timeout` guards a hang).
 # Usage: ranks_agree.sh BUILD_DIR MPIEXEC (MPIEXEC empty: a build without MPI, skipped: exit 77).
 set -u
-. "$(dirname "$0")/e2e_lib.sh" # e2e_begin, ok, bad
-e2e_begin ranks_agree "$1"
-MPIRUN=${2:-}
-if [ -z "$MPIRUN" ]; then echo "ranks_agree: this build has no MPI (VT_MPI): skipped"; exit 77; fi
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-export OMPI_MCA_btl_vader_single_copy_mechanism=none
+. "$(dirname "$0")/lib.sh"
+vt_begin ranks_agree "${1:-}" key
+mpi_begin "${2:-}"
 
-"$TRAINER" keygen "$T/key" >/dev/null || bad "keygen"
 MLP=(--set batch=12 --set steps=4 --set subset=240 --set state_hash_every=2 --set checkpoint_every=2 --quiet)
 # rank.sh STATUS_FILE COMMAND...: runs the command, writes its exit status, exits 0
 printf '%s\n' '#!/usr/bin/env bash' 'out=$1; shift' '"$@"; echo $? >"$out"' 'exit 0' >"$T/rank.sh"
@@ -92,5 +88,4 @@ ranks "$T/c2" -- "$TRAINER_TEST" -- "$TRAINER_TEST" -- "$TRAINER_TEST"
 statuses 0
 cmp -s "$T/one/commitment.vtc" "$T/c2/commitment.vtc" && ok || bad "3 ranks: another commitment than one process's"
 
-echo "ranks_agree: $pass passed, $fail failed"
-[ $fail = 0 ]
+vt_end

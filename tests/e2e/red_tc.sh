@@ -9,13 +9,12 @@
 # (formats 1-4). auditor certify refuses a tensor-core run (its bounds are of exact rounding's
 # network). Usage: red_tc.sh BUILD_DIR
 set -u
-. "$(dirname "$0")/e2e_lib.sh" # e2e_begin, ok, bad, expect
-e2e_begin red-tc "$1"
+. "$(dirname "$0")/lib.sh"
+vt_begin red_tc "${1:-}" key
 TAMPER="$B/vt_tamper"
-"$TRAINER" keygen "$T/key" >/dev/null || bad "keygen"
 MLP=(--set dataset=mnist-train --set subset=2000 --set "layers=[784,32,10]" --set batch=32 --set steps=6
      --set checkpoint_every=3 --set state_hash_every=1)
-CNN=(--recipe "$HERE/../../recipes/resnet-cifar10.json" --set subset=256 --set resnet_width=4 --set resnet_stages=2
+CNN=(--recipe "$RECIPES/resnet-cifar10.json" --set subset=256 --set resnet_width=4 --set resnet_stages=2
      --set batch=16 --set steps=2 --set checkpoint_every=2 --set state_hash_every=1)
 "$TRAINER" train --run "$T/fp" --key "$T/key" "${MLP[@]}" --quiet >/dev/null 2>&1 || bad "train fp64"
 "$TRAINER" train --run "$T/tc" --key "$T/key" "${MLP[@]}" --set gemm_arith=tc-bf16-sm90 --quiet >/dev/null 2>&1 ||
@@ -60,7 +59,7 @@ for f in 2 3 4; do
   expect 2 "unreadable input" "" "$T/old-p2-$f"
 done
 # the trainer refuses the same values (exit 64, a message naming the key)
-refuse() { # WHAT TEXT ARGS...: exit 64 with TEXT in the message, and no run left
+refuse_recipe() { # WHAT TEXT ARGS...: exit 64 with TEXT in the message, and no run left
   local what=$1 text=$2; shift 2
   rm -rf "$T/r"
   "$TRAINER" train --run "$T/r" --key "$T/key" "$@" --quiet >"$T/r.out" 2>&1
@@ -68,16 +67,16 @@ refuse() { # WHAT TEXT ARGS...: exit 64 with TEXT in the message, and no run lef
   [ $st = 64 ] && grep -q -- "$text" "$T/r.out" && [ ! -e "$T/r/commitment.vtc" ] && ok ||
     bad "$what: exit $st: $(cat "$T/r.out")"
 }
-refuse "program_version 0" program_version "${MLP[@]}" --set program_version=0
-refuse "program_version 0, CNN" program_version "${CNN[@]}" --set program_version=0
-refuse "program_version 0, log" program_version "${MLP[@]}" --set program_version=0 --set rounding=log
-refuse "program_version 3" program_version "${CNN[@]}" --set program_version=3
-refuse "program_version 2, MLP" program_version "${MLP[@]}" --set program_version=2
-refuse "gemm_arith with program 2" gemm_arith "${CNN[@]}" --set program_version=2 --set gemm_arith=tc-bf16-sm90
-refuse "an unknown model" gemm_arith "${MLP[@]}" --set gemm_arith=tc-bf16-sm75
-refuse "an empty model" gemm_arith "${MLP[@]}" --set gemm_arith=
-refuse "a model by number" gemm_arith "${MLP[@]}" --set gemm_arith=1
-refuse "gemm_arith with log rounding" gemm_arith "${MLP[@]}" --set gemm_arith=tc-fp16-sm90 --set rounding=log
+refuse_recipe "program_version 0" program_version "${MLP[@]}" --set program_version=0
+refuse_recipe "program_version 0, CNN" program_version "${CNN[@]}" --set program_version=0
+refuse_recipe "program_version 0, log" program_version "${MLP[@]}" --set program_version=0 --set rounding=log
+refuse_recipe "program_version 3" program_version "${CNN[@]}" --set program_version=3
+refuse_recipe "program_version 2, MLP" program_version "${MLP[@]}" --set program_version=2
+refuse_recipe "gemm_arith with program 2" gemm_arith "${CNN[@]}" --set program_version=2 --set gemm_arith=tc-bf16-sm90
+refuse_recipe "an unknown model" gemm_arith "${MLP[@]}" --set gemm_arith=tc-bf16-sm75
+refuse_recipe "an empty model" gemm_arith "${MLP[@]}" --set gemm_arith=
+refuse_recipe "a model by number" gemm_arith "${MLP[@]}" --set gemm_arith=1
+refuse_recipe "gemm_arith with log rounding" gemm_arith "${MLP[@]}" --set gemm_arith=tc-fp16-sm90 --set rounding=log
 # certification bounds the network of exact rounding (and of real arithmetic): a tensor-core run's own
 # evaluation is another function (an example its tc evaluation misclassifies could be "verified"), so
 # certify refuses it (exit 64, naming gemm_arith) rather than certify another network; an fp64 run certifies
@@ -108,5 +107,4 @@ cmp -s "$T/res/commitment.vtc" "$T/tc/commitment.vtc" && ok || bad "the resumed 
 # the honest runs verify
 expect 0 verified "" "$T/tc" --order reverse
 expect 0 verified "" "$T/p2" --order pairwise
-echo "red_tc: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+vt_end

@@ -7,14 +7,8 @@
 # no run, never a crash. Skips (77) only without Chromium (scripts/install-deps.sh installs it).
 # Usage: report.sh BUILD_DIR
 set -u
-B=$(cd "$1" && pwd)
-. "$(dirname "$0")/lib.sh" # the hang guards: vt_scale
-T=$(mktemp -d /tmp/vt-report.XXXXXX)
-trap 'rm -rf "$T"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+. "$(dirname "$0")/lib.sh"
+vt_begin report "${1:-}"
 
 CHROMIUM=$(command -v chromium || command -v chromium-browser || true)
 if [ -z "$CHROMIUM" ]; then

@@ -18,35 +18,33 @@
 #      end. Each time a copy of run.db + checkpoints/ + commitment.vtc alone audits VERIFIED.
 # No wall time is asserted: processes are ordered by their stopped state and their output.
 set -u
-. "$(dirname "$0")/e2e_lib.sh"
-e2e_begin run-faults "$1"
+. "$(dirname "$0")/lib.sh"
+vt_begin run_faults "${1:-}"
 HOLD="$B/vt_dbhold"
 BG=() # the background processes this script started: killed, if still there, at exit
-cleanup() {
+vt_at_exit() { # before the work folder goes (tests/e2e/lib.sh)
   local p
   for p in "${BG[@]}"; do kill -9 "$p" 2>/dev/null; done
   mountpoint -q "$T/full" 2>/dev/null && umount "$T/full"
-  rm -rf "$T"
 }
-trap cleanup EXIT
 for f in "$TRAINER" "$TRAINER_TEST" "$AUDITOR" "$HOLD"; do
   [ -x "$f" ] || { echo "missing $f"; exit 1; }
 done
 SM=(--set dataset=mnist-train --set subset=1000 --set 'layers=[784,32,10]' --set steps=12 --set checkpoint_every=4
     --set state_hash_every=2 --quiet)
-train() { "$TRAINER" train --key "$T/key" "${SM[@]}" --run "$@"; }
-train_test() { "$TRAINER_TEST" train --key "$T/key" "${SM[@]}" --run "$@"; }
+train_sm() { "$TRAINER" train_sm --key "$T/key" "${SM[@]}" --run "$@"; }
+train_test() { "$TRAINER_TEST" train_sm --key "$T/key" "${SM[@]}" --run "$@"; }
 # (a process started in the background is the program itself, not a shell function: $! is its PID)
 
 "$TRAINER" keygen "$T/key" >/dev/null || { echo "keygen failed"; exit 1; }
-train "$T/ref" >/dev/null || { echo "reference run failed"; exit 1; }
-REF="$T/ref/commitment.vtc"
+train_sm "$T/ref" >/dev/null || { echo "reference run failed"; exit 1; }
+REF_VTC="$T/ref/commitment.vtc"
 
 # same_run DIR WHAT: DIR holds the reference run (commitment and checkpoint files byte for byte),
 # no temporary, no run.db-wal with content
 same_run() {
   local dir=$1 what=$2
-  if ! cmp -s "$REF" "$dir/commitment.vtc"; then bad "$what: the commitment differs from an uninterrupted run's"; return 1; fi
+  if ! cmp -s "$REF_VTC" "$dir/commitment.vtc"; then bad "$what: the commitment differs from an uninterrupted run's"; return 1; fi
   local a b
   a=$(cd "$T/ref/checkpoints" && ls) b=$(cd "$dir/checkpoints" && ls)
   if [ "$a" != "$b" ]; then bad "$what: checkpoints [$b], expected [$a]"; return 1; fi
@@ -58,7 +56,7 @@ same_run() {
 # resume_same DIR WHAT: `trainer train --resume` reaches the reference run
 resume_same() {
   local dir=$1 what=$2
-  train "$dir" --resume >"$T/resume.out" 2>&1
+  train_sm "$dir" --resume >"$T/resume.out" 2>&1
   local st=$?
   if [ $st != 0 ]; then bad "$what: resume exit $st: $(cat "$T/resume.out")"; return 1; fi
   same_run "$dir" "$what" || return 1
@@ -94,7 +92,7 @@ release() { echo >&7; exec 7>&-; wait "$HOLDER"; }
 
 # --- 1. kill -9 at every write point
 train_test "$T/trace" --fault-trace >/dev/null 2>"$T/trace.err" || bad "trace run"
-cmp -s "$REF" "$T/trace/commitment.vtc" && ok || bad "the test build's run differs"
+cmp -s "$REF_VTC" "$T/trace/commitment.vtc" && ok || bad "the test build's run differs"
 # POINT:N for each pass; the checkpoints are passes 1 (step 0), 2 (step 4), 3 (step 8), 4 (step 12)
 mapfile -t ALL < <(awk '$1 == "write" && $2 == "point" {print $3 ":" $4}' "$T/trace.err")
 echo "write points of a run: ${#ALL[@]} passes of $(printf '%s\n' "${ALL[@]}" | sed 's/:.*//' | sort -u | tr '\n' ' ')"
@@ -140,7 +138,7 @@ if mount -t tmpfs -o size=64m tmpfs "$FULL" 2>/dev/null; then
   for size in 4k 24k 64k 128k 200k 300k 420k 520k 620k; do
     rm -rf "$FULL/r"
     mount -o remount,size=$size "$FULL" || { bad "remount size=$size"; continue; }
-    train "$FULL/r" >"$T/full.out" 2>&1
+    train_sm "$FULL/r" >"$T/full.out" 2>&1
     st=$?
     mount -o remount,size=64m "$FULL" || { bad "remount size=64m"; break; }
     if [ $st = 0 ]; then
@@ -155,7 +153,7 @@ if mount -t tmpfs -o size=64m tmpfs "$FULL" 2>/dev/null; then
     if [ -d "$FULL/r" ]; then
       resume_same "$FULL/r" "disk of $size full, then --resume"
     else # the creation failed and removed what it had made: a new train
-      train "$FULL/r" >/dev/null 2>&1 && same_run "$FULL/r" "disk of $size full, then a new train" && ok
+      train_sm "$FULL/r" >/dev/null 2>&1 && same_run "$FULL/r" "disk of $size full, then a new train" && ok
     fi
     verify_copy "$FULL/r" "disk of $size"
   done
@@ -170,33 +168,33 @@ fi
 train_test "$T/d" --stop-after 10 >/dev/null || bad "interrupted run"
 cp -r "$T/d" "$T/d0"
 truncate -s 100 "$T/d/checkpoints/ckpt-000000000008.vtck"
-train "$T/d" --resume >"$T/resume.out" 2>&1 && same_run "$T/d" "last checkpoint truncated" && ok || bad "resume with checkpoint 8 truncated: $(cat "$T/resume.out")"
+train_sm "$T/d" --resume >"$T/resume.out" 2>&1 && same_run "$T/d" "last checkpoint truncated" && ok || bad "resume with checkpoint 8 truncated: $(cat "$T/resume.out")"
 grep -q "^resume: checkpoint 8 is unusable" "$T/resume.out" && grep -q "^resume: from checkpoint 4$" "$T/resume.out" && ok ||
   bad "the fallback is not said: $(cat "$T/resume.out")"
 rm -rf "$T/d" && cp -r "$T/d0" "$T/d"
 printf 'X' | dd of="$T/d/checkpoints/ckpt-000000000008.vtck" bs=1 seek=20000 conv=notrunc 2>/dev/null
 rm "$T/d/checkpoints/ckpt-000000000004.vtck"
-train "$T/d" --resume >"$T/resume.out" 2>&1 && same_run "$T/d" "checkpoint 8 altered, 4 deleted" && ok || bad "resume with 8 altered, 4 deleted: $(cat "$T/resume.out")"
+train_sm "$T/d" --resume >"$T/resume.out" 2>&1 && same_run "$T/d" "checkpoint 8 altered, 4 deleted" && ok || bad "resume with 8 altered, 4 deleted: $(cat "$T/resume.out")"
 grep -q "^resume: from checkpoint 0$" "$T/resume.out" && ok || bad "fallback to 0 not said: $(cat "$T/resume.out")"
 rm -rf "$T/d" && cp -r "$T/d0" "$T/d"
 for f in "$T/d/checkpoints/"*.vtck; do truncate -s 10 "$f"; done
 touch "$T/d/checkpoints/ckpt-000000000004.vtck.tmp-99999-0" "$T/d/commitment.vtc.tmp-99999-1"
-train "$T/d" --resume >"$T/resume.out" 2>&1 && same_run "$T/d" "every checkpoint damaged" && ok || bad "resume with every checkpoint damaged: $(cat "$T/resume.out")"
+train_sm "$T/d" --resume >"$T/resume.out" 2>&1 && same_run "$T/d" "every checkpoint damaged" && ok || bad "resume with every checkpoint damaged: $(cat "$T/resume.out")"
 grep -q "^resume: no usable checkpoint: step 0 recreated from the recipe" "$T/resume.out" && ok || bad "step 0 recreation not said: $(cat "$T/resume.out")"
 
 # --- 4. a second writer is refused, naming the holder; readers are not
-"$TRAINER_TEST" train --key "$T/key" "${SM[@]}" --run "$T/l" --pause-at step.stored:6 >/dev/null 2>&1 &
+"$TRAINER_TEST" train_sm --key "$T/key" "${SM[@]}" --run "$T/l" --pause-at step.stored:6 >/dev/null 2>&1 &
 pid=$!
 BG+=($pid)
 if wait_stopped $pid; then
-  train "$T/l" --resume >"$T/second.out" 2>&1
+  train_sm "$T/l" --resume >"$T/second.out" 2>&1
   st=$?
   [ $st = 2 ] && grep -q "is in use by another trainer (pid $pid," "$T/second.out" && ok ||
     bad "a second writer: exit $st: $(cat "$T/second.out")"
-  train "$T/l" >"$T/second.out" 2>&1
+  train_sm "$T/l" >"$T/second.out" 2>&1
   st=$?
-  [ $st = 64 ] && grep -q "it holds a run (run.db): continue that run with .trainer train --resume" "$T/second.out" && ok ||
-    bad "a new train over a run: exit $st: $(cat "$T/second.out")"
+  [ $st = 64 ] && grep -q "it holds a run (run.db): continue that run with .trainer train_sm --resume" "$T/second.out" && ok ||
+    bad "a new train_sm over a run: exit $st: $(cat "$T/second.out")"
   [ "$(cat "$T/l/run.lock")" = "$pid" ] && ok || bad "run.lock holds '$(cat "$T/l/run.lock")', not $pid"
   hold "$T/l" txn # a reader is not refused
   grep -q '^holding [0-9]' "$T/hold.out" && ok || bad "a reader of a locked run: $(cat "$T/hold.out")"
@@ -209,7 +207,7 @@ else
   bad "the paused trainer did not stop"
   kill -9 $pid 2>/dev/null
 fi
-train "$T/l" --resume >"$T/second.out" 2>&1 && grep -q "already finished" "$T/second.out" && ok || bad "the lock was not released: $(cat "$T/second.out")"
+train_sm "$T/l" --resume >"$T/second.out" 2>&1 && grep -q "already finished" "$T/second.out" && ok || bad "the lock was not released: $(cat "$T/second.out")"
 
 # --- 5. readers of run.db as training ends
 # reader_case NAME MODE WAIT_ARGS...: an interrupted run resumed; paused after its 3rd stored step
@@ -217,7 +215,7 @@ train "$T/l" --resume >"$T/second.out" 2>&1 && grep -q "already finished" "$T/se
 reader_case() {
   local dir="$T/$1" mode=$2; shift 2
   train_test "$dir" --stop-after 6 >/dev/null || { bad "$dir: interrupted run"; return 1; }
-  "$TRAINER_TEST" train --key "$T/key" "${SM[@]}" --run "$dir" --resume --pause-at step.stored:3 "$@" \
+  "$TRAINER_TEST" train_sm --key "$T/key" "${SM[@]}" --run "$dir" --resume --pause-at step.stored:3 "$@" \
     >"$T/rd.out" 2>"$T/rd.err" &
   RPID=$!
   BG+=($RPID)
@@ -259,5 +257,4 @@ if reader_case rc idle; then
   same_run "$T/rc" "(c) idle reader" && ok
 fi
 
-echo "run_faults: $pass passed, $fail failed"
-[ $fail = 0 ]
+vt_end

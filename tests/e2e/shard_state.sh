@@ -11,22 +11,12 @@
 # unsharded run; --backend cuda is refused before anything is written. Oversubscribed, as root in CI.
 # Usage: shard_state.sh BUILD_DIR MPIEXEC (MPIEXEC empty: a build without MPI, skipped: exit 77).
 set -u
-. "$(dirname "$0")/e2e_lib.sh" # e2e_begin, ok, bad
-e2e_begin shard_state "$1"
-MPIRUN=${2:-}
-if [ -z "$MPIRUN" ]; then echo "shard_state: this build has no MPI (VT_MPI): skipped"; exit 77; fi
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-export OMPI_MCA_btl_vader_single_copy_mechanism=none
-# a hang guard only (never a timing assertion)
-mpi() { local np=$1; shift; timeout -k 10 "$(vt_scale 600)" "$MPIRUN" --oversubscribe --allow-run-as-root -np "$np" "$@"; }
+. "$(dirname "$0")/lib.sh"
+vt_begin shard_state "${1:-}" key
+mpi_begin "${2:-}"
 
-"$TRAINER" keygen "$T/key" >/dev/null || bad "keygen"
-COMMON=(--set batch=12 --set steps=6 --set state_hash_every=2 --set checkpoint_every=4)
-MLP=("${COMMON[@]}" --set subset=240 --set optimizer=adam)
-CNN=(--recipe "$HERE/../../recipes/resnet-cifar10.json" --set subset=120 --set resnet_width=4 --set resnet_stages=2
-     --set decay_every=3 "${COMMON[@]}")
-GPT=(--recipe "$HERE/../../recipes/gpt-shakespeare.json" --set gpt_layers=1 --set gpt_width=32 --set gpt_context=16
-     --set warmup=2 --set dropout=0.1 "${COMMON[@]}")
+dp_recipes # COMMON, MLP, CNN, GPT (tests/e2e/lib.sh)
+MLP+=(--set optimizer=adam)
 
 # "state memory    S of W bytes on rank 0, optimiser state O of OW (...)": O and OW
 opt_bytes() { sed -n 's/^state memory .* optimiser state \([0-9]*\) of \([0-9]*\) .*/\1 \2/p' "$1"; }
@@ -87,5 +77,4 @@ st=$?
 [ $st = 2 ] && grep -q -- "--shard-state" "$T/out" && [ ! -e "$T/cuda" ] && ok ||
   bad "--shard-state --backend cuda: exit $st: $(cat "$T/out")"
 
-echo "shard_state: $pass passed, $fail failed"
-[ $fail = 0 ]
+vt_end

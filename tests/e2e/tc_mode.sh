@@ -8,14 +8,13 @@
 # rounding=log, an unknown model. (--backend cuda runs the GPU kernel: scripts/gpu-check.sh step 2d.)
 # Usage: tc_mode.sh BUILD_DIR
 set -u
-. "$(dirname "$0")/e2e_lib.sh" # e2e_begin, ok, bad
-e2e_begin tc "$1"
-"$TRAINER" keygen "$T/key" >/dev/null || bad "keygen"
+. "$(dirname "$0")/lib.sh"
+vt_begin tc_mode "${1:-}" key
 MLP=(--set dataset=mnist-train --set subset=2000 --set "layers=[784,32,10]" --set batch=32 --set steps=40
      --set checkpoint_every=20 --set state_hash_every=1)
-CNN=(--recipe "$HERE/../../recipes/resnet-cifar10.json" --set subset=256 --set resnet_width=4 --set resnet_stages=2
+CNN=(--recipe "$RECIPES/resnet-cifar10.json" --set subset=256 --set resnet_width=4 --set resnet_stages=2
      --set batch=16 --set steps=4 --set checkpoint_every=2 --set state_hash_every=1)
-GPT=(--recipe "$HERE/../../recipes/gpt-shakespeare.json" --set gpt_layers=1 --set gpt_width=32 --set gpt_context=16
+GPT=(--recipe "$RECIPES/gpt-shakespeare.json" --set gpt_layers=1 --set gpt_width=32 --set gpt_context=16
      --set batch=8 --set steps=4 --set warmup=1 --set checkpoint_every=2 --set state_hash_every=1)
 run() { # NAME MODE RECIPE...
   local name=$1 mode=$2; shift 2
@@ -58,5 +57,4 @@ fi
 [ $st = 64 ] && grep -q "use rounding=exact" "$T/r.out" && ok || bad "gemm_arith with rounding=log: exit $st: $(cat "$T/r.out")"
 "$TRAINER" train --run "$T/r2" --key "$T/key" "${MLP[@]}" --set gemm_arith=tc-bf16-sm75 --quiet >"$T/r.out" 2>&1; st=$?
 [ $st = 64 ] && ok || bad "an unknown model: exit $st: $(cat "$T/r.out")"
-echo "tc_mode: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+vt_end

@@ -5,18 +5,12 @@
 # three commitments are byte-identical, and the 3-thread run audits VERIFIED with --threads 2.
 # --threads 0 and --threads x are usage errors (64). Usage: threads.sh BUILD_DIR
 set -u
-B=$(cd "$1" && pwd)
-HERE=$(cd "$(dirname "$0")" && pwd)
-T=$(mktemp -d /tmp/vt-threads.XXXXXX)
-trap 'rm -rf "$T"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
-"$B/trainer" keygen "$T/key" >/dev/null || { echo "keygen failed"; exit 1; }
+. "$(dirname "$0")/lib.sh"
+vt_begin threads "${1:-}" key
 MLP=(--set subset=2048 --set 'layers=[784,256,10]' --set batch=256 --set steps=6 --set checkpoint_every=3 --set state_hash_every=1)
-CNN=(--recipe "$HERE/../../recipes/resnet-cifar10.json" --set subset=256 --set resnet_width=4 --set resnet_stages=2
+CNN=(--recipe "$RECIPES/resnet-cifar10.json" --set subset=256 --set resnet_width=4 --set resnet_stages=2
      --set batch=32 --set steps=4 --set checkpoint_every=2 --set state_hash_every=1)
-GPT=(--recipe "$HERE/../../recipes/gpt-shakespeare.json" --set gpt_layers=1 --set gpt_width=32 --set gpt_context=16
+GPT=(--recipe "$RECIPES/gpt-shakespeare.json" --set gpt_layers=1 --set gpt_width=32 --set gpt_context=16
      --set batch=16 --set steps=4 --set dropout=0.1 --set checkpoint_every=2 --set state_hash_every=1)
 for m in MLP CNN GPT; do
   declare -n R=$m
@@ -33,5 +27,4 @@ done
 [ $st = 64 ] && ok || bad "--threads 0: exit $st"
 "$B/auditor" --threads x verify "$T/MLP-1" >/dev/null 2>&1; st=$?
 [ $st = 64 ] && ok || bad "--threads x: exit $st"
-echo "threads: $pass passed, $fail failed"
-[ $fail = 0 ]
+vt_end

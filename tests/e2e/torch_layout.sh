@@ -14,34 +14,17 @@
 # (its vocabulary) is missing; nothing written. Skipped (77) only when no python3 imports torch
 # (python3-torch: scripts/install-deps.sh). Usage: torch_layout.sh BUILD_DIR
 set -u
-. "$(dirname "$0")/e2e_lib.sh" # e2e_begin, ok, bad
-e2e_begin torch "$1"
-DATA="$HERE/../../data"
-PY=""
-for p in python3 /usr/bin/python3; do
-  if command -v "$p" >/dev/null && "$p" -c "import torch" 2>/dev/null; then PY=$p; break; fi
-done
+. "$(dirname "$0")/lib.sh"
+vt_begin torch_layout "${1:-}" key
+PY=$(find_python "import torch")
 
-"$TRAINER" keygen "$T/key" >/dev/null || bad "keygen"
-MLP=(--set dataset=mnist-train --set subset=2000 --set "layers=[784,32,10]" --set batch=32 --set steps=60
-     --set checkpoint_every=30)
-CNN=(--recipe "$HERE/../../recipes/resnet-cifar10.json" --set subset=2000 --set resnet_width=4 --set resnet_stages=2
-     --set batch=32 --set steps=60 --set checkpoint_every=30 --set decay_every=30)
-GPT=(--recipe "$HERE/../../recipes/gpt-shakespeare.json" --set gpt_layers=2 --set gpt_width=32 --set gpt_context=16
+export_recipes # MLP, CNN, and the run $T/mlp (tests/e2e/lib.sh)
+GPT=(--recipe "$RECIPES/gpt-shakespeare.json" --set gpt_layers=2 --set gpt_width=32 --set gpt_context=16
      --set batch=8 --set steps=30 --set warmup=3 --set checkpoint_every=10)
-"$TRAINER" train --run "$T/mlp" --key "$T/key" "${MLP[@]}" --quiet >/dev/null || bad "train mlp"
 "$TRAINER" train --run "$T/gpt" --key "$T/key" "${GPT[@]}" --quiet >/dev/null || bad "train gpt"
 
 # refusals: exit status and message, nothing written
-refuse() { # STATUS TEXT -- export args
-  local want=$1 text=$2; shift 3
-  rm -f "$T/refused.st"
-  "$TRAINER" export "$@" --out "$T/refused.st" >"$T/refuse.out" 2>&1
-  local st=$?
-  if [ $st -ne "$want" ] || ! grep -q -- "$text" "$T/refuse.out" || [ -e "$T/refused.st" ]; then
-    bad "export $* -> exit $st (expected $want, \"$text\"): $(cat "$T/refuse.out")"
-  else ok; fi
-}
+REFUSED=$T/refused.st # refuse: tests/e2e/lib.sh
 refuse 64 "the ONNX export has ONNX's own layout" -- "$T/mlp" --format onnx --layout torch
 refuse 64 "the layouts are project (the default) and torch" -- "$T/mlp" --layout keras
 mkdir -p "$T/empty"
@@ -61,7 +44,7 @@ export_both() {
   "$TRAINER" export "$run" --layout torch --optimizer --out "$T/$name.st" --pubkey "$T/key.pub" "$@" >"$T/$name.out" 2>&1 &&
     "$TRAINER" export "$run" --optimizer --out "$T/$name.project.st" --pubkey "$T/key.pub" "$@" >>"$T/$name.out" 2>&1 ||
     { bad "export $name: $(cat "$T/$name.out")"; return 1; }
-  "$PY" "$HERE/../ref/torch_models.py" check "$T/$name.st" --project "$T/$name.project.st" && ok || bad "check $name"
+  "$PY" "$REF/torch_models.py" check "$T/$name.st" --project "$T/$name.project.st" && ok || bad "check $name"
 }
 
 for a in mlp cnn; do
@@ -69,7 +52,7 @@ for a in mlp cnn; do
   grep -Eq "^correct         [0-9]+ of [0-9]+ \(accuracy 0\.[0-9]+\)$" "$T/$a.eval" && ok ||
     bad "eval $a: no full-precision line: $(cat "$T/$a.eval")"
   export_both "$a" "$T/$a" &&
-    { "$PY" "$HERE/../ref/torch_models.py" eval "$T/$a.st" --data-dir "$DATA" --per-example "$T/$a.pred" --first 500 && ok ||
+    { "$PY" "$REF/torch_models.py" eval "$T/$a.st" --data-dir "$DATA" --per-example "$T/$a.pred" --first 500 && ok ||
       bad "torch eval $a"; }
 done
 
@@ -79,7 +62,7 @@ for g in gpt gptu; do
   loss=$(sed -n 's/^mean loss *\([0-9.e+-]*\) nats\/char.*/\1/p' "$T/$g.eval")
   [ -n "$loss" ] && ok || { bad "eval $g: no mean loss line: $(cat "$T/$g.eval")"; continue; }
   export_both "$g" "$T/$g" &&
-    { "$PY" "$HERE/../ref/torch_models.py" loss "$T/$g.st" --data-dir "$DATA" --windows 100 --loss "$loss" && ok ||
+    { "$PY" "$REF/torch_models.py" loss "$T/$g.st" --data-dir "$DATA" --windows 100 --loss "$loss" && ok ||
       bad "torch loss $g"; }
 done
 
@@ -92,7 +75,7 @@ meta, t, order = tm.read_st(sys.argv[1])
 assert meta['vt.step'] == '30' and not any(k.startswith('optimizer.') for k in t), sorted(t)
 nbt = [int(v) for k, v in t.items() if k.endswith('num_batches_tracked')]
 assert nbt and set(nbt) == {30}, nbt
-" "$T/cnn30.st" "$HERE/../ref" && ok || bad "cnn step 30: optimizer tensors or num_batches_tracked"
+" "$T/cnn30.st" "$REF" && ok || bad "cnn step 30: optimizer tensors or num_batches_tracked"
 
 # --init in PyTorch's layout (trainer train --init-layout torch; auto when the file's metadata says
 # vt.layout torch): a state_dict saved from the module built from the docs (no vt.* metadata, with the
@@ -102,14 +85,14 @@ assert nbt and set(nbt) == {30}, nbt
 for a in mlp cnn; do
   if [ $a = mlp ]; then R=("${MLP[@]}"); else R=("${CNN[@]}"); fi
   "$TRAINER" export "$T/$a" --out "$T/$a.noopt.st" --pubkey "$T/key.pub" >/dev/null 2>&1 || bad "export $a"
-  "$PY" "$HERE/../ref/torch_models.py" statedict "$T/$a.st" --out "$T/$a.sd.st" || { bad "statedict $a"; continue; }
+  "$PY" "$REF/torch_models.py" statedict "$T/$a.st" --out "$T/$a.sd.st" || { bad "statedict $a"; continue; }
   for v in sd auto; do
     if [ $v = sd ]; then init=(--init "$T/$a.sd.st" --init-layout torch); want="$T/$a.noopt.st"; opt=()
     else init=(--init "$T/$a.st"); want="$T/$a.project.st"; opt=(--optimizer); fi
     "$TRAINER" train --run "$T/$a-$v" --key "$T/key" "${R[@]}" --set steps=4 --set checkpoint_every=2 --set state_hash_every=1 "${init[@]}" \
       --quiet >"$T/init.out" 2>&1 || { bad "train $a from its $v file: $(cat "$T/init.out")"; continue; }
     "$TRAINER" export "$T/$a-$v" --step 0 "${opt[@]}" --out "$T/$a-$v.0.st" --pubkey "$T/key.pub" >/dev/null 2>&1 &&
-      "$PY" "$HERE/../ref/torch_models.py" same "$T/$a-$v.0.st" --project "$want" && ok ||
+      "$PY" "$REF/torch_models.py" same "$T/$a-$v.0.st" --project "$want" && ok ||
       bad "$a: step 0 of the run from its $v file is not the original's final state"
     "$AUDITOR" verify "$T/$a-$v" --quiet >"$T/audit.out" 2>&1 && ok || bad "audit $a-$v: $(cat "$T/audit.out")"
   done
@@ -120,5 +103,4 @@ for a in mlp cnn; do
     bad "$a: a state_dict read in the project's layout: exit $st: $(cat "$T/init.out")"
 done
 
-echo "torch_layout: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+vt_end

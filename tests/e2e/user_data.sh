@@ -8,16 +8,13 @@
 # PyTorch when installed, else the format by hand) audit VERIFIED, resume from the run's copy, and a
 # different, missing or unfitting initial file is refused clearly. Usage: user_data.sh BUILD_DIR
 set -u
-. "$(dirname "$0")/e2e_lib.sh" # e2e_begin, ok, bad, expect STATUS REASON STEP -- auditor args
-e2e_begin user-data "$1"
+. "$(dirname "$0")/lib.sh"
+vt_begin user_data "${1:-}" key
 command -v python3 >/dev/null || { echo "SKIP: no python3"; exit 77; }
-PY=python3 # the initial weights written by PyTorch where a python3 imports torch (python3-torch)
-for p in python3 /usr/bin/python3; do
-  if command -v "$p" >/dev/null && "$p" -c "import torch" 2>/dev/null; then PY=$p; break; fi
-done
-mkdir -p "$T/files" "$T/copy" && "$PY" "$HERE/../ref/user_files.py" data "$T/files" && "$PY" "$HERE/../ref/user_files.py" init "$T/files" ||
+# the initial weights written by PyTorch where a python3 imports torch (python3-torch)
+PY=$(find_python "import torch") || PY=python3
+mkdir -p "$T/files" "$T/copy" && "$PY" "$REF/user_files.py" data "$T/files" && "$PY" "$REF/user_files.py" init "$T/files" ||
   { echo "FAIL: tests/ref/user_files.py"; exit 1; }
-"$TRAINER" keygen "$T/key" >/dev/null || bad "keygen"
 MLP=(--set layers=[16,32,4] --set batch=32 --set steps=20 --set checkpoint_every=10 --set state_hash_every=5 --quiet)
 D=(--data-dir "$T/files")
 
@@ -59,7 +56,7 @@ expect 0 verified "" "$T/npy"
 expect 0 verified "" "$T/npy2" "${D[@]}"
 
 # 3. a text file for the GPT: the vocabulary from the file, evaluated on its last 10%
-GPT=(--recipe "$HERE/../../recipes/gpt-shakespeare.json" --set dataset=text:text.txt --set gpt_vocab=30 --set gpt_layers=1
+GPT=(--recipe "$RECIPES/gpt-shakespeare.json" --set dataset=text:text.txt --set gpt_vocab=30 --set gpt_layers=1
      --set gpt_width=16 --set gpt_heads=2 --set gpt_context=8 --set batch=4 --set steps=6 --set warmup=2
      --set checkpoint_every=3 --set state_hash_every=1 --quiet)
 "$TRAINER" train --run "$T/gpt" --key "$T/key" "${D[@]}" "${GPT[@]}" >"$T/train.out" 2>&1 || bad "train on text: $(cat "$T/train.out")"
@@ -110,16 +107,13 @@ cp "$T/files/torch.safetensors" "$T/ft/init.safetensors" && expect 1 "wrong init
 expect 0 verified "" "$T/pt" "${D[@]}"
 # ... and its ONNX export reproduces its accuracy outside the project (issue 25's chain: the user's data,
 # PyTorch-written initial weights, VERIFIED, ONNX): tests/ref/onnx_check.py with python3-onnx and NumPy
-PYONNX=""
-for p in python3 /usr/bin/python3; do
-  if command -v "$p" >/dev/null && "$p" -c "import onnx, numpy" 2>/dev/null; then PYONNX=$p; break; fi
-done
+PYONNX=$(find_python "import onnx, numpy")
 if [ -n "$PYONNX" ] && "$TRAINER" export "$T/pt" --format onnx --out "$T/pt.onnx" --pubkey "$T/key.pub" >"$T/export.out" 2>&1
 then
   "$TRAINER" eval --run "$T/pt" "${D[@]}" --per-example "$T/pt.pred" >"$T/eval.out" 2>&1 || bad "eval: $(cat "$T/eval.out")"
   acc=$(sed -n 's/^accuracy *//p' "$T/eval.out")
   sh=$(sed -n 's/.*state hash \([0-9a-f]\{64\}\) .*/\1/p' "$T/export.out")
-  "$PYONNX" "$HERE/../ref/onnx_check.py" "$T/pt.onnx" --data-dir "$T/files" --dataset safetensors:data.safetensors \
+  "$PYONNX" "$REF/onnx_check.py" "$T/pt.onnx" --data-dir "$T/files" --dataset safetensors:data.safetensors \
     --per-example "$T/pt.pred" --accuracy "$acc" --commitment "$T/pt/commitment.vtc" --state-hash "$sh" --arch mlp &&
     ok || bad "the ONNX export of the run from the user's data and the PyTorch file"
 elif grep -q "built without ONNX support" "$T/export.out" 2>/dev/null || [ -z "$PYONNX" ]; then
@@ -146,5 +140,4 @@ expect_fail 2 "trunc.safetensors" "offset" -- "${I[@]}" --run "$T/i5" --init "$T
 expect_fail 2 "nothing.safetensors" -- "${I[@]}" --run "$T/i6" --init "$T/files/nothing.safetensors"
 for r in i1 i2 i3 i4 i5 i6; do [ -e "$T/$r" ] && bad "a refused --init left $r" || ok; done
 
-echo "user_data: $pass passed, $fail failed"
-[ "$fail" = 0 ]
+vt_end

@@ -23,23 +23,9 @@
 #     re-derives; a game against an unreachable trainer re-derives, and is refused once its NO_ANSWER note
 #     ends after the record's expiry.
 set -u
-B=$(cd "$1" && pwd)
-. "$(dirname "$0")/lib.sh" # the hang guards: vt_scale, wait_until
-T=$(mktemp -d /tmp/vt-verdict.XXXXXX)
-PIDS=()
-cleanup() { # VT_VERDICT_KEEP=1 keeps the work folder (its transcripts)
-  for p in "${PIDS[@]:-}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null
-  if [ -n "${VT_VERDICT_KEEP:-}" ]; then echo "kept $T" >&2; else rm -rf "$T"; fi
-}
-trap cleanup EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); echo "ok: $*"; }
-bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
-SLOW=1; [ "${VT_ASAN:-0}" = 1 ] && SLOW=4
-dl() { vt_scale $(($1 * SLOW)); } # dl MS: a deadline an honest party must meet (a hang guard)
-
-for k in tk rk ak fk; do "$B/trainer" keygen "$T/$k" >/dev/null || { echo "setup failed"; exit 1; }; done
+. "$(dirname "$0")/lib.sh"
+vt_begin verdict "${1:-}" # VT_VERDICT_KEEP=1 (or VT_KEEP=1) keeps the work folder (its transcripts)
+keys tk rk ak fk
 R=(--set subset=1000 --set 'layers=[784,128,10]' --set steps=12 --set batch=64 --set checkpoint_every=4
    --set state_hash_every=1 --quiet)
 "$B/trainer-test" train --run "$T/run" --key "$T/tk" "${R[@]}" >/dev/null &&
@@ -47,39 +33,20 @@ R=(--set subset=1000 --set 'layers=[784,128,10]' --set steps=12 --set batch=64 -
   "$B/trainer-test" train --run "$T/other" --key "$T/tk" "${R[@]}" --set seed=7 >/dev/null ||
   { echo "training failed"; exit 1; }
 
-wait_file() { # FILE PID: a server's port file (written atomically); at most 120 s (scaled)
-  wait_until 120 file_or_exit "$1" "$2"
-  [ -s "$1" ] || { echo "server $2: no $1" >&2; return 1; }
-}
-# start_arbiter DIR KEY [args]: sets APID, APORT
-start_arbiter() {
-  local d=$1 key=$2; shift 2; mkdir -p "$d/tr"; rm -f "$d/ap"
-  "$B/arbiter" serve --listen 127.0.0.1:0 --key "$key" --port-file "$d/ap" --transcripts "$d/tr" \
-    --deadline-ms "$(dl 20000)" --clock-ms "$(dl 60000)" "$@" >>"$d/arbiter.log" 2>&1 &
-  APID=$!; PIDS+=("$APID")
-  wait_file "$d/ap" "$APID" || { echo "arbiter did not start: $(tail -3 "$d/arbiter.log")"; exit 1; }
-  APORT=$(cat "$d/ap")
-}
-# start_trainer DIR RUN [args]: sets TPID, TPORT; the record goes to DIR/service.vtsr
-start_trainer() {
-  local d=$1 run=$2; shift 2; rm -f "$d/tp"
-  "$B/trainer-test" serve "$run" --listen "${LISTEN:-127.0.0.1:0}" --key "$T/tk" --arbiter-key "$T/rk.pub" \
-    --port-file "$d/tp" --service-file "$d/service.vtsr" "$@" >>"$d/trainer.log" 2>&1 &
-  TPID=$!; PIDS+=("$TPID")
-  wait_file "$d/tp" "$TPID" || { echo "trainer did not start: $(tail -3 "$d/trainer.log")"; exit 1; }
-  TPORT=$(cat "$d/tp")
-}
-stop() { kill "$1" 2>/dev/null; wait "$1" 2>/dev/null; }
-ntr() { ls "$1"/tr/*.vttr 2>/dev/null | wc -l; }
+# the servers (start_arbiter with its key in ARB_KEY, start_trainer: tests/e2e/lib.sh) append to
+# their logs and stop the script when they do not start
+START_EXIT=1
+LOG_APPEND=1
+ARB_ARGS=(--deadline-ms "$(dl 20000)" --clock-ms "$(dl 60000)")
 
 # ---------------------------------------------------------------- 1. the auditor's own arbiter
 D=$T/own; mkdir -p "$D"
 start_trainer "$D" "$T/run"
-start_arbiter "$D" "$T/ak" # the auditor's own key
+ARB_KEY="$T/ak" start_arbiter "$D" # the auditor's own key
 "$B/vt_attack" challenge 127.0.0.1:"$APORT" "$T/run" "$D/service.vtsr" >"$D/o" 2>&1
 grep -q "reply VERDICT loser 2 reason 8: the trainer's service record does not name this arbiter's key" "$D/o" &&
   ok "an arbiter the record does not name refuses the challenge (against the auditor)" || bad "own arbiter: $(cat "$D/o")"
-[ "$(ntr "$D")" = 0 ] && ok "nothing played, no transcript" || bad "a transcript was written"
+[ "$(ntranscripts "$D")" = 0 ] && ok "nothing played, no transcript" || bad "a transcript was written"
 grep -q "is not an arbiter this trainer answers" "$D/trainer.log" && bad "the arbiter dialled the trainer" ||
   ok "the trainer was never dialled"
 "$B/auditor-test" challenge "$T/run" --service "$D/service.vtsr" --arbiter 127.0.0.1:"$APORT" --key "$T/ak" \
@@ -103,7 +70,7 @@ stop "$APID"; stop "$TPID"
 # ---------------------------------------------------------------- 3. a genuine transcript, re-signed
 D=$T/genuine; mkdir -p "$D"
 start_trainer "$D" "$T/cheat" --cheat lr:7:0.5
-start_arbiter "$D" "$T/rk" --games 1
+start_arbiter "$D" --games 1
 "$B/auditor-test" challenge "$T/cheat" --service "$D/service.vtsr" --arbiter 127.0.0.1:"$APORT" --key "$T/ak" \
   --arbiter-key "$T/rk.pub" --quiet >"$D/o" 2>&1; st=$?
 [ $st = 0 ] && grep -q "against the trainer (wrong output) at step 7" "$D/o" && ok "the cheating trainer loses" ||
@@ -163,7 +130,7 @@ start_trainer "$D" "$T/run"
 stop "$TPID"
 "$B/vt_record" "$T/tk" "$D/service.vtsr" "$D/run.vtsr" -1000 -10 >/dev/null # the auditor's record, expired since
 LISTEN=127.0.0.1:$TPORT start_trainer "$D" "$T/other" # the same key and address, another run
-start_arbiter "$D" "$T/rk" --games 1
+start_arbiter "$D" --games 1
 "$B/auditor-test" challenge "$T/run" --service "$D/run.vtsr" --arbiter 127.0.0.1:"$APORT" --key "$T/ak" \
   --arbiter-key "$T/rk.pub" --lie 9:3 --quiet >"$D/o" 2>&1; st=$?
 [ $st = 2 ] && grep -q "against nobody (stale service record)" "$D/o" && grep -q "not this run" "$D/o" &&
@@ -178,7 +145,7 @@ stop "$TPID"
 D=$T/expired; mkdir -p "$D"
 start_trainer "$D" "$T/run" --misbehave short-record --record-ttl 2
 cp "$D/service.vtsr" "$D/old.vtsr"
-start_arbiter "$D" "$T/rk"
+start_arbiter "$D"
 resigned() { ! cmp -s "$D/service.vtsr" "$D/old.vtsr"; }
 wait_until 30 resigned
 cmp -s "$D/service.vtsr" "$D/old.vtsr" && bad "the serving trainer did not re-sign its record" ||
@@ -193,22 +160,22 @@ chk() { # TRANSCRIPT: st, and the output in $D/c (its verdict and refusal lines 
   "$B/arbiter" check "$1" --arbiter-key "$T/rk.pub" >"$D/c" 2>&1; st=$?
   grep -E "^(RE-DERIVED|REFUSED|MISMATCH)|refused:|arbiter check:" "$D/c" | sed "s/^ */    [exit $st] /"
 }
-expect() { # STATUS PATTERN WHAT: the last chk exited STATUS and printed PATTERN (and, unless 0, no RE-DERIVED)
+expect_check() { # STATUS PATTERN WHAT: the last chk exited STATUS and printed PATTERN (and, unless 0, no RE-DERIVED)
   if [ "$st" = "$1" ] && grep -q -- "$2" "$D/c" && { [ "$1" = 0 ] || ! grep -q "^RE-DERIVED" "$D/c"; }; then ok "$3"
   else bad "$3: exit $st $(cat "$D/c")"; fi
 }
 edit() { "$B/vt_rogue" edit "$@" >/dev/null || bad "vt_rogue edit $*"; }
 "$B/vt_rogue" list "$G" >"$D/list" || bad "list"
 echo "the genuine transcript holds $(grep -c " VERDICT " "$D/list") VERDICT record(s) (the verdict, recorded once)"
-chk "$G"; expect 0 "^RE-DERIVED" "the genuine transcript still re-derives"
+chk "$G"; expect_check 0 "^RE-DERIVED" "the genuine transcript still re-derives"
 ARB="signed by key [0-9a-f]* (the arbiter's key)"
 edit "$G" "$D/flip.vttr" "$T/rk" append-verdict flip; chk "$D/flip.vttr"
-expect 1 "refused: inconsistent transcript: a second VERDICT (sent) at offset [0-9]*, after the verdict at offset [0-9]*, $ARB" \
+expect_check 1 "refused: inconsistent transcript: a second VERDICT (sent) at offset [0-9]*, after the verdict at offset [0-9]*, $ARB" \
   "a contradictory second verdict under the arbiter's key: refused, the arbiter's key named"
 edit "$G" "$D/same.vttr" "$T/rk" append-verdict same; chk "$D/same.vttr"
-expect 1 "inconsistent transcript: a second VERDICT (sent) .*$ARB" "the same verdict once more: refused"
+expect_check 1 "inconsistent transcript: a second VERDICT (sent) .*$ARB" "the same verdict once more: refused"
 edit "$G" "$D/note.vttr" "$T/rk" append-note; chk "$D/note.vttr"
-expect 1 "inconsistent transcript: a record (NOTE, a note) at offset [0-9]* after the verdict at offset [0-9]*, $ARB" \
+expect_check 1 "inconsistent transcript: a record (NOTE, a note) at offset [0-9]* after the verdict at offset [0-9]*, $ARB" \
   "a note after the verdict: refused"
 # trailing bytes: hostile tails are a malformed transcript (exit 2), never a crash
 size=$(stat -c %s "$G")
@@ -216,7 +183,7 @@ i=0
 for tail in 'printf garbage' 'head -c 36 /dev/zero' "printf '\\001'; head -c 32 /dev/zero; printf '\\000\\000\\000\\200'" \
             "printf '\\011'; head -c 40 /dev/zero" "printf '\\002'; head -c 32 /dev/zero; printf '\\310\\000\\000\\000'; head -c 10 /dev/zero"; do
   i=$((i + 1)); cp "$G" "$D/tail$i.vttr"; eval "$tail" >>"$D/tail$i.vttr"; chk "$D/tail$i.vttr"
-  expect 2 "inconsistent transcript: trailing bytes at offset $size, after the verdict at offset [0-9]*, are not a whole record" \
+  expect_check 2 "inconsistent transcript: trailing bytes at offset $size, after the verdict at offset [0-9]*, are not a whole record" \
     "trailing bytes ($tail): refused, exit 2"
 done
 vo=$(grep ' VERDICT ' "$D/list" | head -1 | cut -d' ' -f1)
@@ -228,33 +195,32 @@ done
 [ -z "$odd" ] && ok "$n transcripts cut after the verdict's start: exit 0, 1 or 2, never a crash" || bad "cut transcripts:$odd"
 cp "$G" "$D/zero.vttr"; { printf '\002'; head -c 32 /dev/zero; printf '\120\000\000\000'; head -c 80 /dev/zero; } >>"$D/zero.vttr"
 chk "$D/zero.vttr"
-expect 1 "inconsistent transcript: a record (not a message, received) at offset $size after the verdict at offset [0-9]*, naming key [0-9a-f]* (a key of none of the parties), whose signature does not verify under it" \
+expect_check 1 "inconsistent transcript: a record (not a message, received) at offset $size after the verdict at offset [0-9]*, naming key [0-9a-f]* (a key of none of the parties), whose signature does not verify under it" \
   "a whole record of zeros after the verdict: refused"
 # an arbiter whose clock was behind: the verdict re-timed and re-signed by the arbiter's key
 edit "$G" "$D/behind.vttr" "$T/rk" verdict-time -3600; chk "$D/behind.vttr"
-expect 1 "the verdict's time [0-9]* precedes the signing time [0-9]* of the trainer's service record (serial [0-9]*, in the challenge) by 3600 s, more than the 300 s allowed for the clocks' difference: the arbiter's clock was behind" \
+expect_check 1 "the verdict's time [0-9]* precedes the signing time [0-9]* of the trainer's service record (serial [0-9]*, in the challenge) by 3600 s, more than the 300 s allowed for the clocks' difference: the arbiter's clock was behind" \
   "a verdict timed 3,600 s before the record was signed: refused (the arbiter's clock was behind)"
 for dt in -200 0; do
   edit "$G" "$D/skew$dt.vttr" "$T/rk" verdict-time $dt; chk "$D/skew$dt.vttr"
-  expect 0 "^RE-DERIVED" "a verdict timed $dt s from the record's signing time re-derives"
+  expect_check 0 "^RE-DERIVED" "a verdict timed $dt s from the record's signing time re-derives"
 done
 # an unreachable trainer: re-derived; refused once the arbiter's note ends the failure after the record expired
 D=$T/gone; mkdir -p "$D"
 start_trainer "$D" "$T/run"; stop "$TPID" # a genuine record, nobody answering
-start_arbiter "$D" "$T/rk" --games 1 --clock-ms $((3000 * SLOW)) --deadline-ms $((1000 * SLOW))
+start_arbiter "$D" --games 1 --clock-ms $((3000 * SLOW)) --deadline-ms $((1000 * SLOW))
 "$B/vt_attack" challenge 127.0.0.1:"$APORT" "$T/run" "$D/service.vtsr" >"$D/o" 2>&1
 grep -q "reply VERDICT loser 1 reason 1" "$D/o" && ok "the unreachable trainer loses by its clock" || bad "unreachable: $(cat "$D/o")"
 wait "$APID" 2>/dev/null
 U=$(ls "$D"/tr/*.vttr | head -1)
 chk "$U"
-expect 0 "rests on: the arbiter's signed account" "the unreachable trainer's verdict re-derives"
+expect_check 0 "rests on: the arbiter's signed account" "the unreachable trainer's verdict re-derives"
 for how in flip same; do
   edit "$U" "$D/$how.vttr" "$T/rk" append-verdict $how; chk "$D/$how.vttr"
-  expect 1 "inconsistent transcript: a second VERDICT (sent) .*$ARB" "a second verdict ($how): refused"
+  expect_check 1 "inconsistent transcript: a second VERDICT (sent) .*$ARB" "a second verdict ($how): refused"
 done
 edit "$U" "$D/late.vttr" "$T/rk" late-failure; chk "$D/late.vttr"
-expect 1 "a verdict against the trainer that rests on its unreachability (the arbiter's notes), which they end at [0-9.]* s (the verdict's time [0-9]* plus [0-9]* ms of the game), not before the expiry [0-9]* of the newest service record of this run the game relied on (serial [0-9]*, in the challenge): a trainer is not bound to be reachable after its record expired" \
+expect_check 1 "a verdict against the trainer that rests on its unreachability (the arbiter's notes), which they end at [0-9.]* s (the verdict's time [0-9]* plus [0-9]* ms of the game), not before the expiry [0-9]* of the newest service record of this run the game relied on (serial [0-9]*, in the challenge): a trainer is not bound to be reachable after its record expired" \
   "unreachable after its record expired: refused"
 
-echo "verdict: $pass passed, $fail failed"
-[ "$fail" = 0 ]
+vt_end
