@@ -32,8 +32,8 @@ for f in "$TRAINER" "$TRAINER_TEST" "$AUDITOR" "$HOLD"; do
 done
 SM=(--set dataset=mnist-train --set subset=1000 --set 'layers=[784,32,10]' --set steps=12 --set checkpoint_every=4
     --set state_hash_every=2 --quiet)
-train_sm() { "$TRAINER" train_sm --key "$T/key" "${SM[@]}" --run "$@"; }
-train_test() { "$TRAINER_TEST" train_sm --key "$T/key" "${SM[@]}" --run "$@"; }
+train_sm() { "$TRAINER" train --key "$T/key" "${SM[@]}" --run "$@"; }
+train_test() { "$TRAINER_TEST" train --key "$T/key" "${SM[@]}" --run "$@"; }
 # (a process started in the background is the program itself, not a shell function: $! is its PID)
 
 "$TRAINER" keygen "$T/key" >/dev/null || { echo "keygen failed"; exit 1; }
@@ -183,7 +183,7 @@ train_sm "$T/d" --resume >"$T/resume.out" 2>&1 && same_run "$T/d" "every checkpo
 grep -q "^resume: no usable checkpoint: step 0 recreated from the recipe" "$T/resume.out" && ok || bad "step 0 recreation not said: $(cat "$T/resume.out")"
 
 # --- 4. a second writer is refused, naming the holder; readers are not
-"$TRAINER_TEST" train_sm --key "$T/key" "${SM[@]}" --run "$T/l" --pause-at step.stored:6 >/dev/null 2>&1 &
+"$TRAINER_TEST" train --key "$T/key" "${SM[@]}" --run "$T/l" --pause-at step.stored:6 >/dev/null 2>&1 &
 pid=$!
 BG+=($pid)
 if wait_stopped $pid; then
@@ -193,8 +193,8 @@ if wait_stopped $pid; then
     bad "a second writer: exit $st: $(cat "$T/second.out")"
   train_sm "$T/l" >"$T/second.out" 2>&1
   st=$?
-  [ $st = 64 ] && grep -q "it holds a run (run.db): continue that run with .trainer train_sm --resume" "$T/second.out" && ok ||
-    bad "a new train_sm over a run: exit $st: $(cat "$T/second.out")"
+  [ $st = 64 ] && grep -q "it holds a run (run.db): continue that run with .trainer train --resume" "$T/second.out" && ok ||
+    bad "a new train over a run: exit $st: $(cat "$T/second.out")"
   [ "$(cat "$T/l/run.lock")" = "$pid" ] && ok || bad "run.lock holds '$(cat "$T/l/run.lock")', not $pid"
   hold "$T/l" txn # a reader is not refused
   grep -q '^holding [0-9]' "$T/hold.out" && ok || bad "a reader of a locked run: $(cat "$T/hold.out")"
@@ -215,7 +215,7 @@ train_sm "$T/l" --resume >"$T/second.out" 2>&1 && grep -q "already finished" "$T
 reader_case() {
   local dir="$T/$1" mode=$2; shift 2
   train_test "$dir" --stop-after 6 >/dev/null || { bad "$dir: interrupted run"; return 1; }
-  "$TRAINER_TEST" train_sm --key "$T/key" "${SM[@]}" --run "$dir" --resume --pause-at step.stored:3 "$@" \
+  "$TRAINER_TEST" train --key "$T/key" "${SM[@]}" --run "$dir" --resume --pause-at step.stored:3 "$@" \
     >"$T/rd.out" 2>"$T/rd.err" &
   RPID=$!
   BG+=($RPID)
