@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Wall time of the reference game under attack against the same game unloaded (issue 9's "at most
 # 2x the unloaded time"): a benchmark, not a test (issue 21: wall time depends on whatever else the
-# machine runs; tests/attack.sh checks winners, verdicts and bounded resources instead).
-# For each attack that plays games while it runs, tests/attack.sh plays 3 games unloaded and 3
+# machine runs; tests/e2e/attack.sh checks winners, verdicts and bounded resources instead).
+# For each attack that plays games while it runs, tests/e2e/attack.sh plays 3 games unloaded and 3
 # under the attack (VT_ATTACK_GAMES=3) and prints the medians (VT_ATTACK_BENCH=1); this prints one
 # table row per attack: the medians, their ratio, and the honest servers' CPU seconds.
 # Usage: bench/attack_load.sh [BUILD_DIR] [CASE...]   (default build/release; idle silent_tls flood unauth)
@@ -20,7 +20,7 @@ printf '| attack | unloaded game | loaded game | loaded / unloaded | arbiter CPU
 printf '|---|--:|--:|--:|--:|--:|\n'
 st=0
 for c in "${CASES[@]}"; do
-  out=$(VT_ATTACK_GAMES=$GAMES VT_ATTACK_BENCH=1 bash tests/attack.sh "$BUILD" "$c" 2>&1); rc=$?
+  out=$(VT_ATTACK_GAMES=$GAMES VT_ATTACK_BENCH=1 bash tests/e2e/attack.sh "$BUILD" "$c" 2>&1); rc=$?
   [ $rc = 0 ] || { st=1; echo "$out" | grep -E "FAIL|failed" >&2; }
   r=$(echo "$out" | awk '$1 == "ratio:" {print $3, $5, $8}')
   read -r ratio lo un <<<"$r"

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """gen_mlp_onnx.py - writes a feed-forward ReLU MLP as an ONNX file, and VNN-LIB properties for it,
-for `auditor certify --onnx` (tests/cert_shard.sh, bench/bench_cert_shard.sh). No training: the
+for `auditor certify --onnx` (tests/e2e/cert_shard.sh, bench/bench_cert_shard.sh). No training: the
 weights are random FP32 values (Python's random.Random(seed), reproducible), each layer's magnitudes
 in [2^-s, 2^(1-s)) with s = ceil(log2(sqrt(fan-in))) + 1, random signs; biases likewise, smaller.
 

@@ -3,7 +3,7 @@
 # end-to-end tests under every CBLAS that Debian provides through the libblas.so.3 alternative
 # (OpenBLAS pthread, BLIS pthread, BLIS OpenMP, the reference BLAS) and under OpenBLAS with
 # OPENBLAS_CORETYPE forced to several kernel families. Each configuration is first checked to be
-# the one asked for (tests/blas_info.c), then, across configurations, in both rounding modes:
+# the one asked for (tests/tools/blas_info.c), then, across configurations, in both rounding modes:
 #   - exact rounding (the default): a run trained under it has the same commitment, byte for
 #     byte, as the run trained under the system default - every stored value is RN32 of an exact
 #     value, and there is no log;

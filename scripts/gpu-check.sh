@@ -12,7 +12,7 @@
 #      operation on the same inputs; a difference stops the run naming the operation, its kind, the
 #      output tensor and the first differing element with both values' bits;
 #   2c. GPU ranks (docs/distributed.md "GPU ranks"): test_nccl (test_dist's cases through the NCCL
-#      engine: one rank, and 2 ranks under mpirun) and tests/nccl_train.sh (2 ranks with
+#      engine: one rank, and 2 ranks under mpirun) and tests/e2e/nccl_train.sh (2 ranks with
 #      --backend cuda, collectives over NCCL and over MPI, against the CPU run); each says "skipped"
 #      without MPI in the build or, for NCCL on 2 ranks, with fewer than 2 GPUs;
 #   2d. tensor cores (issues 28 and 41; docs/tensorcore.md "GPU check"): first the SASS of every
@@ -110,8 +110,8 @@ for spec in mlp: cnn:recipes/resnet-cifar10.json gpt:recipes/gpt-shakespeare.jso
   done
 done
 rm -rf "$CK"
-step "end to end (tests/e2e.sh: its CUDA section trains on the GPU, audits on CPU and GPU)"
-bash tests/e2e.sh "$B" | tail -3 || status=1
+step "end to end (tests/e2e/e2e.sh: its CUDA section trains on the GPU, audits on CPU and GPU)"
+bash tests/e2e/e2e.sh "$B" | tail -3 || status=1
 
 step "GPU ranks: the collectives over NCCL (test_nccl, test_nccl_np2, nccl_train; at most 240 s)"
 for t in test_nccl test_nccl_np2 nccl_train; do

@@ -13,17 +13,17 @@ PKGS=(build-essential cmake pkg-config clang libclang-rt-14-dev
 # libopenblas0-pthread, libblis4-pthread, libblis4-openmp and libblas3 are the CBLAS implementations behind Debian's libblas.so.3 alternative
 # (OpenBLAS pthread, BLIS pthread and OpenMP, the reference BLAS): scripts/test.sh runs the
 # invariant, kernel and end-to-end tests under each of them (scripts/blas-matrix.sh).
-# libmpfr-dev (with libgmp-dev) is test-only: the independent exact reference of tests/test_exact.c.
+# libmpfr-dev (with libgmp-dev) is test-only: the independent exact reference of tests/unit/test_exact.c.
 # libonnx-dev (the ONNX schema, onnx.proto), protobuf-c-compiler (protoc-c) and libprotobuf-c-dev
 # build `trainer export --format onnx` (optional: run/onnx.cmake); python3-onnx and python3-numpy
-# are test-only: tests/onnx_export.sh checks the exported models with onnx's checker and NumPy.
-# python3-torch (PyTorch 1.13) is test-only: tests/torch_layout.sh loads `trainer export --layout
+# are test-only: tests/e2e/onnx_export.sh checks the exported models with onnx's checker and NumPy.
+# python3-torch (PyTorch 1.13) is test-only: tests/e2e/torch_layout.sh loads `trainer export --layout
 # torch` files into torch.nn modules written from the docs (strict load, same accuracy and loss), and
-# tests/user_files.py writes the PyTorch-made initial weights of tests/user_data.sh.
+# tests/ref/user_files.py writes the PyTorch-made initial weights of tests/e2e/user_data.sh.
 # libopenmpi-dev and openmpi-bin (Open MPI: the library and mpirun) build and run the data-parallel
 # layer (dist/, optional: VT_MPI); its tests run mpirun as root with --allow-run-as-root
 # (docs/distributed.md).
-# chromium (Debian's, headless) and fonts-dejavu-core are test-only: tests/report.sh renders
+# chromium (Debian's, headless) and fonts-dejavu-core are test-only: tests/e2e/report.sh renders
 # `trainer report`'s page, checks its DOM and keeps a screenshot in the build directory (a download
 # of about 115 MB, once; the test runs in seconds).
 missing=()

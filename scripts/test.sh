@@ -4,7 +4,7 @@
 #      (`sh -c 'while :; do :; done'`, at the script's own nice level, 0 in CI) run beside it, started
 #      right before the ctest and killed right after it (and by a trap on exit, so that none outlives
 #      the script); it must pass all the same (no test measures wall time; every hang guard is at
-#      least 5x a test's quiet time, times VT_TEST_TIMEOUT_SCALE: tests/tests.cmake, tests/lib.sh);
+#      least 5x a test's quiet time, times VT_TEST_TIMEOUT_SCALE: tests/tests.cmake, tests/e2e/lib.sh);
 #   2. runs the invariant, kernel and end-to-end tests under every CBLAS of Debian's
 #      libblas.so.3 alternative and several OpenBLAS kernel families (scripts/blas-matrix.sh);
 #   3. builds with ASan+UBSan and runs the suite again;

@@ -1,5 +1,5 @@
 /* test_hooks.c - the trainer's test build only (trainer-test, VT_TEST_HOOKS): the options that drive
- * the test-only adversaries (tests/vt_cheats.h) and the crash points. The production trainer is built
+ * the test-only adversaries (tests/tools/vt_cheats.h) and the crash points. The production trainer is built
  * without this file: its --help shows none of these options and each is a usage error. */
 #ifdef VT_TEST_HOOKS
 #include <signal.h>
@@ -8,10 +8,10 @@
 
 #include "../dist/vt_dist.h"
 #include "../store/vt_store.h"
-#include "../tests/vt_cheats.h"
+#include "../tests/tools/vt_cheats.h"
 #include "trainer.h"
 
-static vt_cheats g_cheats; /* the test build's adversaries (tests/vt_cheats.h) */
+static vt_cheats g_cheats; /* the test build's adversaries (tests/tools/vt_cheats.h) */
 static int g_cheats_ready;
 
 static vt_cheats *cheats(void)
@@ -132,7 +132,7 @@ const vt_cli_opt *trainer_test_train_opts(vt_train_opts *o)
                    opt_kill_at, NULL),
         VT_OPT_FN_("--pause-at", "P[:N]", "TEST BUILD: SIGSTOP there instead", opt_pause_at, NULL),
         VT_OPT_FLAGFN("--fault-trace", "TEST BUILD: print every write point passed", opt_fault_trace, NULL),
-        VT_OPT_FN_("--cheat", "KIND:S[:V]", "TEST BUILD: a cheating trainer (tests/vt_cheats.h)", opt_cheat_train, o),
+        VT_OPT_FN_("--cheat", "KIND:S[:V]", "TEST BUILD: a cheating trainer (tests/tools/vt_cheats.h)", opt_cheat_train, o),
         VT_OPT_FN_("--flip-state", "R:S", "TEST BUILD: rank R flips a bit of its state after step S", opt_flip_state,
                    NULL),
         VT_OPT_FN_("--kill-rank", "R:S", "TEST BUILD: rank R kills itself (SIGKILL) after step S", opt_kill_rank,
@@ -174,7 +174,7 @@ const vt_cli_opt *trainer_test_serve_opts(vt_serve_opts *o)
     static vt_cli_opt t[3];
     const vt_cli_opt v[] = {
         VT_OPT_FN_("--cheat", "KIND:S[:V]", "TEST BUILD: the cheat the run was trained with", opt_cheat_serve, o),
-        VT_OPT_FN_("--misbehave", "HOW", "TEST BUILD: a misbehaving server (tests/vt_cheats.h)", opt_misbehave, o),
+        VT_OPT_FN_("--misbehave", "HOW", "TEST BUILD: a misbehaving server (tests/tools/vt_cheats.h)", opt_misbehave, o),
         VT_OPT_END};
     memcpy(t, v, sizeof v);
     return t;

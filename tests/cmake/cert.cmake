@@ -1,12 +1,12 @@
-# The certificate tests: test_cert.c (a ctest of its own, from the glob) and tests/cert.sh (a trained
+# The certificate tests: test_cert.c (a ctest of its own, from the glob) and tests/e2e/cert.sh (a trained
 # run certified, re-checked in another order, every byte of the certificate altered and rejected).
 # The test build auditor-test is defined after the fragments: it gets vt_cert at the end of the
 # directory.
 cmake_language(DEFER DIRECTORY ${CMAKE_SOURCE_DIR} CALL target_link_libraries auditor-test PRIVATE vt_cert)
-add_test(NAME cert COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/cert.sh ${CMAKE_BINARY_DIR})
+add_test(NAME cert COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/e2e/cert.sh ${CMAKE_BINARY_DIR})
 vt_test_timeout(cert 600) # quiet: 73 s
 # vt_cert_resign: an altered certificate signed again (the one-pass check's rejections, tests/cert*.sh)
-add_executable(vt_cert_resign ${CMAKE_CURRENT_SOURCE_DIR}/tests/vt_cert_resign.c)
+add_executable(vt_cert_resign ${CMAKE_CURRENT_SOURCE_DIR}/tests/tools/vt_cert_resign.c)
 target_link_libraries(vt_cert_resign PRIVATE vt_cert ${VT_TEST_LIBS})
 target_include_directories(vt_cert_resign PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 # test_cert_samples.c (millions of sampled inputs, exact fallbacks) needs MPFR too (else it skips, 77)
@@ -16,11 +16,11 @@ foreach(t IN ITEMS test_cert test_cert_samples)
     target_compile_definitions(${t} PRIVATE VT_HAVE_MPFR)
   endif()
 endforeach()
-# ONNX networks and VNN-LIB properties: tests/cert_onnx.sh (a run exported to ONNX, its properties
+# ONNX networks and VNN-LIB properties: tests/e2e/cert_onnx.sh (a run exported to ONNX, its properties
 # written as VNN-LIB and answered on both; hostile files), and the VNN-LIB parser's corpus through
 # the fuzzer's check (tests/fuzz/fuzz_vnnlib.c, -DVT_FUZZ_REPLAY); with -DVT_FUZZ=ON and clang the
 # libFuzzer target fuzz_vnnlib.
-add_test(NAME cert_onnx COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/cert_onnx.sh ${CMAKE_BINARY_DIR})
+add_test(NAME cert_onnx COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/e2e/cert_onnx.sh ${CMAKE_BINARY_DIR})
 set_tests_properties(cert_onnx PROPERTIES SKIP_RETURN_CODE 77)
 vt_test_timeout(cert_onnx 900) # quiet: 9.7 s
 add_executable(fuzz_vnnlib_replay ${PROJECT_SOURCE_DIR}/tests/fuzz/fuzz_vnnlib.c)
@@ -44,17 +44,17 @@ if(TARGET test_cert_onnx AND TARGET vt_onnx_pb)
   target_link_libraries(test_cert_onnx PRIVATE vt_onnx_pb)
   target_compile_definitions(test_cert_onnx PRIVATE VT_HAVE_ONNX)
 endif()
-# The residual CNN: tests/cert_cnn.sh (tiny resnet runs certified with IBP and CROWN, re-checked in
+# The residual CNN: tests/e2e/cert_cnn.sh (tiny resnet runs certified with IBP and CROWN, re-checked in
 # other orders); test_cert_cnn.c (the graph bounds against sampled inputs) comes from the glob.
-add_test(NAME cert_cnn COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/cert_cnn.sh ${CMAKE_BINARY_DIR})
+add_test(NAME cert_cnn COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/e2e/cert_cnn.sh ${CMAKE_BINARY_DIR})
 vt_test_timeout(cert_cnn 300) # quiet: 13 s
-# Convolutional networks from ONNX: tests/cert_onnx_cnn.sh (a tiny resnet exported to ONNX, its
+# Convolutional networks from ONNX: tests/e2e/cert_onnx_cnn.sh (a tiny resnet exported to ONNX, its
 # properties answered on the file against the run's verdicts; hostile Conv attributes refused).
-add_test(NAME cert_onnx_cnn COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/cert_onnx_cnn.sh ${CMAKE_BINARY_DIR})
+add_test(NAME cert_onnx_cnn COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/e2e/cert_onnx_cnn.sh ${CMAKE_BINARY_DIR})
 set_tests_properties(cert_onnx_cnn PROPERTIES SKIP_RETURN_CODE 77)
 vt_test_timeout(cert_onnx_cnn 300) # quiet: 12 s
-# FP32 overflow (tests/cert_fp32_overflow.sh): networks whose FP32 evaluation overflows while the real
+# FP32 overflow (tests/e2e/cert_fp32_overflow.sh): networks whose FP32 evaluation overflows while the real
 # one does not are never unsat; their in-range twins are.
-add_test(NAME cert_fp32_overflow COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/cert_fp32_overflow.sh ${CMAKE_BINARY_DIR})
+add_test(NAME cert_fp32_overflow COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/e2e/cert_fp32_overflow.sh ${CMAKE_BINARY_DIR})
 set_tests_properties(cert_fp32_overflow PROPERTIES SKIP_RETURN_CODE 77)
 vt_test_timeout(cert_fp32_overflow 300) # quiet: 3.6 s

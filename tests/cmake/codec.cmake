@@ -9,7 +9,7 @@ target_include_directories(make_corpus PRIVATE ${PROJECT_SOURCE_DIR}/tests/fuzz)
 
 # Runs every corpus file through the fuzzer's check (tests/fuzz/fuzz_steplog_body.h,
 # tests/fuzz/fuzz_msg_body.h): one program for both decoders.
-add_executable(replay_corpus ${PROJECT_SOURCE_DIR}/tests/replay_corpus.c)
+add_executable(replay_corpus ${PROJECT_SOURCE_DIR}/tests/tools/replay_corpus.c)
 target_link_libraries(replay_corpus PRIVATE ${VT_TEST_LIBS})
 target_include_directories(replay_corpus PRIVATE ${PROJECT_SOURCE_DIR}/tests)
 add_test(NAME codec_corpus COMMAND replay_corpus steplog ${VT_STEPLOG_CORPUS})

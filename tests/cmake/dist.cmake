@@ -34,28 +34,28 @@ foreach(t IN ITEMS test_dist test_dp_model)
   endforeach()
 endforeach()
 # `mpirun -np M auditor verify`: the segments split over the ranks, the one-process verdict and report
-add_test(NAME audit_ranks COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/audit_ranks.sh ${CMAKE_BINARY_DIR}
+add_test(NAME audit_ranks COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/e2e/audit_ranks.sh ${CMAKE_BINARY_DIR}
          WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})
 set_tests_properties(audit_ranks PROPERTIES SKIP_RETURN_CODE 77 ENVIRONMENT "${VT_MPI_TEST_ENV}")
 vt_test_timeout(audit_ranks 600) # quiet: 7.1 s
-# --shard-state (tests/shard_state.sh): the sharded optimiser state signs the one-process commitment
+# --shard-state (tests/e2e/shard_state.sh): the sharded optimiser state signs the one-process commitment
 if(VT_HAVE_MPI)
-  add_test(NAME shard_state COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/shard_state.sh ${CMAKE_BINARY_DIR} ${MPIEXEC_EXECUTABLE})
+  add_test(NAME shard_state COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/e2e/shard_state.sh ${CMAKE_BINARY_DIR} ${MPIEXEC_EXECUTABLE})
 else()
-  add_test(NAME shard_state COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/shard_state.sh ${CMAKE_BINARY_DIR} "")
+  add_test(NAME shard_state COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/e2e/shard_state.sh ${CMAKE_BINARY_DIR} "")
 endif()
 set_tests_properties(shard_state PROPERTIES SKIP_RETURN_CODE 77 ENVIRONMENT "${VT_MPI_TEST_ENV}")
 vt_test_timeout(shard_state 600) # quiet: 23 s
-# `mpirun -np N auditor certify --onnx ... --shard tp|fsdp` (tests/cert_shard.sh): the one-process certificate on 2 and 3 ranks
-add_test(NAME cert_shard COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/cert_shard.sh ${CMAKE_BINARY_DIR}
+# `mpirun -np N auditor certify --onnx ... --shard tp|fsdp` (tests/e2e/cert_shard.sh): the one-process certificate on 2 and 3 ranks
+add_test(NAME cert_shard COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/e2e/cert_shard.sh ${CMAKE_BINARY_DIR}
                                  "$<$<BOOL:${VT_HAVE_MPI}>:${MPIEXEC_EXECUTABLE}>")
 # TIMEOUT: about 60 mpirun start-ups, each minutes at worst on a loaded 2-core machine (a hang guard)
 set_tests_properties(cert_shard PROPERTIES SKIP_RETURN_CODE 77 ENVIRONMENT "${VT_MPI_TEST_ENV}")
 vt_test_timeout(cert_shard 1500) # quiet: 102 s
-# the ranks agree before anything is written (tests/ranks_agree.sh, docs/distributed.md): options that
+# the ranks agree before anything is written (tests/e2e/ranks_agree.sh, docs/distributed.md): options that
 # change the collectives (--shard-state on some ranks only) and a build that computes other bits
 # (trainer-test --cheat skew-kind:KIND, the known-answer probe) refused on every rank, naming the rank
-add_test(NAME ranks_agree COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/ranks_agree.sh ${CMAKE_BINARY_DIR}
+add_test(NAME ranks_agree COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/e2e/ranks_agree.sh ${CMAKE_BINARY_DIR}
                                   "$<$<BOOL:${VT_HAVE_MPI}>:${MPIEXEC_EXECUTABLE}>")
 set_tests_properties(ranks_agree PROPERTIES SKIP_RETURN_CODE 77 ENVIRONMENT "${VT_MPI_TEST_ENV}")
 vt_test_timeout(ranks_agree 600)

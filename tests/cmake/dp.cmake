@@ -1,4 +1,4 @@
-# tests/cmake/dp.cmake - data-parallel training end to end (tests/dp.sh, docs/distributed.md
+# tests/cmake/dp.cmake - data-parallel training end to end (tests/e2e/dp.sh, docs/distributed.md
 # "Training on N ranks"): the MLP, the residual CNN and the GPT under `mpirun -np N`, N = 1..4
 # (oversubscribed on two cores, as root in CI), sign the one-process commitment; the 4-rank runs
 # audit VERIFIED in one process; refusals, a rank with an altered state, a killed rank and resume.
@@ -8,7 +8,7 @@ if(VT_HAVE_MPI)
 else()
   set(VT_DP_MPIEXEC "")
 endif()
-add_test(NAME dp COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/dp.sh ${CMAKE_BINARY_DIR} "${VT_DP_MPIEXEC}")
+add_test(NAME dp COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/e2e/dp.sh ${CMAKE_BINARY_DIR} "${VT_DP_MPIEXEC}")
 set(VT_DP_ENV OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
     OMPI_MCA_btl_vader_single_copy_mechanism=none)
 if(VT_SANITIZE)

@@ -1,6 +1,6 @@
 # The floating-point environment is checked, not assumed (common/vt_env.h).
 # A CBLAS built with -ffast-math, selected through LD_LIBRARY_PATH: every program refuses it.
-add_test(NAME env_fastmath COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/env_fastmath.sh ${CMAKE_BINARY_DIR})
+add_test(NAME env_fastmath COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/e2e/env_fastmath.sh ${CMAKE_BINARY_DIR})
 set_tests_properties(env_fastmath PROPERTIES SKIP_RETURN_CODE 77)
 vt_test_timeout(env_fastmath 600) # quiet: 1.9 s
 # CMake refuses fast-math, flush-to-zero and contraction flags in every compile and link flag

@@ -1,4 +1,4 @@
-# Known answers of `trainer export` (tests/kat_export.sh, tests/kat/export.kat): the exported
+# Known answers of `trainer export` (tests/e2e/kat_export.sh, tests/kat/export.kat): the exported
 # safetensors bytes of tiny MLP, CNN and GPT runs, pinned before the operation kinds move (issue 23).
-add_test(NAME kat_export COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/kat_export.sh ${CMAKE_BINARY_DIR})
+add_test(NAME kat_export COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/e2e/kat_export.sh ${CMAKE_BINARY_DIR})
 vt_test_timeout(kat_export 600) # quiet: 1.6 s

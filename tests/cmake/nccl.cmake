@@ -1,7 +1,7 @@
 # tests/cmake/nccl.cmake - the NCCL engine of GPU ranks (docs/distributed.md "GPU ranks"). test_nccl
 # (test_dist's cases with the NCCL engine installed; registered by tests.cmake as one rank, a
 # one-rank NCCL communicator) runs here under mpirun -np 2 as test_nccl_np2, and nccl_train
-# (tests/nccl_train.sh) trains on 2 GPU ranks with --backend cuda against the one-process CPU run.
+# (tests/e2e/nccl_train.sh) trains on 2 GPU ranks with --backend cuda against the one-process CPU run.
 # Each exits 77 - skipped - without a GPU, without NCCL or MPI in the build, or with fewer GPUs than
 # ranks on the machine (NCCL needs a GPU per rank).
 if(MPFR_FOUND)
@@ -17,7 +17,7 @@ else()
   add_test(NAME test_nccl_np2 COMMAND test_nccl --ranks 2 WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})
   set(_vt_mpiexec "")
 endif()
-add_test(NAME nccl_train COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/nccl_train.sh ${CMAKE_BINARY_DIR} "${_vt_mpiexec}"
+add_test(NAME nccl_train COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/e2e/nccl_train.sh ${CMAKE_BINARY_DIR} "${_vt_mpiexec}"
          WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})
 set_tests_properties(test_nccl_np2 nccl_train PROPERTIES SKIP_RETURN_CODE 77 ENVIRONMENT "${VT_MPI_TEST_ENV}") # dist.cmake's
 vt_test_timeout(test_nccl_np2 600) # skipped here (no GPU)

@@ -1,6 +1,6 @@
 /* fuzz_cert_body.h - the check of the certificate decoders (docs/format.md "Certificate";
  * cert/vt_cert_int.h vti_cert_parse_run, vti_cert_parse_spec), shared by the libFuzzer target
- * fuzz_cert (tests/fuzz/fuzz_target.c) and the corpus replayer (tests/replay_corpus.c: ctest
+ * fuzz_cert (tests/fuzz/fuzz_target.c) and the corpus replayer (tests/tools/replay_corpus.c: ctest
  * cert_corpus over tests/corpus/cert).
  *
  * The bytes go to the three decoders: a committed run's (versions 1 and 4), the ONNX / VNN-LIB one's

@@ -1,6 +1,6 @@
 /* fuzz_ckpt_body.h - the check of the checkpoint reader (store/vt_checkpoint.h; docs/format.md
  * "Checkpoint file"), shared by the libFuzzer target fuzz_ckpt (tests/fuzz/fuzz_target.c) and the
- * corpus replayer (tests/replay_corpus.c: ctest ckpt_corpus over tests/corpus/ckpt).
+ * corpus replayer (tests/tools/replay_corpus.c: ctest ckpt_corpus over tests/corpus/ckpt).
  *
  * Once per process a store is made in a temporary run directory (removed at exit) with one
  * checkpoint (step 1, 64 values); each input then replaces that checkpoint's file, and is read back whole

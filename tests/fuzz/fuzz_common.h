@@ -1,6 +1,6 @@
 /* fuzz_common.h - what the file decoders' checks share (fuzz_cert_body.h, fuzz_st_body.h,
  * fuzz_onnx_body.h, fuzz_manifest_body.h; run by the libFuzzer targets of tests/fuzz/fuzz_target.c
- * and by the corpus replayer tests/replay_corpus.c): the report of a violation, and the bytes of one
+ * and by the corpus replayer tests/tools/replay_corpus.c): the report of a violation, and the bytes of one
  * input as a file for the decoders that take a path (the safetensors reader, the ONNX reader): one
  * memfd per process (memfd_create, no disk), truncated and rewritten for each input, opened by the
  * decoder as /proc/self/fd/N like any regular file; and the consistency of a loaded data set. */

@@ -1,7 +1,7 @@
 /* fuzz_data_body.h - the check of the data-file loaders a hostile `--data-dir` feeds besides
  * safetensors (fuzz_st_body.h): a NumPy .npy pair (vt_data_load_npy) and a text file
  * (vt_data_load_file "text:" and "text-val:"). Shared by the libFuzzer target fuzz_data
- * (tests/fuzz/fuzz_target.c) and the corpus replayer (tests/replay_corpus.c: ctest data_corpus over
+ * (tests/fuzz/fuzz_target.c) and the corpus replayer (tests/tools/replay_corpus.c: ctest data_corpus over
  * tests/corpus/data).
  *
  * An input is the pair: its first 4 bytes (little-endian) k, then the features' file (the next

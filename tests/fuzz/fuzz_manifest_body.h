@@ -1,7 +1,7 @@
 /* fuzz_manifest_body.h - the check of the manifest reader (arch/vt_recipe.h vt_manifest_parse: the
  * JSON a run directory holds, read by `auditor verify`, `trainer export`, `--resume`, certify),
  * shared by the libFuzzer target fuzz_manifest (tests/fuzz/fuzz_target.c) and the corpus replayer
- * (tests/replay_corpus.c: ctest manifest_corpus over tests/corpus/manifest).
+ * (tests/tools/replay_corpus.c: ctest manifest_corpus over tests/corpus/manifest).
  *
  * Any input may be refused, but only as VT_ERR_FORMAT, VT_ERR_LIMIT, VT_ERR_ARG or VT_ERR_NOMEM.
  * What is accepted is consistent: its recipe validates (vt_recipe_validate), and writing it again

@@ -2,7 +2,7 @@
  * Build: cmake -DVT_FUZZ=ON with CC=clang (target fuzz_msg). Run, e.g.:
  *   mkdir -p /tmp/msg-corpus
  *   ./fuzz_msg /tmp/msg-corpus tests/corpus/msg -max_total_time=60
- * The check itself lives in fuzz_msg_body.h (shared with tests/replay_corpus.c):
+ * The check itself lives in fuzz_msg_body.h (shared with tests/tools/replay_corpus.c):
  * every type is decoded from the bytes with no signature check and with a fixed key; a
  * decoder must never crash, and whatever it accepts must re-encode to the same bytes. */
 #include <stddef.h>

@@ -1,5 +1,5 @@
 /* fuzz_msg_body.h - the one check shared by the libFuzzer target (fuzz_msg.c), the corpus
- * replayer (tests/replay_corpus.c, "msg") and the corpus writer (make_msg_corpus.c).
+ * replayer (tests/tools/replay_corpus.c, "msg") and the corpus writer (make_msg_corpus.c).
  *
  * vt_fuzz_msg_one() feeds the bytes to the message decoders (protocol/vt_msg.c). Any
  * input may be rejected, but:

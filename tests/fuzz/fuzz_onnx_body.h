@@ -1,7 +1,7 @@
 /* fuzz_onnx_body.h - the check of the ONNX reader (cert/vt_cert_onnx.c: libprotobuf-c's decode by
  * libonnx's schema, then our network or layer graph), the whole path from bytes to a network the
  * bounds read or a refusal. Shared by the libFuzzer target fuzz_onnx (tests/fuzz/fuzz_target.c) and
- * the corpus replayer (tests/replay_corpus.c: ctest onnx_corpus over tests/corpus/onnx).
+ * the corpus replayer (tests/tools/replay_corpus.c: ctest onnx_corpus over tests/corpus/onnx).
  *
  * The bytes go to vt_cert_onnx_read_any (MLPs and convolutional graphs) and vt_cert_onnx_read (MLPs
  * only). Any input may be refused, but only as VT_ERR_FORMAT, VT_ERR_UNSUPPORTED, VT_ERR_LIMIT or

@@ -3,7 +3,7 @@
  * `trainer train --init`'s reader (vt_init_prepare, the layout told by the metadata) and the initial
  * state's application (vt_init_apply) to a tiny MLP (SGD, the project's layout), a tiny MLP (Adam,
  * PyTorch's layout) and a tiny residual CNN in both layouts. Shared by the libFuzzer target
- * fuzz_safetensors (tests/fuzz/fuzz_target.c) and the corpus replayer (tests/replay_corpus.c: ctest
+ * fuzz_safetensors (tests/fuzz/fuzz_target.c) and the corpus replayer (tests/tools/replay_corpus.c: ctest
  * safetensors_corpus over tests/corpus/safetensors).
  *
  * Any input may be refused, but only with a known code (the reader: VT_ERR_FORMAT or VT_ERR_LIMIT;

@@ -2,7 +2,7 @@
  * Build: cmake -DVT_FUZZ=ON with CC=clang (target fuzz_steplog). Run, e.g.:
  *   mkdir -p /tmp/steplog-corpus
  *   ./fuzz_steplog /tmp/steplog-corpus tests/corpus/steplog -max_total_time=60
- * The check itself lives in fuzz_steplog_body.h (shared with tests/replay_corpus.c). */
+ * The check itself lives in fuzz_steplog_body.h (shared with tests/tools/replay_corpus.c). */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>

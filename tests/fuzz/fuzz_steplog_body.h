@@ -1,5 +1,5 @@
 /* fuzz_steplog_body.h - the one check shared by the libFuzzer target (fuzz_steplog.c)
- * and the corpus replayer (tests/replay_corpus.c).
+ * and the corpus replayer (tests/tools/replay_corpus.c).
  *
  * vt_fuzz_steplog_one() feeds the bytes to vt_steplog_decode (as a container) and to
  * vt_steplog_parse (as a payload). A decoder may reject anything, but:

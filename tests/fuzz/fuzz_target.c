@@ -5,7 +5,7 @@
  * VT_FUZZ_MANIFEST (fuzz_manifest: a run's manifest, fuzz_manifest_body.h), VT_FUZZ_DATA (fuzz_data:
  * a .npy pair and a text as data sets, fuzz_data_body.h), VT_FUZZ_CKPT (fuzz_ckpt: a checkpoint file,
  * fuzz_ckpt_body.h). The check
- * lives in the body, shared with the corpus replayer (tests/replay_corpus.c). Build: cmake
+ * lives in the body, shared with the corpus replayer (tests/tools/replay_corpus.c). Build: cmake
  * -DVT_FUZZ=ON with CC=clang; run, e.g.:
  *   mkdir -p /tmp/cert-corpus && ./fuzz_cert /tmp/cert-corpus ../../tests/corpus/cert -max_total_time=180 */
 #include <stddef.h>

@@ -1,4 +1,4 @@
-/* steplog_testkit.h - helpers shared by tests/test_codec.c and tests/fuzz/make_corpus.c
+/* steplog_testkit.h - helpers shared by tests/unit/test_codec.c and tests/fuzz/make_corpus.c
  * to build step-log payloads and containers byte by byte (valid or hostile).
  * Header-only (static functions); needs libzstd and the project's common library. */
 #ifndef VT_STEPLOG_TESTKIT_H
