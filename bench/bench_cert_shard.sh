@@ -34,7 +34,7 @@ for spec in "${NETS[@]}"; do
   case $net in
   resnet-*)
     if [ ! -e "$T/$net" ]; then
-      "$B/trainer" train --run "$T/$net" --key "$T/tkey" --recipe "$HERE/../recipes/resnet-cifar10.json" --set subset=256 \
+      "$B/trainer" train "$T/$net" --key "$T/tkey" --recipe "$HERE/../recipes/resnet-cifar10.json" --set subset=256 \
         --set resnet_width=${net#resnet-} --set batch=16 --set steps=4 --quiet >/dev/null || exit 2
     fi
     weights="width ${net#resnet-}"

@@ -21,13 +21,13 @@ run() { # name steps H K dataset layers batch
   local R=(--set dataset="$ds" --set "layers=$layers" --set steps="$steps" --set batch="$batch"
            --set state_hash_every="$H" --set checkpoint_every="$K" --quiet)
   [ "$ds" = mnist-train ] && R+=(--set subset=10000)
-  local out; out=$("$B/trainer-test" train --run "$T/$name" --key "$T/tk" "${R[@]}" --cheat "lr:$cheat:0.5")
+  local out; out=$("$B/trainer-test" train "$T/$name" --key "$T/tk" "${R[@]}" --cheat "lr:$cheat:0.5")
   mkdir -p "$T/g-$name"
   "$B/arbiter" serve --listen 127.0.0.1:0 --key "$T/rk" --games 1 --port-file "$T/g-$name/ap" --transcripts "$T/g-$name" \
     >"$T/g-$name/arb.log" 2>&1 &
   local apid=$!
   "$B/trainer-test" serve "$T/$name" --listen 127.0.0.1:0 --key "$T/tk" --arbiter-key "$T/rk.pub" --connections 2 \
-    --port-file "$T/g-$name/tp" --service-file "$T/g-$name/service.vtsr" --cheat "lr:$cheat:0.5" --quiet &
+    --port-file "$T/g-$name/tp" --service "$T/g-$name/service.vtsr" --cheat "lr:$cheat:0.5" --quiet &
   local tpid=$!
   wait_file "$T/g-$name/ap"; wait_file "$T/g-$name/tp"
   wait_file "$T/g-$name/service.vtsr"

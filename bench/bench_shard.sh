@@ -29,14 +29,14 @@ for model in ${MODELS:-mlp mlp-wide cnn gpt gpt-wide}; do
     gpt) R=(--recipe "$HERE/../recipes/gpt-shakespeare.json") ;;
     gpt-wide) R=(--recipe "$HERE/../recipes/gpt-shakespeare.json" --set gpt_width=256 --set gpt_layers=4) ;;
   esac
-  "$B/trainer" train --run "$T/$model" --key "$T/key" "${R[@]}" "${COMMON[@]}" >/dev/null 2>&1 || echo "$model: one process failed"
+  "$B/trainer" train "$T/$model" --key "$T/key" "${R[@]}" "${COMMON[@]}" >/dev/null 2>&1 || echo "$model: one process failed"
   for np in 1 2 4; do
     for sh in no yes; do
       opt=(); [ $sh = yes ] && opt=(--shard-state)
       dir="$T/$model-$np-$sh"
       "$MPIRUN" --oversubscribe --allow-run-as-root -np $np bash -c \
         'exec /usr/bin/time -o "$0.hwm.$OMPI_COMM_WORLD_RANK" -f "hwm $OMPI_COMM_WORLD_RANK %M" "$1" "${@:2}"' "$T/t" \
-        "$B/trainer" train --run "$dir" \
+        "$B/trainer" train "$dir" \
         --key "$T/key" "${R[@]}" "${COMMON[@]}" "${opt[@]}" >"$T/out" 2>"$T/err"
       line=$(grep '^state memory' "$T/out")
       st=$(echo "$line" | sed -n 's/^state memory *\([0-9]*\) of .*/\1/p')

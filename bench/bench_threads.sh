@@ -22,7 +22,7 @@ for m in CNN GPT; do
     for t in 1 2; do
       rm -rf "$T/run$t"
       s=$(now)
-      OPENBLAS_NUM_THREADS=$t "$B/trainer" train --threads $t --run "$T/run$t" --key "$T/key" "${R[@]}" --quiet \
+      OPENBLAS_NUM_THREADS=$t "$B/trainer" train --threads $t "$T/run$t" --key "$T/key" "${R[@]}" --quiet \
         >/dev/null 2>&1 || { echo "$m --threads $t failed"; exit 1; }
       e=$(now)
       awk -v a="$s" -v b="$e" 'BEGIN { printf "%.6f\n", b - a }' >>"$T/t$t"

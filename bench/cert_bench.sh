@@ -67,16 +67,16 @@ echo "| network | steps | train s | accuracy (mnist-test) |"
 echo "|---|---|---|---|"
 for L in $nets; do
   name="mnist_fc_256x$L" run="$out/run_$L"
-  if [ -e "$run/run.db" ] && "$T" eval --run "$run" >/dev/null 2>&1; then
+  if [ -e "$run/run.db" ] && "$T" eval "$run" >/dev/null 2>&1; then
     tsec="(reused)"
   else
     rm -rf "$run"
-    set -- --run "$run" --key "$out/k" --recipe "recipes/$name.json" --quiet
+    set -- "$run" --key "$out/k" --recipe "recipes/$name.json" --quiet
     [ -n "$steps" ] && set -- "$@" --set "steps=$steps"
     timed "$T" train "$@" >/dev/null
     tsec=$(cut -d' ' -f1 "$out/last.time")
   fi
-  acc=$("$T" eval --run "$run" 2>/dev/null | sed -n 's/^accuracy *\([0-9.]*\)$/\1/p')
+  acc=$("$T" eval "$run" 2>/dev/null | sed -n 's/^accuracy *\([0-9.]*\)$/\1/p')
   st=${steps:-$($PY -c "import json; print(json.load(open('recipes/$name.json'))['steps'])")}
   echo "| 784-256x$L-10 | $st | $tsec | $acc |"
   "$T" export "$run" --format safetensors --out "$out/net_$L.safetensors" --pubkey "$out/k.pub" >/dev/null
@@ -87,11 +87,11 @@ done
 # the default CNN: trained in the background while the MLPs are certified
 if [ "$cnn" -gt 0 ]; then
   run="$out/run_cnn"
-  if [ -e "$run/run.db" ] && "$T" eval --run "$run" >/dev/null 2>&1; then
+  if [ -e "$run/run.db" ] && "$T" eval "$run" >/dev/null 2>&1; then
     echo "(reused)" >"$out/cnn_train.time"
   else
     rm -rf "$run"
-    /usr/bin/time -f "%e %M" -o "$out/cnn_train.time" "$T" train --run "$run" --key "$out/k" \
+    /usr/bin/time -f "%e %M" -o "$out/cnn_train.time" "$T" train "$run" --key "$out/k" \
       --recipe recipes/resnet-cifar10.json --set "steps=$cnn" --quiet >/dev/null &
     cnn_pid=$!
   fi
@@ -131,7 +131,7 @@ fi
 xargs -r -P "$J" -d '\n' -n 1 sh -c <"$jobs"
 if [ "$cnn" -gt 0 ]; then
   if [ -n "${cnn_pid:-}" ]; then wait "$cnn_pid"; fi
-  acc=$("$T" eval --run "$out/run_cnn" 2>/dev/null | sed -n 's/^accuracy *\([0-9.]*\)$/\1/p')
+  acc=$("$T" eval "$out/run_cnn" 2>/dev/null | sed -n 's/^accuracy *\([0-9.]*\)$/\1/p')
   echo "| default CNN (resnet-cifar10) | $cnn | $(cut -d' ' -f1 "$out/cnn_train.time") | $acc (cifar10-test, 1000 images) |"
   xargs -r -P "$J" -d '\n' -n 1 sh -c <"$out/jobs_cnn.txt"
 fi

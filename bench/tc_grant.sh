@@ -23,7 +23,7 @@ grep -v '^GRANT' "$T/grant" || true
 # cpu_s MODE IMPL STEPS: user + system seconds of the whole training run (and wall seconds)
 run_s() {
   local mode=$1 impl=$2 steps=$3 dir="$T/run-$1-$2-$3"
-  VT_TC_IMPL=$impl /usr/bin/time -f "%U %S %e" -o "$T/time" "$B/trainer" train --run "$dir" --key "$T/key" \
+  VT_TC_IMPL=$impl /usr/bin/time -f "%U %S %e" -o "$T/time" "$B/trainer" train "$dir" --key "$T/key" \
     --recipe "$RECIPE" --set steps="$steps" --set checkpoint_every="$steps" --set state_hash_every=1 \
     --set gemm_arith="$mode" --threads 1 --quiet >/dev/null 2>"$T/err" || { cat "$T/err" >&2; exit 1; }
   rm -rf "$dir"

@@ -100,8 +100,8 @@ void vt_cli_help(const vt_cli_cmd *cmd, FILE *f)
 
 /* --- parsing --------------------------------------------------------------------------------- */
 
-/* VT_CLI_DEPRECATED=quiet: no deprecation warnings (the test scripts that still use the old
- * spellings; tests/cmake/cli.cmake) */
+/* VT_CLI_DEPRECATED=quiet: no deprecation warnings (for a user's scripts that still give the old
+ * spellings and read stderr; README.md "Usage") */
 static int deprecation_quiet(void)
 {
     const char *v = getenv("VT_CLI_DEPRECATED");

@@ -82,7 +82,7 @@ for spec in "recipes/mlp-mnist.json MLP 100 400" "recipes/resnet-cifar10.json CN
       declare -A T=()
       for n in "$a" "$b"; do
         rm -rf "$work/run$n"
-        T[train$n]=$(audit_time "$build/trainer" train --run "$work/run$n" --key "$work/k" --recipe "$r" \
+        T[train$n]=$(audit_time "$build/trainer" train "$work/run$n" --key "$work/k" --recipe "$r" \
           --set steps="$n" --set checkpoint_every="$n" --threads "$t" --quiet | cut -d' ' -f$col)
         T[split$n]=$(audit_time "$build/auditor" verify "$work/run$n" --threads "$t" --quiet | cut -d' ' -f$col)
         T[blas$n]=$(audit_time "$build/auditor" verify "$work/run$n" --threads "$t" --order blas --quiet | cut -d' ' -f$col)

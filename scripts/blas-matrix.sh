@@ -46,8 +46,8 @@ steps() { sqlite3 "$1/run.db" "SELECT step, loss_bits, has_state, hex(state_hash
 command -v sqlite3 >/dev/null || { echo "blas-matrix: sqlite3 is missing (scripts/install-deps.sh)"; exit 1; }
 
 "$B/trainer" keygen "$T/key" >/dev/null || { echo "blas-matrix: keygen failed"; exit 1; }
-"$B/trainer" train --run "$T/ref" --key "$T/key" "${R[@]}" >/dev/null &&
-  "$B/trainer" train --run "$T/refl" --key "$T/key" "${RL[@]}" >/dev/null ||
+"$B/trainer" train "$T/ref" --key "$T/key" "${R[@]}" >/dev/null &&
+  "$B/trainer" train "$T/refl" --key "$T/key" "${RL[@]}" >/dev/null ||
   { echo "blas-matrix: the reference runs (system default BLAS) failed"; exit 1; }
 echo "blas-matrix: reference runs under the system default: $("$B/blas_info" | tr -s ' ' | paste -sd' ')"
 default_lib=$("$B/blas_info" | awk '$1=="library"{print $2}')
@@ -76,14 +76,14 @@ for cfg in "${CONFIGS[@]}"; do
   problems=()
   # exact rounding: the same recipe trained under this BLAS commits to the same bytes
   rm -rf "$T/run" "$T/runl"
-  if ! env "${env[@]}" "$B/trainer" train --run "$T/run" --key "$T/key" "${R[@]}" >"$T/train.out" 2>&1; then
+  if ! env "${env[@]}" "$B/trainer" train "$T/run" --key "$T/key" "${R[@]}" >"$T/train.out" 2>&1; then
     problems+=("exact train: $(tail -1 "$T/train.out")")
   elif ! cmp -s "$T/ref/commitment.vtc" "$T/run/commitment.vtc"; then
     problems+=("exact rounding: the commitment differs from the default BLAS's")
   fi
   # log rounding: the same stored values
   commit="log commitment differs (another honest log)"
-  if ! env "${env[@]}" "$B/trainer" train --run "$T/runl" --key "$T/key" "${RL[@]}" >"$T/train.out" 2>&1; then
+  if ! env "${env[@]}" "$B/trainer" train "$T/runl" --key "$T/key" "${RL[@]}" >"$T/train.out" 2>&1; then
     problems+=("log train: $(tail -1 "$T/train.out")")
   else
     [ "$(steps "$T/refl")" = "$(steps "$T/runl")" ] || problems+=("log rounding: stored values (loss or state hash) differ")

@@ -17,9 +17,9 @@ run=runs/cnn
 [ -f runs/cnn.key ] || "$B/trainer" keygen runs/cnn.key
 rm -rf "$run"
 echo "== training the residual CNN (recipes/resnet-cifar10.json)"
-"$B/trainer" train --run "$run" --key runs/cnn.key --recipe recipes/resnet-cifar10.json "$@"
+"$B/trainer" train "$run" --key runs/cnn.key --recipe recipes/resnet-cifar10.json "$@"
 echo "== evaluation (running statistics)"
-"$B/trainer" eval --run "$run"
+"$B/trainer" eval "$run"
 echo "== audit (order split, 2 parallel segments)"
 set +e
 "$B/auditor" verify "$run" --order split --jobs 2 --pubkey runs/cnn.key.pub --report "$run.audit.json"

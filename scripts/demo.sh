@@ -20,8 +20,8 @@ for mode in exact log; do
   run=runs/demo-$mode
   rm -rf "$run"
   echo "== training, rounding=$mode (trainer order: blas)"
-  "$B/trainer" train --run "$run" --key runs/demo.key --set rounding=$mode "$@" | tee "$run.train.txt"
-  "$B/trainer" eval --run "$run" 2>/dev/null || true
+  "$B/trainer" train "$run" --key runs/demo.key --set rounding=$mode "$@" | tee "$run.train.txt"
+  "$B/trainer" eval "$run" 2>/dev/null || true
   echo "== auditing $run (auditor order: split, 2 parallel segments)"
   set +e
   "$B/auditor" verify "$run" --order split --jobs 2 --pubkey runs/demo.key.pub --report "$run.audit.json"

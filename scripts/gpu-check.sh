@@ -99,7 +99,7 @@ for spec in mlp: cnn:recipes/resnet-cifar10.json gpt:recipes/gpt-shakespeare.jso
   RA=()
   [ -n "$r" ] && RA=(--recipe "$r")
   for rd in exact log; do
-    if VT_CUDA_CHECK_OPS=1 "$B/trainer" train --run "$CK/$n-$rd" --key "$CK/key" "${RA[@]}" --backend cuda \
+    if VT_CUDA_CHECK_OPS=1 "$B/trainer" train "$CK/$n-$rd" --key "$CK/key" "${RA[@]}" --backend cuda \
       --set steps=2 --set rounding=$rd >"$CK/$n-$rd.log" 2>&1; then
       echo "$n, $rd rounding: every device operation as the CPU's"
     else
@@ -143,7 +143,7 @@ rm -rf "$TC" && mkdir -p "$TC"
 "$B/trainer" keygen "$TC/key" --force >/dev/null
 # tc-e4m3-sm90 (Hopper's wgmma model) has no GPU kernel: --backend cuda refuses it with a message
 if [ $tc_go = 1 ]; then
-  if "$B/trainer" train --run "$TC/e4m3-refused" --key "$TC/key" --backend cuda --set gemm_arith=tc-e4m3-sm90 \
+  if "$B/trainer" train "$TC/e4m3-refused" --key "$TC/key" --backend cuda --set gemm_arith=tc-e4m3-sm90 \
       --set steps=1 --quiet >"$TC/e4m3-refused.log" 2>&1; then
     status=1; echo "tc-e4m3-sm90 on the GPU: NOT refused"
   elif grep -q "wgmma" "$TC/e4m3-refused.log"; then echo "tc-e4m3-sm90 on the GPU: refused ($(grep -m1 -o "the model is Hopper's FP8 wgmma[^:]*" "$TC/e4m3-refused.log"))"
@@ -156,12 +156,12 @@ for spec in mlp:tc-bf16-sm90::100 mlp-e4m3f16:tc-e4m3f16-sm90::100 cnn:tc-bf16-s
   RA=(--set gemm_arith="$mode" --set steps="$steps" --set checkpoint_every=50 --quiet)
   [ -n "$r" ] && RA+=(--recipe "$r")
   t1=$(date +%s)
-  if ! VT_CUDA_CHECK_TC=1 timeout 120 "$B/trainer" train --run "$TC/$n-gpu" --key "$TC/key" --backend cuda "${RA[@]}" \
+  if ! VT_CUDA_CHECK_TC=1 timeout 120 "$B/trainer" train "$TC/$n-gpu" --key "$TC/key" --backend cuda "${RA[@]}" \
     >"$TC/$n-gpu.log" 2>&1; then
     status=1; echo "$n ($mode): GPU training FAILED"; tail -5 "$TC/$n-gpu.log"; continue
   fi
   t2=$(date +%s)
-  timeout 240 "$B/trainer" train --run "$TC/$n-cpu" --key "$TC/key" "${RA[@]}" >"$TC/$n-cpu.log" 2>&1 ||
+  timeout 240 "$B/trainer" train "$TC/$n-cpu" --key "$TC/key" "${RA[@]}" >"$TC/$n-cpu.log" 2>&1 ||
     { status=1; echo "$n ($mode): CPU training FAILED"; tail -5 "$TC/$n-cpu.log"; continue; }
   t3=$(date +%s)
   if cmp -s "$TC/$n-gpu/commitment.vtc" "$TC/$n-cpu/commitment.vtc"; then same="byte-identical commitments"
@@ -179,11 +179,11 @@ S=()
 [ "$quick" = 1 ] && S=(--set steps=20)
 # the default MLP; checkpoints every 500 steps instead of 100 so that its run directory stays
 # below the 16 MiB a brought-back file may have
-"$B/trainer" train --run "$R/mlp" --key "$R/key" --backend cuda --set checkpoint_every=500 "${S[@]}" || status=1
+"$B/trainer" train "$R/mlp" --key "$R/key" --backend cuda --set checkpoint_every=500 "${S[@]}" || status=1
 CS=(--set steps=${CNN_STEPS:-150}); [ "$quick" = 1 ] && CS=(--set steps=10)
-"$B/trainer" train --run "$R/cnn" --key "$R/key" --recipe recipes/resnet-cifar10.json --backend cuda "${CS[@]}" || status=1
+"$B/trainer" train "$R/cnn" --key "$R/key" --recipe recipes/resnet-cifar10.json --backend cuda "${CS[@]}" || status=1
 GS=(--set steps=${GPT_STEPS:-100}); [ "$quick" = 1 ] && GS=(--set steps=10)
-"$B/trainer" train --run "$R/gpt" --key "$R/key" --recipe recipes/gpt-shakespeare.json --backend cuda "${GS[@]}" || status=1
+"$B/trainer" train "$R/gpt" --key "$R/key" --recipe recipes/gpt-shakespeare.json --backend cuda "${GS[@]}" || status=1
 "$B/auditor" verify "$R/mlp" --backend cuda --order pairwise --quiet | head -2 || status=1
 rm -f "$R/key"
 for r in mlp cnn gpt; do (cd "$OUT" && tar czf "runs-$r.tar.gz" "runs/$r"); done

@@ -25,7 +25,7 @@ CASE=$2
 keys tk rk ak
 R=(--set subset=1000 --set 'layers=[784,128,10]' --set steps=12 --set batch=64 --set checkpoint_every=4
    --set state_hash_every=1 --quiet)
-"$B/trainer" train --run "$T/run" --key "$T/tk" "${R[@]}" >/dev/null || { echo "training failed"; exit 1; }
+"$B/trainer" train "$T/run" --key "$T/tk" "${R[@]}" >/dev/null || { echo "training failed"; exit 1; }
 
 # the servers (start_arbiter, start_trainer: tests/e2e/lib.sh) stop the script when they do not
 # start. The arbiter's deadlines are the product's defaults (30 s an answer; a clock of 300 s a
@@ -186,7 +186,7 @@ address) # 1. the auditor cannot pick the trainer's address
   # load the game may take longer than any fixed time to reach the trainer)
   ( wait_until 300 grep -q "attempt 1 to reach the trainer" "$D/arbiter.log"
     exec "$B/trainer" serve "$T/run" --listen 127.0.0.1:"$TPORT" --key "$T/tk" --arbiter-key "$T/rk.pub" \
-      --service-file "$D/service2.vtsr" >"$D/trainer2.log" 2>&1 ) & PIDS+=("$!")
+      --service "$D/service2.vtsr" >"$D/trainer2.log" 2>&1 ) & PIDS+=("$!")
   play "$D" "$D/late.out"
   honest_wins "$D/late.out" && ok "trainer reached within its clock after retries" || bad "late trainer: $(cat "$D/late.out")"
   tr=$(ls -t "$D"/tr/*.vttr | head -1)

@@ -15,8 +15,8 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_
 "$B/trainer" keygen "$T/k" >/dev/null || { echo "keygen failed"; exit 1; }
 R=(--key "$T/k" --set dataset=digits --set 'layers=[64,16,10]' --set steps=24 --set batch=12
    --set checkpoint_every=4 --set state_hash_every=1 --quiet)
-"$B/trainer-test" train --run "$T/honest" "${R[@]}" >/dev/null || bad "train honest"
-"$B/trainer-test" train --run "$T/cheat" "${R[@]}" --cheat lr:13:0.5 >/dev/null || bad "train cheat"
+"$B/trainer-test" train "$T/honest" "${R[@]}" >/dev/null || bad "train honest"
+"$B/trainer-test" train "$T/cheat" "${R[@]}" --cheat lr:13:0.5 >/dev/null || bad "train cheat"
 
 # the report without what depends on the moment (its timing, the memory then available)
 strip() { grep -v '"seconds"\|"memory_budget_bytes"' "$1"; }

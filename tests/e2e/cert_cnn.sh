@@ -14,7 +14,7 @@ cert_begin cert_cnn "${1:-}"
 R="$RECIPES/resnet-cifar10.json"
 cert_train_cnn "$T/digits"
 margs() { if [ "$1" = crown-ibp ]; then echo "--method crown --intermediate ibp"; else echo "--method $1"; fi; }
-"$B/trainer" train --run "$T/cifar" --key "$T/k" --recipe "$R" --set subset=256 --set resnet_width=4 \
+"$B/trainer" train "$T/cifar" --key "$T/k" --recipe "$R" --set subset=256 --set resnet_width=4 \
   --set resnet_stages=2 --set batch=16 --set steps=20 --quiet >/dev/null || { echo "training (cifar10) failed"; exit 1; }
 for run in digits cifar; do
   eps=0.002 n=20

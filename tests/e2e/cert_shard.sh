@@ -51,7 +51,7 @@ echo "cert_shard: CROWN's answers to the three properties: $answers"
 
 # 2. a committed MLP run (certify RUN_DIR: examples verified and falsified, the attack confirmed by
 # the project's evaluation on every rank): the one-process certificate
-"$TRAINER" train --run "$T/run" --key "$T/tk" --set dataset=digits --set 'layers=[64,24,24,10]' --set steps=60 \
+"$TRAINER" train "$T/run" --key "$T/tk" --set dataset=digits --set 'layers=[64,24,24,10]' --set steps=60 \
   --set batch=32 --quiet >/dev/null 2>&1 || bad "training the digits MLP"
 "$AUDITOR" certify "$T/run" --eps 0.03 --examples 6 --method crown --out "$T/run1.cert" --key "$T/key" --quiet \
   >/dev/null 2>&1 || bad "certify RUN_DIR"
@@ -78,7 +78,7 @@ mpi 2 "$AUDITOR" certify --onnx "$T/a.onnx" --vnnlib "$T/prop_2.vnnlib" --method
 # the one-process certificate, answer and counterexample, byte for byte; check-certificate --shard;
 # rank 1 failing (a missing run) stops both ranks with its error (exit 2)
 R="$RECIPES/resnet-cifar10.json"
-"$TRAINER" train --run "$T/cnn" --key "$T/tk" --recipe "$R" --set dataset=digits --set 'layers=[64,10]' \
+"$TRAINER" train "$T/cnn" --key "$T/tk" --recipe "$R" --set dataset=digits --set 'layers=[64,10]' \
   --set image_channels=1 --set image_height=8 --set image_width=8 --set resnet_width=4 --set resnet_stages=2 \
   --set batch=32 --set steps=40 --set decay_every=1000 --set augment_pad=0 --set augment_flip=0 --quiet >/dev/null 2>&1 ||
   bad "training the tiny resnet"

@@ -14,7 +14,7 @@ CNN=(--recipe "$RECIPES/resnet-cifar10.json" --set subset=256 --set resnet_width
      --set batch=16 --set steps=6 --set checkpoint_every=3 --set state_hash_every=1 --set decay_every=3)
 "$AUDITOR" keygen "$T/akey" >/dev/null || bad "keygen"
 for v in 1 2; do
-  "$TRAINER" train --run "$T/v$v" --key "$T/key" "${CNN[@]}" --set program_version=$v --quiet >"$T/out" 2>&1 ||
+  "$TRAINER" train "$T/v$v" --key "$T/key" "${CNN[@]}" --set program_version=$v --quiet >"$T/out" 2>&1 ||
     bad "train program $v: $(cat "$T/out")"
 done
 "$TRAINER" recipe "${CNN[@]}" --set program_version=2 --program >"$T/p2.txt" || bad "recipe --program"
@@ -39,7 +39,7 @@ assert b'"program_version":2' in manifest(sys.argv[2]) and b"program_version" no
 PY
 for o in pairwise reverse sorted; do expect 0 verified "" "$T/v2" --order "$o"; done
 for v in 1 2; do
-  "$TRAINER" eval --run "$T/v$v" --per-example "$T/e$v.txt" >/dev/null 2>&1 || bad "eval program $v"
+  "$TRAINER" eval "$T/v$v" --per-example "$T/e$v.txt" >/dev/null 2>&1 || bad "eval program $v"
 done
 cmp -s <(grep -v '^#' "$T/e1.txt") <(grep -v '^#' "$T/e2.txt") && ok || bad "the two programs' evaluations differ"
 for v in 1 2; do
@@ -55,16 +55,16 @@ if "$TRAINER" export "$T/v1" --format onnx --out "$T/v1.onnx" >/dev/null 2>&1; t
     "$T/v1.onnx" "$T/v2.onnx" && ok || bad "the ONNX exports hold different numbers of Conv nodes"
 fi
 # log rounding
-"$TRAINER" train --run "$T/log" --key "$T/key" "${CNN[@]}" --set program_version=2 --set rounding=log --quiet \
+"$TRAINER" train "$T/log" --key "$T/key" "${CNN[@]}" --set program_version=2 --set rounding=log --quiet \
   >"$T/out" 2>&1 || bad "train program 2, log: $(cat "$T/out")"
 for o in blas permuted; do expect 0 verified "" "$T/log" --order "$o"; done
 # a tampered program-2 step
-"$TRAINER_TEST" train --run "$T/flip" --key "$T/key" "${CNN[@]}" --set program_version=2 --quiet --cheat flip-weight:4 \
+"$TRAINER_TEST" train "$T/flip" --key "$T/key" "${CNN[@]}" --set program_version=2 --quiet --cheat flip-weight:4 \
   >/dev/null 2>&1 || bad "cheat"
 expect 1 "state mismatch" 4 "$T/flip" --order pairwise
 # threads
 for t in 1 2 3; do
-  "$TRAINER" train --threads $t --run "$T/t$t" --key "$T/key" "${CNN[@]}" --set program_version=2 --quiet >/dev/null 2>&1 ||
+  "$TRAINER" train --threads $t "$T/t$t" --key "$T/key" "${CNN[@]}" --set program_version=2 --quiet >/dev/null 2>&1 ||
     bad "train --threads $t"
 done
 for t in 2 3; do cmp -s "$T/t1/commitment.vtc" "$T/t$t/commitment.vtc" && ok || bad "--threads $t's commitment differs"; done

@@ -38,7 +38,7 @@ arch_games() {
     cheat=${c%% *}
     op=$(awk -v n="${c#* }" '/^operations/{f=1} /^evaluation pass/{f=0} f && index($0, n) {print $1; exit}' \
       "$T/$name-program.txt")
-    "$B/trainer-test" train --run "$T/$name-${cheat%%:*}" --key "$T/tk" "${ARCH[@]}" --quiet --cheat "$cheat" \
+    "$B/trainer-test" train "$T/$name-${cheat%%:*}" --key "$T/tk" "${ARCH[@]}" --quiet --cheat "$cheat" \
       >/dev/null || bad "train $name $cheat"
     dispute_game "$name-${cheat%%:*}" "$name-${cheat%%:*}" trainer "wrong output" 4 "$op" --cheat "$cheat"
   done

@@ -37,8 +37,8 @@ opid() {
 mode() {
   local name=$1 op=$2; shift 2
   [ -n "$op" ] || { bad "$name: no operation id"; return; }
-  "$B/trainer" train --run "$T/$name-honest" --key "$T/tk" "${R[@]}" "$@" >/dev/null || bad "train $name-honest"
-  "$B/trainer-test" train --run "$T/$name-cheat" --key "$T/tk" "${R[@]}" "$@" --cheat "shift-op:3:$op" >/dev/null ||
+  "$B/trainer" train "$T/$name-honest" --key "$T/tk" "${R[@]}" "$@" >/dev/null || bad "train $name-honest"
+  "$B/trainer-test" train "$T/$name-cheat" --key "$T/tk" "${R[@]}" "$@" --cheat "shift-op:3:$op" >/dev/null ||
     bad "train $name-cheat"
   dispute_game "$name-cheat" "$name-cheat" trainer "wrong output" 3 "$op" --cheat "shift-op:3:$op"
   dispute_game "$name-lie" "$name-honest" auditor "wrong output" 6 "$op" -- --lie "6:$op:shift"
@@ -69,7 +69,7 @@ mode p2log-dgrad "$p2_dgrad" "${P2L[@]}"
 mode p2log-wgrad "$p2_wgrad" "${P2L[@]}"
 # program 2's log forgeries: a step's entries omitted (test cheat), a direction flipped and entries deleted
 # after training (re-committed, tests/tools/vt_tamper.c): the trainer loses at the convolution's log
-"$B/trainer-test" train --run "$T/p2-omit" --key "$T/tk" "${R[@]}" "${P2L[@]}" --cheat omit-entry:3 >/dev/null ||
+"$B/trainer-test" train "$T/p2-omit" --key "$T/tk" "${R[@]}" "${P2L[@]}" --cheat omit-entry:3 >/dev/null ||
   bad "train p2-omit"
 dispute_game p2-omit p2-omit trainer "missing log entry" 3 "" --cheat omit-entry:3
 cp -r "$T/p2log-dgrad-honest" "$T/p2-forged"
@@ -90,12 +90,12 @@ mode mlp-e4m3 "$(opid "fc1 weight-gradient GEMM")" --set gemm_arith=tc-e4m3-sm90
 # a trainer that mixes arithmetics: one step (4) of a tc-bf16-sm90 run computed in fp64, or in tc-bf16-sm80,
 # and one step of an fp64 run in tc-bf16-sm90 (test cheat arith:STEP:V): it loses at that step's first
 # GEMM (operation 3, fc1 forward), the arbiter recomputing it in the manifest's arithmetic
-"$B/trainer-test" train --run "$T/mix1" --key "$T/tk" "${R[@]}" --set gemm_arith=tc-bf16-sm90 --cheat arith:4:0 >/dev/null ||
+"$B/trainer-test" train "$T/mix1" --key "$T/tk" "${R[@]}" --set gemm_arith=tc-bf16-sm90 --cheat arith:4:0 >/dev/null ||
   bad "train mix1"
 dispute_game mix-fp64-step mix1 trainer "wrong output" 4 3 --cheat arith:4:0
-"$B/trainer-test" train --run "$T/mix2" --key "$T/tk" "${R[@]}" --cheat arith:4:1 >/dev/null || bad "train mix2"
+"$B/trainer-test" train "$T/mix2" --key "$T/tk" "${R[@]}" --cheat arith:4:1 >/dev/null || bad "train mix2"
 dispute_game mix-tc-step mix2 trainer "wrong output" 4 3 --cheat arith:4:1
-"$B/trainer-test" train --run "$T/mix3" --key "$T/tk" "${R[@]}" --set gemm_arith=tc-bf16-sm90 --cheat arith:4:3 >/dev/null ||
+"$B/trainer-test" train "$T/mix3" --key "$T/tk" "${R[@]}" --set gemm_arith=tc-bf16-sm90 --cheat arith:4:3 >/dev/null ||
   bad "train mix3"
 dispute_game mix-sm80-step mix3 trainer "wrong output" 4 3 --cheat arith:4:3
 

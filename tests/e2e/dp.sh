@@ -22,12 +22,12 @@ CNN2=("${CNN[@]}" --set program_version=2) # step program 2 (docs/cnn.md): its c
 # 1. one commitment whatever the number of ranks
 for model in mlp cnn cnn2 gpt; do
   case $model in mlp) R=("${MLP[@]}") ;; cnn) R=("${CNN[@]}") ;; cnn2) R=("${CNN2[@]}") ;; gpt) R=("${GPT[@]}") ;; esac
-  "$TRAINER" train --run "$T/$model" --key "$T/key" "${R[@]}" --quiet >"$T/out" 2>&1 ||
+  "$TRAINER" train "$T/$model" --key "$T/key" "${R[@]}" --quiet >"$T/out" 2>&1 ||
     bad "$model, one process: $(cat "$T/out")"
   nps="1 2 3 4"
   [ $model = cnn2 ] && nps="2 4"
   for np in $nps; do
-    mpi $np "$TRAINER" train --run "$T/$model-$np" --key "$T/key" "${R[@]}" >"$T/out" 2>&1
+    mpi $np "$TRAINER" train "$T/$model-$np" --key "$T/key" "${R[@]}" >"$T/out" 2>&1
     st=$?
     if [ $st != 0 ]; then bad "$model on $np ranks: exit $st: $(cat "$T/out")"; continue; fi
     cmp -s "$T/$model/commitment.vtc" "$T/$model-$np/commitment.vtc" && ok ||
@@ -53,12 +53,12 @@ refused() { # refused WANT_STATUS PATTERN DIR -- command: the exit status, the m
     bad "$* -> exit $st (expected $want, \"$pat\", nothing written): $(cat "$T/out")"
 }
 refused 64 "rank 0 of 3: a batch of 16 examples does not split into 3 equal shares" "$T/r1" -- \
-  mpi 3 "$TRAINER" train --run "$T/r1" --key "$T/key" "${MLP[@]}" --set batch=16
+  mpi 3 "$TRAINER" train "$T/r1" --key "$T/key" "${MLP[@]}" --set batch=16
 refused 64 "rank 0 of 2: rounding=log runs in one process only" "$T/r2" -- \
-  mpi 2 "$TRAINER" train --run "$T/r2" --key "$T/key" "${MLP[@]}" --set rounding=log
+  mpi 2 "$TRAINER" train "$T/r2" --key "$T/key" "${MLP[@]}" --set rounding=log
 # --backend cuda on 2 ranks: refused where it cannot run (a build without NCCL, no GPU, fewer GPUs
 # than ranks: docs/distributed.md "GPU ranks"), naming the reason; where it can, tests/e2e/nccl_train.sh
-mpi 2 "$TRAINER" train --run "$T/r3" --key "$T/key" "${MLP[@]}" --backend cuda >"$T/out" 2>&1
+mpi 2 "$TRAINER" train "$T/r3" --key "$T/key" "${MLP[@]}" --backend cuda >"$T/out" 2>&1
 st=$?
 if [ $st != 0 ]; then
   [ $st = 2 ] && grep -q "rank 0 of 2: .*\(this build has no NCCL\|no CUDA\|NCCL needs a GPU for each rank\)" "$T/out" &&
@@ -67,30 +67,30 @@ fi
 # ranks given different recipes (MPMD: rank 1 another learning rate), a rank that cannot load its data
 refused 64 "rank 1 of 2: its manifest (recipe, dataset or --init file) differs from rank 0's" "$T/r4" -- \
   timeout -k 10 "$(vt_scale 600)" "$MPIRUN" --oversubscribe --allow-run-as-root \
-  -np 1 "$TRAINER" train --run "$T/r4" --key "$T/key" "${MLP[@]}" : \
-  -np 1 "$TRAINER" train --run "$T/r4" --key "$T/key" "${MLP[@]}" --set lr=0.01
+  -np 1 "$TRAINER" train "$T/r4" --key "$T/key" "${MLP[@]}" : \
+  -np 1 "$TRAINER" train "$T/r4" --key "$T/key" "${MLP[@]}" --set lr=0.01
 mkdir -p "$T/nodata"
 refused 2 "rank 1 of 2: " "$T/r5" -- \
   timeout -k 10 "$(vt_scale 600)" "$MPIRUN" --oversubscribe --allow-run-as-root \
-  -np 1 "$TRAINER" train --run "$T/r5" --key "$T/key" "${MLP[@]}" : \
-  -np 1 "$TRAINER" train --run "$T/r5" --key "$T/key" "${MLP[@]}" --data-dir "$T/nodata"
+  -np 1 "$TRAINER" train "$T/r5" --key "$T/key" "${MLP[@]}" : \
+  -np 1 "$TRAINER" train "$T/r5" --key "$T/key" "${MLP[@]}" --data-dir "$T/nodata"
 
 # 3. a rank whose state no longer is the others': every rank stops, the rank named; the steps before
 # it are stored and the run resumes (one process) to the honest commitment
-mpi 4 "$TRAINER_TEST" train --run "$T/flip" --key "$T/key" "${MLP[@]}" --flip-state 2:3 >"$T/out" 2>&1
+mpi 4 "$TRAINER_TEST" train "$T/flip" --key "$T/key" "${MLP[@]}" --flip-state 2:3 >"$T/out" 2>&1
 st=$?
 [ $st = 2 ] && grep -q "rank 2 of 4: its state after step 4 differs from rank 0's" "$T/out" &&
   [ "$(grep -c "differs from rank 0's" "$T/out")" = 1 ] && [ ! -e "$T/flip/commitment.vtc" ] && ok ||
   bad "--flip-state 2:3 on 4 ranks: exit $st: $(cat "$T/out")"
 [ "$(sqlite3 "$T/flip/run.db" 'SELECT max(step) FROM steps')" = 3 ] && ok || bad "--flip-state: steps stored"
-"$TRAINER" train --run "$T/flip" --key "$T/key" "${MLP[@]}" --resume --quiet >/dev/null 2>&1 &&
+"$TRAINER" train "$T/flip" --key "$T/key" "${MLP[@]}" --resume --quiet >/dev/null 2>&1 &&
   cmp -s "$T/mlp/commitment.vtc" "$T/flip/commitment.vtc" && ok || bad "--flip-state: resumed to another commitment"
 
 # 4. a rank killed mid-run: the run stops, the store is intact, --resume on 1 and on 2 ranks finishes
 # with the uninterrupted run's commitment
 killed() { # killed DIR NP -- trainer-test options: the run dies by a signal, run.db intact
   local dir=$1 np=$2; shift 3
-  mpi "$np" "$TRAINER_TEST" train --run "$dir" --key "$T/key" "${CNN[@]}" --quiet "$@" >"$T/out" 2>&1
+  mpi "$np" "$TRAINER_TEST" train "$dir" --key "$T/key" "${CNN[@]}" --quiet "$@" >"$T/out" 2>&1
   local st=$?
   [ $st != 0 ] && [ $st != 124 ] && ok || bad "$* on $np ranks: exit $st: $(cat "$T/out")"
   grep -Eqi "signal 9|killed" "$T/out" && ok || bad "$* on $np ranks: no word of the killed rank: $(cat "$T/out")"
@@ -99,8 +99,8 @@ killed() { # killed DIR NP -- trainer-test options: the run dies by a signal, ru
 }
 resumed() { # resumed DIR NP: --resume on NP ranks (1: one process, no mpirun) ends with the CNN's commitment
   local dir=$1 np=$2
-  if [ "$np" = 1 ]; then "$TRAINER" train --run "$dir" --key "$T/key" "${CNN[@]}" --resume --quiet >"$T/out" 2>&1
-  else mpi "$np" "$TRAINER" train --run "$dir" --key "$T/key" "${CNN[@]}" --resume --quiet >"$T/out" 2>&1; fi
+  if [ "$np" = 1 ]; then "$TRAINER" train "$dir" --key "$T/key" "${CNN[@]}" --resume --quiet >"$T/out" 2>&1
+  else mpi "$np" "$TRAINER" train "$dir" --key "$T/key" "${CNN[@]}" --resume --quiet >"$T/out" 2>&1; fi
   local st=$?
   [ $st = 0 ] && cmp -s "$T/cnn/commitment.vtc" "$dir/commitment.vtc" && ok ||
     bad "--resume of $dir on $np ranks: exit $st, or another commitment: $(cat "$T/out")"
@@ -118,13 +118,13 @@ resumed "$T/k3" 3
 rank_pid() { # rank_pid R DIR: the PID of rank R of the trainer training into DIR
   local p
   for p in /proc/[0-9]*; do
-    tr '\0' ' ' 2>/dev/null <"$p/cmdline" | grep -q -- "--run $2 " || continue
+    tr '\0' ' ' 2>/dev/null <"$p/cmdline" | grep -q -- " $2 " || continue
     tr '\0' '\n' 2>/dev/null <"$p/environ" | grep -qx "OMPI_COMM_WORLD_RANK=$1" && { echo "${p#/proc/}"; return; }
   done
 }
 LONG=("${MLP[@]}" --set steps=1000 --set state_hash_every=10 --set checkpoint_every=100)
-"$TRAINER" train --run "$T/long" --key "$T/key" "${LONG[@]}" --quiet >/dev/null 2>&1 || bad "the long MLP run"
-mpi 2 "$TRAINER" train --run "$T/ext" --key "$T/key" "${LONG[@]}" --quiet >"$T/ext.out" 2>&1 &
+"$TRAINER" train "$T/long" --key "$T/key" "${LONG[@]}" --quiet >/dev/null 2>&1 || bad "the long MLP run"
+mpi 2 "$TRAINER" train "$T/ext" --key "$T/key" "${LONG[@]}" --quiet >"$T/ext.out" 2>&1 &
 bg=$!
 victim=
 five_steps_or_exit() { [ "$(sqlite3 "$T/ext/run.db" 'SELECT count(*) FROM steps' 2>/dev/null)" -ge 5 ] 2>/dev/null || ! kill -0 $bg 2>/dev/null; }
@@ -136,13 +136,13 @@ st=$?
 [ -n "$victim" ] && [ $st != 0 ] && [ $st != 124 ] && [ ! -e "$T/ext/commitment.vtc" ] &&
   [ "$(sqlite3 "$T/ext/run.db" 'PRAGMA integrity_check')" = ok ] && ok ||
   bad "kill -9 of rank 1 (pid ${victim:-not found}): exit $st: $(cat "$T/ext.out")"
-"$TRAINER" train --run "$T/ext" --key "$T/key" "${LONG[@]}" --resume --quiet >"$T/out" 2>&1 &&
+"$TRAINER" train "$T/ext" --key "$T/key" "${LONG[@]}" --resume --quiet >"$T/out" 2>&1 &&
   cmp -s "$T/long/commitment.vtc" "$T/ext/commitment.vtc" && ok || bad "resume after kill -9 of rank 1: $(cat "$T/out")"
 
 # the production trainer has none of the test build's rank faults
 "$TRAINER" --help 2>&1 | grep -Eq -- "--(flip-state|kill-rank)\b" && bad "trainer --help shows a testing option" || ok
 for opt in --flip-state --kill-rank; do
-  "$TRAINER" train --run "$T/x" --key "$T/key" "$opt" 1:2 >/dev/null 2>&1; [ $? = 64 ] && [ ! -e "$T/x" ] && ok ||
+  "$TRAINER" train "$T/x" --key "$T/key" "$opt" 1:2 >/dev/null 2>&1; [ $? = 64 ] && [ ! -e "$T/x" ] && ok ||
     bad "production $opt must be a usage error"
 done
 

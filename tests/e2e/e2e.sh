@@ -23,7 +23,7 @@ SMALL=(--set dataset=mnist-train --set subset=2000 --set 'layers=[784,64,10]' --
 "$B/arbiter" keygen "$T/akey" >/dev/null 2>&1; [ $? = 2 ] && ok || bad "arbiter keygen overwrote a key without --force"
 "$B/arbiter" keygen "$T/akey" extra >/dev/null 2>&1; [ $? = 64 ] && ok || bad "arbiter keygen: a second KEYFILE must be a usage error"
 
-"$TRAINER" train --run "$T/run" --key "$T/key" "${SMALL[@]}" --quiet >"$T/train.out" || bad "train"
+"$TRAINER" train "$T/run" --key "$T/key" "${SMALL[@]}" --quiet >"$T/train.out" || bad "train"
 [ -f "$T/run/commitment.vtc" ] && ok || bad "no commitment"
 
 # expect STATUS REASON STEP -- auditor args... (tests/e2e/lib.sh)
@@ -73,7 +73,7 @@ tamper "dataset"             "wrong dataset"         "" other-dataset
 tamper "learning rate"       "manifest mismatch"     "" set-lr 0.2
 tamper "learning rate, re-signed" "state mismatch"   1 set-lr-resign 0.2
 # a cheating trainer that flips a weight bit after step 30 and commits consistently
-"$TRAINER_TEST" train --run "$T/cheat" --key "$T/key" "${SMALL[@]}" --quiet --cheat flip-weight:30 >/dev/null || bad "cheat"
+"$TRAINER_TEST" train "$T/cheat" --key "$T/key" "${SMALL[@]}" --quiet --cheat flip-weight:30 >/dev/null || bad "cheat"
 expect 1 "state mismatch" 30 "$T/cheat"
 
 fi
@@ -83,30 +83,30 @@ fi
 # compared in the pairwise order; in the blas order the stored values (every step's loss and
 # state hash) are compared and the resumed run must verify.
 steps() { sqlite3 "$1/run.db" "SELECT step, loss_bits, has_state, hex(state_hash) FROM steps ORDER BY step"; }
-"$TRAINER_TEST" train --run "$T/r2" --key "$T/key" "${SMALL[@]}" --quiet --stop-after 23 >/dev/null || bad "stop-after"
+"$TRAINER_TEST" train "$T/r2" --key "$T/key" "${SMALL[@]}" --quiet --stop-after 23 >/dev/null || bad "stop-after"
 [ ! -f "$T/r2/commitment.vtc" ] && ok || bad "an interrupted run must not be committed"
-"$TRAINER" train --run "$T/r2" --key "$T/key" "${SMALL[@]}" --quiet --resume >/dev/null || bad "resume"
+"$TRAINER" train "$T/r2" --key "$T/key" "${SMALL[@]}" --quiet --resume >/dev/null || bad "resume"
 [ "$(steps "$T/run")" = "$(steps "$T/r2")" ] && ok || bad "resumed run stores other values"
 expect 0 verified "" "$T/r2"
 for r in p1 p2; do
   [ $r = p2 ] && stop=(--stop-after 17) || stop=()
-  "$TRAINER_TEST" train --run "$T/$r" --key "$T/key" "${SMALL[@]}" --order pairwise --quiet "${stop[@]}" >/dev/null || bad "$r"
+  "$TRAINER_TEST" train "$T/$r" --key "$T/key" "${SMALL[@]}" --order pairwise --quiet "${stop[@]}" >/dev/null || bad "$r"
 done
-"$TRAINER" train --run "$T/p2" --key "$T/key" "${SMALL[@]}" --order pairwise --quiet --resume >/dev/null || bad "resume p2"
+"$TRAINER" train "$T/p2" --key "$T/key" "${SMALL[@]}" --order pairwise --quiet --resume >/dev/null || bad "resume p2"
 cmp -s "$T/p1/commitment.vtc" "$T/p2/commitment.vtc" && ok || bad "resumed commitment differs (pairwise order)"
 if [ -z "${VT_QUICK:-}" ]; then # (VT_QUICK, the BLAS matrix: the parts that do not touch the BLAS are skipped)
 # a real kill -9 in the middle of a longer run (pairwise order: the commitments must be equal)
 LONG=(--set dataset=digits --set 'layers=[64,64,10]' --set steps=3000 --set batch=32 --set checkpoint_every=50
       --order pairwise)
-"$TRAINER" train --run "$T/r3" --key "$T/key" "${LONG[@]}" --quiet >/dev/null 2>&1 &
+"$TRAINER" train "$T/r3" --key "$T/key" "${LONG[@]}" --quiet >/dev/null 2>&1 &
 pid=$!
 wait_until 120 file_or_exit "$T/r3/checkpoints/ckpt-000000000100.vtck" "$pid"
 kill -9 "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
 # the kill must have landed mid-run, or this part would test nothing
 [ -f "$T/r3/checkpoints/ckpt-000000000100.vtck" ] && [ ! -f "$T/r3/commitment.vtc" ] && ok ||
   bad "kill -9 did not land in the middle of the run"
-"$TRAINER" train --run "$T/r3" --key "$T/key" "${LONG[@]}" --quiet --resume >/dev/null || bad "resume after kill -9"
-"$TRAINER" train --run "$T/r4" --key "$T/key" "${LONG[@]}" --quiet >/dev/null || bad "uninterrupted long run"
+"$TRAINER" train "$T/r3" --key "$T/key" "${LONG[@]}" --quiet --resume >/dev/null || bad "resume after kill -9"
+"$TRAINER" train "$T/r4" --key "$T/key" "${LONG[@]}" --quiet >/dev/null || bad "uninterrupted long run"
 cmp -s "$T/r3/commitment.vtc" "$T/r4/commitment.vtc" && ok || bad "commitment after kill -9 + resume differs"
 
 # --- hostile files: a clear exit 2, no crash; a checkpoint file whose bytes are not the recorded
@@ -173,12 +173,12 @@ echo old >"$T/old.safetensors"
 # verified in other orders, and the plain baseline runs the same program
 AUG=(--set dataset=digits --set 'layers=[64,32,10]' --set steps=20 --set batch=32 --set image_channels=1
      --set image_height=8 --set image_width=8 --set augment_pad=2 --set augment_flip=1 --set checkpoint_every=10)
-"$TRAINER" train --run "$T/aug" --key "$T/key" "${AUG[@]}" --quiet >/dev/null || bad "augmented train"
+"$TRAINER" train "$T/aug" --key "$T/key" "${AUG[@]}" --quiet >/dev/null || bad "augmented train"
 for order in reverse permuted; do
   "$AUDITOR" verify "$T/aug" --order "$order" --quiet | grep -q "^VERIFIED" && ok || bad "augmented audit ($order)"
 done
 "$TRAINER" recipe "${AUG[@]}" --program | grep -q "augment batch" && ok || bad "the augmented program"
-"$TRAINER_TEST" train --run "$T/aug-cheat" --key "$T/key" "${AUG[@]}" --set state_hash_every=1 --quiet \
+"$TRAINER_TEST" train "$T/aug-cheat" --key "$T/key" "${AUG[@]}" --set state_hash_every=1 --quiet \
   --cheat augment-seed:7 >/dev/null || bad "augment-seed cheat"
 expect 1 "record mismatch" 7 "$T/aug-cheat" # the loss of step 7 already differs
 "$TRAINER" plain --precision fp32 "${AUG[@]}" >/dev/null && ok || bad "augmented plain baseline"
@@ -190,22 +190,22 @@ for p in trainer auditor arbiter; do
     nm "$B/$p" | grep -q vt_cheats && bad "$p links the test-only cheats" || ok
   fi
 done
-"$TRAINER" train --run "$T/x" --key "$T/key" --cheat lr:3 >/dev/null 2>&1; [ $? = 64 ] && ok || bad "production --cheat must be a usage error"
+"$TRAINER" train "$T/x" --key "$T/key" --cheat lr:3 >/dev/null 2>&1; [ $? = 64 ] && ok || bad "production --cheat must be a usage error"
 "$TRAINER" serve "$T/run" --listen 127.0.0.1:0 --key "$T/key" --misbehave silent >/dev/null 2>&1; [ $? = 64 ] && ok || bad "production --misbehave must be a usage error"
 "$AUDITOR" challenge "$T/run" --arbiter 127.0.0.1:1 --key "$T/key" --lie 3:1 >/dev/null 2>&1; [ $? = 64 ] && ok || bad "production --lie must be a usage error"
-"$TRAINER" train --run "$T/x" >/dev/null 2>&1; [ $? = 64 ] && ok || bad "trainer usage error must exit 64"
+"$TRAINER" train "$T/x" >/dev/null 2>&1; [ $? = 64 ] && ok || bad "trainer usage error must exit 64"
 
 fi
 # --- exact rounding (the default): no log, the same commitment from every trainer order, every
 # auditor order verifies, and a log smuggled into an exact run is rejected
 EXACT=(--set dataset=mnist-train --set subset=2000 --set 'layers=[784,64,10]' --set steps=30 --set batch=64
        --set lr=0.1 --set checkpoint_every=10 --set state_hash_every=1)
-"$TRAINER" train --run "$T/x1" --key "$T/key" "${EXACT[@]}" --quiet >"$T/x1.out" || bad "exact train"
+"$TRAINER" train "$T/x1" --key "$T/key" "${EXACT[@]}" --quiet >"$T/x1.out" || bad "exact train"
 grep -q "^rounding        exact: .*no log" "$T/x1.out" && ok || bad "exact run output: $(cat "$T/x1.out")"
 [ "$(sqlite3 "$T/x1/run.db" "SELECT COALESCE(SUM(log_entries), -1) FROM steps")" = 0 ] && ok || bad "exact run logged entries"
 for order in permuted reverse; do
   rm -rf "$T/x2"
-  "$TRAINER" train --run "$T/x2" --key "$T/key" "${EXACT[@]}" --order "$order" --quiet >/dev/null || bad "exact $order"
+  "$TRAINER" train "$T/x2" --key "$T/key" "${EXACT[@]}" --order "$order" --quiet >/dev/null || bad "exact $order"
   cmp -s "$T/x1/commitment.vtc" "$T/x2/commitment.vtc" && ok || bad "exact rounding: trainer order $order commits otherwise"
 done
 for order in "${ORDERS[@]}"; do
@@ -217,9 +217,9 @@ if [ -z "${VT_QUICK:-}" ]; then
   if "$TAMPER" "$T/x3" "$T/key" add-entry 5 >"$T/tamper.out" 2>&1; then
     expect 1 "log mismatch" 5 "$T/x3" --order pairwise
   else bad "tamper add-entry on an exact run: $(cat "$T/tamper.out")"; fi
-  "$TRAINER_TEST" train --run "$T/x4" --key "$T/key" "${EXACT[@]}" --quiet --cheat flip-weight:12 >/dev/null || bad "exact cheat"
+  "$TRAINER_TEST" train "$T/x4" --key "$T/key" "${EXACT[@]}" --quiet --cheat flip-weight:12 >/dev/null || bad "exact cheat"
   expect 1 "state mismatch" 12 "$T/x4"
-  "$TRAINER" train --run "$T/x5" --key "$T/key" "${EXACT[@]}" --set bound_mode=probabilistic >/dev/null 2>"$T/x5.err"
+  "$TRAINER" train "$T/x5" --key "$T/key" "${EXACT[@]}" --set bound_mode=probabilistic >/dev/null 2>"$T/x5.err"
   [ $? = 64 ] && grep -q "needs bound_mode=provable" "$T/x5.err" && ok || bad "exact + probabilistic must be refused"
 fi
 
@@ -238,27 +238,27 @@ num64 --to "$AUDITOR" verify "$T/run" --to 99999999999999999999
 num64 --step "$AUDITOR" challenge "$T/run" --service "$T/run/service.vtsr" --arbiter 127.0.0.1:1 --key "$T/key" --step 7abc
 num64 --deadline-ms "$AUDITOR" challenge "$T/run" --service "$T/run/service.vtsr" --arbiter 127.0.0.1:1 --key "$T/key" --deadline-ms 1e3
 num64 --lie "$B/auditor-test" challenge "$T/run" --service "$T/run/service.vtsr" --arbiter 127.0.0.1:1 --key "$T/key" --lie 3:
-num64 --stop-after "$TRAINER_TEST" train --run "$T/x" --key "$T/key" --stop-after 0x10
+num64 --stop-after "$TRAINER_TEST" train "$T/x" --key "$T/key" --stop-after 0x10
 num64 --connections "$TRAINER" serve "$T/run" --listen 127.0.0.1:0 --key "$T/key" --connections -1
 num64 --idle-ms "$TRAINER" serve "$T/run" --listen 127.0.0.1:0 --key "$T/key" --idle-ms ""
 num64 --steps "$TRAINER" plain --precision fp32 --steps 1.5
-num64 "--set steps" "$TRAINER" train --run "$T/x" --key "$T/key" --set steps=1e3
+num64 "--set steps" "$TRAINER" train "$T/x" --key "$T/key" --set steps=1e3
 num64 --games "$B/arbiter" serve --listen 127.0.0.1:0 --key "$T/key" --games x
 num64 --deadline-ms "$B/arbiter" serve --listen 127.0.0.1:0 --key "$T/key" --deadline-ms -5
 # an unknown evaluation order: exit 64 and one message, naming the option, in every program
 num64 '--order: "bogus" is not an evaluation order (blas, forward, reverse, pairwise, permuted, sorted, split)' \
   "$AUDITOR" verify "$T/run" --order bogus
-num64 "--order" "$TRAINER" train --run "$T/x" --key "$T/key" --order bogus
+num64 "--order" "$TRAINER" train "$T/x" --key "$T/key" --order bogus
 num64 "--order" "$B/arbiter" check "$T/run" --order bogus
 [ ! -e "$T/x" ] && ok || bad "a usage error must not create the run directory"
-num64 "--backend" "$TRAINER" train --run "$T/x" --key "$T/key" --backend tpu
+num64 "--backend" "$TRAINER" train "$T/x" --key "$T/key" --backend tpu
 num64 "--backend" "$AUDITOR" verify "$T/run" --backend tpu
 
 # --- the CUDA backend (docs/cuda.md). Where it cannot run (a build without CUDA, or no GPU),
 # --backend cuda is refused with exit 2 and a message saying why, before anything is written;
 # where it can, a run trained on the GPU is verified by the CPU auditor, and a CPU-trained run by
 # the auditor on the GPU
-"$TRAINER" train --run "$T/gpu" --key "$T/key" "${SMALL[@]}" --set steps=6 --backend cuda --quiet \
+"$TRAINER" train "$T/gpu" --key "$T/key" "${SMALL[@]}" --set steps=6 --backend cuda --quiet \
   >"$T/gpu.out" 2>&1
 st=$?
 if [ "$st" = 2 ] && grep -q -E "no CUDA backend|no CUDA GPU" "$T/gpu.out"; then
@@ -271,7 +271,7 @@ if [ "$st" = 2 ] && grep -q -E "no CUDA backend|no CUDA GPU" "$T/gpu.out"; then
 elif [ "$st" = 0 ]; then
   expect 0 "" "" "$T/gpu" --order pairwise
   for r in exact log; do
-    "$TRAINER" train --run "$T/gpu-$r" --key "$T/key" "${SMALL[@]}" --set steps=6 --set rounding=$r --backend cuda \
+    "$TRAINER" train "$T/gpu-$r" --key "$T/key" "${SMALL[@]}" --set steps=6 --set rounding=$r --backend cuda \
       --quiet >/dev/null 2>&1 && ok || bad "train --backend cuda, rounding $r"
     expect 0 "" "" "$T/gpu-$r" --order split
     expect 0 "" "" "$T/gpu-$r" --order forward --backend cuda

@@ -18,7 +18,7 @@ CNN=(--recipe "$RECIPES/resnet-cifar10.json" --set subset=512 --set resnet_width
 modes_verified "${CNN[@]}"
 grep -q "^log entries " "$T/train-log.out" && ok || bad "the log run's summary: $(cat "$T/train-log.out")"
 # an honest retraining in another order signs the same exact-mode commitment, byte for byte
-"$TRAINER" train --run "$T/exact2" --key "$T/key" "${CNN[@]}" --order reverse --quiet >/dev/null || bad "train (reverse)"
+"$TRAINER" train "$T/exact2" --key "$T/key" "${CNN[@]}" --order reverse --quiet >/dev/null || bad "train (reverse)"
 cmp -s "$T/exact/commitment.vtc" "$T/exact2/commitment.vtc" && ok || bad "exact rounding: another order signed another commitment"
 
 # the program: batch norm's running statistics are state buffers; evaluation has its own pass
@@ -32,18 +32,18 @@ RUN=$(opid "stem.bn running statistics")
 [ -n "$UPD" ] && [ -n "$RUN" ] && ok || bad "operation ids not found"
 
 # tampering: each rejected at its step (the dispute game names the operation: tests/e2e/dispute.sh)
-"$TRAINER_TEST" train --run "$T/flipw" --key "$T/key" "${CNN[@]}" --quiet --cheat flip-weight:5 >/dev/null || bad "cheat"
+"$TRAINER_TEST" train "$T/flipw" --key "$T/key" "${CNN[@]}" --quiet --cheat flip-weight:5 >/dev/null || bad "cheat"
 expect 1 "state mismatch" 5 "$T/flipw" --order pairwise
-"$TRAINER_TEST" train --run "$T/flipb" --key "$T/key" "${CNN[@]}" --quiet --cheat flip-buffer:4 >/dev/null || bad "cheat"
+"$TRAINER_TEST" train "$T/flipb" --key "$T/key" "${CNN[@]}" --quiet --cheat flip-buffer:4 >/dev/null || bad "cheat"
 expect 1 "state mismatch" 4 "$T/flipb" --order reverse
-"$TRAINER_TEST" train --run "$T/seed" --key "$T/key" "${CNN[@]}" --quiet --cheat augment-seed:3 >/dev/null || bad "cheat"
+"$TRAINER_TEST" train "$T/seed" --key "$T/key" "${CNN[@]}" --quiet --cheat augment-seed:3 >/dev/null || bad "cheat"
 expect 1 "record mismatch" 3 "$T/seed" # the loss of step 3 already differs
 rm -rf "$T/ck"; cp -r "$T/exact" "$T/ck"
 "$B/vt_tamper" "$T/ck" "$T/key" flip-checkpoint 6 >/dev/null || bad "tamper checkpoint"
 expect 1 "checkpoint altered" 6 "$T/ck" --order pairwise
 
 # evaluation with the running statistics (accuracy on the 1000 CIFAR-10 test images)
-"$TRAINER" eval --run "$T/exact" >"$T/eval.out" 2>&1 && grep -q "^dataset         cifar10-test (1000 examples)" "$T/eval.out" &&
+"$TRAINER" eval "$T/exact" >"$T/eval.out" 2>&1 && grep -q "^dataset         cifar10-test (1000 examples)" "$T/eval.out" &&
   grep -Eq "^accuracy        0\.[0-9]{4}$" "$T/eval.out" && ok || bad "eval: $(cat "$T/eval.out")"
 # the plain FP64 baseline (benchmarks) runs the same program
 "$TRAINER" plain --precision fp64 "${CNN[@]}" >"$T/plain.out" 2>&1 && ok || bad "plain CNN baseline: $(cat "$T/plain.out")"

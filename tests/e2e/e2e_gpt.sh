@@ -14,7 +14,7 @@ GPT=(--recipe "$RECIPES/gpt-shakespeare.json" --set gpt_layers=1 --set gpt_width
 
 # both rounding modes, every order (tests/e2e/lib.sh)
 modes_verified "${GPT[@]}"
-"$TRAINER" train --run "$T/exact2" --key "$T/key" "${GPT[@]}" --order pairwise --quiet >/dev/null || bad "train (pairwise)"
+"$TRAINER" train "$T/exact2" --key "$T/key" "${GPT[@]}" --order pairwise --quiet >/dev/null || bad "train (pairwise)"
 cmp -s "$T/exact/commitment.vtc" "$T/exact2/commitment.vtc" && ok || bad "exact rounding: another order signed another commitment"
 
 # the program: dropout, the gradient norm, AdamW; evaluation without dropout
@@ -25,15 +25,15 @@ done
 awk '/^evaluation pass/{f=1} f' "$T/program.txt" | grep -q " dropout " && bad "dropout in the evaluation pass" || ok
 
 # tampering, each rejected at its step (the dispute game names the operation: tests/e2e/dispute.sh)
-"$TRAINER_TEST" train --run "$T/flipw" --key "$T/key" "${GPT[@]}" --quiet --cheat flip-weight:5 >/dev/null || bad "cheat"
+"$TRAINER_TEST" train "$T/flipw" --key "$T/key" "${GPT[@]}" --quiet --cheat flip-weight:5 >/dev/null || bad "cheat"
 expect 1 "state mismatch" 5 "$T/flipw" --order pairwise
-"$TRAINER_TEST" train --run "$T/drop" --key "$T/key" "${GPT[@]}" --quiet --cheat dropout-seed:4 >/dev/null || bad "cheat"
+"$TRAINER_TEST" train "$T/drop" --key "$T/key" "${GPT[@]}" --quiet --cheat dropout-seed:4 >/dev/null || bad "cheat"
 expect 1 "record mismatch" 4 "$T/drop" --order reverse # the loss of step 4 already differs
-"$TRAINER_TEST" train --run "$T/win" --key "$T/key" "${GPT[@]}" --quiet --cheat swap-window:3 >/dev/null || bad "cheat"
+"$TRAINER_TEST" train "$T/win" --key "$T/key" "${GPT[@]}" --quiet --cheat swap-window:3 >/dev/null || bad "cheat"
 expect 1 "record mismatch" 3 "$T/win"
 
 # evaluation: the validation loss in nats per character, below the uniform ln 65 = 4.17 after 12 steps
-"$TRAINER" eval --run "$T/exact" >"$T/eval.out" 2>&1 && grep -q "^dataset         shakespeare-val (111540 characters)" "$T/eval.out" &&
+"$TRAINER" eval "$T/exact" >"$T/eval.out" 2>&1 && grep -q "^dataset         shakespeare-val (111540 characters)" "$T/eval.out" &&
   awk '/^validation loss/{exit !($3 > 0 && $3 < 4.17)}' "$T/eval.out" && ok || bad "eval: $(cat "$T/eval.out")"
 # sampling: deterministic, and the same from the run retrained in another order
 "$TRAINER" sample "$T/exact" --tokens 40 --seed 7 >"$T/s1" && "$TRAINER" sample "$T/exact2" --tokens 40 --seed 7 >"$T/s2" &&

@@ -17,12 +17,12 @@ SMALL=(--set dataset=mnist-train --set subset=2000 --set 'layers=[784,64,10]' --
        --set lr=0.1 --set checkpoint_every=5 --set state_hash_every=1 --set rounding=log)
 manifest() { sqlite3 "$1/run.db" "SELECT CAST(value AS TEXT) FROM meta WHERE key = 'manifest'"; }
 
-"$TRAINER" train --run "$T/a" --key "$T/key" "${SMALL[@]}" --quiet >"$T/a.out" || bad "train"
+"$TRAINER" train "$T/a" --key "$T/key" "${SMALL[@]}" --quiet >"$T/a.out" || bad "train"
 manifest "$T/a" | grep -q '"format":"vt-manifest-5"' && ok || bad "the manifest is not format 5: $(manifest "$T/a")"
 
 # --- one state, one log: the log names what the exact values need, whatever the trainer's order
 for order in pairwise reverse; do
-  "$TRAINER" train --run "$T/b-$order" --key "$T/key" "${SMALL[@]}" --order "$order" --quiet >/dev/null || bad "train $order"
+  "$TRAINER" train "$T/b-$order" --key "$T/key" "${SMALL[@]}" --order "$order" --quiet >/dev/null || bad "train $order"
   cmp -s "$T/a/commitment.vtc" "$T/b-$order/commitment.vtc" && ok || bad "log rounding: trainer order $order commits otherwise"
 done
 for order in blas forward reverse pairwise permuted split; do
@@ -30,7 +30,7 @@ for order in blas forward reverse pairwise permuted split; do
 done
 
 # --- a padded log: three direction entries on elements without one, in every op record of step 7
-"$TRAINER_TEST" train --run "$T/pad" --key "$T/key" "${SMALL[@]}" --quiet --cheat pad-log:7:3 >/dev/null ||
+"$TRAINER_TEST" train "$T/pad" --key "$T/key" "${SMALL[@]}" --quiet --cheat pad-log:7:3 >/dev/null ||
   bad "pad-log cheat"
 [ "$(sqlite3 "$T/pad/run.db" "SELECT log_entries - 0 FROM steps WHERE step = 7")" -gt \
   "$(sqlite3 "$T/a/run.db" "SELECT log_entries FROM steps WHERE step = 7")" ] && ok || bad "the cheat padded nothing"
@@ -52,9 +52,9 @@ cp -r "$T/a" "$T/a4"
 expect 0 verified "" "$T/a4" --order reverse
 
 # an interrupted run of format 4 is resumed under its own rule and keeps its manifest
-"$TRAINER_TEST" train --run "$T/i4" --key "$T/key" "${SMALL[@]}" --quiet --stop-after 7 >/dev/null || bad "stop-after"
+"$TRAINER_TEST" train "$T/i4" --key "$T/key" "${SMALL[@]}" --quiet --stop-after 7 >/dev/null || bad "stop-after"
 "$TAMPER" "$T/i4" "$T/key" set-format vt-manifest-4 >/dev/null || bad "relabel the interrupted run"
-"$TRAINER" train --run "$T/i4" --key "$T/key" "${SMALL[@]}" --quiet --resume >"$T/i4.out" 2>&1 ||
+"$TRAINER" train "$T/i4" --key "$T/key" "${SMALL[@]}" --quiet --resume >"$T/i4.out" 2>&1 ||
   bad "resume of a format-4 run: $(cat "$T/i4.out")"
 manifest "$T/i4" | grep -q '"format":"vt-manifest-4"' && ok || bad "the resumed run changed its manifest"
 expect 0 verified "" "$T/i4" --order permuted
@@ -62,7 +62,7 @@ expect 0 verified "" "$T/i4" --order permuted
 # --- --resume on a finished run: nothing changes, the stored figures are printed
 cp "$T/a/commitment.vtc" "$T/a.vtc"
 db0=$(sqlite3 "$T/a/run.db" "SELECT step, loss_bits, hex(leaf) FROM steps ORDER BY step")
-"$TRAINER" train --run "$T/a" --key "$T/key" "${SMALL[@]}" --resume >"$T/resume.out" 2>&1
+"$TRAINER" train "$T/a" --key "$T/key" "${SMALL[@]}" --resume >"$T/resume.out" 2>&1
 st=$?
 [ $st = 0 ] && ok || bad "resume of a finished run: exit $st: $(cat "$T/resume.out")"
 grep -q "^run $T/a is already finished at step 12 (commitment $T/a/commitment.vtc)" "$T/resume.out" && ok ||
@@ -80,7 +80,7 @@ cmp -s "$T/a/commitment.vtc" "$T/a.vtc" && ok || bad "resume of a finished run r
 expect 0 verified "" "$T/a"
 # every step stored but the commitment lost (killed while committing): --resume commits it
 rm "$T/b-pairwise/commitment.vtc"
-"$TRAINER" train --run "$T/b-pairwise" --key "$T/key" "${SMALL[@]}" --resume >"$T/resume2.out" 2>&1 || bad "resume to commit"
+"$TRAINER" train "$T/b-pairwise" --key "$T/key" "${SMALL[@]}" --resume >"$T/resume2.out" 2>&1 || bad "resume to commit"
 cmp -s "$T/a/commitment.vtc" "$T/b-pairwise/commitment.vtc" && ok || bad "the committed resume differs"
 grep -q "^final loss      $want$" "$T/resume2.out" && ! grep -qi "nan" "$T/resume2.out" && ok ||
   bad "resume to commit: $(cat "$T/resume2.out")"

@@ -84,7 +84,7 @@ RECIPE=(--set dataset=digits --set "layers=[64,16,10]" --set batch=8 --set steps
 "$B/trainer" keygen "$T/key" >/dev/null 2>&1 || { echo "FAIL: keygen"; exit 1; }
 
 # control: the shim without -ffast-math is a working CBLAS: train and verify through it
-if LD_LIBRARY_PATH="$T/plain" "$B/trainer" train --run "$T/run" --key "$T/key" "${RECIPE[@]}" --quiet >"$T/out" 2>&1 &&
+if LD_LIBRARY_PATH="$T/plain" "$B/trainer" train "$T/run" --key "$T/key" "${RECIPE[@]}" --quiet >"$T/out" 2>&1 &&
    [ -f "$T/run/commitment.vtc" ]; then ok; else bad "training through the plain shim: $(cat "$T/out")"; fi
 if LD_LIBRARY_PATH="$T/plain" "$B/auditor" verify "$T/run" --pubkey "$T/key.pub" --quiet >"$T/out" 2>&1; then ok; else
   bad "verifying through the plain shim: $(cat "$T/out")"; fi
@@ -101,7 +101,7 @@ refused() {
   echo "$what: exit 2: $(head -c 300 "$T/out")"
   ok
 }
-refused "trainer train" "$B/trainer" train --run "$T/run2" --key "$T/key" "${RECIPE[@]}" --quiet
+refused "trainer train" "$B/trainer" train "$T/run2" --key "$T/key" "${RECIPE[@]}" --quiet
 if [ -e "$T/run2/commitment.vtc" ]; then bad "the refused trainer wrote a commitment"; else ok; fi
 refused "trainer serve" "$B/trainer" serve "$T/run" --listen 127.0.0.1:0 --key "$T/key" --arbiter-key "$T/key.pub" --quiet
 refused "trainer export" "$B/trainer" export "$T/run" --format safetensors --out "$T/x.safetensors"

@@ -23,24 +23,24 @@ S=(--set subset=1000 --set 'layers=[784,32,10]' --set steps=8 --set checkpoint_e
 
 # --- finding 7 and deliverable 6: usage and recipe errors are 64, alike from --set and a file,
 # and nothing is created on disk before the recipe is fully validated
-want 64 'unknown recipe key "nokey"' -- "$TR" train --run "$T/a" --key "$T/key" --set nokey=1
+want 64 'unknown recipe key "nokey"' -- "$TR" train "$T/a" --key "$T/key" --set nokey=1
 printf '{"nokey": 1}' >"$T/unk.json"
-want 64 'unk.json: unknown recipe key "nokey"' -- "$TR" train --run "$T/a" --key "$T/key" --recipe "$T/unk.json"
+want 64 'unk.json: unknown recipe key "nokey"' -- "$TR" train "$T/a" --key "$T/key" --recipe "$T/unk.json"
 want 64 'unknown recipe key "nokey"' -- "$TR" recipe --recipe "$T/unk.json"
-want 64 'cannot open' -- "$TR" train --run "$T/a" --key "$T/key" --recipe "$T/missing.json"
-want 64 'unknown dataset "nosuch"' -- "$TR" train --run "$T/a" --key "$T/key" "${S[@]}" --set dataset=nosuch
+want 64 'cannot open' -- "$TR" train "$T/a" --key "$T/key" --recipe "$T/missing.json"
+want 64 'unknown dataset "nosuch"' -- "$TR" train "$T/a" --key "$T/key" "${S[@]}" --set dataset=nosuch
 want 64 'dataset mnist-train has 784 features and 10 classes, but layers = \[784, \.\.\., 1\]' -- \
-  "$TR" train --run "$T/a" --key "$T/key" "${S[@]}" --set 'layers=[784,1]'
-want 64 'but layers = \[100, \.\.\., 10\]' -- "$TR" train --run "$T/a" --key "$T/key" "${S[@]}" --set 'layers=[100,10]'
+  "$TR" train "$T/a" --key "$T/key" "${S[@]}" --set 'layers=[784,1]'
+want 64 'but layers = \[100, \.\.\., 10\]' -- "$TR" train "$T/a" --key "$T/key" "${S[@]}" --set 'layers=[100,10]'
 [ ! -e "$T/a" ] && ok || bad "a refused recipe created the run directory"
-want 64 'max-memory: "lots" is not a size' -- "$TR" train --run "$T/a" --key "$T/key" --max-memory lots
+want 64 'max-memory: "lots" is not a size' -- "$TR" train "$T/a" --key "$T/key" --max-memory lots
 
 # --- finding 4: messages intact (no self-overlapping format)
 printf '{"lr": "x"}' >"$T/badlr.json"
 want 64 '^trainer: [^ ]*badlr.json: recipe key "lr": expected a number$' -- \
-  "$TR" train --run "$T/a" --key "$T/key" --recipe "$T/badlr.json"
+  "$TR" train "$T/a" --key "$T/key" --recipe "$T/badlr.json"
 want 1 '^trainer: training diverged at step [0-9]+, operation [0-9]+.*\[.*\]$' -- \
-  "$TR" train --run "$T/div" --key "$T/key" "${S[@]}" --set lr=1e30
+  "$TR" train "$T/div" --key "$T/key" "${S[@]}" --set lr=1e30
 
 # --- finding 3: recipe files capped in size and depth before parsing; the memory budget
 want 64 'recipe /dev/zero: more than the limit of 1048576 bytes' -- "$TR" recipe --recipe /dev/zero
@@ -51,11 +51,11 @@ python3 -c "print('{\"lr\":' + '['*40 + ']'*40 + '}')" >"$T/deep.json" 2>/dev/nu
 want 64 'nested deeper than the limit of 16 levels' -- "$TR" recipe --recipe "$T/deep.json"
 # a user's recipe beyond the budget: 64, before the run directory exists (nothing allocated)
 want 64 'the model needs 20\.[0-9]+ GiB .*over the memory budget of 8\.00 GiB \(--max-memory\)' -- \
-  "$TR" train --run "$T/huge" --key "$T/key" "${S[@]}" --set 'layers=[784,65536,8192,10]' --max-memory 8G
+  "$TR" train "$T/huge" --key "$T/key" "${S[@]}" --set 'layers=[784,65536,8192,10]' --max-memory 8G
 [ ! -e "$T/huge" ] && ok || bad "a recipe over the budget created the run directory"
 
 # --- an honest run, then the checks on it
-"$TR" train --run "$T/ok" --key "$T/key" "${S[@]}" >/dev/null || bad "train"
+"$TR" train "$T/ok" --key "$T/key" "${S[@]}" >/dev/null || bad "train"
 want 0 '^VERIFIED' -- "$AU" verify "$T/ok" --quiet --pubkey "$T/key.pub" --report "$T/rep.json"
 grep -q '"complete": true' "$T/rep.json" && grep -q '"coverage": "every stored field checked' "$T/rep.json" && ok ||
   bad "report: complete / coverage"
@@ -65,7 +65,7 @@ cp -r "$T/ok" "$T/hostile"
 want 2 'the model needs 20\.[0-9]+ GiB .*over the memory budget of 4\.00 GiB' -- \
   "$AU" verify "$T/hostile" --quiet --max-memory 4G
 want 2 'the model needs .*over the memory budget' -- "$TR" export "$T/hostile" --out "$T/h.st" --max-memory 4G
-want 2 'the model needs .*over the memory budget' -- "$TR" eval --run "$T/hostile" --max-memory 4G
+want 2 'the model needs .*over the memory budget' -- "$TR" eval "$T/hostile" --max-memory 4G
 # --jobs reduced to what the budget holds (each replay ~1.2 MiB)
 want 0 'jobs 4 reduced to 1' -- "$AU" verify "$T/ok" --jobs 4 --max-memory 2M
 # a manifest nested beyond the limit: refused before parsing, 2
@@ -126,17 +126,17 @@ want 1 'the manifest does not match its recorded hash' -- "$TR" export "$T/t" --
 
 # --- --resume: a directory that was never created is nothing to resume (2, nothing created); one
 # that exists without a complete run.db (its creation interrupted) starts the run
-want 2 'cannot open run store .*never/made/run.db' -- "$TR" train --run "$T/never/made" --key "$T/key" "${S[@]}" --resume
+want 2 'cannot open run store .*never/made/run.db' -- "$TR" train "$T/never/made" --key "$T/key" "${S[@]}" --resume
 [ ! -e "$T/never" ] && ok || bad "--resume of a directory that was never created created it"
 mkdir "$T/empty"
 want 0 'has no run.db \(its creation was interrupted\): starting the run' -- \
-  "$TR" train --run "$T/empty" --key "$T/key" "${S[@]}" --resume
+  "$TR" train "$T/empty" --key "$T/key" "${S[@]}" --resume
 cmp -s "$T/empty/commitment.vtc" "$T/ok/commitment.vtc" && ok || bad "--resume of an empty directory: another commitment"
 
 # --- eval: an unknown dataset is 64 as in train; an unreadable run 2
-want 64 'unknown dataset "nosuch"' -- "$TR" eval --run "$T/ok" --dataset nosuch
-want 64 'does not fit the model' -- "$TR" eval --run "$T/ok" --dataset digits
-want 2 'cannot open run store' -- "$TR" eval --run "$T/nonexistent"
+want 64 'unknown dataset "nosuch"' -- "$TR" eval "$T/ok" --dataset nosuch
+want 64 'does not fit the model' -- "$TR" eval "$T/ok" --dataset digits
+want 2 'cannot open run store' -- "$TR" eval "$T/nonexistent"
 want 2 'cannot open run store|run store' -- "$AU" verify "$T/nonexistent" --quiet
 want 64 'max-memory' -- "$AU" verify "$T/ok" --max-memory 0
 

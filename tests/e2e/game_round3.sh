@@ -116,7 +116,7 @@ case_records() { # finding 3 (and 5: a record from the arbiter's future)
   else bad "records: short: $why"; fi
   # b. the production trainer refuses to sign one
   "$B/trainer" serve "$T/cheat" --listen 127.0.0.1:0 --key "$T/tk" --arbiter-key "$T/rk.pub" --record-ttl 2 \
-    --service-file "$d/x.vtsr" >"$d/refuse" 2>&1; st=$?
+    --service "$d/x.vtsr" >"$d/refuse" 2>&1; st=$?
   [ $st = 64 ] && grep -q "lives at least 1200 s" "$d/refuse" && [ ! -e "$d/x.vtsr" ] &&
     ok "records: trainer serve refuses --record-ttl 2 (exit 64)" || bad "records: ttl 2: exit $st $(cat "$d/refuse")"
   # c. an expired record (signed for 990 s, expired 10 s ago) of a trainer that no longer serves: nobody at fault

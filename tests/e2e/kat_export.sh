@@ -30,7 +30,7 @@ for name in mlp resnet gpt mlp-log resnet-log gpt-log; do
     gpt*) args=("${GPT[@]}") ;;
   esac
   case $name in *-log) args+=(--set rounding=log) ;; esac
-  if ! "$TRAINER" train --run "$T/$name" --key "$T/key" "${args[@]}" --quiet >"$T/$name.out" 2>&1 ||
+  if ! "$TRAINER" train "$T/$name" --key "$T/key" "${args[@]}" --quiet >"$T/$name.out" 2>&1 ||
      ! "$TRAINER" export "$T/$name" --format safetensors --out "$T/$name.safetensors" --optimizer \
        --pubkey "$T/key.pub" >>"$T/$name.out" 2>&1; then
     echo "FAIL $name: train or export"; cat "$T/$name.out"; fail=1; continue

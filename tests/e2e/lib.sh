@@ -24,7 +24,7 @@
 #     mpi_begin MPIEXEC [SECONDS]   MPIRUN; skipped (77) when MPIEXEC is empty; Open MPI as root, oversubscribed
 #     mpi NP ARGS...                MPIRUN -np NP ARGS under a hang guard (MPI_GUARD seconds, default 600)
 #   runs and audits
-#     train NAME ARGS...            trainer-test train --run $T/NAME --key $T/tk ARGS... (bad on failure)
+#     train NAME ARGS...            trainer-test train $T/NAME --key $T/tk ARGS... (bad on failure)
 #     expect STATUS REASON STEP -- ARGS...  auditor verify ARGS exits STATUS naming REASON and STEP
 #     dp_recipes                    COMMON, MLP, CNN, GPT: the data-parallel scripts' small runs (batch 12, 6 steps)
 #     export_recipes                MLP, CNN: the export checks' runs (2000 examples, 60 steps); trains $T/mlp
@@ -165,7 +165,7 @@ mpi() {
 
 # ---- runs and audits
 
-train() { "$B/trainer-test" train --run "$T/$1" --key "$T/tk" "${@:2}" >/dev/null 2>"$T/$1.train.log" ||
+train() { "$B/trainer-test" train "$T/$1" --key "$T/tk" "${@:2}" >/dev/null 2>"$T/$1.train.log" ||
   { bad "train $1: $(tail -2 "$T/$1.train.log")"; return 1; }; }
 
 # expect STATUS REASON STEP -- auditor args: `auditor verify` exits STATUS and its report names
@@ -197,7 +197,7 @@ export_recipes() {
        --set checkpoint_every=30)
   CNN=(--recipe "$RECIPES/resnet-cifar10.json" --set subset=2000 --set resnet_width=4 --set resnet_stages=2
        --set batch=32 --set steps=60 --set checkpoint_every=30 --set decay_every=30)
-  "$TRAINER" train --run "$T/mlp" --key "$T/key" "${MLP[@]}" --quiet >/dev/null || bad "train mlp"
+  "$TRAINER" train "$T/mlp" --key "$T/key" "${MLP[@]}" --quiet >/dev/null || bad "train mlp"
 }
 # refuse STATUS TEXT -- EXPORT-ARGS: `trainer export EXPORT-ARGS --out $REFUSED` (default $T/refused)
 # exits STATUS, its output names TEXT, and nothing is written
@@ -217,7 +217,7 @@ modes_verified() {
   ORDERS=(blas forward reverse pairwise permuted sorted split)
   [ -n "${VT_QUICK:-}" ] && ORDERS=(blas split pairwise)
   for mode in exact log; do
-    "$TRAINER" train --run "$T/$mode" --key "$T/key" "$@" --set rounding=$mode --quiet >"$T/train-$mode.out" ||
+    "$TRAINER" train "$T/$mode" --key "$T/key" "$@" --set rounding=$mode --quiet >"$T/train-$mode.out" ||
       bad "train ($mode): $(cat "$T/train-$mode.out")"
     for order in "${ORDERS[@]}"; do expect 0 verified "" "$T/$mode" --order "$order"; done
   done
@@ -262,7 +262,7 @@ start_trainer() {
   rm -f "$d/tp"
   [ -n "${LOG_APPEND:-}" ] || : >"$d/trainer.log"
   ${PRE_TR:-} "$B/trainer-test" serve "$run" --listen "${LISTEN:-127.0.0.1:0}" --key "$T/tk" --arbiter-key "$T/rk.pub" \
-    --port-file "$d/tp" --service-file "$d/service.vtsr" "$@" >>"$d/trainer.log" 2>&1 &
+    --port-file "$d/tp" --service "$d/service.vtsr" "$@" >>"$d/trainer.log" 2>&1 &
   TPID=$!
   server_up trainer "$TPID" "$d/tp" "$d/trainer.log" || return 1
   TPORT=$(cat "$d/tp")
@@ -316,7 +316,7 @@ dispute_game() {
     --deadline-ms "${DEADLINE:-$(dl 20000)}" --order "${ARB_ORDER:-reverse}" >"$d/arbiter.log" 2>&1 &
   local apid=$!
   "$B/trainer-test" serve "$T/$run" --listen 127.0.0.1:0 --key "$T/tk" --arbiter-key "$T/rk.pub" --connections 3 \
-    --port-file "$d/tp" --service-file "$d/service.vtsr" --idle-ms 20000 \
+    --port-file "$d/tp" --service "$d/service.vtsr" --idle-ms 20000 \
     ${sargs[@]+"${sargs[@]}"} --quiet >"$d/trainer.log" 2>&1 &
   local tpid=$!
   PIDS+=("$apid" "$tpid")
@@ -355,12 +355,12 @@ cert_begin() {
     { echo "$1: keygen failed"; exit 1; }
 }
 cert_train_mlp() {
-  "$B/trainer" train --run "$1" --key "$T/k" --set dataset=digits --set 'layers=[64,24,24,10]' --set steps=200 \
+  "$B/trainer" train "$1" --key "$T/k" --set dataset=digits --set 'layers=[64,24,24,10]' --set steps=200 \
     --set batch=32 --quiet >/dev/null || { echo "$VT_NAME: training $1 failed"; exit 1; }
 }
 # the digits (8x8x1), width 4, two stages
 cert_train_cnn() {
-  "$B/trainer" train --run "$1" --key "$T/k" --recipe "$RECIPES/resnet-cifar10.json" --set dataset=digits \
+  "$B/trainer" train "$1" --key "$T/k" --recipe "$RECIPES/resnet-cifar10.json" --set dataset=digits \
     --set 'layers=[64,10]' --set image_channels=1 --set image_height=8 --set image_width=8 --set resnet_width=4 \
     --set resnet_stages=2 --set batch=32 --set steps=150 --set decay_every=1000 --set augment_pad=0 \
     --set augment_flip=0 --quiet >/dev/null || { echo "$VT_NAME: training $1 failed"; exit 1; }

@@ -20,23 +20,23 @@ if [ -z "$MPIRUN" ]; then echo "nccl_train: this build has no MPI (VT_MPI): skip
 root_of() { grep "^merkle root" "$1" | awk '{print $3}'; }
 
 dp_recipes # COMMON, MLP, CNN, GPT (tests/e2e/lib.sh)
-"$TRAINER" train --run "$T/probe" --key "$T/key" "${MLP[@]}" --set steps=1 --backend cuda >"$T/out" 2>&1
+"$TRAINER" train "$T/probe" --key "$T/key" "${MLP[@]}" --set steps=1 --backend cuda >"$T/out" 2>&1
 st=$?
 if [ $st != 0 ]; then echo "nccl_train: no usable GPU (exit $st: $(tail -1 "$T/out")): skipped"; exit 77; fi
 
 nccl_ok=1
 for model in mlp cnn gpt; do
   case $model in mlp) R=("${MLP[@]}") ;; cnn) R=("${CNN[@]}") ;; gpt) R=("${GPT[@]}") ;; esac
-  "$TRAINER" train --run "$T/$model-cpu" --key "$T/key" "${R[@]}" >"$T/cpu.out" 2>&1 || bad "$model, CPU: $(cat "$T/cpu.out")"
-  "$TRAINER" train --run "$T/$model-gpu" --key "$T/key" "${R[@]}" --backend cuda --quiet >"$T/gpu.out" 2>&1 ||
+  "$TRAINER" train "$T/$model-cpu" --key "$T/key" "${R[@]}" >"$T/cpu.out" 2>&1 || bad "$model, CPU: $(cat "$T/cpu.out")"
+  "$TRAINER" train "$T/$model-gpu" --key "$T/key" "${R[@]}" --backend cuda --quiet >"$T/gpu.out" 2>&1 ||
     bad "$model, one GPU process: $(cat "$T/gpu.out")"
   for engine in nccl mpi; do
     [ $engine = nccl ] && [ $nccl_ok = 0 ] && continue
     D="$T/$model-2-$engine"
     if [ $engine = mpi ]; then
-      VT_DIST_ENGINE=mpi mpi 2 "$TRAINER" train --run "$D" --key "$T/key" "${R[@]}" --backend cuda >"$T/out" 2>&1
+      VT_DIST_ENGINE=mpi mpi 2 "$TRAINER" train "$D" --key "$T/key" "${R[@]}" --backend cuda >"$T/out" 2>&1
     else
-      mpi 2 "$TRAINER" train --run "$D" --key "$T/key" "${R[@]}" --backend cuda >"$T/out" 2>&1
+      mpi 2 "$TRAINER" train "$D" --key "$T/key" "${R[@]}" --backend cuda >"$T/out" 2>&1
     fi
     st=$?
     if [ $engine = nccl ] && [ $st != 0 ] && grep -q "this build has no NCCL\|NCCL needs a GPU for each rank" "$T/out"; then

@@ -31,12 +31,12 @@ if [ -z "$PY" ]; then
   exit 77
 fi
 
-"$TRAINER" train --run "$T/cnn" --key "$T/key" "${CNN[@]}" --quiet >/dev/null || bad "train cnn"
+"$TRAINER" train "$T/cnn" --key "$T/key" "${CNN[@]}" --quiet >/dev/null || bad "train cnn"
 
 # check ARCH RUN: eval per example, export, check from outside
 check() {
   local arch=$1 run=$2
-  "$TRAINER" eval --run "$run" --per-example "$T/$arch.pred" >"$T/$arch.eval" 2>&1 || { bad "eval $arch: $(cat "$T/$arch.eval")"; return; }
+  "$TRAINER" eval "$run" --per-example "$T/$arch.pred" >"$T/$arch.eval" 2>&1 || { bad "eval $arch: $(cat "$T/$arch.eval")"; return; }
   local ds acc sh
   ds=$(sed -n 's/^dataset *\([^ ]*\) .*/\1/p' "$T/$arch.eval")
   acc=$(sed -n 's/^accuracy *//p' "$T/$arch.eval")
@@ -58,7 +58,7 @@ assert {p.key: p.value for p in m.metadata_props}['vt.step'] == '30'" "$T/cnn30.
 
 # refusals: each with its exit status and message, nothing written
 REFUSED=$T/refused.onnx # refuse: tests/e2e/lib.sh
-"$TRAINER" train --run "$T/gpt" --key "$T/key" --recipe "$RECIPES/gpt-shakespeare.json" --set gpt_layers=1 \
+"$TRAINER" train "$T/gpt" --key "$T/key" --recipe "$RECIPES/gpt-shakespeare.json" --set gpt_layers=1 \
   --set gpt_width=32 --set gpt_context=16 --set batch=4 --set steps=2 --set warmup=1 --quiet >/dev/null || bad "train gpt"
 refuse 64 "the GPT's export to ONNX is not supported yet: use --format safetensors" -- "$T/gpt" --format onnx
 refuse 64 "the ONNX export is the inference graph" -- "$T/mlp" --format onnx --optimizer

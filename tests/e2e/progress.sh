@@ -12,7 +12,7 @@ SMALL=(--set dataset=mnist-train --set subset=1000 --set 'layers=[784,32,10]' --
 LINE='^(step|replay) [0-9]+/30 \([0-9]+%\)  loss [0-9.]+( \(step [0-9]+\))?  [0-9.]+ steps/s  ETA ([0-9]+h[0-9]{2}m|[0-9]+m[0-9]{2}s|[0-9]+s|--)  elapsed [0-9hms]+$'
 
 # a pipe: whole lines only, each of the documented form, the last one at 30/30
-VT_PROGRESS_INTERVAL=0.001 "$B/trainer" train --run "$T/run" --key "$T/key" "${SMALL[@]}" >/dev/null 2>"$T/train.err" ||
+VT_PROGRESS_INTERVAL=0.001 "$B/trainer" train "$T/run" --key "$T/key" "${SMALL[@]}" >/dev/null 2>"$T/train.err" ||
   bad "train: $(tail -2 "$T/train.err")"
 ! grep -q $'\r' "$T/train.err" && ok || bad "a pipe got \\r"
 [ "$(grep -c . "$T/train.err")" -ge 1 ] && ok || bad "no progress line on a pipe"

@@ -21,7 +21,7 @@ MLP=(--set batch=12 --set steps=4 --set subset=240 --set state_hash_every=2 --se
 printf '%s\n' '#!/usr/bin/env bash' 'out=$1; shift' '"$@"; echo $? >"$out"' 'exit 0' >"$T/rank.sh"
 
 # ranks DIR -- PROGRAM0 ARGS0 -- PROGRAM1 ARGS1 [-- ...]: one mpirun, rank r running `PROGRAMr train
-# --run DIR --key KEY MLP... ARGSr`; the ranks' statuses in $T/st.r (NR ranks), the output in $T/out
+# DIR --key KEY MLP... ARGSr`; the ranks' statuses in $T/st.r (NR ranks), the output in $T/out
 ranks() {
   local dir=$1 cmd=() group=() r=0 a
   shift 2
@@ -29,7 +29,7 @@ ranks() {
   for a in "$@" --; do
     if [ "$a" != -- ]; then group+=("$a"); continue; fi
     [ $r -gt 0 ] && cmd+=(:)
-    cmd+=(-np 1 bash "$T/rank.sh" "$T/st.$r" "${group[0]}" train --run "$dir" --key "$T/key" "${MLP[@]}"
+    cmd+=(-np 1 bash "$T/rank.sh" "$T/st.$r" "${group[0]}" train "$dir" --key "$T/key" "${MLP[@]}"
           "${group[@]:1}")
     r=$((r + 1))
     group=()
@@ -76,11 +76,11 @@ refused 2 "rank 2 of 3: its known-answer probe of kind matmul differs from rank 
 # rank 0 the odd one: every other rank differs from it
 ranks "$T/b3" -- "$TRAINER_TEST" --cheat skew-kind:sub -- "$TRAINER_TEST" -- "$TRAINER_TEST"
 refused 2 "rank 1 of 3: its known-answer probe of kind sub differs from rank 0's (.*) (rank 2 of 3 differs from rank 0 too)" "$T/b3"
-"$TRAINER" train --run "$T/x" --key "$T/key" "${MLP[@]}" --cheat skew-kind:gelu >/dev/null 2>&1
+"$TRAINER" train "$T/x" --key "$T/key" "${MLP[@]}" --cheat skew-kind:gelu >/dev/null 2>&1
 [ $? = 64 ] && [ ! -e "$T/x" ] && ok || bad "the production trainer must refuse --cheat (64)"
 
 # (c) the honest case trains: the test build and the production build, --shard-state on every rank
-"$TRAINER" train --run "$T/one" --key "$T/key" "${MLP[@]}" >"$T/out" 2>&1 || bad "one process: $(cat "$T/out")"
+"$TRAINER" train "$T/one" --key "$T/key" "${MLP[@]}" >"$T/out" 2>&1 || bad "one process: $(cat "$T/out")"
 ranks "$T/c1" -- "$TRAINER" --shard-state -- "$TRAINER" --shard-state
 statuses 0
 cmp -s "$T/one/commitment.vtc" "$T/c1/commitment.vtc" && ok || bad "2 ranks: another commitment than one process's"

@@ -16,10 +16,10 @@ MLP=(--set dataset=mnist-train --set subset=2000 --set "layers=[784,32,10]" --se
      --set checkpoint_every=3 --set state_hash_every=1)
 CNN=(--recipe "$RECIPES/resnet-cifar10.json" --set subset=256 --set resnet_width=4 --set resnet_stages=2
      --set batch=16 --set steps=2 --set checkpoint_every=2 --set state_hash_every=1)
-"$TRAINER" train --run "$T/fp" --key "$T/key" "${MLP[@]}" --quiet >/dev/null 2>&1 || bad "train fp64"
-"$TRAINER" train --run "$T/tc" --key "$T/key" "${MLP[@]}" --set gemm_arith=tc-bf16-sm90 --quiet >/dev/null 2>&1 ||
+"$TRAINER" train "$T/fp" --key "$T/key" "${MLP[@]}" --quiet >/dev/null 2>&1 || bad "train fp64"
+"$TRAINER" train "$T/tc" --key "$T/key" "${MLP[@]}" --set gemm_arith=tc-bf16-sm90 --quiet >/dev/null 2>&1 ||
   bad "train tc-bf16-sm90"
-"$TRAINER" train --run "$T/p2" --key "$T/key" "${CNN[@]}" --set program_version=2 --quiet >/dev/null 2>&1 ||
+"$TRAINER" train "$T/p2" --key "$T/key" "${CNN[@]}" --set program_version=2 --quiet >/dev/null 2>&1 ||
   bad "train program 2"
 # edit NAME RUN OLD NEW [resign]: a copy of RUN whose manifest text OLD is replaced by NEW
 edit() {
@@ -62,7 +62,7 @@ done
 refuse_recipe() { # WHAT TEXT ARGS...: exit 64 with TEXT in the message, and no run left
   local what=$1 text=$2; shift 2
   rm -rf "$T/r"
-  "$TRAINER" train --run "$T/r" --key "$T/key" "$@" --quiet >"$T/r.out" 2>&1
+  "$TRAINER" train "$T/r" --key "$T/key" "$@" --quiet >"$T/r.out" 2>&1
   local st=$?
   [ $st = 64 ] && grep -q -- "$text" "$T/r.out" && [ ! -e "$T/r/commitment.vtc" ] && ok ||
     bad "$what: exit $st: $(cat "$T/r.out")"
@@ -91,18 +91,18 @@ edit cert-tc fp '"final_lr_factor":' '"gemm_arith":"tc-bf16-sm90","final_lr_fact
 [ $st != 0 ] && ok || bad "check-certificate against a tc run: exit $st: $(cat "$T/c.out")"
 # an interrupted tc-bf16-sm90 run resumed (another thread count and order) signs the uninterrupted run's
 # commitment; resuming it in another arithmetic is refused (exit 64), as is a program-2 run resumed as program 1
-"$TRAINER_TEST" train --run "$T/res" --key "$T/key" "${MLP[@]}" --set gemm_arith=tc-bf16-sm90 --stop-after 4 --quiet \
+"$TRAINER_TEST" train "$T/res" --key "$T/key" "${MLP[@]}" --set gemm_arith=tc-bf16-sm90 --stop-after 4 --quiet \
   >/dev/null 2>&1 || bad "stop-after"
 for m in fp64 tc-bf16-sm80; do
-  "$TRAINER" train --run "$T/res" --key "$T/key" "${MLP[@]}" --set gemm_arith=$m --resume --quiet >"$T/r.out" 2>&1; st=$?
+  "$TRAINER" train "$T/res" --key "$T/key" "${MLP[@]}" --set gemm_arith=$m --resume --quiet >"$T/r.out" 2>&1; st=$?
   [ $st = 64 ] && [ ! -e "$T/res/commitment.vtc" ] && ok || bad "resume a tc-bf16 run as $m: exit $st: $(cat "$T/r.out")"
 done
-"$TRAINER" train --run "$T/res" --key "$T/key" "${MLP[@]}" --set gemm_arith=tc-bf16-sm90 --resume --threads 1 \
+"$TRAINER" train "$T/res" --key "$T/key" "${MLP[@]}" --set gemm_arith=tc-bf16-sm90 --resume --threads 1 \
   --order reverse --quiet >/dev/null 2>&1 || bad "resume the tc-bf16 run"
 cmp -s "$T/res/commitment.vtc" "$T/tc/commitment.vtc" && ok || bad "the resumed tc-bf16 run's commitment differs"
-"$TRAINER_TEST" train --run "$T/res2" --key "$T/key" "${CNN[@]}" --set steps=4 --set program_version=2 --stop-after 2 \
+"$TRAINER_TEST" train "$T/res2" --key "$T/key" "${CNN[@]}" --set steps=4 --set program_version=2 --stop-after 2 \
   --quiet >/dev/null 2>&1 || bad "stop-after, program 2"
-"$TRAINER" train --run "$T/res2" --key "$T/key" "${CNN[@]}" --set steps=4 --resume --quiet >"$T/r.out" 2>&1; st=$?
+"$TRAINER" train "$T/res2" --key "$T/key" "${CNN[@]}" --set steps=4 --resume --quiet >"$T/r.out" 2>&1; st=$?
 [ $st = 64 ] && ok || bad "resume a program-2 run as program 1: exit $st: $(cat "$T/r.out")"
 # the honest runs verify
 expect 0 verified "" "$T/tc" --order reverse

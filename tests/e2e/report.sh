@@ -37,7 +37,7 @@ points() {
 SMALL=(--set dataset=mnist-train --set subset=2000 --set 'layers=[784,64,10]' --set steps=40 --set batch=64
        --set lr=0.1 --set checkpoint_every=10 --set state_hash_every=1 --set rounding=log)
 "$TRAINER" keygen "$T/key" >/dev/null || bad "keygen"
-"$TRAINER" train --run "$T/run" --key "$T/key" "${SMALL[@]}" --set schedule=cosine --set warmup=5 --quiet \
+"$TRAINER" train "$T/run" --key "$T/key" "${SMALL[@]}" --set schedule=cosine --set warmup=5 --quiet \
   >"$T/train.out" 2>&1 || { cat "$T/train.out"; bad "train"; }
 root=$(sed -n 's/^merkle root *\([0-9a-f]\{64\}\)$/\1/p' "$T/train.out")
 [ ${#root} = 64 ] && ok || bad "no merkle root in the trainer's output"
@@ -89,7 +89,7 @@ chrome --screenshot="$ART/report.png" "file://$T/report.html" >/dev/null || bad 
 "$TRAINER" report "$T/run" --out - --pubkey "$T/key.pub" 2>/dev/null | cmp -s - "$T/report.html" && ok || bad "--out -"
 
 # --- an exact-rounding run: no log, said so
-"$TRAINER" train --run "$T/exact" --key "$T/key" --set dataset=mnist-train --set subset=1000 \
+"$TRAINER" train "$T/exact" --key "$T/key" --set dataset=mnist-train --set subset=1000 \
   --set 'layers=[784,32,10]' --set steps=12 --set batch=32 --set checkpoint_every=4 --set state_hash_every=2 --quiet >/dev/null 2>&1 || bad "train exact"
 "$TRAINER" report "$T/exact" --out "$T/exact.html" >/dev/null 2>&1 && ok || bad "report of an exact run"
 dom "$T/exact.html" "$T/exact.dom"

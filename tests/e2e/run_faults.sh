@@ -32,8 +32,8 @@ for f in "$TRAINER" "$TRAINER_TEST" "$AUDITOR" "$HOLD"; do
 done
 SM=(--set dataset=mnist-train --set subset=1000 --set 'layers=[784,32,10]' --set steps=12 --set checkpoint_every=4
     --set state_hash_every=2 --quiet)
-train_sm() { "$TRAINER" train --key "$T/key" "${SM[@]}" --run "$@"; }
-train_test() { "$TRAINER_TEST" train --key "$T/key" "${SM[@]}" --run "$@"; }
+train_sm() { "$TRAINER" train --key "$T/key" "${SM[@]}" "$@"; }
+train_test() { "$TRAINER_TEST" train --key "$T/key" "${SM[@]}" "$@"; }
 # (a process started in the background is the program itself, not a shell function: $! is its PID)
 
 "$TRAINER" keygen "$T/key" >/dev/null || { echo "keygen failed"; exit 1; }
@@ -183,7 +183,7 @@ train_sm "$T/d" --resume >"$T/resume.out" 2>&1 && same_run "$T/d" "every checkpo
 grep -q "^resume: no usable checkpoint: step 0 recreated from the recipe" "$T/resume.out" && ok || bad "step 0 recreation not said: $(cat "$T/resume.out")"
 
 # --- 4. a second writer is refused, naming the holder; readers are not
-"$TRAINER_TEST" train --key "$T/key" "${SM[@]}" --run "$T/l" --pause-at step.stored:6 >/dev/null 2>&1 &
+"$TRAINER_TEST" train --key "$T/key" "${SM[@]}" "$T/l" --pause-at step.stored:6 >/dev/null 2>&1 &
 pid=$!
 BG+=($pid)
 if wait_stopped $pid; then
@@ -215,7 +215,7 @@ train_sm "$T/l" --resume >"$T/second.out" 2>&1 && grep -q "already finished" "$T
 reader_case() {
   local dir="$T/$1" mode=$2; shift 2
   train_test "$dir" --stop-after 6 >/dev/null || { bad "$dir: interrupted run"; return 1; }
-  "$TRAINER_TEST" train --key "$T/key" "${SM[@]}" --run "$dir" --resume --pause-at step.stored:3 "$@" \
+  "$TRAINER_TEST" train --key "$T/key" "${SM[@]}" "$dir" --resume --pause-at step.stored:3 "$@" \
     >"$T/rd.out" 2>"$T/rd.err" &
   RPID=$!
   BG+=($RPID)

@@ -24,10 +24,10 @@ opt_bytes() { sed -n 's/^state memory .* optimiser state \([0-9]*\) of \([0-9]*\
 # 1. the one-process commitment on 2 and 3 ranks; rank 0's optimiser state 1/N of the whole
 for model in mlp cnn gpt; do
   case $model in mlp) R=("${MLP[@]}") ;; cnn) R=("${CNN[@]}") ;; gpt) R=("${GPT[@]}") ;; esac
-  "$TRAINER" train --run "$T/$model" --key "$T/key" "${R[@]}" --quiet >"$T/out" 2>&1 ||
+  "$TRAINER" train "$T/$model" --key "$T/key" "${R[@]}" --quiet >"$T/out" 2>&1 ||
     bad "$model, one process: $(cat "$T/out")"
   for np in 2 3; do
-    mpi $np "$TRAINER" train --run "$T/$model-$np" --key "$T/key" "${R[@]}" --shard-state --quiet >"$T/out" 2>&1
+    mpi $np "$TRAINER" train "$T/$model-$np" --key "$T/key" "${R[@]}" --shard-state --quiet >"$T/out" 2>&1
     st=$?
     if [ $st != 0 ]; then bad "$model on $np ranks, --shard-state: exit $st: $(cat "$T/out")"; continue; fi
     cmp -s "$T/$model/commitment.vtc" "$T/$model-$np/commitment.vtc" && ok ||
@@ -40,28 +40,28 @@ for model in mlp cnn gpt; do
   done
 done
 # without --shard-state every rank holds it all
-mpi 2 "$TRAINER" train --run "$T/mlp-u2" --key "$T/key" "${MLP[@]}" --quiet >"$T/out" 2>&1 || bad "mlp on 2 ranks"
+mpi 2 "$TRAINER" train "$T/mlp-u2" --key "$T/key" "${MLP[@]}" --quiet >"$T/out" 2>&1 || bad "mlp on 2 ranks"
 read -r o w <<<"$(opt_bytes "$T/out")"
 [ -n "${o:-}" ] && [ "$o" = "$w" ] && ok || bad "unsharded: $(grep '^state memory' "$T/out")"
 # the sharded run audited in one process
 "$AUDITOR" verify "$T/mlp-3" --order split --pubkey "$T/key.pub" --quiet >"$T/audit.out" 2>&1 &&
   grep -q VERIFIED "$T/audit.out" && ok || bad "auditor verify mlp-3: $(cat "$T/audit.out")"
 # one rank: --shard-state is the unsharded run
-mpi 1 "$TRAINER" train --run "$T/mlp-1" --key "$T/key" "${MLP[@]}" --shard-state --quiet >"$T/out" 2>&1 &&
+mpi 1 "$TRAINER" train "$T/mlp-1" --key "$T/key" "${MLP[@]}" --shard-state --quiet >"$T/out" 2>&1 &&
   cmp -s "$T/mlp/commitment.vtc" "$T/mlp-1/commitment.vtc" && ok || bad "mlp on 1 rank, --shard-state: $(cat "$T/out")"
 
 # 2. a killed sharded run resumed in one process; a killed unsharded run resumed sharded
 killed() { # killed DIR NP -- options
   local dir=$1 np=$2; shift 3
-  mpi "$np" "$TRAINER_TEST" train --run "$dir" --key "$T/key" "${MLP[@]}" --quiet "$@" >"$T/out" 2>&1
+  mpi "$np" "$TRAINER_TEST" train "$dir" --key "$T/key" "${MLP[@]}" --quiet "$@" >"$T/out" 2>&1
   local st=$?
   [ $st != 0 ] && [ $st != 124 ] && [ ! -e "$dir/commitment.vtc" ] &&
     [ "$(sqlite3 "$dir/run.db" 'PRAGMA integrity_check')" = ok ] && ok || bad "$* on $np ranks: exit $st: $(cat "$T/out")"
 }
 resumed() { # resumed DIR NP -- options: --resume ends with the one-process commitment
   local dir=$1 np=$2; shift 3
-  if [ "$np" = 1 ]; then "$TRAINER" train --run "$dir" --key "$T/key" "${MLP[@]}" --resume --quiet "$@" >"$T/out" 2>&1
-  else mpi "$np" "$TRAINER" train --run "$dir" --key "$T/key" "${MLP[@]}" --resume --quiet "$@" >"$T/out" 2>&1; fi
+  if [ "$np" = 1 ]; then "$TRAINER" train "$dir" --key "$T/key" "${MLP[@]}" --resume --quiet "$@" >"$T/out" 2>&1
+  else mpi "$np" "$TRAINER" train "$dir" --key "$T/key" "${MLP[@]}" --resume --quiet "$@" >"$T/out" 2>&1; fi
   local st=$?
   [ $st = 0 ] && cmp -s "$T/mlp/commitment.vtc" "$dir/commitment.vtc" && ok ||
     bad "--resume of $dir on $np ranks $*: exit $st, or another commitment: $(cat "$T/out")"
@@ -72,7 +72,7 @@ killed "$T/k2" 2 -- --kill-rank 1:5
 resumed "$T/k2" 2 -- --shard-state
 
 # 3. refused before anything is written
-"$TRAINER" train --run "$T/cuda" --key "$T/key" "${MLP[@]}" --shard-state --backend cuda >"$T/out" 2>&1
+"$TRAINER" train "$T/cuda" --key "$T/key" "${MLP[@]}" --shard-state --backend cuda >"$T/out" 2>&1
 st=$?
 [ $st = 2 ] && grep -q -- "--shard-state" "$T/out" && [ ! -e "$T/cuda" ] && ok ||
   bad "--shard-state --backend cuda: exit $st: $(cat "$T/out")"

@@ -18,7 +18,7 @@ GPT=(--recipe "$RECIPES/gpt-shakespeare.json" --set gpt_layers=1 --set gpt_width
      --set batch=8 --set steps=4 --set warmup=1 --set checkpoint_every=2 --set state_hash_every=1)
 run() { # NAME MODE RECIPE...
   local name=$1 mode=$2; shift 2
-  "$TRAINER" train --run "$T/$name" --key "$T/key" "$@" --set gemm_arith=$mode --quiet >"$T/$name.out" 2>&1 ||
+  "$TRAINER" train "$T/$name" --key "$T/key" "$@" --set gemm_arith=$mode --quiet >"$T/$name.out" 2>&1 ||
     { bad "train $name ($mode): $(cat "$T/$name.out")"; return 1; }
   "$AUDITOR" verify "$T/$name" --order reverse --quiet >"$T/$name.audit" 2>&1 && ok ||
     bad "audit $name: $(cat "$T/$name.audit")"
@@ -30,14 +30,14 @@ run mlp-fp16 tc-fp16-sm80 "${MLP[@]}"
 run mlp-e4m3f16 tc-e4m3f16-sm90 "${MLP[@]}"
 run cnn-bf16 tc-bf16-sm90 "${CNN[@]}"
 run gpt-fp16 tc-fp16-sm90 "${GPT[@]}"
-"$TRAINER" train --run "$T/mlp" --key "$T/key" "${MLP[@]}" --quiet >/dev/null 2>&1 || bad "train mlp (fp64)"
+"$TRAINER" train "$T/mlp" --key "$T/key" "${MLP[@]}" --quiet >/dev/null 2>&1 || bad "train mlp (fp64)"
 sqlite3 "$T/mlp/run.db" "select cast(value as text) from meta where key='manifest'" 2>/dev/null | grep -q gemm_arith &&
   bad "a default run's manifest names gemm_arith" || ok
 cmp -s "$T/mlp/commitment.vtc" "$T/mlp-bf16/commitment.vtc" && bad "the bf16 run's commitment is the fp64 run's" || ok
 # E4M3 through FP16 is not wgmma's model: the same recipe in tc-e4m3-sm90 commits other bits
-"$TRAINER" train --run "$T/mlp-e4m3" --key "$T/key" "${MLP[@]}" --set gemm_arith=tc-e4m3-sm90 --set steps=2 --quiet \
+"$TRAINER" train "$T/mlp-e4m3" --key "$T/key" "${MLP[@]}" --set gemm_arith=tc-e4m3-sm90 --set steps=2 --quiet \
   >/dev/null 2>&1 || bad "train mlp-e4m3"
-"$TRAINER" train --run "$T/mlp-e4m3f16-2" --key "$T/key" "${MLP[@]}" --set gemm_arith=tc-e4m3f16-sm90 --set steps=2 \
+"$TRAINER" train "$T/mlp-e4m3f16-2" --key "$T/key" "${MLP[@]}" --set gemm_arith=tc-e4m3f16-sm90 --set steps=2 \
   --quiet >/dev/null 2>&1 || bad "train mlp-e4m3f16-2"
 a=$(sqlite3 "$T/mlp-e4m3/run.db" "select hex(state_hash) from steps where step=2" 2>/dev/null)
 b=$(sqlite3 "$T/mlp-e4m3f16-2/run.db" "select hex(state_hash) from steps where step=2" 2>/dev/null)
@@ -52,9 +52,9 @@ else
   bad "the bf16 run's losses: '$first' '$last'"
 fi
 # refusals
-"$TRAINER" train --run "$T/r1" --key "$T/key" "${MLP[@]}" --set gemm_arith=tc-bf16-sm90 --set rounding=log \
+"$TRAINER" train "$T/r1" --key "$T/key" "${MLP[@]}" --set gemm_arith=tc-bf16-sm90 --set rounding=log \
   --quiet >"$T/r.out" 2>&1; st=$?
 [ $st = 64 ] && grep -q "use rounding=exact" "$T/r.out" && ok || bad "gemm_arith with rounding=log: exit $st: $(cat "$T/r.out")"
-"$TRAINER" train --run "$T/r2" --key "$T/key" "${MLP[@]}" --set gemm_arith=tc-bf16-sm75 --quiet >"$T/r.out" 2>&1; st=$?
+"$TRAINER" train "$T/r2" --key "$T/key" "${MLP[@]}" --set gemm_arith=tc-bf16-sm75 --quiet >"$T/r.out" 2>&1; st=$?
 [ $st = 64 ] && ok || bad "an unknown model: exit $st: $(cat "$T/r.out")"
 vt_end

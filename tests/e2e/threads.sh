@@ -15,7 +15,7 @@ GPT=(--recipe "$RECIPES/gpt-shakespeare.json" --set gpt_layers=1 --set gpt_width
 for m in MLP CNN GPT; do
   declare -n R=$m
   for t in 1 2 3; do
-    "$B/trainer" train --threads $t --run "$T/$m-$t" --key "$T/key" "${R[@]}" --quiet >"$T/out" 2>&1 ||
+    "$B/trainer" train --threads $t "$T/$m-$t" --key "$T/key" "${R[@]}" --quiet >"$T/out" 2>&1 ||
       bad "$m --threads $t: $(cat "$T/out")"
   done
   for t in 2 3; do
@@ -23,7 +23,7 @@ for m in MLP CNN GPT; do
   done
   "$B/auditor" verify "$T/$m-3" --threads 2 --quiet >"$T/out" 2>&1 && ok || bad "$m: audit: $(cat "$T/out")"
 done
-"$B/trainer" train --threads 0 --run "$T/x" --key "$T/key" --quiet >/dev/null 2>&1; st=$?
+"$B/trainer" train --threads 0 "$T/x" --key "$T/key" --quiet >/dev/null 2>&1; st=$?
 [ $st = 64 ] && ok || bad "--threads 0: exit $st"
 "$B/auditor" --threads x verify "$T/MLP-1" >/dev/null 2>&1; st=$?
 [ $st = 64 ] && ok || bad "--threads x: exit $st"

@@ -21,7 +21,7 @@ PY=$(find_python "import torch")
 export_recipes # MLP, CNN, and the run $T/mlp (tests/e2e/lib.sh)
 GPT=(--recipe "$RECIPES/gpt-shakespeare.json" --set gpt_layers=2 --set gpt_width=32 --set gpt_context=16
      --set batch=8 --set steps=30 --set warmup=3 --set checkpoint_every=10)
-"$TRAINER" train --run "$T/gpt" --key "$T/key" "${GPT[@]}" --quiet >/dev/null || bad "train gpt"
+"$TRAINER" train "$T/gpt" --key "$T/key" "${GPT[@]}" --quiet >/dev/null || bad "train gpt"
 
 # refusals: exit status and message, nothing written
 REFUSED=$T/refused.st # refuse: tests/e2e/lib.sh
@@ -34,8 +34,8 @@ if [ -z "$PY" ]; then
   echo "torch_layout: no python3 imports torch (python3-torch: scripts/install-deps.sh): skipped"
   exit 77
 fi
-"$TRAINER" train --run "$T/cnn" --key "$T/key" "${CNN[@]}" --quiet >/dev/null || bad "train cnn"
-"$TRAINER" train --run "$T/gptu" --key "$T/key" "${GPT[@]}" --set gpt_tie=0 --set gpt_layers=1 --quiet >/dev/null ||
+"$TRAINER" train "$T/cnn" --key "$T/key" "${CNN[@]}" --quiet >/dev/null || bad "train cnn"
+"$TRAINER" train "$T/gptu" --key "$T/key" "${GPT[@]}" --set gpt_tie=0 --set gpt_layers=1 --quiet >/dev/null ||
   bad "train gpt (untied)"
 
 # export NAME RUN [args]: both layouts (with the optimiser's state), the torch one checked against the other
@@ -48,7 +48,7 @@ export_both() {
 }
 
 for a in mlp cnn; do
-  "$TRAINER" eval --run "$T/$a" --per-example "$T/$a.pred" >"$T/$a.eval" 2>&1 || bad "eval $a: $(cat "$T/$a.eval")"
+  "$TRAINER" eval "$T/$a" --per-example "$T/$a.pred" >"$T/$a.eval" 2>&1 || bad "eval $a: $(cat "$T/$a.eval")"
   grep -Eq "^correct         [0-9]+ of [0-9]+ \(accuracy 0\.[0-9]+\)$" "$T/$a.eval" && ok ||
     bad "eval $a: no full-precision line: $(cat "$T/$a.eval")"
   export_both "$a" "$T/$a" &&
@@ -58,7 +58,7 @@ done
 
 # the GPT: trainer eval's mean loss over the first 100 windows of 16 characters (1601 characters)
 for g in gpt gptu; do
-  "$TRAINER" eval --run "$T/$g" --dataset shakespeare-val:1601 >"$T/$g.eval" 2>&1 || bad "eval $g: $(cat "$T/$g.eval")"
+  "$TRAINER" eval "$T/$g" --dataset shakespeare-val:1601 >"$T/$g.eval" 2>&1 || bad "eval $g: $(cat "$T/$g.eval")"
   loss=$(sed -n 's/^mean loss *\([0-9.e+-]*\) nats\/char.*/\1/p' "$T/$g.eval")
   [ -n "$loss" ] && ok || { bad "eval $g: no mean loss line: $(cat "$T/$g.eval")"; continue; }
   export_both "$g" "$T/$g" &&
@@ -89,14 +89,14 @@ for a in mlp cnn; do
   for v in sd auto; do
     if [ $v = sd ]; then init=(--init "$T/$a.sd.st" --init-layout torch); want="$T/$a.noopt.st"; opt=()
     else init=(--init "$T/$a.st"); want="$T/$a.project.st"; opt=(--optimizer); fi
-    "$TRAINER" train --run "$T/$a-$v" --key "$T/key" "${R[@]}" --set steps=4 --set checkpoint_every=2 --set state_hash_every=1 "${init[@]}" \
+    "$TRAINER" train "$T/$a-$v" --key "$T/key" "${R[@]}" --set steps=4 --set checkpoint_every=2 --set state_hash_every=1 "${init[@]}" \
       --quiet >"$T/init.out" 2>&1 || { bad "train $a from its $v file: $(cat "$T/init.out")"; continue; }
     "$TRAINER" export "$T/$a-$v" --step 0 "${opt[@]}" --out "$T/$a-$v.0.st" --pubkey "$T/key.pub" >/dev/null 2>&1 &&
       "$PY" "$REF/torch_models.py" same "$T/$a-$v.0.st" --project "$want" && ok ||
       bad "$a: step 0 of the run from its $v file is not the original's final state"
     "$AUDITOR" verify "$T/$a-$v" --quiet >"$T/audit.out" 2>&1 && ok || bad "audit $a-$v: $(cat "$T/audit.out")"
   done
-  "$TRAINER" train --run "$T/$a-proj" --key "$T/key" "${R[@]}" --init "$T/$a.sd.st" --init-layout project --quiet \
+  "$TRAINER" train "$T/$a-proj" --key "$T/key" "${R[@]}" --init "$T/$a.sd.st" --init-layout project --quiet \
     >"$T/init.out" 2>&1
   st=$?
   [ $st = 64 ] && grep -q "does not fit the recipe's state" "$T/init.out" && [ ! -e "$T/$a-proj" ] && ok ||

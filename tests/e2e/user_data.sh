@@ -32,13 +32,13 @@ expect_fail() {
 }
 
 # 1. a safetensors data set (float32 x, int64 y), a relative path under --data-dir
-"$TRAINER" train --run "$T/st" --key "$T/key" "${D[@]}" --set dataset=safetensors:data.safetensors "${MLP[@]}" \
+"$TRAINER" train "$T/st" --key "$T/key" "${D[@]}" --set dataset=safetensors:data.safetensors "${MLP[@]}" \
   >"$T/train.out" 2>&1 || bad "train on safetensors: $(cat "$T/train.out")"
 expect 0 verified "" "$T/st" "${D[@]}"
 expect 0 verified "" "$T/st" "${D[@]}" --order reverse
 sqlite3 "$T/st/run.db" "select cast(value as text) from meta where key='manifest'" 2>/dev/null | grep -q '"dataset_shape":{"classes":4,"dtype":"F32","n":256,"shape":\[1,1,16\]}' &&
   ok || bad "the manifest lacks the data set's shape: $(sqlite3 "$T/st/run.db" "select cast(value as text) from meta where key='manifest'" 2>&1)"
-"$TRAINER" eval --run "$T/st" "${D[@]}" >"$T/eval.out" 2>&1 && grep -q "^dataset         safetensors (256 examples)" "$T/eval.out" &&
+"$TRAINER" eval "$T/st" "${D[@]}" >"$T/eval.out" 2>&1 && grep -q "^dataset         safetensors (256 examples)" "$T/eval.out" &&
   awk '/^accuracy/{exit !($2 > 0.5)}' "$T/eval.out" && ok || bad "eval: $(cat "$T/eval.out")"
 # the same bytes elsewhere verify; another file under the same name does not; no file cannot check
 cp "$T/files/data.safetensors" "$T/copy/" && expect 0 verified "" "$T/st" --data-dir "$T/copy"
@@ -48,10 +48,10 @@ rm "$T/copy/data.safetensors" && expect 2 "dataset unavailable" "" "$T/st" --dat
 grep -q "data.safetensors: cannot open" "$T/audit.out" && ok || bad "missing file message: $(cat "$T/audit.out")"
 
 # 2. a NumPy .npy pair (uint8 [N, 4, 4] and int32 labels), file: by the names, an absolute path
-"$TRAINER" train --run "$T/npy" --key "$T/key" --set "dataset=file:$T/files/x.npy,$T/files/y.npy" "${MLP[@]}" \
+"$TRAINER" train "$T/npy" --key "$T/key" --set "dataset=file:$T/files/x.npy,$T/files/y.npy" "${MLP[@]}" \
   >"$T/train.out" 2>&1 || bad "train on npy: $(cat "$T/train.out")"
 expect 0 verified "" "$T/npy"
-"$TRAINER" train --run "$T/npy2" --key "$T/key" "${D[@]}" --set dataset=npy:x.npy,y.npy --set subset=100 "${MLP[@]}" \
+"$TRAINER" train "$T/npy2" --key "$T/key" "${D[@]}" --set dataset=npy:x.npy,y.npy --set subset=100 "${MLP[@]}" \
   >"$T/train.out" 2>&1 || bad "train on an npy subset: $(cat "$T/train.out")"
 expect 0 verified "" "$T/npy2" "${D[@]}"
 
@@ -59,28 +59,28 @@ expect 0 verified "" "$T/npy2" "${D[@]}"
 GPT=(--recipe "$RECIPES/gpt-shakespeare.json" --set dataset=text:text.txt --set gpt_vocab=30 --set gpt_layers=1
      --set gpt_width=16 --set gpt_heads=2 --set gpt_context=8 --set batch=4 --set steps=6 --set warmup=2
      --set checkpoint_every=3 --set state_hash_every=1 --quiet)
-"$TRAINER" train --run "$T/gpt" --key "$T/key" "${D[@]}" "${GPT[@]}" >"$T/train.out" 2>&1 || bad "train on text: $(cat "$T/train.out")"
+"$TRAINER" train "$T/gpt" --key "$T/key" "${D[@]}" "${GPT[@]}" >"$T/train.out" 2>&1 || bad "train on text: $(cat "$T/train.out")"
 expect 0 verified "" "$T/gpt" "${D[@]}"
-"$TRAINER" eval --run "$T/gpt" "${D[@]}" >"$T/eval.out" 2>&1 && grep -q "^dataset         text-val" "$T/eval.out" && ok ||
+"$TRAINER" eval "$T/gpt" "${D[@]}" >"$T/eval.out" 2>&1 && grep -q "^dataset         text-val" "$T/eval.out" && ok ||
   bad "eval of a text: $(cat "$T/eval.out")"
-expect_fail 64 "gpt_vocab" -- "$TRAINER" train --run "$T/gptv" --key "$T/key" "${D[@]}" "${GPT[@]}" --set gpt_vocab=5
+expect_fail 64 "gpt_vocab" -- "$TRAINER" train "$T/gptv" --key "$T/key" "${D[@]}" "${GPT[@]}" --set gpt_vocab=5
 
 # 4. hostile data files: refused before anything is written, the file and the offset named
-expect_fail 2 "trunc.safetensors" "offset" -- "$TRAINER" train --run "$T/h1" --key "$T/key" "${D[@]}" \
+expect_fail 2 "trunc.safetensors" "offset" -- "$TRAINER" train "$T/h1" --key "$T/key" "${D[@]}" \
   --set dataset=safetensors:trunc.safetensors "${MLP[@]}"
-expect_fail 2 "nan.safetensors" "NaN" "offset" -- "$TRAINER" train --run "$T/h2" --key "$T/key" "${D[@]}" \
+expect_fail 2 "nan.safetensors" "NaN" "offset" -- "$TRAINER" train "$T/h2" --key "$T/key" "${D[@]}" \
   --set dataset=safetensors:nan.safetensors "${MLP[@]}"
-expect_fail 2 "f64.safetensors" "dtype F64" -- "$TRAINER" train --run "$T/h3" --key "$T/key" "${D[@]}" \
+expect_fail 2 "f64.safetensors" "dtype F64" -- "$TRAINER" train "$T/h3" --key "$T/key" "${D[@]}" \
   --set dataset=safetensors:f64.safetensors "${MLP[@]}"
 expect_fail 64 "badlabel.safetensors" "label 4 of example 4 (offset" "not a class of the model (0..3)" -- \
-  "$TRAINER" train --run "$T/h4" --key "$T/key" "${D[@]}" --set dataset=safetensors:badlabel.safetensors "${MLP[@]}"
-expect_fail 64 "16 values per example" -- "$TRAINER" train --run "$T/h5" --key "$T/key" "${D[@]}" \
+  "$TRAINER" train "$T/h4" --key "$T/key" "${D[@]}" --set dataset=safetensors:badlabel.safetensors "${MLP[@]}"
+expect_fail 64 "16 values per example" -- "$TRAINER" train "$T/h5" --key "$T/key" "${D[@]}" \
   --set dataset=safetensors:data.safetensors --set layers=[15,4] --quiet
 for r in h1 h2 h3 h4 h5; do [ -e "$T/$r" ] && bad "a refused data set left $r" || ok; done
 
 # 5. --init from another run's export
 "$TRAINER" export "$T/st" --format safetensors --out "$T/st.safetensors" --pubkey "$T/key.pub" >/dev/null || bad "export"
-"$TRAINER" train --run "$T/ft" --key "$T/key" "${D[@]}" --set dataset=safetensors:data.safetensors "${MLP[@]}" \
+"$TRAINER" train "$T/ft" --key "$T/key" "${D[@]}" --set dataset=safetensors:data.safetensors "${MLP[@]}" \
   --init "$T/st.safetensors" >"$T/train.out" 2>&1 || bad "fine-tune from an export: $(cat "$T/train.out")"
 cmp -s "$T/st.safetensors" "$T/ft/init.safetensors" && ok || bad "the run keeps no copy of its initial file"
 sqlite3 "$T/ft/run.db" "select cast(value as text) from meta where key='manifest'" 2>/dev/null | grep -q "\"init_sha256\":\"$(sha256sum <"$T/st.safetensors" | cut -c1-64)\"" &&
@@ -102,7 +102,7 @@ expect 0 verified "" "$T/ft" "${D[@]}" --init "$T/ft-init"
 cp "$T/files/torch.safetensors" "$T/ft/init.safetensors" && expect 1 "wrong init" 0 "$T/ft" "${D[@]}"
 
 # 6. --init from a PyTorch-written file (tests/ref/user_files.py says which writer), and resume from the copy
-"$TRAINER" train --run "$T/pt" --key "$T/key" "${D[@]}" --set dataset=safetensors:data.safetensors "${MLP[@]}" \
+"$TRAINER" train "$T/pt" --key "$T/key" "${D[@]}" --set dataset=safetensors:data.safetensors "${MLP[@]}" \
   --init "$T/files/torch.safetensors" >"$T/train.out" 2>&1 || bad "fine-tune from a PyTorch file: $(cat "$T/train.out")"
 expect 0 verified "" "$T/pt" "${D[@]}"
 # ... and its ONNX export reproduces its accuracy outside the project (issue 25's chain: the user's data,
@@ -110,7 +110,7 @@ expect 0 verified "" "$T/pt" "${D[@]}"
 PYONNX=$(find_python "import onnx, numpy")
 if [ -n "$PYONNX" ] && "$TRAINER" export "$T/pt" --format onnx --out "$T/pt.onnx" --pubkey "$T/key.pub" >"$T/export.out" 2>&1
 then
-  "$TRAINER" eval --run "$T/pt" "${D[@]}" --per-example "$T/pt.pred" >"$T/eval.out" 2>&1 || bad "eval: $(cat "$T/eval.out")"
+  "$TRAINER" eval "$T/pt" "${D[@]}" --per-example "$T/pt.pred" >"$T/eval.out" 2>&1 || bad "eval: $(cat "$T/eval.out")"
   acc=$(sed -n 's/^accuracy *//p' "$T/eval.out")
   sh=$(sed -n 's/.*state hash \([0-9a-f]\{64\}\) .*/\1/p' "$T/export.out")
   "$PYONNX" "$REF/onnx_check.py" "$T/pt.onnx" --data-dir "$T/files" --dataset safetensors:data.safetensors \
@@ -121,23 +121,23 @@ elif grep -q "built without ONNX support" "$T/export.out" 2>/dev/null || [ -z "$
 else
   bad "ONNX export: $(cat "$T/export.out")"
 fi
-"$TRAINER_TEST" train --run "$T/res" --key "$T/key" "${D[@]}" --set dataset=safetensors:data.safetensors "${MLP[@]}" \
+"$TRAINER_TEST" train "$T/res" --key "$T/key" "${D[@]}" --set dataset=safetensors:data.safetensors "${MLP[@]}" \
   --init "$T/files/good.safetensors" --stop-after 12 >/dev/null 2>&1 || bad "stop-after"
-"$TRAINER" train --run "$T/res" --key "$T/key" "${D[@]}" --set dataset=safetensors:data.safetensors "${MLP[@]}" \
+"$TRAINER" train "$T/res" --key "$T/key" "${D[@]}" --set dataset=safetensors:data.safetensors "${MLP[@]}" \
   --resume >"$T/train.out" 2>&1 || bad "resume of an --init run: $(cat "$T/train.out")"
 expect 0 verified "" "$T/res" "${D[@]}"
-"$TRAINER" train --run "$T/res2" --key "$T/key" "${D[@]}" --set dataset=safetensors:data.safetensors "${MLP[@]}" \
+"$TRAINER" train "$T/res2" --key "$T/key" "${D[@]}" --set dataset=safetensors:data.safetensors "${MLP[@]}" \
   --init "$T/files/good.safetensors" >/dev/null 2>&1 && cmp -s "$T/res/commitment.vtc" "$T/res2/commitment.vtc" && ok ||
   bad "the resumed --init run differs from one trained at once"
 
 # 7. initial files that do not fit: every missing, extra or mis-shaped tensor named; nothing trained
 I=("$TRAINER" train --key "$T/key" "${D[@]}" --set dataset=safetensors:data.safetensors "${MLP[@]}")
-expect_fail 64 "missing.safetensors" "fc2.bias missing" -- "${I[@]}" --run "$T/i1" --init "$T/files/missing.safetensors"
-expect_fail 64 "fc3.weight is not a state tensor" -- "${I[@]}" --run "$T/i2" --init "$T/files/extra.safetensors"
-expect_fail 64 "fc1.bias is F32 [31], the program's F32 [32]" -- "${I[@]}" --run "$T/i3" --init "$T/files/misshaped.safetensors"
-expect_fail 64 "fc1.bias is F64 [32]" -- "${I[@]}" --run "$T/i4" --init "$T/files/f64init.safetensors"
-expect_fail 2 "trunc.safetensors" "offset" -- "${I[@]}" --run "$T/i5" --init "$T/files/trunc.safetensors"
-expect_fail 2 "nothing.safetensors" -- "${I[@]}" --run "$T/i6" --init "$T/files/nothing.safetensors"
+expect_fail 64 "missing.safetensors" "fc2.bias missing" -- "${I[@]}" "$T/i1" --init "$T/files/missing.safetensors"
+expect_fail 64 "fc3.weight is not a state tensor" -- "${I[@]}" "$T/i2" --init "$T/files/extra.safetensors"
+expect_fail 64 "fc1.bias is F32 [31], the program's F32 [32]" -- "${I[@]}" "$T/i3" --init "$T/files/misshaped.safetensors"
+expect_fail 64 "fc1.bias is F64 [32]" -- "${I[@]}" "$T/i4" --init "$T/files/f64init.safetensors"
+expect_fail 2 "trunc.safetensors" "offset" -- "${I[@]}" "$T/i5" --init "$T/files/trunc.safetensors"
+expect_fail 2 "nothing.safetensors" -- "${I[@]}" "$T/i6" --init "$T/files/nothing.safetensors"
 for r in i1 i2 i3 i4 i5 i6; do [ -e "$T/$r" ] && bad "a refused --init left $r" || ok; done
 
 vt_end

@@ -28,9 +28,9 @@ vt_begin verdict "${1:-}" # VT_VERDICT_KEEP=1 (or VT_KEEP=1) keeps the work fold
 keys tk rk ak fk
 R=(--set subset=1000 --set 'layers=[784,128,10]' --set steps=12 --set batch=64 --set checkpoint_every=4
    --set state_hash_every=1 --quiet)
-"$B/trainer-test" train --run "$T/run" --key "$T/tk" "${R[@]}" >/dev/null &&
-  "$B/trainer-test" train --run "$T/cheat" --key "$T/tk" "${R[@]}" --cheat lr:7:0.5 >/dev/null &&
-  "$B/trainer-test" train --run "$T/other" --key "$T/tk" "${R[@]}" --set seed=7 >/dev/null ||
+"$B/trainer-test" train "$T/run" --key "$T/tk" "${R[@]}" >/dev/null &&
+  "$B/trainer-test" train "$T/cheat" --key "$T/tk" "${R[@]}" --cheat lr:7:0.5 >/dev/null &&
+  "$B/trainer-test" train "$T/other" --key "$T/tk" "${R[@]}" --set seed=7 >/dev/null ||
   { echo "training failed"; exit 1; }
 
 # the servers (start_arbiter with its key in ARB_KEY, start_trainer: tests/e2e/lib.sh) append to
