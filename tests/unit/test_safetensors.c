@@ -108,8 +108,8 @@ static int python_check(const char *file, const vt_st_tensor *t, size_t n, const
     snprintf(dir, sizeof dir, "%s", __FILE__);
     char *slash = strrchr(dir, '/');
     if (slash) *slash = 0;
-    else snprintf(dir, sizeof dir, "tests");
-    snprintf(cmd, sizeof cmd, "python3 '%s/read_safetensors.py' '%s' '%s'", dir, file, expect);
+    else snprintf(dir, sizeof dir, "tests/unit");
+    snprintf(cmd, sizeof cmd, "python3 '%s/../ref/read_safetensors.py' '%s' '%s'", dir, file, expect);
     fflush(stdout);
     int rc = system(cmd);
     return rc == -1 || !WIFEXITED(rc) ? -1 : WEXITSTATUS(rc);
