@@ -66,6 +66,7 @@
 #include "common/vt_hash.h"
 #include "data/vt_data.h"
 #include "kernels/vt_kernels.h"
+#include "kernels/vt_kernels_hd.h"
 #include "merkle/vt_merkle.h"
 #include "merkle/vt_sign.h"
 #include "model/vt_model.h"
@@ -574,7 +575,7 @@ static void profile_rest(vt_model *m, const vt_dataset *ds)
         case VT_OPK_BIAS_ADD: {
             size_t rows = x0->shape[0], cols = x0->shape[1];
             n_bias += rows * cols;
-            TIME_MIN(t, reps, vt_bias_add(rows, cols, in0, in1, x));
+            TIME_MIN(t, reps, for (size_t i = 0; i < rows * cols; i++) x[i] = vti_bias1(in0[i], in1[i % cols]));
             k_bias += t;
             r_bias += time_round(&rt, x, NULL, rows, cols, out);
             break;
@@ -615,7 +616,7 @@ static void profile_rest(vt_model *m, const vt_dataset *ds)
             size_t rows = x0->shape[0], cols = x0->shape[1];
             const uint8_t *y = (const uint8_t *)in1;
             n_dz += rows * cols;
-            TIME_MIN(t, reps, vt_xent_backward(rows, cols, rows, in0, y, x));
+            TIME_MIN(t, reps, for (size_t i = 0; i < rows * cols; i++) x[i] = vti_xent_bwd1(in0[i], i % cols == y[i / cols], (double)rows));
             k_dz += t;
             r_dz += time_round(&rt, x, NULL, rows, cols, out);
             break;
@@ -632,7 +633,7 @@ static void profile_rest(vt_model *m, const vt_dataset *ds)
             size_t n = pg->t[o->out[0]].n;
             const float *v = vt_model_tensor(m, o->in[2], NULL);
             n_sgd += n;
-            TIME_MIN(t, reps, vt_sgd_velocity(n, in0, in1, v, o->farg[0], o->farg[1], x));
+            TIME_MIN(t, reps, for (size_t i = 0; i < n; i++) x[i] = vti_sgd_velocity1(in0[i], in1[i], v[i], o->farg[0], o->farg[1]));
             k_sgd += t;
             r_sgd += time_round(&rt, x, NULL, 1, n, out);
             vel_out = o->out[0];
@@ -642,7 +643,7 @@ static void profile_rest(vt_model *m, const vt_dataset *ds)
             size_t n = pg->t[o->out[0]].n;
             const float *v = o->in[1] == vel_out ? out : in1;
             n_sgd += n;
-            TIME_MIN(t, reps, vt_sgd_apply(n, in0, v, 0.05, x));
+            TIME_MIN(t, reps, for (size_t i = 0; i < n; i++) x[i] = vti_sgd_apply1(in0[i], v[i], 0.05));
             k_sgd += t;
             r_sgd += time_round(&rt, x, NULL, 1, n, out);
             vel_out = UINT32_MAX;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/vt_par.h"
 #include "../rounding/vt_elem.h"
 #include "../rounding/vt_eval.h"
 #include "../rounding/vt_tight.h"
@@ -20,6 +21,24 @@ vt_err vti_op_want(const vt_program *p, const vt_opdesc *o, uint32_t id, vt_dtyp
                        "program: operation \"%s\": %s %s is %s with %zu elements, expected %s with %zu", o->name, what,
                        t->name, vt_dtype_name((vt_dtype)t->dtype), t->n, vt_dtype_name(dt), n);
     return VT_OK;
+}
+
+typedef struct {
+    const vt_opctx *c;
+    const void *arg;
+    vti_chain_part part;
+} chain_job;
+
+static void chain_part(void *ctx, size_t lo, size_t hi, int k)
+{
+    const chain_job *j = ctx;
+    (void)k;
+    j->part(j->c, j->arg, lo, hi);
+}
+
+void vti_chain_run(const vt_opctx *c, size_t n, size_t cols, vti_chain_part part, const void *arg)
+{
+    (void)vt_par_for(n, VTI_CHAIN_GRAIN / (cols ? cols : 1) + 1, chain_part, &(chain_job){c, arg, part});
 }
 
 void vti_cost_elementwise(const vt_program *p, const vt_opdesc *o, double flop_per, vt_opcost *out)

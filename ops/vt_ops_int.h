@@ -58,6 +58,15 @@ static inline float *vti_op_f(const vt_opctx *c, const uint32_t *ids, uint32_t k
 #define NOUT(k) (c->prog->t[c->o->out[k]].n)
 #define ROUND(xs, bnd, rows, cols, out) VT_FORWARD_IF_ERROR(vt_round(c->rc, c->op_id, (xs), (bnd), (rows), (cols), (out)))
 
+/* ---- a chain's host loop (the elementwise chains, the row-wise kinds): part(c, arg, lo, hi) writes
+ * the values of items [lo, hi) of [0, n) (elements, or rows of `cols` elements: 1 for elements) through
+ * the kind's formula in the kernels' shared _hd.h header; vti_chain_run splits [0, n) over the threads
+ * (common/vt_par.h) in parts of about VTI_CHAIN_GRAIN elements. Every item is its own fixed chain, so
+ * the bits do not depend on the split (docs/architecture.md "Threads"). */
+typedef void (*vti_chain_part)(const vt_opctx *c, const void *arg, size_t lo, size_t hi);
+void vti_chain_run(const vt_opctx *c, size_t n, size_t cols, vti_chain_part part, const void *arg);
+#define VTI_CHAIN_GRAIN 16384
+
 /* ---- data parallelism (vt_shard): the global batch's count of rows of which this rank holds
  * `rows` (a batch-major tensor: rows = b * rows per example), the global slot of local example
  * b, the global index of element e of a batch-major tensor of n elements */

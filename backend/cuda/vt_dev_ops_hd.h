@@ -305,10 +305,10 @@ VT_HDI void vti_dev_chain_item(const vt_dev_op *d, size_t i)
         vti_dev_put32(vti_bias1(in[0][i], in[1][i % d->a.rows.cols]), &out[0][i], err, i);
         break;
     case VT_OPK_RELU: /* exact */
-        out[0][i] = in[0][i] > 0.0f ? in[0][i] : 0.0f;
+        out[0][i] = vti_relu1(in[0][i], in[0][i]);
         break;
     case VT_OPK_RELU_BWD: /* exact */
-        out[0][i] = in[0][i] > 0.0f ? in[1][i] : 0.0f;
+        out[0][i] = vti_relu1(in[0][i], in[1][i]);
         break;
     case VT_OPK_XENT_BWD: {
         const vt_dev_xent *a = &d->a.xent;
@@ -321,11 +321,11 @@ VT_HDI void vti_dev_chain_item(const vt_dev_op *d, size_t i)
         break;
     }
     case VT_OPK_ADD:
-        vti_dev_put32((double)in[0][i] + (double)in[1][i], &out[0][i], err, i);
+        vti_dev_put32(vti_add1(in[0][i], in[1][i]), &out[0][i], err, i);
         break;
     case VT_OPK_AVGPOOL_BWD: { /* dx[(b, t), c] = dy[b, c] w */
         const vt_dev_avgbwd *a = &d->a.avgbwd;
-        vti_dev_put32((double)in[0][(i / (a->HW * a->C)) * a->C + i % a->C] * (double)a->w, &out[0][i], err, i);
+        vti_dev_put32(vti_avgpool_bwd1(in[0][(i / (a->HW * a->C)) * a->C + i % a->C], a->w), &out[0][i], err, i);
         break;
     }
     case VT_OPK_BN_CENTER:
@@ -338,7 +338,7 @@ VT_HDI void vti_dev_chain_item(const vt_dev_op *d, size_t i)
         break;
     }
     case VT_OPK_BN_GAMMA_GRAD: /* channel i */
-        vti_dev_put32((double)in[0][i] * vti_bn_rstd(in[1][i], d->a.bn.count, f[0]), &out[0][i], err, i);
+        vti_dev_put32(vti_bn_gamma_grad1(in[0][i], in[1][i], d->a.bn.count, f[0]), &out[0][i], err, i);
         break;
     case VT_OPK_BN_BACKWARD: {
         size_t c = i % d->a.bn.channels;
@@ -378,16 +378,15 @@ VT_HDI void vti_dev_chain_item(const vt_dev_op *d, size_t i)
             vti_dev_err(err, r, VTI_EL_TOKEN);
             break;
         }
-        vti_dev_put32((double)in[1][a->tokens[r] * a->C + c] + (double)in[2][(r % a->T) * a->C + c], &out[0][i], err,
-                      i);
+        vti_dev_put32(vti_embed1(in[1][a->tokens[r] * a->C + c], in[2][(r % a->T) * a->C + c]), &out[0][i], err, i);
         break;
     }
     case VT_OPK_LN_CENTER:
         vti_dev_put32(vti_ln_center1(in[0][i], in[1][i / d->a.rows.cols], d->a.rows.cols), &out[0][i], err, i);
         break;
     case VT_OPK_LN_NORM:
-        vti_dev_put32((double)in[0][i] * vti_ln_rstd(in[1][i / d->a.rows.cols], d->a.rows.cols, f[0]), &out[0][i], err,
-                      i);
+        vti_dev_put32(vti_ln_norm1(in[0][i], vti_ln_rstd(in[1][i / d->a.rows.cols], d->a.rows.cols, f[0])), &out[0][i],
+                      err, i);
         break;
     case VT_OPK_AFFINE: case VT_OPK_SCALE_COLS: {
         size_t c = i % d->a.rows.cols;
