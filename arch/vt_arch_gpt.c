@@ -35,7 +35,7 @@ typedef struct {
 
 typedef struct {
     vt_program *p;
-    const vt_recipe *rc;
+    const vt_recipe *rcp;
     uint32_t B, T, C, H, D, V, L, BT;
     int drop, eval;
     uint32_t wte, wpe, wlm, tok, tgt, x0, x0d, tstep, lr;
@@ -103,7 +103,7 @@ static void ln_fwd(gpt *n, const ln_t *ln, uint32_t x, const char *pre)
     op(n, VT_OPK_ROW_SUM, ARR(x), 1, ARR(ln->s1), 1, NULL, 0, NULL, 0, pre, "sum");
     op(n, VT_OPK_LN_CENTER, ARR(x, ln->s1), 2, ARR(ln->xc), 1, NULL, 0, NULL, 0, pre, "centre");
     op(n, VT_OPK_ROW_DOT, ARR(ln->xc, ln->xc), 2, ARR(ln->s2), 1, NULL, 0, NULL, 0, pre, "sum of squares");
-    op(n, VT_OPK_LN_NORM, ARR(ln->xc, ln->s2), 2, ARR(ln->xh), 1, NULL, 0, FARG(n->rc->ln_eps), 1, pre, "normalise");
+    op(n, VT_OPK_LN_NORM, ARR(ln->xc, ln->s2), 2, ARR(ln->xh), 1, NULL, 0, FARG(n->rcp->ln_eps), 1, pre, "normalise");
     op(n, VT_OPK_AFFINE, ARR(ln->xh, ln->g, ln->b), 3, ARR(ln->y), 1, NULL, 0, NULL, 0, pre, "scale and shift");
 }
 
@@ -122,7 +122,7 @@ static uint32_t ln_bwd(gpt *n, const ln_t *ln, uint32_t dy, const char *pre, uin
     op(n, VT_OPK_SCALE_COLS, ARR(dy, ln->g), 2, ARR(dyg), 1, NULL, 0, NULL, 0, pre, "gradient times weight");
     op(n, VT_OPK_ROW_SUM, ARR(dyg), 1, ARR(g1), 1, NULL, 0, NULL, 0, pre, "gradient sum");
     op(n, VT_OPK_ROW_DOT, ARR(dyg, ln->xh), 2, ARR(g2), 1, NULL, 0, NULL, 0, pre, "gradient dot normalised");
-    op(n, VT_OPK_LN_BACKWARD, ARR(dyg, ln->xh, ln->s2, g1, g2), 5, ARR(dx), 1, NULL, 0, FARG(n->rc->ln_eps), 1, pre,
+    op(n, VT_OPK_LN_BACKWARD, ARR(dyg, ln->xh, ln->s2, g1, g2), 5, ARR(dx), 1, NULL, 0, FARG(n->rcp->ln_eps), 1, pre,
        "backward");
     return dx;
 }
@@ -149,7 +149,7 @@ static uint32_t dropout(gpt *n, uint32_t x, uint32_t y, const char *pre, uint32_
 {
     if (!n->drop) return x;
     if (n->eval) return x; /* evaluation: the dropout's input is its output */
-    op(n, VT_OPK_DROPOUT, ARR(x), 1, ARR(y), 1, IARG((int64_t)n->rc->seed, key), 2, FARG(n->rc->dropout), 1, pre,
+    op(n, VT_OPK_DROPOUT, ARR(x), 1, ARR(y), 1, IARG((int64_t)n->rcp->seed, key), 2, FARG(n->rcp->dropout), 1, pre,
        "dropout");
     return y;
 }
@@ -193,7 +193,7 @@ static void forward(gpt *n)
         x = ly->x_out;
     }
     ln_fwd(n, &n->lnf, x, "ln_f");
-    if (n->rc->gpt_tie)
+    if (n->rcp->gpt_tie)
         op(n, VT_OPK_MATMUL, ARR(n->lnf.y, n->wte), 2, ARR(n->logits), 1, IARG(0, 1, BT, n->V, C), 5, NULL, 0,
            "lm_head", "forward GEMM (tied to wte)");
     else
@@ -208,7 +208,7 @@ static uint32_t dropout_bwd(gpt *n, uint32_t dy, const char *pre, uint32_t key)
 {
     if (!n->drop) return dy;
     uint32_t dx = mat(n, VT_TC_GRAD, n->BT, n->C, pre, "out.grad");
-    op(n, VT_OPK_DROPOUT, ARR(dy), 1, ARR(dx), 1, IARG((int64_t)n->rc->seed, key), 2, FARG(n->rc->dropout), 1, pre,
+    op(n, VT_OPK_DROPOUT, ARR(dy), 1, ARR(dx), 1, IARG((int64_t)n->rcp->seed, key), 2, FARG(n->rcp->dropout), 1, pre,
        "dropout backward");
     return dx;
 }
@@ -219,14 +219,14 @@ static void set_grad(gpt *n, uint32_t param, uint32_t grad)
         if (n->params[i] == param) n->grads[i] = grad;
 }
 
-vt_err vt_arch_gpt_build(const vt_recipe *rc, vt_program *p)
+vt_err vt_arch_gpt_build(const vt_recipe *rcp, vt_program *p)
 {
-    VT_RETURN_ERROR_IF(rc->gpt_layers > MAXL, VT_ERR_ARG, "recipe: at most %d layers", MAXL);
+    VT_RETURN_ERROR_IF(rcp->gpt_layers > MAXL, VT_ERR_ARG, "recipe: at most %d layers", MAXL);
     gpt *n = calloc(1, sizeof *n);
     VT_RETURN_ERROR_IF(!n, VT_ERR_NOMEM, "out of memory");
-    n->p = p, n->rc = rc;
-    n->B = rc->batch, n->T = rc->gpt_context, n->C = rc->gpt_width, n->H = rc->gpt_heads, n->D = n->C / n->H;
-    n->V = rc->gpt_vocab, n->L = rc->gpt_layers, n->BT = n->B * n->T, n->drop = rc->dropout > 0;
+    n->p = p, n->rcp = rcp;
+    n->B = rcp->batch, n->T = rcp->gpt_context, n->C = rcp->gpt_width, n->H = rcp->gpt_heads, n->D = n->C / n->H;
+    n->V = rcp->gpt_vocab, n->L = rcp->gpt_layers, n->BT = n->B * n->T, n->drop = rcp->dropout > 0;
     const uint32_t B = n->B, T = n->T, C = n->C, V = n->V, BT = n->BT, G = B * n->H, D = n->D;
 
     /* the state: parameters, AdamW's moments (exp_avg of each, then exp_avg_sq of each) */
@@ -250,13 +250,13 @@ vt_err vt_arch_gpt_build(const vt_recipe *rc, vt_program *p)
         ly->b2 = param(n, 1, ARR(C), 0, 0, m, "bias");
     }
     ln_params(n, &n->lnf, "ln_f");
-    n->wlm = rc->gpt_tie ? UINT32_MAX : param(n, 2, ARR(C, V), 2, 1, "lm_head", "weight");
+    n->wlm = rcp->gpt_tie ? UINT32_MAX : param(n, 2, ARR(C, V), 2, 1, "lm_head", "weight");
     uint32_t *m1 = calloc(2 * (size_t)n->np, sizeof *m1), *m2 = m1 ? m1 + n->np : NULL;
     if (!m1 || n->np >= MAXP) {
         free(m1), free(n);
         VT_RETURN_ERROR(VT_ERR_NOMEM, "out of memory");
     }
-    vt_arch_opt_tensors(p, rc, n->np, n->params, m1, m2);
+    vt_arch_opt_tensors(p, rcp, n->np, n->params, m1, m2);
 
     /* the step's inputs */
     n->tok = vt_prog_tensor(p, VT_TC_INPUT, VT_DT_U8, 2, ARR(B, T), "tokens");
@@ -304,11 +304,11 @@ vt_err vt_arch_gpt_build(const vt_recipe *rc, vt_program *p)
     }
 
     /* the step */
-    vt_prog_op(p, VT_OPK_LOAD_WINDOWS, NULL, 0, ARR(n->tok, n->tgt), 2, IARG(B, T, (int64_t)rc->seed, V), 4, NULL, 0,
+    vt_prog_op(p, VT_OPK_LOAD_WINDOWS, NULL, 0, ARR(n->tok, n->tgt), 2, IARG(B, T, (int64_t)rcp->seed, V), 4, NULL, 0,
                "load windows");
     vt_prog_op(p, VT_OPK_SCHEDULE, NULL, 0, ARR(n->tstep, n->lr), 2,
-               IARG(rc->schedule, (int64_t)rc->warmup, (int64_t)rc->decay_every, (int64_t)rc->steps), 4,
-               FARG(rc->lr, rc->decay_factor, rc->final_lr_factor), 3, "learning-rate schedule");
+               IARG(rcp->schedule, (int64_t)rcp->warmup, (int64_t)rcp->decay_every, (int64_t)rcp->steps), 4,
+               FARG(rcp->lr, rcp->decay_factor, rcp->final_lr_factor), 3, "learning-rate schedule");
     p->fwd_first = p->n_ops + 1;
     forward(n);
     p->fwd_last = p->n_ops;
@@ -317,9 +317,9 @@ vt_err vt_arch_gpt_build(const vt_recipe *rc, vt_program *p)
     /* backward */
     uint32_t dlog = mat(n, VT_TC_GRAD, BT, V, "lm_head", "out.grad");
     uint32_t dlnf = mat(n, VT_TC_GRAD, BT, C, "ln_f", "out.grad");
-    uint32_t gte_head = mat(n, VT_TC_GRAD, V, C, "lm_head", rc->gpt_tie ? "wte.grad" : "weight.grad");
+    uint32_t gte_head = mat(n, VT_TC_GRAD, V, C, "lm_head", rcp->gpt_tie ? "wte.grad" : "weight.grad");
     vt_prog_op(p, VT_OPK_XENT_BWD, ARR(n->probs, n->tgt), 2, ARR(dlog), 1, NULL, 0, NULL, 0, "logits gradient");
-    if (rc->gpt_tie) {
+    if (rcp->gpt_tie) {
         vt_prog_op(p, VT_OPK_MATMUL, ARR(dlog, n->lnf.y), 2, ARR(gte_head), 1, IARG(1, 0, V, C, BT), 5, NULL, 0,
                    "lm_head weight-gradient GEMM (wte)");
         vt_prog_op(p, VT_OPK_MATMUL, ARR(dlog, n->wte), 2, ARR(dlnf), 1, IARG(0, 0, BT, C, V), 5, NULL, 0,
@@ -397,13 +397,13 @@ vt_err vt_arch_gpt_build(const vt_recipe *rc, vt_program *p)
     uint32_t dx0 = dropout_bwd(n, dx, "embedding", key);
     uint32_t gpe = mat(n, VT_TC_GRAD, T, C, "wpe", "weight.grad");
     uint32_t oh = mat(n, VT_TC_ACT, BT, V, "tokens", "onehot");
-    uint32_t gte_emb = mat(n, VT_TC_GRAD, V, C, "wte", rc->gpt_tie ? "embedding.grad" : "weight.grad");
+    uint32_t gte_emb = mat(n, VT_TC_GRAD, V, C, "wte", rcp->gpt_tie ? "embedding.grad" : "weight.grad");
     vt_prog_op(p, VT_OPK_POS_GRAD, ARR(dx0), 1, ARR(gpe), 1, IARG(B, T), 2, NULL, 0, "position embedding gradient");
     vt_prog_op(p, VT_OPK_ONEHOT, ARR(n->tok), 1, ARR(oh), 1, IARG(V), 1, NULL, 0, "tokens one-hot");
     vt_prog_op(p, VT_OPK_MATMUL, ARR(oh, dx0), 2, ARR(gte_emb), 1, IARG(1, 0, V, C, BT), 5, NULL, 0,
                "token embedding weight-gradient GEMM");
     set_grad(n, n->wpe, gpe);
-    if (rc->gpt_tie) {
+    if (rcp->gpt_tie) {
         uint32_t gte = mat(n, VT_TC_GRAD, V, C, "wte", "weight.grad");
         vt_prog_op(p, VT_OPK_ADD, ARR(gte_emb, gte_head), 2, ARR(gte), 1, NULL, 0, NULL, 0,
                    "token embedding gradient (embedding + tied head)");
@@ -412,7 +412,7 @@ vt_err vt_arch_gpt_build(const vt_recipe *rc, vt_program *p)
 
     /* the update: global norm, clipping factor, AdamW */
     uint32_t factor = UINT32_MAX;
-    if (rc->clip_norm > 0) {
+    if (rcp->clip_norm > 0) {
         uint32_t *sq = calloc(n->np, sizeof *sq);
         if (!sq) p->bad = 1;
         for (uint32_t i = 0; i < n->np && sq && !p->bad; i++) {
@@ -424,7 +424,7 @@ vt_err vt_arch_gpt_build(const vt_recipe *rc, vt_program *p)
         factor = vt_prog_tensor(p, VT_TC_GRAD, VT_DT_F32, 1, ARR(1), "grad.clip_factor");
         if (sq && !p->bad) {
             vt_prog_op(p, VT_OPK_SUM_SCALARS, sq, n->np, ARR(tot), 1, NULL, 0, NULL, 0, "global gradient norm");
-            vt_prog_op(p, VT_OPK_CLIP_FACTOR, ARR(tot), 1, ARR(factor), 1, NULL, 0, FARG(rc->clip_norm), 1,
+            vt_prog_op(p, VT_OPK_CLIP_FACTOR, ARR(tot), 1, ARR(factor), 1, NULL, 0, FARG(rcp->clip_norm), 1,
                        "clipping factor");
         }
         free(sq);
@@ -434,12 +434,12 @@ vt_err vt_arch_gpt_build(const vt_recipe *rc, vt_program *p)
         const char *pn = p->t[w].name;
         if (factor != UINT32_MAX)
             vt_prog_op(p, VT_OPK_ADAM_SCALED, ARR(g, m1[i], m2[i], factor), 4, ARR(m1[i], m2[i]), 2, NULL, 0,
-                       FARG(rc->beta1, rc->beta2), 2, "Adam moments %s", pn);
+                       FARG(rcp->beta1, rcp->beta2), 2, "Adam moments %s", pn);
         else
             vt_prog_op(p, VT_OPK_ADAM_MOMENTS, ARR(g, m1[i], m2[i]), 3, ARR(m1[i], m2[i]), 2, NULL, 0,
-                       FARG(rc->beta1, rc->beta2), 2, "Adam moments %s", pn);
+                       FARG(rcp->beta1, rcp->beta2), 2, "Adam moments %s", pn);
         vt_prog_op(p, VT_OPK_ADAMW, ARR(w, m1[i], m2[i], n->tstep, n->lr), 5, ARR(w), 1, NULL, 0,
-                   FARG(rc->beta1, rc->beta2, rc->eps, n->decay[i] ? rc->weight_decay : 0.0), 4, "AdamW update %s", pn);
+                   FARG(rcp->beta1, rcp->beta2, rcp->eps, n->decay[i] ? rcp->weight_decay : 0.0), 4, "AdamW update %s", pn);
     }
     if (n->drop) { /* evaluation: the forward pass without dropout */
         vt_prog_eval_begin(p);

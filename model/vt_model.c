@@ -31,7 +31,7 @@ static void init_state(vt_model *m)
         float *W = vt_model_tensor(m, i, NULL);
         size_t lo = 0, hi = p->t[i].n; /* a sharded optimiser state: this rank's values */
         if (m->sst && p->t[i].cls == VT_TC_OPT) lo = m->sst->lo[i], hi = m->sst->hi[i];
-        for (size_t k = lo; k < hi; k++) W[k] = vt_program_initial_value(p, m->rc.seed, i, k);
+        for (size_t k = lo; k < hi; k++) W[k] = vt_program_initial_value(p, m->rcp.seed, i, k);
     }
 }
 
@@ -151,38 +151,38 @@ vt_err vt_model_check_budget(const vt_model_mem *need, uint64_t budget)
                         s, b, given ? "--max-memory" : "the available memory; --max-memory sets it");
 }
 
-vt_err vt_model_init(vt_model *m, const vt_recipe *rc, size_t n_examples, vt_order order)
+vt_err vt_model_init(vt_model *m, const vt_recipe *rcp, size_t n_examples, vt_order order)
 {
-    return vt_model_init_within(m, rc, n_examples, order, 0);
+    return vt_model_init_within(m, rcp, n_examples, order, 0);
 }
 
-static vt_err model_init(vt_model *m, const vt_recipe *rc, size_t n_examples, vt_order order, uint64_t budget,
+static vt_err model_init(vt_model *m, const vt_recipe *rcp, size_t n_examples, vt_order order, uint64_t budget,
                          vt_comm *comm);
 
-vt_err vt_model_init_within(vt_model *m, const vt_recipe *rc, size_t n_examples, vt_order order, uint64_t budget)
+vt_err vt_model_init_within(vt_model *m, const vt_recipe *rcp, size_t n_examples, vt_order order, uint64_t budget)
 {
-    return model_init(m, rc, n_examples, order, budget, NULL);
+    return model_init(m, rcp, n_examples, order, budget, NULL);
 }
 
-vt_err vt_model_init_sharded(vt_model *m, const vt_recipe *rc, size_t n_examples, vt_order order, vt_comm *comm)
+vt_err vt_model_init_sharded(vt_model *m, const vt_recipe *rcp, size_t n_examples, vt_order order, vt_comm *comm)
 {
     VT_RETURN_ERROR_IF(!comm || vt_dist_size(comm) < 2, VT_ERR_ARG, "a sharded optimiser state needs several ranks");
-    return model_init(m, rc, n_examples, order, 0, comm);
+    return model_init(m, rcp, n_examples, order, 0, comm);
 }
 
-static vt_err model_init(vt_model *m, const vt_recipe *rc, size_t n_examples, vt_order order, uint64_t budget,
+static vt_err model_init(vt_model *m, const vt_recipe *rcp, size_t n_examples, vt_order order, uint64_t budget,
                          vt_comm *comm)
 {
     memset(m, 0, sizeof *m);
-    VT_FORWARD_IF_ERROR(vt_recipe_validate(rc));
-    VT_RETURN_ERROR_IF(rc->program_version == 0 && rc->bound.rounding == VT_ROUNDING_LOG, VT_ERR_UNSUPPORTED,
+    VT_FORWARD_IF_ERROR(vt_recipe_validate(rcp));
+    VT_RETURN_ERROR_IF(rcp->program_version == 0 && rcp->bound.rounding == VT_ROUNDING_LOG, VT_ERR_UNSUPPORTED,
                        "this log-rounded run was recorded by step program 0 (manifest formats 1-3), whose logs number "
                        "the operations differently: check it with version 0.1.0 of this software");
-    VT_RETURN_ERROR_IF(n_examples < rc->batch || n_examples > UINT32_MAX, VT_ERR_ARG,
-                       "the dataset has %zu examples; the batch needs %u (and at most 2^32)", n_examples, rc->batch);
-    m->rc = *rc;
+    VT_RETURN_ERROR_IF(n_examples < rcp->batch || n_examples > UINT32_MAX, VT_ERR_ARG,
+                       "the dataset has %zu examples; the batch needs %u (and at most 2^32)", n_examples, rcp->batch);
+    m->rcp = *rcp;
     m->n_examples = n_examples;
-    VT_FORWARD_IF_ERROR(vt_program_build(rc, &m->prog));
+    VT_FORWARD_IF_ERROR(vt_program_build(rcp, &m->prog));
     const vt_program *p = &m->prog;
     /* the whole allocation, from the program's costs, against the budget before any of it */
     vt_model_mem need;
@@ -190,7 +190,7 @@ static vt_err model_init(vt_model *m, const vt_recipe *rc, size_t n_examples, vt
     if (comm) { /* sharded: this rank's share of the optimiser state */
         be = vti_sstate_plan(p, comm, vt_dist_rank(comm), vt_dist_size(comm), &m->sst);
     }
-    need_of(p, rc->batch, n_examples, m->sst, &need);
+    need_of(p, rcp->batch, n_examples, m->sst, &need);
     if (!be) be = vt_model_check_budget(&need, budget);
     if (!be && m->sst) be = vti_sstate_map(m->sst, p->arena_bytes[VT_TC_PARAM]);
     if (be) {
@@ -217,7 +217,7 @@ static vt_err model_init(vt_model *m, const vt_recipe *rc, size_t n_examples, vt
         m->x64 = calloc(ns, sizeof(double)), m->x64b = calloc(ns, sizeof(double)), m->b64 = calloc(ns, sizeof(double));
         m->rn = calloc(nn, sizeof(double)), m->cn = calloc(nn, sizeof(double));
         m->f32s = calloc(ns, sizeof(float));
-        m->batch_idx = calloc(rc->batch, sizeof(size_t));
+        m->batch_idx = calloc(rcp->batch, sizeof(size_t));
         m->perm = calloc(n_examples, sizeof(uint32_t));
         bad = !m->x64 || !m->x64b || !m->b64 || !m->rn || !m->cn || !m->f32s || !m->batch_idx || !m->perm;
         if (!bad && m->sst && ns * sizeof(double) < m->sst->pbytes[m->sst->rank]) /* (need_of alike) */
@@ -232,7 +232,7 @@ static vt_err model_init(vt_model *m, const vt_recipe *rc, size_t n_examples, vt
     }
     m->arena[VT_TC_OPT] = m->arena[VT_TC_BUFFER] = m->arena[VT_TC_PARAM];
     m->state = (float *)m->arena[VT_TC_PARAM];
-    vt_exec_init(&m->exec, order, rc->bound, rc->seed);
+    vt_exec_init(&m->exec, order, rcp->bound, rcp->seed);
     init_state(m);
     return VT_OK;
 }
@@ -240,17 +240,17 @@ static vt_err model_init(vt_model *m, const vt_recipe *rc, size_t n_examples, vt
 vt_err vt_model_set_shard(vt_model *m, vt_comm *comm, uint32_t global_batch)
 {
     const int size = vt_dist_size(comm), rank = vt_dist_rank(comm);
-    VT_RETURN_ERROR_IF(size < 1 || m->rc.batch < 1 || (uint64_t)m->rc.batch * (uint64_t)size != global_batch,
+    VT_RETURN_ERROR_IF(size < 1 || m->rcp.batch < 1 || (uint64_t)m->rcp.batch * (uint64_t)size != global_batch,
                        VT_ERR_ARG,
                        "rank %d of %d: a batch of %u examples does not split into %d equal shares (the batch must be a "
                        "multiple of the number of ranks)",
                        rank, size, global_batch, size);
-    VT_RETURN_ERROR_IF(size > 1 && m->rc.bound.rounding != VT_ROUNDING_EXACT, VT_ERR_UNSUPPORTED,
+    VT_RETURN_ERROR_IF(size > 1 && m->rcp.bound.rounding != VT_ROUNDING_EXACT, VT_ERR_UNSUPPORTED,
                        "rank %d of %d: rounding=log needs one rank (a batch split over ranks is rounded exactly)", rank,
                        size);
-    VT_RETURN_ERROR_IF(size > 1 && m->rc.gemm_arith, VT_ERR_UNSUPPORTED,
+    VT_RETURN_ERROR_IF(size > 1 && m->rcp.gemm_arith, VT_ERR_UNSUPPORTED,
                        "rank %d of %d: gemm_arith=%s needs one rank (a tensor-core sum is not split across ranks)",
-                       rank, size, vt_gemm_arith_names[m->rc.gemm_arith]);
+                       rank, size, vt_gemm_arith_names[m->rcp.gemm_arith]);
     VT_RETURN_ERROR_IF(m->n_examples < global_batch, VT_ERR_ARG, "rank %d of %d: the dataset has %zu examples, the "
                        "batch %u", rank, size, m->n_examples, global_batch);
     if (size == 1) {
@@ -260,8 +260,8 @@ vt_err vt_model_set_shard(vt_model *m, vt_comm *comm, uint32_t global_batch)
     memset(&m->shard_s, 0, sizeof m->shard_s);
     m->shard_s.comm = comm;
     m->shard_s.batch = global_batch;
-    m->shard_s.local = m->rc.batch;
-    m->shard_s.first = (uint32_t)rank * m->rc.batch;
+    m->shard_s.local = m->rcp.batch;
+    m->shard_s.first = (uint32_t)rank * m->rcp.batch;
     m->shard = &m->shard_s;
     m->perm_epoch = 0; /* the data order is the global batch's from now on */
     return VT_OK;
@@ -291,13 +291,13 @@ void vt_model_batch_indices(vt_model *m, uint64_t s)
 {
     /* the global batch's order; this rank's share from its first slot (all of it in one process) */
     const vt_shard *sh = m->shard;
-    uint64_t B = sh ? sh->batch : m->rc.batch, spe = m->n_examples / B, first = sh ? sh->first : 0;
+    uint64_t B = sh ? sh->batch : m->rcp.batch, spe = m->n_examples / B, first = sh ? sh->first : 0;
     uint64_t e = (s - 1) / spe, p = (s - 1) % spe;
     if (m->perm_epoch != e + 1) {
-        vt_shuffle(m->perm, (uint32_t)m->n_examples, m->rc.seed, VT_RNG_SHUFFLE, e);
+        vt_shuffle(m->perm, (uint32_t)m->n_examples, m->rcp.seed, VT_RNG_SHUFFLE, e);
         m->perm_epoch = e + 1;
     }
-    for (uint64_t i = 0; i < m->rc.batch; i++) m->batch_idx[i] = m->perm[p * B + first + i];
+    for (uint64_t i = 0; i < m->rcp.batch; i++) m->batch_idx[i] = m->perm[p * B + first + i];
 }
 
 /* ------------------------------------------------------------- tensors */
@@ -543,19 +543,19 @@ static int split_on_cpu(const vt_model *m, const vt_opdesc *o)
     }
 }
 
-static vt_err exec_op(vt_model *m, const vt_dataset *ds, vt_rctx *rc, uint64_t s, uint32_t op_id)
+static vt_err exec_op(vt_model *m, const vt_dataset *ds, vt_rctx *rctx, uint64_t s, uint32_t op_id)
 {
     const vt_opdesc *o = &m->prog.op[op_id];
     vt_opctx c;
     memset(&c, 0, sizeof c);
-    c.prog = &m->prog, c.arena = m->arena, c.o = o, c.op_id = op_id, c.step = s, c.ds = ds, c.rc = rc;
+    c.prog = &m->prog, c.arena = m->arena, c.o = o, c.op_id = op_id, c.step = s, c.ds = ds, c.rctx = rctx;
     if (m->sst && m->in_step && vti_opt_kind(o->kind)) { /* sharded: this rank's elements of the update */
         c.prog = &m->sst->sprog;
         if (!c.prog->t[o->out[0]].n) return VT_OK;
     }
     c.exec = &m->exec, c.be = split_on_cpu(m, o) ? NULL : m->be;
     c.shard = m->in_step ? m->shard : NULL; /* evaluation is local */
-    c.gemm_arith = (uint32_t)m->rc.gemm_arith;
+    c.gemm_arith = (uint32_t)m->rcp.gemm_arith;
     c.s = (vt_opscratch){m->x64, m->x64b, m->b64, m->rn, m->cn, m->f32s};
     if (o->kind == VT_OPK_LOAD_BATCH) {
         vt_model_batch_indices(m, s);
@@ -564,33 +564,33 @@ static vt_err exec_op(vt_model *m, const vt_dataset *ds, vt_rctx *rc, uint64_t s
     return vt_opkind_get(o->kind)->exec(&c);
 }
 
-vt_err vti_model_exec(vt_model *m, const vt_dataset *ds, vt_rctx *rc, uint64_t step, uint32_t op_id)
+vt_err vti_model_exec(vt_model *m, const vt_dataset *ds, vt_rctx *rctx, uint64_t step, uint32_t op_id)
 {
     VT_RETURN_ERROR_IF(op_id < 1 || op_id > m->prog.n_ops + m->prog.n_eval, VT_ERR_ARG, "no operation %u", op_id);
-    vt_err e = exec_op(m, ds, rc, step, op_id);
+    vt_err e = exec_op(m, ds, rctx, step, op_id);
     if (!e && m->tamper) e = m->tamper(m->tamper_ctx, m, step, op_id);
     return e;
 }
 
-vt_err vt_model_exec_op(vt_model *m, const vt_dataset *ds, vt_rctx *rc, uint64_t step, uint32_t op_id)
+vt_err vt_model_exec_op(vt_model *m, const vt_dataset *ds, vt_rctx *rctx, uint64_t step, uint32_t op_id)
 {
     VT_RETURN_ERROR_IF(op_id < 1 || op_id > m->prog.n_ops, VT_ERR_ARG, "no operation %u", op_id);
-    return exec_op(m, ds, rc, step, op_id);
+    return exec_op(m, ds, rctx, step, op_id);
 }
 
-vt_err vt_model_run(vt_model *m, const vt_dataset *ds, vt_rctx *rc, uint32_t upto, vt_op_hook hook, void *hook_ctx)
+vt_err vt_model_run(vt_model *m, const vt_dataset *ds, vt_rctx *rctx, uint32_t upto, vt_op_hook hook, void *hook_ctx)
 {
     uint64_t s = m->step + 1;
     VT_RETURN_ERROR_IF(ds->n != m->n_examples, VT_ERR_ARG, "the dataset has %zu examples, the model was built for %zu",
                        ds->n, m->n_examples);
-    VT_RETURN_ERROR_IF(rc->step != s, VT_ERR_ARG, "rounding context is at step %llu, model at %llu",
-                       (unsigned long long)rc->step, (unsigned long long)s);
+    VT_RETURN_ERROR_IF(rctx->step != s, VT_ERR_ARG, "rounding context is at step %llu, model at %llu",
+                       (unsigned long long)rctx->step, (unsigned long long)s);
     VT_RETURN_ERROR_IF(upto > m->prog.n_ops, VT_ERR_ARG, "no operation %u", upto);
-    VT_RETURN_ERROR_IF(m->rc.gemm_arith && m->be && !m->be->gemm_tc, VT_ERR_UNSUPPORTED,
+    VT_RETURN_ERROR_IF(m->rcp.gemm_arith && m->be && !m->be->gemm_tc, VT_ERR_UNSUPPORTED,
                        "gemm_arith=%s: the backend %s has no tensor-core GEMM (--backend cpu emulates it)",
-                       vt_gemm_arith_names[m->rc.gemm_arith], m->be->name);
+                       vt_gemm_arith_names[m->rcp.gemm_arith], m->be->name);
     m->ds = ds;
-    m->rctx = rc;
+    m->rctx = rctx;
     m->in_step = 1;
     vt_err e = VT_OK;
     /* a whole step without hooks runs device-resident where the backend can (backend/vt_backend.h) */
@@ -598,16 +598,16 @@ vt_err vt_model_run(vt_model *m, const vt_dataset *ds, vt_rctx *rc, uint32_t upt
     if (be && be->run_begin && !hook && !m->tamper && upto == m->prog.n_ops) {
         e = be->run_begin(be->impl, m);
         for (uint32_t op = 1; op <= upto && !e; op++) {
-            e = split_on_cpu(m, &m->prog.op[op]) ? VT_ERR_UNSUPPORTED : be->run_op(be->impl, m, rc, op, s);
+            e = split_on_cpu(m, &m->prog.op[op]) ? VT_ERR_UNSUPPORTED : be->run_op(be->impl, m, rctx, op, s);
             if (e != VT_ERR_UNSUPPORTED) continue;
-            e = be->op_to_host(be->impl, m, rc, op);
-            if (!e) e = exec_op(m, ds, rc, s, op);
+            e = be->op_to_host(be->impl, m, rctx, op);
+            if (!e) e = exec_op(m, ds, rctx, s, op);
             if (!e) e = be->op_to_device(be->impl, m, op);
         }
-        if (!e) e = be->run_end(be->impl, m, rc);
+        if (!e) e = be->run_end(be->impl, m, rctx);
     } else {
         for (uint32_t op = 1; op <= upto && !e; op++) {
-            e = exec_op(m, ds, rc, s, op);
+            e = exec_op(m, ds, rctx, s, op);
             if (!e && m->tamper) e = m->tamper(m->tamper_ctx, m, s, op);
             if (!e && hook) e = hook(hook_ctx, m, s, op);
         }
@@ -631,9 +631,9 @@ vt_err vt_model_run(vt_model *m, const vt_dataset *ds, vt_rctx *rc, uint32_t upt
     return VT_OK;
 }
 
-vt_err vt_model_step(vt_model *m, const vt_dataset *ds, vt_rctx *rc, float *loss)
+vt_err vt_model_step(vt_model *m, const vt_dataset *ds, vt_rctx *rctx, float *loss)
 {
-    VT_FORWARD_IF_ERROR(vt_model_run(m, ds, rc, m->prog.n_ops, NULL, NULL));
+    VT_FORWARD_IF_ERROR(vt_model_run(m, ds, rctx, m->prog.n_ops, NULL, NULL));
     *loss = vt_model_loss(m);
     return VT_OK;
 }
@@ -680,7 +680,7 @@ vt_err vt_program_evaluate_pred(const vt_program *p, const vt_dataset *ds, size_
 typedef struct {
     vt_model *m;
     const vt_dataset *ds;
-    vt_rctx rc;
+    vt_rctx rctx;
     vt_steplog log;
     uint8_t *lab;
 } eval_ctx;
@@ -690,10 +690,10 @@ static vt_err eval_fwd(void *ctx, const size_t *idx, size_t B)
     eval_ctx *c = ctx;
     const vt_program *p = &c->m->prog;
     vt_err e = vt_data_batch(c->ds, idx, B, vt_model_tensor(c->m, p->input, NULL), c->lab);
-    if (!e) e = vt_rctx_begin_step(&c->rc, 1, &c->log);
+    if (!e) e = vt_rctx_begin_step(&c->rctx, 1, &c->log);
     uint32_t first, last;
     vt_program_eval_range(p, &first, &last);
-    for (uint32_t j = first; j <= last && !e; j++) e = exec_op(c->m, c->ds, &c->rc, 1, j);
+    for (uint32_t j = first; j <= last && !e; j++) e = exec_op(c->m, c->ds, &c->rctx, 1, j);
     return e;
 }
 
@@ -715,12 +715,12 @@ vt_err vt_model_predict(vt_model *m, const vt_dataset *ds, size_t max_examples, 
     c.m = m, c.ds = ds, c.lab = malloc(m->prog.t[m->prog.input].shape[0]); /* the batch vt_program_evaluate loads */
     VT_RETURN_ERROR_IF(!c.lab, VT_ERR_NOMEM, "out of memory");
     /* the forward pass of the step program, rounded to nearest with a log nobody reads */
-    vt_bound_cfg bc = m->rc.bound;
+    vt_bound_cfg bc = m->rcp.bound;
     bc.rounding = VT_ROUNDING_LOG;
     vt_steplog_init(&c.log, 0);
-    vt_rctx_init(&c.rc, VT_RMODE_RECORD, bc);
+    vt_rctx_init(&c.rctx, VT_RMODE_RECORD, bc);
     vt_exec saved = m->exec;
-    vt_exec_init(&m->exec, m->exec.order, bc, m->rc.seed);
+    vt_exec_init(&m->exec, m->exec.order, bc, m->rcp.seed);
     vt_err e = vt_program_evaluate_pred(&m->prog, ds, max_examples, eval_fwd, eval_prob, &c, acc, pred);
     vt_exec_free(&m->exec);
     m->exec = saved;
@@ -734,28 +734,28 @@ vt_err vt_model_predict(vt_model *m, const vt_dataset *ds, size_t max_examples, 
 /* The evaluation pass on the current tokens, every value RN32 of the exact result (the same bits
  * on every machine: the samples and losses below do not depend on who computes them). */
 typedef struct {
-    vt_rctx rc;
+    vt_rctx rctx;
     vt_steplog log;
     vt_exec saved;
 } text_eval;
 
 static void text_eval_begin(vt_model *m, text_eval *t)
 {
-    vt_bound_cfg bc = m->rc.bound;
+    vt_bound_cfg bc = m->rcp.bound;
     bc.rounding = VT_ROUNDING_EXACT;
     bc.mode = VT_BOUND_PROVABLE;
     vt_steplog_init(&t->log, 0);
-    vt_rctx_init(&t->rc, VT_RMODE_RECORD, bc);
+    vt_rctx_init(&t->rctx, VT_RMODE_RECORD, bc);
     t->saved = m->exec;
-    vt_exec_init(&m->exec, m->exec.order, bc, m->rc.seed);
+    vt_exec_init(&m->exec, m->exec.order, bc, m->rcp.seed);
 }
 
 static vt_err text_eval_run(vt_model *m, const vt_dataset *ds, text_eval *t)
 {
     uint32_t first, last;
     vt_program_eval_range(&m->prog, &first, &last);
-    vt_err e = vt_rctx_begin_step(&t->rc, 1, &t->log);
-    for (uint32_t j = first; j <= last && !e; j++) e = exec_op(m, ds, &t->rc, 1, j);
+    vt_err e = vt_rctx_begin_step(&t->rctx, 1, &t->log);
+    for (uint32_t j = first; j <= last && !e; j++) e = exec_op(m, ds, &t->rctx, 1, j);
     return e;
 }
 

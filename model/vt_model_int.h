@@ -46,7 +46,7 @@ vt_err vti_sstate_map(vt_sstate *s, size_t state_bytes) VT_WARN_UNUSED;
 
 /* Operation op_id of the step or of the evaluation pass (1 .. n_ops + n_eval) run as vt_model_run
  * runs it (then the model's tamper hook, when set), with no after-operation hook. */
-vt_err vti_model_exec(vt_model *m, const vt_dataset *ds, vt_rctx *rc, uint64_t step, uint32_t op_id) VT_WARN_UNUSED;
+vt_err vti_model_exec(vt_model *m, const vt_dataset *ds, vt_rctx *rctx, uint64_t step, uint32_t op_id) VT_WARN_UNUSED;
 /* vt_model_output_hash of any operation of the step or of the evaluation pass. */
 vt_err vti_model_output_hash(vt_model *m, uint32_t op_id, uint8_t out[VT_HASH_LEN]) VT_WARN_UNUSED;
 

@@ -727,8 +727,8 @@ vt_err vti_bias_add_plain(vt_plainctx *c)
 {
     VTI_PLAIN_BOTH(c, {
         size_t M = SHAPE(0, 0), N = SHAPE(0, 1);
-        const T *x = PX(0), *b = PX(1);
-        T *y = PY(0);
+        const real *x = PX(0), *b = PX(1);
+        real *y = PY(0);
         for (size_t i = 0; i < M; i++)
             for (size_t j = 0; j < N; j++) y[i * N + j] = x[i * N + j] + b[j];
         return VT_OK;
@@ -738,9 +738,9 @@ vt_err vti_bias_add_plain(vt_plainctx *c)
 vt_err vti_relu_plain(vt_plainctx *c)
 {
     VTI_PLAIN_BOTH(c, {
-        const T *z = PX(0);
-        T *a = PY(0);
-        for (size_t i = 0; i < NOUT(0); i++) a[i] = z[i] > 0 ? z[i] : (T)0;
+        const real *z = PX(0);
+        real *a = PY(0);
+        for (size_t i = 0; i < NOUT(0); i++) a[i] = z[i] > 0 ? z[i] : (real)0;
         return VT_OK;
     })
 }
@@ -748,9 +748,9 @@ vt_err vti_relu_plain(vt_plainctx *c)
 vt_err vti_relu_bwd_plain(vt_plainctx *c)
 {
     VTI_PLAIN_BOTH(c, {
-        const T *z = PX(0), *da = PX(1);
-        T *dz = PY(0);
-        for (size_t i = 0; i < NOUT(0); i++) dz[i] = z[i] > 0 ? da[i] : (T)0;
+        const real *z = PX(0), *da = PX(1);
+        real *dz = PY(0);
+        for (size_t i = 0; i < NOUT(0); i++) dz[i] = z[i] > 0 ? da[i] : (real)0;
         return VT_OK;
     })
 }
@@ -759,12 +759,12 @@ vt_err vti_xent_bwd_plain(vt_plainctx *c)
 {
     VTI_PLAIN_BOTH(c, {
         size_t N = SHAPE(0, 0), C = SHAPE(0, 1);
-        const T *pr = PX(0);
+        const real *pr = PX(0);
         const uint8_t *y = PTP(c, c->o->in[1]);
         VT_FORWARD_IF_ERROR(vti_labels_ok(N, C, y));
-        T *dz = PY(0);
+        real *dz = PY(0);
         for (size_t i = 0; i < N; i++)
-            for (size_t k = 0; k < C; k++) dz[i * C + k] = (pr[i * C + k] - (k == y[i] ? (T)1 : (T)0)) / (T)N;
+            for (size_t k = 0; k < C; k++) dz[i * C + k] = (pr[i * C + k] - (k == y[i] ? (real)1 : (real)0)) / (real)N;
         return VT_OK;
     })
 }
@@ -772,8 +772,8 @@ vt_err vti_xent_bwd_plain(vt_plainctx *c)
 vt_err vti_sgd_velocity_plain(vt_plainctx *c)
 {
     VTI_PLAIN_BOTH(c, {
-        const T *w = PX(0), *g = PX(1), mu = (T)c->o->farg[0], wd = (T)c->o->farg[1];
-        T *v = PY(0);
+        const real *w = PX(0), *g = PX(1), mu = (real)c->o->farg[0], wd = (real)c->o->farg[1];
+        real *v = PY(0);
         for (size_t i = 0; i < NOUT(0); i++) v[i] = mu * v[i] + (g[i] + wd * w[i]);
         return VT_OK;
     })
@@ -782,8 +782,8 @@ vt_err vti_sgd_velocity_plain(vt_plainctx *c)
 vt_err vti_sgd_apply_plain(vt_plainctx *c)
 {
     VTI_PLAIN_BOTH(c, {
-        const T *v = PX(1), lr = (T)vti_plain_f64(c, c->o->in[2]);
-        T *w = PY(0);
+        const real *v = PX(1), lr = (real)vti_plain_f64(c, c->o->in[2]);
+        real *w = PY(0);
         for (size_t i = 0; i < NOUT(0); i++) w[i] = w[i] - lr * v[i];
         return VT_OK;
     })
@@ -793,8 +793,8 @@ vt_err vti_adam_moments_plain(vt_plainctx *c)
 {
     VTI_PLAIN_BOTH(c, {
         const double b1 = c->o->farg[0], b2 = c->o->farg[1];
-        const T *g = PX(0), tb1 = (T)b1, tb2 = (T)b2, c1 = (T)(1.0 - b1), c2 = (T)(1.0 - b2);
-        T *m1 = PY(0), *m2 = PY(1);
+        const real *g = PX(0), tb1 = (real)b1, tb2 = (real)b2, c1 = (real)(1.0 - b1), c2 = (real)(1.0 - b2);
+        real *m1 = PY(0), *m2 = PY(1);
         for (size_t i = 0; i < NOUT(0); i++) {
             m1[i] = tb1 * m1[i] + c1 * g[i];
             m2[i] = tb2 * m2[i] + (c2 * g[i]) * g[i];
@@ -807,9 +807,9 @@ vt_err vti_adam_apply_plain(vt_plainctx *c)
 {
     VTI_PLAIN_BOTH(c, {
         const double b1 = c->o->farg[0], b2 = c->o->farg[1], s = vti_plain_f64(c, c->o->in[3]);
-        const T *m1 = PX(1), *m2 = PX(2), lr = (T)vti_plain_f64(c, c->o->in[4]), eps = (T)c->o->farg[2];
-        const T bc1 = (T)(1.0 - pow(b1, s)), bc2 = (T)(1.0 - pow(b2, s));
-        T *w = PY(0);
+        const real *m1 = PX(1), *m2 = PX(2), lr = (real)vti_plain_f64(c, c->o->in[4]), eps = (real)c->o->farg[2];
+        const real bc1 = (real)(1.0 - pow(b1, s)), bc2 = (real)(1.0 - pow(b2, s));
+        real *w = PY(0);
         for (size_t i = 0; i < NOUT(0); i++) w[i] = w[i] - (lr * (m1[i] / bc1)) / (PSQRT(m2[i] / bc2) + eps);
         return VT_OK;
     })
@@ -818,8 +818,8 @@ vt_err vti_adam_apply_plain(vt_plainctx *c)
 vt_err vti_add_plain(vt_plainctx *c)
 {
     VTI_PLAIN_BOTH(c, {
-        const T *a = PX(0), *b = PX(1);
-        T *y = PY(0);
+        const real *a = PX(0), *b = PX(1);
+        real *y = PY(0);
         for (size_t i = 0; i < NOUT(0); i++) y[i] = a[i] + b[i];
         return VT_OK;
     })
@@ -829,10 +829,10 @@ vt_err vti_bn_center_plain(vt_plainctx *c)
 {
     VTI_PLAIN_BOTH(c, {
         size_t M = SHAPE(0, 0), C = SHAPE(0, 1);
-        const T *x = PX(0), *s1 = PX(1);
-        T *y = PY(0);
+        const real *x = PX(0), *s1 = PX(1);
+        real *y = PY(0);
         for (size_t i = 0; i < M; i++)
-            for (size_t k = 0; k < C; k++) y[i * C + k] = x[i * C + k] - s1[k] / (T)M;
+            for (size_t k = 0; k < C; k++) y[i * C + k] = x[i * C + k] - s1[k] / (real)M;
         return VT_OK;
     })
 }
@@ -841,8 +841,8 @@ vt_err vti_bn_apply_plain(vt_plainctx *c)
 {
     VTI_PLAIN_BOTH(c, {
         size_t M = SHAPE(0, 0), C = SHAPE(0, 1);
-        const T *xc = PX(0), *s2 = PX(1), *g = PX(2), *b = PX(3);
-        T *y = PY(0);
+        const real *xc = PX(0), *s2 = PX(1), *g = PX(2), *b = PX(3);
+        real *y = PY(0);
         for (size_t i = 0; i < M; i++)
             for (size_t k = 0; k < C; k++) y[i * C + k] = g[k] * (xc[i * C + k] * PRSTD(s2[k], M, c->o->farg[0])) + b[k];
         return VT_OK;
@@ -853,11 +853,11 @@ vt_err vti_bn_running_plain(vt_plainctx *c)
 {
     VTI_PLAIN_BOTH(c, {
         size_t C = NOUT(0), M = (size_t)c->o->iarg[0];
-        const T *s1 = PX(0), *s2 = PX(1), mu = (T)c->o->farg[0];
-        T *rm = PY(0), *rv = PY(1);
+        const real *s1 = PX(0), *s2 = PX(1), mu = (real)c->o->farg[0];
+        real *rm = PY(0), *rv = PY(1);
         for (size_t k = 0; k < C; k++) {
-            rm[k] = ((T)1 - mu) * rm[k] + mu * (s1[k] / (T)M);
-            rv[k] = ((T)1 - mu) * rv[k] + mu * (s2[k] / (T)(M - 1));
+            rm[k] = ((real)1 - mu) * rm[k] + mu * (s1[k] / (real)M);
+            rv[k] = ((real)1 - mu) * rv[k] + mu * (s2[k] / (real)(M - 1));
         }
         return VT_OK;
     })
@@ -867,8 +867,8 @@ vt_err vti_bn_gamma_grad_plain(vt_plainctx *c)
 {
     VTI_PLAIN_BOTH(c, {
         size_t C = NOUT(0), M = (size_t)c->o->iarg[0];
-        const T *g2 = PX(0), *s2 = PX(1);
-        T *d = PY(0);
+        const real *g2 = PX(0), *s2 = PX(1);
+        real *d = PY(0);
         for (size_t k = 0; k < C; k++) d[k] = g2[k] * PRSTD(s2[k], M, c->o->farg[0]);
         return VT_OK;
     })
@@ -878,12 +878,12 @@ vt_err vti_bn_backward_plain(vt_plainctx *c)
 {
     VTI_PLAIN_BOTH(c, {
         size_t M = SHAPE(0, 0), C = SHAPE(0, 1);
-        const T *dy = PX(0), *xc = PX(1), *s2 = PX(2), *g1 = PX(3), *g2 = PX(4), *g = PX(5);
-        T *dx = PY(0);
+        const real *dy = PX(0), *xc = PX(1), *s2 = PX(2), *g1 = PX(3), *g2 = PX(4), *g = PX(5);
+        real *dx = PY(0);
         for (size_t i = 0; i < M; i++)
             for (size_t k = 0; k < C; k++) {
-                T r = PRSTD(s2[k], M, c->o->farg[0]);
-                dx[i * C + k] = (g[k] * r) * ((dy[i * C + k] - g1[k] / (T)M) - xc[i * C + k] * ((r * r) * g2[k] / (T)M));
+                real r = PRSTD(s2[k], M, c->o->farg[0]);
+                dx[i * C + k] = (g[k] * r) * ((dy[i * C + k] - g1[k] / (real)M) - xc[i * C + k] * ((r * r) * g2[k] / (real)M));
             }
         return VT_OK;
     })
@@ -893,11 +893,11 @@ vt_err vti_bn_eval_plain(vt_plainctx *c)
 {
     VTI_PLAIN_BOTH(c, {
         size_t M = SHAPE(0, 0), C = SHAPE(0, 1);
-        const T *x = PX(0), *rm = PX(1), *rv = PX(2), *g = PX(3), *b = PX(4);
-        T *y = PY(0);
+        const real *x = PX(0), *rm = PX(1), *rv = PX(2), *g = PX(3), *b = PX(4);
+        real *y = PY(0);
         for (size_t i = 0; i < M; i++)
             for (size_t k = 0; k < C; k++)
-                y[i * C + k] = g[k] * ((x[i * C + k] - rm[k]) / PSQRT(rv[k] + (T)c->o->farg[0])) + b[k];
+                y[i * C + k] = g[k] * ((x[i * C + k] - rm[k]) / PSQRT(rv[k] + (real)c->o->farg[0])) + b[k];
         return VT_OK;
     })
 }
@@ -906,11 +906,11 @@ vt_err vti_avgpool_backward_plain(vt_plainctx *c)
 {
     VTI_PLAIN_BOTH(c, {
         size_t B = (size_t)c->o->iarg[0], HW = (size_t)c->o->iarg[1], C = SHAPE(0, 1);
-        const T *dy = PX(0);
-        T *dx = PY(0);
+        const real *dy = PX(0);
+        real *dx = PY(0);
         for (size_t b = 0; b < B; b++)
             for (size_t t = 0; t < HW; t++)
-                for (size_t k = 0; k < C; k++) dx[(b * HW + t) * C + k] = dy[b * C + k] / (T)HW;
+                for (size_t k = 0; k < C; k++) dx[(b * HW + t) * C + k] = dy[b * C + k] / (real)HW;
         return VT_OK;
     })
 }
@@ -921,8 +921,8 @@ vt_err vti_embed_plain(vt_plainctx *c)
         const vt_tensor *tk = &c->prog->t[c->o->in[0]], *wt = &c->prog->t[c->o->in[1]];
         const size_t Tn = tk->shape[1], C = wt->shape[1];
         const uint8_t *tok = PTP(c, c->o->in[0]);
-        const T *wte = PX(1), *wpe = PX(2);
-        T *y = PY(0);
+        const real *wte = PX(1), *wpe = PX(2);
+        real *y = PY(0);
         for (size_t r = 0; r < tk->n; r++)
             VT_RETURN_ERROR_IF(tok[r] >= wt->shape[0], VT_ERR_ARG, "token %u is not in the vocabulary", tok[r]);
         for (size_t r = 0; r < tk->n; r++)
@@ -935,10 +935,10 @@ vt_err vti_ln_center_plain(vt_plainctx *c)
 {
     VTI_PLAIN_BOTH(c, {
         const size_t M = SHAPE(0, 0), C = SHAPE(0, 1);
-        const T *x = PX(0), *s1 = PX(1);
-        T *y = PY(0);
+        const real *x = PX(0), *s1 = PX(1);
+        real *y = PY(0);
         for (size_t i = 0; i < M; i++)
-            for (size_t k = 0; k < C; k++) y[i * C + k] = x[i * C + k] - s1[i] / (T)C;
+            for (size_t k = 0; k < C; k++) y[i * C + k] = x[i * C + k] - s1[i] / (real)C;
         return VT_OK;
     })
 }
@@ -947,10 +947,10 @@ vt_err vti_ln_norm_plain(vt_plainctx *c)
 {
     VTI_PLAIN_BOTH(c, {
         const size_t M = SHAPE(0, 0), C = SHAPE(0, 1);
-        const T *xc = PX(0), *s2 = PX(1);
-        T *y = PY(0);
+        const real *xc = PX(0), *s2 = PX(1);
+        real *y = PY(0);
         for (size_t i = 0; i < M; i++) {
-            T r = PRSTD(s2[i], C, c->o->farg[0]);
+            real r = PRSTD(s2[i], C, c->o->farg[0]);
             for (size_t k = 0; k < C; k++) y[i * C + k] = xc[i * C + k] * r;
         }
         return VT_OK;
@@ -961,10 +961,10 @@ vt_err vti_affine_plain(vt_plainctx *c)
 {
     VTI_PLAIN_BOTH(c, {
         const size_t M = SHAPE(0, 0), C = SHAPE(0, 1);
-        const T *x = PX(0), *g = PX(1), *b = c->o->n_in > 2 ? PX(2) : NULL;
-        T *y = PY(0);
+        const real *x = PX(0), *g = PX(1), *b = c->o->n_in > 2 ? PX(2) : NULL;
+        real *y = PY(0);
         for (size_t i = 0; i < M; i++)
-            for (size_t k = 0; k < C; k++) y[i * C + k] = g[k] * x[i * C + k] + (b ? b[k] : (T)0);
+            for (size_t k = 0; k < C; k++) y[i * C + k] = g[k] * x[i * C + k] + (b ? b[k] : (real)0);
         return VT_OK;
     })
 }
@@ -973,11 +973,11 @@ vt_err vti_ln_backward_plain(vt_plainctx *c)
 {
     VTI_PLAIN_BOTH(c, {
         const size_t M = SHAPE(0, 0), C = SHAPE(0, 1);
-        const T *dyg = PX(0), *xh = PX(1), *s2 = PX(2), *g1 = PX(3), *g2 = PX(4);
-        T *dx = PY(0);
+        const real *dyg = PX(0), *xh = PX(1), *s2 = PX(2), *g1 = PX(3), *g2 = PX(4);
+        real *dx = PY(0);
         for (size_t i = 0; i < M; i++) {
-            T r = PRSTD(s2[i], C, c->o->farg[0]);
-            for (size_t k = 0; k < C; k++) dx[i * C + k] = r * ((dyg[i * C + k] - g1[i] / (T)C) - xh[i * C + k] * (g2[i] / (T)C));
+            real r = PRSTD(s2[i], C, c->o->farg[0]);
+            for (size_t k = 0; k < C; k++) dx[i * C + k] = r * ((dyg[i * C + k] - g1[i] / (real)C) - xh[i * C + k] * (g2[i] / (real)C));
         }
         return VT_OK;
     })
@@ -986,12 +986,12 @@ vt_err vti_ln_backward_plain(vt_plainctx *c)
 vt_err vti_gelu_plain(vt_plainctx *c)
 {
     VTI_PLAIN_BOTH(c, {
-        const T *x = PX(0), *dy = c->o->n_in > 1 ? PX(1) : NULL, k0 = (T)0.7978845608028654, a0 = (T)0.044715;
-        T *y = PY(0);
+        const real *x = PX(0), *dy = c->o->n_in > 1 ? PX(1) : NULL, k0 = (real)0.7978845608028654, a0 = (real)0.044715;
+        real *y = PY(0);
         for (size_t i = 0; i < NOUT(0); i++) {
-            T v = x[i], th = PTANH(k0 * (v + a0 * v * v * v));
-            if (!dy) y[i] = (T)0.5 * v * ((T)1 + th);
-            else y[i] = dy[i] * ((T)0.5 * ((T)1 + th) + (T)0.5 * v * ((T)1 - th * th) * k0 * ((T)1 + (T)3 * a0 * v * v));
+            real v = x[i], th = PTANH(k0 * (v + a0 * v * v * v));
+            if (!dy) y[i] = (real)0.5 * v * ((real)1 + th);
+            else y[i] = dy[i] * ((real)0.5 * ((real)1 + th) + (real)0.5 * v * ((real)1 - th * th) * k0 * ((real)1 + (real)3 * a0 * v * v));
         }
         return VT_OK;
     })
@@ -1000,11 +1000,11 @@ vt_err vti_gelu_plain(vt_plainctx *c)
 vt_err vti_dropout_plain(vt_plainctx *c)
 {
     VTI_PLAIN_BOTH(c, {
-        const T *x = PX(0), sc = (T)(1.0 / (1.0 - c->o->farg[0]));
-        T *y = PY(0);
+        const real *x = PX(0), sc = (real)(1.0 / (1.0 - c->o->farg[0]));
+        real *y = PY(0);
         for (size_t i = 0; i < NOUT(0); i++)
             y[i] = vt_dropout_keep((uint64_t)c->o->iarg[0], c->step, (uint32_t)c->o->iarg[1], i, c->o->farg[0]) ? x[i] * sc
-                                                                                                            : (T)0;
+                                                                                                            : (real)0;
         return VT_OK;
     })
 }
@@ -1012,8 +1012,8 @@ vt_err vti_dropout_plain(vt_plainctx *c)
 vt_err vti_clip_factor_plain(vt_plainctx *c)
 {
     VTI_PLAIN_BOTH(c, {
-        T nrm = PSQRT(*PX(0)), mx = (T)c->o->farg[0];
-        *PY(0) = nrm > mx ? mx / (nrm + (T)1e-6) : (T)1;
+        real nrm = PSQRT(*PX(0)), mx = (real)c->o->farg[0];
+        *PY(0) = nrm > mx ? mx / (nrm + (real)1e-6) : (real)1;
         return VT_OK;
     })
 }
@@ -1022,10 +1022,10 @@ vt_err vti_adam_scaled_plain(vt_plainctx *c)
 {
     VTI_PLAIN_BOTH(c, {
         const double b1 = c->o->farg[0], b2 = c->o->farg[1];
-        const T *g = PX(0), f = *PX(3), tb1 = (T)b1, tb2 = (T)b2, c1 = (T)(1.0 - b1), c2 = (T)(1.0 - b2);
-        T *m1 = PY(0), *m2 = PY(1);
+        const real *g = PX(0), f = *PX(3), tb1 = (real)b1, tb2 = (real)b2, c1 = (real)(1.0 - b1), c2 = (real)(1.0 - b2);
+        real *m1 = PY(0), *m2 = PY(1);
         for (size_t i = 0; i < NOUT(0); i++) {
-            T gi = g[i] * f;
+            real gi = g[i] * f;
             m1[i] = tb1 * m1[i] + c1 * gi;
             m2[i] = tb2 * m2[i] + (c2 * gi) * gi;
         }
@@ -1037,9 +1037,9 @@ vt_err vti_adamw_plain(vt_plainctx *c)
 {
     VTI_PLAIN_BOTH(c, {
         const double b1 = c->o->farg[0], b2 = c->o->farg[1], s = vti_plain_f64(c, c->o->in[3]);
-        const T *m1 = PX(1), *m2 = PX(2), lr = (T)vti_plain_f64(c, c->o->in[4]), eps = (T)c->o->farg[2], wd = (T)c->o->farg[3];
-        const T bc1 = (T)(1.0 - pow(b1, s)), bc2 = (T)(1.0 - pow(b2, s));
-        T *w = PY(0);
+        const real *m1 = PX(1), *m2 = PX(2), lr = (real)vti_plain_f64(c, c->o->in[4]), eps = (real)c->o->farg[2], wd = (real)c->o->farg[3];
+        const real bc1 = (real)(1.0 - pow(b1, s)), bc2 = (real)(1.0 - pow(b2, s));
+        real *w = PY(0);
         for (size_t i = 0; i < NOUT(0); i++) w[i] = w[i] - lr * ((m1[i] / bc1) / (PSQRT(m2[i] / bc2) + eps) + wd * w[i]);
         return VT_OK;
     })
@@ -1048,8 +1048,8 @@ vt_err vti_adamw_plain(vt_plainctx *c)
 vt_err vti_sub_plain(vt_plainctx *c)
 {
     VTI_PLAIN_BOTH(c, {
-        const T *a = PX(0), *b = PX(1);
-        T *y = PY(0);
+        const real *a = PX(0), *b = PX(1);
+        real *y = PY(0);
         for (size_t i = 0; i < NOUT(0); i++) y[i] = a[i] - b[i];
         return VT_OK;
     })

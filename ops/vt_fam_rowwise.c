@@ -90,11 +90,11 @@ vt_err vti_softmax_plain(vt_plainctx *c)
 {
     VTI_PLAIN_BOTH(c, {
         size_t N = SHAPE(0, 0), C = SHAPE(0, 1);
-        const T *z = PX(0);
-        T *pr = PY(0);
+        const real *z = PX(0);
+        real *pr = PY(0);
         for (size_t i = 0; i < N; i++) {
-            const T *zi = z + i * C;
-            T *pi = pr + i * C, m = zi[0], den = 0;
+            const real *zi = z + i * C;
+            real *pi = pr + i * C, m = zi[0], den = 0;
             for (size_t k = 1; k < C; k++)
                 if (zi[k] > m) m = zi[k];
             for (size_t k = 0; k < C; k++) den += pi[k] = PEXP(zi[k] - m);
@@ -108,23 +108,23 @@ vt_err vti_softmax_causal_plain(vt_plainctx *c)
 {
     VTI_PLAIN_BOTH(c, {
         const size_t R = SHAPE(0, 0), Tn = SHAPE(0, 1);
-        const T sc = (T)c->o->farg[0];
-        const T *z = PX(0);
-        T *p = PY(0);
+        const real sc = (real)c->o->farg[0];
+        const real *z = PX(0);
+        real *p = PY(0);
         for (size_t i = 0; i < R; i++) {
             size_t t = i % Tn;
-            const T *zi = z + i * Tn;
-            T *pi = p + i * Tn;
+            const real *zi = z + i * Tn;
+            real *pi = p + i * Tn;
             if (c->o->kind == VT_OPK_SOFTMAX_BWD) {
-                const T *dp = PX(1) + i * Tn, s = PX(2)[i];
+                const real *dp = PX(1) + i * Tn, s = PX(2)[i];
                 for (size_t j = 0; j < Tn; j++) pi[j] = sc * (zi[j] * (dp[j] - s));
                 continue;
             }
-            T m = sc * zi[0], den = 0;
+            real m = sc * zi[0], den = 0;
             for (size_t j = 1; j <= t; j++)
                 if (sc * zi[j] > m) m = sc * zi[j];
             for (size_t j = 0; j <= t; j++) den += pi[j] = PEXP(sc * zi[j] - m);
-            for (size_t j = 0; j < Tn; j++) pi[j] = j <= t ? pi[j] / den : (T)0;
+            for (size_t j = 0; j < Tn; j++) pi[j] = j <= t ? pi[j] / den : (real)0;
         }
         return VT_OK;
     })

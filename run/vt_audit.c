@@ -57,11 +57,11 @@ static int find_io(finding *f, int64_t step, const char *what)
 
 typedef struct {
     const vt_audit_opts *o;
-    vt_recipe rc;
+    vt_recipe rcp;
     vt_dataset ds;
     vt_commitment cm;
     int have_cm;       /* cm was read (whatever its checks gave) */
-    vt_step_rec *recs; /* steps 0..rc.steps */
+    vt_step_rec *recs; /* steps 0..rcp.steps */
     uint64_t *cks;
     size_t ncks;
     pthread_mutex_t mu;
@@ -90,9 +90,9 @@ static int is_checkpoint(const audit_ctx *a, uint64_t s)
     return a->ncks && bsearch(&s, a->cks, a->ncks, sizeof *a->cks, cmp_u64) != NULL;
 }
 
-static int expected_has_state(const vt_recipe *rc, uint64_t s)
+static int expected_has_state(const vt_recipe *rcp, uint64_t s)
 {
-    return vt_recipe_has_state(rc, s);
+    return vt_recipe_has_state(rcp, s);
 }
 
 /* A recorded checkpoint that does not read back (e, from vt_store_get_checkpoint). Changing a
@@ -152,7 +152,7 @@ static void replay_segment(worker *w)
         find_io(&w->f, (int64_t)w->from, "run store");
         goto out;
     }
-    vt_err me = vt_model_init_within(&m, &a->rc, a->ds.n, a->o->order, a->budget);
+    vt_err me = vt_model_init_within(&m, &a->rcp, a->ds.n, a->o->order, a->budget);
     if (me) {
         find_set(&w->f, VT_VERDICT_CANNOT, -1,
                  me == VT_ERR_LIMIT ? "memory budget" : me == VT_ERR_INTERNAL ? "internal error" : "local error",
@@ -164,7 +164,7 @@ static void replay_segment(worker *w)
         goto out;
     }
     vt_model_set_backend(&m, &be);
-    if (w->from == 0 && a->rc.has_init && vt_init_apply(&m, &a->init)) {
+    if (w->from == 0 && a->rcp.has_init && vt_init_apply(&m, &a->init)) {
         find_set(&w->f, VT_VERDICT_REJECTED, 0, "init mismatch", "%s", vt_errmsg());
         goto out;
     }
@@ -327,7 +327,7 @@ static int static_checks(audit_ctx *a, vt_store *st, finding *f)
         return find_set(f, VT_VERDICT_REJECTED, -1, "manifest mismatch", "%s", vt_errmsg());
     if (me) return find_io(f, -1, "run store manifest");
     int mismatch = memcmp(mh, a->cm.manifest_hash, 32) != 0;
-    vt_err e = mismatch ? VT_OK : vt_manifest_parse(mf, ml, &a->rc, dh);
+    vt_err e = mismatch ? VT_OK : vt_manifest_parse(mf, ml, &a->rcp, dh);
     free(mf);
     if (mismatch)
         return find_set(f, VT_VERDICT_REJECTED, -1, "manifest mismatch",
@@ -337,12 +337,12 @@ static int static_checks(audit_ctx *a, vt_store *st, finding *f)
         vt_recipe want;
         vt_recipe_default(&want);
         if (vt_recipe_load_file(&want, o->recipe_path)) return find_io(f, -1, "recipe");
-        if (!vt_recipe_equal(&want, &a->rc))
+        if (!vt_recipe_equal(&want, &a->rcp))
             return find_set(f, VT_VERDICT_REJECTED, -1, "recipe mismatch",
                             "the run was trained with another recipe than %s", o->recipe_path);
     }
     char spec[VT_RECIPE_SPEC_MAX];
-    vt_recipe_dataset_spec(&a->rc, spec, sizeof spec);
+    vt_recipe_dataset_spec(&a->rcp, spec, sizeof spec);
     if (vt_data_load(spec, o->data_root, &a->ds))
         return find_set(f, VT_VERDICT_CANNOT, -1, "dataset unavailable", "cannot load dataset %s: %s", spec,
                         vt_errmsg());
@@ -353,20 +353,20 @@ static int static_checks(audit_ctx *a, vt_store *st, finding *f)
         return find_set(f, VT_VERDICT_REJECTED, -1, "wrong dataset",
                         "the run was trained on a dataset with hash %s; the local %s has hash %s", want, spec, have);
     }
-    if (vt_recipe_check_data(&a->rc, &a->ds))
+    if (vt_recipe_check_data(&a->rcp, &a->ds))
         return find_set(f, VT_VERDICT_REJECTED, -1, "dataset does not fit", "%s", vt_errmsg());
     int why = 0;
-    if (a->rc.has_init ? vt_init_for_replay(&a->rc, o->init_path, o->run_dir, &a->init, &why) != VT_OK
+    if (a->rcp.has_init ? vt_init_for_replay(&a->rcp, o->init_path, o->run_dir, &a->init, &why) != VT_OK
                        : o->init_path != NULL)
         return find_set(f, why == 1 ? VT_VERDICT_CANNOT : VT_VERDICT_REJECTED, 0,
                         why == 1 ? "init unavailable" : "wrong init", "%s",
                         why ? vt_errmsg() : "the run starts from its recipe's initialisation, not from the --init file");
     uint64_t count;
     if (vt_store_step_count(st, &count)) return find_io(f, -1, "run store");
-    if (count != a->cm.step_count || count != a->rc.steps + 1)
+    if (count != a->cm.step_count || count != a->rcp.steps + 1)
         return find_set(f, VT_VERDICT_REJECTED, -1, "incomplete run",
                         "the store holds %llu steps, the commitment %llu, the recipe %llu", (unsigned long long)count,
-                        (unsigned long long)a->cm.step_count, (unsigned long long)(a->rc.steps + 1));
+                        (unsigned long long)a->cm.step_count, (unsigned long long)(a->rcp.steps + 1));
     a->recs = calloc(count, sizeof *a->recs);
     if (!a->recs) return find_set(f, VT_VERDICT_CANNOT, -1, "local error", "out of memory");
     vt_merkle tree;
@@ -378,7 +378,7 @@ static int static_checks(audit_ctx *a, vt_store *st, finding *f)
             vt_merkle_free(&tree);
             return find_io(f, (int64_t)s, "step record");
         }
-        if (r->has_state != expected_has_state(&a->rc, s)) {
+        if (r->has_state != expected_has_state(&a->rcp, s)) {
             vt_merkle_free(&tree);
             return find_set(f, VT_VERDICT_REJECTED, (int64_t)s, "record mismatch",
                             "step %llu %s a state hash against the recipe's schedule", (unsigned long long)s,
@@ -413,15 +413,15 @@ static int static_checks(audit_ctx *a, vt_store *st, finding *f)
     /* complete: every checkpoint the recipe promises (every checkpoint_every steps and the last,
      * step 0 included) is recorded, so that the run can be resumed, disputed and exported at each;
      * the replay then compares each with the replayed state */
-    for (uint64_t k = 0;; k += a->rc.checkpoint_every) {
-        uint64_t s = k < a->rc.steps ? k : a->rc.steps;
+    for (uint64_t k = 0;; k += a->rcp.checkpoint_every) {
+        uint64_t s = k < a->rcp.steps ? k : a->rcp.steps;
         if (!is_checkpoint(a, s))
             return find_set(f, VT_VERDICT_REJECTED, (int64_t)s, "incomplete run",
                             "the run store lacks the checkpoint of step %llu, which the recipe promises (every %u "
                             "steps and the last)%s",
-                            (unsigned long long)s, a->rc.checkpoint_every,
-                            s == a->rc.steps ? ": the final state cannot be exported" : "");
-        if (s == a->rc.steps) break;
+                            (unsigned long long)s, a->rcp.checkpoint_every,
+                            s == a->rcp.steps ? ": the final state cannot be exported" : "");
+        if (s == a->rcp.steps) break;
     }
     return 0;
 }
@@ -493,17 +493,17 @@ void vt_audit_run(const vt_audit_opts *o, vt_audit_result *res)
     vt_store_close(st);
     if (comm) agree_finding(comm, &f); /* every rank read the same run, or all stop with the first's finding */
     if (f.verdict != VT_VERDICT_VERIFIED) goto done;
-    res->steps_total = a.rc.steps;
+    res->steps_total = a.rcp.steps;
 
-    uint64_t from = o->from, to = o->to ? o->to : a.rc.steps;
-    if (to > a.rc.steps || from >= to) {
+    uint64_t from = o->from, to = o->to ? o->to : a.rcp.steps;
+    if (to > a.rcp.steps || from >= to) {
         find_set(&f, VT_VERDICT_CANNOT, -1, "bad segment", "--from %llu --to %llu: the run has steps 1..%llu",
-                 (unsigned long long)from, (unsigned long long)to, (unsigned long long)a.rc.steps);
+                 (unsigned long long)from, (unsigned long long)to, (unsigned long long)a.rcp.steps);
         goto done;
     }
     if (from && !is_checkpoint(&a, from)) {
         find_set(&f, VT_VERDICT_CANNOT, -1, "bad segment", "--from %llu: no checkpoint at that step (every %u steps)",
-                 (unsigned long long)from, a.rc.checkpoint_every);
+                 (unsigned long long)from, a.rcp.checkpoint_every);
         goto done;
     }
     res->from = from, res->to = to;
@@ -511,12 +511,12 @@ void vt_audit_run(const vt_audit_opts *o, vt_audit_result *res)
     int jobs = o->jobs > 0 ? o->jobs : 1;
     {
         vt_program p;
-        if (vt_program_build(&a.rc, &p)) {
+        if (vt_program_build(&a.rcp, &p)) {
             find_set(&f, VT_VERDICT_CANNOT, -1, "local error", "cannot build the program: %s", vt_errmsg());
             goto agree; /* (every rank meets the agreement below) */
         }
         vt_model_mem need;
-        vt_model_need(&p, a.rc.batch, a.ds.n, &need);
+        vt_model_need(&p, a.rcp.batch, a.ds.n, &need);
         vt_program_free(&p);
         a.budget = vt_model_memory_budget();
         if (vt_model_check_budget(&need, a.budget)) {
@@ -609,7 +609,7 @@ done:
     res->op = f.verdict == VT_VERDICT_VERIFIED ? -1 : f.op;
     res->index = f.verdict == VT_VERDICT_VERIFIED ? -1 : f.index;
     snprintf(res->op_name, sizeof res->op_name, "%s", f.op_name);
-    res->complete = f.verdict == VT_VERDICT_VERIFIED && res->from == 0 && a.rc.steps && res->to == a.rc.steps;
+    res->complete = f.verdict == VT_VERDICT_VERIFIED && res->from == 0 && a.rcp.steps && res->to == a.rcp.steps;
     res->seconds = vt_now() - t0;
     if ((res->has_commitment = a.have_cm)) { /* which run the verdict is about (trainer report matches it) */
         memcpy(res->merkle_root, a.cm.root, 32);

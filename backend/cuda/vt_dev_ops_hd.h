@@ -135,15 +135,15 @@ struct vt_model;
  * does not mark VT_DEV_ITEM, a size the items do not take, or a rounded kind in a log replay (the
  * judge of the trainer's entries runs on the host). Each VT_DEV_ITEM kind has its case here and in
  * vti_dev_op_item (tests/test_kinds.c, tests/test_resident.c). */
-int vt_dev_op_make(const struct vt_model *m, const vt_rctx *rc, uint32_t op_id, uint64_t step,
+int vt_dev_op_make(const struct vt_model *m, const vt_rctx *rctx, uint32_t op_id, uint64_t step,
                    void *(*ptr)(void *ctx, uint32_t t), void *ctx, vt_dev_op *d);
 /* The host's part after the items ran: res holds the host copy of d->res (NULL when res_n = 0). */
-vt_err vt_dev_op_finish(vt_rctx *rc, const vt_dev_op *d, const vt_epi_res *res) VT_WARN_UNUSED;
+vt_err vt_dev_op_finish(vt_rctx *rctx, const vt_dev_op *d, const vt_epi_res *res) VT_WARN_UNUSED;
 /* The failure word of operation op_id (all ones: none) reported as the CPU reports that failure:
  * a label that is no class and an Adam step count that is no step as VT_ERR_ARG with the CPU's
  * message (from the host's copy of the labels or the step count: the CPU produced them), a value
- * failure through vt_epi_fail (the error, its message, rc->fault). */
-vt_err vt_dev_err_report(vt_rctx *rc, const struct vt_model *m, uint32_t op_id, unsigned long long word) VT_WARN_UNUSED;
+ * failure through vt_epi_fail (the error, its message, rctx->fault). */
+vt_err vt_dev_err_report(vt_rctx *rctx, const struct vt_model *m, uint32_t op_id, unsigned long long word) VT_WARN_UNUSED;
 
 /* ---- the per-operation check (VT_CUDA_CHECK_OPS=1; docs/cuda.md "Operation by operation") ----
  * After each device operation its outputs come back and the CPU exec of the same operation runs on
@@ -165,7 +165,7 @@ vt_err vt_dev_check_compare(const struct vt_model *m, uint32_t op_id, uint32_t k
                             const void *cpu) VT_WARN_UNUSED;
 vt_err vt_dev_check_begin(struct vt_model *m, uint32_t op_id, vt_dev_fetch fetch, void *ctx,
                           vt_dev_check *c) VT_WARN_UNUSED;
-vt_err vt_dev_check_end(struct vt_model *m, const vt_rctx *rc, uint32_t op_id, uint64_t step, vt_dev_fetch fetch,
+vt_err vt_dev_check_end(struct vt_model *m, const vt_rctx *rctx, uint32_t op_id, uint64_t step, vt_dev_fetch fetch,
                         void *ctx) VT_WARN_UNUSED;
 void vt_dev_check_restore(struct vt_model *m, uint32_t op_id, vt_dev_check *c);
 
