@@ -50,6 +50,9 @@ typedef struct {
     block b[MAX_BLOCKS];
     uint32_t nb;
     uint32_t params[4 * MAX_UNITS], grads[4 * MAX_UNITS], np;
+    /* the builder's steps share: the last stage's channels and positions, the classes, fc's parameters,
+     * the step's inputs, the stem's and the head's tensors */
+    uint32_t C, HW, classes, fcw, fcb, x, y, xa, tstep, lr, sy, sa, stem_out, last, gp, zg, z, probs, loss;
 } net;
 
 static uint32_t add_unit(net *n, const char *conv, const char *bn, uint32_t cin, uint32_t cout, uint32_t k,
@@ -210,17 +213,15 @@ static void push_grads(net *n, uint32_t gw, uint32_t gg, uint32_t gb, uint32_t u
     n->grads[3 * ui] = gw, n->grads[3 * ui + 1] = gg, n->grads[3 * ui + 2] = gb;
 }
 
-vt_err vt_arch_resnet_build(const vt_recipe *rcp, vt_program *p)
-{
-    net *n = calloc(1, sizeof *n);
-    VT_RETURN_ERROR_IF(!n, VT_ERR_NOMEM, "out of memory");
-    n->p = p, n->rcp = rcp, n->B = rcp->batch;
-    const uint32_t B = rcp->batch, classes = rcp->widths[1];
-    uint32_t C, HW;
-    layout(n, &C, &HW);
+/* ---- the builder's steps, in the order their tensors and operations are numbered */
 
-    /* the state: parameters (per unit: conv weight, bn weight, bn bias; then fc), the optimiser's
-     * tensors, then the buffers (per unit: running mean, running variance) */
+/* the parameters: per unit conv weight, bn weight, bn bias; then fc */
+static void resnet_params(net *n)
+{
+    vt_program *p = n->p;
+    const vt_recipe *rcp = n->rcp;
+    const uint32_t B = n->B, C = n->C, HW = n->HW, classes = n->classes;
+    (void)rcp, (void)B, (void)C, (void)HW, (void)classes;
     for (uint32_t i = 0; i < n->nu; i++) {
         unit *u = &n->u[i];
         uint32_t wshape[4] = {u->k, u->k, u->cin, u->cout};
@@ -235,23 +236,29 @@ vt_err vt_arch_resnet_build(const vt_recipe *rcp, vt_program *p)
     vt_prog_init_he(p, fcw, C);
     uint32_t fcb = vt_prog_tensor(p, VT_TC_PARAM, VT_DT_F32, 1, ARR(classes), "fc.bias");
     n->params[n->np++] = fcw, n->params[n->np++] = fcb;
-    uint32_t *m1 = calloc(2 * (size_t)n->np, sizeof *m1), *m2 = m1 ? m1 + n->np : NULL;
-    if (!m1) {
-        free(n);
-        VT_RETURN_ERROR(VT_ERR_NOMEM, "out of memory");
-    }
-    vt_arch_opt_tensors(p, rcp, n->np, n->params, m1, m2);
+    n->fcw = fcw, n->fcb = fcb;
+}
+
+/* the buffers: per unit running mean, running variance */
+static void resnet_buffers(net *n)
+{
+    vt_program *p = n->p;
     for (uint32_t i = 0; i < n->nu; i++) {
         unit *u = &n->u[i];
         u->rm = vt_prog_tensor(p, VT_TC_BUFFER, VT_DT_F32, 1, ARR(u->cout), "%s.running_mean", u->bn);
         u->rv = vt_prog_tensor(p, VT_TC_BUFFER, VT_DT_F32, 1, ARR(u->cout), "%s.running_var", u->bn);
         vt_prog_init_one(p, u->rv);
     }
+}
 
-    /* the step: inputs, forward, loss, backward, update */
-    uint32_t x, y, xa, tstep, lr;
-    vt_arch_inputs(p, rcp, &x, &y, &xa, &tstep, &lr);
-    vt_arch_input_ops(p, rcp, x, y, xa, tstep, lr);
+/* the forward pass: stem, blocks, pooling, fc, softmax (the step's forward range) */
+static void resnet_forward(net *n)
+{
+    vt_program *p = n->p;
+    const vt_recipe *rcp = n->rcp;
+    const uint32_t B = n->B, C = n->C, HW = n->HW, classes = n->classes;
+    (void)rcp, (void)B, (void)C, (void)HW, (void)classes;
+    const uint32_t xa = n->xa, fcw = n->fcw, fcb = n->fcb;
     p->fwd_first = p->n_ops + 1;
     unit *st = &n->u[0];
     uint32_t sy = unit_fwd(n, st, xa);
@@ -292,9 +299,19 @@ vt_err vt_arch_resnet_build(const vt_recipe *rcp, vt_program *p)
     vt_prog_op(p, VT_OPK_BIAS_ADD, ARR(zg, fcb), 2, ARR(z), 1, NULL, 0, NULL, 0, "fc bias add");
     vt_prog_op(p, VT_OPK_SOFTMAX, ARR(z), 1, ARR(probs), 1, NULL, 0, NULL, 0, "softmax");
     p->fwd_last = p->n_ops;
-    vt_prog_op(p, VT_OPK_XENT_LOSS, ARR(probs, y), 2, ARR(loss), 1, NULL, 0, NULL, 0, "cross-entropy loss");
+    n->sy = sy, n->sa = sa, n->stem_out = stem_out, n->last = last;
+    n->gp = gp, n->zg = zg, n->z = z, n->probs = probs, n->loss = loss;
+}
 
-    /* backward */
+/* the backward pass: fc, the blocks last to first, the stem; each unit's gradients pushed */
+static void resnet_backward(net *n)
+{
+    vt_program *p = n->p;
+    const vt_recipe *rcp = n->rcp;
+    const uint32_t B = n->B, C = n->C, HW = n->HW, classes = n->classes;
+    (void)rcp, (void)B, (void)C, (void)HW, (void)classes;
+    const uint32_t y = n->y, fcw = n->fcw, gp = n->gp, probs = n->probs, last = n->last, sy = n->sy, sa = n->sa;
+    unit *st = &n->u[0];
     uint32_t dz = vt_prog_tensor(p, VT_TC_GRAD, VT_DT_F32, 2, ARR(B, classes), "fc.out.grad");
     uint32_t gfw = vt_prog_tensor(p, VT_TC_GRAD, VT_DT_F32, 2, ARR(C, classes), "fc.weight.grad");
     uint32_t gfb = vt_prog_tensor(p, VT_TC_GRAD, VT_DT_F32, 1, ARR(classes), "fc.bias.grad");
@@ -346,9 +363,19 @@ vt_err vt_arch_resnet_build(const vt_recipe *rcp, vt_program *p)
         (void)unit_bwd(n, st, dsy, 0, &gw, &gg, &gb);
         push_grads(n, gw, gg, gb, 0);
     }
-    vt_arch_update_ops(p, rcp, n->np, n->params, n->grads, m1, m2, tstep, lr);
+}
 
-    /* the evaluation pass: the same forward with the running statistics */
+/* the evaluation pass: the same forward with the running statistics */
+static void resnet_eval(net *n)
+{
+    vt_program *p = n->p;
+    const vt_recipe *rcp = n->rcp;
+    const uint32_t B = n->B, C = n->C, HW = n->HW, classes = n->classes;
+    (void)rcp, (void)B, (void)C, (void)HW, (void)classes;
+    const uint32_t xa = n->xa, fcw = n->fcw, fcb = n->fcb, sy = n->sy, sa = n->sa, stem_out = n->stem_out;
+    const uint32_t last = n->last, gp = n->gp, zg = n->zg, z = n->z, probs = n->probs;
+    unit *st = &n->u[0];
+    uint32_t h;
     vt_prog_eval_begin(p);
     unit_eval(n, st, xa);
     vt_prog_op(p, VT_OPK_RELU, ARR(sy), 1, ARR(sa), 1, NULL, 0, NULL, 0, "stem relu");
@@ -373,8 +400,36 @@ vt_err vt_arch_resnet_build(const vt_recipe *rcp, vt_program *p)
     vt_prog_op(p, VT_OPK_BIAS_ADD, ARR(zg, fcb), 2, ARR(z), 1, NULL, 0, NULL, 0, "fc bias add");
     vt_prog_op(p, VT_OPK_SOFTMAX, ARR(z), 1, ARR(probs), 1, NULL, 0, NULL, 0, "softmax");
     vt_prog_eval_end(p);
+}
 
-    p->loss = loss, p->input = xa, p->labels = y, p->probs = probs; /* evaluation fills xa: no augmentation */
+vt_err vt_arch_resnet_build(const vt_recipe *rcp, vt_program *p)
+{
+    net *n = calloc(1, sizeof *n);
+    VT_RETURN_ERROR_IF(!n, VT_ERR_NOMEM, "out of memory");
+    n->p = p, n->rcp = rcp, n->B = rcp->batch;
+    n->classes = rcp->widths[1];
+    layout(n, &n->C, &n->HW);
+
+    /* the state: parameters, the optimiser's tensors, then the buffers */
+    resnet_params(n);
+    uint32_t *m1 = calloc(2 * (size_t)n->np, sizeof *m1), *m2 = m1 ? m1 + n->np : NULL;
+    if (!m1) {
+        free(n);
+        VT_RETURN_ERROR(VT_ERR_NOMEM, "out of memory");
+    }
+    vt_arch_opt_tensors(p, rcp, n->np, n->params, m1, m2);
+    resnet_buffers(n);
+
+    /* the step: inputs, forward, loss, backward, update */
+    vt_arch_inputs(p, rcp, &n->x, &n->y, &n->xa, &n->tstep, &n->lr);
+    vt_arch_input_ops(p, rcp, n->x, n->y, n->xa, n->tstep, n->lr);
+    resnet_forward(n);
+    vt_prog_op(p, VT_OPK_XENT_LOSS, ARR(n->probs, n->y), 2, ARR(n->loss), 1, NULL, 0, NULL, 0, "cross-entropy loss");
+    resnet_backward(n);
+    vt_arch_update_ops(p, rcp, n->np, n->params, n->grads, m1, m2, n->tstep, n->lr);
+    resnet_eval(n);
+
+    p->loss = n->loss, p->input = n->xa, p->labels = n->y, p->probs = n->probs; /* evaluation fills xa: no augmentation */
     free(m1);
     free(n);
     return vt_program_finish(p);
