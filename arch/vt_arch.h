@@ -10,24 +10,24 @@
 #include "../ops/vt_program.h"
 #include "vt_recipe.h"
 
-/* The builders, one per architecture (recipe key `arch`), and the dispatch on rc->arch. */
-vt_err vt_arch_mlp_build(const vt_recipe *rc, vt_program *p) VT_WARN_UNUSED;
-vt_err vt_arch_resnet_build(const vt_recipe *rc, vt_program *p) VT_WARN_UNUSED;
-vt_err vt_arch_gpt_build(const vt_recipe *rc, vt_program *p) VT_WARN_UNUSED;
+/* The builders, one per architecture (recipe key `arch`), and the dispatch on rcp->arch. */
+vt_err vt_arch_mlp_build(const vt_recipe *rcp, vt_program *p) VT_WARN_UNUSED;
+vt_err vt_arch_resnet_build(const vt_recipe *rcp, vt_program *p) VT_WARN_UNUSED;
+vt_err vt_arch_gpt_build(const vt_recipe *rcp, vt_program *p) VT_WARN_UNUSED;
 /* Shared by the builders (vt_arch_mlp.c): the optimiser's state tensors of the n parameters
  * (m1: velocity or exp_avg of each, then m2: exp_avg_sq of each for Adam; named after the
  * parameter), and its update operations, parameter by parameter. */
 /* the step's inputs (input, labels, input.augmented when the recipe augments - else *xa = *x -,
  * step, lr) and the operations that produce them (load, augment, schedule) */
-void vt_arch_inputs(vt_program *p, const vt_recipe *rc, uint32_t *x, uint32_t *y, uint32_t *xa, uint32_t *tstep,
+void vt_arch_inputs(vt_program *p, const vt_recipe *rcp, uint32_t *x, uint32_t *y, uint32_t *xa, uint32_t *tstep,
                     uint32_t *lr);
-void vt_arch_input_ops(vt_program *p, const vt_recipe *rc, uint32_t x, uint32_t y, uint32_t xa, uint32_t tstep,
+void vt_arch_input_ops(vt_program *p, const vt_recipe *rcp, uint32_t x, uint32_t y, uint32_t xa, uint32_t tstep,
                        uint32_t lr);
-void vt_arch_opt_tensors(vt_program *p, const vt_recipe *rc, uint32_t n, const uint32_t *params, uint32_t *m1,
+void vt_arch_opt_tensors(vt_program *p, const vt_recipe *rcp, uint32_t n, const uint32_t *params, uint32_t *m1,
                          uint32_t *m2);
-void vt_arch_update_ops(vt_program *p, const vt_recipe *rc, uint32_t n, const uint32_t *params,
+void vt_arch_update_ops(vt_program *p, const vt_recipe *rcp, uint32_t n, const uint32_t *params,
                         const uint32_t *grads, const uint32_t *m1, const uint32_t *m2, uint32_t tstep, uint32_t lr);
-/* Validates rc and builds its program into p (initialised here; freed again on failure). */
-vt_err vt_program_build(const vt_recipe *rc, vt_program *p) VT_WARN_UNUSED;
+/* Validates rcp and builds its program into p (initialised here; freed again on failure). */
+vt_err vt_program_build(const vt_recipe *rcp, vt_program *p) VT_WARN_UNUSED;
 
 #endif

@@ -10,10 +10,10 @@
 #define IARG(...) ((const int64_t[]){__VA_ARGS__})
 #define FARG(...) ((const double[]){__VA_ARGS__})
 
-void vt_arch_opt_tensors(vt_program *p, const vt_recipe *rc, uint32_t n, const uint32_t *params, uint32_t *m1,
+void vt_arch_opt_tensors(vt_program *p, const vt_recipe *rcp, uint32_t n, const uint32_t *params, uint32_t *m1,
                          uint32_t *m2)
 {
-    const int adam = rc->optimizer != VT_OPT_SGD; /* Adam and AdamW */
+    const int adam = rcp->optimizer != VT_OPT_SGD; /* Adam and AdamW */
     for (int k = 0; k < 1 + adam && !p->bad; k++)
         for (uint32_t i = 0; i < n && !p->bad; i++) {
             const vt_tensor *t = &p->t[params[i]];
@@ -26,60 +26,60 @@ void vt_arch_opt_tensors(vt_program *p, const vt_recipe *rc, uint32_t n, const u
         }
 }
 
-void vt_arch_update_ops(vt_program *p, const vt_recipe *rc, uint32_t n, const uint32_t *params,
+void vt_arch_update_ops(vt_program *p, const vt_recipe *rcp, uint32_t n, const uint32_t *params,
                         const uint32_t *grads, const uint32_t *m1, const uint32_t *m2, uint32_t tstep, uint32_t lr)
 {
     for (uint32_t t = 0; t < n && !p->bad; t++) {
         uint32_t pw = params[t], g = grads[t];
         const char *nm = p->t[pw].name;
-        if (rc->optimizer != VT_OPT_ADAM) {
+        if (rcp->optimizer != VT_OPT_ADAM) {
             vt_prog_op(p, VT_OPK_SGD_VELOCITY, ARR(pw, g, m1[t]), 3, ARR(m1[t]), 1, NULL, 0,
-                       FARG(rc->momentum, rc->weight_decay), 2, "SGD velocity %s", nm);
+                       FARG(rcp->momentum, rcp->weight_decay), 2, "SGD velocity %s", nm);
             vt_prog_op(p, VT_OPK_SGD_APPLY, ARR(pw, m1[t], lr), 3, ARR(pw), 1, NULL, 0, NULL, 0, "SGD update %s", nm);
         } else {
             vt_prog_op(p, VT_OPK_ADAM_MOMENTS, ARR(g, m1[t], m2[t]), 3, ARR(m1[t], m2[t]), 2, NULL, 0,
-                       FARG(rc->beta1, rc->beta2), 2, "Adam moments %s", nm);
+                       FARG(rcp->beta1, rcp->beta2), 2, "Adam moments %s", nm);
             vt_prog_op(p, VT_OPK_ADAM_APPLY, ARR(pw, m1[t], m2[t], tstep, lr), 5, ARR(pw), 1, NULL, 0,
-                       FARG(rc->beta1, rc->beta2, rc->eps), 3, "Adam update %s", nm);
+                       FARG(rcp->beta1, rcp->beta2, rcp->eps), 3, "Adam update %s", nm);
         }
     }
 }
 
-void vt_arch_inputs(vt_program *p, const vt_recipe *rc, uint32_t *x, uint32_t *y, uint32_t *xa, uint32_t *tstep,
+void vt_arch_inputs(vt_program *p, const vt_recipe *rcp, uint32_t *x, uint32_t *y, uint32_t *xa, uint32_t *tstep,
                     uint32_t *lr)
 {
-    const uint32_t B = rc->batch, d = rc->widths[0];
+    const uint32_t B = rcp->batch, d = rcp->widths[0];
     *x = vt_prog_tensor(p, VT_TC_INPUT, VT_DT_F32, 2, ARR(B, d), "input");
     *y = vt_prog_tensor(p, VT_TC_INPUT, VT_DT_U8, 1, ARR(B), "labels");
-    *xa = rc->augment_pad || rc->augment_flip ? vt_prog_tensor(p, VT_TC_INPUT, VT_DT_F32, 2, ARR(B, d), "input.augmented")
+    *xa = rcp->augment_pad || rcp->augment_flip ? vt_prog_tensor(p, VT_TC_INPUT, VT_DT_F32, 2, ARR(B, d), "input.augmented")
                                               : *x;
     *tstep = vt_prog_tensor(p, VT_TC_INPUT, VT_DT_F64, 0, NULL, "step");
     *lr = vt_prog_tensor(p, VT_TC_INPUT, VT_DT_F64, 0, NULL, "lr");
 }
 
-void vt_arch_input_ops(vt_program *p, const vt_recipe *rc, uint32_t x, uint32_t y, uint32_t xa, uint32_t tstep,
+void vt_arch_input_ops(vt_program *p, const vt_recipe *rcp, uint32_t x, uint32_t y, uint32_t xa, uint32_t tstep,
                        uint32_t lr)
 {
-    vt_prog_op(p, VT_OPK_LOAD_BATCH, NULL, 0, ARR(x, y), 2, IARG(rc->batch), 1, NULL, 0, "load batch");
+    vt_prog_op(p, VT_OPK_LOAD_BATCH, NULL, 0, ARR(x, y), 2, IARG(rcp->batch), 1, NULL, 0, "load batch");
     if (xa != x)
         vt_prog_op(p, VT_OPK_AUGMENT, ARR(x), 1, ARR(xa), 1,
-                   IARG(rc->image_channels, rc->image_height, rc->image_width, rc->augment_pad, rc->augment_flip,
-                        (int64_t)rc->seed),
+                   IARG(rcp->image_channels, rcp->image_height, rcp->image_width, rcp->augment_pad, rcp->augment_flip,
+                        (int64_t)rcp->seed),
                    6, NULL, 0, "augment batch");
     vt_prog_op(p, VT_OPK_SCHEDULE, NULL, 0, ARR(tstep, lr), 2,
-               IARG(rc->schedule, (int64_t)rc->warmup, (int64_t)rc->decay_every, (int64_t)rc->steps), 4,
-               FARG(rc->lr, rc->decay_factor, rc->final_lr_factor), 3, "learning-rate schedule");
+               IARG(rcp->schedule, (int64_t)rcp->warmup, (int64_t)rcp->decay_every, (int64_t)rcp->steps), 4,
+               FARG(rcp->lr, rcp->decay_factor, rcp->final_lr_factor), 3, "learning-rate schedule");
 }
 
-vt_err vt_program_build(const vt_recipe *rc, vt_program *p)
+vt_err vt_program_build(const vt_recipe *rcp, vt_program *p)
 {
     vt_program_init(p);
-    vt_err e = vt_recipe_validate(rc);
-    if (!e) switch (rc->arch) {
-        case VT_ARCH_MLP: e = vt_arch_mlp_build(rc, p); break;
-        case VT_ARCH_RESNET: e = vt_arch_resnet_build(rc, p); break;
-        case VT_ARCH_GPT: e = vt_arch_gpt_build(rc, p); break;
-        default: e = vt_set_error(VT_ERR_ARG, "recipe: unknown arch %d", (int)rc->arch);
+    vt_err e = vt_recipe_validate(rcp);
+    if (!e) switch (rcp->arch) {
+        case VT_ARCH_MLP: e = vt_arch_mlp_build(rcp, p); break;
+        case VT_ARCH_RESNET: e = vt_arch_resnet_build(rcp, p); break;
+        case VT_ARCH_GPT: e = vt_arch_gpt_build(rcp, p); break;
+        default: e = vt_set_error(VT_ERR_ARG, "recipe: unknown arch %d", (int)rcp->arch);
         }
     if (e) vt_program_free(p);
     return e;

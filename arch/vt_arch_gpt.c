@@ -35,7 +35,7 @@ typedef struct {
 
 typedef struct {
     vt_program *p;
-    const vt_recipe *rc;
+    const vt_recipe *rcp;
     uint32_t B, T, C, H, D, V, L, BT;
     int drop, eval;
     uint32_t wte, wpe, wlm, tok, tgt, x0, x0d, tstep, lr;
@@ -103,7 +103,7 @@ static void ln_fwd(gpt *n, const ln_t *ln, uint32_t x, const char *pre)
     op(n, VT_OPK_ROW_SUM, ARR(x), 1, ARR(ln->s1), 1, NULL, 0, NULL, 0, pre, "sum");
     op(n, VT_OPK_LN_CENTER, ARR(x, ln->s1), 2, ARR(ln->xc), 1, NULL, 0, NULL, 0, pre, "centre");
     op(n, VT_OPK_ROW_DOT, ARR(ln->xc, ln->xc), 2, ARR(ln->s2), 1, NULL, 0, NULL, 0, pre, "sum of squares");
-    op(n, VT_OPK_LN_NORM, ARR(ln->xc, ln->s2), 2, ARR(ln->xh), 1, NULL, 0, FARG(n->rc->ln_eps), 1, pre, "normalise");
+    op(n, VT_OPK_LN_NORM, ARR(ln->xc, ln->s2), 2, ARR(ln->xh), 1, NULL, 0, FARG(n->rcp->ln_eps), 1, pre, "normalise");
     op(n, VT_OPK_AFFINE, ARR(ln->xh, ln->g, ln->b), 3, ARR(ln->y), 1, NULL, 0, NULL, 0, pre, "scale and shift");
 }
 
@@ -122,7 +122,7 @@ static uint32_t ln_bwd(gpt *n, const ln_t *ln, uint32_t dy, const char *pre, uin
     op(n, VT_OPK_SCALE_COLS, ARR(dy, ln->g), 2, ARR(dyg), 1, NULL, 0, NULL, 0, pre, "gradient times weight");
     op(n, VT_OPK_ROW_SUM, ARR(dyg), 1, ARR(g1), 1, NULL, 0, NULL, 0, pre, "gradient sum");
     op(n, VT_OPK_ROW_DOT, ARR(dyg, ln->xh), 2, ARR(g2), 1, NULL, 0, NULL, 0, pre, "gradient dot normalised");
-    op(n, VT_OPK_LN_BACKWARD, ARR(dyg, ln->xh, ln->s2, g1, g2), 5, ARR(dx), 1, NULL, 0, FARG(n->rc->ln_eps), 1, pre,
+    op(n, VT_OPK_LN_BACKWARD, ARR(dyg, ln->xh, ln->s2, g1, g2), 5, ARR(dx), 1, NULL, 0, FARG(n->rcp->ln_eps), 1, pre,
        "backward");
     return dx;
 }
@@ -149,7 +149,7 @@ static uint32_t dropout(gpt *n, uint32_t x, uint32_t y, const char *pre, uint32_
 {
     if (!n->drop) return x;
     if (n->eval) return x; /* evaluation: the dropout's input is its output */
-    op(n, VT_OPK_DROPOUT, ARR(x), 1, ARR(y), 1, IARG((int64_t)n->rc->seed, key), 2, FARG(n->rc->dropout), 1, pre,
+    op(n, VT_OPK_DROPOUT, ARR(x), 1, ARR(y), 1, IARG((int64_t)n->rcp->seed, key), 2, FARG(n->rcp->dropout), 1, pre,
        "dropout");
     return y;
 }
@@ -193,7 +193,7 @@ static void forward(gpt *n)
         x = ly->x_out;
     }
     ln_fwd(n, &n->lnf, x, "ln_f");
-    if (n->rc->gpt_tie)
+    if (n->rcp->gpt_tie)
         op(n, VT_OPK_MATMUL, ARR(n->lnf.y, n->wte), 2, ARR(n->logits), 1, IARG(0, 1, BT, n->V, C), 5, NULL, 0,
            "lm_head", "forward GEMM (tied to wte)");
     else
@@ -208,7 +208,7 @@ static uint32_t dropout_bwd(gpt *n, uint32_t dy, const char *pre, uint32_t key)
 {
     if (!n->drop) return dy;
     uint32_t dx = mat(n, VT_TC_GRAD, n->BT, n->C, pre, "out.grad");
-    op(n, VT_OPK_DROPOUT, ARR(dy), 1, ARR(dx), 1, IARG((int64_t)n->rc->seed, key), 2, FARG(n->rc->dropout), 1, pre,
+    op(n, VT_OPK_DROPOUT, ARR(dy), 1, ARR(dx), 1, IARG((int64_t)n->rcp->seed, key), 2, FARG(n->rcp->dropout), 1, pre,
        "dropout backward");
     return dx;
 }
@@ -219,17 +219,18 @@ static void set_grad(gpt *n, uint32_t param, uint32_t grad)
         if (n->params[i] == param) n->grads[i] = grad;
 }
 
-vt_err vt_arch_gpt_build(const vt_recipe *rc, vt_program *p)
-{
-    VT_RETURN_ERROR_IF(rc->gpt_layers > MAXL, VT_ERR_ARG, "recipe: at most %d layers", MAXL);
-    gpt *n = calloc(1, sizeof *n);
-    VT_RETURN_ERROR_IF(!n, VT_ERR_NOMEM, "out of memory");
-    n->p = p, n->rc = rc;
-    n->B = rc->batch, n->T = rc->gpt_context, n->C = rc->gpt_width, n->H = rc->gpt_heads, n->D = n->C / n->H;
-    n->V = rc->gpt_vocab, n->L = rc->gpt_layers, n->BT = n->B * n->T, n->drop = rc->dropout > 0;
-    const uint32_t B = n->B, T = n->T, C = n->C, V = n->V, BT = n->BT, G = B * n->H, D = n->D;
+/* ---- the builder's steps, in the order their tensors and operations are numbered */
 
-    /* the state: parameters, AdamW's moments (exp_avg of each, then exp_avg_sq of each) */
+#define GPT_DIMS                                                                                                       \
+    vt_program *p = n->p;                                                                                              \
+    const vt_recipe *rcp = n->rcp;                                                                                     \
+    const uint32_t B = n->B, T = n->T, C = n->C, V = n->V, BT = n->BT, G = B * n->H, D = n->D;                         \
+    (void)p, (void)rcp, (void)B, (void)T, (void)C, (void)V, (void)BT, (void)G, (void)D
+
+/* the state's parameters, in PyTorch's order */
+static void gpt_params(gpt *n)
+{
+    GPT_DIMS;
     n->wte = param(n, 2, ARR(V, C), 2, 1, "wte", "weight");
     n->wpe = param(n, 2, ARR(T, C), 2, 1, "wpe", "weight");
     for (uint32_t l = 0; l < n->L; l++) {
@@ -250,15 +251,13 @@ vt_err vt_arch_gpt_build(const vt_recipe *rc, vt_program *p)
         ly->b2 = param(n, 1, ARR(C), 0, 0, m, "bias");
     }
     ln_params(n, &n->lnf, "ln_f");
-    n->wlm = rc->gpt_tie ? UINT32_MAX : param(n, 2, ARR(C, V), 2, 1, "lm_head", "weight");
-    uint32_t *m1 = calloc(2 * (size_t)n->np, sizeof *m1), *m2 = m1 ? m1 + n->np : NULL;
-    if (!m1 || n->np >= MAXP) {
-        free(m1), free(n);
-        VT_RETURN_ERROR(VT_ERR_NOMEM, "out of memory");
-    }
-    vt_arch_opt_tensors(p, rc, n->np, n->params, m1, m2);
+    n->wlm = rcp->gpt_tie ? UINT32_MAX : param(n, 2, ARR(C, V), 2, 1, "lm_head", "weight");
+}
 
-    /* the step's inputs */
+/* the step's inputs and the forward pass's activations */
+static void gpt_tensors(gpt *n)
+{
+    GPT_DIMS;
     n->tok = vt_prog_tensor(p, VT_TC_INPUT, VT_DT_U8, 2, ARR(B, T), "tokens");
     n->tgt = vt_prog_tensor(p, VT_TC_INPUT, VT_DT_U8, 1, ARR(BT), "targets");
     n->tstep = vt_prog_tensor(p, VT_TC_INPUT, VT_DT_F64, 0, NULL, "step");
@@ -298,28 +297,18 @@ vt_err vt_arch_gpt_build(const vt_recipe *rc, vt_program *p)
     n->logits = mat(n, VT_TC_ACT, BT, V, "lm_head", "out");
     n->probs = mat(n, VT_TC_ACT, BT, V, "softmax", "probs");
     n->loss = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, 0, NULL, "loss");
-    if (p->bad) {
-        free(m1), free(n);
-        return vt_program_finish(p);
-    }
+}
 
-    /* the step */
-    vt_prog_op(p, VT_OPK_LOAD_WINDOWS, NULL, 0, ARR(n->tok, n->tgt), 2, IARG(B, T, (int64_t)rc->seed, V), 4, NULL, 0,
-               "load windows");
-    vt_prog_op(p, VT_OPK_SCHEDULE, NULL, 0, ARR(n->tstep, n->lr), 2,
-               IARG(rc->schedule, (int64_t)rc->warmup, (int64_t)rc->decay_every, (int64_t)rc->steps), 4,
-               FARG(rc->lr, rc->decay_factor, rc->final_lr_factor), 3, "learning-rate schedule");
-    p->fwd_first = p->n_ops + 1;
-    forward(n);
-    p->fwd_last = p->n_ops;
-    vt_prog_op(p, VT_OPK_XENT_LOSS, ARR(n->probs, n->tgt), 2, ARR(n->loss), 1, NULL, 0, NULL, 0, "cross-entropy loss");
-
-    /* backward */
+/* the logits' and ln_f's gradients (and lm_head's weight gradient, *gte_head); returns the gradient of
+ * the last block's output */
+static uint32_t gpt_head_backward(gpt *n, uint32_t *gte_head_out)
+{
+    GPT_DIMS;
     uint32_t dlog = mat(n, VT_TC_GRAD, BT, V, "lm_head", "out.grad");
     uint32_t dlnf = mat(n, VT_TC_GRAD, BT, C, "ln_f", "out.grad");
-    uint32_t gte_head = mat(n, VT_TC_GRAD, V, C, "lm_head", rc->gpt_tie ? "wte.grad" : "weight.grad");
+    uint32_t gte_head = *gte_head_out = mat(n, VT_TC_GRAD, V, C, "lm_head", rcp->gpt_tie ? "wte.grad" : "weight.grad");
     vt_prog_op(p, VT_OPK_XENT_BWD, ARR(n->probs, n->tgt), 2, ARR(dlog), 1, NULL, 0, NULL, 0, "logits gradient");
-    if (rc->gpt_tie) {
+    if (rcp->gpt_tie) {
         vt_prog_op(p, VT_OPK_MATMUL, ARR(dlog, n->lnf.y), 2, ARR(gte_head), 1, IARG(1, 0, V, C, BT), 5, NULL, 0,
                    "lm_head weight-gradient GEMM (wte)");
         vt_prog_op(p, VT_OPK_MATMUL, ARR(dlog, n->wte), 2, ARR(dlnf), 1, IARG(0, 0, BT, C, V), 5, NULL, 0,
@@ -332,87 +321,118 @@ vt_err vt_arch_gpt_build(const vt_recipe *rc, vt_program *p)
     uint32_t gg, gb;
     uint32_t dx = ln_bwd(n, &n->lnf, dlnf, "ln_f", &gg, &gb);
     set_grad(n, n->lnf.g, gg), set_grad(n, n->lnf.b, gb);
-    uint32_t key = 1 + 2 * n->L;
-    for (uint32_t l = n->L; l-- > 0;) {
-        layer_t *ly = &n->l[l];
-        char pre[32], a1[48], a2[48], at[48], mp[48], pj[56];
-        snprintf(pre, sizeof pre, "h%u", l);
-        snprintf(a1, sizeof a1, "h%u.ln_1", l), snprintf(a2, sizeof a2, "h%u.ln_2", l);
-        snprintf(at, sizeof at, "h%u.attn", l), snprintf(mp, sizeof mp, "h%u.mlp", l);
-        /* mlp: dx is the gradient of x_out = x_mid + dropout(m) */
-        uint32_t dm = dropout_bwd(n, dx, mp, key--);
-        uint32_t gw2 = mat(n, VT_TC_GRAD, 4 * C, C, mp, "c_proj.weight.grad"), gb2 = vec(n, VT_TC_GRAD, C, mp, "c_proj.bias.grad");
-        uint32_t dg = mat(n, VT_TC_GRAD, BT, 4 * C, mp, "gelu.grad"), df = mat(n, VT_TC_GRAD, BT, 4 * C, mp, "c_fc.out.grad");
-        uint32_t gw1 = mat(n, VT_TC_GRAD, C, 4 * C, mp, "c_fc.weight.grad"), gb1 = vec(n, VT_TC_GRAD, 4 * C, mp, "c_fc.bias.grad");
-        uint32_t dh2 = mat(n, VT_TC_GRAD, BT, C, a2, "out.grad");
-        snprintf(pj, sizeof pj, "%s.c_proj", mp);
-        lin_bwd(n, ly->g, ly->w2, dm, gw2, gb2, dg, BT, 4 * C, C, pj);
-        vt_prog_op(p, VT_OPK_GELU_BWD, ARR(ly->f, dg), 2, ARR(df), 1, NULL, 0, NULL, 0, "%s gelu backward", mp);
-        snprintf(pj, sizeof pj, "%s.c_fc", mp);
-        lin_bwd(n, ly->ln2.y, ly->w1, df, gw1, gb1, dh2, BT, C, 4 * C, pj);
-        set_grad(n, ly->w2, gw2), set_grad(n, ly->b2, gb2), set_grad(n, ly->w1, gw1), set_grad(n, ly->b1, gb1);
-        uint32_t dxm_ln = ln_bwd(n, &ly->ln2, dh2, a2, &gg, &gb);
-        set_grad(n, ly->ln2.g, gg), set_grad(n, ly->ln2.b, gb);
-        uint32_t dxm = mat(n, VT_TC_GRAD, BT, C, at, "residual.grad");
-        vt_prog_op(p, VT_OPK_ADD, ARR(dx, dxm_ln), 2, ARR(dxm), 1, NULL, 0, NULL, 0, "%s mlp residual backward", pre);
-        /* attention: dxm is the gradient of x_mid = x + dropout(a) */
-        uint32_t da = dropout_bwd(n, dxm, at, key--);
-        uint32_t gwo = mat(n, VT_TC_GRAD, C, C, at, "c_proj.weight.grad"), gbo = vec(n, VT_TC_GRAD, C, at, "c_proj.bias.grad");
-        uint32_t dom = mat(n, VT_TC_GRAD, BT, C, at, "merged.grad");
-        snprintf(pj, sizeof pj, "%s.c_proj", at);
-        lin_bwd(n, ly->om, ly->wo, da, gwo, gbo, dom, BT, C, C, pj);
-        uint32_t doh = mat(n, VT_TC_GRAD, G * T, D, at, "weighted.grad");
-        uint32_t dp = mat(n, VT_TC_GRAD, G * T, T, at, "probs.grad"), dv = mat(n, VT_TC_GRAD, G * T, D, at, "v.grad");
-        uint32_t sdot = vec(n, VT_TC_GRAD, G * T, at, "probs.grad.dot"), ds = mat(n, VT_TC_GRAD, G * T, T, at, "scores.grad");
-        uint32_t dq = mat(n, VT_TC_GRAD, G * T, D, at, "q.grad"), dk = mat(n, VT_TC_GRAD, G * T, D, at, "k.grad");
-        uint32_t dqkv = mat(n, VT_TC_GRAD, BT, 3 * C, at, "qkv.grad");
-        uint32_t gwq = mat(n, VT_TC_GRAD, C, 3 * C, at, "c_attn.weight.grad"), gbq = vec(n, VT_TC_GRAD, 3 * C, at, "c_attn.bias.grad");
-        uint32_t dh1 = mat(n, VT_TC_GRAD, BT, C, a1, "out.grad");
-        vt_prog_op(p, VT_OPK_HEADS_UNMERGE, ARR(dom), 1, ARR(doh), 1, IARG(B, T, n->H, D), 4, NULL, 0,
-                   "%s split the gradient into heads", at);
-        vt_prog_op(p, VT_OPK_BMM, ARR(doh, ly->v), 2, ARR(dp), 1, IARG(G, T, T, D, 0, 1), 6, NULL, 0,
-                   "%s probabilities gradient", at);
-        vt_prog_op(p, VT_OPK_BMM, ARR(ly->p, doh), 2, ARR(dv), 1, IARG(G, T, D, T, 1, 0), 6, NULL, 0, "%s v gradient",
-                   at);
-        vt_prog_op(p, VT_OPK_ROW_DOT, ARR(ly->p, dp), 2, ARR(sdot), 1, NULL, 0, NULL, 0, "%s probabilities dot gradient",
-                   at);
-        vt_prog_op(p, VT_OPK_SOFTMAX_BWD, ARR(ly->p, dp, sdot), 3, ARR(ds), 1, IARG(T), 1, FARG(1.0 / sqrt((double)D)),
-                   1, "%s softmax backward", at);
-        vt_prog_op(p, VT_OPK_BMM, ARR(ds, ly->k), 2, ARR(dq), 1, IARG(G, T, D, T, 0, 0), 6, NULL, 0, "%s q gradient",
-                   at);
-        vt_prog_op(p, VT_OPK_BMM, ARR(ds, ly->q), 2, ARR(dk), 1, IARG(G, T, D, T, 1, 0), 6, NULL, 0, "%s k gradient",
-                   at);
-        vt_prog_op(p, VT_OPK_HEADS_JOIN, ARR(dq, dk, dv), 3, ARR(dqkv), 1, IARG(B, T, n->H, D), 4, NULL, 0,
-                   "%s join the heads' gradients", at);
-        snprintf(pj, sizeof pj, "%s.c_attn", at);
-        lin_bwd(n, ly->ln1.y, ly->wqkv, dqkv, gwq, gbq, dh1, BT, C, 3 * C, pj);
-        set_grad(n, ly->wqkv, gwq), set_grad(n, ly->bqkv, gbq), set_grad(n, ly->wo, gwo), set_grad(n, ly->bo, gbo);
-        uint32_t dxl = ln_bwd(n, &ly->ln1, dh1, a1, &gg, &gb);
-        set_grad(n, ly->ln1.g, gg), set_grad(n, ly->ln1.b, gb);
-        uint32_t dxn = mat(n, VT_TC_GRAD, BT, C, pre, "in.grad");
-        vt_prog_op(p, VT_OPK_ADD, ARR(dxm, dxl), 2, ARR(dxn), 1, NULL, 0, NULL, 0, "%s attention residual backward", pre);
-        dx = dxn;
-    }
-    /* the embeddings */
+    return dx;
+}
+
+/* back through layer norm ln (its output gradient dh; its gradients set) to the residual stream: dres plus
+ * its input gradient, a new tensor tpre.tname (the operation "<block> <branch> residual backward") */
+static uint32_t ln_residual_bwd(gpt *n, ln_t *ln, uint32_t dh, const char *lpre, uint32_t dres, const char *tpre,
+                                const char *tname, const char *block, const char *branch)
+{
+    uint32_t gg, gb;
+    uint32_t dl = ln_bwd(n, ln, dh, lpre, &gg, &gb);
+    set_grad(n, ln->g, gg), set_grad(n, ln->b, gb);
+    uint32_t out = mat(n, VT_TC_GRAD, n->BT, n->C, tpre, tname);
+    vt_prog_op(n->p, VT_OPK_ADD, ARR(dres, dl), 2, ARR(out), 1, NULL, 0, NULL, 0, "%s %s residual backward", block,
+               branch);
+    return out;
+}
+
+/* block l's MLP backward from dx, the gradient of x_out = x_mid + dropout(m); returns the gradient of x_mid */
+static uint32_t gpt_mlp_backward(gpt *n, uint32_t l, uint32_t dx, uint32_t *key)
+{
+    GPT_DIMS;
+    layer_t *ly = &n->l[l];
+    char pre[32], a2[48], at[48], mp[48], pj[56];
+    snprintf(pre, sizeof pre, "h%u", l);
+    snprintf(a2, sizeof a2, "h%u.ln_2", l);
+    snprintf(at, sizeof at, "h%u.attn", l), snprintf(mp, sizeof mp, "h%u.mlp", l);
+    /* mlp: dx is the gradient of x_out = x_mid + dropout(m) */
+    uint32_t dm = dropout_bwd(n, dx, mp, (*key)--);
+    uint32_t gw2 = mat(n, VT_TC_GRAD, 4 * C, C, mp, "c_proj.weight.grad"), gb2 = vec(n, VT_TC_GRAD, C, mp, "c_proj.bias.grad");
+    uint32_t dg = mat(n, VT_TC_GRAD, BT, 4 * C, mp, "gelu.grad"), df = mat(n, VT_TC_GRAD, BT, 4 * C, mp, "c_fc.out.grad");
+    uint32_t gw1 = mat(n, VT_TC_GRAD, C, 4 * C, mp, "c_fc.weight.grad"), gb1 = vec(n, VT_TC_GRAD, 4 * C, mp, "c_fc.bias.grad");
+    uint32_t dh2 = mat(n, VT_TC_GRAD, BT, C, a2, "out.grad");
+    snprintf(pj, sizeof pj, "%s.c_proj", mp);
+    lin_bwd(n, ly->g, ly->w2, dm, gw2, gb2, dg, BT, 4 * C, C, pj);
+    vt_prog_op(p, VT_OPK_GELU_BWD, ARR(ly->f, dg), 2, ARR(df), 1, NULL, 0, NULL, 0, "%s gelu backward", mp);
+    snprintf(pj, sizeof pj, "%s.c_fc", mp);
+    lin_bwd(n, ly->ln2.y, ly->w1, df, gw1, gb1, dh2, BT, C, 4 * C, pj);
+    set_grad(n, ly->w2, gw2), set_grad(n, ly->b2, gb2), set_grad(n, ly->w1, gw1), set_grad(n, ly->b1, gb1);
+    return ln_residual_bwd(n, &ly->ln2, dh2, a2, dx, at, "residual.grad", pre, "mlp");
+}
+
+/* block l's attention backward from dxm, the gradient of x_mid = x + dropout(a); returns the gradient of x */
+static uint32_t gpt_attn_backward(gpt *n, uint32_t l, uint32_t dxm, uint32_t *key)
+{
+    GPT_DIMS;
+    layer_t *ly = &n->l[l];
+    char pre[32], a1[48], at[48], pj[56];
+    snprintf(pre, sizeof pre, "h%u", l);
+    snprintf(a1, sizeof a1, "h%u.ln_1", l), snprintf(at, sizeof at, "h%u.attn", l);
+    /* attention: dxm is the gradient of x_mid = x + dropout(a) */
+    uint32_t da = dropout_bwd(n, dxm, at, (*key)--);
+    uint32_t gwo = mat(n, VT_TC_GRAD, C, C, at, "c_proj.weight.grad"), gbo = vec(n, VT_TC_GRAD, C, at, "c_proj.bias.grad");
+    uint32_t dom = mat(n, VT_TC_GRAD, BT, C, at, "merged.grad");
+    snprintf(pj, sizeof pj, "%s.c_proj", at);
+    lin_bwd(n, ly->om, ly->wo, da, gwo, gbo, dom, BT, C, C, pj);
+    uint32_t doh = mat(n, VT_TC_GRAD, G * T, D, at, "weighted.grad");
+    uint32_t dp = mat(n, VT_TC_GRAD, G * T, T, at, "probs.grad"), dv = mat(n, VT_TC_GRAD, G * T, D, at, "v.grad");
+    uint32_t sdot = vec(n, VT_TC_GRAD, G * T, at, "probs.grad.dot"), ds = mat(n, VT_TC_GRAD, G * T, T, at, "scores.grad");
+    uint32_t dq = mat(n, VT_TC_GRAD, G * T, D, at, "q.grad"), dk = mat(n, VT_TC_GRAD, G * T, D, at, "k.grad");
+    uint32_t dqkv = mat(n, VT_TC_GRAD, BT, 3 * C, at, "qkv.grad");
+    uint32_t gwq = mat(n, VT_TC_GRAD, C, 3 * C, at, "c_attn.weight.grad"), gbq = vec(n, VT_TC_GRAD, 3 * C, at, "c_attn.bias.grad");
+    uint32_t dh1 = mat(n, VT_TC_GRAD, BT, C, a1, "out.grad");
+    vt_prog_op(p, VT_OPK_HEADS_UNMERGE, ARR(dom), 1, ARR(doh), 1, IARG(B, T, n->H, D), 4, NULL, 0,
+               "%s split the gradient into heads", at);
+    vt_prog_op(p, VT_OPK_BMM, ARR(doh, ly->v), 2, ARR(dp), 1, IARG(G, T, T, D, 0, 1), 6, NULL, 0,
+               "%s probabilities gradient", at);
+    vt_prog_op(p, VT_OPK_BMM, ARR(ly->p, doh), 2, ARR(dv), 1, IARG(G, T, D, T, 1, 0), 6, NULL, 0, "%s v gradient",
+               at);
+    vt_prog_op(p, VT_OPK_ROW_DOT, ARR(ly->p, dp), 2, ARR(sdot), 1, NULL, 0, NULL, 0, "%s probabilities dot gradient",
+               at);
+    vt_prog_op(p, VT_OPK_SOFTMAX_BWD, ARR(ly->p, dp, sdot), 3, ARR(ds), 1, IARG(T), 1, FARG(1.0 / sqrt((double)D)),
+               1, "%s softmax backward", at);
+    vt_prog_op(p, VT_OPK_BMM, ARR(ds, ly->k), 2, ARR(dq), 1, IARG(G, T, D, T, 0, 0), 6, NULL, 0, "%s q gradient",
+               at);
+    vt_prog_op(p, VT_OPK_BMM, ARR(ds, ly->q), 2, ARR(dk), 1, IARG(G, T, D, T, 1, 0), 6, NULL, 0, "%s k gradient",
+               at);
+    vt_prog_op(p, VT_OPK_HEADS_JOIN, ARR(dq, dk, dv), 3, ARR(dqkv), 1, IARG(B, T, n->H, D), 4, NULL, 0,
+               "%s join the heads' gradients", at);
+    snprintf(pj, sizeof pj, "%s.c_attn", at);
+    lin_bwd(n, ly->ln1.y, ly->wqkv, dqkv, gwq, gbq, dh1, BT, C, 3 * C, pj);
+    set_grad(n, ly->wqkv, gwq), set_grad(n, ly->bqkv, gbq), set_grad(n, ly->wo, gwo), set_grad(n, ly->bo, gbo);
+    return ln_residual_bwd(n, &ly->ln1, dh1, a1, dxm, pre, "in.grad", pre, "attention");
+}
+
+/* the embeddings' gradients from dx (the first block's input gradient); gte_head: lm_head's share of
+ * wte's gradient when tied */
+static void gpt_embed_backward(gpt *n, uint32_t dx, uint32_t key, uint32_t gte_head)
+{
+    GPT_DIMS;
     uint32_t dx0 = dropout_bwd(n, dx, "embedding", key);
     uint32_t gpe = mat(n, VT_TC_GRAD, T, C, "wpe", "weight.grad");
     uint32_t oh = mat(n, VT_TC_ACT, BT, V, "tokens", "onehot");
-    uint32_t gte_emb = mat(n, VT_TC_GRAD, V, C, "wte", rc->gpt_tie ? "embedding.grad" : "weight.grad");
+    uint32_t gte_emb = mat(n, VT_TC_GRAD, V, C, "wte", rcp->gpt_tie ? "embedding.grad" : "weight.grad");
     vt_prog_op(p, VT_OPK_POS_GRAD, ARR(dx0), 1, ARR(gpe), 1, IARG(B, T), 2, NULL, 0, "position embedding gradient");
     vt_prog_op(p, VT_OPK_ONEHOT, ARR(n->tok), 1, ARR(oh), 1, IARG(V), 1, NULL, 0, "tokens one-hot");
     vt_prog_op(p, VT_OPK_MATMUL, ARR(oh, dx0), 2, ARR(gte_emb), 1, IARG(1, 0, V, C, BT), 5, NULL, 0,
                "token embedding weight-gradient GEMM");
     set_grad(n, n->wpe, gpe);
-    if (rc->gpt_tie) {
+    if (rcp->gpt_tie) {
         uint32_t gte = mat(n, VT_TC_GRAD, V, C, "wte", "weight.grad");
         vt_prog_op(p, VT_OPK_ADD, ARR(gte_emb, gte_head), 2, ARR(gte), 1, NULL, 0, NULL, 0,
                    "token embedding gradient (embedding + tied head)");
         set_grad(n, n->wte, gte);
     } else set_grad(n, n->wte, gte_emb);
+}
 
-    /* the update: global norm, clipping factor, AdamW */
+/* the update: the global gradient norm and clipping factor, Adam's moments, AdamW */
+static void gpt_update(gpt *n, const uint32_t *m1, const uint32_t *m2)
+{
+    GPT_DIMS;
     uint32_t factor = UINT32_MAX;
-    if (rc->clip_norm > 0) {
+    if (rcp->clip_norm > 0) {
         uint32_t *sq = calloc(n->np, sizeof *sq);
         if (!sq) p->bad = 1;
         for (uint32_t i = 0; i < n->np && sq && !p->bad; i++) {
@@ -424,7 +444,7 @@ vt_err vt_arch_gpt_build(const vt_recipe *rc, vt_program *p)
         factor = vt_prog_tensor(p, VT_TC_GRAD, VT_DT_F32, 1, ARR(1), "grad.clip_factor");
         if (sq && !p->bad) {
             vt_prog_op(p, VT_OPK_SUM_SCALARS, sq, n->np, ARR(tot), 1, NULL, 0, NULL, 0, "global gradient norm");
-            vt_prog_op(p, VT_OPK_CLIP_FACTOR, ARR(tot), 1, ARR(factor), 1, NULL, 0, FARG(rc->clip_norm), 1,
+            vt_prog_op(p, VT_OPK_CLIP_FACTOR, ARR(tot), 1, ARR(factor), 1, NULL, 0, FARG(rcp->clip_norm), 1,
                        "clipping factor");
         }
         free(sq);
@@ -434,13 +454,57 @@ vt_err vt_arch_gpt_build(const vt_recipe *rc, vt_program *p)
         const char *pn = p->t[w].name;
         if (factor != UINT32_MAX)
             vt_prog_op(p, VT_OPK_ADAM_SCALED, ARR(g, m1[i], m2[i], factor), 4, ARR(m1[i], m2[i]), 2, NULL, 0,
-                       FARG(rc->beta1, rc->beta2), 2, "Adam moments %s", pn);
+                       FARG(rcp->beta1, rcp->beta2), 2, "Adam moments %s", pn);
         else
             vt_prog_op(p, VT_OPK_ADAM_MOMENTS, ARR(g, m1[i], m2[i]), 3, ARR(m1[i], m2[i]), 2, NULL, 0,
-                       FARG(rc->beta1, rc->beta2), 2, "Adam moments %s", pn);
+                       FARG(rcp->beta1, rcp->beta2), 2, "Adam moments %s", pn);
         vt_prog_op(p, VT_OPK_ADAMW, ARR(w, m1[i], m2[i], n->tstep, n->lr), 5, ARR(w), 1, NULL, 0,
-                   FARG(rc->beta1, rc->beta2, rc->eps, n->decay[i] ? rc->weight_decay : 0.0), 4, "AdamW update %s", pn);
+                   FARG(rcp->beta1, rcp->beta2, rcp->eps, n->decay[i] ? rcp->weight_decay : 0.0), 4, "AdamW update %s", pn);
     }
+}
+
+vt_err vt_arch_gpt_build(const vt_recipe *rcp, vt_program *p)
+{
+    VT_RETURN_ERROR_IF(rcp->gpt_layers > MAXL, VT_ERR_ARG, "recipe: at most %d layers", MAXL);
+    gpt *n = calloc(1, sizeof *n);
+    VT_RETURN_ERROR_IF(!n, VT_ERR_NOMEM, "out of memory");
+    n->p = p, n->rcp = rcp;
+    n->B = rcp->batch, n->T = rcp->gpt_context, n->C = rcp->gpt_width, n->H = rcp->gpt_heads, n->D = n->C / n->H;
+    n->V = rcp->gpt_vocab, n->L = rcp->gpt_layers, n->BT = n->B * n->T, n->drop = rcp->dropout > 0;
+    const uint32_t B = n->B, T = n->T, V = n->V;
+
+    /* the state: parameters, AdamW's moments (exp_avg of each, then exp_avg_sq of each) */
+    gpt_params(n);
+    uint32_t *m1 = calloc(2 * (size_t)n->np, sizeof *m1), *m2 = m1 ? m1 + n->np : NULL;
+    if (!m1 || n->np >= MAXP) {
+        free(m1), free(n);
+        VT_RETURN_ERROR(VT_ERR_NOMEM, "out of memory");
+    }
+    vt_arch_opt_tensors(p, rcp, n->np, n->params, m1, m2);
+    gpt_tensors(n);
+    if (p->bad) {
+        free(m1), free(n);
+        return vt_program_finish(p);
+    }
+
+    /* the step */
+    vt_prog_op(p, VT_OPK_LOAD_WINDOWS, NULL, 0, ARR(n->tok, n->tgt), 2, IARG(B, T, (int64_t)rcp->seed, V), 4, NULL, 0,
+               "load windows");
+    vt_prog_op(p, VT_OPK_SCHEDULE, NULL, 0, ARR(n->tstep, n->lr), 2,
+               IARG(rcp->schedule, (int64_t)rcp->warmup, (int64_t)rcp->decay_every, (int64_t)rcp->steps), 4,
+               FARG(rcp->lr, rcp->decay_factor, rcp->final_lr_factor), 3, "learning-rate schedule");
+    p->fwd_first = p->n_ops + 1;
+    forward(n);
+    p->fwd_last = p->n_ops;
+    vt_prog_op(p, VT_OPK_XENT_LOSS, ARR(n->probs, n->tgt), 2, ARR(n->loss), 1, NULL, 0, NULL, 0, "cross-entropy loss");
+
+    /* backward: the head, the blocks last to first, the embeddings */
+    uint32_t gte_head;
+    uint32_t dx = gpt_head_backward(n, &gte_head);
+    uint32_t key = 1 + 2 * n->L;
+    for (uint32_t l = n->L; l-- > 0;) dx = gpt_attn_backward(n, l, gpt_mlp_backward(n, l, dx, &key), &key);
+    gpt_embed_backward(n, dx, key, gte_head);
+    gpt_update(n, m1, m2);
     if (n->drop) { /* evaluation: the forward pass without dropout */
         vt_prog_eval_begin(p);
         n->eval = 1;

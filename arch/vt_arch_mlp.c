@@ -10,10 +10,10 @@
 #define FARG(...) ((const double[]){__VA_ARGS__})
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
-vt_err vt_arch_mlp_build(const vt_recipe *rc, vt_program *p)
+vt_err vt_arch_mlp_build(const vt_recipe *rcp, vt_program *p)
 {
-    const uint32_t L = rc->n_layers, B = rc->batch;
-    const uint32_t *w = rc->widths;
+    const uint32_t L = rcp->n_layers, B = rcp->batch;
+    const uint32_t *w = rcp->widths;
     uint32_t W[VT_MAX_LAYERS + 1] = {0}, b[VT_MAX_LAYERS + 1] = {0};
     /* the state: parameters, then the optimiser's tensors - first (velocity or exp_avg) of every
      * parameter, then (Adam) exp_avg_sq of every parameter; this order is the state hash's */
@@ -24,12 +24,12 @@ vt_err vt_arch_mlp_build(const vt_recipe *rc, vt_program *p)
     }
     uint32_t P[2 * VT_MAX_LAYERS + 2] = {0}, M1[2 * VT_MAX_LAYERS + 2] = {0}, M2[2 * VT_MAX_LAYERS + 2] = {0};
     for (uint32_t t = 0; t < 2 * L; t++) P[t] = t % 2 ? b[t / 2 + 1] : W[t / 2 + 1];
-    vt_arch_opt_tensors(p, rc, 2 * L, P, M1, M2);
+    vt_arch_opt_tensors(p, rcp, 2 * L, P, M1, M2);
     if (p->bad) return vt_program_finish(p);
 
     /* the step's inputs */
     uint32_t x, y, xa, tstep, lr;
-    vt_arch_inputs(p, rc, &x, &y, &xa, &tstep, &lr);
+    vt_arch_inputs(p, rcp, &x, &y, &xa, &tstep, &lr);
     /* activations and gradients */
     uint32_t ZG[VT_MAX_LAYERS + 1] = {0}, Z[VT_MAX_LAYERS + 1] = {0}, A[VT_MAX_LAYERS + 1] = {0},
              DZ[VT_MAX_LAYERS + 1] = {0}, DA[VT_MAX_LAYERS + 1] = {0}, GW[VT_MAX_LAYERS + 1] = {0},
@@ -53,7 +53,7 @@ vt_err vt_arch_mlp_build(const vt_recipe *rc, vt_program *p)
     if (p->bad) return vt_program_finish(p);
 
     /* the operations, in execution order (their ids) */
-    vt_arch_input_ops(p, rc, x, y, xa, tstep, lr);
+    vt_arch_input_ops(p, rcp, x, y, xa, tstep, lr);
     p->fwd_first = p->n_ops + 1;
     for (uint32_t l = 1; l <= L; l++) {
         vt_prog_op(p, VT_OPK_MATMUL, ARR(A[l - 1], W[l]), 2, ARR(ZG[l]), 1, IARG(0, 0, B, w[l], w[l - 1]), 5, NULL, 0,
@@ -78,7 +78,7 @@ vt_err vt_arch_mlp_build(const vt_recipe *rc, vt_program *p)
     }
     uint32_t G[2 * VT_MAX_LAYERS + 2];
     for (uint32_t t = 0; t < 2 * L; t++) G[t] = t % 2 ? GB[t / 2 + 1] : GW[t / 2 + 1];
-    vt_arch_update_ops(p, rc, 2 * L, P, G, M1, M2, tstep, lr);
+    vt_arch_update_ops(p, rcp, 2 * L, P, G, M1, M2, tstep, lr);
     p->loss = loss, p->input = xa, p->labels = y, p->probs = probs; /* evaluation fills xa: no augmentation */
     return vt_program_finish(p);
 }

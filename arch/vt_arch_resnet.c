@@ -43,13 +43,16 @@ typedef struct {
 
 typedef struct {
     vt_program *p;
-    const vt_recipe *rc;
+    const vt_recipe *rcp;
     uint32_t B;
     unit u[MAX_UNITS];
     uint32_t nu;
     block b[MAX_BLOCKS];
     uint32_t nb;
     uint32_t params[4 * MAX_UNITS], grads[4 * MAX_UNITS], np;
+    /* the builder's steps share: the last stage's channels and positions, the classes, fc's parameters,
+     * the step's inputs, the stem's and the head's tensors */
+    uint32_t C, HW, classes, fcw, fcb, x, y, xa, tstep, lr, sy, sa, stem_out, last, gp, zg, z, probs, loss;
 } net;
 
 static uint32_t add_unit(net *n, const char *conv, const char *bn, uint32_t cin, uint32_t cout, uint32_t k,
@@ -67,14 +70,14 @@ static uint32_t add_unit(net *n, const char *conv, const char *bn, uint32_t cin,
 /* the units and blocks of the recipe's network, before any tensor exists */
 static void layout(net *n, uint32_t *C_last, uint32_t *HW_last)
 {
-    const vt_recipe *rc = n->rc;
-    uint32_t H = rc->image_height, W = rc->image_width, w = rc->resnet_width;
-    add_unit(n, "stem.conv", "stem.bn", rc->image_channels, w, 3, 1, H, W, 1);
-    if (rc->resnet_pool) H /= 2, W /= 2;
+    const vt_recipe *rcp = n->rcp;
+    uint32_t H = rcp->image_height, W = rcp->image_width, w = rcp->resnet_width;
+    add_unit(n, "stem.conv", "stem.bn", rcp->image_channels, w, 3, 1, H, W, 1);
+    if (rcp->resnet_pool) H /= 2, W /= 2;
     uint32_t cin = w;
-    for (uint32_t s = 0; s < rc->resnet_stages; s++) {
+    for (uint32_t s = 0; s < rcp->resnet_stages; s++) {
         uint32_t cout = w << s;
-        for (uint32_t j = 0; j < rc->resnet_blocks; j++) {
+        for (uint32_t j = 0; j < rcp->resnet_blocks; j++) {
             uint32_t stride = s > 0 && j == 0 ? 2 : 1;
             char c1[64], b1[64], c2[64], b2[64];
             snprintf(c1, sizeof c1, "layer%u.%u.conv1", s + 1, j);
@@ -108,7 +111,7 @@ static void conv_fwd(net *n, const unit *u, uint32_t x)
 {
     vt_program *p = n->p;
     const uint32_t M = n->B * u->Ho * u->Wo, kk = u->k * u->k * u->cin;
-    if (n->rc->program_version >= 2) {
+    if (n->rcp->program_version >= 2) {
         vt_prog_op(p, VT_OPK_CONV2D, ARR(x, u->w), 2, ARR(u->z), 1,
                    IARG(n->B, u->H, u->W, u->cin, u->k, u->s, u->pad, u->chw, u->cout), 9, NULL, 0, "%s forward",
                    u->conv);
@@ -125,7 +128,7 @@ static uint32_t unit_fwd(net *n, unit *u, uint32_t x)
     vt_program *p = n->p;
     const uint32_t M = n->B * u->Ho * u->Wo, kk = u->k * u->k * u->cin;
     u->x = x;
-    if (n->rc->program_version < 2) u->col = act(n, VT_TC_ACT, M, kk, u->conv, "columns");
+    if (n->rcp->program_version < 2) u->col = act(n, VT_TC_ACT, M, kk, u->conv, "columns");
     u->z = act(n, VT_TC_ACT, M, u->cout, u->conv, "out");
     u->s1 = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, 1, ARR(u->cout), "%s.sum", u->bn);
     u->xc = act(n, VT_TC_ACT, M, u->cout, u->bn, "centered");
@@ -137,9 +140,9 @@ static uint32_t unit_fwd(net *n, unit *u, uint32_t x)
     vt_prog_op(p, VT_OPK_BN_CENTER, ARR(u->z, u->s1), 2, ARR(u->xc), 1, NULL, 0, NULL, 0, "%s centre", u->bn);
     vt_prog_op(p, VT_OPK_COLDOT, ARR(u->xc, u->xc), 2, ARR(u->s2), 1, NULL, 0, NULL, 0, "%s sum of squares", u->bn);
     vt_prog_op(p, VT_OPK_BN_APPLY, ARR(u->xc, u->s2, u->gamma, u->beta), 4, ARR(u->y), 1, NULL, 0,
-               FARG(n->rc->bn_eps), 1, "%s apply", u->bn);
+               FARG(n->rcp->bn_eps), 1, "%s apply", u->bn);
     vt_prog_op(p, VT_OPK_BN_RUNNING, ARR(u->s1, u->s2, u->rm, u->rv), 4, ARR(u->rm, u->rv), 2, IARG(M), 1,
-               FARG(n->rc->bn_momentum), 1, "%s running statistics", u->bn);
+               FARG(n->rcp->bn_momentum), 1, "%s running statistics", u->bn);
     return u->y;
 }
 
@@ -149,7 +152,7 @@ static void unit_eval(net *n, const unit *u, uint32_t x)
     vt_program *p = n->p;
     conv_fwd(n, u, x);
     vt_prog_op(p, VT_OPK_BN_EVAL, ARR(u->z, u->rm, u->rv, u->gamma, u->beta), 5, ARR(u->y), 1, NULL, 0,
-               FARG(n->rc->bn_eps), 1, "%s (running statistics)", u->bn);
+               FARG(n->rcp->bn_eps), 1, "%s (running statistics)", u->bn);
 }
 
 /* the backward pass of unit u from dy (the gradient of its batch norm's output); returns the
@@ -167,7 +170,7 @@ static uint32_t unit_bwd(net *n, const unit *u, uint32_t dy, int need_dx, uint32
     uint32_t wshape[4] = {u->k, u->k, u->cin, u->cout};
     *gw = vt_prog_tensor(p, VT_TC_GRAD, VT_DT_F32, 4, wshape, "%s.weight.grad", u->conv);
     uint32_t G = 0, wp = 0, dx = UINT32_MAX;
-    const int v2 = n->rc->program_version >= 2; /* step program 2: conv2d_input_grad, no G or W' tensor */
+    const int v2 = n->rcp->program_version >= 2; /* step program 2: conv2d_input_grad, no G or W' tensor */
     if (need_dx) {
         if (!v2) {
             G = act(n, VT_TC_GRAD, Min, u->k * u->k * u->cout, u->conv, "out.grad.gathered");
@@ -178,10 +181,10 @@ static uint32_t unit_bwd(net *n, const unit *u, uint32_t dy, int need_dx, uint32
     if (p->bad) return UINT32_MAX;
     vt_prog_op(p, VT_OPK_COLSUM, ARR(dy), 1, ARR(*gb), 1, NULL, 0, NULL, 0, "%s bias gradient", u->bn);
     vt_prog_op(p, VT_OPK_COLDOT, ARR(dy, u->xc), 2, ARR(g2), 1, NULL, 0, NULL, 0, "%s gradient dot centred", u->bn);
-    vt_prog_op(p, VT_OPK_BN_GAMMA_GRAD, ARR(g2, u->s2), 2, ARR(*gg), 1, IARG(M), 1, FARG(n->rc->bn_eps), 1,
+    vt_prog_op(p, VT_OPK_BN_GAMMA_GRAD, ARR(g2, u->s2), 2, ARR(*gg), 1, IARG(M), 1, FARG(n->rcp->bn_eps), 1,
                "%s weight gradient", u->bn);
     vt_prog_op(p, VT_OPK_BN_BACKWARD, ARR(dy, u->xc, u->s2, *gb, g2, u->gamma), 6, ARR(dz), 1, NULL, 0,
-               FARG(n->rc->bn_eps), 1, "%s backward", u->bn);
+               FARG(n->rcp->bn_eps), 1, "%s backward", u->bn);
     if (v2)
         vt_prog_op(p, VT_OPK_CONV2D_WGRAD, ARR(u->x, dz), 2, ARR(*gw), 1,
                    IARG(n->B, u->H, u->W, u->cin, u->k, u->s, u->pad, u->chw, u->cout), 9, NULL, 0,
@@ -210,17 +213,15 @@ static void push_grads(net *n, uint32_t gw, uint32_t gg, uint32_t gb, uint32_t u
     n->grads[3 * ui] = gw, n->grads[3 * ui + 1] = gg, n->grads[3 * ui + 2] = gb;
 }
 
-vt_err vt_arch_resnet_build(const vt_recipe *rc, vt_program *p)
-{
-    net *n = calloc(1, sizeof *n);
-    VT_RETURN_ERROR_IF(!n, VT_ERR_NOMEM, "out of memory");
-    n->p = p, n->rc = rc, n->B = rc->batch;
-    const uint32_t B = rc->batch, classes = rc->widths[1];
-    uint32_t C, HW;
-    layout(n, &C, &HW);
+/* ---- the builder's steps, in the order their tensors and operations are numbered */
 
-    /* the state: parameters (per unit: conv weight, bn weight, bn bias; then fc), the optimiser's
-     * tensors, then the buffers (per unit: running mean, running variance) */
+/* the parameters: per unit conv weight, bn weight, bn bias; then fc */
+static void resnet_params(net *n)
+{
+    vt_program *p = n->p;
+    const vt_recipe *rcp = n->rcp;
+    const uint32_t B = n->B, C = n->C, HW = n->HW, classes = n->classes;
+    (void)rcp, (void)B, (void)C, (void)HW, (void)classes;
     for (uint32_t i = 0; i < n->nu; i++) {
         unit *u = &n->u[i];
         uint32_t wshape[4] = {u->k, u->k, u->cin, u->cout};
@@ -235,30 +236,36 @@ vt_err vt_arch_resnet_build(const vt_recipe *rc, vt_program *p)
     vt_prog_init_he(p, fcw, C);
     uint32_t fcb = vt_prog_tensor(p, VT_TC_PARAM, VT_DT_F32, 1, ARR(classes), "fc.bias");
     n->params[n->np++] = fcw, n->params[n->np++] = fcb;
-    uint32_t *m1 = calloc(2 * (size_t)n->np, sizeof *m1), *m2 = m1 ? m1 + n->np : NULL;
-    if (!m1) {
-        free(n);
-        VT_RETURN_ERROR(VT_ERR_NOMEM, "out of memory");
-    }
-    vt_arch_opt_tensors(p, rc, n->np, n->params, m1, m2);
+    n->fcw = fcw, n->fcb = fcb;
+}
+
+/* the buffers: per unit running mean, running variance */
+static void resnet_buffers(net *n)
+{
+    vt_program *p = n->p;
     for (uint32_t i = 0; i < n->nu; i++) {
         unit *u = &n->u[i];
         u->rm = vt_prog_tensor(p, VT_TC_BUFFER, VT_DT_F32, 1, ARR(u->cout), "%s.running_mean", u->bn);
         u->rv = vt_prog_tensor(p, VT_TC_BUFFER, VT_DT_F32, 1, ARR(u->cout), "%s.running_var", u->bn);
         vt_prog_init_one(p, u->rv);
     }
+}
 
-    /* the step: inputs, forward, loss, backward, update */
-    uint32_t x, y, xa, tstep, lr;
-    vt_arch_inputs(p, rc, &x, &y, &xa, &tstep, &lr);
-    vt_arch_input_ops(p, rc, x, y, xa, tstep, lr);
+/* the forward pass: stem, blocks, pooling, fc, softmax (the step's forward range) */
+static void resnet_forward(net *n)
+{
+    vt_program *p = n->p;
+    const vt_recipe *rcp = n->rcp;
+    const uint32_t B = n->B, C = n->C, HW = n->HW, classes = n->classes;
+    (void)rcp, (void)B, (void)C, (void)HW, (void)classes;
+    const uint32_t xa = n->xa, fcw = n->fcw, fcb = n->fcb;
     p->fwd_first = p->n_ops + 1;
     unit *st = &n->u[0];
     uint32_t sy = unit_fwd(n, st, xa);
     uint32_t sa = act(n, VT_TC_ACT, B * st->Ho * st->Wo, st->cout, "stem", "relu.out");
     vt_prog_op(p, VT_OPK_RELU, ARR(sy), 1, ARR(sa), 1, NULL, 0, NULL, 0, "stem relu");
     uint32_t h = sa;
-    if (rc->resnet_pool) {
+    if (rcp->resnet_pool) {
         h = act(n, VT_TC_ACT, B * (st->Ho / 2) * (st->Wo / 2), st->cout, "stem", "pool.out");
         vt_prog_op(p, VT_OPK_MAXPOOL, ARR(sa), 1, ARR(h), 1, IARG(B, st->Ho, st->Wo, st->cout, 2), 5, NULL, 0,
                    "stem max pool");
@@ -292,9 +299,19 @@ vt_err vt_arch_resnet_build(const vt_recipe *rc, vt_program *p)
     vt_prog_op(p, VT_OPK_BIAS_ADD, ARR(zg, fcb), 2, ARR(z), 1, NULL, 0, NULL, 0, "fc bias add");
     vt_prog_op(p, VT_OPK_SOFTMAX, ARR(z), 1, ARR(probs), 1, NULL, 0, NULL, 0, "softmax");
     p->fwd_last = p->n_ops;
-    vt_prog_op(p, VT_OPK_XENT_LOSS, ARR(probs, y), 2, ARR(loss), 1, NULL, 0, NULL, 0, "cross-entropy loss");
+    n->sy = sy, n->sa = sa, n->stem_out = stem_out, n->last = last;
+    n->gp = gp, n->zg = zg, n->z = z, n->probs = probs, n->loss = loss;
+}
 
-    /* backward */
+/* the backward pass: fc, the blocks last to first, the stem; each unit's gradients pushed */
+static void resnet_backward(net *n)
+{
+    vt_program *p = n->p;
+    const vt_recipe *rcp = n->rcp;
+    const uint32_t B = n->B, C = n->C, HW = n->HW, classes = n->classes;
+    (void)rcp, (void)B, (void)C, (void)HW, (void)classes;
+    const uint32_t y = n->y, fcw = n->fcw, gp = n->gp, probs = n->probs, last = n->last, sy = n->sy, sa = n->sa;
+    unit *st = &n->u[0];
     uint32_t dz = vt_prog_tensor(p, VT_TC_GRAD, VT_DT_F32, 2, ARR(B, classes), "fc.out.grad");
     uint32_t gfw = vt_prog_tensor(p, VT_TC_GRAD, VT_DT_F32, 2, ARR(C, classes), "fc.weight.grad");
     uint32_t gfb = vt_prog_tensor(p, VT_TC_GRAD, VT_DT_F32, 1, ARR(classes), "fc.bias.grad");
@@ -334,7 +351,7 @@ vt_err vt_arch_resnet_build(const vt_recipe *rc, vt_program *p)
     }
     /* the stem: dh is the gradient of stem_out */
     uint32_t dsa = dh;
-    if (rc->resnet_pool) {
+    if (rcp->resnet_pool) {
         dsa = act(n, VT_TC_GRAD, B * st->Ho * st->Wo, st->cout, "stem", "relu.out.grad");
         vt_prog_op(p, VT_OPK_MAXPOOL_BWD, ARR(sa, dh), 2, ARR(dsa), 1, IARG(B, st->Ho, st->Wo, st->cout, 2), 5, NULL, 0,
                    "stem max pool backward");
@@ -346,13 +363,23 @@ vt_err vt_arch_resnet_build(const vt_recipe *rc, vt_program *p)
         (void)unit_bwd(n, st, dsy, 0, &gw, &gg, &gb);
         push_grads(n, gw, gg, gb, 0);
     }
-    vt_arch_update_ops(p, rc, n->np, n->params, n->grads, m1, m2, tstep, lr);
+}
 
-    /* the evaluation pass: the same forward with the running statistics */
+/* the evaluation pass: the same forward with the running statistics */
+static void resnet_eval(net *n)
+{
+    vt_program *p = n->p;
+    const vt_recipe *rcp = n->rcp;
+    const uint32_t B = n->B, C = n->C, HW = n->HW, classes = n->classes;
+    (void)rcp, (void)B, (void)C, (void)HW, (void)classes;
+    const uint32_t xa = n->xa, fcw = n->fcw, fcb = n->fcb, sy = n->sy, sa = n->sa, stem_out = n->stem_out;
+    const uint32_t last = n->last, gp = n->gp, zg = n->zg, z = n->z, probs = n->probs;
+    unit *st = &n->u[0];
+    uint32_t h;
     vt_prog_eval_begin(p);
     unit_eval(n, st, xa);
     vt_prog_op(p, VT_OPK_RELU, ARR(sy), 1, ARR(sa), 1, NULL, 0, NULL, 0, "stem relu");
-    if (rc->resnet_pool)
+    if (rcp->resnet_pool)
         vt_prog_op(p, VT_OPK_MAXPOOL, ARR(sa), 1, ARR(stem_out), 1, IARG(B, st->Ho, st->Wo, st->cout, 2), 5, NULL, 0,
                    "stem max pool");
     h = stem_out;
@@ -373,8 +400,36 @@ vt_err vt_arch_resnet_build(const vt_recipe *rc, vt_program *p)
     vt_prog_op(p, VT_OPK_BIAS_ADD, ARR(zg, fcb), 2, ARR(z), 1, NULL, 0, NULL, 0, "fc bias add");
     vt_prog_op(p, VT_OPK_SOFTMAX, ARR(z), 1, ARR(probs), 1, NULL, 0, NULL, 0, "softmax");
     vt_prog_eval_end(p);
+}
 
-    p->loss = loss, p->input = xa, p->labels = y, p->probs = probs; /* evaluation fills xa: no augmentation */
+vt_err vt_arch_resnet_build(const vt_recipe *rcp, vt_program *p)
+{
+    net *n = calloc(1, sizeof *n);
+    VT_RETURN_ERROR_IF(!n, VT_ERR_NOMEM, "out of memory");
+    n->p = p, n->rcp = rcp, n->B = rcp->batch;
+    n->classes = rcp->widths[1];
+    layout(n, &n->C, &n->HW);
+
+    /* the state: parameters, the optimiser's tensors, then the buffers */
+    resnet_params(n);
+    uint32_t *m1 = calloc(2 * (size_t)n->np, sizeof *m1), *m2 = m1 ? m1 + n->np : NULL;
+    if (!m1) {
+        free(n);
+        VT_RETURN_ERROR(VT_ERR_NOMEM, "out of memory");
+    }
+    vt_arch_opt_tensors(p, rcp, n->np, n->params, m1, m2);
+    resnet_buffers(n);
+
+    /* the step: inputs, forward, loss, backward, update */
+    vt_arch_inputs(p, rcp, &n->x, &n->y, &n->xa, &n->tstep, &n->lr);
+    vt_arch_input_ops(p, rcp, n->x, n->y, n->xa, n->tstep, n->lr);
+    resnet_forward(n);
+    vt_prog_op(p, VT_OPK_XENT_LOSS, ARR(n->probs, n->y), 2, ARR(n->loss), 1, NULL, 0, NULL, 0, "cross-entropy loss");
+    resnet_backward(n);
+    vt_arch_update_ops(p, rcp, n->np, n->params, n->grads, m1, m2, n->tstep, n->lr);
+    resnet_eval(n);
+
+    p->loss = n->loss, p->input = n->xa, p->labels = n->y, p->probs = n->probs; /* evaluation fills xa: no augmentation */
     free(m1);
     free(n);
     return vt_program_finish(p);

@@ -23,9 +23,9 @@ typedef struct vt_backend {
     char name[16];   /* "cpu", "cuda" */
     char desc[256];  /* the device, driver and library versions, for reports */
     void *impl;
-    /* out = the rounding under rc (operation op_id) of op(A) op(B) (vt_gemm's conventions: row-major,
+    /* out = the rounding under rctx (operation op_id) of op(A) op(B) (vt_gemm's conventions: row-major,
      * tA / tB as there); A, B and out are host memory. NULL: vt_gemm + vt_round on the CPU. */
-    vt_err (*gemm_round)(void *impl, vt_rctx *rc, uint32_t op_id, int tA, int tB, size_t M, size_t N, size_t K,
+    vt_err (*gemm_round)(void *impl, vt_rctx *rctx, uint32_t op_id, int tA, int tB, size_t M, size_t N, size_t K,
                          const float *A, const float *B, float *out);
     /* plain C = op(A) op(B) of FP64 operands (the baseline's DGEMM, host memory); NULL: CBLAS */
     vt_err (*gemm_plain64)(void *impl, int tA, int tB, size_t M, size_t N, size_t K, const double *A, const double *B,
@@ -45,10 +45,10 @@ typedef struct vt_backend {
      * Between steps the host's state is the reference. `model` is the interpreter's model
      * (model/vt_model.h), opaque at this layer: the table names no layer above it. */
     vt_err (*run_begin)(void *impl, void *model);
-    vt_err (*run_op)(void *impl, void *model, vt_rctx *rc, uint32_t op_id, uint64_t step);
-    vt_err (*op_to_host)(void *impl, void *model, vt_rctx *rc, uint32_t op_id);
+    vt_err (*run_op)(void *impl, void *model, vt_rctx *rctx, uint32_t op_id, uint64_t step);
+    vt_err (*op_to_host)(void *impl, void *model, vt_rctx *rctx, uint32_t op_id);
     vt_err (*op_to_device)(void *impl, void *model, uint32_t op_id);
-    vt_err (*run_end)(void *impl, void *model, vt_rctx *rc);
+    vt_err (*run_end)(void *impl, void *model, vt_rctx *rctx);
     void (*close)(void *impl);
 } vt_backend;
 

@@ -147,7 +147,7 @@ static double dgemm_peak(void)
 
 typedef struct {
     vt_model m;
-    vt_rctx rc;
+    vt_rctx rctx;
     vt_steplog log;
     uint64_t bytes, entries, rounded;
     /* the profile step */
@@ -155,28 +155,28 @@ typedef struct {
     uint64_t ex[NG], rd[NG], last_exact, last_rounded;
 } verif;
 
-static void verif_init(verif *v, const vt_recipe *rc, const vt_dataset *ds, vt_rounding mode)
+static void verif_init(verif *v, const vt_recipe *rcp, const vt_dataset *ds, vt_rounding mode)
 {
     memset(v, 0, sizeof *v);
-    vt_recipe r = *rc;
+    vt_recipe r = *rcp;
     r.bound.rounding = mode;
     TRY(vt_model_init(&v->m, &r, ds->n, VT_ORDER_BLAS));
-    vt_rctx_init(&v->rc, VT_RMODE_RECORD, r.bound);
+    vt_rctx_init(&v->rctx, VT_RMODE_RECORD, r.bound);
     vt_steplog_init(&v->log, 0);
 }
 
 static void verif_step(verif *v, const vt_dataset *ds, vt_op_hook hook)
 {
     uint64_t s = v->m.step + 1;
-    TRY(vt_rctx_begin_step(&v->rc, s, &v->log));
-    TRY(vt_model_run(&v->m, ds, &v->rc, v->m.n_ops, hook, v));
-    TRY(vt_rctx_end_step(&v->rc));
+    TRY(vt_rctx_begin_step(&v->rctx, s, &v->log));
+    TRY(vt_model_run(&v->m, ds, &v->rctx, v->m.n_ops, hook, v));
+    TRY(vt_rctx_end_step(&v->rctx));
     uint8_t *blob = NULL, h[32];
     size_t len = 0;
-    TRY(vt_steplog_encode_stored(&v->log, v->m.rc.zstd_level, &blob, &len, h));
+    TRY(vt_steplog_encode_stored(&v->log, v->m.rcp.zstd_level, &blob, &len, h));
     free(blob);
     v->bytes += len, v->entries += vt_steplog_total_entries(&v->log);
-    if (vt_recipe_has_state(&v->m.rc, s)) TRY(vt_model_state_hash(&v->m, h));
+    if (vt_recipe_has_state(&v->m.rcp, s)) TRY(vt_model_state_hash(&v->m, h));
 }
 
 static vt_err profile_hook(void *ctx, vt_model *m, uint64_t step, uint32_t j)
@@ -186,9 +186,9 @@ static vt_err profile_hook(void *ctx, vt_model *m, uint64_t step, uint32_t j)
     double now = clk();
     int g = group_of(&m->prog.op[j]);
     v->t[g] += now - v->last;
-    v->ex[g] += v->rc.stats.exact - v->last_exact;
-    v->rd[g] += v->rc.stats.rounded - v->last_rounded;
-    v->last_exact = v->rc.stats.exact, v->last_rounded = v->rc.stats.rounded;
+    v->ex[g] += v->rctx.stats.exact - v->last_exact;
+    v->rd[g] += v->rctx.stats.rounded - v->last_rounded;
+    v->last_exact = v->rctx.stats.exact, v->last_rounded = v->rctx.stats.rounded;
     v->last = clk();
     return VT_OK;
 }
@@ -209,7 +209,7 @@ static uint64_t group_log(verif *v, int g, uint64_t *entries)
     }
     uint8_t *blob = NULL, h[32];
     size_t len = 0;
-    if (sub.n_ops) TRY(vt_steplog_encode_stored(&sub, v->m.rc.zstd_level, &blob, &len, h));
+    if (sub.n_ops) TRY(vt_steplog_encode_stored(&sub, v->m.rcp.zstd_level, &blob, &len, h));
     free(blob);
     vt_steplog_free(&sub);
     return len;
@@ -230,32 +230,32 @@ static double verif_block(verif *v, const vt_dataset *ds, int k)
 }
 
 /* the recipe and its data set */
-static void load_recipe(const char *recipe, const char *root, vt_recipe *rc, vt_dataset *ds)
+static void load_recipe(const char *recipe, const char *root, vt_recipe *rcp, vt_dataset *ds)
 {
-    vt_recipe_default(rc);
-    TRY(vt_recipe_load_file(rc, recipe));
+    vt_recipe_default(rcp);
+    TRY(vt_recipe_load_file(rcp, recipe));
     char spec[96];
-    vt_recipe_dataset_spec(rc, spec, sizeof spec);
+    vt_recipe_dataset_spec(rcp, spec, sizeof spec);
     TRY(vt_data_load(spec, root, ds));
 }
 
 /* --profile MODE N: N steps of one configuration alone (for perf record) */
 static int profile_only(const char *recipe, const char *root, const char *mode, int n, int threads)
 {
-    vt_recipe rc;
+    vt_recipe rcp;
     vt_dataset ds;
-    load_recipe(recipe, root, &rc, &ds);
+    load_recipe(recipe, root, &rcp, &ds);
     double t;
     if (!strcmp(mode, "plain64") || !strcmp(mode, "plain32")) {
         vt_plain p;
-        TRY(vt_plain_init(&p, &rc, ds.n, mode[5] == '6'));
+        TRY(vt_plain_init(&p, &rcp, ds.n, mode[5] == '6'));
         t = plain_block(&p, &ds, n);
         vt_plain_free(&p);
     } else if (!strcmp(mode, "exact") || !strcmp(mode, "log")) {
         verif *v = malloc(sizeof *v);
         if (!v) return 2;
         blas_threads(1);
-        verif_init(v, &rc, &ds, mode[0] == 'e' ? VT_ROUNDING_EXACT : VT_ROUNDING_LOG);
+        verif_init(v, &rcp, &ds, mode[0] == 'e' ? VT_ROUNDING_EXACT : VT_ROUNDING_LOG);
         t = verif_block(v, &ds, n);
         vt_model_free(&v->m), vt_steplog_free(&v->log);
         free(v);
@@ -294,16 +294,16 @@ int main(int argc, char **argv)
     if (prof) return profile_only(recipe, root, prof, prof_n, threads);
     const double peak = dgemm_peak();
     blas_threads(1);
-    vt_recipe rc;
+    vt_recipe rcp;
     vt_dataset ds;
-    load_recipe(recipe, root, &rc, &ds);
+    load_recipe(recipe, root, &rcp, &ds);
     vt_plain p64, p32;
-    TRY(vt_plain_init(&p64, &rc, ds.n, 1));
-    TRY(vt_plain_init(&p32, &rc, ds.n, 0));
+    TRY(vt_plain_init(&p64, &rcp, ds.n, 1));
+    TRY(vt_plain_init(&p32, &rcp, ds.n, 0));
     verif ve, vl;
-    verif_init(&ve, &rc, &ds, VT_ROUNDING_EXACT);
-    verif_init(&vl, &rc, &ds, VT_ROUNDING_LOG);
-    gpt_mode = rc.arch == VT_ARCH_GPT;
+    verif_init(&ve, &rcp, &ds, VT_ROUNDING_EXACT);
+    verif_init(&vl, &rcp, &ds, VT_ROUNDING_LOG);
+    gpt_mode = rcp.arch == VT_ARCH_GPT;
     if (gpt_mode) GROUPS = GPT_GROUPS, n_groups = 8;
     size_t params = 0;
     for (uint32_t t = 0; t < ve.m.prog.n_state; t++)
@@ -323,7 +323,7 @@ int main(int argc, char **argv)
     verif *vs[2] = {&ve, &vl};
     for (int k = 0; k < 2; k++) {
         verif *v = vs[k];
-        v->last_exact = v->rc.stats.exact, v->last_rounded = v->rc.stats.rounded;
+        v->last_exact = v->rctx.stats.exact, v->last_rounded = v->rctx.stats.rounded;
         memset(v->t, 0, sizeof v->t), memset(v->ex, 0, sizeof v->ex), memset(v->rd, 0, sizeof v->rd);
         v->last = clk();
         verif_step(v, &ds, profile_hook);
@@ -331,7 +331,7 @@ int main(int argc, char **argv)
     /* PyTorch */
     double torch_sps = -1;
     char cmd[2048];
-    const int mlp_mode = rc.arch == VT_ARCH_MLP;
+    const int mlp_mode = rcp.arch == VT_ARCH_MLP;
     int tsteps = mlp_mode ? (quick ? 200 : 1000) : quick ? 10 : 40;
     snprintf(cmd, sizeof cmd, "'%s' '%s/bench/%s' --recipe '%s' --random-init --threads %d --time-only %d%s%s%s 2>/dev/null",
              python, VT_SOURCE_DIR, gpt_mode ? "torch_gpt.py" : mlp_mode ? "torch_mlp.py" : "torch_resnet.py", recipe,
@@ -351,15 +351,15 @@ int main(int argc, char **argv)
            recipe);
     if (gpt_mode)
         printf("arch=gpt %u layers, %u heads, width %u, context %u, batch %u (%u tokens per step), %zu parameters, %u "
-               "operations per step; ", rc.gpt_layers, rc.gpt_heads, rc.gpt_width, rc.gpt_context, rc.batch,
-               rc.batch * rc.gpt_context, params, ve.m.n_ops);
+               "operations per step; ", rcp.gpt_layers, rcp.gpt_heads, rcp.gpt_width, rcp.gpt_context, rcp.batch,
+               rcp.batch * rcp.gpt_context, params, ve.m.n_ops);
     else if (mlp_mode) {
         printf("arch=mlp layers");
-        for (uint32_t l = 0; l <= rc.n_layers; l++) printf("%s%u", l ? "-" : " ", rc.widths[l]);
-        printf(", batch %u, %zu parameters, %u operations per step; ", rc.batch, params, ve.m.n_ops);
+        for (uint32_t l = 0; l <= rcp.n_layers; l++) printf("%s%u", l ? "-" : " ", rcp.widths[l]);
+        printf(", batch %u, %zu parameters, %u operations per step; ", rcp.batch, params, ve.m.n_ops);
     } else
         printf("arch=resnet width %u, %u stages x %u blocks, pool %u, batch %u, %zu parameters, %u operations per step; ",
-               rc.resnet_width, rc.resnet_stages, rc.resnet_blocks, rc.resnet_pool, rc.batch, params, ve.m.n_ops);
+               rcp.resnet_width, rcp.resnet_stages, rcp.resnet_blocks, rcp.resnet_pool, rcp.batch, params, ve.m.n_ops);
     printf("%d thread%s (plain: BLAS with %d; verifiable: the project's --threads %d); medians of %d rounds of %d steps "
            "(%s)\n\n", threads, threads > 1 ? "s" : "", threads, threads, R, K, g_cpu_clock ? "thread CPU time" : "wall time");
     printf("| configuration | s/step | steps/s | / plain FP64 |\n|---|---:|---:|---:|\n");
@@ -376,9 +376,9 @@ int main(int argc, char **argv)
            gf, threads, threads > 1 ? "s" : "", peak * 1e-9, gf / mex * 1e-9, 100 * gf / mex / peak, gf / m64 * 1e-9,
            100 * gf / m64 / peak);
     if (gpt_mode)
-        printf("\ntokens/s: plain FP64 %.0f, verifiable exact %.0f, log %.0f%s%.0f\n", rc.batch * rc.gpt_context / m64,
-               rc.batch * rc.gpt_context / mex, rc.batch * rc.gpt_context / mlg, torch_sps > 0 ? ", PyTorch FP32 " : "",
-               torch_sps > 0 ? torch_sps * rc.batch * rc.gpt_context : 0.0);
+        printf("\ntokens/s: plain FP64 %.0f, verifiable exact %.0f, log %.0f%s%.0f\n", rcp.batch * rcp.gpt_context / m64,
+               rcp.batch * rcp.gpt_context / mex, rcp.batch * rcp.gpt_context / mlg, torch_sps > 0 ? ", PyTorch FP32 " : "",
+               torch_sps > 0 ? torch_sps * rcp.batch * rcp.gpt_context : 0.0);
     printf("\nPer operation kind, one step (exact: elements computed exactly; log: entries, and the stored bytes of a "
            "log of those operations' records that have entries, against the dense 1.6-bit code, 0.2 B per rounded "
            "element):\n\n");
@@ -394,14 +394,14 @@ int main(int argc, char **argv)
                (unsigned long long)b, dense, dense > 0 ? 100.0 * (double)b / dense : 0.0);
     }
     uint64_t steps_l = vl.m.step;
-    double avg_log = (double)vl.bytes / (double)steps_l, dense_step = 0.2 * (double)vl.rc.stats.rounded / (double)steps_l;
+    double avg_log = (double)vl.bytes / (double)steps_l, dense_step = 0.2 * (double)vl.rctx.stats.rounded / (double)steps_l;
     printf("\nlog mode over all %llu steps: %.0f stored bytes/step, %.1f entries/step, dense %.0f bytes/step: %.3f%%\n",
            (unsigned long long)steps_l, avg_log, (double)vl.entries / (double)steps_l, dense_step,
            100.0 * avg_log / dense_step);
-    printf("exact mode: %llu of %llu rounded elements computed exactly (%.2e)\n\n", (unsigned long long)ve.rc.stats.exact,
-           (unsigned long long)ve.rc.stats.rounded, (double)ve.rc.stats.exact / (double)ve.rc.stats.rounded);
+    printf("exact mode: %llu of %llu rounded elements computed exactly (%.2e)\n\n", (unsigned long long)ve.rctx.stats.exact,
+           (unsigned long long)ve.rctx.stats.rounded, (double)ve.rctx.stats.exact / (double)ve.rctx.stats.rounded);
     printf("SIDE %s %d %.5f %.5f %.5f %.5f %.5f %.4f %.4f\n",
-           gpt_mode ? "GPT" : mlp_mode ? "MLP" : rc.program_version == 2 ? "CNN-program-2" : "CNN", threads, m32, m64,
+           gpt_mode ? "GPT" : mlp_mode ? "MLP" : rcp.program_version == 2 ? "CNN-program-2" : "CNN", threads, m32, m64,
            mex, mlg, torch_sps > 0 ? 1 / torch_sps : -1.0, gf / mex / peak, gf / m64 / peak);
     printf("%s verification overhead, rounding=exact: %.3f (target <= 1.10)\n", mex / m64 <= 1.10 ? "PASS" : "MISS",
            mex / m64);

@@ -36,8 +36,8 @@ static double verif_steps(const vt_recipe *rc0, const vt_dataset *ds, const vt_b
     vt_model m;
     TRY(vt_model_init(&m, &r, ds->n, VT_ORDER_BLAS));
     vt_model_set_backend(&m, be);
-    vt_rctx rc;
-    vt_rctx_init(&rc, VT_RMODE_RECORD, r.bound);
+    vt_rctx rctx;
+    vt_rctx_init(&rctx, VT_RMODE_RECORD, r.bound);
     vt_steplog log;
     vt_steplog_init(&log, 0);
     double t0 = 0;
@@ -45,15 +45,15 @@ static double verif_steps(const vt_recipe *rc0, const vt_dataset *ds, const vt_b
     for (int s = 0; s <= n; s++) { /* step 1: warm-up */
         if (s == 1) t0 = vt_now();
         uint64_t st = m.step + 1;
-        TRY(vt_rctx_begin_step(&rc, st, &log));
-        TRY(vt_model_run(&m, ds, &rc, m.n_ops, NULL, NULL));
-        TRY(vt_rctx_end_step(&rc));
+        TRY(vt_rctx_begin_step(&rctx, st, &log));
+        TRY(vt_model_run(&m, ds, &rctx, m.n_ops, NULL, NULL));
+        TRY(vt_rctx_end_step(&rctx));
         uint8_t *blob = NULL, h[32];
         size_t len = 0;
-        TRY(vt_steplog_encode_stored(&log, m.rc.zstd_level, &blob, &len, h));
+        TRY(vt_steplog_encode_stored(&log, m.rcp.zstd_level, &blob, &len, h));
         free(blob);
         if (s >= 1) *log_bytes += len;
-        if (vt_recipe_has_state(&m.rc, st)) TRY(vt_model_state_hash(&m, h));
+        if (vt_recipe_has_state(&m.rcp, st)) TRY(vt_model_state_hash(&m, h));
     }
     double t = (vt_now() - t0) / n;
     vt_steplog_free(&log);
@@ -61,10 +61,10 @@ static double verif_steps(const vt_recipe *rc0, const vt_dataset *ds, const vt_b
     return t;
 }
 
-static double plain_steps(const vt_recipe *rc, const vt_dataset *ds, const vt_backend *be, int fp64, int n)
+static double plain_steps(const vt_recipe *rcp, const vt_dataset *ds, const vt_backend *be, int fp64, int n)
 {
     vt_plain p;
-    TRY(vt_plain_init(&p, rc, ds->n, fp64));
+    TRY(vt_plain_init(&p, rcp, ds->n, fp64));
     p.be = be;
     double loss, t0 = 0;
     for (int s = 0; s <= n; s++) {
@@ -76,16 +76,16 @@ static double plain_steps(const vt_recipe *rc, const vt_dataset *ds, const vt_ba
     return t;
 }
 
-static void bench_recipe(const char *name, const vt_recipe *rc, const char *root, const vt_backend *be, int n)
+static void bench_recipe(const char *name, const vt_recipe *rcp, const char *root, const vt_backend *be, int n)
 {
     char spec[96];
-    vt_recipe_dataset_spec(rc, spec, sizeof spec);
+    vt_recipe_dataset_spec(rcp, spec, sizeof spec);
     vt_dataset ds;
     TRY(vt_data_load(spec, root, &ds));
     uint64_t be_bytes = 0, bl_bytes = 0;
-    double te = verif_steps(rc, &ds, be, VT_ROUNDING_EXACT, n, &be_bytes);
-    double tl = verif_steps(rc, &ds, be, VT_ROUNDING_LOG, n, &bl_bytes);
-    double t64 = plain_steps(rc, &ds, be, 1, n), t32 = plain_steps(rc, &ds, be, 0, n);
+    double te = verif_steps(rcp, &ds, be, VT_ROUNDING_EXACT, n, &be_bytes);
+    double tl = verif_steps(rcp, &ds, be, VT_ROUNDING_LOG, n, &bl_bytes);
+    double t64 = plain_steps(rcp, &ds, be, 1, n), t32 = plain_steps(rcp, &ds, be, 0, n);
     printf("\n## %s (%d steps each, after one warm-up step)\n\n", name, n);
     printf("| configuration | ms/step | / plain FP64 |\n|---|---|---|\n");
     printf("| verifiable, exact rounding | %.3f | %.3f |\n", te * 1e3, te / t64);
@@ -94,7 +94,7 @@ static void bench_recipe(const char *name, const vt_recipe *rc, const char *root
     printf("| plain FP32 (cuBLAS SGEMM, no TF32) | %.3f | %.3f |\n", t32 * 1e3, t32 / t64);
     /* the GEMM shapes of the program */
     vt_model m;
-    TRY(vt_model_init(&m, rc, ds.n, VT_ORDER_BLAS));
+    TRY(vt_model_init(&m, rcp, ds.n, VT_ORDER_BLAS));
     printf("\n| GEMM (op) | M x N x K | verifiable ms | DGEMM ms | SGEMM ms | DGEMM/verifiable rate | flagged |\n");
     printf("|---|---|---|---|---|---|---|\n");
     for (uint32_t j = 1; j <= m.prog.n_ops; j++) {
@@ -135,13 +135,13 @@ int main(int argc, char **argv)
     }
     TRY(e);
     printf("# bench_cuda\n\ndevice: %s\n", be.desc);
-    vt_recipe rc;
-    vt_recipe_default(&rc);
-    bench_recipe("the default MLP (built-in recipe)", &rc, root, &be, n);
+    vt_recipe rcp;
+    vt_recipe_default(&rcp);
+    bench_recipe("the default MLP (built-in recipe)", &rcp, root, &be, n);
     for (int r = 0; r < nr; r++) {
-        vt_recipe_default(&rc);
-        TRY(vt_recipe_load_file(&rc, recipes[r]));
-        bench_recipe(recipes[r], &rc, root, &be, n);
+        vt_recipe_default(&rcp);
+        TRY(vt_recipe_load_file(&rcp, recipes[r]));
+        bench_recipe(recipes[r], &rcp, root, &be, n);
     }
     vt_backend_close(&be);
     return 0;

@@ -57,7 +57,7 @@ static vt_err one_step(vt_model *m, const vt_dataset *ds, uint64_t s)
     vt_steplog log;
     vt_steplog_init(&log, 0);
     vt_rctx c;
-    vt_rctx_init(&c, VT_RMODE_RECORD, m->rc.bound);
+    vt_rctx_init(&c, VT_RMODE_RECORD, m->rcp.bound);
     float loss = 0;
     vt_err e = vt_rctx_begin_step(&c, s, &log);
     if (!e) e = vt_model_step(m, ds, &c, &loss);
@@ -94,23 +94,23 @@ static size_t trained_params(const vt_model *m)
 
 static void run_model(const model_cfg *k, int steps, int warmup, FILE *out)
 {
-    vt_recipe rc;
-    vt_recipe_default(&rc);
-    if (k->file) TRY(vt_recipe_load_file(&rc, k->file));
-    uint32_t B = k->batch ? k->batch : rc.batch;
+    vt_recipe rcp;
+    vt_recipe_default(&rcp);
+    if (k->file) TRY(vt_recipe_load_file(&rcp, k->file));
+    uint32_t B = k->batch ? k->batch : rcp.batch;
     if (B % (uint32_t)g_size) {
         if (g_rank == 0) printf("%s: batch %u does not split over %d ranks: skipped\n", k->name, B, g_size);
         return;
     }
     char set[64];
     snprintf(set, sizeof set, "batch=%u", B / (uint32_t)g_size);
-    TRY(vt_recipe_set(&rc, set));
+    TRY(vt_recipe_set(&rcp, set));
     vt_dataset ds;
     memset(&ds, 0, sizeof ds);
-    TRY(vt_data_load(rc.dataset, NULL, &ds));
+    TRY(vt_data_load(rcp.dataset, NULL, &ds));
     vt_model m;
     memset(&m, 0, sizeof m);
-    TRY(vt_model_init(&m, &rc, ds.n, VT_ORDER_BLAS));
+    TRY(vt_model_init(&m, &rcp, ds.n, VT_ORDER_BLAS));
     TRY(vt_model_set_shard(&m, g_comm, B));
     size_t P = trained_params(&m);
     double *wall = calloc((size_t)steps, sizeof *wall), *cpu = calloc((size_t)steps, sizeof *cpu);

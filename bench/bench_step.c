@@ -66,6 +66,7 @@
 #include "common/vt_hash.h"
 #include "data/vt_data.h"
 #include "kernels/vt_kernels.h"
+#include "kernels/vt_kernels_hd.h"
 #include "merkle/vt_merkle.h"
 #include "merkle/vt_sign.h"
 #include "model/vt_model.h"
@@ -127,10 +128,10 @@ static vt_err op_tick(void *ctx, vt_model *m, uint64_t step, uint32_t op_id)
     return VT_OK;
 }
 
-static vt_err timed_step(vt_model *m, const vt_dataset *ds, vt_rctx *rc, op_clock *c, float *loss)
+static vt_err timed_step(vt_model *m, const vt_dataset *ds, vt_rctx *rctx, op_clock *c, float *loss)
 {
     c->last = clk();
-    VT_FORWARD_IF_ERROR(vt_model_run(m, ds, rc, m->n_ops, op_tick, c));
+    VT_FORWARD_IF_ERROR(vt_model_run(m, ds, rctx, m->n_ops, op_tick, c));
     *loss = vt_model_loss(m);
     return VT_OK;
 }
@@ -167,12 +168,12 @@ static void rec_free(recorder *r)
     memset(r, 0, sizeof *r);
 }
 
-static void rec_init(recorder *r, const vt_recipe *rc, const vt_dataset *ds, uint64_t n)
+static void rec_init(recorder *r, const vt_recipe *rcp, const vt_dataset *ds, uint64_t n)
 {
     memset(r, 0, sizeof *r);
     r->n = n;
-    r->H = rc->state_hash_every;
-    r->K = rc->checkpoint_every;
+    r->H = rcp->state_hash_every;
+    r->K = rcp->checkpoint_every;
     r->blob = calloc(n, sizeof *r->blob);
     r->blen = calloc(n, sizeof *r->blen);
     r->log_hash = calloc(n, sizeof *r->log_hash);
@@ -183,18 +184,18 @@ static void rec_init(recorder *r, const vt_recipe *rc, const vt_dataset *ds, uin
         fprintf(stderr, "bench_step: out of memory\n");
         exit(2);
     }
-    vt_recipe rcn = *rc;
+    vt_recipe rcn = *rcp;
     rcn.steps = n;
     TRY(vt_model_init(&r->m, &rcn, ds->n, VT_ORDER_BLAS));
     op_clock_init(&r->clk, &r->m);
     vt_steplog_init(&r->log, 0);
     vt_merkle_init(&r->tree);
-    vt_rctx_init(&r->ctx, VT_RMODE_RECORD, rc->bound);
+    vt_rctx_init(&r->ctx, VT_RMODE_RECORD, rcp->bound);
     /* step 0: the initial state with an empty log (not timed) */
     uint8_t leaf[32], h0[32], *b0 = NULL;
     size_t l0 = 0;
     vt_steplog_reset(&r->log, 0);
-    TRY(vt_steplog_encode(&r->log, rc->zstd_level, &b0, &l0, h0));
+    TRY(vt_steplog_encode(&r->log, rcp->zstd_level, &b0, &l0, h0));
     free(b0);
     TRY(vt_model_state_hash(&r->m, leaf));
     TRY(vt_step_leaf(0, leaf, 1, h0, leaf));
@@ -254,15 +255,15 @@ typedef struct {
     op_clock clk;
 } replayer;
 
-static void rep_init(replayer *p, const vt_recipe *rc, const vt_dataset *ds, uint64_t n, vt_order order)
+static void rep_init(replayer *p, const vt_recipe *rcp, const vt_dataset *ds, uint64_t n, vt_order order)
 {
     memset(p, 0, sizeof *p);
-    vt_recipe rcn = *rc;
+    vt_recipe rcn = *rcp;
     rcn.steps = n;
     TRY(vt_model_init(&p->m, &rcn, ds->n, order));
     op_clock_init(&p->clk, &p->m);
     vt_steplog_init(&p->log, 0);
-    vt_rctx_init(&p->ctx, VT_RMODE_REPLAY, rc->bound);
+    vt_rctx_init(&p->ctx, VT_RMODE_REPLAY, rcp->bound);
     p->order = order;
 }
 
@@ -319,12 +320,12 @@ static void make_key(char *path, size_t cap)
 }
 
 /* Seconds per step of the trainer library (SQLite, checkpoints, commitment) over n steps. */
-static double time_store(const vt_recipe *rc, uint64_t n, const char *tag)
+static double time_store(const vt_recipe *rcp, uint64_t n, const char *tag)
 {
     char key[512], run[512];
     make_key(key, sizeof key);
     snprintf(run, sizeof run, "%s/run-%s", tmpdir, tag);
-    vt_recipe rcn = *rc;
+    vt_recipe rcn = *rcp;
     rcn.steps = n;
     vt_train_opts o;
     memset(&o, 0, sizeof o);
@@ -378,7 +379,7 @@ static double min_time(double *t, int n)
  * the outer bound leaves unstable (those go through the tight O(K) bound). */
 static void profile_ops(vt_model *m, double step_s)
 {
-    const vt_recipe *r = &m->rc;
+    const vt_recipe *r = &m->rcp;
     const size_t Bt = r->batch;
     /* the MATMUL operations of the program, in program order; every tensor of the last step keeps
      * its own storage (ops/vt_program.h), so their operands are still there */
@@ -534,7 +535,7 @@ static double time_round(rtimer *t, const double *x, const vt_bounds *b, size_t 
 
 static void profile_rest(vt_model *m, const vt_dataset *ds)
 {
-    const vt_recipe *r = &m->rc;
+    const vt_recipe *r = &m->rcp;
     if (r->optimizer != VT_OPT_SGD) return;
     const vt_program *pg = &m->prog;
     const size_t Bt = r->batch;
@@ -574,7 +575,7 @@ static void profile_rest(vt_model *m, const vt_dataset *ds)
         case VT_OPK_BIAS_ADD: {
             size_t rows = x0->shape[0], cols = x0->shape[1];
             n_bias += rows * cols;
-            TIME_MIN(t, reps, vt_bias_add(rows, cols, in0, in1, x));
+            TIME_MIN(t, reps, for (size_t i = 0; i < rows * cols; i++) x[i] = vti_bias1(in0[i], in1[i % cols]));
             k_bias += t;
             r_bias += time_round(&rt, x, NULL, rows, cols, out);
             break;
@@ -615,7 +616,7 @@ static void profile_rest(vt_model *m, const vt_dataset *ds)
             size_t rows = x0->shape[0], cols = x0->shape[1];
             const uint8_t *y = (const uint8_t *)in1;
             n_dz += rows * cols;
-            TIME_MIN(t, reps, vt_xent_backward(rows, cols, rows, in0, y, x));
+            TIME_MIN(t, reps, for (size_t i = 0; i < rows * cols; i++) x[i] = vti_xent_bwd1(in0[i], i % cols == y[i / cols], (double)rows));
             k_dz += t;
             r_dz += time_round(&rt, x, NULL, rows, cols, out);
             break;
@@ -632,7 +633,7 @@ static void profile_rest(vt_model *m, const vt_dataset *ds)
             size_t n = pg->t[o->out[0]].n;
             const float *v = vt_model_tensor(m, o->in[2], NULL);
             n_sgd += n;
-            TIME_MIN(t, reps, vt_sgd_velocity(n, in0, in1, v, o->farg[0], o->farg[1], x));
+            TIME_MIN(t, reps, for (size_t i = 0; i < n; i++) x[i] = vti_sgd_velocity1(in0[i], in1[i], v[i], o->farg[0], o->farg[1]));
             k_sgd += t;
             r_sgd += time_round(&rt, x, NULL, 1, n, out);
             vel_out = o->out[0];
@@ -642,7 +643,7 @@ static void profile_rest(vt_model *m, const vt_dataset *ds)
             size_t n = pg->t[o->out[0]].n;
             const float *v = o->in[1] == vel_out ? out : in1;
             n_sgd += n;
-            TIME_MIN(t, reps, vt_sgd_apply(n, in0, v, 0.05, x));
+            TIME_MIN(t, reps, for (size_t i = 0; i < n; i++) x[i] = vti_sgd_apply1(in0[i], v[i], 0.05));
             k_sgd += t;
             r_sgd += time_round(&rt, x, NULL, 1, n, out);
             vel_out = UINT32_MAX;
@@ -872,11 +873,11 @@ int main(int argc, char **argv)
     const int R = quick ? 3 : 10; /* rounds of interleaved blocks */
     for (int c = 0; c < 2; c++) {
         config *k = &cf[c];
-        vt_recipe rc = base;
-        rc.widths[1] = k->hidden;
-        rc.steps = k->rec_steps;
+        vt_recipe rcp = base;
+        rcp.widths[1] = k->hidden;
+        rcp.steps = k->rec_steps;
         const uint64_t kb = k->rec_steps / (uint64_t)R;
-        vt_recipe rcl = rc; /* the same recipe in log rounding */
+        vt_recipe rcl = rcp; /* the same recipe in log rounding */
         rcl.bound.rounding = VT_ROUNDING_LOG;
         printf("\n## %s: %d rounds of interleaved blocks: plain FP64 (%llu steps), plain FP32 (%llu), verifiable "
                "(%llu), replay blas (%llu), replay split (%llu), verifiable rounding=log (%llu), its replay split "
@@ -887,13 +888,13 @@ int main(int argc, char **argv)
         vt_plain p64, p32;
         recorder rec, recl;
         replayer rb, rp, rpl;
-        TRY(vt_plain_init(&p64, &rc, ds.n, 1));
-        TRY(vt_plain_init(&p32, &rc, ds.n, 0));
+        TRY(vt_plain_init(&p64, &rcp, ds.n, 1));
+        TRY(vt_plain_init(&p32, &rcp, ds.n, 0));
         plain_block(&p64, &ds, 5); /* warm-up */
         plain_block(&p32, &ds, 5);
-        rec_init(&rec, &rc, &ds, kb * (uint64_t)R);
-        rep_init(&rb, &rc, &ds, rec.n, VT_ORDER_BLAS);
-        rep_init(&rp, &rc, &ds, rec.n, VT_ORDER_SPLIT);
+        rec_init(&rec, &rcp, &ds, kb * (uint64_t)R);
+        rep_init(&rb, &rcp, &ds, rec.n, VT_ORDER_BLAS);
+        rep_init(&rp, &rcp, &ds, rec.n, VT_ORDER_SPLIT);
         rec_init(&recl, &rcl, &ds, kb * (uint64_t)R);
         rep_init(&rpl, &rcl, &ds, recl.n, VT_ORDER_SPLIT);
         double a64[MAXR], a32[MAXR], av[MAXR], a1[MAXR], arb[MAXR], arp[MAXR], alv[MAXR], al1[MAXR], alp[MAXR];
@@ -901,7 +902,7 @@ int main(int argc, char **argv)
             a64[q] = plain_block(&p64, &ds, 2 * kb);
             a32[q] = plain_block(&p32, &ds, 2 * kb);
             double hx0 = rec.t_hash_extra;
-            av[q] = rec_block(&rec, &ds, rc.zstd_level, kb);
+            av[q] = rec_block(&rec, &ds, rcp.zstd_level, kb);
             a1[q] = av[q] + (rec.t_hash_extra - hx0) / (double)kb;
             arb[q] = rep_block(&rb, &ds, &rec);
             arp[q] = rep_block(&rp, &ds, &rec);
@@ -964,7 +965,7 @@ int main(int argc, char **argv)
         rec_free(&recl);
         printf("\nwith the run store (vt_train_run, %llu steps)...\n", (unsigned long long)k->store_steps);
         fflush(stdout);
-        k->store = time_store(&rc, k->store_steps, k->name);
+        k->store = time_store(&rcp, k->store_steps, k->name);
         printf("with run store %.3f ms/step\n", k->store * 1e3);
         if (c == 1) { /* keep the wide model for the hashing figure */
             keep = rec.m;

@@ -20,13 +20,13 @@ int main(int argc, char **argv)
 {
     const char *bad = NULL; /* as the programs start: --threads, and a one-thread BLAS (common/vt_par.h) */
     if (vt_par_take_option(&argc, argv, &bad)) return 64;
-    vt_recipe rc;
-    vt_recipe_default(&rc);
+    vt_recipe rcp;
+    vt_recipe_default(&rcp);
     double mflops = VT_GAME_MIN_RATE / 1e6;
     int no_cal = 0;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--recipe") == 0 && i + 1 < argc) TRY(vt_recipe_load_file(&rc, argv[++i]));
-        else if (strcmp(argv[i], "--set") == 0 && i + 1 < argc) TRY(vt_recipe_set(&rc, argv[++i]));
+        if (strcmp(argv[i], "--recipe") == 0 && i + 1 < argc) TRY(vt_recipe_load_file(&rcp, argv[++i]));
+        else if (strcmp(argv[i], "--set") == 0 && i + 1 < argc) TRY(vt_recipe_set(&rcp, argv[++i]));
         else if (strcmp(argv[i], "--min-mflops") == 0 && i + 1 < argc) mflops = atof(argv[++i]);
         else if (strcmp(argv[i], "--no-calibrate") == 0) no_cal = 1;
         else {
@@ -43,7 +43,7 @@ int main(int argc, char **argv)
     if (a.fp64_s > 0) printf("calibration: the FP64 path's fastest GEMM of %d x %d x %d %.3f ms (CPU time)\n",
                              VT_ARITH_CAL_M, VT_ARITH_CAL_N, VT_ARITH_CAL_K, a.fp64_s * 1e3);
     for (int v = 0; v < a.n_modes; v++) {
-        vt_recipe r = rc;
+        vt_recipe r = rcp;
         r.gemm_arith = v;
         vt_game_needs n;
         vt_game_cost(&r, 0, &lim, &n);

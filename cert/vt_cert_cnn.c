@@ -22,7 +22,7 @@ typedef struct {
 vt_err vt_cert_graph_from_program(vt_model *m, uint32_t *logits, vt_cert_graph **out)
 {
     const vt_program *p = &m->prog;
-    uint32_t first, last, B = m->rc.batch;
+    uint32_t first, last, B = m->rcp.batch;
     vt_program_eval_range(p, &first, &last);
     VT_RETURN_ERROR_IF(B < 1 || p->t[p->input].n % B, VT_ERR_INTERNAL, "certify: the input's batch");
     tmap *tm = calloc(p->n_tensors, sizeof *tm);
@@ -100,16 +100,16 @@ vt_err vt_cert_graph_from_program(vt_model *m, uint32_t *logits, vt_cert_graph *
 /* One operation of the evaluation pass (ids after the step's: vt_model_exec_op runs the step's only),
  * on the CPU reference with the model's scratch and evaluation settings, as the model's own
  * evaluation runs it: the confirmation of a counterexample. */
-vt_err vt_cert_eval_op(vt_model *m, const vt_dataset *ds, vt_rctx *rc, uint32_t op_id)
+vt_err vt_cert_eval_op(vt_model *m, const vt_dataset *ds, vt_rctx *rctx, uint32_t op_id)
 {
     uint32_t first, last;
     vt_program_eval_range(&m->prog, &first, &last);
     VT_RETURN_ERROR_IF(op_id < first || op_id > last, VT_ERR_ARG, "certify: no evaluation operation %u", op_id);
-    if (op_id <= m->prog.n_ops) return vt_model_exec_op(m, ds, rc, 1, op_id);
+    if (op_id <= m->prog.n_ops) return vt_model_exec_op(m, ds, rctx, 1, op_id);
     vt_opctx c;
     memset(&c, 0, sizeof c);
-    c.prog = &m->prog, c.arena = m->arena, c.o = &m->prog.op[op_id], c.op_id = op_id, c.step = 1, c.ds = ds, c.rc = rc;
-    c.exec = &m->exec, c.gemm_arith = (uint32_t)m->rc.gemm_arith;
+    c.prog = &m->prog, c.arena = m->arena, c.o = &m->prog.op[op_id], c.op_id = op_id, c.step = 1, c.ds = ds, c.rctx = rctx;
+    c.exec = &m->exec, c.gemm_arith = (uint32_t)m->rcp.gemm_arith;
     c.s = (vt_opscratch){m->x64, m->x64b, m->b64, m->rn, m->cn, m->f32s};
     return vt_opkind_get(c.o->kind)->exec(&c);
 }

@@ -138,6 +138,6 @@ vt_err vt_cert_onnx_read_any(const char *path, vt_cert_onnx *o, vt_cert_graph **
 vt_err vt_cert_graph_from_program(vt_model *m, uint32_t *logits, vt_cert_graph **g) VT_WARN_UNUSED;
 /* One operation of the model's evaluation range (the evaluation pass's ids follow the step's), exact
  * as the interpreter runs it on the CPU: the counterexamples' confirmation. */
-vt_err vt_cert_eval_op(vt_model *m, const vt_dataset *ds, vt_rctx *rc, uint32_t op_id) VT_WARN_UNUSED;
+vt_err vt_cert_eval_op(vt_model *m, const vt_dataset *ds, vt_rctx *rctx, uint32_t op_id) VT_WARN_UNUSED;
 
 #endif

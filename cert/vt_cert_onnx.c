@@ -519,65 +519,181 @@ static vt_err const_in(const gctx *c, const Onnx__NodeProto *n, size_t k, size_t
     return VT_OK;
 }
 
+/* Conv(image, constant 4-D W[, constant B]): a convolution; r takes its output shape */
+static vt_err gnode_conv(gctx *c, vt_cert_graph *gr, const Onnx__NodeProto *n, const gval *a, gval *r, uint32_t *id)
+{
+    float *w = NULL, *bias = NULL;
+    vt_err e = VT_OK;
+    int64_t ks[2] = {0, 0}, st[2] = {1, 1}, dl[2] = {1, 1}, pd[4] = {0, 0, 0, 0}, grp = 1;
+    e = attrs_only(n, (const char *const[]){"kernel_shape", "strides", "pads", "dilations", "group", "auto_pad", NULL});
+    if (!e) e = no_auto_pad(n);
+    if (!e) e = attr_int(n, "group", 1, &grp);
+    if (!e && grp != 1)
+        e = vt_set_error(VT_ERR_UNSUPPORTED, "ONNX node %s (Conv): group %lld (supported: 1)", nname(n), (long long)grp);
+    if (!e) e = ints_attr(n, "dilations", 2, (const int64_t[]){1, 1}, dl);
+    if (!e && (dl[0] != 1 || dl[1] != 1))
+        e = vt_set_error(VT_ERR_UNSUPPORTED, "ONNX node %s (Conv): dilations %lld, %lld (supported: 1)", nname(n),
+                         (long long)dl[0], (long long)dl[1]);
+    if (!e) e = ints_attr(n, "strides", 2, (const int64_t[]){1, 1}, st);
+    if (!e) e = ints_attr(n, "pads", 4, (const int64_t[]){0, 0, 0, 0}, pd);
+    const Onnx__TensorProto *W = n->n_input >= 2 ? constant(c, n->input[1]) : NULL;
+    if (!e && (!a->img || !W || W->n_dims != 4 || n->n_input > 3))
+        e = vt_set_error(VT_ERR_UNSUPPORTED, "ONNX node %s (Conv): supported as Conv(image, constant 4-D W[, constant B])",
+                         nname(n));
+    int64_t Co = e ? 0 : W->dims[0], kh = e ? 0 : W->dims[2], kw = e ? 0 : W->dims[3];
+    if (!e && (W->dims[1] != a->C || Co < 1 || Co > 65536 || kh < 1 || kw < 1 || kh > a->H + pd[0] + pd[2] ||
+               kw > a->W + pd[1] + pd[3] || st[0] < 1 || st[1] < 1))
+        e = vt_set_error(VT_ERR_UNSUPPORTED, "ONNX node %s (Conv): weight [%lld, %lld, %lld, %lld] on an image %u x %u x %u",
+                         nname(n), (long long)W->dims[0], (long long)W->dims[1], (long long)W->dims[2],
+                         (long long)W->dims[3], a->C, a->H, a->W);
+    if (!e) e = ints_attr(n, "kernel_shape", 2, (const int64_t[]){kh, kw}, ks);
+    if (!e && (ks[0] != kh || ks[1] != kw))
+        e = vt_set_error(VT_ERR_UNSUPPORTED, "ONNX node %s (Conv): kernel_shape disagrees with the weight", nname(n));
+    if (!e) e = const_in(c, n, 1, (size_t)Co * a->C * kh * kw, &w);
+    if (!e && n->n_input == 3 && *n->input[2]) e = const_in(c, n, 2, (size_t)Co, &bias);
+    uint32_t pads[4] = {(uint32_t)pd[0], (uint32_t)pd[1], (uint32_t)pd[2], (uint32_t)pd[3]};
+    if (!e)
+        e = vt_cert_graph_conv2d(gr, a->node, a->C, a->H, a->W, (uint32_t)Co, (uint32_t)kh, (uint32_t)kw, (uint32_t)st[0],
+                                 (uint32_t)st[1], pads, w, bias, id);
+    if (!e)
+        r->C = (uint32_t)Co, r->H = (a->H + pads[0] + pads[2] - (uint32_t)kh) / (uint32_t)st[0] + 1,
+        r->W = (a->W + pads[1] + pads[3] - (uint32_t)kw) / (uint32_t)st[1] + 1;
+    free(w), free(bias);
+    return e;
+}
+
+/* BatchNormalization in inference form: an affine map per channel */
+static vt_err gnode_bn(gctx *c, vt_cert_graph *gr, const Onnx__NodeProto *n, const gval *a, uint32_t *id)
+{
+    float *w = NULL, *bias = NULL, *t3 = NULL, *t4 = NULL;
+    vt_err e = VT_OK;
+    float eps = 1e-5f;
+    int64_t tm = 0, sp = 1;
+    e = attrs_only(n, (const char *const[]){"epsilon", "momentum", "training_mode", "spatial", NULL});
+    if (!e && attr(n, "epsilon")) e = attr_float(n, "epsilon", &eps);
+    if (!e) e = attr_int(n, "training_mode", 0, &tm);
+    if (!e) e = attr_int(n, "spatial", 1, &sp);
+    if (!e && (tm || sp != 1 || n->n_input != 5 || n->n_output != 1 || !(eps >= 0)))
+        e = vt_set_error(VT_ERR_UNSUPPORTED, "ONNX node %s (BatchNormalization): supported in inference form (five "
+                         "inputs, one output, training_mode 0, epsilon >= 0)", nname(n));
+    /* X, scale, B, mean, var */
+    if (!e) e = const_in(c, n, 1, a->C, &w);
+    if (!e) e = const_in(c, n, 2, a->C, &bias);
+    if (!e) e = const_in(c, n, 3, a->C, &t3);
+    if (!e) e = const_in(c, n, 4, a->C, &t4);
+    if (!e) e = vt_cert_graph_bn_chw(gr, a->node, a->C, a->img ? a->H * a->W : 1, t3, t4, w, bias, (double)eps, id);
+    free(w), free(bias), free(t3), free(t4);
+    return e;
+}
+
+/* Add of a constant: one value, one per element, or one per channel (a bias) */
+static vt_err gnode_add_const(gctx *c, vt_cert_graph *gr, const Onnx__NodeProto *n, const gval *a, uint32_t *id)
+{
+    const uint32_t size = a->img ? a->C * a->H * a->W : a->C;
+    float *bias = NULL, *t3 = NULL;
+    vt_err e = VT_OK;
+    e = attrs_only(n, (const char *const[]){NULL});
+    const Onnx__TensorProto *k = constant(c, n->input[strcmp(n->input[0], a->name) == 0 ? 1 : 0]);
+    size_t got = 0;
+    char what[300];
+    snprintf(what, sizeof what, "node %s (Add) constant %s", nname(n), k && k->name ? k->name : "?");
+    if (!e && !k)
+        e = vt_set_error(VT_ERR_UNSUPPORTED, "ONNX node %s (Add): reads %s, which is neither a value written before, "
+                         "the input nor a constant", nname(n), n->input[strcmp(n->input[0], a->name) == 0 ? 1 : 0]);
+    if (!e) e = floats_tmp(k, what, &t3, &got);
+    uint64_t vd[3] = {a->C, a->H, a->W};
+    if (!e && ((got != 1 && got != size && !(a->img && got == a->C && k->n_dims >= 3 && k->dims[k->n_dims - 1] == 1 &&
+                                               k->dims[k->n_dims - 2] == 1)) ||
+               !same_shape(k, vd, a->img ? 3 : 1, a->img ? a->C : 0)))
+        e = vt_set_error(VT_ERR_UNSUPPORTED, "ONNX %s: %zu values for %u (supported: one, all, one per channel)", what,
+                         got, size);
+    if (!e && !(bias = malloc((size_t)size * sizeof *bias))) e = vt_set_error(VT_ERR_NOMEM, "out of memory");
+    for (uint32_t j = 0; !e && j < size; j++) bias[j] = t3[got == 1 ? 0 : got == size ? j : j / (a->H * a->W)];
+    if (!e) e = vt_cert_graph_bias(gr, a->node, bias, id);
+    free(bias), free(t3);
+    return e;
+}
+
+/* GlobalAveragePool, AveragePool, MaxPool over windows that tile the image; r takes the output shape */
+static vt_err gnode_pool(vt_cert_graph *gr, const Onnx__NodeProto *n, const char *op, const gval *a, gval *r, uint32_t *id)
+{
+    vt_err e = VT_OK;
+    int glob = op[0] == 'G', max = op[0] == 'M';
+    int64_t ks[2] = {a->H, a->W}, st[2] = {1, 1}, pd[4] = {0, 0, 0, 0}, dl[2] = {1, 1}, cm = 0, cip = 0, so = 0;
+    e = glob ? attrs_only(n, (const char *const[]){NULL})
+             : attrs_only(n, (const char *const[]){"kernel_shape", "strides", "pads", "auto_pad", "ceil_mode",
+                                                   "count_include_pad", "dilations", "storage_order", NULL});
+    if (!e && !glob && !attr(n, "kernel_shape"))
+        e = vt_set_error(VT_ERR_FORMAT, "ONNX node %s (%s): no kernel_shape", nname(n), op);
+    if (!e) e = ints_attr(n, "kernel_shape", 2, ks, ks);
+    if (!e) e = ints_attr(n, "strides", 2, (const int64_t[]){1, 1}, st);
+    if (!e && glob) st[0] = ks[0], st[1] = ks[1];
+    if (!e) e = ints_attr(n, "pads", 4, (const int64_t[]){0, 0, 0, 0}, pd);
+    if (!e) e = ints_attr(n, "dilations", 2, (const int64_t[]){1, 1}, dl);
+    if (!e) e = no_auto_pad(n);
+    if (!e) e = attr_int(n, "ceil_mode", 0, &cm);
+    if (!e) e = attr_int(n, "count_include_pad", 0, &cip);
+    if (!e) e = attr_int(n, "storage_order", 0, &so);
+    if (!e && !a->img) e = vt_set_error(VT_ERR_UNSUPPORTED, "ONNX node %s (%s): reads a vector", nname(n), op);
+    if (!e && (ks[0] < 1 || ks[1] < 1 || st[0] != ks[0] || st[1] != ks[1] || pd[0] || pd[1] || pd[2] || pd[3] ||
+               dl[0] != 1 || dl[1] != 1 || cm || so || a->H % ks[0] || a->W % ks[1]))
+        e = vt_set_error(VT_ERR_UNSUPPORTED, "ONNX node %s (%s): kernel %lld x %lld, strides %lld x %lld on %u x %u "
+                         "(supported: strides = kernel dividing the image, no pads, dilation 1, ceil_mode 0)",
+                         nname(n), op, (long long)ks[0], (long long)ks[1], (long long)st[0], (long long)st[1], a->H,
+                         a->W);
+    if (!e) e = vt_cert_graph_pool_chw(gr, a->node, a->C, a->H, a->W, (uint32_t)ks[0], (uint32_t)ks[1], max, id);
+    if (!e) r->H = a->H / (uint32_t)ks[0], r->W = a->W / (uint32_t)ks[1];
+    return e;
+}
+
+/* Gemm(vector, constant matrix[, constant C]) or MatMul(vector, constant matrix): a linear layer */
+static vt_err gnode_gemm(gctx *c, vt_cert_graph *gr, const Onnx__NodeProto *n, const gval *a, const char *op, gval *r, uint32_t *id)
+{
+    float *w = NULL, *bias = NULL, *t3 = NULL, *t4 = NULL;
+    vt_err e = VT_OK;
+    int64_t tb = 0;
+    e = op[0] == 'G' ? gemm_attrs(n, &tb) : attrs_only(n, (const char *const[]){NULL});
+    const Onnx__TensorProto *B = n->n_input >= 2 ? constant(c, n->input[1]) : NULL;
+    if (!e && (a->img || !B || B->n_dims != 2 || n->n_input > (op[0] == 'G' ? 3u : 2u) || strcmp(n->input[0], a->name)))
+        e = vt_set_error(VT_ERR_UNSUPPORTED, "ONNX node %s (%s): supported as %s(vector, constant matrix%s)", nname(n), op,
+                         op, op[0] == 'G' ? "[, constant C]" : "");
+    int64_t ni = e ? 0 : B->dims[tb ? 1 : 0], no = e ? 0 : B->dims[tb ? 0 : 1];
+    if (!e && (ni != a->C || no < 1 || no > VT_CERT_MAX_WIDTH))
+        e = vt_set_error(VT_ERR_UNSUPPORTED, "ONNX node %s (%s): a matrix of %lld inputs for a vector of %u", nname(n), op,
+                         (long long)ni, a->C);
+    if (!e) e = const_in(c, n, 1, (size_t)ni * no, &t3);
+    if (!e && n->n_input == 3 && *n->input[2]) { /* C: one value per output, or one broadcast */
+        const Onnx__TensorProto *k = constant(c, n->input[2]);
+        size_t got = 0;
+        if (!k) e = vt_set_error(VT_ERR_UNSUPPORTED, "ONNX node %s (Gemm): C is not a constant", nname(n));
+        if (!e) e = floats_tmp(k, "Gemm C", &t4, &got);
+        uint64_t vd = (uint64_t)no;
+        if (!e && ((got != 1 && got != (size_t)no) || !same_shape(k, &vd, 1, 0)))
+            e = vt_set_error(VT_ERR_UNSUPPORTED, "ONNX node %s (Gemm): C of %zu values for %lld outputs", nname(n), got,
+                             (long long)no);
+        if (!e && !(bias = malloc((size_t)no * sizeof *bias))) e = vt_set_error(VT_ERR_NOMEM, "out of memory");
+        for (int64_t j = 0; !e && j < no; j++) bias[j] = t4[got == 1 ? 0 : j];
+    }
+    if (!e && !(w = malloc((size_t)ni * no * sizeof *w))) e = vt_set_error(VT_ERR_NOMEM, "out of memory");
+    for (int64_t i = 0; !e && i < ni; i++)
+        for (int64_t j = 0; j < no; j++) w[i * no + j] = tb ? t3[j * ni + i] : t3[i * no + j];
+    if (!e) e = vt_cert_graph_linear(gr, a->node, (uint32_t)no, w, bias, id);
+    if (!e) r->C = (uint32_t)no;
+    free(w), free(bias), free(t3), free(t4);
+    return e;
+}
+
 /* one node into the graph: *r receives the value it writes */
 static vt_err gnode_of(gctx *c, vt_cert_graph *gr, const Onnx__NodeProto *n, const gval *a, const gval *b, gval *r)
 {
     const char *op = n->op_type ? n->op_type : ""; /* a node without op_type: refused as an unknown operator */
     uint32_t id = 0, size = a->img ? a->C * a->H * a->W : a->C;
     *r = *a;
-    float *w = NULL, *bias = NULL, *t3 = NULL, *t4 = NULL;
     vt_err e = VT_OK;
     if (!strcmp(op, "Conv")) {
-        int64_t ks[2] = {0, 0}, st[2] = {1, 1}, dl[2] = {1, 1}, pd[4] = {0, 0, 0, 0}, grp = 1;
-        e = attrs_only(n, (const char *const[]){"kernel_shape", "strides", "pads", "dilations", "group", "auto_pad", NULL});
-        if (!e) e = no_auto_pad(n);
-        if (!e) e = attr_int(n, "group", 1, &grp);
-        if (!e && grp != 1)
-            e = vt_set_error(VT_ERR_UNSUPPORTED, "ONNX node %s (Conv): group %lld (supported: 1)", nname(n), (long long)grp);
-        if (!e) e = ints_attr(n, "dilations", 2, (const int64_t[]){1, 1}, dl);
-        if (!e && (dl[0] != 1 || dl[1] != 1))
-            e = vt_set_error(VT_ERR_UNSUPPORTED, "ONNX node %s (Conv): dilations %lld, %lld (supported: 1)", nname(n),
-                             (long long)dl[0], (long long)dl[1]);
-        if (!e) e = ints_attr(n, "strides", 2, (const int64_t[]){1, 1}, st);
-        if (!e) e = ints_attr(n, "pads", 4, (const int64_t[]){0, 0, 0, 0}, pd);
-        const Onnx__TensorProto *W = n->n_input >= 2 ? constant(c, n->input[1]) : NULL;
-        if (!e && (!a->img || !W || W->n_dims != 4 || n->n_input > 3))
-            e = vt_set_error(VT_ERR_UNSUPPORTED, "ONNX node %s (Conv): supported as Conv(image, constant 4-D W[, constant B])",
-                             nname(n));
-        int64_t Co = e ? 0 : W->dims[0], kh = e ? 0 : W->dims[2], kw = e ? 0 : W->dims[3];
-        if (!e && (W->dims[1] != a->C || Co < 1 || Co > 65536 || kh < 1 || kw < 1 || kh > a->H + pd[0] + pd[2] ||
-                   kw > a->W + pd[1] + pd[3] || st[0] < 1 || st[1] < 1))
-            e = vt_set_error(VT_ERR_UNSUPPORTED, "ONNX node %s (Conv): weight [%lld, %lld, %lld, %lld] on an image %u x %u x %u",
-                             nname(n), (long long)W->dims[0], (long long)W->dims[1], (long long)W->dims[2],
-                             (long long)W->dims[3], a->C, a->H, a->W);
-        if (!e) e = ints_attr(n, "kernel_shape", 2, (const int64_t[]){kh, kw}, ks);
-        if (!e && (ks[0] != kh || ks[1] != kw))
-            e = vt_set_error(VT_ERR_UNSUPPORTED, "ONNX node %s (Conv): kernel_shape disagrees with the weight", nname(n));
-        if (!e) e = const_in(c, n, 1, (size_t)Co * a->C * kh * kw, &w);
-        if (!e && n->n_input == 3 && *n->input[2]) e = const_in(c, n, 2, (size_t)Co, &bias);
-        uint32_t pads[4] = {(uint32_t)pd[0], (uint32_t)pd[1], (uint32_t)pd[2], (uint32_t)pd[3]};
-        if (!e)
-            e = vt_cert_graph_conv2d(gr, a->node, a->C, a->H, a->W, (uint32_t)Co, (uint32_t)kh, (uint32_t)kw, (uint32_t)st[0],
-                                     (uint32_t)st[1], pads, w, bias, &id);
-        if (!e)
-            r->C = (uint32_t)Co, r->H = (a->H + pads[0] + pads[2] - (uint32_t)kh) / (uint32_t)st[0] + 1,
-            r->W = (a->W + pads[1] + pads[3] - (uint32_t)kw) / (uint32_t)st[1] + 1;
+        e = gnode_conv(c, gr, n, a, r, &id);
     } else if (!strcmp(op, "BatchNormalization")) {
-        float eps = 1e-5f;
-        int64_t tm = 0, sp = 1;
-        e = attrs_only(n, (const char *const[]){"epsilon", "momentum", "training_mode", "spatial", NULL});
-        if (!e && attr(n, "epsilon")) e = attr_float(n, "epsilon", &eps);
-        if (!e) e = attr_int(n, "training_mode", 0, &tm);
-        if (!e) e = attr_int(n, "spatial", 1, &sp);
-        if (!e && (tm || sp != 1 || n->n_input != 5 || n->n_output != 1 || !(eps >= 0)))
-            e = vt_set_error(VT_ERR_UNSUPPORTED, "ONNX node %s (BatchNormalization): supported in inference form (five "
-                             "inputs, one output, training_mode 0, epsilon >= 0)", nname(n));
-        /* X, scale, B, mean, var */
-        if (!e) e = const_in(c, n, 1, a->C, &w);
-        if (!e) e = const_in(c, n, 2, a->C, &bias);
-        if (!e) e = const_in(c, n, 3, a->C, &t3);
-        if (!e) e = const_in(c, n, 4, a->C, &t4);
-        if (!e) e = vt_cert_graph_bn_chw(gr, a->node, a->C, a->img ? a->H * a->W : 1, t3, t4, w, bias, (double)eps, &id);
+        e = gnode_bn(c, gr, n, a, &id);
     } else if (!strcmp(op, "Relu")) {
         e = attrs_only(n, (const char *const[]){NULL});
         if (!e) e = vt_cert_graph_relu(gr, a->node, &id);
@@ -589,80 +705,12 @@ static vt_err gnode_of(gctx *c, vt_cert_graph *gr, const Onnx__NodeProto *n, con
             e = vt_set_error(VT_ERR_UNSUPPORTED, "ONNX node %s (Add): operands of different shapes (supported: equal)",
                              nname(n));
         if (!e) e = vt_cert_graph_add(gr, a->node, b->node, &id);
-    } else if (!strcmp(op, "Add")) { /* a constant: one value, one per element, or one per channel */
-        e = attrs_only(n, (const char *const[]){NULL});
-        const Onnx__TensorProto *k = constant(c, n->input[strcmp(n->input[0], a->name) == 0 ? 1 : 0]);
-        size_t got = 0;
-        char what[300];
-        snprintf(what, sizeof what, "node %s (Add) constant %s", nname(n), k && k->name ? k->name : "?");
-        if (!e && !k)
-            e = vt_set_error(VT_ERR_UNSUPPORTED, "ONNX node %s (Add): reads %s, which is neither a value written before, "
-                             "the input nor a constant", nname(n), n->input[strcmp(n->input[0], a->name) == 0 ? 1 : 0]);
-        if (!e) e = floats_tmp(k, what, &t3, &got);
-        uint64_t vd[3] = {a->C, a->H, a->W};
-        if (!e && ((got != 1 && got != size && !(a->img && got == a->C && k->n_dims >= 3 && k->dims[k->n_dims - 1] == 1 &&
-                                                   k->dims[k->n_dims - 2] == 1)) ||
-                   !same_shape(k, vd, a->img ? 3 : 1, a->img ? a->C : 0)))
-            e = vt_set_error(VT_ERR_UNSUPPORTED, "ONNX %s: %zu values for %u (supported: one, all, one per channel)", what,
-                             got, size);
-        if (!e && !(bias = malloc((size_t)size * sizeof *bias))) e = vt_set_error(VT_ERR_NOMEM, "out of memory");
-        for (uint32_t j = 0; !e && j < size; j++) bias[j] = t3[got == 1 ? 0 : got == size ? j : j / (a->H * a->W)];
-        if (!e) e = vt_cert_graph_bias(gr, a->node, bias, &id);
+    } else if (!strcmp(op, "Add")) {
+        e = gnode_add_const(c, gr, n, a, &id);
     } else if (!strcmp(op, "GlobalAveragePool") || !strcmp(op, "AveragePool") || !strcmp(op, "MaxPool")) {
-        int glob = op[0] == 'G', max = op[0] == 'M';
-        int64_t ks[2] = {a->H, a->W}, st[2] = {1, 1}, pd[4] = {0, 0, 0, 0}, dl[2] = {1, 1}, cm = 0, cip = 0, so = 0;
-        e = glob ? attrs_only(n, (const char *const[]){NULL})
-                 : attrs_only(n, (const char *const[]){"kernel_shape", "strides", "pads", "auto_pad", "ceil_mode",
-                                                       "count_include_pad", "dilations", "storage_order", NULL});
-        if (!e && !glob && !attr(n, "kernel_shape"))
-            e = vt_set_error(VT_ERR_FORMAT, "ONNX node %s (%s): no kernel_shape", nname(n), op);
-        if (!e) e = ints_attr(n, "kernel_shape", 2, ks, ks);
-        if (!e) e = ints_attr(n, "strides", 2, (const int64_t[]){1, 1}, st);
-        if (!e && glob) st[0] = ks[0], st[1] = ks[1];
-        if (!e) e = ints_attr(n, "pads", 4, (const int64_t[]){0, 0, 0, 0}, pd);
-        if (!e) e = ints_attr(n, "dilations", 2, (const int64_t[]){1, 1}, dl);
-        if (!e) e = no_auto_pad(n);
-        if (!e) e = attr_int(n, "ceil_mode", 0, &cm);
-        if (!e) e = attr_int(n, "count_include_pad", 0, &cip);
-        if (!e) e = attr_int(n, "storage_order", 0, &so);
-        if (!e && !a->img) e = vt_set_error(VT_ERR_UNSUPPORTED, "ONNX node %s (%s): reads a vector", nname(n), op);
-        if (!e && (ks[0] < 1 || ks[1] < 1 || st[0] != ks[0] || st[1] != ks[1] || pd[0] || pd[1] || pd[2] || pd[3] ||
-                   dl[0] != 1 || dl[1] != 1 || cm || so || a->H % ks[0] || a->W % ks[1]))
-            e = vt_set_error(VT_ERR_UNSUPPORTED, "ONNX node %s (%s): kernel %lld x %lld, strides %lld x %lld on %u x %u "
-                             "(supported: strides = kernel dividing the image, no pads, dilation 1, ceil_mode 0)",
-                             nname(n), op, (long long)ks[0], (long long)ks[1], (long long)st[0], (long long)st[1], a->H,
-                             a->W);
-        if (!e) e = vt_cert_graph_pool_chw(gr, a->node, a->C, a->H, a->W, (uint32_t)ks[0], (uint32_t)ks[1], max, &id);
-        if (!e) r->H = a->H / (uint32_t)ks[0], r->W = a->W / (uint32_t)ks[1];
+        e = gnode_pool(gr, n, op, a, r, &id);
     } else if (!strcmp(op, "Gemm") || !strcmp(op, "MatMul")) {
-        int64_t tb = 0;
-        e = op[0] == 'G' ? gemm_attrs(n, &tb) : attrs_only(n, (const char *const[]){NULL});
-        const Onnx__TensorProto *B = n->n_input >= 2 ? constant(c, n->input[1]) : NULL;
-        if (!e && (a->img || !B || B->n_dims != 2 || n->n_input > (op[0] == 'G' ? 3u : 2u) || strcmp(n->input[0], a->name)))
-            e = vt_set_error(VT_ERR_UNSUPPORTED, "ONNX node %s (%s): supported as %s(vector, constant matrix%s)", nname(n), op,
-                             op, op[0] == 'G' ? "[, constant C]" : "");
-        int64_t ni = e ? 0 : B->dims[tb ? 1 : 0], no = e ? 0 : B->dims[tb ? 0 : 1];
-        if (!e && (ni != a->C || no < 1 || no > VT_CERT_MAX_WIDTH))
-            e = vt_set_error(VT_ERR_UNSUPPORTED, "ONNX node %s (%s): a matrix of %lld inputs for a vector of %u", nname(n), op,
-                             (long long)ni, a->C);
-        if (!e) e = const_in(c, n, 1, (size_t)ni * no, &t3);
-        if (!e && n->n_input == 3 && *n->input[2]) { /* C: one value per output, or one broadcast */
-            const Onnx__TensorProto *k = constant(c, n->input[2]);
-            size_t got = 0;
-            if (!k) e = vt_set_error(VT_ERR_UNSUPPORTED, "ONNX node %s (Gemm): C is not a constant", nname(n));
-            if (!e) e = floats_tmp(k, "Gemm C", &t4, &got);
-            uint64_t vd = (uint64_t)no;
-            if (!e && ((got != 1 && got != (size_t)no) || !same_shape(k, &vd, 1, 0)))
-                e = vt_set_error(VT_ERR_UNSUPPORTED, "ONNX node %s (Gemm): C of %zu values for %lld outputs", nname(n), got,
-                                 (long long)no);
-            if (!e && !(bias = malloc((size_t)no * sizeof *bias))) e = vt_set_error(VT_ERR_NOMEM, "out of memory");
-            for (int64_t j = 0; !e && j < no; j++) bias[j] = t4[got == 1 ? 0 : j];
-        }
-        if (!e && !(w = malloc((size_t)ni * no * sizeof *w))) e = vt_set_error(VT_ERR_NOMEM, "out of memory");
-        for (int64_t i = 0; !e && i < ni; i++)
-            for (int64_t j = 0; j < no; j++) w[i * no + j] = tb ? t3[j * ni + i] : t3[i * no + j];
-        if (!e) e = vt_cert_graph_linear(gr, a->node, (uint32_t)no, w, bias, &id);
-        if (!e) r->C = (uint32_t)no;
+        e = gnode_gemm(c, gr, n, a, op, r, &id);
     } else if (!strcmp(op, "Flatten")) {
         e = flatten_attrs(n);
         id = a->node, r->C = size, r->img = 0, r->H = r->W = 1;
@@ -674,7 +722,6 @@ static vt_err gnode_of(gctx *c, vt_cert_graph *gr, const Onnx__NodeProto *n, con
                          "ONNX node %s: operator %s is not supported (supported: Conv, BatchNormalization, Relu, Add, "
                          "MaxPool, AveragePool, GlobalAveragePool, Flatten, Reshape, Gemm, MatMul, Sub, Div, Constant)",
                          nname(n), op);
-    free(w), free(bias), free(t3), free(t4);
     if (e == VT_ERR_ARG) e = vt_set_error(VT_ERR_UNSUPPORTED, "ONNX node %s (%s): %s", nname(n), op, vt_errmsg());
     r->node = id, r->name = n->output[0];
     return e;

@@ -32,7 +32,7 @@
 
 typedef struct {
     vt_model m;
-    vt_recipe rc;
+    vt_recipe rcp;
     vt_dataset ds;
     vt_cert_net net;
     vt_export_result ex;
@@ -83,21 +83,21 @@ static vt_err load_state(const vt_cert_opts *o, cert_run *r)
     uint8_t dh[32];
     e = vt_store_open(o->run_dir, 1, &st);
     if (!e) e = vt_store_manifest(st, &manifest, &ml, r->manifest_hash);
-    if (!e) e = vt_manifest_parse(manifest, ml, &r->rc, dh);
+    if (!e) e = vt_manifest_parse(manifest, ml, &r->rcp, dh);
     free(manifest);
     vt_store_close(st);
-    if (!e && r->rc.arch != VT_ARCH_MLP && r->rc.arch != VT_ARCH_RESNET)
+    if (!e && r->rcp.arch != VT_ARCH_MLP && r->rcp.arch != VT_ARCH_RESNET)
         e = vt_set_error(VT_ERR_UNSUPPORTED, "certify: the run is a GPT; transformers are out of scope");
     /* the bounds are those of exact rounding's network and of real arithmetic (docs/certify.md): a run of
      * the tensor-core mode evaluates its GEMMs otherwise (BF16/FP16/E4M3 operands, truncated sums), errors
      * no bound here covers - a certificate of it would be about another function than the run's */
-    if (!e && r->rc.gemm_arith != 0)
+    if (!e && r->rcp.gemm_arith != 0)
         e = vt_set_error(VT_ERR_UNSUPPORTED,
                          "certify: the run's GEMMs are the tensor-core model gemm_arith=%s, whose arithmetic the bounds "
                          "do not cover (they are exact rounding's and real arithmetic's): only gemm_arith=fp64 runs "
                          "are certified",
-                         vt_gemm_arith_names[r->rc.gemm_arith]);
-    if (!e) e = vt_model_init(&r->m, &r->rc, r->rc.batch, (vt_order)o->order);
+                         vt_gemm_arith_names[r->rcp.gemm_arith]);
+    if (!e) e = vt_model_init(&r->m, &r->rcp, r->rcp.batch, (vt_order)o->order);
     if (!e) r->have_model = 1;
     const vt_program *p = &r->m.prog;
     for (uint32_t i = 0; !e && i < p->n_state; i++) {
@@ -113,16 +113,16 @@ static vt_err load_state(const vt_cert_opts *o, cert_run *r)
     if (!e && memcmp(sh, r->ex.state_hash, 32) != 0)
         e = vt_set_error(VT_ERR_MISMATCH, "certify: the state read back does not give the committed state hash");
     if (e) return e;
-    if (r->rc.arch == VT_ARCH_RESNET) { /* the evaluation pass as a graph; net: only its widths */
+    if (r->rcp.arch == VT_ARCH_RESNET) { /* the evaluation pass as a graph; net: only its widths */
         VT_FORWARD_IF_ERROR(vt_cert_graph_from_program(&r->m, &r->logits, &r->graph));
         r->net.L = 1, r->net.n[0] = vt_cert_graph_size(r->graph, 0);
         r->net.n[1] = vt_cert_graph_size(r->graph, vt_cert_graph_n_nodes(r->graph) - 1);
         return VT_OK;
     }
     /* the network */
-    r->net.L = r->rc.n_layers;
+    r->net.L = r->rcp.n_layers;
     VT_RETURN_ERROR_IF(r->net.L > VT_CERT_MAX_LAYERS, VT_ERR_UNSUPPORTED, "certify: %u layers", r->net.L);
-    for (uint32_t k = 0; k <= r->net.L; k++) r->net.n[k] = r->rc.widths[k];
+    for (uint32_t k = 0; k <= r->net.L; k++) r->net.n[k] = r->rcp.widths[k];
     for (uint32_t k = 1; k <= r->net.L; k++) {
         char nw[32], nb[32];
         snprintf(nw, sizeof nw, "fc%u.weight", k);
@@ -136,7 +136,7 @@ static vt_err load_state(const vt_cert_opts *o, cert_run *r)
     vt_program_eval_range(p, &first, &last);
     VT_RETURN_ERROR_IF(p->op[last].n_in < 1, VT_ERR_INTERNAL, "certify: the evaluation pass ends without input");
     r->logits = p->op[last].in[0];
-    VT_RETURN_ERROR_IF(p->t[r->logits].n != (size_t)r->rc.batch * r->net.n[r->net.L], VT_ERR_INTERNAL,
+    VT_RETURN_ERROR_IF(p->t[r->logits].n != (size_t)r->rcp.batch * r->net.n[r->net.L], VT_ERR_INTERNAL,
                        "certify: the evaluation pass's last operation does not read the logits");
     return VT_OK;
 }
@@ -145,9 +145,9 @@ static vt_err load_state(const vt_cert_opts *o, cert_run *r)
 static vt_err load_data(const vt_cert_opts *o, cert_run *r)
 {
     char spec[VT_RECIPE_SPEC_MAX];
-    if (strncmp(r->rc.dataset, "mnist", 5) == 0) snprintf(spec, sizeof spec, "mnist-test");
-    else if (strncmp(r->rc.dataset, "cifar10", 7) == 0) snprintf(spec, sizeof spec, "cifar10-test");
-    else vt_recipe_dataset_spec(&r->rc, spec, sizeof spec);
+    if (strncmp(r->rcp.dataset, "mnist", 5) == 0) snprintf(spec, sizeof spec, "mnist-test");
+    else if (strncmp(r->rcp.dataset, "cifar10", 7) == 0) snprintf(spec, sizeof spec, "cifar10-test");
+    else vt_recipe_dataset_spec(&r->rcp, spec, sizeof spec);
     VT_FORWARD_IF_ERROR(vt_data_load(spec, o->data_root, &r->ds));
     VT_RETURN_ERROR_IF(r->ds.d != r->net.n[0] || r->ds.text, VT_ERR_ARG, "certify: %s does not fit the model", spec);
     VT_RETURN_ERROR_IF(o->examples > r->ds.n, VT_ERR_ARG, "certify: --examples %u: %s has %zu", o->examples, spec,
@@ -162,22 +162,22 @@ static vt_err confirm(void *ctx, const float *x, uint32_t label, int *mis)
     cert_run *r = ctx;
     vt_model *m = &r->m;
     const vt_program *p = &m->prog;
-    uint32_t d = r->net.n[0], C = r->net.n[r->net.L], B = r->rc.batch;
+    uint32_t d = r->net.n[0], C = r->net.n[r->net.L], B = r->rcp.batch;
     float *in = vt_model_tensor(m, p->input, NULL);
     for (uint32_t b = 0; b < B; b++) memcpy(in + (size_t)b * d, x, d * sizeof *x);
-    vt_bound_cfg bc = m->rc.bound;
+    vt_bound_cfg bc = m->rcp.bound;
     bc.rounding = VT_ROUNDING_EXACT;
     bc.mode = VT_BOUND_PROVABLE;
     vt_steplog log;
-    vt_rctx rc;
+    vt_rctx rctx;
     vt_steplog_init(&log, 0);
-    vt_rctx_init(&rc, VT_RMODE_RECORD, bc);
+    vt_rctx_init(&rctx, VT_RMODE_RECORD, bc);
     vt_exec saved = m->exec;
-    vt_exec_init(&m->exec, m->exec.order, bc, m->rc.seed);
+    vt_exec_init(&m->exec, m->exec.order, bc, m->rcp.seed);
     uint32_t first, last;
     vt_program_eval_range(p, &first, &last);
-    vt_err e = vt_rctx_begin_step(&rc, 1, &log);
-    for (uint32_t j = first; j < last && !e; j++) e = r->graph ? vt_cert_eval_op(m, &r->ds, &rc, j) : vt_model_exec_op(m, &r->ds, &rc, 1, j);
+    vt_err e = vt_rctx_begin_step(&rctx, 1, &log);
+    for (uint32_t j = first; j < last && !e; j++) e = r->graph ? vt_cert_eval_op(m, &r->ds, &rctx, j) : vt_model_exec_op(m, &r->ds, &rctx, 1, j);
     vt_exec_free(&m->exec);
     m->exec = saved;
     vt_steplog_free(&log);

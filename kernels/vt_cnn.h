@@ -5,9 +5,9 @@
  *     backward (non-overlapping windows, so that every input receives at most one gradient value);
  *     written once for FP32 and FP64 (the plain baseline runs them on doubles); the gathers run over
  *     the threads in parts of image rows (values only moved: the same bits for any thread count);
- *   - the batch normalisation's elementwise chains in FP64 (fixed chains of IEEE operations on
- *     FP32 inputs: bit-identical everywhere, bound 0); its reductions are column sums and column
- *     dot products (vt_kernels.h), rounded correctly like every reduction.
+ *   - the convolutions' GEMMs without a materialised im2col, and the strided input gradient by phase.
+ * The batch normalisation's elementwise chains are formulas in vt_cnn_hd.h (run by their kinds,
+ * ops/vt_fam_chain.c); its reductions are column sums and column dot products (vt_kernels.h).
  *
  * Layouts. An activation is channels-last: [B*H*W, C], row (b*H + y)*W + x. The network's input
  * may instead be channels-first (the dataset's CIFAR order, [B, C*H*W]). A convolution weight is
@@ -142,39 +142,6 @@ void vt_maxpool_backward_f32(size_t B, size_t H, size_t W, size_t C, size_t k, c
 void vt_maxpool_backward_f64(size_t B, size_t H, size_t W, size_t C, size_t k, const double *x, const double *dy,
                              double *dx);
 
-/* ------------------------------------------- batch normalisation: FP64 chains, bound 0
- * Over the M rows of a [M, C] activation, per channel c, with S1 = RN32(sum x) and
- * S2 = RN32(sum xc^2) the rounded reductions (column sum, column dot product) over the batch's
- * cnt rows (M = cnt in one process; with the batch split over ranks, M is this rank's rows and
- * cnt the whole batch's, whose sums S1, S2, G1, G2 are; "M" in the formulas below is cnt):
- *   mean  = S1 / M                  xc   = RN32(x - mean)            (vt_bn_center)
- *   rstd  = 1 / sqrt(S2 / M + eps)  y    = gamma * (xc * rstd) + beta (vt_bn_apply)
- * Backward, with G1 = RN32(sum dy) (the bias gradient) and G2 = RN32(sum dy * xc):
- *   dgamma = G2 * rstd                                                 (vt_bn_gamma_grad)
- *   dx = (gamma * rstd) * ((dy - G1 / M) - xc * ((rstd * rstd) * G2 / M))  (vt_bn_backward)
- * the derivative of y with respect to x through mean and variance (d mean and d var folded in).
- * Running statistics (state, not read by the step): with momentum mu,
- *   rm' = (1 - mu) * rm + mu * mean,  rv' = (1 - mu) * rv + mu * S2 / (M - 1)   (vt_bn_running)
- * and evaluation's y = gamma * ((x - rm) / sqrt(rv + eps)) + beta                (vt_bn_eval).
- * Each line is evaluated exactly as written, left to right. */
-double vt_bn_rstd(double S2, size_t M, double eps);
-void vt_bn_center(size_t M, size_t C, size_t cnt, const float *x, const float *s1, double *out);
-void vt_bn_apply(size_t M, size_t C, size_t cnt, const float *xc, const float *s2, const float *gamma,
-                 const float *beta, double eps, double *out);
-void vt_bn_gamma_grad(size_t M, size_t C, const float *g2, const float *s2, double eps, double *out);
-void vt_bn_backward(size_t M, size_t C, size_t cnt, const float *dy, const float *xc, const float *s2,
-                    const float *g1, const float *g2, const float *gamma, double eps, double *out);
-/* out[0..C) the new running mean, out[C..2C) the new running variance (M >= 2) */
-void vt_bn_running(size_t M, size_t C, const float *s1, const float *s2, const float *rm, const float *rv, double mu,
-                   double *out);
-void vt_bn_eval(size_t M, size_t C, const float *x, const float *rm, const float *rv, const float *gamma,
-                const float *beta, double eps, double *out);
-
-/* out = a + b (the residual connection, and the sum of a tensor's two gradients) */
-void vt_add(size_t n, const float *a, const float *b, double *out);
-/* The global average pool's backward: dx[(b, t)][c] = dy[b][c] * w for the HW positions t of
- * image b (w: the FP32 weight 1/HW of the forward reduction; one exact product). */
-void vt_avgpool_backward(size_t B, size_t HW, size_t C, const float *dy, float w, double *dx);
 /* The FP32 weight of a global average pool over HW positions: RN32(1 / HW). */
 float vt_avgpool_weight(size_t HW);
 

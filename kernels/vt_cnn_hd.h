@@ -1,5 +1,5 @@
-/* vt_cnn_hd.h - the per-element chains of the CNN's kernels (kernels/vt_cnn.c), written once for
- * the CPU kernels and the CUDA backend's device kinds (backend/cuda/vt_dev_ops_hd.h): fixed sequences of IEEE
+/* vt_cnn_hd.h - the per-element formulas of the CNN's kinds, written once for their host loops
+ * (ops/vt_fam_chain.c; max pooling kernels/vt_cnn.c) and the CUDA backend's device kinds (backend/cuda/vt_dev_ops_hd.h): fixed sequences of IEEE
  * operations evaluated as written, so host and device give the same FP64 value. A per-channel
  * factor is the same function of the channel's inputs wherever and however often it is computed. */
 #ifndef VT_CNN_HD_H
@@ -20,6 +20,9 @@ VT_HDI double vti_bn_rstd(double S2, size_t M, double eps)
 
 /* x - S1 / M */
 VT_HDI double vti_bn_center1(float x, float s1, size_t M) { return (double)x - (double)s1 / (double)M; }
+
+/* dgamma = G2 rstd(S2) */
+VT_HDI double vti_bn_gamma_grad1(float g2, float s2, size_t M, double eps) { return (double)g2 * vti_bn_rstd(s2, M, eps); }
 
 /* gamma (xc r) + beta with r = rstd(S2) */
 VT_HDI double vti_bn_apply1(float xc, double r, float gamma, float beta)
@@ -52,6 +55,9 @@ VT_HDI double vti_bn_eval1(float x, float rm, float rv, float gamma, float beta,
     double d = sqrt((double)rv + eps);
     return (double)gamma * (((double)x - (double)rm) / d) + (double)beta;
 }
+
+/* the global average pool's backward: dx = dy w (w the FP32 weight 1/HW: one exact product) */
+VT_HDI double vti_avgpool_bwd1(float dy, float w) { return (double)dy * (double)w; }
 
 /* the row-major index of the maximum of pooling window (b, oy, ox) in channel c of x [B*H*W, C]
  * (k x k windows, stride k): the first maximum in row-major order, comparisons only (exact) */

@@ -1,5 +1,5 @@
-/* vt_gpt_hd.h - the per-element chains of the transformer's kernels (kernels/vt_gpt.c), written
- * once for the CPU kernels and the CUDA backend's device kinds (backend/cuda/vt_dev_ops_hd.h): fixed sequences
+/* vt_gpt_hd.h - the per-element formulas of the transformer's kinds, written once for their host
+ * loops (ops/vt_fam_chain.c, vt_fam_rowwise.c) and the CUDA backend's device kinds (backend/cuda/vt_dev_ops_hd.h): fixed sequences
  * of IEEE operations (and the portable exp) evaluated as written, the same FP64 value on host and
  * device. A per-row factor is the same function of the row's inputs wherever it is computed. */
 #ifndef VT_GPT_HD_H
@@ -23,6 +23,9 @@ VT_HDI double vti_ln_rstd(float s2, size_t C, double eps)
     v = v + eps;
     return 1.0 / sqrt(v);
 }
+
+/* xhat = xc r with r = rstd(S2) */
+VT_HDI double vti_ln_norm1(float xc, double r) { return (double)xc * r; }
 
 /* gamma x (+ beta) */
 VT_HDI double vti_affine1(float x, float gamma, const float *beta)
@@ -86,6 +89,9 @@ VT_HDI double vti_softmax_backward1(float p, float dp, float s, double scale)
 {
     return scale * ((double)p * ((double)dp - (double)s));
 }
+
+/* token and position embeddings: wte[tok] + wpe[t] (one IEEE addition) */
+VT_HDI double vti_embed1(float wte, float wpe) { return (double)wte + (double)wpe; }
 
 /* Adam's moments of s g: m' = b1 m + c1 (g s), v' = b2 v + (c2 (g s)) (g s) */
 VT_HDI void vti_adam_scaled1(float g, float m, float v, float s, double b1, double b2, double c1, double c2,

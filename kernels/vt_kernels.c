@@ -482,40 +482,6 @@ vt_err vt_coldot(vt_exec *e, size_t M, size_t N, const float *A, const float *B,
     return vt_reduce(e, 1, N, M, (vt_strided){A, 1, 1, N, 0, 0}, (vt_strided){B, 1, 1, N, 0, 0}, out, b, bounds);
 }
 
-/* ===================================================== elementwise (B = 0)
- * Each output is one fixed chain of IEEE basic operations on exactly converted
- * FP32 inputs (conversions FP32 -> FP64 are exact): bit-identical everywhere. */
-
-typedef struct {
-    size_t N;
-    const float *X, *bias;
-    double *Y;
-} bias_add_a;
-
-static void bias_add_r(const void *p, size_t r0, size_t r1)
-{
-    const bias_add_a *a = p;
-    const size_t N = a->N;
-    for (size_t i = r0; i < r1; i++)
-        for (size_t j = 0; j < N; j++) a->Y[i * N + j] = vti_bias1(a->X[i * N + j], a->bias[j]);
-}
-
-/* rows over the threads (vti_par_range): each output its own chain */
-void vt_bias_add(size_t M, size_t N, const float *X, const float *bias, double *Y)
-{
-    vti_par_range(M, VTI_ROWS_GRAIN(N), bias_add_r, &(bias_add_a){N, X, bias, Y});
-}
-
-void vt_relu(size_t n, const float *x, double *y)
-{
-    for (size_t i = 0; i < n; i++) y[i] = x[i] > 0.0f ? (double)x[i] : 0.0;
-}
-
-void vt_relu_backward(size_t n, const float *x, const float *dy, double *dx)
-{
-    for (size_t i = 0; i < n; i++) dx[i] = x[i] > 0.0f ? (double)dy[i] : 0.0;
-}
-
 typedef struct {
     vti_range_fn fn;
     const void *args;
@@ -600,15 +566,30 @@ vt_err vt_xent_loss(vt_exec *e, size_t N, size_t C, const float *P, const uint8_
     return VT_OK;
 }
 
+/* ================================= the MLP's elementwise formulas over arrays, for tests only (vt_kernels.h) */
+
+void vt_bias_add(size_t M, size_t N, const float *X, const float *bias, double *Y)
+{
+    for (size_t i = 0; i < M; i++)
+        for (size_t j = 0; j < N; j++) Y[i * N + j] = vti_bias1(X[i * N + j], bias[j]);
+}
+
+void vt_relu(size_t n, const float *x, double *y)
+{
+    for (size_t i = 0; i < n; i++) y[i] = vti_relu1(x[i], x[i]);
+}
+
+void vt_relu_backward(size_t n, const float *x, const float *dy, double *dx)
+{
+    for (size_t i = 0; i < n; i++) dx[i] = vti_relu1(x[i], dy[i]);
+}
+
 void vt_xent_backward(size_t N, size_t C, size_t cnt, const float *P, const uint8_t *labels, double *dz)
 {
     const double dn = (double)cnt;
     for (size_t i = 0; i < N; i++)
         for (size_t c = 0; c < C; c++) dz[i * C + c] = vti_xent_bwd1(P[i * C + c], c == labels[i], dn);
 }
-
-/* ============================================================ optimisers
- * Fixed chains (B = 0); the evaluation order of each line is as written. */
 
 void vt_sgd_velocity(size_t n, const float *w, const float *g, const float *v, double mu, double wd,
                      double *v_out)
@@ -635,4 +616,3 @@ void vt_adam_apply(size_t n, const float *w, const float *m_new, const float *v_
     const double bc2 = 1.0 - vti_powi(b2, t);
     for (size_t i = 0; i < n; i++) w_out[i] = vti_adam_apply1(w[i], m_new[i], v_new[i], lr, bc1, bc2, eps);
 }
-

@@ -137,14 +137,6 @@ typedef struct {
 vt_err vt_reduce(vt_exec *e, size_t rows, size_t cols, size_t n, vt_strided a, vt_strided b, double *out,
                  double *bnd, vt_bounds *bounds) VT_WARN_UNUSED;
 
-/* ------------------------------------------------------ elementwise (B = 0) */
-/* Y[i][j] = X[i][j] + bias[j] */
-void vt_bias_add(size_t M, size_t N, const float *X, const float *bias, double *Y);
-/* relu(x) = x > 0 ? x : +0 ; exact (NaN -> +0) */
-void vt_relu(size_t n, const float *x, double *y);
-/* dx = x > 0 ? dy : +0 */
-void vt_relu_backward(size_t n, const float *x, const float *dy, double *dx);
-
 /* ------------------------------------------------ softmax and cross-entropy
  * probs[i][c] = e_ic / s_i with e_ic = vt_exp(z_ic - max_c z) (portable) and s_i = RN64 of the
  * exact sum of the e_ic (rounding/vt_exact.h): a correctly rounded reduction followed by one
@@ -159,21 +151,19 @@ vt_err vt_xent_loss(vt_exec *e, size_t N, size_t C, const float *P, const uint8_
 /* l[i] = -vt_log(max(P[i][labels[i]], 2^-149)) / dn for i < N (labels already checked < C): the
  * logarithms of the rows at once (vt_log_n), the bits of vti_xent_l1 */
 void vt_xent_terms(size_t N, size_t C, const float *P, const uint8_t *labels, double dn, double *l);
-/* dz[i][c] = (P[i][c] - [c == y_i]) / cnt over N rows (cnt = N in one process; the whole batch's
- * rows when it is split over ranks); elementwise, B = 0 (labels must be < C) */
+/* ------------------------------------- the MLP's elementwise formulas over arrays, for tests only
+ * The kinds run their formulas (vt_kernels_hd.h) in their own host loops (ops/vt_fam_chain.c);
+ * these loops over the same formulas are kept for tests/test_kernels.c alone (delete them with its
+ * calls). Y = X + bias per row; relu and its gradient (exact); the cross-entropy's gradient over cnt
+ * rows; SGD with momentum (v' = mu*v + (g + wd*w), w' = w - lr*v'); Adam's moments and update (t >= 1,
+ * b^t by repeated squaring: vti_powi). */
+void vt_bias_add(size_t M, size_t N, const float *X, const float *bias, double *Y);
+void vt_relu(size_t n, const float *x, double *y);
+void vt_relu_backward(size_t n, const float *x, const float *dy, double *dx);
 void vt_xent_backward(size_t N, size_t C, size_t cnt, const float *P, const uint8_t *labels, double *dz);
-
-/* ------------------------------------------------------------ optimisers
- * Elementwise chains in a fixed order, B = 0.  The caller rounds each output.
- * SGD with momentum:  v' = mu*v + (g + wd*w);  w' = w - lr*v'   (v' is rounded to FP32 first:
- *   vt_sgd_velocity then vt_sgd_apply with the rounded v'). */
 void vt_sgd_velocity(size_t n, const float *w, const float *g, const float *v, double mu, double wd,
                      double *v_out);
 void vt_sgd_apply(size_t n, const float *w, const float *v_new, double lr, double *w_out);
-/* Adam (t >= 1):  m' = b1*m + (1-b1)*g;  v' = b2*v + (1-b2)*g*g  (rounded first), then
- *   w' = w - lr * (m'/(1-b1^t)) / (sqrt(v'/(1-b2^t)) + eps); b^t by repeated squaring.
- * Evaluated exactly as written, left to right: (lr * mhat) / (sqrt(vhat) + eps);
- * (1-b2)*g*g is ((1-b2)*g)*g.  t = 0 divides by zero. */
 void vt_adam_moments(size_t n, const float *g, const float *m, const float *v, double b1, double b2,
                      double *m_out, double *v_out);
 void vt_adam_apply(size_t n, const float *w, const float *m_new, const float *v_new, double lr, double b1,

@@ -1,6 +1,6 @@
-/* vt_kernels_hd.h - the per-element chains of the MLP's kernels, written once for the CPU
- * kernels (kernels/vt_kernels.c loops over them) and the CUDA backend's device-resident kinds
- * (backend/cuda/vt_cuda_model.cu): each is a fixed sequence of IEEE basic operations, evaluated as written
+/* vt_kernels_hd.h - the per-element formulas of the MLP's kinds (and ADD, SUB), written once for the
+ * kinds' host loops (ops/vt_fam_chain.c, vt_fam_rowwise.c; vt_softmax and the loss in vt_kernels.c)
+ * and the CUDA backend's device items (backend/cuda/vt_dev_ops_hd.h): each is a fixed sequence of IEEE basic operations, evaluated as written
  * (no contraction on either compiler), so host and device give the same FP64 value. */
 #ifndef VT_KERNELS_HD_H
 #define VT_KERNELS_HD_H
@@ -16,6 +16,10 @@ VT_HDI double vti_bias1(float x, float b) { return (double)x + (double)b; }
 /* SUB: a - b in FP64; RN32 of it is RN32 of the exact difference (53 >= 2 * 24 + 2: the double
  * rounding is innocuous for a sum of two floats), so its bound is 0 */
 VT_HDI double vti_sub1(float a, float b) { return (double)a - (double)b; }
+/* ADD: a + b (the residual connection, and the sum of a tensor's two gradients) */
+VT_HDI double vti_add1(float a, float b) { return (double)a + (double)b; }
+/* ReLU (v = z) and its gradient (v = da): v where z > 0, else +0; exact (NaN -> +0) */
+VT_HDI float vti_relu1(float z, float v) { return z > 0.0f ? v : 0.0f; }
 
 /* (P - [c = y]) / N */
 VT_HDI double vti_xent_bwd1(float p, int is_label, double dn)

@@ -9,9 +9,10 @@
 #include "../common/vt_par.h"
 #include "vt_kernels.h"
 
-/* Elementwise and row-wise kernels over threads (common/vt_par.h): fn(args, lo, hi) for parts
- * [lo, hi) of [0, n), each at least `grain` long; every output element is its own, so the bits do
- * not depend on the split. VTI_GRAIN: about the elements worth a part. */
+/* Kernel loops over threads (common/vt_par.h; the convolution's gathers - the kinds' chains run through
+ * ops/' vti_chain_run): fn(args, lo, hi) for parts [lo, hi) of [0, n), each at least `grain` long;
+ * every output element is its own, so the bits do not depend on the split. VTI_GRAIN: about the
+ * elements worth a part. */
 /* d[0..n) = src converted to FP64; returns their sum of squares, four lanes in a fixed order (vt_gemm.c) */
 double vti_cvt_span(const float *src, size_t n, double *d);
 typedef void (*vti_range_fn)(const void *args, size_t lo, size_t hi);

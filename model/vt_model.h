@@ -56,7 +56,10 @@ void vt_model_set_backend(vt_model *m, const vt_backend *be);
 void vt_model_set_hooks(vt_model *m, const vt_hooks *hooks);
 
 struct vt_model {
-    vt_recipe rc;
+    union {
+        vt_recipe rcp; /* the run's recipe */
+        vt_recipe rc;  /* its old name, for game/ and tests/ until they say rcp (issue 38); then removed */
+    };
     vt_program prog;
     uint8_t *arena[VT_TC_COUNT];     /* arena[VT_TC_PARAM] is the whole state (OPT, BUFFER inside) */
     float *state;                    /* the state: prog.state_floats FP32 values */
@@ -91,9 +94,9 @@ struct vt_model {
                                       * holds and updates the whole state */
 };
 
-/* Builds the program of recipe rc (its arch) over a dataset of n_examples examples, evaluating
+/* Builds the program of recipe rcp (its arch) over a dataset of n_examples examples, evaluating
  * reductions in `order`, and initialises the state of step 0. */
-vt_err vt_model_init(vt_model *m, const vt_recipe *rc, size_t n_examples, vt_order order) VT_WARN_UNUSED;
+vt_err vt_model_init(vt_model *m, const vt_recipe *rcp, size_t n_examples, vt_order order) VT_WARN_UNUSED;
 /* Data-parallel training (docs/distributed.md): m was initialised with the recipe whose batch is
  * this rank's share b = global_batch / size of comm (the state does not depend on the batch); from
  * now on each step holds the examples (global slots) rank*b .. rank*b + b - 1 of the global batch,
@@ -122,7 +125,7 @@ void vt_model_free(vt_model *m);
  * unsharded model); vt_model_replica_hash hashes what every rank holds alike (the parameters and
  * buffers). Refused (VT_ERR_UNSUPPORTED) where an optimiser value is not elementwise with one
  * parameter. */
-vt_err vt_model_init_sharded(vt_model *m, const vt_recipe *rc, size_t n_examples, vt_order order, vt_comm *comm)
+vt_err vt_model_init_sharded(vt_model *m, const vt_recipe *rcp, size_t n_examples, vt_order order, vt_comm *comm)
     VT_WARN_UNUSED;
 int vt_model_sharded(const vt_model *m);
 /* Rank 0's end of a streamed whole state, in state order (the state floats 0 .. n_state-1, the
@@ -183,19 +186,19 @@ uint64_t vt_memory_available(void);
 /* "20.60 GiB" or "512.0 MiB". */
 void vt_fmt_bytes(double bytes, char *buf, size_t cap);
 /* vt_model_init against an explicit budget (0: the process's). */
-vt_err vt_model_init_within(vt_model *m, const vt_recipe *rc, size_t n_examples, vt_order order,
+vt_err vt_model_init_within(vt_model *m, const vt_recipe *rcp, size_t n_examples, vt_order order,
                             uint64_t budget) VT_WARN_UNUSED;
 
 /* Runs operations 1..upto of step m->step + 1 (upto = n_ops: the whole step, after which
  * m->step is incremented), calling hook after each (may be NULL). The rounding context's step
  * must already be begun for that step. On failure the context's fault says where. */
-vt_err vt_model_run(vt_model *m, const vt_dataset *ds, vt_rctx *rc, uint32_t upto, vt_op_hook hook,
+vt_err vt_model_run(vt_model *m, const vt_dataset *ds, vt_rctx *rctx, uint32_t upto, vt_op_hook hook,
                     void *hook_ctx) VT_WARN_UNUSED;
 /* A whole step (vt_model_run to n_ops); *loss receives the step's loss. */
-vt_err vt_model_step(vt_model *m, const vt_dataset *ds, vt_rctx *rc, float *loss) VT_WARN_UNUSED;
+vt_err vt_model_step(vt_model *m, const vt_dataset *ds, vt_rctx *rctx, float *loss) VT_WARN_UNUSED;
 /* Executes the single operation op_id of step `step` on the current contents of its input
  * tensors (the arbiter's recomputation; ds is needed for LOAD_BATCH only). */
-vt_err vt_model_exec_op(vt_model *m, const vt_dataset *ds, vt_rctx *rc, uint64_t step, uint32_t op_id) VT_WARN_UNUSED;
+vt_err vt_model_exec_op(vt_model *m, const vt_dataset *ds, vt_rctx *rctx, uint64_t step, uint32_t op_id) VT_WARN_UNUSED;
 
 /* Tensor t's storage (NULL for an unknown id) and its size in bytes. */
 void *vt_model_tensor(vt_model *m, uint32_t t, size_t *bytes);

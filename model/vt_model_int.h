@@ -1,6 +1,7 @@
 /* vt_model_int.h - private to model/: the sharded optimiser state (vt_shard_state.c) as the
- * interpreter (vt_model.c) uses it (docs/distributed.md "Sharded optimiser state"), and the
- * operation runner and output hash the known-answer probe (vt_probe.c) shares with the interpreter. */
+ * interpreter (vt_model.c) uses it (docs/distributed.md "Sharded optimiser state"), the operation
+ * runner and output hash the known-answer probe (vt_probe.c) and evaluation (vt_model_eval.c) share
+ * with the interpreter, and the memory plan (vt_model_mem.c). */
 #ifndef VT_MODEL_INT_H
 #define VT_MODEL_INT_H
 
@@ -46,7 +47,13 @@ vt_err vti_sstate_map(vt_sstate *s, size_t state_bytes) VT_WARN_UNUSED;
 
 /* Operation op_id of the step or of the evaluation pass (1 .. n_ops + n_eval) run as vt_model_run
  * runs it (then the model's tamper hook, when set), with no after-operation hook. */
-vt_err vti_model_exec(vt_model *m, const vt_dataset *ds, vt_rctx *rc, uint64_t step, uint32_t op_id) VT_WARN_UNUSED;
+vt_err vti_model_exec(vt_model *m, const vt_dataset *ds, vt_rctx *rctx, uint64_t step, uint32_t op_id) VT_WARN_UNUSED;
+/* Operation op_id run by the interpreter, nothing else (no range check, no hook). */
+vt_err vti_model_op(vt_model *m, const vt_dataset *ds, vt_rctx *rctx, uint64_t s, uint32_t op_id) VT_WARN_UNUSED;
+/* The scratch sizes (FP64 elements, norms) vt_model_init allocates, and the whole need with them
+ * (vt_model_mem.c; ss: a sharded optimiser state, or NULL). */
+void vti_model_scratch_need(const vt_program *p, const vt_sstate *ss, double *scratch, double *norms);
+void vti_model_need_of(const vt_program *p, uint32_t batch, size_t n_examples, const vt_sstate *ss, vt_model_mem *need);
 /* vt_model_output_hash of any operation of the step or of the evaluation pass. */
 vt_err vti_model_output_hash(vt_model *m, uint32_t op_id, uint8_t out[VT_HASH_LEN]) VT_WARN_UNUSED;
 

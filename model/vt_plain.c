@@ -22,10 +22,10 @@ static void *TP(vt_plain *p, uint32_t t) { return p->arena[p->prog.t[t].cls] + p
 /* Batch of step s (1-based), exactly as vt_model_batch_indices. */
 static void batch_indices(vt_plain *p, uint64_t s)
 {
-    uint64_t B = p->rc.batch, spe = p->n_examples / B;
+    uint64_t B = p->rcp.batch, spe = p->n_examples / B;
     uint64_t e = (s - 1) / spe, q = (s - 1) % spe;
     if (p->perm_epoch != e + 1) {
-        vt_shuffle(p->perm, (uint32_t)p->n_examples, p->rc.seed, VT_RNG_SHUFFLE, e);
+        vt_shuffle(p->perm, (uint32_t)p->n_examples, p->rcp.seed, VT_RNG_SHUFFLE, e);
         p->perm_epoch = e + 1;
     }
     for (uint64_t i = 0; i < B; i++) p->batch_idx[i] = p->perm[q * B + i];
@@ -44,13 +44,13 @@ int vt_plain_has_kind(uint16_t kind)
     return k && k->plain;
 }
 
-vt_err vt_plain_init(vt_plain *p, const vt_recipe *rc, size_t n_examples, int fp64)
+vt_err vt_plain_init(vt_plain *p, const vt_recipe *rcp, size_t n_examples, int fp64)
 {
     memset(p, 0, sizeof *p);
-    VT_RETURN_ERROR_IF(n_examples < rc->batch || n_examples > UINT32_MAX, VT_ERR_ARG,
-                       "the dataset has %zu examples; the batch needs %u", n_examples, rc->batch);
-    VT_FORWARD_IF_ERROR(vt_program_build(rc, &p->prog));
-    p->rc = *rc;
+    VT_RETURN_ERROR_IF(n_examples < rcp->batch || n_examples > UINT32_MAX, VT_ERR_ARG,
+                       "the dataset has %zu examples; the batch needs %u", n_examples, rcp->batch);
+    VT_FORWARD_IF_ERROR(vt_program_build(rcp, &p->prog));
+    p->rcp = *rcp;
     p->fp64 = fp64 != 0;
     p->esz = p->fp64 ? sizeof(double) : sizeof(float);
     p->n_examples = n_examples;
@@ -66,7 +66,7 @@ vt_err vt_plain_init(vt_plain *p, const vt_recipe *rc, size_t n_examples, int fp
     }
     for (uint32_t t = 0; t < g->n_ops + g->n_eval && !bad; t++) bad = !vt_plain_has_kind(g->op[t + 1].kind);
     for (int c = 0; c < VT_TC_COUNT && !bad; c++) bad = (p->arena[c] = calloc(bytes[c] ? bytes[c] : 1, 1)) == NULL;
-    p->batch_idx = bad ? NULL : calloc(rc->batch, sizeof *p->batch_idx);
+    p->batch_idx = bad ? NULL : calloc(rcp->batch, sizeof *p->batch_idx);
     p->perm = bad ? NULL : calloc(n_examples, sizeof *p->perm);
     if (bad || !p->batch_idx || !p->perm) {
         vt_plain_free(p);
@@ -75,7 +75,7 @@ vt_err vt_plain_init(vt_plain *p, const vt_recipe *rc, size_t n_examples, int fp
     /* the verifiable model's initial FP32 values */
     for (uint32_t t = 0; t < g->n_state; t++)
         for (size_t k = 0; k < g->t[t].n; k++) {
-            float w = vt_program_initial_value(g, rc->seed, t, k);
+            float w = vt_program_initial_value(g, rcp->seed, t, k);
             if (p->fp64) ((double *)TP(p, t))[k] = w;
             else ((float *)TP(p, t))[k] = w;
         }

@@ -27,7 +27,7 @@
 #include "../arch/vt_recipe.h"
 
 typedef struct {
-    vt_recipe rc;
+    vt_recipe rcp;
     int fp64;                        /* 1: double values and dgemm; 0: float and sgemm */
     size_t esz;                      /* sizeof(double) or sizeof(float): an F32 tensor's element here */
     vt_program prog;                 /* the recipe's step program, the one vt_model runs */
@@ -41,9 +41,9 @@ typedef struct {
     const vt_backend *be;            /* NULL or a backend whose plain GEMMs replace the CBLAS calls */
 } vt_plain;
 
-/* Allocates and initialises (step 0) a plain model of recipe rc over a dataset of n_examples
+/* Allocates and initialises (step 0) a plain model of recipe rcp over a dataset of n_examples
  * examples in FP64 (fp64 = 1) or FP32 (fp64 = 0). */
-vt_err vt_plain_init(vt_plain *p, const vt_recipe *rc, size_t n_examples, int fp64) VT_WARN_UNUSED;
+vt_err vt_plain_init(vt_plain *p, const vt_recipe *rcp, size_t n_examples, int fp64) VT_WARN_UNUSED;
 void vt_plain_free(vt_plain *p);
 
 /* Runs step p->step + 1 on ds; *loss (may be NULL) receives the batch's mean cross-entropy.

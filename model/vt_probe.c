@@ -115,18 +115,18 @@ static vt_err chain(void *ctx, vt_model *m, uint64_t step, uint32_t op)
 static vt_err probe_recipe(uint8_t prog, const char *const *keys, const char *extra, const vt_dataset *ds,
                            vt_order order, vt_op_hook tamper, void *tctx, vt_probe *p)
 {
-    vt_recipe rc;
-    vt_recipe_default(&rc);
-    for (int i = 0; keys[i]; i++) VT_FORWARD_IF_ERROR(vt_recipe_set(&rc, keys[i]));
-    if (extra) VT_FORWARD_IF_ERROR(vt_recipe_set(&rc, extra));
+    vt_recipe rcp;
+    vt_recipe_default(&rcp);
+    for (int i = 0; keys[i]; i++) VT_FORWARD_IF_ERROR(vt_recipe_set(&rcp, keys[i]));
+    if (extra) VT_FORWARD_IF_ERROR(vt_recipe_set(&rcp, extra));
     vt_model m;
     memset(&m, 0, sizeof m);
-    VT_FORWARD_IF_ERROR(vt_model_init_within(&m, &rc, ds->n, order, UINT64_MAX));
+    VT_FORWARD_IF_ERROR(vt_model_init_within(&m, &rcp, ds->n, order, UINT64_MAX));
     m.tamper = tamper, m.tamper_ctx = tctx;
     vt_steplog log;
     vt_steplog_init(&log, 0);
     vt_rctx rx;
-    vt_rctx_init(&rx, VT_RMODE_RECORD, m.rc.bound);
+    vt_rctx_init(&rx, VT_RMODE_RECORD, m.rcp.bound);
     vt_err e = vt_rctx_begin_step(&rx, 1, &log);
     probe_ctx c = {p, prog};
     if (!e) e = vt_model_run(&m, ds, &rx, m.prog.n_ops, chain, &c);

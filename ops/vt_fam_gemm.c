@@ -79,7 +79,7 @@ vt_err vti_matmul_exec(vt_opctx *c)
     if (tc && c->be && c->be->gemm_tc) /* the backend's kernel of the model (the same bits) */
         return c->be->gemm_tc(c->be->impl, tc, 1, (int)a[0], (int)a[1], M, N, K, IN(0), IN(1), OUT(0));
     if (tc) return tc_gemm(tc, (int)a[0], (int)a[1], M, N, K, IN(0), IN(1), OUT(0)); /* the tensor-core model */
-    if (c->be && c->be->gemm_round) return c->be->gemm_round(c->be->impl, c->rc, c->op_id, (int)a[0], (int)a[1], M, N, K, IN(0), IN(1), OUT(0));
+    if (c->be && c->be->gemm_round) return c->be->gemm_round(c->be->impl, c->rctx, c->op_id, (int)a[0], (int)a[1], M, N, K, IN(0), IN(1), OUT(0));
     vt_conv_geom g;
     size_t Co = 0;
     int done = 0; /* a strided convolution's input gradient: by output phase, the same reductions and bounds */
@@ -247,12 +247,12 @@ vt_err vti_matmul_plain(vt_plainctx *c)
     size_t Co = 0; /* a strided convolution's input gradient: by output phase, as the verifiable exec */
     const int phase = conv_dgrad_geom(c->prog, (uint32_t)(c->o - c->prog->op), c->o, &g, &Co) && g.s >= 2;
     VTI_PLAIN_BOTH(c, {
-        if (be && _Generic((T)0, float: be->gemm_plain32, default: be->gemm_plain64))
-            return _Generic((T)0, float: be->gemm_plain32, default: be->gemm_plain64)(
+        if (be && _Generic((real)0, float: be->gemm_plain32, default: be->gemm_plain64))
+            return _Generic((real)0, float: be->gemm_plain32, default: be->gemm_plain64)(
                 be->impl, ta, tb, (size_t)M, (size_t)N, (size_t)K, PX(0), PX(1), PY(0));
         if (phase) return PTG(vt_conv_dgrad_plain)(&g, Co, PX(0), PX(1), PY(0));
-        PGEMM(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, (T)1, PX(0),
-              ta ? M : K, PX(1), tb ? K : N, (T)0, PY(0), N);
+        PGEMM(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, (real)1, PX(0),
+              ta ? M : K, PX(1), tb ? K : N, (real)0, PY(0), N);
         return VT_OK;
     })
 }
@@ -263,8 +263,8 @@ vt_err vti_bmm_plain(vt_plainctx *c)
         const int64_t *a = c->o->iarg;
         int G = (int)a[0], M = (int)a[1], N = (int)a[2], K = (int)a[3], ta = (int)a[4], tb = (int)a[5];
         for (int g = 0; g < G; g++)
-            PGEMM(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, (T)1,
-                 PX(0) + (size_t)g * M * K, ta ? M : K, PX(1) + (size_t)g * K * N, tb ? K : N, (T)0, PY(0) + (size_t)g * M * N,
+            PGEMM(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, (real)1,
+                 PX(0) + (size_t)g * M * K, ta ? M : K, PX(1) + (size_t)g * K * N, tb ? K : N, (real)0, PY(0) + (size_t)g * M * N,
                  N);
         return VT_OK;
     })
@@ -337,7 +337,7 @@ vt_err vti_conv2d_exec(vt_opctx *c)
         float *wp = malloc(K * Co * sizeof *wp); /* W', the bound's and the exact evaluator's op(B) */
         VT_RETURN_ERROR_IF(!wp, VT_ERR_NOMEM, "out of memory (an input gradient's transposed weight)");
         vt_err err = vt_conv2d_dgrad(c->exec, &g, Co, IN(0), IN(1), wp, c->s.x64, c->s.rn, c->s.cn, &bd, &ref);
-        if (!err) err = vt_round(c->rc, c->op_id, c->s.x64, &bd, g.B * g.H * g.W, g.C, OUT(0));
+        if (!err) err = vt_round(c->rctx, c->op_id, c->s.x64, &bd, g.B * g.H * g.W, g.C, OUT(0));
         free(wp);
         VT_FORWARD_IF_ERROR(err);
     } else {
@@ -379,13 +379,13 @@ vt_err vti_conv2d_plain(vt_plainctx *c)
         VTI_PLAIN_BOTH(c, { return PTG(vt_conv2d_dgrad_plain)(&g, (size_t)N, PX(0), PX(1), PY(0)); })
     }
     VTI_PLAIN_BOTH(c, {
-        T *col = malloc((size_t)M * (size_t)K * sizeof *col);
+        real *col = malloc((size_t)M * (size_t)K * sizeof *col);
         VT_RETURN_ERROR_IF(!col, VT_ERR_NOMEM, "out of memory (a convolution's columns)");
         PTG(vt_im2col)(&g, PX(0), col);
         if (fwd)
-            PGEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, (T)1, col, K, PX(1), N, (T)0, PY(0), N);
+            PGEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, (real)1, col, K, PX(1), N, (real)0, PY(0), N);
         else
-            PGEMM(CblasRowMajor, CblasTrans, CblasNoTrans, K, N, M, (T)1, col, K, PX(1), N, (T)0, PY(0), N);
+            PGEMM(CblasRowMajor, CblasTrans, CblasNoTrans, K, N, M, (real)1, col, K, PX(1), N, (real)0, PY(0), N);
         free(col);
         return VT_OK;
     })

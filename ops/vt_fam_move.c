@@ -295,15 +295,15 @@ vt_err vti_augment_plain(vt_plainctx *c)
         const int64_t *a = c->o->iarg;
         const size_t C = (size_t)a[0], H = (size_t)a[1], W = (size_t)a[2], d = C * H * W, B = SHAPE(0, 0);
         const uint32_t pad = (uint32_t)a[3];
-        const T *in = PX(0);
-        T *out = PY(0);
+        const real *in = PX(0);
+        real *out = PY(0);
         for (size_t b = 0; b < B; b++) {
             uint32_t oy, ox;
             int fl;
             vt_augment_draw((uint64_t)a[5], c->step, b, pad, (int)a[4], &oy, &ox, &fl);
             for (size_t e = 0; e < d; e++) {
                 int64_t src = vt_augment_source(H, W, pad, oy, ox, fl, e);
-                out[b * d + e] = src < 0 ? (T)0 : in[b * d + (size_t)src];
+                out[b * d + e] = src < 0 ? (real)0 : in[b * d + (size_t)src];
             }
         }
         return VT_OK;

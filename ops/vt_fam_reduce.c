@@ -276,13 +276,13 @@ vt_err vti_xent_plain(vt_plainctx *c)
 {
     VTI_PLAIN_BOTH(c, {
         size_t N = SHAPE(0, 0), C = SHAPE(0, 1);
-        const T *pr = PX(0);
+        const real *pr = PX(0);
         const uint8_t *y = PTP(c, c->o->in[1]);
         VT_FORWARD_IF_ERROR(vti_labels_ok(N, C, y));
-        T lsum = 0;
+        real lsum = 0;
         for (size_t i = 0; i < N; i++) {
-            T q = pr[i * C + y[i]];
-            lsum += -PLOG(q < PTMIN ? PTMIN : q) / (T)N;
+            real q = pr[i * C + y[i]];
+            lsum += -PLOG(q < PTMIN ? PTMIN : q) / (real)N;
         }
         *PY(0) = lsum;
         return VT_OK;
@@ -293,8 +293,8 @@ vt_err vti_colsum_plain(vt_plainctx *c)
 {
     VTI_PLAIN_BOTH(c, {
         size_t M = SHAPE(0, 0), N = SHAPE(0, 1);
-        const T *x = PX(0);
-        T *s = PY(0);
+        const real *x = PX(0);
+        real *s = PY(0);
         for (size_t j = 0; j < N; j++) s[j] = 0;
         for (size_t i = 0; i < M; i++)
             for (size_t j = 0; j < N; j++) s[j] += x[i * N + j];
@@ -306,8 +306,8 @@ vt_err vti_coldot_plain(vt_plainctx *c)
 {
     VTI_PLAIN_BOTH(c, {
         size_t M = SHAPE(0, 0), N = SHAPE(0, 1);
-        const T *a = PX(0), *b = PX(1);
-        T *s = PY(0);
+        const real *a = PX(0), *b = PX(1);
+        real *s = PY(0);
         for (size_t j = 0; j < N; j++) s[j] = 0;
         for (size_t i = 0; i < M; i++)
             for (size_t j = 0; j < N; j++) s[j] += a[i * N + j] * b[i * N + j];
@@ -319,13 +319,13 @@ vt_err vti_avgpool_plain(vt_plainctx *c)
 {
     VTI_PLAIN_BOTH(c, {
         size_t B = (size_t)c->o->iarg[0], HW = (size_t)c->o->iarg[1], C = SHAPE(0, 1);
-        const T *x = PX(0);
-        T *y = PY(0);
+        const real *x = PX(0);
+        real *y = PY(0);
         for (size_t b = 0; b < B; b++)
             for (size_t k = 0; k < C; k++) {
-                T s = 0;
+                real s = 0;
                 for (size_t t = 0; t < HW; t++) s += x[(b * HW + t) * C + k];
-                y[b * C + k] = s / (T)HW;
+                y[b * C + k] = s / (real)HW;
             }
         return VT_OK;
     })
@@ -335,8 +335,8 @@ vt_err vti_pos_grad_plain(vt_plainctx *c)
 {
     VTI_PLAIN_BOTH(c, {
         const size_t B = (size_t)c->o->iarg[0], Tn = (size_t)c->o->iarg[1], C = SHAPE(0, 1);
-        const T *dx = PX(0);
-        T *d = PY(0);
+        const real *dx = PX(0);
+        real *d = PY(0);
         for (size_t i = 0; i < Tn * C; i++) d[i] = 0;
         for (size_t b = 0; b < B; b++)
             for (size_t i = 0; i < Tn * C; i++) d[i] += dx[b * Tn * C + i];
@@ -348,10 +348,10 @@ vt_err vti_row_sum_plain(vt_plainctx *c)
 {
     VTI_PLAIN_BOTH(c, {
         const size_t M = SHAPE(0, 0), N = SHAPE(0, 1);
-        const T *a = PX(0), *b = c->o->n_in > 1 ? PX(1) : NULL;
-        T *s = PY(0);
+        const real *a = PX(0), *b = c->o->n_in > 1 ? PX(1) : NULL;
+        real *s = PY(0);
         for (size_t i = 0; i < M; i++) {
-            T acc = 0;
+            real acc = 0;
             for (size_t j = 0; j < N; j++) acc += b ? a[i * N + j] * b[i * N + j] : a[i * N + j];
             s[i] = acc;
         }
@@ -362,8 +362,8 @@ vt_err vti_row_sum_plain(vt_plainctx *c)
 vt_err vti_sumsq_plain(vt_plainctx *c)
 {
     VTI_PLAIN_BOTH(c, {
-        const T *g = PX(0);
-        T s = 0;
+        const real *g = PX(0);
+        real s = 0;
         for (size_t i = 0; i < c->prog->t[c->o->in[0]].n; i++) s += g[i] * g[i];
         *PY(0) = s;
         return VT_OK;
@@ -373,7 +373,7 @@ vt_err vti_sumsq_plain(vt_plainctx *c)
 vt_err vti_sum_scalars_plain(vt_plainctx *c)
 {
     VTI_PLAIN_BOTH(c, {
-        T s = 0;
+        real s = 0;
         for (uint32_t k = 0; k < c->o->n_in; k++) s += *PX(k);
         *PY(0) = s;
         return VT_OK;

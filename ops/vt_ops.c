@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/vt_par.h"
 #include "../rounding/vt_elem.h"
 #include "../rounding/vt_eval.h"
 #include "../rounding/vt_tight.h"
@@ -20,6 +21,24 @@ vt_err vti_op_want(const vt_program *p, const vt_opdesc *o, uint32_t id, vt_dtyp
                        "program: operation \"%s\": %s %s is %s with %zu elements, expected %s with %zu", o->name, what,
                        t->name, vt_dtype_name((vt_dtype)t->dtype), t->n, vt_dtype_name(dt), n);
     return VT_OK;
+}
+
+typedef struct {
+    const vt_opctx *c;
+    const void *arg;
+    vti_chain_part part;
+} chain_job;
+
+static void chain_part(void *ctx, size_t lo, size_t hi, int k)
+{
+    const chain_job *j = ctx;
+    (void)k;
+    j->part(j->c, j->arg, lo, hi);
+}
+
+void vti_chain_run(const vt_opctx *c, size_t n, size_t cols, vti_chain_part part, const void *arg)
+{
+    (void)vt_par_for(n, VTI_CHAIN_GRAIN / (cols ? cols : 1) + 1, chain_part, &(chain_job){c, arg, part});
 }
 
 void vti_cost_elementwise(const vt_program *p, const vt_opdesc *o, double flop_per, vt_opcost *out)
@@ -80,7 +99,7 @@ static vt_err round_batch(vt_opctx *c, const double *x, const double *bound, siz
     vt_err e = vt_round_dist_refined(c->shard->comm, n, x, bound, refine, resum, terms, arg, out, &st, &f);
     c->shard->n_dist += st.n, c->shard->n_dist_exact += st.n_exact;
     c->shard->bytes_sent += st.bytes_gather + st.bytes_refine + st.bytes_reduce;
-    c->rc->stats.rounded += st.n, c->rc->stats.exact += st.n_exact;
+    c->rctx->stats.rounded += st.n, c->rctx->stats.exact += st.n_exact;
     return e ? dist_fail(c, e, &f) : VT_OK;
 }
 
@@ -157,8 +176,8 @@ static vt_err bounds_terms(void *arg, size_t i, vt_xacc *acc)
 
 vt_err vti_round_batch(vt_opctx *c, const double *x, const vt_bounds *b, size_t rows, size_t cols, float *out)
 {
-    if (!c->shard) return vt_round(c->rc, c->op_id, x, b, rows, cols, out);
-    VT_RETURN_ERROR_IF(c->rc->bound.rounding != VT_ROUNDING_EXACT, VT_ERR_UNSUPPORTED,
+    if (!c->shard) return vt_round(c->rctx, c->op_id, x, b, rows, cols, out);
+    VT_RETURN_ERROR_IF(c->rctx->bound.rounding != VT_ROUNDING_EXACT, VT_ERR_UNSUPPORTED,
                        "a batch split over ranks is rounded exactly: rounding=log needs one rank");
     const vt_bounds zero = {.kind = VT_BOUNDS_ZERO};
     if (!b) b = &zero;
@@ -178,7 +197,7 @@ vt_err vti_round_batch(vt_opctx *c, const double *x, const vt_bounds *b, size_t 
     int tight = b->kind == VT_BOUNDS_OUTER && b->ta && b->K <= VT_MBLK_KMAX;
     vt_tight tc;
     if (tight) vt_tight_init(&tc, b, rows, cols);
-    bounds_arg arg = {b, x, cols, 0, 0, &c->rc->bound, tight ? &tc : NULL};
+    bounds_arg arg = {b, x, cols, 0, 0, &c->rctx->bound, tight ? &tc : NULL};
     /* a short GEMM reduction refines its bounds (4 bytes an element); any other reduction with an
      * exact evaluator its partials (the compensated sums: 12 bytes) */
     int resum = !tight && b->kind != VT_BOUNDS_ZERO && b->xa;

@@ -89,7 +89,7 @@ typedef struct {
     uint64_t step;
     const vt_dataset *ds;     /* LOAD_BATCH only */
     const size_t *batch_idx;  /* LOAD_BATCH only: the step's example indices (the data order) */
-    vt_rctx *rc;
+    vt_rctx *rctx;
     vt_exec *exec;            /* evaluation order, bound configuration, GEMM settings */
     const vt_backend *be;     /* NULL or the backend whose kernels replace the CPU's */
     vt_opscratch s;

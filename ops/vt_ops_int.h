@@ -56,7 +56,16 @@ static inline float *vti_op_f(const vt_opctx *c, const uint32_t *ids, uint32_t k
 #define IN(k) vti_op_f(c, c->o->in, (k))
 #define OUT(k) vti_op_f(c, c->o->out, (k))
 #define NOUT(k) (c->prog->t[c->o->out[k]].n)
-#define ROUND(xs, bnd, rows, cols, out) VT_FORWARD_IF_ERROR(vt_round(c->rc, c->op_id, (xs), (bnd), (rows), (cols), (out)))
+#define ROUND(xs, bnd, rows, cols, out) VT_FORWARD_IF_ERROR(vt_round(c->rctx, c->op_id, (xs), (bnd), (rows), (cols), (out)))
+
+/* ---- a chain's host loop (the elementwise chains, the row-wise kinds): part(c, arg, lo, hi) writes
+ * the values of items [lo, hi) of [0, n) (elements, or rows of `cols` elements: 1 for elements) through
+ * the kind's formula in the kernels' shared _hd.h header; vti_chain_run splits [0, n) over the threads
+ * (common/vt_par.h) in parts of about VTI_CHAIN_GRAIN elements. Every item is its own fixed chain, so
+ * the bits do not depend on the split (docs/architecture.md "Threads"). */
+typedef void (*vti_chain_part)(const vt_opctx *c, const void *arg, size_t lo, size_t hi);
+void vti_chain_run(const vt_opctx *c, size_t n, size_t cols, vti_chain_part part, const void *arg);
+#define VTI_CHAIN_GRAIN 16384
 
 /* ---- data parallelism (vt_shard): the global batch's count of rows of which this rank holds
  * `rows` (a batch-major tensor: rows = b * rows per example), the global slot of local example
@@ -80,32 +89,33 @@ vt_err vti_round_batch(vt_opctx *c, const double *x, const vt_bounds *b, size_t 
 vt_err vti_round_batch_terms(vt_opctx *c, const double *x, const double *bound, size_t n, vt_round_dist_terms terms,
                              void *arg, float *out);
 
-/* ---- the plain forms (vt_plainctx): written once per kind for a scalar type T, which
- * VTI_PLAIN_BOTH instantiates as double and as float (one branch each, chosen by c->f64);
- * PX/PY are input/output k as T *, PTP any tensor's bytes; the P-prefixed maths are libm's of T
- * (expf or exp, ...); PTG(name) is a kernel's name_f32 or name_f64; PGEMM the CBLAS GEMM of T. */
+/* ---- the plain forms (vt_plainctx): written once per kind for a scalar type `real` (not T, which
+ * names the tensor lookup above), which VTI_PLAIN_BOTH instantiates as double and as float (one
+ * branch each, chosen by c->f64);
+ * PX/PY are input/output k as real *, PTP any tensor's bytes; the P-prefixed maths are libm's of real
+ * (expf or exp, ...); PTG(name) is a kernel's name_f32 or name_f64; PGEMM the CBLAS GEMM of real. */
 #define VTI_PLAIN_BOTH(c, ...)                                                                                         \
     if ((c)->f64) {                                                                                                    \
-        typedef double T; (void)sizeof(T); /* a body may not name T */                                            \
+        typedef double real; (void)sizeof(real); /* a body need not name real */                                       \
         __VA_ARGS__                                                                                                    \
     } else {                                                                                                           \
-        typedef float T; (void)sizeof(T);                                                                              \
+        typedef float real; (void)sizeof(real);                                                                        \
         __VA_ARGS__                                                                                                    \
     }
 static inline void *vti_plain_ptr(const vt_plainctx *c, uint32_t t) { return c->arena[c->prog->t[t].cls] + c->off[t]; }
 #define PTP(c, t) vti_plain_ptr((c), (t))
-#define PX(k) ((T *)PTP(c, c->o->in[k]))
-#define PY(k) ((T *)PTP(c, c->o->out[k]))
+#define PX(k) ((real *)PTP(c, c->o->in[k]))
+#define PY(k) ((real *)PTP(c, c->o->out[k]))
 #define SHAPE(k, d) (c->prog->t[c->o->in[k]].shape[d])
-#define PTG(name) _Generic((T)0, float: name##_f32, default: name##_f64)
-#define PEXP(x) _Generic((T)0, float: expf, default: exp)(x)
-#define PLOG(x) _Generic((T)0, float: logf, default: log)(x)
-#define PSQRT(x) _Generic((T)0, float: sqrtf, default: sqrt)(x)
-#define PTANH(x) _Generic((T)0, float: tanhf, default: tanh)(x)
-#define PTMIN _Generic((T)0, float: FLT_TRUE_MIN, default: DBL_TRUE_MIN)
-#define PGEMM _Generic((T)0, float: cblas_sgemm, default: cblas_dgemm)
-/* 1 / sqrt(s2 / M + eps) in T: the normalisations' reciprocal standard deviation */
-#define PRSTD(s2, M, eps) ((T)1 / PSQRT((s2) / (T)(M) + (T)(eps)))
+#define PTG(name) _Generic((real)0, float: name##_f32, default: name##_f64)
+#define PEXP(x) _Generic((real)0, float: expf, default: exp)(x)
+#define PLOG(x) _Generic((real)0, float: logf, default: log)(x)
+#define PSQRT(x) _Generic((real)0, float: sqrtf, default: sqrt)(x)
+#define PTANH(x) _Generic((real)0, float: tanhf, default: tanh)(x)
+#define PTMIN _Generic((real)0, float: FLT_TRUE_MIN, default: DBL_TRUE_MIN)
+#define PGEMM _Generic((real)0, float: cblas_sgemm, default: cblas_dgemm)
+/* 1 / sqrt(s2 / M + eps) in real: the normalisations' reciprocal standard deviation */
+#define PRSTD(s2, M, eps) ((real)1 / PSQRT((s2) / (real)(M) + (real)(eps)))
 /* an FP64 scalar tensor's value */
 static inline double vti_plain_f64(const vt_plainctx *c, uint32_t t)
 {

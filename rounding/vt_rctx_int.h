@@ -1,4 +1,4 @@
-/* vt_rctx_int.h - private to rounding_log/: what the context's files share - the report of a
+/* vt_rctx_int.h - private to rounding/: what the context's files share - the report of a
  * failing element as the context's fault, the opening of a recording party's operation record,
  * the rounding of elements whose bound is 0 (vt_round.c), and log rounding of one operation
  * (vt_round_log.c), which vt_round dispatches to. */

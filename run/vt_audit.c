@@ -57,11 +57,11 @@ static int find_io(finding *f, int64_t step, const char *what)
 
 typedef struct {
     const vt_audit_opts *o;
-    vt_recipe rc;
+    vt_recipe rcp;
     vt_dataset ds;
     vt_commitment cm;
     int have_cm;       /* cm was read (whatever its checks gave) */
-    vt_step_rec *recs; /* steps 0..rc.steps */
+    vt_step_rec *recs; /* steps 0..rcp.steps */
     uint64_t *cks;
     size_t ncks;
     pthread_mutex_t mu;
@@ -90,9 +90,9 @@ static int is_checkpoint(const audit_ctx *a, uint64_t s)
     return a->ncks && bsearch(&s, a->cks, a->ncks, sizeof *a->cks, cmp_u64) != NULL;
 }
 
-static int expected_has_state(const vt_recipe *rc, uint64_t s)
+static int expected_has_state(const vt_recipe *rcp, uint64_t s)
 {
-    return vt_recipe_has_state(rc, s);
+    return vt_recipe_has_state(rcp, s);
 }
 
 /* A recorded checkpoint that does not read back (e, from vt_store_get_checkpoint). Changing a
@@ -135,9 +135,150 @@ static int check_checkpoint(worker *w, vt_store *st, vt_model *m, uint64_t s)
     return 0;
 }
 
-static void replay_segment(worker *w)
+/* The segment's start: the run store, the model on its backend, the state of step w->from (the
+ * initial state or the checkpoint) checked against the committed one. 0, or -1 with the finding set. */
+static int segment_open(worker *w, vt_store **st, vt_model *m, vt_backend *be)
 {
     audit_ctx *a = w->a;
+    if (vt_store_open(a->o->run_dir, 1, st)) {
+        find_io(&w->f, (int64_t)w->from, "run store");
+        return -1;
+    }
+    vt_err me = vt_model_init_within(m, &a->rcp, a->ds.n, a->o->order, a->budget);
+    if (me) {
+        find_set(&w->f, VT_VERDICT_CANNOT, -1,
+                 me == VT_ERR_LIMIT ? "memory budget" : me == VT_ERR_INTERNAL ? "internal error" : "local error",
+                 "cannot build the model: %s", vt_errmsg());
+        return -1;
+    }
+    if (vt_backend_open(a->o->backend ? a->o->backend : "cpu", be)) {
+        find_set(&w->f, VT_VERDICT_CANNOT, -1, "backend unavailable", "%s", vt_errmsg());
+        return -1;
+    }
+    vt_model_set_backend(m, be);
+    if (w->from == 0 && a->rcp.has_init && vt_init_apply(m, &a->init)) {
+        find_set(&w->f, VT_VERDICT_REJECTED, 0, "init mismatch", "%s", vt_errmsg());
+        return -1;
+    }
+    if (w->from > 0) { /* start from the checkpoint, which must hold the committed state */
+        float *state = NULL;
+        vt_err e = vt_store_get_checkpoint(*st, w->from, m->n_state, &state);
+        if (e) {
+            find_checkpoint(&w->f, a->o->run_dir, w->from, e);
+            return -1;
+        }
+        if (vt_model_set_state(m, w->from, state, m->n_state)) {
+            free(state);
+            find_io(&w->f, (int64_t)w->from, "checkpoint");
+            return -1;
+        }
+        free(state);
+    }
+    uint8_t h[32];
+    if (vt_model_state_hash(m, h)) {
+        find_io(&w->f, -1, "hashing");
+        return -1;
+    }
+    if (memcmp(h, a->recs[w->from].state_hash, 32) != 0) {
+        find_set(&w->f, VT_VERDICT_REJECTED, (int64_t)w->from, "state mismatch",
+                 w->from ? "the checkpoint of step %llu does not hold the committed state"
+                         : "the initial state (step %llu) differs from the committed one: other seed or initialisation",
+                 (unsigned long long)w->from);
+        return -1;
+    }
+    if (w->from == 0 && is_checkpoint(a, 0) && check_checkpoint(w, *st, m, 0)) return -1;
+    return 0;
+}
+
+/* Step s replayed on m from its stored log (checked against the committed log hash), its record, state
+ * hash and checkpoint checked. 0, or -1 with the finding set. */
+static int replay_step(worker *w, vt_store *st, vt_model *m, vt_step_args *sa, uint64_t s)
+{
+    audit_ctx *a = w->a;
+    uint8_t h[32];
+    const vt_step_rec *rec = &a->recs[s];
+    uint8_t *blob = NULL;
+    size_t blen = 0;
+    uint8_t lh[32];
+    if (vt_store_get_log(st, s, &blob, &blen)) {
+        find_io(&w->f, (int64_t)s, "log");
+        return -1;
+    }
+    vt_err e = vt_steplog_decode_stored(blob, blen, s, NULL, sa->log, lh);
+    free(blob);
+    if (e) {
+        find_set(&w->f, VT_VERDICT_REJECTED, (int64_t)s, "log corrupt", "the log of step %llu cannot be decoded: %s",
+                 (unsigned long long)s, vt_errmsg());
+        return -1;
+    }
+    if (memcmp(lh, rec->log_hash, 32) != 0) {
+        find_set(&w->f, VT_VERDICT_REJECTED, (int64_t)s, "log mismatch",
+                 "the log stored for step %llu is not the committed one (its hash differs)", (unsigned long long)s);
+        return -1;
+    }
+    e = vt_step_run(m, &a->ds, sa);
+    if (e) {
+        const char *reason = e == VT_ERR_IMPLAUSIBLE ? (sa->fault->has_entry ? "implausible log entry" : "missing log entry")
+                             : e == VT_ERR_MISMATCH  ? "log mismatch"
+                             : e == VT_ERR_DIVERGED  ? "replay diverged"
+                                                     : "local error";
+        /* our failure, not the run's: a local error or a bug of ours is never a verdict on the run */
+        int cannot = e == VT_ERR_NOMEM || e == VT_ERR_IO || e == VT_ERR_ENV || e == VT_ERR_INTERNAL;
+        if (e == VT_ERR_INTERNAL) reason = "internal error";
+        find_set(&w->f, cannot ? VT_VERDICT_CANNOT : VT_VERDICT_REJECTED, (int64_t)s, reason, "%s", vt_errmsg());
+        if (sa->fault->code != VT_OK) {
+            w->f.op = sa->fault->op_id;
+            w->f.index = sa->fault->has_entry || e != VT_ERR_MISMATCH ? (int64_t)sa->fault->index : -1;
+            snprintf(w->f.op_name, sizeof w->f.op_name, "%s", vt_model_op_name(m, sa->fault->op_id));
+        }
+        return -1;
+    }
+    /* the record's entry count is not in the leaf: it must be the committed log's (checked after the
+     * replay, so that a faulty log is reported for what it is, not for its bookkeeping) */
+    if (rec->log_entries != vt_steplog_total_entries(sa->log)) {
+        find_set(&w->f, VT_VERDICT_REJECTED, (int64_t)s, "record mismatch",
+                 "the record of step %llu counts %llu log entries; its committed log holds %llu",
+                 (unsigned long long)s, (unsigned long long)rec->log_entries,
+                 (unsigned long long)vt_steplog_total_entries(sa->log));
+        return -1;
+    }
+    uint32_t lb;
+    memcpy(&lb, sa->loss, 4);
+    if (lb != rec->loss_bits) {
+        find_set(&w->f, VT_VERDICT_REJECTED, (int64_t)s, "record mismatch",
+                 "the loss stored for step %llu (%.9g) differs from the replayed loss (%.9g)", (unsigned long long)s,
+                 (double)vt_bits_f32(rec->loss_bits), (double)*sa->loss);
+        return -1;
+    }
+    if (rec->has_state) {
+        if (vt_model_state_hash(m, h)) {
+            find_io(&w->f, (int64_t)s, "hashing");
+            return -1;
+        }
+        if (memcmp(h, rec->state_hash, 32) != 0) {
+            uint64_t prev = s - 1;
+            while (prev > w->from && !a->recs[prev].has_state) prev--;
+            find_set(&w->f, VT_VERDICT_REJECTED, (int64_t)s, "state mismatch",
+                     "the replayed state of step %llu differs from the committed one (the last committed state "
+                     "that matched is step %llu): a step in %llu..%llu was not computed as recorded",
+                     (unsigned long long)s, (unsigned long long)prev, (unsigned long long)prev + 1,
+                     (unsigned long long)s);
+            return -1;
+        }
+    }
+    if (is_checkpoint(a, s) && check_checkpoint(w, st, m, s)) return -1;
+    w->checked++;
+    pthread_mutex_lock(&a->mu);
+    a->done++;
+    char extra[64]; /* the loss of the step just replayed (by whichever segment) */
+    snprintf(extra, sizeof extra, "loss %.4f (step %llu)", (double)*sa->loss, (unsigned long long)s);
+    vt_progress_update(&a->pr, "replay", a->done, extra);
+    pthread_mutex_unlock(&a->mu);
+    return 0;
+}
+
+static void replay_segment(worker *w)
+{
     vt_store *st = NULL;
     vt_model m;
     vt_backend be;
@@ -148,140 +289,15 @@ static void replay_segment(worker *w)
     memset(&stats, 0, sizeof stats);
     vt_steplog_init(&log, 0);
     w->f.verdict = VT_VERDICT_VERIFIED;
-    if (vt_store_open(a->o->run_dir, 1, &st)) {
-        find_io(&w->f, (int64_t)w->from, "run store");
-        goto out;
+    if (segment_open(w, &st, &m, &be) == 0) {
+        vt_fault fault;
+        float loss;
+        vt_step_args sa;
+        memset(&sa, 0, sizeof sa);
+        sa.party = VT_PARTY_VERIFIER, sa.log = &log, sa.fault = &fault, sa.stats = &stats, sa.loss = &loss;
+        for (uint64_t s = w->from + 1; s <= w->to; s++)
+            if (replay_step(w, st, &m, &sa, s)) break;
     }
-    vt_err me = vt_model_init_within(&m, &a->rc, a->ds.n, a->o->order, a->budget);
-    if (me) {
-        find_set(&w->f, VT_VERDICT_CANNOT, -1,
-                 me == VT_ERR_LIMIT ? "memory budget" : me == VT_ERR_INTERNAL ? "internal error" : "local error",
-                 "cannot build the model: %s", vt_errmsg());
-        goto out;
-    }
-    if (vt_backend_open(a->o->backend ? a->o->backend : "cpu", &be)) {
-        find_set(&w->f, VT_VERDICT_CANNOT, -1, "backend unavailable", "%s", vt_errmsg());
-        goto out;
-    }
-    vt_model_set_backend(&m, &be);
-    if (w->from == 0 && a->rc.has_init && vt_init_apply(&m, &a->init)) {
-        find_set(&w->f, VT_VERDICT_REJECTED, 0, "init mismatch", "%s", vt_errmsg());
-        goto out;
-    }
-    uint8_t h[32];
-    if (w->from > 0) { /* start from the checkpoint, which must hold the committed state */
-        float *state = NULL;
-        vt_err e = vt_store_get_checkpoint(st, w->from, m.n_state, &state);
-        if (e) {
-            find_checkpoint(&w->f, a->o->run_dir, w->from, e);
-            goto out;
-        }
-        if (vt_model_set_state(&m, w->from, state, m.n_state)) {
-            free(state);
-            find_io(&w->f, (int64_t)w->from, "checkpoint");
-            goto out;
-        }
-        free(state);
-    }
-    if (vt_model_state_hash(&m, h)) {
-        find_io(&w->f, -1, "hashing");
-        goto out;
-    }
-    if (memcmp(h, a->recs[w->from].state_hash, 32) != 0) {
-        find_set(&w->f, VT_VERDICT_REJECTED, (int64_t)w->from, "state mismatch",
-                 w->from ? "the checkpoint of step %llu does not hold the committed state"
-                         : "the initial state (step %llu) differs from the committed one: other seed or initialisation",
-                 (unsigned long long)w->from);
-        goto out;
-    }
-    if (w->from == 0 && is_checkpoint(a, 0) && check_checkpoint(w, st, &m, 0)) goto out;
-
-    vt_fault fault;
-    float loss;
-    vt_step_args sa;
-    memset(&sa, 0, sizeof sa);
-    sa.party = VT_PARTY_VERIFIER, sa.log = &log, sa.fault = &fault, sa.stats = &stats, sa.loss = &loss;
-    for (uint64_t s = w->from + 1; s <= w->to; s++) {
-        const vt_step_rec *rec = &a->recs[s];
-        uint8_t *blob = NULL;
-        size_t blen = 0;
-        uint8_t lh[32];
-        if (vt_store_get_log(st, s, &blob, &blen)) {
-            find_io(&w->f, (int64_t)s, "log");
-            goto out;
-        }
-        vt_err e = vt_steplog_decode_stored(blob, blen, s, NULL, &log, lh);
-        free(blob);
-        if (e) {
-            find_set(&w->f, VT_VERDICT_REJECTED, (int64_t)s, "log corrupt", "the log of step %llu cannot be decoded: %s",
-                     (unsigned long long)s, vt_errmsg());
-            goto out;
-        }
-        if (memcmp(lh, rec->log_hash, 32) != 0) {
-            find_set(&w->f, VT_VERDICT_REJECTED, (int64_t)s, "log mismatch",
-                     "the log stored for step %llu is not the committed one (its hash differs)", (unsigned long long)s);
-            goto out;
-        }
-        e = vt_step_run(&m, &a->ds, &sa);
-        if (e) {
-            const char *reason = e == VT_ERR_IMPLAUSIBLE ? (fault.has_entry ? "implausible log entry" : "missing log entry")
-                                 : e == VT_ERR_MISMATCH  ? "log mismatch"
-                                 : e == VT_ERR_DIVERGED  ? "replay diverged"
-                                                         : "local error";
-            /* our failure, not the run's: a local error or a bug of ours is never a verdict on the run */
-            int cannot = e == VT_ERR_NOMEM || e == VT_ERR_IO || e == VT_ERR_ENV || e == VT_ERR_INTERNAL;
-            if (e == VT_ERR_INTERNAL) reason = "internal error";
-            find_set(&w->f, cannot ? VT_VERDICT_CANNOT : VT_VERDICT_REJECTED, (int64_t)s, reason, "%s", vt_errmsg());
-            if (fault.code != VT_OK) {
-                w->f.op = fault.op_id;
-                w->f.index = fault.has_entry || e != VT_ERR_MISMATCH ? (int64_t)fault.index : -1;
-                snprintf(w->f.op_name, sizeof w->f.op_name, "%s", vt_model_op_name(&m, fault.op_id));
-            }
-            goto out;
-        }
-        /* the record's entry count is not in the leaf: it must be the committed log's (checked after the
-         * replay, so that a faulty log is reported for what it is, not for its bookkeeping) */
-        if (rec->log_entries != vt_steplog_total_entries(&log)) {
-            find_set(&w->f, VT_VERDICT_REJECTED, (int64_t)s, "record mismatch",
-                     "the record of step %llu counts %llu log entries; its committed log holds %llu",
-                     (unsigned long long)s, (unsigned long long)rec->log_entries,
-                     (unsigned long long)vt_steplog_total_entries(&log));
-            goto out;
-        }
-        uint32_t lb;
-        memcpy(&lb, &loss, 4);
-        if (lb != rec->loss_bits) {
-            find_set(&w->f, VT_VERDICT_REJECTED, (int64_t)s, "record mismatch",
-                     "the loss stored for step %llu (%.9g) differs from the replayed loss (%.9g)", (unsigned long long)s,
-                     (double)vt_bits_f32(rec->loss_bits), (double)loss);
-            goto out;
-        }
-        if (rec->has_state) {
-            if (vt_model_state_hash(&m, h)) {
-                find_io(&w->f, (int64_t)s, "hashing");
-                goto out;
-            }
-            if (memcmp(h, rec->state_hash, 32) != 0) {
-                uint64_t prev = s - 1;
-                while (prev > w->from && !a->recs[prev].has_state) prev--;
-                find_set(&w->f, VT_VERDICT_REJECTED, (int64_t)s, "state mismatch",
-                         "the replayed state of step %llu differs from the committed one (the last committed state "
-                         "that matched is step %llu): a step in %llu..%llu was not computed as recorded",
-                         (unsigned long long)s, (unsigned long long)prev, (unsigned long long)prev + 1,
-                         (unsigned long long)s);
-                goto out;
-            }
-        }
-        if (is_checkpoint(a, s) && check_checkpoint(w, st, &m, s)) goto out;
-        w->checked++;
-        pthread_mutex_lock(&a->mu);
-        a->done++;
-        char extra[64]; /* the loss of the step just replayed (by whichever segment) */
-        snprintf(extra, sizeof extra, "loss %.4f (step %llu)", (double)loss, (unsigned long long)s);
-        vt_progress_update(&a->pr, "replay", a->done, extra);
-        pthread_mutex_unlock(&a->mu);
-    }
-out:
     w->applied = stats.logged_dir + stats.logged_val;
     w->passed = stats.checked;
     vt_steplog_free(&log);
@@ -327,7 +343,7 @@ static int static_checks(audit_ctx *a, vt_store *st, finding *f)
         return find_set(f, VT_VERDICT_REJECTED, -1, "manifest mismatch", "%s", vt_errmsg());
     if (me) return find_io(f, -1, "run store manifest");
     int mismatch = memcmp(mh, a->cm.manifest_hash, 32) != 0;
-    vt_err e = mismatch ? VT_OK : vt_manifest_parse(mf, ml, &a->rc, dh);
+    vt_err e = mismatch ? VT_OK : vt_manifest_parse(mf, ml, &a->rcp, dh);
     free(mf);
     if (mismatch)
         return find_set(f, VT_VERDICT_REJECTED, -1, "manifest mismatch",
@@ -337,12 +353,12 @@ static int static_checks(audit_ctx *a, vt_store *st, finding *f)
         vt_recipe want;
         vt_recipe_default(&want);
         if (vt_recipe_load_file(&want, o->recipe_path)) return find_io(f, -1, "recipe");
-        if (!vt_recipe_equal(&want, &a->rc))
+        if (!vt_recipe_equal(&want, &a->rcp))
             return find_set(f, VT_VERDICT_REJECTED, -1, "recipe mismatch",
                             "the run was trained with another recipe than %s", o->recipe_path);
     }
     char spec[VT_RECIPE_SPEC_MAX];
-    vt_recipe_dataset_spec(&a->rc, spec, sizeof spec);
+    vt_recipe_dataset_spec(&a->rcp, spec, sizeof spec);
     if (vt_data_load(spec, o->data_root, &a->ds))
         return find_set(f, VT_VERDICT_CANNOT, -1, "dataset unavailable", "cannot load dataset %s: %s", spec,
                         vt_errmsg());
@@ -353,20 +369,20 @@ static int static_checks(audit_ctx *a, vt_store *st, finding *f)
         return find_set(f, VT_VERDICT_REJECTED, -1, "wrong dataset",
                         "the run was trained on a dataset with hash %s; the local %s has hash %s", want, spec, have);
     }
-    if (vt_recipe_check_data(&a->rc, &a->ds))
+    if (vt_recipe_check_data(&a->rcp, &a->ds))
         return find_set(f, VT_VERDICT_REJECTED, -1, "dataset does not fit", "%s", vt_errmsg());
     int why = 0;
-    if (a->rc.has_init ? vt_init_for_replay(&a->rc, o->init_path, o->run_dir, &a->init, &why) != VT_OK
+    if (a->rcp.has_init ? vt_init_for_replay(&a->rcp, o->init_path, o->run_dir, &a->init, &why) != VT_OK
                        : o->init_path != NULL)
         return find_set(f, why == 1 ? VT_VERDICT_CANNOT : VT_VERDICT_REJECTED, 0,
                         why == 1 ? "init unavailable" : "wrong init", "%s",
                         why ? vt_errmsg() : "the run starts from its recipe's initialisation, not from the --init file");
     uint64_t count;
     if (vt_store_step_count(st, &count)) return find_io(f, -1, "run store");
-    if (count != a->cm.step_count || count != a->rc.steps + 1)
+    if (count != a->cm.step_count || count != a->rcp.steps + 1)
         return find_set(f, VT_VERDICT_REJECTED, -1, "incomplete run",
                         "the store holds %llu steps, the commitment %llu, the recipe %llu", (unsigned long long)count,
-                        (unsigned long long)a->cm.step_count, (unsigned long long)(a->rc.steps + 1));
+                        (unsigned long long)a->cm.step_count, (unsigned long long)(a->rcp.steps + 1));
     a->recs = calloc(count, sizeof *a->recs);
     if (!a->recs) return find_set(f, VT_VERDICT_CANNOT, -1, "local error", "out of memory");
     vt_merkle tree;
@@ -378,7 +394,7 @@ static int static_checks(audit_ctx *a, vt_store *st, finding *f)
             vt_merkle_free(&tree);
             return find_io(f, (int64_t)s, "step record");
         }
-        if (r->has_state != expected_has_state(&a->rc, s)) {
+        if (r->has_state != expected_has_state(&a->rcp, s)) {
             vt_merkle_free(&tree);
             return find_set(f, VT_VERDICT_REJECTED, (int64_t)s, "record mismatch",
                             "step %llu %s a state hash against the recipe's schedule", (unsigned long long)s,
@@ -413,15 +429,15 @@ static int static_checks(audit_ctx *a, vt_store *st, finding *f)
     /* complete: every checkpoint the recipe promises (every checkpoint_every steps and the last,
      * step 0 included) is recorded, so that the run can be resumed, disputed and exported at each;
      * the replay then compares each with the replayed state */
-    for (uint64_t k = 0;; k += a->rc.checkpoint_every) {
-        uint64_t s = k < a->rc.steps ? k : a->rc.steps;
+    for (uint64_t k = 0;; k += a->rcp.checkpoint_every) {
+        uint64_t s = k < a->rcp.steps ? k : a->rcp.steps;
         if (!is_checkpoint(a, s))
             return find_set(f, VT_VERDICT_REJECTED, (int64_t)s, "incomplete run",
                             "the run store lacks the checkpoint of step %llu, which the recipe promises (every %u "
                             "steps and the last)%s",
-                            (unsigned long long)s, a->rc.checkpoint_every,
-                            s == a->rc.steps ? ": the final state cannot be exported" : "");
-        if (s == a->rc.steps) break;
+                            (unsigned long long)s, a->rcp.checkpoint_every,
+                            s == a->rcp.steps ? ": the final state cannot be exported" : "");
+        if (s == a->rcp.steps) break;
     }
     return 0;
 }
@@ -463,6 +479,121 @@ static uint64_t min_over_ranks(vt_comm *c, uint64_t v)
     return (uint64_t)mine;
 }
 
+/* The memory each parallel replay needs, against the budget (a->budget, fixed now): *jobs reduced to
+ * the replays that fit, res's memory fields set; a finding in *f when none fits. */
+static void plan_memory(audit_ctx *a, const vt_audit_opts *o, finding *f, vt_audit_result *res, int *jobs)
+{
+    vt_program p;
+    if (vt_program_build(&a->rcp, &p)) {
+        find_set(f, VT_VERDICT_CANNOT, -1, "local error", "cannot build the program: %s", vt_errmsg());
+        return; /* (every rank meets the agreement after it) */
+    }
+    vt_model_mem need;
+    vt_model_need(&p, a->rcp.batch, a->ds.n, &need);
+    vt_program_free(&p);
+    a->budget = vt_model_memory_budget();
+    if (vt_model_check_budget(&need, a->budget)) {
+        find_set(f, VT_VERDICT_CANNOT, -1, "memory budget", "%s", vt_errmsg());
+        return; /* (every rank meets the agreement after it) */
+    }
+    uint64_t fit = need.total > 0 ? (uint64_t)((double)a->budget / need.total) : (uint64_t)*jobs;
+    if (fit < (uint64_t)*jobs) {
+        char n[32], b[32];
+        vt_fmt_bytes(need.total, n, sizeof n);
+        vt_fmt_bytes((double)a->budget, b, sizeof b);
+        if (!o->quiet)
+            fprintf(stderr, "auditor: --jobs %d reduced to %llu: each replay needs %s, the memory budget is %s\n",
+                    *jobs, (unsigned long long)fit, n, b);
+        *jobs = (int)fit;
+    }
+    res->memory_need = need.total;
+    res->memory_budget = (double)a->budget;
+}
+
+/* [from, to) split into at most jobs segments, each ending at a checkpoint (the last at to): ws[0..nw) */
+static int split_segments(audit_ctx *a, worker *ws, int jobs, uint64_t from, uint64_t to)
+{
+    int nw = 0;
+    uint64_t start = from;
+    for (int j = 0; j < jobs && start < to; j++) {
+        uint64_t target = from + (to - from) * (uint64_t)(j + 1) / (uint64_t)jobs, end = to;
+        if (j + 1 < jobs) { /* the first checkpoint at or after the target */
+            end = to;
+            for (size_t i = 0; i < a->ncks; i++)
+                if (a->cks[i] > start && a->cks[i] >= target && a->cks[i] < end) end = a->cks[i];
+        }
+        ws[nw].a = a;
+        ws[nw].from = start;
+        ws[nw].to = end;
+        nw++;
+        start = end;
+    }
+    return nw;
+}
+
+/* This rank's segments replayed: all of them in one process, every nr-th from its rank under mpirun,
+ * each on its own thread when there are several. */
+static void replay_own(audit_ctx *a, worker *ws, int nw, int rank, int nr, int quiet)
+{
+    uint64_t own_steps = 0;
+    int n_own = 0;
+    for (int j = rank; j < nw; j += nr) own_steps += ws[j].to - ws[j].from, n_own++;
+    vt_progress_init(&a->pr, 0, own_steps, quiet);
+    if (n_own == 1) {
+        replay_segment(&ws[rank]);
+    } else if (n_own > 1) {
+        pthread_t *th = calloc((size_t)nw, sizeof *th);
+        int *started = calloc((size_t)nw, sizeof *started);
+        for (int j = rank; th && started && j < nw; j += nr)
+            started[j] = pthread_create(&th[j], NULL, worker_main, &ws[j]) == 0;
+        for (int j = rank; j < nw; j += nr) {
+            if (th && started && started[j])
+                pthread_join(th[j], NULL);
+            else
+                replay_segment(&ws[j]);
+        }
+        free(th);
+        free(started);
+    }
+    vt_progress_end(&a->pr);
+}
+
+/* Every segment's result from the rank that replayed it. 0, or -1 with the finding set. */
+static int gather_segments(vt_comm *comm, worker *ws, int nw, int nr, finding *f)
+{
+    for (int j = 0; comm && j < nw; j++) { /* every segment's result from the rank that replayed it */
+        struct {
+            finding f;
+            uint64_t checked, applied, passed;
+        } r = {ws[j].f, ws[j].checked, ws[j].applied, ws[j].passed};
+        if (vt_dist_bcast(comm, &r, sizeof r, j % nr)) {
+            find_set(f, VT_VERDICT_CANNOT, -1, "local error", "segment %d's result from rank %d: %s", j, j % nr,
+                     vt_errmsg());
+            return -1;
+        }
+        ws[j].f = r.f, ws[j].checked = r.checked, ws[j].applied = r.applied, ws[j].passed = r.passed;
+    }
+    return 0;
+}
+
+/* The result from the finding (the first one, or none: verified). */
+static void fill_result(vt_audit_result *res, const finding *f, const audit_ctx *a, double t0)
+{
+    res->verdict = f->verdict;
+    snprintf(res->reason, sizeof res->reason, "%s", f->verdict == VT_VERDICT_VERIFIED ? "verified" : f->reason);
+    snprintf(res->detail, sizeof res->detail, "%s", f->verdict == VT_VERDICT_VERIFIED ? "" : f->detail);
+    res->step = f->verdict == VT_VERDICT_VERIFIED ? -1 : f->step;
+    res->op = f->verdict == VT_VERDICT_VERIFIED ? -1 : f->op;
+    res->index = f->verdict == VT_VERDICT_VERIFIED ? -1 : f->index;
+    snprintf(res->op_name, sizeof res->op_name, "%s", f->op_name);
+    res->complete = f->verdict == VT_VERDICT_VERIFIED && res->from == 0 && a->rcp.steps && res->to == a->rcp.steps;
+    res->seconds = vt_now() - t0;
+    if ((res->has_commitment = a->have_cm)) { /* which run the verdict is about (trainer report matches it) */
+        memcpy(res->merkle_root, a->cm.root, 32);
+        memcpy(res->manifest_hash, a->cm.manifest_hash, 32);
+    }
+}
+
 void vt_audit_run(const vt_audit_opts *o, vt_audit_result *res)
 {
     vt_comm *comm = o->comm && vt_dist_size(o->comm) > 1 ? o->comm : NULL;
@@ -493,50 +624,23 @@ void vt_audit_run(const vt_audit_opts *o, vt_audit_result *res)
     vt_store_close(st);
     if (comm) agree_finding(comm, &f); /* every rank read the same run, or all stop with the first's finding */
     if (f.verdict != VT_VERDICT_VERIFIED) goto done;
-    res->steps_total = a.rc.steps;
+    res->steps_total = a.rcp.steps;
 
-    uint64_t from = o->from, to = o->to ? o->to : a.rc.steps;
-    if (to > a.rc.steps || from >= to) {
+    uint64_t from = o->from, to = o->to ? o->to : a.rcp.steps;
+    if (to > a.rcp.steps || from >= to) {
         find_set(&f, VT_VERDICT_CANNOT, -1, "bad segment", "--from %llu --to %llu: the run has steps 1..%llu",
-                 (unsigned long long)from, (unsigned long long)to, (unsigned long long)a.rc.steps);
+                 (unsigned long long)from, (unsigned long long)to, (unsigned long long)a.rcp.steps);
         goto done;
     }
     if (from && !is_checkpoint(&a, from)) {
         find_set(&f, VT_VERDICT_CANNOT, -1, "bad segment", "--from %llu: no checkpoint at that step (every %u steps)",
-                 (unsigned long long)from, a.rc.checkpoint_every);
+                 (unsigned long long)from, a.rcp.checkpoint_every);
         goto done;
     }
     res->from = from, res->to = to;
     /* memory: each parallel replay holds a model; all of them within the budget, fixed now */
     int jobs = o->jobs > 0 ? o->jobs : 1;
-    {
-        vt_program p;
-        if (vt_program_build(&a.rc, &p)) {
-            find_set(&f, VT_VERDICT_CANNOT, -1, "local error", "cannot build the program: %s", vt_errmsg());
-            goto agree; /* (every rank meets the agreement below) */
-        }
-        vt_model_mem need;
-        vt_model_need(&p, a.rc.batch, a.ds.n, &need);
-        vt_program_free(&p);
-        a.budget = vt_model_memory_budget();
-        if (vt_model_check_budget(&need, a.budget)) {
-            find_set(&f, VT_VERDICT_CANNOT, -1, "memory budget", "%s", vt_errmsg());
-            goto agree; /* (every rank meets the agreement below) */
-        }
-        uint64_t fit = need.total > 0 ? (uint64_t)((double)a.budget / need.total) : (uint64_t)jobs;
-        if (fit < (uint64_t)jobs) {
-            char n[32], b[32];
-            vt_fmt_bytes(need.total, n, sizeof n);
-            vt_fmt_bytes((double)a.budget, b, sizeof b);
-            if (!o->quiet)
-                fprintf(stderr, "auditor: --jobs %d reduced to %llu: each replay needs %s, the memory budget is %s\n",
-                        jobs, (unsigned long long)fit, n, b);
-            jobs = (int)fit;
-        }
-        res->memory_need = need.total;
-        res->memory_budget = (double)a.budget;
-    }
-agree:
+    plan_memory(&a, o, &f, res, &jobs);
     if (comm) agree_finding(comm, &f); /* a rank short of memory stops every rank */
     if (f.verdict != VT_VERDICT_VERIFIED) goto done;
     if (comm) { /* one split of the run for every rank: nr times the smallest rank's --jobs */
@@ -547,54 +651,10 @@ agree:
         find_set(&f, VT_VERDICT_CANNOT, -1, "local error", "out of memory");
         goto done;
     }
-    uint64_t start = from;
-    for (int j = 0; j < jobs && start < to; j++) {
-        uint64_t target = from + (to - from) * (uint64_t)(j + 1) / (uint64_t)jobs, end = to;
-        if (j + 1 < jobs) { /* the first checkpoint at or after the target */
-            end = to;
-            for (size_t i = 0; i < a.ncks; i++)
-                if (a.cks[i] > start && a.cks[i] >= target && a.cks[i] < end) end = a.cks[i];
-        }
-        ws[nw].a = &a;
-        ws[nw].from = start;
-        ws[nw].to = end;
-        nw++;
-        start = end;
-    }
+    nw = split_segments(&a, ws, jobs, from, to);
     /* this rank's segments: all of them in one process, every nr-th from its rank under mpirun */
-    uint64_t own_steps = 0;
-    int n_own = 0;
-    for (int j = rank; j < nw; j += nr) own_steps += ws[j].to - ws[j].from, n_own++;
-    vt_progress_init(&a.pr, 0, own_steps, o->quiet);
-    if (n_own == 1) {
-        replay_segment(&ws[rank]);
-    } else if (n_own > 1) {
-        pthread_t *th = calloc((size_t)nw, sizeof *th);
-        int *started = calloc((size_t)nw, sizeof *started);
-        for (int j = rank; th && started && j < nw; j += nr)
-            started[j] = pthread_create(&th[j], NULL, worker_main, &ws[j]) == 0;
-        for (int j = rank; j < nw; j += nr) {
-            if (th && started && started[j])
-                pthread_join(th[j], NULL);
-            else
-                replay_segment(&ws[j]);
-        }
-        free(th);
-        free(started);
-    }
-    vt_progress_end(&a.pr);
-    for (int j = 0; comm && j < nw; j++) { /* every segment's result from the rank that replayed it */
-        struct {
-            finding f;
-            uint64_t checked, applied, passed;
-        } r = {ws[j].f, ws[j].checked, ws[j].applied, ws[j].passed};
-        if (vt_dist_bcast(comm, &r, sizeof r, j % nr)) {
-            find_set(&f, VT_VERDICT_CANNOT, -1, "local error", "segment %d's result from rank %d: %s", j, j % nr,
-                     vt_errmsg());
-            goto done;
-        }
-        ws[j].f = r.f, ws[j].checked = r.checked, ws[j].applied = r.applied, ws[j].passed = r.passed;
-    }
+    replay_own(&a, ws, nw, rank, nr, o->quiet);
+    if (comm && gather_segments(comm, ws, nw, nr, &f)) goto done;
     for (int j = 0; j < nw; j++) { /* the earliest finding wins */
         res->steps_checked += ws[j].checked;
         res->entries_applied += ws[j].applied;
@@ -602,19 +662,7 @@ agree:
         if (ws[j].f.verdict != VT_VERDICT_VERIFIED && (f.verdict == VT_VERDICT_VERIFIED)) f = ws[j].f;
     }
 done:
-    res->verdict = f.verdict;
-    snprintf(res->reason, sizeof res->reason, "%s", f.verdict == VT_VERDICT_VERIFIED ? "verified" : f.reason);
-    snprintf(res->detail, sizeof res->detail, "%s", f.verdict == VT_VERDICT_VERIFIED ? "" : f.detail);
-    res->step = f.verdict == VT_VERDICT_VERIFIED ? -1 : f.step;
-    res->op = f.verdict == VT_VERDICT_VERIFIED ? -1 : f.op;
-    res->index = f.verdict == VT_VERDICT_VERIFIED ? -1 : f.index;
-    snprintf(res->op_name, sizeof res->op_name, "%s", f.op_name);
-    res->complete = f.verdict == VT_VERDICT_VERIFIED && res->from == 0 && a.rc.steps && res->to == a.rc.steps;
-    res->seconds = vt_now() - t0;
-    if ((res->has_commitment = a.have_cm)) { /* which run the verdict is about (trainer report matches it) */
-        memcpy(res->merkle_root, a.cm.root, 32);
-        memcpy(res->manifest_hash, a.cm.manifest_hash, 32);
-    }
+    fill_result(res, &f, &a, t0);
     free(ws);
     free(a.recs);
     free(a.cks);

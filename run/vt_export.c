@@ -30,31 +30,31 @@ static vt_err commitment_hash(const vt_commitment *c, uint8_t ch[32])
 }
 
 /* The input, as trainer eval feeds it (data/vt_data.h: value = (float)((double)v / x_max)), in words. */
-static void input_text(const vt_recipe *rc, const vt_program *p, char *input, size_t cap)
+static void input_text(const vt_recipe *rcp, const vt_program *p, char *input, size_t cap)
 {
-    const unsigned xmax = strcmp(rc->dataset, "digits") == 0 ? 16u : 255u;
+    const unsigned xmax = strcmp(rcp->dataset, "digits") == 0 ? 16u : 255u;
     char shape[96];
-    if (rc->arch == VT_ARCH_RESNET)
+    if (rcp->arch == VT_ARCH_RESNET)
         snprintf(shape, sizeof shape, "[N, %u, %u, %u], a channels-first image (channel planes of H x W, row-major: CIFAR's R, G, B)",
-                 rc->image_channels, rc->image_height, rc->image_width);
+                 rcp->image_channels, rcp->image_height, rcp->image_width);
     else
         snprintf(shape, sizeof shape, "[N, %u], the features in the data set's order (an image row-major)",
                  p->t[p->input].shape[1]);
-    if (vt_data_is_file_spec(rc->dataset)) /* a user's file (docs/data.md "Data sets from your files") */
+    if (vt_data_is_file_spec(rcp->dataset)) /* a user's file (docs/data.md "Data sets from your files") */
         snprintf(input, cap,
                  "input: float32 %s; the data set %s: its float32 features as they are, or its uint8 features v as "
                  "(float)((double)v / 255); no mean or deviation normalisation",
-                 shape, rc->dataset);
+                 shape, rcp->dataset);
     else
         snprintf(input, cap,
                  "input: float32 %s; value = (float)((double)v / %u) for each raw value v (0..%u) of the data set "
                  "%s, which float32 division v / %u.0f equals; no mean or deviation normalisation",
-                 shape, xmax, xmax, rc->dataset, xmax);
+                 shape, xmax, xmax, rcp->dataset, xmax);
 }
 
 /* The ONNX model of the verified state in m: its metadata names the run (docs/format.md "Export
  * (ONNX)"). */
-static vt_err write_onnx(const vt_export_opts *o, vt_model *m, const vt_recipe *rc, const char *manifest, uint64_t s,
+static vt_err write_onnx(const vt_export_opts *o, vt_model *m, const vt_recipe *rcp, const char *manifest, uint64_t s,
                          const uint8_t sh[32], const uint8_t root[32], const uint8_t mh[32], const vt_commitment *c)
 {
     uint8_t ch[32];
@@ -66,9 +66,9 @@ static vt_err write_onnx(const vt_export_opts *o, vt_model *m, const vt_recipe *
     vt_hex(ch, 32, hc);
     vt_hex(c->public_key, 32, pk);
     snprintf(step, sizeof step, "%llu", (unsigned long long)s);
-    VT_FORWARD_IF_ERROR(vt_recipe_to_json(rc, &recipe));
+    VT_FORWARD_IF_ERROR(vt_recipe_to_json(rcp, &recipe));
     char input[640 + VT_RECIPE_SPEC_MAX];
-    input_text(rc, &m->prog, input, sizeof input);
+    input_text(rcp, &m->prog, input, sizeof input);
     const char *meta[] = {"vt.format", "vt-onnx-1",
                           "vt.step", step,
                           "vt.state_hash", hs,
@@ -120,7 +120,7 @@ static vt_err torch_add(torch_set *ts, const char *name, vt_st_tensor **out)
 /* The state's tensors in the torch layout (parameters and buffers in the program's order, each
  * batch norm's num_batches_tracked after its running_var; with --optimizer the optimiser's tensors
  * after them, named optimizer.<torch name>.<momentum_buffer|exp_avg|exp_avg_sq>). */
-static vt_err torch_tensors(const vt_export_opts *o, vt_model *m, const vt_recipe *rc, torch_set *ts, uint64_t *bytes)
+static vt_err torch_tensors(const vt_export_opts *o, vt_model *m, const vt_recipe *rcp, torch_set *ts, uint64_t *bytes)
 {
     const vt_program *p = &m->prog;
     ts->cap = 2 * p->n_state + 1;
@@ -135,7 +135,7 @@ static vt_err torch_tensors(const vt_export_opts *o, vt_model *m, const vt_recip
             VT_RETURN_ERROR_IF(d->dtype != VT_DT_F32, VT_ERR_INTERNAL, "export: state tensor %s is not F32", d->name);
             char full[TORCH_NAME_MAX];
             int how = VT_TORCH_COPY;
-            VT_RETURN_ERROR_IF(vt_torch_of(rc, p, i, full, sizeof full, &how), VT_ERR_INTERNAL,
+            VT_RETURN_ERROR_IF(vt_torch_of(rcp, p, i, full, sizeof full, &how), VT_ERR_INTERNAL,
                                "export: %s belongs to no parameter", d->name);
             vt_st_tensor *t = NULL;
             VT_FORWARD_IF_ERROR(torch_add(ts, full, &t));
@@ -161,10 +161,10 @@ static vt_err torch_tensors(const vt_export_opts *o, vt_model *m, const vt_recip
 }
 
 /* The GPT's vocabulary (token id i is byte vocab[i]) from its data set, which must be the run's. */
-static vt_err gpt_vocab(const vt_export_opts *o, const vt_recipe *rc, const uint8_t dh[32], char *hex, size_t cap)
+static vt_err gpt_vocab(const vt_export_opts *o, const vt_recipe *rcp, const uint8_t dh[32], char *hex, size_t cap)
 {
     char spec[VT_RECIPE_SPEC_MAX];
-    vt_recipe_dataset_spec(rc, spec, sizeof spec);
+    vt_recipe_dataset_spec(rcp, spec, sizeof spec);
     vt_dataset ds;
     memset(&ds, 0, sizeof ds);
     vt_err e = vt_data_load(spec, o->data_root, &ds);
@@ -189,7 +189,7 @@ static const char *arch_word(vt_arch_kind a)
 }
 
 /* The safetensors file in the torch layout, with the architecture in its metadata. */
-static vt_err write_torch(const vt_export_opts *o, vt_model *m, const vt_recipe *rc, const char *manifest, uint64_t s,
+static vt_err write_torch(const vt_export_opts *o, vt_model *m, const vt_recipe *rcp, const char *manifest, uint64_t s,
                           const uint8_t sh[32], const uint8_t root[32], const uint8_t mh[32], const uint8_t dh[32],
                           const vt_commitment *c, vt_export_result *res)
 {
@@ -197,26 +197,26 @@ static vt_err write_torch(const vt_export_opts *o, vt_model *m, const vt_recipe 
     uint8_t ch[32];
     VT_FORWARD_IF_ERROR(commitment_hash(c, ch));
     char hs[65], hr[65], hm[65], hc[65], pk[65], step[24], vocab[2 * 256 + 1] = "", input[640 + VT_RECIPE_SPEC_MAX];
-    if (rc->arch == VT_ARCH_GPT) VT_FORWARD_IF_ERROR(gpt_vocab(o, rc, dh, vocab, sizeof vocab));
+    if (rcp->arch == VT_ARCH_GPT) VT_FORWARD_IF_ERROR(gpt_vocab(o, rcp, dh, vocab, sizeof vocab));
     vt_hex(sh, 32, hs);
     vt_hex(root, 32, hr);
     vt_hex(mh, 32, hm);
     vt_hex(ch, 32, hc);
     vt_hex(c->public_key, 32, pk);
     snprintf(step, sizeof step, "%llu", (unsigned long long)s);
-    if (rc->arch == VT_ARCH_GPT)
+    if (rcp->arch == VT_ARCH_GPT)
         snprintf(input, sizeof input, "input: int64 token ids [N, t] with t <= %u (gpt_context); token id i is the "
-                 "byte of hex digits 2i, 2i+1 of vt.vocab; output: logits [N, t, %u]", rc->gpt_context, rc->gpt_vocab);
+                 "byte of hex digits 2i, 2i+1 of vt.vocab; output: logits [N, t, %u]", rcp->gpt_context, rcp->gpt_vocab);
     else
-        input_text(rc, p, input, sizeof input);
+        input_text(rcp, p, input, sizeof input);
     char divisor[96], num[16][32]; /* the numbers of the metadata, as text */
     size_t nn = 0;
-    if (vt_data_is_file_spec(rc->dataset))
+    if (vt_data_is_file_spec(rcp->dataset))
         snprintf(divisor, sizeof divisor, "255 for uint8 features, 1 for float32 features (the data set's dtype)");
     else
-        snprintf(divisor, sizeof divisor, "%u", strcmp(rc->dataset, "digits") == 0 ? 16u : 255u);
+        snprintf(divisor, sizeof divisor, "%u", strcmp(rcp->dataset, "digits") == 0 ? 16u : 255u);
     char *recipe = NULL;
-    VT_FORWARD_IF_ERROR(vt_recipe_to_json(rc, &recipe));
+    VT_FORWARD_IF_ERROR(vt_recipe_to_json(rcp, &recipe));
     const char *meta[64];
     size_t k = 0;
 #define META(key, val) (meta[k++] = (key), meta[k++] = (val))
@@ -224,7 +224,7 @@ static vt_err write_torch(const vt_export_opts *o, vt_model *m, const vt_recipe 
     META("format", "pt");
     META("vt.format", "vt-export-torch-1");
     META("vt.layout", "torch");
-    META("vt.arch", arch_word(rc->arch));
+    META("vt.arch", arch_word(rcp->arch));
     META("vt.step", step);
     META("vt.state_hash", hs);
     META("vt.merkle_root", hr);
@@ -234,15 +234,15 @@ static vt_err write_torch(const vt_export_opts *o, vt_model *m, const vt_recipe 
     META("vt.recipe", recipe);
     META("vt.manifest", manifest);
     META("vt.input", input);
-    if (rc->arch == VT_ARCH_GPT) {
+    if (rcp->arch == VT_ARCH_GPT) {
         META("vt.vocab", vocab);
-        META_NUM("vt.gpt_layers", "%u", rc->gpt_layers);
-        META_NUM("vt.gpt_heads", "%u", rc->gpt_heads);
-        META_NUM("vt.gpt_width", "%u", rc->gpt_width);
-        META_NUM("vt.gpt_context", "%u", rc->gpt_context);
-        META_NUM("vt.gpt_vocab", "%u", rc->gpt_vocab);
-        META_NUM("vt.gpt_tie", "%u", rc->gpt_tie);
-        META_NUM("vt.ln_eps", "%.17g", rc->ln_eps);
+        META_NUM("vt.gpt_layers", "%u", rcp->gpt_layers);
+        META_NUM("vt.gpt_heads", "%u", rcp->gpt_heads);
+        META_NUM("vt.gpt_width", "%u", rcp->gpt_width);
+        META_NUM("vt.gpt_context", "%u", rcp->gpt_context);
+        META_NUM("vt.gpt_vocab", "%u", rcp->gpt_vocab);
+        META_NUM("vt.gpt_tie", "%u", rcp->gpt_tie);
+        META_NUM("vt.ln_eps", "%.17g", rcp->ln_eps);
         META("vt.qkv_layout", "h.L.attn.c_attn is nn.Linear(C, 3C): output features [0, C) are q, [C, 2C) k, "
                               "[2C, 3C) v; head j of each uses features [j D, (j + 1) D), D = C / gpt_heads; scores "
                               "q k^T / sqrt(D), causal softmax; heads concatenated in order before c_proj");
@@ -252,13 +252,13 @@ static vt_err write_torch(const vt_export_opts *o, vt_model *m, const vt_recipe 
                            "(nn.Linear, no bias)");
     } else {
         META("vt.input_divisor", divisor);
-        if (rc->arch == VT_ARCH_RESNET) {
-            META_NUM("vt.bn_eps", "%.17g", rc->bn_eps);
-            META_NUM("vt.bn_momentum", "%.17g", rc->bn_momentum);
-            META_NUM("vt.resnet_width", "%u", rc->resnet_width);
-            META_NUM("vt.resnet_stages", "%u", rc->resnet_stages);
-            META_NUM("vt.resnet_blocks", "%u", rc->resnet_blocks);
-            META_NUM("vt.resnet_pool", "%u", rc->resnet_pool);
+        if (rcp->arch == VT_ARCH_RESNET) {
+            META_NUM("vt.bn_eps", "%.17g", rcp->bn_eps);
+            META_NUM("vt.bn_momentum", "%.17g", rcp->bn_momentum);
+            META_NUM("vt.resnet_width", "%u", rcp->resnet_width);
+            META_NUM("vt.resnet_stages", "%u", rcp->resnet_stages);
+            META_NUM("vt.resnet_blocks", "%u", rcp->resnet_blocks);
+            META_NUM("vt.resnet_pool", "%u", rcp->resnet_pool);
             META("vt.modules", "stem (conv, bn), ReLU, 2x2 max pool when vt.resnet_pool = 1; layerS.J basic "
                                "blocks: relu(bn2(conv2(relu(bn1(conv1(x))))) + shortcut(x)), shortcut = "
                                "shortcut.bn(shortcut.conv(x)) (1x1, strided) where present, else x; global average "
@@ -281,7 +281,7 @@ static vt_err write_torch(const vt_export_opts *o, vt_model *m, const vt_recipe 
     memset(&ts, 0, sizeof ts);
     ts.nbt = (int64_t)s;
     uint64_t bytes = 0;
-    vt_err e = torch_tensors(o, m, rc, &ts, &bytes);
+    vt_err e = torch_tensors(o, m, rcp, &ts, &bytes);
     if (!e) e = vt_safetensors_write(o->out_path, ts.t, ts.n, meta, k / 2);
     if (!e) res->tensors = ts.n, res->bytes = bytes;
     for (uint32_t i = 0; ts.bufs && i < ts.n; i++) free(ts.bufs[i]);
@@ -298,7 +298,7 @@ static vt_err export_run(const vt_export_opts *o, vt_export_result *res, vt_stor
     char path[4096];
     size_t ml = 0;
     uint8_t mh[32], dh[32];
-    vt_recipe rc;
+    vt_recipe rcp;
     const int onnx = o->format == VT_EXPORT_ONNX;
     VT_RETURN_ERROR_IF(onnx && o->with_optimizer, VT_ERR_ARG,
                        "--optimizer: the ONNX export is the inference graph (use --format safetensors)");
@@ -311,9 +311,9 @@ static vt_err export_run(const vt_export_opts *o, vt_export_result *res, vt_stor
     VT_FORWARD_IF_ERROR(vt_sign_init());
     VT_FORWARD_IF_ERROR(vt_store_open(o->run_dir, 1, st));
     VT_FORWARD_IF_ERROR(vt_store_manifest(*st, manifest, &ml, mh));
-    vt_err e = vt_manifest_parse(*manifest, ml, &rc, dh);
+    vt_err e = vt_manifest_parse(*manifest, ml, &rcp, dh);
     VT_FORWARD_IF_ERROR(e);
-    VT_RETURN_ERROR_IF(onnx && rc.arch == VT_ARCH_GPT, VT_ERR_ARG,
+    VT_RETURN_ERROR_IF(onnx && rcp.arch == VT_ARCH_GPT, VT_ERR_ARG,
                        "the GPT's export to ONNX is not supported yet: use --format safetensors");
     /* the commitment: signature, key, manifest, root over every leaf */
     vt_commitment c;
@@ -333,12 +333,12 @@ static vt_err export_run(const vt_export_opts *o, vt_export_result *res, vt_stor
                        "the run's manifest is not the committed one");
     uint64_t count;
     VT_FORWARD_IF_ERROR(vt_store_step_count(*st, &count));
-    VT_RETURN_ERROR_IF(count != c.step_count || count != rc.steps + 1, VT_ERR_MISMATCH,
+    VT_RETURN_ERROR_IF(count != c.step_count || count != rcp.steps + 1, VT_ERR_MISMATCH,
                        "the run holds %llu steps, its commitment %llu", (unsigned long long)count,
                        (unsigned long long)c.step_count);
-    uint64_t s = o->has_step ? o->step : rc.steps;
-    VT_RETURN_ERROR_IF(s > rc.steps, VT_ERR_ARG, "--step %llu: the run has steps 0..%llu", (unsigned long long)s,
-                       (unsigned long long)rc.steps);
+    uint64_t s = o->has_step ? o->step : rcp.steps;
+    VT_RETURN_ERROR_IF(s > rcp.steps, VT_ERR_ARG, "--step %llu: the run has steps 0..%llu", (unsigned long long)s,
+                       (unsigned long long)rcp.steps);
     vt_step_rec want;
     memset(&want, 0, sizeof want);
     for (uint64_t i = 0; i < count; i++) {
@@ -354,20 +354,20 @@ static vt_err export_run(const vt_export_opts *o, vt_export_result *res, vt_stor
     uint8_t root[32];
     VT_FORWARD_IF_ERROR(vt_merkle_root(tree, root));
     VT_RETURN_ERROR_IF(memcmp(root, c.root, 32) != 0, VT_ERR_MISMATCH, "the run's leaves do not give its signed root");
-    VT_RETURN_ERROR_IF(!vt_recipe_has_checkpoint(&rc, s), VT_ERR_ARG,
+    VT_RETURN_ERROR_IF(!vt_recipe_has_checkpoint(&rcp, s), VT_ERR_ARG,
                        "--step %llu: no checkpoint at that step (checkpoints: every %u steps and the last)",
-                       (unsigned long long)s, rc.checkpoint_every);
+                       (unsigned long long)s, rcp.checkpoint_every);
     VT_RETURN_ERROR_IF(!want.has_state, VT_ERR_FORMAT,
                        "step %llu's record lacks the state hash its recipe commits (a damaged run)",
                        (unsigned long long)s);
     /* the state: its checkpoint, hashed by the program's own rule */
-    VT_FORWARD_IF_ERROR(vt_model_init(m, &rc, rc.batch, VT_ORDER_BLAS));
+    VT_FORWARD_IF_ERROR(vt_model_init(m, &rcp, rcp.batch, VT_ORDER_BLAS));
     float *state = NULL;
     e = vt_store_get_checkpoint(*st, s, m->n_state, &state);
     if (e == VT_ERR_ARG) /* a checkpoint the recipe promises is not recorded: a damaged or incomplete run */
         return vt_set_error(VT_ERR_FORMAT, "the run lacks the checkpoint of step %llu, which its recipe promises "
                             "(every %u steps and the last): damaged or incomplete", (unsigned long long)s,
-                            rc.checkpoint_every);
+                            rcp.checkpoint_every);
     VT_FORWARD_IF_ERROR(e);
     e = vt_model_set_state(m, s, state, m->n_state);
     free(state);
@@ -383,7 +383,7 @@ static vt_err export_run(const vt_export_opts *o, vt_export_result *res, vt_stor
         uint32_t n = 0;
         for (uint32_t i = 0; i < p->n_state; i++)
             if (p->t[i].cls != VT_TC_OPT) n++, bytes += p->t[i].n * vt_dtype_size((vt_dtype)p->t[i].dtype);
-        VT_FORWARD_IF_ERROR(write_onnx(o, m, &rc, *manifest, s, sh, root, mh, &c));
+        VT_FORWARD_IF_ERROR(write_onnx(o, m, &rcp, *manifest, s, sh, root, mh, &c));
         res->step = s, res->tensors = n, res->bytes = bytes;
         memcpy(res->state_hash, sh, 32);
         memcpy(res->root, root, 32);
@@ -391,7 +391,7 @@ static vt_err export_run(const vt_export_opts *o, vt_export_result *res, vt_stor
         return VT_OK;
     }
     if (o->layout == VT_LAYOUT_TORCH) {
-        VT_FORWARD_IF_ERROR(write_torch(o, m, &rc, *manifest, s, sh, root, mh, dh, &c, res));
+        VT_FORWARD_IF_ERROR(write_torch(o, m, &rcp, *manifest, s, sh, root, mh, dh, &c, res));
         res->step = s;
         memcpy(res->state_hash, sh, 32);
         memcpy(res->root, root, 32);

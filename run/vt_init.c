@@ -31,7 +31,7 @@ static void shape_text(char *out, size_t cap, uint32_t rank, const uint64_t *sha
     if (l < cap) snprintf(out + l, cap - l, "]");
 }
 
-/* The file in PyTorch's layout (m->rc.init_torch; vt_torch.h): every parameter and buffer by its
+/* The file in PyTorch's layout (m->rcp.init_torch; vt_torch.h): every parameter and buffer by its
  * torch name and shape, the optimiser's under optimizer.* when given, batch norm's
  * num_batches_tracked (I64) allowed and not read; the values moved back into the project's layout. */
 static vt_err apply_torch(vt_model *m, const vt_st_file *f)
@@ -45,7 +45,7 @@ static vt_err apply_torch(vt_model *m, const vt_st_file *f)
     int how = 0;
     for (uint32_t i = 0; i < p->n_state; i++) {
         const vt_tensor *t = &p->t[i];
-        if (vt_torch_of(&m->rc, p, i, tn, sizeof tn, &how)) continue;
+        if (vt_torch_of(&m->rcp, p, i, tn, sizeof tn, &how)) continue;
         const vt_st_entry *e = vt_st_find(f, tn);
         if (!e) {
             if (t->cls != VT_TC_OPT) say(msg, sizeof msg, &len, "%s%s missing", bad++ ? "; " : "", tn);
@@ -70,7 +70,7 @@ static vt_err apply_torch(vt_model *m, const vt_st_file *f)
         if (nl > sl && strcmp(nm + nl - sl, ".num_batches_tracked") == 0) continue;
         int found = 0;
         for (uint32_t i = 0; i < p->n_state && !found; i++)
-            found = !vt_torch_of(&m->rc, p, i, tn, sizeof tn, &how) && strcmp(tn, nm) == 0;
+            found = !vt_torch_of(&m->rcp, p, i, tn, sizeof tn, &how) && strcmp(tn, nm) == 0;
         if (!found)
             say(msg, sizeof msg, &len, "%s%s is not a state tensor of the recipe's model", bad++ ? "; " : "", nm);
     }
@@ -84,7 +84,7 @@ static vt_err apply_torch(vt_model *m, const vt_st_file *f)
     vt_err err = VT_OK;
     for (uint32_t i = 0; i < p->n_state && !err; i++) {
         const vt_tensor *t = &p->t[i];
-        if (vt_torch_of(&m->rc, p, i, tn, sizeof tn, &how)) continue;
+        if (vt_torch_of(&m->rcp, p, i, tn, sizeof tn, &how)) continue;
         const vt_st_entry *e = vt_st_find(f, tn);
         if (!e) continue;
         free(tmp);
@@ -137,7 +137,7 @@ static int fits_torch(vt_model *m, const vt_st_file *f)
 
 vt_err vt_init_apply(vt_model *m, const vt_st_file *f)
 {
-    if (m->rc.init_torch) return apply_torch(m, f);
+    if (m->rcp.init_torch) return apply_torch(m, f);
     const vt_program *p = &m->prog;
     char msg[1024];
     size_t len = 0;
@@ -216,7 +216,7 @@ static int says_torch(const vt_st_file *f)
     return torch;
 }
 
-vt_err vt_init_prepare(vt_recipe *rc, const char *path, const char *resume_dir, int layout, vt_st_file *f)
+vt_err vt_init_prepare(vt_recipe *rcp, const char *path, const char *resume_dir, int layout, vt_st_file *f)
 {
     memset(f, 0, sizeof *f);
     char kept[4096];
@@ -230,18 +230,18 @@ vt_err vt_init_prepare(vt_recipe *rc, const char *path, const char *resume_dir, 
     }
     if (!path) return VT_OK;
     VT_FORWARD_IF_ERROR(vt_st_read(path, f));
-    rc->has_init = 1;
-    memcpy(rc->init_sha256, f->sha256, 32);
-    rc->init_torch = layout == VT_INIT_TORCH || (layout == VT_INIT_AUTO && says_torch(f));
+    rcp->has_init = 1;
+    memcpy(rcp->init_sha256, f->sha256, 32);
+    rcp->init_torch = layout == VT_INIT_TORCH || (layout == VT_INIT_AUTO && says_torch(f));
     return VT_OK;
 }
 
-vt_err vt_init_for_replay(const vt_recipe *rc, const char *given, const char *run_dir, vt_st_file *f, int *why)
+vt_err vt_init_for_replay(const vt_recipe *rcp, const char *given, const char *run_dir, vt_st_file *f, int *why)
 {
     memset(f, 0, sizeof *f);
     *why = 0;
     char want[65], have[65], kept[4096];
-    vt_hex(rc->init_sha256, 32, want);
+    vt_hex(rcp->init_sha256, 32, want);
     snprintf(kept, sizeof kept, "%s/%s", run_dir, VT_INIT_FILE);
     const char *path = given ? given : kept;
     struct stat sb;
@@ -256,7 +256,7 @@ vt_err vt_init_for_replay(const vt_recipe *rc, const char *given, const char *ru
         *why = 1;
         return e;
     }
-    if (memcmp(f->sha256, rc->init_sha256, 32) != 0) {
+    if (memcmp(f->sha256, rcp->init_sha256, 32) != 0) {
         vt_hex(f->sha256, 32, have);
         vt_st_free(f);
         *why = 2;

@@ -15,7 +15,7 @@
  * project's), the project's (`trainer export`), or PyTorch's (a state_dict: run/vt_torch.h) */
 enum { VT_INIT_AUTO = 0, VT_INIT_PROJECT = 1, VT_INIT_TORCH = 2 };
 
-/* Sets m's state of step 0 from f (in PyTorch's layout when m->rc.init_torch: vt_torch.h, the names
+/* Sets m's state of step 0 from f (in PyTorch's layout when m->rcp.init_torch: vt_torch.h, the names
  * and shapes of `trainer export --layout torch`): every parameter and buffer of the program's state
  * (the tensors `trainer export` writes) must be in f, by name, as F32 with the program's shape and finite values;
  * the optimiser's state tensors (`export --optimizer`) may be there too, else they keep the recipe's
@@ -25,14 +25,14 @@ enum { VT_INIT_AUTO = 0, VT_INIT_PROJECT = 1, VT_INIT_TORCH = 2 };
 vt_err vt_init_apply(vt_model *m, const vt_st_file *f) VT_WARN_UNUSED;
 
 /* The trainer: reads path (NULL: on resume, RUN_DIR/init.safetensors when the run has one, else
- * nothing) into *f and records its SHA-256 and layout in rc (has_init, init_sha256, init_torch). */
-vt_err vt_init_prepare(vt_recipe *rc, const char *path, const char *resume_dir, int layout,
+ * nothing) into *f and records its SHA-256 and layout in rcp (has_init, init_sha256, init_torch). */
+vt_err vt_init_prepare(vt_recipe *rcp, const char *path, const char *resume_dir, int layout,
                        vt_st_file *f) VT_WARN_UNUSED;
 
-/* The auditor: the file the run's manifest names (rc->init_sha256), read from `given` or else from
+/* The auditor: the file the run's manifest names (rcp->init_sha256), read from `given` or else from
  * RUN_DIR/init.safetensors. *why: 0 ok; 1 absent (cannot check); 2 another file than the manifest's
  * (rejected); the message (vt_errmsg) says which. */
-vt_err vt_init_for_replay(const vt_recipe *rc, const char *given, const char *run_dir, vt_st_file *f,
+vt_err vt_init_for_replay(const vt_recipe *rcp, const char *given, const char *run_dir, vt_st_file *f,
                           int *why) VT_WARN_UNUSED;
 
 #endif

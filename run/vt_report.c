@@ -163,7 +163,7 @@ typedef struct {
     size_t manifest_len;
     uint8_t manifest_hash[32];
     json_t *mj; /* the manifest as JSON, NULL when unreadable */
-    vt_recipe rc;
+    vt_recipe rcp;
     int have_rc;
     /* the step records 0 .. n_steps-1 that read back */
     uint64_t count, n_steps;
@@ -215,7 +215,7 @@ static void read_manifest(report *r, vt_store *st)
         return;
     }
     uint8_t dh[32];
-    if (vt_manifest_parse(r->manifest, r->manifest_len, &r->rc, dh) == VT_OK)
+    if (vt_manifest_parse(r->manifest, r->manifest_len, &r->rcp, dh) == VT_OK)
         r->have_rc = 1;
     else
         problem(r, "the manifest's recipe: %s (no learning-rate curve, no checkpoint schedule)", vt_errmsg());
@@ -232,12 +232,12 @@ static void read_manifest(report *r, vt_store *st)
 static void read_steps(report *r, vt_store *st)
 {
     uint64_t n = r->count;
-    if (r->have_rc && n > r->rc.steps + 1) {
+    if (r->have_rc && n > r->rcp.steps + 1) {
         problem(r, "the store holds %llu step records, the recipe %llu steps (records 0..%llu): the records after "
                    "step %llu are not shown",
-                (unsigned long long)n, (unsigned long long)r->rc.steps, (unsigned long long)r->rc.steps,
-                (unsigned long long)r->rc.steps);
-        n = r->rc.steps + 1;
+                (unsigned long long)n, (unsigned long long)r->rcp.steps, (unsigned long long)r->rcp.steps,
+                (unsigned long long)r->rcp.steps);
+        n = r->rcp.steps + 1;
     }
     if (n == 0) return;
     r->leaves_ok = 1;
@@ -290,10 +290,10 @@ static void read_commitment(report *r)
     vt_store_commitment_path(r->o->run_dir, path, sizeof path);
     struct stat sbuf;
     if (stat(path, &sbuf) != 0 && errno == ENOENT) {
-        if (r->have_rc && r->n_steps < r->rc.steps + 1)
+        if (r->have_rc && r->n_steps < r->rcp.steps + 1)
             problem(r, "no commitment (commitment.vtc): the run is in progress or was interrupted at step %llu of "
                        "%llu (continue it with trainer train --resume)",
-                    (unsigned long long)(r->n_steps ? r->n_steps - 1 : 0), (unsigned long long)r->rc.steps);
+                    (unsigned long long)(r->n_steps ? r->n_steps - 1 : 0), (unsigned long long)r->rcp.steps);
         else
             problem(r, "no commitment (commitment.vtc): every step is stored but the run is not committed (trainer "
                        "train --resume commits it)");
@@ -342,7 +342,7 @@ static void read_checkpoints(report *r, vt_store *st)
     size_t j = 0;
     uint64_t missing = 0, first = 0;
     for (uint64_t s = 0; r->have_rc && s < r->n_steps; s++) {
-        if (!vt_recipe_has_checkpoint(&r->rc, s)) continue;
+        if (!vt_recipe_has_checkpoint(&r->rcp, s)) continue;
         while (j < r->n_cks && r->cks[j] < s) j++;
         if (j < r->n_cks && r->cks[j] == s) continue;
         if (missing++ == 0) first = s;
@@ -808,8 +808,8 @@ static void render_summary(sb *b, report *r)
         sb_printf(b,
                   "<tr><th>steps</th><td id=\"steps-recorded\" data-recorded=\"%llu\" data-recipe=\"%llu\">%llu of "
                   "%llu recorded</td></tr>\n",
-                  (unsigned long long)(r->n_steps ? r->n_steps - 1 : 0), (unsigned long long)r->rc.steps,
-                  (unsigned long long)(r->n_steps ? r->n_steps - 1 : 0), (unsigned long long)r->rc.steps);
+                  (unsigned long long)(r->n_steps ? r->n_steps - 1 : 0), (unsigned long long)r->rcp.steps,
+                  (unsigned long long)(r->n_steps ? r->n_steps - 1 : 0), (unsigned long long)r->rcp.steps);
     else
         sb_printf(b, "<tr><th>steps</th><td id=\"steps-recorded\" data-recorded=\"%llu\">%llu recorded</td></tr>\n",
                   (unsigned long long)(r->n_steps ? r->n_steps - 1 : 0),
@@ -1007,7 +1007,7 @@ static void render_curves(sb *b, report *r)
 {
     sb_puts(b, "<section id=\"curves\">\n<h2>Curves</h2>\n");
     uint64_t last = r->n_steps ? r->n_steps - 1 : 0; /* steps 1..last carry a loss */
-    uint64_t xmax = r->have_rc && r->rc.steps > last ? r->rc.steps : last;
+    uint64_t xmax = r->have_rc && r->rcp.steps > last ? r->rcp.steps : last;
     if (xmax < 1) xmax = 1;
     size_t cap = VT_REPORT_MAX_POINTS + 2;
     double *v = NULL, *xs = malloc(cap * sizeof *xs), *ys = malloc(cap * sizeof *ys);
@@ -1045,27 +1045,27 @@ static void render_curves(sb *b, report *r)
     if (r->n_cks)
         sb_puts(b, "<p class=\"note\">Purple ticks on the step axis: checkpoints.</p>\n");
     /* learning rate: the recipe's schedule over every step of the recipe */
-    if (r->have_rc && r->rc.steps >= 1) {
-        uint64_t k = r->rc.steps > VT_REPORT_MAX_POINTS ? (r->rc.steps + VT_REPORT_MAX_POINTS - 1) / VT_REPORT_MAX_POINTS : 1;
+    if (r->have_rc && r->rcp.steps >= 1) {
+        uint64_t k = r->rcp.steps > VT_REPORT_MAX_POINTS ? (r->rcp.steps + VT_REPORT_MAX_POINTS - 1) / VT_REPORT_MAX_POINTS : 1;
         size_t m = 0;
-        for (uint64_t s = 1; s <= r->rc.steps; s += k) { /* the schedule sampled, not averaged */
-            xs[m] = (double)s, ys[m] = vt_recipe_lr(&r->rc, s);
+        for (uint64_t s = 1; s <= r->rcp.steps; s += k) { /* the schedule sampled, not averaged */
+            xs[m] = (double)s, ys[m] = vt_recipe_lr(&r->rcp, s);
             if (isfinite(ys[m])) m++;
         }
-        if (k > 1 && m && xs[m - 1] < (double)r->rc.steps) { /* and the last step */
-            xs[m] = (double)r->rc.steps, ys[m] = vt_recipe_lr(&r->rc, r->rc.steps);
+        if (k > 1 && m && xs[m - 1] < (double)r->rcp.steps) { /* and the last step */
+            xs[m] = (double)r->rcp.steps, ys[m] = vt_recipe_lr(&r->rcp, r->rcp.steps);
             if (isfinite(ys[m])) m++;
         }
         chart l = c;
         l.id = "lr-chart", l.title = "Learning rate (the recipe's schedule)", l.ylabel = "learning rate";
-        l.series = "lr", l.color = "#c55a11", l.n = m, l.stride = k, l.first = 1, l.last = r->rc.steps;
+        l.series = "lr", l.color = "#c55a11", l.n = m, l.stride = k, l.first = 1, l.last = r->rcp.steps;
         l.marks = NULL, l.n_marks = 0;
         render_chart(b, &l);
     } else {
         sb_puts(b, "<p id=\"lr-chart\" class=\"warn\">No learning-rate curve: the manifest's recipe is unreadable.</p>\n");
     }
     /* log entries */
-    int log_rounding = r->have_rc && r->rc.bound.rounding == VT_ROUNDING_LOG;
+    int log_rounding = r->have_rc && r->rcp.bound.rounding == VT_ROUNDING_LOG;
     uint64_t total = 0;
     for (uint64_t s = 0; s < r->n_steps; s++) total += r->entries[s];
     if (r->have_rc && !log_rounding && total == 0) {
@@ -1099,7 +1099,7 @@ static void render_checkpoints(sb *b, report *r)
     }
     if (r->have_rc)
         sb_printf(b, "<p class=\"note\">The recipe checkpoints every %u steps and the last step.</p>\n",
-                  r->rc.checkpoint_every);
+                  r->rcp.checkpoint_every);
     sb_printf(b, "<table id=\"checkpoint-table\" data-count=\"%zu\">\n<tr><th>step</th><th>file</th><th>bytes</th>"
                  "<th>loss at that step</th></tr>\n",
               r->n_cks);
@@ -1159,7 +1159,7 @@ static void render_steps(sb *b, report *r)
         sb_printf(b, "<tr data-step=\"%llu\"><td class=\"num\">%llu</td><td class=\"num\">%.9g</td>",
                   (unsigned long long)s, (unsigned long long)s, (double)r->loss[s]);
         if (r->have_rc)
-            sb_printf(b, "<td class=\"num\">%.9g</td>", vt_recipe_lr(&r->rc, s));
+            sb_printf(b, "<td class=\"num\">%.9g</td>", vt_recipe_lr(&r->rcp, s));
         else
             sb_puts(b, "<td></td>");
         sb_printf(b, "<td class=\"num\">%llu</td><td>%s</td></tr>\n", (unsigned long long)r->entries[s],

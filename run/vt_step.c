@@ -12,12 +12,12 @@ static void add_stats(vt_rstats *acc, const vt_rstats *s)
     acc->logged_dir += s->logged_dir, acc->logged_val += s->logged_val, acc->checked += s->checked;
 }
 
-static vt_err run_ops(vt_model *m, const vt_dataset *ds, vt_rctx *rc, uint64_t s, vt_steplog *log, uint32_t upto,
+static vt_err run_ops(vt_model *m, const vt_dataset *ds, vt_rctx *rctx, uint64_t s, vt_steplog *log, uint32_t upto,
                       const vt_step_args *a)
 {
-    vt_err e = vt_rctx_begin_step(rc, s, log);
-    if (!e) e = vt_model_run(m, ds, rc, upto, a->hook, a->hook_ctx);
-    if (!e && upto == m->n_ops && vt_rctx_end_step(rc)) e = VT_ERR_MISMATCH;
+    vt_err e = vt_rctx_begin_step(rctx, s, log);
+    if (!e) e = vt_model_run(m, ds, rctx, upto, a->hook, a->hook_ctx);
+    if (!e && upto == m->n_ops && vt_rctx_end_step(rctx)) e = VT_ERR_MISMATCH;
     return e;
 }
 
@@ -57,10 +57,10 @@ vt_err vt_step_run(vt_model *m, const vt_dataset *ds, const vt_step_args *a)
         }
         memcpy(saved, m->state, m->n_state * sizeof(float));
     }
-    vt_rctx rc;
-    vt_rctx_init(&rc, mode, m->rc.bound);
-    rc.lenient = a->party == VT_PARTY_AUDITOR;
-    if (!e) e = run_ops(m, ds, &rc, s, log, upto, a);
+    vt_rctx rctx;
+    vt_rctx_init(&rctx, mode, m->rcp.bound);
+    rctx.lenient = a->party == VT_PARTY_AUDITOR;
+    if (!e) e = run_ops(m, ds, &rctx, s, log, upto, a);
     if (vt_env_check() != VT_OK) e = VT_ERR_ENV;
     int unusable = a->party == VT_PARTY_AUDITOR && e != VT_OK && e != VT_ERR_NOMEM && e != VT_ERR_DIVERGED &&
                    e != VT_ERR_ENV;
@@ -69,16 +69,16 @@ vt_err vt_step_run(vt_model *m, const vt_dataset *ds, const vt_step_args *a)
         m->step = s - 1;
         if (a->redo) a->redo(a->hook_ctx);
         vt_steplog_reset(&own, s);
-        vt_rctx_init(&rc, VT_RMODE_RECORD, m->rc.bound);
-        e = run_ops(m, ds, &rc, s, &own, upto, a);
-        memset(&rc.fault, 0, sizeof rc.fault);
-        rc.fault.code = VT_ERR_MISMATCH;
-        rc.fault.step = s;
+        vt_rctx_init(&rctx, VT_RMODE_RECORD, m->rcp.bound);
+        e = run_ops(m, ds, &rctx, s, &own, upto, a);
+        memset(&rctx.fault, 0, sizeof rctx.fault);
+        rctx.fault.code = VT_ERR_MISMATCH;
+        rctx.fault.step = s;
     }
-    if (a->fault) *a->fault = rc.fault;
-    if (a->disputed) *a->disputed = unusable || rc.fault.code != VT_OK;
+    if (a->fault) *a->fault = rctx.fault;
+    if (a->disputed) *a->disputed = unusable || rctx.fault.code != VT_OK;
     if (a->unusable) *a->unusable = unusable;
-    add_stats(a->stats, &rc.stats);
+    add_stats(a->stats, &rctx.stats);
     if (!e && a->loss && upto == m->n_ops) *a->loss = vt_model_loss(m);
     free(saved);
     vt_steplog_free(&own);
@@ -97,7 +97,7 @@ vt_err vt_restore(vt_model *m, vt_store *st, const vt_dataset *ds, vt_party part
         if (cks[i] <= target && cks[i] >= best) best = cks[i], found = 1;
     free(cks);
     /* a run started from a file (--init): step 0's state is its checkpoint, not the recipe's */
-    if (found && (best > m->step || (best == m->step && m->step == 0 && m->rc.has_init))) {
+    if (found && (best > m->step || (best == m->step && m->step == 0 && m->rcp.has_init))) {
         float *state = NULL;
         VT_FORWARD_IF_ERROR(vt_store_get_checkpoint(st, best, m->n_state, &state));
         vt_err e = vt_model_set_state(m, best, state, m->n_state);

@@ -17,11 +17,11 @@ static void torch_name(const char *name, char *out, size_t cap)
 
 /* how parameter d moves: rank 4 (a convolution) permuted, rank 2 (a linear layer) transposed, except
  * the GPT's embeddings (nn.Embedding keeps [num, dim]) */
-static int torch_how(const vt_recipe *rc, const vt_tensor *d)
+static int torch_how(const vt_recipe *rcp, const vt_tensor *d)
 {
     if (d->rank == 4) return VT_TORCH_PERMUTE;
     if (d->rank != 2) return VT_TORCH_COPY;
-    if (rc->arch == VT_ARCH_GPT && (strcmp(d->name, "wte.weight") == 0 || strcmp(d->name, "wpe.weight") == 0))
+    if (rcp->arch == VT_ARCH_GPT && (strcmp(d->name, "wte.weight") == 0 || strcmp(d->name, "wpe.weight") == 0))
         return VT_TORCH_COPY;
     return VT_TORCH_TRANSPOSE;
 }
@@ -40,13 +40,13 @@ static uint32_t opt_param(const vt_program *p, const char *name, const char **wh
     return best;
 }
 
-int vt_torch_of(const vt_recipe *rc, const vt_program *p, uint32_t i, char *name, size_t cap, int *how)
+int vt_torch_of(const vt_recipe *rcp, const vt_program *p, uint32_t i, char *name, size_t cap, int *how)
 {
     const vt_tensor *d = &p->t[i];
     *how = VT_TORCH_COPY;
     if (d->cls != VT_TC_OPT) {
         torch_name(d->name, name, cap);
-        if (d->cls == VT_TC_PARAM) *how = torch_how(rc, d);
+        if (d->cls == VT_TC_PARAM) *how = torch_how(rcp, d);
         return 0;
     }
     const char *what = NULL;
@@ -54,7 +54,7 @@ int vt_torch_of(const vt_recipe *rc, const vt_program *p, uint32_t i, char *name
     if (j == UINT32_MAX) return -1;
     char tn[VT_TORCH_NAME_MAX];
     torch_name(p->t[j].name, tn, sizeof tn);
-    *how = torch_how(rc, &p->t[j]);
+    *how = torch_how(rcp, &p->t[j]);
     snprintf(name, cap, "optimizer.%s.%s", tn, strcmp(what, "velocity") == 0 ? "momentum_buffer" : what);
     return 0;
 }

@@ -19,7 +19,7 @@ enum { VT_TORCH_COPY = 0, VT_TORCH_TRANSPOSE = 1, VT_TORCH_PERMUTE = 2 };
 
 /* State tensor i of p in the torch layout: its name and how its values move (VT_TORCH_*). 0, or -1
  * for an optimiser tensor that belongs to no parameter. */
-int vt_torch_of(const vt_recipe *rc, const vt_program *p, uint32_t i, char *name, size_t cap, int *how);
+int vt_torch_of(const vt_recipe *rcp, const vt_program *p, uint32_t i, char *name, size_t cap, int *how);
 /* The torch shape of tensor d moved by `how`. */
 void vt_torch_shape(int how, const vt_tensor *d, uint32_t *rank, uint64_t shape[VT_MAX_RANK]);
 /* d's values x (the project's layout) into y (torch's), or back (to_torch = 0: x from y). */

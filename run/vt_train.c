@@ -21,12 +21,12 @@
 #include "vt_ranks.h"
 #include "vt_step.h"
 
-void vt_recipe_dataset_spec(const vt_recipe *rc, char *buf, size_t cap)
+void vt_recipe_dataset_spec(const vt_recipe *rcp, char *buf, size_t cap)
 {
-    if (rc->subset)
-        snprintf(buf, cap, "%s:%llu", rc->dataset, (unsigned long long)rc->subset);
+    if (rcp->subset)
+        snprintf(buf, cap, "%s:%llu", rcp->dataset, (unsigned long long)rcp->subset);
     else
-        snprintf(buf, cap, "%s", rc->dataset);
+        snprintf(buf, cap, "%s", rcp->dataset);
 }
 
 typedef struct {
@@ -67,14 +67,14 @@ static void ctx_free(train_ctx *t)
 
 /* The record of step s from the model's state (hash: its state hash when already computed, else
  * NULL) and t->log; *blob: the stored log (caller frees). */
-static vt_err step_record(train_ctx *t, const vt_recipe *rc, uint64_t s, float loss, const uint8_t *hash,
+static vt_err step_record(train_ctx *t, const vt_recipe *rcp, uint64_t s, float loss, const uint8_t *hash,
                           vt_step_rec *rec, uint8_t **blob, size_t *blen)
 {
     memset(rec, 0, sizeof *rec);
     rec->step = s;
     memcpy(&rec->loss_bits, &loss, 4);
-    VT_FORWARD_IF_ERROR(vt_steplog_encode_stored(&t->log, rc->zstd_level, blob, blen, rec->log_hash));
-    rec->has_state = vt_recipe_has_state(rc, s);
+    VT_FORWARD_IF_ERROR(vt_steplog_encode_stored(&t->log, rcp->zstd_level, blob, blen, rec->log_hash));
+    rec->has_state = vt_recipe_has_state(rcp, s);
     rec->log_entries = vt_steplog_total_entries(&t->log);
     vt_err e = VT_OK;
     if (rec->has_state && hash) memcpy(rec->state_hash, hash, 32);
@@ -90,22 +90,22 @@ static vt_err step_record(train_ctx *t, const vt_recipe *rc, uint64_t s, float l
 /* Commit one step (record, log, leaf, and a checkpoint when due). The step's row is stored before
  * its checkpoint: a crash in between leaves a checkpoint step without its checkpoint, which resume
  * passes over (an earlier checkpoint, or step 0 recreated from the recipe). */
-static vt_err commit_step(train_ctx *t, const vt_recipe *rc, uint64_t s, float loss, const uint8_t *hash,
+static vt_err commit_step(train_ctx *t, const vt_recipe *rcp, uint64_t s, float loss, const uint8_t *hash,
                           vt_ckpt_writer *w, vt_train_result *res)
 {
     /* w: the checkpoint streamed so far (a sharded run), finished here (aborted on failure) */
     uint8_t *blob = NULL;
     size_t blen = 0;
     vt_step_rec rec;
-    vt_err e = step_record(t, rc, s, loss, hash, &rec, &blob, &blen);
+    vt_err e = step_record(t, rcp, s, loss, hash, &rec, &blob, &blen);
     if (!e) e = vt_store_put_step(t->st, &rec, blob, blen);
     free(blob);
     if (!e) e = vt_merkle_append(&t->tree, rec.leaf);
-    if (e || !vt_recipe_has_checkpoint(rc, s)) vt_ckpt_write_abort(w);
+    if (e || !vt_recipe_has_checkpoint(rcp, s)) vt_ckpt_write_abort(w);
     VT_FORWARD_IF_ERROR(e);
-    if (vt_recipe_has_checkpoint(rc, s))
+    if (vt_recipe_has_checkpoint(rcp, s))
         VT_FORWARD_IF_ERROR(w ? vt_ckpt_write_finish(w)
-                              : vt_store_put_checkpoint(t->st, s, t->m.state, t->m.n_state, rc->zstd_level));
+                              : vt_store_put_checkpoint(t->st, s, t->m.state, t->m.n_state, rcp->zstd_level));
     res->log_entries += rec.log_entries;
     res->log_bytes += blen;
     res->log_steps++;
@@ -145,12 +145,12 @@ static vt_err store_figures(train_ctx *t, uint64_t count, vt_train_result *res)
 /* Resume of a finished run: every step stored and a readable commitment over exactly those steps
  * and this manifest. *finished = 1 then (res filled from the store; nothing is written); otherwise
  * the run is resumed (a run whose last step was stored but not committed is committed). */
-static vt_err finished_run(train_ctx *t, const vt_recipe *rc, const char *run_dir, int *finished, vt_train_result *res)
+static vt_err finished_run(train_ctx *t, const vt_recipe *rcp, const char *run_dir, int *finished, vt_train_result *res)
 {
     *finished = 0;
     uint64_t cnt;
     VT_FORWARD_IF_ERROR(vt_store_step_count(t->st, &cnt));
-    if (cnt != rc->steps + 1) return VT_OK;
+    if (cnt != rcp->steps + 1) return VT_OK;
     char path[4096];
     vt_store_commitment_path(run_dir, path, sizeof path);
     vt_commitment c;
@@ -176,8 +176,8 @@ static vt_err finished_run(train_ctx *t, const vt_recipe *rc, const char *run_di
     VT_FORWARD_IF_ERROR(e);
     if (memcmp(root, c.root, 32) != 0 || memcmp(mh, c.manifest_hash, 32) != 0) return VT_OK;
     VT_FORWARD_IF_ERROR(store_figures(t, cnt, res));
-    res->steps = rc->steps;
-    res->resumed_from = rc->steps;
+    res->steps = rcp->steps;
+    res->resumed_from = rcp->steps;
     memcpy(res->root, c.root, 32);
     *finished = 1;
     return VT_OK;
@@ -215,17 +215,17 @@ static vt_err load_checkpoint(train_ctx *t, uint64_t ck)
 /* Resume without a usable checkpoint: step 0 is the recipe's initial state (the model's state
  * before anything was loaded, in init), so it is recreated, checked against the stored step 0
  * (when there is one) and checkpointed again. */
-static vt_err recreate_step0(train_ctx *t, const vt_recipe *rc, uint64_t cnt, const float *init, const uint8_t *hash,
+static vt_err recreate_step0(train_ctx *t, const vt_recipe *rcp, uint64_t cnt, const float *init, const uint8_t *hash,
                              vt_ckpt_writer *w, vt_train_result *res)
 {
     /* a sharded run: init NULL, the state already step 0's, hash its state hash, w its checkpoint streamed */
     vt_err e = init ? vt_model_set_state(&t->m, 0, init, t->m.n_state) : VT_OK;
     vt_steplog_reset(&t->log, 0);
-    if (!e && cnt == 0) return commit_step(t, rc, 0, 0.0f, hash, w, res); /* killed before step 0 was stored */
+    if (!e && cnt == 0) return commit_step(t, rcp, 0, 0.0f, hash, w, res); /* killed before step 0 was stored */
     vt_step_rec want, got;
     uint8_t *blob = NULL;
     size_t blen = 0;
-    if (!e) e = step_record(t, rc, 0, 0.0f, hash, &want, &blob, &blen);
+    if (!e) e = step_record(t, rcp, 0, 0.0f, hash, &want, &blob, &blen);
     free(blob);
     if (!e) e = vt_store_get_step(t->st, 0, &got);
     if (!e && memcmp(want.leaf, got.leaf, 32) != 0)
@@ -233,14 +233,14 @@ static vt_err recreate_step0(train_ctx *t, const vt_recipe *rc, uint64_t cnt, co
     if (!e) e = vt_store_truncate(t->st, 0);
     if (e) vt_ckpt_write_abort(w);
     VT_FORWARD_IF_ERROR(e);
-    VT_FORWARD_IF_ERROR(w ? vt_ckpt_write_finish(w) : vt_store_put_checkpoint(t->st, 0, init, t->m.n_state, rc->zstd_level));
+    VT_FORWARD_IF_ERROR(w ? vt_ckpt_write_finish(w) : vt_store_put_checkpoint(t->st, 0, init, t->m.n_state, rcp->zstd_level));
     return vt_merkle_append(&t->tree, got.leaf);
 }
 
 /* Resume: keep the steps up to the newest usable checkpoint, reload it, rebuild the tree. A
  * checkpoint that cannot be read, or does not match its step's committed state, is passed over
  * (saying so); with none usable, step 0 is recreated from the recipe. */
-static vt_err resume_run(train_ctx *t, const vt_recipe *rc, uint64_t *start, vt_train_result *res)
+static vt_err resume_run(train_ctx *t, const vt_recipe *rcp, uint64_t *start, vt_train_result *res)
 {
     uint64_t cnt;
     VT_FORWARD_IF_ERROR(vt_store_step_count(t->st, &cnt));
@@ -284,7 +284,7 @@ static vt_err resume_run(train_ctx *t, const vt_recipe *rc, uint64_t *start, vt_
             vt_steplog_reset(&t->log, 0);
             t->step0 = 2, t->step0_cnt = cnt;
         } else {
-            e = recreate_step0(t, rc, cnt, init, NULL, NULL, res);
+            e = recreate_step0(t, rcp, cnt, init, NULL, NULL, res);
         }
     }
     free(init);
@@ -318,23 +318,23 @@ static vt_err agree(train_ctx *t, vt_err mine)
 /* What every rank sets up for itself before anything is written: the recipe's checks, the data,
  * the manifest, the model (with ranks > 1 built for this rank's share of the batch and sharded),
  * the backend. Only rank 0 reads the secret key (it alone signs). */
-static vt_err prepare(train_ctx *t, const vt_recipe *rc, const vt_train_opts *o)
+static vt_err prepare(train_ctx *t, const vt_recipe *rcp, const vt_train_opts *o)
 {
     char spec[VT_RECIPE_SPEC_MAX];
-    vt_recipe_dataset_spec(rc, spec, sizeof spec);
-    VT_FORWARD_IF_ERROR(vt_recipe_validate(rc));
+    vt_recipe_dataset_spec(rcp, spec, sizeof spec);
+    VT_FORWARD_IF_ERROR(vt_recipe_validate(rcp));
     const char *backend = o->backend ? o->backend : "cpu";
     VT_RETURN_ERROR_IF(o->shard_state && strcmp(backend, "cpu") != 0, VT_ERR_UNSUPPORTED,
                        "--shard-state: the sharded optimiser state is updated on the CPU ranks (--backend cpu, the "
                        "default); --backend %s keeps the whole state on every rank",
                        backend);
-    vt_recipe local = *rc; /* the program each rank runs: its share of the batch */
+    vt_recipe local = *rcp; /* the program each rank runs: its share of the batch */
     if (t->size > 1) {     /* the refusals of a data-parallel run, before anything is read or written */
-        VT_RETURN_ERROR_IF(rc->batch % (uint32_t)t->size != 0, VT_ERR_ARG,
+        VT_RETURN_ERROR_IF(rcp->batch % (uint32_t)t->size != 0, VT_ERR_ARG,
                            "a batch of %u examples does not split into %d equal shares: with %d ranks the batch "
                            "must be a multiple of %d (--set batch=...), or run another number of ranks",
-                           rc->batch, t->size, t->size, t->size);
-        VT_RETURN_ERROR_IF(rc->bound.rounding != VT_ROUNDING_EXACT, VT_ERR_ARG,
+                           rcp->batch, t->size, t->size, t->size);
+        VT_RETURN_ERROR_IF(rcp->bound.rounding != VT_ROUNDING_EXACT, VT_ERR_ARG,
                            "rounding=log runs in one process only: with %d ranks use rounding=exact (the default), "
                            "or train rounding=log without mpirun",
                            t->size);
@@ -343,22 +343,22 @@ static vt_err prepare(train_ctx *t, const vt_recipe *rc, const vt_train_opts *o)
                            "CUDA backend, VT_NCCL): data-parallel ranks compute on the CPU (--backend cpu, the "
                            "default); a GPU run without NCCL is one process",
                            backend, t->size);
-        local.batch = rc->batch / (uint32_t)t->size;
+        local.batch = rcp->batch / (uint32_t)t->size;
     }
     VT_FORWARD_IF_ERROR(vt_sign_init());
     if (t->rank == 0) VT_FORWARD_IF_ERROR(vt_sign_read_secret_key(o->key_path, &t->kp));
     VT_FORWARD_IF_ERROR(vt_data_load(spec, o->data_root, &t->ds));
-    VT_FORWARD_IF_ERROR(vt_recipe_check_data(rc, &t->ds));
+    VT_FORWARD_IF_ERROR(vt_recipe_check_data(rcp, &t->ds));
     /* The backend is informational: an auditor uses its own. To keep the manifest (and so the
      * commitment) independent of the trainer's evaluation order, only the device class is recorded.
      * The manifest is the whole run's (the global batch), whatever the number of ranks. */
-    VT_FORWARD_IF_ERROR(vt_manifest_build_ds(rc, &t->ds, backend, &t->manifest));
+    VT_FORWARD_IF_ERROR(vt_manifest_build_ds(rcp, &t->ds, backend, &t->manifest));
     if (o->shard_state && t->size > 1) /* each rank 1/N of the optimiser state */
         VT_FORWARD_IF_ERROR(vt_model_init_sharded(&t->m, &local, t->ds.n, o->order, t->comm));
     else
         VT_FORWARD_IF_ERROR(vt_model_init(&t->m, &local, t->ds.n, o->order));
-    if (t->size > 1) VT_FORWARD_IF_ERROR(vt_model_set_shard(&t->m, t->comm, rc->batch));
-    if (rc->has_init) VT_FORWARD_IF_ERROR(vt_init_apply(&t->m, &t->init)); /* before anything is written */
+    if (t->size > 1) VT_FORWARD_IF_ERROR(vt_model_set_shard(&t->m, t->comm, rcp->batch));
+    if (rcp->has_init) VT_FORWARD_IF_ERROR(vt_init_apply(&t->m, &t->init)); /* before anything is written */
     VT_FORWARD_IF_ERROR(vt_backend_open(backend, &t->be));
     vt_model_set_backend(&t->m, &t->be);
     if (!o->quiet && t->be.gemm_round) fprintf(stderr, "backend: %s: %s\n", t->be.name, t->be.desc);
@@ -435,7 +435,7 @@ static vt_err make_parents(const char *dir)
 
 /* Rank 0: opens the run directory - creates the run store and commits step 0, or resumes (the
  * newest usable checkpoint, *start its step), or finds the run finished (*done = 1). */
-static vt_err open_run(train_ctx *t, const vt_recipe *rc, const vt_train_opts *o, uint64_t *start, int *done,
+static vt_err open_run(train_ctx *t, const vt_recipe *rcp, const vt_train_opts *o, uint64_t *start, int *done,
                        vt_train_result *res)
 {
     const char *backend = o->backend ? o->backend : "cpu";
@@ -463,7 +463,7 @@ static vt_err open_run(train_ctx *t, const vt_recipe *rc, const vt_train_opts *o
         int same = ml == mlen && memcmp(mf, t->manifest, ml) == 0;
         if (!same) { /* a run may be resumed on the other backend: it records the one it started on */
             char *alt = NULL;
-            vt_err ea = vt_manifest_build_ds(rc, &t->ds, strcmp(backend, "cpu") ? "cpu" : "cuda", &alt);
+            vt_err ea = vt_manifest_build_ds(rcp, &t->ds, strcmp(backend, "cpu") ? "cpu" : "cuda", &alt);
             if (ea) free(mf);
             VT_FORWARD_IF_ERROR(ea);
             if (strlen(alt) == ml && memcmp(mf, alt, ml) == 0) {
@@ -482,14 +482,14 @@ static vt_err open_run(train_ctx *t, const vt_recipe *rc, const vt_train_opts *o
             uint8_t odh[32];
             char *keep = malloc(ml + 1);
             if (keep && vt_manifest_parse(mf, ml, &old, odh) == VT_OK && memcmp(odh, t->ds.hash, 32) == 0 &&
-                vt_recipe_equal(&old, rc) && old.program_version == rc->program_version &&
-                old.bound.whole_reduction == rc->bound.whole_reduction) {
+                vt_recipe_equal(&old, rcp) && old.program_version == rcp->program_version &&
+                old.bound.whole_reduction == rcp->bound.whole_reduction) {
                 memcpy(keep, mf, ml);
                 keep[ml] = 0;
                 free(t->manifest);
                 t->manifest = keep;
                 keep = NULL;
-                t->m.rc.bound.legacy_log = old.bound.legacy_log;
+                t->m.rcp.bound.legacy_log = old.bound.legacy_log;
                 same = 1;
             }
             free(keep);
@@ -497,24 +497,24 @@ static vt_err open_run(train_ctx *t, const vt_recipe *rc, const vt_train_opts *o
         free(mf);
         VT_RETURN_ERROR_IF(!same, VT_ERR_ARG, "cannot resume %s: it was started with another recipe or dataset",
                            o->run_dir);
-        VT_FORWARD_IF_ERROR(finished_run(t, rc, o->run_dir, done, res));
+        VT_FORWARD_IF_ERROR(finished_run(t, rcp, o->run_dir, done, res));
         if (*done) { /* (a run.db that an earlier version or a blocked finish left in WAL mode is folded) */
             VT_FORWARD_IF_ERROR(vt_store_finish(t->st, wait_ms));
             res->finished = 1;
             return VT_OK;
         }
-        VT_FORWARD_IF_ERROR(resume_run(t, rc, start, res));
+        VT_FORWARD_IF_ERROR(resume_run(t, rcp, start, res));
     } else {
         if (!o->resume) VT_FORWARD_IF_ERROR(make_parents(o->run_dir)); /* a resume creates nothing */
         VT_FORWARD_IF_ERROR(vt_store_create(o->run_dir, t->manifest, mlen, &t->st));
-        if (rc->has_init) VT_FORWARD_IF_ERROR(vt_store_put_file(o->run_dir, VT_INIT_FILE, t->init.bytes, t->init.len));
-        if (rc->has_init && rc->init_torch)
+        if (rcp->has_init) VT_FORWARD_IF_ERROR(vt_store_put_file(o->run_dir, VT_INIT_FILE, t->init.bytes, t->init.len));
+        if (rcp->has_init && rcp->init_torch)
             VT_FORWARD_IF_ERROR(vt_store_put_file(o->run_dir, VT_INIT_LAYOUT_FILE, (const uint8_t *)"torch\n", 6));
         vt_steplog_reset(&t->log, 0);
         if (vt_model_sharded(&t->m)) /* with every rank: share_start */
             t->step0 = 1;
         else
-            VT_FORWARD_IF_ERROR(write_failed(commit_step(t, rc, 0, 0.0f, NULL, NULL, res)));
+            VT_FORWARD_IF_ERROR(write_failed(commit_step(t, rcp, 0, 0.0f, NULL, NULL, res)));
     }
     return VT_OK;
 }
@@ -524,7 +524,7 @@ static vt_err open_run(train_ctx *t, const vt_recipe *rc, const vt_train_opts *o
  * usable checkpoint) holds step 0's state on every rank already (the recipe's initial state and
  * --init, each rank its share), and streams it out to rank 0 to commit step 0 and its checkpoint
  * (or to check the stored step 0 against it and write its checkpoint again). */
-static vt_err shard_start(train_ctx *t, const vt_recipe *rc, uint64_t start, vt_train_result *res)
+static vt_err shard_start(train_ctx *t, const vt_recipe *rcp, uint64_t start, vt_train_result *res)
 {
     const int root = t->rank == 0;
     vt_model_shard_release(&t->m);
@@ -540,7 +540,7 @@ static vt_err shard_start(train_ctx *t, const vt_recipe *rc, uint64_t start, vt_
     }
     if (!t->step0) return VT_OK;
     vt_ckpt_writer *w = NULL;
-    vt_err e = root && vt_recipe_has_checkpoint(rc, 0) ? vt_ckpt_write_open(t->st, 0, t->m.n_state, rc->zstd_level, &w)
+    vt_err e = root && vt_recipe_has_checkpoint(rcp, 0) ? vt_ckpt_write_open(t->st, 0, t->m.n_state, rcp->zstd_level, &w)
                                                        : VT_OK;
     VT_FORWARD_IF_ERROR(agree(t, e));
     uint8_t full[32];
@@ -550,24 +550,24 @@ static vt_err shard_start(train_ctx *t, const vt_recipe *rc, uint64_t start, vt_
         return e;
     }
     if (root)
-        e = t->step0 == 1 ? commit_step(t, rc, 0, 0.0f, full, w, res)
-                          : recreate_step0(t, rc, t->step0_cnt, NULL, full, w, res);
+        e = t->step0 == 1 ? commit_step(t, rcp, 0, 0.0f, full, w, res)
+                          : recreate_step0(t, rcp, t->step0_cnt, NULL, full, w, res);
     return agree(t, write_failed(e));
 }
 
 /* ranks > 1, after rank 0 opened the run: rank 0's outcome (finished or not), start step, log rule
  * and state go to every rank, so that every rank starts from rank 0's state. */
-static vt_err share_start(train_ctx *t, const vt_recipe *rc, uint64_t *start, int *done, vt_train_result *res)
+static vt_err share_start(train_ctx *t, const vt_recipe *rcp, uint64_t *start, int *done, vt_train_result *res)
 {
-    uint64_t hdr[6] = {*start, (uint64_t)*done, (uint64_t)(int64_t)t->m.rc.bound.legacy_log, (uint64_t)t->load_ck,
+    uint64_t hdr[6] = {*start, (uint64_t)*done, (uint64_t)(int64_t)t->m.rcp.bound.legacy_log, (uint64_t)t->load_ck,
                        (uint64_t)t->step0, t->step0_cnt};
     VT_FORWARD_IF_ERROR(vt_dist_bcast(t->comm, hdr, sizeof hdr, 0));
     *start = hdr[0];
     *done = (int)hdr[1];
-    t->m.rc.bound.legacy_log = (int)(int64_t)hdr[2];
+    t->m.rcp.bound.legacy_log = (int)(int64_t)hdr[2];
     t->load_ck = (int)hdr[3], t->step0 = (int)hdr[4], t->step0_cnt = hdr[5];
     if (*done) return VT_OK;
-    if (vt_model_sharded(&t->m)) return shard_start(t, rc, *start, res);
+    if (vt_model_sharded(&t->m)) return shard_start(t, rcp, *start, res);
     vt_err e = vt_dist_bcast(t->comm, t->m.state, t->m.n_state * sizeof *t->m.state, 0);
     if (!e && t->rank != 0) e = vt_model_set_state(&t->m, *start, t->m.state, t->m.n_state);
     return e;
@@ -605,22 +605,22 @@ static vt_err commit_run(train_ctx *t, const vt_train_opts *o, vt_train_result *
 
 /* One step on this rank: run it, then (ranks > 1) agree on every rank's outcome and compare the
  * states when the step commits one; then rank 0 commits it, and the ranks agree on that. */
-static vt_err train_step(train_ctx *t, const vt_recipe *rc, const vt_train_opts *o, uint64_t s, vt_step_args *sa,
+static vt_err train_step(train_ctx *t, const vt_recipe *rcp, const vt_train_opts *o, uint64_t s, vt_step_args *sa,
                          float *loss, vt_train_result *res)
 {
     vt_err e = vt_step_run(&t->m, &t->ds, sa);
     if (e && sa->fault->code != VT_OK) e = vt_set_error(e, "%s [%s]", vt_errmsg(), vt_model_op_name(&t->m, sa->fault->op_id));
     if (!e && o->hooks && o->hooks->after_log) o->hooks->after_log(o->hooks->ctx, &t->log, s);
     uint8_t h[32], full[32];
-    int compare = t->size > 1 && vt_recipe_has_state(rc, s), sharded = vt_model_sharded(&t->m);
+    int compare = t->size > 1 && vt_recipe_has_state(rcp, s), sharded = vt_model_sharded(&t->m);
     if (!e && compare) e = sharded ? vt_model_replica_hash(&t->m, h) : vt_model_state_hash(&t->m, h);
     VT_FORWARD_IF_ERROR(agree(t, e));
     if (compare) VT_FORWARD_IF_ERROR(same_state(t, s, h));
     vt_ckpt_writer *w = NULL;
     if (sharded && compare) { /* the state streamed to rank 0, one optimiser tensor at a time: hashed, and
                                * at a checkpoint written to it as it comes */
-        if (t->rank == 0 && vt_recipe_has_checkpoint(rc, s))
-            e = vt_ckpt_write_open(t->st, s, t->m.n_state, rc->zstd_level, &w);
+        if (t->rank == 0 && vt_recipe_has_checkpoint(rcp, s))
+            e = vt_ckpt_write_open(t->st, s, t->m.n_state, rcp->zstd_level, &w);
         VT_FORWARD_IF_ERROR(agree(t, write_failed(e)));
         e = agree(t, vt_model_shard_stream_out(&t->m, w ? ckpt_sink : NULL, w, full));
         if (e) {
@@ -628,7 +628,7 @@ static vt_err train_step(train_ctx *t, const vt_recipe *rc, const vt_train_opts 
             return e;
         }
     }
-    e = t->rank == 0 ? commit_step(t, rc, s, *loss, compare ? (sharded ? full : h) : NULL, w, res) : VT_OK;
+    e = t->rank == 0 ? commit_step(t, rcp, s, *loss, compare ? (sharded ? full : h) : NULL, w, res) : VT_OK;
     if (e) e = write_failed(e);
     return agree(t, e);
 }
@@ -638,9 +638,9 @@ static vt_err state_figures(train_ctx *t, vt_train_result *res)
 {
     vt_model_mem mem;
     if (vt_model_sharded(&t->m))
-        VT_FORWARD_IF_ERROR(vt_model_need_sharded(&t->m.prog, t->m.rc.batch, t->ds.n, t->rank, t->size, &mem));
+        VT_FORWARD_IF_ERROR(vt_model_need_sharded(&t->m.prog, t->m.rcp.batch, t->ds.n, t->rank, t->size, &mem));
     else
-        vt_model_need(&t->m.prog, t->m.rc.batch, t->ds.n, &mem);
+        vt_model_need(&t->m.prog, t->m.rcp.batch, t->ds.n, &mem);
     res->sharded = vt_model_sharded(&t->m);
     res->state_bytes = (uint64_t)mem.state, res->opt_bytes = (uint64_t)mem.opt, res->model_bytes = (uint64_t)mem.total;
     res->state_total = (uint64_t)t->m.prog.arena_bytes[VT_TC_PARAM];
@@ -649,10 +649,10 @@ static vt_err state_figures(train_ctx *t, vt_train_result *res)
     return VT_OK;
 }
 
-static vt_err train(train_ctx *t, const vt_recipe *rc, const vt_train_opts *o, vt_train_result *res)
+static vt_err train(train_ctx *t, const vt_recipe *rcp, const vt_train_opts *o, vt_train_result *res)
 {
     const int root = t->rank == 0;
-    VT_FORWARD_IF_ERROR(agree(t, prepare(t, rc, o)));
+    VT_FORWARD_IF_ERROR(agree(t, prepare(t, rcp, o)));
     const char *engine = getenv("VT_DIST_ENGINE"); /* "mpi": the GPU ranks' collectives over MPI (a check) */
     const int nccl = t->size > 1 && t->be.impl && !(engine && strcmp(engine, "mpi") == 0);
     if (t->size > 1) { /* the first collective after the start-up's agreement: every rank reaches it */
@@ -673,12 +673,12 @@ static vt_err train(train_ctx *t, const vt_recipe *rc, const vt_train_opts *o, v
     vt_steplog_init(&t->log, 0);
     uint64_t start = 0;
     int done = 0;
-    VT_FORWARD_IF_ERROR(agree(t, root ? open_run(t, rc, o, &start, &done, res) : VT_OK));
+    VT_FORWARD_IF_ERROR(agree(t, root ? open_run(t, rcp, o, &start, &done, res) : VT_OK));
     if (t->size > 1) {
-        VT_FORWARD_IF_ERROR(share_start(t, rc, &start, &done, res));
+        VT_FORWARD_IF_ERROR(share_start(t, rcp, &start, &done, res));
         if (done) {
             res->finished = 1;
-            res->steps = res->resumed_from = rc->steps;
+            res->steps = res->resumed_from = rcp->steps;
             return VT_OK;
         }
         uint8_t h[32];
@@ -697,12 +697,12 @@ static vt_err train(train_ctx *t, const vt_recipe *rc, const vt_train_opts *o, v
     memset(&sa, 0, sizeof sa);
     sa.party = VT_PARTY_TRAINER, sa.log = &t->log, sa.fault = &fault, sa.stats = &stats;
     vt_progress pr;
-    vt_progress_init(&pr, start, rc->steps, o->quiet || !root);
+    vt_progress_init(&pr, start, rcp->steps, o->quiet || !root);
     double t0 = vt_now();
     float loss = 0;
     sa.loss = &loss;
-    for (uint64_t s = start + 1; s <= rc->steps; s++) {
-        vt_err e = train_step(t, rc, o, s, &sa, &loss, res);
+    for (uint64_t s = start + 1; s <= rcp->steps; s++) {
+        vt_err e = train_step(t, rcp, o, s, &sa, &loss, res);
         if (e) {
             vt_progress_end(&pr);
             return e;
@@ -720,12 +720,12 @@ static vt_err train(train_ctx *t, const vt_recipe *rc, const vt_train_opts *o, v
     }
     vt_progress_end(&pr);
     res->seconds = vt_now() - t0;
-    res->steps = rc->steps;
+    res->steps = rcp->steps;
     res->final_loss = loss;
     res->rounded = stats.rounded;
     res->exact = stats.exact;
     vt_err e = VT_OK;
-    if (root && start == rc->steps) { /* nothing left to train (the last step was stored, not committed) */
+    if (root && start == rcp->steps) { /* nothing left to train (the last step was stored, not committed) */
         uint64_t cnt;
         e = vt_store_step_count(t->st, &cnt);
         if (!e) e = store_figures(t, cnt, res);
@@ -742,7 +742,7 @@ static vt_err train(train_ctx *t, const vt_recipe *rc, const vt_train_opts *o, v
     return VT_OK;
 }
 
-vt_err vt_train_run(const vt_recipe *rc, const vt_train_opts *o, vt_train_result *res)
+vt_err vt_train_run(const vt_recipe *rcp, const vt_train_opts *o, vt_train_result *res)
 {
     train_ctx t;
     memset(&t, 0, sizeof t);
@@ -751,7 +751,7 @@ vt_err vt_train_run(const vt_recipe *rc, const vt_train_opts *o, vt_train_result
     t.rank = o->comm ? vt_dist_rank(o->comm) : 0;
     t.size = o->comm ? vt_dist_size(o->comm) : 1;
     res->ranks = t.size;
-    vt_recipe r = *rc; /* with the --init file's hash (vt_init.h); every rank reads it (vt_ranks_agree compares) */
+    vt_recipe r = *rcp; /* with the --init file's hash (vt_init.h); every rank reads it (vt_ranks_agree compares) */
     vt_err e = vt_init_prepare(&r, o->init_path, o->resume ? o->run_dir : NULL, o->init_layout, &t.init);
     if (t.size > 1) e = agree(&t, e);
     if (!e) e = train(&t, &r, o, res);

@@ -73,9 +73,9 @@ typedef struct {
  * directory, or when readers kept run.db from being made self-contained: then nothing is committed
  * and --resume commits), VT_ERR_ARG (recipe). Resuming a finished run changes nothing and reports
  * it (res->finished). The commitment is written only once run.db holds every step. */
-vt_err vt_train_run(const vt_recipe *rc, const vt_train_opts *o, vt_train_result *res) VT_WARN_UNUSED;
+vt_err vt_train_run(const vt_recipe *rcp, const vt_train_opts *o, vt_train_result *res) VT_WARN_UNUSED;
 
 /* The dataset spec "NAME" or "NAME:N" for a recipe (into buf). */
-void vt_recipe_dataset_spec(const vt_recipe *rc, char *buf, size_t cap);
+void vt_recipe_dataset_spec(const vt_recipe *rcp, char *buf, size_t cap);
 
 #endif

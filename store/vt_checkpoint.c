@@ -18,8 +18,8 @@
 
 #include "../common/vt_bytes.h"
 #include "../common/vt_debug.h"
-#include "vt_file.h"
-#include "vt_store_internal.h"
+#include "vt_file_int.h"
+#include "vt_store_int.h"
 
 #define CKPT_HEADER_LEN 24
 #define CKPT_VERSION 1

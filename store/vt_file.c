@@ -1,5 +1,5 @@
 /* vt_file.c - durable file writes for store/ (vt_file.h). */
-#include "vt_file.h"
+#include "vt_file_int.h"
 
 #include <errno.h>
 #include <fcntl.h>

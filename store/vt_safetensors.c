@@ -11,7 +11,7 @@
 
 #include "../common/vt_bytes.h"
 #include "../common/vt_debug.h"
-#include "vt_file.h"
+#include "vt_file_int.h"
 
 #define ST_MAX_HEADER ((size_t)100000000)   /* safetensors readers refuse a longer header */
 #define ST_MAX_BYTES ((uint64_t)INT64_MAX)  /* sizes and offsets are JSON integers (json_int_t) */

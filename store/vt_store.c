@@ -41,8 +41,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "vt_file.h"
-#include "vt_store_internal.h"
+#include "vt_file_int.h"
+#include "vt_store_int.h"
 
 /* Largest compressed step log accepted (put and get). The codec itself limits a decoded
  * payload to 256 MiB by default; a compressed container is never much larger. */

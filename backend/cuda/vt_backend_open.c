@@ -7,10 +7,10 @@
 
 #include "vt_cuda.h"
 
-static vt_err cuda_round(void *impl, vt_rctx *rc, uint32_t op_id, int tA, int tB, size_t M, size_t N, size_t K,
+static vt_err cuda_round(void *impl, vt_rctx *rctx, uint32_t op_id, int tA, int tB, size_t M, size_t N, size_t K,
                          const float *A, const float *B, float *out)
 {
-    return vt_cuda_gemm_round(impl, rc, op_id, tA, tB, M, N, K, A, B, out);
+    return vt_cuda_gemm_round(impl, rctx, op_id, tA, tB, M, N, K, A, B, out);
 }
 static vt_err cuda_plain64(void *impl, int tA, int tB, size_t M, size_t N, size_t K, const double *A,
                            const double *B, double *C)
@@ -29,19 +29,19 @@ static vt_err cuda_tc(void *impl, const struct vt_tc_arch_s *arch, size_t G, int
 }
 static void cuda_close(void *impl) { vt_cuda_close(impl); }
 static vt_err cuda_run_begin(void *impl, void *model) { return vt_cuda_run_begin(impl, (struct vt_model *)model); }
-static vt_err cuda_run_op(void *impl, void *model, vt_rctx *rc, uint32_t op_id, uint64_t step)
+static vt_err cuda_run_op(void *impl, void *model, vt_rctx *rctx, uint32_t op_id, uint64_t step)
 {
-    return vt_cuda_run_op(impl, (struct vt_model *)model, rc, op_id, step);
+    return vt_cuda_run_op(impl, (struct vt_model *)model, rctx, op_id, step);
 }
-static vt_err cuda_to_host(void *impl, void *model, vt_rctx *rc, uint32_t op_id)
+static vt_err cuda_to_host(void *impl, void *model, vt_rctx *rctx, uint32_t op_id)
 {
-    return vt_cuda_op_to_host(impl, (struct vt_model *)model, rc, op_id);
+    return vt_cuda_op_to_host(impl, (struct vt_model *)model, rctx, op_id);
 }
 static vt_err cuda_to_device(void *impl, void *model, uint32_t op_id)
 {
     return vt_cuda_op_to_device(impl, (struct vt_model *)model, op_id);
 }
-static vt_err cuda_run_end(void *impl, void *model, vt_rctx *rc) { return vt_cuda_run_end(impl, (struct vt_model *)model, rc); }
+static vt_err cuda_run_end(void *impl, void *model, vt_rctx *rctx) { return vt_cuda_run_end(impl, (struct vt_model *)model, rctx); }
 
 vt_err vt_backend_open(const char *name, vt_backend *out)
 {

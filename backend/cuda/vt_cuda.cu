@@ -238,7 +238,7 @@ static vt_err dgemm(vt_cuda *g, const vt_bound_cfg *cfg, int tA, int tB, size_t 
     return VT_OK;
 }
 
-static vt_gemm_epi epi_desc(const vt_rctx *rc, int tA, int tB, size_t M, size_t N, size_t K, const float *a32,
+static vt_gemm_epi epi_desc(const vt_rctx *rctx, int tA, int tB, size_t M, size_t N, size_t K, const float *a32,
                             const float *b32)
 {
     vt_gemm_epi d;
@@ -250,8 +250,8 @@ static vt_gemm_epi epi_desc(const vt_rctx *rc, int tA, int tB, size_t M, size_t 
     d.b_sk = tB ? 1 : N;
     d.b_sj = tB ? K : 1;
     d.K = K;
-    d.cfg = rc->bound;
-    d.record = rc->bound.rounding == VT_ROUNDING_LOG;
+    d.cfg = rctx->bound;
+    d.record = rctx->bound.rounding == VT_ROUNDING_LOG;
     return d;
 }
 
@@ -316,16 +316,16 @@ vt_err host_staging(vt_cuda *g, size_t n)
     return VT_OK;
 }
 
-vt_err vti_cuda_gemm_dev(vt_cuda *g, vt_rctx *rc, uint32_t op_id, int tA, int tB, size_t M, size_t N, size_t K,
+vt_err vti_cuda_gemm_dev(vt_cuda *g, vt_rctx *rctx, uint32_t op_id, int tA, int tB, size_t M, size_t N, size_t K,
                          const float *a32, const float *b32, float *out)
 {
     VT_FORWARD_IF_ERROR(check_sizes(M, N, K));
-    VT_RETURN_ERROR_IF(!vt_epi_supported(rc), VT_ERR_INTERNAL, "the device epilogue does not replay a log");
-    double coef = vt_epi_coef(rc, K);
+    VT_RETURN_ERROR_IF(!vt_epi_supported(rctx), VT_ERR_INTERNAL, "the device epilogue does not replay a log");
+    double coef = vt_epi_coef(rctx, K);
     VT_RETURN_ERROR_IF(!(coef >= 0), VT_ERR_LIMIT, "no bound coefficient for K=%zu", K);
     double *C = NULL;
-    VT_FORWARD_IF_ERROR(products(g, &rc->bound, tA, tB, M, N, K, a32, b32, &C));
-    vt_gemm_epi d = epi_desc(rc, tA, tB, M, N, K, a32, b32);
+    VT_FORWARD_IF_ERROR(products(g, &rctx->bound, tA, tB, M, N, K, a32, b32, &C));
+    vt_gemm_epi d = epi_desc(rctx, tA, tB, M, N, K, a32, b32);
     uint64_t nf;
     VT_FORWARD_IF_ERROR(epilogue_device(g, &d, M, N, coef, C, out, &nf));
     VT_FORWARD_IF_ERROR(host_staging(g, (size_t)nf));
@@ -334,7 +334,7 @@ vt_err vti_cuda_gemm_dev(vt_cuda *g, vt_rctx *rc, uint32_t op_id, int tA, int tB
         CU(cudaMemcpyAsync(g->h_res, g->buf[B_RES], nf * sizeof(vt_epi_res), cudaMemcpyDeviceToHost, g->s));
         CU(cudaStreamSynchronize(g->s));
     }
-    return vt_epi_finish(rc, op_id, M, N, nf, g->h_idx, g->h_res, NULL);
+    return vt_epi_finish(rctx, op_id, M, N, nf, g->h_idx, g->h_res, NULL);
 }
 
 /* ---- the batched GEMM (batched_matmul): its own bound, THE bound of the kind ---- */
@@ -354,11 +354,11 @@ __global__ void k_bmm_flagged(vt_bmm_epi d, const double *C, const uint64_t *idx
     FOR_EACH(f, n) vti_bmm_elem(&d, idx[f], C[idx[f]] + 0.0, &res[f]);
 }
 
-vt_err vti_cuda_bmm_dev(vt_cuda *g, vt_rctx *rc, uint32_t op_id, size_t G, size_t M, size_t N, size_t K, int tA,
+vt_err vti_cuda_bmm_dev(vt_cuda *g, vt_rctx *rctx, uint32_t op_id, size_t G, size_t M, size_t N, size_t K, int tA,
                         int tB, const float *a32, const float *b32, float *out)
 {
     VT_FORWARD_IF_ERROR(check_sizes(M, N, K));
-    VT_RETURN_ERROR_IF(!vt_epi_supported(rc) || vti_bound_panelled(&rc->bound, K), VT_ERR_INTERNAL,
+    VT_RETURN_ERROR_IF(!vt_epi_supported(rctx) || vti_bound_panelled(&rctx->bound, K), VT_ERR_INTERNAL,
                        "the device's batched GEMM records or rounds exactly, unpanelled");
     VT_RETURN_ERROR_IF(G == 0 || G > (size_t)INT32_MAX || M * N > (((size_t)1 << 31) - 1) / G, VT_ERR_LIMIT,
                        "batched GEMM %zu x %zu x %zu x %zu: beyond the CUDA backend's limits", G, M, N, K);
@@ -366,9 +366,9 @@ vt_err vti_cuda_bmm_dev(vt_cuda *g, vt_rctx *rc, uint32_t op_id, size_t G, size_
     memset(&d, 0, sizeof d);
     d.A = a32, d.B = b32, d.M = M, d.N = N, d.K = K;
     d.a_si = tA ? 1 : K, d.a_sk = tA ? M : 1, d.b_sk = tB ? 1 : N, d.b_sj = tB ? K : 1;
-    d.record = rc->bound.rounding == VT_ROUNDING_LOG;
-    d.legacy_log = rc->bound.legacy_log;
-    d.coef = vt_epi_coef(rc, K);
+    d.record = rctx->bound.rounding == VT_ROUNDING_LOG;
+    d.legacy_log = rctx->bound.legacy_log;
+    d.coef = vt_epi_coef(rctx, K);
     VT_RETURN_ERROR_IF(!(d.coef >= 0), VT_ERR_LIMIT, "no bound coefficient for K=%zu", K);
     size_t n = G * M * N;
     double *a64 = NULL, *b64 = NULL, *C = NULL, *rn = NULL, *cn = NULL;
@@ -411,18 +411,18 @@ vt_err vti_cuda_bmm_dev(vt_cuda *g, vt_rctx *rc, uint32_t op_id, size_t G, size_
         CU(cudaMemcpyAsync(g->h_res, res, nf * sizeof(vt_epi_res), cudaMemcpyDeviceToHost, g->s));
         CU(cudaStreamSynchronize(g->s));
     }
-    return vt_epi_finish(rc, op_id, G * M, N, nf, g->h_idx, g->h_res, NULL);
+    return vt_epi_finish(rctx, op_id, G * M, N, nf, g->h_idx, g->h_res, NULL);
 }
 
 /* log replay: the FP64 values and norms to the host, the judgement there (vt_round) */
-static vt_err replay_on_host(vt_cuda *g, vt_rctx *rc, uint32_t op_id, int tA, int tB, size_t M, size_t N, size_t K,
+static vt_err replay_on_host(vt_cuda *g, vt_rctx *rctx, uint32_t op_id, int tA, int tB, size_t M, size_t N, size_t K,
                              const float *A, const float *B, const float *a32, const float *b32, float *out)
 {
-    double coef = vt_epi_coef(rc, K);
+    double coef = vt_epi_coef(rctx, K);
     VT_RETURN_ERROR_IF(!(coef >= 0), VT_ERR_LIMIT, "no bound coefficient for K=%zu", K);
     double *C = NULL, *rn = NULL, *cn = NULL;
     size_t n = M * N;
-    VT_FORWARD_IF_ERROR(products(g, &rc->bound, tA, tB, M, N, K, a32, b32, &C));
+    VT_FORWARD_IF_ERROR(products(g, &rctx->bound, tA, tB, M, N, K, a32, b32, &C));
     VT_FORWARD_IF_ERROR(dbuf(g, B_RN, M * sizeof(double), (void **)&rn));
     VT_FORWARD_IF_ERROR(dbuf(g, B_CN, N * sizeof(double), (void **)&cn));
     k_norms<<<GRID(M), 0, g->s>>>(M, K, a32, tA ? 1 : K, tA ? M : 1, rn);
@@ -443,7 +443,7 @@ static vt_err replay_on_host(vt_cuda *g, vt_rctx *rc, uint32_t op_id, int tA, in
         for (size_t e = 0; e < n; e++) hx[e] = hx[e] + 0.0;
         vt_bounds bd;
         vt_gemm_bounds(tA, tB, M, N, K, A, B, hr, hc, coef, &bd);
-        err = vt_round(rc, op_id, hx, &bd, M, N, out);
+        err = vt_round(rctx, op_id, hx, &bd, M, N, out);
     }
     free(hx);
     free(hr);
@@ -451,7 +451,7 @@ static vt_err replay_on_host(vt_cuda *g, vt_rctx *rc, uint32_t op_id, int tA, in
     return err;
 }
 
-extern "C" vt_err vt_cudap_gemm_round(vt_cuda *g, vt_rctx *rc, uint32_t op_id, int tA, int tB, size_t M, size_t N,
+extern "C" vt_err vt_cudap_gemm_round(vt_cuda *g, vt_rctx *rctx, uint32_t op_id, int tA, int tB, size_t M, size_t N,
                                      size_t K, const float *A, const float *B, float *out)
 {
     (void)cudaGetLastError(); /* not an error of this call */
@@ -459,9 +459,9 @@ extern "C" vt_err vt_cudap_gemm_round(vt_cuda *g, vt_rctx *rc, uint32_t op_id, i
     CU(cudaSetDevice(g->dev));
     float *a32 = NULL, *b32 = NULL, *o32 = NULL;
     VT_FORWARD_IF_ERROR(upload(g, M, N, K, A, B, &a32, &b32));
-    if (!vt_epi_supported(rc)) return replay_on_host(g, rc, op_id, tA, tB, M, N, K, A, B, a32, b32, out);
+    if (!vt_epi_supported(rctx)) return replay_on_host(g, rctx, op_id, tA, tB, M, N, K, A, B, a32, b32, out);
     VT_FORWARD_IF_ERROR(dbuf(g, B_OUT, M * N * sizeof(float), (void **)&o32));
-    vt_err err = vti_cuda_gemm_dev(g, rc, op_id, tA, tB, M, N, K, a32, b32, o32);
+    vt_err err = vti_cuda_gemm_dev(g, rctx, op_id, tA, tB, M, N, K, a32, b32, o32);
     /* the results come back even on failure: vt_round leaves the elements before the failing one */
     CU(cudaMemcpyAsync(out, o32, M * N * sizeof(float), cudaMemcpyDeviceToHost, g->s));
     CU(cudaStreamSynchronize(g->s));
@@ -559,13 +559,13 @@ extern "C" vt_err vt_cudap_time_gemm(vt_cuda *g, int tA, int tB, size_t M, size_
     b64 = (double *)g->buf[B_B64];
     VT_FORWARD_IF_ERROR(dbuf(g, B_C32, M * N * sizeof(float), (void **)&c32));
     VT_FORWARD_IF_ERROR(dbuf(g, B_OUT, M * N * sizeof(float), (void **)&out_dev));
-    vt_rctx rc;
+    vt_rctx rctx;
     vt_bound_cfg cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.rounding = VT_ROUNDING_EXACT;
-    vt_rctx_init(&rc, VT_RMODE_RECORD, cfg);
-    vt_gemm_epi d = epi_desc(&rc, tA, tB, M, N, K, a32, b32);
-    double coef = vt_epi_coef(&rc, K);
+    vt_rctx_init(&rctx, VT_RMODE_RECORD, cfg);
+    vt_gemm_epi d = epi_desc(&rctx, tA, tB, M, N, K, a32, b32);
+    double coef = vt_epi_coef(&rctx, K);
     cudaEvent_t ev[2] = {NULL, NULL};
     err = VT_OK;
     for (int k = 0; k < 2 && !err; k++)

@@ -26,7 +26,7 @@ void vt_cuda_close(vt_cuda *g);
 /* The rounded GEMM of backend/vt_backend.h (gemm_round). Exact rounding and log recording run the
  * epilogue on the device; a log replay computes the FP64 products and norms on the device and
  * judges the trainer's entries on the host with vt_round. */
-vt_err vt_cuda_gemm_round(vt_cuda *g, vt_rctx *rc, uint32_t op_id, int tA, int tB, size_t M, size_t N, size_t K,
+vt_err vt_cuda_gemm_round(vt_cuda *g, vt_rctx *rctx, uint32_t op_id, int tA, int tB, size_t M, size_t N, size_t K,
                           const float *A, const float *B, float *out);
 /* Plain GEMMs (the benchmark baseline, host operands): one DGEMM of FP64 operands, and SGEMM with
  * CUBLAS_COMPUTE_32F_PEDANTIC (no TF32). */
@@ -50,10 +50,10 @@ vt_err vt_cuda_tc_gemm(vt_cuda *g, const struct vt_tc_arch_s *arch, size_t G, in
 struct vt_model;
 vt_err vt_cuda_run_begin(vt_cuda *g, struct vt_model *m);
 /* VT_ERR_UNSUPPORTED, with no message: this operation runs on the CPU */
-vt_err vt_cuda_run_op(vt_cuda *g, struct vt_model *m, vt_rctx *rc, uint32_t op_id, uint64_t step);
-vt_err vt_cuda_op_to_host(vt_cuda *g, struct vt_model *m, vt_rctx *rc, uint32_t op_id);
+vt_err vt_cuda_run_op(vt_cuda *g, struct vt_model *m, vt_rctx *rctx, uint32_t op_id, uint64_t step);
+vt_err vt_cuda_op_to_host(vt_cuda *g, struct vt_model *m, vt_rctx *rctx, uint32_t op_id);
 vt_err vt_cuda_op_to_device(vt_cuda *g, struct vt_model *m, uint32_t op_id);
-vt_err vt_cuda_run_end(vt_cuda *g, struct vt_model *m, vt_rctx *rc);
+vt_err vt_cuda_run_end(vt_cuda *g, struct vt_model *m, vt_rctx *rctx);
 
 /* Device-resident timing of one GEMM shape (bench/bench_cuda.c): mean seconds per call, over reps
  * calls after a warm-up, of the verifiable path on device-resident operands (conversion, panelled

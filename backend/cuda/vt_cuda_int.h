@@ -80,7 +80,7 @@ vt_err vti_cuda_buf(vt_cuda *g, int k, size_t bytes, void **p);
 /* The rounded GEMM on device operands (FP32 a32, b32) into the device FP32 out: panelled DGEMM,
  * the epilogue on the device (flagged results written into out there), vt_epi_finish with no host
  * output. Exact rounding or log recording only (vt_epi_supported). */
-vt_err vti_cuda_gemm_dev(vt_cuda *g, vt_rctx *rc, uint32_t op_id, int tA, int tB, size_t M, size_t N, size_t K,
+vt_err vti_cuda_gemm_dev(vt_cuda *g, vt_rctx *rctx, uint32_t op_id, int tA, int tB, size_t M, size_t N, size_t K,
                          const float *a32, const float *b32, float *out);
 
 /* the host staging buffers of flagged indices and decisions, for at least n (vt_cuda.cu) */
@@ -89,7 +89,7 @@ vt_err host_staging(vt_cuda *g, size_t n);
 /* The batched GEMM (batched_matmul) on device operands into the device FP32 out: one strided-batched
  * DGEMM, norms, screen with the kind's Cauchy-Schwarz bound, compaction, flagged elements
  * (rounding/vt_round_hd.h vti_bmm_elem). Exact rounding or recording, K unpanelled. */
-vt_err vti_cuda_bmm_dev(vt_cuda *g, vt_rctx *rc, uint32_t op_id, size_t G, size_t M, size_t N, size_t K, int tA,
+vt_err vti_cuda_bmm_dev(vt_cuda *g, vt_rctx *rctx, uint32_t op_id, size_t G, size_t M, size_t N, size_t K, int tA,
                         int tB, const float *a32, const float *b32, float *out);
 
 /* The tensor-core mode's GEMM (gemm_arith = tc-*; backend/cuda/vt_tc_cuda.cu): G GEMMs C_g = op(A_g) op(B_g) of device

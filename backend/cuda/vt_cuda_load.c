@@ -147,10 +147,10 @@ void vt_cuda_close(vt_cuda *g)
 {
     if (g && P.h) P.close(g);
 }
-vt_err vt_cuda_gemm_round(vt_cuda *g, vt_rctx *rc, uint32_t op_id, int tA, int tB, size_t M, size_t N, size_t K,
+vt_err vt_cuda_gemm_round(vt_cuda *g, vt_rctx *rctx, uint32_t op_id, int tA, int tB, size_t M, size_t N, size_t K,
                           const float *A, const float *B, float *out)
 {
-    return P.gemm_round(g, rc, op_id, tA, tB, M, N, K, A, B, out);
+    return P.gemm_round(g, rctx, op_id, tA, tB, M, N, K, A, B, out);
 }
 vt_err vt_cuda_gemm_plain64(vt_cuda *g, int tA, int tB, size_t M, size_t N, size_t K, const double *A,
                             const double *B, double *C)
@@ -173,13 +173,13 @@ vt_err vt_cuda_tc_gemm(vt_cuda *g, const struct vt_tc_arch_s *arch, size_t G, in
     return P.tc_gemm(g, arch, G, tA, tB, M, N, K, A, B, C);
 }
 vt_err vt_cuda_run_begin(vt_cuda *g, struct vt_model *m) { return P.run_begin(g, m); }
-vt_err vt_cuda_run_op(vt_cuda *g, struct vt_model *m, vt_rctx *rc, uint32_t op_id, uint64_t step)
+vt_err vt_cuda_run_op(vt_cuda *g, struct vt_model *m, vt_rctx *rctx, uint32_t op_id, uint64_t step)
 {
-    return P.run_op(g, m, rc, op_id, step);
+    return P.run_op(g, m, rctx, op_id, step);
 }
-vt_err vt_cuda_op_to_host(vt_cuda *g, struct vt_model *m, vt_rctx *rc, uint32_t op_id)
+vt_err vt_cuda_op_to_host(vt_cuda *g, struct vt_model *m, vt_rctx *rctx, uint32_t op_id)
 {
-    return P.op_to_host(g, m, rc, op_id);
+    return P.op_to_host(g, m, rctx, op_id);
 }
 vt_err vt_cuda_op_to_device(vt_cuda *g, struct vt_model *m, uint32_t op_id) { return P.op_to_device(g, m, op_id); }
-vt_err vt_cuda_run_end(vt_cuda *g, struct vt_model *m, vt_rctx *rc) { return P.run_end(g, m, rc); }
+vt_err vt_cuda_run_end(vt_cuda *g, struct vt_model *m, vt_rctx *rctx) { return P.run_end(g, m, rctx); }

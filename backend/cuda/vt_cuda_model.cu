@@ -99,12 +99,12 @@ extern "C" vt_err vt_cudap_run_begin(vt_cuda *g, vt_model *m)
 }
 
 /* The first failure any device operation recorded, reported as the CPU would (vt_dev_err_report). */
-static vt_err check_pending(vt_cuda *g, const vt_model *m, vt_rctx *rc)
+static vt_err check_pending(vt_cuda *g, const vt_model *m, vt_rctx *rctx)
 {
     CU(cudaMemcpyAsync(g->h_err, g->derr, g->derr_n * sizeof(unsigned long long), cudaMemcpyDeviceToHost, g->s));
     CU(cudaStreamSynchronize(g->s));
     for (uint32_t op = 1; op < g->derr_n; op++)
-        if (g->h_err[op] != NOERR) return vt_dev_err_report(rc, m, op, g->h_err[op]);
+        if (g->h_err[op] != NOERR) return vt_dev_err_report(rctx, m, op, g->h_err[op]);
     return VT_OK;
 }
 
@@ -118,12 +118,12 @@ static void *dptr(void *ctx, uint32_t t)
     return dt(c->g, c->m, t);
 }
 
-static vt_err run_op(vt_cuda *g, vt_model *m, vt_rctx *rc, uint32_t op_id, uint64_t step)
+static vt_err run_op(vt_cuda *g, vt_model *m, vt_rctx *rctx, uint32_t op_id, uint64_t step)
 {
     const vt_opdesc *o = &m->prog.op[op_id];
-    const struct vt_tc_arch_s *tc = vt_gemm_arith_model((uint32_t)m->rc.gemm_arith);
+    const struct vt_tc_arch_s *tc = vt_gemm_arith_model((uint32_t)m->rcp.gemm_arith);
     if (tc && (o->kind == VT_OPK_MATMUL || o->kind == VT_OPK_BMM)) { /* the tensor-core mode (vt_tc_cuda.cu) */
-        VT_FORWARD_IF_ERROR(check_pending(g, m, rc));
+        VT_FORWARD_IF_ERROR(check_pending(g, m, rctx));
         const int64_t *a = o->iarg;
         const int mm = o->kind == VT_OPK_MATMUL; /* matmul: transA transB M N K; bmm: G M N K transA transB */
         return vti_cuda_tc_gemm_dev(g, tc, op_id, mm ? 1 : (size_t)a[0], (int)a[mm ? 0 : 4], (int)a[mm ? 1 : 5],
@@ -132,41 +132,41 @@ static vt_err run_op(vt_cuda *g, vt_model *m, vt_rctx *rc, uint32_t op_id, uint6
                                     (float *)dt(g, m, o->out[0]));
     }
     if (o->kind == VT_OPK_MATMUL) {
-        if (!vt_epi_supported(rc)) return VT_ERR_UNSUPPORTED; /* a log replay: judged on the host */
+        if (!vt_epi_supported(rctx)) return VT_ERR_UNSUPPORTED; /* a log replay: judged on the host */
         /* the screen writes the output while the flagged elements still read the operands */
         if (o->out[0] == o->in[0] || o->out[0] == o->in[1]) return VT_ERR_UNSUPPORTED;
-        VT_FORWARD_IF_ERROR(check_pending(g, m, rc));
+        VT_FORWARD_IF_ERROR(check_pending(g, m, rctx));
         const int64_t *a = o->iarg;
-        return vti_cuda_gemm_dev(g, rc, op_id, (int)a[0], (int)a[1], (size_t)a[2], (size_t)a[3], (size_t)a[4],
+        return vti_cuda_gemm_dev(g, rctx, op_id, (int)a[0], (int)a[1], (size_t)a[2], (size_t)a[3], (size_t)a[4],
                                  (const float *)dt(g, m, o->in[0]), (const float *)dt(g, m, o->in[1]),
                                  (float *)dt(g, m, o->out[0]));
     }
     if (o->kind == VT_OPK_BMM) {
         const int64_t *a = o->iarg;
         size_t K = (size_t)a[3];
-        if (!vt_epi_supported(rc) || vti_bound_panelled(&rc->bound, K)) return VT_ERR_UNSUPPORTED;
+        if (!vt_epi_supported(rctx) || vti_bound_panelled(&rctx->bound, K)) return VT_ERR_UNSUPPORTED;
         if (o->out[0] == o->in[0] || o->out[0] == o->in[1]) return VT_ERR_UNSUPPORTED;
-        VT_FORWARD_IF_ERROR(check_pending(g, m, rc));
-        return vti_cuda_bmm_dev(g, rc, op_id, (size_t)a[0], (size_t)a[1], (size_t)a[2], K, (int)a[4], (int)a[5],
+        VT_FORWARD_IF_ERROR(check_pending(g, m, rctx));
+        return vti_cuda_bmm_dev(g, rctx, op_id, (size_t)a[0], (size_t)a[1], (size_t)a[2], K, (int)a[4], (int)a[5],
                                 (const float *)dt(g, m, o->in[0]), (const float *)dt(g, m, o->in[1]),
                                 (float *)dt(g, m, o->out[0]));
     }
     vt_dev_op d;
     dctx c = {g, m};
-    if (!vt_dev_op_make(m, rc, op_id, step, dptr, &c, &d)) return VT_ERR_UNSUPPORTED;
+    if (!vt_dev_op_make(m, rctx, op_id, step, dptr, &c, &d)) return VT_ERR_UNSUPPORTED;
     d.err = g->derr + op_id;
     if (d.scratch_n) VT_FORWARD_IF_ERROR(dbuf(g, B_X, d.scratch_n * sizeof(double), (void **)&d.scratch));
     if (d.res_n) {
-        VT_FORWARD_IF_ERROR(check_pending(g, m, rc)); /* it synchronises below: earlier failures first */
+        VT_FORWARD_IF_ERROR(check_pending(g, m, rctx)); /* it synchronises below: earlier failures first */
         VT_FORWARD_IF_ERROR(dbuf(g, B_RES, d.res_n * sizeof(vt_epi_res), (void **)&d.res));
     }
     k_item<<<GRID(d.n_items), 0, g->s>>>(d);
     LAUNCH_CHECK();
-    if (!d.res_n) return vt_dev_op_finish(rc, &d, NULL);
+    if (!d.res_n) return vt_dev_op_finish(rctx, &d, NULL);
     VT_FORWARD_IF_ERROR(host_staging(g, d.res_n));
     CU(cudaMemcpyAsync(g->h_res, d.res, d.res_n * sizeof(vt_epi_res), cudaMemcpyDeviceToHost, g->s));
     CU(cudaStreamSynchronize(g->s));
-    return vt_dev_op_finish(rc, &d, g->h_res);
+    return vt_dev_op_finish(rctx, &d, g->h_res);
 }
 
 /* a device tensor's bytes to the host (the per-operation check) */
@@ -182,15 +182,15 @@ static vt_err dfetch(void *ctx, uint32_t t, void *host, size_t bytes)
 /* An operation on the device, or VT_ERR_UNSUPPORTED. With VT_CUDA_CHECK_OPS=1 each one the device
  * runs is then checked against the CPU exec of the same operation on the same inputs
  * (vt_dev_check_*, backend/cuda/vt_dev_ops.c); the first differing element stops the step. */
-extern "C" vt_err vt_cudap_run_op(vt_cuda *g, vt_model *m, vt_rctx *rc, uint32_t op_id, uint64_t step)
+extern "C" vt_err vt_cudap_run_op(vt_cuda *g, vt_model *m, vt_rctx *rctx, uint32_t op_id, uint64_t step)
 {
-    if (!g->check_ops || vt_kind_device(m->prog.op[op_id].kind) == VT_DEV_CPU) return run_op(g, m, rc, op_id, step);
+    if (!g->check_ops || vt_kind_device(m->prog.op[op_id].kind) == VT_DEV_CPU) return run_op(g, m, rctx, op_id, step);
     dctx c = {g, m};
     vt_dev_check chk;
     vt_err e = vt_dev_check_begin(m, op_id, dfetch, &c, &chk);
-    if (!e) e = run_op(g, m, rc, op_id, step);
-    if (!e) e = check_pending(g, m, rc); /* its own failures (and earlier ones) first, as without the check */
-    if (!e) e = vt_dev_check_end(m, rc, op_id, step, dfetch, &c);
+    if (!e) e = run_op(g, m, rctx, op_id, step);
+    if (!e) e = check_pending(g, m, rctx); /* its own failures (and earlier ones) first, as without the check */
+    if (!e) e = vt_dev_check_end(m, rctx, op_id, step, dfetch, &c);
     vt_dev_check_restore(m, op_id, &chk);
     return e;
 }
@@ -213,17 +213,17 @@ static vt_err move_tensors(vt_cuda *g, vt_model *m, uint32_t op_id, int to_host)
     return VT_OK;
 }
 
-extern "C" vt_err vt_cudap_op_to_host(vt_cuda *g, vt_model *m, vt_rctx *rc, uint32_t op_id)
+extern "C" vt_err vt_cudap_op_to_host(vt_cuda *g, vt_model *m, vt_rctx *rctx, uint32_t op_id)
 {
-    VT_FORWARD_IF_ERROR(check_pending(g, m, rc));
+    VT_FORWARD_IF_ERROR(check_pending(g, m, rctx));
     return move_tensors(g, m, op_id, 1);
 }
 
 extern "C" vt_err vt_cudap_op_to_device(vt_cuda *g, vt_model *m, uint32_t op_id) { return move_tensors(g, m, op_id, 0); }
 
-extern "C" vt_err vt_cudap_run_end(vt_cuda *g, vt_model *m, vt_rctx *rc)
+extern "C" vt_err vt_cudap_run_end(vt_cuda *g, vt_model *m, vt_rctx *rctx)
 {
-    VT_FORWARD_IF_ERROR(check_pending(g, m, rc));
+    VT_FORWARD_IF_ERROR(check_pending(g, m, rctx));
     CU(cudaMemcpyAsync(m->arena[VT_TC_PARAM], g->dar[VT_TC_PARAM], g->dar_bytes[VT_TC_PARAM], cudaMemcpyDeviceToHost,
                        g->s));
     size_t bytes = 0;

@@ -48,7 +48,7 @@ extern "C" {
 VT_CUDAP_EXPORT unsigned long long vt_cudap_abi(void);
 VT_CUDAP_EXPORT vt_err vt_cudap_open(vt_cuda **out, char *desc, size_t desc_len);
 VT_CUDAP_EXPORT void vt_cudap_close(vt_cuda *g);
-VT_CUDAP_EXPORT vt_err vt_cudap_gemm_round(vt_cuda *g, vt_rctx *rc, uint32_t op_id, int tA, int tB, size_t M, size_t N, size_t K,
+VT_CUDAP_EXPORT vt_err vt_cudap_gemm_round(vt_cuda *g, vt_rctx *rctx, uint32_t op_id, int tA, int tB, size_t M, size_t N, size_t K,
                            const float *A, const float *B, float *out);
 VT_CUDAP_EXPORT vt_err vt_cudap_gemm_plain64(vt_cuda *g, int tA, int tB, size_t M, size_t N, size_t K, const double *A,
                              const double *B, double *C);
@@ -57,10 +57,10 @@ VT_CUDAP_EXPORT vt_err vt_cudap_gemm_plain32(vt_cuda *g, int tA, int tB, size_t 
 VT_CUDAP_EXPORT vt_err vt_cudap_time_gemm(vt_cuda *g, int tA, int tB, size_t M, size_t N, size_t K, int reps, double *t_verif,
                           double *t_dgemm, double *t_sgemm, uint64_t *n_flagged);
 VT_CUDAP_EXPORT vt_err vt_cudap_run_begin(vt_cuda *g, struct vt_model *m);
-VT_CUDAP_EXPORT vt_err vt_cudap_run_op(vt_cuda *g, struct vt_model *m, vt_rctx *rc, uint32_t op_id, uint64_t step);
-VT_CUDAP_EXPORT vt_err vt_cudap_op_to_host(vt_cuda *g, struct vt_model *m, vt_rctx *rc, uint32_t op_id);
+VT_CUDAP_EXPORT vt_err vt_cudap_run_op(vt_cuda *g, struct vt_model *m, vt_rctx *rctx, uint32_t op_id, uint64_t step);
+VT_CUDAP_EXPORT vt_err vt_cudap_op_to_host(vt_cuda *g, struct vt_model *m, vt_rctx *rctx, uint32_t op_id);
 VT_CUDAP_EXPORT vt_err vt_cudap_op_to_device(vt_cuda *g, struct vt_model *m, uint32_t op_id);
-VT_CUDAP_EXPORT vt_err vt_cudap_run_end(vt_cuda *g, struct vt_model *m, vt_rctx *rc);
+VT_CUDAP_EXPORT vt_err vt_cudap_run_end(vt_cuda *g, struct vt_model *m, vt_rctx *rctx);
 /* the tensor-core mode's GEMM on host operands (backend/cuda/vt_tc_cuda.cu; backend/vt_backend.h gemm_tc) */
 struct vt_tc_arch_s;
 VT_CUDAP_EXPORT vt_err vt_cudap_tc_gemm(vt_cuda *g, const struct vt_tc_arch_s *arch, size_t G, int tA, int tB, size_t M,

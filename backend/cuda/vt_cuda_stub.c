@@ -14,10 +14,10 @@ vt_err vt_cuda_open(vt_cuda **out, char *desc, size_t desc_len)
 
 void vt_cuda_close(vt_cuda *g) { (void)g; }
 
-vt_err vt_cuda_gemm_round(vt_cuda *g, vt_rctx *rc, uint32_t op_id, int tA, int tB, size_t M, size_t N, size_t K,
+vt_err vt_cuda_gemm_round(vt_cuda *g, vt_rctx *rctx, uint32_t op_id, int tA, int tB, size_t M, size_t N, size_t K,
                           const float *A, const float *B, float *out)
 {
-    (void)g, (void)rc, (void)op_id, (void)tA, (void)tB, (void)M, (void)N, (void)K, (void)A, (void)B, (void)out;
+    (void)g, (void)rctx, (void)op_id, (void)tA, (void)tB, (void)M, (void)N, (void)K, (void)A, (void)B, (void)out;
     VT_NO_CUDA;
 }
 
@@ -56,14 +56,14 @@ vt_err vt_cuda_run_begin(vt_cuda *g, struct vt_model *m)
     (void)g, (void)m;
     VT_NO_CUDA;
 }
-vt_err vt_cuda_run_op(vt_cuda *g, struct vt_model *m, vt_rctx *rc, uint32_t op_id, uint64_t step)
+vt_err vt_cuda_run_op(vt_cuda *g, struct vt_model *m, vt_rctx *rctx, uint32_t op_id, uint64_t step)
 {
-    (void)g, (void)m, (void)rc, (void)op_id, (void)step;
+    (void)g, (void)m, (void)rctx, (void)op_id, (void)step;
     VT_NO_CUDA;
 }
-vt_err vt_cuda_op_to_host(vt_cuda *g, struct vt_model *m, vt_rctx *rc, uint32_t op_id)
+vt_err vt_cuda_op_to_host(vt_cuda *g, struct vt_model *m, vt_rctx *rctx, uint32_t op_id)
 {
-    (void)g, (void)m, (void)rc, (void)op_id;
+    (void)g, (void)m, (void)rctx, (void)op_id;
     VT_NO_CUDA;
 }
 vt_err vt_cuda_op_to_device(vt_cuda *g, struct vt_model *m, uint32_t op_id)
@@ -71,8 +71,8 @@ vt_err vt_cuda_op_to_device(vt_cuda *g, struct vt_model *m, uint32_t op_id)
     (void)g, (void)m, (void)op_id;
     VT_NO_CUDA;
 }
-vt_err vt_cuda_run_end(vt_cuda *g, struct vt_model *m, vt_rctx *rc)
+vt_err vt_cuda_run_end(vt_cuda *g, struct vt_model *m, vt_rctx *rctx)
 {
-    (void)g, (void)m, (void)rc;
+    (void)g, (void)m, (void)rctx;
     VT_NO_CUDA;
 }

@@ -199,7 +199,7 @@ static int make_move(const mk *k, vt_dev_op *d)
     return 1; /* exact: nothing rounded */
 }
 
-int vt_dev_op_make(const struct vt_model *m, const vt_rctx *rc, uint32_t op_id, uint64_t step,
+int vt_dev_op_make(const struct vt_model *m, const vt_rctx *rctx, uint32_t op_id, uint64_t step,
                    void *(*ptr)(void *ctx, uint32_t t), void *ctx, vt_dev_op *d)
 {
     const vt_opdesc *o = &m->prog.op[op_id];
@@ -207,8 +207,8 @@ int vt_dev_op_make(const struct vt_model *m, const vt_rctx *rc, uint32_t op_id, 
     d->kind = o->kind;
     d->family = (uint8_t)vt_kind_family_of(o->kind);
     d->op_id = op_id;
-    d->cfg = rc->bound;
-    d->record = rc->bound.rounding == VT_ROUNDING_LOG;
+    d->cfg = rctx->bound;
+    d->record = rctx->bound.rounding == VT_ROUNDING_LOG;
     /* the list (ops/vt_kinds.h) says which kinds have device items; the others run on the host */
     if (vt_kind_device(o->kind) != VT_DEV_ITEM) return 0;
     if (o->n_in == 0 || o->n_in == VT_VARIADIC || o->n_out == 0) return 0; /* none of the device kinds */
@@ -226,14 +226,14 @@ int vt_dev_op_make(const struct vt_model *m, const vt_rctx *rc, uint32_t op_id, 
     default: break; /* loaders and GEMMs have no items */
     }
     if (!ok) return 0;
-    if (vt_kind_rounded(o->kind) && !vt_epi_supported(rc)) return 0; /* a log replay: judged on the host */
+    if (vt_kind_rounded(o->kind) && !vt_epi_supported(rctx)) return 0; /* a log replay: judged on the host */
     return 1;
 }
 
-vt_err vt_dev_op_finish(vt_rctx *rc, const vt_dev_op *d, const vt_epi_res *res)
+vt_err vt_dev_op_finish(vt_rctx *rctx, const vt_dev_op *d, const vt_epi_res *res)
 {
     if (!d->rounded_n) return VT_OK;
-    if (!d->res_n) return vt_epi_finish(rc, d->op_id, 1, (size_t)d->rounded_n, 0, NULL, NULL, NULL);
+    if (!d->res_n) return vt_epi_finish(rctx, d->op_id, 1, (size_t)d->rounded_n, 0, NULL, NULL, NULL);
     /* reductions: the decisions with an entry or a failure; every output was evaluated exactly */
     vt_epi_res *h = malloc(d->res_n * sizeof *h);
     uint64_t *idx = malloc(d->res_n * sizeof *idx);
@@ -245,14 +245,14 @@ vt_err vt_dev_op_finish(vt_rctx *rc, const vt_dev_op *d, const vt_epi_res *res)
     uint64_t n = 0;
     for (size_t j = 0; j < d->res_n; j++)
         if (res[j].entry || res[j].code) h[n] = res[j], idx[n++] = j;
-    vt_err e = vt_epi_finish(rc, d->op_id, 1, d->res_n, n, idx, h, NULL);
-    if (!e) rc->stats.exact += d->res_n - n;
+    vt_err e = vt_epi_finish(rctx, d->op_id, 1, d->res_n, n, idx, h, NULL);
+    if (!e) rctx->stats.exact += d->res_n - n;
     free(h);
     free(idx);
     return e;
 }
 
-vt_err vt_dev_err_report(vt_rctx *rc, const struct vt_model *m, uint32_t op_id, unsigned long long word)
+vt_err vt_dev_err_report(vt_rctx *rctx, const struct vt_model *m, uint32_t op_id, unsigned long long word)
 {
     if (word == ~0ULL) return VT_OK;
     const vt_opdesc *o = &m->prog.op[op_id];
@@ -289,7 +289,7 @@ vt_err vt_dev_err_report(vt_rctx *rc, const struct vt_model *m, uint32_t op_id, 
     memset(&r, 0, sizeof r);
     r.code = (uint8_t)code;
     r.x = code == VTI_EL_RANGE ? (double)INFINITY : (double)NAN;
-    return vt_epi_fail(rc, op_id, idx, &r);
+    return vt_epi_fail(rctx, op_id, idx, &r);
 }
 
 /* ---- the per-operation check (VT_CUDA_CHECK_OPS=1) ---- */
@@ -355,7 +355,7 @@ vt_err vt_dev_check_begin(struct vt_model *m, uint32_t op_id, vt_dev_fetch fetch
     return VT_OK;
 }
 
-vt_err vt_dev_check_end(struct vt_model *m, const vt_rctx *rc, uint32_t op_id, uint64_t step, vt_dev_fetch fetch,
+vt_err vt_dev_check_end(struct vt_model *m, const vt_rctx *rctx, uint32_t op_id, uint64_t step, vt_dev_fetch fetch,
                         void *ctx)
 {
     const vt_opdesc *o = &m->prog.op[op_id];
@@ -375,7 +375,7 @@ vt_err vt_dev_check_end(struct vt_model *m, const vt_rctx *rc, uint32_t op_id, u
         vt_steplog log;
         vt_rctx cr;
         vt_steplog_init(&log, step);
-        vt_rctx_init(&cr, VT_RMODE_RECORD, rc->bound);
+        vt_rctx_init(&cr, VT_RMODE_RECORD, rctx->bound);
         e = vt_rctx_begin_step(&cr, step, &log);
         const vt_backend *be = m->be;
         m->be = NULL;

@@ -135,15 +135,15 @@ struct vt_model;
  * does not mark VT_DEV_ITEM, a size the items do not take, or a rounded kind in a log replay (the
  * judge of the trainer's entries runs on the host). Each VT_DEV_ITEM kind has its case here and in
  * vti_dev_op_item (tests/test_kinds.c, tests/test_resident.c). */
-int vt_dev_op_make(const struct vt_model *m, const vt_rctx *rc, uint32_t op_id, uint64_t step,
+int vt_dev_op_make(const struct vt_model *m, const vt_rctx *rctx, uint32_t op_id, uint64_t step,
                    void *(*ptr)(void *ctx, uint32_t t), void *ctx, vt_dev_op *d);
 /* The host's part after the items ran: res holds the host copy of d->res (NULL when res_n = 0). */
-vt_err vt_dev_op_finish(vt_rctx *rc, const vt_dev_op *d, const vt_epi_res *res) VT_WARN_UNUSED;
+vt_err vt_dev_op_finish(vt_rctx *rctx, const vt_dev_op *d, const vt_epi_res *res) VT_WARN_UNUSED;
 /* The failure word of operation op_id (all ones: none) reported as the CPU reports that failure:
  * a label that is no class and an Adam step count that is no step as VT_ERR_ARG with the CPU's
  * message (from the host's copy of the labels or the step count: the CPU produced them), a value
- * failure through vt_epi_fail (the error, its message, rc->fault). */
-vt_err vt_dev_err_report(vt_rctx *rc, const struct vt_model *m, uint32_t op_id, unsigned long long word) VT_WARN_UNUSED;
+ * failure through vt_epi_fail (the error, its message, rctx->fault). */
+vt_err vt_dev_err_report(vt_rctx *rctx, const struct vt_model *m, uint32_t op_id, unsigned long long word) VT_WARN_UNUSED;
 
 /* ---- the per-operation check (VT_CUDA_CHECK_OPS=1; docs/cuda.md "Operation by operation") ----
  * After each device operation its outputs come back and the CPU exec of the same operation runs on
@@ -165,7 +165,7 @@ vt_err vt_dev_check_compare(const struct vt_model *m, uint32_t op_id, uint32_t k
                             const void *cpu) VT_WARN_UNUSED;
 vt_err vt_dev_check_begin(struct vt_model *m, uint32_t op_id, vt_dev_fetch fetch, void *ctx,
                           vt_dev_check *c) VT_WARN_UNUSED;
-vt_err vt_dev_check_end(struct vt_model *m, const vt_rctx *rc, uint32_t op_id, uint64_t step, vt_dev_fetch fetch,
+vt_err vt_dev_check_end(struct vt_model *m, const vt_rctx *rctx, uint32_t op_id, uint64_t step, vt_dev_fetch fetch,
                         void *ctx) VT_WARN_UNUSED;
 void vt_dev_check_restore(struct vt_model *m, uint32_t op_id, vt_dev_check *c);
 
@@ -305,10 +305,10 @@ VT_HDI void vti_dev_chain_item(const vt_dev_op *d, size_t i)
         vti_dev_put32(vti_bias1(in[0][i], in[1][i % d->a.rows.cols]), &out[0][i], err, i);
         break;
     case VT_OPK_RELU: /* exact */
-        out[0][i] = in[0][i] > 0.0f ? in[0][i] : 0.0f;
+        out[0][i] = vti_relu1(in[0][i], in[0][i]);
         break;
     case VT_OPK_RELU_BWD: /* exact */
-        out[0][i] = in[0][i] > 0.0f ? in[1][i] : 0.0f;
+        out[0][i] = vti_relu1(in[0][i], in[1][i]);
         break;
     case VT_OPK_XENT_BWD: {
         const vt_dev_xent *a = &d->a.xent;
@@ -321,11 +321,11 @@ VT_HDI void vti_dev_chain_item(const vt_dev_op *d, size_t i)
         break;
     }
     case VT_OPK_ADD:
-        vti_dev_put32((double)in[0][i] + (double)in[1][i], &out[0][i], err, i);
+        vti_dev_put32(vti_add1(in[0][i], in[1][i]), &out[0][i], err, i);
         break;
     case VT_OPK_AVGPOOL_BWD: { /* dx[(b, t), c] = dy[b, c] w */
         const vt_dev_avgbwd *a = &d->a.avgbwd;
-        vti_dev_put32((double)in[0][(i / (a->HW * a->C)) * a->C + i % a->C] * (double)a->w, &out[0][i], err, i);
+        vti_dev_put32(vti_avgpool_bwd1(in[0][(i / (a->HW * a->C)) * a->C + i % a->C], a->w), &out[0][i], err, i);
         break;
     }
     case VT_OPK_BN_CENTER:
@@ -338,7 +338,7 @@ VT_HDI void vti_dev_chain_item(const vt_dev_op *d, size_t i)
         break;
     }
     case VT_OPK_BN_GAMMA_GRAD: /* channel i */
-        vti_dev_put32((double)in[0][i] * vti_bn_rstd(in[1][i], d->a.bn.count, f[0]), &out[0][i], err, i);
+        vti_dev_put32(vti_bn_gamma_grad1(in[0][i], in[1][i], d->a.bn.count, f[0]), &out[0][i], err, i);
         break;
     case VT_OPK_BN_BACKWARD: {
         size_t c = i % d->a.bn.channels;
@@ -378,16 +378,15 @@ VT_HDI void vti_dev_chain_item(const vt_dev_op *d, size_t i)
             vti_dev_err(err, r, VTI_EL_TOKEN);
             break;
         }
-        vti_dev_put32((double)in[1][a->tokens[r] * a->C + c] + (double)in[2][(r % a->T) * a->C + c], &out[0][i], err,
-                      i);
+        vti_dev_put32(vti_embed1(in[1][a->tokens[r] * a->C + c], in[2][(r % a->T) * a->C + c]), &out[0][i], err, i);
         break;
     }
     case VT_OPK_LN_CENTER:
         vti_dev_put32(vti_ln_center1(in[0][i], in[1][i / d->a.rows.cols], d->a.rows.cols), &out[0][i], err, i);
         break;
     case VT_OPK_LN_NORM:
-        vti_dev_put32((double)in[0][i] * vti_ln_rstd(in[1][i / d->a.rows.cols], d->a.rows.cols, f[0]), &out[0][i], err,
-                      i);
+        vti_dev_put32(vti_ln_norm1(in[0][i], vti_ln_rstd(in[1][i / d->a.rows.cols], d->a.rows.cols, f[0])), &out[0][i],
+                      err, i);
         break;
     case VT_OPK_AFFINE: case VT_OPK_SCALE_COLS: {
         size_t c = i % d->a.rows.cols;

@@ -138,15 +138,15 @@ static void check_sub(vt_model *m)
     uint8_t *arena[VT_TC_COUNT] = {0};
     arena[VT_TC_INPUT] = (uint8_t *)a, arena[VT_TC_ACT] = (uint8_t *)b, arena[VT_TC_GRAD] = (uint8_t *)y;
     for (int mode = 0; mode < 2; mode++) {
-        vt_rctx rc;
+        vt_rctx rctx;
         vt_steplog log;
         vt_steplog_init(&log, 1);
-        vt_rctx_init(&rc, VT_RMODE_RECORD,
+        vt_rctx_init(&rctx, VT_RMODE_RECORD,
                      (vt_bound_cfg){.mode = VT_BOUND_PROVABLE, .rounding = mode ? VT_ROUNDING_LOG : VT_ROUNDING_EXACT});
-        CHECK_OK(vt_rctx_begin_step(&rc, 1, &log));
+        CHECK_OK(vt_rctx_begin_step(&rctx, 1, &log));
         vt_opctx c;
         memset(&c, 0, sizeof c);
-        c.prog = p, c.arena = arena, c.o = o, c.op_id = 1, c.step = 1, c.rc = &rc, c.s.x64 = x64;
+        c.prog = p, c.arena = arena, c.o = o, c.op_id = 1, c.step = 1, c.rctx = &rctx, c.s.x64 = x64;
         vt_err e = vt_opkind_get(VT_OPK_SUB)->exec(&c);
         CHECK(e == VT_OK, "SUB mode %d: %s", mode, vt_errmsg());
         for (size_t i = 0; i < n && e == VT_OK; i++) {
@@ -175,12 +175,12 @@ static void check_sub(vt_model *m)
 /* every operation of the recipe's program (the step and the evaluation pass) */
 static void check_program(const char *what, const char *file, const char *const *sets, unsigned *seen)
 {
-    vt_recipe rc;
-    vt_recipe_default(&rc);
-    if (file) CHECK_OK(vt_recipe_load_file(&rc, file));
-    for (int i = 0; sets[i]; i++) CHECK_OK(vt_recipe_set(&rc, sets[i]));
+    vt_recipe rcp;
+    vt_recipe_default(&rcp);
+    if (file) CHECK_OK(vt_recipe_load_file(&rcp, file));
+    for (int i = 0; sets[i]; i++) CHECK_OK(vt_recipe_set(&rcp, sets[i]));
     vt_model *m = calloc(1, sizeof *m);
-    if (!m || vt_program_build(&rc, &m->prog) != VT_OK) {
+    if (!m || vt_program_build(&rcp, &m->prog) != VT_OK) {
         CHECK(0, "%s: the program: %s", what, vt_errmsg());
         free(m);
         return;

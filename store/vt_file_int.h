@@ -1,7 +1,7 @@
-/* vt_file.h - private to store/: durable file writes shared by the run store, checkpoints,
+/* vt_file_int.h - private to store/: durable file writes shared by the run store, checkpoints,
  * the commitment file and the safetensors writer (not for callers outside store/). */
-#ifndef VT_FILE_H
-#define VT_FILE_H
+#ifndef VT_FILE_INT_H
+#define VT_FILE_INT_H
 
 #include <stddef.h>
 #include <stdint.h>

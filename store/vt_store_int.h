@@ -1,7 +1,7 @@
-/* vt_store_internal.h - private to store/: the run store's handle and the SQLite helpers
+/* vt_store_int.h - private to store/: the run store's handle and the SQLite helpers
  * that vt_store.c (the store) and vt_checkpoint.c (the checkpoints it records) share. */
-#ifndef VT_STORE_INTERNAL_H
-#define VT_STORE_INTERNAL_H
+#ifndef VT_STORE_INT_H
+#define VT_STORE_INT_H
 
 #include <sqlite3.h>
 
