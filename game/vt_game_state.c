@@ -145,7 +145,7 @@ void vti_recompute(vti_game *g, uint64_t lo, uint64_t p, const vti_claim *ct, co
         const vt_oplog *fo = NULL;
         for (uint32_t i = 0; i < full.n_ops; i++)
             if (full.ops[i].op_id == j) fo = &full.ops[i];
-        if (m->rc.bound.rounding == VT_ROUNDING_EXACT) {
+        if (m->rcp.bound.rounding == VT_ROUNDING_EXACT) {
             /* exact rounding writes no log: a committed log with any record is not the rule's */
             e = full.n_ops == 0 ? VT_OK : VT_ERR_MISMATCH;
         } else {
@@ -156,7 +156,7 @@ void vti_recompute(vti_game *g, uint64_t lo, uint64_t p, const vti_claim *ct, co
         if (e) {
             vt_steplog_free(&mini);
             vti_decide(g, VT_LOSER_TRAINER, VT_REASON_LOG_MISMATCH, s, j,
-                       m->rc.bound.rounding == VT_ROUNDING_EXACT
+                       m->rcp.bound.rounding == VT_ROUNDING_EXACT
                        ? "the run rounds exactly, yet the trainer's committed log of step %llu has records (op %u)"
                        : "the trainer's committed log of step %llu has no valid record for operation %u",
                        (unsigned long long)s, j);
@@ -185,7 +185,7 @@ void vt_game_judge_op(vt_model *m, const vt_dataset *ds, uint64_t s, uint32_t j,
     memset(m->b64, 0, m->scratch * sizeof(double));
     double t0 = vt_now();
     vt_rctx rctx;
-    vt_rctx_init(&rctx, VT_RMODE_REPLAY, m->rc.bound);
+    vt_rctx_init(&rctx, VT_RMODE_REPLAY, m->rcp.bound);
     vt_err e = vt_rctx_begin_step(&rctx, s, log);
     m->step = s - 1;
     if (!e) e = vt_model_exec_op(m, ds, &rctx, s, j);

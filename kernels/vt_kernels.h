@@ -151,24 +151,6 @@ vt_err vt_xent_loss(vt_exec *e, size_t N, size_t C, const float *P, const uint8_
 /* l[i] = -vt_log(max(P[i][labels[i]], 2^-149)) / dn for i < N (labels already checked < C): the
  * logarithms of the rows at once (vt_log_n), the bits of vti_xent_l1 */
 void vt_xent_terms(size_t N, size_t C, const float *P, const uint8_t *labels, double dn, double *l);
-/* ------------------------------------- the MLP's elementwise formulas over arrays, for tests only
- * The kinds run their formulas (vt_kernels_hd.h) in their own host loops (ops/vt_fam_chain.c);
- * these loops over the same formulas are kept for tests/test_kernels.c alone (delete them with its
- * calls). Y = X + bias per row; relu and its gradient (exact); the cross-entropy's gradient over cnt
- * rows; SGD with momentum (v' = mu*v + (g + wd*w), w' = w - lr*v'); Adam's moments and update (t >= 1,
- * b^t by repeated squaring: vti_powi). */
-void vt_bias_add(size_t M, size_t N, const float *X, const float *bias, double *Y);
-void vt_relu(size_t n, const float *x, double *y);
-void vt_relu_backward(size_t n, const float *x, const float *dy, double *dx);
-void vt_xent_backward(size_t N, size_t C, size_t cnt, const float *P, const uint8_t *labels, double *dz);
-void vt_sgd_velocity(size_t n, const float *w, const float *g, const float *v, double mu, double wd,
-                     double *v_out);
-void vt_sgd_apply(size_t n, const float *w, const float *v_new, double lr, double *w_out);
-void vt_adam_moments(size_t n, const float *g, const float *m, const float *v, double b1, double b2,
-                     double *m_out, double *v_out);
-void vt_adam_apply(size_t n, const float *w, const float *m_new, const float *v_new, double lr, double b1,
-                   double b2, double eps, uint64_t t, double *w_out);
-
 /* Exact reductions (dot products, sums) are in rounding/vt_exact.h. */
 
 #endif

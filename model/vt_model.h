@@ -21,6 +21,7 @@
 
 #include "../common/vt_error.h"
 #include "../common/vt_hash.h"
+#include "../common/vt_mem.h" /* vt_memory_available, vt_fmt_bytes */
 #include "../data/vt_data.h"
 #include "../backend/vt_backend.h"
 #include "../kernels/vt_kernels.h"
@@ -56,10 +57,7 @@ void vt_model_set_backend(vt_model *m, const vt_backend *be);
 void vt_model_set_hooks(vt_model *m, const vt_hooks *hooks);
 
 struct vt_model {
-    union {
-        vt_recipe rcp; /* the run's recipe */
-        vt_recipe rc;  /* its old name, for game/ and tests/ until they say rcp (issue 38); then removed */
-    };
+    vt_recipe rcp; /* the run's recipe */
     vt_program prog;
     uint8_t *arena[VT_TC_COUNT];     /* arena[VT_TC_PARAM] is the whole state (OPT, BUFFER inside) */
     float *state;                    /* the state: prog.state_floats FP32 values */
@@ -180,11 +178,6 @@ vt_err vt_model_check_budget(const vt_model_mem *need, uint64_t budget) VT_WARN_
 /* bytes = 0: the default. Set once at start-up (--max-memory), before any thread starts. */
 void vt_model_set_memory_budget(uint64_t bytes, vt_err over);
 uint64_t vt_model_memory_budget(void);
-/* MemAvailable of /proc/meminfo (else the available physical pages), capped by RLIMIT_AS and
- * RLIMIT_DATA; UINT64_MAX when nothing can be told. */
-uint64_t vt_memory_available(void);
-/* "20.60 GiB" or "512.0 MiB". */
-void vt_fmt_bytes(double bytes, char *buf, size_t cap);
 /* vt_model_init against an explicit budget (0: the process's). */
 vt_err vt_model_init_within(vt_model *m, const vt_recipe *rcp, size_t n_examples, vt_order order,
                             uint64_t budget) VT_WARN_UNUSED;

@@ -9,6 +9,7 @@
 
 #include "vt_model.h"
 #include "vt_model_int.h"
+#include "../common/vt_mem.h"
 
 static uint64_t g_budget;             /* bytes; 0: the default (vt_memory_available) */
 static vt_err g_over = VT_ERR_LIMIT;  /* what exceeding it is */
@@ -17,35 +18,6 @@ void vt_model_set_memory_budget(uint64_t bytes, vt_err over)
 {
     g_budget = bytes;
     g_over = over;
-}
-
-uint64_t vt_memory_available(void)
-{
-    uint64_t avail = 0;
-    FILE *f = fopen("/proc/meminfo", "r");
-    if (f) {
-        char line[128];
-        unsigned long long kb;
-        while (fgets(line, sizeof line, f))
-            if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) {
-                avail = (uint64_t)kb * 1024;
-                break;
-            }
-        fclose(f);
-    }
-#if defined(_SC_AVPHYS_PAGES) && defined(_SC_PAGESIZE)
-    if (!avail) {
-        long pages = sysconf(_SC_AVPHYS_PAGES), size = sysconf(_SC_PAGESIZE);
-        if (pages > 0 && size > 0) avail = (uint64_t)pages * (uint64_t)size;
-    }
-#endif
-    /* an address-space or data limit below it (ulimit -v / -d) is the real one */
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && (!avail || rl.rlim_cur < avail))
-        avail = (uint64_t)rl.rlim_cur;
-    if (getrlimit(RLIMIT_DATA, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && (!avail || rl.rlim_cur < avail))
-        avail = (uint64_t)rl.rlim_cur;
-    return avail ? avail : UINT64_MAX;
 }
 
 uint64_t vt_model_memory_budget(void) { return g_budget ? g_budget : vt_memory_available(); }

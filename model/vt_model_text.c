@@ -1,16 +1,9 @@
 /* vt_model_text.c - text for people (vt_model.h): the program's listing (vt_program_describe:
- * `trainer recipe --program`) and byte counts (vt_fmt_bytes). */
+ * `trainer recipe --program`). */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "vt_model.h"
-
-void vt_fmt_bytes(double b, char *buf, size_t cap)
-{
-    if (b >= 1024.0 * 1024 * 1024) snprintf(buf, cap, "%.2f GiB", b / (1024.0 * 1024 * 1024));
-    else if (b >= 1024.0 * 1024) snprintf(buf, cap, "%.1f MiB", b / (1024.0 * 1024));
-    else snprintf(buf, cap, "%.1f KiB", b / 1024.0);
-}
 
 vt_err vt_program_describe(const vt_program *p, char **out)
 {

@@ -118,7 +118,7 @@ static int fits_torch(vt_model *m, const vt_st_file *f)
     int how = 0, any = 0;
     for (uint32_t i = 0; i < p->n_state; i++) {
         const vt_tensor *t = &p->t[i];
-        if (vt_torch_of(&m->rc, p, i, tn, sizeof tn, &how)) continue;
+        if (vt_torch_of(&m->rcp, p, i, tn, sizeof tn, &how)) continue;
         const vt_st_entry *e = vt_st_find(f, tn);
         if (!e) {
             if (t->cls != VT_TC_OPT) return 0;

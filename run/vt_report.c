@@ -380,20 +380,20 @@ static void read_eval(report *r, vt_store *st)
         snprintf(r->eval, sizeof r->eval, "not computed: %s", !r->have_rc ? "no readable recipe" : "no checkpoint");
         return;
     }
-    const vt_recipe *rc = &r->rc;
-    const int text = rc->arch == VT_ARCH_GPT;
+    const vt_recipe *rcp = &r->rcp;
+    const int text = rcp->arch == VT_ARCH_GPT;
     char spec[VT_RECIPE_SPEC_MAX];
     const char *what = "";
-    if (strncmp(rc->dataset, "mnist", 5) == 0)
+    if (strncmp(rcp->dataset, "mnist", 5) == 0)
         snprintf(spec, sizeof spec, "mnist-test"), what = "the test split";
-    else if (strncmp(rc->dataset, "cifar10", 7) == 0)
+    else if (strncmp(rcp->dataset, "cifar10", 7) == 0)
         snprintf(spec, sizeof spec, "cifar10-test"), what = "the test split";
-    else if (strncmp(rc->dataset, "shakespeare", 11) == 0)
+    else if (strncmp(rcp->dataset, "shakespeare", 11) == 0)
         snprintf(spec, sizeof spec, "shakespeare-val"), what = "the validation split";
-    else if (text && vt_data_is_file_spec(rc->dataset))
-        snprintf(spec, sizeof spec, "text-val:%s", strchr(rc->dataset, ':') + 1), what = "the text's last 10%, held out";
+    else if (text && vt_data_is_file_spec(rcp->dataset))
+        snprintf(spec, sizeof spec, "text-val:%s", strchr(rcp->dataset, ':') + 1), what = "the text's last 10%, held out";
     else
-        vt_recipe_dataset_spec(rc, spec, sizeof spec), what = "the run's own training data, not held out";
+        vt_recipe_dataset_spec(rcp, spec, sizeof spec), what = "the run's own training data, not held out";
     uint64_t step = r->cks[r->n_cks - 1];
     vt_model m;
     vt_dataset ds;
@@ -402,11 +402,11 @@ static void read_eval(report *r, vt_store *st)
     size_t cnt = 0;
     memset(&m, 0, sizeof m);
     memset(&ds, 0, sizeof ds);
-    vt_err e = vt_model_init(&m, rc, rc->batch, VT_ORDER_BLAS);
+    vt_err e = vt_model_init(&m, rcp, rcp->batch, VT_ORDER_BLAS);
     if (!e) e = vt_store_get_checkpoint(st, step, m.n_state, &state);
     if (!e) e = vt_model_set_state(&m, step, state, m.n_state);
     if (!e) e = vt_data_load(spec, r->o->data_root, &ds);
-    if (!e && !text && (ds.d != rc->widths[0] || (ds.hash_version != 2 && ds.n_classes != rc->widths[rc->n_layers])))
+    if (!e && !text && (ds.d != rcp->widths[0] || (ds.hash_version != 2 && ds.n_classes != rcp->widths[rcp->n_layers])))
         e = vt_set_error(VT_ERR_ARG, "%s does not fit the model", spec);
     if (!e) e = text ? vt_model_text_loss(&m, &ds, 0, &v, &cnt) : vt_model_predict(&m, &ds, 0, &v, NULL);
     if (e) {

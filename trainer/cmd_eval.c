@@ -7,7 +7,7 @@
 #include "../store/vt_store.h"
 #include "trainer.h"
 
-vt_err trainer_load_run_model(const char *run, vt_recipe *rc, vt_model *m, uint64_t *step)
+vt_err trainer_load_run_model(const char *run, vt_recipe *rcp, vt_model *m, uint64_t *step)
 {
     vt_store *st = NULL;
     char *mf = NULL;
@@ -18,11 +18,11 @@ vt_err trainer_load_run_model(const char *run, vt_recipe *rc, vt_model *m, uint6
     memset(m, 0, sizeof *m);
     vt_err e = vt_store_open(run, 1, &st);
     if (!e) e = vt_store_manifest(st, &mf, &ml, mh);
-    if (!e) e = vt_manifest_parse(mf, ml, rc, dh);
+    if (!e) e = vt_manifest_parse(mf, ml, rcp, dh);
     if (!e) e = vt_store_list_checkpoints(st, &cks, &nck);
     if (!e && nck == 0) e = vt_set_error(VT_ERR_FORMAT, "run %s has no checkpoint", run);
     /* the model is only evaluated here: the example count merely sizes its (unused) shuffle */
-    if (!e) e = vt_model_init(m, rc, rc->batch, VT_ORDER_BLAS);
+    if (!e) e = vt_model_init(m, rcp, rcp->batch, VT_ORDER_BLAS);
     if (!e) e = vt_store_get_checkpoint(st, cks[nck - 1], m->n_state, &state);
     if (!e) e = vt_model_set_state(m, cks[nck - 1], state, m->n_state);
     if (!e) *step = cks[nck - 1];
@@ -63,7 +63,7 @@ int trainer_eval(int argc, char **argv)
     char dspec[VT_RECIPE_SPEC_MAX];
     const char *what = "the data set given with --dataset";
     int own = 0; /* evaluated on the run's own training data */
-    vt_recipe rc;
+    vt_recipe rcp;
     vt_model m;
     vt_dataset ds;
     uint64_t step = 0;
@@ -71,26 +71,26 @@ int trainer_eval(int argc, char **argv)
     size_t cnt = 0;
     memset(&ds, 0, sizeof ds);
     vt_model_set_memory_budget(max_memory, VT_ERR_LIMIT); /* the run's manifest is not ours: exit 2 */
-    vt_err e = trainer_load_run_model(run, &rc, &m, &step);
-    const int text = rc.arch == VT_ARCH_GPT;
+    vt_err e = trainer_load_run_model(run, &rcp, &m, &step);
+    const int text = rcp.arch == VT_ARCH_GPT;
     st = vt_cli_exit_for_input(e); /* the run is the input; --dataset below is the user's */
     if (!e) {
         if (spec) {
             snprintf(dspec, sizeof dspec, "%s", spec);
-        } else if (strncmp(rc.dataset, "mnist", 5) == 0) {
+        } else if (strncmp(rcp.dataset, "mnist", 5) == 0) {
             snprintf(dspec, sizeof dspec, "mnist-test");
             what = "the recipe's data set's test split";
-        } else if (strncmp(rc.dataset, "cifar10", 7) == 0) {
+        } else if (strncmp(rcp.dataset, "cifar10", 7) == 0) {
             snprintf(dspec, sizeof dspec, "cifar10-test");
             what = "the recipe's data set's test split";
-        } else if (strncmp(rc.dataset, "shakespeare", 11) == 0) {
+        } else if (strncmp(rcp.dataset, "shakespeare", 11) == 0) {
             snprintf(dspec, sizeof dspec, "shakespeare-val");
             what = "the recipe's data set's validation split";
-        } else if (text && vt_data_is_file_spec(rc.dataset)) { /* a text file: its last 10% */
-            snprintf(dspec, sizeof dspec, "text-val:%s", strchr(rc.dataset, ':') + 1);
+        } else if (text && vt_data_is_file_spec(rcp.dataset)) { /* a text file: its last 10% */
+            snprintf(dspec, sizeof dspec, "text-val:%s", strchr(rcp.dataset, ':') + 1);
             what = "the last 10% of the run's text file (held out: training read its first 90%)";
         } else {
-            vt_recipe_dataset_spec(&rc, dspec, sizeof dspec);
+            vt_recipe_dataset_spec(&rcp, dspec, sizeof dspec);
             what = "the run's own training data (not held out: give --dataset for other data)";
             own = 1;
         }
@@ -98,13 +98,13 @@ int trainer_eval(int argc, char **argv)
         /* an unknown or unfitting --dataset is the user's (64); the default one failing to load, not */
         st = spec ? vt_cli_exit_for(e) : vt_cli_exit_for_input(e);
     }
-    if (!e && !text && ds.hash_version == 2 && ds.d == rc.widths[0] && /* a user's file: every label a class */
-        vt_data_check_labels(&ds, rc.widths[rc.n_layers]) != VT_OK) {
+    if (!e && !text && ds.hash_version == 2 && ds.d == rcp.widths[0] && /* a user's file: every label a class */
+        vt_data_check_labels(&ds, rcp.widths[rcp.n_layers]) != VT_OK) {
         st = spec ? VT_EXIT_USAGE : VT_EXIT_CANNOT;
         e = VT_ERR_ARG;
-    } else if (!e && !text && (ds.d != rc.widths[0] || (ds.hash_version != 2 && ds.n_classes != rc.widths[rc.n_layers]))) {
+    } else if (!e && !text && (ds.d != rcp.widths[0] || (ds.hash_version != 2 && ds.n_classes != rcp.widths[rcp.n_layers]))) {
         e = vt_set_error(VT_ERR_ARG, "dataset %s (%u features, %u classes) does not fit the model (%u -> %u)", dspec,
-                         ds.d, ds.n_classes, rc.widths[0], rc.widths[rc.n_layers]);
+                         ds.d, ds.n_classes, rcp.widths[0], rcp.widths[rcp.n_layers]);
         st = VT_EXIT_USAGE;
     }
     if (!e && text && per_example) {
@@ -136,8 +136,8 @@ int trainer_eval(int argc, char **argv)
     if (!e) {
         if (own)
             fprintf(stderr, "trainer eval: warning: %s is the run's own training data (%s): the figure is not a "
-                            "held-out one; give --dataset SPEC for other data\n", dspec, rc.dataset);
-        printf("run             %s (step %llu of %llu)\n", run, (unsigned long long)step, (unsigned long long)rc.steps);
+                            "held-out one; give --dataset SPEC for other data\n", dspec, rcp.dataset);
+        printf("run             %s (step %llu of %llu)\n", run, (unsigned long long)step, (unsigned long long)rcp.steps);
         printf("dataset         %s (%zu %s)\n", ds.name, ds.n, text ? "characters" : "examples");
         printf("evaluated on    %s: %s\n", dspec, what);
         if (text) printf("validation loss %.4f nats/char (%zu predicted characters)\n", acc, cnt);
@@ -175,17 +175,17 @@ int trainer_sample(int argc, char **argv)
     int st = vt_cli_parse(&cmd, argc, argv, 2, &a);
     if (st >= 0) return st;
     const char *run = a.v[0];
-    vt_recipe rc;
+    vt_recipe rcp;
     vt_model m;
     vt_dataset ds;
     uint64_t step = 0;
     memset(&ds, 0, sizeof ds);
     vt_model_set_memory_budget(max_memory, VT_ERR_LIMIT); /* the run's manifest is not ours: exit 2 */
-    vt_err e = trainer_load_run_model(run, &rc, &m, &step);
-    if (!e && rc.arch != VT_ARCH_GPT) e = vt_set_error(VT_ERR_ARG, "run %s is not a text model (arch=gpt)", run);
+    vt_err e = trainer_load_run_model(run, &rcp, &m, &step);
+    if (!e && rcp.arch != VT_ARCH_GPT) e = vt_set_error(VT_ERR_ARG, "run %s is not a text model (arch=gpt)", run);
     char dspec[VT_RECIPE_SPEC_MAX];
     if (!e) {
-        vt_recipe_dataset_spec(&rc, dspec, sizeof dspec);
+        vt_recipe_dataset_spec(&rcp, dspec, sizeof dspec);
         e = vt_data_load(dspec, root, &ds); /* the vocabulary */
     }
     char first[2] = {'\n', 0};

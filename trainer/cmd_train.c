@@ -14,20 +14,20 @@
 #define HELP_SET "override one recipe key (repeatable), e.g. --set steps=100; applied after --recipe"
 
 /* The recipe of --recipe FILE and the --set list, validated. Returns -1 or an exit status. */
-static int make_recipe(const char *prog, const char *file, const vt_cli_list *sets, vt_recipe *rc)
+static int make_recipe(const char *prog, const char *file, const vt_cli_list *sets, vt_recipe *rcp)
 {
-    vt_recipe_default(rc);
-    vt_err e = file ? vt_recipe_load_file(rc, file) : VT_OK;
+    vt_recipe_default(rcp);
+    vt_err e = file ? vt_recipe_load_file(rcp, file) : VT_OK;
     if (e) { /* the user's recipe: 64, as a --set would be */
         fprintf(stderr, "trainer: %s\n", vt_errmsg());
         return vt_cli_exit_for(e);
     }
     for (int i = 0; i < sets->n; i++)
-        if (vt_recipe_set(rc, sets->v[i]) != VT_OK) {
+        if (vt_recipe_set(rcp, sets->v[i]) != VT_OK) {
             fprintf(stderr, "trainer: --set %s: %s\n", sets->v[i], vt_errmsg());
             return VT_EXIT_USAGE;
         }
-    if (vt_recipe_validate(rc) != VT_OK) {
+    if (vt_recipe_validate(rcp) != VT_OK) {
         fprintf(stderr, "trainer: %s\n", vt_errmsg());
         return VT_EXIT_USAGE;
     }
@@ -36,7 +36,7 @@ static int make_recipe(const char *prog, const char *file, const vt_cli_list *se
 }
 
 /* The summary of a finished training (rank 0 only), on stdout. */
-static int train_report(const vt_recipe *rc, const vt_train_opts *o, const vt_train_result *res)
+static int train_report(const vt_recipe *rcp, const vt_train_opts *o, const vt_train_result *res)
 {
     char root[65];
     vt_hex(res->root, 32, root);
@@ -50,7 +50,7 @@ static int train_report(const vt_recipe *rc, const vt_train_opts *o, const vt_tr
             printf("run %s had every step stored up to %llu: committed it (commitment %s/commitment.vtc)\n", o->run_dir,
                    (unsigned long long)res->steps, o->run_dir);
         printf("final loss      %.4f\n", (double)res->final_loss);
-        if (rc->bound.rounding != VT_ROUNDING_EXACT)
+        if (rcp->bound.rounding != VT_ROUNDING_EXACT)
             printf("log entries     %llu over %llu steps\n", (unsigned long long)res->log_entries,
                    (unsigned long long)res->log_steps);
         printf("log size        %.0f bytes/step compressed\n", per_step);
@@ -67,7 +67,7 @@ static int train_report(const vt_recipe *rc, const vt_train_opts *o, const vt_tr
     printf("final loss      %.4f\n", (double)res->final_loss);
     uint64_t nsteps = res->steps - res->resumed_from;
     double dense = (double)res->rounded / (double)(nsteps ? nsteps : 1) * 0.2; /* 1.6 bits per rounded element */
-    if (rc->bound.rounding == VT_ROUNDING_EXACT)
+    if (rcp->bound.rounding == VT_ROUNDING_EXACT)
         printf("rounding        exact: %llu of %llu rounded elements computed exactly (fraction %.2e), no log\n",
                (unsigned long long)res->exact, (unsigned long long)res->rounded,
                (double)res->exact / (double)(res->rounded ? res->rounded : 1));
@@ -81,7 +81,7 @@ static int train_report(const vt_recipe *rc, const vt_train_opts *o, const vt_tr
     if (res->ranks > 1) /* data-parallel (information: neither the manifest nor the commitment names the ranks) */
         printf("ranks           %d (batch %u split %u per rank); %llu sums per rank rounded across the ranks, %llu "
                "of them by the exact phase; %.0f bytes/step sent, all ranks\n",
-               res->ranks, rc->batch, rc->batch / (uint32_t)res->ranks, (unsigned long long)res->dist_sums,
+               res->ranks, rcp->batch, rcp->batch / (uint32_t)res->ranks, (unsigned long long)res->dist_sums,
                (unsigned long long)res->dist_exact,
                (double)res->dist_bytes / (double)(res->steps > res->resumed_from ? res->steps - res->resumed_from : 1));
     if (res->ranks > 1) /* the state's planned bytes on rank 0 (--shard-state: 1/N of the optimiser state) */
@@ -139,8 +139,8 @@ int trainer_train(int argc, char **argv)
     o.run_dir = a.v[0];
     o.init_layout = layout == 0 ? VT_INIT_AUTO : layout == 1 ? VT_INIT_PROJECT : VT_INIT_TORCH;
     o.backend = backend ? "cuda" : NULL;
-    vt_recipe rc;
-    if ((st = make_recipe("trainer train", recipe, &sets, &rc)) >= 0) return st;
+    vt_recipe rcp;
+    if ((st = make_recipe("trainer train", recipe, &sets, &rcp)) >= 0) return st;
     if ((st = trainer_test_train_done(&o)) >= 0) return st;
     if (!o.key_path) {
         fprintf(stderr, "trainer train: --key KEYFILE is required\n");
@@ -148,7 +148,7 @@ int trainer_train(int argc, char **argv)
     }
     /* the whole recipe before anything is written: its dataset's shape here, the model's memory
      * against the budget in vt_model_init (before the run directory is created); both the user's */
-    if (vt_recipe_check_dataset(&rc) != VT_OK) {
+    if (vt_recipe_check_dataset(&rcp) != VT_OK) {
         fprintf(stderr, "trainer: %s\n", vt_errmsg());
         return VT_EXIT_USAGE;
     }
@@ -164,16 +164,16 @@ int trainer_train(int argc, char **argv)
     const int rank = vt_dist_rank(comm), size = vt_dist_size(comm);
     if (size > 1) {
         o.comm = comm;
-        if (rank == 0 && !o.quiet && rc.batch % (uint32_t)size == 0) /* information: outside the manifest */
+        if (rank == 0 && !o.quiet && rcp.batch % (uint32_t)size == 0) /* information: outside the manifest */
             fprintf(stderr,
                     "trainer: data-parallel on %d ranks: the batch of %u split %u per rank (rank r: examples r*%u .. "
                     "r*%u+%u of each step), rank 0 writes %s%s\n",
-                    size, rc.batch, rc.batch / (uint32_t)size, rc.batch / (uint32_t)size,
-                    rc.batch / (uint32_t)size, rc.batch / (uint32_t)size - 1, o.run_dir,
+                    size, rcp.batch, rcp.batch / (uint32_t)size, rcp.batch / (uint32_t)size,
+                    rcp.batch / (uint32_t)size, rcp.batch / (uint32_t)size - 1, o.run_dir,
                     o.shard_state ? "; --shard-state: each rank holds and updates 1/N of the optimiser state" : "");
     }
     vt_train_result res;
-    e = vt_train_run(&rc, &o, &res);
+    e = vt_train_run(&rcp, &o, &res);
     if (e) {
         if (size == 1 || (res.err_common && rank == 0)) /* every rank's error (naming the rank): printed once */
             fprintf(stderr, "trainer: %s\n", vt_errmsg());
@@ -183,7 +183,7 @@ int trainer_train(int argc, char **argv)
             fprintf(stderr, "trainer (rank %d of %d): %s\n", rank, size, vt_errmsg());
         st = vt_cli_exit_for(e);
     } else {
-        st = rank == 0 ? train_report(&rc, &o, &res) : VT_EXIT_OK;
+        st = rank == 0 ? train_report(&rcp, &o, &res) : VT_EXIT_OK;
     }
     /* a rank failing alone leaves without MPI_Finalize: mpirun then stops the others */
     if (size == 1 || !e || res.err_common) {
@@ -212,13 +212,13 @@ int trainer_recipe(int argc, char **argv)
     vt_cli_args a;
     int st = vt_cli_parse(&cmd, argc, argv, 2, &a);
     if (st >= 0) return st;
-    vt_recipe rc;
-    if ((st = make_recipe("trainer recipe", recipe, &sets, &rc)) >= 0) return st;
+    vt_recipe rcp;
+    if ((st = make_recipe("trainer recipe", recipe, &sets, &rcp)) >= 0) return st;
     char *txt = NULL;
     vt_program p;
     vt_program_init(&p);
-    vt_err e = program ? vt_program_build(&rc, &p) : VT_OK;
-    if (!e) e = program ? vt_program_describe(&p, &txt) : vt_recipe_to_json(&rc, &txt);
+    vt_err e = program ? vt_program_build(&rcp, &p) : VT_OK;
+    if (!e) e = program ? vt_program_describe(&p, &txt) : vt_recipe_to_json(&rcp, &txt);
     vt_program_free(&p);
     if (e) {
         fprintf(stderr, "trainer: %s\n", vt_errmsg());
@@ -249,24 +249,24 @@ int trainer_plain(int argc, char **argv)
     vt_cli_args a;
     int st = vt_cli_parse(&cmd, argc, argv, 2, &a);
     if (st >= 0) return st;
-    vt_recipe rc;
-    if ((st = make_recipe("trainer plain", recipe, &sets, &rc)) >= 0) return st;
+    vt_recipe rcp;
+    if ((st = make_recipe("trainer plain", recipe, &sets, &rcp)) >= 0) return st;
     if (fp64 < 0) {
         fprintf(stderr, "trainer plain: --precision fp32 or --precision fp64 is required\n");
         return VT_EXIT_USAGE;
     }
-    if (steps) rc.steps = steps;
+    if (steps) rcp.steps = steps;
     char spec[VT_RECIPE_SPEC_MAX];
-    vt_recipe_dataset_spec(&rc, spec, sizeof spec);
+    vt_recipe_dataset_spec(&rcp, spec, sizeof spec);
     vt_dataset ds;
     vt_plain p;
     if (vt_data_load(spec, data_root, &ds) != VT_OK) {
         fprintf(stderr, "trainer plain: %s\n", vt_errmsg());
         return VT_EXIT_CANNOT;
     }
-    vt_err e = vt_plain_init(&p, &rc, ds.n, fp64);
+    vt_err e = vt_plain_init(&p, &rcp, ds.n, fp64);
     double loss = 0, t0 = vt_now();
-    for (uint64_t s = 1; !e && s <= rc.steps; s++) e = vt_plain_step(&p, &ds, &loss);
+    for (uint64_t s = 1; !e && s <= rcp.steps; s++) e = vt_plain_step(&p, &ds, &loss);
     double secs = vt_now() - t0;
     if (e) {
         fprintf(stderr, "trainer plain: %s\n", vt_errmsg());
@@ -275,7 +275,7 @@ int trainer_plain(int argc, char **argv)
         return vt_cli_exit_for(e);
     }
     printf("plain %s step (benchmark baseline, not verifiable): %llu steps in %.2f s (%.1f steps/s)\n",
-           fp64 ? "FP64" : "FP32", (unsigned long long)rc.steps, secs, (double)rc.steps / (secs + 1e-9));
+           fp64 ? "FP64" : "FP32", (unsigned long long)rcp.steps, secs, (double)rcp.steps / (secs + 1e-9));
     printf("final loss      %.4f\n", loss);
     vt_plain_free(&p);
     vt_data_free(&ds);

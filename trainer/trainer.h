@@ -22,7 +22,7 @@ int trainer_sample(int argc, char **argv);
 int trainer_serve(int argc, char **argv);
 
 /* The model of a run's last checkpoint (the final parameters): *m initialised on success. */
-vt_err trainer_load_run_model(const char *run, vt_recipe *rc, vt_model *m, uint64_t *step);
+vt_err trainer_load_run_model(const char *run, vt_recipe *rcp, vt_model *m, uint64_t *step);
 
 /* The test build's options (test_hooks.c); the production build has none. */
 #ifdef VT_TEST_HOOKS

@@ -57,7 +57,7 @@ static vt_model *vt_fuzz_st_models(void)
             if (vt_recipe_set(&rc, s[i]) != VT_OK) goto bad;
         if (k == 1 && vt_recipe_set(&rc, "optimizer=adam") != VT_OK) goto bad;
         if (vt_model_init(&m[k], &rc, 8, VT_ORDER_FORWARD) != VT_OK) goto bad;
-        m[k].rc.init_torch = k & 1;
+        m[k].rcp.init_torch = k & 1;
     }
     made = 1;
     return m;
@@ -84,8 +84,8 @@ static int vt_fuzz_st_applied(vt_model *m, const vt_st_file *f, const float *old
         char name[VT_TORCH_NAME_MAX];
         int how = VT_TORCH_COPY;
         const vt_st_entry *e;
-        if (m->rc.init_torch) {
-            if (vt_torch_of(&m->rc, p, i, name, sizeof name, &how)) continue;
+        if (m->rcp.init_torch) {
+            if (vt_torch_of(&m->rcp, p, i, name, sizeof name, &how)) continue;
             e = vt_st_find(f, name);
         } else
             e = vt_st_find(f, t->name);
@@ -99,7 +99,7 @@ static int vt_fuzz_st_applied(vt_model *m, const vt_st_file *f, const float *old
                     (unsigned long long)e->count, e->dtype);
             return 1;
         }
-        if (m->rc.init_torch) vt_torch_move(how, t, 1, v, tmp);
+        if (m->rcp.init_torch) vt_torch_move(how, t, 1, v, tmp);
         else memcpy(tmp, v, t->n * sizeof *tmp);
         for (size_t k = 0; k < t->n && !bad; k++) bad = vt_f32_bits(tmp[k]) != vt_get_u32le(e->data + 4 * k);
         if (bad) fprintf(stderr, "fuzz_safetensors: %s does not hold the file's values of %s\n", t->name, e->name);

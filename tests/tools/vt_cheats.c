@@ -31,8 +31,8 @@ static vt_err after_op(void *ctx, vt_model *m, uint64_t step, uint32_t op)
     const vt_program *p = &m->prog;
     const vt_opdesc *o = &p->op[op];
     if (c->kind == VT_CHEAT_ARITH) { /* the step's operations after the first in gemm_arith VALUE */
-        if (op == 1) c->arith_old = m->rc.gemm_arith, m->rc.gemm_arith = (int)c->value;
-        if (op == p->n_ops) m->rc.gemm_arith = c->arith_old;
+        if (op == 1) c->arith_old = m->rcp.gemm_arith, m->rcp.gemm_arith = (int)c->value;
+        if (op == p->n_ops) m->rcp.gemm_arith = c->arith_old;
         return VT_OK;
     }
     switch (c->kind) {

@@ -48,7 +48,7 @@ static vt_err step(vt_model *m, const vt_dataset *ds, uint64_t s, float *loss)
     vt_steplog log;
     vt_steplog_init(&log, 0);
     vt_rctx c;
-    vt_rctx_init(&c, VT_RMODE_RECORD, m->rc.bound);
+    vt_rctx_init(&c, VT_RMODE_RECORD, m->rcp.bound);
     vt_err e = vt_rctx_begin_step(&c, s, &log);
     if (!e) e = vt_model_step(m, ds, &c, loss);
     if (!e) e = vt_rctx_end_step(&c);
@@ -208,11 +208,11 @@ static void check_refusals(void)
     CHECK(vt_model_set_shard(&m, g_comm, 5 * (uint32_t)g_size + 1) == VT_ERR_ARG && strstr(vt_errmsg(), "equal shares"),
           "a batch that does not split is refused: %s", vt_errmsg());
     if (g_size > 1) {
-        m.rc.bound.rounding = VT_ROUNDING_LOG;
+        m.rcp.bound.rounding = VT_ROUNDING_LOG;
         CHECK(vt_model_set_shard(&m, g_comm, 5 * (uint32_t)g_size) == VT_ERR_UNSUPPORTED &&
                   strstr(vt_errmsg(), "rounding=log"),
               "rounding=log on several ranks is refused: %s", vt_errmsg());
-        m.rc.bound.rounding = VT_ROUNDING_EXACT;
+        m.rcp.bound.rounding = VT_ROUNDING_EXACT;
         vt_backend be;
         memset(&be, 0, sizeof be);
         be.gemm_round = (void *)1; /* never called here */

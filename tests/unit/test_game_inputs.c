@@ -95,7 +95,7 @@ static void step_model(vt_model *m, const vt_dataset *ds, honest_ctx *c)
     vt_steplog log;
     vt_steplog_init(&log, 0);
     vt_rctx rc;
-    vt_rctx_init(&rc, VT_RMODE_RECORD, m->rc.bound);
+    vt_rctx_init(&rc, VT_RMODE_RECORD, m->rcp.bound);
     CHECK_OK(vt_rctx_begin_step(&rc, m->step + 1, &log));
     CHECK_OK(vt_model_run(m, ds, &rc, m->n_ops, hook, c));
     vt_steplog_free(&log);

@@ -104,7 +104,7 @@ static float *output(party *p) { return vt_model_tensor(&p->m, vt_program_find(&
 static void run_op(party *p, int record, vt_steplog *log, float *out, uint8_t h[32])
 {
     vt_rctx rc;
-    vt_rctx_init(&rc, record ? VT_RMODE_RECORD : VT_RMODE_REPLAY, p->m.rc.bound);
+    vt_rctx_init(&rc, record ? VT_RMODE_RECORD : VT_RMODE_REPLAY, p->m.rcp.bound);
     rc.lenient = !record;
     CHECK_OK(vt_rctx_begin_step(&rc, 1, log));
     p->m.step = 0;
@@ -138,7 +138,7 @@ static void judge_all(const char *what, vt_rounding mode, size_t K, const float 
         if (g_asan && o == VT_ORDER_SORTED && K > 4099) continue;
         party a;
         party_init(&a, mode, K, (vt_order)o);
-        a.m.rc.bound.legacy_log = g_legacy;
+        a.m.rcp.bound.legacy_log = g_legacy;
         set_inputs(&a, K, X, dZ);
         vt_steplog copy;
         vt_steplog_init(&copy, 1);
@@ -202,7 +202,7 @@ static void play_case(int cx, vt_rounding mode, size_t K, vt_order trainer_order
             vt_xacc acc;
             vt_xacc_init(&acc);
             for (size_t b = 0; b < K; b++) vt_xacc_add_prod32(&acc, X[b * 64 + i], dZ[b * 10 + j]);
-            double B = vt_bound_of_terms(&t.m.rc.bound, K, X + i, 64, dZ + j, 10);
+            double B = vt_bound_of_terms(&t.m.rcp.bound, K, X + i, 64, dZ + j, 10);
             vt_xacc w = acc;
             vt_xacc_add(&w, -B);
             lo[i * 10 + j] = vt_f32_bits(vt_xacc_round32(&w));

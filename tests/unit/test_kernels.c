@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "kernels/vt_kernels.h"
+#include "kernels/vt_kernels_hd.h"
 #include "rounding/vt_exact.h"
 #include "kernels/vt_math.h"
 #include "common/vt_par.h"
@@ -676,6 +677,58 @@ static void test_softmax(void)
     static const double scales[] = {1.0, 30.0, 1000.0};
     for (size_t t = 0; t < sizeof Cs / sizeof Cs[0]; t++)
         for (size_t s = 0; s < 3; s++) test_softmax_case(1 + rnd_below(6), Cs[t], scales[s], s == 1);
+}
+
+/* The MLP's elementwise formulas (kernels/vt_kernels_hd.h) over arrays, as the kinds' host loops in
+ * ops/vt_fam_chain.c run them, checked below against the formulas written out. */
+
+static void vt_bias_add(size_t M, size_t N, const float *X, const float *bias, double *Y)
+{
+    for (size_t i = 0; i < M; i++)
+        for (size_t j = 0; j < N; j++) Y[i * N + j] = vti_bias1(X[i * N + j], bias[j]);
+}
+
+static void vt_relu(size_t n, const float *x, double *y)
+{
+    for (size_t i = 0; i < n; i++) y[i] = vti_relu1(x[i], x[i]);
+}
+
+static void vt_relu_backward(size_t n, const float *x, const float *dy, double *dx)
+{
+    for (size_t i = 0; i < n; i++) dx[i] = vti_relu1(x[i], dy[i]);
+}
+
+static void vt_xent_backward(size_t N, size_t C, size_t cnt, const float *P, const uint8_t *labels, double *dz)
+{
+    const double dn = (double)cnt;
+    for (size_t i = 0; i < N; i++)
+        for (size_t c = 0; c < C; c++) dz[i * C + c] = vti_xent_bwd1(P[i * C + c], c == labels[i], dn);
+}
+
+static void vt_sgd_velocity(size_t n, const float *w, const float *g, const float *v, double mu, double wd,
+                     double *v_out)
+{
+    for (size_t i = 0; i < n; i++) v_out[i] = vti_sgd_velocity1(w[i], g[i], v[i], mu, wd);
+}
+
+static void vt_sgd_apply(size_t n, const float *w, const float *v_new, double lr, double *w_out)
+{
+    for (size_t i = 0; i < n; i++) w_out[i] = vti_sgd_apply1(w[i], v_new[i], lr);
+}
+
+static void vt_adam_moments(size_t n, const float *g, const float *m, const float *v, double b1, double b2,
+                     double *m_out, double *v_out)
+{
+    const double c1 = 1.0 - b1, c2 = 1.0 - b2;
+    for (size_t i = 0; i < n; i++) vti_adam_moments1(g[i], m[i], v[i], b1, b2, c1, c2, &m_out[i], &v_out[i]);
+}
+
+static void vt_adam_apply(size_t n, const float *w, const float *m_new, const float *v_new, double lr, double b1,
+                   double b2, double eps, uint64_t t, double *w_out)
+{
+    const double bc1 = 1.0 - vti_powi(b1, t);
+    const double bc2 = 1.0 - vti_powi(b2, t);
+    for (size_t i = 0; i < n; i++) w_out[i] = vti_adam_apply1(w[i], m_new[i], v_new[i], lr, bc1, bc2, eps);
 }
 
 static void test_xent(void)
