@@ -32,7 +32,7 @@ endif()
 
 # ---- bench_tc_grant (the arbiter's work grant per step in each GEMM arithmetic; bench/tc_grant.sh)
 if(TARGET bench_tc_grant)
-  target_link_libraries(bench_tc_grant PRIVATE vt_game vt_model)
+  target_link_libraries(bench_tc_grant PRIVATE vt_cliopts vt_game vt_model)
 endif()
 
 # ---- bench_verify_step (the dispute game's yardstick: one verifiable step of a run's model; bench/bench_dispute.sh)

@@ -12,14 +12,14 @@
 
 #define BENCH_NAME "bench_tc_grant"
 #include "bench_util.h"
-#include "common/vt_par.h"
+#include "cli/vt_cli_opts.h"
 #include "game/vt_game.h"
 #include "ops/vt_ops.h"
 
 int main(int argc, char **argv)
 {
-    const char *bad = NULL; /* as the programs start: --threads, and a one-thread BLAS (common/vt_par.h) */
-    if (vt_par_take_option(&argc, argv, &bad)) return 64;
+    const char *bad = NULL; /* as the programs start: --threads, and a one-thread BLAS (cli/vt_cli_opts.h) */
+    if (vt_cli_take_threads(&argc, argv, &bad)) return 64;
     vt_recipe rcp;
     vt_recipe_default(&rcp);
     double mflops = VT_GAME_MIN_RATE / 1e6;

@@ -284,10 +284,36 @@ static int main_dispatch(const char *prog, const char *about, const vt_cli_sub *
     return VT_EXIT_USAGE;
 }
 
+int vt_cli_take_threads(int *argc, char **argv, const char **bad)
+{
+    int n = 0, w = 1;
+    for (int i = 1; i < *argc; i++) {
+        const char *v = NULL;
+        if (strcmp(argv[i], "--threads") == 0 && i + 1 < *argc) v = argv[++i];
+        else if (strncmp(argv[i], "--threads=", 10) == 0) v = argv[i] + 10;
+        else if (strcmp(argv[i], "--threads") == 0) v = "";
+        if (!v) {
+            argv[w++] = argv[i];
+            continue;
+        }
+        char *end = NULL;
+        long t = strtol(v, &end, 10);
+        if (!*v || *end || t < 1 || t > VT_PAR_MAX) {
+            *bad = v;
+            return -1;
+        }
+        n = (int)t;
+    }
+    argv[w] = NULL;
+    *argc = w;
+    vt_par_configure(n);
+    return 0;
+}
+
 int vt_cli_main(const char *prog, const char *about, const vt_cli_sub *subs, int argc, char **argv)
 {
-    const char *bad = NULL; /* --threads N, wherever it stands (common/vt_par.h) */
-    if (vt_par_take_option(&argc, argv, &bad)) {
+    const char *bad = NULL; /* --threads N, wherever it stands */
+    if (vt_cli_take_threads(&argc, argv, &bad)) {
         fprintf(stderr, "%s: --threads %s: expected a number of threads from 1 to %d\n", prog, bad, VT_PAR_MAX);
         return VT_EXIT_USAGE;
     }

@@ -125,6 +125,11 @@ typedef struct {
     int needs_env;                     /* checks the floating-point environment first */
 } vt_cli_sub;
 
+/* The programs' `--threads N` (or --threads=N), wherever it stands on the command line: removed from
+ * argv (argc updated), then vt_par_configure(N) (common/vt_par.h: the pool of N threads, a one-thread
+ * BLAS; N = 0 without the option). Returns 0, or -1 with *bad set to the offending text for a value
+ * that is not 1 .. VT_PAR_MAX. vt_cli_main calls it first. */
+int vt_cli_take_threads(int *argc, char **argv, const char **bad);
 /* A program's main: `--threads N` taken anywhere (common/vt_par.h), the subcommand found in subs
  * (NULL-terminated), the floating-point environment checked for those that compute, and on failure
  * the site of the error printed (vt_err_site_print). `PROG`, `PROG --help` and `PROG help` list the

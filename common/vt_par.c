@@ -118,29 +118,26 @@ static void blas_threads(int n)
     if (set) set(n);
 }
 
-int vt_par_take_option(int *argc, char **argv, const char **bad)
+void vt_par_configure(int n)
 {
-    int n = 0, w = 1;
-    for (int i = 1; i < *argc; i++) {
-        const char *v = NULL;
-        if (strcmp(argv[i], "--threads") == 0 && i + 1 < *argc) v = argv[++i];
-        else if (strncmp(argv[i], "--threads=", 10) == 0) v = argv[i] + 10;
-        else if (strcmp(argv[i], "--threads") == 0) v = "";
-        if (!v) {
-            argv[w++] = argv[i];
-            continue;
-        }
-        char *end = NULL;
-        long t = strtol(v, &end, 10);
-        if (!*v || *end || t < 1 || t > VT_PAR_MAX) {
-            *bad = v;
-            return -1;
-        }
-        n = (int)t;
-    }
-    argv[w] = NULL;
-    *argc = w;
     if (n) vt_par_set_threads(n);
     blas_threads(1); /* the GEMMs are split by rows over our threads, each part with a one-thread BLAS */
-    return 0;
+}
+
+typedef struct {
+    vt_par_range_fn fn;
+    const void *args;
+} range_job;
+
+static void range_part(void *ctx, size_t lo, size_t hi, int part)
+{
+    (void)part;
+    const range_job *j = ctx;
+    j->fn(j->args, lo, hi);
+}
+
+void vt_par_range(size_t n, size_t grain, vt_par_range_fn fn, const void *args)
+{
+    range_job j = {fn, args};
+    (void)vt_par_for(n, grain, range_part, &j);
 }

@@ -19,19 +19,23 @@ int vt_par_threads(void);
 /* Sets it (1 .. VT_PAR_MAX; clamped), before or between loops (not from inside one). */
 void vt_par_set_threads(int n);
 
-/* The programs' `--threads N` (or --threads=N), wherever it stands on the command line: removed
- * from argv (argc updated) and the pool set to N threads; a multithreaded BLAS (OpenBLAS, found at
- * run time) is set to one thread, the GEMMs being split by rows over the pool (kernels/vt_gemm.c). Without the option, VT_THREADS (else 1). Returns 0, or -1 with *bad set
- * to the offending text for a value that is not 1 .. VT_PAR_MAX. In exact rounding the bits do not
- * depend on N (each element is RN32 of its exact value); a judged log (rounding=log) records the
- * elements near a boundary of its own FP64 values, which a BLAS's thread count may change. */
-int vt_par_take_option(int *argc, char **argv, const char **bad);
+/* As the programs start (their `--threads N`, parsed by cli/vt_cli_opts.h): the pool set to n threads
+ * (n = 0: left as it is - VT_THREADS, else 1 per rank) and a multithreaded BLAS (OpenBLAS, found at
+ * run time) set to one thread, the GEMMs being split by rows over the pool (kernels/vt_gemm.c). In
+ * exact rounding the bits do not depend on n (each element is RN32 of its exact value); a judged log
+ * (rounding=log) records the elements near a boundary of its own FP64 values, which a BLAS's thread
+ * count may change. */
+void vt_par_configure(int n);
 
 /* fn(ctx, lo, hi, part) for contiguous parts [lo, hi) covering [0, n); part in 0 .. parts-1. */
 typedef void (*vt_par_fn)(void *ctx, size_t lo, size_t hi, int part);
 /* Runs the parts (concurrently when it can, see above); returns the number of parts used (>= 1
  * when n > 0, 0 when n = 0), so a caller that keeps per-part results can merge them. */
 int vt_par_for(size_t n, size_t min_chunk, vt_par_fn fn, void *ctx);
+/* fn(args, lo, hi) over contiguous parts [lo, hi) of [0, n) of at least grain iterations: vt_par_for
+ * for loops that keep no per-part result (gathers, elementwise passes). */
+typedef void (*vt_par_range_fn)(const void *args, size_t lo, size_t hi);
+void vt_par_range(size_t n, size_t grain, vt_par_range_fn fn, const void *args);
 /* The most parts vt_par_for may use (vt_par_threads()): the size of a caller's per-part arrays. */
 #define VT_PAR_MAX 64
 

@@ -108,7 +108,7 @@ static int dgrad_gather(const vt_conv_geom *g, size_t Co, const float *G, size_t
                         unsigned char *bad)
 {
     const size_t n = g->B * phase_count(g->H, g->p, g->s, cy) * phase_count(g->W, g->p, g->s, cx), cols = g->k * g->k * Co;
-    vti_par_range(n, VTI_ROWS_GRAIN(cols), dgrad_gather_r, &(dgrad_gather_a){g, Co, cy, cx, G, a, rn, bad});
+    vt_par_range(n, VTI_ROWS_GRAIN(cols), dgrad_gather_r, &(dgrad_gather_a){g, Co, cy, cx, G, a, rn, bad});
     for (size_t r = 0; r < n; r++)
         if (bad[r]) return 0;
     return 1;
@@ -696,7 +696,7 @@ out:
 
 #define T VT_CNN_T
 
-/* The gathers run over the threads in parts of image rows (vti_par_range): values are only moved, each
+/* The gathers run over the threads in parts of image rows (vt_par_range): values are only moved, each
  * to its own place, so the bits do not depend on the split. */
 typedef struct {
     const vt_conv_geom *g;
@@ -735,7 +735,7 @@ static void SFX(im2col_r)(const void *p, size_t r0, size_t r1)
 void SFX(vt_im2col)(const vt_conv_geom *g, const T *x, T *col)
 {
     const size_t cols = g->Wo * g->k * g->k * g->C; /* values per row r */
-    vti_par_range(g->B * g->Ho, VTI_ROWS_GRAIN(cols), SFX(im2col_r),
+    vt_par_range(g->B * g->Ho, VTI_ROWS_GRAIN(cols), SFX(im2col_r),
                   &(SFX(vti_gather_a)){g, g->C, x, col});
 }
 
@@ -768,7 +768,7 @@ static void SFX(dgather_r)(const void *p, size_t r0, size_t r1)
 void SFX(vt_conv_dgather)(const vt_conv_geom *g, size_t Co, const T *dy, T *G)
 {
     const size_t cols = g->W * g->k * g->k * Co; /* values per row r */
-    vti_par_range(g->B * g->H, VTI_ROWS_GRAIN(cols), SFX(dgather_r),
+    vt_par_range(g->B * g->H, VTI_ROWS_GRAIN(cols), SFX(dgather_r),
                   &(SFX(vti_gather_a)){g, Co, dy, G});
 }
 

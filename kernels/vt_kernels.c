@@ -482,24 +482,6 @@ vt_err vt_coldot(vt_exec *e, size_t M, size_t N, const float *A, const float *B,
     return vt_reduce(e, 1, N, M, (vt_strided){A, 1, 1, N, 0, 0}, (vt_strided){B, 1, 1, N, 0, 0}, out, b, bounds);
 }
 
-typedef struct {
-    vti_range_fn fn;
-    const void *args;
-} range_job;
-
-static void range_part(void *ctx, size_t lo, size_t hi, int part)
-{
-    const range_job *j = ctx;
-    (void)part;
-    j->fn(j->args, lo, hi);
-}
-
-void vti_par_range(size_t n, size_t grain, vti_range_fn fn, const void *args)
-{
-    range_job j = {fn, args};
-    (void)vt_par_for(n, grain, range_part, &j);
-}
-
 /* ================================================ softmax and cross-entropy */
 
 /* Softmax as a correctly rounded reduction followed by a fixed IEEE chain (docs/rounding.md):

@@ -9,14 +9,11 @@
 #include "../common/vt_par.h"
 #include "vt_kernels.h"
 
-/* Kernel loops over threads (common/vt_par.h; the convolution's gathers - the kinds' chains run through
- * ops/' vti_chain_run): fn(args, lo, hi) for parts [lo, hi) of [0, n), each at least `grain` long;
- * every output element is its own, so the bits do not depend on the split. VTI_GRAIN: about the
- * elements worth a part. */
 /* d[0..n) = src converted to FP64; returns their sum of squares, four lanes in a fixed order (vt_gemm.c) */
 double vti_cvt_span(const float *src, size_t n, double *d);
-typedef void (*vti_range_fn)(const void *args, size_t lo, size_t hi);
-void vti_par_range(size_t n, size_t grain, vti_range_fn fn, const void *args);
+/* Kernel loops over threads (the convolution's gathers) run through vt_par_range (common/vt_par.h;
+ * the kinds' chains through ops/' vti_chain_run): every output element is its own, so the bits do not
+ * depend on the split. VTI_GRAIN: about the elements worth a part. */
 #define VTI_GRAIN 16384
 /* the grain in rows of `cols` elements */
 #define VTI_ROWS_GRAIN(cols) (VTI_GRAIN / ((cols) ? (cols) : 1) + 1)
