@@ -148,6 +148,22 @@ static int cmd_certify(int argc, char **argv, int check)
             return vt_cli_usage_error(NULL, "auditor: --intermediate: for --method crown or alpha-crown (IBP has none)");
         o.set.inter = strcmp(inter, "ibp") ? VT_CERT_INTER_CROWN : VT_CERT_INTER_IBP;
     }
+    /* an option the mode does not use is refused, never ignored */
+    const char *unused = NULL;
+    const int spec = so.onnx_path || so.vnnlib_path || instances;
+    if (check) {
+        unused = eps ? "--eps" : n ? "--examples" : method != 1 ? "--method" : o.out_path ? "--out" : o.key_path ? "--key"
+               : !spec && o.report_path ? "--report" : !spec && timeout ? "--timeout" : !spec && so.cex_path ? "--cex"
+               : NULL;
+        if (unused)
+            return vt_cli_usage_error(NULL, "auditor check-certificate: %s: for certify (the certificate records what "
+                                            "check-certificate needs)", unused);
+    } else {
+        unused = signer ? "--signer" : !spec && timeout ? "--timeout" : !spec && so.cex_path ? "--cex" : NULL;
+        if (unused)
+            return vt_cli_usage_error(NULL, "auditor certify: %s: %s", unused,
+                                      signer ? "for check-certificate" : "for a VNN-LIB property (--vnnlib, --onnx, --instances)");
+    }
     if (check || (o.report_path && !strcmp(o.report_path, "-"))) o.quiet = 1;
     if (shard && !g_cert_comm) return cmd_certify_sharded(argc, argv, check, shard, timeout, instances);
     if (g_cert_comm && vt_dist_rank(g_cert_comm) != 0) { /* --shard: rank 0 writes for all */

@@ -187,6 +187,11 @@ static int set_value(const vt_cli_cmd *cmd, const vt_cli_opt *t, const char *v)
 int vt_cli_parse(const vt_cli_cmd *cmd, int argc, char **argv, int first, vt_cli_args *pos)
 {
     memset(pos, 0, sizeof *pos);
+    if (cmd->max_pos > VT_CLI_POS_MAX || (cmd->run_pos >= 0 && (cmd->max_pos == 0 || cmd->run_pos >= cmd->max_pos))) {
+        fprintf(stderr, "%s: internal error: the command's table has %d positional arguments, RUN_DIR at %d\n",
+                cmd->prog, cmd->max_pos, cmd->run_pos);
+        return VT_EXIT_INTERNAL;
+    }
     const char *run = NULL;
     int only_pos = 0;
     for (int i = first; i < argc; i++) {
@@ -194,6 +199,7 @@ int vt_cli_parse(const vt_cli_cmd *cmd, int argc, char **argv, int first, vt_cli
         if (only_pos || a[0] != '-' || a[1] == 0) { /* a positional argument ("-" included) */
             if (pos->n >= cmd->max_pos || pos->n >= VT_CLI_POS_MAX)
                 return bad_usage(cmd, "unexpected argument \"%s\"", a);
+            if (!*a) return bad_usage(cmd, "an empty argument");
             pos->v[pos->n++] = a;
             continue;
         }
@@ -211,6 +217,8 @@ int vt_cli_parse(const vt_cli_cmd *cmd, int argc, char **argv, int first, vt_cli
         if (cmd->run_pos >= 0 && len == 5 && strncmp(a, "--run", 5) == 0) {
             const char *v = eq ? eq + 1 : i + 1 < argc ? argv[++i] : NULL;
             if (!v) return bad_usage(cmd, "--run needs a value");
+            if (!*v) return bad_usage(cmd, "--run: an empty value");
+            if (run) return bad_usage(cmd, "--run given twice (%s, %s): give RUN_DIR once", run, v);
             if (!deprecation_quiet())
                 fprintf(stderr, "%s: warning: --run is deprecated; give RUN_DIR as the argument\n", cmd->prog);
             run = v;
@@ -225,6 +233,7 @@ int vt_cli_parse(const vt_cli_cmd *cmd, int argc, char **argv, int first, vt_cli
         if (t->arg) {
             v = eq ? eq + 1 : i + 1 < argc ? argv[++i] : NULL;
             if (!v) return bad_usage(cmd, "%s needs a value (%s)", t->name, t->arg);
+            if (!*v) return bad_usage(cmd, "%s: an empty value (%s)", t->name, t->arg);
         } else if (eq) {
             return bad_usage(cmd, "%s takes no value", t->name);
         }

@@ -97,6 +97,15 @@ want 64 "--out needs a value" -- "$TR" export "$RUN" --out
 want 64 'unexpected argument "extra"' -- "$TR" eval "$RUN" extra
 want 64 '--jobs: "0" is not an integer' -- "$AU" verify "$RUN" --jobs 0
 want 64 '--order: "bogus" is not an evaluation order' -- "$AR" check "$T/none" --order bogus
+# --run twice, empty values, options the mode does not use: usage errors, never silently taken or ignored
+want 64 "--run given twice" -- "$TR" eval --run "$RUN" --run "$RUN"
+want 64 "an empty argument" -- "$TR" eval ""
+want 64 "--key: an empty value" -- "$TR" train "$T/runs/e" --key= "${S[@]}"
+want 64 "--run: an empty value" -- "$AU" verify --run=
+want 64 "--eps: for certify" -- "$AU" check-certificate "$T/none.cert" "$RUN" --eps 0.1
+want 64 "--out: for certify" -- "$AU" check-certificate "$T/none.cert" "$RUN" --out "$T/c2"
+want 64 "--signer: for check-certificate" -- "$AU" certify "$RUN" --eps 0.1 --examples 2 --signer "$T/key.pub"
+want 64 "--timeout: for a VNN-LIB property" -- "$AU" certify "$RUN" --eps 0.1 --examples 2 --timeout 5
 
 # --- 3. --service on both sides (trainer serve's --service-file: deprecated, still accepted)
 "$AR" keygen "$T/rk" >/dev/null || bad "arbiter keygen"
