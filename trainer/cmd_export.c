@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../common/vt_hash.h"
+#include "../merkle/vt_sign.h"
 #include "../run/vt_export.h"
 #include "../run/vt_report.h"
 #include "trainer.h"
@@ -138,6 +139,15 @@ int trainer_report(int argc, char **argv)
     }
     o.run_dir = a.v[0];
     o.audit_paths = audits, o.n_audit_paths = al.n;
+    if (o.pubkey_path) { /* the user's own key file: unreadable is a refusal, not a finding about the run */
+        uint8_t pk[32];
+        vt_err ke = vt_sign_read_public_key(o.pubkey_path, pk);
+        if (ke) {
+            free(audits);
+            fprintf(stderr, "trainer report: --pubkey: %s\n", vt_errmsg());
+            return vt_cli_exit_for_input(ke);
+        }
+    }
     vt_model_set_memory_budget(max_memory, VT_ERR_LIMIT); /* the run's manifest is not ours */
     vt_report_result r;
     vt_err e = vt_report_write(&o, &r);
