@@ -295,9 +295,14 @@ static int main_dispatch(const char *prog, const char *about, const vt_cli_sub *
 
 int vt_cli_take_threads(int *argc, char **argv, const char **bad)
 {
-    int n = 0, w = 1;
+    int n = 0, w = 1, rest = 0;
     for (int i = 1; i < *argc; i++) {
         const char *v = NULL;
+        if (rest || strcmp(argv[i], "--") == 0) { /* after "--": arguments, never options */
+            rest = 1;
+            argv[w++] = argv[i];
+            continue;
+        }
         if (strcmp(argv[i], "--threads") == 0 && i + 1 < *argc) v = argv[++i];
         else if (strncmp(argv[i], "--threads=", 10) == 0) v = argv[i] + 10;
         else if (strcmp(argv[i], "--threads") == 0) v = "";

@@ -125,7 +125,7 @@ typedef struct {
     int needs_env;                     /* checks the floating-point environment first */
 } vt_cli_sub;
 
-/* The programs' `--threads N` (or --threads=N), wherever it stands on the command line: removed from
+/* The programs' `--threads N` (or --threads=N), wherever it stands before a `--`: removed from
  * argv (argc updated), then vt_par_configure(N) (common/vt_par.h: the pool of N threads, a one-thread
  * BLAS; N = 0 without the option). Returns 0, or -1 with *bad set to the offending text for a value
  * that is not 1 .. VT_PAR_MAX. vt_cli_main calls it first. */

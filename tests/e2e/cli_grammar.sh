@@ -107,6 +107,7 @@ want 64 "--out: for certify" -- "$AU" check-certificate "$T/none.cert" "$RUN" --
 want 64 "--signer: for check-certificate" -- "$AU" certify "$RUN" --eps 0.1 --examples 2 --signer "$T/key.pub"
 want 64 "--timeout: for a VNN-LIB property" -- "$AU" certify "$RUN" --eps 0.1 --examples 2 --timeout 5
 want 2 "--pubkey: " -- "$TR" report "$RUN" --out "$T/r.html" --pubkey "$T/no-such.pub"
+want 64 'unexpected argument "--threads=2"' -- "$TR" eval "$RUN" -- --threads=2
 
 # --- 3. --service on both sides (trainer serve's --service-file: deprecated, still accepted)
 "$AR" keygen "$T/rk" >/dev/null || bad "arbiter keygen"
