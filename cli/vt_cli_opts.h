@@ -143,6 +143,8 @@ int vt_cli_main(const char *prog, const char *about, const vt_cli_sub *subs, int
 int vt_cli_keygen(const char *prog, int argc, char **argv, int fingerprint);
 
 /* Common option texts. */
+/* the help of --max-memory where a run's model is loaded (eval, sample, export) */
+#define VT_HELP_MAX_MEMORY "the memory budget (default: the available memory; a run that needs more: exit 2)"
 #define VT_HELP_DATA_DIR                                                                                           \
     "dataset root (default: $VT_DATA_DIR or the repository's data/); a relative path in\n"                        \
     "dataset=safetensors:PATH, npy:X.npy,Y.npy, text:PATH or file:PATH is taken from it\n"                       \

@@ -7,6 +7,10 @@
 
 #include "vt_round.h"
 
+/* Records element `index` of operation op as the context's fault (code, entry: its log entry or NULL;
+ * x and B: this party's value and bound), with vt_errmsg() as the reason; returns nothing. */
+void vti_rctx_note(vt_rctx *c, vt_err code, uint32_t op, uint64_t index, const vt_log_entry *entry, double x,
+                   double B);
 /* Records the failure of element `index` of operation op (entry: its log entry, or NULL; x and B:
  * this party's value and bound) in c->fault, with the message vt_errmsg() holds, and returns code
  * with the message prefixed by the step, operation and index. */

@@ -53,11 +53,9 @@ vt_err vt_rctx_end_step(vt_rctx *c)
     return VT_OK;
 }
 
-vt_err vti_rctx_fail(vt_rctx *c, vt_err code, uint32_t op, uint64_t index, const vt_log_entry *entry, double x,
-                     double B)
+void vti_rctx_note(vt_rctx *c, vt_err code, uint32_t op, uint64_t index, const vt_log_entry *entry, double x,
+                   double B)
 {
-    char why[160];
-    snprintf(why, sizeof why, "%s", vt_errmsg());
     c->fault.code = code;
     c->fault.step = c->step;
     c->fault.op_id = op;
@@ -66,7 +64,14 @@ vt_err vti_rctx_fail(vt_rctx *c, vt_err code, uint32_t op, uint64_t index, const
     if (entry) c->fault.entry = *entry;
     c->fault.own_x = x;
     c->fault.own_bound = B;
-    memcpy(c->fault.why, why, sizeof why);
+    snprintf(c->fault.why, sizeof c->fault.why, "%s", vt_errmsg());
+}
+
+vt_err vti_rctx_fail(vt_rctx *c, vt_err code, uint32_t op, uint64_t index, const vt_log_entry *entry, double x,
+                     double B)
+{
+    vti_rctx_note(c, code, op, index, entry, x, B);
+    const char *why = c->fault.why; /* not vt_errmsg(): the buffer vt_set_error writes */
     if (entry) {
         char tv[64];
         if (entry->is_value)

@@ -135,19 +135,7 @@ vt_err vt_round_record1_exact(const struct vt_xacc_s *X, double B, float *out, i
  * value (x: for a judged element, RN32 of the exact value). */
 static vt_err lenient_own(vt_rctx *c, uint32_t op, uint64_t idx, const vt_log_entry *e, double x, double B, float *out)
 {
-    if (c->fault.code == VT_OK) {
-        char why[160];
-        snprintf(why, sizeof why, "%s", vt_errmsg());
-        c->fault.code = VT_ERR_IMPLAUSIBLE;
-        c->fault.step = c->step;
-        c->fault.op_id = op;
-        c->fault.index = idx;
-        c->fault.has_entry = e != NULL;
-        if (e) c->fault.entry = *e;
-        c->fault.own_x = x;
-        c->fault.own_bound = B;
-        memcpy(c->fault.why, why, sizeof why);
-    }
+    if (c->fault.code == VT_OK) vti_rctx_note(c, VT_ERR_IMPLAUSIBLE, op, idx, e, x, B);
     float r = (float)x;
     VT_RETURN_ERROR_IF(!isfinite(r), VT_ERR_DIVERGED, "training diverged at step %llu, operation %u, index %llu",
                        (unsigned long long)c->step, op, (unsigned long long)idx);

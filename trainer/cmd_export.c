@@ -33,8 +33,7 @@ int trainer_export(int argc, char **argv)
                  "[C_out, C_in, k, k], num_batches_tracked; the optimiser's state under optimizer.*)\n"
                  "with the architecture, the recipe and a GPT's vocabulary in the metadata", &layout),
         VT_OPT_S("--data-dir", "DIR", "dataset root: a GPT's vocabulary (from its data set)", &o.data_root),
-        VT_OPT_Z("--max-memory", "the memory budget (default: the available memory; a run that needs more: exit 2)",
-                 &max_memory),
+        VT_OPT_Z("--max-memory", VT_HELP_MAX_MEMORY, &max_memory),
         VT_OPT_END};
     const vt_cli_cmd cmd = {
         "trainer export", "RUN_DIR --out FILE [options]",
