@@ -375,7 +375,7 @@ vt_err vt_recipe_validate(const vt_recipe *r)
     return VT_OK;
 }
 
-/* The built-in datasets' shapes (data/vt_data.c loads them and checks every byte; tests/test_errors.c
+/* The built-in datasets' shapes (data/vt_data.c loads them and checks every byte; tests/unit/test_errors.c
  * checks this table against the loaded datasets). */
 static const struct {
     const char *name;

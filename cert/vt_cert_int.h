@@ -81,7 +81,7 @@ vt_err vti_cert_shard_join(vt_err mine) VT_WARN_UNUSED;
 size_t vti_cert_part_lo(size_t n, int r, int size);
 vt_err vti_cert_share_rows(vt_comm *comm, double *v, size_t n, size_t w, double *tmp, size_t *bytes) VT_WARN_UNUSED;
 
-/* A test hook (tests/test_cert_cnn.c, never set otherwise): when > 0, CROWN's intermediate bounds on
+/* A test hook (tests/unit/test_cert_cnn.c, never set otherwise): when > 0, CROWN's intermediate bounds on
  * the layer graph are each moved inward by this fraction of their width (unsound on purpose: the
  * sampling tests must catch it). */
 extern double vti_cert_graph_inward;

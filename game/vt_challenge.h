@@ -25,7 +25,7 @@ typedef struct {
     int quiet;
     uint64_t until;              /* with step 0: replay only up to the first committed state at or
                                   * after this step (0: the last step) */
-    const vt_hooks *hooks;       /* tests only (tests/vt_cheats.c: a lying auditor); NULL */
+    const vt_hooks *hooks;       /* tests only (tests/tools/vt_cheats.c: a lying auditor); NULL */
     int answer_delay_ms;         /* tests only (auditor-test --slow): each answer this late; 0 */
 } vt_challenge_opts;
 

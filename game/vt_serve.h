@@ -50,7 +50,7 @@ typedef struct {
     const struct vt_serve_hooks *serve_hooks; /* tests only: a misbehaving server; NULL */
 } vt_serve_opts;
 
-/* Test hooks of the server (tests/vt_cheats.c plays a misbehaving trainer with them; no
+/* Test hooks of the server (tests/tools/vt_cheats.c plays a misbehaving trainer with them; no
  * production program sets any). Each may be NULL. */
 typedef struct vt_serve_hooks {
     int (*silent)(void *ctx);                                  /* 1: leave this question unanswered */

@@ -117,7 +117,7 @@ static vt_err job_compute(job *jb)
         if (!e) e = vt_run_to_op(&m, st, &sv->ds, VT_PARTY_TRAINER, j, 0, NULL);
         /* each input whole, and - where an operation (of this step or the step before) wrote it -
          * every output of that operation, which its agreed output hash authenticates together
-         * (game/vt_game.c load_inputs) */
+         * (game/vt_game_state.c load_inputs) */
         const vt_opdesc *op = e ? NULL : &m.prog.op[j];
         uint32_t cap = 0;
         for (uint32_t k = 0; op && k < op->n_in; k++) cap += VT_MAX_OP_OUTPUTS;

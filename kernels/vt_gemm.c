@@ -397,7 +397,7 @@ static vt_err gemm_core1(vt_exec *e, int tA, int tB, size_t M, size_t N, size_t 
  * and seed); the row norms are each row's own and every part computes the same column norms (part 0
  * keeps them). Each output element is the same reduction in the executor's order whatever the
  * split, and exact rounding makes the stored bits independent of the FP64 partial sums a BLAS
- * forms: the same commitment for every thread count (tests/threads.sh). */
+ * forms: the same commitment for every thread count (tests/e2e/threads.sh). */
 typedef struct {
     vt_exec *e;
     int tB;

@@ -1,7 +1,7 @@
 /* vt_math.h - portable transcendentals built only from IEEE basic operations
  * (+ - * / sqrt, exact scaling by powers of two) in one fixed order, so that
  * every IEEE-754 machine (and the CUDA kernels, which include the same code)
- * returns the same bits.  Accuracy: below 2 ulp of FP64 (tests/test_kernels.c checks
+ * returns the same bits.  Accuracy: below 2 ulp of FP64 (tests/unit/test_kernels.c checks
  * it against expl/logl over 6 million points; 0.88 ulp is the largest error seen);
  * correctness of the system does not depend on it, only determinism does.  The implementation is in vt_math_hd.h
  * (static inline VT_HD vt_exp_impl / vt_log_impl / vt_tanh_impl), which CUDA code includes; the array

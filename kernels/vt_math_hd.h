@@ -22,7 +22,7 @@
  *           degree-7 (in s^2) Remez polynomial (error < 2^-58.45);
  *           plus k*LN2_HI + k*LN2_LO, summed small-to-large.
  *   tanh(u): sign(u) (1 - e) / (1 + e) with e = exp(-2|u|) (the exp above).
- * Measured accuracy against glibc: see tests/test_kernels.c (max 1 ulp).
+ * Measured accuracy against glibc: see tests/unit/test_kernels.c (max 1 ulp).
  */
 #ifndef VT_MATH_HD_H
 #define VT_MATH_HD_H

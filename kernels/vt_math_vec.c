@@ -19,7 +19,7 @@
  * implementations: "avx2" (four lanes in 256-bit registers, where the CPU has AVX2: the same source
  * compiled for it by a target attribute; docs/benchmarks.md has the ns per element) or else the
  * scalar loops, always present; "vector" (the same lanes in the baseline ISA, slower than the
- * scalar loops) only when VT_MATH_IMPL names it, as it can name any other. tests/test_math_vec.c
+ * scalar loops) only when VT_MATH_IMPL names it, as it can name any other. tests/unit/test_math_vec.c
  * checks the bits against the scalar functions on every implementation. */
 /* the lane helpers are always inlined: no 256-bit value crosses a call, whatever the ISA */
 #if defined(__clang__)

@@ -5,7 +5,7 @@
  * a GEMM in one fixed, documented order. Integer arithmetic, and in the GEMM FP64 operations that
  * are all exact (no rounding decides a result bit), so every machine returns the same bits. The model, every parameter and every
  * choice made where the sources are silent: docs/tensorcore.md. Verified on the CPU against an
- * independent model of the same semantics (tests/test_tc.c); agreement with real tensor cores is
+ * independent model of the same semantics (tests/unit/test_tc.c); agreement with real tensor cores is
  * NOT yet checked (it needs a lent GPU: docs/tensorcore.md "GPU check"). */
 #ifndef VT_TC_H
 #define VT_TC_H

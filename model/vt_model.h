@@ -11,7 +11,7 @@
  *
  * Hooks: a caller may observe (or, in tests, tamper with) every operation's outputs - the
  * after-operation hook of vt_model_run, and the model's own `tamper` hook, which runs first
- * and stays installed for every step (tests/vt_cheats.c plays cheating parties with it; no
+ * and stays installed for every step (tests/tools/vt_cheats.c plays cheating parties with it; no
  * production program installs one). */
 #ifndef VT_MODEL_H
 #define VT_MODEL_H
@@ -36,7 +36,7 @@ typedef struct vt_sstate vt_sstate; /* the sharded optimiser state (vt_model_ini
 /* Called after each operation of a step; a non-zero return stops the step. */
 typedef vt_err (*vt_op_hook)(void *ctx, vt_model *m, uint64_t step, uint32_t op_id);
 
-/* Test hooks: how tests/vt_cheats.c plays a cheating trainer or a lying auditor through the
+/* Test hooks: how tests/tools/vt_cheats.c plays a cheating trainer or a lying auditor through the
  * production drivers (no production program sets any). after_op becomes the model's tamper hook
  * (it may change the outputs of the operation just run); after_log may change a step's log
  * after the step and before it is committed. */

@@ -142,7 +142,7 @@ static vt_err probe_recipe(uint8_t prog, const char *const *keys, const char *ex
 
 /* The kinds no architecture uses, in a hand-built program: y = a - b over SUB_N elements (a tie, a
  * value just past one, subnormals, a difference that rounds to FLT_MAX, a zero, then values drawn
- * from the seed), each tensor alone in its class's arena, as tests/test_kinds.c's extra program. */
+ * from the seed), each tensor alone in its class's arena, as tests/unit/test_kinds.c's extra program. */
 static vt_err probe_extra(uint8_t prog, vt_op_hook tamper, void *tctx, vt_probe *p)
 {
     float a[SUB_N], b[SUB_N], y[SUB_N];

@@ -46,7 +46,7 @@ typedef struct {
 
 /* Runs the probe in evaluation order `order` (the hashes do not depend on it) into *out (release
  * with vt_probe_free, also after a failure). tamper (NULL: none; tests only: a build that computes
- * other bits, tests/vt_cheats.h) is called after every probed operation, before its outputs are
+ * other bits, tests/tools/vt_cheats.h) is called after every probed operation, before its outputs are
  * hashed, as the model's tamper hook. VT_ERR_INTERNAL naming the kind when a kind of the list runs in
  * none of the probe's programs. */
 vt_err vt_probe_run(vt_order order, vt_op_hook tamper, void *tamper_ctx, vt_probe *out) VT_WARN_UNUSED;

@@ -6,7 +6,7 @@
  *     plain FP32/FP64 form of the benchmark baseline, model/vt_plain.c), declared in vt_ops_int.h
  *     and defined in the family's file ops/vt_fam_<family>.c;
  *   - the device's facts (vt_kind_rounded, vt_kind_device below; backend/cuda/vt_dev_ops.c).
- * A missing function is a compile error, a missing facet a failure of tests/test_kinds.c.
+ * A missing function is a compile error, a missing facet a failure of tests/unit/test_kinds.c.
  *
  * X(ID, name, family, rounded, n_in, n_out, n_iarg, n_farg, iargs, fargs, red, device, impl):
  *   ID       the id is VT_OPK_<ID>

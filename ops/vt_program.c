@@ -214,7 +214,7 @@ static vt_err check_dataflow(const vt_program *p, uint32_t j)
 }
 
 /* The arbiter derives the state of a step's end from the agreed output hashes of the last writers
- * of the state tensors (game/vt_game.c), and a trainer restoring a checkpoint can send only state
+ * of the state tensors (game/vt_game_state.c), and a trainer restoring a checkpoint can send only state
  * values: so an operation with several outputs that writes a state tensor writes only state
  * tensors, none of which a later operation of the step writes again. */
 static vt_err check_state_writers(const vt_program *p)

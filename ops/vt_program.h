@@ -1,7 +1,7 @@
 /* vt_program.h - the training step as a program (docs/architecture.md, docs/format.md
  * "Step program"): a table of tensors and a list of operations over them.
  *
- * One builder per architecture (model/vt_arch_*.c; recipe key `arch`) turns a recipe into the
+ * One builder per architecture (arch/vt_arch_*.c; recipe key `arch`) turns a recipe into the
  * program; one interpreter (model/vt_model.h) runs it for the trainer, the auditor and the
  * arbiter. Nothing else in the project knows a model's internals: a party names a tensor by its
  * id (its index in the table; the id that goes on the wire) and an operation by its id (1-based

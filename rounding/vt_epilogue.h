@@ -12,7 +12,7 @@
  *   4. on the host, vt_epi_finish (vt_epi_finish.c) applies the decisions: the results, the log record (in index
  *      order), the counts and the first failure, exactly as vt_round reports them.
  * vt_epi_host runs the same four stages on the CPU: the twin that the CPU tests compare with
- * vt_round (tests/test_epilogue.c), and the reference the GPU is checked against. */
+ * vt_round (tests/unit/test_epilogue.c), and the reference the GPU is checked against. */
 #ifndef VT_EPILOGUE_H
 #define VT_EPILOGUE_H
 

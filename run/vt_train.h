@@ -26,7 +26,7 @@ typedef struct {
                              * of run.db before failing (vt_store_finish); 0: VT_TRAIN_READER_WAIT_S */
     int quiet;
     uint64_t stop_after;    /* stop (without committing: an interruption) after this step; 0 = never */
-    const vt_hooks *hooks;  /* tests only (tests/vt_cheats.c: a cheating trainer); NULL */
+    const vt_hooks *hooks;  /* tests only (tests/tools/vt_cheats.c: a cheating trainer); NULL */
     vt_comm *comm;          /* data-parallel training (docs/distributed.md): the ranks (every rank calls
                              * vt_train_run with the same recipe and options; rank 0 alone writes the
                              * run); NULL or one rank: the one-process run */

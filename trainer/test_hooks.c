@@ -72,7 +72,7 @@ static vt_err opt_fault_trace(void *p, const char *v)
     return VT_OK;
 }
 
-/* --flip-state R:S / --kill-rank R:S (data-parallel runs, tests/dp.sh): after step S, rank R (0: the
+/* --flip-state R:S / --kill-rank R:S (data-parallel runs, tests/e2e/dp.sh): after step S, rank R (0: the
  * one process) flips the lowest bit of its state's first value (a rank whose state no longer is the
  * others') or kills itself with SIGKILL (a rank lost mid-run). */
 static struct {

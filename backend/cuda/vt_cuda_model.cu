@@ -3,7 +3,7 @@
  * of the list (ops/vt_kinds.h), nothing here counts or names them: the kinds whose column is
  * GEMM through the rounded GEMMs of vt_cuda.cu on device operands (run_op's two cases), the kinds
  * whose column is ITEM through the items of backend/cuda/vt_dev_ops_hd.h (k_item), which the CPU twin
- * (tests/test_resident.c) runs too; their formulas are the kernels' `*_hd.h` headers and their
+ * (tests/unit/test_resident.c) runs too; their formulas are the kernels' `*_hd.h` headers and their
  * rounding rounding/vt_round_hd.h, the code the CPU kernels run. The kinds whose column is CPU,
  * and any operation the device refuses (a size the items do not take, a log replay's rounded
  * kinds), run on the CPU: their inputs and outputs come to the host, their outputs go back

@@ -3,7 +3,7 @@
  * An operation the device runs is described by a vt_dev_op (vt_dev_op_make: sizes, the addresses
  * of its tensors in whichever memory the caller names, arguments, where failures go) and computed
  * item by item by vti_dev_op_item - one GPU thread per item in backend/cuda/vt_cuda_model.cu, a plain loop
- * in the CPU twin (tests/test_resident.c), the same source either way. vt_dev_op_finish then does
+ * in the CPU twin (tests/unit/test_resident.c), the same source either way. vt_dev_op_finish then does
  * the host's part: the rounded operation's log record and counts, and for column sums the
  * decisions that carry log entries. The GEMM (matmul) is not here: it is vt_cuda.cu's pipeline,
  * whose per-element code is rounding/vt_epilogue.h's. */
@@ -134,7 +134,7 @@ struct vt_model;
  * does not run it (then the CPU does, its tensors copied across): a kind the list (ops/vt_kinds.h)
  * does not mark VT_DEV_ITEM, a size the items do not take, or a rounded kind in a log replay (the
  * judge of the trainer's entries runs on the host). Each VT_DEV_ITEM kind has its case here and in
- * vti_dev_op_item (tests/test_kinds.c, tests/test_resident.c). */
+ * vti_dev_op_item (tests/unit/test_kinds.c, tests/unit/test_resident.c). */
 int vt_dev_op_make(const struct vt_model *m, const vt_rctx *rctx, uint32_t op_id, uint64_t step,
                    void *(*ptr)(void *ctx, uint32_t t), void *ctx, vt_dev_op *d);
 /* The host's part after the items ran: res holds the host copy of d->res (NULL when res_n = 0). */

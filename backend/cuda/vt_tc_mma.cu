@@ -15,7 +15,7 @@
  * (16-bit types: k = 2t, 2t + 1 and 2t + 8, 2t + 9; E4M3: k = 4t .. 4t + 3 and 4t + 16 .. 4t + 19);
  * the accumulator c0, c1 at row g, columns 2t, 2t + 1, c2, c3 at row g + 8. Within one instruction
  * the model's group is the whole K, so only the rows, the columns and the pairing of A's and B's k
- * matter (the products' order inside a group does not: tests/test_tc.c); test_tc_gpu checks the
+ * matter (the products' order inside a group does not: tests/unit/test_tc.c); test_tc_gpu checks the
  * layout with exactly representable integers before anything else. */
 #include <cuda_runtime.h>
 

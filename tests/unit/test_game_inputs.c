@@ -1,4 +1,4 @@
-/* test_game_inputs - the arbiter's authentication of a disputed operation's inputs (game/vt_game.c
+/* test_game_inputs - the arbiter's authentication of a disputed operation's inputs (game/vt_game_state.c
  * load_inputs, vt_input_producer) and its derivation of the state of step hi when every operation
  * agrees, attacked as a dishonest trainer; and the program checks (vt_program_finish) that keep an
  * operation's computation inside its tensors.
