@@ -390,3 +390,62 @@ vt_err vti_conv2d_plain(vt_plainctx *c)
         return VT_OK;
     })
 }
+
+/* ------------------------------------------------------------ backward facets (vt_grad_fn) */
+
+/* The gradient of operand i (0: A, 1: B) of C = op(A) op(B) (M x N, inner K) as one product of
+ * the same shape rules, written in the operand's stored layout: dA = dC op(B)^T, dB = op(A)^T dC.
+ * Out: the product's operands x, y, their transpositions and its M, N, K. */
+static void gemm_grad_args(int64_t ta, int64_t tb, int64_t M, int64_t N, int64_t K, uint32_t i, uint32_t a,
+                           uint32_t b, uint32_t dc, uint32_t *x, uint32_t *y, int64_t *g)
+{
+    if (i == 0 && !ta) *x = dc, *y = b, g[0] = 0, g[1] = !tb, g[2] = M, g[3] = K, g[4] = N; /* dA [M, K] */
+    else if (i == 0) *x = b, *y = dc, g[0] = tb, g[1] = 1, g[2] = K, g[3] = M, g[4] = N;     /* dA [K, M] */
+    else if (!tb) *x = a, *y = dc, g[0] = !ta, g[1] = 0, g[2] = K, g[3] = N, g[4] = M;      /* dB [K, N] */
+    else *x = dc, *y = a, g[0] = 1, g[1] = ta, g[2] = N, g[3] = K, g[4] = M;                /* dB [N, K] */
+}
+
+vt_grad_rule vti_matmul_grad(vt_program *p, const vt_opdesc *o, uint32_t i, const uint32_t *dy, uint32_t dx,
+                             const char *layer)
+{
+    if (dx == VT_GRAD_QUERY) return VT_GRAD_OPS;
+    const int64_t *a = o->iarg; /* transA transB M N K */
+    uint32_t x, y;
+    int64_t g[5];
+    gemm_grad_args(a[0], a[1], a[2], a[3], a[4], i, o->in[0], o->in[1], dy[0], &x, &y, g);
+    vt_prog_op(p, VT_OPK_MATMUL, (const uint32_t[]){x, y}, 2, &dx, 1, g, 5, NULL, 0, "%s %s-gradient GEMM", layer,
+               i ? "weight" : "input");
+    return VT_GRAD_OPS;
+}
+
+vt_grad_rule vti_bmm_grad(vt_program *p, const vt_opdesc *o, uint32_t i, const uint32_t *dy, uint32_t dx,
+                          const char *layer)
+{
+    if (dx == VT_GRAD_QUERY) return VT_GRAD_OPS;
+    const int64_t *a = o->iarg; /* G M N K transA transB */
+    uint32_t x, y;
+    int64_t g[5];
+    gemm_grad_args(a[4], a[5], a[1], a[2], a[3], i, o->in[0], o->in[1], dy[0], &x, &y, g);
+    vt_prog_op(p, VT_OPK_BMM, (const uint32_t[]){x, y}, 2, &dx, 1, (const int64_t[]){a[0], g[2], g[3], g[4], g[0], g[1]},
+               6, NULL, 0, "%s %s gradient", layer, i ? "B" : "A");
+    return VT_GRAD_OPS;
+}
+
+/* x, W -> the weight gradient conv2d_weight_grad(x, dY) and the input gradient conv2d_input_grad(dY, W)
+ * (whose input is channels-last: the gradient of a channels-first input - the image itself - is
+ * not a kind, and no builder asks for it) */
+vt_grad_rule vti_conv2d_grad(vt_program *p, const vt_opdesc *o, uint32_t i, const uint32_t *dy, uint32_t dx,
+                             const char *layer)
+{
+    if (i == 0 && o->iarg[7]) return VT_GRAD_FUSED;
+    if (dx == VT_GRAD_QUERY) return VT_GRAD_OPS;
+    int64_t g[9];
+    memcpy(g, o->iarg, sizeof g);
+    if (i == 1)
+        vt_prog_op(p, VT_OPK_CONV2D_WGRAD, (const uint32_t[]){o->in[0], dy[0]}, 2, &dx, 1, g, 9, NULL, 0,
+                   "%s weight gradient", layer);
+    else
+        vt_prog_op(p, VT_OPK_CONV2D_DGRAD, (const uint32_t[]){dy[0], o->in[1]}, 2, &dx, 1, g, 9, NULL, 0,
+                   "%s input gradient", layer);
+    return VT_GRAD_OPS;
+}

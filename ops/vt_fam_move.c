@@ -375,3 +375,14 @@ vt_err vti_heads_plain(vt_plainctx *c)
         return VT_OK;
     })
 }
+
+/* max pooling's backward: maxpool_backward(x, dY), the same window */
+vt_grad_rule vti_maxpool_grad(vt_program *p, const vt_opdesc *o, uint32_t i, const uint32_t *dy, uint32_t dx,
+                              const char *layer)
+{
+    (void)i;
+    if (dx != VT_GRAD_QUERY)
+        vt_prog_op(p, VT_OPK_MAXPOOL_BWD, (const uint32_t[]){o->in[0], dy[0]}, 2, &dx, 1, o->iarg, o->n_iarg, NULL, 0,
+                   "%s backward", layer);
+    return VT_GRAD_OPS;
+}

@@ -379,3 +379,13 @@ vt_err vti_sum_scalars_plain(vt_plainctx *c)
         return VT_OK;
     })
 }
+
+/* global average pooling's backward: global_avgpool_backward(dY), the same B and HW */
+vt_grad_rule vti_avgpool_grad(vt_program *p, const vt_opdesc *o, uint32_t i, const uint32_t *dy, uint32_t dx,
+                              const char *layer)
+{
+    (void)i;
+    if (dx != VT_GRAD_QUERY)
+        vt_prog_op(p, VT_OPK_AVGPOOL_BWD, dy, 1, &dx, 1, o->iarg, o->n_iarg, NULL, 0, "%s backward", layer);
+    return VT_GRAD_OPS;
+}

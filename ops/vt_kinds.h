@@ -8,7 +8,7 @@
  *   - the device's facts (vt_kind_rounded, vt_kind_device below; backend/cuda/vt_dev_ops.c).
  * A missing function is a compile error, a missing facet a failure of tests/unit/test_kinds.c.
  *
- * X(ID, name, family, rounded, n_in, n_out, n_iarg, n_farg, iargs, fargs, red, device, impl):
+ * X(ID, name, family, rounded, n_in, n_out, n_iarg, n_farg, iargs, fargs, red, device, impl, grad):
  *   ID       the id is VT_OPK_<ID>
  *   name     the kind's name in `trainer recipe --program` and in messages
  *   family   VT_FAM_<family>: what computes it (vt_kind_family below)
@@ -18,6 +18,11 @@
  *   red      VT_RED_<red>: the reduction axes of its outputs (vt_kind_red below)
  *   device   VT_DEV_<device>: how the CUDA backend's device-resident step runs it (vt_kind_dev)
  *   impl     the stem of its functions; kinds that share a stem share code that reads o->kind
+ *   grad     the backward facet vti_<grad>_grad (vt_grad_fn, ops/vt_ops.h): how a gradient flows
+ *            through the kind to each input - a rule in the family's file (matmul, bias_add, relu,
+ *            ...); `fused`: differentiated only inside a pattern the builder documents (softmax with
+ *            its cross-entropy, batch norm's and layer norm's parts; docs/models.md); `none`: never
+ *            differentiated (loaders, backward kinds, optimisers)
  * Each line's comment gives its tensors: inputs -> outputs, shapes (activations are row-major
  * with the examples' rows first: [B*H*W, C], [B*T, C]; heads [B*H*T, D]).
  * The family, red and device tokens are always pasted (VT_FAM_##f ...), never expanded, so a
@@ -28,137 +33,137 @@
 /* clang-format off */
 #define VT_KINDS(X)                                                                                                    \
     /* -> input [B, d] F32, labels [B] U8 */                                                                           \
-    X(LOAD_BATCH, "load_batch", LOADER, 0, 0, 2, 1, 0, "B", "", NONE, CPU, load_batch)                                 \
+    X(LOAD_BATCH, "load_batch", LOADER, 0, 0, 2, 1, 0, "B", "", NONE, CPU, load_batch, none)                           \
     /* -> t (F64 scalar: the step), lr (F64 scalar) */                                                                 \
     X(SCHEDULE, "schedule", LOADER, 0, 0, 2, 4, 3, "schedule warmup decay_every steps",                                \
-      "lr decay_factor final_lr_factor", NONE, CPU, schedule)                                                          \
+      "lr decay_factor final_lr_factor", NONE, CPU, schedule, none)                                                    \
     /* A, B -> C [M, N] = op(A) op(B) */                                                                               \
-    X(MATMUL, "matmul", GEMM, 1, 2, 1, 5, 0, "transA transB M N K", "", GEMM_K, GEMM, matmul)                          \
+    X(MATMUL, "matmul", GEMM, 1, 2, 1, 5, 0, "transA transB M N K", "", GEMM_K, GEMM, matmul, matmul)                  \
     /* X [M, N], b [N] -> Y */                                                                                         \
-    X(BIAS_ADD, "bias_add", CHAIN, 1, 2, 1, 0, 0, "", "", NONE, ITEM, bias_add)                                        \
+    X(BIAS_ADD, "bias_add", CHAIN, 1, 2, 1, 0, 0, "", "", NONE, ITEM, bias_add, bias_add)                              \
     /* z -> relu(z) */                                                                                                 \
-    X(RELU, "relu", CHAIN, 0, 1, 1, 0, 0, "", "", NONE, ITEM, relu)                                                    \
+    X(RELU, "relu", CHAIN, 0, 1, 1, 0, 0, "", "", NONE, ITEM, relu, relu)                                              \
     /* z, da -> dz */                                                                                                  \
-    X(RELU_BWD, "relu_backward", CHAIN, 0, 2, 1, 0, 0, "", "", NONE, ITEM, relu_bwd)                                   \
+    X(RELU_BWD, "relu_backward", CHAIN, 0, 2, 1, 0, 0, "", "", NONE, ITEM, relu_bwd, none)                             \
     /* z [N, C] -> p */                                                                                                \
-    X(SOFTMAX, "softmax", ROWWISE, 1, 1, 1, 0, 0, "", "", EXAMPLE, ITEM, softmax)                                      \
+    X(SOFTMAX, "softmax", ROWWISE, 1, 1, 1, 0, 0, "", "", EXAMPLE, ITEM, softmax, fused)                               \
     /* p [N, C], labels [N] -> loss (F32 scalar): the mean over the rows */                                            \
-    X(XENT_LOSS, "cross_entropy", REDUCE, 1, 2, 1, 0, 0, "", "", BATCH, ITEM, xent)                                    \
+    X(XENT_LOSS, "cross_entropy", REDUCE, 1, 2, 1, 0, 0, "", "", BATCH, ITEM, xent, fused)                             \
     /* p, labels -> dz */                                                                                              \
-    X(XENT_BWD, "cross_entropy_backward", CHAIN, 1, 2, 1, 0, 0, "", "", NONE, ITEM, xent_bwd)                          \
+    X(XENT_BWD, "cross_entropy_backward", CHAIN, 1, 2, 1, 0, 0, "", "", NONE, ITEM, xent_bwd, none)                    \
     /* X [M, N] -> s [N] */                                                                                            \
-    X(COLSUM, "column_sum", REDUCE, 1, 1, 1, 0, 0, "", "", BATCH, ITEM, colsum)                                        \
+    X(COLSUM, "column_sum", REDUCE, 1, 1, 1, 0, 0, "", "", BATCH, ITEM, colsum, fused)                                 \
     /* w, g, v -> v */                                                                                                 \
-    X(SGD_VELOCITY, "sgd_velocity", CHAIN, 1, 3, 1, 0, 2, "", "momentum weight_decay", NONE, ITEM, sgd_velocity)       \
+    X(SGD_VELOCITY, "sgd_velocity", CHAIN, 1, 3, 1, 0, 2, "", "momentum weight_decay", NONE, ITEM, sgd_velocity, none) \
     /* w, v, lr -> w */                                                                                                \
-    X(SGD_APPLY, "sgd_apply", CHAIN, 1, 3, 1, 0, 0, "", "", NONE, ITEM, sgd_apply)                                     \
+    X(SGD_APPLY, "sgd_apply", CHAIN, 1, 3, 1, 0, 0, "", "", NONE, ITEM, sgd_apply, none)                               \
     /* g, m, v -> m, v */                                                                                              \
-    X(ADAM_MOMENTS, "adam_moments", CHAIN, 1, 3, 2, 0, 2, "", "beta1 beta2", NONE, ITEM, adam_moments)                 \
+    X(ADAM_MOMENTS, "adam_moments", CHAIN, 1, 3, 2, 0, 2, "", "beta1 beta2", NONE, ITEM, adam_moments, none)           \
     /* w, m, v, t, lr -> w */                                                                                          \
-    X(ADAM_APPLY, "adam_apply", CHAIN, 1, 5, 1, 0, 3, "", "beta1 beta2 eps", NONE, ITEM, adam_apply)                   \
-    /* x [B, C*H*W] -> x': random crop (pad) and horizontal flip per example, drawn from (seed, step, example slot) */  \
-    X(AUGMENT, "augment", MOVE, 0, 1, 1, 6, 0, "C H W pad flip seed", "", NONE, ITEM, augment)                         \
-    /* ---- convolutional networks (ops/vt_fam_*.c) */                                                             \
+    X(ADAM_APPLY, "adam_apply", CHAIN, 1, 5, 1, 0, 3, "", "beta1 beta2 eps", NONE, ITEM, adam_apply, none)             \
+    /* x [B, C*H*W] -> x': random crop (pad) and horizontal flip per example, drawn from (seed, step, example slot) */ \
+    X(AUGMENT, "augment", MOVE, 0, 1, 1, 6, 0, "C H W pad flip seed", "", NONE, ITEM, augment, fused)                  \
+    /* ---- convolutional networks (ops/vt_fam_*.c) */                                                                 \
     /* x -> col [B*Ho*Wo, k*k*C] */                                                                                    \
-    X(IM2COL, "im2col", MOVE, 0, 1, 1, 8, 0, "B H W C k stride pad chw", "", NONE, ITEM, im2col)                       \
+    X(IM2COL, "im2col", MOVE, 0, 1, 1, 8, 0, "B H W C k stride pad chw", "", NONE, ITEM, im2col, fused)                \
     /* dY -> G [B*H*W, k*k*Co] (the input gradient's operand) */                                                       \
-    X(CONV_DGATHER, "conv_grad_gather", MOVE, 0, 1, 1, 7, 0, "B H W Co k stride pad", "", NONE, ITEM, dgather)         \
+    X(CONV_DGATHER, "conv_grad_gather", MOVE, 0, 1, 1, 7, 0, "B H W Co k stride pad", "", NONE, ITEM, dgather, none)   \
     /* W [k*k*C, Co] -> W' [k*k*Co, C] */                                                                              \
-    X(CONV_WPERM, "conv_weight_transpose", MOVE, 0, 1, 1, 3, 0, "k C Co", "", NONE, ITEM, wperm)                       \
+    X(CONV_WPERM, "conv_weight_transpose", MOVE, 0, 1, 1, 3, 0, "k C Co", "", NONE, ITEM, wperm, none)                 \
     /* a, b -> a + b */                                                                                                \
-    X(ADD, "add", CHAIN, 1, 2, 1, 0, 0, "", "", NONE, ITEM, add)                                                       \
+    X(ADD, "add", CHAIN, 1, 2, 1, 0, 0, "", "", NONE, ITEM, add, add)                                                  \
     /* A, B [M, N] -> s [N], s_j = sum_i A_ij B_ij */                                                                  \
-    X(COLDOT, "column_dot", REDUCE, 1, 2, 1, 0, 0, "", "", BATCH, ITEM, coldot)                                        \
+    X(COLDOT, "column_dot", REDUCE, 1, 2, 1, 0, 0, "", "", BATCH, ITEM, coldot, fused)                                 \
     /* x [M, C], S1 [C] -> xc = x - S1 / M */                                                                          \
-    X(BN_CENTER, "batchnorm_center", CHAIN, 1, 2, 1, 0, 0, "", "", NONE, ITEM, bn_center)                              \
+    X(BN_CENTER, "batchnorm_center", CHAIN, 1, 2, 1, 0, 0, "", "", NONE, ITEM, bn_center, fused)                       \
     /* xc, S2, gamma, beta -> y */                                                                                     \
-    X(BN_APPLY, "batchnorm_apply", CHAIN, 1, 4, 1, 0, 1, "", "eps", NONE, ITEM, bn_apply)                              \
+    X(BN_APPLY, "batchnorm_apply", CHAIN, 1, 4, 1, 0, 1, "", "eps", NONE, ITEM, bn_apply, fused)                       \
     /* S1, S2, rm, rv -> rm, rv */                                                                                     \
-    X(BN_RUNNING, "batchnorm_running_stats", CHAIN, 1, 4, 2, 1, 1, "M", "momentum", NONE, ITEM, bn_running)            \
+    X(BN_RUNNING, "batchnorm_running_stats", CHAIN, 1, 4, 2, 1, 1, "M", "momentum", NONE, ITEM, bn_running, fused)     \
     /* G2, S2 -> dgamma */                                                                                             \
-    X(BN_GAMMA_GRAD, "batchnorm_gamma_grad", CHAIN, 1, 2, 1, 1, 1, "M", "eps", NONE, ITEM, bn_gamma_grad)              \
+    X(BN_GAMMA_GRAD, "batchnorm_gamma_grad", CHAIN, 1, 2, 1, 1, 1, "M", "eps", NONE, ITEM, bn_gamma_grad, none)        \
     /* dy, xc, S2, G1, G2, gamma -> dx */                                                                              \
-    X(BN_BACKWARD, "batchnorm_backward", CHAIN, 1, 6, 1, 0, 1, "", "eps", NONE, ITEM, bn_backward)                     \
+    X(BN_BACKWARD, "batchnorm_backward", CHAIN, 1, 6, 1, 0, 1, "", "eps", NONE, ITEM, bn_backward, none)               \
     /* x, rm, rv, gamma, beta -> y (the evaluation pass) */                                                            \
-    X(BN_EVAL, "batchnorm_eval", CHAIN, 1, 5, 1, 0, 1, "", "eps", NONE, CPU, bn_eval)                                  \
+    X(BN_EVAL, "batchnorm_eval", CHAIN, 1, 5, 1, 0, 1, "", "eps", NONE, CPU, bn_eval, fused)                           \
     /* x -> y (window = stride = k) */                                                                                 \
-    X(MAXPOOL, "maxpool", MOVE, 0, 1, 1, 5, 0, "B H W C k", "", NONE, ITEM, maxpool)                                   \
+    X(MAXPOOL, "maxpool", MOVE, 0, 1, 1, 5, 0, "B H W C k", "", NONE, ITEM, maxpool, maxpool)                          \
     /* x, dy -> dx */                                                                                                  \
-    X(MAXPOOL_BWD, "maxpool_backward", MOVE, 0, 2, 1, 5, 0, "B H W C k", "", NONE, ITEM, maxpool_backward)             \
+    X(MAXPOOL_BWD, "maxpool_backward", MOVE, 0, 2, 1, 5, 0, "B H W C k", "", NONE, ITEM, maxpool_backward, none)       \
     /* x [B*HW, C] -> y [B, C] (global average) */                                                                     \
-    X(AVGPOOL, "global_avgpool", REDUCE, 1, 1, 1, 2, 0, "B HW", "", EXAMPLE, ITEM, avgpool)                            \
+    X(AVGPOOL, "global_avgpool", REDUCE, 1, 1, 1, 2, 0, "B HW", "", EXAMPLE, ITEM, avgpool, avgpool)                   \
     /* dy [B, C] -> dx [B*HW, C] */                                                                                    \
-    X(AVGPOOL_BWD, "global_avgpool_backward", CHAIN, 1, 1, 1, 2, 0, "B HW", "", NONE, ITEM, avgpool_backward)          \
-    /* ---- transformers (ops/vt_fam_*.c) */                                                                       \
+    X(AVGPOOL_BWD, "global_avgpool_backward", CHAIN, 1, 1, 1, 2, 0, "B HW", "", NONE, ITEM, avgpool_backward, none)    \
+    /* ---- transformers (ops/vt_fam_*.c) */                                                                           \
     /* -> tokens [B, T] U8, targets [B*T] U8: random windows */                                                        \
-    X(LOAD_WINDOWS, "load_windows", LOADER, 0, 0, 2, 4, 0, "B T seed V", "", NONE, CPU, windows)                       \
+    X(LOAD_WINDOWS, "load_windows", LOADER, 0, 0, 2, 4, 0, "B T seed V", "", NONE, CPU, windows, none)                 \
     /* tokens, wte [V, C], wpe [T, C] -> x [B*T, C] */                                                                 \
-    X(EMBED, "embed", CHAIN, 1, 3, 1, 0, 0, "", "", NONE, ITEM, embed)                                                 \
+    X(EMBED, "embed", CHAIN, 1, 3, 1, 0, 0, "", "", NONE, ITEM, embed, fused)                                          \
     /* tokens -> [B*T, V] F32 */                                                                                       \
-    X(ONEHOT, "one_hot", MOVE, 0, 1, 1, 1, 0, "V", "", NONE, ITEM, onehot)                                             \
+    X(ONEHOT, "one_hot", MOVE, 0, 1, 1, 1, 0, "V", "", NONE, ITEM, onehot, fused)                                      \
     /* dx [B*T, C] -> dwpe [T, C] (sum over the batch) */                                                              \
-    X(POS_GRAD, "position_gradient", REDUCE, 1, 1, 1, 2, 0, "B T", "", BATCH, ITEM, pos_grad)                          \
+    X(POS_GRAD, "position_gradient", REDUCE, 1, 1, 1, 2, 0, "B T", "", BATCH, ITEM, pos_grad, none)                    \
     /* x [M, N] -> [M] */                                                                                              \
-    X(ROW_SUM, "row_sum", REDUCE, 1, 1, 1, 0, 0, "", "", EXAMPLE, ITEM, row_sum)                                       \
+    X(ROW_SUM, "row_sum", REDUCE, 1, 1, 1, 0, 0, "", "", EXAMPLE, ITEM, row_sum, fused)                                \
     /* a, b [M, N] -> [M] */                                                                                           \
-    X(ROW_DOT, "row_dot", REDUCE, 1, 2, 1, 0, 0, "", "", EXAMPLE, ITEM, row_sum)                                       \
+    X(ROW_DOT, "row_dot", REDUCE, 1, 2, 1, 0, 0, "", "", EXAMPLE, ITEM, row_sum, fused)                                \
     /* x [M, C], S1 [M] -> xc */                                                                                       \
-    X(LN_CENTER, "layernorm_center", CHAIN, 1, 2, 1, 0, 0, "", "", NONE, ITEM, ln_center)                              \
+    X(LN_CENTER, "layernorm_center", CHAIN, 1, 2, 1, 0, 0, "", "", NONE, ITEM, ln_center, fused)                       \
     /* xc, S2 [M] -> xhat */                                                                                           \
-    X(LN_NORM, "layernorm_normalise", CHAIN, 1, 2, 1, 0, 1, "", "eps", NONE, ITEM, ln_norm)                            \
+    X(LN_NORM, "layernorm_normalise", CHAIN, 1, 2, 1, 0, 1, "", "eps", NONE, ITEM, ln_norm, fused)                     \
     /* x [M, C], gamma, beta [C] -> gamma x + beta */                                                                  \
-    X(AFFINE, "affine", CHAIN, 1, 3, 1, 0, 0, "", "", NONE, ITEM, affine)                                              \
+    X(AFFINE, "affine", CHAIN, 1, 3, 1, 0, 0, "", "", NONE, ITEM, affine, fused)                                       \
     /* x [M, C], gamma [C] -> gamma x */                                                                               \
-    X(SCALE_COLS, "scale_columns", CHAIN, 1, 2, 1, 0, 0, "", "", NONE, ITEM, affine)                                   \
+    X(SCALE_COLS, "scale_columns", CHAIN, 1, 2, 1, 0, 0, "", "", NONE, ITEM, affine, fused)                            \
     /* dyg, xhat, S2, G1, G2 -> dx */                                                                                  \
-    X(LN_BACKWARD, "layernorm_backward", CHAIN, 1, 5, 1, 0, 1, "", "eps", NONE, ITEM, ln_backward)                     \
+    X(LN_BACKWARD, "layernorm_backward", CHAIN, 1, 5, 1, 0, 1, "", "eps", NONE, ITEM, ln_backward, none)               \
     /* x -> gelu(x) */                                                                                                 \
-    X(GELU, "gelu", CHAIN, 1, 1, 1, 0, 0, "", "", NONE, ITEM, gelu)                                                    \
+    X(GELU, "gelu", CHAIN, 1, 1, 1, 0, 0, "", "", NONE, ITEM, gelu, gelu)                                              \
     /* x, dy -> dx */                                                                                                  \
-    X(GELU_BWD, "gelu_backward", CHAIN, 1, 2, 1, 0, 0, "", "", NONE, ITEM, gelu)                                       \
+    X(GELU_BWD, "gelu_backward", CHAIN, 1, 2, 1, 0, 0, "", "", NONE, ITEM, gelu, none)                                 \
     /* qkv [B*T, 3C] -> q, k, v [B*H*T, D] */                                                                          \
-    X(HEADS_SPLIT, "heads_split", MOVE, 0, 1, 3, 4, 0, "B T H D", "", NONE, ITEM, heads)                               \
+    X(HEADS_SPLIT, "heads_split", MOVE, 0, 1, 3, 4, 0, "B T H D", "", NONE, ITEM, heads, fused)                        \
     /* o [B*H*T, D] -> y [B*T, C] */                                                                                   \
-    X(HEADS_MERGE, "heads_merge", MOVE, 0, 1, 1, 4, 0, "B T H D", "", NONE, ITEM, heads)                               \
+    X(HEADS_MERGE, "heads_merge", MOVE, 0, 1, 1, 4, 0, "B T H D", "", NONE, ITEM, heads, fused)                        \
     /* dq, dk, dv -> dqkv [B*T, 3C] */                                                                                 \
-    X(HEADS_JOIN, "heads_join", MOVE, 0, 3, 1, 4, 0, "B T H D", "", NONE, ITEM, heads)                                 \
+    X(HEADS_JOIN, "heads_join", MOVE, 0, 3, 1, 4, 0, "B T H D", "", NONE, ITEM, heads, none)                           \
     /* y [B*T, C] -> o [B*H*T, D] (the merge's inverse) */                                                             \
-    X(HEADS_UNMERGE, "heads_unmerge", MOVE, 0, 1, 1, 4, 0, "B T H D", "", NONE, ITEM, heads)                           \
+    X(HEADS_UNMERGE, "heads_unmerge", MOVE, 0, 1, 1, 4, 0, "B T H D", "", NONE, ITEM, heads, none)                     \
     /* A, B -> C [G*M, N] = op(A_g) op(B_g): G = B*H groups, each within one example */                                \
-    X(BMM, "batched_matmul", GEMM, 1, 2, 1, 6, 0, "G M N K transA transB", "", EXAMPLE, GEMM, bmm)                     \
+    X(BMM, "batched_matmul", GEMM, 1, 2, 1, 6, 0, "G M N K transA transB", "", EXAMPLE, GEMM, bmm, bmm)                \
     /* s [R, T] -> p (row i sees positions <= i mod T) */                                                              \
-    X(SOFTMAX_CAUSAL, "causal_softmax", ROWWISE, 1, 1, 1, 1, 1, "T", "scale", EXAMPLE, ITEM, softmax_causal)           \
+    X(SOFTMAX_CAUSAL, "causal_softmax", ROWWISE, 1, 1, 1, 1, 1, "T", "scale", EXAMPLE, ITEM, softmax_causal, fused)    \
     /* p, dp, S [R] -> dz */                                                                                           \
-    X(SOFTMAX_BWD, "softmax_backward", CHAIN, 1, 3, 1, 1, 1, "T", "scale", NONE, ITEM, softmax_causal)                 \
+    X(SOFTMAX_BWD, "softmax_backward", CHAIN, 1, 3, 1, 1, 1, "T", "scale", NONE, ITEM, softmax_causal, none)           \
     /* x -> y (or dy -> dx with the same mask) */                                                                      \
-    X(DROPOUT, "dropout", CHAIN, 1, 1, 1, 2, 1, "seed key", "p", NONE, ITEM, dropout)                                  \
+    X(DROPOUT, "dropout", CHAIN, 1, 1, 1, 2, 1, "seed key", "p", NONE, ITEM, dropout, dropout)                         \
     /* g -> [1] = sum g^2 */                                                                                           \
-    X(SUMSQ, "sum_of_squares", REDUCE, 1, 1, 1, 0, 0, "", "", WHOLE, ITEM, sumsq)                                      \
+    X(SUMSQ, "sum_of_squares", REDUCE, 1, 1, 1, 0, 0, "", "", WHOLE, ITEM, sumsq, none)                                \
     /* n scalars [1] -> their sum [1] */                                                                               \
-    X(SUM_SCALARS, "sum_scalars", REDUCE, 1, VT_VARIADIC, 1, 0, 0, "", "", WHOLE, CPU, sum_scalars)                    \
+    X(SUM_SCALARS, "sum_scalars", REDUCE, 1, VT_VARIADIC, 1, 0, 0, "", "", WHOLE, CPU, sum_scalars, none)              \
     /* S [1] -> the clipping factor [1] */                                                                             \
-    X(CLIP_FACTOR, "clip_factor", CHAIN, 1, 1, 1, 0, 1, "", "max_norm", NONE, ITEM, clip_factor)                       \
+    X(CLIP_FACTOR, "clip_factor", CHAIN, 1, 1, 1, 0, 1, "", "max_norm", NONE, ITEM, clip_factor, none)                 \
     /* g, m, v, factor [1] -> m, v (moments of factor * g) */                                                          \
-    X(ADAM_SCALED, "adam_moments_scaled", CHAIN, 1, 4, 2, 0, 2, "", "beta1 beta2", NONE, ITEM, adam_scaled)            \
+    X(ADAM_SCALED, "adam_moments_scaled", CHAIN, 1, 4, 2, 0, 2, "", "beta1 beta2", NONE, ITEM, adam_scaled, none)      \
     /* w, m, v, t, lr -> w */                                                                                          \
-    X(ADAMW, "adamw_apply", CHAIN, 1, 5, 1, 0, 4, "", "beta1 beta2 eps weight_decay", NONE, ITEM, adamw)               \
+    X(ADAMW, "adamw_apply", CHAIN, 1, 5, 1, 0, 4, "", "beta1 beta2 eps weight_decay", NONE, ITEM, adamw, none)         \
     /* a, b -> a - b (same element count; no architecture uses it yet) */                                              \
-    X(SUB, "sub", CHAIN, 1, 2, 1, 0, 0, "", "", NONE, CPU, sub)                                                       \
-    /* x [B*H*W, C] (chw: [B, C*H*W]), W [k*k*C, Co] -> Z [B*Ho*Wo, Co] = im2col(x) W, im2col never stored */     \
-    X(CONV2D, "conv2d", GEMM, 1, 2, 1, 9, 0, "B H W C k stride pad chw Co", "", EXAMPLE, CPU, conv2d)                 \
-    /* x, dY [B*Ho*Wo, Co] -> dW [k*k*C, Co] = im2col(x)^T dY (the sum over the batch's pixels) */                   \
-    X(CONV2D_WGRAD, "conv2d_weight_grad", GEMM, 1, 2, 1, 9, 0, "B H W C k stride pad chw Co", "", BATCH, CPU,        \
-      conv2d)                                                                                                          \
-    /* dY [B*Ho*Wo, Co], W [k*k*C, Co] -> dX [B*H*W, C] = G(dY) W' (conv_grad_gather's G never stored; chw 0) */      \
-    X(CONV2D_DGRAD, "conv2d_input_grad", GEMM, 1, 2, 1, 9, 0, "B H W C k stride pad chw Co", "", EXAMPLE, CPU,        \
-      conv2d)
+    X(SUB, "sub", CHAIN, 1, 2, 1, 0, 0, "", "", NONE, CPU, sub, fused)                                                 \
+    /* x [B*H*W, C] (chw: [B, C*H*W]), W [k*k*C, Co] -> Z [B*Ho*Wo, Co] = im2col(x) W, im2col never stored */          \
+    X(CONV2D, "conv2d", GEMM, 1, 2, 1, 9, 0, "B H W C k stride pad chw Co", "", EXAMPLE, CPU, conv2d, conv2d)          \
+    /* x, dY [B*Ho*Wo, Co] -> dW [k*k*C, Co] = im2col(x)^T dY (the sum over the batch's pixels) */                     \
+    X(CONV2D_WGRAD, "conv2d_weight_grad", GEMM, 1, 2, 1, 9, 0, "B H W C k stride pad chw Co", "", BATCH, CPU,          \
+      conv2d, none)                                                                                                    \
+    /* dY [B*Ho*Wo, Co], W [k*k*C, Co] -> dX [B*H*W, C] = G(dY) W' (conv_grad_gather's G never stored; chw 0) */       \
+    X(CONV2D_DGRAD, "conv2d_input_grad", GEMM, 1, 2, 1, 9, 0, "B H W C k stride pad chw Co", "", EXAMPLE, CPU,         \
+      conv2d, none)
 /* clang-format on */
 
 #define VT_VARIADIC 255 /* n_in: one or more inputs */
 
 typedef enum {
     VT_OPK_NONE = 0, /* no kind: ids start at 1 */
-#define VTI_KIND_ENUM(ID, nm, fam, rd, ni, no, nia, nfa, ia, fa, red, dev, impl) VT_OPK_##ID,
+#define VTI_KIND_ENUM(ID, nm, fam, rd, ni, no, nia, nfa, ia, fa, red, dev, impl, grad) VT_OPK_##ID,
     VT_KINDS(VTI_KIND_ENUM)
 #undef VTI_KIND_ENUM
     VT_OPK_COUNT
@@ -205,7 +210,7 @@ typedef enum {
 static inline int vt_kind_rounded(unsigned k)
 {
     switch (k) {
-#define VTI_KIND_ROUNDED(ID, nm, fam, rd, ni, no, nia, nfa, ia, fa, red, dev, impl)                                     \
+#define VTI_KIND_ROUNDED(ID, nm, fam, rd, ni, no, nia, nfa, ia, fa, red, dev, impl, grad)                                     \
     case VT_OPK_##ID:                                                                                                  \
         return rd;
         VT_KINDS(VTI_KIND_ROUNDED)
@@ -218,7 +223,7 @@ static inline int vt_kind_rounded(unsigned k)
 static inline vt_kind_dev vt_kind_device(unsigned k)
 {
     switch (k) {
-#define VTI_KIND_DEVICE(ID, nm, fam, rd, ni, no, nia, nfa, ia, fa, red, dev, impl)                                      \
+#define VTI_KIND_DEVICE(ID, nm, fam, rd, ni, no, nia, nfa, ia, fa, red, dev, impl, grad)                                      \
     case VT_OPK_##ID:                                                                                                  \
         return VT_DEV_##dev;
         VT_KINDS(VTI_KIND_DEVICE)
@@ -231,7 +236,7 @@ static inline vt_kind_dev vt_kind_device(unsigned k)
 static inline vt_kind_family vt_kind_family_of(unsigned k)
 {
     switch (k) {
-#define VTI_KIND_FAMILY(ID, nm, fam, rd, ni, no, nia, nfa, ia, fa, red, dev, impl)                                      \
+#define VTI_KIND_FAMILY(ID, nm, fam, rd, ni, no, nia, nfa, ia, fa, red, dev, impl, grad)                                      \
     case VT_OPK_##ID:                                                                                                  \
         return VT_FAM_##fam;
         VT_KINDS(VTI_KIND_FAMILY)

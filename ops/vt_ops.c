@@ -212,14 +212,29 @@ vt_err vti_round_batch(vt_opctx *c, const double *x, const vt_bounds *b, size_t 
 
 /* generated from the list (vt_kinds.h): one entry per kind, its functions named by its stem */
 static const vt_opkind KINDS[VT_OPK_COUNT] = {
-#define VTI_KIND_ROW(ID, nm, fam, rd, ni, no, nia, nfa, ia, fa, rx, dev, st)                                           \
+#define VTI_KIND_ROW(ID, nm, fam, rd, ni, no, nia, nfa, ia, fa, rx, dev, st, gr)                                           \
     [VT_OPK_##ID] = {.name = nm, .rounded = rd, .n_in = ni, .n_out = no, .n_iarg = nia, .n_farg = nfa,                 \
                      .family = VT_FAM_##fam, .red = VT_RED_##rx, .device = VT_DEV_##dev, .iargs = ia, .fargs = fa,    \
                      .impl = #st, .check = vti_##st##_check, .exec = vti_##st##_exec, .cost = vti_##st##_cost,       \
-                     .plain = vti_##st##_plain},
+                     .plain = vti_##st##_plain, .grad_stem = #gr, .grad = vti_##gr##_grad},
     VT_KINDS(VTI_KIND_ROW)
 #undef VTI_KIND_ROW
 };
+
+/* the backward facets of the kinds that have no rule of their own (vt_grad_fn, vt_ops.h) */
+vt_grad_rule vti_none_grad(vt_program *p, const vt_opdesc *o, uint32_t i, const uint32_t *dy, uint32_t dx,
+                           const char *layer)
+{
+    (void)p, (void)o, (void)i, (void)dy, (void)dx, (void)layer;
+    return VT_GRAD_NOT;
+}
+
+vt_grad_rule vti_fused_grad(vt_program *p, const vt_opdesc *o, uint32_t i, const uint32_t *dy, uint32_t dx,
+                            const char *layer)
+{
+    (void)p, (void)o, (void)i, (void)dy, (void)dx, (void)layer;
+    return VT_GRAD_FUSED;
+}
 
 const vt_opkind *vt_opkind_get(uint16_t kind)
 {

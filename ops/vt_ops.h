@@ -123,6 +123,24 @@ typedef struct {
     double norms;    /* FP64 values of norm scratch (GEMM row and column norms) */
 } vt_opcost;
 
+/* The backward facet of a kind (vt_kinds.h's `grad` column, vti_<grad>_grad): how the gradient
+ * of a forward operation o reaches its input i, given the gradients dy[0 .. n_out - 1] of its
+ * outputs (UINT32_MAX for an output with none). With dx = VT_GRAD_QUERY the rule only answers;
+ * otherwise it appends to p the operations that write input i's gradient into tensor dx (a
+ * VT_TC_GRAD tensor with input i's dtype and shape, made by the caller), their names starting
+ * with `layer`. The derivation (arch/vt_graph.c, docs/models.md) calls it. */
+typedef enum {
+    VT_GRAD_NOT = 1, /* the kind is never differentiated: loaders, backward kinds, optimisers ("none") */
+    VT_GRAD_FUSED,   /* differentiated only inside a pattern the builder documents: softmax with its
+                      * cross-entropy, batch norm's and layer norm's parts, the attention's moves ("fused") */
+    VT_GRAD_NONE,    /* no gradient reaches this input (labels, indices) */
+    VT_GRAD_ALIAS,   /* input i's gradient is dy[0] itself: nothing is emitted */
+    VT_GRAD_OPS,     /* operations compute it (appended unless querying) */
+} vt_grad_rule;
+#define VT_GRAD_QUERY UINT32_MAX
+typedef vt_grad_rule (*vt_grad_fn)(vt_program *p, const vt_opdesc *o, uint32_t i, const uint32_t *dy, uint32_t dx,
+                                   const char *layer);
+
 typedef struct {
     const char *name;   /* "matmul", ... */
     uint8_t rounded;    /* 1: goes through vt_round (has a log record in log rounding) */
@@ -137,6 +155,8 @@ typedef struct {
     vt_err (*exec)(vt_opctx *c);
     void (*cost)(const vt_program *p, const vt_opdesc *o, vt_opcost *out);
     vt_err (*plain)(vt_plainctx *c); /* the plain form in FP32 or FP64 (c->f64) */
+    const char *grad_stem;           /* the list's `grad` column: "none", "fused" or a rule's stem */
+    vt_grad_fn grad;                 /* the backward facet (vti_<grad>_grad, vt_grad_fn above) */
 } vt_opkind;
 
 /* The augmentation's draws for example slot b of step `step` (VT_RNG_AUGMENT): the crop offsets oy,

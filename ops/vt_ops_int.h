@@ -128,11 +128,13 @@ vt_err vti_labels_ok(size_t N, size_t C, const uint8_t *y);
 
 /* every kind's check, exec, cost and plain form, named by its stem in the list (vt_kinds.h); a stem shared by
  * several kinds is declared once per kind, which C allows */
-#define VTI_KIND_DECL(ID, nm, fam, rd, ni, no, nia, nfa, ia, fa, red, dev, impl)                                       \
+#define VTI_KIND_DECL(ID, nm, fam, rd, ni, no, nia, nfa, ia, fa, red, dev, impl, grad)                                       \
     vt_err vti_##impl##_check(const vt_program *p, const vt_opdesc *o);                                                \
     vt_err vti_##impl##_exec(vt_opctx *c);                                                                             \
     void vti_##impl##_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out);                                   \
-    vt_err vti_##impl##_plain(vt_plainctx *c);
+    vt_err vti_##impl##_plain(vt_plainctx *c);                                                                         \
+    vt_grad_rule vti_##grad##_grad(vt_program *p, const vt_opdesc *o, uint32_t i, const uint32_t *dy, uint32_t dx,     \
+                                   const char *layer);
 VT_KINDS(VTI_KIND_DECL)
 #undef VTI_KIND_DECL
 

@@ -53,8 +53,8 @@ static void put_hash(rec *r, const char *key, const uint8_t h[VT_HASH_LEN])
 static vt_err kinds_hash(uint8_t out[VT_HASH_LEN])
 {
     static const char *const LINES[] = {
-#define LINE(ID, nm, fam, rd, ni, no, nia, nfa, ia, fa, rx, dv, st)                                                   \
-    #ID " " nm " " #fam " " #rd " " #ni " " #no " " #nia " " #nfa " [" ia "] [" fa "] " #rx " " #dv " " #st "\n",
+#define LINE(ID, nm, fam, rd, ni, no, nia, nfa, ia, fa, rx, dv, st, gr)                                                   \
+    #ID " " nm " " #fam " " #rd " " #ni " " #no " " #nia " " #nfa " [" ia "] [" fa "] " #rx " " #dv " " #st " " #gr "\n",
         VT_KINDS(LINE)
 #undef LINE
     };

@@ -24,13 +24,13 @@ typedef struct {
     int family, rounded, n_in, n_out, n_iarg, n_farg;
     const char *iargs, *fargs;
     int red, dev;
-    const char *stem;
+    const char *stem, *grad;
 } kind_rec;
 
 /* the list, walked here by its own generator */
 static const kind_rec LIST[] = {
-#define REC(ID, nm, fam, rd, ni, no, nia, nfa, ia, fa, rx, dv, st)                                                     \
-    {VT_OPK_##ID, #ID, nm, VT_FAM_##fam, rd, ni, no, nia, nfa, ia, fa, VT_RED_##rx, VT_DEV_##dv, #st},
+#define REC(ID, nm, fam, rd, ni, no, nia, nfa, ia, fa, rx, dv, st, gr)                                                     \
+    {VT_OPK_##ID, #ID, nm, VT_FAM_##fam, rd, ni, no, nia, nfa, ia, fa, VT_RED_##rx, VT_DEV_##dv, #st, #gr},
     VT_KINDS(REC)
 #undef REC
 };
@@ -68,6 +68,18 @@ static void check_list(void)
         CHECK(strcmp(k->iargs, r->iargs) == 0 && strcmp(k->fargs, r->fargs) == 0 && strcmp(k->impl, r->stem) == 0,
               "%s: argument names and stem", r->idname);
         CHECK(k->check && k->exec && k->cost, "%s: check, exec and cost", r->idname);
+        /* the backward facet: a rule, `fused` or `none` (vt_grad_fn); a kind that computes a
+         * backward or an update (its name says so, or it is an optimiser's) is never differentiated */
+        CHECK(k->grad && strcmp(k->grad_stem, r->grad) == 0, "%s: backward facet", r->idname);
+        if (k->grad) {
+            vt_grad_rule g = k->grad(NULL, NULL, 1, NULL, VT_GRAD_QUERY, "");
+            int nd = strcmp(r->grad, "none") == 0, fu = strcmp(r->grad, "fused") == 0;
+            CHECK(nd == (g == VT_GRAD_NOT) && (fu == (g == VT_GRAD_FUSED) || (!fu && g != VT_GRAD_NOT)),
+                  "%s: the facet \"%s\" answers %d", r->idname, r->grad, (int)g);
+            CHECK(!(strstr(r->name, "backward") || strstr(r->name, "_grad") || strstr(r->name, "gradient") ||
+                    r->family == VT_FAM_LOADER || strstr(r->name, "adam") || strstr(r->name, "sgd")) || nd,
+                  "%s: a backward, loader or optimiser kind has the facet none", r->idname);
+        }
         CHECK(vt_plain_has_kind((uint16_t)r->id), "%s: plain form", r->idname);
         CHECK(vt_kind_rounded(r->id) == r->rounded && vt_kind_device(r->id) == (vt_kind_dev)r->dev,
               "%s: the device's facts", r->idname);
