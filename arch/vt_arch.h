@@ -10,11 +10,11 @@
 #include "../ops/vt_program.h"
 #include "vt_recipe.h"
 
-/* The builders, one per architecture (recipe key `arch`), and the dispatch on rcp->arch. */
-vt_err vt_arch_mlp_build(const vt_recipe *rcp, vt_program *p) VT_WARN_UNUSED;
+/* The builders of the architectures not yet built from a graph (recipe key `arch`; the MLP is a graph:
+ * vt_graph.h), and the dispatch on rcp->arch. */
 vt_err vt_arch_resnet_build(const vt_recipe *rcp, vt_program *p) VT_WARN_UNUSED;
 vt_err vt_arch_gpt_build(const vt_recipe *rcp, vt_program *p) VT_WARN_UNUSED;
-/* Shared by the builders (vt_arch_mlp.c): the optimiser's state tensors of the n parameters
+/* Shared by the builders (and vt_graph_build): the optimiser's state tensors of the n parameters
  * (m1: velocity or exp_avg of each, then m2: exp_avg_sq of each for Adam; named after the
  * parameter), and its update operations, parameter by parameter. */
 /* the step's inputs (input, labels, input.augmented when the recipe augments - else *xa = *x -,

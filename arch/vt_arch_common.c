@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "vt_arch.h"
+#include "vt_graph.h"
 
 #define ARR(...) ((const uint32_t[]){__VA_ARGS__})
 #define IARG(...) ((const int64_t[]){__VA_ARGS__})
@@ -76,7 +77,12 @@ vt_err vt_program_build(const vt_recipe *rcp, vt_program *p)
     vt_program_init(p);
     vt_err e = vt_recipe_validate(rcp);
     if (!e) switch (rcp->arch) {
-        case VT_ARCH_MLP: e = vt_arch_mlp_build(rcp, p); break;
+        case VT_ARCH_MLP: {
+            vt_graph g;
+            if (!(e = vt_graph_mlp(rcp, &g))) e = vt_graph_build(&g, rcp, p);
+            vt_graph_free(&g);
+            break;
+        }
         case VT_ARCH_RESNET: e = vt_arch_resnet_build(rcp, p); break;
         case VT_ARCH_GPT: e = vt_arch_gpt_build(rcp, p); break;
         default: e = vt_set_error(VT_ERR_ARG, "recipe: unknown arch %d", (int)rcp->arch);

@@ -349,7 +349,7 @@ typedef struct {
 } gemm_op;
 
 /* The label of a MATMUL operation of the program in the profile: "layer L <what>", with L from
- * the operation's name ("fcL ...", arch/vt_arch_mlp.c) and <what> from its transposes (the
+ * the operation's name ("fcL ...", arch/vt_graph.c) and <what> from its transposes (the
  * forward GEMM X W, the weight gradient X^T dZ, the input gradient dZ W^T); any other
  * operation's own name. */
 static void gemm_label(const vt_opdesc *o, char *out, size_t cap)

@@ -1,0 +1,384 @@
+/* vt_graph.c - the forward graph and the one builder that derives its step program (vt_graph.h;
+ * docs/models.md "The derivation"). The layers are lowered to operation kinds; the backward pass is
+ * read off the kinds' backward facets (vt_grad_fn, ops/vt_ops.h), never written per network. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vt_arch.h"
+#include "vt_graph.h"
+
+#define ARR(...) ((const uint32_t[]){__VA_ARGS__})
+#define IARG(...) ((const int64_t[]){__VA_ARGS__})
+#define NONE UINT32_MAX
+#define MAX_IN 8 /* inputs of a forward operation the derivation walks */
+/* in vt_graph_build: fail with e set, freeing everything */
+#define FAIL_IF(cond, code, ...)                                                                                       \
+    do {                                                                                                               \
+        if (cond) {                                                                                                    \
+            e = vt_set_error((code), __VA_ARGS__);                                                                     \
+            goto done;                                                                                                 \
+        }                                                                                                              \
+    } while (0)
+
+void vt_graph_init(vt_graph *g) { memset(g, 0, sizeof *g); }
+
+void vt_graph_free(vt_graph *g)
+{
+    free(g->param);
+    free(g->layer);
+    memset(g, 0, sizeof *g);
+}
+
+static int name_set(char *dst, const char *src)
+{
+    size_t n = strlen(src);
+    if (n == 0 || n >= VT_GRAPH_NAME_MAX) return -1;
+    memcpy(dst, src, n + 1);
+    return 0;
+}
+
+uint32_t vt_graph_param(vt_graph *g, const char *name, uint32_t rank, const uint32_t *shape, vt_tinit init,
+                        uint32_t fan_in, int *bad)
+{
+    vt_gparam *q = rank <= VT_MAX_RANK ? realloc(g->param, (g->n_param + 1) * sizeof *q) : NULL;
+    if (!q) return *bad = 1, NONE;
+    g->param = q;
+    vt_gparam *w = &q[g->n_param];
+    memset(w, 0, sizeof *w);
+    if (name_set(w->name, name)) return *bad = 1, NONE;
+    w->rank = rank, w->init = init, w->fan_in = fan_in;
+    memcpy(w->shape, shape, rank * sizeof *shape);
+    return g->n_param++;
+}
+
+uint32_t vt_graph_layer(vt_graph *g, vt_glayer_op op, const char *name, uint32_t n_in, const uint32_t *in,
+                        uint32_t n_param, const uint32_t *param, const int64_t *attr, uint32_t cols, int *bad)
+{
+    vt_glayer *q = n_in <= 2 && n_param <= 2 ? realloc(g->layer, (g->n_layer + 1) * sizeof *q) : NULL;
+    if (!q) return *bad = 1, NONE;
+    g->layer = q;
+    vt_glayer *l = &q[g->n_layer];
+    memset(l, 0, sizeof *l);
+    if (name_set(l->name, name)) return *bad = 1, NONE;
+    l->op = op, l->n_in = n_in, l->n_param = n_param, l->cols = cols;
+    memcpy(l->in, in, n_in * sizeof *in);
+    if (n_param) memcpy(l->param, param, n_param * sizeof *param);
+    if (attr) memcpy(l->attr, attr, sizeof l->attr);
+    return ++g->n_layer; /* its output's value id */
+}
+
+vt_err vt_graph_mlp(const vt_recipe *rcp, vt_graph *g)
+{
+    vt_graph_init(g);
+    const uint32_t L = rcp->n_layers, *w = rcp->widths;
+    int bad = 0;
+    char nm[VT_GRAPH_NAME_MAX];
+    uint32_t v = 0; /* the input */
+    for (uint32_t l = 1; l <= L; l++) {
+        snprintf(nm, sizeof nm, "fc%u.weight", l);
+        uint32_t W = vt_graph_param(g, nm, 2, ARR(w[l - 1], w[l]), VT_INIT_HE_UNIFORM, w[l - 1], &bad);
+        snprintf(nm, sizeof nm, "fc%u.bias", l);
+        uint32_t b = vt_graph_param(g, nm, 1, ARR(w[l]), VT_INIT_ZERO, 0, &bad);
+        (void)W, (void)b;
+    }
+    for (uint32_t l = 1; l <= L && !bad; l++) {
+        snprintf(nm, sizeof nm, "fc%u", l);
+        v = vt_graph_layer(g, VT_GL_LINEAR, nm, 1, &v, 2, ARR(2 * (l - 1), 2 * (l - 1) + 1), IARG(0, 0, 0, 0), w[l],
+                           &bad);
+        if (l < L && !bad) {
+            snprintf(nm, sizeof nm, "relu%u", l);
+            v = vt_graph_layer(g, VT_GL_RELU, nm, 1, &v, 0, NULL, NULL, w[l], &bad);
+        }
+    }
+    g->in_cols = w[0], g->out = v, g->loss = VT_GLOSS_XENT;
+    if (bad) {
+        vt_graph_free(g);
+        VT_RETURN_ERROR(VT_ERR_NOMEM, "graph: out of memory building the MLP");
+    }
+    return VT_OK;
+}
+
+/* ------------------------------------------------------------ the builder */
+
+typedef struct {
+    const vt_graph *g;
+    const vt_recipe *rcp;
+    vt_program *p;
+    uint32_t B;
+    uint32_t *pt;        /* parameter -> its state tensor */
+    uint32_t *V, *Vcols; /* value -> its tensor, its width */
+    uint32_t *lop0, *lop1; /* layer -> its forward operations [lop0, lop1) */
+    uint32_t *lay;       /* forward operation -> its layer */
+    uint32_t nt;         /* tensors after the forward pass (the arrays below are indexed by them) */
+    uint8_t *need, *is_param;
+    uint32_t *G;         /* tensor -> its gradient tensor (NONE: none) */
+    uint32_t *GP;        /* tensor -> its trainable parameter's gradient (NONE: not one) */
+    uint32_t *readers, *met; /* tensor -> operations whose backward reaches it; met so far in the walk */
+    uint32_t *first_c;   /* tensor -> its first contribution's index in cs */
+    uint32_t *tgt;       /* (forward operation, input) -> where its gradient goes (NONE: nowhere) */
+    uint32_t *cs, *cs_next, n_cs; /* contributions: tensor, and the next of the same tensor */
+    uint32_t *sums;      /* tensor -> the first of its partial-sum tensors (n contributions - 2 of them) */
+} bld;
+
+static const char *tname(const bld *b, uint32_t t) { return b->p->t[t].name; }
+
+/* a gradient tensor shaped as tensor t, named "<t's name><suffix>" */
+static uint32_t grad_like(bld *b, uint32_t t, const char *fmt, uint32_t k)
+{
+    char nm[256], suf[64];
+    snprintf(suf, sizeof suf, fmt, k);
+    snprintf(nm, sizeof nm, "%s%s", tname(b, t), suf);
+    const vt_tensor *x = &b->p->t[t];
+    uint32_t shape[VT_MAX_RANK];
+    memcpy(shape, x->shape, sizeof shape);
+    return vt_prog_tensor(b->p, VT_TC_GRAD, (vt_dtype)x->dtype, x->rank, shape, "%s", nm);
+}
+
+static vt_err lower(bld *b)
+{
+    const vt_graph *g = b->g;
+    vt_program *p = b->p;
+    for (uint32_t l = 0; l < g->n_layer && !p->bad; l++) {
+        const vt_glayer *ly = &g->layer[l];
+        for (uint32_t i = 0; i < ly->n_in; i++)
+            VT_RETURN_ERROR_IF(ly->in[i] > l, VT_ERR_ARG, "graph: layer %s reads value %u before it is computed",
+                               ly->name, ly->in[i]);
+        for (uint32_t i = 0; i < ly->n_param; i++)
+            VT_RETURN_ERROR_IF(ly->param[i] >= g->n_param, VT_ERR_ARG, "graph: layer %s reads no parameter",
+                               ly->name);
+        const uint32_t x = b->V[ly->in[0]], K = b->Vcols[ly->in[0]], N = ly->cols;
+        uint32_t y = x;
+        b->lop0[l] = p->n_ops + 1;
+        switch (ly->op) {
+        case VT_GL_LINEAR: {
+            const int bias = ly->n_param == 2;
+            const uint32_t W = b->pt[ly->param[0]];
+            VT_RETURN_ERROR_IF(ly->n_param < 1 || p->t[W].n != (size_t)K * N ||
+                                   (bias && p->t[b->pt[ly->param[1]]].n != N),
+                               VT_ERR_ARG, "graph: layer %s: its parameters are not [%u, %u] and [%u]", ly->name, K, N,
+                               N);
+            uint32_t zg = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, 2, ARR(b->B, N), "%s.%s", ly->name,
+                                         bias ? "matmul" : "out");
+            vt_prog_op(p, VT_OPK_MATMUL, ARR(x, W), 2, ARR(zg), 1, IARG(0, ly->attr[0] ? 1 : 0, b->B, N, K), 5, NULL,
+                       0, "%s forward GEMM", ly->name);
+            y = zg;
+            if (bias) {
+                y = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, 2, ARR(b->B, N), "%s.out", ly->name);
+                vt_prog_op(p, VT_OPK_BIAS_ADD, ARR(zg, b->pt[ly->param[1]]), 2, ARR(y), 1, NULL, 0, NULL, 0,
+                           "%s bias add", ly->name);
+            }
+            break;
+        }
+        case VT_GL_RELU:
+        case VT_GL_ADD:
+            VT_RETURN_ERROR_IF(N != K || (ly->op == VT_GL_ADD && (ly->n_in != 2 || b->Vcols[ly->in[1]] != K)),
+                               VT_ERR_ARG, "graph: layer %s: its inputs and output differ in width", ly->name);
+            y = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, 2, ARR(b->B, N), "%s.out", ly->name);
+            if (ly->op == VT_GL_RELU) vt_prog_op(p, VT_OPK_RELU, ARR(x), 1, ARR(y), 1, NULL, 0, NULL, 0, "%s", ly->name);
+            else vt_prog_op(p, VT_OPK_ADD, ARR(x, b->V[ly->in[1]]), 2, ARR(y), 1, NULL, 0, NULL, 0, "%s", ly->name);
+            break;
+        case VT_GL_RESHAPE: /* the same bytes: the value is its input's tensor */
+            VT_RETURN_ERROR_IF(N != K, VT_ERR_ARG, "graph: layer %s changes the example's size (%u to %u values)",
+                               ly->name, K, N);
+            break;
+        default: VT_RETURN_ERROR(VT_ERR_ARG, "graph: layer %s has an unknown operation %d", ly->name, (int)ly->op);
+        }
+        b->lop1[l] = p->n_ops + 1;
+        b->V[l + 1] = y, b->Vcols[l + 1] = N;
+    }
+    return p->bad ? vt_set_error(VT_ERR_NOMEM, "graph: out of memory") : VT_OK;
+}
+
+/* the backward facet of operation j's input i, asked or applied */
+static vt_grad_rule rule(bld *b, uint32_t j, uint32_t i, uint32_t dx)
+{
+    const vt_opdesc *o = &b->p->op[j];
+    const vt_opkind *k = vt_opkind_get(o->kind);
+    uint32_t dy[VT_MAX_OP_OUTPUTS];
+    for (uint32_t q = 0; q < o->n_out; q++) dy[q] = o->out[q] < b->nt ? b->G[o->out[q]] : NONE;
+    return k->grad(b->p, o, i, dy, dx, b->g->layer[b->lay[j]].name);
+}
+
+/* which tensors need a gradient (a trainable parameter, or computed from one through inputs that
+ * take a gradient), how many operations' backward reaches each, and that every such kind has a rule */
+static vt_err analyse(bld *b, uint32_t first, uint32_t last)
+{
+    vt_program *p = b->p;
+    for (uint32_t j = first; j <= last; j++) {
+        const vt_opdesc *o = &p->op[j];
+        VT_RETURN_ERROR_IF(o->n_in > MAX_IN, VT_ERR_INTERNAL, "graph: operation %s has %u inputs", o->name, o->n_in);
+        for (uint32_t i = 0; i < o->n_in; i++) {
+            uint32_t t = o->in[i];
+            if (!b->need[t]) continue;
+            vt_grad_rule r = rule(b, j, i, VT_GRAD_QUERY);
+            VT_RETURN_ERROR_IF(r == VT_GRAD_NOT || r == VT_GRAD_FUSED, VT_ERR_ARG,
+                               "graph: layer %s: the gradient cannot flow through its %s operation to input %u "
+                               "(%s): not supported here",
+                               b->g->layer[b->lay[j]].name, vt_opkind_get(o->kind)->name, i, tname(b, t));
+            if (r == VT_GRAD_NONE) continue;
+            for (uint32_t q = 0; q < o->n_out; q++) b->need[o->out[q]] = 1;
+            if (!b->is_param[t]) b->readers[t]++;
+            else VT_RETURN_ERROR_IF(++b->readers[t] > 1, VT_ERR_ARG,
+                                    "graph: parameter %s is read by more than one operation (not supported yet)",
+                                    tname(b, t));
+        }
+    }
+    return VT_OK;
+}
+
+/* pass A: the activations' gradient tensors in the order the backward walk meets them */
+static void plan(bld *b)
+{
+    vt_program *p = b->p;
+    for (uint32_t l = b->g->n_layer; l-- > 0;)
+        for (uint32_t j = b->lop1[l]; j-- > b->lop0[l];) {
+            const vt_opdesc *o = &p->op[j];
+            if (b->G[o->out[0]] == NONE) continue;
+            for (uint32_t i = 0; i < o->n_in; i++) {
+                uint32_t t = o->in[i];
+                if (!b->need[t] || b->is_param[t]) continue;
+                vt_grad_rule r = rule(b, j, i, VT_GRAD_QUERY);
+                if (r == VT_GRAD_NONE) continue;
+                const uint32_t dy = b->G[o->out[0]];
+                uint32_t c;
+                if (b->readers[t] == 1) c = b->G[t] = r == VT_GRAD_ALIAS ? dy : grad_like(b, t, ".grad", 0);
+                else {
+                    c = r == VT_GRAD_ALIAS ? dy : grad_like(b, t, ".grad.%u", b->met[t] + 1);
+                    uint32_t k = b->n_cs++;
+                    b->cs[k] = c, b->cs_next[k] = NONE;
+                    if (b->met[t] == 0) b->first_c[t] = k;
+                    else {
+                        uint32_t q = b->first_c[t];
+                        while (b->cs_next[q] != NONE) q = b->cs_next[q];
+                        b->cs_next[q] = k;
+                    }
+                    if (++b->met[t] == b->readers[t]) { /* the last one: the partial sums, then the sum */
+                        b->sums[t] = p->n_tensors;
+                        for (uint32_t s = 2; s < b->readers[t]; s++) grad_like(b, t, ".grad.sum%u", s);
+                        b->G[t] = grad_like(b, t, ".grad", 0);
+                    }
+                }
+                b->tgt[j * MAX_IN + i] = r == VT_GRAD_ALIAS ? NONE : c;
+            }
+        }
+}
+
+/* t's contributions summed left to right into G[t] */
+static void emit_sums(bld *b, uint32_t t)
+{
+    vt_program *p = b->p;
+    uint32_t q = b->first_c[t], acc = b->cs[q], s = 2;
+    char nm[256];
+    snprintf(nm, sizeof nm, "%s", tname(b, t));
+    for (q = b->cs_next[q]; q != NONE; q = b->cs_next[q], s++) {
+        uint32_t dst = b->cs_next[q] == NONE ? b->G[t] : b->sums[t] + (s - 2);
+        vt_prog_op(p, VT_OPK_ADD, ARR(acc, b->cs[q]), 2, ARR(dst), 1, NULL, 0, NULL, 0, "%s gradient sum %u", nm, s);
+        acc = dst;
+    }
+}
+
+/* pass C: the backward operations */
+static void emit(bld *b)
+{
+    vt_program *p = b->p;
+    for (uint32_t l = b->g->n_layer; l-- > 0;) {
+        for (uint32_t j = b->lop0[l]; j < b->lop1[l]; j++) /* the parameters' gradients, forward order */
+            for (uint32_t i = 0; i < p->op[j].n_in; i++) {
+                uint32_t t = p->op[j].in[i];
+                if (b->G[p->op[j].out[0]] != NONE && b->GP[t] != NONE) rule(b, j, i, b->GP[t]);
+            }
+        for (uint32_t j = b->lop1[l]; j-- > b->lop0[l];) /* the other inputs', reverse order */
+            for (uint32_t i = 0; i < p->op[j].n_in; i++) {
+                uint32_t t = p->op[j].in[i];
+                if (b->G[p->op[j].out[0]] == NONE || !b->need[t] || b->is_param[t]) continue;
+                if (b->tgt[j * MAX_IN + i] != NONE) rule(b, j, i, b->tgt[j * MAX_IN + i]);
+                if (b->readers[t] > 1 && ++b->met[t] == b->readers[t]) emit_sums(b, t); /* the walk's last reader */
+            }
+    }
+}
+
+vt_err vt_graph_build(const vt_graph *g, const vt_recipe *rcp, vt_program *p)
+{
+    VT_RETURN_ERROR_IF(g->n_layer == 0 || g->out > g->n_layer || g->loss != VT_GLOSS_XENT, VT_ERR_ARG,
+                       "graph: no layers, no output or an unknown loss");
+    bld b = {.g = g, .rcp = rcp, .p = p, .B = rcp->batch};
+    vt_err e = VT_OK;
+    const uint32_t nP = g->n_param, nL = g->n_layer;
+    uint32_t *GPl = NULL, *P = calloc(nP + 1, sizeof *P), *M1 = calloc(nP + 1, sizeof *M1), *M2 = calloc(nP + 1, sizeof *M2);
+    b.pt = calloc(nP + 1, sizeof *b.pt);
+    b.V = calloc(nL + 1, sizeof *b.V), b.Vcols = calloc(nL + 1, sizeof *b.Vcols);
+    b.lop0 = calloc(nL, sizeof *b.lop0), b.lop1 = calloc(nL, sizeof *b.lop1);
+    FAIL_IF(!P || !M1 || !M2 || !b.pt || !b.V || !b.Vcols || !b.lop0 || !b.lop1, VT_ERR_NOMEM, "graph: out of memory");
+    /* the state: the parameters, then the trainable ones' optimiser tensors */
+    uint32_t nT = 0;
+    for (uint32_t i = 0; i < nP; i++) {
+        const vt_gparam *q = &g->param[i];
+        b.pt[i] = vt_prog_tensor(p, VT_TC_PARAM, VT_DT_F32, q->rank, q->shape, "%s", q->name);
+        if (q->init == VT_INIT_HE_UNIFORM) vt_prog_init_he(p, b.pt[i], q->fan_in);
+        else if (q->init == VT_INIT_ONE) vt_prog_init_one(p, b.pt[i]);
+        if (!q->frozen) P[nT++] = b.pt[i];
+    }
+    vt_arch_opt_tensors(p, rcp, nT, P, M1, M2);
+    if (p->bad) goto finish;
+    uint32_t x, y, xa, tstep, lr;
+    vt_arch_inputs(p, rcp, &x, &y, &xa, &tstep, &lr);
+    vt_arch_input_ops(p, rcp, x, y, xa, tstep, lr);
+    FAIL_IF(g->in_cols != rcp->widths[0], VT_ERR_ARG, "graph: the input has %u values, the data %u",
+                       g->in_cols, rcp->widths[0]);
+    b.V[0] = xa, b.Vcols[0] = g->in_cols;
+    p->fwd_first = p->n_ops + 1;
+    if ((e = lower(&b))) goto done;
+    const uint32_t logits = b.V[g->out], C = b.Vcols[g->out];
+    uint32_t probs = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, 2, ARR(b.B, C), "probs");
+    uint32_t loss = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, 0, NULL, "loss");
+    const uint32_t fwd_end = p->n_ops; /* the layers' last operation */
+    vt_prog_op(p, VT_OPK_SOFTMAX, ARR(logits), 1, ARR(probs), 1, NULL, 0, NULL, 0, "softmax");
+    p->fwd_last = p->n_ops;
+    if (p->bad) goto finish;
+
+    /* the derivation's tables over the forward pass's tensors and operations */
+    b.nt = p->n_tensors;
+    const uint32_t nt = b.nt, nops = p->n_ops + 1;
+    b.need = calloc(nt, 1), b.is_param = calloc(nt, 1);
+    b.G = malloc(nt * sizeof *b.G), b.GP = malloc(nt * sizeof *b.GP), b.first_c = malloc(nt * sizeof *b.first_c);
+    b.readers = calloc(nt, sizeof *b.readers), b.met = calloc(nt, sizeof *b.met), b.sums = calloc(nt, sizeof *b.sums);
+    b.lay = calloc(nops, sizeof *b.lay), b.tgt = malloc((size_t)nops * MAX_IN * sizeof *b.tgt);
+    b.cs = malloc((size_t)nops * MAX_IN * sizeof *b.cs), b.cs_next = malloc((size_t)nops * MAX_IN * sizeof *b.cs_next);
+    FAIL_IF(!b.need || !b.is_param || !b.G || !b.GP || !b.first_c || !b.readers || !b.met || !b.sums || !b.lay ||
+                !b.tgt || !b.cs || !b.cs_next,
+            VT_ERR_NOMEM, "graph: out of memory");
+    for (uint32_t t = 0; t < nt; t++) b.G[t] = b.GP[t] = b.first_c[t] = NONE;
+    for (size_t q = 0; q < (size_t)nops * MAX_IN; q++) b.tgt[q] = NONE;
+    for (uint32_t l = 0; l < nL; l++)
+        for (uint32_t j = b.lop0[l]; j < b.lop1[l]; j++) b.lay[j] = l;
+    for (uint32_t i = 0; i < nP; i++) b.is_param[b.pt[i]] = 1, b.need[b.pt[i]] = !g->param[i].frozen;
+    if ((e = analyse(&b, p->fwd_first, fwd_end))) goto done;
+    FAIL_IF(!b.need[logits], VT_ERR_ARG, "graph: the output does not depend on a trainable parameter");
+    for (uint32_t j = p->fwd_first; j <= fwd_end; j++)
+        for (uint32_t i = 0; i < p->op[j].n_in; i++)
+            FAIL_IF(p->op[j].in[i] == logits, VT_ERR_ARG,
+                               "graph: the output %s is also read by a layer (not supported yet)", tname(&b, logits));
+
+    /* the gradient tensors: the output's, the activations' in walk order, the parameters' */
+    b.G[logits] = grad_like(&b, logits, ".grad", 0);
+    plan(&b);
+    GPl = calloc(nT + 1, sizeof *GPl);
+    FAIL_IF(!GPl, VT_ERR_NOMEM, "graph: out of memory");
+    for (uint32_t i = 0; i < nT; i++) GPl[i] = b.GP[P[i]] = grad_like(&b, P[i], ".grad", 0);
+    if (p->bad) goto finish;
+    /* the operations: loss, backward, updates */
+    vt_prog_op(p, VT_OPK_XENT_LOSS, ARR(probs, y), 2, ARR(loss), 1, NULL, 0, NULL, 0, "cross-entropy loss");
+    vt_prog_op(p, VT_OPK_XENT_BWD, ARR(probs, y), 2, ARR(b.G[logits]), 1, NULL, 0, NULL, 0, "logits gradient");
+    memset(b.met, 0, nt * sizeof *b.met);
+    emit(&b);
+    vt_arch_update_ops(p, rcp, nT, P, GPl, M1, M2, tstep, lr);
+    p->loss = loss, p->input = xa, p->labels = y, p->probs = probs; /* evaluation fills xa: no augmentation */
+finish:
+    e = vt_program_finish(p);
+done:
+    free(GPl), free(P), free(M1), free(M2), free(b.pt), free(b.V), free(b.Vcols), free(b.lop0), free(b.lop1);
+    free(b.need), free(b.is_param), free(b.G), free(b.GP), free(b.first_c), free(b.readers), free(b.met);
+    free(b.sums), free(b.lay), free(b.tgt), free(b.cs), free(b.cs_next);
+    return e;
+}

@@ -1,0 +1,87 @@
+/* vt_graph.h - a forward graph of layers and the one builder that derives its step program
+ * (docs/models.md "The derivation").
+ *
+ * A graph is what a client's network computes on one batch: parameters (their names, shapes and
+ * step-0 values), layers in topological order, the input and the output the loss reads. The
+ * builder (vt_graph_build) lowers each layer to operation kinds (ops/vt_kinds.h), appends the loss
+ * and then DERIVES the backward pass by reverse-mode differentiation over the kinds' backward
+ * facets (vt_grad_fn, ops/vt_ops.h) and the optimiser over the trainable parameters. The built-in
+ * MLP is such a graph (vt_graph_mlp); a client's ONNX file becomes one (vt_graph_onnx). */
+#ifndef VT_GRAPH_H
+#define VT_GRAPH_H
+
+#include <stdint.h>
+
+#include "../common/vt_error.h"
+#include "../ops/vt_program.h"
+#include "vt_recipe.h"
+
+#define VT_GRAPH_NAME_MAX 96
+
+/* A layer's operation (what it lowers to): */
+typedef enum {
+    VT_GL_LINEAR = 1, /* y = op(x) op(W) [+ b]: matmul (transB attr[0]) then bias_add when a bias is
+                       * given; x [B, in], W [in, out] (transB 0) or [out, in] (transB 1), b [out] */
+    VT_GL_RELU,       /* y = max(x, 0) */
+    VT_GL_ADD,        /* y = x0 + x1 (same shape) */
+    VT_GL_RESHAPE,    /* y is x with another shape, the same bytes (Flatten, Reshape): no operation */
+} vt_glayer_op;
+
+typedef enum { VT_GLOSS_XENT = 1 } vt_gloss; /* softmax cross-entropy over the output's classes */
+
+typedef struct {
+    char name[VT_GRAPH_NAME_MAX]; /* the state tensor's name: the module's own ("fc1.weight") */
+    uint32_t rank, shape[VT_MAX_RANK];
+    int frozen;                   /* 1: no gradient, no optimiser state, never updated */
+    vt_tinit init;                /* step-0 value: VT_INIT_HE_UNIFORM (fan_in) or VT_INIT_ZERO */
+    uint32_t fan_in;
+} vt_gparam;
+
+/* Values: 0 is the graph's input (the batch, [B, d]); value k >= 1 is layer k - 1's output. */
+typedef struct {
+    vt_glayer_op op;
+    char name[VT_GRAPH_NAME_MAX]; /* the layer's name: its operations' and tensors' names start with it */
+    uint32_t n_in, in[2];         /* values read */
+    uint32_t n_param, param[2];   /* parameters read (LINEAR: W, then b when n_param = 2) */
+    int64_t attr[4];              /* LINEAR: transB */
+    uint32_t cols;                /* the output's width: the output is [B, cols] */
+} vt_glayer;
+
+typedef struct {
+    uint32_t n_param, n_layer;
+    vt_gparam *param;
+    vt_glayer *layer;
+    uint32_t in_cols; /* the input's width d: the input is [B, d] */
+    uint32_t out;     /* the value the loss reads */
+    vt_gloss loss;
+} vt_graph;
+
+void vt_graph_init(vt_graph *g);
+void vt_graph_free(vt_graph *g);
+/* Appends a parameter or a layer and returns its index (a parameter's) or its output's value id (a
+ * layer's); UINT32_MAX when out of memory or a name is too long (*bad set). */
+uint32_t vt_graph_param(vt_graph *g, const char *name, uint32_t rank, const uint32_t *shape, vt_tinit init,
+                        uint32_t fan_in, int *bad);
+uint32_t vt_graph_layer(vt_graph *g, vt_glayer_op op, const char *name, uint32_t n_in, const uint32_t *in,
+                        uint32_t n_param, const uint32_t *param, const int64_t *attr, uint32_t cols, int *bad);
+
+/* The built-in MLP of the recipe (arch mlp): layers fc1..fcL (LINEAR, W [in, out] He-uniform, b
+ * zero) with relu1..relu(L-1) between them, softmax cross-entropy. */
+vt_err vt_graph_mlp(const vt_recipe *rcp, vt_graph *g) VT_WARN_UNUSED;
+
+/* The one builder: g's step program for the recipe's batch, loss, optimiser and schedule (p is
+ * initialised by the caller, finished here). The order of everything it adds is the contract that
+ * keeps programs (and commitments) stable; docs/models.md "The derivation" states it:
+ *   state: the parameters in g's order, then the optimiser's tensors of the trainable ones;
+ *   inputs: vt_arch_inputs; operations: the input operations, the layers' forward operations, the
+ *   loss, the backward pass, the updates;
+ *   backward: layers in reverse order; within a layer, first the gradients of its parameters (its
+ *   operations in forward order), then those of its other inputs (its operations in reverse order);
+ *   a value read by several operations gets one gradient per reader, in that walk order, summed
+ *   left to right ((g1 + g2) + g3 ...) into "<value>.grad" before its producer's backward;
+ *   tensors: the activations' gradients in the order the walk meets them, then the trainable
+ *   parameters' gradients in parameter order.
+ * VT_ERR_ARG when a layer's kind cannot be differentiated here. */
+vt_err vt_graph_build(const vt_graph *g, const vt_recipe *rcp, vt_program *p) VT_WARN_UNUSED;
+
+#endif
