@@ -76,7 +76,11 @@ vt_err vt_program_build(const vt_recipe *rcp, vt_program *p)
 {
     vt_program_init(p);
     vt_err e = vt_recipe_validate(rcp);
-    if (!e) switch (rcp->arch) {
+    if (!e && rcp->has_model) { /* the client's own graph, from the manifest's canonical form */
+        vt_graph g;
+        if (!(e = vt_graph_decode(rcp->model_graph, rcp->model_graph_len, &g))) e = vt_graph_build(&g, rcp, p);
+        vt_graph_free(&g);
+    } else if (!e) switch (rcp->arch) {
         case VT_ARCH_MLP: {
             vt_graph g;
             if (!(e = vt_graph_mlp(rcp, &g))) e = vt_graph_build(&g, rcp, p);

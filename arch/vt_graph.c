@@ -330,6 +330,8 @@ vt_err vt_graph_build(const vt_graph *g, const vt_recipe *rcp, vt_program *p)
     p->fwd_first = p->n_ops + 1;
     if ((e = lower(&b))) goto done;
     const uint32_t logits = b.V[g->out], C = b.Vcols[g->out];
+    FAIL_IF(C != rcp->widths[rcp->n_layers], VT_ERR_ARG, "graph: the output has %u classes, the recipe %u", C,
+            rcp->widths[rcp->n_layers]);
     uint32_t probs = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, 2, ARR(b.B, C), "probs");
     uint32_t loss = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, 0, NULL, "loss");
     const uint32_t fwd_end = p->n_ops; /* the layers' last operation */
@@ -380,5 +382,148 @@ done:
     free(GPl), free(P), free(M1), free(M2), free(b.pt), free(b.V), free(b.Vcols), free(b.lop0), free(b.lop1);
     free(b.need), free(b.is_param), free(b.G), free(b.GP), free(b.first_c), free(b.readers), free(b.met);
     free(b.sums), free(b.lay), free(b.tgt), free(b.cs), free(b.cs_next);
+    return e;
+}
+
+/* ------------------------------------------------------------ the canonical form */
+
+#define GRAPH_MAGIC "VTGR"
+#define GRAPH_VERSION 1u
+
+vt_err vt_graph_encode(const vt_graph *g, vt_buf *out)
+{
+    vt_buf_init(out);
+    vt_err e = vt_buf_append(out, GRAPH_MAGIC, 4);
+    const uint32_t head[] = {GRAPH_VERSION, g->n_param, g->n_layer, g->in_cols, g->out, (uint32_t)g->loss};
+    for (size_t i = 0; !e && i < sizeof head / sizeof head[0]; i++) e = vt_buf_u32le(out, head[i]);
+    for (uint32_t i = 0; !e && i < g->n_param; i++) {
+        const vt_gparam *q = &g->param[i];
+        size_t n = strlen(q->name);
+        e = vt_buf_u16le(out, (uint16_t)n);
+        if (!e) e = vt_buf_append(out, q->name, n);
+        if (!e) e = vt_buf_u8(out, (uint8_t)q->rank);
+        for (uint32_t d = 0; !e && d < q->rank; d++) e = vt_buf_u32le(out, q->shape[d]);
+        if (!e) e = vt_buf_u8(out, (uint8_t)q->frozen);
+        if (!e) e = vt_buf_u8(out, (uint8_t)q->init);
+        if (!e) e = vt_buf_u32le(out, q->fan_in);
+    }
+    for (uint32_t l = 0; !e && l < g->n_layer; l++) {
+        const vt_glayer *y = &g->layer[l];
+        size_t n = strlen(y->name);
+        e = vt_buf_u8(out, (uint8_t)y->op);
+        if (!e) e = vt_buf_u16le(out, (uint16_t)n);
+        if (!e) e = vt_buf_append(out, y->name, n);
+        if (!e) e = vt_buf_u8(out, (uint8_t)y->n_in);
+        for (uint32_t i = 0; !e && i < y->n_in; i++) e = vt_buf_u32le(out, y->in[i]);
+        if (!e) e = vt_buf_u8(out, (uint8_t)y->n_param);
+        for (uint32_t i = 0; !e && i < y->n_param; i++) e = vt_buf_u32le(out, y->param[i]);
+        for (uint32_t i = 0; !e && i < 4; i++) e = vt_buf_u64le(out, (uint64_t)y->attr[i]);
+        if (!e) e = vt_buf_u32le(out, y->cols);
+    }
+    if (e) vt_buf_free(out);
+    return e;
+}
+
+/* a name of the canonical form: 1 .. VT_GRAPH_NAME_MAX - 1 printable bytes */
+static vt_err read_name(vt_reader *r, char *dst, const char *what)
+{
+    uint16_t n;
+    VT_FORWARD_IF_ERROR(vt_read_u16le(r, &n, what));
+    VT_RETURN_ERROR_IF(n == 0 || n >= VT_GRAPH_NAME_MAX, VT_ERR_FORMAT, "model graph: %s of %u bytes (1..%d)", what,
+                       n, VT_GRAPH_NAME_MAX - 1);
+    VT_FORWARD_IF_ERROR(vt_read_bytes(r, dst, n, what));
+    dst[n] = 0;
+    for (uint16_t i = 0; i < n; i++)
+        VT_RETURN_ERROR_IF((unsigned char)dst[i] < 0x20 || dst[i] == 0x7f, VT_ERR_FORMAT,
+                           "model graph: %s holds a control byte", what);
+    return VT_OK;
+}
+
+static vt_err decode(vt_reader *r, vt_graph *g)
+{
+    char magic[4];
+    uint32_t head[6];
+    VT_FORWARD_IF_ERROR(vt_read_bytes(r, magic, 4, "magic"));
+    VT_RETURN_ERROR_IF(memcmp(magic, GRAPH_MAGIC, 4) != 0, VT_ERR_FORMAT, "model graph: not a graph (magic)");
+    for (int i = 0; i < 6; i++) VT_FORWARD_IF_ERROR(vt_read_u32le(r, &head[i], "header"));
+    VT_RETURN_ERROR_IF(head[0] != GRAPH_VERSION, VT_ERR_FORMAT, "model graph: version %u (this build reads %u)", head[0],
+                       GRAPH_VERSION);
+    /* every parameter and layer takes at least 12 bytes: counts beyond the bytes left are refused first */
+    VT_RETURN_ERROR_IF(head[1] > vt_reader_left(r) / 12 || head[2] > vt_reader_left(r) / 12 || head[2] == 0,
+                       VT_ERR_FORMAT, "model graph: %u parameters and %u layers in %zu bytes", head[1], head[2],
+                       vt_reader_left(r));
+    g->param = calloc(head[1] + 1, sizeof *g->param), g->layer = calloc(head[2], sizeof *g->layer);
+    VT_RETURN_ERROR_IF(!g->param || !g->layer, VT_ERR_NOMEM, "model graph: out of memory");
+    g->in_cols = head[3], g->out = head[4], g->loss = (vt_gloss)head[5];
+    for (uint32_t i = 0; i < head[1]; i++, g->n_param++) {
+        vt_gparam *q = &g->param[i];
+        uint8_t rank, fr, in;
+        VT_FORWARD_IF_ERROR(read_name(r, q->name, "a parameter's name"));
+        VT_FORWARD_IF_ERROR(vt_read_u8(r, &rank, "rank"));
+        VT_RETURN_ERROR_IF(rank < 1 || rank > VT_MAX_RANK, VT_ERR_FORMAT, "model graph: %s has rank %u", q->name, rank);
+        q->rank = rank;
+        size_t n = 1;
+        for (uint32_t d = 0; d < rank; d++) {
+            VT_FORWARD_IF_ERROR(vt_read_u32le(r, &q->shape[d], "shape"));
+            VT_RETURN_ERROR_IF(q->shape[d] == 0 || q->shape[d] > (1u << 30) || n > ((size_t)1 << 40) / q->shape[d],
+                               VT_ERR_FORMAT, "model graph: %s has a bad shape", q->name);
+            n *= q->shape[d];
+        }
+        VT_FORWARD_IF_ERROR(vt_read_u8(r, &fr, "frozen"));
+        VT_FORWARD_IF_ERROR(vt_read_u8(r, &in, "init"));
+        VT_FORWARD_IF_ERROR(vt_read_u32le(r, &q->fan_in, "fan_in"));
+        VT_RETURN_ERROR_IF(fr > 1 || (in != VT_INIT_ZERO && in != VT_INIT_HE_UNIFORM && in != VT_INIT_ONE) ||
+                               (in == VT_INIT_HE_UNIFORM && q->fan_in == 0),
+                           VT_ERR_FORMAT, "model graph: %s has a bad flag or initialisation", q->name);
+        q->frozen = fr, q->init = (vt_tinit)in;
+        for (uint32_t j = 0; j < i; j++)
+            VT_RETURN_ERROR_IF(strcmp(g->param[j].name, q->name) == 0, VT_ERR_FORMAT, "model graph: %s twice", q->name);
+    }
+    for (uint32_t l = 0; l < head[2]; l++, g->n_layer++) {
+        vt_glayer *y = &g->layer[l];
+        uint8_t op, n;
+        VT_FORWARD_IF_ERROR(vt_read_u8(r, &op, "operation"));
+        VT_FORWARD_IF_ERROR(read_name(r, y->name, "a layer's name"));
+        VT_RETURN_ERROR_IF(op < VT_GL_LINEAR || op > VT_GL_RESHAPE, VT_ERR_FORMAT, "model graph: layer %s: operation %u",
+                           y->name, op);
+        y->op = (vt_glayer_op)op;
+        VT_FORWARD_IF_ERROR(vt_read_u8(r, &n, "inputs"));
+        VT_RETURN_ERROR_IF(n < 1 || n > 2, VT_ERR_FORMAT, "model graph: layer %s reads %u values", y->name, n);
+        y->n_in = n;
+        for (uint32_t i = 0; i < n; i++) {
+            VT_FORWARD_IF_ERROR(vt_read_u32le(r, &y->in[i], "input"));
+            VT_RETURN_ERROR_IF(y->in[i] > l, VT_ERR_FORMAT, "model graph: layer %s reads a later value", y->name);
+        }
+        VT_FORWARD_IF_ERROR(vt_read_u8(r, &n, "parameters"));
+        VT_RETURN_ERROR_IF(n > 2, VT_ERR_FORMAT, "model graph: layer %s reads %u parameters", y->name, n);
+        y->n_param = n;
+        for (uint32_t i = 0; i < n; i++) {
+            VT_FORWARD_IF_ERROR(vt_read_u32le(r, &y->param[i], "parameter"));
+            VT_RETURN_ERROR_IF(y->param[i] >= g->n_param, VT_ERR_FORMAT, "model graph: layer %s reads no parameter",
+                               y->name);
+        }
+        for (uint32_t i = 0; i < 4; i++) {
+            uint64_t a;
+            VT_FORWARD_IF_ERROR(vt_read_u64le(r, &a, "attribute"));
+            y->attr[i] = (int64_t)a;
+        }
+        VT_FORWARD_IF_ERROR(vt_read_u32le(r, &y->cols, "width"));
+        VT_RETURN_ERROR_IF(y->cols == 0 || y->cols > (1u << 30), VT_ERR_FORMAT, "model graph: layer %s has width %u",
+                           y->name, y->cols);
+    }
+    VT_RETURN_ERROR_IF(vt_reader_left(r) != 0, VT_ERR_FORMAT, "model graph: %zu bytes after the last layer",
+                       vt_reader_left(r));
+    VT_RETURN_ERROR_IF(g->out < 1 || g->out > g->n_layer || g->loss != VT_GLOSS_XENT || g->in_cols == 0,
+                       VT_ERR_FORMAT, "model graph: bad output, loss or input width");
+    return VT_OK;
+}
+
+vt_err vt_graph_decode(const uint8_t *bytes, size_t len, vt_graph *g)
+{
+    vt_graph_init(g);
+    vt_reader r;
+    vt_reader_init(&r, bytes, len);
+    vt_err e = decode(&r, g);
+    if (e) vt_graph_free(g);
     return e;
 }

@@ -12,6 +12,7 @@
 
 #include <stdint.h>
 
+#include "../common/vt_bytes.h"
 #include "../common/vt_error.h"
 #include "../ops/vt_program.h"
 #include "vt_recipe.h"
@@ -83,5 +84,11 @@ vt_err vt_graph_mlp(const vt_recipe *rcp, vt_graph *g) VT_WARN_UNUSED;
  *   parameters' gradients in parameter order.
  * VT_ERR_ARG when a layer's kind cannot be differentiated here. */
 vt_err vt_graph_build(const vt_graph *g, const vt_recipe *rcp, vt_program *p) VT_WARN_UNUSED;
+
+/* The canonical form (docs/models.md "The canonical form"): "VTGR", version 1, then every field of the
+ * graph in order, little-endian. The manifest carries it (recipe field model_graph), so every party
+ * derives the same program from the same bytes. vt_graph_decode checks every byte (VT_ERR_FORMAT). */
+vt_err vt_graph_encode(const vt_graph *g, vt_buf *out) VT_WARN_UNUSED;
+vt_err vt_graph_decode(const uint8_t *bytes, size_t len, vt_graph *g) VT_WARN_UNUSED;
 
 #endif

@@ -68,6 +68,7 @@ static const field fields[] = {
     {"clip_norm", F_REAL, OFF(clip_norm), NULL},
     {"dataset", F_STR, OFF(dataset), NULL},
     {"decay_every", F_U64, OFF(decay_every), NULL},
+    {"model", F_STR, OFF(model), NULL},
     {"decay_factor", F_REAL, OFF(decay_factor), NULL},
     {"dropout", F_REAL, OFF(dropout), NULL},
     {"eps", F_REAL, OFF(eps), NULL},
@@ -411,6 +412,7 @@ static json_t *recipe_json(const vt_recipe *r)
         json_t *v = NULL;
         if (f->off == OFF(gemm_arith) && r->gemm_arith == 0) continue; /* the default: as before the key */
         if (f->off == OFF(program_version) && r->program_version == 1) continue; /* likewise */
+        if (f->off == OFF(model) && !r->model[0]) continue;                      /* likewise */
         switch (f->type) {
         case F_STR: v = json_string(base); break;
         case F_U64: { uint64_t u; memcpy(&u, base, 8); v = json_integer((json_int_t)u); break; }
@@ -473,6 +475,14 @@ static vt_err manifest_build(const vt_recipe *r, const uint8_t dataset_hash[32],
         vt_hex(r->init_sha256, 32, ih);
         bad |= json_object_set_new(o, "init_sha256", json_string(ih));
         if (r->init_torch) bad |= json_object_set_new(o, "init_layout", json_string("torch"));
+    }
+    if (!bad && r->has_model) { /* the client's graph: its file's hash and its canonical form */
+        char mh[65], *gh = malloc(2 * (size_t)r->model_graph_len + 1);
+        vt_hex(r->model_sha256, 32, mh);
+        if (gh) vt_hex(r->model_graph, r->model_graph_len, gh);
+        json_t *mj = gh ? json_pack("{s:s, s:s}", "sha256", mh, "graph", gh) : NULL;
+        free(gh);
+        bad |= !mj || json_object_set_new(o, "model", mj);
     }
     if (!bad && ds && ds->hash_version == 2) { /* a user's file: its shape, readable without the data */
         json_t *sh = json_pack("{s:I, s:[i,i,i], s:s, s:i}", "n", (json_int_t)ds->n, "shape", (int)ds->channels,
@@ -564,6 +574,15 @@ vt_err vt_manifest_parse(const char *text, size_t len, vt_recipe *r, uint8_t dat
         if (!e && il && (!ih || !json_is_string(il) || strcmp(json_string_value(il), "torch") != 0))
             e = vt_set_error(VT_ERR_FORMAT, "manifest: bad init_layout (\"torch\", with init_sha256)");
         if (!e && il) r->init_torch = 1;
+        json_t *mo = json_object_get(o, "model"), *ms = json_object_get(mo, "sha256"), *mg = json_object_get(mo, "graph");
+        if (!e && mo) {
+            size_t gl = json_is_string(mg) ? json_string_length(mg) : 0;
+            if (!json_is_object(mo) || json_object_size(mo) != 2 || !json_is_string(ms) ||
+                vt_unhex(json_string_value(ms), r->model_sha256, 32) != VT_OK || gl == 0 || gl % 2 ||
+                gl / 2 > VT_MODEL_GRAPH_MAX || vt_unhex(json_string_value(mg), r->model_graph, gl / 2) != VT_OK)
+                e = vt_set_error(VT_ERR_FORMAT, "manifest: bad model (an object of \"sha256\" and \"graph\", hex)");
+            else r->has_model = 1, r->model_graph_len = (uint32_t)(gl / 2);
+        }
         /* a manifest's recipe that does not validate is a malformed manifest, not a usage error */
         if (!e && vt_recipe_validate(r)) e = vt_error_prefix(VT_ERR_FORMAT, "manifest");
     }

@@ -18,6 +18,7 @@
                                               * 4: the step program (recipe key `arch`, operation ids);
                                               * 5: one log per state (vt_bound_cfg.legacy_log = 0) */
 #define VT_CODE_VERSION "0.1.0"
+#define VT_MODEL_GRAPH_MAX (96u << 10) /* the canonical form of a client's graph: at most this many bytes */
 #define VT_PROGRAM_VERSION_MAX 2 /* the newest step program (recipe key program_version: 1 .. this) */
 
 typedef enum { VT_ARCH_MLP = 0, VT_ARCH_RESNET = 1, VT_ARCH_GPT = 2 } vt_arch_kind;
@@ -71,6 +72,15 @@ typedef struct {
     /* recipe key gemm_arith (ops/vt_ops.h vt_gemm_arith_names): 0 "fp64" (the default: absent from
      * the recipe's JSON, so other runs keep their manifests), else a tensor-core model */
     int gemm_arith;
+    /* The client's own model (docs/models.md): recipe key `model`, the ONNX file the trainer imports
+     * (a path, "" for none: the built-in `arch`); not recipe keys: has_model, the file's SHA-256 and
+     * the canonical form of its graph (arch/vt_graph.h), which the manifest carries ("model":
+     * {"sha256", "graph"}) and every party builds the step program from. */
+    char model[VT_RECIPE_DATASET_MAX + 1];
+    uint32_t has_model;
+    uint8_t model_sha256[32];
+    uint32_t model_graph_len;
+    uint8_t model_graph[VT_MODEL_GRAPH_MAX];
 } vt_recipe;
 
 /* The default recipe: MNIST, 784-128-10 MLP, SGD with momentum (about a minute on 2 cores). */
