@@ -271,6 +271,22 @@ class Evaluator:
         return e / e.sum(axis=ax, keepdims=True)
 
 
+def compare(probs, ref, fp64, what):
+    """The predictions of probs (the first maximum of each row, trainer eval's rule) against ref:
+    (predictions, indices that differ, the ties within rounding printed); a difference that is no
+    tie (the two probabilities more than 1e-6 relative apart) fails."""
+    pred = probs.argmax(axis=1)
+    diff = np.nonzero(pred != ref)[0]
+    ties = []
+    for k in diff:
+        pa, pb = probs[k, pred[k]], probs[k, ref[k]]
+        if abs(pa - pb) > 1e-6 * max(pa, pb):
+            fail("%s evaluator: %s %d predicted %d, trainer eval %d: probabilities %.9g and %.9g are no tie"
+                 % ("FP64" if fp64 else "FP32", what, k, pred[k], ref[k], pa, pb))
+        ties.append("%s %d (%d vs %d, p %.9g / %.9g)" % (what, k, pred[k], ref[k], pa, pb))
+    return pred, diff, ties
+
+
 def check_gpt(m, meta, recipe, a, ops):
     """The GPT: next-token predictions per position and the mean loss on the text's windows."""
     T, V = int(recipe["gpt_context"]), int(recipe["gpt_vocab"])
@@ -305,15 +321,7 @@ def check_gpt(m, meta, recipe, a, ops):
         probs = evaluate(Evaluator(m, fp64), win)
         if probs.shape != (nw * T, V) or np.any(np.abs(probs.sum(axis=1) - 1) > 1e-5):
             fail("probabilities of shape %s, or rows that do not sum to one" % (probs.shape,))
-        pred = probs.argmax(axis=1)  # the first maximum, as trainer eval
-        diff = np.nonzero(pred != ref)[0]
-        ties = []
-        for k in diff:
-            pa, pb = probs[k, pred[k]], probs[k, ref[k]]
-            if abs(pa - pb) > 1e-6 * max(pa, pb):
-                fail("%s evaluator: position %d predicted %d, trainer eval %d: probabilities %.9g and %.9g are no tie"
-                     % ("FP64" if fp64 else "FP32", k, pred[k], ref[k], pa, pb))
-            ties.append("position %d (%d vs %d, p %.9g / %.9g)" % (k, pred[k], ref[k], pa, pb))
+        pred, diff, ties = compare(probs, ref, fp64, "position")
         loss = mean_loss(probs)
         if abs(loss - loss_ref) > 1e-6 * loss_ref:
             fail("%s evaluator: mean loss %.17g, trainer eval %.17g" % ("FP64" if fp64 else "FP32", loss, loss_ref))
@@ -414,15 +422,7 @@ def main():
             logits.append(lo)
             probs.append(pr)
         logits, probs = np.concatenate(logits), np.concatenate(probs)
-        pred = probs.argmax(axis=1)  # the first maximum, as trainer eval
-        diff = np.nonzero(pred != ref)[0]
-        ties = []
-        for k in diff:
-            pa, pb = probs[k, pred[k]], probs[k, ref[k]]
-            if abs(pa - pb) > 1e-6 * max(pa, pb):
-                fail("%s evaluator: example %d predicted %d, trainer eval %d: probabilities %.9g and %.9g are no tie"
-                     % ("FP64" if fp64 else "FP32", k, pred[k], ref[k], pa, pb))
-            ties.append("example %d (%d vs %d, p %.9g / %.9g)" % (k, pred[k], ref[k], pa, pb))
+        pred, diff, ties = compare(probs, ref, fp64, "example")
         acc = float(np.mean(pred == labels))
         if ("%.4f" % acc) != ("%.4f" % acc_ref) and not ties:
             fail("accuracy %.4f, trainer eval %.4f" % (acc, acc_ref))
