@@ -132,6 +132,8 @@ typedef struct {
     uint8_t *init; /* per program tensor: 0, or 1 + the perm of its initializer */
     plist nodes, inits, names;
     uint32_t logits; /* the softmax's input, UINT32_MAX if none */
+    const char *mask; /* the causal mask [mask_T, mask_T], written once for every layer (NULL: not yet) */
+    size_t mask_T;
 } tr;
 
 /* A fresh value name for program tensor t: "input", "logits", "probs" or the tensor's name, made
@@ -561,12 +563,15 @@ static vt_err gpt_heads(tr *x, const vt_opdesc *o)
         VT_FORWARD_IF_ERROR(operand(x, o, 0, L_HEADS, &a));
         if (ia[0] != a->w || a->w != a->c) FAIL("\"%s\": scores of another shape than [T, T] per head", o->name);
         const size_t T = a->w;
-        uint8_t *mask = palloc(&x->a, T * T);
-        if (!mask) return vt_set_error(VT_ERR_NOMEM, "out of memory");
-        for (size_t i = 0; i < T; i++)
-            for (size_t j = 0; j <= i; j++) mask[i * T + j] = 1;
-        const int64_t md[2] = {(int64_t)T, (int64_t)T};
-        const char *mk = konst(x, step_name(x, t, "visible"), K_BOOL, 2, md, T * T, mask);
+        if (!x->mask || x->mask_T != T) { /* the first causal softmax's, which every layer shares */
+            uint8_t *mask = palloc(&x->a, T * T);
+            if (!mask) return vt_set_error(VT_ERR_NOMEM, "out of memory");
+            for (size_t i = 0; i < T; i++)
+                for (size_t j = 0; j <= i; j++) mask[i * T + j] = 1;
+            const int64_t md[2] = {(int64_t)T, (int64_t)T};
+            x->mask = konst(x, step_name(x, t, "visible"), K_BOOL, 2, md, T * T, mask), x->mask_T = T;
+        }
+        const char *mk = x->mask;
         char *sc = step_name(x, t, "scaled"), *ms = step_name(x, t, "masked");
         node(x, "Mul", sc, 2, IN2(a->name, kfloat(x, t, "scale", (float)o->farg[0])), NULL);
         node(x, "Where", ms, 3, IN3(mk, sc, kfloat(x, t, "hidden", -INFINITY)), NULL);
