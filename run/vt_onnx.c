@@ -609,7 +609,8 @@ static vt_err translate(tr *x, uint32_t first, uint32_t last)
             break;
         }
         case VT_OPK_MATMUL: { /* transA, transB, M, N, K */
-            if (ia[0] || (ia[1] && x->col[o->in[0]].is_col)) FAIL("\"%s\": a transposed GEMM in the evaluation pass", o->name);
+            if (ia[0] || (ia[1] && x->col[o->in[0]].is_col))
+                FAIL("\"%s\": a transposed GEMM in the evaluation pass", o->name);
             const uint32_t wt = o->in[1];
             if (x->col[o->in[0]].is_col) { /* the convolution */
                 VT_FORWARD_IF_ERROR(conv_node(x, o, &x->col[o->in[0]], wt));
