@@ -5,8 +5,9 @@
  * in ONNX's layout. The program's activations are matrices: an image activation is channels-last
  * [B*H*W, C]; the ONNX values of images are NCHW, so every value carries its layout (a matrix
  * [N, F] or an image C x H x W; for the GPT token ids [N, T] and attention heads [N, H, T, D])
- * and an operation is translated only when its operands' layouts are what ONNX needs. The messages are the protobuf-c structures generated from Debian's
- * onnx.proto (run/onnx.cmake); nothing here encodes protobuf by hand. */
+ * and an operation is translated only when its operands' layouts are what ONNX needs. The
+ * messages are the protobuf-c structures generated from Debian's onnx.proto (run/onnx.cmake);
+ * nothing here encodes protobuf by hand. */
 #include "vt_onnx.h"
 
 #ifndef VT_HAVE_ONNX
@@ -720,7 +721,7 @@ static vt_err translate(tr *x, uint32_t first, uint32_t last)
         }
         }
     }
-    if (x->a.oom == 2) FAIL("an operation reads a parameter that is not a state tensor, or of another rank");
+    if (x->a.oom == 2) FAIL("an operation reads a parameter that is not a state tensor, or of another rank, or in two layouts");
     return x->a.oom ? vt_set_error(VT_ERR_NOMEM, "out of memory") : VT_OK;
 }
 
