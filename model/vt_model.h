@@ -258,6 +258,10 @@ vt_err vt_program_evaluate_pred(const vt_program *p, const vt_dataset *ds, size_
  * first max_windows of them (0 = all); *positions receives the characters counted. */
 vt_err vt_model_text_loss(vt_model *m, const vt_dataset *ds, size_t max_windows, double *nats,
                           size_t *positions) VT_WARN_UNUSED;
+/* The same, with each counted position's predicted token (the first index of the largest
+ * probability) in pred[w * T + k] (NULL: none; room for *positions = windows * T entries). */
+vt_err vt_model_text_predict(vt_model *m, const vt_dataset *ds, size_t max_windows, double *nats, size_t *positions,
+                             uint32_t *pred) VT_WARN_UNUSED;
 /* n tokens generated after the prompt (np >= 1 token ids) into out: each from the evaluation pass
  * on the last (at most T) tokens, drawn by inverse CDF at the 24-bit uniform (seed, purpose 6, i).
  * Exact rounding throughout: the same text on every machine for the same weights and seed. */

@@ -148,6 +148,12 @@ static vt_err text_shapes(const vt_model *m, size_t *B, size_t *T, size_t *V)
 
 vt_err vt_model_text_loss(vt_model *m, const vt_dataset *ds, size_t max_windows, double *nats, size_t *positions)
 {
+    return vt_model_text_predict(m, ds, max_windows, nats, positions, NULL);
+}
+
+vt_err vt_model_text_predict(vt_model *m, const vt_dataset *ds, size_t max_windows, double *nats, size_t *positions,
+                             uint32_t *pred)
+{
     size_t B = 0, T = 0, V = 0;
     VT_FORWARD_IF_ERROR(text_shapes(m, &B, &T, &V));
     VT_RETURN_ERROR_IF(!ds->text || ds->n < T + 1, VT_ERR_ARG, "%s is not a text of more than %zu tokens", ds->name, T);
@@ -170,9 +176,16 @@ vt_err vt_model_text_loss(vt_model *m, const vt_dataset *ds, size_t max_windows,
         e = text_eval_run(m, ds, &t);
         for (size_t b = 0; b < B && !e && w0 + b < nw; b++)
             for (size_t k = 0; k < T; k++) {
-                double q = pr[(b * T + k) * V + ds->x[(w0 + b) * T + k + 1]];
+                const float *row = pr + (b * T + k) * V;
+                double q = row[ds->x[(w0 + b) * T + k + 1]];
                 sum += -vt_log(q > 0x1p-149 ? q : 0x1p-149);
                 cnt++;
+                if (pred) {
+                    uint32_t best = 0;
+                    for (uint32_t v = 1; v < V; v++)
+                        if (row[v] > row[best]) best = v;
+                    pred[(w0 + b) * T + k] = best;
+                }
             }
     }
     text_eval_end(m, &t);

@@ -52,10 +52,35 @@ static void input_text(const vt_recipe *rcp, const vt_program *p, char *input, s
                  shape, xmax, xmax, rcp->dataset, xmax);
 }
 
+/* The GPT's vocabulary (token id i is byte vocab[i]) from its data set, which must be the run's. */
+static vt_err gpt_vocab(const vt_export_opts *o, const vt_recipe *rcp, const uint8_t dh[32], char *hex, size_t cap)
+{
+    const char *fmt = o->format == VT_EXPORT_ONNX ? "--format onnx" : "--layout torch";
+    char spec[VT_RECIPE_SPEC_MAX];
+    vt_recipe_dataset_spec(rcp, spec, sizeof spec);
+    vt_dataset ds;
+    memset(&ds, 0, sizeof ds);
+    vt_err e = vt_data_load(spec, o->data_root, &ds);
+    if (e)
+        return vt_set_error(VT_ERR_IO, "%s: the GPT's vocabulary comes from its data set %s, which "
+                            "cannot be loaded (--data-dir DIR): %s", fmt, spec, vt_errmsg());
+    if (memcmp(ds.hash, dh, 32) != 0) {
+        vt_data_free(&ds);
+        return vt_set_error(VT_ERR_MISMATCH, "%s: the data set %s is not the run's (another hash): its "
+                            "vocabulary may differ", fmt, spec);
+    }
+    e = ds.text && ds.n_classes >= 1 && 2 * (size_t)ds.n_classes < cap ? VT_OK
+        : vt_set_error(VT_ERR_FORMAT, "%s: %s is not a text data set", fmt, spec);
+    if (!e) vt_hex(ds.chars, ds.n_classes, hex);
+    vt_data_free(&ds);
+    return e;
+}
+
 /* The ONNX model of the verified state in m: its metadata names the run (docs/format.md "Export
  * (ONNX)"). */
 static vt_err write_onnx(const vt_export_opts *o, vt_model *m, const vt_recipe *rcp, const char *manifest, uint64_t s,
-                         const uint8_t sh[32], const uint8_t root[32], const uint8_t mh[32], const vt_commitment *c)
+                         const uint8_t sh[32], const uint8_t root[32], const uint8_t mh[32], const uint8_t dh[32],
+                         const vt_commitment *c)
 {
     uint8_t ch[32];
     VT_FORWARD_IF_ERROR(commitment_hash(c, ch));
@@ -67,8 +92,27 @@ static vt_err write_onnx(const vt_export_opts *o, vt_model *m, const vt_recipe *
     vt_hex(c->public_key, 32, pk);
     snprintf(step, sizeof step, "%llu", (unsigned long long)s);
     VT_FORWARD_IF_ERROR(vt_recipe_to_json(rcp, &recipe));
-    char input[640 + VT_RECIPE_SPEC_MAX];
-    input_text(rcp, &m->prog, input, sizeof input);
+    char input[640 + VT_RECIPE_SPEC_MAX], outputs[512], vocab[2 * 256 + 1] = "";
+    const int gpt = rcp->arch == VT_ARCH_GPT;
+    if (gpt) {
+        vt_err e = gpt_vocab(o, rcp, dh, vocab, sizeof vocab);
+        if (e) {
+            free(recipe);
+            return e;
+        }
+        snprintf(input, sizeof input, "input: int64 token ids [N, %u]: N windows of exactly T = %u (gpt_context) "
+                 "tokens, each id in [0, %u); token id i is the byte of hex digits 2i, 2i+1 of vt.vocab; causal: "
+                 "position k sees tokens 0..k only, so a shorter text may be padded on the right with any ids",
+                 rcp->gpt_context, rcp->gpt_context, rcp->gpt_vocab);
+        snprintf(outputs, sizeof outputs, "logits: float32 [N*T, %u], row n*T + k the logits of the token after "
+                 "position k of window n; probs: softmax(logits) [N*T, %u], the next-token probabilities; the "
+                 "predicted token is the first index of the largest probability", rcp->gpt_vocab, rcp->gpt_vocab);
+    } else {
+        input_text(rcp, &m->prog, input, sizeof input);
+        snprintf(outputs, sizeof outputs, "logits: float32 [N, classes], the last layer's output; probs: "
+                 "softmax(logits) [N, classes]; the predicted class is the first index of the largest probability "
+                 "(trainer eval's rule)");
+    }
     const char *meta[] = {"vt.format", "vt-onnx-1",
                           "vt.step", step,
                           "vt.state_hash", hs,
@@ -79,13 +123,13 @@ static vt_err write_onnx(const vt_export_opts *o, vt_model *m, const vt_recipe *
                           "vt.recipe", recipe,
                           "vt.manifest", manifest,
                           "vt.input", input,
-                          "vt.outputs", "logits: float32 [N, classes], the last layer's output; probs: softmax(logits) "
-                                        "[N, classes]; the predicted class is the first index of the largest "
-                                        "probability (trainer eval's rule)"};
+                          "vt.outputs", outputs,
+                          "vt.vocab", vocab};
     char doc[512];
     snprintf(doc, sizeof doc, "The inference graph of step %s of a verified run (state hash %s), exported by trainer "
              "export --format onnx after checking it against the run's signed commitment.", step, hs);
-    vt_err e = vt_onnx_write(o->out_path, m, meta, sizeof meta / sizeof meta[0] / 2, doc);
+    /* vt.vocab: a text model's only (the last pair) */
+    vt_err e = vt_onnx_write(o->out_path, m, meta, sizeof meta / sizeof meta[0] / 2 - !gpt, doc);
     free(recipe);
     return e;
 }
@@ -158,29 +202,6 @@ static vt_err torch_tensors(const vt_export_opts *o, vt_model *m, const vt_recip
             }
         }
     return VT_OK;
-}
-
-/* The GPT's vocabulary (token id i is byte vocab[i]) from its data set, which must be the run's. */
-static vt_err gpt_vocab(const vt_export_opts *o, const vt_recipe *rcp, const uint8_t dh[32], char *hex, size_t cap)
-{
-    char spec[VT_RECIPE_SPEC_MAX];
-    vt_recipe_dataset_spec(rcp, spec, sizeof spec);
-    vt_dataset ds;
-    memset(&ds, 0, sizeof ds);
-    vt_err e = vt_data_load(spec, o->data_root, &ds);
-    if (e)
-        return vt_set_error(VT_ERR_IO, "--layout torch: the GPT's vocabulary comes from its data set %s, which "
-                            "cannot be loaded (--data-dir DIR): %s", spec, vt_errmsg());
-    if (memcmp(ds.hash, dh, 32) != 0) {
-        vt_data_free(&ds);
-        return vt_set_error(VT_ERR_MISMATCH, "--layout torch: the data set %s is not the run's (another hash): its "
-                            "vocabulary may differ", spec);
-    }
-    e = ds.text && ds.n_classes >= 1 && 2 * (size_t)ds.n_classes < cap ? VT_OK
-        : vt_set_error(VT_ERR_FORMAT, "--layout torch: %s is not a text data set", spec);
-    if (!e) vt_hex(ds.chars, ds.n_classes, hex);
-    vt_data_free(&ds);
-    return e;
 }
 
 static const char *arch_word(vt_arch_kind a)
@@ -313,8 +334,6 @@ static vt_err export_run(const vt_export_opts *o, vt_export_result *res, vt_stor
     VT_FORWARD_IF_ERROR(vt_store_manifest(*st, manifest, &ml, mh));
     vt_err e = vt_manifest_parse(*manifest, ml, &rcp, dh);
     VT_FORWARD_IF_ERROR(e);
-    VT_RETURN_ERROR_IF(onnx && rcp.arch == VT_ARCH_GPT, VT_ERR_ARG,
-                       "the GPT's export to ONNX is not supported yet: use --format safetensors");
     /* the commitment: signature, key, manifest, root over every leaf */
     vt_commitment c;
     vt_store_commitment_path(o->run_dir, path, sizeof path);
@@ -383,7 +402,7 @@ static vt_err export_run(const vt_export_opts *o, vt_export_result *res, vt_stor
         uint32_t n = 0;
         for (uint32_t i = 0; i < p->n_state; i++)
             if (p->t[i].cls != VT_TC_OPT) n++, bytes += p->t[i].n * vt_dtype_size((vt_dtype)p->t[i].dtype);
-        VT_FORWARD_IF_ERROR(write_onnx(o, m, &rcp, *manifest, s, sh, root, mh, &c));
+        VT_FORWARD_IF_ERROR(write_onnx(o, m, &rcp, *manifest, s, sh, root, mh, dh, &c));
         res->step = s, res->tensors = n, res->bytes = bytes;
         memcpy(res->state_hash, sh, 32);
         memcpy(res->root, root, 32);

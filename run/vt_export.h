@@ -24,7 +24,7 @@ typedef struct {
     int with_optimizer;      /* also the optimiser's state (safetensors only) */
     vt_export_format format;
     vt_export_layout layout; /* safetensors only */
-    const char *data_root;   /* --layout torch of a GPT run: where its text is (the vocabulary); NULL: the default */
+    const char *data_root;   /* a GPT's --layout torch or ONNX: where its text is (the vocabulary); NULL: the default */
 } vt_export_opts;
 
 typedef struct {
@@ -48,9 +48,9 @@ typedef struct {
  * Errors: VT_ERR_MISMATCH (the run does not verify), VT_ERR_ARG (the step asked for is beyond the
  * run or not one whose state the recipe commits and checkpoints), VT_ERR_FORMAT (the run lacks a
  * checkpoint its recipe promises: damaged or incomplete), VT_ERR_IO, VT_ERR_LIMIT (the model
- * exceeds the memory budget); with VT_EXPORT_ONNX also VT_ERR_ARG for a GPT run,
- * --optimizer or VT_LAYOUT_TORCH (before anything is checked) and VT_ERR_UNSUPPORTED in a build
- * without ONNX. */
+ * exceeds the memory budget); with VT_EXPORT_ONNX also VT_ERR_ARG for --optimizer or
+ * VT_LAYOUT_TORCH (before anything is checked) and VT_ERR_UNSUPPORTED in a build without ONNX (a
+ * GPT run's ONNX carries its vocabulary, read from its data set as for VT_LAYOUT_TORCH). */
 vt_err vt_export_run(const vt_export_opts *o, vt_export_result *res) VT_WARN_UNUSED;
 
 #endif

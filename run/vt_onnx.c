@@ -4,9 +4,10 @@
  * writes becomes an ONNX value (named after the tensor), each state tensor it reads an initializer
  * in ONNX's layout. The program's activations are matrices: an image activation is channels-last
  * [B*H*W, C]; the ONNX values of images are NCHW, so every value carries its layout (a matrix
- * [N, F] or an image C x H x W) and an operation is translated only when its operands' layouts
- * are what ONNX needs. The messages are the protobuf-c structures generated from Debian's
- * onnx.proto (run/onnx.cmake); nothing here encodes protobuf by hand. */
+ * [N, F] or an image C x H x W; for the GPT token ids [N, T] and attention heads [N, H, T, D])
+ * and an operation is translated only when its operands' layouts are what ONNX needs. The
+ * messages are the protobuf-c structures generated from Debian's onnx.proto (run/onnx.cmake);
+ * nothing here encodes protobuf by hand. */
 #include "vt_onnx.h"
 
 #ifndef VT_HAVE_ONNX
@@ -25,6 +26,7 @@ vt_err vt_onnx_write(const char *path, vt_model *m, const char *const *meta_kv, 
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +34,7 @@ vt_err vt_onnx_write(const char *path, vt_model *m, const char *const *meta_kv, 
 #include <unistd.h>
 
 #include "../common/vt_bytes.h"
+#include "../kernels/vt_gpt_hd.h" /* GELU's constants */
 #include "../ops/vt_ops.h"
 #include "onnx.pb-c.h"
 
@@ -104,8 +107,10 @@ static void plist_push(pool *a, plist *l, void *x)
     l->v[l->n++] = x;
 }
 
-/* The layout of an ONNX value: a matrix [N, F] (c = F) or an image [N, C, H, W]. */
-enum { L_NONE = 0, L_MAT, L_IMG };
+/* The layout of an ONNX value: a matrix [N, F] (c = F), an image [N, C, H, W], token ids [N, T]
+ * (int64, w = T) or a tensor of attention heads [N, H, R, F] (h = H, w = R rows per head, c = F):
+ * the program's [B*H*R, F] with its rows grouped per (example, head). */
+enum { L_NONE = 0, L_MAT, L_IMG, L_TOK, L_HEADS };
 
 typedef struct {
     char *name;   /* the ONNX value's name (NULL: not written yet) */
@@ -125,19 +130,17 @@ typedef struct {
     const vt_program *p;
     value *v;      /* per program tensor */
     colinfo *col;  /* per program tensor */
-    uint8_t *init; /* per program tensor: already an initializer */
+    uint8_t *init; /* per program tensor: 0, or 1 + the perm of its initializer */
     plist nodes, inits, names;
     uint32_t logits; /* the softmax's input, UINT32_MAX if none */
+    const char *mask; /* the causal mask [mask_T, mask_T], written once for every layer (NULL: not yet) */
+    size_t mask_T;
 } tr;
 
 /* A fresh value name for program tensor t: "input", "logits", "probs" or the tensor's name, made
  * unique with ":2", ":3" ... should a tensor be written twice. */
-static char *value_name(tr *x, uint32_t t)
+static char *unique_name(tr *x, const char *base)
 {
-    const char *base = t == x->p->input    ? "input"
-                       : t == x->logits    ? "logits"
-                       : t == x->p->probs  ? "probs"
-                                           : x->p->t[t].name;
     char *s = pstr(&x->a, "%s", base);
     for (unsigned k = 2; s; k++) {
         size_t i = 0;
@@ -147,6 +150,22 @@ static char *value_name(tr *x, uint32_t t)
     }
     plist_push(&x->a, &x->names, s);
     return s;
+}
+
+static char *value_name(tr *x, uint32_t t)
+{
+    const char *base = t == x->p->input    ? "input"
+                       : t == x->logits    ? "logits"
+                       : t == x->p->probs  ? "probs"
+                                           : x->p->t[t].name;
+    return unique_name(x, base);
+}
+
+/* the name of a step inside the translation of one operation: "<tensor>.<what>" (unique) */
+static char *step_name(tr *x, uint32_t t, const char *what)
+{
+    char *b = pstr(&x->a, "%s.%s", x->p->t[t].name, what);
+    return b ? unique_name(x, b) : NULL;
 }
 
 static Onnx__AttributeProto *attr_int(tr *x, const char *name, int64_t i)
@@ -215,7 +234,10 @@ static void node(tr *x, const char *op_type, const char *out, size_t n_in, const
 static const char *initializer(tr *x, uint32_t t, int perm)
 {
     const vt_tensor *d = &x->p->t[t];
-    if (x->init[t]) return d->name;
+    if (x->init[t]) {
+        if (x->init[t] != perm + 1) x->a.oom = 2; /* read in two layouts: one initializer cannot be both */
+        return d->name;
+    }
     if (t >= x->p->n_state || d->dtype != VT_DT_F32) {
         x->a.oom = 2; /* not a state tensor: the program is not of the expected shape */
         return d->name;
@@ -263,11 +285,54 @@ static const char *initializer(tr *x, uint32_t t, int perm)
     tp->name = d->name;
     tp->has_raw_data = 1, tp->raw_data.len = d->n * 4, tp->raw_data.data = raw;
     plist_push(&x->a, &x->inits, tp);
-    x->init[t] = 1;
+    x->init[t] = (uint8_t)(perm + 1);
     return d->name;
 }
 
-static Onnx__ValueInfoProto *value_info(tr *x, const char *name, size_t rank, const int64_t *dims)
+/* A constant initializer of the translation (a scalar, a shape, a mask), named after the value it
+ * serves: elem float (FLOAT), int64 (INT64) or uint8 read as bool (BOOL); n elements, rank r. */
+enum { K_FLOAT = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, K_INT64 = ONNX__TENSOR_PROTO__DATA_TYPE__INT64,
+       K_BOOL = ONNX__TENSOR_PROTO__DATA_TYPE__BOOL };
+
+static const char *konst(tr *x, char *name, int type, size_t r, const int64_t *dims, size_t n, const void *v)
+{
+    const size_t es = type == K_FLOAT ? 4 : type == K_INT64 ? 8 : 1;
+    Onnx__TensorProto *tp = palloc(&x->a, sizeof *tp);
+    int64_t *dm = palloc(&x->a, (r ? r : 1) * sizeof *dm);
+    uint8_t *raw = palloc(&x->a, n * es);
+    if (!tp || !dm || !raw || !name) {
+        x->a.oom = 1;
+        return "";
+    }
+    onnx__tensor_proto__init(tp);
+    if (r) memcpy(dm, dims, r * sizeof *dm);
+    for (size_t i = 0; i < n; i++) {
+        if (type == K_FLOAT) vt_put_u32le(raw + 4 * i, vt_f32_bits(((const float *)v)[i]));
+        else if (type == K_INT64) vt_put_u64le(raw + 8 * i, (uint64_t)((const int64_t *)v)[i]);
+        else raw[i] = ((const uint8_t *)v)[i] != 0;
+    }
+    tp->n_dims = r, tp->dims = dm;
+    tp->has_data_type = 1, tp->data_type = type;
+    tp->name = name;
+    tp->has_raw_data = 1, tp->raw_data.len = n * es, tp->raw_data.data = raw;
+    plist_push(&x->a, &x->inits, tp);
+    return name;
+}
+
+/* a float scalar "<tensor t>.<what>" */
+static const char *kfloat(tr *x, uint32_t t, const char *what, float f)
+{
+    return konst(x, step_name(x, t, what), K_FLOAT, 0, NULL, 1, &f);
+}
+
+/* an int64 vector "<tensor t>.<what>" (a shape, axes; rank 0 when scalar) */
+static const char *kints(tr *x, uint32_t t, const char *what, int scalar, size_t n, const int64_t *v)
+{
+    const int64_t d = (int64_t)n;
+    return konst(x, step_name(x, t, what), K_INT64, scalar ? 0 : 1, &d, n, v);
+}
+
+static Onnx__ValueInfoProto *value_info(tr *x, const char *name, int elem, size_t rank, const int64_t *dims)
 {
     Onnx__ValueInfoProto *vi = palloc(&x->a, sizeof *vi);
     Onnx__TypeProto *ty = palloc(&x->a, sizeof *ty);
@@ -290,7 +355,7 @@ static Onnx__ValueInfoProto *value_info(tr *x, const char *name, size_t rank, co
         dv[k] = dm;
     }
     sh->n_dim = rank, sh->dim = dv;
-    tt->has_elem_type = 1, tt->elem_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, tt->shape = sh;
+    tt->has_elem_type = 1, tt->elem_type = elem, tt->shape = sh;
     ty->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE, ty->tensor_type = tt;
     vi->name = pstr(&x->a, "%s", name);
     vi->type = ty;
@@ -334,6 +399,192 @@ static vt_err conv_node(tr *x, const vt_opdesc *o, const colinfo *c, uint32_t wt
     return VT_OK;
 }
 
+/* ---- the transformer's kinds (arch gpt; docs/format.md "Export (ONNX)") */
+
+#define IN2(a, b) ((const char *const[]){(a), (b)})
+#define IN3(a, b, c) ((const char *const[]){(a), (b), (c)})
+
+/* ReduceSum over the columns of a matrix, kept as [N, 1] (the program's [M] row statistic) */
+static void row_sum(tr *x, uint32_t t, const char *in, const char *out)
+{
+    node(x, "ReduceSum", out, 2, IN2(in, kints(x, t, "axes", 0, 1, (const int64_t[]){1})), attr_int(x, "keepdims", 1),
+         NULL);
+}
+
+/* The row-wise kinds on [B*T, C] matrices: the embedding, layer norm's steps, the affine map, GELU.
+ * Each is the chain of its kernel (kernels/vt_gpt_hd.h), one ONNX operator per IEEE operation. */
+static vt_err gpt_rows(tr *x, const vt_opdesc *o)
+{
+    const vt_program *p = x->p;
+    const uint32_t t = o->out[0];
+    const value *a = NULL, *b = NULL;
+    switch (o->kind) {
+    case VT_OPK_EMBED: { /* wte[tok] + wpe[t]: Gather, Add (broadcast over N), back to [N*T, C] */
+        VT_FORWARD_IF_ERROR(operand(x, o, 0, L_TOK, &a));
+        const vt_tensor *te = &p->t[o->in[1]], *pe = &p->t[o->in[2]];
+        if (te->rank != 2 || pe->rank != 2 || pe->shape[0] != a->w || pe->shape[1] != te->shape[1])
+            FAIL("\"%s\": embeddings %s, %s do not fit windows of %u tokens", o->name, te->name, pe->name, a->w);
+        const uint32_t C = te->shape[1];
+        char *g = step_name(x, t, "tokens"), *s = step_name(x, t, "positions");
+        node(x, "Gather", g, 2, IN2(initializer(x, o->in[1], 0), a->name), attr_int(x, "axis", 0), NULL);
+        node(x, "Add", s, 2, IN2(g, initializer(x, o->in[2], 0)), NULL);
+        const char *shape = kints(x, t, "shape", 0, 2, (const int64_t[]){-1, C});
+        value *r = result(x, t, L_MAT, C, 0, 0);
+        node(x, "Reshape", r->name, 2, IN2(s, shape), NULL);
+        return VT_OK;
+    }
+    case VT_OPK_ROW_SUM: { /* S1 = sum_j x_j */
+        VT_FORWARD_IF_ERROR(operand(x, o, 0, L_MAT, &a));
+        const char *in = a->name;
+        row_sum(x, t, in, result(x, t, L_MAT, 1, 0, 0)->name);
+        return VT_OK;
+    }
+    case VT_OPK_ROW_DOT: { /* S2 = sum_j a_j b_j */
+        VT_FORWARD_IF_ERROR(operand(x, o, 0, L_MAT, &a));
+        VT_FORWARD_IF_ERROR(operand(x, o, 1, L_MAT, &b));
+        if (a->c != b->c) FAIL("\"%s\": operands of different shapes", o->name);
+        char *pr = step_name(x, t, "products");
+        node(x, "Mul", pr, 2, IN2(a->name, b->name), NULL);
+        row_sum(x, t, pr, result(x, t, L_MAT, 1, 0, 0)->name);
+        return VT_OK;
+    }
+    case VT_OPK_LN_CENTER: /* xc = x - S1 / C */
+    case VT_OPK_LN_NORM: { /* xhat = xc (1 / sqrt(S2 / C + eps)) */
+        VT_FORWARD_IF_ERROR(operand(x, o, 0, L_MAT, &a));
+        VT_FORWARD_IF_ERROR(operand(x, o, 1, L_MAT, &b));
+        if (b->c != 1) FAIL("\"%s\": %s is not a row statistic", o->name, b->name);
+        const int centre = o->kind == VT_OPK_LN_CENTER;
+        char *q = step_name(x, t, centre ? "mean" : "variance");
+        node(x, "Div", q, 2, IN2(b->name, kfloat(x, t, "columns", (float)a->c)), NULL);
+        if (centre) {
+            node(x, "Sub", result(x, t, L_MAT, a->c, 0, 0)->name, 2, IN2(a->name, q), NULL);
+            return VT_OK;
+        }
+        char *ve = step_name(x, t, "variance_eps"), *sd = step_name(x, t, "std"), *rs = step_name(x, t, "rstd");
+        node(x, "Add", ve, 2, IN2(q, kfloat(x, t, "eps", (float)o->farg[0])), NULL);
+        node(x, "Sqrt", sd, 1, IN2(ve, NULL), NULL);
+        node(x, "Div", rs, 2, IN2(kfloat(x, t, "one", 1.0f), sd), NULL);
+        node(x, "Mul", result(x, t, L_MAT, a->c, 0, 0)->name, 2, IN2(a->name, rs), NULL);
+        return VT_OK;
+    }
+    case VT_OPK_AFFINE: /* gamma x + beta */
+    case VT_OPK_SCALE_COLS: { /* gamma x */
+        VT_FORWARD_IF_ERROR(operand(x, o, 0, L_MAT, &a));
+        const vt_tensor *gd = &p->t[o->in[1]];
+        if (gd->rank != 1 || gd->shape[0] != a->c) FAIL("\"%s\": %s does not fit", o->name, gd->name);
+        const int shift = o->kind == VT_OPK_AFFINE;
+        char *sc = shift ? step_name(x, t, "scaled") : NULL;
+        const char *gm = initializer(x, o->in[1], 0);
+        value *r = result(x, t, L_MAT, a->c, 0, 0);
+        node(x, "Mul", shift ? sc : r->name, 2, IN2(a->name, gm), NULL);
+        if (shift) node(x, "Add", r->name, 2, IN2(sc, initializer(x, o->in[2], 0)), NULL);
+        return VT_OK;
+    }
+    case VT_OPK_GELU: { /* (0.5 x) (1 + tanh(k (x + a ((x x) x)))), kernels/vt_gpt_hd.h vti_gelu1 */
+        VT_FORWARD_IF_ERROR(operand(x, o, 0, L_MAT, &a));
+        const char *v = a->name;
+        char *sq = step_name(x, t, "square"), *cu = step_name(x, t, "cube"), *ac = step_name(x, t, "cube_scaled"),
+             *su = step_name(x, t, "sum"), *u = step_name(x, t, "tanh_arg"), *th = step_name(x, t, "tanh"),
+             *op = step_name(x, t, "one_plus_tanh"), *hx = step_name(x, t, "half_x");
+        node(x, "Mul", sq, 2, IN2(v, v), NULL);
+        node(x, "Mul", cu, 2, IN2(sq, v), NULL);
+        node(x, "Mul", ac, 2, IN2(kfloat(x, t, "a", (float)VTI_GELU_A), cu), NULL);
+        node(x, "Add", su, 2, IN2(v, ac), NULL);
+        node(x, "Mul", u, 2, IN2(kfloat(x, t, "k", (float)VTI_GELU_K), su), NULL);
+        node(x, "Tanh", th, 1, IN2(u, NULL), NULL);
+        node(x, "Add", op, 2, IN2(kfloat(x, t, "one", 1.0f), th), NULL);
+        node(x, "Mul", hx, 2, IN2(kfloat(x, t, "half", 0.5f), v), NULL);
+        node(x, "Mul", result(x, t, L_MAT, a->c, 0, 0)->name, 2, IN2(hx, op), NULL);
+        return VT_OK;
+    }
+    default:
+        FAIL("\"%s\": not a row-wise kind", o->name);
+    }
+}
+
+/* the last two axes of a heads tensor swapped: Transpose(perm 0, 1, 3, 2) */
+static const char *swap_last(tr *x, uint32_t t, const char *what, const char *in)
+{
+    char *s = step_name(x, t, what);
+    node(x, "Transpose", s, 1, IN2(in, NULL), attr_ints(x, "perm", 4, (const int64_t[]){0, 1, 3, 2}), NULL);
+    return s;
+}
+
+/* The attention's kinds on heads [N, H, T, D]: split, batched GEMM, causal softmax, merge. */
+static vt_err gpt_heads(tr *x, const vt_opdesc *o)
+{
+    const int64_t *ia = o->iarg;
+    const uint32_t t = o->out[0];
+    const value *a = NULL, *b = NULL;
+    switch (o->kind) {
+    case VT_OPK_HEADS_SPLIT: /* B T H D: qkv [N*T, 3C] -> [N, T, 3, H, D] -> [3, N, H, T, D] -> q, k, v */
+    case VT_OPK_HEADS_MERGE: { /* B T H D: o [N, H, T, D] -> [N, T, H, D] -> [N*T, C] */
+        if (ia[1] < 1 || ia[2] < 1 || ia[3] < 1 || ia[1] > UINT32_MAX || ia[2] * ia[3] > UINT32_MAX / 3)
+            FAIL("\"%s\": bad head arguments", o->name);
+        const uint32_t T = (uint32_t)ia[1], H = (uint32_t)ia[2], D = (uint32_t)ia[3];
+        if (o->kind == VT_OPK_HEADS_MERGE) {
+            VT_FORWARD_IF_ERROR(operand(x, o, 0, L_HEADS, &a));
+            if (a->h != H || a->w != T || a->c != D) FAIL("\"%s\": heads of another shape", o->name);
+            char *tp = step_name(x, t, "positions_first");
+            node(x, "Transpose", tp, 1, IN2(a->name, NULL), attr_ints(x, "perm", 4, (const int64_t[]){0, 2, 1, 3}),
+                 NULL);
+            const char *shape = kints(x, t, "shape", 0, 2, (const int64_t[]){-1, (int64_t)H * D});
+            node(x, "Reshape", result(x, t, L_MAT, H * D, 0, 0)->name, 2, IN2(tp, shape), NULL);
+            return VT_OK;
+        }
+        VT_FORWARD_IF_ERROR(operand(x, o, 0, L_MAT, &a));
+        if (a->c != 3 * H * D) FAIL("\"%s\": %u columns, not 3 x %u x %u", o->name, a->c, H, D);
+        const uint32_t qkv = o->in[0];
+        char *hs = step_name(x, qkv, "heads"), *hf = step_name(x, qkv, "heads_first");
+        const char *shape = kints(x, qkv, "heads_shape", 0, 5, (const int64_t[]){-1, T, 3, H, D});
+        node(x, "Reshape", hs, 2, IN2(a->name, shape), NULL);
+        node(x, "Transpose", hf, 1, IN2(hs, NULL), attr_ints(x, "perm", 5, (const int64_t[]){2, 0, 3, 1, 4}), NULL);
+        for (uint32_t k = 0; k < 3; k++) {
+            const int64_t idx = k;
+            const char *ix = kints(x, o->out[k], "index", 1, 1, &idx);
+            node(x, "Gather", result(x, o->out[k], L_HEADS, D, H, T)->name, 2, IN2(hf, ix), attr_int(x, "axis", 0),
+                 NULL);
+        }
+        return VT_OK;
+    }
+    case VT_OPK_BMM: { /* G M N K transA transB: per (example, head) op(A) [M, K] op(B) [K, N] */
+        VT_FORWARD_IF_ERROR(operand(x, o, 0, L_HEADS, &a));
+        VT_FORWARD_IF_ERROR(operand(x, o, 1, L_HEADS, &b));
+        const int64_t M = ia[1], N = ia[2], K = ia[3];
+        const int ta = ia[4] != 0, tb = ia[5] != 0;
+        if (a->h != b->h || (ta ? a->w : a->c) != K || (ta ? a->c : a->w) != M || (tb ? b->c : b->w) != K ||
+            (tb ? b->w : b->c) != N)
+            FAIL("\"%s\": operands of other shapes than the GEMM's", o->name);
+        const char *l = ta ? swap_last(x, t, "lhs_transposed", a->name) : a->name;
+        const char *r = tb ? swap_last(x, t, "rhs_transposed", b->name) : b->name;
+        node(x, "MatMul", result(x, t, L_HEADS, (uint32_t)N, a->h, (uint32_t)M)->name, 2, IN2(l, r), NULL);
+        return VT_OK;
+    }
+    case VT_OPK_SOFTMAX_CAUSAL: { /* T; scale: softmax over the visible positions j <= i of scale s_ij */
+        VT_FORWARD_IF_ERROR(operand(x, o, 0, L_HEADS, &a));
+        if (ia[0] != a->w || a->w != a->c) FAIL("\"%s\": scores of another shape than [T, T] per head", o->name);
+        const size_t T = a->w;
+        if (!x->mask || x->mask_T != T) { /* the first causal softmax's, which every layer shares */
+            uint8_t *mask = palloc(&x->a, T * T);
+            if (!mask) return vt_set_error(VT_ERR_NOMEM, "out of memory");
+            for (size_t i = 0; i < T; i++)
+                for (size_t j = 0; j <= i; j++) mask[i * T + j] = 1;
+            const int64_t md[2] = {(int64_t)T, (int64_t)T};
+            x->mask = konst(x, step_name(x, t, "visible"), K_BOOL, 2, md, T * T, mask), x->mask_T = T;
+        }
+        const char *mk = x->mask;
+        char *sc = step_name(x, t, "scaled"), *ms = step_name(x, t, "masked");
+        node(x, "Mul", sc, 2, IN2(a->name, kfloat(x, t, "scale", (float)o->farg[0])), NULL);
+        node(x, "Where", ms, 3, IN3(mk, sc, kfloat(x, t, "hidden", -INFINITY)), NULL);
+        node(x, "Softmax", result(x, t, L_HEADS, a->c, a->h, a->w)->name, 1, IN2(ms, NULL), attr_int(x, "axis", -1),
+             NULL);
+        return VT_OK;
+    }
+    default:
+        FAIL("\"%s\": not an attention kind", o->name);
+    }
+}
+
 static vt_err translate(tr *x, uint32_t first, uint32_t last)
 {
     const vt_program *p = x->p;
@@ -359,25 +610,30 @@ static vt_err translate(tr *x, uint32_t first, uint32_t last)
             break;
         }
         case VT_OPK_MATMUL: { /* transA, transB, M, N, K */
-            if (ia[0] || ia[1]) FAIL("\"%s\": a transposed GEMM in the evaluation pass", o->name);
+            if (ia[0] || (ia[1] && x->col[o->in[0]].is_col))
+                FAIL("\"%s\": a transposed GEMM in the evaluation pass", o->name);
             const uint32_t wt = o->in[1];
             if (x->col[o->in[0]].is_col) { /* the convolution */
                 VT_FORWARD_IF_ERROR(conv_node(x, o, &x->col[o->in[0]], wt));
                 break;
             }
             VT_FORWARD_IF_ERROR(operand(x, o, 0, L_MAT, &a));
+            /* the weight [in, out] read transposed (perm 1) to Gemm's [out, in]; one stored [out, in]
+             * and read transposed by the program (transB: the GPT's head tied to wte) as it is */
             const vt_tensor *wd = &p->t[wt];
-            if (wd->rank != 2 || wd->shape[0] != a->c) FAIL("\"%s\": weight %s does not fit", o->name, wd->name);
+            const int tb = ia[1] != 0;
+            if (wd->rank != 2 || wd->shape[tb] != a->c) FAIL("\"%s\": weight %s does not fit", o->name, wd->name);
+            const uint32_t nout = wd->shape[!tb];
             /* a bias add of the product right after it joins it: Gemm(A, W^T, b) */
             const vt_opdesc *nx = j < last ? &p->op[j + 1] : NULL;
             if (nx && nx->kind == VT_OPK_BIAS_ADD && nx->in[0] == o->out[0]) {
-                const char *in[3] = {a->name, initializer(x, wt, 1), initializer(x, nx->in[1], 0)};
-                value *r = result(x, nx->out[0], L_MAT, wd->shape[1], 0, 0);
+                const char *in[3] = {a->name, initializer(x, wt, !tb), initializer(x, nx->in[1], 0)};
+                value *r = result(x, nx->out[0], L_MAT, nout, 0, 0);
                 node(x, "Gemm", r->name, 3, in, attr_int(x, "transB", 1), NULL);
                 j++;
             } else {
-                const char *in[2] = {a->name, initializer(x, wt, 1)};
-                value *r = result(x, o->out[0], L_MAT, wd->shape[1], 0, 0);
+                const char *in[2] = {a->name, initializer(x, wt, !tb)};
+                value *r = result(x, o->out[0], L_MAT, nout, 0, 0);
                 node(x, "Gemm", r->name, 2, in, attr_int(x, "transB", 1), NULL);
             }
             break;
@@ -442,6 +698,22 @@ static vt_err translate(tr *x, uint32_t first, uint32_t last)
             node(x, "Softmax", r->name, 1, in, attr_int(x, "axis", 1), NULL);
             break;
         }
+        case VT_OPK_EMBED:
+        case VT_OPK_ROW_SUM:
+        case VT_OPK_ROW_DOT:
+        case VT_OPK_LN_CENTER:
+        case VT_OPK_LN_NORM:
+        case VT_OPK_AFFINE:
+        case VT_OPK_SCALE_COLS:
+        case VT_OPK_GELU:
+            VT_FORWARD_IF_ERROR(gpt_rows(x, o));
+            break;
+        case VT_OPK_HEADS_SPLIT:
+        case VT_OPK_HEADS_MERGE:
+        case VT_OPK_BMM:
+        case VT_OPK_SOFTMAX_CAUSAL:
+            VT_FORWARD_IF_ERROR(gpt_heads(x, o));
+            break;
         default: {
             const vt_opkind *k = vt_opkind_get(o->kind);
             return vt_set_error(VT_ERR_UNSUPPORTED, "ONNX export: operation \"%s\" (kind %s) has no ONNX form yet",
@@ -449,7 +721,7 @@ static vt_err translate(tr *x, uint32_t first, uint32_t last)
         }
         }
     }
-    if (x->a.oom == 2) FAIL("an operation reads a parameter that is not a state tensor, or of another rank");
+    if (x->a.oom == 2) FAIL("an operation reads a parameter that is not a state tensor, or of another rank, or in two layouts");
     return x->a.oom ? vt_set_error(VT_ERR_NOMEM, "out of memory") : VT_OK;
 }
 
@@ -511,8 +783,11 @@ static vt_err build_and_write(tr *x, const char *path, const char *const *meta_k
     VT_RETURN_ERROR_IF(x->logits == UINT32_MAX, VT_ERR_INTERNAL, "ONNX export: the evaluation pass ends in no softmax");
     /* the input: a channels-first image when a convolution gathers it so, else a matrix */
     const vt_tensor *in = &p->t[p->input];
-    VT_RETURN_ERROR_IF(in->rank != 2 || in->dtype != VT_DT_F32, VT_ERR_INTERNAL, "ONNX export: the input is not [B, d]");
-    value *iv = result(x, p->input, L_MAT, in->shape[1], 0, 0);
+    VT_RETURN_ERROR_IF(in->rank != 2 || (in->dtype != VT_DT_F32 && in->dtype != VT_DT_U8), VT_ERR_INTERNAL,
+                       "ONNX export: the input is not [B, d]");
+    /* token ids (a text model's U8 windows [B, T]) are ONNX int64 [N, T], Gather's indices */
+    const int tokens = in->dtype == VT_DT_U8;
+    value *iv = result(x, p->input, tokens ? L_TOK : L_MAT, tokens ? 0 : in->shape[1], 0, tokens ? in->shape[1] : 0);
     for (uint32_t j = first; j <= last; j++) {
         const vt_opdesc *o = &p->op[j];
         if ((o->kind == VT_OPK_IM2COL || o->kind == VT_OPK_CONV2D) && o->in[0] == p->input) {
@@ -539,11 +814,12 @@ static vt_err build_and_write(tr *x, const char *path, const char *const *meta_k
     onnx__graph_proto__init(g);
     onnx__model_proto__init(mp);
     onnx__operator_set_id_proto__init(os);
-    int64_t dims[4] = {-1, iv->c, iv->h, iv->w};
-    gin[0] = value_info(x, "input", iv->layout == L_IMG ? 4 : 2, dims);
+    int64_t dims[4] = {-1, iv->c, iv->h, iv->w}, tdims[2] = {-1, iv->w};
+    if (tokens) gin[0] = value_info(x, "input", ONNX__TENSOR_PROTO__DATA_TYPE__INT64, 2, tdims);
+    else gin[0] = value_info(x, "input", K_FLOAT, iv->layout == L_IMG ? 4 : 2, dims);
     int64_t od[2] = {-1, lg->c};
-    gout[0] = value_info(x, lg->name, 2, od);
-    gout[1] = value_info(x, pr->name, 2, od);
+    gout[0] = value_info(x, lg->name, K_FLOAT, 2, od);
+    gout[1] = value_info(x, pr->name, K_FLOAT, 2, od);
     for (size_t i = 0; i < n_meta; i++) {
         Onnx__StringStringEntryProto *kv = palloc(&x->a, sizeof *kv);
         if (!kv) break;
@@ -553,7 +829,8 @@ static vt_err build_and_write(tr *x, const char *path, const char *const *meta_k
     }
     if (x->a.oom || !gin[0] || !gout[0] || !gout[1]) return vt_set_error(VT_ERR_NOMEM, "out of memory");
     g->name = pstr(&x->a, "vt_inference");
-    g->doc_string = pstr(&x->a, "the evaluation pass of the verified program (batch norm with its running statistics)");
+    g->doc_string = pstr(&x->a, tokens ? "the evaluation pass of the verified program (no dropout)"
+                                       : "the evaluation pass of the verified program (batch norm with its running statistics)");
     g->n_node = x->nodes.n, g->node = (Onnx__NodeProto **)x->nodes.v;
     g->n_initializer = x->inits.n, g->initializer = (Onnx__TensorProto **)x->inits.v;
     g->n_input = 1, g->input = gin;

@@ -26,8 +26,19 @@ int vt_onnx_available(void);
  *   maxpool                            -> MaxPool (window = stride = k)
  *   global_avgpool                     -> GlobalAveragePool, Flatten
  *   softmax                            -> Softmax (axis 1)
+ * and the GPT's (its kernels' chains, one operator per IEEE operation):
+ *   embed                              -> Gather (wte at the ids), Add wpe, Reshape to [N*T, C]
+ *   row_sum, row_dot                   -> ReduceSum (keepdims: [N*T, 1]), Mul first for the dot
+ *   layernorm_center, _normalise       -> Div, Sub; Div, Add eps, Sqrt, Div (1 / .), Mul
+ *   affine                             -> Mul, Add
+ *   heads_split, heads_merge           -> Reshape, Transpose, Gather (q, k, v); Transpose, Reshape
+ *   batched_matmul                     -> MatMul on [N, H, ., .] (Transpose for a transposed operand)
+ *   causal_softmax                     -> Mul scale, Where (constant mask, -inf), Softmax (axis -1)
+ *   gelu (tanh form)                   -> Mul, Mul, Mul, Add, Mul, Tanh, Add, Mul, Mul
+ *   matmul transB (the tied head)      -> Gemm transB=1 (wte as stored)
  * Graph input "input": float32 [N, d], or [N, C, H, W] when the program reads it as a
- * channels-first image; outputs "logits" (the softmax's input) and "probs" [N, classes].
+ * channels-first image, or int64 token ids [N, T] (a text model); outputs "logits" (the softmax's
+ * input) and "probs" [N, classes] (a text model: [N*T, V], a row per position).
  * meta_kv: 2 * n_meta strings (key, value, ...), the model's metadata_props; doc: the model's
  * doc_string (may be NULL). m must hold the state to export.
  * Errors: VT_ERR_UNSUPPORTED (a build without ONNX; an operation kind with no ONNX form, naming

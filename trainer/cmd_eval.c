@@ -46,7 +46,9 @@ int trainer_eval(int argc, char **argv)
                                       "shakespeare-val for tiny-shakespeare, a text file's last 10%\n"
                                       "(text-val:PATH), otherwise the run's own training data (said so)", &spec),
         VT_OPT_S("--data-dir", "DIR", VT_HELP_DATA_DIR, &root),
-        VT_OPT_S("--per-example", "FILE", "each example's index, label and predicted class, a line each", &per_example),
+        VT_OPT_S("--per-example", "FILE", "each example's index, label and predicted class, a line each (a text\n"
+                                          "model: each predicted position's index w*T + k, next token and\n"
+                                          "predicted token)", &per_example),
         VT_OPT_Z("--max-memory", VT_HELP_MAX_MEMORY, &max_memory),
         VT_OPT_END};
     const vt_cli_cmd cmd = {
@@ -106,26 +108,29 @@ int trainer_eval(int argc, char **argv)
                          ds.d, ds.n_classes, rcp.widths[0], rcp.widths[rcp.n_layers]);
         st = VT_EXIT_USAGE;
     }
-    if (!e && text && per_example) {
-        e = vt_set_error(VT_ERR_ARG, "--per-example: a text model (arch=gpt) has no predicted classes");
-        st = VT_EXIT_USAGE;
-    }
     uint32_t *pred = NULL;
+    /* a text model's predictions: a token per position of its windows (at most ds.n of them) */
     if (!e && per_example && !(pred = calloc(ds.n ? ds.n : 1, sizeof *pred))) {
         e = vt_set_error(VT_ERR_NOMEM, "out of memory");
         st = vt_cli_exit_for(e);
     }
     if (!e) {
-        e = text ? vt_model_text_loss(&m, &ds, 0, &acc, &cnt) : vt_model_predict(&m, &ds, 0, &acc, pred);
+        e = text ? vt_model_text_predict(&m, &ds, 0, &acc, &cnt, pred) : vt_model_predict(&m, &ds, 0, &acc, pred);
         st = vt_cli_exit_for_input(e);
     }
-    if (!e && per_example) { /* one line per example: index, label, predicted class */
+    if (!e && per_example) { /* one line per example (text: per position): index, label, predicted class */
         FILE *f = fopen(per_example, "w");
+        const size_t n = text ? cnt : ds.n;
         size_t correct = 0;
-        for (size_t i = 0; f && i < ds.n; i++) correct += pred[i] == ds.y[i];
-        if (f) fprintf(f, "# trainer eval --per-example: %s, %zu examples, %zu correct; index label predicted\n",
-                       ds.name, ds.n, correct);
-        for (size_t i = 0; f && i < ds.n; i++) fprintf(f, "%zu %u %u\n", i, (unsigned)ds.y[i], pred[i]);
+        for (size_t i = 0; f && i < n; i++) correct += pred[i] == ds.y[text ? i + 1 : i];
+        if (f && text)
+            fprintf(f, "# trainer eval --per-example: %s, %zu windows of %u characters, %zu positions, %zu correct; "
+                       "index (window * %u + position) next-token predicted\n",
+                    ds.name, n / rcp.gpt_context, rcp.gpt_context, n, correct, rcp.gpt_context);
+        else if (f)
+            fprintf(f, "# trainer eval --per-example: %s, %zu examples, %zu correct; index label predicted\n", ds.name,
+                    n, correct);
+        for (size_t i = 0; f && i < n; i++) fprintf(f, "%zu %u %u\n", i, (unsigned)ds.y[text ? i + 1 : i], pred[i]);
         if (!f || ferror(f) | (fclose(f) != 0)) {
             e = vt_set_error(VT_ERR_IO, "--per-example %s: cannot write it", per_example);
             st = VT_EXIT_CANNOT;

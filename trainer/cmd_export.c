@@ -19,9 +19,10 @@ int trainer_export(int argc, char **argv)
     o.step = UINT64_MAX; /* not given: the last committed step */
     const vt_cli_opt opts[] = {
         VT_OPT_S("--format", "safetensors|onnx",
-                 "safetensors (default) or onnx: the model's inference graph (MLP, residual CNN;\n"
-                 "not the GPT: exit 64) with those weights, the run's hashes and recipe as metadata\n"
-                 "(docs/format.md); a trainer built without ONNX support exits 2", &format),
+                 "safetensors (default) or onnx: the model's inference graph (MLP, residual CNN,\n"
+                 "GPT) with those weights, the run's hashes and recipe as metadata (a GPT's\n"
+                 "vocabulary too: --data-dir) (docs/format.md); a trainer built without ONNX\n"
+                 "support exits 2", &format),
         VT_OPT_S("--out", "FILE", "where to write it (required)", &o.out_path),
         VT_OPT_U("--step", "S", "a checkpointed committed step (0: the initial state; default: the last)", 0,
                  UINT64_MAX - 1, &o.step),

@@ -4,6 +4,8 @@
   onnx_check.py MODEL.onnx --data-dir DIR --dataset NAME --per-example FILE --accuracy A
                 (NAME: a built-in data set, or safetensors:FILE, a user's file under DIR)
                 --commitment RUN/commitment.vtc --state-hash HEX --arch mlp|resnet
+  onnx_check.py MODEL.onnx --data-dir DIR --dataset shakespeare-val --per-example FILE --loss L
+                --commitment RUN/commitment.vtc --state-hash HEX --arch gpt
 
 1. onnx.checker.check_model (full check: strict shape inference) accepts the model; opset, IR
    version, producer and the metadata (the run's commitment hash = SHA-256 of commitment.vtc, the
@@ -18,6 +20,13 @@
    A disagreement is allowed only on a tie within float rounding (the two classes' probabilities
    within 1e-6 relative in the evaluator); the accuracies must then be equal to trainer eval's
    printed 4 decimals, or the difference must be those ties (each is printed).
+
+For the GPT (--arch gpt) the data are the text's consecutive windows of T = gpt_context tokens
+that `trainer eval` scores (the text read here from data/tinyshakespeare, its vocabulary, the sorted
+bytes of the whole text, checked against the metadata's vt.vocab); the predicted next token of every
+position is compared (--per-example: index w*T + k, next token, predicted token), ties excepted as
+above, and the mean loss -log p(next token) with trainer eval's printed FP64 mean (--loss) to 1e-6
+relative. The control feeds each window reversed in time: its mean loss must differ visibly.
 
 Only onnx (Debian python3-onnx 1.12, which has no onnx.reference) and numpy are needed."""
 import argparse
@@ -81,6 +90,22 @@ def load_dataset(root, name):
     fail("no reader here for data set " + name)
 
 
+def load_text(root, name):
+    """(token ids of the split, the vocabulary as bytes) of tiny-shakespeare, as data/vt_data.c cuts
+    it: the first floor(0.9 len) bytes train, the rest validation; ids index the sorted bytes of the
+    whole text."""
+    if name not in ("shakespeare-val", "shakespeare-train"):
+        fail("no reader here for text data set " + name)
+    buf = read_maybe_gz(os.path.join(root, "tinyshakespeare", "input.txt"))
+    n = len(buf)
+    cut = n // 10 * 9 + n % 10 * 9 // 10
+    vocab = bytes(sorted(set(buf)))
+    ids = np.zeros(256, np.int64)
+    ids[np.frombuffer(vocab, np.uint8)] = np.arange(len(vocab))
+    part = buf[cut:] if name == "shakespeare-val" else buf[:cut]
+    return ids[np.frombuffer(part, np.uint8)], vocab
+
+
 # ------------------------------------------------------------------ the evaluator
 class Evaluator:
     """Runs a graph node by node. fp64: each node computes in float64 from float32 values and its
@@ -89,15 +114,19 @@ class Evaluator:
     def __init__(self, model, fp64):
         self.g = model.graph
         self.fp64 = fp64
-        self.init = {t.name: numpy_helper.to_array(t).astype(np.float32) for t in self.g.initializer}
+        # float tensors as float32; int64 (shapes, axes, indices) and bool (masks) as they are
+        self.init = {}
+        for t in self.g.initializer:
+            a = numpy_helper.to_array(t)
+            self.init[t.name] = a.astype(np.float32) if a.dtype.kind == "f" else a
 
     def run(self, x):
         v = dict(self.init)
-        v[self.g.input[0].name] = x.astype(np.float32)
+        v[self.g.input[0].name] = x if x.dtype == np.int64 else x.astype(np.float32)
         for n in self.g.node:
             ins = [v[i] for i in n.input]
             if self.fp64:
-                ins = [a.astype(np.float64) for a in ins]
+                ins = [a.astype(np.float64) if a.dtype == np.float32 else a for a in ins]
             att = {a.name: onnx.helper.get_attribute_value(a) for a in n.attribute}
             fn = getattr(self, "op_" + n.op_type, None)
             if fn is None:
@@ -105,7 +134,8 @@ class Evaluator:
             out = fn(ins, att)
             if len(n.output) != 1:
                 fail("node %s has %d outputs" % (n.name, len(n.output)))
-            v[n.output[0]] = np.asarray(out).astype(np.float32)
+            out = np.asarray(out)
+            v[n.output[0]] = out.astype(np.float32) if out.dtype.kind == "f" else out
         return [v[o.name] for o in self.g.output]
 
     @staticmethod
@@ -128,6 +158,57 @@ class Evaluator:
     def op_Add(self, i, att):
         self.only(att, set(), "Add")
         return i[0] + i[1]
+
+    def op_Sub(self, i, att):
+        self.only(att, set(), "Sub")
+        return i[0] - i[1]
+
+    def op_Mul(self, i, att):
+        self.only(att, set(), "Mul")
+        return i[0] * i[1]
+
+    def op_Div(self, i, att):
+        self.only(att, set(), "Div")
+        return i[0] / i[1]
+
+    def op_Sqrt(self, i, att):
+        self.only(att, set(), "Sqrt")
+        return np.sqrt(i[0])
+
+    def op_Tanh(self, i, att):
+        self.only(att, set(), "Tanh")
+        return np.tanh(i[0])
+
+    def op_ReduceSum(self, i, att):  # opset 13: the axes an input
+        self.only(att, {"keepdims"}, "ReduceSum")
+        if len(i) != 2 or i[1].dtype != np.int64:
+            fail("ReduceSum without its int64 axes input")
+        return i[0].sum(axis=tuple(int(a) for a in i[1]), keepdims=bool(att.get("keepdims", 1)))
+
+    def op_Gather(self, i, att):
+        self.only(att, {"axis"}, "Gather")
+        if i[1].dtype != np.int64:
+            fail("Gather with indices of type %s" % i[1].dtype)
+        ax = att.get("axis", 0)
+        if np.any(i[1] < 0) or np.any(i[1] >= i[0].shape[ax]):
+            fail("Gather index out of range")
+        return np.take(i[0], i[1], axis=ax)
+
+    def op_Reshape(self, i, att):
+        self.only(att, set(), "Reshape")
+        if i[1].dtype != np.int64 or np.any(i[1] == 0):
+            fail("Reshape with a shape the evaluator does not implement (0 entries)")
+        return i[0].reshape([int(d) for d in i[1]])
+
+    def op_Transpose(self, i, att):
+        self.only(att, {"perm"}, "Transpose")
+        return i[0].transpose(list(att["perm"]))
+
+    def op_Where(self, i, att):
+        self.only(att, set(), "Where")
+        if i[0].dtype != np.bool_:
+            fail("Where with a condition of type %s" % i[0].dtype)
+        return np.where(i[0], i[1], i[2])
 
     def op_Relu(self, i, att):
         self.only(att, set(), "Relu")
@@ -190,17 +271,92 @@ class Evaluator:
         return e / e.sum(axis=ax, keepdims=True)
 
 
+def compare(probs, ref, fp64, what):
+    """The predictions of probs (the first maximum of each row, trainer eval's rule) against ref:
+    (predictions, indices that differ, the ties within rounding printed); a difference that is no
+    tie (the two probabilities more than 1e-6 relative apart) fails."""
+    pred = probs.argmax(axis=1)
+    diff = np.nonzero(pred != ref)[0]
+    ties = []
+    for k in diff:
+        pa, pb = probs[k, pred[k]], probs[k, ref[k]]
+        if abs(pa - pb) > 1e-6 * max(pa, pb):
+            fail("%s evaluator: %s %d predicted %d, trainer eval %d: probabilities %.9g and %.9g are no tie"
+                 % ("FP64" if fp64 else "FP32", what, k, pred[k], ref[k], pa, pb))
+        ties.append("%s %d (%d vs %d, p %.9g / %.9g)" % (what, k, pred[k], ref[k], pa, pb))
+    return pred, diff, ties
+
+
+def check_gpt(m, meta, recipe, a, ops):
+    """The GPT: next-token predictions per position and the mean loss on the text's windows."""
+    T, V = int(recipe["gpt_context"]), int(recipe["gpt_vocab"])
+    x, vocab = load_text(a.data_dir, a.dataset)
+    if meta.get("vt.vocab") != vocab.hex():
+        fail("metadata vt.vocab %r is not the text's vocabulary %r" % (meta.get("vt.vocab"), vocab.hex()))
+    if "int64 token ids [N, %d]" % T not in meta["vt.input"] or "[N*T, %d]" % V not in meta["vt.outputs"]:
+        fail("metadata vt.input / vt.outputs: %s / %s" % (meta["vt.input"], meta["vt.outputs"]))
+    it = m.graph.input[0].type.tensor_type
+    dims = [d.dim_value if d.HasField("dim_value") else d.dim_param for d in it.shape.dim]
+    if it.elem_type != onnx.TensorProto.INT64 or dims != ["N", T]:
+        fail("input of type %d, shape %s: expected int64 [N, %d]" % (it.elem_type, dims, T))
+    nw = (len(x) - 1) // T
+    win = x[:nw * T].reshape(nw, T)
+    nxt = x[1:nw * T + 1]
+    with open(a.per_example) as f:
+        rows = [ln.split() for ln in f if not ln.startswith("#")]
+    ref = np.array([int(r[2]) for r in rows])
+    if len(rows) != nw * T or any(int(r[0]) != k or int(r[1]) != nxt[k] for k, r in enumerate(rows)):
+        fail("trainer eval's positions (%d) are not the text's %d windows of %d in order" % (len(rows), nw, T))
+    loss_ref = float(a.loss)
+
+    def evaluate(ev, w):
+        return np.concatenate([ev.run(w[k:k + 500])[1] for k in range(0, len(w), 500)])
+
+    def mean_loss(probs):
+        q = probs[np.arange(len(nxt)), nxt].astype(np.float64)
+        return float(np.mean(-np.log(np.maximum(q, 2.0 ** -149))))
+
+    report = []
+    for fp64 in (True, False):
+        probs = evaluate(Evaluator(m, fp64), win)
+        if probs.shape != (nw * T, V) or np.any(np.abs(probs.sum(axis=1) - 1) > 1e-5):
+            fail("probabilities of shape %s, or rows that do not sum to one" % (probs.shape,))
+        pred, diff, ties = compare(probs, ref, fp64, "position")
+        loss = mean_loss(probs)
+        if abs(loss - loss_ref) > 1e-6 * loss_ref:
+            fail("%s evaluator: mean loss %.17g, trainer eval %.17g" % ("FP64" if fp64 else "FP32", loss, loss_ref))
+        report.append("%s evaluator: %d/%d predictions agree, %d correct, mean loss %.9f (trainer eval %.9f, "
+                      "difference %.3g)%s" % (
+                          "FP64->FP32" if fp64 else "FP32", len(ref) - len(diff), len(ref), int(np.sum(pred == nxt)),
+                          loss, loss_ref, loss - loss_ref, (" (ties within rounding: " + "; ".join(ties) + ")")
+                          if ties else ""))
+    # the control: each window read backwards in time must score visibly otherwise (its loss at least
+    # 100 times the tolerance away; a briefly trained model may still predict the same frequent
+    # characters, so its predictions alone cannot tell)
+    pw = evaluate(Evaluator(m, False), np.ascontiguousarray(win[:, ::-1]))
+    agree_w, loss_w = int(np.sum(pw.argmax(axis=1) == ref)), mean_loss(pw)
+    if abs(loss_w - loss_ref) < 1e-4 * loss_ref:
+        fail("control: with the windows reversed the mean loss is %.9f, trainer eval's %.9f: the comparison cannot "
+             "tell the input's order" % (loss_w, loss_ref))
+    report.append("control (the windows reversed): %d/%d agree, mean loss %.6f" % (agree_w, len(ref), loss_w))
+    print("onnx_check: gpt on %s (%d windows of %d, %d positions), %d nodes, operators %s; %s"
+          % (a.dataset, nw, T, len(ref), len(m.graph.node), ",".join(ops), "; ".join(report)))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("model")
     ap.add_argument("--data-dir", required=True)
     ap.add_argument("--dataset", required=True)
     ap.add_argument("--per-example", required=True)
-    ap.add_argument("--accuracy", required=True)
+    ap.add_argument("--accuracy", help="trainer eval's printed accuracy (mlp, resnet)")
+    ap.add_argument("--loss", help="trainer eval's FP64 mean loss (gpt)")
     ap.add_argument("--commitment", required=True)
     ap.add_argument("--state-hash", required=True)
-    ap.add_argument("--arch", required=True, choices=["mlp", "resnet"])
+    ap.add_argument("--arch", required=True, choices=["mlp", "resnet", "gpt"])
     a = ap.parse_args()
+    if (a.arch == "gpt") != (a.loss is not None) or (a.arch == "gpt") == (a.accuracy is not None):
+        fail("--loss goes with --arch gpt, --accuracy with the others")
 
     m = onnx.load(a.model)
     onnx.checker.check_model(m, full_check=True)
@@ -228,6 +384,9 @@ def main():
     if outs != ["logits", "probs"] or [i.name for i in m.graph.input] != ["input"]:
         fail("graph inputs %s, outputs %s" % ([i.name for i in m.graph.input], outs))
     ops = sorted({n.op_type for n in m.graph.node})
+    if a.arch == "gpt":
+        check_gpt(m, meta, recipe, a, ops)
+        return
 
     raw, labels, xmax = load_dataset(a.data_dir, a.dataset)
     if xmax is None:
@@ -263,15 +422,7 @@ def main():
             logits.append(lo)
             probs.append(pr)
         logits, probs = np.concatenate(logits), np.concatenate(probs)
-        pred = probs.argmax(axis=1)  # the first maximum, as trainer eval
-        diff = np.nonzero(pred != ref)[0]
-        ties = []
-        for k in diff:
-            pa, pb = probs[k, pred[k]], probs[k, ref[k]]
-            if abs(pa - pb) > 1e-6 * max(pa, pb):
-                fail("%s evaluator: example %d predicted %d, trainer eval %d: probabilities %.9g and %.9g are no tie"
-                     % ("FP64" if fp64 else "FP32", k, pred[k], ref[k], pa, pb))
-            ties.append("example %d (%d vs %d, p %.9g / %.9g)" % (k, pred[k], ref[k], pa, pb))
+        pred, diff, ties = compare(probs, ref, fp64, "example")
         acc = float(np.mean(pred == labels))
         if ("%.4f" % acc) != ("%.4f" % acc_ref) and not ties:
             fail("accuracy %.4f, trainer eval %.4f" % (acc, acc_ref))
