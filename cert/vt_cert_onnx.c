@@ -1,5 +1,5 @@
 /* vt_cert_onnx.c - an ONNX file as a network the bounds read (docs/certify.md "ONNX and VNN-LIB"):
- * read through the C structures protoc-c generates from Debian's onnx.proto (run/onnx.cmake's
+ * read through the C structures protoc-c generates from Debian's onnx.proto (arch/onnx.cmake's
  * vt_onnx_pb) and libprotobuf-c; no decoder of our own. Supported: one input, a chain of
  * Sub/Div by constants (the input's normalisation, before the first linear layer), Flatten/Reshape
  * (no-ops on a vector), Gemm (alpha = beta = 1, transA 0, transB 0/1) or MatMul with an optional
