@@ -223,7 +223,7 @@ typedef struct {
     uint32_t cap_v, cap_n;
     const char **hname;
     uint32_t *hid, hcap, hcount;
-    size_t const_bytes;
+    size_t const_bytes, fold_bytes;
     int fold;                   /* the node being read folds: its handler computes the outputs' values */
     int alias;                  /* the node is an Identity: its output is its input's value */
     const Onnx__NodeProto *n;   /* the node being read */
@@ -309,14 +309,14 @@ static vt_err new_value(vti_og *c, const char *name, vt_og_dtype t, uint32_t ran
     g->n_values++; /* owned by the graph from here */
     if (with_data) {
         size_t es = vt_og_dtype_size(t);
-        VT_RETURN_ERROR_IF(n > VT_OG_MAX_CONST_ELEMS, VT_ERR_LIMIT, "value %s: a constant of %lld elements (at most %lld)",
-                           name, (long long)n, (long long)VT_OG_MAX_CONST_ELEMS);
-        VT_RETURN_ERROR_IF(c->const_bytes + (size_t)n * es > VT_OG_MAX_CONST_BYTES, VT_ERR_LIMIT,
-                           "value %s: the constants pass %zu bytes", name, VT_OG_MAX_CONST_BYTES);
+        VT_RETURN_ERROR_IF(n > VT_OG_MAX_FOLD_ELEMS, VT_ERR_LIMIT, "value %s: a folded constant of %lld elements (at most %lld)",
+                           name, (long long)n, (long long)VT_OG_MAX_FOLD_ELEMS);
+        VT_RETURN_ERROR_IF(c->fold_bytes + (size_t)n * es > VT_OG_MAX_FOLD_BYTES, VT_ERR_LIMIT,
+                           "value %s: the folded constants pass %zu bytes", name, VT_OG_MAX_FOLD_BYTES);
         v->data = calloc(n ? (size_t)n : 1, es);
         VT_RETURN_ERROR_IF(!v->data, VT_ERR_NOMEM, "out of memory");
         v->nbytes = (size_t)n * es, v->is_const = 1;
-        c->const_bytes += v->nbytes;
+        c->fold_bytes += v->nbytes;
     }
     *id = g->n_values - 1;
     return VT_OK;
@@ -1431,7 +1431,7 @@ static vt_err h_constant(vti_og *c, const uint32_t *in, uint32_t nin, uint32_t *
     VT_RETURN_ERROR_IF(a->type != want, VT_ERR_FORMAT, "%s of type %d", an, (int)a->type);
     if (many) {
         size_t m = ints ? a->n_ints : a->n_floats;
-        VT_RETURN_ERROR_IF(m > (size_t)VT_OG_MAX_CONST_ELEMS, VT_ERR_LIMIT, "%s of %zu values", an, m);
+        VT_RETURN_ERROR_IF(m > (size_t)VT_OG_MAX_FOLD_ELEMS, VT_ERR_LIMIT, "%s of %zu values", an, m);
         k = (int64_t)m;
     }
     VT_FORWARD_IF_ERROR(out_val(c, 0, ints ? VT_OG_I64 : VT_OG_F32, many ? 1 : 0, many ? &k : &one, out));
@@ -1490,12 +1490,12 @@ static vt_err h_range(vti_og *c, const uint32_t *in, uint32_t nin, uint32_t *out
         VT_RETURN_ERROR_IF(st == 0, VT_ERR_FORMAT, "delta 0");
         /* the count in 128 bits: (b - a) may not fit 64 */
         __int128 num = (__int128)b - a, q = st > 0 ? (num + st - 1) / st : (num + st + 1) / st;
-        VT_RETURN_ERROR_IF(q > VT_OG_MAX_CONST_ELEMS, VT_ERR_LIMIT, "a range of more than %lld elements",
-                           (long long)VT_OG_MAX_CONST_ELEMS);
+        VT_RETURN_ERROR_IF(q > VT_OG_MAX_FOLD_ELEMS, VT_ERR_LIMIT, "a range of more than %lld elements",
+                           (long long)VT_OG_MAX_FOLD_ELEMS);
         n = q > 0 ? (int64_t)q : 0;
     } else {
         double a = getf(s, 0), b = getf(l, 0), st = getf(d, 0), q = ceil((b - a) / st);
-        VT_RETURN_ERROR_IF(!(q <= (double)VT_OG_MAX_CONST_ELEMS), VT_ERR_LIMIT, "a range of %g elements", q);
+        VT_RETURN_ERROR_IF(!(q <= (double)VT_OG_MAX_FOLD_ELEMS), VT_ERR_LIMIT, "a range of %g elements", q);
         n = q > 0 ? (int64_t)q : 0;
     }
     VT_FORWARD_IF_ERROR(out_val(c, 0, t, 1, &n, out));

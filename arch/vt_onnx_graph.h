@@ -52,8 +52,10 @@
 #define VT_OG_MAX_NODES 100000u             /* nodes in the file */
 #define VT_OG_MAX_DIM ((int64_t)1 << 31)    /* one dimension */
 #define VT_OG_MAX_ELEMS ((int64_t)1 << 40)  /* elements of one value */
-#define VT_OG_MAX_CONST_ELEMS ((int64_t)1 << 26) /* elements of one constant or initializer */
-#define VT_OG_MAX_CONST_BYTES ((size_t)1 << 31)  /* every constant and initializer together */
+#define VT_OG_MAX_CONST_ELEMS ((int64_t)1 << 28) /* elements of one tensor of the file (initializer, Constant) */
+#define VT_OG_MAX_CONST_BYTES ((size_t)1 << 31)  /* every initializer and Constant together */
+#define VT_OG_MAX_FOLD_ELEMS ((int64_t)1 << 24)  /* elements of one folded value */
+#define VT_OG_MAX_FOLD_BYTES ((size_t)1 << 30)   /* every folded value together */
 
 typedef enum { VT_OG_F32 = 1, VT_OG_I64, VT_OG_BOOL, VT_OG_F64, VT_OG_I32 } vt_og_dtype; /* ONNX elem types we accept */
 typedef struct {

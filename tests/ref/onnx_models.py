@@ -11,8 +11,16 @@ own model"). Writes, into OUT_DIR, for opsets 13 and 17:
   charlm_opN.onnx  causal character LM: embedding of 64 tokens, positions, 2 blocks whose causal mask
                    comes from torch.triu of ones (opset 17: Trilu; opset 13, which has no Trilu: from two
                    torch.arange compared), final LayerNorm, head; input int64 [B, 16]
+  misc_opN.onnx    the other operators: Conv, BatchNormalization (training: running statistics as
+                   outputs), LeakyRelu, AveragePool, Dropout, GlobalAveragePool, Flatten, Linear,
+                   Tanh, Sigmoid, LogSoftmax; input [B, 3, 8, 8]
 and unsupported_op13.onnx (a torch.cumsum: CumSum is not a supported operator).
-The batch dimension is dynamic (dynamic_axes) in every file. Usage: onnx_models.py OUT_DIR"""
+The batch dimension is dynamic (dynamic_axes) in every file.
+With --seeds, tiny versions instead (widths of a few units: the fuzzer's seeds, tests/corpus/onnx_graph):
+ok-mlp-op13, ok-lm-op13, ok-lm-op17, ok-misc-op17, bad-cumsum-op13, bad-truncated-lm; and graphs written
+with onnx.helper: bad-cycle, bad-missing-input, bad-huge-constant, bad-opset-12, bad-short-raw-data,
+bad-reshape-computed-shape.
+Usage: onnx_models.py [--seeds] OUT_DIR"""
 import math
 import os
 import sys
@@ -23,10 +31,10 @@ import torch.nn.functional as F
 
 
 class MLP(nn.Module):
-    def __init__(self):
+    def __init__(self, d=784, h=128):
         super().__init__()
-        self.fc1 = nn.Linear(784, 128)
-        self.fc2 = nn.Linear(128, 10)
+        self.fc1 = nn.Linear(d, h)
+        self.fc2 = nn.Linear(h, 10)
 
     def forward(self, x):
         x = torch.flatten(x, 1)
@@ -126,6 +134,21 @@ class CharLM(nn.Module):
         return self.head(self.ln(self.blocks(x)))
 
 
+class Misc(nn.Module):
+    def __init__(self, c=4):
+        super().__init__()
+        self.conv = nn.Conv2d(3, c, 3, padding=1)
+        self.bn = nn.BatchNorm2d(c)
+        self.drop = nn.Dropout(0.25)
+        self.fc = nn.Linear(c, 5)
+
+    def forward(self, x):
+        x = F.avg_pool2d(F.leaky_relu(self.bn(self.conv(x)), 0.1), 2, count_include_pad=False)
+        x = torch.flatten(F.adaptive_avg_pool2d(self.drop(x), 1), 1)
+        y = self.fc(x)
+        return F.log_softmax(torch.tanh(y) + torch.sigmoid(y), dim=1)
+
+
 class Unsupported(nn.Module):
     def __init__(self):
         super().__init__()
@@ -142,14 +165,60 @@ def export(model, x, path, opset):
                       dynamic_axes={"input": {0: "batch"}, "logits": {0: "batch"}})
 
 
+def seeds(out):
+    lm = CharLM(vocab=5, T=4, d=4, heads=1)
+    zoo = [("ok-mlp-op13", 13, MLP(d=4, h=3), torch.randn(2, 1, 2, 2)),
+           ("ok-lm-op13", 13, lm, torch.randint(0, 5, (2, 4))), ("ok-lm-op17", 17, lm, torch.randint(0, 5, (2, 4))),
+           ("ok-misc-op17", 17, Misc(c=2), torch.randn(2, 3, 4, 4)),
+           ("bad-cumsum-op13", 13, Unsupported(), torch.randn(2, 8))]
+    for name, opset, model, x in zoo:
+        if isinstance(model, CharLM):
+            model.set_triu(opset >= 14)
+        export(model, x, os.path.join(out, name + ".onnx"), opset)
+    with open(os.path.join(out, "ok-lm-op17.onnx"), "rb") as f:
+        b = f.read()
+    with open(os.path.join(out, "bad-truncated-lm.onnx"), "wb") as f:
+        f.write(b[: len(b) * 2 // 3])
+    import onnx
+    from onnx import TensorProto as TP, helper as H
+
+    def save(name, nodes, inits=(), opset=13, inputs=None):
+        x = H.make_tensor_value_info("x", TP.FLOAT, ["batch", 4])
+        y = H.make_tensor_value_info("y", TP.FLOAT, None)
+        g = H.make_graph(nodes, name, inputs or [x], [y], initializer=list(inits))
+        m = H.make_model(g, opset_imports=[H.make_opsetid("", opset)], producer_name="seeds")
+        onnx.save(m, os.path.join(out, name + ".onnx"))
+
+    save("bad-cycle", [H.make_node("Relu", ["z"], ["y"], name="a"), H.make_node("Relu", ["y"], ["z"], name="b")])
+    save("bad-missing-input", [H.make_node("Add", ["x", "nowhere"], ["y"], name="add")])
+    save("bad-huge-constant", [H.make_node("ConstantOfShape", ["s"], ["c"], name="cos"),
+                               H.make_node("Add", ["x", "c"], ["y"], name="add")],
+         [H.make_tensor("s", TP.INT64, [2], [1 << 20, 1 << 20])])
+    save("bad-opset-12", [H.make_node("Relu", ["x"], ["y"], name="r")], opset=12)
+    bad = H.make_tensor("w", TP.FLOAT, [4, 4], [0.0] * 16)
+    bad.raw_data = b"\0" * 60
+    del bad.float_data[:]
+    save("bad-short-raw-data", [H.make_node("MatMul", ["x", "w"], ["y"], name="mm")], [bad])
+    save("bad-reshape-computed-shape", [H.make_node("Cast", ["x"], ["s"], to=TP.INT64, name="cast"),
+                                        H.make_node("Reshape", ["x", "s"], ["y"], name="reshape")])
+
+
 def main():
-    if len(sys.argv) != 2:
-        sys.exit("usage: onnx_models.py OUT_DIR")
-    out = sys.argv[1]
+    args = sys.argv[1:]
+    tiny = args[:1] == ["--seeds"]
+    if tiny:
+        args = args[1:]
+    if len(args) != 1:
+        sys.exit("usage: onnx_models.py [--seeds] OUT_DIR")
+    out = args[0]
     os.makedirs(out, exist_ok=True)
     torch.manual_seed(0)
+    if tiny:
+        seeds(out)
+        return
     zoo = [("mlp", MLP(), torch.randn(2, 1, 28, 28)), ("lenet", LeNet(), torch.randn(2, 1, 28, 28)),
-           ("vit", ViT(), torch.randn(2, 3, 32, 32)), ("charlm", CharLM(), torch.randint(0, 64, (2, 16)))]
+           ("vit", ViT(), torch.randn(2, 3, 32, 32)), ("charlm", CharLM(), torch.randint(0, 64, (2, 16))),
+           ("misc", Misc(), torch.randn(2, 3, 8, 8))]
     for name, model, x in zoo:
         for opset in (13, 17):
             if name == "charlm":

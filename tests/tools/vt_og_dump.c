@@ -1,10 +1,11 @@
 /* vt_og_dump.c - the ONNX front-end's folded graph as text (arch/vt_onnx_graph.h; the test
- * tests/e2e/onnx_import.sh reads it). Usage: vt_og_dump FILE.onnx BATCH
+ * tests/e2e/onnx_import.sh reads it). Usage: vt_og_dump FILE.onnx BATCH [VALUE]
  * Prints the opset and producer, the graph inputs, then one line per compute node -
  *   node NAME OP in=[id:name dtype[shape] ...] out=[...]
  * (an input that is a constant marked const, a parameter init) - then the outputs, a line
  *   ops OP=COUNT ...  (the compute nodes' operators, in first-use order)
- * and the canonical hash "canonical HEX" (and "file HEX"). A refusal: the message on stderr, exit 64
+ * and the canonical hash "canonical HEX" (and "file HEX"). With VALUE (a value's name or id), only
+ * that value's elements, when it is a constant, one line "const NAME v0 v1 ...". A refusal: the message on stderr, exit 64
  * for VT_ERR_ARG (the trainer's usage exit), 2 for corrupt or hostile bytes, 1 otherwise. */
 #include <inttypes.h>
 #include <stdio.h>
@@ -34,8 +35,8 @@ static void hex(const char *what, const uint8_t *h)
 
 int main(int argc, char **argv)
 {
-    if (argc != 3) {
-        fprintf(stderr, "usage: %s FILE.onnx BATCH\n", argv[0]);
+    if (argc != 3 && argc != 4) {
+        fprintf(stderr, "usage: %s FILE.onnx BATCH [VALUE]\n", argv[0]);
         return 64;
     }
     char *end;
@@ -49,6 +50,26 @@ int main(int argc, char **argv)
     if (e) {
         fprintf(stderr, "%s: %s: %s\n", argv[0], vt_err_name(e), vt_errmsg());
         return e == VT_ERR_ARG ? 64 : e == VT_ERR_FORMAT || e == VT_ERR_LIMIT ? 2 : 1;
+    }
+    if (argc == 4) {
+        uint32_t id = vt_og_find(&g, argv[3]);
+        if (id == UINT32_MAX && argv[3][0] >= '0' && argv[3][0] <= '9') id = (uint32_t)strtoul(argv[3], NULL, 10);
+        int ok = id < g.n_values && g.v[id].is_const;
+        if (ok) {
+            const vt_og_value *v = &g.v[id];
+            printf("const %s", v->name);
+            for (size_t i = 0; i < v->nbytes / vt_og_dtype_size(v->dtype); i++) {
+                if (v->dtype == VT_OG_F32) printf(" %.9g", (double)((const float *)v->data)[i]);
+                else if (v->dtype == VT_OG_F64) printf(" %.17g", ((const double *)v->data)[i]);
+                else if (v->dtype == VT_OG_I64) printf(" %" PRId64, ((const int64_t *)v->data)[i]);
+                else if (v->dtype == VT_OG_I32) printf(" %" PRId32, ((const int32_t *)v->data)[i]);
+                else printf(" %u", ((const uint8_t *)v->data)[i]);
+            }
+            printf("\n");
+        } else
+            fprintf(stderr, "%s: no constant %s\n", argv[0], argv[3]);
+        vt_og_free(&g);
+        return ok ? 0 : 1;
     }
     printf("opset %" PRId64 " producer %s values %u nodes %u\n", g.opset, g.producer, g.n_values, g.n_nodes);
     printf("inputs");
