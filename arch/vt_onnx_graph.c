@@ -415,46 +415,50 @@ static vt_err bcast(const vti_og *c, const uint32_t *ids, uint32_t k, uint32_t *
 
 /* ---------------------------------------------------------------- attributes */
 
-static const Onnx__AttributeProto *pattr(const Onnx__NodeProto *n, const char *name)
+const Onnx__AttributeProto *vt_og_proto_attr(const Onnx__NodeProto *n, const char *name)
 {
     for (size_t i = 0; i < n->n_attribute; i++)
         if (n->attribute[i]->name && strcmp(n->attribute[i]->name, name) == 0) return n->attribute[i];
     return NULL;
 }
 
+static const Onnx__AttributeProto *pattr(const Onnx__NodeProto *n, const char *name) { return vt_og_proto_attr(n, name); }
+
+/* the node's attribute name when it is of type t (what names the type), NULL when absent */
+static vt_err a_get(const vti_og *c, const char *name, Onnx__AttributeProto__AttributeType t, const char *what,
+                    const Onnx__AttributeProto **a)
+{
+    *a = pattr(c->n, name);
+    VT_RETURN_ERROR_IF(*a && (*a)->type != t, VT_ERR_FORMAT, "attribute %s is not %s", name, what);
+    return VT_OK;
+}
+
 static vt_err a_int(const vti_og *c, const char *name, int64_t dflt, int64_t *v)
 {
-    const Onnx__AttributeProto *a = pattr(c->n, name);
-    *v = dflt;
-    if (!a) return VT_OK;
-    VT_RETURN_ERROR_IF(a->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT, VT_ERR_FORMAT,
-                       "attribute %s is not an integer", name);
-    *v = a->i;
+    const Onnx__AttributeProto *a;
+    VT_FORWARD_IF_ERROR(a_get(c, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT, "an integer", &a));
+    *v = a ? a->i : dflt;
     return VT_OK;
 }
 
 static vt_err a_float(const vti_og *c, const char *name, double dflt, double *v)
 {
-    const Onnx__AttributeProto *a = pattr(c->n, name);
-    *v = dflt;
-    if (!a) return VT_OK;
-    VT_RETURN_ERROR_IF(a->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT, VT_ERR_FORMAT,
-                       "attribute %s is not a float", name);
-    *v = a->f;
+    const Onnx__AttributeProto *a;
+    VT_FORWARD_IF_ERROR(a_get(c, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT, "a float", &a));
+    *v = a ? a->f : dflt;
     return VT_OK;
 }
 
 /* an ints attribute of at most max values into v[], *k of them (dflt_k copies of dflt when absent) */
 static vt_err a_ints(const vti_og *c, const char *name, size_t max, int64_t dflt, size_t dflt_k, int64_t *v, size_t *k)
 {
-    const Onnx__AttributeProto *a = pattr(c->n, name);
+    const Onnx__AttributeProto *a;
+    VT_FORWARD_IF_ERROR(a_get(c, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS, "a list of integers", &a));
     if (!a) {
         for (size_t i = 0; i < dflt_k; i++) v[i] = dflt;
         *k = dflt_k;
         return VT_OK;
     }
-    VT_RETURN_ERROR_IF(a->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS, VT_ERR_FORMAT,
-                       "attribute %s is not a list of integers", name);
     VT_RETURN_ERROR_IF(a->n_ints > max, VT_ERR_FORMAT, "attribute %s has %zu values (at most %zu)", name, a->n_ints, max);
     for (size_t i = 0; i < a->n_ints; i++) v[i] = a->ints[i];
     *k = a->n_ints;
@@ -464,10 +468,9 @@ static vt_err a_ints(const vti_og *c, const char *name, size_t max, int64_t dflt
 /* the attribute's string is s (or absent) */
 static vt_err a_str_is(const vti_og *c, const char *name, const char *want)
 {
-    const Onnx__AttributeProto *a = pattr(c->n, name);
+    const Onnx__AttributeProto *a;
+    VT_FORWARD_IF_ERROR(a_get(c, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING, "a string", &a));
     if (!a) return VT_OK;
-    VT_RETURN_ERROR_IF(a->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING, VT_ERR_FORMAT,
-                       "attribute %s is not a string", name);
     VT_RETURN_ERROR_IF(a->s.len != strlen(want) || (a->s.len && memcmp(a->s.data, want, a->s.len) != 0), VT_ERR_ARG,
                        "attribute %s = \"%.*s\" (supported: %s)", name, (int)(a->s.len > 64 ? 64 : a->s.len),
                        a->s.data ? (const char *)a->s.data : "", want);
@@ -1025,8 +1028,9 @@ static vt_err h_window(vti_og *c, const uint32_t *in, uint32_t nin, uint32_t *ou
     sh[0] = x->shape[0], sh[1] = M;
     for (uint32_t d = 0; d < sp; d++)
         VT_FORWARD_IF_ERROR(window(x->shape[2 + d], ks[d], st[d], dl[d], pd[d], pd[sp + d], (int)cm, &sh[2 + d]));
-    VT_FORWARD_IF_ERROR(out_val(c, 0, x->dtype, x->rank, sh, out));
-    return op[0] == 'M' ? out_val(c, 1, VT_OG_I64, x->rank, sh, out) : VT_OK;
+    uint32_t r = x->rank; /* x moves when a value is added */
+    VT_FORWARD_IF_ERROR(out_val(c, 0, x->dtype, r, sh, out));
+    return op[0] == 'M' ? out_val(c, 1, VT_OG_I64, r, sh, out) : VT_OK;
 }
 
 static vt_err h_gap(vti_og *c, const uint32_t *in, uint32_t nin, uint32_t *out)
@@ -1503,7 +1507,10 @@ static vt_err h_range(vti_og *c, const uint32_t *in, uint32_t nin, uint32_t *out
     vt_og_value *o = V(c, out[0]);
     s = V(c, in[0]), d = V(c, in[2]);
     for (int64_t i = 0; i < n; i++) {
-        if (is_int(t)) VT_FORWARD_IF_ERROR(seti(o, i, geti(s, 0) + i * geti(d, 0))); /* |i * delta| < |limit - start| */
+        if (is_int(t)) { /* start + i * delta lies in [start, limit): in 128 bits, it fits 64 */
+            __int128 x = (__int128)geti(s, 0) + (__int128)i * geti(d, 0);
+            VT_FORWARD_IF_ERROR(seti(o, i, (int64_t)x));
+        }
         else setf(o, i, getf(s, 0) + (double)i * getf(d, 0));
     }
     return VT_OK;

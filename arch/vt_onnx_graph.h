@@ -118,6 +118,8 @@ const char *vt_og_dtype_name(vt_og_dtype t);
  * certifier's reader (cert/vt_cert_onnx.c) shares it. */
 vt_err vt_og_tensor_decode(const Onnx__TensorProto *t, const char *what, vt_og_dtype *dtype, uint32_t *rank,
                            int64_t shape[VT_OG_MAX_RANK], void **data, size_t *n) VT_WARN_UNUSED;
+/* the node's attribute called name, NULL if none (shared with cert/vt_cert_onnx.c too) */
+const Onnx__AttributeProto *vt_og_proto_attr(const Onnx__NodeProto *n, const char *name);
 #endif
 
 #endif

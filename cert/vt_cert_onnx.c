@@ -108,12 +108,7 @@ static vt_err attrs_only(const Onnx__NodeProto *n, const char *const *allowed)
     return VT_OK;
 }
 
-static const Onnx__AttributeProto *attr(const Onnx__NodeProto *n, const char *name)
-{
-    for (size_t i = 0; i < n->n_attribute; i++)
-        if (n->attribute[i]->name && strcmp(n->attribute[i]->name, name) == 0) return n->attribute[i];
-    return NULL;
-}
+static const Onnx__AttributeProto *attr(const Onnx__NodeProto *n, const char *name) { return vt_og_proto_attr(n, name); }
 
 static vt_err attr_int(const Onnx__NodeProto *n, const char *name, int64_t dflt, int64_t *v)
 {
