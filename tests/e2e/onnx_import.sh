@@ -8,7 +8,9 @@
 # Slice or Concat whose inputs are all int64); the ViT at opset 13 keeps its LayerNorm decomposition
 # (ReduceMean, Sub, Pow, Sqrt, Div) and at opset 17 has LayerNormalization; the logits' shapes; the
 # LM's causal mask folded to the strict upper triangle; the unsupported model refused (exit 64) naming
-# its node and CumSum; the same file read twice gives the same canonical hash, two opsets of the same
+# its node and CumSum; folding's results to the bit against NumPy on small graphs
+# (tests/ref/onnx_fold_cases.py: slices, gathers, reshapes, casts, integer division, float32
+# arithmetic, Trilu, Range, ...; overflow, division by zero, an index out of range refused); the same file read twice gives the same canonical hash, two opsets of the same
 # model two; a fixed batch other than the file's refused; truncated and garbage files refused as
 # corrupt (exit 2), never a crash. Skipped (77) without torch and onnx, or without ONNX support.
 # Usage: onnx_import.sh BUILD_DIR
@@ -91,6 +93,14 @@ for op in 13 17; do
   got=$("$DUMP" "$T/zoo/$f.onnx" 4 "${mask%%:*}" 2>&1 | cut -d' ' -f3-)
   [ " $got" = "$want" ] && ok "$f: the mask is the strict upper triangle" || bad "$f: mask values $got"
 done
+
+# folding against NumPy, case by case (tests/ref/onnx_fold_cases.py), to the bit
+if "$PY" -c "import numpy" 2>/dev/null; then
+  "$PY" "$SRC/tests/ref/onnx_fold_cases.py" "$DUMP" "$T/cases" >"$T/cases.log" 2>&1
+  st=$?
+  ok_n=$(grep -c "^ok" "$T/cases.log")
+  [ $st = 0 ] && ok "folding: $ok_n cases as NumPy" || bad "folding: $(grep -v '^ok' "$T/cases.log")"
+fi
 
 # refusals
 "$DUMP" "$T/zoo/unsupported_op13.onnx" 4 >"$T/u.out" 2>&1

@@ -4,7 +4,8 @@
  *   node NAME OP in=[id:name dtype[shape] ...] out=[...]
  * (an input that is a constant marked const, a parameter init) - then the outputs, a line
  *   ops OP=COUNT ...  (the compute nodes' operators, in first-use order)
- * and the canonical hash "canonical HEX" (and "file HEX"). With VALUE (a value's name or id), only
+ * and the canonical hash "canonical HEX" (and "file HEX"). With VALUE (a value's name, its id, or @N
+ * for graph output N: an output written by an Identity is its input's value, named so), only
  * that value's elements, when it is a constant, one line "const NAME v0 v1 ...". A refusal: the message on stderr, exit 64
  * for VT_ERR_ARG (the trainer's usage exit), 2 for corrupt or hostile bytes, 1 otherwise. */
 #include <inttypes.h>
@@ -54,6 +55,10 @@ int main(int argc, char **argv)
     if (argc == 4) {
         uint32_t id = vt_og_find(&g, argv[3]);
         if (id == UINT32_MAX && argv[3][0] >= '0' && argv[3][0] <= '9') id = (uint32_t)strtoul(argv[3], NULL, 10);
+        if (id == UINT32_MAX && argv[3][0] == '@') { /* @N: graph output N */
+            unsigned long k = strtoul(argv[3] + 1, NULL, 10);
+            id = k < g.n_outputs ? g.outputs[k] : UINT32_MAX;
+        }
         int ok = id < g.n_values && g.v[id].is_const;
         if (ok) {
             const vt_og_value *v = &g.v[id];
