@@ -3,5 +3,8 @@
 pkg_check_modules(JANSSON REQUIRED IMPORTED_TARGET jansson)
 add_library(vt_arch STATIC ${CMAKE_CURRENT_SOURCE_DIR}/arch/vt_recipe.c ${CMAKE_CURRENT_SOURCE_DIR}/arch/vt_arch_common.c
             ${CMAKE_CURRENT_SOURCE_DIR}/arch/vt_graph.c ${CMAKE_CURRENT_SOURCE_DIR}/arch/vt_arch_resnet.c
-            ${CMAKE_CURRENT_SOURCE_DIR}/arch/vt_arch_gpt.c)
+            ${CMAKE_CURRENT_SOURCE_DIR}/arch/vt_arch_gpt.c ${CMAKE_CURRENT_SOURCE_DIR}/arch/vt_onnx_graph.c)
 target_link_libraries(vt_arch PUBLIC vt_ops vt_kernels vt_data vt_rounding vt_common PkgConfig::JANSSON)
+# ONNX support where found (arch/onnx.cmake): vt_onnx_pb, linked into vt_arch for the front-end of the
+# client's own model (vt_onnx_graph.c); run/ and cert/ link it too
+include(${CMAKE_CURRENT_SOURCE_DIR}/arch/onnx.cmake)

@@ -1,6 +1,6 @@
 # Robustness certificates (library): sound bounds under floating point (IBP, CROWN, alpha-CROWN),
 # the attack, the signed certificate (docs/certify.md); committed MLP runs, and ONNX networks with
-# VNN-LIB properties (the ONNX reader uses run/onnx.cmake's generated vt_onnx_pb where it is built).
+# VNN-LIB properties (the ONNX reader uses arch/onnx.cmake's generated vt_onnx_pb where it is built).
 add_library(vt_cert STATIC ${CMAKE_CURRENT_SOURCE_DIR}/cert/vt_cert_bound.c ${CMAKE_CURRENT_SOURCE_DIR}/cert/vt_cert_run.c
             ${CMAKE_CURRENT_SOURCE_DIR}/cert/vt_cert_io.c ${CMAKE_CURRENT_SOURCE_DIR}/cert/vt_vnnlib.c
             ${CMAKE_CURRENT_SOURCE_DIR}/cert/vt_cert_onnx.c ${CMAKE_CURRENT_SOURCE_DIR}/cert/vt_cert_spec.c

@@ -1,5 +1,5 @@
 /* vt_cert_onnx.c - an ONNX file as a network the bounds read (docs/certify.md "ONNX and VNN-LIB"):
- * read through the C structures protoc-c generates from Debian's onnx.proto (run/onnx.cmake's
+ * read through the C structures protoc-c generates from Debian's onnx.proto (arch/onnx.cmake's
  * vt_onnx_pb) and libprotobuf-c; no decoder of our own. Supported: one input, a chain of
  * Sub/Div by constants (the input's normalisation, before the first linear layer), Flatten/Reshape
  * (no-ops on a vector), Gemm (alpha = beta = 1, transA 0, transB 0/1) or MatMul with an optional
@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../arch/vt_onnx_graph.h"
 #include "../common/vt_bytes.h"
 #include "../common/vt_hash.h"
 #include "vt_cert.h"
@@ -63,41 +64,25 @@ static const Onnx__TensorProto *constant(const gctx *c, const char *name)
     return NULL;
 }
 
-static vt_err numel(const Onnx__TensorProto *t, const char *what, size_t *n)
-{
-    size_t k = 1;
-    for (size_t i = 0; i < t->n_dims; i++) {
-        VT_RETURN_ERROR_IF(t->dims[i] < 0 || t->dims[i] > (1 << 30) || (t->dims[i] && k > ((size_t)1 << 31) / (size_t)t->dims[i]),
-                           VT_ERR_FORMAT, "ONNX: %s: dimension %lld", what, (long long)t->dims[i]);
-        k *= (size_t)t->dims[i];
-    }
-    *n = k;
-    return VT_OK;
-}
-
-/* A float32 constant's values into *out (malloc'd: the caller frees it, also on an error). */
+/* A float32 constant's values into *out (malloc'd: the caller frees it, also on an error), decoded by
+ * the ONNX front-end's vt_og_tensor_decode (arch/vt_onnx_graph.h: raw_data or float_data, lengths
+ * checked against the dimensions); finite values only. */
 static vt_err floats_tmp(const Onnx__TensorProto *t, const char *what, float **out, size_t *n)
 {
-    *out = NULL;
-    VT_FORWARD_IF_ERROR(numel(t, what, n));
+    *out = NULL, *n = 0;
     VT_RETURN_ERROR_IF(t->has_data_location && t->data_location != ONNX__TENSOR_PROTO__DATA_LOCATION__DEFAULT,
                        VT_ERR_UNSUPPORTED, "ONNX: %s: external data is not supported", what);
     VT_RETURN_ERROR_IF(!t->has_data_type || t->data_type != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, VT_ERR_UNSUPPORTED,
                        "ONNX: %s: data type %d (supported: float32, 1)", what, t->has_data_type ? (int)t->data_type : 0);
-    float *v = malloc((*n ? *n : 1) * sizeof *v);
-    VT_RETURN_ERROR_IF(!v, VT_ERR_NOMEM, "out of memory");
+    vt_og_dtype dt;
+    uint32_t rank;
+    int64_t shape[VT_OG_MAX_RANK];
+    void *v = NULL;
+    vt_err e = vt_og_tensor_decode(t, what, &dt, &rank, shape, &v, n);
+    if (e) return vt_error_prefix(e == VT_ERR_ARG ? VT_ERR_UNSUPPORTED : e, "ONNX");
     *out = v;
-    if (t->has_raw_data && t->raw_data.len) {
-        VT_RETURN_ERROR_IF(t->raw_data.len != *n * 4 || t->n_float_data, VT_ERR_FORMAT,
-                           "ONNX: %s: raw_data holds %zu bytes for %zu float32 values", what, t->raw_data.len, *n);
-        for (size_t i = 0; i < *n; i++) v[i] = vt_bits_f32(vt_get_u32le(t->raw_data.data + 4 * i));
-    } else {
-        VT_RETURN_ERROR_IF(t->n_float_data != *n, VT_ERR_FORMAT, "ONNX: %s: %zu float_data values for %zu elements", what,
-                           t->n_float_data, *n);
-        for (size_t i = 0; i < *n; i++) v[i] = t->float_data[i];
-    }
     for (size_t i = 0; i < *n; i++)
-        VT_RETURN_ERROR_IF(!isfinite(v[i]), VT_ERR_FORMAT, "ONNX: %s: value %zu is not finite", what, i);
+        VT_RETURN_ERROR_IF(!isfinite((*out)[i]), VT_ERR_FORMAT, "ONNX: %s: value %zu is not finite", what, i);
     return VT_OK;
 }
 
@@ -123,12 +108,7 @@ static vt_err attrs_only(const Onnx__NodeProto *n, const char *const *allowed)
     return VT_OK;
 }
 
-static const Onnx__AttributeProto *attr(const Onnx__NodeProto *n, const char *name)
-{
-    for (size_t i = 0; i < n->n_attribute; i++)
-        if (n->attribute[i]->name && strcmp(n->attribute[i]->name, name) == 0) return n->attribute[i];
-    return NULL;
-}
+static const Onnx__AttributeProto *attr(const Onnx__NodeProto *n, const char *name) { return vt_og_proto_attr(n, name); }
 
 static vt_err attr_int(const Onnx__NodeProto *n, const char *name, int64_t dflt, int64_t *v)
 {

@@ -6,7 +6,7 @@
  * [B*H*W, C]; the ONNX values of images are NCHW, so every value carries its layout (a matrix
  * [N, F] or an image C x H x W; for the GPT token ids [N, T] and attention heads [N, H, T, D])
  * and an operation is translated only when its operands' layouts are what ONNX needs. The
- * messages are the protobuf-c structures generated from Debian's onnx.proto (run/onnx.cmake);
+ * messages are the protobuf-c structures generated from Debian's onnx.proto (arch/onnx.cmake);
  * nothing here encodes protobuf by hand. */
 #include "vt_onnx.h"
 

@@ -3,7 +3,7 @@
  * the state's parameters and buffers as initializers (docs/format.md "Export (ONNX)").
  *
  * The ONNX schema is Debian's libonnx-dev (onnx.proto), compiled by protoc-c at build time and
- * serialised by libprotobuf-c (run/onnx.cmake); a build without them has vt_onnx_available() = 0
+ * serialised by libprotobuf-c (arch/onnx.cmake); a build without them has vt_onnx_available() = 0
  * and vt_onnx_write refuses with VT_ERR_UNSUPPORTED. */
 #ifndef VT_ONNX_H
 #define VT_ONNX_H

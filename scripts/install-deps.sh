@@ -15,7 +15,7 @@ PKGS=(build-essential cmake pkg-config clang libclang-rt-14-dev
 # invariant, kernel and end-to-end tests under each of them (scripts/blas-matrix.sh).
 # libmpfr-dev (with libgmp-dev) is test-only: the independent exact reference of tests/unit/test_exact.c.
 # libonnx-dev (the ONNX schema, onnx.proto), protobuf-c-compiler (protoc-c) and libprotobuf-c-dev
-# build `trainer export --format onnx` (optional: run/onnx.cmake); python3-onnx and python3-numpy
+# build `trainer export --format onnx` (optional: arch/onnx.cmake); python3-onnx and python3-numpy
 # are test-only: tests/e2e/onnx_export.sh checks the exported models with onnx's checker and NumPy.
 # python3-torch (PyTorch 1.13) is test-only: tests/e2e/torch_layout.sh loads `trainer export --layout
 # torch` files into torch.nn modules written from the docs (strict load, same accuracy and loss), and

@@ -1,13 +1,14 @@
 # The file decoders' fuzzing (docs/format.md "Fuzzing the file decoders"): the certificate
 # (tests/fuzz/fuzz_cert_body.h), the safetensors reader with the data set loader and --init
-# (fuzz_st_body.h), the ONNX reader (fuzz_onnx_body.h), a run's manifest (fuzz_manifest_body.h), the
+# (fuzz_st_body.h), the ONNX reader (fuzz_onnx_body.h), the ONNX front-end of the client's own model
+# (fuzz_og_body.h, corpus tests/corpus/onnx_graph), a run's manifest (fuzz_manifest_body.h), the
 # .npy and text data sets (fuzz_data_body.h) and a checkpoint (fuzz_ckpt_body.h). Each check runs in
 # the normal build over its committed corpus tests/corpus/<kind> (replay_corpus,
 # tests/cmake/codec.cmake: ctest <kind>_corpus) and, with -DVT_FUZZ=ON and clang, as a libFuzzer
-# target (tests/fuzz/fuzz_target.c: fuzz_cert, fuzz_safetensors, fuzz_onnx, fuzz_manifest,
+# target (tests/fuzz/fuzz_target.c: fuzz_cert, fuzz_safetensors, fuzz_onnx, fuzz_onnx_graph, fuzz_manifest,
 # fuzz_data, fuzz_ckpt) with a short, reproducible smoke run (ctest <kind>_fuzz_smoke, as
 # codec_fuzz_smoke).
-foreach(kind IN ITEMS cert safetensors onnx manifest data ckpt)
+foreach(kind IN ITEMS cert safetensors onnx onnx_graph manifest data ckpt)
   add_test(NAME ${kind}_corpus COMMAND replay_corpus ${kind} ${PROJECT_SOURCE_DIR}/tests/corpus/${kind})
   set_tests_properties(${kind}_corpus PROPERTIES SKIP_RETURN_CODE 77)
   vt_test_timeout(${kind}_corpus 120) # quiet: <0.1 s at most (ckpt_corpus)
@@ -53,5 +54,7 @@ if(VT_FUZZ AND CMAKE_C_COMPILER_ID MATCHES "Clang")
     vt_fuzz_file_target(fuzz_onnx VT_FUZZ_ONNX onnx 1000 ${PROJECT_SOURCE_DIR}/cert/vt_cert_onnx.c
                         ${PROJECT_SOURCE_DIR}/cert/vt_cert_graph.c)
     target_link_libraries(fuzz_onnx PRIVATE vt_onnx_pb)
+    vt_fuzz_file_target(fuzz_onnx_graph VT_FUZZ_OG onnx_graph 2000 ${PROJECT_SOURCE_DIR}/arch/vt_onnx_graph.c)
+    target_link_libraries(fuzz_onnx_graph PRIVATE vt_onnx_pb)
   endif()
 endif()

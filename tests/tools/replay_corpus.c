@@ -1,10 +1,10 @@
 /* replay_corpus.c - `replay_corpus KIND DIR`: runs every file of DIR through the same check as the
  * decoder's libFuzzer target (tests/fuzz/fuzz_steplog_body.h, tests/fuzz/fuzz_msg_body.h,
- * fuzz_cert_body.h, fuzz_st_body.h, fuzz_onnx_body.h, fuzz_manifest_body.h, fuzz_data_body.h,
+ * fuzz_cert_body.h, fuzz_st_body.h, fuzz_onnx_body.h, fuzz_og_body.h, fuzz_manifest_body.h, fuzz_data_body.h,
  * fuzz_ckpt_body.h) and exits non-zero on any violation. Files named "ok-*" must also be accepted
  * and files named "bad-*" rejected (step log: by decode or parse; messages: as a frame signed by the
  * fixed key vt_fuzz_msg_key; certificate: by one of its decoders; safetensors: by the reader; ONNX:
- * as an MLP or a graph; manifest: by the reader; data: the .npy pair, any file being a text;
+ * as an MLP or a graph; the ONNX front-end (onnx_graph): as a folded graph; manifest: by the reader; data: the .npy pair, any file being a text;
  * checkpoint: read back); other names (e.g. fuzzer finds) only need to pass the check. Prints "N
  * passed, M failed"; with VT_REPLAY_VERBOSE set, also each file's `accepted` bits. */
 #include <dirent.h>
@@ -18,6 +18,7 @@
 #include "fuzz/fuzz_data_body.h"
 #include "fuzz/fuzz_manifest_body.h"
 #include "fuzz/fuzz_msg_body.h"
+#include "fuzz/fuzz_og_body.h"
 #include "fuzz/fuzz_onnx_body.h"
 #include "fuzz/fuzz_st_body.h"
 #include "fuzz/fuzz_steplog_body.h"
@@ -32,6 +33,7 @@ static const struct {
              {"cert", vt_fuzz_cert_one, ~0},
              {"safetensors", vt_fuzz_st_one, 1},
              {"onnx", vt_fuzz_onnx_one, ~0},
+             {"onnx_graph", vt_fuzz_og_one, ~0},
              {"manifest", vt_fuzz_manifest_one, ~0},
              {"data", vt_fuzz_data_one, 1},
              {"ckpt", vt_fuzz_ckpt_one, ~0}};
@@ -67,12 +69,20 @@ int main(int argc, char **argv)
     for (size_t k = 0; argc == 3 && k < sizeof kinds / sizeof kinds[0]; k++)
         if (strcmp(argv[1], kinds[k].name) == 0) kind = k;
     if (kind == sizeof kinds / sizeof kinds[0]) {
-        fprintf(stderr, "usage: %s steplog|msg|cert|safetensors|onnx|manifest|data|ckpt DIR\n", argv[0]);
+        fprintf(stderr, "usage: %s steplog|msg|cert|safetensors|onnx|onnx_graph|manifest|data|ckpt DIR\n", argv[0]);
         return 2;
     }
     if (strcmp(kinds[kind].name, "onnx") == 0 && !vt_cert_onnx_supported()) {
         printf("skipped: this build has no ONNX reader\n");
         return 77;
+    }
+    if (strcmp(kinds[kind].name, "onnx_graph") == 0) {
+        vt_og_graph g;
+        if (vt_og_read((const uint8_t *)"", 0, 1, &g) == VT_ERR_UNSUPPORTED) {
+            printf("skipped: this build has no ONNX front-end\n");
+            return 77;
+        }
+        vt_og_free(&g);
     }
     const char *dir = argv[2];
     DIR *d = opendir(dir);

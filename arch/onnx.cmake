@@ -1,9 +1,13 @@
-# run/onnx.cmake - the ONNX export (run/vt_onnx.c), optional at build time. The ONNX schema is
+# arch/onnx.cmake - ONNX support, optional at build time: the front-end of the client's own model
+# (arch/vt_onnx_graph.c, in vt_arch), the ONNX export (run/vt_onnx.c) and the certifier's ONNX reader
+# (cert/vt_cert_onnx.c) all read or write through the generated vt_onnx_pb. The ONNX schema is
 # Debian's libonnx-dev (/usr/include/onnx/onnx.proto); protoc-c (protobuf-c-compiler) generates its
 # C structures and serialisers at build time, linked with libprotobuf-c (libprotobuf-c-dev).
 # VT_ONNX=AUTO (default): built where all three are found; ON: required; OFF: left out. Without
 # it, `trainer export --format onnx` exits 2: "this trainer was built without ONNX support".
-# Included from run/module.cmake (CMAKE_CURRENT_SOURCE_DIR is the project root).
+# Without it, vt_og_read returns VT_ERR_UNSUPPORTED "built without ONNX support".
+# Included from arch/module.cmake (CMAKE_CURRENT_SOURCE_DIR is the project root); run/module.cmake
+# and cert/module.cmake link vt_onnx_pb into their libraries when VT_HAVE_ONNX is set.
 set(VT_ONNX "AUTO" CACHE STRING "ONNX export: AUTO (where protoc-c, libprotobuf-c and onnx.proto are found), ON or OFF")
 set_property(CACHE VT_ONNX PROPERTY STRINGS AUTO ON OFF)
 set(VT_HAVE_ONNX OFF)
@@ -34,8 +38,8 @@ if(VT_HAVE_ONNX)
   target_compile_options(vt_onnx_pb PRIVATE -w)
   target_include_directories(vt_onnx_pb PUBLIC ${_vt_onnx_gen})
   target_link_libraries(vt_onnx_pb PUBLIC PkgConfig::PROTOBUF_C)
-  set_source_files_properties(${CMAKE_CURRENT_SOURCE_DIR}/run/vt_onnx.c PROPERTIES COMPILE_DEFINITIONS VT_HAVE_ONNX=1)
-  target_link_libraries(vt_run PRIVATE vt_onnx_pb)
+  set_source_files_properties(${CMAKE_CURRENT_SOURCE_DIR}/arch/vt_onnx_graph.c PROPERTIES COMPILE_DEFINITIONS VT_HAVE_ONNX=1)
+  target_link_libraries(vt_arch PRIVATE vt_onnx_pb)
   message(STATUS "ONNX export: built (${VT_PROTOC_C}, ${VT_ONNX_PROTO}, libprotobuf-c ${PROTOBUF_C_VERSION})")
 else()
   message(STATUS "ONNX export: not built (VT_ONNX=${VT_ONNX}; needs libonnx-dev, protobuf-c-compiler, libprotobuf-c-dev)")
