@@ -527,3 +527,23 @@ vt_err vt_graph_decode(const uint8_t *bytes, size_t len, vt_graph *g)
     if (e) vt_graph_free(g);
     return e;
 }
+
+vt_err vt_recipe_set_graph(vt_recipe *r, const vt_graph *g, const uint8_t sha256[32])
+{
+    VT_RETURN_ERROR_IF(g->out < 1 || g->out > g->n_layer, VT_ERR_ARG, "model: the graph has no output");
+    vt_buf b;
+    VT_FORWARD_IF_ERROR(vt_graph_encode(g, &b));
+    if (b.len > VT_MODEL_GRAPH_MAX) {
+        size_t n = b.len;
+        vt_buf_free(&b);
+        VT_RETURN_ERROR(VT_ERR_LIMIT, "model: the graph's canonical form has %zu bytes (at most %u)", n,
+                        VT_MODEL_GRAPH_MAX);
+    }
+    memcpy(r->model_graph, b.data, b.len);
+    r->model_graph_len = (uint32_t)b.len;
+    vt_buf_free(&b);
+    r->has_model = 1;
+    memcpy(r->model_sha256, sha256, 32);
+    r->n_layers = 1, r->widths[0] = g->in_cols, r->widths[1] = g->layer[g->out - 1].cols;
+    return VT_OK;
+}

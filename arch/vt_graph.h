@@ -15,6 +15,7 @@
 #include "../common/vt_bytes.h"
 #include "../common/vt_error.h"
 #include "../ops/vt_program.h"
+#include "vt_onnx_graph.h"
 #include "vt_recipe.h"
 
 #define VT_GRAPH_NAME_MAX 96
@@ -84,6 +85,22 @@ vt_err vt_graph_mlp(const vt_recipe *rcp, vt_graph *g) VT_WARN_UNUSED;
  *   parameters' gradients in parameter order.
  * VT_ERR_ARG when a layer's kind cannot be differentiated here. */
 vt_err vt_graph_build(const vt_graph *g, const vt_recipe *rcp, vt_program *p) VT_WARN_UNUSED;
+
+/* A folded ONNX graph (vt_onnx_graph.h) as a forward graph (arch/vt_graph_onnx.c, docs/models.md "From
+ * ONNX to the forward graph"): *vals[k] (malloc'd, the caller frees each and the array) holds parameter
+ * k's step-0 values, the initializer's, row-major in its shape. VT_ERR_ARG naming the node, its
+ * operator and what is supported when a node cannot be mapped. */
+vt_err vt_graph_from_onnx(const vt_og_graph *og, vt_graph *g, float ***vals) VT_WARN_UNUSED;
+/* Reads the ONNX file at path for batches of `batch` examples and maps it (the two calls above), the
+ * file's SHA-256 in sha256. */
+vt_err vt_graph_import_onnx(const char *path, uint32_t batch, vt_graph *g, float ***vals,
+                            uint8_t sha256[32]) VT_WARN_UNUSED;
+/* Makes r train g: its canonical form and the file's hash in r (has_model, model_graph, model_sha256),
+ * layers = [the input's width, the output's classes]. VT_ERR_LIMIT when the canonical form exceeds
+ * VT_MODEL_GRAPH_MAX. */
+vt_err vt_recipe_set_graph(vt_recipe *r, const vt_graph *g, const uint8_t sha256[32]) VT_WARN_UNUSED;
+/* r->model (a path) imported into r: vt_graph_import_onnx for r->batch, then vt_recipe_set_graph. */
+vt_err vt_recipe_import_model(vt_recipe *r) VT_WARN_UNUSED;
 
 /* The canonical form (docs/models.md "The canonical form"): "VTGR", version 1, then every field of the
  * graph in order, little-endian. The manifest carries it (recipe field model_graph), so every party

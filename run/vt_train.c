@@ -7,6 +7,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <unistd.h>
+
+#include "../arch/vt_graph.h"
 #include "../common/vt_bytes.h"
 #include "../common/vt_cli.h"
 #include "../backend/cuda/vt_backend_open.h"
@@ -16,6 +19,7 @@
 #include "../merkle/vt_sign.h"
 #include "../model/vt_model.h"
 #include "../rounding/vt_round.h"
+#include "../store/vt_safetensors.h"
 #include "../store/vt_store.h"
 #include "vt_init.h"
 #include "vt_ranks.h"
@@ -742,6 +746,38 @@ static vt_err train(train_ctx *t, const vt_recipe *rcp, const vt_train_opts *o, 
     return VT_OK;
 }
 
+/* recipe key `model` (docs/models.md): the client's ONNX file imported into r (its graph's canonical
+ * form and the file's hash); on a fresh run without --init, its initializers written to a temporary
+ * safetensors file *tmp that becomes the run's initial state through --init's path (vt_init.h) */
+static vt_err model_prepare(vt_recipe *r, const vt_train_opts *o, char *tmp, size_t cap)
+{
+    vt_graph g;
+    float **vals = NULL;
+    uint8_t sha[32];
+    VT_FORWARD_IF_ERROR(vt_graph_import_onnx(r->model, r->batch, &g, &vals, sha));
+    vt_err e = vt_recipe_set_graph(r, &g, sha);
+    vt_st_tensor *t = e || o->resume || o->init_path ? NULL : calloc(g.n_param + 1, sizeof *t);
+    if (t) {
+        for (uint32_t k = 0; k < g.n_param; k++) {
+            t[k] = (vt_st_tensor){.name = g.param[k].name, .dtype = VT_ST_F32, .rank = g.param[k].rank, .data = vals[k]};
+            for (uint32_t d = 0; d < g.param[k].rank; d++) t[k].shape[d] = g.param[k].shape[d];
+        }
+        const char *dir = getenv("TMPDIR");
+        snprintf(tmp, cap, "%s/vt-model-init-XXXXXX", dir && *dir ? dir : "/tmp");
+        int fd = mkstemp(tmp);
+        if (fd < 0) e = vt_set_error(VT_ERR_IO, "model: cannot create a temporary file %s: %s", tmp, strerror(errno));
+        else close(fd);
+        if (!e) e = vt_safetensors_write(tmp, t, g.n_param, NULL, 0);
+        if (e && fd >= 0) unlink(tmp);
+        if (e) tmp[0] = 0;
+    } else if (!e && !o->resume && !o->init_path) e = vt_set_error(VT_ERR_NOMEM, "model: out of memory");
+    free(t);
+    for (uint32_t k = 0; k < g.n_param; k++) free(vals[k]);
+    free(vals);
+    vt_graph_free(&g);
+    return e;
+}
+
 vt_err vt_train_run(const vt_recipe *rcp, const vt_train_opts *o, vt_train_result *res)
 {
     train_ctx t;
@@ -751,11 +787,20 @@ vt_err vt_train_run(const vt_recipe *rcp, const vt_train_opts *o, vt_train_resul
     t.rank = o->comm ? vt_dist_rank(o->comm) : 0;
     t.size = o->comm ? vt_dist_size(o->comm) : 1;
     res->ranks = t.size;
-    vt_recipe r = *rcp; /* with the --init file's hash (vt_init.h); every rank reads it (vt_ranks_agree compares) */
-    vt_err e = vt_init_prepare(&r, o->init_path, o->resume ? o->run_dir : NULL, o->init_layout, &t.init);
+    /* with the --init file's hash (vt_init.h) and the client's graph; every rank reads them (vt_ranks_agree
+     * compares); a large recipe (the graph's canonical form), so on the heap */
+    vt_recipe *rp = malloc(sizeof *rp);
+    if (!rp) return vt_set_error(VT_ERR_NOMEM, "out of memory");
+    *rp = *rcp;
+    char model_init[4096] = "";
+    vt_err e = rp->model[0] ? model_prepare(rp, o, model_init, sizeof model_init) : VT_OK;
+    if (!e) e = vt_init_prepare(rp, model_init[0] ? model_init : o->init_path, o->resume ? o->run_dir : NULL,
+                                o->init_layout, &t.init);
+    if (model_init[0]) unlink(model_init);
     if (t.size > 1) e = agree(&t, e);
-    if (!e) e = train(&t, &r, o, res);
+    if (!e) e = train(&t, rp, o, res);
     res->err_common = t.size > 1 && e != VT_OK && t.common;
     ctx_free(&t);
+    free(rp);
     return e;
 }

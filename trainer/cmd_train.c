@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../arch/vt_graph.h"
 #include "../common/vt_hash.h"
 #include "../dist/vt_dist.h"
 #include "../model/vt_plain.h"
@@ -11,10 +12,14 @@
 #include "trainer.h"
 
 #define HELP_RECIPE "JSON recipe (default: the built-in MNIST MLP recipe; `trainer recipe` prints it)"
+#define HELP_MODEL                                                                                                     \
+    "the client's own network: a forward graph as torch.onnx.export writes it (recipe key model;\n"                   \
+    "docs/models.md); its initializers are the parameters and their step-0 values"
 #define HELP_SET "override one recipe key (repeatable), e.g. --set steps=100; applied after --recipe"
 
 /* The recipe of --recipe FILE and the --set list, validated. Returns -1 or an exit status. */
-static int make_recipe(const char *prog, const char *file, const vt_cli_list *sets, vt_recipe *rcp)
+static int make_recipe(const char *prog, const char *file, const vt_cli_list *sets, const char *model,
+                       vt_recipe *rcp)
 {
     vt_recipe_default(rcp);
     vt_err e = file ? vt_recipe_load_file(rcp, file) : VT_OK;
@@ -27,9 +32,16 @@ static int make_recipe(const char *prog, const char *file, const vt_cli_list *se
             fprintf(stderr, "trainer: --set %s: %s\n", sets->v[i], vt_errmsg());
             return VT_EXIT_USAGE;
         }
-    if (vt_recipe_validate(rcp) != VT_OK) {
-        fprintf(stderr, "trainer: %s\n", vt_errmsg());
+    if (model && strlen(model) >= sizeof rcp->model) {
+        fprintf(stderr, "trainer: --model: a path of at most %zu bytes\n", sizeof rcp->model - 1);
         return VT_EXIT_USAGE;
+    }
+    if (model) snprintf(rcp->model, sizeof rcp->model, "%s", model);
+    vt_err e2 = rcp->model[0] ? vt_recipe_import_model(rcp) : VT_OK; /* the client's graph: layers from it */
+    if (!e2) e2 = vt_recipe_validate(rcp);
+    if (e2) {
+        fprintf(stderr, "trainer: %s\n", vt_errmsg());
+        return e2 == VT_ERR_ARG ? VT_EXIT_USAGE : vt_cli_exit_for(e2);
     }
     (void)prog;
     return -1;
@@ -99,7 +111,7 @@ int trainer_train(int argc, char **argv)
     vt_train_opts o;
     memset(&o, 0, sizeof o);
     o.order = VT_ORDER_BLAS;
-    const char *recipe = NULL;
+    const char *recipe = NULL, *model = NULL;
     vt_cli_list sets = {0};
     uint64_t max_memory = 0;
     int layout = 0, backend = 0;
@@ -109,6 +121,7 @@ int trainer_train(int argc, char **argv)
         VT_OPT_L("--set", "KEY=VALUE", HELP_SET, &sets),
         VT_OPT_O("--order", "the trainer's evaluation order (default blas)", &o.order),
         VT_OPT_S("--data-dir", "DIR", VT_HELP_DATA_DIR, &o.data_root),
+        VT_OPT_S("--model", "NET.onnx", HELP_MODEL, &model),
         VT_OPT_S("--init", "FILE", "the initial state from a safetensors file (`trainer export`'s names and\n"
                                    "shapes, F32); its SHA-256 goes into the manifest, the run keeps a copy", &o.init_path),
         VT_OPT_C("--init-layout", "auto|project|torch",
@@ -140,7 +153,7 @@ int trainer_train(int argc, char **argv)
     o.init_layout = layout == 0 ? VT_INIT_AUTO : layout == 1 ? VT_INIT_PROJECT : VT_INIT_TORCH;
     o.backend = backend ? "cuda" : NULL;
     vt_recipe rcp;
-    if ((st = make_recipe("trainer train", recipe, &sets, &rcp)) >= 0) return st;
+    if ((st = make_recipe("trainer train", recipe, &sets, model, &rcp)) >= 0) return st;
     if ((st = trainer_test_train_done(&o)) >= 0) return st;
     if (!o.key_path) {
         fprintf(stderr, "trainer train: --key KEYFILE is required\n");
@@ -198,11 +211,12 @@ int trainer_train(int argc, char **argv)
 
 int trainer_recipe(int argc, char **argv)
 {
-    const char *recipe = NULL;
+    const char *recipe = NULL, *model = NULL;
     vt_cli_list sets = {0};
     int program = 0, quiet = 0;
     const vt_cli_opt opts[] = {
         VT_OPT_S("--recipe", "FILE", HELP_RECIPE, &recipe), VT_OPT_L("--set", "KEY=VALUE", HELP_SET, &sets),
+        VT_OPT_S("--model", "NET.onnx", HELP_MODEL, &model),
         VT_OPT_F("--program", "print the step program instead: the tensor table and the operations with\n"
                               "their ids (docs/format.md)", &program),
         VT_OPT_F("--quiet", "(accepted, as train takes it; recipe prints no progress)", &quiet), VT_OPT_END};
@@ -213,7 +227,7 @@ int trainer_recipe(int argc, char **argv)
     int st = vt_cli_parse(&cmd, argc, argv, 2, &a);
     if (st >= 0) return st;
     vt_recipe rcp;
-    if ((st = make_recipe("trainer recipe", recipe, &sets, &rcp)) >= 0) return st;
+    if ((st = make_recipe("trainer recipe", recipe, &sets, model, &rcp)) >= 0) return st;
     char *txt = NULL;
     vt_program p;
     vt_program_init(&p);
@@ -250,7 +264,7 @@ int trainer_plain(int argc, char **argv)
     int st = vt_cli_parse(&cmd, argc, argv, 2, &a);
     if (st >= 0) return st;
     vt_recipe rcp;
-    if ((st = make_recipe("trainer plain", recipe, &sets, &rcp)) >= 0) return st;
+    if ((st = make_recipe("trainer plain", recipe, &sets, NULL, &rcp)) >= 0) return st;
     if (fp64 < 0) {
         fprintf(stderr, "trainer plain: --precision fp32 or --precision fp64 is required\n");
         return VT_EXIT_USAGE;

@@ -1,0 +1,259 @@
+/* vt_graph_onnx.c - a folded ONNX graph (vt_onnx_graph.h) mapped to a forward graph (vt_graph.h):
+ * docs/models.md "From ONNX to the forward graph". What is mapped: the one graph input (the batch,
+ * [N, ...]: an example is its N-th slice, row-major), Gemm (alpha = beta = 1, transA 0, transB 0 or
+ * 1: PyTorch's Linear), MatMul by an initializer (with the Add of an initializer bias that follows it
+ * fused in), Add of two activations, Relu, Flatten and Reshape that keep the batch dimension (the
+ * same bytes: no operation), Dropout of ratio 0; the initializers the layers read are the parameters,
+ * by their own names, in the order the nodes first read them, their values the step-0 state. Any
+ * other node is refused naming it, its operator and what is supported. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vt_graph.h"
+#include "vt_onnx_graph.h"
+
+#define NONE UINT32_MAX
+#define SUPPORTED                                                                                                      \
+    "Gemm (PyTorch's Linear), MatMul by a weight (with its bias Add), Add of two activations, Relu, Flatten and "     \
+    "Reshape keeping the batch dimension, Dropout of ratio 0"
+
+typedef struct {
+    const vt_og_graph *og;
+    vt_graph *g;
+    uint32_t *val;   /* ONNX value -> the graph's value (NONE: not an activation) */
+    uint32_t *cols;  /* ONNX value -> its width (the elements of one example) */
+    uint32_t *par;   /* ONNX value -> the graph's parameter (NONE: not yet one) */
+    uint8_t *done;   /* node -> consumed by an earlier node's mapping (a fused bias Add) */
+    float **vals;    /* parameter -> its values */
+    int bad;
+} mapper;
+
+static int64_t example_elems(const vt_og_value *v)
+{
+    int64_t n = 1;
+    for (uint32_t d = 1; d < v->rank; d++) n *= v->shape[d];
+    return n;
+}
+
+/* the node's name as a layer name: "/fc1/Gemm" -> "fc1.Gemm" */
+static void layer_name(const vt_og_node *n, char *out)
+{
+    const char *s = n->name;
+    while (*s == '/') s++;
+    snprintf(out, VT_GRAPH_NAME_MAX, "%s", *s ? s : n->op);
+    for (char *c = out; *c; c++)
+        if (*c == '/' || *c == ' ') *c = '.';
+}
+
+/* the parameter of initializer v (made at its first use, its values copied) */
+static vt_err param_of(mapper *m, const vt_og_node *n, uint32_t v, uint32_t *out)
+{
+    const vt_og_value *x = &m->og->v[v];
+    VT_RETURN_ERROR_IF(!x->is_init || x->dtype != VT_OG_F32, VT_ERR_ARG,
+                       "model: node %s (%s): input %s is not a float32 initializer (a weight)", n->name, n->op, x->name);
+    if (m->par[v] != NONE) return *out = m->par[v], VT_OK;
+    VT_RETURN_ERROR_IF(x->rank < 1 || x->rank > VT_MAX_RANK, VT_ERR_ARG, "model: weight %s has rank %u (1..%d)",
+                       x->name, x->rank, VT_MAX_RANK);
+    uint32_t shape[VT_MAX_RANK];
+    for (uint32_t d = 0; d < x->rank; d++) shape[d] = (uint32_t)x->shape[d];
+    uint32_t k = vt_graph_param(m->g, x->name, x->rank, shape, VT_INIT_ZERO, 0, &m->bad);
+    VT_RETURN_ERROR_IF(k == NONE, VT_ERR_ARG, "model: weight name %s is empty or longer than %d bytes", x->name,
+                       VT_GRAPH_NAME_MAX - 1);
+    float **q = realloc(m->vals, (k + 1) * sizeof *q);
+    VT_RETURN_ERROR_IF(!q, VT_ERR_NOMEM, "model: out of memory");
+    m->vals = q;
+    q[k] = malloc(x->nbytes ? x->nbytes : 1);
+    VT_RETURN_ERROR_IF(!q[k], VT_ERR_NOMEM, "model: out of memory");
+    memcpy(q[k], x->data, x->nbytes);
+    return *out = m->par[v] = k, VT_OK;
+}
+
+/* value v as an activation [N, cols] */
+static vt_err act_of(mapper *m, const vt_og_node *n, uint32_t v, uint32_t *out)
+{
+    VT_RETURN_ERROR_IF(v == NONE || m->val[v] == NONE, VT_ERR_ARG,
+                       "model: node %s (%s): input %s is not computed from the batch (a constant or a weight where "
+                       "an activation is expected)",
+                       n->name, n->op, v == NONE ? "(omitted)" : m->og->v[v].name);
+    *out = m->val[v];
+    return VT_OK;
+}
+
+/* the only later node reading value v, or NONE */
+static uint32_t sole_reader(const vt_og_graph *og, uint32_t after, uint32_t v)
+{
+    uint32_t r = NONE;
+    for (uint32_t j = after + 1; j < og->n_nodes; j++)
+        for (uint32_t i = 0; i < og->node[j].n_in; i++)
+            if (og->node[j].in[i] == v) {
+                if (r != NONE && r != j) return NONE;
+                r = j;
+            }
+    for (uint32_t i = 0; i < og->n_outputs; i++)
+        if (og->outputs[i] == v) return NONE;
+    return r;
+}
+
+/* a bias for width N: an initializer of N elements ([N] or [1, N]) */
+static int is_bias(const vt_og_graph *og, uint32_t v, uint32_t N)
+{
+    const vt_og_value *x = &og->v[v];
+    return x->is_init && x->dtype == VT_OG_F32 && x->nbytes == (size_t)N * sizeof(float) &&
+           (x->rank == 1 || (x->rank == 2 && x->shape[0] == 1));
+}
+
+static vt_err map_node(mapper *m, uint32_t j)
+{
+    const vt_og_graph *og = m->og;
+    const vt_og_node *n = &og->node[j];
+    char nm[VT_GRAPH_NAME_MAX];
+    layer_name(n, nm);
+    const uint32_t y = n->n_out ? n->out[0] : NONE;
+    VT_RETURN_ERROR_IF(y == NONE, VT_ERR_ARG, "model: node %s (%s) has no output", n->name, n->op);
+    const vt_og_value *yv = &og->v[y];
+    VT_RETURN_ERROR_IF(yv->rank < 1 || yv->shape[0] != og->v[og->inputs[0]].shape[0] || example_elems(yv) < 1 ||
+                           example_elems(yv) > (1 << 30),
+                       VT_ERR_ARG, "model: node %s (%s): its output %s does not keep the batch as its first dimension",
+                       n->name, n->op, yv->name);
+    const uint32_t cols = (uint32_t)example_elems(yv);
+    uint32_t x, x1, out;
+    if (!strcmp(n->op, "Flatten") || !strcmp(n->op, "Reshape") ||
+        (!strcmp(n->op, "Dropout") && (n->n_in < 2 || n->in[1] == NONE || !og->v[n->in[1]].is_const ||
+                                       *(const float *)og->v[n->in[1]].data == 0.0f))) {
+        VT_FORWARD_IF_ERROR(act_of(m, n, n->in[0], &x));
+        VT_RETURN_ERROR_IF(!strcmp(n->op, "Dropout") && n->n_in >= 2 && n->in[1] == NONE, VT_ERR_ARG,
+                           "model: node %s (Dropout): its ratio is not given", n->name);
+        VT_RETURN_ERROR_IF(cols != m->cols[n->in[0]], VT_ERR_ARG, "model: node %s (%s) changes the example's size",
+                           n->name, n->op);
+        m->val[y] = x, m->cols[y] = cols; /* the same bytes */
+        return VT_OK;
+    }
+    if (!strcmp(n->op, "Relu")) {
+        VT_FORWARD_IF_ERROR(act_of(m, n, n->in[0], &x));
+        out = vt_graph_layer(m->g, VT_GL_RELU, nm, 1, &x, 0, NULL, NULL, cols, &m->bad);
+    } else if (!strcmp(n->op, "Add")) {
+        VT_FORWARD_IF_ERROR(act_of(m, n, n->in[0], &x));
+        VT_FORWARD_IF_ERROR(act_of(m, n, n->in[1], &x1));
+        VT_RETURN_ERROR_IF(m->cols[n->in[0]] != cols || m->cols[n->in[1]] != cols, VT_ERR_ARG,
+                           "model: node %s (Add): its inputs are broadcast (supported: two activations of one shape, or "
+                           "a weight's bias after MatMul)",
+                           n->name);
+        out = vt_graph_layer(m->g, VT_GL_ADD, nm, 2, (const uint32_t[]){x, x1}, 0, NULL, NULL, cols, &m->bad);
+    } else if (!strcmp(n->op, "Gemm") || !strcmp(n->op, "MatMul")) {
+        const int gemm = n->op[0] == 'G';
+        const vt_og_attr *ta = vt_og_attr_get(n, "transA"), *tb = vt_og_attr_get(n, "transB"),
+                         *al = vt_og_attr_get(n, "alpha"), *be = vt_og_attr_get(n, "beta");
+        VT_RETURN_ERROR_IF((ta && ta->i) || (al && al->f != 1.0) || (be && be->f != 1.0), VT_ERR_ARG,
+                           "model: node %s (Gemm): transA, alpha or beta other than 0, 1, 1", n->name);
+        VT_FORWARD_IF_ERROR(act_of(m, n, n->in[0], &x));
+        const vt_og_value *a = &og->v[n->in[0]], *w = &og->v[n->in[1]];
+        VT_RETURN_ERROR_IF(a->rank != 2 || w->rank != 2, VT_ERR_ARG,
+                           "model: node %s (%s): a product of a [N, K] activation by a [K, M] weight is supported, "
+                           "not ranks %u and %u",
+                           n->name, n->op, a->rank, w->rank);
+        const int64_t tB = tb ? tb->i : 0, K = a->shape[1], N = tB ? w->shape[0] : w->shape[1];
+        VT_RETURN_ERROR_IF((tB ? w->shape[1] : w->shape[0]) != K || N != (int64_t)cols, VT_ERR_ARG,
+                           "model: node %s (%s): the weight %s does not fit the activation", n->name, n->op, w->name);
+        uint32_t p[2], np = 1;
+        VT_FORWARD_IF_ERROR(param_of(m, n, n->in[1], &p[0]));
+        uint32_t bias = gemm && n->n_in > 2 ? n->in[2] : NONE, fused = NONE;
+        if (!gemm) { /* MatMul + Add(bias): one Linear */
+            uint32_t r = sole_reader(og, j, y);
+            if (r != NONE && !strcmp(og->node[r].op, "Add") && og->node[r].n_in == 2) {
+                for (uint32_t i = 0; i < 2; i++)
+                    if (og->node[r].in[i] == y && is_bias(og, og->node[r].in[1 - i], cols))
+                        bias = og->node[r].in[1 - i], fused = r;
+            }
+        }
+        if (bias != NONE) {
+            VT_RETURN_ERROR_IF(!is_bias(og, bias, cols), VT_ERR_ARG,
+                               "model: node %s (%s): its bias is not a weight of %u values", n->name, n->op, cols);
+            VT_FORWARD_IF_ERROR(param_of(m, n, bias, &p[1]));
+            np = 2;
+        }
+        out = vt_graph_layer(m->g, VT_GL_LINEAR, nm, 1, &x, np, p, (const int64_t[]){tB ? 1 : 0, 0, 0, 0}, cols,
+                             &m->bad);
+        if (fused != NONE) { /* the Add's output is this layer's */
+            m->done[fused] = 1;
+            m->val[og->node[fused].out[0]] = out, m->cols[og->node[fused].out[0]] = cols;
+        }
+    } else {
+        VT_RETURN_ERROR(VT_ERR_ARG, "model: node %s (%s) is not supported by the step program (supported: %s)%s",
+                        n->name, n->op, SUPPORTED,
+                        !strcmp(n->op, "Softmax") || !strcmp(n->op, "LogSoftmax")
+                            ? "; export the logits: the loss applies the softmax"
+                            : "");
+    }
+    VT_RETURN_ERROR_IF(out == NONE, VT_ERR_NOMEM, "model: out of memory (or a node name too long: %s)", n->name);
+    m->val[y] = out, m->cols[y] = cols;
+    return VT_OK;
+}
+
+static vt_err map_graph(mapper *m)
+{
+    const vt_og_graph *og = m->og;
+    VT_RETURN_ERROR_IF(og->n_inputs != 1 || og->n_outputs != 1, VT_ERR_ARG,
+                       "model: the graph has %u inputs and %u outputs (one of each is supported: the batch in, the "
+                       "logits out)",
+                       og->n_inputs, og->n_outputs);
+    const vt_og_value *in = &og->v[og->inputs[0]];
+    VT_RETURN_ERROR_IF(in->dtype != VT_OG_F32 || in->rank < 2 || example_elems(in) > (1 << 30), VT_ERR_ARG,
+                       "model: the input %s is not float32 [N, ...]", in->name);
+    m->val[og->inputs[0]] = 0, m->cols[og->inputs[0]] = (uint32_t)example_elems(in);
+    m->g->in_cols = (uint32_t)example_elems(in);
+    for (uint32_t j = 0; j < og->n_nodes; j++)
+        if (!m->done[j]) VT_FORWARD_IF_ERROR(map_node(m, j));
+    const uint32_t o = og->outputs[0];
+    VT_RETURN_ERROR_IF(m->val[o] == NONE || m->val[o] == 0 || og->v[o].rank != 2, VT_ERR_ARG,
+                       "model: the output %s is not the logits [N, classes] computed from the input", og->v[o].name);
+    m->g->out = m->val[o], m->g->loss = VT_GLOSS_XENT;
+    return VT_OK;
+}
+
+vt_err vt_graph_from_onnx(const vt_og_graph *og, vt_graph *g, float ***vals)
+{
+    vt_graph_init(g);
+    *vals = NULL;
+    mapper m = {.og = og, .g = g};
+    m.val = malloc((og->n_values + 1) * sizeof *m.val), m.cols = calloc(og->n_values + 1, sizeof *m.cols);
+    m.par = malloc((og->n_values + 1) * sizeof *m.par), m.done = calloc(og->n_nodes + 1, 1);
+    vt_err e = !m.val || !m.cols || !m.par || !m.done ? vt_set_error(VT_ERR_NOMEM, "model: out of memory") : VT_OK;
+    for (uint32_t i = 0; !e && i < og->n_values; i++) m.val[i] = m.par[i] = NONE;
+    if (!e) e = map_graph(&m);
+    if (!e && m.bad) e = vt_set_error(VT_ERR_NOMEM, "model: out of memory");
+    free(m.val), free(m.cols), free(m.par), free(m.done);
+    if (e) {
+        for (uint32_t k = 0; m.vals && k < g->n_param; k++) free(m.vals[k]);
+        free(m.vals);
+        vt_graph_free(g);
+        return e;
+    }
+    *vals = m.vals;
+    return VT_OK;
+}
+
+vt_err vt_graph_import_onnx(const char *path, uint32_t batch, vt_graph *g, float ***vals, uint8_t sha256[32])
+{
+    vt_og_graph og;
+    vt_graph_init(g);
+    *vals = NULL;
+    VT_FORWARD_IF_ERROR(vt_og_read_file(path, batch, &og));
+    memcpy(sha256, og.file_sha256, 32);
+    vt_err e = vt_graph_from_onnx(&og, g, vals);
+    vt_og_free(&og);
+    return e ? vt_error_prefix(e, "%s", path) : VT_OK;
+}
+
+vt_err vt_recipe_import_model(vt_recipe *r)
+{
+    vt_graph g;
+    float **vals;
+    uint8_t sha[32];
+    VT_FORWARD_IF_ERROR(vt_graph_import_onnx(r->model, r->batch, &g, &vals, sha));
+    vt_err e = vt_recipe_set_graph(r, &g, sha);
+    for (uint32_t k = 0; k < g.n_param; k++) free(vals[k]);
+    free(vals);
+    vt_graph_free(&g);
+    return e;
+}

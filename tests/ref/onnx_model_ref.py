@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""onnx_model_ref.py - the client's own model from outside the project (tests/e2e/onnx_model.sh).
+
+  onnx_model_ref.py make DIR
+      writes, from models written here in PyTorch (torch 1.13) and exported by torch.onnx.export
+      (training mode, no constant folding, opset 13): DIR/mlp.onnx (Flatten, Linear, ReLU, a residual
+      Add, Linear), DIR/matmul.onnx (x @ W + b with nn.Parameter weights: MatMul and Add), DIR/bad.onnx
+      (a Sigmoid: not supported), and the data DIR/x.npy (float32 [32, 1, 12, 12]), DIR/y.npy (uint8
+      labels 0..4).
+  onnx_model_ref.py check DIR NAME EXPORT.safetensors STEPS LR MOMENTUM
+      the model NAME rebuilt from the same seed in float64, trained STEPS full-batch steps of SGD (lr,
+      momentum; torch.optim.SGD, cross-entropy mean over the batch) on DIR's data, its parameters
+      compared with the project's after STEPS steps (EXPORT, `trainer export`: the names are the
+      module's own): the largest difference must be below 2e-5 relative to the parameter's scale
+      (each operation rounds to float32: the differences are float32 rounding accumulated over a few
+      operations and steps), and the same comparison with the initial parameters must fail (the
+      check can fail)."""
+import json
+import struct
+import sys
+
+import numpy as np
+import torch
+import torch.nn as nn
+
+N, C, H, W, K = 32, 1, 12, 12, 5
+
+
+class Mlp(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(C * H * W, 24)
+        self.fc2 = nn.Linear(24, 24)
+        self.head = nn.Linear(24, K)
+
+    def forward(self, x):
+        h = torch.relu(self.fc1(torch.flatten(x, 1)))
+        h = torch.relu(self.fc2(h)) + h
+        return self.head(h)
+
+
+class MatMulNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w1 = nn.Parameter(torch.randn(C * H * W, 16) * 0.1)
+        self.b1 = nn.Parameter(torch.zeros(16))
+        self.w2 = nn.Parameter(torch.randn(16, K) * 0.1)
+        self.b2 = nn.Parameter(torch.zeros(K))
+
+    def forward(self, x):
+        return torch.relu(x.reshape(x.shape[0], -1) @ self.w1 + self.b1) @ self.w2 + self.b2
+
+
+class Bad(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(C * H * W, K)
+
+    def forward(self, x):
+        return torch.sigmoid(self.fc(torch.flatten(x, 1)))
+
+
+MODELS = {"mlp": Mlp, "matmul": MatMulNet, "bad": Bad}
+
+
+def build(name):
+    torch.manual_seed({"mlp": 1, "matmul": 2, "bad": 3}[name])
+    return MODELS[name]()
+
+
+def data():
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((N, C, H, W)).astype(np.float32)
+    y = rng.integers(0, K, N).astype(np.uint8)
+    return x, y
+
+
+def make(d):
+    x, y = data()
+    np.save(d + "/x.npy", x)
+    np.save(d + "/y.npy", y)
+    for name in MODELS:
+        m = build(name)
+        torch.onnx.export(m, torch.zeros(N, C, H, W), "%s/%s.onnx" % (d, name), opset_version=13,
+                          training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
+                          input_names=["x"], output_names=["logits"], dynamic_axes={"x": {0: "N"}})
+
+
+def read_safetensors(path):
+    b = open(path, "rb").read()
+    n = struct.unpack("<Q", b[:8])[0]
+    hdr = json.loads(b[8:8 + n])
+    out = {}
+    for k, v in hdr.items():
+        if k == "__metadata__":
+            continue
+        s, e = v["data_offsets"]
+        out[k] = np.frombuffer(b[8 + n + s:8 + n + e], dtype=np.float32).reshape(v["shape"])
+    return out
+
+
+def check(d, name, export, steps, lr, momentum):
+    x, y = data()
+    m = build(name).double()
+    init = {k: v.detach().clone() for k, v in m.state_dict().items()}
+    opt = torch.optim.SGD(m.parameters(), lr=lr, momentum=momentum)
+    xt, yt = torch.from_numpy(x.astype(np.float64)), torch.from_numpy(y.astype(np.int64))
+    losses = []
+    for _ in range(steps):
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(m(xt), yt)
+        losses.append(loss.item())
+        loss.backward()
+        opt.step()
+    ours = read_safetensors(export)
+    worst, worst_init = 0.0, 0.0
+    for k, v in m.state_dict().items():
+        if k not in ours:
+            print("onnx_model_ref: FAIL: %s is not in %s (it has %s)" % (k, export, sorted(ours)))
+            return 1
+        ref = v.numpy()
+        scale = max(np.abs(ref).max(), 1e-3)
+        worst = max(worst, np.abs(ours[k].astype(np.float64) - ref).max() / scale)
+        worst_init = max(worst_init, np.abs(ours[k].astype(np.float64) - init[k].numpy()).max() / scale)
+    print("onnx_model_ref: %s after %d steps: largest difference from PyTorch FP64 %.3g of the parameter's scale "
+          "(from the initial parameters: %.3g); PyTorch FP64 losses %s" % (name, steps, worst, worst_init,
+                                                                            " ".join("%.6f" % l for l in losses)))
+    if worst > 2e-5:
+        print("onnx_model_ref: FAIL: the project's parameters differ from PyTorch FP64's")
+        return 1
+    if worst_init <= 2e-5:
+        print("onnx_model_ref: FAIL: the training did not move the parameters (the check would pass anything)")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "make":
+        make(sys.argv[2])
+        sys.exit(0)
+    sys.exit(check(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), float(sys.argv[6]), float(sys.argv[7])))
