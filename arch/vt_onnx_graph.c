@@ -1668,7 +1668,8 @@ static vt_err keep_attrs(const Onnx__NodeProto *n, vt_og_node *o)
             break;
         case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING:
             t->type = VT_OGA_STRING, t->n = a->s.len;
-            VT_RETURN_ERROR_IF(memchr(a->s.data, 0, a->s.len), VT_ERR_FORMAT, "attribute %s: a string with a NUL", a->name);
+            VT_RETURN_ERROR_IF(a->s.len && memchr(a->s.data, 0, a->s.len), VT_ERR_FORMAT, "attribute %s: a string with a NUL",
+                               a->name);
             t->s = malloc(a->s.len + 1);
             VT_RETURN_ERROR_IF(!t->s, VT_ERR_NOMEM, "out of memory");
             if (a->s.len) memcpy(t->s, a->s.data, a->s.len);

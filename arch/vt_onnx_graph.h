@@ -26,7 +26,8 @@
  * (of any value: shapes are static), Constant, or one of Gather, Slice, Concat, Unsqueeze, Squeeze,
  * Cast, Add, Sub, Mul, Div, Pow, Sqrt, Equal, Greater, Less, Where, Not, Range, ConstantOfShape,
  * Expand, Reshape, Flatten, Transpose, Split, Trilu, Identity with every input constant. Identity is
- * dropped always (its output is its input's value). Integer arithmetic is int64 (an overflow, or a
+ * dropped always: its output is its input's value, and keeps that value's name (a graph output
+ * written by an Identity is found through outputs[], not by its ONNX name). Integer arithmetic is int64 (an overflow, or a
  * division by zero, refused); integer Div truncates toward zero. Float folding is done in double and
  * rounded once to the value's type: float32 Add, Sub, Mul, Div and Sqrt are then the correctly rounded
  * IEEE single results (double holds more than twice float's precision); Pow uses the C library's

@@ -8,4 +8,4 @@ target_link_libraries(vt_og_dump PRIVATE vt_arch vt_common)
 target_include_directories(vt_og_dump PRIVATE ${PROJECT_SOURCE_DIR})
 add_test(NAME onnx_import COMMAND bash ${PROJECT_SOURCE_DIR}/tests/e2e/onnx_import.sh ${CMAKE_BINARY_DIR})
 set_tests_properties(onnx_import PROPERTIES SKIP_RETURN_CODE 77)
-vt_test_timeout(onnx_import 300) # quiet: 10 s
+vt_test_timeout(onnx_import 300) # quiet: 5 s
