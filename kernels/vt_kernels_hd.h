@@ -52,13 +52,18 @@ VT_HDI double vti_log1p01(double e)
 }
 /* BCE with logits' softplus part: log(1 + exp(-|x|)) (the rest, max(x, 0) - x t, is exact) */
 VT_HDI double vti_bce_softplus1(float x) { return vti_log1p01(vt_exp_impl(-vt_hd_fabs((double)x))); }
-/* the logistic function: 1 / (1 + exp(-x)) for x >= 0, exp(x) / (1 + exp(x)) below (no overflow) */
-VT_HDI double vti_sigmoid1(float x)
+/* BCE with logits' gradient numerator sigmoid(x) - t as k FP64 terms (the return) whose exact sum it is
+ * up to the portable exp: with e = exp(-|x|), q = e / (1 + e) (no overflow), 1 - t - q for x >= 0 and
+ * q - t below - never a rounded 1 - q, so the small differences near t = sigmoid(x) keep their bits */
+VT_HDI int vti_bce_bwd_terms(float x, float t, double *v)
 {
-    double v = (double)x;
-    if (v >= 0.0) return 1.0 / (1.0 + vt_exp_impl(-v));
-    double e = vt_exp_impl(v);
-    return e / (1.0 + e);
+    const double e = vt_exp_impl(-vt_hd_fabs((double)x)), q = e / (1.0 + e);
+    if (x >= 0.0f) {
+        v[0] = 1.0, v[1] = -(double)t, v[2] = -q;
+        return 3;
+    }
+    v[0] = q, v[1] = -(double)t; /* NaN x: q is NaN */
+    return 2;
 }
 
 /* one softmax row: p_c = e_c / s with e_c = exp(z_c - max z), s = RN64 of the exact sum of the e_c.

@@ -145,6 +145,25 @@ static vt_err probe_recipe(uint8_t prog, const char *const *keys, const char *ex
     return e ? vt_error_prefix(e, "the known-answer probe (%s)", vt_probe_program_name(prog)) : VT_OK;
 }
 
+/* Step 1 of a hand-built program (m: its program and arenas) in exact rounding, every operation probed */
+static vt_err hand_built_step(vt_model *m, const vt_dataset *ds, uint8_t prog, vt_op_hook tamper, void *tctx,
+                              vt_probe *p)
+{
+    m->tamper = tamper, m->tamper_ctx = tctx;
+    vt_steplog log;
+    vt_steplog_init(&log, 0);
+    vt_rctx rx;
+    vt_rctx_init(&rx, VT_RMODE_RECORD, (vt_bound_cfg){.mode = VT_BOUND_PROVABLE, .rounding = VT_ROUNDING_EXACT});
+    vt_err e = vt_rctx_begin_step(&rx, 1, &log);
+    probe_ctx c = {p, prog};
+    for (uint32_t j = 1; j <= m->prog.n_ops && !e; j++) {
+        e = vti_model_exec(m, ds, &rx, 1, j);
+        if (!e) e = chain(&c, m, 1, j);
+    }
+    vt_steplog_free(&log);
+    return e;
+}
+
 /* The kinds no architecture uses, in a hand-built program: y = a - b over SUB_N elements (a tie, a
  * value just past one, subnormals, a difference that rounds to FLT_MAX, a zero, then values drawn
  * from the seed), each tensor alone in its class's arena, as tests/unit/test_kinds.c's extra program. */
@@ -175,16 +194,7 @@ static vt_err probe_extra(uint8_t prog, vt_op_hook tamper, void *tctx, vt_probe 
                                   : vt_set_error(VT_ERR_NOMEM, "the known-answer probe: out of memory");
     m->arena[VT_TC_INPUT] = (uint8_t *)a, m->arena[VT_TC_ACT] = (uint8_t *)b, m->arena[VT_TC_GRAD] = (uint8_t *)y;
     m->x64 = x64, m->n_ops = 1;
-    m->tamper = tamper, m->tamper_ctx = tctx;
-    vt_steplog log;
-    vt_steplog_init(&log, 0);
-    vt_rctx rx;
-    vt_rctx_init(&rx, VT_RMODE_RECORD, (vt_bound_cfg){.mode = VT_BOUND_PROVABLE, .rounding = VT_ROUNDING_EXACT});
-    if (!e) e = vt_rctx_begin_step(&rx, 1, &log);
-    if (!e) e = vti_model_exec(m, NULL, &rx, 1, 1);
-    probe_ctx c = {p, prog};
-    if (!e) e = chain(&c, m, 1, 1);
-    vt_steplog_free(&log);
+    if (!e) e = hand_built_step(m, NULL, prog, tamper, tctx, p);
     vt_program_free(g);
     free(m);
     return e;
@@ -252,18 +262,7 @@ static vt_err probe_losses(uint8_t prog, vt_op_hook tamper, void *tctx, vt_probe
     }
     m->x64 = x64, m->n_ops = g->n_ops;
     m->batch_idx = idx, m->perm = perm, m->n_examples = LOSS_N, m->rcp.batch = LOSS_B, m->rcp.seed = 7;
-    m->tamper = tamper, m->tamper_ctx = tctx;
-    vt_steplog log;
-    vt_steplog_init(&log, 0);
-    vt_rctx rx;
-    vt_rctx_init(&rx, VT_RMODE_RECORD, (vt_bound_cfg){.mode = VT_BOUND_PROVABLE, .rounding = VT_ROUNDING_EXACT});
-    if (!e) e = vt_rctx_begin_step(&rx, 1, &log);
-    probe_ctx c = {p, prog};
-    for (uint32_t j = 1; j <= g->n_ops && !e; j++) {
-        e = vti_model_exec(m, &ds, &rx, 1, j);
-        if (!e) e = chain(&c, m, 1, j);
-    }
-    vt_steplog_free(&log);
+    if (!e) e = hand_built_step(m, &ds, prog, tamper, tctx, p);
     vt_program_free(g);
     for (int k = 0; k < VT_TC_COUNT; k++) free(m->arena[k]);
     free(m);

@@ -174,7 +174,12 @@ vt_err vt_plain_rows(const vt_plainctx *c, uint32_t t, uint8_t *labels)
     return c->f64 ? vt_data_batch_f64(c->ds, c->batch_idx, B, x, labels) : vt_data_batch(c->ds, c->batch_idx, B, x, labels);
 }
 
-vt_err vti_load_batch_plain(vt_plainctx *c) { return vt_plain_rows(c, c->o->out[0], PTP(c, c->o->out[1])); }
+vt_err vti_load_batch_plain(vt_plainctx *c)
+{
+    VT_RETURN_ERROR_IF(c->ds && c->ds->yt, VT_ERR_ARG, "the data set %s has float targets, not class labels",
+                       c->ds->name);
+    return vt_plain_rows(c, c->o->out[0], PTP(c, c->o->out[1]));
+}
 
 vt_err vti_schedule_plain(vt_plainctx *c) /* exact in FP64 already: the same values as the exec */
 {

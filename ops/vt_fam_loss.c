@@ -3,8 +3,8 @@
  * (LOAD_BATCH_TARGETS). Every output is RN32 of its exact mean (docs/rounding.md 2.6): a loss is the
  * exact sum of its elements' FP64 pieces in vt_xacc divided by the global batch's element count
  * B K by the rounding layer (vt_xacc_round32_quot; summed across the ranks when the batch is split,
- * vt_round_dist_quot32); a gradient element is RN32 of a difference over B K
- * (vt_round_quot_diff32). The FP32 results then pass vt_round with bound 0 (nothing to log).
+ * vt_round_dist_quot32); a gradient element is RN32 of a short exact sum over B K
+ * (vt_round_quot_sum32). The FP32 results then pass vt_round with bound 0 (nothing to log).
  * Each kind's check, exec, cost and plain form, named by its stem in the list. */
 #include <math.h>
 #include <stdio.h>
@@ -128,19 +128,26 @@ static void reg_bwd_part(const vt_opctx *c, const void *arg, size_t lo, size_t h
         for (size_t i = lo; i < hi; i++)
             x[i] = y[i] > t[i] ? (double)a->q : y[i] < t[i] ? -(double)a->q : y[i] == t[i] ? 0.0 : (double)NAN;
     } else {
-        for (size_t i = lo; i < hi; i++) x[i] = (double)vt_round_quot_diff32(2.0 * (double)y[i], 2.0 * (double)t[i], a->n);
+        for (size_t i = lo; i < hi; i++) {
+            const double v[2] = {2.0 * (double)y[i], -2.0 * (double)t[i]};
+            x[i] = (double)vt_round_quot_sum32(v, 2, a->n);
+        }
     }
 }
 
-vt_err vti_reg_bwd_exec(vt_opctx *c)
+/* a gradient: its elements' correctly rounded values by part over the threads, through vt_round (bound 0) */
+static vt_err grad_run(vt_opctx *c, vti_chain_part part)
 {
     const size_t n = NOUT(0);
     reg_bwd_arg a = {mean_count(c), 0.0f};
-    a.q = vt_round_quot_diff32(1.0, 0.0, a.n);
-    vti_chain_run(c, n, 1, reg_bwd_part, &a);
+    const double one = 1.0;
+    a.q = vt_round_quot_sum32(&one, 1, a.n);
+    vti_chain_run(c, n, 1, part, &a);
     ROUND(c->s.x64, NULL, 1, n, OUT(0));
     return VT_OK;
 }
+
+vt_err vti_reg_bwd_exec(vt_opctx *c) { return grad_run(c, reg_bwd_part); }
 
 void vti_reg_bwd_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 12, out); }
 
@@ -186,22 +193,19 @@ void vti_bce_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
     out->flop = 60.0 * (double)T(p, o->in[0])->n;
 }
 
-/* RN32((sigmoid(x) - t) / n) with the FP64 logistic of the portable exp (vti_sigmoid1) */
+/* RN32((sigmoid(x) - t) / n) of the FP64 terms of the portable exp (vti_bce_bwd_terms) */
 static void bce_bwd_part(const vt_opctx *c, const void *arg, size_t lo, size_t hi)
 {
     const reg_bwd_arg *a = arg;
     const float *x = IN(0), *t = IN(1);
-    for (size_t i = lo; i < hi; i++) c->s.x64[i] = (double)vt_round_quot_diff32(vti_sigmoid1(x[i]), (double)t[i], a->n);
+    for (size_t i = lo; i < hi; i++) {
+        double v[3];
+        const int k = vti_bce_bwd_terms(x[i], t[i], v);
+        c->s.x64[i] = (double)vt_round_quot_sum32(v, (size_t)k, a->n);
+    }
 }
 
-vt_err vti_bce_bwd_exec(vt_opctx *c)
-{
-    const size_t n = NOUT(0);
-    const reg_bwd_arg a = {mean_count(c), 0.0f};
-    vti_chain_run(c, n, 1, bce_bwd_part, &a);
-    ROUND(c->s.x64, NULL, 1, n, OUT(0));
-    return VT_OK;
-}
+vt_err vti_bce_bwd_exec(vt_opctx *c) { return grad_run(c, bce_bwd_part); }
 
 void vti_bce_bwd_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 40, out); }
 

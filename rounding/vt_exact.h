@@ -66,10 +66,11 @@ void vt_dot_comp32(size_t n, const float *a, size_t inca, const float *b, size_t
  * neighbouring midpoint m decided exactly by the sign of X - n m in a copy of the accumulator (n m
  * added as three exact FP64 products of m, whose 25 bits fit beside 28 of n). */
 float vt_xacc_round32_quot(const vt_xacc *a, uint64_t n);
-/* RN32((a - b) / n) for FP64 a, b and n >= 1, correctly rounded as vt_xacc_round32_quot: a screen -
- * the FP64 quotient of TwoSum(a, -b)'s high part with a rigorous bound, decided when the ends of its
- * interval round alike (vt_round_ends) - and the exact quotient otherwise. */
-float vt_round_quot_diff32(double a, double b, uint64_t n);
+/* RN32((v[0] + ... + v[k-1]) / n), the exact sum of k FP64 terms over n >= 1, correctly rounded as
+ * vt_xacc_round32_quot: a screen - the terms summed in FP64 and divided, with a rigorous bound, decided
+ * when the ends of its interval round alike (vt_round_ends; k <= 4, n <= 2^53) - and the exact quotient
+ * otherwise (cancellation, a value near a rounding boundary, ties). */
+float vt_round_quot_sum32(const double *v, size_t k, uint64_t n);
 
 /* sum_k x[k*inc] for FP64 terms, exactly, rounded once. */
 double vt_sum_exact64(size_t n, const double *x, size_t inc);

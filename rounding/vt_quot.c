@@ -64,28 +64,27 @@ float vt_xacc_round32_quot(const vt_xacc *a, uint64_t n)
     }
 }
 
-float vt_round_quot_diff32(double a, double b, uint64_t n)
+float vt_round_quot_sum32(const double *v, size_t k, uint64_t n)
 {
-    double hi = a - b;
-    if (n >= 1 && n <= ((uint64_t)1 << 53) && isfinite(hi)) {
-        /* TwoSum(a, -b): hi + lo = a - b exactly (finite, no overflow) */
-        double bv = hi - a, lo = (a - (hi - bv)) + (-b - bv);
-        const double dn = (double)n; /* exact: n <= 2^53 */
-        double x = hi / dn;
-        /* |x - (hi + lo)/n| <= |x - hi/n| + |lo|/n <= 2^-52 |x| (a normal quotient) + 2^-1074 (a subnormal
-         * one) + |lo|/n; the bound's own roundings (a few units of 2^-53) inside the factor 1 + 2^-20 */
-        double B = (fabs(x) * 0x1p-52 + fabs(lo) / dn * (1.0 + 0x1p-50)) * (1.0 + 0x1p-20) + 0x1p-1070;
+    if (k >= 1 && k <= 4 && n >= 1 && n <= ((uint64_t)1 << 53)) {
+        /* s: the terms added in order, within (k - 1) 2^-53 (1 + 2^-50) sum|v| of their exact sum (the
+         * classical bound gamma_(k-1), k <= 4); the quotient by n (exact as a double) adds 2^-53 |x|
+         * for a normal quotient, 2^-1075 for a subnormal one; the bound's own roundings (a few units
+         * of 2^-53) inside the factor 1 + 2^-20 */
+        double s = v[0], sa = fabs(v[0]);
+        for (size_t i = 1; i < k; i++) s += v[i], sa += fabs(v[i]);
+        const double dn = (double)n, x = s / dn;
+        double B = (fabs(x) * 0x1p-52 + (double)(k - 1) * 0x1p-52 * sa / dn) * (1.0 + 0x1p-20) + 0x1p-1070;
         uint32_t lb, hb;
-        vt_round_ends(x, B, 1.0, &lb, &hb);
-        if (lb == hb) {
+        if (isfinite(x) && isfinite(B)) {
+            vt_round_ends(x, B, 1.0, &lb, &hb);
             float r;
             memcpy(&r, &lb, 4);
-            if (isfinite(r)) return r;
+            if (lb == hb && isfinite(r)) return r;
         }
     }
     vt_xacc acc;
     vt_xacc_init(&acc);
-    vt_xacc_add(&acc, a);
-    vt_xacc_add(&acc, -b);
+    for (size_t i = 0; i < k; i++) vt_xacc_add(&acc, v[i]);
     return vt_xacc_round32_quot(&acc, n);
 }
