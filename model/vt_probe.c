@@ -145,20 +145,24 @@ static vt_err probe_recipe(uint8_t prog, const char *const *keys, const char *ex
     return e ? vt_error_prefix(e, "the known-answer probe (%s)", vt_probe_program_name(prog)) : VT_OK;
 }
 
-/* Step 1 of a hand-built program (m: its program and arenas) in exact rounding, every operation probed */
-static vt_err hand_built_step(vt_model *m, const vt_dataset *ds, uint8_t prog, vt_op_hook tamper, void *tctx,
-                              vt_probe *p)
+/* Steps 1 .. steps of a hand-built program (m: its program and arenas) in the given rounding, after(actx,
+ * ...) called after every operation (tamper, the model's hook, before it) */
+static vt_err hand_built_steps(vt_model *m, const vt_dataset *ds, uint64_t steps, vt_rounding rounding,
+                               vt_op_hook tamper, void *tctx, vt_op_hook after, void *actx)
 {
     m->tamper = tamper, m->tamper_ctx = tctx;
     vt_steplog log;
     vt_steplog_init(&log, 0);
     vt_rctx rx;
-    vt_rctx_init(&rx, VT_RMODE_RECORD, (vt_bound_cfg){.mode = VT_BOUND_PROVABLE, .rounding = VT_ROUNDING_EXACT});
-    vt_err e = vt_rctx_begin_step(&rx, 1, &log);
-    probe_ctx c = {p, prog};
-    for (uint32_t j = 1; j <= m->prog.n_ops && !e; j++) {
-        e = vti_model_exec(m, ds, &rx, 1, j);
-        if (!e) e = chain(&c, m, 1, j);
+    vt_rctx_init(&rx, VT_RMODE_RECORD, (vt_bound_cfg){.mode = VT_BOUND_PROVABLE, .rounding = rounding});
+    vt_err e = VT_OK;
+    for (uint64_t st = 1; st <= steps && !e; st++) {
+        e = vt_rctx_begin_step(&rx, st, &log);
+        for (uint32_t j = 1; j <= m->prog.n_ops && !e; j++) {
+            e = vti_model_exec(m, ds, &rx, st, j);
+            if (!e && after) e = after(actx, m, st, j);
+        }
+        if (!e) e = vt_rctx_end_step(&rx);
     }
     vt_steplog_free(&log);
     return e;
@@ -194,7 +198,8 @@ static vt_err probe_extra(uint8_t prog, vt_op_hook tamper, void *tctx, vt_probe 
                                   : vt_set_error(VT_ERR_NOMEM, "the known-answer probe: out of memory");
     m->arena[VT_TC_INPUT] = (uint8_t *)a, m->arena[VT_TC_ACT] = (uint8_t *)b, m->arena[VT_TC_GRAD] = (uint8_t *)y;
     m->x64 = x64, m->n_ops = 1;
-    if (!e) e = hand_built_step(m, NULL, prog, tamper, tctx, p);
+    probe_ctx c = {p, prog};
+    if (!e) e = hand_built_steps(m, NULL, 1, VT_ROUNDING_EXACT, tamper, tctx, chain, &c);
     vt_program_free(g);
     free(m);
     return e;
@@ -219,9 +224,9 @@ vt_err vt_probe_losses_program(vt_program *g, uint32_t B, uint32_t K)
     const uint32_t one[1] = {1};
     g->input = xt[0], g->labels = g->probs = xt[1], g->fwd_first = g->fwd_last = 1;
     for (size_t k = 0; k < sizeof L / sizeof L[0]; k++) {
-        const uint32_t l = vt_prog_tensor(g, VT_TC_ACT, VT_DT_F32, 1, one, "%s loss", L[k].name);
+        const uint32_t l = vt_prog_tensor(g, VT_TC_ACT, VT_DT_F32, 1, one, "%s.loss", L[k].name);
         if (k == 0) g->loss = l;
-        const uint32_t d = vt_prog_tensor(g, VT_TC_GRAD, VT_DT_F32, 2, shape, "%s gradient", L[k].name);
+        const uint32_t d = vt_prog_tensor(g, VT_TC_GRAD, VT_DT_F32, 2, shape, "%s.grad", L[k].name);
         vt_prog_op(g, L[k].loss, xt, 2, &l, 1, NULL, 0, NULL, 0, "%s loss", L[k].name);
         vt_prog_op(g, L[k].bwd, xt, 2, &d, 1, NULL, 0, NULL, 0, "%s backward", L[k].name);
     }
@@ -229,43 +234,58 @@ vt_err vt_probe_losses_program(vt_program *g, uint32_t B, uint32_t K)
     return vt_program_finish(g);
 }
 
-/* One step of the losses' program on LOSS_N examples of LOSS_K logits and float targets drawn from the
- * seed (a large logit either way, a tie of values and targets, a target of 1 for the large logit),
- * batches of LOSS_B by the data order of seed 7. */
-static vt_err probe_losses(uint8_t prog, vt_op_hook tamper, void *tctx, vt_probe *p)
+vt_err vt_probe_losses_run(uint32_t n, uint32_t K, uint32_t B, uint64_t seed, uint64_t steps, vt_rounding rounding,
+                           vt_op_hook tamper, void *tctx, vt_op_hook after, void *actx)
 {
-    float x[LOSS_N * LOSS_K], t[LOSS_N * LOSS_K];
-    uint8_t y[LOSS_N] = {0};
-    uint64_t s = PROBE_SEED ^ 2;
-    for (size_t i = 0; i < LOSS_N * LOSS_K; i++) {
+    VT_RETURN_ERROR_IF(n < 2 || K < 1 || B < 1 || B > n || (uint64_t)n * K > ((uint64_t)1 << 24), VT_ERR_ARG,
+                       "the losses' program: %u examples of %u values in batches of %u", n, K, B);
+    const size_t nk = (size_t)n * K;
+    float *x = malloc(nk * sizeof *x), *t = malloc(nk * sizeof *t);
+    uint8_t *y = calloc(n, 1);
+    size_t *idx = malloc(B * sizeof *idx);
+    uint32_t *perm = malloc(n * sizeof *perm);
+    double *x64 = malloc((size_t)B * K * sizeof *x64);
+    vt_model *m = calloc(1, sizeof *m);
+    vt_err e = x && t && y && idx && perm && x64 && m ? VT_OK : vt_set_error(VT_ERR_NOMEM, "the losses' program: out of memory");
+    uint64_t s = seed;
+    for (size_t i = 0; i < nk && !e; i++) { /* logits of a few units, targets in [0, 1) */
         x[i] = (float)((double)(int32_t)(uint32_t)mix64(&s) * 0x1p-28);
         t[i] = (float)((double)(mix64(&s) >> 40) * 0x1p-24);
     }
-    x[0] = 40.0f, t[0] = 1.0f;
-    x[1] = -40.0f, t[1] = 0.0f;
-    x[2] = 0.25f, t[2] = 0.25f;
+    if (!e) { /* a large logit either way, each with the target that makes its loss tiny; a value equal to its target */
+        x[0] = 40.0f, t[0] = 1.0f;
+        x[1] = nk > 1 ? -40.0f : x[1], t[1] = nk > 1 ? 0.0f : t[1];
+        if (nk > 2) x[2] = 0.25f, t[2] = 0.25f;
+    }
     vt_dataset ds;
     memset(&ds, 0, sizeof ds);
     snprintf(ds.name, sizeof ds.name, "probe-targets");
-    ds.n = LOSS_N, ds.d = LOSS_K, ds.channels = ds.rows = 1, ds.cols = LOSS_K, ds.n_classes = 1;
-    ds.xf = x, ds.y = y, ds.yt = t, ds.k_targets = LOSS_K, ds.hash_version = 3;
-    vt_model *m = calloc(1, sizeof *m);
-    VT_RETURN_ERROR_IF(!m, VT_ERR_NOMEM, "the known-answer probe: out of memory");
-    vt_program *g = &m->prog;
-    vt_err e = vt_probe_losses_program(g, LOSS_B, LOSS_K);
-    size_t idx[LOSS_B];
-    uint32_t perm[LOSS_N];
-    double x64[LOSS_B * LOSS_K];
+    ds.n = n, ds.d = K, ds.channels = ds.rows = 1, ds.cols = K;
+    ds.xf = x, ds.y = y, ds.yt = t, ds.k_targets = K, ds.hash_version = 3;
+    vt_program *g = m ? &m->prog : NULL;
+    if (!e) e = vt_probe_losses_program(g, B, K);
     for (int c = 0; c < VT_TC_COUNT && !e; c++) {
         m->arena[c] = calloc(g->arena_bytes[c] ? g->arena_bytes[c] : 1, 1);
-        if (!m->arena[c]) e = vt_set_error(VT_ERR_NOMEM, "the known-answer probe: out of memory");
+        if (!m->arena[c]) e = vt_set_error(VT_ERR_NOMEM, "the losses' program: out of memory");
     }
-    m->x64 = x64, m->n_ops = g->n_ops;
-    m->batch_idx = idx, m->perm = perm, m->n_examples = LOSS_N, m->rcp.batch = LOSS_B, m->rcp.seed = 7;
-    if (!e) e = hand_built_step(m, &ds, prog, tamper, tctx, p);
-    vt_program_free(g);
-    for (int k = 0; k < VT_TC_COUNT; k++) free(m->arena[k]);
-    free(m);
+    if (!e) {
+        m->x64 = x64, m->n_ops = g->n_ops;
+        m->batch_idx = idx, m->perm = perm, m->n_examples = n, m->rcp.batch = B, m->rcp.seed = 7;
+        e = hand_built_steps(m, &ds, steps, rounding, tamper, tctx, after, actx);
+    }
+    if (m) {
+        vt_program_free(g);
+        for (int k = 0; k < VT_TC_COUNT; k++) free(m->arena[k]);
+    }
+    free(m), free(x), free(t), free(y), free(idx), free(perm), free(x64);
+    return e;
+}
+
+/* The probe's step of the losses' program: LOSS_N examples of LOSS_K, batches of LOSS_B */
+static vt_err probe_losses(uint8_t prog, vt_op_hook tamper, void *tctx, vt_probe *p)
+{
+    probe_ctx c = {p, prog};
+    vt_err e = vt_probe_losses_run(LOSS_N, LOSS_K, LOSS_B, PROBE_SEED ^ 2, 1, VT_ROUNDING_EXACT, tamper, tctx, chain, &c);
     return e ? vt_error_prefix(e, "the known-answer probe (losses)") : VT_OK;
 }
 

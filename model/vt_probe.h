@@ -57,6 +57,14 @@ void vt_probe_free(vt_probe *p);
  * L1_LOSS, L1_BWD, BCE_LOSS and BCE_BWD of (x, t); finished (vt_program_finish: its layout). Release
  * with vt_program_free, also after a failure. tests/unit/test_kinds.c checks its operations too. */
 vt_err vt_probe_losses_program(vt_program *g, uint32_t B, uint32_t K) VT_WARN_UNUSED;
+/* Steps 1 .. steps of the losses' program (batches of B) on a data set of n examples of K logits and K
+ * float targets in [0, 1) drawn from seed (example 0's first values a logit of 40 with target 1 and one
+ * of -40 with target 0, then a value equal to its target), the data order that of seed 7, in the given
+ * rounding; tamper as the model's hook, after(actx, ...) after every operation (its outputs then read with
+ * vt_model_tensor and the like). The probe runs it with n = 8, K = 3, B = 4 in exact rounding; the
+ * known answers of tests/kat/losses.kat (tests/unit/test_kat.c) with larger sizes in both roundings. */
+vt_err vt_probe_losses_run(uint32_t n, uint32_t K, uint32_t B, uint64_t seed, uint64_t steps, vt_rounding rounding,
+                           vt_op_hook tamper, void *tctx, vt_op_hook after, void *actx) VT_WARN_UNUSED;
 /* The name of the probe's program `prog` ("mlp sgd", "resnet program 2", "sub", then the tensor-core
  * models' names for the MLP in them: "tc-bf16-sm90" ..., then "losses"; "?" beyond them). */
 const char *vt_probe_program_name(uint8_t prog);
