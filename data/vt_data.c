@@ -321,19 +321,39 @@ static void fill_lut(vt_dataset *ds)
         ds->lut[v] = v <= ds->x_max ? (float)((double)v / (double)ds->x_max) : 0.0f;
 }
 
+/* float32 values as their little-endian bytes */
+static vt_err hash_f32(vt_sha256_ctx *c, const float *v, size_t total)
+{
+    vt_err e = VT_OK;
+    for (size_t i = 0; e == VT_OK && i < total;) {
+        uint8_t buf[4096];
+        size_t k = 0;
+        for (; k < sizeof buf / 4 && i < total; k++, i++) {
+            uint32_t b;
+            memcpy(&b, &v[i], 4);
+            vt_put_u32le(buf + 4 * k, b);
+        }
+        e = vt_sha256_update(c, buf, 4 * k);
+    }
+    return e;
+}
+
 vt_err vt_data_hash(const vt_dataset *ds, uint8_t out[VT_HASH_LEN])
 {
     VT_RETURN_ERROR_IF(!ds || !out, VT_ERR_ARG, "vt_data_hash: NULL argument");
-    const int v2 = ds->hash_version == 2;
+    /* version 3: version 2 with float targets (their count per example in the head, their bytes in
+     * place of the labels'); versions 1 and 2 are unchanged by it */
+    const int v3 = ds->hash_version == 3, v2 = ds->hash_version == 2 || v3;
     VT_RETURN_ERROR_IF((ds->n > 0 && ((!ds->x && !ds->xf) || !ds->y)) || (ds->xf && !v2) ||
-                           (!ds->xf && (ds->x_max == 0 || ds->x_max > 255)) || ds->hash_version > 2,
+                           (!ds->xf && (ds->x_max == 0 || ds->x_max > 255)) || ds->hash_version > 3 ||
+                           (v3 != (ds->yt != NULL)) || (v3 && !ds->k_targets),
                        VT_ERR_ARG, "vt_data_hash: dataset is not loaded");
-    uint8_t head[4 + 4 + 4 + VT_DATA_NAME_MAX + 8 + 4 * 9];
+    uint8_t head[4 + 4 + 4 + VT_DATA_NAME_MAX + 8 + 4 * 10];
     size_t len = strnlen(ds->name, VT_DATA_NAME_MAX);
     size_t p = 0;
     memcpy(head, "VTDS", 4);
     p = 4;
-    vt_put_u32le(head + p, v2 ? 2u : VT_DATA_HASH_VERSION), p += 4;
+    vt_put_u32le(head + p, v3 ? 3u : v2 ? 2u : VT_DATA_HASH_VERSION), p += 4;
     vt_put_u32le(head + p, (uint32_t)len), p += 4;
     memcpy(head + p, ds->name, len), p += len;
     vt_put_u64le(head + p, (uint64_t)ds->n), p += 8;
@@ -346,22 +366,15 @@ vt_err vt_data_hash(const vt_dataset *ds, uint8_t out[VT_HASH_LEN])
     vt_put_u32le(head + p, ds->xf ? 0u : ds->x_max), p += 4;
     uint32_t vocab = v2 && ds->text ? ds->n_classes : 0; /* a text's vocabulary: the bytes of its token ids */
     if (v2) vt_put_u32le(head + p, vocab), p += 4;
+    if (v3) vt_put_u32le(head + p, ds->k_targets), p += 4;
     vt_sha256_ctx c;
     VT_FORWARD_IF_ERROR(vt_sha256_init(&c));
     vt_err e = vt_sha256_update(&c, head, p);
     if (e == VT_OK && vocab) e = vt_sha256_update(&c, ds->chars, vocab);
     if (e == VT_OK && ds->n && !ds->xf) e = vt_sha256_update(&c, ds->x, ds->n * (size_t)ds->d);
-    for (size_t i = 0, total = ds->xf ? ds->n * (size_t)ds->d : 0; e == VT_OK && i < total;) {
-        uint8_t buf[4096];
-        size_t k = 0;
-        for (; k < sizeof buf / 4 && i < total; k++, i++) {
-            uint32_t b;
-            memcpy(&b, &ds->xf[i], 4);
-            vt_put_u32le(buf + 4 * k, b);
-        }
-        e = vt_sha256_update(&c, buf, 4 * k);
-    }
-    if (e == VT_OK && ds->n) e = vt_sha256_update(&c, ds->y, ds->n);
+    if (e == VT_OK && ds->xf) e = hash_f32(&c, ds->xf, ds->n * (size_t)ds->d);
+    if (e == VT_OK && v3) e = hash_f32(&c, ds->yt, ds->n * (size_t)ds->k_targets);
+    else if (e == VT_OK && ds->n) e = vt_sha256_update(&c, ds->y, ds->n);
     if (e != VT_OK) {
         vt_sha256_abort(&c);
         return e;
@@ -375,6 +388,7 @@ void vt_data_free(vt_dataset *ds)
     free(ds->x);
     free(ds->xf);
     free(ds->y);
+    free(ds->yt);
     memset(ds, 0, sizeof *ds);
 }
 
@@ -930,6 +944,7 @@ vt_err vt_data_slice(const vt_dataset *src, size_t start, size_t count, vt_datas
     t.x = NULL;
     t.xf = NULL;
     t.y = NULL;
+    t.yt = NULL;
     if (!(start == 0 && count == src->n)) {
         int k = snprintf(t.name, sizeof t.name, "%s[%zu:%zu]", src->name, start, start + count);
         VT_RETURN_ERROR_IF(k < 0 || (size_t)k >= sizeof t.name, VT_ERR_ARG,
@@ -944,10 +959,12 @@ vt_err vt_data_slice(const vt_dataset *src, size_t start, size_t count, vt_datas
     else
         t.x = malloc(count * (size_t)src->d);
     t.y = malloc(count);
-    if ((!t.x && !t.xf) || !t.y) {
+    if (src->yt) t.yt = malloc(count * (size_t)src->k_targets * sizeof(float));
+    if ((!t.x && !t.xf) || !t.y || (src->yt && !t.yt)) {
         free(t.x);
         free(t.xf);
         free(t.y);
+        free(t.yt);
         VT_RETURN_ERROR(VT_ERR_NOMEM, "%s: out of memory for a slice of %zu examples",
                         src->name, count);
     }
@@ -956,6 +973,8 @@ vt_err vt_data_slice(const vt_dataset *src, size_t start, size_t count, vt_datas
     else
         memcpy(t.x, src->x + start * (size_t)src->d, count * (size_t)src->d);
     memcpy(t.y, src->y + start, count);
+    if (src->yt)
+        memcpy(t.yt, src->yt + start * (size_t)src->k_targets, count * (size_t)src->k_targets * sizeof(float));
     vt_err e = vt_data_hash(&t, t.hash);
     if (e != VT_OK) {
         vt_data_free(&t);
@@ -1018,6 +1037,16 @@ static vt_err batch_check(const vt_dataset *ds, const size_t *idx, size_t m, con
     }
 VTI_DATA_BATCH(vt_data_batch, float)
 VTI_DATA_BATCH(vt_data_batch_f64, double)
+
+vt_err vt_data_batch_targets(const vt_dataset *ds, const size_t *idx, size_t m, float *t)
+{
+    VT_FORWARD_IF_ERROR(batch_check(ds, idx, m, t));
+    VT_RETURN_ERROR_IF(!ds->yt || !ds->k_targets, VT_ERR_ARG, "%s: the data set has class labels, not float targets",
+                       ds->name);
+    const size_t k = ds->k_targets;
+    for (size_t j = 0; j < m; j++) memcpy(t + j * k, ds->yt + idx[j] * k, k * sizeof *t);
+    return VT_OK;
+}
 
 vt_err vt_data_to_f32(const vt_dataset *ds, float **out)
 {

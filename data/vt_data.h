@@ -71,6 +71,11 @@ typedef struct {
     uint64_t y_off;                   /* user files: the byte offset of the labels in y_file, */
     uint32_t y_size;                  /* the size of one label there (1, 4 or 8 bytes; 0: not a user file) */
     char y_file[256];                 /* the labels' file (truncated for messages) */
+    /* float targets (regression, multi-label; docs/data.md "Float targets"): a user's label file of
+     * dtype float32, [N] or [N, K]. yt holds n*k_targets values, row-major, the file's bits; y is then
+     * n zero bytes that no loader hands out (LOAD_BATCH refuses the data set), hash version 3 */
+    float *yt;                        /* NULL: class labels */
+    uint32_t k_targets;               /* targets per example (0: class labels) */
 } vt_dataset;
 
 /* ---------------------------------------------------------------- paths */
@@ -204,6 +209,10 @@ vt_err vt_data_row(const vt_dataset *ds, size_t i, float *out) VT_WARN_UNUSED;
  * example idx[j]; y[j] = its label (y may be NULL). */
 vt_err vt_data_batch(const vt_dataset *ds, const size_t *idx, size_t m, float *x,
                      uint8_t *y) VT_WARN_UNUSED;
+
+/* The float targets of the same m examples: t[j*k + c] = target c of example idx[j], k = ds->k_targets
+ * (VT_ERR_ARG when the data set has none). */
+vt_err vt_data_batch_targets(const vt_dataset *ds, const size_t *idx, size_t m, float *t) VT_WARN_UNUSED;
 
 /* vt_data_batch with the FP32 values widened to FP64 (exactly): the plain FP64 baseline's loader. */
 vt_err vt_data_batch_f64(const vt_dataset *ds, const size_t *idx, size_t m, double *x,

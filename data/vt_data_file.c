@@ -218,14 +218,33 @@ typedef struct {
     uint64_t shape[8];
 } arr;
 
-/* x [N, ...] (F32 or U8) and y [N] (integers) into a version-2 dataset named name. */
+/* total float32 values (little-endian, from file offset off) into v bit for bit, each finite (what names
+ * value i % per of example i / per) */
+static vt_err read_f32(const char *path, const uint8_t *data, uint64_t off, size_t total, size_t per, const char *what,
+                       float *v)
+{
+    for (size_t i = 0; i < total; i++) {
+        uint32_t b = vt_get_u32le(data + 4 * i);
+        memcpy(&v[i], &b, 4);
+        VT_RETURN_ERROR_IF(!isfinite(v[i]), VT_ERR_FORMAT,
+                           "%s: value %zu of example %zu (offset %llu) is %s: the %s must be finite", path, i % per,
+                           i / per, (unsigned long long)(off + 4 * i), isnan(v[i]) ? "NaN" : "infinite", what);
+    }
+    return VT_OK;
+}
+
+/* x [N, ...] (F32 or U8) and y [N] (integers) into a version-2 dataset named name; y of float32, [N] or
+ * [N, K], into the float targets of a version-3 one (docs/data.md "Float targets") */
 static vt_err from_arrays(const arr *x, const arr *y, const char *name, vt_dataset *ds)
 {
     VT_RETURN_ERROR_IF(x->rank < 2 || x->rank > 4, VT_ERR_FORMAT,
                        "%s: the features (offset %llu) have rank %u: expected [N, D], [N, H, W] or [N, C, H, W]", x->path,
                        (unsigned long long)x->off, x->rank);
-    VT_RETURN_ERROR_IF(y->rank != 1, VT_ERR_FORMAT, "%s: the labels (offset %llu) have rank %u: expected [N]", y->path,
-                       (unsigned long long)y->off, y->rank);
+    VT_RETURN_ERROR_IF(!y->is_f32 && y->rank != 1, VT_ERR_FORMAT, "%s: the labels (offset %llu) have rank %u: expected [N]",
+                       y->path, (unsigned long long)y->off, y->rank);
+    VT_RETURN_ERROR_IF(y->is_f32 && (y->rank < 1 || y->rank > 2 || (y->rank == 2 && y->shape[1] == 0)), VT_ERR_FORMAT,
+                       "%s: the float targets (offset %llu) have rank %u%s: expected [N] or [N, K], K >= 1", y->path,
+                       (unsigned long long)y->off, y->rank, y->rank == 2 ? " and K = 0" : "");
     uint64_t n = x->shape[0];
     VT_RETURN_ERROR_IF(n == 0, VT_ERR_FORMAT, "%s: 0 examples (N = 0 in the features' shape)", x->path);
     VT_RETURN_ERROR_IF(y->shape[0] != n, VT_ERR_FORMAT, "%s: %llu examples, but the labels (%s) are %llu", x->path,
@@ -240,11 +259,18 @@ static vt_err from_arrays(const arr *x, const arr *y, const char *name, vt_datas
     VT_RETURN_ERROR_IF(n > VT_DATA_MAX_VALUES / d, VT_ERR_LIMIT, "%s: %llu x %llu values exceed the limit of 2^31",
                        x->path, (unsigned long long)n, (unsigned long long)d);
     size_t total = (size_t)(n * d);
-    uint8_t *yl = malloc((size_t)n);
+    /* float targets: K per example (rank 1: one), as many values as the features at most */
+    const uint64_t kt = !y->is_f32 ? 0 : y->rank == 2 ? y->shape[1] : 1;
+    VT_RETURN_ERROR_IF(kt > UINT32_MAX || (kt && n > VT_DATA_MAX_VALUES / kt), VT_ERR_LIMIT,
+                       "%s: %llu x %llu float targets exceed the limit of 2^31", y->path, (unsigned long long)n,
+                       (unsigned long long)kt);
+    uint8_t *yl = calloc((size_t)n, 1);
+    float *yt = kt ? malloc((size_t)(n * kt) * sizeof(float)) : NULL;
     void *xv = malloc(x->is_f32 ? total * sizeof(float) : total);
-    vt_err e = !yl || !xv ? vt_set_error(VT_ERR_NOMEM, "%s: out of memory", x->path) : VT_OK;
+    vt_err e = !yl || !xv || (kt && !yt) ? vt_set_error(VT_ERR_NOMEM, "%s: out of memory", x->path) : VT_OK;
     uint32_t maxl = 0;
-    for (uint64_t i = 0; !e && i < n; i++) { /* labels: integers 0..255 */
+    if (!e && kt) e = read_f32(y->path, y->data, y->off, (size_t)(n * kt), (size_t)kt, "float targets", yt);
+    for (uint64_t i = 0; !e && !kt && i < n; i++) { /* labels: integers 0..255 */
         const uint8_t *p = y->data + i * y->esize;
         int64_t v = 0;
         if (y->esize == 1) v = p[0];
@@ -258,21 +284,13 @@ static vt_err from_arrays(const arr *x, const arr *y, const char *name, vt_datas
             if ((uint32_t)v > maxl) maxl = (uint32_t)v;
         }
     }
-    if (!e && x->is_f32) { /* float32 features: finite, kept bit for bit */
-        float *xf = xv;
-        for (size_t i = 0; i < total && !e; i++) {
-            uint32_t b = vt_get_u32le(x->data + 4 * i);
-            memcpy(&xf[i], &b, 4);
-            if (!isfinite(xf[i]))
-                e = vt_set_error(VT_ERR_FORMAT, "%s: value %zu of example %zu (offset %llu) is %s: the features must be finite",
-                                 x->path, i % d, i / d, (unsigned long long)(x->off + 4 * i),
-                                 isnan(xf[i]) ? "NaN" : "infinite");
-        }
-    } else if (!e) {
+    if (!e && x->is_f32) /* float32 features: finite, kept bit for bit */
+        e = read_f32(x->path, x->data, x->off, total, (size_t)d, "features", xv);
+    else if (!e)
         memcpy(xv, x->data, total);
-    }
     if (e) {
         free(yl);
+        free(yt);
         free(xv);
         return e;
     }
@@ -283,8 +301,9 @@ static vt_err from_arrays(const arr *x, const arr *y, const char *name, vt_datas
     ds->channels = x->rank == 4 ? (uint32_t)x->shape[1] : 1;
     ds->rows = x->rank == 2 ? 1 : (uint32_t)x->shape[x->rank - 2];
     ds->cols = (uint32_t)x->shape[x->rank - 1];
-    ds->n_classes = maxl + 1;
+    ds->n_classes = kt ? 0 : maxl + 1; /* float targets: no classes */
     ds->y = yl;
+    ds->yt = yt, ds->k_targets = (uint32_t)kt;
     if (x->is_f32) {
         ds->xf = xv;
         ds->x_max = 0;
@@ -293,8 +312,8 @@ static vt_err from_arrays(const arr *x, const arr *y, const char *name, vt_datas
         ds->x_max = 255;
         for (unsigned v = 0; v < 256; v++) ds->lut[v] = (float)((double)v / 255.0);
     }
-    ds->hash_version = 2;
-    ds->y_off = y->off, ds->y_size = y->esize;
+    ds->hash_version = kt ? 3 : 2;
+    ds->y_off = y->off, ds->y_size = kt ? 0 : y->esize;
     snprintf(ds->y_file, sizeof ds->y_file, "%s", y->path);
     ds->n_src = 1;
     e = vt_data_hash(ds, ds->hash);
@@ -314,16 +333,18 @@ vt_err vt_data_load_safetensors(const char *path, const char *name, vt_dataset *
     vt_err e = VT_OK;
     if (!tx || !ty)
         e = vt_set_error(VT_ERR_FORMAT, "%s: no tensor \"%s\" (a data set is a tensor \"x\" [N, ...] of F32 or U8 and a "
-                         "tensor \"y\" [N] of U8, I32 or I64 labels)", path, !tx ? "x" : "y");
+                         "tensor \"y\": [N] of U8, I32 or I64 labels, or [N] or [N, K] of F32 targets)", path,
+                         !tx ? "x" : "y");
     else if (strcmp(tx->dtype, "F32") && strcmp(tx->dtype, "U8"))
         e = vt_set_error(VT_ERR_FORMAT, "%s: tensor 'x' (offset %llu) has dtype %s: expected F32 or U8", path,
                          (unsigned long long)tx->off, tx->dtype);
-    else if (strcmp(ty->dtype, "U8") && strcmp(ty->dtype, "I32") && strcmp(ty->dtype, "I64"))
-        e = vt_set_error(VT_ERR_FORMAT, "%s: tensor 'y' (offset %llu) has dtype %s: expected U8, I32 or I64 labels",
+    else if (strcmp(ty->dtype, "U8") && strcmp(ty->dtype, "I32") && strcmp(ty->dtype, "I64") && strcmp(ty->dtype, "F32"))
+        e = vt_set_error(VT_ERR_FORMAT,
+                         "%s: tensor 'y' (offset %llu) has dtype %s: expected U8, I32 or I64 labels or F32 targets",
                          path, (unsigned long long)ty->off, ty->dtype);
     if (!e) {
         arr x = {path, tx->data, tx->off, strcmp(tx->dtype, "F32") == 0, tx->esize, 0, tx->rank, {0}};
-        arr y = {path, ty->data, ty->off, 0, ty->esize, 1, ty->rank, {0}};
+        arr y = {path, ty->data, ty->off, strcmp(ty->dtype, "F32") == 0, ty->esize, 1, ty->rank, {0}};
         memcpy(x.shape, tx->shape, sizeof x.shape);
         memcpy(y.shape, ty->shape, sizeof y.shape);
         e = from_arrays(&x, &y, name, ds);
@@ -496,8 +517,6 @@ vt_err vt_data_load_npy(const char *x_path, const char *y_path, const char *name
     if (!e) e = npy_read(y_path, &y);
     if (!e && x.a.esize != (x.a.is_f32 ? 4u : 1u))
         e = vt_set_error(VT_ERR_FORMAT, "%s: the features have dtype '%s': expected '<f4' or '|u1'", x_path, x.descr);
-    if (!e && y.a.is_f32)
-        e = vt_set_error(VT_ERR_FORMAT, "%s: the labels have dtype '%s': expected '|u1', '<i4' or '<i8'", y_path, y.descr);
     if (!e) e = from_arrays(&x.a, &y.a, name, ds);
     if (!e) {
         memcpy(ds->src_sha256[0], x.sha, VT_HASH_LEN);

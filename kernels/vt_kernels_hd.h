@@ -40,6 +40,32 @@ VT_HDI double vti_xent_arg(float p)
 VT_HDI double vti_xent_from_log(double lg, double dn) { return -lg / dn; }
 VT_HDI double vti_xent_l1(float p, double dn) { return vti_xent_from_log(vt_log_impl(vti_xent_arg(p)), dn); }
 
+/* The losses of regression and multi-label models (ops/vt_fam_loss.c; docs/rounding.md 2.6). Their means
+ * are taken by the rounding layer (vt_xacc_round32_quot): here only the FP64 pieces of one element.
+ * log(1 + e) for e in [0, 1]: u = 1 + e rounded, then log(u) e / (u - 1) (the rounding of u cancels to
+ * first order: a few units of 2^-53 relative, with the portable log), e itself where u rounds to 1 */
+VT_HDI double vti_log1p01(double e)
+{
+    double u = 1.0 + e;
+    if (u == 1.0) return e;
+    return vt_log_impl(u) * (e / (u - 1.0));
+}
+/* BCE with logits' softplus part: log(1 + exp(-|x|)) (the rest, max(x, 0) - x t, is exact) */
+VT_HDI double vti_bce_softplus1(float x) { return vti_log1p01(vt_exp_impl(-vt_hd_fabs((double)x))); }
+/* BCE with logits' gradient numerator sigmoid(x) - t as k FP64 terms (the return) whose exact sum it is
+ * up to the portable exp: with e = exp(-|x|), q = e / (1 + e) (no overflow), 1 - t - q for x >= 0 and
+ * q - t below - never a rounded 1 - q, so the small differences near t = sigmoid(x) keep their bits */
+VT_HDI int vti_bce_bwd_terms(float x, float t, double *v)
+{
+    const double e = vt_exp_impl(-vt_hd_fabs((double)x)), q = e / (1.0 + e);
+    if (x >= 0.0f) {
+        v[0] = 1.0, v[1] = -(double)t, v[2] = -q;
+        return 3;
+    }
+    v[0] = q, v[1] = -(double)t; /* NaN x: q is NaN */
+    return 2;
+}
+
 /* one softmax row: p_c = e_c / s with e_c = exp(z_c - max z), s = RN64 of the exact sum of the e_c.
  * In stages, so that the CPU can take the exponentials of a whole row at once (vt_exp_n, the same
  * bits): the arguments, then exp of each, then the normalisation (vti_normalise_row: the e_c added

@@ -244,7 +244,8 @@ static int split_on_cpu(const vt_model *m, const vt_opdesc *o)
     switch (o->kind) {
     case VT_OPK_LOAD_BATCH: case VT_OPK_LOAD_WINDOWS: case VT_OPK_AUGMENT: case VT_OPK_DROPOUT:
     case VT_OPK_XENT_BWD: case VT_OPK_BN_CENTER: case VT_OPK_BN_APPLY: case VT_OPK_BN_RUNNING:
-    case VT_OPK_BN_GAMMA_GRAD: case VT_OPK_BN_BACKWARD:
+    case VT_OPK_BN_GAMMA_GRAD: case VT_OPK_BN_BACKWARD: case VT_OPK_LOAD_BATCH_TARGETS: case VT_OPK_MSE_BWD:
+    case VT_OPK_L1_BWD: case VT_OPK_BCE_BWD:
         return 1;
     default:
         return 0;
@@ -265,7 +266,7 @@ vt_err vti_model_op(vt_model *m, const vt_dataset *ds, vt_rctx *rctx, uint64_t s
     c.shard = m->in_step ? m->shard : NULL; /* evaluation is local */
     c.gemm_arith = (uint32_t)m->rcp.gemm_arith;
     c.s = (vt_opscratch){m->x64, m->x64b, m->b64, m->rn, m->cn, m->f32s};
-    if (o->kind == VT_OPK_LOAD_BATCH) {
+    if (o->kind == VT_OPK_LOAD_BATCH || o->kind == VT_OPK_LOAD_BATCH_TARGETS) {
         vt_model_batch_indices(m, s);
         c.batch_idx = m->batch_idx;
     }

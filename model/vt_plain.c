@@ -96,7 +96,7 @@ static vt_err run_ops(vt_plain *p, const vt_dataset *ds, uint64_t s, uint32_t fr
 {
     for (uint32_t j = from; j <= to; j++) {
         const vt_opdesc *o = &p->prog.op[j];
-        if (o->kind == VT_OPK_LOAD_BATCH) batch_indices(p, s);
+        if (o->kind == VT_OPK_LOAD_BATCH || o->kind == VT_OPK_LOAD_BATCH_TARGETS) batch_indices(p, s);
         vt_plainctx c = ctx_of(p, ds, s, o);
         VT_FORWARD_IF_ERROR(vt_opkind_get(o->kind)->plain(&c));
     }

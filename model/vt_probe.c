@@ -16,6 +16,9 @@
 #define TXT_N 64u
 #define TXT_VOCAB 16u
 #define SUB_N 64u
+#define LOSS_N 8u /* the losses' program: examples, values per example, batch */
+#define LOSS_K 3u
+#define LOSS_B 4u
 
 /* the recipes of the probe's programs: "key=value" settings over the default recipe (the MLP) */
 #define IMG_KEYS "dataset=probe-images", "layers=[192,10]", "batch=4", "steps=2", "seed=3"
@@ -75,8 +78,10 @@ static const char *const PROGRAMS[] = {"mlp sgd", "mlp adam", "resnet", "resnet 
 const char *vt_probe_program_name(uint8_t prog)
 {
     if (prog < N_PROGRAMS) return PROGRAMS[prog];
-    for (size_t v = 1; vt_gemm_arith_names[v]; v++)
+    size_t v = 1;
+    for (; vt_gemm_arith_names[v]; v++)
         if (v == (size_t)prog - N_PROGRAMS + 1) return vt_gemm_arith_names[v];
+    if ((size_t)prog == N_PROGRAMS + v - 1) return "losses"; /* after the tensor-core models */
     return "?";
 }
 
@@ -140,6 +145,29 @@ static vt_err probe_recipe(uint8_t prog, const char *const *keys, const char *ex
     return e ? vt_error_prefix(e, "the known-answer probe (%s)", vt_probe_program_name(prog)) : VT_OK;
 }
 
+/* Steps 1 .. steps of a hand-built program (m: its program and arenas) in the given rounding, after(actx,
+ * ...) called after every operation (tamper, the model's hook, before it) */
+static vt_err hand_built_steps(vt_model *m, const vt_dataset *ds, uint64_t steps, vt_rounding rounding,
+                               vt_op_hook tamper, void *tctx, vt_op_hook after, void *actx)
+{
+    m->tamper = tamper, m->tamper_ctx = tctx;
+    vt_steplog log;
+    vt_steplog_init(&log, 0);
+    vt_rctx rx;
+    vt_rctx_init(&rx, VT_RMODE_RECORD, (vt_bound_cfg){.mode = VT_BOUND_PROVABLE, .rounding = rounding});
+    vt_err e = VT_OK;
+    for (uint64_t st = 1; st <= steps && !e; st++) {
+        e = vt_rctx_begin_step(&rx, st, &log);
+        for (uint32_t j = 1; j <= m->prog.n_ops && !e; j++) {
+            e = vti_model_exec(m, ds, &rx, st, j);
+            if (!e && after) e = after(actx, m, st, j);
+        }
+        if (!e) e = vt_rctx_end_step(&rx);
+    }
+    vt_steplog_free(&log);
+    return e;
+}
+
 /* The kinds no architecture uses, in a hand-built program: y = a - b over SUB_N elements (a tie, a
  * value just past one, subnormals, a difference that rounds to FLT_MAX, a zero, then values drawn
  * from the seed), each tensor alone in its class's arena, as tests/unit/test_kinds.c's extra program. */
@@ -170,19 +198,95 @@ static vt_err probe_extra(uint8_t prog, vt_op_hook tamper, void *tctx, vt_probe 
                                   : vt_set_error(VT_ERR_NOMEM, "the known-answer probe: out of memory");
     m->arena[VT_TC_INPUT] = (uint8_t *)a, m->arena[VT_TC_ACT] = (uint8_t *)b, m->arena[VT_TC_GRAD] = (uint8_t *)y;
     m->x64 = x64, m->n_ops = 1;
-    m->tamper = tamper, m->tamper_ctx = tctx;
-    vt_steplog log;
-    vt_steplog_init(&log, 0);
-    vt_rctx rx;
-    vt_rctx_init(&rx, VT_RMODE_RECORD, (vt_bound_cfg){.mode = VT_BOUND_PROVABLE, .rounding = VT_ROUNDING_EXACT});
-    if (!e) e = vt_rctx_begin_step(&rx, 1, &log);
-    if (!e) e = vti_model_exec(m, NULL, &rx, 1, 1);
     probe_ctx c = {p, prog};
-    if (!e) e = chain(&c, m, 1, 1);
-    vt_steplog_free(&log);
+    if (!e) e = hand_built_steps(m, NULL, 1, VT_ROUNDING_EXACT, tamper, tctx, chain, &c);
     vt_program_free(g);
     free(m);
     return e;
+}
+
+/* The losses' program (vt_probe.h): targets loaded, each loss and its gradient of the loaded
+ * values against them */
+vt_err vt_probe_losses_program(vt_program *g, uint32_t B, uint32_t K)
+{
+    vt_program_init(g);
+    const uint32_t shape[2] = {B, K};
+    const uint32_t xt[2] = {vt_prog_tensor(g, VT_TC_INPUT, VT_DT_F32, 2, shape, "x"),
+                            vt_prog_tensor(g, VT_TC_INPUT, VT_DT_F32, 2, shape, "t")};
+    const int64_t b = B;
+    vt_prog_op(g, VT_OPK_LOAD_BATCH_TARGETS, NULL, 0, xt, 2, &b, 1, NULL, 0, "load batch and targets");
+    static const struct {
+        uint16_t loss, bwd;
+        const char *name;
+    } L[] = {{VT_OPK_MSE_LOSS, VT_OPK_MSE_BWD, "mse"},
+             {VT_OPK_L1_LOSS, VT_OPK_L1_BWD, "l1"},
+             {VT_OPK_BCE_LOSS, VT_OPK_BCE_BWD, "bce"}};
+    const uint32_t one[1] = {1};
+    g->input = xt[0], g->labels = g->probs = xt[1], g->fwd_first = g->fwd_last = 1;
+    for (size_t k = 0; k < sizeof L / sizeof L[0]; k++) {
+        const uint32_t l = vt_prog_tensor(g, VT_TC_ACT, VT_DT_F32, 1, one, "%s.loss", L[k].name);
+        if (k == 0) g->loss = l;
+        const uint32_t d = vt_prog_tensor(g, VT_TC_GRAD, VT_DT_F32, 2, shape, "%s.grad", L[k].name);
+        vt_prog_op(g, L[k].loss, xt, 2, &l, 1, NULL, 0, NULL, 0, "%s loss", L[k].name);
+        vt_prog_op(g, L[k].bwd, xt, 2, &d, 1, NULL, 0, NULL, 0, "%s backward", L[k].name);
+    }
+    if (g->bad) return vt_set_error(VT_ERR_NOMEM, "the losses' program: out of memory");
+    return vt_program_finish(g);
+}
+
+vt_err vt_probe_losses_run(uint32_t n, uint32_t K, uint32_t B, uint64_t seed, uint64_t steps, vt_rounding rounding,
+                           vt_op_hook tamper, void *tctx, vt_op_hook after, void *actx)
+{
+    VT_RETURN_ERROR_IF(n < 2 || K < 1 || B < 1 || B > n || (uint64_t)n * K > ((uint64_t)1 << 24), VT_ERR_ARG,
+                       "the losses' program: %u examples of %u values in batches of %u", n, K, B);
+    const size_t nk = (size_t)n * K;
+    float *x = malloc(nk * sizeof *x), *t = malloc(nk * sizeof *t);
+    uint8_t *y = calloc(n, 1);
+    size_t *idx = malloc(B * sizeof *idx);
+    uint32_t *perm = malloc(n * sizeof *perm);
+    double *x64 = malloc((size_t)B * K * sizeof *x64);
+    vt_model *m = calloc(1, sizeof *m);
+    vt_err e = x && t && y && idx && perm && x64 && m ? VT_OK : vt_set_error(VT_ERR_NOMEM, "the losses' program: out of memory");
+    uint64_t s = seed;
+    for (size_t i = 0; i < nk && !e; i++) { /* logits of a few units, targets in [0, 1) */
+        x[i] = (float)((double)(int32_t)(uint32_t)mix64(&s) * 0x1p-28);
+        t[i] = (float)((double)(mix64(&s) >> 40) * 0x1p-24);
+    }
+    if (!e) { /* a large logit either way, each with the target that makes its loss tiny; a value equal to its target */
+        x[0] = 40.0f, t[0] = 1.0f;
+        x[1] = nk > 1 ? -40.0f : x[1], t[1] = nk > 1 ? 0.0f : t[1];
+        if (nk > 2) x[2] = 0.25f, t[2] = 0.25f;
+    }
+    vt_dataset ds;
+    memset(&ds, 0, sizeof ds);
+    snprintf(ds.name, sizeof ds.name, "probe-targets");
+    ds.n = n, ds.d = K, ds.channels = ds.rows = 1, ds.cols = K;
+    ds.xf = x, ds.y = y, ds.yt = t, ds.k_targets = K, ds.hash_version = 3;
+    vt_program *g = m ? &m->prog : NULL;
+    if (!e) e = vt_probe_losses_program(g, B, K);
+    for (int c = 0; c < VT_TC_COUNT && !e; c++) {
+        m->arena[c] = calloc(g->arena_bytes[c] ? g->arena_bytes[c] : 1, 1);
+        if (!m->arena[c]) e = vt_set_error(VT_ERR_NOMEM, "the losses' program: out of memory");
+    }
+    if (!e) {
+        m->x64 = x64, m->n_ops = g->n_ops;
+        m->batch_idx = idx, m->perm = perm, m->n_examples = n, m->rcp.batch = B, m->rcp.seed = 7;
+        e = hand_built_steps(m, &ds, steps, rounding, tamper, tctx, after, actx);
+    }
+    if (m) {
+        vt_program_free(g);
+        for (int k = 0; k < VT_TC_COUNT; k++) free(m->arena[k]);
+    }
+    free(m), free(x), free(t), free(y), free(idx), free(perm), free(x64);
+    return e;
+}
+
+/* The probe's step of the losses' program: LOSS_N examples of LOSS_K, batches of LOSS_B */
+static vt_err probe_losses(uint8_t prog, vt_op_hook tamper, void *tctx, vt_probe *p)
+{
+    probe_ctx c = {p, prog};
+    vt_err e = vt_probe_losses_run(LOSS_N, LOSS_K, LOSS_B, PROBE_SEED ^ 2, 1, VT_ROUNDING_EXACT, tamper, tctx, chain, &c);
+    return e ? vt_error_prefix(e, "the known-answer probe (losses)") : VT_OK;
 }
 
 void vt_probe_free(vt_probe *p)
@@ -212,6 +316,9 @@ vt_err vt_probe_run(vt_order order, vt_op_hook tamper, void *tamper_ctx, vt_prob
         snprintf(key, sizeof key, "gemm_arith=%s", vt_gemm_arith_names[v]);
         e = probe_recipe((uint8_t)(N_PROGRAMS - 1 + v), MLP_SGD, key, &d->img, order, tamper, tamper_ctx, out);
     }
+    size_t v = 1;
+    while (vt_gemm_arith_names[v]) v++;
+    if (!e) e = probe_losses((uint8_t)(N_PROGRAMS - 1 + v), tamper, tamper_ctx, out);
     free(d);
     VT_FORWARD_IF_ERROR(e);
     for (uint16_t k = 1; k < VT_OPK_COUNT; k++)

@@ -8,7 +8,8 @@
  * the MLP with SGD and with Adam, the residual CNN in step programs 1 and 2 with its evaluation pass,
  * the GPT with dropout, clipping and AdamW and its evaluation pass - then a hand-built program of
  * the kinds no architecture uses (SUB), then the MLP with SGD once in each tensor-core arithmetic
- * model (recipe key gemm_arith), all in exact rounding on the CPU. Exact rounding makes every output
+ * model (recipe key gemm_arith), then a hand-built program of the losses (vt_probe_losses_program)
+ * on a data set of float targets, all in exact rounding on the CPU. Exact rounding makes every output
  * a function of those inputs alone: the same hashes on every machine, BLAS, thread count and
  * evaluation order; a build whose kinds compute other bits gives other hashes. It costs a few
  * milliseconds on one core. */
@@ -51,8 +52,21 @@ typedef struct {
  * none of the probe's programs. */
 vt_err vt_probe_run(vt_order order, vt_op_hook tamper, void *tamper_ctx, vt_probe *out) VT_WARN_UNUSED;
 void vt_probe_free(vt_probe *p);
+/* The hand-built program of the losses the probe runs last (program "losses"): LOAD_BATCH_TARGETS
+ * (x [B, K], t [B, K] from a data set of K float features and K float targets), then MSE_LOSS, MSE_BWD,
+ * L1_LOSS, L1_BWD, BCE_LOSS and BCE_BWD of (x, t); finished (vt_program_finish: its layout). Release
+ * with vt_program_free, also after a failure. tests/unit/test_kinds.c checks its operations too. */
+vt_err vt_probe_losses_program(vt_program *g, uint32_t B, uint32_t K) VT_WARN_UNUSED;
+/* Steps 1 .. steps of the losses' program (batches of B) on a data set of n examples of K logits and K
+ * float targets in [0, 1) drawn from seed (example 0's first values a logit of 40 with target 1 and one
+ * of -40 with target 0, then a value equal to its target), the data order that of seed 7, in the given
+ * rounding; tamper as the model's hook, after(actx, ...) after every operation (its outputs then read with
+ * vt_model_tensor and the like). The probe runs it with n = 8, K = 3, B = 4 in exact rounding; the
+ * known answers of tests/kat/losses.kat (tests/unit/test_kat.c) with larger sizes in both roundings. */
+vt_err vt_probe_losses_run(uint32_t n, uint32_t K, uint32_t B, uint64_t seed, uint64_t steps, vt_rounding rounding,
+                           vt_op_hook tamper, void *tctx, vt_op_hook after, void *actx) VT_WARN_UNUSED;
 /* The name of the probe's program `prog` ("mlp sgd", "resnet program 2", "sub", then the tensor-core
- * models' names for the MLP in them: "tc-bf16-sm90" ...; "?" beyond them). */
+ * models' names for the MLP in them: "tc-bf16-sm90" ..., then "losses"; "?" beyond them). */
 const char *vt_probe_program_name(uint8_t prog);
 
 #endif

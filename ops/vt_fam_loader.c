@@ -19,23 +19,39 @@
 
 /* ------------------------------------------------------------ LOAD_BATCH */
 
-vt_err vti_load_batch_check(const vt_program *p, const vt_opdesc *o)
+vt_err vti_load_batch_input_check(const vt_program *p, const vt_opdesc *o)
 {
     int64_t B = o->iarg[0];
     const vt_tensor *x = T(p, o->out[0]);
     VT_RETURN_ERROR_IF(B < 1 || x->rank != 2 || x->shape[0] != (uint64_t)B || x->dtype != VT_DT_F32, VT_ERR_INTERNAL,
                        "program: \"%s\": the batch is not [B, d] F32", o->name);
-    return want(p, o, o->out[1], VT_DT_U8, (size_t)B, "labels");
+    return VT_OK;
 }
 
-vt_err vti_load_batch_exec(vt_opctx *c)
+vt_err vti_load_batch_check(const vt_program *p, const vt_opdesc *o)
+{
+    VT_FORWARD_IF_ERROR(vti_load_batch_input_check(p, o));
+    return want(p, o, o->out[1], VT_DT_U8, (size_t)o->iarg[0], "labels");
+}
+
+vt_err vti_load_batch_input(vt_opctx *c)
 {
     VT_RETURN_ERROR_IF(!c->ds, VT_ERR_ARG, "loading a batch needs the dataset");
     const vt_tensor *x = T(c->prog, c->o->out[0]);
     VT_RETURN_ERROR_IF(c->ds->d != x->shape[1], VT_ERR_ARG, "the dataset's examples have %u values, the program %u",
                        c->ds->d, x->shape[1]);
     VT_RETURN_ERROR_IF(!c->batch_idx, VT_ERR_INTERNAL, "loading a batch needs the step's example indices");
-    return vt_data_batch(c->ds, c->batch_idx, (size_t)c->o->iarg[0], OUT(0), (uint8_t *)OUT(1));
+    return vt_data_batch(c->ds, c->batch_idx, (size_t)c->o->iarg[0], OUT(0), NULL);
+}
+
+vt_err vti_load_batch_exec(vt_opctx *c)
+{
+    VT_FORWARD_IF_ERROR(vti_load_batch_input(c));
+    VT_RETURN_ERROR_IF(c->ds->yt, VT_ERR_ARG, "the data set %s has float targets, not class labels: load_batch_targets "
+                       "loads them", c->ds->name);
+    uint8_t *y = (uint8_t *)OUT(1);
+    for (size_t j = 0; j < (size_t)c->o->iarg[0]; j++) y[j] = c->ds->y[c->batch_idx[j]];
+    return VT_OK;
 }
 
 void vti_load_batch_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
@@ -158,7 +174,12 @@ vt_err vt_plain_rows(const vt_plainctx *c, uint32_t t, uint8_t *labels)
     return c->f64 ? vt_data_batch_f64(c->ds, c->batch_idx, B, x, labels) : vt_data_batch(c->ds, c->batch_idx, B, x, labels);
 }
 
-vt_err vti_load_batch_plain(vt_plainctx *c) { return vt_plain_rows(c, c->o->out[0], PTP(c, c->o->out[1])); }
+vt_err vti_load_batch_plain(vt_plainctx *c)
+{
+    VT_RETURN_ERROR_IF(c->ds && c->ds->yt, VT_ERR_ARG, "the data set %s has float targets, not class labels",
+                       c->ds->name);
+    return vt_plain_rows(c, c->o->out[0], PTP(c, c->o->out[1]));
+}
 
 vt_err vti_schedule_plain(vt_plainctx *c) /* exact in FP64 already: the same values as the exec */
 {

@@ -156,7 +156,22 @@
       conv2d, none)                                                                                                    \
     /* dY [B*Ho*Wo, Co], W [k*k*C, Co] -> dX [B*H*W, C] = G(dY) W' (conv_grad_gather's G never stored; chw 0) */       \
     X(CONV2D_DGRAD, "conv2d_input_grad", GEMM, 1, 2, 1, 9, 0, "B H W C k stride pad chw Co", "", EXAMPLE, CPU,         \
-      conv2d, none)
+      conv2d, none)                                                                                                    \
+    /* ---- regression and multi-label losses (ops/vt_fam_loss.c; their means over the global batch) */                \
+    /* y [B, K], t [B, K] F32 -> loss (F32 scalar) = mean of (y - t)^2 over the B*K elements */                        \
+    X(MSE_LOSS, "mse_loss", REDUCE, 1, 2, 1, 0, 0, "", "", BATCH, CPU, reg_loss, none)                                 \
+    /* y, t [B, K] -> dy [B, K] = 2 (y - t) / (B K), each element RN32 of its real value */                            \
+    X(MSE_BWD, "mse_backward", CHAIN, 1, 2, 1, 0, 0, "", "", NONE, CPU, reg_bwd, none)                                 \
+    /* y [B, K], t [B, K] F32 -> loss (F32 scalar) = mean of |y - t| over the B*K elements */                          \
+    X(L1_LOSS, "l1_loss", REDUCE, 1, 2, 1, 0, 0, "", "", BATCH, CPU, reg_loss, none)                                   \
+    /* y, t [B, K] -> dy [B, K] = sign(y - t) / (B K), sign(0) = 0 */                                                  \
+    X(L1_BWD, "l1_backward", CHAIN, 1, 2, 1, 0, 0, "", "", NONE, CPU, reg_bwd, none)                                   \
+    /* x [B, K] logits, t [B, K] in [0, 1] -> loss (F32 scalar) = mean of max(x, 0) - x t + log(1 + exp(-|x|)) */      \
+    X(BCE_LOSS, "bce_with_logits_loss", REDUCE, 1, 2, 1, 0, 0, "", "", BATCH, CPU, bce, none)                         \
+    /* x, t [B, K] -> dx [B, K] = (sigmoid(x) - t) / (B K) */                                                          \
+    X(BCE_BWD, "bce_with_logits_backward", CHAIN, 1, 2, 1, 0, 0, "", "", NONE, CPU, bce_bwd, none)                    \
+    /* -> input [B, d] F32, targets [B, K] F32: LOAD_BATCH's examples with the data set's float targets */             \
+    X(LOAD_BATCH_TARGETS, "load_batch_targets", LOADER, 0, 0, 2, 1, 0, "B", "", NONE, CPU, load_targets, none)
 /* clang-format on */
 
 #define VT_VARIADIC 255 /* n_in: one or more inputs */

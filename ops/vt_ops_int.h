@@ -123,6 +123,10 @@ static inline double vti_plain_f64(const vt_plainctx *c, uint32_t t)
     memcpy(&v, PTP(c, t), 8);
     return v;
 }
+/* LOAD_BATCH's input (output 0 [B, d] F32, iarg B): its check, and the batch's examples loaded into it
+ * (the step's indices c->batch_idx; vt_fam_loader.c), shared with LOAD_BATCH_TARGETS */
+vt_err vti_load_batch_input_check(const vt_program *p, const vt_opdesc *o);
+vt_err vti_load_batch_input(vt_opctx *c);
 /* every label is a class */
 vt_err vti_labels_ok(size_t N, size_t C, const uint8_t *y);
 

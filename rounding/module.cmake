@@ -7,6 +7,7 @@ add_library(vt_rounding STATIC
   ${CMAKE_CURRENT_SOURCE_DIR}/rounding/vt_bound.c
   ${CMAKE_CURRENT_SOURCE_DIR}/rounding/vt_elem.c
   ${CMAKE_CURRENT_SOURCE_DIR}/rounding/vt_exact.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/rounding/vt_quot.c
   ${CMAKE_CURRENT_SOURCE_DIR}/rounding/vt_tight.c
   ${CMAKE_CURRENT_SOURCE_DIR}/rounding/vt_eval.c
   ${CMAKE_CURRENT_SOURCE_DIR}/rounding/vt_round_exact.c

@@ -59,6 +59,19 @@ void vt_dot_comp64(size_t n, const double *a, const double *b, double *s, double
 /* The same from strided FP32 vectors (the products are exact in FP64); the same s and e. */
 void vt_dot_comp32(size_t n, const float *a, size_t inca, const float *b, size_t incb, double *s, double *e);
 
+/* Quotients by a count (rounding/vt_quot.c; docs/rounding.md 2.6, the means of the losses):
+ * RN32(X / n) of the exact value X of the accumulator, for an integer n >= 1, correctly rounded (ties
+ * to even, a non-zero value too small for FP32 to a zero of its own sign, +0 for X = 0, +-inf beyond
+ * FP32 range, NaN for a NaN accumulator or n = 0): a first guess from RN64(X) / n, then each
+ * neighbouring midpoint m decided exactly by the sign of X - n m in a copy of the accumulator (n m
+ * added as three exact FP64 products of m, whose 25 bits fit beside 28 of n). */
+float vt_xacc_round32_quot(const vt_xacc *a, uint64_t n);
+/* RN32((v[0] + ... + v[k-1]) / n), the exact sum of k FP64 terms over n >= 1, correctly rounded as
+ * vt_xacc_round32_quot: a screen - the terms summed in FP64 and divided, with a rigorous bound, decided
+ * when the ends of its interval round alike (vt_round_ends; k <= 4, n <= 2^53) - and the exact quotient
+ * otherwise (cancellation, a value near a rounding boundary, ties). */
+float vt_round_quot_sum32(const double *v, size_t k, uint64_t n);
+
 /* sum_k x[k*inc] for FP64 terms, exactly, rounded once. */
 double vt_sum_exact64(size_t n, const double *x, size_t inc);
 float vt_sum_exact32(size_t n, const double *x, size_t inc);

@@ -660,6 +660,31 @@ static vt_err phase2(vt_comm *comm, const vti_undecided *u, size_t j0, size_t m,
     return VT_OK;
 }
 
+vt_err vt_round_dist_quot32(vt_comm *comm, const vt_xacc *mine, uint64_t n, float *out)
+{
+    VT_RETURN_ERROR_IF(!comm || !mine || !out, VT_ERR_ARG, "vt_round_dist_quot32: NULL argument");
+    vt_xacc a = *mine;
+    vti_xacc_norm(&a);
+    /* normalised: limbs 0..67 in [0, 2^32), the top limb the sign (0 or -1); N of them summed stay far
+     * from int64's range (N < 2^31), and the sum's top limb carries the sign of X itself */
+    VT_RETURN_ERROR_IF(a.L[VTI_XTOP] < -1 || a.L[VTI_XTOP] > 0, VT_ERR_INTERNAL,
+                       "vt_round_dist_quot32: the exact accumulator is out of range");
+    int64_t w[VT_XACC_LIMBS + 3];
+    memcpy(w, a.L, sizeof a.L);
+    w[VT_XACC_LIMBS] = a.n_pinf, w[VT_XACC_LIMBS + 1] = a.n_ninf, w[VT_XACC_LIMBS + 2] = a.n_nan;
+    VT_FORWARD_IF_ERROR(vt_dist_allreduce_i64(comm, w, VT_XACC_LIMBS + 3));
+    vt_xacc g;
+    vti_xacc_init(&g);
+    memcpy(g.L, w, sizeof g.L);
+    g.lo = 0, g.hi = VTI_XTOP;
+    g.n_pinf = w[VT_XACC_LIMBS] > 0 ? 1u : 0u;
+    g.n_ninf = w[VT_XACC_LIMBS + 1] > 0 ? 1u : 0u;
+    g.n_nan = w[VT_XACC_LIMBS + 2] > 0 ? 1u : 0u;
+    vti_xacc_norm(&g);
+    *out = vt_xacc_round32_quot(&g, n);
+    return VT_OK;
+}
+
 static _Thread_local uint64_t g_calls;
 static _Thread_local double g_seconds;
 

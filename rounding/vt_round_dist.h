@@ -84,6 +84,12 @@ vt_err vt_round_dist_refined(vt_comm *comm, size_t n, const double *partial, con
                              vt_round_dist_refine refine, int resum, vt_round_dist_terms terms, void *arg, float *out,
                              vt_round_dist_stats *stats, vt_elem_fault *f) VT_WARN_UNUSED;
 
+/* RN32(X / n) (vt_xacc_round32_quot) of the exact sum X of every rank's accumulator `mine`: each rank's
+ * accumulator normalised, the limbs and the counts of non-finite terms summed by one integer
+ * allreduce (exact and order-free), the sum normalised and divided - the same bits on every rank.
+ * A loss's mean over the global batch (docs/distributed.md). Collective: every rank passes the same n. */
+vt_err vt_round_dist_quot32(vt_comm *comm, const vt_xacc *mine, uint64_t n, float *out) VT_WARN_UNUSED;
+
 /* For benchmarks: the calls of vt_round_dist made by this thread so far and the wall seconds spent
  * in them (its collectives included: dist/vt_dist.h vt_dist_clock counts those apart). */
 void vt_round_dist_clock(uint64_t *calls, double *seconds);

@@ -406,7 +406,7 @@ static void read_eval(report *r, vt_store *st)
     if (!e) e = vt_store_get_checkpoint(st, step, m.n_state, &state);
     if (!e) e = vt_model_set_state(&m, step, state, m.n_state);
     if (!e) e = vt_data_load(spec, r->o->data_root, &ds);
-    if (!e && !text && (ds.d != rcp->widths[0] || (ds.hash_version != 2 && ds.n_classes != rcp->widths[rcp->n_layers])))
+    if (!e && !text && (ds.d != rcp->widths[0] || (ds.hash_version < 2 && ds.n_classes != rcp->widths[rcp->n_layers])))
         e = vt_set_error(VT_ERR_ARG, "%s does not fit the model", spec);
     if (!e) e = text ? vt_model_text_loss(&m, &ds, 0, &v, &cnt) : vt_model_predict(&m, &ds, 0, &v, NULL);
     if (e) {

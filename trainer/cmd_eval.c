@@ -103,7 +103,7 @@ int trainer_eval(int argc, char **argv)
         vt_data_check_labels(&ds, rcp.widths[rcp.n_layers]) != VT_OK) {
         st = spec ? VT_EXIT_USAGE : VT_EXIT_CANNOT;
         e = VT_ERR_ARG;
-    } else if (!e && !text && (ds.d != rcp.widths[0] || (ds.hash_version != 2 && ds.n_classes != rcp.widths[rcp.n_layers]))) {
+    } else if (!e && !text && (ds.d != rcp.widths[0] || (ds.hash_version < 2 && ds.n_classes != rcp.widths[rcp.n_layers]))) {
         e = vt_set_error(VT_ERR_ARG, "dataset %s (%u features, %u classes) does not fit the model (%u -> %u)", dspec,
                          ds.d, ds.n_classes, rcp.widths[0], rcp.widths[rcp.n_layers]);
         st = VT_EXIT_USAGE;

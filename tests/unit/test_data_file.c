@@ -322,6 +322,80 @@ static void test_npy(void)
     vt_data_free(&ds);
 }
 
+/* float32 label files are float targets (docs/data.md "Float targets"): .npy [N] and [N, K], safetensors
+ * F32 "y"; every value kept bit for bit, hashed (version 3), a slice keeps its targets; a NaN, a shape
+ * that does not match and an empty K are refused naming the file */
+static void test_targets(void)
+{
+    buf bx, by;
+    float tg[N * 3];
+    for (int i = 0; i < N * 3; i++) tg[i] = (float)i * 0.125f - 2.0f;
+    npy_build(&bx, "<f4", "(12, 6)", XF, sizeof XF);
+    put("x.npy", bx.b, bx.n);
+    npy_build(&by, "<f4", "(12, 3)", tg, sizeof tg);
+    put("t3.npy", by.b, by.n);
+    npy_build(&by, "<f4", "(12,)", tg, N * 4);
+    put("t1.npy", by.b, by.n);
+    vt_dataset ds, one, sub;
+    CHECK_OK(vt_data_load("npy:x.npy,t3.npy", dir, &ds));
+    CHECK(ds.yt && ds.k_targets == 3 && ds.hash_version == 3 && ds.n_classes == 0 && !memcmp(ds.yt, tg, sizeof tg),
+          "npy [N, K] float targets");
+    CHECK_OK(vt_data_load("npy:x.npy,t1.npy", dir, &one));
+    CHECK(one.yt && one.k_targets == 1 && !memcmp(one.yt, tg, N * 4) && memcmp(one.hash, ds.hash, 32) != 0,
+          "npy [N] float targets");
+    float tb[2 * 3];
+    const size_t idx[2] = {7, 2};
+    CHECK_OK(vt_data_batch_targets(&ds, idx, 2, tb));
+    CHECK(!memcmp(tb, tg + 21, 12) && !memcmp(tb + 3, tg + 6, 12), "the batch's targets");
+    CHECK(vt_data_batch_targets(&one, (const size_t[]){12}, 1, tb) == VT_ERR_ARG, "an index past the data set");
+    uint8_t h[32];
+    memcpy(h, ds.hash, 32);
+    ds.yt[35] = 1.0f; /* the last target is hashed */
+    uint8_t h2[32];
+    CHECK_OK(vt_data_hash(&ds, h2));
+    CHECK(memcmp(h, h2, 32) != 0, "the hash covers every target");
+    ds.yt[35] = tg[35];
+    CHECK_OK(vt_data_load("npy:x.npy,t3.npy:5", dir, &sub));
+    CHECK(sub.n == 5 && sub.yt && sub.k_targets == 3 && !memcmp(sub.yt, tg, 15 * 4), "a subset keeps its targets");
+    vt_data_free(&sub);
+    vt_data_free(&one);
+    /* safetensors: a tensor "y" F32 [N, 2] */
+    buf b;
+    float t2[N * 2];
+    for (int i = 0; i < N * 2; i++) t2[i] = (float)i / 3.0f;
+    char hd[512];
+    const size_t xb = 4u * N * D, yb = 4u * N * 2;
+    int k = snprintf(hd, sizeof hd,
+                     "{\"x\":{\"dtype\":\"F32\",\"shape\":[%u,%u],\"data_offsets\":[0,%zu]},"
+                     "\"y\":{\"dtype\":\"F32\",\"shape\":[%u,2],\"data_offsets\":[%zu,%zu]}}",
+                     N, D, xb, N, xb, xb + yb);
+    while (k % 8) hd[k++] = ' ';
+    uint8_t n8[8];
+    vt_put_u64le(n8, (uint64_t)k);
+    b.n = 0;
+    app(&b, n8, 8);
+    app(&b, hd, (size_t)k);
+    app(&b, XF, xb); /* little-endian hosts only, as the other builders here */
+    app(&b, t2, yb);
+    put("t.safetensors", b.b, b.n);
+    vt_dataset st;
+    CHECK_OK(vt_data_load("safetensors:t.safetensors", dir, &st));
+    CHECK(st.yt && st.k_targets == 2 && !memcmp(st.yt, t2, sizeof t2) && st.hash_version == 3, "safetensors F32 targets");
+    vt_data_free(&st);
+    /* refused: a NaN (named by example and offset), another N, K = 0 */
+    tg[4] = NAN;
+    npy_build(&by, "<f4", "(12, 3)", tg, sizeof tg);
+    put("h.npy", by.b, by.n);
+    refused("npy:x.npy,h.npy", VT_ERR_FORMAT, "value 1 of example 1");
+    npy_build(&by, "<f4", "(11, 3)", tg, 11 * 12);
+    put("h.npy", by.b, by.n);
+    refused("npy:x.npy,h.npy", VT_ERR_FORMAT, "are 11");
+    npy_build(&by, "<f4", "(12, 0)", tg, 0);
+    put("h.npy", by.b, by.n);
+    refused("npy:x.npy,h.npy", VT_ERR_FORMAT, "K = 0");
+    vt_data_free(&ds);
+}
+
 static void test_text(void)
 {
     const char *t = "to be or not to be, that is the question: whether 'tis nobler in the mind\n";
@@ -410,6 +484,7 @@ int main(void)
     test_safetensors();
     test_hostile_safetensors();
     test_npy();
+    test_targets();
     test_text();
     test_st_read();
     buf b;

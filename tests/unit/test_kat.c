@@ -41,6 +41,7 @@
 #include "../../common/vt_par.h"
 #include "../../data/vt_data.h"
 #include "../../model/vt_model.h"
+#include "../../model/vt_probe.h"
 #include "../../rounding/vt_round.h"
 #include "vt_test.h"
 
@@ -49,7 +50,7 @@
 #define HAVE_MXCSR 1
 #endif
 
-static const char *const KAT_FILES[] = {"tests/kat/mlp.kat", "tests/kat/arch.kat"};
+static const char *const KAT_FILES[] = {"tests/kat/mlp.kat", "tests/kat/arch.kat", "tests/kat/losses.kat"};
 #define N_KAT_FILES (sizeof KAT_FILES / sizeof KAT_FILES[0])
 #define MAX_LINES 16384
 
@@ -296,6 +297,48 @@ static const vt_dataset *dataset_of(const kat_cfg *cfg)
     return &g_ds[g_nds++].ds;
 }
 
+/* Issue 39 (the losses of regression and multi-label models): the hand-built losses' program of the
+ * known-answer probe (vt_probe_losses_run: load_batch_targets, then mse, l1 and bce with logits, each loss
+ * and its gradient) over 64 examples of 5 logits and float targets in batches of 16, three steps: the
+ * SHA-256 of every output of every step ("losses out STEP TENSOR HEX"), exact rounding; the log-rounded
+ * run must give the same lines. Written by `test_kat --write tests/kat/losses.kat losses`. */
+#define LOSSES "losses"
+
+typedef struct {
+    char **lines;
+    size_t n, cap;
+} line_list;
+
+static vt_err losses_hook(void *ctx, vt_model *m, uint64_t step, uint32_t op)
+{
+    line_list *l = ctx;
+    const vt_opdesc *o = &m->prog.op[op];
+    for (uint32_t k = 0; k < o->n_out; k++) {
+        uint8_t d[32];
+        char hex[65], line[256];
+        VT_FORWARD_IF_ERROR(vt_model_tensor_hash(m, o->out[k], d));
+        vt_hex(d, 32, hex);
+        snprintf(line, sizeof line, LOSSES " out %llu %s %s", (unsigned long long)step, m->prog.t[o->out[k]].name, hex);
+        if (l->n < l->cap) l->lines[l->n++] = strdup(line);
+    }
+    return VT_OK;
+}
+
+/* the losses' answers into g_lines (exact rounding), checked against the log-rounded run's */
+static void losses_answers(void)
+{
+    char *log_lines[256];
+    line_list ex = {g_lines + g_n, 0, MAX_LINES - g_n}, lg = {log_lines, 0, 256};
+    CHECK_OK(vt_probe_losses_run(64, 5, 16, 0x6c6f737365733339ull, 3, VT_ROUNDING_EXACT, NULL, NULL, losses_hook, &ex));
+    CHECK_OK(vt_probe_losses_run(64, 5, 16, 0x6c6f737365733339ull, 3, VT_ROUNDING_LOG, NULL, NULL, losses_hook, &lg));
+    CHECK(ex.n == lg.n && ex.n == 3 * 8, LOSSES ": %zu answers in exact rounding, %zu in log rounding", ex.n, lg.n);
+    for (size_t i = 0; i < lg.n; i++) {
+        CHECK(i < ex.n && strcmp(ex.lines[i], lg.lines[i]) == 0, LOSSES ": log rounding gives \"%s\"", lg.lines[i]);
+        free(lg.lines[i]);
+    }
+    g_n += ex.n;
+}
+
 /* Whether configuration c runs: every one, or with `--write FILE NAME...` the named ones and their twins. */
 static int selected(const kat_cfg *c, char **names, int n_names)
 {
@@ -350,6 +393,9 @@ int main(int argc, char **argv)
                     g_lines[keep++] = g_lines[i];
             }
         g_n = keep;
+        int losses = n_names == 0;
+        for (int i = 0; i < n_names; i++) losses |= strcmp(names[i], LOSSES) == 0;
+        if (losses) losses_answers();
         if (write) break;
         /* compare with the file */
         if (!ref) {

@@ -14,6 +14,7 @@
 #include "model/vt_model.h"
 #include "ops/vt_ops.h"
 #include "model/vt_plain.h"
+#include "model/vt_probe.h"
 #include "arch/vt_recipe.h"
 #include "rounding/vt_exact.h"
 #include "vt_test.h"
@@ -220,6 +221,12 @@ static void check_extra(unsigned *seen)
         check_ops("extra", m, seen);
         check_sub(m);
     }
+    vt_program_free(&m->prog);
+    /* the losses and the targets' loader, in the known-answer probe's program of them */
+    memset(m, 0, sizeof *m);
+    vt_err e = vt_probe_losses_program(&m->prog, 4, 3);
+    CHECK(e == VT_OK, "the losses' program: %s", vt_errmsg());
+    if (e == VT_OK) check_ops("losses", m, seen);
     vt_program_free(&m->prog);
     free(m);
 }
