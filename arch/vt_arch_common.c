@@ -51,7 +51,9 @@ void vt_arch_inputs(vt_program *p, const vt_recipe *rcp, uint32_t *x, uint32_t *
 {
     const uint32_t B = rcp->batch, d = rcp->widths[0];
     *x = vt_prog_tensor(p, VT_TC_INPUT, VT_DT_F32, 2, ARR(B, d), "input");
-    *y = vt_prog_tensor(p, VT_TC_INPUT, VT_DT_U8, 1, ARR(B), "labels");
+    *y = rcp->loss == VT_LOSS_XENT
+             ? vt_prog_tensor(p, VT_TC_INPUT, VT_DT_U8, 1, ARR(B), "labels")
+             : vt_prog_tensor(p, VT_TC_INPUT, VT_DT_F32, 2, ARR(B, rcp->widths[rcp->n_layers]), "targets");
     *xa = rcp->augment_pad || rcp->augment_flip ? vt_prog_tensor(p, VT_TC_INPUT, VT_DT_F32, 2, ARR(B, d), "input.augmented")
                                               : *x;
     *tstep = vt_prog_tensor(p, VT_TC_INPUT, VT_DT_F64, 0, NULL, "step");
@@ -61,7 +63,9 @@ void vt_arch_inputs(vt_program *p, const vt_recipe *rcp, uint32_t *x, uint32_t *
 void vt_arch_input_ops(vt_program *p, const vt_recipe *rcp, uint32_t x, uint32_t y, uint32_t xa, uint32_t tstep,
                        uint32_t lr)
 {
-    vt_prog_op(p, VT_OPK_LOAD_BATCH, NULL, 0, ARR(x, y), 2, IARG(rcp->batch), 1, NULL, 0, "load batch");
+    if (rcp->loss == VT_LOSS_XENT)
+        vt_prog_op(p, VT_OPK_LOAD_BATCH, NULL, 0, ARR(x, y), 2, IARG(rcp->batch), 1, NULL, 0, "load batch");
+    else vt_prog_op(p, VT_OPK_LOAD_BATCH_TARGETS, NULL, 0, ARR(x, y), 2, IARG(rcp->batch), 1, NULL, 0, "load batch");
     if (xa != x)
         vt_prog_op(p, VT_OPK_AUGMENT, ARR(x), 1, ARR(xa), 1,
                    IARG(rcp->image_channels, rcp->image_height, rcp->image_width, rcp->augment_pad, rcp->augment_flip,

@@ -300,7 +300,8 @@ static void emit(bld *b)
 
 vt_err vt_graph_build(const vt_graph *g, const vt_recipe *rcp, vt_program *p)
 {
-    VT_RETURN_ERROR_IF(g->n_layer == 0 || g->out > g->n_layer || g->loss != VT_GLOSS_XENT, VT_ERR_ARG,
+    VT_RETURN_ERROR_IF(g->n_layer == 0 || g->out > g->n_layer || g->loss < VT_GLOSS_XENT || g->loss > VT_GLOSS_BCE,
+                       VT_ERR_ARG,
                        "graph: no layers, no output or an unknown loss");
     bld b = {.g = g, .rcp = rcp, .p = p, .B = rcp->batch};
     vt_err e = VT_OK;
@@ -332,10 +333,18 @@ vt_err vt_graph_build(const vt_graph *g, const vt_recipe *rcp, vt_program *p)
     const uint32_t logits = b.V[g->out], C = b.Vcols[g->out];
     FAIL_IF(C != rcp->widths[rcp->n_layers], VT_ERR_ARG, "graph: the output has %u classes, the recipe %u", C,
             rcp->widths[rcp->n_layers]);
-    uint32_t probs = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, 2, ARR(b.B, C), "probs");
+    /* the loss: softmax cross-entropy (its softmax in the forward pass, "probs"), or a regression or
+     * multi-label loss on the output itself */
+    const int xent = g->loss == VT_GLOSS_XENT;
+    const unsigned li = (unsigned)g->loss - 1;
+    static const uint16_t LOSS_K[] = {VT_OPK_XENT_LOSS, VT_OPK_MSE_LOSS, VT_OPK_L1_LOSS, VT_OPK_BCE_LOSS},
+                          LOSS_G[] = {VT_OPK_XENT_BWD, VT_OPK_MSE_BWD, VT_OPK_L1_BWD, VT_OPK_BCE_BWD};
+    static const char *const LOSS_N[] = {"cross-entropy loss", "mean squared error", "mean absolute error",
+                                         "binary cross-entropy with logits"};
+    uint32_t probs = xent ? vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, 2, ARR(b.B, C), "probs") : logits;
     uint32_t loss = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, 0, NULL, "loss");
     const uint32_t fwd_end = p->n_ops; /* the layers' last operation */
-    vt_prog_op(p, VT_OPK_SOFTMAX, ARR(logits), 1, ARR(probs), 1, NULL, 0, NULL, 0, "softmax");
+    if (xent) vt_prog_op(p, VT_OPK_SOFTMAX, ARR(logits), 1, ARR(probs), 1, NULL, 0, NULL, 0, "softmax");
     p->fwd_last = p->n_ops;
     if (p->bad) goto finish;
 
@@ -359,7 +368,7 @@ vt_err vt_graph_build(const vt_graph *g, const vt_recipe *rcp, vt_program *p)
     FAIL_IF(!b.need[logits], VT_ERR_ARG, "graph: the output does not depend on a trainable parameter");
     for (uint32_t j = p->fwd_first; j <= fwd_end; j++)
         for (uint32_t i = 0; i < p->op[j].n_in; i++)
-            FAIL_IF(p->op[j].in[i] == logits, VT_ERR_ARG,
+            FAIL_IF(p->op[j].in[i] == logits && j != fwd_end + 1, VT_ERR_ARG,
                                "graph: the output %s is also read by a layer (not supported yet)", tname(&b, logits));
 
     /* the gradient tensors: the output's, the activations' in walk order, the parameters' */
@@ -370,8 +379,8 @@ vt_err vt_graph_build(const vt_graph *g, const vt_recipe *rcp, vt_program *p)
     for (uint32_t i = 0; i < nT; i++) GPl[i] = b.GP[P[i]] = grad_like(&b, P[i], ".grad", 0);
     if (p->bad) goto finish;
     /* the operations: loss, backward, updates */
-    vt_prog_op(p, VT_OPK_XENT_LOSS, ARR(probs, y), 2, ARR(loss), 1, NULL, 0, NULL, 0, "cross-entropy loss");
-    vt_prog_op(p, VT_OPK_XENT_BWD, ARR(probs, y), 2, ARR(b.G[logits]), 1, NULL, 0, NULL, 0, "logits gradient");
+    vt_prog_op(p, LOSS_K[li], ARR(probs, y), 2, ARR(loss), 1, NULL, 0, NULL, 0, "%s", LOSS_N[li]);
+    vt_prog_op(p, LOSS_G[li], ARR(probs, y), 2, ARR(b.G[logits]), 1, NULL, 0, NULL, 0, "%s", xent ? "logits gradient" : "output gradient");
     memset(b.met, 0, nt * sizeof *b.met);
     emit(&b);
     vt_arch_update_ops(p, rcp, nT, P, GPl, M1, M2, tstep, lr);
@@ -513,7 +522,8 @@ static vt_err decode(vt_reader *r, vt_graph *g)
     }
     VT_RETURN_ERROR_IF(vt_reader_left(r) != 0, VT_ERR_FORMAT, "model graph: %zu bytes after the last layer",
                        vt_reader_left(r));
-    VT_RETURN_ERROR_IF(g->out < 1 || g->out > g->n_layer || g->loss != VT_GLOSS_XENT || g->in_cols == 0,
+    VT_RETURN_ERROR_IF(g->out < 1 || g->out > g->n_layer || g->loss < VT_GLOSS_XENT || g->loss > VT_GLOSS_BCE ||
+                           g->in_cols == 0,
                        VT_ERR_FORMAT, "model graph: bad output, loss or input width");
     return VT_OK;
 }
@@ -528,9 +538,20 @@ vt_err vt_graph_decode(const uint8_t *bytes, size_t len, vt_graph *g)
     return e;
 }
 
-vt_err vt_recipe_set_graph(vt_recipe *r, const vt_graph *g, const uint8_t sha256[32])
+vt_err vt_recipe_set_graph(vt_recipe *r, vt_graph *g, const uint8_t sha256[32])
 {
     VT_RETURN_ERROR_IF(g->out < 1 || g->out > g->n_layer, VT_ERR_ARG, "model: the graph has no output");
+    g->loss = (vt_gloss)(r->loss + 1); /* vt_loss_kind's order */
+    for (const char *s = r->frozen; *s;) {
+        const char *e = strchr(s, '\n');
+        size_t n = e ? (size_t)(e - s) : strlen(s);
+        uint32_t k = 0;
+        while (k < g->n_param && !(strlen(g->param[k].name) == n && !memcmp(g->param[k].name, s, n))) k++;
+        VT_RETURN_ERROR_IF(k == g->n_param, VT_ERR_ARG, "recipe key frozen: the model has no parameter named %.*s",
+                           (int)n, s);
+        g->param[k].frozen = 1;
+        s += n + (e != NULL);
+    }
     vt_buf b;
     VT_FORWARD_IF_ERROR(vt_graph_encode(g, &b));
     if (b.len > VT_MODEL_GRAPH_MAX) {

@@ -29,7 +29,9 @@ typedef enum {
     VT_GL_RESHAPE,    /* y is x with another shape, the same bytes (Flatten, Reshape): no operation */
 } vt_glayer_op;
 
-typedef enum { VT_GLOSS_XENT = 1 } vt_gloss; /* softmax cross-entropy over the output's classes */
+/* the loss the output feeds (recipe key `loss`): softmax cross-entropy over the output's classes; the
+ * mean squared or absolute error, or binary cross-entropy with logits, against float targets */
+typedef enum { VT_GLOSS_XENT = 1, VT_GLOSS_MSE, VT_GLOSS_L1, VT_GLOSS_BCE } vt_gloss;
 
 typedef struct {
     char name[VT_GRAPH_NAME_MAX]; /* the state tensor's name: the module's own ("fc1.weight") */
@@ -95,10 +97,11 @@ vt_err vt_graph_from_onnx(const vt_og_graph *og, vt_graph *g, float ***vals) VT_
  * file's SHA-256 in sha256. */
 vt_err vt_graph_import_onnx(const char *path, uint32_t batch, vt_graph *g, float ***vals,
                             uint8_t sha256[32]) VT_WARN_UNUSED;
-/* Makes r train g: its canonical form and the file's hash in r (has_model, model_graph, model_sha256),
- * layers = [the input's width, the output's classes]. VT_ERR_LIMIT when the canonical form exceeds
+/* Makes r train g: r's loss and frozen parameters set in g (VT_ERR_ARG naming a frozen name that is no
+ * parameter), then g's canonical form and the file's hash in r (has_model, model_graph, model_sha256),
+ * layers = [the input's width, the output's width]. VT_ERR_LIMIT when the canonical form exceeds
  * VT_MODEL_GRAPH_MAX. */
-vt_err vt_recipe_set_graph(vt_recipe *r, const vt_graph *g, const uint8_t sha256[32]) VT_WARN_UNUSED;
+vt_err vt_recipe_set_graph(vt_recipe *r, vt_graph *g, const uint8_t sha256[32]) VT_WARN_UNUSED;
 /* r->model (a path) imported into r: vt_graph_import_onnx for r->batch, then vt_recipe_set_graph. */
 vt_err vt_recipe_import_model(vt_recipe *r) VT_WARN_UNUSED;
 

@@ -39,7 +39,7 @@ void vt_recipe_default(vt_recipe *r)
 
 /* ------------------------------------------------------------- field table */
 
-typedef enum { F_STR, F_U64, F_U32, F_INT, F_REAL, F_LAYERS, F_ENUM } ftype;
+typedef enum { F_STR, F_U64, F_U32, F_INT, F_REAL, F_LAYERS, F_ENUM, F_NAMES } ftype;
 typedef struct {
     const char *key;
     ftype type;
@@ -52,6 +52,7 @@ static const char *const opt_names[] = {"sgd", "adam", "adamw", NULL};
 static const char *const sched_names[] = {"constant", "step", "linear", "cosine", NULL};
 static const char *const bound_names[] = {"provable", "probabilistic", NULL};
 static const char *const rounding_names[] = {"log", "exact", NULL};
+static const char *const loss_names[] = {"cross_entropy", "mse", "l1", "bce_with_logits", NULL};
 
 #define OFF(m) offsetof(vt_recipe, m)
 static const field fields[] = {
@@ -69,6 +70,8 @@ static const field fields[] = {
     {"dataset", F_STR, OFF(dataset), NULL},
     {"decay_every", F_U64, OFF(decay_every), NULL},
     {"model", F_STR, OFF(model), NULL},
+    {"loss", F_ENUM, OFF(loss), loss_names},
+    {"frozen", F_NAMES, OFF(frozen), NULL},
     {"decay_factor", F_REAL, OFF(decay_factor), NULL},
     {"dropout", F_REAL, OFF(dropout), NULL},
     {"eps", F_REAL, OFF(eps), NULL},
@@ -173,15 +176,32 @@ static vt_err set_field(vt_recipe *r, const field *f, json_t *v)
         size_t n = json_is_array(v) ? json_array_size(v) : 0;
         VT_RETURN_ERROR_IF(n < 2 || n > VT_MAX_LAYERS + 1, VT_ERR_FORMAT,
                            "recipe key \"layers\": expected an array of 2..%d widths", VT_MAX_LAYERS + 1);
-        vt_recipe t = *r;
+        uint32_t widths[VT_MAX_LAYERS + 1] = {0};
         for (size_t i = 0; i < n; i++) {
             VT_FORWARD_IF_ERROR(get_uint(json_array_get(v, i), "layers", 1u << 16, &u));
             VT_RETURN_ERROR_IF(u == 0, VT_ERR_FORMAT, "recipe key \"layers\": widths must be >= 1");
-            t.widths[i] = (uint32_t)u;
+            widths[i] = (uint32_t)u;
         }
-        t.n_layers = (uint32_t)(n - 1);
-        memcpy(r->widths, t.widths, sizeof t.widths);
-        r->n_layers = t.n_layers;
+        memcpy(r->widths, widths, sizeof widths);
+        r->n_layers = (uint32_t)(n - 1);
+        return VT_OK;
+    }
+    case F_NAMES: { /* an array of names, kept one per line */
+        char buf[sizeof r->frozen] = "";
+        size_t len = 0;
+        VT_RETURN_ERROR_IF(!json_is_array(v), VT_ERR_FORMAT, "recipe key \"%s\": expected an array of names", f->key);
+        for (size_t i = 0; i < json_array_size(v); i++) {
+            json_t *s = json_array_get(v, i);
+            size_t n = json_is_string(s) ? json_string_length(s) : 0;
+            VT_RETURN_ERROR_IF(n == 0 || memchr(json_string_value(s), '\n', n) || len + n + 2 > sizeof buf,
+                               VT_ERR_FORMAT,
+                               "recipe key \"%s\": expected non-empty names of one line, %zu bytes in all at most",
+                               f->key, sizeof buf - 1);
+            if (len) buf[len++] = '\n';
+            memcpy(buf + len, json_string_value(s), n + 1);
+            len += n;
+        }
+        memcpy(base, buf, sizeof buf);
         return VT_OK;
     }
     }
@@ -300,6 +320,11 @@ vt_err vt_recipe_validate(const vt_recipe *r)
                        VT_MAX_LAYERS);
     VT_RETURN_ERROR_IF(r->batch < 1 || r->batch > 65536, VT_ERR_ARG, "recipe: batch must be 1..65536");
     VT_RETURN_ERROR_IF(r->steps < 1, VT_ERR_ARG, "recipe: steps must be >= 1");
+    VT_RETURN_ERROR_IF((r->loss != VT_LOSS_XENT || r->frozen[0]) && !r->model[0] && !r->has_model, VT_ERR_ARG,
+                       "recipe: the keys loss and frozen are a client's model's (--model NET.onnx); the built-in "
+                       "architectures train with cross-entropy");
+    VT_RETURN_ERROR_IF(r->has_model && r->arch != VT_ARCH_MLP, VT_ERR_ARG,
+                       "recipe: a client's model (--model) replaces arch; leave arch unset");
     VT_RETURN_ERROR_IF(r->gemm_arith != 0 && r->bound.rounding != VT_ROUNDING_EXACT, VT_ERR_ARG,
                        "recipe: gemm_arith=%s stores the tensor-core model's FP32 results (nothing to log): use "
                        "rounding=exact",
@@ -413,6 +438,8 @@ static json_t *recipe_json(const vt_recipe *r)
         if (f->off == OFF(gemm_arith) && r->gemm_arith == 0) continue; /* the default: as before the key */
         if (f->off == OFF(program_version) && r->program_version == 1) continue; /* likewise */
         if (f->off == OFF(model) && !r->model[0]) continue;                      /* likewise */
+        if (f->off == OFF(loss) && r->loss == VT_LOSS_XENT) continue;             /* likewise */
+        if (f->off == OFF(frozen) && !r->frozen[0]) continue;                    /* likewise */
         switch (f->type) {
         case F_STR: v = json_string(base); break;
         case F_U64: { uint64_t u; memcpy(&u, base, 8); v = json_integer((json_int_t)u); break; }
@@ -420,6 +447,15 @@ static json_t *recipe_json(const vt_recipe *r)
         case F_INT: { int u; memcpy(&u, base, sizeof u); v = json_integer(u); break; }
         case F_REAL: { double d; memcpy(&d, base, 8); v = json_real(d); break; }
         case F_ENUM: { int k; memcpy(&k, base, sizeof k); v = json_string(f->names[k]); break; }
+        case F_NAMES:
+            v = json_array();
+            for (const char *s = base; v && *s;) {
+                const char *e = strchr(s, '\n');
+                size_t n = e ? (size_t)(e - s) : strlen(s);
+                bad |= json_array_append_new(v, json_stringn(s, n));
+                s += n + (e != NULL);
+            }
+            break;
         case F_LAYERS:
             v = json_array();
             for (uint32_t l = 0; v && l <= r->n_layers; l++) bad |= json_array_append_new(v, json_integer(r->widths[l]));
@@ -484,7 +520,7 @@ static vt_err manifest_build(const vt_recipe *r, const uint8_t dataset_hash[32],
         free(gh);
         bad |= !mj || json_object_set_new(o, "model", mj);
     }
-    if (!bad && ds && ds->hash_version == 2) { /* a user's file: its shape, readable without the data */
+    if (!bad && ds && ds->hash_version >= 2) { /* a user's file: its shape, readable without the data */
         json_t *sh = json_pack("{s:I, s:[i,i,i], s:s, s:i}", "n", (json_int_t)ds->n, "shape", (int)ds->channels,
                                (int)ds->rows, (int)ds->cols, "dtype", ds->text ? "text" : ds->xf ? "F32" : "U8",
                                "classes", (int)ds->n_classes);
@@ -509,7 +545,7 @@ vt_err vt_manifest_build_ds(const vt_recipe *r, const vt_dataset *ds, const char
 
 vt_err vt_recipe_check_data(const vt_recipe *r, const vt_dataset *ds)
 {
-    if (ds->hash_version != 2) return VT_OK;
+    if (ds->hash_version < 2) return VT_OK; /* 2: a user's file; 3: with float targets */
     if (r->arch == VT_ARCH_GPT) {
         VT_RETURN_ERROR_IF(!ds->text, VT_ERR_ARG,
                            "recipe: arch=gpt trains on a text (dataset=text:PATH), not on the examples of %s", r->dataset);
@@ -522,12 +558,19 @@ vt_err vt_recipe_check_data(const vt_recipe *r, const vt_dataset *ds)
         return VT_OK;
     }
     VT_RETURN_ERROR_IF(ds->text, VT_ERR_ARG, "recipe: %s is a text: it needs arch=gpt", r->dataset);
+    VT_RETURN_ERROR_IF(!ds->yt != (r->loss == VT_LOSS_XENT), VT_ERR_ARG,
+                       "recipe: the data set %s has %s, but loss = %s needs %s", r->dataset,
+                       ds->yt ? "float targets" : "class labels", r->loss == VT_LOSS_XENT ? "cross_entropy" : "a regression loss",
+                       r->loss == VT_LOSS_XENT ? "class labels" : "float targets (labels as float32)");
     VT_RETURN_ERROR_IF(ds->d != r->widths[0], VT_ERR_ARG,
                        "recipe: the data set %s has %u values per example (%u x %u x %u), but layers[0] = %u", r->dataset,
                        ds->d, ds->channels, ds->rows, ds->cols, r->widths[0]);
     VT_RETURN_ERROR_IF(ds->n < r->batch, VT_ERR_ARG, "recipe: the data set %s has %zu examples, fewer than batch = %u",
                        r->dataset, ds->n, r->batch);
-    return vt_data_check_labels(ds, r->widths[r->n_layers]);
+    VT_RETURN_ERROR_IF(ds->yt && ds->k_targets != r->widths[r->n_layers], VT_ERR_ARG,
+                       "recipe: the data set %s has %u targets per example, the model's output %u", r->dataset,
+                       ds->k_targets, r->widths[r->n_layers]);
+    return ds->yt ? VT_OK : vt_data_check_labels(ds, r->widths[r->n_layers]);
 }
 
 vt_err vt_manifest_parse(const char *text, size_t len, vt_recipe *r, uint8_t dataset_hash[32])

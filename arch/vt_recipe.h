@@ -23,6 +23,9 @@
 
 typedef enum { VT_ARCH_MLP = 0, VT_ARCH_RESNET = 1, VT_ARCH_GPT = 2 } vt_arch_kind;
 typedef enum { VT_OPT_SGD = 0, VT_OPT_ADAM = 1, VT_OPT_ADAMW = 2 } vt_opt_kind;
+/* recipe key `loss` (a client's graph only; docs/models.md): softmax cross-entropy over classes (the
+ * default), mean squared error, mean absolute error, binary cross-entropy with logits (float targets) */
+typedef enum { VT_LOSS_XENT = 0, VT_LOSS_MSE = 1, VT_LOSS_L1 = 2, VT_LOSS_BCE = 3 } vt_loss_kind;
 
 typedef struct {
     vt_arch_kind arch;         /* recipe key `arch`: "mlp" (the default) or "resnet" */
@@ -77,6 +80,9 @@ typedef struct {
      * the canonical form of its graph (arch/vt_graph.h), which the manifest carries ("model":
      * {"sha256", "graph"}) and every party builds the step program from. */
     char model[VT_RECIPE_DATASET_MAX + 1];
+    vt_loss_kind loss;
+    /* recipe key `frozen`: the parameters (by name, one per line) a client's graph does not train */
+    char frozen[VT_RECIPE_DATASET_MAX + 1];
     uint32_t has_model;
     uint8_t model_sha256[32];
     uint32_t model_graph_len;

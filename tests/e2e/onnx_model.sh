@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The client's own model end to end (docs/models.md): networks written in PyTorch inside the test
 # (tests/ref/onnx_model_ref.py: an MLP with a residual Add, a MatMul+Add network of nn.Parameters, a
-# model with a Sigmoid) exported by torch.onnx.export, trained with `trainer train --model NET.onnx`
+# regressor trained with MSE, L1 and BCE-with-logits on float targets, the MLP fine-tuned with every
+# layer but its head frozen, a model with a Sigmoid) exported by torch.onnx.export, trained with `trainer train --model NET.onnx`
 # on a user's .npy data: the parameters after 3 steps against PyTorch FP64 from the same initial
 # weights on the same (full) batches; VERIFIED by the auditor in two other orders, and with `mpirun
 # -np 2` the one-process commitment; a trainer that poisons one operation of the imported graph
@@ -31,6 +32,24 @@ for n in mlp matmul; do
     ok "$n: $(tail -1 "$T/$n.ref")"
   else bad "$n: against PyTorch FP64: $(tail -3 "$T/$n.ref" 2>/dev/null)"; fi
 done
+# regression and multi-label losses on float targets, and fine-tuning with every layer but the head frozen
+FT='["fc1.weight","fc1.bias","fc2.weight","fc2.bias"]'
+for c in "reg mse yreg" "reg l1 yreg" "reg bce_with_logits ybin" "mlp cross_entropy y frozen"; do
+  read -r n loss y fr <<<"$c"
+  name=$n-$loss${fr:+-frozen}
+  args=(--set "dataset=npy:$T/x.npy,$T/$y.npy" --set batch=32 --set steps=3 --set "loss=$loss" --quiet)
+  [ -n "$fr" ] && args+=(--set "frozen=$FT")
+  if "$TRAINER" train "$T/$name" --key "$T/tk" --model "$T/$n.onnx" "${args[@]}" >"$T/$name.out" 2>&1 &&
+    "$AUDITOR" verify "$T/$name" --pubkey "$T/tk.pub" --order reverse >"$T/$name.v" 2>&1 &&
+    "$TRAINER" export "$T/$name" --format safetensors --out "$T/$name.safetensors" --pubkey "$T/tk.pub" >/dev/null 2>&1 &&
+    "$PY" "$REF/onnx_model_ref.py" check "$T" "$n" "$T/$name.safetensors" 3 0.05 0.9 "$loss" \
+      "$([ -n "$fr" ] && echo fc1.weight,fc1.bias,fc2.weight,fc2.bias)" >"$T/$name.ref" 2>&1; then
+    ok "$name: VERIFIED; $(tail -1 "$T/$name.ref")"
+  else bad "$name: $(tail -2 "$T/$name.out" "$T/$name.v" "$T/$name.ref" 2>/dev/null | tr '\n' ' ')"; fi
+done
+"$TRAINER" train "$T/nofreeze" --key "$T/tk" --model "$T/mlp.onnx" "${D[@]}" --set 'frozen=["nope"]' >"$T/nf.out" 2>&1
+st=$?
+[ "$st" = 64 ] && grep -q "no parameter named nope" "$T/nf.out" && ok "unknown frozen name refused" || bad "frozen nope: $st $(cat "$T/nf.out")"
 # the same program from every party: the recipe's program names the module's own parameters
 "$TRAINER" recipe --program --model "$T/mlp.onnx" --set batch=32 >"$T/prog" 2>&1 &&
   grep -q " fc1.weight " "$T/prog" && grep -q "head.bias.grad" "$T/prog" && ok "program" || bad "program: $(head -3 "$T/prog")"

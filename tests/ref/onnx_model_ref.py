@@ -5,11 +5,14 @@
       writes, from models written here in PyTorch (torch 1.13) and exported by torch.onnx.export
       (training mode, no constant folding, opset 13): DIR/mlp.onnx (Flatten, Linear, ReLU, a residual
       Add, Linear), DIR/matmul.onnx (x @ W + b with nn.Parameter weights: MatMul and Add), DIR/bad.onnx
-      (a Sigmoid: not supported), and the data DIR/x.npy (float32 [32, 1, 12, 12]), DIR/y.npy (uint8
-      labels 0..4).
-  onnx_model_ref.py check DIR NAME EXPORT.safetensors STEPS LR MOMENTUM
+      (a Sigmoid: not supported), DIR/reg.onnx (an MLP of 3 outputs for regression and multi-label), and
+      the data DIR/x.npy (float32 [32, 1, 12, 12]), DIR/y.npy (uint8 labels 0..4), DIR/yreg.npy (float32
+      targets [32, 3]), DIR/ybin.npy (float32 0/1 targets [32, 3]).
+  onnx_model_ref.py check DIR NAME EXPORT.safetensors STEPS LR MOMENTUM [LOSS [FROZEN]]
       the model NAME rebuilt from the same seed in float64, trained STEPS full-batch steps of SGD (lr,
-      momentum; torch.optim.SGD, cross-entropy mean over the batch) on DIR's data, its parameters
+      momentum; torch.optim.SGD; LOSS cross_entropy (the default: labels y), mse or l1 (targets yreg),
+      bce_with_logits (targets ybin), each the mean over the batch; FROZEN: a comma-separated list of
+      parameters with requires_grad False) on DIR's data, its parameters
       compared with the project's after STEPS steps (EXPORT, `trainer export`: the names are the
       module's own): the largest difference must be below 2e-5 relative to the parameter's scale
       (each operation rounds to float32: the differences are float32 rounding accumulated over a few
@@ -60,11 +63,21 @@ class Bad(nn.Module):
         return torch.sigmoid(self.fc(torch.flatten(x, 1)))
 
 
-MODELS = {"mlp": Mlp, "matmul": MatMulNet, "bad": Bad}
+class Reg(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(C * H * W, 16)
+        self.out = nn.Linear(16, 3)
+
+    def forward(self, x):
+        return self.out(torch.relu(self.fc1(torch.flatten(x, 1))))
+
+
+MODELS = {"mlp": Mlp, "matmul": MatMulNet, "bad": Bad, "reg": Reg}
 
 
 def build(name):
-    torch.manual_seed({"mlp": 1, "matmul": 2, "bad": 3}[name])
+    torch.manual_seed({"mlp": 1, "matmul": 2, "bad": 3, "reg": 4}[name])
     return MODELS[name]()
 
 
@@ -72,13 +85,17 @@ def data():
     rng = np.random.default_rng(7)
     x = rng.standard_normal((N, C, H, W)).astype(np.float32)
     y = rng.integers(0, K, N).astype(np.uint8)
-    return x, y
+    yreg = rng.standard_normal((N, 3)).astype(np.float32)
+    ybin = (rng.random((N, 3)) < 0.4).astype(np.float32)
+    return x, y, yreg, ybin
 
 
 def make(d):
-    x, y = data()
+    x, y, yreg, ybin = data()
     np.save(d + "/x.npy", x)
     np.save(d + "/y.npy", y)
+    np.save(d + "/yreg.npy", yreg)
+    np.save(d + "/ybin.npy", ybin)
     for name in MODELS:
         m = build(name)
         torch.onnx.export(m, torch.zeros(N, C, H, W), "%s/%s.onnx" % (d, name), opset_version=13,
@@ -99,16 +116,22 @@ def read_safetensors(path):
     return out
 
 
-def check(d, name, export, steps, lr, momentum):
-    x, y = data()
+def check(d, name, export, steps, lr, momentum, lossname="cross_entropy", frozen=""):
+    x, y, yreg, ybin = data()
     m = build(name).double()
     init = {k: v.detach().clone() for k, v in m.state_dict().items()}
-    opt = torch.optim.SGD(m.parameters(), lr=lr, momentum=momentum)
-    xt, yt = torch.from_numpy(x.astype(np.float64)), torch.from_numpy(y.astype(np.int64))
+    for k, p in m.named_parameters():
+        p.requires_grad_(k not in frozen.split(","))
+    opt = torch.optim.SGD([p for p in m.parameters() if p.requires_grad], lr=lr, momentum=momentum)
+    xt = torch.from_numpy(x.astype(np.float64))
+    yt = {"cross_entropy": torch.from_numpy(y.astype(np.int64)), "mse": torch.from_numpy(yreg.astype(np.float64)),
+          "l1": torch.from_numpy(yreg.astype(np.float64)), "bce_with_logits": torch.from_numpy(ybin.astype(np.float64))}[lossname]
+    lossf = {"cross_entropy": nn.functional.cross_entropy, "mse": nn.functional.mse_loss, "l1": nn.functional.l1_loss,
+             "bce_with_logits": nn.functional.binary_cross_entropy_with_logits}[lossname]
     losses = []
     for _ in range(steps):
         opt.zero_grad()
-        loss = nn.functional.cross_entropy(m(xt), yt)
+        loss = lossf(m(xt), yt)
         losses.append(loss.item())
         loss.backward()
         opt.step()
@@ -121,7 +144,11 @@ def check(d, name, export, steps, lr, momentum):
         ref = v.numpy()
         scale = max(np.abs(ref).max(), 1e-3)
         worst = max(worst, np.abs(ours[k].astype(np.float64) - ref).max() / scale)
-        worst_init = max(worst_init, np.abs(ours[k].astype(np.float64) - init[k].numpy()).max() / scale)
+        moved = np.abs(ours[k].astype(np.float64) - init[k].numpy()).max() / scale
+        if k in frozen.split(",") and moved != 0:
+            print("onnx_model_ref: FAIL: the frozen parameter %s changed" % k)
+            return 1
+        worst_init = max(worst_init, moved)
     print("onnx_model_ref: %s after %d steps: largest difference from PyTorch FP64 %.3g of the parameter's scale "
           "(from the initial parameters: %.3g); PyTorch FP64 losses %s" % (name, steps, worst, worst_init,
                                                                             " ".join("%.6f" % l for l in losses)))
@@ -138,4 +165,5 @@ if __name__ == "__main__":
     if sys.argv[1] == "make":
         make(sys.argv[2])
         sys.exit(0)
-    sys.exit(check(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), float(sys.argv[6]), float(sys.argv[7])))
+    sys.exit(check(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), float(sys.argv[6]), float(sys.argv[7]),
+                   *sys.argv[8:10]))
