@@ -5,7 +5,8 @@
 # layer but its head frozen, a model with a Sigmoid) exported by torch.onnx.export, trained with `trainer train --model NET.onnx`
 # on a user's .npy data: the parameters after 3 steps against PyTorch FP64 from the same initial
 # weights on the same (full) batches; VERIFIED by the auditor in two other orders, and with `mpirun
-# -np 2` the one-process commitment; a trainer that poisons one operation of the imported graph
+# -np 2` the one-process commitment; what comes out is what went in (the exported safetensors load into
+# the module with strict=True, the exported ONNX computes the module's logits); a trainer that poisons one operation of the imported graph
 # loses the dispute game at that step and operation; an unsupported operator refused (64) naming the
 # node and its operator; a truncated file refused (2).
 # Skipped (77) without torch, or in a build without ONNX support. Usage: onnx_model.sh BUILD_DIR [MPIEXEC]
@@ -31,6 +32,10 @@ for n in mlp matmul; do
     "$PY" "$REF/onnx_model_ref.py" check "$T" "$n" "$T/$n.safetensors" 3 0.05 0.9 >"$T/$n.ref" 2>&1; then
     ok "$n: $(tail -1 "$T/$n.ref")"
   else bad "$n: against PyTorch FP64: $(tail -3 "$T/$n.ref" 2>/dev/null)"; fi
+  if "$TRAINER" export "$T/$n" --format onnx --out "$T/$n.out.onnx" --pubkey "$T/tk.pub" >/dev/null 2>&1 &&
+    "$PY" "$REF/onnx_model_ref.py" roundtrip "$T" "$n" "$T/$n.safetensors" "$T/$n.out.onnx" >"$T/$n.rt" 2>&1; then
+    ok "$n: $(tail -1 "$T/$n.rt")"
+  else bad "$n: ONNX and torch out: $(tail -3 "$T/$n.rt" 2>/dev/null)"; fi
 done
 # regression and multi-label losses on float targets, and fine-tuning with every layer but the head frozen
 FT='["fc1.weight","fc1.bias","fc2.weight","fc2.bias"]'

@@ -17,7 +17,15 @@
       module's own): the largest difference must be below 2e-5 relative to the parameter's scale
       (each operation rounds to float32: the differences are float32 rounding accumulated over a few
       operations and steps), and the same comparison with the initial parameters must fail (the
-      check can fail)."""
+      check can fail).
+  onnx_model_ref.py roundtrip DIR NAME EXPORT.safetensors EXPORT.onnx
+      what comes out is what went in: the module NAME loads EXPORT.safetensors (`trainer export
+      --format safetensors`) with load_state_dict(strict=True); EXPORT.onnx (`trainer export --format
+      onnx`) passes onnx.checker (full check), holds the same weights under the same names (a matrix the module
+      multiplies from the right may be stored transposed, for a Gemm with transB), and a NumPy
+      evaluation of its graph (Gemm, MatMul, Add, Relu, Softmax, Flatten, Reshape: any other operator
+      fails the check) gives the module's logits on DIR's data (within float32 rounding) and the same
+      predicted classes."""
 import json
 import struct
 import sys
@@ -161,7 +169,64 @@ def check(d, name, export, steps, lr, momentum, lossname="cross_entropy", frozen
     return 0
 
 
+def run_onnx(path, x):
+    import onnx
+    from onnx import numpy_helper
+    m = onnx.load(path)
+    onnx.checker.check_model(m, full_check=True)
+    env = {t.name: numpy_helper.to_array(t).astype(np.float64) for t in m.graph.initializer}
+    env[m.graph.input[0].name] = x.reshape(x.shape[0], -1).astype(np.float64)
+    for n in m.graph.node:
+        a = {at.name: onnx.helper.get_attribute_value(at) for at in n.attribute}
+        i = [env[v] for v in n.input if v]
+        if n.op_type == "Gemm":
+            w = i[1].T if a.get("transB", 0) else i[1]
+            r = i[0] @ w + (i[2] if len(i) > 2 else 0)
+        elif n.op_type == "MatMul":
+            r = i[0] @ i[1]
+        elif n.op_type == "Add":
+            r = i[0] + i[1]
+        elif n.op_type == "Relu":
+            r = np.maximum(i[0], 0)
+        elif n.op_type == "Softmax":
+            e = np.exp(i[0] - i[0].max(axis=1, keepdims=True))
+            r = e / e.sum(axis=1, keepdims=True)
+        elif n.op_type in ("Flatten", "Reshape"):
+            r = i[0].reshape(i[0].shape[0], -1)
+        else:
+            raise SystemExit("onnx_model_ref: FAIL: the export holds operator %s, which this check does not know" % n.op_type)
+        env[n.output[0]] = r.astype(np.float32).astype(np.float64)
+    return env, m
+
+
+def roundtrip(d, name, st, onnx_path):
+    x = data()[0]
+    m = build(name)
+    ours = read_safetensors(st)
+    m.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in ours.items()}, strict=True)
+    with torch.no_grad():
+        ref = m(torch.from_numpy(x)).numpy().astype(np.float64)
+    env, om = run_onnx(onnx_path, x)
+    for t in om.graph.initializer:
+        from onnx import numpy_helper
+        v = numpy_helper.to_array(t)  # a weight the module multiplies from the right may be stored transposed (Gemm transB)
+        if not np.array_equal(v, ours[t.name]) and not (v.ndim == 2 and np.array_equal(v.T, ours[t.name])):
+            print("onnx_model_ref: FAIL: the ONNX initializer %s is not the exported weight" % t.name)
+            return 1
+    got = env["logits"]
+    diff = np.abs(got - ref).max() / max(np.abs(ref).max(), 1e-6)
+    same = int((got.argmax(axis=1) == ref.argmax(axis=1)).sum())
+    print("onnx_model_ref: %s: strict load ok; ONNX logits within %.3g of the module's, %d of %d predictions equal" %
+          (name, diff, same, len(ref)))
+    if diff > 1e-5 or same != len(ref):
+        print("onnx_model_ref: FAIL: the ONNX graph does not compute the module")
+        return 1
+    return 0
+
+
 if __name__ == "__main__":
+    if sys.argv[1] == "roundtrip":
+        sys.exit(roundtrip(*sys.argv[2:6]))
     if sys.argv[1] == "make":
         make(sys.argv[2])
         sys.exit(0)
