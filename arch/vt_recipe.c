@@ -521,10 +521,13 @@ static vt_err manifest_build(const vt_recipe *r, const uint8_t dataset_hash[32],
         free(gh);
         bad |= !mj || json_object_set_new(o, "model", mj);
     }
-    if (!bad && ds && ds->hash_version >= 2) { /* a user's file: its shape, readable without the data */
+    if (!bad && ds && (ds->hash_version == 2 || ds->hash_version == 3)) { /* a user's file: its shape, readable
+                                                                           * without the data */
         json_t *sh = json_pack("{s:I, s:[i,i,i], s:s, s:i}", "n", (json_int_t)ds->n, "shape", (int)ds->channels,
                                (int)ds->rows, (int)ds->cols, "dtype", ds->text ? "text" : ds->xf ? "F32" : "U8",
                                "classes", (int)ds->n_classes);
+        if (sh && ds->hash_version == 3) /* float targets: their count per example */
+            bad |= json_object_set_new(sh, "targets", json_integer((json_int_t)ds->k_targets));
         bad |= !sh || json_object_set_new(o, "dataset_shape", sh);
     }
     *out = bad ? NULL : json_dumps(o, DUMP_FLAGS);
