@@ -69,6 +69,11 @@ st=$?
 # the same program from every party: the recipe's program names the module's own parameters
 "$TRAINER" recipe --program --model "$T/mlp.onnx" --set batch=32 >"$T/prog" 2>&1 &&
   grep -q " fc1.weight " "$T/prog" && grep -q "head.bias.grad" "$T/prog" && ok "program" || bad "program: $(head -3 "$T/prog")"
+# interrupted after step 2 and resumed: the uninterrupted run's commitment
+if "$B/trainer-test" train "$T/mlp-stop" --key "$T/tk" --model "$T/mlp.onnx" "${D[@]}" --stop-after 2 >/dev/null 2>&1 &&
+  "$TRAINER" train "$T/mlp-stop" --key "$T/tk" --model "$T/mlp.onnx" "${D[@]}" --resume >/dev/null 2>&1 &&
+  cmp -s "$T/mlp/commitment.vtc" "$T/mlp-stop/commitment.vtc"; then ok "resumed: the same commitment"
+else bad "the interrupted and resumed run"; fi
 # data parallel: two ranks, the same commitment
 if [ -n "$MPIEXEC" ]; then
   mpi_begin "$MPIEXEC"
