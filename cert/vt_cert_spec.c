@@ -96,9 +96,37 @@ typedef struct {
     float *x;
 } spec;
 
-/* The rigorous interval of the real network's outputs at the FP32 input x (IBP on the point box:
- * every dot product with its error bound, rounded outward); returns the first disjunct all of whose
- * constraints hold everywhere in that interval, or -1. */
+/* 1 when every constraint of disjunct k holds everywhere in the box [pl, pu] of the network's input
+ * by CROWN's sound upper bounds of its rows (each row negated: CROWN's lower bound of -C_r y), rounded
+ * outward, its constant's upper end added */
+static int crown_holds(spec *s, uint32_t k)
+{
+    const vt_vnnlib *v = s->vn;
+    uint32_t r0 = v->disj_start[k], m = v->disj_start[k + 1] - r0, ny = v->ny;
+    double *C = malloc((size_t)m * ny * sizeof *C), *lb = malloc(m * sizeof *lb);
+    int all = C && lb;
+    for (size_t i = 0; all && i < (size_t)m * ny; i++) C[i] = -v->C[(size_t)r0 * ny + i];
+    if (all) {
+        int timed = 0;
+        vt_cert_settings cr;
+        vt_cert_settings_default(&cr, VT_CERT_CROWN);
+        vt_err e = s->gr ? vt_cert_graph_spec_bounds(s->gr, s->pl, s->pu, C, m, VT_CERT_CROWN, 0, lb, &timed)
+                         : vt_cert_spec_bounds(s->c, s->pl, s->pu, C, m, &cr, lb, NULL);
+        all = !e && !timed;
+    }
+    for (uint32_t r = 0; all && r < m; r++) {
+        double hi = lb[r] > -INFINITY ? up(-lb[r] + v->d_hi[r0 + r]) : INFINITY;
+        all = v->strict[r0 + r] ? hi < 0 : hi <= 0;
+    }
+    free(C), free(lb);
+    return all;
+}
+
+/* A candidate counterexample confirmed at its FP32 input x alone (never over a ball): the rigorous
+ * interval of the real network's outputs on the point's box (IBP: every dot product with its error
+ * bound, rounded outward; the box is the normalisation's rounding of the point); where that interval
+ * confirms no disjunct, CROWN on the same box, whose linear bounds do not widen through the layers as
+ * intervals do. Returns the first disjunct all of whose constraints hold everywhere in the box, or -1. */
 static int confirm(spec *s, const float *x)
 {
     const vt_vnnlib *v = s->vn;
@@ -123,12 +151,22 @@ static int confirm(spec *s, const float *x)
         }
         if (all) return k;
     }
+    for (uint32_t k = 0; k < v->n_disj; k++) { /* CROWN where the interval does not already rule it out */
+        int possible = 1;
+        for (uint32_t r = v->disj_start[k]; r < v->disj_start[k + 1] && possible; r++) {
+            double lo = vt_cert_row_lo(v->C + (size_t)r * v->ny, s->ol, s->ou, v->ny, s->work) + v->d_lo[r];
+            possible = v->strict[r] ? lo < 0 : lo <= 0;
+        }
+        if (possible && crown_holds(s, k)) return k;
+    }
     return -1;
 }
 
-/* PGD with restarts in the inner box towards the open disjuncts (FP64 objective: the largest
- * constraint value of the disjunct nearest to holding), every candidate confirmed by confirm().
- * *which: the disjunct confirmed, or -1. */
+/* PGD with restarts in the inner box, aimed at every open disjunct in turn (a robustness property's
+ * disjuncts are its wrong classes: a margin loss per row), each run of attack_iters sign-gradient
+ * steps decreasing the disjunct's binding constraint (FP64 objective); the centre of the box first, then
+ * per restart every open disjunct from the same random start. A point the FP64 evaluation puts in a
+ * disjunct is confirmed by confirm() (at the point alone). *which: the disjunct confirmed, or -1. */
 static void attack(spec *s, const uint8_t *refuted, const vt_cert_settings *st, int *which)
 {
     const vt_vnnlib *v = s->vn;
@@ -136,51 +174,54 @@ static void attack(spec *s, const uint8_t *refuted, const vt_cert_settings *st, 
     *which = -1;
     for (uint32_t i = 0; i < d; i++)
         if (!(v->ixl[i] <= v->ixu[i])) return; /* no input is surely inside: nothing to try */
+    float *x0 = malloc(d * sizeof *x0);
+    if (!x0) return;
     uint64_t seed = st->attack_seed;
     for (uint32_t r = 0; r < st->attack_restarts && *which < 0; r++) {
         int ok = 1;
         for (uint32_t i = 0; i < d && ok; i++) {
             double u = r == 0 ? 0.5 : (double)(vt_cert_rand(&seed) >> 11) * 0x1p-53;
-            ok = to_box(v->ixl[i] + u * (v->ixu[i] - v->ixl[i]), v->ixl[i], v->ixu[i], &s->x[i]);
+            ok = to_box(v->ixl[i] + u * (v->ixu[i] - v->ixl[i]), v->ixl[i], v->ixu[i], &x0[i]);
         }
-        if (!ok) return;
-        for (uint32_t it = 0; it <= st->attack_iters && *which < 0; it++) {
-            if (s->deadline > 0 && vt_now() >= s->deadline) return;
-            norm64(s->on, s->x, s->xn, s->sg);
-            if (s->gr) vt_cert_graph_forward64(s->gr, s->xn, s->y);
-            else vt_cert_forward64(s->c, s->xn, s->y);
-            double best = INFINITY;
-            uint32_t brow = UINT32_MAX;
-            for (uint32_t k = 0; k < v->n_disj; k++) {
-                if (refuted[k]) continue;
+        if (!ok) break;
+        memcpy(s->x, x0, d * sizeof *x0); /* s->x: the counterexample the caller records */
+        if (r == 0 && (*which = confirm(s, s->x)) >= 0) break;
+        for (uint32_t k = 0; k < v->n_disj && *which < 0; k++) {
+            if (refuted[k]) continue;
+            memcpy(s->x, x0, d * sizeof *x0);
+            for (uint32_t it = 0; it <= st->attack_iters && *which < 0; it++) {
+                if (s->deadline > 0 && vt_now() >= s->deadline) goto out;
+                norm64(s->on, s->x, s->xn, s->sg);
+                if (s->gr) vt_cert_graph_forward64(s->gr, s->xn, s->y);
+                else vt_cert_forward64(s->c, s->xn, s->y);
                 double worst = -INFINITY;
-                uint32_t wrow = UINT32_MAX;
+                uint32_t wrow = v->disj_start[k];
                 for (uint32_t q = v->disj_start[k]; q < v->disj_start[k + 1]; q++) {
                     const double *C = v->C + (size_t)q * ny;
                     double t = 0.5 * (v->d_lo[q] + v->d_hi[q]);
                     for (uint32_t j = 0; j < ny; j++) t += C[j] * s->y[j];
                     if (t > worst) worst = t, wrow = q;
                 }
-                if (worst < best) best = worst, brow = wrow;
-            }
-            if (best <= 0 || (r == 0 && it == 0)) {
-                *which = confirm(s, s->x);
-                if (*which >= 0 || brow == UINT32_MAX) return;
-            }
-            if (it == st->attack_iters || brow == UINT32_MAX) break;
-            /* one sign-gradient step decreasing the binding constraint */
-            if (s->gr) vt_cert_graph_grad64(s->gr, v->C + (size_t)brow * ny, s->g);
-            else {
-                memcpy(s->g, v->C + (size_t)brow * ny, ny * sizeof *s->g);
-                vt_cert_backprop64(s->c, s->g, s->g2);
-            }
-            for (uint32_t i = 0; i < d; i++) {
-                double gi = s->g[i] * s->sg[i], step = 1.25 * (v->ixu[i] - v->ixl[i]) / (st->attack_iters ? st->attack_iters : 1);
-                float f;
-                if (to_box((double)s->x[i] - (gi > 0 ? step : gi < 0 ? -step : 0), v->ixl[i], v->ixu[i], &f)) s->x[i] = f;
+                if (worst <= 0 && (*which = confirm(s, s->x)) >= 0) break;
+                if (it == st->attack_iters) break;
+                /* one sign-gradient step decreasing the binding constraint */
+                if (s->gr) vt_cert_graph_grad64(s->gr, v->C + (size_t)wrow * ny, s->g);
+                else {
+                    memcpy(s->g, v->C + (size_t)wrow * ny, ny * sizeof *s->g);
+                    vt_cert_backprop64(s->c, s->g, s->g2);
+                }
+                for (uint32_t i = 0; i < d; i++) {
+                    double gi = s->g[i] * s->sg[i],
+                           step = 1.25 * (v->ixu[i] - v->ixl[i]) / (st->attack_iters ? st->attack_iters : 1);
+                    float f;
+                    if (to_box((double)s->x[i] - (gi > 0 ? step : gi < 0 ? -step : 0), v->ixl[i], v->ixu[i], &f))
+                        s->x[i] = f;
+                }
             }
         }
     }
+out:
+    free(x0);
 }
 
 typedef struct {
