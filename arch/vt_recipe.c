@@ -9,6 +9,7 @@
 
 #include "../common/vt_hash.h"
 #include "../kernels/vt_math.h"
+#include "vt_graph.h"
 
 void vt_recipe_default(vt_recipe *r)
 {
@@ -520,10 +521,13 @@ static vt_err manifest_build(const vt_recipe *r, const uint8_t dataset_hash[32],
         free(gh);
         bad |= !mj || json_object_set_new(o, "model", mj);
     }
-    if (!bad && ds && ds->hash_version >= 2) { /* a user's file: its shape, readable without the data */
+    if (!bad && ds && (ds->hash_version == 2 || ds->hash_version == 3)) { /* a user's file: its shape, readable
+                                                                           * without the data */
         json_t *sh = json_pack("{s:I, s:[i,i,i], s:s, s:i}", "n", (json_int_t)ds->n, "shape", (int)ds->channels,
                                (int)ds->rows, (int)ds->cols, "dtype", ds->text ? "text" : ds->xf ? "F32" : "U8",
                                "classes", (int)ds->n_classes);
+        if (sh && ds->hash_version == 3) /* float targets: their count per example */
+            bad |= json_object_set_new(sh, "targets", json_integer((json_int_t)ds->k_targets));
         bad |= !sh || json_object_set_new(o, "dataset_shape", sh);
     }
     *out = bad ? NULL : json_dumps(o, DUMP_FLAGS);
@@ -625,6 +629,10 @@ vt_err vt_manifest_parse(const char *text, size_t len, vt_recipe *r, uint8_t dat
                 gl / 2 > VT_MODEL_GRAPH_MAX || vt_unhex(json_string_value(mg), r->model_graph, gl / 2) != VT_OK)
                 e = vt_set_error(VT_ERR_FORMAT, "manifest: bad model (an object of \"sha256\" and \"graph\", hex)");
             else r->has_model = 1, r->model_graph_len = (uint32_t)(gl / 2);
+            vt_graph g; /* the graph decodes, or the manifest is malformed */
+            if (!e && (e = vt_graph_decode(r->model_graph, r->model_graph_len, &g)) != VT_OK)
+                e = vt_error_prefix(e == VT_ERR_NOMEM ? e : VT_ERR_FORMAT, "manifest: model");
+            if (!e) vt_graph_free(&g);
         }
         /* a manifest's recipe that does not validate is a malformed manifest, not a usage error */
         if (!e && vt_recipe_validate(r)) e = vt_error_prefix(VT_ERR_FORMAT, "manifest");

@@ -88,6 +88,12 @@ static vt_err load_state(const vt_cert_opts *o, cert_run *r)
     vt_store_close(st);
     if (!e && r->rcp.arch != VT_ARCH_MLP && r->rcp.arch != VT_ARCH_RESNET)
         e = vt_set_error(VT_ERR_UNSUPPORTED, "certify: the run is a GPT; transformers are out of scope");
+    /* a client's graph is not the built-in MLP, whatever its layer names: never read as fc1..fcL */
+    if (!e && r->rcp.has_model)
+        e = vt_set_error(VT_ERR_UNSUPPORTED,
+                         "certify: the run trains a client's own graph (--model); export it (trainer export --format "
+                         "onnx: the verified weights, the commitment in its metadata) and certify the file with --onnx "
+                         "NET.onnx --vnnlib PROP.vnnlib");
     /* the bounds are those of exact rounding's network and of real arithmetic (docs/certify.md): a run of
      * the tensor-core mode evaluates its GEMMs otherwise (BF16/FP16/E4M3 operands, truncated sums), errors
      * no bound here covers - a certificate of it would be about another function than the run's */

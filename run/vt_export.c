@@ -286,6 +286,9 @@ static vt_err write_torch(const vt_export_opts *o, vt_model *m, const vt_recipe 
                                "pool; fc (nn.Linear). nn.Conv2d bias=False, padding k // 2 (zeros), stride 2 in the "
                                "first block of stages 2 and up; nn.BatchNorm2d(eps = vt.bn_eps, momentum = "
                                "vt.bn_momentum)");
+        } else if (rcp->has_model) {
+            META("vt.modules", "the client's own module (trainer train --model): its state_dict's names and shapes "
+                               "(the ONNX file's initializers), to load with load_state_dict(strict=True)");
         } else {
             META("vt.modules", "fc1 .. fcL: nn.Linear, ReLU between them (not after the last); logits = the last "
                                "layer's output; the prediction is the first index of the largest softmax "

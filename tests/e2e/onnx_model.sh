@@ -56,9 +56,25 @@ done
 "$TRAINER" train "$T/nofreeze" --key "$T/tk" --model "$T/mlp.onnx" "${D[@]}" --set 'frozen=["nope"]' >"$T/nf.out" 2>&1
 st=$?
 [ "$st" = 64 ] && grep -q "no parameter named nope" "$T/nf.out" && ok "unknown frozen name refused" || bad "frozen nope: $st $(cat "$T/nf.out")"
+# `export --layout torch` of a client's graph: the module's own layout (copied), loads with strict=True
+if "$TRAINER" export "$T/mlp" --format safetensors --layout torch --out "$T/mlp.torch.safetensors" >/dev/null 2>&1 &&
+  cmp -s <("$PY" -c "import sys; sys.path.insert(0, '$REF'); import onnx_model_ref as r; print(sorted((k, v.shape) for k, v in r.read_safetensors('$T/mlp.torch.safetensors').items()))") \
+         <("$PY" -c "import sys; sys.path.insert(0, '$REF'); import onnx_model_ref as r; print(sorted((k, v.shape) for k, v in r.read_safetensors('$T/mlp.safetensors').items()))"); then
+  ok "export --layout torch: the module's names and shapes"
+else bad "export --layout torch of a client's graph"; fi
+# certify reads only the built-in MLP's layers: a client's graph is refused (never read as fc1..fcL)
+"$AUDITOR" certify "$T/mlp" --eps 0.01 --examples 2 >"$T/cert.out" 2>&1
+st=$?
+[ "$st" != 0 ] && grep -q "client's own graph" "$T/cert.out" && ok "certify refuses a client's graph (exit $st)" ||
+  bad "certify of a client's graph: exit $st: $(cat "$T/cert.out")"
 # the same program from every party: the recipe's program names the module's own parameters
 "$TRAINER" recipe --program --model "$T/mlp.onnx" --set batch=32 >"$T/prog" 2>&1 &&
   grep -q " fc1.weight " "$T/prog" && grep -q "head.bias.grad" "$T/prog" && ok "program" || bad "program: $(head -3 "$T/prog")"
+# interrupted after step 2 and resumed: the uninterrupted run's commitment
+if "$B/trainer-test" train "$T/mlp-stop" --key "$T/tk" --model "$T/mlp.onnx" "${D[@]}" --stop-after 2 >/dev/null 2>&1 &&
+  "$TRAINER" train "$T/mlp-stop" --key "$T/tk" --model "$T/mlp.onnx" "${D[@]}" --resume >/dev/null 2>&1 &&
+  cmp -s "$T/mlp/commitment.vtc" "$T/mlp-stop/commitment.vtc"; then ok "resumed: the same commitment"
+else bad "the interrupted and resumed run"; fi
 # data parallel: two ranks, the same commitment
 if [ -n "$MPIEXEC" ]; then
   mpi_begin "$MPIEXEC"

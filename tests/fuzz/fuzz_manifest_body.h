@@ -6,7 +6,9 @@
  * Any input may be refused, but only as VT_ERR_FORMAT, VT_ERR_LIMIT, VT_ERR_ARG or VT_ERR_NOMEM.
  * What is accepted is consistent: its recipe validates (vt_recipe_validate), and writing it again
  * (vt_manifest_build) gives a manifest that reads back to the same recipe (vt_recipe_to_json), the
- * same dataset hash and initial-state hash, and writes again to the same bytes. Returns 0 when every
+ * same dataset hash, initial-state hash and client graph (its file's hash and canonical form), and
+ * writes again to the same bytes; a client graph (the manifest's "model") either builds its step
+ * program (vt_program_build) or is refused as VT_ERR_FORMAT, VT_ERR_ARG or VT_ERR_NOMEM. Returns 0 when every
  * rule holds, 1 on a violation (on stderr); *accepted is 1 when the reader accepted. */
 #ifndef VT_FUZZ_MANIFEST_BODY_H
 #define VT_FUZZ_MANIFEST_BODY_H
@@ -17,6 +19,7 @@
 #include <string.h>
 
 #include "fuzz/fuzz_common.h"
+#include "arch/vt_arch.h"
 #include "arch/vt_recipe.h"
 
 #define VT_FUZZ_MANIFEST_FAIL(...) VT_FUZZ_VIOLATION("fuzz_manifest", __VA_ARGS__)
@@ -24,7 +27,7 @@
 static int vt_fuzz_manifest_one(const uint8_t *data, size_t size, int *accepted)
 {
     int rc = 0;
-    vt_recipe r, r2;
+    static vt_recipe r, r2; /* a recipe holds a client graph's canonical form: off the stack */
     uint8_t dh[32], dh2[32];
     char *m1 = NULL, *m2 = NULL, *j1 = NULL, *j2 = NULL;
     *accepted = 0;
@@ -44,6 +47,16 @@ static int vt_fuzz_manifest_one(const uint8_t *data, size_t size, int *accepted)
     if (memcmp(dh, dh2, 32) != 0 || r.has_init != r2.has_init || r.init_torch != r2.init_torch ||
         memcmp(r.init_sha256, r2.init_sha256, 32) != 0)
         VT_FUZZ_MANIFEST_FAIL("the dataset hash or the initial state's hash does not read back");
+    if (r.has_model != r2.has_model || memcmp(r.model_sha256, r2.model_sha256, 32) != 0 ||
+        r.model_graph_len != r2.model_graph_len || memcmp(r.model_graph, r2.model_graph, r.model_graph_len) != 0)
+        VT_FUZZ_MANIFEST_FAIL("the client graph does not read back");
+    if (r.has_model) {
+        vt_program p;
+        e = vt_program_build(&r, &p);
+        if (!e) vt_program_free(&p);
+        else if (e != VT_ERR_FORMAT && e != VT_ERR_ARG && e != VT_ERR_NOMEM)
+            VT_FUZZ_MANIFEST_FAIL("a client graph refused with code %d (%s)", (int)e, vt_errmsg());
+    }
     if (vt_recipe_to_json(&r, &j1) != VT_OK || vt_recipe_to_json(&r2, &j2) != VT_OK) goto done;
     if (strcmp(j1, j2) != 0) VT_FUZZ_MANIFEST_FAIL("the recipe does not read back:\n%s\n%s", j1, j2);
     if (vt_manifest_build(&r2, dh2, "cpu", &m2) != VT_OK) goto done;

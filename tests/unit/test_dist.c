@@ -16,7 +16,8 @@
  * and tiny values of either sign are there too. Also: the collectives, the agreement on failure
  * (every rank gets the lowest failing rank's error, named), mismatched arguments across ranks and
  * a failing callback on one rank (the same error everywhere, no hang), an overflowing result, and
- * more elements than one gathered chunk. */
+ * more elements than one gathered chunk; the losses' quotients of an exact sum over the ranks
+ * (vt_round_dist_quot32, test_quot). */
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -699,20 +700,54 @@ static void test_failures(vt_comm *c, vt_rng *r)
     free(out);
 }
 
-int main(int argc, char **argv)
+/* vt_round_dist_quot32 (the losses' means over a split batch): each rank's accumulator of its share of
+ * the terms (round-robin, and all on rank 0) summed across the ranks and divided by n, against
+ * vt_xacc_round32_quot of all of them in one process (checked against MPFR in tests/unit/test_losses.c):
+ * random sums, exact ties n m behind a cancellation, negative values, tiny quotients, a NaN term on one
+ * rank only (NaN everywhere), an overflow (+inf) */
+static void test_quot(vt_comm *c, vt_rng *r)
 {
-    int want_ranks = 0;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--ranks") == 0 && i + 1 < argc) want_ranks = atoi(argv[++i]);
-        else {
-            fprintf(stderr, "usage: test_dist [--ranks N]\n");
-            return 64;
+    size_t bad = 0, cases = 0;
+    for (int it = 0; it < 300; it++) {
+        double t[64];
+        size_t k = 2 + vt_rng_next(r) % 60;
+        const uint64_t n = 1 + vt_rng_next(r) % (it % 2 ? 7 : 100000);
+        for (size_t i = 0; i < k; i++) t[i] = (double)(float)vt_rng_normal(r) * ldexp(1.0, (int)(vt_rng_next(r) % 40) - 20);
+        if (it % 3 == 0) { /* n m for a midpoint m of FP32, behind +-2^60 */
+            float f = (float)fabs(vt_rng_normal(r));
+            const double m = 0.5 * ((double)f + (double)nextafterf(f, INFINITY));
+            t[0] = 0x1p60, t[1] = -0x1p60, t[2] = m * (double)(n & 0xfffffff), t[3] = m * (double)(n >> 28) * 0x1p28;
+            k = it % 9 == 0 ? 5 : 4;
+            if (k == 5) t[4] = it % 2 ? 0x1p-1074 : -0x1p-1074;
+        }
+        if (it % 5 == 1) t[0] = -fabs(t[0]) * 0x1p20;
+        if (it % 7 == 2) t[0] = 0x1p-149, t[1] = -0x1p-149 * 0.5, k = 2;
+        if (it == 4) t[1] = NAN;
+        if (it == 8) t[0] = 0x1p1023, t[1] = 0x1p1023, k = 2;
+        vt_xacc all;
+        vt_xacc_init(&all);
+        for (size_t i = 0; i < k; i++) vt_xacc_add(&all, t[i]);
+        const float want = vt_xacc_round32_quot(&all, n);
+        for (int split = 0; split < 2; split++) {
+            vt_xacc mine;
+            vt_xacc_init(&mine);
+            for (size_t i = 0; i < k; i++)
+                if (split ? RANK == 0 : (int)(i % (size_t)SIZE) == RANK) vt_xacc_add(&mine, t[i]);
+            float got = 0;
+            CHECK_OK(vt_round_dist_quot32(c, &mine, n, &got));
+            cases++;
+            if (!(same32(got, want) || (isnan(got) && isnan(want))) && bad++ < 3)
+                CHECK(0, "quotient %d split %d (n = %llu): %a on rank %d, one process %a", it, split,
+                      (unsigned long long)n, (double)got, RANK, (double)want);
         }
     }
-    if (want_ranks > 1 && !vt_dist_built_with_mpi()) {
-        printf("test_dist: SKIP: this build has no MPI (VT_MPI), %d ranks requested\n", want_ranks);
-        return 77;
-    }
+    CHECK(bad == 0, "%zu of %zu quotients across the ranks differ", bad, cases);
+}
+
+int main(int argc, char **argv)
+{
+    int want_ranks = 0, st = vt_test_ranks_arg(argc, argv, "test_dist", &want_ranks);
+    if (st >= 0) return st;
     if (!vt_dist_built_with_mpi() && !getenv("OMPI_COMM_WORLD_SIZE") && !getenv("PMIX_RANK")) {
         /* a build without MPI launched as one of several ranks says so */
         setenv("OMPI_COMM_WORLD_SIZE", "3", 1);
@@ -762,6 +797,7 @@ int main(int argc, char **argv)
     test_chunks(c, &r);
     test_bounds_sent(c, &r);
     test_failures(c, &r);
+    test_quot(c, &r);
 
     /* every rank's own failures, agreed: a rank that failed a check fails the test on all */
     e = vt_dist_agree(c, vt_test_failed ? vt_set_error(VT_ERR_INTERNAL, "%ld checks failed", vt_test_failed) : VT_OK,

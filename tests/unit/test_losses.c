@@ -9,9 +9,10 @@
  *     exact sum of the FP64 pieces of the portable exp and log, over B K) bit for bit, and RN32 of the
  *     real value wherever that value is not within 2^-40 (relative) of a rounding boundary (a zero's
  *     sign aside: where exp(-|x|) underflows FP64, the definition's exact 0 is +0);
- *   - the shard path (a batch split over ranks, here the one-rank communicator of dist/: every rank's
- *     accumulator summed by vt_round_dist_quot32) gives the one-process bits; the multi-rank sum is
- *     tests/unit/test_dist.c's;
+ *   - the shard path (a batch split over ranks: each rank's accumulator summed by vt_round_dist_quot32,
+ *     the gradients divided by the global count) gives the one-process bits: on the one-rank
+ *     communicator here, and on 2 and 3 ranks under mpirun (tests/cmake/losses.cmake, --ranks N: then
+ *     only this check; the quotient across ranks is tests/unit/test_dist.c's too);
  *   - the plain forms in FP32 and FP64 close to the exact values;
  *   - the checks refuse wrong shapes; a NaN or an overflowing loss is the rounding fault (diverged);
  *   - load_batch_targets loads the examples of the indices and their targets; load_batch refuses a data
@@ -525,16 +526,63 @@ static void check_loader(void)
     vt_program_free(&p);
 }
 
-int main(void)
+/* the batch split over the ranks of comm: each rank runs every kind on its rows (B / size of them, its
+ * shard) and must get the one-process loss of the whole batch and the one-process gradient rows of its
+ * own, bit for bit (every rank computes the one-process values itself from the same data) */
+static void check_shards(vt_rng *r, vt_comm *comm)
 {
+    const int rank = vt_dist_rank(comm), size = vt_dist_size(comm);
+    const uint32_t K = 7, local = 5, B = local * (uint32_t)size;
+    const size_t n = (size_t)B * K, first = (size_t)rank * local;
+    float *y = malloc(n * 4), *t = malloc(n * 4), *whole = malloc(n * 4), *mine = malloc(n * 4);
+    if (!y || !t || !whole || !mine) abort();
+    for (int d = 0; d < 5; d++) {
+        loss_case lc = {B, K, y, t, "shards", 0};
+        fill_case(r, &lc, d);
+        for (size_t k = 0; k < N_KINDS; k++) {
+            prog1 g1, gs;
+            CHECK_OK(build1(&g1, KINDS[k], B, K, B, K));
+            CHECK_OK(build1(&gs, KINDS[k], local, K, local, K));
+            vt_shard sh = {comm, B, local, (uint32_t)first, 0, 0, 0};
+            vt_err e1 = run1(&g1, y, t, 0, NULL, whole);
+            vt_err es = run1(&gs, y + first * K, t + first * K, 0, &sh, mine);
+            CHECK(e1 == es, "%s data %d rank %d of %d: %d, one process %d (%s)", vt_opkind_get(KINDS[k])->name, d, rank,
+                  size, es, e1, vt_errmsg());
+            if (!e1 && !es) {
+                const int loss = is_loss(KINDS[k]);
+                CHECK(!memcmp(loss ? whole : whole + first * K, mine, (loss ? 1 : (size_t)local * K) * 4),
+                      "%s data %d rank %d of %d: the shard's outputs differ from one process's",
+                      vt_opkind_get(KINDS[k])->name, d, rank, size);
+                if (loss) CHECK(sh.n_dist == 1, "the loss is rounded across the ranks");
+            }
+            vt_program_free(&g1.p);
+            vt_program_free(&gs.p);
+        }
+    }
+    free(y), free(t), free(whole), free(mine);
+}
+
+int main(int argc, char **argv)
+{
+    int want_ranks = 0, st = vt_test_ranks_arg(argc, argv, "test_losses", &want_ranks);
+    if (st >= 0) return st;
     vt_rng r = {vt_test_seed(20261206)};
     vt_comm *comm = NULL;
     CHECK_OK(vt_dist_init(&comm));
-    check_quotients(&r);
-    if (comm) check_kinds(&r, comm);
-    check_loader();
-    if (comm) CHECK_OK(vt_dist_finalize(&comm));
+    if (!comm) return vt_test_finish("test_losses");
+    if (want_ranks) CHECK(vt_dist_size(comm) == want_ranks, "%d ranks, %d expected", vt_dist_size(comm), want_ranks);
+    if (vt_dist_size(comm) == 1) { /* the one-process checks; under mpirun the split batch alone */
+        check_quotients(&r);
+        check_kinds(&r, comm);
+        check_loader();
+    }
+    check_shards(&r, comm);
+    vt_err e = vt_dist_agree(comm, vt_test_failed ? vt_set_error(VT_ERR_INTERNAL, "%ld checks failed", vt_test_failed)
+                                                  : VT_OK, NULL);
+    CHECK_OK(vt_dist_finalize(&comm));
     mpfr_free_cache();
-    return vt_test_finish("test_losses");
+    char name[64];
+    snprintf(name, sizeof name, "test_losses (%d rank%s)", want_ranks ? want_ranks : 1, want_ranks > 1 ? "s" : "");
+    return vt_test_finish(name) ? 1 : (e ? 1 : 0);
 }
 #endif

@@ -2,9 +2,11 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/vt_cli.h"
 #include "common/vt_error.h"
+#include "dist/vt_dist.h"
 #include "kernels/vt_math.h"
 
 long vt_test_passed, vt_test_failed;
@@ -59,4 +61,22 @@ double vt_test_timeout_scale(void)
         exit(64);
     }
     return v;
+}
+
+int vt_test_ranks_arg(int argc, char **argv, const char *name, int *ranks)
+{
+    *ranks = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--ranks") == 0 && i + 1 < argc) {
+            *ranks = atoi(argv[++i]);
+        } else {
+            fprintf(stderr, "usage: %s [--ranks N]\n", name);
+            return 64;
+        }
+    }
+    if (*ranks > 1 && !vt_dist_built_with_mpi()) {
+        printf("%s: SKIP: this build has no MPI (VT_MPI), %d ranks requested\n", name, *ranks);
+        return 77;
+    }
+    return -1;
 }

@@ -36,6 +36,11 @@ typedef struct { uint64_t s; } vt_rng;
 uint64_t vt_rng_next(vt_rng *r);
 double vt_rng_uniform(vt_rng *r);  /* [0,1) */
 double vt_rng_normal(vt_rng *r);   /* polar method with vt_log: the same on every machine */
+/* The data-parallel tests' command line `NAME [--ranks N]` (N: the ranks mpirun started, 0 when not
+ * given) into *ranks: -1 to go on, else the exit status to return at once (64 a usage error, 77 N > 1 in
+ * a build without MPI: skipped). */
+int vt_test_ranks_arg(int argc, char **argv, const char *name, int *ranks);
+
 /* Seed from env VT_TEST_SEED when set, else the given default; prints it. */
 uint64_t vt_test_seed(uint64_t dflt);
 /* The hang guards' scale: env VT_TEST_TIMEOUT_SCALE (a positive number, default 1; tests/e2e/lib.sh,
