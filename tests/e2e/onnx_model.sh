@@ -75,6 +75,14 @@ if "$B/trainer-test" train "$T/mlp-stop" --key "$T/tk" --model "$T/mlp.onnx" "${
   "$TRAINER" train "$T/mlp-stop" --key "$T/tk" --model "$T/mlp.onnx" "${D[@]}" --resume >/dev/null 2>&1 &&
   cmp -s "$T/mlp/commitment.vtc" "$T/mlp-stop/commitment.vtc"; then ok "resumed: the same commitment"
 else bad "the interrupted and resumed run"; fi
+# the activations' derived backward: sigmoid's and tanh's from their outputs, leaky ReLU's from its input
+"$TRAINER" recipe --program --model "$T/act.onnx" --set batch=32 >"$T/actprog" 2>&1
+ids=$(awk '$2 == "Sigmoid.out" {s = $1} $2 == "Tanh.out" {t = $1}
+  {x = ""; for (i = 1; i < NF; i++) if ($i == "in") { x = $(i + 1); break }}
+  / sigmoid_backward / && x == s {a = 1} / tanh_backward / && x == t {b = 1}
+  / leaky_relu_backward / && $NF == "0.20000000298023224" {c = 1} END {print a + b + c}' "$T/actprog")
+[ "$ids" = 3 ] && ok "act program: sigmoid_backward and tanh_backward read the outputs, leaky_relu_backward alpha 0.2f" ||
+  bad "act program: $(grep -E "sigmoid|tanh|leaky" "$T/actprog" | head -8)"
 # data parallel: two ranks, the same commitment
 if [ -n "$MPIEXEC" ]; then
   mpi_begin "$MPIEXEC"
