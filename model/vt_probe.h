@@ -8,9 +8,9 @@
  * the MLP with SGD and with Adam, the residual CNN in step programs 1 and 2 with its evaluation pass,
  * the GPT with dropout, clipping and AdamW and its evaluation pass - then a hand-built program of
  * the kinds no architecture uses (SUB), then the MLP with SGD once in each tensor-core arithmetic
- * model (recipe key gemm_arith), then a hand-built program of the losses (vt_probe_losses_program)
- * on a data set of float targets, all in exact rounding on the CPU. Exact rounding makes every output
- * a function of those inputs alone: the same hashes on every machine, BLAS, thread count and
+ * model (recipe key gemm_arith), then a hand-built program of the losses and of the client models'
+ * activations (vt_probe_losses_program) on a data set of float targets, all in exact rounding on the
+ * CPU. Exact rounding makes every output a function of those inputs alone: the same hashes on every machine, BLAS, thread count and
  * evaluation order; a build whose kinds compute other bits gives other hashes. It costs a few
  * milliseconds on one core. */
 #ifndef VT_PROBE_H
