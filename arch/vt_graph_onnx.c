@@ -3,9 +3,10 @@
  * [N, ...]: an example is its N-th slice, row-major), Gemm (alpha = beta = 1, transA 0, transB 0 or
  * 1: PyTorch's Linear), MatMul by an initializer (with the Add of an initializer bias that follows it
  * fused in), Add of two activations, Relu, Sigmoid, Tanh, LeakyRelu (alpha, default 0.01), Flatten and
- * Reshape that keep the batch dimension (the same bytes: no operation), Dropout of ratio 0; the initializers the layers read are the parameters,
- * by their own names, in the order the nodes first read them, their values the step-0 state. Any
- * other node is refused naming it, its operator and what is supported. */
+ * Reshape that keep the batch dimension (the same bytes: no operation), Dropout of ratio 0; the
+ * initializers the layers read are the parameters, by their own names, in the order the nodes first read
+ * them, their values the step-0 state. Any other node is refused naming it, its operator and what is
+ * supported. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

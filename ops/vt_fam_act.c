@@ -77,7 +77,10 @@ void vti_sigmoid_bwd_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *ou
 void vti_tanh_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 30, out); }
 void vti_tanh_bwd_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 20, out); }
 void vti_leaky_relu_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 8, out); }
-void vti_leaky_relu_bwd_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 8, out); }
+void vti_leaky_relu_bwd_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
+{
+    cost_elementwise(p, o, 8, out);
+}
 
 /* the plain forms: the formulas in FP32 or FP64 with the C library's exp and tanh */
 static vt_err act_plain(vt_plainctx *c)

@@ -217,7 +217,9 @@ static void check_functions(vt_rng *r)
     /* the backward formulas and leaky ReLU: exact references */
     for (int i = 0; i < 40000; i++) {
         const float y01 = (float)vt_rng_uniform(r), t = (float)vt_rng_uniform(r) * 2.0f - 1.0f;
-        const float y = i % 5 == 0 ? vt_test_rand_float(r, -149, 20) : (i % 5 == 1 ? 1.0f - ldexpf(1.0f, -(i % 25)) : y01);
+        const float y = i % 5 == 0   ? vt_test_rand_float(r, -149, 20)
+                        : i % 5 == 1 ? 1.0f - ldexpf(1.0f, -(i % 25))
+                                     : y01;
         const float dy = vt_test_rand_float(r, -140, 40);
         check1(SIG_BWD, y, dy, 0);
         check1(TANH_BWD, i % 2 ? t : y, dy, 0);
