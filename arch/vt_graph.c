@@ -23,6 +23,12 @@
 
 void vt_graph_init(vt_graph *g) { memset(g, 0, sizeof *g); }
 
+int vt_graph_alpha_ok(double alpha)
+{
+    const double a = alpha < 0 ? -alpha : alpha;
+    return a == 0.0 || (a >= 0x1p-64 && a <= 0x1p64);
+}
+
 void vt_graph_free(vt_graph *g)
 {
     free(g->param);
@@ -178,6 +184,22 @@ static vt_err lower(bld *b)
             if (ly->op == VT_GL_RELU) vt_prog_op(p, VT_OPK_RELU, ARR(x), 1, ARR(y), 1, NULL, 0, NULL, 0, "%s", ly->name);
             else vt_prog_op(p, VT_OPK_ADD, ARR(x, b->V[ly->in[1]]), 2, ARR(y), 1, NULL, 0, NULL, 0, "%s", ly->name);
             break;
+        case VT_GL_SIGMOID:
+        case VT_GL_TANH:
+        case VT_GL_LEAKY_RELU: { /* the activations of client models: one elementwise kind each */
+            VT_RETURN_ERROR_IF(N != K, VT_ERR_ARG, "graph: layer %s: its input and output differ in width", ly->name);
+            double alpha = 0.0;
+            uint64_t bits = (uint64_t)ly->attr[0];
+            memcpy(&alpha, &bits, sizeof alpha);
+            VT_RETURN_ERROR_IF(ly->op == VT_GL_LEAKY_RELU && !vt_graph_alpha_ok(alpha), VT_ERR_ARG,
+                               "graph: layer %s: alpha %g is not 0 or within [2^-64, 2^64] in magnitude", ly->name,
+                               alpha);
+            y = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, 2, ARR(b->B, N), "%s.out", ly->name);
+            const uint16_t k = ly->op == VT_GL_SIGMOID ? VT_OPK_SIGMOID : ly->op == VT_GL_TANH ? VT_OPK_TANH
+                                                                                                 : VT_OPK_LEAKY_RELU;
+            vt_prog_op(p, k, ARR(x), 1, ARR(y), 1, NULL, 0, &alpha, k == VT_OPK_LEAKY_RELU, "%s", ly->name);
+            break;
+        }
         case VT_GL_RESHAPE: /* the same bytes: the value is its input's tensor */
             VT_RETURN_ERROR_IF(N != K, VT_ERR_ARG, "graph: layer %s changes the example's size (%u to %u values)",
                                ly->name, K, N);
@@ -448,6 +470,23 @@ static vt_err read_name(vt_reader *r, char *dst, const char *what)
     return VT_OK;
 }
 
+/* the operations this build lowers */
+static int known_op(unsigned op)
+{
+    switch (op) {
+    case VT_GL_LINEAR:
+    case VT_GL_RELU:
+    case VT_GL_ADD:
+    case VT_GL_RESHAPE:
+    case VT_GL_SIGMOID:
+    case VT_GL_TANH:
+    case VT_GL_LEAKY_RELU:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
 static vt_err decode(vt_reader *r, vt_graph *g)
 {
     char magic[4];
@@ -493,8 +532,7 @@ static vt_err decode(vt_reader *r, vt_graph *g)
         uint8_t op, n;
         VT_FORWARD_IF_ERROR(vt_read_u8(r, &op, "operation"));
         VT_FORWARD_IF_ERROR(read_name(r, y->name, "a layer's name"));
-        VT_RETURN_ERROR_IF(op < VT_GL_LINEAR || op > VT_GL_RESHAPE, VT_ERR_FORMAT, "model graph: layer %s: operation %u",
-                           y->name, op);
+        VT_RETURN_ERROR_IF(!known_op(op), VT_ERR_FORMAT, "model graph: layer %s: operation %u", y->name, op);
         y->op = (vt_glayer_op)op;
         VT_FORWARD_IF_ERROR(vt_read_u8(r, &n, "inputs"));
         VT_RETURN_ERROR_IF(n < 1 || n > 2, VT_ERR_FORMAT, "model graph: layer %s reads %u values", y->name, n);
@@ -515,6 +553,15 @@ static vt_err decode(vt_reader *r, vt_graph *g)
             uint64_t a;
             VT_FORWARD_IF_ERROR(vt_read_u64le(r, &a, "attribute"));
             y->attr[i] = (int64_t)a;
+        }
+        if (y->op == VT_GL_SIGMOID || y->op == VT_GL_TANH || y->op == VT_GL_LEAKY_RELU) {
+            double alpha;
+            uint64_t bits = (uint64_t)y->attr[0];
+            memcpy(&alpha, &bits, sizeof alpha);
+            VT_RETURN_ERROR_IF(y->n_in != 1 || y->n_param != 0 || y->attr[1] || y->attr[2] || y->attr[3] ||
+                                   (y->op != VT_GL_LEAKY_RELU ? y->attr[0] != 0 : !vt_graph_alpha_ok(alpha)),
+                               VT_ERR_FORMAT, "model graph: layer %s: bad inputs or attributes for its operation",
+                               y->name);
         }
         VT_FORWARD_IF_ERROR(vt_read_u32le(r, &y->cols, "width"));
         VT_RETURN_ERROR_IF(y->cols == 0 || y->cols > (1u << 30), VT_ERR_FORMAT, "model graph: layer %s has width %u",

@@ -27,6 +27,11 @@ typedef enum {
     VT_GL_RELU,       /* y = max(x, 0) */
     VT_GL_ADD,        /* y = x0 + x1 (same shape) */
     VT_GL_RESHAPE,    /* y is x with another shape, the same bytes (Flatten, Reshape): no operation */
+    /* the activations of client models (elementwise, y of x's shape) */
+    VT_GL_SIGMOID,      /* y = 1 / (1 + exp(-x)) */
+    VT_GL_TANH,         /* y = tanh(x) */
+    VT_GL_LEAKY_RELU,   /* y = x >= 0 ? x : alpha x; attr[0] holds alpha's FP64 bits (finite, 0 or within
+                         * [2^-64, 2^64] in magnitude) */
 } vt_glayer_op;
 
 /* the loss the output feeds (recipe key `loss`): softmax cross-entropy over the output's classes; the
@@ -47,7 +52,7 @@ typedef struct {
     char name[VT_GRAPH_NAME_MAX]; /* the layer's name: its operations' and tensors' names start with it */
     uint32_t n_in, in[2];         /* values read */
     uint32_t n_param, param[2];   /* parameters read (LINEAR: W, then b when n_param = 2) */
-    int64_t attr[4];              /* LINEAR: transB */
+    int64_t attr[4];              /* LINEAR: transB; LEAKY_RELU: alpha's FP64 bits */
     uint32_t cols;                /* the output's width: the output is [B, cols] */
 } vt_glayer;
 
@@ -61,6 +66,8 @@ typedef struct {
 } vt_graph;
 
 void vt_graph_init(vt_graph *g);
+/* LEAKY_RELU's alpha is one the kind accepts: 0, or a finite magnitude within [2^-64, 2^64] */
+int vt_graph_alpha_ok(double alpha);
 void vt_graph_free(vt_graph *g);
 /* Appends a parameter or a layer and returns its index (a parameter's) or its output's value id (a
  * layer's); UINT32_MAX when out of memory or a name is too long (*bad set). */

@@ -2,10 +2,11 @@
  * docs/models.md "From ONNX to the forward graph". What is mapped: the one graph input (the batch,
  * [N, ...]: an example is its N-th slice, row-major), Gemm (alpha = beta = 1, transA 0, transB 0 or
  * 1: PyTorch's Linear), MatMul by an initializer (with the Add of an initializer bias that follows it
- * fused in), Add of two activations, Relu, Flatten and Reshape that keep the batch dimension (the
- * same bytes: no operation), Dropout of ratio 0; the initializers the layers read are the parameters,
- * by their own names, in the order the nodes first read them, their values the step-0 state. Any
- * other node is refused naming it, its operator and what is supported. */
+ * fused in), Add of two activations, Relu, Sigmoid, Tanh, LeakyRelu (alpha, default 0.01), Flatten and
+ * Reshape that keep the batch dimension (the same bytes: no operation), Dropout of ratio 0; the
+ * initializers the layers read are the parameters, by their own names, in the order the nodes first read
+ * them, their values the step-0 state. Any other node is refused naming it, its operator and what is
+ * supported. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,8 +16,8 @@
 
 #define NONE UINT32_MAX
 #define SUPPORTED                                                                                                      \
-    "Gemm (PyTorch's Linear), MatMul by a weight (with its bias Add), Add of two activations, Relu, Flatten and "     \
-    "Reshape keeping the batch dimension, Dropout of ratio 0"
+    "Gemm (PyTorch's Linear), MatMul by a weight (with its bias Add), Add of two activations, Relu, Sigmoid, Tanh, " \
+    "LeakyRelu, Flatten and Reshape keeping the batch dimension, Dropout of ratio 0"
 
 typedef struct {
     const vt_og_graph *og;
@@ -132,6 +133,24 @@ static vt_err map_node(mapper *m, uint32_t j)
     if (!strcmp(n->op, "Relu")) {
         VT_FORWARD_IF_ERROR(act_of(m, n, n->in[0], &x));
         out = vt_graph_layer(m->g, VT_GL_RELU, nm, 1, &x, 0, NULL, NULL, cols, &m->bad);
+    } else if (!strcmp(n->op, "Sigmoid") || !strcmp(n->op, "Tanh") || !strcmp(n->op, "LeakyRelu")) {
+        /* the activations: elementwise, LeakyRelu's alpha (default 0.01) carried as its FP64 bits */
+        VT_FORWARD_IF_ERROR(act_of(m, n, n->in[0], &x));
+        VT_RETURN_ERROR_IF(cols != m->cols[n->in[0]], VT_ERR_ARG, "model: node %s (%s) changes the example's size",
+                           n->name, n->op);
+        const vt_glayer_op op = n->op[0] == 'S' ? VT_GL_SIGMOID : n->op[0] == 'T' ? VT_GL_TANH : VT_GL_LEAKY_RELU;
+        int64_t attr[4] = {0, 0, 0, 0};
+        if (op == VT_GL_LEAKY_RELU) {
+            const vt_og_attr *al = vt_og_attr_get(n, "alpha");
+            const double alpha = al ? al->f : 0.01;
+            VT_RETURN_ERROR_IF(!vt_graph_alpha_ok(alpha), VT_ERR_ARG,
+                               "model: node %s (LeakyRelu): alpha %g is not 0 or within [2^-64, 2^64] in magnitude",
+                               n->name, alpha);
+            uint64_t bits;
+            memcpy(&bits, &alpha, sizeof bits);
+            attr[0] = (int64_t)bits;
+        }
+        out = vt_graph_layer(m->g, op, nm, 1, &x, 0, NULL, attr, cols, &m->bad);
     } else if (!strcmp(n->op, "Add")) {
         VT_FORWARD_IF_ERROR(act_of(m, n, n->in[0], &x));
         VT_FORWARD_IF_ERROR(act_of(m, n, n->in[1], &x1));

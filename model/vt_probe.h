@@ -8,9 +8,9 @@
  * the MLP with SGD and with Adam, the residual CNN in step programs 1 and 2 with its evaluation pass,
  * the GPT with dropout, clipping and AdamW and its evaluation pass - then a hand-built program of
  * the kinds no architecture uses (SUB), then the MLP with SGD once in each tensor-core arithmetic
- * model (recipe key gemm_arith), then a hand-built program of the losses (vt_probe_losses_program)
- * on a data set of float targets, all in exact rounding on the CPU. Exact rounding makes every output
- * a function of those inputs alone: the same hashes on every machine, BLAS, thread count and
+ * model (recipe key gemm_arith), then a hand-built program of the losses and of the client models'
+ * activations (vt_probe_losses_program) on a data set of float targets, all in exact rounding on the
+ * CPU. Exact rounding makes every output a function of those inputs alone: the same hashes on every machine, BLAS, thread count and
  * evaluation order; a build whose kinds compute other bits gives other hashes. It costs a few
  * milliseconds on one core. */
 #ifndef VT_PROBE_H
@@ -54,7 +54,9 @@ vt_err vt_probe_run(vt_order order, vt_op_hook tamper, void *tamper_ctx, vt_prob
 void vt_probe_free(vt_probe *p);
 /* The hand-built program of the losses the probe runs last (program "losses"): LOAD_BATCH_TARGETS
  * (x [B, K], t [B, K] from a data set of K float features and K float targets), then MSE_LOSS, MSE_BWD,
- * L1_LOSS, L1_BWD, BCE_LOSS and BCE_BWD of (x, t); finished (vt_program_finish: its layout). Release
+ * L1_LOSS, L1_BWD, BCE_LOSS and BCE_BWD of (x, t), then the activations of client models on x with t for
+ * dY: SIGMOID, SIGMOID_BWD (of sigmoid's output), TANH, TANH_BWD (of tanh's output), LEAKY_RELU and
+ * LEAKY_RELU_BWD (alpha 0.2; of x); finished (vt_program_finish: its layout). Release
  * with vt_program_free, also after a failure. tests/unit/test_kinds.c checks its operations too. */
 vt_err vt_probe_losses_program(vt_program *g, uint32_t B, uint32_t K) VT_WARN_UNUSED;
 /* Steps 1 .. steps of the losses' program (batches of B) on a data set of n examples of K logits and K

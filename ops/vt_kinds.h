@@ -171,7 +171,20 @@
     /* x, t [B, K] -> dx [B, K] = (sigmoid(x) - t) / (B K) */                                                          \
     X(BCE_BWD, "bce_with_logits_backward", CHAIN, 1, 2, 1, 0, 0, "", "", NONE, CPU, bce_bwd, none)                    \
     /* -> input [B, d] F32, targets [B, K] F32: LOAD_BATCH's examples with the data set's float targets */             \
-    X(LOAD_BATCH_TARGETS, "load_batch_targets", LOADER, 0, 0, 2, 1, 0, "B", "", NONE, CPU, load_targets, none)
+    X(LOAD_BATCH_TARGETS, "load_batch_targets", LOADER, 0, 0, 2, 1, 0, "B", "", NONE, CPU, load_targets, none)    \
+    /* ---- the activations of client models (ops/vt_fam_act.c; each element RN32 of its real value) */               \
+    /* x -> y = 1 / (1 + exp(-x)) */                                                                                   \
+    X(SIGMOID, "sigmoid", CHAIN, 1, 1, 1, 0, 0, "", "", NONE, CPU, sigmoid, sigmoid)                                   \
+    /* y (sigmoid's output), dy -> dx = dy y (1 - y) */                                                                \
+    X(SIGMOID_BWD, "sigmoid_backward", CHAIN, 1, 2, 1, 0, 0, "", "", NONE, CPU, sigmoid_bwd, none)                     \
+    /* x -> y = tanh(x) */                                                                                             \
+    X(TANH, "tanh", CHAIN, 1, 1, 1, 0, 0, "", "", NONE, CPU, tanh, tanh)                                               \
+    /* y (tanh's output), dy -> dx = dy (1 - y^2) */                                                                   \
+    X(TANH_BWD, "tanh_backward", CHAIN, 1, 2, 1, 0, 0, "", "", NONE, CPU, tanh_bwd, none)                              \
+    /* x -> y = x >= 0 ? x : alpha x */                                                                                \
+    X(LEAKY_RELU, "leaky_relu", CHAIN, 1, 1, 1, 0, 1, "", "alpha", NONE, CPU, leaky_relu, leaky_relu)                  \
+    /* x, dy -> dx = x > 0 ? dy : alpha dy (PyTorch's: alpha dy at x = 0) */                                           \
+    X(LEAKY_RELU_BWD, "leaky_relu_backward", CHAIN, 1, 2, 1, 0, 1, "", "alpha", NONE, CPU, leaky_relu_bwd, none)
 /* clang-format on */
 
 #define VT_VARIADIC 255 /* n_in: one or more inputs */

@@ -652,6 +652,17 @@ static vt_err translate(tr *x, uint32_t first, uint32_t last)
             node(x, "Relu", r->name, 1, in, NULL);
             break;
         }
+        case VT_OPK_SIGMOID: /* the activations of client models: one elementwise node each */
+        case VT_OPK_TANH:
+        case VT_OPK_LEAKY_RELU: { /* alpha as ONNX's float attribute (an imported model's alpha is one) */
+            VT_FORWARD_IF_ERROR(operand(x, o, 0, L_NONE, &a));
+            const char *in[1] = {a->name};
+            value *r = result(x, o->out[0], a->layout, a->c, a->h, a->w);
+            if (o->kind == VT_OPK_LEAKY_RELU)
+                node(x, "LeakyRelu", r->name, 1, in, attr_float(x, "alpha", (float)o->farg[0]), NULL);
+            else node(x, o->kind == VT_OPK_SIGMOID ? "Sigmoid" : "Tanh", r->name, 1, in, NULL);
+            break;
+        }
         case VT_OPK_ADD: {
             VT_FORWARD_IF_ERROR(operand(x, o, 0, L_NONE, &a));
             VT_FORWARD_IF_ERROR(operand(x, o, 1, a->layout, &b));

@@ -2,7 +2,8 @@
 # The client's own model end to end (docs/models.md): networks written in PyTorch inside the test
 # (tests/ref/onnx_model_ref.py: an MLP with a residual Add, a MatMul+Add network of nn.Parameters, a
 # regressor trained with MSE, L1 and BCE-with-logits on float targets, the MLP fine-tuned with every
-# layer but its head frozen, a model with a Sigmoid) exported by torch.onnx.export, trained with `trainer train --model NET.onnx`
+# layer but its head frozen, a network of the activations Tanh, LeakyRelu and Sigmoid, a model with a
+# Softplus) exported by torch.onnx.export, trained with `trainer train --model NET.onnx`
 # on a user's .npy data: the parameters after 3 steps against PyTorch FP64 from the same initial
 # weights on the same (full) batches; VERIFIED by the auditor in two other orders, and with `mpirun
 # -np 2` the one-process commitment; what comes out is what went in (the exported safetensors load into
@@ -20,7 +21,7 @@ if grep -q "without ONNX support" "$T/probe.err"; then echo "onnx_model: built w
 "$PY" "$REF/onnx_model_ref.py" make "$T" || { bad "the PyTorch models could not be exported"; vt_end; }
 D=(--set "dataset=npy:$T/x.npy,$T/y.npy" --set batch=32 --set steps=3 --set lr=0.05 --set momentum=0.9
    --set checkpoint_every=2 --set state_hash_every=1 --quiet)
-for n in mlp matmul; do
+for n in mlp matmul act; do
   if "$TRAINER" train "$T/$n" --key "$T/tk" --model "$T/$n.onnx" "${D[@]}" >"$T/$n.out" 2>&1; then ok "$n trained"
   else bad "$n: trainer train: $(tail -2 "$T/$n.out")"; continue; fi
   for order in reverse pairwise; do
@@ -74,6 +75,14 @@ if "$B/trainer-test" train "$T/mlp-stop" --key "$T/tk" --model "$T/mlp.onnx" "${
   "$TRAINER" train "$T/mlp-stop" --key "$T/tk" --model "$T/mlp.onnx" "${D[@]}" --resume >/dev/null 2>&1 &&
   cmp -s "$T/mlp/commitment.vtc" "$T/mlp-stop/commitment.vtc"; then ok "resumed: the same commitment"
 else bad "the interrupted and resumed run"; fi
+# the activations' derived backward: sigmoid's and tanh's from their outputs, leaky ReLU's from its input
+"$TRAINER" recipe --program --model "$T/act.onnx" --set batch=32 >"$T/actprog" 2>&1
+ids=$(awk '$2 == "Sigmoid.out" {s = $1} $2 == "Tanh.out" {t = $1}
+  {x = ""; for (i = 1; i < NF; i++) if ($i == "in") { x = $(i + 1); break }}
+  / sigmoid_backward / && x == s {a = 1} / tanh_backward / && x == t {b = 1}
+  / leaky_relu_backward / && $NF == "0.20000000298023224" {c = 1} END {print a + b + c}' "$T/actprog")
+[ "$ids" = 3 ] && ok "act program: sigmoid_backward and tanh_backward read the outputs, leaky_relu_backward alpha 0.2f" ||
+  bad "act program: $(grep -E "sigmoid|tanh|leaky" "$T/actprog" | head -8)"
 # data parallel: two ranks, the same commitment
 if [ -n "$MPIEXEC" ]; then
   mpi_begin "$MPIEXEC"
@@ -84,8 +93,8 @@ fi
 # an unsupported operator: refused by name, nothing written
 "$TRAINER" train "$T/bad" --key "$T/tk" --model "$T/bad.onnx" "${D[@]}" >"$T/bad.out" 2>&1
 st=$?
-[ "$st" = 64 ] && grep -q "Sigmoid (Sigmoid) is not supported" "$T/bad.out" && [ ! -e "$T/bad" ] && ok "Sigmoid refused" ||
-  bad "Sigmoid: exit $st: $(cat "$T/bad.out")"
+[ "$st" = 64 ] && grep -q "Softplus (Softplus)" "$T/bad.out" && grep -q "not supported" "$T/bad.out" && [ ! -e "$T/bad" ] &&
+  ok "Softplus refused: $(grep -o 'node [^ ]* (Softplus)' "$T/bad.out" | head -1)" || bad "Softplus: exit $st: $(cat "$T/bad.out")"
 # a truncated file: unreadable input (2), no crash
 head -c 3000 "$T/mlp.onnx" >"$T/trunc.onnx"
 "$TRAINER" train "$T/trunc" --key "$T/tk" --model "$T/trunc.onnx" "${D[@]}" >"$T/trunc.out" 2>&1

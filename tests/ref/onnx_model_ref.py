@@ -5,8 +5,9 @@
       writes, from models written here in PyTorch (torch 1.13) and exported by torch.onnx.export
       (training mode, no constant folding, opset 13): DIR/mlp.onnx (Flatten, Linear, ReLU, a residual
       Add, Linear), DIR/matmul.onnx (x @ W + b with nn.Parameter weights: MatMul and Add), DIR/bad.onnx
-      (a Sigmoid: not supported), DIR/reg.onnx (an MLP of 3 outputs for regression and multi-label), and
-      the data DIR/x.npy (float32 [32, 1, 12, 12]), DIR/y.npy (uint8 labels 0..4), DIR/yreg.npy (float32
+      (a Softplus: not supported), DIR/reg.onnx (an MLP of 3 outputs for regression and multi-label),
+      DIR/act.onnx (Linear, Tanh, Linear, LeakyRelu 0.2, Linear, Sigmoid added back to its input, Linear),
+      and the data DIR/x.npy (float32 [32, 1, 12, 12]), DIR/y.npy (uint8 labels 0..4), DIR/yreg.npy (float32
       targets [32, 3]), DIR/ybin.npy (float32 0/1 targets [32, 3]).
   onnx_model_ref.py check DIR NAME EXPORT.safetensors STEPS LR MOMENTUM [LOSS [FROZEN]]
       the model NAME rebuilt from the same seed in float64, trained STEPS full-batch steps of SGD (lr,
@@ -23,7 +24,8 @@
       --format safetensors`) with load_state_dict(strict=True); EXPORT.onnx (`trainer export --format
       onnx`) passes onnx.checker (full check), holds the same weights under the same names (a matrix the module
       multiplies from the right may be stored transposed, for a Gemm with transB), and a NumPy
-      evaluation of its graph (Gemm, MatMul, Add, Relu, Softmax, Flatten, Reshape: any other operator
+      evaluation of its graph (Gemm, MatMul, Add, Relu, Sigmoid, Tanh, LeakyRelu, Softmax, Flatten,
+      Reshape: any other operator
       fails the check) gives the module's logits on DIR's data (within float32 rounding) and the same
       predicted classes."""
 import json
@@ -68,7 +70,25 @@ class Bad(nn.Module):
         self.fc = nn.Linear(C * H * W, K)
 
     def forward(self, x):
-        return torch.sigmoid(self.fc(torch.flatten(x, 1)))
+        return nn.functional.softplus(self.fc(torch.flatten(x, 1)))
+
+
+class Act(nn.Module):
+    """the activations of client models: Tanh, LeakyRelu (alpha 0.2) and a Sigmoid inside the network (its
+    output added back: a residual), the logits for the cross-entropy"""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(C * H * W, 20)
+        self.fc2 = nn.Linear(20, 20)
+        self.gate = nn.Linear(20, 20)
+        self.head = nn.Linear(20, K)
+
+    def forward(self, x):
+        h = torch.tanh(self.fc1(torch.flatten(x, 1)))
+        h = nn.functional.leaky_relu(self.fc2(h), 0.2)
+        h = torch.sigmoid(self.gate(h)) + h
+        return self.head(h)
 
 
 class Reg(nn.Module):
@@ -81,11 +101,11 @@ class Reg(nn.Module):
         return self.out(torch.relu(self.fc1(torch.flatten(x, 1))))
 
 
-MODELS = {"mlp": Mlp, "matmul": MatMulNet, "bad": Bad, "reg": Reg}
+MODELS = {"mlp": Mlp, "matmul": MatMulNet, "bad": Bad, "reg": Reg, "act": Act}
 
 
 def build(name):
-    torch.manual_seed({"mlp": 1, "matmul": 2, "bad": 3, "reg": 4}[name])
+    torch.manual_seed({"mlp": 1, "matmul": 2, "bad": 3, "reg": 4, "act": 5}[name])
     return MODELS[name]()
 
 
@@ -188,6 +208,12 @@ def run_onnx(path, x):
             r = i[0] + i[1]
         elif n.op_type == "Relu":
             r = np.maximum(i[0], 0)
+        elif n.op_type == "Sigmoid":
+            r = 1 / (1 + np.exp(-i[0]))
+        elif n.op_type == "Tanh":
+            r = np.tanh(i[0])
+        elif n.op_type == "LeakyRelu":
+            r = np.where(i[0] >= 0, i[0], a.get("alpha", 0.01) * i[0])
         elif n.op_type == "Softmax":
             e = np.exp(i[0] - i[0].max(axis=1, keepdims=True))
             r = e / e.sum(axis=1, keepdims=True)

@@ -42,6 +42,8 @@ int main(void)
 }
 #else
 #include <mpfr.h>
+#define VT_TEST_MPFR
+#include "vt_test_ops.h"
 
 #define PREC 2400 /* every sum of the tests' FP64 values exact (as tests/unit/test_exact.c) */
 
@@ -124,26 +126,8 @@ static void ref_elem(uint16_t k, float y, float t, int def, mpfr_t s)
     mpfr_clears(a, b, (mpfr_ptr)0);
 }
 
-/* 1 when v (a real value computed at PREC bits from transcendental functions) lies within 2^-40 of
- * its size from an FP32 rounding boundary: its RN32 is then not decided by this reference */
-static int near_boundary(mpfr_t v)
-{
-    if (!mpfr_number_p(v) || mpfr_zero_p(v)) return 0;
-    float lo = mpfr_get_flt(v, MPFR_RNDD), hi = mpfr_get_flt(v, MPFR_RNDU);
-    if (lo == hi || !isfinite(lo) || !isfinite(hi)) return 0;
-    mpfr_t m, d;
-    mpfr_inits2(PREC, m, d, (mpfr_ptr)0);
-    mpfr_set_flt(m, lo, MPFR_RNDN);
-    mpfr_add_d(m, m, (double)hi, MPFR_RNDN);
-    mpfr_div_2ui(m, m, 1, MPFR_RNDN);
-    mpfr_sub(d, v, m, MPFR_RNDN);
-    mpfr_abs(d, d, MPFR_RNDN);
-    mpfr_abs(m, v, MPFR_RNDN);
-    mpfr_div_2ui(m, m, 40, MPFR_RNDN);
-    int near = mpfr_cmp(d, m) < 0;
-    mpfr_clears(m, d, (mpfr_ptr)0);
-    return near;
-}
+/* within 2^-40 of its size from an FP32 rounding boundary: not decided by the PREC-bit reference */
+static int near_boundary(mpfr_t v) { return vt_test_near_boundary(v, 40, PREC); }
 
 /* ------------------------------------------------------------ the quotients of the rounding layer */
 
@@ -159,12 +143,6 @@ static void add_nm(vt_xacc *acc, mpfr_t s, uint64_t n, double m)
     }
 }
 
-static float rand_float(vt_rng *r, int lo_exp, int hi_exp)
-{
-    int e = lo_exp + (int)(vt_rng_next(r) % (uint64_t)(hi_exp - lo_exp + 1));
-    float f = ldexpf((float)(0x800000u | (uint32_t)(vt_rng_next(r) & 0x7fffffu)) * 0x1p-23f, e);
-    return (vt_rng_next(r) & 1) ? -f : f;
-}
 
 static void check_quotients(vt_rng *r)
 {
@@ -173,7 +151,7 @@ static void check_quotients(vt_rng *r)
     size_t n_ties = 0, n_checked = 0;
     for (int it = 0; it < 20000; it++) {
         /* a midpoint m between f and its successor, times n, then nudged by 0, +-2^-1000 or +-ulp */
-        float f = fabsf(rand_float(r, -149, 127));
+        float f = fabsf(vt_test_rand_float(r, -149, 127));
         if (it % 7 == 0) f = ldexpf((float)(vt_rng_next(r) & 0x7fffffu), -149); /* a subnormal */
         if (it % 11 == 0) f = FLT_MAX;
         double m = 0.5 * ((double)f + (double)nextafterf(f, INFINITY));
@@ -209,8 +187,8 @@ static void check_quotients(vt_rng *r)
     for (int it = 0; it < 20000; it++) {
         double v[4];
         size_t k = 1 + vt_rng_next(r) % 4;
-        for (size_t i = 0; i < k; i++) v[i] = (double)rand_float(r, -149, 127) * (i == 0 ? 2.0 : 1.0);
-        if (it % 3 == 0 && k >= 2) v[1] = -v[0] + (double)rand_float(r, -149, -100);
+        for (size_t i = 0; i < k; i++) v[i] = (double)vt_test_rand_float(r, -149, 127) * (i == 0 ? 2.0 : 1.0);
+        if (it % 3 == 0 && k >= 2) v[1] = -v[0] + (double)vt_test_rand_float(r, -149, -100);
         uint64_t n = 1 + vt_rng_next(r) % ((it % 2) ? 1000 : ((uint64_t)1 << 40));
         mpfr_set_zero(s, 1);
         for (size_t i = 0; i < k; i++) mpfr_add_d(s, s, v[i], MPFR_RNDN);
@@ -257,36 +235,9 @@ static vt_err build1(prog1 *g, uint16_t kind, uint32_t B, uint32_t K, uint32_t t
  * (mode 1: both must give out's bits); shard: the one-rank split of the batch, or NULL */
 static vt_err run1(prog1 *g, const float *y, const float *t, int mode, vt_shard *shard, float *out)
 {
-    const size_t n = (size_t)g->B * g->K, nout = is_loss(g->p.op[1].kind) ? 1 : n;
-    double *x64 = malloc(n * sizeof *x64);
-    float *again = malloc(nout * sizeof *again);
-    if (!x64 || !again) {
-        free(x64), free(again);
-        return VT_ERR_NOMEM;
-    }
     uint8_t *arena[VT_TC_COUNT] = {0};
     arena[VT_TC_INPUT] = (uint8_t *)(uintptr_t)y, arena[VT_TC_ACT] = (uint8_t *)(uintptr_t)t;
-    vt_steplog log;
-    vt_steplog_init(&log, 1);
-    vt_err e = VT_OK;
-    for (int pass = 0; pass < (mode ? 2 : 1) && !e; pass++) {
-        vt_rctx rctx;
-        vt_rctx_init(&rctx, pass ? VT_RMODE_REPLAY : VT_RMODE_RECORD,
-                     (vt_bound_cfg){.mode = VT_BOUND_PROVABLE, .rounding = mode ? VT_ROUNDING_LOG : VT_ROUNDING_EXACT});
-        e = vt_rctx_begin_step(&rctx, 1, &log);
-        arena[VT_TC_GRAD] = (uint8_t *)(pass ? again : out);
-        vt_opctx c;
-        memset(&c, 0, sizeof c);
-        c.prog = &g->p, c.arena = arena, c.o = &g->p.op[1], c.op_id = 1, c.step = 1, c.rctx = &rctx, c.s.x64 = x64;
-        c.shard = shard;
-        if (!e) e = vt_opkind_get(c.o->kind)->exec(&c);
-        if (!e) e = vt_rctx_end_step(&rctx);
-    }
-    if (!e && mode && memcmp(out, again, nout * sizeof *out) != 0)
-        e = vt_set_error(VT_ERR_MISMATCH, "the replay of the log gives other bits");
-    vt_steplog_free(&log);
-    free(x64), free(again);
-    return e;
+    return vt_test_run_op(&g->p, arena, shard, mode, out, is_loss(g->p.op[1].kind) ? 1 : (size_t)g->B * g->K);
 }
 
 /* the plain form in FP32 (f64 = 0) or FP64 into outd (as double) */
@@ -450,7 +401,7 @@ static void fill_case(vt_rng *r, loss_case *lc, int kind_of_data)
             a = (float)vt_rng_normal(r), b = (float)vt_rng_normal(r);
             break;
         case 1: /* wide range: every exponent, subnormals included */
-            a = rand_float(r, -149, 60), b = rand_float(r, -149, 60);
+            a = vt_test_rand_float(r, -149, 60), b = vt_test_rand_float(r, -149, 60);
             break;
         case 2: /* targets a hair from the predictions, some equal */
             a = (float)vt_rng_normal(r);

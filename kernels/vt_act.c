@@ -1,0 +1,245 @@
+/* vt_act.c - the elementwise activations of client models, correctly rounded to FP32 (vt_act.h;
+ * docs/rounding.md 2.7 states the argument). IEEE basic operations only, compiled without contraction:
+ * the double-double arithmetic below relies on every operation being rounded on its own. */
+#include "vt_act.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "../rounding/vt_exact.h"
+#include "vt_math.h"
+
+/* ------------------------------------------------------------ double-double arithmetic */
+
+typedef struct {
+    double hi, lo;
+} dd;
+
+static dd two_sum(double a, double b) /* a + b = s + e exactly */
+{
+    double s = a + b, bb = s - a;
+    return (dd){s, (a - (s - bb)) + (b - bb)};
+}
+
+static dd quick_two_sum(double a, double b) /* |a| >= |b| (or a = 0) */
+{
+    double s = a + b;
+    return (dd){s, b - (s - a)};
+}
+
+static void split(double a, double *h, double *l) /* Veltkamp: a = h + l, 26 bits each */
+{
+    double t = 134217729.0 * a;
+    *h = t - (t - a);
+    *l = a - *h;
+}
+
+static dd two_prod(double a, double b) /* Dekker: a b = p + e exactly (no underflow, no overflow) */
+{
+    double p = a * b, ah, al, bh, bl;
+    split(a, &ah, &al);
+    split(b, &bh, &bl);
+    return (dd){p, ((ah * bh - p) + ah * bl + al * bh) + al * bl};
+}
+
+static dd dd_add(dd a, dd b)
+{
+    dd s = two_sum(a.hi, b.hi), t = two_sum(a.lo, b.lo);
+    s.lo += t.hi;
+    s = quick_two_sum(s.hi, s.lo);
+    s.lo += t.lo;
+    return quick_two_sum(s.hi, s.lo);
+}
+
+static dd dd_neg(dd a) { return (dd){-a.hi, -a.lo}; }
+
+static dd dd_mul(dd a, dd b)
+{
+    dd p = two_prod(a.hi, b.hi);
+    p.lo += a.hi * b.lo + a.lo * b.hi;
+    return quick_two_sum(p.hi, p.lo);
+}
+
+static dd dd_mul_d(dd a, double b)
+{
+    dd p = two_prod(a.hi, b);
+    p.lo += a.lo * b;
+    return quick_two_sum(p.hi, p.lo);
+}
+
+static dd dd_div(dd a, dd b) /* three quotient digits */
+{
+    double q1 = a.hi / b.hi;
+    dd r = dd_add(a, dd_neg(dd_mul_d(b, q1)));
+    double q2 = r.hi / b.hi;
+    r = dd_add(r, dd_neg(dd_mul_d(b, q2)));
+    double q3 = r.hi / b.hi;
+    return dd_add(quick_two_sum(q1, q2), (dd){q3, 0.0});
+}
+
+/* ln 2 = L1 + L2 + L3 + O(2^-122): L1 and L2 of 32 bits (k L1 and k L2 exact for |k| < 2^21) */
+#define LN2_1 0x1.62e42ffp-1
+#define LN2_2 -0x1.718432a2p-35
+#define LN2_3 0x1.3c7673007e5edp-69
+
+/* exp(a) for -210 < a <= 0, a of at most 25 significant bits (an FP32 value or twice one), to a
+ * relative error below 2^-96: a = k ln2 + r with |r| <= 0.35 (a - k L1 exact: both are multiples of
+ * 2^-32 below 2^8; k L2 exact; k L3 by two_prod), exp(r) by its Taylor series to r^24 / 24! (the rest
+ * < 2^-120) in Horner's form 1 + r (1 + r/2 (1 + r/3 (...))), then 2^k exactly */
+static dd dd_exp(double a)
+{
+    double kf = a * 0x1.71547652b82fep0; /* a / ln 2 */
+    int k = (int)(kf - 0.5);             /* rounded to nearest (kf <= 0) */
+    double t = a - (double)k * LN2_1;
+    dd r = two_sum(t, -(double)k * LN2_2);
+    r = dd_add(r, dd_neg(two_prod((double)k, LN2_3)));
+    dd s = {1.0, 0.0};
+    for (int j = 24; j >= 1; j--) s = dd_add((dd){1.0, 0.0}, dd_div(dd_mul(r, s), (dd){(double)j, 0.0}));
+    return (dd){ldexp(s.hi, k), ldexp(s.lo, k)};
+}
+
+/* ------------------------------------------------------------ the decision */
+
+static uint32_t f2u(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+static float u2f(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+int vt_act_decide(double hi, double lo, double d, float *out)
+{
+    const float r = (float)hi; /* RN32(hi): the candidate */
+    const uint32_t u = f2u(r);
+    const double up = (double)u2f(u + 1), dn = u ? (double)u2f(u - 1) : 0.0;
+    /* the midpoints with the neighbours (exact: two FP32 values' sum fits in FP64, halving is exact);
+     * hi - m is exact too: both are multiples of the finer of their FP64 ulps and |hi - m| is below 2^53
+     * of them */
+    const double mhi = ((double)r + up) * 0.5, mlo = ((double)r + dn) * 0.5;
+    const double dl = (hi - mlo) + lo, du = (mhi - hi) - lo; /* each within 2^-52 of its own value */
+    if (dl > 2.0 * d && du > 2.0 * d) return *out = r, 1;
+    return 0;
+}
+
+/* ------------------------------------------------------------ sigmoid */
+
+/* stage 1: e = vt_exp(-|x|) within 2^-49 relative (the portable exp is within 1 ulp, 2^-52; 8 ulps are
+ * assumed), then 1 / (1 + e) or e / (1 + e): two more roundings, a relative error below 2^-48 */
+double vt_sigmoid_stage1(float x)
+{
+    const double ax = x < 0 ? -(double)x : (double)x, e = vt_exp(-ax);
+    return x < 0 ? e / (1.0 + e) : 1.0 / (1.0 + e);
+}
+
+void vt_sigmoid_stage2(float x, double *hi, double *lo)
+{
+    const double ax = x < 0 ? -(double)x : (double)x;
+    const dd e = dd_exp(-ax), d = dd_add((dd){1.0, 0.0}, e);
+    const dd s = dd_div(x < 0 ? e : (dd){1.0, 0.0}, d);
+    *hi = s.hi, *lo = s.lo;
+}
+
+float vt_sigmoid32(float x, int *hard)
+{
+    if (x != x) return x;
+    if (x >= 40.0f) return 1.0f;   /* 1 - sigmoid(x) < exp(-40) < 2^-57: above 1's lower midpoint 1 - 2^-25 */
+    if (x <= -104.0f) return 0.0f; /* sigmoid(x) < exp(-104) < 2^-150, the midpoint of 0 and 2^-149 */
+    float out;
+    const double y = vt_sigmoid_stage1(x);
+    if (vt_act_decide(y, 0.0, y * VT_ACT_BOUND1_SIGMOID, &out)) return out;
+    double hi, lo;
+    vt_sigmoid_stage2(x, &hi, &lo);
+    if (vt_act_decide(hi, lo, hi * VT_ACT_BOUND2, &out)) return out;
+    if (hard) *hard = 1;
+    return (float)hi;
+}
+
+/* ------------------------------------------------------------ tanh */
+
+/* stage 1 for 2^-12 < a < 20: e = vt_exp(-2a) (2^-49 relative), n = 1 - e, whose relative error is
+ * that of e times e / (1 - e) < 2^11.01 (1 - e > 2^-11 (1 - 2^-12)) plus one rounding, d = 1 + e, n / d:
+ * below 2^-37.9 */
+double vt_tanh_stage1(float ax)
+{
+    const double e = vt_exp(-2.0 * (double)ax);
+    return (1.0 - e) / (1.0 + e);
+}
+
+/* stage 2: 1 - E loses at most 11.01 bits of E's 2^-96: below 2^-84.5 with the division */
+void vt_tanh_stage2(float ax, double *hi, double *lo)
+{
+    const dd e = dd_exp(-2.0 * (double)ax);
+    const dd t = dd_div(dd_add((dd){1.0, 0.0}, dd_neg(e)), dd_add((dd){1.0, 0.0}, e));
+    *hi = t.hi, *lo = t.lo;
+}
+
+float vt_tanh32(float x, int *hard)
+{
+    if (x != x) return x;
+    const float ax = u2f(f2u(x) & 0x7fffffffu);
+    /* a - a^3/3 < tanh(a) < a, and a^3/3 < a 2^-25 (a^2 < 3 2^-25) is below half the spacing under a:
+     * RN32(tanh x) = x, the zeros included */
+    if (ax <= 0x1p-12f) return x;
+    if (ax >= 20.0f) return x < 0 ? -1.0f : 1.0f; /* 1 - tanh(20) < 2 exp(-40) < 2^-56 */
+    float out;
+    const double y = vt_tanh_stage1(ax);
+    int ok = vt_act_decide(y, 0.0, y * VT_ACT_BOUND1_TANH, &out);
+    if (!ok) {
+        double hi, lo;
+        vt_tanh_stage2(ax, &hi, &lo);
+        ok = vt_act_decide(hi, lo, hi * VT_ACT_BOUND2, &out);
+        if (!ok) {
+            if (hard) *hard = 1;
+            out = (float)hi;
+        }
+    }
+    return x < 0 ? -out : out;
+}
+
+/* ------------------------------------------------------------ the backward formulas and leaky ReLU */
+
+/* a zero result with the sign IEEE arithmetic gives the formula's product (p: the product in FP64, whose
+ * sign is the exact value's: its factors' signs are exact), as PyTorch's; any other result as it is */
+static float signed_zero(float r, double p) { return r == 0.0f ? (signbit(p) ? -0.0f : 0.0f) : r; }
+
+/* dy y (1 - y) = dy y - dy y^2: dy y exact (two FP32 values), y^2 exact (48 bits, above 2^-300), dy y^2 =
+ * p + e exactly (Dekker; above 2^-450: no underflow), the three terms' exact sum rounded once */
+float vt_sigmoid_bwd32(float y, float dy)
+{
+    const double y2 = (double)y * (double)y;
+    const dd q = two_prod((double)dy, y2);
+    const double v[3] = {(double)dy * (double)y, -q.hi, -q.lo};
+    if (!isfinite(v[0]) || !isfinite(q.hi) || !isfinite(q.lo)) return (float)(v[0] - q.hi);
+    return signed_zero(vt_round_quot_sum32(v, 3, 1), (double)dy * (double)y * (1.0 - (double)y));
+}
+
+/* dy (1 - y^2) = dy - dy y^2, the same pieces */
+float vt_tanh_bwd32(float y, float dy)
+{
+    const double y2 = (double)y * (double)y;
+    const dd q = two_prod((double)dy, y2);
+    const double v[3] = {(double)dy, -q.hi, -q.lo};
+    if (!isfinite(v[0]) || !isfinite(q.hi) || !isfinite(q.lo)) return (float)(v[0] - q.hi);
+    return signed_zero(vt_round_quot_sum32(v, 3, 1), (double)dy * (1.0 - y2));
+}
+
+/* alpha v = p + e exactly (Dekker; the kinds' check keeps alpha 0 or within [2^-64, 2^64] in
+ * magnitude: no underflow of e, no overflow), rounded once */
+static float scaled(double alpha, float v)
+{
+    const dd q = two_prod(alpha, (double)v);
+    if (!isfinite(q.hi) || !isfinite(q.lo)) return (float)q.hi;
+    const double t[2] = {q.hi, q.lo};
+    return signed_zero(vt_round_quot_sum32(t, 2, 1), q.hi);
+}
+
+float vt_leaky_relu32(float x, double alpha) { return x >= 0.0f ? x : scaled(alpha, x); }
+
+float vt_leaky_relu_bwd32(float x, float dy, double alpha) { return x > 0.0f ? dy : scaled(alpha, dy); }
