@@ -171,7 +171,12 @@
     /* x, t [B, K] -> dx [B, K] = (sigmoid(x) - t) / (B K) */                                                          \
     X(BCE_BWD, "bce_with_logits_backward", CHAIN, 1, 2, 1, 0, 0, "", "", NONE, CPU, bce_bwd, none)                    \
     /* -> input [B, d] F32, targets [B, K] F32: LOAD_BATCH's examples with the data set's float targets */             \
-    X(LOAD_BATCH_TARGETS, "load_batch_targets", LOADER, 0, 0, 2, 1, 0, "B", "", NONE, CPU, load_targets, none)
+    X(LOAD_BATCH_TARGETS, "load_batch_targets", LOADER, 0, 0, 2, 1, 0, "B", "", NONE, CPU, load_targets, none)      \
+    /* ---- layouts of the client's models (ops/vt_fam_move.c; docs/models.md): exact moves, each the other's  */     \
+    /* backward. x [B*HW, C] channels-last -> y [B, C*HW] channels-first: y[b][c*HW + t] = x[b*HW + t][c] */          \
+    X(NHWC_TO_NCHW, "to_channels_first", MOVE, 0, 1, 1, 3, 0, "B HW C", "", NONE, CPU, layout, layout)                \
+    /* x [B, C*HW] channels-first -> y [B*HW, C] channels-last: y[b*HW + t][c] = x[b][c*HW + t] */                     \
+    X(NCHW_TO_NHWC, "to_channels_last", MOVE, 0, 1, 1, 3, 0, "B HW C", "", NONE, CPU, layout, layout)
 /* clang-format on */
 
 #define VT_VARIADIC 255 /* n_in: one or more inputs */

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # The client's own model end to end (docs/models.md): networks written in PyTorch inside the test
-# (tests/ref/onnx_model_ref.py: an MLP with a residual Add, a MatMul+Add network of nn.Parameters, a
-# model with a Sigmoid) exported by torch.onnx.export, trained with `trainer train --model NET.onnx`
-# on a user's .npy data: the parameters after 3 steps against PyTorch FP64 from the same initial
-# weights on the same (full) batches; VERIFIED by the auditor in two other orders, and with `mpirun
+# (tests/ref/onnx_model_ref.py: an MLP with a residual Add, a MatMul+Add network of nn.Parameters,
+# LeNet-5 on 28 x 28 images, a small convolutional net with a residual Add and global average pooling,
+# a model with a Sigmoid, a dilated convolution) exported by torch.onnx.export, trained with `trainer
+# train --model NET.onnx` on a user's .npy data: the parameters after 3 steps against PyTorch FP64 from
+# the same initial weights on the same (full) batches, the export loaded into the PyTorch module with
+# load_state_dict(strict=True); VERIFIED by the auditor in two other orders, and with `mpirun
 # -np 2` the one-process commitment; a trainer that poisons one operation of the imported graph
-# loses the dispute game at that step and operation; an unsupported operator refused (64) naming the
-# node and its operator; a truncated file refused (2).
+# loses the dispute game at that step and operation; an unsupported operator and a dilated convolution
+# refused (64) naming the node and its operator; a truncated file refused (2).
 # Skipped (77) without torch, or in a build without ONNX support. Usage: onnx_model.sh BUILD_DIR [MPIEXEC]
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -18,8 +20,9 @@ if grep -q "without ONNX support" "$T/probe.err"; then echo "onnx_model: built w
 "$PY" "$REF/onnx_model_ref.py" make "$T" || { bad "the PyTorch models could not be exported"; vt_end; }
 D=(--set "dataset=npy:$T/x.npy,$T/y.npy" --set batch=32 --set steps=3 --set lr=0.05 --set momentum=0.9
    --set checkpoint_every=2 --set state_hash_every=1 --quiet)
-for n in mlp matmul; do
-  if "$TRAINER" train "$T/$n" --key "$T/tk" --model "$T/$n.onnx" "${D[@]}" >"$T/$n.out" 2>&1; then ok "$n trained"
+for n in mlp matmul lenet gapnet; do
+  X=(); [ "$n" = lenet ] && X=(--set "dataset=npy:$T/x28.npy,$T/y.npy") # LeNet-5's 28 x 28 images
+  if "$TRAINER" train "$T/$n" --key "$T/tk" --model "$T/$n.onnx" "${D[@]}" "${X[@]}" >"$T/$n.out" 2>&1; then ok "$n trained"
   else bad "$n: trainer train: $(tail -2 "$T/$n.out")"; continue; fi
   for order in reverse pairwise; do
     if "$AUDITOR" verify "$T/$n" --pubkey "$T/tk.pub" --order "$order" >"$T/$n.$order" 2>&1 &&
@@ -41,6 +44,16 @@ if [ -n "$MPIEXEC" ]; then
     cmp -s "$T/mlp/commitment.vtc" "$T/mlp2/commitment.vtc"; then ok "mpirun -np 2: the one-process commitment"
   else bad "mpirun -np 2: $(tail -3 "$T/mlp2.out")"; fi
 fi
+# the convolution's layouts in the program: the module's own weight [Co, C, k, k], moved exactly each step
+"$TRAINER" recipe --program --model "$T/lenet.onnx" --set batch=32 >"$T/lprog" 2>&1 &&
+  grep -q " conv1.weight  *param  F32 \[6, 1, 5, 5\]" "$T/lprog" && grep -q "to_channels_first" "$T/lprog" &&
+  grep -q "conv2d_weight_grad" "$T/lprog" && grep -q "maxpool_backward" "$T/lprog" && ok "lenet program" ||
+  bad "lenet program: $(head -3 "$T/lprog")"
+# a dilated convolution: refused by name (64), nothing written
+"$TRAINER" train "$T/badconv" --key "$T/tk" --model "$T/badconv.onnx" "${D[@]}" >"$T/badconv.out" 2>&1
+st=$?
+[ "$st" = 64 ] && grep -q "(Conv): dilation other than 1" "$T/badconv.out" && [ ! -e "$T/badconv" ] &&
+  ok "dilated convolution refused" || bad "dilated convolution: exit $st: $(cat "$T/badconv.out")"
 # an unsupported operator: refused by name, nothing written
 "$TRAINER" train "$T/bad" --key "$T/tk" --model "$T/bad.onnx" "${D[@]}" >"$T/bad.out" 2>&1
 st=$?
