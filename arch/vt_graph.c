@@ -278,7 +278,11 @@ static vt_err lower(bld *b)
                                                                     memcmp(&b->Vl[ly->in[1]], xl, sizeof *xl) != 0)),
                                VT_ERR_ARG, "graph: layer %s: its inputs and output differ in width or layout",
                                ly->name);
-            y = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, p->t[x].rank, p->t[x].shape, "%s.out", ly->name);
+        {
+            uint32_t shape[VT_MAX_RANK]; /* a copy: the table may move when the tensor is added */
+            memcpy(shape, p->t[x].shape, sizeof shape);
+            y = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, p->t[x].rank, shape, "%s.out", ly->name);
+        }
             if (ly->op == VT_GL_RELU) vt_prog_op(p, VT_OPK_RELU, ARR(x), 1, ARR(y), 1, NULL, 0, NULL, 0, "%s", ly->name);
             else vt_prog_op(p, VT_OPK_ADD, ARR(x, b->V[ly->in[1]]), 2, ARR(y), 1, NULL, 0, NULL, 0, "%s", ly->name);
             break;

@@ -6,7 +6,7 @@
 # train --model NET.onnx` on a user's .npy data: the parameters after 3 steps against PyTorch FP64 from
 # the same initial weights on the same (full) batches, the export loaded into the PyTorch module with
 # load_state_dict(strict=True); VERIFIED by the auditor in two other orders, and with `mpirun
-# -np 2` the one-process commitment; a trainer that poisons one operation of the imported graph
+# -np 2` the one-process commitment (the MLP, LeNet-5); a trainer that poisons one operation of the imported graph
 # loses the dispute game at that step and operation; an unsupported operator and a dilated convolution
 # refused (64) naming the node and its operator; a truncated file refused (2).
 # Skipped (77) without torch, or in a build without ONNX support. Usage: onnx_model.sh BUILD_DIR [MPIEXEC]
@@ -40,9 +40,12 @@ done
 # data parallel: two ranks, the same commitment
 if [ -n "$MPIEXEC" ]; then
   mpi_begin "$MPIEXEC"
-  if mpi 2 "$TRAINER" train "$T/mlp2" --key "$T/tk" --model "$T/mlp.onnx" "${D[@]}" >"$T/mlp2.out" 2>&1 &&
-    cmp -s "$T/mlp/commitment.vtc" "$T/mlp2/commitment.vtc"; then ok "mpirun -np 2: the one-process commitment"
-  else bad "mpirun -np 2: $(tail -3 "$T/mlp2.out")"; fi
+  for n in mlp lenet; do
+    X=(); [ "$n" = lenet ] && X=(--set "dataset=npy:$T/x28.npy,$T/y.npy")
+    if mpi 2 "$TRAINER" train "$T/${n}2" --key "$T/tk" --model "$T/$n.onnx" "${D[@]}" "${X[@]}" >"$T/${n}2.out" 2>&1 &&
+      cmp -s "$T/$n/commitment.vtc" "$T/${n}2/commitment.vtc"; then ok "$n: mpirun -np 2: the one-process commitment"
+    else bad "$n: mpirun -np 2: $(tail -3 "$T/${n}2.out")"; fi
+  done
 fi
 # the convolution's layouts in the program: the module's own weight [Co, C, k, k], moved exactly each step
 "$TRAINER" recipe --program --model "$T/lenet.onnx" --set batch=32 >"$T/lprog" 2>&1 &&
