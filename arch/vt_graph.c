@@ -243,6 +243,12 @@ static vt_err lower(bld *b)
         }
         const uint32_t x = b->V[ly->in[0]], K = b->Vcols[ly->in[0]], N = ly->cols;
         const int64_t *a = ly->attr;
+        /* a channels-last tensor's rows, B * H * W, must fit the table's dimensions (the layer's
+         * output's H and W exceed its input's by less than a window: pad < k <= 64) */
+        VT_RETURN_ERROR_IF(ly->op >= VT_GL_CONV &&
+                               (uint64_t)b->B * (uint64_t)(a[0] + GEOM_K) * (uint64_t)(a[1] + GEOM_K) > ((uint64_t)1 << 31),
+                           VT_ERR_ARG, "graph: layer %s: %u examples of %lld x %lld pixels are too many rows", ly->name,
+                           b->B, (long long)a[0], (long long)a[1]);
         const vlayout *xl = &b->Vl[ly->in[0]];
         vlayout yl = *xl; /* the output's layout: the input's unless the layer says otherwise */
         uint32_t y = x;

@@ -16,9 +16,11 @@ static void torch_name(const char *name, char *out, size_t cap)
 }
 
 /* how parameter d moves: rank 4 (a convolution) permuted, rank 2 (a linear layer) transposed, except
- * the GPT's embeddings (nn.Embedding keeps [num, dim]) */
+ * the GPT's embeddings (nn.Embedding keeps [num, dim]); a client's model (--model) keeps every
+ * parameter as its module holds it (docs/models.md "Layouts"): copied */
 static int torch_how(const vt_recipe *rcp, const vt_tensor *d)
 {
+    if (rcp->has_model) return VT_TORCH_COPY;
     if (d->rank == 4) return VT_TORCH_PERMUTE;
     if (d->rank != 2) return VT_TORCH_COPY;
     if (rcp->arch == VT_ARCH_GPT && (strcmp(d->name, "wte.weight") == 0 || strcmp(d->name, "wpe.weight") == 0))

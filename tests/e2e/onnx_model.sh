@@ -34,6 +34,12 @@ for n in mlp matmul lenet gapnet; do
     ok "$n: $(tail -1 "$T/$n.ref")"
   else bad "$n: against PyTorch FP64: $(tail -3 "$T/$n.ref" 2>/dev/null)"; fi
 done
+# --layout torch: a client's parameters are already the module's own (copied, not permuted)
+if "$TRAINER" export "$T/lenet" --format safetensors --layout torch --out "$T/lenet.t.safetensors" \
+  --pubkey "$T/tk.pub" >/dev/null 2>&1 &&
+  "$PY" "$REF/onnx_model_ref.py" check "$T" lenet "$T/lenet.t.safetensors" 3 0.05 0.9 >"$T/lenet.t.ref" 2>&1; then
+  ok "lenet: --layout torch loads into the module"
+else bad "lenet --layout torch: $(tail -3 "$T/lenet.t.ref" 2>/dev/null)"; fi
 # the same program from every party: the recipe's program names the module's own parameters
 "$TRAINER" recipe --program --model "$T/mlp.onnx" --set batch=32 >"$T/prog" 2>&1 &&
   grep -q " fc1.weight " "$T/prog" && grep -q "head.bias.grad" "$T/prog" && ok "program" || bad "program: $(head -3 "$T/prog")"
