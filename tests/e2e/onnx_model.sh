@@ -6,9 +6,10 @@
 # train --model NET.onnx` on a user's .npy data: the parameters after 3 steps against PyTorch FP64 from
 # the same initial weights on the same (full) batches, the export loaded into the PyTorch module with
 # load_state_dict(strict=True); VERIFIED by the auditor in two other orders, and with `mpirun
-# -np 2` the one-process commitment (the MLP, LeNet-5); a trainer that poisons one operation of the imported graph
-# loses the dispute game at that step and operation; an unsupported operator and a dilated convolution
-# refused (64) naming the node and its operator; a truncated file refused (2).
+# -np 2` the one-process commitment (the MLP, LeNet-5); a trainer that poisons one operation of the
+# imported graph (the MLP's, LeNet-5's convolution weight gradient) loses the dispute game at that step
+# and operation; an unsupported operator and a dilated convolution refused (64) naming the node and
+# its operator; a truncated file refused (2).
 # Skipped (77) without torch, or in a build without ONNX support. Usage: onnx_model.sh BUILD_DIR [MPIEXEC]
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -80,4 +81,11 @@ if [ -n "$op" ] && "$B/trainer-test" train "$T/cheat" --key "$T/tk" --model "$T/
   --cheat "shift-op:2:$op" >/dev/null 2>&1; then
   dispute_game cheat cheat trainer "wrong output" 2 "$op" --cheat "shift-op:2:$op"
 else bad "the cheating run (operation ${op:-not found})"; fi
+# and one that poisons LeNet-5's second convolution's weight gradient
+op=$("$TRAINER" recipe --program --model "$T/lenet.onnx" --set batch=32 |
+  awk '/^operations/{f=1} f && /conv2.Conv weight gradient/ {print $1; exit}')
+if [ -n "$op" ] && "$B/trainer-test" train "$T/lcheat" --key "$T/tk" --model "$T/lenet.onnx" "${D[@]}" \
+  --set "dataset=npy:$T/x28.npy,$T/y.npy" --cheat "shift-op:2:$op" >/dev/null 2>&1; then
+  dispute_game lcheat lcheat trainer "wrong output" 2 "$op" --cheat "shift-op:2:$op"
+else bad "the cheating LeNet-5 run (operation ${op:-not found})"; fi
 vt_end
