@@ -324,14 +324,15 @@ vt_err vti_layout_exec(vt_opctx *c) /* exact: values are moved */
 
 void vti_layout_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { move_cost(p, o, out); }
 
-/* each direction's backward is the other, with the same arguments */
+/* each direction's backward is the other, with the same arguments, named "<the forward operation's
+ * name> backward" (a layer may hold two: a convolution's weight moves) */
 vt_grad_rule vti_layout_grad(vt_program *p, const vt_opdesc *o, uint32_t i, const uint32_t *dy, uint32_t dx,
                              const char *layer)
 {
-    (void)i;
+    (void)i, (void)layer;
     if (dx != VT_GRAD_QUERY)
         vt_prog_op(p, o->kind == VT_OPK_NHWC_TO_NCHW ? VT_OPK_NCHW_TO_NHWC : VT_OPK_NHWC_TO_NCHW, dy, 1, &dx, 1,
-                   o->iarg, o->n_iarg, NULL, 0, "%s backward", layer);
+                   o->iarg, o->n_iarg, NULL, 0, "%s backward", o->name);
     return VT_GRAD_OPS;
 }
 
