@@ -40,7 +40,8 @@ static int64_t example_elems(const vt_og_value *v)
     return n;
 }
 
-/* the node's name as a layer name: "/fc1/Gemm" -> "fc1.Gemm" */
+/* the node's name as a layer name: "/fc1/Gemm" -> "fc1.Gemm" (a control byte -> '_': the canonical
+ * form's names hold none) */
 static void layer_name(const vt_og_node *n, char *out)
 {
     const char *s = n->name;
@@ -48,6 +49,7 @@ static void layer_name(const vt_og_node *n, char *out)
     snprintf(out, VT_GRAPH_NAME_MAX, "%s", *s ? s : n->op);
     for (char *c = out; *c; c++)
         if (*c == '/' || *c == ' ') *c = '.';
+        else if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '_';
 }
 
 /* the parameter of initializer v (made at its first use, its values copied) */
@@ -57,6 +59,9 @@ static vt_err param_of(mapper *m, const vt_og_node *n, uint32_t v, uint32_t *out
     VT_RETURN_ERROR_IF(!x->is_init || x->dtype != VT_OG_F32, VT_ERR_ARG,
                        "model: node %s (%s): input %s is not a float32 initializer (a weight)", n->name, n->op, x->name);
     if (m->par[v] != NONE) return *out = m->par[v], VT_OK;
+    for (const char *c = x->name; *c; c++)
+        VT_RETURN_ERROR_IF((unsigned char)*c < 0x20 || *c == 0x7f, VT_ERR_ARG,
+                           "model: weight name %s holds a control byte", x->name);
     VT_RETURN_ERROR_IF(x->rank < 1 || x->rank > VT_MAX_RANK, VT_ERR_ARG, "model: weight %s has rank %u (1..%d)",
                        x->name, x->rank, VT_MAX_RANK);
     uint32_t shape[VT_MAX_RANK];
