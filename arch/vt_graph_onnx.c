@@ -3,7 +3,11 @@
  * [N, ...]: an example is its N-th slice, row-major), Gemm (alpha = beta = 1, transA 0, transB 0 or
  * 1: PyTorch's Linear), MatMul by an initializer (with the Add of an initializer bias that follows it
  * fused in), Add of two activations, Relu, Flatten and Reshape that keep the batch dimension (the
- * same bytes: no operation), Dropout of ratio 0; the initializers the layers read are the parameters,
+ * same bytes: no operation; of a channels-last image, to_channels_first), Dropout of ratio 0, Conv
+ * (square kernel, symmetric pads, equal strides, dilation 1, group 1), MaxPool (window = stride, no
+ * pads), GlobalAveragePool and AveragePool over the whole image. Each value's layout is tracked: the
+ * convolutional layers read and write channels-last values (docs/models.md "Layouts"), the first
+ * convolution may read the channels-first batch itself; the initializers the layers read are the parameters,
  * by their own names, in the order the nodes first read them, their values the step-0 state. Any
  * other node is refused naming it, its operator and what is supported. */
 #include <stdio.h>
