@@ -246,7 +246,8 @@ static vt_err lower(bld *b)
         /* a channels-last tensor's rows, B * H * W, must fit the table's dimensions (the layer's
          * output's H and W exceed its input's by less than a window: pad < k <= 64) */
         VT_RETURN_ERROR_IF(ly->op >= VT_GL_CONV &&
-                               (uint64_t)b->B * (uint64_t)(a[0] + GEOM_K) * (uint64_t)(a[1] + GEOM_K) > ((uint64_t)1 << 31),
+                               (uint64_t)b->B * (uint64_t)(a[0] + GEOM_K) * (uint64_t)(a[1] + GEOM_K) >
+                                   ((uint64_t)1 << 31),
                            VT_ERR_ARG, "graph: layer %s: %u examples of %lld x %lld pixels are too many rows", ly->name,
                            b->B, (long long)a[0], (long long)a[1]);
         const vlayout *xl = &b->Vl[ly->in[0]];
@@ -254,7 +255,8 @@ static vt_err lower(bld *b)
         uint32_t y = x;
         b->lop0[l] = p->n_ops + 1;
         /* a channels-last value of one pixel is also channels-first */
-        VT_RETURN_ERROR_IF(xl->last && (uint64_t)xl->h * xl->w > 1 && ly->op != VT_GL_RELU && ly->op != VT_GL_ADD && ly->op != VT_GL_CONV &&
+        VT_RETURN_ERROR_IF(xl->last && (uint64_t)xl->h * xl->w > 1 && ly->op != VT_GL_RELU && ly->op != VT_GL_ADD &&
+                               ly->op != VT_GL_CONV &&
                                ly->op != VT_GL_MAXPOOL && ly->op != VT_GL_AVGPOOL && ly->op != VT_GL_TO_NCHW,
                            VT_ERR_ARG, "graph: layer %s reads a channels-last value (to_channels_first first)",
                            ly->name);
@@ -308,10 +310,12 @@ static vt_err lower(bld *b)
             const uint32_t W = b->pt[ly->param[0]];
             const uint32_t kkC = (uint32_t)(k * k * C), Ho = (uint32_t)((H + 2 * pad - k) / s + 1),
                            Wo = (uint32_t)((Wd + 2 * pad - k) / s + 1);
-            VT_RETURN_ERROR_IF(ly->n_param < 1 || p->t[W].rank != 4 || p->t[W].shape[0] != Co || p->t[W].shape[1] != C ||
+            VT_RETURN_ERROR_IF(ly->n_param < 1 || p->t[W].rank != 4 || p->t[W].shape[0] != Co ||
+                                   p->t[W].shape[1] != C ||
                                    p->t[W].shape[2] != k || p->t[W].shape[3] != k ||
                                    (bias && p->t[b->pt[ly->param[1]]].n != (size_t)Co),
-                               VT_ERR_ARG, "graph: layer %s: its parameters are not [%lld, %lld, %lld, %lld] and [%lld]",
+                               VT_ERR_ARG,
+                               "graph: layer %s: its parameters are not [%lld, %lld, %lld, %lld] and [%lld]",
                                ly->name, (long long)Co, (long long)C, (long long)k, (long long)k, (long long)Co);
             const uint32_t wt = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, 2, ARR((uint32_t)(Co * k * k), (uint32_t)C),
                                                "%s.weight.taps", ly->name);
@@ -588,7 +592,8 @@ vt_err vt_graph_build(const vt_graph *g, const vt_recipe *rcp, vt_program *p)
 finish:
     e = vt_program_finish(p);
 done:
-    free(GPl), free(P), free(M1), free(M2), free(b.pt), free(b.V), free(b.Vcols), free(b.Vl), free(b.lop0), free(b.lop1);
+    free(GPl), free(P), free(M1), free(M2), free(b.pt), free(b.V), free(b.Vcols), free(b.Vl), free(b.lop0);
+    free(b.lop1);
     free(b.need), free(b.is_param), free(b.G), free(b.GP), free(b.first_c), free(b.readers), free(b.met);
     free(b.sums), free(b.lay), free(b.tgt), free(b.cs), free(b.cs_next);
     return e;

@@ -176,7 +176,8 @@ static vt_err map_window(mapper *m, const vt_og_node *n, const char *nm, uint32_
         const vt_og_value *w = &og->v[n->in[1]];
         const vt_og_attr *ga = vt_og_attr_get(n, "group");
         if (ga) grp = ga->i;
-        VT_RETURN_ERROR_IF(w->rank != 4 || w->shape[2] != w->shape[3] || (ka && (ka->n != 2 || ka->ints[0] != ka->ints[1])),
+        VT_RETURN_ERROR_IF(w->rank != 4 || w->shape[2] != w->shape[3] ||
+                               (ka && (ka->n != 2 || ka->ints[0] != ka->ints[1])),
                            VT_ERR_ARG, "model: node %s (Conv): the kernel is not square (supported: k x k)", n->name);
         k = w->shape[2];
         VT_RETURN_ERROR_IF(equal_ints(n, "strides", 2, 1, &s), VT_ERR_ARG,
@@ -279,7 +280,8 @@ static vt_err map_node(mapper *m, uint32_t j)
             /* a channels-last image flattened: ONNX's order is (c, h, w): to_channels_first */
             const int64_t at[VT_GLAYER_ATTRS] = {q[0], q[1], q[2]};
             out = vt_graph_layer(m->g, VT_GL_TO_NCHW, nm, 1, &x, 0, NULL, at, cols, &m->bad);
-            VT_RETURN_ERROR_IF(out == NONE, VT_ERR_NOMEM, "model: out of memory (or a node name too long: %s)", n->name);
+            VT_RETURN_ERROR_IF(out == NONE, VT_ERR_NOMEM, "model: out of memory (or a node name too long: %s)",
+                               n->name);
             m->val[y] = out, m->cols[y] = cols;
             return VT_OK;
         }

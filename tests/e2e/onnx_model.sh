@@ -23,7 +23,8 @@ D=(--set "dataset=npy:$T/x.npy,$T/y.npy" --set batch=32 --set steps=3 --set lr=0
    --set checkpoint_every=2 --set state_hash_every=1 --quiet)
 for n in mlp matmul lenet gapnet; do
   X=(); [ "$n" = lenet ] && X=(--set "dataset=npy:$T/x28.npy,$T/y.npy") # LeNet-5's 28 x 28 images
-  if "$TRAINER" train "$T/$n" --key "$T/tk" --model "$T/$n.onnx" "${D[@]}" "${X[@]}" >"$T/$n.out" 2>&1; then ok "$n trained"
+  if "$TRAINER" train "$T/$n" --key "$T/tk" --model "$T/$n.onnx" "${D[@]}" ${X[@]+"${X[@]}"} >"$T/$n.out" 2>&1; then
+    ok "$n trained"
   else bad "$n: trainer train: $(tail -2 "$T/$n.out")"; continue; fi
   for order in reverse pairwise; do
     if "$AUDITOR" verify "$T/$n" --pubkey "$T/tk.pub" --order "$order" >"$T/$n.$order" 2>&1 &&
@@ -49,7 +50,7 @@ if [ -n "$MPIEXEC" ]; then
   mpi_begin "$MPIEXEC"
   for n in mlp lenet; do
     X=(); [ "$n" = lenet ] && X=(--set "dataset=npy:$T/x28.npy,$T/y.npy")
-    if mpi 2 "$TRAINER" train "$T/${n}2" --key "$T/tk" --model "$T/$n.onnx" "${D[@]}" "${X[@]}" >"$T/${n}2.out" 2>&1 &&
+    if mpi 2 "$TRAINER" train "$T/${n}2" --key "$T/tk" --model "$T/$n.onnx" "${D[@]}" ${X[@]+"${X[@]}"} >"$T/${n}2.out" 2>&1 &&
       cmp -s "$T/$n/commitment.vtc" "$T/${n}2/commitment.vtc"; then ok "$n: mpirun -np 2: the one-process commitment"
     else bad "$n: mpirun -np 2: $(tail -3 "$T/${n}2.out")"; fi
   done

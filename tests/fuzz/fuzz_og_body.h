@@ -53,7 +53,8 @@ static int vt_fuzz_og_map(const vt_og_graph *og)
     vt_buf b1, b2;
     if (vt_graph_encode(&fg, &b1) == VT_OK) {
         if (vt_graph_decode(b1.data, b1.len, &fg2) != VT_OK) {
-            fprintf(stderr, "fuzz_onnx_graph violation: the forward graph's form does not read back: %s\n", vt_errmsg());
+            fprintf(stderr, "fuzz_onnx_graph violation: the forward graph's form does not read back: %s\n",
+                    vt_errmsg());
             bad = 1;
         } else {
             if (vt_graph_encode(&fg2, &b2) == VT_OK) {

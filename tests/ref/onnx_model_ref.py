@@ -14,7 +14,8 @@
       the model NAME rebuilt from the same seed in float64, trained STEPS full-batch steps of SGD (lr,
       momentum; torch.optim.SGD, cross-entropy mean over the batch) on DIR's data, its parameters
       compared with the project's after STEPS steps (EXPORT, `trainer export`: the names are the
-      module's own: it must load into the module with load_state_dict(strict=True)): the largest difference must be below 2e-5 relative to the parameter's scale
+      module's own: it must load into the module with load_state_dict(strict=True)): the largest
+      difference must be below 2e-5 relative to the parameter's scale
       (each operation rounds to float32: the differences are float32 rounding accumulated over a few
       operations and steps), and the same comparison with the initial parameters must fail (the
       check can fail)."""
