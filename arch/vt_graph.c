@@ -90,7 +90,7 @@ vt_err vt_graph_mlp(const vt_recipe *rcp, vt_graph *g)
     }
     for (uint32_t l = 1; l <= L && !bad; l++) {
         snprintf(nm, sizeof nm, "fc%u", l);
-        v = vt_graph_layer(g, VT_GL_LINEAR, nm, 1, &v, 2, ARR(2 * (l - 1), 2 * (l - 1) + 1), IARG(0, 0, 0, 0), w[l],
+        v = vt_graph_layer(g, VT_GL_LINEAR, nm, 1, &v, 2, ARR(2 * (l - 1), 2 * (l - 1) + 1), NULL, w[l],
                            &bad);
         if (l < L && !bad) {
             snprintf(nm, sizeof nm, "relu%u", l);
@@ -105,7 +105,94 @@ vt_err vt_graph_mlp(const vt_recipe *rcp, vt_graph *g)
     return VT_OK;
 }
 
+/* ------------------------------------------------------------ the layers' attributes */
+
+#define GEOM_DIM 4096    /* an image's side (the convolution kinds' limit) */
+#define GEOM_CH 65536    /* channels */
+#define GEOM_K 64        /* a window's side, a stride */
+
+vt_err vt_graph_layer_check(const vt_glayer *l, uint32_t *cols)
+{
+    const int64_t *a = l->attr;
+    int used = 0; /* attributes the operation reads */
+    uint64_t n = 0;
+    switch (l->op) {
+    case VT_GL_LINEAR:
+        used = 1;
+        VT_RETURN_ERROR_IF(a[0] != 0 && a[0] != 1, VT_ERR_FORMAT, "model graph: layer %s: transB %lld", l->name,
+                           (long long)a[0]);
+        n = l->cols;
+        break;
+    case VT_GL_RELU:
+    case VT_GL_ADD:
+    case VT_GL_RESHAPE:
+    case VT_GL_SIGMOID:
+    case VT_GL_TANH: n = l->cols; break;
+    case VT_GL_LEAKY_RELU: { /* attr[0]: alpha's FP64 bits */
+        double alpha;
+        uint64_t bits = (uint64_t)a[0];
+        memcpy(&alpha, &bits, sizeof alpha);
+        used = 1;
+        VT_RETURN_ERROR_IF(!vt_graph_alpha_ok(alpha), VT_ERR_FORMAT,
+                           "model graph: layer %s: alpha %g is not 0 or within [2^-64, 2^64] in magnitude", l->name,
+                           alpha);
+        n = l->cols;
+        break;
+    }
+    case VT_GL_CONV:
+        used = 8;
+        VT_RETURN_ERROR_IF(a[0] < 1 || a[0] > GEOM_DIM || a[1] < 1 || a[1] > GEOM_DIM || a[2] < 1 || a[2] > GEOM_CH ||
+                               a[3] < 1 || a[3] > GEOM_K || a[4] < 1 || a[4] > GEOM_K || a[5] < 0 || a[5] >= a[3] ||
+                               a[0] + 2 * a[5] < a[3] || a[1] + 2 * a[5] < a[3] || (a[6] != 0 && a[6] != 1) ||
+                               a[7] < 1 || a[7] > GEOM_CH,
+                           VT_ERR_FORMAT,
+                           "model graph: layer %s: a convolution of %lld x %lld x %lld, kernel %lld, stride %lld, pad "
+                           "%lld, chw %lld, %lld channels out is not supported",
+                           l->name, (long long)a[0], (long long)a[1], (long long)a[2], (long long)a[3], (long long)a[4],
+                           (long long)a[5], (long long)a[6], (long long)a[7]);
+        n = (uint64_t)((a[0] + 2 * a[5] - a[3]) / a[4] + 1) * (uint64_t)((a[1] + 2 * a[5] - a[3]) / a[4] + 1) *
+            (uint64_t)a[7];
+        break;
+    case VT_GL_MAXPOOL:
+        used = 4;
+        VT_RETURN_ERROR_IF(a[0] < 1 || a[0] > GEOM_DIM || a[1] < 1 || a[1] > GEOM_DIM || a[2] < 1 || a[2] > GEOM_CH ||
+                               a[3] < 1 || a[3] > GEOM_K || a[0] % a[3] || a[1] % a[3],
+                           VT_ERR_FORMAT, "model graph: layer %s: bad max pooling (the window must divide the image)",
+                           l->name);
+        n = (uint64_t)(a[0] / a[3]) * (uint64_t)(a[1] / a[3]) * (uint64_t)a[2];
+        break;
+    case VT_GL_AVGPOOL:
+        used = 3;
+        VT_RETURN_ERROR_IF(a[0] < 1 || a[0] > GEOM_DIM || a[1] < 1 || a[1] > GEOM_DIM || a[2] < 1 || a[2] > GEOM_CH,
+                           VT_ERR_FORMAT, "model graph: layer %s: bad average pooling", l->name);
+        n = (uint64_t)a[2];
+        break;
+    case VT_GL_TO_NCHW:
+    case VT_GL_TO_NHWC:
+        used = 3;
+        VT_RETURN_ERROR_IF(a[0] < 1 || a[0] > GEOM_DIM || a[1] < 1 || a[1] > GEOM_DIM || a[2] < 1 || a[2] > GEOM_CH,
+                           VT_ERR_FORMAT, "model graph: layer %s: bad layout change", l->name);
+        n = (uint64_t)a[0] * (uint64_t)a[1] * (uint64_t)a[2];
+        break;
+    default: VT_RETURN_ERROR(VT_ERR_FORMAT, "model graph: layer %s: operation %d", l->name, (int)l->op);
+    }
+    for (int i = used; i < VT_GLAYER_ATTRS; i++)
+        VT_RETURN_ERROR_IF(a[i] != 0, VT_ERR_FORMAT, "model graph: layer %s: attribute %d is %lld (unused: 0)", l->name,
+                           i, (long long)a[i]);
+    VT_RETURN_ERROR_IF(n == 0 || n > (1u << 30) || n != l->cols, VT_ERR_FORMAT,
+                       "model graph: layer %s: width %u, its attributes give %llu", l->name, l->cols,
+                       (unsigned long long)n);
+    *cols = (uint32_t)n;
+    return VT_OK;
+}
+
 /* ------------------------------------------------------------ the builder */
+
+/* a value's layout: channels-last (an example is [h*w, c]) or not (its elements in ONNX's order) */
+typedef struct {
+    uint8_t last;
+    uint32_t h, w, c;
+} vlayout;
 
 typedef struct {
     const vt_graph *g;
@@ -114,6 +201,7 @@ typedef struct {
     uint32_t B;
     uint32_t *pt;        /* parameter -> its state tensor */
     uint32_t *V, *Vcols; /* value -> its tensor, its width */
+    vlayout *Vl;         /* value -> its layout */
     uint32_t *lop0, *lop1; /* layer -> its forward operations [lop0, lop1) */
     uint32_t *lay;       /* forward operation -> its layer */
     uint32_t nt;         /* tensors after the forward pass (the arrays below are indexed by them) */
@@ -141,21 +229,57 @@ static uint32_t grad_like(bld *b, uint32_t t, const char *fmt, uint32_t k)
     return vt_prog_tensor(b->p, VT_TC_GRAD, (vt_dtype)x->dtype, x->rank, shape, "%s", nm);
 }
 
+/* value v is channels-last [h*w, c] (what the layer `ly` reads) */
+static vt_err want_last(const bld *b, const vt_glayer *ly, uint32_t v, int64_t h, int64_t w, int64_t c)
+{
+    const vlayout *q = &b->Vl[v];
+    VT_RETURN_ERROR_IF(!q->last || q->h != h || q->w != w || q->c != c, VT_ERR_ARG,
+                       "graph: layer %s reads value %u as channels-last %lld x %lld x %lld; it is %s %u x %u x %u",
+                       ly->name, v, (long long)h, (long long)w, (long long)c, q->last ? "channels-last" : "not",
+                       q->h, q->w, q->c);
+    return VT_OK;
+}
+
 static vt_err lower(bld *b)
 {
     const vt_graph *g = b->g;
     vt_program *p = b->p;
     for (uint32_t l = 0; l < g->n_layer && !p->bad; l++) {
         const vt_glayer *ly = &g->layer[l];
+        uint32_t width;
+        VT_RETURN_ERROR_IF(ly->n_in < 1 || ly->n_in > 2, VT_ERR_ARG, "graph: layer %s reads %u values", ly->name,
+                           ly->n_in);
         for (uint32_t i = 0; i < ly->n_in; i++)
             VT_RETURN_ERROR_IF(ly->in[i] > l, VT_ERR_ARG, "graph: layer %s reads value %u before it is computed",
                                ly->name, ly->in[i]);
         for (uint32_t i = 0; i < ly->n_param; i++)
             VT_RETURN_ERROR_IF(ly->param[i] >= g->n_param, VT_ERR_ARG, "graph: layer %s reads no parameter",
                                ly->name);
+        if (vt_graph_layer_check(ly, &width)) {
+            char msg[512];
+            snprintf(msg, sizeof msg, "%s", vt_errmsg());
+            return vt_set_error(VT_ERR_ARG, "graph: %s", msg);
+        }
         const uint32_t x = b->V[ly->in[0]], K = b->Vcols[ly->in[0]], N = ly->cols;
+        const int64_t *a = ly->attr;
+        /* a channels-last tensor's rows, B * H * W, must fit the table's dimensions (the layer's
+         * output's H and W exceed its input's by less than a window: pad < k <= 64) */
+        VT_RETURN_ERROR_IF(ly->op >= VT_GL_CONV &&
+                               (uint64_t)b->B * (uint64_t)(a[0] + GEOM_K) * (uint64_t)(a[1] + GEOM_K) >
+                                   ((uint64_t)1 << 31),
+                           VT_ERR_ARG, "graph: layer %s: %u examples of %lld x %lld pixels are too many rows", ly->name,
+                           b->B, (long long)a[0], (long long)a[1]);
+        const vlayout *xl = &b->Vl[ly->in[0]];
+        vlayout yl = *xl; /* the output's layout: the input's unless the layer says otherwise */
         uint32_t y = x;
         b->lop0[l] = p->n_ops + 1;
+        /* a channels-last value of one pixel is also channels-first */
+        VT_RETURN_ERROR_IF(xl->last && (uint64_t)xl->h * xl->w > 1 && ly->op != VT_GL_RELU && ly->op != VT_GL_ADD &&
+                               ly->op != VT_GL_SIGMOID && ly->op != VT_GL_TANH && ly->op != VT_GL_LEAKY_RELU &&
+                               ly->op != VT_GL_CONV &&
+                               ly->op != VT_GL_MAXPOOL && ly->op != VT_GL_AVGPOOL && ly->op != VT_GL_TO_NCHW,
+                           VT_ERR_ARG, "graph: layer %s reads a channels-last value (to_channels_first first)",
+                           ly->name);
         switch (ly->op) {
         case VT_GL_LINEAR: {
             const int bias = ly->n_param == 2;
@@ -177,16 +301,23 @@ static vt_err lower(bld *b)
             break;
         }
         case VT_GL_RELU:
-        case VT_GL_ADD:
-            VT_RETURN_ERROR_IF(N != K || (ly->op == VT_GL_ADD && (ly->n_in != 2 || b->Vcols[ly->in[1]] != K)),
-                               VT_ERR_ARG, "graph: layer %s: its inputs and output differ in width", ly->name);
-            y = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, 2, ARR(b->B, N), "%s.out", ly->name);
+        case VT_GL_ADD: /* the output has the input's shape and layout */
+            VT_RETURN_ERROR_IF(N != K || (ly->op == VT_GL_ADD && (ly->n_in != 2 || b->Vcols[ly->in[1]] != K ||
+                                                                    memcmp(&b->Vl[ly->in[1]], xl, sizeof *xl) != 0)),
+                               VT_ERR_ARG, "graph: layer %s: its inputs and output differ in width or layout",
+                               ly->name);
+        {
+            uint32_t shape[VT_MAX_RANK]; /* a copy: the table may move when the tensor is added */
+            memcpy(shape, p->t[x].shape, sizeof shape);
+            y = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, p->t[x].rank, shape, "%s.out", ly->name);
+        }
             if (ly->op == VT_GL_RELU) vt_prog_op(p, VT_OPK_RELU, ARR(x), 1, ARR(y), 1, NULL, 0, NULL, 0, "%s", ly->name);
             else vt_prog_op(p, VT_OPK_ADD, ARR(x, b->V[ly->in[1]]), 2, ARR(y), 1, NULL, 0, NULL, 0, "%s", ly->name);
             break;
         case VT_GL_SIGMOID:
         case VT_GL_TANH:
-        case VT_GL_LEAKY_RELU: { /* the activations of client models: one elementwise kind each */
+        case VT_GL_LEAKY_RELU: { /* the activations of client models: one elementwise kind each; the output has
+                                  * the input's shape and layout */
             VT_RETURN_ERROR_IF(N != K, VT_ERR_ARG, "graph: layer %s: its input and output differ in width", ly->name);
             double alpha = 0.0;
             uint64_t bits = (uint64_t)ly->attr[0];
@@ -194,7 +325,9 @@ static vt_err lower(bld *b)
             VT_RETURN_ERROR_IF(ly->op == VT_GL_LEAKY_RELU && !vt_graph_alpha_ok(alpha), VT_ERR_ARG,
                                "graph: layer %s: alpha %g is not 0 or within [2^-64, 2^64] in magnitude", ly->name,
                                alpha);
-            y = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, 2, ARR(b->B, N), "%s.out", ly->name);
+            uint32_t shape[VT_MAX_RANK]; /* a copy: the table may move when the tensor is added */
+            memcpy(shape, p->t[x].shape, sizeof shape);
+            y = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, p->t[x].rank, shape, "%s.out", ly->name);
             const uint16_t k = ly->op == VT_GL_SIGMOID ? VT_OPK_SIGMOID : ly->op == VT_GL_TANH ? VT_OPK_TANH
                                                                                                  : VT_OPK_LEAKY_RELU;
             vt_prog_op(p, k, ARR(x), 1, ARR(y), 1, NULL, 0, &alpha, k == VT_OPK_LEAKY_RELU, "%s", ly->name);
@@ -204,11 +337,87 @@ static vt_err lower(bld *b)
             VT_RETURN_ERROR_IF(N != K, VT_ERR_ARG, "graph: layer %s changes the example's size (%u to %u values)",
                                ly->name, K, N);
             break;
+        case VT_GL_CONV: {
+            /* the weight [Co, C, k, k] permuted to the GEMM's [k*k*C, Co] (exact moves), then conv2d, then
+             * the bias per channel */
+            const int64_t H = a[0], Wd = a[1], C = a[2], k = a[3], s = a[4], pad = a[5], chw = a[6], Co = a[7];
+            const int bias = ly->n_param == 2;
+            if (chw) VT_RETURN_ERROR_IF(xl->last || K != (uint64_t)H * Wd * C, VT_ERR_ARG,
+                                        "graph: layer %s reads %u values as channels-first %lld x %lld x %lld",
+                                        ly->name, K, (long long)C, (long long)H, (long long)Wd);
+            else VT_FORWARD_IF_ERROR(want_last(b, ly, ly->in[0], H, Wd, C));
+            const uint32_t W = b->pt[ly->param[0]];
+            const uint32_t kkC = (uint32_t)(k * k * C), Ho = (uint32_t)((H + 2 * pad - k) / s + 1),
+                           Wo = (uint32_t)((Wd + 2 * pad - k) / s + 1);
+            VT_RETURN_ERROR_IF(ly->n_param < 1 || p->t[W].rank != 4 || p->t[W].shape[0] != Co ||
+                                   p->t[W].shape[1] != C ||
+                                   p->t[W].shape[2] != k || p->t[W].shape[3] != k ||
+                                   (bias && p->t[b->pt[ly->param[1]]].n != (size_t)Co),
+                               VT_ERR_ARG,
+                               "graph: layer %s: its parameters are not [%lld, %lld, %lld, %lld] and [%lld]",
+                               ly->name, (long long)Co, (long long)C, (long long)k, (long long)k, (long long)Co);
+            const uint32_t wt = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, 2, ARR((uint32_t)(Co * k * k), (uint32_t)C),
+                                               "%s.weight.taps", ly->name);
+            vt_prog_op(p, VT_OPK_NCHW_TO_NHWC, ARR(W), 1, ARR(wt), 1, IARG(Co, k * k, C), 3, NULL, 0,
+                       "%s weight to taps", ly->name);
+            const uint32_t wg = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, 2, ARR(kkC, (uint32_t)Co), "%s.weight.gemm",
+                                               ly->name);
+            vt_prog_op(p, VT_OPK_NHWC_TO_NCHW, ARR(wt), 1, ARR(wg), 1, IARG(1, Co, (int64_t)kkC), 3, NULL, 0,
+                       "%s weight to GEMM layout", ly->name);
+            const uint32_t rows = b->B * Ho * Wo;
+            const uint32_t z = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, 2, ARR(rows, (uint32_t)Co), "%s.%s", ly->name,
+                                              bias ? "conv" : "out");
+            vt_prog_op(p, VT_OPK_CONV2D, ARR(x, wg), 2, ARR(z), 1, IARG(b->B, H, Wd, C, k, s, pad, chw, Co), 9, NULL,
+                       0, "%s", ly->name);
+            y = z;
+            if (bias) {
+                y = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, 2, ARR(rows, (uint32_t)Co), "%s.out", ly->name);
+                vt_prog_op(p, VT_OPK_BIAS_ADD, ARR(z, b->pt[ly->param[1]]), 2, ARR(y), 1, NULL, 0, NULL, 0,
+                           "%s bias add", ly->name);
+            }
+            yl = (vlayout){1, Ho, Wo, (uint32_t)Co};
+            break;
+        }
+        case VT_GL_MAXPOOL: {
+            VT_FORWARD_IF_ERROR(want_last(b, ly, ly->in[0], a[0], a[1], a[2]));
+            const uint32_t Ho = (uint32_t)(a[0] / a[3]), Wo = (uint32_t)(a[1] / a[3]);
+            y = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, 2, ARR(b->B * Ho * Wo, (uint32_t)a[2]), "%s.out", ly->name);
+            vt_prog_op(p, VT_OPK_MAXPOOL, ARR(x), 1, ARR(y), 1, IARG(b->B, a[0], a[1], a[2], a[3]), 5, NULL, 0, "%s",
+                       ly->name);
+            yl = (vlayout){1, Ho, Wo, (uint32_t)a[2]};
+            break;
+        }
+        case VT_GL_AVGPOOL:
+            VT_FORWARD_IF_ERROR(want_last(b, ly, ly->in[0], a[0], a[1], a[2]));
+            y = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, 2, ARR(b->B, (uint32_t)a[2]), "%s.out", ly->name);
+            vt_prog_op(p, VT_OPK_AVGPOOL, ARR(x), 1, ARR(y), 1, IARG(b->B, a[0] * a[1]), 2, NULL, 0, "%s", ly->name);
+            yl = (vlayout){0, 0, 0, 0};
+            break;
+        case VT_GL_TO_NCHW:
+            VT_FORWARD_IF_ERROR(want_last(b, ly, ly->in[0], a[0], a[1], a[2]));
+            y = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, 2, ARR(b->B, N), "%s.out", ly->name);
+            vt_prog_op(p, VT_OPK_NHWC_TO_NCHW, ARR(x), 1, ARR(y), 1, IARG(b->B, a[0] * a[1], a[2]), 3, NULL, 0, "%s",
+                       ly->name);
+            yl = (vlayout){0, 0, 0, 0};
+            break;
+        case VT_GL_TO_NHWC:
+            VT_RETURN_ERROR_IF(K != N, VT_ERR_ARG, "graph: layer %s: its input has %u values, not %u", ly->name, K, N);
+            y = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, 2, ARR(b->B * (uint32_t)(a[0] * a[1]), (uint32_t)a[2]),
+                               "%s.out", ly->name);
+            vt_prog_op(p, VT_OPK_NCHW_TO_NHWC, ARR(x), 1, ARR(y), 1, IARG(b->B, a[0] * a[1], a[2]), 3, NULL, 0, "%s",
+                       ly->name);
+            yl = (vlayout){1, (uint32_t)a[0], (uint32_t)a[1], (uint32_t)a[2]};
+            break;
         default: VT_RETURN_ERROR(VT_ERR_ARG, "graph: layer %s has an unknown operation %d", ly->name, (int)ly->op);
         }
+        (void)width;
         b->lop1[l] = p->n_ops + 1;
-        b->V[l + 1] = y, b->Vcols[l + 1] = N;
+        b->V[l + 1] = y, b->Vcols[l + 1] = N, b->Vl[l + 1] = yl;
     }
+    VT_RETURN_ERROR_IF(!p->bad && g->out >= 1 && g->out <= g->n_layer && b->Vl[g->out].last &&
+                           (uint64_t)b->Vl[g->out].h * b->Vl[g->out].w > 1,
+                       VT_ERR_ARG,
+                       "graph: the output is a channels-last value (to_channels_first first)");
     return p->bad ? vt_set_error(VT_ERR_NOMEM, "graph: out of memory") : VT_OK;
 }
 
@@ -300,13 +509,28 @@ static void emit_sums(bld *b, uint32_t t)
     }
 }
 
+/* operation j of layer l prepares a parameter: every input a parameter or such an operation's output
+ * (a convolution's weight permuted to the GEMM's layout) */
+static int prep_op(const bld *b, uint32_t l, uint32_t j)
+{
+    const vt_opdesc *o = &b->p->op[j];
+    for (uint32_t i = 0; i < o->n_in; i++) {
+        const uint32_t t = o->in[i];
+        if (t < b->nt && b->is_param[t]) continue;
+        uint32_t q = j;
+        while (q-- > b->lop0[l] && b->p->op[q].out[0] != t) {}
+        if (q + 1 <= b->lop0[l] || q >= j || !prep_op(b, l, q)) return 0;
+    }
+    return 1;
+}
+
 /* pass C: the backward operations */
 static void emit(bld *b)
 {
     vt_program *p = b->p;
     for (uint32_t l = b->g->n_layer; l-- > 0;) {
         for (uint32_t j = b->lop0[l]; j < b->lop1[l]; j++) /* the parameters' gradients, forward order */
-            for (uint32_t i = 0; i < p->op[j].n_in; i++) {
+            for (uint32_t i = 0; i < p->op[j].n_in && !prep_op(b, l, j); i++) {
                 uint32_t t = p->op[j].in[i];
                 if (b->G[p->op[j].out[0]] != NONE && b->GP[t] != NONE) rule(b, j, i, b->GP[t]);
             }
@@ -316,6 +540,11 @@ static void emit(bld *b)
                 if (b->G[p->op[j].out[0]] == NONE || !b->need[t] || b->is_param[t]) continue;
                 if (b->tgt[j * MAX_IN + i] != NONE) rule(b, j, i, b->tgt[j * MAX_IN + i]);
                 if (b->readers[t] > 1 && ++b->met[t] == b->readers[t]) emit_sums(b, t); /* the walk's last reader */
+            }
+        for (uint32_t j = b->lop1[l]; j-- > b->lop0[l];) /* then the prepared parameters', reverse order */
+            for (uint32_t i = 0; i < p->op[j].n_in && prep_op(b, l, j); i++) {
+                uint32_t t = p->op[j].in[i];
+                if (b->G[p->op[j].out[0]] != NONE && b->GP[t] != NONE) rule(b, j, i, b->GP[t]);
             }
     }
 }
@@ -330,9 +559,10 @@ vt_err vt_graph_build(const vt_graph *g, const vt_recipe *rcp, vt_program *p)
     const uint32_t nP = g->n_param, nL = g->n_layer;
     uint32_t *GPl = NULL, *P = calloc(nP + 1, sizeof *P), *M1 = calloc(nP + 1, sizeof *M1), *M2 = calloc(nP + 1, sizeof *M2);
     b.pt = calloc(nP + 1, sizeof *b.pt);
-    b.V = calloc(nL + 1, sizeof *b.V), b.Vcols = calloc(nL + 1, sizeof *b.Vcols);
+    b.V = calloc(nL + 1, sizeof *b.V), b.Vcols = calloc(nL + 1, sizeof *b.Vcols), b.Vl = calloc(nL + 1, sizeof *b.Vl);
     b.lop0 = calloc(nL, sizeof *b.lop0), b.lop1 = calloc(nL, sizeof *b.lop1);
-    FAIL_IF(!P || !M1 || !M2 || !b.pt || !b.V || !b.Vcols || !b.lop0 || !b.lop1, VT_ERR_NOMEM, "graph: out of memory");
+    FAIL_IF(!P || !M1 || !M2 || !b.pt || !b.V || !b.Vcols || !b.Vl || !b.lop0 || !b.lop1, VT_ERR_NOMEM,
+            "graph: out of memory");
     /* the state: the parameters, then the trainable ones' optimiser tensors */
     uint32_t nT = 0;
     for (uint32_t i = 0; i < nP; i++) {
@@ -410,7 +640,8 @@ vt_err vt_graph_build(const vt_graph *g, const vt_recipe *rcp, vt_program *p)
 finish:
     e = vt_program_finish(p);
 done:
-    free(GPl), free(P), free(M1), free(M2), free(b.pt), free(b.V), free(b.Vcols), free(b.lop0), free(b.lop1);
+    free(GPl), free(P), free(M1), free(M2), free(b.pt), free(b.V), free(b.Vcols), free(b.Vl), free(b.lop0);
+    free(b.lop1);
     free(b.need), free(b.is_param), free(b.G), free(b.GP), free(b.first_c), free(b.readers), free(b.met);
     free(b.sums), free(b.lay), free(b.tgt), free(b.cs), free(b.cs_next);
     return e;
@@ -419,13 +650,25 @@ done:
 /* ------------------------------------------------------------ the canonical form */
 
 #define GRAPH_MAGIC "VTGR"
-#define GRAPH_VERSION 1u
+#define GRAPH_VERSION 2u /* 2: eight attributes per layer, the convolutional layers; 1: four */
+
+/* the version a graph is written in: 1 (four attributes) when every layer is one version 1 knew */
+static uint32_t graph_version(const vt_graph *g)
+{
+    for (uint32_t l = 0; l < g->n_layer; l++) {
+        if (g->layer[l].op > VT_GL_LEAKY_RELU) return 2;
+        for (int i = 4; i < VT_GLAYER_ATTRS; i++)
+            if (g->layer[l].attr[i]) return 2;
+    }
+    return 1;
+}
 
 vt_err vt_graph_encode(const vt_graph *g, vt_buf *out)
 {
     vt_buf_init(out);
     vt_err e = vt_buf_append(out, GRAPH_MAGIC, 4);
-    const uint32_t head[] = {GRAPH_VERSION, g->n_param, g->n_layer, g->in_cols, g->out, (uint32_t)g->loss};
+    const uint32_t ver = graph_version(g), n_attr = ver == 1 ? 4 : VT_GLAYER_ATTRS;
+    const uint32_t head[] = {ver, g->n_param, g->n_layer, g->in_cols, g->out, (uint32_t)g->loss};
     for (size_t i = 0; !e && i < sizeof head / sizeof head[0]; i++) e = vt_buf_u32le(out, head[i]);
     for (uint32_t i = 0; !e && i < g->n_param; i++) {
         const vt_gparam *q = &g->param[i];
@@ -448,7 +691,7 @@ vt_err vt_graph_encode(const vt_graph *g, vt_buf *out)
         for (uint32_t i = 0; !e && i < y->n_in; i++) e = vt_buf_u32le(out, y->in[i]);
         if (!e) e = vt_buf_u8(out, (uint8_t)y->n_param);
         for (uint32_t i = 0; !e && i < y->n_param; i++) e = vt_buf_u32le(out, y->param[i]);
-        for (uint32_t i = 0; !e && i < 4; i++) e = vt_buf_u64le(out, (uint64_t)y->attr[i]);
+        for (uint32_t i = 0; !e && i < n_attr; i++) e = vt_buf_u64le(out, (uint64_t)y->attr[i]);
         if (!e) e = vt_buf_u32le(out, y->cols);
     }
     if (e) vt_buf_free(out);
@@ -470,23 +713,6 @@ static vt_err read_name(vt_reader *r, char *dst, const char *what)
     return VT_OK;
 }
 
-/* the operations this build lowers */
-static int known_op(unsigned op)
-{
-    switch (op) {
-    case VT_GL_LINEAR:
-    case VT_GL_RELU:
-    case VT_GL_ADD:
-    case VT_GL_RESHAPE:
-    case VT_GL_SIGMOID:
-    case VT_GL_TANH:
-    case VT_GL_LEAKY_RELU:
-        return 1;
-    default:
-        return 0;
-    }
-}
-
 static vt_err decode(vt_reader *r, vt_graph *g)
 {
     char magic[4];
@@ -494,8 +720,10 @@ static vt_err decode(vt_reader *r, vt_graph *g)
     VT_FORWARD_IF_ERROR(vt_read_bytes(r, magic, 4, "magic"));
     VT_RETURN_ERROR_IF(memcmp(magic, GRAPH_MAGIC, 4) != 0, VT_ERR_FORMAT, "model graph: not a graph (magic)");
     for (int i = 0; i < 6; i++) VT_FORWARD_IF_ERROR(vt_read_u32le(r, &head[i], "header"));
-    VT_RETURN_ERROR_IF(head[0] != GRAPH_VERSION, VT_ERR_FORMAT, "model graph: version %u (this build reads %u)", head[0],
-                       GRAPH_VERSION);
+    VT_RETURN_ERROR_IF(head[0] < 1 || head[0] > GRAPH_VERSION, VT_ERR_FORMAT,
+                       "model graph: version %u (this build reads 1 to %u)", head[0], GRAPH_VERSION);
+    const uint32_t n_attr = head[0] == 1 ? 4 : VT_GLAYER_ATTRS;
+    const uint8_t last_op = head[0] == 1 ? VT_GL_LEAKY_RELU : VT_GL_LAST;
     /* every parameter and layer takes at least 12 bytes: counts beyond the bytes left are refused first */
     VT_RETURN_ERROR_IF(head[1] > vt_reader_left(r) / 12 || head[2] > vt_reader_left(r) / 12 || head[2] == 0,
                        VT_ERR_FORMAT, "model graph: %u parameters and %u layers in %zu bytes", head[1], head[2],
@@ -532,7 +760,8 @@ static vt_err decode(vt_reader *r, vt_graph *g)
         uint8_t op, n;
         VT_FORWARD_IF_ERROR(vt_read_u8(r, &op, "operation"));
         VT_FORWARD_IF_ERROR(read_name(r, y->name, "a layer's name"));
-        VT_RETURN_ERROR_IF(!known_op(op), VT_ERR_FORMAT, "model graph: layer %s: operation %u", y->name, op);
+        VT_RETURN_ERROR_IF(op < VT_GL_LINEAR || op > last_op, VT_ERR_FORMAT, "model graph: layer %s: operation %u",
+                           y->name, op);
         y->op = (vt_glayer_op)op;
         VT_FORWARD_IF_ERROR(vt_read_u8(r, &n, "inputs"));
         VT_RETURN_ERROR_IF(n < 1 || n > 2, VT_ERR_FORMAT, "model graph: layer %s reads %u values", y->name, n);
@@ -549,7 +778,7 @@ static vt_err decode(vt_reader *r, vt_graph *g)
             VT_RETURN_ERROR_IF(y->param[i] >= g->n_param, VT_ERR_FORMAT, "model graph: layer %s reads no parameter",
                                y->name);
         }
-        for (uint32_t i = 0; i < 4; i++) {
+        for (uint32_t i = 0; i < n_attr; i++) {
             uint64_t a;
             VT_FORWARD_IF_ERROR(vt_read_u64le(r, &a, "attribute"));
             y->attr[i] = (int64_t)a;
@@ -566,6 +795,13 @@ static vt_err decode(vt_reader *r, vt_graph *g)
         VT_FORWARD_IF_ERROR(vt_read_u32le(r, &y->cols, "width"));
         VT_RETURN_ERROR_IF(y->cols == 0 || y->cols > (1u << 30), VT_ERR_FORMAT, "model graph: layer %s has width %u",
                            y->name, y->cols);
+        uint32_t cols;
+        VT_FORWARD_IF_ERROR(vt_graph_layer_check(y, &cols)); /* every attribute, against the width */
+        VT_RETURN_ERROR_IF(y->n_param > (y->op == VT_GL_LINEAR || y->op == VT_GL_CONV ? 2u : 0u) ||
+                               ((y->op == VT_GL_LINEAR || y->op == VT_GL_CONV) && y->n_param < 1) ||
+                               y->n_in != (y->op == VT_GL_ADD ? 2u : 1u),
+                           VT_ERR_FORMAT, "model graph: layer %s reads %u values and %u parameters", y->name, y->n_in,
+                           y->n_param);
     }
     VT_RETURN_ERROR_IF(vt_reader_left(r) != 0, VT_ERR_FORMAT, "model graph: %zu bytes after the last layer",
                        vt_reader_left(r));

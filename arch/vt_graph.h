@@ -32,7 +32,18 @@ typedef enum {
     VT_GL_TANH,         /* y = tanh(x) */
     VT_GL_LEAKY_RELU,   /* y = x >= 0 ? x : alpha x; attr[0] holds alpha's FP64 bits (finite, 0 or within
                          * [2^-64, 2^64] in magnitude) */
+    /* the convolutional layers (graph version 2; docs/models.md "Layouts"). An example of a
+     * channels-last value is [H*W, C] (rows (y, x)), of any other value its elements in ONNX's order
+     * (NCHW for an image). attr: */
+    VT_GL_CONV,       /* y = conv(x, W) [+ b], channels-last out: H W C k stride pad chw Co (chw 1: x is
+                       * channels-first; 0: channels-last); W the module's [Co, C, k, k], b [Co] */
+    VT_GL_MAXPOOL,    /* k x k windows, stride k, channels-last in and out: H W C k */
+    VT_GL_AVGPOOL,    /* the mean over the H*W pixels, channels-last in, [C] out: H W C */
+    VT_GL_TO_NCHW,    /* channels-last [H*W, C] to channels-first [C, H*W]: H W C */
+    VT_GL_TO_NHWC,    /* channels-first [C, H*W] to channels-last [H*W, C]: H W C */
 } vt_glayer_op;
+#define VT_GL_LAST VT_GL_TO_NHWC
+#define VT_GLAYER_ATTRS 8
 
 /* the loss the output feeds (recipe key `loss`): softmax cross-entropy over the output's classes; the
  * mean squared or absolute error, or binary cross-entropy with logits, against float targets */
@@ -52,7 +63,8 @@ typedef struct {
     char name[VT_GRAPH_NAME_MAX]; /* the layer's name: its operations' and tensors' names start with it */
     uint32_t n_in, in[2];         /* values read */
     uint32_t n_param, param[2];   /* parameters read (LINEAR: W, then b when n_param = 2) */
-    int64_t attr[4];              /* LINEAR: transB; LEAKY_RELU: alpha's FP64 bits */
+    int64_t attr[VT_GLAYER_ATTRS]; /* LINEAR: transB; LEAKY_RELU: alpha's FP64 bits; the convolutional layers'
+                                   * above; unused ones 0 */
     uint32_t cols;                /* the output's width: the output is [B, cols] */
 } vt_glayer;
 
@@ -70,7 +82,8 @@ void vt_graph_init(vt_graph *g);
 int vt_graph_alpha_ok(double alpha);
 void vt_graph_free(vt_graph *g);
 /* Appends a parameter or a layer and returns its index (a parameter's) or its output's value id (a
- * layer's); UINT32_MAX when out of memory or a name is too long (*bad set). */
+ * layer's); UINT32_MAX when out of memory or a name is too long (*bad set). A layer's attr: NULL (all 0)
+ * or VT_GLAYER_ATTRS values. */
 uint32_t vt_graph_param(vt_graph *g, const char *name, uint32_t rank, const uint32_t *shape, vt_tinit init,
                         uint32_t fan_in, int *bad);
 uint32_t vt_graph_layer(vt_graph *g, vt_glayer_op op, const char *name, uint32_t n_in, const uint32_t *in,
@@ -104,6 +117,9 @@ vt_err vt_graph_from_onnx(const vt_og_graph *og, vt_graph *g, float ***vals) VT_
  * file's SHA-256 in sha256. */
 vt_err vt_graph_import_onnx(const char *path, uint32_t batch, vt_graph *g, float ***vals,
                             uint8_t sha256[32]) VT_WARN_UNUSED;
+/* Layer l's attributes checked against its operation (every one a layout and sizes the kinds take,
+ * the unused ones 0) and the width of its output, one example's values, in *cols. VT_ERR_FORMAT. */
+vt_err vt_graph_layer_check(const vt_glayer *l, uint32_t *cols) VT_WARN_UNUSED;
 /* Makes r train g: r's loss and frozen parameters set in g (VT_ERR_ARG naming a frozen name that is no
  * parameter), then g's canonical form and the file's hash in r (has_model, model_graph, model_sha256),
  * layers = [the input's width, the output's width]. VT_ERR_LIMIT when the canonical form exceeds
@@ -112,8 +128,10 @@ vt_err vt_recipe_set_graph(vt_recipe *r, vt_graph *g, const uint8_t sha256[32]) 
 /* r->model (a path) imported into r: vt_graph_import_onnx for r->batch, then vt_recipe_set_graph. */
 vt_err vt_recipe_import_model(vt_recipe *r) VT_WARN_UNUSED;
 
-/* The canonical form (docs/models.md "The canonical form"): "VTGR", version 1, then every field of the
- * graph in order, little-endian. The manifest carries it (recipe field model_graph), so every party
+/* The canonical form (docs/models.md "The canonical form of a forward graph"): "VTGR", version 1 (four
+ * attributes per layer: a graph of LINEAR, RELU, ADD, RESHAPE, SIGMOID, TANH and LEAKY_RELU layers only) or 2
+ * (eight), then every
+ * field of the graph in order, little-endian. The manifest carries it (recipe field model_graph), so every party
  * derives the same program from the same bytes. vt_graph_decode checks every byte (VT_ERR_FORMAT). */
 vt_err vt_graph_encode(const vt_graph *g, vt_buf *out) VT_WARN_UNUSED;
 vt_err vt_graph_decode(const uint8_t *bytes, size_t len, vt_graph *g) VT_WARN_UNUSED;

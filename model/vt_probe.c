@@ -19,6 +19,9 @@
 #define LOSS_N 8u /* the losses' program: examples, values per example, batch */
 #define LOSS_K 3u
 #define LOSS_B 4u
+#define LAY_B 2u /* the layouts' program: examples, pixels, channels */
+#define LAY_HW 6u
+#define LAY_C 3u
 
 /* the recipes of the probe's programs: "key=value" settings over the default recipe (the MLP) */
 #define IMG_KEYS "dataset=probe-images", "layers=[192,10]", "batch=4", "steps=2", "seed=3"
@@ -82,6 +85,7 @@ const char *vt_probe_program_name(uint8_t prog)
     for (; vt_gemm_arith_names[v]; v++)
         if (v == (size_t)prog - N_PROGRAMS + 1) return vt_gemm_arith_names[v];
     if ((size_t)prog == N_PROGRAMS + v - 1) return "losses"; /* after the tensor-core models */
+    if ((size_t)prog == N_PROGRAMS + v) return "layouts";
     return "?";
 }
 
@@ -306,6 +310,51 @@ static vt_err probe_losses(uint8_t prog, vt_op_hook tamper, void *tctx, vt_probe
     return e ? vt_error_prefix(e, "the known-answer probe (losses)") : VT_OK;
 }
 
+vt_err vt_probe_layouts_program(vt_program *g, uint32_t B, uint32_t HW, uint32_t C)
+{
+    vt_program_init(g);
+    const int64_t a[3] = {B, HW, C};
+    const uint32_t one[1] = {1}; /* the program's loss: a state scalar no operation writes */
+    g->loss = vt_prog_tensor(g, VT_TC_PARAM, VT_DT_F32, 1, one, "loss");
+    const uint32_t x = vt_prog_tensor(g, VT_TC_PARAM, VT_DT_F32, 2, (const uint32_t[]){B, C * HW}, "x");
+    const uint32_t y = vt_prog_tensor(g, VT_TC_ACT, VT_DT_F32, 2, (const uint32_t[]){B * HW, C}, "y");
+    const uint32_t z = vt_prog_tensor(g, VT_TC_GRAD, VT_DT_F32, 2, (const uint32_t[]){B, C * HW}, "z");
+    vt_prog_op(g, VT_OPK_NCHW_TO_NHWC, &x, 1, &y, 1, a, 3, NULL, 0, "to channels-last");
+    vt_prog_op(g, VT_OPK_NHWC_TO_NCHW, &y, 1, &z, 1, a, 3, NULL, 0, "to channels-first");
+    g->input = x, g->fwd_first = 1, g->fwd_last = 2; /* x: a state tensor (no loader writes it) */
+    if (g->bad) return vt_set_error(VT_ERR_NOMEM, "the layouts' program: out of memory");
+    return vt_program_finish(g);
+}
+
+/* The probe's step of the layouts' program: values drawn from the seed, a -0 and a subnormal among
+ * them (moved, never computed) */
+static vt_err probe_layouts(uint8_t prog, vt_op_hook tamper, void *tctx, vt_probe *p)
+{
+    vt_model *m = calloc(1, sizeof *m);
+    VT_RETURN_ERROR_IF(!m, VT_ERR_NOMEM, "the known-answer probe: out of memory");
+    vt_program *g = &m->prog;
+    vt_err e = vt_probe_layouts_program(g, LAY_B, LAY_HW, LAY_C);
+    for (int c = 0; c < VT_TC_COUNT && !e; c++) {
+        m->arena[c] = calloc(g->arena_bytes[c] ? g->arena_bytes[c] : 1, 1);
+        if (!m->arena[c]) e = vt_set_error(VT_ERR_NOMEM, "the layouts' program: out of memory");
+    }
+    double x64[LAY_B * LAY_HW * LAY_C];
+    if (!e) {
+        float *x = (float *)(m->arena[VT_TC_PARAM] + g->t[g->input].off);
+        uint64_t s = PROBE_SEED ^ 3;
+        for (size_t i = 0; i < LAY_B * LAY_HW * LAY_C; i++)
+            x[i] = (float)((double)(int32_t)(uint32_t)mix64(&s) * 0x1p-28);
+        x[1] = -0.0f, x[2] = 0x1p-149f;
+        m->x64 = x64, m->n_ops = g->n_ops;
+        probe_ctx c = {p, prog};
+        e = hand_built_steps(m, NULL, 1, VT_ROUNDING_EXACT, tamper, tctx, chain, &c);
+    }
+    vt_program_free(g);
+    for (int k = 0; k < VT_TC_COUNT; k++) free(m->arena[k]);
+    free(m);
+    return e ? vt_error_prefix(e, "the known-answer probe (layouts)") : VT_OK;
+}
+
 void vt_probe_free(vt_probe *p)
 {
     free(p->seq);
@@ -336,6 +385,7 @@ vt_err vt_probe_run(vt_order order, vt_op_hook tamper, void *tamper_ctx, vt_prob
     size_t v = 1;
     while (vt_gemm_arith_names[v]) v++;
     if (!e) e = probe_losses((uint8_t)(N_PROGRAMS - 1 + v), tamper, tamper_ctx, out);
+    if (!e) e = probe_layouts((uint8_t)(N_PROGRAMS + v), tamper, tamper_ctx, out);
     free(d);
     VT_FORWARD_IF_ERROR(e);
     for (uint16_t k = 1; k < VT_OPK_COUNT; k++)

@@ -67,8 +67,12 @@ vt_err vt_probe_losses_program(vt_program *g, uint32_t B, uint32_t K) VT_WARN_UN
  * known answers of tests/kat/losses.kat (tests/unit/test_kat.c) with larger sizes in both roundings. */
 vt_err vt_probe_losses_run(uint32_t n, uint32_t K, uint32_t B, uint64_t seed, uint64_t steps, vt_rounding rounding,
                            vt_op_hook tamper, void *tctx, vt_op_hook after, void *actx) VT_WARN_UNUSED;
+/* The hand-built program of the layout moves the probe runs after the losses (program "layouts"): an
+ * state tensor x [B, C*HW] channels-first, to_channels_last into y [B*HW, C], to_channels_first of y into z
+ * [B, C*HW] (z = x); finished. tests/unit/test_kinds.c checks its operations too. */
+vt_err vt_probe_layouts_program(vt_program *g, uint32_t B, uint32_t HW, uint32_t C) VT_WARN_UNUSED;
 /* The name of the probe's program `prog` ("mlp sgd", "resnet program 2", "sub", then the tensor-core
- * models' names for the MLP in them: "tc-bf16-sm90" ..., then "losses"; "?" beyond them). */
+ * models' names for the MLP in them: "tc-bf16-sm90" ..., then "losses", "layouts"; "?" beyond them). */
 const char *vt_probe_program_name(uint8_t prog);
 
 #endif

@@ -1,6 +1,7 @@
 /* vt_fam_move.c - gathers and moves: outputs are input values moved, never computed (exact; no
  * rounding): augmentation (crop and flip), the convolution's gathers and weight transpose, max
- * pooling and its backward scatter, one-hot, the attention's head split and merge.
+ * pooling and its backward scatter, one-hot, the attention's head split and merge, the client models'
+ * layout changes (to_channels_first, to_channels_last).
  * Each kind's check, exec and cost, named by its stem in the list (vt_kinds.h). */
 #include <math.h>
 #include <stdio.h>
@@ -277,6 +278,64 @@ void vti_heads_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
     for (uint32_t k = 0; k < o->n_in; k++) out->bytes += 8.0 * (double)T(p, o->in[k])->n;
 }
 
+/* ------------------------------------------------------------ layouts */
+/* iarg B, HW, C. to_channels_first (NHWC_TO_NCHW): x [B*HW, C] -> y [B, C*HW]; to_channels_last
+ * (NCHW_TO_NHWC): the inverse. Exact: every value moved once, none computed. The tensors' shapes may
+ * be any with B*HW*C elements (the client's weights are permuted by the same kinds). */
+
+static vt_err layout_args(const vt_program *p, const vt_opdesc *o, size_t *B, size_t *HW, size_t *C)
+{
+    const int64_t *a = o->iarg;
+    ERR_IF(a[0] < 1 || a[1] < 1 || a[2] < 1 || a[0] > (1 << 30) || a[1] > (1 << 30) || a[2] > (1 << 30) ||
+               (uint64_t)a[0] * (uint64_t)a[1] > ((uint64_t)1 << 40) / (uint64_t)a[2],
+           "program: \"%s\": bad layout arguments", o->name);
+    (void)p;
+    *B = (size_t)a[0], *HW = (size_t)a[1], *C = (size_t)a[2];
+    return VT_OK;
+}
+
+vt_err vti_layout_check(const vt_program *p, const vt_opdesc *o)
+{
+    size_t B = 0, HW = 0, C = 0;
+    VT_FORWARD_IF_ERROR(layout_args(p, o, &B, &HW, &C));
+    VT_FORWARD_IF_ERROR(f32_shape(p, o, o->in[0], B * HW * C, "input"));
+    return f32_shape(p, o, o->out[0], B * HW * C, "output");
+}
+
+/* the one loop of both directions and both precisions */
+#define LAYOUT_MOVE(to_first, B, HW, C, x, y)                                                                          \
+    for (size_t b_ = 0; b_ < (B); b_++)                                                                                \
+        for (size_t t_ = 0; t_ < (HW); t_++)                                                                           \
+            for (size_t c_ = 0; c_ < (C); c_++) {                                                                      \
+                const size_t last_ = (b_ * (HW) + t_) * (C) + c_, first_ = (b_ * (C) + c_) * (HW) + t_;                \
+                if (to_first) (y)[first_] = (x)[last_];                                                                \
+                else (y)[last_] = (x)[first_];                                                                         \
+            }
+
+vt_err vti_layout_exec(vt_opctx *c) /* exact: values are moved */
+{
+    size_t B = 0, HW = 0, C = 0;
+    VT_FORWARD_IF_ERROR(layout_args(c->prog, c->o, &B, &HW, &C));
+    const float *x = IN(0);
+    float *y = OUT(0);
+    LAYOUT_MOVE(c->o->kind == VT_OPK_NHWC_TO_NCHW, B, HW, C, x, y);
+    return VT_OK;
+}
+
+void vti_layout_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { move_cost(p, o, out); }
+
+/* each direction's backward is the other, with the same arguments, named "<the forward operation's
+ * name> backward" (a layer may hold two: a convolution's weight moves) */
+vt_grad_rule vti_layout_grad(vt_program *p, const vt_opdesc *o, uint32_t i, const uint32_t *dy, uint32_t dx,
+                             const char *layer)
+{
+    (void)i, (void)layer;
+    if (dx != VT_GRAD_QUERY)
+        vt_prog_op(p, o->kind == VT_OPK_NHWC_TO_NCHW ? VT_OPK_NCHW_TO_NHWC : VT_OPK_NHWC_TO_NCHW, dy, 1, &dx, 1,
+                   o->iarg, o->n_iarg, NULL, 0, "%s backward", o->name);
+    return VT_GRAD_OPS;
+}
+
 /* ------------------------------------------------------------ the plain forms (vt_plainctx) */
 
 /* the convolution's geometry (the program was checked: it is valid) */
@@ -385,4 +444,16 @@ vt_grad_rule vti_maxpool_grad(vt_program *p, const vt_opdesc *o, uint32_t i, con
         vt_prog_op(p, VT_OPK_MAXPOOL_BWD, (const uint32_t[]){o->in[0], dy[0]}, 2, &dx, 1, o->iarg, o->n_iarg, NULL, 0,
                    "%s backward", layer);
     return VT_GRAD_OPS;
+}
+
+vt_err vti_layout_plain(vt_plainctx *c)
+{
+    VTI_PLAIN_BOTH(c, {
+        const int64_t *a = c->o->iarg;
+        const size_t B = (size_t)a[0], HW = (size_t)a[1], C = (size_t)a[2];
+        const real *x = PX(0);
+        real *y = PY(0);
+        LAYOUT_MOVE(c->o->kind == VT_OPK_NHWC_TO_NCHW, B, HW, C, x, y);
+        return VT_OK;
+    })
 }

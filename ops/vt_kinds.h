@@ -184,7 +184,12 @@
     /* x -> y = x >= 0 ? x : alpha x */                                                                                \
     X(LEAKY_RELU, "leaky_relu", CHAIN, 1, 1, 1, 0, 1, "", "alpha", NONE, CPU, leaky_relu, leaky_relu)                  \
     /* x, dy -> dx = x > 0 ? dy : alpha dy (PyTorch's: alpha dy at x = 0) */                                           \
-    X(LEAKY_RELU_BWD, "leaky_relu_backward", CHAIN, 1, 2, 1, 0, 1, "", "alpha", NONE, CPU, leaky_relu_bwd, none)
+    X(LEAKY_RELU_BWD, "leaky_relu_backward", CHAIN, 1, 2, 1, 0, 1, "", "alpha", NONE, CPU, leaky_relu_bwd, none) \
+    /* ---- layouts of the client's models (ops/vt_fam_move.c; docs/models.md): exact moves, each the other's  */     \
+    /* backward. x [B*HW, C] channels-last -> y [B, C*HW] channels-first: y[b][c*HW + t] = x[b*HW + t][c] */          \
+    X(NHWC_TO_NCHW, "to_channels_first", MOVE, 0, 1, 1, 3, 0, "B HW C", "", NONE, CPU, layout, layout)                \
+    /* x [B, C*HW] channels-first -> y [B*HW, C] channels-last: y[b*HW + t][c] = x[b][c*HW + t] */                     \
+    X(NCHW_TO_NHWC, "to_channels_last", MOVE, 0, 1, 1, 3, 0, "B HW C", "", NONE, CPU, layout, layout)
 /* clang-format on */
 
 #define VT_VARIADIC 255 /* n_in: one or more inputs */

@@ -1,7 +1,8 @@
 /* vt_torch.h - the state in PyTorch's layout (docs/format.md "Export (safetensors, --layout torch)"),
  * both ways: `trainer export --layout torch` writes it and `trainer train --init FILE --init-layout
  * torch` reads it back. Values move, never change: a linear weight [in, out] is nn.Linear's
- * [out, in], a convolution weight [k, k, C_in, C_out] nn.Conv2d's [C_out, C_in, k, k]; embeddings,
+ * [out, in], a convolution weight [k, k, C_in, C_out] nn.Conv2d's [C_out, C_in, k, k] (a client's
+ * model, recipe has_model, is already in its module's layout: copied); embeddings,
  * vectors and running statistics keep their shape; the GPT's block prefix "hL." is "h.L." (an
  * nn.ModuleList); an optimiser tensor "<param>.<what>" is "optimizer.<torch name>.<kind>"
  * (momentum_buffer for SGD's velocity, exp_avg and exp_avg_sq for Adam's). */

@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # The client's own model end to end (docs/models.md): networks written in PyTorch inside the test
 # (tests/ref/onnx_model_ref.py: an MLP with a residual Add, a MatMul+Add network of nn.Parameters, a
-# regressor trained with MSE, L1 and BCE-with-logits on float targets, the MLP fine-tuned with every
-# layer but its head frozen, a network of the activations Tanh, LeakyRelu and Sigmoid, a model with a
-# Softplus) exported by torch.onnx.export, trained with `trainer train --model NET.onnx`
-# on a user's .npy data: the parameters after 3 steps against PyTorch FP64 from the same initial
-# weights on the same (full) batches; VERIFIED by the auditor in two other orders, and with `mpirun
-# -np 2` the one-process commitment; what comes out is what went in (the exported safetensors load into
-# the module with strict=True, the exported ONNX computes the module's logits); a trainer that poisons one operation of the imported graph
-# loses the dispute game at that step and operation; an unsupported operator refused (64) naming the
-# node and its operator; a truncated file refused (2).
+# network of the activations Tanh, LeakyRelu and Sigmoid, LeNet-5 on 28 x 28 images, a small
+# convolutional net with a residual Add and global average pooling, a regressor trained with MSE, L1
+# and BCE-with-logits on float targets, the MLP fine-tuned with every layer but its head frozen, a model
+# with a Softplus, a dilated convolution) exported by torch.onnx.export, trained with `trainer train
+# --model NET.onnx` on a user's .npy data: the parameters after 3 steps against PyTorch FP64 from the
+# same initial weights on the same (full) batches, the export loaded into the PyTorch module with
+# load_state_dict(strict=True); VERIFIED by the auditor in two other orders, and with `mpirun -np 2`
+# the one-process commitment (the MLP, LeNet-5); what comes out is what went in (the exported ONNX
+# computes the module's logits; a convolutional model's ONNX export is refused cleanly, exit 2, for
+# now); interrupted and resumed, the same commitment; a trainer that poisons one operation of the
+# imported graph (the MLP's, LeNet-5's convolution weight gradient) loses the dispute game at that step
+# and operation; an unsupported operator and a dilated convolution refused (64) naming the node and its
+# operator; a truncated file refused (2).
 # Skipped (77) without torch, or in a build without ONNX support. Usage: onnx_model.sh BUILD_DIR [MPIEXEC]
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -21,8 +25,10 @@ if grep -q "without ONNX support" "$T/probe.err"; then echo "onnx_model: built w
 "$PY" "$REF/onnx_model_ref.py" make "$T" || { bad "the PyTorch models could not be exported"; vt_end; }
 D=(--set "dataset=npy:$T/x.npy,$T/y.npy" --set batch=32 --set steps=3 --set lr=0.05 --set momentum=0.9
    --set checkpoint_every=2 --set state_hash_every=1 --quiet)
-for n in mlp matmul act; do
-  if "$TRAINER" train "$T/$n" --key "$T/tk" --model "$T/$n.onnx" "${D[@]}" >"$T/$n.out" 2>&1; then ok "$n trained"
+for n in mlp matmul act lenet gapnet; do
+  X=(); [ "$n" = lenet ] && X=(--set "dataset=npy:$T/x28.npy,$T/y.npy") # LeNet-5's 28 x 28 images
+  if "$TRAINER" train "$T/$n" --key "$T/tk" --model "$T/$n.onnx" "${D[@]}" ${X[@]+"${X[@]}"} >"$T/$n.out" 2>&1; then
+    ok "$n trained"
   else bad "$n: trainer train: $(tail -2 "$T/$n.out")"; continue; fi
   for order in reverse pairwise; do
     if "$AUDITOR" verify "$T/$n" --pubkey "$T/tk.pub" --order "$order" >"$T/$n.$order" 2>&1 &&
@@ -33,7 +39,11 @@ for n in mlp matmul act; do
     "$PY" "$REF/onnx_model_ref.py" check "$T" "$n" "$T/$n.safetensors" 3 0.05 0.9 >"$T/$n.ref" 2>&1; then
     ok "$n: $(tail -1 "$T/$n.ref")"
   else bad "$n: against PyTorch FP64: $(tail -3 "$T/$n.ref" 2>/dev/null)"; fi
-  if "$TRAINER" export "$T/$n" --format onnx --out "$T/$n.out.onnx" --pubkey "$T/tk.pub" >/dev/null 2>&1 &&
+  if [ "$n" = lenet ] || [ "$n" = gapnet ]; then # no ONNX form of the layout moves yet: refused, nothing written
+    "$TRAINER" export "$T/$n" --format onnx --out "$T/$n.out.onnx" --pubkey "$T/tk.pub" >"$T/$n.rt" 2>&1
+    st=$?
+    [ "$st" = 2 ] && [ ! -e "$T/$n.out.onnx" ] && ok "$n: ONNX export refused cleanly" || bad "$n: ONNX export: exit $st: $(cat "$T/$n.rt")"
+  elif "$TRAINER" export "$T/$n" --format onnx --out "$T/$n.out.onnx" --pubkey "$T/tk.pub" >/dev/null 2>&1 &&
     "$PY" "$REF/onnx_model_ref.py" roundtrip "$T" "$n" "$T/$n.safetensors" "$T/$n.out.onnx" >"$T/$n.rt" 2>&1; then
     ok "$n: $(tail -1 "$T/$n.rt")"
   else bad "$n: ONNX and torch out: $(tail -3 "$T/$n.rt" 2>/dev/null)"; fi
@@ -67,6 +77,12 @@ else bad "export --layout torch of a client's graph"; fi
 st=$?
 [ "$st" != 0 ] && grep -q "client's own graph" "$T/cert.out" && ok "certify refuses a client's graph (exit $st)" ||
   bad "certify of a client's graph: exit $st: $(cat "$T/cert.out")"
+# --layout torch: a client's parameters are already the module's own (copied, not permuted)
+if "$TRAINER" export "$T/lenet" --format safetensors --layout torch --out "$T/lenet.t.safetensors" \
+  --pubkey "$T/tk.pub" >/dev/null 2>&1 &&
+  "$PY" "$REF/onnx_model_ref.py" check "$T" lenet "$T/lenet.t.safetensors" 3 0.05 0.9 >"$T/lenet.t.ref" 2>&1; then
+  ok "lenet: --layout torch loads into the module"
+else bad "lenet --layout torch: $(tail -3 "$T/lenet.t.ref" 2>/dev/null)"; fi
 # the same program from every party: the recipe's program names the module's own parameters
 "$TRAINER" recipe --program --model "$T/mlp.onnx" --set batch=32 >"$T/prog" 2>&1 &&
   grep -q " fc1.weight " "$T/prog" && grep -q "head.bias.grad" "$T/prog" && ok "program" || bad "program: $(head -3 "$T/prog")"
@@ -86,10 +102,23 @@ ids=$(awk '$2 == "Sigmoid.out" {s = $1} $2 == "Tanh.out" {t = $1}
 # data parallel: two ranks, the same commitment
 if [ -n "$MPIEXEC" ]; then
   mpi_begin "$MPIEXEC"
-  if mpi 2 "$TRAINER" train "$T/mlp2" --key "$T/tk" --model "$T/mlp.onnx" "${D[@]}" >"$T/mlp2.out" 2>&1 &&
-    cmp -s "$T/mlp/commitment.vtc" "$T/mlp2/commitment.vtc"; then ok "mpirun -np 2: the one-process commitment"
-  else bad "mpirun -np 2: $(tail -3 "$T/mlp2.out")"; fi
+  for n in mlp lenet; do
+    X=(); [ "$n" = lenet ] && X=(--set "dataset=npy:$T/x28.npy,$T/y.npy")
+    if mpi 2 "$TRAINER" train "$T/${n}2" --key "$T/tk" --model "$T/$n.onnx" "${D[@]}" ${X[@]+"${X[@]}"} >"$T/${n}2.out" 2>&1 &&
+      cmp -s "$T/$n/commitment.vtc" "$T/${n}2/commitment.vtc"; then ok "$n: mpirun -np 2: the one-process commitment"
+    else bad "$n: mpirun -np 2: $(tail -3 "$T/${n}2.out")"; fi
+  done
 fi
+# the convolution's layouts in the program: the module's own weight [Co, C, k, k], moved exactly each step
+"$TRAINER" recipe --program --model "$T/lenet.onnx" --set batch=32 >"$T/lprog" 2>&1 &&
+  grep -q " conv1.weight  *param  F32 \[6, 1, 5, 5\]" "$T/lprog" && grep -q "to_channels_first" "$T/lprog" &&
+  grep -q "conv2d_weight_grad" "$T/lprog" && grep -q "maxpool_backward" "$T/lprog" && ok "lenet program" ||
+  bad "lenet program: $(head -3 "$T/lprog")"
+# a dilated convolution: refused by name (64), nothing written
+"$TRAINER" train "$T/badconv" --key "$T/tk" --model "$T/badconv.onnx" "${D[@]}" >"$T/badconv.out" 2>&1
+st=$?
+[ "$st" = 64 ] && grep -q "(Conv): dilation other than 1" "$T/badconv.out" && [ ! -e "$T/badconv" ] &&
+  ok "dilated convolution refused" || bad "dilated convolution: exit $st: $(cat "$T/badconv.out")"
 # an unsupported operator: refused by name, nothing written
 "$TRAINER" train "$T/bad" --key "$T/tk" --model "$T/bad.onnx" "${D[@]}" >"$T/bad.out" 2>&1
 st=$?
@@ -107,4 +136,11 @@ if [ -n "$op" ] && "$B/trainer-test" train "$T/cheat" --key "$T/tk" --model "$T/
   --cheat "shift-op:2:$op" >/dev/null 2>&1; then
   dispute_game cheat cheat trainer "wrong output" 2 "$op" --cheat "shift-op:2:$op"
 else bad "the cheating run (operation ${op:-not found})"; fi
+# and one that poisons LeNet-5's second convolution's weight gradient
+op=$("$TRAINER" recipe --program --model "$T/lenet.onnx" --set batch=32 |
+  awk '/^operations/{f=1} f && /conv2.Conv weight gradient/ {print $1; exit}')
+if [ -n "$op" ] && "$B/trainer-test" train "$T/lcheat" --key "$T/tk" --model "$T/lenet.onnx" "${D[@]}" \
+  --set "dataset=npy:$T/x28.npy,$T/y.npy" --cheat "shift-op:2:$op" >/dev/null 2>&1; then
+  dispute_game lcheat lcheat trainer "wrong output" 2 "$op" --cheat "shift-op:2:$op"
+else bad "the cheating LeNet-5 run (operation ${op:-not found})"; fi
 vt_end

@@ -12,7 +12,8 @@
  * every node's operands and the graph's inputs and outputs name values (or are omitted); every
  * computed value is written by exactly one node, before any node reads it; the file's SHA-256 is the
  * input's; the canonical form starts with "VTOG" and hashes to canon_sha256, and a second read gives
- * the same hash. Returns 0 when every rule holds, 1 on a violation (on stderr); *accepted is 1 for an
+ * the same hash; the graph mapped to a forward graph, its form read back and its program built
+ * (vt_fuzz_og_map). Returns 0 when every rule holds, 1 on a violation (on stderr); *accepted is 1 for an
  * accepted graph. */
 #ifndef VT_FUZZ_OG_BODY_H
 #define VT_FUZZ_OG_BODY_H
@@ -22,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arch/vt_graph.h"
 #include "arch/vt_onnx_graph.h"
 #include "common/vt_hash.h"
 #include "fuzz/fuzz_common.h"
@@ -31,6 +33,57 @@
 static int vt_fuzz_og_known(vt_err e)
 {
     return e == VT_ERR_FORMAT || e == VT_ERR_ARG || e == VT_ERR_LIMIT || e == VT_ERR_NOMEM;
+}
+
+/* an accepted graph mapped to a forward graph (arch/vt_graph_onnx.c): refused only as VT_ERR_ARG or
+ * VT_ERR_NOMEM; a mapped graph's canonical form reads back to the same bytes, and its program for
+ * batches of 3 is built or refused (VT_ERR_ARG, VT_ERR_NOMEM, VT_ERR_LIMIT). 0 when so; 1 with the
+ * violation on stderr. */
+static int vt_fuzz_og_map(const vt_og_graph *og)
+{
+    vt_graph fg, fg2;
+    float **vals = NULL;
+    vt_err e = vt_graph_from_onnx(og, &fg, &vals);
+    if (e) {
+        if (e == VT_ERR_ARG || e == VT_ERR_NOMEM) return 0;
+        fprintf(stderr, "fuzz_onnx_graph violation: the mapping refuses with code %d (%s)\n", (int)e, vt_errmsg());
+        return 1;
+    }
+    int bad = 0;
+    vt_buf b1, b2;
+    if (vt_graph_encode(&fg, &b1) == VT_OK) {
+        if (vt_graph_decode(b1.data, b1.len, &fg2) != VT_OK) {
+            fprintf(stderr, "fuzz_onnx_graph violation: the forward graph's form does not read back: %s\n",
+                    vt_errmsg());
+            bad = 1;
+        } else {
+            if (vt_graph_encode(&fg2, &b2) == VT_OK) {
+                if (b2.len != b1.len || memcmp(b1.data, b2.data, b1.len) != 0) {
+                    fprintf(stderr, "fuzz_onnx_graph violation: the forward graph's form reads back to other bytes\n");
+                    bad = 1;
+                }
+                vt_buf_free(&b2);
+            }
+            vt_graph_free(&fg2);
+        }
+        vt_buf_free(&b1);
+    }
+    vt_recipe r;
+    vt_recipe_default(&r);
+    r.batch = 3, r.n_layers = 1, r.widths[0] = fg.in_cols;
+    r.widths[1] = fg.out >= 1 && fg.out <= fg.n_layer ? fg.layer[fg.out - 1].cols : 1;
+    vt_program p;
+    vt_program_init(&p);
+    e = vt_graph_build(&fg, &r, &p);
+    if (e && e != VT_ERR_ARG && e != VT_ERR_NOMEM && e != VT_ERR_LIMIT) {
+        fprintf(stderr, "fuzz_onnx_graph violation: the program refused with code %d (%s)\n", (int)e, vt_errmsg());
+        bad = 1;
+    }
+    vt_program_free(&p);
+    for (uint32_t k = 0; k < fg.n_param; k++) free(vals[k]);
+    free(vals);
+    vt_graph_free(&fg);
+    return bad;
 }
 
 static int vt_fuzz_og_one(const uint8_t *data, size_t size, int *accepted)
@@ -93,6 +146,7 @@ static int vt_fuzz_og_one(const uint8_t *data, size_t size, int *accepted)
         if (vt_sha256(buf, len, ch) != VT_OK || memcmp(ch, g.canon_sha256, 32) != 0)
             VT_FUZZ_OG_FAIL("canon_sha256 is not the canonical form's");
     }
+    if (vt_fuzz_og_map(&g)) VT_FUZZ_OG_FAIL("the forward graph (above)");
     e = vt_og_read(data, size, 3, &g2);
     if (e && e != VT_ERR_NOMEM) VT_FUZZ_OG_FAIL("a second read refuses: %s", vt_errmsg());
     if (!e && memcmp(g2.canon_sha256, g.canon_sha256, 32) != 0) VT_FUZZ_OG_FAIL("a second read hashes another graph");

@@ -7,15 +7,19 @@
       Add, Linear), DIR/matmul.onnx (x @ W + b with nn.Parameter weights: MatMul and Add), DIR/bad.onnx
       (a Softplus: not supported), DIR/reg.onnx (an MLP of 3 outputs for regression and multi-label),
       DIR/act.onnx (Linear, Tanh, Linear, LeakyRelu 0.2, Linear, Sigmoid added back to its input, Linear),
-      and the data DIR/x.npy (float32 [32, 1, 12, 12]), DIR/y.npy (uint8 labels 0..4), DIR/yreg.npy (float32
-      targets [32, 3]), DIR/ybin.npy (float32 0/1 targets [32, 3]).
+      DIR/lenet.onnx (LeNet-5 on 28 x 28: Conv, Relu, MaxPool, Flatten, Gemm), DIR/gapnet.onnx (convolutions
+      with and without bias, stride 2, a residual Add, GlobalAveragePool, Gemm), DIR/badconv.onnx (a dilated
+      convolution: not supported), and the data DIR/x.npy (float32 [32, 1, 12, 12]), DIR/x28.npy (float32
+      [32, 1, 28, 28]: LeNet's), DIR/y.npy (uint8 labels 0..4), DIR/yreg.npy (float32 targets [32, 3]),
+      DIR/ybin.npy (float32 0/1 targets [32, 3]).
   onnx_model_ref.py check DIR NAME EXPORT.safetensors STEPS LR MOMENTUM [LOSS [FROZEN]]
       the model NAME rebuilt from the same seed in float64, trained STEPS full-batch steps of SGD (lr,
       momentum; torch.optim.SGD; LOSS cross_entropy (the default: labels y), mse or l1 (targets yreg),
       bce_with_logits (targets ybin), each the mean over the batch; FROZEN: a comma-separated list of
       parameters with requires_grad False) on DIR's data, its parameters
       compared with the project's after STEPS steps (EXPORT, `trainer export`: the names are the
-      module's own): the largest difference must be below 2e-5 relative to the parameter's scale
+      module's own: it must load into the module with load_state_dict(strict=True)): the largest
+      difference must be below 2e-5 relative to the parameter's scale
       (each operation rounds to float32: the differences are float32 rounding accumulated over a few
       operations and steps), and the same comparison with the initial parameters must fail (the
       check can fail).
@@ -101,20 +105,73 @@ class Reg(nn.Module):
         return self.out(torch.relu(self.fc1(torch.flatten(x, 1))))
 
 
-MODELS = {"mlp": Mlp, "matmul": MatMulNet, "bad": Bad, "reg": Reg, "act": Act}
+class LeNet(nn.Module):
+    """LeNet-5 on 28 x 28 images: Conv2d 6@5x5 pad 2, ReLU, MaxPool2d(2), Conv2d 16@5x5, ReLU,
+    MaxPool2d(2), Flatten, Linear 120, ReLU, Linear 84, ReLU, Linear (K classes)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 6, 5, padding=2)
+        self.conv2 = nn.Conv2d(6, 16, 5)
+        self.pool = nn.MaxPool2d(2)
+        self.fc1 = nn.Linear(16 * 5 * 5, 120)
+        self.fc2 = nn.Linear(120, 84)
+        self.fc3 = nn.Linear(84, K)
+
+    def forward(self, x):
+        h = self.pool(torch.relu(self.conv1(x)))
+        h = self.pool(torch.relu(self.conv2(h)))
+        h = torch.relu(self.fc1(torch.flatten(h, 1)))
+        return self.fc3(torch.relu(self.fc2(h)))
+
+
+class GapNet(nn.Module):
+    """A small convolutional net on 12 x 12 images: a 3x3 convolution without bias, a strided one,
+    a residual Add of two convolutions' outputs, global average pooling, Linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(C, 4, 3, padding=1, bias=False)
+        self.conv2 = nn.Conv2d(4, 8, 3, stride=2, padding=1)
+        self.conv3 = nn.Conv2d(8, 8, 3, padding=1)
+        self.gap = nn.AdaptiveAvgPool2d(1)
+        self.head = nn.Linear(8, K)
+
+    def forward(self, x):
+        h = torch.relu(self.conv2(torch.relu(self.conv1(x))))
+        h = torch.relu(self.conv3(h)) + h
+        return self.head(torch.flatten(self.gap(h), 1))
+
+
+class BadConv(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(C, 4, 3, dilation=2)
+        self.fc = nn.Linear(4 * 8 * 8, K)
+
+    def forward(self, x):
+        return self.fc(torch.flatten(self.conv(x), 1))
+
+
+MODELS = {"mlp": Mlp, "matmul": MatMulNet, "bad": Bad, "reg": Reg, "act": Act, "lenet": LeNet, "gapnet": GapNet,
+          "badconv": BadConv}
+IMAGE = {"lenet": 28}  # the models on larger images (their data DIR/x28.npy); the others 12 x 12
 
 
 def build(name):
-    torch.manual_seed({"mlp": 1, "matmul": 2, "bad": 3, "reg": 4, "act": 5}[name])
+    torch.manual_seed({"mlp": 1, "matmul": 2, "bad": 3, "reg": 4, "act": 5, "lenet": 6, "gapnet": 7, "badconv": 8}[name])
     return MODELS[name]()
 
 
-def data():
+def data(name=None):
     rng = np.random.default_rng(7)
     x = rng.standard_normal((N, C, H, W)).astype(np.float32)
     y = rng.integers(0, K, N).astype(np.uint8)
     yreg = rng.standard_normal((N, 3)).astype(np.float32)
     ybin = (rng.random((N, 3)) < 0.4).astype(np.float32)
+    if name in IMAGE:
+        s = IMAGE[name]
+        x = np.random.default_rng(8).standard_normal((N, C, s, s)).astype(np.float32)
     return x, y, yreg, ybin
 
 
@@ -124,9 +181,11 @@ def make(d):
     np.save(d + "/y.npy", y)
     np.save(d + "/yreg.npy", yreg)
     np.save(d + "/ybin.npy", ybin)
+    np.save(d + "/x28.npy", data("lenet")[0])
     for name in MODELS:
         m = build(name)
-        torch.onnx.export(m, torch.zeros(N, C, H, W), "%s/%s.onnx" % (d, name), opset_version=13,
+        s = IMAGE.get(name, H)
+        torch.onnx.export(m, torch.zeros(N, C, s, s), "%s/%s.onnx" % (d, name), opset_version=13,
                           training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
                           input_names=["x"], output_names=["logits"], dynamic_axes={"x": {0: "N"}})
 
@@ -145,7 +204,7 @@ def read_safetensors(path):
 
 
 def check(d, name, export, steps, lr, momentum, lossname="cross_entropy", frozen=""):
-    x, y, yreg, ybin = data()
+    x, y, yreg, ybin = data(name)
     m = build(name).double()
     init = {k: v.detach().clone() for k, v in m.state_dict().items()}
     for k, p in m.named_parameters():
@@ -164,6 +223,13 @@ def check(d, name, export, steps, lr, momentum, lossname="cross_entropy", frozen
         loss.backward()
         opt.step()
     ours = read_safetensors(export)
+    # the export is the module's own state_dict: names and shapes (load_state_dict strict)
+    try:
+        build(name).double().load_state_dict({k: torch.from_numpy(v.astype(np.float64)) for k, v in ours.items()},
+                                             strict=True)
+    except RuntimeError as e:
+        print("onnx_model_ref: FAIL: %s does not load into the module (strict): %s" % (export, e))
+        return 1
     worst, worst_init = 0.0, 0.0
     for k, v in m.state_dict().items():
         if k not in ours:
@@ -226,7 +292,7 @@ def run_onnx(path, x):
 
 
 def roundtrip(d, name, st, onnx_path):
-    x = data()[0]
+    x = data(name)[0]
     m = build(name)
     ours = read_safetensors(st)
     m.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in ours.items()}, strict=True)

@@ -17,7 +17,7 @@ own model"). Writes, into OUT_DIR, for opsets 13 and 17:
 and unsupported_op13.onnx (a torch.cumsum: CumSum is not a supported operator).
 The batch dimension is dynamic (dynamic_axes) in every file.
 With --seeds, tiny versions instead (widths of a few units: the fuzzer's seeds, tests/corpus/onnx_graph):
-ok-mlp-op13, ok-lm-op13, ok-lm-op17, ok-misc-op17, bad-cumsum-op13, bad-truncated-lm; and graphs written
+ok-mlp-op13, ok-lm-op13, ok-lm-op17, ok-misc-op17, ok-conv-op13, bad-cumsum-op13, bad-truncated-lm; and graphs written
 with onnx.helper: bad-cycle, bad-missing-input, bad-huge-constant, bad-opset-12, bad-short-raw-data,
 bad-reshape-computed-shape.
 Usage: onnx_models.py [--seeds] OUT_DIR"""
@@ -55,6 +55,19 @@ class LeNet(nn.Module):
         x = F.max_pool2d(F.relu(self.c2(x)), 2)
         x = torch.flatten(x, 1)
         return self.f3(F.relu(self.f2(F.relu(self.f1(x)))))
+
+
+class TinyConv(nn.Module):
+    """The fuzzer's convolutional seed: Conv (pad 1), Relu, MaxPool 2, Conv without bias, Flatten, Gemm."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(1, 2, 3, padding=1)
+        self.c2 = nn.Conv2d(2, 2, 1, bias=False)
+        self.f = nn.Linear(2 * 2 * 2, 3)
+
+    def forward(self, x):
+        return self.f(torch.flatten(self.c2(F.max_pool2d(F.relu(self.c1(x)), 2)), 1))
 
 
 class Attention(nn.Module):
@@ -170,6 +183,7 @@ def seeds(out):
     zoo = [("ok-mlp-op13", 13, MLP(d=4, h=3), torch.randn(2, 1, 2, 2)),
            ("ok-lm-op13", 13, lm, torch.randint(0, 5, (2, 4))), ("ok-lm-op17", 17, lm, torch.randint(0, 5, (2, 4))),
            ("ok-misc-op17", 17, Misc(c=2), torch.randn(2, 3, 4, 4)),
+           ("ok-conv-op13", 13, TinyConv(), torch.randn(2, 1, 4, 4)),
            ("bad-cumsum-op13", 13, Unsupported(), torch.randn(2, 8))]
     for name, opset, model, x in zoo:
         if isinstance(model, CharLM):

@@ -228,6 +228,12 @@ static void check_extra(unsigned *seen)
     CHECK(e == VT_OK, "the losses' program: %s", vt_errmsg());
     if (e == VT_OK) check_ops("losses", m, seen);
     vt_program_free(&m->prog);
+    /* the layout moves, in the known-answer probe's program of them */
+    memset(m, 0, sizeof *m);
+    e = vt_probe_layouts_program(&m->prog, 2, 6, 3);
+    CHECK(e == VT_OK, "the layouts' program: %s", vt_errmsg());
+    if (e == VT_OK) check_ops("layouts", m, seen);
+    vt_program_free(&m->prog);
     free(m);
 }
 
