@@ -363,9 +363,9 @@ static void check_graph(void)
     memcpy(&bits, &alpha, 8);
     uint32_t W = vt_graph_param(&g, "w", 2, (const uint32_t[]){4, 3}, VT_INIT_HE_UNIFORM, 4, &bad);
     uint32_t v = 0;
-    v = vt_graph_layer(&g, VT_GL_LINEAR, "fc", 1, &v, 1, &W, (const int64_t[]){0, 0, 0, 0}, 3, &bad);
+    v = vt_graph_layer(&g, VT_GL_LINEAR, "fc", 1, &v, 1, &W, (const int64_t[VT_GLAYER_ATTRS]){0}, 3, &bad);
     v = vt_graph_layer(&g, VT_GL_TANH, "t", 1, &v, 0, NULL, NULL, 3, &bad);
-    v = vt_graph_layer(&g, VT_GL_LEAKY_RELU, "l", 1, &v, 0, NULL, (const int64_t[]){(int64_t)bits, 0, 0, 0}, 3, &bad);
+    v = vt_graph_layer(&g, VT_GL_LEAKY_RELU, "l", 1, &v, 0, NULL, (const int64_t[VT_GLAYER_ATTRS]){(int64_t)bits}, 3, &bad);
     v = vt_graph_layer(&g, VT_GL_SIGMOID, "s", 1, &v, 0, NULL, NULL, 3, &bad);
     g.in_cols = 4, g.out = v, g.loss = VT_GLOSS_XENT;
     CHECK(!bad, "the graph");
