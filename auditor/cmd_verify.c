@@ -35,6 +35,9 @@ int auditor_verify(int argc, char **argv)
         VT_OPT_S("--init", "FILE", "a run trained with --init: check that it started from FILE (default: the\n"
                                    "run directory's copy, init.safetensors, checked against the manifest)",
                  &o.init_path),
+        VT_OPT_S("--model", "NET.onnx", "the client's own model (trainer train --model): check that the run\n"
+                                        "trains exactly its graph, from its initializers (unless --init)",
+                 &o.model_path),
         VT_OPT_C("--backend", "cpu|cuda", "cpu (default) or cuda: replay the GEMMs on the GPU (docs/cuda.md)",
                  &backend),
         VT_OPT_U("--from", "S", "audit steps S+1.. only, starting from the checkpoint at S (default 0)", 0,

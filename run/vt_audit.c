@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../arch/vt_graph.h"
 #include "../common/vt_bytes.h"
 #include "../common/vt_cli.h"
 #include "../backend/cuda/vt_backend_open.h"
@@ -314,6 +315,57 @@ static void *worker_main(void *p)
 
 /* ------------------------------------------------------- static checks */
 
+/* --model FILE (vt_audit.h): the run trains exactly the client's graph from the client's values: the
+ * file's SHA-256 the manifest names, the graph it carries re-derived from the file with the run's batch,
+ * loss and frozen parameters, and - unless --init names the client's own initial state - the run's
+ * initial state equal, bit for bit, to the file's initializers. A dishonest trainer that names the
+ * client's file but trains another graph, or starts it from other weights, is rejected here. */
+static int model_check(audit_ctx *a, finding *f)
+{
+    const vt_audit_opts *o = a->o;
+    if (!a->rcp.has_model)
+        return find_set(f, VT_VERDICT_REJECTED, -1, "another model",
+                        "the run trains a built-in architecture, not the client's model %s", o->model_path);
+    vt_graph g;
+    float **vals = NULL;
+    uint8_t sha[32];
+    if (vt_graph_import_onnx(o->model_path, a->rcp.batch, &g, &vals, sha))
+        return find_set(f, VT_VERDICT_CANNOT, -1, "model unreadable", "--model: %s", vt_errmsg());
+    int r = 0;
+    vt_recipe *want = malloc(sizeof *want);
+    if (!want) r = find_set(f, VT_VERDICT_CANNOT, -1, "local error", "out of memory");
+    else *want = a->rcp;
+    if (!r && memcmp(sha, a->rcp.model_sha256, 32) != 0) {
+        char have[65], named[65];
+        vt_hex(sha, 32, have), vt_hex(a->rcp.model_sha256, 32, named);
+        r = find_set(f, VT_VERDICT_REJECTED, -1, "another model",
+                     "the run names a model file with SHA-256 %s; %s has SHA-256 %s", named, o->model_path, have);
+    }
+    if (!r && vt_recipe_set_graph(want, &g, sha))
+        r = find_set(f, VT_VERDICT_REJECTED, -1, "another model", "%s against the run's recipe: %s", o->model_path,
+                     vt_errmsg());
+    if (!r && (want->model_graph_len != a->rcp.model_graph_len ||
+               memcmp(want->model_graph, a->rcp.model_graph, want->model_graph_len) != 0))
+        r = find_set(f, VT_VERDICT_REJECTED, -1, "another graph",
+                     "the run trains another graph than %s's (the manifest's canonical form differs from the one "
+                     "derived from the file)",
+                     o->model_path);
+    for (uint32_t k = 0; !r && !o->init_path && k < g.n_param; k++) {
+        const vt_st_entry *t = vt_st_find(&a->init, g.param[k].name);
+        size_t n = 1;
+        for (uint32_t d = 0; d < g.param[k].rank; d++) n *= g.param[k].shape[d];
+        if (!t || strcmp(t->dtype, "F32") != 0 || t->count != n || memcmp(t->data, vals[k], n * sizeof(float)) != 0)
+            r = find_set(f, VT_VERDICT_REJECTED, 0, "another initial state",
+                         "the run starts from other values of %s than %s's initializers", g.param[k].name,
+                         o->model_path);
+    }
+    free(want);
+    for (uint32_t k = 0; k < g.n_param; k++) free(vals[k]);
+    free(vals);
+    vt_graph_free(&g);
+    return r;
+}
+
 static int static_checks(audit_ctx *a, vt_store *st, finding *f)
 {
     const vt_audit_opts *o = a->o;
@@ -377,6 +429,7 @@ static int static_checks(audit_ctx *a, vt_store *st, finding *f)
         return find_set(f, why == 1 ? VT_VERDICT_CANNOT : VT_VERDICT_REJECTED, 0,
                         why == 1 ? "init unavailable" : "wrong init", "%s",
                         why ? vt_errmsg() : "the run starts from its recipe's initialisation, not from the --init file");
+    if (o->model_path && model_check(a, f)) return -1; /* the client's own model: this graph, these values */
     uint64_t count;
     if (vt_store_step_count(st, &count)) return find_io(f, -1, "run store");
     if (count != a->cm.step_count || count != a->rcp.steps + 1)

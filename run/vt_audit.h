@@ -28,6 +28,10 @@ typedef struct {
     const char *pubkey_path; /* optional: the trainer key the client trusts */
     const char *init_path;   /* optional: the initial state's file of a run trained with --init (default: the
                               * run directory's copy, init.safetensors); refused for a run without one */
+    const char *model_path;  /* optional: the client's own ONNX file (trainer train --model): the run must
+                              * train exactly its graph (the file's hash, the graph the manifest carries, with
+                              * the recipe's loss and frozen parameters) from its initializers (unless
+                              * init_path names the client's own initial state) */
     vt_order order;          /* the auditor's own evaluation order */
     const char *backend;     /* "cpu" (NULL: the default) or "cuda": each segment's replay opens its own */
     uint64_t from, to;       /* segment: replay steps from+1..to (to = 0: the last step) */

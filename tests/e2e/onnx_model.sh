@@ -86,6 +86,25 @@ else bad "lenet --layout torch: $(tail -3 "$T/lenet.t.ref" 2>/dev/null)"; fi
 # the same program from every party: the recipe's program names the module's own parameters
 "$TRAINER" recipe --program --model "$T/mlp.onnx" --set batch=32 >"$T/prog" 2>&1 &&
   grep -q " fc1.weight " "$T/prog" && grep -q "head.bias.grad" "$T/prog" && ok "program" || bad "program: $(head -3 "$T/prog")"
+# the client checks that the run trains its own graph from its own weights (auditor verify --model): a
+# trainer that trains another file, or the client's graph from other weights, is rejected
+if "$AUDITOR" verify "$T/mlp" --pubkey "$T/tk.pub" --model "$T/mlp.onnx" >"$T/vm.out" 2>&1 && grep -q "^VERIFIED" "$T/vm.out"
+then ok "verify --model: the client's graph and weights"; else bad "verify --model: $(tail -3 "$T/vm.out")"; fi
+"$AUDITOR" verify "$T/matmul" --pubkey "$T/tk.pub" --model "$T/mlp.onnx" >"$T/vm2.out" 2>&1
+st=$?
+[ "$st" = 1 ] && grep -q "another model" "$T/vm2.out" && ok "verify --model: another model rejected" ||
+  bad "verify --model of another model: exit $st: $(tail -3 "$T/vm2.out")"
+cp "$T/mlp.safetensors" "$T/mlp.init2.safetensors" # the MLP's trained weights: other initial weights, the same shapes
+if "$TRAINER" train "$T/mlp-otherinit" --key "$T/tk" --model "$T/mlp.onnx" --init "$T/mlp.init2.safetensors" "${D[@]}" \
+  >"$T/oi.out" 2>&1; then
+  "$AUDITOR" verify "$T/mlp-otherinit" --pubkey "$T/tk.pub" --model "$T/mlp.onnx" >"$T/vm3.out" 2>&1
+  st=$?
+  [ "$st" = 1 ] && grep -q "another initial state" "$T/vm3.out" && ok "verify --model: other initial weights rejected" ||
+    bad "verify --model, other weights: exit $st: $(tail -3 "$T/vm3.out")"
+  "$AUDITOR" verify "$T/mlp-otherinit" --pubkey "$T/tk.pub" --model "$T/mlp.onnx" --init "$T/mlp.init2.safetensors" \
+    >"$T/vm4.out" 2>&1 && ok "verify --model --init: the client's own initial state" ||
+    bad "verify --model --init: $(tail -3 "$T/vm4.out")"
+else bad "train from other weights: $(tail -2 "$T/oi.out")"; fi
 # interrupted after step 2 and resumed: the uninterrupted run's commitment
 if "$B/trainer-test" train "$T/mlp-stop" --key "$T/tk" --model "$T/mlp.onnx" "${D[@]}" --stop-after 2 >/dev/null 2>&1 &&
   "$TRAINER" train "$T/mlp-stop" --key "$T/tk" --model "$T/mlp.onnx" "${D[@]}" --resume >/dev/null 2>&1 &&
