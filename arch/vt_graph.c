@@ -825,14 +825,16 @@ vt_err vt_recipe_set_graph(vt_recipe *r, vt_graph *g, const uint8_t sha256[32])
 {
     VT_RETURN_ERROR_IF(g->out < 1 || g->out > g->n_layer, VT_ERR_ARG, "model: the graph has no output");
     g->loss = (vt_gloss)(r->loss + 1); /* vt_loss_kind's order */
-    for (const char *s = r->frozen; *s;) {
+    if (r->trainable[0]) /* every parameter frozen but the listed ones */
+        for (uint32_t k = 0; k < g->n_param; k++) g->param[k].frozen = 1;
+    for (const char *s = r->trainable[0] ? r->trainable : r->frozen; *s;) {
         const char *e = strchr(s, '\n');
         size_t n = e ? (size_t)(e - s) : strlen(s);
         uint32_t k = 0;
         while (k < g->n_param && !(strlen(g->param[k].name) == n && !memcmp(g->param[k].name, s, n))) k++;
-        VT_RETURN_ERROR_IF(k == g->n_param, VT_ERR_ARG, "recipe key frozen: the model has no parameter named %.*s",
-                           (int)n, s);
-        g->param[k].frozen = 1;
+        VT_RETURN_ERROR_IF(k == g->n_param, VT_ERR_ARG, "recipe key %s: the model has no parameter named %.*s",
+                           r->trainable[0] ? "trainable" : "frozen", (int)n, s);
+        g->param[k].frozen = !r->trainable[0];
         s += n + (e != NULL);
     }
     vt_buf b;

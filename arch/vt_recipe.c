@@ -73,6 +73,7 @@ static const field fields[] = {
     {"model", F_STR, OFF(model), NULL},
     {"loss", F_ENUM, OFF(loss), loss_names},
     {"frozen", F_NAMES, OFF(frozen), NULL},
+    {"trainable", F_NAMES, OFF(trainable), NULL},
     {"decay_factor", F_REAL, OFF(decay_factor), NULL},
     {"dropout", F_REAL, OFF(dropout), NULL},
     {"eps", F_REAL, OFF(eps), NULL},
@@ -321,9 +322,12 @@ vt_err vt_recipe_validate(const vt_recipe *r)
                        VT_MAX_LAYERS);
     VT_RETURN_ERROR_IF(r->batch < 1 || r->batch > 65536, VT_ERR_ARG, "recipe: batch must be 1..65536");
     VT_RETURN_ERROR_IF(r->steps < 1, VT_ERR_ARG, "recipe: steps must be >= 1");
-    VT_RETURN_ERROR_IF((r->loss != VT_LOSS_XENT || r->frozen[0]) && !r->model[0] && !r->has_model, VT_ERR_ARG,
-                       "recipe: the keys loss and frozen are a client's model's (--model NET.onnx); the built-in "
-                       "architectures train with cross-entropy");
+    VT_RETURN_ERROR_IF((r->loss != VT_LOSS_XENT || r->frozen[0] || r->trainable[0]) && !r->model[0] && !r->has_model,
+                       VT_ERR_ARG,
+                       "recipe: the keys loss, frozen and trainable are a client's model's (--model NET.onnx); the "
+                       "built-in architectures train with cross-entropy, every parameter");
+    VT_RETURN_ERROR_IF(r->frozen[0] && r->trainable[0], VT_ERR_ARG,
+                       "recipe: give frozen or trainable, not both (trainable: every other parameter is frozen)");
     VT_RETURN_ERROR_IF(r->has_model && r->arch != VT_ARCH_MLP, VT_ERR_ARG,
                        "recipe: a client's model (--model) replaces arch; leave arch unset");
     VT_RETURN_ERROR_IF(r->gemm_arith != 0 && r->bound.rounding != VT_ROUNDING_EXACT, VT_ERR_ARG,
@@ -441,6 +445,7 @@ static json_t *recipe_json(const vt_recipe *r)
         if (f->off == OFF(model) && !r->model[0]) continue;                      /* likewise */
         if (f->off == OFF(loss) && r->loss == VT_LOSS_XENT) continue;             /* likewise */
         if (f->off == OFF(frozen) && !r->frozen[0]) continue;                    /* likewise */
+        if (f->off == OFF(trainable) && !r->trainable[0]) continue;              /* likewise */
         switch (f->type) {
         case F_STR: v = json_string(base); break;
         case F_U64: { uint64_t u; memcpy(&u, base, 8); v = json_integer((json_int_t)u); break; }

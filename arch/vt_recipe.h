@@ -81,8 +81,10 @@ typedef struct {
      * {"sha256", "graph"}) and every party builds the step program from. */
     char model[VT_RECIPE_DATASET_MAX + 1];
     vt_loss_kind loss;
-    /* recipe key `frozen`: the parameters (by name, one per line) a client's graph does not train */
+    /* recipe key `frozen`: the parameters (by name, one per line) a client's graph does not train; recipe
+     * key `trainable`: the only ones it trains (every other frozen). At most one of the two is given. */
     char frozen[VT_RECIPE_DATASET_MAX + 1];
+    char trainable[VT_RECIPE_DATASET_MAX + 1];
     uint32_t has_model;
     uint8_t model_sha256[32];
     uint32_t model_graph_len;

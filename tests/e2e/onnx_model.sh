@@ -50,11 +50,13 @@ for n in mlp matmul act lenet gapnet; do
 done
 # regression and multi-label losses on float targets, and fine-tuning with every layer but the head frozen
 FT='["fc1.weight","fc1.bias","fc2.weight","fc2.bias"]'
-for c in "reg mse yreg" "reg l1 yreg" "reg bce_with_logits ybin" "mlp cross_entropy y frozen"; do
+for c in "reg mse yreg" "reg l1 yreg" "reg bce_with_logits ybin" "mlp cross_entropy y frozen" \
+  "mlp cross_entropy y trainable"; do
   read -r n loss y fr <<<"$c"
-  name=$n-$loss${fr:+-frozen}
+  name=$n-$loss${fr:+-$fr}
   args=(--set "dataset=npy:$T/x.npy,$T/$y.npy" --set batch=32 --set steps=3 --set "loss=$loss" --quiet)
-  [ -n "$fr" ] && args+=(--set "frozen=$FT")
+  [ "$fr" = frozen ] && args+=(--set "frozen=$FT")
+  [ "$fr" = trainable ] && args+=(--set 'trainable=["head.weight","head.bias"]') # the same parameters trained
   if "$TRAINER" train "$T/$name" --key "$T/tk" --model "$T/$n.onnx" "${args[@]}" >"$T/$name.out" 2>&1 &&
     "$AUDITOR" verify "$T/$name" --pubkey "$T/tk.pub" --order reverse >"$T/$name.v" 2>&1 &&
     "$TRAINER" export "$T/$name" --format safetensors --out "$T/$name.safetensors" --pubkey "$T/tk.pub" >/dev/null 2>&1 &&
