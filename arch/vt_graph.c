@@ -825,6 +825,9 @@ vt_err vt_recipe_set_graph(vt_recipe *r, vt_graph *g, const uint8_t sha256[32])
 {
     VT_RETURN_ERROR_IF(g->out < 1 || g->out > g->n_layer, VT_ERR_ARG, "model: the graph has no output");
     g->loss = (vt_gloss)(r->loss + 1); /* vt_loss_kind's order */
+    VT_RETURN_ERROR_IF(g->out_logsoftmax && r->loss != VT_LOSS_XENT, VT_ERR_ARG,
+                       "model: the network ends in LogSoftmax, which only loss = cross_entropy takes (the negative "
+                       "log-likelihood of its output); export the raw outputs for another loss");
     if (r->trainable[0]) /* every parameter frozen but the listed ones */
         for (uint32_t k = 0; k < g->n_param; k++) g->param[k].frozen = 1;
     for (const char *s = r->trainable[0] ? r->trainable : r->frozen; *s;) {

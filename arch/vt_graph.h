@@ -75,6 +75,8 @@ typedef struct {
     uint32_t in_cols; /* the input's width d: the input is [B, d] */
     uint32_t out;     /* the value the loss reads */
     vt_gloss loss;
+    uint8_t out_logsoftmax; /* not in the canonical form: the ONNX graph ended in LogSoftmax over out, fused
+                             * into the cross-entropy (vt_graph_from_onnx); any other loss is refused */
 } vt_graph;
 
 void vt_graph_init(vt_graph *g);

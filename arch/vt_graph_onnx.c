@@ -405,9 +405,23 @@ static vt_err map_graph(mapper *m)
                        "model: the input %s is not float32 [N, ...]", in->name);
     m->val[og->inputs[0]] = 0, m->cols[og->inputs[0]] = (uint32_t)example_elems(in);
     m->g->in_cols = (uint32_t)example_elems(in);
+    /* a LogSoftmax over the classes at the output (PyTorch's log_softmax then nll_loss): its input is the
+     * logits the cross-entropy reads - NLL(log_softmax(z)) is the cross-entropy of z (the documented
+     * fusion, cross-entropy only: vt_recipe_set_graph) */
+    uint32_t o = og->outputs[0];
+    for (uint32_t j = 0; j < og->n_nodes; j++) {
+        const vt_og_node *n = &og->node[j];
+        if (n->n_out < 1 || n->out[0] != o || strcmp(n->op, "LogSoftmax") != 0 || n->n_in < 1 || n->in[0] == NONE)
+            continue;
+        const vt_og_attr *ax = vt_og_attr_get(n, "axis");
+        const int64_t axis = ax ? ax->i : -1;
+        VT_RETURN_ERROR_IF(og->v[o].rank != 2 || (axis != -1 && axis != 1), VT_ERR_ARG,
+                           "model: node %s (LogSoftmax) at the output is not over the classes of [N, classes]",
+                           n->name);
+        m->done[j] = 1, o = n->in[0], m->g->out_logsoftmax = 1;
+    }
     for (uint32_t j = 0; j < og->n_nodes; j++)
         if (!m->done[j]) VT_FORWARD_IF_ERROR(map_node(m, j));
-    const uint32_t o = og->outputs[0];
     VT_RETURN_ERROR_IF(m->val[o] == NONE || m->val[o] == 0 || og->v[o].rank != 2 || m->last[o], VT_ERR_ARG,
                        "model: the output %s is not the logits [N, classes] computed from the input", og->v[o].name);
     m->g->out = m->val[o], m->g->loss = VT_GLOSS_XENT;

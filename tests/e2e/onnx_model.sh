@@ -51,7 +51,7 @@ done
 # regression and multi-label losses on float targets, and fine-tuning with every layer but the head frozen
 FT='["fc1.weight","fc1.bias","fc2.weight","fc2.bias"]'
 for c in "reg mse yreg" "reg l1 yreg" "reg bce_with_logits ybin" "mlp cross_entropy y frozen" \
-  "mlp cross_entropy y trainable"; do
+  "mlp cross_entropy y trainable" "logsm cross_entropy y"; do
   read -r n loss y fr <<<"$c"
   name=$n-$loss${fr:+-$fr}
   args=(--set "dataset=npy:$T/x.npy,$T/$y.npy" --set batch=32 --set steps=3 --set "loss=$loss" --quiet)
@@ -65,6 +65,11 @@ for c in "reg mse yreg" "reg l1 yreg" "reg bce_with_logits ybin" "mlp cross_entr
     ok "$name: VERIFIED; $(tail -1 "$T/$name.ref")"
   else bad "$name: $(tail -2 "$T/$name.out" "$T/$name.v" "$T/$name.ref" 2>/dev/null | tr '\n' ' ')"; fi
 done
+# a network ending in LogSoftmax takes the cross-entropy only (NLL of its output): another loss refused
+"$TRAINER" train "$T/logsm-mse" --key "$T/tk" --model "$T/logsm.onnx" --set "dataset=npy:$T/x.npy,$T/yreg.npy" \
+  --set batch=32 --set steps=3 --set loss=mse --quiet >"$T/lsm.out" 2>&1
+st=$?
+[ "$st" = 64 ] && grep -q "ends in LogSoftmax" "$T/lsm.out" && ok "LogSoftmax with mse refused" || bad "logsm mse: $st $(cat "$T/lsm.out")"
 "$TRAINER" train "$T/nofreeze" --key "$T/tk" --model "$T/mlp.onnx" "${D[@]}" --set 'frozen=["nope"]' >"$T/nf.out" 2>&1
 st=$?
 [ "$st" = 64 ] && grep -q "no parameter named nope" "$T/nf.out" && ok "unknown frozen name refused" || bad "frozen nope: $st $(cat "$T/nf.out")"

@@ -10,7 +10,7 @@
       DIR/lenet.onnx (LeNet-5 on 28 x 28: Conv, Relu, MaxPool, Flatten, Gemm), DIR/gapnet.onnx (convolutions
       with and without bias, stride 2, a residual Add, GlobalAveragePool, Gemm), DIR/badconv.onnx (a dilated
       convolution: not supported), and the data DIR/x.npy (float32 [32, 1, 12, 12]), DIR/x28.npy (float32
-      [32, 1, 28, 28]: LeNet's), DIR/y.npy (uint8 labels 0..4), DIR/yreg.npy (float32 targets [32, 3]),
+      [32, 1, 28, 28]: LeNet's), DIR/logsm.onnx (an MLP ending in log_softmax), DIR/y.npy (uint8 labels 0..4), DIR/yreg.npy (float32 targets [32, 3]),
       DIR/ybin.npy (float32 0/1 targets [32, 3]).
   onnx_model_ref.py check DIR NAME EXPORT.safetensors STEPS LR MOMENTUM [LOSS [FROZEN]]
       the model NAME rebuilt from the same seed in float64, trained STEPS full-batch steps of SGD (lr,
@@ -153,13 +153,26 @@ class BadConv(nn.Module):
         return self.fc(torch.flatten(self.conv(x), 1))
 
 
+class LogSm(nn.Module):
+    """PyTorch's MNIST example's ending: log_softmax of the logits (trained with nll_loss)"""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(C * H * W, 16)
+        self.fc2 = nn.Linear(16, K)
+
+    def forward(self, x):
+        return nn.functional.log_softmax(self.fc2(torch.relu(self.fc1(torch.flatten(x, 1)))), dim=1)
+
+
 MODELS = {"mlp": Mlp, "matmul": MatMulNet, "bad": Bad, "reg": Reg, "act": Act, "lenet": LeNet, "gapnet": GapNet,
-          "badconv": BadConv}
+          "badconv": BadConv, "logsm": LogSm}
 IMAGE = {"lenet": 28}  # the models on larger images (their data DIR/x28.npy); the others 12 x 12
 
 
 def build(name):
-    torch.manual_seed({"mlp": 1, "matmul": 2, "bad": 3, "reg": 4, "act": 5, "lenet": 6, "gapnet": 7, "badconv": 8}[name])
+    torch.manual_seed({"mlp": 1, "matmul": 2, "bad": 3, "reg": 4, "act": 5, "lenet": 6, "gapnet": 7, "badconv": 8,
+                       "logsm": 9}[name])
     return MODELS[name]()
 
 
