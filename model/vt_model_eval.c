@@ -26,6 +26,9 @@ vt_err vt_program_evaluate_pred(const vt_program *p, const vt_dataset *ds, size_
                            pr->shape[0] != x->shape[0],
                        VT_ERR_INTERNAL, "evaluation: the program's input and probabilities are not [B, d] and [B, C] F32");
     VT_RETURN_ERROR_IF(ds->d != x->shape[1], VT_ERR_ARG, "the dataset does not fit the model");
+    VT_RETURN_ERROR_IF(ds->yt, VT_ERR_ARG,
+                       "the data set has float targets (a regression or multi-label model): accuracy is a classifier's "
+                       "figure and is not computed; the run's loss per step is in its records (trainer report)");
     VT_RETURN_ERROR_IF(n == 0, VT_ERR_ARG, "no examples to evaluate");
     size_t *idx = malloc(B * sizeof *idx);
     VT_RETURN_ERROR_IF(!idx, VT_ERR_NOMEM, "out of memory");

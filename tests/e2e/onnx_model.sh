@@ -65,6 +65,11 @@ for c in "reg mse yreg" "reg l1 yreg" "reg bce_with_logits ybin" "mlp cross_entr
     ok "$name: VERIFIED; $(tail -1 "$T/$name.ref")"
   else bad "$name: $(tail -2 "$T/$name.out" "$T/$name.v" "$T/$name.ref" 2>/dev/null | tr '\n' ' ')"; fi
 done
+# accuracy is a classifier's figure: a regression run's eval says so instead of a number
+"$TRAINER" eval "$T/reg-mse" >"$T/ev.out" 2>&1
+st=$?
+[ "$st" != 0 ] && grep -q "float targets" "$T/ev.out" && ok "eval of a regression run: no accuracy" ||
+  bad "eval of a regression run: exit $st: $(cat "$T/ev.out")"
 # a network ending in LogSoftmax takes the cross-entropy only (NLL of its output): another loss refused
 "$TRAINER" train "$T/logsm-mse" --key "$T/tk" --model "$T/logsm.onnx" --set "dataset=npy:$T/x.npy,$T/yreg.npy" \
   --set batch=32 --set steps=3 --set loss=mse --quiet >"$T/lsm.out" 2>&1
