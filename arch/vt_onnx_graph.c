@@ -288,7 +288,7 @@ static int64_t nel(const vt_og_value *v)
 static vt_err new_value(vti_og *c, const char *name, vt_og_dtype t, uint32_t rank, const int64_t *shape, int with_data,
                         uint32_t *id)
 {
-    int64_t n;
+    int64_t n = 0;
     VT_RETURN_ERROR_IF(rank > VT_OG_MAX_RANK, VT_ERR_LIMIT, "value %s: rank %u (at most %d)", name, rank, VT_OG_MAX_RANK);
     vt_err e = numel(rank, shape, &n);
     if (e) return vt_error_prefix(e, "value %s", name);
@@ -585,7 +585,7 @@ vt_err vt_og_tensor_decode(const Onnx__TensorProto *t, const char *what, vt_og_d
     VT_FORWARD_IF_ERROR(dtype_of(t->has_data_type ? t->data_type : 0, what, dtype));
     VT_RETURN_ERROR_IF(t->n_dims > VT_OG_MAX_RANK, VT_ERR_LIMIT, "%s: rank %zu (at most %d)", what, t->n_dims,
                        VT_OG_MAX_RANK);
-    int64_t k;
+    int64_t k = 0;
     vt_err e = numel((uint32_t)t->n_dims, t->dims, &k);
     if (e) return vt_error_prefix(e, "%s", what);
     VT_RETURN_ERROR_IF(k > VT_OG_MAX_CONST_ELEMS, VT_ERR_LIMIT, "%s: %lld elements (at most %lld)", what, (long long)k,
@@ -631,8 +631,8 @@ vt_err vt_og_tensor_decode(const Onnx__TensorProto *t, const char *what, vt_og_d
 /* a decoded TensorProto as a new constant (or initializer) value named name */
 static vt_err tensor_value(vti_og *c, const Onnx__TensorProto *t, const char *name, uint32_t *id)
 {
-    vt_og_dtype dt;
-    uint32_t r;
+    vt_og_dtype dt = VT_OG_F32;
+    uint32_t r = 0;
     int64_t sh[VT_OG_MAX_RANK];
     void *d;
     size_t k;
@@ -699,7 +699,7 @@ static vt_err h_arith(vti_og *c, const uint32_t *in, uint32_t nin, uint32_t *out
     if (op[0] != 'P') VT_FORWARD_IF_ERROR(same_dtype(c, in[0], in[1]));
     vt_og_dtype t = V(c, in[0])->dtype;
     VT_RETURN_ERROR_IF(t == VT_OG_BOOL || V(c, in[1])->dtype == VT_OG_BOOL, VT_ERR_FORMAT, "arithmetic on booleans");
-    uint32_t r;
+    uint32_t r = 0;
     int64_t sh[VT_OG_MAX_RANK];
     VT_FORWARD_IF_ERROR(bcast(c, in, 2, &r, sh));
     VT_FORWARD_IF_ERROR(out_val(c, 0, t, r, sh, out));
@@ -727,7 +727,7 @@ static vt_err h_compare(vti_og *c, const uint32_t *in, uint32_t nin, uint32_t *o
     VT_FORWARD_IF_ERROR(need(in, nin, 0));
     VT_FORWARD_IF_ERROR(need(in, nin, 1));
     VT_FORWARD_IF_ERROR(same_dtype(c, in[0], in[1]));
-    uint32_t r;
+    uint32_t r = 0;
     int64_t sh[VT_OG_MAX_RANK], idx[VT_OG_MAX_RANK];
     VT_FORWARD_IF_ERROR(bcast(c, in, 2, &r, sh));
     VT_FORWARD_IF_ERROR(out_val(c, 0, VT_OG_BOOL, r, sh, out));
@@ -751,7 +751,7 @@ static vt_err h_where(vti_og *c, const uint32_t *in, uint32_t nin, uint32_t *out
     for (uint32_t k = 0; k < 3; k++) VT_FORWARD_IF_ERROR(need(in, nin, k));
     VT_RETURN_ERROR_IF(V(c, in[0])->dtype != VT_OG_BOOL, VT_ERR_FORMAT, "the condition is not boolean");
     VT_FORWARD_IF_ERROR(same_dtype(c, in[1], in[2]));
-    uint32_t r;
+    uint32_t r = 0;
     int64_t sh[VT_OG_MAX_RANK], idx[VT_OG_MAX_RANK];
     VT_FORWARD_IF_ERROR(bcast(c, in, 3, &r, sh));
     VT_FORWARD_IF_ERROR(out_val(c, 0, V(c, in[1])->dtype, r, sh, out));
@@ -799,7 +799,7 @@ static vt_err h_softmax(vti_og *c, const uint32_t *in, uint32_t nin, uint32_t *o
 static vt_err h_cast(vti_og *c, const uint32_t *in, uint32_t nin, uint32_t *out)
 {
     int64_t to;
-    vt_og_dtype t;
+    vt_og_dtype t = VT_OG_F32;
     VT_FORWARD_IF_ERROR(need(in, nin, 0));
     VT_RETURN_ERROR_IF(!pattr(c->n, "to"), VT_ERR_FORMAT, "no attribute to");
     VT_FORWARD_IF_ERROR(a_int(c, "to", 0, &to));
@@ -1070,7 +1070,7 @@ static vt_err h_dropout(vti_og *c, const uint32_t *in, uint32_t nin, uint32_t *o
 /* an output of a's elements in a new shape (Flatten, Reshape, Squeeze, Unsqueeze) */
 static vt_err reshaped(vti_og *c, uint32_t a, uint32_t r, const int64_t *sh, uint32_t *out)
 {
-    int64_t n;
+    int64_t n = 0;
     VT_FORWARD_IF_ERROR(numel(r, sh, &n));
     VT_RETURN_ERROR_IF(n != nel(V(c, a)), VT_ERR_FORMAT, "%lld elements into a shape of %lld", (long long)nel(V(c, a)),
                        (long long)n);
@@ -1757,7 +1757,7 @@ static vt_err graph_input(vti_og *c, const Onnx__ValueInfoProto *vi, int64_t bat
     VT_RETURN_ERROR_IF(!ty || ty->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !ty->tensor_type ||
                            !ty->tensor_type->shape,
                        VT_ERR_ARG, "input %s is not a tensor of a known rank", nm);
-    vt_og_dtype t;
+    vt_og_dtype t = VT_OG_F32;
     VT_FORWARD_IF_ERROR(dtype_of(ty->tensor_type->elem_type, nm, &t));
     const Onnx__TensorShapeProto *sh = ty->tensor_type->shape;
     VT_RETURN_ERROR_IF(sh->n_dim > VT_OG_MAX_RANK, VT_ERR_LIMIT, "input %s: rank %zu (at most %d)", nm, sh->n_dim,
