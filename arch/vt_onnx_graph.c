@@ -633,9 +633,9 @@ static vt_err tensor_value(vti_og *c, const Onnx__TensorProto *t, const char *na
 {
     vt_og_dtype dt = VT_OG_F32;
     uint32_t r = 0;
-    int64_t sh[VT_OG_MAX_RANK];
-    void *d;
-    size_t k;
+    int64_t sh[VT_OG_MAX_RANK] = {0};
+    void *d = NULL;
+    size_t k = 0;
     VT_FORWARD_IF_ERROR(vt_og_tensor_decode(t, name, &dt, &r, sh, &d, &k));
     vt_err e = new_value(c, name, dt, r, sh, 0, id);
     size_t nb = k * vt_og_dtype_size(dt);
