@@ -83,10 +83,9 @@ vt_err vt_graph_mlp(const vt_recipe *rcp, vt_graph *g)
     uint32_t v = 0; /* the input */
     for (uint32_t l = 1; l <= L; l++) {
         snprintf(nm, sizeof nm, "fc%u.weight", l);
-        uint32_t W = vt_graph_param(g, nm, 2, ARR(w[l - 1], w[l]), VT_INIT_HE_UNIFORM, w[l - 1], &bad);
+        vt_graph_param(g, nm, 2, ARR(w[l - 1], w[l]), VT_INIT_HE_UNIFORM, w[l - 1], &bad); /* parameter 2(l - 1) */
         snprintf(nm, sizeof nm, "fc%u.bias", l);
-        uint32_t b = vt_graph_param(g, nm, 1, ARR(w[l]), VT_INIT_ZERO, 0, &bad);
-        (void)W, (void)b;
+        vt_graph_param(g, nm, 1, ARR(w[l]), VT_INIT_ZERO, 0, &bad); /* parameter 2(l - 1) + 1 */
     }
     for (uint32_t l = 1; l <= L && !bad; l++) {
         snprintf(nm, sizeof nm, "fc%u", l);

@@ -127,8 +127,13 @@ vt_err vt_graph_layer_check(const vt_glayer *l, uint32_t *cols) VT_WARN_UNUSED;
  * layers = [the input's width, the output's width]. VT_ERR_LIMIT when the canonical form exceeds
  * VT_MODEL_GRAPH_MAX. */
 vt_err vt_recipe_set_graph(vt_recipe *r, vt_graph *g, const uint8_t sha256[32]) VT_WARN_UNUSED;
-/* r->model (a path) imported into r: vt_graph_import_onnx for r->batch, then vt_recipe_set_graph. */
+/* r->model (a path) imported into r: vt_graph_import_onnx for r->batch, then vt_recipe_set_graph;
+ * vt_recipe_import_graph also hands back the graph and its parameters' values (the caller frees them:
+ * vt_graph_free, vt_graph_values_free; on failure nothing is left to free). */
 vt_err vt_recipe_import_model(vt_recipe *r) VT_WARN_UNUSED;
+vt_err vt_recipe_import_graph(vt_recipe *r, vt_graph *g, float ***vals) VT_WARN_UNUSED;
+/* Frees the n parameters' values of vt_graph_from_onnx (vals may be NULL). */
+void vt_graph_values_free(float **vals, uint32_t n);
 
 /* The canonical form (docs/models.md "The canonical form of a forward graph"): "VTGR", version 1 (four
  * attributes per layer: a graph of LINEAR, RELU, ADD, RESHAPE, SIGMOID, TANH and LEAKY_RELU layers only) or 2

@@ -444,8 +444,7 @@ vt_err vt_graph_from_onnx(const vt_og_graph *og, vt_graph *g, float ***vals)
     if (!e && m.bad) e = vt_set_error(VT_ERR_NOMEM, "model: out of memory");
     free(m.val), free(m.cols), free(m.par), free(m.done), free(m.last), free(m.hwc);
     if (e) {
-        for (uint32_t k = 0; m.vals && k < g->n_param; k++) free(m.vals[k]);
-        free(m.vals);
+        vt_graph_values_free(m.vals, g->n_param);
         vt_graph_free(g);
         return e;
     }
@@ -465,15 +464,31 @@ vt_err vt_graph_import_onnx(const char *path, uint32_t batch, vt_graph *g, float
     return e ? vt_error_prefix(e, "%s", path) : VT_OK;
 }
 
+void vt_graph_values_free(float **vals, uint32_t n)
+{
+    for (uint32_t k = 0; vals && k < n; k++) free(vals[k]);
+    free(vals);
+}
+
+vt_err vt_recipe_import_graph(vt_recipe *r, vt_graph *g, float ***vals)
+{
+    uint8_t sha[32];
+    VT_FORWARD_IF_ERROR(vt_graph_import_onnx(r->model, r->batch, g, vals, sha));
+    vt_err e = vt_recipe_set_graph(r, g, sha);
+    if (e) {
+        vt_graph_values_free(*vals, g->n_param);
+        *vals = NULL;
+        vt_graph_free(g);
+    }
+    return e;
+}
+
 vt_err vt_recipe_import_model(vt_recipe *r)
 {
     vt_graph g;
     float **vals;
-    uint8_t sha[32];
-    VT_FORWARD_IF_ERROR(vt_graph_import_onnx(r->model, r->batch, &g, &vals, sha));
-    vt_err e = vt_recipe_set_graph(r, &g, sha);
-    for (uint32_t k = 0; k < g.n_param; k++) free(vals[k]);
-    free(vals);
+    VT_FORWARD_IF_ERROR(vt_recipe_import_graph(r, &g, &vals));
+    vt_graph_values_free(vals, g.n_param);
     vt_graph_free(&g);
-    return e;
+    return VT_OK;
 }

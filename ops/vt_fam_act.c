@@ -111,34 +111,23 @@ vt_err vti_leaky_relu_bwd_plain(vt_plainctx *c) { return act_plain(c); }
 
 /* the backward facets: sigmoid and tanh differentiate from their output y (dy y (1 - y), dy (1 - y^2)),
  * leaky ReLU from its input x with the same alpha */
-static vt_grad_rule out_dy_grad(vt_program *p, uint16_t bk, const vt_opdesc *o, const uint32_t *dy, uint32_t dx,
-                                const char *layer)
-{
-    if (dx != VT_GRAD_QUERY)
-        vt_prog_op(p, bk, (const uint32_t[]){o->out[0], dy[0]}, 2, &dx, 1, NULL, 0, NULL, 0, "%s backward", layer);
-    return VT_GRAD_OPS;
-}
-
 vt_grad_rule vti_sigmoid_grad(vt_program *p, const vt_opdesc *o, uint32_t i, const uint32_t *dy, uint32_t dx,
                               const char *layer)
 {
     (void)i;
-    return out_dy_grad(p, VT_OPK_SIGMOID_BWD, o, dy, dx, layer);
+    return vti_grad_pair(p, VT_OPK_SIGMOID_BWD, o, 1, dy, dx, layer);
 }
 
 vt_grad_rule vti_tanh_grad(vt_program *p, const vt_opdesc *o, uint32_t i, const uint32_t *dy, uint32_t dx,
                            const char *layer)
 {
     (void)i;
-    return out_dy_grad(p, VT_OPK_TANH_BWD, o, dy, dx, layer);
+    return vti_grad_pair(p, VT_OPK_TANH_BWD, o, 1, dy, dx, layer);
 }
 
 vt_grad_rule vti_leaky_relu_grad(vt_program *p, const vt_opdesc *o, uint32_t i, const uint32_t *dy, uint32_t dx,
                                  const char *layer)
 {
     (void)i;
-    if (dx != VT_GRAD_QUERY)
-        vt_prog_op(p, VT_OPK_LEAKY_RELU_BWD, (const uint32_t[]){o->in[0], dy[0]}, 2, &dx, 1, NULL, 0, o->farg, 1,
-                   "%s backward", layer);
-    return VT_GRAD_OPS;
+    return vti_grad_pair(p, VT_OPK_LEAKY_RELU_BWD, o, 0, dy, dx, layer);
 }

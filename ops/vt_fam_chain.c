@@ -1076,27 +1076,18 @@ vt_grad_rule vti_add_grad(vt_program *p, const vt_opdesc *o, uint32_t i, const u
     return VT_GRAD_ALIAS;
 }
 
-/* the backward kind `bk` of an elementwise kind, reading its forward input and dY (relu, gelu) */
-static vt_grad_rule input_dy_grad(vt_program *p, uint16_t bk, const vt_opdesc *o, const uint32_t *dy, uint32_t dx,
-                                  const char *layer)
-{
-    if (dx != VT_GRAD_QUERY)
-        vt_prog_op(p, bk, (const uint32_t[]){o->in[0], dy[0]}, 2, &dx, 1, NULL, 0, NULL, 0, "%s backward", layer);
-    return VT_GRAD_OPS;
-}
-
 vt_grad_rule vti_relu_grad(vt_program *p, const vt_opdesc *o, uint32_t i, const uint32_t *dy, uint32_t dx,
                            const char *layer)
 {
     (void)i;
-    return input_dy_grad(p, VT_OPK_RELU_BWD, o, dy, dx, layer);
+    return vti_grad_pair(p, VT_OPK_RELU_BWD, o, 0, dy, dx, layer);
 }
 
 vt_grad_rule vti_gelu_grad(vt_program *p, const vt_opdesc *o, uint32_t i, const uint32_t *dy, uint32_t dx,
                            const char *layer)
 {
     (void)i;
-    return input_dy_grad(p, VT_OPK_GELU_BWD, o, dy, dx, layer);
+    return vti_grad_pair(p, VT_OPK_GELU_BWD, o, 0, dy, dx, layer);
 }
 
 /* dropout's backward is dropout of dY with the same mask (the same seed, key and p) */

@@ -440,10 +440,7 @@ vt_grad_rule vti_maxpool_grad(vt_program *p, const vt_opdesc *o, uint32_t i, con
                               const char *layer)
 {
     (void)i;
-    if (dx != VT_GRAD_QUERY)
-        vt_prog_op(p, VT_OPK_MAXPOOL_BWD, (const uint32_t[]){o->in[0], dy[0]}, 2, &dx, 1, o->iarg, o->n_iarg, NULL, 0,
-                   "%s backward", layer);
-    return VT_GRAD_OPS;
+    return vti_grad_pair(p, VT_OPK_MAXPOOL_BWD, o, 0, dy, dx, layer);
 }
 
 vt_err vti_layout_plain(vt_plainctx *c)

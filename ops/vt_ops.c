@@ -221,6 +221,15 @@ static const vt_opkind KINDS[VT_OPK_COUNT] = {
 #undef VTI_KIND_ROW
 };
 
+vt_grad_rule vti_grad_pair(vt_program *p, uint16_t bk, const vt_opdesc *o, int from_output, const uint32_t *dy,
+                           uint32_t dx, const char *layer)
+{
+    if (dx != VT_GRAD_QUERY)
+        vt_prog_op(p, bk, (const uint32_t[]){from_output ? o->out[0] : o->in[0], dy[0]}, 2, &dx, 1, o->iarg, o->n_iarg,
+                   o->farg, o->n_farg, "%s backward", layer);
+    return VT_GRAD_OPS;
+}
+
 /* the backward facets of the kinds that have no rule of their own (vt_grad_fn, vt_ops.h) */
 vt_grad_rule vti_none_grad(vt_program *p, const vt_opdesc *o, uint32_t i, const uint32_t *dy, uint32_t dx,
                            const char *layer)

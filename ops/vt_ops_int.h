@@ -130,6 +130,13 @@ vt_err vti_load_batch_input(vt_opctx *c);
 /* every label is a class */
 vt_err vti_labels_ok(size_t N, size_t C, const uint8_t *y);
 
+/* The backward facet of a kind whose backward kind bk reads (x, dY) -> dX, x the forward operation o's
+ * first input (from_output 0) or its output (1), with o's own arguments: bk appended (unless querying:
+ * then o is not read), named "<layer> backward"; VT_GRAD_OPS. Shared by the elementwise kinds' and max
+ * pooling's rules. */
+vt_grad_rule vti_grad_pair(vt_program *p, uint16_t bk, const vt_opdesc *o, int from_output, const uint32_t *dy,
+                           uint32_t dx, const char *layer);
+
 /* every kind's check, exec, cost and plain form, named by its stem in the list (vt_kinds.h); a stem shared by
  * several kinds is declared once per kind, which C allows */
 #define VTI_KIND_DECL(ID, nm, fam, rd, ni, no, nia, nfa, ia, fa, red, dev, impl, grad)                                       \

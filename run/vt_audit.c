@@ -360,8 +360,7 @@ static int model_check(audit_ctx *a, finding *f)
                          o->model_path);
     }
     free(want);
-    for (uint32_t k = 0; k < g.n_param; k++) free(vals[k]);
-    free(vals);
+    vt_graph_values_free(vals, g.n_param);
     vt_graph_free(&g);
     return r;
 }

@@ -753,10 +753,9 @@ static vt_err model_prepare(vt_recipe *r, const vt_train_opts *o, char *tmp, siz
 {
     vt_graph g;
     float **vals = NULL;
-    uint8_t sha[32];
-    VT_FORWARD_IF_ERROR(vt_graph_import_onnx(r->model, r->batch, &g, &vals, sha));
-    vt_err e = vt_recipe_set_graph(r, &g, sha);
-    vt_st_tensor *t = e || o->resume || o->init_path ? NULL : calloc(g.n_param + 1, sizeof *t);
+    VT_FORWARD_IF_ERROR(vt_recipe_import_graph(r, &g, &vals));
+    vt_err e = VT_OK;
+    vt_st_tensor *t = o->resume || o->init_path ? NULL : calloc(g.n_param + 1, sizeof *t);
     if (t) {
         for (uint32_t k = 0; k < g.n_param; k++) {
             t[k] = (vt_st_tensor){.name = g.param[k].name, .dtype = VT_ST_F32, .rank = g.param[k].rank, .data = vals[k]};
@@ -770,10 +769,9 @@ static vt_err model_prepare(vt_recipe *r, const vt_train_opts *o, char *tmp, siz
         if (!e) e = vt_safetensors_write(tmp, t, g.n_param, NULL, 0);
         if (e && fd >= 0) unlink(tmp);
         if (e) tmp[0] = 0;
-    } else if (!e && !o->resume && !o->init_path) e = vt_set_error(VT_ERR_NOMEM, "model: out of memory");
+    } else if (!o->resume && !o->init_path) e = vt_set_error(VT_ERR_NOMEM, "model: out of memory");
     free(t);
-    for (uint32_t k = 0; k < g.n_param; k++) free(vals[k]);
-    free(vals);
+    vt_graph_values_free(vals, g.n_param);
     vt_graph_free(&g);
     return e;
 }
