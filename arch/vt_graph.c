@@ -23,6 +23,21 @@
 
 void vt_graph_init(vt_graph *g) { memset(g, 0, sizeof *g); }
 
+double vt_graph_f64(int64_t bits)
+{
+    double d;
+    uint64_t u = (uint64_t)bits;
+    memcpy(&d, &u, sizeof d);
+    return d;
+}
+
+int64_t vt_graph_f64_bits(double d)
+{
+    uint64_t u;
+    memcpy(&u, &d, sizeof u);
+    return (int64_t)u;
+}
+
 int vt_graph_alpha_ok(double alpha)
 {
     const double a = alpha < 0 ? -alpha : alpha;
@@ -61,7 +76,7 @@ uint32_t vt_graph_param(vt_graph *g, const char *name, uint32_t rank, const uint
 uint32_t vt_graph_layer(vt_graph *g, vt_glayer_op op, const char *name, uint32_t n_in, const uint32_t *in,
                         uint32_t n_param, const uint32_t *param, const int64_t *attr, uint32_t cols, int *bad)
 {
-    vt_glayer *q = n_in <= 2 && n_param <= 2 ? realloc(g->layer, (g->n_layer + 1) * sizeof *q) : NULL;
+    vt_glayer *q = n_in <= 2 && n_param <= 4 ? realloc(g->layer, (g->n_layer + 1) * sizeof *q) : NULL;
     if (!q) return *bad = 1, NONE;
     g->layer = q;
     vt_glayer *l = &q[g->n_layer];
@@ -128,9 +143,7 @@ vt_err vt_graph_layer_check(const vt_glayer *l, uint32_t *cols)
     case VT_GL_SIGMOID:
     case VT_GL_TANH: n = l->cols; break;
     case VT_GL_LEAKY_RELU: { /* attr[0]: alpha's FP64 bits */
-        double alpha;
-        uint64_t bits = (uint64_t)a[0];
-        memcpy(&alpha, &bits, sizeof alpha);
+        const double alpha = vt_graph_f64(a[0]);
         used = 1;
         VT_RETURN_ERROR_IF(!vt_graph_alpha_ok(alpha), VT_ERR_FORMAT,
                            "model graph: layer %s: alpha %g is not 0 or within [2^-64, 2^64] in magnitude", l->name,
@@ -173,6 +186,18 @@ vt_err vt_graph_layer_check(const vt_glayer *l, uint32_t *cols)
                            VT_ERR_FORMAT, "model graph: layer %s: bad layout change", l->name);
         n = (uint64_t)a[0] * (uint64_t)a[1] * (uint64_t)a[2];
         break;
+    case VT_GL_BATCHNORM: { /* eps, momentum (FP64 bits), C, H, W */
+        const double eps = vt_graph_f64(a[0]), mom = vt_graph_f64(a[1]);
+        used = 5;
+        VT_RETURN_ERROR_IF(!(eps > 0 && eps < 1) || !(mom >= 0 && mom <= 1) || a[2] < 1 || a[2] > GEOM_CH ||
+                               a[3] < 0 || a[3] > GEOM_DIM || a[4] < 0 || a[4] > GEOM_DIM || (a[3] == 0) != (a[4] == 0),
+                           VT_ERR_FORMAT,
+                           "model graph: layer %s: batch norm with eps %g (supported: (0, 1)), momentum %g ([0, 1]), "
+                           "%lld channels of %lld x %lld",
+                           l->name, eps, mom, (long long)a[2], (long long)a[3], (long long)a[4]);
+        n = (uint64_t)a[2] * (uint64_t)(a[3] ? a[3] * a[4] : 1);
+        break;
+    }
     default: VT_RETURN_ERROR(VT_ERR_FORMAT, "model graph: layer %s: operation %d", l->name, (int)l->op);
     }
     for (int i = used; i < VT_GLAYER_ATTRS; i++)
@@ -212,6 +237,9 @@ typedef struct {
     uint32_t *tgt;       /* (forward operation, input) -> where its gradient goes (NONE: nowhere) */
     uint32_t *cs, *cs_next, n_cs; /* contributions: tensor, and the next of the same tensor */
     uint32_t *sums;      /* tensor -> the first of its partial-sum tensors (n contributions - 2 of them) */
+    uint32_t nfwd_end;   /* the layers' last forward operation */
+    uint32_t *bn_g2, *bn_gb; /* batch-norm layer -> its gradient's dot with the centred input, the gradient's
+                              * column sum when its bias takes none (NONE: not made) */
 } bld;
 
 static const char *tname(const bld *b, uint32_t t) { return b->p->t[t].name; }
@@ -246,8 +274,8 @@ static vt_err lower(bld *b)
     for (uint32_t l = 0; l < g->n_layer && !p->bad; l++) {
         const vt_glayer *ly = &g->layer[l];
         uint32_t width;
-        VT_RETURN_ERROR_IF(ly->n_in < 1 || ly->n_in > 2, VT_ERR_ARG, "graph: layer %s reads %u values", ly->name,
-                           ly->n_in);
+        VT_RETURN_ERROR_IF(ly->n_in < 1 || ly->n_in > 2 || ly->n_param > 4, VT_ERR_ARG,
+                           "graph: layer %s reads %u values and %u parameters", ly->name, ly->n_in, ly->n_param);
         for (uint32_t i = 0; i < ly->n_in; i++)
             VT_RETURN_ERROR_IF(ly->in[i] > l, VT_ERR_ARG, "graph: layer %s reads value %u before it is computed",
                                ly->name, ly->in[i]);
@@ -263,11 +291,11 @@ static vt_err lower(bld *b)
         const int64_t *a = ly->attr;
         /* a channels-last tensor's rows, B * H * W, must fit the table's dimensions (the layer's
          * output's H and W exceed its input's by less than a window: pad < k <= 64) */
+        const int64_t gh = ly->op == VT_GL_BATCHNORM ? a[3] : a[0], gw = ly->op == VT_GL_BATCHNORM ? a[4] : a[1];
         VT_RETURN_ERROR_IF(ly->op >= VT_GL_CONV &&
-                               (uint64_t)b->B * (uint64_t)(a[0] + GEOM_K) * (uint64_t)(a[1] + GEOM_K) >
-                                   ((uint64_t)1 << 31),
+                               (uint64_t)b->B * (uint64_t)(gh + GEOM_K) * (uint64_t)(gw + GEOM_K) > ((uint64_t)1 << 31),
                            VT_ERR_ARG, "graph: layer %s: %u examples of %lld x %lld pixels are too many rows", ly->name,
-                           b->B, (long long)a[0], (long long)a[1]);
+                           b->B, (long long)gh, (long long)gw);
         const vlayout *xl = &b->Vl[ly->in[0]];
         vlayout yl = *xl; /* the output's layout: the input's unless the layer says otherwise */
         uint32_t y = x;
@@ -276,7 +304,8 @@ static vt_err lower(bld *b)
         VT_RETURN_ERROR_IF(xl->last && (uint64_t)xl->h * xl->w > 1 && ly->op != VT_GL_RELU && ly->op != VT_GL_ADD &&
                                ly->op != VT_GL_SIGMOID && ly->op != VT_GL_TANH && ly->op != VT_GL_LEAKY_RELU &&
                                ly->op != VT_GL_CONV &&
-                               ly->op != VT_GL_MAXPOOL && ly->op != VT_GL_AVGPOOL && ly->op != VT_GL_TO_NCHW,
+                               ly->op != VT_GL_MAXPOOL && ly->op != VT_GL_AVGPOOL && ly->op != VT_GL_TO_NCHW &&
+                               ly->op != VT_GL_BATCHNORM,
                            VT_ERR_ARG, "graph: layer %s reads a channels-last value (to_channels_first first)",
                            ly->name);
         switch (ly->op) {
@@ -318,9 +347,7 @@ static vt_err lower(bld *b)
         case VT_GL_LEAKY_RELU: { /* the activations of client models: one elementwise kind each; the output has
                                   * the input's shape and layout */
             VT_RETURN_ERROR_IF(N != K, VT_ERR_ARG, "graph: layer %s: its input and output differ in width", ly->name);
-            double alpha = 0.0;
-            uint64_t bits = (uint64_t)ly->attr[0];
-            memcpy(&alpha, &bits, sizeof alpha);
+            double alpha = vt_graph_f64(ly->attr[0]);
             VT_RETURN_ERROR_IF(ly->op == VT_GL_LEAKY_RELU && !vt_graph_alpha_ok(alpha), VT_ERR_ARG,
                                "graph: layer %s: alpha %g is not 0 or within [2^-64, 2^64] in magnitude", ly->name,
                                alpha);
@@ -407,6 +434,39 @@ static vt_err lower(bld *b)
                        ly->name);
             yl = (vlayout){1, (uint32_t)a[0], (uint32_t)a[1], (uint32_t)a[2]};
             break;
+        case VT_GL_BATCHNORM: {
+            /* training mode: s1 = column sum, xc = x - s1 / M, s2 = column dot (xc, xc), y = gamma xc /
+             * sqrt(s2 / M + eps) + beta; the running statistics updated from s1 and s2 (the resnet's unit) */
+            const uint32_t C = (uint32_t)a[2], M = b->B * (uint32_t)(a[3] ? a[3] * a[4] : 1);
+            if (a[3]) VT_FORWARD_IF_ERROR(want_last(b, ly, ly->in[0], a[3], a[4], a[2]));
+            else VT_RETURN_ERROR_IF(xl->last || K != C, VT_ERR_ARG,
+                                    "graph: layer %s reads %u values as %u channels", ly->name, K, C);
+            VT_RETURN_ERROR_IF(M < 2, VT_ERR_ARG, "graph: layer %s: batch norm over %u row (at least 2)", ly->name, M);
+            VT_RETURN_ERROR_IF(ly->n_param != 4, VT_ERR_ARG, "graph: layer %s reads %u parameters (4)", ly->name,
+                               ly->n_param);
+            for (uint32_t i = 0; i < 4; i++)
+                VT_RETURN_ERROR_IF(p->t[b->pt[ly->param[i]]].n != C || g->param[ly->param[i]].buffer != (i >= 2),
+                                   VT_ERR_ARG,
+                                   "graph: layer %s: its weight, bias, running mean and variance are not [%u] (the "
+                                   "last two buffers)",
+                                   ly->name, C);
+            const uint32_t s1 = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, 1, ARR(C), "%s.sum", ly->name);
+            const uint32_t xc = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, 2, ARR(M, C), "%s.centered", ly->name);
+            const uint32_t s2 = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, 1, ARR(C), "%s.sumsq", ly->name);
+            uint32_t shape[VT_MAX_RANK]; /* a copy: the table may move when the tensor is added */
+            memcpy(shape, p->t[x].shape, sizeof shape);
+            y = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, p->t[x].rank, shape, "%s.out", ly->name);
+            const uint32_t gm = b->pt[ly->param[0]], bt = b->pt[ly->param[1]], rm = b->pt[ly->param[2]],
+                           rv = b->pt[ly->param[3]];
+            const double eps = vt_graph_f64(a[0]), mom = vt_graph_f64(a[1]);
+            vt_prog_op(p, VT_OPK_COLSUM, ARR(x), 1, ARR(s1), 1, NULL, 0, NULL, 0, "%s sum", ly->name);
+            vt_prog_op(p, VT_OPK_BN_CENTER, ARR(x, s1), 2, ARR(xc), 1, NULL, 0, NULL, 0, "%s centre", ly->name);
+            vt_prog_op(p, VT_OPK_COLDOT, ARR(xc, xc), 2, ARR(s2), 1, NULL, 0, NULL, 0, "%s sum of squares", ly->name);
+            vt_prog_op(p, VT_OPK_BN_APPLY, ARR(xc, s2, gm, bt), 4, ARR(y), 1, NULL, 0, &eps, 1, "%s apply", ly->name);
+            vt_prog_op(p, VT_OPK_BN_RUNNING, ARR(s1, s2, rm, rv), 4, ARR(rm, rv), 2, IARG(M), 1, &mom, 1,
+                       "%s running statistics", ly->name);
+            break;
+        }
         default: VT_RETURN_ERROR(VT_ERR_ARG, "graph: layer %s has an unknown operation %d", ly->name, (int)ly->op);
         }
         (void)width;
@@ -418,6 +478,98 @@ static vt_err lower(bld *b)
                        VT_ERR_ARG,
                        "graph: the output is a channels-last value (to_channels_first first)");
     return p->bad ? vt_set_error(VT_ERR_NOMEM, "graph: out of memory") : VT_OK;
+}
+
+/* t's contributions summed left to right into G[t] */
+static void emit_sums(bld *b, uint32_t t)
+{
+    vt_program *p = b->p;
+    uint32_t q = b->first_c[t], acc = b->cs[q], s = 2;
+    char nm[256];
+    snprintf(nm, sizeof nm, "%s", tname(b, t));
+    for (q = b->cs_next[q]; q != NONE; q = b->cs_next[q], s++) {
+        uint32_t dst = b->cs_next[q] == NONE ? b->G[t] : b->sums[t] + (s - 2);
+        vt_prog_op(p, VT_OPK_ADD, ARR(acc, b->cs[q]), 2, ARR(dst), 1, NULL, 0, NULL, 0, "%s gradient sum %u", nm, s);
+        acc = dst;
+    }
+}
+
+/* the tensor that receives one more contribution to t's gradient (dy itself when the rule passes the
+ * output's gradient through: alias); t's gradient and partial sums made at the walk's last one */
+static uint32_t contrib(bld *b, uint32_t t, int alias, uint32_t dy)
+{
+    if (b->readers[t] == 1) return b->G[t] = alias ? dy : grad_like(b, t, ".grad", 0);
+    const uint32_t c = alias ? dy : grad_like(b, t, ".grad.%u", b->met[t] + 1), k = b->n_cs++;
+    b->cs[k] = c, b->cs_next[k] = NONE;
+    if (b->met[t] == 0) b->first_c[t] = k;
+    else {
+        uint32_t q = b->first_c[t];
+        while (b->cs_next[q] != NONE) q = b->cs_next[q];
+        b->cs_next[q] = k;
+    }
+    if (++b->met[t] == b->readers[t]) { /* the last one: the partial sums, then the sum */
+        b->sums[t] = b->p->n_tensors;
+        for (uint32_t s = 2; s < b->readers[t]; s++) grad_like(b, t, ".grad.sum%u", s);
+        b->G[t] = grad_like(b, t, ".grad", 0);
+    }
+    return c;
+}
+
+/* ---- batch norm, differentiated as one pattern (its kinds' facets say fused). Its operations lop0 ..
+ * lop0 + 4: column sum (x -> s1), centre (x, s1 -> xc), column dot (xc, xc -> s2), apply (xc, s2, gamma,
+ * beta -> y), running statistics. Backward, as the resnet's unit: the bias's gradient (the column sum of
+ * dy), g2 = the column dot of dy and xc, the weight's gradient from g2 and s2, then batchnorm_backward for
+ * the input. */
+static int is_bn(const bld *b, uint32_t j) { return b->g->layer[b->lay[j]].op == VT_GL_BATCHNORM; }
+
+static vt_err bn_analyse(bld *b, uint32_t j0)
+{
+    const vt_opdesc *ap = &b->p->op[j0 + 3];
+    const uint32_t x = b->p->op[j0].in[0];
+    int any = b->need[x];
+    for (uint32_t k = 2; k < 4; k++) /* gamma, beta */
+        if (b->need[ap->in[k]]) {
+            any = 1;
+            VT_RETURN_ERROR_IF(++b->readers[ap->in[k]] > 1, VT_ERR_ARG,
+                               "graph: parameter %s is read by more than one operation (not supported yet)",
+                               tname(b, ap->in[k]));
+        }
+    if (b->need[x] && !b->is_param[x]) b->readers[x]++;
+    if (any) b->need[ap->out[0]] = 1;
+    return VT_OK;
+}
+
+static void bn_plan(bld *b, uint32_t l)
+{
+    const uint32_t j0 = b->lop0[l];
+    const vt_opdesc *ap = &b->p->op[j0 + 3];
+    const uint32_t x = b->p->op[j0].in[0], beta = ap->in[3], y = ap->out[0], C = (uint32_t)b->g->layer[l].attr[2];
+    if (b->G[y] == NONE) return;
+    const char *nm = b->g->layer[l].name;
+    b->bn_g2[l] = vt_prog_tensor(b->p, VT_TC_GRAD, VT_DT_F32, 1, ARR(C), "%s.out_dot_centered", nm);
+    if (!b->need[beta]) b->bn_gb[l] = vt_prog_tensor(b->p, VT_TC_GRAD, VT_DT_F32, 1, ARR(C), "%s.out_sum", nm);
+    if (b->need[x] && !b->is_param[x]) b->tgt[(j0 + 1) * MAX_IN] = contrib(b, x, 0, NONE);
+}
+
+static void bn_emit(bld *b, uint32_t l)
+{
+    vt_program *p = b->p;
+    const uint32_t j0 = b->lop0[l];
+    const vt_opdesc ap = p->op[j0 + 3]; /* a copy: the table may move */
+    const uint32_t x = p->op[j0].in[0], M = (uint32_t)p->op[j0 + 4].iarg[0], dy = b->G[ap.out[0]];
+    const uint32_t xc = ap.in[0], s2 = ap.in[1], gm = ap.in[2], bt = ap.in[3], g2 = b->bn_g2[l];
+    const char *nm = b->g->layer[l].name;
+    if (dy == NONE) return;
+    const uint32_t gb = b->GP[bt] != NONE ? b->GP[bt] : b->bn_gb[l];
+    vt_prog_op(p, VT_OPK_COLSUM, ARR(dy), 1, ARR(gb), 1, NULL, 0, NULL, 0, "%s bias gradient", nm);
+    vt_prog_op(p, VT_OPK_COLDOT, ARR(dy, xc), 2, ARR(g2), 1, NULL, 0, NULL, 0, "%s gradient dot centred", nm);
+    if (b->GP[gm] != NONE)
+        vt_prog_op(p, VT_OPK_BN_GAMMA_GRAD, ARR(g2, s2), 2, ARR(b->GP[gm]), 1, IARG(M), 1, ap.farg, 1,
+                   "%s weight gradient", nm);
+    if (!b->need[x] || b->is_param[x]) return;
+    vt_prog_op(p, VT_OPK_BN_BACKWARD, ARR(dy, xc, s2, gb, g2, gm), 6, ARR(b->tgt[(j0 + 1) * MAX_IN]), 1, NULL, 0,
+               ap.farg, 1, "%s backward", nm);
+    if (b->readers[x] > 1 && ++b->met[x] == b->readers[x]) emit_sums(b, x);
 }
 
 /* the backward facet of operation j's input i, asked or applied */
@@ -437,6 +589,10 @@ static vt_err analyse(bld *b, uint32_t first, uint32_t last)
     vt_program *p = b->p;
     for (uint32_t j = first; j <= last; j++) {
         const vt_opdesc *o = &p->op[j];
+        if (is_bn(b, j)) {
+            if (j == b->lop0[b->lay[j]]) VT_FORWARD_IF_ERROR(bn_analyse(b, j));
+            continue;
+        }
         VT_RETURN_ERROR_IF(o->n_in > MAX_IN, VT_ERR_INTERNAL, "graph: operation %s has %u inputs", o->name, o->n_in);
         for (uint32_t i = 0; i < o->n_in; i++) {
             uint32_t t = o->in[i];
@@ -464,48 +620,20 @@ static void plan(bld *b)
     for (uint32_t l = b->g->n_layer; l-- > 0;)
         for (uint32_t j = b->lop1[l]; j-- > b->lop0[l];) {
             const vt_opdesc *o = &p->op[j];
+            if (is_bn(b, j)) {
+                if (j == b->lop0[l]) bn_plan(b, l);
+                continue;
+            }
             if (b->G[o->out[0]] == NONE) continue;
             for (uint32_t i = 0; i < o->n_in; i++) {
                 uint32_t t = o->in[i];
                 if (!b->need[t] || b->is_param[t]) continue;
                 vt_grad_rule r = rule(b, j, i, VT_GRAD_QUERY);
                 if (r == VT_GRAD_NONE) continue;
-                const uint32_t dy = b->G[o->out[0]];
-                uint32_t c;
-                if (b->readers[t] == 1) c = b->G[t] = r == VT_GRAD_ALIAS ? dy : grad_like(b, t, ".grad", 0);
-                else {
-                    c = r == VT_GRAD_ALIAS ? dy : grad_like(b, t, ".grad.%u", b->met[t] + 1);
-                    uint32_t k = b->n_cs++;
-                    b->cs[k] = c, b->cs_next[k] = NONE;
-                    if (b->met[t] == 0) b->first_c[t] = k;
-                    else {
-                        uint32_t q = b->first_c[t];
-                        while (b->cs_next[q] != NONE) q = b->cs_next[q];
-                        b->cs_next[q] = k;
-                    }
-                    if (++b->met[t] == b->readers[t]) { /* the last one: the partial sums, then the sum */
-                        b->sums[t] = p->n_tensors;
-                        for (uint32_t s = 2; s < b->readers[t]; s++) grad_like(b, t, ".grad.sum%u", s);
-                        b->G[t] = grad_like(b, t, ".grad", 0);
-                    }
-                }
+                const uint32_t c = contrib(b, t, r == VT_GRAD_ALIAS, b->G[o->out[0]]);
                 b->tgt[j * MAX_IN + i] = r == VT_GRAD_ALIAS ? NONE : c;
             }
         }
-}
-
-/* t's contributions summed left to right into G[t] */
-static void emit_sums(bld *b, uint32_t t)
-{
-    vt_program *p = b->p;
-    uint32_t q = b->first_c[t], acc = b->cs[q], s = 2;
-    char nm[256];
-    snprintf(nm, sizeof nm, "%s", tname(b, t));
-    for (q = b->cs_next[q]; q != NONE; q = b->cs_next[q], s++) {
-        uint32_t dst = b->cs_next[q] == NONE ? b->G[t] : b->sums[t] + (s - 2);
-        vt_prog_op(p, VT_OPK_ADD, ARR(acc, b->cs[q]), 2, ARR(dst), 1, NULL, 0, NULL, 0, "%s gradient sum %u", nm, s);
-        acc = dst;
-    }
 }
 
 /* operation j of layer l prepares a parameter: every input a parameter or such an operation's output
@@ -528,6 +656,10 @@ static void emit(bld *b)
 {
     vt_program *p = b->p;
     for (uint32_t l = b->g->n_layer; l-- > 0;) {
+        if (b->g->layer[l].op == VT_GL_BATCHNORM) {
+            bn_emit(b, l);
+            continue;
+        }
         for (uint32_t j = b->lop0[l]; j < b->lop1[l]; j++) /* the parameters' gradients, forward order */
             for (uint32_t i = 0; i < p->op[j].n_in && !prep_op(b, l, j); i++) {
                 uint32_t t = p->op[j].in[i];
@@ -548,6 +680,62 @@ static void emit(bld *b)
     }
 }
 
+/* every buffer is read by one layer, a batch norm, as its running mean or variance; a batch norm's weight
+ * and bias are no buffers (the layer checks its own) */
+static vt_err buffers_check(const vt_graph *g)
+{
+    for (uint32_t i = 0; i < g->n_param; i++) {
+        uint32_t readers = 0, as_stat = 0;
+        for (uint32_t l = 0; l < g->n_layer; l++)
+            for (uint32_t k = 0; k < g->layer[l].n_param && k < 4; k++)
+                if (g->layer[l].param[k] == i)
+                    readers++, as_stat += g->layer[l].op == VT_GL_BATCHNORM && k >= 2;
+        VT_RETURN_ERROR_IF(g->param[i].buffer ? readers != 1 || as_stat != 1 : as_stat != 0, VT_ERR_ARG,
+                           "graph: %s: a buffer must be one batch norm's running statistic, and a running statistic "
+                           "a buffer",
+                           g->param[i].name);
+    }
+    return VT_OK;
+}
+
+/* the evaluation pass of a graph with batch norms: the forward operations first .. last again, each
+ * batch norm's five as one batchnorm_eval on its running statistics (its output the step's tensor);
+ * none for other graphs (evaluation runs the forward pass) */
+static void eval_pass(bld *b, uint32_t first, uint32_t last)
+{
+    vt_program *p = b->p;
+    uint32_t l = 0;
+    while (l < b->g->n_layer && b->g->layer[l].op != VT_GL_BATCHNORM) l++;
+    if (l == b->g->n_layer) return;
+    vt_prog_eval_begin(p);
+    for (uint32_t j = first; j <= last && !p->bad; j++) {
+        const vt_opdesc *o = &p->op[j];
+        const int bn = j <= b->nfwd_end && is_bn(b, j);
+        uint32_t in[MAX_IN], out[VT_MAX_OP_OUTPUTS];
+        int64_t ia[16];
+        double fa[16];
+        char nm[256];
+        if (o->n_in > MAX_IN || o->n_out > VT_MAX_OP_OUTPUTS || o->n_iarg > 16 || o->n_farg > 16) {
+            p->bad = 1;
+            break;
+        }
+        /* copies: the tables may move while the operation is added */
+        memcpy(in, o->in, o->n_in * sizeof *in), memcpy(out, o->out, o->n_out * sizeof *out);
+        if (o->n_iarg) memcpy(ia, o->iarg, o->n_iarg * sizeof *ia);
+        if (o->n_farg) memcpy(fa, o->farg, o->n_farg * sizeof *fa);
+        snprintf(nm, sizeof nm, "%s", o->name);
+        const uint16_t kind = o->kind;
+        const uint32_t n_in = o->n_in, n_out = o->n_out, n_ia = o->n_iarg, n_fa = o->n_farg;
+        if (bn && j == b->lop0[b->lay[j]] + 3) { /* apply (xc, s2, gamma, beta -> y); running (s1, s2, rm, rv) */
+            const uint32_t x = p->op[j - 3].in[0], rm = p->op[j + 1].in[2], rv = p->op[j + 1].in[3];
+            vt_prog_op(p, VT_OPK_BN_EVAL, ARR(x, rm, rv, in[2], in[3]), 5, out, 1, NULL, 0, fa, 1,
+                       "%s (running statistics)", b->g->layer[b->lay[j]].name);
+        } else if (!bn)
+            vt_prog_op(p, kind, in, n_in, out, n_out, ia, n_ia, fa, n_fa, "%s", nm);
+    }
+    vt_prog_eval_end(p);
+}
+
 vt_err vt_graph_build(const vt_graph *g, const vt_recipe *rcp, vt_program *p)
 {
     VT_RETURN_ERROR_IF(g->n_layer == 0 || g->out > g->n_layer || g->loss < VT_GLOSS_XENT || g->loss > VT_GLOSS_BCE,
@@ -562,16 +750,20 @@ vt_err vt_graph_build(const vt_graph *g, const vt_recipe *rcp, vt_program *p)
     b.lop0 = calloc(nL, sizeof *b.lop0), b.lop1 = calloc(nL, sizeof *b.lop1);
     FAIL_IF(!P || !M1 || !M2 || !b.pt || !b.V || !b.Vcols || !b.Vl || !b.lop0 || !b.lop1, VT_ERR_NOMEM,
             "graph: out of memory");
-    /* the state: the parameters, then the trainable ones' optimiser tensors */
+    /* the state: the parameters, then the trainable ones' optimiser tensors, then the buffers */
     uint32_t nT = 0;
-    for (uint32_t i = 0; i < nP; i++) {
-        const vt_gparam *q = &g->param[i];
-        b.pt[i] = vt_prog_tensor(p, VT_TC_PARAM, VT_DT_F32, q->rank, q->shape, "%s", q->name);
-        if (q->init == VT_INIT_HE_UNIFORM) vt_prog_init_he(p, b.pt[i], q->fan_in);
-        else if (q->init == VT_INIT_ONE) vt_prog_init_one(p, b.pt[i]);
-        if (!q->frozen) P[nT++] = b.pt[i];
+    if ((e = buffers_check(g))) goto done;
+    for (int buf = 0; buf < 2; buf++) {
+        if (buf) vt_arch_opt_tensors(p, rcp, nT, P, M1, M2);
+        for (uint32_t i = 0; i < nP; i++) {
+            const vt_gparam *q = &g->param[i];
+            if (q->buffer != buf) continue;
+            b.pt[i] = vt_prog_tensor(p, buf ? VT_TC_BUFFER : VT_TC_PARAM, VT_DT_F32, q->rank, q->shape, "%s", q->name);
+            if (q->init == VT_INIT_HE_UNIFORM) vt_prog_init_he(p, b.pt[i], q->fan_in);
+            else if (q->init == VT_INIT_ONE) vt_prog_init_one(p, b.pt[i]);
+            if (!q->frozen && !buf) P[nT++] = b.pt[i];
+        }
     }
-    vt_arch_opt_tensors(p, rcp, nT, P, M1, M2);
     if (p->bad) goto finish;
     uint32_t x, y, xa, tstep, lr;
     vt_arch_inputs(p, rcp, &x, &y, &xa, &tstep, &lr);
@@ -594,7 +786,7 @@ vt_err vt_graph_build(const vt_graph *g, const vt_recipe *rcp, vt_program *p)
                                          "binary cross-entropy with logits"};
     uint32_t probs = xent ? vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, 2, ARR(b.B, C), "probs") : logits;
     uint32_t loss = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, 0, NULL, "loss");
-    const uint32_t fwd_end = p->n_ops; /* the layers' last operation */
+    const uint32_t fwd_end = b.nfwd_end = p->n_ops; /* the layers' last operation */
     if (xent) vt_prog_op(p, VT_OPK_SOFTMAX, ARR(logits), 1, ARR(probs), 1, NULL, 0, NULL, 0, "softmax");
     p->fwd_last = p->n_ops;
     if (p->bad) goto finish;
@@ -606,15 +798,17 @@ vt_err vt_graph_build(const vt_graph *g, const vt_recipe *rcp, vt_program *p)
     b.G = malloc(nt * sizeof *b.G), b.GP = malloc(nt * sizeof *b.GP), b.first_c = malloc(nt * sizeof *b.first_c);
     b.readers = calloc(nt, sizeof *b.readers), b.met = calloc(nt, sizeof *b.met), b.sums = calloc(nt, sizeof *b.sums);
     b.lay = calloc(nops, sizeof *b.lay), b.tgt = malloc((size_t)nops * MAX_IN * sizeof *b.tgt);
+    b.bn_g2 = malloc(nL * sizeof *b.bn_g2), b.bn_gb = malloc(nL * sizeof *b.bn_gb);
     b.cs = malloc((size_t)nops * MAX_IN * sizeof *b.cs), b.cs_next = malloc((size_t)nops * MAX_IN * sizeof *b.cs_next);
     FAIL_IF(!b.need || !b.is_param || !b.G || !b.GP || !b.first_c || !b.readers || !b.met || !b.sums || !b.lay ||
-                !b.tgt || !b.cs || !b.cs_next,
+                !b.tgt || !b.cs || !b.cs_next || !b.bn_g2 || !b.bn_gb,
             VT_ERR_NOMEM, "graph: out of memory");
     for (uint32_t t = 0; t < nt; t++) b.G[t] = b.GP[t] = b.first_c[t] = NONE;
+    for (uint32_t l = 0; l < nL; l++) b.bn_g2[l] = b.bn_gb[l] = NONE;
     for (size_t q = 0; q < (size_t)nops * MAX_IN; q++) b.tgt[q] = NONE;
     for (uint32_t l = 0; l < nL; l++)
         for (uint32_t j = b.lop0[l]; j < b.lop1[l]; j++) b.lay[j] = l;
-    for (uint32_t i = 0; i < nP; i++) b.is_param[b.pt[i]] = 1, b.need[b.pt[i]] = !g->param[i].frozen;
+    for (uint32_t i = 0; i < nP; i++) b.is_param[b.pt[i]] = 1, b.need[b.pt[i]] = !g->param[i].frozen && !g->param[i].buffer;
     if ((e = analyse(&b, p->fwd_first, fwd_end))) goto done;
     FAIL_IF(!b.need[logits], VT_ERR_ARG, "graph: the output does not depend on a trainable parameter");
     for (uint32_t j = p->fwd_first; j <= fwd_end; j++)
@@ -635,6 +829,7 @@ vt_err vt_graph_build(const vt_graph *g, const vt_recipe *rcp, vt_program *p)
     memset(b.met, 0, nt * sizeof *b.met);
     emit(&b);
     vt_arch_update_ops(p, rcp, nT, P, GPl, M1, M2, tstep, lr);
+    eval_pass(&b, p->fwd_first, p->fwd_last);
     p->loss = loss, p->input = xa, p->labels = y, p->probs = probs; /* evaluation fills xa: no augmentation */
 finish:
     e = vt_program_finish(p);
@@ -642,18 +837,23 @@ done:
     free(GPl), free(P), free(M1), free(M2), free(b.pt), free(b.V), free(b.Vcols), free(b.Vl), free(b.lop0);
     free(b.lop1);
     free(b.need), free(b.is_param), free(b.G), free(b.GP), free(b.first_c), free(b.readers), free(b.met);
-    free(b.sums), free(b.lay), free(b.tgt), free(b.cs), free(b.cs_next);
+    free(b.sums), free(b.lay), free(b.tgt), free(b.cs), free(b.cs_next), free(b.bn_g2), free(b.bn_gb);
     return e;
 }
 
 /* ------------------------------------------------------------ the canonical form */
 
 #define GRAPH_MAGIC "VTGR"
-#define GRAPH_VERSION 2u /* 2: eight attributes per layer, the convolutional layers; 1: four */
+#define GRAPH_VERSION 3u /* 3: batch norm, its buffers (the flag byte's bit 1); 2: eight attributes per layer, the
+                          * convolutional layers; 1: four */
 
 /* the version a graph is written in: 1 (four attributes) when every layer is one version 1 knew */
 static uint32_t graph_version(const vt_graph *g)
 {
+    for (uint32_t i = 0; i < g->n_param; i++)
+        if (g->param[i].buffer) return 3;
+    for (uint32_t l = 0; l < g->n_layer; l++)
+        if (g->layer[l].op > VT_GL_TO_NHWC) return 3;
     for (uint32_t l = 0; l < g->n_layer; l++) {
         if (g->layer[l].op > VT_GL_LEAKY_RELU) return 2;
         for (int i = 4; i < VT_GLAYER_ATTRS; i++)
@@ -676,7 +876,7 @@ vt_err vt_graph_encode(const vt_graph *g, vt_buf *out)
         if (!e) e = vt_buf_append(out, q->name, n);
         if (!e) e = vt_buf_u8(out, (uint8_t)q->rank);
         for (uint32_t d = 0; !e && d < q->rank; d++) e = vt_buf_u32le(out, q->shape[d]);
-        if (!e) e = vt_buf_u8(out, (uint8_t)q->frozen);
+        if (!e) e = vt_buf_u8(out, (uint8_t)((q->frozen ? 1 : 0) | (q->buffer ? 2 : 0)));
         if (!e) e = vt_buf_u8(out, (uint8_t)q->init);
         if (!e) e = vt_buf_u32le(out, q->fan_in);
     }
@@ -722,7 +922,7 @@ static vt_err decode(vt_reader *r, vt_graph *g)
     VT_RETURN_ERROR_IF(head[0] < 1 || head[0] > GRAPH_VERSION, VT_ERR_FORMAT,
                        "model graph: version %u (this build reads 1 to %u)", head[0], GRAPH_VERSION);
     const uint32_t n_attr = head[0] == 1 ? 4 : VT_GLAYER_ATTRS;
-    const uint8_t last_op = head[0] == 1 ? VT_GL_LEAKY_RELU : VT_GL_LAST;
+    const uint8_t last_op = head[0] == 1 ? VT_GL_LEAKY_RELU : head[0] == 2 ? VT_GL_TO_NHWC : VT_GL_LAST;
     /* every parameter and layer takes at least 12 bytes: counts beyond the bytes left are refused first */
     VT_RETURN_ERROR_IF(head[1] > vt_reader_left(r) / 12 || head[2] > vt_reader_left(r) / 12 || head[2] == 0,
                        VT_ERR_FORMAT, "model graph: %u parameters and %u layers in %zu bytes", head[1], head[2],
@@ -747,10 +947,10 @@ static vt_err decode(vt_reader *r, vt_graph *g)
         VT_FORWARD_IF_ERROR(vt_read_u8(r, &fr, "frozen"));
         VT_FORWARD_IF_ERROR(vt_read_u8(r, &in, "init"));
         VT_FORWARD_IF_ERROR(vt_read_u32le(r, &q->fan_in, "fan_in"));
-        VT_RETURN_ERROR_IF(fr > 1 || (in != VT_INIT_ZERO && in != VT_INIT_HE_UNIFORM && in != VT_INIT_ONE) ||
+        VT_RETURN_ERROR_IF(fr > (head[0] >= 3 ? 2 : 1) || (in != VT_INIT_ZERO && in != VT_INIT_HE_UNIFORM && in != VT_INIT_ONE) ||
                                (in == VT_INIT_HE_UNIFORM && q->fan_in == 0),
                            VT_ERR_FORMAT, "model graph: %s has a bad flag or initialisation", q->name);
-        q->frozen = fr, q->init = (vt_tinit)in;
+        q->frozen = fr & 1, q->buffer = fr >> 1, q->init = (vt_tinit)in;
         for (uint32_t j = 0; j < i; j++)
             VT_RETURN_ERROR_IF(strcmp(g->param[j].name, q->name) == 0, VT_ERR_FORMAT, "model graph: %s twice", q->name);
     }
@@ -770,7 +970,7 @@ static vt_err decode(vt_reader *r, vt_graph *g)
             VT_RETURN_ERROR_IF(y->in[i] > l, VT_ERR_FORMAT, "model graph: layer %s reads a later value", y->name);
         }
         VT_FORWARD_IF_ERROR(vt_read_u8(r, &n, "parameters"));
-        VT_RETURN_ERROR_IF(n > 2, VT_ERR_FORMAT, "model graph: layer %s reads %u parameters", y->name, n);
+        VT_RETURN_ERROR_IF(n > 4, VT_ERR_FORMAT, "model graph: layer %s reads %u parameters", y->name, n);
         y->n_param = n;
         for (uint32_t i = 0; i < n; i++) {
             VT_FORWARD_IF_ERROR(vt_read_u32le(r, &y->param[i], "parameter"));
@@ -783,9 +983,7 @@ static vt_err decode(vt_reader *r, vt_graph *g)
             y->attr[i] = (int64_t)a;
         }
         if (y->op == VT_GL_SIGMOID || y->op == VT_GL_TANH || y->op == VT_GL_LEAKY_RELU) {
-            double alpha;
-            uint64_t bits = (uint64_t)y->attr[0];
-            memcpy(&alpha, &bits, sizeof alpha);
+            const double alpha = vt_graph_f64(y->attr[0]);
             VT_RETURN_ERROR_IF(y->n_in != 1 || y->n_param != 0 || y->attr[1] || y->attr[2] || y->attr[3] ||
                                    (y->op != VT_GL_LEAKY_RELU ? y->attr[0] != 0 : !vt_graph_alpha_ok(alpha)),
                                VT_ERR_FORMAT, "model graph: layer %s: bad inputs or attributes for its operation",
@@ -796,8 +994,10 @@ static vt_err decode(vt_reader *r, vt_graph *g)
                            y->name, y->cols);
         uint32_t cols;
         VT_FORWARD_IF_ERROR(vt_graph_layer_check(y, &cols)); /* every attribute, against the width */
-        VT_RETURN_ERROR_IF(y->n_param > (y->op == VT_GL_LINEAR || y->op == VT_GL_CONV ? 2u : 0u) ||
+        VT_RETURN_ERROR_IF(y->n_param > (y->op == VT_GL_LINEAR || y->op == VT_GL_CONV ? 2u : 0u) +
+                                               (y->op == VT_GL_BATCHNORM ? 4u : 0u) ||
                                ((y->op == VT_GL_LINEAR || y->op == VT_GL_CONV) && y->n_param < 1) ||
+                               (y->op == VT_GL_BATCHNORM && y->n_param != 4) ||
                                y->n_in != (y->op == VT_GL_ADD ? 2u : 1u),
                            VT_ERR_FORMAT, "model graph: layer %s reads %u values and %u parameters", y->name, y->n_in,
                            y->n_param);
@@ -828,14 +1028,16 @@ vt_err vt_recipe_set_graph(vt_recipe *r, vt_graph *g, const uint8_t sha256[32])
                        "model: the network ends in LogSoftmax, which only loss = cross_entropy takes (the negative "
                        "log-likelihood of its output); export the raw outputs for another loss");
     if (r->trainable[0]) /* every parameter frozen but the listed ones */
-        for (uint32_t k = 0; k < g->n_param; k++) g->param[k].frozen = 1;
+        for (uint32_t k = 0; k < g->n_param; k++) g->param[k].frozen = !g->param[k].buffer;
     for (const char *s = r->trainable[0] ? r->trainable : r->frozen; *s;) {
         const char *e = strchr(s, '\n');
         size_t n = e ? (size_t)(e - s) : strlen(s);
         uint32_t k = 0;
         while (k < g->n_param && !(strlen(g->param[k].name) == n && !memcmp(g->param[k].name, s, n))) k++;
-        VT_RETURN_ERROR_IF(k == g->n_param, VT_ERR_ARG, "recipe key %s: the model has no parameter named %.*s",
-                           r->trainable[0] ? "trainable" : "frozen", (int)n, s);
+        VT_RETURN_ERROR_IF(k == g->n_param || g->param[k].buffer, VT_ERR_ARG,
+                           "recipe key %s: the model has no parameter named %.*s%s",
+                           r->trainable[0] ? "trainable" : "frozen", (int)n, s,
+                           k < g->n_param ? " (a buffer: batch norm's running statistics are never trained)" : "");
         g->param[k].frozen = !r->trainable[0];
         s += n + (e != NULL);
     }

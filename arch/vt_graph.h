@@ -41,8 +41,15 @@ typedef enum {
     VT_GL_AVGPOOL,    /* the mean over the H*W pixels, channels-last in, [C] out: H W C */
     VT_GL_TO_NCHW,    /* channels-last [H*W, C] to channels-first [C, H*W]: H W C */
     VT_GL_TO_NHWC,    /* channels-first [C, H*W] to channels-last [H*W, C]: H W C */
+    /* graph version 3 */
+    VT_GL_BATCHNORM,  /* batch normalisation in training mode over the rows of each channel (batch statistics,
+                       * the running statistics updated): params gamma, beta [C] and the buffers running_mean,
+                       * running_var [C]; attr: eps's FP64 bits, momentum's FP64 bits (PyTorch's: running = (1 -
+                       * momentum) running + momentum batch, the variance unbiased), C, H, W (H = W = 0: a flat
+                       * [B, C] value; else a channels-last image, rows B*H*W). The evaluation pass uses the running
+                       * statistics */
 } vt_glayer_op;
-#define VT_GL_LAST VT_GL_TO_NHWC
+#define VT_GL_LAST VT_GL_BATCHNORM
 #define VT_GLAYER_ATTRS 8
 
 /* the loss the output feeds (recipe key `loss`): softmax cross-entropy over the output's classes; the
@@ -53,6 +60,8 @@ typedef struct {
     char name[VT_GRAPH_NAME_MAX]; /* the state tensor's name: the module's own ("fc1.weight") */
     uint32_t rank, shape[VT_MAX_RANK];
     int frozen;                   /* 1: no gradient, no optimiser state, never updated */
+    int buffer;                   /* 1: a running statistic (a batch norm's), VT_TC_BUFFER: no gradient, updated by
+                                   * the layer that reads it (graph version 3) */
     vt_tinit init;                /* step-0 value: VT_INIT_HE_UNIFORM (fan_in) or VT_INIT_ZERO */
     uint32_t fan_in;
 } vt_gparam;
@@ -62,7 +71,8 @@ typedef struct {
     vt_glayer_op op;
     char name[VT_GRAPH_NAME_MAX]; /* the layer's name: its operations' and tensors' names start with it */
     uint32_t n_in, in[2];         /* values read */
-    uint32_t n_param, param[2];   /* parameters read (LINEAR: W, then b when n_param = 2) */
+    uint32_t n_param, param[4];   /* parameters read (LINEAR, CONV: W, then b when n_param = 2; BATCHNORM: gamma,
+                                   * beta, running_mean, running_var) */
     int64_t attr[VT_GLAYER_ATTRS]; /* LINEAR: transB; LEAKY_RELU: alpha's FP64 bits; the convolutional layers'
                                    * above; unused ones 0 */
     uint32_t cols;                /* the output's width: the output is [B, cols] */
@@ -80,6 +90,9 @@ typedef struct {
 } vt_graph;
 
 void vt_graph_init(vt_graph *g);
+/* a real attribute from its FP64 bits (attr) and back */
+double vt_graph_f64(int64_t bits);
+int64_t vt_graph_f64_bits(double d);
 /* LEAKY_RELU's alpha is one the kind accepts: 0, or a finite magnitude within [2^-64, 2^64] */
 int vt_graph_alpha_ok(double alpha);
 void vt_graph_free(vt_graph *g);

@@ -23,7 +23,7 @@
     "Gemm (PyTorch's Linear), MatMul by a weight (with its bias Add), Add of two activations, Relu, Sigmoid, Tanh, "  \
     "LeakyRelu, Flatten and Reshape keeping the batch dimension, Dropout of ratio 0, Conv (2-D, square kernel, symmetric pads, equal "      \
     "strides, dilation 1, group 1), MaxPool (kernel = stride, no pads), GlobalAveragePool, AveragePool over the "    \
-    "whole image"
+    "whole image, BatchNormalization in training mode (of [N, C] or an image)"
 
 typedef struct {
     const vt_og_graph *og;
@@ -250,6 +250,63 @@ static vt_err map_window(mapper *m, const vt_og_node *n, const char *nm, uint32_
     return VT_OK;
 }
 
+/* the decimal of fewest significant digits whose float (complement: the float of 1 - it) is f: the
+ * module's own hyper-parameter, which the exporter wrote as a float (eps 1e-5 as 9.99999975e-06;
+ * PyTorch's momentum 0.1 as ONNX's 0.9f) */
+static double module_real(float f, int complement)
+{
+    const double a = complement ? 1.0 - (double)f : (double)f;
+    for (int dg = 1; dg <= 17; dg++) {
+        char buf[48];
+        snprintf(buf, sizeof buf, "%.*g", dg, a);
+        const double d = strtod(buf, NULL);
+        if ((float)(complement ? 1.0 - d : d) == f) return d;
+    }
+    return a;
+}
+
+/* BatchNormalization in training mode (opset 13: its further outputs written; 14 on: training_mode 1) of
+ * [N, C] or an image [N, C, H, W] (channels-last): gamma, beta, then the running mean and variance as
+ * buffers */
+static vt_err map_batchnorm(mapper *m, const vt_og_node *n, const char *nm, uint32_t cols, uint32_t *out)
+{
+    const vt_og_graph *og = m->og;
+    const vt_og_attr *tm = vt_og_attr_get(n, "training_mode"), *ea = vt_og_attr_get(n, "epsilon"),
+                     *ma = vt_og_attr_get(n, "momentum");
+    const int training = tm ? tm->i == 1 : og->opset < 14 && n->n_out > 1 && n->out[1] != NONE;
+    VT_RETURN_ERROR_IF(!training, VT_ERR_ARG,
+                       "model: node %s (BatchNormalization) is in inference mode (its running statistics as "
+                       "constants): export the module in training mode (training=torch.onnx.TrainingMode.TRAINING)",
+                       n->name);
+    for (uint32_t k = 1; k < n->n_out; k++)
+        VT_RETURN_ERROR_IF(n->out[k] != NONE && value_used(og, n->out[k]), VT_ERR_ARG,
+                           "model: node %s (BatchNormalization): its output %u (a batch statistic) is read (not "
+                           "supported)",
+                           n->name, k);
+    const vt_og_value *x = &og->v[n->in[0]];
+    VT_RETURN_ERROR_IF(x->rank != 2 && x->rank != 4, VT_ERR_ARG,
+                       "model: node %s (BatchNormalization): of [N, C] or [N, C, H, W] (BatchNorm1d, BatchNorm2d), "
+                       "not rank %u",
+                       n->name, x->rank);
+    uint32_t xin, p[4];
+    if (x->rank == 4) VT_FORWARD_IF_ERROR(last_of(m, n, nm, n->in[0], &xin));
+    else VT_FORWARD_IF_ERROR(act_of(m, n, n->in[0], &xin));
+    for (uint32_t k = 0; k < 4; k++) {
+        const int seen = m->par[n->in[1 + k]] != NONE; /* read by an earlier node */
+        VT_FORWARD_IF_ERROR(param_of(m, n, n->in[1 + k], &p[k]));
+        VT_RETURN_ERROR_IF(seen && (k >= 2 || m->g->param[p[k]].buffer), VT_ERR_ARG,
+                           "model: node %s (BatchNormalization): %s is read by another node too (a running statistic "
+                           "or a batch norm's weight shared: not supported)",
+                           n->name, og->v[n->in[1 + k]].name);
+        m->g->param[p[k]].buffer = k >= 2;
+    }
+    const double eps = module_real((float)(ea ? ea->f : 1e-5), 0), mom = module_real((float)(ma ? ma->f : 0.9), 1);
+    const int64_t at[VT_GLAYER_ATTRS] = {vt_graph_f64_bits(eps), vt_graph_f64_bits(mom), x->shape[1],
+                                         x->rank == 4 ? x->shape[2] : 0, x->rank == 4 ? x->shape[3] : 0};
+    *out = vt_graph_layer(m->g, VT_GL_BATCHNORM, nm, 1, &xin, 4, p, at, cols, &m->bad);
+    return VT_OK;
+}
+
 static vt_err map_node(mapper *m, uint32_t j)
 {
     const vt_og_graph *og = m->og;
@@ -322,9 +379,7 @@ static vt_err map_node(mapper *m, uint32_t j)
             VT_RETURN_ERROR_IF(!vt_graph_alpha_ok(alpha), VT_ERR_ARG,
                                "model: node %s (LeakyRelu): alpha %g is not 0 or within [2^-64, 2^64] in magnitude",
                                n->name, alpha);
-            uint64_t bits;
-            memcpy(&bits, &alpha, sizeof bits);
-            attr[0] = (int64_t)bits;
+            attr[0] = vt_graph_f64_bits(alpha);
         }
         out = vt_graph_layer(m->g, op, nm, 1, &x, 0, NULL, attr, cols, &m->bad);
         m->last[y] = m->last[n->in[0]], memcpy(m->hwc[y], m->hwc[n->in[0]], sizeof m->hwc[y]);
@@ -343,6 +398,12 @@ static vt_err map_node(mapper *m, uint32_t j)
                            n->name);
         out = vt_graph_layer(m->g, VT_GL_ADD, nm, 2, (const uint32_t[]){x, x1}, 0, NULL, NULL, cols, &m->bad);
         m->last[y] = m->last[n->in[0]], memcpy(m->hwc[y], m->hwc[n->in[0]], sizeof m->hwc[y]);
+    } else if (!strcmp(n->op, "BatchNormalization")) {
+        VT_FORWARD_IF_ERROR(map_batchnorm(m, n, nm, cols, &out));
+        const vt_og_value *xv = &og->v[n->in[0]];
+        m->last[y] = xv->rank == 4;
+        if (xv->rank == 4) /* channels-last out */
+            m->hwc[y][0] = (uint32_t)xv->shape[2], m->hwc[y][1] = (uint32_t)xv->shape[3], m->hwc[y][2] = (uint32_t)xv->shape[1];
     } else if (!strcmp(n->op, "Gemm") || !strcmp(n->op, "MatMul")) {
         const int gemm = n->op[0] == 'G';
         const vt_og_attr *ta = vt_og_attr_get(n, "transA"), *tb = vt_og_attr_get(n, "transB"),

@@ -25,7 +25,7 @@ if grep -q "without ONNX support" "$T/probe.err"; then echo "onnx_model: built w
 "$PY" "$REF/onnx_model_ref.py" make "$T" || { bad "the PyTorch models could not be exported"; vt_end; }
 D=(--set "dataset=npy:$T/x.npy,$T/y.npy" --set batch=32 --set steps=3 --set lr=0.05 --set momentum=0.9
    --set checkpoint_every=2 --set state_hash_every=1 --quiet)
-for n in mlp matmul act lenet gapnet; do
+for n in mlp matmul act lenet gapnet bncnn resnet; do
   X=(); [ "$n" = lenet ] && X=(--set "dataset=npy:$T/x28.npy,$T/y.npy") # LeNet-5's 28 x 28 images
   if "$TRAINER" train "$T/$n" --key "$T/tk" --model "$T/$n.onnx" "${D[@]}" ${X[@]+"${X[@]}"} >"$T/$n.out" 2>&1; then
     ok "$n trained"
@@ -35,11 +35,13 @@ for n in mlp matmul act lenet gapnet; do
       grep -q "^VERIFIED" "$T/$n.$order"; then ok "$n verified ($order)"
     else bad "$n: auditor verify --order $order: $(tail -3 "$T/$n.$order")"; fi
   done
-  if "$TRAINER" export "$T/$n" --format safetensors --out "$T/$n.safetensors" --pubkey "$T/tk.pub" >/dev/null 2>&1 &&
+  L=(); case $n in bncnn | resnet) L=(--layout torch) ;; esac # batch norm's num_batches_tracked: the torch layout's
+  if "$TRAINER" export "$T/$n" --format safetensors ${L[@]+"${L[@]}"} --out "$T/$n.safetensors" --pubkey "$T/tk.pub" \
+    >/dev/null 2>&1 &&
     "$PY" "$REF/onnx_model_ref.py" check "$T" "$n" "$T/$n.safetensors" 3 0.05 0.9 >"$T/$n.ref" 2>&1; then
     ok "$n: $(tail -1 "$T/$n.ref")"
   else bad "$n: against PyTorch FP64: $(tail -3 "$T/$n.ref" 2>/dev/null)"; fi
-  if [ "$n" = lenet ] || [ "$n" = gapnet ]; then # no ONNX form of the layout moves yet: refused, nothing written
+  if [ "$n" = lenet ] || [ "$n" = gapnet ] || [ "$n" = bncnn ] || [ "$n" = resnet ]; then # no ONNX form of the layout moves yet: refused, nothing written
     "$TRAINER" export "$T/$n" --format onnx --out "$T/$n.out.onnx" --pubkey "$T/tk.pub" >"$T/$n.rt" 2>&1
     st=$?
     [ "$st" = 2 ] && [ ! -e "$T/$n.out.onnx" ] && ok "$n: ONNX export refused cleanly" || bad "$n: ONNX export: exit $st: $(cat "$T/$n.rt")"
@@ -133,7 +135,7 @@ ids=$(awk '$2 == "Sigmoid.out" {s = $1} $2 == "Tanh.out" {t = $1}
 # data parallel: two ranks, the same commitment
 if [ -n "$MPIEXEC" ]; then
   mpi_begin "$MPIEXEC"
-  for n in mlp lenet; do
+  for n in mlp lenet resnet; do
     X=(); [ "$n" = lenet ] && X=(--set "dataset=npy:$T/x28.npy,$T/y.npy")
     if mpi 2 "$TRAINER" train "$T/${n}2" --key "$T/tk" --model "$T/$n.onnx" "${D[@]}" ${X[@]+"${X[@]}"} >"$T/${n}2.out" 2>&1 &&
       cmp -s "$T/$n/commitment.vtc" "$T/${n}2/commitment.vtc"; then ok "$n: mpirun -np 2: the one-process commitment"
@@ -160,18 +162,32 @@ head -c 3000 "$T/mlp.onnx" >"$T/trunc.onnx"
 "$TRAINER" train "$T/trunc" --key "$T/tk" --model "$T/trunc.onnx" "${D[@]}" >"$T/trunc.out" 2>&1
 st=$?
 [ "$st" = 2 ] && ok "truncated file refused" || bad "truncated: exit $st: $(cat "$T/trunc.out")"
-# a trainer that poisons one operation of the imported graph at step 2 loses there
-op=$("$TRAINER" recipe --program --model "$T/mlp.onnx" --set batch=32 |
-  awk '/^operations/{f=1} f && /fc2.Gemm weight-gradient GEMM/ {print $1; exit}')
-if [ -n "$op" ] && "$B/trainer-test" train "$T/cheat" --key "$T/tk" --model "$T/mlp.onnx" "${D[@]}" \
-  --cheat "shift-op:2:$op" >/dev/null 2>&1; then
-  dispute_game cheat cheat trainer "wrong output" 2 "$op" --cheat "shift-op:2:$op"
-else bad "the cheating run (operation ${op:-not found})"; fi
-# and one that poisons LeNet-5's second convolution's weight gradient
-op=$("$TRAINER" recipe --program --model "$T/lenet.onnx" --set batch=32 |
-  awk '/^operations/{f=1} f && /conv2.Conv weight gradient/ {print $1; exit}')
-if [ -n "$op" ] && "$B/trainer-test" train "$T/lcheat" --key "$T/tk" --model "$T/lenet.onnx" "${D[@]}" \
-  --set "dataset=npy:$T/x28.npy,$T/y.npy" --cheat "shift-op:2:$op" >/dev/null 2>&1; then
-  dispute_game lcheat lcheat trainer "wrong output" 2 "$op" --cheat "shift-op:2:$op"
-else bad "the cheating LeNet-5 run (operation ${op:-not found})"; fi
+# a trainer that poisons one operation of the imported graph at step 2 loses there:
+# poisoned RUN MODEL "OPERATION" [train options]
+poisoned() {
+  local run=$1 model=$2 what=$3 op
+  shift 3
+  op=$("$TRAINER" recipe --program --model "$T/$model.onnx" --set batch=32 |
+    awk -v w="$what" '/^operations/{f=1} f && index($0, w) {print $1; exit}')
+  if [ -n "$op" ] && "$B/trainer-test" train "$T/$run" --key "$T/tk" --model "$T/$model.onnx" "${D[@]}" "$@" \
+    --cheat "shift-op:2:$op" >/dev/null 2>&1; then
+    dispute_game "$run" "$run" trainer "wrong output" 2 "$op" --cheat "shift-op:2:$op"
+  else bad "the cheating $model run ($what: operation ${op:-not found})"; fi
+}
+poisoned cheat mlp "fc2.Gemm weight-gradient GEMM"
+poisoned lcheat lenet "conv2.Conv weight gradient" --set "dataset=npy:$T/x28.npy,$T/y.npy" # LeNet-5's convolution
+poisoned rcheat resnet "layer1.bn1.BatchNormalization backward" # a batch norm's backward in the residual CNN
+# batch norm: the step's statistics of the batch, the evaluation pass's running statistics, PyTorch's
+# hyper-parameters recovered from the exporter's floats (eps 1e-3, momentum 0.2 from ONNX's 0.8)
+"$TRAINER" recipe --program --model "$T/bncnn.onnx" --set batch=32 >"$T/bnprog" 2>&1 &&
+  grep -q "bn1.BatchNormalization running statistics batchnorm_running_stats .* farg 0.20000000000000001$" "$T/bnprog" &&
+  grep -q "bn1.BatchNormalization apply .* farg 0.001$" "$T/bnprog" && grep -q "bn.running_var  *buffer" "$T/bnprog" &&
+  grep -q "batchnorm_eval" "$T/bnprog" && grep -q "batchnorm_backward" "$T/bnprog" && ok "bncnn program" ||
+  bad "bncnn program: $(grep -i batchnorm "$T/bnprog" | head -5)"
+# running statistics are never trained: naming one frozen is refused
+"$TRAINER" train "$T/bnfrozen" --key "$T/tk" --model "$T/bncnn.onnx" "${D[@]}" --set 'frozen=["bn.running_mean"]' \
+  >"$T/bnf.out" 2>&1
+st=$?
+[ "$st" = 64 ] && grep -q "never trained" "$T/bnf.out" && ok "a running statistic named frozen: refused" ||
+  bad "frozen running statistic: exit $st: $(cat "$T/bnf.out")"
 vt_end

@@ -143,6 +143,58 @@ class GapNet(nn.Module):
         return self.head(torch.flatten(self.gap(h), 1))
 
 
+class BnCnn(nn.Module):
+    """batch normalisation in training mode: Conv, BatchNorm2d, ReLU, MaxPool, Flatten, Linear, BatchNorm1d,
+    ReLU, Linear"""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(C, 4, 3, padding=1, bias=False)
+        self.bn = nn.BatchNorm2d(4)
+        self.fc1 = nn.Linear(4 * 6 * 6, 16)
+        self.bn1 = nn.BatchNorm1d(16, eps=1e-3, momentum=0.2)
+        self.fc2 = nn.Linear(16, K)
+
+    def forward(self, x):
+        h = torch.max_pool2d(torch.relu(self.bn(self.conv(x))), 2)
+        return self.fc2(torch.relu(self.bn1(self.fc1(torch.flatten(h, 1)))))
+
+
+class Block(nn.Module):
+    """the residual CNN's basic block: relu(bn2(conv2(relu(bn1(conv1(x))))) + shortcut(x))"""
+
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride=stride, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.shortcut = nn.Sequential()
+        if stride != 1 or cin != cout:
+            self.shortcut = nn.Sequential(nn.Conv2d(cin, cout, 1, stride=stride, bias=False), nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        h = torch.relu(self.bn1(self.conv1(x)))
+        return torch.relu(self.bn2(self.conv2(h)) + self.shortcut(x))
+
+
+class ResNet(nn.Module):
+    """the default residual CNN's shape, written as a PyTorch user would: a stem (conv, bn, relu), a block
+    of width 8, a strided block of width 16 with a projection shortcut, global average pooling, Linear"""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(C, 8, 3, padding=1, bias=False)
+        self.bn = nn.BatchNorm2d(8)
+        self.layer1 = Block(8, 8, 1)
+        self.layer2 = Block(8, 16, 2)
+        self.fc = nn.Linear(16, K)
+
+    def forward(self, x):
+        h = self.layer2(self.layer1(torch.relu(self.bn(self.conv(x)))))
+        return self.fc(torch.flatten(nn.functional.adaptive_avg_pool2d(h, 1), 1))
+
+
 class BadConv(nn.Module):
     def __init__(self):
         super().__init__()
@@ -166,13 +218,13 @@ class LogSm(nn.Module):
 
 
 MODELS = {"mlp": Mlp, "matmul": MatMulNet, "bad": Bad, "reg": Reg, "act": Act, "lenet": LeNet, "gapnet": GapNet,
-          "badconv": BadConv, "logsm": LogSm}
+          "badconv": BadConv, "logsm": LogSm, "bncnn": BnCnn, "resnet": ResNet}
 IMAGE = {"lenet": 28}  # the models on larger images (their data DIR/x28.npy); the others 12 x 12
 
 
 def build(name):
     torch.manual_seed({"mlp": 1, "matmul": 2, "bad": 3, "reg": 4, "act": 5, "lenet": 6, "gapnet": 7, "badconv": 8,
-                       "logsm": 9}[name])
+                       "logsm": 9, "bncnn": 10, "resnet": 11}[name])
     return MODELS[name]()
 
 
@@ -212,13 +264,22 @@ def read_safetensors(path):
         if k == "__metadata__":
             continue
         s, e = v["data_offsets"]
-        out[k] = np.frombuffer(b[8 + n + s:8 + n + e], dtype=np.float32).reshape(v["shape"])
+        dt = {"F32": np.float32, "I64": np.int64}[v["dtype"]]  # I64: batch norm's num_batches_tracked
+        out[k] = np.frombuffer(b[8 + n + s:8 + n + e], dtype=dt).reshape(v["shape"])
     return out
 
 
 def check(d, name, export, steps, lr, momentum, lossname="cross_entropy", frozen=""):
     x, y, yreg, ybin = data(name)
     m = build(name).double()
+    # the file's initializers are the step-0 state: torch.onnx.export ran the module once in training
+    # mode, which moved batch norm's running statistics
+    from onnx import numpy_helper
+    import onnx
+    st = m.state_dict()
+    for t in onnx.load("%s/%s.onnx" % (d, name)).graph.initializer:
+        if t.name in st:
+            st[t.name].copy_(torch.from_numpy(numpy_helper.to_array(t).astype(np.float64)))
     init = {k: v.detach().clone() for k, v in m.state_dict().items()}
     for k, p in m.named_parameters():
         p.requires_grad_(k not in frozen.split(","))
@@ -249,6 +310,11 @@ def check(d, name, export, steps, lr, momentum, lossname="cross_entropy", frozen
             print("onnx_model_ref: FAIL: %s is not in %s (it has %s)" % (k, export, sorted(ours)))
             return 1
         ref = v.numpy()
+        if not np.issubdtype(ref.dtype, np.floating):  # num_batches_tracked: the steps taken
+            if not np.array_equal(ours[k], ref):
+                print("onnx_model_ref: FAIL: %s is %s, PyTorch's %s" % (k, ours[k], ref))
+                return 1
+            continue
         scale = max(np.abs(ref).max(), 1e-3)
         worst = max(worst, np.abs(ours[k].astype(np.float64) - ref).max() / scale)
         moved = np.abs(ours[k].astype(np.float64) - init[k].numpy()).max() / scale

@@ -1,12 +1,15 @@
 /* test_graph.c - the forward graph's convolutional layers (arch/vt_graph.h; docs/models.md):
  *  A. the canonical form: a small convolutional graph (conv with chw 1, relu, max pool, conv, global
  *     average pool; conv, to_channels_first, linear) written in version 2 and read back field for
- *     field, the same bytes again; the built-in MLP's graph still written in version 1;
+ *     field, the same bytes again; with batch norms (of an image and of a flat value; running
+ *     statistics as buffers) in version 3, which version 2 does not read, and whose running statistics
+ *     must be buffers; the built-in MLP's graph still written in version 1;
  *  B. hostile bytes: every byte of the form flipped three ways and every truncation decoded, and a
  *     graph that decodes is built into a program (refused or not, never a crash); attributes out of
  *     range, unused attributes set and a width that contradicts the attributes refused by name;
  *  C. the layout moves (to_channels_last, to_channels_first) move every value exactly, -0 and a
  *     subnormal included, and the one undoes the other bit for bit. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,7 +22,21 @@
 #define A8(...) ((const int64_t[VT_GLAYER_ATTRS]){__VA_ARGS__})
 #define U(...) ((const uint32_t[]){__VA_ARGS__})
 
-/* input 1 x 8 x 8 (channels-first); two branches of layers over it */
+static uint32_t bn_params(vt_graph *g, const char *nm, uint32_t C, int *bad)
+{
+    static const char *const W[4] = {"weight", "bias", "running_mean", "running_var"};
+    uint32_t first = g->n_param;
+    for (int i = 0; i < 4; i++) {
+        char n[64];
+        snprintf(n, sizeof n, "%s.%s", nm, W[i]);
+        uint32_t k = vt_graph_param(g, n, 1, U(C), i == 0 || i == 3 ? VT_INIT_ONE : VT_INIT_ZERO, 0, bad);
+        if (k != UINT32_MAX) g->param[k].buffer = i >= 2;
+    }
+    return first;
+}
+
+/* input 1 x 8 x 8 (channels-first); two branches of layers over it (gap 0, 1), the second with batch
+ * norms (gap 2) */
 static void conv_graph(vt_graph *g, int gap)
 {
     vt_graph_init(g);
@@ -29,13 +46,23 @@ static void conv_graph(vt_graph *g, int gap)
     vt_graph_param(g, "c2.weight", 4, U(4, 3, 3, 3), VT_INIT_HE_UNIFORM, 27, &bad);
     uint32_t v = 0;
     v = vt_graph_layer(g, VT_GL_CONV, "c1", 1, &v, 2, U(0, 1), A8(8, 8, 1, 3, 1, 1, 1, 3), 8 * 8 * 3, &bad);
+    if (gap == 2) {
+        uint32_t q = bn_params(g, "bn", 3, &bad);
+        v = vt_graph_layer(g, VT_GL_BATCHNORM, "bn", 1, &v, 4, U(q, q + 1, q + 2, q + 3),
+                           A8(vt_graph_f64_bits(1e-5), vt_graph_f64_bits(0.1), 3, 8, 8), 8 * 8 * 3, &bad);
+    }
     v = vt_graph_layer(g, VT_GL_RELU, "r1", 1, &v, 0, NULL, NULL, 8 * 8 * 3, &bad);
     v = vt_graph_layer(g, VT_GL_MAXPOOL, "p1", 1, &v, 0, NULL, A8(8, 8, 3, 2), 4 * 4 * 3, &bad);
     v = vt_graph_layer(g, VT_GL_CONV, "c2", 1, &v, 1, U(2), A8(4, 4, 3, 3, 2, 1, 0, 4), 2 * 2 * 4, &bad);
     if (gap) {
         v = vt_graph_layer(g, VT_GL_AVGPOOL, "gap", 1, &v, 0, NULL, A8(2, 2, 4), 4, &bad);
-        vt_graph_param(g, "fc.weight", 2, U(10, 4), VT_INIT_HE_UNIFORM, 4, &bad);
-        v = vt_graph_layer(g, VT_GL_LINEAR, "fc", 1, &v, 1, U(3), A8(1), 10, &bad);
+        if (gap == 2) {
+            uint32_t q = bn_params(g, "bn1", 4, &bad);
+            v = vt_graph_layer(g, VT_GL_BATCHNORM, "bn1", 1, &v, 4, U(q, q + 1, q + 2, q + 3),
+                               A8(vt_graph_f64_bits(1e-3), vt_graph_f64_bits(0.2), 4), 4, &bad);
+        }
+        uint32_t w = vt_graph_param(g, "fc.weight", 2, U(10, 4), VT_INIT_HE_UNIFORM, 4, &bad);
+        v = vt_graph_layer(g, VT_GL_LINEAR, "fc", 1, &v, 1, U(w), A8(1), 10, &bad);
     } else {
         v = vt_graph_layer(g, VT_GL_TO_NCHW, "flat", 1, &v, 0, NULL, A8(2, 2, 4), 16, &bad);
         vt_graph_param(g, "fc.weight", 2, U(10, 16), VT_INIT_HE_UNIFORM, 16, &bad);
@@ -62,17 +89,34 @@ static vt_err build(const vt_graph *g)
 
 static void canonical(void)
 {
-    for (int gap = 0; gap < 2; gap++) {
+    for (int gap = 0; gap < 3; gap++) {
         vt_graph g, h;
         conv_graph(&g, gap);
         CHECK_OK(build(&g));
         vt_buf b, c;
         CHECK_OK(vt_graph_encode(&g, &b));
         uint32_t ver = b.len >= 8 ? (uint32_t)b.data[4] | (uint32_t)b.data[5] << 8 : 0;
-        CHECK(ver == 2, "a convolutional graph is written in version 2 (%u)", ver);
+        CHECK(ver == (gap == 2 ? 3u : 2u), "graph %d is written in version %u (%u)", gap, gap == 2 ? 3u : 2u, ver);
         CHECK_OK(vt_graph_decode(b.data, b.len, &h));
         CHECK(h.n_param == g.n_param && h.n_layer == g.n_layer && h.in_cols == g.in_cols && h.out == g.out,
               "the graph read back");
+        for (uint32_t i = 0; i < g.n_param && i < h.n_param; i++)
+            CHECK(h.param[i].buffer == g.param[i].buffer && h.param[i].frozen == g.param[i].frozen,
+                  "parameter %u's flags read back", i);
+        if (gap == 2) {
+            b.data[4] = 2; /* version 2 knows no batch norm */
+            CHECK(vt_graph_decode(b.data, b.len, &h) == VT_ERR_FORMAT, "a batch norm in version 2 refused");
+            b.data[4] = 3;
+            vt_graph_free(&h);
+            CHECK_OK(vt_graph_decode(b.data, b.len, &h));
+            for (uint32_t i = 0; i < h.n_param; i++) /* a running statistic that is no buffer */
+                if (strstr(h.param[i].name, "running_var")) {
+                    h.param[i].buffer = 0;
+                    CHECK(build(&h) == VT_ERR_ARG && strstr(vt_errmsg(), "buffer"), "a running statistic must be a "
+                          "buffer: %s", vt_errmsg());
+                    h.param[i].buffer = 1;
+                }
+        }
         for (uint32_t l = 0; l < g.n_layer && l < h.n_layer; l++)
             CHECK(h.layer[l].op == g.layer[l].op && !memcmp(h.layer[l].attr, g.layer[l].attr, sizeof g.layer[l].attr) &&
                       h.layer[l].cols == g.layer[l].cols && !strcmp(h.layer[l].name, g.layer[l].name),
