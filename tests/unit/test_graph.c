@@ -104,10 +104,10 @@ static void canonical(void)
             CHECK(h.param[i].buffer == g.param[i].buffer && h.param[i].frozen == g.param[i].frozen,
                   "parameter %u's flags read back", i);
         if (gap == 2) {
+            vt_graph_free(&h);
             b.data[4] = 2; /* version 2 knows no batch norm */
             CHECK(vt_graph_decode(b.data, b.len, &h) == VT_ERR_FORMAT, "a batch norm in version 2 refused");
             b.data[4] = 3;
-            vt_graph_free(&h);
             CHECK_OK(vt_graph_decode(b.data, b.len, &h));
             for (uint32_t i = 0; i < h.n_param; i++) /* a running statistic that is no buffer */
                 if (strstr(h.param[i].name, "running_var")) {
