@@ -268,13 +268,64 @@ def check(d, name, export, steps, lr, momentum, lossname="cross_entropy", frozen
     return 0
 
 
+def _fail(msg):
+    raise SystemExit("onnx_model_ref: FAIL: " + msg)
+
+
+def _windows(x, k, s):
+    """the k[0] x k[1] windows of images x [N, C, H, W] at strides s: (ky, kx, x[:, :, ky::s, kx::s]) each"""
+    ho, wo = (x.shape[2] - k[0]) // s[0] + 1, (x.shape[3] - k[1]) // s[1] + 1
+    for ky in range(k[0]):
+        for kx in range(k[1]):
+            yield ky, kx, x[:, :, ky:ky + s[0] * (ho - 1) + 1:s[0], kx:kx + s[1] * (wo - 1) + 1:s[1]]
+
+
+def _conv(i, a):
+    """ONNX Conv of group 1 and dilation 1 (the export's): x [N, C, H, W], w [Co, C, k, k], an optional b [Co]"""
+    x, w = i[0], i[1]
+    if a.get("group", 1) != 1 or list(a.get("dilations", [1, 1])) != [1, 1] or a.get("auto_pad", b"NOTSET") != b"NOTSET":
+        _fail("a Conv with attributes %s, which this check does not know" % a)
+    p, s = list(a.get("pads", [0, 0, 0, 0])), list(a.get("strides", [1, 1]))
+    if list(a.get("kernel_shape", w.shape[2:])) != list(w.shape[2:]):
+        _fail("a Conv whose kernel_shape is not its weight's")
+    x = np.pad(x, ((0, 0), (0, 0), (p[0], p[2]), (p[1], p[3])))
+    r = 0
+    for ky, kx, v in _windows(x, w.shape[2:], s):
+        r = r + np.einsum("nchw,oc->nohw", v, w[:, :, ky, kx])
+    return r + (i[2][None, :, None, None] if len(i) > 2 else 0)
+
+
+def _maxpool(x, a):
+    """ONNX MaxPool without padding, floor (the export's)"""
+    if any(a.get("pads", [0])) or a.get("ceil_mode", 0) or a.get("auto_pad", b"NOTSET") != b"NOTSET" or \
+            any(d != 1 for d in a.get("dilations", [1])) or a.get("storage_order", 0):
+        _fail("a MaxPool with attributes %s, which this check does not know" % a)
+    k = list(a["kernel_shape"])
+    r = -np.inf
+    for _, _, v in _windows(x, k, list(a.get("strides", [1, 1]))):
+        r = np.maximum(r, v)
+    return r
+
+
+def _reshape(x, shape):
+    """ONNX Reshape (allowzero 0): 0 copies the input's dimension, -1 is inferred"""
+    shape = [x.shape[k] if d == 0 else int(d) for k, d in enumerate(shape.astype(np.int64))]
+    return x.reshape(shape)
+
+
 def run_onnx(path, x):
+    """the graph of the ONNX file evaluated in NumPy (FP64, each node's output rounded to FP32) on x, reshaped to
+    the graph's input shape (its symbolic first dimension the batch)"""
     import onnx
     from onnx import numpy_helper
     m = onnx.load(path)
     onnx.checker.check_model(m, full_check=True)
-    env = {t.name: numpy_helper.to_array(t).astype(np.float64) for t in m.graph.initializer}
-    env[m.graph.input[0].name] = x.reshape(x.shape[0], -1).astype(np.float64)
+    env = {}
+    for t in m.graph.initializer:
+        v = numpy_helper.to_array(t)
+        env[t.name] = v.astype(np.float64) if v.dtype.kind == "f" else v
+    gi = m.graph.input[0]
+    env[gi.name] = x.reshape([x.shape[0]] + [d.dim_value for d in gi.type.tensor_type.shape.dim[1:]]).astype(np.float64)
     for n in m.graph.node:
         a = {at.name: onnx.helper.get_attribute_value(at) for at in n.attribute}
         i = [env[v] for v in n.input if v]
@@ -296,10 +347,21 @@ def run_onnx(path, x):
         elif n.op_type == "Softmax":
             e = np.exp(i[0] - i[0].max(axis=1, keepdims=True))
             r = e / e.sum(axis=1, keepdims=True)
-        elif n.op_type in ("Flatten", "Reshape"):
-            r = i[0].reshape(i[0].shape[0], -1)
+        elif n.op_type == "Flatten":
+            ax = a.get("axis", 1)
+            r = i[0].reshape(int(np.prod(i[0].shape[:ax])), -1)
+        elif n.op_type == "Reshape":
+            r = _reshape(i[0], i[1])
+        elif n.op_type == "Identity":
+            r = i[0]
+        elif n.op_type == "Conv":
+            r = _conv(i, a)
+        elif n.op_type == "MaxPool":
+            r = _maxpool(i[0], a)
+        elif n.op_type == "GlobalAveragePool":
+            r = i[0].mean(axis=(2, 3), keepdims=True)
         else:
-            raise SystemExit("onnx_model_ref: FAIL: the export holds operator %s, which this check does not know" % n.op_type)
+            _fail("the export holds operator %s, which this check does not know" % n.op_type)
         env[n.output[0]] = r.astype(np.float32).astype(np.float64)
     return env, m
 
@@ -312,9 +374,11 @@ def roundtrip(d, name, st, onnx_path):
     with torch.no_grad():
         ref = m(torch.from_numpy(x)).numpy().astype(np.float64)
     env, om = run_onnx(onnx_path, x)
+    from onnx import numpy_helper
     for t in om.graph.initializer:
-        from onnx import numpy_helper
         v = numpy_helper.to_array(t)  # a weight the module multiplies from the right may be stored transposed (Gemm transB)
+        if v.dtype.kind != "f":  # a shape (Reshape's), not a weight
+            continue
         if not np.array_equal(v, ours[t.name]) and not (v.ndim == 2 and np.array_equal(v.T, ours[t.name])):
             print("onnx_model_ref: FAIL: the ONNX initializer %s is not the exported weight" % t.name)
             return 1
