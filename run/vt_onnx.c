@@ -930,16 +930,10 @@ static vt_err build_and_write(tr *x, const char *path, const char *const *meta_k
     /* token ids (a text model's U8 windows [B, T]) are ONNX int64 [N, T], Gather's indices */
     const int tokens = in->dtype == VT_DT_U8;
     value *iv = result(x, p->input, tokens ? L_TOK : L_MAT, tokens ? 0 : in->shape[1], 0, tokens ? in->shape[1] : 0);
-    for (uint32_t j = first; j <= last; j++) {
-        const vt_opdesc *o = &p->op[j];
-        if ((o->kind == VT_OPK_IM2COL || o->kind == VT_OPK_CONV2D) && o->in[0] == p->input) {
-            const int64_t *ia = o->iarg;
-            VT_RETURN_ERROR_IF(ia[7] != 1 || (uint64_t)ia[1] * (uint64_t)ia[2] * (uint64_t)ia[3] != in->shape[1],
-                               VT_ERR_INTERNAL, "ONNX export: the input is gathered other than as a channels-first image");
-            iv->layout = L_IMG, iv->c = (uint32_t)ia[3], iv->h = (uint32_t)ia[1], iv->w = (uint32_t)ia[2];
-            break;
-        }
-    }
+    uint32_t chw[3];
+    const int img = vt_onnx_input_image(p, chw);
+    VT_RETURN_ERROR_IF(img < 0, VT_ERR_INTERNAL, "ONNX export: the input is gathered other than as a channels-first image");
+    if (img) iv->layout = L_IMG, iv->c = chw[0], iv->h = chw[1], iv->w = chw[2];
     /* channels-last activations are read channels-first only by the stem: no other gather reads the input */
     VT_FORWARD_IF_ERROR(translate(x, first, last));
     const value *lg = &x->v[x->logits], *pr = &x->v[p->probs];
@@ -1016,3 +1010,20 @@ vt_err vt_onnx_write(const char *path, vt_model *m, const char *const *meta_kv, 
 }
 
 #endif
+
+int vt_onnx_input_image(const vt_program *p, uint32_t chw[3])
+{
+    uint32_t first, last;
+    vt_program_eval_range(p, &first, &last);
+    for (uint32_t j = first; j <= last && j >= 1 && j <= p->n_ops + p->n_eval; j++) {
+        const vt_opdesc *o = &p->op[j];
+        if ((o->kind != VT_OPK_IM2COL && o->kind != VT_OPK_CONV2D) || o->in[0] != p->input) continue;
+        const int64_t *ia = o->iarg;
+        if (ia[7] != 1 || ia[1] < 1 || ia[2] < 1 || ia[3] < 1 || p->t[p->input].rank != 2 ||
+            (uint64_t)ia[1] * (uint64_t)ia[2] * (uint64_t)ia[3] != p->t[p->input].shape[1])
+            return -1;
+        chw[0] = (uint32_t)ia[3], chw[1] = (uint32_t)ia[1], chw[2] = (uint32_t)ia[2];
+        return 1;
+    }
+    return 0;
+}

@@ -8,7 +8,8 @@
       (a Softplus: not supported), DIR/reg.onnx (an MLP of 3 outputs for regression and multi-label),
       DIR/act.onnx (Linear, Tanh, Linear, LeakyRelu 0.2, Linear, Sigmoid added back to its input, Linear),
       DIR/lenet.onnx (LeNet-5 on 28 x 28: Conv, Relu, MaxPool, Flatten, Gemm), DIR/gapnet.onnx (convolutions
-      with and without bias, stride 2, a residual Add, GlobalAveragePool, Gemm), DIR/badconv.onnx (a dilated
+      with and without bias, stride 2, a residual Add, GlobalAveragePool, Gemm), DIR/reshconv.onnx (Gemm,
+      Relu, a Reshape to [N, 2, 6, 6], Conv, Relu, MaxPool, Flatten, Gemm), DIR/badconv.onnx (a dilated
       convolution: not supported), and the data DIR/x.npy (float32 [32, 1, 12, 12]), DIR/x28.npy (float32
       [32, 1, 28, 28]: LeNet's), DIR/logsm.onnx (an MLP ending in log_softmax), DIR/y.npy (uint8 labels 0..4), DIR/yreg.npy (float32 targets [32, 3]),
       DIR/ybin.npy (float32 0/1 targets [32, 3]).
@@ -23,15 +24,17 @@
       (each operation rounds to float32: the differences are float32 rounding accumulated over a few
       operations and steps), and the same comparison with the initial parameters must fail (the
       check can fail).
-  onnx_model_ref.py roundtrip DIR NAME EXPORT.safetensors EXPORT.onnx
+  onnx_model_ref.py roundtrip DIR NAME EXPORT.safetensors EXPORT.onnx [EVAL.txt]
       what comes out is what went in: the module NAME loads EXPORT.safetensors (`trainer export
       --format safetensors`) with load_state_dict(strict=True); EXPORT.onnx (`trainer export --format
       onnx`) passes onnx.checker (full check), holds the same weights under the same names (a matrix the module
-      multiplies from the right may be stored transposed, for a Gemm with transB), and a NumPy
-      evaluation of its graph (Gemm, MatMul, Add, Relu, Sigmoid, Tanh, LeakyRelu, Softmax, Flatten,
-      Reshape: any other operator
-      fails the check) gives the module's logits on DIR's data (within float32 rounding) and the same
-      predicted classes."""
+      multiplies from the right may be stored transposed, for a Gemm with transB; a convolution's weight is the
+      module's [Co, C, k, k]), and a NumPy evaluation of its graph (Gemm, MatMul, Add, Relu, Sigmoid, Tanh,
+      LeakyRelu, Softmax, Flatten, Reshape, Identity, Conv of group 1 and dilation 1, MaxPool without padding,
+      GlobalAveragePool: any other operator or attribute fails the check), fed DIR's data in the graph's input
+      shape ([N, d] or [N, C, H, W]), gives the module's logits (within float32 rounding) and the same
+      predicted classes; with EVAL.txt (`trainer eval --per-example`), trainer eval's predicted class for
+      every example."""
 import json
 import struct
 import sys
@@ -143,6 +146,22 @@ class GapNet(nn.Module):
         return self.head(torch.flatten(self.gap(h), 1))
 
 
+class ReshConv(nn.Module):
+    """A Linear's output reshaped to an image and convolved (a channels-first activation the convolution
+    reads channels-last: a to_channels_last layer), ReLU, MaxPool, Flatten, Linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(C * H * W, 2 * 6 * 6)
+        self.conv = nn.Conv2d(2, 4, 3, padding=1)
+        self.pool = nn.MaxPool2d(2)
+        self.head = nn.Linear(4 * 3 * 3, K)
+
+    def forward(self, x):
+        h = torch.relu(self.fc(torch.flatten(x, 1))).reshape(-1, 2, 6, 6)
+        return self.head(torch.flatten(self.pool(torch.relu(self.conv(h))), 1))
+
+
 class BadConv(nn.Module):
     def __init__(self):
         super().__init__()
@@ -166,13 +185,13 @@ class LogSm(nn.Module):
 
 
 MODELS = {"mlp": Mlp, "matmul": MatMulNet, "bad": Bad, "reg": Reg, "act": Act, "lenet": LeNet, "gapnet": GapNet,
-          "badconv": BadConv, "logsm": LogSm}
+          "reshconv": ReshConv, "badconv": BadConv, "logsm": LogSm}
 IMAGE = {"lenet": 28}  # the models on larger images (their data DIR/x28.npy); the others 12 x 12
 
 
 def build(name):
     torch.manual_seed({"mlp": 1, "matmul": 2, "bad": 3, "reg": 4, "act": 5, "lenet": 6, "gapnet": 7, "badconv": 8,
-                       "logsm": 9}[name])
+                       "logsm": 9, "reshconv": 10}[name])
     return MODELS[name]()
 
 
@@ -366,7 +385,7 @@ def run_onnx(path, x):
     return env, m
 
 
-def roundtrip(d, name, st, onnx_path):
+def roundtrip(d, name, st, onnx_path, per_example=None):
     x = data(name)[0]
     m = build(name)
     ours = read_safetensors(st)
@@ -385,17 +404,27 @@ def roundtrip(d, name, st, onnx_path):
     got = env["logits"]
     diff = np.abs(got - ref).max() / max(np.abs(ref).max(), 1e-6)
     same = int((got.argmax(axis=1) == ref.argmax(axis=1)).sum())
-    print("onnx_model_ref: %s: strict load ok; ONNX logits within %.3g of the module's, %d of %d predictions equal" %
-          (name, diff, same, len(ref)))
+    msg = "onnx_model_ref: %s: strict load ok; ONNX logits within %.3g of the module's, %d of %d predictions equal" % (
+        name, diff, same, len(ref))
+    agree = None
+    if per_example:  # `trainer eval --per-example`: index, label, predicted class a line each
+        ev = np.loadtxt(per_example, dtype=np.int64, comments="#").reshape(-1, 3)
+        pred = env["probs"].argmax(axis=1)  # the first index of the largest probability, as trainer eval's
+        agree = int((pred[ev[:, 0]] == ev[:, 2]).sum()) if len(ev) == len(ref) else -1
+        msg += "; trainer eval's class for %d of %d" % (agree, len(ev))
+    print(msg)
     if diff > 1e-5 or same != len(ref):
         print("onnx_model_ref: FAIL: the ONNX graph does not compute the module")
+        return 1
+    if agree is not None and agree != len(ref):
+        print("onnx_model_ref: FAIL: the ONNX graph's predictions are not trainer eval's")
         return 1
     return 0
 
 
 if __name__ == "__main__":
     if sys.argv[1] == "roundtrip":
-        sys.exit(roundtrip(*sys.argv[2:6]))
+        sys.exit(roundtrip(*sys.argv[2:7]))
     if sys.argv[1] == "make":
         make(sys.argv[2])
         sys.exit(0)
