@@ -5,7 +5,10 @@
  * in ONNX's layout. The program's activations are matrices: an image activation is channels-last
  * [B*H*W, C]; the ONNX values of images are NCHW, so every value carries its layout (a matrix
  * [N, F] or an image C x H x W; for the GPT token ids [N, T] and attention heads [N, H, T, D])
- * and an operation is translated only when its operands' layouts are what ONNX needs. The
+ * and an operation is translated only when its operands' layouts are what ONNX needs. A client
+ * graph's layout moves (docs/models.md "ONNX out") leave no trace of the program's layouts: the
+ * convolution weight's two moves none (the Conv reads the module's own [Co, C, k, k] parameter), an
+ * activation's a Flatten or a Reshape between ONNX's matrices and NCHW images. The
  * messages are the protobuf-c structures generated from Debian's onnx.proto (arch/onnx.cmake);
  * nothing here encodes protobuf by hand. */
 #include "vt_onnx.h"
@@ -392,11 +395,11 @@ static value *result(tr *x, uint32_t t, int layout, uint32_t c, uint32_t h, uint
     return v;
 }
 
-/* The ONNX Conv of operation o: the convolution c of weight wt, with bias (a state tensor [Co]; NONE:
+/* The ONNX Conv of operation o: the convolution c of weight wt, with bias (a state tensor [Co]; NO_BIAS:
  * none) as Conv's B, written as program tensor out. The weight is a state tensor [k, k, Cin, Cout]
  * (the built-in CNN's; permuted to ONNX's [Cout, Cin, k, k]) or a client graph's weight moved to the
  * GEMM's layout, whose parameter is already the module's [Cout, Cin, k, k] (its own initializer). */
-#define NONE UINT32_MAX
+#define NO_BIAS UINT32_MAX
 static vt_err conv_node(tr *x, const vt_opdesc *o, const colinfo *c, uint32_t wt, uint32_t bias, uint32_t out)
 {
     const vt_tensor *wd = &x->p->t[x->wm[wt].stage == 2 ? x->wm[wt].param : wt];
@@ -411,13 +414,13 @@ static vt_err conv_node(tr *x, const vt_opdesc *o, const colinfo *c, uint32_t wt
             FAIL("\"%s\": weight %s is not [%u, %u, %u, Cout]", o->name, wd->name, c->k, c->k, c->C);
         Co = wd->shape[3], wname = initializer(x, wt, 2);
     }
-    if (bias != NONE && (x->p->t[bias].rank != 1 || x->p->t[bias].shape[0] != Co))
+    if (bias != NO_BIAS && (x->p->t[bias].rank != 1 || x->p->t[bias].shape[0] != Co))
         FAIL("\"%s\": bias %s is not [%u]", o->name, x->p->t[bias].name, Co);
     const uint32_t Ho = (c->H + 2 * c->pad - c->k) / c->s + 1, Wo = (c->W + 2 * c->pad - c->k) / c->s + 1;
-    const char *in[3] = {x->v[c->src].name, wname, bias != NONE ? initializer(x, bias, 0) : NULL};
+    const char *in[3] = {x->v[c->src].name, wname, bias != NO_BIAS ? initializer(x, bias, 0) : NULL};
     const int64_t ks[2] = {c->k, c->k}, st[2] = {c->s, c->s}, pd[4] = {c->pad, c->pad, c->pad, c->pad};
     value *r = result(x, out, L_IMG, Co, Ho, Wo);
-    node(x, "Conv", r->name, bias != NONE ? 3 : 2, in, attr_ints(x, "kernel_shape", 2, ks),
+    node(x, "Conv", r->name, bias != NO_BIAS ? 3 : 2, in, attr_ints(x, "kernel_shape", 2, ks),
          attr_ints(x, "strides", 2, st), attr_ints(x, "pads", 4, pd), attr_ints(x, "dilations", 2, (const int64_t[]){1, 1}),
          attr_int(x, "group", 1), NULL);
     return VT_OK;
@@ -431,7 +434,7 @@ static vt_err conv_at(tr *x, uint32_t *j, uint32_t last, const colinfo *c, uint3
         ++*j;
         return conv_node(x, o, c, wt, nx->in[1], nx->out[0]);
     }
-    return conv_node(x, o, c, wt, NONE, o->out[0]);
+    return conv_node(x, o, c, wt, NO_BIAS, o->out[0]);
 }
 
 /* The H x W of program tensor t, an image of HW pixels, from the first window (a convolution or max
