@@ -34,9 +34,13 @@ static void input_text(const vt_recipe *rcp, const vt_program *p, char *input, s
 {
     const unsigned xmax = strcmp(rcp->dataset, "digits") == 0 ? 16u : 255u;
     char shape[96];
+    uint32_t chw[3];
     if (rcp->arch == VT_ARCH_RESNET)
         snprintf(shape, sizeof shape, "[N, %u, %u, %u], a channels-first image (channel planes of H x W, row-major: CIFAR's R, G, B)",
                  rcp->image_channels, rcp->image_height, rcp->image_width);
+    else if (vt_onnx_input_image(p, chw) == 1) /* a client graph whose first convolution reads the batch */
+        snprintf(shape, sizeof shape, "[N, %u, %u, %u], a channels-first image (the module's own input)", chw[0],
+                 chw[1], chw[2]);
     else
         snprintf(shape, sizeof shape, "[N, %u], the features in the data set's order (an image row-major)",
                  p->t[p->input].shape[1]);

@@ -5,7 +5,10 @@
  * in ONNX's layout. The program's activations are matrices: an image activation is channels-last
  * [B*H*W, C]; the ONNX values of images are NCHW, so every value carries its layout (a matrix
  * [N, F] or an image C x H x W; for the GPT token ids [N, T] and attention heads [N, H, T, D])
- * and an operation is translated only when its operands' layouts are what ONNX needs. The
+ * and an operation is translated only when its operands' layouts are what ONNX needs. A client
+ * graph's layout moves (docs/models.md "ONNX out") leave no trace of the program's layouts: the
+ * convolution weight's two moves none (the Conv reads the module's own [Co, C, k, k] parameter), an
+ * activation's a Flatten or a Reshape between ONNX's matrices and NCHW images. The
  * messages are the protobuf-c structures generated from Debian's onnx.proto (arch/onnx.cmake);
  * nothing here encodes protobuf by hand. */
 #include "vt_onnx.h"
@@ -124,12 +127,21 @@ typedef struct {
     uint32_t src, H, W, C, k, s, pad;
 } colinfo;
 
+/* A client graph's convolution weight on its way from the module's [Co, C, k, k] to the GEMM's
+ * [k*k*C, Co] (two exact moves, docs/models.md "Layouts"): stage 1 the taps [Co*k*k, C], stage 2 the
+ * GEMM's layout. No ONNX value of its own: the Conv reads the parameter as the module stores it. */
+typedef struct {
+    uint32_t param;
+    uint8_t stage; /* 0: not a moved weight */
+} wmove;
+
 typedef struct {
     pool a;
     vt_model *m;
     const vt_program *p;
     value *v;      /* per program tensor */
     colinfo *col;  /* per program tensor */
+    wmove *wm;     /* per program tensor */
     uint8_t *init; /* per program tensor: 0, or 1 + the perm of its initializer */
     plist nodes, inits, names;
     uint32_t logits; /* the softmax's input, UINT32_MAX if none */
@@ -383,26 +395,144 @@ static value *result(tr *x, uint32_t t, int layout, uint32_t c, uint32_t h, uint
     return v;
 }
 
-/* the ONNX Conv of operation o: its output = the convolution c of weight wt */
-static vt_err conv_node(tr *x, const vt_opdesc *o, const colinfo *c, uint32_t wt)
+/* The ONNX Conv of operation o: the convolution c of weight wt, with bias (a state tensor [Co]; NO_BIAS:
+ * none) as Conv's B, written as program tensor out. The weight is a state tensor [k, k, Cin, Cout]
+ * (the built-in CNN's; permuted to ONNX's [Cout, Cin, k, k]) or a client graph's weight moved to the
+ * GEMM's layout, whose parameter is already the module's [Cout, Cin, k, k] (its own initializer). */
+#define NO_BIAS UINT32_MAX
+static vt_err conv_node(tr *x, const vt_opdesc *o, const colinfo *c, uint32_t wt, uint32_t bias, uint32_t out)
 {
-    const vt_tensor *wd = &x->p->t[wt];
-    if (wd->rank != 4 || wd->shape[0] != c->k || wd->shape[1] != c->k || wd->shape[2] != c->C)
-        FAIL("\"%s\": weight %s is not [%u, %u, %u, Cout]", o->name, wd->name, c->k, c->k, c->C);
+    const vt_tensor *wd = &x->p->t[x->wm[wt].stage == 2 ? x->wm[wt].param : wt];
+    uint32_t Co;
+    const char *wname;
+    if (x->wm[wt].stage == 2) {
+        if (wd->rank != 4 || wd->shape[1] != c->C || wd->shape[2] != c->k || wd->shape[3] != c->k)
+            FAIL("\"%s\": weight %s is not [Cout, %u, %u, %u]", o->name, wd->name, c->C, c->k, c->k);
+        Co = wd->shape[0], wname = initializer(x, x->wm[wt].param, 0);
+    } else {
+        if (wd->rank != 4 || wd->shape[0] != c->k || wd->shape[1] != c->k || wd->shape[2] != c->C)
+            FAIL("\"%s\": weight %s is not [%u, %u, %u, Cout]", o->name, wd->name, c->k, c->k, c->C);
+        Co = wd->shape[3], wname = initializer(x, wt, 2);
+    }
+    if (bias != NO_BIAS && (x->p->t[bias].rank != 1 || x->p->t[bias].shape[0] != Co))
+        FAIL("\"%s\": bias %s is not [%u]", o->name, x->p->t[bias].name, Co);
     const uint32_t Ho = (c->H + 2 * c->pad - c->k) / c->s + 1, Wo = (c->W + 2 * c->pad - c->k) / c->s + 1;
-    const char *in[2] = {x->v[c->src].name, initializer(x, wt, 2)};
+    const char *in[3] = {x->v[c->src].name, wname, bias != NO_BIAS ? initializer(x, bias, 0) : NULL};
     const int64_t ks[2] = {c->k, c->k}, st[2] = {c->s, c->s}, pd[4] = {c->pad, c->pad, c->pad, c->pad};
-    value *r = result(x, o->out[0], L_IMG, wd->shape[3], Ho, Wo);
-    node(x, "Conv", r->name, 2, in, attr_ints(x, "kernel_shape", 2, ks), attr_ints(x, "strides", 2, st),
-         attr_ints(x, "pads", 4, pd), attr_ints(x, "dilations", 2, (const int64_t[]){1, 1}), attr_int(x, "group", 1),
-         NULL);
+    value *r = result(x, out, L_IMG, Co, Ho, Wo);
+    node(x, "Conv", r->name, bias != NO_BIAS ? 3 : 2, in, attr_ints(x, "kernel_shape", 2, ks),
+         attr_ints(x, "strides", 2, st), attr_ints(x, "pads", 4, pd), attr_ints(x, "dilations", 2, (const int64_t[]){1, 1}),
+         attr_int(x, "group", 1), NULL);
+    return VT_OK;
+}
+
+/* the convolution of operation *j, a bias add right after it joined as Conv's B (*j moved past it) */
+static vt_err conv_at(tr *x, uint32_t *j, uint32_t last, const colinfo *c, uint32_t wt)
+{
+    const vt_opdesc *o = &x->p->op[*j], *nx = *j < last ? &x->p->op[*j + 1] : NULL;
+    if (nx && nx->kind == VT_OPK_BIAS_ADD && nx->in[0] == o->out[0] && nx->in[1] < x->p->n_state) {
+        ++*j;
+        return conv_node(x, o, c, wt, nx->in[1], nx->out[0]);
+    }
+    return conv_node(x, o, c, wt, NO_BIAS, o->out[0]);
+}
+
+/* The H x W of program tensor t, an image of HW pixels, from the first window (a convolution or max
+ * pooling) that reads it or a value of its shape (through the elementwise kinds); HW x 1 when no
+ * window reads it (then no operation depends on its split). */
+static void image_dims(const vt_program *p, uint32_t j, uint32_t last, uint32_t t, uint32_t HW, uint32_t *H, uint32_t *W)
+{
+    uint32_t same[32] = {t}, n = 1;
+    *H = HW, *W = 1;
+    for (uint32_t q = j + 1; q <= last; q++) {
+        const vt_opdesc *o = &p->op[q];
+        int reads = 0;
+        for (uint32_t i = 0; i < o->n_in; i++)
+            for (uint32_t k = 0; k < n; k++) reads |= o->in[i] == same[k] && (i == 0 || o->kind == VT_OPK_ADD);
+        if (!reads) continue;
+        switch (o->kind) {
+        case VT_OPK_CONV2D:
+        case VT_OPK_IM2COL:
+        case VT_OPK_MAXPOOL:
+            if (o->iarg[1] > 0 && o->iarg[2] > 0 && (uint64_t)o->iarg[1] * (uint64_t)o->iarg[2] == HW) {
+                *H = (uint32_t)o->iarg[1], *W = (uint32_t)o->iarg[2];
+                return;
+            }
+            break;
+        case VT_OPK_RELU:
+        case VT_OPK_SIGMOID:
+        case VT_OPK_TANH:
+        case VT_OPK_LEAKY_RELU:
+        case VT_OPK_ADD:
+        case VT_OPK_BIAS_ADD:
+        case VT_OPK_BN_EVAL:
+            if (n < sizeof same / sizeof same[0]) same[n++] = o->out[0];
+            break;
+        default:
+            break;
+        }
+    }
+}
+
+#define IN2(a, b) ((const char *const[]){(a), (b)})
+#define IN3(a, b, c) ((const char *const[]){(a), (b), (c)})
+
+/* The layout moves of a client graph (to_channels_last, to_channels_first; iarg B HW C). Of a
+ * parameter: the convolution weight's two moves to the GEMM's layout, recorded (the Conv reads the
+ * module's own weight). Of an activation: ONNX's images are NCHW, so to_channels_first of an image
+ * is its Flatten (ONNX's (c, h, w) order) and to_channels_last of a matrix [N, C*H*W] its Reshape to
+ * [N, C, H, W] (of an image already NCHW, an Identity). */
+static vt_err layout_move(tr *x, uint32_t j, uint32_t last)
+{
+    const vt_program *p = x->p;
+    const vt_opdesc *o = &p->op[j];
+    const int64_t *ia = o->iarg;
+    const uint32_t in = o->in[0], t = o->out[0];
+    const int to_first = o->kind == VT_OPK_NHWC_TO_NCHW;
+    if (ia[0] < 1 || ia[1] < 1 || ia[2] < 1 || ia[1] > UINT32_MAX || ia[2] > UINT32_MAX ||
+        (uint64_t)ia[1] * (uint64_t)ia[2] > UINT32_MAX)
+        FAIL("\"%s\": bad layout arguments", o->name);
+    const uint32_t HW = (uint32_t)ia[1], C = (uint32_t)ia[2];
+    const vt_tensor *d = &p->t[in];
+    if (in < p->n_state) { /* the module's weight [Co, C, k, k] to its taps [Co*k*k, C] */
+        if (to_first || d->rank != 4 || d->shape[2] != d->shape[3] || ia[0] != d->shape[0] ||
+            ia[1] != (int64_t)d->shape[2] * d->shape[3] || ia[2] != d->shape[1])
+            FAIL("\"%s\" moves parameter %s other than a convolution weight [Co, C, k, k] to its taps", o->name,
+                 d->name);
+        x->wm[t] = (wmove){in, 1};
+        return VT_OK;
+    }
+    if (x->wm[in].stage == 1) { /* the taps to the GEMM's [k*k*C, Co] */
+        const vt_tensor *w = &p->t[x->wm[in].param];
+        if (!to_first || ia[0] != 1 || ia[1] != w->shape[0] || ia[2] != (int64_t)w->shape[1] * w->shape[2] * w->shape[3])
+            FAIL("\"%s\" moves the taps of %s other than to the GEMM's layout", o->name, w->name);
+        x->wm[t] = (wmove){x->wm[in].param, 2};
+        return VT_OK;
+    }
+    const value *a = NULL;
+    if (to_first) { /* an image [N, C, H, W] flattened: ONNX's (c, h, w) order is the move's */
+        VT_FORWARD_IF_ERROR(operand(x, o, 0, L_IMG, &a));
+        if (a->c != C || (uint64_t)a->h * a->w != HW) FAIL("\"%s\": %u x %u x %u image moved as %u x %u", o->name, a->c, a->h, a->w, C, HW);
+        const char *src = a->name;
+        node(x, "Flatten", result(x, t, L_MAT, C * HW, 0, 0)->name, 1, IN2(src, NULL), attr_int(x, "axis", 1), NULL);
+        return VT_OK;
+    }
+    VT_FORWARD_IF_ERROR(operand(x, o, 0, L_NONE, &a));
+    const char *src = a->name;
+    if (a->layout == L_IMG && a->c == C && (uint64_t)a->h * a->w == HW) { /* already an NCHW image */
+        const uint32_t h = a->h, w = a->w;
+        node(x, "Identity", result(x, t, L_IMG, C, h, w)->name, 1, IN2(src, NULL), NULL);
+        return VT_OK;
+    }
+    if (a->layout != L_MAT || a->c != C * HW) FAIL("\"%s\": %s is not [N, %u]", o->name, d->name, C * HW);
+    uint32_t H, W;
+    image_dims(p, j, last, t, HW, &H, &W);
+    const char *shape = kints(x, t, "shape", 0, 4, (const int64_t[]){-1, C, H, W});
+    node(x, "Reshape", result(x, t, L_IMG, C, H, W)->name, 2, IN2(src, shape), NULL);
     return VT_OK;
 }
 
 /* ---- the transformer's kinds (arch gpt; docs/format.md "Export (ONNX)") */
-
-#define IN2(a, b) ((const char *const[]){(a), (b)})
-#define IN3(a, b, c) ((const char *const[]){(a), (b), (c)})
 
 /* ReduceSum over the columns of a matrix, kept as [N, 1] (the program's [M] row statistic) */
 static void row_sum(tr *x, uint32_t t, const char *in, const char *out)
@@ -602,7 +732,7 @@ static vt_err translate(tr *x, uint32_t first, uint32_t last)
             colinfo c = {1, o->in[0], (uint32_t)ia[1], (uint32_t)ia[2], (uint32_t)ia[3], (uint32_t)ia[4], (uint32_t)ia[5],
                          (uint32_t)ia[6]};
             if (o->kind == VT_OPK_CONV2D) {
-                VT_FORWARD_IF_ERROR(conv_node(x, o, &c, o->in[1]));
+                VT_FORWARD_IF_ERROR(conv_at(x, &j, last, &c, o->in[1]));
                 break;
             }
             x->col[o->out[0]] = c;
@@ -614,7 +744,7 @@ static vt_err translate(tr *x, uint32_t first, uint32_t last)
                 FAIL("\"%s\": a transposed GEMM in the evaluation pass", o->name);
             const uint32_t wt = o->in[1];
             if (x->col[o->in[0]].is_col) { /* the convolution */
-                VT_FORWARD_IF_ERROR(conv_node(x, o, &x->col[o->in[0]], wt));
+                VT_FORWARD_IF_ERROR(conv_at(x, &j, last, &x->col[o->in[0]], wt));
                 break;
             }
             VT_FORWARD_IF_ERROR(operand(x, o, 0, L_MAT, &a));
@@ -709,6 +839,10 @@ static vt_err translate(tr *x, uint32_t first, uint32_t last)
             node(x, "Softmax", r->name, 1, in, attr_int(x, "axis", 1), NULL);
             break;
         }
+        case VT_OPK_NCHW_TO_NHWC:
+        case VT_OPK_NHWC_TO_NCHW:
+            VT_FORWARD_IF_ERROR(layout_move(x, j, last));
+            break;
         case VT_OPK_EMBED:
         case VT_OPK_ROW_SUM:
         case VT_OPK_ROW_DOT:
@@ -799,16 +933,10 @@ static vt_err build_and_write(tr *x, const char *path, const char *const *meta_k
     /* token ids (a text model's U8 windows [B, T]) are ONNX int64 [N, T], Gather's indices */
     const int tokens = in->dtype == VT_DT_U8;
     value *iv = result(x, p->input, tokens ? L_TOK : L_MAT, tokens ? 0 : in->shape[1], 0, tokens ? in->shape[1] : 0);
-    for (uint32_t j = first; j <= last; j++) {
-        const vt_opdesc *o = &p->op[j];
-        if ((o->kind == VT_OPK_IM2COL || o->kind == VT_OPK_CONV2D) && o->in[0] == p->input) {
-            const int64_t *ia = o->iarg;
-            VT_RETURN_ERROR_IF(ia[7] != 1 || (uint64_t)ia[1] * (uint64_t)ia[2] * (uint64_t)ia[3] != in->shape[1],
-                               VT_ERR_INTERNAL, "ONNX export: the input is gathered other than as a channels-first image");
-            iv->layout = L_IMG, iv->c = (uint32_t)ia[3], iv->h = (uint32_t)ia[1], iv->w = (uint32_t)ia[2];
-            break;
-        }
-    }
+    uint32_t chw[3];
+    const int img = vt_onnx_input_image(p, chw);
+    VT_RETURN_ERROR_IF(img < 0, VT_ERR_INTERNAL, "ONNX export: the input is gathered other than as a channels-first image");
+    if (img) iv->layout = L_IMG, iv->c = chw[0], iv->h = chw[1], iv->w = chw[2];
     /* channels-last activations are read channels-first only by the stem: no other gather reads the input */
     VT_FORWARD_IF_ERROR(translate(x, first, last));
     const value *lg = &x->v[x->logits], *pr = &x->v[p->probs];
@@ -878,9 +1006,27 @@ vt_err vt_onnx_write(const char *path, vt_model *m, const char *const *meta_kv, 
     x.v = palloc(&x.a, nt * sizeof *x.v);
     x.col = palloc(&x.a, nt * sizeof *x.col);
     x.init = palloc(&x.a, nt);
+    x.wm = palloc(&x.a, nt * sizeof *x.wm);
     vt_err e = x.a.oom ? vt_set_error(VT_ERR_NOMEM, "out of memory") : build_and_write(&x, path, meta_kv, n_meta, doc);
     pool_free(&x.a);
     return e;
 }
 
 #endif
+
+int vt_onnx_input_image(const vt_program *p, uint32_t chw[3])
+{
+    uint32_t first, last;
+    vt_program_eval_range(p, &first, &last);
+    for (uint32_t j = first; j <= last && j >= 1 && j <= p->n_ops + p->n_eval; j++) {
+        const vt_opdesc *o = &p->op[j];
+        if ((o->kind != VT_OPK_IM2COL && o->kind != VT_OPK_CONV2D) || o->in[0] != p->input) continue;
+        const int64_t *ia = o->iarg;
+        if (ia[7] != 1 || ia[1] < 1 || ia[2] < 1 || ia[3] < 1 || p->t[p->input].rank != 2 ||
+            (uint64_t)ia[1] * (uint64_t)ia[2] * (uint64_t)ia[3] != p->t[p->input].shape[1])
+            return -1;
+        chw[0] = (uint32_t)ia[3], chw[1] = (uint32_t)ia[1], chw[2] = (uint32_t)ia[2];
+        return 1;
+    }
+    return 0;
+}

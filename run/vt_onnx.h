@@ -16,10 +16,22 @@
 /* 1 when this build can write ONNX (libprotobuf-c and the ONNX schema were found). */
 int vt_onnx_available(void);
 
+/* 1 when the evaluation pass of p reads its input [B, C*H*W] as a channels-first image (a
+ * convolution gathers it so: the built-in CNN's stem, a client graph whose first convolution reads
+ * the batch), with chw = {C, H, W}: the ONNX graph's input is then [N, C, H, W]; 0 when it reads it
+ * as a matrix; -1 when a convolution gathers it otherwise (no ONNX form). */
+int vt_onnx_input_image(const vt_program *p, uint32_t chw[3]);
+
 /* Writes m's inference graph (opset 13, IR version 7) to path, atomically (a temporary, fsynced,
  * renamed). The graph is the program's evaluation pass (vt_program_eval_range), translated kind by
  * kind:
  *   im2col + matmul (the convolution)  -> Conv (weight [k,k,Cin,Cout] permuted to [Cout,Cin,k,k])
+ *   conv2d (+ bias_add)                -> Conv (B the bias): a client graph's convolution, its weight
+ *                                         the module's [Cout,Cin,k,k] as stored (the program's two
+ *                                         moves of it to the GEMM's layout have no node)
+ *   to_channels_first of an image      -> Flatten (axis 1: ONNX's (c, h, w) order)
+ *   to_channels_last of a matrix       -> Reshape to [N, C, H, W] (of an NCHW image: Identity)
+ *   sigmoid, tanh, leaky_relu          -> Sigmoid, Tanh, LeakyRelu
  *   matmul (+ bias_add)                -> Gemm transB=1 (weight [in,out] transposed to [out,in])
  *   batchnorm_eval                     -> BatchNormalization (scale, bias, running mean, variance)
  *   relu, add, bias_add                -> Relu, Add, Add

@@ -2,16 +2,18 @@
 # The client's own model end to end (docs/models.md): networks written in PyTorch inside the test
 # (tests/ref/onnx_model_ref.py: an MLP with a residual Add, a MatMul+Add network of nn.Parameters, a
 # network of the activations Tanh, LeakyRelu and Sigmoid, LeNet-5 on 28 x 28 images, a small
-# convolutional net with a residual Add and global average pooling, a regressor trained with MSE, L1
+# convolutional net with a residual Add and global average pooling, a Linear's output reshaped to an image and
+# convolved, a network with BatchNorm2d and BatchNorm1d, the residual CNN's shape (stem, basic blocks, a projection
+# shortcut, batch norms), a regressor trained with MSE, L1
 # and BCE-with-logits on float targets, the MLP fine-tuned with every layer but its head frozen, a model
 # with a Softplus, a dilated convolution) exported by torch.onnx.export, trained with `trainer train
 # --model NET.onnx` on a user's .npy data: the parameters after 3 steps against PyTorch FP64 from the
 # same initial weights on the same (full) batches, the export loaded into the PyTorch module with
 # load_state_dict(strict=True); VERIFIED by the auditor in two other orders, and with `mpirun -np 2`
-# the one-process commitment (the MLP, LeNet-5); what comes out is what went in (the exported ONNX
-# computes the module's logits; a convolutional model's ONNX export is refused cleanly, exit 2, for
-# now); interrupted and resumed, the same commitment; a trainer that poisons one operation of the
-# imported graph (the MLP's, LeNet-5's convolution weight gradient) loses the dispute game at that step
+# the one-process commitment (the MLP, LeNet-5, the residual CNN); what comes out is what went in (the exported ONNX, the
+# convolutional models' included, computes the module's logits and trainer eval's predicted classes, its
+# weights the module's own, evaluated outside the project by onnx_model_ref.py's NumPy evaluator); interrupted and resumed, the same commitment; a trainer that poisons one operation of the
+# imported graph (the MLP's, LeNet-5's convolution weight gradient, a batch norm's backward) loses the dispute game at that step
 # and operation; an unsupported operator and a dilated convolution refused (64) naming the node and its
 # operator; a truncated file refused (2).
 # Skipped (77) without torch, or in a build without ONNX support. Usage: onnx_model.sh BUILD_DIR [MPIEXEC]
@@ -25,7 +27,7 @@ if grep -q "without ONNX support" "$T/probe.err"; then echo "onnx_model: built w
 "$PY" "$REF/onnx_model_ref.py" make "$T" || { bad "the PyTorch models could not be exported"; vt_end; }
 D=(--set "dataset=npy:$T/x.npy,$T/y.npy" --set batch=32 --set steps=3 --set lr=0.05 --set momentum=0.9
    --set checkpoint_every=2 --set state_hash_every=1 --quiet)
-for n in mlp matmul act lenet gapnet bncnn resnet; do
+for n in mlp matmul act lenet gapnet reshconv bncnn resnet; do
   X=(); [ "$n" = lenet ] && X=(--set "dataset=npy:$T/x28.npy,$T/y.npy") # LeNet-5's 28 x 28 images
   if "$TRAINER" train "$T/$n" --key "$T/tk" --model "$T/$n.onnx" "${D[@]}" ${X[@]+"${X[@]}"} >"$T/$n.out" 2>&1; then
     ok "$n trained"
@@ -41,14 +43,13 @@ for n in mlp matmul act lenet gapnet bncnn resnet; do
     "$PY" "$REF/onnx_model_ref.py" check "$T" "$n" "$T/$n.safetensors" 3 0.05 0.9 >"$T/$n.ref" 2>&1; then
     ok "$n: $(tail -1 "$T/$n.ref")"
   else bad "$n: against PyTorch FP64: $(tail -3 "$T/$n.ref" 2>/dev/null)"; fi
-  if [ "$n" = lenet ] || [ "$n" = gapnet ] || [ "$n" = bncnn ] || [ "$n" = resnet ]; then # no ONNX form of the layout moves yet: refused, nothing written
-    "$TRAINER" export "$T/$n" --format onnx --out "$T/$n.out.onnx" --pubkey "$T/tk.pub" >"$T/$n.rt" 2>&1
-    st=$?
-    [ "$st" = 2 ] && [ ! -e "$T/$n.out.onnx" ] && ok "$n: ONNX export refused cleanly" || bad "$n: ONNX export: exit $st: $(cat "$T/$n.rt")"
-  elif "$TRAINER" export "$T/$n" --format onnx --out "$T/$n.out.onnx" --pubkey "$T/tk.pub" >/dev/null 2>&1 &&
-    "$PY" "$REF/onnx_model_ref.py" roundtrip "$T" "$n" "$T/$n.safetensors" "$T/$n.out.onnx" >"$T/$n.rt" 2>&1; then
+  # ONNX out, the convolutional models included: the module's logits, and trainer eval's predicted classes on
+  # the run's own data
+  if "$TRAINER" export "$T/$n" --format onnx --out "$T/$n.out.onnx" --pubkey "$T/tk.pub" >"$T/$n.ox" 2>&1 &&
+    "$TRAINER" eval "$T/$n" --per-example "$T/$n.pe" >"$T/$n.ev" 2>&1 &&
+    "$PY" "$REF/onnx_model_ref.py" roundtrip "$T" "$n" "$T/$n.safetensors" "$T/$n.out.onnx" "$T/$n.pe" >"$T/$n.rt" 2>&1; then
     ok "$n: $(tail -1 "$T/$n.rt")"
-  else bad "$n: ONNX and torch out: $(tail -3 "$T/$n.rt" 2>/dev/null)"; fi
+  else bad "$n: ONNX and torch out: $(tail -3 "$T/$n.ox" "$T/$n.ev" "$T/$n.rt" 2>/dev/null | tr '\n' ' ')"; fi
 done
 # regression and multi-label losses on float targets, and fine-tuning with every layer but the head frozen
 FT='["fc1.weight","fc1.bias","fc2.weight","fc2.bias"]'

@@ -8,10 +8,14 @@
       (a Softplus: not supported), DIR/reg.onnx (an MLP of 3 outputs for regression and multi-label),
       DIR/act.onnx (Linear, Tanh, Linear, LeakyRelu 0.2, Linear, Sigmoid added back to its input, Linear),
       DIR/lenet.onnx (LeNet-5 on 28 x 28: Conv, Relu, MaxPool, Flatten, Gemm), DIR/gapnet.onnx (convolutions
-      with and without bias, stride 2, a residual Add, GlobalAveragePool, Gemm), DIR/badconv.onnx (a dilated
+      with and without bias, stride 2, a residual Add, GlobalAveragePool, Gemm), DIR/reshconv.onnx (Gemm,
+      Relu, a Reshape to [N, 2, 6, 6], Conv, Relu, MaxPool, Flatten, Gemm), DIR/badconv.onnx (a dilated
       convolution: not supported), and the data DIR/x.npy (float32 [32, 1, 12, 12]), DIR/x28.npy (float32
       [32, 1, 28, 28]: LeNet's), DIR/logsm.onnx (an MLP ending in log_softmax), DIR/y.npy (uint8 labels 0..4), DIR/yreg.npy (float32 targets [32, 3]),
-      DIR/ybin.npy (float32 0/1 targets [32, 3]).
+      DIR/ybin.npy (float32 0/1 targets [32, 3]), DIR/bncnn.onnx (Conv, BatchNorm2d, ReLU, MaxPool, Linear,
+      BatchNorm1d of eps 1e-3 and momentum 0.2, ReLU, Linear), DIR/resnet.onnx (the residual CNN's shape: a
+      stem of conv, batch norm and ReLU; a basic block; a strided block with a projection shortcut; global
+      average pooling; Linear).
   onnx_model_ref.py check DIR NAME EXPORT.safetensors STEPS LR MOMENTUM [LOSS [FROZEN]]
       the model NAME rebuilt from the same seed in float64, trained STEPS full-batch steps of SGD (lr,
       momentum; torch.optim.SGD; LOSS cross_entropy (the default: labels y), mse or l1 (targets yreg),
@@ -23,15 +27,17 @@
       (each operation rounds to float32: the differences are float32 rounding accumulated over a few
       operations and steps), and the same comparison with the initial parameters must fail (the
       check can fail).
-  onnx_model_ref.py roundtrip DIR NAME EXPORT.safetensors EXPORT.onnx
+  onnx_model_ref.py roundtrip DIR NAME EXPORT.safetensors EXPORT.onnx [EVAL.txt]
       what comes out is what went in: the module NAME loads EXPORT.safetensors (`trainer export
       --format safetensors`) with load_state_dict(strict=True); EXPORT.onnx (`trainer export --format
       onnx`) passes onnx.checker (full check), holds the same weights under the same names (a matrix the module
-      multiplies from the right may be stored transposed, for a Gemm with transB), and a NumPy
-      evaluation of its graph (Gemm, MatMul, Add, Relu, Sigmoid, Tanh, LeakyRelu, Softmax, Flatten,
-      Reshape: any other operator
-      fails the check) gives the module's logits on DIR's data (within float32 rounding) and the same
-      predicted classes."""
+      multiplies from the right may be stored transposed, for a Gemm with transB; a convolution's weight is the
+      module's [Co, C, k, k]), and a NumPy evaluation of its graph (Gemm, MatMul, Add, Relu, Sigmoid, Tanh,
+      LeakyRelu, Softmax, Flatten, Reshape, Identity, Conv of group 1 and dilation 1, MaxPool without padding,
+      GlobalAveragePool, BatchNormalization in inference form; the module evaluated in eval mode: any other operator or attribute fails the check), fed DIR's data in the graph's input
+      shape ([N, d] or [N, C, H, W]), gives the module's logits (within float32 rounding) and the same
+      predicted classes; with EVAL.txt (`trainer eval --per-example`), trainer eval's predicted class for
+      every example."""
 import json
 import struct
 import sys
@@ -195,6 +201,22 @@ class ResNet(nn.Module):
         return self.fc(torch.flatten(nn.functional.adaptive_avg_pool2d(h, 1), 1))
 
 
+class ReshConv(nn.Module):
+    """A Linear's output reshaped to an image and convolved (a channels-first activation the convolution
+    reads channels-last: a to_channels_last layer), ReLU, MaxPool, Flatten, Linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(C * H * W, 2 * 6 * 6)
+        self.conv = nn.Conv2d(2, 4, 3, padding=1)
+        self.pool = nn.MaxPool2d(2)
+        self.head = nn.Linear(4 * 3 * 3, K)
+
+    def forward(self, x):
+        h = torch.relu(self.fc(torch.flatten(x, 1))).reshape(-1, 2, 6, 6)
+        return self.head(torch.flatten(self.pool(torch.relu(self.conv(h))), 1))
+
+
 class BadConv(nn.Module):
     def __init__(self):
         super().__init__()
@@ -218,13 +240,13 @@ class LogSm(nn.Module):
 
 
 MODELS = {"mlp": Mlp, "matmul": MatMulNet, "bad": Bad, "reg": Reg, "act": Act, "lenet": LeNet, "gapnet": GapNet,
-          "badconv": BadConv, "logsm": LogSm, "bncnn": BnCnn, "resnet": ResNet}
+          "reshconv": ReshConv, "badconv": BadConv, "logsm": LogSm, "bncnn": BnCnn, "resnet": ResNet}
 IMAGE = {"lenet": 28}  # the models on larger images (their data DIR/x28.npy); the others 12 x 12
 
 
 def build(name):
     torch.manual_seed({"mlp": 1, "matmul": 2, "bad": 3, "reg": 4, "act": 5, "lenet": 6, "gapnet": 7, "badconv": 8,
-                       "logsm": 9, "bncnn": 10, "resnet": 11}[name])
+                       "logsm": 9, "reshconv": 10, "bncnn": 11, "resnet": 12}[name])
     return MODELS[name]()
 
 
@@ -334,13 +356,64 @@ def check(d, name, export, steps, lr, momentum, lossname="cross_entropy", frozen
     return 0
 
 
+def _fail(msg):
+    raise SystemExit("onnx_model_ref: FAIL: " + msg)
+
+
+def _windows(x, k, s):
+    """the k[0] x k[1] windows of images x [N, C, H, W] at strides s: (ky, kx, x[:, :, ky::s, kx::s]) each"""
+    ho, wo = (x.shape[2] - k[0]) // s[0] + 1, (x.shape[3] - k[1]) // s[1] + 1
+    for ky in range(k[0]):
+        for kx in range(k[1]):
+            yield ky, kx, x[:, :, ky:ky + s[0] * (ho - 1) + 1:s[0], kx:kx + s[1] * (wo - 1) + 1:s[1]]
+
+
+def _conv(i, a):
+    """ONNX Conv of group 1 and dilation 1 (the export's): x [N, C, H, W], w [Co, C, k, k], an optional b [Co]"""
+    x, w = i[0], i[1]
+    if a.get("group", 1) != 1 or list(a.get("dilations", [1, 1])) != [1, 1] or a.get("auto_pad", b"NOTSET") != b"NOTSET":
+        _fail("a Conv with attributes %s, which this check does not know" % a)
+    p, s = list(a.get("pads", [0, 0, 0, 0])), list(a.get("strides", [1, 1]))
+    if list(a.get("kernel_shape", w.shape[2:])) != list(w.shape[2:]):
+        _fail("a Conv whose kernel_shape is not its weight's")
+    x = np.pad(x, ((0, 0), (0, 0), (p[0], p[2]), (p[1], p[3])))
+    r = 0
+    for ky, kx, v in _windows(x, w.shape[2:], s):
+        r = r + np.einsum("nchw,oc->nohw", v, w[:, :, ky, kx])
+    return r + (i[2][None, :, None, None] if len(i) > 2 else 0)
+
+
+def _maxpool(x, a):
+    """ONNX MaxPool without padding, floor (the export's)"""
+    if any(a.get("pads", [0])) or a.get("ceil_mode", 0) or a.get("auto_pad", b"NOTSET") != b"NOTSET" or \
+            any(d != 1 for d in a.get("dilations", [1])) or a.get("storage_order", 0):
+        _fail("a MaxPool with attributes %s, which this check does not know" % a)
+    k = list(a["kernel_shape"])
+    r = -np.inf
+    for _, _, v in _windows(x, k, list(a.get("strides", [1, 1]))):
+        r = np.maximum(r, v)
+    return r
+
+
+def _reshape(x, shape):
+    """ONNX Reshape (allowzero 0): 0 copies the input's dimension, -1 is inferred"""
+    shape = [x.shape[k] if d == 0 else int(d) for k, d in enumerate(shape.astype(np.int64))]
+    return x.reshape(shape)
+
+
 def run_onnx(path, x):
+    """the graph of the ONNX file evaluated in NumPy (FP64, each node's output rounded to FP32) on x, reshaped to
+    the graph's input shape (its symbolic first dimension the batch)"""
     import onnx
     from onnx import numpy_helper
     m = onnx.load(path)
     onnx.checker.check_model(m, full_check=True)
-    env = {t.name: numpy_helper.to_array(t).astype(np.float64) for t in m.graph.initializer}
-    env[m.graph.input[0].name] = x.reshape(x.shape[0], -1).astype(np.float64)
+    env = {}
+    for t in m.graph.initializer:
+        v = numpy_helper.to_array(t)
+        env[t.name] = v.astype(np.float64) if v.dtype.kind == "f" else v
+    gi = m.graph.input[0]
+    env[gi.name] = x.reshape([x.shape[0]] + [d.dim_value for d in gi.type.tensor_type.shape.dim[1:]]).astype(np.float64)
     for n in m.graph.node:
         a = {at.name: onnx.helper.get_attribute_value(at) for at in n.attribute}
         i = [env[v] for v in n.input if v]
@@ -362,42 +435,72 @@ def run_onnx(path, x):
         elif n.op_type == "Softmax":
             e = np.exp(i[0] - i[0].max(axis=1, keepdims=True))
             r = e / e.sum(axis=1, keepdims=True)
-        elif n.op_type in ("Flatten", "Reshape"):
-            r = i[0].reshape(i[0].shape[0], -1)
+        elif n.op_type == "Flatten":
+            ax = a.get("axis", 1)
+            r = i[0].reshape(int(np.prod(i[0].shape[:ax])), -1)
+        elif n.op_type == "Reshape":
+            r = _reshape(i[0], i[1])
+        elif n.op_type == "Identity":
+            r = i[0]
+        elif n.op_type == "Conv":
+            r = _conv(i, a)
+        elif n.op_type == "MaxPool":
+            r = _maxpool(i[0], a)
+        elif n.op_type == "GlobalAveragePool":
+            r = i[0].mean(axis=(2, 3), keepdims=True)
+        elif n.op_type == "BatchNormalization":  # inference form: the running statistics
+            if len(n.output) != 1 or a.get("training_mode", 0):
+                _fail("BatchNormalization %s is not in inference form" % n.name)
+            sh = (1, -1) + (1,) * (i[0].ndim - 2)
+            r = (i[1].reshape(sh) * (i[0] - i[3].reshape(sh)) / np.sqrt(i[4].reshape(sh) + a.get("epsilon", 1e-5))
+                 + i[2].reshape(sh))
         else:
-            raise SystemExit("onnx_model_ref: FAIL: the export holds operator %s, which this check does not know" % n.op_type)
+            _fail("the export holds operator %s, which this check does not know" % n.op_type)
         env[n.output[0]] = r.astype(np.float32).astype(np.float64)
     return env, m
 
 
-def roundtrip(d, name, st, onnx_path):
+def roundtrip(d, name, st, onnx_path, per_example=None):
     x = data(name)[0]
     m = build(name)
     ours = read_safetensors(st)
     m.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in ours.items()}, strict=True)
+    m.eval()  # inference: batch norm on its running statistics, as the export and trainer eval
     with torch.no_grad():
         ref = m(torch.from_numpy(x)).numpy().astype(np.float64)
     env, om = run_onnx(onnx_path, x)
+    from onnx import numpy_helper
     for t in om.graph.initializer:
-        from onnx import numpy_helper
         v = numpy_helper.to_array(t)  # a weight the module multiplies from the right may be stored transposed (Gemm transB)
+        if v.dtype.kind != "f":  # a shape (Reshape's), not a weight
+            continue
         if not np.array_equal(v, ours[t.name]) and not (v.ndim == 2 and np.array_equal(v.T, ours[t.name])):
             print("onnx_model_ref: FAIL: the ONNX initializer %s is not the exported weight" % t.name)
             return 1
     got = env["logits"]
     diff = np.abs(got - ref).max() / max(np.abs(ref).max(), 1e-6)
     same = int((got.argmax(axis=1) == ref.argmax(axis=1)).sum())
-    print("onnx_model_ref: %s: strict load ok; ONNX logits within %.3g of the module's, %d of %d predictions equal" %
-          (name, diff, same, len(ref)))
+    msg = "onnx_model_ref: %s: strict load ok; ONNX logits within %.3g of the module's, %d of %d predictions equal" % (
+        name, diff, same, len(ref))
+    agree = None
+    if per_example:  # `trainer eval --per-example`: index, label, predicted class a line each
+        ev = np.loadtxt(per_example, dtype=np.int64, comments="#").reshape(-1, 3)
+        pred = env["probs"].argmax(axis=1)  # the first index of the largest probability, as trainer eval's
+        agree = int((pred[ev[:, 0]] == ev[:, 2]).sum()) if len(ev) == len(ref) else -1
+        msg += "; trainer eval's class for %d of %d" % (agree, len(ev))
+    print(msg)
     if diff > 1e-5 or same != len(ref):
         print("onnx_model_ref: FAIL: the ONNX graph does not compute the module")
+        return 1
+    if agree is not None and agree != len(ref):
+        print("onnx_model_ref: FAIL: the ONNX graph's predictions are not trainer eval's")
         return 1
     return 0
 
 
 if __name__ == "__main__":
     if sys.argv[1] == "roundtrip":
-        sys.exit(roundtrip(*sys.argv[2:6]))
+        sys.exit(roundtrip(*sys.argv[2:7]))
     if sys.argv[1] == "make":
         make(sys.argv[2])
         sys.exit(0)
