@@ -124,6 +124,8 @@ vt_err vt_graph_mlp(const vt_recipe *rcp, vt_graph *g)
 #define GEOM_DIM 4096    /* an image's side (the convolution kinds' limit) */
 #define GEOM_CH 65536    /* channels */
 #define GEOM_K 64        /* a window's side, a stride */
+#define GEOM_ROWS (1 << 24) /* a sequence's rows per example, a row's width */
+#define GEOM_SEQ 65536   /* an attention's positions */
 
 vt_err vt_graph_layer_check(const vt_glayer *l, uint32_t *cols)
 {
@@ -132,14 +134,47 @@ vt_err vt_graph_layer_check(const vt_glayer *l, uint32_t *cols)
     uint64_t n = 0;
     switch (l->op) {
     case VT_GL_LINEAR:
+        used = 2;
+        VT_RETURN_ERROR_IF((a[0] != 0 && a[0] != 1) || a[1] < 0 || a[1] > GEOM_ROWS || (a[1] > 1 && l->cols % a[1]),
+                           VT_ERR_FORMAT, "model graph: layer %s: transB %lld, %lld rows", l->name, (long long)a[0],
+                           (long long)a[1]);
+        n = l->cols;
+        break;
+    case VT_GL_RESHAPE:
         used = 1;
-        VT_RETURN_ERROR_IF(a[0] != 0 && a[0] != 1, VT_ERR_FORMAT, "model graph: layer %s: transB %lld", l->name,
+        VT_RETURN_ERROR_IF(a[0] < 0 || a[0] > GEOM_ROWS || (a[0] > 1 && l->cols % a[0]), VT_ERR_FORMAT,
+                           "model graph: layer %s: %lld rows of a width %u", l->name, (long long)a[0], l->cols);
+        n = l->cols;
+        break;
+    case VT_GL_GELU:
+        used = 1;
+        VT_RETURN_ERROR_IF(a[0] != 0, VT_ERR_FORMAT, "model graph: layer %s: GELU form %lld (0: tanh)", l->name,
                            (long long)a[0]);
         n = l->cols;
         break;
+    case VT_GL_LAYERNORM: { /* eps, C, R */
+        const double eps = vt_graph_f64(a[0]);
+        used = 3;
+        VT_RETURN_ERROR_IF(!(eps > 0 && eps < 1) || a[1] < 1 || a[1] > GEOM_ROWS || a[2] < 0 || a[2] > GEOM_ROWS,
+                           VT_ERR_FORMAT, "model graph: layer %s: layer norm with eps %g (supported: (0, 1)) of %lld x %lld",
+                           l->name, eps, (long long)a[2], (long long)a[1]);
+        n = (uint64_t)a[1] * (uint64_t)(a[2] ? a[2] : 1);
+        break;
+    }
+    case VT_GL_ATTENTION: { /* T, H, D, causal, scale */
+        const double sc = vt_graph_f64(a[4]);
+        used = 5;
+        VT_RETURN_ERROR_IF(a[0] < 2 || a[0] > GEOM_SEQ || a[1] < 1 || a[1] > GEOM_CH || a[2] < 1 || a[2] > GEOM_CH ||
+                               (a[3] != 0 && a[3] != 1) || !(sc > 0 && sc < 1e30),
+                           VT_ERR_FORMAT,
+                           "model graph: layer %s: attention over %lld positions, %lld heads of %lld, causal %lld, "
+                           "scale %g",
+                           l->name, (long long)a[0], (long long)a[1], (long long)a[2], (long long)a[3], sc);
+        n = (uint64_t)a[0] * (uint64_t)a[1] * (uint64_t)a[2];
+        break;
+    }
     case VT_GL_RELU:
     case VT_GL_ADD:
-    case VT_GL_RESHAPE:
     case VT_GL_SIGMOID:
     case VT_GL_TANH: n = l->cols; break;
     case VT_GL_LEAKY_RELU: { /* attr[0]: alpha's FP64 bits */
@@ -212,9 +247,10 @@ vt_err vt_graph_layer_check(const vt_glayer *l, uint32_t *cols)
 
 /* ------------------------------------------------------------ the builder */
 
-/* a value's layout: channels-last (an example is [h*w, c]) or not (its elements in ONNX's order) */
+/* a value's layout: channels-last (an example is [h*w, c]), a sequence (h rows of c, ONNX's [N, h, c]:
+ * seq, w 1) or flat (its elements in ONNX's order) */
 typedef struct {
-    uint8_t last;
+    uint8_t last, seq;
     uint32_t h, w, c;
 } vlayout;
 
@@ -238,8 +274,7 @@ typedef struct {
     uint32_t *cs, *cs_next, n_cs; /* contributions: tensor, and the next of the same tensor */
     uint32_t *sums;      /* tensor -> the first of its partial-sum tensors (n contributions - 2 of them) */
     uint32_t nfwd_end;   /* the layers' last forward operation */
-    uint32_t *bn_g2, *bn_gb; /* batch-norm layer -> its gradient's dot with the centred input, the gradient's
-                              * column sum when its bias takes none (NONE: not made) */
+    uint32_t *px, *pdx;  /* pattern layer -> its backward's extra tensors (PX each), its input's gradient */
 } bld;
 
 static const char *tname(const bld *b, uint32_t t) { return b->p->t[t].name; }
@@ -292,7 +327,7 @@ static vt_err lower(bld *b)
         /* a channels-last tensor's rows, B * H * W, must fit the table's dimensions (the layer's
          * output's H and W exceed its input's by less than a window: pad < k <= 64) */
         const int64_t gh = ly->op == VT_GL_BATCHNORM ? a[3] : a[0], gw = ly->op == VT_GL_BATCHNORM ? a[4] : a[1];
-        VT_RETURN_ERROR_IF(ly->op >= VT_GL_CONV &&
+        VT_RETURN_ERROR_IF(((ly->op >= VT_GL_CONV && ly->op <= VT_GL_TO_NHWC) || ly->op == VT_GL_BATCHNORM) &&
                                (uint64_t)b->B * (uint64_t)(gh + GEOM_K) * (uint64_t)(gw + GEOM_K) > ((uint64_t)1 << 31),
                            VT_ERR_ARG, "graph: layer %s: %u examples of %lld x %lld pixels are too many rows", ly->name,
                            b->B, (long long)gh, (long long)gw);
@@ -300,29 +335,40 @@ static vt_err lower(bld *b)
         vlayout yl = *xl; /* the output's layout: the input's unless the layer says otherwise */
         uint32_t y = x;
         b->lop0[l] = p->n_ops + 1;
+        /* a sequence's rows, B * R (and an attention's scores, B * H * T * T), must fit the table's dimensions */
+        const uint64_t R = ly->op == VT_GL_LINEAR ? (uint64_t)a[1] : ly->op == VT_GL_LAYERNORM ? (uint64_t)a[2] : 0,
+                       SC = ly->op == VT_GL_ATTENTION ? (uint64_t)a[1] * (uint64_t)a[0] * (uint64_t)a[0] : 0;
+        VT_RETURN_ERROR_IF((uint64_t)b->B * R > ((uint64_t)1 << 31) || (uint64_t)b->B * SC > ((uint64_t)1 << 34),
+                           VT_ERR_ARG, "graph: layer %s: %u examples of its rows are too many", ly->name, b->B);
         /* a channels-last value of one pixel is also channels-first */
         VT_RETURN_ERROR_IF(xl->last && (uint64_t)xl->h * xl->w > 1 && ly->op != VT_GL_RELU && ly->op != VT_GL_ADD &&
                                ly->op != VT_GL_SIGMOID && ly->op != VT_GL_TANH && ly->op != VT_GL_LEAKY_RELU &&
+                               ly->op != VT_GL_GELU &&
                                ly->op != VT_GL_CONV &&
                                ly->op != VT_GL_MAXPOOL && ly->op != VT_GL_AVGPOOL && ly->op != VT_GL_TO_NCHW &&
-                               ly->op != VT_GL_BATCHNORM,
+                               ly->op != VT_GL_BATCHNORM && !(ly->op == VT_GL_RESHAPE && a[0] > 1),
                            VT_ERR_ARG, "graph: layer %s reads a channels-last value (to_channels_first first)",
                            ly->name);
         switch (ly->op) {
-        case VT_GL_LINEAR: {
+        case VT_GL_LINEAR: { /* each of the example's R rows (a sequence's; 1: the example) times W */
             const int bias = ly->n_param == 2;
-            const uint32_t W = b->pt[ly->param[0]];
-            VT_RETURN_ERROR_IF(ly->n_param < 1 || p->t[W].n != (size_t)K * N ||
-                                   (bias && p->t[b->pt[ly->param[1]]].n != N),
-                               VT_ERR_ARG, "graph: layer %s: its parameters are not [%u, %u] and [%u]", ly->name, K, N,
-                               N);
-            uint32_t zg = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, 2, ARR(b->B, N), "%s.%s", ly->name,
+            const uint32_t W = b->pt[ly->param[0]], Rw = a[1] > 1 ? (uint32_t)a[1] : 1, Kr = K / Rw, Nr = N / Rw,
+                           M = b->B * Rw;
+            VT_RETURN_ERROR_IF(Rw > 1 ? !xl->seq || xl->h != Rw || K % Rw : xl->seq, VT_ERR_ARG,
+                               "graph: layer %s: %u rows per example of a value of %u rows", ly->name, Rw,
+                               xl->seq ? xl->h : 1);
+            VT_RETURN_ERROR_IF(ly->n_param < 1 || p->t[W].n != (size_t)Kr * Nr ||
+                                   (bias && p->t[b->pt[ly->param[1]]].n != Nr),
+                               VT_ERR_ARG, "graph: layer %s: its parameters are not [%u, %u] and [%u]", ly->name, Kr,
+                               Nr, Nr);
+            uint32_t zg = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, 2, ARR(M, Nr), "%s.%s", ly->name,
                                          bias ? "matmul" : "out");
-            vt_prog_op(p, VT_OPK_MATMUL, ARR(x, W), 2, ARR(zg), 1, IARG(0, ly->attr[0] ? 1 : 0, b->B, N, K), 5, NULL,
+            vt_prog_op(p, VT_OPK_MATMUL, ARR(x, W), 2, ARR(zg), 1, IARG(0, ly->attr[0] ? 1 : 0, M, Nr, Kr), 5, NULL,
                        0, "%s forward GEMM", ly->name);
             y = zg;
+            if (Rw > 1) yl = (vlayout){.seq = 1, .h = Rw, .w = 1, .c = Nr};
             if (bias) {
-                y = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, 2, ARR(b->B, N), "%s.out", ly->name);
+                y = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, 2, ARR(M, Nr), "%s.out", ly->name);
                 vt_prog_op(p, VT_OPK_BIAS_ADD, ARR(zg, b->pt[ly->param[1]]), 2, ARR(y), 1, NULL, 0, NULL, 0,
                            "%s bias add", ly->name);
             }
@@ -362,6 +408,13 @@ static vt_err lower(bld *b)
         case VT_GL_RESHAPE: /* the same bytes: the value is its input's tensor */
             VT_RETURN_ERROR_IF(N != K, VT_ERR_ARG, "graph: layer %s changes the example's size (%u to %u values)",
                                ly->name, K, N);
+            if (a[0] > 1) { /* a channels-last image (or a sequence) of R pixels as a sequence of R rows */
+                VT_RETURN_ERROR_IF(!(xl->last || xl->seq) || (uint64_t)xl->h * xl->w != (uint64_t)a[0], VT_ERR_ARG,
+                                   "graph: layer %s reads %s as a sequence of %lld rows", ly->name,
+                                   xl->last || xl->seq ? "a value of another row count" : "a flat value",
+                                   (long long)a[0]);
+                yl = (vlayout){.seq = 1, .h = (uint32_t)a[0], .w = 1, .c = xl->c};
+            } else if (xl->seq) yl = (vlayout){0}; /* a sequence flattened: the same bytes (an image is refused above) */
             break;
         case VT_GL_CONV: {
             /* the weight [Co, C, k, k] permuted to the GEMM's [k*k*C, Co] (exact moves), then conv2d, then
@@ -401,7 +454,7 @@ static vt_err lower(bld *b)
                 vt_prog_op(p, VT_OPK_BIAS_ADD, ARR(z, b->pt[ly->param[1]]), 2, ARR(y), 1, NULL, 0, NULL, 0,
                            "%s bias add", ly->name);
             }
-            yl = (vlayout){1, Ho, Wo, (uint32_t)Co};
+            yl = (vlayout){.last = 1, .h = Ho, .w = Wo, .c = (uint32_t)Co};
             break;
         }
         case VT_GL_MAXPOOL: {
@@ -410,21 +463,25 @@ static vt_err lower(bld *b)
             y = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, 2, ARR(b->B * Ho * Wo, (uint32_t)a[2]), "%s.out", ly->name);
             vt_prog_op(p, VT_OPK_MAXPOOL, ARR(x), 1, ARR(y), 1, IARG(b->B, a[0], a[1], a[2], a[3]), 5, NULL, 0, "%s",
                        ly->name);
-            yl = (vlayout){1, Ho, Wo, (uint32_t)a[2]};
+            yl = (vlayout){.last = 1, .h = Ho, .w = Wo, .c = (uint32_t)a[2]};
             break;
         }
-        case VT_GL_AVGPOOL:
-            VT_FORWARD_IF_ERROR(want_last(b, ly, ly->in[0], a[0], a[1], a[2]));
+        case VT_GL_AVGPOOL: /* of a channels-last image, or of a sequence (the mean over its rows: H rows, W 1) */
+            if (xl->seq)
+                VT_RETURN_ERROR_IF((uint64_t)a[0] * a[1] != xl->h || a[2] != xl->c, VT_ERR_ARG,
+                                   "graph: layer %s reads a sequence of %u x %u as %lld x %lld", ly->name, xl->h,
+                                   xl->c, (long long)(a[0] * a[1]), (long long)a[2]);
+            else VT_FORWARD_IF_ERROR(want_last(b, ly, ly->in[0], a[0], a[1], a[2]));
             y = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, 2, ARR(b->B, (uint32_t)a[2]), "%s.out", ly->name);
             vt_prog_op(p, VT_OPK_AVGPOOL, ARR(x), 1, ARR(y), 1, IARG(b->B, a[0] * a[1]), 2, NULL, 0, "%s", ly->name);
-            yl = (vlayout){0, 0, 0, 0};
+            yl = (vlayout){0};
             break;
         case VT_GL_TO_NCHW:
             VT_FORWARD_IF_ERROR(want_last(b, ly, ly->in[0], a[0], a[1], a[2]));
             y = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, 2, ARR(b->B, N), "%s.out", ly->name);
             vt_prog_op(p, VT_OPK_NHWC_TO_NCHW, ARR(x), 1, ARR(y), 1, IARG(b->B, a[0] * a[1], a[2]), 3, NULL, 0, "%s",
                        ly->name);
-            yl = (vlayout){0, 0, 0, 0};
+            yl = (vlayout){0};
             break;
         case VT_GL_TO_NHWC:
             VT_RETURN_ERROR_IF(K != N, VT_ERR_ARG, "graph: layer %s: its input has %u values, not %u", ly->name, K, N);
@@ -432,7 +489,7 @@ static vt_err lower(bld *b)
                                "%s.out", ly->name);
             vt_prog_op(p, VT_OPK_NCHW_TO_NHWC, ARR(x), 1, ARR(y), 1, IARG(b->B, a[0] * a[1], a[2]), 3, NULL, 0, "%s",
                        ly->name);
-            yl = (vlayout){1, (uint32_t)a[0], (uint32_t)a[1], (uint32_t)a[2]};
+            yl = (vlayout){.last = 1, .h = (uint32_t)a[0], .w = (uint32_t)a[1], .c = (uint32_t)a[2]};
             break;
         case VT_GL_BATCHNORM: {
             /* training mode: s1 = column sum, xc = x - s1 / M, s2 = column dot (xc, xc), y = gamma xc /
@@ -465,6 +522,67 @@ static vt_err lower(bld *b)
             vt_prog_op(p, VT_OPK_BN_APPLY, ARR(xc, s2, gm, bt), 4, ARR(y), 1, NULL, 0, &eps, 1, "%s apply", ly->name);
             vt_prog_op(p, VT_OPK_BN_RUNNING, ARR(s1, s2, rm, rv), 4, ARR(rm, rv), 2, IARG(M), 1, &mom, 1,
                        "%s running statistics", ly->name);
+            break;
+        }
+        case VT_GL_GELU: { /* elementwise, the output of the input's shape and layout */
+            VT_RETURN_ERROR_IF(N != K, VT_ERR_ARG, "graph: layer %s: its input and output differ in width", ly->name);
+            uint32_t shape[VT_MAX_RANK]; /* a copy: the table may move when the tensor is added */
+            memcpy(shape, p->t[x].shape, sizeof shape);
+            y = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, p->t[x].rank, shape, "%s.out", ly->name);
+            vt_prog_op(p, VT_OPK_GELU, ARR(x), 1, ARR(y), 1, NULL, 0, NULL, 0, "%s", ly->name);
+            break;
+        }
+        case VT_GL_LAYERNORM: {
+            /* each row: s1 = row sum, xc = x - s1 / C, s2 = row dot (xc, xc), xh = xc / sqrt(s2 / C + eps),
+             * y = gamma xh + beta (the GPT's layer norm) */
+            const uint32_t C = (uint32_t)a[1], Rw = a[2] > 1 ? (uint32_t)a[2] : 1, M = b->B * Rw;
+            VT_RETURN_ERROR_IF((Rw > 1 ? !xl->seq || xl->h != Rw || xl->c != C : xl->seq || xl->last || K != C) ||
+                                   p->t[x].rank != 2 || p->t[x].shape[0] != M || p->t[x].shape[1] != C,
+                               VT_ERR_ARG, "graph: layer %s reads a value that is not %u rows of %u per example",
+                               ly->name, Rw, C);
+            VT_RETURN_ERROR_IF(ly->n_param != 2 || p->t[b->pt[ly->param[0]]].n != C || p->t[b->pt[ly->param[1]]].n != C,
+                               VT_ERR_ARG, "graph: layer %s: its weight and bias are not [%u]", ly->name, C);
+            const double eps = vt_graph_f64(a[0]);
+            const uint32_t s1 = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, 1, ARR(M), "%s.sum", ly->name);
+            const uint32_t xc = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, 2, ARR(M, C), "%s.centered", ly->name);
+            const uint32_t s2 = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, 1, ARR(M), "%s.sumsq", ly->name);
+            const uint32_t xh = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, 2, ARR(M, C), "%s.normalised", ly->name);
+            y = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, 2, ARR(M, C), "%s.out", ly->name);
+            vt_prog_op(p, VT_OPK_ROW_SUM, ARR(x), 1, ARR(s1), 1, NULL, 0, NULL, 0, "%s sum", ly->name);
+            vt_prog_op(p, VT_OPK_LN_CENTER, ARR(x, s1), 2, ARR(xc), 1, NULL, 0, NULL, 0, "%s centre", ly->name);
+            vt_prog_op(p, VT_OPK_ROW_DOT, ARR(xc, xc), 2, ARR(s2), 1, NULL, 0, NULL, 0, "%s sum of squares", ly->name);
+            vt_prog_op(p, VT_OPK_LN_NORM, ARR(xc, s2), 2, ARR(xh), 1, NULL, 0, &eps, 1, "%s normalise", ly->name);
+            vt_prog_op(p, VT_OPK_AFFINE, ARR(xh, b->pt[ly->param[0]], b->pt[ly->param[1]]), 3, ARR(y), 1, NULL, 0, NULL,
+                       0, "%s scale and shift", ly->name);
+            break;
+        }
+        case VT_GL_ATTENTION: {
+            /* the GPT's attention: heads_split of q|k|v, scores q k^T, the (causal) softmax of scale times them,
+             * the weighted sum of v, heads merged */
+            const uint32_t T = (uint32_t)a[0], H = (uint32_t)a[1], D = (uint32_t)a[2], C = H * D, G = b->B * H;
+            const double sc = vt_graph_f64(a[4]);
+            VT_RETURN_ERROR_IF(!xl->seq || xl->h != T || xl->c != 3 * C || p->t[x].rank != 2 ||
+                                   p->t[x].shape[0] != b->B * T || p->t[x].shape[1] != 3 * C,
+                               VT_ERR_ARG, "graph: layer %s reads a value that is not %u rows of q, k and v (%u each)",
+                               ly->name, T, C);
+            uint32_t t[7];
+            static const char *const TN[7] = {"q", "k", "v", "scores", "probs", "weighted", "out"};
+            for (int i = 0; i < 7; i++)
+                t[i] = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, 2,
+                                      i == 6 ? ARR(b->B * T, C) : ARR(G * T, i == 3 || i == 4 ? T : D), "%s.%s",
+                                      ly->name, TN[i]);
+            vt_prog_op(p, VT_OPK_HEADS_SPLIT, ARR(x), 1, ARR(t[0], t[1], t[2]), 3, IARG(b->B, T, H, D), 4, NULL, 0,
+                       "%s heads", ly->name);
+            vt_prog_op(p, VT_OPK_BMM, ARR(t[0], t[1]), 2, ARR(t[3]), 1, IARG(G, T, T, D, 0, 1), 6, NULL, 0, "%s scores",
+                       ly->name);
+            vt_prog_op(p, a[3] ? VT_OPK_SOFTMAX_CAUSAL : VT_OPK_SOFTMAX_SCALED, ARR(t[3]), 1, ARR(t[4]), 1, IARG(T), 1,
+                       &sc, 1, "%s %s", ly->name, a[3] ? "causal softmax" : "softmax");
+            vt_prog_op(p, VT_OPK_BMM, ARR(t[4], t[2]), 2, ARR(t[5]), 1, IARG(G, T, D, T, 0, 0), 6, NULL, 0,
+                       "%s weighted sum", ly->name);
+            vt_prog_op(p, VT_OPK_HEADS_MERGE, ARR(t[5]), 1, ARR(t[6]), 1, IARG(b->B, T, H, D), 4, NULL, 0,
+                       "%s merge heads", ly->name);
+            y = t[6];
+            yl = (vlayout){.seq = 1, .h = T, .w = 1, .c = C};
             break;
         }
         default: VT_RETURN_ERROR(VT_ERR_ARG, "graph: layer %s has an unknown operation %d", ly->name, (int)ly->op);
@@ -515,61 +633,120 @@ static uint32_t contrib(bld *b, uint32_t t, int alias, uint32_t dy)
     return c;
 }
 
-/* ---- batch norm, differentiated as one pattern (its kinds' facets say fused). Its operations lop0 ..
- * lop0 + 4: column sum (x -> s1), centre (x, s1 -> xc), column dot (xc, xc -> s2), apply (xc, s2, gamma,
- * beta -> y), running statistics. Backward, as the resnet's unit: the bias's gradient (the column sum of
- * dy), g2 = the column dot of dy and xc, the weight's gradient from g2 and s2, then batchnorm_backward for
- * the input. */
-static int is_bn(const bld *b, uint32_t j) { return b->g->layer[b->lay[j]].op == VT_GL_BATCHNORM; }
+/* ---- the layers differentiated as one pattern (their kinds' facets say fused): batch norm, layer norm,
+ * attention. Each reads its input x (its first operation's first input) and at most two trainable
+ * parameters (gamma, beta), writes y (the layer's value); its backward's extra tensors are made where the
+ * walk meets it (px), then its input's gradient (pdx). */
+#define PX 8 /* extra tensors per pattern layer */
 
-static vt_err bn_analyse(bld *b, uint32_t j0)
+static int pat_op(vt_glayer_op op) { return op == VT_GL_BATCHNORM || op == VT_GL_LAYERNORM || op == VT_GL_ATTENTION; }
+static int is_pat(const bld *b, uint32_t j) { return pat_op(b->g->layer[b->lay[j]].op); }
+
+static vt_err pat_analyse(bld *b, uint32_t l)
 {
-    const vt_opdesc *ap = &b->p->op[j0 + 3];
-    const uint32_t x = b->p->op[j0].in[0];
+    const vt_glayer *ly = &b->g->layer[l];
+    const uint32_t x = b->V[ly->in[0]];
     int any = b->need[x];
-    for (uint32_t k = 2; k < 4; k++) /* gamma, beta */
-        if (b->need[ap->in[k]]) {
-            any = 1;
-            VT_RETURN_ERROR_IF(++b->readers[ap->in[k]] > 1, VT_ERR_ARG,
-                               "graph: parameter %s is read by more than one operation (not supported yet)",
-                               tname(b, ap->in[k]));
-        }
+    for (uint32_t k = 0; k < ly->n_param && k < 2; k++) { /* gamma, beta */
+        const uint32_t t = b->pt[ly->param[k]];
+        if (!b->need[t]) continue;
+        any = 1;
+        VT_RETURN_ERROR_IF(++b->readers[t] > 1, VT_ERR_ARG,
+                           "graph: parameter %s is read by more than one operation (not supported yet)", tname(b, t));
+    }
     if (b->need[x] && !b->is_param[x]) b->readers[x]++;
-    if (any) b->need[ap->out[0]] = 1;
+    if (any) b->need[b->V[l + 1]] = 1;
     return VT_OK;
 }
 
-static void bn_plan(bld *b, uint32_t l)
+/* a gradient tensor of the pattern layer l: extra k, [rows, cols] (cols 0: a vector [rows]) */
+static void pat_tensor(bld *b, uint32_t l, uint32_t k, uint32_t rows, uint32_t cols, const char *what)
 {
-    const uint32_t j0 = b->lop0[l];
-    const vt_opdesc *ap = &b->p->op[j0 + 3];
-    const uint32_t x = b->p->op[j0].in[0], beta = ap->in[3], y = ap->out[0], C = (uint32_t)b->g->layer[l].attr[2];
-    if (b->G[y] == NONE) return;
-    const char *nm = b->g->layer[l].name;
-    b->bn_g2[l] = vt_prog_tensor(b->p, VT_TC_GRAD, VT_DT_F32, 1, ARR(C), "%s.out_dot_centered", nm);
-    if (!b->need[beta]) b->bn_gb[l] = vt_prog_tensor(b->p, VT_TC_GRAD, VT_DT_F32, 1, ARR(C), "%s.out_sum", nm);
-    if (b->need[x] && !b->is_param[x]) b->tgt[(j0 + 1) * MAX_IN] = contrib(b, x, 0, NONE);
+    b->px[l * PX + k] = vt_prog_tensor(b->p, VT_TC_GRAD, VT_DT_F32, cols ? 2 : 1, ARR(rows, cols), "%s.%s",
+                                       b->g->layer[l].name, what);
 }
 
-static void bn_emit(bld *b, uint32_t l)
+static void pat_plan(bld *b, uint32_t l)
+{
+    const vt_glayer *ly = &b->g->layer[l];
+    const int64_t *a = ly->attr;
+    const uint32_t x = b->V[ly->in[0]], dx = b->need[x] && !b->is_param[x];
+    if (b->G[b->V[l + 1]] == NONE) return;
+    if (ly->op == VT_GL_BATCHNORM) { /* g2, and the bias's gradient when it takes none */
+        pat_tensor(b, l, 0, (uint32_t)a[2], 0, "out_dot_centered");
+        if (!b->need[b->pt[ly->param[1]]]) pat_tensor(b, l, 1, (uint32_t)a[2], 0, "out_sum");
+    } else if (ly->op == VT_GL_LAYERNORM && dx) { /* dy gamma, its row sums and its row dots with xh */
+        const uint32_t M = b->B * (a[2] > 1 ? (uint32_t)a[2] : 1);
+        pat_tensor(b, l, 0, M, (uint32_t)a[1], "out.grad.scaled");
+        pat_tensor(b, l, 1, M, 0, "grad.sum");
+        pat_tensor(b, l, 2, M, 0, "grad.dot");
+    } else if (ly->op == VT_GL_ATTENTION && dx) {
+        const uint32_t GT = b->B * (uint32_t)a[1] * (uint32_t)a[0], T = (uint32_t)a[0], D = (uint32_t)a[2];
+        static const char *const N[7] = {"weighted.grad", "probs.grad", "v.grad", "probs.grad.dot", "scores.grad",
+                                         "q.grad", "k.grad"};
+        for (uint32_t k = 0; k < 7; k++) pat_tensor(b, l, k, GT, k == 3 ? 0 : k == 1 || k == 4 ? T : D, N[k]);
+    }
+    if (dx) b->pdx[l] = contrib(b, x, 0, NONE);
+}
+
+static void pat_emit(bld *b, uint32_t l)
 {
     vt_program *p = b->p;
-    const uint32_t j0 = b->lop0[l];
-    const vt_opdesc ap = p->op[j0 + 3]; /* a copy: the table may move */
-    const uint32_t x = p->op[j0].in[0], M = (uint32_t)p->op[j0 + 4].iarg[0], dy = b->G[ap.out[0]];
-    const uint32_t xc = ap.in[0], s2 = ap.in[1], gm = ap.in[2], bt = ap.in[3], g2 = b->bn_g2[l];
-    const char *nm = b->g->layer[l].name;
+    const vt_glayer *ly = &b->g->layer[l];
+    const uint32_t j0 = b->lop0[l], x = b->V[ly->in[0]], dy = b->G[b->V[l + 1]], *e = b->px + l * PX;
+    const char *nm = ly->name;
+    const int dx = b->need[x] && !b->is_param[x];
     if (dy == NONE) return;
-    const uint32_t gb = b->GP[bt] != NONE ? b->GP[bt] : b->bn_gb[l];
-    vt_prog_op(p, VT_OPK_COLSUM, ARR(dy), 1, ARR(gb), 1, NULL, 0, NULL, 0, "%s bias gradient", nm);
-    vt_prog_op(p, VT_OPK_COLDOT, ARR(dy, xc), 2, ARR(g2), 1, NULL, 0, NULL, 0, "%s gradient dot centred", nm);
-    if (b->GP[gm] != NONE)
-        vt_prog_op(p, VT_OPK_BN_GAMMA_GRAD, ARR(g2, s2), 2, ARR(b->GP[gm]), 1, IARG(M), 1, ap.farg, 1,
-                   "%s weight gradient", nm);
-    if (!b->need[x] || b->is_param[x]) return;
-    vt_prog_op(p, VT_OPK_BN_BACKWARD, ARR(dy, xc, s2, gb, g2, gm), 6, ARR(b->tgt[(j0 + 1) * MAX_IN]), 1, NULL, 0,
-               ap.farg, 1, "%s backward", nm);
-    if (b->readers[x] > 1 && ++b->met[x] == b->readers[x]) emit_sums(b, x);
+    if (ly->op == VT_GL_BATCHNORM) { /* the resnet's unit */
+        const vt_opdesc ap = p->op[j0 + 3]; /* apply (xc, s2, gamma, beta); a copy: the table may move */
+        const uint32_t M = (uint32_t)p->op[j0 + 4].iarg[0], xc = ap.in[0], s2 = ap.in[1], gm = ap.in[2], bt = ap.in[3];
+        const uint32_t gb = b->GP[bt] != NONE ? b->GP[bt] : e[1];
+        vt_prog_op(p, VT_OPK_COLSUM, ARR(dy), 1, ARR(gb), 1, NULL, 0, NULL, 0, "%s bias gradient", nm);
+        vt_prog_op(p, VT_OPK_COLDOT, ARR(dy, xc), 2, ARR(e[0]), 1, NULL, 0, NULL, 0, "%s gradient dot centred", nm);
+        if (b->GP[gm] != NONE)
+            vt_prog_op(p, VT_OPK_BN_GAMMA_GRAD, ARR(e[0], s2), 2, ARR(b->GP[gm]), 1, IARG(M), 1, ap.farg, 1,
+                       "%s weight gradient", nm);
+        if (dx)
+            vt_prog_op(p, VT_OPK_BN_BACKWARD, ARR(dy, xc, s2, gb, e[0], gm), 6, ARR(b->pdx[l]), 1, NULL, 0, ap.farg, 1,
+                       "%s backward", nm);
+    } else if (ly->op == VT_GL_LAYERNORM) { /* the GPT's */
+        const vt_opdesc af = p->op[j0 + 4]; /* affine (xh, gamma, beta) */
+        const uint32_t s2 = p->op[j0 + 3].in[1], xh = af.in[0], gm = af.in[1], bt = af.in[2];
+        const double eps = p->op[j0 + 3].farg[0];
+        if (b->GP[bt] != NONE)
+            vt_prog_op(p, VT_OPK_COLSUM, ARR(dy), 1, ARR(b->GP[bt]), 1, NULL, 0, NULL, 0, "%s bias gradient", nm);
+        if (b->GP[gm] != NONE)
+            vt_prog_op(p, VT_OPK_COLDOT, ARR(dy, xh), 2, ARR(b->GP[gm]), 1, NULL, 0, NULL, 0, "%s weight gradient", nm);
+        if (dx) {
+            vt_prog_op(p, VT_OPK_SCALE_COLS, ARR(dy, gm), 2, ARR(e[0]), 1, NULL, 0, NULL, 0, "%s gradient times weight",
+                       nm);
+            vt_prog_op(p, VT_OPK_ROW_SUM, ARR(e[0]), 1, ARR(e[1]), 1, NULL, 0, NULL, 0, "%s gradient sum", nm);
+            vt_prog_op(p, VT_OPK_ROW_DOT, ARR(e[0], xh), 2, ARR(e[2]), 1, NULL, 0, NULL, 0, "%s gradient dot normalised",
+                       nm);
+            vt_prog_op(p, VT_OPK_LN_BACKWARD, ARR(e[0], xh, s2, e[1], e[2]), 5, ARR(b->pdx[l]), 1, NULL, 0, &eps, 1,
+                       "%s backward", nm);
+        }
+    } else if (dx) { /* attention, the GPT's: e = doh, dp, dv, sdot, ds, dq, dk */
+        const int64_t *a = ly->attr;
+        const int64_t T = a[0], H = a[1], D = a[2], G = (int64_t)b->B * H;
+        const vt_opdesc hs = p->op[j0]; /* heads_split (qkv -> q, k, v) */
+        const uint32_t q = hs.out[0], k = hs.out[1], v = hs.out[2], pr = p->op[j0 + 2].out[0];
+        const double sc = vt_graph_f64(a[4]);
+        vt_prog_op(p, VT_OPK_HEADS_UNMERGE, ARR(dy), 1, ARR(e[0]), 1, IARG(b->B, T, H, D), 4, NULL, 0,
+                   "%s split the gradient into heads", nm);
+        vt_prog_op(p, VT_OPK_BMM, ARR(e[0], v), 2, ARR(e[1]), 1, IARG(G, T, T, D, 0, 1), 6, NULL, 0,
+                   "%s probabilities gradient", nm);
+        vt_prog_op(p, VT_OPK_BMM, ARR(pr, e[0]), 2, ARR(e[2]), 1, IARG(G, T, D, T, 1, 0), 6, NULL, 0, "%s v gradient", nm);
+        vt_prog_op(p, VT_OPK_ROW_DOT, ARR(pr, e[1]), 2, ARR(e[3]), 1, NULL, 0, NULL, 0, "%s probabilities dot gradient",
+                   nm);
+        vt_prog_op(p, VT_OPK_SOFTMAX_BWD, ARR(pr, e[1], e[3]), 3, ARR(e[4]), 1, IARG(T), 1, &sc, 1, "%s softmax backward",
+                   nm);
+        vt_prog_op(p, VT_OPK_BMM, ARR(e[4], k), 2, ARR(e[5]), 1, IARG(G, T, D, T, 0, 0), 6, NULL, 0, "%s q gradient", nm);
+        vt_prog_op(p, VT_OPK_BMM, ARR(e[4], q), 2, ARR(e[6]), 1, IARG(G, T, D, T, 1, 0), 6, NULL, 0, "%s k gradient", nm);
+        vt_prog_op(p, VT_OPK_HEADS_JOIN, ARR(e[5], e[6], e[2]), 3, ARR(b->pdx[l]), 1, IARG(b->B, T, H, D), 4, NULL, 0,
+                   "%s join the heads' gradients", nm);
+    }
+    if (dx && b->readers[x] > 1 && ++b->met[x] == b->readers[x]) emit_sums(b, x);
 }
 
 /* the backward facet of operation j's input i, asked or applied */
@@ -589,8 +766,8 @@ static vt_err analyse(bld *b, uint32_t first, uint32_t last)
     vt_program *p = b->p;
     for (uint32_t j = first; j <= last; j++) {
         const vt_opdesc *o = &p->op[j];
-        if (is_bn(b, j)) {
-            if (j == b->lop0[b->lay[j]]) VT_FORWARD_IF_ERROR(bn_analyse(b, j));
+        if (is_pat(b, j)) {
+            if (j == b->lop0[b->lay[j]]) VT_FORWARD_IF_ERROR(pat_analyse(b, b->lay[j]));
             continue;
         }
         VT_RETURN_ERROR_IF(o->n_in > MAX_IN, VT_ERR_INTERNAL, "graph: operation %s has %u inputs", o->name, o->n_in);
@@ -620,8 +797,8 @@ static void plan(bld *b)
     for (uint32_t l = b->g->n_layer; l-- > 0;)
         for (uint32_t j = b->lop1[l]; j-- > b->lop0[l];) {
             const vt_opdesc *o = &p->op[j];
-            if (is_bn(b, j)) {
-                if (j == b->lop0[l]) bn_plan(b, l);
+            if (is_pat(b, j)) {
+                if (j == b->lop0[l]) pat_plan(b, l);
                 continue;
             }
             if (b->G[o->out[0]] == NONE) continue;
@@ -656,8 +833,8 @@ static void emit(bld *b)
 {
     vt_program *p = b->p;
     for (uint32_t l = b->g->n_layer; l-- > 0;) {
-        if (b->g->layer[l].op == VT_GL_BATCHNORM) {
-            bn_emit(b, l);
+        if (pat_op(b->g->layer[l].op)) {
+            pat_emit(b, l);
             continue;
         }
         for (uint32_t j = b->lop0[l]; j < b->lop1[l]; j++) /* the parameters' gradients, forward order */
@@ -710,7 +887,7 @@ static void eval_pass(bld *b, uint32_t first, uint32_t last)
     vt_prog_eval_begin(p);
     for (uint32_t j = first; j <= last && !p->bad; j++) {
         const vt_opdesc *o = &p->op[j];
-        const int bn = j <= b->nfwd_end && is_bn(b, j);
+        const int bn = j <= b->nfwd_end && b->g->layer[b->lay[j]].op == VT_GL_BATCHNORM;
         uint32_t in[MAX_IN], out[VT_MAX_OP_OUTPUTS];
         int64_t ia[16];
         double fa[16];
@@ -798,13 +975,14 @@ vt_err vt_graph_build(const vt_graph *g, const vt_recipe *rcp, vt_program *p)
     b.G = malloc(nt * sizeof *b.G), b.GP = malloc(nt * sizeof *b.GP), b.first_c = malloc(nt * sizeof *b.first_c);
     b.readers = calloc(nt, sizeof *b.readers), b.met = calloc(nt, sizeof *b.met), b.sums = calloc(nt, sizeof *b.sums);
     b.lay = calloc(nops, sizeof *b.lay), b.tgt = malloc((size_t)nops * MAX_IN * sizeof *b.tgt);
-    b.bn_g2 = malloc(nL * sizeof *b.bn_g2), b.bn_gb = malloc(nL * sizeof *b.bn_gb);
+    b.px = malloc((size_t)nL * PX * sizeof *b.px), b.pdx = malloc(nL * sizeof *b.pdx);
     b.cs = malloc((size_t)nops * MAX_IN * sizeof *b.cs), b.cs_next = malloc((size_t)nops * MAX_IN * sizeof *b.cs_next);
     FAIL_IF(!b.need || !b.is_param || !b.G || !b.GP || !b.first_c || !b.readers || !b.met || !b.sums || !b.lay ||
-                !b.tgt || !b.cs || !b.cs_next || !b.bn_g2 || !b.bn_gb,
+                !b.tgt || !b.cs || !b.cs_next || !b.px || !b.pdx,
             VT_ERR_NOMEM, "graph: out of memory");
     for (uint32_t t = 0; t < nt; t++) b.G[t] = b.GP[t] = b.first_c[t] = NONE;
-    for (uint32_t l = 0; l < nL; l++) b.bn_g2[l] = b.bn_gb[l] = NONE;
+    for (uint32_t l = 0; l < nL; l++) b.pdx[l] = NONE;
+    for (size_t q = 0; q < (size_t)nL * PX; q++) b.px[q] = NONE;
     for (size_t q = 0; q < (size_t)nops * MAX_IN; q++) b.tgt[q] = NONE;
     for (uint32_t l = 0; l < nL; l++)
         for (uint32_t j = b.lop0[l]; j < b.lop1[l]; j++) b.lay[j] = l;
@@ -837,7 +1015,7 @@ done:
     free(GPl), free(P), free(M1), free(M2), free(b.pt), free(b.V), free(b.Vcols), free(b.Vl), free(b.lop0);
     free(b.lop1);
     free(b.need), free(b.is_param), free(b.G), free(b.GP), free(b.first_c), free(b.readers), free(b.met);
-    free(b.sums), free(b.lay), free(b.tgt), free(b.cs), free(b.cs_next), free(b.bn_g2), free(b.bn_gb);
+    free(b.sums), free(b.lay), free(b.tgt), free(b.cs), free(b.cs_next), free(b.px), free(b.pdx);
     return e;
 }
 
@@ -853,7 +1031,8 @@ static uint32_t graph_version(const vt_graph *g)
     for (uint32_t i = 0; i < g->n_param; i++)
         if (g->param[i].buffer) return 3;
     for (uint32_t l = 0; l < g->n_layer; l++)
-        if (g->layer[l].op > VT_GL_TO_NHWC) return 3;
+        if (g->layer[l].op > VT_GL_TO_NHWC || ((g->layer[l].op == VT_GL_LINEAR || g->layer[l].op == VT_GL_RESHAPE) &&
+                                               g->layer[l].attr[g->layer[l].op == VT_GL_LINEAR])) return 3;
     for (uint32_t l = 0; l < g->n_layer; l++) {
         if (g->layer[l].op > VT_GL_LEAKY_RELU) return 2;
         for (int i = 4; i < VT_GLAYER_ATTRS; i++)
@@ -994,14 +1173,15 @@ static vt_err decode(vt_reader *r, vt_graph *g)
                            y->name, y->cols);
         uint32_t cols;
         VT_FORWARD_IF_ERROR(vt_graph_layer_check(y, &cols)); /* every attribute, against the width */
-        VT_RETURN_ERROR_IF(y->n_param > (y->op == VT_GL_LINEAR || y->op == VT_GL_CONV ? 2u : 0u) +
-                                               (y->op == VT_GL_BATCHNORM ? 4u : 0u) ||
-                               ((y->op == VT_GL_LINEAR || y->op == VT_GL_CONV) && y->n_param < 1) ||
-                               (y->op == VT_GL_BATCHNORM && y->n_param != 4) ||
+        const int wb = y->op == VT_GL_LINEAR || y->op == VT_GL_CONV; /* a weight and an optional bias */
+        const uint32_t np = y->op == VT_GL_BATCHNORM ? 4u : y->op == VT_GL_LAYERNORM ? 2u : 0u; /* exactly */
+        VT_RETURN_ERROR_IF((wb ? y->n_param < 1 || y->n_param > 2 : y->n_param != np) ||
                                y->n_in != (y->op == VT_GL_ADD ? 2u : 1u),
                            VT_ERR_FORMAT, "model graph: layer %s reads %u values and %u parameters", y->name, y->n_in,
                            y->n_param);
     }
+    VT_RETURN_ERROR_IF(graph_version(g) > head[0], VT_ERR_FORMAT, "model graph: version %u holds a later version's layer",
+                       head[0]);
     VT_RETURN_ERROR_IF(vt_reader_left(r) != 0, VT_ERR_FORMAT, "model graph: %zu bytes after the last layer",
                        vt_reader_left(r));
     VT_RETURN_ERROR_IF(g->out < 1 || g->out > g->n_layer || g->loss < VT_GLOSS_XENT || g->loss > VT_GLOSS_BCE ||

@@ -23,10 +23,13 @@
 /* A layer's operation (what it lowers to): */
 typedef enum {
     VT_GL_LINEAR = 1, /* y = op(x) op(W) [+ b]: matmul (transB attr[0]) then bias_add when a bias is
-                       * given; x [B, in], W [in, out] (transB 0) or [out, in] (transB 1), b [out] */
+                       * given; x [B, in], W [in, out] (transB 0) or [out, in] (transB 1), b [out]; attr[1] R
+                       * (version 3; 0 as 1): each example R rows of a sequence, x [B*R, in] */
     VT_GL_RELU,       /* y = max(x, 0) */
     VT_GL_ADD,        /* y = x0 + x1 (same shape) */
-    VT_GL_RESHAPE,    /* y is x with another shape, the same bytes (Flatten, Reshape): no operation */
+    VT_GL_RESHAPE,    /* y is x with another shape, the same bytes (Flatten, Reshape): no operation; attr[0] R
+                       * (version 3; 0: a flat value): a channels-last image of R = H*W pixels read as a
+                       * sequence of R rows (the patch embedding's flatten(2).transpose(1, 2)) */
     /* the activations of client models (elementwise, y of x's shape) */
     VT_GL_SIGMOID,      /* y = 1 / (1 + exp(-x)) */
     VT_GL_TANH,         /* y = tanh(x) */
@@ -48,8 +51,16 @@ typedef enum {
                        * momentum) running + momentum batch, the variance unbiased), C, H, W (H = W = 0: a flat
                        * [B, C] value; else a channels-last image, rows B*H*W). The evaluation pass uses the running
                        * statistics */
+    /* the transformers' layers (version 3): a sequence value is R rows of C per example, [B*R, C], in
+     * ONNX's own order [N, R, C] */
+    VT_GL_LAYERNORM,  /* layer normalisation over each row: attr eps's FP64 bits, C, R (0 as 1); params gamma,
+                       * beta [C] */
+    VT_GL_GELU,       /* y = gelu(x), attr[0] 0: the tanh form (PyTorch's approximate='tanh') */
+    VT_GL_ATTENTION,  /* multi-head self-attention of a fused q|k|v value [B*T, 3C] (q, k, v each C = H*D
+                       * columns, head h columns h*D ..): softmax(scale q k^T) v per head, heads merged to
+                       * [B*T, C]; attr T, H, D, causal (1: position t sees 0..t), scale's FP64 bits */
 } vt_glayer_op;
-#define VT_GL_LAST VT_GL_BATCHNORM
+#define VT_GL_LAST VT_GL_ATTENTION
 #define VT_GLAYER_ATTRS 8
 
 /* the loss the output feeds (recipe key `loss`): softmax cross-entropy over the output's classes; the

@@ -765,7 +765,7 @@ static vt_err h_where(vti_og *c, const uint32_t *in, uint32_t nin, uint32_t *out
     return VT_OK;
 }
 
-/* Not, and the unary float operators (Sqrt folds; Erf, Tanh, Sigmoid, Relu, LeakyRelu never) */
+/* Not, and the unary float operators (Sqrt and Reciprocal fold; Erf, Tanh, Sigmoid, Relu, LeakyRelu never) */
 static vt_err h_unary(vti_og *c, const uint32_t *in, uint32_t nin, uint32_t *out)
 {
     const char *op = c->n->op_type;
@@ -781,6 +781,7 @@ static vt_err h_unary(vti_og *c, const uint32_t *in, uint32_t nin, uint32_t *out
     vt_og_value *o = V(c, out[0]);
     for (int64_t i = 0; i < nel(o); i++) {
         if (op[0] == 'N') ((uint8_t *)o->data)[i] = !((const uint8_t *)V(c, in[0])->data)[i];
+        else if (op[0] == 'R') setf(o, i, 1.0 / getf(V(c, in[0]), i));
         else setf(o, i, sqrt(getf(V(c, in[0]), i)));
     }
     return VT_OK;
@@ -1572,6 +1573,7 @@ static const vti_og_op OPS[] = {
     {"Div", h_arith, F_CONST, 2, 2, 1, ""},
     {"Pow", h_arith, F_CONST, 2, 2, 1, ""},
     {"Sqrt", h_unary, F_CONST, 1, 1, 1, ""},
+    {"Reciprocal", h_unary, F_CONST, 1, 1, 1, ""},
     {"Erf", h_unary, F_NEVER, 1, 1, 1, ""},
     {"Tanh", h_unary, F_NEVER, 1, 1, 1, ""},
     {"Sigmoid", h_unary, F_NEVER, 1, 1, 1, ""},
@@ -1613,7 +1615,7 @@ static const vti_og_op OPS[] = {
 #define VTI_N_OPS (sizeof OPS / sizeof OPS[0])
 
 #define VTI_SUPPORTED                                                                                                  \
-    "supported: Gemm, MatMul, Add, Sub, Mul, Div, Pow, Sqrt, Erf, Tanh, Sigmoid, Relu, LeakyRelu, Softmax, "           \
+    "supported: Gemm, MatMul, Add, Sub, Mul, Div, Pow, Sqrt, Reciprocal, Erf, Tanh, Sigmoid, Relu, LeakyRelu, Softmax, "           \
     "LogSoftmax, LayerNormalization, BatchNormalization, ReduceMean, Conv, MaxPool, AveragePool, GlobalAveragePool, "  \
     "Flatten, Reshape, Transpose, Concat, Split, Slice, Gather, Dropout, Where, Identity, Cast, Not, Equal, Expand, "   \
     "Unsqueeze, Squeeze, Shape, Constant, ConstantOfShape, Range; on constants only: Trilu, Greater, Less"

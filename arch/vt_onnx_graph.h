@@ -11,7 +11,7 @@
  * initializer or input writes is refused: the graph is not topologically sorted, or has a cycle, or
  * misses an input) and its outputs.
  *
- * Operators: the compute operators Gemm, MatMul, Add, Sub, Mul, Div, Pow, Sqrt, Erf, Tanh, Sigmoid,
+ * Operators: the compute operators Gemm, MatMul, Add, Sub, Mul, Div, Pow, Sqrt, Reciprocal, Erf, Tanh, Sigmoid,
  * Relu, LeakyRelu, Softmax, LogSoftmax, LayerNormalization, BatchNormalization (outputs Y and the
  * running mean and variance; opset 13's further outputs are [C] too), ReduceMean (axes attribute),
  * Conv, MaxPool, AveragePool, GlobalAveragePool, Flatten, Reshape, Transpose, Concat, Split, Slice,
@@ -24,12 +24,12 @@
  *
  * Folding: a node is evaluated at import (its outputs is_const, the node dropped) when it is Shape
  * (of any value: shapes are static), Constant, or one of Gather, Slice, Concat, Unsqueeze, Squeeze,
- * Cast, Add, Sub, Mul, Div, Pow, Sqrt, Equal, Greater, Less, Where, Not, Range, ConstantOfShape,
+ * Cast, Add, Sub, Mul, Div, Pow, Sqrt, Reciprocal, Equal, Greater, Less, Where, Not, Range, ConstantOfShape,
  * Expand, Reshape, Flatten, Transpose, Split, Trilu, Identity with every input constant. Identity is
  * dropped always: its output is its input's value, and keeps that value's name (a graph output
  * written by an Identity is found through outputs[], not by its ONNX name). Integer arithmetic is int64 (an overflow, or a
  * division by zero, refused); integer Div truncates toward zero. Float folding is done in double and
- * rounded once to the value's type: float32 Add, Sub, Mul, Div and Sqrt are then the correctly rounded
+ * rounded once to the value's type: float32 Add, Sub, Mul, Div, Sqrt and Reciprocal are then the correctly rounded
  * IEEE single results (double holds more than twice float's precision); Pow uses the C library's
  * pow in double, then rounds. Float to integer Cast truncates (a NaN or an out-of-range value refused).
  * Initializers are parameters, never constants: nothing that reads one folds.

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../arch/vt_graph.h"
 #include "vt_model_int.h"
 
 /* the synthetic data's constant seed and the probe's sizes */
@@ -86,6 +87,7 @@ const char *vt_probe_program_name(uint8_t prog)
         if (v == (size_t)prog - N_PROGRAMS + 1) return vt_gemm_arith_names[v];
     if ((size_t)prog == N_PROGRAMS + v - 1) return "losses"; /* after the tensor-core models */
     if ((size_t)prog == N_PROGRAMS + v) return "layouts";
+    if ((size_t)prog == N_PROGRAMS + v + 1) return "transformer";
     return "?";
 }
 
@@ -119,14 +121,15 @@ static vt_err chain(void *ctx, vt_model *m, uint64_t step, uint32_t op)
     return vt_sha256(buf, sizeof buf, p->kind[r->kind]);
 }
 
-/* One step of the recipe `keys` (and `extra`, NULL: none) on ds, then its evaluation pass (when the
- * program has one). */
+/* One step of the recipe `keys` (and `extra`, NULL: none; keys NULL: the probe's transformer) on ds, then
+ * its evaluation pass (when the program has one). */
 static vt_err probe_recipe(uint8_t prog, const char *const *keys, const char *extra, const vt_dataset *ds,
                            vt_order order, vt_op_hook tamper, void *tctx, vt_probe *p)
 {
     vt_recipe rcp;
     vt_recipe_default(&rcp);
-    for (int i = 0; keys[i]; i++) VT_FORWARD_IF_ERROR(vt_recipe_set(&rcp, keys[i]));
+    if (!keys) VT_FORWARD_IF_ERROR(vt_probe_transformer_recipe(&rcp));
+    for (int i = 0; keys && keys[i]; i++) VT_FORWARD_IF_ERROR(vt_recipe_set(&rcp, keys[i]));
     if (extra) VT_FORWARD_IF_ERROR(vt_recipe_set(&rcp, extra));
     vt_model m;
     memset(&m, 0, sizeof m);
@@ -355,6 +358,44 @@ static vt_err probe_layouts(uint8_t prog, vt_op_hook tamper, void *tctx, vt_prob
     return e ? vt_error_prefix(e, "the known-answer probe (layouts)") : VT_OK;
 }
 
+/* The client's transformer of the probe (vt_probe.h): the probe's images as 16 patches (a 2 x 2 convolution
+ * of stride 2 to 8 channels, read as a sequence), a layer norm, q|k|v, attention of 2 heads of 4 over the
+ * whole sequence, the residual, GELU, the mean over the rows, a classifier; SGD with momentum */
+vt_err vt_probe_transformer_recipe(vt_recipe *r)
+{
+    static const char *const keys[] = {IMG_KEYS, "momentum=0.9", NULL};
+    vt_recipe_default(r);
+    for (int i = 0; keys[i]; i++) VT_FORWARD_IF_ERROR(vt_recipe_set(r, keys[i]));
+    vt_graph g;
+    vt_graph_init(&g);
+    int bad = 0;
+#define P(nm, rank, init, fan, ...) vt_graph_param(&g, nm, rank, (const uint32_t[]){__VA_ARGS__}, init, fan, &bad)
+#define A8(...) ((const int64_t[VT_GLAYER_ATTRS]){__VA_ARGS__})
+    const uint32_t pw = P("patch.weight", 4, VT_INIT_HE_UNIFORM, 12, 8, 3, 2, 2), pb = P("patch.bias", 1, VT_INIT_ZERO, 0, 8);
+    const uint32_t lw = P("ln.weight", 1, VT_INIT_ONE, 0, 8), lb = P("ln.bias", 1, VT_INIT_ZERO, 0, 8);
+    const uint32_t qw = P("qkv.weight", 2, VT_INIT_HE_UNIFORM, 8, 24, 8), qb = P("qkv.bias", 1, VT_INIT_ZERO, 0, 24);
+    const uint32_t fw = P("fc.weight", 2, VT_INIT_HE_UNIFORM, 8, 10, 8), fb = P("fc.bias", 1, VT_INIT_ZERO, 0, 10);
+    uint32_t v = 0, t;
+    v = vt_graph_layer(&g, VT_GL_CONV, "patch", 1, &v, 2, (const uint32_t[]){pw, pb}, A8(8, 8, 3, 2, 2, 0, 1, 8), 128,
+                       &bad);
+    t = v = vt_graph_layer(&g, VT_GL_RESHAPE, "tokens", 1, &v, 0, NULL, A8(16), 128, &bad);
+    v = vt_graph_layer(&g, VT_GL_LAYERNORM, "ln", 1, &v, 2, (const uint32_t[]){lw, lb},
+                       A8(vt_graph_f64_bits(1e-5), 8, 16), 128, &bad);
+    v = vt_graph_layer(&g, VT_GL_LINEAR, "qkv", 1, &v, 2, (const uint32_t[]){qw, qb}, A8(1, 16), 384, &bad);
+    v = vt_graph_layer(&g, VT_GL_ATTENTION, "attn", 1, &v, 0, NULL, A8(16, 2, 4, 0, vt_graph_f64_bits(0.5)), 128, &bad);
+    v = vt_graph_layer(&g, VT_GL_ADD, "residual", 2, (const uint32_t[]){t, v}, 0, NULL, NULL, 128, &bad);
+    v = vt_graph_layer(&g, VT_GL_GELU, "gelu", 1, &v, 0, NULL, NULL, 128, &bad);
+    v = vt_graph_layer(&g, VT_GL_AVGPOOL, "pool", 1, &v, 0, NULL, A8(16, 1, 8), 8, &bad);
+    v = vt_graph_layer(&g, VT_GL_LINEAR, "fc", 1, &v, 2, (const uint32_t[]){fw, fb}, A8(1), 10, &bad);
+#undef A8
+#undef P
+    g.in_cols = 192, g.out = v, g.loss = VT_GLOSS_XENT;
+    static const uint8_t no_file[32] = {0};
+    vt_err e = bad ? vt_set_error(VT_ERR_NOMEM, "the probe's transformer: out of memory") : vt_recipe_set_graph(r, &g, no_file);
+    vt_graph_free(&g);
+    return e;
+}
+
 void vt_probe_free(vt_probe *p)
 {
     free(p->seq);
@@ -386,6 +427,7 @@ vt_err vt_probe_run(vt_order order, vt_op_hook tamper, void *tamper_ctx, vt_prob
     while (vt_gemm_arith_names[v]) v++;
     if (!e) e = probe_losses((uint8_t)(N_PROGRAMS - 1 + v), tamper, tamper_ctx, out);
     if (!e) e = probe_layouts((uint8_t)(N_PROGRAMS + v), tamper, tamper_ctx, out);
+    if (!e) e = probe_recipe((uint8_t)(N_PROGRAMS + v + 1), NULL, NULL, &d->img, order, tamper, tamper_ctx, out);
     free(d);
     VT_FORWARD_IF_ERROR(e);
     for (uint16_t k = 1; k < VT_OPK_COUNT; k++)

@@ -9,7 +9,8 @@
  * the GPT with dropout, clipping and AdamW and its evaluation pass - then a hand-built program of
  * the kinds no architecture uses (SUB), then the MLP with SGD once in each tensor-core arithmetic
  * model (recipe key gemm_arith), then a hand-built program of the losses and of the client models'
- * activations (vt_probe_losses_program) on a data set of float targets, all in exact rounding on the
+ * activations (vt_probe_losses_program) on a data set of float targets, then the layout moves, then a
+ * client's transformer built by the graph builder (vt_probe_transformer_recipe), all in exact rounding on the
  * CPU. Exact rounding makes every output a function of those inputs alone: the same hashes on every machine, BLAS, thread count and
  * evaluation order; a build whose kinds compute other bits gives other hashes. It costs a few
  * milliseconds on one core. */
@@ -71,8 +72,15 @@ vt_err vt_probe_losses_run(uint32_t n, uint32_t K, uint32_t B, uint64_t seed, ui
  * state tensor x [B, C*HW] channels-first, to_channels_last into y [B*HW, C], to_channels_first of y into z
  * [B, C*HW] (z = x); finished. tests/unit/test_kinds.c checks its operations too. */
 vt_err vt_probe_layouts_program(vt_program *g, uint32_t B, uint32_t HW, uint32_t C) VT_WARN_UNUSED;
+/* The recipe of the probe's last program (program "transformer"): a client's graph (arch/vt_graph.h) on the
+ * probe's 3 x 8 x 8 images - a 2 x 2 patch convolution of stride 2 read as a sequence of 16 rows of 8, a layer
+ * norm, q|k|v, attention of 2 heads over the whole sequence (scaled_softmax), the residual, GELU, the mean over
+ * the rows, a classifier - in the recipe's canonical form (no file: a zero hash). tests/unit/test_kinds.c
+ * checks its operations too. */
+vt_err vt_probe_transformer_recipe(vt_recipe *r) VT_WARN_UNUSED;
 /* The name of the probe's program `prog` ("mlp sgd", "resnet program 2", "sub", then the tensor-core
- * models' names for the MLP in them: "tc-bf16-sm90" ..., then "losses", "layouts"; "?" beyond them). */
+ * models' names for the MLP in them: "tc-bf16-sm90" ..., then "losses", "layouts", "transformer"; "?" beyond
+ * them). */
 const char *vt_probe_program_name(uint8_t prog);
 
 #endif

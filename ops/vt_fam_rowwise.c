@@ -30,7 +30,8 @@ vt_err vti_softmax_exec(vt_opctx *c)
 void vti_softmax_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 30, out); }
 
 /* ------------------------------------------------------------ causal softmax */
-/* SOFTMAX_CAUSAL: s [R, T] -> p; iarg T; farg scale. SOFTMAX_BWD: p, dp [R, T], S [R] -> dz. */
+/* SOFTMAX_CAUSAL: s [R, T] -> p; iarg T; farg scale. SOFTMAX_SCALED: the same over each whole row (no mask).
+ * SOFTMAX_BWD: p, dp [R, T], S [R] -> dz (either's backward: a masked p is 0). */
 
 vt_err vti_softmax_causal_check(const vt_program *p, const vt_opdesc *o)
 {
@@ -62,7 +63,7 @@ static void causal_part(const vt_opctx *c, const void *arg, size_t r0, size_t r1
         return;
     }
     for (size_t i = r0; i < r1; i++) {
-        size_t t = i % Tn;
+        size_t t = c->o->kind == VT_OPK_SOFTMAX_SCALED ? Tn - 1 : i % Tn; /* the last position the row sees */
         double *p = c->s.x64 + i * Tn;
         vti_causal_softmax_args(t, scale, z + i * Tn, p);
         vt_exp_n(t + 1, p, p);
@@ -112,7 +113,7 @@ vt_err vti_softmax_causal_plain(vt_plainctx *c)
         const real *z = PX(0);
         real *p = PY(0);
         for (size_t i = 0; i < R; i++) {
-            size_t t = i % Tn;
+            size_t t = c->o->kind == VT_OPK_SOFTMAX_SCALED ? Tn - 1 : i % Tn;
             const real *zi = z + i * Tn;
             real *pi = p + i * Tn;
             if (c->o->kind == VT_OPK_SOFTMAX_BWD) {

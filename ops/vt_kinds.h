@@ -189,7 +189,10 @@
     /* backward. x [B*HW, C] channels-last -> y [B, C*HW] channels-first: y[b][c*HW + t] = x[b*HW + t][c] */          \
     X(NHWC_TO_NCHW, "to_channels_first", MOVE, 0, 1, 1, 3, 0, "B HW C", "", NONE, CPU, layout, layout)                \
     /* x [B, C*HW] channels-first -> y [B*HW, C] channels-last: y[b*HW + t][c] = x[b][c*HW + t] */                     \
-    X(NCHW_TO_NHWC, "to_channels_last", MOVE, 0, 1, 1, 3, 0, "B HW C", "", NONE, CPU, layout, layout)
+    X(NCHW_TO_NHWC, "to_channels_last", MOVE, 0, 1, 1, 3, 0, "B HW C", "", NONE, CPU, layout, layout)                  \
+    /* ---- the transformers of client models (ops/vt_fam_rowwise.c) */                                                \
+    /* s [R, T] -> p: the softmax of scale s over each whole row (causal_softmax without the mask) */                  \
+    X(SOFTMAX_SCALED, "scaled_softmax", ROWWISE, 1, 1, 1, 1, 1, "T", "scale", EXAMPLE, CPU, softmax_causal, fused)
 /* clang-format on */
 
 #define VT_VARIADIC 255 /* n_in: one or more inputs */

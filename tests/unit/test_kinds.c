@@ -191,7 +191,8 @@ static void check_program(const char *what, const char *file, const char *const 
     vt_recipe rcp;
     vt_recipe_default(&rcp);
     if (file) CHECK_OK(vt_recipe_load_file(&rcp, file));
-    for (int i = 0; sets[i]; i++) CHECK_OK(vt_recipe_set(&rcp, sets[i]));
+    if (!sets) CHECK_OK(vt_probe_transformer_recipe(&rcp)); /* sets NULL: the probe's transformer */
+    for (int i = 0; sets && sets[i]; i++) CHECK_OK(vt_recipe_set(&rcp, sets[i]));
     vt_model *m = calloc(1, sizeof *m);
     if (!m || vt_program_build(&rcp, &m->prog) != VT_OK) {
         CHECK(0, "%s: the program: %s", what, vt_errmsg());
@@ -293,6 +294,7 @@ int main(void)
     check_program("resnet", "recipes/resnet-cifar10.json", cnn, seen);
     check_program("resnet program 2", "recipes/resnet-cifar10.json", cnn2, seen);
     check_program("gpt", "recipes/gpt-shakespeare.json", gpt, seen);
+    check_program("transformer", NULL, NULL, seen);
     check_extra(seen);
     for (size_t i = 0; i < N_LIST; i++)
         CHECK(seen[LIST[i].id] > 0, "%s occurs in none of the programs", LIST[i].idname);
