@@ -151,7 +151,7 @@ static vt_err last_of(mapper *m, const vt_og_node *n, const char *nm, uint32_t v
     VT_FORWARD_IF_ERROR(act_of(m, n, v, &g));
     VT_RETURN_ERROR_IF(x->rank != 4, VT_ERR_ARG, "model: node %s (%s): its input %s is not an image [N, C, H, W]",
                        n->name, n->op, x->name);
-    if (m->last[v]) return *out = g, VT_OK;
+    if (m->last[v] == 1) return *out = g, VT_OK;
     char nm2[VT_GRAPH_NAME_MAX + 32];
     snprintf(nm2, sizeof nm2, "%s.to_channels_last", nm);
     const int64_t at[VT_GLAYER_ATTRS] = {x->shape[2], x->shape[3], x->shape[1]};
@@ -307,6 +307,315 @@ static vt_err map_batchnorm(mapper *m, const vt_og_node *n, const char *nm, uint
     return VT_OK;
 }
 
+/* ---------------------------------------------------------------- transformers (docs/models.md) */
+
+#define SEQ 2 /* m->last[v]: a sequence [N, T, C], rows T of C (hwc = T, 1, C), the bytes in ONNX's order */
+
+static int is_op(const vt_og_graph *og, uint32_t j, const char *op) { return j != NONE && !strcmp(og->node[j].op, op); }
+
+/* the node writing value v (NONE: an input, an initializer or a constant) */
+static uint32_t producer(const vt_og_graph *og, uint32_t v)
+{
+    for (uint32_t j = 0; j < og->n_nodes; j++)
+        for (uint32_t i = 0; i < og->node[j].n_out; i++)
+            if (og->node[j].out[i] == v) return j;
+    return NONE;
+}
+
+/* node j's input other than v (a binary node's), NONE when it reads v twice or not at all */
+static uint32_t other_in(const vt_og_node *n, uint32_t v)
+{
+    if (n->n_in != 2 || (n->in[0] == v) == (n->in[1] == v)) return NONE;
+    return n->in[0] == v ? n->in[1] : n->in[0];
+}
+
+/* value v a float constant of one element: its value */
+static int const1(const vt_og_graph *og, uint32_t v, double *out)
+{
+    const vt_og_value *c = v == NONE ? NULL : &og->v[v];
+    if (!c || !c->is_const || c->nbytes != (c->dtype == VT_OG_F32 ? 4u : c->dtype == VT_OG_F64 ? 8u : 0u)) return 0;
+    *out = c->dtype == VT_OG_F32 ? (double)*(const float *)c->data : *(const double *)c->data;
+    return 1;
+}
+
+/* v a float constant of one element equal to the float of x (the exporter's constants are float32) */
+static int const_is(const vt_og_graph *og, uint32_t v, double x)
+{
+    double c;
+    return const1(og, v, &c) && (float)c == (float)x;
+}
+
+/* node j is Transpose with permutation p (k entries) */
+static int perm_is(const vt_og_graph *og, uint32_t j, const int64_t *p, size_t k)
+{
+    const vt_og_attr *a = is_op(og, j, "Transpose") ? vt_og_attr_get(&og->node[j], "perm") : NULL;
+    return a && a->n == k && !memcmp(a->ints, p, k * sizeof *p);
+}
+
+/* the next node of a chain: the sole reader of node j's first output, when it is operator op */
+static uint32_t next_op(const vt_og_graph *og, uint32_t j, const char *op)
+{
+    const uint32_t r = j == NONE ? NONE : sole_reader(og, j, og->node[j].out[0]);
+    return is_op(og, r, op) ? r : NONE;
+}
+
+/* a Transpose (perm 1, 0) of a weight that MatMul reads: no layer of its own (the MatMul's transB) */
+static int weight_transpose(const vt_og_graph *og, uint32_t j)
+{
+    static const int64_t P10[2] = {1, 0};
+    const vt_og_node *n = &og->node[j];
+    if (!perm_is(og, j, P10, 2) || !og->v[n->in[0]].is_init) return 0;
+    const uint32_t r = sole_reader(og, j, n->out[0]);
+    return is_op(og, r, "MatMul") && og->node[r].in[1] == n->out[0];
+}
+
+/* the elements of each row of value v: its last dimension (a sequence's C), or the example's */
+static uint32_t row_width(const mapper *m, uint32_t v)
+{
+    return m->last[v] == SEQ ? m->hwc[v][2] : m->cols[v];
+}
+
+/* LayerNormalization (opset 17), or its decomposition at opset 13 starting at ReduceMean node j:
+ * ReduceMean(x, -1), Sub(x, mean), Pow(d, 2), ReduceMean(-1), Add(eps), Sqrt, Div(d, .), Mul(., weight),
+ * Add(., bias), each node the only reader of the one before (d: of the Pow and the Div) */
+static vt_err map_layernorm(mapper *m, uint32_t j, const char *nm, uint32_t *y_out, uint32_t *out)
+{
+    const vt_og_graph *og = m->og;
+    const vt_og_node *n = &og->node[j];
+    const uint32_t x = n->in[0];
+    uint32_t wv = NONE, bv = NONE, last = j;
+    double eps = 1e-5;
+    if (!strcmp(n->op, "LayerNormalization")) {
+        const vt_og_attr *ax = vt_og_attr_get(n, "axis"), *ep = vt_og_attr_get(n, "epsilon");
+        VT_RETURN_ERROR_IF(ax && ax->i != -1 && ax->i != (int64_t)og->v[x].rank - 1, VT_ERR_ARG,
+                           "model: node %s (LayerNormalization): over axis %lld (supported: the last)", n->name,
+                           (long long)ax->i);
+        for (uint32_t k = 1; k < n->n_out; k++)
+            VT_RETURN_ERROR_IF(n->out[k] != NONE && value_used(og, n->out[k]), VT_ERR_ARG,
+                               "model: node %s (LayerNormalization): its mean or inverse deviation is read", n->name);
+        VT_RETURN_ERROR_IF(n->n_in < 3 || n->in[2] == NONE, VT_ERR_ARG,
+                           "model: node %s (LayerNormalization) has no bias (supported: elementwise_affine)", n->name);
+        wv = n->in[1], bv = n->in[2];
+        if (ep) eps = ep->f;
+    } else { /* the opset-13 decomposition */
+        const vt_og_attr *ax = vt_og_attr_get(n, "axes"), *kd = vt_og_attr_get(n, "keepdims");
+        const int last_axis = ax && ax->n == 1 && (ax->ints[0] == -1 || ax->ints[0] == (int64_t)og->v[x].rank - 1);
+        const uint32_t sub = sole_reader(og, j, n->out[0]);
+        uint32_t pw = NONE, dv = NONE, rm2, ad, sq, mu, ab;
+        double e2;
+        if (!last_axis || (kd && kd->i != 1) || !is_op(og, sub, "Sub") || og->node[sub].in[0] != x ||
+            og->node[sub].in[1] != n->out[0])
+            return *out = NONE, VT_OK;
+        const uint32_t d = og->node[sub].out[0];
+        for (uint32_t q = sub + 1; q < og->n_nodes; q++) /* d's two readers */
+            for (uint32_t i = 0; i < og->node[q].n_in; i++)
+                if (og->node[q].in[i] == d) {
+                    if (is_op(og, q, "Pow") && pw == NONE && i == 0) pw = q;
+                    else if (is_op(og, q, "Div") && dv == NONE && i == 0) dv = q;
+                    else return *out = NONE, VT_OK;
+                }
+        if (pw == NONE || dv == NONE || !const_is(og, og->node[pw].in[1], 2.0) ||
+            (rm2 = next_op(og, pw, "ReduceMean")) == NONE || (ad = next_op(og, rm2, "Add")) == NONE ||
+            !const1(og, other_in(&og->node[ad], og->node[rm2].out[0]), &e2) || (sq = next_op(og, ad, "Sqrt")) == NONE ||
+            sole_reader(og, sq, og->node[sq].out[0]) != dv || og->node[dv].in[1] != og->node[sq].out[0] ||
+            (mu = next_op(og, dv, "Mul")) == NONE || (ab = next_op(og, mu, "Add")) == NONE)
+            return *out = NONE, VT_OK;
+        const vt_og_attr *a2 = vt_og_attr_get(&og->node[rm2], "axes");
+        if (!a2 || a2->n != 1 || a2->ints[0] != ax->ints[0]) return *out = NONE, VT_OK;
+        wv = other_in(&og->node[mu], og->node[dv].out[0]), bv = other_in(&og->node[ab], og->node[mu].out[0]);
+        eps = e2;
+        const uint32_t done[] = {sub, pw, rm2, ad, sq, dv, mu, ab};
+        for (size_t k = 0; k < sizeof done / sizeof done[0]; k++) m->done[done[k]] = 1;
+        last = ab;
+    }
+    const uint32_t C = row_width(m, x);
+    VT_RETURN_ERROR_IF(m->last[x] == 1 || (m->last[x] != SEQ && og->v[x].rank != 2), VT_ERR_ARG,
+                       "model: node %s (%s): a layer norm of [N, C] or a sequence [N, T, C] is supported", n->name,
+                       n->op);
+    VT_RETURN_ERROR_IF(wv == NONE || bv == NONE || !is_bias(og, wv, C) || !is_bias(og, bv, C), VT_ERR_ARG,
+                       "model: node %s (%s): its weight and bias are not weights of %u values", n->name, n->op, C);
+    uint32_t xin, p[2];
+    VT_FORWARD_IF_ERROR(act_of(m, n, x, &xin));
+    VT_FORWARD_IF_ERROR(param_of(m, n, wv, &p[0]));
+    VT_FORWARD_IF_ERROR(param_of(m, n, bv, &p[1]));
+    const int64_t at[VT_GLAYER_ATTRS] = {vt_graph_f64_bits(module_real((float)eps, 0)), C,
+                                         m->last[x] == SEQ ? m->hwc[x][0] : 0};
+    *y_out = og->node[last].out[0];
+    *out = vt_graph_layer(m->g, VT_GL_LAYERNORM, nm, 1, &xin, 2, p, at, m->cols[x], &m->bad);
+    return VT_OK;
+}
+
+/* GELU's decompositions from node j (a Mul of x by itself: the tanh form, 0.5 x (1 + tanh(sqrt(2/pi) (x +
+ * 0.044715 x^3))), as torch exports approximate='tanh'): each node the only reader of the one before */
+static vt_err map_gelu(mapper *m, uint32_t j, const char *nm, uint32_t *y_out, uint32_t *out)
+{
+    const vt_og_graph *og = m->og;
+    const vt_og_node *n = &og->node[j];
+    const uint32_t x = n->in[0];
+    uint32_t c3, k3, ax, k1, th, a1, mx, h;
+    *out = NONE;
+    if (n->n_in != 2 || n->in[1] != x || (c3 = next_op(og, j, "Mul")) == NONE ||
+        other_in(&og->node[c3], n->out[0]) != x || (k3 = next_op(og, c3, "Mul")) == NONE ||
+        !const_is(og, other_in(&og->node[k3], og->node[c3].out[0]), 0.044715) || (ax = next_op(og, k3, "Add")) == NONE ||
+        other_in(&og->node[ax], og->node[k3].out[0]) != x || (k1 = next_op(og, ax, "Mul")) == NONE ||
+        !const_is(og, other_in(&og->node[k1], og->node[ax].out[0]), 0.7978845608028654) ||
+        (th = next_op(og, k1, "Tanh")) == NONE || (a1 = next_op(og, th, "Add")) == NONE ||
+        !const_is(og, other_in(&og->node[a1], og->node[th].out[0]), 1.0) || (mx = next_op(og, a1, "Mul")) == NONE ||
+        other_in(&og->node[mx], og->node[a1].out[0]) != x || (h = next_op(og, mx, "Mul")) == NONE ||
+        !const_is(og, other_in(&og->node[h], og->node[mx].out[0]), 0.5))
+        return VT_OK;
+    uint32_t xin;
+    VT_FORWARD_IF_ERROR(act_of(m, n, x, &xin));
+    const uint32_t done[] = {c3, k3, ax, k1, th, a1, mx, h};
+    for (size_t k = 0; k < sizeof done / sizeof done[0]; k++) m->done[done[k]] = 1;
+    *y_out = og->node[h].out[0];
+    *out = vt_graph_layer(m->g, VT_GL_GELU, nm, 1, &xin, 0, NULL, NULL, m->cols[x], &m->bad);
+    return VT_OK;
+}
+
+/* the head layout of one of a Split's outputs: Reshape to [N, T, H, D], then Transposes whose composition
+ * is perm (q, v: 0 2 1 3; k: 0 2 3 1, either at once or as 0 2 1 3 then 0 1 3 2); the last node's output,
+ * the nodes in done[] (*nd), NONE when not so */
+static uint32_t heads_of(const vt_og_graph *og, uint32_t s, uint32_t v, int64_t T, int64_t H, int64_t D,
+                         const int64_t *perm, uint32_t *done, uint32_t *nd)
+{
+    static const int64_t P0213[4] = {0, 2, 1, 3}, P0132[4] = {0, 1, 3, 2};
+    const uint32_t r = sole_reader(og, s, v);
+    if (!is_op(og, r, "Reshape")) return NONE;
+    const vt_og_value *rv = &og->v[og->node[r].out[0]];
+    if (rv->rank != 4 || rv->shape[1] != T || rv->shape[2] != H || rv->shape[3] != D) return NONE;
+    done[(*nd)++] = r;
+    uint32_t t = sole_reader(og, r, og->node[r].out[0]);
+    if (perm_is(og, t, perm, 4)) return done[(*nd)++] = t, og->node[t].out[0];
+    if (!perm_is(og, t, P0213, 4)) return NONE;
+    done[(*nd)++] = t;
+    if (perm[2] == 1) return og->node[t].out[0]; /* q, v */
+    const uint32_t t2 = sole_reader(og, t, og->node[t].out[0]);
+    if (!perm_is(og, t2, P0132, 4)) return NONE;
+    return done[(*nd)++] = t2, og->node[t2].out[0];
+}
+
+/* a constant mask [T, T] (any leading dimensions of 1) that is causal: where true (Where's condition), or
+ * where -inf (an added mask), exactly the positions j > i */
+static int causal_mask(const vt_og_graph *og, uint32_t v, int64_t T, int added)
+{
+    const vt_og_value *c = v == NONE ? NULL : &og->v[v];
+    if (!c || !c->is_const || c->rank < 2 || c->shape[c->rank - 1] != T || c->shape[c->rank - 2] != T) return 0;
+    for (uint32_t d = 0; d + 2 < c->rank; d++)
+        if (c->shape[d] != 1) return 0;
+    if (added ? c->dtype != VT_OG_F32 : c->dtype != VT_OG_BOOL) return 0;
+    for (int64_t i = 0; i < T; i++)
+        for (int64_t k = 0; k < T; k++) {
+            const int masked = added ? isinf(((const float *)c->data)[i * T + k]) && ((const float *)c->data)[i * T + k] < 0
+                                     : ((const uint8_t *)c->data)[i * T + k] != 0;
+            const float zero = added ? ((const float *)c->data)[i * T + k] : 0.0f;
+            if (masked != (k > i) || (!masked && zero != 0.0f)) return 0;
+        }
+    return 1;
+}
+
+/* multi-head self-attention from a Split (node j) of a sequence q|k|v [N, T, 3C] into three [N, T, C]
+ * (torch's qkv.split(C, dim=2)): each to heads [N, H, T, D], scores q k^T, scaled by a constant (Mul or
+ * Div), a causal mask (Where(mask, -inf, s) or Add of a constant mask) or none, Softmax over the last axis,
+ * Dropout of ratio 0 or none, MatMul by v, Transpose (0 2 1 3), Reshape to [N, T, C] */
+static vt_err map_attention(mapper *m, uint32_t j, const char *nm, uint32_t *y_out, uint32_t *out)
+{
+    static const int64_t PQ[4] = {0, 2, 1, 3}, PK[4] = {0, 2, 3, 1};
+    const vt_og_graph *og = m->og;
+    const vt_og_node *n = &og->node[j];
+    const uint32_t x = n->in[0];
+    const vt_og_attr *ax = vt_og_attr_get(n, "axis");
+    uint32_t done[24], nd = 0;
+    *out = NONE;
+    if (m->last[x] != SEQ || n->n_out != 3 || !ax || (ax->i != 2 && ax->i != -1) || m->hwc[x][2] % 3) return VT_OK;
+    const int64_t T = m->hwc[x][0], C = m->hwc[x][2] / 3;
+    for (uint32_t i = 0; i < 3; i++)
+        if (og->v[n->out[i]].rank != 3 || og->v[n->out[i]].shape[2] != C) return VT_OK;
+    const uint32_t rq = sole_reader(og, j, n->out[0]);
+    if (!is_op(og, rq, "Reshape") || og->v[og->node[rq].out[0]].rank != 4) return VT_OK;
+    const int64_t H = og->v[og->node[rq].out[0]].shape[2], D = og->v[og->node[rq].out[0]].shape[3];
+    if (H < 1 || H * D != C) return VT_OK;
+    const uint32_t q = heads_of(og, j, n->out[0], T, H, D, PQ, done, &nd),
+                   k = heads_of(og, j, n->out[1], T, H, D, PK, done, &nd),
+                   v = heads_of(og, j, n->out[2], T, H, D, PQ, done, &nd);
+    if (q == NONE || k == NONE || v == NONE) return VT_OK;
+    uint32_t s = sole_reader(og, producer(og, q), q), w;
+    double scale = 1.0, c;
+    int causal = 0;
+    if (!is_op(og, s, "MatMul") || og->node[s].in[0] != q || og->node[s].in[1] != k ||
+        sole_reader(og, producer(og, k), k) != s)
+        return VT_OK;
+    done[nd++] = s;
+    w = next_op(og, s, "Mul");
+    if (w == NONE) w = next_op(og, s, "Div");
+    if (w != NONE) { /* the scale */
+        const uint32_t o = other_in(&og->node[w], og->node[s].out[0]);
+        if (!const1(og, o, &c) || !(c > 0) || (og->node[w].op[0] == 'D' && og->node[w].in[1] != o)) return VT_OK;
+        scale = og->node[w].op[0] == 'D' ? 1.0 / c : c;
+        done[nd++] = s = w;
+    }
+    if ((w = next_op(og, s, "Where")) != NONE) { /* masked_fill(mask, -inf) */
+        const vt_og_node *wn = &og->node[w];
+        double fill;
+        if (wn->in[2] != og->node[s].out[0] || !causal_mask(og, wn->in[0], T, 0) || !const1(og, wn->in[1], &fill) ||
+            !(isinf(fill) && fill < 0))
+            return VT_OK;
+        causal = 1, done[nd++] = s = w;
+    } else if ((w = next_op(og, s, "Add")) != NONE) { /* an added mask */
+        if (!causal_mask(og, other_in(&og->node[w], og->node[s].out[0]), T, 1)) return VT_OK;
+        causal = 1, done[nd++] = s = w;
+    }
+    const uint32_t sm = next_op(og, s, "Softmax");
+    const vt_og_attr *sa = sm == NONE ? NULL : vt_og_attr_get(&og->node[sm], "axis");
+    if (sm == NONE || (sa && sa->i != -1 && sa->i != 3)) return VT_OK;
+    done[nd++] = s = sm;
+    if ((w = next_op(og, s, "Dropout")) != NONE) {
+        const vt_og_node *dn = &og->node[w];
+        double ratio = 0;
+        if (dn->n_in >= 2 && dn->in[1] != NONE && (!const1(og, dn->in[1], &ratio) || ratio != 0)) return VT_OK;
+        done[nd++] = s = w;
+    }
+    const uint32_t pv = next_op(og, s, "MatMul");
+    if (pv == NONE || og->node[pv].in[0] != og->node[s].out[0] || og->node[pv].in[1] != v ||
+        sole_reader(og, producer(og, v), v) != pv)
+        return VT_OK;
+    done[nd++] = pv;
+    const uint32_t tr = next_op(og, pv, "Transpose"), rs = next_op(og, tr, "Reshape");
+    if (!perm_is(og, tr, PQ, 4) || rs == NONE || og->v[og->node[rs].out[0]].rank != 3 ||
+        og->v[og->node[rs].out[0]].shape[1] != T || og->v[og->node[rs].out[0]].shape[2] != C)
+        return VT_OK;
+    done[nd++] = tr, done[nd++] = rs;
+    uint32_t xin;
+    VT_FORWARD_IF_ERROR(act_of(m, n, x, &xin));
+    for (uint32_t i = 0; i < nd; i++) m->done[done[i]] = 1;
+    const int64_t at[VT_GLAYER_ATTRS] = {T, H, D, causal, vt_graph_f64_bits(scale)};
+    *y_out = og->node[rs].out[0];
+    *out = vt_graph_layer(m->g, VT_GL_ATTENTION, nm, 1, &xin, 0, NULL, at, (uint32_t)(T * C), &m->bad);
+    return VT_OK;
+}
+
+/* a pattern from node j (LayerNormalization or the decomposition's ReduceMean, GELU's Mul, attention's
+ * Split): its layer in *out, its value the ONNX value *y (a sequence when its input is); *out NONE: no match */
+static vt_err map_pattern(mapper *m, uint32_t j, const char *nm, uint32_t *y, uint32_t *out)
+{
+    const vt_og_node *n = &m->og->node[j];
+    *out = NONE;
+    if (!strcmp(n->op, "LayerNormalization") || !strcmp(n->op, "ReduceMean"))
+        VT_FORWARD_IF_ERROR(map_layernorm(m, j, nm, y, out));
+    else if (!strcmp(n->op, "Mul")) VT_FORWARD_IF_ERROR(map_gelu(m, j, nm, y, out));
+    else if (!strcmp(n->op, "Split")) VT_FORWARD_IF_ERROR(map_attention(m, j, nm, y, out));
+    if (*out == NONE) return VT_OK;
+    VT_RETURN_ERROR_IF(*out == NONE || m->bad, VT_ERR_NOMEM, "model: out of memory (or a node name too long: %s)",
+                       n->name);
+    const uint32_t x = n->in[0];
+    m->val[*y] = *out, m->cols[*y] = (uint32_t)example_elems(&m->og->v[*y]);
+    m->last[*y] = m->last[x] == SEQ ? SEQ : 0;
+    if (m->last[*y] == SEQ)
+        m->hwc[*y][0] = (uint32_t)m->og->v[*y].shape[1], m->hwc[*y][1] = 1,
+        m->hwc[*y][2] = (uint32_t)m->og->v[*y].shape[2];
+    return VT_OK;
+}
+
 static vt_err map_node(mapper *m, uint32_t j)
 {
     const vt_og_graph *og = m->og;
@@ -315,13 +624,29 @@ static vt_err map_node(mapper *m, uint32_t j)
     layer_name(n, nm);
     const uint32_t y = n->n_out ? n->out[0] : NONE;
     VT_RETURN_ERROR_IF(y == NONE, VT_ERR_ARG, "model: node %s (%s) has no output", n->name, n->op);
+    if (!strcmp(n->op, "Transpose") && weight_transpose(og, j)) return VT_OK; /* the MatMul's transB */
     const vt_og_value *yv = &og->v[y];
     VT_RETURN_ERROR_IF(yv->rank < 1 || yv->shape[0] != og->v[og->inputs[0]].shape[0] || example_elems(yv) < 1 ||
                            example_elems(yv) > (1 << 30),
                        VT_ERR_ARG, "model: node %s (%s): its output %s does not keep the batch as its first dimension",
                        n->name, n->op, yv->name);
     const uint32_t cols = (uint32_t)example_elems(yv);
-    uint32_t x, x1, out = NONE;
+    uint32_t x, x1, out = NONE, py;
+    VT_FORWARD_IF_ERROR(map_pattern(m, j, nm, &py, &out)); /* a layer norm, GELU, attention */
+    if (out != NONE) return VT_OK;
+    if (!strcmp(n->op, "ReduceMean") && m->last[n->in[0]] == SEQ) { /* the mean over a sequence's rows */
+        const vt_og_attr *ax = vt_og_attr_get(n, "axes");
+        VT_RETURN_ERROR_IF(!ax || ax->n != 1 || ax->ints[0] != 1, VT_ERR_ARG,
+                           "model: node %s (ReduceMean) of a sequence: over axis 1 (the positions) is supported",
+                           n->name);
+        VT_FORWARD_IF_ERROR(act_of(m, n, n->in[0], &x));
+        const uint32_t *q = m->hwc[n->in[0]];
+        const int64_t at[VT_GLAYER_ATTRS] = {q[0], 1, q[2]};
+        out = vt_graph_layer(m->g, VT_GL_AVGPOOL, nm, 1, &x, 0, NULL, at, cols, &m->bad);
+        VT_RETURN_ERROR_IF(out == NONE, VT_ERR_NOMEM, "model: out of memory (or a node name too long: %s)", n->name);
+        m->val[y] = out, m->cols[y] = cols; /* flat */
+        return VT_OK;
+    }
     if (!strcmp(n->op, "Flatten") || !strcmp(n->op, "Reshape") ||
         (!strcmp(n->op, "Dropout") && (n->n_in < 2 || n->in[1] == NONE || !og->v[n->in[1]].is_const ||
                                        *(const float *)og->v[n->in[1]].data == 0.0f))) {
@@ -334,7 +659,30 @@ static vt_err map_node(mapper *m, uint32_t j)
         const vt_og_value *xv = &og->v[n->in[0]];
         const int same_shape = n->op[0] == 'D' || (xv->rank == yv->rank &&
                                                   !memcmp(xv->shape, yv->shape, yv->rank * sizeof *yv->shape));
-        if (m->last[n->in[0]] && !same_shape && (uint64_t)q[0] * q[1] > 1) {
+        static const int64_t P021[3] = {0, 2, 1};
+        const uint32_t tp = sole_reader(og, j, y);
+        if (m->last[n->in[0]] == 1 && yv->rank == 3 && yv->shape[1] == q[2] && yv->shape[2] == (int64_t)q[0] * q[1] &&
+            perm_is(og, tp, P021, 3)) {
+            /* an image [N, C, H, W] as [N, C, H*W], transposed to [N, H*W, C]: its channels-last bytes read as a
+             * sequence of H*W rows (the patch embedding's flatten(2).transpose(1, 2)) */
+            const uint32_t ty = og->node[tp].out[0];
+            const int64_t at[VT_GLAYER_ATTRS] = {(int64_t)q[0] * q[1]};
+            out = vt_graph_layer(m->g, VT_GL_RESHAPE, nm, 1, &x, 0, NULL, at, cols, &m->bad);
+            VT_RETURN_ERROR_IF(out == NONE, VT_ERR_NOMEM, "model: out of memory (or a node name too long: %s)",
+                               n->name);
+            m->done[tp] = 1;
+            m->val[ty] = out, m->cols[ty] = cols, m->last[ty] = SEQ;
+            m->hwc[ty][0] = q[0] * q[1], m->hwc[ty][1] = 1, m->hwc[ty][2] = q[2];
+            return VT_OK;
+        }
+        if (m->last[n->in[0]] == SEQ && !same_shape) { /* a sequence flattened: the same bytes */
+            out = vt_graph_layer(m->g, VT_GL_RESHAPE, nm, 1, &x, 0, NULL, NULL, cols, &m->bad);
+            VT_RETURN_ERROR_IF(out == NONE, VT_ERR_NOMEM, "model: out of memory (or a node name too long: %s)",
+                               n->name);
+            m->val[y] = out, m->cols[y] = cols;
+            return VT_OK;
+        }
+        if (m->last[n->in[0]] == 1 && !same_shape && (uint64_t)q[0] * q[1] > 1) {
             /* a channels-last image flattened: ONNX's order is (c, h, w): to_channels_first */
             const int64_t at[VT_GLAYER_ATTRS] = {q[0], q[1], q[2]};
             out = vt_graph_layer(m->g, VT_GL_TO_NCHW, nm, 1, &x, 0, NULL, at, cols, &m->bad);
@@ -411,37 +759,43 @@ static vt_err map_node(mapper *m, uint32_t j)
         VT_RETURN_ERROR_IF((ta && ta->i) || (al && al->f != 1.0) || (be && be->f != 1.0), VT_ERR_ARG,
                            "model: node %s (Gemm): transA, alpha or beta other than 0, 1, 1", n->name);
         VT_FORWARD_IF_ERROR(act_of(m, n, n->in[0], &x));
-        const vt_og_value *a = &og->v[n->in[0]], *w = &og->v[n->in[1]];
-        VT_RETURN_ERROR_IF(a->rank != 2 || w->rank != 2, VT_ERR_ARG,
-                           "model: node %s (%s): a product of a [N, K] activation by a [K, M] weight is supported, "
-                           "not ranks %u and %u",
+        /* the weight: an initializer, or (MatMul) the Transpose of one: PyTorch's Linear on a sequence */
+        const uint32_t wp = producer(og, n->in[1]), wi = !gemm && wp != NONE && weight_transpose(og, wp)
+                                                             ? og->node[wp].in[0]
+                                                             : n->in[1];
+        const vt_og_value *a = &og->v[n->in[0]], *w = &og->v[wi];
+        const int seq = m->last[n->in[0]] == SEQ; /* each of the sequence's rows times the weight */
+        VT_RETURN_ERROR_IF((a->rank != 2 && !(seq && a->rank == 3)) || w->rank != 2, VT_ERR_ARG,
+                           "model: node %s (%s): a product of a [N, K] activation or a sequence [N, T, K] by a [K, M] "
+                           "weight is supported, not ranks %u and %u",
                            n->name, n->op, a->rank, w->rank);
-        const int64_t tB = tb ? tb->i : 0, K = a->shape[1], N = tB ? w->shape[0] : w->shape[1];
-        VT_RETURN_ERROR_IF((tB ? w->shape[1] : w->shape[0]) != K || N != (int64_t)cols, VT_ERR_ARG,
+        const int64_t tB = wi != n->in[1] ? 1 : tb ? tb->i : 0, K = a->shape[a->rank - 1],
+                      N = tB ? w->shape[0] : w->shape[1], R = seq ? a->shape[1] : 1;
+        VT_RETURN_ERROR_IF((tB ? w->shape[1] : w->shape[0]) != K || N * R != (int64_t)cols, VT_ERR_ARG,
                            "model: node %s (%s): the weight %s does not fit the activation", n->name, n->op, w->name);
+        const uint32_t Nr = (uint32_t)N;
         uint32_t p[2], np = 1;
-        VT_FORWARD_IF_ERROR(param_of(m, n, n->in[1], &p[0]));
+        VT_FORWARD_IF_ERROR(param_of(m, n, wi, &p[0]));
         uint32_t bias = gemm && n->n_in > 2 ? n->in[2] : NONE, fused = NONE;
         if (!gemm) { /* MatMul + Add(bias): one Linear */
             uint32_t r = sole_reader(og, j, y);
             if (r != NONE && !strcmp(og->node[r].op, "Add") && og->node[r].n_in == 2) {
                 for (uint32_t i = 0; i < 2; i++)
-                    if (og->node[r].in[i] == y && is_bias(og, og->node[r].in[1 - i], cols))
+                    if (og->node[r].in[i] == y && is_bias(og, og->node[r].in[1 - i], Nr))
                         bias = og->node[r].in[1 - i], fused = r;
             }
         }
         if (bias != NONE) {
-            VT_RETURN_ERROR_IF(!is_bias(og, bias, cols), VT_ERR_ARG,
-                               "model: node %s (%s): its bias is not a weight of %u values", n->name, n->op, cols);
+            VT_RETURN_ERROR_IF(!is_bias(og, bias, Nr), VT_ERR_ARG,
+                               "model: node %s (%s): its bias is not a weight of %u values", n->name, n->op, Nr);
             VT_FORWARD_IF_ERROR(param_of(m, n, bias, &p[1]));
             np = 2;
         }
-        out = vt_graph_layer(m->g, VT_GL_LINEAR, nm, 1, &x, np, p, (const int64_t[VT_GLAYER_ATTRS]){tB ? 1 : 0}, cols,
-                             &m->bad);
-        if (fused != NONE) { /* the Add's output is this layer's */
-            m->done[fused] = 1;
-            m->val[og->node[fused].out[0]] = out, m->cols[og->node[fused].out[0]] = cols;
-        }
+        out = vt_graph_layer(m->g, VT_GL_LINEAR, nm, 1, &x, np, p,
+                             (const int64_t[VT_GLAYER_ATTRS]){tB ? 1 : 0, seq ? R : 0}, cols, &m->bad);
+        const uint32_t yo = fused != NONE ? og->node[fused].out[0] : y; /* a fused Add's output is this layer's */
+        if (fused != NONE) m->done[fused] = 1, m->val[yo] = out, m->cols[yo] = cols;
+        if (seq) m->last[yo] = SEQ, m->hwc[yo][0] = (uint32_t)R, m->hwc[yo][1] = 1, m->hwc[yo][2] = Nr;
     } else {
         VT_RETURN_ERROR(VT_ERR_ARG, "model: node %s (%s) is not supported by the step program (supported: %s)%s",
                         n->name, n->op, SUPPORTED,

@@ -4,17 +4,19 @@
 # network of the activations Tanh, LeakyRelu and Sigmoid, LeNet-5 on 28 x 28 images, a small
 # convolutional net with a residual Add and global average pooling, a Linear's output reshaped to an image and
 # convolved, a network with BatchNorm2d and BatchNorm1d, the residual CNN's shape (stem, basic blocks, a projection
-# shortcut, batch norms), a regressor trained with MSE, L1
+# shortcut, batch norms), a ViT (patches, two pre-LN blocks of multi-head attention and a tanh-GELU MLP, mean
+# pooling; opset 13: the layer norms decomposed), a block of causal attention (opset 17), a regressor trained with MSE, L1
 # and BCE-with-logits on float targets, the MLP fine-tuned with every layer but its head frozen, a model
 # with a Softplus, a dilated convolution) exported by torch.onnx.export, trained with `trainer train
 # --model NET.onnx` on a user's .npy data: the parameters after 3 steps against PyTorch FP64 from the
 # same initial weights on the same (full) batches, the export loaded into the PyTorch module with
 # load_state_dict(strict=True); VERIFIED by the auditor in two other orders, and with `mpirun -np 2`
-# the one-process commitment (the MLP, LeNet-5, the residual CNN); what comes out is what went in (the exported ONNX, the
+# the one-process commitment (the MLP, LeNet-5, the residual CNN, the ViT); what comes out is what went in (the exported ONNX, the
 # convolutional models' included, computes the module's logits and trainer eval's predicted classes, its
 # weights the module's own, evaluated outside the project by onnx_model_ref.py's NumPy evaluator); interrupted and resumed, the same commitment; a trainer that poisons one operation of the
-# imported graph (the MLP's, LeNet-5's convolution weight gradient, a batch norm's backward) loses the dispute game at that step
-# and operation; an unsupported operator and a dilated convolution refused (64) naming the node and its
+# imported graph (the MLP's, LeNet-5's convolution weight gradient, a batch norm's backward, the ViT's attention
+# softmax backward) loses the dispute game at that step
+# and operation (also a ViT's attention softmax backward); an unsupported operator and a dilated convolution refused (64) naming the node and its
 # operator; a truncated file refused (2).
 # Skipped (77) without torch, or in a build without ONNX support. Usage: onnx_model.sh BUILD_DIR [MPIEXEC]
 set -u
@@ -27,8 +29,9 @@ if grep -q "without ONNX support" "$T/probe.err"; then echo "onnx_model: built w
 "$PY" "$REF/onnx_model_ref.py" make "$T" || { bad "the PyTorch models could not be exported"; vt_end; }
 D=(--set "dataset=npy:$T/x.npy,$T/y.npy" --set batch=32 --set steps=3 --set lr=0.05 --set momentum=0.9
    --set checkpoint_every=2 --set state_hash_every=1 --quiet)
-for n in mlp matmul act lenet gapnet reshconv bncnn resnet; do
+for n in mlp matmul act lenet gapnet reshconv bncnn resnet vit causal; do
   X=(); [ "$n" = lenet ] && X=(--set "dataset=npy:$T/x28.npy,$T/y.npy") # LeNet-5's 28 x 28 images
+  case $n in vit | causal) X=(--set "dataset=npy:$T/x3.npy,$T/y.npy") ;; esac # 3 x 16 x 16 images
   if "$TRAINER" train "$T/$n" --key "$T/tk" --model "$T/$n.onnx" "${D[@]}" ${X[@]+"${X[@]}"} >"$T/$n.out" 2>&1; then
     ok "$n trained"
   else bad "$n: trainer train: $(tail -2 "$T/$n.out")"; continue; fi
@@ -43,6 +46,13 @@ for n in mlp matmul act lenet gapnet reshconv bncnn resnet; do
     "$PY" "$REF/onnx_model_ref.py" check "$T" "$n" "$T/$n.safetensors" 3 0.05 0.9 >"$T/$n.ref" 2>&1; then
     ok "$n: $(tail -1 "$T/$n.ref")"
   else bad "$n: against PyTorch FP64: $(tail -3 "$T/$n.ref" 2>/dev/null)"; fi
+  if [ "$n" = vit ] || [ "$n" = causal ]; then # no ONNX form of the transformer layers yet: refused, nothing written
+    "$TRAINER" export "$T/$n" --format onnx --out "$T/$n.out.onnx" --pubkey "$T/tk.pub" >"$T/$n.rt" 2>&1
+    st=$?
+    [ "$st" != 0 ] && [ ! -e "$T/$n.out.onnx" ] && ok "$n: ONNX export refused (exit $st), nothing written" ||
+      bad "$n: ONNX export: exit $st: $(cat "$T/$n.rt")"
+    continue
+  fi
   # ONNX out, the convolutional models included: the module's logits, and trainer eval's predicted classes on
   # the run's own data
   if "$TRAINER" export "$T/$n" --format onnx --out "$T/$n.out.onnx" --pubkey "$T/tk.pub" >"$T/$n.ox" 2>&1 &&
@@ -136,8 +146,9 @@ ids=$(awk '$2 == "Sigmoid.out" {s = $1} $2 == "Tanh.out" {t = $1}
 # data parallel: two ranks, the same commitment
 if [ -n "$MPIEXEC" ]; then
   mpi_begin "$MPIEXEC"
-  for n in mlp lenet resnet; do
+  for n in mlp lenet resnet vit; do
     X=(); [ "$n" = lenet ] && X=(--set "dataset=npy:$T/x28.npy,$T/y.npy")
+    [ "$n" = vit ] && X=(--set "dataset=npy:$T/x3.npy,$T/y.npy")
     if mpi 2 "$TRAINER" train "$T/${n}2" --key "$T/tk" --model "$T/$n.onnx" "${D[@]}" ${X[@]+"${X[@]}"} >"$T/${n}2.out" 2>&1 &&
       cmp -s "$T/$n/commitment.vtc" "$T/${n}2/commitment.vtc"; then ok "$n: mpirun -np 2: the one-process commitment"
     else bad "$n: mpirun -np 2: $(tail -3 "$T/${n}2.out")"; fi
@@ -178,6 +189,7 @@ poisoned() {
 poisoned cheat mlp "fc2.Gemm weight-gradient GEMM"
 poisoned lcheat lenet "conv2.Conv weight gradient" --set "dataset=npy:$T/x28.npy,$T/y.npy" # LeNet-5's convolution
 poisoned rcheat resnet "layer1.bn1.BatchNormalization backward" # a batch norm's backward in the residual CNN
+poisoned vcheat vit "blocks.blocks.1.attn.Split softmax backward" --set "dataset=npy:$T/x3.npy,$T/y.npy" # attention's
 # batch norm: the step's statistics of the batch, the evaluation pass's running statistics, PyTorch's
 # hyper-parameters recovered from the exporter's floats (eps 1e-3, momentum 0.2 from ONNX's 0.8)
 "$TRAINER" recipe --program --model "$T/bncnn.onnx" --set batch=32 >"$T/bnprog" 2>&1 &&

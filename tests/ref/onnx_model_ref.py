@@ -15,7 +15,10 @@
       DIR/ybin.npy (float32 0/1 targets [32, 3]), DIR/bncnn.onnx (Conv, BatchNorm2d, ReLU, MaxPool, Linear,
       BatchNorm1d of eps 1e-3 and momentum 0.2, ReLU, Linear), DIR/resnet.onnx (the residual CNN's shape: a
       stem of conv, batch norm and ReLU; a basic block; a strided block with a projection shortcut; global
-      average pooling; Linear).
+      average pooling; Linear), DIR/vit.onnx (3 x 16 x 16 images, DIR/x3.npy: 4 x 4 patches by a strided Conv,
+      two pre-LN blocks of nanoGPT-style multi-head attention and a tanh-GELU MLP, LayerNorm, the mean over the
+      patches, Linear; opset 13, so the layer norms are decomposed), DIR/causal.onnx (one block of causal
+      attention, masked_fill of the future with -inf; opset 17: LayerNormalization).
   onnx_model_ref.py check DIR NAME EXPORT.safetensors STEPS LR MOMENTUM [LOSS [FROZEN]]
       the model NAME rebuilt from the same seed in float64, trained STEPS full-batch steps of SGD (lr,
       momentum; torch.optim.SGD; LOSS cross_entropy (the default: labels y), mse or l1 (targets yreg),
@@ -217,6 +220,66 @@ class ReshConv(nn.Module):
         return self.head(torch.flatten(self.pool(torch.relu(self.conv(h))), 1))
 
 
+class Attention(nn.Module):
+    """multi-head self-attention as nanoGPT writes it: one Linear for q|k|v split three ways, heads by view and
+    transpose, scores scaled by 1/sqrt(D), masked_fill of the future with -inf when causal, softmax, the heads
+    merged back, a projection"""
+
+    def __init__(self, dim, heads, causal):
+        super().__init__()
+        self.heads, self.causal = heads, causal
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        B, T, Cd = x.shape
+        q, k, v = self.qkv(x).split(Cd, dim=2)
+        q, k, v = (t.view(B, T, self.heads, Cd // self.heads).transpose(1, 2) for t in (q, k, v))
+        a = (q @ k.transpose(-2, -1)) * (1.0 / (Cd // self.heads) ** 0.5)
+        if self.causal:
+            a = a.masked_fill(torch.ones(T, T).tril() == 0, float("-inf"))
+        y = (a.softmax(dim=-1) @ v).transpose(1, 2).contiguous().view(B, T, Cd)
+        return self.proj(y)
+
+
+class TBlock(nn.Module):
+    """a pre-LN transformer block: x + attn(ln1(x)), then x + fc2(gelu(fc1(ln2(x))))"""
+
+    def __init__(self, dim, heads, causal=False):
+        super().__init__()
+        self.ln1, self.ln2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
+        self.attn = Attention(dim, heads, causal)
+        self.fc1, self.fc2 = nn.Linear(dim, 4 * dim), nn.Linear(4 * dim, dim)
+        self.act = nn.GELU(approximate="tanh")
+
+    def forward(self, x):
+        x = x + self.attn(self.ln1(x))
+        return x + self.fc2(self.act(self.fc1(self.ln2(x))))
+
+
+class ViT(nn.Module):
+    """ViT-tiny's shape on 3 x 16 x 16 images: 4 x 4 patches (a strided Conv) of width 16, two pre-LN blocks of 2
+    heads, a final LayerNorm, the mean over the patches, a Linear classifier"""
+
+    def __init__(self, causal=False, blocks=2):
+        super().__init__()
+        self.patch = nn.Conv2d(3, 16, 4, stride=4)
+        self.blocks = nn.Sequential(*[TBlock(16, 2, causal) for _ in range(blocks)])
+        self.ln = nn.LayerNorm(16)
+        self.head = nn.Linear(16, K)
+
+    def forward(self, x):
+        h = self.patch(x).flatten(2).transpose(1, 2)
+        return self.head(self.ln(self.blocks(h)).mean(dim=1))
+
+
+class Causal(ViT):
+    """one block of causal attention (masked_fill with -inf) over the patches, at opset 17 (LayerNormalization)"""
+
+    def __init__(self):
+        super().__init__(causal=True, blocks=1)
+
+
 class BadConv(nn.Module):
     def __init__(self):
         super().__init__()
@@ -240,13 +303,17 @@ class LogSm(nn.Module):
 
 
 MODELS = {"mlp": Mlp, "matmul": MatMulNet, "bad": Bad, "reg": Reg, "act": Act, "lenet": LeNet, "gapnet": GapNet,
-          "reshconv": ReshConv, "badconv": BadConv, "logsm": LogSm, "bncnn": BnCnn, "resnet": ResNet}
-IMAGE = {"lenet": 28}  # the models on larger images (their data DIR/x28.npy); the others 12 x 12
+          "reshconv": ReshConv, "badconv": BadConv, "logsm": LogSm, "bncnn": BnCnn, "resnet": ResNet,
+          "vit": ViT, "causal": Causal}
+IMAGE = {"lenet": (1, 28), "vit": (3, 16), "causal": (3, 16)}  # the models on other images (their data DIR/x28.npy,
+# DIR/x3.npy): channels and side; the others 1 x 12 x 12
+OPSET = {"causal": 17}  # LayerNormalization as one node; the others opset 13 (its decomposition)
 
 
 def build(name):
     torch.manual_seed({"mlp": 1, "matmul": 2, "bad": 3, "reg": 4, "act": 5, "lenet": 6, "gapnet": 7, "badconv": 8,
-                       "logsm": 9, "reshconv": 10, "bncnn": 11, "resnet": 12}[name])
+                       "logsm": 9, "reshconv": 10, "bncnn": 11, "resnet": 12, "vit": 13,
+                       "causal": 14}[name])
     return MODELS[name]()
 
 
@@ -257,8 +324,8 @@ def data(name=None):
     yreg = rng.standard_normal((N, 3)).astype(np.float32)
     ybin = (rng.random((N, 3)) < 0.4).astype(np.float32)
     if name in IMAGE:
-        s = IMAGE[name]
-        x = np.random.default_rng(8).standard_normal((N, C, s, s)).astype(np.float32)
+        c, s = IMAGE[name]
+        x = np.random.default_rng(8 if c == 1 else 9).standard_normal((N, c, s, s)).astype(np.float32)
     return x, y, yreg, ybin
 
 
@@ -269,10 +336,11 @@ def make(d):
     np.save(d + "/yreg.npy", yreg)
     np.save(d + "/ybin.npy", ybin)
     np.save(d + "/x28.npy", data("lenet")[0])
+    np.save(d + "/x3.npy", data("vit")[0])
     for name in MODELS:
         m = build(name)
-        s = IMAGE.get(name, H)
-        torch.onnx.export(m, torch.zeros(N, C, s, s), "%s/%s.onnx" % (d, name), opset_version=13,
+        c, s = IMAGE.get(name, (C, H))
+        torch.onnx.export(m, torch.zeros(N, c, s, s), "%s/%s.onnx" % (d, name), opset_version=OPSET.get(name, 13),
                           training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
                           input_names=["x"], output_names=["logits"], dynamic_axes={"x": {0: "N"}})
 
