@@ -37,6 +37,8 @@ typedef struct {
     uint32_t attack_iters;    /* steps per restart, step 2.5 eps / iters */
     uint64_t attack_seed;
     vt_cert_inter inter;      /* the layer graph's intermediate bounds (CROWN, alpha-CROWN); the default CROWN */
+    uint32_t bab_domains;     /* > 0 (--method beta-crown, alpha-CROWN): branch and bound on a committed MLP
+                               * run, at most this many subdomains bounded per example (certificate version 5) */
 } vt_cert_settings;
 
 void vt_cert_settings_default(vt_cert_settings *s, vt_cert_method m);
@@ -87,6 +89,22 @@ size_t vt_cert_n_alpha_row(const vt_cert_ctx *c);
  * row, no search (a bound is sound for any slopes in [0, 1]); the slopes returned are the given ones
  * with the stable values' replaced by CROWN's (what certify writes there). Borrowed until reset. */
 void vt_cert_set_given_slopes(vt_cert_ctx *c, const double *alpha);
+/* Branch and bound (docs/certify.md "Branch and bound"): the ReLU splits of a subdomain (borrowed
+ * until reset; NULL / 0: the whole box). Split (layer k in 1..L-1, neuron index) active: a_k >= 0,
+ * inactive: a_k <= 0 (a_k the ReLU's input, deployed and real network). The bounds after it hold over
+ * the subdomain; when its splits exclude each other's bounds (an empty subdomain), vt_cert_infeasible
+ * is 1 and vt_cert_bounds gives +infinity. */
+typedef struct {
+    uint32_t layer, index, active;
+} vt_cert_split;
+void vt_cert_set_splits(vt_cert_ctx *c, const vt_cert_split *s, uint32_t n);
+int vt_cert_infeasible(const vt_cert_ctx *c);
+/* The branching choice after vt_cert_bounds on the same box and splits: the unstable ReLU with the
+ * largest BaBSR-like score from the backward pass of row (n[L] values) with alpha_row's slopes (one
+ * row of vt_cert_n_alpha_row; NULL: CROWN's): max(0, -mu) u (-l) / (u - l), mu the coefficient of
+ * its output; when every score is 0, |mu| u (-l) / (u - l) (plus a tiny width term); ties to the
+ * lowest (layer, index). Returns 0 when no ReLU is unstable. Deterministic (fixed loops). */
+int vt_cert_branch_pick(vt_cert_ctx *c, const double *row, const double *alpha_row, uint32_t *layer, uint32_t *index);
 /* Sound lower / upper bounds of row . y over the box [ol, ou] of y (n values; work: n doubles). */
 double vt_cert_row_lo(const double *row, const double *ol, const double *ou, uint32_t n, double *work);
 double vt_cert_row_hi(const double *row, const double *ol, const double *ou, uint32_t n, double *work);

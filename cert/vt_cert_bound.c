@@ -103,6 +103,11 @@ struct vt_cert_ctx {
     double *gbuf;            /* FSDP: the gathered layer (the largest layer's size) */
     uint32_t gk, gt;         /* FSDP: gbuf holds layer gk, WT (gt = 1) or W (gt = 2); 0: nothing */
     vt_err err;              /* the first failed collective (sticky) */
+    /* branch and bound (vt_cert_set_splits): the subdomain's ReLU splits (borrowed), and whether the
+     * last layer_bounds found the subdomain empty */
+    const vt_cert_split *splits;
+    uint32_t n_splits;
+    int infeasible;
 };
 
 /* 1 once the deadline has passed (checked between neurons, rows and iterations; sticky). */
@@ -504,10 +509,45 @@ static double backward_lb(vt_cert_ctx *c, uint32_t k, int from_a, const double *
     return K == K ? K : -INFINITY;
 }
 
+/* Branch and bound's subdomain (docs/certify.md "Branch and bound"): after layer k's bounds, each
+ * split of layer k clamps its ReLU's input a (both networks' interval): active (a >= 0): l :=
+ * max(l, 0), the ReLU the identity; inactive (a <= 0): u := min(u, 0), the ReLU zero. Sound over the
+ * subdomain {x in the box, a(x) on the split's side} (for each network), and the two sides of a split
+ * cover its parent. A side the bounds exclude (active with u < 0, inactive with l > 0) is empty:
+ * infeasible is set and 0 returned (every bound of an empty set holds). */
+static int apply_splits(vt_cert_ctx *c, uint32_t k)
+{
+    for (uint32_t q = 0; q < c->n_splits; q++) {
+        const vt_cert_split *sp = &c->splits[q];
+        if (sp->layer != k || k >= c->L || sp->index >= c->n[k]) continue;
+        uint32_t j = sp->index;
+        double al = c->al[k][j], au = c->au[k][j];
+        if (sp->active ? au < 0 : al > 0) {
+            c->infeasible = 1;
+            return 0;
+        }
+        if (sp->active) al = al > 0 ? al : 0;
+        else au = au < 0 ? au : 0;
+        c->al[k][j] = al, c->au[k][j] = au;
+        c->hl[k][j] = al > 0 ? al : 0, c->hu[k][j] = c->hm[k][j] = au > 0 ? au : 0;
+        c->slope[k][j] = 0; /* stable now */
+    }
+    return 1;
+}
+
+void vt_cert_set_splits(vt_cert_ctx *c, const vt_cert_split *s, uint32_t n)
+{
+    c->splits = n ? s : NULL;
+    c->n_splits = n;
+}
+
+int vt_cert_infeasible(const vt_cert_ctx *c) { return c->infeasible; }
+
 /* The intermediate bounds of the box: IBP for IBP, else CROWN intersected with IBP. Returns 0 when
  * a bound is not finite (the answer is then unknown). */
 static int layer_bounds(vt_cert_ctx *c, const double *xl, const double *xu, vt_cert_method meth)
 {
+    c->infeasible = 0;
     for (uint32_t i = 0; i < c->n[0]; i++) {
         c->hl[0][i] = xl[i], c->hu[0][i] = xu[i];
         c->hm[0][i] = fmax(fabs(xl[i]), fabs(xu[i]));
@@ -530,6 +570,7 @@ static int layer_bounds(vt_cert_ctx *c, const double *xl, const double *xu, vt_c
             }
         }
         if (!finish_layer(c, k)) return 0;
+        if (!apply_splits(c, k)) return 0;
     }
     return 1;
 }
@@ -629,8 +670,8 @@ vt_err vt_cert_bounds(vt_cert_ctx *c, const double *xl, const double *xu, uint32
     VT_RETURN_ERROR_IF(label >= no, VT_ERR_ARG, "certify: label %u of %u classes", label, no);
     size_t na = c->n_alpha_row;
     if (alpha) memset(alpha, 0, vt_cert_n_alpha(c) * sizeof *alpha);
-    if (!layer_bounds(c, xl, xu, s->method)) {
-        for (uint32_t j = 0; j < no; j++) lb[j] = j == label ? 0 : -INFINITY;
+    if (!layer_bounds(c, xl, xu, s->method)) { /* an empty subdomain: every bound holds */
+        for (uint32_t j = 0; j < no; j++) lb[j] = j == label ? 0 : c->infeasible && !c->timed_out ? INFINITY : -INFINITY;
         return c->err;
     }
     for (uint32_t j = 0, r = 0; j < no; j++) {
@@ -653,6 +694,28 @@ vt_err vt_cert_bounds(vt_cert_ctx *c, const double *xl, const double *xu, uint32
         r++;
     }
     return c->err;
+}
+
+int vt_cert_branch_pick(vt_cert_ctx *c, const double *row, const double *alpha_row, uint32_t *layer, uint32_t *index)
+{
+    uint32_t L = c->L;
+    if (L < 2) return 0;
+    (void)backward_lb(c, L, 1, row, alpha_row); /* leaves each h_m's coefficient in mu[m] */
+    double best = -1, best2 = -1;
+    uint32_t bl = 0, bi = 0, bl2 = 0, bi2 = 0;
+    for (uint32_t m = 1; m < L; m++)
+        for (uint32_t i = 0; i < c->n[m]; i++) {
+            double l = c->al[m][i], u = c->au[m][i], v = c->mu[m][i];
+            if (!(l < 0 && u > 0)) continue;
+            double w = u * -l / (u - l); /* the upper line's intercept at a = 0 */
+            double s1 = v < 0 ? -v * w : 0, s2 = fabs(v) * w + w * 0x1p-60;
+            if (s1 > best) best = s1, bl = m, bi = i;
+            if (s2 > best2) best2 = s2, bl2 = m, bi2 = i;
+        }
+    if (best2 < 0) return 0; /* no unstable ReLU left */
+    if (best > 0) *layer = bl, *index = bi;
+    else *layer = bl2, *index = bi2;
+    return 1;
 }
 
 double vt_cert_row_lo(const double *row, const double *ol, const double *ou, uint32_t n, double *work)
