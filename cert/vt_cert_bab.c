@@ -5,6 +5,7 @@
  * bound recomputed from its recorded slopes, rejected when it does not close, naming the node).
  * Every subdomain's bound is alpha-CROWN's sound bound (vt_cert_bound.c) with the splits' clamps. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -145,6 +146,9 @@ void vti_bab_put(vti_buf *o, const vti_bab_tree *t)
         if (d->split) {
             vti_put32(o, 1), vti_put32(o, d->layer), vti_put32(o, d->index);
             st[sn++] = (uint32_t)d->kid[1], st[sn++] = (uint32_t)d->kid[0];
+        } else if (!d->alpha || !d->lb) { /* a leaf never bounded (an incomplete search's): not a tree to write */
+            o->bad = 1;
+            break;
         } else {
             vti_put32(o, 0);
             for (size_t k = 0; k < t->na; k++) vti_put64(o, vt_f64_bits(d->alpha[k]));
@@ -234,7 +238,9 @@ vt_err vti_bab_replay(vt_cert_ctx *c, const vt_cert_net *net, const double *xl, 
                                      where, q, d->layer, d->index);
             continue;
         }
-        if (t->na) e = vti_cert_slopes(cert_path, where, d->rec, t->na, d->alpha);
+        char wn[160];
+        snprintf(wn, sizeof wn, "%s, split tree node %u", where, q);
+        if (t->na) e = vti_cert_slopes(cert_path, wn, d->rec, t->na, d->alpha);
         if (e) break;
         vt_cert_set_splits(c, sp, depth);
         vt_cert_set_given_slopes(c, t->na ? d->alpha : NULL);
@@ -251,6 +257,12 @@ vt_err vti_bab_replay(vt_cert_ctx *c, const vt_cert_net *net, const double *xl, 
             break;
         }
         if (!(mn > 0)) *closed = 0;
+        for (size_t k = 0; k < t->na && !e; k++) /* a stable ReLU's slope is CROWN's (what certify writes) */
+            if (vt_get_u64le(d->rec + 8 * k) != vt_f64_bits(alpha[k]))
+                e = vt_set_error(VT_ERR_MISMATCH,
+                                 "%s: %s: split tree node %u (a leaf): slope %zu is %.17g, not the %.17g certify writes "
+                                 "(a stable ReLU's slope is CROWN's)",
+                                 cert_path, where, q, k, d->alpha[k], alpha[k]);
         const uint8_t *rl = d->rec + t->na * 8;
         for (uint32_t j = 0; j < C && !e; j++)
             if (vt_get_u64le(rl + 8 * (size_t)j) != vt_f64_bits(lb[j]))

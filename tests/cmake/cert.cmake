@@ -9,8 +9,9 @@ vt_test_timeout(cert 600) # quiet: 73 s
 add_executable(vt_cert_resign ${CMAKE_CURRENT_SOURCE_DIR}/tests/tools/vt_cert_resign.c)
 target_link_libraries(vt_cert_resign PRIVATE vt_cert ${VT_TEST_LIBS})
 target_include_directories(vt_cert_resign PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
-# test_cert_samples.c (millions of sampled inputs, exact fallbacks) needs MPFR too (else it skips, 77)
-foreach(t IN ITEMS test_cert test_cert_samples)
+# test_cert_samples.c (millions of sampled inputs, exact fallbacks) and test_cert_bab.c (branch and bound's
+# leaves against exact evaluation) need MPFR too (else they skip, 77)
+foreach(t IN ITEMS test_cert test_cert_samples test_cert_bab)
   if(TARGET ${t} AND MPFR_FOUND)
     target_link_libraries(${t} PRIVATE PkgConfig::MPFR)
     target_compile_definitions(${t} PRIVATE VT_HAVE_MPFR)
