@@ -97,7 +97,14 @@ void vt_cert_set_given_slopes(vt_cert_ctx *c, const double *alpha);
 typedef struct {
     uint32_t layer, index, active;
 } vt_cert_split;
+#define VT_CERT_MAX_SPLITS 1024u /* splits of one subdomain (the depth of branch and bound's tree) */
 void vt_cert_set_splits(vt_cert_ctx *c, const vt_cert_split *s, uint32_t n);
+/* beta-CROWN's multipliers of the splits (alpha-CROWN with splits set): vt_cert_bounds subtracts
+ * sum_q beta_q s_q a_q (s_q = +1 active, -1 inactive) from each margin's objective in its final
+ * passes (sound for any beta >= 0: the term is >= 0 on the subdomain) and searches them with the
+ * slopes from 0, or, given (NULL: search), takes them as they are (check-certificate). Layout of
+ * given and out (NULL: not kept): per margin row (j != label, increasing), the n splits' values. */
+void vt_cert_set_split_beta(vt_cert_ctx *c, const double *given, double *out);
 int vt_cert_infeasible(const vt_cert_ctx *c);
 /* The branching choice after vt_cert_bounds on the same box and splits: the unstable ReLU with the
  * largest BaBSR-like score from the backward pass of row (n[L] values) with alpha_row's slopes (one

@@ -16,7 +16,7 @@
 void vti_bab_free(vti_bab_tree *t)
 {
     if (!t) return;
-    for (uint32_t q = 0; q < t->n; q++) free(t->v[q].alpha), free(t->v[q].lb);
+    for (uint32_t q = 0; q < t->n; q++) free(t->v[q].alpha), free(t->v[q].beta), free(t->v[q].lb);
     free(t->v);
     memset(t, 0, sizeof *t);
 }
@@ -51,12 +51,18 @@ static uint32_t path_of(const vti_bab_tree *t, uint32_t q, vt_cert_split *sp)
     return n;
 }
 
-static vt_err set_leaf(vti_bab_tree *t, uint32_t q, const double *alpha, const double *lb)
+/* A leaf's number of multipliers: one per margin and split above it. */
+static size_t n_beta(const vti_bab_tree *t, uint32_t q) { return (size_t)(t->C - 1) * t->v[q].depth; }
+
+static vt_err set_leaf(vti_bab_tree *t, uint32_t q, const double *alpha, const double *beta, const double *lb)
 {
     vti_bab_node *d = &t->v[q];
+    size_t nb = n_beta(t, q);
     d->alpha = malloc((t->na ? t->na : 1) * sizeof *d->alpha), d->lb = malloc(t->C * sizeof *d->lb);
-    VT_RETURN_ERROR_IF(!d->alpha || !d->lb, VT_ERR_NOMEM, "out of memory");
+    d->beta = malloc((nb ? nb : 1) * sizeof *d->beta);
+    VT_RETURN_ERROR_IF(!d->alpha || !d->lb || !d->beta, VT_ERR_NOMEM, "out of memory");
     if (t->na) memcpy(d->alpha, alpha, t->na * sizeof *alpha);
+    if (nb) memcpy(d->beta, beta, nb * sizeof *beta);
     memcpy(d->lb, lb, t->C * sizeof *lb);
     return VT_OK;
 }
@@ -66,7 +72,7 @@ vt_err vti_bab_root(vti_bab_tree *t, size_t na, uint32_t C, const double *alpha,
     vti_bab_free(t);
     t->na = na, t->C = C;
     VT_FORWARD_IF_ERROR(add_node(t, -1, 0));
-    return set_leaf(t, 0, alpha, lb);
+    return set_leaf(t, 0, alpha, NULL, lb);
 }
 
 static double min_margin(const double *lb, uint32_t C, uint32_t label, uint32_t *jmin)
@@ -86,8 +92,10 @@ vt_err vti_bab_search(vt_cert_ctx *c, const double *xl, const double *xu, uint32
     size_t na = vt_cert_n_alpha(c), nar = vt_cert_n_alpha_row(c);
     t->na = na, t->C = C;
     double *lb = malloc(C * sizeof *lb), *alpha = malloc((na ? na : 1) * sizeof *alpha), *row = malloc(C * sizeof *row);
+    double *beta = malloc((size_t)(C - 1) * VTI_BAB_MAX_DEPTH * sizeof *beta);
     vt_cert_split *sp = malloc(VTI_BAB_MAX_DEPTH * sizeof *sp);
-    vt_err e = !lb || !alpha || !row || !sp ? vt_set_error(VT_ERR_NOMEM, "out of memory") : VT_OK;
+    vt_err e = !lb || !alpha || !row || !sp || !beta ? vt_set_error(VT_ERR_NOMEM, "out of memory") : VT_OK;
+    vt_cert_set_split_beta(c, NULL, beta);
     if (!e) e = add_node(t, -1, 0);
     int stopped = 0;
     for (uint32_t q = 0; !e && !stopped && q < t->n; q++) { /* breadth first: the nodes in creation order */
@@ -99,7 +107,7 @@ vt_err vti_bab_search(vt_cert_ctx *c, const double *xl, const double *xu, uint32
         uint32_t jmin;
         double mn = min_margin(lb, C, label, &jmin);
         if (mn > 0) {
-            e = set_leaf(t, q, alpha, lb);
+            e = set_leaf(t, q, alpha, beta, lb);
             continue;
         }
         if (!(mn > -INFINITY) || vt_cert_timed_out(c) || *bounded >= s->bab_domains || depth + 1 >= VTI_BAB_MAX_DEPTH) {
@@ -118,8 +126,9 @@ vt_err vti_bab_search(vt_cert_ctx *c, const double *xl, const double *xu, uint32
         if (!e) e = add_node(t, (int32_t)q, 1);
     }
     vt_cert_set_splits(c, NULL, 0);
+    vt_cert_set_split_beta(c, NULL, NULL);
     if (!e && !stopped) *closed = 1;
-    free(lb), free(alpha), free(row), free(sp);
+    free(lb), free(alpha), free(row), free(sp), free(beta);
     return e;
 }
 
@@ -146,12 +155,13 @@ void vti_bab_put(vti_buf *o, const vti_bab_tree *t)
         if (d->split) {
             vti_put32(o, 1), vti_put32(o, d->layer), vti_put32(o, d->index);
             st[sn++] = (uint32_t)d->kid[1], st[sn++] = (uint32_t)d->kid[0];
-        } else if (!d->alpha || !d->lb) { /* a leaf never bounded (an incomplete search's): not a tree to write */
+        } else if (!d->alpha || !d->lb || !d->beta) { /* a leaf never bounded (an incomplete search's): not a tree to write */
             o->bad = 1;
             break;
         } else {
             vti_put32(o, 0);
             for (size_t k = 0; k < t->na; k++) vti_put64(o, vt_f64_bits(d->alpha[k]));
+            for (size_t k = 0; k < (size_t)(t->C - 1) * d->depth; k++) vti_put64(o, vt_f64_bits(d->beta[k]));
             for (uint32_t j = 0; j < t->C; j++) vti_put64(o, vt_f64_bits(d->lb[j]));
         }
     }
@@ -182,7 +192,8 @@ vt_err vti_bab_scan(const uint8_t *p, size_t avail, size_t na, uint32_t C, const
         }
         uint32_t kind = vt_get_u32le(p + off), parent = sn ? st[sn - 1] : 0;
         dep[q] = q ? dep[parent] + 1 : 0;
-        if (kind > 1 || avail - off - 4 < (kind ? 8 : leaf) || dep[q] >= VTI_BAB_MAX_DEPTH) {
+        size_t lsz = leaf + (size_t)(C - 1) * dep[q] * 8; /* a leaf: slopes, multipliers, bounds */
+        if (kind > 1 || avail - off - 4 < (kind ? 8 : lsz) || dep[q] >= VTI_BAB_MAX_DEPTH) {
             e = vt_set_error(VT_ERR_FORMAT, "certificate: %s: split tree node %u is malformed or truncated", where, q);
             break;
         }
@@ -199,10 +210,12 @@ vt_err vti_bab_scan(const uint8_t *p, size_t avail, size_t na, uint32_t C, const
         } else {
             if (t) {
                 t->v[q].rec = p + off;
+                size_t nb = (size_t)(C - 1) * dep[q];
                 t->v[q].alpha = malloc((na ? na : 1) * sizeof(double)), t->v[q].lb = malloc(C * sizeof(double));
-                if (!t->v[q].alpha || !t->v[q].lb) e = vt_set_error(VT_ERR_NOMEM, "out of memory");
+                t->v[q].beta = malloc((nb ? nb : 1) * sizeof(double));
+                if (!t->v[q].alpha || !t->v[q].lb || !t->v[q].beta) e = vt_set_error(VT_ERR_NOMEM, "out of memory");
             }
-            off += leaf;
+            off += lsz;
         }
     }
     if (!e && sn) /* a missing branch: the leaves would not cover the parent */
@@ -223,8 +236,9 @@ vt_err vti_bab_replay(vt_cert_ctx *c, const vt_cert_net *net, const double *xl, 
     *closed = 1;
     uint32_t C = t->C;
     double *lb = malloc(C * sizeof *lb), *alpha = malloc((t->na ? t->na : 1) * sizeof *alpha);
+    double *beta = malloc((size_t)(C - 1) * VTI_BAB_MAX_DEPTH * sizeof *beta);
     vt_cert_split *sp = malloc(VTI_BAB_MAX_DEPTH * sizeof *sp);
-    vt_err e = !lb || !alpha || !sp ? vt_set_error(VT_ERR_NOMEM, "out of memory") : VT_OK;
+    vt_err e = !lb || !alpha || !sp || !beta ? vt_set_error(VT_ERR_NOMEM, "out of memory") : VT_OK;
     for (uint32_t q = 0; q < t->n && !e; q++) {
         vti_bab_node *d = &t->v[q];
         uint32_t depth = path_of(t, q, sp);
@@ -241,11 +255,21 @@ vt_err vti_bab_replay(vt_cert_ctx *c, const vt_cert_net *net, const double *xl, 
         char wn[160];
         snprintf(wn, sizeof wn, "%s, split tree node %u", where, q);
         if (t->na) e = vti_cert_slopes(cert_path, wn, d->rec, t->na, d->alpha);
+        size_t nb = (size_t)(C - 1) * depth;
+        const uint8_t *rb = d->rec + t->na * 8; /* the multipliers: finite and >= 0 */
+        for (size_t k = 0; k < nb && !e; k++) {
+            d->beta[k] = vt_bits_f64(vt_get_u64le(rb + 8 * k));
+            if (!(d->beta[k] >= 0 && d->beta[k] < INFINITY))
+                e = vt_set_error(VT_ERR_MISMATCH, "%s: %s: multiplier %zu is %g, not a finite beta >= 0", cert_path, wn, k,
+                                 d->beta[k]);
+        }
         if (e) break;
         vt_cert_set_splits(c, sp, depth);
         vt_cert_set_given_slopes(c, t->na ? d->alpha : NULL);
+        vt_cert_set_split_beta(c, d->beta, beta);
         e = vt_cert_bounds(c, xl, xu, label, s, lb, alpha);
         vt_cert_set_given_slopes(c, NULL);
+        vt_cert_set_split_beta(c, NULL, NULL);
         if (e) break;
         uint32_t jmin;
         double mn = min_margin(lb, C, label, &jmin);
@@ -263,7 +287,10 @@ vt_err vti_bab_replay(vt_cert_ctx *c, const vt_cert_net *net, const double *xl, 
                                  "%s: %s: split tree node %u (a leaf): slope %zu is %.17g, not the %.17g certify writes "
                                  "(a stable ReLU's slope is CROWN's)",
                                  cert_path, where, q, k, d->alpha[k], alpha[k]);
-        const uint8_t *rl = d->rec + t->na * 8;
+        for (size_t k = 0; k < nb && !e; k++) /* taken as given: returned unchanged */
+            if (vt_f64_bits(beta[k]) != vt_f64_bits(d->beta[k]))
+                e = vt_set_error(VT_ERR_MISMATCH, "%s: %s: multiplier %zu is not the one recomputed", cert_path, wn, k);
+        const uint8_t *rl = rb + nb * 8;
         for (uint32_t j = 0; j < C && !e; j++)
             if (vt_get_u64le(rl + 8 * (size_t)j) != vt_f64_bits(lb[j]))
                 e = vt_set_error(VT_ERR_MISMATCH,
@@ -276,6 +303,6 @@ vt_err vti_bab_replay(vt_cert_ctx *c, const vt_cert_net *net, const double *xl, 
         }
     }
     vt_cert_set_splits(c, NULL, 0);
-    free(lb), free(alpha), free(sp);
+    free(lb), free(alpha), free(sp), free(beta);
     return e;
 }

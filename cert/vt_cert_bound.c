@@ -108,6 +108,15 @@ struct vt_cert_ctx {
     const vt_cert_split *splits;
     uint32_t n_splits;
     int infeasible;
+    /* beta-CROWN's multipliers of the splits (n_splits each): the current ones of the final passes
+     * (NULL: none), the search's, the best, their gradient; vt_cert_set_split_beta's given / output
+     * rows (n_spec_rows x n_splits), and the row being bounded */
+    const double *beta;
+    double *beta_cur, *beta_best, *beta_grad;
+    uint32_t beta_cap;
+    const double *beta_given;
+    double *beta_out;
+    uint32_t beta_r;
 };
 
 /* 1 once the deadline has passed (checked between neurons, rows and iterations; sticky). */
@@ -303,6 +312,9 @@ vt_err vt_cert_ctx_new(const vt_cert_net *net, vt_cert_ctx **out)
     c->alpha_cur = xcalloc(c->n_alpha_row, sizeof(double), &bad);
     c->alpha_best = xcalloc(c->n_alpha_row, sizeof(double), &bad);
     c->grad = xcalloc(c->n_alpha_row, sizeof(double), &bad);
+    c->beta_cur = xcalloc(VT_CERT_MAX_SPLITS, sizeof(double), &bad);
+    c->beta_best = xcalloc(VT_CERT_MAX_SPLITS, sizeof(double), &bad);
+    c->beta_grad = xcalloc(VT_CERT_MAX_SPLITS, sizeof(double), &bad);
     if (c->comm) {
         c->gbytes = xcalloc((size_t)c->size, sizeof(size_t), &bad);
         if (c->shard == VT_CERT_SHARD_TP) c->gtmp = xcalloc(c->maxw, sizeof(double), &bad);
@@ -333,6 +345,7 @@ void vt_cert_ctx_free(vt_cert_ctx *c)
     }
     free(c->v0), free(c->v1), free(c->v2), free(c->v3), free(c->xs);
     free(c->alpha_cur), free(c->alpha_best), free(c->grad);
+    free(c->beta_cur), free(c->beta_best), free(c->beta_grad);
     free(c->gbytes), free(c->gtmp), free(c->gbuf);
     free(c);
 }
@@ -465,6 +478,10 @@ static double backward_lb(vt_cert_ctx *c, uint32_t k, int from_a, const double *
     for (uint32_t m = 1; m < k; m++) aoff += c->n[m];
     for (uint32_t m = k; m >= 1; m--) {
         size_t out = c->n[m], in = c->n[m - 1];
+        if (c->beta && from_a && k == c->L && m < k) /* beta-CROWN: the objective minus sum beta s a_m[i] */
+            for (uint32_t q = 0; q < c->n_splits; q++)
+                if (c->splits[q].layer == m && c->splits[q].index < out)
+                    lam[c->splits[q].index] -= c->splits[q].active ? c->beta[q] : -c->beta[q];
         if (from_a || m < k) { /* a_m = z_m + b_m + e_m */
             K = DN(K + dot_lo(lam, c->b[m], out));
             for (size_t j = 0; j < out; j++) errv[j] = fabs(lam[j]);
@@ -537,8 +554,15 @@ static int apply_splits(vt_cert_ctx *c, uint32_t k)
 
 void vt_cert_set_splits(vt_cert_ctx *c, const vt_cert_split *s, uint32_t n)
 {
+    if (n > VT_CERT_MAX_SPLITS) n = VT_CERT_MAX_SPLITS;
     c->splits = n ? s : NULL;
     c->n_splits = n;
+}
+
+void vt_cert_set_split_beta(vt_cert_ctx *c, const double *given, double *out)
+{
+    c->beta_given = given;
+    c->beta_out = out;
 }
 
 int vt_cert_infeasible(const vt_cert_ctx *c) { return c->infeasible; }
@@ -604,6 +628,9 @@ static void alpha_grad(vt_cert_ctx *c, const double *alpha, double *g)
             for (size_t i = 0; i < in; i++) a += w[i] * c->fa[m - 1][i];
             double l = c->al[m][j], u = c->au[m][j], h;
             g[off + j] = 0;
+            if (c->beta)
+                for (uint32_t q = 0; q < c->n_splits; q++)
+                    if (c->splits[q].layer == m && c->splits[q].index == j) c->beta_grad[q] = c->splits[q].active ? -a : a;
             if (u <= 0) h = 0;
             else if (l >= 0) h = a;
             else if (c->mu[m][j] >= 0) {
@@ -636,30 +663,49 @@ static double crown_row(vt_cert_ctx *c, const double *row, const vt_cert_setting
         }
         off += c->n[m];
     }
+    /* beta-CROWN (branch and bound's subdomains, alpha-CROWN): the splits' multipliers, 0 or the given
+     * ones to start, searched with the slopes; any beta >= 0 gives a sound bound */
+    uint32_t ns = s->method == VT_CERT_ALPHA_CROWN ? c->n_splits : 0;
+    const double *bgiven = ns && c->beta_given ? c->beta_given + (size_t)c->beta_r * ns : NULL;
+    for (uint32_t q = 0; q < ns; q++) c->beta_cur[q] = bgiven ? bgiven[q] : 0;
+    c->beta = ns ? c->beta_cur : NULL;
     double best = backward_lb(c, L, 1, row, c->alpha_cur);
     memcpy(c->alpha_best, c->alpha_cur, na * sizeof(double));
+    memcpy(c->beta_best, c->beta_cur, ns * sizeof(double));
     if (s->method == VT_CERT_ALPHA_CROWN) {
         double step = s->alpha_step;
         for (uint32_t it = 0; !given && it < s->alpha_iters; it++) {
-            if (expired(c)) return -INFINITY;
+            if (expired(c)) {
+                c->beta = NULL;
+                return -INFINITY;
+            }
+            for (uint32_t q = 0; q < ns; q++) c->beta_grad[q] = 0;
             alpha_grad(c, c->alpha_cur, c->grad);
             for (size_t q = 0; q < na; q++) {
                 double a = c->alpha_cur[q] + (c->grad[q] > 0 ? step : c->grad[q] < 0 ? -step : 0);
                 c->alpha_cur[q] = a < 0 ? 0 : a > 1 ? 1 : a;
+            }
+            for (uint32_t q = 0; q < ns; q++) {
+                double b = c->beta_cur[q] + (c->beta_grad[q] > 0 ? step : c->beta_grad[q] < 0 ? -step : 0);
+                c->beta_cur[q] = b > 0 ? b : 0;
             }
             step *= s->alpha_decay;
             double v = backward_lb(c, L, 1, row, c->alpha_cur);
             if (v > best) {
                 best = v;
                 memcpy(c->alpha_best, c->alpha_cur, na * sizeof(double));
+                memcpy(c->beta_best, c->beta_cur, ns * sizeof(double));
             } else {
                 /* the gradient is taken at the best slopes found */
                 memcpy(c->alpha_cur, c->alpha_best, na * sizeof(double));
+                memcpy(c->beta_cur, c->beta_best, ns * sizeof(double));
                 (void)backward_lb(c, L, 1, row, c->alpha_cur);
             }
         }
         if (alpha) memcpy(alpha, c->alpha_best, na * sizeof(double));
+        if (ns && c->beta_out) memcpy(c->beta_out + (size_t)c->beta_r * ns, c->beta_best, ns * sizeof(double));
     }
+    c->beta = NULL;
     return best;
 }
 
@@ -670,6 +716,7 @@ vt_err vt_cert_bounds(vt_cert_ctx *c, const double *xl, const double *xu, uint32
     VT_RETURN_ERROR_IF(label >= no, VT_ERR_ARG, "certify: label %u of %u classes", label, no);
     size_t na = c->n_alpha_row;
     if (alpha) memset(alpha, 0, vt_cert_n_alpha(c) * sizeof *alpha);
+    if (c->beta_out) memset(c->beta_out, 0, (size_t)(no - 1) * c->n_splits * sizeof *c->beta_out);
     if (!layer_bounds(c, xl, xu, s->method)) { /* an empty subdomain: every bound holds */
         for (uint32_t j = 0; j < no; j++) lb[j] = j == label ? 0 : c->infeasible && !c->timed_out ? INFINITY : -INFINITY;
         return c->err;
@@ -689,6 +736,7 @@ vt_err vt_cert_bounds(vt_cert_ctx *c, const double *xl, const double *xu, uint32
         memset(row, 0, no * sizeof *row);
         row[label] = 1, row[j] = -1;
         const double *gv = c->given && s->method == VT_CERT_ALPHA_CROWN ? c->given + (size_t)r * na : NULL;
+        c->beta_r = r;
         double best = crown_row(c, row, s, gv, alpha ? alpha + (size_t)r * na : NULL);
         lb[j] = best > ibp ? best : ibp; /* both sound */
         r++;

@@ -61,13 +61,14 @@ vt_err vti_cert_slopes(const char *cert_path, const char *where, const uint8_t *
 /* Branch and bound's split tree (vt_cert_bab.c; docs/certify.md "Branch and bound", docs/format.md
  * "Certificate" version 5). Node 0 the root; an internal node splits (layer, index), its kid[0] the
  * active side (a >= 0), kid[1] the inactive one (a <= 0); a leaf holds its slopes (na: every margin's,
- * vt_cert_n_alpha) and its C margin bounds. */
+ * vt_cert_n_alpha), its beta-CROWN multipliers and its C margin bounds. */
 #define VTI_BAB_MAX_DEPTH 1024u
 #define VTI_BAB_MAX_NODES (1u << 24)
 typedef struct {
     int32_t parent, kid[2];
     uint32_t side, depth, split, layer, index;
-    double *alpha, *lb;    /* leaves */
+    double *alpha, *beta, *lb; /* leaves: slopes (na), multipliers ((C - 1) x depth: per margin, the path's
+                                * splits from the root), bounds (C) */
     const uint8_t *rec;    /* check: the leaf's recorded slopes, then its bounds */
 } vti_bab_node;
 typedef struct {

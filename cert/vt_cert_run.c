@@ -316,7 +316,7 @@ static vt_err compute(const vt_cert_opts *op, cert_run *r, vti_buf *o, vt_cert_r
                          : vt_cert_bounds(c, xl, xu, lab, &op->set, lb, na ? alpha : NULL);
         if (!e && bab && !rec) e = vti_bab_root(&tree, na, C, alpha, lb);
         if (e) {
-            if (rec) e = vt_error_prefix(e, "%s: %s", cert_path, where);
+            if (rec && !bab) e = vt_error_prefix(e, "%s: %s", cert_path, where); /* the replay names its node */
             break;
         }
         double mn = INFINITY;

@@ -3,8 +3,8 @@
 # "Branch and bound") end to end on a small MLP trained on the digits: it verifies examples that
 # alpha-CROWN leaves unknown (the counts asserted), never one the attack falsifies; its certificate
 # (version 5, the split trees) is re-checked byte for byte in other evaluation orders and written again
-# with the same bytes; a tree whose split is moved, whose leaf is dropped, whose slope or bound is
-# changed (signed again by the auditor's key) is rejected naming the node.
+# with the same bytes; a tree whose split is moved, whose leaf is dropped, whose slope, multiplier
+# (beta) or bound is changed (signed again by the auditor's key) is rejected naming the node.
 # shellcheck source=tests/e2e/lib.sh
 . "$(dirname "$0")/lib.sh"
 cert_begin cert_bab "${1:-}"
@@ -50,8 +50,10 @@ tamper() {
 }
 tamper split "split tree node [0-9]"
 tamper dropleaf "split tree node [0-9]* (layer [0-9]* neuron [0-9]*) lacks its inactive child"
-tamper alpha "split tree node [0-9]* (a leaf)"
+tamper alpha "example [0-9]*: split tree node [0-9]* (a leaf"
 tamper bound "split tree node [0-9]* (a leaf): margin [0-9]*'s recorded bound"
+tamper beta "example [0-9]*: split tree node [0-9]* (a leaf"
+tamper negbeta "split tree node [0-9]*: multiplier 0 is -0.25, not a finite beta >= 0"
 tamper unknown "not verified but records a split tree"
 # usage: beta-crown is for a committed run's examples; --domains only with it
 "$A" certify "$T/run" --eps $E --examples 2 --domains 5 >/dev/null 2>&1; [ $? -eq 64 ] || bad "--domains without beta-crown: not 64"

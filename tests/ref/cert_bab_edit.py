@@ -9,6 +9,8 @@ must reject it for its contents. Not part of the product.
   cert_bab_edit.py CERT dropleaf    the first multi-node tree's last leaf removed (the count one lower)
   cert_bab_edit.py CERT alpha       the first multi-node tree's first leaf with a slope inside (0, 1): those set to 0
   cert_bab_edit.py CERT bound       the first multi-node tree's first leaf: a margin's bound raised
+  cert_bab_edit.py CERT beta        the first multi-node tree's first leaf: its multipliers raised by 0.5
+  cert_bab_edit.py CERT negbeta     the first multi-node tree's first leaf: its first multiplier -0.25
   cert_bab_edit.py CERT unknown     the first multi-node tree's example recorded unknown
 The edits print the edited example's index."""
 import struct
@@ -26,11 +28,20 @@ def parse(b):
     for _ in range(n_ex):
         ans = u32(b, off + 8)
         t = off + 12 + c * 8 + (d * 4 if ans == 1 else 0)
-        p, nodes = t + 4, []
+        p, nodes, pending = t + 4, [], []  # pending: the children still to come at each open depth
         for _ in range(u32(b, t)):
-            kind = u32(b, p)
+            kind, depth = u32(b, p), len(pending)
             nodes.append((p, kind))
-            p += 12 if kind else 4 + (a + c) * 8
+            if kind:
+                p += 12
+                pending.append(2)
+            else:  # slopes, (C - 1) x depth multipliers, bounds
+                p += 4 + (a + (c - 1) * depth + c) * 8
+                while pending:
+                    pending[-1] -= 1
+                    if pending[-1]:
+                        break
+                    pending.pop()
         recs.append({"off": off, "index": u32(b, off), "ans": ans, "tree": t, "nodes": nodes, "end": p})
         off = p
     assert off == len(b) - 96, "trailing bytes"
@@ -65,11 +76,24 @@ def main():
                 break
         else:
             sys.exit("no leaf with a slope strictly inside (0, 1)")
-    elif cmd == "bound":
-        q = leaf + 4 + a * 8
+    elif cmd == "bound":  # the first leaf's bounds follow its slopes and multipliers
+        depth = 0
+        for p, k in nodes:
+            if p == leaf:
+                break
+            depth += 1 if k else 0  # preorder: the first leaf's ancestors are the splits before it
+        q = leaf + 4 + a * 8 + (c - 1) * depth * 8
         j = 0 if struct.unpack_from("<d", b, q)[0] != 0 else 1  # the label's own bound is 0
         v = struct.unpack_from("<d", b, q + 8 * j)[0]
         struct.pack_into("<d", b, q + 8 * j, v + 1e-3)
+    elif cmd == "beta":  # the first leaf with a split above it: its multipliers all raised by 0.5
+        depth = sum(1 for p, k in nodes if k and p < leaf)
+        q = leaf + 4 + a * 8
+        vals = struct.unpack_from("<%dd" % ((c - 1) * depth), b, q)
+        struct.pack_into("<%dd" % ((c - 1) * depth), b, q, *[v + 0.5 for v in vals])
+    elif cmd == "negbeta":  # a multiplier below 0
+        q = leaf + 4 + a * 8
+        struct.pack_into("<d", b, q, -0.25)
     elif cmd == "unknown":
         struct.pack_into("<I", b, r["off"] + 8, 2)
     else:

@@ -86,11 +86,22 @@ static void check_tree(const vt_cert_net *n, const vti_bab_tree *t, const float 
     }
 }
 
-/* The byte offset of preorder node k in a tree's bytes (na slopes, C bounds a leaf). */
+/* The byte offset of preorder node k in a tree's bytes (a leaf at depth t: na slopes, (C - 1) t
+ * multipliers, C bounds). */
 static size_t node_off(const uint8_t *p, uint32_t k, size_t na, uint32_t C)
 {
     size_t off = 4;
-    for (uint32_t q = 0; q < k; q++) off += vt_get_u32le(p + off) ? 12 : 4 + (na + C) * 8;
+    uint32_t pending[1100], sn = 0; /* the children still to come at each open depth */
+    for (uint32_t q = 0; q < k; q++) {
+        uint32_t depth = sn;
+        if (vt_get_u32le(p + off)) {
+            off += 12;
+            pending[sn++] = 2;
+        } else {
+            off += 4 + (na + (size_t)(C - 1) * depth + C) * 8;
+            while (sn && --pending[sn - 1] == 0) sn--;
+        }
+    }
     return off;
 }
 
