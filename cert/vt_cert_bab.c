@@ -3,7 +3,8 @@
  * BaBSR-like choice of the ReLU to split), the split tree a certificate records (version 5,
  * docs/format.md "Certificate") and its one-pass replay by check-certificate (no search: each leaf's
  * bound recomputed from its recorded slopes, rejected when it does not close, naming the node).
- * Every subdomain's bound is alpha-CROWN's sound bound (vt_cert_bound.c) with the splits' clamps. */
+ * Every subdomain's bound is alpha-CROWN's sound bound (vt_cert_bound.c) with the splits' clamps and
+ * beta-CROWN's multipliers. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
