@@ -97,8 +97,9 @@ static int cmd_certify(int argc, char **argv, int check)
         VT_OPT_S("--eps", "E", "the L-infinity radius around each example, in [0, 1] (certify of a run: required)", &eps),
         VT_OPT_U("--examples", "N", "the first N test examples (certify of a run: required)", 1, 1000000, &n),
         VT_OPT_C("--method", "ibp|crown|alpha-crown|beta-crown", "the bounds (default crown); beta-crown: branch and\n"
-                 "bound on ReLU splits, each subdomain bounded by alpha-CROWN (a committed MLP run;\n"
-                 "the certificate records the split tree, docs/certify.md \"Branch and bound\")", &method),
+                 "bound on ReLU splits, each subdomain bounded by alpha-CROWN with the splits'\n"
+                 "beta multipliers (a committed MLP run's examples; the certificate records\n"
+                 "the split tree, docs/certify.md \"Branch and bound\")", &method),
         VT_OPT_U("--domains", "N", "beta-crown: at most N subdomains bounded per example (default 200)", 1, 1000000,
                  &domains),
         VT_OPT_S("--intermediate", "crown|ibp", "a residual CNN's or convolutional ONNX file's pre-ReLU bounds for crown\n"
@@ -136,7 +137,10 @@ static int cmd_certify(int argc, char **argv, int check)
     const vt_cli_cmd checkc = {
         "auditor check-certificate", "CERT RUN_DIR [options] | CERT --onnx NET.onnx --vnnlib PROP.vnnlib [options]\n"
         "       | CERT RUN_DIR --vnnlib PROP.vnnlib [options]",
-        "recompute a certificate in one pass (no search, no attack) and compare its bytes",
+        "recompute a certificate in one pass (no search, no attack) and compare its bytes; a\n"
+        "beta-crown certificate: every leaf of each split tree bounded from its recorded slopes and\n"
+        "multipliers (a leaf that does not close, a missing branch or a changed value is rejected,\n"
+        "naming the node)",
         "split (the auditor's)", opts, NULL, 1, 2, 1,
         "exit status: 0 the certificate holds, 2 cannot check, a mismatch or a malformed file, 64 usage"};
     vt_cli_args pa, *a = &pa;
