@@ -371,6 +371,7 @@ static vt_err compute(const vt_cert_opts *op, cert_run *r, vti_buf *o, vt_cert_r
         for (uint32_t j = 0; j < C; j++) vti_put64(o, vt_f64_bits(lb[j]));
         if (ans == VT_CERT_FALSIFIED)
             for (uint32_t k = 0; k < d; k++) vti_put32(o, vt_f32_bits(cex[k]));
+        uint32_t tnodes = tree.n;
         if (bab) {
             vti_bab_put(o, &tree);
             vti_bab_free(&tree);
@@ -391,8 +392,11 @@ static vt_err compute(const vt_cert_opts *op, cert_run *r, vti_buf *o, vt_cert_r
         if (rep && rep->rep) {
             fprintf(rep->rep, "%s\n    {\"index\": %u, \"label\": %u, \"answer\": \"%s\", \"margin_lower_bound\": ",
                     rep->first ? "" : ",", i, lab, vt_cert_answer_name(ans));
-            if (isfinite(mn)) fprintf(rep->rep, "%.17g}", mn);
-            else fprintf(rep->rep, "null}");
+            if (isfinite(mn)) fprintf(rep->rep, "%.17g", mn);
+            else fprintf(rep->rep, "null");
+            if (bab) /* branch and bound: the subdomains bounded, the recorded tree's nodes */
+                fprintf(rep->rep, ", \"subdomains\": %u, \"tree_nodes\": %u", bounded, tnodes);
+            fprintf(rep->rep, "}");
             rep->first = 0;
         }
     }

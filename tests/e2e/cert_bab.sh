@@ -29,6 +29,9 @@ gained = sum(aa[i] == "unknown" and bb[i] == "verified" for i in aa)
 print("cert_bab: alpha-crown %d verified %d unknown; beta-crown %d verified %d unknown (%d closed by branch and bound)"
       % (a["verified"], a["unknown"], b["verified"], b["unknown"], gained))
 assert gained >= 2 and b["unknown"] < a["unknown"], "branch and bound closed %d" % gained
+# the report: a tree of more than one node only for a verified example; an unknown one bounded more than once
+assert all(e["tree_nodes"] == 1 or e["answer"] == "verified" for e in b["examples"]), "a tree for a non-verified example"
+assert all(e["subdomains"] > 1 for e in b["examples"] if aa[e["index"]] == "unknown"), "no search on an unknown example"
 PY
 T5="python3 $REF/cert_bab_edit.py"
 [ "$($T5 "$T/c.beta-crown" trees | awk '$3 > 1' | wc -l)" -ge 2 ] || bad "fewer than two split trees"
