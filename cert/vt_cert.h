@@ -112,6 +112,9 @@ int vt_cert_infeasible(const vt_cert_ctx *c);
  * its output; when every score is 0, |mu| u (-l) / (u - l) (plus a tiny width term); ties to the
  * lowest (layer, index). Returns 0 when no ReLU is unstable. Deterministic (fixed loops). */
 int vt_cert_branch_pick(vt_cert_ctx *c, const double *row, const double *alpha_row, uint32_t *layer, uint32_t *index);
+/* After vt_cert_branch_pick: the input (n[0] values, in the box) at which its pass's linear lower
+ * bound is smallest, a candidate counterexample for the attack (borrowed until the next pass). */
+const double *vt_cert_last_point(const vt_cert_ctx *c);
 /* Sound lower / upper bounds of row . y over the box [ol, ou] of y (n values; work: n doubles). */
 double vt_cert_row_lo(const double *row, const double *ol, const double *ou, uint32_t n, double *work);
 double vt_cert_row_hi(const double *row, const double *ol, const double *ou, uint32_t n, double *work);

@@ -85,17 +85,50 @@ static double min_margin(const double *lb, uint32_t C, uint32_t label, uint32_t 
     return mn;
 }
 
-vt_err vti_bab_search(vt_cert_ctx *c, const double *xl, const double *xu, uint32_t label, const vt_cert_settings *s,
-                      uint32_t C, vti_bab_tree *t, int *closed, uint32_t *bounded)
+/* The FP32 value nearest v in the exact ball of x (x itself when a few steps do not reach it). */
+static float ball_f32(double v, float x, double eps)
 {
-    *closed = 0, *bounded = 0;
+    float f = (float)v;
+    for (int k = 0; k < 8 && !vt_cert_in_ball(f, x, eps); k++) f = nextafterf(f, x);
+    return vt_cert_in_ball(f, x, eps) ? f : x;
+}
+
+/* The subdomain's candidate: the point where the pass of its worst margin is smallest, in FP32 in the
+ * ball; handed to confirm (the project's evaluation decides) when the FP64 network misclassifies it. */
+static vt_err try_point(vt_cert_ctx *c, const vti_bab_attack *at, uint32_t label, uint32_t C, double *lg, double *xd,
+                        float *xf, int *found)
+{
+    const double *p = vt_cert_last_point(c);
+    uint32_t d = at->d;
+    for (uint32_t i = 0; i < d; i++) xf[i] = ball_f32(p[i], at->x[i], at->eps), xd[i] = xf[i];
+    vt_cert_forward64(c, xd, lg);
+    int cand = 0;
+    for (uint32_t j = 0; j < C; j++)
+        if (j != label && lg[j] >= lg[label]) cand = 1;
+    if (!cand) return VT_OK;
+    int mis = 0;
+    VT_FORWARD_IF_ERROR(at->confirm(at->cctx, xf, label, &mis));
+    if (mis) {
+        memcpy(at->cex, xf, d * sizeof *xf);
+        *found = 1;
+    }
+    return VT_OK;
+}
+
+vt_err vti_bab_search(vt_cert_ctx *c, const double *xl, const double *xu, uint32_t label, const vt_cert_settings *s,
+                      uint32_t C, vti_bab_tree *t, int *closed, uint32_t *bounded, const vti_bab_attack *at, int *found)
+{
+    *closed = 0, *bounded = 0, *found = 0;
     vti_bab_free(t);
     size_t na = vt_cert_n_alpha(c), nar = vt_cert_n_alpha_row(c);
     t->na = na, t->C = C;
     double *lb = malloc(C * sizeof *lb), *alpha = malloc((na ? na : 1) * sizeof *alpha), *row = malloc(C * sizeof *row);
     double *beta = malloc((size_t)(C - 1) * VTI_BAB_MAX_DEPTH * sizeof *beta);
     vt_cert_split *sp = malloc(VTI_BAB_MAX_DEPTH * sizeof *sp);
-    vt_err e = !lb || !alpha || !row || !sp || !beta ? vt_set_error(VT_ERR_NOMEM, "out of memory") : VT_OK;
+    uint32_t d = at ? at->d : 1, maxw = vt_cert_max_width(c);
+    double *lg = malloc((maxw > C ? maxw : C) * sizeof *lg), *xd = malloc(d * sizeof *xd);
+    float *xf = malloc(d * sizeof *xf);
+    vt_err e = !lb || !alpha || !row || !sp || !beta || !lg || !xd || !xf ? vt_set_error(VT_ERR_NOMEM, "out of memory") : VT_OK;
     vt_cert_set_split_beta(c, NULL, beta);
     if (!e) e = add_node(t, -1, 0);
     int stopped = 0;
@@ -118,8 +151,11 @@ vt_err vti_bab_search(vt_cert_ctx *c, const double *xl, const double *xu, uint32
         uint32_t r = jmin - (jmin > label), layer, index;
         memset(row, 0, C * sizeof *row);
         row[label] = 1, row[jmin] = -1;
-        if (!vt_cert_branch_pick(c, row, s->method == VT_CERT_ALPHA_CROWN ? alpha + (size_t)r * nar : NULL, &layer, &index)) {
-            stopped = 1; /* nothing left to split: the relaxation is exact here, the bound stays <= 0 */
+        int more = vt_cert_branch_pick(c, row, s->method == VT_CERT_ALPHA_CROWN ? alpha + (size_t)r * nar : NULL, &layer, &index);
+        if (at) e = try_point(c, at, label, C, lg, xd, xf, found); /* the pass's smallest point, confirmed */
+        if (e) break;
+        if (*found || !more) { /* a counterexample, or nothing left to split (the relaxation is exact) */
+            stopped = 1;
             break;
         }
         t->v[q].layer = layer, t->v[q].index = index, t->v[q].split = 1;
@@ -129,7 +165,7 @@ vt_err vti_bab_search(vt_cert_ctx *c, const double *xl, const double *xu, uint32
     vt_cert_set_splits(c, NULL, 0);
     vt_cert_set_split_beta(c, NULL, NULL);
     if (!e && !stopped) *closed = 1;
-    free(lb), free(alpha), free(row), free(sp), free(beta);
+    free(lb), free(alpha), free(row), free(sp), free(beta), free(lg), free(xd), free(xf);
     return e;
 }
 

@@ -744,6 +744,8 @@ vt_err vt_cert_bounds(vt_cert_ctx *c, const double *xl, const double *xu, uint32
     return c->err;
 }
 
+const double *vt_cert_last_point(const vt_cert_ctx *c) { return c->xs; }
+
 int vt_cert_branch_pick(vt_cert_ctx *c, const double *row, const double *alpha_row, uint32_t *layer, uint32_t *index)
 {
     uint32_t L = c->L;

@@ -80,10 +80,22 @@ void vti_bab_free(vti_bab_tree *t);
 /* A tree of one leaf: the whole box's slopes and bounds. */
 vt_err vti_bab_root(vti_bab_tree *t, size_t na, uint32_t C, const double *alpha, const double *lb) VT_WARN_UNUSED;
 /* certify: breadth-first branch and bound over the box with s (alpha-CROWN) until every leaf closes
- * (*closed = 1) or s->bab_domains subdomains were bounded, the deadline passed or nothing is left to split
- * (*closed = 0, the tree then incomplete); *bounded: the subdomains bounded. */
+ * (*closed = 1) or s->bab_domains subdomains were bounded, the deadline passed, nothing is left to split
+ * or (at not NULL) a counterexample is confirmed (*found = 1, at->cex: each subdomain that does not close
+ * hands the point where its worst margin's pass is smallest, in FP32 in the ball, to at->confirm when
+ * the FP64 network misclassifies it) (*closed = 0, the tree then incomplete); *bounded: the subdomains
+ * bounded. */
+typedef struct { /* the attack inside the search: the example, its ball, the confirming evaluation */
+    const float *x;
+    double eps;
+    uint32_t d;
+    vt_cert_confirm_fn confirm;
+    void *cctx;
+    float *cex; /* d values: a confirmed counterexample */
+} vti_bab_attack;
 vt_err vti_bab_search(vt_cert_ctx *c, const double *xl, const double *xu, uint32_t label, const vt_cert_settings *s,
-                      uint32_t C, vti_bab_tree *t, int *closed, uint32_t *bounded) VT_WARN_UNUSED;
+                      uint32_t C, vti_bab_tree *t, int *closed, uint32_t *bounded, const vti_bab_attack *at,
+                      int *found) VT_WARN_UNUSED;
 /* Each margin's smallest bound over the leaves (sound over the box: the leaves cover it). */
 void vti_bab_min_lb(const vti_bab_tree *t, double *lb);
 /* The tree's bytes: its node count, then the nodes in preorder (docs/format.md). */

@@ -207,7 +207,8 @@ static void test_bab(void)
             memset(&t, 0, sizeof t);
             int closed = 0;
             uint32_t bounded = 0;
-            CHECK_OK(vti_bab_search(c, xl, xu, label, &set, C, &t, &closed, &bounded));
+            int found = 0;
+            CHECK_OK(vti_bab_search(c, xl, xu, label, &set, C, &t, &closed, &bounded, NULL, &found));
             CHECK(bounded >= 1 && bounded <= set.bab_domains, "%u subdomains bounded", bounded);
             trees++;
             if (closed && !(mn > 0)) closed_by_bab++;
@@ -218,7 +219,7 @@ static void test_bab(void)
             memset(&t2, 0, sizeof t2);
             int closed2 = 0;
             uint32_t bounded2 = 0;
-            CHECK_OK(vti_bab_search(c, xl, xu, label, &set, C, &t2, &closed2, &bounded2));
+            CHECK_OK(vti_bab_search(c, xl, xu, label, &set, C, &t2, &closed2, &bounded2, NULL, &found));
             vti_buf o1 = {0}, o2 = {0};
             if (closed) vti_bab_put(&o1, &t), vti_bab_put(&o2, &t2);
             CHECK(closed2 == closed && bounded2 == bounded && t2.n == t.n && o1.n == o2.n &&
