@@ -1,5 +1,6 @@
 /* vt_cert.h - robustness certificates of a committed MLP (docs/certify.md): sound bounds under
- * floating point (IBP, CROWN, alpha-CROWN), a deterministic attack, the signed certificate file
+ * floating point (IBP, CROWN, alpha-CROWN; branch and bound on ReLU splits with beta-CROWN's
+ * multipliers, cert/vt_cert_bab.c), a deterministic attack, the signed certificate file
  * (docs/format.md "Certificate") and `auditor certify` / `auditor check-certificate`.
  *
  * The network: L fully connected layers, z_k = W_k^T h_(k-1), a_k = RN32(RN32(z_k) + b_k) as the
