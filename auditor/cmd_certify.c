@@ -91,12 +91,17 @@ static int cmd_certify(int argc, char **argv, int check)
     memset(&o, 0, sizeof o);
     vt_order order = VT_ORDER_SPLIT;
     const char *signer = NULL, *eps = NULL;
-    uint64_t n = 0;
+    uint64_t n = 0, domains = 0;
     int method = 1; /* crown */
     const vt_cli_opt opts[] = {
         VT_OPT_S("--eps", "E", "the L-infinity radius around each example, in [0, 1] (certify of a run: required)", &eps),
         VT_OPT_U("--examples", "N", "the first N test examples (certify of a run: required)", 1, 1000000, &n),
-        VT_OPT_C("--method", "ibp|crown|alpha-crown", "the bounds (default crown)", &method),
+        VT_OPT_C("--method", "ibp|crown|alpha-crown|beta-crown", "the bounds (default crown); beta-crown: branch and\n"
+                 "bound on ReLU splits, each subdomain bounded by alpha-CROWN with the splits'\n"
+                 "beta multipliers (a committed MLP run's examples; the certificate records\n"
+                 "the split tree, docs/certify.md \"Branch and bound\")", &method),
+        VT_OPT_U("--domains", "N", "beta-crown: at most N subdomains bounded per example (default 200)", 1, 1000000,
+                 &domains),
         VT_OPT_S("--intermediate", "crown|ibp", "a residual CNN's or convolutional ONNX file's pre-ReLU bounds for crown\n"
                                                 "and alpha-crown: backward passes per neuron (crown, the default) or\n"
                                                 "IBP's (ibp: CROWN-IBP, faster)", &inter),
@@ -132,13 +137,18 @@ static int cmd_certify(int argc, char **argv, int check)
     const vt_cli_cmd checkc = {
         "auditor check-certificate", "CERT RUN_DIR [options] | CERT --onnx NET.onnx --vnnlib PROP.vnnlib [options]\n"
         "       | CERT RUN_DIR --vnnlib PROP.vnnlib [options]",
-        "recompute a certificate in one pass (no search, no attack) and compare its bytes",
+        "recompute a certificate in one pass (no search, no attack) and compare its bytes; a\n"
+        "beta-crown certificate: every leaf of each split tree bounded from its recorded slopes and\n"
+        "multipliers (a leaf that does not close, a missing branch or a changed value is rejected,\n"
+        "naming the node)",
         "split (the auditor's)", opts, NULL, 1, 2, 1,
         "exit status: 0 the certificate holds, 2 cannot check, a mismatch or a malformed file, 64 usage"};
     vt_cli_args pa, *a = &pa;
     int st = vt_cli_parse(check ? &checkc : &certify, argc, argv, 2, a);
     if (st >= 0) return st;
     vt_cert_settings_default(&o.set, method == 0 ? VT_CERT_IBP : method == 1 ? VT_CERT_CROWN : VT_CERT_ALPHA_CROWN);
+    if (method == 3) o.set.bab_domains = domains ? (uint32_t)domains : 200;
+    if (domains && method != 3) return vt_cli_usage_error(NULL, "auditor: --domains: for --method beta-crown");
     o.order = (int)order, o.examples = (uint32_t)n;
     if (inter) { /* after --method (which resets the settings) */
         if (check) return vt_cli_usage_error(NULL, "auditor check-certificate: --intermediate: the certificate records it");
@@ -170,6 +180,10 @@ static int cmd_certify(int argc, char **argv, int check)
         o.quiet = 1, o.out_path = NULL, o.report_path = NULL, o.vnnlib_dir = NULL;
         if (so.cex_path) so.cex_path = "/dev/null"; /* writing it evaluates the network: a collective */
     }
+    if ((so.onnx_path || so.vnnlib_path || instances || shard) && method == 3)
+        return vt_cli_usage_error(NULL, "auditor certify: --method beta-crown: a committed MLP run's examples only "
+                                        "(RUN_DIR --eps E --examples N), not yet with --vnnlib, --onnx, --instances "
+                                        "or --shard");
     if (so.onnx_path || so.vnnlib_path || instances)
         return cmd_certify_spec(a, check, &o, &so, timeout, eps, n, signer, instances);
     if (check) {
@@ -199,7 +213,7 @@ static int cmd_certify(int argc, char **argv, int check)
     }
     if (!o.quiet || o.out_path)
         printf("%s eps %.17g: %u verified, %u falsified, %u unknown of %u (verified accuracy %.1f%%)%s%s\n",
-               vt_cert_method_name(o.set.method), o.eps, r.verified, r.falsified, r.unknown, o.examples,
+               o.set.bab_domains ? "beta-crown" : vt_cert_method_name(o.set.method), o.eps, r.verified, r.falsified, r.unknown, o.examples,
                r.verified + r.falsified + r.unknown
                    ? 100.0 * r.verified / (r.verified + r.falsified + r.unknown) : 0.0, o.out_path ? "; certificate " : "",
                o.out_path ? o.out_path : "");

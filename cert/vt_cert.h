@@ -1,5 +1,6 @@
 /* vt_cert.h - robustness certificates of a committed MLP (docs/certify.md): sound bounds under
- * floating point (IBP, CROWN, alpha-CROWN), a deterministic attack, the signed certificate file
+ * floating point (IBP, CROWN, alpha-CROWN; branch and bound on ReLU splits with beta-CROWN's
+ * multipliers, cert/vt_cert_bab.c), a deterministic attack, the signed certificate file
  * (docs/format.md "Certificate") and `auditor certify` / `auditor check-certificate`.
  *
  * The network: L fully connected layers, z_k = W_k^T h_(k-1), a_k = RN32(RN32(z_k) + b_k) as the
@@ -37,6 +38,8 @@ typedef struct {
     uint32_t attack_iters;    /* steps per restart, step 2.5 eps / iters */
     uint64_t attack_seed;
     vt_cert_inter inter;      /* the layer graph's intermediate bounds (CROWN, alpha-CROWN); the default CROWN */
+    uint32_t bab_domains;     /* > 0 (--method beta-crown, alpha-CROWN): branch and bound on a committed MLP
+                               * run, at most this many subdomains bounded per example (certificate version 5) */
 } vt_cert_settings;
 
 void vt_cert_settings_default(vt_cert_settings *s, vt_cert_method m);
@@ -87,6 +90,32 @@ size_t vt_cert_n_alpha_row(const vt_cert_ctx *c);
  * row, no search (a bound is sound for any slopes in [0, 1]); the slopes returned are the given ones
  * with the stable values' replaced by CROWN's (what certify writes there). Borrowed until reset. */
 void vt_cert_set_given_slopes(vt_cert_ctx *c, const double *alpha);
+/* Branch and bound (docs/certify.md "Branch and bound"): the ReLU splits of a subdomain (borrowed
+ * until reset; NULL / 0: the whole box). Split (layer k in 1..L-1, neuron index) active: a_k >= 0,
+ * inactive: a_k <= 0 (a_k the ReLU's input, deployed and real network). The bounds after it hold over
+ * the subdomain; when its splits exclude each other's bounds (an empty subdomain), vt_cert_infeasible
+ * is 1 and vt_cert_bounds gives +infinity. */
+typedef struct {
+    uint32_t layer, index, active;
+} vt_cert_split;
+#define VT_CERT_MAX_SPLITS 1024u /* splits of one subdomain (the depth of branch and bound's tree) */
+void vt_cert_set_splits(vt_cert_ctx *c, const vt_cert_split *s, uint32_t n);
+/* beta-CROWN's multipliers of the splits (alpha-CROWN with splits set): vt_cert_bounds subtracts
+ * sum_q beta_q s_q a_q (s_q = +1 active, -1 inactive) from each margin's objective in its final
+ * passes (sound for any beta >= 0: the term is >= 0 on the subdomain) and searches them with the
+ * slopes from 0, or, given (NULL: search), takes them as they are (check-certificate). Layout of
+ * given and out (NULL: not kept): per margin row (j != label, increasing), the n splits' values. */
+void vt_cert_set_split_beta(vt_cert_ctx *c, const double *given, double *out);
+int vt_cert_infeasible(const vt_cert_ctx *c);
+/* The branching choice after vt_cert_bounds on the same box and splits: the unstable ReLU with the
+ * largest BaBSR-like score from the backward pass of row (n[L] values) with alpha_row's slopes (one
+ * row of vt_cert_n_alpha_row; NULL: CROWN's): max(0, -mu) u (-l) / (u - l), mu the coefficient of
+ * its output; when every score is 0, |mu| u (-l) / (u - l) (plus a tiny width term); ties to the
+ * lowest (layer, index). Returns 0 when no ReLU is unstable. Deterministic (fixed loops). */
+int vt_cert_branch_pick(vt_cert_ctx *c, const double *row, const double *alpha_row, uint32_t *layer, uint32_t *index);
+/* After vt_cert_branch_pick: the input (n[0] values, in the box) at which its pass's linear lower
+ * bound is smallest, a candidate counterexample for the attack (borrowed until the next pass). */
+const double *vt_cert_last_point(const vt_cert_ctx *c);
 /* Sound lower / upper bounds of row . y over the box [ol, ou] of y (n values; work: n doubles). */
 double vt_cert_row_lo(const double *row, const double *ol, const double *ou, uint32_t n, double *work);
 double vt_cert_row_hi(const double *row, const double *ol, const double *ou, uint32_t n, double *work);

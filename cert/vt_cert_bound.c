@@ -103,6 +103,20 @@ struct vt_cert_ctx {
     double *gbuf;            /* FSDP: the gathered layer (the largest layer's size) */
     uint32_t gk, gt;         /* FSDP: gbuf holds layer gk, WT (gt = 1) or W (gt = 2); 0: nothing */
     vt_err err;              /* the first failed collective (sticky) */
+    /* branch and bound (vt_cert_set_splits): the subdomain's ReLU splits (borrowed), and whether the
+     * last layer_bounds found the subdomain empty */
+    const vt_cert_split *splits;
+    uint32_t n_splits;
+    int infeasible;
+    /* beta-CROWN's multipliers of the splits (n_splits each): the current ones of the final passes
+     * (NULL: none), the search's, the best, their gradient; vt_cert_set_split_beta's given / output
+     * rows (n_spec_rows x n_splits), and the row being bounded */
+    const double *beta;
+    double *beta_cur, *beta_best, *beta_grad;
+    uint32_t beta_cap;
+    const double *beta_given;
+    double *beta_out;
+    uint32_t beta_r;
 };
 
 /* 1 once the deadline has passed (checked between neurons, rows and iterations; sticky). */
@@ -298,6 +312,9 @@ vt_err vt_cert_ctx_new(const vt_cert_net *net, vt_cert_ctx **out)
     c->alpha_cur = xcalloc(c->n_alpha_row, sizeof(double), &bad);
     c->alpha_best = xcalloc(c->n_alpha_row, sizeof(double), &bad);
     c->grad = xcalloc(c->n_alpha_row, sizeof(double), &bad);
+    c->beta_cur = xcalloc(VT_CERT_MAX_SPLITS, sizeof(double), &bad);
+    c->beta_best = xcalloc(VT_CERT_MAX_SPLITS, sizeof(double), &bad);
+    c->beta_grad = xcalloc(VT_CERT_MAX_SPLITS, sizeof(double), &bad);
     if (c->comm) {
         c->gbytes = xcalloc((size_t)c->size, sizeof(size_t), &bad);
         if (c->shard == VT_CERT_SHARD_TP) c->gtmp = xcalloc(c->maxw, sizeof(double), &bad);
@@ -328,6 +345,7 @@ void vt_cert_ctx_free(vt_cert_ctx *c)
     }
     free(c->v0), free(c->v1), free(c->v2), free(c->v3), free(c->xs);
     free(c->alpha_cur), free(c->alpha_best), free(c->grad);
+    free(c->beta_cur), free(c->beta_best), free(c->beta_grad);
     free(c->gbytes), free(c->gtmp), free(c->gbuf);
     free(c);
 }
@@ -460,6 +478,10 @@ static double backward_lb(vt_cert_ctx *c, uint32_t k, int from_a, const double *
     for (uint32_t m = 1; m < k; m++) aoff += c->n[m];
     for (uint32_t m = k; m >= 1; m--) {
         size_t out = c->n[m], in = c->n[m - 1];
+        if (c->beta && from_a && k == c->L && m < k) /* beta-CROWN: the objective minus sum beta s a_m[i] */
+            for (uint32_t q = 0; q < c->n_splits; q++)
+                if (c->splits[q].layer == m && c->splits[q].index < out)
+                    lam[c->splits[q].index] -= c->splits[q].active ? c->beta[q] : -c->beta[q];
         if (from_a || m < k) { /* a_m = z_m + b_m + e_m */
             K = DN(K + dot_lo(lam, c->b[m], out));
             for (size_t j = 0; j < out; j++) errv[j] = fabs(lam[j]);
@@ -504,10 +526,52 @@ static double backward_lb(vt_cert_ctx *c, uint32_t k, int from_a, const double *
     return K == K ? K : -INFINITY;
 }
 
+/* Branch and bound's subdomain (docs/certify.md "Branch and bound"): after layer k's bounds, each
+ * split of layer k clamps its ReLU's input a (both networks' interval): active (a >= 0): l :=
+ * max(l, 0), the ReLU the identity; inactive (a <= 0): u := min(u, 0), the ReLU zero. Sound over the
+ * subdomain {x in the box, a(x) on the split's side} (for each network), and the two sides of a split
+ * cover its parent. A side the bounds exclude (active with u < 0, inactive with l > 0) is empty:
+ * infeasible is set and 0 returned (every bound of an empty set holds). */
+static int apply_splits(vt_cert_ctx *c, uint32_t k)
+{
+    for (uint32_t q = 0; q < c->n_splits; q++) {
+        const vt_cert_split *sp = &c->splits[q];
+        if (sp->layer != k || k >= c->L || sp->index >= c->n[k]) continue;
+        uint32_t j = sp->index;
+        double al = c->al[k][j], au = c->au[k][j];
+        if (sp->active ? au < 0 : al > 0) {
+            c->infeasible = 1;
+            return 0;
+        }
+        if (sp->active) al = al > 0 ? al : 0;
+        else au = au < 0 ? au : 0;
+        c->al[k][j] = al, c->au[k][j] = au;
+        c->hl[k][j] = al > 0 ? al : 0, c->hu[k][j] = c->hm[k][j] = au > 0 ? au : 0;
+        c->slope[k][j] = 0; /* stable now */
+    }
+    return 1;
+}
+
+void vt_cert_set_splits(vt_cert_ctx *c, const vt_cert_split *s, uint32_t n)
+{
+    if (n > VT_CERT_MAX_SPLITS) n = VT_CERT_MAX_SPLITS;
+    c->splits = n ? s : NULL;
+    c->n_splits = n;
+}
+
+void vt_cert_set_split_beta(vt_cert_ctx *c, const double *given, double *out)
+{
+    c->beta_given = given;
+    c->beta_out = out;
+}
+
+int vt_cert_infeasible(const vt_cert_ctx *c) { return c->infeasible; }
+
 /* The intermediate bounds of the box: IBP for IBP, else CROWN intersected with IBP. Returns 0 when
  * a bound is not finite (the answer is then unknown). */
 static int layer_bounds(vt_cert_ctx *c, const double *xl, const double *xu, vt_cert_method meth)
 {
+    c->infeasible = 0;
     for (uint32_t i = 0; i < c->n[0]; i++) {
         c->hl[0][i] = xl[i], c->hu[0][i] = xu[i];
         c->hm[0][i] = fmax(fabs(xl[i]), fabs(xu[i]));
@@ -530,6 +594,7 @@ static int layer_bounds(vt_cert_ctx *c, const double *xl, const double *xu, vt_c
             }
         }
         if (!finish_layer(c, k)) return 0;
+        if (!apply_splits(c, k)) return 0;
     }
     return 1;
 }
@@ -563,6 +628,9 @@ static void alpha_grad(vt_cert_ctx *c, const double *alpha, double *g)
             for (size_t i = 0; i < in; i++) a += w[i] * c->fa[m - 1][i];
             double l = c->al[m][j], u = c->au[m][j], h;
             g[off + j] = 0;
+            if (c->beta)
+                for (uint32_t q = 0; q < c->n_splits; q++)
+                    if (c->splits[q].layer == m && c->splits[q].index == j) c->beta_grad[q] = c->splits[q].active ? -a : a;
             if (u <= 0) h = 0;
             else if (l >= 0) h = a;
             else if (c->mu[m][j] >= 0) {
@@ -595,30 +663,49 @@ static double crown_row(vt_cert_ctx *c, const double *row, const vt_cert_setting
         }
         off += c->n[m];
     }
+    /* beta-CROWN (branch and bound's subdomains, alpha-CROWN): the splits' multipliers, 0 or the given
+     * ones to start, searched with the slopes; any beta >= 0 gives a sound bound */
+    uint32_t ns = s->method == VT_CERT_ALPHA_CROWN ? c->n_splits : 0;
+    const double *bgiven = ns && c->beta_given ? c->beta_given + (size_t)c->beta_r * ns : NULL;
+    for (uint32_t q = 0; q < ns; q++) c->beta_cur[q] = bgiven ? bgiven[q] : 0;
+    c->beta = ns ? c->beta_cur : NULL;
     double best = backward_lb(c, L, 1, row, c->alpha_cur);
     memcpy(c->alpha_best, c->alpha_cur, na * sizeof(double));
+    memcpy(c->beta_best, c->beta_cur, ns * sizeof(double));
     if (s->method == VT_CERT_ALPHA_CROWN) {
         double step = s->alpha_step;
         for (uint32_t it = 0; !given && it < s->alpha_iters; it++) {
-            if (expired(c)) return -INFINITY;
+            if (expired(c)) {
+                c->beta = NULL;
+                return -INFINITY;
+            }
+            for (uint32_t q = 0; q < ns; q++) c->beta_grad[q] = 0;
             alpha_grad(c, c->alpha_cur, c->grad);
             for (size_t q = 0; q < na; q++) {
                 double a = c->alpha_cur[q] + (c->grad[q] > 0 ? step : c->grad[q] < 0 ? -step : 0);
                 c->alpha_cur[q] = a < 0 ? 0 : a > 1 ? 1 : a;
+            }
+            for (uint32_t q = 0; q < ns; q++) {
+                double b = c->beta_cur[q] + (c->beta_grad[q] > 0 ? step : c->beta_grad[q] < 0 ? -step : 0);
+                c->beta_cur[q] = b > 0 ? b : 0;
             }
             step *= s->alpha_decay;
             double v = backward_lb(c, L, 1, row, c->alpha_cur);
             if (v > best) {
                 best = v;
                 memcpy(c->alpha_best, c->alpha_cur, na * sizeof(double));
+                memcpy(c->beta_best, c->beta_cur, ns * sizeof(double));
             } else {
                 /* the gradient is taken at the best slopes found */
                 memcpy(c->alpha_cur, c->alpha_best, na * sizeof(double));
+                memcpy(c->beta_cur, c->beta_best, ns * sizeof(double));
                 (void)backward_lb(c, L, 1, row, c->alpha_cur);
             }
         }
         if (alpha) memcpy(alpha, c->alpha_best, na * sizeof(double));
+        if (ns && c->beta_out) memcpy(c->beta_out + (size_t)c->beta_r * ns, c->beta_best, ns * sizeof(double));
     }
+    c->beta = NULL;
     return best;
 }
 
@@ -629,8 +716,9 @@ vt_err vt_cert_bounds(vt_cert_ctx *c, const double *xl, const double *xu, uint32
     VT_RETURN_ERROR_IF(label >= no, VT_ERR_ARG, "certify: label %u of %u classes", label, no);
     size_t na = c->n_alpha_row;
     if (alpha) memset(alpha, 0, vt_cert_n_alpha(c) * sizeof *alpha);
-    if (!layer_bounds(c, xl, xu, s->method)) {
-        for (uint32_t j = 0; j < no; j++) lb[j] = j == label ? 0 : -INFINITY;
+    if (c->beta_out) memset(c->beta_out, 0, (size_t)(no - 1) * c->n_splits * sizeof *c->beta_out);
+    if (!layer_bounds(c, xl, xu, s->method)) { /* an empty subdomain: every bound holds */
+        for (uint32_t j = 0; j < no; j++) lb[j] = j == label ? 0 : c->infeasible && !c->timed_out ? INFINITY : -INFINITY;
         return c->err;
     }
     for (uint32_t j = 0, r = 0; j < no; j++) {
@@ -648,11 +736,36 @@ vt_err vt_cert_bounds(vt_cert_ctx *c, const double *xl, const double *xu, uint32
         memset(row, 0, no * sizeof *row);
         row[label] = 1, row[j] = -1;
         const double *gv = c->given && s->method == VT_CERT_ALPHA_CROWN ? c->given + (size_t)r * na : NULL;
+        c->beta_r = r;
         double best = crown_row(c, row, s, gv, alpha ? alpha + (size_t)r * na : NULL);
         lb[j] = best > ibp ? best : ibp; /* both sound */
         r++;
     }
     return c->err;
+}
+
+const double *vt_cert_last_point(const vt_cert_ctx *c) { return c->xs; }
+
+int vt_cert_branch_pick(vt_cert_ctx *c, const double *row, const double *alpha_row, uint32_t *layer, uint32_t *index)
+{
+    uint32_t L = c->L;
+    if (L < 2) return 0;
+    (void)backward_lb(c, L, 1, row, alpha_row); /* leaves each h_m's coefficient in mu[m] */
+    double best = -1, best2 = -1;
+    uint32_t bl = 0, bi = 0, bl2 = 0, bi2 = 0;
+    for (uint32_t m = 1; m < L; m++)
+        for (uint32_t i = 0; i < c->n[m]; i++) {
+            double l = c->al[m][i], u = c->au[m][i], v = c->mu[m][i];
+            if (!(l < 0 && u > 0)) continue;
+            double w = u * -l / (u - l); /* the upper line's intercept at a = 0 */
+            double s1 = v < 0 ? -v * w : 0, s2 = fabs(v) * w + w * 0x1p-60;
+            if (s1 > best) best = s1, bl = m, bi = i;
+            if (s2 > best2) best2 = s2, bl2 = m, bi2 = i;
+        }
+    if (best2 < 0) return 0; /* no unstable ReLU left */
+    if (best > 0) *layer = bl, *index = bi;
+    else *layer = bl2, *index = bi2;
+    return 1;
 }
 
 double vt_cert_row_lo(const double *row, const double *ol, const double *ou, uint32_t n, double *work)

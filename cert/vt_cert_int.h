@@ -58,6 +58,61 @@ void vti_cert_settings_json(FILE *f, const vt_cert_settings *s, int graph);
  * [0, 1]; VT_ERR_MISMATCH naming where (an example, the property) and the first other one (NaN too). */
 vt_err vti_cert_slopes(const char *cert_path, const char *where, const uint8_t *p, size_t n, double *a) VT_WARN_UNUSED;
 
+/* Branch and bound's split tree (vt_cert_bab.c; docs/certify.md "Branch and bound", docs/format.md
+ * "Certificate" version 5). Node 0 the root; an internal node splits (layer, index), its kid[0] the
+ * active side (a >= 0), kid[1] the inactive one (a <= 0); a leaf holds its slopes (na: every margin's,
+ * vt_cert_n_alpha), its beta-CROWN multipliers and its C margin bounds. */
+#define VTI_BAB_MAX_DEPTH 1024u
+#define VTI_BAB_MAX_NODES (1u << 24)
+typedef struct {
+    int32_t parent, kid[2];
+    uint32_t side, depth, split, layer, index;
+    double *alpha, *beta, *lb; /* leaves: slopes (na), multipliers ((C - 1) x depth: per margin, the path's
+                                * splits from the root), bounds (C) */
+    const uint8_t *rec;    /* check: the leaf's recorded slopes, then its bounds */
+} vti_bab_node;
+typedef struct {
+    vti_bab_node *v;
+    uint32_t n, cap, C;
+    size_t na;
+} vti_bab_tree;
+void vti_bab_free(vti_bab_tree *t);
+/* A tree of one leaf: the whole box's slopes and bounds. */
+vt_err vti_bab_root(vti_bab_tree *t, size_t na, uint32_t C, const double *alpha, const double *lb) VT_WARN_UNUSED;
+/* certify: breadth-first branch and bound over the box with s (alpha-CROWN) until every leaf closes
+ * (*closed = 1) or s->bab_domains subdomains were bounded, the deadline passed, nothing is left to split
+ * or (at not NULL) a counterexample is confirmed (*found = 1, at->cex: each subdomain that does not close
+ * hands the point where its worst margin's pass is smallest, in FP32 in the ball, to at->confirm when
+ * the FP64 network misclassifies it) (*closed = 0, the tree then incomplete); *bounded: the subdomains
+ * bounded. */
+typedef struct { /* the attack inside the search: the example, its ball, the confirming evaluation */
+    const float *x;
+    double eps;
+    uint32_t d;
+    vt_cert_confirm_fn confirm;
+    void *cctx;
+    float *cex; /* d values: a confirmed counterexample */
+} vti_bab_attack;
+vt_err vti_bab_search(vt_cert_ctx *c, const double *xl, const double *xu, uint32_t label, const vt_cert_settings *s,
+                      uint32_t C, vti_bab_tree *t, int *closed, uint32_t *bounded, const vti_bab_attack *at,
+                      int *found) VT_WARN_UNUSED;
+/* Each margin's smallest bound over the leaves (sound over the box: the leaves cover it). */
+void vti_bab_min_lb(const vti_bab_tree *t, double *lb);
+/* The tree's bytes: its node count, then the nodes in preorder (docs/format.md). */
+void vti_bab_put(vti_buf *o, const vti_bab_tree *t);
+/* Reads (t NULL: only checks) a recorded tree at p (avail bytes): every length, the structure (every
+ * split has both children, nothing after the tree is complete, the depth), naming the node;
+ * *used: its bytes. VT_ERR_FORMAT. */
+vt_err vti_bab_scan(const uint8_t *p, size_t avail, size_t na, uint32_t C, const char *where, vti_bab_tree *t,
+                    size_t *used) VT_WARN_UNUSED;
+/* check-certificate: every leaf's bound recomputed from its recorded slopes (one backward pass a margin,
+ * no search) with its path's splits; VT_ERR_MISMATCH naming the node for a split that is not a hidden
+ * ReLU or repeats one above it, a leaf of a tree of more than one node whose bound does not close, or a
+ * recorded bound that is not the recomputed one. *closed: every leaf closes. */
+vt_err vti_bab_replay(vt_cert_ctx *c, const vt_cert_net *net, const double *xl, const double *xu, uint32_t label,
+                      const vt_cert_settings *s, vti_bab_tree *t, const char *cert_path, const char *where,
+                      int *closed) VT_WARN_UNUSED;
+
 /* A committed run's final state for the VNN-LIB path (vt_cert_spec.c, `certify RUN_DIR --vnnlib`):
  * loaded and checked as `certify RUN_DIR` loads it (vt_cert_run.c); *net borrows from *out (a residual
  * CNN: its widths only, the network being vti_cert_run_graph's graph, owned by the run). */

@@ -28,6 +28,7 @@
 #define CERT_MAGIC "VTCERT01"
 #define CERT_VERSION 1u
 #define CERT_VERSION_CNN 4u /* version 1's layout, a residual CNN run bounded as a graph (vt_cert_graph.h); alpha-CROWN: per example its unstable ReLU values' slopes */
+#define CERT_VERSION_BAB 5u /* version 1's header, an MLP run by branch and bound: each example's split tree in place of its slopes */
 #define CERT_HEADER 244u
 
 typedef struct {
@@ -201,7 +202,7 @@ static void put_header(vti_buf *o, const vt_cert_opts *op, const cert_run *r, ui
 {
     const vt_cert_settings *s = &op->set;
     vti_put(o, CERT_MAGIC, 8);
-    vti_put32(o, r->graph ? CERT_VERSION_CNN : CERT_VERSION), vti_put32(o, vti_cert_method_word(s, r->graph != NULL)), vti_put32(o, op->examples);
+    vti_put32(o, r->graph ? CERT_VERSION_CNN : s->bab_domains ? CERT_VERSION_BAB : CERT_VERSION), vti_put32(o, vti_cert_method_word(s, r->graph != NULL)), vti_put32(o, op->examples);
     vti_put32(o, r->net.n[r->net.L]), vti_put32(o, r->net.n[0]), vti_put32(o, n_alpha);
     vti_put64(o, r->ex.step), vti_put64(o, vt_f64_bits(op->eps));
     vti_put32(o, s->alpha_iters), vti_put64(o, vt_f64_bits(s->alpha_step)), vti_put64(o, vt_f64_bits(s->alpha_decay));
@@ -259,8 +260,13 @@ static vt_err compute(const vt_cert_opts *op, cert_run *r, vti_buf *o, vt_cert_r
     uint32_t d = r->net.n[0], C = r->net.n[r->net.L];
     /* a CNN: the header gives the ReLU values (each example records its unstable ones' slopes) */
     int galpha = r->graph && op->set.method == VT_CERT_ALPHA_CROWN;
+    int bab = !r->graph && op->set.bab_domains > 0; /* version 5: a split tree an example */
+    vti_bab_tree tree;
+    memset(&tree, 0, sizeof tree);
     size_t na = op->set.method != VT_CERT_ALPHA_CROWN ? 0 : r->graph ? vt_cert_graph_n_relu(r->graph) : vt_cert_n_alpha(c);
     vt_err e = na > UINT32_MAX ? vt_set_error(VT_ERR_LIMIT, "certify: too many slopes") : VT_OK;
+    if (!e && (bab && (r->graph || op->set.method != VT_CERT_ALPHA_CROWN)))
+        e = vt_set_error(VT_ERR_UNSUPPORTED, "certify: beta-crown: a committed MLP run (alpha-CROWN's subdomain bounds)");
     put_header(o, op, r, (uint32_t)na);
     double *xl = malloc(d * sizeof *xl), *xu = malloc(d * sizeof *xu), *lb = malloc(C * sizeof *lb),
            *alpha = malloc((na && !galpha ? na : 1) * sizeof *alpha);
@@ -279,7 +285,11 @@ static vt_err compute(const vt_cert_opts *op, cert_run *r, vti_buf *o, vt_cert_r
         uint64_t rh = rec ? rec_head(rec, C, d) : 0;
         char where[64];
         snprintf(where, sizeof where, "example %u", i);
-        if (rec && galpha) {
+        if (rec && bab) { /* the recorded split tree (vti_cert_parse_run checked its structure) */
+            size_t used = 0;
+            e = vti_bab_scan(rec + rh, SIZE_MAX, na, C, where, &tree, &used);
+            roff += rh + used;
+        } else if (rec && galpha) {
             uint32_t U = vt_get_u32le(rec + rh);
             e = vti_cert_slopes(cert_path, where, rec + rh + 4, (size_t)(C - 1) * U, given);
             if (!e) vt_cert_graph_given_slopes(r->graph, given, U);
@@ -296,10 +306,17 @@ static vt_err compute(const vt_cert_opts *op, cert_run *r, vti_buf *o, vt_cert_r
         vt_cert_box(x, d, op->eps, xl, xu);
         if (op->vnnlib_dir) e = write_vnnlib(op->vnnlib_dir, i, xl, xu, d, lab, C);
         if (e) break;
-        e = r->graph ? vt_cert_graph_bounds(r->graph, xl, xu, lab, op->set.method, lb)
-                     : vt_cert_bounds(c, xl, xu, lab, &op->set, lb, na ? alpha : NULL);
+        int closed = 0;
+        uint32_t bounded = 1;
+        if (rec && bab) { /* the one pass: every leaf's bound from its slopes */
+            e = vti_bab_replay(c, &r->net, xl, xu, lab, &op->set, &tree, cert_path, where, &closed);
+            if (!e) vti_bab_min_lb(&tree, lb);
+        } else
+            e = r->graph ? vt_cert_graph_bounds(r->graph, xl, xu, lab, op->set.method, lb)
+                         : vt_cert_bounds(c, xl, xu, lab, &op->set, lb, na ? alpha : NULL);
+        if (!e && bab && !rec) e = vti_bab_root(&tree, na, C, alpha, lb);
         if (e) {
-            if (rec) e = vt_error_prefix(e, "%s: %s", cert_path, where);
+            if (rec && !bab) e = vt_error_prefix(e, "%s: %s", cert_path, where); /* the replay names its node */
             break;
         }
         double mn = INFINITY;
@@ -323,6 +340,24 @@ static vt_err compute(const vt_cert_opts *op, cert_run *r, vti_buf *o, vt_cert_r
                          : vt_cert_attack(c, x, op->eps, lab, i, &op->set, confirm, r, cex, &found);
             if (e) break;
             if (found) ans = VT_CERT_FALSIFIED;
+            if (!found && bab) { /* branch and bound: the tree replaces the root leaf when every leaf closes */
+                vti_bab_tree t2;
+                memset(&t2, 0, sizeof t2);
+                vti_bab_attack at = {x, op->eps, d, confirm, r, cex};
+                e = vti_bab_search(c, xl, xu, lab, &op->set, C, &t2, &closed, &bounded, &at, &found);
+                if (!e && found) ans = VT_CERT_FALSIFIED; /* confirmed by the exact evaluation */
+                if (!e && closed) {
+                    vti_bab_free(&tree);
+                    tree = t2;
+                    vti_bab_min_lb(&tree, lb);
+                    mn = INFINITY;
+                    for (uint32_t j = 0; j < C; j++)
+                        if (j != lab && lb[j] < mn) mn = lb[j];
+                    ans = VT_CERT_VERIFIED;
+                } else
+                    vti_bab_free(&t2);
+                if (e) break;
+            }
         }
         if (rec && vt_get_u32le(rec + 8) != (uint32_t)ans) {
             e = vt_set_error(VT_ERR_MISMATCH, "%s: %s is recorded %s; the one-pass check gives %s%s", cert_path, where,
@@ -338,7 +373,11 @@ static vt_err compute(const vt_cert_opts *op, cert_run *r, vti_buf *o, vt_cert_r
         for (uint32_t j = 0; j < C; j++) vti_put64(o, vt_f64_bits(lb[j]));
         if (ans == VT_CERT_FALSIFIED)
             for (uint32_t k = 0; k < d; k++) vti_put32(o, vt_f32_bits(cex[k]));
-        if (galpha) { /* the unstable values' count, then the margins' slopes (j != label, increasing j) */
+        uint32_t tnodes = tree.n;
+        if (bab) {
+            vti_bab_put(o, &tree);
+            vti_bab_free(&tree);
+        } else if (galpha) { /* the unstable values' count, then the margins' slopes (j != label, increasing j) */
             uint32_t U = vt_cert_graph_n_alpha(r->graph);
             const double *ga = vt_cert_graph_alpha(r->graph);
             vti_put32(o, U);
@@ -346,19 +385,26 @@ static vt_err compute(const vt_cert_opts *op, cert_run *r, vti_buf *o, vt_cert_r
         } else
             for (size_t k = 0; k < na; k++) vti_put64(o, vt_f64_bits(alpha[k]));
         if (!op->quiet) { /* the progress of a long certification, also when standard output is a file */
-            printf("example %4u  label %u  %-9s  min margin >= %.6g\n", i, lab, vt_cert_answer_name(ans), mn);
+            if (bab)
+                printf("example %4u  label %u  %-9s  min margin >= %.6g  subdomains %u\n", i, lab,
+                       vt_cert_answer_name(ans), mn, bounded);
+            else printf("example %4u  label %u  %-9s  min margin >= %.6g\n", i, lab, vt_cert_answer_name(ans), mn);
             fflush(stdout);
         }
         if (rep && rep->rep) {
             fprintf(rep->rep, "%s\n    {\"index\": %u, \"label\": %u, \"answer\": \"%s\", \"margin_lower_bound\": ",
                     rep->first ? "" : ",", i, lab, vt_cert_answer_name(ans));
-            if (isfinite(mn)) fprintf(rep->rep, "%.17g}", mn);
-            else fprintf(rep->rep, "null}");
+            if (isfinite(mn)) fprintf(rep->rep, "%.17g", mn);
+            else fprintf(rep->rep, "null");
+            if (bab) /* branch and bound: the subdomains bounded, the recorded tree's nodes */
+                fprintf(rep->rep, ", \"subdomains\": %u, \"tree_nodes\": %u", bounded, tnodes);
+            fprintf(rep->rep, "}");
             rep->first = 0;
         }
     }
     if (!e && o->bad) e = vt_set_error(VT_ERR_NOMEM, "out of memory");
     free(xl), free(xu), free(lb), free(alpha), free(x), free(cex), free(given);
+    vti_bab_free(&tree);
     vt_cert_ctx_free(c);
     return e;
 }
@@ -390,7 +436,7 @@ vt_err vt_cert_run(const vt_cert_opts *o, vt_cert_result *res)
         rep.rep = strcmp(o->report_path, "-") == 0 ? stdout : fopen(o->report_path, "w");
         if (!rep.rep) e = vt_set_error(VT_ERR_IO, "--report %s: cannot create it", o->report_path);
         else {
-            fprintf(rep.rep, "{\n  \"method\": \"%s\",\n", vt_cert_method_name(o->set.method));
+            fprintf(rep.rep, "{\n  \"method\": \"%s\",\n", o->set.bab_domains ? "beta-crown" : vt_cert_method_name(o->set.method));
             vti_cert_settings_json(rep.rep, &o->set, r.graph != NULL);
             fprintf(rep.rep, "  \"eps\": %.17g,\n  \"examples\": [", o->eps);
         }
@@ -459,13 +505,18 @@ vt_err vti_cert_parse_run(const uint8_t *p, size_t n, vt_cert_opts *o, uint8_t s
                        "a VNN-LIB certificate of a committed run (version 3): check it with RUN_DIR --vnnlib FILE");
     VT_RETURN_ERROR_IF(n < CERT_HEADER + 96 || memcmp(p, CERT_MAGIC, 8) != 0, VT_ERR_FORMAT,
                        "not a certificate (magic, or shorter than its header)");
-    VT_RETURN_ERROR_IF(vt_get_u32le(p + 8) != CERT_VERSION && vt_get_u32le(p + 8) != CERT_VERSION_CNN, VT_ERR_FORMAT,
-                       "certificate version %u (this auditor: %u, %u for a CNN run)", vt_get_u32le(p + 8), CERT_VERSION,
-                       CERT_VERSION_CNN);
+    uint32_t ver = vt_get_u32le(p + 8);
+    VT_RETURN_ERROR_IF(ver != CERT_VERSION && ver != CERT_VERSION_CNN && ver != CERT_VERSION_BAB, VT_ERR_FORMAT,
+                       "certificate version %u (this auditor: %u, %u for a CNN run, %u by branch and bound)", ver,
+                       CERT_VERSION, CERT_VERSION_CNN, CERT_VERSION_BAB);
     uint32_t meth = vt_get_u32le(p + 12), N = vt_get_u32le(p + 16), C = vt_get_u32le(p + 20), d = vt_get_u32le(p + 24),
              A = vt_get_u32le(p + 28);
-    VT_FORWARD_IF_ERROR(vti_cert_method_read(meth, vt_get_u32le(p + 8) == CERT_VERSION, &o->set));
+    VT_FORWARD_IF_ERROR(vti_cert_method_read(meth, ver != CERT_VERSION_CNN, &o->set));
     meth &= 0xffu;
+    int bab = ver == CERT_VERSION_BAB;
+    VT_RETURN_ERROR_IF(bab && meth != VT_CERT_ALPHA_CROWN, VT_ERR_FORMAT, "certificate: version 5 (branch and bound) "
+                       "without alpha-CROWN");
+    o->set.bab_domains = bab ? 1 : 0; /* not recorded: the check does not search */
     VT_RETURN_ERROR_IF(N < 1 || C < 2 || C > VT_CERT_MAX_WIDTH || d < 1 ||
                            d > VT_CERT_MAX_WIDTH,
                        VT_ERR_FORMAT, "certificate: a header field is out of range");
@@ -490,6 +541,15 @@ vt_err vti_cert_parse_run(const uint8_t *p, size_t n, vt_cert_opts *o, uint8_t s
             uint32_t U = vt_get_u32le(p + off + need);
             VT_RETURN_ERROR_IF(U > A, VT_ERR_FORMAT, "certificate: example %u records %u slopes of %u ReLU values", i, U, A);
             need += 4 + (uint64_t)(C - 1) * U * 8;
+        } else if (bab) { /* version 5: the split tree (a single leaf unless verified) */
+            VT_RETURN_ERROR_IF(need > end - off, VT_ERR_FORMAT, "certificate: example %u at byte %zu is truncated", i, off);
+            char where[64];
+            size_t used = 0;
+            snprintf(where, sizeof where, "example %u", i);
+            VT_FORWARD_IF_ERROR(vti_bab_scan(p + off + need, end - off - need, A, C, where, NULL, &used));
+            VT_RETURN_ERROR_IF(vt_get_u32le(p + off + 8) != VT_CERT_VERIFIED && vt_get_u32le(p + off + need) != 1,
+                               VT_ERR_FORMAT, "certificate: example %u is not verified but records a split tree", i);
+            need += used;
         } else
             need += (uint64_t)A * 8;
         VT_RETURN_ERROR_IF(need > end - off, VT_ERR_FORMAT, "certificate: example %u at byte %zu is truncated", i, off);

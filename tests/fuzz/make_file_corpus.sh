@@ -4,7 +4,7 @@
 # tests/corpus): small valid files made by the project itself from tiny runs on the digits (an MLP
 # 64-3-10 with SGD and with Adam, a residual CNN of width 2: the models of tests/fuzz/fuzz_st_body.h),
 # named ok-*: OUT/safetensors (exports in both layouts, with the optimiser's state, and a data set),
-# OUT/onnx (the MLP's and the CNN's ONNX export), OUT/cert (certificates of versions 1 to 4) and
+# OUT/onnx (the MLP's and the CNN's ONNX export), OUT/cert (certificates of versions 1 to 5) and
 # OUT/manifest (the runs' manifests). The
 # hostile files (bad-*) and the fuzzers' finds are committed beside them by hand. The runs are
 # deterministic, but the keys are fresh: the certificates' signatures differ from run to run.
@@ -46,6 +46,8 @@ A=("$B/auditor" certify --key "$T/a" --quiet)
 "${A[@]}" "$T/sgd" --eps 0.02 --examples 2 --method ibp --out "$C/ok-v1-ibp" >/dev/null
 "${A[@]}" "$T/sgd" --eps 0.05 --examples 2 --method alpha-crown --out "$C/ok-v1-alpha" >/dev/null
 "${A[@]}" "$T/cnn" --eps 0.02 --examples 2 --method alpha-crown --out "$C/ok-v4-alpha" >/dev/null
+# version 5 (branch and bound; the committed ok-v5-beta, with split trees, is the digits MLP of tests/e2e/cert_bab.sh)
+"${A[@]}" "$T/sgd" --eps 0.05 --examples 2 --method beta-crown --out "$C/ok-v5-beta-sgd" >/dev/null
 mkdir -p "$T/p"
 "$B/auditor" certify "$T/sgd" --eps 0.02 --examples 1 --write-vnnlib "$T/p" --quiet >/dev/null
 if "${A[@]}" --onnx "$OUT/onnx/ok-mlp.onnx" --vnnlib "$T/p/prop_0.vnnlib" --method alpha-crown --out "$C/ok-v2-alpha" \
