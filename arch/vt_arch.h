@@ -23,6 +23,8 @@ void vt_arch_inputs(vt_program *p, const vt_recipe *rcp, uint32_t *x, uint32_t *
                     uint32_t *lr);
 void vt_arch_input_ops(vt_program *p, const vt_recipe *rcp, uint32_t x, uint32_t y, uint32_t xa, uint32_t tstep,
                        uint32_t lr);
+/* the learning-rate schedule's operation "learning-rate schedule" (step, lr) */
+void vt_arch_schedule_op(vt_program *p, const vt_recipe *rcp, uint32_t tstep, uint32_t lr);
 void vt_arch_opt_tensors(vt_program *p, const vt_recipe *rcp, uint32_t n, const uint32_t *params, uint32_t *m1,
                          uint32_t *m2);
 void vt_arch_update_ops(vt_program *p, const vt_recipe *rcp, uint32_t n, const uint32_t *params,

@@ -71,6 +71,11 @@ void vt_arch_input_ops(vt_program *p, const vt_recipe *rcp, uint32_t x, uint32_t
                    IARG(rcp->image_channels, rcp->image_height, rcp->image_width, rcp->augment_pad, rcp->augment_flip,
                         (int64_t)rcp->seed),
                    6, NULL, 0, "augment batch");
+    vt_arch_schedule_op(p, rcp, tstep, lr);
+}
+
+void vt_arch_schedule_op(vt_program *p, const vt_recipe *rcp, uint32_t tstep, uint32_t lr)
+{
     vt_prog_op(p, VT_OPK_SCHEDULE, NULL, 0, ARR(tstep, lr), 2,
                IARG(rcp->schedule, (int64_t)rcp->warmup, (int64_t)rcp->decay_every, (int64_t)rcp->steps), 4,
                FARG(rcp->lr, rcp->decay_factor, rcp->final_lr_factor), 3, "learning-rate schedule");

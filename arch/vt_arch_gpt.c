@@ -490,9 +490,7 @@ vt_err vt_arch_gpt_build(const vt_recipe *rcp, vt_program *p)
     /* the step */
     vt_prog_op(p, VT_OPK_LOAD_WINDOWS, NULL, 0, ARR(n->tok, n->tgt), 2, IARG(B, T, (int64_t)rcp->seed, V), 4, NULL, 0,
                "load windows");
-    vt_prog_op(p, VT_OPK_SCHEDULE, NULL, 0, ARR(n->tstep, n->lr), 2,
-               IARG(rcp->schedule, (int64_t)rcp->warmup, (int64_t)rcp->decay_every, (int64_t)rcp->steps), 4,
-               FARG(rcp->lr, rcp->decay_factor, rcp->final_lr_factor), 3, "learning-rate schedule");
+    vt_arch_schedule_op(p, rcp, n->tstep, n->lr);
     p->fwd_first = p->n_ops + 1;
     forward(n);
     p->fwd_last = p->n_ops;

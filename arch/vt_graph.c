@@ -173,6 +173,15 @@ vt_err vt_graph_layer_check(const vt_glayer *l, uint32_t *cols)
         n = (uint64_t)a[0] * (uint64_t)a[1] * (uint64_t)a[2];
         break;
     }
+    case VT_GL_EMBED: /* T, V, C */
+        used = 3;
+        VT_RETURN_ERROR_IF(a[0] < 2 || a[0] > GEOM_SEQ || a[1] < 2 || a[1] > 256 || a[2] < 1 || a[2] > GEOM_CH,
+                           VT_ERR_FORMAT,
+                           "model graph: layer %s: embeddings of %lld positions, a vocabulary of %lld (2..256: a text's "
+                           "bytes) and width %lld",
+                           l->name, (long long)a[0], (long long)a[1], (long long)a[2]);
+        n = (uint64_t)a[0] * (uint64_t)a[2];
+        break;
     case VT_GL_RELU:
     case VT_GL_ADD:
     case VT_GL_SIGMOID:
@@ -274,6 +283,7 @@ typedef struct {
     uint32_t *cs, *cs_next, n_cs; /* contributions: tensor, and the next of the same tensor */
     uint32_t *sums;      /* tensor -> the first of its partial-sum tensors (n contributions - 2 of them) */
     uint32_t nfwd_end;   /* the layers' last forward operation */
+    int next;            /* a language model: value 0 the tokens, read by embeddings only */
     uint32_t *px, *pdx;  /* pattern layer -> its backward's extra tensors (PX each), its input's gradient */
 } bld;
 
@@ -312,7 +322,8 @@ static vt_err lower(bld *b)
         VT_RETURN_ERROR_IF(ly->n_in < 1 || ly->n_in > 2 || ly->n_param > 4, VT_ERR_ARG,
                            "graph: layer %s reads %u values and %u parameters", ly->name, ly->n_in, ly->n_param);
         for (uint32_t i = 0; i < ly->n_in; i++)
-            VT_RETURN_ERROR_IF(ly->in[i] > l, VT_ERR_ARG, "graph: layer %s reads value %u before it is computed",
+            VT_RETURN_ERROR_IF(ly->in[i] > l || (b->next && ly->in[i] == 0 && ly->op != VT_GL_EMBED), VT_ERR_ARG,
+                               "graph: layer %s reads value %u before it is computed (or a language model's tokens)",
                                ly->name, ly->in[i]);
         for (uint32_t i = 0; i < ly->n_param; i++)
             VT_RETURN_ERROR_IF(ly->param[i] >= g->n_param, VT_ERR_ARG, "graph: layer %s reads no parameter",
@@ -585,6 +596,20 @@ static vt_err lower(bld *b)
             yl = (vlayout){.seq = 1, .h = T, .w = 1, .c = C};
             break;
         }
+        case VT_GL_EMBED: { /* the GPT's embed: wte[token] + wpe[t], a sequence of T rows of C */
+            const uint32_t T = (uint32_t)a[0], Vv = (uint32_t)a[1], C = (uint32_t)a[2];
+            VT_RETURN_ERROR_IF(!b->next || ly->in[0] != 0 || p->t[x].dtype != VT_DT_U8 || p->t[x].n != (size_t)b->B * T,
+                               VT_ERR_ARG, "graph: layer %s: embeddings read the tokens of a language model's input",
+                               ly->name);
+            VT_RETURN_ERROR_IF(p->t[b->pt[ly->param[0]]].n != (size_t)Vv * C || p->t[b->pt[ly->param[1]]].n != (size_t)T * C,
+                               VT_ERR_ARG, "graph: layer %s: its embeddings are not [%u, %u] and [%u, %u]", ly->name,
+                               Vv, C, T, C);
+            y = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, 2, ARR(b->B * T, C), "%s.out", ly->name);
+            vt_prog_op(p, VT_OPK_EMBED, ARR(x, b->pt[ly->param[0]], b->pt[ly->param[1]]), 3, ARR(y), 1, NULL, 0, NULL, 0,
+                       "%s", ly->name);
+            yl = (vlayout){.seq = 1, .h = T, .w = 1, .c = C};
+            break;
+        }
         default: VT_RETURN_ERROR(VT_ERR_ARG, "graph: layer %s has an unknown operation %d", ly->name, (int)ly->op);
         }
         (void)width;
@@ -639,7 +664,10 @@ static uint32_t contrib(bld *b, uint32_t t, int alias, uint32_t dy)
  * walk meets it (px), then its input's gradient (pdx). */
 #define PX 8 /* extra tensors per pattern layer */
 
-static int pat_op(vt_glayer_op op) { return op == VT_GL_BATCHNORM || op == VT_GL_LAYERNORM || op == VT_GL_ATTENTION; }
+static int pat_op(vt_glayer_op op)
+{
+    return op == VT_GL_BATCHNORM || op == VT_GL_LAYERNORM || op == VT_GL_ATTENTION || op == VT_GL_EMBED;
+}
 static int is_pat(const bld *b, uint32_t j) { return pat_op(b->g->layer[b->lay[j]].op); }
 
 static vt_err pat_analyse(bld *b, uint32_t l)
@@ -680,6 +708,8 @@ static void pat_plan(bld *b, uint32_t l)
         pat_tensor(b, l, 0, M, (uint32_t)a[1], "out.grad.scaled");
         pat_tensor(b, l, 1, M, 0, "grad.sum");
         pat_tensor(b, l, 2, M, 0, "grad.dot");
+    } else if (ly->op == VT_GL_EMBED && b->need[b->pt[ly->param[0]]]) { /* the tokens one-hot */
+        pat_tensor(b, l, 0, b->B * (uint32_t)a[0], (uint32_t)a[1], "onehot");
     } else if (ly->op == VT_GL_ATTENTION && dx) {
         const uint32_t GT = b->B * (uint32_t)a[1] * (uint32_t)a[0], T = (uint32_t)a[0], D = (uint32_t)a[2];
         static const char *const N[7] = {"weighted.grad", "probs.grad", "v.grad", "probs.grad.dot", "scores.grad",
@@ -725,6 +755,17 @@ static void pat_emit(bld *b, uint32_t l)
                        nm);
             vt_prog_op(p, VT_OPK_LN_BACKWARD, ARR(e[0], xh, s2, e[1], e[2]), 5, ARR(b->pdx[l]), 1, NULL, 0, &eps, 1,
                        "%s backward", nm);
+        }
+    } else if (ly->op == VT_GL_EMBED) { /* the GPT's: the positions' gradient, the tokens' by a one-hot GEMM */
+        const int64_t T = ly->attr[0], Vv = ly->attr[1], C = ly->attr[2];
+        const uint32_t wte = b->pt[ly->param[0]], wpe = b->pt[ly->param[1]];
+        if (b->GP[wpe] != NONE)
+            vt_prog_op(p, VT_OPK_POS_GRAD, ARR(dy), 1, ARR(b->GP[wpe]), 1, IARG(b->B, T), 2, NULL, 0,
+                       "%s position embedding gradient", nm);
+        if (b->GP[wte] != NONE) {
+            vt_prog_op(p, VT_OPK_ONEHOT, ARR(x), 1, ARR(e[0]), 1, IARG(Vv), 1, NULL, 0, "%s tokens one-hot", nm);
+            vt_prog_op(p, VT_OPK_MATMUL, ARR(e[0], dy), 2, ARR(b->GP[wte]), 1, IARG(1, 0, Vv, C, (int64_t)b->B * T), 5,
+                       NULL, 0, "%s token embedding weight-gradient GEMM", nm);
         }
     } else if (dx) { /* attention, the GPT's: e = doh, dp, dv, sdot, ds, dq, dk */
         const int64_t *a = ly->attr;
@@ -915,7 +956,7 @@ static void eval_pass(bld *b, uint32_t first, uint32_t last)
 
 vt_err vt_graph_build(const vt_graph *g, const vt_recipe *rcp, vt_program *p)
 {
-    VT_RETURN_ERROR_IF(g->n_layer == 0 || g->out > g->n_layer || g->loss < VT_GLOSS_XENT || g->loss > VT_GLOSS_BCE,
+    VT_RETURN_ERROR_IF(g->n_layer == 0 || g->out > g->n_layer || g->loss < VT_GLOSS_XENT || g->loss > VT_GLOSS_NEXT,
                        VT_ERR_ARG,
                        "graph: no layers, no output or an unknown loss");
     bld b = {.g = g, .rcp = rcp, .p = p, .B = rcp->batch};
@@ -943,25 +984,38 @@ vt_err vt_graph_build(const vt_graph *g, const vt_recipe *rcp, vt_program *p)
     }
     if (p->bad) goto finish;
     uint32_t x, y, xa, tstep, lr;
-    vt_arch_inputs(p, rcp, &x, &y, &xa, &tstep, &lr);
-    vt_arch_input_ops(p, rcp, x, y, xa, tstep, lr);
+    const int next = g->loss == VT_GLOSS_NEXT; /* a language model: windows of a text's tokens */
+    const uint32_t V = rcp->widths[rcp->n_layers], T = g->in_cols;
     FAIL_IF(g->in_cols != rcp->widths[0], VT_ERR_ARG, "graph: the input has %u values, the data %u",
                        g->in_cols, rcp->widths[0]);
-    b.V[0] = xa, b.Vcols[0] = g->in_cols;
+    if (next) { /* the GPT's inputs: T tokens per example, the next token of each as its target */
+        x = xa = vt_prog_tensor(p, VT_TC_INPUT, VT_DT_U8, 2, ARR(b.B, T), "tokens");
+        y = vt_prog_tensor(p, VT_TC_INPUT, VT_DT_U8, 1, ARR(b.B * T), "targets");
+        tstep = vt_prog_tensor(p, VT_TC_INPUT, VT_DT_F64, 0, NULL, "step");
+        lr = vt_prog_tensor(p, VT_TC_INPUT, VT_DT_F64, 0, NULL, "lr");
+        vt_prog_op(p, VT_OPK_LOAD_WINDOWS, NULL, 0, ARR(x, y), 2, IARG(b.B, T, (int64_t)rcp->seed, V), 4, NULL, 0,
+                   "load windows");
+        vt_arch_schedule_op(p, rcp, tstep, lr);
+    } else {
+        vt_arch_inputs(p, rcp, &x, &y, &xa, &tstep, &lr);
+        vt_arch_input_ops(p, rcp, x, y, xa, tstep, lr);
+    }
+    b.V[0] = xa, b.Vcols[0] = g->in_cols, b.next = next;
     p->fwd_first = p->n_ops + 1;
     if ((e = lower(&b))) goto done;
-    const uint32_t logits = b.V[g->out], C = b.Vcols[g->out];
-    FAIL_IF(C != rcp->widths[rcp->n_layers], VT_ERR_ARG, "graph: the output has %u classes, the recipe %u", C,
-            rcp->widths[rcp->n_layers]);
+    const uint32_t logits = b.V[g->out], C = next ? V : b.Vcols[g->out], R = next ? b.B * T : b.B;
+    FAIL_IF(b.Vcols[g->out] != (next ? T * V : V) || (next && !b.Vl[g->out].seq), VT_ERR_ARG,
+            "graph: the output has %u values per example, the recipe %u classes%s", b.Vcols[g->out], V,
+            next ? " at each of its positions" : "");
     /* the loss: softmax cross-entropy (its softmax in the forward pass, "probs"), or a regression or
      * multi-label loss on the output itself */
-    const int xent = g->loss == VT_GLOSS_XENT;
-    const unsigned li = (unsigned)g->loss - 1;
+    const int xent = g->loss == VT_GLOSS_XENT || next; /* the next token's cross-entropy at every position */
+    const unsigned li = next ? 0 : (unsigned)g->loss - 1;
     static const uint16_t LOSS_K[] = {VT_OPK_XENT_LOSS, VT_OPK_MSE_LOSS, VT_OPK_L1_LOSS, VT_OPK_BCE_LOSS},
                           LOSS_G[] = {VT_OPK_XENT_BWD, VT_OPK_MSE_BWD, VT_OPK_L1_BWD, VT_OPK_BCE_BWD};
     static const char *const LOSS_N[] = {"cross-entropy loss", "mean squared error", "mean absolute error",
                                          "binary cross-entropy with logits"};
-    uint32_t probs = xent ? vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, 2, ARR(b.B, C), "probs") : logits;
+    uint32_t probs = xent ? vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, 2, ARR(R, C), "probs") : logits;
     uint32_t loss = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, 0, NULL, "loss");
     const uint32_t fwd_end = b.nfwd_end = p->n_ops; /* the layers' last operation */
     if (xent) vt_prog_op(p, VT_OPK_SOFTMAX, ARR(logits), 1, ARR(probs), 1, NULL, 0, NULL, 0, "softmax");
@@ -1028,6 +1082,7 @@ done:
 /* the version a graph is written in: 1 (four attributes) when every layer is one version 1 knew */
 static uint32_t graph_version(const vt_graph *g)
 {
+    if (g->loss == VT_GLOSS_NEXT) return 3;
     for (uint32_t i = 0; i < g->n_param; i++)
         if (g->param[i].buffer) return 3;
     for (uint32_t l = 0; l < g->n_layer; l++)
@@ -1174,7 +1229,7 @@ static vt_err decode(vt_reader *r, vt_graph *g)
         uint32_t cols;
         VT_FORWARD_IF_ERROR(vt_graph_layer_check(y, &cols)); /* every attribute, against the width */
         const int wb = y->op == VT_GL_LINEAR || y->op == VT_GL_CONV; /* a weight and an optional bias */
-        const uint32_t np = y->op == VT_GL_BATCHNORM ? 4u : y->op == VT_GL_LAYERNORM ? 2u : 0u; /* exactly */
+        const uint32_t np = y->op == VT_GL_BATCHNORM ? 4u : y->op == VT_GL_LAYERNORM || y->op == VT_GL_EMBED ? 2u : 0u;
         VT_RETURN_ERROR_IF((wb ? y->n_param < 1 || y->n_param > 2 : y->n_param != np) ||
                                y->n_in != (y->op == VT_GL_ADD ? 2u : 1u),
                            VT_ERR_FORMAT, "model graph: layer %s reads %u values and %u parameters", y->name, y->n_in,
@@ -1184,7 +1239,7 @@ static vt_err decode(vt_reader *r, vt_graph *g)
                        head[0]);
     VT_RETURN_ERROR_IF(vt_reader_left(r) != 0, VT_ERR_FORMAT, "model graph: %zu bytes after the last layer",
                        vt_reader_left(r));
-    VT_RETURN_ERROR_IF(g->out < 1 || g->out > g->n_layer || g->loss < VT_GLOSS_XENT || g->loss > VT_GLOSS_BCE ||
+    VT_RETURN_ERROR_IF(g->out < 1 || g->out > g->n_layer || g->loss < VT_GLOSS_XENT || g->loss > VT_GLOSS_NEXT ||
                            g->in_cols == 0,
                        VT_ERR_FORMAT, "model graph: bad output, loss or input width");
     return VT_OK;
@@ -1204,6 +1259,12 @@ vt_err vt_recipe_set_graph(vt_recipe *r, vt_graph *g, const uint8_t sha256[32])
 {
     VT_RETURN_ERROR_IF(g->out < 1 || g->out > g->n_layer, VT_ERR_ARG, "model: the graph has no output");
     g->loss = (vt_gloss)(r->loss + 1); /* vt_loss_kind's order */
+    int embed = 0; /* a language model: its input is tokens */
+    for (uint32_t l = 0; l < g->n_layer; l++) embed |= g->layer[l].op == VT_GL_EMBED;
+    VT_RETURN_ERROR_IF(embed != (r->loss == VT_LOSS_NEXT), VT_ERR_ARG,
+                       embed ? "model: a language model (its input tokens, embedded) trains with loss = next_token"
+                             : "model: loss = next_token is a language model's: the network's input must be tokens "
+                               "(an nn.Embedding of them)");
     VT_RETURN_ERROR_IF(g->out_logsoftmax && r->loss != VT_LOSS_XENT, VT_ERR_ARG,
                        "model: the network ends in LogSoftmax, which only loss = cross_entropy takes (the negative "
                        "log-likelihood of its output); export the raw outputs for another loss");
@@ -1234,6 +1295,7 @@ vt_err vt_recipe_set_graph(vt_recipe *r, vt_graph *g, const uint8_t sha256[32])
     vt_buf_free(&b);
     r->has_model = 1;
     memcpy(r->model_sha256, sha256, 32);
-    r->n_layers = 1, r->widths[0] = g->in_cols, r->widths[1] = g->layer[g->out - 1].cols;
+    r->n_layers = 1, r->widths[0] = g->in_cols; /* a language model: its context, and the logits of each position */
+    r->widths[1] = g->layer[g->out - 1].cols / (embed ? g->in_cols : 1);
     return VT_OK;
 }

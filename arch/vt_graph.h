@@ -59,13 +59,17 @@ typedef enum {
     VT_GL_ATTENTION,  /* multi-head self-attention of a fused q|k|v value [B*T, 3C] (q, k, v each C = H*D
                        * columns, head h columns h*D ..): softmax(scale q k^T) v per head, heads merged to
                        * [B*T, C]; attr T, H, D, causal (1: position t sees 0..t), scale's FP64 bits */
+    VT_GL_EMBED,      /* the token and position embeddings of the input's tokens, wte[token] + wpe[t] (the GPT's
+                       * embed): attr T, V, C; params wte [V, C], wpe [T, C]; a sequence of T rows of C out */
 } vt_glayer_op;
-#define VT_GL_LAST VT_GL_ATTENTION
+#define VT_GL_LAST VT_GL_EMBED
 #define VT_GLAYER_ATTRS 8
 
 /* the loss the output feeds (recipe key `loss`): softmax cross-entropy over the output's classes; the
- * mean squared or absolute error, or binary cross-entropy with logits, against float targets */
-typedef enum { VT_GLOSS_XENT = 1, VT_GLOSS_MSE, VT_GLOSS_L1, VT_GLOSS_BCE } vt_gloss;
+ * mean squared or absolute error, or binary cross-entropy with logits, against float targets; next-token
+ * cross-entropy (a language model: the input T tokens of a text's window, value 0 read by an EMBED layer only, the
+ * output a sequence of T rows of the vocabulary's logits, each row's target the next token; version 3) */
+typedef enum { VT_GLOSS_XENT = 1, VT_GLOSS_MSE, VT_GLOSS_L1, VT_GLOSS_BCE, VT_GLOSS_NEXT } vt_gloss;
 
 typedef struct {
     char name[VT_GRAPH_NAME_MAX]; /* the state tensor's name: the module's own ("fc1.weight") */

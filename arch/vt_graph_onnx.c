@@ -594,6 +594,47 @@ static vt_err map_attention(mapper *m, uint32_t j, const char *nm, uint32_t *y_o
     return VT_OK;
 }
 
+/* a language model's embeddings from Gather node j of a token embedding (an initializer [V, C]) by the graph's
+ * input tokens [N, T]: its only reader an Add with the Gather of a position embedding [T, C] by the constant
+ * positions 0 .. T-1 (nn.Embedding(T, C) of torch.arange(T)) */
+static vt_err map_embed(mapper *m, uint32_t j, const char *nm, uint32_t *y_out, uint32_t *out)
+{
+    const vt_og_graph *og = m->og;
+    const vt_og_node *n = &og->node[j];
+    const vt_og_attr *ax = vt_og_attr_get(n, "axis");
+    *out = NONE;
+    if (n->n_in != 2 || !og->v[n->in[0]].is_init || m->val[n->in[1]] != 0 || (ax && ax->i != 0)) return VT_OK;
+    const vt_og_value *wte = &og->v[n->in[0]], *tok = &og->v[n->in[1]];
+    const uint32_t ad = next_op(og, j, "Add"), pg = ad == NONE ? NONE : producer(og, other_in(&og->node[ad], n->out[0]));
+    VT_RETURN_ERROR_IF(tok->rank != 2 || wte->rank != 2 || !is_op(og, pg, "Gather") || !og->v[og->node[pg].in[0]].is_init,
+                       VT_ERR_ARG,
+                       "model: node %s (Gather): a token embedding of the input [N, T] added to a position embedding "
+                       "(nn.Embedding of torch.arange(T)) is supported",
+                       n->name);
+    const int64_t T = tok->shape[1], V = wte->shape[0], C = wte->shape[1];
+    const vt_og_value *wpe = &og->v[og->node[pg].in[0]], *pos = &og->v[og->node[pg].in[1]];
+    int ok = wpe->rank == 2 && wpe->shape[1] == C && pos->is_const && pos->rank == 1 && pos->shape[0] == T &&
+             (pos->dtype == VT_OG_I64 || pos->dtype == VT_OG_I32) && sole_reader(og, pg, og->node[pg].out[0]) == ad;
+    for (int64_t t = 0; ok && t < T; t++)
+        ok = (pos->dtype == VT_OG_I64 ? ((const int64_t *)pos->data)[t] : ((const int32_t *)pos->data)[t]) == t;
+    VT_RETURN_ERROR_IF(!ok, VT_ERR_ARG,
+                       "model: node %s (Gather): the position embedding is not [%lld, %lld] read at positions 0 .. "
+                       "%lld",
+                       og->node[pg].name, (long long)T, (long long)C, (long long)T - 1);
+    VT_RETURN_ERROR_IF(wpe->shape[0] != T, VT_ERR_ARG,
+                       "model: node %s (Gather): the position embedding %s has %lld positions, the input %lld: export "
+                       "the model with an input of its whole context",
+                       og->node[pg].name, wpe->name, (long long)wpe->shape[0], (long long)T);
+    uint32_t p[2];
+    VT_FORWARD_IF_ERROR(param_of(m, n, n->in[0], &p[0]));
+    VT_FORWARD_IF_ERROR(param_of(m, n, og->node[pg].in[0], &p[1]));
+    m->done[pg] = m->done[ad] = 1;
+    const int64_t at[VT_GLAYER_ATTRS] = {T, V, C};
+    *y_out = og->node[ad].out[0];
+    *out = vt_graph_layer(m->g, VT_GL_EMBED, nm, 1, (const uint32_t[]){0}, 2, p, at, (uint32_t)(T * C), &m->bad);
+    return VT_OK;
+}
+
 /* a pattern from node j (LayerNormalization or the decomposition's ReduceMean, GELU's Mul, attention's
  * Split): its layer in *out, its value the ONNX value *y (a sequence when its input is); *out NONE: no match */
 static vt_err map_pattern(mapper *m, uint32_t j, const char *nm, uint32_t *y, uint32_t *out)
@@ -604,12 +645,13 @@ static vt_err map_pattern(mapper *m, uint32_t j, const char *nm, uint32_t *y, ui
         VT_FORWARD_IF_ERROR(map_layernorm(m, j, nm, y, out));
     else if (!strcmp(n->op, "Mul")) VT_FORWARD_IF_ERROR(map_gelu(m, j, nm, y, out));
     else if (!strcmp(n->op, "Split")) VT_FORWARD_IF_ERROR(map_attention(m, j, nm, y, out));
+    else if (!strcmp(n->op, "Gather")) VT_FORWARD_IF_ERROR(map_embed(m, j, nm, y, out));
     if (*out == NONE) return VT_OK;
     VT_RETURN_ERROR_IF(*out == NONE || m->bad, VT_ERR_NOMEM, "model: out of memory (or a node name too long: %s)",
                        n->name);
     const uint32_t x = n->in[0];
     m->val[*y] = *out, m->cols[*y] = (uint32_t)example_elems(&m->og->v[*y]);
-    m->last[*y] = m->last[x] == SEQ ? SEQ : 0;
+    m->last[*y] = m->last[x] == SEQ || !strcmp(n->op, "Gather") ? SEQ : 0;
     if (m->last[*y] == SEQ)
         m->hwc[*y][0] = (uint32_t)m->og->v[*y].shape[1], m->hwc[*y][1] = 1,
         m->hwc[*y][2] = (uint32_t)m->og->v[*y].shape[2];
@@ -816,8 +858,9 @@ static vt_err map_graph(mapper *m)
                        "logits out)",
                        og->n_inputs, og->n_outputs);
     const vt_og_value *in = &og->v[og->inputs[0]];
-    VT_RETURN_ERROR_IF(in->dtype != VT_OG_F32 || in->rank < 2 || example_elems(in) > (1 << 30), VT_ERR_ARG,
-                       "model: the input %s is not float32 [N, ...]", in->name);
+    const int tokens = (in->dtype == VT_OG_I64 || in->dtype == VT_OG_I32) && in->rank == 2; /* a language model's */
+    VT_RETURN_ERROR_IF((in->dtype != VT_OG_F32 && !tokens) || in->rank < 2 || example_elems(in) > (1 << 30), VT_ERR_ARG,
+                       "model: the input %s is not float32 [N, ...] (or a language model's tokens [N, T])", in->name);
     m->val[og->inputs[0]] = 0, m->cols[og->inputs[0]] = (uint32_t)example_elems(in);
     m->g->in_cols = (uint32_t)example_elems(in);
     /* a LogSoftmax over the classes at the output (PyTorch's log_softmax then nll_loss): its input is the
@@ -837,8 +880,10 @@ static vt_err map_graph(mapper *m)
     }
     for (uint32_t j = 0; j < og->n_nodes; j++)
         if (!m->done[j]) VT_FORWARD_IF_ERROR(map_node(m, j));
-    VT_RETURN_ERROR_IF(m->val[o] == NONE || m->val[o] == 0 || og->v[o].rank != 2 || m->last[o], VT_ERR_ARG,
-                       "model: the output %s is not the logits [N, classes] computed from the input", og->v[o].name);
+    VT_RETURN_ERROR_IF(m->val[o] == NONE || m->val[o] == 0 ||
+                           (tokens ? og->v[o].rank != 3 || m->last[o] != SEQ : og->v[o].rank != 2 || m->last[o]),
+                       VT_ERR_ARG, "model: the output %s is not the logits [N, classes]%s computed from the input",
+                       og->v[o].name, tokens ? " of each position, [N, T, V]," : "");
     m->g->out = m->val[o], m->g->loss = VT_GLOSS_XENT;
     return VT_OK;
 }

@@ -53,7 +53,7 @@ static const char *const opt_names[] = {"sgd", "adam", "adamw", NULL};
 static const char *const sched_names[] = {"constant", "step", "linear", "cosine", NULL};
 static const char *const bound_names[] = {"provable", "probabilistic", NULL};
 static const char *const rounding_names[] = {"log", "exact", NULL};
-static const char *const loss_names[] = {"cross_entropy", "mse", "l1", "bce_with_logits", NULL};
+static const char *const loss_names[] = {"cross_entropy", "mse", "l1", "bce_with_logits", "next_token", NULL};
 
 #define OFF(m) offsetof(vt_recipe, m)
 static const field fields[] = {
@@ -418,7 +418,7 @@ static const struct {
 
 vt_err vt_recipe_check_dataset(const vt_recipe *r)
 {
-    if (r->arch == VT_ARCH_GPT) return VT_OK; /* the text model's sizes are its own keys */
+    if (vt_recipe_is_text(r)) return VT_OK; /* the text model's sizes are its own keys (or its graph's) */
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         if (strcmp(shapes[i].name, r->dataset) != 0) continue;
         VT_RETURN_ERROR_IF(r->widths[0] != shapes[i].features || r->widths[r->n_layers] != shapes[i].classes,
@@ -552,21 +552,26 @@ vt_err vt_manifest_build_ds(const vt_recipe *r, const vt_dataset *ds, const char
     return manifest_build(r, ds->hash, ds, backend, out);
 }
 
+int vt_recipe_is_text(const vt_recipe *r) { return r->arch == VT_ARCH_GPT || r->loss == VT_LOSS_NEXT; }
+
 vt_err vt_recipe_check_data(const vt_recipe *r, const vt_dataset *ds)
 {
     if (ds->hash_version < 2) return VT_OK; /* 2: a user's file; 3: with float targets */
-    if (r->arch == VT_ARCH_GPT) {
+    if (vt_recipe_is_text(r)) { /* the GPT, or a client's language model: windows of the text's tokens */
+        const uint32_t V = r->arch == VT_ARCH_GPT ? r->gpt_vocab : r->widths[r->n_layers],
+                       T = r->arch == VT_ARCH_GPT ? r->gpt_context : r->widths[0];
         VT_RETURN_ERROR_IF(!ds->text, VT_ERR_ARG,
-                           "recipe: arch=gpt trains on a text (dataset=text:PATH), not on the examples of %s", r->dataset);
-        VT_RETURN_ERROR_IF(ds->n_classes > r->gpt_vocab, VT_ERR_ARG,
-                           "recipe: the text %s has %u distinct bytes, but gpt_vocab = %u: set gpt_vocab to at least %u",
-                           r->dataset, ds->n_classes, r->gpt_vocab, ds->n_classes);
-        VT_RETURN_ERROR_IF(ds->n < (size_t)r->gpt_context + 1, VT_ERR_ARG,
-                           "recipe: the text %s has %zu characters: too few for windows of gpt_context = %u", r->dataset,
-                           ds->n, r->gpt_context);
+                           "recipe: %s trains on a text (dataset=text:PATH), not on the examples of %s",
+                           r->arch == VT_ARCH_GPT ? "arch=gpt" : "loss=next_token", r->dataset);
+        VT_RETURN_ERROR_IF(ds->n_classes > V, VT_ERR_ARG,
+                           "recipe: the text %s has %u distinct bytes, but the vocabulary has %u (%s): at least %u",
+                           r->dataset, ds->n_classes, V, r->arch == VT_ARCH_GPT ? "gpt_vocab" : "the model's", ds->n_classes);
+        VT_RETURN_ERROR_IF(ds->n < (size_t)T + 1, VT_ERR_ARG,
+                           "recipe: the text %s has %zu characters: too few for windows of %u", r->dataset, ds->n, T);
         return VT_OK;
     }
-    VT_RETURN_ERROR_IF(ds->text, VT_ERR_ARG, "recipe: %s is a text: it needs arch=gpt", r->dataset);
+    VT_RETURN_ERROR_IF(ds->text, VT_ERR_ARG, "recipe: %s is a text: it needs arch=gpt or a language model (loss=next_token)",
+                       r->dataset);
     VT_RETURN_ERROR_IF(!ds->yt != (r->loss == VT_LOSS_XENT), VT_ERR_ARG,
                        "recipe: the data set %s has %s, but loss = %s needs %s", r->dataset,
                        ds->yt ? "float targets" : "class labels", r->loss == VT_LOSS_XENT ? "cross_entropy" : "a regression loss",

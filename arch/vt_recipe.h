@@ -25,7 +25,7 @@ typedef enum { VT_ARCH_MLP = 0, VT_ARCH_RESNET = 1, VT_ARCH_GPT = 2 } vt_arch_ki
 typedef enum { VT_OPT_SGD = 0, VT_OPT_ADAM = 1, VT_OPT_ADAMW = 2 } vt_opt_kind;
 /* recipe key `loss` (a client's graph only; docs/models.md): softmax cross-entropy over classes (the
  * default), mean squared error, mean absolute error, binary cross-entropy with logits (float targets) */
-typedef enum { VT_LOSS_XENT = 0, VT_LOSS_MSE = 1, VT_LOSS_L1 = 2, VT_LOSS_BCE = 3 } vt_loss_kind;
+typedef enum { VT_LOSS_XENT = 0, VT_LOSS_MSE = 1, VT_LOSS_L1 = 2, VT_LOSS_BCE = 3, VT_LOSS_NEXT = 4 } vt_loss_kind;
 
 typedef struct {
     vt_arch_kind arch;         /* recipe key `arch`: "mlp" (the default) or "resnet" */
@@ -118,8 +118,10 @@ vt_err vt_recipe_validate(const vt_recipe *r) VT_WARN_UNUSED;
  * written. Unknown names and arch=gpt pass (the loader and the model check them). */
 vt_err vt_recipe_check_dataset(const vt_recipe *r) VT_WARN_UNUSED;
 
-/* A user's data set (ds->hash_version 2: vt_data_load_file) against the recipe: arch=gpt needs a text
- * whose vocabulary fits gpt_vocab; the others an example of layers[0] values and every label a class
+/* 1 when the recipe trains on a text's windows: arch=gpt, or a client's language model (loss=next_token). */
+int vt_recipe_is_text(const vt_recipe *r);
+/* A user's data set (ds->hash_version 2: vt_data_load_file) against the recipe: a text model needs a text
+ * whose vocabulary fits gpt_vocab (a client's: its own) and windows of its context; the others an example of layers[0] values and every label a class
  * (the first label that is not names the file and its offset). VT_ERR_ARG. Built-in data sets pass
  * (vt_recipe_check_dataset checks them by name). */
 vt_err vt_recipe_check_data(const vt_recipe *r, const vt_dataset *ds) VT_WARN_UNUSED;

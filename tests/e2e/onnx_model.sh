@@ -5,7 +5,8 @@
 # convolutional net with a residual Add and global average pooling, a Linear's output reshaped to an image and
 # convolved, a network with BatchNorm2d and BatchNorm1d, the residual CNN's shape (stem, basic blocks, a projection
 # shortcut, batch norms), a ViT (patches, two pre-LN blocks of multi-head attention and a tanh-GELU MLP, mean
-# pooling; opset 13: the layer norms decomposed), a block of causal attention (opset 17), a regressor trained with MSE, L1
+# pooling; opset 13: the layer norms decomposed), a block of causal attention (opset 17), a character language
+# model (embeddings, causal attention, next-token cross-entropy on a text), a regressor trained with MSE, L1
 # and BCE-with-logits on float targets, the MLP fine-tuned with every layer but its head frozen, a model
 # with a Softplus, a dilated convolution) exported by torch.onnx.export, trained with `trainer train
 # --model NET.onnx` on a user's .npy data: the parameters after 3 steps against PyTorch FP64 from the
@@ -175,11 +176,11 @@ head -c 3000 "$T/mlp.onnx" >"$T/trunc.onnx"
 st=$?
 [ "$st" = 2 ] && ok "truncated file refused" || bad "truncated: exit $st: $(cat "$T/trunc.out")"
 # a trainer that poisons one operation of the imported graph at step 2 loses there:
-# poisoned RUN MODEL "OPERATION" [train options]
+# poisoned RUN MODEL "OPERATION" [--set options]
 poisoned() {
   local run=$1 model=$2 what=$3 op
   shift 3
-  op=$("$TRAINER" recipe --program --model "$T/$model.onnx" --set batch=32 |
+  op=$("$TRAINER" recipe --program --model "$T/$model.onnx" --set batch=32 "$@" |
     awk -v w="$what" '/^operations/{f=1} f && index($0, w) {print $1; exit}')
   if [ -n "$op" ] && "$B/trainer-test" train "$T/$run" --key "$T/tk" --model "$T/$model.onnx" "${D[@]}" "$@" \
     --cheat "shift-op:2:$op" >/dev/null 2>&1; then
@@ -190,6 +191,27 @@ poisoned cheat mlp "fc2.Gemm weight-gradient GEMM"
 poisoned lcheat lenet "conv2.Conv weight gradient" --set "dataset=npy:$T/x28.npy,$T/y.npy" # LeNet-5's convolution
 poisoned rcheat resnet "layer1.bn1.BatchNormalization backward" # a batch norm's backward in the residual CNN
 poisoned vcheat vit "blocks.blocks.1.attn.Split softmax backward" --set "dataset=npy:$T/x3.npy,$T/y.npy" # attention's
+# a character language model (token and position embeddings, causal attention, next-token cross-entropy) on
+# a text whose training split holds one window: PyTorch FP64 on that window, audits, two ranks, a dispute
+LM=(--set "dataset=text:$T/t20.txt" --set loss=next_token --set batch=4 --set steps=3 --set lr=0.05 --set momentum=0.9
+    --set checkpoint_every=2 --set state_hash_every=1)
+if "$TRAINER" train "$T/lm" --key "$T/tk" --model "$T/lm.onnx" "${LM[@]}" --quiet >"$T/lm.out" 2>&1 &&
+  "$AUDITOR" verify "$T/lm" --pubkey "$T/tk.pub" --order reverse 2>&1 | grep -q "^VERIFIED" &&
+  "$TRAINER" export "$T/lm" --format safetensors --out "$T/lm.safetensors" --pubkey "$T/tk.pub" >/dev/null 2>&1 &&
+  "$PY" "$REF/onnx_model_ref.py" check "$T" lm "$T/lm.safetensors" 3 0.05 0.9 next_token >"$T/lm.ref" 2>&1; then
+  ok "lm: verified; $(tail -1 "$T/lm.ref")"
+else bad "lm: $(tail -3 "$T/lm.out" "$T/lm.ref" 2>/dev/null | tr '\n' ' ')"; fi
+"$TRAINER" train "$T/lm-mse" --key "$T/tk" --model "$T/lm.onnx" --set "dataset=text:$T/t20.txt" --set loss=mse \
+  --set batch=4 >"$T/lmm.out" 2>&1
+st=$?
+[ "$st" = 64 ] && grep -q "next_token" "$T/lmm.out" && ok "a language model under another loss: refused" ||
+  bad "lm under mse: exit $st: $(cat "$T/lmm.out")"
+if [ -n "$MPIEXEC" ]; then
+  if mpi 2 "$TRAINER" train "$T/lm2" --key "$T/tk" --model "$T/lm.onnx" "${LM[@]}" --quiet >"$T/lm2.out" 2>&1 &&
+    cmp -s "$T/lm/commitment.vtc" "$T/lm2/commitment.vtc"; then ok "lm: mpirun -np 2: the one-process commitment"
+  else bad "lm: mpirun -np 2: $(tail -3 "$T/lm2.out")"; fi
+fi
+poisoned lmcheat lm "wte.Gather token embedding weight-gradient GEMM" "${LM[@]}"
 # batch norm: the step's statistics of the batch, the evaluation pass's running statistics, PyTorch's
 # hyper-parameters recovered from the exporter's floats (eps 1e-3, momentum 0.2 from ONNX's 0.8)
 "$TRAINER" recipe --program --model "$T/bncnn.onnx" --set batch=32 >"$T/bnprog" 2>&1 &&

@@ -280,6 +280,27 @@ class Causal(ViT):
         super().__init__(causal=True, blocks=1)
 
 
+TEXT = "abcdefghijjihgfedcba"  # DIR/t20.txt: 20 bytes, so its training split (the first 18) holds one window of 17
+LM_T, LM_V = 17, 12  # the language model's context and vocabulary (the text's 10 distinct bytes fit)
+
+
+class CharLM(nn.Module):
+    """a character language model written as nanoGPT's: token and position embeddings (nn.Embedding of the input
+    and of torch.arange(T)), a block of causal attention, a final LayerNorm, a Linear head without bias to the
+    vocabulary's logits at every position; trained with next-token cross-entropy"""
+
+    def __init__(self):
+        super().__init__()
+        self.wte, self.wpe = nn.Embedding(LM_V, 16), nn.Embedding(LM_T, 16)
+        self.block = TBlock(16, 2, causal=True)
+        self.ln = nn.LayerNorm(16)
+        self.head = nn.Linear(16, LM_V, bias=False)
+
+    def forward(self, idx):
+        x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1]))
+        return self.head(self.ln(self.block(x)))
+
+
 class BadConv(nn.Module):
     def __init__(self):
         super().__init__()
@@ -304,16 +325,16 @@ class LogSm(nn.Module):
 
 MODELS = {"mlp": Mlp, "matmul": MatMulNet, "bad": Bad, "reg": Reg, "act": Act, "lenet": LeNet, "gapnet": GapNet,
           "reshconv": ReshConv, "badconv": BadConv, "logsm": LogSm, "bncnn": BnCnn, "resnet": ResNet,
-          "vit": ViT, "causal": Causal}
+          "vit": ViT, "causal": Causal, "lm": CharLM}
 IMAGE = {"lenet": (1, 28), "vit": (3, 16), "causal": (3, 16)}  # the models on other images (their data DIR/x28.npy,
 # DIR/x3.npy): channels and side; the others 1 x 12 x 12
-OPSET = {"causal": 17}  # LayerNormalization as one node; the others opset 13 (its decomposition)
+OPSET = {"causal": 17, "lm": 14}  # lm: torch.tril is Trilu from opset 14  # LayerNormalization as one node; the others opset 13 (its decomposition)
 
 
 def build(name):
     torch.manual_seed({"mlp": 1, "matmul": 2, "bad": 3, "reg": 4, "act": 5, "lenet": 6, "gapnet": 7, "badconv": 8,
                        "logsm": 9, "reshconv": 10, "bncnn": 11, "resnet": 12, "vit": 13,
-                       "causal": 14}[name])
+                       "causal": 14, "lm": 15}[name])
     return MODELS[name]()
 
 
@@ -337,10 +358,12 @@ def make(d):
     np.save(d + "/ybin.npy", ybin)
     np.save(d + "/x28.npy", data("lenet")[0])
     np.save(d + "/x3.npy", data("vit")[0])
+    open(d + "/t20.txt", "w").write(TEXT)
     for name in MODELS:
         m = build(name)
         c, s = IMAGE.get(name, (C, H))
-        torch.onnx.export(m, torch.zeros(N, c, s, s), "%s/%s.onnx" % (d, name), opset_version=OPSET.get(name, 13),
+        dummy = torch.zeros(N, LM_T, dtype=torch.long) if name == "lm" else torch.zeros(N, c, s, s)
+        torch.onnx.export(m, dummy, "%s/%s.onnx" % (d, name), opset_version=OPSET.get(name, 13),
                           training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
                           input_names=["x"], output_names=["logits"], dynamic_axes={"x": {0: "N"}})
 
@@ -375,9 +398,14 @@ def check(d, name, export, steps, lr, momentum, lossname="cross_entropy", frozen
         p.requires_grad_(k not in frozen.split(","))
     opt = torch.optim.SGD([p for p in m.parameters() if p.requires_grad], lr=lr, momentum=momentum)
     xt = torch.from_numpy(x.astype(np.float64))
-    yt = {"cross_entropy": torch.from_numpy(y.astype(np.int64)), "mse": torch.from_numpy(yreg.astype(np.float64)),
+    if lossname == "next_token":  # the text's one training window: its tokens (ranks of its distinct bytes), and each
+        ids = {ch: i for i, ch in enumerate(sorted(set(TEXT)))}  # next token as the target (every batch row alike)
+        tok = torch.tensor([[ids[ch] for ch in TEXT[:LM_T + 1]]])
+        xt, y = tok[:, :LM_T], tok[0, 1:].numpy()
+    yt = {"next_token": torch.from_numpy(y.astype(np.int64)), "cross_entropy": torch.from_numpy(y.astype(np.int64)), "mse": torch.from_numpy(yreg.astype(np.float64)),
           "l1": torch.from_numpy(yreg.astype(np.float64)), "bce_with_logits": torch.from_numpy(ybin.astype(np.float64))}[lossname]
-    lossf = {"cross_entropy": nn.functional.cross_entropy, "mse": nn.functional.mse_loss, "l1": nn.functional.l1_loss,
+    lossf = {"next_token": lambda z, t: nn.functional.cross_entropy(z.reshape(-1, z.shape[-1]), t),
+             "cross_entropy": nn.functional.cross_entropy, "mse": nn.functional.mse_loss, "l1": nn.functional.l1_loss,
              "bce_with_logits": nn.functional.binary_cross_entropy_with_logits}[lossname]
     losses = []
     for _ in range(steps):
