@@ -8,8 +8,10 @@
  * and an operation is translated only when its operands' layouts are what ONNX needs. A client
  * graph's layout moves (docs/models.md "ONNX out") leave no trace of the program's layouts: the
  * convolution weight's two moves none (the Conv reads the module's own [Co, C, k, k] parameter), an
- * activation's a Flatten or a Reshape between ONNX's matrices and NCHW images. The
- * messages are the protobuf-c structures generated from Debian's onnx.proto (arch/onnx.cmake);
+ * activation's a Flatten or a Reshape between ONNX's matrices and NCHW images. A client's
+ * transformer keeps a sequence as the program does, its rows [N*T, C] (ONNX's [N, T, C] order): the
+ * patch embedding's image read as rows is a Reshape, Transpose, Reshape (image_rows), the mean over
+ * the rows a ReduceMean, and the rest the GPT's translations. The messages are the protobuf-c structures generated from Debian's onnx.proto (arch/onnx.cmake);
  * nothing here encodes protobuf by hand. */
 #include "vt_onnx.h"
 
@@ -241,6 +243,10 @@ static void node(tr *x, const char *op_type, const char *out, size_t n_in, const
     plist_push(&x->a, &x->nodes, nd);
 }
 
+/* a node's inputs */
+#define IN2(a, b) ((const char *const[]){(a), (b)})
+#define IN3(a, b, c) ((const char *const[]){(a), (b), (c)})
+
 /* The initializer of state tensor t: float32 with ONNX dims (rank r), its values little-endian.
  * perm: how to read it - 0 as stored; 1 a matrix [in, out] transposed to [out, in]; 2 a
  * convolution weight [k, k, Cin, Cout] permuted to [Cout, Cin, k, k]. Returns its name. */
@@ -381,7 +387,10 @@ static Onnx__ValueInfoProto *value_info(tr *x, const char *name, int elem, size_
 
 static const char *layout_name(int layout)
 {
-    return layout == L_IMG ? "an image" : layout == L_TOK ? "token ids" : layout == L_HEADS ? "attention heads" : "a matrix";
+    return layout == L_IMG     ? "an image"
+           : layout == L_TOK   ? "token ids"
+           : layout == L_HEADS ? "attention heads"
+                               : "a matrix";
 }
 
 /* The pixels of image value t (ONNX [N, C, H, W]; the program's channels-last [B*H*W, C]) read as a
@@ -398,14 +407,12 @@ static vt_err image_rows(tr *x, const vt_opdesc *o, uint32_t t, const value **ou
         UNSUP("\"%s\" reads %s (a %u x %u x %u image) as a matrix of another shape: no ONNX form", o->name, d->name,
               v->c, v->h, v->w);
     if (!r->name) {
+        const int64_t C = v->c, seq[3] = {-1, C, (int64_t)HW}, rows[2] = {-1, C}, perm[3] = {0, 2, 1};
         char *sq = step_name(x, t, "sequence"), *pf = step_name(x, t, "positions_first");
-        const int64_t C = v->c;
-        node(x, "Reshape", sq, 2, (const char *const[]){v->name, kints(x, t, "sequence_shape", 0, 3, (const int64_t[]){-1, C, (int64_t)HW})},
-             NULL);
-        node(x, "Transpose", pf, 1, (const char *const[]){sq}, attr_ints(x, "perm", 3, (const int64_t[]){0, 2, 1}), NULL);
+        node(x, "Reshape", sq, 2, IN2(v->name, kints(x, t, "sequence_shape", 0, 3, seq)), NULL);
+        node(x, "Transpose", pf, 1, IN2(sq, NULL), attr_ints(x, "perm", 3, perm), NULL);
         r->name = step_name(x, t, "rows"), r->layout = L_MAT, r->c = v->c;
-        node(x, "Reshape", r->name, 2, (const char *const[]){pf, kints(x, t, "rows_shape", 0, 2, (const int64_t[]){-1, C})},
-             NULL);
+        node(x, "Reshape", r->name, 2, IN2(pf, kints(x, t, "rows_shape", 0, 2, rows)), NULL);
     }
     *out = r;
     return VT_OK;
@@ -512,9 +519,6 @@ static void image_dims(const vt_program *p, uint32_t j, uint32_t last, uint32_t 
     }
 }
 
-#define IN2(a, b) ((const char *const[]){(a), (b)})
-#define IN3(a, b, c) ((const char *const[]){(a), (b), (c)})
-
 /* The layout moves of a client graph (to_channels_last, to_channels_first; iarg B HW C). Of a
  * parameter: the convolution weight's two moves to the GEMM's layout, recorded (the Conv reads the
  * module's own weight). Of an activation: ONNX's images are NCHW, so to_channels_first of an image
@@ -570,7 +574,7 @@ static vt_err layout_move(tr *x, uint32_t j, uint32_t last)
     return VT_OK;
 }
 
-/* ---- the transformer's kinds (arch gpt; docs/format.md "Export (ONNX)") */
+/* ---- the transformer's kinds (arch gpt, and a client's transformer; docs/format.md "Export (ONNX)") */
 
 /* ReduceSum over the columns of a matrix, kept as [N, 1] (the program's [M] row statistic) */
 static void row_sum(tr *x, uint32_t t, const char *in, const char *out)
@@ -875,9 +879,9 @@ static vt_err translate(tr *x, uint32_t first, uint32_t last)
                 if (ia[1] < 1 || d->rank != 2 || d->shape[1] != a->c || d->shape[0] % (uint64_t)ia[1] != 0)
                     UNSUP("\"%s\": the mean over %lld rows of %s, which is not a sequence of them", o->name,
                           (long long)ia[1], d->name);
+                const int64_t seq[3] = {-1, ia[1], a->c};
                 char *sq = step_name(x, o->out[0], "sequence");
-                node(x, "Reshape", sq, 2, IN2(a->name, kints(x, o->out[0], "sequence_shape", 0, 3, (const int64_t[]){-1, ia[1], a->c})),
-                     NULL);
+                node(x, "Reshape", sq, 2, IN2(a->name, kints(x, o->out[0], "sequence_shape", 0, 3, seq)), NULL);
                 value *r = result(x, o->out[0], L_MAT, a->c, 0, 0);
                 node(x, "ReduceMean", r->name, 1, IN2(sq, NULL), attr_ints(x, "axes", 1, (const int64_t[]){1}),
                      attr_int(x, "keepdims", 0), NULL);
