@@ -8,8 +8,10 @@
  * and an operation is translated only when its operands' layouts are what ONNX needs. A client
  * graph's layout moves (docs/models.md "ONNX out") leave no trace of the program's layouts: the
  * convolution weight's two moves none (the Conv reads the module's own [Co, C, k, k] parameter), an
- * activation's a Flatten or a Reshape between ONNX's matrices and NCHW images. The
- * messages are the protobuf-c structures generated from Debian's onnx.proto (arch/onnx.cmake);
+ * activation's a Flatten or a Reshape between ONNX's matrices and NCHW images. A client's
+ * transformer keeps a sequence as the program does, its rows [N*T, C] (ONNX's [N, T, C] order): the
+ * patch embedding's image read as rows is a Reshape, Transpose, Reshape (image_rows), the mean over
+ * the rows a ReduceMean, and the rest the GPT's translations. The messages are the protobuf-c structures generated from Debian's onnx.proto (arch/onnx.cmake);
  * nothing here encodes protobuf by hand. */
 #include "vt_onnx.h"
 
@@ -140,6 +142,7 @@ typedef struct {
     vt_model *m;
     const vt_program *p;
     value *v;      /* per program tensor */
+    value *rows;   /* per program tensor: a channels-last image's pixels read as a sequence's rows [N*HW, C] */
     colinfo *col;  /* per program tensor */
     wmove *wm;     /* per program tensor */
     uint8_t *init; /* per program tensor: 0, or 1 + the perm of its initializer */
@@ -239,6 +242,10 @@ static void node(tr *x, const char *op_type, const char *out, size_t n_in, const
     nd->n_attribute = atl.n, nd->attribute = (Onnx__AttributeProto **)atl.v;
     plist_push(&x->a, &x->nodes, nd);
 }
+
+/* a node's inputs */
+#define IN2(a, b) ((const char *const[]){(a), (b)})
+#define IN3(a, b, c) ((const char *const[]){(a), (b), (c)})
 
 /* The initializer of state tensor t: float32 with ONNX dims (rank r), its values little-endian.
  * perm: how to read it - 0 as stored; 1 a matrix [in, out] transposed to [out, in]; 2 a
@@ -375,14 +382,52 @@ static Onnx__ValueInfoProto *value_info(tr *x, const char *name, int elem, size_
 }
 
 #define FAIL(...) return vt_set_error(VT_ERR_INTERNAL, "ONNX export: " __VA_ARGS__)
+/* a graph the translator does not know (not a bug of the program): VT_ERR_UNSUPPORTED */
+#define UNSUP(...) return vt_set_error(VT_ERR_UNSUPPORTED, "ONNX export: " __VA_ARGS__)
 
-/* the value an operation reads: written before, in the layout wanted (L_NONE: any) */
+static const char *layout_name(int layout)
+{
+    return layout == L_IMG     ? "an image"
+           : layout == L_TOK   ? "token ids"
+           : layout == L_HEADS ? "attention heads"
+                               : "a matrix";
+}
+
+/* The pixels of image value t (ONNX [N, C, H, W]; the program's channels-last [B*H*W, C]) read as a
+ * sequence's rows, [N*H*W, C] in the program's (example, pixel) order: Reshape to [N, C, H*W],
+ * Transpose (0, 2, 1) to [N, H*W, C] (the patch embedding's flatten(2).transpose(1, 2)), Reshape to
+ * [N*H*W, C]; written once, for every reader. */
+static vt_err image_rows(tr *x, const vt_opdesc *o, uint32_t t, const value **out)
+{
+    const value *v = &x->v[t];
+    value *r = &x->rows[t];
+    const vt_tensor *d = &x->p->t[t];
+    const uint64_t HW = (uint64_t)v->h * v->w;
+    if (d->rank != 2 || d->shape[1] != v->c || HW == 0 || HW > INT64_MAX || d->shape[0] % HW != 0)
+        UNSUP("\"%s\" reads %s (a %u x %u x %u image) as a matrix of another shape: no ONNX form", o->name, d->name,
+              v->c, v->h, v->w);
+    if (!r->name) {
+        const int64_t C = v->c, seq[3] = {-1, C, (int64_t)HW}, rows[2] = {-1, C}, perm[3] = {0, 2, 1};
+        char *sq = step_name(x, t, "sequence"), *pf = step_name(x, t, "positions_first");
+        node(x, "Reshape", sq, 2, IN2(v->name, kints(x, t, "sequence_shape", 0, 3, seq)), NULL);
+        node(x, "Transpose", pf, 1, IN2(sq, NULL), attr_ints(x, "perm", 3, perm), NULL);
+        r->name = step_name(x, t, "rows"), r->layout = L_MAT, r->c = v->c;
+        node(x, "Reshape", r->name, 2, IN2(pf, kints(x, t, "rows_shape", 0, 2, rows)), NULL);
+    }
+    *out = r;
+    return VT_OK;
+}
+
+/* the value an operation reads: written before, in the layout wanted (L_NONE: any); an image read as
+ * a matrix is a sequence of its pixels (image_rows) */
 static vt_err operand(tr *x, const vt_opdesc *o, uint32_t k, int layout, const value **out)
 {
     const value *v = &x->v[o->in[k]];
     if (!v->name) FAIL("\"%s\" reads %s, which the evaluation pass has not written", o->name, x->p->t[o->in[k]].name);
+    if (layout == L_MAT && v->layout == L_IMG) return image_rows(x, o, o->in[k], out);
     if (layout != L_NONE && v->layout != layout)
-        FAIL("\"%s\" reads %s as %s", o->name, x->p->t[o->in[k]].name, layout == L_IMG ? "an image" : "a matrix");
+        UNSUP("\"%s\" reads %s (%s) as %s: no ONNX form", o->name, x->p->t[o->in[k]].name, layout_name(v->layout),
+              layout_name(layout));
     *out = v;
     return VT_OK;
 }
@@ -474,9 +519,6 @@ static void image_dims(const vt_program *p, uint32_t j, uint32_t last, uint32_t 
     }
 }
 
-#define IN2(a, b) ((const char *const[]){(a), (b)})
-#define IN3(a, b, c) ((const char *const[]){(a), (b), (c)})
-
 /* The layout moves of a client graph (to_channels_last, to_channels_first; iarg B HW C). Of a
  * parameter: the convolution weight's two moves to the GEMM's layout, recorded (the Conv reads the
  * module's own weight). Of an activation: ONNX's images are NCHW, so to_channels_first of an image
@@ -532,7 +574,7 @@ static vt_err layout_move(tr *x, uint32_t j, uint32_t last)
     return VT_OK;
 }
 
-/* ---- the transformer's kinds (arch gpt; docs/format.md "Export (ONNX)") */
+/* ---- the transformer's kinds (arch gpt, and a client's transformer; docs/format.md "Export (ONNX)") */
 
 /* ReduceSum over the columns of a matrix, kept as [N, 1] (the program's [M] row statistic) */
 static void row_sum(tr *x, uint32_t t, const char *in, const char *out)
@@ -690,9 +732,17 @@ static vt_err gpt_heads(tr *x, const vt_opdesc *o)
         node(x, "MatMul", result(x, t, L_HEADS, (uint32_t)N, a->h, (uint32_t)M)->name, 2, IN2(l, r), NULL);
         return VT_OK;
     }
+    case VT_OPK_SOFTMAX_SCALED: /* T; scale: softmax of scale s_ij over each whole row (no mask) */
     case VT_OPK_SOFTMAX_CAUSAL: { /* T; scale: softmax over the visible positions j <= i of scale s_ij */
         VT_FORWARD_IF_ERROR(operand(x, o, 0, L_HEADS, &a));
         if (ia[0] != a->w || a->w != a->c) FAIL("\"%s\": scores of another shape than [T, T] per head", o->name);
+        if (o->kind == VT_OPK_SOFTMAX_SCALED) {
+            char *sc = step_name(x, t, "scaled");
+            node(x, "Mul", sc, 2, IN2(a->name, kfloat(x, t, "scale", (float)o->farg[0])), NULL);
+            node(x, "Softmax", result(x, t, L_HEADS, a->c, a->h, a->w)->name, 1, IN2(sc, NULL), attr_int(x, "axis", -1),
+                 NULL);
+            return VT_OK;
+        }
         const size_t T = a->w;
         if (!x->mask || x->mask_T != T) { /* the first causal softmax's, which every layer shares */
             uint8_t *mask = palloc(&x->a, T * T);
@@ -793,9 +843,11 @@ static vt_err translate(tr *x, uint32_t first, uint32_t last)
             else node(x, o->kind == VT_OPK_SIGMOID ? "Sigmoid" : "Tanh", r->name, 1, in, NULL);
             break;
         }
-        case VT_OPK_ADD: {
-            VT_FORWARD_IF_ERROR(operand(x, o, 0, L_NONE, &a));
-            VT_FORWARD_IF_ERROR(operand(x, o, 1, a->layout, &b));
+        case VT_OPK_ADD: { /* an image and a sequence (a ViT's residual of the patch embedding): both rows */
+            const int la = x->v[o->in[0]].layout, lb = x->v[o->in[1]].layout;
+            const int lay = la != lb && (la == L_IMG || lb == L_IMG) ? L_MAT : la;
+            VT_FORWARD_IF_ERROR(operand(x, o, 0, lay, &a));
+            VT_FORWARD_IF_ERROR(operand(x, o, 1, lay, &b));
             if (a->c != b->c || a->h != b->h || a->w != b->w) FAIL("\"%s\": operands of different shapes", o->name);
             const char *in[2] = {a->name, b->name};
             value *r = result(x, o->out[0], a->layout, a->c, a->h, a->w);
@@ -821,6 +873,20 @@ static vt_err translate(tr *x, uint32_t first, uint32_t last)
             break;
         }
         case VT_OPK_AVGPOOL: { /* B, HW */
+            if (x->v[o->in[0]].layout == L_MAT) { /* the mean over a sequence's HW rows: ReduceMean over axis 1 */
+                VT_FORWARD_IF_ERROR(operand(x, o, 0, L_MAT, &a));
+                const vt_tensor *d = &p->t[o->in[0]];
+                if (ia[1] < 1 || d->rank != 2 || d->shape[1] != a->c || d->shape[0] % (uint64_t)ia[1] != 0)
+                    UNSUP("\"%s\": the mean over %lld rows of %s, which is not a sequence of them", o->name,
+                          (long long)ia[1], d->name);
+                const int64_t seq[3] = {-1, ia[1], a->c};
+                char *sq = step_name(x, o->out[0], "sequence");
+                node(x, "Reshape", sq, 2, IN2(a->name, kints(x, o->out[0], "sequence_shape", 0, 3, seq)), NULL);
+                value *r = result(x, o->out[0], L_MAT, a->c, 0, 0);
+                node(x, "ReduceMean", r->name, 1, IN2(sq, NULL), attr_ints(x, "axes", 1, (const int64_t[]){1}),
+                     attr_int(x, "keepdims", 0), NULL);
+                break;
+            }
             VT_FORWARD_IF_ERROR(operand(x, o, 0, L_IMG, &a));
             if ((uint64_t)a->h * a->w != (uint64_t)ia[1]) FAIL("\"%s\": shapes", o->name);
             const char *in[1] = {a->name};
@@ -857,6 +923,7 @@ static vt_err translate(tr *x, uint32_t first, uint32_t last)
         case VT_OPK_HEADS_MERGE:
         case VT_OPK_BMM:
         case VT_OPK_SOFTMAX_CAUSAL:
+        case VT_OPK_SOFTMAX_SCALED:
             VT_FORWARD_IF_ERROR(gpt_heads(x, o));
             break;
         default: {
@@ -1004,6 +1071,7 @@ vt_err vt_onnx_write(const char *path, vt_model *m, const char *const *meta_kv, 
     x.m = m, x.p = &m->prog;
     const uint32_t nt = x.p->n_tensors;
     x.v = palloc(&x.a, nt * sizeof *x.v);
+    x.rows = palloc(&x.a, nt * sizeof *x.rows);
     x.col = palloc(&x.a, nt * sizeof *x.col);
     x.init = palloc(&x.a, nt);
     x.wm = palloc(&x.a, nt * sizeof *x.wm);

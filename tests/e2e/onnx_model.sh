@@ -13,7 +13,7 @@
 # same initial weights on the same (full) batches, the export loaded into the PyTorch module with
 # load_state_dict(strict=True); VERIFIED by the auditor in two other orders, and with `mpirun -np 2`
 # the one-process commitment (the MLP, LeNet-5, the residual CNN, the ViT); what comes out is what went in (the exported ONNX, the
-# convolutional models' included, computes the module's logits and trainer eval's predicted classes, its
+# convolutional and transformer models' included, computes the module's logits and trainer eval's predicted classes, its
 # weights the module's own, evaluated outside the project by onnx_model_ref.py's NumPy evaluator); interrupted and resumed, the same commitment; a trainer that poisons one operation of the
 # imported graph (the MLP's, LeNet-5's convolution weight gradient, a batch norm's backward, the ViT's attention
 # softmax backward) loses the dispute game at that step
@@ -47,15 +47,8 @@ for n in mlp matmul act lenet gapnet reshconv bncnn resnet vit causal; do
     "$PY" "$REF/onnx_model_ref.py" check "$T" "$n" "$T/$n.safetensors" 3 0.05 0.9 >"$T/$n.ref" 2>&1; then
     ok "$n: $(tail -1 "$T/$n.ref")"
   else bad "$n: against PyTorch FP64: $(tail -3 "$T/$n.ref" 2>/dev/null)"; fi
-  if [ "$n" = vit ] || [ "$n" = causal ]; then # no ONNX form of the transformer layers yet: refused, nothing written
-    "$TRAINER" export "$T/$n" --format onnx --out "$T/$n.out.onnx" --pubkey "$T/tk.pub" >"$T/$n.rt" 2>&1
-    st=$?
-    [ "$st" != 0 ] && [ ! -e "$T/$n.out.onnx" ] && ok "$n: ONNX export refused (exit $st), nothing written" ||
-      bad "$n: ONNX export: exit $st: $(cat "$T/$n.rt")"
-    continue
-  fi
-  # ONNX out, the convolutional models included: the module's logits, and trainer eval's predicted classes on
-  # the run's own data
+  # ONNX out, the convolutional and transformer models included: the module's logits, and trainer eval's
+  # predicted classes on the run's own data
   if "$TRAINER" export "$T/$n" --format onnx --out "$T/$n.out.onnx" --pubkey "$T/tk.pub" >"$T/$n.ox" 2>&1 &&
     "$TRAINER" eval "$T/$n" --per-example "$T/$n.pe" >"$T/$n.ev" 2>&1 &&
     "$PY" "$REF/onnx_model_ref.py" roundtrip "$T" "$n" "$T/$n.safetensors" "$T/$n.out.onnx" "$T/$n.pe" >"$T/$n.rt" 2>&1; then

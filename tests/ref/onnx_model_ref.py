@@ -35,8 +35,10 @@
       --format safetensors`) with load_state_dict(strict=True); EXPORT.onnx (`trainer export --format
       onnx`) passes onnx.checker (full check), holds the same weights under the same names (a matrix the module
       multiplies from the right may be stored transposed, for a Gemm with transB; a convolution's weight is the
-      module's [Co, C, k, k]), and a NumPy evaluation of its graph (Gemm, MatMul, Add, Relu, Sigmoid, Tanh,
-      LeakyRelu, Softmax, Flatten, Reshape, Identity, Conv of group 1 and dilation 1, MaxPool without padding,
+      module's [Co, C, k, k]; the other float initializers must be scalars: a decomposition's constants), and a
+      NumPy evaluation of its graph (Gemm, MatMul of any rank, Add, Sub, Mul, Div, Sqrt, Relu, Sigmoid, Tanh,
+      LeakyRelu, Softmax over its axis, Flatten, Reshape, Transpose, Gather, Where of a bool condition, ReduceSum
+      and ReduceMean with axes, Identity, Conv of group 1 and dilation 1, MaxPool without padding,
       GlobalAveragePool, BatchNormalization in inference form; the module evaluated in eval mode: any other operator or attribute fails the check), fed DIR's data in the graph's input
       shape ([N, d] or [N, C, H, W]), gives the module's logits (within float32 rounding) and the same
       predicted classes; with EVAL.txt (`trainer eval --per-example`), trainer eval's predicted class for
@@ -520,6 +522,32 @@ def run_onnx(path, x):
             r = i[0] @ i[1]
         elif n.op_type == "Add":
             r = i[0] + i[1]
+        elif n.op_type == "Sub":
+            r = i[0] - i[1]
+        elif n.op_type == "Mul":
+            r = i[0] * i[1]
+        elif n.op_type == "Div":
+            r = i[0] / i[1]
+        elif n.op_type == "Sqrt":
+            r = np.sqrt(i[0])
+        elif n.op_type == "ReduceSum":  # opset 13: the axes an input
+            if len(i) < 2 or a.get("noop_with_empty_axes", 0):
+                _fail("a ReduceSum without axes, which this check does not know")
+            r = i[0].sum(axis=tuple(int(k) for k in i[1]), keepdims=bool(a.get("keepdims", 1)))
+        elif n.op_type == "ReduceMean":  # opset 13: the axes an attribute
+            if "axes" not in a:
+                _fail("a ReduceMean without axes, which this check does not know")
+            r = i[0].mean(axis=tuple(a["axes"]), keepdims=bool(a.get("keepdims", 1)))
+        elif n.op_type == "Transpose":
+            if "perm" not in a:
+                _fail("a Transpose without perm")
+            r = i[0].transpose(a["perm"])
+        elif n.op_type == "Gather":
+            r = np.take(i[0], i[1].astype(np.int64), axis=a.get("axis", 0))
+        elif n.op_type == "Where":
+            if i[0].dtype != np.bool_:
+                _fail("a Where whose condition is not bool")
+            r = np.where(i[0], i[1], i[2])
         elif n.op_type == "Relu":
             r = np.maximum(i[0], 0)
         elif n.op_type == "Sigmoid":
@@ -528,9 +556,10 @@ def run_onnx(path, x):
             r = np.tanh(i[0])
         elif n.op_type == "LeakyRelu":
             r = np.where(i[0] >= 0, i[0], a.get("alpha", 0.01) * i[0])
-        elif n.op_type == "Softmax":
-            e = np.exp(i[0] - i[0].max(axis=1, keepdims=True))
-            r = e / e.sum(axis=1, keepdims=True)
+        elif n.op_type == "Softmax":  # opset 13: over one axis, -1 by default
+            ax = a.get("axis", -1)
+            e = np.exp(i[0] - i[0].max(axis=ax, keepdims=True))
+            r = e / e.sum(axis=ax, keepdims=True)
         elif n.op_type == "Flatten":
             ax = a.get("axis", 1)
             r = i[0].reshape(int(np.prod(i[0].shape[:ax])), -1)
@@ -568,7 +597,12 @@ def roundtrip(d, name, st, onnx_path, per_example=None):
     from onnx import numpy_helper
     for t in om.graph.initializer:
         v = numpy_helper.to_array(t)  # a weight the module multiplies from the right may be stored transposed (Gemm transB)
-        if v.dtype.kind != "f":  # a shape (Reshape's), not a weight
+        if v.dtype.kind != "f":  # a shape (Reshape's), an index (Gather's) or the causal mask, not a weight
+            continue
+        if t.name not in ours:  # a scalar of a decomposition (layer norm's eps, GELU's constants, the scale)
+            if v.ndim != 0:
+                print("onnx_model_ref: FAIL: the ONNX initializer %s %s is no weight of the module" % (t.name, v.shape))
+                return 1
             continue
         if not np.array_equal(v, ours[t.name]) and not (v.ndim == 2 and np.array_equal(v.T, ours[t.name])):
             print("onnx_model_ref: FAIL: the ONNX initializer %s is not the exported weight" % t.name)
