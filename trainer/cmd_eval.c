@@ -73,7 +73,7 @@ int trainer_eval(int argc, char **argv)
     memset(&ds, 0, sizeof ds);
     vt_model_set_memory_budget(max_memory, VT_ERR_LIMIT); /* the run's manifest is not ours: exit 2 */
     vt_err e = trainer_load_run_model(run, &rcp, &m, &step);
-    const int text = rcp.arch == VT_ARCH_GPT;
+    const int text = vt_recipe_is_text(&rcp); /* the GPT, or a client's language model */
     st = vt_cli_exit_for_input(e); /* the run is the input; --dataset below is the user's */
     if (!e) {
         if (spec) {
