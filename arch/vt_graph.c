@@ -639,23 +639,55 @@ static void emit_sums(bld *b, uint32_t t)
 
 /* the tensor that receives one more contribution to t's gradient (dy itself when the rule passes the
  * output's gradient through: alias); t's gradient and partial sums made at the walk's last one */
-static uint32_t contrib(bld *b, uint32_t t, int alias, uint32_t dy)
+/* c appended to t's contributions (the n-th when n are already there) */
+static void chain_push(bld *b, uint32_t t, uint32_t c, uint32_t n)
 {
-    if (b->readers[t] == 1) return b->G[t] = alias ? dy : grad_like(b, t, ".grad", 0);
-    const uint32_t c = alias ? dy : grad_like(b, t, ".grad.%u", b->met[t] + 1), k = b->n_cs++;
+    const uint32_t k = b->n_cs++;
     b->cs[k] = c, b->cs_next[k] = NONE;
-    if (b->met[t] == 0) b->first_c[t] = k;
+    if (n == 0) b->first_c[t] = k;
     else {
         uint32_t q = b->first_c[t];
         while (b->cs_next[q] != NONE) q = b->cs_next[q];
         b->cs_next[q] = k;
     }
+}
+
+static uint32_t contrib(bld *b, uint32_t t, int alias, uint32_t dy)
+{
+    if (b->readers[t] == 1) return b->G[t] = alias ? dy : grad_like(b, t, ".grad", 0);
+    const uint32_t c = alias ? dy : grad_like(b, t, ".grad.%u", b->met[t] + 1);
+    chain_push(b, t, c, b->met[t]);
     if (++b->met[t] == b->readers[t]) { /* the last one: the partial sums, then the sum */
         b->sums[t] = b->p->n_tensors;
         for (uint32_t s = 2; s < b->readers[t]; s++) grad_like(b, t, ".grad.sum%u", s);
         b->G[t] = grad_like(b, t, ".grad", 0);
     }
     return c;
+}
+
+/* a trainable parameter read by several operations (tied weights): one gradient per reader, "<p>.grad.K" in the
+ * walk's order, then the partial sums, made after the parameters' gradients; their sum is GP[t] (and G[t]) */
+static void param_contribs(bld *b, uint32_t t)
+{
+    for (uint32_t k = 0; k < b->readers[t]; k++) chain_push(b, t, grad_like(b, t, ".grad.%u", k + 1), k);
+    b->sums[t] = b->p->n_tensors;
+    for (uint32_t s = 2; s < b->readers[t]; s++) grad_like(b, t, ".grad.sum%u", s);
+    b->G[t] = b->GP[t];
+}
+
+/* where the next gradient of trainable parameter t goes: GP[t], or its next contribution */
+static uint32_t ptarget(const bld *b, uint32_t t)
+{
+    if (b->readers[t] <= 1) return b->GP[t];
+    uint32_t q = b->first_c[t];
+    for (uint32_t k = 0; k < b->met[t]; k++) q = b->cs_next[q];
+    return b->cs[q];
+}
+
+/* after a gradient of t: the walk's last one sums them into GP[t] */
+static void pdone(bld *b, uint32_t t)
+{
+    if (b->readers[t] > 1 && ++b->met[t] == b->readers[t]) emit_sums(b, t);
 }
 
 /* ---- the layers differentiated as one pattern (their kinds' facets say fused): batch norm, layer norm,
@@ -678,9 +710,7 @@ static vt_err pat_analyse(bld *b, uint32_t l)
     for (uint32_t k = 0; k < ly->n_param && k < 2; k++) { /* gamma, beta */
         const uint32_t t = b->pt[ly->param[k]];
         if (!b->need[t]) continue;
-        any = 1;
-        VT_RETURN_ERROR_IF(++b->readers[t] > 1, VT_ERR_ARG,
-                           "graph: parameter %s is read by more than one operation (not supported yet)", tname(b, t));
+        any = 1, b->readers[t]++;
     }
     if (b->need[x] && !b->is_param[x]) b->readers[x]++;
     if (any) b->need[b->V[l + 1]] = 1;
@@ -730,12 +760,15 @@ static void pat_emit(bld *b, uint32_t l)
     if (ly->op == VT_GL_BATCHNORM) { /* the resnet's unit */
         const vt_opdesc ap = p->op[j0 + 3]; /* apply (xc, s2, gamma, beta); a copy: the table may move */
         const uint32_t M = (uint32_t)p->op[j0 + 4].iarg[0], xc = ap.in[0], s2 = ap.in[1], gm = ap.in[2], bt = ap.in[3];
-        const uint32_t gb = b->GP[bt] != NONE ? b->GP[bt] : e[1];
+        const uint32_t gb = b->GP[bt] != NONE ? ptarget(b, bt) : e[1];
         vt_prog_op(p, VT_OPK_COLSUM, ARR(dy), 1, ARR(gb), 1, NULL, 0, NULL, 0, "%s bias gradient", nm);
+        if (b->GP[bt] != NONE) pdone(b, bt);
         vt_prog_op(p, VT_OPK_COLDOT, ARR(dy, xc), 2, ARR(e[0]), 1, NULL, 0, NULL, 0, "%s gradient dot centred", nm);
-        if (b->GP[gm] != NONE)
-            vt_prog_op(p, VT_OPK_BN_GAMMA_GRAD, ARR(e[0], s2), 2, ARR(b->GP[gm]), 1, IARG(M), 1, ap.farg, 1,
+        if (b->GP[gm] != NONE) {
+            vt_prog_op(p, VT_OPK_BN_GAMMA_GRAD, ARR(e[0], s2), 2, ARR(ptarget(b, gm)), 1, IARG(M), 1, ap.farg, 1,
                        "%s weight gradient", nm);
+            pdone(b, gm);
+        }
         if (dx)
             vt_prog_op(p, VT_OPK_BN_BACKWARD, ARR(dy, xc, s2, gb, e[0], gm), 6, ARR(b->pdx[l]), 1, NULL, 0, ap.farg, 1,
                        "%s backward", nm);
@@ -743,10 +776,15 @@ static void pat_emit(bld *b, uint32_t l)
         const vt_opdesc af = p->op[j0 + 4]; /* affine (xh, gamma, beta) */
         const uint32_t s2 = p->op[j0 + 3].in[1], xh = af.in[0], gm = af.in[1], bt = af.in[2];
         const double eps = p->op[j0 + 3].farg[0];
-        if (b->GP[bt] != NONE)
-            vt_prog_op(p, VT_OPK_COLSUM, ARR(dy), 1, ARR(b->GP[bt]), 1, NULL, 0, NULL, 0, "%s bias gradient", nm);
-        if (b->GP[gm] != NONE)
-            vt_prog_op(p, VT_OPK_COLDOT, ARR(dy, xh), 2, ARR(b->GP[gm]), 1, NULL, 0, NULL, 0, "%s weight gradient", nm);
+        if (b->GP[bt] != NONE) {
+            vt_prog_op(p, VT_OPK_COLSUM, ARR(dy), 1, ARR(ptarget(b, bt)), 1, NULL, 0, NULL, 0, "%s bias gradient", nm);
+            pdone(b, bt);
+        }
+        if (b->GP[gm] != NONE) {
+            vt_prog_op(p, VT_OPK_COLDOT, ARR(dy, xh), 2, ARR(ptarget(b, gm)), 1, NULL, 0, NULL, 0, "%s weight gradient",
+                       nm);
+            pdone(b, gm);
+        }
         if (dx) {
             vt_prog_op(p, VT_OPK_SCALE_COLS, ARR(dy, gm), 2, ARR(e[0]), 1, NULL, 0, NULL, 0, "%s gradient times weight",
                        nm);
@@ -759,13 +797,16 @@ static void pat_emit(bld *b, uint32_t l)
     } else if (ly->op == VT_GL_EMBED) { /* the GPT's: the positions' gradient, the tokens' by a one-hot GEMM */
         const int64_t T = ly->attr[0], Vv = ly->attr[1], C = ly->attr[2];
         const uint32_t wte = b->pt[ly->param[0]], wpe = b->pt[ly->param[1]];
-        if (b->GP[wpe] != NONE)
-            vt_prog_op(p, VT_OPK_POS_GRAD, ARR(dy), 1, ARR(b->GP[wpe]), 1, IARG(b->B, T), 2, NULL, 0,
+        if (b->GP[wpe] != NONE) {
+            vt_prog_op(p, VT_OPK_POS_GRAD, ARR(dy), 1, ARR(ptarget(b, wpe)), 1, IARG(b->B, T), 2, NULL, 0,
                        "%s position embedding gradient", nm);
+            pdone(b, wpe);
+        }
         if (b->GP[wte] != NONE) {
             vt_prog_op(p, VT_OPK_ONEHOT, ARR(x), 1, ARR(e[0]), 1, IARG(Vv), 1, NULL, 0, "%s tokens one-hot", nm);
-            vt_prog_op(p, VT_OPK_MATMUL, ARR(e[0], dy), 2, ARR(b->GP[wte]), 1, IARG(1, 0, Vv, C, (int64_t)b->B * T), 5,
-                       NULL, 0, "%s token embedding weight-gradient GEMM", nm);
+            vt_prog_op(p, VT_OPK_MATMUL, ARR(e[0], dy), 2, ARR(ptarget(b, wte)), 1, IARG(1, 0, Vv, C, (int64_t)b->B * T),
+                       5, NULL, 0, "%s token embedding weight-gradient GEMM", nm);
+            pdone(b, wte);
         }
     } else if (dx) { /* attention, the GPT's: e = doh, dp, dv, sdot, ds, dq, dk */
         const int64_t *a = ly->attr;
@@ -822,10 +863,7 @@ static vt_err analyse(bld *b, uint32_t first, uint32_t last)
                                b->g->layer[b->lay[j]].name, vt_opkind_get(o->kind)->name, i, tname(b, t));
             if (r == VT_GRAD_NONE) continue;
             for (uint32_t q = 0; q < o->n_out; q++) b->need[o->out[q]] = 1;
-            if (!b->is_param[t]) b->readers[t]++;
-            else VT_RETURN_ERROR_IF(++b->readers[t] > 1, VT_ERR_ARG,
-                                    "graph: parameter %s is read by more than one operation (not supported yet)",
-                                    tname(b, t));
+            b->readers[t]++; /* a parameter's readers too: tied weights' gradients are summed */
         }
     }
     return VT_OK;
@@ -881,7 +919,7 @@ static void emit(bld *b)
         for (uint32_t j = b->lop0[l]; j < b->lop1[l]; j++) /* the parameters' gradients, forward order */
             for (uint32_t i = 0; i < p->op[j].n_in && !prep_op(b, l, j); i++) {
                 uint32_t t = p->op[j].in[i];
-                if (b->G[p->op[j].out[0]] != NONE && b->GP[t] != NONE) rule(b, j, i, b->GP[t]);
+                if (b->G[p->op[j].out[0]] != NONE && b->GP[t] != NONE) rule(b, j, i, ptarget(b, t)), pdone(b, t);
             }
         for (uint32_t j = b->lop1[l]; j-- > b->lop0[l];) /* the other inputs', reverse order */
             for (uint32_t i = 0; i < p->op[j].n_in; i++) {
@@ -893,7 +931,7 @@ static void emit(bld *b)
         for (uint32_t j = b->lop1[l]; j-- > b->lop0[l];) /* then the prepared parameters', reverse order */
             for (uint32_t i = 0; i < p->op[j].n_in && prep_op(b, l, j); i++) {
                 uint32_t t = p->op[j].in[i];
-                if (b->G[p->op[j].out[0]] != NONE && b->GP[t] != NONE) rule(b, j, i, b->GP[t]);
+                if (b->G[p->op[j].out[0]] != NONE && b->GP[t] != NONE) rule(b, j, i, ptarget(b, t)), pdone(b, t);
             }
     }
 }
@@ -1054,6 +1092,8 @@ vt_err vt_graph_build(const vt_graph *g, const vt_recipe *rcp, vt_program *p)
     GPl = calloc(nT + 1, sizeof *GPl);
     FAIL_IF(!GPl, VT_ERR_NOMEM, "graph: out of memory");
     for (uint32_t i = 0; i < nT; i++) GPl[i] = b.GP[P[i]] = grad_like(&b, P[i], ".grad", 0);
+    for (uint32_t i = 0; i < nT; i++) /* tied weights: a gradient per reader, summed */
+        if (b.readers[P[i]] > 1) param_contribs(&b, P[i]);
     if (p->bad) goto finish;
     /* the operations: loss, backward, updates */
     vt_prog_op(p, LOSS_K[li], ARR(probs, y), 2, ARR(loss), 1, NULL, 0, NULL, 0, "%s", LOSS_N[li]);

@@ -205,6 +205,14 @@ if [ -n "$MPIEXEC" ]; then
   else bad "lm: mpirun -np 2: $(tail -3 "$T/lm2.out")"; fi
 fi
 poisoned lmcheat lm "wte.Gather token embedding weight-gradient GEMM" "${LM[@]}"
+# nanoGPT's weight tying: the token embedding is also the head's weight; its gradient the two readers' summed
+if "$TRAINER" train "$T/lmtied" --key "$T/tk" --model "$T/lmtied.onnx" "${LM[@]}" --quiet >"$T/lmt.out" 2>&1 &&
+  "$AUDITOR" verify "$T/lmtied" --pubkey "$T/tk.pub" --order pairwise 2>&1 | grep -q "^VERIFIED" &&
+  "$TRAINER" export "$T/lmtied" --format safetensors --out "$T/lmtied.safetensors" --pubkey "$T/tk.pub" >/dev/null 2>&1 &&
+  "$PY" "$REF/onnx_model_ref.py" check "$T" lmtied "$T/lmtied.safetensors" 3 0.05 0.9 next_token >"$T/lmt.ref" 2>&1 &&
+  "$TRAINER" recipe --program --model "$T/lmtied.onnx" --set loss=next_token --set batch=4 | grep -q "wte.weight gradient sum 2"
+then ok "lmtied: verified; $(tail -1 "$T/lmt.ref")"
+else bad "lmtied: $(tail -3 "$T/lmt.out" "$T/lmt.ref" 2>/dev/null | tr '\n' ' ')"; fi
 # batch norm: the step's statistics of the batch, the evaluation pass's running statistics, PyTorch's
 # hyper-parameters recovered from the exporter's floats (eps 1e-3, momentum 0.2 from ONNX's 0.8)
 "$TRAINER" recipe --program --model "$T/bncnn.onnx" --set batch=32 >"$T/bnprog" 2>&1 &&

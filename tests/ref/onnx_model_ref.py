@@ -303,6 +303,15 @@ class CharLM(nn.Module):
         return self.head(self.ln(self.block(x)))
 
 
+class CharLMTied(CharLM):
+    """the language model with nanoGPT's weight tying: the head's weight is the token embedding (one initializer in
+    the ONNX file, read by the embedding's Gather and the head's MatMul: its gradient the sum of both)"""
+
+    def __init__(self):
+        super().__init__()
+        self.head.weight = self.wte.weight
+
+
 class BadConv(nn.Module):
     def __init__(self):
         super().__init__()
@@ -327,16 +336,17 @@ class LogSm(nn.Module):
 
 MODELS = {"mlp": Mlp, "matmul": MatMulNet, "bad": Bad, "reg": Reg, "act": Act, "lenet": LeNet, "gapnet": GapNet,
           "reshconv": ReshConv, "badconv": BadConv, "logsm": LogSm, "bncnn": BnCnn, "resnet": ResNet,
-          "vit": ViT, "causal": Causal, "lm": CharLM}
+          "vit": ViT, "causal": Causal, "lm": CharLM,
+          "lmtied": CharLMTied}
 IMAGE = {"lenet": (1, 28), "vit": (3, 16), "causal": (3, 16)}  # the models on other images (their data DIR/x28.npy,
 # DIR/x3.npy): channels and side; the others 1 x 12 x 12
-OPSET = {"causal": 17, "lm": 14}  # lm: torch.tril is Trilu from opset 14  # LayerNormalization as one node; the others opset 13 (its decomposition)
+OPSET = {"causal": 17, "lm": 14, "lmtied": 14}  # lm: torch.tril is Trilu from opset 14  # LayerNormalization as one node; the others opset 13 (its decomposition)
 
 
 def build(name):
     torch.manual_seed({"mlp": 1, "matmul": 2, "bad": 3, "reg": 4, "act": 5, "lenet": 6, "gapnet": 7, "badconv": 8,
                        "logsm": 9, "reshconv": 10, "bncnn": 11, "resnet": 12, "vit": 13,
-                       "causal": 14, "lm": 15}[name])
+                       "causal": 14, "lm": 15, "lmtied": 16}[name])
     return MODELS[name]()
 
 
@@ -364,7 +374,7 @@ def make(d):
     for name in MODELS:
         m = build(name)
         c, s = IMAGE.get(name, (C, H))
-        dummy = torch.zeros(N, LM_T, dtype=torch.long) if name == "lm" else torch.zeros(N, c, s, s)
+        dummy = torch.zeros(N, LM_T, dtype=torch.long) if name.startswith("lm") else torch.zeros(N, c, s, s)
         torch.onnx.export(m, dummy, "%s/%s.onnx" % (d, name), opset_version=OPSET.get(name, 13),
                           training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
                           input_names=["x"], output_names=["logits"], dynamic_axes={"x": {0: "N"}})
@@ -417,6 +427,8 @@ def check(d, name, export, steps, lr, momentum, lossname="cross_entropy", frozen
         loss.backward()
         opt.step()
     ours = read_safetensors(export)
+    if name == "lmtied":  # a tied weight is one tensor of the file, under its first name: the head shares it
+        ours["head.weight"] = ours["wte.weight"]
     # the export is the module's own state_dict: names and shapes (load_state_dict strict)
     try:
         build(name).double().load_state_dict({k: torch.from_numpy(v.astype(np.float64)) for k, v in ours.items()},
