@@ -146,6 +146,14 @@ vt_err vt_graph_layer_check(const vt_glayer *l, uint32_t *cols)
                            "model graph: layer %s: %lld rows of a width %u", l->name, (long long)a[0], l->cols);
         n = l->cols;
         break;
+    case VT_GL_DROPOUT: {
+        const double pr = vt_graph_f64(a[0]);
+        used = 1;
+        VT_RETURN_ERROR_IF(!(pr > 0 && pr < 1), VT_ERR_FORMAT, "model graph: layer %s: dropout of %g (supported: (0, 1))",
+                           l->name, pr);
+        n = l->cols;
+        break;
+    }
     case VT_GL_GELU:
         used = 1;
         VT_RETURN_ERROR_IF(a[0] != 0, VT_ERR_FORMAT, "model graph: layer %s: GELU form %lld (0: tanh)", l->name,
@@ -354,7 +362,7 @@ static vt_err lower(bld *b)
         /* a channels-last value of one pixel is also channels-first */
         VT_RETURN_ERROR_IF(xl->last && (uint64_t)xl->h * xl->w > 1 && ly->op != VT_GL_RELU && ly->op != VT_GL_ADD &&
                                ly->op != VT_GL_SIGMOID && ly->op != VT_GL_TANH && ly->op != VT_GL_LEAKY_RELU &&
-                               ly->op != VT_GL_GELU &&
+                               ly->op != VT_GL_GELU && ly->op != VT_GL_DROPOUT &&
                                ly->op != VT_GL_CONV &&
                                ly->op != VT_GL_MAXPOOL && ly->op != VT_GL_AVGPOOL && ly->op != VT_GL_TO_NCHW &&
                                ly->op != VT_GL_BATCHNORM && !(ly->op == VT_GL_RESHAPE && a[0] > 1),
@@ -535,12 +543,18 @@ static vt_err lower(bld *b)
                        "%s running statistics", ly->name);
             break;
         }
-        case VT_GL_GELU: { /* elementwise, the output of the input's shape and layout */
+        case VT_GL_GELU: /* elementwise, the output of the input's shape and layout */
+        case VT_GL_DROPOUT: {
             VT_RETURN_ERROR_IF(N != K, VT_ERR_ARG, "graph: layer %s: its input and output differ in width", ly->name);
             uint32_t shape[VT_MAX_RANK]; /* a copy: the table may move when the tensor is added */
             memcpy(shape, p->t[x].shape, sizeof shape);
             y = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, p->t[x].rank, shape, "%s.out", ly->name);
-            vt_prog_op(p, VT_OPK_GELU, ARR(x), 1, ARR(y), 1, NULL, 0, NULL, 0, "%s", ly->name);
+            if (ly->op == VT_GL_GELU) vt_prog_op(p, VT_OPK_GELU, ARR(x), 1, ARR(y), 1, NULL, 0, NULL, 0, "%s", ly->name);
+            else {
+                const double pr = vt_graph_f64(a[0]);
+                vt_prog_op(p, VT_OPK_DROPOUT, ARR(x), 1, ARR(y), 1, IARG((int64_t)b->rcp->seed, (int64_t)l + 1), 2, &pr,
+                           1, "%s", ly->name);
+            }
             break;
         }
         case VT_GL_LAYERNORM: {
@@ -954,19 +968,30 @@ static vt_err buffers_check(const vt_graph *g)
     return VT_OK;
 }
 
-/* the evaluation pass of a graph with batch norms: the forward operations first .. last again, each
- * batch norm's five as one batchnorm_eval on its running statistics (its output the step's tensor);
- * none for other graphs (evaluation runs the forward pass) */
+/* the evaluation pass of a graph with batch norms or dropout: the forward operations first .. last again, each
+ * batch norm's five as one batchnorm_eval on its running statistics (its output the step's tensor), each dropout
+ * left out (its readers read its input); none for other graphs (evaluation runs the forward pass) */
 static void eval_pass(bld *b, uint32_t first, uint32_t last)
 {
     vt_program *p = b->p;
     uint32_t l = 0;
-    while (l < b->g->n_layer && b->g->layer[l].op != VT_GL_BATCHNORM) l++;
+    while (l < b->g->n_layer && b->g->layer[l].op != VT_GL_BATCHNORM && b->g->layer[l].op != VT_GL_DROPOUT) l++;
     if (l == b->g->n_layer) return;
+    uint32_t *alias = malloc(b->nt * sizeof *alias); /* a dropout's output -> what evaluation reads instead */
+    if (!alias) {
+        p->bad = 1;
+        return;
+    }
+    for (uint32_t t = 0; t < b->nt; t++) alias[t] = t;
     vt_prog_eval_begin(p);
     for (uint32_t j = first; j <= last && !p->bad; j++) {
         const vt_opdesc *o = &p->op[j];
-        const int bn = j <= b->nfwd_end && b->g->layer[b->lay[j]].op == VT_GL_BATCHNORM;
+        const vt_glayer_op lop = j <= b->nfwd_end ? b->g->layer[b->lay[j]].op : (vt_glayer_op)0;
+        const int bn = lop == VT_GL_BATCHNORM;
+        if (lop == VT_GL_DROPOUT) { /* left out: its readers read its input */
+            alias[o->out[0]] = alias[o->in[0]];
+            continue;
+        }
         uint32_t in[MAX_IN], out[VT_MAX_OP_OUTPUTS];
         int64_t ia[16];
         double fa[16];
@@ -977,6 +1002,7 @@ static void eval_pass(bld *b, uint32_t first, uint32_t last)
         }
         /* copies: the tables may move while the operation is added */
         memcpy(in, o->in, o->n_in * sizeof *in), memcpy(out, o->out, o->n_out * sizeof *out);
+        for (uint32_t i = 0; i < o->n_in; i++) in[i] = in[i] < b->nt ? alias[in[i]] : in[i];
         if (o->n_iarg) memcpy(ia, o->iarg, o->n_iarg * sizeof *ia);
         if (o->n_farg) memcpy(fa, o->farg, o->n_farg * sizeof *fa);
         snprintf(nm, sizeof nm, "%s", o->name);
@@ -990,6 +1016,7 @@ static void eval_pass(bld *b, uint32_t first, uint32_t last)
             vt_prog_op(p, kind, in, n_in, out, n_out, ia, n_ia, fa, n_fa, "%s", nm);
     }
     vt_prog_eval_end(p);
+    free(alias);
 }
 
 vt_err vt_graph_build(const vt_graph *g, const vt_recipe *rcp, vt_program *p)

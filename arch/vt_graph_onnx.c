@@ -4,7 +4,8 @@
  * 1: PyTorch's Linear), MatMul by an initializer (with the Add of an initializer bias that follows it
  * fused in), Add of two activations, Relu, Sigmoid, Tanh, LeakyRelu (alpha, default 0.01), Flatten and
  * Reshape that keep the batch dimension (the
- * same bytes: no operation; of a channels-last image, to_channels_first), Dropout of ratio 0, Conv
+ * same bytes: no operation; of a channels-last image, to_channels_first), Dropout (ratio 0 or in inference mode:
+ * none; in training mode: the project's dropout), Conv
  * (square kernel, symmetric pads, equal strides, dilation 1, group 1), MaxPool (window = stride, no
  * pads), GlobalAveragePool and AveragePool over the whole image. Each value's layout is tracked: the
  * convolutional layers read and write channels-last values (docs/models.md "Layouts"), the first
@@ -21,7 +22,7 @@
 #define NONE UINT32_MAX
 #define SUPPORTED                                                                                                      \
     "Gemm (PyTorch's Linear), MatMul by a weight (with its bias Add), Add of two activations, Relu, Sigmoid, Tanh, "  \
-    "LeakyRelu, Flatten and Reshape keeping the batch dimension, Dropout of ratio 0, Conv (2-D, square kernel, symmetric pads, equal "      \
+    "LeakyRelu, Flatten and Reshape keeping the batch dimension, Dropout, Conv (2-D, square kernel, symmetric pads, equal "      \
     "strides, dilation 1, group 1), MaxPool (kernel = stride, no pads), GlobalAveragePool, AveragePool over the "    \
     "whole image, BatchNormalization in training mode (of [N, C] or an image)"
 
@@ -687,6 +688,28 @@ static vt_err map_node(mapper *m, uint32_t j)
         out = vt_graph_layer(m->g, VT_GL_AVGPOOL, nm, 1, &x, 0, NULL, at, cols, &m->bad);
         VT_RETURN_ERROR_IF(out == NONE, VT_ERR_NOMEM, "model: out of memory (or a node name too long: %s)", n->name);
         m->val[y] = out, m->cols[y] = cols; /* flat */
+        return VT_OK;
+    }
+    if (!strcmp(n->op, "Dropout") && n->n_in >= 2 && n->in[1] != NONE && og->v[n->in[1]].is_const &&
+        og->v[n->in[1]].dtype == VT_OG_F32 && *(const float *)og->v[n->in[1]].data != 0.0f) {
+        /* training-mode dropout of a constant ratio p > 0 (nn.Dropout(p) exported in training mode): the project's
+         * dropout (Philox masks, not PyTorch's); in inference mode (training_mode absent or false) the identity */
+        const vt_og_value *tm = n->n_in >= 3 && n->in[2] != NONE ? &og->v[n->in[2]] : NULL;
+        const double pr = *(const float *)og->v[n->in[1]].data;
+        VT_RETURN_ERROR_IF(tm && (!tm->is_const || tm->dtype != VT_OG_BOOL), VT_ERR_ARG,
+                           "model: node %s (Dropout): its training_mode is not a constant", n->name);
+        VT_RETURN_ERROR_IF(n->n_out > 1 && n->out[1] != NONE && value_used(og, n->out[1]), VT_ERR_ARG,
+                           "model: node %s (Dropout): its mask is read (not supported)", n->name);
+        VT_RETURN_ERROR_IF(!(pr > 0 && pr < 1), VT_ERR_ARG, "model: node %s (Dropout): ratio %g (supported: [0, 1))",
+                           n->name, pr);
+        VT_FORWARD_IF_ERROR(act_of(m, n, n->in[0], &x));
+        if (tm && *(const uint8_t *)tm->data) {
+            const int64_t at[VT_GLAYER_ATTRS] = {vt_graph_f64_bits(module_real((float)pr, 0))};
+            out = vt_graph_layer(m->g, VT_GL_DROPOUT, nm, 1, &x, 0, NULL, at, cols, &m->bad);
+            VT_RETURN_ERROR_IF(out == NONE, VT_ERR_NOMEM, "model: out of memory (or a node name too long: %s)", n->name);
+        } else out = x;
+        m->val[y] = out, m->cols[y] = cols, m->last[y] = m->last[n->in[0]];
+        memcpy(m->hwc[y], m->hwc[n->in[0]], sizeof m->hwc[y]);
         return VT_OK;
     }
     if (!strcmp(n->op, "Flatten") || !strcmp(n->op, "Reshape") ||

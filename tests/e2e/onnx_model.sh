@@ -213,6 +213,23 @@ if "$TRAINER" train "$T/lmtied" --key "$T/tk" --model "$T/lmtied.onnx" "${LM[@]}
   "$TRAINER" recipe --program --model "$T/lmtied.onnx" --set loss=next_token --set batch=4 | grep -q "wte.weight gradient sum 2"
 then ok "lmtied: verified; $(tail -1 "$T/lmt.ref")"
 else bad "lmtied: $(tail -3 "$T/lmt.out" "$T/lmt.ref" 2>/dev/null | tr '\n' ' ')"; fi
+# dropout in training mode: the project's masks (so no PyTorch comparison of the steps), the same commitment on
+# two ranks and in other orders, the evaluation without it (ONNX out against the module in eval mode)
+"$TRAINER" recipe --program --model "$T/drop.onnx" --set batch=32 >"$T/dprog" 2>&1
+if [ "$(grep -c " dropout  .* farg 0.25$" "$T/dprog")" = 2 ] &&
+  "$TRAINER" train "$T/drop" --key "$T/tk" --model "$T/drop.onnx" "${D[@]}" >"$T/drop.out" 2>&1 &&
+  "$AUDITOR" verify "$T/drop" --pubkey "$T/tk.pub" --order reverse 2>&1 | grep -q "^VERIFIED" &&
+  "$TRAINER" export "$T/drop" --format safetensors --out "$T/drop.safetensors" --pubkey "$T/tk.pub" >/dev/null 2>&1 &&
+  "$TRAINER" export "$T/drop" --format onnx --out "$T/drop.out.onnx" --pubkey "$T/tk.pub" >/dev/null 2>&1 &&
+  "$TRAINER" eval "$T/drop" --per-example "$T/drop.pe" >/dev/null 2>&1 &&
+  "$PY" "$REF/onnx_model_ref.py" roundtrip "$T" drop "$T/drop.safetensors" "$T/drop.out.onnx" "$T/drop.pe" >"$T/drop.rt" 2>&1
+then ok "drop: dropout and its backward with one mask, verified, evaluated without it: $(tail -1 "$T/drop.rt")"
+else bad "drop: $(grep -i dropout "$T/dprog" | head -3) $(tail -2 "$T/drop.out" "$T/drop.rt" 2>/dev/null | tr '\n' ' ')"; fi
+if [ -n "$MPIEXEC" ]; then
+  if mpi 2 "$TRAINER" train "$T/drop2" --key "$T/tk" --model "$T/drop.onnx" "${D[@]}" >"$T/drop2.out" 2>&1 &&
+    cmp -s "$T/drop/commitment.vtc" "$T/drop2/commitment.vtc"; then ok "drop: mpirun -np 2: the one-process commitment"
+  else bad "drop: mpirun -np 2: $(tail -3 "$T/drop2.out")"; fi
+fi
 # batch norm: the step's statistics of the batch, the evaluation pass's running statistics, PyTorch's
 # hyper-parameters recovered from the exporter's floats (eps 1e-3, momentum 0.2 from ONNX's 0.8)
 "$TRAINER" recipe --program --model "$T/bncnn.onnx" --set batch=32 >"$T/bnprog" 2>&1 &&

@@ -312,6 +312,18 @@ class CharLMTied(CharLM):
         self.head.weight = self.wte.weight
 
 
+class Drop(nn.Module):
+    """an MLP with dropout (nn.Dropout(0.25)) between its layers: the project's masks, not PyTorch's"""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(C * H * W, 32), nn.Linear(32, K)
+        self.drop = nn.Dropout(0.25)
+
+    def forward(self, x):
+        return self.fc2(self.drop(torch.relu(self.fc1(torch.flatten(x, 1)))))
+
+
 class BadConv(nn.Module):
     def __init__(self):
         super().__init__()
@@ -337,7 +349,7 @@ class LogSm(nn.Module):
 MODELS = {"mlp": Mlp, "matmul": MatMulNet, "bad": Bad, "reg": Reg, "act": Act, "lenet": LeNet, "gapnet": GapNet,
           "reshconv": ReshConv, "badconv": BadConv, "logsm": LogSm, "bncnn": BnCnn, "resnet": ResNet,
           "vit": ViT, "causal": Causal, "lm": CharLM,
-          "lmtied": CharLMTied}
+          "lmtied": CharLMTied, "drop": Drop}
 IMAGE = {"lenet": (1, 28), "vit": (3, 16), "causal": (3, 16)}  # the models on other images (their data DIR/x28.npy,
 # DIR/x3.npy): channels and side; the others 1 x 12 x 12
 OPSET = {"causal": 17, "lm": 14, "lmtied": 14}  # lm: torch.tril is Trilu from opset 14  # LayerNormalization as one node; the others opset 13 (its decomposition)
@@ -346,7 +358,7 @@ OPSET = {"causal": 17, "lm": 14, "lmtied": 14}  # lm: torch.tril is Trilu from o
 def build(name):
     torch.manual_seed({"mlp": 1, "matmul": 2, "bad": 3, "reg": 4, "act": 5, "lenet": 6, "gapnet": 7, "badconv": 8,
                        "logsm": 9, "reshconv": 10, "bncnn": 11, "resnet": 12, "vit": 13,
-                       "causal": 14, "lm": 15, "lmtied": 16}[name])
+                       "causal": 14, "lm": 15, "lmtied": 16, "drop": 17}[name])
     return MODELS[name]()
 
 
