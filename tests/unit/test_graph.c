@@ -3,7 +3,9 @@
  *     average pool; conv, to_channels_first, linear) written in version 2 and read back field for
  *     field, the same bytes again; with batch norms (of an image and of a flat value; running
  *     statistics as buffers) in version 3, which version 2 does not read, and whose running statistics
- *     must be buffers; the built-in MLP's graph still written in version 1;
+ *     must be buffers; the known-answer probe's transformer (a sequence of patches, layer norm, attention,
+ *     GELU, the mean over rows) and a language model (embeddings, causal attention, dropout, a head tied to
+ *     the token embedding, next-token loss) in version 3; the built-in MLP's graph still written in version 1;
  *  B. hostile bytes: every byte of the form flipped three ways and every truncation decoded, and a
  *     graph that decodes is built into a program (refused or not, never a crash); attributes out of
  *     range, unused attributes set and a width that contradicts the attributes refused by name;
@@ -35,10 +37,43 @@ static uint32_t bn_params(vt_graph *g, const char *nm, uint32_t C, int *bad)
     return first;
 }
 
+/* a language model: 8 tokens of a vocabulary of 12, embeddings of 8, a layer norm, causal attention of 2
+ * heads, dropout, a head tied to the token embedding; next-token cross-entropy */
+static void lm_graph(vt_graph *g)
+{
+    vt_graph_init(g);
+    int bad = 0;
+    const uint32_t te = vt_graph_param(g, "wte.weight", 2, U(12, 8), VT_INIT_HE_UNIFORM, 8, &bad),
+                   pe = vt_graph_param(g, "wpe.weight", 2, U(8, 8), VT_INIT_HE_UNIFORM, 8, &bad);
+    const uint32_t lw = vt_graph_param(g, "ln.weight", 1, U(8), VT_INIT_ONE, 0, &bad),
+                   lb = vt_graph_param(g, "ln.bias", 1, U(8), VT_INIT_ZERO, 0, &bad),
+                   qw = vt_graph_param(g, "qkv.weight", 2, U(24, 8), VT_INIT_HE_UNIFORM, 8, &bad);
+    uint32_t v = 0, x;
+    x = v = vt_graph_layer(g, VT_GL_EMBED, "emb", 1, &v, 2, U(te, pe), A8(8, 12, 8), 64, &bad);
+    v = vt_graph_layer(g, VT_GL_LAYERNORM, "ln", 1, &v, 2, U(lw, lb), A8(vt_graph_f64_bits(1e-5), 8, 8), 64, &bad);
+    v = vt_graph_layer(g, VT_GL_LINEAR, "qkv", 1, &v, 1, U(qw), A8(1, 8), 192, &bad);
+    v = vt_graph_layer(g, VT_GL_ATTENTION, "attn", 1, &v, 0, NULL, A8(8, 2, 4, 1, vt_graph_f64_bits(0.5)), 64, &bad);
+    v = vt_graph_layer(g, VT_GL_DROPOUT, "drop", 1, &v, 0, NULL, A8(vt_graph_f64_bits(0.1)), 64, &bad);
+    v = vt_graph_layer(g, VT_GL_ADD, "res", 2, U(x, v), 0, NULL, NULL, 64, &bad);
+    v = vt_graph_layer(g, VT_GL_LINEAR, "head", 1, &v, 1, U(te), A8(1, 8), 96, &bad); /* tied to wte */
+    g->in_cols = 8, g->out = v, g->loss = VT_GLOSS_NEXT;
+    CHECK(!bad && v != UINT32_MAX, "the language model's graph");
+}
+
 /* input 1 x 8 x 8 (channels-first); two branches of layers over it (gap 0, 1), the second with batch
- * norms (gap 2) */
+ * norms (gap 2); the probe's transformer (3); a language model (4) */
 static void conv_graph(vt_graph *g, int gap)
 {
+    if (gap == 3) { /* the known-answer probe's, from its recipe's canonical form */
+        vt_recipe r;
+        CHECK_OK(vt_probe_transformer_recipe(&r));
+        CHECK_OK(vt_graph_decode(r.model_graph, r.model_graph_len, g));
+        return;
+    }
+    if (gap == 4) {
+        lm_graph(g);
+        return;
+    }
     vt_graph_init(g);
     int bad = 0;
     vt_graph_param(g, "c1.weight", 4, U(3, 1, 3, 3), VT_INIT_HE_UNIFORM, 9, &bad);
@@ -80,6 +115,7 @@ static vt_err build(const vt_graph *g)
     vt_recipe_default(&r);
     r.batch = 2, r.n_layers = 1, r.widths[0] = g->in_cols;
     r.widths[1] = g->out >= 1 && g->out <= g->n_layer ? g->layer[g->out - 1].cols : 10;
+    if (g->loss == VT_GLOSS_NEXT && g->in_cols) r.widths[1] /= g->in_cols; /* a language model: V per position */
     vt_program p;
     vt_program_init(&p);
     vt_err e = vt_graph_build(g, &r, &p);
@@ -89,14 +125,14 @@ static vt_err build(const vt_graph *g)
 
 static void canonical(void)
 {
-    for (int gap = 0; gap < 3; gap++) {
+    for (int gap = 0; gap < 5; gap++) {
         vt_graph g, h;
         conv_graph(&g, gap);
         CHECK_OK(build(&g));
         vt_buf b, c;
         CHECK_OK(vt_graph_encode(&g, &b));
         uint32_t ver = b.len >= 8 ? (uint32_t)b.data[4] | (uint32_t)b.data[5] << 8 : 0;
-        CHECK(ver == (gap == 2 ? 3u : 2u), "graph %d is written in version %u (%u)", gap, gap == 2 ? 3u : 2u, ver);
+        CHECK(ver == (gap >= 2 ? 3u : 2u), "graph %d is written in version %u (%u)", gap, gap >= 2 ? 3u : 2u, ver);
         CHECK_OK(vt_graph_decode(b.data, b.len, &h));
         CHECK(h.n_param == g.n_param && h.n_layer == g.n_layer && h.in_cols == g.in_cols && h.out == g.out,
               "the graph read back");
