@@ -158,6 +158,8 @@ static size_t g_checked[8], g_stage2[2], g_near;
 static double g_err1[2], g_err2[2]; /* the stages' largest relative errors seen, over their bounds */
 static double g_gerr[2];            /* GELU's evaluation and its derivative's: the largest over the bound */
 static float g_gerr_x[2];
+static double g_gerr1[2]; /* their FP64 first stage's */
+static size_t g_gstage2[2];
 
 /* |approx - v| / |v| into the running maximum (relative to the bound) */
 static void stage_err(double hi, double lo, mpfr_t v, double bound, double *worst)
@@ -212,6 +214,17 @@ static void check1(int f, float x, float d, double alpha)
         const double err = fabs(mpfr_get_d(e, MPFR_RNDU)), mag = fabs(mpfr_get_d(gv, MPFR_RNDN));
         const double r = err / (ab + rel * mag);
         if (r > g_gerr[f - GELU]) g_gerr[f - GELU] = r, g_gerr_x[f - GELU] = x;
+        if (x >= -3.0f) { /* the first stage: relative (gelu) or absolute (g) */
+            const double y1 = f == GELU ? vt_gelu_erf_stage1(x) : vt_gelu_erf_grad_stage1(x);
+            mpfr_set_d(e, y1, MPFR_RNDN);
+            mpfr_sub(e, e, gv, MPFR_RNDN);
+            const double e1 = fabs(mpfr_get_d(e, MPFR_RNDU));
+            const double r1 = f == GELU ? e1 / (mag * VT_ACT_BOUND1_GELU) : e1 / VT_ACT_BOUND1_GELU_GRAD;
+            if (r1 > g_gerr1[f - GELU]) g_gerr1[f - GELU] = r1;
+            float o;
+            const double d1 = f == GELU ? fabs(y1) * VT_ACT_BOUND1_GELU : VT_ACT_BOUND1_GELU_GRAD;
+            if (!vt_act_decide(fabs(y1), 0.0, d1, &o)) g_gstage2[f - GELU]++;
+        }
         mpfr_clears(gv, e, (mpfr_ptr)0);
     }
     if (f <= TANH && isfinite(x)) { /* the stages where they apply */
@@ -350,8 +363,11 @@ static void check_functions(vt_rng *r)
            g_checked[0], g_checked[1], g_checked[2], g_checked[3], g_checked[4], g_checked[5], g_checked[6],
            g_checked[7], g_stage2[0], g_stage2[1], g_err1[0], g_err1[1], g_err2[0], g_err2[1]);
     printf("test_act: GELU (erf form): the largest errors over their bounds %.3g (gelu, x %a) %.3g (its derivative, "
-           "x %a)\n", g_gerr[0], (double)g_gerr_x[0], g_gerr[1], (double)g_gerr_x[1]);
+           "x %a); the FP64 stage's %.3g %.3g, undecided by it %zu %zu times (dy 1)\n",
+           g_gerr[0], (double)g_gerr_x[0], g_gerr[1], (double)g_gerr_x[1], g_gerr1[0], g_gerr1[1], g_gstage2[0],
+           g_gstage2[1]);
     CHECK(g_gerr[0] < 1.0 / 16 && g_gerr[1] < 1.0 / 16, "GELU's evaluation is not 16 times under its bound");
+    CHECK(g_gerr1[0] < 1.0 / 16 && g_gerr1[1] < 1.0 / 16, "GELU's FP64 stage is not 16 times under its bound");
     CHECK(g_err1[0] < 1.0 / 16 && g_err1[1] < 1.0 / 16 && g_err2[0] < 1.0 / 16 && g_err2[1] < 1.0 / 16,
           "a stage's error is not 16 times under its bound");
     CHECK(g_near == 0, "%zu references undecided", g_near);
