@@ -436,7 +436,8 @@ float vt_gelu_erf32(float x, int *hard)
 
 float vt_gelu_erf_bwd32(float x, float dy, int *hard)
 {
-    if (x != x || dy != dy) return x + dy;
+    if (x != x) return x;
+    if (dy != dy) return dy;
     if (x >= 6.5f) return dy; /* 0 < g - 1 < x phi(x) < 2^-29: under half of dy's spacing, dy's side */
     if (x <= -20.0f) /* -2^-285 < g < 0: |dy g| < 2^-157, a zero of its sign; -inf: dy 0 (NaN for dy infinite) */
         return isinf(dy) && isfinite(x) ? -dy : (float)((double)dy * -0.0);
@@ -445,12 +446,15 @@ float vt_gelu_erf_bwd32(float x, float dy, int *hard)
     float out;
     if (x >= -3.0f && isfinite(dy) && dy != 0.0f) { /* dy g1 exactly, g1 within 2^-43 of g */
         const dd q1 = two_prod((double)dy, vt_gelu_erf_grad_stage1(x));
-        if (decide_signed(q1.hi, q1.lo, fabs((double)dy) * VT_ACT_BOUND1_GELU_GRAD, &out))
+        const double d1 = fabs((double)dy) * VT_ACT_BOUND1_GELU_GRAD;
+        /* a zero takes g1's sign, known only when |g1| exceeds its bound */
+        if (decide_signed(q1.hi, q1.lo, d1, &out) && (out != 0.0f || fabs(q1.hi) > 2.0 * d1))
             return out == 0.0f ? (float)(q1.hi * 0.0) : out;
     }
     double ghi, glo, ea, er;
     vt_gelu_erf_grad_eval(x, &ghi, &glo, &ea, &er);
-    if (dy == 0.0f || isinf(dy)) return (float)((double)dy * ghi); /* g's sign (its error is below |g|) */
+    if (ea > 0.0 && fabs(ghi) <= 2.0 * ea && hard) *hard = 1; /* g's sign unknown (never seen: |g| > 2^-60) */
+    if (dy == 0.0f || isinf(dy)) return (float)((double)dy * ghi); /* g's sign */
     const dd q = two_prod((double)dy, ghi);
     const dd v = quick_two_sum(q.hi, q.lo + (double)dy * glo);
     const double d = fabs((double)dy) * ea + fabs(v.hi) * (er + 0x1p-100);

@@ -304,13 +304,19 @@ static void check_gelu(vt_rng *r)
     }
     /* every FP32 value within 2^-12 of the derivative's root near -0.7518, with dy = 1 and a subnormal dy */
     size_t n_root = 0;
+    double gmin = 1.0;
     for (float x = -0.7518f - 0x1p-12f; x < -0.7518f + 0x1p-12f; x = nextafterf(x, INFINITY), n_root++) {
         int hard = 0;
+        double ghi, glo, ea, er;
+        vt_gelu_erf_grad_eval(x, &ghi, &glo, &ea, &er);
+        if (fabs(ghi) < gmin) gmin = fabs(ghi);
         (void)vt_gelu_erf_bwd32(x, 1.0f, &hard);
         CHECK(!hard, "gelu_erf_backward(%a, 1): undecided", (double)x);
         if (n_root % 64 == 0) check1(GELU_BWD, x, n_root % 128 ? 1.0f : 0x1.8p-140f, 0.0);
     }
-    printf("test_act: gelu_erf_backward decided at the %zu FP32 values about its root\n", n_root);
+    printf("test_act: gelu_erf_backward decided at the %zu FP32 values about its root (the smallest |g| %a)\n", n_root,
+           gmin);
+    CHECK(gmin > 0x1p-60, "g's smallest magnitude at an FP32 value %a", gmin);
 }
 
 static void check_functions(vt_rng *r)
