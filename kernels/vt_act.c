@@ -453,7 +453,7 @@ float vt_gelu_erf_bwd32(float x, float dy, int *hard)
     }
     double ghi, glo, ea, er;
     vt_gelu_erf_grad_eval(x, &ghi, &glo, &ea, &er);
-    if (ea > 0.0 && fabs(ghi) <= 2.0 * ea && hard) *hard = 1; /* g's sign unknown (never seen: |g| > 2^-60) */
+    if (ea > 0.0 && fabs(ghi) <= 2.0 * ea && hard) *hard = 1; /* g's sign unknown (never: |g| > 2^-28, test_act) */
     if (dy == 0.0f || isinf(dy)) return (float)((double)dy * ghi); /* g's sign */
     const dd q = two_prod((double)dy, ghi);
     const dd v = quick_two_sum(q.hi, q.lo + (double)dy * glo);
