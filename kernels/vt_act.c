@@ -3,6 +3,7 @@
  * the double-double arithmetic below relies on every operation being rounded on its own. */
 #include "vt_act.h"
 
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -82,10 +83,12 @@ static dd dd_div(dd a, dd b) /* three quotient digits */
 #define LN2_2 -0x1.718432a2p-35
 #define LN2_3 0x1.3c7673007e5edp-69
 
-/* exp(a) for -210 < a <= 0, a of at most 25 significant bits (an FP32 value or twice one), to a
- * relative error below 2^-96: a = k ln2 + r with |r| <= 0.35 (a - k L1 exact: both are multiples of
- * 2^-32 below 2^8; k L2 exact; k L3 by two_prod), exp(r) by its Taylor series to r^24 / 24! (the rest
- * < 2^-120) in Horner's form 1 + r (1 + r/2 (1 + r/3 (...))), then 2^k exactly */
+/* exp(a) for -210 < a <= 0, a of at most 25 significant bits (an FP32 value or twice one) or minus half
+ * an FP32 value's square, to a relative error below 2^-96: a = k ln2 + r with |r| <= 0.35 (a - k L1
+ * exact: both are multiples of 2^-32 below 2^8, or, for -x^2/2 with k != 0 (|x| > 0.83, x a multiple of
+ * 2^-24), of 2^-49 with a difference below 2^-1; k L2 exact; k L3 by two_prod), exp(r) by its Taylor
+ * series to r^24 / 24! (the rest < 2^-120) in Horner's form 1 + r (1 + r/2 (1 + r/3 (...))), then 2^k
+ * exactly */
 static dd dd_exp(double a)
 {
     double kf = a * 0x1.71547652b82fep0; /* a / ln 2 */
@@ -114,9 +117,9 @@ static float u2f(uint32_t u)
     return f;
 }
 
-int vt_act_decide(double hi, double lo, double d, float *out)
+/* 1 when every real within d of hi + lo rounds to the FP32 value r (r = RN32(hi) or a neighbour) */
+static int decide_at(double hi, double lo, double d, float r)
 {
-    const float r = (float)hi; /* RN32(hi): the candidate */
     const uint32_t u = f2u(r);
     const double up = (double)u2f(u + 1), dn = u ? (double)u2f(u - 1) : 0.0;
     /* the midpoints with the neighbours (exact: two FP32 values' sum fits in FP64, halving is exact);
@@ -124,7 +127,13 @@ int vt_act_decide(double hi, double lo, double d, float *out)
      * of them */
     const double mhi = ((double)r + up) * 0.5, mlo = ((double)r + dn) * 0.5;
     const double dl = (hi - mlo) + lo, du = (mhi - hi) - lo; /* each within 2^-52 of its own value */
-    if (dl > 2.0 * d && du > 2.0 * d) return *out = r, 1;
+    return dl > 2.0 * d && du > 2.0 * d;
+}
+
+int vt_act_decide(double hi, double lo, double d, float *out)
+{
+    const float r = (float)hi; /* RN32(hi): the candidate */
+    if (decide_at(hi, lo, d, r)) return *out = r, 1;
     return 0;
 }
 
@@ -243,3 +252,213 @@ static float scaled(double alpha, float v)
 float vt_leaky_relu32(float x, double alpha) { return x >= 0.0f ? x : scaled(alpha, x); }
 
 float vt_leaky_relu_bwd32(float x, float dy, double alpha) { return x > 0.0f ? dy : scaled(alpha, dy); }
+
+/* ------------------------------------------------------------ GELU (erf form) */
+
+/* With phi(x) = exp(-x^2/2) / sqrt(2 pi) and Phi the normal CDF (docs/rounding.md 2.7):
+ *   gelu(x) = x Phi(x) = x/2 (1 + erf(x / sqrt 2)),   g(x) = Phi(x) + x phi(x) (the derivative);
+ *   Phi(x) = 1/2 + phi(x) S(x), S(x) = x + x^3/3 + x^5/(3 5) + ... (every term of x's sign; Marsaglia's
+ *   series), used for -3 <= x < 6.5;
+ *   Phi(-a) = phi(a) R(a) for a > 3, R Laplace's continued fraction of the Mills ratio
+ *   1/(a + 1/(a + 2/(a + 3/(a + ...)))): its approximants alternate about R, so two consecutive ones
+ *   bracket it and their difference bounds the truncation.
+ * The double-double operations below (dd_add of same-signed values, dd_mul, dd_mul_d, dd_div) are each
+ * within 2^-100 relative (their known bounds are below 2^-103); dd_exp within 2^-96. */
+
+/* 1 / sqrt(2 pi) as a double-double (to 2^-107 relative) */
+#define RSQRT2PI_HI 0x1.9884533d43651p-2
+#define RSQRT2PI_LO -0x1.cbc0d30ebfd15p-56
+
+static dd dd_phi(double x2) /* phi(x) from x^2 (exact, 48 bits): within 2^-95 relative */
+{
+    return dd_mul(dd_exp(-0.5 * x2), (dd){RSQRT2PI_HI, RSQRT2PI_LO});
+}
+
+/* S(a) for 0 < a < 6.5: t_n = t_{n-1} a^2 / (2n + 1), summed until t_n <= 2^-110 s and a^2 / (2n + 3) <=
+ * 1/2 (the rest below t_n). At most 2 n operations on t_n, n additions of positive terms: with n <= 200
+ * (a^2 < 42.3 needs fewer) the relative error is below 600 2^-100 + 2^-110 < 2^-90.7 */
+static dd dd_series(double a)
+{
+    const double a2 = a * a;
+    dd t = {a, 0.0}, s = t;
+    for (int n = 1; n <= 200; n++) {
+        t = dd_div(dd_mul_d(t, a2), (dd){(double)(2 * n + 1), 0.0});
+        s = dd_add(s, t);
+        if (t.hi <= 0x1p-110 * s.hi && a2 <= 0.5 * (double)(2 * n + 3)) break;
+    }
+    return s;
+}
+
+/* R's approximant of depth n at a > 3: t = a, t = a + k / t for k = n .. 1, 1 / t; each step two
+ * operations on positive values: within (2 n + 1) 2^-100 relative */
+static dd dd_mills(double a, int n)
+{
+    dd t = {a, 0.0};
+    for (int k = n; k >= 1; k--) t = dd_add((dd){a, 0.0}, dd_div((dd){(double)k, 0.0}, t));
+    return dd_div((dd){1.0, 0.0}, t);
+}
+
+/* R(a) for 3 < a < 20 and a relative bound of its error: depth n = 20 + 1800 / a^2 (<= 220; the
+ * truncation below 2^-110 on [3, 20], measured), within (2 n + 3) 2^-100 < 2^-91.2 of the exact
+ * approximants, R between the two exact ones: |r - R| <= 3 2^-91 R + |r - r1| */
+static dd dd_mills_bounded(double a, double *rel)
+{
+    const int n = 20 + (int)(1800.0 / (a * a));
+    const dd r = dd_mills(a, n), r1 = dd_mills(a, n + 1);
+    const dd diff = dd_add(r, dd_neg(r1));
+    *rel = 3 * 0x1p-91 + fabs(diff.hi) / r.hi * (1 + 0x1p-40); /* r's, r1's and the difference's errors */
+    return r;
+}
+
+/* the value v = s (hi + lo) with s = +-1, hi > 0, within d of the real value: RN32, or 0 when undecided.
+ * Magnitudes rounding to FLT_MAX or above compare with the overflow threshold 2^128 - 2^103 and FLT_MAX's
+ * lower midpoint themselves (vt_act_decide's upper neighbour would be infinite) */
+static int decide_signed(double hi, double lo, double d, float *out)
+{
+    const double s = hi < 0 ? -1.0 : 1.0;
+    hi *= s, lo *= s;
+    float r = (float)hi;
+    if (r < FLT_MAX) {
+        /* RN32(hi), or its neighbour on lo's side when hi is an FP32 midpoint (dy/2 of a subnormal dy) */
+        if (!decide_at(hi, lo, d, r)) {
+            r = nextafterf(r, lo > 0 ? INFINITY : -INFINITY);
+            if (lo == 0.0 || r == FLT_MAX || !decide_at(hi, lo, d, r)) return 0;
+        }
+    } else {
+        const double top = 0x1p128 - 0x1p103, below = 0x1p128 - 0x1p104 - 0x1p103;
+        if ((hi - top) + lo > 2.0 * d) r = INFINITY;
+        else if ((top - hi) - lo > 2.0 * d && (hi - below) + lo > 2.0 * d) r = FLT_MAX;
+        else return 0;
+    }
+    *out = s < 0 ? -r : r;
+    return 1;
+}
+
+/* RN32 of h + e (h exact in FP64, e an infinitesimal of sign dir, below a quarter of any FP32 spacing
+ * near h): h itself when it is an FP32 value, else h is a midpoint of two (tiny values halved) and the
+ * neighbour on e's side; dir 0: RN32(h), ties to even */
+static float tie_break(double h, int dir)
+{
+    float r = (float)h;
+    if ((double)r == h || dir == 0) return r;
+    if (dir > 0 && (double)r < h) r = nextafterf(r, INFINITY);
+    if (dir < 0 && (double)r > h) r = nextafterf(r, -INFINITY);
+    return r;
+}
+
+/* the first stage for -3 <= x < 6.5, in FP64: S(a) with t_n = t_{n-1} a^2 / (2n + 1) summed until t_n <=
+ * 2^-60 s and a^2 / (2n + 3) <= 1/2 (n <= 80, 73 at 6.5): two roundings a term, n additions of positive
+ * terms, below 3 n 2^-53 + 2^-60 < 2^-45; phi = vt_exp(-a^2/2) (2^-49 assumed, as sigmoid's) times
+ * 1/sqrt(2 pi) (2^-56 and a rounding): below 2^-48.5; P = phi S below 2^-44.8. *g = 1/2 +- phi (S + a)
+ * (< 0.75): within 2^-45 absolute; the return x (1/2 +- P): for x < 0 P's error (below 2^-45.8 absolute)
+ * grows by 1/Phi(-3) < 2^9.6: below 2^-36.1 with the roundings */
+static double stage1(float x, double *g)
+{
+    const double v = (double)x, a = fabs(v), a2 = a * a;
+    double t = a, sum = a;
+    for (int n = 1; n <= 100; n++) {
+        t = t * a2 / (double)(2 * n + 1);
+        sum += t;
+        if (t <= 0x1p-60 * sum && a2 <= 0.5 * (double)(2 * n + 3)) break;
+    }
+    const double phi = vt_exp(-0.5 * a2) * RSQRT2PI_HI, p = phi * sum, q = phi * (sum + a);
+    *g = v < 0 ? 0.5 - q : 0.5 + q;
+    return v * (v < 0 ? 0.5 - p : 0.5 + p);
+}
+
+double vt_gelu_erf_stage1(float x)
+{
+    double g;
+    return stage1(x, &g);
+}
+
+double vt_gelu_erf_grad_stage1(float x)
+{
+    double g;
+    (void)stage1(x, &g);
+    return g;
+}
+
+void vt_gelu_erf_eval(float x, double *hi, double *lo, double *rel)
+{
+    const double v = (double)x;
+    dd y;
+    if (v < -3.0) { /* -a phi(a) R(a) */
+        const double a = -v;
+        const dd r = dd_mills_bounded(a, rel);
+        y = dd_mul_d(dd_mul(dd_phi(a * a), r), v);
+        *rel += 3 * 0x1p-96; /* phi, the two products */
+    } else {             /* x (1/2 + phi S): for x < 0, 1/2 - phi(a) S(a) >= Phi(-3) > 2^-9.6 */
+        const double a = fabs(v);
+        dd p = dd_mul(dd_phi(v * v), dd_series(a)); /* within 2^-90.5 */
+        p = dd_add((dd){0.5, 0.0}, v < 0 ? dd_neg(p) : p);
+        y = dd_mul_d(p, v);
+        *rel = VT_ACT_BOUND_GELU;
+    }
+    *hi = y.hi, *lo = y.lo;
+}
+
+void vt_gelu_erf_grad_eval(float x, double *hi, double *lo, double *abs_err, double *rel)
+{
+    const double v = (double)x;
+    dd g;
+    if (v < -3.0) { /* phi(a) (R(a) - a): R < 1/a, so |R - a| >= a - 1/a > 2.6 holds R's error 8 times less */
+        const double a = -v;
+        const dd r = dd_mills_bounded(a, rel);
+        g = dd_mul(dd_phi(a * a), dd_add(r, (dd){-a, 0.0}));
+        *rel = *rel / 8 + 3 * 0x1p-96, *abs_err = 0.0;
+    } else { /* 1/2 + phi (S + x): phi(a) (S(a) + a) = Phi(a) - 1/2 + a phi(a) < 0.75 */
+        const double a = fabs(v);
+        dd p = dd_mul(dd_phi(v * v), dd_add(dd_series(a), (dd){a, 0.0}));
+        g = dd_add((dd){0.5, 0.0}, v < 0 ? dd_neg(p) : p);
+        *rel = 0.0, *abs_err = VT_ACT_BOUND_GELU_GRAD;
+    }
+    *hi = g.hi, *lo = g.lo;
+}
+
+float vt_gelu_erf32(float x, int *hard)
+{
+    if (x != x) return x;
+    if (x >= 6.0f) return x; /* x - gelu(x) = x Phi(-x) < x 2^-29 < half the spacing under x; +inf too */
+    if (x <= -14.5f) return -0.0f; /* |gelu(x)| < phi(x) < 2^-152.9; -inf: the limit */
+    if (fabsf(x) < 0x1p-60f) return tie_break(0.5 * (double)x, x != 0.0f); /* gelu - x/2 in (0, x^2) */
+    float out;
+    if (x >= -3.0f) {
+        const double y = vt_gelu_erf_stage1(x);
+        if (decide_signed(y, 0.0, fabs(y) * VT_ACT_BOUND1_GELU, &out)) return out;
+    }
+    double hi, lo, rel;
+    vt_gelu_erf_eval(x, &hi, &lo, &rel);
+    if (decide_signed(hi, lo, fabs(hi) * rel, &out)) return out;
+    if (hard) *hard = 1;
+    return (float)hi;
+}
+
+float vt_gelu_erf_bwd32(float x, float dy, int *hard)
+{
+    if (x != x) return x;
+    if (dy != dy) return dy;
+    if (x >= 6.5f) return dy; /* 0 < g - 1 < x phi(x) < 2^-29: under half of dy's spacing, dy's side */
+    if (x <= -20.0f) /* -2^-285 < g < 0: |dy g| < 2^-157, a zero of its sign; -inf: dy 0 (NaN for dy infinite) */
+        return isinf(dy) && isfinite(x) ? -dy : (float)((double)dy * -0.0);
+    if (fabsf(x) < 0x1p-60f) /* g = 1/2 + 2 phi(0) x + O(x^3): dy/2 and a push of sign dy x */
+        return tie_break(0.5 * (double)dy, x == 0.0f ? 0 : ((x > 0) == (dy > 0) ? 1 : -1));
+    float out;
+    if (x >= -3.0f && isfinite(dy) && dy != 0.0f) { /* dy g1 exactly, g1 within 2^-43 of g */
+        const dd q1 = two_prod((double)dy, vt_gelu_erf_grad_stage1(x));
+        const double d1 = fabs((double)dy) * VT_ACT_BOUND1_GELU_GRAD;
+        /* a zero takes g1's sign, known only when |g1| exceeds its bound */
+        if (decide_signed(q1.hi, q1.lo, d1, &out) && (out != 0.0f || fabs(q1.hi) > 2.0 * d1))
+            return out == 0.0f ? (float)(q1.hi * 0.0) : out;
+    }
+    double ghi, glo, ea, er;
+    vt_gelu_erf_grad_eval(x, &ghi, &glo, &ea, &er);
+    if (ea > 0.0 && fabs(ghi) <= 2.0 * ea && hard) *hard = 1; /* g's sign unknown (never: |g| > 2^-28, test_act) */
+    if (dy == 0.0f || isinf(dy)) return (float)((double)dy * ghi); /* g's sign */
+    const dd q = two_prod((double)dy, ghi);
+    const dd v = quick_two_sum(q.hi, q.lo + (double)dy * glo);
+    const double d = fabs((double)dy) * ea + fabs(v.hi) * (er + 0x1p-100);
+    if (decide_signed(v.hi, v.lo, d, &out)) return out == 0.0f ? (float)(v.hi * 0.0) : out;
+    if (hard) *hard = 1;
+    return (float)v.hi;
+}

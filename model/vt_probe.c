@@ -238,20 +238,22 @@ vt_err vt_probe_losses_program(vt_program *g, uint32_t B, uint32_t K)
         vt_prog_op(g, L[k].bwd, xt, 2, &d, 1, NULL, 0, NULL, 0, "%s backward", L[k].name);
     }
     /* the activations of client models on the loaded values, the targets standing for dY: sigmoid and
-     * tanh and their backward kinds (from their outputs), leaky ReLU (alpha 0.2) and its backward kind */
+     * tanh and their backward kinds (from their outputs), leaky ReLU (alpha 0.2) and GELU (erf form)
+     * and their backward kinds (from their inputs) */
     static const struct {
         uint16_t fwd, bwd;
         const char *name;
     } A[] = {{VT_OPK_SIGMOID, VT_OPK_SIGMOID_BWD, "sigmoid"},
              {VT_OPK_TANH, VT_OPK_TANH_BWD, "tanh"},
-             {VT_OPK_LEAKY_RELU, VT_OPK_LEAKY_RELU_BWD, "leaky_relu"}};
+             {VT_OPK_LEAKY_RELU, VT_OPK_LEAKY_RELU_BWD, "leaky_relu"},
+             {VT_OPK_GELU_ERF, VT_OPK_GELU_ERF_BWD, "gelu_erf"}};
     const double alpha = 0.2;
     for (size_t k = 0; k < sizeof A / sizeof A[0]; k++) {
-        const int lr = A[k].fwd == VT_OPK_LEAKY_RELU;
+        const int lr = A[k].fwd == VT_OPK_LEAKY_RELU, from_x = lr || A[k].fwd == VT_OPK_GELU_ERF;
         const uint32_t y = vt_prog_tensor(g, VT_TC_ACT, VT_DT_F32, 2, shape, "%s.out", A[k].name);
         const uint32_t d = vt_prog_tensor(g, VT_TC_GRAD, VT_DT_F32, 2, shape, "%s.grad", A[k].name);
         vt_prog_op(g, A[k].fwd, xt, 1, &y, 1, NULL, 0, &alpha, lr ? 1 : 0, "%s", A[k].name);
-        vt_prog_op(g, A[k].bwd, (const uint32_t[]){lr ? xt[0] : y, xt[1]}, 2, &d, 1, NULL, 0, &alpha, lr ? 1 : 0,
+        vt_prog_op(g, A[k].bwd, (const uint32_t[]){from_x ? xt[0] : y, xt[1]}, 2, &d, 1, NULL, 0, &alpha, lr ? 1 : 0,
                    "%s backward", A[k].name);
     }
     if (g->bad) return vt_set_error(VT_ERR_NOMEM, "the losses' program: out of memory");

@@ -57,7 +57,7 @@ void vt_probe_free(vt_probe *p);
  * (x [B, K], t [B, K] from a data set of K float features and K float targets), then MSE_LOSS, MSE_BWD,
  * L1_LOSS, L1_BWD, BCE_LOSS and BCE_BWD of (x, t), then the activations of client models on x with t for
  * dY: SIGMOID, SIGMOID_BWD (of sigmoid's output), TANH, TANH_BWD (of tanh's output), LEAKY_RELU and
- * LEAKY_RELU_BWD (alpha 0.2; of x); finished (vt_program_finish: its layout). Release
+ * LEAKY_RELU_BWD (alpha 0.2; of x), GELU_ERF and GELU_ERF_BWD (of x); finished (vt_program_finish: its layout). Release
  * with vt_program_free, also after a failure. tests/unit/test_kinds.c checks its operations too. */
 vt_err vt_probe_losses_program(vt_program *g, uint32_t B, uint32_t K) VT_WARN_UNUSED;
 /* Steps 1 .. steps of the losses' program (batches of B) on a data set of n examples of K logits and K

@@ -1,8 +1,9 @@
 /* vt_fam_act.c - the elementwise activations of client models (vt_kinds.h: SIGMOID, SIGMOID_BWD, TANH,
- * TANH_BWD, LEAKY_RELU, LEAKY_RELU_BWD): each output element RN32 of the exact real value of its
- * definition (kernels/vt_act.h; docs/rounding.md 2.7), then vt_round with bound 0 (nothing to log).
- * Sigmoid's and tanh's backward kinds read the forward OUTPUT y (their rules below pass o->out[0]);
- * leaky ReLU's reads the forward input x and the same alpha. Each kind's check, exec, cost, plain
+ * TANH_BWD, LEAKY_RELU, LEAKY_RELU_BWD, GELU_ERF, GELU_ERF_BWD): each output element RN32 of the exact
+ * real value of its definition (kernels/vt_act.h; docs/rounding.md 2.7), then vt_round with bound 0
+ * (nothing to log). Sigmoid's and tanh's backward kinds read the forward OUTPUT y (their rules below
+ * pass o->out[0]); leaky ReLU's reads the forward input x and the same alpha, GELU (erf form)'s the
+ * forward input x. Each kind's check, exec, cost, plain
  * form and backward facet, named by its stem in the list. */
 #include <math.h>
 
@@ -28,6 +29,8 @@ vt_err vti_leaky_relu_check(const vt_program *p, const vt_opdesc *o)
     return vti_same_n_check(p, o);
 }
 vt_err vti_leaky_relu_bwd_check(const vt_program *p, const vt_opdesc *o) { return vti_leaky_relu_check(p, o); }
+vt_err vti_gelu_erf_check(const vt_program *p, const vt_opdesc *o) { return vti_same_n_check(p, o); }
+vt_err vti_gelu_erf_bwd_check(const vt_program *p, const vt_opdesc *o) { return vti_same_n_check(p, o); }
 
 /* every element's correctly rounded FP32 value (as FP64, exactly) by part over the threads */
 static void act_part(const vt_opctx *c, const void *arg, size_t lo, size_t hi)
@@ -51,8 +54,14 @@ static void act_part(const vt_opctx *c, const void *arg, size_t lo, size_t hi)
     case VT_OPK_LEAKY_RELU:
         for (size_t i = lo; i < hi; i++) out[i] = (double)vt_leaky_relu32(x[i], c->o->farg[0]);
         break;
-    default: /* VT_OPK_LEAKY_RELU_BWD */
+    case VT_OPK_LEAKY_RELU_BWD:
         for (size_t i = lo; i < hi; i++) out[i] = (double)vt_leaky_relu_bwd32(x[i], d[i], c->o->farg[0]);
+        break;
+    case VT_OPK_GELU_ERF:
+        for (size_t i = lo; i < hi; i++) out[i] = (double)vt_gelu_erf32(x[i], NULL);
+        break;
+    default: /* VT_OPK_GELU_ERF_BWD */
+        for (size_t i = lo; i < hi; i++) out[i] = (double)vt_gelu_erf_bwd32(x[i], d[i], NULL);
         break;
     }
 }
@@ -71,6 +80,8 @@ vt_err vti_tanh_exec(vt_opctx *c) { return act_exec(c); }
 vt_err vti_tanh_bwd_exec(vt_opctx *c) { return act_exec(c); }
 vt_err vti_leaky_relu_exec(vt_opctx *c) { return act_exec(c); }
 vt_err vti_leaky_relu_bwd_exec(vt_opctx *c) { return act_exec(c); }
+vt_err vti_gelu_erf_exec(vt_opctx *c) { return act_exec(c); }
+vt_err vti_gelu_erf_bwd_exec(vt_opctx *c) { return act_exec(c); }
 
 void vti_sigmoid_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 30, out); }
 void vti_sigmoid_bwd_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 20, out); }
@@ -81,8 +92,15 @@ void vti_leaky_relu_bwd_cost(const vt_program *p, const vt_opdesc *o, vt_opcost 
 {
     cost_elementwise(p, o, 8, out);
 }
+/* a double-double series of some 100 terms: far above the others */
+void vti_gelu_erf_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 2000, out); }
+void vti_gelu_erf_bwd_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
+{
+    cost_elementwise(p, o, 2000, out);
+}
 
-/* the plain forms: the formulas in FP32 or FP64 with the C library's exp and tanh */
+/* the plain forms: the formulas in FP32 or FP64 with the C library's exp, tanh and erf (PyTorch's
+ * x/2 (1 + erf(x / sqrt 2)) and dy (Phi(x) + x phi(x))) */
 static vt_err act_plain(vt_plainctx *c)
 {
     VTI_PLAIN_BOTH(c, {
@@ -96,7 +114,11 @@ static vt_err act_plain(vt_plainctx *c)
             else if (k == VT_OPK_TANH) y[i] = PTANH(v);
             else if (k == VT_OPK_TANH_BWD) y[i] = d[i] * ((real)1 - v * v);
             else if (k == VT_OPK_LEAKY_RELU) y[i] = v >= 0 ? v : a * v;
-            else y[i] = v > 0 ? d[i] : a * d[i];
+            else if (k == VT_OPK_LEAKY_RELU_BWD) y[i] = v > 0 ? d[i] : a * d[i];
+            else if (k == VT_OPK_GELU_ERF) y[i] = v / (real)2 * ((real)1 + PERF(v * (real)M_SQRT1_2));
+            else
+                y[i] = d[i] * ((real)0.5 * ((real)1 + PERF(v * (real)M_SQRT1_2)) +
+                               v * PEXP(-(real)0.5 * v * v) * (real)0.398942280401432677939946059934);
         }
         return VT_OK;
     })
@@ -108,9 +130,11 @@ vt_err vti_tanh_plain(vt_plainctx *c) { return act_plain(c); }
 vt_err vti_tanh_bwd_plain(vt_plainctx *c) { return act_plain(c); }
 vt_err vti_leaky_relu_plain(vt_plainctx *c) { return act_plain(c); }
 vt_err vti_leaky_relu_bwd_plain(vt_plainctx *c) { return act_plain(c); }
+vt_err vti_gelu_erf_plain(vt_plainctx *c) { return act_plain(c); }
+vt_err vti_gelu_erf_bwd_plain(vt_plainctx *c) { return act_plain(c); }
 
 /* the backward facets: sigmoid and tanh differentiate from their output y (dy y (1 - y), dy (1 - y^2)),
- * leaky ReLU from its input x with the same alpha */
+ * leaky ReLU from its input x with the same alpha, GELU (erf form) from its input x (dy (Phi + x phi)) */
 vt_grad_rule vti_sigmoid_grad(vt_program *p, const vt_opdesc *o, uint32_t i, const uint32_t *dy, uint32_t dx,
                               const char *layer)
 {
@@ -130,4 +154,11 @@ vt_grad_rule vti_leaky_relu_grad(vt_program *p, const vt_opdesc *o, uint32_t i, 
 {
     (void)i;
     return vti_grad_pair(p, VT_OPK_LEAKY_RELU_BWD, o, 0, dy, dx, layer);
+}
+
+vt_grad_rule vti_gelu_erf_grad(vt_program *p, const vt_opdesc *o, uint32_t i, const uint32_t *dy, uint32_t dx,
+                               const char *layer)
+{
+    (void)i;
+    return vti_grad_pair(p, VT_OPK_GELU_ERF_BWD, o, 0, dy, dx, layer);
 }

@@ -192,7 +192,12 @@
     X(NCHW_TO_NHWC, "to_channels_last", MOVE, 0, 1, 1, 3, 0, "B HW C", "", NONE, CPU, layout, layout)                  \
     /* ---- the transformers of client models (ops/vt_fam_rowwise.c) */                                                \
     /* s [R, T] -> p: the softmax of scale s over each whole row (causal_softmax without the mask) */                  \
-    X(SOFTMAX_SCALED, "scaled_softmax", ROWWISE, 1, 1, 1, 1, 1, "T", "scale", EXAMPLE, CPU, softmax_causal, fused)
+    X(SOFTMAX_SCALED, "scaled_softmax", ROWWISE, 1, 1, 1, 1, 1, "T", "scale", EXAMPLE, CPU, softmax_causal, fused)     \
+    /* ---- PyTorch's exact GELU (ops/vt_fam_act.c; each element RN32 of its real value; Phi, phi: the normal  */      \
+    /* CDF and density). x -> y = x Phi(x) = x/2 (1 + erf(x / sqrt 2)) */                                              \
+    X(GELU_ERF, "gelu_erf", CHAIN, 1, 1, 1, 0, 0, "", "", NONE, CPU, gelu_erf, gelu_erf)                               \
+    /* x (gelu_erf's input), dy -> dx = dy (Phi(x) + x phi(x)) */                                                      \
+    X(GELU_ERF_BWD, "gelu_erf_backward", CHAIN, 1, 2, 1, 0, 0, "", "", NONE, CPU, gelu_erf_bwd, none)
 /* clang-format on */
 
 #define VT_VARIADIC 255 /* n_in: one or more inputs */

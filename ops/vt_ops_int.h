@@ -112,6 +112,7 @@ static inline void *vti_plain_ptr(const vt_plainctx *c, uint32_t t) { return c->
 #define PLOG(x) _Generic((real)0, float: logf, default: log)(x)
 #define PSQRT(x) _Generic((real)0, float: sqrtf, default: sqrt)(x)
 #define PTANH(x) _Generic((real)0, float: tanhf, default: tanh)(x)
+#define PERF(x) _Generic((real)0, float: erff, default: erf)(x)
 #define PTMIN _Generic((real)0, float: FLT_TRUE_MIN, default: DBL_TRUE_MIN)
 #define PGEMM _Generic((real)0, float: cblas_sgemm, default: cblas_dgemm)
 /* 1 / sqrt(s2 / M + eps) in real: the normalisations' reciprocal standard deviation */

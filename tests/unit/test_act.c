@@ -1,12 +1,17 @@
 /* test_act - the elementwise activations of client models (kernels/vt_act.c, ops/vt_fam_act.c: sigmoid,
- * sigmoid_backward, tanh, tanh_backward, leaky_relu, leaky_relu_backward) against MPFR
- * (docs/rounding.md 2.7):
+ * sigmoid_backward, tanh, tanh_backward, leaky_relu, leaky_relu_backward, gelu_erf, gelu_erf_backward)
+ * against MPFR (docs/rounding.md 2.7):
  *   - every element function equals RN32 of the real value bit for bit on random inputs of every
  *     exponent and on adversarial ones: zeros, subnormals, 2^-12 and its neighbours (tanh's shortcut),
  *     tiny x where sigmoid is a hair under a midpoint, the saturations (sigmoid near 17.3, 40, -88, -104;
  *     tanh near 9 and 20), huge values and infinities, and runs of consecutive FP32 values; sigmoid's and
  *     tanh's inputs that the first stage leaves undecided (found by sweeping) are counted and checked
  *     like the others; each stage's error against MPFR stays 16 times under the bound it claims;
+ *   - GELU (erf form) and its backward formula dy (Phi(x) + x phi(x)) the same way: every exponent,
+ *     runs across the series' and the continued fraction's junction (-3), the shortcuts (6, 6.5, -14.5,
+ *     -20, 2^-60), every FP32 value near the derivative's root (-0.7518), subnormal x and dy whose halves
+ *     are FP32 midpoints, overflowing dy g, infinities and NaN; the evaluation's error against MPFR
+ *     16 times under its claimed bound;
  *   - every kind run through the interpreter in exact rounding and in log rounding (recorded, then
  *     replayed from its log) gives those bits; the backward kinds' formulas are exact sums, checked on
  *     random y (in [0, 1] and beyond), dy of every exponent;
@@ -43,9 +48,25 @@ int main(void)
 
 static int same32(float a, float b) { return memcmp(&a, &b, 4) == 0; }
 
-enum { SIG, TANH, SIG_BWD, TANH_BWD, LEAKY, LEAKY_BWD };
-static const char *const FN[] = {"sigmoid", "tanh", "sigmoid_backward", "tanh_backward", "leaky_relu",
-                                 "leaky_relu_backward"};
+enum { SIG, TANH, SIG_BWD, TANH_BWD, LEAKY, LEAKY_BWD, GELU, GELU_BWD };
+static const char *const FN[] = {"sigmoid",    "tanh",          "sigmoid_backward", "tanh_backward",
+                                 "leaky_relu", "leaky_relu_backward", "gelu_erf", "gelu_erf_backward"};
+
+/* the transcendental functions (their references rounded at PREC) */
+static int transc(int f) { return f <= TANH || f >= GELU; }
+
+/* Phi(x) = erfc(-x / sqrt 2) / 2 into v (no cancellation for negative x) */
+static void mp_Phi(mpfr_t v, const mpfr_t x)
+{
+    mpfr_t r2;
+    mpfr_init2(r2, mpfr_get_prec(v) + 64);
+    mpfr_sqrt_ui(r2, 2, MPFR_RNDN);
+    mpfr_div(v, x, r2, MPFR_RNDN);
+    mpfr_neg(v, v, MPFR_RNDN);
+    mpfr_erfc(v, v, MPFR_RNDN);
+    mpfr_div_2ui(v, v, 1, MPFR_RNDN);
+    mpfr_clear(r2);
+}
 
 /* the real value of function f at (x, d) into v (exact for the backward formulas and leaky ReLU) */
 static void real_value(int f, float x, float d, double alpha, mpfr_t v)
@@ -78,10 +99,32 @@ static void real_value(int f, float x, float d, double alpha, mpfr_t v)
         if (x >= 0.0f) mpfr_set(v, a, MPFR_RNDN);
         else mpfr_mul_d(v, a, alpha, MPFR_RNDN);
         break;
-    default: /* LEAKY_BWD */
+    case LEAKY_BWD:
         if (x > 0.0f) mpfr_set(v, b, MPFR_RNDN);
         else mpfr_mul_d(v, b, alpha, MPFR_RNDN);
         break;
+    case GELU: /* x Phi(x) */
+        mp_Phi(v, a);
+        mpfr_mul(v, v, a, MPFR_RNDN);
+        break;
+    default: { /* GELU_BWD: d (Phi(x) + x exp(-x^2/2) / sqrt(2 pi)) */
+        mpfr_t p, q;
+        mpfr_inits2(XPREC, p, q, (mpfr_ptr)0);
+        mp_Phi(p, a);
+        mpfr_sqr(q, a, MPFR_RNDN);
+        mpfr_div_2ui(q, q, 1, MPFR_RNDN);
+        mpfr_neg(q, q, MPFR_RNDN);
+        mpfr_exp(q, q, MPFR_RNDN);
+        mpfr_mul(q, q, a, MPFR_RNDN);
+        mpfr_const_pi(v, MPFR_RNDN);
+        mpfr_mul_2ui(v, v, 1, MPFR_RNDN);
+        mpfr_sqrt(v, v, MPFR_RNDN);
+        mpfr_div(q, q, v, MPFR_RNDN);
+        mpfr_add(p, p, q, MPFR_RNDN);
+        mpfr_mul(v, p, b, MPFR_RNDN);
+        mpfr_clears(p, q, (mpfr_ptr)0);
+        break;
+    }
     }
     mpfr_clears(a, b, (mpfr_ptr)0);
 }
@@ -102,13 +145,21 @@ static float fn(int f, float x, float d, double alpha, int *hard)
         return vt_tanh_bwd32(x, d);
     case LEAKY:
         return vt_leaky_relu32(x, alpha);
-    default:
+    case LEAKY_BWD:
         return vt_leaky_relu_bwd32(x, d, alpha);
+    case GELU:
+        return vt_gelu_erf32(x, hard);
+    default:
+        return vt_gelu_erf_bwd32(x, d, hard);
     }
 }
 
-static size_t g_checked[6], g_stage2[2], g_near;
+static size_t g_checked[8], g_stage2[2], g_near;
 static double g_err1[2], g_err2[2]; /* the stages' largest relative errors seen, over their bounds */
+static double g_gerr[2];            /* GELU's evaluation and its derivative's: the largest over the bound */
+static float g_gerr_x[2];
+static double g_gerr1[2]; /* their FP64 first stage's */
+static size_t g_gstage2[2];
 
 /* |approx - v| / |v| into the running maximum (relative to the bound) */
 static void stage_err(double hi, double lo, mpfr_t v, double bound, double *worst)
@@ -128,22 +179,54 @@ static void stage_err(double hi, double lo, mpfr_t v, double bound, double *wors
 static void check1(int f, float x, float d, double alpha)
 {
     mpfr_t v;
-    mpfr_init2(v, f <= TANH ? PREC : XPREC);
+    mpfr_init2(v, transc(f) ? PREC : XPREC);
     real_value(f, x, d, alpha, v);
-    const float want = mpfr_get_flt(v, MPFR_RNDN);
+    float want = mpfr_get_flt(v, MPFR_RNDN);
+    if (f == GELU_BWD && !isnan(d) && x == INFINITY) want = d; /* the limits, where MPFR gives inf 0 */
+    if (f == GELU && x == -INFINITY) want = -0.0f;
+    if (f == GELU_BWD && !isnan(d) && x <= -20.0f) /* MPFR's phi(x) underflows to 0 */
+        want = isinf(d) ? (x == -INFINITY ? NAN : -d) : copysignf(0.0f, -d);
     int hard = 0;
     const float got = fn(f, x, d, alpha, &hard);
-    CHECK(!hard, "%s(%a): neither stage decides", FN[f], (double)x);
-    if (f <= TANH && near_boundary(v)) {
+    CHECK(!hard, "%s(%a, %a): neither stage decides", FN[f], (double)x, (double)d);
+    if (transc(f) && !mpfr_zero_p(v) && !(f == GELU_BWD && x == 0.0f) && near_boundary(v)) { /* x 0: dy/2 */
         g_near++; /* the reference itself undecided: reported, never seen */
         CHECK(0, "%s(%a): the real value is within 2^-250 of a rounding boundary", FN[f], (double)x);
-    } else if (isnan(x) || (f >= SIG_BWD && isnan(d))) {
+    } else if (isnan(x) || (f >= SIG_BWD && f != GELU && isnan(d)) || (f == GELU_BWD && isinf(d) && x == -INFINITY)) {
         CHECK(isnan(got), "%s(%a, %a): %a, expected NaN", FN[f], (double)x, (double)d, (double)got);
     } else {
         CHECK(same32(got, want), "%s(%a, %a): %a, RN32 of the real value %a", FN[f], (double)x, (double)d, (double)got,
               (double)want);
     }
     g_checked[f]++;
+    if (f >= GELU && isfinite(x) && fabsf(x) >= 0x1p-60f && x > -20.0f && x < 6.5f) { /* the evaluation */
+        mpfr_t gv;
+        mpfr_init2(gv, PREC);
+        real_value(f, x, 1.0f, 0, gv);
+        double hi, lo, rel = 0, ab = 0;
+        if (f == GELU) vt_gelu_erf_eval(x, &hi, &lo, &rel);
+        else vt_gelu_erf_grad_eval(x, &hi, &lo, &ab, &rel);
+        mpfr_t e;
+        mpfr_init2(e, XPREC);
+        mpfr_set_d(e, hi, MPFR_RNDN);
+        mpfr_add_d(e, e, lo, MPFR_RNDN);
+        mpfr_sub(e, e, gv, MPFR_RNDN);
+        const double err = fabs(mpfr_get_d(e, MPFR_RNDU)), mag = fabs(mpfr_get_d(gv, MPFR_RNDN));
+        const double r = err / (ab + rel * mag);
+        if (r > g_gerr[f - GELU]) g_gerr[f - GELU] = r, g_gerr_x[f - GELU] = x;
+        if (x >= -3.0f) { /* the first stage: relative (gelu) or absolute (g) */
+            const double y1 = f == GELU ? vt_gelu_erf_stage1(x) : vt_gelu_erf_grad_stage1(x);
+            mpfr_set_d(e, y1, MPFR_RNDN);
+            mpfr_sub(e, e, gv, MPFR_RNDN);
+            const double e1 = fabs(mpfr_get_d(e, MPFR_RNDU));
+            const double r1 = f == GELU ? e1 / (mag * VT_ACT_BOUND1_GELU) : e1 / VT_ACT_BOUND1_GELU_GRAD;
+            if (r1 > g_gerr1[f - GELU]) g_gerr1[f - GELU] = r1;
+            float o;
+            const double d1 = f == GELU ? fabs(y1) * VT_ACT_BOUND1_GELU : VT_ACT_BOUND1_GELU_GRAD;
+            if (!vt_act_decide(fabs(y1), 0.0, d1, &o)) g_gstage2[f - GELU]++;
+        }
+        mpfr_clears(gv, e, (mpfr_ptr)0);
+    }
     if (f <= TANH && isfinite(x)) { /* the stages where they apply */
         const float ax = fabsf(x);
         const int s = f == SIG;
@@ -185,6 +268,55 @@ static size_t sweep_undecided(int f, float x, uint32_t n)
         }
     }
     return found;
+}
+
+/* GELU (erf form) and its backward formula */
+static void check_gelu(vt_rng *r)
+{
+    static const float SPECIAL[] = {0.0f,      -0.0f,     0x1p-149f, -0x1p-149f, 0x3p-149f,  -0x3p-149f, 0x1p-126f,
+                                    -0x1p-126f, 0x1p-60f, -0x1p-60f, 0x1.fffffep-61f, -0x1.fffffep-61f, 0x1p-30f,
+                                    1.0f,      -1.0f,     0.5f,      -0.75f,     -0.7518f,   1.4142135f, -1.4142135f,
+                                    -3.0f,     -2.9999998f, -3.0000002f, 5.99f,  6.0f,       6.49f,      6.5f,
+                                    -14.49f,   -14.5f,    -19.99f,   -20.0f,     -25.0f,     100.0f,     -100.0f,
+                                    FLT_MAX,   -FLT_MAX,  INFINITY,  -INFINITY,  NAN};
+    static const float DY[] = {1.0f, -1.0f, 0.0f, -0.0f, 0x1p-149f, -0x3p-149f, 0x1.000002p-126f, FLT_MAX, -FLT_MAX,
+                               INFINITY, -INFINITY, NAN, 0.37f};
+    const size_t NS = sizeof SPECIAL / sizeof SPECIAL[0], ND = sizeof DY / sizeof DY[0];
+    for (size_t i = 0; i < NS; i++) {
+        check1(GELU, SPECIAL[i], 1.0f, 0.0);
+        for (size_t j = 0; j < ND; j++) check1(GELU_BWD, SPECIAL[i], DY[j], 0.0);
+    }
+    for (int i = 0; i < 6000; i++) {
+        const float x = i % 3 ? vt_test_rand_float(r, -30, 4) : vt_test_rand_float(r, -149, 127);
+        const float dy = i % 4 ? vt_test_rand_float(r, -40, 40) : vt_test_rand_float(r, -149, 127);
+        check1(GELU, x, 1.0f, 0.0);
+        check1(GELU_BWD, x, dy, 0.0);
+    }
+    /* runs: the junction at -3, the shortcuts, the tiny values' midpoints, the derivative's root */
+    static const float FROM[] = {-3.0001f, 5.999f, 6.499f, -14.501f, -19.99f, 0x1.fffff0p-61f, -0x1.00001p-60f,
+                                 0x1p-149f, -0x1p-140f, 1.0f};
+    for (size_t k = 0; k < sizeof FROM / sizeof FROM[0]; k++) {
+        float x = FROM[k];
+        for (int i = 0; i < 400; i++, x = nextafterf(x, INFINITY)) {
+            check1(GELU, x, 1.0f, 0.0);
+            check1(GELU_BWD, x, i % 2 ? 1.0f : (float)(0x3p-149 * (1 + i % 5)), 0.0);
+        }
+    }
+    /* every FP32 value within 2^-12 of the derivative's root near -0.7518, with dy = 1 and a subnormal dy */
+    size_t n_root = 0;
+    double gmin = 1.0;
+    for (float x = -0.7518f - 0x1p-12f; x < -0.7518f + 0x1p-12f; x = nextafterf(x, INFINITY), n_root++) {
+        int hard = 0;
+        double ghi, glo, ea, er;
+        vt_gelu_erf_grad_eval(x, &ghi, &glo, &ea, &er);
+        if (fabs(ghi) < gmin) gmin = fabs(ghi);
+        (void)vt_gelu_erf_bwd32(x, 1.0f, &hard);
+        CHECK(!hard, "gelu_erf_backward(%a, 1): undecided", (double)x);
+        if (n_root % 64 == 0) check1(GELU_BWD, x, n_root % 128 ? 1.0f : 0x1.8p-140f, 0.0);
+    }
+    printf("test_act: gelu_erf_backward decided at the %zu FP32 values about its root (the smallest |g| %a)\n", n_root,
+           gmin);
+    CHECK(gmin > 0x1p-60, "g's smallest magnitude at an FP32 value %a", gmin);
 }
 
 static void check_functions(vt_rng *r)
@@ -231,10 +363,17 @@ static void check_functions(vt_rng *r)
         check1(LEAKY_BWD, 0.0f, dy, a);
         check1(LEAKY_BWD, -0.0f, dy, a);
     }
-    printf("test_act: checked %zu %zu %zu %zu %zu %zu; the second stage %zu (sigmoid) %zu (tanh) times; the largest "
+    check_gelu(r);
+    printf("test_act: checked %zu %zu %zu %zu %zu %zu %zu %zu; the second stage %zu (sigmoid) %zu (tanh) times; the largest "
            "errors over their bounds: stage 1 %.3g %.3g, stage 2 %.3g %.3g\n",
-           g_checked[0], g_checked[1], g_checked[2], g_checked[3], g_checked[4], g_checked[5], g_stage2[0], g_stage2[1],
-           g_err1[0], g_err1[1], g_err2[0], g_err2[1]);
+           g_checked[0], g_checked[1], g_checked[2], g_checked[3], g_checked[4], g_checked[5], g_checked[6],
+           g_checked[7], g_stage2[0], g_stage2[1], g_err1[0], g_err1[1], g_err2[0], g_err2[1]);
+    printf("test_act: GELU (erf form): the largest errors over their bounds %.3g (gelu, x %a) %.3g (its derivative, "
+           "x %a); the FP64 stage's %.3g %.3g, undecided by it %zu %zu times (dy 1)\n",
+           g_gerr[0], (double)g_gerr_x[0], g_gerr[1], (double)g_gerr_x[1], g_gerr1[0], g_gerr1[1], g_gstage2[0],
+           g_gstage2[1]);
+    CHECK(g_gerr[0] < 1.0 / 16 && g_gerr[1] < 1.0 / 16, "GELU's evaluation is not 16 times under its bound");
+    CHECK(g_gerr1[0] < 1.0 / 16 && g_gerr1[1] < 1.0 / 16, "GELU's FP64 stage is not 16 times under its bound");
     CHECK(g_err1[0] < 1.0 / 16 && g_err1[1] < 1.0 / 16 && g_err2[0] < 1.0 / 16 && g_err2[1] < 1.0 / 16,
           "a stage's error is not 16 times under its bound");
     CHECK(g_near == 0, "%zu references undecided", g_near);
@@ -242,8 +381,9 @@ static void check_functions(vt_rng *r)
 
 /* ------------------------------------------------------------ the kinds */
 
-static const uint16_t KINDS[] = {VT_OPK_SIGMOID, VT_OPK_TANH, VT_OPK_SIGMOID_BWD, VT_OPK_TANH_BWD, VT_OPK_LEAKY_RELU,
-                                 VT_OPK_LEAKY_RELU_BWD};
+static const uint16_t KINDS[] = {VT_OPK_SIGMOID,    VT_OPK_TANH,           VT_OPK_SIGMOID_BWD,
+                                 VT_OPK_TANH_BWD,   VT_OPK_LEAKY_RELU,     VT_OPK_LEAKY_RELU_BWD,
+                                 VT_OPK_GELU_ERF,   VT_OPK_GELU_ERF_BWD};
 
 /* a program of one operation of kind k over x [B, K] (INPUT) (and d, ACT) -> out (GRAD) */
 static vt_err build1(vt_program *p, uint16_t kind, uint32_t B, uint32_t K, double alpha, uint32_t outn)
@@ -327,7 +467,7 @@ static void check_kinds(vt_rng *r)
         if (!e) {
             CHECK_OK(plain1(&p, x, d, n, pl));
             for (size_t i = 0; i < n; i++)
-                if (fabs(pl[i] - (double)want[i]) > 1e-6 * fabs((double)want[i]) + 1e-44) {
+                if (fabs(pl[i] - (double)want[i]) > 1e-6 * fabs((double)want[i]) + (f >= GELU ? 1e-14 : 1e-44)) {
                     CHECK(0, "%s plain FP64 element %zu (x %a): %g, exact %g", FN[f], i, (double)x[i], pl[i],
                           (double)want[i]);
                     break;
