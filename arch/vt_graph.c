@@ -156,8 +156,8 @@ vt_err vt_graph_layer_check(const vt_glayer *l, uint32_t *cols)
     }
     case VT_GL_GELU:
         used = 1;
-        VT_RETURN_ERROR_IF(a[0] != 0, VT_ERR_FORMAT, "model graph: layer %s: GELU form %lld (0: tanh)", l->name,
-                           (long long)a[0]);
+        VT_RETURN_ERROR_IF(a[0] != 0 && a[0] != 1, VT_ERR_FORMAT, "model graph: layer %s: GELU form %lld (0: tanh, 1: erf)",
+                           l->name, (long long)a[0]);
         n = l->cols;
         break;
     case VT_GL_LAYERNORM: { /* eps, C, R */
@@ -181,6 +181,12 @@ vt_err vt_graph_layer_check(const vt_glayer *l, uint32_t *cols)
         n = (uint64_t)a[0] * (uint64_t)a[1] * (uint64_t)a[2];
         break;
     }
+    case VT_GL_POSITIONS: /* T, C */
+        used = 2;
+        VT_RETURN_ERROR_IF(a[0] < 2 || a[0] > GEOM_SEQ || a[1] < 1 || a[1] > GEOM_ROWS, VT_ERR_FORMAT,
+                           "model graph: layer %s: positions of %lld x %lld", l->name, (long long)a[0], (long long)a[1]);
+        n = (uint64_t)a[0] * (uint64_t)a[1];
+        break;
     case VT_GL_EMBED: /* T, V, C */
         used = 3;
         VT_RETURN_ERROR_IF(a[0] < 2 || a[0] > GEOM_SEQ || a[1] < 2 || a[1] > 256 || a[2] < 1 || a[2] > GEOM_CH,
@@ -549,7 +555,8 @@ static vt_err lower(bld *b)
             uint32_t shape[VT_MAX_RANK]; /* a copy: the table may move when the tensor is added */
             memcpy(shape, p->t[x].shape, sizeof shape);
             y = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, p->t[x].rank, shape, "%s.out", ly->name);
-            if (ly->op == VT_GL_GELU) vt_prog_op(p, VT_OPK_GELU, ARR(x), 1, ARR(y), 1, NULL, 0, NULL, 0, "%s", ly->name);
+            if (ly->op == VT_GL_GELU)
+                vt_prog_op(p, a[0] ? VT_OPK_GELU_ERF : VT_OPK_GELU, ARR(x), 1, ARR(y), 1, NULL, 0, NULL, 0, "%s", ly->name);
             else {
                 const double pr = vt_graph_f64(a[0]);
                 vt_prog_op(p, VT_OPK_DROPOUT, ARR(x), 1, ARR(y), 1, IARG((int64_t)b->rcp->seed, (int64_t)l + 1), 2, &pr,
@@ -608,6 +615,19 @@ static vt_err lower(bld *b)
                        "%s merge heads", ly->name);
             y = t[6];
             yl = (vlayout){.seq = 1, .h = T, .w = 1, .c = C};
+            break;
+        }
+        case VT_GL_POSITIONS: { /* P added to each example's rows */
+            const uint32_t T = (uint32_t)a[0], C = (uint32_t)a[1];
+            VT_RETURN_ERROR_IF(!xl->seq || xl->h != T || xl->c != C || p->t[x].rank != 2 || p->t[x].shape[1] != C ||
+                                   ly->n_param != 1 || p->t[b->pt[ly->param[0]]].n != (size_t)T * C,
+                               VT_ERR_ARG, "graph: layer %s: a position embedding of %u x %u on another value", ly->name,
+                               T, C);
+            uint32_t shape[VT_MAX_RANK]; /* a copy: the table may move when the tensor is added */
+            memcpy(shape, p->t[x].shape, sizeof shape);
+            y = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, 2, shape, "%s.out", ly->name);
+            vt_prog_op(p, VT_OPK_ADD_POSITIONS, ARR(x, b->pt[ly->param[0]]), 2, ARR(y), 1, IARG(T), 1, NULL, 0, "%s",
+                       ly->name);
             break;
         }
         case VT_GL_EMBED: { /* the GPT's embed: wte[token] + wpe[t], a sequence of T rows of C */
@@ -1296,7 +1316,10 @@ static vt_err decode(vt_reader *r, vt_graph *g)
         uint32_t cols;
         VT_FORWARD_IF_ERROR(vt_graph_layer_check(y, &cols)); /* every attribute, against the width */
         const int wb = y->op == VT_GL_LINEAR || y->op == VT_GL_CONV; /* a weight and an optional bias */
-        const uint32_t np = y->op == VT_GL_BATCHNORM ? 4u : y->op == VT_GL_LAYERNORM || y->op == VT_GL_EMBED ? 2u : 0u;
+        const uint32_t np = y->op == VT_GL_BATCHNORM                                 ? 4u
+                            : y->op == VT_GL_LAYERNORM || y->op == VT_GL_EMBED       ? 2u
+                            : y->op == VT_GL_POSITIONS                               ? 1u
+                                                                                     : 0u;
         VT_RETURN_ERROR_IF((wb ? y->n_param < 1 || y->n_param > 2 : y->n_param != np) ||
                                y->n_in != (y->op == VT_GL_ADD ? 2u : 1u),
                            VT_ERR_FORMAT, "model graph: layer %s reads %u values and %u parameters", y->name, y->n_in,

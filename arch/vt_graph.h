@@ -55,13 +55,15 @@ typedef enum {
      * ONNX's own order [N, R, C] */
     VT_GL_LAYERNORM,  /* layer normalisation over each row: attr eps's FP64 bits, C, R (0 as 1); params gamma,
                        * beta [C] */
-    VT_GL_GELU,       /* y = gelu(x), attr[0] 0: the tanh form (PyTorch's approximate='tanh') */
+    VT_GL_GELU,       /* y = gelu(x), attr[0] 0: the tanh form (PyTorch's approximate='tanh'), 1: the exact (erf) form */
     VT_GL_ATTENTION,  /* multi-head self-attention of a fused q|k|v value [B*T, 3C] (q, k, v each C = H*D
                        * columns, head h columns h*D ..): softmax(scale q k^T) v per head, heads merged to
                        * [B*T, C]; attr T, H, D, causal (1: position t sees 0..t), scale's FP64 bits */
     VT_GL_DROPOUT,    /* dropout of probability p (attr[0]: its FP64 bits, in (0, 1)): the GPT's kind, the mask
                        * drawn from (the recipe's seed, the step, key = the layer's index + 1, the element); the
                        * evaluation pass leaves it out */
+    VT_GL_POSITIONS,  /* a learned position embedding added to a sequence: y = x + P per example (add_positions);
+                       * attr T, C; param P of T*C values ([1, T, C] as a module holds it) */
     VT_GL_EMBED,      /* the token and position embeddings of the input's tokens, wte[token] + wpe[t] (the GPT's
                        * embed): attr T, V, C; params wte [V, C], wpe [T, C]; a sequence of T rows of C out */
 } vt_glayer_op;

@@ -446,6 +446,29 @@ static vt_err map_layernorm(mapper *m, uint32_t j, const char *nm, uint32_t *y_o
     return VT_OK;
 }
 
+/* GELU's exact form from node j, a Div of x by sqrt(2) (torch's nn.GELU()): Erf, Add(1), Mul(x, .), Mul(0.5),
+ * each node the only reader of the one before */
+static vt_err map_gelu_erf(mapper *m, uint32_t j, const char *nm, uint32_t *y_out, uint32_t *out)
+{
+    const vt_og_graph *og = m->og;
+    const vt_og_node *n = &og->node[j];
+    const uint32_t x = n->in[0];
+    uint32_t ef, a1, mx, h;
+    *out = NONE;
+    if (n->n_in != 2 || !const_is(og, n->in[1], 1.4142135623730951) || (ef = next_op(og, j, "Erf")) == NONE ||
+        (a1 = next_op(og, ef, "Add")) == NONE || !const_is(og, other_in(&og->node[a1], og->node[ef].out[0]), 1.0) ||
+        (mx = next_op(og, a1, "Mul")) == NONE || other_in(&og->node[mx], og->node[a1].out[0]) != x ||
+        (h = next_op(og, mx, "Mul")) == NONE || !const_is(og, other_in(&og->node[h], og->node[mx].out[0]), 0.5))
+        return VT_OK;
+    uint32_t xin;
+    VT_FORWARD_IF_ERROR(act_of(m, n, x, &xin));
+    m->done[ef] = m->done[a1] = m->done[mx] = m->done[h] = 1;
+    *y_out = og->node[h].out[0];
+    *out = vt_graph_layer(m->g, VT_GL_GELU, nm, 1, &xin, 0, NULL, (const int64_t[VT_GLAYER_ATTRS]){1}, m->cols[x],
+                          &m->bad);
+    return VT_OK;
+}
+
 /* GELU's decompositions from node j (a Mul of x by itself: the tanh form, 0.5 x (1 + tanh(sqrt(2/pi) (x +
  * 0.044715 x^3))), as torch exports approximate='tanh'): each node the only reader of the one before */
 static vt_err map_gelu(mapper *m, uint32_t j, const char *nm, uint32_t *y_out, uint32_t *out)
@@ -645,6 +668,7 @@ static vt_err map_pattern(mapper *m, uint32_t j, const char *nm, uint32_t *y, ui
     if (!strcmp(n->op, "LayerNormalization") || !strcmp(n->op, "ReduceMean"))
         VT_FORWARD_IF_ERROR(map_layernorm(m, j, nm, y, out));
     else if (!strcmp(n->op, "Mul")) VT_FORWARD_IF_ERROR(map_gelu(m, j, nm, y, out));
+    else if (!strcmp(n->op, "Div")) VT_FORWARD_IF_ERROR(map_gelu_erf(m, j, nm, y, out));
     else if (!strcmp(n->op, "Split")) VT_FORWARD_IF_ERROR(map_attention(m, j, nm, y, out));
     else if (!strcmp(n->op, "Gather")) VT_FORWARD_IF_ERROR(map_embed(m, j, nm, y, out));
     if (*out == NONE) return VT_OK;
@@ -796,6 +820,26 @@ static vt_err map_node(mapper *m, uint32_t j)
         }
         out = vt_graph_layer(m->g, op, nm, 1, &x, 0, NULL, attr, cols, &m->bad);
         m->last[y] = m->last[n->in[0]], memcpy(m->hwc[y], m->hwc[n->in[0]], sizeof m->hwc[y]);
+    } else if (!strcmp(n->op, "Add") && n->n_in == 2 &&
+               ((m->last[n->in[0]] == SEQ && og->v[n->in[1]].is_init) ||
+                (m->last[n->in[1]] == SEQ && og->v[n->in[0]].is_init))) {
+        /* a sequence plus a learned position embedding (nn.Parameter [1, T, C]), in either order */
+        const uint32_t si = m->last[n->in[0]] == SEQ ? 0 : 1;
+        const vt_og_value *pv = &og->v[n->in[1 - si]];
+        const uint32_t *q = m->hwc[n->in[si]];
+        uint32_t pp;
+        VT_RETURN_ERROR_IF(pv->dtype != VT_OG_F32 || pv->nbytes != (size_t)q[0] * q[2] * sizeof(float) ||
+                               pv->shape[pv->rank - 1] != q[2] || (pv->rank == 3 && pv->shape[0] != 1) || pv->rank < 2 ||
+                               pv->rank > 3,
+                           VT_ERR_ARG,
+                           "model: node %s (Add): a sequence of %u x %u plus %s: a position embedding [1, %u, %u] is "
+                           "supported",
+                           n->name, q[0], q[2], pv->name, q[0], q[2]);
+        VT_FORWARD_IF_ERROR(act_of(m, n, n->in[si], &x));
+        VT_FORWARD_IF_ERROR(param_of(m, n, n->in[1 - si], &pp));
+        const int64_t at[VT_GLAYER_ATTRS] = {q[0], q[2]};
+        out = vt_graph_layer(m->g, VT_GL_POSITIONS, nm, 1, &x, 1, &pp, at, cols, &m->bad);
+        m->last[y] = SEQ, memcpy(m->hwc[y], q, sizeof m->hwc[y]);
     } else if (!strcmp(n->op, "Add")) {
         VT_FORWARD_IF_ERROR(act_of(m, n, n->in[0], &x));
         VT_FORWARD_IF_ERROR(act_of(m, n, n->in[1], &x1));

@@ -377,16 +377,18 @@ vt_err vt_probe_transformer_recipe(vt_recipe *r)
     const uint32_t lw = P("ln.weight", 1, VT_INIT_ONE, 0, 8), lb = P("ln.bias", 1, VT_INIT_ZERO, 0, 8);
     const uint32_t qw = P("qkv.weight", 2, VT_INIT_HE_UNIFORM, 8, 24, 8), qb = P("qkv.bias", 1, VT_INIT_ZERO, 0, 24);
     const uint32_t fw = P("fc.weight", 2, VT_INIT_HE_UNIFORM, 8, 10, 8), fb = P("fc.bias", 1, VT_INIT_ZERO, 0, 10);
+    const uint32_t pos = P("pos", 3, VT_INIT_HE_UNIFORM, 8, 1, 16, 8);
     uint32_t v = 0, t;
     v = vt_graph_layer(&g, VT_GL_CONV, "patch", 1, &v, 2, (const uint32_t[]){pw, pb}, A8(8, 8, 3, 2, 2, 0, 1, 8), 128,
                        &bad);
-    t = v = vt_graph_layer(&g, VT_GL_RESHAPE, "tokens", 1, &v, 0, NULL, A8(16), 128, &bad);
+    v = vt_graph_layer(&g, VT_GL_RESHAPE, "tokens", 1, &v, 0, NULL, A8(16), 128, &bad);
+    t = v = vt_graph_layer(&g, VT_GL_POSITIONS, "positions", 1, &v, 1, &pos, A8(16, 8), 128, &bad);
     v = vt_graph_layer(&g, VT_GL_LAYERNORM, "ln", 1, &v, 2, (const uint32_t[]){lw, lb},
                        A8(vt_graph_f64_bits(1e-5), 8, 16), 128, &bad);
     v = vt_graph_layer(&g, VT_GL_LINEAR, "qkv", 1, &v, 2, (const uint32_t[]){qw, qb}, A8(1, 16), 384, &bad);
     v = vt_graph_layer(&g, VT_GL_ATTENTION, "attn", 1, &v, 0, NULL, A8(16, 2, 4, 0, vt_graph_f64_bits(0.5)), 128, &bad);
     v = vt_graph_layer(&g, VT_GL_ADD, "residual", 2, (const uint32_t[]){t, v}, 0, NULL, NULL, 128, &bad);
-    v = vt_graph_layer(&g, VT_GL_GELU, "gelu", 1, &v, 0, NULL, NULL, 128, &bad);
+    v = vt_graph_layer(&g, VT_GL_GELU, "gelu", 1, &v, 0, NULL, A8(1), 128, &bad); /* the erf form */
     v = vt_graph_layer(&g, VT_GL_AVGPOOL, "pool", 1, &v, 0, NULL, A8(16, 1, 8), 8, &bad);
     v = vt_graph_layer(&g, VT_GL_LINEAR, "fc", 1, &v, 2, (const uint32_t[]){fw, fb}, A8(1), 10, &bad);
 #undef A8

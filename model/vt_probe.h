@@ -73,9 +73,9 @@ vt_err vt_probe_losses_run(uint32_t n, uint32_t K, uint32_t B, uint64_t seed, ui
  * [B, C*HW] (z = x); finished. tests/unit/test_kinds.c checks its operations too. */
 vt_err vt_probe_layouts_program(vt_program *g, uint32_t B, uint32_t HW, uint32_t C) VT_WARN_UNUSED;
 /* The recipe of the probe's last program (program "transformer"): a client's graph (arch/vt_graph.h) on the
- * probe's 3 x 8 x 8 images - a 2 x 2 patch convolution of stride 2 read as a sequence of 16 rows of 8, a layer
- * norm, q|k|v, attention of 2 heads over the whole sequence (scaled_softmax), the residual, GELU, the mean over
- * the rows, a classifier - in the recipe's canonical form (no file: a zero hash). tests/unit/test_kinds.c
+ * probe's 3 x 8 x 8 images - a 2 x 2 patch convolution of stride 2 read as a sequence of 16 rows of 8, a learned
+ * position embedding (add_positions), a layer norm, q|k|v, attention of 2 heads over the whole sequence
+ * (scaled_softmax), the residual, GELU's exact form, the mean over the rows, a classifier - in the recipe's canonical form (no file: a zero hash). tests/unit/test_kinds.c
  * checks its operations too. */
 vt_err vt_probe_transformer_recipe(vt_recipe *r) VT_WARN_UNUSED;
 /* The name of the probe's program `prog` ("mlp sgd", "resnet program 2", "sub", then the tensor-core

@@ -60,6 +60,31 @@ static void bias_add_part(const vt_opctx *c, const void *arg, size_t r0, size_t 
 
 vt_err vti_bias_add_exec(vt_opctx *c) { return chain_rows(c, bias_add_part); }
 
+/* ADD_POSITIONS: x [B*T, C], P (T*C values) -> y [B*T, C], y[r][j] = RN32(x[r][j] + P[(r mod T) C + j]) (an exact
+ * FP64 sum rounded once, as bias_add's); a rank's rows are whole examples, so r mod T is the global row's */
+vt_err vti_add_pos_check(const vt_program *p, const vt_opdesc *o)
+{
+    const vt_tensor *x = T(p, o->in[0]);
+    const int64_t Tn = o->iarg[0];
+    VT_RETURN_ERROR_IF(x->rank != 2 || x->dtype != VT_DT_F32 || Tn < 1 || x->shape[0] % (uint64_t)Tn, VT_ERR_INTERNAL,
+                       "program: \"%s\": X is not [B*T, C] F32 of T = %lld rows per example", o->name, (long long)Tn);
+    VT_FORWARD_IF_ERROR(want(p, o, o->in[1], VT_DT_F32, (size_t)Tn * x->shape[1], "positions"));
+    return want(p, o, o->out[0], VT_DT_F32, x->n, "output");
+}
+
+static void add_pos_part(const vt_opctx *c, const void *arg, size_t r0, size_t r1)
+{
+    const size_t N = cols0(c), Tn = (size_t)c->o->iarg[0];
+    const float *x = IN(0), *pe = IN(1);
+    (void)arg;
+    for (size_t i = r0; i < r1; i++)
+        for (size_t j = 0; j < N; j++) c->s.x64[i * N + j] = vti_bias1(x[i * N + j], pe[i % Tn * N + j]);
+}
+
+vt_err vti_add_pos_exec(vt_opctx *c) { return chain_rows(c, add_pos_part); }
+
+void vti_add_pos_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 1, out); }
+
 void vti_bias_add_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out) { cost_elementwise(p, o, 1, out); }
 
 /* ReLU and its gradient: each output element selected on its own (exact, nothing to round) */
@@ -735,6 +760,18 @@ vt_err vti_bias_add_plain(vt_plainctx *c)
     })
 }
 
+vt_err vti_add_pos_plain(vt_plainctx *c)
+{
+    VTI_PLAIN_BOTH(c, {
+        size_t M = SHAPE(0, 0), N = SHAPE(0, 1), Tn = (size_t)c->o->iarg[0];
+        const real *x = PX(0), *pe = PX(1);
+        real *y = PY(0);
+        for (size_t i = 0; i < M; i++)
+            for (size_t j = 0; j < N; j++) y[i * N + j] = x[i * N + j] + pe[i % Tn * N + j];
+        return VT_OK;
+    })
+}
+
 vt_err vti_relu_plain(vt_plainctx *c)
 {
     VTI_PLAIN_BOTH(c, {
@@ -1065,6 +1102,19 @@ vt_grad_rule vti_bias_add_grad(vt_program *p, const vt_opdesc *o, uint32_t i, co
     if (i == 0) return VT_GRAD_ALIAS;
     if (dx != VT_GRAD_QUERY)
         vt_prog_op(p, VT_OPK_COLSUM, dy, 1, &dx, 1, NULL, 0, NULL, 0, "%s bias gradient", layer);
+    return VT_GRAD_OPS;
+}
+
+/* x + P per example: x's gradient is dY, P's the sum of dY over the examples (position_gradient) */
+vt_grad_rule vti_add_pos_grad(vt_program *p, const vt_opdesc *o, uint32_t i, const uint32_t *dy, uint32_t dx,
+                              const char *layer)
+{
+    if (i == 0) return VT_GRAD_ALIAS;
+    if (dx != VT_GRAD_QUERY) {
+        const int64_t Tn = o->iarg[0], R = (int64_t)p->t[o->in[0]].shape[0];
+        vt_prog_op(p, VT_OPK_POS_GRAD, dy, 1, &dx, 1, (const int64_t[]){R / Tn, Tn}, 2, NULL, 0,
+                   "%s position embedding gradient", layer);
+    }
     return VT_GRAD_OPS;
 }
 

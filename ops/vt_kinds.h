@@ -197,7 +197,9 @@
     /* CDF and density). x -> y = x Phi(x) = x/2 (1 + erf(x / sqrt 2)) */                                              \
     X(GELU_ERF, "gelu_erf", CHAIN, 1, 1, 1, 0, 0, "", "", NONE, CPU, gelu_erf, gelu_erf)                               \
     /* x (gelu_erf's input), dy -> dx = dy (Phi(x) + x phi(x)) */                                                      \
-    X(GELU_ERF_BWD, "gelu_erf_backward", CHAIN, 1, 2, 1, 0, 0, "", "", NONE, CPU, gelu_erf_bwd, none)
+    X(GELU_ERF_BWD, "gelu_erf_backward", CHAIN, 1, 2, 1, 0, 0, "", "", NONE, CPU, gelu_erf_bwd, none)                  \
+    /* x [B*T, C], P (T*C values) -> y: P added to each example's T rows (a learned position embedding) */             \
+    X(ADD_POSITIONS, "add_positions", CHAIN, 1, 2, 1, 1, 0, "T", "", NONE, CPU, add_pos, add_pos)
 /* clang-format on */
 
 #define VT_VARIADIC 255 /* n_in: one or more inputs */

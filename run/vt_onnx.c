@@ -605,6 +605,28 @@ static vt_err gpt_rows(tr *x, const vt_opdesc *o)
         node(x, "Reshape", r->name, 2, IN2(s, shape), NULL);
         return VT_OK;
     }
+    case VT_OPK_ADD_POSITIONS: { /* x [N*T, C] + P: Reshape to [N, T, C], Add P (the module's [1, T, C]), back */
+        VT_FORWARD_IF_ERROR(operand(x, o, 0, L_MAT, &a));
+        const int64_t Tn = o->iarg[0], C = a->c;
+        char *s3 = step_name(x, t, "sequence"), *sp = step_name(x, t, "positioned");
+        node(x, "Reshape", s3, 2, IN2(a->name, kints(x, t, "shape3", 0, 3, (const int64_t[]){-1, Tn, C})), NULL);
+        node(x, "Add", sp, 2, IN2(s3, initializer(x, o->in[1], 0)), NULL);
+        node(x, "Reshape", result(x, t, L_MAT, a->c, 0, 0)->name, 2,
+             IN2(sp, kints(x, t, "shape", 0, 2, (const int64_t[]){-1, C})), NULL);
+        return VT_OK;
+    }
+    case VT_OPK_GELU_ERF: { /* x/2 (1 + erf(x / sqrt 2)): torch's nn.GELU() */
+        VT_FORWARD_IF_ERROR(operand(x, o, 0, L_NONE, &a));
+        const char *v = a->name;
+        char *dv = step_name(x, t, "scaled"), *ef = step_name(x, t, "erf"), *op = step_name(x, t, "one_plus_erf"),
+             *xm = step_name(x, t, "x_times");
+        node(x, "Div", dv, 2, IN2(v, kfloat(x, t, "sqrt2", (float)1.4142135623730951)), NULL);
+        node(x, "Erf", ef, 1, IN2(dv, NULL), NULL);
+        node(x, "Add", op, 2, IN2(ef, kfloat(x, t, "one", 1.0f)), NULL);
+        node(x, "Mul", xm, 2, IN2(v, op), NULL);
+        node(x, "Mul", result(x, t, a->layout, a->c, a->h, a->w)->name, 2, IN2(xm, kfloat(x, t, "half", 0.5f)), NULL);
+        return VT_OK;
+    }
     case VT_OPK_ROW_SUM: { /* S1 = sum_j x_j */
         VT_FORWARD_IF_ERROR(operand(x, o, 0, L_MAT, &a));
         const char *in = a->name;
@@ -917,6 +939,8 @@ static vt_err translate(tr *x, uint32_t first, uint32_t last)
         case VT_OPK_AFFINE:
         case VT_OPK_SCALE_COLS:
         case VT_OPK_GELU:
+        case VT_OPK_GELU_ERF:
+        case VT_OPK_ADD_POSITIONS:
             VT_FORWARD_IF_ERROR(gpt_rows(x, o));
             break;
         case VT_OPK_HEADS_SPLIT:
