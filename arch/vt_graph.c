@@ -970,6 +970,27 @@ static void emit(bld *b)
     }
 }
 
+/* every layer's value is read by a later layer or is the output, every parameter is read by a layer: a dead
+ * part would leave gradients no operation writes */
+static vt_err live_check(const vt_graph *g)
+{
+    for (uint32_t l = 0; l < g->n_layer; l++) {
+        int read = l + 1 == g->out;
+        for (uint32_t k = l + 1; k < g->n_layer && !read; k++)
+            for (uint32_t i = 0; i < g->layer[k].n_in && i < 2; i++) read |= g->layer[k].in[i] == l + 1;
+        VT_RETURN_ERROR_IF(!read, VT_ERR_ARG,
+                           "graph: layer %s: nothing reads its output (a dead branch of the model: remove it)",
+                           g->layer[l].name);
+    }
+    for (uint32_t i = 0; i < g->n_param; i++) {
+        int read = 0;
+        for (uint32_t l = 0; l < g->n_layer && !read; l++)
+            for (uint32_t k = 0; k < g->layer[l].n_param && k < 4; k++) read |= g->layer[l].param[k] == i;
+        VT_RETURN_ERROR_IF(!read, VT_ERR_ARG, "graph: parameter %s is read by no layer", g->param[i].name);
+    }
+    return VT_OK;
+}
+
 /* every buffer is read by one layer, a batch norm, as its running mean or variance; a batch norm's weight
  * and bias are no buffers (the layer checks its own) */
 static vt_err buffers_check(const vt_graph *g)
@@ -1055,7 +1076,7 @@ vt_err vt_graph_build(const vt_graph *g, const vt_recipe *rcp, vt_program *p)
             "graph: out of memory");
     /* the state: the parameters, then the trainable ones' optimiser tensors, then the buffers */
     uint32_t nT = 0;
-    if ((e = buffers_check(g))) goto done;
+    if ((e = buffers_check(g)) || (e = live_check(g))) goto done;
     for (int buf = 0; buf < 2; buf++) {
         if (buf) vt_arch_opt_tensors(p, rcp, nT, P, M1, M2);
         for (uint32_t i = 0; i < nP; i++) {

@@ -24,7 +24,12 @@
     "Gemm (PyTorch's Linear), MatMul by a weight (with its bias Add), Add of two activations, Relu, Sigmoid, Tanh, "  \
     "LeakyRelu, Flatten and Reshape keeping the batch dimension, Dropout, Conv (2-D, square kernel, symmetric pads, equal "      \
     "strides, dilation 1, group 1), MaxPool (kernel = stride, no pads), GlobalAveragePool, AveragePool over the "    \
-    "whole image, BatchNormalization in training mode (of [N, C] or an image)"
+    "whole image, BatchNormalization in training mode (of [N, C] or an image); and these patterns (docs/models.md: "    \
+    "a node that starts none of them exactly is refused here): LayerNormalization or its ReduceMean/Sub/Pow/"         \
+    "ReduceMean/Add/Sqrt/Div/Mul/Add decomposition over the last axis, GELU's exact (Div/Erf/Add/Mul/Mul) and tanh "  \
+    "forms, multi-head attention from a Split of q|k|v (Reshape, Transpose, MatMul, scale, an optional causal mask, " \
+    "Softmax, MatMul, Transpose, Reshape), token and position embeddings (Gather, Gather, Add), a sequence plus a "   \
+    "position parameter, the mean over a sequence's positions"
 
 typedef struct {
     const vt_og_graph *og;
@@ -297,7 +302,7 @@ static vt_err map_batchnorm(mapper *m, const vt_og_node *n, const char *nm, uint
         VT_FORWARD_IF_ERROR(param_of(m, n, n->in[1 + k], &p[k]));
         VT_RETURN_ERROR_IF(seen && (k >= 2 || m->g->param[p[k]].buffer), VT_ERR_ARG,
                            "model: node %s (BatchNormalization): %s is read by another node too (a running statistic "
-                           "or a batch norm's weight shared: not supported)",
+                           "shared: not supported)",
                            n->name, og->v[n->in[1 + k]].name);
         m->g->param[p[k]].buffer = k >= 2;
     }
@@ -421,8 +426,8 @@ static vt_err map_layernorm(mapper *m, uint32_t j, const char *nm, uint32_t *y_o
             sole_reader(og, sq, og->node[sq].out[0]) != dv || og->node[dv].in[1] != og->node[sq].out[0] ||
             (mu = next_op(og, dv, "Mul")) == NONE || (ab = next_op(og, mu, "Add")) == NONE)
             return *out = NONE, VT_OK;
-        const vt_og_attr *a2 = vt_og_attr_get(&og->node[rm2], "axes");
-        if (!a2 || a2->n != 1 || a2->ints[0] != ax->ints[0]) return *out = NONE, VT_OK;
+        const vt_og_attr *a2 = vt_og_attr_get(&og->node[rm2], "axes"), *k2 = vt_og_attr_get(&og->node[rm2], "keepdims");
+        if (!a2 || a2->n != 1 || a2->ints[0] != ax->ints[0] || (k2 && k2->i != 1)) return *out = NONE, VT_OK;
         wv = other_in(&og->node[mu], og->node[dv].out[0]), bv = other_in(&og->node[ab], og->node[mu].out[0]);
         eps = e2;
         const uint32_t done[] = {sub, pw, rm2, ad, sq, dv, mu, ab};
@@ -554,7 +559,7 @@ static vt_err map_attention(mapper *m, uint32_t j, const char *nm, uint32_t *y_o
     if (m->last[x] != SEQ || n->n_out != 3 || !ax || (ax->i != 2 && ax->i != -1) || m->hwc[x][2] % 3) return VT_OK;
     const int64_t T = m->hwc[x][0], C = m->hwc[x][2] / 3;
     for (uint32_t i = 0; i < 3; i++)
-        if (og->v[n->out[i]].rank != 3 || og->v[n->out[i]].shape[2] != C) return VT_OK;
+        if (n->out[i] == NONE || og->v[n->out[i]].rank != 3 || og->v[n->out[i]].shape[2] != C) return VT_OK;
     const uint32_t rq = sole_reader(og, j, n->out[0]);
     if (!is_op(og, rq, "Reshape") || og->v[og->node[rq].out[0]].rank != 4) return VT_OK;
     const int64_t H = og->v[og->node[rq].out[0]].shape[2], D = og->v[og->node[rq].out[0]].shape[3];
@@ -593,10 +598,14 @@ static vt_err map_attention(mapper *m, uint32_t j, const char *nm, uint32_t *y_o
     const vt_og_attr *sa = sm == NONE ? NULL : vt_og_attr_get(&og->node[sm], "axis");
     if (sm == NONE || (sa && sa->i != -1 && sa->i != 3)) return VT_OK;
     done[nd++] = s = sm;
-    if ((w = next_op(og, s, "Dropout")) != NONE) {
+    if ((w = next_op(og, s, "Dropout")) != NONE) { /* the identity only: ratio 0 (ONNX's default 0.5) or inference */
         const vt_og_node *dn = &og->node[w];
-        double ratio = 0;
-        if (dn->n_in >= 2 && dn->in[1] != NONE && (!const1(og, dn->in[1], &ratio) || ratio != 0)) return VT_OK;
+        const vt_og_value *tm = dn->n_in >= 3 && dn->in[2] != NONE ? &og->v[dn->in[2]] : NULL;
+        double ratio = 0.5;
+        if ((dn->n_in >= 2 && dn->in[1] != NONE && !const1(og, dn->in[1], &ratio)) ||
+            (tm && (!tm->is_const || tm->dtype != VT_OG_BOOL || tm->nbytes != 1)) ||
+            (tm && *(const uint8_t *)tm->data && ratio != 0) || (dn->n_out > 1 && dn->out[1] != NONE && value_used(og, dn->out[1])))
+            return VT_OK;
         done[nd++] = s = w;
     }
     const uint32_t pv = next_op(og, s, "MatMul");
@@ -659,6 +668,17 @@ static vt_err map_embed(mapper *m, uint32_t j, const char *nm, uint32_t *y_out, 
     return VT_OK;
 }
 
+/* node j is the Gather of a position embedding (an initializer by constant indices) that an Add joins to the
+ * Gather of a token embedding by the graph's input: map_embed maps both, whichever comes first in the file */
+static int position_gather(const mapper *m, uint32_t j)
+{
+    const vt_og_graph *og = m->og;
+    const vt_og_node *n = &og->node[j];
+    if (n->n_in != 2 || !og->v[n->in[0]].is_init || !og->v[n->in[1]].is_const) return 0;
+    const uint32_t ad = next_op(og, j, "Add"), tg = ad == NONE ? NONE : producer(og, other_in(&og->node[ad], n->out[0]));
+    return is_op(og, tg, "Gather") && og->v[og->node[tg].in[0]].is_init && m->val[og->node[tg].in[1]] == 0;
+}
+
 /* a pattern from node j (LayerNormalization or the decomposition's ReduceMean, GELU's Mul, attention's
  * Split): its layer in *out, its value the ONNX value *y (a sequence when its input is); *out NONE: no match */
 static vt_err map_pattern(mapper *m, uint32_t j, const char *nm, uint32_t *y, uint32_t *out)
@@ -677,7 +697,10 @@ static vt_err map_pattern(mapper *m, uint32_t j, const char *nm, uint32_t *y, ui
     const uint32_t x = n->in[0];
     m->val[*y] = *out, m->cols[*y] = (uint32_t)example_elems(&m->og->v[*y]);
     m->last[*y] = m->last[x] == SEQ || !strcmp(n->op, "Gather") ? SEQ : 0;
-    if (m->last[*y] == SEQ)
+    if (m->g->layer[*out - 1].op == VT_GL_GELU) { /* elementwise: its input's layout (a channels-last image's too) */
+        m->last[*y] = m->last[x];
+        memcpy(m->hwc[*y], m->hwc[x], sizeof m->hwc[*y]);
+    } else if (m->last[*y] == SEQ)
         m->hwc[*y][0] = (uint32_t)m->og->v[*y].shape[1], m->hwc[*y][1] = 1,
         m->hwc[*y][2] = (uint32_t)m->og->v[*y].shape[2];
     return VT_OK;
@@ -692,6 +715,7 @@ static vt_err map_node(mapper *m, uint32_t j)
     const uint32_t y = n->n_out ? n->out[0] : NONE;
     VT_RETURN_ERROR_IF(y == NONE, VT_ERR_ARG, "model: node %s (%s) has no output", n->name, n->op);
     if (!strcmp(n->op, "Transpose") && weight_transpose(og, j)) return VT_OK; /* the MatMul's transB */
+    if (!strcmp(n->op, "Gather") && position_gather(m, j)) return VT_OK; /* the token embedding's node maps it */
     const vt_og_value *yv = &og->v[y];
     VT_RETURN_ERROR_IF(yv->rank < 1 || yv->shape[0] != og->v[og->inputs[0]].shape[0] || example_elems(yv) < 1 ||
                            example_elems(yv) > (1 << 30),
@@ -714,39 +738,37 @@ static vt_err map_node(mapper *m, uint32_t j)
         m->val[y] = out, m->cols[y] = cols; /* flat */
         return VT_OK;
     }
-    if (!strcmp(n->op, "Dropout") && n->n_in >= 2 && n->in[1] != NONE && og->v[n->in[1]].is_const &&
-        og->v[n->in[1]].dtype == VT_OG_F32 && *(const float *)og->v[n->in[1]].data != 0.0f) {
-        /* training-mode dropout of a constant ratio p > 0 (nn.Dropout(p) exported in training mode): the project's
-         * dropout (Philox masks, not PyTorch's); in inference mode (training_mode absent or false) the identity */
+    if (!strcmp(n->op, "Dropout")) {
+        /* in training mode (training_mode a constant true) with a ratio p > 0 (ONNX's default 0.5): the project's
+         * dropout (Philox masks, not PyTorch's); otherwise the identity */
         const vt_og_value *tm = n->n_in >= 3 && n->in[2] != NONE ? &og->v[n->in[2]] : NULL;
-        const double pr = *(const float *)og->v[n->in[1]].data;
-        VT_RETURN_ERROR_IF(tm && (!tm->is_const || tm->dtype != VT_OG_BOOL), VT_ERR_ARG,
-                           "model: node %s (Dropout): its training_mode is not a constant", n->name);
+        double pr = 0.5;
+        VT_RETURN_ERROR_IF((n->n_in >= 2 && n->in[1] != NONE && !const1(og, n->in[1], &pr)) ||
+                               (tm && (!tm->is_const || tm->dtype != VT_OG_BOOL || tm->nbytes != 1)),
+                           VT_ERR_ARG, "model: node %s (Dropout): its ratio and training_mode are not constants",
+                           n->name);
         VT_RETURN_ERROR_IF(n->n_out > 1 && n->out[1] != NONE && value_used(og, n->out[1]), VT_ERR_ARG,
                            "model: node %s (Dropout): its mask is read (not supported)", n->name);
-        VT_RETURN_ERROR_IF(!(pr > 0 && pr < 1), VT_ERR_ARG, "model: node %s (Dropout): ratio %g (supported: [0, 1))",
+        VT_RETURN_ERROR_IF(!(pr >= 0 && pr < 1), VT_ERR_ARG, "model: node %s (Dropout): ratio %g (supported: [0, 1))",
                            n->name, pr);
         VT_FORWARD_IF_ERROR(act_of(m, n, n->in[0], &x));
-        if (tm && *(const uint8_t *)tm->data) {
+        out = x; /* the identity: the same value */
+        if (tm && *(const uint8_t *)tm->data && pr > 0) {
             const int64_t at[VT_GLAYER_ATTRS] = {vt_graph_f64_bits(module_real((float)pr, 0))};
             out = vt_graph_layer(m->g, VT_GL_DROPOUT, nm, 1, &x, 0, NULL, at, cols, &m->bad);
             VT_RETURN_ERROR_IF(out == NONE, VT_ERR_NOMEM, "model: out of memory (or a node name too long: %s)", n->name);
-        } else out = x;
+        }
         m->val[y] = out, m->cols[y] = cols, m->last[y] = m->last[n->in[0]];
         memcpy(m->hwc[y], m->hwc[n->in[0]], sizeof m->hwc[y]);
         return VT_OK;
     }
-    if (!strcmp(n->op, "Flatten") || !strcmp(n->op, "Reshape") ||
-        (!strcmp(n->op, "Dropout") && (n->n_in < 2 || n->in[1] == NONE || !og->v[n->in[1]].is_const ||
-                                       *(const float *)og->v[n->in[1]].data == 0.0f))) {
+    if (!strcmp(n->op, "Flatten") || !strcmp(n->op, "Reshape")) {
         VT_FORWARD_IF_ERROR(act_of(m, n, n->in[0], &x));
-        VT_RETURN_ERROR_IF(!strcmp(n->op, "Dropout") && n->n_in >= 2 && n->in[1] == NONE, VT_ERR_ARG,
-                           "model: node %s (Dropout): its ratio is not given", n->name);
         VT_RETURN_ERROR_IF(cols != m->cols[n->in[0]], VT_ERR_ARG, "model: node %s (%s) changes the example's size",
                            n->name, n->op);
         const uint32_t *q = m->hwc[n->in[0]];
         const vt_og_value *xv = &og->v[n->in[0]];
-        const int same_shape = n->op[0] == 'D' || (xv->rank == yv->rank &&
+        const int same_shape = (xv->rank == yv->rank &&
                                                   !memcmp(xv->shape, yv->shape, yv->rank * sizeof *yv->shape));
         static const int64_t P021[3] = {0, 2, 1};
         const uint32_t tp = sole_reader(og, j, y);
@@ -952,6 +974,14 @@ static vt_err map_graph(mapper *m)
                        VT_ERR_ARG, "model: the output %s is not the logits [N, classes]%s computed from the input",
                        og->v[o].name, tokens ? " of each position, [N, T, V]," : "");
     m->g->out = m->val[o], m->g->loss = VT_GLOSS_XENT;
+    for (uint32_t l = 0; l < m->g->n_layer; l++) { /* sizes the kinds take: the user's model (64), not a bad file */
+        uint32_t w;
+        if (vt_graph_layer_check(&m->g->layer[l], &w)) {
+            char msg[512];
+            snprintf(msg, sizeof msg, "%s", vt_errmsg());
+            return vt_set_error(VT_ERR_ARG, "model: %s (not supported)", msg);
+        }
+    }
     return VT_OK;
 }
 
