@@ -14,6 +14,7 @@ causal masked_fill(-inf) attention, GELU approximate='tanh' MLP, a final LayerNo
 Linear head without bias (what docs/models.md supports). No dropout.
 """
 import json
+import os
 import sys
 import time
 
@@ -21,44 +22,17 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "ref"))
+from onnx_model_ref import TBlock  # noqa: E402  the test's pre-LN block (nanoGPT's attention, tanh-GELU MLP)
+
 LAYERS, WIDTH, HEADS, CONTEXT, VOCAB = 12, 768, 12, 256, 65
-
-
-class Attention(nn.Module):
-    def __init__(self, dim, heads):
-        super().__init__()
-        self.heads = heads
-        self.c_attn = nn.Linear(dim, 3 * dim)
-        self.c_proj = nn.Linear(dim, dim)
-
-    def forward(self, x):
-        B, T, C = x.shape
-        q, k, v = self.c_attn(x).split(C, dim=2)
-        q, k, v = (t.view(B, T, self.heads, C // self.heads).transpose(1, 2) for t in (q, k, v))
-        a = (q @ k.transpose(-2, -1)) * (1.0 / (C // self.heads) ** 0.5)
-        a = a.masked_fill(torch.ones(T, T).tril() == 0, float("-inf"))
-        y = (a.softmax(dim=-1) @ v).transpose(1, 2).contiguous().view(B, T, C)
-        return self.c_proj(y)
-
-
-class Block(nn.Module):
-    def __init__(self, dim, heads):
-        super().__init__()
-        self.ln_1, self.ln_2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
-        self.attn = Attention(dim, heads)
-        self.c_fc, self.c_proj = nn.Linear(dim, 4 * dim), nn.Linear(4 * dim, dim)
-        self.gelu = nn.GELU(approximate="tanh")
-
-    def forward(self, x):
-        x = x + self.attn(self.ln_1(x))
-        return x + self.c_proj(self.gelu(self.c_fc(self.ln_2(x))))
 
 
 class GPT(nn.Module):
     def __init__(self):
         super().__init__()
         self.wte, self.wpe = nn.Embedding(VOCAB, WIDTH), nn.Embedding(CONTEXT, WIDTH)
-        self.h = nn.Sequential(*[Block(WIDTH, HEADS) for _ in range(LAYERS)])
+        self.h = nn.Sequential(*[TBlock(WIDTH, HEADS, causal=True) for _ in range(LAYERS)])
         self.ln_f = nn.LayerNorm(WIDTH)
         self.lm_head = nn.Linear(WIDTH, VOCAB, bias=False)
 

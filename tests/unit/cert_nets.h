@@ -43,9 +43,11 @@ static inline void cert_random_net(vt_rng *r, vt_cert_net *n, float **store, uin
 #define CERT_PREC 2000 /* exact for these sizes: products of FP32 and sums of a few dozen terms */
 
 /* The exact margins out[j] = a_L[label] - a_L[j] at x (FP32 inputs), real (deployed = 0) or deployed
- * (z rounded to FP32, then a = RN32(z + b)). Returns 0 when every MPFR operation was exact (the
- * caller's proof that CERT_PREC sufficed), 1 otherwise. */
-static inline int cert_exact_margins(const vt_cert_net *n, const float *x, uint32_t label, int deployed, mpfr_t *out)
+ * (z rounded to FP32, then a = RN32(z + b)), and (sg not NULL) the sign of every hidden ReLU input:
+ * sg[k][j] = 1 when a_k[j] >= 0 (hidden widths at most 32). Returns 0 when every MPFR operation was exact
+ * (the caller's proof that CERT_PREC sufficed), 1 otherwise. */
+static inline int cert_exact_signs(const vt_cert_net *n, const float *x, uint32_t label, int deployed, mpfr_t *out,
+                                   int (*sg)[32])
 {
     uint32_t maxw = 0;
     for (uint32_t k = 0; k <= n->L; k++) maxw = n->n[k] > maxw ? n->n[k] : maxw;
@@ -71,6 +73,7 @@ static inline int cert_exact_margins(const vt_cert_net *n, const float *x, uint3
             }
         }
         for (uint32_t j = 0; j < o; j++) {
+            if (sg && k < n->L) sg[k][j] = mpfr_sgn(a[j]) >= 0;
             if (k < n->L && mpfr_sgn(a[j]) < 0) mpfr_set_zero(h[j], 1);
             else mpfr_set(h[j], a[j], MPFR_RNDN);
         }
@@ -80,6 +83,11 @@ static inline int cert_exact_margins(const vt_cert_net *n, const float *x, uint3
     mpfr_clear(t);
     free(h), free(a);
     return inexact;
+}
+
+static inline int cert_exact_margins(const vt_cert_net *n, const float *x, uint32_t label, int deployed, mpfr_t *out)
+{
+    return cert_exact_signs(n, x, label, deployed, out, NULL);
 }
 #endif
 

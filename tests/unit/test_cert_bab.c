@@ -19,41 +19,6 @@
 #ifdef VT_HAVE_MPFR
 #define PREC CERT_PREC
 
-/* Exact evaluation at x (FP32 inputs) of the real (deployed = 0) or deployed network: the signs of
- * every hidden ReLU input (sg[k][j]: 1 when a >= 0) and the margins out[j] = a_L[label] - a_L[j]. */
-static void exact_eval(const vt_cert_net *n, const float *x, uint32_t label, int deployed, int sg[][32], double *out)
-{
-    mpfr_t h[32], a[32], t;
-    for (int i = 0; i < 32; i++) mpfr_init2(h[i], PREC), mpfr_init2(a[i], PREC);
-    mpfr_init2(t, PREC);
-    for (uint32_t i = 0; i < n->n[0]; i++) mpfr_set_flt(h[i], x[i], MPFR_RNDN);
-    for (uint32_t k = 1; k <= n->L; k++) {
-        uint32_t in = n->n[k - 1], o = n->n[k];
-        for (uint32_t j = 0; j < o; j++) {
-            mpfr_set_zero(a[j], 1);
-            for (uint32_t i = 0; i < in; i++) {
-                mpfr_mul_d(t, h[i], n->W[k][(size_t)i * o + j], MPFR_RNDN);
-                mpfr_add(a[j], a[j], t, MPFR_RNDN);
-            }
-            if (deployed) {
-                float g = mpfr_get_flt(a[j], MPFR_RNDN);
-                mpfr_set_flt(a[j], g + n->b[k][j], MPFR_RNDN);
-            } else mpfr_add_d(a[j], a[j], n->b[k][j], MPFR_RNDN);
-        }
-        for (uint32_t j = 0; j < o; j++) {
-            if (k < n->L) sg[k][j] = mpfr_sgn(a[j]) >= 0;
-            if (k < n->L && mpfr_sgn(a[j]) < 0) mpfr_set_zero(h[j], 1);
-            else mpfr_set(h[j], a[j], MPFR_RNDN);
-        }
-    }
-    for (uint32_t j = 0; j < n->n[n->L]; j++) {
-        mpfr_sub(t, h[label], h[j], MPFR_RNDN);
-        out[j] = mpfr_get_d(t, MPFR_RNDD); /* rounded down: never above the exact margin */
-    }
-    for (int i = 0; i < 32; i++) mpfr_clear(h[i]), mpfr_clear(a[i]);
-    mpfr_clear(t);
-}
-
 static long g_points, g_leaf_points, g_bad;
 
 /* Sampled points of the box: each lands in the leaf its exact signs choose (a = 0: either side; the
@@ -72,7 +37,11 @@ static void check_tree(const vt_cert_net *n, const vti_bab_tree *t, const float 
         for (int dep = 0; dep < 2; dep++) {
             int sg[8][32];
             double m[16];
-            exact_eval(n, p, label, dep, sg, m);
+            mpfr_t mg[16];
+            for (uint32_t j = 0; j < C; j++) mpfr_init2(mg[j], PREC);
+            if (cert_exact_signs(n, p, label, dep, mg, sg) && g_bad++ < 5)
+                fprintf(stderr, "FAIL: the exact evaluation was not exact at %u bits\n", (unsigned)PREC);
+            for (uint32_t j = 0; j < C; j++) m[j] = mpfr_get_d(mg[j], MPFR_RNDD), mpfr_clear(mg[j]); /* never above */
             uint32_t q = 0;
             while (t->v[q].split) q = (uint32_t)t->v[q].kid[sg[t->v[q].layer][t->v[q].index] ? 0 : 1];
             g_points++;
