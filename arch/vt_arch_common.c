@@ -2,6 +2,7 @@
  * their operations (load, augment, schedule: vt_arch_inputs, vt_arch_input_ops) and the
  * optimiser's state tensors and update operations (vt_arch_opt_tensors, vt_arch_update_ops). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "vt_arch.h"
@@ -27,22 +28,58 @@ void vt_arch_opt_tensors(vt_program *p, const vt_recipe *rcp, uint32_t n, const 
         }
 }
 
-void vt_arch_update_ops(vt_program *p, const vt_recipe *rcp, uint32_t n, const uint32_t *params,
-                        const uint32_t *grads, const uint32_t *m1, const uint32_t *m2, uint32_t tstep, uint32_t lr)
+/* the global gradient norm's clipping factor of the n gradients (recipe clip_norm): each one's sum of
+ * squares, their sum, the factor min(1, clip_norm / norm); the GPT's, and a client model's under AdamW */
+static uint32_t clip_factor(vt_program *p, const vt_recipe *rcp, uint32_t n, const uint32_t *params,
+                            const uint32_t *grads)
 {
+    uint32_t *sq = calloc(n ? n : 1, sizeof *sq);
+    if (!sq) p->bad = 1;
+    for (uint32_t i = 0; i < n && sq && !p->bad; i++) {
+        sq[i] = vt_prog_tensor(p, VT_TC_GRAD, VT_DT_F32, 1, ARR(1), "%s.sumsq", p->t[grads[i]].name);
+        vt_prog_op(p, VT_OPK_SUMSQ, ARR(grads[i]), 1, ARR(sq[i]), 1, NULL, 0, NULL, 0, "%s squared norm",
+                   p->t[params[i]].name);
+    }
+    uint32_t tot = vt_prog_tensor(p, VT_TC_GRAD, VT_DT_F32, 1, ARR(1), "grad.sqnorm");
+    uint32_t factor = vt_prog_tensor(p, VT_TC_GRAD, VT_DT_F32, 1, ARR(1), "grad.clip_factor");
+    if (sq && !p->bad) {
+        vt_prog_op(p, VT_OPK_SUM_SCALARS, sq, n, ARR(tot), 1, NULL, 0, NULL, 0, "global gradient norm");
+        vt_prog_op(p, VT_OPK_CLIP_FACTOR, ARR(tot), 1, ARR(factor), 1, NULL, 0, FARG(rcp->clip_norm), 1,
+                   "clipping factor");
+    }
+    free(sq);
+    return factor;
+}
+
+void vt_arch_update_ops(vt_program *p, const vt_recipe *rcp, uint32_t n, const uint32_t *params,
+                        const uint32_t *grads, const uint32_t *m1, const uint32_t *m2, const uint8_t *decay,
+                        uint32_t tstep, uint32_t lr)
+{
+    const uint32_t factor = rcp->optimizer == VT_OPT_ADAMW && rcp->clip_norm > 0 && n
+                                ? clip_factor(p, rcp, n, params, grads)
+                                : UINT32_MAX;
     for (uint32_t t = 0; t < n && !p->bad; t++) {
         uint32_t pw = params[t], g = grads[t];
         const char *nm = p->t[pw].name;
-        if (rcp->optimizer != VT_OPT_ADAM) {
+        if (rcp->optimizer == VT_OPT_SGD) {
             vt_prog_op(p, VT_OPK_SGD_VELOCITY, ARR(pw, g, m1[t]), 3, ARR(m1[t]), 1, NULL, 0,
                        FARG(rcp->momentum, rcp->weight_decay), 2, "SGD velocity %s", nm);
             vt_prog_op(p, VT_OPK_SGD_APPLY, ARR(pw, m1[t], lr), 3, ARR(pw), 1, NULL, 0, NULL, 0, "SGD update %s", nm);
-        } else {
+            continue;
+        }
+        if (factor != UINT32_MAX)
+            vt_prog_op(p, VT_OPK_ADAM_SCALED, ARR(g, m1[t], m2[t], factor), 4, ARR(m1[t], m2[t]), 2, NULL, 0,
+                       FARG(rcp->beta1, rcp->beta2), 2, "Adam moments %s", nm);
+        else
             vt_prog_op(p, VT_OPK_ADAM_MOMENTS, ARR(g, m1[t], m2[t]), 3, ARR(m1[t], m2[t]), 2, NULL, 0,
                        FARG(rcp->beta1, rcp->beta2), 2, "Adam moments %s", nm);
+        if (rcp->optimizer == VT_OPT_ADAMW)
+            vt_prog_op(p, VT_OPK_ADAMW, ARR(pw, m1[t], m2[t], tstep, lr), 5, ARR(pw), 1, NULL, 0,
+                       FARG(rcp->beta1, rcp->beta2, rcp->eps, !decay || decay[t] ? rcp->weight_decay : 0.0), 4,
+                       "AdamW update %s", nm);
+        else
             vt_prog_op(p, VT_OPK_ADAM_APPLY, ARR(pw, m1[t], m2[t], tstep, lr), 5, ARR(pw), 1, NULL, 0,
                        FARG(rcp->beta1, rcp->beta2, rcp->eps), 3, "Adam update %s", nm);
-        }
     }
 }
 

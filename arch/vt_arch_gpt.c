@@ -42,7 +42,8 @@ typedef struct {
     ln_t lnf;
     uint32_t logits, probs, loss;
     layer_t l[MAXL];
-    uint32_t params[MAXP], grads[MAXP], decay[MAXP], np, nkey;
+    uint32_t params[MAXP], grads[MAXP], np, nkey;
+    uint8_t decay[MAXP];
 } gpt;
 
 static const char *nm(char *buf, size_t cap, const char *pre, const char *what)
@@ -73,7 +74,7 @@ static uint32_t param(gpt *n, uint32_t rank, const uint32_t *shape, int init, in
     uint32_t t = vt_prog_tensor(n->p, VT_TC_PARAM, VT_DT_F32, rank, shape, "%s", nm(b, sizeof b, pre, what));
     if (init == 1) vt_prog_init_one(n->p, t);
     else if (init == 2) vt_prog_init_he(n->p, t, INIT_W);
-    if (n->np < MAXP) n->decay[n->np] = (uint32_t)decay, n->params[n->np++] = t;
+    if (n->np < MAXP) n->decay[n->np] = (uint8_t)decay, n->params[n->np++] = t;
     return t;
 }
 
@@ -427,42 +428,6 @@ static void gpt_embed_backward(gpt *n, uint32_t dx, uint32_t key, uint32_t gte_h
     } else set_grad(n, n->wte, gte_emb);
 }
 
-/* the update: the global gradient norm and clipping factor, Adam's moments, AdamW */
-static void gpt_update(gpt *n, const uint32_t *m1, const uint32_t *m2)
-{
-    GPT_DIMS;
-    uint32_t factor = UINT32_MAX;
-    if (rcp->clip_norm > 0) {
-        uint32_t *sq = calloc(n->np, sizeof *sq);
-        if (!sq) p->bad = 1;
-        for (uint32_t i = 0; i < n->np && sq && !p->bad; i++) {
-            sq[i] = vt_prog_tensor(p, VT_TC_GRAD, VT_DT_F32, 1, ARR(1), "%s.sumsq", p->t[n->grads[i]].name);
-            vt_prog_op(p, VT_OPK_SUMSQ, ARR(n->grads[i]), 1, ARR(sq[i]), 1, NULL, 0, NULL, 0, "%s squared norm",
-                       p->t[n->params[i]].name);
-        }
-        uint32_t tot = vt_prog_tensor(p, VT_TC_GRAD, VT_DT_F32, 1, ARR(1), "grad.sqnorm");
-        factor = vt_prog_tensor(p, VT_TC_GRAD, VT_DT_F32, 1, ARR(1), "grad.clip_factor");
-        if (sq && !p->bad) {
-            vt_prog_op(p, VT_OPK_SUM_SCALARS, sq, n->np, ARR(tot), 1, NULL, 0, NULL, 0, "global gradient norm");
-            vt_prog_op(p, VT_OPK_CLIP_FACTOR, ARR(tot), 1, ARR(factor), 1, NULL, 0, FARG(rcp->clip_norm), 1,
-                       "clipping factor");
-        }
-        free(sq);
-    }
-    for (uint32_t i = 0; i < n->np && !p->bad; i++) {
-        uint32_t w = n->params[i], g = n->grads[i];
-        const char *pn = p->t[w].name;
-        if (factor != UINT32_MAX)
-            vt_prog_op(p, VT_OPK_ADAM_SCALED, ARR(g, m1[i], m2[i], factor), 4, ARR(m1[i], m2[i]), 2, NULL, 0,
-                       FARG(rcp->beta1, rcp->beta2), 2, "Adam moments %s", pn);
-        else
-            vt_prog_op(p, VT_OPK_ADAM_MOMENTS, ARR(g, m1[i], m2[i]), 3, ARR(m1[i], m2[i]), 2, NULL, 0,
-                       FARG(rcp->beta1, rcp->beta2), 2, "Adam moments %s", pn);
-        vt_prog_op(p, VT_OPK_ADAMW, ARR(w, m1[i], m2[i], n->tstep, n->lr), 5, ARR(w), 1, NULL, 0,
-                   FARG(rcp->beta1, rcp->beta2, rcp->eps, n->decay[i] ? rcp->weight_decay : 0.0), 4, "AdamW update %s", pn);
-    }
-}
-
 vt_err vt_arch_gpt_build(const vt_recipe *rcp, vt_program *p)
 {
     VT_RETURN_ERROR_IF(rcp->gpt_layers > MAXL, VT_ERR_ARG, "recipe: at most %d layers", MAXL);
@@ -502,7 +467,7 @@ vt_err vt_arch_gpt_build(const vt_recipe *rcp, vt_program *p)
     uint32_t key = 1 + 2 * n->L;
     for (uint32_t l = n->L; l-- > 0;) dx = gpt_attn_backward(n, l, gpt_mlp_backward(n, l, dx, &key), &key);
     gpt_embed_backward(n, dx, key, gte_head);
-    gpt_update(n, m1, m2);
+    vt_arch_update_ops(p, rcp, n->np, n->params, n->grads, m1, m2, n->decay, n->tstep, n->lr);
     if (n->drop) { /* evaluation: the forward pass without dropout */
         vt_prog_eval_begin(p);
         n->eval = 1;

@@ -426,7 +426,7 @@ vt_err vt_arch_resnet_build(const vt_recipe *rcp, vt_program *p)
     resnet_forward(n);
     vt_prog_op(p, VT_OPK_XENT_LOSS, ARR(n->probs, n->y), 2, ARR(n->loss), 1, NULL, 0, NULL, 0, "cross-entropy loss");
     resnet_backward(n);
-    vt_arch_update_ops(p, rcp, n->np, n->params, n->grads, m1, m2, n->tstep, n->lr);
+    vt_arch_update_ops(p, rcp, n->np, n->params, n->grads, m1, m2, NULL, n->tstep, n->lr);
     resnet_eval(n);
 
     p->loss = n->loss, p->input = n->xa, p->labels = n->y, p->probs = n->probs; /* evaluation fills xa: no augmentation */

@@ -1168,7 +1168,7 @@ vt_err vt_graph_build(const vt_graph *g, const vt_recipe *rcp, vt_program *p)
     vt_prog_op(p, LOSS_G[li], ARR(probs, y), 2, ARR(b.G[logits]), 1, NULL, 0, NULL, 0, "%s", xent ? "logits gradient" : "output gradient");
     memset(b.met, 0, nt * sizeof *b.met);
     emit(&b);
-    vt_arch_update_ops(p, rcp, nT, P, GPl, M1, M2, tstep, lr);
+    vt_arch_update_ops(p, rcp, nT, P, GPl, M1, M2, NULL, tstep, lr);
     eval_pass(&b, p->fwd_first, p->fwd_last);
     p->loss = loss, p->input = xa, p->labels = y, p->probs = probs; /* evaluation fills xa: no augmentation */
 finish:

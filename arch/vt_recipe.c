@@ -374,8 +374,18 @@ vt_err vt_recipe_validate(const vt_recipe *r)
         VT_RETURN_ERROR_IF(r->gpt_heads > 1024 || (uint64_t)r->batch * r->gpt_heads > ((uint64_t)1 << 24) ||
                                (uint64_t)r->batch * r->gpt_context > ((uint64_t)1 << 24),
                            VT_ERR_ARG, "recipe: at most 1024 heads, batch x heads and batch x context at most 2^24");
-    } else
-        VT_RETURN_ERROR_IF(r->optimizer == VT_OPT_ADAMW, VT_ERR_ARG, "recipe: optimizer=adamw is arch=gpt's");
+    } else {
+        const int client = r->model[0] || r->has_model;
+        VT_RETURN_ERROR_IF(r->optimizer == VT_OPT_ADAMW && !client, VT_ERR_ARG,
+                           "recipe: optimizer=adamw is arch=gpt's and a client's model's (--model NET.onnx)");
+        /* clip_norm (default 1) clips under AdamW only: any other value with another optimizer would be
+         * silently unused */
+        VT_RETURN_ERROR_IF(client && (!(r->clip_norm >= 0) || !isfinite(r->clip_norm) ||
+                                      (r->optimizer != VT_OPT_ADAMW && r->clip_norm != 1.0)),
+                           VT_ERR_ARG,
+                           "recipe: clip_norm (>= 0; 0: no clipping) clips the global gradient norm under "
+                           "optimizer=adamw only");
+    }
     /* step program 0 is that of manifest formats 1-3 (read with bound.legacy_log set), never a choice */
     VT_RETURN_ERROR_IF((r->program_version == 0 && !r->bound.legacy_log) || r->program_version > VT_PROGRAM_VERSION_MAX ||
                            (r->program_version == 2 && r->arch != VT_ARCH_RESNET),

@@ -17,7 +17,8 @@
 # weights the module's own, evaluated outside the project by onnx_model_ref.py's NumPy evaluator); interrupted and resumed, the same commitment; a trainer that poisons one operation of the
 # imported graph (the MLP's, LeNet-5's convolution weight gradient, a batch norm's backward, the ViT's attention
 # softmax backward) loses the dispute game at that step
-# and operation (also a ViT's attention softmax backward); an unsupported operator and a dilated convolution refused (64) naming the node and its
+# and operation (also a ViT's attention softmax backward); AdamW with the global gradient norm clipped matches
+# torch.optim.AdamW with clip_grad_norm_ (and clip_norm with SGD is refused); an unsupported operator and a dilated convolution refused (64) naming the node and its
 # operator; a truncated file refused (2).
 # Skipped (77) without torch, or in a build without ONNX support. Usage: onnx_model.sh BUILD_DIR [MPIEXEC]
 set -u
@@ -72,6 +73,25 @@ for c in "reg mse yreg" "reg l1 yreg" "reg bce_with_logits ybin" "mlp cross_entr
     ok "$name: VERIFIED; $(tail -1 "$T/$name.ref")"
   else bad "$name: $(tail -2 "$T/$name.out" "$T/$name.v" "$T/$name.ref" 2>/dev/null | tr '\n' ' ')"; fi
 done
+# AdamW (every parameter decays, as torch.optim.AdamW) with the global gradient norm clipped, as
+# torch.nn.utils.clip_grad_norm_: against PyTorch FP64, and against a reference of another clipping (the
+# check can fail); clip_norm with another optimizer would go unused: refused
+AW=(--set "dataset=npy:$T/x.npy,$T/y.npy" --set batch=32 --set steps=3 --set lr=0.01 --set optimizer=adamw
+    --set beta1=0.9 --set beta2=0.99 --set eps=1e-8 --set weight_decay=0.1 --set clip_norm=0.5 --quiet)
+if "$TRAINER" train "$T/adamw" --key "$T/tk" --model "$T/mlp.onnx" "${AW[@]}" >"$T/adamw.out" 2>&1 &&
+  "$AUDITOR" verify "$T/adamw" --pubkey "$T/tk.pub" --order reverse >"$T/adamw.v" 2>&1 &&
+  "$TRAINER" export "$T/adamw" --format safetensors --out "$T/adamw.safetensors" --pubkey "$T/tk.pub" >/dev/null 2>&1 &&
+  "$PY" "$REF/onnx_model_ref.py" check "$T" mlp "$T/adamw.safetensors" 3 0.01 adamw,0.9,0.99,1e-8,0.1,0.5 \
+    >"$T/adamw.ref" 2>&1; then
+  ok "mlp, AdamW and clipping: VERIFIED; $(tail -1 "$T/adamw.ref")"
+else bad "mlp, AdamW and clipping: $(tail -2 "$T/adamw.out" "$T/adamw.v" "$T/adamw.ref" 2>/dev/null | tr '\n' ' ')"; fi
+if "$PY" "$REF/onnx_model_ref.py" check "$T" mlp "$T/adamw.safetensors" 3 0.01 adamw,0.9,0.99,1e-8,0.1,0 \
+  >"$T/adamw.ref0" 2>&1; then bad "AdamW: the reference without clipping matches as well (the check cannot fail)"
+else ok "AdamW: the reference without clipping differs"; fi
+"$TRAINER" train "$T/clipsgd" --key "$T/tk" --model "$T/mlp.onnx" "${D[@]}" --set clip_norm=0.5 >"$T/clipsgd.out" 2>&1
+st=$?
+[ "$st" = 64 ] && grep -q "clip_norm" "$T/clipsgd.out" && [ ! -e "$T/clipsgd/run.db" ] && ok "clip_norm with SGD refused (64)" ||
+  bad "clip_norm with SGD: exit $st: $(tail -2 "$T/clipsgd.out")"
 # accuracy is a classifier's figure: a regression run's eval says so instead of a number
 "$TRAINER" eval "$T/reg-mse" >"$T/ev.out" 2>&1
 st=$?

@@ -21,7 +21,8 @@
       attention, masked_fill of the future with -inf; opset 17: LayerNormalization).
   onnx_model_ref.py check DIR NAME EXPORT.safetensors STEPS LR MOMENTUM [LOSS [FROZEN]]
       the model NAME rebuilt from the same seed in float64, trained STEPS full-batch steps of SGD (lr,
-      momentum; torch.optim.SGD; LOSS cross_entropy (the default: labels y), mse or l1 (targets yreg),
+      momentum; torch.optim.SGD; or, MOMENTUM "adamw,BETA1,BETA2,EPS,WEIGHT_DECAY,CLIP", torch.optim.AdamW
+      decaying every parameter, the gradients' global norm clipped to CLIP by clip_grad_norm_ unless 0; LOSS cross_entropy (the default: labels y), mse or l1 (targets yreg),
       bce_with_logits (targets ybin), each the mean over the batch; FROZEN: a comma-separated list of
       parameters with requires_grad False) on DIR's data, its parameters
       compared with the project's after STEPS steps (EXPORT, `trainer export`: the names are the
@@ -422,7 +423,13 @@ def check(d, name, export, steps, lr, momentum, lossname="cross_entropy", frozen
     init = {k: v.detach().clone() for k, v in m.state_dict().items()}
     for k, p in m.named_parameters():
         p.requires_grad_(k not in frozen.split(","))
-    opt = torch.optim.SGD([p for p in m.parameters() if p.requires_grad], lr=lr, momentum=momentum)
+    params = [p for p in m.parameters() if p.requires_grad]
+    clip = 0.0
+    if isinstance(momentum, str):  # "adamw,BETA1,BETA2,EPS,WEIGHT_DECAY,CLIP": torch.optim.AdamW (every parameter decays),
+        b1, b2, eps, wd, clip = (float(v) for v in momentum.split(",")[1:])  # the global norm clipped to CLIP (0: not)
+        opt = torch.optim.AdamW(params, lr=lr, betas=(b1, b2), eps=eps, weight_decay=wd)
+    else:
+        opt = torch.optim.SGD(params, lr=lr, momentum=momentum)
     xt = torch.from_numpy(x.astype(np.float64))
     if lossname == "next_token":  # the text's one training window: its tokens (ranks of its distinct bytes), and each
         ids = {ch: i for i, ch in enumerate(sorted(set(TEXT)))}  # next token as the target (every batch row alike)
@@ -439,6 +446,8 @@ def check(d, name, export, steps, lr, momentum, lossname="cross_entropy", frozen
         loss = lossf(m(xt), yt)
         losses.append(loss.item())
         loss.backward()
+        if clip > 0:
+            torch.nn.utils.clip_grad_norm_(params, clip)
         opt.step()
     ours = read_safetensors(export)
     if name == "lmtied":  # a tied weight is one tensor of the file, under its first name: the head shares it
@@ -663,5 +672,5 @@ if __name__ == "__main__":
     if sys.argv[1] == "make":
         make(sys.argv[2])
         sys.exit(0)
-    sys.exit(check(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), float(sys.argv[6]), float(sys.argv[7]),
-                   *sys.argv[8:10]))
+    mom = sys.argv[7] if sys.argv[7].startswith("adamw,") else float(sys.argv[7])
+    sys.exit(check(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), float(sys.argv[6]), mom, *sys.argv[8:10]))

@@ -62,6 +62,18 @@ int main(void)
     CHECK(vt_recipe_validate(&r) == VT_ERR_ARG, "exact rounding with probabilistic bounds refused");
     CHECK_OK(vt_recipe_set(&r, "rounding=log"));
     CHECK_OK(vt_recipe_validate(&r));
+    /* AdamW: the GPT's and a client model's; clip_norm clips under AdamW only */
+    vt_recipe_default(&r);
+    CHECK_OK(vt_recipe_set(&r, "optimizer=adamw"));
+    CHECK(vt_recipe_validate(&r) == VT_ERR_ARG && strstr(vt_errmsg(), "adamw"), "the built-in MLP with AdamW refused");
+    CHECK_OK(vt_recipe_set(&r, "model=net.onnx"));
+    CHECK_OK(vt_recipe_validate(&r));
+    CHECK_OK(vt_recipe_set(&r, "clip_norm=0.5"));
+    CHECK_OK(vt_recipe_validate(&r));
+    CHECK_OK(vt_recipe_set(&r, "optimizer=sgd"));
+    CHECK(vt_recipe_validate(&r) == VT_ERR_ARG && strstr(vt_errmsg(), "clip_norm"), "clip_norm with SGD refused");
+    CHECK_OK(vt_recipe_set(&r, "clip_norm=1"));
+    CHECK_OK(vt_recipe_validate(&r));
     free(m);
     free(v1);
     free(bad);
