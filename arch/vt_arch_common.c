@@ -134,7 +134,13 @@ vt_err vt_program_build(const vt_recipe *rcp, vt_program *p)
             break;
         }
         case VT_ARCH_RESNET: e = vt_arch_resnet_build(rcp, p); break;
-        case VT_ARCH_GPT: e = vt_arch_gpt_build(rcp, p); break;
+        case VT_ARCH_GPT:
+            if (rcp->program_version >= 3) { /* derived from the GPT's forward graph */
+                vt_graph g;
+                if (!(e = vt_graph_gpt(rcp, &g))) e = vt_graph_build(&g, rcp, p);
+                vt_graph_free(&g);
+            } else e = vt_arch_gpt_build(rcp, p);
+            break;
         default: e = vt_set_error(VT_ERR_ARG, "recipe: unknown arch %d", (int)rcp->arch);
         }
     if (e) vt_program_free(p);

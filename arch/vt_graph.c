@@ -89,36 +89,6 @@ uint32_t vt_graph_layer(vt_graph *g, vt_glayer_op op, const char *name, uint32_t
     return ++g->n_layer; /* its output's value id */
 }
 
-vt_err vt_graph_mlp(const vt_recipe *rcp, vt_graph *g)
-{
-    vt_graph_init(g);
-    const uint32_t L = rcp->n_layers, *w = rcp->widths;
-    int bad = 0;
-    char nm[VT_GRAPH_NAME_MAX];
-    uint32_t v = 0; /* the input */
-    for (uint32_t l = 1; l <= L; l++) {
-        snprintf(nm, sizeof nm, "fc%u.weight", l);
-        vt_graph_param(g, nm, 2, ARR(w[l - 1], w[l]), VT_INIT_HE_UNIFORM, w[l - 1], &bad); /* parameter 2(l - 1) */
-        snprintf(nm, sizeof nm, "fc%u.bias", l);
-        vt_graph_param(g, nm, 1, ARR(w[l]), VT_INIT_ZERO, 0, &bad); /* parameter 2(l - 1) + 1 */
-    }
-    for (uint32_t l = 1; l <= L && !bad; l++) {
-        snprintf(nm, sizeof nm, "fc%u", l);
-        v = vt_graph_layer(g, VT_GL_LINEAR, nm, 1, &v, 2, ARR(2 * (l - 1), 2 * (l - 1) + 1), NULL, w[l],
-                           &bad);
-        if (l < L && !bad) {
-            snprintf(nm, sizeof nm, "relu%u", l);
-            v = vt_graph_layer(g, VT_GL_RELU, nm, 1, &v, 0, NULL, NULL, w[l], &bad);
-        }
-    }
-    g->in_cols = w[0], g->out = v, g->loss = VT_GLOSS_XENT;
-    if (bad) {
-        vt_graph_free(g);
-        VT_RETURN_ERROR(VT_ERR_NOMEM, "graph: out of memory building the MLP");
-    }
-    return VT_OK;
-}
-
 /* ------------------------------------------------------------ the layers' attributes */
 
 #define GEOM_DIM 4096    /* an image's side (the convolution kinds' limit) */
@@ -148,9 +118,10 @@ vt_err vt_graph_layer_check(const vt_glayer *l, uint32_t *cols)
         break;
     case VT_GL_DROPOUT: {
         const double pr = vt_graph_f64(a[0]);
-        used = 1;
-        VT_RETURN_ERROR_IF(!(pr > 0 && pr < 1), VT_ERR_FORMAT, "model graph: layer %s: dropout of %g (supported: (0, 1))",
-                           l->name, pr);
+        used = 2;
+        VT_RETURN_ERROR_IF(!(pr > 0 && pr < 1) || a[1] < 0 || a[1] > ((int64_t)1 << 31), VT_ERR_FORMAT,
+                           "model graph: layer %s: dropout of %g (supported: (0, 1)), key %lld (0 .. 2^31)", l->name,
+                           pr, (long long)a[1]);
         n = l->cols;
         break;
     }
@@ -559,7 +530,7 @@ static vt_err lower(bld *b)
                 vt_prog_op(p, a[0] ? VT_OPK_GELU_ERF : VT_OPK_GELU, ARR(x), 1, ARR(y), 1, NULL, 0, NULL, 0, "%s", ly->name);
             else {
                 const double pr = vt_graph_f64(a[0]);
-                vt_prog_op(p, VT_OPK_DROPOUT, ARR(x), 1, ARR(y), 1, IARG((int64_t)b->rcp->seed, (int64_t)l + 1), 2, &pr,
+                vt_prog_op(p, VT_OPK_DROPOUT, ARR(x), 1, ARR(y), 1, IARG((int64_t)b->rcp->seed, a[1] ? a[1] : (int64_t)l + 1), 2, &pr,
                            1, "%s", ly->name);
             }
             break;
@@ -1068,11 +1039,12 @@ vt_err vt_graph_build(const vt_graph *g, const vt_recipe *rcp, vt_program *p)
     bld b = {.g = g, .rcp = rcp, .p = p, .B = rcp->batch};
     vt_err e = VT_OK;
     const uint32_t nP = g->n_param, nL = g->n_layer;
+    uint8_t *DEC = calloc(nP + 1, 1); /* trainable parameter -> AdamW decays it */
     uint32_t *GPl = NULL, *P = calloc(nP + 1, sizeof *P), *M1 = calloc(nP + 1, sizeof *M1), *M2 = calloc(nP + 1, sizeof *M2);
     b.pt = calloc(nP + 1, sizeof *b.pt);
     b.V = calloc(nL + 1, sizeof *b.V), b.Vcols = calloc(nL + 1, sizeof *b.Vcols), b.Vl = calloc(nL + 1, sizeof *b.Vl);
     b.lop0 = calloc(nL, sizeof *b.lop0), b.lop1 = calloc(nL, sizeof *b.lop1);
-    FAIL_IF(!P || !M1 || !M2 || !b.pt || !b.V || !b.Vcols || !b.Vl || !b.lop0 || !b.lop1, VT_ERR_NOMEM,
+    FAIL_IF(!DEC || !P || !M1 || !M2 || !b.pt || !b.V || !b.Vcols || !b.Vl || !b.lop0 || !b.lop1, VT_ERR_NOMEM,
             "graph: out of memory");
     /* the state: the parameters, then the trainable ones' optimiser tensors, then the buffers */
     uint32_t nT = 0;
@@ -1085,15 +1057,16 @@ vt_err vt_graph_build(const vt_graph *g, const vt_recipe *rcp, vt_program *p)
             b.pt[i] = vt_prog_tensor(p, buf ? VT_TC_BUFFER : VT_TC_PARAM, VT_DT_F32, q->rank, q->shape, "%s", q->name);
             if (q->init == VT_INIT_HE_UNIFORM) vt_prog_init_he(p, b.pt[i], q->fan_in);
             else if (q->init == VT_INIT_ONE) vt_prog_init_one(p, b.pt[i]);
-            if (!q->frozen && !buf) P[nT++] = b.pt[i];
+            if (!q->frozen && !buf) DEC[nT] = !q->no_decay, P[nT++] = b.pt[i];
         }
     }
     if (p->bad) goto finish;
     uint32_t x, y, xa, tstep, lr;
     const int next = g->loss == VT_GLOSS_NEXT; /* a language model: windows of a text's tokens */
-    const uint32_t V = rcp->widths[rcp->n_layers], T = g->in_cols;
-    FAIL_IF(g->in_cols != rcp->widths[0], VT_ERR_ARG, "graph: the input has %u values, the data %u",
-                       g->in_cols, rcp->widths[0]);
+    const int gpt = rcp->arch == VT_ARCH_GPT; /* the built-in GPT's graph: its recipe's context and vocabulary */
+    const uint32_t V = gpt ? rcp->gpt_vocab : rcp->widths[rcp->n_layers], T = g->in_cols,
+                   d = gpt ? rcp->gpt_context : rcp->widths[0];
+    FAIL_IF(g->in_cols != d, VT_ERR_ARG, "graph: the input has %u values, the data %u", g->in_cols, d);
     if (next) { /* the GPT's inputs: T tokens per example, the next token of each as its target */
         x = xa = vt_prog_tensor(p, VT_TC_INPUT, VT_DT_U8, 2, ARR(b.B, T), "tokens");
         y = vt_prog_tensor(p, VT_TC_INPUT, VT_DT_U8, 1, ARR(b.B * T), "targets");
@@ -1168,13 +1141,13 @@ vt_err vt_graph_build(const vt_graph *g, const vt_recipe *rcp, vt_program *p)
     vt_prog_op(p, LOSS_G[li], ARR(probs, y), 2, ARR(b.G[logits]), 1, NULL, 0, NULL, 0, "%s", xent ? "logits gradient" : "output gradient");
     memset(b.met, 0, nt * sizeof *b.met);
     emit(&b);
-    vt_arch_update_ops(p, rcp, nT, P, GPl, M1, M2, NULL, tstep, lr);
+    vt_arch_update_ops(p, rcp, nT, P, GPl, M1, M2, DEC, tstep, lr);
     eval_pass(&b, p->fwd_first, p->fwd_last);
     p->loss = loss, p->input = xa, p->labels = y, p->probs = probs; /* evaluation fills xa: no augmentation */
 finish:
     e = vt_program_finish(p);
 done:
-    free(GPl), free(P), free(M1), free(M2), free(b.pt), free(b.V), free(b.Vcols), free(b.Vl), free(b.lop0);
+    free(DEC), free(GPl), free(P), free(M1), free(M2), free(b.pt), free(b.V), free(b.Vcols), free(b.Vl), free(b.lop0);
     free(b.lop1);
     free(b.need), free(b.is_param), free(b.G), free(b.GP), free(b.first_c), free(b.readers), free(b.met);
     free(b.sums), free(b.lay), free(b.tgt), free(b.cs), free(b.cs_next), free(b.px), free(b.pdx);

@@ -60,8 +60,9 @@ typedef enum {
                        * columns, head h columns h*D ..): softmax(scale q k^T) v per head, heads merged to
                        * [B*T, C]; attr T, H, D, causal (1: position t sees 0..t), scale's FP64 bits */
     VT_GL_DROPOUT,    /* dropout of probability p (attr[0]: its FP64 bits, in (0, 1)): the GPT's kind, the mask
-                       * drawn from (the recipe's seed, the step, key = the layer's index + 1, the element); the
-                       * evaluation pass leaves it out */
+                       * drawn from (the recipe's seed, the step, key, the element), key attr[1] (0: the layer's
+                       * index + 1; the built-in GPT's graph gives its own, 1 .. 2^31); the evaluation pass
+                       * leaves it out */
     VT_GL_POSITIONS,  /* a learned position embedding added to a sequence: y = x + P per example (add_positions);
                        * attr T, C; param P of T*C values ([1, T, C] as a module holds it) */
     VT_GL_EMBED,      /* the token and position embeddings of the input's tokens, wte[token] + wpe[t] (the GPT's
@@ -82,7 +83,9 @@ typedef struct {
     int frozen;                   /* 1: no gradient, no optimiser state, never updated */
     int buffer;                   /* 1: a running statistic (a batch norm's), VT_TC_BUFFER: no gradient, updated by
                                    * the layer that reads it (graph version 3) */
-    vt_tinit init;                /* step-0 value: VT_INIT_HE_UNIFORM (fan_in) or VT_INIT_ZERO */
+    int no_decay;                 /* 1: AdamW does not decay it (the built-in GPT's vectors; not in the canonical
+                                   * form: a client's model decays every parameter, as torch.optim.AdamW) */
+    vt_tinit init;                /* step-0 value: VT_INIT_HE_UNIFORM (fan_in), VT_INIT_ONE or VT_INIT_ZERO */
     uint32_t fan_in;
 } vt_gparam;
 
@@ -124,9 +127,15 @@ uint32_t vt_graph_param(vt_graph *g, const char *name, uint32_t rank, const uint
 uint32_t vt_graph_layer(vt_graph *g, vt_glayer_op op, const char *name, uint32_t n_in, const uint32_t *in,
                         uint32_t n_param, const uint32_t *param, const int64_t *attr, uint32_t cols, int *bad);
 
-/* The built-in MLP of the recipe (arch mlp): layers fc1..fcL (LINEAR, W [in, out] He-uniform, b
- * zero) with relu1..relu(L-1) between them, softmax cross-entropy. */
+/* The built-in architectures as graphs (arch/vt_graph_builtin.c). The MLP of the recipe (arch mlp): layers
+ * fc1..fcL (LINEAR, W [in, out] He-uniform, b zero) with relu1..relu(L-1) between them, softmax
+ * cross-entropy. The GPT of the recipe (arch gpt, step program 3; docs/gpt.md): the hand-written builder's
+ * parameters (names, shapes, order, step-0 values; the vectors not decayed) and forward pass as layers -
+ * EMBED, its DROPOUT, per block LAYERNORM, LINEAR c_attn, ATTENTION (causal), LINEAR c_proj, DROPOUT, ADD,
+ * LAYERNORM, LINEAR c_fc, GELU (tanh), LINEAR c_proj, DROPOUT, ADD; LAYERNORM ln_f and the head (LINEAR by
+ * wte transposed when tied) - with next-token cross-entropy. */
 vt_err vt_graph_mlp(const vt_recipe *rcp, vt_graph *g) VT_WARN_UNUSED;
+vt_err vt_graph_gpt(const vt_recipe *rcp, vt_graph *g) VT_WARN_UNUSED;
 
 /* The one builder: g's step program for the recipe's batch, loss, optimiser and schedule (p is
  * initialised by the caller, finished here). The order of everything it adds is the contract that

@@ -19,7 +19,7 @@
                                               * 5: one log per state (vt_bound_cfg.legacy_log = 0) */
 #define VT_CODE_VERSION "0.1.0"
 #define VT_MODEL_GRAPH_MAX (96u << 10) /* the canonical form of a client's graph: at most this many bytes */
-#define VT_PROGRAM_VERSION_MAX 2 /* the newest step program (recipe key program_version: 1 .. this) */
+#define VT_PROGRAM_VERSION_MAX 3 /* the newest step program (recipe key program_version: 1 .. this) */
 
 typedef enum { VT_ARCH_MLP = 0, VT_ARCH_RESNET = 1, VT_ARCH_GPT = 2 } vt_arch_kind;
 typedef enum { VT_OPT_SGD = 0, VT_OPT_ADAM = 1, VT_OPT_ADAMW = 2 } vt_opt_kind;

@@ -74,6 +74,15 @@ int main(void)
     CHECK(vt_recipe_validate(&r) == VT_ERR_ARG && strstr(vt_errmsg(), "clip_norm"), "clip_norm with SGD refused");
     CHECK_OK(vt_recipe_set(&r, "clip_norm=1"));
     CHECK_OK(vt_recipe_validate(&r));
+    /* step program 3: the GPT's, derived from its graph */
+    vt_recipe_default(&r);
+    CHECK_OK(vt_recipe_set(&r, "program_version=3"));
+    CHECK(vt_recipe_validate(&r) == VT_ERR_ARG && strstr(vt_errmsg(), "program_version"), "program 3 for the MLP refused");
+    CHECK_OK(vt_recipe_set(&r, "arch=gpt"));
+    CHECK_OK(vt_recipe_set(&r, "optimizer=adamw"));
+    CHECK_OK(vt_recipe_validate(&r));
+    CHECK_OK(vt_recipe_set(&r, "program_version=4"));
+    CHECK(vt_recipe_validate(&r) == VT_ERR_ARG, "program 4 refused");
     free(m);
     free(v1);
     free(bad);
