@@ -133,13 +133,14 @@ vt_err vt_program_build(const vt_recipe *rcp, vt_program *p)
             vt_graph_free(&g);
             break;
         }
-        case VT_ARCH_RESNET: e = vt_arch_resnet_build(rcp, p); break;
+        case VT_ARCH_RESNET:
         case VT_ARCH_GPT:
-            if (rcp->program_version >= 3) { /* derived from the GPT's forward graph */
+            if (rcp->program_version >= 3) { /* derived from the architecture's forward graph */
                 vt_graph g;
-                if (!(e = vt_graph_gpt(rcp, &g))) e = vt_graph_build(&g, rcp, p);
+                e = rcp->arch == VT_ARCH_GPT ? vt_graph_gpt(rcp, &g) : vt_graph_resnet(rcp, &g);
+                if (!e) e = vt_graph_build(&g, rcp, p);
                 vt_graph_free(&g);
-            } else e = vt_arch_gpt_build(rcp, p);
+            } else e = rcp->arch == VT_ARCH_GPT ? vt_arch_gpt_build(rcp, p) : vt_arch_resnet_build(rcp, p);
             break;
         default: e = vt_set_error(VT_ERR_ARG, "recipe: unknown arch %d", (int)rcp->arch);
         }

@@ -424,21 +424,25 @@ static vt_err lower(bld *b)
             const uint32_t W = b->pt[ly->param[0]];
             const uint32_t kkC = (uint32_t)(k * k * C), Ho = (uint32_t)((H + 2 * pad - k) / s + 1),
                            Wo = (uint32_t)((Wd + 2 * pad - k) / s + 1);
-            VT_RETURN_ERROR_IF(ly->n_param < 1 || p->t[W].rank != 4 || p->t[W].shape[0] != Co ||
-                                   p->t[W].shape[1] != C ||
-                                   p->t[W].shape[2] != k || p->t[W].shape[3] != k ||
+            const int kl = ly->kernel_layout; /* W [k, k, C, Co] (the kind's), else the module's [Co, C, k, k] */
+            const uint32_t *ws = p->t[W].shape;
+            VT_RETURN_ERROR_IF(ly->n_param < 1 || p->t[W].rank != 4 || ws[0] != (kl ? k : Co) ||
+                                   ws[1] != (kl ? k : C) || ws[2] != (kl ? C : k) || ws[3] != (kl ? Co : k) ||
                                    (bias && p->t[b->pt[ly->param[1]]].n != (size_t)Co),
                                VT_ERR_ARG,
                                "graph: layer %s: its parameters are not [%lld, %lld, %lld, %lld] and [%lld]",
                                ly->name, (long long)Co, (long long)C, (long long)k, (long long)k, (long long)Co);
-            const uint32_t wt = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, 2, ARR((uint32_t)(Co * k * k), (uint32_t)C),
-                                               "%s.weight.taps", ly->name);
-            vt_prog_op(p, VT_OPK_NCHW_TO_NHWC, ARR(W), 1, ARR(wt), 1, IARG(Co, k * k, C), 3, NULL, 0,
-                       "%s weight to taps", ly->name);
-            const uint32_t wg = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, 2, ARR(kkC, (uint32_t)Co), "%s.weight.gemm",
-                                               ly->name);
-            vt_prog_op(p, VT_OPK_NHWC_TO_NCHW, ARR(wt), 1, ARR(wg), 1, IARG(1, Co, (int64_t)kkC), 3, NULL, 0,
-                       "%s weight to GEMM layout", ly->name);
+            uint32_t wg = W;
+            if (!kl) {
+                const uint32_t wt = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, 2,
+                                                   ARR((uint32_t)(Co * k * k), (uint32_t)C), "%s.weight.taps",
+                                                   ly->name);
+                vt_prog_op(p, VT_OPK_NCHW_TO_NHWC, ARR(W), 1, ARR(wt), 1, IARG(Co, k * k, C), 3, NULL, 0,
+                           "%s weight to taps", ly->name);
+                wg = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, 2, ARR(kkC, (uint32_t)Co), "%s.weight.gemm", ly->name);
+                vt_prog_op(p, VT_OPK_NHWC_TO_NCHW, ARR(wt), 1, ARR(wg), 1, IARG(1, Co, (int64_t)kkC), 3, NULL, 0,
+                           "%s weight to GEMM layout", ly->name);
+            }
             const uint32_t rows = b->B * Ho * Wo;
             const uint32_t z = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, 2, ARR(rows, (uint32_t)Co), "%s.%s", ly->name,
                                               bias ? "conv" : "out");

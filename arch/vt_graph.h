@@ -99,6 +99,9 @@ typedef struct {
     int64_t attr[VT_GLAYER_ATTRS]; /* LINEAR: transB; LEAKY_RELU: alpha's FP64 bits; the convolutional layers'
                                    * above; unused ones 0 */
     uint32_t cols;                /* the output's width: the output is [B, cols] */
+    int kernel_layout;            /* CONV: W is stored [k, k, C, Co], the convolution kind's own layout (the built-in
+                                   * residual CNN's: no weight moves); not in the canonical form (a client's W is the
+                                   * module's [Co, C, k, k]) */
 } vt_glayer;
 
 typedef struct {
@@ -136,6 +139,11 @@ uint32_t vt_graph_layer(vt_graph *g, vt_glayer_op op, const char *name, uint32_t
  * wte transposed when tied) - with next-token cross-entropy. */
 vt_err vt_graph_mlp(const vt_recipe *rcp, vt_graph *g) VT_WARN_UNUSED;
 vt_err vt_graph_gpt(const vt_recipe *rcp, vt_graph *g) VT_WARN_UNUSED;
+/* The residual CNN of the recipe (arch resnet, step program 3; docs/cnn.md): the hand-written builder's
+ * parameters and buffers (names, shapes in its kernel layout, order, step-0 values) and forward pass as layers -
+ * the stem's CONV, BATCHNORM, RELU [, MAXPOOL], per block CONV, BATCHNORM, RELU, CONV, BATCHNORM [, the projection
+ * shortcut's CONV, BATCHNORM], ADD, RELU; AVGPOOL, LINEAR fc - with softmax cross-entropy. */
+vt_err vt_graph_resnet(const vt_recipe *rcp, vt_graph *g) VT_WARN_UNUSED;
 
 /* The one builder: g's step program for the recipe's batch, loss, optimiser and schedule (p is
  * initialised by the caller, finished here). The order of everything it adds is the contract that

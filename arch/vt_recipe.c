@@ -389,11 +389,11 @@ vt_err vt_recipe_validate(const vt_recipe *r)
     /* step program 0 is that of manifest formats 1-3 (read with bound.legacy_log set), never a choice */
     VT_RETURN_ERROR_IF((r->program_version == 0 && !r->bound.legacy_log) || r->program_version > VT_PROGRAM_VERSION_MAX ||
                            (r->program_version == 2 && r->arch != VT_ARCH_RESNET) ||
-                           (r->program_version == 3 && r->arch != VT_ARCH_GPT),
+                           (r->program_version == 3 && r->arch == VT_ARCH_MLP),
                        VT_ERR_ARG,
                        "recipe: program_version is 1 (or 2 for arch=resnet: convolutions without im2col tensors; 3 "
-                       "for arch=gpt: the program derived from the GPT's forward graph)");
-    VT_RETURN_ERROR_IF(r->program_version == 2 && r->gemm_arith != 0, VT_ERR_ARG,
+                       "for arch=gpt and arch=resnet: the program derived from the architecture's forward graph)");
+    VT_RETURN_ERROR_IF(r->program_version >= 2 && r->arch == VT_ARCH_RESNET && r->gemm_arith != 0, VT_ERR_ARG,
                        "recipe: gemm_arith models step program 1's GEMMs: use program_version 1");
     if (r->arch == VT_ARCH_RESNET) {
         VT_RETURN_ERROR_IF(!img || r->n_layers != 1, VT_ERR_ARG,

@@ -81,6 +81,15 @@ int main(void)
     CHECK_OK(vt_recipe_set(&r, "arch=gpt"));
     CHECK_OK(vt_recipe_set(&r, "optimizer=adamw"));
     CHECK_OK(vt_recipe_validate(&r));
+    CHECK_OK(vt_recipe_set(&r, "arch=resnet"));
+    CHECK_OK(vt_recipe_set(&r, "optimizer=sgd"));
+    CHECK_OK(vt_recipe_set(&r, "layers=[3072,10]"));
+    CHECK_OK(vt_recipe_set(&r, "image_channels=3"));
+    CHECK_OK(vt_recipe_set(&r, "image_height=32"));
+    CHECK_OK(vt_recipe_set(&r, "image_width=32"));
+    CHECK_OK(vt_recipe_validate(&r));
+    CHECK_OK(vt_recipe_set(&r, "gemm_arith=tc-bf16-sm90"));
+    CHECK(vt_recipe_validate(&r) == VT_ERR_ARG && strstr(vt_errmsg(), "gemm_arith"), "program 3's CNN has no GEMMs of program 1");
     CHECK_OK(vt_recipe_set(&r, "program_version=4"));
     CHECK(vt_recipe_validate(&r) == VT_ERR_ARG, "program 4 refused");
     free(m);
