@@ -18,7 +18,8 @@
 # imported graph (the MLP's, LeNet-5's convolution weight gradient, a batch norm's backward, the ViT's attention
 # softmax backward) loses the dispute game at that step
 # and operation (also a ViT's attention softmax backward); AdamW with the global gradient norm clipped matches
-# torch.optim.AdamW with clip_grad_norm_ (and clip_norm with SGD is refused); an unsupported operator and a dilated convolution refused (64) naming the node and its
+# torch.optim.AdamW with clip_grad_norm_ (and clip_norm with SGD is refused); the language models' ONNX out
+# gives the module's logits at every position of token windows; an unsupported operator and a dilated convolution refused (64) naming the node and its
 # operator; a truncated file refused (2).
 # Skipped (77) without torch, or in a build without ONNX support. Usage: onnx_model.sh BUILD_DIR [MPIEXEC]
 set -u
@@ -214,6 +215,16 @@ if "$TRAINER" train "$T/lm" --key "$T/tk" --model "$T/lm.onnx" "${LM[@]}" --quie
   "$PY" "$REF/onnx_model_ref.py" check "$T" lm "$T/lm.safetensors" 3 0.05 0.9 next_token >"$T/lm.ref" 2>&1; then
   ok "lm: verified; $(tail -1 "$T/lm.ref")"
 else bad "lm: $(tail -3 "$T/lm.out" "$T/lm.ref" 2>/dev/null | tr '\n' ' ')"; fi
+# ONNX out of the language models: token windows in, the module's logits at every position
+for n in lm lmtied; do
+  [ "$n" = lmtied ] && { "$TRAINER" train "$T/lmtied" --key "$T/tk" --model "$T/lmtied.onnx" "${LM[@]}" --quiet \
+    >"$T/lmt.out" 2>&1 || bad "lmtied: $(tail -2 "$T/lmt.out")"; }
+  if "$TRAINER" export "$T/$n" --format onnx --out "$T/$n.out.onnx" --pubkey "$T/tk.pub" >"$T/$n.ox" 2>&1 &&
+    "$TRAINER" export "$T/$n" --format safetensors --out "$T/$n.safetensors" --pubkey "$T/tk.pub" >/dev/null 2>&1 &&
+    "$PY" "$REF/onnx_model_ref.py" roundtrip "$T" "$n" "$T/$n.safetensors" "$T/$n.out.onnx" >"$T/$n.rt" 2>&1; then
+    ok "$n: $(tail -1 "$T/$n.rt")"
+  else bad "$n: ONNX out: $(tail -3 "$T/$n.ox" "$T/$n.rt" 2>/dev/null | tr '\n' ' ')"; fi
+done
 "$TRAINER" train "$T/lm-mse" --key "$T/tk" --model "$T/lm.onnx" --set "dataset=text:$T/t20.txt" --set loss=mse \
   --set batch=4 >"$T/lmm.out" 2>&1
 st=$?
@@ -226,8 +237,7 @@ if [ -n "$MPIEXEC" ]; then
 fi
 poisoned lmcheat lm "wte.Gather token embedding weight-gradient GEMM" "${LM[@]}"
 # nanoGPT's weight tying: the token embedding is also the head's weight; its gradient the two readers' summed
-if "$TRAINER" train "$T/lmtied" --key "$T/tk" --model "$T/lmtied.onnx" "${LM[@]}" --quiet >"$T/lmt.out" 2>&1 &&
-  "$AUDITOR" verify "$T/lmtied" --pubkey "$T/tk.pub" --order pairwise 2>&1 | grep -q "^VERIFIED" &&
+if "$AUDITOR" verify "$T/lmtied" --pubkey "$T/tk.pub" --order pairwise 2>&1 | grep -q "^VERIFIED" &&
   "$TRAINER" export "$T/lmtied" --format safetensors --out "$T/lmtied.safetensors" --pubkey "$T/tk.pub" >/dev/null 2>&1 &&
   "$PY" "$REF/onnx_model_ref.py" check "$T" lmtied "$T/lmtied.safetensors" 3 0.05 0.9 next_token >"$T/lmt.ref" 2>&1 &&
   "$TRAINER" recipe --program --model "$T/lmtied.onnx" --set loss=next_token --set batch=4 | grep -q "wte.weight gradient sum 2"

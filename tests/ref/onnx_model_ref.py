@@ -41,8 +41,9 @@
       LeakyRelu, Softmax over its axis, Flatten, Reshape, Transpose, Gather, Where of a bool condition, ReduceSum
       and ReduceMean with axes, Identity, Conv of group 1 and dilation 1, MaxPool without padding,
       GlobalAveragePool, BatchNormalization in inference form; the module evaluated in eval mode: any other operator or attribute fails the check), fed DIR's data in the graph's input
-      shape ([N, d] or [N, C, H, W]), gives the module's logits (within float32 rounding) and the same
-      predicted classes; with EVAL.txt (`trainer eval --per-example`), trainer eval's predicted class for
+      shape ([N, d] or [N, C, H, W]; the language models lm and lmtied: 4 windows of token ids, int64
+      [4, T]), gives the module's logits (within float32 rounding) and the same predicted classes (at
+      every position); with EVAL.txt (`trainer eval --per-example`), trainer eval's predicted class for
       every example."""
 import json
 import struct
@@ -624,14 +625,20 @@ def run_onnx(path, x):
 
 
 def roundtrip(d, name, st, onnx_path, per_example=None):
-    x = data(name)[0]
+    lm = name in ("lm", "lmtied")  # a language model: windows of token ids in (int64), a row of logits per position out
+    x = np.random.default_rng(3).integers(0, LM_V, (4, LM_T)).astype(np.int64) if lm else data(name)[0]
     m = build(name)
     ours = read_safetensors(st)
-    m.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in ours.items()}, strict=True)
+    full = dict(ours)
+    if name == "lmtied":  # the tied weight is one tensor of the file, under its first name
+        full["head.weight"] = full["wte.weight"]
+    m.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in full.items()}, strict=True)
     m.eval()  # inference: batch norm on its running statistics, as the export and trainer eval
     with torch.no_grad():
         ref = m(torch.from_numpy(x)).numpy().astype(np.float64)
     env, om = run_onnx(onnx_path, x)
+    if lm:
+        ref, env["logits"] = ref.reshape(-1, LM_V), env["logits"].reshape(-1, LM_V)
     from onnx import numpy_helper
     for t in om.graph.initializer:
         v = numpy_helper.to_array(t)  # a weight the module multiplies from the right may be stored transposed (Gemm transB)
