@@ -678,6 +678,7 @@ static vt_err train(train_ctx *t, const vt_recipe *rcp, const vt_train_opts *o, 
     uint64_t start = 0;
     int done = 0;
     VT_FORWARD_IF_ERROR(agree(t, root ? open_run(t, rcp, o, &start, &done, res) : VT_OK));
+    vt_st_free(&t->init); /* applied to the model and kept in the run directory: its bytes are not needed again */
     if (t->size > 1) {
         VT_FORWARD_IF_ERROR(share_start(t, rcp, &start, &done, res));
         if (done) {
