@@ -215,6 +215,16 @@ if "$TRAINER" train "$T/lm" --key "$T/tk" --model "$T/lm.onnx" "${LM[@]}" --quie
   "$PY" "$REF/onnx_model_ref.py" check "$T" lm "$T/lm.safetensors" 3 0.05 0.9 next_token >"$T/lm.ref" 2>&1; then
   ok "lm: verified; $(tail -1 "$T/lm.ref")"
 else bad "lm: $(tail -3 "$T/lm.out" "$T/lm.ref" 2>/dev/null | tr '\n' ' ')"; fi
+# sampling a client's language model: deterministic, the prompt kept, tokens beyond the text's 10 characters (the
+# module's vocabulary is 12) printed as U+FFFD
+if "$TRAINER" sample "$T/lm" --tokens 40 --seed 5 --prompt abc >"$T/s1" 2>&1 &&
+  "$TRAINER" sample "$T/lm" --tokens 40 --seed 5 --prompt abc | cmp -s - "$T/s1" &&
+  "$PY" -c "import sys; t=open(sys.argv[1], encoding='utf-8').read().rstrip('\n'); assert t.startswith('abc') and len(t) == 43 and set(t) <= set('abcdefghij\ufffd')" "$T/s1"
+then ok "lm: sampled deterministically"; else bad "lm: sample: $(head -c 300 "$T/s1")"; fi
+"$TRAINER" sample "$T/reg-mse" --tokens 3 >"$T/s2" 2>&1
+st=$?
+[ "$st" = 64 ] && grep -q "not a text model" "$T/s2" && ok "sample of a regression run refused" ||
+  bad "sample of a regression run: exit $st: $(cat "$T/s2")"
 # ONNX out of the language models: token windows in, the module's logits at every position
 for n in lm lmtied; do
   [ "$n" = lmtied ] && { "$TRAINER" train "$T/lmtied" --key "$T/tk" --model "$T/lmtied.onnx" "${LM[@]}" --quiet \
