@@ -246,17 +246,19 @@ int trainer_recipe(int argc, char **argv)
 /* Benchmark baseline: the recipe trained by the plain FP32/FP64 step (model/vt_plain.h). */
 int trainer_plain(int argc, char **argv)
 {
-    const char *recipe = NULL, *data_root = NULL;
+    const char *recipe = NULL, *data_root = NULL, *model = NULL;
     vt_cli_list sets = {0};
     int fp64 = -1, quiet = 0;
     uint64_t steps = 0;
     const vt_cli_opt opts[] = {
         VT_OPT_C("--precision", "fp32|fp64", "the plain step's precision (required)", &fp64),
         VT_OPT_S("--recipe", "FILE", HELP_RECIPE, &recipe), VT_OPT_L("--set", "KEY=VALUE", HELP_SET, &sets),
+        VT_OPT_S("--model", "NET.onnx", HELP_MODEL, &model),
         VT_OPT_U("--steps", "N", "train N steps instead of the recipe's", 1, (uint64_t)INT64_MAX, &steps),
         VT_OPT_S("--data-dir", "DIR", VT_HELP_DATA_DIR, &data_root),
         VT_OPT_F("--quiet", "(accepted; the baseline prints no progress)", &quiet), VT_OPT_END};
-    const vt_cli_cmd cmd = {"trainer plain", "--precision fp32|fp64 [--recipe FILE] [--set KEY=VALUE]... [--steps N]",
+    const vt_cli_cmd cmd = {"trainer plain",
+                            "--precision fp32|fp64 [--recipe FILE] [--model NET.onnx] [--set KEY=VALUE]... [--steps N]",
                             "BENCHMARK BASELINE ONLY: train the same recipe with a plain FP32 or FP64 step (no\n"
                             "rounding layer, no log, no commitment, not reproducible); prints steps/s and loss",
                             NULL, opts, NULL, 0, 0, -1, NULL};
@@ -264,7 +266,7 @@ int trainer_plain(int argc, char **argv)
     int st = vt_cli_parse(&cmd, argc, argv, 2, &a);
     if (st >= 0) return st;
     vt_recipe rcp;
-    if ((st = make_recipe("trainer plain", recipe, &sets, NULL, &rcp)) >= 0) return st;
+    if ((st = make_recipe("trainer plain", recipe, &sets, model, &rcp)) >= 0) return st;
     if (fp64 < 0) {
         fprintf(stderr, "trainer plain: --precision fp32 or --precision fp64 is required\n");
         return VT_EXIT_USAGE;
