@@ -47,7 +47,7 @@ edit tc-log tc '"rounding":"exact"' '"rounding":"log"' resign
 expect 2 "unreadable input" "" "$T/tc-log"
 edit tc-p2 tc '"rounding":"exact"' '"rounding":"exact","program_version":2' resign
 expect 2 "unreadable input" "" "$T/tc-p2"
-for v in 0 3 -1 2.5 4294967296; do
+for v in 0 3 4 -1 2.5 4294967296; do
   edit "bad-program" fp '"rounding":"exact"' "\"rounding\":\"exact\",\"program_version\":$v" resign
   expect 2 "unreadable input" "" "$T/bad-program"
 done
@@ -70,7 +70,9 @@ refuse_recipe() { # WHAT TEXT ARGS...: exit 64 with TEXT in the message, and no 
 refuse_recipe "program_version 0" program_version "${MLP[@]}" --set program_version=0
 refuse_recipe "program_version 0, CNN" program_version "${CNN[@]}" --set program_version=0
 refuse_recipe "program_version 0, log" program_version "${MLP[@]}" --set program_version=0 --set rounding=log
-refuse_recipe "program_version 3" program_version "${CNN[@]}" --set program_version=3
+refuse_recipe "program_version 4" program_version "${CNN[@]}" --set program_version=4
+refuse_recipe "program_version 3, MLP" program_version "${MLP[@]}" --set program_version=3
+refuse_recipe "gemm_arith with program 3" gemm_arith "${CNN[@]}" --set program_version=3 --set gemm_arith=tc-bf16-sm90
 refuse_recipe "program_version 2, MLP" program_version "${MLP[@]}" --set program_version=2
 refuse_recipe "gemm_arith with program 2" gemm_arith "${CNN[@]}" --set program_version=2 --set gemm_arith=tc-bf16-sm90
 refuse_recipe "an unknown model" gemm_arith "${MLP[@]}" --set gemm_arith=tc-bf16-sm75
