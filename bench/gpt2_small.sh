@@ -6,7 +6,7 @@
 # tiny-shakespeare, then `auditor verify` of the run; the wall time and peak RSS of each
 # (/usr/bin/time -v), the trainer's memory plan and its refusal below the plan, PyTorch FP32's
 # seconds per step (1 and 2 threads, same model, batch and SGD) and the project's plain FP64 and
-# FP32 baselines (`trainer plain`, which runs recipes only: the built-in arch=gpt of the same shape).
+# FP32 baselines (`trainer plain --model`, the same model).
 #
 #     bash bench/gpt2_small.sh [BUILD_DIR]        (default build/release; trainer and auditor built)
 #
@@ -70,12 +70,8 @@ for t in 1 2; do
   say "  $(tail -1 "$W/torch$t.out")"
 done
 
-# the plain baselines: `trainer plain` takes a recipe, not --model, so the built-in arch=gpt of the same
-# shape (untied head, no dropout), the same batch; arch=gpt trains only with AdamW (its update is
-# elementwise: a small part of a step dominated by the GEMMs)
-P=(--set arch=gpt --set gpt_layers=12 --set gpt_heads=12 --set gpt_width=768 --set gpt_context=256 --set gpt_vocab=65
-   --set gpt_tie=0 --set dropout=0 --set "dataset=text:$W/input.txt" --set batch="$BATCH" --set optimizer=adamw
-   --set lr=0.0003 --steps "$STEPS")
+# the plain baselines: the same ONNX model, batch and SGD through `trainer plain --model`
+P=("${R[@]}" --steps "$STEPS")
 for p in fp64 fp32; do
   OPENBLAS_NUM_THREADS=$THREADS timed "plain_$p" "$B/trainer" plain --threads "$THREADS" --precision "$p" "${P[@]}" ||
     { tail -5 "$W/plain_$p.out"; }
