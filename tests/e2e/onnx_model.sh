@@ -12,7 +12,8 @@
 # --model NET.onnx` on a user's .npy data: the parameters after 3 steps against PyTorch FP64 from the
 # same initial weights on the same (full) batches, the export loaded into the PyTorch module with
 # load_state_dict(strict=True); VERIFIED by the auditor in two other orders, and with `mpirun -np 2`
-# the one-process commitment (the MLP, LeNet-5, the residual CNN, the ViT); what comes out is what went in (the exported ONNX, the
+# the one-process commitment (the MLP, LeNet-5, the residual CNN, the ViT, the regressor, fine-tuning, AdamW with
+# clipping, the language model, dropout); what comes out is what went in (the exported ONNX, the
 # convolutional and transformer models' included, computes the module's logits and trainer eval's predicted classes, its
 # weights the module's own, evaluated outside the project by onnx_model_ref.py's NumPy evaluator); interrupted and resumed, the same commitment; a trainer that poisons one operation of the
 # imported graph (the MLP's, LeNet-5's convolution weight gradient, a batch norm's backward, the ViT's attention
@@ -167,6 +168,16 @@ if [ -n "$MPIEXEC" ]; then
     if mpi 2 "$TRAINER" train "$T/${n}2" --key "$T/tk" --model "$T/$n.onnx" "${D[@]}" ${X[@]+"${X[@]}"} >"$T/${n}2.out" 2>&1 &&
       cmp -s "$T/$n/commitment.vtc" "$T/${n}2/commitment.vtc"; then ok "$n: mpirun -np 2: the one-process commitment"
     else bad "$n: mpirun -np 2: $(tail -3 "$T/${n}2.out")"; fi
+  done
+  # the regressor (MSE on float targets), fine-tuning with all but the head frozen, AdamW with clipping
+  for c in "reg-mse reg --set dataset=npy:$T/x.npy,$T/yreg.npy --set loss=mse" \
+    "mlp-cross_entropy-frozen mlp --set dataset=npy:$T/x.npy,$T/y.npy --set frozen=$FT" "adamw mlp ${AW[*]}"; do
+    read -r -a w <<<"$c"
+    run=${w[0]} n=${w[1]} more=("${w[@]:2}")
+    [ "$run" = adamw ] || more+=(--set batch=32 --set steps=3 --quiet)
+    if mpi 2 "$TRAINER" train "$T/${run}2" --key "$T/tk" --model "$T/$n.onnx" "${more[@]}" >"$T/${run}2.out" 2>&1 &&
+      cmp -s "$T/$run/commitment.vtc" "$T/${run}2/commitment.vtc"; then ok "$run: mpirun -np 2: the one-process commitment"
+    else bad "$run: mpirun -np 2: $(tail -3 "$T/${run}2.out")"; fi
   done
 fi
 # the convolution's layouts in the program: the module's own weight [Co, C, k, k], moved exactly each step
