@@ -1403,58 +1403,13 @@ void vt_cert_graph_grad64(vt_cert_graph *g, const double *gout, double *gin)
     memcpy(gin, g->nd[0].g64, g->nd[0].n * sizeof *gin);
 }
 
-/* the FP32 value nearest v in the exact ball of x (moved toward x until inside) */
-static float project(double v, float x, double eps)
-{
-    double lo = (double)x - eps, hi = (double)x + eps;
-    if (v < lo) v = lo;
-    if (v > hi) v = hi;
-    if (v < 0) v = 0;
-    if (v > 1) v = 1;
-    float f = (float)v;
-    while (!vt_cert_in_ball(f, x, eps)) f = nextafterf(f, x);
-    return f;
-}
+static void graph_forward(void *net, const double *x, double *out) { vt_cert_graph_forward64(net, x, out); }
+static void graph_grad(void *net, const double *gout, double *gin) { vt_cert_graph_grad64(net, gout, gin); }
 
 vt_err vt_cert_graph_attack(vt_cert_graph *g, const float *x, double eps, uint32_t label, uint64_t index,
                             const vt_cert_settings *s, vt_cert_confirm_fn confirm, void *cctx, float *cex, int *found)
 {
-    uint32_t d = g->nd[0].n, C = g->nd[g->n_nodes - 1].n;
-    double *xd = malloc(d * sizeof *xd), *out = malloc(C * sizeof *out), *go = calloc(C, sizeof *go);
-    float *xf = malloc(d * sizeof *xf);
-    vt_err e = !xd || !out || !go || !xf ? vt_set_error(VT_ERR_NOMEM, "out of memory") : VT_OK;
-    *found = 0;
-    uint64_t st = s->attack_seed ^ (0x9e3779b97f4a7c15ull * (index + 1));
-    double step = 2.5 * eps / (s->attack_iters ? s->attack_iters : 1);
-    for (uint32_t r = 0; r < s->attack_restarts && !e && !*found; r++) {
-        for (uint32_t i = 0; i < d; i++) {
-            double u01 = (double)(vt_cert_rand(&st) >> 11) * 0x1p-53;
-            xf[i] = r == 0 ? x[i] : project((double)x[i] + (2 * u01 - 1) * eps, x[i], eps);
-        }
-        for (uint32_t it = 0; it <= s->attack_iters && !e && !*found; it++) {
-            for (uint32_t i = 0; i < d; i++) xd[i] = xf[i];
-            vt_cert_graph_forward64(g, xd, out);
-            uint32_t jm = label == 0 ? 1 : 0;
-            for (uint32_t j = 0; j < C; j++)
-                if (j != label && out[j] > out[jm]) jm = j;
-            if (out[label] - out[jm] <= 0 || (r == 0 && it == 0)) {
-                int mis = 0;
-                e = confirm(cctx, xf, label, &mis);
-                if (!e && mis) {
-                    memcpy(cex, xf, d * sizeof *xf);
-                    *found = 1;
-                }
-            }
-            if (it == s->attack_iters) break;
-            memset(go, 0, C * sizeof *go);
-            go[jm] = 1, go[label] = -1;
-            backprop64(g, go);
-            for (uint32_t i = 0; i < d; i++) {
-                double gi = g->nd[0].g64[i];
-                xf[i] = project((double)xf[i] + (gi > 0 ? step : gi < 0 ? -step : 0), x[i], eps);
-            }
-        }
-    }
-    free(xd), free(out), free(go), free(xf);
+    vti_cert_pgd_net net = {graph_forward, graph_grad, g, g->nd[0].n, g->nd[g->n_nodes - 1].n, 0, 0, 0};
+    vt_err e = vti_cert_pgd(&net, x, eps, label, index, s, confirm, cctx, cex, found);
     return e ? e : g->err;
 }

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "../common/vt_bytes.h"
+#include "../common/vt_cli.h"
 #include "../common/vt_hash.h"
 #include "../data/vt_data.h"
 #include "../kernels/vt_kernels.h"
@@ -265,6 +266,8 @@ static vt_err compute(const vt_cert_opts *op, cert_run *r, vti_buf *o, vt_cert_r
     memset(&tree, 0, sizeof tree);
     size_t na = op->set.method != VT_CERT_ALPHA_CROWN ? 0 : r->graph ? vt_cert_graph_n_relu(r->graph) : vt_cert_n_alpha(c);
     vt_err e = na > UINT32_MAX ? vt_set_error(VT_ERR_LIMIT, "certify: too many slopes") : VT_OK;
+    if (!e && op->timeout > 0 && r->graph)
+        e = vt_set_error(VT_ERR_UNSUPPORTED, "certify: --timeout: an MLP run (a residual CNN's bounds do not stop at a deadline)");
     if (!e && (bab && (r->graph || op->set.method != VT_CERT_ALPHA_CROWN)))
         e = vt_set_error(VT_ERR_UNSUPPORTED, "certify: beta-crown: a committed MLP run (alpha-CROWN's subdomain bounds)");
     put_header(o, op, r, (uint32_t)na);
@@ -308,6 +311,7 @@ static vt_err compute(const vt_cert_opts *op, cert_run *r, vti_buf *o, vt_cert_r
         if (e) break;
         int closed = 0;
         uint32_t bounded = 1;
+        if (c && !cert && op->timeout > 0) vt_cert_set_deadline(c, vt_now() + op->timeout); /* the example's own */
         if (rec && bab) { /* the one pass: every leaf's bound from its slopes */
             e = vti_bab_replay(c, &r->net, xl, xu, lab, &op->set, &tree, cert_path, where, &closed);
             if (!e) vti_bab_min_lb(&tree, lb);
@@ -359,6 +363,9 @@ static vt_err compute(const vt_cert_opts *op, cert_run *r, vti_buf *o, vt_cert_r
                 if (e) break;
             }
         }
+        /* the deadline passed (bounds cut short: -inf; the attack or the search stopped): timeout, unless a
+         * counterexample is confirmed (a falsified answer needs no bound) */
+        if (c && vt_cert_timed_out(c) && ans != VT_CERT_FALSIFIED) ans = VT_CERT_TIMED_OUT;
         if (rec && vt_get_u32le(rec + 8) != (uint32_t)ans) {
             e = vt_set_error(VT_ERR_MISMATCH, "%s: %s is recorded %s; the one-pass check gives %s%s", cert_path, where,
                              vt_cert_answer_name((vt_cert_answer)vt_get_u32le(rec + 8)), vt_cert_answer_name(ans),
@@ -368,7 +375,7 @@ static vt_err compute(const vt_cert_opts *op, cert_run *r, vti_buf *o, vt_cert_r
             break;
         }
         res->verified += ans == VT_CERT_VERIFIED, res->falsified += ans == VT_CERT_FALSIFIED;
-        res->unknown += ans == VT_CERT_UNKNOWN;
+        res->unknown += ans == VT_CERT_UNKNOWN, res->timeout += ans == VT_CERT_TIMED_OUT;
         vti_put32(o, i), vti_put32(o, lab), vti_put32(o, (uint32_t)ans);
         for (uint32_t j = 0; j < C; j++) vti_put64(o, vt_f64_bits(lb[j]));
         if (ans == VT_CERT_FALSIFIED)
@@ -446,14 +453,15 @@ vt_err vt_cert_run(const vt_cert_opts *o, vt_cert_result *res)
         char hs[65];
         vt_hex(r.ex.state_hash, 32, hs);
         if (!e)
-            fprintf(rep.rep, "\n  ],\n  \"verified\": %u,\n  \"falsified\": %u,\n  \"unknown\": %u,\n  \"state_hash\": \"%s\"\n}\n",
-                    res->verified, res->falsified, res->unknown, hs);
+            fprintf(rep.rep, "\n  ],\n  \"verified\": %u,\n  \"falsified\": %u,\n  \"unknown\": %u,\n  \"timeout\": %u,\n"
+                    "  \"state_hash\": \"%s\"\n}\n", res->verified, res->falsified, res->unknown, res->timeout, hs);
         int bad = ferror(rep.rep);
         if (rep.rep != stdout) bad |= fclose(rep.rep) != 0;
         else fflush(stdout);
         if (!e && bad) e = vt_set_error(VT_ERR_IO, "--report %s: cannot write it", o->report_path);
     }
-    if (!e && o->out_path) e = vti_cert_sign_write(&out, &kp, o->out_path);
+    /* a timeout depends on the clock: no certificate (check-certificate could not recompute it) */
+    if (!e && o->out_path && !res->timeout) e = vti_cert_sign_write(&out, &kp, o->out_path);
     vt_keypair_wipe(&kp);
     free(out.b);
     cert_run_free(&r);
