@@ -107,6 +107,7 @@ typedef struct {
     const vti_bab_attack *at;
     double *lg, *xd;
     float *xf;
+    uint32_t jmin; /* the branching margin's class (margins_worst) */
 } margins;
 
 static vt_err margins_bound(vti_bab_prob *p, vt_cert_ctx *c, double *lb, double *alpha)
@@ -120,7 +121,7 @@ static double margins_worst(vti_bab_prob *p, const double *lb, double *row, uint
     margins *m = p->ctx;
     uint32_t jmin;
     double mn = min_margin(lb, m->C, m->label, &jmin);
-    *which = jmin;
+    *which = m->jmin = jmin;
     memset(row, 0, m->C * sizeof *row);
     row[m->label] = 1, row[jmin] = -1;
     *r = jmin - (jmin > m->label);
@@ -128,7 +129,8 @@ static double margins_worst(vti_bab_prob *p, const double *lb, double *row, uint
 }
 
 /* The subdomain's candidate: the point where the pass of its worst margin is smallest, in FP32 in the
- * ball; handed to confirm (the project's evaluation decides) when the FP64 network misclassifies it. */
+ * ball; handed to confirm (the project's evaluation decides) when the FP64 network misclassifies it;
+ * else the attack from that point on that margin's class (vti_cert_attack_from: attack_iters steps). */
 static vt_err margins_candidate(vti_bab_prob *p, vt_cert_ctx *c, int *found)
 {
     margins *m = p->ctx;
@@ -141,14 +143,14 @@ static vt_err margins_candidate(vti_bab_prob *p, vt_cert_ctx *c, int *found)
     int cand = 0;
     for (uint32_t j = 0; j < m->C; j++)
         if (j != m->label && m->lg[j] >= m->lg[m->label]) cand = 1;
-    if (!cand) return VT_OK;
     int mis = 0;
-    VT_FORWARD_IF_ERROR(at->confirm(at->cctx, m->xf, m->label, &mis));
+    if (cand) VT_FORWARD_IF_ERROR(at->confirm(at->cctx, m->xf, m->label, &mis));
     if (mis) {
         memcpy(at->cex, m->xf, d * sizeof *m->xf);
         *found = 1;
+        return VT_OK;
     }
-    return VT_OK;
+    return vti_cert_attack_from(c, at->x, at->eps, m->label, m->xf, m->jmin, m->s, at->confirm, at->cctx, at->cex, found);
 }
 
 static vt_err margins_open(vt_cert_ctx *c, margins *m, vti_bab_prob *p)
@@ -166,7 +168,7 @@ static void margins_close(margins *m) { free(m->lg), free(m->xd), free(m->xf); }
 vt_err vti_bab_search(vt_cert_ctx *c, const double *xl, const double *xu, uint32_t label, const vt_cert_settings *s,
                       uint32_t C, vti_bab_tree *t, int *closed, uint32_t *bounded, const vti_bab_attack *at, int *found)
 {
-    margins m = {xl, xu, label, C, s, at, NULL, NULL, NULL};
+    margins m = {xl, xu, label, C, s, at, NULL, NULL, NULL, 0};
     vti_bab_prob p;
     vt_err e = margins_open(c, &m, &p);
     if (!e) e = vti_bab_search_p(c, &p, s, t, closed, bounded, found);
@@ -336,7 +338,7 @@ vt_err vti_bab_scan_rows(const uint8_t *p, size_t avail, size_t na, uint32_t R, 
 vt_err vti_bab_replay(vt_cert_ctx *c, const vt_cert_net *net, const double *xl, const double *xu, uint32_t label,
                       const vt_cert_settings *s, vti_bab_tree *t, const char *cert_path, const char *where, int *closed)
 {
-    margins m = {xl, xu, label, t->C, s, NULL, NULL, NULL, NULL};
+    margins m = {xl, xu, label, t->C, s, NULL, NULL, NULL, NULL, 0};
     vti_bab_prob p;
     vt_err e = margins_open(c, &m, &p);
     if (!e) e = vti_bab_replay_p(c, net, &p, t, cert_path, where, closed);

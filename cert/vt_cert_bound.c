@@ -951,17 +951,17 @@ vt_err vti_cert_pgd(vti_cert_pgd_net *net, const float *x, double eps, uint32_t 
         goto done;
     }
     int mis = 0;
-    e = confirm(cctx, x, label, &mis); /* the example itself, whatever FP64 says */
+    if (!net->start) e = confirm(cctx, x, label, &mis); /* the example itself, whatever FP64 says */
     if (!e && mis) memcpy(cex, x, d * sizeof *cex), *found = 1;
     uint64_t seed = s->attack_seed ^ (index * 0xd1342543de82ef95ull);
     double step = 2.5 * eps / (s->attack_iters ? s->attack_iters : 1);
-    for (uint32_t r = 0; r < s->attack_restarts && !*found && !e; r++) {
+    for (uint32_t r = 0; r < (net->start ? 1 : s->attack_restarts) && !*found && !e; r++) {
         for (uint32_t i = 0; i < d; i++) {
             double u = r == 0 ? 0.5 : (double)(splitmix(&seed) >> 11) * 0x1p-53;
-            x0[i] = to_ball((double)x[i] + (2 * u - 1) * eps * (r != 0), x[i], eps);
+            x0[i] = net->start ? net->start[i] : to_ball((double)x[i] + (2 * u - 1) * eps * (r != 0), x[i], eps);
         }
         for (uint32_t jt = 0; jt < no && !*found && !e; jt++) {
-            if (jt == label) continue;
+            if (jt == label || (net->start && jt != net->only_class)) continue;
             memcpy(xf, x0, d * sizeof *xf);
             for (uint32_t it = 0; it <= s->attack_iters && !*found && !e; it++) {
                 if (net->deadline > 0 && vt_now() >= net->deadline) {
@@ -972,7 +972,7 @@ vt_err vti_cert_pgd(vti_cert_pgd_net *net, const float *x, double eps, uint32_t 
                 net->forward(net->net, xc, lg);
                 int cand = 0;
                 for (uint32_t j = 0; j < no; j++) cand |= j != label && !(lg[label] > lg[j]);
-                if (cand && (r > 0 || it > 0)) { /* a candidate: the project's evaluation decides */
+                if (cand && (r > 0 || it > 0)) { /* a candidate (the example, a start: tried before) */
                     e = confirm(cctx, xf, label, &mis);
                     if (!e && mis) memcpy(cex, xf, d * sizeof *cex), *found = 1;
                 }
@@ -1003,17 +1003,30 @@ static void mlp_grad(void *net, const double *gout, double *gin)
     vt_cert_backprop64(m->c, gin, m->g2);
 }
 
-vt_err vt_cert_attack(vt_cert_ctx *c, const float *x, double eps, uint32_t label, uint64_t index,
-                      const vt_cert_settings *s, vt_cert_confirm_fn confirm, void *cctx, float *cex, int *found)
+static vt_err mlp_attack(vt_cert_ctx *c, const float *x, double eps, uint32_t label, uint64_t index, const float *start,
+                         uint32_t cls, const vt_cert_settings *s, vt_cert_confirm_fn confirm, void *cctx, float *cex,
+                         int *found)
 {
     *found = 0;
     mlp_pgd m = {c, malloc(c->maxw * sizeof(double))};
     if (!m.g2) return vt_set_error(VT_ERR_NOMEM, "out of memory");
-    vti_cert_pgd_net net = {mlp_forward, mlp_grad, &m, c->n[0], c->n[c->L], c->maxw, c->deadline, 0};
+    vti_cert_pgd_net net = {mlp_forward, mlp_grad, &m, c->n[0], c->n[c->L], c->maxw, c->deadline, 0, start, cls};
     vt_err e = vti_cert_pgd(&net, x, eps, label, index, s, confirm, cctx, cex, found);
     if (net.timed_out) c->timed_out = 1;
     free(m.g2);
     return e ? e : c->err;
+}
+
+vt_err vt_cert_attack(vt_cert_ctx *c, const float *x, double eps, uint32_t label, uint64_t index,
+                      const vt_cert_settings *s, vt_cert_confirm_fn confirm, void *cctx, float *cex, int *found)
+{
+    return mlp_attack(c, x, eps, label, index, NULL, 0, s, confirm, cctx, cex, found);
+}
+
+vt_err vti_cert_attack_from(vt_cert_ctx *c, const float *x, double eps, uint32_t label, const float *start, uint32_t cls,
+                            const vt_cert_settings *s, vt_cert_confirm_fn confirm, void *cctx, float *cex, int *found)
+{
+    return mlp_attack(c, x, eps, label, 0, start, cls, s, confirm, cctx, cex, found);
 }
 
 uint32_t vt_cert_max_width(const vt_cert_ctx *c) { return c->maxw; }

@@ -1409,7 +1409,7 @@ static void graph_grad(void *net, const double *gout, double *gin) { vt_cert_gra
 vt_err vt_cert_graph_attack(vt_cert_graph *g, const float *x, double eps, uint32_t label, uint64_t index,
                             const vt_cert_settings *s, vt_cert_confirm_fn confirm, void *cctx, float *cex, int *found)
 {
-    vti_cert_pgd_net net = {graph_forward, graph_grad, g, g->nd[0].n, g->nd[g->n_nodes - 1].n, 0, 0, 0};
+    vti_cert_pgd_net net = {graph_forward, graph_grad, g, g->nd[0].n, g->nd[g->n_nodes - 1].n, 0, 0, 0, NULL, 0};
     vt_err e = vti_cert_pgd(&net, x, eps, label, index, s, confirm, cctx, cex, found);
     return e ? e : g->err;
 }

@@ -179,7 +179,14 @@ typedef struct {
     uint32_t d, C, work;
     double deadline; /* vt_now() seconds, checked before each step (0: none) */
     int timed_out;   /* out: the deadline stopped it */
+    const float *start; /* branch and bound's subdomains: one run from this FP32 point of the ball (not the
+                         * example itself, no restarts), aimed at class only_class alone */
+    uint32_t only_class;
 } vti_cert_pgd_net;
+/* vt_cert_attack from start (d FP32 values in the ball) at class cls alone (vti_cert_pgd_net's start). */
+vt_err vti_cert_attack_from(vt_cert_ctx *c, const float *x, double eps, uint32_t label, const float *start, uint32_t cls,
+                            const vt_cert_settings *s, vt_cert_confirm_fn confirm, void *cctx, float *cex,
+                            int *found) VT_WARN_UNUSED;
 vt_err vti_cert_pgd(vti_cert_pgd_net *net, const float *x, double eps, uint32_t label, uint64_t index,
                     const vt_cert_settings *s, vt_cert_confirm_fn confirm, void *cctx, float *cex, int *found) VT_WARN_UNUSED;
 

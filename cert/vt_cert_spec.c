@@ -214,8 +214,10 @@ static int confirm(spec *s, const float *x)
  * disjuncts are its wrong classes: a margin loss per row), each run of attack_iters sign-gradient
  * steps decreasing the disjunct's binding constraint (FP64 objective); the centre of the box first, then
  * per restart every open disjunct from the same random start. A point the FP64 evaluation puts in a
- * disjunct is confirmed by confirm() (at the point alone). *which: the disjunct confirmed, or -1. */
-static void attack(spec *s, const uint8_t *refuted, const vt_cert_settings *st, int *which)
+ * disjunct is confirmed by confirm() (at the point alone). *which: the disjunct confirmed, or -1.
+ * start (branch and bound's subdomains; NULL: the above): one run from that FP32 point, aimed at the
+ * open disjunct only (refuted: every other disjunct's flag set). */
+static void attack(spec *s, const uint8_t *refuted, const vt_cert_settings *st, const float *start, int *which)
 {
     const vt_vnnlib *v = s->vn;
     uint32_t d = v->nx, ny = v->ny;
@@ -225,15 +227,15 @@ static void attack(spec *s, const uint8_t *refuted, const vt_cert_settings *st, 
     float *x0 = malloc(d * sizeof *x0);
     if (!x0) return;
     uint64_t seed = st->attack_seed;
-    for (uint32_t r = 0; r < st->attack_restarts && *which < 0; r++) {
+    for (uint32_t r = 0; r < (start ? 1 : st->attack_restarts) && *which < 0; r++) {
         int ok = 1;
         for (uint32_t i = 0; i < d && ok; i++) {
             double u = r == 0 ? 0.5 : (double)(vt_cert_rand(&seed) >> 11) * 0x1p-53;
-            ok = to_box(v->ixl[i] + u * (v->ixu[i] - v->ixl[i]), v->ixl[i], v->ixu[i], &x0[i]);
+            ok = start ? (x0[i] = start[i], 1) : to_box(v->ixl[i] + u * (v->ixu[i] - v->ixl[i]), v->ixl[i], v->ixu[i], &x0[i]);
         }
         if (!ok) break;
         memcpy(s->x, x0, d * sizeof *x0); /* s->x: the counterexample the caller records */
-        if (r == 0 && (*which = confirm(s, s->x)) >= 0) break;
+        if (r == 0 && !start && (*which = confirm(s, s->x)) >= 0) break;
         for (uint32_t k = 0; k < v->n_disj && *which < 0; k++) {
             if (refuted[k]) continue;
             memcpy(s->x, x0, d * sizeof *x0);
@@ -287,6 +289,8 @@ typedef struct {
     const vt_cert_settings *st;
     int which;             /* the disjunct a candidate reached */
     float *xf;             /* work: d */
+    uint8_t *only;         /* work: n_disj flags, every disjunct but the branching one's set */
+    uint32_t row;          /* the branching row (rows_worst) */
 } rows_bab;
 
 static vt_err rows_bound(vti_bab_prob *p, vt_cert_ctx *c, double *lb, double *alpha)
@@ -318,13 +322,14 @@ static double rows_worst(vti_bab_prob *p, const double *lb, double *row, uint32_
         if (!ref && best < worst) worst = best, wr = br;
         if (!ref && !(best > -INFINITY)) worst = -INFINITY, wr = br;
     }
-    *r = *which = wr;
+    *r = *which = b->row = wr;
     memcpy(row, v->C + (size_t)wr * v->ny, v->ny * sizeof *row);
     return worst == INFINITY ? 1 : worst > 0 ? 0 : worst;
 }
 
 /* The branching pass's smallest point, back through the normalisation (FP64, only a candidate), in
- * FP32 in the inner box; when the FP64 network puts it in a disjunct, the exact evaluation decides. */
+ * FP32 in the inner box; when the FP64 network puts it in a disjunct, the exact evaluation decides;
+ * else the attack from that point, aimed at the branching row's disjunct (attack_iters steps). */
 static vt_err rows_candidate(vti_bab_prob *p, vt_cert_ctx *c, int *found)
 {
     rows_bab *b = p->ctx;
@@ -353,12 +358,15 @@ static vt_err rows_candidate(vti_bab_prob *p, vt_cert_ctx *c, int *found)
         }
         reach = all;
     }
-    if (!reach) return VT_OK;
-    int k = confirm(s, b->xf);
-    if (k >= 0) {
-        memcpy(s->x, b->xf, d * sizeof *s->x);
-        b->which = k, *found = 1;
+    int k = reach ? confirm(s, b->xf) : -1;
+    if (k >= 0) memcpy(s->x, b->xf, d * sizeof *s->x);
+    else { /* the attack on the subdomain, from its point */
+        uint32_t kd = 0;
+        while (kd + 1 < v->n_disj && v->disj_start[kd + 1] <= b->row) kd++;
+        for (uint32_t q = 0; q < v->n_disj; q++) b->only[q] = q != kd;
+        attack(s, b->only, b->st, b->xf, &k);
     }
+    if (k >= 0) b->which = k, *found = 1;
     return VT_OK;
 }
 
@@ -494,8 +502,8 @@ static vt_err compute(const vt_cert_spec_opts *o, spec_in *in, double deadline, 
         else if (!e) vt_cert_set_given_slopes(s.c, given);
     }
     int gtimed = 0, finite = 0, closed = 0;
-    rows_bab rb = {&s, xl, xu, 0, st, -1, malloc(d * sizeof(float))};
-    if (!e && !rb.xf) e = vt_set_error(VT_ERR_NOMEM, "out of memory");
+    rows_bab rb = {&s, xl, xu, 0, st, -1, malloc(d * sizeof(float)), malloc(v->n_disj), 0};
+    if (!e && (!rb.xf || !rb.only)) e = vt_set_error(VT_ERR_NOMEM, "out of memory");
     vti_bab_prob prob;
     rows_prob(&rb, &prob);
     prob.progress = !o->quiet;
@@ -530,7 +538,7 @@ static vt_err compute(const vt_cert_spec_opts *o, spec_in *in, double deadline, 
         }
         which = inside ? confirm(&s, s.x) : -1;
     } else if (!e && !timed && (uint32_t)n_ref < v->n_disj) {
-        attack(&s, refuted, st, &which);
+        attack(&s, refuted, st, NULL, &which);
         timed = which < 0 && deadline > 0 && vt_now() >= deadline;
         if (!e && bab && !timed && which < 0) { /* branch and bound: the tree replaces the root when it closes */
             vti_bab_tree t2;
@@ -618,7 +626,7 @@ static vt_err compute(const vt_cert_spec_opts *o, spec_in *in, double deadline, 
     if (!e && o->result_path) e = write_answer(o->result_path, "--result", vt_cert_spec_answer_name(*ans), &s);
     free(xl), free(xu), free(lb), free(alpha), free(refuted), free(s.pl), free(s.pu), free(s.xn), free(s.sg);
     free(s.ol), free(s.ou), free(s.y), free(s.g), free(s.g2), free(s.work), free(s.x), free(given);
-    free(s.x32), free(s.y32), free(rb.xf);
+    free(s.x32), free(s.y32), free(rb.xf), free(rb.only);
     vti_bab_free(&tree);
     vt_cert_ctx_free(s.c);
     return e;

@@ -4,7 +4,8 @@
  *    the ball where class 2 wins: an attack that only follows the row closest to failing (the attack
  *    before issue 40, re-enacted here) never leaves the region where row 1 binds and finds nothing;
  *    the per-row attack (vt_cert_attack) finds a counterexample, confirmed by the exact evaluation,
- *    inside the exact ball, and the same bytes on a second run (deterministic);
+ *    inside the exact ball, and the same bytes on a second run (deterministic); the attack inside branch
+ *    and bound (one run from a given point at one class) finds the corner aimed at class 2, not at 1;
  *  - vt_cert_eval_deployed against MPFR (with VT_HAVE_MPFR): on random networks (ordinary and mixed
  *    magnitude weights) and random FP32 points, every logit is the exact deployed value
  *    (a_k = RN32(RN32(z_k) + b_k)); an overflowing network is reported not finite. */
@@ -15,6 +16,7 @@
 #include <string.h>
 
 #include "../../cert/vt_cert.h"
+#include "../../cert/vt_cert_int.h"
 #include "cert_nets.h"
 #include "vt_test.h"
 
@@ -127,6 +129,16 @@ static void test_per_row(void)
     }
     CHECK_OK(vt_cert_attack(c, x, eps, 0, 0, &s, confirm_exact, &ec, cex2, &found2));
     CHECK(found2 == found && memcmp(cex, cex2, sizeof cex) == 0, "a second attack gives the same counterexample");
+    /* the attack inside branch and bound (vti_cert_attack_from): one run from a subdomain's point, aimed
+     * at one class alone: class 2 reaches the corner, class 1 alone cannot (its margin is never <= 0) */
+    const float start[4] = {0.25f, 0.5f, 0.75f, 0.5f};
+    ec.calls = 0;
+    CHECK_OK(vti_cert_attack_from(c, x, eps, 0, start, 2, &s, confirm_exact, &ec, cex2, &found2));
+    int mis2 = 0;
+    if (found2) CHECK_OK(confirm_exact(&ec, cex2, 0, &mis2));
+    CHECK(found2 && mis2, "from a subdomain's point, class 2: no confirmed counterexample");
+    CHECK_OK(vti_cert_attack_from(c, x, eps, 0, start, 1, &s, confirm_exact, &ec, cex2, &found2));
+    CHECK(!found2, "class 1 alone: a counterexample confirmed");
     /* a ball that does not reach the corner: nothing confirmed */
     CHECK_OK(vt_cert_attack(c, x, 0.4, 0, 0, &s, confirm_exact, &ec, cex, &found));
     CHECK(!found, "eps 0.4 (s <= 3.6): no counterexample can exist, one was confirmed");
