@@ -149,6 +149,9 @@ vt_err vti_cert_run_open(const char *run_dir, const char *pubkey_path, int order
                          const vt_cert_net **net, vti_cert_model_id *id) VT_WARN_UNUSED;
 struct vt_cert_graph *vti_cert_run_graph(vti_cert_run *r); /* NULL for an MLP run */
 void vti_cert_run_close(vti_cert_run *r);
+/* The run's own evaluation pass (exact rounding, the CPU reference) at the FP32 input x: *logits its
+ * outputs (borrowed until the next call), as certify RUN_DIR confirms a counterexample. */
+vt_err vti_cert_run_eval(vti_cert_run *r, const float *x, const float **logits) VT_WARN_UNUSED;
 
 /* Sharding over ranks (vt_cert_bound.c; docs/certify.md "Sharded over ranks"): the process's
  * communicator and mode (NULL: none); the first agreement of the ranks on mine (every rank calls it

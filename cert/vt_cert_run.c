@@ -164,13 +164,12 @@ static vt_err load_data(const vt_cert_opts *o, cert_run *r)
 }
 
 /* The project's evaluation pass (exact rounding: every rounded output RN32 of its exact value) on
- * x in every row of the batch; misclassified when a logit other than the label's is >= it. */
-static vt_err confirm(void *ctx, const float *x, uint32_t label, int *mis)
+ * x in every row of the batch; *lg: the first row's logits (the model's tensor). */
+static vt_err eval_logits(cert_run *r, const float *x, const float **lgp)
 {
-    cert_run *r = ctx;
     vt_model *m = &r->m;
     const vt_program *p = &m->prog;
-    uint32_t d = r->net.n[0], C = r->net.n[r->net.L], B = r->rcp.batch;
+    uint32_t d = r->net.n[0], B = r->rcp.batch;
     float *in = vt_model_tensor(m, p->input, NULL);
     for (uint32_t b = 0; b < B; b++) memcpy(in + (size_t)b * d, x, d * sizeof *x);
     vt_bound_cfg bc = m->rcp.bound;
@@ -190,7 +189,17 @@ static vt_err confirm(void *ctx, const float *x, uint32_t label, int *mis)
     m->exec = saved;
     vt_steplog_free(&log);
     VT_FORWARD_IF_ERROR(e);
-    const float *lg = vt_model_tensor(m, r->logits, NULL);
+    *lgp = vt_model_tensor(m, r->logits, NULL);
+    return VT_OK;
+}
+
+/* eval_logits at x; misclassified when a logit other than the label's is >= it. */
+static vt_err confirm(void *ctx, const float *x, uint32_t label, int *mis)
+{
+    cert_run *r = ctx;
+    uint32_t C = r->net.n[r->net.L];
+    const float *lg = NULL;
+    VT_FORWARD_IF_ERROR(eval_logits(r, x, &lg));
     *mis = 0;
     for (uint32_t j = 0; j < C; j++)
         if (j != label && !(lg[label] > lg[j])) *mis = 1;
@@ -496,6 +505,8 @@ vt_err vti_cert_run_open(const char *run_dir, const char *pubkey_path, int order
 }
 
 vt_cert_graph *vti_cert_run_graph(vti_cert_run *h) { return h ? h->r.graph : NULL; }
+
+vt_err vti_cert_run_eval(vti_cert_run *h, const float *x, const float **logits) { return eval_logits(&h->r, x, logits); }
 
 void vti_cert_run_close(vti_cert_run *h)
 {

@@ -2,9 +2,10 @@
  * "ONNX and VNN-LIB", docs/format.md "Certificate" version 2): the network read from ONNX, the
  * property from VNN-LIB, the spec matrix's bounds (vt_cert_spec_bounds) over the box after the
  * input's normalisation (rounded outward), the VNN-COMP answer (unsat / sat / unknown / timeout),
- * a counterexample only when a rigorous FP64 interval evaluation of the real-arithmetic network at
- * that input satisfies every constraint of one disjunct. A convolutional ONNX file is bounded as a
- * layer graph (vt_cert_graph_spec_bounds, its FP32 widening; docs/certify.md "Convolutional networks
+ * a counterexample only when the exact evaluation of the deployed network at that input (a
+ * convolutional file: a rigorous interval evaluation at the point) satisfies every constraint of one
+ * disjunct; --method beta-crown: branch and bound over the rows (certificate versions 6 and 7). A
+ * convolutional ONNX file is bounded as a layer graph (vt_cert_graph_spec_bounds, its FP32 widening; docs/certify.md "Convolutional networks
  * from ONNX"). A committed run (`certify RUN_DIR --vnnlib`, version 3): an MLP as its network, a
  * residual CNN as its evaluation pass's graph (vt_cert_graph_from_program), either with the run's two
  * semantics (the exact-rounding evaluation and the real network). */
@@ -93,6 +94,7 @@ typedef struct {
     const vt_vnnlib *vn;
     vt_cert_ctx *c;
     vt_cert_graph *gr; /* a convolutional ONNX network (instead of c) */
+    vti_cert_run *run; /* a committed run (RUN_DIR --vnnlib): its evaluation pass confirms a residual CNN's */
     double deadline;
     /* work */
     double *pl, *pu, *ol, *ou, *y, *g, *g2, *xn, *sg, *work;
@@ -141,25 +143,35 @@ static int row_sign_exact(const double *row, const double *y, uint32_t n, double
     return vt_xacc_sign(&acc);
 }
 
-/* A feed-forward network's candidate confirmed by the exact evaluation of the deployed network at the
- * FP32 point x alone (docs/certify.md "ONNX and VNN-LIB"): each normalisation step RN32 of its exact
- * value, then vt_cert_eval_deployed (each layer RN32 of its exact dot product, RN32 of the bias add);
- * a disjunct is reached when every row's exact value with its constant's upper end, C_r . y + d_hi, is
- * <= 0 (< 0 strict). The outputs into ol = ou. Returns the first disjunct reached, or -1. */
+/* A feed-forward network's candidate, or a committed run's, confirmed by the exact evaluation of the
+ * deployed network at the FP32 point x alone (docs/certify.md "ONNX and VNN-LIB"): each normalisation
+ * step RN32 of its exact value, then vt_cert_eval_deployed (each layer RN32 of its exact dot product,
+ * RN32 of the bias add), or a residual CNN run's own evaluation pass (vti_cert_run_eval, exact
+ * rounding); a disjunct is reached when every row's exact value with its constant's upper end,
+ * C_r . y + d_hi, is <= 0 (< 0 strict). The outputs into ol = ou. Returns the first disjunct reached,
+ * or -1. */
 static int confirm_exact(spec *s, const float *x)
 {
     const vt_vnnlib *v = s->vn;
     const vt_cert_onnx *o = s->on;
     uint32_t d = v->nx, ny = v->ny;
     float *xn = s->x32, *y = s->y32;
-    memcpy(xn, x, d * sizeof *xn);
-    for (uint32_t st = 0; st < o->n_norm; st++)
-        for (uint32_t i = 0; i < d; i++) {
-            double c = o->norm_c[st][o->norm_n[st] == 1 ? 0 : i]; /* RN32 through FP64: correctly rounded */
-            xn[i] = (float)(o->norm_op[st] == 'S' ? (double)xn[i] - c : (double)xn[i] / c);
-        }
-    int finite = 0;
-    if (vt_cert_eval_deployed(s->c, xn, y, &finite) != VT_OK || !finite) return -1;
+    int finite = 1;
+    if (s->gr) { /* a residual CNN run (no normalisation: the run's inputs) */
+        const float *lg = NULL;
+        if (vti_cert_run_eval(s->run, x, &lg) != VT_OK) return -1;
+        memcpy(y, lg, ny * sizeof *y);
+        for (uint32_t j = 0; j < ny; j++) finite &= isfinite(y[j]) != 0;
+    } else {
+        memcpy(xn, x, d * sizeof *xn);
+        for (uint32_t st = 0; st < o->n_norm; st++)
+            for (uint32_t i = 0; i < d; i++) {
+                double c = o->norm_c[st][o->norm_n[st] == 1 ? 0 : i]; /* RN32 through FP64: correctly rounded */
+                xn[i] = (float)(o->norm_op[st] == 'S' ? (double)xn[i] - c : (double)xn[i] / c);
+            }
+        if (vt_cert_eval_deployed(s->c, xn, y, &finite) != VT_OK) return -1;
+    }
+    if (!finite) return -1;
     for (uint32_t j = 0; j < ny; j++) s->ol[j] = s->ou[j] = y[j];
     for (uint32_t k = 0; k < v->n_disj; k++) {
         int all = 1;
@@ -173,14 +185,15 @@ static int confirm_exact(spec *s, const float *x)
 }
 
 /* A candidate counterexample confirmed at its FP32 input x alone (never over a ball). A feed-forward
- * network: confirm_exact. The layer graph: the rigorous interval of the real network's outputs on the
+ * network or a committed run: confirm_exact. A convolutional ONNX file (the layer graph, no deployed
+ * evaluation of its own): the rigorous interval of the real network's outputs on the
  * point's box (IBP: every dot product with its error bound, rounded outward; the box is the
  * normalisation's rounding of the point); where that interval confirms no disjunct, CROWN on the same
  * box, whose linear bounds do not widen through the layers as intervals do. Returns the first
  * disjunct all of whose constraints hold, or -1. */
 static int confirm(spec *s, const float *x)
 {
-    if (!s->gr) return confirm_exact(s, x);
+    if (!s->gr || s->run) return confirm_exact(s, x);
     const vt_vnnlib *v = s->vn;
     uint32_t d = v->nx;
     for (uint32_t i = 0; i < d; i++) s->pl[i] = s->pu[i] = x[i];
@@ -323,7 +336,8 @@ static double rows_worst(vti_bab_prob *p, const double *lb, double *row, uint32_
         if (!ref && !(best > -INFINITY)) worst = -INFINITY, wr = br;
     }
     *r = *which = b->row = wr;
-    memcpy(row, v->C + (size_t)wr * v->ny, v->ny * sizeof *row);
+    if (wr < v->n_rows) memcpy(row, v->C + (size_t)wr * v->ny, v->ny * sizeof *row);
+    else memset(row, 0, v->ny * sizeof *row); /* a disjunct without rows: never refuted (-inf: stop) */
     return worst == INFINITY ? 1 : worst > 0 ? 0 : worst;
 }
 
@@ -450,7 +464,7 @@ static vt_err compute(const vt_cert_spec_opts *o, spec_in *in, double deadline, 
     const vt_cert_settings *st = &o->set;
     spec s;
     memset(&s, 0, sizeof s);
-    s.on = &in->on, s.vn = v, s.deadline = deadline, s.gr = in->gr;
+    s.on = &in->on, s.vn = v, s.deadline = deadline, s.gr = in->gr, s.run = in->run;
     vt_err e = s.gr ? VT_OK : vt_cert_ctx_new(&in->on.net, &s.c);
     if (e) return e == VT_ERR_ARG ? vt_set_error(VT_ERR_UNSUPPORTED, "%s: %s", model_name(o), vt_errmsg()) : e;
     if (!s.gr && !in->run) vt_cert_onnx_drop_weights(&in->on); /* the context holds its part of them */
