@@ -158,7 +158,7 @@ static vt_err margins_open(vt_cert_ctx *c, margins *m, vti_bab_prob *p)
     uint32_t d = m->at ? m->at->d : 1, maxw = vt_cert_max_width(c);
     m->lg = malloc((maxw > m->C ? maxw : m->C) * sizeof *m->lg), m->xd = malloc(d * sizeof *m->xd);
     m->xf = malloc(d * sizeof *m->xf);
-    p->R = m->C - 1, p->nlb = m->C, p->what = "margin", p->ctx = m;
+    p->R = m->C - 1, p->nlb = m->C, p->what = "margin", p->ctx = m, p->progress = m->at && m->at->progress;
     p->bound = margins_bound, p->worst = margins_worst, p->candidate = margins_candidate;
     return !m->lg || !m->xd || !m->xf ? vt_set_error(VT_ERR_NOMEM, "out of memory") : VT_OK;
 }

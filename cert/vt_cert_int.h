@@ -116,6 +116,7 @@ typedef struct { /* the attack inside the search: the example, its ball, the con
     vt_cert_confirm_fn confirm;
     void *cctx;
     float *cex; /* d values: a confirmed counterexample */
+    int progress; /* a line on standard error every 100 subdomains (certify without --quiet) */
 } vti_bab_attack;
 vt_err vti_bab_search(vt_cert_ctx *c, const double *xl, const double *xu, uint32_t label, const vt_cert_settings *s,
                       uint32_t C, vti_bab_tree *t, int *closed, uint32_t *bounded, const vti_bab_attack *at,

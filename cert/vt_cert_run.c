@@ -356,7 +356,7 @@ static vt_err compute(const vt_cert_opts *op, cert_run *r, vti_buf *o, vt_cert_r
             if (!found && bab) { /* branch and bound: the tree replaces the root leaf when every leaf closes */
                 vti_bab_tree t2;
                 memset(&t2, 0, sizeof t2);
-                vti_bab_attack at = {x, op->eps, d, confirm, r, cex};
+                vti_bab_attack at = {x, op->eps, d, confirm, r, cex, !op->quiet};
                 e = vti_bab_search(c, xl, xu, lab, &op->set, C, &t2, &closed, &bounded, &at, &found);
                 if (!e && found) ans = VT_CERT_FALSIFIED; /* confirmed by the exact evaluation */
                 if (!e && closed) {
