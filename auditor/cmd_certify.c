@@ -116,8 +116,8 @@ static int cmd_certify(int argc, char **argv, int check)
         VT_OPT_O("--order", "the order of the run's evaluation (default split)", &order),
         VT_OPT_S("--onnx", "NET.onnx", "an ONNX feed-forward ReLU or convolutional network instead of a run", &so.onnx_path),
         VT_OPT_S("--vnnlib", "PROP.vnnlib", "a VNN-LIB property: answered unsat / sat / unknown / timeout", &so.vnnlib_path),
-        VT_OPT_S("--timeout", "SECONDS", "give up on a property (a run's example: an MLP run) after this long\n"
-                                         "(answered timeout; no certificate is then written)", &timeout),
+        VT_OPT_S("--timeout", "SECONDS", "give up on a property (a run's example) after this long (answered\n"
+                                         "timeout; no certificate is then written)", &timeout),
         VT_OPT_S("--cex", "FILE", "sat: write the counterexample here", &so.cex_path),
         VT_OPT_S("--result", "FILE", "VNN-COMP's result file: the answer line (unsat, sat, unknown, timeout),\n"
                                      "for sat followed by the counterexample's assignment", &so.result_path),

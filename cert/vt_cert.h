@@ -195,7 +195,7 @@ typedef struct {
     uint32_t examples;
     int order;                /* vt_order of the confirming evaluation */
     int quiet;
-    double timeout;           /* certify --timeout: seconds an example (0: none; an MLP run); an example whose
+    double timeout;           /* certify --timeout: seconds an example (0: none); an example whose
                                * deadline passes is answered timeout unless a counterexample was confirmed,
                                * and then no certificate is written */
     vt_cert_settings set;

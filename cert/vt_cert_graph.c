@@ -60,6 +60,8 @@ struct vt_cert_graph {
     double *cib;  /* CROWN-IBP's bound of each row (CROWN's intermediate bounds: the bound keeps the larger) */
     size_t cib_cap;
     int inter_ibp; /* vt_cert_graph_set_intermediate: 1 the intermediate bounds by IBP alone (CROWN-IBP) */
+    double deadline; /* vt_cert_graph_set_deadline: vt_cert_graph_bounds' and the attack's (0: none) */
+    int timed_out;   /* the deadline passed (sticky until it is set again) */
     int sparse;    /* the backward pass visits the touched values only (tl), rows by their inputs (smark) */
     uint32_t *cand, *smark, stamp, smark_n; /* a sparse linear node's inputs to sum (smark[i] == stamp: listed) */
     double *bw;   /* a backward pass's sums and error terms of one node's inputs (2 a value) */
@@ -1003,6 +1005,14 @@ static double backward(vt_cert_graph *g, uint32_t start)
 
 /* ---------------------------------------------------------------- alpha-CROWN */
 
+void vt_cert_graph_set_deadline(vt_cert_graph *g, double deadline)
+{
+    g->deadline = deadline;
+    g->timed_out = 0;
+}
+
+int vt_cert_graph_timed_out(const vt_cert_graph *g) { return g->timed_out; }
+
 void vt_cert_graph_set_alpha(vt_cert_graph *g, const vt_cert_settings *s)
 {
     g->as.alpha_iters = s->alpha_iters, g->as.alpha_step = s->alpha_step, g->as.alpha_decay = s->alpha_decay;
@@ -1268,7 +1278,7 @@ vt_err vt_cert_graph_bounds(vt_cert_graph *g, const double *xl, const double *xu
         unstable(g, 0);
         for (uint32_t j = 0, r = 0; j < o->n && !g->err; j++)
             if (j != label) g->cib[r++] = pass(g, margin_row(g, label, j));
-        crown_inter(g, 0, &timed);
+        crown_inter(g, g->deadline, &timed);
     }
     unstable(g, m == VT_CERT_ALPHA_CROWN ? nm : 0);
     vt_err ge = given_check(g, m);
@@ -1281,13 +1291,14 @@ vt_err vt_cert_graph_bounds(vt_cert_graph *g, const double *xl, const double *xu
         double b = DN(o->l[label] - o->u[j]);
         if (!isfinite(b)) b = -INFINITY;
         if (m != VT_CERT_IBP) {
-            double c = row_any(g, margin_row(g, label, j), r, m, 0, &timed);
+            double c = row_any(g, margin_row(g, label, j), r, m, g->deadline, &timed);
             if (c > b) b = c;
             if (full && g->cib[r] > b) b = g->cib[r];
         }
         g->work[r++] = b;
     }
     g->given = NULL;
+    g->timed_out |= timed;
     for (uint32_t j = 0, r = 0; j < o->n && !g->err; j++) lb[j] = j == label ? 0 : g->work[r++];
     return g->err;
 }
@@ -1409,7 +1420,8 @@ static void graph_grad(void *net, const double *gout, double *gin) { vt_cert_gra
 vt_err vt_cert_graph_attack(vt_cert_graph *g, const float *x, double eps, uint32_t label, uint64_t index,
                             const vt_cert_settings *s, vt_cert_confirm_fn confirm, void *cctx, float *cex, int *found)
 {
-    vti_cert_pgd_net net = {graph_forward, graph_grad, g, g->nd[0].n, g->nd[g->n_nodes - 1].n, 0, 0, 0, NULL, 0};
+    vti_cert_pgd_net net = {graph_forward, graph_grad, g, g->nd[0].n, g->nd[g->n_nodes - 1].n, 0, g->deadline, 0, NULL, 0};
     vt_err e = vti_cert_pgd(&net, x, eps, label, index, s, confirm, cctx, cex, found);
+    g->timed_out |= net.timed_out;
     return e ? e : g->err;
 }

@@ -275,8 +275,6 @@ static vt_err compute(const vt_cert_opts *op, cert_run *r, vti_buf *o, vt_cert_r
     memset(&tree, 0, sizeof tree);
     size_t na = op->set.method != VT_CERT_ALPHA_CROWN ? 0 : r->graph ? vt_cert_graph_n_relu(r->graph) : vt_cert_n_alpha(c);
     vt_err e = na > UINT32_MAX ? vt_set_error(VT_ERR_LIMIT, "certify: too many slopes") : VT_OK;
-    if (!e && op->timeout > 0 && r->graph)
-        e = vt_set_error(VT_ERR_UNSUPPORTED, "certify: --timeout: an MLP run (a residual CNN's bounds do not stop at a deadline)");
     if (!e && (bab && (r->graph || op->set.method != VT_CERT_ALPHA_CROWN)))
         e = vt_set_error(VT_ERR_UNSUPPORTED, "certify: beta-crown: a committed MLP run (alpha-CROWN's subdomain bounds)");
     put_header(o, op, r, (uint32_t)na);
@@ -320,7 +318,10 @@ static vt_err compute(const vt_cert_opts *op, cert_run *r, vti_buf *o, vt_cert_r
         if (e) break;
         int closed = 0;
         uint32_t bounded = 1;
-        if (c && !cert && op->timeout > 0) vt_cert_set_deadline(c, vt_now() + op->timeout); /* the example's own */
+        if (!cert && op->timeout > 0) { /* the example's own deadline */
+            if (c) vt_cert_set_deadline(c, vt_now() + op->timeout);
+            else vt_cert_graph_set_deadline(r->graph, vt_now() + op->timeout);
+        }
         if (rec && bab) { /* the one pass: every leaf's bound from its slopes */
             e = vti_bab_replay(c, &r->net, xl, xu, lab, &op->set, &tree, cert_path, where, &closed);
             if (!e) vti_bab_min_lb(&tree, lb);
@@ -374,7 +375,8 @@ static vt_err compute(const vt_cert_opts *op, cert_run *r, vti_buf *o, vt_cert_r
         }
         /* the deadline passed (bounds cut short: -inf; the attack or the search stopped): timeout, unless a
          * counterexample is confirmed (a falsified answer needs no bound) */
-        if (c && vt_cert_timed_out(c) && ans != VT_CERT_FALSIFIED) ans = VT_CERT_TIMED_OUT;
+        if ((c ? vt_cert_timed_out(c) : vt_cert_graph_timed_out(r->graph)) && ans != VT_CERT_FALSIFIED)
+            ans = VT_CERT_TIMED_OUT;
         if (rec && vt_get_u32le(rec + 8) != (uint32_t)ans) {
             e = vt_set_error(VT_ERR_MISMATCH, "%s: %s is recorded %s; the one-pass check gives %s%s", cert_path, where,
                              vt_cert_answer_name((vt_cert_answer)vt_get_u32le(rec + 8)), vt_cert_answer_name(ans),
