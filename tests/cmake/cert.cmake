@@ -63,4 +63,4 @@ vt_test_timeout(cert_fp32_overflow 300) # quiet: 3.6 s
 # Branch and bound (certify --method beta-crown): tests/e2e/cert_bab.sh (alpha-CROWN's unknowns closed,
 # the version-5 certificate re-checked in other orders, tampered split trees rejected naming the node)
 add_test(NAME cert_bab_e2e COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/e2e/cert_bab.sh ${CMAKE_BINARY_DIR})
-vt_test_timeout(cert_bab_e2e 600) # quiet: a few seconds
+vt_test_timeout(cert_bab_e2e 600) # quiet: 20 s (the VNN-LIB part: 40 properties x 3 answers)
