@@ -18,8 +18,9 @@ static int cmd_certify(int argc, char **argv, int check);
 static int cmd_certify_spec(const vt_cli_args *a, int check, const vt_cert_opts *o, vt_cert_spec_opts *so,
                             const char *timeout, const char *eps, uint64_t n, const char *signer, const char *instances)
 {
-    if (instances && (check || so->onnx_path || so->vnnlib_path || so->cex_path || o->out_path))
-        return vt_cli_usage_error(NULL, "auditor certify --instances: no --onnx, --vnnlib, --cex, --out, check-certificate");
+    if (instances && (check || so->onnx_path || so->vnnlib_path || so->cex_path || so->result_path || o->out_path))
+        return vt_cli_usage_error(NULL, "auditor certify --instances: no --onnx, --vnnlib, --cex, --result, --out, "
+                                        "check-certificate");
     int run = !instances && !so->onnx_path; /* RUN_DIR --vnnlib PROP: the committed run's network */
     if (!instances && !so->vnnlib_path)
         return vt_cli_usage_error(NULL, "auditor: --onnx and --vnnlib go together");
@@ -65,7 +66,7 @@ static int cmd_certify_spec(const vt_cli_args *a, int check, const vt_cert_opts 
             return e == VT_ERR_ARG || e == VT_ERR_UNSUPPORTED ? VT_EXIT_USAGE : vt_cli_exit_for_input(e);
         }
         printf("%s: %u instances: %u unsat (verified %.1f%%), %u sat, %u unknown, %u timeout; %.3f s\n",
-               vt_cert_method_name(so->set.method), sum.n, sum.count[VT_CERT_UNSAT],
+               so->set.bab_domains ? "beta-crown" : vt_cert_method_name(so->set.method), sum.n, sum.count[VT_CERT_UNSAT],
                sum.n ? 100.0 * sum.count[VT_CERT_UNSAT] / sum.n : 0.0, sum.count[VT_CERT_SAT],
                sum.count[VT_CERT_SPEC_UNKNOWN], sum.count[VT_CERT_TIMEOUT], sum.seconds);
         return VT_EXIT_OK;
@@ -98,8 +99,9 @@ static int cmd_certify(int argc, char **argv, int check)
         VT_OPT_U("--examples", "N", "the first N test examples (certify of a run: required)", 1, 1000000, &n),
         VT_OPT_C("--method", "ibp|crown|alpha-crown|beta-crown", "the bounds (default crown); beta-crown: branch and\n"
                  "bound on ReLU splits, each subdomain bounded by alpha-CROWN with the splits'\n"
-                 "beta multipliers (a committed MLP run's examples; the certificate records\n"
-                 "the split tree, docs/certify.md \"Branch and bound\")", &method),
+                 "beta multipliers (an MLP run's examples, or a VNN-LIB property of a feed-forward\n"
+                 "ONNX file or MLP run; the certificate records the split tree, docs/certify.md\n"
+                 "\"Branch and bound\")", &method),
         VT_OPT_U("--domains", "N", "beta-crown: at most N subdomains bounded per example (default 200)", 1, 1000000,
                  &domains),
         VT_OPT_S("--intermediate", "crown|ibp", "a residual CNN's or convolutional ONNX file's pre-ReLU bounds for crown\n"
@@ -114,8 +116,11 @@ static int cmd_certify(int argc, char **argv, int check)
         VT_OPT_O("--order", "the order of the run's evaluation (default split)", &order),
         VT_OPT_S("--onnx", "NET.onnx", "an ONNX feed-forward ReLU or convolutional network instead of a run", &so.onnx_path),
         VT_OPT_S("--vnnlib", "PROP.vnnlib", "a VNN-LIB property: answered unsat / sat / unknown / timeout", &so.vnnlib_path),
-        VT_OPT_S("--timeout", "SECONDS", "give up on a property after this long (timeout)", &timeout),
+        VT_OPT_S("--timeout", "SECONDS", "give up on a property (a run's example) after this long (answered\n"
+                                         "timeout; no certificate is then written)", &timeout),
         VT_OPT_S("--cex", "FILE", "sat: write the counterexample here", &so.cex_path),
+        VT_OPT_S("--result", "FILE", "VNN-COMP's result file: the answer line (unsat, sat, unknown, timeout),\n"
+                                     "for sat followed by the counterexample's assignment", &so.result_path),
         VT_OPT_S("--write-vnnlib", "DIR", "write the run's properties as VNN-LIB files", &o.vnnlib_dir),
         VT_OPT_S("--instances", "instances.csv", "a VNN-COMP instance list: every line answered", &instances),
         VT_OPT_S("--shard", "tp|fsdp|none", "under mpirun -np N, the network split over the ranks (tp: each layer's\n"
@@ -164,26 +169,25 @@ static int cmd_certify(int argc, char **argv, int check)
     if (check) {
         unused = eps ? "--eps" : n ? "--examples" : method != 1 ? "--method" : o.out_path ? "--out" : o.key_path ? "--key"
                : !spec && o.report_path ? "--report" : !spec && timeout ? "--timeout" : !spec && so.cex_path ? "--cex"
-               : NULL;
+               : so.result_path ? "--result" : NULL;
         if (unused)
             return vt_cli_usage_error(NULL, "auditor check-certificate: %s: for certify (the certificate records what "
                                             "check-certificate needs)", unused);
     } else {
-        unused = signer ? "--signer" : !spec && timeout ? "--timeout" : !spec && so.cex_path ? "--cex" : NULL;
+        unused = signer ? "--signer" : !spec && so.cex_path ? "--cex" : !spec && so.result_path ? "--result" : NULL;
         if (unused)
             return vt_cli_usage_error(NULL, "auditor certify: %s: %s", unused,
                                       signer ? "for check-certificate" : "for a VNN-LIB property (--vnnlib, --onnx, --instances)");
     }
     if (check || (o.report_path && !strcmp(o.report_path, "-"))) o.quiet = 1;
+    if (shard && method == 3)
+        return vt_cli_usage_error(NULL, "auditor certify: --method beta-crown: not yet with --shard");
     if (shard && !g_cert_comm) return cmd_certify_sharded(argc, argv, check, shard, timeout, instances);
     if (g_cert_comm && vt_dist_rank(g_cert_comm) != 0) { /* --shard: rank 0 writes for all */
         o.quiet = 1, o.out_path = NULL, o.report_path = NULL, o.vnnlib_dir = NULL;
         if (so.cex_path) so.cex_path = "/dev/null"; /* writing it evaluates the network: a collective */
+        if (so.result_path) so.result_path = "/dev/null";
     }
-    if ((so.onnx_path || so.vnnlib_path || instances || shard) && method == 3)
-        return vt_cli_usage_error(NULL, "auditor certify: --method beta-crown: a committed MLP run's examples only "
-                                        "(RUN_DIR --eps E --examples N), not yet with --vnnlib, --onnx, --instances "
-                                        "or --shard");
     if (so.onnx_path || so.vnnlib_path || instances)
         return cmd_certify_spec(a, check, &o, &so, timeout, eps, n, signer, instances);
     if (check) {
@@ -205,18 +209,31 @@ static int cmd_certify(int argc, char **argv, int check)
         return vt_cli_usage_error(NULL, "auditor certify: --eps E in [0, 1] is required");
     if (!n) return vt_cli_usage_error(NULL, "auditor certify: --examples N is required");
     if (o.out_path && !o.key_path) return vt_cli_usage_error(NULL, "auditor certify: --out needs --key KEYFILE");
+    if (timeout) {
+        end = NULL;
+        o.timeout = strtod(timeout, &end);
+        if (!end || *end || !(o.timeout > 0 && o.timeout < 1e9))
+            return vt_cli_usage_error(NULL, "auditor certify: --timeout SECONDS: a positive number");
+    }
     vt_cert_result r;
     vt_err e = vt_cert_run(&o, &r);
     if (e) {
         fprintf(stderr, "auditor certify: %s\n", vt_errmsg());
         return e == VT_ERR_ARG || e == VT_ERR_UNSUPPORTED ? VT_EXIT_USAGE : vt_cli_exit_for_input(e);
     }
+    int wrote = o.out_path && !r.timeout;
+    char tmo[32] = "";
+    if (r.timeout) snprintf(tmo, sizeof tmo, ", %u timeout", r.timeout);
     if (!o.quiet || o.out_path)
-        printf("%s eps %.17g: %u verified, %u falsified, %u unknown of %u (verified accuracy %.1f%%)%s%s\n",
-               o.set.bab_domains ? "beta-crown" : vt_cert_method_name(o.set.method), o.eps, r.verified, r.falsified, r.unknown, o.examples,
-               r.verified + r.falsified + r.unknown
-                   ? 100.0 * r.verified / (r.verified + r.falsified + r.unknown) : 0.0, o.out_path ? "; certificate " : "",
-               o.out_path ? o.out_path : "");
+        printf("%s eps %.17g: %u verified, %u falsified, %u unknown%s of %u (verified accuracy %.1f%%)%s%s\n",
+               o.set.bab_domains ? "beta-crown" : vt_cert_method_name(o.set.method), o.eps, r.verified, r.falsified, r.unknown,
+               tmo, o.examples,
+               r.verified + r.falsified + r.unknown + r.timeout
+                   ? 100.0 * r.verified / (r.verified + r.falsified + r.unknown + r.timeout) : 0.0,
+               wrote ? "; certificate " : "", wrote ? o.out_path : "");
+    if (r.timeout)
+        fprintf(stderr, "auditor certify: %u example%s timed out%s\n", r.timeout, r.timeout == 1 ? "" : "s",
+                o.out_path ? ": no certificate written" : "");
     return VT_EXIT_OK;
 }
 

@@ -26,7 +26,8 @@ typedef enum { VT_CERT_IBP = 0, VT_CERT_CROWN = 1, VT_CERT_ALPHA_CROWN = 2 } vt_
  * backward passes per value (CROWN, the default) or IBP's (CROWN-IBP). The MLP's are always CROWN's. */
 typedef enum { VT_CERT_INTER_CROWN = 0, VT_CERT_INTER_IBP = 1 } vt_cert_inter;
 
-typedef enum { VT_CERT_VERIFIED = 0, VT_CERT_FALSIFIED = 1, VT_CERT_UNKNOWN = 2 } vt_cert_answer;
+/* VT_CERT_TIMED_OUT: certify --timeout's deadline passed (never recorded: no certificate is written) */
+typedef enum { VT_CERT_VERIFIED = 0, VT_CERT_FALSIFIED = 1, VT_CERT_UNKNOWN = 2, VT_CERT_TIMED_OUT = 3 } vt_cert_answer;
 
 /* The search settings a certificate records (fixed defaults: vt_cert_settings_default). */
 typedef struct {
@@ -154,19 +155,26 @@ vt_err vt_cert_shard_fail(vt_err mine);
 
 /* The real network's FP64 logits at x (for attacks and tests; not a reference). */
 void vt_cert_forward64(vt_cert_ctx *c, const double *x, double *logits);
+/* The deployed network exactly at the FP32 input x (the project's evaluation with exact rounding,
+ * docs/certify.md "What is certified"): a_k = RN32(RN32(z_k) + b_k), z_k's exact value rounded once,
+ * h_k = relu(a_k); the logits into y (n[L] values). *finite = 0 when a value is not finite (an
+ * overflow: such a point confirms nothing). A collective under vt_cert_set_shard. */
+vt_err vt_cert_eval_deployed(vt_cert_ctx *c, const float *x, float *y, int *finite) VT_WARN_UNUSED;
 /* After vt_cert_forward64 at a point: g (n[L] values, at least the widest layer's room) holds the
  * gradient of an objective with respect to the logits; on return its first n[0] values are the
  * gradient with respect to the input (g2: work of the widest layer). FP64, for attacks only. */
 void vt_cert_backprop64(vt_cert_ctx *c, double *g, double *g2);
 /* splitmix64: the attacks' deterministic random numbers. */
 uint64_t vt_cert_rand(uint64_t *state);
-/* The width of the widest layer. */
+/* The width of the widest layer; of the output layer. */
 uint32_t vt_cert_max_width(const vt_cert_ctx *c);
+uint32_t vt_cert_out_width(const vt_cert_ctx *c);
 
-/* PGD with restarts (deterministic: the seed, the example index) maximising max_j a_j - a_label
- * over FP32 inputs of the exact box of x and eps. Each candidate whose FP64 margin is <= 0 is
- * handed to confirm (the project's own evaluation); the first confirmed one is written to cex and 1
- * returned in *found. */
+/* PGD with restarts (deterministic: the seed, the example index) over FP32 inputs of the exact ball
+ * of x and eps: per restart, a margin loss a_j - a_label for every class j != label in turn (docs/
+ * certify.md "Methods"). The example itself and each candidate whose FP64 margin is <= 0 are handed
+ * to confirm (the project's own evaluation); the first confirmed one is written to cex and 1 returned
+ * in *found. The context's deadline (vt_cert_set_deadline) stops it between steps (vt_cert_timed_out). */
 typedef vt_err (*vt_cert_confirm_fn)(void *ctx, const float *x, uint32_t label, int *misclassified);
 vt_err vt_cert_attack(vt_cert_ctx *c, const float *x, double eps, uint32_t label, uint64_t index,
                       const vt_cert_settings *s, vt_cert_confirm_fn confirm, void *cctx, float *cex,
@@ -187,11 +195,14 @@ typedef struct {
     uint32_t examples;
     int order;                /* vt_order of the confirming evaluation */
     int quiet;
+    double timeout;           /* certify --timeout: seconds an example (0: none); an example whose
+                               * deadline passes is answered timeout unless a counterexample was confirmed,
+                               * and then no certificate is written */
     vt_cert_settings set;
 } vt_cert_opts;
 
 typedef struct {
-    uint32_t verified, falsified, unknown;
+    uint32_t verified, falsified, unknown, timeout;
 } vt_cert_result;
 
 /* `auditor certify`: loads the run's final committed state (checked like `trainer export`), its
@@ -242,6 +253,7 @@ typedef struct {
     const char *key_path, *out_path; /* --out: the signed certificate (not written on a timeout) */
     const char *report_path;         /* JSON report ("-": standard output) */
     const char *cex_path;            /* sat: the counterexample, VNN-COMP's format */
+    const char *result_path;         /* VNN-COMP's result file: the answer line, then for sat the assignment */
     double timeout;                  /* seconds, 0: none */
     int quiet;                       /* no per-disjunct table on stderr */
     vt_cert_settings set;

@@ -18,6 +18,7 @@
 #include "../common/vt_bytes.h"
 #include "../common/vt_cli.h"
 #include "../dist/vt_dist.h"
+#include "../rounding/vt_exact.h"
 #include "vt_cert.h"
 #include "vt_cert_int.h"
 
@@ -371,7 +372,8 @@ const char *vt_cert_method_name(vt_cert_method m)
 
 const char *vt_cert_answer_name(vt_cert_answer a)
 {
-    return a == VT_CERT_VERIFIED ? "verified" : a == VT_CERT_FALSIFIED ? "falsified" : "unknown";
+    return a == VT_CERT_VERIFIED ? "verified" : a == VT_CERT_FALSIFIED ? "falsified" : a == VT_CERT_TIMED_OUT ? "timeout"
+                                                                                                           : "unknown";
 }
 
 void vt_cert_box(const float *x, uint32_t d, double eps, double *xl, double *xu)
@@ -787,7 +789,11 @@ vt_err vt_cert_spec_bounds(vt_cert_ctx *c, const double *xl, const double *xu, c
     size_t na = c->n_alpha_row;
     if (alpha && s->method == VT_CERT_ALPHA_CROWN) memset(alpha, 0, (size_t)m * na * sizeof *alpha);
     for (uint32_t r = 0; r < m; r++) lb[r] = -INFINITY;
-    if (!layer_bounds(c, xl, xu, s->method)) return c->err;
+    if (c->beta_out) memset(c->beta_out, 0, (size_t)m * c->n_splits * sizeof *c->beta_out);
+    if (!layer_bounds(c, xl, xu, s->method)) { /* an empty subdomain (branch and bound): every bound holds */
+        for (uint32_t r = 0; r < m && c->infeasible && !c->timed_out; r++) lb[r] = INFINITY;
+        return c->err;
+    }
     double *work = c->xs; /* maxw doubles; free until a backward pass */
     for (uint32_t r = 0; r < m; r++) {
         if (expired(c)) return c->err;
@@ -801,6 +807,7 @@ vt_err vt_cert_spec_bounds(vt_cert_ctx *c, const double *xl, const double *xu, c
         double *row = c->v3;
         memcpy(row, cr, no * sizeof *row);
         const double *gv = c->given && s->method == VT_CERT_ALPHA_CROWN ? c->given + (size_t)r * na : NULL;
+        c->beta_r = r; /* branch and bound's multipliers of this row */
         double best = crown_row(c, row, s, gv, alpha && s->method == VT_CERT_ALPHA_CROWN ? alpha + (size_t)r * na : NULL);
         lb[r] = best > ibp ? best : ibp;
     }
@@ -840,6 +847,39 @@ void vt_cert_forward64(vt_cert_ctx *c, const double *x, double *logits)
         share(c, o, c->n[k]);
         h = o;
     }
+}
+
+vt_err vt_cert_eval_deployed(vt_cert_ctx *c, const float *x, float *y, int *finite)
+{
+    *finite = 0;
+    double *h = malloc(c->maxw * sizeof *h), *o = malloc(c->maxw * sizeof *o);
+    if (!h || !o) {
+        free(h), free(o);
+        return vt_set_error(VT_ERR_NOMEM, "out of memory");
+    }
+    int ok = 1;
+    for (uint32_t i = 0; i < c->n[0]; i++) h[i] = x[i], ok &= isfinite(x[i]) != 0;
+    for (uint32_t k = 1; k <= c->L; k++) {
+        size_t in = c->n[k - 1], j0, j1;
+        const double *wk = layer_rows(c, k, 1, &j0, &j1);
+        for (size_t j = j0; j < j1; j++) {
+            const double *w = wk + (j - j0) * in;
+            vt_xacc acc;
+            vt_xacc_init(&acc);
+            for (size_t i = 0; i < in; i++) vt_xacc_add(&acc, w[i] * h[i]); /* FP32 x FP32: exact in FP64 */
+            /* RN32(g + b) through FP64 is RN32 of the exact sum (53 >= 2 x 24 + 2) */
+            o[j] = (float)((double)vt_xacc_round32(&acc) + c->b[k][j]);
+        }
+        share(c, o, c->n[k]);
+        for (uint32_t j = 0; j < c->n[k]; j++) {
+            ok &= isfinite(o[j]) != 0; /* before the ReLU, which would hide a -inf */
+            h[j] = k < c->L && o[j] < 0 ? 0 : o[j];
+        }
+    }
+    for (uint32_t j = 0; j < c->n[c->L]; j++) y[j] = (float)h[j];
+    *finite = ok;
+    free(h), free(o);
+    return c->err;
 }
 
 void vt_cert_backprop64(vt_cert_ctx *c, double *g, double *g2)
@@ -888,55 +928,109 @@ static float to_ball(double v, float x, double eps)
     return f;
 }
 
-vt_err vt_cert_attack(vt_cert_ctx *c, const float *x, double eps, uint32_t label, uint64_t index,
-                      const vt_cert_settings *s, vt_cert_confirm_fn confirm, void *cctx, float *cex, int *found)
+/* PGD aimed at every wrong class in turn (docs/certify.md "Methods", Attack): the example itself is
+ * handed to confirm first; then per restart (the first from the example, the others uniform in the
+ * ball from splitmix64 of the seed and the example's index), for every class j != label in
+ * increasing order, from that same start, attack_iters sign-gradient steps of 2.5 eps / iters
+ * increasing a_j - a_label on the FP64 network, each iterate the nearest FP32 value in the exact ball;
+ * an iterate on which the FP64 network puts any other class at or above the label's is handed to
+ * confirm, which alone decides. The network is net's forward (x -> the C outputs) and grad (after
+ * forward: the gradient of gout . out with respect to the input, d values). A deadline (net->deadline
+ * > 0, vt_now() seconds) stops it before a step: net->timed_out = 1. */
+vt_err vti_cert_pgd(vti_cert_pgd_net *net, const float *x, double eps, uint32_t label, uint64_t index,
+                    const vt_cert_settings *s, vt_cert_confirm_fn confirm, void *cctx, float *cex, int *found)
 {
     *found = 0;
-    uint32_t d = c->n[0], no = c->n[c->L];
-    double *xc = malloc(d * sizeof *xc), *g = malloc(c->maxw * sizeof *g), *g2 = malloc(c->maxw * sizeof *g2),
-           *lg = malloc(no * sizeof *lg);
-    float *xf = malloc(d * sizeof *xf);
+    uint32_t d = net->d, no = net->C, w = net->work > d ? net->work : d;
+    w = w > no ? w : no;
+    double *xc = malloc(d * sizeof *xc), *g = malloc(w * sizeof *g), *lg = malloc(no * sizeof *lg);
+    float *xf = malloc(d * sizeof *xf), *x0 = malloc(d * sizeof *x0);
     vt_err e = VT_OK;
-    if (!xc || !g || !g2 || !lg || !xf) {
+    if (!xc || !g || !lg || !xf || !x0) {
         e = vt_set_error(VT_ERR_NOMEM, "out of memory");
         goto done;
     }
+    int mis = 0;
+    if (!net->start) e = confirm(cctx, x, label, &mis); /* the example itself, whatever FP64 says */
+    if (!e && mis) memcpy(cex, x, d * sizeof *cex), *found = 1;
     uint64_t seed = s->attack_seed ^ (index * 0xd1342543de82ef95ull);
     double step = 2.5 * eps / (s->attack_iters ? s->attack_iters : 1);
-    for (uint32_t r = 0; r < s->attack_restarts && !*found && !e; r++) {
+    for (uint32_t r = 0; r < (net->start ? 1 : s->attack_restarts) && !*found && !e; r++) {
         for (uint32_t i = 0; i < d; i++) {
             double u = r == 0 ? 0.5 : (double)(splitmix(&seed) >> 11) * 0x1p-53;
-            xf[i] = to_ball((double)x[i] + (2 * u - 1) * eps * (r != 0), x[i], eps);
+            x0[i] = net->start ? net->start[i] : to_ball((double)x[i] + (2 * u - 1) * eps * (r != 0), x[i], eps);
         }
-        for (uint32_t it = 0; it <= s->attack_iters && !*found && !e; it++) {
-            for (uint32_t i = 0; i < d; i++) xc[i] = xf[i];
-            vt_cert_forward64(c, xc, lg);
-            uint32_t jb = label == 0 ? 1 : 0;
-            for (uint32_t j = 0; j < no; j++)
-                if (j != label && lg[j] > lg[jb]) jb = j;
-            /* a candidate (and the example itself, whatever FP64 says): the project's evaluation decides */
-            if (lg[jb] >= lg[label] || (r == 0 && it == 0)) {
-                int mis = 0;
-                e = confirm(cctx, xf, label, &mis);
-                if (!e && mis) {
-                    memcpy(cex, xf, d * sizeof *cex);
-                    *found = 1;
+        for (uint32_t jt = 0; jt < no && !*found && !e; jt++) {
+            if (jt == label || (net->start && jt != net->only_class)) continue;
+            memcpy(xf, x0, d * sizeof *xf);
+            for (uint32_t it = 0; it <= s->attack_iters && !*found && !e; it++) {
+                if (net->deadline > 0 && vt_now() >= net->deadline) {
+                    net->timed_out = 1;
+                    goto done;
                 }
-                if (e || mis) break;
+                for (uint32_t i = 0; i < d; i++) xc[i] = xf[i];
+                net->forward(net->net, xc, lg);
+                int cand = 0;
+                for (uint32_t j = 0; j < no; j++) cand |= j != label && !(lg[label] > lg[j]);
+                if (cand && (r > 0 || it > 0)) { /* a candidate (the example, a start: tried before) */
+                    e = confirm(cctx, xf, label, &mis);
+                    if (!e && mis) memcpy(cex, xf, d * sizeof *cex), *found = 1;
+                }
+                if (it == s->attack_iters || *found || e) break;
+                for (uint32_t j = 0; j < no; j++) lg[j] = (j == jt) - (j == label); /* a_jt - a_label */
+                net->grad(net->net, lg, g);
+                for (uint32_t i = 0; i < d; i++)
+                    xf[i] = to_ball((double)xf[i] + (g[i] > 0 ? step : g[i] < 0 ? -step : 0), x[i], eps);
             }
-            if (it == s->attack_iters) break;
-            /* gradient of a_jb - a_label by back-propagation (the activations recomputed) */
-            for (uint32_t j = 0; j < no; j++) g[j] = (j == jb) - (j == label);
-            vt_cert_backprop64(c, g, g2);
-            for (uint32_t i = 0; i < d; i++)
-                xf[i] = to_ball((double)xf[i] + (g[i] > 0 ? step : g[i] < 0 ? -step : 0), x[i], eps);
         }
     }
 done:
-    free(xc), free(g), free(g2), free(lg), free(xf);
+    free(xc), free(g), free(lg), free(xf), free(x0);
+    return e;
+}
+
+typedef struct {
+    vt_cert_ctx *c;
+    double *g2; /* backprop's work (the widest layer) */
+} mlp_pgd;
+
+static void mlp_forward(void *net, const double *x, double *out) { vt_cert_forward64(((mlp_pgd *)net)->c, x, out); }
+
+static void mlp_grad(void *net, const double *gout, double *gin)
+{
+    mlp_pgd *m = net;
+    memcpy(gin, gout, m->c->n[m->c->L] * sizeof *gin);
+    vt_cert_backprop64(m->c, gin, m->g2);
+}
+
+static vt_err mlp_attack(vt_cert_ctx *c, const float *x, double eps, uint32_t label, uint64_t index, const float *start,
+                         uint32_t cls, const vt_cert_settings *s, vt_cert_confirm_fn confirm, void *cctx, float *cex,
+                         int *found)
+{
+    *found = 0;
+    mlp_pgd m = {c, malloc(c->maxw * sizeof(double))};
+    if (!m.g2) return vt_set_error(VT_ERR_NOMEM, "out of memory");
+    vti_cert_pgd_net net = {mlp_forward, mlp_grad, &m, c->n[0], c->n[c->L], c->maxw, c->deadline, 0, start, cls};
+    vt_err e = vti_cert_pgd(&net, x, eps, label, index, s, confirm, cctx, cex, found);
+    if (net.timed_out) c->timed_out = 1;
+    free(m.g2);
     return e ? e : c->err;
 }
 
+vt_err vt_cert_attack(vt_cert_ctx *c, const float *x, double eps, uint32_t label, uint64_t index,
+                      const vt_cert_settings *s, vt_cert_confirm_fn confirm, void *cctx, float *cex, int *found)
+{
+    return mlp_attack(c, x, eps, label, index, NULL, 0, s, confirm, cctx, cex, found);
+}
+
+vt_err vti_cert_attack_from(vt_cert_ctx *c, const float *x, double eps, uint32_t label, const float *start, uint32_t cls,
+                            const vt_cert_settings *s, vt_cert_confirm_fn confirm, void *cctx, float *cex, int *found)
+{
+    return mlp_attack(c, x, eps, label, 0, start, cls, s, confirm, cctx, cex, found);
+}
+
 uint32_t vt_cert_max_width(const vt_cert_ctx *c) { return c->maxw; }
+
+uint32_t vt_cert_out_width(const vt_cert_ctx *c) { return c->n[c->L]; }
 
 uint64_t vt_cert_rand(uint64_t *state) { return splitmix(state); }

@@ -60,6 +60,8 @@ struct vt_cert_graph {
     double *cib;  /* CROWN-IBP's bound of each row (CROWN's intermediate bounds: the bound keeps the larger) */
     size_t cib_cap;
     int inter_ibp; /* vt_cert_graph_set_intermediate: 1 the intermediate bounds by IBP alone (CROWN-IBP) */
+    double deadline; /* vt_cert_graph_set_deadline: vt_cert_graph_bounds' and the attack's (0: none) */
+    int timed_out;   /* the deadline passed (sticky until it is set again) */
     int sparse;    /* the backward pass visits the touched values only (tl), rows by their inputs (smark) */
     uint32_t *cand, *smark, stamp, smark_n; /* a sparse linear node's inputs to sum (smark[i] == stamp: listed) */
     double *bw;   /* a backward pass's sums and error terms of one node's inputs (2 a value) */
@@ -1003,6 +1005,14 @@ static double backward(vt_cert_graph *g, uint32_t start)
 
 /* ---------------------------------------------------------------- alpha-CROWN */
 
+void vt_cert_graph_set_deadline(vt_cert_graph *g, double deadline)
+{
+    g->deadline = deadline;
+    g->timed_out = 0;
+}
+
+int vt_cert_graph_timed_out(const vt_cert_graph *g) { return g->timed_out; }
+
 void vt_cert_graph_set_alpha(vt_cert_graph *g, const vt_cert_settings *s)
 {
     g->as.alpha_iters = s->alpha_iters, g->as.alpha_step = s->alpha_step, g->as.alpha_decay = s->alpha_decay;
@@ -1268,7 +1278,7 @@ vt_err vt_cert_graph_bounds(vt_cert_graph *g, const double *xl, const double *xu
         unstable(g, 0);
         for (uint32_t j = 0, r = 0; j < o->n && !g->err; j++)
             if (j != label) g->cib[r++] = pass(g, margin_row(g, label, j));
-        crown_inter(g, 0, &timed);
+        crown_inter(g, g->deadline, &timed);
     }
     unstable(g, m == VT_CERT_ALPHA_CROWN ? nm : 0);
     vt_err ge = given_check(g, m);
@@ -1281,13 +1291,14 @@ vt_err vt_cert_graph_bounds(vt_cert_graph *g, const double *xl, const double *xu
         double b = DN(o->l[label] - o->u[j]);
         if (!isfinite(b)) b = -INFINITY;
         if (m != VT_CERT_IBP) {
-            double c = row_any(g, margin_row(g, label, j), r, m, 0, &timed);
+            double c = row_any(g, margin_row(g, label, j), r, m, g->deadline, &timed);
             if (c > b) b = c;
             if (full && g->cib[r] > b) b = g->cib[r];
         }
         g->work[r++] = b;
     }
     g->given = NULL;
+    g->timed_out |= timed;
     for (uint32_t j = 0, r = 0; j < o->n && !g->err; j++) lb[j] = j == label ? 0 : g->work[r++];
     return g->err;
 }
@@ -1403,58 +1414,14 @@ void vt_cert_graph_grad64(vt_cert_graph *g, const double *gout, double *gin)
     memcpy(gin, g->nd[0].g64, g->nd[0].n * sizeof *gin);
 }
 
-/* the FP32 value nearest v in the exact ball of x (moved toward x until inside) */
-static float project(double v, float x, double eps)
-{
-    double lo = (double)x - eps, hi = (double)x + eps;
-    if (v < lo) v = lo;
-    if (v > hi) v = hi;
-    if (v < 0) v = 0;
-    if (v > 1) v = 1;
-    float f = (float)v;
-    while (!vt_cert_in_ball(f, x, eps)) f = nextafterf(f, x);
-    return f;
-}
+static void graph_forward(void *net, const double *x, double *out) { vt_cert_graph_forward64(net, x, out); }
+static void graph_grad(void *net, const double *gout, double *gin) { vt_cert_graph_grad64(net, gout, gin); }
 
 vt_err vt_cert_graph_attack(vt_cert_graph *g, const float *x, double eps, uint32_t label, uint64_t index,
                             const vt_cert_settings *s, vt_cert_confirm_fn confirm, void *cctx, float *cex, int *found)
 {
-    uint32_t d = g->nd[0].n, C = g->nd[g->n_nodes - 1].n;
-    double *xd = malloc(d * sizeof *xd), *out = malloc(C * sizeof *out), *go = calloc(C, sizeof *go);
-    float *xf = malloc(d * sizeof *xf);
-    vt_err e = !xd || !out || !go || !xf ? vt_set_error(VT_ERR_NOMEM, "out of memory") : VT_OK;
-    *found = 0;
-    uint64_t st = s->attack_seed ^ (0x9e3779b97f4a7c15ull * (index + 1));
-    double step = 2.5 * eps / (s->attack_iters ? s->attack_iters : 1);
-    for (uint32_t r = 0; r < s->attack_restarts && !e && !*found; r++) {
-        for (uint32_t i = 0; i < d; i++) {
-            double u01 = (double)(vt_cert_rand(&st) >> 11) * 0x1p-53;
-            xf[i] = r == 0 ? x[i] : project((double)x[i] + (2 * u01 - 1) * eps, x[i], eps);
-        }
-        for (uint32_t it = 0; it <= s->attack_iters && !e && !*found; it++) {
-            for (uint32_t i = 0; i < d; i++) xd[i] = xf[i];
-            vt_cert_graph_forward64(g, xd, out);
-            uint32_t jm = label == 0 ? 1 : 0;
-            for (uint32_t j = 0; j < C; j++)
-                if (j != label && out[j] > out[jm]) jm = j;
-            if (out[label] - out[jm] <= 0 || (r == 0 && it == 0)) {
-                int mis = 0;
-                e = confirm(cctx, xf, label, &mis);
-                if (!e && mis) {
-                    memcpy(cex, xf, d * sizeof *xf);
-                    *found = 1;
-                }
-            }
-            if (it == s->attack_iters) break;
-            memset(go, 0, C * sizeof *go);
-            go[jm] = 1, go[label] = -1;
-            backprop64(g, go);
-            for (uint32_t i = 0; i < d; i++) {
-                double gi = g->nd[0].g64[i];
-                xf[i] = project((double)xf[i] + (gi > 0 ? step : gi < 0 ? -step : 0), x[i], eps);
-            }
-        }
-    }
-    free(xd), free(out), free(go), free(xf);
+    vti_cert_pgd_net net = {graph_forward, graph_grad, g, g->nd[0].n, g->nd[g->n_nodes - 1].n, 0, g->deadline, 0, NULL, 0};
+    vt_err e = vti_cert_pgd(&net, x, eps, label, index, s, confirm, cctx, cex, found);
+    g->timed_out |= net.timed_out;
     return e ? e : g->err;
 }

@@ -102,6 +102,11 @@ void vt_cert_graph_set_intermediate(vt_cert_graph *g, vt_cert_inter in);
 /* alpha-CROWN's settings (alpha_iters, alpha_step, alpha_decay of s; the rest ignored) for the bounds
  * after it; a new graph has vt_cert_settings_default's. */
 void vt_cert_graph_set_alpha(vt_cert_graph *g, const vt_cert_settings *s);
+/* certify RUN_DIR --timeout: a deadline (vt_now() seconds, 0: none) for vt_cert_graph_bounds (between
+ * the intermediate bounds' values and alpha-CROWN's iterations) and vt_cert_graph_attack (between
+ * steps); vt_cert_graph_timed_out: it passed since it was set (the bounds cut short are -infinity). */
+void vt_cert_graph_set_deadline(vt_cert_graph *g, double deadline);
+int vt_cert_graph_timed_out(const vt_cert_graph *g);
 /* After alpha-CROWN's bounds: the number of unstable ReLU values of the box (the intermediate bounds'
  * interval of the ReLU's input has l < 0 < u), and the slopes found: per row (the margins j != label in increasing j;
  * the spec rows in order) that many doubles, the unstable values in node order, then index order.

@@ -73,12 +73,36 @@ typedef struct {
 } vti_bab_node;
 typedef struct {
     vti_bab_node *v;
-    uint32_t n, cap, C;
-    size_t na;
+    uint32_t n, cap, C; /* C: the bounds a leaf records (a run's margins: its classes; a property: its rows) */
+    uint32_t R;         /* the rows a leaf records multipliers and slopes for (C - 1 margins; a property's rows) */
+    size_t na;          /* a leaf's slopes: R x vt_cert_n_alpha_row */
 } vti_bab_tree;
 void vti_bab_free(vti_bab_tree *t);
 /* A tree of one leaf: the whole box's slopes and bounds. */
 vt_err vti_bab_root(vti_bab_tree *t, size_t na, uint32_t C, const double *alpha, const double *lb) VT_WARN_UNUSED;
+vt_err vti_bab_root_rows(vti_bab_tree *t, size_t na, uint32_t R, uint32_t nlb, const double *alpha,
+                         const double *lb) VT_WARN_UNUSED;
+/* What branch and bound bounds (a committed run's margins, vt_cert_bab.c; a VNN-LIB property's rows,
+ * vt_cert_spec.c): R rows with slopes and multipliers, nlb bounds a leaf; bound: the subdomain's bounds
+ * with the splits set (lb: nlb values, alpha: the R rows' slopes); worst: > 0 when the leaf closes, else
+ * a measure (not finite: stop) and the row to branch on (row: its n[L] coefficients, r: its index among
+ * the R rows, which: its name in messages); candidate: after the branching pass, its smallest point
+ * (vt_cert_last_point) tried as a counterexample (*found = 1 when confirmed). */
+typedef struct vti_bab_prob {
+    uint32_t R, nlb;
+    const char *what; /* "margin", "row" */
+    int progress;     /* a line on standard error every 100 subdomains */
+    vt_err (*bound)(struct vti_bab_prob *p, vt_cert_ctx *c, double *lb, double *alpha);
+    double (*worst)(struct vti_bab_prob *p, const double *lb, double *row, uint32_t *r, uint32_t *which);
+    vt_err (*candidate)(struct vti_bab_prob *p, vt_cert_ctx *c, int *found);
+    void *ctx;
+} vti_bab_prob;
+vt_err vti_bab_search_p(vt_cert_ctx *c, vti_bab_prob *p, const vt_cert_settings *s, vti_bab_tree *t, int *closed,
+                        uint32_t *bounded, int *found) VT_WARN_UNUSED;
+vt_err vti_bab_replay_p(vt_cert_ctx *c, const vt_cert_net *net, vti_bab_prob *p,
+                        vti_bab_tree *t, const char *cert_path, const char *where, int *closed) VT_WARN_UNUSED;
+vt_err vti_bab_scan_rows(const uint8_t *p, size_t avail, size_t na, uint32_t R, uint32_t C, const char *where,
+                         vti_bab_tree *t, size_t *used) VT_WARN_UNUSED;
 /* certify: breadth-first branch and bound over the box with s (alpha-CROWN) until every leaf closes
  * (*closed = 1) or s->bab_domains subdomains were bounded, the deadline passed, nothing is left to split
  * or (at not NULL) a counterexample is confirmed (*found = 1, at->cex: each subdomain that does not close
@@ -92,6 +116,7 @@ typedef struct { /* the attack inside the search: the example, its ball, the con
     vt_cert_confirm_fn confirm;
     void *cctx;
     float *cex; /* d values: a confirmed counterexample */
+    int progress; /* a line on standard error every 100 subdomains (certify without --quiet) */
 } vti_bab_attack;
 vt_err vti_bab_search(vt_cert_ctx *c, const double *xl, const double *xu, uint32_t label, const vt_cert_settings *s,
                       uint32_t C, vti_bab_tree *t, int *closed, uint32_t *bounded, const vti_bab_attack *at,
@@ -125,6 +150,9 @@ vt_err vti_cert_run_open(const char *run_dir, const char *pubkey_path, int order
                          const vt_cert_net **net, vti_cert_model_id *id) VT_WARN_UNUSED;
 struct vt_cert_graph *vti_cert_run_graph(vti_cert_run *r); /* NULL for an MLP run */
 void vti_cert_run_close(vti_cert_run *r);
+/* The run's own evaluation pass (exact rounding, the CPU reference) at the FP32 input x: *logits its
+ * outputs (borrowed until the next call), as certify RUN_DIR confirms a counterexample. */
+vt_err vti_cert_run_eval(vti_cert_run *r, const float *x, const float **logits) VT_WARN_UNUSED;
 
 /* Sharding over ranks (vt_cert_bound.c; docs/certify.md "Sharded over ranks"): the process's
  * communicator and mode (NULL: none); the first agreement of the ranks on mine (every rank calls it
@@ -143,5 +171,27 @@ extern double vti_cert_graph_inward;
 /* A test hook: when set, the intermediate bounds' passes are the dense ones in one process too (the
  * sparse ones must give the same bits). */
 extern int vti_cert_graph_dense;
+
+/* The attack of a committed run's example (vt_cert_attack, vt_cert_graph_attack): PGD with a margin
+ * loss per wrong class and restarts per class (docs/certify.md "Methods"), each FP64 candidate handed
+ * to confirm (the project's exact evaluation). forward: the d inputs to the C outputs (FP64); grad,
+ * after forward: the gradient of gout . out with respect to the input (gin: max(d, C, work) values). */
+typedef struct {
+    void (*forward)(void *net, const double *x, double *out);
+    void (*grad)(void *net, const double *gout, double *gin);
+    void *net;
+    uint32_t d, C, work;
+    double deadline; /* vt_now() seconds, checked before each step (0: none) */
+    int timed_out;   /* out: the deadline stopped it */
+    const float *start; /* branch and bound's subdomains: one run from this FP32 point of the ball (not the
+                         * example itself, no restarts), aimed at class only_class alone */
+    uint32_t only_class;
+} vti_cert_pgd_net;
+/* vt_cert_attack from start (d FP32 values in the ball) at class cls alone (vti_cert_pgd_net's start). */
+vt_err vti_cert_attack_from(vt_cert_ctx *c, const float *x, double eps, uint32_t label, const float *start, uint32_t cls,
+                            const vt_cert_settings *s, vt_cert_confirm_fn confirm, void *cctx, float *cex,
+                            int *found) VT_WARN_UNUSED;
+vt_err vti_cert_pgd(vti_cert_pgd_net *net, const float *x, double eps, uint32_t label, uint64_t index,
+                    const vt_cert_settings *s, vt_cert_confirm_fn confirm, void *cctx, float *cex, int *found) VT_WARN_UNUSED;
 
 #endif

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "../common/vt_bytes.h"
+#include "../common/vt_cli.h"
 #include "../common/vt_hash.h"
 #include "../data/vt_data.h"
 #include "../kernels/vt_kernels.h"
@@ -163,13 +164,12 @@ static vt_err load_data(const vt_cert_opts *o, cert_run *r)
 }
 
 /* The project's evaluation pass (exact rounding: every rounded output RN32 of its exact value) on
- * x in every row of the batch; misclassified when a logit other than the label's is >= it. */
-static vt_err confirm(void *ctx, const float *x, uint32_t label, int *mis)
+ * x in every row of the batch; *lg: the first row's logits (the model's tensor). */
+static vt_err eval_logits(cert_run *r, const float *x, const float **lgp)
 {
-    cert_run *r = ctx;
     vt_model *m = &r->m;
     const vt_program *p = &m->prog;
-    uint32_t d = r->net.n[0], C = r->net.n[r->net.L], B = r->rcp.batch;
+    uint32_t d = r->net.n[0], B = r->rcp.batch;
     float *in = vt_model_tensor(m, p->input, NULL);
     for (uint32_t b = 0; b < B; b++) memcpy(in + (size_t)b * d, x, d * sizeof *x);
     vt_bound_cfg bc = m->rcp.bound;
@@ -189,7 +189,17 @@ static vt_err confirm(void *ctx, const float *x, uint32_t label, int *mis)
     m->exec = saved;
     vt_steplog_free(&log);
     VT_FORWARD_IF_ERROR(e);
-    const float *lg = vt_model_tensor(m, r->logits, NULL);
+    *lgp = vt_model_tensor(m, r->logits, NULL);
+    return VT_OK;
+}
+
+/* eval_logits at x; misclassified when a logit other than the label's is >= it. */
+static vt_err confirm(void *ctx, const float *x, uint32_t label, int *mis)
+{
+    cert_run *r = ctx;
+    uint32_t C = r->net.n[r->net.L];
+    const float *lg = NULL;
+    VT_FORWARD_IF_ERROR(eval_logits(r, x, &lg));
     *mis = 0;
     for (uint32_t j = 0; j < C; j++)
         if (j != label && !(lg[label] > lg[j])) *mis = 1;
@@ -308,6 +318,10 @@ static vt_err compute(const vt_cert_opts *op, cert_run *r, vti_buf *o, vt_cert_r
         if (e) break;
         int closed = 0;
         uint32_t bounded = 1;
+        if (!cert && op->timeout > 0) { /* the example's own deadline */
+            if (c) vt_cert_set_deadline(c, vt_now() + op->timeout);
+            else vt_cert_graph_set_deadline(r->graph, vt_now() + op->timeout);
+        }
         if (rec && bab) { /* the one pass: every leaf's bound from its slopes */
             e = vti_bab_replay(c, &r->net, xl, xu, lab, &op->set, &tree, cert_path, where, &closed);
             if (!e) vti_bab_min_lb(&tree, lb);
@@ -343,7 +357,7 @@ static vt_err compute(const vt_cert_opts *op, cert_run *r, vti_buf *o, vt_cert_r
             if (!found && bab) { /* branch and bound: the tree replaces the root leaf when every leaf closes */
                 vti_bab_tree t2;
                 memset(&t2, 0, sizeof t2);
-                vti_bab_attack at = {x, op->eps, d, confirm, r, cex};
+                vti_bab_attack at = {x, op->eps, d, confirm, r, cex, !op->quiet};
                 e = vti_bab_search(c, xl, xu, lab, &op->set, C, &t2, &closed, &bounded, &at, &found);
                 if (!e && found) ans = VT_CERT_FALSIFIED; /* confirmed by the exact evaluation */
                 if (!e && closed) {
@@ -359,6 +373,10 @@ static vt_err compute(const vt_cert_opts *op, cert_run *r, vti_buf *o, vt_cert_r
                 if (e) break;
             }
         }
+        /* the deadline passed (bounds cut short: -inf; the attack or the search stopped): timeout, unless a
+         * counterexample is confirmed (a falsified answer needs no bound) */
+        if ((c ? vt_cert_timed_out(c) : vt_cert_graph_timed_out(r->graph)) && ans != VT_CERT_FALSIFIED)
+            ans = VT_CERT_TIMED_OUT;
         if (rec && vt_get_u32le(rec + 8) != (uint32_t)ans) {
             e = vt_set_error(VT_ERR_MISMATCH, "%s: %s is recorded %s; the one-pass check gives %s%s", cert_path, where,
                              vt_cert_answer_name((vt_cert_answer)vt_get_u32le(rec + 8)), vt_cert_answer_name(ans),
@@ -368,7 +386,7 @@ static vt_err compute(const vt_cert_opts *op, cert_run *r, vti_buf *o, vt_cert_r
             break;
         }
         res->verified += ans == VT_CERT_VERIFIED, res->falsified += ans == VT_CERT_FALSIFIED;
-        res->unknown += ans == VT_CERT_UNKNOWN;
+        res->unknown += ans == VT_CERT_UNKNOWN, res->timeout += ans == VT_CERT_TIMED_OUT;
         vti_put32(o, i), vti_put32(o, lab), vti_put32(o, (uint32_t)ans);
         for (uint32_t j = 0; j < C; j++) vti_put64(o, vt_f64_bits(lb[j]));
         if (ans == VT_CERT_FALSIFIED)
@@ -446,14 +464,15 @@ vt_err vt_cert_run(const vt_cert_opts *o, vt_cert_result *res)
         char hs[65];
         vt_hex(r.ex.state_hash, 32, hs);
         if (!e)
-            fprintf(rep.rep, "\n  ],\n  \"verified\": %u,\n  \"falsified\": %u,\n  \"unknown\": %u,\n  \"state_hash\": \"%s\"\n}\n",
-                    res->verified, res->falsified, res->unknown, hs);
+            fprintf(rep.rep, "\n  ],\n  \"verified\": %u,\n  \"falsified\": %u,\n  \"unknown\": %u,\n  \"timeout\": %u,\n"
+                    "  \"state_hash\": \"%s\"\n}\n", res->verified, res->falsified, res->unknown, res->timeout, hs);
         int bad = ferror(rep.rep);
         if (rep.rep != stdout) bad |= fclose(rep.rep) != 0;
         else fflush(stdout);
         if (!e && bad) e = vt_set_error(VT_ERR_IO, "--report %s: cannot write it", o->report_path);
     }
-    if (!e && o->out_path) e = vti_cert_sign_write(&out, &kp, o->out_path);
+    /* a timeout depends on the clock: no certificate (check-certificate could not recompute it) */
+    if (!e && o->out_path && !res->timeout) e = vti_cert_sign_write(&out, &kp, o->out_path);
     vt_keypair_wipe(&kp);
     free(out.b);
     cert_run_free(&r);
@@ -488,6 +507,8 @@ vt_err vti_cert_run_open(const char *run_dir, const char *pubkey_path, int order
 }
 
 vt_cert_graph *vti_cert_run_graph(vti_cert_run *h) { return h ? h->r.graph : NULL; }
+
+vt_err vti_cert_run_eval(vti_cert_run *h, const float *x, const float **logits) { return eval_logits(&h->r, x, logits); }
 
 void vti_cert_run_close(vti_cert_run *h)
 {

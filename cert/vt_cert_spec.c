@@ -2,9 +2,10 @@
  * "ONNX and VNN-LIB", docs/format.md "Certificate" version 2): the network read from ONNX, the
  * property from VNN-LIB, the spec matrix's bounds (vt_cert_spec_bounds) over the box after the
  * input's normalisation (rounded outward), the VNN-COMP answer (unsat / sat / unknown / timeout),
- * a counterexample only when a rigorous FP64 interval evaluation of the real-arithmetic network at
- * that input satisfies every constraint of one disjunct. A convolutional ONNX file is bounded as a
- * layer graph (vt_cert_graph_spec_bounds, its FP32 widening; docs/certify.md "Convolutional networks
+ * a counterexample only when the exact evaluation of the deployed network at that input (a
+ * convolutional file: a rigorous interval evaluation at the point) satisfies every constraint of one
+ * disjunct; --method beta-crown: branch and bound over the rows (certificate versions 6 and 7). A
+ * convolutional ONNX file is bounded as a layer graph (vt_cert_graph_spec_bounds, its FP32 widening; docs/certify.md "Convolutional networks
  * from ONNX"). A committed run (`certify RUN_DIR --vnnlib`, version 3): an MLP as its network, a
  * residual CNN as its evaluation pass's graph (vt_cert_graph_from_program), either with the run's two
  * semantics (the exact-rounding evaluation and the real network). */
@@ -17,6 +18,7 @@
 #include "../common/vt_bytes.h"
 #include "../common/vt_cli.h"
 #include "../common/vt_hash.h"
+#include "../rounding/vt_exact.h"
 #include "vt_cert.h"
 #include "vt_cert_graph.h"
 #include "vt_cert_int.h"
@@ -26,6 +28,8 @@
 #define CERT_SPEC_VERSION 2u
 #define CERT_RUN_SPEC_VERSION 3u /* the same with a committed run in place of the ONNX file */
 #define CERT_RUN_TAIL 104u       /* version 3: step, Merkle root, manifest hash, trainer key */
+#define CERT_SPEC_BAB_VERSION 6u     /* version 2 with the split tree in place of the slopes (beta-crown) */
+#define CERT_RUN_SPEC_BAB_VERSION 7u /* version 3 likewise */
 #define CERT_SPEC_HEADER 140u
 
 const char *vt_cert_spec_answer_name(vt_cert_spec_answer a)
@@ -90,10 +94,11 @@ typedef struct {
     const vt_vnnlib *vn;
     vt_cert_ctx *c;
     vt_cert_graph *gr; /* a convolutional ONNX network (instead of c) */
+    vti_cert_run *run; /* a committed run (RUN_DIR --vnnlib): its evaluation pass confirms a residual CNN's */
     double deadline;
     /* work */
     double *pl, *pu, *ol, *ou, *y, *g, *g2, *xn, *sg, *work;
-    float *x;
+    float *x, *x32, *y32;
 } spec;
 
 /* 1 when every constraint of disjunct k holds everywhere in the box [pl, pu] of the network's input
@@ -122,26 +127,82 @@ static int crown_holds(spec *s, uint32_t k)
     return all;
 }
 
-/* A candidate counterexample confirmed at its FP32 input x alone (never over a ball): the rigorous
- * interval of the real network's outputs on the point's box (IBP: every dot product with its error
- * bound, rounded outward; the box is the normalisation's rounding of the point); where that interval
- * confirms no disjunct, CROWN on the same box, whose linear bounds do not widen through the layers as
- * intervals do. Returns the first disjunct all of whose constraints hold everywhere in the box, or -1. */
+/* The sign of the exact value of row . y + d (row: doubles, y: FP32 values as doubles): each product
+ * by TwoProduct (p + fma(r, y, -p), exact: a spec row's coefficients are small integers), the sum in
+ * the exact accumulator. */
+static int row_sign_exact(const double *row, const double *y, uint32_t n, double d)
+{
+    vt_xacc acc;
+    vt_xacc_init(&acc);
+    for (uint32_t j = 0; j < n; j++)
+        if (row[j] != 0) {
+            double p = row[j] * y[j];
+            vt_xacc_add(&acc, p), vt_xacc_add(&acc, fma(row[j], y[j], -p));
+        }
+    vt_xacc_add(&acc, d);
+    return vt_xacc_sign(&acc);
+}
+
+/* A feed-forward network's candidate, or a committed run's, confirmed by the exact evaluation of the
+ * deployed network at the FP32 point x alone (docs/certify.md "ONNX and VNN-LIB"): each normalisation
+ * step RN32 of its exact value, then vt_cert_eval_deployed (each layer RN32 of its exact dot product,
+ * RN32 of the bias add), or a residual CNN run's own evaluation pass (vti_cert_run_eval, exact
+ * rounding); a disjunct is reached when every row's exact value with its constant's upper end,
+ * C_r . y + d_hi, is <= 0 (< 0 strict). The outputs into ol = ou. Returns the first disjunct reached,
+ * or -1. */
+static int confirm_exact(spec *s, const float *x)
+{
+    const vt_vnnlib *v = s->vn;
+    const vt_cert_onnx *o = s->on;
+    uint32_t d = v->nx, ny = v->ny;
+    float *xn = s->x32, *y = s->y32;
+    int finite = 1;
+    if (s->gr) { /* a residual CNN run (no normalisation: the run's inputs) */
+        const float *lg = NULL;
+        if (vti_cert_run_eval(s->run, x, &lg) != VT_OK) return -1;
+        memcpy(y, lg, ny * sizeof *y);
+        for (uint32_t j = 0; j < ny; j++) finite &= isfinite(y[j]) != 0;
+    } else {
+        memcpy(xn, x, d * sizeof *xn);
+        for (uint32_t st = 0; st < o->n_norm; st++)
+            for (uint32_t i = 0; i < d; i++) {
+                double c = o->norm_c[st][o->norm_n[st] == 1 ? 0 : i]; /* RN32 through FP64: correctly rounded */
+                xn[i] = (float)(o->norm_op[st] == 'S' ? (double)xn[i] - c : (double)xn[i] / c);
+            }
+        if (vt_cert_eval_deployed(s->c, xn, y, &finite) != VT_OK) return -1;
+    }
+    if (!finite) return -1;
+    for (uint32_t j = 0; j < ny; j++) s->ol[j] = s->ou[j] = y[j];
+    for (uint32_t k = 0; k < v->n_disj; k++) {
+        int all = 1;
+        for (uint32_t r = v->disj_start[k]; r < v->disj_start[k + 1] && all; r++) {
+            int sg = row_sign_exact(v->C + (size_t)r * ny, s->ol, ny, v->d_hi[r]);
+            all = v->strict[r] ? sg < 0 : sg <= 0;
+        }
+        if (all) return k;
+    }
+    return -1;
+}
+
+/* A candidate counterexample confirmed at its FP32 input x alone (never over a ball). A feed-forward
+ * network or a committed run: confirm_exact. A convolutional ONNX file (the layer graph, no deployed
+ * evaluation of its own): the rigorous interval of the real network's outputs on the
+ * point's box (IBP: every dot product with its error bound, rounded outward; the box is the
+ * normalisation's rounding of the point); where that interval confirms no disjunct, CROWN on the same
+ * box, whose linear bounds do not widen through the layers as intervals do. Returns the first
+ * disjunct all of whose constraints hold, or -1. */
 static int confirm(spec *s, const float *x)
 {
+    if (!s->gr || s->run) return confirm_exact(s, x);
     const vt_vnnlib *v = s->vn;
     uint32_t d = v->nx;
     for (uint32_t i = 0; i < d; i++) s->pl[i] = s->pu[i] = x[i];
     if (!norm_box(s->on, s->pl, s->pu, s->pl, s->pu)) return -1;
-    if (s->gr) {
+    {
         const double *l, *u;
         if (vt_cert_graph_ibp(s->gr, s->pl, s->pu) != VT_OK) return -1;
         vt_cert_graph_interval(s->gr, vt_cert_graph_n_nodes(s->gr) - 1, &l, &u);
         memcpy(s->ol, l, v->ny * sizeof *l), memcpy(s->ou, u, v->ny * sizeof *u);
-    } else {
-        vt_cert_settings ibp;
-        vt_cert_settings_default(&ibp, VT_CERT_IBP);
-        if (vt_cert_logit_bounds(s->c, s->pl, s->pu, &ibp, s->ol, s->ou) != VT_OK) return -1;
     }
     for (uint32_t k = 0; k < v->n_disj; k++) {
         int all = 1;
@@ -166,8 +227,10 @@ static int confirm(spec *s, const float *x)
  * disjuncts are its wrong classes: a margin loss per row), each run of attack_iters sign-gradient
  * steps decreasing the disjunct's binding constraint (FP64 objective); the centre of the box first, then
  * per restart every open disjunct from the same random start. A point the FP64 evaluation puts in a
- * disjunct is confirmed by confirm() (at the point alone). *which: the disjunct confirmed, or -1. */
-static void attack(spec *s, const uint8_t *refuted, const vt_cert_settings *st, int *which)
+ * disjunct is confirmed by confirm() (at the point alone). *which: the disjunct confirmed, or -1.
+ * start (branch and bound's subdomains; NULL: the above): one run from that FP32 point, aimed at the
+ * open disjunct only (refuted: every other disjunct's flag set). */
+static void attack(spec *s, const uint8_t *refuted, const vt_cert_settings *st, const float *start, int *which)
 {
     const vt_vnnlib *v = s->vn;
     uint32_t d = v->nx, ny = v->ny;
@@ -177,15 +240,15 @@ static void attack(spec *s, const uint8_t *refuted, const vt_cert_settings *st, 
     float *x0 = malloc(d * sizeof *x0);
     if (!x0) return;
     uint64_t seed = st->attack_seed;
-    for (uint32_t r = 0; r < st->attack_restarts && *which < 0; r++) {
+    for (uint32_t r = 0; r < (start ? 1 : st->attack_restarts) && *which < 0; r++) {
         int ok = 1;
         for (uint32_t i = 0; i < d && ok; i++) {
             double u = r == 0 ? 0.5 : (double)(vt_cert_rand(&seed) >> 11) * 0x1p-53;
-            ok = to_box(v->ixl[i] + u * (v->ixu[i] - v->ixl[i]), v->ixl[i], v->ixu[i], &x0[i]);
+            ok = start ? (x0[i] = start[i], 1) : to_box(v->ixl[i] + u * (v->ixu[i] - v->ixl[i]), v->ixl[i], v->ixu[i], &x0[i]);
         }
         if (!ok) break;
         memcpy(s->x, x0, d * sizeof *x0); /* s->x: the counterexample the caller records */
-        if (r == 0 && (*which = confirm(s, s->x)) >= 0) break;
+        if (r == 0 && !start && (*which = confirm(s, s->x)) >= 0) break;
         for (uint32_t k = 0; k < v->n_disj && *which < 0; k++) {
             if (refuted[k]) continue;
             memcpy(s->x, x0, d * sizeof *x0);
@@ -222,6 +285,130 @@ static void attack(spec *s, const uint8_t *refuted, const vt_cert_settings *st, 
     }
 out:
     free(x0);
+}
+
+/* Each row's bound with its constant's lower end, rounded downward (-inf stays). */
+static void rows_const(const vt_vnnlib *v, double *lb)
+{
+    for (uint32_t r = 0; r < v->n_rows; r++) lb[r] = lb[r] > -INFINITY ? dn(lb[r] + v->d_lo[r]) : -INFINITY;
+}
+
+/* ---------------------------------------------------------------- branch and bound over the rows */
+
+typedef struct {
+    spec *s;
+    const double *xl, *xu; /* the normalised box */
+    int finite;            /* the box is finite (norm_box) */
+    const vt_cert_settings *st;
+    int which;             /* the disjunct a candidate reached */
+    float *xf;             /* work: d */
+    uint8_t *only;         /* work: n_disj flags, every disjunct but the branching one's set */
+    uint32_t row;          /* the branching row (rows_worst) */
+} rows_bab;
+
+static vt_err rows_bound(vti_bab_prob *p, vt_cert_ctx *c, double *lb, double *alpha)
+{
+    rows_bab *b = p->ctx;
+    const vt_vnnlib *v = b->s->vn;
+    VT_FORWARD_IF_ERROR(vt_cert_spec_bounds(c, b->xl, b->xu, v->C, v->n_rows, b->st, lb, alpha));
+    for (uint32_t r = 0; r < v->n_rows && !b->finite; r++) lb[r] = -INFINITY;
+    rows_const(v, lb);
+    return VT_OK;
+}
+
+/* Closes (1) when every disjunct has a row refuting it (> 0, >= 0 strict); else the open disjunct whose
+ * best row bound is smallest, branching on that row. */
+static double rows_worst(vti_bab_prob *p, const double *lb, double *row, uint32_t *r, uint32_t *which)
+{
+    rows_bab *b = p->ctx;
+    const vt_vnnlib *v = b->s->vn;
+    double worst = INFINITY;
+    uint32_t wr = 0;
+    for (uint32_t k = 0; k < v->n_disj; k++) {
+        double best = -INFINITY;
+        uint32_t br = v->disj_start[k];
+        int ref = 0;
+        for (uint32_t q = v->disj_start[k]; q < v->disj_start[k + 1]; q++) {
+            ref |= v->strict[q] ? lb[q] >= 0 : lb[q] > 0;
+            if (lb[q] > best) best = lb[q], br = q;
+        }
+        if (!ref && best < worst) worst = best, wr = br;
+        if (!ref && !(best > -INFINITY)) worst = -INFINITY, wr = br;
+    }
+    *r = *which = b->row = wr;
+    if (wr < v->n_rows) memcpy(row, v->C + (size_t)wr * v->ny, v->ny * sizeof *row);
+    else memset(row, 0, v->ny * sizeof *row); /* a disjunct without rows: never refuted (-inf: stop) */
+    return worst == INFINITY ? 1 : worst > 0 ? 0 : worst;
+}
+
+/* The branching pass's smallest point, back through the normalisation (FP64, only a candidate), in
+ * FP32 in the inner box; when the FP64 network puts it in a disjunct, the exact evaluation decides;
+ * else the attack from that point, aimed at the branching row's disjunct (attack_iters steps). */
+static vt_err rows_candidate(vti_bab_prob *p, vt_cert_ctx *c, int *found)
+{
+    rows_bab *b = p->ctx;
+    spec *s = b->s;
+    const vt_vnnlib *v = s->vn;
+    const vt_cert_onnx *o = s->on;
+    const double *pt = vt_cert_last_point(c);
+    uint32_t d = v->nx;
+    for (uint32_t i = 0; i < d; i++) {
+        double y = pt[i];
+        for (uint32_t st = o->n_norm; st-- > 0;) {
+            double cst = o->norm_c[st][o->norm_n[st] == 1 ? 0 : i];
+            y = o->norm_op[st] == 'S' ? y + cst : y * cst;
+        }
+        if (!to_box(y, v->ixl[i], v->ixu[i], &b->xf[i])) return VT_OK;
+    }
+    norm64(o, b->xf, s->xn, s->sg);
+    vt_cert_forward64(c, s->xn, s->y);
+    int reach = 0;
+    for (uint32_t k = 0; k < v->n_disj && !reach; k++) {
+        int all = 1;
+        for (uint32_t q = v->disj_start[k]; q < v->disj_start[k + 1] && all; q++) {
+            double t = 0.5 * (v->d_lo[q] + v->d_hi[q]);
+            for (uint32_t j = 0; j < v->ny; j++) t += v->C[(size_t)q * v->ny + j] * s->y[j];
+            all = t <= 0;
+        }
+        reach = all;
+    }
+    int k = reach ? confirm(s, b->xf) : -1;
+    if (k >= 0) memcpy(s->x, b->xf, d * sizeof *s->x);
+    else { /* the attack on the subdomain, from its point */
+        uint32_t kd = 0;
+        while (kd + 1 < v->n_disj && v->disj_start[kd + 1] <= b->row) kd++;
+        for (uint32_t q = 0; q < v->n_disj; q++) b->only[q] = q != kd;
+        attack(s, b->only, b->st, b->xf, &k);
+    }
+    if (k >= 0) b->which = k, *found = 1;
+    return VT_OK;
+}
+
+static void rows_prob(rows_bab *b, vti_bab_prob *p)
+{
+    memset(p, 0, sizeof *p);
+    p->R = p->nlb = b->s->vn->n_rows, p->what = "row", p->ctx = b;
+    p->bound = rows_bound, p->worst = rows_worst, p->candidate = rows_candidate;
+}
+
+/* VNN-COMP's result file (line, then for sat the assignment) or counterexample file (line NULL): the
+ * assignment ((X_0 v) ... (Y_0 v) ...), the X values the FP32 inputs printed exactly (a reader gets the
+ * very point back), the Y values the deployed network's outputs there (confirm_exact; a layer graph:
+ * their intervals' midpoints). */
+static vt_err write_answer(const char *path, const char *opt, const char *line, const spec *s)
+{
+    uint32_t d = s->vn->nx, ny = s->vn->ny;
+    FILE *f = fopen(path, "w");
+    VT_RETURN_ERROR_IF(!f, VT_ERR_IO, "%s %s: cannot create it", opt, path);
+    if (line) fprintf(f, "%s\n", line);
+    if (!line || !strcmp(line, "sat")) {
+        fprintf(f, "(");
+        for (uint32_t i = 0; i < d; i++) fprintf(f, "%s(X_%u %.112g)\n", i ? " " : "", i, (double)s->x[i]); /* exact */
+        for (uint32_t j = 0; j < ny; j++)
+            fprintf(f, " (Y_%u %.17g)%s", j, 0.5 * s->ol[j] + 0.5 * s->ou[j], j + 1 < ny ? "\n" : ")\n");
+    }
+    VT_RETURN_ERROR_IF(ferror(f) | (fclose(f) != 0), VT_ERR_IO, "%s %s: cannot write it", opt, path);
+    return VT_OK;
 }
 
 typedef struct {
@@ -277,7 +464,7 @@ static vt_err compute(const vt_cert_spec_opts *o, spec_in *in, double deadline, 
     const vt_cert_settings *st = &o->set;
     spec s;
     memset(&s, 0, sizeof s);
-    s.on = &in->on, s.vn = v, s.deadline = deadline, s.gr = in->gr;
+    s.on = &in->on, s.vn = v, s.deadline = deadline, s.gr = in->gr, s.run = in->run;
     vt_err e = s.gr ? VT_OK : vt_cert_ctx_new(&in->on.net, &s.c);
     if (e) return e == VT_ERR_ARG ? vt_set_error(VT_ERR_UNSUPPORTED, "%s: %s", model_name(o), vt_errmsg()) : e;
     if (!s.gr && !in->run) vt_cert_onnx_drop_weights(&in->on); /* the context holds its part of them */
@@ -300,8 +487,9 @@ static vt_err compute(const vt_cert_spec_opts *o, spec_in *in, double deadline, 
     s.sg = malloc(d * sizeof(double)), s.ol = malloc(ny * sizeof(double)), s.ou = malloc(ny * sizeof(double));
     s.y = malloc(ny * sizeof(double)), s.g = malloc(W * sizeof(double)), s.g2 = malloc(W * sizeof(double));
     s.work = malloc(ny * sizeof(double)), s.x = malloc(d * sizeof(float));
+    s.x32 = malloc(d * sizeof(float)), s.y32 = malloc(ny * sizeof(float));
     if (!xl || !xu || !lb || !alpha || !refuted || !s.pl || !s.pu || !s.xn || !s.sg || !s.ol || !s.ou || !s.y || !s.g ||
-        !s.g2 || !s.work || !s.x)
+        !s.g2 || !s.work || !s.x || !s.x32 || !s.y32)
         e = vt_set_error(VT_ERR_NOMEM, "out of memory");
     if (!e && (uint64_t)na * m > UINT32_MAX) e = vt_set_error(VT_ERR_LIMIT, "certify: too many slopes");
     /* check: the recorded slopes (an MLP's na a row; a graph's U a row: the box's unstable values) */
@@ -311,26 +499,45 @@ static vt_err compute(const vt_cert_spec_opts *o, spec_in *in, double deadline, 
     if (!e && cert && (vt_get_u32le(cert + 16) != d || vt_get_u32le(cert + 20) != ny || vt_get_u32le(cert + 28) != m ||
                        (!s.gr && rna != na)))
         e = vt_set_error(VT_ERR_MISMATCH, "%s: its inputs, outputs, rows or slopes are not the property's and network's", cert_path);
-    if (!e && cert && st->method == VT_CERT_ALPHA_CROWN) { /* no search, even for none recorded */
+    int bab = st->bab_domains > 0; /* beta-crown: the split tree in place of the slopes (versions 6, 7) */
+    vti_bab_tree tree;
+    memset(&tree, 0, sizeof tree);
+    uint32_t bounded = 1;
+    if (!e && bab && (s.gr || st->method != VT_CERT_ALPHA_CROWN))
+        e = vt_set_error(VT_ERR_UNSUPPORTED, "certify: beta-crown: a feed-forward ReLU network (an MLP ONNX file or run), "
+                                             "not a layer graph");
+    if (!e && cert && bab) /* the recorded tree (vti_cert_parse_spec checked its structure) */
+        e = vti_bab_scan_rows(cert + soff, SIZE_MAX, na * m, m, m, "the property", &tree, &(size_t){0});
+    else if (!e && cert && st->method == VT_CERT_ALPHA_CROWN) { /* no search, even for none recorded */
         given = malloc(((size_t)rna * m != 0 ? (size_t)rna * m : 1) * sizeof *given);
         e = given ? vti_cert_slopes(cert_path, "the property", cert + soff, (size_t)rna * m, given)
                   : vt_set_error(VT_ERR_NOMEM, "out of memory");
         if (!e && s.gr) vt_cert_graph_given_slopes(s.gr, given, rna);
         else if (!e) vt_cert_set_given_slopes(s.c, given);
     }
-    int gtimed = 0;
-    if (!e) {
-        int finite = norm_box(&in->on, v->xl, v->xu, xl, xu);
+    int gtimed = 0, finite = 0, closed = 0;
+    rows_bab rb = {&s, xl, xu, 0, st, -1, malloc(d * sizeof(float)), malloc(v->n_disj), 0};
+    if (!e && (!rb.xf || !rb.only)) e = vt_set_error(VT_ERR_NOMEM, "out of memory");
+    vti_bab_prob prob;
+    rows_prob(&rb, &prob);
+    prob.progress = !o->quiet;
+    if (!e && cert && bab) { /* the one pass: every leaf's bound from its slopes and multipliers */
+        rb.finite = norm_box(&in->on, v->xl, v->xu, xl, xu);
+        e = vti_bab_replay_p(s.c, &in->on.net, &prob, &tree, cert_path, "the property", &closed);
+        if (!e) vti_bab_min_lb(&tree, lb);
+    } else if (!e) {
+        finite = rb.finite = norm_box(&in->on, v->xl, v->xu, xl, xu);
         e = s.gr ? vt_cert_graph_spec_bounds(s.gr, xl, xu, v->C, m, st->method, deadline, lb, &gtimed)
                  : vt_cert_spec_bounds(s.c, xl, xu, v->C, m, st, lb, na ? alpha : NULL);
         if (e && cert) e = vt_error_prefix(e, "%s", cert_path);
         for (uint32_t r = 0; r < m && !e && !finite; r++) lb[r] = -INFINITY;
+        if (!e) rows_const(v, lb);
+        if (!e && bab) e = vti_bab_root_rows(&tree, na * m, m, m, alpha, lb);
     }
     const double *aw = alpha; /* the slopes written: the graph's unstable ReLU values per row */
     if (!e && s.gr && st->method == VT_CERT_ALPHA_CROWN) na = vt_cert_graph_n_alpha(s.gr), aw = vt_cert_graph_alpha(s.gr);
     if (!e && (uint64_t)na * m > UINT32_MAX) e = vt_set_error(VT_ERR_LIMIT, "certify: too many slopes");
     int n_ref = 0, timed = 0, which = -1;
-    for (uint32_t r = 0; r < m && !e; r++) lb[r] = lb[r] > -INFINITY ? dn(lb[r] + v->d_lo[r]) : -INFINITY;
     for (uint32_t k = 0; k < v->n_disj && !e; k++) {
         for (uint32_t r = v->disj_start[k]; r < v->disj_start[k + 1]; r++)
             if (v->strict[r] ? lb[r] >= 0 : lb[r] > 0) refuted[k] = 1;
@@ -345,9 +552,25 @@ static vt_err compute(const vt_cert_spec_opts *o, spec_in *in, double deadline, 
         }
         which = inside ? confirm(&s, s.x) : -1;
     } else if (!e && !timed && (uint32_t)n_ref < v->n_disj) {
-        attack(&s, refuted, st, &which);
+        attack(&s, refuted, st, NULL, &which);
         timed = which < 0 && deadline > 0 && vt_now() >= deadline;
+        if (!e && bab && !timed && which < 0) { /* branch and bound: the tree replaces the root when it closes */
+            vti_bab_tree t2;
+            memset(&t2, 0, sizeof t2);
+            int found = 0;
+            e = vti_bab_search_p(s.c, &prob, st, &t2, &closed, &bounded, &found);
+            if (!e && found) which = rb.which; /* confirmed by the exact evaluation; s.x holds it */
+            if (!e && closed) {
+                vti_bab_free(&tree);
+                tree = t2;
+                vti_bab_min_lb(&tree, lb);
+            } else
+                vti_bab_free(&t2);
+            timed = !e && which < 0 && !closed && vt_cert_timed_out(s.c);
+        }
     }
+    if (!e && bab && closed && tree.n > 1) /* every leaf refutes every disjunct: unsat */
+        for (uint32_t k = 0; k < v->n_disj; k++) n_ref += !refuted[k], refuted[k] = 1;
     *ans = timed ? VT_CERT_TIMEOUT : (uint32_t)n_ref == v->n_disj ? VT_CERT_UNSAT : which >= 0 ? VT_CERT_SAT
                                                                                                  : VT_CERT_SPEC_UNKNOWN;
     if (!e && cert && rans != (uint32_t)*ans)
@@ -358,7 +581,9 @@ static vt_err compute(const vt_cert_spec_opts *o, spec_in *in, double deadline, 
                              : " (the recorded counterexample is outside the box or reaches no disjunct)");
     if (!e) { /* the certificate's body */
         vti_put(out, CERT_MAGIC, 8);
-        vti_put32(out, in->run ? CERT_RUN_SPEC_VERSION : CERT_SPEC_VERSION), vti_put32(out, vti_cert_method_word(st, s.gr != NULL)), vti_put32(out, d), vti_put32(out, ny);
+        uint32_t ver = bab ? (in->run ? CERT_RUN_SPEC_BAB_VERSION : CERT_SPEC_BAB_VERSION)
+                           : in->run ? CERT_RUN_SPEC_VERSION : CERT_SPEC_VERSION;
+        vti_put32(out, ver), vti_put32(out, vti_cert_method_word(st, s.gr != NULL)), vti_put32(out, d), vti_put32(out, ny);
         vti_put32(out, v->n_disj), vti_put32(out, m), vti_put32(out, (uint32_t)na);
         vti_put32(out, st->alpha_iters), vti_put64(out, vt_f64_bits(st->alpha_step));
         vti_put64(out, vt_f64_bits(st->alpha_decay)), vti_put32(out, st->attack_restarts);
@@ -370,7 +595,9 @@ static vt_err compute(const vt_cert_spec_opts *o, spec_in *in, double deadline, 
             vti_put32(out, (uint32_t)which);
             for (uint32_t i = 0; i < d; i++) vti_put32(out, vt_f32_bits(s.x[i]));
         }
-        for (size_t q = 0; q < na * m; q++) vti_put64(out, vt_f64_bits(aw[q]));
+        if (bab) vti_bab_put(out, &tree);
+        else
+            for (size_t q = 0; q < na * m; q++) vti_put64(out, vt_f64_bits(aw[q]));
         if (in->run) {
             vti_put64(out, in->id.step), vti_put(out, in->id.root, 32), vti_put(out, in->id.manifest_hash, 32);
             vti_put(out, in->id.public_key, 32);
@@ -390,9 +617,12 @@ static vt_err compute(const vt_cert_spec_opts *o, spec_in *in, double deadline, 
         char h1[65], h2[65];
         vt_hex(in->onnx_sha, 32, h1), vt_hex(in->vnnlib_sha, 32, h2);
         fprintf(rep, "{\n  \"%s\": \"%s\",\n  \"vnnlib_sha256\": \"%s\",\n  \"method\": \"%s\",\n",
-                in->run ? "state_hash" : "onnx_sha256", h1, h2, vt_cert_method_name(st->method));
+                in->run ? "state_hash" : "onnx_sha256", h1, h2, bab ? "beta-crown" : vt_cert_method_name(st->method));
         vti_cert_settings_json(rep, st, in->gr != NULL);
-        fprintf(rep, "  \"result\": \"%s\",\n  \"disjuncts\": [", vt_cert_spec_answer_name(*ans));
+        fprintf(rep, "  \"result\": \"%s\",\n", vt_cert_spec_answer_name(*ans));
+        if (bab) /* branch and bound: the subdomains bounded, the recorded tree's nodes */
+            fprintf(rep, "  \"subdomains\": %u,\n  \"tree_nodes\": %u,\n", bounded, tree.n);
+        fprintf(rep, "  \"disjuncts\": [");
         for (uint32_t k = 0; k < v->n_disj; k++) {
             double b = -INFINITY;
             for (uint32_t r = v->disj_start[k]; r < v->disj_start[k + 1]; r++) b = lb[r] > b ? lb[r] : b;
@@ -404,19 +634,14 @@ static vt_err compute(const vt_cert_spec_opts *o, spec_in *in, double deadline, 
         }
         fprintf(rep, "\n  ]\n}\n");
     }
-    if (!e && *ans == VT_CERT_SAT && o->cex_path) { /* VNN-COMP's counterexample: the input, the outputs' midpoints */
-        FILE *f = fopen(o->cex_path, "w");
-        if (!f) e = vt_set_error(VT_ERR_IO, "--cex %s: cannot create it", o->cex_path);
-        else {
-            (void)confirm(&s, s.x); /* the outputs' intervals at the counterexample */
-            fprintf(f, "(");
-            for (uint32_t i = 0; i < d; i++) fprintf(f, "%s(X_%u %.112g)\n", i ? " " : "", i, (double)s.x[i]); /* exact */
-            for (uint32_t j = 0; j < ny; j++) fprintf(f, " (Y_%u %.17g)%s", j, 0.5 * s.ol[j] + 0.5 * s.ou[j], j + 1 < ny ? "\n" : ")\n");
-            if ((ferror(f) | (fclose(f) != 0))) e = vt_set_error(VT_ERR_IO, "--cex %s: cannot write it", o->cex_path);
-        }
-    }
+    if (!e && *ans == VT_CERT_SAT && (o->cex_path || o->result_path))
+        (void)confirm(&s, s.x); /* the outputs at the counterexample (a graph's: their intervals) */
+    if (!e && *ans == VT_CERT_SAT && o->cex_path) e = write_answer(o->cex_path, "--cex", NULL, &s);
+    if (!e && o->result_path) e = write_answer(o->result_path, "--result", vt_cert_spec_answer_name(*ans), &s);
     free(xl), free(xu), free(lb), free(alpha), free(refuted), free(s.pl), free(s.pu), free(s.xn), free(s.sg);
     free(s.ol), free(s.ou), free(s.y), free(s.g), free(s.g2), free(s.work), free(s.x), free(given);
+    free(s.x32), free(s.y32), free(rb.xf), free(rb.only);
+    vti_bab_free(&tree);
     vt_cert_ctx_free(s.c);
     return e;
 }
@@ -461,14 +686,16 @@ vt_err vti_cert_parse_spec(const uint8_t *p, size_t n, int run, vt_cert_settings
 {
     VT_RETURN_ERROR_IF(n < 12 || memcmp(p, CERT_MAGIC, 8) != 0, VT_ERR_FORMAT, "not a certificate (magic)");
     uint32_t ver = vt_get_u32le(p + 8);
-    VT_RETURN_ERROR_IF(ver == 1, VT_ERR_FORMAT,
-                       "a certificate of a committed run (version 1): check it with RUN_DIR, not --onnx / --vnnlib");
-    VT_RETURN_ERROR_IF(ver == CERT_SPEC_VERSION && run, VT_ERR_FORMAT,
-                       "an ONNX / VNN-LIB certificate (version 2): check it with --onnx FILE --vnnlib FILE");
-    VT_RETURN_ERROR_IF(ver == CERT_RUN_SPEC_VERSION && !run, VT_ERR_FORMAT,
-                       "a VNN-LIB certificate of a committed run (version 3): check it with RUN_DIR --vnnlib FILE");
-    VT_RETURN_ERROR_IF(ver != CERT_SPEC_VERSION && ver != CERT_RUN_SPEC_VERSION, VT_ERR_FORMAT,
-                       "certificate version %u (this auditor: 1, 2, 3)", ver);
+    VT_RETURN_ERROR_IF(ver == 1 || ver == 4 || ver == 5, VT_ERR_FORMAT,
+                       "a certificate of a committed run (version %u): check it with RUN_DIR, not --onnx / --vnnlib", ver);
+    VT_RETURN_ERROR_IF((ver == CERT_SPEC_VERSION || ver == CERT_SPEC_BAB_VERSION) && run, VT_ERR_FORMAT,
+                       "an ONNX / VNN-LIB certificate (version %u): check it with --onnx FILE --vnnlib FILE", ver);
+    VT_RETURN_ERROR_IF((ver == CERT_RUN_SPEC_VERSION || ver == CERT_RUN_SPEC_BAB_VERSION) && !run, VT_ERR_FORMAT,
+                       "a VNN-LIB certificate of a committed run (version %u): check it with RUN_DIR --vnnlib FILE", ver);
+    VT_RETURN_ERROR_IF(ver != CERT_SPEC_VERSION && ver != CERT_RUN_SPEC_VERSION && ver != CERT_SPEC_BAB_VERSION &&
+                           ver != CERT_RUN_SPEC_BAB_VERSION,
+                       VT_ERR_FORMAT, "certificate version %u (this auditor: 1 to 7)", ver);
+    int bab = ver == CERT_SPEC_BAB_VERSION || ver == CERT_RUN_SPEC_BAB_VERSION;
     VT_RETURN_ERROR_IF(n < CERT_SPEC_HEADER + 96, VT_ERR_FORMAT, "certificate: shorter than its header");
     uint32_t meth = vt_get_u32le(p + 12), d = vt_get_u32le(p + 16), ny = vt_get_u32le(p + 20), nd = vt_get_u32le(p + 24),
              m = vt_get_u32le(p + 28), na = vt_get_u32le(p + 32), ans = vt_get_u32le(p + 136);
@@ -476,15 +703,24 @@ vt_err vti_cert_parse_spec(const uint8_t *p, size_t n, int run, vt_cert_settings
     meth &= 0xffu;
     VT_RETURN_ERROR_IF(d < 1 || d > VT_CERT_MAX_WIDTH || ny < 1 || ny > VT_CERT_MAX_WIDTH ||
                            nd < 1 || m > VT_VNNLIB_MAX_ROWS || ans > VT_CERT_SPEC_UNKNOWN ||
-                           (na && meth != VT_CERT_ALPHA_CROWN),
+                           (na && meth != VT_CERT_ALPHA_CROWN) || (bab && (meth != VT_CERT_ALPHA_CROWN || m < 1)),
                        VT_ERR_FORMAT, "certificate: a header field is out of range");
     s->alpha_iters = vt_get_u32le(p + 36), s->alpha_step = vt_bits_f64(vt_get_u64le(p + 40));
     s->alpha_decay = vt_bits_f64(vt_get_u64le(p + 48)), s->attack_restarts = vt_get_u32le(p + 56);
     s->attack_iters = vt_get_u32le(p + 60), s->attack_seed = vt_get_u64le(p + 64);
     VT_RETURN_ERROR_IF(s->alpha_iters > 100000 || s->attack_restarts > 100000 || s->attack_iters > 100000, VT_ERR_FORMAT,
                        "certificate: search settings out of range");
-    uint64_t need = CERT_SPEC_HEADER + (uint64_t)m * 8 + (ans == VT_CERT_SAT ? 4 + (uint64_t)d * 4 : 0) +
-                    (uint64_t)na * m * 8 + (run ? CERT_RUN_TAIL : 0) + 96;
+    s->bab_domains = bab ? 1 : 0; /* beta-crown (the limit is not recorded: the check does not search) */
+    uint64_t head = CERT_SPEC_HEADER + (uint64_t)m * 8 + (ans == VT_CERT_SAT ? 4 + (uint64_t)d * 4 : 0), tail = 0;
+    VT_RETURN_ERROR_IF(head > n, VT_ERR_FORMAT, "certificate: %zu bytes where its header gives more", n);
+    if (bab) { /* the split tree: its structure and lengths */
+        size_t used = 0;
+        VT_RETURN_ERROR_IF((uint64_t)na * m > UINT32_MAX, VT_ERR_FORMAT, "certificate: too many slopes");
+        VT_FORWARD_IF_ERROR(vti_bab_scan_rows(p + head, n - head, (size_t)na * m, m, m, "the property", NULL, &used));
+        tail = used;
+    } else
+        tail = (uint64_t)na * m * 8;
+    uint64_t need = head + tail + (run ? CERT_RUN_TAIL : 0) + 96;
     VT_RETURN_ERROR_IF(need != n, VT_ERR_FORMAT, "certificate: %zu bytes where its header gives %llu", n,
                        (unsigned long long)need);
     *body_len = n - 96;
@@ -497,7 +733,7 @@ vt_err vt_cert_spec_check(const char *cert_path, const vt_cert_spec_opts *in, co
     size_t n = 0, body = 0;
     VT_FORWARD_IF_ERROR(vti_cert_read_file(cert_path, (size_t)1 << 34, &p, &n));
     vt_cert_spec_opts o = *in;
-    o.timeout = 0, o.out_path = NULL, o.report_path = NULL, o.cex_path = NULL, o.quiet = 1;
+    o.timeout = 0, o.out_path = NULL, o.report_path = NULL, o.cex_path = NULL, o.result_path = NULL, o.quiet = 1;
     vt_err e = vti_cert_parse_spec(p, n, o.run_dir != NULL, &o.set, &body);
     if (!e) e = vti_cert_verify(cert_path, p, body, signer_pub_path);
     spec_in si;
@@ -575,6 +811,7 @@ vt_err vt_cert_spec_instances(const char *csv_path, const vt_cert_spec_opts *o, 
         join(onnx, sizeof onnx, csv_path, f[0]), join(prop, sizeof prop, csv_path, f[1]);
         vt_cert_spec_opts io = *o;
         io.onnx_path = onnx, io.vnnlib_path = prop, io.run_dir = NULL, io.out_path = NULL, io.report_path = NULL, io.cex_path = NULL;
+        io.result_path = NULL;
         io.quiet = 1;
         if (!(o->timeout > 0)) io.timeout = to;
         double t0 = vt_now();

@@ -10,8 +10,9 @@ add_executable(vt_cert_resign ${CMAKE_CURRENT_SOURCE_DIR}/tests/tools/vt_cert_re
 target_link_libraries(vt_cert_resign PRIVATE vt_cert ${VT_TEST_LIBS})
 target_include_directories(vt_cert_resign PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 # test_cert_samples.c (millions of sampled inputs, exact fallbacks) and test_cert_bab.c (branch and bound's
-# leaves against exact evaluation) need MPFR too (else they skip, 77)
-foreach(t IN ITEMS test_cert test_cert_samples test_cert_bab)
+# leaves against exact evaluation) need MPFR too (else they skip, 77); test_cert_attack (the per-row attack)
+# checks the exact deployed evaluation against it when it is there
+foreach(t IN ITEMS test_cert test_cert_samples test_cert_bab test_cert_attack)
   if(TARGET ${t} AND MPFR_FOUND)
     target_link_libraries(${t} PRIVATE PkgConfig::MPFR)
     target_compile_definitions(${t} PRIVATE VT_HAVE_MPFR)
@@ -62,4 +63,4 @@ vt_test_timeout(cert_fp32_overflow 300) # quiet: 3.6 s
 # Branch and bound (certify --method beta-crown): tests/e2e/cert_bab.sh (alpha-CROWN's unknowns closed,
 # the version-5 certificate re-checked in other orders, tampered split trees rejected naming the node)
 add_test(NAME cert_bab_e2e COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/e2e/cert_bab.sh ${CMAKE_BINARY_DIR})
-vt_test_timeout(cert_bab_e2e 600) # quiet: a few seconds
+vt_test_timeout(cert_bab_e2e 600) # quiet: 20 s (the VNN-LIB part: 40 properties x 3 answers)

@@ -7,7 +7,8 @@
 # at least as many examples as IBP and some, and as CROWN-IBP with every example's bound no weaker;
 # alpha-CROWN's every example's bound is no weaker than CROWN's; an altered certificate (a bound, the
 # header, a slope, the intermediate bounds' bit) is rejected. The JSON report names the intermediate
-# bounds used and, for alpha-CROWN, the search settings.
+# bounds used and, for alpha-CROWN, the search settings. --timeout: an expired deadline answers timeout and
+# writes no certificate, one never reached changes no byte.
 # shellcheck source=tests/e2e/lib.sh
 . "$(dirname "$0")/lib.sh"
 cert_begin cert_cnn "${1:-}"
@@ -93,4 +94,23 @@ ex=$(python3 "$REF/cert_edit.py" "$T/c.digits.alpha-crown" records | awk '$4 > 0
 cert_slopes_tampered "$T/c.digits.alpha-crown" "$T/a" "$T/digits" "${ex:-0}"
 # a certificate of one run does not check against another
 "$B/auditor" check-certificate "$T/c.digits.crown" "$T/cifar" >/dev/null 2>&1 && bad "another run accepted"
+# --timeout: a deadline passed before the first bound answers timeout (an example whose every bound or the
+# attack finishes before a check keeps the answer it has without one), writes no certificate; a deadline
+# never reached changes no byte
+for m in crown alpha-crown; do
+  rm -f "$T/t.$m"
+  "$B/auditor" certify "$T/digits" --eps 0.002 --examples 20 --method $m --timeout 1e-300 --out "$T/t.$m" --key "$T/a" \
+    --report "$T/t.$m.json" --quiet >/dev/null 2>"$T/t.err" || bad "certify $m --timeout: exit $?"
+  [ ! -e "$T/t.$m" ] && grep -q "timed out: no certificate written" "$T/t.err" || bad "$m --timeout: a certificate written"
+  python3 - "$T/t.$m.json" "$T/r.digits.$m.json" <<'PY' || bad "$m --timeout answers"
+import json, sys
+t, a = (json.load(open(p)) for p in sys.argv[1:3])
+aa = {e["index"]: e["answer"] for e in a["examples"]}
+assert t["timeout"] > 0, t
+assert all(e["answer"] in ("timeout", aa[e["index"]]) for e in t["examples"]), "an answer that is not the run's"
+PY
+done
+"$B/auditor" certify "$T/digits" --eps 0.002 --examples 20 --method alpha-crown --timeout 1e6 --out "$T/t6" --key "$T/a" \
+  --pubkey "$T/k.pub" --quiet >/dev/null || bad "certify --timeout 1e6"
+cmp -s "$T/c.digits.alpha-crown" "$T/t6" || bad "a deadline never reached changed the certificate"
 cert_end

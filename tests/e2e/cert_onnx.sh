@@ -8,7 +8,8 @@
 # the other forms); each sat's counterexample is re-checked
 # (inside the property's box, and sat again on the point box it gives); certificates re-check byte
 # for byte and an altered one, another VNN-LIB file and a committed run's certificate are refused;
-# --timeout gives `timeout` and no certificate; hostile ONNX (truncated, float64 weights, an
+# --timeout gives `timeout` and no certificate (a deadline never reached: the same bytes), --result the
+# VNN-COMP result file; hostile ONNX (truncated, float64 weights, an
 # unsupported operator) and VNN-LIB files give clear errors with the documented exit codes.
 # Skipped (77) in an auditor built without ONNX support (its refusal, exit 2, checked first).
 # shellcheck source=tests/e2e/lib.sh
@@ -124,6 +125,26 @@ got=$("$A" certify --onnx "$T/net.onnx" --vnnlib "$P" --method alpha-crown --tim
   --quiet 2>/dev/null)
 [ "$got" = timeout ] || bad "--timeout 1e-9: $got"
 [ -e "$T/ct" ] && bad "a certificate written on a timeout"
+# --result FILE: VNN-COMP's result file, the answer line (timeout too) and for sat the assignment (the --cex
+# file's); a deadline never reached changes no byte
+"$A" certify --onnx "$T/net.onnx" --vnnlib "$P" --method crown --timeout 1e-300 --result "$T/res" --quiet >/dev/null ||
+  bad "--result with --timeout"
+[ "$(head -1 "$T/res")" = timeout ] && [ "$(wc -l <"$T/res")" -eq 1 ] || bad "--result on a timeout: $(cat "$T/res")"
+nres=0
+for ((i = 0; i < N; i++)); do
+  got=$("$A" certify --onnx "$T/net.onnx" --vnnlib "$T/p/prop_$i.vnnlib" --method crown --cex "$T/rc" --result "$T/res" --quiet)
+  [ "$(head -1 "$T/res")" = "$got" ] || bad "--result $i: $(head -1 "$T/res"), the line $got"
+  if [ "$got" = sat ]; then
+    nres=$((nres + 1))
+    tail -n +2 "$T/res" | cmp -s - "$T/rc" || bad "--result $i: not the counterexample"
+  else
+    [ "$(wc -l <"$T/res")" -eq 1 ] || bad "--result $i: more than its line"
+  fi
+done
+[ $nres -gt 0 ] || bad "--result: no sat property to check the assignment on"
+"$A" certify --onnx "$T/net.onnx" --vnnlib "$P" --method alpha-crown --timeout 1e6 --out "$T/ct6" --key "$T/a" \
+  --quiet >/dev/null || bad "--timeout 1e6"
+cmp -s "$T/c.alpha-crown" "$T/ct6" || bad "a deadline never reached changed the certificate"
 
 # hostile ONNX: exit 2 for bytes that are not a model, 64 for what is not supported
 expect_certify() { # STATUS GREP ARGS...

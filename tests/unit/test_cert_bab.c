@@ -3,7 +3,9 @@
  * network and for the deployed one (exact evaluation, MPFR: the point's leaf found by the signs of
  * its exact ReLU inputs); the split tree's bytes read back and replay to the same bytes; a tree
  * with a split moved, a leaf dropped or a slope changed is rejected naming the node; branch and
- * bound closes boxes that alpha-CROWN alone leaves open. */
+ * bound closes boxes that alpha-CROWN alone leaves open. The spec rows' bounds on a subdomain (branch and
+ * bound on a VNN-LIB property): never above the exact row value at sampled points satisfying the
+ * splits, both semantics; an empty subdomain +inf. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -210,6 +212,90 @@ static void test_bab(void)
            trees, closed_by_bab, g_points, g_leaf_points, tampered[0], tampered[1], tampered[2]);
 }
 
+/* The spec rows' bounds on a subdomain (what branch and bound on a VNN-LIB property bounds,
+ * vt_cert_spec_bounds with splits and each row's multipliers searched): rows Y_i - Y_k never above the
+ * exact value, both semantics, at sampled points satisfying the splits (MPFR); an empty subdomain
+ * gives +inf; the multipliers move. */
+static void test_spec_rows(void)
+{
+    vt_rng r = {vt_test_seed(0x5bec)};
+    long pts = 0, bad = 0, moved = 0, empty = 0;
+    for (int net = 0; net < 4; net++) {
+        const uint32_t w[4] = {4, 12, 10, 5};
+        vt_cert_net n;
+        float *store[8] = {0};
+        cert_random_net(&r, &n, store, 3, w, 2.0, 0);
+        vt_cert_ctx *c = NULL;
+        CHECK_OK(vt_cert_ctx_new(&n, &c));
+        if (!c) return;
+        vt_cert_settings set;
+        vt_cert_settings_default(&set, VT_CERT_ALPHA_CROWN);
+        set.alpha_iters = 8;
+        for (int box = 0; box < 12; box++) {
+            float x[4];
+            double xl[4], xu[4], C[3 * 5] = {0}, lb[3], beta[3 * 3];
+            for (uint32_t i = 0; i < 4; i++) x[i] = (float)cert_uni(&r);
+            vt_cert_box(x, 4, 0.15, xl, xu);
+            for (int q = 0; q < 3; q++) { /* Y_i - Y_k, i != k */
+                uint32_t i = (uint32_t)(vt_rng_next(&r) % 5), k = (i + 1 + (uint32_t)(vt_rng_next(&r) % 4)) % 5;
+                C[q * 5 + i] = 1, C[q * 5 + k] = -1;
+            }
+            vt_cert_split sp[3];
+            uint32_t ns = 1 + (uint32_t)(box % 3);
+            for (uint32_t q = 0; q < ns; q++)
+                sp[q].layer = 1 + q % 2, sp[q].index = (uint32_t)(vt_rng_next(&r) % (q % 2 ? 10 : 12)),
+                sp[q].active = (uint32_t)(vt_rng_next(&r) & 1);
+            if (ns == 3 && sp[2].layer == sp[0].layer && sp[2].index == sp[0].index) ns = 2;
+            vt_cert_set_splits(c, sp, ns);
+            vt_cert_set_split_beta(c, NULL, beta);
+            CHECK_OK(vt_cert_spec_bounds(c, xl, xu, C, 3, &set, lb, NULL));
+            vt_cert_set_split_beta(c, NULL, NULL);
+            vt_cert_set_splits(c, NULL, 0);
+            if (vt_cert_infeasible(c)) {
+                CHECK(lb[0] == INFINITY && lb[1] == INFINITY && lb[2] == INFINITY, "an empty subdomain: not +inf");
+                empty++;
+                continue;
+            }
+            for (uint32_t q = 0; q < 3 * ns; q++) moved += beta[q] > 0;
+            for (int s = 0; s < 300; s++) {
+                float p[4];
+                for (uint32_t i = 0; i < 4; i++) {
+                    p[i] = (float)(xl[i] + cert_uni(&r) * (xu[i] - xl[i]));
+                    if (!vt_cert_in_ball(p[i], x[i], 0.15)) p[i] = x[i];
+                }
+                for (int dep = 0; dep < 2; dep++) {
+                    int sg[8][32];
+                    mpfr_t mg[5], t;
+                    for (int j = 0; j < 5; j++) mpfr_init2(mg[j], PREC);
+                    mpfr_init2(t, PREC);
+                    int inexact = cert_exact_signs(&n, p, 0, dep, mg, sg);
+                    int in = !inexact;
+                    for (uint32_t q = 0; q < ns; q++) in &= sg[sp[q].layer][sp[q].index] == (int)sp[q].active;
+                    for (int q = 0; q < 3 && in; q++) { /* C . a = -(sum_j C_j (a_0 - a_j)) for a row summing to 0 */
+                        mpfr_set_zero(t, 1);
+                        for (int j = 0; j < 5; j++)
+                            if (C[q * 5 + j] != 0) {
+                                if (C[q * 5 + j] > 0) mpfr_sub(t, t, mg[j], MPFR_RNDN);
+                                else mpfr_add(t, t, mg[j], MPFR_RNDN);
+                            }
+                        bad += mpfr_cmp_d(t, lb[q]) < 0;
+                    }
+                    pts += in;
+                    for (int j = 0; j < 5; j++) mpfr_clear(mg[j]);
+                    mpfr_clear(t);
+                }
+            }
+        }
+        vt_cert_ctx_free(c);
+        for (int k = 0; k < 8; k++) free(store[k]);
+    }
+    CHECK(bad == 0, "%ld of %ld points below a row's subdomain bound", bad, pts);
+    CHECK(pts > 1000, "only %ld sampled points satisfy their splits", pts);
+    CHECK(moved > 0, "no multiplier moved");
+    printf("spec rows on subdomains: %ld points satisfying the splits, none below a bound; %ld multipliers moved; "
+           "%ld empty subdomains\n", pts, moved, empty);
+}
+
 /* Hostile tree bytes: refused as VT_ERR_FORMAT, never read past the end. */
 static void test_scan_hostile(void)
 {
@@ -240,6 +326,7 @@ int main(void)
 #else
     test_scan_hostile();
     test_bab();
+    test_spec_rows();
     return vt_test_finish("test_cert_bab");
 #endif
 }

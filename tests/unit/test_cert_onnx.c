@@ -108,6 +108,20 @@ static void value(model *b, int i, const char *name, int rank, const int64_t *di
     b->vip[i] = &b->vi[i];
 }
 
+/* the model of b's graph, packed and written to path */
+static void write_model(model *b, const char *path)
+{
+    onnx__model_proto__init(&b->m);
+    b->m.has_ir_version = 1, b->m.ir_version = 8, b->m.graph = &b->g;
+    size_t len = onnx__model_proto__get_packed_size(&b->m);
+    uint8_t *buf = malloc(len);
+    onnx__model_proto__pack(&b->m, buf);
+    FILE *f = fopen(path, "wb");
+    fwrite(buf, 1, len, f);
+    fclose(f);
+    free(buf);
+}
+
 /* The test network with one mutation, written to path. */
 static void build(const char *path, int mut)
 {
@@ -169,15 +183,7 @@ static void build(const char *path, int mut)
     b.g.n_initializer = 6, b.g.initializer = b.tp;
     b.g.n_input = mut == M_TWO_INPUTS ? 2 : 1, b.g.input = (Onnx__ValueInfoProto *[]){b.vip[0], b.vip[2]};
     b.g.n_output = 1, b.g.output = &b.vip[1];
-    onnx__model_proto__init(&b.m);
-    b.m.has_ir_version = 1, b.m.ir_version = 8, b.m.graph = &b.g;
-    size_t len = onnx__model_proto__get_packed_size(&b.m);
-    uint8_t *buf = malloc(len);
-    onnx__model_proto__pack(&b.m, buf);
-    FILE *f = fopen(path, "wb");
-    fwrite(buf, 1, len, f);
-    fclose(f);
-    free(buf);
+    write_model(&b, path);
     free(gin);
 }
 
@@ -186,6 +192,34 @@ static void write_text(const char *path, const char *text)
     FILE *f = fopen(path, "w");
     fputs(text, f);
     fclose(f);
+}
+
+/* a fresh folder dir (a mkdtemp template) and the paths of its network, property and counterexample */
+static int tmp_files(char *dir, char *net, char *prop, char *cex)
+{
+    if (!mkdtemp(dir)) {
+        CHECK(0, "mkdtemp");
+        return 0;
+    }
+    snprintf(net, 64, "%s/n.onnx", dir), snprintf(prop, 64, "%s/p.vnnlib", dir);
+    snprintf(cex, 64, "%s/cex", dir);
+    return 1;
+}
+
+/* the property head + tail written to prop and answered on net by method m (--cex cex) */
+static vt_cert_spec_answer ask(const char *net, const char *prop, const char *cex, int m, const char *head,
+                               const char *tail)
+{
+    char text[1024];
+    snprintf(text, sizeof text, "%s%s", head, tail);
+    write_text(prop, text);
+    vt_cert_spec_opts so;
+    memset(&so, 0, sizeof so);
+    so.onnx_path = net, so.vnnlib_path = prop, so.cex_path = cex, so.quiet = 1;
+    vt_cert_settings_default(&so.set, (vt_cert_method)m);
+    vt_cert_spec_answer a = VT_CERT_SPEC_UNKNOWN;
+    CHECK_OK(vt_cert_spec_run(&so, &a));
+    return a;
 }
 
 /* the real network in FP64 (tests only) */
@@ -208,12 +242,7 @@ static void forward(const float *x, double *y)
 static void test_onnx(void)
 {
     char dir[] = "/tmp/vt-cert-onnx-XXXXXX", net[64], prop[64], cex[64];
-    if (!mkdtemp(dir)) {
-        CHECK(0, "mkdtemp");
-        return;
-    }
-    snprintf(net, sizeof net, "%s/n.onnx", dir), snprintf(prop, sizeof prop, "%s/p.vnnlib", dir);
-    snprintf(cex, sizeof cex, "%s/cex", dir);
+    if (!tmp_files(dir, net, prop, cex)) return;
     build(net, M_NONE);
     vt_cert_onnx o;
     uint8_t sha[32];
@@ -237,14 +266,7 @@ static void test_onnx(void)
                        "(assert (>= X_2 0))(assert (<= X_2 1))(assert (>= X_3 0.25))(assert (<= X_3 0.5))\n";
     char text[1024];
     for (int m = 0; m < 3; m++) {
-        vt_cert_spec_opts so;
-        memset(&so, 0, sizeof so);
-        so.onnx_path = net, so.vnnlib_path = prop, so.cex_path = cex, so.quiet = 1;
-        vt_cert_settings_default(&so.set, (vt_cert_method)m);
-        vt_cert_spec_answer a;
-        snprintf(text, sizeof text, "%s(assert (or (and (<= Y_0 Y_1)) (and (<= Y_1 Y_0))))\n", head);
-        write_text(prop, text);
-        CHECK_OK(vt_cert_spec_run(&so, &a));
+        vt_cert_spec_answer a = ask(net, prop, cex, m, head, "(assert (or (and (<= Y_0 Y_1)) (and (<= Y_1 Y_0))))\n");
         CHECK(a == VT_CERT_SAT, "method %d: an always-reached disjunction: %s", m, vt_cert_spec_answer_name(a));
         FILE *f = fopen(cex, "r");
         float x[4] = {0};
@@ -256,9 +278,7 @@ static void test_onnx(void)
         }
         if (f) fclose(f);
         CHECK(got == 4 && x[0] >= 0.1f && x[0] <= 0.3f && x[1] >= 0.5f && x[3] <= 0.5f, "counterexample %d read", got);
-        snprintf(text, sizeof text, "%s(assert (>= Y_0 1e6))\n", head);
-        write_text(prop, text);
-        CHECK_OK(vt_cert_spec_run(&so, &a));
+        a = ask(net, prop, cex, m, head, "(assert (>= Y_0 1e6))\n");
         CHECK(a == VT_CERT_UNSAT, "method %d: a far threshold: %s", m, vt_cert_spec_answer_name(a));
         /* a threshold some sampled input reaches: never unsat */
         double best = -INFINITY, y[2];
@@ -268,9 +288,8 @@ static void test_onnx(void)
             forward(p, y);
             best = y[0] > best ? y[0] : best;
         }
-        snprintf(text, sizeof text, "%s(assert (>= Y_0 %.17g))\n", head, best - 1e-6);
-        write_text(prop, text);
-        CHECK_OK(vt_cert_spec_run(&so, &a));
+        snprintf(text, sizeof text, "(assert (>= Y_0 %.17g))\n", best - 1e-6);
+        a = ask(net, prop, cex, m, head, text);
         CHECK(a != VT_CERT_UNSAT, "method %d: a reached threshold answered unsat", m);
     }
     /* the mutations */
@@ -303,6 +322,77 @@ static void test_onnx(void)
     }
     write_text(net, "not a model at all");
     CHECK(vt_cert_onnx_read(net, &o, sha) == VT_ERR_FORMAT, "junk bytes");
+    unlink(net), unlink(prop), unlink(cex), rmdir(dir);
+}
+
+/* ---------------------------------------------------------------- exact confirmation */
+
+/* x [1, 1] -> Gemm(W [1, 2], C [2]) -> y [1, 2]: y0 = x + 2^-23, y1 = x */
+static void build_gemm(const char *path)
+{
+    static model b;
+    memset(&b, 0, sizeof b);
+    static const float W[2] = {1, 1}, C[2] = {0x1p-23f, 0};
+    tensor(&b, 0, "W", 2, (const int64_t[]){1, 2}, W, 1);
+    tensor(&b, 1, "C", 1, (const int64_t[]){2}, C, 1);
+    node(&b, 0, "Gemm", "x", "W", "y", 0);
+    static char *gin[3] = {(char *)"x", (char *)"W", (char *)"C"};
+    b.n[0].n_input = 3, b.n[0].input = gin;
+    value(&b, 0, "x", 2, (const int64_t[]){1, 1});
+    value(&b, 1, "y", 2, (const int64_t[]){1, 2});
+    onnx__graph_proto__init(&b.g);
+    b.g.n_node = 1, b.g.node = b.np;
+    b.g.n_initializer = 2, b.g.initializer = b.tp;
+    b.g.n_input = 1, b.g.input = &b.vip[0];
+    b.g.n_output = 1, b.g.output = &b.vip[1];
+    write_model(&b, path);
+}
+
+/* A real violation whose rigorous interval straddles 0 (the FP32 widening of y0 = x + 2^-23 is
+ * about 3e-7 > 2^-23 at x = 1) is confirmed by the exact evaluation of the deployed network at the
+ * point (sat, every method); the reverse property (no violation: y0 - y1 = 2^-23 > 0 exactly) is not
+ * (unknown: nothing refutes it either). */
+static void test_exact_confirm(void)
+{
+    char dir[] = "/tmp/vt-cert-exact-XXXXXX", net[64], prop[64], cex[64];
+    if (!tmp_files(dir, net, prop, cex)) return;
+    build_gemm(net);
+    vt_cert_onnx o;
+    uint8_t sha[32];
+    CHECK_OK(vt_cert_onnx_read(net, &o, sha));
+    vt_cert_ctx *c = NULL;
+    if (o.net.L == 1) CHECK_OK(vt_cert_ctx_new(&o.net, &c));
+    if (c) { /* the interval at the point and CROWN on it: neither can confirm */
+        vt_cert_set_fp32_any(c, 1);
+        double pl[1] = {1}, pu[1] = {1}, ol[2], ou[2], row[2] = {-1, 1}, neg[2] = {1, -1}, lb = 0;
+        vt_cert_settings st;
+        vt_cert_settings_default(&st, VT_CERT_IBP);
+        CHECK_OK(vt_cert_logit_bounds(c, pl, pu, &st, ol, ou));
+        CHECK(ol[1] - ou[0] < 0 && ou[1] - ol[0] > 0, "the interval of y1 - y0 at x = 1 [%g, %g] straddles 0",
+              ol[1] - ou[0], ou[1] - ol[0]);
+        vt_cert_settings_default(&st, VT_CERT_CROWN);
+        CHECK_OK(vt_cert_spec_bounds(c, pl, pu, neg, 1, &st, &lb, NULL));
+        CHECK(!(lb > 0), "CROWN on the point proves y0 - y1 > 0 (%g): the test is moot", lb);
+        CHECK_OK(vt_cert_spec_bounds(c, pl, pu, row, 1, &st, &lb, NULL));
+        CHECK(!(lb > 0), "CROWN on the point refutes the violation (%g)", lb);
+        vt_cert_ctx_free(c);
+    }
+    vt_cert_onnx_free(&o);
+    const char *head = "(declare-const X_0 Real)(declare-const Y_0 Real)(declare-const Y_1 Real)\n"
+                       "(assert (>= X_0 1))(assert (<= X_0 1))\n";
+    for (int m = 0; m < 3; m++) {
+        unlink(cex);
+        vt_cert_spec_answer a = ask(net, prop, cex, m, head, "(assert (>= Y_0 Y_1))\n");
+        CHECK(a == VT_CERT_SAT, "method %d: the real violation y0 >= y1: %s", m, vt_cert_spec_answer_name(a));
+        FILE *f = fopen(cex, "r");
+        double x0 = 0, y0 = 0, y1 = 0;
+        int got = f ? fscanf(f, " ((X_0 %lf) (Y_0 %lf) (Y_1 %lf))", &x0, &y0, &y1) : 0;
+        if (f) fclose(f);
+        CHECK(got == 3 && x0 == 1 && y0 == 1 + 0x1p-23 && y1 == 1, "counterexample (%d read): X_0 %.17g Y_0 %.17g Y_1 %.17g",
+              got, x0, y0, y1);
+        a = ask(net, prop, cex, m, head, "(assert (<= Y_0 Y_1))\n");
+        CHECK(a == VT_CERT_SPEC_UNKNOWN, "method %d: y0 <= y1, false at the only point: %s", m, vt_cert_spec_answer_name(a));
+    }
     unlink(net), unlink(prop), unlink(cex), rmdir(dir);
 }
 
@@ -573,6 +663,7 @@ int main(void)
     return 77;
 #else
     test_onnx();
+    test_exact_confirm();
     test_onnx_cnn();
     return vt_test_finish("test_cert_onnx");
 #endif
