@@ -128,6 +128,17 @@ vt_err vt_conv2d_dgrad_plain_f64(const vt_conv_geom *g, size_t Co, const double 
 /* G(dY)[i][t] (vt_conv_dgather's entry), or 0 */
 float vt_conv_dgrad_entry(const vt_conv_geom *g, size_t Co, const float *dy, size_t i, size_t t);
 
+/* The BLAS order's convolution kernels (vt_conv2d, vt_conv2d_wgrad, vt_conv2d_dgrad with VT_ORDER_BLAS):
+ * "avx512", "avx2" (register-blocked micro-kernels, where the processor runs them), "scalar" (the
+ * portable reference: the same FP64 sums, bit for bit) or "gemm" (a BLAS GEMM per gathered tile, the
+ * earlier path). Chosen once, at the first use: VT_CONV_IMPL's name where the processor runs it, else the
+ * widest. vt_conv_impl_set switches (tests, benchmarks; not while a convolution runs): VT_ERR_ARG for an
+ * unknown name, VT_ERR_UNSUPPORTED for one this processor cannot run. The orders' rounded results are
+ * the same bits whichever runs (exactly rounded: RN32 of the exact value; vt_cnn.c gives the bound's
+ * argument, docs/rounding.md 2.5). */
+const char *vt_conv_impl(void);
+vt_err vt_conv_impl_set(const char *name) VT_WARN_UNUSED;
+
 /* W' [k*k*Co, C] from W [k*k*C, Co]: W'[(t, co)][c] = W[(t, c)][co] for each tap t. */
 void vt_conv_wperm_f32(size_t k, size_t C, size_t Co, const float *w, float *wp);
 void vt_conv_wperm_f64(size_t k, size_t C, size_t Co, const double *w, double *wp);
