@@ -275,11 +275,15 @@ static size_t conv_tile_rows(size_t K, size_t M)
  * VT_ORDER_BLAS) are evaluated by the project's own register-blocked kernels instead of a BLAS GEMM
  * per tile, in the BLIS manner: the small operand packed once in FP64 (the forward pass's W and the
  * input gradient's compact W', column blocks of nr; the weight gradient's panel of the im2col rows,
- * column blocks of nr over the taps and channels), the rows of the other operand read from the FP32
- * tensor in place and converted into an L1-sized row block (the forward pass's patch rows, the input
- * gradient's compact rows of G, the weight gradient's panel of dY transposed), the row norms of the
- * bound computed in that same conversion (vti_cvt_span: the same four-lane sum as before, bit for bit),
- * and a micro-kernel per instruction set keeping an mr x nr output tile in registers over the panel.
+ * column blocks of nr over the taps and channels), the rows of the other operand read in place: for
+ * channels-last inputs with C (Co) a multiple of 4 dividing VT_PANEL where the reduction is panelled,
+ * the forward pass's patch rows and the input gradient's compact rows of G are the micro-kernel's
+ * segments - one pointer per tap into the input converted to FP64 once per call (the executor's
+ * scratch), a zero row for padding - with the row norms summed over those segments (seg_sumsq4);
+ * otherwise the rows are converted from the FP32 tensor into an L1-sized block with their norms in the
+ * same pass (vti_cvt_span's four lanes; the weight gradient's panel of dY transposed). Every norm is the
+ * same four-lane (or sequential) sum as the GEMM path's, bit for bit. A micro-kernel per instruction
+ * set keeps an mr x nr output tile in registers over the panel.
  *
  * The evaluation (all implementations alike). Every output element is ONE reduction, summed as
  * before in panels: the panels of the BLAS path (the forward pass: panels of VT_PANEL terms where
@@ -305,24 +309,27 @@ static size_t conv_tile_rows(size_t K, size_t M)
  * "avx2", "avx512" where the processor has it, or "gemm": the earlier path, a BLAS GEMM per tile);
  * else the widest the processor runs. vt_conv_impl_set changes it (tests, benchmarks). */
 
-/* c[r*ldc + n] (r < mr, n < nr) = sum over k < kc of a[r*lda + k] * b[k*nr + n]: one sequential FP64 sum
- * from +0 per element, k increasing; a: mr rows of FP64 (lda apart), b: kc packed rows of nr FP64 */
-typedef void (*conv_mk_fn)(size_t kc, const double *restrict a, size_t lda, const double *restrict b,
-                           double *restrict c, size_t ldc);
-
 #define MKS_MR 4
 #define MKS_NR 8
-static void mk_scalar(size_t kc, const double *restrict a, size_t lda, const double *restrict b, double *restrict c,
-                      size_t ldc)
+/* A micro-kernel: c[r*ldc + n] (r < mr, n < nr) = the sum over segments q < ns and i < len of
+ * p[q*mr + r][i] * b[(q*len + i)*nr + n], one sequential FP64 sum from +0 per element in that order; the
+ * rows of A as segments (one segment: a row-major block; a row of im2col read in place, tap by tap, from
+ * the FP64 input, a zero row for padding), b: packed rows of nr FP64 */
+typedef void (*conv_mks_fn)(size_t ns, size_t len, const double *const *restrict p, const double *restrict b,
+                            double *restrict c, size_t ldc);
+
+static void mks_scalar(size_t ns, size_t len, const double *const *restrict p, const double *restrict b,
+                       double *restrict c, size_t ldc)
 {
     double acc[MKS_MR][MKS_NR];
     for (size_t r = 0; r < MKS_MR; r++)
         for (size_t n = 0; n < MKS_NR; n++) acc[r][n] = 0.0;
-    for (size_t k = 0; k < kc; k++, b += MKS_NR)
-        for (size_t r = 0; r < MKS_MR; r++) {
-            const double x = a[r * lda + k];
-            for (size_t n = 0; n < MKS_NR; n++) acc[r][n] += x * b[n];
-        }
+    for (size_t q = 0; q < ns; q++, p += MKS_MR)
+        for (size_t i = 0; i < len; i++, b += MKS_NR)
+            for (size_t r = 0; r < MKS_MR; r++) {
+                const double x = p[r][i];
+                for (size_t n = 0; n < MKS_NR; n++) acc[r][n] += x * b[n];
+            }
     for (size_t r = 0; r < MKS_MR; r++)
         for (size_t n = 0; n < MKS_NR; n++) c[r * ldc + n] = acc[r][n];
 }
@@ -330,46 +337,48 @@ static void mk_scalar(size_t kc, const double *restrict a, size_t lda, const dou
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #define VTI_CONV_X86 1
-/* 6 x 8: twelve 4-lane accumulators */
-__attribute__((target("avx2,fma"))) static void mk_avx2(size_t kc, const double *restrict a, size_t lda,
-                                                        const double *restrict b, double *restrict c, size_t ldc)
+/* avx2: 6 x 8, twelve 4-lane accumulators; avx512: 8 x 16, sixteen 8-lane accumulators */
+__attribute__((target("avx2,fma"))) static void mks_avx2(size_t ns, size_t len, const double *const *restrict p,
+                                                         const double *restrict b, double *restrict c, size_t ldc)
 {
     __m256d c0_0 = _mm256_setzero_pd(), c0_1 = c0_0, c1_0 = c0_0, c1_1 = c0_0, c2_0 = c0_0, c2_1 = c0_0, c3_0 = c0_0,
             c3_1 = c0_0, c4_0 = c0_0, c4_1 = c0_0, c5_0 = c0_0, c5_1 = c0_0;
-    const double *a0 = a, *a1 = a + lda, *a2 = a + 2 * lda, *a3 = a + 3 * lda, *a4 = a + 4 * lda, *a5 = a + 5 * lda;
-    for (size_t k = 0; k < kc; k++, b += 8) {
-        const __m256d b0 = _mm256_loadu_pd(b), b1 = _mm256_loadu_pd(b + 4);
-        __m256d x;
+    for (size_t q = 0; q < ns; q++, p += 6) {
+        const double *a0 = p[0], *a1 = p[1], *a2 = p[2], *a3 = p[3], *a4 = p[4], *a5 = p[5];
+        for (size_t k = 0; k < len; k++, b += 8) {
+            const __m256d b0 = _mm256_loadu_pd(b), b1 = _mm256_loadu_pd(b + 4);
+            __m256d x;
 #define VTI_ROW(r)                                                                                                    \
     x = _mm256_broadcast_sd(a##r + k);                                                                                 \
     c##r##_0 = _mm256_fmadd_pd(x, b0, c##r##_0);                                                                       \
     c##r##_1 = _mm256_fmadd_pd(x, b1, c##r##_1);
-        VTI_ROW(0) VTI_ROW(1) VTI_ROW(2) VTI_ROW(3) VTI_ROW(4) VTI_ROW(5)
+            VTI_ROW(0) VTI_ROW(1) VTI_ROW(2) VTI_ROW(3) VTI_ROW(4) VTI_ROW(5)
 #undef VTI_ROW
+        }
     }
 #define VTI_ST(r) _mm256_storeu_pd(c + r * ldc, c##r##_0), _mm256_storeu_pd(c + r * ldc + 4, c##r##_1);
     VTI_ST(0) VTI_ST(1) VTI_ST(2) VTI_ST(3) VTI_ST(4) VTI_ST(5)
 #undef VTI_ST
 }
 
-/* 8 x 16: sixteen 8-lane accumulators */
-__attribute__((target("avx512f"))) static void mk_avx512(size_t kc, const double *restrict a, size_t lda,
-                                                         const double *restrict b, double *restrict c, size_t ldc)
+__attribute__((target("avx512f"))) static void mks_avx512(size_t ns, size_t len, const double *const *restrict p,
+                                                          const double *restrict b, double *restrict c, size_t ldc)
 {
     __m512d c0_0 = _mm512_setzero_pd(), c0_1 = c0_0, c1_0 = c0_0, c1_1 = c0_0, c2_0 = c0_0, c2_1 = c0_0, c3_0 = c0_0,
             c3_1 = c0_0, c4_0 = c0_0, c4_1 = c0_0, c5_0 = c0_0, c5_1 = c0_0, c6_0 = c0_0, c6_1 = c0_0, c7_0 = c0_0,
             c7_1 = c0_0;
-    const double *a0 = a, *a1 = a + lda, *a2 = a + 2 * lda, *a3 = a + 3 * lda, *a4 = a + 4 * lda, *a5 = a + 5 * lda,
-                 *a6 = a + 6 * lda, *a7 = a + 7 * lda;
-    for (size_t k = 0; k < kc; k++, b += 16) {
-        const __m512d b0 = _mm512_loadu_pd(b), b1 = _mm512_loadu_pd(b + 8);
-        __m512d x;
+    for (size_t q = 0; q < ns; q++, p += 8) {
+        const double *a0 = p[0], *a1 = p[1], *a2 = p[2], *a3 = p[3], *a4 = p[4], *a5 = p[5], *a6 = p[6], *a7 = p[7];
+        for (size_t k = 0; k < len; k++, b += 16) {
+            const __m512d b0 = _mm512_loadu_pd(b), b1 = _mm512_loadu_pd(b + 8);
+            __m512d x;
 #define VTI_ROW(r)                                                                                                    \
     x = _mm512_set1_pd(a##r[k]);                                                                                       \
     c##r##_0 = _mm512_fmadd_pd(x, b0, c##r##_0);                                                                       \
     c##r##_1 = _mm512_fmadd_pd(x, b1, c##r##_1);
-        VTI_ROW(0) VTI_ROW(1) VTI_ROW(2) VTI_ROW(3) VTI_ROW(4) VTI_ROW(5) VTI_ROW(6) VTI_ROW(7)
+            VTI_ROW(0) VTI_ROW(1) VTI_ROW(2) VTI_ROW(3) VTI_ROW(4) VTI_ROW(5) VTI_ROW(6) VTI_ROW(7)
 #undef VTI_ROW
+        }
     }
 #define VTI_ST(r) _mm512_storeu_pd(c + r * ldc, c##r##_0), _mm512_storeu_pd(c + r * ldc + 8, c##r##_1);
     VTI_ST(0) VTI_ST(1) VTI_ST(2) VTI_ST(3) VTI_ST(4) VTI_ST(5) VTI_ST(6) VTI_ST(7)
@@ -381,18 +390,27 @@ __attribute__((target("avx512f"))) static void mk_avx512(size_t kc, const double
 
 typedef struct {
     const char *name;
-    size_t mr, nr; /* the micro-kernel's tile; mk NULL: the GEMM path */
-    conv_mk_fn mk;
+    size_t mr, nr; /* the micro-kernel's tile; mks NULL: the GEMM path */
+    conv_mks_fn mks;
 } conv_impl;
 
 static const conv_impl CONV_IMPLS[] = {
     {"gemm", 0, 0, NULL},
-    {"scalar", MKS_MR, MKS_NR, mk_scalar},
+    {"scalar", MKS_MR, MKS_NR, mks_scalar},
 #if VTI_CONV_X86
-    {"avx2", 6, 8, mk_avx2},
-    {"avx512", 8, 16, mk_avx512},
+    {"avx2", 6, 8, mks_avx2},
+    {"avx512", 8, 16, mks_avx512},
 #endif
 };
+
+/* the micro-kernel on mr rows of a row-major FP64 block (lda apart): one segment of kc terms */
+static void conv_mk(const conv_impl *im, size_t kc, const double *a, size_t lda, const double *b, double *c,
+                    size_t ldc)
+{
+    const double *p[16];
+    for (size_t r = 0; r < im->mr; r++) p[r] = a + r * lda;
+    im->mks(1, kc, p, b, c, ldc);
+}
 #define N_CONV_IMPLS (sizeof CONV_IMPLS / sizeof CONV_IMPLS[0])
 
 static _Atomic(const conv_impl *) g_conv_impl;
@@ -468,7 +486,28 @@ static void conv_tile_mk(const conv_impl *im, int pan, size_t n, size_t K, size_
         double *dst = pan ? vti_ptree_next(&t) : c;
         for (size_t q = 0; q < nb; q++)
             for (size_t r0 = 0; r0 < n; r0 += mr)
-                im->mk(kc, a + r0 * lda + k0, lda, bp + (q * K + k0) * nr, dst + r0 * ldc + q * nr, ldc);
+                conv_mk(im, kc, a + r0 * lda + k0, lda, bp + (q * K + k0) * nr, dst + r0 * ldc + q * nr, ldc);
+        if (pan) vti_ptree_push(&t);
+    }
+    if (pan) vti_ptree_result(&t, c);
+}
+
+/* conv_tile_mk with the rows given as segments (the micro-kernels' segment form): row block b (mr rows)
+ * is ns segments of len terms, the pointers at ptr + b ns mr ([segment][row]); the panels of VT_PANEL
+ * terms are whole segments (len divides VT_PANEL where pan) */
+static void conv_tile_mks(const conv_impl *im, int pan, size_t n, size_t ns, size_t len, size_t nb,
+                          const double *const *ptr, const double *bp, double *st, double *c)
+{
+    const size_t nr = im->nr, mr = im->mr, ldc = nb * nr, K = ns * len, sp = pan ? VT_PANEL / len : ns;
+    vti_ptree t;
+    if (pan) vti_ptree_init(&t, st, n * ldc);
+    for (size_t q0 = 0; q0 < ns; q0 += sp) {
+        const size_t nsp = ns - q0 < sp ? ns - q0 : sp;
+        double *dst = pan ? vti_ptree_next(&t) : c;
+        for (size_t q = 0; q < nb; q++)
+            for (size_t r0 = 0; r0 < n; r0 += mr)
+                im->mks(nsp, len, ptr + (r0 / mr * ns + q0) * mr, bp + (q * K + q0 * len) * nr, dst + r0 * ldc + q * nr,
+                        ldc);
         if (pan) vti_ptree_push(&t);
     }
     if (pan) vti_ptree_result(&t, c);
@@ -494,6 +533,7 @@ typedef struct {
     const double *bp;         /* the forward pass's W packed (conv_pack_b) */
     size_t nb;                /* its column blocks */
     int chw_t;                /* the channels-first stem computed transposed (fwd_chw_part; bp: W^T) */
+    const double *x64, *zero; /* fwd_tap_part: X in FP64 (channels-last) and C zeros; NULL: not used */
     double *C, *rn;
     vt_err err[VT_PAR_MAX];
     char msg[VT_PAR_MAX][200];
@@ -707,6 +747,71 @@ static void fwd_chw_part(conv_job *j, size_t lo, size_t hi, int part)
     free(bp), free(lanes), free(c), free(st);
 }
 
+/* d = src in FP64 (n values; clones per ISA, the same conversions) */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+static void cvt_f64(const float *restrict src, size_t n, double *restrict d)
+{
+    for (size_t i = 0; i < n; i++) d[i] = (double)src[i];
+}
+
+/* the sum of squares of ns segments of len values (len a multiple of 4; segment q at p[q * stride]) in
+ * vti_cvt_span's four lanes over their concatenation (lane t mod 4, each lane sequential in t) */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+static double seg_sumsq4(const double *const *p, size_t stride, size_t ns, size_t len)
+{
+    vti_v4d acc = {0.0, 0.0, 0.0, 0.0};
+    for (size_t q = 0; q < ns; q++) {
+        const double *restrict x = p[q * stride];
+        for (size_t i = 0; i < len; i += 4) {
+            vti_v4d v;
+            memcpy(&v, x + i, sizeof v);
+            acc += v * v;
+        }
+    }
+    return (acc[0] + acc[1]) + (acc[2] + acc[3]);
+}
+
+/* The forward pass read in place (X channels-last, C a multiple of 4 dividing VT_PANEL where K is
+ * panelled): row blocks lo..hi of mr rows, each row of im2col given to the segment micro-kernel as its
+ * k*k taps' pointers into X's FP64 copy (j->x64; j->zero for a tap outside the image) - no row gathered
+ * or converted per use - its norm the four-lane sum of squares over those segments (the bits of
+ * vti_cvt_span on the gathered row), the panels of VT_PANEL terms whole taps */
+static void fwd_tap_part(conv_job *j, size_t lo, size_t hi, int part)
+{
+    const conv_impl *im = j->im;
+    const vt_conv_geom *g = j->g;
+    const size_t K = j->K, N = j->N, C = g->C, k = g->k, nt = k * k, mr = im->mr, nr = im->nr, ldc = j->nb * nr;
+    const int pan = vt_gemm_panel(j->e, K);
+    const size_t P = (K + VT_PANEL - 1) / VT_PANEL;
+    const double **ptr = malloc(nt * mr * sizeof *ptr);
+    double *c = malloc(mr * ldc * sizeof *c), *st = pan ? malloc(vti_ptree_depth(P) * mr * ldc * sizeof *st) : NULL;
+    vt_err err = ptr && c && (st || !pan) ? VT_OK : vt_set_error(VT_ERR_NOMEM, "out of memory (a convolution's tile)");
+    for (size_t blk = lo; blk < hi && !err; blk++) {
+        const size_t m0 = blk * mr, n = j->M - m0 < mr ? j->M - m0 : mr;
+        conv_px px = conv_px_of(g, m0);
+        for (size_t r = 0; r < mr; r++) {
+            for (size_t ky = 0; ky < k; ky++)
+                for (size_t kx = 0; kx < k; kx++) {
+                    const size_t iy = px.oy * g->s + ky, ix = px.ox * g->s + kx;
+                    const int in = r < n && iy >= g->p && ix >= g->p && iy - g->p < g->H && ix - g->p < g->W;
+                    ptr[(ky * k + kx) * mr + r] = in ? j->x64 + ((px.b * g->H + iy - g->p) * g->W + ix - g->p) * C : j->zero;
+                }
+            if (r >= n) continue;
+            j->rn[m0 + r] = sqrt(seg_sumsq4(ptr + r, mr, nt, C));
+            conv_px_next(g, &px);
+        }
+        conv_tile_mks(im, pan, mr, nt, C, j->nb, ptr, j->bp, st, c);
+        for (size_t r = 0; r < n; r++)
+            for (size_t q = 0; q < N; q++) j->C[(m0 + r) * N + q] = c[r * ldc + q] + 0.0; /* -0 -> +0 */
+    }
+    conv_part_end(j, part, err);
+    free(ptr), free(c), free(st);
+}
+
 /* the direct forward tiles lo..hi (j->mr rows each, a multiple of the micro-kernel's): each row of
  * im2col gathered from X and converted into the FP64 tile with its norm (vti_cvt_span, as the GEMM
  * path), the rows past M zero, then conv_tile_mk by the packed W */
@@ -748,6 +853,10 @@ static void fwd_direct_part(conv_job *j, size_t lo, size_t hi, int part)
 static void fwd_part(void *ctx, size_t lo, size_t hi, int part)
 {
     conv_job *j = ctx;
+    if (j->im && j->x64) {
+        fwd_tap_part(j, lo, hi, part);
+        return;
+    }
     if (j->im && j->chw_t) {
         fwd_chw_part(j, lo, hi, part);
         return;
@@ -825,7 +934,7 @@ vt_err vt_conv2d(vt_exec *e, const vt_conv_geom *g, size_t Co, const float *x, c
     size_t tiles = (M + j->mr - 1) / j->mr;
     double *wb = NULL; /* W in FP64: packed for the direct kernels (W^T for the stem), or the BLAS order's copy */
     vt_err err = VT_OK;
-    if (im && im->mk) {
+    if (im && im->mks) {
         j->im = im, j->nb = (Co + im->nr - 1) / im->nr, j->mr = conv_mk_rows(im, K, M);
         j->chw_t = g->chw && g->Wo % im->nr == 0;
         const size_t Np = (Co + im->mr - 1) / im->mr * im->mr;
@@ -837,6 +946,14 @@ vt_err vt_conv2d(vt_exec *e, const vt_conv_geom *g, size_t Co, const float *x, c
         else if (wb)
             conv_pack_b(K, Co, im->nr, w, wb);
         j->bp = wb;
+        const size_t C = g->C, nx = g->B * g->H * g->W * C;
+        double *x64 = NULL; /* read in place: X converted once (the executor's scratch), C zeros first */
+        if (wb && !g->chw && C % 4 == 0 && (!vt_gemm_panel(e, K) || VT_PANEL % C == 0) &&
+            vti_ws_get(&e->ws, VT_WS_A, nx + C, sizeof *x64, (void **)&x64) == VT_OK) {
+            for (size_t i = 0; i < C; i++) x64[i] = 0.0;
+            cvt_f64(x, nx, x64 + C);
+            j->zero = x64, j->x64 = x64 + C, tiles = (M + im->mr - 1) / im->mr;
+        }
     } else if (j->blas) {
         wb = malloc(K * Co * sizeof *wb);
         for (size_t i = 0; wb && i < K * Co; i++) wb[i] = (double)w[i];
@@ -1079,7 +1196,7 @@ vt_err vt_conv2d_wgrad(vt_exec *e, const vt_conv_geom *g, size_t Co, const float
     size_t grain = K / 2 > 8 ? K / 2 : 8; /* at most two parts: each gathers every row of im2col */
     const conv_impl *im = j->blas ? conv_impl_get() : NULL;
     size_t units = K;
-    if (im && im->mk) { /* the direct kernels: parts of whole blocks of nr (mr for the stem) taps and channels */
+    if (im && im->mks) { /* the direct kernels: parts of whole blocks of nr (mr for the stem) taps and channels */
         j->im = im, j->chw_t = g->chw;
         units = (K + (g->chw ? im->mr : im->nr) - 1) / (g->chw ? im->mr : im->nr);
         grain = units / 2 > 1 ? units / 2 : 1;
@@ -1144,6 +1261,7 @@ typedef struct {
     int blas, panel;    /* panel: the dense reduction is panelled (vt_gemm_panel(K)) */
     const conv_impl *im; /* the BLAS order's direct kernels (NULL: the GEMM path) */
     const double *wcp;   /* their packed compact W' (conv_pack_b of each class's, at (wofs / N) nb nr) */
+    const double *dy64, *zero; /* read in place (dg_row_ptrs): dY in FP64 and Co zeros; NULL: not used */
     size_t nb;           /* its column blocks */
     double *C, *rn;
     vt_err err[VT_PAR_MAX];
@@ -1195,6 +1313,24 @@ static size_t dg_row_cvt4(const dg_job *j, const dg_class *cl, conv_px q, double
     return (b * g->H + iy) * g->W + ix;
 }
 
+/* dg_row's blocks as the segment micro-kernel's pointers (into j->dy64, j->zero where no output pixel
+ * is reached): p[i * stride] for the class's tap i; returns G's row index */
+static size_t dg_row_ptrs(const dg_job *j, const dg_class *cl, conv_px q, const double **p, size_t stride)
+{
+    const vt_conv_geom *g = j->g;
+    const size_t Co = j->Co, s = g->s, k = g->k, b = q.b, iy = cl->fy + q.oy * s, ix = cl->fx + q.ox * s;
+    const int64_t oy0 = (int64_t)((iy + g->p - cl->cy) / s), ox0 = (int64_t)((ix + g->p - cl->cx) / s);
+    int64_t oy = oy0;
+    for (size_t ky = cl->cy; ky < k; ky += s, oy--) {
+        int64_t ox = ox0;
+        for (size_t kx = cl->cx; kx < k; kx += s, ox--, p += stride)
+            *p = oy < 0 || ox < 0 || oy >= (int64_t)g->Ho || ox >= (int64_t)g->Wo
+                     ? j->zero
+                     : j->dy64 + ((b * g->Ho + (size_t)oy) * g->Wo + (size_t)ox) * Co;
+    }
+    return (b * g->H + iy) * g->W + ix;
+}
+
 /* tiles lo..hi (over all classes): each tile's rows gathered (norms: the four-lane sums of squares of
  * their entries, zeros adding nothing, whatever the order), one GEMM by the class's compact W' - in
  * panels of VT_PANEL combined by the panel tree where j->panel and Kc > VT_PANEL - the rows scattered
@@ -1210,6 +1346,8 @@ static void dg_part(void *ctx, size_t lo, size_t hi, int part)
     double *a64 = malloc((j->blas ? mr * K : K) * sizeof *a64), *ct = malloc(mr * ldc * sizeof *ct),
            *st = malloc(vti_ptree_depth(P) * mr * ldc * sizeof *st);
     size_t *rows = malloc(mr * sizeof *rows);
+    const double **ptr = j->dy64 ? malloc(mr * K / j->Co * sizeof *ptr) : NULL; /* [block][tap][row] */
+    if (j->dy64 && !ptr) free(rows), rows = NULL;
     vt_err err = a && (ap || j->blas) && a64 && ct && st && rows
                      ? VT_OK
                      : vt_set_error(VT_ERR_NOMEM, "out of memory (an input gradient's tile)");
@@ -1221,6 +1359,23 @@ static void dg_part(void *ctx, size_t lo, size_t hi, int part)
         const int pan = j->panel && Kc > VT_PANEL;
         /* the class's row m0 + r: pixel (b, fy + u s, fx + v s), stepped as (b, u, v) */
         conv_px q = {(m0) / (cl->ny * cl->nx), (m0) / cl->nx % cl->ny, (m0) % cl->nx};
+        if (j->dy64) { /* read in place: the rows as pointers, padded to the micro-kernel's with zero rows */
+            const size_t imr = j->im->mr, nt = Kc / j->Co, np = (n + imr - 1) / imr * imr;
+            for (size_t r = 0; r < np; r++) {
+                const double **p = ptr + (r / imr * nt) * imr + r % imr;
+                if (r >= n) {
+                    for (size_t i = 0; i < nt; i++) p[i * imr] = j->zero;
+                    continue;
+                }
+                rows[r] = dg_row_ptrs(j, cl, q, p, imr);
+                if (++q.ox == cl->nx && (q.ox = 0, ++q.oy == cl->ny)) q.oy = 0, q.b++;
+                j->rn[rows[r]] = sqrt(seg_sumsq4(p, imr, nt, j->Co));
+            }
+            conv_tile_mks(j->im, pan, np, nt, j->Co, j->nb, ptr, j->wcp + cl->wofs / N * j->nb * j->im->nr, st, ct);
+            for (size_t r = 0; r < n; r++)
+                for (size_t qq = 0; qq < N; qq++) j->C[rows[r] * N + qq] = ct[r * ldc + qq] + 0.0; /* -0 -> +0 */
+            continue;
+        }
         for (size_t r = 0; r < n; r++) {
             if (j->im && j->Co % 4 == 0) {
                 double ss;
@@ -1257,7 +1412,7 @@ static void dg_part(void *ctx, size_t lo, size_t hi, int part)
     }
     j->err[part] = err;
     if (err) snprintf(j->msg[part], sizeof j->msg[part], "%s", vt_errmsg());
-    free(a), free(ap), free(a64), free(ct), free(st), free(rows);
+    free(a), free(ap), free(a64), free(ct), free(st), free(rows), free(ptr);
     vt_exec_free(&sub);
 }
 
@@ -1280,7 +1435,7 @@ vt_err vt_conv2d_dgrad(vt_exec *e, const vt_conv_geom *g, size_t Co, const float
     dg_class *cl = calloc(s * s, sizeof *cl);
     float *wc = malloc(K * N * sizeof *wc);
     const conv_impl *im = e->order == VT_ORDER_BLAS ? conv_impl_get() : NULL;
-    im = im && im->mk ? im : NULL;
+    im = im && im->mks ? im : NULL;
     const size_t nb = im ? (N + im->nr - 1) / im->nr : 0;
     double *wc64 = e->order == VT_ORDER_BLAS ? malloc((im ? K * nb * im->nr : K * N) * sizeof *wc64) : NULL;
     vt_err err = VT_OK;
@@ -1323,6 +1478,14 @@ vt_err vt_conv2d_dgrad(vt_exec *e, const vt_conv_geom *g, size_t Co, const float
         conv_pack_b(cl[c].Kc, N, im->nr, wc + cl[c].wofs, wc64 + cl[c].wofs / N * nb * im->nr);
     for (size_t i = 0; wc64 && !im && i < wofs; i++) wc64[i] = (double)wc[i];
     j->mr = im ? conv_mk_rows(im, K, maxn) : conv_tile_rows(K, maxn);
+    const size_t ndy = g->B * g->Ho * g->Wo * Co;
+    double *dy64 = NULL; /* read in place: dY converted once (the executor's scratch), Co zeros first */
+    if (im && Co % 4 == 0 && (!j->panel || VT_PANEL % Co == 0) &&
+        vti_ws_get(&e->ws, VT_WS_A, ndy + Co, sizeof *dy64, (void **)&dy64) == VT_OK) {
+        for (size_t i = 0; i < Co; i++) dy64[i] = 0.0;
+        cvt_f64(dy, ndy, dy64 + Co);
+        j->zero = dy64, j->dy64 = dy64 + Co;
+    }
     j->cl = cl, j->ncl = ncl;
     for (size_t c = 0; c < ncl; c++) j->tiles_per[c + 1] = j->tiles_per[c] + (cl[c].n + j->mr - 1) / j->mr;
     const int parts = vt_par_for(j->tiles_per[ncl], 1, dg_part, j);
