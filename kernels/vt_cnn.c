@@ -299,8 +299,8 @@ static size_t conv_tile_rows(size_t K, size_t M)
  * The bound. A panel of at most VT_PANEL terms summed sequentially errs by at most gamma_(kc-1) times
  * its sum of |a b| (the classical recursive-summation bound, which holds for any order), and the panel
  * tree of depth <= ceil(log2 P) adds at most gamma_d times the panels' |results|: the panel coefficient
- * of docs/rounding.md 2.1; with the whole reduction in one sequential sum (K <= 2 VT_PANEL, unpanelled)
- * gamma_(m-1) holds directly. Zero terms (padding, the structural zeros skipped by phase) are exact
+ * of docs/rounding.md 2.1; with the whole reduction in one sequential sum (unpanelled: K <= 2 VT_PANEL,
+ * or a manifest recorded with whole reductions) gamma_(m-1) holds directly, m the non-zero terms. Zero terms (padding, the structural zeros skipped by phase) are exact
  * additions, and padding rows and columns of a tile (zeros) are never stored. So vt_bound_coef_red(K, K)
  * - the descriptors' coefficient, unchanged - bounds every element these kernels compute, and as the
  * exactly rounded result is RN32 of the exact value, the outputs are the same bits as the GEMM path's.
