@@ -279,9 +279,11 @@ static size_t conv_tile_rows(size_t K, size_t M)
  * channels-last inputs with C (Co) a multiple of 4 dividing VT_PANEL where the reduction is panelled,
  * the forward pass's patch rows and the input gradient's compact rows of G are the micro-kernel's
  * segments - one pointer per tap into the input converted to FP64 once per call (the executor's
- * scratch), a zero row for padding - with the row norms summed over those segments (seg_sumsq4);
- * otherwise the rows are converted from the FP32 tensor into an L1-sized block with their norms in the
- * same pass (vti_cvt_span's four lanes; the weight gradient's panel of dY transposed). Every norm is the
+ * scratch), a zero row for padding - with the row norms summed over those segments (seg_sumsq4), and
+ * the weight gradient's rows of im2col (C a multiple of nr) are B's rows by pointers into X's FP64 copy,
+ * their norms summed along m (seg_norms_seq); otherwise the rows are converted from the FP32 tensor into
+ * an L1-sized block with their norms in the same pass (vti_cvt_span's four lanes). The weight
+ * gradient's panel of dY is transposed into FP64 rows. Every norm is the
  * same four-lane (or sequential) sum as the GEMM path's, bit for bit. A micro-kernel per instruction
  * set keeps an mr x nr output tile in registers over the panel.
  *
@@ -334,55 +336,110 @@ static void mks_scalar(size_t ns, size_t len, const double *const *restrict p, c
         for (size_t n = 0; n < MKS_NR; n++) c[r * ldc + n] = acc[r][n];
 }
 
+/* The same sums with B's rows given by pointers (the weight gradient's rows of im2col read in place):
+ * c[r*ldc + n] = the sum over k < kc of a[r*lda + k] * pb[k][n], one sequential sum from +0 per element */
+typedef void (*conv_mkb_fn)(size_t kc, const double *restrict a, size_t lda, const double *const *restrict pb,
+                            double *restrict c, size_t ldc);
+
+static void mkb_scalar(size_t kc, const double *restrict a, size_t lda, const double *const *restrict pb,
+                       double *restrict c, size_t ldc)
+{
+    double acc[MKS_MR][MKS_NR];
+    for (size_t r = 0; r < MKS_MR; r++)
+        for (size_t n = 0; n < MKS_NR; n++) acc[r][n] = 0.0;
+    for (size_t k = 0; k < kc; k++) {
+        const double *b = pb[k];
+        for (size_t r = 0; r < MKS_MR; r++) {
+            const double x = a[r * lda + k];
+            for (size_t n = 0; n < MKS_NR; n++) acc[r][n] += x * b[n];
+        }
+    }
+    for (size_t r = 0; r < MKS_MR; r++)
+        for (size_t n = 0; n < MKS_NR; n++) c[r * ldc + n] = acc[r][n];
+}
+
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #define VTI_CONV_X86 1
 /* avx2: 6 x 8, twelve 4-lane accumulators; avx512: 8 x 16, sixteen 8-lane accumulators */
+/* The accumulators, one step k (B's row at bk, A's rows a0.. at k) and the stores of the tiles, shared by
+ * the two forms of each ISA */
+#define VTI_X2_DECL                                                                                            \
+    __m256d c0_0 = _mm256_setzero_pd(), c0_1 = c0_0, c1_0 = c0_0, c1_1 = c0_0, c2_0 = c0_0, c2_1 = c0_0,      \
+            c3_0 = c0_0, c3_1 = c0_0, c4_0 = c0_0, c4_1 = c0_0, c5_0 = c0_0, c5_1 = c0_0
+#define VTI_X2_ROW(r)                                                                                          \
+    x = _mm256_broadcast_sd(a##r + k);                                                                         \
+    c##r##_0 = _mm256_fmadd_pd(x, b0, c##r##_0);                                                               \
+    c##r##_1 = _mm256_fmadd_pd(x, b1, c##r##_1);
+#define VTI_X2_STEP(bk)                                                                                        \
+    do {                                                                                                       \
+        const __m256d b0 = _mm256_loadu_pd(bk), b1 = _mm256_loadu_pd((bk) + 4);                               \
+        __m256d x;                                                                                             \
+        VTI_X2_ROW(0) VTI_X2_ROW(1) VTI_X2_ROW(2) VTI_X2_ROW(3) VTI_X2_ROW(4) VTI_X2_ROW(5)                    \
+    } while (0)
+#define VTI_X2_ST(r) _mm256_storeu_pd(c + r * ldc, c##r##_0), _mm256_storeu_pd(c + r * ldc + 4, c##r##_1);
+#define VTI_X2_STORE VTI_X2_ST(0) VTI_X2_ST(1) VTI_X2_ST(2) VTI_X2_ST(3) VTI_X2_ST(4) VTI_X2_ST(5)
+
+#define VTI_X5_DECL                                                                                            \
+    __m512d c0_0 = _mm512_setzero_pd(), c0_1 = c0_0, c1_0 = c0_0, c1_1 = c0_0, c2_0 = c0_0, c2_1 = c0_0,      \
+            c3_0 = c0_0, c3_1 = c0_0, c4_0 = c0_0, c4_1 = c0_0, c5_0 = c0_0, c5_1 = c0_0, c6_0 = c0_0,         \
+            c6_1 = c0_0, c7_0 = c0_0, c7_1 = c0_0
+#define VTI_X5_ROW(r)                                                                                          \
+    x = _mm512_set1_pd(a##r[k]);                                                                               \
+    c##r##_0 = _mm512_fmadd_pd(x, b0, c##r##_0);                                                               \
+    c##r##_1 = _mm512_fmadd_pd(x, b1, c##r##_1);
+#define VTI_X5_STEP(bk)                                                                                        \
+    do {                                                                                                       \
+        const __m512d b0 = _mm512_loadu_pd(bk), b1 = _mm512_loadu_pd((bk) + 8);                               \
+        __m512d x;                                                                                             \
+        VTI_X5_ROW(0) VTI_X5_ROW(1) VTI_X5_ROW(2) VTI_X5_ROW(3) VTI_X5_ROW(4) VTI_X5_ROW(5) VTI_X5_ROW(6)      \
+        VTI_X5_ROW(7)                                                                                          \
+    } while (0)
+#define VTI_X5_ST(r) _mm512_storeu_pd(c + r * ldc, c##r##_0), _mm512_storeu_pd(c + r * ldc + 8, c##r##_1);
+#define VTI_X5_STORE                                                                                           \
+    VTI_X5_ST(0) VTI_X5_ST(1) VTI_X5_ST(2) VTI_X5_ST(3) VTI_X5_ST(4) VTI_X5_ST(5) VTI_X5_ST(6) VTI_X5_ST(7)
+
 __attribute__((target("avx2,fma"))) static void mks_avx2(size_t ns, size_t len, const double *const *restrict p,
                                                          const double *restrict b, double *restrict c, size_t ldc)
 {
-    __m256d c0_0 = _mm256_setzero_pd(), c0_1 = c0_0, c1_0 = c0_0, c1_1 = c0_0, c2_0 = c0_0, c2_1 = c0_0, c3_0 = c0_0,
-            c3_1 = c0_0, c4_0 = c0_0, c4_1 = c0_0, c5_0 = c0_0, c5_1 = c0_0;
+    VTI_X2_DECL;
     for (size_t q = 0; q < ns; q++, p += 6) {
         const double *a0 = p[0], *a1 = p[1], *a2 = p[2], *a3 = p[3], *a4 = p[4], *a5 = p[5];
-        for (size_t k = 0; k < len; k++, b += 8) {
-            const __m256d b0 = _mm256_loadu_pd(b), b1 = _mm256_loadu_pd(b + 4);
-            __m256d x;
-#define VTI_ROW(r)                                                                                                    \
-    x = _mm256_broadcast_sd(a##r + k);                                                                                 \
-    c##r##_0 = _mm256_fmadd_pd(x, b0, c##r##_0);                                                                       \
-    c##r##_1 = _mm256_fmadd_pd(x, b1, c##r##_1);
-            VTI_ROW(0) VTI_ROW(1) VTI_ROW(2) VTI_ROW(3) VTI_ROW(4) VTI_ROW(5)
-#undef VTI_ROW
-        }
+        for (size_t k = 0; k < len; k++, b += 8) VTI_X2_STEP(b);
     }
-#define VTI_ST(r) _mm256_storeu_pd(c + r * ldc, c##r##_0), _mm256_storeu_pd(c + r * ldc + 4, c##r##_1);
-    VTI_ST(0) VTI_ST(1) VTI_ST(2) VTI_ST(3) VTI_ST(4) VTI_ST(5)
-#undef VTI_ST
+    VTI_X2_STORE
+}
+
+__attribute__((target("avx2,fma"))) static void mkb_avx2(size_t kc, const double *restrict a, size_t lda,
+                                                         const double *const *restrict pb, double *restrict c,
+                                                         size_t ldc)
+{
+    VTI_X2_DECL;
+    const double *a0 = a, *a1 = a + lda, *a2 = a + 2 * lda, *a3 = a + 3 * lda, *a4 = a + 4 * lda, *a5 = a + 5 * lda;
+    for (size_t k = 0; k < kc; k++) VTI_X2_STEP(pb[k]);
+    VTI_X2_STORE
 }
 
 __attribute__((target("avx512f"))) static void mks_avx512(size_t ns, size_t len, const double *const *restrict p,
                                                           const double *restrict b, double *restrict c, size_t ldc)
 {
-    __m512d c0_0 = _mm512_setzero_pd(), c0_1 = c0_0, c1_0 = c0_0, c1_1 = c0_0, c2_0 = c0_0, c2_1 = c0_0, c3_0 = c0_0,
-            c3_1 = c0_0, c4_0 = c0_0, c4_1 = c0_0, c5_0 = c0_0, c5_1 = c0_0, c6_0 = c0_0, c6_1 = c0_0, c7_0 = c0_0,
-            c7_1 = c0_0;
+    VTI_X5_DECL;
     for (size_t q = 0; q < ns; q++, p += 8) {
         const double *a0 = p[0], *a1 = p[1], *a2 = p[2], *a3 = p[3], *a4 = p[4], *a5 = p[5], *a6 = p[6], *a7 = p[7];
-        for (size_t k = 0; k < len; k++, b += 16) {
-            const __m512d b0 = _mm512_loadu_pd(b), b1 = _mm512_loadu_pd(b + 8);
-            __m512d x;
-#define VTI_ROW(r)                                                                                                    \
-    x = _mm512_set1_pd(a##r[k]);                                                                                       \
-    c##r##_0 = _mm512_fmadd_pd(x, b0, c##r##_0);                                                                       \
-    c##r##_1 = _mm512_fmadd_pd(x, b1, c##r##_1);
-            VTI_ROW(0) VTI_ROW(1) VTI_ROW(2) VTI_ROW(3) VTI_ROW(4) VTI_ROW(5) VTI_ROW(6) VTI_ROW(7)
-#undef VTI_ROW
-        }
+        for (size_t k = 0; k < len; k++, b += 16) VTI_X5_STEP(b);
     }
-#define VTI_ST(r) _mm512_storeu_pd(c + r * ldc, c##r##_0), _mm512_storeu_pd(c + r * ldc + 8, c##r##_1);
-    VTI_ST(0) VTI_ST(1) VTI_ST(2) VTI_ST(3) VTI_ST(4) VTI_ST(5) VTI_ST(6) VTI_ST(7)
-#undef VTI_ST
+    VTI_X5_STORE
+}
+
+__attribute__((target("avx512f"))) static void mkb_avx512(size_t kc, const double *restrict a, size_t lda,
+                                                          const double *const *restrict pb, double *restrict c,
+                                                          size_t ldc)
+{
+    VTI_X5_DECL;
+    const double *a0 = a, *a1 = a + lda, *a2 = a + 2 * lda, *a3 = a + 3 * lda, *a4 = a + 4 * lda, *a5 = a + 5 * lda,
+                 *a6 = a + 6 * lda, *a7 = a + 7 * lda;
+    for (size_t k = 0; k < kc; k++) VTI_X5_STEP(pb[k]);
+    VTI_X5_STORE
 }
 #else
 #define VTI_CONV_X86 0
@@ -392,14 +449,15 @@ typedef struct {
     const char *name;
     size_t mr, nr; /* the micro-kernel's tile; mks NULL: the GEMM path */
     conv_mks_fn mks;
+    conv_mkb_fn mkb; /* the form with B's rows by pointers */
 } conv_impl;
 
 static const conv_impl CONV_IMPLS[] = {
-    {"gemm", 0, 0, NULL},
-    {"scalar", MKS_MR, MKS_NR, mks_scalar},
+    {"gemm", 0, 0, NULL, NULL},
+    {"scalar", MKS_MR, MKS_NR, mks_scalar, mkb_scalar},
 #if VTI_CONV_X86
-    {"avx2", 6, 8, mks_avx2},
-    {"avx512", 8, 16, mks_avx512},
+    {"avx2", 6, 8, mks_avx2, mkb_avx2},
+    {"avx512", 8, 16, mks_avx512, mkb_avx512},
 #endif
 };
 
@@ -988,6 +1046,51 @@ static vt_err wg_begin(conv_job *j, size_t na, size_t nbp, size_t rows, size_t l
 
 static void wg_free(wg_bufs *w) { free(w->a), free(w->bp), free(w->st), free(w->c); }
 
+/* The weight gradient's row m of im2col read in place (X channels-last in FP64, C a multiple of nr,
+ * t0 a multiple of nr): the pointer of column block q (t = t0 + q nr ...) at pb[q * stride], zero
+ * where the tap lies outside the image */
+static void patch_ptrs_wg(const vt_conv_geom *g, const double *x64, const double *zero, conv_px px, size_t t0,
+                          size_t nq, size_t nr, const double **pb, size_t stride)
+{
+    const size_t C = g->C, k = g->k;
+    size_t c0 = t0 % C, kx = (t0 / C) % k, ky = t0 / C / k;
+    const double *src = NULL; /* the tap's pixel (NULL: outside the image) */
+    int known = 0;            /* src decoded for this tap */
+    for (size_t q = 0; q < nq; q++, pb += stride) {
+        if (!known) {
+            const size_t iy = px.oy * g->s + ky, ix = px.ox * g->s + kx;
+            src = iy < g->p || ix < g->p || iy - g->p >= g->H || ix - g->p >= g->W
+                      ? NULL
+                      : x64 + ((px.b * g->H + iy - g->p) * g->W + ix - g->p) * C;
+            known = 1;
+        }
+        *pb = src ? src + c0 : zero;
+        if ((c0 += nr) == C) {
+            c0 = 0, known = 0;
+            if (++kx == k) kx = 0, ky++;
+        }
+    }
+}
+
+/* rn[n] (n < nr, a multiple of 4) += the squares of pb[u][n] for u < kl, u in order: each its own
+ * sequential sum (clones per ISA, the same operations) */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+static void seg_norms_seq(const double *const *pb, size_t kl, size_t nr, double *rn)
+{
+    for (size_t n = 0; n < nr; n += 4) {
+        vti_v4d acc;
+        memcpy(&acc, rn + n, sizeof acc);
+        for (size_t u = 0; u < kl; u++) {
+            vti_v4d v;
+            memcpy(&v, pb[u] + n, sizeof v);
+            acc += v * v;
+        }
+        memcpy(rn + n, &acc, sizeof acc);
+    }
+}
+
 /* The end of a direct weight gradient's part: the panel tree's result c (rows t - t0, or transposed:
  * columns t - t0) into dW's rows t0 .. t1-1, the norms' square roots */
 static void wgrad_end(conv_job *j, const vti_ptree *tr, double *c, size_t t0, size_t t1, size_t ldc, int transposed,
@@ -1017,13 +1120,27 @@ static void wgrad_direct_part(conv_job *j, size_t lo, size_t hi, int part)
     const size_t K = j->K, N = j->N, M = j->M, mr = im->mr, nr = im->nr, kc = VT_PANEL, P = (M + kc - 1) / kc;
     const size_t t0 = lo * nr, t1 = hi * nr < K ? hi * nr : K, nq = hi - lo, ldc = nq * nr, Np = (N + mr - 1) / mr * mr;
     float *row = calloc(K + nr, sizeof *row); /* the entries past K stay zero */
+    const double **pb = j->x64 ? malloc(nq * kc * sizeof *pb) : NULL; /* read in place: [block][row m] */
     wg_bufs w;
     vt_err err = wg_begin(j, Np * kc, nq * kc * nr, Np, ldc, t0, t1, &w);
-    if (!err && !row) err = vt_set_error(VT_ERR_NOMEM, "out of memory (a weight gradient's panels)");
+    if (!err && (!row || (j->x64 && !pb))) err = vt_set_error(VT_ERR_NOMEM, "out of memory (a weight gradient's panels)");
     double *restrict rn2 = j->rn, *a = w.a, *bp = w.bp;
     for (size_t p = 0; p < P && !err; p++) {
         const size_t m0 = p * kc, kl = M - m0 < kc ? M - m0 : kc;
         conv_px px = conv_px_of(j->g, m0);
+        if (pb) {
+            for (size_t u = 0; u < kl; u++, conv_px_next(j->g, &px)) {
+                const float *restrict dyr = j->w + (m0 + u) * N;
+                for (size_t co = 0; co < N; co++) a[co * kc + u] = (double)dyr[co];
+                patch_ptrs_wg(j->g, j->x64, j->zero, px, t0, nq, nr, pb + u, kc);
+            }
+            for (size_t q = 0; q < nq; q++) seg_norms_seq(pb + q * kc, kl, nr, rn2 + t0 + q * nr);
+            double *nx = vti_ptree_next(&w.tr);
+            for (size_t q = 0; q < nq; q++)
+                for (size_t r0 = 0; r0 < Np; r0 += mr) im->mkb(kl, a + r0 * kc, kc, pb + q * kc, nx + r0 * ldc + q * nr, ldc);
+            vti_ptree_push(&w.tr);
+            continue;
+        }
         for (size_t u = 0; u < kl; u++, conv_px_next(j->g, &px)) {
             const float *restrict dyr = j->w + (m0 + u) * N;
             for (size_t co = 0; co < N; co++) a[co * kc + u] = (double)dyr[co];
@@ -1043,7 +1160,7 @@ static void wgrad_direct_part(conv_job *j, size_t lo, size_t hi, int part)
         vti_ptree_push(&w.tr);
     }
     wgrad_end(j, &w.tr, w.c, t0, t1, ldc, 1, err, part);
-    free(row), wg_free(&w);
+    free(row), free(pb), wg_free(&w);
 }
 
 /* The channels-first stem's weight gradient: column t of im2col (tap and channel t) for the rows
@@ -1198,6 +1315,14 @@ vt_err vt_conv2d_wgrad(vt_exec *e, const vt_conv_geom *g, size_t Co, const float
     size_t units = K;
     if (im && im->mks) { /* the direct kernels: parts of whole blocks of nr (mr for the stem) taps and channels */
         j->im = im, j->chw_t = g->chw;
+        const size_t nx = g->B * g->H * g->W * g->C;
+        double *x64 = NULL; /* read in place: X converted once (the executor's scratch), C zeros first */
+        if (!g->chw && g->C % im->nr == 0 &&
+            vti_ws_get(&e->ws, VT_WS_A, nx + g->C, sizeof *x64, (void **)&x64) == VT_OK) {
+            for (size_t i = 0; i < g->C; i++) x64[i] = 0.0;
+            cvt_f64(x, nx, x64 + g->C);
+            j->zero = x64, j->x64 = x64 + g->C;
+        }
         units = (K + (g->chw ? im->mr : im->nr) - 1) / (g->chw ? im->mr : im->nr);
         grain = units / 2 > 1 ? units / 2 : 1;
     }
