@@ -690,48 +690,6 @@ static double patch_row_cvt4(const vt_conv_geom *g, const float *restrict x, con
     return (acc[0] + acc[1]) + (acc[2] + acc[3]);
 }
 
-/* The weight gradient's row m of im2col (X channels-last, C a multiple of nr, t0 a multiple of nr)
- * packed for the micro-kernel: its entries t0 .. t1-1 into the column blocks' row u (bp + (q kc + u) nr,
- * q = (t - t0) / nr), each entry's square added to rn2[t] (sequential in m: the GEMM path's bits);
- * padding taps give zeros and add nothing */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-__attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
-static void patch_pack_wg(const vt_conv_geom *g, const float *restrict x, conv_px px, size_t t0, size_t t1, size_t nr,
-                          size_t kc, size_t u, double *restrict bp, double *restrict rn2)
-{
-    const size_t C = g->C, k = g->k, ox = px.ox, oy = px.oy, b = px.b;
-    size_t c0 = t0 % C, kx = (t0 / C) % k, ky = t0 / C / k; /* the tap and channel of t, stepped */
-    const float *src = NULL;
-    int in = -1; /* the tap's pixel inside the image (-1: not yet decoded) */
-    double *restrict d = bp + u * nr;
-    for (size_t t = t0; t < t1; t += nr, d += kc * nr) {
-        if (in < 0) {
-            const size_t iy = oy * g->s + ky, ix = ox * g->s + kx;
-            in = !(iy < g->p || ix < g->p || iy - g->p >= g->H || ix - g->p >= g->W);
-            if (in) src = x + ((b * g->H + iy - g->p) * g->W + ix - g->p) * C;
-        }
-        if (!in) {
-            for (size_t n = 0; n < nr; n++) d[n] = 0.0;
-        } else {
-            for (size_t n = 0; n < nr; n += 4) { /* nr a multiple of 4; each rn2[t] its own sequential sum */
-                vti_v4f f;
-                vti_v4d r2;
-                memcpy(&f, src + c0 + n, sizeof f);
-                memcpy(&r2, rn2 + t + n, sizeof r2);
-                const vti_v4d v = __builtin_convertvector(f, vti_v4d);
-                memcpy(d + n, &v, sizeof v);
-                r2 += v * v;
-                memcpy(rn2 + t + n, &r2, sizeof r2);
-            }
-        }
-        if ((c0 += nr) == C) {
-            c0 = 0, in = -1;
-            if (++kx == k) kx = 0, ky++;
-        }
-    }
-}
-
 /* The channels-first stem's forward pass (X [B, C*H*W], Wo a multiple of nr) is computed transposed,
  * Z^T [Co, M] = W^T im2col(X)^T, so that the patch entries of nr pixels of an output row, which lie
  * s apart in one row of one channel plane, are the micro-kernel's packed B: for the pixels m0 .. m0+nr-1
@@ -1144,10 +1102,6 @@ static void wgrad_direct_part(conv_job *j, size_t lo, size_t hi, int part)
         for (size_t u = 0; u < kl; u++, conv_px_next(j->g, &px)) {
             const float *restrict dyr = j->w + (m0 + u) * N;
             for (size_t co = 0; co < N; co++) a[co * kc + u] = (double)dyr[co];
-            if (!j->g->chw && j->g->C % nr == 0) { /* t1 = hi nr: C, hence K, a multiple of nr */
-                patch_pack_wg(j->g, j->x, px, t0, t1, nr, kl, u, bp, rn2);
-                continue;
-            }
             patch_row(j->g, j->x, m0 + u, row);
             for (size_t t = t0; t < t1; t++) rn2[t] += (double)row[t] * (double)row[t];
             for (size_t q = 0; q < nq; q++) {
