@@ -36,8 +36,12 @@
  * printed but the time: the process to hand to `perf record` (docs/benchmarks.md "Where the
  * verifiable step's time goes").
  *
+ * --conv-kernels: only the convolution kinds' kernels, per layer and per kind, with every implementation
+ * (kernels/vt_cnn.h vt_conv_impl_set), in GFLOP/s and as a fraction of the DGEMM rate (docs/benchmarks.md
+ * "Direct convolution kernels").
+ *
  * Usage: bench_cnn [--quick] [--recipe FILE] [--data-dir DIR] [--python PATH] [--threads T]
- *                  [--profile MODE N]
+ *                  [--profile MODE N] [--conv-kernels]
  */
 #include <cblas.h>
 #include <math.h>
@@ -47,6 +51,7 @@
 #define BENCH_NAME "bench_cnn"
 #include "bench/bench_util.h"
 #include "common/vt_par.h"
+#include "kernels/vt_cnn.h"
 #include "data/vt_data.h"
 #include "model/vt_model.h"
 #include "model/vt_plain.h"
@@ -239,6 +244,117 @@ static void load_recipe(const char *recipe, const char *root, vt_recipe *rcp, vt
     TRY(vt_data_load(spec, root, ds));
 }
 
+/* --conv-kernels: the convolution kinds' kernels alone (vt_conv2d, vt_conv2d_wgrad, vt_conv2d_dgrad in the
+ * BLAS order, no rounding), every convolution of the recipe's step program (program_version 2) run with
+ * each implementation (vt_conv_impl_set: gemm, scalar, avx2, avx512 where the processor has them) on
+ * random FP32 operands, best of 5 runs each (thread CPU time, one thread); printed per layer shape and
+ * per kind (the kind's flop over the sum of its layers' times) as GFLOP/s and as a fraction of the
+ * machine's DGEMM rate (1024^3, one BLAS thread); with VT_CONV_IMPL set, that implementation alone */
+static float rnd_half(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    return (float)((double)(z >> 11) * 0x1p-53 - 0.5);
+}
+
+static int conv_kernels_only(const char *recipe, const char *root)
+{
+    vt_recipe rcp;
+    vt_dataset ds;
+    load_recipe(recipe, root, &rcp, &ds);
+    vt_model m;
+    TRY(vt_model_init(&m, &rcp, ds.n, VT_ORDER_BLAS));
+    blas_threads(1);
+    vt_par_set_threads(1);
+    const double peak = dgemm_peak();
+    char *(*corename)(void) = (char *(*)(void))dlsym(RTLD_DEFAULT, "openblas_get_corename");
+    static const char *impls[] = {"gemm", "scalar", "avx2", "avx512"};
+    static const char *kinds[] = {"conv2d", "conv2d_input_grad", "conv2d_weight_grad"};
+    enum { NI = 4 };
+    double kflop[3] = {0}, kt[3][NI] = {{0}};
+    int ok[NI];
+    printf("# bench_cnn --conv-kernels: %s (program_version %u); the machine's DGEMM (1024^3, 1 thread, OpenBLAS "
+           "core %s): %.2f GFLOP/s; the default convolution implementation: %s\n\n",
+           recipe, rcp.program_version, corename ? corename() : "?", peak * 1e-9, vt_conv_impl());
+    const char *only = getenv("VT_CONV_IMPL"); /* set: that implementation alone (for perf record) */
+    for (int i = 0; i < NI; i++) ok[i] = vt_conv_impl_set(impls[i]) == VT_OK && (!only || !*only || !strcmp(only, impls[i]));
+    printf("| kind | B H W C -> Co, k s p | GFLOP |");
+    for (int i = 0; i < NI; i++)
+        if (ok[i]) printf(" %s GFLOP/s |", impls[i]);
+    printf("\n|---|---|---:|");
+    for (int i = 0; i < NI; i++)
+        if (ok[i]) printf("---:|");
+    printf("\n");
+    uint64_t R = 42; /* splitmix64: operands in [-0.5, 0.5) */
+    for (uint32_t j = 0; j < m.prog.n_ops; j++) {
+        const vt_opdesc *o = &m.prog.op[j];
+        const int kd = o->kind == VT_OPK_CONV2D ? 0 : o->kind == VT_OPK_CONV2D_DGRAD ? 1 : o->kind == VT_OPK_CONV2D_WGRAD ? 2 : -1;
+        if (kd < 0) continue;
+        const int64_t *a = o->iarg;
+        vt_conv_geom g;
+        TRY(vt_conv_geom_make(&g, a[0], a[1], a[2], a[3], a[4], a[5], a[6], (int)a[7]));
+        const size_t Co = (size_t)a[8], M = g.B * g.Ho * g.Wo, K = g.k * g.k * g.C, Min = g.B * g.H * g.W;
+        const size_t nx = Min * g.C, rows = kd == 0 ? M : kd == 1 ? Min : K, cols = kd == 1 ? g.C : Co;
+        vt_opcost c;
+        memset(&c, 0, sizeof c);
+        vt_opkind_get(o->kind)->cost(&m.prog, o, &c);
+        float *x = malloc(nx * sizeof *x), *w = malloc(K * Co * sizeof *w), *dy = malloc(M * Co * sizeof *dy),
+              *wp = malloc(K * Co * sizeof *wp);
+        double *out = malloc(rows * cols * sizeof *out), *rn = malloc((rows > K ? rows : K) * sizeof *rn),
+               *cn = malloc((cols > Co ? cols : Co) * sizeof *cn);
+        if (!x || !w || !dy || !wp || !out || !rn || !cn) {
+            fprintf(stderr, "bench_cnn: out of memory\n");
+            exit(2);
+        }
+        for (size_t i = 0; i < nx; i++) x[i] = rnd_half(&R);
+        for (size_t i = 0; i < K * Co; i++) w[i] = rnd_half(&R);
+        for (size_t i = 0; i < M * Co; i++) dy[i] = rnd_half(&R);
+        printf("| %s | %zu %zu %zu %zu -> %zu, %zu %zu %zu | %.4f |", kinds[kd], g.B, g.H, g.W, g.C, Co, g.k, g.s, g.p,
+               c.flop * 1e-9);
+        kflop[kd] += c.flop;
+        for (int i = 0; i < NI; i++) {
+            if (!ok[i]) continue;
+            TRY(vt_conv_impl_set(impls[i]));
+            vt_exec e;
+            vt_exec_init(&e, VT_ORDER_BLAS, rcp.bound, 1);
+            double best = 1e30;
+            for (int r = 0; r < 5; r++) {
+                vt_bounds bd;
+                vt_conv_ref ref;
+                const double t0 = clk();
+                if (kd == 0) TRY(vt_conv2d(&e, &g, Co, x, w, out, rn, cn, &bd, &ref));
+                else if (kd == 1) TRY(vt_conv2d_dgrad(&e, &g, Co, dy, w, wp, out, rn, cn, &bd, &ref));
+                else TRY(vt_conv2d_wgrad(&e, &g, Co, x, dy, out, rn, cn, &bd, &ref));
+                const double t = clk() - t0;
+                best = t < best ? t : best;
+            }
+            vt_exec_free(&e);
+            kt[kd][i] += best;
+            printf(" %.2f |", c.flop / best * 1e-9);
+        }
+        printf("\n");
+        free(x), free(w), free(dy), free(wp), free(out), free(rn), free(cn);
+    }
+    printf("\nPer kind (the kind's flop over its layers' summed times; %% of the DGEMM rate above):\n\n| kind | GFLOP |");
+    for (int i = 0; i < NI; i++)
+        if (ok[i]) printf(" %s GFLOP/s (%% DGEMM) |", impls[i]);
+    printf("\n|---|---:|");
+    for (int i = 0; i < NI; i++)
+        if (ok[i]) printf("---:|");
+    printf("\n");
+    for (int kd = 0; kd < 3; kd++) {
+        printf("| %s | %.3f |", kinds[kd], kflop[kd] * 1e-9);
+        for (int i = 0; i < NI; i++)
+            if (ok[i]) printf(" %.2f (%.0f%%) |", kflop[kd] / kt[kd][i] * 1e-9, 100 * kflop[kd] / kt[kd][i] / peak);
+        printf("\n");
+    }
+    vt_model_free(&m);
+    vt_data_free(&ds);
+    return 0;
+}
+
 /* --profile MODE N: N steps of one configuration alone (for perf record) */
 static int profile_only(const char *recipe, const char *root, const char *mode, int n, int threads)
 {
@@ -270,7 +386,7 @@ static int profile_only(const char *recipe, const char *root, const char *mode, 
 
 int main(int argc, char **argv)
 {
-    int quick = 0, threads = 1, prof_n = 0;
+    int quick = 0, threads = 1, prof_n = 0, conv_only = 0;
     const char *prof = NULL;
     const char *recipe = VT_SOURCE_DIR "/recipes/resnet-cifar10.json", *root = NULL, *python = "/usr/bin/python3";
     for (int i = 1; i < argc; i++) {
@@ -280,11 +396,12 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--python") && i + 1 < argc) python = argv[++i];
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc && atoi(argv[i + 1]) >= 1 && atoi(argv[i + 1]) <= VT_PAR_MAX)
             threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--conv-kernels")) conv_only = 1;
         else if (!strcmp(argv[i], "--profile") && i + 2 < argc && atoi(argv[i + 2]) >= 1)
             prof = argv[++i], prof_n = atoi(argv[++i]);
         else {
             fprintf(stderr, "usage: bench_cnn [--quick] [--recipe FILE] [--data-dir DIR] [--python PATH] [--threads T] "
-                            "[--profile plain64|plain32|exact|log N]\n");
+                            "[--profile plain64|plain32|exact|log N] [--conv-kernels]\n");
             return 64;
         }
     }
@@ -292,6 +409,7 @@ int main(int argc, char **argv)
     vt_par_set_threads(threads);
     blas_threads(threads);
     if (prof) return profile_only(recipe, root, prof, prof_n, threads);
+    if (conv_only) return conv_kernels_only(recipe, root);
     const double peak = dgemm_peak();
     blas_threads(1);
     vt_recipe rcp;

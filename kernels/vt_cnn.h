@@ -84,7 +84,9 @@ vt_err vt_conv_dgrad_plain_f64(const vt_conv_geom *g, size_t Co, const double *G
  * same exact value and (exact rounding) the same FP32 result. The forward pass gathers tiles of about
  * 512 KiB of im2col's rows (vt_gemm of each tile by W); the weight gradient panels of VT_PANEL rows of
  * im2col (vt_gemm of each panel's slice^T by dY's panel, the panel results combined by the panel tree,
- * as vt_gemm evaluates a panelled reduction), the threads splitting the taps and channels. *bd is
+ * as vt_gemm evaluates a panelled reduction), the threads splitting the taps and channels. In the BLAS
+ * order both run the direct kernels instead (vt_conv_impl below): the same panels and panel tree, each
+ * panel one sequential FP64 sum per element. *bd is
  * OUTER with coefficient vt_bound_coef_red(K, K) (K the reduction's length), rn[i] the norm of op(A)'s
  * row i and cn[j] of op(B)'s column j, each summed in one fixed order (the same bound for every order,
  * tiling and thread count), and no tight bound; its exact evaluator reads op(A) through
@@ -106,11 +108,12 @@ vt_err vt_conv2d_wgrad(vt_exec *e, const vt_conv_geom *g, size_t Co, const float
  * non-zero terms of program 1's (vt_conv_dgrad_gemm, or vt_gemm for s = 1), hence the same exact value. By
  * output phase class (s*s classes (iy + p) mod s, (ix + p) mod s; one class for s = 1): each class's rows
  * gathered from dY in tiles of about 512 KiB (the class's taps only, in row-major tap order: no product by
- * an entry the gather would set to zero), each tile one GEMM by the class's rows of W' (BLAS order: FP64
- * tiles and cblas_dgemm; other orders vt_gemm_plain); where vt_gemm would panel the dense reduction
+ * an entry the gather would set to zero), each tile one GEMM by the class's rows of W' (BLAS order: the
+ * direct kernels, or with vt_conv_impl "gemm" FP64 tiles and cblas_dgemm; other orders vt_gemm_plain); where vt_gemm would panel the dense reduction
  * (vt_gemm_panel(K)) a class's reduction of more than VT_PANEL terms is evaluated in panels of VT_PANEL
  * combined by the panel tree, as vt_conv_dgrad_gemm does, so its error stays within c(m, K). The threads
- * split the tiles (each element computed by one part: bits independent of the thread count). g is the
+ * split the tiles (each element computed by one part: bits independent of the thread count). In the BLAS
+ * order the classes' tiles run the direct kernels instead (vt_conv_impl below), in the same panels. g is the
  * forward convolution's geometry (g->chw = 0), w its weight W [k*k*C, Co]; wp (k*k*Co*C floats, the
  * caller's) receives W' and must outlive *bd, as must *ref. *bd is OUTER with coefficient
  * vt_bound_coef_red(K, K), rn[i] the norm of G's row i (its four-lane sum, one fixed order), cn[j] of W''s
@@ -127,6 +130,17 @@ vt_err vt_conv2d_dgrad_plain_f64(const vt_conv_geom *g, size_t Co, const double 
                                  double *dx) VT_WARN_UNUSED;
 /* G(dY)[i][t] (vt_conv_dgather's entry), or 0 */
 float vt_conv_dgrad_entry(const vt_conv_geom *g, size_t Co, const float *dy, size_t i, size_t t);
+
+/* The BLAS order's convolution kernels (vt_conv2d, vt_conv2d_wgrad, vt_conv2d_dgrad with VT_ORDER_BLAS):
+ * "avx512", "avx2" (register-blocked micro-kernels, where the processor runs them), "scalar" (the
+ * portable reference: the same FP64 sums, bit for bit) or "gemm" (a BLAS GEMM per gathered tile, the
+ * earlier path). Chosen once, at the first use: VT_CONV_IMPL's name where the processor runs it, else the
+ * widest. vt_conv_impl_set switches (tests, benchmarks; not while a convolution runs): VT_ERR_ARG for an
+ * unknown name, VT_ERR_UNSUPPORTED for one this processor cannot run. The orders' rounded results are
+ * the same bits whichever runs (exactly rounded: RN32 of the exact value; vt_cnn.c gives the bound's
+ * argument, docs/rounding.md 2.5). */
+const char *vt_conv_impl(void);
+vt_err vt_conv_impl_set(const char *name) VT_WARN_UNUSED;
 
 /* W' [k*k*Co, C] from W [k*k*C, Co]: W'[(t, co)][c] = W[(t, c)][co] for each tap t. */
 void vt_conv_wperm_f32(size_t k, size_t C, size_t Co, const float *w, float *wp);

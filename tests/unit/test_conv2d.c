@@ -5,7 +5,10 @@
  * pixels not a multiple of the panel. For every evaluation order and 1 or 3 threads: the exactly
  * rounded FP32 outputs equal the reference's bit for bit; each FP64 result is within the descriptor's
  * bound coef |row| |column| of the exact value; the norms are the reference's (to 2^-40); the exact
- * evaluator through vt_bounds.xa_fill gives the exact value in both of its stages. */
+ * evaluator through vt_bounds.xa_fill gives the exact value in both of its stages. All of it once per
+ * implementation of the BLAS order's kernels (vt_conv_impl_set: gemm, scalar, avx2, avx512 where the
+ * processor runs them); and the direct implementations compute the same FP64 sums, norms and bounds
+ * bit for bit (impls_agree: the portable scalar reference against each vector form). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -246,21 +249,95 @@ static void one_dgrad(size_t B, size_t H, size_t W, size_t C, size_t Co, size_t 
         free(cn), free(cnr);
 }
 
+/* the direct implementations against the scalar reference, bit for bit: the FP64 results, the row and
+ * column norms and the descriptor's coefficient, for the three kinds (the input gradient for
+ * channels-last inputs), with 1 and 3 threads; the GEMM path's norms and coefficient too (its sums are
+ * evaluated in another order) */
+static void impls_agree(size_t B, size_t H, size_t W, size_t C, size_t Co, size_t k, size_t s, size_t p, int chw)
+{
+    vt_conv_geom g;
+    CHECK_OK(vt_conv_geom_make(&g, (int64_t)B, (int64_t)H, (int64_t)W, (int64_t)C, (int64_t)k, (int64_t)s,
+                               (int64_t)p, chw));
+    const size_t M = B * g.Ho * g.Wo, K = k * k * C, Min = B * H * W, nx = Min * C;
+    const size_t big = (M > Min ? M : Min) * (Co > C ? Co : C) + K * Co, nrn = M + K + Min;
+    float *xin = malloc(nx * sizeof *xin), *w = malloc(K * Co * sizeof *w), *dy = malloc(M * Co * sizeof *dy),
+          *wp = malloc(K * Co * sizeof *wp);
+    double *x0 = malloc(big * sizeof *x0), *x1 = malloc(big * sizeof *x1), *rn0 = malloc(nrn * sizeof *rn0),
+           *rn1 = malloc(nrn * sizeof *rn1), *cn0 = malloc((Co + C) * sizeof *cn0), *cn1 = malloc((Co + C) * sizeof *cn1);
+    for (size_t i = 0; i < nx; i++) xin[i] = vt_rng_next(&R) % 5 ? rnd_val() : 0.0f;
+    for (size_t i = 0; i < K * Co; i++) w[i] = rnd_val();
+    for (size_t i = 0; i < M * Co; i++) dy[i] = vt_rng_next(&R) % 3 ? rnd_val() : 0.0f;
+    static const char *vec[] = {"avx2", "avx512", "gemm"};
+    for (int kind = 0; kind < 3; kind++) {
+        if (kind == 2 && chw) continue;
+        const size_t rows = kind == 0 ? M : kind == 1 ? K : Min, cols = kind == 2 ? C : Co;
+        for (int threads = 1; threads <= 3; threads += 2) {
+            vt_par_set_threads(threads);
+            double coef0 = 0.0;
+            for (int v = -1; v < 3; v++) {
+                if (vt_conv_impl_set(v < 0 ? "scalar" : vec[v]) != VT_OK) continue;
+                vt_exec e;
+                vt_exec_init(&e, VT_ORDER_BLAS, PROVABLE, 11);
+                vt_bounds bd;
+                vt_conv_ref ref;
+                double *x = v < 0 ? x0 : x1, *rn = v < 0 ? rn0 : rn1, *cn = v < 0 ? cn0 : cn1;
+                if (kind == 0) CHECK_OK(vt_conv2d(&e, &g, Co, xin, w, x, rn, cn, &bd, &ref));
+                else if (kind == 1) CHECK_OK(vt_conv2d_wgrad(&e, &g, Co, xin, dy, x, rn, cn, &bd, &ref));
+                else CHECK_OK(vt_conv2d_dgrad(&e, &g, Co, dy, w, wp, x, rn, cn, &bd, &ref));
+                vt_exec_free(&e);
+                if (v < 0) {
+                    coef0 = bd.coef;
+                    continue;
+                }
+                CHECK((v == 2 || memcmp(x0, x1, rows * cols * sizeof *x0) == 0) && memcmp(rn0, rn1, rows * sizeof *rn0) == 0 &&
+                          memcmp(cn0, cn1, cols * sizeof *cn0) == 0 && bd.coef == coef0,
+                      "kind %d B%zu %zux%zux%zu Co %zu k %zu s %zu p %zu chw %d, %d threads: %s differs from scalar", kind,
+                      B, H, W, C, Co, k, s, p, chw, threads, vec[v]);
+            }
+        }
+    }
+    vt_par_set_threads(1);
+    free(xin), free(w), free(dy), free(wp), free(x0), free(x1), free(rn0), free(rn1), free(cn0), free(cn1);
+}
+
 int main(void)
 {
     R.s = vt_test_seed(27);
-    one_geometry(2, 8, 8, 3, 16, 3, 1, 1, 1);  /* the stem: channels-first, K 27, M 128 (one panel) */
-    one_geometry(3, 7, 9, 5, 6, 3, 2, 1, 0);   /* stride 2, padding, odd sizes: M 60, K 45 */
-    one_geometry(3, 8, 8, 4, 7, 1, 2, 0, 0);   /* 1x1 stride 2 (the shortcut) */
-    one_geometry(2, 9, 11, 32, 9, 3, 1, 1, 0); /* K 288 panelled, M 198: a partial panel */
-    one_geometry(5, 10, 9, 2, 4, 3, 1, 1, 0);  /* M 450: weight gradient panelled over 4 panels */
-    one_dgrad(2, 8, 8, 5, 6, 3, 1, 1);    /* stride 1, padding 1: one class, K 54 */
-    one_dgrad(3, 7, 9, 5, 6, 3, 2, 1);    /* stride 2, padding, odd sizes: four classes of 4, 2, 2, 1 taps */
-    one_dgrad(3, 8, 7, 4, 7, 1, 2, 0);    /* 1x1 stride 2 (the shortcut): three classes no tap reaches */
-    one_dgrad(2, 7, 7, 3, 5, 3, 2, 0);    /* stride 2, no padding */
-    one_dgrad(2, 5, 6, 3, 4, 1, 1, 0);    /* 1x1 stride 1 */
-    one_dgrad(2, 9, 7, 4, 40, 3, 1, 1);   /* K 360 panelled, stride 1: three panels */
-    one_dgrad(2, 9, 11, 3, 40, 3, 2, 1);  /* K 360 panelled, stride 2: classes of 160 (two panels), 80, 80, 40 */
-    one_dgrad(1, 6, 5, 2, 70, 3, 2, 1);   /* K 630: a class of 280 terms (three panels) */
+    static const char *impls[] = {"gemm", "scalar", "avx2", "avx512"};
+    for (int i = 0; i < 4; i++) {
+        if (vt_conv_impl_set(impls[i]) != VT_OK) {
+            printf("the processor does not run the \"%s\" convolutions: skipped\n", impls[i]);
+            continue;
+        }
+        CHECK(strcmp(vt_conv_impl(), impls[i]) == 0, "vt_conv_impl after vt_conv_impl_set(\"%s\")", impls[i]);
+        one_geometry(2, 8, 8, 3, 16, 3, 1, 1, 1);  /* the stem: channels-first, K 27, M 128 (one panel) */
+        one_geometry(3, 7, 9, 5, 6, 3, 2, 1, 0);   /* stride 2, padding, odd sizes: M 60, K 45 */
+        one_geometry(3, 8, 8, 4, 7, 1, 2, 0, 0);   /* 1x1 stride 2 (the shortcut) */
+        one_geometry(2, 9, 11, 32, 9, 3, 1, 1, 0); /* K 288 panelled, M 198: a partial panel */
+        one_geometry(5, 10, 9, 2, 4, 3, 1, 1, 0);  /* M 450: weight gradient panelled over 4 panels */
+        one_dgrad(2, 8, 8, 5, 6, 3, 1, 1);    /* stride 1, padding 1: one class, K 54 */
+        one_dgrad(3, 7, 9, 5, 6, 3, 2, 1);    /* stride 2, padding, odd sizes: four classes of 4, 2, 2, 1 taps */
+        one_dgrad(3, 8, 7, 4, 7, 1, 2, 0);    /* 1x1 stride 2 (the shortcut): three classes no tap reaches */
+        one_dgrad(2, 7, 7, 3, 5, 3, 2, 0);    /* stride 2, no padding */
+        one_dgrad(2, 5, 6, 3, 4, 1, 1, 0);    /* 1x1 stride 1 */
+        one_dgrad(2, 9, 7, 4, 40, 3, 1, 1);   /* K 360 panelled, stride 1: three panels */
+        one_dgrad(2, 9, 11, 3, 40, 3, 2, 1);  /* K 360 panelled, stride 2: classes of 160 (two panels), 80, 80, 40 */
+        one_dgrad(1, 6, 5, 2, 70, 3, 2, 1);   /* K 630: a class of 280 terms (three panels) */
+        one_geometry(2, 16, 16, 3, 5, 3, 1, 1, 1);  /* the stem, Wo 16: computed transposed by every direct form */
+        one_geometry(1, 32, 32, 3, 9, 3, 2, 1, 1);  /* the stem with stride 2 (transposed, the scalar gather) */
+        one_geometry(1, 16, 16, 32, 4, 3, 1, 1, 1); /* channels-first, K 288 panelled, transposed */
+        one_dgrad(2, 8, 8, 16, 16, 3, 1, 1);  /* Co 16: G's rows read in place, whole column blocks */
+        one_dgrad(2, 9, 8, 3, 32, 3, 2, 1);   /* Co 32, stride 2, K 288 panelled: classes of 128 terms or fewer */
+        one_dgrad(1, 7, 6, 3, 64, 3, 2, 1);   /* Co 64, stride 2: a class of 256 terms in two panels of two taps */
+    }
+    CHECK(vt_conv_impl_set("no-such") == VT_ERR_ARG, "vt_conv_impl_set of an unknown name");
+    impls_agree(2, 8, 8, 3, 16, 3, 1, 1, 1);
+    impls_agree(2, 16, 16, 3, 5, 3, 1, 1, 1);
+    impls_agree(1, 32, 32, 3, 9, 3, 2, 1, 1);
+    impls_agree(3, 7, 9, 5, 6, 3, 2, 1, 0);
+    impls_agree(2, 9, 11, 32, 9, 3, 1, 1, 0);
+    impls_agree(3, 9, 7, 16, 40, 3, 2, 1, 0);
+    impls_agree(2, 8, 8, 64, 64, 3, 1, 1, 0);
+    impls_agree(3, 8, 8, 4, 7, 1, 2, 0, 0);
     return vt_test_finish("test_conv2d");
 }
