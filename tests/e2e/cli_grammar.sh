@@ -105,7 +105,8 @@ want 64 "--run: an empty value" -- "$AU" verify --run=
 want 64 "--eps: for certify" -- "$AU" check-certificate "$T/none.cert" "$RUN" --eps 0.1
 want 64 "--out: for certify" -- "$AU" check-certificate "$T/none.cert" "$RUN" --out "$T/c2"
 want 64 "--signer: for check-certificate" -- "$AU" certify "$RUN" --eps 0.1 --examples 2 --signer "$T/key.pub"
-want 64 "--timeout: for a VNN-LIB property" -- "$AU" certify "$RUN" --eps 0.1 --examples 2 --timeout 5
+want 64 "--cex: for a VNN-LIB property" -- "$AU" certify "$RUN" --eps 0.1 --examples 2 --cex "$T/c.cex"
+want 64 "--timeout SECONDS: a positive number" -- "$AU" certify "$RUN" --eps 0.1 --examples 2 --timeout -1
 want 2 "--pubkey: " -- "$TR" report "$RUN" --out "$T/r.html" --pubkey "$T/no-such.pub"
 want 64 'unexpected argument "--threads=2"' -- "$TR" eval "$RUN" -- --threads=2
 
