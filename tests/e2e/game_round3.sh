@@ -90,9 +90,11 @@ case_gone() { # finding 2: an auditor that does not come back within its clock i
   start_arbiter "$d" --games 1 --deadline-ms "$(dl 3000)" --clock-ms "$(dl 6000)" || { bad "gone: arbiter"; return; }
   start_trainer "$d" honest || { bad "gone: trainer"; return; }
   "$B/auditor-test" challenge "$T/honest" --service "$d/service.vtsr" --arbiter 127.0.0.1:"$APORT" --key "$T/ak" \
-    --arbiter-key "$T/rk.pub" --lie 9:3 >"$d/out" 2>&1 &
+    --arbiter-key "$T/rk.pub" --lie 9:3 --slow "$(dl 2500)" >"$d/out" 2>&1 &
   local apid=$!
   PIDS+=("$apid")
+  # killed while it thinks over the first question (--slow: its answer 2.5 s after the line), so the game
+  # cannot have ended before: without the delay a fast game finished first and convicted the liar
   wait_until $((300 * SLOW)) line_or_exit "$d/out" "arbiter asks" "$apid"
   kill -9 "$apid"; wait "$apid" 2>/dev/null
   arbiter_done; stop "$TPID"
