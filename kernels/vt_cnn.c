@@ -639,17 +639,16 @@ typedef float vti_v4f __attribute__((vector_size(16)));
 typedef double vti_v4d __attribute__((vector_size(32)));
 
 /* d[0..n) = src (n a multiple of 4) in FP64, acc (lane l) += the squares of the entries l mod 4, in order */
-static inline __attribute__((always_inline)) vti_v4d cvt4_acc(const float *restrict src, size_t n, double *restrict d,
-                                                             vti_v4d acc)
+static inline __attribute__((always_inline)) void cvt4_acc(const float *restrict src, size_t n, double *restrict d,
+                                                          vti_v4d *restrict acc)
 {
     for (size_t c = 0; c < n; c += 4) {
         vti_v4f f;
         memcpy(&f, src + c, sizeof f);
         const vti_v4d v = __builtin_convertvector(f, vti_v4d);
         memcpy(d + c, &v, sizeof v);
-        acc += v * v;
+        *acc += v * v;
     }
-    return acc;
 }
 
 /* an output pixel (b, oy, ox) of the convolution g, stepped along m = (b Ho + oy) Wo + ox without divisions */
@@ -685,7 +684,7 @@ static double patch_row_cvt4(const vt_conv_geom *g, const float *restrict x, con
                 for (size_t c = 0; c < C; c++) d[c] = 0.0;
                 continue;
             }
-            acc = cvt4_acc(x + ((b * g->H + iy - g->p) * g->W + ix - g->p) * C, C, d, acc);
+            cvt4_acc(x + ((b * g->H + iy - g->p) * g->W + ix - g->p) * C, C, d, &acc);
         }
     return (acc[0] + acc[1]) + (acc[2] + acc[3]);
 }
@@ -1385,7 +1384,7 @@ static size_t dg_row_cvt4(const dg_job *j, const dg_class *cl, conv_px q, double
             if (oy < 0 || ox < 0 || oy >= (int64_t)g->Ho || ox >= (int64_t)g->Wo)
                 for (size_t c = 0; c < Co; c++) d[c] = 0.0;
             else
-                acc = cvt4_acc(j->dy + ((b * g->Ho + (size_t)oy) * g->Wo + (size_t)ox) * Co, Co, d, acc);
+                cvt4_acc(j->dy + ((b * g->Ho + (size_t)oy) * g->Wo + (size_t)ox) * Co, Co, d, &acc);
         }
     }
     *ss = (acc[0] + acc[1]) + (acc[2] + acc[3]);
