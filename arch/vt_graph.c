@@ -431,7 +431,8 @@ static vt_err lower(bld *b)
                                    (bias && p->t[b->pt[ly->param[1]]].n != (size_t)Co),
                                VT_ERR_ARG,
                                "graph: layer %s: its parameters are not [%lld, %lld, %lld, %lld] and [%lld]",
-                               ly->name, (long long)Co, (long long)C, (long long)k, (long long)k, (long long)Co);
+                               ly->name, (long long)(kl ? k : Co), (long long)(kl ? k : C), (long long)(kl ? C : k),
+                               (long long)(kl ? Co : k), (long long)Co);
             uint32_t wg = W;
             if (!kl) {
                 const uint32_t wt = vt_prog_tensor(p, VT_TC_ACT, VT_DT_F32, 2,
@@ -1067,9 +1068,9 @@ vt_err vt_graph_build(const vt_graph *g, const vt_recipe *rcp, vt_program *p)
     if (p->bad) goto finish;
     uint32_t x, y, xa, tstep, lr;
     const int next = g->loss == VT_GLOSS_NEXT; /* a language model: windows of a text's tokens */
-    const int gpt = rcp->arch == VT_ARCH_GPT; /* the built-in GPT's graph: its recipe's context and vocabulary */
-    const uint32_t V = gpt ? rcp->gpt_vocab : rcp->widths[rcp->n_layers], T = g->in_cols,
-                   d = gpt ? rcp->gpt_context : rcp->widths[0];
+    const uint32_t T = g->in_cols;
+    uint32_t d, V; /* the built-in GPT's graph: its recipe's context and vocabulary */
+    vt_recipe_io_widths(rcp, &d, &V);
     FAIL_IF(g->in_cols != d, VT_ERR_ARG, "graph: the input has %u values, the data %u", g->in_cols, d);
     if (next) { /* the GPT's inputs: T tokens per example, the next token of each as its target */
         x = xa = vt_prog_tensor(p, VT_TC_INPUT, VT_DT_U8, 2, ARR(b.B, T), "tokens");

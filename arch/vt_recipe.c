@@ -566,12 +566,19 @@ vt_err vt_manifest_build_ds(const vt_recipe *r, const vt_dataset *ds, const char
 
 int vt_recipe_is_text(const vt_recipe *r) { return r->arch == VT_ARCH_GPT || r->loss == VT_LOSS_NEXT; }
 
+void vt_recipe_io_widths(const vt_recipe *r, uint32_t *in, uint32_t *out)
+{
+    const int gpt = r->arch == VT_ARCH_GPT;
+    *in = gpt ? r->gpt_context : r->widths[0];
+    *out = gpt ? r->gpt_vocab : r->widths[r->n_layers];
+}
+
 vt_err vt_recipe_check_data(const vt_recipe *r, const vt_dataset *ds)
 {
     if (ds->hash_version < 2) return VT_OK; /* 2: a user's file; 3: with float targets */
     if (vt_recipe_is_text(r)) { /* the GPT, or a client's language model: windows of the text's tokens */
-        const uint32_t V = r->arch == VT_ARCH_GPT ? r->gpt_vocab : r->widths[r->n_layers],
-                       T = r->arch == VT_ARCH_GPT ? r->gpt_context : r->widths[0];
+        uint32_t T, V;
+        vt_recipe_io_widths(r, &T, &V);
         VT_RETURN_ERROR_IF(!ds->text, VT_ERR_ARG,
                            "recipe: %s trains on a text (dataset=text:PATH), not on the examples of %s",
                            r->arch == VT_ARCH_GPT ? "arch=gpt" : "loss=next_token", r->dataset);

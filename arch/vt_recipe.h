@@ -120,6 +120,9 @@ vt_err vt_recipe_check_dataset(const vt_recipe *r) VT_WARN_UNUSED;
 
 /* 1 when the recipe trains on a text's windows: arch=gpt, or a client's language model (loss=next_token). */
 int vt_recipe_is_text(const vt_recipe *r);
+/* An example's input width and the output's classes: arch gpt's context and vocabulary, else the first and the
+ * last of layers. */
+void vt_recipe_io_widths(const vt_recipe *r, uint32_t *in, uint32_t *out);
 /* A user's data set (ds->hash_version 2: vt_data_load_file) against the recipe: a text model needs a text
  * whose vocabulary fits gpt_vocab (a client's: its own) and windows of its context; the others an example of layers[0] values and every label a class
  * (the first label that is not names the file and its offset). VT_ERR_ARG. Built-in data sets pass
