@@ -220,10 +220,12 @@ case_admission() { # finding 7: --max-running 2, one game per commitment
   wait_until 300 line_or_exit "$d/out1" "arbiter asks" "$l1"
   kill -STOP "$l1"
   grep -q VERDICT "$d/out1" && { bad "admission: the first game ended before it could be frozen"; kill -CONT "$l1"; return; }
-  # a second lying auditor on the same run waits (busy: one game per commitment) ...
+  # a second lying auditor on the same run waits (busy: one game per commitment) ... (waited for in
+  # the arbiter's log, not by the auditor's "did not take the challenge", which a connection that a
+  # loaded machine lets time out also prints: its retry could then meet the next game's "at once")
   challenge "$d" honest "$T/ak2" "$d/out2" --lie 9:3 --wait-ms 300000 &
   local l2=$!
-  wait_until 300 line_or_exit "$d/out2" "did not take the challenge" "$l2"
+  wait_until 300 line_or_exit "$d/arbiter.log" "about one commitment" "$l2"
   # ... while the honest auditor of the other run gets its game (the second of two) and wins
   challenge "$e" cheat "$T/ak3" "$e/out"
   local st=$?
