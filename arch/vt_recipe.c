@@ -149,6 +149,7 @@ static vt_err set_field(vt_recipe *r, const field *f, json_t *v)
         VT_FORWARD_IF_ERROR(get_uint(v, f->key, UINT32_MAX, &u));
         uint32_t w = (uint32_t)u;
         memcpy(base, &w, sizeof w);
+        if (f->off == OFF(program_version)) r->program_set = 1; /* named: a new run keeps it */
         return VT_OK;
     }
     case F_INT: {
@@ -314,6 +315,17 @@ vt_err vt_recipe_set(vt_recipe *r, const char *a)
     vt_err e = set_field(r, f, v);
     json_decref(v);
     return users(e);
+}
+
+void vt_recipe_new_program(vt_recipe *r)
+{
+    if (r->program_set) return;
+    r->program_version = (r->arch == VT_ARCH_GPT || r->arch == VT_ARCH_RESNET) && r->gemm_arith == 0 ? 3 : 1;
+}
+
+void vt_recipe_adopt_program(vt_recipe *r, const vt_recipe *run)
+{
+    if (!r->program_set) r->program_version = run->program_version;
 }
 
 vt_err vt_recipe_validate(const vt_recipe *r)
@@ -636,6 +648,7 @@ vt_err vt_manifest_parse(const char *text, size_t len, vt_recipe *r, uint8_t dat
         r->bound.whole_reduction = v1 || v2;
         r->bound.legacy_log = v1 || v2 || v3 || v4;
         r->program_version = v1 || v2 || v3 ? 0 : 1;
+        r->program_set = 1; /* a manifest names its program (absent: 1, or 0 for formats 1-3) */
         if (!e) e = apply_object(r, rj, "manifest recipe");
         /* keys newer than formats 1-4: no trainer of those formats wrote them (a manifest that has them
          * was made, not recorded) */

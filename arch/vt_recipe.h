@@ -65,6 +65,10 @@ typedef struct {
      * manifest format 4; 0 for formats 1-3, whose step (no schedule operation, Adam's moments as
      * two operations) gave other operation ids - which only their logs name. */
     uint32_t program_version;
+    /* Not a recipe key: 1 when the recipe (file, --set or manifest) named program_version; a recipe
+     * that did not takes the newest program for a new run (vt_recipe_new_program) and the stored
+     * run's for a resume or an audit (vt_recipe_adopt_program). */
+    uint32_t program_set;
     /* Not a recipe key: the initial state came from a file (trainer train --init), whose SHA-256 the
      * manifest records as "init_sha256" (absent otherwise, so other runs keep their manifests). */
     uint32_t has_init;
@@ -109,6 +113,15 @@ vt_err vt_recipe_apply_json(vt_recipe *r, const char *json_text, const char *wha
 vt_err vt_recipe_load_file(vt_recipe *r, const char *path) VT_WARN_UNUSED;
 /* Apply one "key=value" override (value parsed as JSON, or as a string when that fails). */
 vt_err vt_recipe_set(vt_recipe *r, const char *assignment) VT_WARN_UNUSED;
+/* The step program of a new run whose recipe did not name program_version (docs/format.md "Recipe"):
+ * 3, the program derived from the forward graph, for arch=gpt and arch=resnet (1 when gemm_arith
+ * models a tensor-core mode: those model program 1's GEMMs); 1 for the MLP (its program 1 is the
+ * derived one). A recipe that named it keeps it. */
+void vt_recipe_new_program(vt_recipe *r);
+/* A recipe that did not name program_version takes *run's (the stored run it resumes or is compared
+ * with: the programs of one arch compute the same training, only the numbering differs); one that
+ * named it keeps it. */
+void vt_recipe_adopt_program(vt_recipe *r, const vt_recipe *run);
 /* Consistency checks (layer widths, batch <= examples, finite positive lr, ...). */
 vt_err vt_recipe_validate(const vt_recipe *r) VT_WARN_UNUSED;
 

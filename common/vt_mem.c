@@ -5,6 +5,16 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+uint64_t vt_memory_resident(void)
+{
+    unsigned long long size = 0, resident = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    int ok = f && fscanf(f, "%llu %llu", &size, &resident) == 2;
+    if (f) fclose(f);
+    long page = sysconf(_SC_PAGESIZE);
+    return ok && page > 0 ? (uint64_t)resident * (uint64_t)page : 0;
+}
+
 uint64_t vt_memory_available(void)
 {
     uint64_t avail = 0;

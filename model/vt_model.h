@@ -173,7 +173,10 @@ void vt_model_need(const vt_program *p, uint32_t batch, size_t n_examples, vt_mo
  * rank 0 streams at a time at committed states is not counted (docs/distributed.md). */
 vt_err vt_model_need_sharded(const vt_program *p, uint32_t batch, size_t n_examples, int rank, int size,
                              vt_model_mem *need) VT_WARN_UNUSED;
-/* VT_OK when need fits budget (0: the process's budget), else the refusal above. */
+/* VT_OK when need fits budget (0: the process's budget), else the refusal above. Under --max-memory (the
+ * process's budget set, budget 0) the bytes the process has resident already (vt_memory_resident: its data,
+ * an --init file's bytes, the libraries) count beside need; the default budget, the available memory, is
+ * what is left beside them. */
 vt_err vt_model_check_budget(const vt_model_mem *need, uint64_t budget) VT_WARN_UNUSED;
 /* bytes = 0: the default. Set once at start-up (--max-memory), before any thread starts. */
 void vt_model_set_memory_budget(uint64_t bytes, vt_err over);

@@ -79,13 +79,20 @@ vt_err vt_model_need_sharded(const vt_program *p, uint32_t batch, size_t n_examp
 vt_err vt_model_check_budget(const vt_model_mem *need, uint64_t budget)
 {
     int given = budget != 0 || g_budget != 0;
+    /* --max-memory is the process's budget: what it holds already (its data, an --init file's bytes, the
+     * libraries) counts too; the available memory (the default) is what is left beside it, and a caller's own
+     * budget (an auditor's replay job) is that model's share */
+    double held = !budget && g_budget ? (double)vt_memory_resident() : 0.0;
     if (!budget) budget = vt_model_memory_budget();
-    if (need->total <= (double)budget) return VT_OK;
-    char n[32], b[32], a[32], s[32];
+    if (need->total + held <= (double)budget) return VT_OK;
+    char n[32], b[32], a[32], s[32], h[32];
     vt_fmt_bytes(need->total, n, sizeof n);
     vt_fmt_bytes((double)budget, b, sizeof b);
     vt_fmt_bytes(need->arenas, a, sizeof a);
     vt_fmt_bytes(need->scratch, s, sizeof s);
-    return vt_set_error(g_over, "the model needs %s (tensors %s, scratch %s), over the memory budget of %s (%s)", n, a,
-                        s, b, given ? "--max-memory" : "the available memory; --max-memory sets it");
+    vt_fmt_bytes(held, h, sizeof h);
+    return vt_set_error(g_over, "the model needs %s (tensors %s, scratch %s)%s%s%s, over the memory budget of %s (%s)", n,
+                        a, s, held > 0 ? " besides the " : "", held > 0 ? h : "",
+                        held > 0 ? " this process holds already" : "", b,
+                        given ? "--max-memory" : "the available memory; --max-memory sets it");
 }

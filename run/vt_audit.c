@@ -404,6 +404,7 @@ static int static_checks(audit_ctx *a, vt_store *st, finding *f)
         vt_recipe want;
         vt_recipe_default(&want);
         if (vt_recipe_load_file(&want, o->recipe_path)) return find_io(f, -1, "recipe");
+        vt_recipe_adopt_program(&want, &a->rcp); /* a recipe that does not name the program: any of its arch */
         if (!vt_recipe_equal(&want, &a->rcp))
             return find_set(f, VT_VERDICT_REJECTED, -1, "recipe mismatch",
                             "the run was trained with another recipe than %s", o->recipe_path);

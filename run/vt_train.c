@@ -777,6 +777,29 @@ static vt_err model_prepare(vt_recipe *r, const vt_train_opts *o, char *tmp, siz
     return e;
 }
 
+/* --resume with a recipe that did not name program_version: the stored run's program (a run started
+ * before the default became program 3 goes on as program 1). No readable store: the recipe's own
+ * (open_run decides whether the directory is a run). */
+static vt_err adopt_stored_program(vt_recipe *rp, const char *run_dir)
+{
+    vt_store *st = NULL;
+    if (rp->program_set || vt_store_open(run_dir, 1, &st) != VT_OK) {
+        vt_clear_error();
+        return VT_OK;
+    }
+    char *mf = NULL;
+    size_t ml = 0;
+    uint8_t mh[32], dh[32];
+    vt_recipe *old = malloc(sizeof *old);
+    vt_err e = old ? vt_store_manifest(st, &mf, &ml, mh) : vt_set_error(VT_ERR_NOMEM, "out of memory");
+    if (!e && vt_manifest_parse(mf, ml, old, dh) == VT_OK && old->arch == rp->arch) vt_recipe_adopt_program(rp, old);
+    if (!e) vt_clear_error(); /* an unreadable manifest: open_run reports it */
+    free(mf);
+    free(old);
+    vt_store_close(st);
+    return e;
+}
+
 vt_err vt_train_run(const vt_recipe *rcp, const vt_train_opts *o, vt_train_result *res)
 {
     train_ctx t;
@@ -792,7 +815,8 @@ vt_err vt_train_run(const vt_recipe *rcp, const vt_train_opts *o, vt_train_resul
     if (!rp) return vt_set_error(VT_ERR_NOMEM, "out of memory");
     *rp = *rcp;
     char model_init[4096] = "";
-    vt_err e = rp->model[0] ? model_prepare(rp, o, model_init, sizeof model_init) : VT_OK;
+    vt_err e = o->resume ? adopt_stored_program(rp, o->run_dir) : VT_OK;
+    if (!e && rp->model[0]) e = model_prepare(rp, o, model_init, sizeof model_init);
     if (!e) e = vt_init_prepare(rp, model_init[0] ? model_init : o->init_path, o->resume ? o->run_dir : NULL,
                                 o->init_layout, &t.init);
     if (model_init[0]) unlink(model_init);

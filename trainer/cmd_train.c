@@ -38,6 +38,7 @@ static int make_recipe(const char *prog, const char *file, const vt_cli_list *se
     }
     if (model) snprintf(rcp->model, sizeof rcp->model, "%s", model);
     vt_err e2 = rcp->model[0] ? vt_recipe_import_model(rcp) : VT_OK; /* the client's graph: layers from it */
+    if (!e2) vt_recipe_new_program(rcp); /* not named: the newest program for arch=gpt and resnet */
     if (!e2) e2 = vt_recipe_validate(rcp);
     if (e2) {
         fprintf(stderr, "trainer: %s\n", vt_errmsg());

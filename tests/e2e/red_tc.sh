@@ -104,8 +104,13 @@ done
 cmp -s "$T/res/commitment.vtc" "$T/tc/commitment.vtc" && ok || bad "the resumed tc-bf16 run's commitment differs"
 "$TRAINER_TEST" train "$T/res2" --key "$T/key" "${CNN[@]}" --set steps=4 --set program_version=2 --stop-after 2 \
   --quiet >/dev/null 2>&1 || bad "stop-after, program 2"
-"$TRAINER" train "$T/res2" --key "$T/key" "${CNN[@]}" --set steps=4 --resume --quiet >"$T/r.out" 2>&1; st=$?
+"$TRAINER" train "$T/res2" --key "$T/key" "${CNN[@]}" --set steps=4 --set program_version=1 --resume --quiet \
+  >"$T/r.out" 2>&1; st=$?
 [ $st = 64 ] && ok || bad "resume a program-2 run as program 1: exit $st: $(cat "$T/r.out")"
+# a recipe that names no program_version resumes the stored run's program (here 2, not a new run's 3)
+"$TRAINER" train "$T/res2" --key "$T/key" "${CNN[@]}" --set steps=4 --resume --quiet >"$T/r.out" 2>&1; st=$?
+[ $st = 0 ] && [ -e "$T/res2/commitment.vtc" ] && ok || # (as program 3 its manifest would differ: refused)
+  bad "resume a program-2 run without naming the program: exit $st: $(cat "$T/r.out")"
 # the honest runs verify
 expect 0 verified "" "$T/tc" --order reverse
 expect 0 verified "" "$T/p2" --order pairwise

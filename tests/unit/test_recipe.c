@@ -92,6 +92,28 @@ int main(void)
     CHECK(vt_recipe_validate(&r) == VT_ERR_ARG && strstr(vt_errmsg(), "gemm_arith"), "program 3's CNN has no GEMMs of program 1");
     CHECK_OK(vt_recipe_set(&r, "program_version=4"));
     CHECK(vt_recipe_validate(&r) == VT_ERR_ARG, "program 4 refused");
+    /* a new run's program when the recipe names none: 3 for the GPT and the CNN (1 under gemm_arith), 1 for
+     * the MLP; a named one kept; a resume or an audit adopts the stored run's only when none is named */
+    {
+        vt_recipe run;
+        vt_recipe_default(&r);
+        vt_recipe_new_program(&r);
+        CHECK(r.program_version == 1 && !r.program_set, "the MLP's new run: program 1");
+        CHECK_OK(vt_recipe_set(&r, "arch=gpt"));
+        vt_recipe_new_program(&r);
+        CHECK(r.program_version == 3, "the GPT's new run: program 3");
+        CHECK_OK(vt_recipe_set(&r, "gemm_arith=tc-bf16-sm90"));
+        vt_recipe_new_program(&r);
+        CHECK(r.program_version == 1, "under gemm_arith: program 1");
+        vt_recipe_default(&run);
+        run.program_version = 2;
+        vt_recipe_adopt_program(&r, &run);
+        CHECK(r.program_version == 2, "no program named: the stored run's adopted");
+        CHECK_OK(vt_recipe_set(&r, "program_version=1"));
+        vt_recipe_new_program(&r);
+        vt_recipe_adopt_program(&r, &run);
+        CHECK(r.program_set && r.program_version == 1, "a named program kept");
+    }
     free(m);
     free(v1);
     free(bad);
