@@ -29,7 +29,10 @@
  * for line less the lines of the tensors program 2 does not have (".columns", ".out.grad.gathered",
  * ".weight.transposed"); and, after the last step of the resnet configurations, the hash of the evaluation
  * pass's probabilities of its second batch ("evalprobs", appended to arch.kat from this code's
- * program-1 run). */
+ * program-1 run). Issue 39 added step program 3 (the GPT's and the CNN's programs derived from their forward
+ * graphs, a new run's default) as twins of "gpt" and "resnet" in both roundings: every pinned answer of the
+ * hand-written program, per-operation outputs included, under the reference program's tensor names
+ * (v3_names). */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -39,9 +42,11 @@
 #include "../../common/vt_bytes.h"
 #include "../../common/vt_hash.h"
 #include "../../common/vt_par.h"
+#include "../../arch/vt_arch.h"
 #include "../../data/vt_data.h"
 #include "../../model/vt_model.h"
 #include "../../model/vt_probe.h"
+#include "../../ops/vt_ops.h"
 #include "../../rounding/vt_round.h"
 #include "vt_test.h"
 
@@ -88,6 +93,17 @@ static const kat_cfg CFGS[] = {
      "resnet"},
     {"gpt", NULL, GPT_SET, 3, {1, 2, 3}, "recipes/gpt-shakespeare.json", NULL},
     {"gpt-log", NULL, GPT_SET " rounding=log", 3, {1, 2, 3}, "recipes/gpt-shakespeare.json", "gpt"},
+    /* issue 39: step program 3, derived from the architectures' forward graphs (the default of a new run),
+     * gives the pinned answers of the hand-written programs: each of its operations is matched to the
+     * reference program's (the GPT's program 1, the CNN's program 2) by kind, arguments and matched inputs,
+     * its outputs answer under the reference's tensor names (v3_names), and the lines are compared as a
+     * multiset (the CNN's backward pass runs in the graph's order) */
+    {"resnet-v3", NULL, CNN_SET " program_version=3", 3, {1, 2, 3}, "recipes/resnet-cifar10.json", "resnet"},
+    {"resnet-v3-log", NULL, CNN_SET " program_version=3 rounding=log", 3, {1, 2, 3}, "recipes/resnet-cifar10.json",
+     "resnet"},
+    {"gpt-v3", NULL, GPT_SET " program_version=3", 3, {1, 2, 3}, "recipes/gpt-shakespeare.json", "gpt"},
+    {"gpt-v3-log", NULL, GPT_SET " program_version=3 rounding=log", 3, {1, 2, 3}, "recipes/gpt-shakespeare.json",
+     "gpt"},
 };
 #define N_CFGS (sizeof CFGS / sizeof CFGS[0])
 
@@ -114,8 +130,68 @@ static void emit(const char *fmt, ...)
 
 typedef struct {
     const kat_cfg *cfg;
-    const char *label; /* the answers' name: log and exact MNIST runs share one */
+    const char *label;  /* the answers' name: log and exact MNIST runs share one */
+    char *const *names; /* step program 3: each tensor's name in the reference program (NULL: its own) */
 } hook_ctx;
+
+/* Whether operation a of program p (its inputs named by pn) and operation b of the reference r read the same
+ * tensors for the same computation: kind, counts, arguments, and the inputs (in order; a two-input add either
+ * way: a sum of two gradients, which the derivation may write in the other order - the same sum). */
+static int same_op(const vt_program *p, const vt_opdesc *a, char *const *pn, const vt_program *r, const vt_opdesc *b)
+{
+    if (a->kind != b->kind || a->n_in != b->n_in || a->n_out != b->n_out || a->n_iarg != b->n_iarg ||
+        a->n_farg != b->n_farg || (a->n_iarg && memcmp(a->iarg, b->iarg, a->n_iarg * sizeof *a->iarg)) ||
+        (a->n_farg && memcmp(a->farg, b->farg, a->n_farg * sizeof *a->farg)))
+        return 0;
+    for (uint32_t k = 0; k < a->n_out; k++)
+        if (p->t[a->out[k]].n != r->t[b->out[k]].n || p->t[a->out[k]].dtype != r->t[b->out[k]].dtype) return 0;
+    int same = 1, swapped = a->n_in == 2;
+    for (uint32_t k = 0; k < a->n_in; k++) {
+        same &= pn[a->in[k]] && strcmp(pn[a->in[k]], r->t[b->in[k]].name) == 0;
+        if (a->n_in == 2) swapped &= pn[a->in[k]] && strcmp(pn[a->in[k]], r->t[b->in[1 - k]].name) == 0;
+    }
+    return same || (swapped && strcmp(vt_opkind_get(a->kind)->name, "add") == 0);
+}
+
+/* Program 3's tensor names in the reference program r (calloc'd, p->n_tensors entries; NULL when an operation
+ * has no counterpart, CHECKed): the state and the tensors no operation writes (the batch) by their own name, which
+ * must be r's; then every step operation, in order, matched to the first unused operation of r that computes the
+ * same (same_op) - one whose first output has the same name first - its outputs taking that operation's output
+ * names. */
+static char **v3_names(const vt_program *p, const vt_program *r)
+{
+    char **nm = calloc(p->n_tensors, sizeof *nm);
+    uint8_t *written = calloc(p->n_tensors, 1), *used = calloc(r->n_ops + 1, 1);
+    int ok = nm && written && used;
+    for (uint32_t j = 1; ok && j <= p->n_ops; j++)
+        for (uint32_t k = 0; k < p->op[j].n_out; k++) written[p->op[j].out[k]] = 1;
+    for (uint32_t t = 0; ok && t < p->n_tensors; t++)
+        if (t < p->n_state || !written[t]) {
+            uint32_t u = 0;
+            while (u < r->n_tensors && strcmp(r->t[u].name, p->t[t].name) != 0) u++;
+            if (u < r->n_tensors) nm[t] = r->t[u].name;
+        }
+    for (uint32_t j = 1; ok && j <= p->n_ops; j++) {
+        /* two that compute the same from the same inputs (a gradient's column sums for two batch norms) are
+         * told apart by their outputs' names where the names agree */
+        uint32_t i = 1;
+        while (i <= r->n_ops && (used[i] || !same_op(p, &p->op[j], nm, r, &r->op[i]) ||
+                                 strcmp(p->t[p->op[j].out[0]].name, r->t[r->op[i].out[0]].name) != 0))
+            i++;
+        if (i > r->n_ops)
+            for (i = 1; i <= r->n_ops && (used[i] || !same_op(p, &p->op[j], nm, r, &r->op[i]));) i++;
+        CHECK(i <= r->n_ops, "program 3's operation %u (%s) computes nothing of the reference program's", j, p->op[j].name);
+        if (i > r->n_ops) ok = 0;
+        else {
+            used[i] = 1;
+            for (uint32_t k = 0; k < p->op[j].n_out; k++) nm[p->op[j].out[k]] = r->t[r->op[i].out[k]].name;
+        }
+    }
+    free(written);
+    free(used);
+    if (!ok) free(nm);
+    return ok ? nm : NULL;
+}
 
 /* After each operation of a pinned step: the SHA-256 of each tensor it writes, by name. */
 static vt_err hook(void *ctx, vt_model *m, uint64_t step, uint32_t op)
@@ -130,7 +206,8 @@ static vt_err hook(void *ctx, vt_model *m, uint64_t step, uint32_t op)
         char hex[65];
         VT_FORWARD_IF_ERROR(vt_model_tensor_hash(m, o->out[k], d));
         vt_hex(d, 32, hex);
-        emit("%s out %llu %s %s", h->label, (unsigned long long)step, m->prog.t[o->out[k]].name, hex);
+        emit("%s out %llu %s %s", h->label, (unsigned long long)step,
+             h->names ? h->names[o->out[k]] : m->prog.t[o->out[k]].name, hex);
     }
     return VT_OK;
 }
@@ -230,8 +307,18 @@ static int run_cfg(const kat_cfg *cfg, const vt_dataset *ds, vt_order order)
     vt_rctx ctx;
     vt_rctx_init(&ctx, VT_RMODE_RECORD, rc.bound);
     const char *label = cfg->twin ? cfg->twin : cfg->name;
-    hook_ctx h = {cfg, label};
+    hook_ctx h = {cfg, label, NULL};
     int rc_ = 0;
+    vt_program ref;
+    memset(&ref, 0, sizeof ref);
+    char **names = NULL;
+    if (rc.program_version == 3) { /* the hand-written program it reproduces: the GPT's 1, the CNN's 2 */
+        vt_recipe rr = rc;
+        rr.program_version = rc.arch == VT_ARCH_GPT ? 1 : 2;
+        CHECK_OK(vt_program_build(&rr, &ref));
+        h.names = names = v3_names(&m.prog, &ref);
+        if (!names) rc_ = -1;
+    }
     const int subnormal = strcmp(cfg->name, SUBNORMAL_CFG) == 0 && order == VT_ORDER_BLAS;
     uint8_t(*hashes)[32] = subnormal ? calloc(cfg->steps, 32) : NULL;
     for (uint64_t s = 1; s <= cfg->steps && !rc_; s++) {
@@ -265,6 +352,8 @@ static int run_cfg(const kat_cfg *cfg, const vt_dataset *ds, vt_order order)
         emit("%s evalprobs %llu %s", label, (unsigned long long)cfg->steps, hex);
     }
     free(hashes);
+    free(names);
+    vt_program_free(&ref);
     vt_steplog_free(&log);
     vt_model_free(&m);
     return rc_;
@@ -341,6 +430,34 @@ static void losses_answers(void)
     g_n += ex.n;
 }
 
+static int cmp_line(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* Whether the lines want[0..nw) (less program 1's im2col tensors' when skip_v1) and got[0..ng) are the same
+ * multiset. */
+static int same_lines(char **want, size_t nw, char **got, size_t ng, int skip_v1)
+{
+    char **a = calloc(nw + 1, sizeof *a), **b = calloc(ng + 1, sizeof *b);
+    size_t na = 0;
+    int same = a && b;
+    for (size_t i = 0; same && i < nw; i++)
+        if (!skip_v1 || !v1_only(want[i])) a[na++] = want[i];
+    if (same) {
+        memcpy(b, got, ng * sizeof *b);
+        qsort(a, na, sizeof *a, cmp_line);
+        qsort(b, ng, sizeof *b, cmp_line);
+        same = na == ng;
+        for (size_t i = 0; same && i < na; i++) same = strcmp(a[i], b[i]) == 0;
+        for (size_t i = 0; !same && i < na && i < ng; i++)
+            if (strcmp(a[i], b[i]) != 0) {
+                printf("first difference: pinned \"%s\", got \"%s\"\n", a[i], b[i]);
+                break;
+            }
+    }
+    free(a);
+    free(b);
+    return same;
+}
+
 /* Whether configuration c runs: every one, or with `--write FILE NAME...` the named ones and their twins. */
 static int selected(const kat_cfg *c, char **names, int n_names)
 {
@@ -378,7 +495,14 @@ int main(int argc, char **argv)
             size_t t = 0;
             while (t < N_CFGS && strcmp(CFGS[t].name, CFGS[c].twin) != 0) t++;
             size_t ne = t < N_CFGS ? from[t + 1] - from[t] : 0, nl = from[c + 1] - from[c], i = 0, r = 0;
-            const int v2 = strstr(CFGS[c].name, "-v2") != NULL; /* no im2col tensors: their lines skipped */
+            const int v2 = strstr(CFGS[c].name, "-v2") || (strstr(CFGS[c].name, "-v3") && strstr(CFGS[c].name, "resnet"));
+            if (strstr(CFGS[c].name, "-v3")) { /* the same lines, in any order (no im2col tensors for the CNN) */
+                CHECK(same_lines(g_lines + from[t], ne, g_lines + from[c], nl, v2),
+                      "order %s: the run %s differs from %s (%zu and %zu lines)", vt_order_name(orders[oi]), CFGS[c].name,
+                      CFGS[c].twin, nl, ne);
+                continue;
+            }
+            /* no im2col tensors: their lines skipped */
             for (;; i++, r++) {
                 while (v2 && r < ne && v1_only(g_lines[from[t] + r])) r++;
                 if (i >= nl || r >= ne || strcmp(g_lines[from[t] + r], g_lines[from[c] + i]) != 0) break;
