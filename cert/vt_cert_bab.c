@@ -4,13 +4,18 @@
  * docs/format.md "Certificate") and its one-pass replay by check-certificate (no search: each leaf's
  * bound recomputed from its recorded slopes, rejected when it does not close, naming the node).
  * Every subdomain's bound is alpha-CROWN's sound bound (vt_cert_bound.c) with the splits' clamps and
- * beta-CROWN's multipliers. */
+ * beta-CROWN's multipliers. Over threads (docs/certify.md "Parallel search"): the search bounds rounds
+ * of subdomains on the workers (the caller's context and copies of it) and merges their outcomes in
+ * creation order, the replay checks nodes on them and reports the first failure in node order: the
+ * tree, the bytes and the verdict do not depend on the number of threads. */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../common/vt_bytes.h"
+#include "../common/vt_par.h"
 #include "vt_cert.h"
 #include "vt_cert_int.h"
 
@@ -107,7 +112,6 @@ typedef struct {
     const vti_bab_attack *at;
     double *lg, *xd;
     float *xf;
-    uint32_t jmin; /* the branching margin's class (margins_worst) */
 } margins;
 
 static vt_err margins_bound(vti_bab_prob *p, vt_cert_ctx *c, double *lb, double *alpha)
@@ -121,7 +125,7 @@ static double margins_worst(vti_bab_prob *p, const double *lb, double *row, uint
     margins *m = p->ctx;
     uint32_t jmin;
     double mn = min_margin(lb, m->C, m->label, &jmin);
-    *which = m->jmin = jmin;
+    *which = jmin;
     memset(row, 0, m->C * sizeof *row);
     row[m->label] = 1, row[jmin] = -1;
     *r = jmin - (jmin > m->label);
@@ -131,12 +135,11 @@ static double margins_worst(vti_bab_prob *p, const double *lb, double *row, uint
 /* The subdomain's candidate: the point where the pass of its worst margin is smallest, in FP32 in the
  * ball; handed to confirm (the project's evaluation decides) when the FP64 network misclassifies it;
  * else the attack from that point on that margin's class (vti_cert_attack_from: attack_iters steps). */
-static vt_err margins_candidate(vti_bab_prob *p, vt_cert_ctx *c, int *found)
+static vt_err margins_candidate(vti_bab_prob *p, vt_cert_ctx *c, const double *pt, uint32_t jmin, int *found)
 {
     margins *m = p->ctx;
     const vti_bab_attack *at = m->at;
     if (!at) return VT_OK;
-    const double *pt = vt_cert_last_point(c);
     uint32_t d = at->d;
     for (uint32_t i = 0; i < d; i++) m->xf[i] = ball_f32(pt[i], at->x[i], at->eps), m->xd[i] = m->xf[i];
     vt_cert_forward64(c, m->xd, m->lg);
@@ -150,7 +153,7 @@ static vt_err margins_candidate(vti_bab_prob *p, vt_cert_ctx *c, int *found)
         *found = 1;
         return VT_OK;
     }
-    return vti_cert_attack_from(c, at->x, at->eps, m->label, m->xf, m->jmin, m->s, at->confirm, at->cctx, at->cex, found);
+    return vti_cert_attack_from(c, at->x, at->eps, m->label, m->xf, jmin, m->s, at->confirm, at->cctx, at->cex, found);
 }
 
 static vt_err margins_open(vt_cert_ctx *c, margins *m, vti_bab_prob *p)
@@ -168,7 +171,7 @@ static void margins_close(margins *m) { free(m->lg), free(m->xd), free(m->xf); }
 vt_err vti_bab_search(vt_cert_ctx *c, const double *xl, const double *xu, uint32_t label, const vt_cert_settings *s,
                       uint32_t C, vti_bab_tree *t, int *closed, uint32_t *bounded, const vti_bab_attack *at, int *found)
 {
-    margins m = {xl, xu, label, C, s, at, NULL, NULL, NULL, 0};
+    margins m = {xl, xu, label, C, s, at, NULL, NULL, NULL};
     vti_bab_prob p;
     vt_err e = margins_open(c, &m, &p);
     if (!e) e = vti_bab_search_p(c, &p, s, t, closed, bounded, found);
@@ -177,7 +180,152 @@ vt_err vti_bab_search(vt_cert_ctx *c, const double *xl, const double *xu, uint32
     return e;
 }
 
+/* ---------------------------------------------------------------- the workers */
+
+/* The contexts subdomains are bounded on: the caller's (worker 0) and, with `--threads N` (N > 1)
+ * and no sharding, N - 1 copies reading its weights (vti_cert_ctx_fork), each with its own splits,
+ * multipliers and work, so that a subdomain's bound is the same bits on whichever worker. */
+typedef struct {
+    int n;
+    vt_cert_ctx *c[VT_PAR_MAX];
+    vt_cert_split *sp[VT_PAR_MAX];
+    double *row[VT_PAR_MAX], *lb[VT_PAR_MAX], *alpha[VT_PAR_MAX], *beta[VT_PAR_MAX];
+} workers;
+
+static void workers_close(workers *w)
+{
+    for (int k = 0; k < w->n; k++) {
+        if (k > 0) vt_cert_ctx_free(w->c[k]);
+        free(w->sp[k]), free(w->row[k]), free(w->lb[k]), free(w->alpha[k]), free(w->beta[k]);
+    }
+    w->n = 0;
+}
+
+/* nlb, na: a subdomain's bounds and slopes (the replay's work; the search keeps them per subdomain). */
+static vt_err workers_open(workers *w, vt_cert_ctx *c, uint32_t nlb, size_t na, uint32_t R)
+{
+    memset(w, 0, sizeof *w);
+    vt_cert_shard mode;
+    int n = vti_cert_shard_comm(&mode) ? 1 : vt_par_threads();
+    n = n < 1 ? 1 : n > VT_PAR_MAX ? VT_PAR_MAX : n;
+    uint32_t no = vt_cert_out_width(c);
+    vt_err e = VT_OK;
+    for (int k = 0; k < n && !e; k++) {
+        w->c[k] = c;
+        if (k > 0) e = vti_cert_ctx_fork(c, &w->c[k]);
+        w->n = k + 1;
+        w->sp[k] = malloc(VTI_BAB_MAX_DEPTH * sizeof *w->sp[k]), w->row[k] = malloc(no * sizeof *w->row[k]);
+        w->lb[k] = malloc((nlb ? nlb : 1) * sizeof *w->lb[k]), w->alpha[k] = malloc((na ? na : 1) * sizeof(double));
+        w->beta[k] = malloc(((size_t)R * VTI_BAB_MAX_DEPTH + 1) * sizeof(double));
+        if (!e && (!w->sp[k] || !w->row[k] || !w->lb[k] || !w->alpha[k] || !w->beta[k]))
+            e = vt_set_error(VT_ERR_NOMEM, "out of memory");
+    }
+    if (e) workers_close(w);
+    return e;
+}
+
+/* A round's subdomains handed out in increasing order to whichever worker is free: each part of
+ * vt_par_for is one worker (its context: the part's index) taking the next one until none is left,
+ * or (stop set) until one has failed. */
+typedef struct {
+    workers *w;
+    atomic_uint next;
+    atomic_int stop;
+    uint32_t n;
+    void (*one)(void *job, int worker, uint32_t i);
+    void *job;
+} pool_run;
+
+static void pool_part(void *ctx, size_t lo, size_t hi, int part)
+{
+    (void)lo, (void)hi;
+    pool_run *r = ctx;
+    for (;;) {
+        if (atomic_load(&r->stop)) break;
+        unsigned i = atomic_fetch_add(&r->next, 1u);
+        if (i >= r->n) break;
+        r->one(r->job, part, i);
+    }
+}
+
+static void pool_each(workers *w, uint32_t n, void (*one)(void *job, int worker, uint32_t i), void *job)
+{
+    pool_run r;
+    r.w = w, r.n = n, r.one = one, r.job = job;
+    atomic_init(&r.next, 0u);
+    atomic_init(&r.stop, 0);
+    if (w->n <= 1 || n <= 1) pool_part(&r, 0, 1, 0);
+    else (void)vt_par_for((size_t)(w->n < (int)n ? w->n : (int)n), 1, pool_part, &r);
+}
+
 /* ---------------------------------------------------------------- the search */
+
+static vt_comm *g_bab_comm; /* vt_cert_set_bab_comm */
+
+void vt_cert_set_bab_comm(vt_comm *comm) { g_bab_comm = comm && vt_dist_size(comm) > 1 ? comm : NULL; }
+
+/* One subdomain bounded by a worker: its bounds, slopes and multipliers, its worst measure, the split
+ * the choice makes and the branching pass's point (when it does not close); merged in creation order. */
+typedef struct {
+    vt_err e;
+    char msg[320];
+    int timed, more;
+    double mn;
+    uint32_t r, which, layer, index;
+    double *rec, *lb, *alpha, *beta, *pt; /* rec: the record ranks exchange (BAB_HDR values, then the rest) */
+} bab_out;
+
+/* Over ranks: a subdomain's outcome travels as its record, the scalars first (each exact in a double). */
+#define BAB_HDR 7u
+static void out_pack(bab_out *o)
+{
+    double *h = o->rec;
+    h[0] = o->timed, h[1] = o->more, h[2] = o->mn, h[3] = o->r, h[4] = o->which, h[5] = o->layer, h[6] = o->index;
+}
+
+static void out_unpack(bab_out *o)
+{
+    const double *h = o->rec;
+    o->e = VT_OK, o->timed = h[0] != 0, o->more = h[1] != 0, o->mn = h[2];
+    o->r = (uint32_t)h[3], o->which = (uint32_t)h[4], o->layer = (uint32_t)h[5], o->index = (uint32_t)h[6];
+}
+
+typedef struct {
+    vti_bab_prob *p;
+    const vt_cert_settings *s;
+    const vti_bab_tree *t;
+    workers *w;
+    uint32_t q0, nar, d;
+    bab_out *o; /* from the round's first subdomain of this rank */
+} bab_round;
+
+static void bound_one(void *job, int k, uint32_t i)
+{
+    bab_round *b = job;
+    bab_out *o = &b->o[i];
+    vt_cert_ctx *c = b->w->c[k];
+    uint32_t depth = path_of(b->t, b->q0 + i, b->w->sp[k]);
+    vt_cert_set_splits(c, b->w->sp[k], depth);
+    vt_cert_set_split_beta(c, NULL, o->beta);
+    o->e = b->p->bound(b->p, c, o->lb, o->alpha);
+    vt_cert_set_split_beta(c, NULL, NULL);
+    o->more = 0, o->mn = -INFINITY;
+    if (!o->e) {
+        o->mn = b->p->worst(b->p, o->lb, b->w->row[k], &o->r, &o->which);
+        if (!(o->mn > 0) && o->mn > -INFINITY) {
+            const double *ar = b->s->method == VT_CERT_ALPHA_CROWN ? o->alpha + (size_t)o->r * b->nar : NULL;
+            o->more = vt_cert_branch_pick(c, b->w->row[k], ar, &o->layer, &o->index);
+            memcpy(o->pt, vt_cert_last_point(c), b->d * sizeof *o->pt);
+        }
+    } else
+        snprintf(o->msg, sizeof o->msg, "%s", vt_errmsg());
+    vt_cert_set_splits(c, NULL, 0);
+    o->timed = vt_cert_timed_out(c);
+}
+
+/* Subdomains bounded per round and worker: the round's size does not change the tree (every
+ * subdomain's outcome is its own, merged in creation order), only the work past a stop. */
+#define BAB_ROUND_PER_WORKER 8u
 
 vt_err vti_bab_search_p(vt_cert_ctx *c, vti_bab_prob *p, const vt_cert_settings *s, vti_bab_tree *t, int *closed,
                         uint32_t *bounded, int *found)
@@ -185,49 +333,86 @@ vt_err vti_bab_search_p(vt_cert_ctx *c, vti_bab_prob *p, const vt_cert_settings 
     *closed = 0, *bounded = 0, *found = 0;
     vti_bab_free(t);
     size_t na = vt_cert_n_alpha_row(c) * p->R, nar = vt_cert_n_alpha_row(c);
-    uint32_t no = vt_cert_out_width(c), R = p->R;
+    uint32_t R = p->R, d = vti_cert_in_width(c);
     t->na = na, t->R = R, t->C = p->nlb;
-    double *lb = malloc(p->nlb * sizeof *lb), *alpha = malloc((na ? na : 1) * sizeof *alpha), *row = malloc(no * sizeof *row);
-    double *beta = malloc(((size_t)R * VTI_BAB_MAX_DEPTH + 1) * sizeof *beta);
-    vt_cert_split *sp = malloc(VTI_BAB_MAX_DEPTH * sizeof *sp);
-    vt_err e = !lb || !alpha || !row || !sp || !beta ? vt_set_error(VT_ERR_NOMEM, "out of memory") : VT_OK;
-    vt_cert_set_split_beta(c, NULL, beta);
+    workers w;
+    vt_err e = workers_open(&w, c, 0, 0, 0);
+    if (e) return e;
+    /* over ranks: every rank's workers counted (the round's size must be every rank's) */
+    vt_comm *comm = g_bab_comm;
+    int64_t nw = w.n;
+    if (comm) e = vt_dist_allreduce_i64(comm, &nw, 1);
+    uint32_t cap = BAB_ROUND_PER_WORKER * (uint32_t)(nw < 1 ? 1 : nw > 4096 ? 4096 : nw);
+    bab_out *o = calloc(cap, sizeof *o);
+    double *buf = NULL, *tmp = NULL;
+    size_t *bytes = NULL;
+    size_t per = BAB_HDR + (size_t)p->nlb + na + (size_t)R * VTI_BAB_MAX_DEPTH + d; /* a subdomain's record */
+    if (!e && (!o || !(buf = malloc(cap * per * sizeof *buf)))) e = vt_set_error(VT_ERR_NOMEM, "out of memory");
+    if (!e && comm && (!(tmp = malloc(cap * per * sizeof *tmp)) || !(bytes = calloc((size_t)vt_dist_size(comm), sizeof *bytes))))
+        e = vt_set_error(VT_ERR_NOMEM, "out of memory");
+    if (comm) e = vt_dist_agree(comm, e, NULL);
+    for (uint32_t i = 0; !e && i < cap; i++) {
+        double *b = buf + i * per;
+        o[i].rec = b, b += BAB_HDR;
+        o[i].lb = b, o[i].alpha = b + p->nlb, o[i].beta = b + p->nlb + na, o[i].pt = b + p->nlb + na + (size_t)R * VTI_BAB_MAX_DEPTH;
+    }
     if (!e) e = add_node(t, -1, 0);
     int stopped = 0;
-    for (uint32_t q = 0; !e && !stopped && q < t->n; q++) { /* breadth first: the nodes in creation order */
-        uint32_t depth = path_of(t, q, sp);
-        vt_cert_set_splits(c, sp, depth);
-        e = p->bound(p, c, lb, alpha);
-        if (e) break;
-        ++*bounded;
-        if (p->progress && *bounded % 100 == 0)
-            fprintf(stderr, "branch and bound: %u subdomains bounded, %u nodes, depth %u\n", *bounded, t->n, depth);
-        uint32_t r, which;
-        double mn = p->worst(p, lb, row, &r, &which);
-        if (mn > 0) {
-            e = set_leaf(t, q, alpha, beta, lb);
-            continue;
+    for (uint32_t q0 = 0; !e && !stopped && q0 < t->n;) { /* breadth first: rounds of nodes in creation order */
+        uint32_t left = s->bab_domains > *bounded ? s->bab_domains - *bounded : 1, nq = t->n - q0;
+        nq = nq < cap ? nq : cap, nq = nq < left ? nq : left;
+        if (comm) { /* this rank's part of the round, then every part gathered (copied, in rank order) */
+            int rk = vt_dist_rank(comm), sz = vt_dist_size(comm);
+            uint32_t lo = (uint32_t)vti_cert_part_lo(nq, rk, sz), hi = (uint32_t)vti_cert_part_lo(nq, rk + 1, sz);
+            bab_round br = {p, s, t, &w, q0 + lo, (uint32_t)nar, d, o + lo};
+            pool_each(&w, hi - lo, bound_one, &br);
+            vt_err mine = VT_OK;
+            for (uint32_t i = lo; i < hi; i++) {
+                if (o[i].e && !mine) mine = vt_set_error(o[i].e, "%s", o[i].msg);
+                out_pack(&o[i]);
+            }
+            e = vt_dist_agree(comm, mine, NULL); /* the lowest failing rank's: its first failed subdomain */
+            if (!e) e = vti_cert_share_rows(comm, buf, nq, per, tmp, bytes);
+            for (uint32_t i = 0; !e && i < nq; i++) out_unpack(&o[i]);
+        } else {
+            bab_round br = {p, s, t, &w, q0, (uint32_t)nar, d, o};
+            pool_each(&w, nq, bound_one, &br);
         }
-        if (!(mn > -INFINITY) || vt_cert_timed_out(c) || *bounded >= s->bab_domains || depth + 1 >= VTI_BAB_MAX_DEPTH) {
-            stopped = 1;
-            break;
+        for (uint32_t i = 0; i < nq && !e; i++)
+            if (o[i].timed) vti_cert_ctx_time_out(c);
+        for (uint32_t i = 0; i < nq && !e && !stopped; i++) { /* merged in creation order */
+            uint32_t q = q0 + i, depth = t->v[q].depth;
+            const bab_out *r = &o[i];
+            if (r->e) {
+                e = vt_set_error(r->e, "%s", r->msg);
+                break;
+            }
+            ++*bounded;
+            if (p->progress && *bounded % 100 == 0)
+                fprintf(stderr, "branch and bound: %u subdomains bounded, %u nodes, depth %u\n", *bounded, t->n, depth);
+            if (r->mn > 0) {
+                e = set_leaf(t, q, r->alpha, r->beta, r->lb);
+                continue;
+            }
+            if (!(r->mn > -INFINITY) || vt_cert_timed_out(c) || *bounded >= s->bab_domains || depth + 1 >= VTI_BAB_MAX_DEPTH) {
+                stopped = 1;
+                break;
+            }
+            e = p->candidate(p, c, r->pt, r->which, found); /* the pass's smallest point, confirmed */
+            if (e) break;
+            if (*found || !r->more) { /* a counterexample, or nothing left to split (the relaxation is exact) */
+                stopped = 1;
+                break;
+            }
+            t->v[q].layer = r->layer, t->v[q].index = r->index, t->v[q].split = 1;
+            e = add_node(t, (int32_t)q, 0);
+            if (!e) e = add_node(t, (int32_t)q, 1);
         }
-        uint32_t layer, index;
-        int more = vt_cert_branch_pick(c, row, s->method == VT_CERT_ALPHA_CROWN ? alpha + (size_t)r * nar : NULL, &layer, &index);
-        e = p->candidate(p, c, found); /* the pass's smallest point, confirmed */
-        if (e) break;
-        if (*found || !more) { /* a counterexample, or nothing left to split (the relaxation is exact) */
-            stopped = 1;
-            break;
-        }
-        t->v[q].layer = layer, t->v[q].index = index, t->v[q].split = 1;
-        e = add_node(t, (int32_t)q, 0);
-        if (!e) e = add_node(t, (int32_t)q, 1);
+        q0 += nq;
     }
-    vt_cert_set_splits(c, NULL, 0);
-    vt_cert_set_split_beta(c, NULL, NULL);
     if (!e && !stopped) *closed = 1;
-    free(lb), free(alpha), free(row), free(sp), free(beta);
+    workers_close(&w);
+    free(o), free(buf), free(tmp), free(bytes);
     return e;
 }
 
@@ -338,7 +523,7 @@ vt_err vti_bab_scan_rows(const uint8_t *p, size_t avail, size_t na, uint32_t R, 
 vt_err vti_bab_replay(vt_cert_ctx *c, const vt_cert_net *net, const double *xl, const double *xu, uint32_t label,
                       const vt_cert_settings *s, vti_bab_tree *t, const char *cert_path, const char *where, int *closed)
 {
-    margins m = {xl, xu, label, t->C, s, NULL, NULL, NULL, NULL, 0};
+    margins m = {xl, xu, label, t->C, s, NULL, NULL, NULL, NULL};
     vti_bab_prob p;
     vt_err e = margins_open(c, &m, &p);
     if (!e) e = vti_bab_replay_p(c, net, &p, t, cert_path, where, closed);
@@ -346,79 +531,155 @@ vt_err vti_bab_replay(vt_cert_ctx *c, const vt_cert_net *net, const double *xl, 
     return e;
 }
 
+/* One node of the replay (any worker): an internal node's split checked against its path, a leaf's
+ * bound recomputed from its recorded slopes and multipliers and compared. */
+typedef struct {
+    const vt_cert_net *net;
+    vti_bab_prob *p;
+    vti_bab_tree *t;
+    const char *cert_path, *where;
+    workers *w;
+    vt_err *e;
+    char (*msg)[400];
+    uint8_t *open; /* a leaf that does not close (a one-node tree's root) */
+    atomic_int *failed;
+} replay_job;
+
+static vt_err replay_node(replay_job *j, int k, uint32_t q)
+{
+    vti_bab_tree *t = j->t;
+    const vt_cert_net *net = j->net;
+    const char *cert_path = j->cert_path, *where = j->where;
+    vti_bab_prob *p = j->p;
+    vt_cert_ctx *c = j->w->c[k];
+    vt_cert_split *sp = j->w->sp[k];
+    double *lb = j->w->lb[k], *alpha = j->w->alpha[k], *beta = j->w->beta[k];
+    uint32_t C = t->C, R = t->R;
+    vt_err e = VT_OK;
+    vti_bab_node *d = &t->v[q];
+    uint32_t depth = path_of(t, q, sp);
+    if (d->split) { /* a split of a hidden ReLU, not one already split above it */
+        if (d->layer < 1 || d->layer >= net->L || d->index >= net->n[d->layer])
+            return vt_set_error(VT_ERR_MISMATCH, "%s: %s: split tree node %u splits layer %u neuron %u, not a hidden ReLU",
+                                cert_path, where, q, d->layer, d->index);
+        for (uint32_t k2 = 0; k2 < depth; k2++)
+            if (sp[k2].layer == d->layer && sp[k2].index == d->index)
+                return vt_set_error(VT_ERR_MISMATCH, "%s: %s: split tree node %u splits layer %u neuron %u again", cert_path,
+                                    where, q, d->layer, d->index);
+        return VT_OK;
+    }
+    char wn[160];
+    snprintf(wn, sizeof wn, "%s, split tree node %u", where, q);
+    if (t->na) e = vti_cert_slopes(cert_path, wn, d->rec, t->na, d->alpha);
+    size_t nb = (size_t)R * depth;
+    const uint8_t *rb = d->rec + t->na * 8; /* the multipliers: finite and >= 0 */
+    for (size_t k2 = 0; k2 < nb && !e; k2++) {
+        d->beta[k2] = vt_bits_f64(vt_get_u64le(rb + 8 * k2));
+        if (!(d->beta[k2] >= 0 && d->beta[k2] < INFINITY))
+            e = vt_set_error(VT_ERR_MISMATCH, "%s: %s: multiplier %zu is %g, not a finite beta >= 0", cert_path, wn, k2,
+                             d->beta[k2]);
+    }
+    if (e) return e;
+    vt_cert_set_splits(c, sp, depth);
+    vt_cert_set_given_slopes(c, t->na ? d->alpha : NULL);
+    vt_cert_set_split_beta(c, d->beta, beta);
+    e = p->bound(p, c, lb, alpha);
+    vt_cert_set_given_slopes(c, NULL);
+    vt_cert_set_split_beta(c, NULL, NULL);
+    vt_cert_set_splits(c, NULL, 0);
+    if (e) return e;
+    uint32_t r, which;
+    double mn = p->worst(p, lb, j->w->row[k], &r, &which);
+    if (t->n > 1 && !(mn > 0))
+        return vt_set_error(VT_ERR_MISMATCH,
+                            "%s: %s: split tree node %u (a leaf at depth %u) does not close: %s %u's bound %.17g "
+                            "recomputed from its slopes does not refute it",
+                            cert_path, where, q, depth, p->what, which, mn);
+    if (!(mn > 0)) j->open[q] = 1;
+    for (size_t k2 = 0; k2 < t->na && !e; k2++) /* a stable ReLU's slope is CROWN's (what certify writes) */
+        if (vt_get_u64le(d->rec + 8 * k2) != vt_f64_bits(alpha[k2]))
+            e = vt_set_error(VT_ERR_MISMATCH,
+                             "%s: %s: split tree node %u (a leaf): slope %zu is %.17g, not the %.17g certify writes "
+                             "(a stable ReLU's slope is CROWN's)",
+                             cert_path, where, q, k2, d->alpha[k2], alpha[k2]);
+    for (size_t k2 = 0; k2 < nb && !e; k2++) /* taken as given: returned unchanged */
+        if (vt_f64_bits(beta[k2]) != vt_f64_bits(d->beta[k2]))
+            e = vt_set_error(VT_ERR_MISMATCH, "%s: %s: multiplier %zu is not the one recomputed", cert_path, wn, k2);
+    const uint8_t *rl = rb + nb * 8;
+    for (uint32_t j2 = 0; j2 < C && !e; j2++)
+        if (vt_get_u64le(rl + 8 * (size_t)j2) != vt_f64_bits(lb[j2]))
+            e = vt_set_error(VT_ERR_MISMATCH,
+                             "%s: %s: split tree node %u (a leaf): %s %u's recorded bound is not the one its "
+                             "slopes give (%.17g; a changed slope or split?)",
+                             cert_path, where, q, p->what, j2, lb[j2]);
+    if (!e) {
+        if (t->na) memcpy(d->alpha, alpha, t->na * sizeof *alpha);
+        memcpy(d->lb, lb, C * sizeof *lb);
+    }
+    return e;
+}
+
+static void replay_one(void *job, int k, uint32_t q)
+{
+    replay_job *j = job;
+    j->e[q] = replay_node(j, k, q);
+    if (j->e[q]) {
+        snprintf(j->msg[q], sizeof j->msg[q], "%s", vt_errmsg());
+        atomic_store(j->failed, 1);
+    }
+}
+
+/* The nodes are handed out in increasing order and a worker takes no new one once a node has failed:
+ * every node before a failed one was taken and finished, so the first failure in node order (the one
+ * reported) is the one-worker replay's, whatever the number of workers. */
+static void replay_part(void *ctx, size_t lo, size_t hi, int part);
+
 vt_err vti_bab_replay_p(vt_cert_ctx *c, const vt_cert_net *net, vti_bab_prob *p,
                         vti_bab_tree *t, const char *cert_path, const char *where, int *closed)
 {
     *closed = 1;
-    uint32_t C = t->C, R = t->R, no = net->n[net->L];
-    double *lb = malloc(C * sizeof *lb), *alpha = malloc((t->na ? t->na : 1) * sizeof *alpha);
-    double *beta = malloc(((size_t)R * VTI_BAB_MAX_DEPTH + 1) * sizeof *beta), *row = malloc(no * sizeof *row);
-    vt_cert_split *sp = malloc(VTI_BAB_MAX_DEPTH * sizeof *sp);
-    vt_err e = !lb || !alpha || !sp || !beta || !row ? vt_set_error(VT_ERR_NOMEM, "out of memory") : VT_OK;
-    for (uint32_t q = 0; q < t->n && !e; q++) {
-        vti_bab_node *d = &t->v[q];
-        uint32_t depth = path_of(t, q, sp);
-        if (d->split) { /* a split of a hidden ReLU, not one already split above it */
-            if (d->layer < 1 || d->layer >= net->L || d->index >= net->n[d->layer])
-                e = vt_set_error(VT_ERR_MISMATCH, "%s: %s: split tree node %u splits layer %u neuron %u, not a hidden ReLU",
-                                 cert_path, where, q, d->layer, d->index);
-            for (uint32_t k = 0; k < depth && !e; k++)
-                if (sp[k].layer == d->layer && sp[k].index == d->index)
-                    e = vt_set_error(VT_ERR_MISMATCH, "%s: %s: split tree node %u splits layer %u neuron %u again", cert_path,
-                                     where, q, d->layer, d->index);
-            continue;
-        }
-        char wn[160];
-        snprintf(wn, sizeof wn, "%s, split tree node %u", where, q);
-        if (t->na) e = vti_cert_slopes(cert_path, wn, d->rec, t->na, d->alpha);
-        size_t nb = (size_t)R * depth;
-        const uint8_t *rb = d->rec + t->na * 8; /* the multipliers: finite and >= 0 */
-        for (size_t k = 0; k < nb && !e; k++) {
-            d->beta[k] = vt_bits_f64(vt_get_u64le(rb + 8 * k));
-            if (!(d->beta[k] >= 0 && d->beta[k] < INFINITY))
-                e = vt_set_error(VT_ERR_MISMATCH, "%s: %s: multiplier %zu is %g, not a finite beta >= 0", cert_path, wn, k,
-                                 d->beta[k]);
-        }
-        if (e) break;
-        vt_cert_set_splits(c, sp, depth);
-        vt_cert_set_given_slopes(c, t->na ? d->alpha : NULL);
-        vt_cert_set_split_beta(c, d->beta, beta);
-        e = p->bound(p, c, lb, alpha);
-        vt_cert_set_given_slopes(c, NULL);
-        vt_cert_set_split_beta(c, NULL, NULL);
-        if (e) break;
-        uint32_t r, which;
-        double mn = p->worst(p, lb, row, &r, &which);
-        if (t->n > 1 && !(mn > 0)) {
-            e = vt_set_error(VT_ERR_MISMATCH,
-                             "%s: %s: split tree node %u (a leaf at depth %u) does not close: %s %u's bound %.17g "
-                             "recomputed from its slopes does not refute it",
-                             cert_path, where, q, depth, p->what, which, mn);
-            break;
-        }
-        if (!(mn > 0)) *closed = 0;
-        for (size_t k = 0; k < t->na && !e; k++) /* a stable ReLU's slope is CROWN's (what certify writes) */
-            if (vt_get_u64le(d->rec + 8 * k) != vt_f64_bits(alpha[k]))
-                e = vt_set_error(VT_ERR_MISMATCH,
-                                 "%s: %s: split tree node %u (a leaf): slope %zu is %.17g, not the %.17g certify writes "
-                                 "(a stable ReLU's slope is CROWN's)",
-                                 cert_path, where, q, k, d->alpha[k], alpha[k]);
-        for (size_t k = 0; k < nb && !e; k++) /* taken as given: returned unchanged */
-            if (vt_f64_bits(beta[k]) != vt_f64_bits(d->beta[k]))
-                e = vt_set_error(VT_ERR_MISMATCH, "%s: %s: multiplier %zu is not the one recomputed", cert_path, wn, k);
-        const uint8_t *rl = rb + nb * 8;
-        for (uint32_t j = 0; j < C && !e; j++)
-            if (vt_get_u64le(rl + 8 * (size_t)j) != vt_f64_bits(lb[j]))
-                e = vt_set_error(VT_ERR_MISMATCH,
-                                 "%s: %s: split tree node %u (a leaf): %s %u's recorded bound is not the one its "
-                                 "slopes give (%.17g; a changed slope or split?)",
-                                 cert_path, where, q, p->what, j, lb[j]);
-        if (!e) {
-            if (t->na) memcpy(d->alpha, alpha, t->na * sizeof *alpha);
-            memcpy(d->lb, lb, C * sizeof *lb);
+    workers w;
+    vt_err e = workers_open(&w, c, t->C, t->na, t->R);
+    if (e) return e;
+    vt_err *es = calloc(t->n, sizeof *es);
+    char (*msg)[400] = malloc((size_t)t->n * sizeof *msg);
+    uint8_t *open = calloc(t->n, 1);
+    atomic_int failed;
+    atomic_init(&failed, 0);
+    if (!es || !msg || !open) e = vt_set_error(VT_ERR_NOMEM, "out of memory");
+    if (!e) {
+        replay_job j = {net, p, t, cert_path, where, &w, es, msg, open, &failed};
+        pool_run r;
+        r.w = &w, r.n = t->n, r.one = replay_one, r.job = &j;
+        atomic_init(&r.next, 0u);
+        atomic_init(&r.stop, 0);
+        replay_part(&r, 0, 0, -1);
+        for (uint32_t q = 0; q < t->n && !e; q++) {
+            if (es[q]) e = vt_set_error(es[q], "%s", msg[q]);
+            else if (open[q]) *closed = 0;
         }
     }
-    vt_cert_set_splits(c, NULL, 0);
-    free(lb), free(alpha), free(sp), free(beta), free(row);
+    free(es), free(msg), free(open);
+    workers_close(&w);
     return e;
+}
+
+/* part -1: the whole replay (runs the parts); else one worker taking nodes until none is left or one
+ * failed (the failure flag in the job). */
+static void replay_part(void *ctx, size_t lo, size_t hi, int part)
+{
+    pool_run *r = ctx;
+    replay_job *j = r->job;
+    if (part < 0) {
+        if (r->w->n <= 1 || r->n <= 1) replay_part(r, 0, 1, 0);
+        else (void)vt_par_for((size_t)(r->w->n < (int)r->n ? r->w->n : (int)r->n), 1, replay_part, r);
+        return;
+    }
+    (void)lo, (void)hi;
+    for (;;) {
+        if (atomic_load(j->failed)) break;
+        unsigned q = atomic_fetch_add(&r->next, 1u);
+        if (q >= r->n) break;
+        replay_one(j, part, q);
+    }
 }

@@ -87,14 +87,16 @@ vt_err vti_bab_root_rows(vti_bab_tree *t, size_t na, uint32_t R, uint32_t nlb, c
  * with the splits set (lb: nlb values, alpha: the R rows' slopes); worst: > 0 when the leaf closes, else
  * a measure (not finite: stop) and the row to branch on (row: its n[L] coefficients, r: its index among
  * the R rows, which: its name in messages); candidate: after the branching pass, its smallest point
- * (vt_cert_last_point) tried as a counterexample (*found = 1 when confirmed). */
+ * pt (vt_cert_last_point of the worker that bounded it, n[0] values) tried as a counterexample, aimed
+ * at worst's which (*found = 1 when confirmed). bound and worst run on several threads at once (each
+ * with its own context: they only read ctx); candidate on the caller's thread, in creation order. */
 typedef struct vti_bab_prob {
     uint32_t R, nlb;
     const char *what; /* "margin", "row" */
     int progress;     /* a line on standard error every 100 subdomains */
     vt_err (*bound)(struct vti_bab_prob *p, vt_cert_ctx *c, double *lb, double *alpha);
     double (*worst)(struct vti_bab_prob *p, const double *lb, double *row, uint32_t *r, uint32_t *which);
-    vt_err (*candidate)(struct vti_bab_prob *p, vt_cert_ctx *c, int *found);
+    vt_err (*candidate)(struct vti_bab_prob *p, vt_cert_ctx *c, const double *pt, uint32_t which, int *found);
     void *ctx;
 } vti_bab_prob;
 vt_err vti_bab_search_p(vt_cert_ctx *c, vti_bab_prob *p, const vt_cert_settings *s, vti_bab_tree *t, int *closed,
@@ -163,6 +165,14 @@ vt_comm *vti_cert_shard_comm(vt_cert_shard *mode);
 vt_err vti_cert_shard_join(vt_err mine) VT_WARN_UNUSED;
 size_t vti_cert_part_lo(size_t n, int r, int size);
 vt_err vti_cert_share_rows(vt_comm *comm, double *v, size_t n, size_t w, double *tmp, size_t *bytes) VT_WARN_UNUSED;
+
+/* Branch and bound's workers (vt_cert_bab.c, docs/certify.md "Branch and bound"): a context of its own
+ * (bound state, work, the deadline and FP32 setting copied) reading c's weights (c must outlive it;
+ * VT_ERR_UNSUPPORTED for a sharded c: its passes are collectives); vt_cert_ctx_free frees it. Bounds
+ * computed on it are c's bits. vti_cert_ctx_time_out: c's sticky timeout set (a worker's passed). */
+vt_err vti_cert_ctx_fork(const vt_cert_ctx *c, vt_cert_ctx **out) VT_WARN_UNUSED;
+void vti_cert_ctx_time_out(vt_cert_ctx *c);
+uint32_t vti_cert_in_width(const vt_cert_ctx *c); /* n[0] */
 
 /* A test hook (tests/unit/test_cert_cnn.c, never set otherwise): when > 0, CROWN's intermediate bounds on
  * the layer graph are each moved inward by this fraction of their width (unsound on purpose: the

@@ -303,7 +303,6 @@ typedef struct {
     int which;             /* the disjunct a candidate reached */
     float *xf;             /* work: d */
     uint8_t *only;         /* work: n_disj flags, every disjunct but the branching one's set */
-    uint32_t row;          /* the branching row (rows_worst) */
 } rows_bab;
 
 static vt_err rows_bound(vti_bab_prob *p, vt_cert_ctx *c, double *lb, double *alpha)
@@ -335,7 +334,7 @@ static double rows_worst(vti_bab_prob *p, const double *lb, double *row, uint32_
         if (!ref && best < worst) worst = best, wr = br;
         if (!ref && !(best > -INFINITY)) worst = -INFINITY, wr = br;
     }
-    *r = *which = b->row = wr;
+    *r = *which = wr;
     if (wr < v->n_rows) memcpy(row, v->C + (size_t)wr * v->ny, v->ny * sizeof *row);
     else memset(row, 0, v->ny * sizeof *row); /* a disjunct without rows: never refuted (-inf: stop) */
     return worst == INFINITY ? 1 : worst > 0 ? 0 : worst;
@@ -344,13 +343,12 @@ static double rows_worst(vti_bab_prob *p, const double *lb, double *row, uint32_
 /* The branching pass's smallest point, back through the normalisation (FP64, only a candidate), in
  * FP32 in the inner box; when the FP64 network puts it in a disjunct, the exact evaluation decides;
  * else the attack from that point, aimed at the branching row's disjunct (attack_iters steps). */
-static vt_err rows_candidate(vti_bab_prob *p, vt_cert_ctx *c, int *found)
+static vt_err rows_candidate(vti_bab_prob *p, vt_cert_ctx *c, const double *pt, uint32_t brow, int *found)
 {
     rows_bab *b = p->ctx;
     spec *s = b->s;
     const vt_vnnlib *v = s->vn;
     const vt_cert_onnx *o = s->on;
-    const double *pt = vt_cert_last_point(c);
     uint32_t d = v->nx;
     for (uint32_t i = 0; i < d; i++) {
         double y = pt[i];
@@ -376,7 +374,7 @@ static vt_err rows_candidate(vti_bab_prob *p, vt_cert_ctx *c, int *found)
     if (k >= 0) memcpy(s->x, b->xf, d * sizeof *s->x);
     else { /* the attack on the subdomain, from its point */
         uint32_t kd = 0;
-        while (kd + 1 < v->n_disj && v->disj_start[kd + 1] <= b->row) kd++;
+        while (kd + 1 < v->n_disj && v->disj_start[kd + 1] <= brow) kd++;
         for (uint32_t q = 0; q < v->n_disj; q++) b->only[q] = q != kd;
         attack(s, b->only, b->st, b->xf, &k);
     }
@@ -516,7 +514,7 @@ static vt_err compute(const vt_cert_spec_opts *o, spec_in *in, double deadline, 
         else if (!e) vt_cert_set_given_slopes(s.c, given);
     }
     int gtimed = 0, finite = 0, closed = 0;
-    rows_bab rb = {&s, xl, xu, 0, st, -1, malloc(d * sizeof(float)), malloc(v->n_disj), 0};
+    rows_bab rb = {&s, xl, xu, 0, st, -1, malloc(d * sizeof(float)), malloc(v->n_disj)};
     if (!e && (!rb.xf || !rb.only)) e = vt_set_error(VT_ERR_NOMEM, "out of memory");
     vti_bab_prob prob;
     rows_prob(&rb, &prob);

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# cert_bab_ranks.sh BUILD_DIR MPIEXEC - branch and bound over MPI ranks (docs/certify.md "Parallel
+# search"): `mpirun -np N auditor certify RUN_DIR --method beta-crown --shard none` (each round's
+# subdomains split over the ranks, the outcomes gathered and merged in creation order on every rank)
+# writes the one-process certificate byte for byte and prints the same answers: the digits run's 40
+# examples on 2 ranks (one thread each) and 3 ranks (two threads each), a VNN-LIB property of its ONNX
+# export closed by a tree of more than one node on 2 ranks; check-certificate under mpirun accepts it;
+# beta-crown with the network sharded (--shard tp) stays a usage error (64).
+# Oversubscribed, as root in CI. MPIEXEC empty: skipped (77).
+# shellcheck source=tests/e2e/lib.sh
+. "$(dirname "$0")/lib.sh"
+cert_begin cert_bab_ranks "${1:-}"
+mpi_begin "${2:-}" 300
+cert_train_mlp "$T/run"
+E=0.06
+"$A" certify "$T/run" --eps $E --examples 40 --method beta-crown --threads 1 --out "$T/c.ref" --key "$T/a" \
+  --quiet >"$T/out.ref" || bad "certify (one process)"
+for run in 2:1 3:2; do
+  np=${run%:*} th=${run#*:}
+  mpi "$np" "$A" certify "$T/run" --eps $E --examples 40 --method beta-crown --shard none --threads "$th" \
+    --out "$T/c.$np" --key "$T/a" --quiet >"$T/out.$np" 2>"$T/err.$np" || { bad "np $np: $(cat "$T/err.$np")"; continue; }
+  cmp -s "$T/c.ref" "$T/c.$np" || bad "np $np --threads $th: not the one-process certificate"
+  [ "$(sed 's/certificate .*//' "$T/out.ref")" = "$(sed 's/certificate .*//' "$T/out.$np")" ] ||
+    bad "np $np --threads $th: other answers: $(cat "$T/out.$np")"
+done
+mpi 2 "$A" check-certificate "$T/c.2" "$T/run" --shard none --signer "$T/a.pub" >/dev/null 2>"$T/err.chk" ||
+  bad "check-certificate on 2 ranks: $(cat "$T/err.chk")"
+"$A" certify "$T/run" --eps $E --examples 2 --method beta-crown --shard tp >/dev/null 2>&1
+[ $? -eq 64 ] || bad "beta-crown --shard tp: not 64"
+# a VNN-LIB property of the ONNX export: the first one beta-crown closes with a tree of more than one node
+if cert_bab_onnx_prop "$T/run" $E; then
+  "$A" certify --onnx "$T/net.onnx" --vnnlib "${P:-x}" --method beta-crown --out "$T/v6.ref" --key "$T/a" --quiet \
+    >"$T/v6.ref.out" || bad "certify --onnx"
+  mpi 2 "$A" certify --onnx "$T/net.onnx" --vnnlib "${P:-x}" --method beta-crown --shard none --out "$T/v6.2" --key "$T/a" \
+    --quiet >"$T/v6.2.out" 2>"$T/v6.err" || bad "certify --onnx on 2 ranks: $(cat "$T/v6.err")"
+  cmp -s "$T/v6.ref" "$T/v6.2" && cmp -s "$T/v6.ref.out" "$T/v6.2.out" || bad "--onnx on 2 ranks: not the one-process answer"
+else
+  echo "cert_bab_ranks: this auditor has no ONNX support: the VNN-LIB part skipped"
+fi
+cert_end
