@@ -41,24 +41,34 @@ static vt_err add_node(vti_bab_tree *t, int32_t parent, uint32_t side)
     memset(d, 0, sizeof *d);
     d->parent = parent, d->side = side, d->kid[0] = d->kid[1] = -1;
     d->depth = parent < 0 ? 0 : t->v[parent].depth + 1;
+    d->rdepth = parent < 0 ? 0 : t->v[parent].rdepth + (t->v[parent].split == 1);
     if (parent >= 0) t->v[parent].kid[side] = (int32_t)t->n;
     t->n++;
     return VT_OK;
 }
 
-/* The splits from the root to node q (root first). */
-static uint32_t path_of(const vti_bab_tree *t, uint32_t q, vt_cert_split *sp)
+/* The ReLU splits from the root to node q (root first; their number returned) and, with xl not NULL,
+ * its box: pr's cut by the path's input splits (x_i <= at on the first side, >= at on the second). */
+static uint32_t path_of(const vti_bab_tree *t, uint32_t q, vt_cert_split *sp, const vti_bab_prob *pr, double *xl,
+                        double *xu)
 {
-    uint32_t n = t->v[q].depth;
-    for (int32_t x = (int32_t)q, k = (int32_t)n - 1; t->v[x].parent >= 0; x = t->v[x].parent, k--) {
+    uint32_t n = t->v[q].rdepth;
+    if (xl) memcpy(xl, pr->xl, pr->d * sizeof *xl), memcpy(xu, pr->xu, pr->d * sizeof *xu);
+    for (int32_t x = (int32_t)q, k = (int32_t)n - 1; t->v[x].parent >= 0; x = t->v[x].parent) {
         const vti_bab_node *p = &t->v[t->v[x].parent];
+        if (p->split == 2) {
+            if (xl && p->index < pr->d && t->v[x].side == 0 && p->at < xu[p->index]) xu[p->index] = p->at;
+            if (xl && p->index < pr->d && t->v[x].side == 1 && p->at > xl[p->index]) xl[p->index] = p->at;
+            continue;
+        }
         sp[k].layer = p->layer, sp[k].index = p->index, sp[k].active = t->v[x].side == 0;
+        k--;
     }
     return n;
 }
 
-/* A leaf's number of multipliers: one per margin and split above it. */
-static size_t n_beta(const vti_bab_tree *t, uint32_t q) { return (size_t)t->R * t->v[q].depth; }
+/* A leaf's number of multipliers: one per margin and ReLU split above it. */
+static size_t n_beta(const vti_bab_tree *t, uint32_t q) { return (size_t)t->R * t->v[q].rdepth; }
 
 static vt_err set_leaf(vti_bab_tree *t, uint32_t q, const double *alpha, const double *beta, const double *lb)
 {
@@ -114,10 +124,10 @@ typedef struct {
     float *xf;
 } margins;
 
-static vt_err margins_bound(vti_bab_prob *p, vt_cert_ctx *c, double *lb, double *alpha)
+static vt_err margins_bound(vti_bab_prob *p, vt_cert_ctx *c, const double *xl, const double *xu, double *lb, double *alpha)
 {
     margins *m = p->ctx;
-    return vt_cert_bounds(c, m->xl, m->xu, m->label, m->s, lb, alpha);
+    return vt_cert_bounds(c, xl, xu, m->label, m->s, lb, alpha);
 }
 
 static double margins_worst(vti_bab_prob *p, const double *lb, double *row, uint32_t *r, uint32_t *which)
@@ -161,7 +171,9 @@ static vt_err margins_open(vt_cert_ctx *c, margins *m, vti_bab_prob *p)
     uint32_t d = m->at ? m->at->d : 1, maxw = vt_cert_max_width(c);
     m->lg = malloc((maxw > m->C ? maxw : m->C) * sizeof *m->lg), m->xd = malloc(d * sizeof *m->xd);
     m->xf = malloc(d * sizeof *m->xf);
+    memset(p, 0, sizeof *p);
     p->R = m->C - 1, p->nlb = m->C, p->what = "margin", p->ctx = m, p->progress = m->at && m->at->progress;
+    p->xl = m->xl, p->xu = m->xu, p->d = vti_cert_in_width(c);
     p->bound = margins_bound, p->worst = margins_worst, p->candidate = margins_candidate;
     return !m->lg || !m->xd || !m->xf ? vt_set_error(VT_ERR_NOMEM, "out of memory") : VT_OK;
 }
@@ -189,14 +201,14 @@ typedef struct {
     int n;
     vt_cert_ctx *c[VT_PAR_MAX];
     vt_cert_split *sp[VT_PAR_MAX];
-    double *row[VT_PAR_MAX], *lb[VT_PAR_MAX], *alpha[VT_PAR_MAX], *beta[VT_PAR_MAX];
+    double *row[VT_PAR_MAX], *lb[VT_PAR_MAX], *alpha[VT_PAR_MAX], *beta[VT_PAR_MAX], *xl[VT_PAR_MAX], *xu[VT_PAR_MAX];
 } workers;
 
 static void workers_close(workers *w)
 {
     for (int k = 0; k < w->n; k++) {
         if (k > 0) vt_cert_ctx_free(w->c[k]);
-        free(w->sp[k]), free(w->row[k]), free(w->lb[k]), free(w->alpha[k]), free(w->beta[k]);
+        free(w->sp[k]), free(w->row[k]), free(w->lb[k]), free(w->alpha[k]), free(w->beta[k]), free(w->xl[k]), free(w->xu[k]);
     }
     w->n = 0;
 }
@@ -217,7 +229,8 @@ static vt_err workers_open(workers *w, vt_cert_ctx *c, uint32_t nlb, size_t na, 
         w->sp[k] = malloc(VTI_BAB_MAX_DEPTH * sizeof *w->sp[k]), w->row[k] = malloc(no * sizeof *w->row[k]);
         w->lb[k] = malloc((nlb ? nlb : 1) * sizeof *w->lb[k]), w->alpha[k] = malloc((na ? na : 1) * sizeof(double));
         w->beta[k] = malloc(((size_t)R * VTI_BAB_MAX_DEPTH + 1) * sizeof(double));
-        if (!e && (!w->sp[k] || !w->row[k] || !w->lb[k] || !w->alpha[k] || !w->beta[k]))
+        w->xl[k] = malloc(vti_cert_in_width(c) * sizeof(double)), w->xu[k] = malloc(vti_cert_in_width(c) * sizeof(double));
+        if (!e && (!w->sp[k] || !w->row[k] || !w->lb[k] || !w->alpha[k] || !w->beta[k] || !w->xl[k] || !w->xu[k]))
             e = vt_set_error(VT_ERR_NOMEM, "out of memory");
     }
     if (e) workers_close(w);
@@ -270,24 +283,24 @@ typedef struct {
     vt_err e;
     char msg[320];
     int timed, more;
-    double mn;
+    double mn, at;
     uint32_t r, which, layer, index;
     double *rec, *lb, *alpha, *beta, *pt; /* rec: the record ranks exchange (BAB_HDR values, then the rest) */
 } bab_out;
 
 /* Over ranks: a subdomain's outcome travels as its record, the scalars first (each exact in a double). */
-#define BAB_HDR 7u
+#define BAB_HDR 8u
 static void out_pack(bab_out *o)
 {
     double *h = o->rec;
-    h[0] = o->timed, h[1] = o->more, h[2] = o->mn, h[3] = o->r, h[4] = o->which, h[5] = o->layer, h[6] = o->index;
+    h[0] = o->timed, h[1] = o->more, h[2] = o->mn, h[3] = o->r, h[4] = o->which, h[5] = o->layer, h[6] = o->index, h[7] = o->at;
 }
 
 static void out_unpack(bab_out *o)
 {
     const double *h = o->rec;
     o->e = VT_OK, o->timed = h[0] != 0, o->more = h[1] != 0, o->mn = h[2];
-    o->r = (uint32_t)h[3], o->which = (uint32_t)h[4], o->layer = (uint32_t)h[5], o->index = (uint32_t)h[6];
+    o->r = (uint32_t)h[3], o->which = (uint32_t)h[4], o->layer = (uint32_t)h[5], o->index = (uint32_t)h[6], o->at = h[7];
 }
 
 typedef struct {
@@ -304,10 +317,11 @@ static void bound_one(void *job, int k, uint32_t i)
     bab_round *b = job;
     bab_out *o = &b->o[i];
     vt_cert_ctx *c = b->w->c[k];
-    uint32_t depth = path_of(b->t, b->q0 + i, b->w->sp[k]);
-    vt_cert_set_splits(c, b->w->sp[k], depth);
+    double *xl = b->w->xl[k], *xu = b->w->xu[k];
+    uint32_t nr = path_of(b->t, b->q0 + i, b->w->sp[k], b->p, xl, xu);
+    vt_cert_set_splits(c, b->w->sp[k], nr);
     vt_cert_set_split_beta(c, NULL, o->beta);
-    o->e = b->p->bound(b->p, c, o->lb, o->alpha);
+    o->e = b->p->bound(b->p, c, xl, xu, o->lb, o->alpha);
     vt_cert_set_split_beta(c, NULL, NULL);
     o->more = 0, o->mn = -INFINITY;
     if (!o->e) {
@@ -316,6 +330,13 @@ static void bound_one(void *job, int k, uint32_t i)
             const double *ar = b->s->method == VT_CERT_ALPHA_CROWN ? o->alpha + (size_t)o->r * b->nar : NULL;
             o->more = vt_cert_branch_pick(c, b->w->row[k], ar, &o->layer, &o->index);
             memcpy(o->pt, vt_cert_last_point(c), b->d * sizeof *o->pt);
+            if (b->p->input_split) { /* the widest side of the box (the lowest input on ties), at its midpoint */
+                uint32_t iw = 0;
+                for (uint32_t q = 1; q < b->d; q++)
+                    if (xu[q] - xl[q] > xu[iw] - xl[iw]) iw = q;
+                double mid = xl[iw] + 0.5 * (xu[iw] - xl[iw]);
+                o->more = xl[iw] < mid && mid < xu[iw], o->layer = 0, o->index = iw, o->at = mid;
+            }
         }
     } else
         snprintf(o->msg, sizeof o->msg, "%s", vt_errmsg());
@@ -404,7 +425,9 @@ vt_err vti_bab_search_p(vt_cert_ctx *c, vti_bab_prob *p, const vt_cert_settings 
                 stopped = 1;
                 break;
             }
-            t->v[q].layer = r->layer, t->v[q].index = r->index, t->v[q].split = 1;
+            t->v[q].layer = r->layer, t->v[q].index = r->index, t->v[q].split = p->input_split ? 2 : 1;
+            t->v[q].at = p->input_split ? r->at : 0;
+            t->inputs |= p->input_split;
             e = add_node(t, (int32_t)q, 0);
             if (!e) e = add_node(t, (int32_t)q, 1);
         }
@@ -436,7 +459,10 @@ void vti_bab_put(vti_buf *o, const vti_bab_tree *t)
     st[sn++] = 0;
     while (sn) { /* preorder: a node, its active subtree, its inactive subtree */
         const vti_bab_node *d = &t->v[st[--sn]];
-        if (d->split) {
+        if (d->split == 2) { /* an input split: the input, where (versions 8, 9) */
+            vti_put32(o, 2), vti_put32(o, d->index), vti_put64(o, vt_f64_bits(d->at));
+            st[sn++] = (uint32_t)d->kid[1], st[sn++] = (uint32_t)d->kid[0];
+        } else if (d->split) {
             vti_put32(o, 1), vti_put32(o, d->layer), vti_put32(o, d->index);
             st[sn++] = (uint32_t)d->kid[1], st[sn++] = (uint32_t)d->kid[0];
         } else if (!d->alpha || !d->lb || !d->beta) { /* a leaf never bounded (an incomplete search's): not a tree to write */
@@ -445,7 +471,7 @@ void vti_bab_put(vti_buf *o, const vti_bab_tree *t)
         } else {
             vti_put32(o, 0);
             for (size_t k = 0; k < t->na; k++) vti_put64(o, vt_f64_bits(d->alpha[k]));
-            for (size_t k = 0; k < (size_t)t->R * d->depth; k++) vti_put64(o, vt_f64_bits(d->beta[k]));
+            for (size_t k = 0; k < (size_t)t->R * d->rdepth; k++) vti_put64(o, vt_f64_bits(d->beta[k]));
             for (uint32_t j = 0; j < t->C; j++) vti_put64(o, vt_f64_bits(d->lb[j]));
         }
     }
@@ -455,11 +481,11 @@ void vti_bab_put(vti_buf *o, const vti_bab_tree *t)
 vt_err vti_bab_scan(const uint8_t *p, size_t avail, size_t na, uint32_t C, const char *where, vti_bab_tree *t,
                     size_t *used)
 {
-    return vti_bab_scan_rows(p, avail, na, C - 1, C, where, t, used);
+    return vti_bab_scan_rows(p, avail, na, C - 1, C, 0, 0, where, t, used);
 }
 
-vt_err vti_bab_scan_rows(const uint8_t *p, size_t avail, size_t na, uint32_t R, uint32_t C, const char *where,
-                         vti_bab_tree *t, size_t *used)
+vt_err vti_bab_scan_rows(const uint8_t *p, size_t avail, size_t na, uint32_t R, uint32_t C, int inputs, uint32_t d,
+                         const char *where, vti_bab_tree *t, size_t *used)
 {
     VT_RETURN_ERROR_IF(avail < 4, VT_ERR_FORMAT, "certificate: %s: its split tree is truncated", where);
     uint32_t N = vt_get_u32le(p);
@@ -469,8 +495,9 @@ vt_err vti_bab_scan_rows(const uint8_t *p, size_t avail, size_t na, uint32_t R, 
     if (t) vti_bab_free(t), t->na = na, t->R = R, t->C = C;
     /* the internal nodes still waiting for a child: index, children seen */
     uint32_t *st = malloc((size_t)N * sizeof *st), sn = 0, *seen = calloc(N, sizeof *seen), *dep = calloc(N, sizeof *dep);
-    uint32_t *lay = calloc(N, sizeof *lay), *idx = calloc(N, sizeof *idx);
-    vt_err e = !st || !seen || !dep || !lay || !idx ? vt_set_error(VT_ERR_NOMEM, "out of memory") : VT_OK;
+    uint32_t *lay = calloc(N, sizeof *lay), *idx = calloc(N, sizeof *idx), *rdep = calloc(N, sizeof *rdep);
+    uint8_t *kd = calloc(N, 1);
+    vt_err e = !st || !seen || !dep || !lay || !idx || !rdep || !kd ? vt_set_error(VT_ERR_NOMEM, "out of memory") : VT_OK;
     for (uint32_t q = 0; q < N && !e; q++) {
         if (q > 0 && sn == 0) {
             e = vt_set_error(VT_ERR_FORMAT, "certificate: %s: split tree node %u comes after the tree is complete", where, q);
@@ -482,8 +509,9 @@ vt_err vti_bab_scan_rows(const uint8_t *p, size_t avail, size_t na, uint32_t R, 
         }
         uint32_t kind = vt_get_u32le(p + off), parent = sn ? st[sn - 1] : 0;
         dep[q] = q ? dep[parent] + 1 : 0;
-        size_t lsz = leaf + (size_t)R * dep[q] * 8; /* a leaf: slopes, multipliers, bounds */
-        if (kind > 1 || avail - off - 4 < (kind ? 8 : lsz) || dep[q] >= VTI_BAB_MAX_DEPTH) {
+        rdep[q] = q ? rdep[parent] + (kd[parent] == 1) : 0;
+        size_t lsz = leaf + (size_t)R * rdep[q] * 8; /* a leaf: slopes, multipliers (per ReLU split), bounds */
+        if (kind > (inputs ? 2u : 1u) || avail - off - 4 < (kind == 2 ? 12 : kind ? 8 : lsz) || dep[q] >= VTI_BAB_MAX_DEPTH) {
             e = vt_set_error(VT_ERR_FORMAT, "certificate: %s: split tree node %u is malformed or truncated", where, q);
             break;
         }
@@ -492,7 +520,19 @@ vt_err vti_bab_scan_rows(const uint8_t *p, size_t avail, size_t na, uint32_t R, 
         if (e) break;
         if (q && ++seen[parent] == 2) sn--;
         off += 4;
-        if (kind) {
+        kd[q] = (uint8_t)kind;
+        if (kind == 2) { /* an input split: the input, where (finite) */
+            idx[q] = vt_get_u32le(p + off);
+            double at = vt_bits_f64(vt_get_u64le(p + off + 4));
+            if (idx[q] >= d || !isfinite(at)) {
+                e = vt_set_error(VT_ERR_FORMAT, "certificate: %s: split tree node %u splits input %u at %g (of %u inputs)",
+                                 where, q, idx[q], at, d);
+                break;
+            }
+            if (t) t->v[q].split = 2, t->v[q].index = idx[q], t->v[q].at = at, t->inputs = 1;
+            st[sn++] = q;
+            off += 12;
+        } else if (kind) {
             lay[q] = vt_get_u32le(p + off), idx[q] = vt_get_u32le(p + off + 4);
             if (t) t->v[q].split = 1, t->v[q].layer = lay[q], t->v[q].index = idx[q];
             st[sn++] = q;
@@ -500,7 +540,7 @@ vt_err vti_bab_scan_rows(const uint8_t *p, size_t avail, size_t na, uint32_t R, 
         } else {
             if (t) {
                 t->v[q].rec = p + off;
-                size_t nb = (size_t)R * dep[q];
+                size_t nb = (size_t)R * rdep[q];
                 t->v[q].alpha = malloc((na ? na : 1) * sizeof(double)), t->v[q].lb = malloc(C * sizeof(double));
                 t->v[q].beta = malloc((nb ? nb : 1) * sizeof(double));
                 if (!t->v[q].alpha || !t->v[q].lb || !t->v[q].beta) e = vt_set_error(VT_ERR_NOMEM, "out of memory");
@@ -508,10 +548,13 @@ vt_err vti_bab_scan_rows(const uint8_t *p, size_t avail, size_t na, uint32_t R, 
             off += lsz;
         }
     }
-    if (!e && sn) /* a missing branch: the leaves would not cover the parent */
+    if (!e && sn && kd[st[sn - 1]] == 2) /* a missing branch: the leaves would not cover the parent */
+        e = vt_set_error(VT_ERR_FORMAT, "certificate: %s: split tree node %u (input %u) lacks its %s child", where,
+                         st[sn - 1], idx[st[sn - 1]], seen[st[sn - 1]] ? "upper" : "lower");
+    else if (!e && sn)
         e = vt_set_error(VT_ERR_FORMAT, "certificate: %s: split tree node %u (layer %u neuron %u) lacks its %s child",
                          where, st[sn - 1], lay[st[sn - 1]], idx[st[sn - 1]], seen[st[sn - 1]] ? "inactive" : "active");
-    free(st), free(seen), free(dep), free(lay), free(idx);
+    free(st), free(seen), free(dep), free(lay), free(idx), free(rdep), free(kd);
     if (e) {
         if (t) vti_bab_free(t);
         return e;
@@ -553,16 +596,22 @@ static vt_err replay_node(replay_job *j, int k, uint32_t q)
     vti_bab_prob *p = j->p;
     vt_cert_ctx *c = j->w->c[k];
     vt_cert_split *sp = j->w->sp[k];
-    double *lb = j->w->lb[k], *alpha = j->w->alpha[k], *beta = j->w->beta[k];
+    double *lb = j->w->lb[k], *alpha = j->w->alpha[k], *beta = j->w->beta[k], *xl = j->w->xl[k], *xu = j->w->xu[k];
     uint32_t C = t->C, R = t->R;
     vt_err e = VT_OK;
     vti_bab_node *d = &t->v[q];
-    uint32_t depth = path_of(t, q, sp);
+    uint32_t nr = path_of(t, q, sp, p, xl, xu), depth = d->depth;
+    if (d->split == 2) { /* an input split strictly inside its node's box: both sides non-empty, covering it */
+        if (d->index >= p->d || !(xl[d->index] < d->at && d->at < xu[d->index]))
+            return vt_set_error(VT_ERR_MISMATCH, "%s: %s: split tree node %u splits input %u at %.17g, not inside its box",
+                                cert_path, where, q, d->index, d->at);
+        return VT_OK;
+    }
     if (d->split) { /* a split of a hidden ReLU, not one already split above it */
         if (d->layer < 1 || d->layer >= net->L || d->index >= net->n[d->layer])
             return vt_set_error(VT_ERR_MISMATCH, "%s: %s: split tree node %u splits layer %u neuron %u, not a hidden ReLU",
                                 cert_path, where, q, d->layer, d->index);
-        for (uint32_t k2 = 0; k2 < depth; k2++)
+        for (uint32_t k2 = 0; k2 < nr; k2++)
             if (sp[k2].layer == d->layer && sp[k2].index == d->index)
                 return vt_set_error(VT_ERR_MISMATCH, "%s: %s: split tree node %u splits layer %u neuron %u again", cert_path,
                                     where, q, d->layer, d->index);
@@ -571,7 +620,7 @@ static vt_err replay_node(replay_job *j, int k, uint32_t q)
     char wn[160];
     snprintf(wn, sizeof wn, "%s, split tree node %u", where, q);
     if (t->na) e = vti_cert_slopes(cert_path, wn, d->rec, t->na, d->alpha);
-    size_t nb = (size_t)R * depth;
+    size_t nb = (size_t)R * nr;
     const uint8_t *rb = d->rec + t->na * 8; /* the multipliers: finite and >= 0 */
     for (size_t k2 = 0; k2 < nb && !e; k2++) {
         d->beta[k2] = vt_bits_f64(vt_get_u64le(rb + 8 * k2));
@@ -580,10 +629,10 @@ static vt_err replay_node(replay_job *j, int k, uint32_t q)
                              d->beta[k2]);
     }
     if (e) return e;
-    vt_cert_set_splits(c, sp, depth);
+    vt_cert_set_splits(c, sp, nr);
     vt_cert_set_given_slopes(c, t->na ? d->alpha : NULL);
     vt_cert_set_split_beta(c, d->beta, beta);
-    e = p->bound(p, c, lb, alpha);
+    e = p->bound(p, c, xl, xu, lb, alpha);
     vt_cert_set_given_slopes(c, NULL);
     vt_cert_set_split_beta(c, NULL, NULL);
     vt_cert_set_splits(c, NULL, 0);

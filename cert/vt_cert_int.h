@@ -66,7 +66,10 @@ vt_err vti_cert_slopes(const char *cert_path, const char *where, const uint8_t *
 #define VTI_BAB_MAX_NODES (1u << 24)
 typedef struct {
     int32_t parent, kid[2];
-    uint32_t side, depth, split, layer, index;
+    uint32_t side, depth, split, layer, index; /* split: 0 a leaf, 1 a ReLU (layer, index), 2 an input
+                                                * (index: the input, at: where; kid[0] x <= at, kid[1] x >= at) */
+    uint32_t rdepth; /* the ReLU splits above it (a leaf's multipliers: R x rdepth) */
+    double at;
     double *alpha, *beta, *lb; /* leaves: slopes (na), multipliers ((C - 1) x depth: per margin, the path's
                                 * splits from the root), bounds (C) */
     const uint8_t *rec;    /* check: the leaf's recorded slopes, then its bounds */
@@ -76,7 +79,11 @@ typedef struct {
     uint32_t n, cap, C; /* C: the bounds a leaf records (a run's margins: its classes; a property: its rows) */
     uint32_t R;         /* the rows a leaf records multipliers and slopes for (C - 1 margins; a property's rows) */
     size_t na;          /* a leaf's slopes: R x vt_cert_n_alpha_row */
+    int inputs;         /* it holds an input split (versions 8, 9) */
 } vti_bab_tree;
+/* Input splitting (docs/certify.md "Input splitting"): a property of at most this many inputs is split
+ * on its inputs (bisecting the widest side of the subdomain's box) instead of its ReLUs. */
+#define VTI_BAB_INPUT_SPLIT_MAX 8u
 void vti_bab_free(vti_bab_tree *t);
 /* A tree of one leaf: the whole box's slopes and bounds. */
 vt_err vti_bab_root(vti_bab_tree *t, size_t na, uint32_t C, const double *alpha, const double *lb) VT_WARN_UNUSED;
@@ -92,9 +99,12 @@ vt_err vti_bab_root_rows(vti_bab_tree *t, size_t na, uint32_t R, uint32_t nlb, c
  * with its own context: they only read ctx); candidate on the caller's thread, in creation order. */
 typedef struct vti_bab_prob {
     uint32_t R, nlb;
+    const double *xl, *xu; /* the box (d values); a subdomain's is it cut by its path's input splits */
+    uint32_t d;
+    int input_split;       /* branch on the inputs (the widest side of the box, at its midpoint) */
     const char *what; /* "margin", "row" */
     int progress;     /* a line on standard error every 100 subdomains */
-    vt_err (*bound)(struct vti_bab_prob *p, vt_cert_ctx *c, double *lb, double *alpha);
+    vt_err (*bound)(struct vti_bab_prob *p, vt_cert_ctx *c, const double *xl, const double *xu, double *lb, double *alpha);
     double (*worst)(struct vti_bab_prob *p, const double *lb, double *row, uint32_t *r, uint32_t *which);
     vt_err (*candidate)(struct vti_bab_prob *p, vt_cert_ctx *c, const double *pt, uint32_t which, int *found);
     void *ctx;
@@ -103,8 +113,9 @@ vt_err vti_bab_search_p(vt_cert_ctx *c, vti_bab_prob *p, const vt_cert_settings 
                         uint32_t *bounded, int *found) VT_WARN_UNUSED;
 vt_err vti_bab_replay_p(vt_cert_ctx *c, const vt_cert_net *net, vti_bab_prob *p,
                         vti_bab_tree *t, const char *cert_path, const char *where, int *closed) VT_WARN_UNUSED;
-vt_err vti_bab_scan_rows(const uint8_t *p, size_t avail, size_t na, uint32_t R, uint32_t C, const char *where,
-                         vti_bab_tree *t, size_t *used) VT_WARN_UNUSED;
+/* inputs: input splits (kind 2) allowed (versions 8, 9); d: the inputs */
+vt_err vti_bab_scan_rows(const uint8_t *p, size_t avail, size_t na, uint32_t R, uint32_t C, int inputs, uint32_t d,
+                         const char *where, vti_bab_tree *t, size_t *used) VT_WARN_UNUSED;
 /* certify: breadth-first branch and bound over the box with s (alpha-CROWN) until every leaf closes
  * (*closed = 1) or s->bab_domains subdomains were bounded, the deadline passed, nothing is left to split
  * or (at not NULL) a counterexample is confirmed (*found = 1, at->cex: each subdomain that does not close

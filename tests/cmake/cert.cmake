@@ -77,3 +77,8 @@ set_tests_properties(cert_bab_ranks PROPERTIES SKIP_RETURN_CODE 77)
 cmake_language(DEFER DIRECTORY ${CMAKE_SOURCE_DIR} CALL cmake_language EVAL CODE
   "set_property(TEST cert_bab_ranks APPEND PROPERTY ENVIRONMENT \${VT_MPI_TEST_ENV})")
 vt_test_timeout(cert_bab_ranks 900) # quiet: 30 s (three mpirun start-ups)
+# Input splitting (few inputs): tests/e2e/cert_bab_input.sh (a random 4-input MLP's properties, version-8
+# certificates the same for --threads 1 and 2, tampered input splits rejected naming the node)
+add_test(NAME cert_bab_input COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/e2e/cert_bab_input.sh ${CMAKE_BINARY_DIR})
+set_tests_properties(cert_bab_input PROPERTIES SKIP_RETURN_CODE 77)
+vt_test_timeout(cert_bab_input 300) # quiet: 2 s
