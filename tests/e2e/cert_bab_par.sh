@@ -4,7 +4,8 @@
 # the same certificate bytes (a committed run's 40 examples, version 5; a VNN-LIB property of its ONNX
 # export whose tree has more than one node, version 6); check-certificate's leaf replay over 1 and 2
 # threads accepts it, and a tampered tree (a leaf's bound, a dropped leaf, a moved split) is rejected with
-# the same message (the same node) whatever the threads.
+# the same message (the same node) whatever the threads. --timeout: a deadline passed at once answers
+# alike on 1 and 2 threads; one never reached changes no byte on 2.
 # shellcheck source=tests/e2e/lib.sh
 . "$(dirname "$0")/lib.sh"
 cert_begin cert_bab_par "${1:-}"
@@ -21,6 +22,17 @@ for n in 2 3; do
   python3 -c "import json,sys; a,b=(json.load(open(p))['examples'] for p in sys.argv[1:]); assert a==b" \
     "$T/r.1.json" "$T/r.$n.json" || bad "--threads 1 and $n: the reports differ"
 done
+# --timeout: a deadline passed before the first bound answers the same (timeout, or falsified by the
+# example's own input) for every N; one never reached changes no byte
+for n in 1 2; do
+  "$A" certify "$T/run" --eps $E --examples 40 --method beta-crown --threads $n --timeout 1e-300 --report "$T/t.$n.json" \
+    --quiet >/dev/null 2>&1 || bad "--timeout 1e-300 --threads $n"
+done
+python3 -c "import json,sys; a,b=(json.load(open(p))['examples'] for p in sys.argv[1:]); assert a==b" \
+  "$T/t.1.json" "$T/t.2.json" || bad "--timeout 1e-300: --threads 1 and 2 answer differently"
+"$A" certify "$T/run" --eps $E --examples 40 --method beta-crown --threads 2 --timeout 1e6 --out "$T/c.t" --key "$T/a" \
+  --quiet >/dev/null || bad "--timeout 1e6 --threads 2"
+cmp -s "$T/c.1" "$T/c.t" || bad "--threads 2: a deadline never reached changed the certificate"
 T5="python3 $REF/cert_bab_edit.py"
 [ "$($T5 "$T/c.1" trees | awk '$3 > 1' | wc -l)" -ge 2 ] || bad "fewer than two split trees"
 for n in 1 2; do
