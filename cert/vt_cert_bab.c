@@ -366,22 +366,36 @@ vt_err vti_bab_search_p(vt_cert_ctx *c, vti_bab_prob *p, const vt_cert_settings 
     uint32_t cap = BAB_ROUND_PER_WORKER * (uint32_t)(nw < 1 ? 1 : nw > 4096 ? 4096 : nw);
     bab_out *o = calloc(cap, sizeof *o);
     double *buf = NULL, *tmp = NULL;
-    size_t *bytes = NULL;
-    size_t per = BAB_HDR + (size_t)p->nlb + na + (size_t)R * VTI_BAB_MAX_DEPTH + d; /* a subdomain's record */
-    if (!e && (!o || !(buf = malloc(cap * per * sizeof *buf)))) e = vt_set_error(VT_ERR_NOMEM, "out of memory");
-    if (!e && comm && (!(tmp = malloc(cap * per * sizeof *tmp)) || !(bytes = calloc((size_t)vt_dist_size(comm), sizeof *bytes))))
-        e = vt_set_error(VT_ERR_NOMEM, "out of memory");
+    size_t *bytes = NULL, room = 0;
+    if (!e && !o) e = vt_set_error(VT_ERR_NOMEM, "out of memory");
+    if (!e && comm && !(bytes = calloc((size_t)vt_dist_size(comm), sizeof *bytes))) e = vt_set_error(VT_ERR_NOMEM, "out of memory");
     if (comm) e = vt_dist_agree(comm, e, NULL);
-    for (uint32_t i = 0; !e && i < cap; i++) {
-        double *b = buf + i * per;
-        o[i].rec = b, b += BAB_HDR;
-        o[i].lb = b, o[i].alpha = b + p->nlb, o[i].beta = b + p->nlb + na, o[i].pt = b + p->nlb + na + (size_t)R * VTI_BAB_MAX_DEPTH;
-    }
     if (!e) e = add_node(t, -1, 0);
     int stopped = 0;
     for (uint32_t q0 = 0; !e && !stopped && q0 < t->n;) { /* breadth first: rounds of nodes in creation order */
-        uint32_t left = s->bab_domains > *bounded ? s->bab_domains - *bounded : 1, nq = t->n - q0;
+        uint32_t left = s->bab_domains > *bounded ? s->bab_domains - *bounded : 1, nq = t->n - q0, mr = 0;
         nq = nq < cap ? nq : cap, nq = nq < left ? nq : left;
+        for (uint32_t i = 0; i < nq; i++) mr = t->v[q0 + i].rdepth > mr ? t->v[q0 + i].rdepth : mr;
+        /* a subdomain's record: the scalars, bounds, slopes, multipliers (R per ReLU split; the round's
+         * deepest), point; the same size on every rank (the same tree) */
+        size_t per = BAB_HDR + (size_t)p->nlb + na + (size_t)R * mr + d;
+        if (nq * per > room) {
+            double *nb = realloc(buf, nq * per * sizeof *nb), *nt = comm ? realloc(tmp, nq * per * sizeof *nt) : NULL;
+            if (nb) buf = nb;
+            if (nt) tmp = nt;
+            vt_err me = !nb || (comm && !nt) ? vt_set_error(VT_ERR_NOMEM, "out of memory") : VT_OK;
+            if (comm) me = vt_dist_agree(comm, me, NULL);
+            if (me) {
+                e = me;
+                break;
+            }
+            room = nq * per;
+        }
+        for (uint32_t i = 0; i < nq; i++) {
+            double *b = buf + i * per;
+            o[i].rec = b, b += BAB_HDR;
+            o[i].lb = b, o[i].alpha = b + p->nlb, o[i].beta = b + p->nlb + na, o[i].pt = b + p->nlb + na + (size_t)R * mr;
+        }
         if (comm) { /* this rank's part of the round, then every part gathered (copied, in rank order) */
             int rk = vt_dist_rank(comm), sz = vt_dist_size(comm);
             uint32_t lo = (uint32_t)vti_cert_part_lo(nq, rk, sz), hi = (uint32_t)vti_cert_part_lo(nq, rk + 1, sz);
