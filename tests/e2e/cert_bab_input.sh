@@ -4,7 +4,9 @@
 # never contradicts alpha-CROWN (unsat stays unsat, sat stays sat) and closes at least one property
 # alpha-CROWN leaves open with a tree of input splits; its certificate (version 8) is the same bytes with
 # --threads 1 and 2 and re-checked by both; a tampered input split (its point outside its box, moved
-# inside it, its input out of range) or a dropped leaf, signed again, is rejected naming the node.
+# inside it, its input out of range) or a dropped leaf, signed again, is rejected naming the node; the
+# closed property's box sampled in FP64 outside the project (tests/ref/bab_input_sample.py) never reaches
+# its unsafe region.
 # shellcheck source=tests/e2e/lib.sh
 . "$(dirname "$0")/lib.sh"
 cert_begin cert_bab_input "${1:-}"
@@ -24,6 +26,11 @@ done
 echo "cert_bab_input: beta-crown (input splitting) closed $gain properties alpha-crown leaves open"
 [ -n "$P" ] || bad "no property closed by input splitting"
 P=${P:-$T/prop_0.vnnlib}
+# outside: the network rebuilt from the generator's seed in FP64 (Python), the closed property's box
+# sampled (3,000 points and its corners): no point reaches the unsafe region; a sat one's does
+pi=$(basename "$P" .vnnlib) pi=${pi#prop_}
+python3 "$REF/bab_input_sample.py" 4-32-32-3 5 "$P" "$pi" || bad "property $pi: a sampled point reaches the unsafe region"
+python3 "$REF/bab_input_sample.py" 4-32-32-3 5 "$T/prop_0.vnnlib" 0 300 >/dev/null && bad "the sampler misses a sat property"
 for n in 1 2; do
   "$A" certify --onnx "$T/net.onnx" --vnnlib "$P" --method beta-crown --threads $n --out "$T/v.$n" --key "$T/a" \
     --quiet >/dev/null || bad "certify --threads $n"
