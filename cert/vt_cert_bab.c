@@ -600,6 +600,7 @@ typedef struct {
     char (*msg)[400];
     uint8_t *open; /* a leaf that does not close (a one-node tree's root) */
     atomic_int *failed;
+    uint32_t lo; /* over ranks: this rank's first node */
 } replay_job;
 
 static vt_err replay_node(replay_job *j, int k, uint32_t q)
@@ -703,24 +704,42 @@ vt_err vti_bab_replay_p(vt_cert_ctx *c, const vt_cert_net *net, vti_bab_prob *p,
     *closed = 1;
     workers w;
     vt_err e = workers_open(&w, c, t->C, t->na, t->R);
-    if (e) return e;
+    if (e) return t->n > 1 && g_bab_comm ? vt_dist_agree(g_bab_comm, e, NULL) : e; /* the others wait in it */
     vt_err *es = calloc(t->n, sizeof *es);
     char (*msg)[400] = malloc((size_t)t->n * sizeof *msg);
     uint8_t *open = calloc(t->n, 1);
     atomic_int failed;
     atomic_init(&failed, 0);
     if (!es || !msg || !open) e = vt_set_error(VT_ERR_NOMEM, "out of memory");
+    /* over ranks (a tree of more than one node, whose every leaf must close): rank r checks the nodes
+     * [part_lo(r), part_lo(r + 1)), the ranks agree on the first failure (the lowest failing rank's
+     * first: the first in node order), and every rank takes the other nodes' slopes, multipliers and
+     * bounds from the record, which their rank found equal to the recomputed ones */
+    vt_comm *comm = t->n > 1 ? g_bab_comm : NULL;
+    uint32_t lo = 0, hi = t->n;
+    if (comm)
+        lo = (uint32_t)vti_cert_part_lo(t->n, vt_dist_rank(comm), vt_dist_size(comm)),
+        hi = (uint32_t)vti_cert_part_lo(t->n, vt_dist_rank(comm) + 1, vt_dist_size(comm));
     if (!e) {
-        replay_job j = {net, p, t, cert_path, where, &w, es, msg, open, &failed};
+        replay_job j = {net, p, t, cert_path, where, &w, es, msg, open, &failed, lo};
         pool_run r;
-        r.w = &w, r.n = t->n, r.one = replay_one, r.job = &j;
+        r.w = &w, r.n = hi - lo, r.one = replay_one, r.job = &j;
         atomic_init(&r.next, 0u);
         atomic_init(&r.stop, 0);
         replay_part(&r, 0, 0, -1);
-        for (uint32_t q = 0; q < t->n && !e; q++) {
+        for (uint32_t q = lo; q < hi && !e; q++) {
             if (es[q]) e = vt_set_error(es[q], "%s", msg[q]);
             else if (open[q]) *closed = 0;
         }
+    }
+    if (comm) e = vt_dist_agree(comm, e, NULL);
+    for (uint32_t q = 0; comm && !e && q < t->n; q++) {
+        vti_bab_node *d = &t->v[q];
+        if (d->split || (q >= lo && q < hi)) continue;
+        size_t nb = (size_t)t->R * d->rdepth;
+        for (size_t k = 0; k < t->na; k++) d->alpha[k] = vt_bits_f64(vt_get_u64le(d->rec + 8 * k));
+        for (size_t k = 0; k < nb; k++) d->beta[k] = vt_bits_f64(vt_get_u64le(d->rec + 8 * (t->na + k)));
+        for (uint32_t k = 0; k < t->C; k++) d->lb[k] = vt_bits_f64(vt_get_u64le(d->rec + 8 * (t->na + nb + k)));
     }
     free(es), free(msg), free(open);
     workers_close(&w);
@@ -743,6 +762,6 @@ static void replay_part(void *ctx, size_t lo, size_t hi, int part)
         if (atomic_load(j->failed)) break;
         unsigned q = atomic_fetch_add(&r->next, 1u);
         if (q >= r->n) break;
-        replay_one(j, part, q);
+        replay_one(j, part, j->lo + q);
     }
 }
