@@ -4,10 +4,12 @@
  * docs/format.md "Certificate") and its one-pass replay by check-certificate (no search: each leaf's
  * bound recomputed from its recorded slopes, rejected when it does not close, naming the node).
  * Every subdomain's bound is alpha-CROWN's sound bound (vt_cert_bound.c) with the splits' clamps and
- * beta-CROWN's multipliers. Over threads (docs/certify.md "Parallel search"): the search bounds rounds
- * of subdomains on the workers (the caller's context and copies of it) and merges their outcomes in
+ * beta-CROWN's multipliers. Over threads and ranks (docs/certify.md "Parallel search"): the search
+ * bounds rounds of subdomains on the workers (the caller's context and copies of it; under mpirun
+ * --shard none each rank a part of the round, the outcomes gathered) and merges their outcomes in
  * creation order, the replay checks nodes on them and reports the first failure in node order: the
- * tree, the bytes and the verdict do not depend on the number of threads. */
+ * tree, the bytes and the verdict do not depend on the number of threads or ranks. A property of few
+ * inputs splits its input box instead of ReLUs (input splitting; versions 8, 9). */
 #include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
