@@ -124,8 +124,9 @@ static int cmd_certify(int argc, char **argv, int check)
         VT_OPT_S("--write-vnnlib", "DIR", "write the run's properties as VNN-LIB files", &o.vnnlib_dir),
         VT_OPT_S("--instances", "instances.csv", "a VNN-COMP instance list: every line answered", &instances),
         VT_OPT_S("--shard", "tp|fsdp|none", "under mpirun -np N, the network split over the ranks (tp: each layer's\n"
-                                            "rows, fsdp: each layer gathered when used; none: every rank whole), the\n"
-                                            "same certificate for every N; rank 0 writes the output", &shard),
+                                            "rows, fsdp: each layer gathered when used; none: every rank whole, and\n"
+                                            "beta-crown's subdomains split over the ranks), the same certificate\n"
+                                            "for every N; rank 0 writes the output", &shard),
         VT_OPT_F("--quiet", "no progress lines", &o.quiet),
         VT_OPT_END};
     const vt_cli_cmd certify = {
@@ -180,8 +181,9 @@ static int cmd_certify(int argc, char **argv, int check)
                                       signer ? "for check-certificate" : "for a VNN-LIB property (--vnnlib, --onnx, --instances)");
     }
     if (check || (o.report_path && !strcmp(o.report_path, "-"))) o.quiet = 1;
-    if (shard && method == 3)
-        return vt_cli_usage_error(NULL, "auditor certify: --method beta-crown: not yet with --shard");
+    if (shard && method == 3 && strcmp(shard, "none"))
+        return vt_cli_usage_error(NULL, "auditor certify: --method beta-crown: with --shard none only (its subdomains "
+                                        "over the ranks), not yet with the network sharded");
     if (shard && !g_cert_comm) return cmd_certify_sharded(argc, argv, check, shard, timeout, instances);
     if (g_cert_comm && vt_dist_rank(g_cert_comm) != 0) { /* --shard: rank 0 writes for all */
         o.quiet = 1, o.out_path = NULL, o.report_path = NULL, o.vnnlib_dir = NULL;
@@ -256,6 +258,7 @@ static int cmd_certify_sharded(int argc, char **argv, int check, const char *sha
         return VT_EXIT_CANNOT;
     }
     vt_cert_set_shard(g_cert_comm, m);
+    if (m == VT_CERT_SHARD_NONE) vt_cert_set_bab_comm(g_cert_comm); /* beta-crown: subdomains over the ranks */
     if (vt_dist_rank(g_cert_comm) != 0 && !freopen("/dev/null", "w", stdout)) {
         fprintf(stderr, "auditor: cannot silence rank %d's standard output\n", vt_dist_rank(g_cert_comm));
         (void)vt_cert_shard_fail(vt_set_error(VT_ERR_IO, "cannot silence rank %d", vt_dist_rank(g_cert_comm)));
@@ -264,6 +267,7 @@ static int cmd_certify_sharded(int argc, char **argv, int check, const char *sha
     }
     int st = cmd_certify(argc, argv, check);
     if (st != VT_EXIT_OK) (void)vt_cert_shard_fail(st == VT_EXIT_USAGE ? VT_ERR_ARG : VT_ERR_IO);
+    vt_cert_set_bab_comm(NULL);
     (void)vt_dist_finalize(&g_cert_comm);
     return st;
 }

@@ -145,6 +145,12 @@ int vt_cert_timed_out(const vt_cert_ctx *c);
 typedef enum { VT_CERT_SHARD_NONE = 0, VT_CERT_SHARD_TP = 1, VT_CERT_SHARD_FSDP = 2 } vt_cert_shard;
 void vt_cert_set_shard(vt_comm *comm, vt_cert_shard mode);
 const char *vt_cert_shard_name(vt_cert_shard m); /* none, tp, fsdp */
+/* Branch and bound's subdomains over ranks (docs/certify.md "Parallel search"; `mpirun -np N auditor
+ * certify ... --method beta-crown --shard none`): each round's subdomains split over comm's ranks (each
+ * bounding its part on its threads), the outcomes allgathered (copied) and merged in creation order on
+ * every rank, so every rank builds the tree of one process; every rank must make the same calls, and
+ * no deadline may be set (the ranks would not stop together). NULL: none. Process-wide. */
+void vt_cert_set_bab_comm(vt_comm *comm);
 /* 1 after vt_cert_set_shard with tp or fsdp: the layer graph (CNNs) refuses (VT_ERR_UNSUPPORTED). */
 int vt_cert_shard_active(void);
 /* A rank's error path under vt_cert_set_shard: when this rank failed before the first context's

@@ -4,13 +4,20 @@
  * docs/format.md "Certificate") and its one-pass replay by check-certificate (no search: each leaf's
  * bound recomputed from its recorded slopes, rejected when it does not close, naming the node).
  * Every subdomain's bound is alpha-CROWN's sound bound (vt_cert_bound.c) with the splits' clamps and
- * beta-CROWN's multipliers. */
+ * beta-CROWN's multipliers. Over threads and ranks (docs/certify.md "Parallel search"): the search
+ * bounds rounds of subdomains on the workers (the caller's context and copies of it; under mpirun
+ * --shard none each rank a part of the round, the outcomes gathered) and merges their outcomes in
+ * creation order, the replay checks nodes on them and reports the first failure in node order: the
+ * tree, the bytes and the verdict do not depend on the number of threads or ranks. A property of few
+ * inputs splits its input box instead of ReLUs (input splitting; versions 8, 9). */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../common/vt_bytes.h"
+#include "../common/vt_par.h"
 #include "vt_cert.h"
 #include "vt_cert_int.h"
 
@@ -36,24 +43,34 @@ static vt_err add_node(vti_bab_tree *t, int32_t parent, uint32_t side)
     memset(d, 0, sizeof *d);
     d->parent = parent, d->side = side, d->kid[0] = d->kid[1] = -1;
     d->depth = parent < 0 ? 0 : t->v[parent].depth + 1;
+    d->rdepth = parent < 0 ? 0 : t->v[parent].rdepth + (t->v[parent].split == 1);
     if (parent >= 0) t->v[parent].kid[side] = (int32_t)t->n;
     t->n++;
     return VT_OK;
 }
 
-/* The splits from the root to node q (root first). */
-static uint32_t path_of(const vti_bab_tree *t, uint32_t q, vt_cert_split *sp)
+/* The ReLU splits from the root to node q (root first; their number returned) and, with xl not NULL,
+ * its box: pr's cut by the path's input splits (x_i <= at on the first side, >= at on the second). */
+static uint32_t path_of(const vti_bab_tree *t, uint32_t q, vt_cert_split *sp, const vti_bab_prob *pr, double *xl,
+                        double *xu)
 {
-    uint32_t n = t->v[q].depth;
-    for (int32_t x = (int32_t)q, k = (int32_t)n - 1; t->v[x].parent >= 0; x = t->v[x].parent, k--) {
+    uint32_t n = t->v[q].rdepth;
+    if (xl) memcpy(xl, pr->xl, pr->d * sizeof *xl), memcpy(xu, pr->xu, pr->d * sizeof *xu);
+    for (int32_t x = (int32_t)q, k = (int32_t)n - 1; t->v[x].parent >= 0; x = t->v[x].parent) {
         const vti_bab_node *p = &t->v[t->v[x].parent];
+        if (p->split == 2) {
+            if (xl && p->index < pr->d && t->v[x].side == 0 && p->at < xu[p->index]) xu[p->index] = p->at;
+            if (xl && p->index < pr->d && t->v[x].side == 1 && p->at > xl[p->index]) xl[p->index] = p->at;
+            continue;
+        }
         sp[k].layer = p->layer, sp[k].index = p->index, sp[k].active = t->v[x].side == 0;
+        k--;
     }
     return n;
 }
 
-/* A leaf's number of multipliers: one per margin and split above it. */
-static size_t n_beta(const vti_bab_tree *t, uint32_t q) { return (size_t)t->R * t->v[q].depth; }
+/* A leaf's number of multipliers: one per margin and ReLU split above it. */
+static size_t n_beta(const vti_bab_tree *t, uint32_t q) { return (size_t)t->R * t->v[q].rdepth; }
 
 static vt_err set_leaf(vti_bab_tree *t, uint32_t q, const double *alpha, const double *beta, const double *lb)
 {
@@ -107,13 +124,12 @@ typedef struct {
     const vti_bab_attack *at;
     double *lg, *xd;
     float *xf;
-    uint32_t jmin; /* the branching margin's class (margins_worst) */
 } margins;
 
-static vt_err margins_bound(vti_bab_prob *p, vt_cert_ctx *c, double *lb, double *alpha)
+static vt_err margins_bound(vti_bab_prob *p, vt_cert_ctx *c, const double *xl, const double *xu, double *lb, double *alpha)
 {
     margins *m = p->ctx;
-    return vt_cert_bounds(c, m->xl, m->xu, m->label, m->s, lb, alpha);
+    return vt_cert_bounds(c, xl, xu, m->label, m->s, lb, alpha);
 }
 
 static double margins_worst(vti_bab_prob *p, const double *lb, double *row, uint32_t *r, uint32_t *which)
@@ -121,7 +137,7 @@ static double margins_worst(vti_bab_prob *p, const double *lb, double *row, uint
     margins *m = p->ctx;
     uint32_t jmin;
     double mn = min_margin(lb, m->C, m->label, &jmin);
-    *which = m->jmin = jmin;
+    *which = jmin;
     memset(row, 0, m->C * sizeof *row);
     row[m->label] = 1, row[jmin] = -1;
     *r = jmin - (jmin > m->label);
@@ -131,12 +147,11 @@ static double margins_worst(vti_bab_prob *p, const double *lb, double *row, uint
 /* The subdomain's candidate: the point where the pass of its worst margin is smallest, in FP32 in the
  * ball; handed to confirm (the project's evaluation decides) when the FP64 network misclassifies it;
  * else the attack from that point on that margin's class (vti_cert_attack_from: attack_iters steps). */
-static vt_err margins_candidate(vti_bab_prob *p, vt_cert_ctx *c, int *found)
+static vt_err margins_candidate(vti_bab_prob *p, vt_cert_ctx *c, const double *pt, uint32_t jmin, int *found)
 {
     margins *m = p->ctx;
     const vti_bab_attack *at = m->at;
     if (!at) return VT_OK;
-    const double *pt = vt_cert_last_point(c);
     uint32_t d = at->d;
     for (uint32_t i = 0; i < d; i++) m->xf[i] = ball_f32(pt[i], at->x[i], at->eps), m->xd[i] = m->xf[i];
     vt_cert_forward64(c, m->xd, m->lg);
@@ -150,7 +165,7 @@ static vt_err margins_candidate(vti_bab_prob *p, vt_cert_ctx *c, int *found)
         *found = 1;
         return VT_OK;
     }
-    return vti_cert_attack_from(c, at->x, at->eps, m->label, m->xf, m->jmin, m->s, at->confirm, at->cctx, at->cex, found);
+    return vti_cert_attack_from(c, at->x, at->eps, m->label, m->xf, jmin, m->s, at->confirm, at->cctx, at->cex, found);
 }
 
 static vt_err margins_open(vt_cert_ctx *c, margins *m, vti_bab_prob *p)
@@ -158,7 +173,9 @@ static vt_err margins_open(vt_cert_ctx *c, margins *m, vti_bab_prob *p)
     uint32_t d = m->at ? m->at->d : 1, maxw = vt_cert_max_width(c);
     m->lg = malloc((maxw > m->C ? maxw : m->C) * sizeof *m->lg), m->xd = malloc(d * sizeof *m->xd);
     m->xf = malloc(d * sizeof *m->xf);
+    memset(p, 0, sizeof *p);
     p->R = m->C - 1, p->nlb = m->C, p->what = "margin", p->ctx = m, p->progress = m->at && m->at->progress;
+    p->xl = m->xl, p->xu = m->xu, p->d = vti_cert_in_width(c);
     p->bound = margins_bound, p->worst = margins_worst, p->candidate = margins_candidate;
     return !m->lg || !m->xd || !m->xf ? vt_set_error(VT_ERR_NOMEM, "out of memory") : VT_OK;
 }
@@ -168,7 +185,7 @@ static void margins_close(margins *m) { free(m->lg), free(m->xd), free(m->xf); }
 vt_err vti_bab_search(vt_cert_ctx *c, const double *xl, const double *xu, uint32_t label, const vt_cert_settings *s,
                       uint32_t C, vti_bab_tree *t, int *closed, uint32_t *bounded, const vti_bab_attack *at, int *found)
 {
-    margins m = {xl, xu, label, C, s, at, NULL, NULL, NULL, 0};
+    margins m = {xl, xu, label, C, s, at, NULL, NULL, NULL};
     vti_bab_prob p;
     vt_err e = margins_open(c, &m, &p);
     if (!e) e = vti_bab_search_p(c, &p, s, t, closed, bounded, found);
@@ -177,7 +194,161 @@ vt_err vti_bab_search(vt_cert_ctx *c, const double *xl, const double *xu, uint32
     return e;
 }
 
+/* ---------------------------------------------------------------- the workers */
+
+/* The contexts subdomains are bounded on: the caller's (worker 0) and, with `--threads N` (N > 1)
+ * and no sharding, N - 1 copies reading its weights (vti_cert_ctx_fork), each with its own splits,
+ * multipliers and work, so that a subdomain's bound is the same bits on whichever worker. */
+typedef struct {
+    int n;
+    vt_cert_ctx *c[VT_PAR_MAX];
+    vt_cert_split *sp[VT_PAR_MAX];
+    double *row[VT_PAR_MAX], *lb[VT_PAR_MAX], *alpha[VT_PAR_MAX], *beta[VT_PAR_MAX], *xl[VT_PAR_MAX], *xu[VT_PAR_MAX];
+} workers;
+
+static void workers_close(workers *w)
+{
+    for (int k = 0; k < w->n; k++) {
+        if (k > 0) vt_cert_ctx_free(w->c[k]);
+        free(w->sp[k]), free(w->row[k]), free(w->lb[k]), free(w->alpha[k]), free(w->beta[k]), free(w->xl[k]), free(w->xu[k]);
+    }
+    w->n = 0;
+}
+
+/* nlb, na: a subdomain's bounds and slopes (the replay's work; the search keeps them per subdomain). */
+static vt_err workers_open(workers *w, vt_cert_ctx *c, uint32_t nlb, size_t na, uint32_t R)
+{
+    memset(w, 0, sizeof *w);
+    vt_cert_shard mode;
+    int n = vti_cert_shard_comm(&mode) ? 1 : vt_par_threads();
+    n = n < 1 ? 1 : n > VT_PAR_MAX ? VT_PAR_MAX : n;
+    uint32_t no = vt_cert_out_width(c);
+    vt_err e = VT_OK;
+    for (int k = 0; k < n && !e; k++) {
+        w->c[k] = c;
+        if (k > 0) e = vti_cert_ctx_fork(c, &w->c[k]);
+        w->n = k + 1;
+        w->sp[k] = malloc(VTI_BAB_MAX_DEPTH * sizeof *w->sp[k]), w->row[k] = malloc(no * sizeof *w->row[k]);
+        w->lb[k] = malloc((nlb ? nlb : 1) * sizeof *w->lb[k]), w->alpha[k] = malloc((na ? na : 1) * sizeof(double));
+        w->beta[k] = malloc(((size_t)R * VTI_BAB_MAX_DEPTH + 1) * sizeof(double));
+        w->xl[k] = malloc(vti_cert_in_width(c) * sizeof(double)), w->xu[k] = malloc(vti_cert_in_width(c) * sizeof(double));
+        if (!e && (!w->sp[k] || !w->row[k] || !w->lb[k] || !w->alpha[k] || !w->beta[k] || !w->xl[k] || !w->xu[k]))
+            e = vt_set_error(VT_ERR_NOMEM, "out of memory");
+    }
+    if (e) workers_close(w);
+    return e;
+}
+
+/* A round's subdomains handed out in increasing order to whichever worker is free: each part of
+ * vt_par_for is one worker (its context: the part's index) taking the next one until none is left,
+ * or (stop set) until one has failed. */
+typedef struct {
+    workers *w;
+    atomic_uint next;
+    atomic_int stop;
+    uint32_t n;
+    void (*one)(void *job, int worker, uint32_t i);
+    void *job;
+} pool_run;
+
+static void pool_part(void *ctx, size_t lo, size_t hi, int part)
+{
+    (void)lo, (void)hi;
+    pool_run *r = ctx;
+    for (;;) {
+        if (atomic_load(&r->stop)) break;
+        unsigned i = atomic_fetch_add(&r->next, 1u);
+        if (i >= r->n) break;
+        r->one(r->job, part, i);
+    }
+}
+
+static void pool_each(workers *w, uint32_t n, void (*one)(void *job, int worker, uint32_t i), void *job)
+{
+    pool_run r;
+    r.w = w, r.n = n, r.one = one, r.job = job;
+    atomic_init(&r.next, 0u);
+    atomic_init(&r.stop, 0);
+    if (w->n <= 1 || n <= 1) pool_part(&r, 0, 1, 0);
+    else (void)vt_par_for((size_t)(w->n < (int)n ? w->n : (int)n), 1, pool_part, &r);
+}
+
 /* ---------------------------------------------------------------- the search */
+
+static vt_comm *g_bab_comm; /* vt_cert_set_bab_comm */
+
+void vt_cert_set_bab_comm(vt_comm *comm) { g_bab_comm = comm && vt_dist_size(comm) > 1 ? comm : NULL; }
+
+/* One subdomain bounded by a worker: its bounds, slopes and multipliers, its worst measure, the split
+ * the choice makes and the branching pass's point (when it does not close); merged in creation order. */
+typedef struct {
+    vt_err e;
+    char msg[320];
+    int timed, more;
+    double mn, at;
+    uint32_t r, which, layer, index;
+    double *rec, *lb, *alpha, *beta, *pt; /* rec: the record ranks exchange (BAB_HDR values, then the rest) */
+} bab_out;
+
+/* Over ranks: a subdomain's outcome travels as its record, the scalars first (each exact in a double). */
+#define BAB_HDR 8u
+static void out_pack(bab_out *o)
+{
+    double *h = o->rec;
+    h[0] = o->timed, h[1] = o->more, h[2] = o->mn, h[3] = o->r, h[4] = o->which, h[5] = o->layer, h[6] = o->index, h[7] = o->at;
+}
+
+static void out_unpack(bab_out *o)
+{
+    const double *h = o->rec;
+    o->e = VT_OK, o->timed = h[0] != 0, o->more = h[1] != 0, o->mn = h[2];
+    o->r = (uint32_t)h[3], o->which = (uint32_t)h[4], o->layer = (uint32_t)h[5], o->index = (uint32_t)h[6], o->at = h[7];
+}
+
+typedef struct {
+    vti_bab_prob *p;
+    const vt_cert_settings *s;
+    const vti_bab_tree *t;
+    workers *w;
+    uint32_t q0, nar, d;
+    bab_out *o; /* from the round's first subdomain of this rank */
+} bab_round;
+
+static void bound_one(void *job, int k, uint32_t i)
+{
+    bab_round *b = job;
+    bab_out *o = &b->o[i];
+    vt_cert_ctx *c = b->w->c[k];
+    double *xl = b->w->xl[k], *xu = b->w->xu[k];
+    uint32_t nr = path_of(b->t, b->q0 + i, b->w->sp[k], b->p, xl, xu);
+    vt_cert_set_splits(c, b->w->sp[k], nr);
+    vt_cert_set_split_beta(c, NULL, o->beta);
+    o->e = b->p->bound(b->p, c, xl, xu, o->lb, o->alpha);
+    vt_cert_set_split_beta(c, NULL, NULL);
+    o->more = 0, o->mn = -INFINITY;
+    if (!o->e) {
+        o->mn = b->p->worst(b->p, o->lb, b->w->row[k], &o->r, &o->which);
+        if (!(o->mn > 0) && o->mn > -INFINITY) {
+            const double *ar = b->s->method == VT_CERT_ALPHA_CROWN ? o->alpha + (size_t)o->r * b->nar : NULL;
+            o->more = vt_cert_branch_pick(c, b->w->row[k], ar, &o->layer, &o->index);
+            memcpy(o->pt, vt_cert_last_point(c), b->d * sizeof *o->pt);
+            if (b->p->input_split) { /* the widest side of the box (the lowest input on ties), at its midpoint */
+                uint32_t iw = 0;
+                for (uint32_t q = 1; q < b->d; q++)
+                    if (xu[q] - xl[q] > xu[iw] - xl[iw]) iw = q;
+                double mid = xl[iw] + 0.5 * (xu[iw] - xl[iw]);
+                o->more = xl[iw] < mid && mid < xu[iw], o->layer = 0, o->index = iw, o->at = mid;
+            }
+        }
+    } else
+        snprintf(o->msg, sizeof o->msg, "%s", vt_errmsg());
+    vt_cert_set_splits(c, NULL, 0);
+    o->timed = vt_cert_timed_out(c);
+}
+
+/* Subdomains bounded per round and worker: the round's size does not change the tree (every
+ * subdomain's outcome is its own, merged in creation order), only the work past a stop. */
+#define BAB_ROUND_PER_WORKER 8u
 
 vt_err vti_bab_search_p(vt_cert_ctx *c, vti_bab_prob *p, const vt_cert_settings *s, vti_bab_tree *t, int *closed,
                         uint32_t *bounded, int *found)
@@ -185,49 +356,102 @@ vt_err vti_bab_search_p(vt_cert_ctx *c, vti_bab_prob *p, const vt_cert_settings 
     *closed = 0, *bounded = 0, *found = 0;
     vti_bab_free(t);
     size_t na = vt_cert_n_alpha_row(c) * p->R, nar = vt_cert_n_alpha_row(c);
-    uint32_t no = vt_cert_out_width(c), R = p->R;
+    uint32_t R = p->R, d = vti_cert_in_width(c);
     t->na = na, t->R = R, t->C = p->nlb;
-    double *lb = malloc(p->nlb * sizeof *lb), *alpha = malloc((na ? na : 1) * sizeof *alpha), *row = malloc(no * sizeof *row);
-    double *beta = malloc(((size_t)R * VTI_BAB_MAX_DEPTH + 1) * sizeof *beta);
-    vt_cert_split *sp = malloc(VTI_BAB_MAX_DEPTH * sizeof *sp);
-    vt_err e = !lb || !alpha || !row || !sp || !beta ? vt_set_error(VT_ERR_NOMEM, "out of memory") : VT_OK;
-    vt_cert_set_split_beta(c, NULL, beta);
+    workers w;
+    vt_err e = workers_open(&w, c, 0, 0, 0);
+    if (e) return e;
+    /* over ranks: every rank's workers counted (the round's size must be every rank's) */
+    vt_comm *comm = g_bab_comm;
+    int64_t nw = w.n;
+    if (comm) e = vt_dist_allreduce_i64(comm, &nw, 1);
+    uint32_t cap = BAB_ROUND_PER_WORKER * (uint32_t)(nw < 1 ? 1 : nw > 4096 ? 4096 : nw);
+    bab_out *o = calloc(cap, sizeof *o);
+    double *buf = NULL, *tmp = NULL;
+    size_t *bytes = NULL, room = 0;
+    if (!e && !o) e = vt_set_error(VT_ERR_NOMEM, "out of memory");
+    if (!e && comm && !(bytes = calloc((size_t)vt_dist_size(comm), sizeof *bytes))) e = vt_set_error(VT_ERR_NOMEM, "out of memory");
+    if (comm) e = vt_dist_agree(comm, e, NULL);
     if (!e) e = add_node(t, -1, 0);
     int stopped = 0;
-    for (uint32_t q = 0; !e && !stopped && q < t->n; q++) { /* breadth first: the nodes in creation order */
-        uint32_t depth = path_of(t, q, sp);
-        vt_cert_set_splits(c, sp, depth);
-        e = p->bound(p, c, lb, alpha);
-        if (e) break;
-        ++*bounded;
-        if (p->progress && *bounded % 100 == 0)
-            fprintf(stderr, "branch and bound: %u subdomains bounded, %u nodes, depth %u\n", *bounded, t->n, depth);
-        uint32_t r, which;
-        double mn = p->worst(p, lb, row, &r, &which);
-        if (mn > 0) {
-            e = set_leaf(t, q, alpha, beta, lb);
-            continue;
+    for (uint32_t q0 = 0; !e && !stopped && q0 < t->n;) { /* breadth first: rounds of nodes in creation order */
+        uint32_t left = s->bab_domains > *bounded ? s->bab_domains - *bounded : 1, nq = t->n - q0, mr = 0;
+        nq = nq < cap ? nq : cap, nq = nq < left ? nq : left;
+        for (uint32_t i = 0; i < nq; i++) mr = t->v[q0 + i].rdepth > mr ? t->v[q0 + i].rdepth : mr;
+        /* a subdomain's record: the scalars, bounds, slopes, multipliers (R per ReLU split; the round's
+         * deepest), point; the same size on every rank (the same tree) */
+        size_t per = BAB_HDR + (size_t)p->nlb + na + (size_t)R * mr + d;
+        if (nq * per > room) {
+            double *nb = realloc(buf, nq * per * sizeof *nb), *nt = comm ? realloc(tmp, nq * per * sizeof *nt) : NULL;
+            if (nb) buf = nb;
+            if (nt) tmp = nt;
+            vt_err me = !nb || (comm && !nt) ? vt_set_error(VT_ERR_NOMEM, "out of memory") : VT_OK;
+            if (comm) me = vt_dist_agree(comm, me, NULL);
+            if (me) {
+                e = me;
+                break;
+            }
+            room = nq * per;
         }
-        if (!(mn > -INFINITY) || vt_cert_timed_out(c) || *bounded >= s->bab_domains || depth + 1 >= VTI_BAB_MAX_DEPTH) {
-            stopped = 1;
-            break;
+        for (uint32_t i = 0; i < nq; i++) {
+            double *b = buf + i * per;
+            o[i].rec = b, b += BAB_HDR;
+            o[i].lb = b, o[i].alpha = b + p->nlb, o[i].beta = b + p->nlb + na, o[i].pt = b + p->nlb + na + (size_t)R * mr;
         }
-        uint32_t layer, index;
-        int more = vt_cert_branch_pick(c, row, s->method == VT_CERT_ALPHA_CROWN ? alpha + (size_t)r * nar : NULL, &layer, &index);
-        e = p->candidate(p, c, found); /* the pass's smallest point, confirmed */
-        if (e) break;
-        if (*found || !more) { /* a counterexample, or nothing left to split (the relaxation is exact) */
-            stopped = 1;
-            break;
+        if (comm) { /* this rank's part of the round, then every part gathered (copied, in rank order) */
+            int rk = vt_dist_rank(comm), sz = vt_dist_size(comm);
+            uint32_t lo = (uint32_t)vti_cert_part_lo(nq, rk, sz), hi = (uint32_t)vti_cert_part_lo(nq, rk + 1, sz);
+            bab_round br = {p, s, t, &w, q0 + lo, (uint32_t)nar, d, o + lo};
+            pool_each(&w, hi - lo, bound_one, &br);
+            vt_err mine = VT_OK;
+            for (uint32_t i = lo; i < hi; i++) {
+                if (o[i].e && !mine) mine = vt_set_error(o[i].e, "%s", o[i].msg);
+                out_pack(&o[i]);
+            }
+            e = vt_dist_agree(comm, mine, NULL); /* the lowest failing rank's: its first failed subdomain */
+            if (!e) e = vti_cert_share_rows(comm, buf, nq, per, tmp, bytes);
+            for (uint32_t i = 0; !e && i < nq; i++) out_unpack(&o[i]);
+        } else {
+            bab_round br = {p, s, t, &w, q0, (uint32_t)nar, d, o};
+            pool_each(&w, nq, bound_one, &br);
         }
-        t->v[q].layer = layer, t->v[q].index = index, t->v[q].split = 1;
-        e = add_node(t, (int32_t)q, 0);
-        if (!e) e = add_node(t, (int32_t)q, 1);
+        for (uint32_t i = 0; i < nq && !e; i++)
+            if (o[i].timed) vti_cert_ctx_time_out(c);
+        for (uint32_t i = 0; i < nq && !e && !stopped; i++) { /* merged in creation order */
+            uint32_t q = q0 + i, depth = t->v[q].depth;
+            const bab_out *r = &o[i];
+            if (r->e) {
+                e = vt_set_error(r->e, "%s", r->msg);
+                break;
+            }
+            ++*bounded;
+            if (p->progress && *bounded % 100 == 0)
+                fprintf(stderr, "branch and bound: %u subdomains bounded, %u nodes, depth %u\n", *bounded, t->n, depth);
+            if (r->mn > 0) {
+                e = set_leaf(t, q, r->alpha, r->beta, r->lb);
+                continue;
+            }
+            if (!(r->mn > -INFINITY) || vt_cert_timed_out(c) || *bounded >= s->bab_domains || depth + 1 >= VTI_BAB_MAX_DEPTH) {
+                stopped = 1;
+                break;
+            }
+            e = p->candidate(p, c, r->pt, r->which, found); /* the pass's smallest point, confirmed */
+            if (e) break;
+            if (*found || !r->more) { /* a counterexample, or nothing left to split (the relaxation is exact) */
+                stopped = 1;
+                break;
+            }
+            t->v[q].layer = r->layer, t->v[q].index = r->index, t->v[q].split = p->input_split ? 2 : 1;
+            t->v[q].at = p->input_split ? r->at : 0;
+            t->inputs |= p->input_split;
+            e = add_node(t, (int32_t)q, 0);
+            if (!e) e = add_node(t, (int32_t)q, 1);
+        }
+        q0 += nq;
     }
-    vt_cert_set_splits(c, NULL, 0);
-    vt_cert_set_split_beta(c, NULL, NULL);
     if (!e && !stopped) *closed = 1;
-    free(lb), free(alpha), free(row), free(sp), free(beta);
+    workers_close(&w);
+    free(o), free(buf), free(tmp), free(bytes);
     return e;
 }
 
@@ -251,7 +475,10 @@ void vti_bab_put(vti_buf *o, const vti_bab_tree *t)
     st[sn++] = 0;
     while (sn) { /* preorder: a node, its active subtree, its inactive subtree */
         const vti_bab_node *d = &t->v[st[--sn]];
-        if (d->split) {
+        if (d->split == 2) { /* an input split: the input, where (versions 8, 9) */
+            vti_put32(o, 2), vti_put32(o, d->index), vti_put64(o, vt_f64_bits(d->at));
+            st[sn++] = (uint32_t)d->kid[1], st[sn++] = (uint32_t)d->kid[0];
+        } else if (d->split) {
             vti_put32(o, 1), vti_put32(o, d->layer), vti_put32(o, d->index);
             st[sn++] = (uint32_t)d->kid[1], st[sn++] = (uint32_t)d->kid[0];
         } else if (!d->alpha || !d->lb || !d->beta) { /* a leaf never bounded (an incomplete search's): not a tree to write */
@@ -260,7 +487,7 @@ void vti_bab_put(vti_buf *o, const vti_bab_tree *t)
         } else {
             vti_put32(o, 0);
             for (size_t k = 0; k < t->na; k++) vti_put64(o, vt_f64_bits(d->alpha[k]));
-            for (size_t k = 0; k < (size_t)t->R * d->depth; k++) vti_put64(o, vt_f64_bits(d->beta[k]));
+            for (size_t k = 0; k < (size_t)t->R * d->rdepth; k++) vti_put64(o, vt_f64_bits(d->beta[k]));
             for (uint32_t j = 0; j < t->C; j++) vti_put64(o, vt_f64_bits(d->lb[j]));
         }
     }
@@ -270,11 +497,11 @@ void vti_bab_put(vti_buf *o, const vti_bab_tree *t)
 vt_err vti_bab_scan(const uint8_t *p, size_t avail, size_t na, uint32_t C, const char *where, vti_bab_tree *t,
                     size_t *used)
 {
-    return vti_bab_scan_rows(p, avail, na, C - 1, C, where, t, used);
+    return vti_bab_scan_rows(p, avail, na, C - 1, C, 0, 0, where, t, used);
 }
 
-vt_err vti_bab_scan_rows(const uint8_t *p, size_t avail, size_t na, uint32_t R, uint32_t C, const char *where,
-                         vti_bab_tree *t, size_t *used)
+vt_err vti_bab_scan_rows(const uint8_t *p, size_t avail, size_t na, uint32_t R, uint32_t C, int inputs, uint32_t d,
+                         const char *where, vti_bab_tree *t, size_t *used)
 {
     VT_RETURN_ERROR_IF(avail < 4, VT_ERR_FORMAT, "certificate: %s: its split tree is truncated", where);
     uint32_t N = vt_get_u32le(p);
@@ -284,8 +511,9 @@ vt_err vti_bab_scan_rows(const uint8_t *p, size_t avail, size_t na, uint32_t R, 
     if (t) vti_bab_free(t), t->na = na, t->R = R, t->C = C;
     /* the internal nodes still waiting for a child: index, children seen */
     uint32_t *st = malloc((size_t)N * sizeof *st), sn = 0, *seen = calloc(N, sizeof *seen), *dep = calloc(N, sizeof *dep);
-    uint32_t *lay = calloc(N, sizeof *lay), *idx = calloc(N, sizeof *idx);
-    vt_err e = !st || !seen || !dep || !lay || !idx ? vt_set_error(VT_ERR_NOMEM, "out of memory") : VT_OK;
+    uint32_t *lay = calloc(N, sizeof *lay), *idx = calloc(N, sizeof *idx), *rdep = calloc(N, sizeof *rdep);
+    uint8_t *kd = calloc(N, 1);
+    vt_err e = !st || !seen || !dep || !lay || !idx || !rdep || !kd ? vt_set_error(VT_ERR_NOMEM, "out of memory") : VT_OK;
     for (uint32_t q = 0; q < N && !e; q++) {
         if (q > 0 && sn == 0) {
             e = vt_set_error(VT_ERR_FORMAT, "certificate: %s: split tree node %u comes after the tree is complete", where, q);
@@ -297,8 +525,9 @@ vt_err vti_bab_scan_rows(const uint8_t *p, size_t avail, size_t na, uint32_t R, 
         }
         uint32_t kind = vt_get_u32le(p + off), parent = sn ? st[sn - 1] : 0;
         dep[q] = q ? dep[parent] + 1 : 0;
-        size_t lsz = leaf + (size_t)R * dep[q] * 8; /* a leaf: slopes, multipliers, bounds */
-        if (kind > 1 || avail - off - 4 < (kind ? 8 : lsz) || dep[q] >= VTI_BAB_MAX_DEPTH) {
+        rdep[q] = q ? rdep[parent] + (kd[parent] == 1) : 0;
+        size_t lsz = leaf + (size_t)R * rdep[q] * 8; /* a leaf: slopes, multipliers (per ReLU split), bounds */
+        if (kind > (inputs ? 2u : 1u) || avail - off - 4 < (kind == 2 ? 12 : kind ? 8 : lsz) || dep[q] >= VTI_BAB_MAX_DEPTH) {
             e = vt_set_error(VT_ERR_FORMAT, "certificate: %s: split tree node %u is malformed or truncated", where, q);
             break;
         }
@@ -307,7 +536,19 @@ vt_err vti_bab_scan_rows(const uint8_t *p, size_t avail, size_t na, uint32_t R, 
         if (e) break;
         if (q && ++seen[parent] == 2) sn--;
         off += 4;
-        if (kind) {
+        kd[q] = (uint8_t)kind;
+        if (kind == 2) { /* an input split: the input, where (finite) */
+            idx[q] = vt_get_u32le(p + off);
+            double at = vt_bits_f64(vt_get_u64le(p + off + 4));
+            if (idx[q] >= d || !isfinite(at)) {
+                e = vt_set_error(VT_ERR_FORMAT, "certificate: %s: split tree node %u splits input %u at %g (of %u inputs)",
+                                 where, q, idx[q], at, d);
+                break;
+            }
+            if (t) t->v[q].split = 2, t->v[q].index = idx[q], t->v[q].at = at, t->inputs = 1;
+            st[sn++] = q;
+            off += 12;
+        } else if (kind) {
             lay[q] = vt_get_u32le(p + off), idx[q] = vt_get_u32le(p + off + 4);
             if (t) t->v[q].split = 1, t->v[q].layer = lay[q], t->v[q].index = idx[q];
             st[sn++] = q;
@@ -315,7 +556,7 @@ vt_err vti_bab_scan_rows(const uint8_t *p, size_t avail, size_t na, uint32_t R, 
         } else {
             if (t) {
                 t->v[q].rec = p + off;
-                size_t nb = (size_t)R * dep[q];
+                size_t nb = (size_t)R * rdep[q];
                 t->v[q].alpha = malloc((na ? na : 1) * sizeof(double)), t->v[q].lb = malloc(C * sizeof(double));
                 t->v[q].beta = malloc((nb ? nb : 1) * sizeof(double));
                 if (!t->v[q].alpha || !t->v[q].lb || !t->v[q].beta) e = vt_set_error(VT_ERR_NOMEM, "out of memory");
@@ -323,10 +564,13 @@ vt_err vti_bab_scan_rows(const uint8_t *p, size_t avail, size_t na, uint32_t R, 
             off += lsz;
         }
     }
-    if (!e && sn) /* a missing branch: the leaves would not cover the parent */
+    if (!e && sn && kd[st[sn - 1]] == 2) /* a missing branch: the leaves would not cover the parent */
+        e = vt_set_error(VT_ERR_FORMAT, "certificate: %s: split tree node %u (input %u) lacks its %s child", where,
+                         st[sn - 1], idx[st[sn - 1]], seen[st[sn - 1]] ? "upper" : "lower");
+    else if (!e && sn)
         e = vt_set_error(VT_ERR_FORMAT, "certificate: %s: split tree node %u (layer %u neuron %u) lacks its %s child",
                          where, st[sn - 1], lay[st[sn - 1]], idx[st[sn - 1]], seen[st[sn - 1]] ? "inactive" : "active");
-    free(st), free(seen), free(dep), free(lay), free(idx);
+    free(st), free(seen), free(dep), free(lay), free(idx), free(rdep), free(kd);
     if (e) {
         if (t) vti_bab_free(t);
         return e;
@@ -338,7 +582,7 @@ vt_err vti_bab_scan_rows(const uint8_t *p, size_t avail, size_t na, uint32_t R, 
 vt_err vti_bab_replay(vt_cert_ctx *c, const vt_cert_net *net, const double *xl, const double *xu, uint32_t label,
                       const vt_cert_settings *s, vti_bab_tree *t, const char *cert_path, const char *where, int *closed)
 {
-    margins m = {xl, xu, label, t->C, s, NULL, NULL, NULL, NULL, 0};
+    margins m = {xl, xu, label, t->C, s, NULL, NULL, NULL, NULL};
     vti_bab_prob p;
     vt_err e = margins_open(c, &m, &p);
     if (!e) e = vti_bab_replay_p(c, net, &p, t, cert_path, where, closed);
@@ -346,79 +590,180 @@ vt_err vti_bab_replay(vt_cert_ctx *c, const vt_cert_net *net, const double *xl, 
     return e;
 }
 
+/* One node of the replay (any worker): an internal node's split checked against its path, a leaf's
+ * bound recomputed from its recorded slopes and multipliers and compared. */
+typedef struct {
+    const vt_cert_net *net;
+    vti_bab_prob *p;
+    vti_bab_tree *t;
+    const char *cert_path, *where;
+    workers *w;
+    vt_err *e;
+    char (*msg)[400];
+    uint8_t *open; /* a leaf that does not close (a one-node tree's root) */
+    atomic_int *failed;
+    uint32_t lo; /* over ranks: this rank's first node */
+} replay_job;
+
+static vt_err replay_node(replay_job *j, int k, uint32_t q)
+{
+    vti_bab_tree *t = j->t;
+    const vt_cert_net *net = j->net;
+    const char *cert_path = j->cert_path, *where = j->where;
+    vti_bab_prob *p = j->p;
+    vt_cert_ctx *c = j->w->c[k];
+    vt_cert_split *sp = j->w->sp[k];
+    double *lb = j->w->lb[k], *alpha = j->w->alpha[k], *beta = j->w->beta[k], *xl = j->w->xl[k], *xu = j->w->xu[k];
+    uint32_t C = t->C, R = t->R;
+    vt_err e = VT_OK;
+    vti_bab_node *d = &t->v[q];
+    uint32_t nr = path_of(t, q, sp, p, xl, xu), depth = d->depth;
+    if (d->split == 2) { /* an input split strictly inside its node's box: both sides non-empty, covering it */
+        if (d->index >= p->d || !(xl[d->index] < d->at && d->at < xu[d->index]))
+            return vt_set_error(VT_ERR_MISMATCH, "%s: %s: split tree node %u splits input %u at %.17g, not inside its box",
+                                cert_path, where, q, d->index, d->at);
+        return VT_OK;
+    }
+    if (d->split) { /* a split of a hidden ReLU, not one already split above it */
+        if (d->layer < 1 || d->layer >= net->L || d->index >= net->n[d->layer])
+            return vt_set_error(VT_ERR_MISMATCH, "%s: %s: split tree node %u splits layer %u neuron %u, not a hidden ReLU",
+                                cert_path, where, q, d->layer, d->index);
+        for (uint32_t k2 = 0; k2 < nr; k2++)
+            if (sp[k2].layer == d->layer && sp[k2].index == d->index)
+                return vt_set_error(VT_ERR_MISMATCH, "%s: %s: split tree node %u splits layer %u neuron %u again", cert_path,
+                                    where, q, d->layer, d->index);
+        return VT_OK;
+    }
+    char wn[160];
+    snprintf(wn, sizeof wn, "%s, split tree node %u", where, q);
+    if (t->na) e = vti_cert_slopes(cert_path, wn, d->rec, t->na, d->alpha);
+    size_t nb = (size_t)R * nr;
+    const uint8_t *rb = d->rec + t->na * 8; /* the multipliers: finite and >= 0 */
+    for (size_t k2 = 0; k2 < nb && !e; k2++) {
+        d->beta[k2] = vt_bits_f64(vt_get_u64le(rb + 8 * k2));
+        if (!(d->beta[k2] >= 0 && d->beta[k2] < INFINITY))
+            e = vt_set_error(VT_ERR_MISMATCH, "%s: %s: multiplier %zu is %g, not a finite beta >= 0", cert_path, wn, k2,
+                             d->beta[k2]);
+    }
+    if (e) return e;
+    vt_cert_set_splits(c, sp, nr);
+    vt_cert_set_given_slopes(c, t->na ? d->alpha : NULL);
+    vt_cert_set_split_beta(c, d->beta, beta);
+    e = p->bound(p, c, xl, xu, lb, alpha);
+    vt_cert_set_given_slopes(c, NULL);
+    vt_cert_set_split_beta(c, NULL, NULL);
+    vt_cert_set_splits(c, NULL, 0);
+    if (e) return e;
+    uint32_t r, which;
+    double mn = p->worst(p, lb, j->w->row[k], &r, &which);
+    if (t->n > 1 && !(mn > 0))
+        return vt_set_error(VT_ERR_MISMATCH,
+                            "%s: %s: split tree node %u (a leaf at depth %u) does not close: %s %u's bound %.17g "
+                            "recomputed from its slopes does not refute it",
+                            cert_path, where, q, depth, p->what, which, mn);
+    if (!(mn > 0)) j->open[q] = 1;
+    for (size_t k2 = 0; k2 < t->na && !e; k2++) /* a stable ReLU's slope is CROWN's (what certify writes) */
+        if (vt_get_u64le(d->rec + 8 * k2) != vt_f64_bits(alpha[k2]))
+            e = vt_set_error(VT_ERR_MISMATCH,
+                             "%s: %s: split tree node %u (a leaf): slope %zu is %.17g, not the %.17g certify writes "
+                             "(a stable ReLU's slope is CROWN's)",
+                             cert_path, where, q, k2, d->alpha[k2], alpha[k2]);
+    for (size_t k2 = 0; k2 < nb && !e; k2++) /* taken as given: returned unchanged */
+        if (vt_f64_bits(beta[k2]) != vt_f64_bits(d->beta[k2]))
+            e = vt_set_error(VT_ERR_MISMATCH, "%s: %s: multiplier %zu is not the one recomputed", cert_path, wn, k2);
+    const uint8_t *rl = rb + nb * 8;
+    for (uint32_t j2 = 0; j2 < C && !e; j2++)
+        if (vt_get_u64le(rl + 8 * (size_t)j2) != vt_f64_bits(lb[j2]))
+            e = vt_set_error(VT_ERR_MISMATCH,
+                             "%s: %s: split tree node %u (a leaf): %s %u's recorded bound is not the one its "
+                             "slopes give (%.17g; a changed slope or split?)",
+                             cert_path, where, q, p->what, j2, lb[j2]);
+    if (!e) {
+        if (t->na) memcpy(d->alpha, alpha, t->na * sizeof *alpha);
+        memcpy(d->lb, lb, C * sizeof *lb);
+    }
+    return e;
+}
+
+static void replay_one(void *job, int k, uint32_t q)
+{
+    replay_job *j = job;
+    j->e[q] = replay_node(j, k, q);
+    if (j->e[q]) {
+        snprintf(j->msg[q], sizeof j->msg[q], "%s", vt_errmsg());
+        atomic_store(j->failed, 1);
+    }
+}
+
+/* The nodes are handed out in increasing order and a worker takes no new one once a node has failed:
+ * every node before a failed one was taken and finished, so the first failure in node order (the one
+ * reported) is the one-worker replay's, whatever the number of workers. */
+static void replay_part(void *ctx, size_t lo, size_t hi, int part);
+
 vt_err vti_bab_replay_p(vt_cert_ctx *c, const vt_cert_net *net, vti_bab_prob *p,
                         vti_bab_tree *t, const char *cert_path, const char *where, int *closed)
 {
     *closed = 1;
-    uint32_t C = t->C, R = t->R, no = net->n[net->L];
-    double *lb = malloc(C * sizeof *lb), *alpha = malloc((t->na ? t->na : 1) * sizeof *alpha);
-    double *beta = malloc(((size_t)R * VTI_BAB_MAX_DEPTH + 1) * sizeof *beta), *row = malloc(no * sizeof *row);
-    vt_cert_split *sp = malloc(VTI_BAB_MAX_DEPTH * sizeof *sp);
-    vt_err e = !lb || !alpha || !sp || !beta || !row ? vt_set_error(VT_ERR_NOMEM, "out of memory") : VT_OK;
-    for (uint32_t q = 0; q < t->n && !e; q++) {
-        vti_bab_node *d = &t->v[q];
-        uint32_t depth = path_of(t, q, sp);
-        if (d->split) { /* a split of a hidden ReLU, not one already split above it */
-            if (d->layer < 1 || d->layer >= net->L || d->index >= net->n[d->layer])
-                e = vt_set_error(VT_ERR_MISMATCH, "%s: %s: split tree node %u splits layer %u neuron %u, not a hidden ReLU",
-                                 cert_path, where, q, d->layer, d->index);
-            for (uint32_t k = 0; k < depth && !e; k++)
-                if (sp[k].layer == d->layer && sp[k].index == d->index)
-                    e = vt_set_error(VT_ERR_MISMATCH, "%s: %s: split tree node %u splits layer %u neuron %u again", cert_path,
-                                     where, q, d->layer, d->index);
-            continue;
-        }
-        char wn[160];
-        snprintf(wn, sizeof wn, "%s, split tree node %u", where, q);
-        if (t->na) e = vti_cert_slopes(cert_path, wn, d->rec, t->na, d->alpha);
-        size_t nb = (size_t)R * depth;
-        const uint8_t *rb = d->rec + t->na * 8; /* the multipliers: finite and >= 0 */
-        for (size_t k = 0; k < nb && !e; k++) {
-            d->beta[k] = vt_bits_f64(vt_get_u64le(rb + 8 * k));
-            if (!(d->beta[k] >= 0 && d->beta[k] < INFINITY))
-                e = vt_set_error(VT_ERR_MISMATCH, "%s: %s: multiplier %zu is %g, not a finite beta >= 0", cert_path, wn, k,
-                                 d->beta[k]);
-        }
-        if (e) break;
-        vt_cert_set_splits(c, sp, depth);
-        vt_cert_set_given_slopes(c, t->na ? d->alpha : NULL);
-        vt_cert_set_split_beta(c, d->beta, beta);
-        e = p->bound(p, c, lb, alpha);
-        vt_cert_set_given_slopes(c, NULL);
-        vt_cert_set_split_beta(c, NULL, NULL);
-        if (e) break;
-        uint32_t r, which;
-        double mn = p->worst(p, lb, row, &r, &which);
-        if (t->n > 1 && !(mn > 0)) {
-            e = vt_set_error(VT_ERR_MISMATCH,
-                             "%s: %s: split tree node %u (a leaf at depth %u) does not close: %s %u's bound %.17g "
-                             "recomputed from its slopes does not refute it",
-                             cert_path, where, q, depth, p->what, which, mn);
-            break;
-        }
-        if (!(mn > 0)) *closed = 0;
-        for (size_t k = 0; k < t->na && !e; k++) /* a stable ReLU's slope is CROWN's (what certify writes) */
-            if (vt_get_u64le(d->rec + 8 * k) != vt_f64_bits(alpha[k]))
-                e = vt_set_error(VT_ERR_MISMATCH,
-                                 "%s: %s: split tree node %u (a leaf): slope %zu is %.17g, not the %.17g certify writes "
-                                 "(a stable ReLU's slope is CROWN's)",
-                                 cert_path, where, q, k, d->alpha[k], alpha[k]);
-        for (size_t k = 0; k < nb && !e; k++) /* taken as given: returned unchanged */
-            if (vt_f64_bits(beta[k]) != vt_f64_bits(d->beta[k]))
-                e = vt_set_error(VT_ERR_MISMATCH, "%s: %s: multiplier %zu is not the one recomputed", cert_path, wn, k);
-        const uint8_t *rl = rb + nb * 8;
-        for (uint32_t j = 0; j < C && !e; j++)
-            if (vt_get_u64le(rl + 8 * (size_t)j) != vt_f64_bits(lb[j]))
-                e = vt_set_error(VT_ERR_MISMATCH,
-                                 "%s: %s: split tree node %u (a leaf): %s %u's recorded bound is not the one its "
-                                 "slopes give (%.17g; a changed slope or split?)",
-                                 cert_path, where, q, p->what, j, lb[j]);
-        if (!e) {
-            if (t->na) memcpy(d->alpha, alpha, t->na * sizeof *alpha);
-            memcpy(d->lb, lb, C * sizeof *lb);
+    workers w;
+    vt_err e = workers_open(&w, c, t->C, t->na, t->R);
+    if (e) return t->n > 1 && g_bab_comm ? vt_dist_agree(g_bab_comm, e, NULL) : e; /* the others wait in it */
+    vt_err *es = calloc(t->n, sizeof *es);
+    char (*msg)[400] = malloc((size_t)t->n * sizeof *msg);
+    uint8_t *open = calloc(t->n, 1);
+    atomic_int failed;
+    atomic_init(&failed, 0);
+    if (!es || !msg || !open) e = vt_set_error(VT_ERR_NOMEM, "out of memory");
+    /* over ranks (a tree of more than one node, whose every leaf must close): rank r checks the nodes
+     * [part_lo(r), part_lo(r + 1)), the ranks agree on the first failure (the lowest failing rank's
+     * first: the first in node order), and every rank takes the other nodes' slopes, multipliers and
+     * bounds from the record, which their rank found equal to the recomputed ones */
+    vt_comm *comm = t->n > 1 ? g_bab_comm : NULL;
+    uint32_t lo = 0, hi = t->n;
+    if (comm)
+        lo = (uint32_t)vti_cert_part_lo(t->n, vt_dist_rank(comm), vt_dist_size(comm)),
+        hi = (uint32_t)vti_cert_part_lo(t->n, vt_dist_rank(comm) + 1, vt_dist_size(comm));
+    if (!e) {
+        replay_job j = {net, p, t, cert_path, where, &w, es, msg, open, &failed, lo};
+        pool_run r;
+        r.w = &w, r.n = hi - lo, r.one = replay_one, r.job = &j;
+        atomic_init(&r.next, 0u);
+        atomic_init(&r.stop, 0);
+        replay_part(&r, 0, 0, -1);
+        for (uint32_t q = lo; q < hi && !e; q++) {
+            if (es[q]) e = vt_set_error(es[q], "%s", msg[q]);
+            else if (open[q]) *closed = 0;
         }
     }
-    vt_cert_set_splits(c, NULL, 0);
-    free(lb), free(alpha), free(sp), free(beta), free(row);
+    if (comm) e = vt_dist_agree(comm, e, NULL);
+    for (uint32_t q = 0; comm && !e && q < t->n; q++) {
+        vti_bab_node *d = &t->v[q];
+        if (d->split || (q >= lo && q < hi)) continue;
+        size_t nb = (size_t)t->R * d->rdepth;
+        for (size_t k = 0; k < t->na; k++) d->alpha[k] = vt_bits_f64(vt_get_u64le(d->rec + 8 * k));
+        for (size_t k = 0; k < nb; k++) d->beta[k] = vt_bits_f64(vt_get_u64le(d->rec + 8 * (t->na + k)));
+        for (uint32_t k = 0; k < t->C; k++) d->lb[k] = vt_bits_f64(vt_get_u64le(d->rec + 8 * (t->na + nb + k)));
+    }
+    free(es), free(msg), free(open);
+    workers_close(&w);
     return e;
+}
+
+/* part -1: the whole replay (runs the parts); else one worker taking nodes until none is left or one
+ * failed (the failure flag in the job). */
+static void replay_part(void *ctx, size_t lo, size_t hi, int part)
+{
+    pool_run *r = ctx;
+    replay_job *j = r->job;
+    if (part < 0) {
+        if (r->w->n <= 1 || r->n <= 1) replay_part(r, 0, 1, 0);
+        else (void)vt_par_for((size_t)(r->w->n < (int)r->n ? r->w->n : (int)r->n), 1, replay_part, r);
+        return;
+    }
+    (void)lo, (void)hi;
+    for (;;) {
+        if (atomic_load(j->failed)) break;
+        unsigned q = atomic_fetch_add(&r->next, 1u);
+        if (q >= r->n) break;
+        replay_one(j, part, j->lo + q);
+    }
 }

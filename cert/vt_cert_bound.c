@@ -118,6 +118,7 @@ struct vt_cert_ctx {
     const double *beta_given;
     double *beta_out;
     uint32_t beta_r;
+    int borrowed; /* a worker (vti_cert_ctx_fork): W, WT and b are its parent's */
 };
 
 /* 1 once the deadline has passed (checked between neurons, rows and iterations; sticky). */
@@ -247,6 +248,22 @@ static void share(vt_cert_ctx *c, double *v, size_t n)
     if (e) c->err = e;
 }
 
+/* A context's work vectors and alpha-CROWN's / beta-CROWN's search state (maxw, n_alpha_row set). */
+static void alloc_work(vt_cert_ctx *c, int *badp)
+{
+    int bad = 0;
+    c->v0 = xcalloc(c->maxw, sizeof(double), &bad), c->v1 = xcalloc(c->maxw, sizeof(double), &bad);
+    c->v2 = xcalloc(c->maxw, sizeof(double), &bad), c->v3 = xcalloc(c->maxw, sizeof(double), &bad);
+    c->xs = xcalloc(c->maxw, sizeof(double), &bad);
+    c->alpha_cur = xcalloc(c->n_alpha_row, sizeof(double), &bad);
+    c->alpha_best = xcalloc(c->n_alpha_row, sizeof(double), &bad);
+    c->grad = xcalloc(c->n_alpha_row, sizeof(double), &bad);
+    c->beta_cur = xcalloc(VT_CERT_MAX_SPLITS, sizeof(double), &bad);
+    c->beta_best = xcalloc(VT_CERT_MAX_SPLITS, sizeof(double), &bad);
+    c->beta_grad = xcalloc(VT_CERT_MAX_SPLITS, sizeof(double), &bad);
+    if (bad) *badp = 1;
+}
+
 vt_err vt_cert_ctx_new(const vt_cert_net *net, vt_cert_ctx **out)
 {
     *out = NULL;
@@ -307,15 +324,7 @@ vt_err vt_cert_ctx_new(const vt_cert_net *net, vt_cert_ctx **out)
             if (!isfinite(c->b[k][j] = net->b[k][j])) bad = 2;
     }
     for (uint32_t k = 1; k < c->L; k++) c->n_alpha_row += c->n[k];
-    c->v0 = xcalloc(c->maxw, sizeof(double), &bad), c->v1 = xcalloc(c->maxw, sizeof(double), &bad);
-    c->v2 = xcalloc(c->maxw, sizeof(double), &bad), c->v3 = xcalloc(c->maxw, sizeof(double), &bad);
-    c->xs = xcalloc(c->maxw, sizeof(double), &bad);
-    c->alpha_cur = xcalloc(c->n_alpha_row, sizeof(double), &bad);
-    c->alpha_best = xcalloc(c->n_alpha_row, sizeof(double), &bad);
-    c->grad = xcalloc(c->n_alpha_row, sizeof(double), &bad);
-    c->beta_cur = xcalloc(VT_CERT_MAX_SPLITS, sizeof(double), &bad);
-    c->beta_best = xcalloc(VT_CERT_MAX_SPLITS, sizeof(double), &bad);
-    c->beta_grad = xcalloc(VT_CERT_MAX_SPLITS, sizeof(double), &bad);
+    alloc_work(c, &bad);
     if (c->comm) {
         c->gbytes = xcalloc((size_t)c->size, sizeof(size_t), &bad);
         if (c->shard == VT_CERT_SHARD_TP) c->gtmp = xcalloc(c->maxw, sizeof(double), &bad);
@@ -336,11 +345,46 @@ vt_err vt_cert_ctx_new(const vt_cert_net *net, vt_cert_ctx **out)
     return VT_OK;
 }
 
+vt_err vti_cert_ctx_fork(const vt_cert_ctx *c, vt_cert_ctx **out)
+{
+    *out = NULL;
+    VT_RETURN_ERROR_IF(c->comm, VT_ERR_UNSUPPORTED, "certify: a sharded context has no worker copies");
+    vt_cert_ctx *f = calloc(1, sizeof *f);
+    VT_RETURN_ERROR_IF(!f, VT_ERR_NOMEM, "out of memory");
+    int bad = 0;
+    f->L = c->L, f->maxw = c->maxw, f->n_alpha_row = c->n_alpha_row, f->size = 1, f->borrowed = 1;
+    f->deadline = c->deadline, f->timed_out = c->timed_out, f->fp32_any = c->fp32_any;
+    for (uint32_t k = 0; k <= c->L; k++) {
+        size_t m = f->n[k] = c->n[k];
+        f->hl[k] = xcalloc(m, sizeof(double), &bad), f->hu[k] = xcalloc(m, sizeof(double), &bad);
+        f->hm[k] = xcalloc(m, sizeof(double), &bad);
+        f->mu[k] = xcalloc(m, sizeof(double), &bad), f->fa[k] = xcalloc(m, sizeof(double), &bad);
+        if (k == 0) continue;
+        f->W[k] = c->W[k], f->WT[k] = c->WT[k], f->b[k] = c->b[k]; /* read only: shared */
+        f->zl[k] = xcalloc(m, sizeof(double), &bad), f->zu[k] = xcalloc(m, sizeof(double), &bad);
+        f->al[k] = xcalloc(m, sizeof(double), &bad), f->au[k] = xcalloc(m, sizeof(double), &bad);
+        f->am[k] = xcalloc(m, sizeof(double), &bad), f->dl[k] = xcalloc(m, sizeof(double), &bad);
+        f->slope[k] = xcalloc(m, sizeof(double), &bad);
+    }
+    alloc_work(f, &bad);
+    if (bad) {
+        vt_cert_ctx_free(f);
+        return vt_set_error(VT_ERR_NOMEM, "out of memory");
+    }
+    *out = f;
+    return VT_OK;
+}
+
+void vti_cert_ctx_time_out(vt_cert_ctx *c) { c->timed_out = 1; }
+
+uint32_t vti_cert_in_width(const vt_cert_ctx *c) { return c->n[0]; }
+
 void vt_cert_ctx_free(vt_cert_ctx *c)
 {
     if (!c) return;
     for (uint32_t k = 0; k <= c->L; k++) {
-        free(c->W[k]), free(c->WT[k]), free(c->b[k]), free(c->zl[k]), free(c->zu[k]), free(c->al[k]);
+        if (!c->borrowed) free(c->W[k]), free(c->WT[k]), free(c->b[k]);
+        free(c->zl[k]), free(c->zu[k]), free(c->al[k]);
         free(c->au[k]), free(c->am[k]), free(c->hl[k]), free(c->hu[k]), free(c->hm[k]), free(c->dl[k]);
         free(c->slope[k]), free(c->mu[k]), free(c->fa[k]);
     }

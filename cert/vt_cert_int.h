@@ -66,7 +66,10 @@ vt_err vti_cert_slopes(const char *cert_path, const char *where, const uint8_t *
 #define VTI_BAB_MAX_NODES (1u << 24)
 typedef struct {
     int32_t parent, kid[2];
-    uint32_t side, depth, split, layer, index;
+    uint32_t side, depth, split, layer, index; /* split: 0 a leaf, 1 a ReLU (layer, index), 2 an input
+                                                * (index: the input, at: where; kid[0] x <= at, kid[1] x >= at) */
+    uint32_t rdepth; /* the ReLU splits above it (a leaf's multipliers: R x rdepth) */
+    double at;
     double *alpha, *beta, *lb; /* leaves: slopes (na), multipliers ((C - 1) x depth: per margin, the path's
                                 * splits from the root), bounds (C) */
     const uint8_t *rec;    /* check: the leaf's recorded slopes, then its bounds */
@@ -76,7 +79,11 @@ typedef struct {
     uint32_t n, cap, C; /* C: the bounds a leaf records (a run's margins: its classes; a property: its rows) */
     uint32_t R;         /* the rows a leaf records multipliers and slopes for (C - 1 margins; a property's rows) */
     size_t na;          /* a leaf's slopes: R x vt_cert_n_alpha_row */
+    int inputs;         /* it holds an input split (versions 8, 9) */
 } vti_bab_tree;
+/* Input splitting (docs/certify.md "Input splitting"): a property of at most this many inputs is split
+ * on its inputs (bisecting the widest side of the subdomain's box) instead of its ReLUs. */
+#define VTI_BAB_INPUT_SPLIT_MAX 8u
 void vti_bab_free(vti_bab_tree *t);
 /* A tree of one leaf: the whole box's slopes and bounds. */
 vt_err vti_bab_root(vti_bab_tree *t, size_t na, uint32_t C, const double *alpha, const double *lb) VT_WARN_UNUSED;
@@ -87,22 +94,28 @@ vt_err vti_bab_root_rows(vti_bab_tree *t, size_t na, uint32_t R, uint32_t nlb, c
  * with the splits set (lb: nlb values, alpha: the R rows' slopes); worst: > 0 when the leaf closes, else
  * a measure (not finite: stop) and the row to branch on (row: its n[L] coefficients, r: its index among
  * the R rows, which: its name in messages); candidate: after the branching pass, its smallest point
- * (vt_cert_last_point) tried as a counterexample (*found = 1 when confirmed). */
+ * pt (vt_cert_last_point of the worker that bounded it, n[0] values) tried as a counterexample, aimed
+ * at worst's which (*found = 1 when confirmed). bound and worst run on several threads at once (each
+ * with its own context: they only read ctx); candidate on the caller's thread, in creation order. */
 typedef struct vti_bab_prob {
     uint32_t R, nlb;
+    const double *xl, *xu; /* the box (d values); a subdomain's is it cut by its path's input splits */
+    uint32_t d;
+    int input_split;       /* branch on the inputs (the widest side of the box, at its midpoint) */
     const char *what; /* "margin", "row" */
     int progress;     /* a line on standard error every 100 subdomains */
-    vt_err (*bound)(struct vti_bab_prob *p, vt_cert_ctx *c, double *lb, double *alpha);
+    vt_err (*bound)(struct vti_bab_prob *p, vt_cert_ctx *c, const double *xl, const double *xu, double *lb, double *alpha);
     double (*worst)(struct vti_bab_prob *p, const double *lb, double *row, uint32_t *r, uint32_t *which);
-    vt_err (*candidate)(struct vti_bab_prob *p, vt_cert_ctx *c, int *found);
+    vt_err (*candidate)(struct vti_bab_prob *p, vt_cert_ctx *c, const double *pt, uint32_t which, int *found);
     void *ctx;
 } vti_bab_prob;
 vt_err vti_bab_search_p(vt_cert_ctx *c, vti_bab_prob *p, const vt_cert_settings *s, vti_bab_tree *t, int *closed,
                         uint32_t *bounded, int *found) VT_WARN_UNUSED;
 vt_err vti_bab_replay_p(vt_cert_ctx *c, const vt_cert_net *net, vti_bab_prob *p,
                         vti_bab_tree *t, const char *cert_path, const char *where, int *closed) VT_WARN_UNUSED;
-vt_err vti_bab_scan_rows(const uint8_t *p, size_t avail, size_t na, uint32_t R, uint32_t C, const char *where,
-                         vti_bab_tree *t, size_t *used) VT_WARN_UNUSED;
+/* inputs: input splits (kind 2) allowed (versions 8, 9); d: the inputs */
+vt_err vti_bab_scan_rows(const uint8_t *p, size_t avail, size_t na, uint32_t R, uint32_t C, int inputs, uint32_t d,
+                         const char *where, vti_bab_tree *t, size_t *used) VT_WARN_UNUSED;
 /* certify: breadth-first branch and bound over the box with s (alpha-CROWN) until every leaf closes
  * (*closed = 1) or s->bab_domains subdomains were bounded, the deadline passed, nothing is left to split
  * or (at not NULL) a counterexample is confirmed (*found = 1, at->cex: each subdomain that does not close
@@ -163,6 +176,14 @@ vt_comm *vti_cert_shard_comm(vt_cert_shard *mode);
 vt_err vti_cert_shard_join(vt_err mine) VT_WARN_UNUSED;
 size_t vti_cert_part_lo(size_t n, int r, int size);
 vt_err vti_cert_share_rows(vt_comm *comm, double *v, size_t n, size_t w, double *tmp, size_t *bytes) VT_WARN_UNUSED;
+
+/* Branch and bound's workers (vt_cert_bab.c, docs/certify.md "Branch and bound"): a context of its own
+ * (bound state, work, the deadline and FP32 setting copied) reading c's weights (c must outlive it;
+ * VT_ERR_UNSUPPORTED for a sharded c: its passes are collectives); vt_cert_ctx_free frees it. Bounds
+ * computed on it are c's bits. vti_cert_ctx_time_out: c's sticky timeout set (a worker's passed). */
+vt_err vti_cert_ctx_fork(const vt_cert_ctx *c, vt_cert_ctx **out) VT_WARN_UNUSED;
+void vti_cert_ctx_time_out(vt_cert_ctx *c);
+uint32_t vti_cert_in_width(const vt_cert_ctx *c); /* n[0] */
 
 /* A test hook (tests/unit/test_cert_cnn.c, never set otherwise): when > 0, CROWN's intermediate bounds on
  * the layer graph are each moved inward by this fraction of their width (unsound on purpose: the

@@ -30,6 +30,8 @@
 #define CERT_RUN_TAIL 104u       /* version 3: step, Merkle root, manifest hash, trainer key */
 #define CERT_SPEC_BAB_VERSION 6u     /* version 2 with the split tree in place of the slopes (beta-crown) */
 #define CERT_RUN_SPEC_BAB_VERSION 7u /* version 3 likewise */
+#define CERT_SPEC_BABI_VERSION 8u     /* version 6 whose tree splits inputs too (input splitting) */
+#define CERT_RUN_SPEC_BABI_VERSION 9u /* version 7 likewise */
 #define CERT_SPEC_HEADER 140u
 
 const char *vt_cert_spec_answer_name(vt_cert_spec_answer a)
@@ -303,14 +305,13 @@ typedef struct {
     int which;             /* the disjunct a candidate reached */
     float *xf;             /* work: d */
     uint8_t *only;         /* work: n_disj flags, every disjunct but the branching one's set */
-    uint32_t row;          /* the branching row (rows_worst) */
 } rows_bab;
 
-static vt_err rows_bound(vti_bab_prob *p, vt_cert_ctx *c, double *lb, double *alpha)
+static vt_err rows_bound(vti_bab_prob *p, vt_cert_ctx *c, const double *xl, const double *xu, double *lb, double *alpha)
 {
     rows_bab *b = p->ctx;
     const vt_vnnlib *v = b->s->vn;
-    VT_FORWARD_IF_ERROR(vt_cert_spec_bounds(c, b->xl, b->xu, v->C, v->n_rows, b->st, lb, alpha));
+    VT_FORWARD_IF_ERROR(vt_cert_spec_bounds(c, xl, xu, v->C, v->n_rows, b->st, lb, alpha));
     for (uint32_t r = 0; r < v->n_rows && !b->finite; r++) lb[r] = -INFINITY;
     rows_const(v, lb);
     return VT_OK;
@@ -335,7 +336,7 @@ static double rows_worst(vti_bab_prob *p, const double *lb, double *row, uint32_
         if (!ref && best < worst) worst = best, wr = br;
         if (!ref && !(best > -INFINITY)) worst = -INFINITY, wr = br;
     }
-    *r = *which = b->row = wr;
+    *r = *which = wr;
     if (wr < v->n_rows) memcpy(row, v->C + (size_t)wr * v->ny, v->ny * sizeof *row);
     else memset(row, 0, v->ny * sizeof *row); /* a disjunct without rows: never refuted (-inf: stop) */
     return worst == INFINITY ? 1 : worst > 0 ? 0 : worst;
@@ -344,13 +345,12 @@ static double rows_worst(vti_bab_prob *p, const double *lb, double *row, uint32_
 /* The branching pass's smallest point, back through the normalisation (FP64, only a candidate), in
  * FP32 in the inner box; when the FP64 network puts it in a disjunct, the exact evaluation decides;
  * else the attack from that point, aimed at the branching row's disjunct (attack_iters steps). */
-static vt_err rows_candidate(vti_bab_prob *p, vt_cert_ctx *c, int *found)
+static vt_err rows_candidate(vti_bab_prob *p, vt_cert_ctx *c, const double *pt, uint32_t brow, int *found)
 {
     rows_bab *b = p->ctx;
     spec *s = b->s;
     const vt_vnnlib *v = s->vn;
     const vt_cert_onnx *o = s->on;
-    const double *pt = vt_cert_last_point(c);
     uint32_t d = v->nx;
     for (uint32_t i = 0; i < d; i++) {
         double y = pt[i];
@@ -376,7 +376,7 @@ static vt_err rows_candidate(vti_bab_prob *p, vt_cert_ctx *c, int *found)
     if (k >= 0) memcpy(s->x, b->xf, d * sizeof *s->x);
     else { /* the attack on the subdomain, from its point */
         uint32_t kd = 0;
-        while (kd + 1 < v->n_disj && v->disj_start[kd + 1] <= b->row) kd++;
+        while (kd + 1 < v->n_disj && v->disj_start[kd + 1] <= brow) kd++;
         for (uint32_t q = 0; q < v->n_disj; q++) b->only[q] = q != kd;
         attack(s, b->only, b->st, b->xf, &k);
     }
@@ -388,6 +388,8 @@ static void rows_prob(rows_bab *b, vti_bab_prob *p)
 {
     memset(p, 0, sizeof *p);
     p->R = p->nlb = b->s->vn->n_rows, p->what = "row", p->ctx = b;
+    p->xl = b->xl, p->xu = b->xu, p->d = b->s->vn->nx;
+    p->input_split = b->s->vn->nx <= VTI_BAB_INPUT_SPLIT_MAX; /* a few inputs: split them, not the ReLUs */
     p->bound = rows_bound, p->worst = rows_worst, p->candidate = rows_candidate;
 }
 
@@ -494,6 +496,7 @@ static vt_err compute(const vt_cert_spec_opts *o, spec_in *in, double deadline, 
     if (!e && (uint64_t)na * m > UINT32_MAX) e = vt_set_error(VT_ERR_LIMIT, "certify: too many slopes");
     /* check: the recorded slopes (an MLP's na a row; a graph's U a row: the box's unstable values) */
     uint32_t rans = cert ? vt_get_u32le(cert + 136) : 0, rna = cert ? vt_get_u32le(cert + 32) : 0;
+    uint32_t rver = cert ? vt_get_u32le(cert + 8) : 0;
     size_t soff = CERT_SPEC_HEADER + (size_t)m * 8 + (rans == VT_CERT_SAT ? 4 + (size_t)d * 4 : 0);
     double *given = NULL;
     if (!e && cert && (vt_get_u32le(cert + 16) != d || vt_get_u32le(cert + 20) != ny || vt_get_u32le(cert + 28) != m ||
@@ -507,7 +510,8 @@ static vt_err compute(const vt_cert_spec_opts *o, spec_in *in, double deadline, 
         e = vt_set_error(VT_ERR_UNSUPPORTED, "certify: beta-crown: a feed-forward ReLU network (an MLP ONNX file or run), "
                                              "not a layer graph");
     if (!e && cert && bab) /* the recorded tree (vti_cert_parse_spec checked its structure) */
-        e = vti_bab_scan_rows(cert + soff, SIZE_MAX, na * m, m, m, "the property", &tree, &(size_t){0});
+        e = vti_bab_scan_rows(cert + soff, SIZE_MAX, na * m, m, m, rver >= CERT_SPEC_BABI_VERSION, d, "the property", &tree,
+                              &(size_t){0});
     else if (!e && cert && st->method == VT_CERT_ALPHA_CROWN) { /* no search, even for none recorded */
         given = malloc(((size_t)rna * m != 0 ? (size_t)rna * m : 1) * sizeof *given);
         e = given ? vti_cert_slopes(cert_path, "the property", cert + soff, (size_t)rna * m, given)
@@ -516,7 +520,7 @@ static vt_err compute(const vt_cert_spec_opts *o, spec_in *in, double deadline, 
         else if (!e) vt_cert_set_given_slopes(s.c, given);
     }
     int gtimed = 0, finite = 0, closed = 0;
-    rows_bab rb = {&s, xl, xu, 0, st, -1, malloc(d * sizeof(float)), malloc(v->n_disj), 0};
+    rows_bab rb = {&s, xl, xu, 0, st, -1, malloc(d * sizeof(float)), malloc(v->n_disj)};
     if (!e && (!rb.xf || !rb.only)) e = vt_set_error(VT_ERR_NOMEM, "out of memory");
     vti_bab_prob prob;
     rows_prob(&rb, &prob);
@@ -581,7 +585,8 @@ static vt_err compute(const vt_cert_spec_opts *o, spec_in *in, double deadline, 
                              : " (the recorded counterexample is outside the box or reaches no disjunct)");
     if (!e) { /* the certificate's body */
         vti_put(out, CERT_MAGIC, 8);
-        uint32_t ver = bab ? (in->run ? CERT_RUN_SPEC_BAB_VERSION : CERT_SPEC_BAB_VERSION)
+        uint32_t ver = bab && tree.inputs ? (in->run ? CERT_RUN_SPEC_BABI_VERSION : CERT_SPEC_BABI_VERSION)
+                       : bab ? (in->run ? CERT_RUN_SPEC_BAB_VERSION : CERT_SPEC_BAB_VERSION)
                            : in->run ? CERT_RUN_SPEC_VERSION : CERT_SPEC_VERSION;
         vti_put32(out, ver), vti_put32(out, vti_cert_method_word(st, s.gr != NULL)), vti_put32(out, d), vti_put32(out, ny);
         vti_put32(out, v->n_disj), vti_put32(out, m), vti_put32(out, (uint32_t)na);
@@ -688,14 +693,18 @@ vt_err vti_cert_parse_spec(const uint8_t *p, size_t n, int run, vt_cert_settings
     uint32_t ver = vt_get_u32le(p + 8);
     VT_RETURN_ERROR_IF(ver == 1 || ver == 4 || ver == 5, VT_ERR_FORMAT,
                        "a certificate of a committed run (version %u): check it with RUN_DIR, not --onnx / --vnnlib", ver);
-    VT_RETURN_ERROR_IF((ver == CERT_SPEC_VERSION || ver == CERT_SPEC_BAB_VERSION) && run, VT_ERR_FORMAT,
+    VT_RETURN_ERROR_IF((ver == CERT_SPEC_VERSION || ver == CERT_SPEC_BAB_VERSION || ver == CERT_SPEC_BABI_VERSION) && run,
+                       VT_ERR_FORMAT,
                        "an ONNX / VNN-LIB certificate (version %u): check it with --onnx FILE --vnnlib FILE", ver);
-    VT_RETURN_ERROR_IF((ver == CERT_RUN_SPEC_VERSION || ver == CERT_RUN_SPEC_BAB_VERSION) && !run, VT_ERR_FORMAT,
+    VT_RETURN_ERROR_IF((ver == CERT_RUN_SPEC_VERSION || ver == CERT_RUN_SPEC_BAB_VERSION || ver == CERT_RUN_SPEC_BABI_VERSION) &&
+                           !run,
+                       VT_ERR_FORMAT,
                        "a VNN-LIB certificate of a committed run (version %u): check it with RUN_DIR --vnnlib FILE", ver);
     VT_RETURN_ERROR_IF(ver != CERT_SPEC_VERSION && ver != CERT_RUN_SPEC_VERSION && ver != CERT_SPEC_BAB_VERSION &&
-                           ver != CERT_RUN_SPEC_BAB_VERSION,
-                       VT_ERR_FORMAT, "certificate version %u (this auditor: 1 to 7)", ver);
-    int bab = ver == CERT_SPEC_BAB_VERSION || ver == CERT_RUN_SPEC_BAB_VERSION;
+                           ver != CERT_RUN_SPEC_BAB_VERSION && ver != CERT_SPEC_BABI_VERSION && ver != CERT_RUN_SPEC_BABI_VERSION,
+                       VT_ERR_FORMAT, "certificate version %u (this auditor: 1 to 9)", ver);
+    int inputs = ver == CERT_SPEC_BABI_VERSION || ver == CERT_RUN_SPEC_BABI_VERSION;
+    int bab = inputs || ver == CERT_SPEC_BAB_VERSION || ver == CERT_RUN_SPEC_BAB_VERSION;
     VT_RETURN_ERROR_IF(n < CERT_SPEC_HEADER + 96, VT_ERR_FORMAT, "certificate: shorter than its header");
     uint32_t meth = vt_get_u32le(p + 12), d = vt_get_u32le(p + 16), ny = vt_get_u32le(p + 20), nd = vt_get_u32le(p + 24),
              m = vt_get_u32le(p + 28), na = vt_get_u32le(p + 32), ans = vt_get_u32le(p + 136);
@@ -716,7 +725,7 @@ vt_err vti_cert_parse_spec(const uint8_t *p, size_t n, int run, vt_cert_settings
     if (bab) { /* the split tree: its structure and lengths */
         size_t used = 0;
         VT_RETURN_ERROR_IF((uint64_t)na * m > UINT32_MAX, VT_ERR_FORMAT, "certificate: too many slopes");
-        VT_FORWARD_IF_ERROR(vti_bab_scan_rows(p + head, n - head, (size_t)na * m, m, m, "the property", NULL, &used));
+        VT_FORWARD_IF_ERROR(vti_bab_scan_rows(p + head, n - head, (size_t)na * m, m, m, inputs, d, "the property", NULL, &used));
         tail = used;
     } else
         tail = (uint64_t)na * m * 8;

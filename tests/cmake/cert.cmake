@@ -64,3 +64,21 @@ vt_test_timeout(cert_fp32_overflow 300) # quiet: 3.6 s
 # the version-5 certificate re-checked in other orders, tampered split trees rejected naming the node)
 add_test(NAME cert_bab_e2e COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/e2e/cert_bab.sh ${CMAKE_BINARY_DIR})
 vt_test_timeout(cert_bab_e2e 600) # quiet: 20 s (the VNN-LIB part: 40 properties x 3 answers)
+# Branch and bound over threads: tests/e2e/cert_bab_par.sh (the same certificate bytes and answers for
+# --threads 1, 2 and 3; check-certificate's replay over threads; tampered trees rejected alike)
+add_test(NAME cert_bab_par COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/e2e/cert_bab_par.sh ${CMAKE_BINARY_DIR})
+vt_test_timeout(cert_bab_par 600) # quiet: 15 s
+# Branch and bound over MPI ranks: tests/e2e/cert_bab_ranks.sh (mpirun -np 2 and 3 ... --shard none: the
+# one-process certificate byte for byte)
+add_test(NAME cert_bab_ranks COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/e2e/cert_bab_ranks.sh ${CMAKE_BINARY_DIR}
+                                     "$<$<BOOL:${VT_HAVE_MPI}>:${MPIEXEC_EXECUTABLE}>")
+set_tests_properties(cert_bab_ranks PROPERTIES SKIP_RETURN_CODE 77)
+# its environment: dist.cmake's VT_MPI_TEST_ENV, appended once every fragment is in
+cmake_language(DEFER DIRECTORY ${CMAKE_SOURCE_DIR} CALL cmake_language EVAL CODE
+  "set_property(TEST cert_bab_ranks APPEND PROPERTY ENVIRONMENT \${VT_MPI_TEST_ENV})")
+vt_test_timeout(cert_bab_ranks 900) # quiet: 30 s (three mpirun start-ups)
+# Input splitting (few inputs): tests/e2e/cert_bab_input.sh (a random 4-input MLP's properties, version-8
+# certificates the same for --threads 1 and 2, tampered input splits rejected naming the node)
+add_test(NAME cert_bab_input COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/e2e/cert_bab_input.sh ${CMAKE_BINARY_DIR})
+set_tests_properties(cert_bab_input PROPERTIES SKIP_RETURN_CODE 77)
+vt_test_timeout(cert_bab_input 300) # quiet: 2 s

@@ -375,6 +375,25 @@ cert_onnx_or_skip() {
   fi
   [ $st -eq 0 ] || { echo "FAIL: certify --onnx: exit $st: $(cat "$T/probe")"; exit 1; }
 }
+# cert_bab_onnx_prop RUN E: the run exported to $T/net.onnx, its first 40 examples' balls of radius E as
+# properties in $T/p; P := the first one beta-crown answers unsat on the file with a split tree of more
+# than one node (empty, and a failure counted: none). Returns 1 when the auditor has no ONNX support.
+cert_bab_onnx_prop() {
+  P=""
+  mkdir -p "$T/p"
+  "$A" certify "$1" --eps "$2" --examples 40 --write-vnnlib "$T/p" --quiet >/dev/null || bad "write-vnnlib"
+  "$B/trainer" export "$1" --format onnx --out "$T/net.onnx" --pubkey "$T/k.pub" >/dev/null 2>&1
+  "$A" certify --onnx "$T/net.onnx" --vnnlib "$T/p/prop_0.vnnlib" --quiet >/dev/null 2>&1 || return 1
+  local i b
+  for ((i = 0; i < 40; i++)); do
+    b=$("$A" certify --onnx "$T/net.onnx" --vnnlib "$T/p/prop_$i.vnnlib" --method beta-crown --report "$T/pr.json" --quiet)
+    if [ "$b" = unsat ] && python3 -c "import json; assert json.load(open('$T/pr.json'))['tree_nodes'] > 1" 2>/dev/null; then
+      P="$T/p/prop_$i.vnnlib"
+      return 0
+    fi
+  done
+  bad "no property closed by branch and bound"
+}
 cert_end() {
   [ "$fail" -eq 0 ] && { echo "$VT_NAME: all passed"; exit 0; }
   exit 1

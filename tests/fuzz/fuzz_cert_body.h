@@ -4,7 +4,8 @@
  * cert_corpus over tests/corpus/cert).
  *
  * The bytes go to the three decoders: a committed run's (versions 1, 4 and 5), the ONNX / VNN-LIB one's
- * (versions 2 and 6, its branch and bound) and the committed run's VNN-LIB one's (versions 3 and 7). Decoding only: no signature needs to
+ * (versions 2, 6 and 8: its branch and bound, with input splits) and the committed run's VNN-LIB one's
+ * (versions 3, 7 and 9). Decoding only: no signature needs to
  * verify. Any input may be refused, but only as VT_ERR_FORMAT; at most one decoder accepts, the one of
  * the version at offset 8; what is accepted is consistent: the magic, the header's fields in range
  * (slopes only with alpha-CROWN), the body everything but the last 96 bytes (the signer's key and
@@ -55,7 +56,8 @@ static int vt_fuzz_cert_one(const uint8_t *data, size_t size, int *accepted)
         uint32_t ver = vt_get_u32le(data + 8);
         if (size < header[k] + 96 || memcmp(data, "VTCERT01", 8) != 0)
             VT_FUZZ_CERT_FAIL("decoder %d: accepted %zu bytes without the magic or the header", k, size);
-        if (k == 0 ? ver != 1 && ver != 4 && ver != 5 : ver != (uint32_t)k + 1 && ver != (uint32_t)k + 5)
+        if (k == 0 ? ver != 1 && ver != 4 && ver != 5
+                   : ver != (uint32_t)k + 1 && ver != (uint32_t)k + 5 && ver != (uint32_t)k + 7)
             VT_FUZZ_CERT_FAIL("decoder %d: accepted version %u", k, ver);
         if (body != size - 96) VT_FUZZ_CERT_FAIL("decoder %d: body of %zu bytes in %zu", k, body, size);
         if (o.set.method > VT_CERT_ALPHA_CROWN || o.set.alpha_iters > 100000 || o.set.attack_restarts > 100000 ||
