@@ -24,6 +24,7 @@ static unsigned long g_gen;   /* a new job's generation */
 static int g_threads = 0;     /* 0: not read from the environment yet */
 static int g_started = 0;     /* workers running */
 static _Thread_local int g_inside; /* this thread runs a part */
+static _Thread_local int g_own;    /* this thread runs its loops alone (vt_par_own_thread) */
 
 static void part_range(size_t n, int parts, int p, size_t *lo, size_t *hi)
 {
@@ -89,7 +90,7 @@ int vt_par_for(size_t n, size_t min_chunk, vt_par_fn fn, void *ctx)
     int t = vt_par_threads();
     size_t most = min_chunk ? n / min_chunk : n;
     int parts = most < (size_t)t ? (int)(most ? most : 1) : t;
-    if (parts <= 1 || g_inside || pthread_mutex_trylock(&g_use) != 0) {
+    if (parts <= 1 || g_inside || g_own || pthread_mutex_trylock(&g_use) != 0) {
         fn(ctx, 0, n, 0);
         return 1;
     }
@@ -110,6 +111,8 @@ int vt_par_for(size_t n, size_t min_chunk, vt_par_fn fn, void *ctx)
     pthread_mutex_unlock(&g_use);
     return parts;
 }
+
+void vt_par_own_thread(int on) { g_own = on != 0; }
 
 /* A BLAS that threads its GEMM (OpenBLAS), to the same count; others have no such call. */
 static void blas_threads(int n)

@@ -27,6 +27,11 @@ void vt_par_set_threads(int n);
  * count may change. */
 void vt_par_configure(int n);
 
+/* This thread runs its parallel loops on itself alone from now on (on = 1; 0: as before): a thread
+ * that is one of several in-process shares of the batch (run/vt_shares.h), which are the threads
+ * already. */
+void vt_par_own_thread(int on);
+
 /* fn(ctx, lo, hi, part) for contiguous parts [lo, hi) covering [0, n); part in 0 .. parts-1. */
 typedef void (*vt_par_fn)(void *ctx, size_t lo, size_t hi, int part);
 /* Runs the parts (concurrently when it can, see above); returns the number of parts used (>= 1
