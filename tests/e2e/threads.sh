@@ -7,7 +7,8 @@
 # the batch does not split into shares of at least 4 examples (the GPT's 16 on 3 threads), the
 # per-operation split runs instead, saying so, with the same commitment. Where the build has MPI,
 # `mpirun -np 2` (with --threads 2 on each rank: the per-operation split within a rank) signs the same
-# commitment. --threads 0 and --threads x are usage errors (64).
+# commitment. A run stopped on 2 shares resumes on 3 to the same commitment. --threads 0 and
+# --threads x are usage errors (64).
 # Usage: threads.sh BUILD_DIR [MPIEXEC]
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -33,6 +34,12 @@ for m in MLP CNN GPT; do
   done
   "$B/auditor" verify "$T/$m-3" --threads 2 --quiet >"$T/out" 2>&1 && ok || bad "$m: audit: $(cat "$T/out")"
 done
+# stopped after step 3 on 2 shares (trainer-test --stop-after: no commitment), resumed on 3: the same run
+"$B/trainer-test" train --threads 2 "$T/R" --key "$T/key" "${GPT[@]}" --stop-after 3 --quiet >"$T/out" 2>&1 &&
+  [ ! -e "$T/R/commitment.vtc" ] || bad "GPT --threads 2 --stop-after 3: $(cat "$T/out")"
+"$B/trainer" train --threads 3 "$T/R" --key "$T/key" "${GPT[@]}" --resume --quiet >"$T/out" 2>&1 ||
+  bad "GPT --threads 3 --resume: $(cat "$T/out")"
+cmp -s "$T/GPT-1/commitment.vtc" "$T/R/commitment.vtc" && ok || bad "GPT: resumed on 3 shares, another commitment"
 # the fallback: 16 examples do not split into 3 shares; the per-operation split, the same bits
 "$B/trainer" train --threads 1 "$T/G16-1" --key "$T/key" "${GPT[@]}" --set batch=16 --quiet >"$T/out" 2>&1 ||
   bad "GPT batch 16, --threads 1: $(cat "$T/out")"
