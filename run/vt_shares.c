@@ -8,6 +8,7 @@
 
 #include "../common/vt_par.h"
 #include "../dist/vt_dist.h"
+#include "../rounding/vt_round_dist.h"
 
 int vt_train_shares(const vt_recipe *rcp, const vt_train_opts *o, int threads, char *why, size_t cap)
 {
@@ -42,6 +43,7 @@ static void run_share(share *s)
     vt_par_own_thread(1); /* the shares are the threads: no share's loop takes the pool */
     s->e = vt_train_run(s->rcp, &s->o, &s->res);
     vt_par_own_thread(0);
+    vt_round_dist_release(); /* this thread's buffers of the sums across the shares (it ends, or is done) */
     if (!s->e) return;
     snprintf(s->msg, sizeof s->msg, "%s", vt_errmsg());
     if (!s->res.err_common) vt_dist_threads_stop(s->o.comm, s->msg); /* alone: nobody waits for it */

@@ -150,7 +150,9 @@ int trainer_train(int argc, char **argv)
         "trainer train", "RUN_DIR --key KEYFILE [options]",
         "train a recipe verifiably into RUN_DIR (created with its missing parents) and commit to every step;\n"
         "under `mpirun -np N`: data-parallel on N ranks, the batch (a multiple of N) split across them,\n"
-        "rank 0 writing the run: the one-process commitment (docs/distributed.md)",
+        "rank 0 writing the run: the one-process commitment (docs/distributed.md); with --threads N in one\n"
+        "process, N threads each on a share of the batch, combined as the ranks are: the same commitment\n"
+        "(docs/architecture.md \"Threads\")",
         "blas (the trainer's; the commitment is the same in every order under exact rounding)", opts,
         trainer_test_train_opts(&o), 1, 1, 0, NULL};
     vt_cli_args a;

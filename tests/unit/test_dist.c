@@ -780,6 +780,7 @@ typedef struct {
 static void *thr_main(void *a)
 {
     body(((thr_arg *)a)->c);
+    vt_round_dist_release(); /* the thread ends: its kept buffers freed */
     return NULL;
 }
 
