@@ -6,9 +6,39 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../arch/vt_arch.h"
+#include "../common/vt_mem.h"
 #include "../common/vt_par.h"
 #include "../dist/vt_dist.h"
 #include "../rounding/vt_round_dist.h"
+
+/* 0 (why said) when `threads` models of a share (each with the whole state) pass the memory budget
+ * together; 1 when they fit, or when the program cannot be built here (vt_train_run says why) */
+static int fits(const vt_recipe *rcp, int threads, char *why, size_t cap)
+{
+    vt_recipe *share = malloc(sizeof *share); /* a large recipe (an imported graph's canonical form) */
+    if (!share) return 1;
+    *share = *rcp;
+    share->batch = rcp->batch / (uint32_t)threads;
+    vt_program p;
+    vt_program_init(&p);
+    int ok = 1;
+    if (vt_program_build(share, &p) == VT_OK) {
+        vt_model_mem mem;
+        vt_model_need(&p, share->batch, rcp->subset, &mem);
+        const double all = mem.total * threads, budget = (double)vt_model_memory_budget();
+        if (all > budget) {
+            char a[32], b[32];
+            vt_fmt_bytes(all, a, sizeof a);
+            vt_fmt_bytes(budget, b, sizeof b);
+            snprintf(why, cap, "%d models of a share (%s together) pass the memory budget of %s", threads, a, b);
+            ok = 0;
+        }
+    }
+    vt_program_free(&p);
+    free(share);
+    return ok;
+}
 
 int vt_train_shares(const vt_recipe *rcp, const vt_train_opts *o, int threads, char *why, size_t cap)
 {
@@ -25,6 +55,8 @@ int vt_train_shares(const vt_recipe *rcp, const vt_train_opts *o, int threads, c
         snprintf(why, cap, "--backend %s runs the step on its device", o->backend);
     else if (o->hooks)
         snprintf(why, cap, "the test hooks act on one share");
+    else if (!fits(rcp, threads, why, cap))
+        return 1;
     else
         return threads;
     return 1;

@@ -7,7 +7,8 @@
 # the batch does not split into shares of at least 4 examples (the GPT's 16 on 3 threads), the
 # per-operation split runs instead, saying so, with the same commitment. Where the build has MPI,
 # `mpirun -np 2` (with --threads 2 on each rank: the per-operation split within a rank) signs the same
-# commitment. A run stopped on 2 shares resumes on 3 to the same commitment. --threads 0 and
+# commitment, as where N models of a share pass --max-memory. A run stopped on 2 shares resumes on 3
+# to the same commitment. --threads 0 and
 # --threads x are usage errors (64).
 # Usage: threads.sh BUILD_DIR [MPIEXEC]
 set -u
@@ -48,6 +49,11 @@ cmp -s "$T/GPT-1/commitment.vtc" "$T/R/commitment.vtc" && ok || bad "GPT: resume
 grep -q "^trainer: --threads 3: the batch of 16 examples does not split into 3 equal shares of at least 4: each operation's loops split over the threads instead" "$T/out" &&
   ok || bad "GPT batch 16, --threads 3: no fallback said: $(cat "$T/out")"
 cmp -s "$T/G16-1/commitment.vtc" "$T/G16-3/commitment.vtc" && ok || bad "GPT batch 16: --threads 3's commitment differs"
+# two models of a share past --max-memory (8.1 MiB together, one model of the whole batch 4.4 MiB):
+# the per-operation split, saying so
+"$B/trainer" train --threads 2 "$T/mem" --key "$T/key" --set steps=2 --max-memory 6M >"$T/out" 2>&1 &&
+  grep -q "^trainer: --threads 2: 2 models of a share (.* together) pass the memory budget of 6.0 MiB: each operation's loops split" "$T/out" &&
+  ok || bad "--threads 2 --max-memory 6M: $(cat "$T/out")"
 # the same commitment as two MPI ranks (each with two threads of the per-operation split)
 if [ -n "$MPIEXEC" ]; then
   mpi_begin "$MPIEXEC"
