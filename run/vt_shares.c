@@ -87,6 +87,21 @@ static void *share_main(void *arg)
     return NULL;
 }
 
+/* An error every share agreed on, as one process says it: the share that met it first ("rank R of
+ * N: " before, " (and K other ranks)" after) is nobody's business but the run's threads' (msg is
+ * changed in place) */
+static const char *one_process(char *msg, int n)
+{
+    int r = -1, size = -1, len = 0;
+    if (sscanf(msg, "rank %d of %d: %n", &r, &size, &len) == 2 && size == n && len > 0) msg += len;
+    char *tail = NULL;
+    for (char *q = strstr(msg, " (and "); q; q = strstr(q + 1, " (and ")) tail = q; /* the last */
+    int k = 0, end = 0;
+    if (tail && sscanf(tail, " (and %d other rank%*[s])%n", &k, &end) >= 1 && end > 0 && tail[end] == 0) *tail = 0;
+    else if (tail && sscanf(tail, " (and %d other rank)%n", &k, &end) >= 1 && end > 0 && tail[end] == 0) *tail = 0;
+    return msg;
+}
+
 vt_err vt_train_run_shares(const vt_recipe *rcp, const vt_train_opts *o, int n, vt_train_result *res)
 {
     memset(res, 0, sizeof *res);
@@ -136,7 +151,7 @@ vt_err vt_train_run_shares(const vt_recipe *rcp, const vt_train_opts *o, int n, 
     else if (alone >= 0)
         e = vt_set_error(sh[alone].e, "%s", sh[alone].msg);
     else if (sh[0].e)
-        e = vt_set_error(sh[0].e, "%s", sh[0].msg);
+        e = vt_set_error(sh[0].e, "%s", one_process(sh[0].msg, n));
     res->err_common = 0;
     free(sh);
     return e;

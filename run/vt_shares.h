@@ -27,7 +27,7 @@ int vt_train_shares(const vt_recipe *rcp, const vt_train_opts *o, int threads, c
 /* vt_train_run as n shares (n from vt_train_shares, 1 <= n <= VT_DIST_THREADS_MAX; o->comm NULL):
  * n - 1 threads started beside the caller, which runs share 0; each share's loops run on its own
  * thread (vt_par_own_thread). res is share 0's (ranks = n). Every error is every share's (agreed, as
- * the ranks' are), returned once; a share that fails alone stops the others' collectives
+ * the ranks' are), returned once, as one process says it (without "rank R of N: "); a share that fails alone stops the others' collectives
  * (vt_dist_threads_stop) and its error, naming it, is returned. */
 vt_err vt_train_run_shares(const vt_recipe *rcp, const vt_train_opts *o, int n, vt_train_result *res) VT_WARN_UNUSED;
 

@@ -54,6 +54,11 @@ cmp -s "$T/G16-1/commitment.vtc" "$T/G16-3/commitment.vtc" && ok || bad "GPT bat
 "$B/trainer" train --threads 2 "$T/mem" --key "$T/key" --set steps=2 --max-memory 6M >"$T/out" 2>&1 &&
   grep -q "^trainer: --threads 2: 2 models of a share (.* together) pass the memory budget of 6.0 MiB: each operation's loops split" "$T/out" &&
   ok || bad "--threads 2 --max-memory 6M: $(cat "$T/out")"
+# an error every share meets is said as one process says it (no share named), with its exit status
+"$B/trainer" train --threads 1 "$T/e1" --key "$T/key" --data-dir "$T/none" >"$T/e1.out" 2>&1; st1=$?
+"$B/trainer" train --threads 2 "$T/e2" --key "$T/key" --data-dir "$T/none" --quiet >"$T/e2.out" 2>&1; st2=$?
+[ $st1 = $st2 ] && [ $st1 != 0 ] && cmp -s "$T/e1.out" "$T/e2.out" && ok ||
+  bad "a missing data directory: exit $st1 and $st2, \"$(cat "$T/e1.out")\" and \"$(cat "$T/e2.out")\""
 # the same commitment as two MPI ranks (each with two threads of the per-operation split)
 if [ -n "$MPIEXEC" ]; then
   mpi_begin "$MPIEXEC"
