@@ -16,6 +16,9 @@
 /* The number of threads loops may use (>= 1). Default: VT_THREADS from the environment, else the
  * online CPUs divided among the ranks mpirun started on this node (OMPI_COMM_WORLD_LOCAL_SIZE). */
 int vt_par_threads(void);
+/* 1 when the count was asked for (--threads N, vt_par_set_threads, or VT_THREADS), 0 when it is the
+ * default (the CPUs): the trainer says how it uses threads it was asked for. */
+int vt_par_threads_asked(void);
 /* Sets it (1 .. VT_PAR_MAX; clamped), before or between loops (not from inside one). */
 void vt_par_set_threads(int n);
 
