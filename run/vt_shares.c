@@ -10,6 +10,7 @@
 #include "../common/vt_mem.h"
 #include "../common/vt_par.h"
 #include "../dist/vt_dist.h"
+#include "../ops/vt_ops.h"
 #include "../rounding/vt_round_dist.h"
 
 /* 0 (why said) when `threads` models of a share (each with the whole state) pass the memory budget
@@ -51,6 +52,9 @@ int vt_train_shares(const vt_recipe *rcp, const vt_train_opts *o, int threads, c
                  threads, VT_SHARE_MIN);
     else if (rcp->bound.rounding != VT_ROUNDING_EXACT)
         snprintf(why, cap, "rounding=log's judged log is made by one share");
+    else if (rcp->gemm_arith)
+        snprintf(why, cap, "gemm_arith=%s's tensor-core sums are not split across shares",
+                 vt_gemm_arith_names[rcp->gemm_arith]);
     else if (o->backend && strcmp(o->backend, "cpu") != 0)
         snprintf(why, cap, "--backend %s runs the step on its device", o->backend);
     else if (o->hooks)

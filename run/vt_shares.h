@@ -17,7 +17,8 @@
 /* How many shares a training of rcp with options o takes on `threads` threads: `threads` when the
  * run is one process (o->comm NULL or of one rank: under mpirun each rank keeps the per-operation
  * split of its own threads), threads > 1, the batch splits into `threads` equal shares of at least
- * VT_SHARE_MIN examples, rounding is exact (a judged log needs one process), the backend is the
+ * VT_SHARE_MIN examples, rounding is exact (a judged log needs one process), the GEMMs' arithmetic is
+ * FP64 (gemm_arith: a tensor-core sum is not split), the backend is the
  * CPU, no test hooks are set and the N models of a share (each with the whole state: vt_model_need)
  * fit the memory budget together (vt_model_memory_budget); otherwise 1, with the reason in why[0..cap) (empty when threads
  * <= 1 or in a data-parallel run): the step's operations then split their loops over the threads
