@@ -57,7 +57,8 @@ cmp -s "$T/G16-1/commitment.vtc" "$T/G16-3/commitment.vtc" && ok || bad "GPT bat
 # an error every share meets is said as one process says it (no share named), with its exit status
 "$B/trainer" train --threads 1 "$T/e1" --key "$T/key" --data-dir "$T/none" >"$T/e1.out" 2>&1; st1=$?
 "$B/trainer" train --threads 2 "$T/e2" --key "$T/key" --data-dir "$T/none" --quiet >"$T/e2.out" 2>&1; st2=$?
-[ $st1 = $st2 ] && [ $st1 != 0 ] && cmp -s "$T/e1.out" "$T/e2.out" && ok ||
+# (the first line: a debug build adds the error's site, which differs)
+[ $st1 = $st2 ] && [ $st1 != 0 ] && [ "$(head -1 "$T/e1.out")" = "$(head -1 "$T/e2.out")" ] && ok ||
   bad "a missing data directory: exit $st1 and $st2, \"$(cat "$T/e1.out")\" and \"$(cat "$T/e2.out")\""
 # the same commitment as two MPI ranks (each with two threads of the per-operation split)
 if [ -n "$MPIEXEC" ]; then
