@@ -5,6 +5,8 @@
 #include "vt_dist_thr.h"
 
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +18,7 @@ typedef struct {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int n, arrived, refs;
-    unsigned long gen;  /* barriers passed */
+    atomic_ulong gen;   /* barriers passed (written under mu; read without it only to spin) */
     int stopped;        /* 1: every collective fails (vti_thr_stop) */
     char why[VTI_THR_MSG];
     const void **src;   /* per rank: the buffer it published for the current collective */
@@ -56,6 +58,7 @@ vt_err vti_thr_group(int n, vti_thr **ends)
         VT_RETURN_ERROR(VT_ERR_INTERNAL, "vt_dist_threads_open: cannot create a condition variable");
     }
     g->n = n;
+    atomic_init(&g->gen, 0);
     g->src = calloc((size_t)n, sizeof *g->src);
     g->cnt = calloc((size_t)n, sizeof *g->cnt);
     g->codes = calloc((size_t)n, sizeof *g->codes);
@@ -92,20 +95,32 @@ static vt_err stopped_err(const vti_thr *t)
                         t->g->why);
 }
 
-/* every end meets here; VT_ERR_INTERNAL once the group is stopped (g->mu held on entry and exit) */
+/* every end meets here; VT_ERR_INTERNAL once the group is stopped (g->mu held on entry and exit).
+ * A step meets a few hundred times, mostly briefly: an end that waits first watches the generation
+ * for a while (VTI_THR_SPIN polls, then VTI_THR_YIELD yields of its CPU to a partner that may be
+ * waiting for one) before it sleeps on the condition, since waking a sleeping thread costs more
+ * than most waits. The mutex, taken again either way, orders the memory. */
+#define VTI_THR_SPIN 20000
+#define VTI_THR_YIELD 16
 static vt_err meet_locked(vti_thr *t)
 {
     vti_grp *g = t->g;
     if (g->stopped) return stopped_err(t);
-    unsigned long my = g->gen;
+    const unsigned long my = atomic_load_explicit(&g->gen, memory_order_relaxed);
     if (++g->arrived == g->n) {
         g->arrived = 0;
-        g->gen++;
+        atomic_store_explicit(&g->gen, my + 1, memory_order_release);
         pthread_cond_broadcast(&g->cv);
         return VT_OK;
     }
-    while (g->gen == my && !g->stopped) pthread_cond_wait(&g->cv, &g->mu);
-    return g->gen == my ? stopped_err(t) : VT_OK;
+    pthread_mutex_unlock(&g->mu);
+    for (int i = 0; i < VTI_THR_SPIN + VTI_THR_YIELD; i++) {
+        if (atomic_load_explicit(&g->gen, memory_order_acquire) != my) break;
+        if (i >= VTI_THR_SPIN) sched_yield();
+    }
+    pthread_mutex_lock(&g->mu);
+    while (atomic_load_explicit(&g->gen, memory_order_relaxed) == my && !g->stopped) pthread_cond_wait(&g->cv, &g->mu);
+    return atomic_load_explicit(&g->gen, memory_order_relaxed) == my ? stopped_err(t) : VT_OK;
 }
 
 vt_err vti_thr_barrier(vti_thr *t)
