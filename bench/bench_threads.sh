@@ -2,8 +2,10 @@
 # bench_threads.sh BUILD_DIR [ROUNDS]: the wall time of `trainer train` with --threads 1 and 2 on the
 # residual CNN and the GPT (their default batches, a few steps), alternated ROUNDS times (default 5),
 # medians and the ratio 1-thread / 2-thread per model; the commitments of both thread counts compared
-# (they must be the same bytes). Wall time of the whole process (training only: the data set load and
-# the model's set-up are in it too). Run on a quiet machine: other load inflates both.
+# (they must be the same bytes). --threads 2 runs the step as 2 in-process shares of the batch (both
+# default batches split: docs/architecture.md "Threads"). Wall time of the whole process (the data set
+# load and the model's set-up are in it too, once per share). Run on a quiet machine: other load
+# inflates both.
 set -u
 B=$(cd "$1" && pwd)
 ROUNDS=${2:-5}

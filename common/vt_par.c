@@ -22,8 +22,10 @@ static pthread_mutex_t g_use = PTHREAD_MUTEX_INITIALIZER; /* held by the caller 
 static job g_job;
 static unsigned long g_gen;   /* a new job's generation */
 static int g_threads = 0;     /* 0: not read from the environment yet */
+static int g_asked = 0;       /* the count was asked for (VT_THREADS, vt_par_set_threads) */
 static int g_started = 0;     /* workers running */
 static _Thread_local int g_inside; /* this thread runs a part */
+static _Thread_local int g_own;    /* this thread runs its loops alone (vt_par_own_thread) */
 
 static void part_range(size_t n, int parts, int p, size_t *lo, size_t *hi)
 {
@@ -70,6 +72,7 @@ int vt_par_threads(void)
         long cpus = sysconf(_SC_NPROCESSORS_ONLN), local = l && *l ? strtol(l, NULL, 10) : 1;
         long v = e && *e ? strtol(e, NULL, 10) : (cpus > 0 ? cpus : 1) / (local > 0 ? local : 1);
         g_threads = v < 1 ? 1 : v > VT_PAR_MAX ? VT_PAR_MAX : (int)v;
+        g_asked = e && *e;
     }
     int t = g_threads;
     pthread_mutex_unlock(&g_mu);
@@ -80,7 +83,17 @@ void vt_par_set_threads(int n)
 {
     pthread_mutex_lock(&g_mu);
     g_threads = n < 1 ? 1 : n > VT_PAR_MAX ? VT_PAR_MAX : n;
+    g_asked = 1;
     pthread_mutex_unlock(&g_mu);
+}
+
+int vt_par_threads_asked(void)
+{
+    (void)vt_par_threads(); /* VT_THREADS read */
+    pthread_mutex_lock(&g_mu);
+    int a = g_asked;
+    pthread_mutex_unlock(&g_mu);
+    return a;
 }
 
 int vt_par_for(size_t n, size_t min_chunk, vt_par_fn fn, void *ctx)
@@ -89,7 +102,7 @@ int vt_par_for(size_t n, size_t min_chunk, vt_par_fn fn, void *ctx)
     int t = vt_par_threads();
     size_t most = min_chunk ? n / min_chunk : n;
     int parts = most < (size_t)t ? (int)(most ? most : 1) : t;
-    if (parts <= 1 || g_inside || pthread_mutex_trylock(&g_use) != 0) {
+    if (parts <= 1 || g_inside || g_own || pthread_mutex_trylock(&g_use) != 0) {
         fn(ctx, 0, n, 0);
         return 1;
     }
@@ -110,6 +123,8 @@ int vt_par_for(size_t n, size_t min_chunk, vt_par_fn fn, void *ctx)
     pthread_mutex_unlock(&g_use);
     return parts;
 }
+
+void vt_par_own_thread(int on) { g_own = on != 0; }
 
 /* A BLAS that threads its GEMM (OpenBLAS), to the same count; others have no such call. */
 static void blas_threads(int n)

@@ -16,6 +16,9 @@
 /* The number of threads loops may use (>= 1). Default: VT_THREADS from the environment, else the
  * online CPUs divided among the ranks mpirun started on this node (OMPI_COMM_WORLD_LOCAL_SIZE). */
 int vt_par_threads(void);
+/* 1 when the count was asked for (--threads N, vt_par_set_threads, or VT_THREADS), 0 when it is the
+ * default (the CPUs): the trainer says how it uses threads it was asked for. */
+int vt_par_threads_asked(void);
 /* Sets it (1 .. VT_PAR_MAX; clamped), before or between loops (not from inside one). */
 void vt_par_set_threads(int n);
 
@@ -26,6 +29,11 @@ void vt_par_set_threads(int n);
  * (rounding=log) records the elements near a boundary of its own FP64 values, which a BLAS's thread
  * count may change. */
 void vt_par_configure(int n);
+
+/* This thread runs its parallel loops on itself alone from now on (on = 1; 0: as before): a thread
+ * that is one of several in-process shares of the batch (run/vt_shares.h), which are the threads
+ * already. */
+void vt_par_own_thread(int on);
 
 /* fn(ctx, lo, hi, part) for contiguous parts [lo, hi) covering [0, n); part in 0 .. parts-1. */
 typedef void (*vt_par_fn)(void *ctx, size_t lo, size_t hi, int part);

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "../common/vt_cli.h"
+#include "vt_dist_thr.h"
 
 #ifdef VT_HAVE_MPI
 #include <mpi.h>
@@ -21,6 +22,7 @@ struct vt_comm {
     uint64_t n_coll, n_a2a; /* MPI collectives called, alltoallv among them, the wall and thread CPU */
     double t_coll, c_coll;  /* seconds in them */
     vt_dist_engine eng;     /* the data collectives' engine (eng.impl NULL: MPI or the copy of one rank) */
+    vti_thr *thr;           /* an in-process communicator's end (vt_dist_threads_open; its engine's impl) */
 #ifdef VT_HAVE_MPI
     MPI_Comm comm; /* our duplicate of MPI_COMM_WORLD, MPI_ERRORS_RETURN */
 #endif
@@ -186,6 +188,41 @@ vt_err vt_dist_finalize(vt_comm **cp)
     return ret;
 }
 
+vt_err vt_dist_threads_open(int n, vt_comm **comms)
+{
+    VT_RETURN_ERROR_IF(n < 1 || n > VT_DIST_THREADS_MAX || !comms, VT_ERR_ARG,
+                       "vt_dist_threads_open: %d shares (1 .. %d)", n, VT_DIST_THREADS_MAX);
+    vti_thr *ends[VT_DIST_THREADS_MAX];
+    VT_FORWARD_IF_ERROR(vti_thr_group(n, ends));
+    int i = 0;
+    for (; i < n; i++) {
+        comms[i] = calloc(1, sizeof *comms[i]);
+        if (!comms[i]) break;
+        comms[i]->rank = i, comms[i]->size = n, comms[i]->thr = ends[i];
+        vti_thr_engine(ends[i], &comms[i]->eng);
+    }
+    if (i < n) {
+        for (int k = 0; k < n; k++) {
+            if (k < i) {
+                vt_comm *tmp = comms[k];
+                (void)vt_dist_finalize(&tmp); /* releases its end */
+            } else {
+                vt_dist_engine e;
+                vti_thr_engine(ends[k], &e);
+                e.close(e.impl);
+            }
+            comms[k] = NULL;
+        }
+        VT_RETURN_ERROR(VT_ERR_NOMEM, "vt_dist_threads_open: out of memory");
+    }
+    return VT_OK;
+}
+
+void vt_dist_threads_stop(vt_comm *c, const char *why)
+{
+    if (c && c->thr) vti_thr_stop(c->thr, why);
+}
+
 int vt_dist_rank(const vt_comm *c) { return c ? c->rank : 0; }
 int vt_dist_size(const vt_comm *c) { return c ? c->size : 1; }
 int vt_dist_is_mpi(const vt_comm *c) { return c ? c->is_mpi : 0; }
@@ -193,6 +230,8 @@ int vt_dist_is_mpi(const vt_comm *c) { return c ? c->is_mpi : 0; }
 vt_err vt_dist_set_engine(vt_comm *c, const vt_dist_engine *e)
 {
     VT_RETURN_ERROR_IF(!c, VT_ERR_ARG, "vt_dist_set_engine: no communicator");
+    VT_RETURN_ERROR_IF(c->thr, VT_ERR_UNSUPPORTED,
+                       "vt_dist_set_engine: the communicator of thread shares has its own engine");
     VT_RETURN_ERROR_IF(e && (!e->impl || !e->allreduce_i64 || !e->allgatherv || !e->alltoallv || !e->bcast),
                        VT_ERR_ARG, "vt_dist_set_engine: an engine lacks an entry");
     if (c->eng.impl && c->eng.close) c->eng.close(c->eng.impl);
@@ -426,6 +465,11 @@ vt_err vt_dist_bcast(vt_comm *c, void *buf, size_t len, int root)
 vt_err vt_dist_barrier(vt_comm *c)
 {
     VT_RETURN_ERROR_IF(!c, VT_ERR_ARG, "vt_dist_barrier: no communicator");
+    if (c->thr) {
+        vt_err e;
+        VTI_TIME(c, e = vti_thr_barrier(c->thr));
+        return e;
+    }
 #ifdef VT_HAVE_MPI
     if (c->is_mpi) VTI_MPI(c, "MPI_Barrier", MPI_Barrier(c->comm));
 #endif
@@ -439,6 +483,11 @@ vt_err vt_dist_agree(vt_comm *c, vt_err mine, int *failed_rank)
     if (failed_rank) *failed_rank = mine ? 0 : -1;
     VT_RETURN_ERROR_IF(!c, VT_ERR_ARG, "vt_dist_agree: no communicator");
     if (c->size == 1) return mine; /* one rank: its own outcome, its message unchanged */
+    if (c->thr) {
+        vt_err e;
+        VTI_TIME(c, e = vti_thr_agree(c->thr, mine, failed_rank));
+        return e;
+    }
 #ifdef VT_HAVE_MPI
     int *codes = malloc((size_t)c->size * sizeof *codes);
     VT_RETURN_ERROR_IF(!codes, VT_ERR_NOMEM, "rank %d of %d: agree: out of memory", c->rank, c->size);

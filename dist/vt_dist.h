@@ -40,6 +40,20 @@ vt_err vt_dist_finalize(vt_comm **c);
 
 int vt_dist_rank(const vt_comm *c);
 int vt_dist_size(const vt_comm *c);
+/* In-process shares (docs/architecture.md "Threads"): n communicators (comms[0..n), 1 <= n <=
+ * VT_DIST_THREADS_MAX) of this one process, comms[i] rank i of n, for n threads that each call the
+ * collectives through their own communicator, as MPI's ranks do (every collective by every thread,
+ * in the same order). Their engine is "threads": the data collectives copy the bits (or add the
+ * integers) from one another's buffers in shared memory; vt_dist_agree and vt_dist_barrier meet at
+ * the group's barrier (agree naming "rank R of N", share R). No MPI. Each is closed by
+ * vt_dist_finalize (the group freed with the last); vt_dist_set_engine refuses them. */
+#define VT_DIST_THREADS_MAX 64
+vt_err vt_dist_threads_open(int n, vt_comm **comms) VT_WARN_UNUSED;
+/* c's group stopped (a thread that stops alone, why its reason): every collective waiting on any of
+ * its communicators, and every later one, returns VT_ERR_INTERNAL naming the reason, so no thread is
+ * left waiting. Nothing for another communicator. */
+void vt_dist_threads_stop(vt_comm *c, const char *why);
+
 /* 1 when the communicator runs over MPI (launched by mpirun, even as one rank), 0 when it is the
  * single process without MPI. */
 int vt_dist_is_mpi(const vt_comm *c);

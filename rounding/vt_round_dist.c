@@ -165,6 +165,12 @@ static void p1_free(vti_p1 *b)
 static _Thread_local vti_p1 g_p1;
 static _Thread_local int g_p1_N;
 
+void vt_round_dist_release(void)
+{
+    p1_free(&g_p1);
+    g_p1_N = 0;
+}
+
 /* The buffers for n elements on N ranks: &g_p1 with its chunk set, or NULL (out of memory). */
 static vti_p1 *p1_get(size_t n, int N)
 {

@@ -94,6 +94,10 @@ vt_err vt_round_dist_quot32(vt_comm *comm, const vt_xacc *mine, uint64_t n, floa
  * in them (its collectives included: dist/vt_dist.h vt_dist_clock counts those apart). */
 void vt_round_dist_clock(uint64_t *calls, double *seconds);
 
+/* Frees this thread's phase-1 buffers, kept from call to call (up to 11 MiB): a thread that ends
+ * calls it (the trainer's thread shares, run/vt_shares.c); the next call allocates them again. */
+void vt_round_dist_release(void);
+
 /* The combination of phase 1 for one element: nr >= 1 partials p[r*stride] and bounds b[r*stride]
  * in rank order into x and B with |x - sum_r X_r| <= B whenever |p_r - X_r| <= b_r for each r. B is
  * 0 only when every b_r is 0 and the partials' sum is exact in FP64 (then x is that sum; a zero is

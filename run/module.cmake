@@ -3,7 +3,7 @@ find_package(Threads REQUIRED)
 add_library(vt_run STATIC ${CMAKE_CURRENT_SOURCE_DIR}/run/vt_step.c ${CMAKE_CURRENT_SOURCE_DIR}/run/vt_train.c ${CMAKE_CURRENT_SOURCE_DIR}/run/vt_audit.c
             ${CMAKE_CURRENT_SOURCE_DIR}/run/vt_export.c ${CMAKE_CURRENT_SOURCE_DIR}/run/vt_onnx.c
             ${CMAKE_CURRENT_SOURCE_DIR}/run/vt_init.c ${CMAKE_CURRENT_SOURCE_DIR}/run/vt_torch.c
-            ${CMAKE_CURRENT_SOURCE_DIR}/run/vt_ranks.c)
+            ${CMAKE_CURRENT_SOURCE_DIR}/run/vt_ranks.c ${CMAKE_CURRENT_SOURCE_DIR}/run/vt_shares.c)
 target_link_libraries(vt_run PUBLIC vt_cuda vt_model vt_store vt_merkle vt_data vt_kernels vt_rounding vt_dist vt_common
                       Threads::Threads ${CMAKE_DL_LIBS})
 list(PREPEND VT_TEST_LIBS vt_run)

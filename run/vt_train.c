@@ -659,7 +659,8 @@ static vt_err train(train_ctx *t, const vt_recipe *rcp, const vt_train_opts *o, 
     VT_FORWARD_IF_ERROR(agree(t, prepare(t, rcp, o)));
     const char *engine = getenv("VT_DIST_ENGINE"); /* "mpi": the GPU ranks' collectives over MPI (a check) */
     const int nccl = t->size > 1 && t->be.impl && !(engine && strcmp(engine, "mpi") == 0);
-    if (t->size > 1) { /* the first collective after the start-up's agreement: every rank reaches it */
+    if (t->size > 1 && vt_dist_is_mpi(t->comm)) { /* the first collective after the start-up's agreement: every
+                                                    * rank reaches it (thread shares: one build, one set of options) */
         const vt_ranks_start st = {o->shard_state, o->backend ? o->backend : "cpu", nccl ? "nccl" : "mpi",
                                    o->resume, o->stop_after, t->manifest, &t->m.prog, o->order, o->hooks};
         int common = 0;

@@ -8,7 +8,9 @@
 #include "../common/vt_hash.h"
 #include "../dist/vt_dist.h"
 #include "../model/vt_plain.h"
+#include "../common/vt_par.h"
 #include "../run/vt_init.h"
+#include "../run/vt_shares.h"
 #include "trainer.h"
 
 #define HELP_RECIPE "JSON recipe (default: the built-in MNIST MLP recipe; `trainer recipe` prints it)"
@@ -49,7 +51,7 @@ static int make_recipe(const char *prog, const char *file, const vt_cli_list *se
 }
 
 /* The summary of a finished training (rank 0 only), on stdout. */
-static int train_report(const vt_recipe *rcp, const vt_train_opts *o, const vt_train_result *res)
+static int train_report(const vt_recipe *rcp, const vt_train_opts *o, const vt_train_result *res, int shares)
 {
     char root[65];
     vt_hex(res->root, 32, root);
@@ -91,13 +93,18 @@ static int train_report(const vt_recipe *rcp, const vt_train_opts *o, const vt_t
            dense, dense > 0 ? 100.0 * per_step / dense : 0.0);
     printf("merkle root     %s\n", root);
     printf("commitment      %s/commitment.vtc\n", o->run_dir);
-    if (res->ranks > 1) /* data-parallel (information: neither the manifest nor the commitment names the ranks) */
+    if (shares > 1) /* --threads N as shares of the batch (information, as the ranks) */
+        printf("threads         %d shares of the batch (%u examples each); %llu sums per share rounded across the "
+               "shares, %llu of them by the exact phase\n",
+               shares, rcp->batch / (uint32_t)shares, (unsigned long long)res->dist_sums,
+               (unsigned long long)res->dist_exact);
+    else if (res->ranks > 1) /* data-parallel (information: neither the manifest nor the commitment names the ranks) */
         printf("ranks           %d (batch %u split %u per rank); %llu sums per rank rounded across the ranks, %llu "
                "of them by the exact phase; %.0f bytes/step sent, all ranks\n",
                res->ranks, rcp->batch, rcp->batch / (uint32_t)res->ranks, (unsigned long long)res->dist_sums,
                (unsigned long long)res->dist_exact,
                (double)res->dist_bytes / (double)(res->steps > res->resumed_from ? res->steps - res->resumed_from : 1));
-    if (res->ranks > 1) /* the state's planned bytes on rank 0 (--shard-state: 1/N of the optimiser state) */
+    if (res->ranks > 1 && shares <= 1) /* the state's planned bytes on rank 0 (--shard-state: 1/N of the optimiser state) */
         printf("state memory    %llu of %llu bytes on rank 0, optimiser state %llu of %llu (%s); the model's "
                "allocation %llu bytes\n",
                (unsigned long long)res->state_bytes, (unsigned long long)res->state_total,
@@ -144,7 +151,9 @@ int trainer_train(int argc, char **argv)
         "trainer train", "RUN_DIR --key KEYFILE [options]",
         "train a recipe verifiably into RUN_DIR (created with its missing parents) and commit to every step;\n"
         "under `mpirun -np N`: data-parallel on N ranks, the batch (a multiple of N) split across them,\n"
-        "rank 0 writing the run: the one-process commitment (docs/distributed.md)",
+        "rank 0 writing the run: the one-process commitment (docs/distributed.md); with --threads N in one\n"
+        "process, N threads each on a share of the batch, combined as the ranks are: the same commitment\n"
+        "(docs/architecture.md \"Threads\")",
         "blas (the trainer's; the commitment is the same in every order under exact rounding)", opts,
         trainer_test_train_opts(&o), 1, 1, 0, NULL};
     vt_cli_args a;
@@ -186,8 +195,18 @@ int trainer_train(int argc, char **argv)
                     rcp.batch / (uint32_t)size, rcp.batch / (uint32_t)size - 1, o.run_dir,
                     o.shard_state ? "; --shard-state: each rank holds and updates 1/N of the optimiser state" : "");
     }
+    /* --threads N (default: the CPUs) in one process: N shares of the batch where it splits
+     * (run/vt_shares.h), else the per-operation split; said on stderr where N was asked for */
+    char why[160];
+    const int shares = vt_train_shares(&rcp, &o, vt_par_threads(), why, sizeof why);
+    if (!o.quiet && shares > 1 && vt_par_threads_asked())
+        fprintf(stderr, "trainer: %d threads, each on a share of %u of the batch's %u examples\n", shares,
+                rcp.batch / (uint32_t)shares, rcp.batch);
+    else if (!o.quiet && why[0] && vt_par_threads_asked())
+        fprintf(stderr, "trainer: --threads %d: %s: each operation's loops split over the threads instead\n",
+                vt_par_threads(), why);
     vt_train_result res;
-    e = vt_train_run(&rcp, &o, &res);
+    e = shares > 1 ? vt_train_run_shares(&rcp, &o, shares, &res) : vt_train_run(&rcp, &o, &res);
     if (e) {
         if (size == 1 || (res.err_common && rank == 0)) /* every rank's error (naming the rank): printed once */
             fprintf(stderr, "trainer: %s\n", vt_errmsg());
@@ -197,7 +216,7 @@ int trainer_train(int argc, char **argv)
             fprintf(stderr, "trainer (rank %d of %d): %s\n", rank, size, vt_errmsg());
         st = vt_cli_exit_for(e);
     } else {
-        st = rank == 0 ? train_report(&rcp, &o, &res) : VT_EXIT_OK;
+        st = rank == 0 ? train_report(&rcp, &o, &res, shares) : VT_EXIT_OK;
     }
     /* a rank failing alone leaves without MPI_Finalize: mpirun then stops the others */
     if (size == 1 || !e || res.err_common) {

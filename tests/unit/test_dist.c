@@ -19,6 +19,7 @@
  * more elements than one gathered chunk; the losses' quotients of an exact sum over the ranks
  * (vt_round_dist_quot32, test_quot). */
 #include <float.h>
+#include <pthread.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,7 +35,7 @@
 #include "rounding/vt_round_dist.h"
 #include "vt_test.h"
 
-static int RANK, SIZE;
+static _Thread_local int RANK, SIZE; /* per thread: the thread shares run the tests too */
 
 /* ---------------------------------------------------------------- data */
 
@@ -744,6 +745,72 @@ static void test_quot(vt_comm *c, vt_rng *r)
     CHECK(bad == 0, "%zu of %zu quotients across the ranks differ", bad, cases);
 }
 
+/* every test, on this rank of c */
+static void body(vt_comm *c)
+{
+    RANK = vt_dist_rank(c);
+    SIZE = vt_dist_size(c);
+    uint64_t seed = vt_test_seed(20240924);
+    vt_rng r = {seed};
+    test_collectives(c);
+    test_agree(c);
+    test_combine(&r);
+    elems E = {0};
+    make_random(&E, 3000, &r);
+    float *ref = references(&E);
+    round_all(c, &E, ref, seed, "random sums", 0);
+    free(ref);
+    el_free(&E);
+    make_adversarial(&E, &r);
+    ref = references(&E);
+    uint64_t ex = round_all(c, &E, ref, seed, "adversarial", 1);
+    CHECK(ex > 0, "the exact phase never ran");
+    free(ref);
+    el_free(&E);
+    test_chunks(c, &r);
+    test_bounds_sent(c, &r);
+    test_failures(c, &r);
+    test_quot(c, &r);
+}
+
+typedef struct {
+    vt_comm *c;
+} thr_arg;
+
+static void *thr_main(void *a)
+{
+    body(((thr_arg *)a)->c);
+    vt_round_dist_release(); /* the thread ends: its kept buffers freed */
+    return NULL;
+}
+
+/* The tests over n thread shares of this process (vt_dist_threads_open), then a share that stops
+ * alone: the other's waiting barrier fails, naming it, instead of waiting forever. */
+static void thread_shares(int n)
+{
+    vt_comm *cs[8];
+    CHECK_OK(vt_dist_threads_open(n, cs));
+    CHECK(strcmp(vt_dist_engine_name(cs[0]), "threads") == 0 && !vt_dist_is_mpi(cs[0]) && vt_dist_size(cs[n - 1]) == n &&
+              vt_dist_rank(cs[n - 1]) == n - 1,
+          "thread shares: %s, size %d", vt_dist_engine_name(cs[0]), vt_dist_size(cs[0]));
+    CHECK(vt_dist_set_engine(cs[0], NULL) == VT_ERR_UNSUPPORTED, "set_engine on thread shares");
+    printf("test_dist: %d thread shares\n", n);
+    pthread_t th[8];
+    thr_arg args[8];
+    for (int i = 1; i < n; i++) {
+        args[i].c = cs[i];
+        CHECK(pthread_create(&th[i], NULL, thr_main, &args[i]) == 0, "pthread_create");
+    }
+    body(cs[0]);
+    for (int i = 1; i < n; i++) pthread_join(th[i], NULL);
+    vt_dist_threads_stop(cs[n - 1], "a test's stop");
+    vt_err e = vt_dist_barrier(cs[0]);
+    CHECK(e == VT_ERR_INTERNAL && strstr(vt_errmsg(), "abandoned: thread share") && strstr(vt_errmsg(), "a test's stop"),
+          "stopped shares: %d \"%s\"", (int)e, vt_errmsg());
+    for (int i = 0; i < n; i++) CHECK_OK(vt_dist_finalize(&cs[i]));
+    RANK = 0, SIZE = 1;
+}
+
 int main(int argc, char **argv)
 {
     int want_ranks = 0, st = vt_test_ranks_arg(argc, argv, "test_dist", &want_ranks);
@@ -773,37 +840,14 @@ int main(int argc, char **argv)
     if (want_ranks) CHECK(SIZE == want_ranks, "%d ranks, %d expected", SIZE, want_ranks);
     CHECK(RANK >= 0 && RANK < SIZE && SIZE <= 64, "rank %d of %d", RANK, SIZE);
     if (RANK == 0) printf("test_dist: %d rank%s%s\n", SIZE, SIZE == 1 ? "" : "s", vt_dist_is_mpi(c) ? " (MPI)" : "");
-    uint64_t seed = vt_test_seed(20240924);
-    vt_rng r = {seed};
-
-    test_collectives(c);
-    test_agree(c);
-    test_combine(&r);
-
-    elems E = {0};
-    make_random(&E, 3000, &r);
-    float *ref = references(&E);
-    round_all(c, &E, ref, seed, "random sums", 0);
-    free(ref);
-    el_free(&E);
-
-    make_adversarial(&E, &r);
-    ref = references(&E);
-    uint64_t ex = round_all(c, &E, ref, seed, "adversarial", 1);
-    CHECK(ex > 0, "the exact phase never ran");
-    free(ref);
-    el_free(&E);
-
-    test_chunks(c, &r);
-    test_bounds_sent(c, &r);
-    test_failures(c, &r);
-    test_quot(c, &r);
-
+    body(c);
     /* every rank's own failures, agreed: a rank that failed a check fails the test on all */
     e = vt_dist_agree(c, vt_test_failed ? vt_set_error(VT_ERR_INTERNAL, "%ld checks failed", vt_test_failed) : VT_OK,
                       NULL);
     if (e && !vt_test_failed) fprintf(stderr, "test_dist: %s\n", vt_errmsg());
     CHECK_OK(vt_dist_finalize(&c));
+    if (SIZE == 1 && !launched) /* one process: the same tests over 2 and 3 thread shares */
+        for (int n = 2; n <= 3; n++) thread_shares(n);
     char name[64];
     snprintf(name, sizeof name, "test_dist (rank %d of %d)", RANK, SIZE);
     return vt_test_finish(name) ? 1 : (e ? 1 : 0);
