@@ -195,10 +195,12 @@ int trainer_train(int argc, char **argv)
                     rcp.batch / (uint32_t)size, rcp.batch / (uint32_t)size - 1, o.run_dir,
                     o.shard_state ? "; --shard-state: each rank holds and updates 1/N of the optimiser state" : "");
     }
-    /* --threads N (default: the CPUs) in one process: N shares of the batch where it splits
-     * (run/vt_shares.h), else the per-operation split; said on stderr where N was asked for */
-    char why[160];
-    const int shares = vt_train_shares(&rcp, &o, vt_par_threads(), why, sizeof why);
+    /* --threads N (or VT_THREADS) in one process: N shares of the batch where it splits (run/vt_shares.h),
+     * else the per-operation split, said on stderr; the default count (the CPUs) splits each operation's
+     * loops, as before shares (opt-in: N copies of the state, and shares wait for each other's time slices
+     * on a loaded machine) */
+    char why[160] = "";
+    const int shares = vt_par_threads_asked() ? vt_train_shares(&rcp, &o, vt_par_threads(), why, sizeof why) : 1;
     if (!o.quiet && shares > 1 && vt_par_threads_asked())
         fprintf(stderr, "trainer: %d threads, each on a share of %u of the batch's %u examples\n", shares,
                 rcp.batch / (uint32_t)shares, rcp.batch);

@@ -35,6 +35,10 @@ for m in MLP CNN GPT; do
   done
   "$B/auditor" verify "$T/$m-3" --threads 2 --quiet >"$T/out" 2>&1 && ok || bad "$m: audit: $(cat "$T/out")"
 done
+# shares are asked for: the default count (no --threads, no VT_THREADS) splits each operation's loops
+(unset VT_THREADS; "$B/trainer" train "$T/MLP-default" --key "$T/key" "${MLP[@]}" >"$T/out" 2>&1) &&
+  ! grep -q "shares of the batch" "$T/out" && cmp -s "$T/MLP-1/commitment.vtc" "$T/MLP-default/commitment.vtc" && ok ||
+  bad "MLP without --threads: shares taken, or another commitment: $(cat "$T/out")"
 # stopped after step 3 on 2 shares (trainer-test --stop-after: no commitment), resumed on 3: the same run
 "$B/trainer-test" train --threads 2 "$T/R" --key "$T/key" "${GPT[@]}" --stop-after 3 --quiet >"$T/out" 2>&1 &&
   [ ! -e "$T/R/commitment.vtc" ] || bad "GPT --threads 2 --stop-after 3: $(cat "$T/out")"
