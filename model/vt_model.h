@@ -181,6 +181,9 @@ vt_err vt_model_check_budget(const vt_model_mem *need, uint64_t budget) VT_WARN_
 /* bytes = 0: the default. Set once at start-up (--max-memory), before any thread starts. */
 void vt_model_set_memory_budget(uint64_t bytes, vt_err over);
 uint64_t vt_model_memory_budget(void);
+/* What the process's budget counts besides a plan: under --max-memory the bytes resident now
+ * (vt_memory_resident), else 0 (the available memory is what is left beside them). */
+double vt_model_memory_held(void);
 /* vt_model_init against an explicit budget (0: the process's). */
 vt_err vt_model_init_within(vt_model *m, const vt_recipe *rcp, size_t n_examples, vt_order order,
                             uint64_t budget) VT_WARN_UNUSED;

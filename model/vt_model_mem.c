@@ -22,6 +22,8 @@ void vt_model_set_memory_budget(uint64_t bytes, vt_err over)
 
 uint64_t vt_model_memory_budget(void) { return g_budget ? g_budget : vt_memory_available(); }
 
+double vt_model_memory_held(void) { return g_budget ? (double)vt_memory_resident() : 0.0; }
+
 
 /* The scratch sizes (FP64 elements, norms) vt_model_init allocates: the largest any operation's
  * cost asks for, the evaluation pass included (a sharded optimiser state, ss: the optimiser's
@@ -82,7 +84,7 @@ vt_err vt_model_check_budget(const vt_model_mem *need, uint64_t budget)
     /* --max-memory is the process's budget: what it holds already (its data, an --init file's bytes, the
      * libraries) counts too; the available memory (the default) is what is left beside it, and a caller's own
      * budget (an auditor's replay job) is that model's share */
-    double held = !budget && g_budget ? (double)vt_memory_resident() : 0.0;
+    double held = !budget ? vt_model_memory_held() : 0.0;
     if (!budget) budget = vt_model_memory_budget();
     if (need->total + held <= (double)budget) return VT_OK;
     char n[32], b[32], a[32], s[32], h[32];

@@ -28,7 +28,7 @@ static int fits(const vt_recipe *rcp, int threads, char *why, size_t cap)
         vt_model_mem mem;
         vt_model_need(&p, share->batch, rcp->subset, &mem);
         const double all = mem.total * threads, budget = (double)vt_model_memory_budget();
-        if (all > budget) {
+        if (all + vt_model_memory_held() > budget) { /* --max-memory: beside what the process holds */
             char a[32], b[32];
             vt_fmt_bytes(all, a, sizeof a);
             vt_fmt_bytes(budget, b, sizeof b);
