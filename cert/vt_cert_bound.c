@@ -248,6 +248,21 @@ static void share(vt_cert_ctx *c, double *v, size_t n)
     if (e) c->err = e;
 }
 
+/* Layer k's work arrays (n[k] set): the bounds' vectors of every layer, and past the input the pre-activation
+ * bounds, relaxations and slopes (the weights are not work: the caller's). */
+static void alloc_layer_work(vt_cert_ctx *c, uint32_t k, int *bad)
+{
+    size_t m = c->n[k];
+    c->hl[k] = xcalloc(m, sizeof(double), bad), c->hu[k] = xcalloc(m, sizeof(double), bad);
+    c->hm[k] = xcalloc(m, sizeof(double), bad);
+    c->mu[k] = xcalloc(m, sizeof(double), bad), c->fa[k] = xcalloc(m, sizeof(double), bad);
+    if (k == 0) return;
+    c->zl[k] = xcalloc(m, sizeof(double), bad), c->zu[k] = xcalloc(m, sizeof(double), bad);
+    c->al[k] = xcalloc(m, sizeof(double), bad), c->au[k] = xcalloc(m, sizeof(double), bad);
+    c->am[k] = xcalloc(m, sizeof(double), bad), c->dl[k] = xcalloc(m, sizeof(double), bad);
+    c->slope[k] = xcalloc(m, sizeof(double), bad);
+}
+
 /* A context's work vectors and alpha-CROWN's / beta-CROWN's search state (maxw, n_alpha_row set). */
 static void alloc_work(vt_cert_ctx *c, int *badp)
 {
@@ -286,9 +301,7 @@ vt_err vt_cert_ctx_new(const vt_cert_net *net, vt_cert_ctx **out)
     }
     for (uint32_t k = 0; k <= c->L; k++) {
         size_t m = c->n[k];
-        c->hl[k] = xcalloc(m, sizeof(double), &bad), c->hu[k] = xcalloc(m, sizeof(double), &bad);
-        c->hm[k] = xcalloc(m, sizeof(double), &bad);
-        c->mu[k] = xcalloc(m, sizeof(double), &bad), c->fa[k] = xcalloc(m, sizeof(double), &bad);
+        alloc_layer_work(c, k, &bad);
         if (k == 0) continue;
         size_t in = c->n[k - 1], ilo, ihi, jlo, jhi, fl = fsdp_len(c, in * m);
         rows_of(c, in, &ilo, &ihi), rows_of(c, m, &jlo, &jhi);
@@ -299,10 +312,6 @@ vt_err vt_cert_ctx_new(const vt_cert_net *net, vt_cert_ctx **out)
             c->W[k] = xcalloc((ihi - ilo) * m, sizeof(double), &bad),
             c->WT[k] = xcalloc((jhi - jlo) * in, sizeof(double), &bad);
         c->b[k] = xcalloc(m, sizeof(double), &bad);
-        c->zl[k] = xcalloc(m, sizeof(double), &bad), c->zu[k] = xcalloc(m, sizeof(double), &bad);
-        c->al[k] = xcalloc(m, sizeof(double), &bad), c->au[k] = xcalloc(m, sizeof(double), &bad);
-        c->am[k] = xcalloc(m, sizeof(double), &bad), c->dl[k] = xcalloc(m, sizeof(double), &bad);
-        c->slope[k] = xcalloc(m, sizeof(double), &bad);
         if (bad) break;
         for (size_t q = 0; q < in * m; q++) /* every rank checks the whole layer: the same outcome */
             if (!isfinite(net->W[k][q])) bad = 2;
@@ -355,16 +364,9 @@ vt_err vti_cert_ctx_fork(const vt_cert_ctx *c, vt_cert_ctx **out)
     f->L = c->L, f->maxw = c->maxw, f->n_alpha_row = c->n_alpha_row, f->size = 1, f->borrowed = 1;
     f->deadline = c->deadline, f->timed_out = c->timed_out, f->fp32_any = c->fp32_any;
     for (uint32_t k = 0; k <= c->L; k++) {
-        size_t m = f->n[k] = c->n[k];
-        f->hl[k] = xcalloc(m, sizeof(double), &bad), f->hu[k] = xcalloc(m, sizeof(double), &bad);
-        f->hm[k] = xcalloc(m, sizeof(double), &bad);
-        f->mu[k] = xcalloc(m, sizeof(double), &bad), f->fa[k] = xcalloc(m, sizeof(double), &bad);
-        if (k == 0) continue;
-        f->W[k] = c->W[k], f->WT[k] = c->WT[k], f->b[k] = c->b[k]; /* read only: shared */
-        f->zl[k] = xcalloc(m, sizeof(double), &bad), f->zu[k] = xcalloc(m, sizeof(double), &bad);
-        f->al[k] = xcalloc(m, sizeof(double), &bad), f->au[k] = xcalloc(m, sizeof(double), &bad);
-        f->am[k] = xcalloc(m, sizeof(double), &bad), f->dl[k] = xcalloc(m, sizeof(double), &bad);
-        f->slope[k] = xcalloc(m, sizeof(double), &bad);
+        f->n[k] = c->n[k];
+        alloc_layer_work(f, k, &bad);
+        if (k) f->W[k] = c->W[k], f->WT[k] = c->WT[k], f->b[k] = c->b[k]; /* read only: shared */
     }
     alloc_work(f, &bad);
     if (bad) {

@@ -201,10 +201,10 @@ int trainer_train(int argc, char **argv)
      * on a loaded machine) */
     char why[160] = "";
     const int shares = vt_par_threads_asked() ? vt_train_shares(&rcp, &o, vt_par_threads(), why, sizeof why) : 1;
-    if (!o.quiet && shares > 1 && vt_par_threads_asked())
+    if (!o.quiet && shares > 1)
         fprintf(stderr, "trainer: %d threads, each on a share of %u of the batch's %u examples\n", shares,
                 rcp.batch / (uint32_t)shares, rcp.batch);
-    else if (!o.quiet && why[0] && vt_par_threads_asked())
+    else if (!o.quiet && why[0])
         fprintf(stderr, "trainer: --threads %d: %s: each operation's loops split over the threads instead\n",
                 vt_par_threads(), why);
     vt_train_result res;
