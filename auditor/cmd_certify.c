@@ -92,7 +92,7 @@ static int cmd_certify(int argc, char **argv, int check)
     memset(&o, 0, sizeof o);
     vt_order order = VT_ORDER_SPLIT;
     const char *signer = NULL, *eps = NULL;
-    uint64_t n = 0, domains = 0;
+    uint64_t n = 0, domains = 0, restarts = 0, iters = 0;
     int method = 1; /* crown */
     const vt_cli_opt opts[] = {
         VT_OPT_S("--eps", "E", "the L-infinity radius around each example, in [0, 1] (certify of a run: required)", &eps),
@@ -104,6 +104,9 @@ static int cmd_certify(int argc, char **argv, int check)
                  "\"Branch and bound\")", &method),
         VT_OPT_U("--domains", "N", "beta-crown: at most N subdomains bounded per example (default 200)", 1, 1000000,
                  &domains),
+        VT_OPT_U("--attack-restarts", "N", "the PGD attack's starts per wrong class: the example itself, then N - 1\n"
+                 "random points of the ball (default 5; recorded in the certificate)", 1, 100000, &restarts),
+        VT_OPT_U("--attack-iters", "N", "the PGD attack's steps from each start (default 50; recorded)", 1, 100000, &iters),
         VT_OPT_S("--intermediate", "crown|ibp", "a residual CNN's or convolutional ONNX file's pre-ReLU bounds for crown\n"
                                                 "and alpha-crown: backward passes per neuron (crown, the default) or\n"
                                                 "IBP's (ibp: CROWN-IBP, faster)", &inter),
@@ -156,6 +159,11 @@ static int cmd_certify(int argc, char **argv, int check)
     if (method == 3) o.set.bab_domains = domains ? (uint32_t)domains : 200;
     if (domains && method != 3) return vt_cli_usage_error(NULL, "auditor: --domains: for --method beta-crown");
     o.order = (int)order, o.examples = (uint32_t)n;
+    if (check && (restarts || iters))
+        return vt_cli_usage_error(NULL, "auditor check-certificate: --attack-restarts, --attack-iters: the certificate "
+                                        "records them (and a check runs no attack)");
+    if (restarts) o.set.attack_restarts = (uint32_t)restarts; /* after --method (which resets the settings) */
+    if (iters) o.set.attack_iters = (uint32_t)iters;
     if (inter) { /* after --method (which resets the settings) */
         if (check) return vt_cli_usage_error(NULL, "auditor check-certificate: --intermediate: the certificate records it");
         if (strcmp(inter, "crown") && strcmp(inter, "ibp"))
