@@ -58,6 +58,97 @@ static void dotk(const double *a, const double *b, size_t sb, size_t n, double *
     *err = UP(UP(coef_c(n) * abs) + coef_u(n));
 }
 
+/* dotk of rows rows of w (ld apart) with b (stride 1): s[r], err[r]. Four rows at a time, each row's
+ * sums in index order in its own accumulators (the same bits as dotk row by row; the four chains
+ * hide the additions' latency). */
+static void dotk_rows(const double *w, size_t ld, size_t rows, const double *b, size_t n, double *s, double *err)
+{
+    size_t r = 0;
+    const double C = coef_c(n), U = coef_u(n);
+    for (; r + 4 <= rows; r += 4) {
+        const double *a0 = w + r * ld, *a1 = a0 + ld, *a2 = a1 + ld, *a3 = a2 + ld;
+        double s0 = 0, s1 = 0, s2 = 0, s3 = 0, t0 = 0, t1 = 0, t2 = 0, t3 = 0;
+        for (size_t i = 0; i < n; i++) {
+            const double bi = b[i], p0 = a0[i] * bi, p1 = a1[i] * bi, p2 = a2[i] * bi, p3 = a3[i] * bi;
+            s0 += p0, s1 += p1, s2 += p2, s3 += p3;
+            t0 += fabs(p0), t1 += fabs(p1), t2 += fabs(p2), t3 += fabs(p3);
+        }
+        s[r] = s0, s[r + 1] = s1, s[r + 2] = s2, s[r + 3] = s3;
+        err[r] = UP(UP(C * t0) + U), err[r + 1] = UP(UP(C * t1) + U);
+        err[r + 2] = UP(UP(C * t2) + U), err[r + 3] = UP(UP(C * t3) + U);
+    }
+    for (; r < rows; r++) dotk(w + r * ld, b, 1, n, &s[r], &err[r]);
+}
+
+/* The same as dotk_rows over all the n rows (ld = m) of a matrix W given as its transpose wt
+ * (m x n): eight rows at a time, their terms read contiguously from wt, each row's sums in index
+ * order in its own lane (the same bits as dotk row by row). */
+/* two doubles in one register (GCC's and clang's vector extension): lane-wise IEEE operations,
+ * the same bits as the scalar ones */
+typedef double vt_v2d __attribute__((vector_size(16)));
+typedef long long vt_v2i __attribute__((vector_size(16)));
+
+/* The same as dotk_rows over all the n rows (ld = m) of a matrix W given as its transpose wt
+ * (m x n): eight rows at a time, their terms read contiguously from wt, each row's sums in index
+ * order in its own lane (the same bits as dotk row by row). */
+static void dotk_cols(const double *wt, size_t n, size_t m, const double *b, double *s, double *err)
+{
+    const double C = coef_c(m), U = coef_u(m);
+    const vt_v2i mask = {INT64_MAX, INT64_MAX}; /* |x|: the sign bit cleared */
+    size_t r = 0;
+    for (; r + 8 <= n; r += 8) {
+        vt_v2d s0 = {0, 0}, s1 = s0, s2 = s0, s3 = s0, t0 = s0, t1 = s0, t2 = s0, t3 = s0;
+        for (size_t j = 0; j < m; j++) {
+            const vt_v2d bj = {b[j], b[j]};
+            vt_v2d x0, x1, x2, x3;
+            memcpy(&x0, wt + j * n + r, sizeof x0), memcpy(&x1, wt + j * n + r + 2, sizeof x1);
+            memcpy(&x2, wt + j * n + r + 4, sizeof x2), memcpy(&x3, wt + j * n + r + 6, sizeof x3);
+            const vt_v2d p0 = x0 * bj, p1 = x1 * bj, p2 = x2 * bj, p3 = x3 * bj;
+            s0 += p0, s1 += p1, s2 += p2, s3 += p3;
+            t0 += (vt_v2d)((vt_v2i)p0 & mask), t1 += (vt_v2d)((vt_v2i)p1 & mask);
+            t2 += (vt_v2d)((vt_v2i)p2 & mask), t3 += (vt_v2d)((vt_v2i)p3 & mask);
+        }
+        const vt_v2d sv[4] = {s0, s1, s2, s3}, tv[4] = {t0, t1, t2, t3};
+        for (int q = 0; q < 8; q++) s[r + q] = sv[q / 2][q % 2], err[r + q] = UP(UP(C * tv[q / 2][q % 2]) + U);
+    }
+    for (; r < n; r++) {
+        double acc = 0, abs = 0;
+        for (size_t j = 0; j < m; j++) {
+            const double p = wt[j * n + r] * b[j];
+            acc += p, abs += fabs(p);
+        }
+        s[r] = acc, err[r] = UP(UP(C * abs) + U);
+    }
+}
+
+/* y[j] = init[j] + sum_i w[i m + j] x[i] for the m columns of w (n x m; init NULL: 0), each
+ * column's sum from init[j] in index order in its own lane (the same bits as the scalar loop over a
+ * row of w's transpose), eight columns at a time */
+static void matvec_cols(const double *w, size_t n, size_t m, const double *x, const double *init, double *y)
+{
+    size_t j = 0;
+    for (; j + 8 <= m; j += 8) {
+        vt_v2d a0 = {0, 0}, a1 = a0, a2 = a0, a3 = a0;
+        if (init)
+            memcpy(&a0, init + j, sizeof a0), memcpy(&a1, init + j + 2, sizeof a1),
+            memcpy(&a2, init + j + 4, sizeof a2), memcpy(&a3, init + j + 6, sizeof a3);
+        for (size_t i = 0; i < n; i++) {
+            const vt_v2d xi = {x[i], x[i]};
+            vt_v2d w0, w1, w2, w3;
+            memcpy(&w0, w + i * m + j, sizeof w0), memcpy(&w1, w + i * m + j + 2, sizeof w1);
+            memcpy(&w2, w + i * m + j + 4, sizeof w2), memcpy(&w3, w + i * m + j + 6, sizeof w3);
+            a0 += w0 * xi, a1 += w1 * xi, a2 += w2 * xi, a3 += w3 * xi;
+        }
+        memcpy(y + j, &a0, sizeof a0), memcpy(y + j + 2, &a1, sizeof a1);
+        memcpy(y + j + 4, &a2, sizeof a2), memcpy(y + j + 6, &a3, sizeof a3);
+    }
+    for (; j < m; j++) {
+        double a = init ? init[j] : 0;
+        for (size_t i = 0; i < n; i++) a += w[i * m + j] * x[i];
+        y[j] = a;
+    }
+}
+
 static double dot_lo(const double *a, const double *b, size_t n)
 {
     double s, e;
@@ -238,6 +329,9 @@ static const double *layer_rows(vt_cert_ctx *c, uint32_t k, uint32_t t, size_t *
     if (c->gk != k || c->gt != t) fsdp_gather(c, k, t);
     return c->gbuf;
 }
+
+/* Every layer's W and WT held whole (one process, or --shard none) */
+static int weights_whole(const vt_cert_ctx *c) { return c->shard != VT_CERT_SHARD_TP && c->shard != VT_CERT_SHARD_FSDP; }
 
 /* TP: v[0..n) := every rank's part of it, each rank having computed the values of its rows_of(n)
  * (copied unchanged: no value is combined across ranks). Otherwise every rank computed all. */
@@ -538,7 +632,10 @@ static double backward_lb(vt_cert_ctx *c, uint32_t k, int from_a, const double *
         /* lam . z_m = (W_m lam) . h_(m-1): nu = fl(W_m lam), its error times max|h| */
         size_t i0, i1;
         const double *wm = layer_rows(c, m, 2, &i0, &i1);
-        for (size_t i = i0; i < i1; i++) dotk(wm + (i - i0) * out, lam, 1, out, &nu[i], &errv[i]);
+        if (weights_whole(c)) /* W_m whole: by its transpose */
+            dotk_cols(c->WT[m], in, out, lam, nu, errv);
+        else
+            dotk_rows(wm, out, i1 - i0, lam, out, nu + i0, errv + i0);
         share(c, nu, in), share(c, errv, in);
         K = DN(K - dot_hi(errv, c->hm[m - 1], in));
         if (m == 1) { /* concretise over the box */
@@ -670,10 +767,14 @@ static void alpha_grad(vt_cert_ctx *c, const double *alpha, double *g)
     for (uint32_t m = 1; m < c->L; m++) {
         size_t in = c->n[m - 1], j0, j1;
         const double *wm = layer_rows(c, m, 1, &j0, &j1);
+        const int whole = weights_whole(c);
+        if (whole) matvec_cols(c->W[m], in, c->n[m], c->fa[m - 1], c->b[m], c->v1); /* by W's columns */
         for (size_t j = j0; j < j1; j++) {
             const double *w = wm + (j - j0) * in;
             double a = c->b[m][j];
-            for (size_t i = 0; i < in; i++) a += w[i] * c->fa[m - 1][i];
+            if (whole) a = c->v1[j];
+            else
+                for (size_t i = 0; i < in; i++) a += w[i] * c->fa[m - 1][i];
             double l = c->al[m][j], u = c->au[m][j], h;
             g[off + j] = 0;
             if (c->beta)
@@ -883,10 +984,14 @@ void vt_cert_forward64(vt_cert_ctx *c, const double *x, double *logits)
         size_t in = c->n[k - 1], j0, j1;
         double *o = k == c->L ? logits : c->fa[k];
         const double *wk = layer_rows(c, k, 1, &j0, &j1);
+        const int whole = weights_whole(c);
+        if (whole) matvec_cols(c->W[k], in, c->n[k], h, NULL, o); /* by W's columns, into o (not h) */
         for (size_t j = j0; j < j1; j++) {
             const double *w = wk + (j - j0) * in;
             double a = 0;
-            for (size_t i = 0; i < in; i++) a += w[i] * h[i];
+            if (whole) a = o[j];
+            else
+                for (size_t i = 0; i < in; i++) a += w[i] * h[i];
             a += c->b[k][j];
             o[j] = k < c->L && a < 0 ? 0 : a;
         }
@@ -933,9 +1038,13 @@ void vt_cert_backprop64(vt_cert_ctx *c, double *g, double *g2)
     for (uint32_t k = c->L; k >= 1; k--) {
         size_t in = c->n[k - 1], out = c->n[k], i0, i1;
         const double *wk = layer_rows(c, k, 2, &i0, &i1);
+        const int whole = weights_whole(c);
+        if (whole) matvec_cols(c->WT[k], out, in, g, NULL, g2); /* by WT's columns, into g2 (not g) */
         for (size_t i = i0; i < i1; i++) {
             double a = 0;
-            for (size_t j = 0; j < out; j++) a += wk[(i - i0) * out + j] * g[j];
+            if (whole) a = g2[i];
+            else
+                for (size_t j = 0; j < out; j++) a += wk[(i - i0) * out + j] * g[j];
             g2[i] = k > 1 && c->fa[k - 1][i] <= 0 ? 0 : a;
         }
         share(c, g2, in);
