@@ -14,8 +14,17 @@ two runs see the same distribution, not the same batches. SGD with momentum and 
 (PyTorch's form equals the project's: v = mu v + (g + wd w), w -= lr v) and the step schedule.
 
     torch_resnet.py --recipe RECIPE.json (--init INIT.safetensors | --random-init) [--data-dir DIR]
-                    [--steps N] [--threads T] [--seed S] [--time-only N]
-prints one JSON object: test accuracy, steps/s, parameters.
+                    [--steps N] [--threads T] [--seed S] [--time-only N] [--profile-kinds N]
+prints one JSON object: test accuracy, steps/s, parameters, and "clock": the clock the steps were
+timed by (one thread: the thread's CPU time, as bench_cnn times the project; more: wall time).
+
+--profile-kinds N: after the timed steps, N more steps of the same loop under
+torch.autograd.profiler; "kinds" in the JSON gives, per operation kind of bench_cnn's CNN table
+(conv forward, conv input + weight gradient, batch norm, pooling, fc, other), ms per step: the
+kind's share of the profiled operations' self CPU time (the profiler's own clock, wall) times the
+timed steps' mean on the script's clock (the profiler's overhead left out). PyTorch 1.13 computes
+a convolution's input and weight gradients in one operation (aten::convolution_backward), so they
+are one kind here.
 """
 import argparse
 import gzip
@@ -29,7 +38,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "ref"))
 import read_safetensors  # noqa: E402
 
 
@@ -126,6 +135,36 @@ def augment(x, pad, flip, g):
     return x
 
 
+KINDS = ("conv forward", "conv input + weight gradient", "batch norm", "pooling", "fc", "other")
+
+
+def kind_of(name):
+    """bench_cnn's CNN kind of a profiled operation (its name as the profiler prints it)"""
+    n = name.lower()
+    if "conv" in n:
+        return KINDS[1] if "backward" in n else KINDS[0]
+    if "batch_norm" in n or "batchnorm" in n:
+        return KINDS[2]
+    if "pool" in n:
+        return KINDS[3]
+    if "addmm" in n or n in ("aten::mm", "aten::t", "aten::linear") or n.startswith("tbackward") or "mmbackward" in n:
+        return KINDS[4]
+    return KINDS[5]
+
+
+def profile_kinds(step, n, per_step):
+    """ms per step of each kind: its share of the profiled self CPU time of n calls of step(), times
+    per_step (the unprofiled step's seconds on the script's clock)"""
+    with torch.autograd.profiler.profile() as prof:
+        for _ in range(n):
+            step()
+    self_us = {k: 0.0 for k in KINDS}
+    for e in prof.key_averages():
+        self_us[kind_of(e.key)] += e.self_cpu_time_total
+    total = sum(self_us.values()) or 1.0
+    return {k: round(1e3 * per_step * v / total, 3) for k, v in self_us.items()}
+
+
 def lr_at(r, s):
     lr = r["lr"]
     if r["schedule"] == "step":
@@ -143,6 +182,7 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--seed", type=int, default=1, help="torch's data order and augmentation draws")
     ap.add_argument("--time-only", type=int, default=0, help="time this many steps, no evaluation")
+    ap.add_argument("--profile-kinds", type=int, default=0, help="then profile this many steps per operation kind")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     # one thread: its CPU time, as bench_cnn times the project (a busy machine flatters neither); more: wall
@@ -165,9 +205,12 @@ def main():
     xte, yte = load_cifar(os.path.join(a.data_dir, "cifar10", "cifar10_test_1000.bin.gz"))
     opt = torch.optim.SGD(net.parameters(), lr=r["lr"], momentum=r["momentum"], weight_decay=r["weight_decay"])
     B, g = r["batch"], torch.Generator().manual_seed(a.seed)
-    spe, perm, t0 = len(xtr) // B, None, clock()
+    spe, perm, s = len(xtr) // B, None, 0
     net.train()
-    for s in range(1, steps + 1):
+
+    def train_step():
+        nonlocal perm, s, loss
+        s += 1
         q = (s - 1) % spe
         if q == 0:
             perm = torch.randperm(len(xtr), generator=g)
@@ -179,9 +222,15 @@ def main():
         opt.zero_grad()
         loss.backward()
         opt.step()
+
+    loss, t0 = None, clock()
+    for _ in range(steps):
+        train_step()
     dt = clock() - t0
     out = {"steps": steps, "seconds": round(dt, 3), "steps_per_s": round(steps / dt, 3), "final_loss": loss.item(),
            "parameters": sum(p.numel() for p in net.parameters()), "threads": a.threads, "clock": "thread CPU time" if a.threads == 1 else "wall time", "seed": a.seed}
+    if a.profile_kinds > 0:
+        out["kinds"] = profile_kinds(train_step, a.profile_kinds, dt / steps)
     if not a.time_only:
         net.eval()
         with torch.no_grad():
