@@ -15,7 +15,8 @@
  * (the mean of 5 more steps, 2 with --quick), its FP64 GEMM work, the rate reached and its fraction of
  * the DGEMM rate; for the CNN PyTorch's time for the same kind (bench/torch_resnet.py --profile-kinds 20, 5 with --quick:
  * the autograd profiler's shares of its step time on its clock; the convolution's input and weight
- * gradients are one operation there, so a row gives both). Then, per operation kind (forward conv, input
+ * gradients are one operation there, so a row gives both, and the rows of each split it in the ratio of
+ * the two timed alone). Then, per operation kind (forward conv, input
  * gradient, weight gradient, batch norm, pooling, fc, the rest) over one step of each mode: time,
  * rounded elements, elements computed exactly (exact mode), log entries and the stored bytes of a log
  * holding only those operations' records with entries (log mode; 0 when none has one) against the
@@ -500,7 +501,8 @@ int main(int argc, char **argv)
             const char *c = strstr(line, "\"clock\": \"");
             if (c) snprintf(torch_clock, sizeof torch_clock, "%.*s", (int)strcspn(c + 10, "\""), c + 10);
             /* the CNN's kinds as torch_resnet.py names them (the input and weight gradients are one there) */
-            static const char *tk[] = {"conv forward", NULL, NULL, "batch norm", "pooling", "fc", "other"};
+            static const char *tk[] = {"conv forward", "conv input gradient", "conv weight gradient", "batch norm",
+                                       "pooling", "fc", "other"};
             for (int g = 0; cnn_mode && g < 7; g++)
                 if (tk[g]) torch_kind[g] = json_num(line, tk[g]);
             if (cnn_mode) torch_grads = json_num(line, "conv input + weight gradient");
@@ -549,7 +551,8 @@ int main(int argc, char **argv)
            "time per kind (the mean of %d steps, %s), its FP64 GEMM work and the rate it reaches%s:\n\n",
            peak * 1e-9, cnn_mode && torch_kind[0] >= 0 ? " and PyTorch" : "", PK, our_clock,
            cnn_mode && torch_kind[0] >= 0 ? "; PyTorch FP32's ms a step of the same kind (bench/torch_resnet.py "
-                                            "--profile-kinds: the profiler's shares of its step time, same clock)" : "");
+                                            "--profile-kinds: the profiler's shares of its step time, same clock; its one convolution backward "
+                                            "operation split in the ratio of the two gradients timed alone)" : "");
     printf("| kind | GFLOP a step | exact: ms | GFLOP/s | %% of DGEMM | PyTorch FP32: ms | exact / PyTorch |\n"
            "|---|---:|---:|---:|---:|---:|---:|\n");
     double kt_sum = 0, tk_sum = torch_grads > 0 ? torch_grads : 0;
@@ -558,7 +561,7 @@ int main(int argc, char **argv)
         kt_sum += kt[g];
         char pt[32] = "-", rt[32] = "-";
         if (torch_kind[g] >= 0) {
-            tk_sum += torch_kind[g];
+            if (g != 1 && g != 2) tk_sum += torch_kind[g]; /* the two gradients: in torch_grads */
             snprintf(pt, sizeof pt, "%.1f", torch_kind[g]);
             if (torch_kind[g] > 0) snprintf(rt, sizeof rt, "%.2f", 1e3 * kt[g] / torch_kind[g]);
         }

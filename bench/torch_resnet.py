@@ -18,13 +18,16 @@ two runs see the same distribution, not the same batches. SGD with momentum and 
 prints one JSON object: test accuracy, steps/s, parameters, and "clock": the clock the steps were
 timed by (one thread: the thread's CPU time, as bench_cnn times the project; more: wall time).
 
---profile-kinds N: after the timed steps, N more steps of the same loop under
+--profile-kinds N (with --time-only): after the timed steps, N more steps of the same loop under
 torch.autograd.profiler; "kinds" in the JSON gives, per operation kind of bench_cnn's CNN table
 (conv forward, conv input + weight gradient, batch norm, pooling, fc, other), ms per step: the
 kind's share of the profiled operations' self CPU time (the profiler's own clock, wall) times the
 timed steps' mean on the script's clock (the profiler's overhead left out). PyTorch 1.13 computes
 a convolution's input and weight gradients in one operation (aten::convolution_backward), so they
-are one kind here.
+are one kind there; "conv input gradient" and "conv weight gradient" split that kind's time in the
+ratio of the two gradients' thread CPU times when each is asked of aten::convolution_backward alone
+(its output mask), per convolution on random operands of its shapes, best of 5 (the stem's input
+gradient is not computed in training, so it has none).
 """
 import argparse
 import gzip
@@ -165,6 +168,35 @@ def profile_kinds(step, n, per_step):
     return {k: round(1e3 * per_step * v / total, 3) for k, v in self_us.items()}
 
 
+def conv_grad_split(net, x):
+    """the input gradient's share of the convolutions' backward time: each Conv2d's two gradients
+    timed alone (aten::convolution_backward with one output each, thread CPU time, best of 5)"""
+    shapes = []
+    hooks = [m.register_forward_hook(lambda m, i, o: shapes.append((m, i[0].shape, o.shape)))
+             for m in net.modules() if isinstance(m, nn.Conv2d)]
+    with torch.no_grad():
+        net(x)
+    for h in hooks:
+        h.remove()
+    t_in = t_w = 0.0
+    for m, si, so in shapes:
+        xi, go, w = torch.rand(si) - 0.5, torch.rand(so) - 0.5, m.weight.detach()
+        for mask in ([True, False, False], [False, True, False]):
+            if mask[0] and m is net.stem.conv:
+                continue  # the stem's input gradient: not computed in training
+            best = 1e30
+            for _ in range(5):
+                t0 = time.thread_time()
+                torch.ops.aten.convolution_backward(go, xi, w, None, m.stride, m.padding, m.dilation, False,
+                                                    [0, 0], m.groups, mask)
+                best = min(best, time.thread_time() - t0)
+            if mask[0]:
+                t_in += best
+            else:
+                t_w += best
+    return t_in / (t_in + t_w)
+
+
 def lr_at(r, s):
     lr = r["lr"]
     if r["schedule"] == "step":
@@ -194,6 +226,8 @@ def main():
     with open(a.recipe) as f:
         r.update(json.load(f))
     steps = a.time_only or a.steps or r["steps"]
+    if a.profile_kinds and not a.time_only:
+        ap.error("--profile-kinds goes with --time-only (its steps and probes would change the evaluated model)")
     net = Net(r)
     if not a.random_init:
         if not a.init:
@@ -231,6 +265,10 @@ def main():
            "parameters": sum(p.numel() for p in net.parameters()), "threads": a.threads, "clock": "thread CPU time" if a.threads == 1 else "wall time", "seed": a.seed}
     if a.profile_kinds > 0:
         out["kinds"] = profile_kinds(train_step, a.profile_kinds, dt / steps)
+        f = conv_grad_split(net, xtr[:B])
+        both = out["kinds"][KINDS[1]]
+        out["kinds"]["conv input gradient"] = round(both * f, 3)
+        out["kinds"]["conv weight gradient"] = round(both * (1 - f), 3)
     if not a.time_only:
         net.eval()
         with torch.no_grad():
