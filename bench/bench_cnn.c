@@ -13,11 +13,11 @@
  * steps are timed on the same clock (the scripts' "clock", printed beside the table; a mismatch is said).
  * Then the kinds against the machine's DGEMM rate: per operation kind, the verifiable exact step's time
  * (the mean of 5 more steps, 2 with --quick), its FP64 GEMM work, the rate reached and its fraction of
- * the DGEMM rate; for the CNN PyTorch's time for the same kind (bench/torch_resnet.py --profile-kinds 20, 5 with --quick:
- * the autograd profiler's shares of its step time on its clock; the convolution's input and weight
- * gradients are one operation there, so a row gives both, and the rows of each split it in the ratio of
- * the two timed alone). Then, per operation kind (forward conv, input
- * gradient, weight gradient, batch norm, pooling, fc, the rest) over one step of each mode: time,
+ * the DGEMM rate; for the CNN and the GPT PyTorch's time for the same kind (bench/torch_resnet.py or
+ * torch_gpt.py --profile-kinds 20, 5 with --quick: the autograd profiler's shares of its step time on
+ * its clock; the convolution's input and weight gradients are one operation there, so a row gives both,
+ * and the rows of each split it in the ratio of the two timed alone). Then, per operation kind (forward
+ * conv, input gradient, weight gradient, batch norm, pooling, fc, the rest) over one step of each mode: time,
  * rounded elements, elements computed exactly (exact mode), log entries and the stored bytes of a log
  * holding only those operations' records with entries (log mode; 0 when none has one) against the
  * dense 1.6-bit code (0.2 B per rounded element). The whole step's stored log is the total.
@@ -101,7 +101,8 @@ static int group_gpt(const vt_opdesc *o)
     const char *n = o->name;
     if (o->kind == VT_OPK_MATMUL && strstr(n, "weight-gradient")) return 5;
     if (o->kind == VT_OPK_MATMUL || o->kind == VT_OPK_BIAS_ADD) {
-        if (strstr(n, "c_attn")) return 0;
+        /* the QKV projection: its forward GEMM and bias add are named "hL.attn ...", its gradients "hL.attn.c_attn ..." */
+        if (strstr(n, "c_attn") || strstr(n, ".attn forward GEMM") || strstr(n, ".attn bias add")) return 0;
         if (strstr(n, "attn.c_proj")) return 3;
         if (strstr(n, "mlp.")) return 4;
         return 7;
@@ -487,10 +488,10 @@ int main(int argc, char **argv)
     for (int g = 0; g < NG; g++) torch_kind[g] = -1;
     const int mlp_mode = rcp.arch == VT_ARCH_MLP;
     int tsteps = mlp_mode ? (quick ? 200 : 1000) : quick ? 10 : 40;
-    const int cnn_mode = !gpt_mode && !mlp_mode; /* torch_resnet.py profiles its kinds: --profile-kinds */
+    const int cnn_mode = !gpt_mode && !mlp_mode; /* torch_resnet.py and torch_gpt.py profile their kinds */
     snprintf(cmd, sizeof cmd, "'%s' '%s/bench/%s' --recipe '%s' --random-init --threads %d --time-only %d%s%s%s%s 2>/dev/null",
              python, VT_SOURCE_DIR, gpt_mode ? "torch_gpt.py" : mlp_mode ? "torch_mlp.py" : "torch_resnet.py", recipe,
-             threads, tsteps, cnn_mode ? (quick ? " --profile-kinds 5" : " --profile-kinds 20") : "",
+             threads, tsteps, !mlp_mode ? (quick ? " --profile-kinds 5" : " --profile-kinds 20") : "",
              root ? " --data-dir '" : "", root ? root : "", root ? "'" : "");
     FILE *f = popen(cmd, "r");
     if (f) {
@@ -503,8 +504,8 @@ int main(int argc, char **argv)
             /* the CNN's kinds as torch_resnet.py names them (the input and weight gradients are one there) */
             static const char *tk[] = {"conv forward", "conv input gradient", "conv weight gradient", "batch norm",
                                        "pooling", "fc", "other"};
-            for (int g = 0; cnn_mode && g < 7; g++)
-                if (tk[g]) torch_kind[g] = json_num(line, tk[g]);
+            for (int g = 0; !mlp_mode && g < n_groups; g++) /* the GPT's: as GPT_GROUPS names them */
+                torch_kind[g] = json_num(line, cnn_mode ? tk[g] : GROUPS[g]);
             if (cnn_mode) torch_grads = json_num(line, "conv input + weight gradient");
         }
         pclose(f);
@@ -549,10 +550,13 @@ int main(int argc, char **argv)
                torch_sps > 0 ? torch_sps * rcp.batch * rcp.gpt_context : 0.0);
     printf("\nPer operation kind against the machine's DGEMM rate (%.2f GFLOP/s, above)%s: the verifiable exact step's "
            "time per kind (the mean of %d steps, %s), its FP64 GEMM work and the rate it reaches%s:\n\n",
-           peak * 1e-9, cnn_mode && torch_kind[0] >= 0 ? " and PyTorch" : "", PK, our_clock,
-           cnn_mode && torch_kind[0] >= 0 ? "; PyTorch FP32's ms a step of the same kind (bench/torch_resnet.py "
-                                            "--profile-kinds: the profiler's shares of its step time, same clock; its one convolution backward "
-                                            "operation split in the ratio of the two gradients timed alone)" : "");
+           peak * 1e-9, torch_kind[0] >= 0 ? " and PyTorch" : "", PK, our_clock,
+           torch_kind[0] < 0 ? ""
+           : cnn_mode ? "; PyTorch FP32's ms a step of the same kind (bench/torch_resnet.py --profile-kinds: the profiler's "
+                        "shares of its step time, same clock; its one convolution backward operation split in the ratio of "
+                        "the two gradients timed alone)"
+                      : "; PyTorch FP32's ms a step of the same kind (bench/torch_gpt.py --profile-kinds: the profiler's "
+                        "shares of its step time, same clock)");
     printf("| kind | GFLOP a step | exact: ms | GFLOP/s | %% of DGEMM | PyTorch FP32: ms | exact / PyTorch |\n"
            "|---|---:|---:|---:|---:|---:|---:|\n");
     double kt_sum = 0, tk_sum = torch_grads > 0 ? torch_grads : 0;
@@ -561,7 +565,7 @@ int main(int argc, char **argv)
         kt_sum += kt[g];
         char pt[32] = "-", rt[32] = "-";
         if (torch_kind[g] >= 0) {
-            if (g != 1 && g != 2) tk_sum += torch_kind[g]; /* the two gradients: in torch_grads */
+            if (!cnn_mode || (g != 1 && g != 2)) tk_sum += torch_kind[g]; /* the CNN's two gradients: in torch_grads */
             snprintf(pt, sizeof pt, "%.1f", torch_kind[g]);
             if (torch_kind[g] > 0) snprintf(rt, sizeof rt, "%.2f", 1e3 * kt[g] / torch_kind[g]);
         }
