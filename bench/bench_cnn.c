@@ -9,8 +9,15 @@
  *                      recipe, timed over the same number of steps (skipped when torch is missing)
  *
  * The four in-process configurations run in rounds of interleaved blocks; per-step figures are
- * medians over the rounds of the thread's CPU time. Then, per operation kind (forward conv, input
- * gradient, weight gradient, batch norm, pooling, fc, the rest) over one step of each mode: time,
+ * medians over the rounds of the thread's CPU time (with --threads 1; wall time with more), and PyTorch's
+ * steps are timed on the same clock (the scripts' "clock", printed beside the table; a mismatch is said).
+ * Then the kinds against the machine's DGEMM rate: per operation kind, the verifiable exact step's time
+ * (the mean of 5 more steps, 2 with --quick), its FP64 GEMM work, the rate reached and its fraction of
+ * the DGEMM rate; for the CNN and the GPT PyTorch's time for the same kind (bench/torch_resnet.py or
+ * torch_gpt.py --profile-kinds 20, 5 with --quick: the autograd profiler's shares of its step time on
+ * its clock; the convolution's input and weight gradients are one operation there, so a row gives both,
+ * and the rows of each split it in the ratio of the two timed alone). Then, per operation kind (forward
+ * conv, input gradient, weight gradient, batch norm, pooling, fc, the rest) over one step of each mode: time,
  * rounded elements, elements computed exactly (exact mode), log entries and the stored bytes of a log
  * holding only those operations' records with entries (log mode; 0 when none has one) against the
  * dense 1.6-bit code (0.2 B per rounded element). The whole step's stored log is the total.
@@ -30,7 +37,8 @@
  * 1024 x 1024 x 1024 products: the peak the step's GEMMs are measured against), the FP64 GEMM work
  * of one step (2 M N K over its MATMUL and BMM operations) and the rate that work reaches in the
  * verifiable and the plain FP64 step (work / whole step time), as a fraction of that peak; and one
- * line "SIDE ..." with the row of the side-by-side table (scripts/bench-side.sh).
+ * line "SIDE ..." with the row of the side-by-side table (scripts/bench-side.sh), ending in the clocks of
+ * both sides (thread-CPU or wall; none where PyTorch did not run).
  *
  * --profile MODE N: only N steps of one configuration (MODE plain64, plain32, exact or log), nothing
  * printed but the time: the process to hand to `perf record` (docs/benchmarks.md "Where the
@@ -93,7 +101,8 @@ static int group_gpt(const vt_opdesc *o)
     const char *n = o->name;
     if (o->kind == VT_OPK_MATMUL && strstr(n, "weight-gradient")) return 5;
     if (o->kind == VT_OPK_MATMUL || o->kind == VT_OPK_BIAS_ADD) {
-        if (strstr(n, "c_attn")) return 0;
+        /* the QKV projection: its forward GEMM and bias add are named "hL.attn ...", its gradients "hL.attn.c_attn ..." */
+        if (strstr(n, "c_attn") || strstr(n, ".attn forward GEMM") || strstr(n, ".attn bias add")) return 0;
         if (strstr(n, "attn.c_proj")) return 3;
         if (strstr(n, "mlp.")) return 4;
         return 7;
@@ -109,24 +118,42 @@ static int group_gpt(const vt_opdesc *o)
 
 static int group_of(const vt_opdesc *o) { return gpt_mode ? group_gpt(o) : group_cnn(o); }
 
-/* 2 M N K summed over the step's GEMMs (MATMUL: iarg transA, transB, M, N, K; BMM: G, M, N, K; the
- * convolutions of step program 2: their kinds' cost, the input gradient's its products by non-zeros only) */
-static double gemm_flops(const vt_program *p)
+/* the FP64 GEMM work of one operation, 2 M N K (MATMUL: iarg transA, transB, M, N, K; BMM: G, M, N, K; the
+ * convolutions of step program 2: their kinds' cost, the input gradient's its products by non-zeros only);
+ * 0 for every other kind */
+static double op_gemm_flop(const vt_program *p, const vt_opdesc *o)
+{
+    if (o->kind == VT_OPK_MATMUL && o->n_iarg >= 5) return 2.0 * (double)o->iarg[2] * (double)o->iarg[3] * (double)o->iarg[4];
+    if (o->kind == VT_OPK_CONV2D || o->kind == VT_OPK_CONV2D_WGRAD || o->kind == VT_OPK_CONV2D_DGRAD) {
+        vt_opcost c;
+        memset(&c, 0, sizeof c);
+        vt_opkind_get(o->kind)->cost(p, o, &c);
+        return c.flop;
+    }
+    if (o->kind == VT_OPK_BMM && o->n_iarg >= 4)
+        return 2.0 * (double)o->iarg[0] * (double)o->iarg[1] * (double)o->iarg[2] * (double)o->iarg[3];
+    return 0;
+}
+
+/* the step's FP64 GEMM work: the whole step's, and per kind of the table (group_of) in gf[] */
+static double gemm_flops(const vt_program *p, double gf[NG])
 {
     double f = 0;
+    for (int g = 0; g < NG; g++) gf[g] = 0;
     for (uint32_t j = 0; j < p->n_ops; j++) {
-        const vt_opdesc *o = &p->op[j];
-        if (o->kind == VT_OPK_MATMUL && o->n_iarg >= 5) f += 2.0 * (double)o->iarg[2] * (double)o->iarg[3] * (double)o->iarg[4];
-        if (o->kind == VT_OPK_CONV2D || o->kind == VT_OPK_CONV2D_WGRAD || o->kind == VT_OPK_CONV2D_DGRAD) {
-            vt_opcost c;
-            memset(&c, 0, sizeof c);
-            vt_opkind_get(o->kind)->cost(p, o, &c);
-            f += c.flop;
-        }
-        if (o->kind == VT_OPK_BMM && o->n_iarg >= 4)
-            f += 2.0 * (double)o->iarg[0] * (double)o->iarg[1] * (double)o->iarg[2] * (double)o->iarg[3];
+        const double x = op_gemm_flop(p, &p->op[j]);
+        f += x, gf[group_of(&p->op[j])] += x;
     }
     return f;
+}
+
+/* the number after "\"key\": " in a one-line JSON object, or -1 */
+static double json_num(const char *line, const char *key)
+{
+    char pat[96];
+    snprintf(pat, sizeof pat, "\"%s\": ", key);
+    const char *q = strstr(line, pat);
+    return q ? atof(q + strlen(pat)) : -1.0;
 }
 
 /* the machine's DGEMM rate (flop/s) with the BLAS's current threads: best of 5 products of n^3 */
@@ -437,6 +464,15 @@ int main(int argc, char **argv)
         tlg[r] = verif_block(&vl, &ds, K);
     }
     double m64 = median(tp64, R), m32 = median(tp32, R), mex = median(tex, R), mlg = median(tlg, R);
+    /* the per-kind time of the verifiable exact step: the mean of PK more steps (the kinds' table against
+     * the DGEMM rate and PyTorch) */
+    const int PK = quick ? 2 : 5;
+    double kt[NG];
+    memset(ve.t, 0, sizeof ve.t);
+    ve.last_exact = ve.rctx.stats.exact, ve.last_rounded = ve.rctx.stats.rounded;
+    ve.last = clk();
+    for (int s = 0; s < PK; s++) verif_step(&ve, &ds, profile_hook);
+    for (int g = 0; g < NG; g++) kt[g] = ve.t[g] / PK;
     /* the per-kind profile: one more step of each mode */
     verif *vs[2] = {&ve, &vl};
     for (int k = 0; k < 2; k++) {
@@ -447,20 +483,30 @@ int main(int argc, char **argv)
         verif_step(v, &ds, profile_hook);
     }
     /* PyTorch */
-    double torch_sps = -1;
-    char cmd[2048];
+    double torch_sps = -1, torch_kind[NG], torch_grads = -1; /* torch_grads: its conv input + weight gradient */
+    char cmd[2048], torch_clock[32] = "none";
+    for (int g = 0; g < NG; g++) torch_kind[g] = -1;
     const int mlp_mode = rcp.arch == VT_ARCH_MLP;
     int tsteps = mlp_mode ? (quick ? 200 : 1000) : quick ? 10 : 40;
-    snprintf(cmd, sizeof cmd, "'%s' '%s/bench/%s' --recipe '%s' --random-init --threads %d --time-only %d%s%s%s 2>/dev/null",
+    const int cnn_mode = !gpt_mode && !mlp_mode; /* torch_resnet.py and torch_gpt.py profile their kinds */
+    snprintf(cmd, sizeof cmd, "'%s' '%s/bench/%s' --recipe '%s' --random-init --threads %d --time-only %d%s%s%s%s 2>/dev/null",
              python, VT_SOURCE_DIR, gpt_mode ? "torch_gpt.py" : mlp_mode ? "torch_mlp.py" : "torch_resnet.py", recipe,
-             threads, tsteps,
+             threads, tsteps, !mlp_mode ? (quick ? " --profile-kinds 5" : " --profile-kinds 20") : "",
              root ? " --data-dir '" : "", root ? root : "", root ? "'" : "");
     FILE *f = popen(cmd, "r");
     if (f) {
-        char line[1024] = "";
+        char line[4096] = "";
         if (fgets(line, sizeof line, f)) {
-            const char *q = strstr(line, "\"seconds\": ");
-            if (q && atof(q + 11) > 0) torch_sps = tsteps / atof(q + 11);
+            const double sec = json_num(line, "seconds");
+            if (sec > 0) torch_sps = tsteps / sec;
+            const char *c = strstr(line, "\"clock\": \"");
+            if (c) snprintf(torch_clock, sizeof torch_clock, "%.*s", (int)strcspn(c + 10, "\""), c + 10);
+            /* the CNN's kinds as torch_resnet.py names them (the input and weight gradients are one there) */
+            static const char *tk[] = {"conv forward", "conv input gradient", "conv weight gradient", "batch norm",
+                                       "pooling", "fc", "other"};
+            for (int g = 0; !mlp_mode && g < n_groups; g++) /* the GPT's: as GPT_GROUPS names them */
+                torch_kind[g] = json_num(line, cnn_mode ? tk[g] : GROUPS[g]);
+            if (cnn_mode) torch_grads = json_num(line, "conv input + weight gradient");
         }
         pclose(f);
     }
@@ -488,7 +534,12 @@ int main(int argc, char **argv)
     if (torch_sps > 0)
         printf("| PyTorch FP32 (%d thread%s) | %.4f | %.2f | %.3f |\n", threads, threads > 1 ? "s" : "", 1 / torch_sps,
                torch_sps, 1 / torch_sps / m64);
-    const double gf = gemm_flops(&ve.m.prog);
+    const char *our_clock = g_cpu_clock ? "thread CPU time" : "wall time";
+    if (torch_sps > 0)
+        printf("\nClocks: this process %s, PyTorch %s%s\n", our_clock, torch_clock,
+               strcmp(our_clock, torch_clock) ? " - NOT THE SAME CLOCK: the ratio to PyTorch is not a like-for-like figure" : "");
+    double gfk[NG];
+    const double gf = gemm_flops(&ve.m.prog, gfk);
     printf("\nFP64 GEMM work %.3g flop a step; the machine's DGEMM (1024^3, %d BLAS thread%s): %.2f GFLOP/s; reached over "
            "the whole step: verifiable exact %.2f GFLOP/s (%.1f%% of it), plain FP64 %.2f GFLOP/s (%.1f%%)\n",
            gf, threads, threads > 1 ? "s" : "", peak * 1e-9, gf / mex * 1e-9, 100 * gf / mex / peak, gf / m64 * 1e-9,
@@ -497,6 +548,41 @@ int main(int argc, char **argv)
         printf("\ntokens/s: plain FP64 %.0f, verifiable exact %.0f, log %.0f%s%.0f\n", rcp.batch * rcp.gpt_context / m64,
                rcp.batch * rcp.gpt_context / mex, rcp.batch * rcp.gpt_context / mlg, torch_sps > 0 ? ", PyTorch FP32 " : "",
                torch_sps > 0 ? torch_sps * rcp.batch * rcp.gpt_context : 0.0);
+    printf("\nPer operation kind against the machine's DGEMM rate (%.2f GFLOP/s, above)%s: the verifiable exact step's "
+           "time per kind (the mean of %d steps, %s), its FP64 GEMM work and the rate it reaches%s:\n\n",
+           peak * 1e-9, torch_kind[0] >= 0 ? " and PyTorch" : "", PK, our_clock,
+           torch_kind[0] < 0 ? ""
+           : cnn_mode ? "; PyTorch FP32's ms a step of the same kind (bench/torch_resnet.py --profile-kinds: the profiler's "
+                        "shares of its step time, same clock; its one convolution backward operation split in the ratio of "
+                        "the two gradients timed alone)"
+                      : "; PyTorch FP32's ms a step of the same kind (bench/torch_gpt.py --profile-kinds: the profiler's "
+                        "shares of its step time, same clock)");
+    printf("| kind | GFLOP a step | exact: ms | GFLOP/s | %% of DGEMM | PyTorch FP32: ms | exact / PyTorch |\n"
+           "|---|---:|---:|---:|---:|---:|---:|\n");
+    double kt_sum = 0, tk_sum = torch_grads > 0 ? torch_grads : 0;
+    for (int g = 0; g < n_groups; g++) {
+        if (kt[g] <= 0 && gfk[g] <= 0) continue;
+        kt_sum += kt[g];
+        char pt[32] = "-", rt[32] = "-";
+        if (torch_kind[g] >= 0) {
+            if (!cnn_mode || (g != 1 && g != 2)) tk_sum += torch_kind[g]; /* the CNN's two gradients: in torch_grads */
+            snprintf(pt, sizeof pt, "%.1f", torch_kind[g]);
+            if (torch_kind[g] > 0) snprintf(rt, sizeof rt, "%.2f", 1e3 * kt[g] / torch_kind[g]);
+        }
+        if (gfk[g] > 0)
+            printf("| %s | %.4f | %.1f | %.2f | %.1f%% | %s | %s |\n", GROUPS[g], gfk[g] * 1e-9, 1e3 * kt[g],
+                   gfk[g] / kt[g] * 1e-9, 100 * gfk[g] / kt[g] / peak, pt, rt);
+        else printf("| %s | 0 | %.1f | - | - | %s | %s |\n", GROUPS[g], 1e3 * kt[g], pt, rt);
+        if (g == 2 && torch_grads >= 0) { /* PyTorch's one backward operation: both gradients */
+            const double both = kt[1] + kt[2], bf = gfk[1] + gfk[2];
+            printf("| conv input + weight gradient (PyTorch: one operation) | %.4f | %.1f | %.2f | %.1f%% | %.1f | %.2f |\n",
+                   bf * 1e-9, 1e3 * both, bf / both * 1e-9, 100 * bf / both / peak, torch_grads,
+                   torch_grads > 0 ? 1e3 * both / torch_grads : 0.0);
+        }
+    }
+    if (tk_sum > 0)
+        printf("| the step (sum of the kinds) | %.4f | %.1f | %.2f | %.1f%% | %.1f | %.2f |\n", gf * 1e-9, 1e3 * kt_sum,
+               gf / kt_sum * 1e-9, 100 * gf / kt_sum / peak, tk_sum, 1e3 * kt_sum / tk_sum);
     printf("\nPer operation kind, one step (exact: elements computed exactly; log: entries, and the stored bytes of a "
            "log of those operations' records that have entries, against the dense 1.6-bit code, 0.2 B per rounded "
            "element):\n\n");
@@ -518,9 +604,11 @@ int main(int argc, char **argv)
            100.0 * avg_log / dense_step);
     printf("exact mode: %llu of %llu rounded elements computed exactly (%.2e)\n\n", (unsigned long long)ve.rctx.stats.exact,
            (unsigned long long)ve.rctx.stats.rounded, (double)ve.rctx.stats.exact / (double)ve.rctx.stats.rounded);
-    printf("SIDE %s %d %.5f %.5f %.5f %.5f %.5f %.4f %.4f\n",
+    printf("SIDE %s %d %.5f %.5f %.5f %.5f %.5f %.4f %.4f %s %s\n",
            gpt_mode ? "GPT" : mlp_mode ? "MLP" : rcp.program_version == 2 ? "CNN-program-2" : "CNN", threads, m32, m64,
-           mex, mlg, torch_sps > 0 ? 1 / torch_sps : -1.0, gf / mex / peak, gf / m64 / peak);
+           mex, mlg, torch_sps > 0 ? 1 / torch_sps : -1.0, gf / mex / peak, gf / m64 / peak,
+           g_cpu_clock ? "thread-CPU" : "wall", !strcmp(torch_clock, "thread CPU time") ? "thread-CPU"
+                                                 : !strcmp(torch_clock, "wall time") ? "wall" : "none");
     printf("%s verification overhead, rounding=exact: %.3f (target <= 1.10)\n", mex / m64 <= 1.10 ? "PASS" : "MISS",
            mex / m64);
     printf("%s verification overhead, rounding=log: %.3f (target <= 1.10)\n", mlg / m64 <= 1.10 ? "PASS" : "MISS", mlg / m64);

@@ -14,8 +14,20 @@ two runs see the same distribution, not the same batches. SGD with momentum and 
 (PyTorch's form equals the project's: v = mu v + (g + wd w), w -= lr v) and the step schedule.
 
     torch_resnet.py --recipe RECIPE.json (--init INIT.safetensors | --random-init) [--data-dir DIR]
-                    [--steps N] [--threads T] [--seed S] [--time-only N]
-prints one JSON object: test accuracy, steps/s, parameters.
+                    [--steps N] [--threads T] [--seed S] [--time-only N] [--profile-kinds N]
+prints one JSON object: test accuracy, steps/s, parameters, and "clock": the clock the steps were
+timed by (one thread: the thread's CPU time, as bench_cnn times the project; more: wall time).
+
+--profile-kinds N (with --time-only): after the timed steps, N more steps of the same loop under
+torch.autograd.profiler; "kinds" in the JSON gives, per operation kind of bench_cnn's CNN table
+(conv forward, conv input + weight gradient, batch norm, pooling, fc, other), ms per step: the
+kind's share of the profiled operations' self CPU time (the profiler's own clock, wall) times the
+timed steps' mean on the script's clock (the profiler's overhead left out). PyTorch 1.13 computes
+a convolution's input and weight gradients in one operation (aten::convolution_backward), so they
+are one kind there; "conv input gradient" and "conv weight gradient" split that kind's time in the
+ratio of the two gradients' thread CPU times when each is asked of aten::convolution_backward alone
+(its output mask), per convolution on random operands of its shapes, best of 5 (the stem's input
+gradient is not computed in training, so it has none).
 """
 import argparse
 import gzip
@@ -29,7 +41,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "ref"))
 import read_safetensors  # noqa: E402
 
 
@@ -126,6 +138,65 @@ def augment(x, pad, flip, g):
     return x
 
 
+KINDS = ("conv forward", "conv input + weight gradient", "batch norm", "pooling", "fc", "other")
+
+
+def kind_of(name):
+    """bench_cnn's CNN kind of a profiled operation (its name as the profiler prints it)"""
+    n = name.lower()
+    if "conv" in n:
+        return KINDS[1] if "backward" in n else KINDS[0]
+    if "batch_norm" in n or "batchnorm" in n:
+        return KINDS[2]
+    if "pool" in n:
+        return KINDS[3]
+    if "addmm" in n or n in ("aten::mm", "aten::t", "aten::linear") or n.startswith("tbackward") or "mmbackward" in n:
+        return KINDS[4]
+    return KINDS[5]
+
+
+def profile_kinds(step, n, per_step):
+    """ms per step of each kind: its share of the profiled self CPU time of n calls of step(), times
+    per_step (the unprofiled step's seconds on the script's clock)"""
+    with torch.autograd.profiler.profile() as prof:
+        for _ in range(n):
+            step()
+    self_us = {k: 0.0 for k in KINDS}
+    for e in prof.key_averages():
+        self_us[kind_of(e.key)] += e.self_cpu_time_total
+    total = sum(self_us.values()) or 1.0
+    return {k: round(1e3 * per_step * v / total, 3) for k, v in self_us.items()}
+
+
+def conv_grad_split(net, x):
+    """the input gradient's share of the convolutions' backward time: each Conv2d's two gradients
+    timed alone (aten::convolution_backward with one output each, thread CPU time, best of 5)"""
+    shapes = []
+    hooks = [m.register_forward_hook(lambda m, i, o: shapes.append((m, i[0].shape, o.shape)))
+             for m in net.modules() if isinstance(m, nn.Conv2d)]
+    with torch.no_grad():
+        net(x)
+    for h in hooks:
+        h.remove()
+    t_in = t_w = 0.0
+    for m, si, so in shapes:
+        xi, go, w = torch.rand(si) - 0.5, torch.rand(so) - 0.5, m.weight.detach()
+        for mask in ([True, False, False], [False, True, False]):
+            if mask[0] and m is net.stem.conv:
+                continue  # the stem's input gradient: not computed in training
+            best = 1e30
+            for _ in range(5):
+                t0 = time.thread_time()
+                torch.ops.aten.convolution_backward(go, xi, w, None, m.stride, m.padding, m.dilation, False,
+                                                    [0, 0], m.groups, mask)
+                best = min(best, time.thread_time() - t0)
+            if mask[0]:
+                t_in += best
+            else:
+                t_w += best
+    return t_in / (t_in + t_w)
+
+
 def lr_at(r, s):
     lr = r["lr"]
     if r["schedule"] == "step":
@@ -143,6 +214,7 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--seed", type=int, default=1, help="torch's data order and augmentation draws")
     ap.add_argument("--time-only", type=int, default=0, help="time this many steps, no evaluation")
+    ap.add_argument("--profile-kinds", type=int, default=0, help="then profile this many steps per operation kind")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     # one thread: its CPU time, as bench_cnn times the project (a busy machine flatters neither); more: wall
@@ -154,6 +226,8 @@ def main():
     with open(a.recipe) as f:
         r.update(json.load(f))
     steps = a.time_only or a.steps or r["steps"]
+    if a.profile_kinds and not a.time_only:
+        ap.error("--profile-kinds goes with --time-only (its steps and probes would change the evaluated model)")
     net = Net(r)
     if not a.random_init:
         if not a.init:
@@ -165,9 +239,12 @@ def main():
     xte, yte = load_cifar(os.path.join(a.data_dir, "cifar10", "cifar10_test_1000.bin.gz"))
     opt = torch.optim.SGD(net.parameters(), lr=r["lr"], momentum=r["momentum"], weight_decay=r["weight_decay"])
     B, g = r["batch"], torch.Generator().manual_seed(a.seed)
-    spe, perm, t0 = len(xtr) // B, None, clock()
+    spe, perm, s = len(xtr) // B, None, 0
     net.train()
-    for s in range(1, steps + 1):
+
+    def train_step():
+        nonlocal perm, s, loss
+        s += 1
         q = (s - 1) % spe
         if q == 0:
             perm = torch.randperm(len(xtr), generator=g)
@@ -179,9 +256,19 @@ def main():
         opt.zero_grad()
         loss.backward()
         opt.step()
+
+    loss, t0 = None, clock()
+    for _ in range(steps):
+        train_step()
     dt = clock() - t0
     out = {"steps": steps, "seconds": round(dt, 3), "steps_per_s": round(steps / dt, 3), "final_loss": loss.item(),
            "parameters": sum(p.numel() for p in net.parameters()), "threads": a.threads, "clock": "thread CPU time" if a.threads == 1 else "wall time", "seed": a.seed}
+    if a.profile_kinds > 0:
+        out["kinds"] = profile_kinds(train_step, a.profile_kinds, dt / steps)
+        f = conv_grad_split(net, xtr[:B])
+        both = out["kinds"][KINDS[1]]
+        out["kinds"]["conv input gradient"] = round(both * f, 3)
+        out["kinds"]["conv weight gradient"] = round(both * (1 - f), 3)
     if not a.time_only:
         net.eval()
         with torch.no_grad():

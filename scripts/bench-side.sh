@@ -5,7 +5,8 @@
 # log) and PyTorch FP32 with the same thread count, and the FP64 GEMM rate the verifiable and the
 # plain FP64 step reach as a fraction of the machine's DGEMM with that many threads (bench_cnn
 # --threads T; with 2 threads every figure is wall time). Prints each bench_cnn report, then the
-# table (markdown). Run on an otherwise idle machine: with 2 threads on 2 cores, any other load
+# table (markdown; its clock column says how each side was timed: thread-CPU, the thread's CPU time,
+# with 1 thread, on both sides; wall with 2). Run on an otherwise idle machine: with 2 threads on 2 cores, any other load
 # inflates the figures. PyTorch: /usr/bin/python3 with python3-torch (scripts/bench.sh installs it).
 # Then the audit speed (replay steps/s over training steps/s) of the real binaries for each model
 # and thread count: `trainer train` of A and B steps and `auditor verify` of each run (the
@@ -24,7 +25,7 @@ while [ $# -gt 0 ]; do
     --build-dir) build=$2; shift 2 ;;
     --no-audit) audit=0; shift ;;
     --audit-only) audit=2; shift ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "bench-side.sh: unknown argument $1 (see --help)" >&2; exit 64 ;;
   esac
 done
@@ -32,7 +33,9 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
   cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$build.configure.log" 2>&1 ||
     { cat "$build.configure.log"; exit 1; }
 fi
-cmake --build "$build" -j"$(nproc 2>/dev/null || echo 2)" --target bench_cnn --target trainer --target auditor >/dev/null
+targets=(--target bench_cnn)
+[ "$audit" != 0 ] && targets+=(--target trainer --target auditor)
+cmake --build "$build" -j"$(nproc 2>/dev/null || echo 2)" "${targets[@]}" >/dev/null
 out=$(mktemp)
 v2=$(mktemp --suffix=.json)   # the default CNN recipe as step program 2 (docs/cnn.md "Step program 2")
 trap 'rm -f "$out" "$v2"' EXIT
@@ -49,12 +52,13 @@ done
 if [ "$audit" != 2 ]; then
 echo "== load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
-echo "| model | threads | plain FP32 s/step | plain FP64 | verifiable exact | verifiable log | PyTorch FP32 | exact / FP64 | log / FP64 | exact / PyTorch | DGEMM peak reached: exact, plain FP64 |"
-echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-awk '$1 == "SIDE" { # SIDE model threads fp32 fp64 exact log torch(-1: none) exact/peak fp64/peak
+echo "| model | threads | clock: ours, PyTorch | plain FP32 s/step | plain FP64 | verifiable exact | verifiable log | PyTorch FP32 | exact / FP64 | log / FP64 | exact / PyTorch | DGEMM peak reached: exact, plain FP64 |"
+echo "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+awk '$1 == "SIDE" { # SIDE model threads fp32 fp64 exact log torch(-1: none) exact/peak fp64/peak clock torch-clock
   pt = ($8 > 0) ? sprintf("%.4f", $8) : "–"; rt = ($8 > 0) ? sprintf("%.2f", $6 / $8) : "–"
-  printf "| %s | %d | %.4f | %.4f | %.4f | %.4f | %s | %.2f | %.2f | %s | %.1f%%, %.1f%% |\n", $2, $3, $4, $5, $6, $7, pt,
-         $6 / $5, $7 / $5, rt, 100 * $9, 100 * $10 }' "$out"
+  if ($8 > 0 && $11 != $12) rt = rt " (clocks differ)"
+  printf "| %s | %d | %s, %s | %.4f | %.4f | %.4f | %.4f | %s | %.2f | %.2f | %s | %.1f%%, %.1f%% |\n", $2, $3, $11, $12,
+         $4, $5, $6, $7, pt, $6 / $5, $7 / $5, rt, 100 * $9, 100 * $10 }' "$out"
 fi
 
 [ "$audit" = 0 ] && exit 0
