@@ -83,33 +83,41 @@ static void dotk_rows(const double *w, size_t ld, size_t rows, const double *b, 
 /* The same as dotk_rows over all the n rows (ld = m) of a matrix W given as its transpose wt
  * (m x n): eight rows at a time, their terms read contiguously from wt, each row's sums in index
  * order in its own lane (the same bits as dotk row by row). */
-/* two doubles in one register (GCC's and clang's vector extension): lane-wise IEEE operations,
- * the same bits as the scalar ones */
-typedef double vt_v2d __attribute__((vector_size(16)));
-typedef long long vt_v2i __attribute__((vector_size(16)));
+/* four doubles in one vector (GCC's and clang's vector extension; two SSE2 registers, or one AVX2
+ * register in the avx2 clone): lane-wise IEEE operations, the same bits as the scalar ones */
+typedef double vt_v4d __attribute__((vector_size(32)));
+typedef long long vt_v4i __attribute__((vector_size(32)));
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__)
+#define VT_LANES_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define VT_LANES_CLONES
+#endif
+
+/* v := four doubles from p (any alignment) */
+#define LD4(v, p) memcpy(&(v), (p), sizeof(vt_v4d))
 
 /* The same as dotk_rows over all the n rows (ld = m) of a matrix W given as its transpose wt
- * (m x n): eight rows at a time, their terms read contiguously from wt, each row's sums in index
+ * (m x n): sixteen rows at a time, their terms read contiguously from wt, each row's sums in index
  * order in its own lane (the same bits as dotk row by row). */
-static void dotk_cols(const double *wt, size_t n, size_t m, const double *b, double *s, double *err)
+VT_LANES_CLONES static void dotk_cols(const double *wt, size_t n, size_t m, const double *b, double *s, double *err)
 {
     const double C = coef_c(m), U = coef_u(m);
-    const vt_v2i mask = {INT64_MAX, INT64_MAX}; /* |x|: the sign bit cleared */
+    const vt_v4i mask = {INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX}; /* |x|: the sign bit cleared */
     size_t r = 0;
-    for (; r + 8 <= n; r += 8) {
-        vt_v2d s0 = {0, 0}, s1 = s0, s2 = s0, s3 = s0, t0 = s0, t1 = s0, t2 = s0, t3 = s0;
+    for (; r + 16 <= n; r += 16) {
+        vt_v4d s0 = {0, 0, 0, 0}, s1 = s0, s2 = s0, s3 = s0, t0 = s0, t1 = s0, t2 = s0, t3 = s0;
         for (size_t j = 0; j < m; j++) {
-            const vt_v2d bj = {b[j], b[j]};
-            vt_v2d x0, x1, x2, x3;
-            memcpy(&x0, wt + j * n + r, sizeof x0), memcpy(&x1, wt + j * n + r + 2, sizeof x1);
-            memcpy(&x2, wt + j * n + r + 4, sizeof x2), memcpy(&x3, wt + j * n + r + 6, sizeof x3);
-            const vt_v2d p0 = x0 * bj, p1 = x1 * bj, p2 = x2 * bj, p3 = x3 * bj;
+            const vt_v4d bj = {b[j], b[j], b[j], b[j]};
+            const double *w = wt + j * n + r;
+            vt_v4d p0, p1, p2, p3;
+            LD4(p0, w), LD4(p1, w + 4), LD4(p2, w + 8), LD4(p3, w + 12);
+            p0 *= bj, p1 *= bj, p2 *= bj, p3 *= bj;
             s0 += p0, s1 += p1, s2 += p2, s3 += p3;
-            t0 += (vt_v2d)((vt_v2i)p0 & mask), t1 += (vt_v2d)((vt_v2i)p1 & mask);
-            t2 += (vt_v2d)((vt_v2i)p2 & mask), t3 += (vt_v2d)((vt_v2i)p3 & mask);
+            t0 += (vt_v4d)((vt_v4i)p0 & mask), t1 += (vt_v4d)((vt_v4i)p1 & mask);
+            t2 += (vt_v4d)((vt_v4i)p2 & mask), t3 += (vt_v4d)((vt_v4i)p3 & mask);
         }
-        const vt_v2d sv[4] = {s0, s1, s2, s3}, tv[4] = {t0, t1, t2, t3};
-        for (int q = 0; q < 8; q++) s[r + q] = sv[q / 2][q % 2], err[r + q] = UP(UP(C * tv[q / 2][q % 2]) + U);
+        const vt_v4d sv[4] = {s0, s1, s2, s3}, tv[4] = {t0, t1, t2, t3};
+        for (int q = 0; q < 16; q++) s[r + q] = sv[q / 4][q % 4], err[r + q] = UP(UP(C * tv[q / 4][q % 4]) + U);
     }
     for (; r < n; r++) {
         double acc = 0, abs = 0;
@@ -123,24 +131,22 @@ static void dotk_cols(const double *wt, size_t n, size_t m, const double *b, dou
 
 /* y[j] = init[j] + sum_i w[i m + j] x[i] for the m columns of w (n x m; init NULL: 0), each
  * column's sum from init[j] in index order in its own lane (the same bits as the scalar loop over a
- * row of w's transpose), eight columns at a time */
-static void matvec_cols(const double *w, size_t n, size_t m, const double *x, const double *init, double *y)
+ * row of w's transpose), sixteen columns at a time */
+VT_LANES_CLONES static void matvec_cols(const double *w, size_t n, size_t m, const double *x, const double *init, double *y)
 {
     size_t j = 0;
-    for (; j + 8 <= m; j += 8) {
-        vt_v2d a0 = {0, 0}, a1 = a0, a2 = a0, a3 = a0;
-        if (init)
-            memcpy(&a0, init + j, sizeof a0), memcpy(&a1, init + j + 2, sizeof a1),
-            memcpy(&a2, init + j + 4, sizeof a2), memcpy(&a3, init + j + 6, sizeof a3);
+    for (; j + 16 <= m; j += 16) {
+        vt_v4d a0 = {0, 0, 0, 0}, a1 = a0, a2 = a0, a3 = a0;
+        if (init) LD4(a0, init + j), LD4(a1, init + j + 4), LD4(a2, init + j + 8), LD4(a3, init + j + 12);
         for (size_t i = 0; i < n; i++) {
-            const vt_v2d xi = {x[i], x[i]};
-            vt_v2d w0, w1, w2, w3;
-            memcpy(&w0, w + i * m + j, sizeof w0), memcpy(&w1, w + i * m + j + 2, sizeof w1);
-            memcpy(&w2, w + i * m + j + 4, sizeof w2), memcpy(&w3, w + i * m + j + 6, sizeof w3);
+            const vt_v4d xi = {x[i], x[i], x[i], x[i]};
+            const double *wi = w + i * m + j;
+            vt_v4d w0, w1, w2, w3;
+            LD4(w0, wi), LD4(w1, wi + 4), LD4(w2, wi + 8), LD4(w3, wi + 12);
             a0 += w0 * xi, a1 += w1 * xi, a2 += w2 * xi, a3 += w3 * xi;
         }
-        memcpy(y + j, &a0, sizeof a0), memcpy(y + j + 2, &a1, sizeof a1);
-        memcpy(y + j + 4, &a2, sizeof a2), memcpy(y + j + 6, &a3, sizeof a3);
+        memcpy(y + j, &a0, sizeof a0), memcpy(y + j + 4, &a1, sizeof a1);
+        memcpy(y + j + 8, &a2, sizeof a2), memcpy(y + j + 12, &a3, sizeof a3);
     }
     for (; j < m; j++) {
         double a = init ? init[j] : 0;
