@@ -69,4 +69,12 @@ done
 "$B/auditor" certify "$T/run" --eps 0.01 --examples 2 --intermediate ibp >"$T/ii" 2>&1
 [ $? -eq 64 ] && grep -q "intermediate ibp is for the layer graph" "$T/ii" || bad "MLP --intermediate ibp: not refused (64)"
 "$B/auditor" certify "$T/run" --eps 0.01 --examples 2 --intermediate none >/dev/null 2>&1; [ $? -eq 64 ] || bad "--intermediate none: not 64"
+# the attack's settings: recorded in the certificate (and its report), which the check reads; not the
+# check's options; 0 refused
+"$B/auditor" certify "$T/run" --eps 0.05 --examples 4 --attack-restarts 2 --attack-iters 7 --out "$T/atk" --key "$T/a" \
+  --report "$T/atk.json" --quiet >/dev/null 2>&1 || bad "certify --attack-restarts 2 --attack-iters 7"
+grep -q '"attack_restarts": 2, "attack_iters": 7' "$T/atk.json" || bad "--attack-restarts/--attack-iters: not in the report"
+"$B/auditor" check-certificate "$T/atk" "$T/run" >/dev/null 2>&1 || bad "check-certificate of a --attack-iters 7 certificate"
+"$B/auditor" check-certificate "$T/atk" "$T/run" --attack-iters 7 >/dev/null 2>&1; [ $? -eq 64 ] || bad "check --attack-iters: not 64"
+"$B/auditor" certify "$T/run" --eps 0.05 --examples 2 --attack-restarts 0 >/dev/null 2>&1; [ $? -eq 64 ] || bad "--attack-restarts 0: not 64"
 cert_end
