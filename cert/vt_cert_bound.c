@@ -12,11 +12,13 @@
  *     and interval bounds by the monotonicity of RN32. */
 #include <float.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../common/vt_bytes.h"
 #include "../common/vt_cli.h"
+#include "../common/vt_env.h"
 #include "../dist/vt_dist.h"
 #include "../rounding/vt_exact.h"
 #include "vt_cert.h"
@@ -83,23 +85,55 @@ static void dotk_rows(const double *w, size_t ld, size_t rows, const double *b, 
 /* The same as dotk_rows over all the n rows (ld = m) of a matrix W given as its transpose wt
  * (m x n): eight rows at a time, their terms read contiguously from wt, each row's sums in index
  * order in its own lane (the same bits as dotk row by row). */
-/* four doubles in one vector (GCC's and clang's vector extension; two SSE2 registers, or one AVX2
- * register in the avx2 clone): lane-wise IEEE operations, the same bits as the scalar ones */
+/* The lanes (docs/certify.md): the matrix-vector products of an MLP held whole, sixteen dot products
+ * at a time, one per vector lane, each summed in its own index order, so every implementation gives
+ * the bits of one dot product at a time. Implementations, chosen once at the first call (pthread_once),
+ * as kernels/vt_math_vec.c picks its own (libsodium's way): "avx2" (the lanes in 256-bit registers,
+ * the same source compiled for it by a target attribute) where the CPU has AVX2, else "vector" (the
+ * lanes in the baseline ISA's registers); "scalar" (one dot product at a time, the reference) when
+ * VT_CERT_IMPL names it, as it can name any other. tests/e2e/cert.sh compares certificates of every
+ * implementation this CPU runs. Lane helpers always inlined: no 256-bit value crosses a call. */
+#if defined(__clang__)
+#pragma clang diagnostic ignored "-Wpsabi"
+#elif defined(__GNUC__)
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
 typedef double vt_v4d __attribute__((vector_size(32)));
 typedef long long vt_v4i __attribute__((vector_size(32)));
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__)
-#define VT_LANES_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define VT_LANES_CLONES
-#endif
+#define VTI_INLINE static inline __attribute__((always_inline))
 
 /* v := four doubles from p (any alignment) */
 #define LD4(v, p) memcpy(&(v), (p), sizeof(vt_v4d))
 
-/* The same as dotk_rows over all the n rows (ld = m) of a matrix W given as its transpose wt
- * (m x n): sixteen rows at a time, their terms read contiguously from wt, each row's sums in index
- * order in its own lane (the same bits as dotk row by row). */
-VT_LANES_CLONES static void dotk_cols(const double *wt, size_t n, size_t m, const double *b, double *s, double *err)
+/* dotk of the n rows of a matrix W (n x m, w) with b: s[r], err[r]; wt is W's transpose (m x n) */
+typedef void (*dotk_cols_fn)(const double *w, const double *wt, size_t n, size_t m, const double *b, double *s,
+                             double *err);
+/* y[j] = init[j] + sum_i w[i m + j] x[i] for the m columns of w (n x m; init NULL: 0; wt its transpose),
+ * each sum from init[j] in index order */
+typedef void (*matvec_cols_fn)(const double *w, const double *wt, size_t n, size_t m, const double *x,
+                               const double *init, double *y);
+
+/* the reference: one dot product at a time, in index order, on the rows of w (for dotk) and of wt */
+static void dotk_cols_scalar(const double *w, const double *wt, size_t n, size_t m, const double *b, double *s,
+                             double *err)
+{
+    (void)wt;
+    for (size_t r = 0; r < n; r++) dotk(w + r * m, b, 1, m, &s[r], &err[r]);
+}
+
+static void matvec_cols_scalar(const double *w, const double *wt, size_t n, size_t m, const double *x,
+                               const double *init, double *y)
+{
+    (void)w;
+    for (size_t j = 0; j < m; j++) {
+        double a = init ? init[j] : 0;
+        for (size_t i = 0; i < n; i++) a += wt[j * n + i] * x[i];
+        y[j] = a;
+    }
+}
+
+/* sixteen rows a step, their terms read contiguously from wt; the rest one at a time */
+VTI_INLINE void dotk_cols_lanes(const double *wt, size_t n, size_t m, const double *b, double *s, double *err)
 {
     const double C = coef_c(m), U = coef_u(m);
     const vt_v4i mask = {INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX}; /* |x|: the sign bit cleared */
@@ -119,20 +153,20 @@ VT_LANES_CLONES static void dotk_cols(const double *wt, size_t n, size_t m, cons
         const vt_v4d sv[4] = {s0, s1, s2, s3}, tv[4] = {t0, t1, t2, t3};
         for (int q = 0; q < 16; q++) s[r + q] = sv[q / 4][q % 4], err[r + q] = UP(UP(C * tv[q / 4][q % 4]) + U);
     }
-    for (; r < n; r++) {
-        double acc = 0, abs = 0;
-        for (size_t j = 0; j < m; j++) {
-            const double p = wt[j * n + r] * b[j];
-            acc += p, abs += fabs(p);
+    if (r < n) { /* the last rows: the reference's loop on the columns r.. of wt */
+        for (size_t q = r; q < n; q++) {
+            double acc = 0, abs = 0;
+            for (size_t j = 0; j < m; j++) {
+                const double p = wt[j * n + q] * b[j];
+                acc += p, abs += fabs(p);
+            }
+            s[q] = acc, err[q] = UP(UP(C * abs) + U);
         }
-        s[r] = acc, err[r] = UP(UP(C * abs) + U);
     }
 }
 
-/* y[j] = init[j] + sum_i w[i m + j] x[i] for the m columns of w (n x m; init NULL: 0), each
- * column's sum from init[j] in index order in its own lane (the same bits as the scalar loop over a
- * row of w's transpose), sixteen columns at a time */
-VT_LANES_CLONES static void matvec_cols(const double *w, size_t n, size_t m, const double *x, const double *init, double *y)
+/* sixteen columns a step; the rest one at a time */
+VTI_INLINE void matvec_cols_lanes(const double *w, size_t n, size_t m, const double *x, const double *init, double *y)
 {
     size_t j = 0;
     for (; j + 16 <= m; j += 16) {
@@ -153,6 +187,83 @@ VT_LANES_CLONES static void matvec_cols(const double *w, size_t n, size_t m, con
         for (size_t i = 0; i < n; i++) a += w[i * m + j] * x[i];
         y[j] = a;
     }
+}
+
+static void dotk_cols_vector(const double *w, const double *wt, size_t n, size_t m, const double *b, double *s,
+                             double *err)
+{
+    (void)w;
+    dotk_cols_lanes(wt, n, m, b, s, err);
+}
+
+static void matvec_cols_vector(const double *w, const double *wt, size_t n, size_t m, const double *x,
+                               const double *init, double *y)
+{
+    (void)wt;
+    matvec_cols_lanes(w, n, m, x, init, y);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define VTI_AVX2 __attribute__((target("avx2")))
+VTI_AVX2 static void dotk_cols_avx2(const double *w, const double *wt, size_t n, size_t m, const double *b, double *s,
+                                    double *err)
+{
+    (void)w;
+    dotk_cols_lanes(wt, n, m, b, s, err);
+}
+
+VTI_AVX2 static void matvec_cols_avx2(const double *w, const double *wt, size_t n, size_t m, const double *x,
+                                      const double *init, double *y)
+{
+    (void)wt;
+    matvec_cols_lanes(w, n, m, x, init, y);
+}
+#define VTI_HAVE_AVX2 1
+#else
+#define VTI_HAVE_AVX2 0
+#endif
+
+typedef struct {
+    const char *name;
+    dotk_cols_fn dotk;
+    matvec_cols_fn matvec;
+} lanes_impl;
+
+static const lanes_impl LANES[] = {
+    {"scalar", dotk_cols_scalar, matvec_cols_scalar},
+    {"vector", dotk_cols_vector, matvec_cols_vector},
+#if VTI_HAVE_AVX2
+    {"avx2", dotk_cols_avx2, matvec_cols_avx2},
+#endif
+};
+#define N_LANES (sizeof LANES / sizeof LANES[0])
+
+static const lanes_impl *g_lanes = &LANES[0];
+static pthread_once_t g_lanes_once = PTHREAD_ONCE_INIT;
+
+/* VT_CERT_IMPL's choice when this CPU runs it; else "avx2" where it runs, else the scalar loops (the
+ * lanes in the baseline ISA's registers are slower than them on x86-64: measured 12.1 s against
+ * 9.4 s of CPU, docs/benchmarks.md; there to be tested and chosen by name) */
+static void lanes_pick(void)
+{
+    g_lanes = &LANES[vt_impl_pick("VT_CERT_IMPL", LANES, N_LANES, sizeof LANES[0])];
+}
+
+static const lanes_impl *lanes(void)
+{
+    pthread_once(&g_lanes_once, lanes_pick);
+    return g_lanes;
+}
+
+static void dotk_cols(const double *w, const double *wt, size_t n, size_t m, const double *b, double *s, double *err)
+{
+    lanes()->dotk(w, wt, n, m, b, s, err);
+}
+
+static void matvec_cols(const double *w, const double *wt, size_t n, size_t m, const double *x, const double *init,
+                        double *y)
+{
+    lanes()->matvec(w, wt, n, m, x, init, y);
 }
 
 static double dot_lo(const double *a, const double *b, size_t n)
@@ -639,7 +750,7 @@ static double backward_lb(vt_cert_ctx *c, uint32_t k, int from_a, const double *
         size_t i0, i1;
         const double *wm = layer_rows(c, m, 2, &i0, &i1);
         if (weights_whole(c)) /* W_m whole: by its transpose */
-            dotk_cols(c->WT[m], in, out, lam, nu, errv);
+            dotk_cols(c->W[m], c->WT[m], in, out, lam, nu, errv);
         else
             dotk_rows(wm, out, i1 - i0, lam, out, nu + i0, errv + i0);
         share(c, nu, in), share(c, errv, in);
@@ -774,7 +885,7 @@ static void alpha_grad(vt_cert_ctx *c, const double *alpha, double *g)
         size_t in = c->n[m - 1], j0, j1;
         const double *wm = layer_rows(c, m, 1, &j0, &j1);
         const int whole = weights_whole(c);
-        if (whole) matvec_cols(c->W[m], in, c->n[m], c->fa[m - 1], c->b[m], c->v1); /* by W's columns */
+        if (whole) matvec_cols(c->W[m], c->WT[m], in, c->n[m], c->fa[m - 1], c->b[m], c->v1); /* by W's columns */
         for (size_t j = j0; j < j1; j++) {
             const double *w = wm + (j - j0) * in;
             double a = c->b[m][j];
@@ -991,7 +1102,7 @@ void vt_cert_forward64(vt_cert_ctx *c, const double *x, double *logits)
         double *o = k == c->L ? logits : c->fa[k];
         const double *wk = layer_rows(c, k, 1, &j0, &j1);
         const int whole = weights_whole(c);
-        if (whole) matvec_cols(c->W[k], in, c->n[k], h, NULL, o); /* by W's columns, into o (not h) */
+        if (whole) matvec_cols(c->W[k], c->WT[k], in, c->n[k], h, NULL, o); /* by W's columns, into o (not h) */
         for (size_t j = j0; j < j1; j++) {
             const double *w = wk + (j - j0) * in;
             double a = 0;
@@ -1045,7 +1156,7 @@ void vt_cert_backprop64(vt_cert_ctx *c, double *g, double *g2)
         size_t in = c->n[k - 1], out = c->n[k], i0, i1;
         const double *wk = layer_rows(c, k, 2, &i0, &i1);
         const int whole = weights_whole(c);
-        if (whole) matvec_cols(c->WT[k], out, in, g, NULL, g2); /* by WT's columns, into g2 (not g) */
+        if (whole) matvec_cols(c->WT[k], c->W[k], out, in, g, NULL, g2); /* by WT's columns, into g2 (not g) */
         for (size_t i = i0; i < i1; i++) {
             double a = 0;
             if (whole) a = g2[i];

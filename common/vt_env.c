@@ -3,6 +3,7 @@
 #include <fenv.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "vt_cli.h"
@@ -206,4 +207,25 @@ int vt_env_cli_check(const char *prog)
     if (vt_env_check() == VT_OK) return 0;
     fprintf(stderr, "%s: %s\n", prog, vt_errmsg());
     return VT_EXIT_CANNOT;
+}
+
+size_t vt_impl_pick(const char *env, const void *table, size_t n, size_t stride)
+{
+    const char *want = getenv(env);
+    if (!want || !*want) want = "avx2";
+    for (size_t i = 0; i < n; i++) {
+        const char *name = *(const char *const *)(const void *)((const char *)table + i * stride);
+        if (!strcmp(name, want) && (strcmp(name, "avx2") || vt_cpu_avx2())) return i;
+    }
+    return 0;
+}
+
+int vt_cpu_avx2(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") != 0;
+#else
+    return 0;
+#endif
 }

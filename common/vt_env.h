@@ -20,6 +20,8 @@
 #ifndef VT_ENV_H
 #define VT_ENV_H
 
+#include <stddef.h>
+
 #include "vt_error.h"
 
 /* VT_OK when this thread computes with IEEE round-to-nearest-even and gradual underflow;
@@ -31,5 +33,15 @@ vt_err vt_env_check(void) VT_WARN_UNUSED;
 /* For main(): runs vt_env_check; on failure prints "PROG: MESSAGE" on stderr and returns the
  * exit status VT_EXIT_CANNOT (2), else 0. */
 int vt_env_cli_check(const char *prog);
+
+/* The implementation tables picked once at start-up (libsodium's way: the kernels' transcendental
+ * lanes, the certifier's dot-product lanes): table holds n entries stride bytes apart, each a struct
+ * whose first member is its name (const char *); an entry named "avx2" runs where the CPU has AVX2,
+ * the others anywhere. Returns the index of the one the environment variable env names when this
+ * CPU runs it, else of "avx2" where it runs, else 0 (the reference). */
+size_t vt_impl_pick(const char *env, const void *table, size_t n, size_t stride);
+
+/* 1 when this CPU runs AVX2 instructions (x86-64 with GCC or clang), else 0 */
+int vt_cpu_avx2(void);
 
 #endif

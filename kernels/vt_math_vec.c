@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/vt_env.h"
 #include "vt_math.h"
 #include "vt_math_hd.h"
 
@@ -238,30 +239,12 @@ static const math_impl IMPLS[] = {
 static const math_impl *g_impl = &IMPLS[0];
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
-static int impl_usable(const math_impl *m)
-{
-#if VTI_HAVE_AVX2
-    if (strcmp(m->name, "avx2") == 0) {
-        __builtin_cpu_init();
-        return __builtin_cpu_supports("avx2");
-    }
-#endif
-    (void)m;
-    return 1;
-}
-
 /* VT_MATH_IMPL's choice when this CPU runs it; else "avx2" where it runs, else the scalar loop (the
  * baseline "vector" form is slower than the scalar code without AVX2's 64-bit integer lanes: it is
  * there to be tested and chosen by name) */
 static void pick(void)
 {
-    const char *want = getenv("VT_MATH_IMPL");
-    const math_impl *best = &IMPLS[0];
-    for (size_t i = 0; i < N_IMPLS; i++) {
-        if (!impl_usable(&IMPLS[i])) continue;
-        if (want && *want ? strcmp(want, IMPLS[i].name) == 0 : strcmp(IMPLS[i].name, "avx2") == 0) best = &IMPLS[i];
-    }
-    g_impl = best;
+    g_impl = &IMPLS[vt_impl_pick("VT_MATH_IMPL", IMPLS, N_IMPLS, sizeof IMPLS[0])];
 }
 
 void vt_exp_n(size_t n, const double *x, double *y)
@@ -292,7 +275,9 @@ int vt_math_impl_count(void) { return (int)N_IMPLS; }
 
 const char *vt_math_impl_get(int i, int fn, vt_math_fn_n *out)
 {
-    if (i < 0 || (size_t)i >= N_IMPLS || fn < 0 || fn >= VT_MATH_NFN || !impl_usable(&IMPLS[i])) return NULL;
+    if (i < 0 || (size_t)i >= N_IMPLS || fn < 0 || fn >= VT_MATH_NFN ||
+        (!strcmp(IMPLS[i].name, "avx2") && !vt_cpu_avx2()))
+        return NULL;
     if (out) *out = IMPLS[i].fn[fn];
     return IMPLS[i].name;
 }

@@ -69,6 +69,16 @@ done
 "$B/auditor" certify "$T/run" --eps 0.01 --examples 2 --intermediate ibp >"$T/ii" 2>&1
 [ $? -eq 64 ] && grep -q "intermediate ibp is for the layer graph" "$T/ii" || bad "MLP --intermediate ibp: not refused (64)"
 "$B/auditor" certify "$T/run" --eps 0.01 --examples 2 --intermediate none >/dev/null 2>&1; [ $? -eq 64 ] || bad "--intermediate none: not 64"
+# the lanes' implementations (docs/certify.md, VT_CERT_IMPL): every one this CPU runs writes the same
+# certificate, for CROWN, alpha-CROWN and beta-crown (the default's, the avx2 lanes where the CPU has AVX2)
+for m in crown alpha-crown beta-crown; do
+  "$B/auditor" certify "$T/run" --eps 0.06 --examples 10 --method $m --out "$T/l.ref" --key "$T/a" --quiet >/dev/null 2>&1 ||
+    bad "lanes: certify $m"
+  for impl in scalar vector avx2; do
+    VT_CERT_IMPL=$impl "$B/auditor" certify "$T/run" --eps 0.06 --examples 10 --method $m --out "$T/l.$impl" --key "$T/a" \
+      --quiet >/dev/null 2>&1 && cmp -s "$T/l.ref" "$T/l.$impl" && ok || bad "lanes: $m with VT_CERT_IMPL=$impl: another certificate"
+  done
+done
 # the attack's settings: recorded in the certificate (and its report), which the check reads; not the
 # check's options; 0 refused
 "$B/auditor" certify "$T/run" --eps 0.05 --examples 4 --attack-restarts 2 --attack-iters 7 --out "$T/atk" --key "$T/a" \
