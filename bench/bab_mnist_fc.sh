@@ -120,11 +120,14 @@ for L in $NETS; do
       --set steps="$STEPS" --quiet >"$D/train.out" 2>&1
     echo "256x$L: trained $STEPS steps, $(cut -d' ' -f1 "$D/train.time") s wall" | tee -a "$O/log"
   fi
+  [ -s "$D/eval.out" ] || N "$B/trainer" eval "$D/run" >"$D/eval.out" 2>&1 || true
+  echo "256x$L: test accuracy $(sed -n 's/^accuracy *\([0-9.]*\)$/\1/p' "$D/eval.out")" | tee -a "$O/log"
   [ -e "$D/net.onnx" ] ||
     N "$B/trainer" export "$D/run" --format onnx --out "$D/net.onnx" --pubkey "$O/k.pub" >"$D/export.out" 2>&1
   for E in $EPS; do
     P=$D/p_$E
     if [ ! -d "$P" ]; then
+      rm -rf "$P.tmp" && mkdir -p "$P.tmp"
       N "$B/auditor" certify "$D/run" --eps "$E" --examples "$((FIRST + COUNT))" --method ibp \
         --write-vnnlib "$P.tmp" --quiet >"$D/vnnlib_$E.out" 2>&1
       mv "$P.tmp" "$P"
@@ -132,8 +135,8 @@ for L in $NETS; do
     I=$D/inst_$E.csv
     : >"$I"
     for ((i = FIRST; i < FIRST + COUNT; i++)); do
-      f=$(ls "$P" | grep -E "(^|[^0-9])${i}\.vnnlib$" | head -1)
-      [ -n "$f" ] || { echo "bab_mnist_fc.sh: no property $i in $P" >&2; exit 1; }
+      f=prop_$i.vnnlib
+      [ -e "$P/$f" ] || { echo "bab_mnist_fc.sh: no property $i in $P" >&2; exit 1; }
       echo "net.onnx,p_$E/$f,$T" >>"$I"
     done
     for M in $METHODS; do
