@@ -13,7 +13,8 @@
 # --onnx NET --vnnlib PROP`, timed the same way). Prints a markdown table per network x eps x method
 # (unsat / sat / unknown / timeout, median and max wall seconds per instance, peak memory), the
 # check-certificate against certify table for beta-crown's unsat certificates, and the cross-check:
-# no beta-crown answer contradicts alpha-crown's (unsat against sat, either way).
+# no beta-crown answer contradicts alpha-crown's (unsat against sat, either way); every sat answer's
+# point is evaluated outside the project (bench/bab_cex_check.py: in the box, FP64 margin <= 0).
 #
 # Results are appended to OUT/results.tsv; an instance already there is not run again, so a partial
 # run continues where it stopped (--table: print the tables of OUT/results.tsv and run nothing).
@@ -56,25 +57,32 @@ N() { if [ "$NICE" -gt 0 ]; then nice -n "$NICE" "$@"; else "$@"; fi; }
 
 tables() {
   python3 - "$R" "$T" <<'PY'
-import csv, statistics, sys
+import csv, json, os, statistics, sys
 rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
 T = float(sys.argv[2])
+def subdomains(r):  # the report's subdomains bounded (beta-crown), else "-"
+    try:
+        return json.load(open(os.path.join(os.path.dirname(sys.argv[1]), r["net"], "%s.%s.%s.json" % (
+            r["method"], r["eps"], r["idx"])))).get("subdomains", "-")
+    except (OSError, ValueError):
+        return "-"
 key = lambda r: (int(r["net"]), float(r["eps"]))
 groups = {}
 for r in rows:
     groups.setdefault((r["net"], r["eps"], r["method"]), []).append(r)
-print("| network | eps | method | instances | unsat | sat | unknown | timeout | answered within %g s | median s | max s | peak RSS MiB |" % T)
-print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+print("| network | eps | method | instances | unsat | sat | unknown | timeout | answered within %g s | median s | max s | peak RSS MiB | subdomains (max) |" % T)
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 for (n, e, m) in sorted(groups, key=lambda k: (int(k[0]), float(k[1]), k[2])):
     g = groups[(n, e, m)]
     c = {a: sum(1 for r in g if r["answer"] == a) for a in ("unsat", "sat", "unknown", "timeout")}
     other = len(g) - sum(c.values())
     w = [float(r["wall_s"]) for r in g]
     ans = sum(1 for r in g if r["answer"] in ("unsat", "sat") and float(r["wall_s"]) <= T)
-    print("| 784-256x%s-10 | %s | %s | %d | %d | %d | %d | %d%s | %d (%.0f%%) | %.1f | %.1f | %.0f |" % (
+    sd = [x for x in map(subdomains, g) if isinstance(x, int)]
+    print("| 784-256x%s-10 | %s | %s | %d | %d | %d | %d | %d%s | %d (%.0f%%) | %.1f | %.1f | %.0f | %s |" % (
         n, e, m, len(g), c["unsat"], c["sat"], c["unknown"], c["timeout"],
         " (+%d other)" % other if other else "", ans, 100.0 * ans / len(g),
-        statistics.median(w), max(w), max(int(r["rss_kb"]) for r in g) / 1024))
+        statistics.median(w), max(w), max(int(r["rss_kb"]) for r in g) / 1024, max(sd) if sd else "-"))
 print()
 print("beta-crown's unsat certificates: check-certificate against certify (wall / user s of the processes)")
 print()
@@ -179,6 +187,20 @@ for L in $NETS; do
       done <"$I"
     done
   done
+done
+for L in $NETS; do # the sat answers' points, evaluated outside the project (bench/bab_cex_check.py)
+  D=$O/$L
+  args=()
+  for r in "$D"/*.result; do
+    [ -e "$r" ] && [ "$(head -1 "$r")" = sat ] || continue
+    b=${r##*/} && b=${b%.result} && i=${b##*.} && e=${b#*.} && e=${e%.*}
+    args+=("$D/p_$e/prop_$i.vnnlib" "$r")
+  done
+  [ ${#args[@]} -gt 0 ] || continue
+  [ -e "$D/net.st" ] || N "$B/trainer" export "$D/run" --format safetensors --out "$D/net.st" --pubkey "$O/k.pub" >/dev/null
+  N python3 bench/bab_cex_check.py "$D/net.st" "${args[@]}" >"$D/cex_check.out" 2>&1 &&
+    echo "256x$L: $((${#args[@]} / 2)) sat answers' points confirmed outside (bench/bab_cex_check.py)" | tee -a "$O/log" ||
+    { echo "256x$L: SAT ANSWERS NOT CONFIRMED OUTSIDE:" | tee -a "$O/log"; grep -v confirmed "$D/cex_check.out" | tee -a "$O/log"; }
 done
 echo "bab_mnist_fc.sh: done $(date -u '+%F %T') UTC, load $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$O/log"
 tables
