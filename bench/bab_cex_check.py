@@ -10,25 +10,17 @@ deployed network rounds to FP32 after each layer: a margin within 1e-4 of 0 is r
   bab_cex_check.py NET.safetensors PROP.vnnlib RESULT [PROP.vnnlib RESULT ...]
 
 Exit 0 when every point is in its box and has margin <= 1e-4; 1 otherwise. Not a test."""
-import json
+import os
 import re
-import struct
 import sys
 
 
-def read_st(path):
-    b = open(path, "rb").read()
-    n = struct.unpack("<Q", b[:8])[0]
-    h = json.loads(b[8:8 + n])
-    base = 8 + n
-    t = {}
-    for k, v in h.items():
-        if k == "__metadata__":
-            continue
-        assert v["dtype"] == "F32", k
-        s, e = v["data_offsets"]
-        t[k] = (v["shape"], struct.unpack("<%df" % ((e - s) // 4), b[base + s:base + e]))
-    return t
+def read_st(path):  # tests/ref/read_safetensors.py's checked reader: {name: (shape, values)}
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "ref"))
+    import read_safetensors
+    _, tensors = read_safetensors.parse(open(path, "rb").read())
+    assert all(t["dtype"] == "F32" for t in tensors)
+    return {t["name"]: (t["shape"], t["values"]) for t in tensors}
 
 
 def layers(t):
