@@ -70,19 +70,20 @@ key = lambda r: (int(r["net"]), float(r["eps"]))
 groups = {}
 for r in rows:
     groups.setdefault((r["net"], r["eps"], r["method"]), []).append(r)
-print("| network | eps | method | instances | unsat | sat | unknown | timeout | answered within %g s | median s | max s | peak RSS MiB | subdomains (max) |" % T)
+print("| network | eps | method | instances | unsat | sat | unknown | timeout | answered within %g s | wall s median / max | user s median / max | peak RSS MiB | subdomains (max) |" % T)
 print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 for (n, e, m) in sorted(groups, key=lambda k: (int(k[0]), float(k[1]), k[2])):
     g = groups[(n, e, m)]
     c = {a: sum(1 for r in g if r["answer"] == a) for a in ("unsat", "sat", "unknown", "timeout")}
     other = len(g) - sum(c.values())
     w = [float(r["wall_s"]) for r in g]
+    u = [float(r["user_s"]) for r in g]
     ans = sum(1 for r in g if r["answer"] in ("unsat", "sat") and float(r["wall_s"]) <= T)
     sd = [x for x in map(subdomains, g) if isinstance(x, int)]
-    print("| 784-256x%s-10 | %s | %s | %d | %d | %d | %d | %d%s | %d (%.0f%%) | %.1f | %.1f | %.0f | %s |" % (
+    print("| 784-256x%s-10 | %s | %s | %d | %d | %d | %d | %d%s | %d (%.0f%%) | %.1f / %.1f | %.1f / %.1f | %.0f | %s |" % (
         n, e, m, len(g), c["unsat"], c["sat"], c["unknown"], c["timeout"],
         " (+%d other)" % other if other else "", ans, 100.0 * ans / len(g),
-        statistics.median(w), max(w), max(int(r["rss_kb"]) for r in g) / 1024, max(sd) if sd else "-"))
+        statistics.median(w), max(w), statistics.median(u), max(u), max(int(r["rss_kb"]) for r in g) / 1024, max(sd) if sd else "-"))
 print()
 print("beta-crown's unsat certificates: check-certificate against certify (wall / user s of the processes)")
 print()
