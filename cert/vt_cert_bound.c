@@ -82,17 +82,15 @@ static void dotk_rows(const double *w, size_t ld, size_t rows, const double *b, 
     for (; r < rows; r++) dotk(w + r * ld, b, 1, n, &s[r], &err[r]);
 }
 
-/* The same as dotk_rows over all the n rows (ld = m) of a matrix W given as its transpose wt
- * (m x n): eight rows at a time, their terms read contiguously from wt, each row's sums in index
- * order in its own lane (the same bits as dotk row by row). */
 /* The lanes (docs/certify.md): the matrix-vector products of an MLP held whole, sixteen dot products
  * at a time, one per vector lane, each summed in its own index order, so every implementation gives
  * the bits of one dot product at a time. Implementations, chosen once at the first call (pthread_once),
  * as kernels/vt_math_vec.c picks its own (libsodium's way): "avx2" (the lanes in 256-bit registers,
- * the same source compiled for it by a target attribute) where the CPU has AVX2, else "vector" (the
- * lanes in the baseline ISA's registers); "scalar" (one dot product at a time, the reference) when
- * VT_CERT_IMPL names it, as it can name any other. tests/e2e/cert.sh compares certificates of every
- * implementation this CPU runs. Lane helpers always inlined: no 256-bit value crosses a call. */
+ * the same source compiled for it by a target attribute) where the CPU has AVX2, else "scalar" (one
+ * dot product at a time, the reference); "vector" (the lanes in the baseline ISA's registers, slower
+ * than the scalar loops on x86-64) only when VT_CERT_IMPL names it, as it can name any other.
+ * tests/e2e/cert.sh compares certificates of every implementation this CPU runs. Lane helpers always
+ * inlined: no 256-bit value crosses a call. */
 #if defined(__clang__)
 #pragma clang diagnostic ignored "-Wpsabi"
 #elif defined(__GNUC__)
