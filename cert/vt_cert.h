@@ -108,6 +108,29 @@ void vt_cert_set_splits(vt_cert_ctx *c, const vt_cert_split *s, uint32_t n);
  * given and out (NULL: not kept): per margin row (j != label, increasing), the n splits' values. */
 void vt_cert_set_split_beta(vt_cert_ctx *c, const double *given, double *out);
 int vt_cert_infeasible(const vt_cert_ctx *c);
+/* Branch and bound's search (docs/certify.md "Branch and bound", "What the search saves"): on, the
+ * slope and multiplier steps of a row stop once its bound is > 0 (a subdomain closes or not as with
+ * every step, the recorded slopes are where it stopped); the check never sets it. */
+void vt_cert_set_bab_search(vt_cert_ctx *c, int on);
+/* A subdomain's bounds of hidden layers 1..upto (layer_bounds' state, after its clamps) saved to buf
+ * (vt_cert_prefix_len doubles) after vt_cert_bounds / vt_cert_spec_bounds; vt_cert_set_prefix (borrowed
+ * until reset with NULL) makes the next bounds take those layers from buf and apply the splits' clamps
+ * of those layers again: for a child of that subdomain whose added split is in layer upto, the same
+ * bits as computing them (a layer's bounds read only the splits of the layers before it). */
+/* The search's warm start (borrowed until reset with NULL): alpha-CROWN's slopes start from alpha's
+ * (every row's, vt_cert_n_alpha_row each; the unstable values') instead of CROWN's, the multipliers
+ * from beta's (ns per row: the first ns splits', the others from 0): a parent subdomain's. */
+void vt_cert_set_warm(vt_cert_ctx *c, const double *alpha, const double *beta, uint32_t ns);
+/* The next bounds (once) leave hidden layers 1..upto-1 as the context's last complete bounds left them
+ * and take layer upto's from those bounds before their clamps, then clamp it with the new splits (a
+ * replay's leaf after another of the same box whose splits on layers below upto are the same: the same
+ * bits, a layer's bounds reading only the box and the splits below it); without complete bounds of the
+ * same box and method before it, everything is computed. */
+void vt_cert_set_keep(vt_cert_ctx *c, uint32_t upto);
+#define VT_CERT_PREFIX_ARRAYS 10u
+size_t vt_cert_prefix_len(const vt_cert_ctx *c, uint32_t upto);
+void vt_cert_prefix_save(vt_cert_ctx *c, uint32_t upto, double *buf);
+void vt_cert_set_prefix(vt_cert_ctx *c, const double *buf, uint32_t upto);
 /* The branching choice after vt_cert_bounds on the same box and splits: the unstable ReLU with the
  * largest BaBSR-like score from the backward pass of row (n[L] values) with alpha_row's slopes (one
  * row of vt_cert_n_alpha_row; NULL: CROWN's): max(0, -mu) u (-l) / (u - l), mu the coefficient of

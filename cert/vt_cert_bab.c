@@ -165,7 +165,9 @@ static vt_err margins_candidate(vti_bab_prob *p, vt_cert_ctx *c, const double *p
         *found = 1;
         return VT_OK;
     }
-    return vti_cert_attack_from(c, at->x, at->eps, m->label, m->xf, jmin, m->s, at->confirm, at->cctx, at->cex, found);
+    vt_cert_settings sa = *m->s; /* the search's short attack */
+    if (sa.attack_iters > VTI_BAB_ATTACK_ITERS) sa.attack_iters = VTI_BAB_ATTACK_ITERS;
+    return vti_cert_attack_from(c, at->x, at->eps, m->label, m->xf, jmin, &sa, at->confirm, at->cctx, at->cex, found);
 }
 
 static vt_err margins_open(vt_cert_ctx *c, margins *m, vti_bab_prob *p)
@@ -204,6 +206,9 @@ typedef struct {
     vt_cert_ctx *c[VT_PAR_MAX];
     vt_cert_split *sp[VT_PAR_MAX];
     double *row[VT_PAR_MAX], *lb[VT_PAR_MAX], *alpha[VT_PAR_MAX], *beta[VT_PAR_MAX], *xl[VT_PAR_MAX], *xu[VT_PAR_MAX];
+    /* the replay: the splits of the leaf a worker bounded last (psp, pn), whose layers its context holds */
+    vt_cert_split *psp[VT_PAR_MAX];
+    uint32_t pn[VT_PAR_MAX];
 } workers;
 
 static void workers_close(workers *w)
@@ -211,6 +216,7 @@ static void workers_close(workers *w)
     for (int k = 0; k < w->n; k++) {
         if (k > 0) vt_cert_ctx_free(w->c[k]);
         free(w->sp[k]), free(w->row[k]), free(w->lb[k]), free(w->alpha[k]), free(w->beta[k]), free(w->xl[k]), free(w->xu[k]);
+        free(w->psp[k]);
     }
     w->n = 0;
 }
@@ -229,10 +235,11 @@ static vt_err workers_open(workers *w, vt_cert_ctx *c, uint32_t nlb, size_t na, 
         if (k > 0) e = vti_cert_ctx_fork(c, &w->c[k]);
         w->n = k + 1;
         w->sp[k] = malloc(VTI_BAB_MAX_DEPTH * sizeof *w->sp[k]), w->row[k] = malloc(no * sizeof *w->row[k]);
+        w->psp[k] = malloc(VTI_BAB_MAX_DEPTH * sizeof *w->psp[k]), w->pn[k] = UINT32_MAX; /* no leaf yet */
         w->lb[k] = malloc((nlb ? nlb : 1) * sizeof *w->lb[k]), w->alpha[k] = malloc((na ? na : 1) * sizeof(double));
         w->beta[k] = malloc(((size_t)R * VTI_BAB_MAX_DEPTH + 1) * sizeof(double));
         w->xl[k] = malloc(vti_cert_in_width(c) * sizeof(double)), w->xu[k] = malloc(vti_cert_in_width(c) * sizeof(double));
-        if (!e && (!w->sp[k] || !w->row[k] || !w->lb[k] || !w->alpha[k] || !w->beta[k] || !w->xl[k] || !w->xu[k]))
+        if (!e && (!w->sp[k] || !w->psp[k] || !w->row[k] || !w->lb[k] || !w->alpha[k] || !w->beta[k] || !w->xl[k] || !w->xu[k]))
             e = vt_set_error(VT_ERR_NOMEM, "out of memory");
     }
     if (e) workers_close(w);
@@ -284,10 +291,11 @@ void vt_cert_set_bab_comm(vt_comm *comm) { g_bab_comm = comm && vt_dist_size(com
 typedef struct {
     vt_err e;
     char msg[320];
-    int timed, more;
+    int timed, more, reused; /* reused: bounded here from the parent's saved layers */
     double mn, at;
     uint32_t r, which, layer, index;
     double *rec, *lb, *alpha, *beta, *pt; /* rec: the record ranks exchange (BAB_HDR values, then the rest) */
+    double *pre; /* a split subdomain bounded here: its layers 1..layer's bounds (vt_cert_prefix_save), or NULL */
 } bab_out;
 
 /* Over ranks: a subdomain's outcome travels as its record, the scalars first (each exact in a double). */
@@ -311,7 +319,8 @@ typedef struct {
     const vti_bab_tree *t;
     workers *w;
     uint32_t q0, nar, d;
-    bab_out *o; /* from the round's first subdomain of this rank */
+    bab_out *o;          /* from the round's first subdomain of this rank */
+    double *const *pre;  /* per node: its saved prefix (NULL: none, or not kept: VT_CERT_BAB_REUSE=0) */
 } bab_round;
 
 static void bound_one(void *job, int k, uint32_t i)
@@ -320,8 +329,16 @@ static void bound_one(void *job, int k, uint32_t i)
     bab_out *o = &b->o[i];
     vt_cert_ctx *c = b->w->c[k];
     double *xl = b->w->xl[k], *xu = b->w->xu[k];
-    uint32_t nr = path_of(b->t, b->q0 + i, b->w->sp[k], b->p, xl, xu);
+    uint32_t q = b->q0 + i, nr = path_of(b->t, q, b->w->sp[k], b->p, xl, xu);
+    int32_t par = b->t->v[q].parent;
+    /* the parent's layers up to its split's, when this process bounded it and kept them */
+    const double *pre = b->pre && par >= 0 && b->t->v[par].split == 1 ? b->pre[par] : NULL;
     vt_cert_set_splits(c, b->w->sp[k], nr);
+    vt_cert_set_prefix(c, pre, pre ? b->t->v[par].layer : 0);
+    o->reused = pre != NULL;
+    vt_cert_set_bab_search(c, 1);
+    if (par >= 0 && b->t->v[par].alpha) /* the parent's slopes and multipliers as the start */
+        vt_cert_set_warm(c, b->t->v[par].alpha, b->t->v[par].beta, b->t->v[par].rdepth);
     vt_cert_set_split_beta(c, NULL, o->beta);
     o->e = b->p->bound(b->p, c, xl, xu, o->lb, o->alpha);
     vt_cert_set_split_beta(c, NULL, NULL);
@@ -339,9 +356,17 @@ static void bound_one(void *job, int k, uint32_t i)
                 double mid = xl[iw] + 0.5 * (xu[iw] - xl[iw]);
                 o->more = xl[iw] < mid && mid < xu[iw], o->layer = 0, o->index = iw, o->at = mid;
             }
+            /* its children recompute nothing up to the split's layer (layer 1's bounds are IBP's: cheap) */
+            if (o->more && b->pre && !b->p->input_split && o->layer >= 2 && !vt_cert_timed_out(c)) {
+                o->pre = malloc(vt_cert_prefix_len(c, o->layer) * sizeof *o->pre);
+                if (o->pre) vt_cert_prefix_save(c, o->layer, o->pre);
+            }
         }
     } else
         snprintf(o->msg, sizeof o->msg, "%s", vt_errmsg());
+    vt_cert_set_prefix(c, NULL, 0);
+    vt_cert_set_warm(c, NULL, NULL, 0);
+    vt_cert_set_bab_search(c, 0);
     vt_cert_set_splits(c, NULL, 0);
     o->timed = vt_cert_timed_out(c);
 }
@@ -373,6 +398,14 @@ vt_err vti_bab_search_p(vt_cert_ctx *c, vti_bab_prob *p, const vt_cert_settings 
     if (!e && comm && !(bytes = calloc((size_t)vt_dist_size(comm), sizeof *bytes))) e = vt_set_error(VT_ERR_NOMEM, "out of memory");
     if (comm) e = vt_dist_agree(comm, e, NULL);
     if (!e) e = add_node(t, -1, 0);
+    /* the split subdomains' saved layers, per node, until both children are bounded (docs/certify.md
+     * "What the search saves"; the same bits as without: VT_CERT_BAB_REUSE=0 keeps none) */
+    const char *reuse = getenv("VT_CERT_BAB_REUSE");
+    int keep = !(reuse && strcmp(reuse, "0") == 0);
+    uint32_t pcap = keep ? 64 : 0;
+    double **pre = keep ? calloc(pcap, sizeof *pre) : NULL;
+    size_t pbytes = 0;
+    if (keep && !pre) keep = 0, pcap = 0; /* only slower */
     int stopped = 0;
     for (uint32_t q0 = 0; !e && !stopped && q0 < t->n;) { /* breadth first: rounds of nodes in creation order */
         uint32_t left = s->bab_domains > *bounded ? s->bab_domains - *bounded : 1, nq = t->n - q0, mr = 0;
@@ -401,7 +434,7 @@ vt_err vti_bab_search_p(vt_cert_ctx *c, vti_bab_prob *p, const vt_cert_settings 
         if (comm) { /* this rank's part of the round, then every part gathered (copied, in rank order) */
             int rk = vt_dist_rank(comm), sz = vt_dist_size(comm);
             uint32_t lo = (uint32_t)vti_cert_part_lo(nq, rk, sz), hi = (uint32_t)vti_cert_part_lo(nq, rk + 1, sz);
-            bab_round br = {p, s, t, &w, q0 + lo, (uint32_t)nar, d, o + lo};
+            bab_round br = {p, s, t, &w, q0 + lo, (uint32_t)nar, d, o + lo, pre};
             pool_each(&w, hi - lo, bound_one, &br);
             vt_err mine = VT_OK;
             for (uint32_t i = lo; i < hi; i++) {
@@ -412,7 +445,7 @@ vt_err vti_bab_search_p(vt_cert_ctx *c, vti_bab_prob *p, const vt_cert_settings 
             if (!e) e = vti_cert_share_rows(comm, buf, nq, per, tmp, bytes);
             for (uint32_t i = 0; !e && i < nq; i++) out_unpack(&o[i]);
         } else {
-            bab_round br = {p, s, t, &w, q0, (uint32_t)nar, d, o};
+            bab_round br = {p, s, t, &w, q0, (uint32_t)nar, d, o, pre};
             pool_each(&w, nq, bound_one, &br);
         }
         for (uint32_t i = 0; i < nq && !e; i++)
@@ -425,6 +458,14 @@ vt_err vti_bab_search_p(vt_cert_ctx *c, vti_bab_prob *p, const vt_cert_settings 
                 break;
             }
             ++*bounded;
+            t->reused += (uint32_t)r->reused;
+            int32_t par = t->v[q].parent;
+            if (par >= 0 && t->v[q].side == 1) { /* both children bounded: the parent's start and layers go */
+                vti_bab_node *pd = &t->v[par];
+                free(pd->alpha), free(pd->beta), free(pd->lb), pd->alpha = pd->beta = pd->lb = NULL;
+                if (keep && pre[par]) pbytes -= vt_cert_prefix_len(c, pd->layer) * sizeof(double);
+                if (keep) free(pre[par]), pre[par] = NULL;
+            }
             if (p->progress && *bounded % 100 == 0)
                 fprintf(stderr, "branch and bound: %u subdomains bounded, %u nodes, depth %u\n", *bounded, t->n, depth);
             if (r->mn > 0) {
@@ -441,15 +482,32 @@ vt_err vti_bab_search_p(vt_cert_ctx *c, vti_bab_prob *p, const vt_cert_settings 
                 stopped = 1;
                 break;
             }
+            e = set_leaf(t, q, r->alpha, r->beta, r->lb); /* its children's warm start, until they are bounded */
+            if (e) break;
             t->v[q].layer = r->layer, t->v[q].index = r->index, t->v[q].split = p->input_split ? 2 : 1;
             t->v[q].at = p->input_split ? r->at : 0;
             t->inputs |= p->input_split;
             e = add_node(t, (int32_t)q, 0);
             if (!e) e = add_node(t, (int32_t)q, 1);
+            size_t pb = r->pre ? vt_cert_prefix_len(c, r->layer) * sizeof(double) : 0;
+            if (!e && keep && pb && pbytes + pb <= VTI_BAB_PREFIX_MAX_BYTES) { /* kept for its children */
+                if (t->n > pcap) {
+                    uint32_t nc = pcap;
+                    while (nc < t->n) nc *= 2;
+                    double **np = realloc(pre, nc * sizeof *np);
+                    if (!np) continue; /* not kept: the children compute those layers */
+                    memset(np + pcap, 0, (nc - pcap) * sizeof *np);
+                    pre = np, pcap = nc;
+                }
+                pre[q] = o[i].pre, o[i].pre = NULL, pbytes += pb;
+            }
         }
+        for (uint32_t i = 0; i < nq; i++) free(o[i].pre), o[i].pre = NULL, o[i].reused = 0;
         q0 += nq;
     }
     if (!e && !stopped) *closed = 1;
+    for (uint32_t q = 0; q < pcap; q++) free(pre[q]);
+    free(pre);
     workers_close(&w);
     free(o), free(buf), free(tmp), free(bytes);
     return e;
@@ -646,6 +704,17 @@ static vt_err replay_node(replay_job *j, int k, uint32_t q)
                              d->beta[k2]);
     }
     if (e) return e;
+    if (!t->inputs) { /* below the lowest layer with a split that differs from the last leaf's, nothing changes */
+        uint32_t cp = 0, m = j->w->pn[k] == UINT32_MAX ? 0 : net->L, pn = m ? j->w->pn[k] : 0;
+        const vt_cert_split *ps = j->w->psp[k];
+        while (cp < nr && cp < pn && sp[cp].layer == ps[cp].layer && sp[cp].index == ps[cp].index &&
+               sp[cp].active == ps[cp].active)
+            cp++;
+        for (uint32_t k2 = cp; k2 < nr; k2++) m = sp[k2].layer < m ? sp[k2].layer : m;
+        for (uint32_t k2 = cp; k2 < pn; k2++) m = ps[k2].layer < m ? ps[k2].layer : m;
+        vt_cert_set_keep(c, m);
+        memcpy(j->w->psp[k], sp, nr * sizeof *sp), j->w->pn[k] = nr;
+    }
     vt_cert_set_splits(c, sp, nr);
     vt_cert_set_given_slopes(c, t->na ? d->alpha : NULL);
     vt_cert_set_split_beta(c, d->beta, beta);

@@ -293,6 +293,7 @@ struct vt_cert_ctx {
     /* work: two coefficient vectors, error vectors, the mu of every layer (alpha-CROWN) */
     double *v0, *v1, *v2, *v3, *xs, *mu[VT_CERT_MAX_LAYERS + 1], *fa[VT_CERT_MAX_LAYERS + 1];
     double *alpha_cur, *alpha_best, *grad;
+    double *pass_best; /* the best slopes' pass: its concretising input xs and every mu (save_pass) */
     size_t n_alpha_row;
     const double *given; /* vt_cert_set_given_slopes: the slopes of every row (no search), or NULL */
     double deadline; /* vt_now() seconds; 0: none */
@@ -324,6 +325,23 @@ struct vt_cert_ctx {
     const double *beta_given;
     double *beta_out;
     uint32_t beta_r;
+    /* branch and bound's search (vt_cert_set_bab_search): a row stops its slope and multiplier steps
+     * once its bound is > 0 (close: row_floor, the row's IBP bound, read too); and the prefix: layers
+     * 1..prefix_upto's bounds taken from a parent subdomain's saved state (vt_cert_prefix_save) */
+    int close_early;
+    double row_floor;
+    const double *prefix;
+    uint32_t prefix_upto;
+    /* and the warm start (vt_cert_set_warm): the parent subdomain's slopes (every row's) and
+     * multipliers (warm_ns per row: its splits, the first of this subdomain's), or NULL */
+    const double *warm_alpha, *warm_beta;
+    uint32_t warm_ns;
+    /* vt_cert_set_keep: layers 1..keep_upto left as the last complete bounds (complete) wrote them */
+    uint32_t keep_upto;
+    int complete;
+    vt_cert_method complete_meth;
+    double *unclamped;                            /* every hidden layer's bounds before its clamps */
+    uint8_t unclamped_ok[VT_CERT_MAX_LAYERS + 1]; /* layer k's are this box's (computed, not a prefix) */
     int borrowed; /* a worker (vti_cert_ctx_fork): W, WT and b are its parent's */
 };
 
@@ -482,6 +500,8 @@ static void alloc_work(vt_cert_ctx *c, int *badp)
     c->alpha_cur = xcalloc(c->n_alpha_row, sizeof(double), &bad);
     c->alpha_best = xcalloc(c->n_alpha_row, sizeof(double), &bad);
     c->grad = xcalloc(c->n_alpha_row, sizeof(double), &bad);
+    c->pass_best = xcalloc(2 * (size_t)c->n[0] + c->n_alpha_row, sizeof(double), &bad);
+    c->unclamped = xcalloc(VT_CERT_PREFIX_ARRAYS * c->n_alpha_row, sizeof(double), &bad);
     c->beta_cur = xcalloc(VT_CERT_MAX_SPLITS, sizeof(double), &bad);
     c->beta_best = xcalloc(VT_CERT_MAX_SPLITS, sizeof(double), &bad);
     c->beta_grad = xcalloc(VT_CERT_MAX_SPLITS, sizeof(double), &bad);
@@ -600,7 +620,7 @@ void vt_cert_ctx_free(vt_cert_ctx *c)
         free(c->slope[k]), free(c->mu[k]), free(c->fa[k]);
     }
     free(c->v0), free(c->v1), free(c->v2), free(c->v3), free(c->xs);
-    free(c->alpha_cur), free(c->alpha_best), free(c->grad);
+    free(c->alpha_cur), free(c->alpha_best), free(c->grad), free(c->pass_best), free(c->unclamped);
     free(c->beta_cur), free(c->beta_best), free(c->beta_grad);
     free(c->gbytes), free(c->gtmp), free(c->gbuf);
     free(c);
@@ -827,17 +847,74 @@ void vt_cert_set_split_beta(vt_cert_ctx *c, const double *given, double *out)
 
 int vt_cert_infeasible(const vt_cert_ctx *c) { return c->infeasible; }
 
+/* Layer k's bounds and relaxation (the arrays layer_bounds writes) copied to buf (save) or from it;
+ * returns buf past them. */
+static double *prefix_io(vt_cert_ctx *c, uint32_t k, double *buf, int save)
+{
+    double *a[] = {c->zl[k], c->zu[k], c->al[k], c->au[k], c->am[k], c->dl[k], c->hl[k], c->hu[k], c->hm[k], c->slope[k]};
+    size_t m = c->n[k];
+    for (size_t q = 0; q < sizeof a / sizeof *a; q++, buf += m)
+        if (save) memcpy(buf, a[q], m * sizeof *buf);
+        else memcpy(a[q], buf, m * sizeof *buf);
+    return buf;
+}
+
+size_t vt_cert_prefix_len(const vt_cert_ctx *c, uint32_t upto)
+{
+    size_t n = 0;
+    for (uint32_t k = 1; k <= upto && k < c->L; k++) n += VT_CERT_PREFIX_ARRAYS * (size_t)c->n[k];
+    return n;
+}
+
+void vt_cert_prefix_save(vt_cert_ctx *c, uint32_t upto, double *buf)
+{
+    for (uint32_t k = 1; k <= upto && k < c->L; k++) buf = prefix_io(c, k, buf, 1);
+}
+
+void vt_cert_set_prefix(vt_cert_ctx *c, const double *buf, uint32_t upto)
+{
+    c->prefix = buf, c->prefix_upto = buf ? upto : 0;
+}
+
+void vt_cert_set_bab_search(vt_cert_ctx *c, int on) { c->close_early = on != 0; }
+
+void vt_cert_set_keep(vt_cert_ctx *c, uint32_t upto) { c->keep_upto = c->complete ? upto : 0; }
+
+void vt_cert_set_warm(vt_cert_ctx *c, const double *alpha, const double *beta, uint32_t ns)
+{
+    c->warm_alpha = alpha, c->warm_beta = alpha ? beta : NULL, c->warm_ns = alpha ? ns : 0;
+}
+
 /* The intermediate bounds of the box: IBP for IBP, else CROWN intersected with IBP. Returns 0 when
  * a bound is not finite (the answer is then unknown). */
 static int layer_bounds(vt_cert_ctx *c, const double *xl, const double *xu, vt_cert_method meth)
 {
     c->infeasible = 0;
+    uint32_t keep = c->complete && c->complete_meth == meth ? c->keep_upto : 0;
+    for (uint32_t i = 0; i < c->n[0] && keep; i++) /* kept only for the same box */
+        if (c->hl[0][i] != xl[i] || c->hu[0][i] != xu[i]) keep = 0;
+    c->complete = 0, c->keep_upto = 0; /* once */
     for (uint32_t i = 0; i < c->n[0]; i++) {
         c->hl[0][i] = xl[i], c->hu[0][i] = xu[i];
         c->hm[0][i] = fmax(fabs(xl[i]), fabs(xu[i]));
     }
     double *e = c->v3; /* the unit objective lives beside the work vectors v0..v2 */
-    for (uint32_t k = 1; k <= c->L; k++) {
+    const double *pre = c->prefix;
+    double *unc = c->unclamped; /* layer k's bounds before its clamps (unclamped_ok[k]), for the keep */
+    for (uint32_t k = 1; k <= c->L; unc += k < c->L ? VT_CERT_PREFIX_ARRAYS * (size_t)c->n[k] : 0, k++) {
+        if (k < keep && k < c->L) continue; /* as the last bounds left it: the same box and splits there */
+        if (k == keep && k < c->L && c->unclamped_ok[k]) { /* its unclamped bounds (the layers below are the
+                                                            * same), this subdomain's clamps */
+            prefix_io(c, k, unc, 0);
+            if (!apply_splits(c, k)) return 0;
+            continue;
+        }
+        if (pre && k <= c->prefix_upto && k < c->L) { /* the parent's layer k, then this subdomain's clamps */
+            pre = prefix_io(c, k, (double *)pre, 0);
+            c->unclamped_ok[k] = 0; /* the parent's clamps are in it */
+            if (!apply_splits(c, k)) return 0;
+            continue;
+        }
         ibp_z(c, k, 0);
         if (meth != VT_CERT_IBP && k > 1) {
             for (uint32_t j = 0; j < c->n[k]; j++) {
@@ -853,9 +930,12 @@ static int layer_bounds(vt_cert_ctx *c, const double *xl, const double *xu, vt_c
                 if (hi < c->zu[k][j]) c->zu[k][j] = hi;
             }
         }
+        if (k < c->L) c->unclamped_ok[k] = 0;
         if (!finish_layer(c, k)) return 0;
+        if (k < c->L) prefix_io(c, k, unc, 1), c->unclamped_ok[k] = 1;
         if (!apply_splits(c, k)) return 0;
     }
+    c->complete = 1, c->complete_meth = meth;
     return 1;
 }
 
@@ -908,6 +988,22 @@ static void alpha_grad(vt_cert_ctx *c, const double *alpha, double *g)
     }
 }
 
+/* What alpha_grad reads of the last backward pass (xs, mu of layers 0..L-1) kept (save) or put back:
+ * the pass of the best slopes, instead of computing it again (the same values: a pass is a function of
+ * the slopes, multipliers and bounds). */
+static void save_pass(vt_cert_ctx *c, int save)
+{
+    double *b = c->pass_best;
+    for (uint32_t m = 0; m < c->L; m++) {
+        size_t n = c->n[m];
+        if (save) memcpy(b, c->mu[m], n * sizeof *b);
+        else memcpy(c->mu[m], b, n * sizeof *b);
+        b += n;
+    }
+    if (save) memcpy(b, c->xs, c->n[0] * sizeof *b);
+    else memcpy(c->xs, b, c->n[0] * sizeof *b);
+}
+
 /* CROWN's (or alpha-CROWN's) sound lower bound of row . a_L, the row in c->v3, after layer_bounds:
  * CROWN's adaptive slopes, then alpha-CROWN's search; the best slopes found go to alpha (NULL: not
  * kept). given (alpha-CROWN, NULL: search): the row's slopes, bounded by one backward pass without a
@@ -918,12 +1014,14 @@ static double crown_row(vt_cert_ctx *c, const double *row, const vt_cert_setting
 {
     uint32_t L = c->L;
     size_t na = c->n_alpha_row;
-    /* CROWN's adaptive slopes as the start; the given ones for the unstable values */
+    /* CROWN's adaptive slopes as the start; the given ones (or the warm start's) for the unstable values */
+    const double *warm = !given && c->warm_alpha && s->method == VT_CERT_ALPHA_CROWN ? c->warm_alpha + (size_t)c->beta_r * na : NULL;
+    const double *from = given ? given : warm;
     size_t off = 0;
     for (uint32_t m = 1; m < L; m++) {
         for (uint32_t i = 0; i < c->n[m]; i++) {
             double l = c->al[m][i], u = c->au[m][i];
-            c->alpha_cur[off + i] = given && l < 0 && u > 0 ? given[off + i] : u >= -l ? 1.0 : 0.0;
+            c->alpha_cur[off + i] = from && l < 0 && u > 0 ? from[off + i] : u >= -l ? 1.0 : 0.0;
         }
         off += c->n[m];
     }
@@ -931,14 +1029,17 @@ static double crown_row(vt_cert_ctx *c, const double *row, const vt_cert_setting
      * ones to start, searched with the slopes; any beta >= 0 gives a sound bound */
     uint32_t ns = s->method == VT_CERT_ALPHA_CROWN ? c->n_splits : 0;
     const double *bgiven = ns && c->beta_given ? c->beta_given + (size_t)c->beta_r * ns : NULL;
-    for (uint32_t q = 0; q < ns; q++) c->beta_cur[q] = bgiven ? bgiven[q] : 0;
+    const double *bwarm = warm && c->warm_beta && c->warm_ns ? c->warm_beta + (size_t)c->beta_r * c->warm_ns : NULL;
+    for (uint32_t q = 0; q < ns; q++) c->beta_cur[q] = bgiven ? bgiven[q] : bwarm && q < c->warm_ns ? bwarm[q] : 0;
     c->beta = ns ? c->beta_cur : NULL;
     double best = backward_lb(c, L, 1, row, c->alpha_cur);
     memcpy(c->alpha_best, c->alpha_cur, na * sizeof(double));
     memcpy(c->beta_best, c->beta_cur, ns * sizeof(double));
+    if (s->method == VT_CERT_ALPHA_CROWN && !given && s->alpha_iters) save_pass(c, 1);
     if (s->method == VT_CERT_ALPHA_CROWN) {
         double step = s->alpha_step;
         for (uint32_t it = 0; !given && it < s->alpha_iters; it++) {
+            if (c->close_early && (best > 0 || c->row_floor > 0)) break; /* the row closes: enough */
             if (expired(c)) {
                 c->beta = NULL;
                 return -INFINITY;
@@ -959,11 +1060,12 @@ static double crown_row(vt_cert_ctx *c, const double *row, const vt_cert_setting
                 best = v;
                 memcpy(c->alpha_best, c->alpha_cur, na * sizeof(double));
                 memcpy(c->beta_best, c->beta_cur, ns * sizeof(double));
+                save_pass(c, 1);
             } else {
-                /* the gradient is taken at the best slopes found */
+                /* the gradient is taken at the best slopes found: their pass, kept */
                 memcpy(c->alpha_cur, c->alpha_best, na * sizeof(double));
                 memcpy(c->beta_cur, c->beta_best, ns * sizeof(double));
-                (void)backward_lb(c, L, 1, row, c->alpha_cur);
+                save_pass(c, 0);
             }
         }
         if (alpha) memcpy(alpha, c->alpha_best, na * sizeof(double));
@@ -1000,7 +1102,7 @@ vt_err vt_cert_bounds(vt_cert_ctx *c, const double *xl, const double *xu, uint32
         memset(row, 0, no * sizeof *row);
         row[label] = 1, row[j] = -1;
         const double *gv = c->given && s->method == VT_CERT_ALPHA_CROWN ? c->given + (size_t)r * na : NULL;
-        c->beta_r = r;
+        c->beta_r = r, c->row_floor = ibp;
         double best = crown_row(c, row, s, gv, alpha ? alpha + (size_t)r * na : NULL);
         lb[j] = best > ibp ? best : ibp; /* both sound */
         r++;
@@ -1069,7 +1171,7 @@ vt_err vt_cert_spec_bounds(vt_cert_ctx *c, const double *xl, const double *xu, c
         double *row = c->v3;
         memcpy(row, cr, no * sizeof *row);
         const double *gv = c->given && s->method == VT_CERT_ALPHA_CROWN ? c->given + (size_t)r * na : NULL;
-        c->beta_r = r; /* branch and bound's multipliers of this row */
+        c->beta_r = r, c->row_floor = ibp; /* branch and bound's multipliers of this row */
         double best = crown_row(c, row, s, gv, alpha && s->method == VT_CERT_ALPHA_CROWN ? alpha + (size_t)r * na : NULL);
         lb[r] = best > ibp ? best : ibp;
     }

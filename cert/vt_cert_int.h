@@ -64,6 +64,12 @@ vt_err vti_cert_slopes(const char *cert_path, const char *where, const uint8_t *
  * vt_cert_n_alpha), its beta-CROWN multipliers and its C margin bounds. */
 #define VTI_BAB_MAX_DEPTH 1024u
 #define VTI_BAB_MAX_NODES (1u << 24)
+/* The attack from a subdomain's point inside the search: at most this many sign-gradient steps (the
+ * settings' attack_iters when fewer; the step is the box's width over them, as for the attack). */
+#define VTI_BAB_ATTACK_ITERS 10u
+/* The search's saved layers (split subdomains' bounds kept for their children) at most this many bytes
+ * at once; past it a child computes them (the same bits, more time). */
+#define VTI_BAB_PREFIX_MAX_BYTES ((size_t)1 << 30)
 typedef struct {
     int32_t parent, kid[2];
     uint32_t side, depth, split, layer, index; /* split: 0 a leaf, 1 a ReLU (layer, index), 2 an input
@@ -80,6 +86,7 @@ typedef struct {
     uint32_t R;         /* the rows a leaf records multipliers and slopes for (C - 1 margins; a property's rows) */
     size_t na;          /* a leaf's slopes: R x vt_cert_n_alpha_row */
     int inputs;         /* it holds an input split (versions 8, 9) */
+    uint32_t reused;    /* the search: subdomains bounded in this process from their parent's saved layers */
 } vti_bab_tree;
 /* Input splitting (docs/certify.md "Input splitting"): a property of at most this many inputs is split
  * on its inputs (bisecting the widest side of the subdomain's box) instead of its ReLUs. */

@@ -317,7 +317,7 @@ static vt_err compute(const vt_cert_opts *op, cert_run *r, vti_buf *o, vt_cert_r
         if (op->vnnlib_dir) e = write_vnnlib(op->vnnlib_dir, i, xl, xu, d, lab, C);
         if (e) break;
         int closed = 0;
-        uint32_t bounded = 1;
+        uint32_t bounded = 1, reused = 0;
         if (!cert && op->timeout > 0) { /* the example's own deadline */
             if (c) vt_cert_set_deadline(c, vt_now() + op->timeout);
             else vt_cert_graph_set_deadline(r->graph, vt_now() + op->timeout);
@@ -359,6 +359,7 @@ static vt_err compute(const vt_cert_opts *op, cert_run *r, vti_buf *o, vt_cert_r
                 memset(&t2, 0, sizeof t2);
                 vti_bab_attack at = {x, op->eps, d, confirm, r, cex, !op->quiet};
                 e = vti_bab_search(c, xl, xu, lab, &op->set, C, &t2, &closed, &bounded, &at, &found);
+                reused = t2.reused;
                 if (!e && found) ans = VT_CERT_FALSIFIED; /* confirmed by the exact evaluation */
                 if (!e && closed) {
                     vti_bab_free(&tree);
@@ -415,7 +416,8 @@ static vt_err compute(const vt_cert_opts *op, cert_run *r, vti_buf *o, vt_cert_r
             if (isfinite(mn)) fprintf(rep->rep, "%.17g", mn);
             else fprintf(rep->rep, "null");
             if (bab) /* branch and bound: the subdomains bounded, the recorded tree's nodes */
-                fprintf(rep->rep, ", \"subdomains\": %u, \"tree_nodes\": %u", bounded, tnodes);
+                fprintf(rep->rep, ", \"subdomains\": %u, \"subdomains_reused\": %u, \"tree_nodes\": %u", bounded, reused,
+                        tnodes);
             fprintf(rep->rep, "}");
             rep->first = 0;
         }

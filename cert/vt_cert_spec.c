@@ -378,7 +378,9 @@ static vt_err rows_candidate(vti_bab_prob *p, vt_cert_ctx *c, const double *pt, 
         uint32_t kd = 0;
         while (kd + 1 < v->n_disj && v->disj_start[kd + 1] <= brow) kd++;
         for (uint32_t q = 0; q < v->n_disj; q++) b->only[q] = q != kd;
-        attack(s, b->only, b->st, b->xf, &k);
+        vt_cert_settings sa = *b->st; /* the search's short attack */
+        if (sa.attack_iters > VTI_BAB_ATTACK_ITERS) sa.attack_iters = VTI_BAB_ATTACK_ITERS;
+        attack(s, b->only, &sa, b->xf, &k);
     }
     if (k >= 0) b->which = k, *found = 1;
     return VT_OK;
@@ -505,7 +507,7 @@ static vt_err compute(const vt_cert_spec_opts *o, spec_in *in, double deadline, 
     int bab = st->bab_domains > 0; /* beta-crown: the split tree in place of the slopes (versions 6, 7) */
     vti_bab_tree tree;
     memset(&tree, 0, sizeof tree);
-    uint32_t bounded = 1;
+    uint32_t bounded = 1, reused = 0;
     if (!e && bab && (s.gr || st->method != VT_CERT_ALPHA_CROWN))
         e = vt_set_error(VT_ERR_UNSUPPORTED, "certify: beta-crown: a feed-forward ReLU network (an MLP ONNX file or run), "
                                              "not a layer graph");
@@ -563,6 +565,7 @@ static vt_err compute(const vt_cert_spec_opts *o, spec_in *in, double deadline, 
             memset(&t2, 0, sizeof t2);
             int found = 0;
             e = vti_bab_search_p(s.c, &prob, st, &t2, &closed, &bounded, &found);
+            reused = t2.reused;
             if (!e && found) which = rb.which; /* confirmed by the exact evaluation; s.x holds it */
             if (!e && closed) {
                 vti_bab_free(&tree);
@@ -626,7 +629,8 @@ static vt_err compute(const vt_cert_spec_opts *o, spec_in *in, double deadline, 
         vti_cert_settings_json(rep, st, in->gr != NULL);
         fprintf(rep, "  \"result\": \"%s\",\n", vt_cert_spec_answer_name(*ans));
         if (bab) /* branch and bound: the subdomains bounded, the recorded tree's nodes */
-            fprintf(rep, "  \"subdomains\": %u,\n  \"tree_nodes\": %u,\n", bounded, tree.n);
+            fprintf(rep, "  \"subdomains\": %u,\n  \"subdomains_reused\": %u,\n  \"tree_nodes\": %u,\n", bounded, reused,
+                    tree.n);
         fprintf(rep, "  \"disjuncts\": [");
         for (uint32_t k = 0; k < v->n_disj; k++) {
             double b = -INFINITY;

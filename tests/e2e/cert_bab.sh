@@ -4,7 +4,7 @@
 # alpha-CROWN leaves unknown (the counts asserted), never one the attack falsifies, and falsifies
 # only examples alpha-CROWN's attack falsifies or leaves unknown; its certificate
 # (version 5, the split trees) is re-checked byte for byte in other evaluation orders and written again
-# with the same bytes; a tree whose split is moved, whose leaf is dropped, whose slope, multiplier
+# with the same bytes (another order; no layers saved for children, VT_CERT_BAB_REUSE=0); a tree whose split is moved, whose leaf is dropped, whose slope, multiplier
 # (beta) or bound is changed (signed again by the auditor's key) is rejected naming the node. --timeout:
 # an expired deadline answers timeout (no certificate), one never reached changes no byte. beta-crown on the
 # examples' VNN-LIB properties, of the ONNX export (version 6) and of the run (version 7), likewise.
@@ -36,6 +36,8 @@ print("cert_bab: alpha-crown %d verified %d falsified %d unknown; beta-crown %d 
       "(%d closed by branch and bound)" % (a["verified"], a["falsified"], a["unknown"], b["verified"], b["falsified"],
                                           b["unknown"], gained))
 assert gained >= 2 and b["unknown"] < a["unknown"], "branch and bound closed %d" % gained
+# the search's saved layers were used (below: they change no byte)
+assert sum(e["subdomains_reused"] for e in b["examples"] if "subdomains_reused" in e) > 0, "no layers reused"
 # the report: a tree of more than one node only for a verified example; an unknown one bounded more than once
 assert all(e["tree_nodes"] == 1 or e["answer"] == "verified" for e in b["examples"]), "a tree for a non-verified example"
 assert all(e["subdomains"] > 1 or e["answer"] == "falsified" for e in b["examples"] if aa[e["index"]] == "unknown"), \
@@ -49,6 +51,10 @@ done
 "$A" certify "$T/run" --eps $E --examples 40 --method beta-crown --out "$T/c2" --key "$T/a" --order sorted \
   --quiet >/dev/null || bad "certify sorted"
 cmp -s "$T/c.beta-crown" "$T/c2" || bad "beta-crown certificates of two orders differ"
+# the saved layers of split subdomains (docs/certify.md "What the search saves") give the bits computing them gives
+VT_CERT_BAB_REUSE=0 "$A" certify "$T/run" --eps $E --examples 40 --method beta-crown --out "$T/c3" --key "$T/a" \
+  --quiet >/dev/null || bad "certify VT_CERT_BAB_REUSE=0"
+cmp -s "$T/c.beta-crown" "$T/c3" || bad "the saved layers change the certificate"
 # the tree tampered with, signed again: rejected, the node named (tamper_with CERT EDIT "CHECK-ARGS" WHAT MSG)
 tamper_with() {
   local cert=$1 edit=$2 args=$3 what=$4 msg=$5

@@ -42,7 +42,7 @@ E8="python3 $REF/cert_babi_edit.py"
 [ "$($E8 "$T/v.1" info | head -1)" = 8 ] && [ "$($E8 "$T/v.1" info | grep -c ' input ')" -ge 1 ] ||
   bad "not a version-8 certificate with an input split"
 for edit in "outside:split tree node [0-9]* splits input [0-9]* at 5, not inside its box" \
-  "moved:split tree node [0-9]* (a leaf): row [0-9]*'s recorded bound" \
+  "moved:split tree node [0-9]* (a leaf): \(row [0-9]*'s recorded bound\|slope [0-9]* is .*, not the .* certify writes\)" \
   "input:split tree node [0-9]* splits input 99" \
   "dropleaf:split tree node [0-9]* (input [0-9]*) lacks its upper child"; do
   what=${edit%%:*} msg=${edit#*:}
