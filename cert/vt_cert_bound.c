@@ -103,9 +103,12 @@ typedef long long vt_v4i __attribute__((vector_size(32)));
 /* v := four doubles from p (any alignment) */
 #define LD4(v, p) memcpy(&(v), (p), sizeof(vt_v4d))
 
-/* dotk of the n rows of a matrix W (n x m, w) with b: s[r], err[r]; wt is W's transpose (m x n) */
+/* dotk of the n rows of a matrix W (n x m, w) with b: s[r], err[r]; wt is W's transpose (m x n); nz: m
+ * indices of work. The lanes skip the terms whose b[j] is zero: the same bits, as each sum starts at +0
+ * and the weights are finite (such a term is a signed zero; adding one to a sum that is never -0 - a
+ * sum from +0 only reaches 0 as +0 - changes nothing, nor does adding +0 to the sum of |terms|). */
 typedef void (*dotk_cols_fn)(const double *w, const double *wt, size_t n, size_t m, const double *b, double *s,
-                             double *err);
+                             double *err, uint32_t *nz);
 /* y[j] = init[j] + sum_i w[i m + j] x[i] for the m columns of w (n x m; init NULL: 0; wt its transpose),
  * each sum from init[j] in index order */
 typedef void (*matvec_cols_fn)(const double *w, const double *wt, size_t n, size_t m, const double *x,
@@ -113,9 +116,9 @@ typedef void (*matvec_cols_fn)(const double *w, const double *wt, size_t n, size
 
 /* the reference: one dot product at a time, in index order, on the rows of w (for dotk) and of wt */
 static void dotk_cols_scalar(const double *w, const double *wt, size_t n, size_t m, const double *b, double *s,
-                             double *err)
+                             double *err, uint32_t *nz)
 {
-    (void)wt;
+    (void)wt, (void)nz;
     for (size_t r = 0; r < n; r++) dotk(w + r * m, b, 1, m, &s[r], &err[r]);
 }
 
@@ -131,14 +134,18 @@ static void matvec_cols_scalar(const double *w, const double *wt, size_t n, size
 }
 
 /* sixteen rows a step, their terms read contiguously from wt; the rest one at a time */
-VTI_INLINE void dotk_cols_lanes(const double *wt, size_t n, size_t m, const double *b, double *s, double *err)
+VTI_INLINE void dotk_cols_lanes(const double *wt, size_t n, size_t m, const double *b, double *s, double *err,
+                                uint32_t *nz)
 {
     const double C = coef_c(m), U = coef_u(m);
     const vt_v4i mask = {INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX}; /* |x|: the sign bit cleared */
-    size_t r = 0;
+    size_t r = 0, k = 0;
+    for (size_t j = 0; j < m; j++) /* the terms that are not zero, in index order */
+        if (b[j] != 0) nz[k++] = (uint32_t)j;
     for (; r + 16 <= n; r += 16) {
         vt_v4d s0 = {0, 0, 0, 0}, s1 = s0, s2 = s0, s3 = s0, t0 = s0, t1 = s0, t2 = s0, t3 = s0;
-        for (size_t j = 0; j < m; j++) {
+        for (size_t q = 0; q < k; q++) {
+            const size_t j = nz[q];
             const vt_v4d bj = {b[j], b[j], b[j], b[j]};
             const double *w = wt + j * n + r;
             vt_v4d p0, p1, p2, p3;
@@ -154,7 +161,8 @@ VTI_INLINE void dotk_cols_lanes(const double *wt, size_t n, size_t m, const doub
     if (r < n) { /* the last rows: the reference's loop on the columns r.. of wt */
         for (size_t q = r; q < n; q++) {
             double acc = 0, abs = 0;
-            for (size_t j = 0; j < m; j++) {
+            for (size_t i = 0; i < k; i++) {
+                const size_t j = nz[i];
                 const double p = wt[j * n + q] * b[j];
                 acc += p, abs += fabs(p);
             }
@@ -188,10 +196,10 @@ VTI_INLINE void matvec_cols_lanes(const double *w, size_t n, size_t m, const dou
 }
 
 static void dotk_cols_vector(const double *w, const double *wt, size_t n, size_t m, const double *b, double *s,
-                             double *err)
+                             double *err, uint32_t *nz)
 {
     (void)w;
-    dotk_cols_lanes(wt, n, m, b, s, err);
+    dotk_cols_lanes(wt, n, m, b, s, err, nz);
 }
 
 static void matvec_cols_vector(const double *w, const double *wt, size_t n, size_t m, const double *x,
@@ -204,10 +212,10 @@ static void matvec_cols_vector(const double *w, const double *wt, size_t n, size
 #if defined(__x86_64__) && defined(__GNUC__)
 #define VTI_AVX2 __attribute__((target("avx2")))
 VTI_AVX2 static void dotk_cols_avx2(const double *w, const double *wt, size_t n, size_t m, const double *b, double *s,
-                                    double *err)
+                                    double *err, uint32_t *nz)
 {
     (void)w;
-    dotk_cols_lanes(wt, n, m, b, s, err);
+    dotk_cols_lanes(wt, n, m, b, s, err, nz);
 }
 
 VTI_AVX2 static void matvec_cols_avx2(const double *w, const double *wt, size_t n, size_t m, const double *x,
@@ -253,9 +261,10 @@ static const lanes_impl *lanes(void)
     return g_lanes;
 }
 
-static void dotk_cols(const double *w, const double *wt, size_t n, size_t m, const double *b, double *s, double *err)
+static void dotk_cols(const double *w, const double *wt, size_t n, size_t m, const double *b, double *s, double *err,
+                      uint32_t *nz)
 {
-    lanes()->dotk(w, wt, n, m, b, s, err);
+    lanes()->dotk(w, wt, n, m, b, s, err, nz);
 }
 
 static void matvec_cols(const double *w, const double *wt, size_t n, size_t m, const double *x, const double *init,
@@ -294,6 +303,7 @@ struct vt_cert_ctx {
     double *v0, *v1, *v2, *v3, *xs, *mu[VT_CERT_MAX_LAYERS + 1], *fa[VT_CERT_MAX_LAYERS + 1];
     double *alpha_cur, *alpha_best, *grad;
     double *pass_best; /* the best slopes' pass: its concretising input xs and every mu (save_pass) */
+    uint32_t *nz;      /* maxw: dotk_cols' work */
     size_t n_alpha_row;
     const double *given; /* vt_cert_set_given_slopes: the slopes of every row (no search), or NULL */
     double deadline; /* vt_now() seconds; 0: none */
@@ -501,6 +511,7 @@ static void alloc_work(vt_cert_ctx *c, int *badp)
     c->alpha_best = xcalloc(c->n_alpha_row, sizeof(double), &bad);
     c->grad = xcalloc(c->n_alpha_row, sizeof(double), &bad);
     c->pass_best = xcalloc(2 * (size_t)c->n[0] + c->n_alpha_row, sizeof(double), &bad);
+    c->nz = xcalloc(c->maxw, sizeof *c->nz, &bad);
     c->unclamped = xcalloc(VT_CERT_PREFIX_ARRAYS * c->n_alpha_row, sizeof(double), &bad);
     c->beta_cur = xcalloc(VT_CERT_MAX_SPLITS, sizeof(double), &bad);
     c->beta_best = xcalloc(VT_CERT_MAX_SPLITS, sizeof(double), &bad);
@@ -620,7 +631,7 @@ void vt_cert_ctx_free(vt_cert_ctx *c)
         free(c->slope[k]), free(c->mu[k]), free(c->fa[k]);
     }
     free(c->v0), free(c->v1), free(c->v2), free(c->v3), free(c->xs);
-    free(c->alpha_cur), free(c->alpha_best), free(c->grad), free(c->pass_best), free(c->unclamped);
+    free(c->alpha_cur), free(c->alpha_best), free(c->grad), free(c->pass_best), free(c->unclamped), free(c->nz);
     free(c->beta_cur), free(c->beta_best), free(c->beta_grad);
     free(c->gbytes), free(c->gtmp), free(c->gbuf);
     free(c);
@@ -768,7 +779,7 @@ static double backward_lb(vt_cert_ctx *c, uint32_t k, int from_a, const double *
         size_t i0, i1;
         const double *wm = layer_rows(c, m, 2, &i0, &i1);
         if (weights_whole(c)) /* W_m whole: by its transpose */
-            dotk_cols(c->W[m], c->WT[m], in, out, lam, nu, errv);
+            dotk_cols(c->W[m], c->WT[m], in, out, lam, nu, errv, c->nz);
         else
             dotk_rows(wm, out, i1 - i0, lam, out, nu + i0, errv + i0);
         share(c, nu, in), share(c, errv, in);
