@@ -404,7 +404,7 @@ vt_err vti_bab_search_p(vt_cert_ctx *c, vti_bab_prob *p, const vt_cert_settings 
     int keep = !(reuse && strcmp(reuse, "0") == 0);
     uint32_t pcap = keep ? 64 : 0;
     double **pre = keep ? calloc(pcap, sizeof *pre) : NULL;
-    size_t pbytes = 0;
+    size_t pbytes = 0, wbytes = 0; /* saved layers (this process's), warm starts (the same on every rank) */
     if (keep && !pre) keep = 0, pcap = 0; /* only slower */
     int stopped = 0;
     for (uint32_t q0 = 0; !e && !stopped && q0 < t->n;) { /* breadth first: rounds of nodes in creation order */
@@ -462,6 +462,7 @@ vt_err vti_bab_search_p(vt_cert_ctx *c, vti_bab_prob *p, const vt_cert_settings 
             int32_t par = t->v[q].parent;
             if (par >= 0 && t->v[q].side == 1) { /* both children bounded: the parent's start and layers go */
                 vti_bab_node *pd = &t->v[par];
+                if (pd->alpha) wbytes -= (t->na + n_beta(t, (uint32_t)par) + t->C) * sizeof(double);
                 free(pd->alpha), free(pd->beta), free(pd->lb), pd->alpha = pd->beta = pd->lb = NULL;
                 if (keep && pre[par]) pbytes -= vt_cert_prefix_len(c, pd->layer) * sizeof(double);
                 if (keep) free(pre[par]), pre[par] = NULL;
@@ -482,8 +483,12 @@ vt_err vti_bab_search_p(vt_cert_ctx *c, vti_bab_prob *p, const vt_cert_settings 
                 stopped = 1;
                 break;
             }
-            e = set_leaf(t, q, r->alpha, r->beta, r->lb); /* its children's warm start, until they are bounded */
-            if (e) break;
+            size_t wb = (t->na + n_beta(t, q) + t->C) * sizeof(double);
+            if (wbytes + wb <= VTI_BAB_WARM_MAX_BYTES) { /* its children's warm start, until they are bounded */
+                e = set_leaf(t, q, r->alpha, r->beta, r->lb);
+                if (e) break;
+                wbytes += wb;
+            }
             t->v[q].layer = r->layer, t->v[q].index = r->index, t->v[q].split = p->input_split ? 2 : 1;
             t->v[q].at = p->input_split ? r->at : 0;
             t->inputs |= p->input_split;

@@ -70,6 +70,9 @@ vt_err vti_cert_slopes(const char *cert_path, const char *where, const uint8_t *
 /* The search's saved layers (split subdomains' bounds kept for their children) at most this many bytes
  * at once; past it a child computes them (the same bits, more time). */
 #define VTI_BAB_PREFIX_MAX_BYTES ((size_t)1 << 30)
+/* The split subdomains' slopes and multipliers kept for their children's start, at most this many
+ * bytes at once; past it a child starts from CROWN's slopes (decided in the merge: every rank alike). */
+#define VTI_BAB_WARM_MAX_BYTES ((size_t)1 << 30)
 typedef struct {
     int32_t parent, kid[2];
     uint32_t side, depth, split, layer, index; /* split: 0 a leaf, 1 a ReLU (layer, index), 2 an input
