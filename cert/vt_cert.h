@@ -112,6 +112,11 @@ int vt_cert_infeasible(const vt_cert_ctx *c);
  * slope and multiplier steps of a row stop once its bound is > 0 (a subdomain closes or not as with
  * every step, the recorded slopes are where it stopped); the check never sets it. */
 void vt_cert_set_bab_search(vt_cert_ctx *c, int on);
+/* The search's test of whether a row closes with its bound lb (the larger of its backward pass's and
+ * IBP's; row: its index): NULL (the default) lb > 0, a committed run's margin; a VNN-LIB property's row
+ * its constant added and rounded as the property's bounds are. Borrowed until reset with NULL. */
+typedef int (*vt_cert_row_closes_fn)(const void *ctx, uint32_t row, double lb);
+void vt_cert_set_row_closes(vt_cert_ctx *c, vt_cert_row_closes_fn fn, const void *ctx);
 /* A subdomain's bounds of hidden layers 1..upto (layer_bounds' state, after its clamps) saved to buf
  * (vt_cert_prefix_len doubles) after vt_cert_bounds / vt_cert_spec_bounds; vt_cert_set_prefix (borrowed
  * until reset with NULL) makes the next bounds take those layers from buf and apply the splits' clamps

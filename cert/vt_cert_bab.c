@@ -320,7 +320,8 @@ typedef struct {
     workers *w;
     uint32_t q0, nar, d;
     bab_out *o;          /* from the round's first subdomain of this rank */
-    double *const *pre;  /* per node: its saved prefix (NULL: none, or not kept: VT_CERT_BAB_REUSE=0) */
+    double *const *pre;  /* per node below npre: its saved prefix (NULL: none; pre NULL: VT_CERT_BAB_REUSE=0) */
+    uint32_t npre;
 } bab_round;
 
 static void bound_one(void *job, int k, uint32_t i)
@@ -332,7 +333,7 @@ static void bound_one(void *job, int k, uint32_t i)
     uint32_t q = b->q0 + i, nr = path_of(b->t, q, b->w->sp[k], b->p, xl, xu);
     int32_t par = b->t->v[q].parent;
     /* the parent's layers up to its split's, when this process bounded it and kept them */
-    const double *pre = b->pre && par >= 0 && b->t->v[par].split == 1 ? b->pre[par] : NULL;
+    const double *pre = b->pre && par >= 0 && (uint32_t)par < b->npre && b->t->v[par].split == 1 ? b->pre[par] : NULL;
     vt_cert_set_splits(c, b->w->sp[k], nr);
     vt_cert_set_prefix(c, pre, pre ? b->t->v[par].layer : 0);
     o->reused = pre != NULL;
@@ -434,7 +435,7 @@ vt_err vti_bab_search_p(vt_cert_ctx *c, vti_bab_prob *p, const vt_cert_settings 
         if (comm) { /* this rank's part of the round, then every part gathered (copied, in rank order) */
             int rk = vt_dist_rank(comm), sz = vt_dist_size(comm);
             uint32_t lo = (uint32_t)vti_cert_part_lo(nq, rk, sz), hi = (uint32_t)vti_cert_part_lo(nq, rk + 1, sz);
-            bab_round br = {p, s, t, &w, q0 + lo, (uint32_t)nar, d, o + lo, pre};
+            bab_round br = {p, s, t, &w, q0 + lo, (uint32_t)nar, d, o + lo, pre, pcap};
             pool_each(&w, hi - lo, bound_one, &br);
             vt_err mine = VT_OK;
             for (uint32_t i = lo; i < hi; i++) {
@@ -445,7 +446,7 @@ vt_err vti_bab_search_p(vt_cert_ctx *c, vti_bab_prob *p, const vt_cert_settings 
             if (!e) e = vti_cert_share_rows(comm, buf, nq, per, tmp, bytes);
             for (uint32_t i = 0; !e && i < nq; i++) out_unpack(&o[i]);
         } else {
-            bab_round br = {p, s, t, &w, q0, (uint32_t)nar, d, o, pre};
+            bab_round br = {p, s, t, &w, q0, (uint32_t)nar, d, o, pre, pcap};
             pool_each(&w, nq, bound_one, &br);
         }
         for (uint32_t i = 0; i < nq && !e; i++)
@@ -464,8 +465,10 @@ vt_err vti_bab_search_p(vt_cert_ctx *c, vti_bab_prob *p, const vt_cert_settings 
                 vti_bab_node *pd = &t->v[par];
                 if (pd->alpha) wbytes -= (t->na + n_beta(t, (uint32_t)par) + t->C) * sizeof(double);
                 free(pd->alpha), free(pd->beta), free(pd->lb), pd->alpha = pd->beta = pd->lb = NULL;
-                if (keep && pre[par]) pbytes -= vt_cert_prefix_len(c, pd->layer) * sizeof(double);
-                if (keep) free(pre[par]), pre[par] = NULL;
+                if (keep && (uint32_t)par < pcap && pre[par]) { /* pre grows only as far as a node kept */
+                    pbytes -= vt_cert_prefix_len(c, pd->layer) * sizeof(double);
+                    free(pre[par]), pre[par] = NULL;
+                }
             }
             if (p->progress && *bounded % 100 == 0)
                 fprintf(stderr, "branch and bound: %u subdomains bounded, %u nodes, depth %u\n", *bounded, t->n, depth);

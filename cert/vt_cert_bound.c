@@ -340,6 +340,8 @@ struct vt_cert_ctx {
      * 1..prefix_upto's bounds taken from a parent subdomain's saved state (vt_cert_prefix_save) */
     int close_early;
     double row_floor;
+    vt_cert_row_closes_fn row_closes; /* vt_cert_set_row_closes: NULL, a bound > 0 closes the row */
+    const void *row_closes_ctx;
     const double *prefix;
     uint32_t prefix_upto;
     /* and the warm start (vt_cert_set_warm): the parent subdomain's slopes (every row's) and
@@ -889,6 +891,19 @@ void vt_cert_set_prefix(vt_cert_ctx *c, const double *buf, uint32_t upto)
 
 void vt_cert_set_bab_search(vt_cert_ctx *c, int on) { c->close_early = on != 0; }
 
+void vt_cert_set_row_closes(vt_cert_ctx *c, vt_cert_row_closes_fn fn, const void *ctx)
+{
+    c->row_closes = fn, c->row_closes_ctx = fn ? ctx : NULL;
+}
+
+/* Whether the row being bounded closes with best, as the caller then takes it (the larger of best and
+ * its IBP bound, row_floor): a margin when > 0, a property's row by its own test. */
+static int row_closed(const vt_cert_ctx *c, double best)
+{
+    double v = best > c->row_floor ? best : c->row_floor;
+    return c->row_closes ? c->row_closes(c->row_closes_ctx, c->beta_r, v) : v > 0;
+}
+
 void vt_cert_set_keep(vt_cert_ctx *c, uint32_t upto) { c->keep_upto = c->complete ? upto : 0; }
 
 void vt_cert_set_warm(vt_cert_ctx *c, const double *alpha, const double *beta, uint32_t ns)
@@ -1050,7 +1065,7 @@ static double crown_row(vt_cert_ctx *c, const double *row, const vt_cert_setting
     if (s->method == VT_CERT_ALPHA_CROWN) {
         double step = s->alpha_step;
         for (uint32_t it = 0; !given && it < s->alpha_iters; it++) {
-            if (c->close_early && (best > 0 || c->row_floor > 0)) break; /* the row closes: enough */
+            if (c->close_early && row_closed(c, best)) break; /* the row closes: enough */
             if (expired(c)) {
                 c->beta = NULL;
                 return -INFINITY;

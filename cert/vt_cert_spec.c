@@ -307,11 +307,25 @@ typedef struct {
     uint8_t *only;         /* work: n_disj flags, every disjunct but the branching one's set */
 } rows_bab;
 
+/* Whether row r refutes its disjunct with the bound lb before its constant: rows_bound's then
+ * rows_worst's test on it (the search's early stop, vt_cert_set_row_closes). */
+static int row_closes(const void *ctx, uint32_t r, double lb)
+{
+    const rows_bab *b = ctx;
+    const vt_vnnlib *v = b->s->vn;
+    if (!b->finite || r >= v->n_rows || !(lb > -INFINITY)) return 0;
+    double d = dn(lb + v->d_lo[r]);
+    return v->strict[r] ? d >= 0 : d > 0;
+}
+
 static vt_err rows_bound(vti_bab_prob *p, vt_cert_ctx *c, const double *xl, const double *xu, double *lb, double *alpha)
 {
     rows_bab *b = p->ctx;
     const vt_vnnlib *v = b->s->vn;
-    VT_FORWARD_IF_ERROR(vt_cert_spec_bounds(c, xl, xu, v->C, v->n_rows, b->st, lb, alpha));
+    vt_cert_set_row_closes(c, row_closes, b);
+    vt_err e = vt_cert_spec_bounds(c, xl, xu, v->C, v->n_rows, b->st, lb, alpha);
+    vt_cert_set_row_closes(c, NULL, NULL);
+    VT_FORWARD_IF_ERROR(e);
     for (uint32_t r = 0; r < v->n_rows && !b->finite; r++) lb[r] = -INFINITY;
     rows_const(v, lb);
     return VT_OK;

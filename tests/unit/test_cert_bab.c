@@ -199,6 +199,22 @@ static void test_bab(void)
             free(o1.b), free(o2.b);
             vti_bab_free(&t), vti_bab_free(&t2);
         }
+        if (layers[s] == 2) { /* one hidden layer: every split in layer 1, so no layers are saved for children;
+                               * a tree well past the saved-layers table's first 64 nodes (ASan: no read past it) */
+            vt_cert_settings big = set;
+            big.bab_domains = 300;
+            float x[8];
+            double xl[8], xu[8];
+            for (uint32_t i = 0; i < d; i++) x[i] = (float)cert_uni(&r);
+            vt_cert_box(x, d, 2.0, xl, xu);
+            vti_bab_tree t;
+            memset(&t, 0, sizeof t);
+            int closed = 0, found = 0;
+            uint32_t bounded = 0;
+            CHECK_OK(vti_bab_search(c, xl, xu, 0, &big, C, &t, &closed, &bounded, NULL, &found));
+            CHECK(t.n > 130 && t.reused == 0, "one hidden layer: %u nodes, %u subdomains from saved layers", t.n, t.reused);
+            vti_bab_free(&t);
+        }
         vt_cert_ctx_free(c);
         for (int k = 0; k < 12; k++) free(store[k]);
     }
