@@ -336,8 +336,9 @@ struct vt_cert_ctx {
     double *beta_out;
     uint32_t beta_r;
     /* branch and bound's search (vt_cert_set_bab_search): a row stops its slope and multiplier steps
-     * once its bound is > 0 (close: row_floor, the row's IBP bound, read too); and the prefix: layers
-     * 1..prefix_upto's bounds taken from a parent subdomain's saved state (vt_cert_prefix_save) */
+     * once it closes (row_closed: the larger of its bound and row_floor, its IBP bound, by row_closes or
+     * > 0); and the prefix: layers 1..prefix_upto's bounds taken from a parent subdomain's saved state
+     * (vt_cert_prefix_save) */
     int close_early;
     double row_floor;
     vt_cert_row_closes_fn row_closes; /* vt_cert_set_row_closes: NULL, a bound > 0 closes the row */
