@@ -18,8 +18,10 @@ VT_HDI double vti_bn_rstd(double S2, size_t M, double eps)
     return 1.0 / sqrt(v);
 }
 
-/* x - S1 / M */
-VT_HDI double vti_bn_center1(float x, float s1, size_t M) { return (double)x - (double)s1 / (double)M; }
+/* x - S1 / M, the mean S1 / M a per-channel factor (the host loop computes it once per channel) */
+VT_HDI double vti_bn_mean(float s1, size_t M) { return (double)s1 / (double)M; }
+VT_HDI double vti_bn_center_of(float x, double mean) { return (double)x - mean; }
+VT_HDI double vti_bn_center1(float x, float s1, size_t M) { return vti_bn_center_of(x, vti_bn_mean(s1, M)); }
 
 /* dgamma = G2 rstd(S2) */
 VT_HDI double vti_bn_gamma_grad1(float g2, float s2, size_t M, double eps) { return (double)g2 * vti_bn_rstd(s2, M, eps); }
@@ -30,13 +32,23 @@ VT_HDI double vti_bn_apply1(float xc, double r, float gamma, float beta)
     return (double)gamma * ((double)xc * r) + (double)beta;
 }
 
-/* the input gradient: a (dy - mg - xc q) with a = gamma r, mg = G1 / M, q = r^2 G2 / M */
-VT_HDI double vti_bn_backward1(float dy, float xc, float s2, float g1, float g2, float gamma, size_t M, double eps)
+/* the input gradient: a (dy - mg - xc q) with a = gamma r, mg = G1 / M, q = r^2 G2 / M; the three
+ * per-channel factors k = {a, mg, q} (the host loop computes them once per channel) */
+VT_HDI void vti_bn_backward_k(float s2, float g1, float g2, float gamma, size_t M, double eps, double k[3])
 {
     double r = vti_bn_rstd(s2, M, eps);
-    double a = (double)gamma * r, mg = (double)g1 / (double)M;
-    double q = (r * r) * (double)g2 / (double)M;
+    k[0] = (double)gamma * r, k[1] = (double)g1 / (double)M;
+    k[2] = (r * r) * (double)g2 / (double)M;
+}
+VT_HDI double vti_bn_backward_of(float dy, float xc, double a, double mg, double q)
+{
     return a * (((double)dy - mg) - (double)xc * q);
+}
+VT_HDI double vti_bn_backward1(float dy, float xc, float s2, float g1, float g2, float gamma, size_t M, double eps)
+{
+    double k[3];
+    vti_bn_backward_k(s2, g1, g2, gamma, M, eps, k);
+    return vti_bn_backward_of(dy, xc, k[0], k[1], k[2]);
 }
 
 /* the running statistics: (1 - mu) rm + mu (S1 / M) and (1 - mu) rv + mu (S2 / (M - 1)) */

@@ -13,8 +13,9 @@
 #include "vt_kernels_hd.h" /* vti_normalise_row */
 #include "vt_math_hd.h"
 
-/* x - S1 / C */
-VT_HDI double vti_ln_center1(float x, float s1, size_t C) { return (double)x - (double)s1 / (double)C; }
+/* x - S1 / C, the mean S1 / C a per-row factor (vti_bn_center_of's form) */
+VT_HDI double vti_ln_mean(float s1, size_t C) { return (double)s1 / (double)C; }
+VT_HDI double vti_ln_center1(float x, float s1, size_t C) { return (double)x - vti_ln_mean(s1, C); }
 
 /* 1 / sqrt(S2 / C + eps) */
 VT_HDI double vti_ln_rstd(float s2, size_t C, double eps)
@@ -34,11 +35,21 @@ VT_HDI double vti_affine1(float x, float gamma, const float *beta)
     return beta ? y + (double)*beta : y;
 }
 
-/* r ((dyg - G1 / C) - xhat G2 / C) with r = rstd(S2) */
+/* r ((dyg - G1 / C) - xhat G2 / C) with r = rstd(S2); the per-row factors k = {r, G1 / C, G2 / C}
+ * (the host loop computes them once per row) */
+VT_HDI void vti_ln_backward_k(float s2, float g1, float g2, size_t C, double eps, double k[3])
+{
+    k[0] = vti_ln_rstd(s2, C, eps), k[1] = (double)g1 / (double)C, k[2] = (double)g2 / (double)C;
+}
+VT_HDI double vti_ln_backward_of(float dyg, float xhat, double r, double a, double b)
+{
+    return r * (((double)dyg - a) - (double)xhat * b);
+}
 VT_HDI double vti_ln_backward1(float dyg, float xhat, float s2, float g1, float g2, size_t C, double eps)
 {
-    double r = vti_ln_rstd(s2, C, eps), a = (double)g1 / (double)C, b = (double)g2 / (double)C;
-    return r * (((double)dyg - a) - (double)xhat * b);
+    double k[3];
+    vti_ln_backward_k(s2, g1, g2, C, eps, k);
+    return vti_ln_backward_of(dyg, xhat, k[0], k[1], k[2]);
 }
 
 #define VTI_GELU_K 0.7978845608028654 /* sqrt(2/pi) */

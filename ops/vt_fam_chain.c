@@ -312,8 +312,17 @@ static void bn_center_part(const vt_opctx *c, const void *arg, size_t r0, size_t
     const size_t C = x->shape[1], cnt = vti_rows_global(c, x->shape[0]);
     const float *xs = IN(0), *s1 = IN(1);
     (void)arg;
-    for (size_t i = r0; i < r1; i++)
-        for (size_t k = 0; k < C; k++) c->s.x64[i * C + k] = vti_bn_center1(xs[i * C + k], s1[k], cnt);
+    /* the channel's mean is one function of S1: computed once per channel and part, the same bits */
+    for (size_t c0 = 0; c0 < C; c0 += 64) {
+        double mean[64];
+        const size_t nc = C - c0 < 64 ? C - c0 : 64;
+        for (size_t k = 0; k < nc; k++) mean[k] = vti_bn_mean(s1[c0 + k], cnt);
+        for (size_t i = r0; i < r1; i++) {
+            const float *xi = xs + i * C + c0;
+            double *yi = c->s.x64 + i * C + c0;
+            for (size_t k = 0; k < nc; k++) yi[k] = vti_bn_center_of(xi[k], mean[k]);
+        }
+    }
 }
 
 vt_err vti_bn_center_exec(vt_opctx *c) { return chain_rows(c, bn_center_part); }
@@ -441,11 +450,22 @@ static void bn_backward_part(const vt_opctx *c, const void *arg, size_t r0, size
     const size_t C = x->shape[1], cnt = vti_rows_global(c, x->shape[0]);
     const float *dy = IN(0), *xc = IN(1), *s2 = IN(2), *g1 = IN(3), *g2 = IN(4), *gamma = IN(5);
     (void)arg;
-    for (size_t i = r0; i < r1; i++)
-        for (size_t k = 0; k < C; k++) {
-            size_t e = i * C + k;
-            c->s.x64[e] = vti_bn_backward1(dy[e], xc[e], s2[k], g1[k], g2[k], gamma[k], cnt, c->o->farg[0]);
+    /* the channel's factors are one function of its S2, G1, G2 and gamma: computed once per channel
+     * and part (vti_bn_backward_k), the same bits as vti_bn_backward1 per element */
+    for (size_t c0 = 0; c0 < C; c0 += 64) {
+        double a[64], mg[64], q[64], k3[3];
+        const size_t nc = C - c0 < 64 ? C - c0 : 64;
+        for (size_t k = 0; k < nc; k++) {
+            vti_bn_backward_k(s2[c0 + k], g1[c0 + k], g2[c0 + k], gamma[c0 + k], cnt, c->o->farg[0], k3);
+            a[k] = k3[0], mg[k] = k3[1], q[k] = k3[2];
         }
+        for (size_t i = r0; i < r1; i++) {
+            const size_t e = i * C + c0;
+            const float *dyi = dy + e, *xci = xc + e;
+            double *yi = c->s.x64 + e;
+            for (size_t k = 0; k < nc; k++) yi[k] = vti_bn_backward_of(dyi[k], xci[k], a[k], mg[k], q[k]);
+        }
+    }
 }
 
 vt_err vti_bn_backward_exec(vt_opctx *c) { return chain_rows(c, bn_backward_part); }
@@ -561,8 +581,10 @@ static void ln_center_part(const vt_opctx *c, const void *arg, size_t r0, size_t
     const size_t C = cols0(c);
     const float *x = IN(0), *s1 = IN(1);
     (void)arg;
-    for (size_t i = r0; i < r1; i++)
-        for (size_t k = 0; k < C; k++) c->s.x64[i * C + k] = vti_ln_center1(x[i * C + k], s1[i], C);
+    for (size_t i = r0; i < r1; i++) {
+        const double mean = vti_ln_mean(s1[i], C); /* once per row: the same bits */
+        for (size_t k = 0; k < C; k++) c->s.x64[i * C + k] = vti_bn_center_of(x[i * C + k], mean);
+    }
 }
 
 vt_err vti_ln_center_exec(vt_opctx *c) { return chain_rows(c, ln_center_part); }
@@ -629,9 +651,12 @@ static void ln_backward_part(const vt_opctx *c, const void *arg, size_t r0, size
     const size_t C = cols0(c);
     const float *dyg = IN(0), *xhat = IN(1), *s2 = IN(2), *g1 = IN(3), *g2 = IN(4);
     (void)arg;
-    for (size_t i = r0; i < r1; i++)
+    for (size_t i = r0; i < r1; i++) {
+        double k3[3]; /* the row's factors, once per row: the same bits as vti_ln_backward1 */
+        vti_ln_backward_k(s2[i], g1[i], g2[i], C, c->o->farg[0], k3);
         for (size_t k = 0; k < C; k++)
-            c->s.x64[i * C + k] = vti_ln_backward1(dyg[i * C + k], xhat[i * C + k], s2[i], g1[i], g2[i], C, c->o->farg[0]);
+            c->s.x64[i * C + k] = vti_ln_backward_of(dyg[i * C + k], xhat[i * C + k], k3[0], k3[1], k3[2]);
+    }
 }
 
 vt_err vti_ln_backward_exec(vt_opctx *c) { return chain_rows(c, ln_backward_part); }
