@@ -416,6 +416,131 @@ static void colprod_part(void *ctx, size_t lo, size_t hi, int part)
     vti_col_products(a, b, j->n, hi - lo, j->cols, j->P + lo * j->n);
 }
 
+/* Column reductions of a row-major a in the BLAS order, in one pass over the rows (no products
+ * formed): columns [j0, j0 + NB) side by side, each column's sum in its own registers. Every column
+ * gets exactly the operations vti_sum_red and vt_bound_of_products perform on its products: per panel
+ * (VT_PANEL rows when panelled, else all n) four lanes by the row's position mod 4 in the panel,
+ * (l0 + l1) + (l2 + l3), the panels into the panel tree (vti_ptree over NB columns: the same additions
+ * per column); the bound's |p| lanes by the row mod 4 over the whole blocks of 4, the tail into lane
+ * 0, the non-zero count, and the exactness test on the products again (stopping at the first product
+ * that fails it, which decides it as the full pass would). b is one value (sk = 0, sj = 0) or has a's
+ * layout. */
+typedef struct {
+    const vt_exec *e;
+    const float *a, *b;
+    size_t n, ld;
+    int pan, bcol; /* b: 0 one value, 1 a's layout */
+    double *out, *bnd;
+} colred_job;
+
+#define VTI_COLRED_NB 8
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("avx2", "default")))
+#endif
+static void colred_block(const colred_job *j, size_t j0, double *sum, double *absl, uint64_t *nnz, double *st)
+{
+    enum { NB = VTI_COLRED_NB };
+    const size_t n = j->n, ld = j->ld, L = j->pan ? VT_PANEL : n, whole = n - n % 4;
+    const float *a = j->a + j0, *bb = j->bcol ? j->b + j0 : j->b;
+    double al[4][NB], ac[4][NB];
+    for (size_t l = 0; l < 4; l++)
+        for (size_t c = 0; c < NB; c++) al[l][c] = 0.0;
+    for (size_t c = 0; c < NB; c++) nnz[c] = 0;
+    vti_ptree t;
+    vti_ptree_init(&t, st, NB);
+    for (size_t p0 = 0; p0 < n; p0 += L) {
+        const size_t p1 = n - p0 < L ? n : p0 + L;
+        for (size_t l = 0; l < 4; l++)
+            for (size_t c = 0; c < NB; c++) ac[l][c] = 0.0;
+        for (size_t r = p0; r < p1; r++) {
+            const size_t lane = (r - p0) & 3, bl = r < whole ? (r & 3) : 0;
+            const float *ar = a + r * ld;
+            double v[NB];
+            if (j->bcol) {
+                const float *br = bb + r * ld;
+                for (size_t c = 0; c < NB; c++) v[c] = (double)ar[c] * (double)br[c];
+            } else {
+                const double b0 = (double)bb[0];
+                for (size_t c = 0; c < NB; c++) v[c] = (double)ar[c] * b0;
+            }
+            for (size_t c = 0; c < NB; c++) {
+                ac[lane][c] += v[c];
+                al[bl][c] += fabs(v[c]);
+                nnz[c] += v[c] != 0.0;
+            }
+        }
+        double *slot = vti_ptree_next(&t);
+        for (size_t c = 0; c < NB; c++) slot[c] = (ac[0][c] + ac[1][c]) + (ac[2][c] + ac[3][c]);
+        vti_ptree_push(&t);
+    }
+    if (j->pan) vti_ptree_result(&t, sum);
+    else
+        for (size_t c = 0; c < NB; c++) sum[c] = st[c]; /* one panel: its sum as it is */
+    for (size_t c = 0; c < NB; c++) absl[c] = (al[0][c] + al[1][c]) + (al[2][c] + al[3][c]);
+}
+
+/* the exactness test of columns [j0, j0 + NB) at once: ok[c] stays 1 while every product of column c is
+ * a multiple of 1 / scale[c] (vti_products_multiple_of's test), in blocks of 64 rows, stopping when no
+ * column can pass any more (the same answers as a whole pass per column) */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("avx2", "default")))
+#endif
+static void colred_exact(const colred_job *j, size_t j0, const double *scale, int *ok)
+{
+    enum { NB = VTI_COLRED_NB };
+    const size_t n = j->n, ld = j->ld;
+    const float *a = j->a + j0, *bb = j->bcol ? j->b + j0 : j->b;
+    int64_t okv[NB], any = 0;
+    for (size_t c = 0; c < NB; c++) okv[c] = ok[c], any |= ok[c];
+    for (size_t r0 = 0; r0 < n && any; r0 += 64) {
+        const size_t r1 = n - r0 < 64 ? n : r0 + 64;
+        for (size_t r = r0; r < r1; r++) {
+            const float *ar = a + r * ld, *br = j->bcol ? bb + r * ld : bb;
+            for (size_t c = 0; c < NB; c++) {
+                const double u = fabs((double)ar[c] * (double)br[j->bcol ? c : 0]) * scale[c];
+                okv[c] &= (u >= 0x1p52) | (((u + 0x1p52) - 0x1p52) == u);
+            }
+        }
+        any = 0;
+        for (size_t c = 0; c < NB; c++) any |= okv[c];
+    }
+    for (size_t c = 0; c < NB; c++) ok[c] = (int)okv[c];
+}
+
+static void colred_part(void *ctx, size_t lo, size_t hi, int part)
+{
+    const colred_job *j = ctx;
+    (void)part;
+    double st[64 * VTI_COLRED_NB];
+    for (size_t g = lo; g < hi; g++) {
+        const size_t j0 = g * VTI_COLRED_NB;
+        double sum[VTI_COLRED_NB], s[VTI_COLRED_NB], scale[VTI_COLRED_NB];
+        uint64_t nnz[VTI_COLRED_NB];
+        int ok[VTI_COLRED_NB];
+        colred_block(j, j0, sum, s, nnz, st);
+        for (size_t c = 0; c < VTI_COLRED_NB; c++) {
+            scale[c] = nnz[c] > 1 ? vt_bound_exact_scale(s[c]) : 0.0;
+            ok[c] = scale[c] != 0.0;
+        }
+        colred_exact(j, j0, scale, ok);
+        for (size_t c = 0; c < VTI_COLRED_NB; c++) {
+            j->out[j0 + c] = sum[c];
+            /* vt_bound_of_products: 0 for at most one non-zero term or an exact sum */
+            j->bnd[j0 + c] = nnz[c] <= 1 || ok[c] ? 0.0 : vt_bound_coef_red(&j->e->bound, nnz[c], j->n) * s[c];
+        }
+    }
+}
+
+/* vt_reduce's bounds descriptor: the array, and the operands for the exact evaluator */
+static void reduce_bounds(vt_bounds *bounds, size_t n, vt_strided a, vt_strided b, const double *bnd)
+{
+    vti_bounds_array(bounds, bnd);
+    bounds->xa = a.p, bounds->xa_si = a.si, bounds->xa_sj = a.sj, bounds->xa_sk = a.sk;
+    bounds->xb = b.p, bounds->xb_si = b.si, bounds->xb_sj = b.sj, bounds->xb_sk = b.sk;
+    bounds->xK = n;
+    bounds->x_rpb = a.rpb, bounds->xa_sg = a.sg, bounds->xb_sg = b.sg;
+}
+
 vt_err vt_reduce(vt_exec *e, size_t rows, size_t cols, size_t n, vt_strided a, vt_strided b, double *out,
                  double *bnd, vt_bounds *bounds)
 {
@@ -429,6 +554,16 @@ vt_err vt_reduce(vt_exec *e, size_t rows, size_t cols, size_t n, vt_strided a, v
     VT_FORWARD_IF_ERROR(vti_mul_size(rows, cols, &RC));
     double coef = 0.0; /* checks that n has a bound coefficient */
     VT_FORWARD_IF_ERROR(vti_coef(e, n, &coef));
+    /* Column reductions of a row-major matrix in the BLAS order, columns a multiple of 8: one pass
+     * over the rows, 8 columns side by side (colred_block: the same operations per column as below) */
+    const int pan = vt_bound_panelled(&e->bound, n);
+    if (rows == 1 && cols % VTI_COLRED_NB == 0 && !a.rpb && a.sk == cols && a.sj == 1 && e->order == VT_ORDER_BLAS &&
+        ((b.sk == 0 && b.sj == 0) || (b.sk == cols && b.sj == 1))) {
+        colred_job cj = {e, a.p, b.p, n, cols, pan, b.sk != 0, out, bnd};
+        (void)vt_par_for(cols / VTI_COLRED_NB, VTI_GRAIN / (n * VTI_COLRED_NB) + 1, colred_part, &cj);
+        reduce_bounds(bounds, n, a, b, bnd);
+        return VT_OK;
+    }
     void *p = NULL;
     VT_FORWARD_IF_ERROR(vti_ws_get(&e->ws, VT_WS_A, n, sizeof(double), &p));
     reduce_job j;
@@ -437,7 +572,7 @@ vt_err vt_reduce(vt_exec *e, size_t rows, size_t cols, size_t n, vt_strided a, v
     uint32_t *perm;
     VT_FORWARD_IF_ERROR(vti_sum_scratch(e, n, &perm, &j.keys0, &j.ps0));
     j.perm = perm;
-    j.pan = vt_bound_panelled(&e->bound, n);
+    j.pan = pan;
     /* Column reductions of a row-major matrix (a.sk = the row length, every column's terms far
      * apart): the products of all columns are formed first, column by column into contiguous
      * scratch (vti_col_products, columns over the threads), so that every reduction below reads
@@ -453,11 +588,7 @@ vt_err vt_reduce(vt_exec *e, size_t rows, size_t cols, size_t n, vt_strided a, v
     const int parts = vt_par_for(RC, VTI_GRAIN / n + 1, reduce_part, &j);
     for (int k = 0; k < parts; k++)
         VT_RETURN_ERROR_IF(j.nomem[k], VT_ERR_NOMEM, "out of memory (a reduction's scratch, %zu terms)", n);
-    vti_bounds_array(bounds, bnd);
-    bounds->xa = a.p, bounds->xa_si = a.si, bounds->xa_sj = a.sj, bounds->xa_sk = a.sk;
-    bounds->xb = b.p, bounds->xb_si = b.si, bounds->xb_sj = b.sj, bounds->xb_sk = b.sk;
-    bounds->xK = n;
-    bounds->x_rpb = a.rpb, bounds->xa_sg = a.sg, bounds->xb_sg = b.sg;
+    reduce_bounds(bounds, n, a, b, bnd);
     return VT_OK;
 }
 

@@ -166,4 +166,10 @@ double vt_bound_of_terms(const vt_bound_cfg *cfg, size_t K, const float *a, size
  * (the reductions of vt_reduce, which form the products anyway). */
 double vt_bound_of_products(const vt_bound_cfg *cfg, size_t K, const double *x);
 
+/* The exactness test's scale of a reduction whose |terms| sum to s (vti_exact_scale, vt_round_hd.h):
+ * 2^-E, or 0 when s is out of range; the reduction is exact in every order when every |term| * scale
+ * is an integer or at least 2^52. For kernels that form the terms themselves (the fused column
+ * reductions of kernels/vt_kernels.c). */
+double vt_bound_exact_scale(double s);
+
 #endif

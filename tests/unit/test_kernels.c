@@ -604,6 +604,53 @@ static void test_reduce_threads(void)
     vt_par_set_threads(1);
 }
 
+/* The BLAS order's fused column reductions (vt_reduce: columns a multiple of 8, one pass over the rows,
+ * no products formed) against the reference path, each column alone (an M x 1 operand: the per-reduction
+ * loop over its own products): the same sum and bound bits for column sums and dot products, panelled
+ * or not (M around 2 VT_PANEL), every data kind, small integers (exact sums: bound 0 after the full
+ * exactness pass) and both bound modes; the first differing column is named. */
+static void test_colred_fused(void)
+{
+    static const size_t Ms[] = {1, 2, 3, 5, 127, 128, 129, 256, 257, 300, 1000, 4099};
+    static const size_t Ns[] = {8, 16, 24};
+    const vt_bound_cfg cfgs[3] = {{.mode = VT_BOUND_PROVABLE},
+                                  {.mode = VT_BOUND_PROVABLE, .whole_reduction = 1},
+                                  {.mode = VT_BOUND_PROBABILISTIC}};
+    long checked = 0;
+    for (size_t mi = 0; mi < sizeof Ms / sizeof Ms[0]; mi++)
+        for (size_t ni = 0; ni < sizeof Ns / sizeof Ns[0]; ni++)
+            for (int kind = 0; kind <= D_KINDS; kind++)
+                for (int c = 0; c < 3; c++) {
+                    const size_t M = Ms[mi], N = Ns[ni];
+                    float *X = xmalloc(M * N * sizeof(float)), *Y = xmalloc(M * N * sizeof(float));
+                    float *xc = xmalloc(M * sizeof(float)), *yc = xmalloc(M * sizeof(float));
+                    for (size_t i = 0; i < M * N; i++) {
+                        X[i] = kind == D_KINDS ? (float)((int)rnd_below(9) - 4) : gen_value(kind);
+                        Y[i] = kind == D_KINDS ? (float)((int)rnd_below(5) - 2) : gen_value(D_NORMAL);
+                    }
+                    double *o = xmalloc(N * sizeof(double)), *b = xmalloc(N * sizeof(double)), r1, rb1;
+                    vt_exec e;
+                    vt_exec_init(&e, VT_ORDER_BLAS, cfgs[c], 5);
+                    vt_bounds bd;
+                    for (int dot = 0; dot < 2; dot++) {
+                        CHECK_OK(dot ? vt_coldot(&e, M, N, X, Y, o, b, &bd) : vt_colsum(&e, M, N, X, o, b, &bd));
+                        for (size_t j = 0; j < N; j++) {
+                            for (size_t i = 0; i < M; i++) xc[i] = X[i * N + j], yc[i] = Y[i * N + j];
+                            CHECK_OK(dot ? vt_coldot(&e, M, 1, xc, yc, &r1, &rb1, &bd) : vt_colsum(&e, M, 1, xc, &r1, &rb1, &bd));
+                            if (!same_bits(o[j], r1) || !same_bits(b[j], rb1)) {
+                                CHECK(0, "fused %s %zu x %zu kind %d cfg %d: column %zu is %a (bound %a), alone %a (%a)",
+                                      dot ? "coldot" : "colsum", M, N, kind, c, j, o[j], b[j], r1, rb1);
+                                break;
+                            }
+                            checked++;
+                        }
+                    }
+                    vt_exec_free(&e);
+                    free(X), free(Y), free(xc), free(yc), free(o), free(b);
+                }
+    printf("fused column reductions: %ld columns the reference's bits\n", checked);
+}
+
 /* ------------------------------------------------------ softmax and loss */
 
 static void test_softmax_case(size_t N, size_t C, double scale, int extremes)
@@ -1162,6 +1209,7 @@ int main(void)
     test_pairwise_tree();
     test_sums();
     test_reduce_threads();
+    test_colred_fused();
     test_softmax();
     test_xent();
     test_gemm();
