@@ -68,10 +68,7 @@ static void act_part(const vt_opctx *c, const void *arg, size_t lo, size_t hi)
 
 static vt_err act_exec(vt_opctx *c)
 {
-    const size_t n = NOUT(0);
-    vti_chain_run(c, n, 1, act_part, NULL);
-    ROUND(c->s.x64, NULL, 1, n, OUT(0));
-    return VT_OK;
+    return vti_chain_round(c, NOUT(0), 1, act_part, NULL, OUT(0));
 }
 
 vt_err vti_sigmoid_exec(vt_opctx *c) { return act_exec(c); }

@@ -26,17 +26,12 @@ static size_t cols0(const vt_opctx *c) { return T(c->prog, c->o->in[0])->shape[1
 static vt_err chain_rows(vt_opctx *c, vti_chain_part part)
 {
     const vt_tensor *x = T(c->prog, c->o->in[0]);
-    vti_chain_run(c, x->shape[0], x->shape[1], part, NULL);
-    ROUND(c->s.x64, NULL, x->shape[0], x->shape[1], OUT(0));
-    return VT_OK;
+    return vti_chain_round(c, x->shape[0], x->shape[1], part, NULL, OUT(0));
 }
 
 static vt_err chain_elems(vt_opctx *c, vti_chain_part part, const void *arg)
 {
-    size_t n = NOUT(0);
-    vti_chain_run(c, n, 1, part, arg);
-    ROUND(c->s.x64, NULL, 1, n, OUT(0));
-    return VT_OK;
+    return vti_chain_round(c, NOUT(0), 1, part, arg, OUT(0));
 }
 
 vt_err vti_bias_add_check(const vt_program *p, const vt_opdesc *o)

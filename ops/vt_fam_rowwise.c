@@ -75,9 +75,7 @@ static void causal_part(const vt_opctx *c, const void *arg, size_t r0, size_t r1
 vt_err vti_softmax_causal_exec(vt_opctx *c)
 {
     const vt_tensor *x = T(c->prog, c->o->in[0]);
-    vti_chain_run(c, x->shape[0], x->shape[1], causal_part, NULL);
-    ROUND(c->s.x64, NULL, x->shape[0], x->shape[1], OUT(0));
-    return VT_OK;
+    return vti_chain_round(c, x->shape[0], x->shape[1], causal_part, NULL, OUT(0));
 }
 
 void vti_softmax_causal_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)

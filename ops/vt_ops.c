@@ -41,6 +41,40 @@ void vti_chain_run(const vt_opctx *c, size_t n, size_t cols, vti_chain_part part
     (void)vt_par_for(n, VTI_CHAIN_GRAIN / (cols ? cols : 1) + 1, chain_part, &(chain_job){c, arg, part});
 }
 
+typedef struct {
+    const vt_opctx *c;
+    const void *arg;
+    vti_chain_part part;
+    size_t cols;
+    float *out;
+    int bad[VT_PAR_MAX];
+} chain_round_job;
+
+/* a part's items in blocks of about VTI_CHAIN_GRAIN elements, each converted to FP32 right after
+ * its values are formed, while they are in the cache */
+static void chain_round_part(void *ctx, size_t lo, size_t hi, int k)
+{
+    chain_round_job *j = ctx;
+    const size_t cols = j->cols, step = VTI_CHAIN_GRAIN / cols + 1;
+    int bad = 0;
+    for (size_t s = lo; s < hi; s += step) {
+        const size_t e = hi - s < step ? hi : s + step;
+        j->part(j->c, j->arg, s, e);
+        bad |= vt_round_convert(j->c->s.x64 + s * cols, (e - s) * cols, j->out + s * cols);
+    }
+    j->bad[k] = bad;
+}
+
+vt_err vti_chain_round(vt_opctx *c, size_t n, size_t cols, vti_chain_part part, const void *arg, float *out)
+{
+    if (!cols) cols = 1;
+    chain_round_job j = {.c = c, .arg = arg, .part = part, .cols = cols, .out = out};
+    const int parts = vt_par_for(n, VTI_CHAIN_GRAIN / cols + 1, chain_round_part, &j);
+    int bad = 0;
+    for (int k = 0; k < parts; k++) bad |= j.bad[k];
+    return vt_round_converted(c->rctx, c->op_id, c->s.x64, n, cols, out, bad);
+}
+
 void vti_cost_elementwise(const vt_program *p, const vt_opdesc *o, double flop_per, vt_opcost *out)
 {
     double n = (double)T(p, o->out[0])->n, bytes = 0;

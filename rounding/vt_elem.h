@@ -60,5 +60,7 @@ int vt_screen_block(const double *x, const double *B, float *out, uint8_t *clear
 /* Rounding of n elements whose bound is 0: out[k] = fl32(x[k]); VT_ERR_DIVERGED, the first
  * element that is not finite in *f, when one is NaN or beyond FP32 range. */
 vt_err vt_round_plain(const double *x, size_t n, float *out, vt_elem_fault *f) VT_WARN_UNUSED;
+/* RN32 of x[0..n) into out (vt_round_plain's conversion, one thread); 1 when one of them is not finite */
+int vt_round_convert(const double *x, size_t n, float *out);
 
 #endif

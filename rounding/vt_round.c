@@ -89,8 +89,9 @@ vt_err vti_rctx_fail(vt_rctx *c, vt_err code, uint32_t op, uint64_t index, const
 }
 
 /* Rounding without any possible entry (B = 0), failures reported as the context's fault. */
-vt_err vti_rctx_plain(vt_rctx *c, uint32_t op, const double *x, size_t n, float *out)
+vt_err vti_rctx_plain(vt_rctx *c, uint32_t op, const double *x, size_t n, float *out, int pre)
 {
+    if (pre) return VT_OK;
     vt_elem_fault f;
     vt_err err = vt_round_plain(x, n, out, &f);
     return err ? vti_rctx_fail(c, err, op, f.index, NULL, f.x, f.B) : VT_OK;
@@ -107,8 +108,8 @@ vt_err vti_rctx_record_op(vt_rctx *c, uint32_t op_id, uint64_t n, vt_oplog **o)
 
 /* ------------------------------------------------------------- dispatch */
 
-vt_err vt_round(vt_rctx *c, uint32_t op_id, const double *x, const vt_bounds *b, size_t rows, size_t cols,
-                float *out)
+static vt_err round_op(vt_rctx *c, uint32_t op_id, const double *x, const vt_bounds *b, size_t rows, size_t cols,
+                       float *out, int pre)
 {
     static const vt_bounds zero = {.kind = VT_BOUNDS_ZERO};
     if (!b) b = &zero;
@@ -120,9 +121,21 @@ vt_err vt_round(vt_rctx *c, uint32_t op_id, const double *x, const vt_bounds *b,
     uint64_t n = (uint64_t)rows * cols;
     if (c->bound.rounding == VT_ROUNDING_EXACT) { /* rounding/vt_round_exact.h */
         c->stats.rounded += n;
+        if (pre) return VT_OK; /* zero bounds: out is RN32(x), every element finite */
         vt_elem_fault f;
         vt_err err = vt_round_exact_op(&c->bound, x, b, rows, cols, out, &c->stats.exact, &c->stats.kulisch, &f);
         return err ? vti_rctx_fail(c, err, op_id, f.index, NULL, f.x, f.B) : VT_OK;
     }
-    return vti_round_log(c, op_id, x, b, rows, cols, out); /* vt_round_log.c */
+    return vti_round_log(c, op_id, x, b, rows, cols, out, pre); /* vt_round_log.c */
+}
+
+vt_err vt_round(vt_rctx *c, uint32_t op_id, const double *x, const vt_bounds *b, size_t rows, size_t cols,
+                float *out)
+{
+    return round_op(c, op_id, x, b, rows, cols, out, 0);
+}
+
+vt_err vt_round_converted(vt_rctx *c, uint32_t op_id, const double *x, size_t rows, size_t cols, float *out, int bad)
+{
+    return round_op(c, op_id, x, NULL, rows, cols, out, !bad);
 }

@@ -86,6 +86,15 @@ vt_err vt_rctx_end_step(vt_rctx *c) VT_WARN_UNUSED;
 vt_err vt_round(vt_rctx *c, uint32_t op_id, const double *x, const vt_bounds *b, size_t rows, size_t cols,
                 float *out) VT_WARN_UNUSED;
 
+/* Zero bounds rounded as they are formed (the elementwise chains: ops/vt_ops.c vti_chain_round):
+ * after vt_round_convert (vt_elem.h) of every element, vt_round_converted does what
+ * vt_round(c, op_id, x, NULL, rows, cols, out) does (the log's record, its replay's checks, the
+ * counts, the fault of the first element that is not finite), without converting again when bad is 0
+ * (every element's RN32 in out, finite). x must still hold the values: a replayed record with
+ * entries judges them. */
+vt_err vt_round_converted(vt_rctx *c, uint32_t op_id, const double *x, size_t rows, size_t cols, float *out,
+                          int bad) VT_WARN_UNUSED;
+
 /* --- the per-element log rules, exposed for tests and the arbiter (rounding/vt_elem.h: the rest) --- */
 
 /* Record rule for one element. Returns VT_OK, or VT_ERR_DIVERGED when x is NaN,
