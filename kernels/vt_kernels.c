@@ -422,9 +422,11 @@ static void colprod_part(void *ctx, size_t lo, size_t hi, int part)
  * (VT_PANEL rows when panelled, else all n) four lanes by the row's position mod 4 in the panel,
  * (l0 + l1) + (l2 + l3), the panels into the panel tree (vti_ptree over NB columns: the same additions
  * per column); the bound's |p| lanes by the row mod 4 over the whole blocks of 4, the tail into lane
- * 0, the non-zero count, and the exactness test on the products again (stopping at the first product
- * that fails it, which decides it as the full pass would). b is one value (sk = 0, sj = 0) or has a's
- * layout. */
+ * 0, and the non-zero count. The exactness test (every |p| 2^-E an integer or at least 2^52, E from
+ * the |p| sum: vt_bound_exact_scale) is decided from the lowest set bit of the products instead:
+ * a non-zero p = a b is a multiple of 2^E exactly when lowbit(a) + lowbit(b) >= E (odd times odd is
+ * odd), and a zero passes, so the pass keeps each column's least lowbit(a) + lowbit(b) over its
+ * non-zero products - the same answer as the test. b is one value (sk = 0, sj = 0) or has a's layout. */
 typedef struct {
     const vt_exec *e;
     const float *a, *b;
@@ -434,77 +436,125 @@ typedef struct {
 } colred_job;
 
 #define VTI_COLRED_NB 8
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-__attribute__((target_clones("avx2", "default")))
-#endif
-static void colred_block(const colred_job *j, size_t j0, double *sum, double *absl, uint64_t *nnz, double *st)
+#define VTI_LOWBIT_NONE 0x3fffffff /* a zero's: above every sum of two lowbits */
+
+/* 8 columns in GCC's vector extensions (one AVX2 register of FP32 or int32, two of FP64 or int64;
+ * SSE2 pairs in the baseline clone): every lane its column's own IEEE operations */
+typedef float vti_v8f __attribute__((vector_size(32)));
+typedef int32_t vti_v8i __attribute__((vector_size(32)));
+typedef uint32_t vti_v8u __attribute__((vector_size(32)));
+typedef double vti_v8d __attribute__((vector_size(64)));
+typedef int64_t vti_v8l __attribute__((vector_size(64)));
+
+/* the exponent of the lowest set bit of 8 finite FP32 values (subnormals included), VTI_LOWBIT_NONE for
+ * a zero: integer operations, the power of two m & -m converted to FP32 exactly for its exponent */
+static inline __attribute__((always_inline)) void vti_f32_lowbit8(const vti_v8f *x, vti_v8i *out)
 {
-    enum { NB = VTI_COLRED_NB };
-    const size_t n = j->n, ld = j->ld, L = j->pan ? VT_PANEL : n, whole = n - n % 4;
+    vti_v8u u;
+    memcpy(&u, x, sizeof u);
+    const vti_v8i e = (vti_v8i)((u >> 23) & 0xffu), normal = e != 0; /* -1 where normal */
+    const vti_v8i m = (vti_v8i)(u & 0x7fffffu) | (normal & 0x800000), p2 = m & -m;
+    const vti_v8f f = __builtin_convertvector(p2, vti_v8f);
+    vti_v8u fb;
+    memcpy(&fb, &f, sizeof fb);
+    const vti_v8i lb = e - 150 + (~normal & 1) + (vti_v8i)(fb >> 23) - 127, zero = m == 0;
+    *out = (lb & ~zero) | (zero & VTI_LOWBIT_NONE);
+}
+
+/* row r's products v, |v| and lowbit sums lb of the 8 columns */
+static inline __attribute__((always_inline)) void colred_row(const colred_job *j, const float *a, const float *bb,
+                                                             const vti_v8d *bd, const vti_v8i *lb1, size_t r,
+                                                             vti_v8d *v, vti_v8d *av, vti_v8i *lb)
+{
+    const vti_v8l absmask = {INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX};
+    vti_v8f a8;
+    memcpy(&a8, a + r * j->ld, sizeof a8);
+    *v = __builtin_convertvector(a8, vti_v8d);
+    vti_f32_lowbit8(&a8, lb);
+    if (j->bcol) {
+        vti_v8f b8;
+        vti_v8i lbb;
+        memcpy(&b8, bb + r * j->ld, sizeof b8);
+        *v = *v * __builtin_convertvector(b8, vti_v8d);
+        vti_f32_lowbit8(&b8, &lbb);
+        *lb += lbb;
+    } else {
+        *v = *v * *bd;
+        *lb += *lb1;
+    }
+    vti_v8l vb;
+    memcpy(&vb, v, sizeof vb);
+    vb &= absmask;
+    memcpy(av, &vb, sizeof *av);
+}
+
+/* the count of non-zero products and the least lowbit sum of the non-zero ones (a zero product's lb
+ * is at least VTI_LOWBIT_NONE - 298, above every other) */
+#define VTI_COLRED_NOTE(v, lb)                                                                                         \
+    do {                                                                                                               \
+        cnt -= (vti_v8l)((v) != 0.0);                                                                                  \
+        const vti_v8i less_ = (lb) < lo;                                                                               \
+        lo = ((lb) & less_) | (lo & ~less_);                                                                           \
+    } while (0)
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+static void colred_block(const colred_job *j, size_t j0, double *sum, double *absl, uint64_t *nnz, int32_t *low,
+                         double *st)
+{
+    const size_t n = j->n, L = j->pan ? VT_PANEL : n;
     const float *a = j->a + j0, *bb = j->bcol ? j->b + j0 : j->b;
-    double al[4][NB], ac[4][NB];
-    for (size_t l = 0; l < 4; l++)
-        for (size_t c = 0; c < NB; c++) al[l][c] = 0.0;
-    for (size_t c = 0; c < NB; c++) nnz[c] = 0;
+    const vti_v8f b1 = {bb[0], bb[0], bb[0], bb[0], bb[0], bb[0], bb[0], bb[0]};
+    const vti_v8d bd = __builtin_convertvector(b1, vti_v8d);
+    vti_v8i lb1;
+    vti_f32_lowbit8(&b1, &lb1);
+    vti_v8d al0 = {0}, al1 = {0}, al2 = {0}, al3 = {0};
+    vti_v8l cnt = {0};
+    vti_v8i lo = {VTI_LOWBIT_NONE, VTI_LOWBIT_NONE, VTI_LOWBIT_NONE, VTI_LOWBIT_NONE,
+                  VTI_LOWBIT_NONE, VTI_LOWBIT_NONE, VTI_LOWBIT_NONE, VTI_LOWBIT_NONE};
     vti_ptree t;
-    vti_ptree_init(&t, st, NB);
+    vti_ptree_init(&t, st, VTI_COLRED_NB);
     for (size_t p0 = 0; p0 < n; p0 += L) {
-        const size_t p1 = n - p0 < L ? n : p0 + L;
-        for (size_t l = 0; l < 4; l++)
-            for (size_t c = 0; c < NB; c++) ac[l][c] = 0.0;
-        for (size_t r = p0; r < p1; r++) {
-            const size_t lane = (r - p0) & 3, bl = r < whole ? (r & 3) : 0;
-            const float *ar = a + r * ld;
-            double v[NB];
-            if (j->bcol) {
-                const float *br = bb + r * ld;
-                for (size_t c = 0; c < NB; c++) v[c] = (double)ar[c] * (double)br[c];
-            } else {
-                const double b0 = (double)bb[0];
-                for (size_t c = 0; c < NB; c++) v[c] = (double)ar[c] * b0;
-            }
-            for (size_t c = 0; c < NB; c++) {
-                ac[lane][c] += v[c];
-                al[bl][c] += fabs(v[c]);
-                nnz[c] += v[c] != 0.0;
-            }
+        /* rows in groups of 4, each row's lane its position mod 4 (panels start at multiples of 4, so
+         * the bound's lanes are the same); the rows after the last whole group of 4 (r >= n - n % 4:
+         * the last panel's tail) into lane 0 of the bound */
+        const size_t p1 = n - p0 < L ? n : p0 + L, g1 = p0 + ((p1 - p0) & ~(size_t)3);
+        vti_v8d ac0 = {0}, ac1 = {0}, ac2 = {0}, ac3 = {0}, v, av;
+        vti_v8i lb;
+        size_t r = p0;
+        for (; r < g1; r += 4) {
+            colred_row(j, a, bb, &bd, &lb1, r, &v, &av, &lb);
+            ac0 += v, al0 += av;
+            VTI_COLRED_NOTE(v, lb);
+            colred_row(j, a, bb, &bd, &lb1, r + 1, &v, &av, &lb);
+            ac1 += v, al1 += av;
+            VTI_COLRED_NOTE(v, lb);
+            colred_row(j, a, bb, &bd, &lb1, r + 2, &v, &av, &lb);
+            ac2 += v, al2 += av;
+            VTI_COLRED_NOTE(v, lb);
+            colred_row(j, a, bb, &bd, &lb1, r + 3, &v, &av, &lb);
+            ac3 += v, al3 += av;
+            VTI_COLRED_NOTE(v, lb);
         }
-        double *slot = vti_ptree_next(&t);
-        for (size_t c = 0; c < NB; c++) slot[c] = (ac[0][c] + ac[1][c]) + (ac[2][c] + ac[3][c]);
+        for (size_t l = 0; r < p1; r++, l++) {
+            colred_row(j, a, bb, &bd, &lb1, r, &v, &av, &lb);
+            if (l == 0) ac0 += v;
+            else if (l == 1) ac1 += v;
+            else ac2 += v;
+            al0 += av;
+            VTI_COLRED_NOTE(v, lb);
+        }
+        const vti_v8d ps = (ac0 + ac1) + (ac2 + ac3);
+        memcpy(vti_ptree_next(&t), &ps, sizeof ps);
         vti_ptree_push(&t);
     }
     if (j->pan) vti_ptree_result(&t, sum);
     else
-        for (size_t c = 0; c < NB; c++) sum[c] = st[c]; /* one panel: its sum as it is */
-    for (size_t c = 0; c < NB; c++) absl[c] = (al[0][c] + al[1][c]) + (al[2][c] + al[3][c]);
-}
-
-/* the exactness test of columns [j0, j0 + NB) at once: ok[c] stays 1 while every product of column c is
- * a multiple of 1 / scale[c] (vti_products_multiple_of's test), in blocks of 64 rows, stopping when no
- * column can pass any more (the same answers as a whole pass per column) */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-__attribute__((target_clones("avx2", "default")))
-#endif
-static void colred_exact(const colred_job *j, size_t j0, const double *scale, int *ok)
-{
-    enum { NB = VTI_COLRED_NB };
-    const size_t n = j->n, ld = j->ld;
-    const float *a = j->a + j0, *bb = j->bcol ? j->b + j0 : j->b;
-    int64_t okv[NB], any = 0;
-    for (size_t c = 0; c < NB; c++) okv[c] = ok[c], any |= ok[c];
-    for (size_t r0 = 0; r0 < n && any; r0 += 64) {
-        const size_t r1 = n - r0 < 64 ? n : r0 + 64;
-        for (size_t r = r0; r < r1; r++) {
-            const float *ar = a + r * ld, *br = j->bcol ? bb + r * ld : bb;
-            for (size_t c = 0; c < NB; c++) {
-                const double u = fabs((double)ar[c] * (double)br[j->bcol ? c : 0]) * scale[c];
-                okv[c] &= (u >= 0x1p52) | (((u + 0x1p52) - 0x1p52) == u);
-            }
-        }
-        any = 0;
-        for (size_t c = 0; c < NB; c++) any |= okv[c];
-    }
-    for (size_t c = 0; c < NB; c++) ok[c] = (int)okv[c];
+        memcpy(sum, st, VTI_COLRED_NB * sizeof(double)); /* one panel: its sum as it is */
+    const vti_v8d as = (al0 + al1) + (al2 + al3);
+    memcpy(absl, &as, sizeof as);
+    for (size_t c = 0; c < VTI_COLRED_NB; c++) nnz[c] = (uint64_t)cnt[c], low[c] = lo[c];
 }
 
 static void colred_part(void *ctx, size_t lo, size_t hi, int part)
@@ -514,19 +564,17 @@ static void colred_part(void *ctx, size_t lo, size_t hi, int part)
     double st[64 * VTI_COLRED_NB];
     for (size_t g = lo; g < hi; g++) {
         const size_t j0 = g * VTI_COLRED_NB;
-        double sum[VTI_COLRED_NB], s[VTI_COLRED_NB], scale[VTI_COLRED_NB];
+        double sum[VTI_COLRED_NB], s[VTI_COLRED_NB];
         uint64_t nnz[VTI_COLRED_NB];
-        int ok[VTI_COLRED_NB];
-        colred_block(j, j0, sum, s, nnz, st);
-        for (size_t c = 0; c < VTI_COLRED_NB; c++) {
-            scale[c] = nnz[c] > 1 ? vt_bound_exact_scale(s[c]) : 0.0;
-            ok[c] = scale[c] != 0.0;
-        }
-        colred_exact(j, j0, scale, ok);
+        int32_t low[VTI_COLRED_NB];
+        colred_block(j, j0, sum, s, nnz, low, st);
         for (size_t c = 0; c < VTI_COLRED_NB; c++) {
             j->out[j0 + c] = sum[c];
-            /* vt_bound_of_products: 0 for at most one non-zero term or an exact sum */
-            j->bnd[j0 + c] = nnz[c] <= 1 || ok[c] ? 0.0 : vt_bound_coef_red(&j->e->bound, nnz[c], j->n) * s[c];
+            /* vt_bound_of_products: 0 for at most one non-zero term or an exact sum; the scale is
+             * 2^-E, a normal power of two (0 when the test fails for the range) */
+            const double scale = nnz[c] > 1 ? vt_bound_exact_scale(s[c]) : 0.0;
+            const int exact = scale != 0.0 && low[c] >= -ilogb(scale);
+            j->bnd[j0 + c] = nnz[c] <= 1 || exact ? 0.0 : vt_bound_coef_red(&j->e->bound, nnz[c], j->n) * s[c];
         }
     }
 }
