@@ -605,7 +605,12 @@ int main(int argc, char **argv)
     printf("exact mode: %llu of %llu rounded elements computed exactly (%.2e)\n\n", (unsigned long long)ve.rctx.stats.exact,
            (unsigned long long)ve.rctx.stats.rounded, (double)ve.rctx.stats.exact / (double)ve.rctx.stats.rounded);
     printf("SIDE %s %d %.5f %.5f %.5f %.5f %.5f %.4f %.4f %s %s\n",
-           gpt_mode ? "GPT" : mlp_mode ? "MLP" : rcp.program_version == 2 ? "CNN-program-2" : "CNN", threads, m32, m64,
+           gpt_mode                      ? "GPT"
+           : mlp_mode                    ? "MLP"
+           : rcp.program_version == 3    ? "CNN-program-3"
+           : rcp.program_version == 2    ? "CNN-program-2"
+                                         : "CNN-program-1",
+           threads, m32, m64,
            mex, mlg, torch_sps > 0 ? 1 / torch_sps : -1.0, gf / mex / peak, gf / m64 / peak,
            g_cpu_clock ? "thread-CPU" : "wall", !strcmp(torch_clock, "thread CPU time") ? "thread-CPU"
                                                  : !strcmp(torch_clock, "wall time") ? "wall" : "none");

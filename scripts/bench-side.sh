@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # bench-side.sh [--quick] [--build-dir DIR]: issue 27's side-by-side table in one run on one
-# machine: for the MLP (recipes/mlp-mnist.json), the residual CNN (step programs 1 and 2) and the character GPT, with 1 and
+# machine: for the MLP (recipes/mlp-mnist.json), the residual CNN (step program 3, a new run's default, and the
+# earlier programs 1 and 2) and the character GPT, with 1 and
 # 2 threads, the time per step of plain FP32, plain FP64, the verifiable step (rounding=exact and
 # log) and PyTorch FP32 with the same thread count, and the FP64 GEMM rate the verifiable and the
 # plain FP64 step reach as a fraction of the machine's DGEMM with that many threads (bench_cnn
@@ -38,11 +39,15 @@ targets=(--target bench_cnn)
 cmake --build "$build" -j"$(nproc 2>/dev/null || echo 2)" "${targets[@]}" >/dev/null
 out=$(mktemp)
 v2=$(mktemp --suffix=.json)   # the default CNN recipe as step program 2 (docs/cnn.md "Step program 2")
-trap 'rm -f "$out" "$v2"' EXIT
+v3=$(mktemp --suffix=.json)   # as step program 3, a new run's default (the trainer's choice where the recipe names none)
+v1=$(mktemp --suffix=.json)   # and as step program 1 (what bench_cnn runs where the recipe names none)
+trap 'rm -f "$out" "$v1" "$v2" "$v3"' EXIT
 sed 's/^{/{ "program_version": 2,/' recipes/resnet-cifar10.json >"$v2"
+sed 's/^{/{ "program_version": 3,/' recipes/resnet-cifar10.json >"$v3"
+sed 's/^{/{ "program_version": 1,/' recipes/resnet-cifar10.json >"$v1"
 echo "== machine: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) CPUs; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "== OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-(unset)}, commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
-for r in recipes/mlp-mnist.json recipes/resnet-cifar10.json "$v2" recipes/gpt-shakespeare.json; do
+for r in recipes/mlp-mnist.json "$v3" "$v1" "$v2" recipes/gpt-shakespeare.json; do
   [ "$audit" = 2 ] && break
   for t in 1 2; do
     echo "== bench_cnn ${quick[*]:-} --recipe $r --threads $t"
@@ -69,14 +74,15 @@ audit_time() {
   awk '{ printf "%.3f %.3f\n", $1, $2 + $3 }' <<<"$t"
 }
 work=$(mktemp -d)
-trap 'rm -f "$out" "$v2"; rm -rf "$work"' EXIT
+trap 'rm -f "$out" "$v1" "$v2" "$v3"; rm -rf "$work"' EXIT
 "$build/trainer" keygen "$work/k" >/dev/null
 reps=${AUDIT_REPS:-1}
 echo
 echo "== audit speed: load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "| model | threads | steps A, B | training s/step | replay s/step, split (auditor default) | replay s/step, blas | audit speed, split | audit speed, blas |"
 echo "|---|---:|---|---:|---:|---:|---:|---:|"
-for spec in "recipes/mlp-mnist.json MLP 100 400" "recipes/resnet-cifar10.json CNN 10 40" "$v2 CNN-program-2 10 40" \
+for spec in "recipes/mlp-mnist.json MLP 100 400" "$v3 CNN-program-3 10 40" "$v1 CNN-program-1 10 40" \
+            "$v2 CNN-program-2 10 40" \
             "recipes/gpt-shakespeare.json GPT 10 40"; do
   read -r r name a b <<<"$spec"
   for t in 1 2; do
