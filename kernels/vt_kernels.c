@@ -438,6 +438,18 @@ typedef struct {
 #define VTI_COLRED_NB 8
 #define VTI_LOWBIT_NONE 0x3fffffff /* a zero's: above every sum of two lowbits */
 
+/* the exponent of the lowest set bit of a finite FP32 value (subnormals included); VTI_LOWBIT_NONE for
+ * a zero (vti_f32_lowbit8's, one value) */
+static inline int32_t vti_f32_lowbit_1(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    const int32_t e = (int32_t)((u >> 23) & 0xffu);
+    const uint32_t m = (u & 0x7fffffu) | (e ? 0x800000u : 0u);
+    if (!m) return VTI_LOWBIT_NONE;
+    return (e ? e - 150 : -149) + __builtin_ctz(m);
+}
+
 /* 8 columns in GCC's vector extensions (one AVX2 register of FP32 or int32, two of FP64 or int64;
  * SSE2 pairs in the baseline clone): every lane its column's own IEEE operations */
 typedef float vti_v8f __attribute__((vector_size(32)));
@@ -579,6 +591,116 @@ static void colred_part(void *ctx, size_t lo, size_t hi, int part)
     }
 }
 
+/* Row reductions of contiguous rows in the BLAS order (a row's terms a.p[i si + k], b one value or
+ * contiguous alike), one pass per row: the four lanes of vti_sum's BLAS order are the four lanes of a
+ * vector (position mod 4 in the panel), the bound's |p| lanes too (position mod 4 over the whole
+ * blocks of 4, the last panel's tail into lane 0), the panels (rows longer than 2 VT_PANEL) into the
+ * panel tree; the non-zero count and the least lowbit sum of the non-zero products decide the
+ * exactness test as colred_block's do. The same operations per row as reduce_part's. */
+typedef float vti_v4f __attribute__((vector_size(16)));
+typedef int32_t vti_v4i __attribute__((vector_size(16)));
+typedef uint32_t vti_v4u __attribute__((vector_size(16)));
+typedef double vti_v4d __attribute__((vector_size(32)));
+typedef int64_t vti_v4l __attribute__((vector_size(32)));
+
+static inline __attribute__((always_inline)) void vti_f32_lowbit4(const vti_v4f *x, vti_v4i *out)
+{
+    vti_v4u u;
+    memcpy(&u, x, sizeof u);
+    const vti_v4i e = (vti_v4i)((u >> 23) & 0xffu), normal = e != 0;
+    const vti_v4i m = (vti_v4i)(u & 0x7fffffu) | (normal & 0x800000), p2 = m & -m;
+    const vti_v4f f = __builtin_convertvector(p2, vti_v4f);
+    vti_v4u fb;
+    memcpy(&fb, &f, sizeof fb);
+    const vti_v4i lb = e - 150 + (~normal & 1) + (vti_v4i)(fb >> 23) - 127, zero = m == 0;
+    *out = (lb & ~zero) | (zero & VTI_LOWBIT_NONE);
+}
+
+typedef struct {
+    const vt_exec *e;
+    const float *a, *b;
+    size_t n, sa, sb; /* row i's terms at a + i sa, b + i sb (sb = 0 with bone: one value) */
+    int pan, bone;
+    double *out, *bnd;
+} rowred_job;
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+static void rowred_part(void *ctx, size_t lo, size_t hi, int part)
+{
+    const rowred_job *j = ctx;
+    (void)part;
+    const size_t n = j->n, L = j->pan ? VT_PANEL : n;
+    const vti_v4l absmask = {INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX};
+    const float b0 = j->b[0];
+    const vti_v4f b1 = {b0, b0, b0, b0};
+    vti_v4i lb1;
+    vti_f32_lowbit4(&b1, &lb1);
+    const int32_t lbs = lb1[0];
+    double st[64];
+    for (size_t i = lo; i < hi; i++) {
+        const float *a = j->a + i * j->sa, *b = j->bone ? j->b : j->b + i * j->sb;
+        vti_v4d al = {0, 0, 0, 0};
+        vti_v4l cnt = {0, 0, 0, 0};
+        vti_v4i lov = {VTI_LOWBIT_NONE, VTI_LOWBIT_NONE, VTI_LOWBIT_NONE, VTI_LOWBIT_NONE};
+        double alt[3]; /* the tail's |p| (at most 3), added to lane 0 after the blocks, in order */
+        size_t na = 0;
+        uint64_t nt = 0;
+        int32_t lot = VTI_LOWBIT_NONE;
+        vti_ptree t;
+        vti_ptree_init(&t, st, 1);
+        for (size_t p0 = 0; p0 < n; p0 += L) {
+            const size_t p1 = n - p0 < L ? n : p0 + L, g1 = p0 + ((p1 - p0) & ~(size_t)3);
+            vti_v4d ac = {0, 0, 0, 0};
+            for (size_t k = p0; k < g1; k += 4) {
+                vti_v4f a4, b4 = b1;
+                vti_v4i lb, lbb = lb1;
+                memcpy(&a4, a + k, sizeof a4);
+                if (!j->bone) {
+                    memcpy(&b4, b + k, sizeof b4);
+                    vti_f32_lowbit4(&b4, &lbb);
+                }
+                const vti_v4d v = __builtin_convertvector(a4, vti_v4d) * __builtin_convertvector(b4, vti_v4d);
+                vti_f32_lowbit4(&a4, &lb);
+                lb += lbb;
+                vti_v4l vb;
+                memcpy(&vb, &v, sizeof vb);
+                vb &= absmask;
+                vti_v4d av;
+                memcpy(&av, &vb, sizeof av);
+                ac += v, al += av;
+                cnt -= (vti_v4l)(v != 0.0);
+                const vti_v4i less = lb < lov;
+                lov = (lb & less) | (lov & ~less);
+            }
+            double acs[4] = {ac[0], ac[1], ac[2], ac[3]};
+            for (size_t k = g1; k < p1; k++) { /* the tail: only in the last panel (panels are multiples of 4) */
+                const double v = (double)a[k] * (double)(j->bone ? b0 : b[k]);
+                acs[k - g1] += v;
+                alt[na++] = fabs(v);
+                nt += v != 0.0;
+                const int32_t lb = vti_f32_lowbit_1(a[k]) + (j->bone ? lbs : vti_f32_lowbit_1(b[k]));
+                lot = v != 0.0 && lb < lot ? lb : lot;
+            }
+            *vti_ptree_next(&t) = (acs[0] + acs[1]) + (acs[2] + acs[3]);
+            vti_ptree_push(&t);
+        }
+        double sum = st[0];
+        if (j->pan) vti_ptree_result(&t, &sum);
+        double l0 = al[0];
+        for (size_t k = 0; k < na; k++) l0 += alt[k]; /* the tail after the blocks, in lane 0 */
+        const double s = (l0 + al[1]) + (al[2] + al[3]);
+        const uint64_t nnz = (uint64_t)(cnt[0] + cnt[1] + cnt[2] + cnt[3]) + nt;
+        int32_t low = lot;
+        for (int l = 0; l < 4; l++) low = lov[l] < low ? lov[l] : low;
+        const double scale = nnz > 1 ? vt_bound_exact_scale(s) : 0.0;
+        const int exact = scale != 0.0 && low >= -ilogb(scale);
+        j->out[i] = sum;
+        j->bnd[i] = nnz <= 1 || exact ? 0.0 : vt_bound_coef_red(&j->e->bound, nnz, n) * s;
+    }
+}
+
 /* vt_reduce's bounds descriptor: the array, and the operands for the exact evaluator */
 static void reduce_bounds(vt_bounds *bounds, size_t n, vt_strided a, vt_strided b, const double *bnd)
 {
@@ -609,6 +731,14 @@ vt_err vt_reduce(vt_exec *e, size_t rows, size_t cols, size_t n, vt_strided a, v
         ((b.sk == 0 && b.sj == 0) || (b.sk == cols && b.sj == 1))) {
         colred_job cj = {e, a.p, b.p, n, cols, pan, b.sk != 0, out, bnd};
         (void)vt_par_for(cols / VTI_COLRED_NB, VTI_GRAIN / (n * VTI_COLRED_NB) + 1, colred_part, &cj);
+        reduce_bounds(bounds, n, a, b, bnd);
+        return VT_OK;
+    }
+    /* Row reductions of contiguous rows in the BLAS order: one pass per row (rowred_part) */
+    if (cols == 1 && !a.rpb && a.sk == 1 && e->order == VT_ORDER_BLAS &&
+        ((b.si == 0 && b.sj == 0 && b.sk == 0) || (b.sk == 1 && b.si == a.si))) {
+        rowred_job rj = {e, a.p, b.p, n, a.si, b.si, pan, b.sk == 0, out, bnd};
+        (void)vt_par_for(rows, VTI_GRAIN / n + 1, rowred_part, &rj);
         reduce_bounds(bounds, n, a, b, bnd);
         return VT_OK;
     }

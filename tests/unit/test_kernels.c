@@ -604,12 +604,27 @@ static void test_reduce_threads(void)
     vt_par_set_threads(1);
 }
 
-/* The BLAS order's fused column reductions (vt_reduce: columns a multiple of 8, one pass over the rows,
- * no products formed) against the reference path, each column alone (an M x 1 operand: the per-reduction
- * loop over its own products): the same sum and bound bits for column sums and dot products, panelled
- * or not (M around 2 VT_PANEL), every data kind, small integers (exact sums: bound 0 after the full
- * exactness pass) and both bound modes; the first differing column is named. */
-static void test_colred_fused(void)
+/* the reference path of one reduction of n terms: the operands at stride 2 (a.sk = 2), which only
+ * the per-reduction loop over its own products takes (reduce_part: vti_sum_red, vt_bound_of_products) */
+static void reduce_ref(vt_exec *e, size_t n, const float *x, size_t sx, const float *y, size_t sy, int dot, double *r,
+                       double *rb)
+{
+    float *x2 = xmalloc(2 * n * sizeof(float)), *y2 = xmalloc(2 * n * sizeof(float));
+    static const float one = 1.0f;
+    for (size_t i = 0; i < n; i++) x2[2 * i] = x[i * sx], y2[2 * i] = dot ? y[i * sy] : 1.0f, x2[2 * i + 1] = y2[2 * i + 1] = NAN;
+    vt_bounds bd;
+    CHECK_OK(vt_reduce(e, 1, 1, n, (vt_strided){x2, 0, 0, 2, 0, 0},
+                       dot ? (vt_strided){y2, 0, 0, 2, 0, 0} : (vt_strided){&one, 0, 0, 0, 0, 0}, r, rb, &bd));
+    free(x2), free(y2);
+}
+
+/* The BLAS order's fused reductions (vt_reduce): column reductions of a row-major matrix, columns a
+ * multiple of 8, in one pass over the rows; row reductions of contiguous rows, one pass per row; no
+ * products formed, the exactness test from the lowest set bits. Against the reference path (reduce_ref):
+ * the same sum and bound bits for sums and dot products, panelled or not (lengths around 2 VT_PANEL),
+ * every data kind, small integers (exact sums: bound 0) and both bound modes; the first differing
+ * column or row is named. */
+static void test_fused_reductions(void)
 {
     static const size_t Ms[] = {1, 2, 3, 5, 127, 128, 129, 256, 257, 300, 1000, 4099};
     static const size_t Ns[] = {8, 16, 24};
@@ -623,32 +638,46 @@ static void test_colred_fused(void)
                 for (int c = 0; c < 3; c++) {
                     const size_t M = Ms[mi], N = Ns[ni];
                     float *X = xmalloc(M * N * sizeof(float)), *Y = xmalloc(M * N * sizeof(float));
-                    float *xc = xmalloc(M * sizeof(float)), *yc = xmalloc(M * sizeof(float));
                     for (size_t i = 0; i < M * N; i++) {
                         X[i] = kind == D_KINDS ? (float)((int)rnd_below(9) - 4) : gen_value(kind);
                         Y[i] = kind == D_KINDS ? (float)((int)rnd_below(5) - 2) : gen_value(D_NORMAL);
                     }
-                    double *o = xmalloc(N * sizeof(double)), *b = xmalloc(N * sizeof(double)), r1, rb1;
+                    const size_t most = M > N ? M : N;
+                    double *o = xmalloc(most * sizeof(double)), *b = xmalloc(most * sizeof(double)), r1, rb1;
                     vt_exec e;
                     vt_exec_init(&e, VT_ORDER_BLAS, cfgs[c], 5);
                     vt_bounds bd;
                     for (int dot = 0; dot < 2; dot++) {
+                        /* columns: M terms each */
                         CHECK_OK(dot ? vt_coldot(&e, M, N, X, Y, o, b, &bd) : vt_colsum(&e, M, N, X, o, b, &bd));
                         for (size_t j = 0; j < N; j++) {
-                            for (size_t i = 0; i < M; i++) xc[i] = X[i * N + j], yc[i] = Y[i * N + j];
-                            CHECK_OK(dot ? vt_coldot(&e, M, 1, xc, yc, &r1, &rb1, &bd) : vt_colsum(&e, M, 1, xc, &r1, &rb1, &bd));
+                            reduce_ref(&e, M, X + j, N, Y + j, N, dot, &r1, &rb1);
                             if (!same_bits(o[j], r1) || !same_bits(b[j], rb1)) {
-                                CHECK(0, "fused %s %zu x %zu kind %d cfg %d: column %zu is %a (bound %a), alone %a (%a)",
+                                CHECK(0, "fused %s %zu x %zu kind %d cfg %d: column %zu is %a (bound %a), the reference's %a (%a)",
                                       dot ? "coldot" : "colsum", M, N, kind, c, j, o[j], b[j], r1, rb1);
+                                break;
+                            }
+                            checked++;
+                        }
+                        /* rows: the matrix read as N x M (rows of M terms) */
+                        if (dot)
+                            CHECK_OK(vt_reduce(&e, N, 1, M, (vt_strided){X, M, M, 1, 0, 0}, (vt_strided){Y, M, M, 1, 0, 0}, o, b, &bd));
+                        else
+                            CHECK_OK(vt_rowsum(&e, N, M, X, o, b, &bd));
+                        for (size_t i = 0; i < N; i++) {
+                            reduce_ref(&e, M, X + i * M, 1, Y + i * M, 1, dot, &r1, &rb1);
+                            if (!same_bits(o[i], r1) || !same_bits(b[i], rb1)) {
+                                CHECK(0, "fused row %s %zu x %zu kind %d cfg %d: row %zu is %a (bound %a), the reference's %a (%a)",
+                                      dot ? "dot" : "sum", N, M, kind, c, i, o[i], b[i], r1, rb1);
                                 break;
                             }
                             checked++;
                         }
                     }
                     vt_exec_free(&e);
-                    free(X), free(Y), free(xc), free(yc), free(o), free(b);
+                    free(X), free(Y), free(o), free(b);
                 }
-    printf("fused column reductions: %ld columns the reference's bits\n", checked);
+    printf("fused reductions: %ld columns and rows the reference's bits\n", checked);
 }
 
 /* ------------------------------------------------------ softmax and loss */
@@ -1209,7 +1238,7 @@ int main(void)
     test_pairwise_tree();
     test_sums();
     test_reduce_threads();
-    test_colred_fused();
+    test_fused_reductions();
     test_softmax();
     test_xent();
     test_gemm();
