@@ -68,6 +68,12 @@ static void chain_round_part(void *ctx, size_t lo, size_t hi, int k)
 vt_err vti_chain_round(vt_opctx *c, size_t n, size_t cols, vti_chain_part part, const void *arg, float *out)
 {
     if (!cols) cols = 1;
+    /* log rounding checks the operation against the log before it writes out (a replayed log that does
+     * not match leaves out as it was, an optimiser's state updated in place included): its values first */
+    if (c->rctx->bound.rounding != VT_ROUNDING_EXACT) {
+        vti_chain_run(c, n, cols, part, arg);
+        return vt_round(c->rctx, c->op_id, c->s.x64, NULL, n, cols, out);
+    }
     chain_round_job j = {.c = c, .arg = arg, .part = part, .cols = cols, .out = out};
     const int parts = vt_par_for(n, VTI_CHAIN_GRAIN / cols + 1, chain_round_part, &j);
     int bad = 0;

@@ -65,9 +65,10 @@ static inline float *vti_op_f(const vt_opctx *c, const uint32_t *ids, uint32_t k
  * the bits do not depend on the split (docs/architecture.md "Threads"). */
 typedef void (*vti_chain_part)(const vt_opctx *c, const void *arg, size_t lo, size_t hi);
 void vti_chain_run(const vt_opctx *c, size_t n, size_t cols, vti_chain_part part, const void *arg);
-/* vti_chain_run and the rounding of its values (bound 0) into out: each block converted as soon as it
- * is formed (vt_round_convert), then vt_round_converted; what ROUND(x64, NULL, n, cols, out) after
- * vti_chain_run gives, bit for bit, fault and log alike */
+/* vti_chain_run and the rounding of its values (bound 0) into out: under exact rounding each block
+ * converted as soon as it is formed (vt_round_convert), then vt_round_converted; under log rounding
+ * (whose checks against the log come before out is written) the values first, then vt_round. What
+ * ROUND(x64, NULL, n, cols, out) after vti_chain_run gives, bit for bit, fault and log alike */
 vt_err vti_chain_round(vt_opctx *c, size_t n, size_t cols, vti_chain_part part, const void *arg, float *out)
     VT_WARN_UNUSED;
 #define VTI_CHAIN_GRAIN 16384
