@@ -138,6 +138,25 @@ typedef struct {
     char msg[VT_PAR_MAX][200];
 } bmm_job;
 
+/* out[v] = sqrt of sum_k X[v sv + k sk]^2 for v < n, each a sequential sum in k order from +0 (the
+ * squares of FP32 values exact in FP64); 64 sums side by side, k outer, so that the loop over them is
+ * contiguous (sv = 1) or at least 64 independent chains: the same additions per sum */
+static void bmm_norms(const float *X, size_t n, size_t K, size_t sv, size_t sk, double *out)
+{
+    for (size_t v0 = 0; v0 < n; v0 += 64) {
+        const size_t nb = n - v0 < 64 ? n - v0 : 64;
+        double acc[64] = {0};
+        for (size_t k = 0; k < K; k++) {
+            const float *x = X + v0 * sv + k * sk;
+            for (size_t v = 0; v < nb; v++) {
+                const double d = x[v * sv];
+                acc[v] += d * d;
+            }
+        }
+        for (size_t v = 0; v < nb; v++) out[v0 + v] = sqrt(acc[v]);
+    }
+}
+
 /* batches [lo, hi) of vti_bmm_exec */
 static void bmm_part(void *ctx, size_t lo, size_t hi, int part)
 {
@@ -159,22 +178,8 @@ static void bmm_part(void *ctx, size_t lo, size_t hi, int part)
          * the operands for every party */
         j->err[part] = vt_gemm_plain(&sub, ta, tb, M, N, K, Ag, Bg, j->C + g * M * N);
         if (j->err[part]) break;
-        for (size_t i = 0; i < M; i++) {
-            double s = 0;
-            for (size_t k = 0; k < K; k++) {
-                double v = ta ? Ag[k * M + i] : Ag[i * K + k];
-                s += v * v;
-            }
-            rn[i] = sqrt(s);
-        }
-        for (size_t jj = 0; jj < N; jj++) {
-            double s = 0;
-            for (size_t k = 0; k < K; k++) {
-                double v = tb ? Bg[jj * K + k] : Bg[k * N + jj];
-                s += v * v;
-            }
-            cn[jj] = sqrt(s);
-        }
+        bmm_norms(Ag, M, K, ta ? 1 : K, ta ? M : 1, rn);
+        bmm_norms(Bg, N, K, tb ? K : 1, tb ? 1 : N, cn);
         double *b = j->bnd + g * M * N;
         for (size_t i = 0; i < M; i++)
             for (size_t jj = 0; jj < N; jj++) b[i * N + jj] = j->coef * rn[i] * cn[jj];
