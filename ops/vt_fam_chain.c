@@ -2,8 +2,10 @@
  * of its inputs (and per-row or per-column vectors), computed in FP64 by its formula in the kernels' shared
  * headers (kernels/vt_kernels_hd.h, vt_cnn_hd.h, vt_gpt_hd.h: the device items call the same), each
  * kind's host loop a part function run over the threads by vti_chain_run (vt_ops_int.h), and rounded
- * once by vt_round with its bound: bias, ReLU, the optimisers, residual addition, batch
- * and layer normalisation's elementwise parts, GELU, dropout, embeddings, clipping.
+ * once with its bound (vt_round; a chain with bound 0 by vti_chain_round, which under exact rounding
+ * converts each block as soon as it is formed): bias, ReLU, the optimisers, residual addition, batch
+ * and layer normalisation's elementwise parts (their per-channel or per-row factors once per channel
+ * or row), GELU, dropout, embeddings, clipping.
  * Each kind's check, exec and cost, named by its stem in the list (vt_kinds.h). */
 #include <math.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /* vt_fam_rowwise.c - the row-wise kinds: softmax and the causal softmax, each row correctly rounded
- * as a whole (vt_softmax in kernels/vt_kernels.h; the causal softmax's rows through vt_gpt_hd.h, run by
- * vti_chain_run).
+ * as a whole (vt_softmax in kernels/vt_kernels.h; the causal softmax's rows through vt_gpt_hd.h, run and
+ * rounded by vti_chain_round).
  * Each kind's check, exec and cost, named by its stem in the list (vt_kinds.h). */
 #include <math.h>
 #include <stdio.h>
