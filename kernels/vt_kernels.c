@@ -458,20 +458,23 @@ typedef uint32_t vti_v8u __attribute__((vector_size(32)));
 typedef double vti_v8d __attribute__((vector_size(64)));
 typedef int64_t vti_v8l __attribute__((vector_size(64)));
 
-/* the exponent of the lowest set bit of 8 finite FP32 values (subnormals included), VTI_LOWBIT_NONE for
- * a zero: integer operations, the power of two m & -m converted to FP32 exactly for its exponent */
-static inline __attribute__((always_inline)) void vti_f32_lowbit8(const vti_v8f *x, vti_v8i *out)
-{
-    vti_v8u u;
-    memcpy(&u, x, sizeof u);
-    const vti_v8i e = (vti_v8i)((u >> 23) & 0xffu), normal = e != 0; /* -1 where normal */
-    const vti_v8i m = (vti_v8i)(u & 0x7fffffu) | (normal & 0x800000), p2 = m & -m;
-    const vti_v8f f = __builtin_convertvector(p2, vti_v8f);
-    vti_v8u fb;
-    memcpy(&fb, &f, sizeof fb);
-    const vti_v8i lb = e - 150 + (~normal & 1) + (vti_v8i)(fb >> 23) - 127, zero = m == 0;
-    *out = (lb & ~zero) | (zero & VTI_LOWBIT_NONE);
-}
+/* the exponent of the lowest set bit of each of a vector's finite FP32 values (subnormals included),
+ * VTI_LOWBIT_NONE for a zero: integer operations, the power of two m & -m converted to FP32 exactly for
+ * its exponent; one body for the 8-lane (colred_block) and the 4-lane (rowred_part) vectors */
+#define VTI_DEFINE_LOWBIT(name, VF, VI, VU)                                                                     \
+    static inline __attribute__((always_inline)) void name(const VF *x, VI *out)                                \
+    {                                                                                                           \
+        VU u;                                                                                                   \
+        memcpy(&u, x, sizeof u);                                                                                \
+        const VI e = (VI)((u >> 23) & 0xffu), normal = e != 0; /* -1 where normal */                            \
+        const VI m = (VI)(u & 0x7fffffu) | (normal & 0x800000), p2 = m & -m;                                    \
+        const VF f = __builtin_convertvector(p2, VF);                                                           \
+        VU fb;                                                                                                  \
+        memcpy(&fb, &f, sizeof fb);                                                                             \
+        const VI lb = e - 150 + (~normal & 1) + (VI)(fb >> 23) - 127, zero = m == 0;                            \
+        *out = (lb & ~zero) | (zero & VTI_LOWBIT_NONE);                                                         \
+    }
+VTI_DEFINE_LOWBIT(vti_f32_lowbit8, vti_v8f, vti_v8i, vti_v8u)
 
 /* row r's products v, |v| and lowbit sums lb of the 8 columns */
 static inline __attribute__((always_inline)) void colred_row(const colred_job *j, const float *a, const float *bb,
@@ -603,18 +606,7 @@ typedef uint32_t vti_v4u __attribute__((vector_size(16)));
 typedef double vti_v4d __attribute__((vector_size(32)));
 typedef int64_t vti_v4l __attribute__((vector_size(32)));
 
-static inline __attribute__((always_inline)) void vti_f32_lowbit4(const vti_v4f *x, vti_v4i *out)
-{
-    vti_v4u u;
-    memcpy(&u, x, sizeof u);
-    const vti_v4i e = (vti_v4i)((u >> 23) & 0xffu), normal = e != 0;
-    const vti_v4i m = (vti_v4i)(u & 0x7fffffu) | (normal & 0x800000), p2 = m & -m;
-    const vti_v4f f = __builtin_convertvector(p2, vti_v4f);
-    vti_v4u fb;
-    memcpy(&fb, &f, sizeof fb);
-    const vti_v4i lb = e - 150 + (~normal & 1) + (vti_v4i)(fb >> 23) - 127, zero = m == 0;
-    *out = (lb & ~zero) | (zero & VTI_LOWBIT_NONE);
-}
+VTI_DEFINE_LOWBIT(vti_f32_lowbit4, vti_v4f, vti_v4i, vti_v4u)
 
 typedef struct {
     const vt_exec *e;
