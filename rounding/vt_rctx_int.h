@@ -18,12 +18,10 @@ vt_err vti_rctx_fail(vt_rctx *c, vt_err code, uint32_t op, uint64_t index, const
                      double B);
 /* A recording party's new operation record for op_id (n elements): ids strictly increase. */
 vt_err vti_rctx_record_op(vt_rctx *c, uint32_t op_id, uint64_t n, vt_oplog **o) VT_WARN_UNUSED;
-/* fl32 of n elements whose bound is 0; a non-finite one is reported as the context's fault. pre: out
- * holds them already, every one finite (vt_round_converted): nothing to do. */
-vt_err vti_rctx_plain(vt_rctx *c, uint32_t op, const double *x, size_t n, float *out, int pre) VT_WARN_UNUSED;
-/* vt_round in log rounding (record or replay), after vt_round's checks; pre as vti_rctx_plain's (zero
- * bounds only). */
+/* fl32 of n elements whose bound is 0; a non-finite one is reported as the context's fault. */
+vt_err vti_rctx_plain(vt_rctx *c, uint32_t op, const double *x, size_t n, float *out) VT_WARN_UNUSED;
+/* vt_round in log rounding (record or replay), after vt_round's checks. */
 vt_err vti_round_log(vt_rctx *c, uint32_t op_id, const double *x, const vt_bounds *b, size_t rows, size_t cols,
-                     float *out, int pre) VT_WARN_UNUSED;
+                     float *out) VT_WARN_UNUSED;
 
 #endif

@@ -89,9 +89,8 @@ vt_err vti_rctx_fail(vt_rctx *c, vt_err code, uint32_t op, uint64_t index, const
 }
 
 /* Rounding without any possible entry (B = 0), failures reported as the context's fault. */
-vt_err vti_rctx_plain(vt_rctx *c, uint32_t op, const double *x, size_t n, float *out, int pre)
+vt_err vti_rctx_plain(vt_rctx *c, uint32_t op, const double *x, size_t n, float *out)
 {
-    if (pre) return VT_OK;
     vt_elem_fault f;
     vt_err err = vt_round_plain(x, n, out, &f);
     return err ? vti_rctx_fail(c, err, op, f.index, NULL, f.x, f.B) : VT_OK;
@@ -126,7 +125,7 @@ static vt_err round_op(vt_rctx *c, uint32_t op_id, const double *x, const vt_bou
         vt_err err = vt_round_exact_op(&c->bound, x, b, rows, cols, out, &c->stats.exact, &c->stats.kulisch, &f);
         return err ? vti_rctx_fail(c, err, op_id, f.index, NULL, f.x, f.B) : VT_OK;
     }
-    return vti_round_log(c, op_id, x, b, rows, cols, out, pre); /* vt_round_log.c */
+    return vti_round_log(c, op_id, x, b, rows, cols, out); /* vt_round_log.c (converts again) */
 }
 
 vt_err vt_round(vt_rctx *c, uint32_t op_id, const double *x, const vt_bounds *b, size_t rows, size_t cols,

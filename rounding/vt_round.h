@@ -88,10 +88,10 @@ vt_err vt_round(vt_rctx *c, uint32_t op_id, const double *x, const vt_bounds *b,
 
 /* Zero bounds rounded as they are formed (the elementwise chains: ops/vt_ops.c vti_chain_round):
  * after vt_round_convert (vt_elem.h) of every element, vt_round_converted does what
- * vt_round(c, op_id, x, NULL, rows, cols, out) does (the log's record, its replay's checks, the
- * counts, the fault of the first element that is not finite), without converting again when bad is 0
- * (every element's RN32 in out, finite). x must still hold the values: a replayed record with
- * entries judges them. */
+ * vt_round(c, op_id, x, NULL, rows, cols, out) does (the counts, the fault of the first element that
+ * is not finite), without converting again when bad is 0 (every element's RN32 in out, finite) under
+ * exact rounding; under log rounding it is vt_round (whose checks against the log come first, so a
+ * caller converts early only under exact rounding). */
 vt_err vt_round_converted(vt_rctx *c, uint32_t op_id, const double *x, size_t rows, size_t cols, float *out,
                           int bad) VT_WARN_UNUSED;
 

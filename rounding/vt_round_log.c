@@ -278,7 +278,7 @@ static vt_err round_row(vt_rctx *c, vt_oplog *o, uint64_t *ek, vt_tight *tc, con
 /* vt_round in log rounding (vt_rctx_int.h): the operation's log record - opened (record) or
  * checked and consumed (replay) - and its rows. */
 vt_err vti_round_log(vt_rctx *c, uint32_t op_id, const double *x, const vt_bounds *b, size_t rows, size_t cols,
-                     float *out, int pre)
+                     float *out)
 {
     uint64_t n = (uint64_t)rows * cols;
     vt_oplog *o;
@@ -304,12 +304,12 @@ vt_err vti_round_log(vt_rctx *c, uint32_t op_id, const double *x, const vt_bound
     }
     c->stats.rounded += n;
     if (b->kind == VT_BOUNDS_ZERO && (c->mode == VT_RMODE_RECORD || o->n_entries == 0))
-        return vti_rctx_plain(c, op_id, x, (size_t)n, out, pre);
+        return vti_rctx_plain(c, op_id, x, (size_t)n, out);
     uint64_t ek = 0;
     if (b->kind == VT_BOUNDS_ZERO) {
         /* replay of an exact operation that carries entries: only a value entry equal to our
          * own result is plausible (harmless); anything else is rejected by the replay rule */
-        VT_FORWARD_IF_ERROR(vti_rctx_plain(c, op_id, x, (size_t)n, out, pre));
+        VT_FORWARD_IF_ERROR(vti_rctx_plain(c, op_id, x, (size_t)n, out));
         for (uint64_t k = 0; k < o->n_entries; k++) {
             const vt_log_entry *e = &o->e[k];
             VT_FORWARD_IF_ERROR(judge_element(c, op_id, b, NULL, (size_t)(e->index / cols), (size_t)(e->index % cols),
