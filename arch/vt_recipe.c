@@ -320,7 +320,7 @@ vt_err vt_recipe_set(vt_recipe *r, const char *a)
 void vt_recipe_new_program(vt_recipe *r)
 {
     if (r->program_set) return;
-    r->program_version = (r->arch == VT_ARCH_GPT || r->arch == VT_ARCH_RESNET) && r->gemm_arith == 0 ? 3 : 1;
+    r->program_version = r->arch == VT_ARCH_GPT || r->arch == VT_ARCH_RESNET ? 3 : 1;
 }
 
 void vt_recipe_adopt_program(vt_recipe *r, const vt_recipe *run)
@@ -405,8 +405,6 @@ vt_err vt_recipe_validate(const vt_recipe *r)
                        VT_ERR_ARG,
                        "recipe: program_version is 1 (or 2 for arch=resnet: convolutions without im2col tensors; 3 "
                        "for arch=gpt and arch=resnet: the program derived from the architecture's forward graph)");
-    VT_RETURN_ERROR_IF(r->program_version >= 2 && r->arch == VT_ARCH_RESNET && r->gemm_arith != 0, VT_ERR_ARG,
-                       "recipe: gemm_arith models step program 1's GEMMs: use program_version 1");
     if (r->arch == VT_ARCH_RESNET) {
         VT_RETURN_ERROR_IF(!img || r->n_layers != 1, VT_ERR_ARG,
                            "recipe: arch=resnet needs the image shape (image_channels, image_height, image_width) "

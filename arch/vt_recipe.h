@@ -114,9 +114,9 @@ vt_err vt_recipe_load_file(vt_recipe *r, const char *path) VT_WARN_UNUSED;
 /* Apply one "key=value" override (value parsed as JSON, or as a string when that fails). */
 vt_err vt_recipe_set(vt_recipe *r, const char *assignment) VT_WARN_UNUSED;
 /* The step program of a new run whose recipe did not name program_version (docs/format.md "Recipe"):
- * 3, the program derived from the forward graph, for arch=gpt and arch=resnet (1 when gemm_arith
- * models a tensor-core mode: those model program 1's GEMMs); 1 for the MLP (its program 1 is the
- * derived one). A recipe that named it keeps it. */
+ * 3, the program derived from the forward graph, for arch=gpt and arch=resnet (in a tensor-core mode
+ * too: its convolutions are program 1's GEMMs in the mode, ops/vt_fam_gemm.c); 1 for the MLP (its
+ * program 1 is the derived one). A recipe that named it keeps it. */
 void vt_recipe_new_program(vt_recipe *r);
 /* A recipe that did not name program_version takes *run's (the stored run it resumes or is compared
  * with: the programs of one arch compute the same training, only the numbering differs); one that

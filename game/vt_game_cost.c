@@ -77,7 +77,8 @@ void vt_game_cost(const vt_recipe *rcp, uint64_t data_bytes, const vt_game_limit
         if (c.norms > norms) norms = c.norms;
         if (c.flop > f) f = c.flop;
         sf += c.flop;
-        if (p.op[j].kind == VT_OPK_MATMUL || p.op[j].kind == VT_OPK_BMM) gf += c.flop; /* vt_tc_gemm in a tc-* mode */
+        /* the GEMM family (matmul, batched_matmul, the conv2d kinds): vt_tc_gemm in a tc-* mode */
+        if (vt_kind_family_of(p.op[j].kind) == VT_FAM_GEMM) gf += c.flop;
         else sn += c.flop;
         double ib = vti_inputs_body(&p, j), ob = 0;
         for (uint32_t u = 0; u < p.op[j].n_out; u++) ob += wire_bytes(&p, p.op[j].out[u]) - 12.0;

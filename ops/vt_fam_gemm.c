@@ -39,6 +39,15 @@ static vt_err tc_gemm(const vt_tc_arch *tc, int ta, int tb, size_t M, size_t N, 
     return vt_tc_gemm_ex(tc, -1, ta, tb, M, N, K, A, B, C);
 }
 
+/* One GEMM of an operation in the tensor-core mode: the backend's kernel of the model where it has
+ * one (the same bits), else the model itself. */
+static vt_err tc_op(const vt_opctx *c, const vt_tc_arch *tc, int ta, int tb, size_t M, size_t N, size_t K,
+                    const float *A, const float *B, float *C)
+{
+    if (c->be && c->be->gemm_tc) return c->be->gemm_tc(c->be->impl, tc, 1, ta, tb, M, N, K, A, B, C);
+    return tc_gemm(tc, ta, tb, M, N, K, A, B, C);
+}
+
 /* ------------------------------------------------------------ MATMUL */
 /* iarg: transA, transB, M, N, K: C [M, N] = op(A) op(B) (kernels/vt_kernels.h vt_gemm) */
 
@@ -76,9 +85,7 @@ vt_err vti_matmul_exec(vt_opctx *c)
     size_t M = (size_t)a[2], N = (size_t)a[3], K = (size_t)a[4];
     vt_bounds bd;
     const vt_tc_arch *tc = vt_gemm_arith_model(c->gemm_arith);
-    if (tc && c->be && c->be->gemm_tc) /* the backend's kernel of the model (the same bits) */
-        return c->be->gemm_tc(c->be->impl, tc, 1, (int)a[0], (int)a[1], M, N, K, IN(0), IN(1), OUT(0));
-    if (tc) return tc_gemm(tc, (int)a[0], (int)a[1], M, N, K, IN(0), IN(1), OUT(0)); /* the tensor-core model */
+    if (tc) return tc_op(c, tc, (int)a[0], (int)a[1], M, N, K, IN(0), IN(1), OUT(0)); /* the tensor-core mode */
     if (c->be && c->be->gemm_round) return c->be->gemm_round(c->be->impl, c->rctx, c->op_id, (int)a[0], (int)a[1], M, N, K, IN(0), IN(1), OUT(0));
     vt_conv_geom g;
     size_t Co = 0;
@@ -325,14 +332,38 @@ vt_err vti_conv2d_check(const vt_program *p, const vt_opdesc *o)
     return want(p, o, o->out[0], VT_DT_F32, K * Co, "weight gradient");
 }
 
+/* The tensor-core mode (gemm_arith = tc-*; docs/tensorcore.md "Step programs 2 and 3"): each kind is
+ * step program 1's tensor-core GEMM of the same operands, formed here instead of as tensors - the
+ * im2col columns [M, K] (the forward pass: columns x W; the weight gradient: columns^T x dY) or the
+ * input gradient's gather G [B*H*W, k*k*Co] and transposed weight W' [k*k*Co, C] (G x W') - so the
+ * model sums the same K terms in the same order and the FP32 results are program 1's bits. */
+static vt_err conv2d_tc(vt_opctx *c, const vt_tc_arch *tc, const vt_conv_geom *g, size_t Co, size_t M, size_t K)
+{
+    const int dgrad = c->o->kind == VT_OPK_CONV2D_DGRAD;
+    const size_t P = g->B * g->H * g->W, KD = g->k * g->k * Co; /* the input gradient's rows and K */
+    float *a = malloc((dgrad ? P * KD : M * K) * sizeof *a), *wp = dgrad ? malloc(KD * g->C * sizeof *wp) : NULL;
+    vt_err e = a && (wp || !dgrad) ? VT_OK : vt_set_error(VT_ERR_NOMEM, "out of memory (\"%s\": its GEMM's operand)", c->o->name);
+    if (!e && dgrad) {
+        vt_conv_dgather_f32(g, Co, IN(0), a);
+        vt_conv_wperm_f32(g->k, g->C, Co, IN(1), wp);
+        e = tc_op(c, tc, 0, 0, P, g->C, KD, a, wp, OUT(0));
+    } else if (!e) {
+        vt_im2col_f32(g, IN(0), a);
+        e = c->o->kind == VT_OPK_CONV2D ? tc_op(c, tc, 0, 0, M, Co, K, a, IN(1), OUT(0))
+                                        : tc_op(c, tc, 1, 0, K, Co, M, a, IN(1), OUT(0));
+    }
+    free(a);
+    free(wp);
+    return e;
+}
+
 vt_err vti_conv2d_exec(vt_opctx *c)
 {
     vt_conv_geom g;
     size_t Co = 0, M = 0, K = 0;
     VT_FORWARD_IF_ERROR(conv2d_geom(c->o, &g, &Co, &M, &K));
-    VT_RETURN_ERROR_IF(c->gemm_arith != 0, VT_ERR_UNSUPPORTED,
-                       "\"%s\": gemm_arith=%s runs step program 1's GEMMs (program_version 1)", c->o->name,
-                       vt_gemm_arith_names[c->gemm_arith]);
+    const vt_tc_arch *tc = vt_gemm_arith_model(c->gemm_arith);
+    if (tc) return conv2d_tc(c, tc, &g, Co, M, K);
     vt_bounds bd;
     vt_conv_ref ref;
     if (c->o->kind == VT_OPK_CONV2D) {

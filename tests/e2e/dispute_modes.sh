@@ -2,8 +2,9 @@
 # The dispute game in the newest modes (red team of the tensor-core mode and step program 2): a
 # trainer that tampers with one operation of one step loses at that step and operation, and an
 # honest trainer beats an auditor that lies about one operation, where the arbiter's one-operation
-# recomputation must be the mode's: the tensor-core GEMMs of a CNN (tc-bf16-sm90: the convolutions
-# as GEMMs of their gathers, and their input gradients) and step program 2's conv2d,
+# recomputation must be the mode's: the tensor-core GEMMs of a CNN (tc-bf16-sm90: program 1's
+# convolutions as GEMMs of their gathers, and their input gradients; program 3's conv2d,
+# conv2d_input_grad and conv2d_weight_grad in the mode) and step program 2's conv2d,
 # conv2d_weight_grad and conv2d_input_grad kinds (exact and log rounding); a trainer that computes one
 # step in another arithmetic than its manifest's loses at that step's first GEMM. Real processes on
 # loopback, each game on fresh servers (dispute_game, tests/e2e/lib.sh, as tests/e2e/dispute.sh plays
@@ -43,22 +44,31 @@ mode() {
   dispute_game "$name-cheat" "$name-cheat" trainer "wrong output" 3 "$op" --cheat "shift-op:3:$op"
   dispute_game "$name-lie" "$name-honest" auditor "wrong output" 6 "$op" -- --lie "6:$op:shift"
 }
-TC=(--set gemm_arith=tc-bf16-sm90)
+TC=(--set gemm_arith=tc-bf16-sm90 --set program_version=1)
+TC3=(--set gemm_arith=tc-bf16-sm90)
 P2=(--set program_version=2)
-# the CNN in the tensor-core mode (program 1: im2col and gathers, every convolution a matmul) and as
-# step program 2 (conv2d, conv2d_weight_grad, conv2d_input_grad; strided 3x3 and 1x1 input gradients)
+# the CNN in the tensor-core mode (program 1: im2col and gathers, every convolution a matmul; program 3,
+# a new run's default: conv2d, conv2d_input_grad and conv2d_weight_grad, each program 1's GEMM in the
+# mode) and as step program 2 (conv2d, conv2d_weight_grad, conv2d_input_grad; strided 3x3 and 1x1 input
+# gradients)
 R=("${CNN[@]}")
 tc_fwd=$(opid "layer2.0.conv1 forward GEMM" "${TC[@]}")
 tc_dgrad=$(opid "layer2.0.conv1 input-gradient GEMM" "${TC[@]}")
 tc_wgrad=$(opid "layer2.0.conv2 weight-gradient GEMM" "${TC[@]}")
+tc3_fwd=$(opid "layer2.0.conv1  " "${TC3[@]}")
+tc3_dgrad=$(opid "layer2.0.conv1 input gradient" "${TC3[@]}")
+tc3_wgrad=$(opid "layer2.0.conv2 weight gradient" "${TC3[@]}")
 p2_fwd=$(opid "layer2.0.conv1 forward" "${P2[@]}")
 p2_dgrad=$(opid "layer2.0.conv1 input gradient" "${P2[@]}")
 p2_dgrad1=$(opid "layer2.0.shortcut.conv input gradient" "${P2[@]}")
 p2_wgrad=$(opid "layer2.0.conv2 weight gradient" "${P2[@]}")
-echo "operations: tc $tc_fwd $tc_dgrad $tc_wgrad, program 2 $p2_fwd $p2_dgrad $p2_dgrad1 $p2_wgrad"
+echo "operations: tc $tc_fwd $tc_dgrad $tc_wgrad, tc program 3 $tc3_fwd $tc3_dgrad $tc3_wgrad, program 2 $p2_fwd $p2_dgrad $p2_dgrad1 $p2_wgrad"
 mode tc-fwd "$tc_fwd" "${TC[@]}"
 mode tc-dgrad "$tc_dgrad" "${TC[@]}"
 mode tc-wgrad "$tc_wgrad" "${TC[@]}"
+mode tc3-fwd "$tc3_fwd" "${TC3[@]}"
+mode tc3-dgrad "$tc3_dgrad" "${TC3[@]}"
+mode tc3-wgrad "$tc3_wgrad" "${TC3[@]}"
 mode p2-fwd "$p2_fwd" "${P2[@]}"
 mode p2-dgrad "$p2_dgrad" "${P2[@]}"
 mode p2-dgrad-1x1 "$p2_dgrad1" "${P2[@]}"

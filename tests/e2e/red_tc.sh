@@ -72,9 +72,7 @@ refuse_recipe "program_version 0, CNN" program_version "${CNN[@]}" --set program
 refuse_recipe "program_version 0, log" program_version "${MLP[@]}" --set program_version=0 --set rounding=log
 refuse_recipe "program_version 4" program_version "${CNN[@]}" --set program_version=4
 refuse_recipe "program_version 3, MLP" program_version "${MLP[@]}" --set program_version=3
-refuse_recipe "gemm_arith with program 3" gemm_arith "${CNN[@]}" --set program_version=3 --set gemm_arith=tc-bf16-sm90
 refuse_recipe "program_version 2, MLP" program_version "${MLP[@]}" --set program_version=2
-refuse_recipe "gemm_arith with program 2" gemm_arith "${CNN[@]}" --set program_version=2 --set gemm_arith=tc-bf16-sm90
 refuse_recipe "an unknown model" gemm_arith "${MLP[@]}" --set gemm_arith=tc-bf16-sm75
 refuse_recipe "an empty model" gemm_arith "${MLP[@]}" --set gemm_arith=
 refuse_recipe "a model by number" gemm_arith "${MLP[@]}" --set gemm_arith=1

@@ -31,6 +31,12 @@ static double gemm_flop(const vt_recipe *rc)
         const int64_t *a = p.op[j].iarg;
         if (p.op[j].kind == VT_OPK_MATMUL) g += 2.0 * (double)a[2] * (double)a[3] * (double)a[4];
         if (p.op[j].kind == VT_OPK_BMM) g += 2.0 * (double)a[0] * (double)a[1] * (double)a[2] * (double)a[3];
+        if (p.op[j].kind == VT_OPK_CONV2D || p.op[j].kind == VT_OPK_CONV2D_WGRAD || p.op[j].kind == VT_OPK_CONV2D_DGRAD) {
+            /* B H W C k stride pad chw Co: 2 M K Co, M the output pixels and K = k k C (the input gradient:
+             * the same products, B H W rows of k k Co) */
+            double Ho = (double)((a[1] + 2 * a[6] - a[4]) / a[5] + 1), Wo = (double)((a[2] + 2 * a[6] - a[4]) / a[5] + 1);
+            g += 2.0 * (double)a[0] * Ho * Wo * (double)(a[4] * a[4] * a[3]) * (double)a[8];
+        }
     }
     vt_program_free(&p);
     return g;
@@ -152,6 +158,9 @@ int main(void)
     vt_recipe_default(&cnn);
     CHECK_OK(vt_recipe_load_file(&cnn, "recipes/resnet-cifar10.json"));
     check_recipe("cnn", &cnn);
+    vt_recipe cnn3 = cnn; /* step program 3: the conv2d kinds are its GEMMs (issue 42) */
+    CHECK_OK(vt_recipe_set(&cnn3, "program_version=3"));
+    check_recipe("cnn program 3", &cnn3);
     vt_recipe_default(&gpt);
     CHECK_OK(vt_recipe_load_file(&gpt, "recipes/gpt-shakespeare.json"));
     check_recipe("gpt", &gpt);

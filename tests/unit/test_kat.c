@@ -55,7 +55,8 @@
 #define HAVE_MXCSR 1
 #endif
 
-static const char *const KAT_FILES[] = {"tests/kat/mlp.kat", "tests/kat/arch.kat", "tests/kat/losses.kat"};
+static const char *const KAT_FILES[] = {"tests/kat/mlp.kat", "tests/kat/arch.kat", "tests/kat/losses.kat",
+                                        "tests/kat/tc.kat"};
 #define N_KAT_FILES (sizeof KAT_FILES / sizeof KAT_FILES[0])
 #define MAX_LINES 16384
 
@@ -104,6 +105,19 @@ static const kat_cfg CFGS[] = {
     {"gpt-v3", NULL, GPT_SET " program_version=3", 3, {1, 2, 3}, "recipes/gpt-shakespeare.json", "gpt"},
     {"gpt-v3-log", NULL, GPT_SET " program_version=3 rounding=log", 3, {1, 2, 3}, "recipes/gpt-shakespeare.json",
      "gpt"},
+    /* issue 42 item 2: the tensor-core mode (gemm_arith) on step programs 2 and 3. Program 1's runs in the
+     * mode are pinned (tests/kat/tc.kat); the CNN's conv2d kinds then give program 1's im2col and matmul
+     * answers in the mode line for line (programs 2 and 3), and the GPT's program 3 its program 1's */
+    {"resnet-tc", NULL, CNN_SET " program_version=1 gemm_arith=tc-bf16-sm90", 3, {1, 2, 3}, "recipes/resnet-cifar10.json",
+     NULL},
+    {"resnet-v2-tc", NULL, CNN_SET " program_version=2 gemm_arith=tc-bf16-sm90", 3, {1, 2, 3},
+     "recipes/resnet-cifar10.json", "resnet-tc"},
+    {"resnet-v3-tc", NULL, CNN_SET " program_version=3 gemm_arith=tc-bf16-sm90", 3, {1, 2, 3},
+     "recipes/resnet-cifar10.json", "resnet-tc"},
+    {"gpt-tc", NULL, GPT_SET " program_version=1 gemm_arith=tc-fp16-sm90", 3, {1, 2, 3}, "recipes/gpt-shakespeare.json",
+     NULL},
+    {"gpt-v3-tc", NULL, GPT_SET " program_version=3 gemm_arith=tc-fp16-sm90", 3, {1, 2, 3},
+     "recipes/gpt-shakespeare.json", "gpt-tc"},
 };
 #define N_CFGS (sizeof CFGS / sizeof CFGS[0])
 
