@@ -150,12 +150,12 @@
     /* a, b -> a - b (same element count; no architecture uses it yet) */                                              \
     X(SUB, "sub", CHAIN, 1, 2, 1, 0, 0, "", "", NONE, CPU, sub, fused)                                                 \
     /* x [B*H*W, C] (chw: [B, C*H*W]), W [k*k*C, Co] -> Z [B*Ho*Wo, Co] = im2col(x) W, im2col never stored */          \
-    X(CONV2D, "conv2d", GEMM, 1, 2, 1, 9, 0, "B H W C k stride pad chw Co", "", EXAMPLE, CPU, conv2d, conv2d)          \
+    X(CONV2D, "conv2d", GEMM, 1, 2, 1, 9, 0, "B H W C k stride pad chw Co", "", EXAMPLE, GEMM, conv2d, conv2d)         \
     /* x, dY [B*Ho*Wo, Co] -> dW [k*k*C, Co] = im2col(x)^T dY (the sum over the batch's pixels) */                     \
-    X(CONV2D_WGRAD, "conv2d_weight_grad", GEMM, 1, 2, 1, 9, 0, "B H W C k stride pad chw Co", "", BATCH, CPU,          \
+    X(CONV2D_WGRAD, "conv2d_weight_grad", GEMM, 1, 2, 1, 9, 0, "B H W C k stride pad chw Co", "", BATCH, GEMM,         \
       conv2d, none)                                                                                                    \
     /* dY [B*Ho*Wo, Co], W [k*k*C, Co] -> dX [B*H*W, C] = G(dY) W' (conv_grad_gather's G never stored; chw 0) */       \
-    X(CONV2D_DGRAD, "conv2d_input_grad", GEMM, 1, 2, 1, 9, 0, "B H W C k stride pad chw Co", "", EXAMPLE, CPU,         \
+    X(CONV2D_DGRAD, "conv2d_input_grad", GEMM, 1, 2, 1, 9, 0, "B H W C k stride pad chw Co", "", EXAMPLE, GEMM,        \
       conv2d, none)                                                                                                    \
     /* ---- regression and multi-label losses (ops/vt_fam_loss.c; their means over the global batch) */                \
     /* y [B, K], t [B, K] F32 -> loss (F32 scalar) = mean of (y - t)^2 over the B*K elements */                        \
@@ -244,7 +244,8 @@ typedef enum {
 /* How the CUDA backend's device-resident step (backend/cuda/vt_cuda_model.cu) runs a kind. */
 typedef enum {
     VT_DEV_ITEM = 1, /* device items: vt_dev_op_make and vti_dev_op_item (backend/cuda/vt_dev_ops_hd.h) */
-    VT_DEV_GEMM,     /* the GEMM pipeline of backend/cuda/vt_cuda.cu (vt_cudap_run_op's MATMUL and BMM cases) */
+    VT_DEV_GEMM,     /* the GEMM pipeline of backend/cuda/vt_cuda.cu (vt_cudap_run_op's MATMUL and BMM cases, and
+                      * the convolution kinds as step program 1's GEMM of operands formed on the device) */
     VT_DEV_CPU,      /* CPU only: the host runs it, its tensors copied across */
 } vt_kind_dev;
 

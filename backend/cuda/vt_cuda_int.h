@@ -29,7 +29,9 @@ extern "C" {
 #error "fast math is forbidden in this project"
 #endif
 
-enum { B_A32, B_B32, B_A64, B_B64, B_C, B_P, B_RN, B_CN, B_OUT, B_FLAG, B_IDX, B_NUM, B_RES, B_TMP, B_C32, B_X, B_TCW, B_COUNT }; /* B_TCW: the tensor-core GEMM's operands (vt_tc_cuda.cu) */
+enum { B_A32, B_B32, B_A64, B_B64, B_C, B_P, B_RN, B_CN, B_OUT, B_FLAG, B_IDX, B_NUM, B_RES, B_TMP, B_C32, B_X, B_TCW,
+       B_CONVA, B_CONVW, B_COUNT }; /* B_TCW: the tensor-core GEMM's operands (vt_tc_cuda.cu); B_CONVA, B_CONVW: a
+                                    * convolution kind's formed operands A and W' (vt_cuda_model.cu, vt_dev_conv) */
 
 struct vt_cuda {
     int dev;

@@ -1,7 +1,9 @@
 /* vt_cuda_model.cu - device-resident execution of a model's step (docs/cuda.md, "Device-resident
  * steps"). The model's arenas are mirrored on the GPU; which kinds run there is the device column
  * of the list (ops/vt_kinds.h), nothing here counts or names them: the kinds whose column is
- * GEMM through the rounded GEMMs of vt_cuda.cu on device operands (run_op's two cases), the kinds
+ * GEMM through the rounded GEMMs of vt_cuda.cu on device operands (run_op's matmul and batched_matmul
+ * cases, and the convolution kinds of step programs 2 and 3 as program 1's GEMM of operands formed on
+ * the device, vt_dev_conv), the kinds
  * whose column is ITEM through the items of backend/cuda/vt_dev_ops_hd.h (k_item), which the CPU twin
  * (tests/unit/test_resident.c) runs too; their formulas are the kernels' `*_hd.h` headers and their
  * rounding rounding/vt_round_hd.h, the code the CPU kernels run. The kinds whose column is CPU,
@@ -57,6 +59,17 @@ static void *dt(vt_cuda *g, const vt_model *m, uint32_t t)
 __global__ void k_item(vt_dev_op d)
 {
     FOR_EACH(i, d.n_items) vti_dev_op_item(&d, i);
+}
+
+/* a convolution kind's formed GEMM operands (vt_dev_conv): A from its first input, W' from W */
+__global__ void k_conv_a(vt_dev_conv d, const float *in0, float *A)
+{
+    FOR_EACH(e, d.n_a) A[e] = vti_dev_conv_a(&d, in0, e);
+}
+
+__global__ void k_conv_wp(vt_dev_conv d, const float *w, float *wp)
+{
+    FOR_EACH(e, d.n_wp) wp[e] = vti_dev_wperm(d.C, d.Co, w, e);
 }
 
 /* ------------------------------------------------------------------ driver */
@@ -150,6 +163,26 @@ static vt_err run_op(vt_cuda *g, vt_model *m, vt_rctx *rctx, uint32_t op_id, uin
         return vti_cuda_bmm_dev(g, rctx, op_id, (size_t)a[0], (size_t)a[1], (size_t)a[2], K, (int)a[4], (int)a[5],
                                 (const float *)dt(g, m, o->in[0]), (const float *)dt(g, m, o->in[1]),
                                 (float *)dt(g, m, o->out[0]));
+    }
+    vt_dev_conv cv;
+    if (vt_dev_conv_make(m, op_id, &cv)) { /* step program 1's GEMM of the operands formed here */
+        if (!tc && !vt_epi_supported(rctx)) return VT_ERR_UNSUPPORTED; /* a log replay: judged on the host */
+        if (o->out[0] == o->in[0] || o->out[0] == o->in[1]) return VT_ERR_UNSUPPORTED;
+        VT_FORWARD_IF_ERROR(check_pending(g, m, rctx));
+        float *A = NULL, *wp = NULL;
+        const float *w = (const float *)dt(g, m, o->in[1]);
+        VT_FORWARD_IF_ERROR(dbuf(g, B_CONVA, cv.n_a * sizeof(float), (void **)&A));
+        k_conv_a<<<GRID(cv.n_a), 0, g->s>>>(cv, (const float *)dt(g, m, o->in[0]), A);
+        LAUNCH_CHECK();
+        if (cv.dgrad) {
+            VT_FORWARD_IF_ERROR(dbuf(g, B_CONVW, cv.n_wp * sizeof(float), (void **)&wp));
+            k_conv_wp<<<GRID(cv.n_wp), 0, g->s>>>(cv, w, wp);
+            LAUNCH_CHECK();
+            w = wp;
+        }
+        float *out = (float *)dt(g, m, o->out[0]);
+        if (tc) return vti_cuda_tc_gemm_dev(g, tc, op_id, 1, cv.ta, 0, cv.M, cv.N, cv.K, A, w, out);
+        return vti_cuda_gemm_dev(g, rctx, op_id, cv.ta, 0, cv.M, cv.N, cv.K, A, w, out);
     }
     vt_dev_op d;
     dctx c = {g, m};

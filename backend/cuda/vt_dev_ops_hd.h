@@ -128,7 +128,27 @@ typedef struct {
     } a;
 } vt_dev_op;
 
+/* A convolution kind of step programs 2 and 3 (conv2d, conv2d_weight_grad, conv2d_input_grad) as the
+ * device runs it: step program 1's GEMM C = op(A) B of the same operands, which the device forms in
+ * scratch memory - A the im2col columns [B*Ho*Wo, k*k*C] of the input (conv2d: columns x W; the weight
+ * gradient: columns^T x dY, K the batch's pixels) or the input gradient's gather G [B*H*W, k*k*Co] of dY
+ * (G x W', W' [k*k*Co, C] the per-tap transpose of W) - then the GEMM pipeline (vt_cuda.cu) or, in a
+ * tensor-core mode, the model's kernel. Exactly rounded, the GEMM of the formed operands gives the
+ * kind's bits (docs/cnn.md "Step program 2"); in a tensor-core mode, program 1's (ops/vt_fam_gemm.c). */
+typedef struct {
+    vt_conv_geom g;       /* the gather's geometry: im2col's, or the input gradient's (g.C = Co, chw 0) */
+    int dgrad;            /* A is the gather G of dY (vti_dev_dgather), else im2col's (vti_dev_im2col) */
+    int ta;               /* the weight gradient: op(A) = A^T */
+    size_t M, N, K;       /* the GEMM */
+    size_t n_a, n_wp;     /* elements of A, and of W' (the input gradient; else 0) */
+    size_t k, C, Co;      /* W's taps and channels: W [k*k*C, Co] */
+} vt_dev_conv;
+
 struct vt_model;
+/* 1 and *d when operation op_id of m is a convolution kind the device forms as a GEMM (vt_dev_conv), 0
+ * otherwise (or for a size the items do not take). */
+int vt_dev_conv_make(const struct vt_model *m, uint32_t op_id, vt_dev_conv *d);
+
 /* Describes operation op_id of m for the device, its tensors' addresses given by ptr(ctx, t);
  * the caller sets d->scratch, d->res and d->err (sizes in scratch_n, res_n). 0 when the device
  * does not run it (then the CPU does, its tensors copied across): a kind the list (ops/vt_kinds.h)
@@ -265,6 +285,13 @@ VT_HDI float vti_dev_im2col(const vt_conv_geom *g, const float *x, size_t e)
     return x[((b * g->H + (size_t)iy) * g->W + (size_t)ix) * C + c];
 }
 
+/* element i of W' [k*k*Co, C] from W [k*k*C, Co] (vt_conv_wperm): W'[(t, co)][c] = W[(t, c)][co] */
+VT_HDI float vti_dev_wperm(size_t C, size_t Co, const float *w, size_t i)
+{
+    size_t c = i % C, co = (i / C) % Co, t = i / (C * Co);
+    return w[(t * C + c) * Co + co];
+}
+
 /* element e of the input gradient's operand (vt_conv_dgather; g->C is the output channels) */
 VT_HDI float vti_dev_dgather(const vt_conv_geom *g, const float *dy, size_t e)
 {
@@ -277,6 +304,12 @@ VT_HDI float vti_dev_dgather(const vt_conv_geom *g, const float *dy, size_t e)
         return 0.0f;
     size_t oy = (size_t)ny / s, ox = (size_t)nx / s;
     return dy[((b * g->Ho + oy) * g->Wo + ox) * Co + c];
+}
+
+/* element e of a convolution kind's formed GEMM operand A (vt_dev_conv), from its first input */
+VT_HDI float vti_dev_conv_a(const vt_dev_conv *d, const float *in0, size_t e)
+{
+    return d->dgrad ? vti_dev_dgather(&d->g, in0, e) : vti_dev_im2col(&d->g, in0, e);
 }
 
 /* Adam's and AdamW's step count: 0 when it is no step (then the operation's failure) */
@@ -513,11 +546,9 @@ VT_HDI void vti_dev_move_item(const vt_dev_op *d, size_t i)
     case VT_OPK_CONV_DGATHER:
         out[0][i] = vti_dev_dgather(&d->a.conv, in[0], i);
         break;
-    case VT_OPK_CONV_WPERM: { /* W [k*k*C, Co] -> W' [k*k*Co, C] */
-        size_t C = d->a.wperm.C, Co = d->a.wperm.Co, c = i % C, co = (i / C) % Co, t = i / (C * Co);
-        out[0][i] = in[0][(t * C + c) * Co + co];
+    case VT_OPK_CONV_WPERM: /* W [k*k*C, Co] -> W' [k*k*Co, C] */
+        out[0][i] = vti_dev_wperm(d->a.wperm.C, d->a.wperm.Co, in[0], i);
         break;
-    }
     case VT_OPK_MAXPOOL: {
         const vt_dev_maxpool *a = &d->a.maxpool;
         size_t Ho = a->H / a->k, Wo = a->W / a->k, c = i % a->C, r = i / a->C;

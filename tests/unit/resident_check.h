@@ -1,6 +1,6 @@
 /* resident_check.h - device-resident steps against the CPU (shared by test_resident, which runs
  * the GPU's CPU twin, and test_cuda, which runs the GPU): an MLP with SGD and with Adam, a small
- * residual CNN and a one-layer GPT (with and without dropout), in both roundings, must give the
+ * residual CNN (step programs 1 and 3) and a one-layer GPT (with and without dropout), in both roundings, must give the
  * plain CPU run's state and loss at every step, the same (empty) log in exact rounding and, in log
  * rounding, a log that a CPU replayer in the reverse order accepts, ending in the same state; failing steps (a NaN in a bias, labels beyond the
  * classes) must fail alike: the same error, message, and fault operation and element. */
@@ -185,13 +185,18 @@ static void rs_all(const rs_device *dev)
     e = vt_data_load("cifar10-train", NULL, &ds);
     CHECK(e == VT_OK, "load cifar10-train: %s", vt_errmsg());
     if (e) return;
-    for (int log = 0; log < 2; log++) {
+    for (int v = 0; v < 4; v++) { /* programs 1 and 3 (3: conv2d and its gradient kinds, program 1's GEMMs
+                                   * of operands formed on the device) in each rounding */
+        const int log = v % 2, p3 = v >= 2;
         vt_recipe rc;
         vt_recipe_default(&rc);
         for (size_t k = 0; k < RS_N(rs_resnet_set); k++) CHECK_OK(vt_recipe_set(&rc, rs_resnet_set[k]));
         CHECK_OK(vt_recipe_set(&rc, log ? "rounding=log" : "rounding=exact"));
+        CHECK_OK(vt_recipe_set(&rc, p3 ? "program_version=3" : "program_version=1"));
         CHECK_OK(vt_recipe_validate(&rc));
-        compare(log ? "ResNet, log rounding" : "ResNet, exact rounding", &rc, &ds, dev);
+        compare(log ? (p3 ? "ResNet program 3, log rounding" : "ResNet, log rounding")
+                    : (p3 ? "ResNet program 3, exact rounding" : "ResNet, exact rounding"),
+                &rc, &ds, dev);
     }
     vt_data_free(&ds);
     /* the character-level GPT: embeddings, layer norm, heads, causal softmax, GELU, dropout, the
@@ -225,7 +230,7 @@ static inline void rs_checked(const rs_device *dev)
         vt_err e = vt_data_load(data[a], NULL, &ds);
         CHECK(e == VT_OK, "load %s: %s", data[a], vt_errmsg());
         if (e) return;
-        for (int v = 0; v < (a == 2 ? 3 : 2); v++) {
+        for (int v = 0; v < (a == 0 ? 2 : 3); v++) { /* the CNN's third: program 3, exact */
             vt_recipe rc;
             vt_recipe_default(&rc);
             if (a == 0) {
@@ -237,10 +242,11 @@ static inline void rs_checked(const rs_device *dev)
             CHECK_OK(vt_recipe_set(&rc, "steps=2"));
             CHECK_OK(vt_recipe_set(&rc, v == 1 ? "rounding=log" : "rounding=exact"));
             if (a == 2) CHECK_OK(vt_recipe_set(&rc, v == 2 ? "dropout=0.1" : "dropout=0"));
+            if (a == 1) CHECK_OK(vt_recipe_set(&rc, v == 2 ? "program_version=3" : "program_version=1"));
             CHECK_OK(vt_recipe_validate(&rc));
             char what[96];
             snprintf(what, sizeof what, "checked %s, %s rounding%s", a == 0 ? "MLP (Adam)" : a == 1 ? "ResNet" : "GPT",
-                     v == 1 ? "log" : "exact", v == 2 ? ", dropout" : "");
+                     v == 1 ? "log" : "exact", v != 2 ? "" : a == 2 ? ", dropout" : ", program 3");
             compare(what, &rc, &ds, dev);
         }
         vt_data_free(&ds);

@@ -4,7 +4,8 @@
  * arenas in host memory; on it the twin runs what backend/cuda/vt_cuda_model.cu runs on the GPU, from the
  * same source: every non-GEMM kind through vt_dev_op_make, the items of vti_dev_op_item (one
  * loop iteration where the GPU has one thread) and vt_dev_op_finish, the GEMMs through the
- * epilogue's host twin vt_epi_host; the other kinds it refuses, and vt_model_run brackets them
+ * epilogue's host twin vt_epi_host (the convolution kinds of programs 2 and 3 as the GEMMs of the
+ * operands the items vti_dev_conv_a and vti_dev_wperm form, vt_dev_conv); the other kinds it refuses, and vt_model_run brackets them
  * with the transfers. A missing transfer or a device kind computing anything else than the CPU's
  * kernel makes the twin's run differ from the plain CPU run: the test requires the same state,
  * loss and log at every step, in both roundings, with SGD and with Adam. */
@@ -27,6 +28,7 @@ typedef struct {
     uint8_t *shadow[VT_TC_COUNT];
     int have;
     uint64_t on_device, moved;
+    uint64_t conv;          /* convolution kinds it ran as GEMMs of formed operands (vt_dev_conv) */
     int check;              /* the per-operation check (VT_CUDA_CHECK_OPS=1 on the GPU) */
     uint64_t checked;       /* operations it compared */
     uint32_t tamper_op;     /* a device bug for the check to find: one bit of this operation's output */
@@ -99,6 +101,25 @@ static vt_err mock_run_op(void *impl, void *model, vt_rctx *rc, uint32_t op, uin
                          .M = M, .N = N, .K = K};
         d->on_device++;
         return vt_epi_host_bmm(rc, op, ep, G, m->x64, shadow_ptr(d, o->out[0]));
+    }
+    vt_dev_conv cv;
+    if (vt_dev_conv_make(m, op, &cv)) { /* program 1's GEMM of the operands formed on the device */
+        if (!vt_epi_supported(rc) || o->out[0] == o->in[0] || o->out[0] == o->in[1]) return VT_ERR_UNSUPPORTED;
+        float *A = malloc(cv.n_a * sizeof *A), *wp = cv.dgrad ? malloc(cv.n_wp * sizeof *wp) : NULL;
+        if (!A || (cv.dgrad && !wp)) return free(A), free(wp), VT_ERR_NOMEM;
+        const float *in0 = shadow_ptr(d, o->in[0]), *B = shadow_ptr(d, o->in[1]);
+        for (size_t e = 0; e < cv.n_a; e++) A[e] = vti_dev_conv_a(&cv, in0, e);
+        for (size_t e = 0; e < cv.n_wp; e++) wp[e] = vti_dev_wperm(cv.C, cv.Co, B, e);
+        if (cv.dgrad) B = wp;
+        vt_bounds bd;
+        vt_err e = vt_gemm(&m->exec, cv.ta, 0, cv.M, cv.N, cv.K, A, B, m->x64, m->rn, m->cn, &bd);
+        vt_gemm_epi ep = {.A = A, .B = B, .a_si = cv.ta ? 1 : cv.K, .a_sk = cv.ta ? cv.M : 1, .b_sk = cv.N, .b_sj = 1,
+                          .K = cv.K};
+        if (!e) e = vt_epi_host(rc, op, ep, m->x64, cv.M, cv.N, shadow_ptr(d, o->out[0]));
+        free(A);
+        free(wp);
+        d->on_device++, d->conv++;
+        return e;
     }
     vt_dev_op dop;
     if (!vt_dev_op_make(m, rc, op, step, shadow_ptr, d, &dop)) return VT_ERR_UNSUPPORTED;
@@ -202,10 +223,18 @@ static int mock_open(vt_model *m, rs_dev *d)
 static void mock_close(rs_dev *d, const vt_recipe *rc, const vt_model *m, const char *what)
 {
     mock *k = d->state;
-    if (rc)
+    if (rc) {
         CHECK(k->on_device > rc->steps * (m->prog.n_ops / 2) && k->moved > 0,
               "%s: the twin ran %llu operations and moved %llu tensors", what, (unsigned long long)k->on_device,
               (unsigned long long)k->moved);
+        uint64_t nc = 0; /* every convolution kind of every step on the twin */
+        for (uint32_t j = 1; j <= m->prog.n_ops; j++) {
+            uint16_t kd = m->prog.op[j].kind;
+            nc += kd == VT_OPK_CONV2D || kd == VT_OPK_CONV2D_WGRAD || kd == VT_OPK_CONV2D_DGRAD;
+        }
+        CHECK(k->conv == nc * rc->steps, "%s: %llu convolution operations on the twin, want %llu", what,
+              (unsigned long long)k->conv, (unsigned long long)(nc * rc->steps));
+    }
     printf("; %llu operations on the twin, %llu tensor moves\n", (unsigned long long)k->on_device,
            (unsigned long long)k->moved);
     free(k->shadow[VT_TC_PARAM]);
