@@ -87,7 +87,7 @@ static int cmd_certify(int argc, char **argv, int check)
 {
     vt_cert_spec_opts so;
     memset(&so, 0, sizeof so);
-    const char *timeout = NULL, *instances = NULL, *shard = NULL, *inter = NULL;
+    const char *timeout = NULL, *instances = NULL, *shard = NULL, *inter = NULL, *branching = NULL;
     vt_cert_opts o;
     memset(&o, 0, sizeof o);
     vt_order order = VT_ORDER_SPLIT;
@@ -104,6 +104,9 @@ static int cmd_certify(int argc, char **argv, int check)
                  "\"Branch and bound\")", &method),
         VT_OPT_U("--domains", "N", "beta-crown: at most N subdomains bounded per example (default 200)", 1, 1000000,
                  &domains),
+        VT_OPT_S("--branching", "fsb|babsr", "beta-crown's choice of the ReLU to split: fsb (the default: the best\n"
+                 "candidates of BaBSR's scores, each split both ways and estimated by one pass)\n"
+                 "or babsr (the best score alone); not recorded: the check replays the tree", &branching),
         VT_OPT_U("--attack-restarts", "N", "the PGD attack's starts per wrong class: the example itself, then N - 1\n"
                  "random points of the ball (default 5; recorded in the certificate)", 1, 100000, &restarts),
         VT_OPT_U("--attack-iters", "N", "the PGD attack's steps from each start (default 50; recorded)", 1, 100000, &iters),
@@ -164,6 +167,13 @@ static int cmd_certify(int argc, char **argv, int check)
                                         "records them (and a check runs no attack)");
     if (restarts) o.set.attack_restarts = (uint32_t)restarts; /* after --method (which resets the settings) */
     if (iters) o.set.attack_iters = (uint32_t)iters;
+    if (branching) { /* after --method (which resets the settings) */
+        if (check) return vt_cli_usage_error(NULL, "auditor check-certificate: --branching: the check replays the tree");
+        if (method != 3) return vt_cli_usage_error(NULL, "auditor: --branching: for --method beta-crown");
+        if (strcmp(branching, "fsb") && strcmp(branching, "babsr"))
+            return vt_cli_usage_error(NULL, "auditor: --branching %s: expected fsb or babsr", branching);
+        o.set.bab_branching = strcmp(branching, "fsb") ? VT_CERT_BRANCH_BABSR : VT_CERT_BRANCH_FSB;
+    }
     if (inter) { /* after --method (which resets the settings) */
         if (check) return vt_cli_usage_error(NULL, "auditor check-certificate: --intermediate: the certificate records it");
         if (strcmp(inter, "crown") && strcmp(inter, "ibp"))

@@ -41,7 +41,12 @@ typedef struct {
     vt_cert_inter inter;      /* the layer graph's intermediate bounds (CROWN, alpha-CROWN); the default CROWN */
     uint32_t bab_domains;     /* > 0 (--method beta-crown, alpha-CROWN): branch and bound on a committed MLP
                                * run, at most this many subdomains bounded per example (certificate version 5) */
+    uint32_t bab_branching;   /* beta-crown's choice of the split (vt_cert_branching; not recorded: the check
+                               * replays the tree, whatever chose it) */
 } vt_cert_settings;
+
+/* Branch and bound's choice of the split (vt_cert_branch_pick; auditor certify --branching). */
+typedef enum { VT_CERT_BRANCH_FSB = 0, VT_CERT_BRANCH_BABSR = 1 } vt_cert_branching;
 
 void vt_cert_settings_default(vt_cert_settings *s, vt_cert_method m);
 const char *vt_cert_method_name(vt_cert_method m);
@@ -136,12 +141,16 @@ void vt_cert_set_keep(vt_cert_ctx *c, uint32_t upto);
 size_t vt_cert_prefix_len(const vt_cert_ctx *c, uint32_t upto);
 void vt_cert_prefix_save(vt_cert_ctx *c, uint32_t upto, double *buf);
 void vt_cert_set_prefix(vt_cert_ctx *c, const double *buf, uint32_t upto);
-/* The branching choice after vt_cert_bounds on the same box and splits: the unstable ReLU with the
- * largest BaBSR-like score from the backward pass of row (n[L] values) with alpha_row's slopes (one
- * row of vt_cert_n_alpha_row; NULL: CROWN's): max(0, -mu) u (-l) / (u - l), mu the coefficient of
- * its output; when every score is 0, |mu| u (-l) / (u - l) (plus a tiny width term); ties to the
- * lowest (layer, index). Returns 0 when no ReLU is unstable. Deterministic (fixed loops). */
+/* The branching choice after vt_cert_bounds on the same box and splits, from the backward pass of row
+ * (n[L] values) with alpha_row's slopes (one row of vt_cert_n_alpha_row; NULL: CROWN's). BaBSR: the
+ * unstable ReLU with the largest score max(0, -mu) u (-l) / (u - l), mu the coefficient of its output;
+ * when every score is 0, |mu| u (-l) / (u - l) (plus a tiny width term); ties to the lowest (layer,
+ * index). FSB (vt_cert_set_branching, the default): the best 4 ReLUs by each of the two scores, each
+ * split both ways with row's bound estimated by one more pass (its slopes, the later layers' bounds
+ * unchanged), the one whose two estimates sum highest chosen (ties to the first listed). Returns 0
+ * when no ReLU is unstable. Deterministic (fixed loops). */
 int vt_cert_branch_pick(vt_cert_ctx *c, const double *row, const double *alpha_row, uint32_t *layer, uint32_t *index);
+void vt_cert_set_branching(vt_cert_ctx *c, vt_cert_branching b);
 /* After vt_cert_branch_pick: the input (n[0] values, in the box) at which its pass's linear lower
  * bound is smallest, a candidate counterexample for the attack (borrowed until the next pass). */
 const double *vt_cert_last_point(const vt_cert_ctx *c);

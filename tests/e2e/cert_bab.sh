@@ -8,6 +8,7 @@
 # (beta) or bound is changed (signed again by the auditor's key) is rejected naming the node. --timeout:
 # an expired deadline answers timeout (no certificate), one never reached changes no byte. beta-crown on the
 # examples' VNN-LIB properties, of the ONNX export (version 6) and of the run (version 7), likewise.
+# --branching babsr writes another tree the check accepts; misused, it is a usage error (exit 64).
 # shellcheck source=tests/e2e/lib.sh
 . "$(dirname "$0")/lib.sh"
 cert_begin cert_bab "${1:-}"
@@ -55,6 +56,27 @@ cmp -s "$T/c.beta-crown" "$T/c2" || bad "beta-crown certificates of two orders d
 VT_CERT_BAB_REUSE=0 "$A" certify "$T/run" --eps $E --examples 40 --method beta-crown --out "$T/c3" --key "$T/a" \
   --quiet >/dev/null || bad "certify VT_CERT_BAB_REUSE=0"
 cmp -s "$T/c.beta-crown" "$T/c3" || bad "the saved layers change the certificate"
+# --branching babsr (the scores' choice alone, not fsb's estimates): other trees, the same verified and
+# falsified examples here, a certificate the check accepts (the choice is not recorded)
+"$A" certify "$T/run" --eps $E --examples 40 --method beta-crown --branching babsr --out "$T/c4" --key "$T/a" \
+  --report "$T/r.babsr.json" --quiet >/dev/null || bad "certify --branching babsr"
+"$A" check-certificate "$T/c4" "$T/run" --signer "$T/a.pub" >/dev/null || bad "check the babsr certificate"
+python3 - "$T/r.beta-crown.json" "$T/r.babsr.json" <<'PY' || bad "fsb against babsr"
+import json, sys
+f, b = (json.load(open(p)) for p in sys.argv[1:3])
+ans = lambda d: {e["index"]: e["answer"] for e in d["examples"]}
+af, ab = ans(f), ans(b)
+assert not any({af[i], ab[i]} == {"verified", "falsified"} for i in af), "fsb and babsr contradict"
+sub = lambda d: sum(e["subdomains"] for e in d["examples"])
+print("cert_bab: fsb %d verified in %d subdomains, babsr %d in %d" % (f["verified"], sub(f), b["verified"], sub(b)))
+PY
+for bad_args in "--method crown --branching fsb" "--method beta-crown --branching best"; do
+  # shellcheck disable=SC2086 # the options, split
+  "$A" certify "$T/run" --eps $E --examples 2 $bad_args --quiet >/dev/null 2>&1
+  st=$?; [ $st -eq 64 ] || bad "certify $bad_args: exit $st, want 64"
+done
+"$A" check-certificate "$T/c4" "$T/run" --branching fsb >/dev/null 2>&1
+st=$?; [ $st -eq 64 ] || bad "check-certificate --branching: exit $st, want 64"
 # the tree tampered with, signed again: rejected, the node named (tamper_with CERT EDIT "CHECK-ARGS" WHAT MSG)
 tamper_with() {
   local cert=$1 edit=$2 args=$3 what=$4 msg=$5
