@@ -338,7 +338,8 @@ static void bound_one(void *job, int k, uint32_t i)
     vt_cert_set_prefix(c, pre, pre ? b->t->v[par].layer : 0);
     o->reused = pre != NULL;
     vt_cert_set_bab_search(c, 1);
-    vt_cert_set_branching(c, (vt_cert_branching)b->s->bab_branching);
+    /* input splitting overrides the ReLU choice: the scores alone, not fsb's passes, for the point */
+    vt_cert_set_branching(c, b->p->input_split ? VT_CERT_BRANCH_BABSR : (vt_cert_branching)b->s->bab_branching);
     if (par >= 0 && b->t->v[par].alpha) /* the parent's slopes and multipliers as the start */
         vt_cert_set_warm(c, b->t->v[par].alpha, b->t->v[par].beta, b->t->v[par].rdepth);
     vt_cert_set_split_beta(c, NULL, o->beta);

@@ -518,6 +518,7 @@ static void alloc_work(vt_cert_ctx *c, int *badp)
     c->grad = xcalloc(c->n_alpha_row, sizeof(double), &bad);
     c->pass_best = xcalloc(2 * (size_t)c->n[0] + c->n_alpha_row, sizeof(double), &bad);
     c->a1c = xcalloc(c->maxw, sizeof(double), &bad), c->x1c = xcalloc(c->maxw, sizeof(double), &bad);
+    c->fsb = 1; /* vt_cert_branch_pick's default (vt_cert_set_branching) */
     c->nz = xcalloc(c->maxw, sizeof *c->nz, &bad);
     c->unclamped = xcalloc(VT_CERT_PREFIX_ARRAYS * c->n_alpha_row, sizeof(double), &bad);
     c->beta_cur = xcalloc(VT_CERT_MAX_SPLITS, sizeof(double), &bad);

@@ -64,7 +64,7 @@ void vt_game_cost(const vt_recipe *rcp, uint64_t data_bytes, const vt_game_limit
     if (vt_program_build(rcp, &p) != VT_OK) return;
     double state = 0, scratch = 0, norms = 0, f = 0, sf = 0, inb = 0, opt = 0, logb = 4096, logd = 4096, loge = 0;
     /* the GEMMs of a tensor-core mode weigh their flop by the mode's factor (docs/dispute.md "Clocks") */
-    double gf = 0, sn = 0, w = 1.0;
+    double gf = 0, sn = 0, w = 1.0, tcs = 0; /* tcs: the largest FP32 operands a tc-* convolution forms */
     if (rcp->gemm_arith > 0 && rcp->gemm_arith < VT_GAME_ARITH_MAX && lim && lim->arith_factor[rcp->gemm_arith] > 0)
         w = lim->arith_factor[rcp->gemm_arith];
     for (int c = 0; c <= VT_TC_INPUT; c++) state += (double)p.arena_bytes[c];
@@ -73,6 +73,12 @@ void vt_game_cost(const vt_recipe *rcp, uint64_t data_bytes, const vt_game_limit
         memset(&c, 0, sizeof c);
         const vt_opkind *k = vt_opkind_get(p.op[j].kind);
         k->cost(&p, &p.op[j], &c);
+        if (rcp->gemm_arith) { /* a convolution kind in the mode: the GEMM it runs, the operands it forms */
+            double tf, tfl;
+            vt_op_tc_cost(&p.op[j], &tf, &tfl);
+            if (tf > 0) c.flop = tf;
+            if (tfl > tcs) tcs = tfl;
+        }
         if (c.scratch > scratch) scratch = c.scratch;
         if (c.norms > norms) norms = c.norms;
         if (c.flop > f) f = c.flop;
@@ -94,7 +100,7 @@ void vt_game_cost(const vt_recipe *rcp, uint64_t data_bytes, const vt_game_limit
     if (gap > (double)rcp->steps) gap = (double)rcp->steps;
     double examples = rcp->subset ? (double)rcp->subset : 70000.0; /* the sampler's permutation, at most */
     double model = state + opt + 8.0 * 3.0 * scratch + 4.0 * scratch + 16.0 * norms + 4.0 * examples +
-                   8.0 * (double)rcp->batch;
+                   8.0 * (double)rcp->batch + 4.0 * tcs;
     /* the largest answer, received (framed bytes) and decoded (its tensors), the agreed prefix hashes
      * (received and copied), the committed leaves and tensor hashes (small) */
     if (logb > (double)VT_MSG_LOG_MAX_DATA) logb = VT_MSG_LOG_MAX_DATA;

@@ -332,7 +332,7 @@ vt_err vti_conv2d_check(const vt_program *p, const vt_opdesc *o)
     return want(p, o, o->out[0], VT_DT_F32, K * Co, "weight gradient");
 }
 
-/* The tensor-core mode (gemm_arith = tc-*; docs/tensorcore.md "Step programs 2 and 3"): each kind is
+/* The tensor-core mode (gemm_arith = tc-*; docs/tensorcore.md "The mode"): each kind is
  * step program 1's tensor-core GEMM of the same operands, formed here instead of as tensors - the
  * im2col columns [M, K] (the forward pass: columns x W; the weight gradient: columns^T x dY) or the
  * input gradient's gather G [B*H*W, k*k*Co] and transposed weight W' [k*k*Co, C] (G x W') - so the
@@ -398,6 +398,24 @@ void vti_conv2d_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
         const double Min = (double)a[0] * (double)a[1] * (double)a[2], C = (double)a[3];
         out->scratch = Min * C;
         out->norms = Min > C ? Min : C;
+    }
+}
+
+void vt_op_tc_cost(const vt_opdesc *o, double *flop, double *floats)
+{
+    *flop = *floats = 0;
+    if (o->kind != VT_OPK_CONV2D && o->kind != VT_OPK_CONV2D_WGRAD && o->kind != VT_OPK_CONV2D_DGRAD) return;
+    const int64_t *a = o->iarg; /* B H W C k stride pad chw Co (checked with the program) */
+    const double kk = (double)a[4] * (double)a[4], C = (double)a[3], Co = (double)a[8];
+    if (o->kind == VT_OPK_CONV2D_DGRAD) { /* conv2d_tc: G [B*H*W, k*k*Co] x W' [k*k*Co, C] */
+        const double P = (double)a[0] * (double)a[1] * (double)a[2];
+        *flop = 2 * P * kk * Co * C;
+        *floats = P * kk * Co + kk * Co * C;
+    } else { /* the columns [B*Ho*Wo, k*k*C], times W or (transposed) times dY */
+        const double Ho = (double)((a[1] + 2 * a[6] - a[4]) / a[5] + 1), Wo = (double)((a[2] + 2 * a[6] - a[4]) / a[5] + 1);
+        const double M = (double)a[0] * Ho * Wo;
+        *flop = 2 * M * kk * C * Co;
+        *floats = M * kk * C;
     }
 }
 

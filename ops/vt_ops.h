@@ -54,6 +54,11 @@ double vt_schedule_lr(const vt_schedule *sc, uint64_t s);
 extern const char *const vt_gemm_arith_names[];
 struct vt_tc_arch_s;
 const struct vt_tc_arch_s *vt_gemm_arith_model(uint32_t v);
+/* A convolution kind in a tensor-core mode (ops/vt_fam_gemm.c conv2d_tc): *flop, the flop of the GEMM it
+ * runs (the input gradient's dense G x W', s*s times its phase classes' for stride s), and *floats, the
+ * FP32 operands it forms in memory of its own (im2col's columns, or G and W'); both 0 for another kind.
+ * The game's clock and memory estimate count them (game/vt_game_cost.c). */
+void vt_op_tc_cost(const vt_opdesc *o, double *flop, double *floats);
 
 /* The FP64 scratch an operation may use, sized by the interpreter from the operations' costs
  * (vt_opcost: scratch values per buffer, norms for the GEMM's row and column norms). */

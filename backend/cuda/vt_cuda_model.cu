@@ -165,7 +165,7 @@ static vt_err run_op(vt_cuda *g, vt_model *m, vt_rctx *rctx, uint32_t op_id, uin
                                 (float *)dt(g, m, o->out[0]));
     }
     vt_dev_conv cv;
-    if (vt_dev_conv_make(m, op_id, &cv)) { /* step program 1's GEMM of the operands formed here */
+    if (vt_dev_conv_make(m, rctx, op_id, &cv)) { /* step program 1's GEMM of the operands formed here */
         if (!tc && !vt_epi_supported(rctx)) return VT_ERR_UNSUPPORTED; /* a log replay: judged on the host */
         if (o->out[0] == o->in[0] || o->out[0] == o->in[1]) return VT_ERR_UNSUPPORTED;
         VT_FORWARD_IF_ERROR(check_pending(g, m, rctx));

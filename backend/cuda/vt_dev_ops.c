@@ -199,10 +199,15 @@ static int make_move(const mk *k, vt_dev_op *d)
     return 1; /* exact: nothing rounded */
 }
 
-int vt_dev_conv_make(const struct vt_model *m, uint32_t op_id, vt_dev_conv *d)
+int vt_dev_conv_make(const struct vt_model *m, const vt_rctx *rctx, uint32_t op_id, vt_dev_conv *d)
 {
     const vt_opdesc *o = &m->prog.op[op_id];
     if (o->kind != VT_OPK_CONV2D && o->kind != VT_OPK_CONV2D_WGRAD && o->kind != VT_OPK_CONV2D_DGRAD) return 0;
+    /* log rounding records by the kind's own bound: the input gradient's is program 1's GEMM's, the
+     * forward pass's and the weight gradient's are not (no tight bound), so those two run on the host */
+    if (rctx->bound.rounding != VT_ROUNDING_EXACT && !vt_gemm_arith_model((uint32_t)m->rcp.gemm_arith) &&
+        o->kind != VT_OPK_CONV2D_DGRAD)
+        return 0;
     const int64_t *a = o->iarg; /* B H W C k stride pad chw Co (checked with the program) */
     memset(d, 0, sizeof *d);
     d->dgrad = o->kind == VT_OPK_CONV2D_DGRAD;
@@ -215,7 +220,7 @@ int vt_dev_conv_make(const struct vt_model *m, uint32_t op_id, vt_dev_conv *d)
     const size_t P = d->g.B * d->g.Ho * d->g.Wo, KC = d->k * d->k * d->C; /* output pixels; im2col's K */
     if (d->dgrad) {
         d->M = d->g.B * d->g.H * d->g.W, d->N = d->C, d->K = d->k * d->k * d->Co;
-        d->n_a = d->M * d->K, d->n_wp = d->K * d->C;
+        if (__builtin_mul_overflow(d->M, d->K, &d->n_a) || __builtin_mul_overflow(d->K, d->C, &d->n_wp)) return 0;
     } else {
         d->M = d->ta ? KC : P, d->N = d->Co, d->K = d->ta ? P : KC;
         d->n_a = P * KC;

@@ -134,7 +134,8 @@ typedef struct {
  * gradient: columns^T x dY, K the batch's pixels) or the input gradient's gather G [B*H*W, k*k*Co] of dY
  * (G x W', W' [k*k*Co, C] the per-tap transpose of W) - then the GEMM pipeline (vt_cuda.cu) or, in a
  * tensor-core mode, the model's kernel. Exactly rounded, the GEMM of the formed operands gives the
- * kind's bits (docs/cnn.md "Step program 2"); in a tensor-core mode, program 1's (ops/vt_fam_gemm.c). */
+ * kind's bits (docs/cnn.md "Step program 2"); in a tensor-core mode, program 1's (ops/vt_fam_gemm.c);
+ * in log rounding only the input gradient runs so, its bound being the GEMM's (vt_dev_conv_make). */
 typedef struct {
     vt_conv_geom g;       /* the gather's geometry: im2col's, or the input gradient's (g.C = Co, chw 0) */
     int dgrad;            /* A is the gather G of dY (vti_dev_dgather), else im2col's (vti_dev_im2col) */
@@ -146,8 +147,10 @@ typedef struct {
 
 struct vt_model;
 /* 1 and *d when operation op_id of m is a convolution kind the device forms as a GEMM (vt_dev_conv), 0
- * otherwise (or for a size the items do not take). */
-int vt_dev_conv_make(const struct vt_model *m, uint32_t op_id, vt_dev_conv *d);
+ * otherwise: another kind, a size the items do not take, or in log rounding conv2d and
+ * conv2d_weight_grad, whose bound (the kind's own, docs/cnn.md "Step program 2") is not the GEMM
+ * pipeline's, so that the log's record rule would differ: those run on the host. */
+int vt_dev_conv_make(const struct vt_model *m, const vt_rctx *rctx, uint32_t op_id, vt_dev_conv *d);
 
 /* Describes operation op_id of m for the device, its tensors' addresses given by ptr(ctx, t);
  * the caller sets d->scratch, d->res and d->err (sizes in scratch_n, res_n). 0 when the device

@@ -61,6 +61,7 @@ cmp -s "$T/c.beta-crown" "$T/c3" || bad "the saved layers change the certificate
 "$A" certify "$T/run" --eps $E --examples 40 --method beta-crown --branching babsr --out "$T/c4" --key "$T/a" \
   --report "$T/r.babsr.json" --quiet >/dev/null || bad "certify --branching babsr"
 "$A" check-certificate "$T/c4" "$T/run" --signer "$T/a.pub" >/dev/null || bad "check the babsr certificate"
+! cmp -s "$T/c.beta-crown" "$T/c4" || bad "--branching babsr wrote fsb's certificate"
 python3 - "$T/r.beta-crown.json" "$T/r.babsr.json" <<'PY' || bad "fsb against babsr"
 import json, sys
 f, b = (json.load(open(p)) for p in sys.argv[1:3])

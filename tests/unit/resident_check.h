@@ -185,17 +185,23 @@ static void rs_all(const rs_device *dev)
     e = vt_data_load("cifar10-train", NULL, &ds);
     CHECK(e == VT_OK, "load cifar10-train: %s", vt_errmsg());
     if (e) return;
-    for (int v = 0; v < 4; v++) { /* programs 1 and 3 (3: conv2d and its gradient kinds, program 1's GEMMs
-                                   * of operands formed on the device) in each rounding */
-        const int log = v % 2, p3 = v >= 2;
+    for (int v = 0; v < 5; v++) { /* programs 1 and 3 (3: conv2d and its gradient kinds, program 1's GEMMs
+                                   * of operands formed on the device) in each rounding; then program 3
+                                   * 8 wide in log rounding, whose convolutions log entries at step 2 */
+        const int log = v % 2 || v == 4, p3 = v >= 2;
         vt_recipe rc;
         vt_recipe_default(&rc);
         for (size_t k = 0; k < RS_N(rs_resnet_set); k++) CHECK_OK(vt_recipe_set(&rc, rs_resnet_set[k]));
         CHECK_OK(vt_recipe_set(&rc, log ? "rounding=log" : "rounding=exact"));
         CHECK_OK(vt_recipe_set(&rc, p3 ? "program_version=3" : "program_version=1"));
+        if (v == 4) {
+            CHECK_OK(vt_recipe_set(&rc, "resnet_width=8"));
+            CHECK_OK(vt_recipe_set(&rc, "steps=3"));
+        }
         CHECK_OK(vt_recipe_validate(&rc));
-        compare(log ? (p3 ? "ResNet program 3, log rounding" : "ResNet, log rounding")
-                    : (p3 ? "ResNet program 3, exact rounding" : "ResNet, exact rounding"),
+        compare(v == 4 ? "ResNet program 3 8 wide, log rounding"
+                : log  ? (p3 ? "ResNet program 3, log rounding" : "ResNet, log rounding")
+                       : (p3 ? "ResNet program 3, exact rounding" : "ResNet, exact rounding"),
                 &rc, &ds, dev);
     }
     vt_data_free(&ds);

@@ -21,21 +21,33 @@
 #include "../../ops/vt_ops.h"
 #include "vt_test.h"
 
-/* The GEMMs' flop of the recipe's program, from the operations' arguments. */
-static double gemm_flop(const vt_recipe *rc)
+/* The GEMMs' flop of the recipe's program, from the operations' arguments; in a tensor-core mode the
+ * input gradient of step programs 2 and 3 is the dense GEMM G x W' (conv2d_tc), and *dense_max the
+ * largest such, *tc_floats the largest FP32 operands a convolution forms there (else 0). */
+static double gemm_flop(const vt_recipe *rc, double *dense_max, double *tc_floats)
 {
     vt_program p;
+    *dense_max = *tc_floats = 0;
     if (vt_program_build(rc, &p) != VT_OK) return -1;
     double g = 0;
     for (uint32_t j = 1; j <= p.n_ops; j++) {
         const int64_t *a = p.op[j].iarg;
-        if (p.op[j].kind == VT_OPK_MATMUL) g += 2.0 * (double)a[2] * (double)a[3] * (double)a[4];
-        if (p.op[j].kind == VT_OPK_BMM) g += 2.0 * (double)a[0] * (double)a[1] * (double)a[2] * (double)a[3];
-        if (p.op[j].kind == VT_OPK_CONV2D || p.op[j].kind == VT_OPK_CONV2D_WGRAD || p.op[j].kind == VT_OPK_CONV2D_DGRAD) {
+        const uint16_t kd = p.op[j].kind;
+        if (kd == VT_OPK_MATMUL) g += 2.0 * (double)a[2] * (double)a[3] * (double)a[4];
+        if (kd == VT_OPK_BMM) g += 2.0 * (double)a[0] * (double)a[1] * (double)a[2] * (double)a[3];
+        if (kd == VT_OPK_CONV2D || kd == VT_OPK_CONV2D_WGRAD || kd == VT_OPK_CONV2D_DGRAD) {
             /* B H W C k stride pad chw Co: 2 M K Co, M the output pixels and K = k k C (the input gradient:
-             * the same products, B H W rows of k k Co) */
+             * the same products, B H W rows of k k Co; in the mode the dense G x W', every pixel) */
             double Ho = (double)((a[1] + 2 * a[6] - a[4]) / a[5] + 1), Wo = (double)((a[2] + 2 * a[6] - a[4]) / a[5] + 1);
-            g += 2.0 * (double)a[0] * Ho * Wo * (double)(a[4] * a[4] * a[3]) * (double)a[8];
+            double M = (double)a[0] * Ho * Wo, P = (double)a[0] * (double)a[1] * (double)a[2], kk = (double)(a[4] * a[4]);
+            double f = 2.0 * M * kk * (double)a[3] * (double)a[8], fl = M * kk * (double)a[3];
+            if (kd == VT_OPK_CONV2D_DGRAD && rc->gemm_arith) {
+                f = 2.0 * P * kk * (double)a[8] * (double)a[3];
+                fl = P * kk * (double)a[8] + kk * (double)a[8] * (double)a[3];
+                if (f > *dense_max) *dense_max = f;
+            }
+            g += f;
+            if (rc->gemm_arith && fl > *tc_floats) *tc_floats = fl;
         }
     }
     vt_program_free(&p);
@@ -47,27 +59,35 @@ static void check_recipe(const char *name, const vt_recipe *fp)
     const double factors[] = {1.0, 1.5, 37.125, 1000.0};
     vt_game_needs f0, f1;
     vt_game_cost(fp, 0, NULL, &f0);
-    double G = gemm_flop(fp);
+    double dense, floats;
+    double G = gemm_flop(fp, &dense, &floats);
     CHECK(G > 0 && G < f0.step_flop, "%s: GEMM flop %g of %g", name, G, f0.step_flop);
     for (int v = 1; vt_gemm_arith_names[v]; v++) {
         vt_recipe tc = *fp;
         char set[64];
         snprintf(set, sizeof set, "gemm_arith=%s", vt_gemm_arith_names[v]);
         CHECK_OK(vt_recipe_set(&tc, set));
-        CHECK(gemm_flop(&tc) == G, "%s %s: the mode changes the GEMMs", name, vt_gemm_arith_names[v]);
+        /* the mode's GEMMs: program 1's (and the GPT's) the same; programs 2 and 3 of the CNN form their
+         * convolutions' operands, the input gradient's GEMM dense */
+        const double Gt = gemm_flop(&tc, &dense, &floats);
+        CHECK(Gt >= G && (Gt == G) == (dense == 0), "%s %s: GEMM flop %g, fp64 %g", name, vt_gemm_arith_names[v], Gt, G);
+        const uint64_t want_bytes = f0.bytes + (uint64_t)(4.0 * floats);
+        const uint64_t want_op = dense > (double)f0.op_flop ? (uint64_t)dense : f0.op_flop;
         for (size_t i = 0; i < sizeof factors / sizeof factors[0]; i++) {
             vt_game_limits lim;
             memset(&lim, 0, sizeof lim);
             for (int u = 0; u < VT_GAME_ARITH_MAX; u++) lim.arith_factor[u] = u == v ? factors[i] : 1e3 + u;
             vt_game_needs t;
             vt_game_cost(&tc, 0, &lim, &t);
-            double want = f0.step_flop + (factors[i] - 1.0) * G;
+            double want = f0.step_flop - G + factors[i] * Gt;
             CHECK(fabs(t.step_flop - want) <= 1e-12 * want, "%s %s x %g: step flop %.17g, want %.17g", name,
                   vt_gemm_arith_names[v], factors[i], t.step_flop, want);
-            CHECK(t.gemm_flop == G && t.arith_factor == factors[i], "%s %s: gemm_flop %g factor %g", name,
+            CHECK(t.gemm_flop == Gt && t.arith_factor == factors[i], "%s %s: gemm_flop %g factor %g", name,
                   vt_gemm_arith_names[v], t.gemm_flop, t.arith_factor);
-            CHECK(t.bytes == f0.bytes && t.op_flop == f0.op_flop, "%s %s: memory or the largest operation weighed",
-                  name, vt_gemm_arith_names[v]);
+            CHECK(t.bytes == want_bytes && t.op_flop == want_op,
+                  "%s %s: memory %llu (want %llu) or the largest operation %llu (want %llu)", name,
+                  vt_gemm_arith_names[v], (unsigned long long)t.bytes, (unsigned long long)want_bytes,
+                  (unsigned long long)t.op_flop, (unsigned long long)want_op);
             vt_game_cost(fp, 0, &lim, &f1); /* fp64: the weights do not apply */
             CHECK(f1.step_flop == f0.step_flop && f1.arith_factor == 1.0, "%s fp64 weighed: %.17g vs %.17g", name,
                   f1.step_flop, f0.step_flop);
@@ -77,8 +97,9 @@ static void check_recipe(const char *name, const vt_recipe *fp)
         vt_game_needs a, b;
         vt_game_cost(&tc, 0, &zero, &a);
         vt_game_cost(&tc, 0, NULL, &b);
-        CHECK(fabs(a.step_flop - f0.step_flop) <= 1e-12 * f0.step_flop && a.step_flop == b.step_flop,
-              "%s %s: no weight is not weight 1", name, vt_gemm_arith_names[v]);
+        const double w1 = f0.step_flop - G + Gt; /* weight 1: the mode's GEMMs at fp64's price */
+        CHECK(fabs(a.step_flop - w1) <= 1e-12 * w1 && a.step_flop == b.step_flop, "%s %s: no weight is not weight 1",
+              name, vt_gemm_arith_names[v]);
     }
 }
 
