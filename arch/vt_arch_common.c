@@ -145,5 +145,6 @@ vt_err vt_program_build(const vt_recipe *rcp, vt_program *p)
         default: e = vt_set_error(VT_ERR_ARG, "recipe: unknown arch %d", (int)rcp->arch);
         }
     if (e) vt_program_free(p);
+    else p->gemm_arith = (uint32_t)rcp->gemm_arith;
     return e;
 }

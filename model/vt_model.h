@@ -163,7 +163,7 @@ typedef struct {
     double arenas;     /* the tensor arenas: state, inputs, activations, gradients */
     double state;      /* of these, the state's bytes this rank holds (sharded: its optimiser values only) */
     double opt;        /* of these, the optimiser state's */
-    double scratch;    /* the operations' FP64 scratch and norms */
+    double scratch;    /* the operations' FP64 scratch and norms (and a tensor-core mode's convolution operands) */
     double data_order; /* the batch indices and the epoch's permutation */
     double total;      /* bytes */
 } vt_model_mem;

@@ -59,6 +59,13 @@ void vti_model_need_of(const vt_program *p, uint32_t batch, size_t n_examples, c
     need->arenas = need->state ? need->state : 1.0;
     for (int c = VT_TC_BUFFER + 1; c < VT_TC_COUNT; c++) need->arenas += p->arena_bytes[c] ? (double)p->arena_bytes[c] : 1.0;
     need->scratch = scratch * (3.0 * sizeof(double) + sizeof(float)) + norms * 2.0 * sizeof(double);
+    double tcs = 0; /* a tensor-core mode's convolution operands, formed by the kind (the largest) */
+    for (uint32_t j = 1; p->gemm_arith && j <= p->n_ops; j++) {
+        double f, fl;
+        vt_op_tc_cost(&p->op[j], &f, &fl);
+        if (fl > tcs) tcs = fl;
+    }
+    need->scratch += tcs * sizeof(float);
     need->data_order = (double)batch * sizeof(size_t) + (double)n_examples * sizeof(uint32_t);
     need->total = need->arenas + need->scratch + need->data_order;
 }

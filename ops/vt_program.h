@@ -77,6 +77,9 @@ typedef struct {
      * n_ops + n_eval]; they are not part of the step (no id in it, never logged or disputed).
      * 0: evaluation runs fwd_first .. fwd_last. */
     uint32_t n_eval, eval_first;
+    uint32_t gemm_arith;    /* the recipe's GEMM arithmetic (vt_gemm_arith_names): a tensor-core mode's
+                             * convolution kinds form their operands in memory of their own (vt_op_tc_cost),
+                             * which the memory plan counts */
     int bad;                /* the builder ran out of memory or was given a bad tensor */
 } vt_program;
 

@@ -142,6 +142,31 @@ int main(void)
     vt_model_need(&m1.prog, r.batch, 1000, &need);
     CHECK(need.total >= (double)m1.n_state * 4, "need covers the state");
     vt_model_free(&m1);
+    /* a tensor-core mode's convolutions (step program 3) form their operands in memory of their own: the
+     * plan counts the largest, im2col's columns of the stem (B*H*W pixels x 3*3*3) */
+    CHECK_OK(vt_recipe_load_file(&r, "recipes/resnet-cifar10.json"));
+    CHECK_OK(vt_recipe_set(&r, "program_version=3"));
+    vt_model_mem fp, tcm;
+    CHECK_OK(vt_program_build(&r, &prog));
+    vt_model_need(&prog, r.batch, 1000, &fp);
+    vt_program_free(&prog);
+    CHECK_OK(vt_recipe_set(&r, "gemm_arith=tc-bf16-sm90"));
+    CHECK_OK(vt_program_build(&r, &prog));
+    vt_model_need(&prog, r.batch, 1000, &tcm);
+    double most = 0;
+    for (uint32_t j = 1; j <= prog.n_ops; j++) {
+        const int64_t *a = prog.op[j].iarg;
+        uint16_t kd = prog.op[j].kind;
+        if (kd != VT_OPK_CONV2D && kd != VT_OPK_CONV2D_WGRAD && kd != VT_OPK_CONV2D_DGRAD) continue;
+        double kk = (double)(a[4] * a[4]), Ho = (double)((a[1] + 2 * a[6] - a[4]) / a[5] + 1),
+               Wo = (double)((a[2] + 2 * a[6] - a[4]) / a[5] + 1);
+        double f = kd == VT_OPK_CONV2D_DGRAD ? (double)a[0] * a[1] * a[2] * kk * a[8] + kk * a[8] * a[3]
+                                             : (double)a[0] * Ho * Wo * kk * a[3];
+        if (f > most) most = f;
+    }
+    vt_program_free(&prog);
+    CHECK(most > 0 && tcm.scratch == fp.scratch + 4 * most && tcm.total == fp.total + 4 * most,
+          "the tc mode's convolution operands: scratch %.0f against %.0f + 4 x %.0f", tcm.scratch, fp.scratch, most);
 
 #ifndef VT_ASAN
     /* the out-of-memory message shows the real size (it printed "0 state values"): a child under
