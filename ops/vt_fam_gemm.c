@@ -332,25 +332,39 @@ vt_err vti_conv2d_check(const vt_program *p, const vt_opdesc *o)
     return want(p, o, o->out[0], VT_DT_F32, K * Co, "weight gradient");
 }
 
-/* The tensor-core mode (gemm_arith = tc-*; docs/tensorcore.md "The mode"): each kind is
- * step program 1's tensor-core GEMM of the same operands, formed here instead of as tensors - the
- * im2col columns [M, K] (the forward pass: columns x W; the weight gradient: columns^T x dY) or the
- * input gradient's gather G [B*H*W, k*k*Co] and transposed weight W' [k*k*Co, C] (G x W') - so the
- * model sums the same K terms in the same order and the FP32 results are program 1's bits. */
-static vt_err conv2d_tc(vt_opctx *c, const vt_tc_arch *tc, const vt_conv_geom *g, size_t Co, size_t M, size_t K)
+int vt_conv_as_gemm(const vt_opdesc *o, vt_conv_gemm *cg)
 {
-    const int dgrad = c->o->kind == VT_OPK_CONV2D_DGRAD;
-    const size_t P = g->B * g->H * g->W, KD = g->k * g->k * Co; /* the input gradient's rows and K */
-    float *a = malloc((dgrad ? P * KD : M * K) * sizeof *a), *wp = dgrad ? malloc(KD * g->C * sizeof *wp) : NULL;
-    vt_err e = a && (wp || !dgrad) ? VT_OK : vt_set_error(VT_ERR_NOMEM, "out of memory (\"%s\": its GEMM's operand)", c->o->name);
-    if (!e && dgrad) {
-        vt_conv_dgather_f32(g, Co, IN(0), a);
-        vt_conv_wperm_f32(g->k, g->C, Co, IN(1), wp);
-        e = tc_op(c, tc, 0, 0, P, g->C, KD, a, wp, OUT(0));
-    } else if (!e) {
-        vt_im2col_f32(g, IN(0), a);
-        e = c->o->kind == VT_OPK_CONV2D ? tc_op(c, tc, 0, 0, M, Co, K, a, IN(1), OUT(0))
-                                        : tc_op(c, tc, 1, 0, K, Co, M, a, IN(1), OUT(0));
+    if (o->kind != VT_OPK_CONV2D && o->kind != VT_OPK_CONV2D_WGRAD && o->kind != VT_OPK_CONV2D_DGRAD) return 0;
+    const int64_t *a = o->iarg; /* B H W C k stride pad chw Co */
+    memset(cg, 0, sizeof *cg);
+    if (a[8] < 1 || vt_conv_geom_make(&cg->g, a[0], a[1], a[2], a[3], a[4], a[5], a[6], (int)a[7]) != VT_OK) return 0;
+    const vt_conv_geom *g = &cg->g;
+    cg->Co = (size_t)a[8], cg->dgrad = o->kind == VT_OPK_CONV2D_DGRAD, cg->ta = o->kind == VT_OPK_CONV2D_WGRAD;
+    const size_t P = g->B * g->Ho * g->Wo, KC = g->k * g->k * g->C; /* output pixels; im2col's K */
+    if (cg->dgrad) {
+        cg->M = g->B * g->H * g->W, cg->N = g->C, cg->K = g->k * g->k * cg->Co;
+        return !__builtin_mul_overflow(cg->M, cg->K, &cg->n_a) && !__builtin_mul_overflow(cg->K, cg->N, &cg->n_wp);
+    }
+    cg->M = cg->ta ? KC : P, cg->N = cg->Co, cg->K = cg->ta ? P : KC;
+    return !__builtin_mul_overflow(P, KC, &cg->n_a);
+}
+
+/* The tensor-core mode (gemm_arith = tc-*; docs/tensorcore.md "The mode"): each kind is step program
+ * 1's tensor-core GEMM of the same operands (vt_conv_as_gemm), formed here instead of as tensors, so
+ * the model sums the same K terms in the same order and the FP32 results are program 1's bits. */
+static vt_err conv2d_tc(vt_opctx *c, const vt_tc_arch *tc)
+{
+    vt_conv_gemm cg;
+    VT_RETURN_ERROR_IF(!vt_conv_as_gemm(c->o, &cg), VT_ERR_INTERNAL, "\"%s\": the convolution is too large", c->o->name);
+    float *a = malloc(cg.n_a * sizeof *a), *wp = cg.dgrad ? malloc(cg.n_wp * sizeof *wp) : NULL;
+    vt_err e = a && (wp || !cg.dgrad) ? VT_OK : vt_set_error(VT_ERR_NOMEM, "out of memory (\"%s\": its GEMM's operand)", c->o->name);
+    if (!e) {
+        if (cg.dgrad) {
+            vt_conv_dgather_f32(&cg.g, cg.Co, IN(0), a);
+            vt_conv_wperm_f32(cg.g.k, cg.g.C, cg.Co, IN(1), wp);
+        } else
+            vt_im2col_f32(&cg.g, IN(0), a);
+        e = tc_op(c, tc, cg.ta, 0, cg.M, cg.N, cg.K, a, cg.dgrad ? wp : IN(1), OUT(0));
     }
     free(a);
     free(wp);
@@ -363,7 +377,7 @@ vt_err vti_conv2d_exec(vt_opctx *c)
     size_t Co = 0, M = 0, K = 0;
     VT_FORWARD_IF_ERROR(conv2d_geom(c->o, &g, &Co, &M, &K));
     const vt_tc_arch *tc = vt_gemm_arith_model(c->gemm_arith);
-    if (tc) return conv2d_tc(c, tc, &g, Co, M, K);
+    if (tc) return conv2d_tc(c, tc);
     vt_bounds bd;
     vt_conv_ref ref;
     if (c->o->kind == VT_OPK_CONV2D) {
@@ -403,20 +417,11 @@ void vti_conv2d_cost(const vt_program *p, const vt_opdesc *o, vt_opcost *out)
 
 void vt_op_tc_cost(const vt_opdesc *o, double *flop, double *floats)
 {
+    vt_conv_gemm cg;
     *flop = *floats = 0;
-    if (o->kind != VT_OPK_CONV2D && o->kind != VT_OPK_CONV2D_WGRAD && o->kind != VT_OPK_CONV2D_DGRAD) return;
-    const int64_t *a = o->iarg; /* B H W C k stride pad chw Co (checked with the program) */
-    const double kk = (double)a[4] * (double)a[4], C = (double)a[3], Co = (double)a[8];
-    if (o->kind == VT_OPK_CONV2D_DGRAD) { /* conv2d_tc: G [B*H*W, k*k*Co] x W' [k*k*Co, C] */
-        const double P = (double)a[0] * (double)a[1] * (double)a[2];
-        *flop = 2 * P * kk * Co * C;
-        *floats = P * kk * Co + kk * Co * C;
-    } else { /* the columns [B*Ho*Wo, k*k*C], times W or (transposed) times dY */
-        const double Ho = (double)((a[1] + 2 * a[6] - a[4]) / a[5] + 1), Wo = (double)((a[2] + 2 * a[6] - a[4]) / a[5] + 1);
-        const double M = (double)a[0] * Ho * Wo;
-        *flop = 2 * M * kk * C * Co;
-        *floats = M * kk * C;
-    }
+    if (!vt_conv_as_gemm(o, &cg)) return;
+    *flop = 2 * (double)cg.M * (double)cg.N * (double)cg.K;
+    *floats = (double)cg.n_a + (double)cg.n_wp;
 }
 
 /* the plain form keeps the im2col matrix (a scratch buffer, not a tensor) and one CBLAS GEMM */

@@ -29,6 +29,7 @@
 #include "../data/vt_data.h"
 #include "../dist/vt_dist.h"
 #include "../backend/vt_backend.h"
+#include "../kernels/vt_cnn.h"
 #include "../kernels/vt_kernels.h"
 #include "../rounding/vt_round.h"
 #include "vt_kinds.h"
@@ -54,10 +55,24 @@ double vt_schedule_lr(const vt_schedule *sc, uint64_t s);
 extern const char *const vt_gemm_arith_names[];
 struct vt_tc_arch_s;
 const struct vt_tc_arch_s *vt_gemm_arith_model(uint32_t v);
-/* A convolution kind in a tensor-core mode (ops/vt_fam_gemm.c conv2d_tc): *flop, the flop of the GEMM it
- * runs (the input gradient's dense G x W', s*s times its phase classes' for stride s), and *floats, the
- * FP32 operands it forms in memory of its own (im2col's columns, or G and W'); both 0 for another kind.
- * The game's clock and memory estimate count them (game/vt_game_cost.c). */
+/* A convolution kind (conv2d, conv2d_weight_grad, conv2d_input_grad) as step program 1's GEMM
+ * C [M, N] = op(A) B of operands formed from its inputs: A the im2col columns [B*Ho*Wo, k*k*C] of its
+ * input (conv2d: A W; the weight gradient, ta: A^T dY, K the batch's pixels) or the input gradient's
+ * gather G [B*H*W, k*k*Co] of dY (dgrad: G W', W' [k*k*Co, C] the per-tap transpose of W). Formed so by
+ * the tensor-core mode (ops/vt_fam_gemm.c conv2d_tc) and by the CUDA backend (vt_dev_conv). */
+typedef struct {
+    vt_conv_geom g;      /* the convolution's geometry (input C channels) */
+    size_t Co;           /* output channels */
+    int dgrad, ta;
+    size_t M, N, K;
+    size_t n_a, n_wp;    /* elements of A, and of W' (the input gradient; else 0) */
+} vt_conv_gemm;
+/* 1 and *cg for a convolution kind of a checked program; 0 for another kind or sizes that overflow. */
+int vt_conv_as_gemm(const vt_opdesc *o, vt_conv_gemm *cg);
+/* A convolution kind in a tensor-core mode (conv2d_tc): *flop, the flop of the GEMM it runs
+ * (vt_conv_as_gemm's: the input gradient's dense G x W', s*s times its phase classes' for stride s), and
+ * *floats, the FP32 operands it forms in memory of its own; both 0 for another kind. The game's clock
+ * and memory estimate (game/vt_game_cost.c) and the memory plan (model/vt_model_mem.c) count them. */
 void vt_op_tc_cost(const vt_opdesc *o, double *flop, double *floats);
 
 /* The FP64 scratch an operation may use, sized by the interpreter from the operations' costs

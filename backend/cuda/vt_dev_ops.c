@@ -202,30 +202,18 @@ static int make_move(const mk *k, vt_dev_op *d)
 int vt_dev_conv_make(const struct vt_model *m, const vt_rctx *rctx, uint32_t op_id, vt_dev_conv *d)
 {
     const vt_opdesc *o = &m->prog.op[op_id];
-    if (o->kind != VT_OPK_CONV2D && o->kind != VT_OPK_CONV2D_WGRAD && o->kind != VT_OPK_CONV2D_DGRAD) return 0;
+    vt_conv_gemm cg;
+    if (!vt_conv_as_gemm(o, &cg)) return 0;
     /* log rounding records by the kind's own bound: the input gradient's is program 1's GEMM's, the
      * forward pass's and the weight gradient's are not (no tight bound), so those two run on the host */
-    if (rctx->bound.rounding != VT_ROUNDING_EXACT && !vt_gemm_arith_model((uint32_t)m->rcp.gemm_arith) &&
-        o->kind != VT_OPK_CONV2D_DGRAD)
+    if (rctx->bound.rounding != VT_ROUNDING_EXACT && !vt_gemm_arith_model((uint32_t)m->rcp.gemm_arith) && !cg.dgrad)
         return 0;
-    const int64_t *a = o->iarg; /* B H W C k stride pad chw Co (checked with the program) */
     memset(d, 0, sizeof *d);
-    d->dgrad = o->kind == VT_OPK_CONV2D_DGRAD;
-    d->ta = o->kind == VT_OPK_CONV2D_WGRAD;
-    d->k = (size_t)a[4], d->C = (size_t)a[3], d->Co = (size_t)a[8];
-    /* the input gradient gathers dY: conv_grad_gather's geometry, its channels the output channels */
-    if (vt_conv_geom_make(&d->g, a[0], a[1], a[2], d->dgrad ? a[8] : a[3], a[4], a[5], a[6], d->dgrad ? 0 : (int)a[7]) !=
-        VT_OK)
-        return 0;
-    const size_t P = d->g.B * d->g.Ho * d->g.Wo, KC = d->k * d->k * d->C; /* output pixels; im2col's K */
-    if (d->dgrad) {
-        d->M = d->g.B * d->g.H * d->g.W, d->N = d->C, d->K = d->k * d->k * d->Co;
-        if (__builtin_mul_overflow(d->M, d->K, &d->n_a) || __builtin_mul_overflow(d->K, d->C, &d->n_wp)) return 0;
-    } else {
-        d->M = d->ta ? KC : P, d->N = d->Co, d->K = d->ta ? P : KC;
-        d->n_a = P * KC;
-    }
-    return d->dgrad ? d->n_a / d->K == d->M : d->n_a / KC == P; /* the program's checks bound the sizes */
+    d->g = cg.g, d->dgrad = cg.dgrad, d->ta = cg.ta;
+    d->M = cg.M, d->N = cg.N, d->K = cg.K, d->n_a = cg.n_a, d->n_wp = cg.n_wp;
+    d->k = cg.g.k, d->C = cg.g.C, d->Co = cg.Co;
+    if (d->dgrad) d->g.C = cg.Co, d->g.chw = 0; /* the gather of dY: conv_grad_gather's geometry (Ho, Wo as they are) */
+    return 1;
 }
 
 int vt_dev_op_make(const struct vt_model *m, const vt_rctx *rctx, uint32_t op_id, uint64_t step,
