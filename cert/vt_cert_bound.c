@@ -832,6 +832,17 @@ static double backward_lb(vt_cert_ctx *c, uint32_t k, int from_a, const double *
  * subdomain {x in the box, a(x) on the split's side} (for each network), and the two sides of a split
  * cover its parent. A side the bounds exclude (active with u < 0, inactive with l > 0) is empty:
  * infeasible is set and 0 returned (every bound of an empty set holds). */
+/* ReLU (k, j) clamped to one side of its split: its interval, its output's bounds, no relaxation. */
+static void clamp_relu(vt_cert_ctx *c, uint32_t k, uint32_t j, int active)
+{
+    double al = c->al[k][j], au = c->au[k][j];
+    if (active) al = al > 0 ? al : 0;
+    else au = au < 0 ? au : 0;
+    c->al[k][j] = al, c->au[k][j] = au;
+    c->hl[k][j] = al > 0 ? al : 0, c->hu[k][j] = c->hm[k][j] = au > 0 ? au : 0;
+    c->slope[k][j] = 0; /* stable now */
+}
+
 static int apply_splits(vt_cert_ctx *c, uint32_t k)
 {
     for (uint32_t q = 0; q < c->n_splits; q++) {
@@ -843,11 +854,7 @@ static int apply_splits(vt_cert_ctx *c, uint32_t k)
             c->infeasible = 1;
             return 0;
         }
-        if (sp->active) al = al > 0 ? al : 0;
-        else au = au < 0 ? au : 0;
-        c->al[k][j] = al, c->au[k][j] = au;
-        c->hl[k][j] = al > 0 ? al : 0, c->hu[k][j] = c->hm[k][j] = au > 0 ? au : 0;
-        c->slope[k][j] = 0; /* stable now */
+        clamp_relu(c, k, j, sp->active);
     }
     return 1;
 }
@@ -1199,12 +1206,8 @@ static double fsb_side(vt_cert_ctx *c, const double *row, const double *alpha_ro
     double *arr[] = {&c->al[m][i], &c->au[m][i], &c->hl[m][i], &c->hu[m][i], &c->hm[m][i], &c->slope[m][i]};
     double keep[6];
     for (int q = 0; q < 6; q++) keep[q] = *arr[q];
-    double l = c->al[m][i], u = c->au[m][i], v;
-    if (active) l = l > 0 ? l : 0;
-    else u = u < 0 ? u : 0;
-    c->al[m][i] = l, c->au[m][i] = u;
-    c->hl[m][i] = l > 0 ? l : 0, c->hu[m][i] = c->hm[m][i] = u > 0 ? u : 0, c->slope[m][i] = 0;
-    v = backward_lb(c, c->L, 1, row, alpha_row);
+    clamp_relu(c, m, i, active);
+    double v = backward_lb(c, c->L, 1, row, alpha_row);
     for (int q = 0; q < 6; q++) *arr[q] = keep[q];
     return v;
 }
@@ -1235,12 +1238,16 @@ int vt_cert_branch_pick(vt_cert_ctx *c, const double *row, const double *alpha_r
      * score's best first) */
     double *xs = c->pass_best; /* the branching pass's point, which the caller reads after */
     memcpy(xs, c->xs, c->n[0] * sizeof *xs);
-    double bestv = -INFINITY;
+    uint32_t cand[2 * VTI_FSB_TOP][2], nc = 0; /* the two lists, the first score's first, without repeats */
     for (uint32_t q = 0; q < n1 + n2; q++) {
-        uint32_t m = q < n1 ? top1[q][0] : top2[q - n1][0], i = q < n1 ? top1[q][1] : top2[q - n1][1], dup = 0;
-        for (uint32_t r = 0; r < q && !dup; r++)
-            dup = (r < n1 ? top1[r][0] : top2[r - n1][0]) == m && (r < n1 ? top1[r][1] : top2[r - n1][1]) == i;
-        if (dup) continue;
+        const uint32_t *t = q < n1 ? top1[q] : top2[q - n1];
+        uint32_t r = 0;
+        while (r < nc && !(cand[r][0] == t[0] && cand[r][1] == t[1])) r++;
+        if (r == nc) cand[nc][0] = t[0], cand[nc][1] = t[1], nc++;
+    }
+    double bestv = -INFINITY;
+    for (uint32_t q = 0; q < nc; q++) {
+        const uint32_t m = cand[q][0], i = cand[q][1];
         double v = fsb_side(c, row, alpha_row, m, i, 1) + fsb_side(c, row, alpha_row, m, i, 0);
         if (v > bestv || q == 0) bestv = v, *layer = m, *index = i;
     }
