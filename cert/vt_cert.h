@@ -131,6 +131,15 @@ void vt_cert_set_row_closes(vt_cert_ctx *c, vt_cert_row_closes_fn fn, const void
  * (every row's, vt_cert_n_alpha_row each; the unstable values') instead of CROWN's, the multipliers
  * from beta's (ns per row: the first ns splits', the others from 0): a parent subdomain's. */
 void vt_cert_set_warm(vt_cert_ctx *c, const double *alpha, const double *beta, uint32_t ns);
+/* Branch and bound's row plan for the next bounds (borrowed until reset with NULL): the n rows (the
+ * alpha rows, vt_cert_bounds' margins in class order without the label, or vt_cert_spec_bounds' rows)
+ * bounded in order[] (each row once), in groups (last[i] set: order[i] ends its group, a disjunct of
+ * the property). Once every row of a group has been bounded without closing (row_closed, as the search
+ * tests it), the subdomain cannot close and is split: the rows after it are not bounded (skip[r] set,
+ * their bound -inf, their slopes and multipliers the warm start's, else CROWN's and 0), and the caller
+ * takes a sound bound of them from elsewhere (the parent subdomain's). skip[] is cleared for the rows
+ * bounded. Only with vt_cert_set_bab_search on and alpha-CROWN. */
+void vt_cert_set_row_plan(vt_cert_ctx *c, const uint32_t *order, const uint8_t *last, uint32_t n, uint8_t *skip);
 /* The next bounds (once) leave hidden layers 1..upto-1 as the context's last complete bounds left them
  * and take layer upto's from those bounds before their clamps, then clamp it with the new splits (a
  * replay's leaf after another of the same box whose splits on layers below upto are the same: the same

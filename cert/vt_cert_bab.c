@@ -98,6 +98,15 @@ vt_err vti_bab_root(vti_bab_tree *t, size_t na, uint32_t C, const double *alpha,
     return vti_bab_root_rows(t, na, C - 1, C, alpha, lb);
 }
 
+void vti_bab_order(const double *key, uint32_t n, uint32_t *order)
+{
+    for (uint32_t i = 0; i < n; i++) { /* insertion: stable, n small */
+        uint32_t q = i;
+        while (q > 0 && key[order[q - 1]] > key[i]) order[q] = order[q - 1], q--;
+        order[q] = i;
+    }
+}
+
 static double min_margin(const double *lb, uint32_t C, uint32_t label, uint32_t *jmin)
 {
     double mn = INFINITY;
@@ -170,6 +179,14 @@ static vt_err margins_candidate(vti_bab_prob *p, vt_cert_ctx *c, const double *p
     return vti_cert_attack_from(c, at->x, at->eps, m->label, m->xf, jmin, &sa, at->confirm, at->cctx, at->cex, found);
 }
 
+/* The margins closest to failing in the parent first, each its own group (ties: the class order). */
+static void margins_plan(vti_bab_prob *p, const double *plb, uint32_t *order, uint8_t *last, uint32_t *lbi, double *key)
+{
+    margins *m = p->ctx;
+    for (uint32_t r = 0; r < p->R; r++) lbi[r] = r + (r >= m->label), last[r] = 1, key[r] = plb[lbi[r]];
+    vti_bab_order(key, p->R, order);
+}
+
 static vt_err margins_open(vt_cert_ctx *c, margins *m, vti_bab_prob *p)
 {
     uint32_t d = m->at ? m->at->d : 1, maxw = vt_cert_max_width(c);
@@ -178,7 +195,7 @@ static vt_err margins_open(vt_cert_ctx *c, margins *m, vti_bab_prob *p)
     memset(p, 0, sizeof *p);
     p->R = m->C - 1, p->nlb = m->C, p->what = "margin", p->ctx = m, p->progress = m->at && m->at->progress;
     p->xl = m->xl, p->xu = m->xu, p->d = vti_cert_in_width(c);
-    p->bound = margins_bound, p->worst = margins_worst, p->candidate = margins_candidate;
+    p->bound = margins_bound, p->worst = margins_worst, p->candidate = margins_candidate, p->plan = margins_plan;
     return !m->lg || !m->xd || !m->xf ? vt_set_error(VT_ERR_NOMEM, "out of memory") : VT_OK;
 }
 
@@ -209,6 +226,10 @@ typedef struct {
     /* the replay: the splits of the leaf a worker bounded last (psp, pn), whose layers its context holds */
     vt_cert_split *psp[VT_PAR_MAX];
     uint32_t pn[VT_PAR_MAX];
+    /* the search: a child's row plan (vt_cert_set_row_plan; workers_plan) */
+    uint32_t *order[VT_PAR_MAX], *lbi[VT_PAR_MAX];
+    uint8_t *last[VT_PAR_MAX], *skip[VT_PAR_MAX];
+    double *key[VT_PAR_MAX];
 } workers;
 
 static void workers_close(workers *w)
@@ -216,9 +237,22 @@ static void workers_close(workers *w)
     for (int k = 0; k < w->n; k++) {
         if (k > 0) vt_cert_ctx_free(w->c[k]);
         free(w->sp[k]), free(w->row[k]), free(w->lb[k]), free(w->alpha[k]), free(w->beta[k]), free(w->xl[k]), free(w->xu[k]);
-        free(w->psp[k]);
+        free(w->psp[k]), free(w->order[k]), free(w->lbi[k]), free(w->last[k]), free(w->skip[k]), free(w->key[k]);
     }
     w->n = 0;
+}
+
+/* Each worker's row plan work for R rows. */
+static vt_err workers_plan(workers *w, uint32_t R)
+{
+    size_t n = R ? R : 1;
+    for (int k = 0; k < w->n; k++) {
+        w->order[k] = malloc(n * sizeof *w->order[k]), w->lbi[k] = malloc(n * sizeof *w->lbi[k]);
+        w->last[k] = malloc(n), w->skip[k] = malloc(n), w->key[k] = malloc(n * sizeof *w->key[k]);
+        if (!w->order[k] || !w->lbi[k] || !w->last[k] || !w->skip[k] || !w->key[k])
+            return vt_set_error(VT_ERR_NOMEM, "out of memory");
+    }
+    return VT_OK;
 }
 
 /* nlb, na: a subdomain's bounds and slopes (the replay's work; the search keeps them per subdomain). */
@@ -292,6 +326,7 @@ typedef struct {
     vt_err e;
     char msg[320];
     int timed, more, reused; /* reused: bounded here from the parent's saved layers */
+    uint32_t skipped;        /* rows not bounded (the row plan), their parent's bounds taken */
     double mn, at;
     uint32_t r, which, layer, index;
     double *rec, *lb, *alpha, *beta, *pt; /* rec: the record ranks exchange (BAB_HDR values, then the rest) */
@@ -299,11 +334,12 @@ typedef struct {
 } bab_out;
 
 /* Over ranks: a subdomain's outcome travels as its record, the scalars first (each exact in a double). */
-#define BAB_HDR 8u
+#define BAB_HDR 9u
 static void out_pack(bab_out *o)
 {
     double *h = o->rec;
     h[0] = o->timed, h[1] = o->more, h[2] = o->mn, h[3] = o->r, h[4] = o->which, h[5] = o->layer, h[6] = o->index, h[7] = o->at;
+    h[8] = o->skipped;
 }
 
 static void out_unpack(bab_out *o)
@@ -311,6 +347,7 @@ static void out_unpack(bab_out *o)
     const double *h = o->rec;
     o->e = VT_OK, o->timed = h[0] != 0, o->more = h[1] != 0, o->mn = h[2];
     o->r = (uint32_t)h[3], o->which = (uint32_t)h[4], o->layer = (uint32_t)h[5], o->index = (uint32_t)h[6], o->at = h[7];
+    o->skipped = (uint32_t)h[8];
 }
 
 typedef struct {
@@ -322,6 +359,7 @@ typedef struct {
     bab_out *o;          /* from the round's first subdomain of this rank */
     double *const *pre;  /* per node below npre: its saved prefix (NULL: none; pre NULL: VT_CERT_BAB_REUSE=0) */
     uint32_t npre;
+    int plan;            /* the children's row plan (VT_CERT_BAB_PLAN=0: none, every row bounded) */
 } bab_round;
 
 static void bound_one(void *job, int k, uint32_t i)
@@ -340,11 +378,23 @@ static void bound_one(void *job, int k, uint32_t i)
     vt_cert_set_bab_search(c, 1);
     /* input splitting overrides the ReLU choice: the scores alone, not fsb's passes, for the point */
     vt_cert_set_branching(c, b->p->input_split ? VT_CERT_BRANCH_BABSR : (vt_cert_branching)b->s->bab_branching);
-    if (par >= 0 && b->t->v[par].alpha) /* the parent's slopes and multipliers as the start */
+    /* the parent's slopes and multipliers as the start; and its bounds: its rows closest to failing
+     * first, the rest not bounded once one fails (the subdomain splits), the parent's bounds for them */
+    const double *plb = par >= 0 && b->t->v[par].alpha ? b->t->v[par].lb : NULL;
+    if (par >= 0 && b->t->v[par].alpha)
         vt_cert_set_warm(c, b->t->v[par].alpha, b->t->v[par].beta, b->t->v[par].rdepth);
+    if (plb && b->p->plan && b->plan) {
+        b->p->plan(b->p, plb, b->w->order[k], b->w->last[k], b->w->lbi[k], b->w->key[k]);
+        vt_cert_set_row_plan(c, b->w->order[k], b->w->last[k], b->p->R, b->w->skip[k]);
+    }
     vt_cert_set_split_beta(c, NULL, o->beta);
     o->e = b->p->bound(b->p, c, xl, xu, o->lb, o->alpha);
     vt_cert_set_split_beta(c, NULL, NULL);
+    if (plb && b->p->plan && b->plan) {
+        vt_cert_set_row_plan(c, NULL, NULL, 0, NULL);
+        for (uint32_t r = 0; !o->e && r < b->p->R; r++)
+            if (b->w->skip[k][r]) o->lb[b->w->lbi[k][r]] = plb[b->w->lbi[k][r]], o->skipped++;
+    }
     o->more = 0, o->mn = -INFINITY;
     if (!o->e) {
         o->mn = b->p->worst(b->p, o->lb, b->w->row[k], &o->r, &o->which);
@@ -399,6 +449,13 @@ vt_err vti_bab_search_p(vt_cert_ctx *c, vti_bab_prob *p, const vt_cert_settings 
     size_t *bytes = NULL, room = 0;
     if (!e && !o) e = vt_set_error(VT_ERR_NOMEM, "out of memory");
     if (!e && comm && !(bytes = calloc((size_t)vt_dist_size(comm), sizeof *bytes))) e = vt_set_error(VT_ERR_NOMEM, "out of memory");
+    /* the children's row plan (docs/certify.md "What the search saves"; it changes the tree, so every
+     * rank's setting counts: VT_CERT_BAB_PLAN=0 on any rank turns it off) */
+    const char *pl = getenv("VT_CERT_BAB_PLAN");
+    int64_t pon = !(pl && strcmp(pl, "0") == 0);
+    if (!e && comm) e = vt_dist_allreduce_i64(comm, &pon, 1);
+    int plan = pon == (comm ? vt_dist_size(comm) : 1);
+    if (!e && plan) e = workers_plan(&w, R);
     if (comm) e = vt_dist_agree(comm, e, NULL);
     if (!e) e = add_node(t, -1, 0);
     /* the split subdomains' saved layers, per node, until both children are bounded (docs/certify.md
@@ -437,7 +494,7 @@ vt_err vti_bab_search_p(vt_cert_ctx *c, vti_bab_prob *p, const vt_cert_settings 
         if (comm) { /* this rank's part of the round, then every part gathered (copied, in rank order) */
             int rk = vt_dist_rank(comm), sz = vt_dist_size(comm);
             uint32_t lo = (uint32_t)vti_cert_part_lo(nq, rk, sz), hi = (uint32_t)vti_cert_part_lo(nq, rk + 1, sz);
-            bab_round br = {p, s, t, &w, q0 + lo, (uint32_t)nar, d, o + lo, pre, pcap};
+            bab_round br = {p, s, t, &w, q0 + lo, (uint32_t)nar, d, o + lo, pre, pcap, plan};
             pool_each(&w, hi - lo, bound_one, &br);
             vt_err mine = VT_OK;
             for (uint32_t i = lo; i < hi; i++) {
@@ -448,7 +505,7 @@ vt_err vti_bab_search_p(vt_cert_ctx *c, vti_bab_prob *p, const vt_cert_settings 
             if (!e) e = vti_cert_share_rows(comm, buf, nq, per, tmp, bytes);
             for (uint32_t i = 0; !e && i < nq; i++) out_unpack(&o[i]);
         } else {
-            bab_round br = {p, s, t, &w, q0, (uint32_t)nar, d, o, pre, pcap};
+            bab_round br = {p, s, t, &w, q0, (uint32_t)nar, d, o, pre, pcap, plan};
             pool_each(&w, nq, bound_one, &br);
         }
         for (uint32_t i = 0; i < nq && !e; i++)
@@ -461,7 +518,7 @@ vt_err vti_bab_search_p(vt_cert_ctx *c, vti_bab_prob *p, const vt_cert_settings 
                 break;
             }
             ++*bounded;
-            t->reused += (uint32_t)r->reused;
+            t->reused += (uint32_t)r->reused, t->skipped += r->skipped;
             int32_t par = t->v[q].parent;
             if (par >= 0 && t->v[q].side == 1) { /* both children bounded: the parent's start and layers go */
                 vti_bab_node *pd = &t->v[par];
@@ -512,7 +569,7 @@ vt_err vti_bab_search_p(vt_cert_ctx *c, vti_bab_prob *p, const vt_cert_settings 
                 pre[q] = o[i].pre, o[i].pre = NULL, pbytes += pb;
             }
         }
-        for (uint32_t i = 0; i < nq; i++) free(o[i].pre), o[i].pre = NULL, o[i].reused = 0;
+        for (uint32_t i = 0; i < nq; i++) free(o[i].pre), o[i].pre = NULL, o[i].reused = 0, o[i].skipped = 0;
         q0 += nq;
     }
     if (!e && !stopped) *closed = 1;

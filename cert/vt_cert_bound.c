@@ -352,6 +352,11 @@ struct vt_cert_ctx {
      * multipliers (warm_ns per row: its splits, the first of this subdomain's), or NULL */
     const double *warm_alpha, *warm_beta;
     uint32_t warm_ns;
+    /* and the row plan (vt_cert_set_row_plan): the order, the groups' ends, the skipped rows (out) */
+    const uint32_t *plan;
+    const uint8_t *plan_last;
+    uint8_t *plan_skip;
+    uint32_t plan_n;
     /* vt_cert_set_keep: layers 1..keep_upto left as the last complete bounds (complete) wrote them */
     uint32_t keep_upto;
     int complete;
@@ -927,6 +932,46 @@ void vt_cert_set_warm(vt_cert_ctx *c, const double *alpha, const double *beta, u
     c->warm_alpha = alpha, c->warm_beta = alpha ? beta : NULL, c->warm_ns = alpha ? ns : 0;
 }
 
+void vt_cert_set_row_plan(vt_cert_ctx *c, const uint32_t *order, const uint8_t *last, uint32_t n, uint8_t *skip)
+{
+    c->plan = order && last && skip ? order : NULL, c->plan_last = last, c->plan_skip = skip, c->plan_n = n;
+}
+
+/* The bounds' loop over rows: position i's row (the plan's order, else i), and whether it is planned. */
+static uint32_t plan_row(const vt_cert_ctx *c, uint32_t i) { return c->plan ? c->plan[i] : i; }
+
+/* At the bounds' start: whether the plan applies (n rows), its skipped flags cleared. */
+static int plan_start(vt_cert_ctx *c, uint32_t n, const vt_cert_settings *s)
+{
+    if (c->plan_skip) memset(c->plan_skip, 0, c->plan_n);
+    return c->plan && c->plan_n == n && c->close_early && s->method == VT_CERT_ALPHA_CROWN;
+}
+
+/* After position i's row (closed: it closed): when it ends its group and no row of the group closed,
+ * the rows at positions i+1.. are marked skipped, with the warm start's slopes and multipliers (alpha
+ * and beta_out, cleared before: CROWN's slopes are not needed, nothing reads a skipped row's stable
+ * values); returns 1 then (the caller sets their bounds to -inf and stops). */
+static int plan_skip_rest(vt_cert_ctx *c, uint32_t i, uint32_t n, int *group_closed, int closed, double *alpha)
+{
+    c->plan_skip[c->plan[i]] = 0;
+    *group_closed |= closed;
+    if (!c->plan_last[i]) return 0;
+    if (*group_closed) {
+        *group_closed = 0;
+        return 0;
+    }
+    size_t na = c->n_alpha_row;
+    for (uint32_t q = i + 1; q < n; q++) {
+        uint32_t r = c->plan[q];
+        c->plan_skip[r] = 1;
+        if (alpha && c->warm_alpha) memcpy(alpha + (size_t)r * na, c->warm_alpha + (size_t)r * na, na * sizeof *alpha);
+        if (c->beta_out && c->warm_beta)
+            for (uint32_t k = 0; k < c->warm_ns && k < c->n_splits; k++)
+                c->beta_out[(size_t)r * c->n_splits + k] = c->warm_beta[(size_t)r * c->warm_ns + k];
+    }
+    return 1;
+}
+
 /* The intermediate bounds of the box: IBP for IBP, else CROWN intersected with IBP. Returns 0 when
  * a bound is not finite (the answer is then unknown). */
 static int layer_bounds(vt_cert_ctx *c, const double *xl, const double *xu, vt_cert_method meth)
@@ -1153,21 +1198,20 @@ vt_err vt_cert_bounds(vt_cert_ctx *c, const double *xl, const double *xu, uint32
     uint32_t L = c->L, no = c->n[L];
     VT_RETURN_ERROR_IF(label >= no, VT_ERR_ARG, "certify: label %u of %u classes", label, no);
     size_t na = c->n_alpha_row;
+    const int plan = plan_start(c, no - 1, s);
     if (alpha) memset(alpha, 0, vt_cert_n_alpha(c) * sizeof *alpha);
     if (c->beta_out) memset(c->beta_out, 0, (size_t)(no - 1) * c->n_splits * sizeof *c->beta_out);
     if (!layer_bounds(c, xl, xu, s->method)) { /* an empty subdomain: every bound holds */
         for (uint32_t j = 0; j < no; j++) lb[j] = j == label ? 0 : c->infeasible && !c->timed_out ? INFINITY : -INFINITY;
         return c->err;
     }
-    for (uint32_t j = 0, r = 0; j < no; j++) {
-        if (j == label) {
-            lb[j] = 0;
-            continue;
-        }
+    lb[label] = 0;
+    int group_closed = 0;
+    for (uint32_t i = 0; i + 1 < no; i++) { /* the margins' rows r: classes j != label, in order */
+        uint32_t r = plan ? plan_row(c, i) : i, j = r + (r >= label);
         double ibp = DN(c->al[L][label] - c->au[L][j]);
         if (s->method == VT_CERT_IBP) {
             lb[j] = ibp;
-            r++;
             continue;
         }
         double *row = c->v3;
@@ -1177,7 +1221,10 @@ vt_err vt_cert_bounds(vt_cert_ctx *c, const double *xl, const double *xu, uint32
         c->beta_r = r, c->row_floor = ibp;
         double best = crown_row(c, row, s, gv, alpha ? alpha + (size_t)r * na : NULL);
         lb[j] = best > ibp ? best : ibp; /* both sound */
-        r++;
+        if (plan && plan_skip_rest(c, i, no - 1, &group_closed, row_closed(c, best), alpha)) {
+            for (uint32_t q = i + 1; q + 1 < no; q++) lb[plan_row(c, q) + (plan_row(c, q) >= label)] = -INFINITY;
+            break;
+        }
     }
     return c->err;
 }
@@ -1272,6 +1319,7 @@ vt_err vt_cert_spec_bounds(vt_cert_ctx *c, const double *xl, const double *xu, c
 {
     uint32_t L = c->L, no = c->n[L];
     size_t na = c->n_alpha_row;
+    const int plan = plan_start(c, m, s);
     if (alpha && s->method == VT_CERT_ALPHA_CROWN) memset(alpha, 0, (size_t)m * na * sizeof *alpha);
     for (uint32_t r = 0; r < m; r++) lb[r] = -INFINITY;
     if (c->beta_out) memset(c->beta_out, 0, (size_t)m * c->n_splits * sizeof *c->beta_out);
@@ -1280,7 +1328,9 @@ vt_err vt_cert_spec_bounds(vt_cert_ctx *c, const double *xl, const double *xu, c
         return c->err;
     }
     double *work = c->xs; /* maxw doubles; free until a backward pass */
-    for (uint32_t r = 0; r < m; r++) {
+    int group_closed = 0;
+    for (uint32_t i = 0; i < m; i++) {
+        uint32_t r = plan ? plan_row(c, i) : i;
         if (expired(c)) return c->err;
         const double *cr = C + (size_t)r * no;
         double ibp = vt_cert_row_lo(cr, c->al[L], c->au[L], no, work);
@@ -1295,6 +1345,10 @@ vt_err vt_cert_spec_bounds(vt_cert_ctx *c, const double *xl, const double *xu, c
         c->beta_r = r, c->row_floor = ibp; /* branch and bound's multipliers of this row */
         double best = crown_row(c, row, s, gv, alpha && s->method == VT_CERT_ALPHA_CROWN ? alpha + (size_t)r * na : NULL);
         lb[r] = best > ibp ? best : ibp;
+        if (plan && plan_skip_rest(c, i, m, &group_closed, row_closed(c, best), alpha)) {
+            for (uint32_t q = i + 1; q < m; q++) lb[plan_row(c, q)] = -INFINITY;
+            break;
+        }
     }
     return c->err;
 }

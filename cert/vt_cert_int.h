@@ -90,6 +90,7 @@ typedef struct {
     size_t na;          /* a leaf's slopes: R x vt_cert_n_alpha_row */
     int inputs;         /* it holds an input split (versions 8, 9) */
     uint32_t reused;    /* the search: subdomains bounded in this process from their parent's saved layers */
+    uint64_t skipped;   /* the search: rows not bounded by the row plan (vt_cert_set_row_plan) */
 } vti_bab_tree;
 /* Input splitting (docs/certify.md "Input splitting"): a property of at most this many inputs is split
  * on its inputs (bisecting the widest side of the subdomain's box) instead of its ReLUs. */
@@ -117,6 +118,10 @@ typedef struct vti_bab_prob {
     vt_err (*bound)(struct vti_bab_prob *p, vt_cert_ctx *c, const double *xl, const double *xu, double *lb, double *alpha);
     double (*worst)(struct vti_bab_prob *p, const double *lb, double *row, uint32_t *r, uint32_t *which);
     vt_err (*candidate)(struct vti_bab_prob *p, vt_cert_ctx *c, const double *pt, uint32_t which, int *found);
+    /* the row plan of a child of a subdomain whose bounds were plb (nlb values; vt_cert_set_row_plan):
+     * the R rows' order, their groups' ends, and lbi[r], row r's index in the bounds; key: R doubles of
+     * work. NULL: no plan (every row bounded) */
+    void (*plan)(struct vti_bab_prob *p, const double *plb, uint32_t *order, uint8_t *last, uint32_t *lbi, double *key);
     void *ctx;
 } vti_bab_prob;
 vt_err vti_bab_search_p(vt_cert_ctx *c, vti_bab_prob *p, const vt_cert_settings *s, vti_bab_tree *t, int *closed,
@@ -146,6 +151,8 @@ vt_err vti_bab_search(vt_cert_ctx *c, const double *xl, const double *xu, uint32
                       int *found) VT_WARN_UNUSED;
 /* Each margin's smallest bound over the leaves (sound over the box: the leaves cover it). */
 void vti_bab_min_lb(const vti_bab_tree *t, double *lb);
+/* order: 0..n-1 sorted by key[] ascending, ties in index order (a plan's order) */
+void vti_bab_order(const double *key, uint32_t n, uint32_t *order);
 /* The tree's bytes: its node count, then the nodes in preorder (docs/format.md). */
 void vti_bab_put(vti_buf *o, const vti_bab_tree *t);
 /* Reads (t NULL: only checks) a recorded tree at p (avail bytes): every length, the structure (every

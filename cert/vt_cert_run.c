@@ -318,6 +318,7 @@ static vt_err compute(const vt_cert_opts *op, cert_run *r, vti_buf *o, vt_cert_r
         if (e) break;
         int closed = 0;
         uint32_t bounded = 1, reused = 0;
+        uint64_t skipped = 0;
         if (!cert && op->timeout > 0) { /* the example's own deadline */
             if (c) vt_cert_set_deadline(c, vt_now() + op->timeout);
             else vt_cert_graph_set_deadline(r->graph, vt_now() + op->timeout);
@@ -359,7 +360,7 @@ static vt_err compute(const vt_cert_opts *op, cert_run *r, vti_buf *o, vt_cert_r
                 memset(&t2, 0, sizeof t2);
                 vti_bab_attack at = {x, op->eps, d, confirm, r, cex, !op->quiet};
                 e = vti_bab_search(c, xl, xu, lab, &op->set, C, &t2, &closed, &bounded, &at, &found);
-                reused = t2.reused;
+                reused = t2.reused, skipped = t2.skipped;
                 if (!e && found) ans = VT_CERT_FALSIFIED; /* confirmed by the exact evaluation */
                 if (!e && closed) {
                     vti_bab_free(&tree);
@@ -416,8 +417,8 @@ static vt_err compute(const vt_cert_opts *op, cert_run *r, vti_buf *o, vt_cert_r
             if (isfinite(mn)) fprintf(rep->rep, "%.17g", mn);
             else fprintf(rep->rep, "null");
             if (bab) /* branch and bound: the subdomains bounded, the recorded tree's nodes */
-                fprintf(rep->rep, ", \"subdomains\": %u, \"subdomains_reused\": %u, \"tree_nodes\": %u", bounded, reused,
-                        tnodes);
+                fprintf(rep->rep, ", \"subdomains\": %u, \"subdomains_reused\": %u, \"rows_skipped\": %llu, \"tree_nodes\": %u",
+                        bounded, reused, (unsigned long long)skipped, tnodes);
             fprintf(rep->rep, "}");
             rep->first = 0;
         }

@@ -400,13 +400,30 @@ static vt_err rows_candidate(vti_bab_prob *p, vt_cert_ctx *c, const double *pt, 
     return VT_OK;
 }
 
+/* The disjuncts closest to failing in the parent first (by their best row's bound, as rows_worst
+ * measures them; ties: the disjuncts' order), each a group of its rows in order. */
+static void rows_plan(vti_bab_prob *p, const double *plb, uint32_t *order, uint8_t *last, uint32_t *lbi, double *key)
+{
+    rows_bab *b = p->ctx;
+    const vt_vnnlib *v = b->s->vn;
+    for (uint32_t r = 0; r < p->R; r++) key[r] = -INFINITY, lbi[r] = UINT32_MAX - r; /* a row of no disjunct */
+    for (uint32_t k = 0; k < v->n_disj; k++) {
+        double best = -INFINITY;
+        for (uint32_t q = v->disj_start[k]; q < v->disj_start[k + 1]; q++) best = plb[q] > best ? plb[q] : best;
+        for (uint32_t q = v->disj_start[k]; q < v->disj_start[k + 1]; q++) key[q] = best, lbi[q] = k;
+    }
+    vti_bab_order(key, p->R, order); /* a disjunct's rows stay together, in order (stable, ranges) */
+    for (uint32_t i = 0; i < p->R; i++) last[i] = i + 1 == p->R || lbi[order[i + 1]] != lbi[order[i]];
+    for (uint32_t r = 0; r < p->R; r++) lbi[r] = r;
+}
+
 static void rows_prob(rows_bab *b, vti_bab_prob *p)
 {
     memset(p, 0, sizeof *p);
     p->R = p->nlb = b->s->vn->n_rows, p->what = "row", p->ctx = b;
     p->xl = b->xl, p->xu = b->xu, p->d = b->s->vn->nx;
     p->input_split = b->s->vn->nx <= VTI_BAB_INPUT_SPLIT_MAX; /* a few inputs: split them, not the ReLUs */
-    p->bound = rows_bound, p->worst = rows_worst, p->candidate = rows_candidate;
+    p->bound = rows_bound, p->worst = rows_worst, p->candidate = rows_candidate, p->plan = rows_plan;
 }
 
 /* VNN-COMP's result file (line, then for sat the assignment) or counterexample file (line NULL): the
@@ -522,6 +539,7 @@ static vt_err compute(const vt_cert_spec_opts *o, spec_in *in, double deadline, 
     vti_bab_tree tree;
     memset(&tree, 0, sizeof tree);
     uint32_t bounded = 1, reused = 0;
+    uint64_t skipped = 0;
     if (!e && bab && (s.gr || st->method != VT_CERT_ALPHA_CROWN))
         e = vt_set_error(VT_ERR_UNSUPPORTED, "certify: beta-crown: a feed-forward ReLU network (an MLP ONNX file or run), "
                                              "not a layer graph");
@@ -579,7 +597,7 @@ static vt_err compute(const vt_cert_spec_opts *o, spec_in *in, double deadline, 
             memset(&t2, 0, sizeof t2);
             int found = 0;
             e = vti_bab_search_p(s.c, &prob, st, &t2, &closed, &bounded, &found);
-            reused = t2.reused;
+            reused = t2.reused, skipped = t2.skipped;
             if (!e && found) which = rb.which; /* confirmed by the exact evaluation; s.x holds it */
             if (!e && closed) {
                 vti_bab_free(&tree);
@@ -643,8 +661,8 @@ static vt_err compute(const vt_cert_spec_opts *o, spec_in *in, double deadline, 
         vti_cert_settings_json(rep, st, in->gr != NULL);
         fprintf(rep, "  \"result\": \"%s\",\n", vt_cert_spec_answer_name(*ans));
         if (bab) /* branch and bound: the subdomains bounded, the recorded tree's nodes */
-            fprintf(rep, "  \"subdomains\": %u,\n  \"subdomains_reused\": %u,\n  \"tree_nodes\": %u,\n", bounded, reused,
-                    tree.n);
+            fprintf(rep, "  \"subdomains\": %u,\n  \"subdomains_reused\": %u,\n  \"rows_skipped\": %llu,\n  \"tree_nodes\": %u,\n",
+                    bounded, reused, (unsigned long long)skipped, tree.n);
         fprintf(rep, "  \"disjuncts\": [");
         for (uint32_t k = 0; k < v->n_disj; k++) {
             double b = -INFINITY;

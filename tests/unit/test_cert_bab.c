@@ -5,7 +5,8 @@
  * with a split moved, a leaf dropped or a slope changed is rejected naming the node; branch and
  * bound closes boxes that alpha-CROWN alone leaves open. The spec rows' bounds on a subdomain (branch and
  * bound on a VNN-LIB property): never above the exact row value at sampled points satisfying the
- * splits, both semantics; an empty subdomain +inf. */
+ * splits, both semantics; an empty subdomain +inf. The row plan: the rows bounded as without it, the rest
+ * skipped once a group fails. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -232,6 +233,17 @@ static void test_bab(void)
  * vt_cert_spec_bounds with splits and each row's multipliers searched): rows Y_i - Y_k never above the
  * exact value, both semantics, at sampled points satisfying the splits (MPFR); an empty subdomain
  * gives +inf; the multipliers move. */
+/* A random net of two hidden layers (widths w), its context, alpha-CROWN's settings with 8 steps. */
+static vt_cert_ctx *small_net(vt_rng *r, const uint32_t *w, vt_cert_net *n, float **store, vt_cert_settings *set)
+{
+    cert_random_net(r, n, store, 3, w, 2.0, 0);
+    vt_cert_ctx *c = NULL;
+    CHECK_OK(vt_cert_ctx_new(n, &c));
+    vt_cert_settings_default(set, VT_CERT_ALPHA_CROWN);
+    set->alpha_iters = 8;
+    return c;
+}
+
 static void test_spec_rows(void)
 {
     vt_rng r = {vt_test_seed(0x5bec)};
@@ -240,13 +252,9 @@ static void test_spec_rows(void)
         const uint32_t w[4] = {4, 12, 10, 5};
         vt_cert_net n;
         float *store[8] = {0};
-        cert_random_net(&r, &n, store, 3, w, 2.0, 0);
-        vt_cert_ctx *c = NULL;
-        CHECK_OK(vt_cert_ctx_new(&n, &c));
-        if (!c) return;
         vt_cert_settings set;
-        vt_cert_settings_default(&set, VT_CERT_ALPHA_CROWN);
-        set.alpha_iters = 8;
+        vt_cert_ctx *c = small_net(&r, w, &n, store, &set);
+        if (!c) return;
         for (int box = 0; box < 12; box++) {
             float x[4];
             double xl[4], xu[4], C[3 * 5] = {0}, lb[3], beta[3 * 3];
@@ -332,6 +340,97 @@ static void test_scan_hostile(void)
     CHECK(vti_bab_scan(b, 4 + 4 + 24 - 1, 1, 2, "x", NULL, &used) == VT_ERR_FORMAT, "a truncated leaf");
     CHECK(vti_bab_scan(b, 4 + 4 + 24, 1, 2, "x", NULL, &used) == VT_OK && used == 32, "one leaf");
 }
+
+/* The row plan (vt_cert_set_row_plan): the rows in the order of a parent's bounds, in groups; the rows
+ * bounded are the order's prefix up to the first group none of whose rows closes, each with the same
+ * bound and slopes (bits) as bounding every row; the rest skipped, their bound -inf and their slopes the
+ * warm start's. Margins (one row a group) and a property's rows (groups of two). */
+static void test_plan(void)
+{
+    vt_rng r = {vt_test_seed(0x91a4)};
+    const uint32_t w[4] = {6, 20, 16, 8};
+    vt_cert_net n;
+    float *store[8] = {0};
+    vt_cert_settings set;
+    vt_cert_ctx *c = small_net(&r, w, &n, store, &set);
+    if (!c) return;
+    const size_t na = vt_cert_n_alpha_row(c);
+    const uint32_t R = 7;
+    double *warm = calloc(R * na, sizeof *warm), *a1 = calloc(R * na, sizeof *a1), *a2 = calloc(R * na, sizeof *a2);
+    int skipped_some = 0, all_bounded = 0, grouped_skip = 0;
+    for (int box = 0; box < 24 && warm && a1 && a2; box++) {
+        float x[6];
+        double xl[6], xu[6], lb0[8], lb1[8], lb2[8], key[8], C[7 * 8] = {0};
+        for (uint32_t i = 0; i < 6; i++) x[i] = (float)cert_uni(&r);
+        vt_cert_box(x, 6, box % 3 == 0 ? 0.002 : 0.02 + 0.02 * (box % 8), xl, xu);
+        uint32_t label = (uint32_t)box % 8, order[7], lbi[7];
+        if (box % 3 == 0) { /* a tiny box around a point: the network's class there (every row may close) */
+            double xd[6], lg[8];
+            for (uint32_t i = 0; i < 6; i++) xd[i] = x[i];
+            vt_cert_forward64(c, xd, lg);
+            for (uint32_t j = label = 0; j < 8; j++) label = lg[j] > lg[label] ? j : label;
+        }
+        uint8_t last[7], skip[7];
+        int spec = box >= 12; /* the property's rows label - j, in groups of two (the last alone) */
+        for (uint32_t q = 0; q < R; q++) {
+            lbi[q] = spec ? q : q + (q >= label);
+            uint32_t j = q + (q >= label);
+            C[q * 8 + label] = 1, C[q * 8 + j] = -1;
+        }
+        /* the parent: the box without splits, every row (its slopes the warm start) */
+        if (spec) CHECK_OK(vt_cert_spec_bounds(c, xl, xu, C, R, &set, lb0, warm));
+        else CHECK_OK(vt_cert_bounds(c, xl, xu, label, &set, lb0, warm));
+        for (uint32_t q = 0; q < R; q++) key[q] = lb0[lbi[q]];
+        vti_bab_order(key, R, order);
+        for (uint32_t q = 1; q < R; q++) CHECK(key[order[q - 1]] <= key[order[q]], "box %d: the order", box);
+        for (uint32_t q = 0; q < R; q++) last[q] = !spec || q % 2 == 1 || q + 1 == R;
+        if (spec) /* a group's rows together: pairs of consecutive positions */
+            for (uint32_t q = 0; q < R; q++) order[q] = q;
+        vt_cert_set_bab_search(c, 1);
+        vt_cert_set_warm(c, warm, NULL, 0);
+        if (spec) CHECK_OK(vt_cert_spec_bounds(c, xl, xu, C, R, &set, lb2, a2));
+        else CHECK_OK(vt_cert_bounds(c, xl, xu, label, &set, lb2, a2));
+        vt_cert_set_row_plan(c, order, last, R, skip);
+        if (spec) CHECK_OK(vt_cert_spec_bounds(c, xl, xu, C, R, &set, lb1, a1));
+        else CHECK_OK(vt_cert_bounds(c, xl, xu, label, &set, lb1, a1));
+        vt_cert_set_row_plan(c, NULL, NULL, 0, NULL);
+        vt_cert_set_warm(c, NULL, NULL, 0);
+        vt_cert_set_bab_search(c, 0);
+        /* the expected prefix: up to the first group with no row > 0 */
+        uint32_t upto = R, nsk = 0;
+        int gclosed = 0;
+        for (uint32_t q = 0; q < R; q++) {
+            gclosed |= lb2[lbi[order[q]]] > 0;
+            if (!last[q]) continue;
+            if (!gclosed) {
+                upto = q + 1;
+                break;
+            }
+            gclosed = 0;
+        }
+        for (uint32_t q = 0; q < R; q++) {
+            uint32_t row = order[q], k = lbi[row];
+            if (q < upto) {
+                CHECK(!skip[row] && memcmp(&lb1[k], &lb2[k], sizeof lb1[k]) == 0 &&
+                          memcmp(a1 + row * na, a2 + row * na, na * sizeof *a1) == 0,
+                      "box %d: row %u bounded with the plan, another bound or slopes (%.17g, %.17g)", box, row, lb1[k], lb2[k]);
+            } else {
+                nsk++;
+                CHECK(skip[row] && lb1[k] == -INFINITY && memcmp(a1 + row * na, warm + row * na, na * sizeof *a1) == 0,
+                      "box %d: row %u after the failing group: not skipped, or another bound or slopes", box, row);
+            }
+        }
+        skipped_some += nsk > 0, all_bounded += nsk == 0, grouped_skip += spec && nsk > 0;
+    }
+    CHECK(skipped_some >= 3 && all_bounded >= 3 && grouped_skip >= 1, "plans: %d skipped, %d bounded every row, %d grouped",
+          skipped_some, all_bounded, grouped_skip);
+    printf("row plan: %d boxes skipped rows (%d of them in groups), %d bounded every row\n", skipped_some, grouped_skip,
+           all_bounded);
+    free(warm), free(a1), free(a2);
+    vt_cert_ctx_free(c);
+    for (int k = 0; k < 8; k++) free(store[k]);
+}
+
 #endif
 
 int main(void)
@@ -343,6 +442,7 @@ int main(void)
     test_scan_hostile();
     test_bab();
     test_spec_rows();
+    test_plan();
     return vt_test_finish("test_cert_bab");
 #endif
 }
