@@ -539,7 +539,9 @@ vt_err vti_bab_search_p(vt_cert_ctx *c, vti_bab_prob *p, const vt_cert_settings 
                 stopped = 1;
                 break;
             }
+            vti_cert_set_estimate(c, 1); /* the short attack steers by estimates; the confirmation is exact */
             e = p->candidate(p, c, r->pt, r->which, found); /* the pass's smallest point, confirmed */
+            vti_cert_set_estimate(c, 0);
             if (e) break;
             if (*found || !r->more) { /* a counterexample, or nothing left to split (the relaxation is exact) */
                 stopped = 1;

@@ -229,17 +229,81 @@ VTI_AVX2 static void matvec_cols_avx2(const double *w, const double *wt, size_t 
 #define VTI_HAVE_AVX2 0
 #endif
 
+/* The search's estimate (no bound): s[r] = sum_j wt[j n + r] b[j] over the n rows of W (n x m; wtf its
+ * transpose in FP32, m x n), in FP32, each sum from +0 over the j with b[j] != 0 in index order (nz,
+ * bf: m of work); the same bits in every implementation (one order, no contraction). */
+typedef void (*dotf_cols_fn)(const float *wtf, size_t n, size_t m, const double *b, double *s, uint32_t *nz, float *bf);
+
+static size_t dotf_terms(size_t m, const double *b, uint32_t *nz, float *bf)
+{
+    size_t k = 0;
+    for (size_t j = 0; j < m; j++)
+        if (b[j] != 0) nz[k] = (uint32_t)j, bf[k++] = (float)b[j];
+    return k;
+}
+
+static void dotf_cols_scalar(const float *wtf, size_t n, size_t m, const double *b, double *s, uint32_t *nz, float *bf)
+{
+    size_t k = dotf_terms(m, b, nz, bf);
+    for (size_t r = 0; r < n; r++) {
+        float a = 0;
+        for (size_t q = 0; q < k; q++) a += wtf[(size_t)nz[q] * n + r] * bf[q];
+        s[r] = a;
+    }
+}
+
+typedef float vt_v8f __attribute__((vector_size(32)));
+
+/* thirty-two rows a step, their terms read contiguously from wtf; the rest as the reference */
+VTI_INLINE void dotf_cols_lanes(const float *wtf, size_t n, size_t m, const double *b, double *s, uint32_t *nz, float *bf)
+{
+    size_t k = dotf_terms(m, b, nz, bf), r = 0;
+    for (; r + 32 <= n; r += 32) {
+        vt_v8f s0 = {0, 0, 0, 0, 0, 0, 0, 0}, s1 = s0, s2 = s0, s3 = s0;
+        for (size_t q = 0; q < k; q++) {
+            const float f = bf[q];
+            const vt_v8f bj = {f, f, f, f, f, f, f, f};
+            const float *w = wtf + (size_t)nz[q] * n + r;
+            vt_v8f p0, p1, p2, p3;
+            memcpy(&p0, w, sizeof p0), memcpy(&p1, w + 8, sizeof p1), memcpy(&p2, w + 16, sizeof p2);
+            memcpy(&p3, w + 24, sizeof p3);
+            s0 += p0 * bj, s1 += p1 * bj, s2 += p2 * bj, s3 += p3 * bj;
+        }
+        const vt_v8f sv[4] = {s0, s1, s2, s3};
+        for (int q = 0; q < 32; q++) s[r + q] = sv[q / 8][q % 8];
+    }
+    for (; r < n; r++) {
+        float a = 0;
+        for (size_t q = 0; q < k; q++) a += wtf[(size_t)nz[q] * n + r] * bf[q];
+        s[r] = a;
+    }
+}
+
+static void dotf_cols_vector(const float *wtf, size_t n, size_t m, const double *b, double *s, uint32_t *nz, float *bf)
+{
+    dotf_cols_lanes(wtf, n, m, b, s, nz, bf);
+}
+
+#if VTI_HAVE_AVX2
+VTI_AVX2 static void dotf_cols_avx2(const float *wtf, size_t n, size_t m, const double *b, double *s, uint32_t *nz,
+                                    float *bf)
+{
+    dotf_cols_lanes(wtf, n, m, b, s, nz, bf);
+}
+#endif
+
 typedef struct {
     const char *name;
     dotk_cols_fn dotk;
     matvec_cols_fn matvec;
+    dotf_cols_fn dotf;
 } lanes_impl;
 
 static const lanes_impl LANES[] = {
-    {"scalar", dotk_cols_scalar, matvec_cols_scalar},
-    {"vector", dotk_cols_vector, matvec_cols_vector},
+    {"scalar", dotk_cols_scalar, matvec_cols_scalar, dotf_cols_scalar},
+    {"vector", dotk_cols_vector, matvec_cols_vector, dotf_cols_vector},
 #if VTI_HAVE_AVX2
-    {"avx2", dotk_cols_avx2, matvec_cols_avx2},
+    {"avx2", dotk_cols_avx2, matvec_cols_avx2, dotf_cols_avx2},
 #endif
 };
 #define N_LANES (sizeof LANES / sizeof LANES[0])
@@ -273,6 +337,11 @@ static void matvec_cols(const double *w, const double *wt, size_t n, size_t m, c
     lanes()->matvec(w, wt, n, m, x, init, y);
 }
 
+static void dotf_cols(const float *wtf, size_t n, size_t m, const double *b, double *s, uint32_t *nz, float *bf)
+{
+    lanes()->dotf(wtf, n, m, b, s, nz, bf);
+}
+
 static double dot_lo(const double *a, const double *b, size_t n)
 {
     double s, e;
@@ -293,6 +362,10 @@ struct vt_cert_ctx {
     uint32_t L, n[VT_CERT_MAX_LAYERS + 1], maxw;
     double *W[VT_CERT_MAX_LAYERS + 1];  /* n[k-1] x n[k] */
     double *WT[VT_CERT_MAX_LAYERS + 1]; /* n[k] x n[k-1] */
+    float *WTf[VT_CERT_MAX_LAYERS + 1];  /* WT in FP32 (the weights' own values), unsharded: the search's estimates */
+    float *Wf[VT_CERT_MAX_LAYERS + 1];   /* W likewise (the estimates' forward passes) */
+    float *bf;                           /* maxw: dotf_cols' work */
+    int estimate; /* backward_lb estimates (the search's steps, fsb's passes): FP32 weight passes, no error terms */
     double *b[VT_CERT_MAX_LAYERS + 1];
     /* bounds of the current box: z, a (deployed and real), h = relu(a); delta = bound of |e| */
     double *zl[VT_CERT_MAX_LAYERS + 1], *zu[VT_CERT_MAX_LAYERS + 1], *al[VT_CERT_MAX_LAYERS + 1],
@@ -301,7 +374,7 @@ struct vt_cert_ctx {
         *slope[VT_CERT_MAX_LAYERS + 1];
     /* work: two coefficient vectors, error vectors, the mu of every layer (alpha-CROWN) */
     double *v0, *v1, *v2, *v3, *xs, *mu[VT_CERT_MAX_LAYERS + 1], *fa[VT_CERT_MAX_LAYERS + 1];
-    double *alpha_cur, *alpha_best, *grad;
+    double *alpha_cur, *alpha_best, *grad, *alpha0; /* alpha0, beta0: the search's start */
     double *pass_best; /* the best slopes' pass: its concretising input xs and every mu (save_pass) */
     double *a1c, *x1c; /* alpha_grad's layer-1 values a1c = W_1 x1c + b_1 of its last input x1c (a1c_ok) */
     int a1c_ok;        /* a1c is valid: cleared at each row's search (crown_row) */
@@ -332,7 +405,7 @@ struct vt_cert_ctx {
      * (NULL: none), the search's, the best, their gradient; vt_cert_set_split_beta's given / output
      * rows (n_spec_rows x n_splits), and the row being bounded */
     const double *beta;
-    double *beta_cur, *beta_best, *beta_grad;
+    double *beta_cur, *beta_best, *beta_grad, *beta0;
     uint32_t beta_cap;
     const double *beta_given;
     double *beta_out;
@@ -520,11 +593,13 @@ static void alloc_work(vt_cert_ctx *c, int *badp)
     c->xs = xcalloc(c->maxw, sizeof(double), &bad);
     c->alpha_cur = xcalloc(c->n_alpha_row, sizeof(double), &bad);
     c->alpha_best = xcalloc(c->n_alpha_row, sizeof(double), &bad);
+    c->alpha0 = xcalloc(c->n_alpha_row, sizeof(double), &bad);
+    c->beta0 = xcalloc(VT_CERT_MAX_SPLITS, sizeof(double), &bad);
     c->grad = xcalloc(c->n_alpha_row, sizeof(double), &bad);
     c->pass_best = xcalloc(2 * (size_t)c->n[0] + c->n_alpha_row, sizeof(double), &bad);
     c->a1c = xcalloc(c->maxw, sizeof(double), &bad), c->x1c = xcalloc(c->maxw, sizeof(double), &bad);
     c->fsb = 1; /* vt_cert_branch_pick's default (vt_cert_set_branching) */
-    c->nz = xcalloc(c->maxw, sizeof *c->nz, &bad);
+    c->nz = xcalloc(c->maxw, sizeof *c->nz, &bad), c->bf = xcalloc(c->maxw, sizeof *c->bf, &bad);
     c->unclamped = xcalloc(VT_CERT_PREFIX_ARRAYS * c->n_alpha_row, sizeof(double), &bad);
     c->beta_cur = xcalloc(VT_CERT_MAX_SPLITS, sizeof(double), &bad);
     c->beta_best = xcalloc(VT_CERT_MAX_SPLITS, sizeof(double), &bad);
@@ -584,6 +659,11 @@ vt_err vt_cert_ctx_new(const vt_cert_net *net, vt_cert_ctx **out)
                 }
         for (size_t j = 0; j < m; j++)
             if (!isfinite(c->b[k][j] = net->b[k][j])) bad = 2;
+        if (!c->comm && !bad) { /* the estimates' copy (the FP32 weights: exact) */
+            c->WTf[k] = xcalloc(in * m, sizeof(float), &bad), c->Wf[k] = xcalloc(in * m, sizeof(float), &bad);
+            for (size_t q = 0; c->WTf[k] && c->Wf[k] && q < in * m; q++)
+                c->WTf[k][q] = (float)c->WT[k][q], c->Wf[k][q] = (float)c->W[k][q];
+        }
     }
     for (uint32_t k = 1; k < c->L; k++) c->n_alpha_row += c->n[k];
     alloc_work(c, &bad);
@@ -619,7 +699,7 @@ vt_err vti_cert_ctx_fork(const vt_cert_ctx *c, vt_cert_ctx **out)
     for (uint32_t k = 0; k <= c->L; k++) {
         f->n[k] = c->n[k];
         alloc_layer_work(f, k, &bad);
-        if (k) f->W[k] = c->W[k], f->WT[k] = c->WT[k], f->b[k] = c->b[k]; /* read only: shared */
+        if (k) f->W[k] = c->W[k], f->WT[k] = c->WT[k], f->WTf[k] = c->WTf[k], f->Wf[k] = c->Wf[k], f->b[k] = c->b[k]; /* read only: shared */
     }
     alloc_work(f, &bad);
     if (bad) {
@@ -638,14 +718,15 @@ void vt_cert_ctx_free(vt_cert_ctx *c)
 {
     if (!c) return;
     for (uint32_t k = 0; k <= c->L; k++) {
-        if (!c->borrowed) free(c->W[k]), free(c->WT[k]), free(c->b[k]);
+        if (!c->borrowed) free(c->W[k]), free(c->WT[k]), free(c->WTf[k]), free(c->Wf[k]), free(c->b[k]);
         free(c->zl[k]), free(c->zu[k]), free(c->al[k]);
         free(c->au[k]), free(c->am[k]), free(c->hl[k]), free(c->hu[k]), free(c->hm[k]), free(c->dl[k]);
         free(c->slope[k]), free(c->mu[k]), free(c->fa[k]);
     }
     free(c->v0), free(c->v1), free(c->v2), free(c->v3), free(c->xs);
-    free(c->alpha_cur), free(c->alpha_best), free(c->grad), free(c->pass_best), free(c->unclamped), free(c->nz);
-    free(c->a1c), free(c->x1c);
+    free(c->alpha_cur), free(c->alpha_best), free(c->alpha0), free(c->beta0), free(c->grad), free(c->pass_best);
+    free(c->unclamped), free(c->nz);
+    free(c->a1c), free(c->x1c), free(c->bf);
     free(c->beta_cur), free(c->beta_best), free(c->beta_grad);
     free(c->gbytes), free(c->gtmp), free(c->gbuf);
     free(c);
@@ -792,7 +873,9 @@ static double backward_lb(vt_cert_ctx *c, uint32_t k, int from_a, const double *
         /* lam . z_m = (W_m lam) . h_(m-1): nu = fl(W_m lam), its error times max|h| */
         size_t i0, i1;
         const double *wm = layer_rows(c, m, 2, &i0, &i1);
-        if (weights_whole(c)) /* W_m whole: by its transpose */
+        if (c->estimate && c->WTf[m]) /* an estimate: FP32, no error term */
+            dotf_cols(c->WTf[m], in, out, lam, nu, c->nz, c->bf), memset(errv, 0, in * sizeof *errv);
+        else if (weights_whole(c)) /* W_m whole: by its transpose */
             dotk_cols(c->W[m], c->WT[m], in, out, lam, nu, errv, c->nz);
         else
             dotk_rows(wm, out, i1 - i0, lam, out, nu + i0, errv + i0);
@@ -1154,9 +1237,19 @@ static double crown_row(vt_cert_ctx *c, const double *row, const vt_cert_setting
     memcpy(c->beta_best, c->beta_cur, ns * sizeof(double));
     if (s->method == VT_CERT_ALPHA_CROWN && !given && s->alpha_iters) save_pass(c, 1);
     if (s->method == VT_CERT_ALPHA_CROWN) {
-        double step = s->alpha_step;
+        /* the steps compare estimates (est: the best slopes'; FP32 passes without error terms), the best
+         * slopes' sound bound computed when the estimate closes the row and at the end (best is sound
+         * while sound_best) */
+        double step = s->alpha_step, est = best, best0 = best;
+        int sound_best = 1;
+        memcpy(c->alpha0, c->alpha_cur, na * sizeof(double));
+        memcpy(c->beta0, c->beta_cur, ns * sizeof(double));
         for (uint32_t it = 0; !given && it < s->alpha_iters; it++) {
-            if (c->close_early && row_closed(c, best)) break; /* the row closes: enough */
+            if (c->close_early && !sound_best && row_closed(c, est)) { /* the cur slopes are the best */
+                best = backward_lb(c, L, 1, row, c->alpha_cur), sound_best = 1;
+                save_pass(c, 1);
+            }
+            if (c->close_early && sound_best && row_closed(c, best)) break; /* the row closes: enough */
             if (expired(c)) {
                 c->beta = NULL;
                 return -INFINITY;
@@ -1172,9 +1265,11 @@ static double crown_row(vt_cert_ctx *c, const double *row, const vt_cert_setting
                 c->beta_cur[q] = b > 0 ? b : 0;
             }
             step *= s->alpha_decay;
+            c->estimate = 1;
             double v = backward_lb(c, L, 1, row, c->alpha_cur);
-            if (v > best) {
-                best = v;
+            c->estimate = 0;
+            if (v > est) {
+                est = v, sound_best = 0;
                 memcpy(c->alpha_best, c->alpha_cur, na * sizeof(double));
                 memcpy(c->beta_best, c->beta_cur, ns * sizeof(double));
                 save_pass(c, 1);
@@ -1184,6 +1279,18 @@ static double crown_row(vt_cert_ctx *c, const double *row, const vt_cert_setting
                 memcpy(c->beta_cur, c->beta_best, ns * sizeof(double));
                 save_pass(c, 0);
             }
+        }
+        if (!sound_best) { /* the cur slopes and multipliers are the best */
+            if (expired(c)) {
+                c->beta = NULL;
+                return -INFINITY;
+            }
+            best = backward_lb(c, L, 1, row, c->alpha_cur);
+        }
+        if (best < best0) { /* the estimates misled: the start's slopes and multipliers, never below them */
+            best = best0;
+            memcpy(c->alpha_best, c->alpha0, na * sizeof(double));
+            memcpy(c->beta_best, c->beta0, ns * sizeof(double));
         }
         if (alpha) memcpy(alpha, c->alpha_best, na * sizeof(double));
         if (ns && c->beta_out) memcpy(c->beta_out + (size_t)c->beta_r * ns, c->beta_best, ns * sizeof(double));
@@ -1254,7 +1361,9 @@ static double fsb_side(vt_cert_ctx *c, const double *row, const double *alpha_ro
     double keep[6];
     for (int q = 0; q < 6; q++) keep[q] = *arr[q];
     clamp_relu(c, m, i, active);
+    c->estimate = 1;
     double v = backward_lb(c, c->L, 1, row, alpha_row);
+    c->estimate = 0;
     for (int q = 0; q < 6; q++) *arr[q] = keep[q];
     return v;
 }
@@ -1263,7 +1372,9 @@ int vt_cert_branch_pick(vt_cert_ctx *c, const double *row, const double *alpha_r
 {
     uint32_t L = c->L;
     if (L < 2) return 0;
+    c->estimate = 1; /* a choice, no bound: the estimate */
     (void)backward_lb(c, L, 1, row, alpha_row); /* leaves each h_m's coefficient in mu[m] */
+    c->estimate = 0;
     double best = -1, best2 = -1, ts1[VTI_FSB_TOP], ts2[VTI_FSB_TOP];
     uint32_t bl = 0, bi = 0, bl2 = 0, bi2 = 0, top1[VTI_FSB_TOP][2], top2[VTI_FSB_TOP][2], n1 = 0, n2 = 0;
     for (uint32_t m = 1; m < L; m++)
@@ -1365,6 +1476,8 @@ void vt_cert_set_deadline(vt_cert_ctx *c, double deadline)
 
 int vt_cert_timed_out(const vt_cert_ctx *c) { return c->timed_out; }
 
+void vti_cert_set_estimate(vt_cert_ctx *c, int on) { c->estimate = on != 0; }
+
 void vt_cert_set_fp32_any(vt_cert_ctx *c, int on) { c->fp32_any = on != 0; }
 
 /* ---------------------------------------------------------------- the attack */
@@ -1377,7 +1490,8 @@ void vt_cert_forward64(vt_cert_ctx *c, const double *x, double *logits)
         double *o = k == c->L ? logits : c->fa[k];
         const double *wk = layer_rows(c, k, 1, &j0, &j1);
         const int whole = weights_whole(c);
-        if (whole) matvec_cols(c->W[k], c->WT[k], in, c->n[k], h, NULL, o); /* by W's columns, into o (not h) */
+        if (whole && c->estimate && c->Wf[k]) dotf_cols(c->Wf[k], c->n[k], in, h, o, c->nz, c->bf); /* FP32 */
+        else if (whole) matvec_cols(c->W[k], c->WT[k], in, c->n[k], h, NULL, o); /* by W's columns, into o (not h) */
         for (size_t j = j0; j < j1; j++) {
             const double *w = wk + (j - j0) * in;
             double a = 0;
@@ -1431,7 +1545,8 @@ void vt_cert_backprop64(vt_cert_ctx *c, double *g, double *g2)
         size_t in = c->n[k - 1], out = c->n[k], i0, i1;
         const double *wk = layer_rows(c, k, 2, &i0, &i1);
         const int whole = weights_whole(c);
-        if (whole) matvec_cols(c->WT[k], c->W[k], out, in, g, NULL, g2); /* by WT's columns, into g2 (not g) */
+        if (whole && c->estimate && c->WTf[k]) dotf_cols(c->WTf[k], in, out, g, g2, c->nz, c->bf); /* FP32 */
+        else if (whole) matvec_cols(c->WT[k], c->W[k], out, in, g, NULL, g2); /* by WT's columns, into g2 (not g) */
         for (size_t i = i0; i < i1; i++) {
             double a = 0;
             if (whole) a = g2[i];

@@ -200,6 +200,11 @@ vt_err vti_cert_share_rows(vt_comm *comm, double *v, size_t n, size_t w, double 
  * computed on it are c's bits. vti_cert_ctx_time_out: c's sticky timeout set (a worker's passed). */
 vt_err vti_cert_ctx_fork(const vt_cert_ctx *c, vt_cert_ctx **out) VT_WARN_UNUSED;
 void vti_cert_ctx_time_out(vt_cert_ctx *c);
+/* On: the context's passes are estimates (a search's steering, never a bound): backward passes and
+ * vt_cert_forward64 / vt_cert_backprop64 multiply by the FP32 weights in FP32 (unsharded contexts; the
+ * same bits in every implementation), backward passes without their error terms. Off (the default):
+ * FP64 and sound. */
+void vti_cert_set_estimate(vt_cert_ctx *c, int on);
 uint32_t vti_cert_in_width(const vt_cert_ctx *c); /* n[0] */
 
 /* A test hook (tests/unit/test_cert_cnn.c, never set otherwise): when > 0, CROWN's intermediate bounds on
