@@ -1204,7 +1204,8 @@ static void save_pass(vt_cert_ctx *c, int save)
 }
 
 /* CROWN's (or alpha-CROWN's) sound lower bound of row . a_L, the row in c->v3, after layer_bounds:
- * CROWN's adaptive slopes, then alpha-CROWN's search; the best slopes found go to alpha (NULL: not
+ * CROWN's adaptive slopes, then alpha-CROWN's search (its steps compared by estimates, the best slopes'
+ * bound a sound pass, the start's kept where that is lower); the best slopes found go to alpha (NULL: not
  * kept). given (alpha-CROWN, NULL: search): the row's slopes, bounded by one backward pass without a
  * search (check-certificate); those of the stable values, which no pass reads, are returned as CROWN's,
  * the search's (so a certificate's bytes recompute only from the slopes certify writes). Returns -inf
