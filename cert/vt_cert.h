@@ -136,7 +136,7 @@ void vt_cert_set_warm(vt_cert_ctx *c, const double *alpha, const double *beta, u
  * bounded in order[] (each row once), in groups (last[i] set: order[i] ends its group, a disjunct of
  * the property). Once every row of a group has been bounded without closing (row_closed, as the search
  * tests it), the subdomain cannot close and is split: the rows after it are not bounded (skip[r] set,
- * their bound -inf, their slopes and multipliers the warm start's, else CROWN's and 0), and the caller
+ * their bound -inf, their slopes and multipliers the warm start's, else 0), and the caller
  * takes a sound bound of them from elsewhere (the parent subdomain's). skip[] is cleared for the rows
  * bounded. Only with vt_cert_set_bab_search on and alpha-CROWN. */
 void vt_cert_set_row_plan(vt_cert_ctx *c, const uint32_t *order, const uint8_t *last, uint32_t n, uint8_t *skip);

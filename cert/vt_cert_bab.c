@@ -449,11 +449,14 @@ vt_err vti_bab_search_p(vt_cert_ctx *c, vti_bab_prob *p, const vt_cert_settings 
     size_t *bytes = NULL, room = 0;
     if (!e && !o) e = vt_set_error(VT_ERR_NOMEM, "out of memory");
     if (!e && comm && !(bytes = calloc((size_t)vt_dist_size(comm), sizeof *bytes))) e = vt_set_error(VT_ERR_NOMEM, "out of memory");
-    /* the children's row plan (docs/certify.md "What the search saves"; it changes the tree, so every
+    /* the children's row plan (docs/certify.md "Branch and bound"; it changes the tree, so every
      * rank's setting counts: VT_CERT_BAB_PLAN=0 on any rank turns it off) */
     const char *pl = getenv("VT_CERT_BAB_PLAN");
     int64_t pon = !(pl && strcmp(pl, "0") == 0);
-    if (!e && comm) e = vt_dist_allreduce_i64(comm, &pon, 1);
+    if (comm) { /* every rank joins the collective, whatever failed before it (the agreement follows) */
+        vt_err pe = vt_dist_allreduce_i64(comm, &pon, 1);
+        if (!e) e = pe;
+    }
     int plan = pon == (comm ? vt_dist_size(comm) : 1);
     if (!e && plan) e = workers_plan(&w, R);
     if (comm) e = vt_dist_agree(comm, e, NULL);

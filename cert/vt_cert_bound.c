@@ -1204,8 +1204,9 @@ static void save_pass(vt_cert_ctx *c, int save)
 }
 
 /* CROWN's (or alpha-CROWN's) sound lower bound of row . a_L, the row in c->v3, after layer_bounds:
- * CROWN's adaptive slopes, then alpha-CROWN's search (its steps compared by estimates, the best slopes'
- * bound a sound pass, the start's kept where that is lower); the best slopes found go to alpha (NULL: not
+ * CROWN's adaptive slopes, then alpha-CROWN's search (in branch and bound's search its steps compared by
+ * estimates, the best slopes' bound a sound pass, the start's kept where that is lower); the best slopes
+ * found go to alpha (NULL: not
  * kept). given (alpha-CROWN, NULL: search): the row's slopes, bounded by one backward pass without a
  * search (check-certificate); those of the stable values, which no pass reads, are returned as CROWN's,
  * the search's (so a certificate's bytes recompute only from the slopes certify writes). Returns -inf
@@ -1238,9 +1239,10 @@ static double crown_row(vt_cert_ctx *c, const double *row, const vt_cert_setting
     memcpy(c->beta_best, c->beta_cur, ns * sizeof(double));
     if (s->method == VT_CERT_ALPHA_CROWN && !given && s->alpha_iters) save_pass(c, 1);
     if (s->method == VT_CERT_ALPHA_CROWN) {
-        /* the steps compare estimates (est: the best slopes'; FP32 passes without error terms), the best
-         * slopes' sound bound computed when the estimate closes the row and at the end (best is sound
-         * while sound_best) */
+        /* in branch and bound's search (close_early) the steps compare estimates (est: the best slopes';
+         * FP32 passes without error terms), the best slopes' sound bound computed when the estimate
+         * closes the row and at the end (best is sound while sound_best); elsewhere (alpha-CROWN's own
+         * certificates, whose bytes every --shard mode repeats) every step's pass is sound */
         double step = s->alpha_step, est = best, best0 = best;
         int sound_best = 1;
         memcpy(c->alpha0, c->alpha_cur, na * sizeof(double));
@@ -1266,7 +1268,7 @@ static double crown_row(vt_cert_ctx *c, const double *row, const vt_cert_setting
                 c->beta_cur[q] = b > 0 ? b : 0;
             }
             step *= s->alpha_decay;
-            c->estimate = 1;
+            c->estimate = c->close_early; /* estimates in branch and bound's search only */
             double v = backward_lb(c, L, 1, row, c->alpha_cur);
             c->estimate = 0;
             if (v > est) {
