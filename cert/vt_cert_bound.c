@@ -242,14 +242,19 @@ static size_t dotf_terms(size_t m, const double *b, uint32_t *nz, float *bf)
     return k;
 }
 
-static void dotf_cols_scalar(const float *wtf, size_t n, size_t m, const double *b, double *s, uint32_t *nz, float *bf)
+/* rows r0..n-1 one at a time (the reference, and the lanes' last rows) over the k terms */
+static void dotf_rows(const float *wtf, size_t n, size_t r0, size_t k, const uint32_t *nz, const float *bf, double *s)
 {
-    size_t k = dotf_terms(m, b, nz, bf);
-    for (size_t r = 0; r < n; r++) {
+    for (size_t r = r0; r < n; r++) {
         float a = 0;
         for (size_t q = 0; q < k; q++) a += wtf[(size_t)nz[q] * n + r] * bf[q];
         s[r] = a;
     }
+}
+
+static void dotf_cols_scalar(const float *wtf, size_t n, size_t m, const double *b, double *s, uint32_t *nz, float *bf)
+{
+    dotf_rows(wtf, n, 0, dotf_terms(m, b, nz, bf), nz, bf, s);
 }
 
 typedef float vt_v8f __attribute__((vector_size(32)));
@@ -272,11 +277,7 @@ VTI_INLINE void dotf_cols_lanes(const float *wtf, size_t n, size_t m, const doub
         const vt_v8f sv[4] = {s0, s1, s2, s3};
         for (int q = 0; q < 32; q++) s[r + q] = sv[q / 8][q % 8];
     }
-    for (; r < n; r++) {
-        float a = 0;
-        for (size_t q = 0; q < k; q++) a += wtf[(size_t)nz[q] * n + r] * bf[q];
-        s[r] = a;
-    }
+    dotf_rows(wtf, n, r, k, nz, bf, s);
 }
 
 static void dotf_cols_vector(const float *wtf, size_t n, size_t m, const double *b, double *s, uint32_t *nz, float *bf)
@@ -699,7 +700,8 @@ vt_err vti_cert_ctx_fork(const vt_cert_ctx *c, vt_cert_ctx **out)
     for (uint32_t k = 0; k <= c->L; k++) {
         f->n[k] = c->n[k];
         alloc_layer_work(f, k, &bad);
-        if (k) f->W[k] = c->W[k], f->WT[k] = c->WT[k], f->WTf[k] = c->WTf[k], f->Wf[k] = c->Wf[k], f->b[k] = c->b[k]; /* read only: shared */
+        if (k) /* read only: shared */
+            f->W[k] = c->W[k], f->WT[k] = c->WT[k], f->WTf[k] = c->WTf[k], f->Wf[k] = c->Wf[k], f->b[k] = c->b[k];
     }
     alloc_work(f, &bad);
     if (bad) {
@@ -1020,9 +1022,6 @@ void vt_cert_set_row_plan(vt_cert_ctx *c, const uint32_t *order, const uint8_t *
     c->plan = order && last && skip ? order : NULL, c->plan_last = last, c->plan_skip = skip, c->plan_n = n;
 }
 
-/* The bounds' loop over rows: position i's row (the plan's order, else i), and whether it is planned. */
-static uint32_t plan_row(const vt_cert_ctx *c, uint32_t i) { return c->plan ? c->plan[i] : i; }
-
 /* At the bounds' start: whether the plan applies (n rows), its skipped flags cleared. */
 static int plan_start(vt_cert_ctx *c, uint32_t n, const vt_cert_settings *s)
 {
@@ -1271,8 +1270,10 @@ static double crown_row(vt_cert_ctx *c, const double *row, const vt_cert_setting
             c->estimate = c->close_early; /* estimates in branch and bound's search only */
             double v = backward_lb(c, L, 1, row, c->alpha_cur);
             c->estimate = 0;
-            if (v > est) {
-                est = v, sound_best = 0;
+            if (v > est) { /* outside the search v is the sound bound itself */
+                est = v;
+                if (c->close_early) sound_best = 0;
+                else best = v;
                 memcpy(c->alpha_best, c->alpha_cur, na * sizeof(double));
                 memcpy(c->beta_best, c->beta_cur, ns * sizeof(double));
                 save_pass(c, 1);
@@ -1318,7 +1319,7 @@ vt_err vt_cert_bounds(vt_cert_ctx *c, const double *xl, const double *xu, uint32
     lb[label] = 0;
     int group_closed = 0;
     for (uint32_t i = 0; i + 1 < no; i++) { /* the margins' rows r: classes j != label, in order */
-        uint32_t r = plan ? plan_row(c, i) : i, j = r + (r >= label);
+        uint32_t r = plan ? c->plan[i] : i, j = r + (r >= label);
         double ibp = DN(c->al[L][label] - c->au[L][j]);
         if (s->method == VT_CERT_IBP) {
             lb[j] = ibp;
@@ -1332,7 +1333,7 @@ vt_err vt_cert_bounds(vt_cert_ctx *c, const double *xl, const double *xu, uint32
         double best = crown_row(c, row, s, gv, alpha ? alpha + (size_t)r * na : NULL);
         lb[j] = best > ibp ? best : ibp; /* both sound */
         if (plan && plan_skip_rest(c, i, no - 1, &group_closed, row_closed(c, best), alpha)) {
-            for (uint32_t q = i + 1; q + 1 < no; q++) lb[plan_row(c, q) + (plan_row(c, q) >= label)] = -INFINITY;
+            for (uint32_t q = i + 1; q + 1 < no; q++) lb[c->plan[q] + (c->plan[q] >= label)] = -INFINITY;
             break;
         }
     }
@@ -1444,7 +1445,7 @@ vt_err vt_cert_spec_bounds(vt_cert_ctx *c, const double *xl, const double *xu, c
     double *work = c->xs; /* maxw doubles; free until a backward pass */
     int group_closed = 0;
     for (uint32_t i = 0; i < m; i++) {
-        uint32_t r = plan ? plan_row(c, i) : i;
+        uint32_t r = plan ? c->plan[i] : i;
         if (expired(c)) return c->err;
         const double *cr = C + (size_t)r * no;
         double ibp = vt_cert_row_lo(cr, c->al[L], c->au[L], no, work);
@@ -1460,7 +1461,7 @@ vt_err vt_cert_spec_bounds(vt_cert_ctx *c, const double *xl, const double *xu, c
         double best = crown_row(c, row, s, gv, alpha && s->method == VT_CERT_ALPHA_CROWN ? alpha + (size_t)r * na : NULL);
         lb[r] = best > ibp ? best : ibp;
         if (plan && plan_skip_rest(c, i, m, &group_closed, row_closed(c, best), alpha)) {
-            for (uint32_t q = i + 1; q < m; q++) lb[plan_row(c, q)] = -INFINITY;
+            for (uint32_t q = i + 1; q < m; q++) lb[c->plan[q]] = -INFINITY;
             break;
         }
     }
