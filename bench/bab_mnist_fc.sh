@@ -29,6 +29,8 @@
 #   --timeout 100             seconds per instance (the instances file's column, --timeout)
 #   --domains 100000          beta-crown's subdomain limit (high: the timeout is the limit)
 #   --steps 2000              training steps (the recipes' own count)
+#   --weight-decay WD         SGD weight decay (the recipes' own: 0); the networks depend on it far more
+#                             than the accuracy does (docs/benchmarks.md), so it goes into OUT/log
 #   --threads 1               auditor --threads
 #   --nice 19                 niceness of every process this script starts (0: none)
 #   --table                   print the tables only
@@ -39,12 +41,12 @@ usage() { sed -n '/^# Usage:/,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exi
 B=$(cd "$1" && pwd) O=$2
 shift 2
 NETS="2 4 6" EPS="0.02 0.03 0.05" COUNT=15 FIRST=0 METHODS="alpha-crown beta-crown" T=100 DOMAINS=100000
-STEPS=2000 THREADS=1 NICE=19 TABLE=0
+STEPS=2000 WD= THREADS=1 NICE=19 TABLE=0
 while [ $# -gt 0 ]; do
   case $1 in
     --nets) NETS=$2; shift 2 ;; --eps) EPS=$2; shift 2 ;; --count) COUNT=$2; shift 2 ;;
     --first) FIRST=$2; shift 2 ;; --methods) METHODS=$2; shift 2 ;; --timeout) T=$2; shift 2 ;;
-    --domains) DOMAINS=$2; shift 2 ;; --steps) STEPS=$2; shift 2 ;; --threads) THREADS=$2; shift 2 ;;
+    --domains) DOMAINS=$2; shift 2 ;; --steps) STEPS=$2; shift 2 ;; --weight-decay) WD=$2; shift 2 ;; --threads) THREADS=$2; shift 2 ;;
     --nice) NICE=$2; shift 2 ;; --table) TABLE=1; shift ;; -h|--help) usage ;;
     *) echo "bab_mnist_fc.sh: unknown option $1" >&2; usage ;;
   esac
@@ -123,11 +125,16 @@ echo "bab_mnist_fc.sh: $(date -u '+%F %T') UTC, commit $(git rev-parse --short H
 for L in $NETS; do
   D=$O/$L
   mkdir -p "$D"
+  if [ -e "$D/run/commitment.vtc" ] && [ "$(cat "$D/wd" 2>/dev/null)" != "${WD:-0}" ]; then
+    echo "bab_mnist_fc.sh: $D was trained with weight decay $(cat "$D/wd" 2>/dev/null || echo '?'), not ${WD:-0}: use another OUT_DIR" >&2
+    exit 1
+  fi
   if [ ! -e "$D/run/commitment.vtc" ]; then
+    echo "${WD:-0}" >"$D/wd"
     /usr/bin/time -f "%e %U %M" -o "$D/train.time" \
       nice -n "$NICE" "$B/trainer" train "$D/run" --key "$O/k" --recipe "recipes/mnist_fc_256x$L.json" \
-      --set steps="$STEPS" --quiet >"$D/train.out" 2>&1
-    echo "256x$L: trained $STEPS steps, $(cut -d' ' -f1 "$D/train.time") s wall" | tee -a "$O/log"
+      --set steps="$STEPS" ${WD:+--set weight_decay="$WD"} --quiet >"$D/train.out" 2>&1
+    echo "256x$L: trained $STEPS steps${WD:+ with weight decay $WD}, $(cut -d' ' -f1 "$D/train.time") s wall" | tee -a "$O/log"
   fi
   [ -s "$D/eval.out" ] || N "$B/trainer" eval "$D/run" >"$D/eval.out" 2>&1 || true
   echo "256x$L: test accuracy $(sed -n 's/^accuracy *\([0-9.]*\)$/\1/p' "$D/eval.out")" | tee -a "$O/log"

@@ -396,8 +396,25 @@ static void bound_one(void *job, int k, uint32_t i)
             if (b->w->skip[k][r]) o->lb[b->w->lbi[k][r]] = plb[b->w->lbi[k][r]], o->skipped++;
     }
     o->more = 0, o->mn = -INFINITY;
+    if (!o->e) o->mn = b->p->worst(b->p, o->lb, b->w->row[k], &o->r, &o->which);
+    if (!o->e && o->mn > 0 && vti_cert_logits_deferred(c)) {
+        /* A leaf, bounded with its logits' IBP bounds: bounded again as the check bounds it (its slopes
+         * and multipliers given, one pass a row, the logits' CROWN bounds; its hidden layers kept), so
+         * that it records the bounds check-certificate recomputes (docs/certify.md "Branch and bound") */
+        size_t nb = (size_t)b->p->R * nr;
+        memcpy(b->w->alpha[k], o->alpha, b->t->na * sizeof *o->alpha);
+        memcpy(b->w->beta[k], o->beta, nb * sizeof *o->beta);
+        vt_cert_set_bab_search(c, 0);
+        vt_cert_set_keep(c, UINT32_MAX); /* every hidden layer as it is */
+        vt_cert_set_given_slopes(c, b->t->na ? b->w->alpha[k] : NULL);
+        vt_cert_set_split_beta(c, b->w->beta[k], o->beta);
+        o->e = b->p->bound(b->p, c, xl, xu, o->lb, o->alpha);
+        vt_cert_set_given_slopes(c, NULL);
+        vt_cert_set_split_beta(c, NULL, NULL);
+        vt_cert_set_bab_search(c, 1);
+        o->mn = o->e ? -INFINITY : b->p->worst(b->p, o->lb, b->w->row[k], &o->r, &o->which);
+    }
     if (!o->e) {
-        o->mn = b->p->worst(b->p, o->lb, b->w->row[k], &o->r, &o->which);
         if (!(o->mn > 0) && o->mn > -INFINITY) {
             const double *ar = b->s->method == VT_CERT_ALPHA_CROWN ? o->alpha + (size_t)o->r * b->nar : NULL;
             o->more = vt_cert_branch_pick(c, b->w->row[k], ar, &o->layer, &o->index);
@@ -437,7 +454,7 @@ vt_err vti_bab_search_p(vt_cert_ctx *c, vti_bab_prob *p, const vt_cert_settings 
     uint32_t R = p->R, d = vti_cert_in_width(c);
     t->na = na, t->R = R, t->C = p->nlb;
     workers w;
-    vt_err e = workers_open(&w, c, 0, 0, 0);
+    vt_err e = workers_open(&w, c, 0, na, R); /* a leaf's slopes and multipliers given (bound_one) */
     if (e) return e;
     /* over ranks: every rank's workers counted (the round's size must be every rank's) */
     vt_comm *comm = g_bab_comm;

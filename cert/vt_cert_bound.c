@@ -416,6 +416,9 @@ struct vt_cert_ctx {
      * > 0); and the prefix: layers 1..prefix_upto's bounds taken from a parent subdomain's saved state
      * (vt_cert_prefix_save) */
     int close_early;
+    /* the search's logits: their bounds are IBP's (layer_bounds skipped CROWN's passes of the output
+     * layer; vti_cert_logits_deferred) */
+    int logits_ibp;
     int fsb; /* vt_cert_branch_pick: filtered smart branching */
     double row_floor;
     vt_cert_row_closes_fn row_closes; /* vt_cert_set_row_closes: NULL, a bound > 0 closes the row */
@@ -995,6 +998,8 @@ void vt_cert_set_prefix(vt_cert_ctx *c, const double *buf, uint32_t upto)
 
 void vt_cert_set_bab_search(vt_cert_ctx *c, int on) { c->close_early = on != 0; }
 
+int vti_cert_logits_deferred(const vt_cert_ctx *c) { return c->logits_ibp; }
+
 void vt_cert_set_branching(vt_cert_ctx *c, vt_cert_branching b) { c->fsb = b == VT_CERT_BRANCH_FSB; }
 
 void vt_cert_set_row_closes(vt_cert_ctx *c, vt_cert_row_closes_fn fn, const void *ctx)
@@ -1056,9 +1061,27 @@ static int plan_skip_rest(vt_cert_ctx *c, uint32_t i, uint32_t n, int *group_clo
 
 /* The intermediate bounds of the box: IBP for IBP, else CROWN intersected with IBP. Returns 0 when
  * a bound is not finite (the answer is then unknown). */
+/* CROWN's bounds of z_k (k >= 2), a backward pass per neuron and sign, intersected with [zl, zu]
+ * (IBP's); unit: n[k] doubles of work. 0 when the deadline passed. */
+static int crown_z(vt_cert_ctx *c, uint32_t k, double *unit)
+{
+    for (uint32_t j = 0; j < c->n[k]; j++) {
+        if (expired(c)) return 0;
+        memset(unit, 0, c->n[k] * sizeof *unit);
+        unit[j] = 1;
+        double lo = backward_lb(c, k, 0, unit, NULL);
+        memset(unit, 0, c->n[k] * sizeof *unit);
+        unit[j] = -1;
+        double hi = -backward_lb(c, k, 0, unit, NULL);
+        if (lo > c->zl[k][j]) c->zl[k][j] = lo;
+        if (hi < c->zu[k][j]) c->zu[k][j] = hi;
+    }
+    return 1;
+}
+
 static int layer_bounds(vt_cert_ctx *c, const double *xl, const double *xu, vt_cert_method meth)
 {
-    c->infeasible = 0;
+    c->infeasible = 0, c->logits_ibp = 0;
     uint32_t keep = c->complete && c->complete_meth == meth ? c->keep_upto : 0;
     for (uint32_t i = 0; i < c->n[0] && keep; i++) /* kept only for the same box */
         if (c->hl[0][i] != xl[i] || c->hu[0][i] != xu[i]) keep = 0;
@@ -1085,22 +1108,16 @@ static int layer_bounds(vt_cert_ctx *c, const double *xl, const double *xu, vt_c
             continue;
         }
         ibp_z(c, k, 0);
-        if (meth != VT_CERT_IBP && k > 1) {
-            for (uint32_t j = 0; j < c->n[k]; j++) {
-                if (expired(c)) return 0;
-                double *unit = e;
-                memset(unit, 0, c->n[k] * sizeof *unit);
-                unit[j] = 1;
-                double lo = backward_lb(c, k, 0, unit, NULL);
-                memset(unit, 0, c->n[k] * sizeof *unit);
-                unit[j] = -1;
-                double hi = -backward_lb(c, k, 0, unit, NULL);
-                if (lo > c->zl[k][j]) c->zl[k][j] = lo;
-                if (hi < c->zu[k][j]) c->zu[k][j] = hi;
-            }
+        /* In branch and bound's search the output layer keeps IBP's bounds when they are finite: they
+         * serve only the rows' IBP floors and the logits' rounding terms, and a subdomain that closes
+         * is bounded again with CROWN's before it is recorded (bound_one in vt_cert_bab.c) */
+        if (k == c->L && c->close_early && meth != VT_CERT_IBP && k > 1 && finish_layer(c, k))
+            c->logits_ibp = 1;
+        else {
+            if (meth != VT_CERT_IBP && k > 1 && !crown_z(c, k, e)) return 0;
+            if (k < c->L) c->unclamped_ok[k] = 0;
+            if (!finish_layer(c, k)) return 0;
         }
-        if (k < c->L) c->unclamped_ok[k] = 0;
-        if (!finish_layer(c, k)) return 0;
         if (k < c->L) prefix_io(c, k, unc, 1), c->unclamped_ok[k] = 1;
         if (!apply_splits(c, k)) return 0;
     }

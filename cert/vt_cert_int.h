@@ -205,6 +205,9 @@ void vti_cert_ctx_time_out(vt_cert_ctx *c);
  * same bits in every implementation), backward passes without their error terms. Off (the default):
  * FP64 and sound. */
 void vti_cert_set_estimate(vt_cert_ctx *c, int on);
+/* Whether the last bounds took the output layer's from IBP alone (branch and bound's search defers
+ * its CROWN passes: a subdomain that closes is bounded again from its slopes before it is recorded). */
+int vti_cert_logits_deferred(const vt_cert_ctx *c);
 uint32_t vti_cert_in_width(const vt_cert_ctx *c); /* n[0] */
 
 /* A test hook (tests/unit/test_cert_cnn.c, never set otherwise): when > 0, CROWN's intermediate bounds on
