@@ -401,17 +401,23 @@ static void bound_one(void *job, int k, uint32_t i)
         /* A leaf, bounded with its logits' IBP bounds: bounded again as the check bounds it (its slopes
          * and multipliers given, one pass a row, the logits' CROWN bounds; its hidden layers kept), so
          * that it records the bounds check-certificate recomputes (docs/certify.md "Branch and bound") */
-        size_t nb = (size_t)b->p->R * nr;
-        memcpy(b->w->alpha[k], o->alpha, b->t->na * sizeof *o->alpha);
-        memcpy(b->w->beta[k], o->beta, nb * sizeof *o->beta);
-        vt_cert_set_bab_search(c, 0);
-        vt_cert_set_keep(c, UINT32_MAX); /* every hidden layer as it is */
-        vt_cert_set_given_slopes(c, b->t->na ? b->w->alpha[k] : NULL);
-        vt_cert_set_split_beta(c, b->w->beta[k], o->beta);
-        o->e = b->p->bound(b->p, c, xl, xu, o->lb, o->alpha);
-        vt_cert_set_given_slopes(c, NULL);
-        vt_cert_set_split_beta(c, NULL, NULL);
-        vt_cert_set_bab_search(c, 1);
+        size_t na = b->t->na, nb = (size_t)b->p->R * nr;
+        double *ga = malloc((na + nb + 1) * sizeof *ga); /* the given slopes, then multipliers */
+        if (!ga)
+            o->e = vt_set_error(VT_ERR_NOMEM, "out of memory");
+        else {
+            memcpy(ga, o->alpha, na * sizeof *ga);
+            memcpy(ga + na, o->beta, nb * sizeof *ga);
+            vt_cert_set_bab_search(c, 0);
+            vt_cert_set_keep(c, UINT32_MAX); /* every hidden layer as it is */
+            vt_cert_set_given_slopes(c, na ? ga : NULL);
+            vt_cert_set_split_beta(c, ga + na, o->beta);
+            o->e = b->p->bound(b->p, c, xl, xu, o->lb, o->alpha);
+            vt_cert_set_given_slopes(c, NULL);
+            vt_cert_set_split_beta(c, NULL, NULL);
+            vt_cert_set_bab_search(c, 1);
+            free(ga);
+        }
         o->mn = o->e ? -INFINITY : b->p->worst(b->p, o->lb, b->w->row[k], &o->r, &o->which);
     }
     if (!o->e) {
@@ -454,7 +460,7 @@ vt_err vti_bab_search_p(vt_cert_ctx *c, vti_bab_prob *p, const vt_cert_settings 
     uint32_t R = p->R, d = vti_cert_in_width(c);
     t->na = na, t->R = R, t->C = p->nlb;
     workers w;
-    vt_err e = workers_open(&w, c, 0, na, R); /* a leaf's slopes and multipliers given (bound_one) */
+    vt_err e = workers_open(&w, c, 0, 0, 0);
     if (e) return e;
     /* over ranks: every rank's workers counted (the round's size must be every rank's) */
     vt_comm *comm = g_bab_comm;
@@ -551,7 +557,7 @@ vt_err vti_bab_search_p(vt_cert_ctx *c, vti_bab_prob *p, const vt_cert_settings 
             }
             if (p->progress && *bounded % 100 == 0)
                 fprintf(stderr, "branch and bound: %u subdomains bounded, %u nodes, depth %u\n", *bounded, t->n, depth);
-            if (r->mn > 0) {
+            if (r->mn > 0 && !r->timed) { /* a leaf (one cut short by the deadline is not: the search stops) */
                 e = set_leaf(t, q, r->alpha, r->beta, r->lb);
                 continue;
             }

@@ -1059,8 +1059,6 @@ static int plan_skip_rest(vt_cert_ctx *c, uint32_t i, uint32_t n, int *group_clo
     return 1;
 }
 
-/* The intermediate bounds of the box: IBP for IBP, else CROWN intersected with IBP. Returns 0 when
- * a bound is not finite (the answer is then unknown). */
 /* CROWN's bounds of z_k (k >= 2), a backward pass per neuron and sign, intersected with [zl, zu]
  * (IBP's); unit: n[k] doubles of work. 0 when the deadline passed. */
 static int crown_z(vt_cert_ctx *c, uint32_t k, double *unit)
@@ -1079,6 +1077,9 @@ static int crown_z(vt_cert_ctx *c, uint32_t k, double *unit)
     return 1;
 }
 
+/* The intermediate bounds of the box: IBP for IBP, else CROWN intersected with IBP (the output
+ * layer's IBP alone in branch and bound's search, when finite). Returns 0 when a bound is not finite
+ * (the answer is then unknown). */
 static int layer_bounds(vt_cert_ctx *c, const double *xl, const double *xu, vt_cert_method meth)
 {
     c->infeasible = 0, c->logits_ibp = 0;
