@@ -125,8 +125,9 @@ echo "bab_mnist_fc.sh: $(date -u '+%F %T') UTC, commit $(git rev-parse --short H
 for L in $NETS; do
   D=$O/$L
   mkdir -p "$D"
-  if [ -e "$D/run/commitment.vtc" ] && [ "$(cat "$D/wd" 2>/dev/null)" != "${WD:-0}" ]; then
-    echo "bab_mnist_fc.sh: $D was trained with weight decay $(cat "$D/wd" 2>/dev/null || echo '?'), not ${WD:-0}: use another OUT_DIR" >&2
+  # a run trained before --weight-decay existed (no OUT/L/wd) used the recipe's own: 0
+  if [ -e "$D/run/commitment.vtc" ] && [ "$(cat "$D/wd" 2>/dev/null || echo 0)" != "${WD:-0}" ]; then
+    echo "bab_mnist_fc.sh: $D was trained with weight decay $(cat "$D/wd" 2>/dev/null || echo 0), not ${WD:-0}: use another OUT_DIR" >&2
     exit 1
   fi
   if [ ! -e "$D/run/commitment.vtc" ]; then

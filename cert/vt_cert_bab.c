@@ -362,6 +362,19 @@ typedef struct {
     int plan;            /* the children's row plan (VT_CERT_BAB_PLAN=0: none, every row bounded) */
 } bab_round;
 
+/* A leaf's bounds as check-certificate computes them: its slopes (NULL: none) and multipliers given,
+ * one pass a row (the replay, and the search's second bound of a subdomain that closes). */
+static vt_err bound_leaf(vti_bab_prob *p, vt_cert_ctx *c, const double *xl, const double *xu, const double *alpha_given,
+                         const double *beta_given, double *lb, double *alpha, double *beta)
+{
+    vt_cert_set_given_slopes(c, alpha_given);
+    vt_cert_set_split_beta(c, beta_given, beta);
+    vt_err e = p->bound(p, c, xl, xu, lb, alpha);
+    vt_cert_set_given_slopes(c, NULL);
+    vt_cert_set_split_beta(c, NULL, NULL);
+    return e;
+}
+
 static void bound_one(void *job, int k, uint32_t i)
 {
     bab_round *b = job;
@@ -410,11 +423,7 @@ static void bound_one(void *job, int k, uint32_t i)
             memcpy(ga + na, o->beta, nb * sizeof *ga);
             vt_cert_set_bab_search(c, 0);
             vt_cert_set_keep(c, UINT32_MAX); /* every hidden layer as it is */
-            vt_cert_set_given_slopes(c, na ? ga : NULL);
-            vt_cert_set_split_beta(c, ga + na, o->beta);
-            o->e = b->p->bound(b->p, c, xl, xu, o->lb, o->alpha);
-            vt_cert_set_given_slopes(c, NULL);
-            vt_cert_set_split_beta(c, NULL, NULL);
+            o->e = bound_leaf(b->p, c, xl, xu, na ? ga : NULL, ga + na, o->lb, o->alpha, o->beta);
             vt_cert_set_bab_search(c, 1);
             free(ga);
         }
@@ -811,11 +820,7 @@ static vt_err replay_node(replay_job *j, int k, uint32_t q)
         memcpy(j->w->psp[k], sp, nr * sizeof *sp), j->w->pn[k] = nr;
     }
     vt_cert_set_splits(c, sp, nr);
-    vt_cert_set_given_slopes(c, t->na ? d->alpha : NULL);
-    vt_cert_set_split_beta(c, d->beta, beta);
-    e = p->bound(p, c, xl, xu, lb, alpha);
-    vt_cert_set_given_slopes(c, NULL);
-    vt_cert_set_split_beta(c, NULL, NULL);
+    e = bound_leaf(p, c, xl, xu, t->na ? d->alpha : NULL, d->beta, lb, alpha, beta);
     vt_cert_set_splits(c, NULL, 0);
     if (e) return e;
     uint32_t r, which;
